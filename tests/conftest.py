@@ -1,0 +1,61 @@
+"""Shared fixtures: a fake clock and toy pipelines, so timings are exact."""
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from workbench import Pipeline
+from workbench.device import cuda_available
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+
+
+class FakeClock:
+    """An injected clock: returns ``now`` (ns); stages advance it explicitly."""
+
+    def __init__(self, start_ns: int = 1_000_000_000, tick_ns: int = 0):
+        self.now = start_ns
+        self.tick_ns = tick_ns
+
+    def __call__(self) -> int:
+        value = self.now
+        self.now += self.tick_ns
+        return value
+
+    def advance(self, ns: int) -> None:
+        self.now += ns
+
+
+@pytest.fixture
+def fake_clock() -> FakeClock:
+    return FakeClock()
+
+
+def toy_pipeline(clock: FakeClock, costs_ns: dict[str, int], fail: dict[str, set[int]] | None = None) -> Pipeline:
+    """Stages that advance the fake clock by fixed costs; ``fail[stage]`` holds item values that raise."""
+    fail = fail or {}
+    pipe = Pipeline("toy", items=lambda: itertools.count())
+
+    def make(name: str, cost: int):
+        def fn(batch):
+            clock.advance(cost)
+            if any(x in fail.get(name, ()) for x in batch):
+                raise ValueError(f"{name} rejects {batch}")
+            return batch
+        return fn
+
+    for name, cost in costs_ns.items():
+        pipe.add(name, make(name, cost))
+    return pipe
+
+
+def pytest_collection_modifyitems(config, items):
+    if cuda_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (none here)")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)

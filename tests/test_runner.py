@@ -1,0 +1,116 @@
+import pandas as pd
+import pytest
+
+from tests.conftest import FakeClock, toy_pipeline
+from workbench import PipelineConfig, profile
+from workbench.errors import ConfigError, PipelineError
+from workbench.runner import Cancelled
+
+
+def test_timing_run_records_exact_stage_times(fake_clock):
+    pipe = toy_pipeline(fake_clock, {"parse": 1_000, "forward": 5_000, "serialize": 2_000})
+    run = profile(pipe, requests=4, warmup=2, traced=0, clock=fake_clock)
+    assert list(run.requests["warmup"]) == [True, True, False, False, False, False]
+    assert list(run.requests["dur_ns"]) == [8_000] * 6
+    assert list(run.requests["start_ns"]) == [0, 8_000, 16_000, 24_000, 32_000, 40_000]
+    fwd = run.stages[run.stages["stage"] == "forward"]
+    assert list(fwd["dur_ns"]) == [5_000] * 6
+    assert list(fwd["start_ns"]) == [1_000 + 8_000 * i for i in range(6)]
+    assert run.stages["device_dur_ns"].isna().all()
+    assert run.meta["stages"] == ["parse", "forward", "serialize"]
+    assert run.meta["timing"] == {"warmup": 2, "requests": 4, "clock": "time.perf_counter_ns", "sync": None, "device_timer": None}
+    assert run.trace_path is None
+
+
+def test_stage_error_is_recorded_and_run_goes_on(fake_clock):
+    pipe = toy_pipeline(fake_clock, {"parse": 10, "forward": 100, "serialize": 1}, fail={"forward": {2}})
+    run = profile(pipe, requests=4, warmup=0, traced=0, clock=fake_clock)
+    bad = run.requests[~run.requests["ok"]]
+    assert list(bad["request"]) == [2]
+    assert bad.iloc[0]["error_stage"] == "forward"
+    assert bad.iloc[0]["error_type"] == "ValueError"
+    assert bad.iloc[0]["error_message"] == "forward rejects [2]"
+    # the failed stage keeps its time; later stages did not run for that request
+    rows = run.stages[run.stages["request"] == 2]
+    assert list(rows["stage"]) == ["parse", "forward"]
+    assert list(rows["dur_ns"]) == [10, 100]
+    assert run.requests["ok"].sum() == 3
+
+
+def test_items_are_grouped_into_batches(fake_clock):
+    seen = []
+    pipe = toy_pipeline(fake_clock, {"parse": 1})
+    pipe.stages[0] = type(pipe.stages[0])("parse", lambda b: seen.append(list(b)) or b)
+    profile(pipe.__class__("toy", stages=pipe.stages, items=pipe.items, config=PipelineConfig(batch_size=3)),
+            requests=2, warmup=0, traced=0, clock=fake_clock)
+    assert seen == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_exhausted_item_source_is_a_clear_error(fake_clock):
+    pipe = toy_pipeline(fake_clock, {"parse": 1})
+    pipe.items = lambda: iter([1, 2])
+    with pytest.raises(PipelineError, match="item source ran out"):
+        profile(pipe, requests=5, warmup=0, traced=0, clock=fake_clock)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"requests": 0}, "requests must be an integer >= 1"),
+    ({"warmup": -1}, "warmup must be an integer >= 0"),
+    ({"traced": 1.5}, "traced must be an integer >= 0"),
+    ({"sync": "never"}, "sync must be one of stage, request"),
+])
+def test_bad_arguments(fake_clock, kwargs, match):
+    pipe = toy_pipeline(fake_clock, {"parse": 1})
+    with pytest.raises(ConfigError, match=match):
+        profile(pipe, clock=fake_clock, **({"traced": 0} | kwargs))
+
+
+def test_cancel_stops_between_requests(fake_clock):
+    class After:
+        def __init__(self, n): self.calls, self.n = 0, n
+        def is_set(self):
+            self.calls += 1
+            return self.calls > self.n
+    pipe = toy_pipeline(fake_clock, {"parse": 1})
+    with pytest.raises(Cancelled, match="cancelled after 3 of 10 requests"):
+        profile(pipe, requests=10, warmup=0, traced=0, clock=fake_clock, cancel=After(3))
+
+
+def test_progress_reports_each_request(fake_clock):
+    calls = []
+    pipe = toy_pipeline(fake_clock, {"parse": 1})
+    profile(pipe, requests=3, warmup=1, traced=0, clock=fake_clock, progress=lambda d, t, p: calls.append((d, t, p)))
+    assert calls == [(1, 4, "timing"), (2, 4, "timing"), (3, 4, "timing"), (4, 4, "timing")]
+
+
+def test_traced_run_writes_a_tensorboard_named_gzip_trace(tmp_path, fake_clock):
+    import gzip, json, re
+
+    from workbench.naming import stage_range_name
+
+    pipe = toy_pipeline(FakeClock(), {"parse": 1, "forward": 1})
+    run = profile(pipe, requests=2, warmup=0, traced=2)
+    assert re.fullmatch(r".+\.\d+\.pt\.trace\.json\.gz", run.trace_path.name)
+    events = json.loads(gzip.open(run.trace_path).read())["traceEvents"]
+    names = {e.get("name") for e in events}
+    assert stage_range_name("forward") in names and "ProfilerStep#1" in names
+    assert run.meta["trace"] == {"requests": 2, "profiler_warmup": 1, "activities": ["cpu"], "failed_requests": 0}
+    saved = run.save(tmp_path / "r")
+    assert (saved / run.trace_path.name).is_file()
+
+
+def test_example_name_resolves_and_env_is_recorded():
+    run = profile("tabular", PipelineConfig(batch_size=2), requests=3, warmup=1, traced=0)
+    assert run.meta["pipeline"] == "tabular"
+    assert run.meta["env"]["device"] == "cpu"
+    assert run.meta["env"]["threads"] >= 1
+    assert run.requests["ok"].all()
+    assert isinstance(run.requests, pd.DataFrame)
+
+
+def test_cuda_on_a_cpu_machine_is_a_clear_error():
+    from workbench.device import cuda_available
+    if cuda_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(ConfigError, match="no CUDA GPU is available"):
+        profile("text", PipelineConfig(device="cuda"), requests=1, traced=0)

@@ -1,0 +1,42 @@
+"""CUDA timing paths: skipped cleanly without a GPU (see conftest)."""
+import pytest
+
+from workbench import Pipeline, PipelineConfig, profile
+
+pytestmark = pytest.mark.cuda
+
+
+def _sleep_pipeline(cycles: int):
+    import itertools
+
+    import torch
+
+    pipe = Pipeline("gpu-sleep", items=lambda: itertools.count(), config=PipelineConfig(device="cuda"))
+    pipe.add("launch", lambda b: (torch.cuda._sleep(cycles), b)[1])
+    pipe.add("host", lambda b: b)
+    return pipe
+
+
+def test_stage_sync_charges_device_time_to_its_own_stage():
+    run = profile(_sleep_pipeline(2_000_000), requests=10, warmup=2, traced=0, sync="stage")
+    launch = run.stages[(run.stages["stage"] == "launch") & (run.stages["request"] >= 2)]
+    host = run.stages[(run.stages["stage"] == "host") & (run.stages["request"] >= 2)]
+    assert (launch["device_dur_ns"] > 100_000).all()
+    assert (launch["dur_ns"] >= launch["device_dur_ns"] * 0.95).all()
+    assert (host["dur_ns"] < launch["dur_ns"] / 10).all()
+
+
+def test_request_sync_shows_host_timer_measures_only_the_launch():
+    run = profile(_sleep_pipeline(2_000_000), requests=10, warmup=2, traced=0, sync="request")
+    launch = run.stages[(run.stages["stage"] == "launch") & (run.stages["request"] >= 2)]
+    assert (launch["dur_ns"] < launch["device_dur_ns"] / 2).all()
+    e2e = run.requests[~run.requests["warmup"]]["dur_ns"]
+    assert (e2e.to_numpy() >= launch["device_dur_ns"].to_numpy(dtype="int64") * 0.95).all()
+
+
+def test_cuda_trace_has_kernels_and_runtime():
+    run = profile(_sleep_pipeline(100_000), requests=2, warmup=1, traced=2)
+    assert run.meta["trace"]["activities"] == ["cpu", "cuda"]
+    import gzip, json
+    cats = {e.get("cat") for e in json.loads(gzip.open(run.trace_path).read())["traceEvents"]}
+    assert "kernel" in cats and "cuda_runtime" in cats

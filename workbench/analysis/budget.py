@@ -1,0 +1,129 @@
+"""The latency budget: where each request's time goes, stage by stage.
+
+Inputs are a run's ``requests`` and ``stages`` tables (see ``workbench.record``).
+Only measured (non-warm-up), successful requests enter the percentiles; warm-up
+is summarized apart and failures are counted per stage. ``unattributed`` is
+end to end minus the sum of the stages, per request: host time between stages
+(the runner's own bookkeeping, Python glue). It is shown, never hidden.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .stats import NS_PER_MS, percentile_ci_ns, summarize_ns
+
+SUMMARY_COLUMNS = ["count", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms"]
+END_TO_END = "end_to_end"
+UNATTRIBUTED = "unattributed"
+
+
+def measured_ok(requests: pd.DataFrame, stages: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Rows of the measured (not warm-up) requests that succeeded."""
+    req = requests[~requests["warmup"].astype(bool) & requests["ok"].astype(bool)]
+    return req, stages[stages["request"].isin(req["request"])]
+
+
+def stage_matrix(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str], column: str = "dur_ns") -> pd.DataFrame:
+    """Wide table: one row per measured successful request, one int64 column per stage (ns).
+
+    Columns: the stage names in pipeline order, then ``end_to_end`` and
+    ``unattributed``. ``column`` picks host (``dur_ns``) or device
+    (``device_dur_ns``) time; for device time end to end is the stage sum.
+    """
+    req, st = measured_ok(requests, stages)
+    wide = st.pivot_table(index="request", columns="stage", values=column, aggfunc="sum")
+    wide = wide.reindex(index=req["request"].to_numpy(), columns=stage_order)
+    if column == "dur_ns":
+        e2e = req.set_index("request")["dur_ns"].reindex(wide.index)
+    else:
+        e2e = wide.sum(axis=1, min_count=1)
+    wide[END_TO_END] = e2e
+    wide[UNATTRIBUTED] = e2e - wide[stage_order].sum(axis=1, min_count=1)
+    return wide
+
+
+def stage_summary(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]) -> pd.DataFrame:
+    """Per-stage statistics of host wall time, with end to end and unattributed.
+
+    Out: one row per stage (pipeline order), then ``end_to_end``, then
+    ``unattributed``; columns ``name``, ``kind`` (stage/end_to_end/unattributed),
+    ``count``, ``mean_ms``, ``p50_ms``, ``p95_ms``, ``p99_ms``, ``max_ms``,
+    ``share`` (mean over the end-to-end mean), ``p99_ci_low_ms``,
+    ``p99_ci_high_ms`` (None where the sample does not bound it), and
+    ``device_mean_ms``, ``device_p50_ms``, ``device_p95_ms``, ``device_p99_ms``
+    (CUDA-event time; None on CPU).
+    """
+    host = stage_matrix(requests, stages, stage_order)
+    has_device = stages["device_dur_ns"].notna().any()
+    device = stage_matrix(requests, stages, stage_order, "device_dur_ns") if has_device else None
+    e2e_mean = host[END_TO_END].mean() if len(host) else np.nan
+    rows = []
+    for name in [*stage_order, END_TO_END, UNATTRIBUTED]:
+        rows.append(_summary_row(name, host[name], None if device is None else device[name], e2e_mean))
+    return pd.DataFrame(rows)
+
+
+def _summary_row(name: str, host: pd.Series, device: pd.Series | None, e2e_mean: float) -> dict[str, Any]:
+    values = host.dropna().astype("int64").to_numpy()
+    row = {"name": name, "kind": name if name in (END_TO_END, UNATTRIBUTED) else "stage", **summarize_ns(values)}
+    row["share"] = float(values.mean() / e2e_mean) if values.size and e2e_mean else None
+    lo, hi = percentile_ci_ns(values, 99)
+    row["p99_ci_low_ms"] = None if lo is None else lo / NS_PER_MS
+    row["p99_ci_high_ms"] = None if hi is None else hi / NS_PER_MS
+    dev = summarize_ns(device.dropna().astype("int64").to_numpy()) if device is not None else {}
+    for key in ("mean_ms", "p50_ms", "p95_ms", "p99_ms"):
+        row[f"device_{key}"] = dev.get(key)
+    return row
+
+
+def error_counts(requests: pd.DataFrame, stage_order: list[str]) -> dict[str, int]:
+    """Stage name -> number of measured requests that failed in it (0 when none)."""
+    failed = requests[~requests["warmup"].astype(bool) & ~requests["ok"].astype(bool)]
+    counts = failed["error_stage"].value_counts()
+    return {name: int(counts.get(name, 0)) for name in stage_order}
+
+
+def error_table(requests: pd.DataFrame) -> pd.DataFrame:
+    """Failed requests (warm-up included): request, warmup, error_stage, error_type, error_message."""
+    cols = ["request", "warmup", "error_stage", "error_type", "error_message"]
+    return requests.loc[~requests["ok"].astype(bool), cols].reset_index(drop=True)
+
+
+def warmup_summary(requests: pd.DataFrame) -> dict[str, Any]:
+    """End-to-end figures of the warm-up requests, kept apart from the percentiles."""
+    warm = requests[requests["warmup"].astype(bool)]
+    durs = warm["dur_ns"].astype("int64").to_numpy()
+    out = {"count": int(durs.size), "first_ms": float(durs[0]) / NS_PER_MS if durs.size else None}
+    stats = summarize_ns(durs)
+    return out | {"mean_ms": stats["mean_ms"], "max_ms": stats["max_ms"]}
+
+
+def budget(meta: dict[str, Any], requests: pd.DataFrame, stages: pd.DataFrame) -> dict[str, Any]:
+    """The JSON object of ``workbench show --json``: stages, end_to_end, unattributed, errors, config."""
+    order = list(meta.get("stages", []))
+    table = stage_summary(requests, stages, order)
+    by_name = {row["name"]: row for row in table.to_dict("records")}
+    has_device = stages["device_dur_ns"].notna().any()
+
+    def entry(name: str, stage: bool) -> dict[str, Any]:
+        row = by_name[name]
+        keys = SUMMARY_COLUMNS + (["share"] if stage else []) + ["p99_ci_low_ms", "p99_ci_high_ms"]
+        out = {k: row[k] for k in keys}
+        if has_device:
+            out["device"] = {k: row[f"device_{k}"] for k in ("mean_ms", "p50_ms", "p95_ms", "p99_ms")}
+        return ({"name": name} | out) if stage else out
+
+    return {
+        "pipeline": meta.get("pipeline"),
+        "kind": meta.get("kind", "profile"),
+        "stages": [entry(name, True) for name in order],
+        "end_to_end": entry(END_TO_END, False),
+        "unattributed": entry(UNATTRIBUTED, False),
+        "errors": error_counts(requests, order),
+        "warmup": warmup_summary(requests),
+        "config": meta.get("config", {}),
+        "timing": meta.get("timing", {}),
+    }

@@ -1,0 +1,68 @@
+"""Latency statistics: the one definition of percentiles the workbench uses.
+
+Percentiles interpolate linearly between order statistics (numpy's default,
+``method="linear"``; Hyndman & Fan type 7), computed on integer nanoseconds
+and reported in milliseconds. The confidence interval of a percentile is the
+distribution-free order-statistic interval (binomial, normal approximation):
+ranks ``n*q -/+ z*sqrt(n*q*(1-q))``. It needs no resampling, so it is
+deterministic; when the sample is too small for the upper rank to exist the
+upper bound is None: "not bounded by this sample" (for p99 that takes roughly
+n < 400).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+NS_PER_MS = 1_000_000
+PERCENTILES = (50, 95, 99)
+Z_95 = 1.959963984540054
+
+
+def percentile_ns(values_ns, q: float) -> float:
+    """The q-th percentile (0-100) of nanosecond values, linear interpolation; NaN if empty."""
+    arr = np.asarray(values_ns, dtype=np.int64)
+    if arr.size == 0:
+        return math.nan
+    return float(np.percentile(arr, q, method="linear"))
+
+
+def summarize_ns(values_ns) -> dict[str, float | int | None]:
+    """``{count, mean_ms, p50_ms, p95_ms, p99_ms, max_ms}`` of nanosecond durations.
+
+    An empty sample gives count 0 and None for every figure.
+    """
+    arr = np.asarray(values_ns, dtype=np.int64)
+    out: dict[str, float | int | None] = {"count": int(arr.size)}
+    if arr.size == 0:
+        return out | {"mean_ms": None, **{f"p{p}_ms": None for p in PERCENTILES}, "max_ms": None}
+    out["mean_ms"] = float(arr.mean()) / NS_PER_MS
+    for p, value in zip(PERCENTILES, np.percentile(arr, PERCENTILES, method="linear")):
+        out[f"p{p}_ms"] = float(value) / NS_PER_MS
+    out["max_ms"] = float(arr.max()) / NS_PER_MS
+    return out
+
+
+def percentile_ci_ns(values_ns, q: float, confidence_z: float = Z_95) -> tuple[float | None, float | None]:
+    """Order-statistic confidence interval (ns) of the q-th percentile; None where unbounded."""
+    arr = np.sort(np.asarray(values_ns, dtype=np.int64))
+    n = arr.size
+    if n == 0:
+        return None, None
+    p = q / 100.0
+    half = confidence_z * math.sqrt(n * p * (1.0 - p))
+    lo_rank = math.floor(n * p - half)  # 1-based ranks
+    hi_rank = math.ceil(n * p + half) + 1
+    lo = float(arr[lo_rank - 1]) if lo_rank >= 1 else None
+    hi = float(arr[hi_rank - 1]) if hi_rank <= n else None
+    return lo, hi
+
+
+def iqr_ratio(values_ns) -> float:
+    """Interquartile range over the median (torch.utils.benchmark warns at >= 0.10)."""
+    arr = np.asarray(values_ns, dtype=np.int64)
+    if arr.size == 0:
+        return math.nan
+    q1, med, q3 = np.percentile(arr, [25, 50, 75])
+    return float((q3 - q1) / med) if med else math.nan

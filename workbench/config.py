@@ -1,0 +1,58 @@
+"""The configuration a pipeline factory builds a pipeline from.
+
+A factory ``build(config) -> Pipeline`` is called again whenever a slider moves,
+so everything that changes the pipeline lives here: device, batch size,
+precision and free user options.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from .errors import ConfigError
+
+DEVICES = ("cpu", "cuda")
+PRECISIONS = ("fp32", "bf16", "fp16", "int8")
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """What a factory needs to build a pipeline.
+
+    device: ``"cpu"`` or ``"cuda"`` (``"cuda:N"`` picks a GPU).
+    batch_size: input items per request (one pipeline call), >= 1.
+    precision: one of ``fp32``, ``bf16``, ``fp16``, ``int8``.
+    options: free user fields (JSON-serialisable), e.g. ``{"hidden": 256}``.
+    """
+
+    device: str = "cpu"
+    batch_size: int = 1
+    precision: str = "fp32"
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.device, str) or self.device.split(":")[0] not in DEVICES:
+            raise ConfigError(f"device must be 'cpu' or 'cuda[:N]', got {self.device!r}")
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ConfigError(f"batch_size must be an integer >= 1, got {self.batch_size!r}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
+            )
+        if not isinstance(self.options, dict):
+            raise ConfigError(f"options must be a dict, got {type(self.options).__name__}")
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.startswith("cuda")
+
+    def replace(self, **changes: Any) -> "PipelineConfig":
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "PipelineConfig":
+        known = {k: data[k] for k in ("device", "batch_size", "precision", "options") if k in data}
+        return cls(**known)

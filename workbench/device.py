@@ -1,0 +1,66 @@
+"""Decide "is there a GPU" once, in one place.
+
+Everything that needs to know whether CUDA is usable asks :func:`cuda_available`;
+torch is imported here lazily so ``import workbench`` stays light.
+"""
+from __future__ import annotations
+
+import functools
+
+from .errors import ConfigError
+
+
+def torch_or_none():
+    """The torch module, or None when torch is not installed."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def require_torch():
+    torch = torch_or_none()
+    if torch is None:
+        raise ConfigError("this needs PyTorch: pip install torch==2.13.0 (or run `make test` once)")
+    return torch
+
+
+@functools.lru_cache(maxsize=1)
+def cuda_available() -> bool:
+    """True when torch is installed and sees at least one CUDA device."""
+    torch = torch_or_none()
+    return bool(torch is not None and torch.cuda.is_available())
+
+
+def available_devices() -> list[str]:
+    """Devices a user can pick: always ``cpu``, plus ``cuda`` when present."""
+    return ["cpu", "cuda"] if cuda_available() else ["cpu"]
+
+
+def check_device(device: str) -> None:
+    """Raise a ConfigError when the device cannot be used on this machine."""
+    if device.startswith("cuda") and not cuda_available():
+        raise ConfigError(f"device {device!r} requested but no CUDA GPU is available here; use --device cpu")
+
+
+def device_name(device: str) -> str:
+    """A human name of the device: the GPU model, or the CPU model."""
+    if device.startswith("cuda"):
+        torch = require_torch()
+        return torch.cuda.get_device_name(torch.device(device))
+    return cpu_model()
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine()

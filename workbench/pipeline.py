@@ -1,0 +1,173 @@
+"""Pipelines: an ordered list of named stages and a source of input items.
+
+A stage is a plain callable that takes the previous stage's output. The first
+stage receives one request: a list of ``batch_size`` input items drawn from the
+pipeline's item source. Users write a factory ``build(config) -> Pipeline``::
+
+    def build(config):
+        pipe = Pipeline("mine", items=lambda: itertools.repeat(b'{"x": 1}'))
+
+        @pipe.stage
+        def parse(batch):
+            return [json.loads(b) for b in batch]
+
+        @pipe.stage("forward")
+        def run_model(rows):
+            return model(torch.tensor(rows))
+
+        return pipe
+
+The runner (``workbench.runner``) times the stages; nothing here measures.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import itertools
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .config import PipelineConfig
+from .errors import ConfigError, PipelineError
+
+STANDARD_STAGES = ("parse", "hydrate", "preprocess", "forward", "postprocess", "serialize")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One named step of a pipeline; ``fn`` takes the previous stage's output."""
+
+    name: str
+    fn: Callable[[Any], Any]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name or self.name.startswith("_"):
+            raise ConfigError(f"stage name must be a non-empty string not starting with '_', got {self.name!r}")
+        if not callable(self.fn):
+            raise ConfigError(f"stage {self.name!r}: fn must be callable, got {type(self.fn).__name__}")
+
+
+@dataclass
+class Pipeline:
+    """An ordered list of stages plus the items that feed them.
+
+    items: a callable returning a fresh iterator of input items (one item is one
+        user request payload; the runner groups ``batch_size`` of them into one
+        pipeline call). An iterable is accepted too and is cycled.
+    config: the configuration it was built from (set by the factory or runner).
+    device_sync: on CUDA, a callable the runner uses to wait for the device
+        (``torch.cuda.synchronize``); set by the runner, not by users.
+    """
+
+    name: str
+    stages: list[Stage] = field(default_factory=list)
+    items: Callable[[], Iterator[Any]] | Iterable[Any] | None = None
+    config: PipelineConfig = field(default_factory=PipelineConfig)
+    description: str = ""
+
+    def stage(self, fn_or_name: Callable[[Any], Any] | str | None = None):
+        """Decorator appending a stage; ``@pipe.stage`` or ``@pipe.stage("name")``."""
+        if callable(fn_or_name):
+            self.add(fn_or_name.__name__, fn_or_name)
+            return fn_or_name
+
+        def decorate(fn: Callable[[Any], Any]):
+            self.add(fn_or_name or fn.__name__, fn)
+            return fn
+
+        return decorate
+
+    def add(self, name: str, fn: Callable[[Any], Any]) -> "Pipeline":
+        if name in self.stage_names:
+            raise ConfigError(f"pipeline {self.name!r} already has a stage named {name!r}")
+        self.stages.append(Stage(name, fn))
+        return self
+
+    @property
+    def stage_names(self) -> list[str]:
+        return [s.name for s in self.stages]
+
+    def item_iterator(self) -> Iterator[Any]:
+        """A fresh iterator over input items; raises if the pipeline has none."""
+        if self.items is None:
+            raise PipelineError(f"pipeline {self.name!r} has no item source (set items=...)")
+        if callable(self.items):
+            return iter(self.items())
+        return itertools.cycle(self.items)
+
+    def __call__(self, batch: Any) -> Any:
+        """Run all stages on one batch, untimed (for checks and notebooks)."""
+        out = batch
+        for s in self.stages:
+            out = s.fn(out)
+        return out
+
+    def validate(self) -> "Pipeline":
+        if not self.stages:
+            raise PipelineError(f"pipeline {self.name!r} has no stages")
+        return self
+
+
+Factory = Callable[[PipelineConfig], Pipeline]
+
+
+def load_factory(spec: str) -> Factory:
+    """Load ``module:function`` or ``path/to/file.py:function`` (default function ``build``)."""
+    target, _, attr = spec.rpartition(":") if ":" in spec else (spec, "", "build")
+    attr = attr or "build"
+    if not target:
+        raise PipelineError(f"--pipeline {spec!r}: expected MODULE:FUNCTION or FILE.py:FUNCTION")
+    module = _import_target(spec, target)
+    factory = getattr(module, attr, None)
+    if factory is None:
+        raise PipelineError(f"--pipeline {spec!r}: {target!r} has no attribute {attr!r}")
+    if not callable(factory):
+        raise PipelineError(f"--pipeline {spec!r}: {attr!r} is not callable")
+    return factory
+
+
+def _import_target(spec: str, target: str):
+    path = Path(target)
+    if target.endswith(".py") or path.is_file():
+        if not path.is_file():
+            raise PipelineError(f"--pipeline {spec!r}: file {target!r} does not exist")
+        name = f"workbench_user_{abs(hash(str(path.resolve())))}"
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        try:
+            module_spec.loader.exec_module(module)
+        except Exception as exc:
+            raise PipelineError(f"--pipeline {spec!r}: importing {target!r} failed: {type(exc).__name__}: {exc}") from exc
+        return module
+    try:
+        return importlib.import_module(target)
+    except ModuleNotFoundError as exc:
+        raise PipelineError(f"--pipeline {spec!r}: no module named {exc.name!r} (is it on PYTHONPATH?)") from exc
+    except Exception as exc:
+        raise PipelineError(f"--pipeline {spec!r}: importing {target!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def build_pipeline(factory: Factory, config: PipelineConfig) -> Pipeline:
+    """Call a factory and check that it returned a usable pipeline.
+
+    Errors the factory raises about the configuration (a ``WorkbenchError``,
+    e.g. an unsupported precision) pass through unchanged; any other exception
+    becomes a ``PipelineError`` naming the factory.
+    """
+    from .errors import WorkbenchError
+
+    try:
+        pipe = factory(config)
+    except WorkbenchError:
+        raise
+    except Exception as exc:
+        name = getattr(factory, "__qualname__", repr(factory))
+        raise PipelineError(f"pipeline factory {name} failed: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(pipe, Pipeline):
+        raise PipelineError(f"pipeline factory returned {type(pipe).__name__}, expected workbench.Pipeline")
+    pipe.config = config
+    return pipe.validate()

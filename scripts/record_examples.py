@@ -1,0 +1,79 @@
+"""Record the example runs that notebooks, dashboards and tests explore without a GPU.
+
+    python scripts/record_examples.py                 # CPU runs -> data/runs/
+    python scripts/record_examples.py --device cuda   # GPU runs (the GPU validation script calls this)
+
+Each run folder is named ``{example}-{device}-bs{N}-{precision}[-{variant}]`` and
+is overwritten atomically. Traced runs are limited to a few requests so each
+file stays well under 5 MB. The same script records CPU and GPU data.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from workbench import PipelineConfig, profile  # noqa: E402
+from workbench.errors import WorkbenchError  # noqa: E402
+
+# (example, batch_size, precision, options, requests)
+CPU_RUNS = [
+    ("tabular", 1, "fp32", {}, 200), ("tabular", 8, "fp32", {}, 200),
+    ("text", 1, "fp32", {}, 200), ("text", 8, "fp32", {}, 200),
+    ("text", 8, "bf16", {}, 100), ("text", 8, "int8", {}, 100),
+    ("image", 1, "fp32", {}, 200), ("image", 8, "fp32", {}, 100),
+]
+# service-time model for the batching simulator: one example at several batch sizes
+CPU_SERVICE_RUNS = [("text", bs, "fp32", {}, 150) for bs in (1, 2, 4, 16)] + \
+                   [("tabular", bs, "fp32", {}, 150) for bs in (2, 4, 16)]
+CUDA_RUNS = [
+    ("text", 1, "fp32", {}, 200), ("text", 64, "fp32", {}, 100),
+    ("text", 1, "bf16", {}, 200), ("text", 64, "bf16", {}, 100),
+    ("image", 1, "fp32", {}, 200), ("image", 64, "fp32", {}, 100),
+    ("image", 64, "bf16", {}, 100),
+    ("image", 64, "fp32", {"pin_memory": False}, 100),
+    ("tabular", 8, "fp32", {}, 200),
+]
+
+
+def run_name(example: str, device: str, bs: int, precision: str, options: dict) -> str:
+    variant = "-pageable" if options.get("pin_memory") is False else ""
+    return f"{example}-{device}-bs{bs}-{precision}{variant}"
+
+
+def record(plan, device: str, out_dir: Path, traced: int, quick: bool) -> list[str]:
+    done = []
+    for example, bs, precision, options, requests in plan:
+        name = run_name(example, device, bs, precision, options)
+        config = PipelineConfig(device=device, batch_size=bs, precision=precision, options=options)
+        t0 = time.perf_counter()
+        try:
+            run = profile(example, config, requests=10 if quick else requests, warmup=10, traced=traced)
+        except WorkbenchError as exc:
+            print(f"{name:<36} skipped: {exc}")
+            continue
+        run.save(out_dir / name, overwrite=True)
+        e2e = run.requests.loc[~run.requests["warmup"], "dur_ns"]
+        print(f"{name:<36} {len(e2e):>4} requests  p50 {e2e.median() / 1e6:8.3f} ms  ({time.perf_counter() - t0:5.1f} s)")
+        done.append(name)
+    return done
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--out", type=Path, default=ROOT / "data" / "runs")
+    parser.add_argument("--traced", type=int, default=3, help="requests in each traced run")
+    parser.add_argument("--quick", action="store_true", help="10 requests per run (smoke test)")
+    args = parser.parse_args()
+    plan = CUDA_RUNS if args.device.startswith("cuda") else CPU_RUNS + CPU_SERVICE_RUNS
+    record(plan, args.device.split(":")[0], args.out, args.traced, args.quick)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,39 @@
+import pytest
+
+from workbench.analysis import gpu_timeline
+from workbench.trace import load_trace
+from workbench.trace.synthetic import TraceBuilder, example_trace
+
+
+@pytest.fixture(scope="module")
+def events(tmp_path_factory):
+    return load_trace(example_trace().write(tmp_path_factory.mktemp("g") / "t.json")).events
+
+
+def test_span_busy_idle_over_all_devices(events):
+    s = gpu_timeline.gpu_time_summary(events)
+    assert (s["span_ns"], s["busy_ns"], s["idle_ns"]) == (571_000, 40_000, 531_000)
+    assert s["idle_fraction"] == pytest.approx(531_000 / 571_000)
+
+
+def test_stream_idle_split_by_hta_rule(events):
+    idle = gpu_timeline.stream_idle(events).set_index(["device", "stream"])
+    s7 = idle.loc[(0, 7)]
+    assert (s7["host_wait_ns"], s7["kernel_wait_ns"], s7["other_ns"], s7["idle_ns"]) == (334_000, 2_000, 0, 336_000)
+    assert idle.loc[(0, 8), "host_wait_ns"] == 340_000
+    dev1 = idle.loc[(1, 7)]  # no launch call: classified by the gap alone
+    assert (dev1["other_ns"], dev1["host_wait_ns"], dev1["count"]) == (98_000, 0, 2)
+
+
+def test_busy_over_time_bins_sum_to_busy(events):
+    bins = gpu_timeline.busy_over_time(events, bins=7)
+    assert len(bins) == 7
+    assert bins["busy_ns"].sum() == 40_000
+    assert bins["busy_fraction"].between(0, 1).all()
+
+
+def test_cpu_only_trace_has_empty_gpu_sections(tmp_path):
+    events = load_trace(TraceBuilder().op("aten::add", 0, 5_000).write(tmp_path / "t.json")).events
+    assert gpu_timeline.gpu_time_summary(events)["span_ns"] is None
+    assert gpu_timeline.stream_idle(events).empty
+    assert gpu_timeline.busy_over_time(events).empty

@@ -1,0 +1,70 @@
+import argparse
+import json
+
+import pytest
+
+from workbench.cli import analyze as analyze_cmd
+from workbench.errors import RunRecordError, TraceError
+from workbench.trace.synthetic import TraceBuilder, example_trace
+
+
+def run_cli(argv):
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command", required=True)
+    analyze_cmd.register(sub)
+    args = parser.parse_args(["analyze", *argv])
+    return args.func(args)
+
+
+def test_json_output(tmp_path, capsys):
+    path = example_trace().write(tmp_path / "t.json.gz")
+    assert run_cli([str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["kernels"]["count"] == 6 and report["launch_pairs"]["delay_over_100us"] == 1
+
+
+def test_readable_summary(tmp_path, capsys):
+    assert run_cli([str(example_trace().write(tmp_path / "t.json"))]) == 0
+    out = capsys.readouterr().out
+    for text in ("kernels 6", "HtoD Pageable", "cudaStreamSynchronize", "ProfilerStep#1", "stage   forward",
+                 "transfer_bound", "idle"):
+        assert text in out
+
+
+def test_cpu_only_summary(tmp_path, capsys):
+    assert run_cli([str(TraceBuilder().op("aten::add", 0, 5).write(tmp_path / "t.json"))]) == 0
+    assert "no GPU activity" in capsys.readouterr().out
+
+
+def test_run_folder(tmp_path, capsys):
+    example_trace().write(tmp_path / "w.123.pt.trace.json.gz")
+    (tmp_path / "run.json").write_text(json.dumps({"trace": {"file": "w.123.pt.trace.json.gz"}}))
+    assert run_cli([str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kernels"]["count"] == 6
+
+
+def test_folder_errors(tmp_path):
+    with pytest.raises(RunRecordError, match="without run.json"):
+        run_cli([str(tmp_path)])
+    (tmp_path / "run.json").write_text("{}")
+    with pytest.raises(RunRecordError, match="no trace"):
+        run_cli([str(tmp_path)])
+
+
+def test_broken_trace_is_a_trace_error(tmp_path):
+    (tmp_path / "t.json").write_text("{")
+    with pytest.raises(TraceError):
+        run_cli([str(tmp_path / "t.json")])
+
+
+def test_main_prints_one_line_error(tmp_path, capsys):
+    cli = pytest.importorskip("workbench.cli")
+    if "analyze" not in getattr(cli, "SUBCOMMAND_MODULES", ()):
+        pytest.skip("analyze is not registered in workbench.cli yet")
+    try:
+        cli.build_parser()
+    except ImportError:
+        pytest.skip("other subcommands are not in place yet")
+    (tmp_path / "t.json").write_text("{")
+    assert cli.main(["analyze", str(tmp_path / "t.json")]) == 2
+    assert "invalid JSON" in capsys.readouterr().err

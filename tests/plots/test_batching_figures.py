@@ -1,0 +1,89 @@
+import numpy as np
+import pandas as pd
+import pytest
+from plots_helpers import decode
+
+from workbench.batching import ServiceModel, load_summary, sweep
+from workbench.batching.sweeps import SWEEP_COLUMNS
+from workbench.errors import ConfigError
+from workbench.plots import batching_curves_figure, queueing_breakdown_figure, wait_time_figure
+
+
+def toy_sweep() -> pd.DataFrame:
+    """2 batch sizes x 2 waits x 2 rates; every number derived from the row so tests can check it."""
+    rows = []
+    for rate in (100.0, 400.0):
+        for size in (1, 8):
+            for wait in (0.0, 2.0):
+                p50 = 1 + size / 10 + wait + rate / 1000
+                rows.append({c: 0 for c in SWEEP_COLUMNS} | {
+                    "rate_rps": rate, "max_batch_size": size, "max_wait_ms": wait, "stable": not (size == 1 and rate == 400),
+                    "p50_ms": p50, "p95_ms": 2 * p50, "p99_ms": 3 * p50, "mean_ms": p50,
+                    "throughput_rps": rate * 0.99, "batch_wait_p50_ms": wait / 2, "queue_wait_p50_ms": 0.25,
+                    "service_p50_ms": p50 - wait / 2 - 0.25, "batch_wait_p99_ms": wait, "queue_wait_p99_ms": 1.0,
+                    "service_p99_ms": 2.0})
+    return pd.DataFrame(rows, columns=SWEEP_COLUMNS)
+
+
+def test_latency_vs_throughput_curves():
+    fig = batching_curves_figure(toy_sweep(), sla_ms=5).to_dict()
+    names = [t["name"] for t in fig["data"]][:-1]
+    assert names == ["bs=1 wait=0 ms p99", "bs=1 wait=0 ms p50", "bs=1 wait=2 ms p99", "bs=1 wait=2 ms p50",
+                     "bs=8 wait=0 ms p99", "bs=8 wait=0 ms p50", "bs=8 wait=2 ms p99", "bs=8 wait=2 ms p50"]
+    p99 = fig["data"][0]
+    assert decode(p99["x"]) == [99.0, 396.0]
+    assert decode(p99["y"]) == pytest.approx([3 * 1.2, 3 * 1.5])
+    assert list(p99["marker"]["symbol"]) == ["circle", "x-open"]  # bs=1 at 400 req/s is unstable
+    assert fig["layout"]["yaxis"]["type"] == "log"
+    assert fig["data"][-1]["name"] == "SLA 5 ms" and decode(fig["data"][-1]["y"]) == [5.0, 5.0]
+    assert decode(fig["data"][-1]["x"]) == [99.0, 396.0]
+
+
+def test_p99_vs_wait_time_per_batch_size_at_one_rate():
+    fig = wait_time_figure(toy_sweep(), rate_rps=100).to_dict()
+    assert [t["name"] for t in fig["data"]] == ["bs=1", "bs=8"]
+    assert decode(fig["data"][1]["x"]) == [0.0, 2.0]
+    assert decode(fig["data"][1]["y"]) == pytest.approx([3 * 1.9, 3 * 3.9])
+    assert fig["layout"]["title"]["text"] == "p99 latency vs max wait at 100 req/s"
+    several = wait_time_figure(toy_sweep()).to_dict()
+    assert [t["name"] for t in several["data"]][:2] == ["bs=1 @ 100 req/s", "bs=8 @ 100 req/s"]
+    assert wait_time_figure(toy_sweep(), rate_rps=7).to_dict()["data"] == []
+
+
+def test_queueing_breakdown_of_a_load_summary():
+    requests = pd.DataFrame({
+        "request": np.arange(4), "arrival_ns": [0, 1_000_000, 2_000_000, 3_000_000],
+        "batch_wait_ns": [2_000_000, 1_000_000, 0, 0], "queue_wait_ns": [0, 0, 500_000, 500_000],
+        "service_ns": [3_000_000, 3_000_000, 3_000_000, 3_000_000], "batch": [0, 0, 1, 1], "batch_size": [2] * 4,
+        "ok": [True] * 4})
+    requests["dur_ns"] = requests["batch_wait_ns"] + requests["queue_wait_ns"] + requests["service_ns"]
+    fig = queueing_breakdown_figure(load_summary(requests)).to_dict()
+    bars = {t["name"]: decode(t["y"]) for t in fig["data"]}
+    assert list(fig["data"][0]["x"]) == ["mean", "p50", "p99"]
+    assert bars["batch wait"][0] == 0.75 and bars["queue wait"][0] == 0.25 and bars["service"][0] == 3.0
+    assert bars["end to end"][0] == 4.0  # means add up exactly
+    assert fig["layout"]["barmode"] == "stack"
+
+
+def test_queueing_breakdown_of_a_sweep():
+    table = toy_sweep().head(2)
+    fig = queueing_breakdown_figure(table, stat="p99_ms").to_dict()
+    assert list(fig["data"][0]["x"]) == ["100 req/s bs=1 wait=0", "100 req/s bs=1 wait=2"]
+    assert decode(fig["data"][0]["y"]) == [0.0, 2.0]  # batch wait p99
+    assert decode(fig["data"][3]["y"]) == pytest.approx(table["p99_ms"].tolist())
+    with pytest.raises(ConfigError, match="stat="):
+        queueing_breakdown_figure(table, stat="mean_ms")
+
+
+def test_real_sweep_feeds_every_batching_figure():
+    model = ServiceModel({1: np.array([1_000_000, 1_200_000]), 8: np.array([2_000_000, 2_400_000])})
+    table = sweep(model, [200, 900], [1, 8], [0, 2], requests=300)
+    for fig in (batching_curves_figure(table), wait_time_figure(table), queueing_breakdown_figure(table)):
+        assert len(fig.data) >= 2 and len(fig.to_json()) < 60_000
+
+
+def test_empty_and_bad_sweeps():
+    empty = toy_sweep().iloc[0:0]
+    assert batching_curves_figure(empty).to_dict()["layout"]["annotations"][0]["text"].startswith("empty sweep")
+    with pytest.raises(ConfigError, match="missing columns"):
+        batching_curves_figure(toy_sweep().drop(columns=["throughput_rps"]))

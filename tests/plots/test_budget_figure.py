@@ -1,0 +1,63 @@
+import pytest
+from plots_helpers import decode
+
+from workbench.analysis.budget import stage_summary
+from workbench.errors import ConfigError
+from workbench.plots import budget_figure
+
+
+def test_bars_are_the_summary_percentiles_in_pipeline_order(toy_summary):
+    data = budget_figure(toy_summary).to_dict()["data"]
+    assert [t["name"] for t in data] == ["p50", "p95", "p99"]
+    expected_x = ["parse", "model", "post", "unattributed", "end_to_end"]
+    by_name = toy_summary.set_index("name")
+    for trace, col in zip(data, ["p50_ms", "p95_ms", "p99_ms"]):
+        assert list(trace["x"]) == expected_x
+        assert decode(trace["y"]) == [by_name.loc[n, col] for n in expected_x]
+    assert decode(data[2]["y"])[1] == 10.0  # model p99 is exactly 10 ms
+
+
+def test_share_of_each_stage_is_in_the_hover(toy_summary):
+    trace = budget_figure(toy_summary).to_dict()["data"][0]
+    shares = [c[0] for c in trace["customdata"]]
+    assert shares[1] == "82.6%"  # model: 10 ms of 12.101 ms mean
+    assert [c[1] for c in trace["customdata"]] == [100] * 5
+    ticks = budget_figure(toy_summary).to_dict()["layout"]["xaxis"]["ticktext"]
+    assert list(ticks)[:2] == ["parse<br>0.4% of mean", "model<br>82.6% of mean"]
+
+
+def test_sla_line_and_verdict(toy_summary):
+    fig = budget_figure(toy_summary, sla_ms=12).to_dict()
+    shapes = fig["layout"]["shapes"]
+    assert len(shapes) == 1 and shapes[0]["y0"] == shapes[0]["y1"] == 12.0
+    assert fig["layout"]["title"]["text"].endswith("end-to-end p99 12.20 ms, OVER the 12 ms SLA")
+    assert "within the 15 ms SLA" in budget_figure(toy_summary, sla_ms=15).to_dict()["layout"]["title"]["text"]
+    assert "shapes" not in budget_figure(toy_summary).to_dict()["layout"]
+
+
+def test_waterfall_of_means_adds_up_to_end_to_end(toy_summary):
+    trace = budget_figure(toy_summary, mode="waterfall").to_dict()["data"][0]
+    assert list(trace["x"]) == ["parse", "model", "post", "unattributed", "end_to_end"]
+    y = decode(trace["y"])
+    assert y == [0.0505, 10.0, 2.0495, 0.001, 12.101]
+    assert sum(y[:-1]) == pytest.approx(y[-1], abs=1e-12)
+    assert list(trace["measure"]) == ["relative"] * 4 + ["total"]
+
+
+def test_no_measured_requests_gives_an_annotated_empty_figure(toy_run):
+    requests, stages, order = toy_run
+    only_warm = requests.assign(warmup=True)
+    fig = budget_figure(stage_summary(only_warm, stages, order)).to_dict()
+    assert fig["data"] == []
+    assert fig["layout"]["annotations"][0]["text"] == "no measured requests in this run"
+
+
+def test_bad_input_names_the_problem(toy_summary):
+    with pytest.raises(ConfigError, match="missing columns"):
+        budget_figure(toy_summary.drop(columns=["p99_ms"]))
+    with pytest.raises(ConfigError, match="mode="):
+        budget_figure(toy_summary, mode="stacked")
+
+
+def test_payload_is_small(toy_summary):
+    assert len(budget_figure(toy_summary, sla_ms=20).to_json()) < 20_000

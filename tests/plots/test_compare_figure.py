@@ -1,0 +1,43 @@
+import math
+
+import pytest
+from plots_helpers import decode, make_run
+
+from workbench.analysis.budget import stage_summary
+from workbench.errors import ConfigError
+from workbench.plots import compare_figure
+from workbench.plots.compare import compare_table
+
+
+def summaries():
+    a = make_run({"parse": [1_000_000] * 10, "model": [4_000_000] * 10}, glue_ns=0)
+    b = make_run({"parse": [1_000_000] * 10, "model": [3_000_000] * 10, "post": [500_000] * 10}, glue_ns=0)
+    return stage_summary(*a, ["parse", "model"]), stage_summary(*b, ["parse", "model", "post"])
+
+
+def test_deltas_are_b_minus_a_per_stage():
+    a, b = summaries()
+    fig = compare_figure(a, b, labels=("fp32", "bf16")).to_dict()
+    names = [t["name"] for t in fig["data"]]
+    assert names == ["fp32", "bf16", "Δ p50", "Δ p95", "Δ p99"]
+    x = list(fig["data"][0]["x"])
+    assert x == ["parse", "model", "unattributed", "end_to_end", "post"]
+    assert decode(fig["data"][0]["y"])[:4] == [1.0, 4.0, 0.0, 5.0]
+    assert decode(fig["data"][1]["y"]) == [1.0, 3.0, 0.0, 4.5, 0.5]
+    delta = decode(fig["data"][4]["y"])
+    assert delta[:4] == [0.0, -1.0, 0.0, -0.5] and math.isnan(delta[4])
+    assert list(fig["data"][4]["text"])[:2] == ["+0.0%", "-25.0%"]
+    assert fig["layout"]["title"]["text"] == "fp32 vs bf16: end-to-end p99 5.00 -> 4.50 ms (-10.0%)"
+
+
+def test_compare_table_columns():
+    a, b = summaries()
+    table = compare_table(a, b)
+    assert table.loc[table["name"] == "model", "mean_ms_delta"].item() == -1.0
+    assert {"p99_ms_a", "p99_ms_b", "p99_ms_delta"} <= set(table.columns)
+
+
+def test_bad_summary_is_refused():
+    a, b = summaries()
+    with pytest.raises(ConfigError, match="summary_b: missing columns"):
+        compare_figure(a, b.drop(columns=["share"]))

@@ -1,0 +1,72 @@
+import numpy as np
+import pytest
+from plots_helpers import decode, make_run
+
+from workbench.errors import ConfigError
+from workbench.plots import distribution_figure
+
+
+def traces(fig):
+    return {t["name"]: t for t in fig.to_dict()["data"]}
+
+
+def test_histogram_counts_every_measured_request_and_keeps_warmup_apart(toy_run):
+    requests, stages, order = toy_run
+    data = traces(distribution_figure(requests, stages, order))
+    assert list(data) == ["measured (n=100)", "warm-up (n=2)", "p50", "p95", "p99"]
+    measured, warm = data["measured (n=100)"], data["warm-up (n=2)"]
+    assert sum(decode(measured["y"])[:-1]) == 100
+    assert sum(decode(warm["y"])[:-1]) == 2
+    assert decode(measured["x"]) == decode(warm["x"])  # same bins
+    edges = decode(measured["x"])
+    assert edges[0] == pytest.approx(12.002) and edges[-1] == pytest.approx(133.001)  # min measured, max warm-up (ms)
+    assert np.allclose(np.diff(np.log(edges)), np.log(edges[1] / edges[0]))  # log-spaced
+
+
+def test_percentile_markers_are_the_measured_percentiles(toy_run):
+    requests, stages, order = toy_run
+    data = traces(distribution_figure(requests, stages, order, stage="parse"))
+    assert decode(data["p50"]["x"]) == [0.0505, 0.0505]
+    assert decode(data["p95"]["x"]) == [0.09505, 0.09505]
+    assert decode(data["p99"]["x"]) == [0.09901, 0.09901]
+
+
+def test_cdf_endpoints(toy_run):
+    requests, stages, order = toy_run
+    fig = distribution_figure(requests, stages, order, stage="parse", kind="cdf", log_x=False)
+    data = traces(fig)
+    x, y = decode(data["measured (n=100)"]["x"]), decode(data["measured (n=100)"]["y"])
+    assert len(x) == 100
+    assert (x[0], y[0]) == (0.001, 0.01)
+    assert (x[-1], y[-1]) == (0.1, 1.0)
+    assert decode(data["warm-up (n=2)"]["x"]) == [40.0, 50.0]
+    assert fig.to_dict()["layout"]["xaxis"]["type"] == "linear"
+
+
+def test_cdf_is_thinned_but_keeps_min_and_max():
+    durs = {"a": list(range(1_000, 1_000 + 50_000))}
+    requests, stages = make_run(durs, glue_ns=0)
+    fig = distribution_figure(requests, stages, ["a"], stage="a", kind="cdf", max_points=500)
+    trace = fig.to_dict()["data"][0]
+    x, y = decode(trace["x"]), decode(trace["y"])
+    assert len(x) == 500
+    assert (x[0], y[0]) == (0.001, 1 / 50_000)
+    assert (x[-1], y[-1]) == (0.050999, 1.0)
+    assert len(fig.to_json()) < 40_000
+
+
+def test_end_to_end_excludes_failed_requests(toy_run):
+    requests, stages, order = toy_run
+    failed = requests.assign(ok=requests["request"] != 50)
+    data = traces(distribution_figure(failed, stages, order))
+    assert "measured (n=99)" in data
+
+
+def test_empty_and_bad_arguments(toy_run):
+    requests, stages, order = toy_run
+    fig = distribution_figure(requests.iloc[0:0], stages.iloc[0:0], order).to_dict()
+    assert fig["data"] == [] and fig["layout"]["annotations"][0]["text"] == "no successful requests for end to end"
+    with pytest.raises(ConfigError, match="kind="):
+        distribution_figure(requests, stages, order, kind="violin")
+    with pytest.raises(ConfigError, match="not in the pipeline"):
+        distribution_figure(requests, stages, order, stage="nope")

@@ -1,0 +1,92 @@
+import pandas as pd
+import pytest
+from plots_helpers import decode
+
+from workbench.errors import ConfigError
+from workbench.plots import flame_figure, trace_flame_figure
+from workbench.analysis.flame import flame_tree
+from workbench.plots.flame import display_totals, fit_tree
+from workbench.plots.style import KIND_COLORS
+
+
+def small_tree() -> pd.DataFrame:
+    """stage -> aten::linear -> cudaLaunchKernel -> gemm kernel; stage -> copy launch -> HtoD pinned copy."""
+    rows = [
+        (0, -1, "workbench.stage::forward", "stage", 10_000, 100_000, 1, None),
+        (1, 0, "aten::linear", "cpu_op", 20_000, 60_000, 2, None),
+        (2, 1, "cudaLaunchKernel", "runtime", 10_000, 40_000, 2, None),
+        (3, 2, "ampere_sgemm_128x64_tn", "kernel", 30_000, 30_000, 2, None),
+        (4, 0, "cudaMemcpyAsync", "runtime", 5_000, 30_000, 1, None),
+        (5, 4, "Memcpy HtoD (Pinned -> Device)", "memcpy", 25_000, 25_000, 1, 4_000_000),
+    ]
+    df = pd.DataFrame(rows, columns=["id", "parent", "name", "kind", "self_ns", "total_ns", "count", "bytes"])
+    return df.astype({"bytes": "Int64"})
+
+
+def test_icicle_ids_parents_values_from_the_tree():
+    trace = flame_figure(small_tree()).to_dict()["data"][0]
+    assert trace["type"] == "icicle" and trace["branchvalues"] == "total"
+    assert list(trace["ids"]) == ["0", "1", "2", "3", "4", "5"]
+    assert list(trace["parents"]) == ["", "0", "1", "2", "0", "4"]
+    assert decode(trace["values"]) == [100_000, 60_000, 40_000, 30_000, 30_000, 25_000]
+    assert list(trace["labels"])[3] == "ampere_sgemm_128x64_tn"
+
+
+def test_colors_by_kind_and_hover_numbers():
+    trace = flame_figure(small_tree()).to_dict()["data"][0]
+    colors = list(trace["marker"]["colors"])
+    assert colors == [KIND_COLORS[k] for k in ("stage", "cpu_op", "runtime", "kernel", "runtime", "memcpy_htod_pinned")]
+    copy = trace["customdata"][5]
+    assert copy[1:] == ["memcpy HtoD pinned", "25 us", "25 us", "1", "4 MB"]
+    assert trace["customdata"][1][2:5] == ["60 us", "20 us", "2"]
+
+
+def test_legend_annotation_lists_kinds_present():
+    text = flame_figure(small_tree()).to_dict()["layout"]["annotations"][0]["text"]
+    assert "kernel" in text and "memcpy HtoD pinned" in text and "memset" not in text
+
+
+def test_children_larger_than_parent_are_made_to_fit():
+    tree = small_tree()
+    tree.loc[tree["id"] == 3, "total_ns"] = 90_000  # GPU time under a 40 us launch call
+    assert display_totals(tree).tolist() == [120_000, 90_000, 90_000, 90_000, 30_000, 25_000]
+
+
+def test_flame_figure_of_a_real_flame_tree(trace_events):
+    fig = trace_flame_figure(trace_events).to_dict()
+    trace = fig["data"][0]
+    tree = flame_tree(trace_events)
+    assert len(trace["ids"]) == len(tree) == 14
+    names = list(trace["labels"])
+    values = dict(zip(names, decode(trace["values"])))
+    assert values["ProfilerStep"] == 1_000_000 and values["forward"] == 890_000
+    # the 50 us kernel hangs under a 5 us launch call: the call and its operator are drawn 50 us wide
+    assert values["vectorized_elementwise_kernel"] == 50_000
+    assert decode(trace["values"])[names.index("aten::add")] == 50_000
+    assert trace["customdata"][names.index("aten::add")][2] == "20 us"  # hover keeps the real total
+    assert list(trace["marker"]["colors"])[names.index("forward")] == KIND_COLORS["stage"]
+    assert list(trace["marker"]["colors"])[names.index("Memcpy HtoD (Pageable -> Device)")] == KIND_COLORS["memcpy_htod_pageable"]
+
+
+def test_large_trees_are_folded_by_the_analysis_prune(trace_events):
+    tree = flame_tree(trace_events)
+    assert fit_tree(tree, 100) == (tree, None)
+    small, share = fit_tree(tree, 10)
+    assert (len(small), share) == (8, 0.02)  # at 1 % 12 nodes remain: too many
+    assert "(other)" in small["name"].tolist()
+    title = flame_figure(tree, max_nodes=10).to_dict()["layout"]["title"]["text"]
+    assert title == "Flame graph (14 nodes; under 2% of the total folded into (other))"
+
+
+def test_cpu_only_trace_has_a_host_flame_graph(cpu_events):
+    trace = trace_flame_figure(cpu_events).to_dict()["data"][0]
+    assert list(trace["labels"]) == ["ProfilerStep", "aten::mm", "aten::relu"]
+
+
+def test_empty_tree_and_bad_input():
+    fig = flame_figure(small_tree().iloc[0:0]).to_dict()
+    assert fig["data"] == [] and "empty flame tree" in fig["layout"]["annotations"][0]["text"]
+    with pytest.raises(ConfigError, match="missing columns"):
+        flame_figure(small_tree().drop(columns=["bytes"]))
+    with pytest.raises(ConfigError, match="cycle"):
+        display_totals(small_tree().assign(parent=[5, 0, 1, 2, 0, 4]))

@@ -1,0 +1,38 @@
+"""The public names of workbench.plots, the light import of workbench, and payload size on a big trace."""
+import subprocess
+import sys
+from pathlib import Path
+
+import workbench.plots as plots
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def test_all_is_exact():
+    assert plots.__all__ == [
+        "batching_curves_figure", "budget_figure", "compare_figure", "distribution_figure", "flame_figure",
+        "gpu_timeline_figure", "launch_figure", "queueing_breakdown_figure", "request_flame_chart",
+        "step_breakdown_figure", "trace_flame_figure", "transfer_figure", "wait_time_figure",
+    ]
+    assert all(callable(getattr(plots, name)) for name in plots.__all__)
+
+
+def test_workbench_and_its_analyses_do_not_import_plotly():
+    code = ("import sys, workbench, workbench.analysis.budget, workbench.analysis.flame; "
+            "sys.exit('plotly' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_every_trace_figure_stays_small_on_a_synthetic_trace():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import bench_figures
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    events = bench_figures.synthetic_events(30_000)
+    rows = bench_figures.run(events, baseline=True)
+    assert [r["figure"] for r in rows] == list(bench_figures.figures())
+    for row in rows:
+        assert row["bytes"] < bench_figures.GOAL_BYTES, row
+    by_name = {r["figure"]: r for r in rows}
+    assert by_name["GPU timeline"]["bytes_ratio"] > 10  # raw bars ship every event

@@ -1,0 +1,98 @@
+"""GPU time: span, busy and idle over all devices and streams; idle time per stream
+split the way Holistic Trace Analysis does; busy time over time for plotting.
+
+GPU work = kernel, memcpy and memset events. Span = first start to last end of
+any GPU work; busy = length of the union of their intervals (overlap between
+streams counted once); idle = span - busy.
+
+Per-stream idle (HTA's rule): between consecutive GPU events on one stream, the
+gap (next start - previous end, clipped at 0) is ``host_wait`` when the next
+event's launch call started after the previous event ended (the host was late
+to enqueue), else ``kernel_wait`` when the gap is under 30 us (launch
+overhead), else ``other``. An event whose launch call is missing from the trace
+is classified by the gap alone. HTA sums negative gaps too; we clip them.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..trace import GPU_WORK_KINDS
+from ..trace.intervals import merge, overlap_with_windows
+from .launches import gpu_work_with_launch
+
+KERNEL_WAIT_NS = 30_000
+
+
+def gpu_work(events: pd.DataFrame) -> pd.DataFrame:
+    """The kernel, memcpy and memset rows of an events table."""
+    return events[events["kind"].isin(GPU_WORK_KINDS)]
+
+
+def gpu_time_summary(events: pd.DataFrame) -> dict:
+    """``{start_ns, end_ns, span_ns, busy_ns, idle_ns, idle_fraction}``; all None without GPU work."""
+    work = gpu_work(events)
+    if work.empty:
+        return dict.fromkeys(("start_ns", "end_ns", "span_ns", "busy_ns", "idle_ns", "idle_fraction"))
+    starts = work["ts_ns"].to_numpy()
+    ends = starts + work["dur_ns"].to_numpy()
+    start, end = int(starts.min()), int(ends.max())
+    merged = merge(starts, ends)
+    busy = int((merged[1] - merged[0]).sum())
+    span = end - start
+    return {"start_ns": start, "end_ns": end, "span_ns": span, "busy_ns": busy, "idle_ns": span - busy,
+            "idle_fraction": (span - busy) / span if span else 0.0}
+
+
+def stream_idle(events: pd.DataFrame, kernel_wait_ns: int = KERNEL_WAIT_NS) -> pd.DataFrame:
+    """Idle time per (device, stream) split into host_wait / kernel_wait / other.
+
+    Columns: device, stream, count, span_ns, busy_ns, idle_ns, host_wait_ns,
+    kernel_wait_ns, other_ns (idle_ns = the three summed).
+    """
+    work = gpu_work_with_launch(events)
+    columns = ["device", "stream", "count", "span_ns", "busy_ns", "idle_ns",
+               "host_wait_ns", "kernel_wait_ns", "other_ns"]
+    if work.empty:
+        return pd.DataFrame({c: pd.Series([], dtype="Int64" if c in ("device", "stream") else np.int64)
+                             for c in columns})
+    work = work.sort_values(["device", "stream", "ts_ns"], kind="stable", na_position="last")
+    rows = [_one_stream(dev, stream, group, kernel_wait_ns)
+            for (dev, stream), group in work.groupby(["device", "stream"], dropna=False, sort=True)]
+    return pd.DataFrame(rows, columns=columns).astype({"device": "Int64", "stream": "Int64"})
+
+
+def _one_stream(device, stream, group: pd.DataFrame, kernel_wait_ns: int) -> dict:
+    ts = group["ts_ns"].to_numpy()
+    end = ts + group["dur_ns"].to_numpy()
+    prev_end = np.maximum.accumulate(end)[:-1]
+    gap = np.maximum(ts[1:] - prev_end, 0)
+    launch = group["launch_ts_ns"].to_numpy(dtype=np.int64, na_value=np.iinfo(np.int64).min)[1:]
+    host_wait = launch > prev_end  # a missing launch call is never host wait
+    kernel_wait = ~host_wait & (gap < kernel_wait_ns)
+    other = ~host_wait & ~kernel_wait
+    busy = merge(ts, end)
+    busy_ns = int((busy[1] - busy[0]).sum())
+    return {"device": device, "stream": stream, "count": int(ts.size), "span_ns": int(end.max() - ts.min()),
+            "busy_ns": busy_ns, "idle_ns": int(gap.sum()), "host_wait_ns": int(gap[host_wait].sum()),
+            "kernel_wait_ns": int(gap[kernel_wait].sum()), "other_ns": int(gap[other].sum())}
+
+
+def busy_over_time(events: pd.DataFrame, bins: int = 200) -> pd.DataFrame:
+    """GPU busy time in equal bins over the GPU span, for a utilization plot.
+
+    Columns: bin_start_ns, bin_end_ns, busy_ns, busy_fraction (0..1). Empty
+    without GPU work.
+    """
+    summary = gpu_time_summary(events)
+    if summary["span_ns"] is None:
+        return pd.DataFrame({c: pd.Series([], dtype=float if c == "busy_fraction" else np.int64)
+                             for c in ("bin_start_ns", "bin_end_ns", "busy_ns", "busy_fraction")})
+    steps = np.arange(bins + 1, dtype=np.int64)  # integer edges: float64 would round epoch-sized ns
+    edges = np.unique(summary["start_ns"] + (summary["span_ns"] * steps) // bins)
+    work = gpu_work(events)
+    starts = work["ts_ns"].to_numpy()
+    busy = overlap_with_windows(merge(starts, starts + work["dur_ns"].to_numpy()), edges[:-1], edges[1:])
+    width = np.diff(edges)
+    return pd.DataFrame({"bin_start_ns": edges[:-1], "bin_end_ns": edges[1:], "busy_ns": busy,
+                         "busy_fraction": np.where(width > 0, busy / np.maximum(width, 1), 0.0)})

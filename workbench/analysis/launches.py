@@ -1,0 +1,137 @@
+"""Kernel launches: each launching runtime call joined to the GPU work it started.
+
+GPU work (kernels, copies, memsets) is joined to the runtime-category event with
+the same ``correlation`` (``cuda_sync`` events are not runtime calls). Launch
+delay follows Holistic Trace Analysis: ``gpu.ts - (cpu.ts + cpu.dur)``, clipped
+at 0. HTA's outlier counts: runtime outliers (cpu dur > 50 us), launch delay
+outliers (> 100 us), short kernels (cpu dur <= 50 us and gpu dur < cpu dur).
+Graph launches (``cudaGraphLaunch``...) replay many kernels under one
+correlation and are counted apart from launch calls.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..trace import GPU_WORK_KINDS, KIND_RUNTIME
+
+LAUNCH_NAMES = frozenset({
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchKernelEx", "cudaLaunchCooperativeKernel",
+    "cudaLaunchCooperativeKernelMultiDevice", "cuLaunchKernel", "cuLaunchKernelEx",
+    "cuLaunchCooperativeKernel", "hipLaunchKernel", "hipExtLaunchKernel", "hipModuleLaunchKernel",
+    "hipExtModuleLaunchKernel", "hipLaunchCooperativeKernel"})
+GRAPH_LAUNCH_NAMES = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch"})
+HTA_LAUNCH_NAMES = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"})
+RUNTIME_OUTLIER_NS = 50_000
+LAUNCH_DELAY_OUTLIER_NS = 100_000
+PERCENTILES = (50, 90, 95, 99)
+
+
+def runtime_calls(events: pd.DataFrame, names=None) -> pd.DataFrame:
+    """Runtime-category rows, optionally only those whose name is in ``names``."""
+    runtime = events[events["kind"] == KIND_RUNTIME]
+    return runtime if names is None else runtime[runtime["name"].isin(list(names))]
+
+
+def gpu_work_with_launch(events: pd.DataFrame) -> pd.DataFrame:
+    """GPU work rows with their launching runtime call (null where it is missing).
+
+    Columns: kind, name (str), ts_ns, dur_ns, device, stream, correlation, bytes,
+    ext_id, launch_name (str or NA), launch_ts_ns, launch_dur_ns (Int64), launch_tid.
+    A correlation shared by several runtime calls joins to the first of them.
+    """
+    gpu = events[events["kind"].isin(GPU_WORK_KINDS)]
+    runtime = runtime_calls(events).dropna(subset=["correlation"]).drop_duplicates("correlation")
+    launch = pd.DataFrame({"correlation": runtime["correlation"].to_numpy(),
+                           "launch_name": runtime["name"].astype(str).to_numpy(),
+                           # nullable before the merge: float64 would round epoch-sized ns
+                           "launch_ts_ns": pd.array(runtime["ts_ns"].to_numpy(), dtype="Int64"),
+                           "launch_dur_ns": pd.array(runtime["dur_ns"].to_numpy(), dtype="Int64"),
+                           "launch_tid": runtime["tid"].astype(str).to_numpy()})
+    cols = ["kind", "name", "ts_ns", "dur_ns", "device", "stream", "correlation", "bytes", "ext_id"]
+    out = gpu[cols].assign(kind=gpu["kind"].astype(str), name=gpu["name"].astype(str))
+    return out.merge(launch, on="correlation", how="left", sort=False)
+
+
+def launch_pairs(events: pd.DataFrame, names=HTA_LAUNCH_NAMES) -> pd.DataFrame:
+    """One row per GPU event whose launching call is named in ``names`` (HTA's set by default).
+
+    Columns: correlation, launch_name, cpu_ts_ns, cpu_dur_ns, gpu_kind, gpu_name,
+    gpu_ts_ns, gpu_dur_ns, launch_delay_ns (clipped at 0), device, stream.
+    """
+    joined = gpu_work_with_launch(events)
+    joined = joined[joined["launch_name"].isin(list(names))]
+    cpu_end = joined["launch_ts_ns"].to_numpy(np.int64) + joined["launch_dur_ns"].to_numpy(np.int64)
+    delay = np.maximum(joined["ts_ns"].to_numpy() - cpu_end, 0)
+    return pd.DataFrame({
+        "correlation": joined["correlation"].to_numpy(), "launch_name": joined["launch_name"].to_numpy(),
+        "cpu_ts_ns": joined["launch_ts_ns"].to_numpy(np.int64),
+        "cpu_dur_ns": joined["launch_dur_ns"].to_numpy(np.int64),
+        "gpu_kind": joined["kind"].to_numpy(), "gpu_name": joined["name"].to_numpy(),
+        "gpu_ts_ns": joined["ts_ns"].to_numpy(), "gpu_dur_ns": joined["dur_ns"].to_numpy(),
+        "launch_delay_ns": delay.astype(np.int64),
+        "device": joined["device"].array, "stream": joined["stream"].array})
+
+
+def launch_pair_summary(pairs: pd.DataFrame) -> dict:
+    """HTA's counts over :func:`launch_pairs`: ``{count, cpu_over_50us, delay_over_100us,
+    gpu_shorter_than_cpu, short_kernels, cpu_dur_ns, gpu_dur_ns, launch_delay_ns,
+    launch_delay_max_ns}`` (sums in ns; max None without pairs)."""
+    cpu, gpu, delay = (pairs[c].to_numpy() for c in ("cpu_dur_ns", "gpu_dur_ns", "launch_delay_ns"))
+    return {"count": int(cpu.size), "cpu_over_50us": int((cpu > RUNTIME_OUTLIER_NS).sum()),
+            "delay_over_100us": int((delay > LAUNCH_DELAY_OUTLIER_NS).sum()),
+            "gpu_shorter_than_cpu": int((gpu < cpu).sum()),
+            "short_kernels": int(((cpu <= RUNTIME_OUTLIER_NS) & (gpu < cpu)).sum()),
+            "cpu_dur_ns": int(cpu.sum()), "gpu_dur_ns": int(gpu.sum()), "launch_delay_ns": int(delay.sum()),
+            "launch_delay_max_ns": int(delay.max()) if delay.size else None}
+
+
+def launch_calls(events: pd.DataFrame) -> pd.DataFrame:
+    """Every kernel or graph launch call with the GPU work it started.
+
+    Columns: name, ts_ns, dur_ns, tid, correlation, graph (bool), gpu_count,
+    gpu_dur_ns (sum of its GPU work), launch_delay_ns (first GPU start after
+    the call's end, clipped at 0; NA without GPU work).
+    """
+    calls = runtime_calls(events, LAUNCH_NAMES | GRAPH_LAUNCH_NAMES)
+    gpu = gpu_work_with_launch(events).dropna(subset=["launch_ts_ns"])
+    per_corr = gpu.groupby("correlation").agg(gpu_count=("dur_ns", "size"), gpu_dur_ns=("dur_ns", "sum"),
+                                              first_gpu_ts_ns=("ts_ns", "min")).astype("Int64")
+    out = pd.DataFrame({"name": calls["name"].astype(str).to_numpy(), "ts_ns": calls["ts_ns"].to_numpy(),
+                        "dur_ns": calls["dur_ns"].to_numpy(), "tid": calls["tid"].astype(str).to_numpy(),
+                        "correlation": calls["correlation"].array})
+    out["graph"] = out["name"].isin(list(GRAPH_LAUNCH_NAMES))
+    out = out.merge(per_corr, left_on="correlation", right_index=True, how="left")
+    out["gpu_count"] = out["gpu_count"].fillna(0).astype(np.int64)
+    out["gpu_dur_ns"] = out["gpu_dur_ns"].fillna(0).astype(np.int64)
+    delay = out["first_gpu_ts_ns"] - (out["ts_ns"] + out["dur_ns"])
+    out["launch_delay_ns"] = delay.clip(lower=0).astype("Int64")
+    return out.drop(columns="first_gpu_ts_ns").reset_index(drop=True)
+
+
+def launch_summary(calls: pd.DataFrame) -> dict:
+    """``{count, total_ns, graph_count, graph_total_ns, graph_gpu_count}`` of :func:`launch_calls`:
+    kernel launch calls and graph launches apart."""
+    graph = calls[calls["graph"]]
+    plain = calls[~calls["graph"]]
+    return {"count": len(plain), "total_ns": int(plain["dur_ns"].sum()), "graph_count": len(graph),
+            "graph_total_ns": int(graph["dur_ns"].sum()), "graph_gpu_count": int(graph["gpu_count"].sum())}
+
+
+def launch_distribution(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Distributions of CPU launch time, launch delay and GPU time over :func:`launch_pairs`.
+
+    One row per metric (cpu_dur, launch_delay, gpu_dur); columns: metric, count,
+    mean_ns, p50_ns, p90_ns, p95_ns, p99_ns, max_ns (floats; NaN when empty).
+    """
+    rows = []
+    for metric in ("cpu_dur", "launch_delay", "gpu_dur"):
+        values = pairs[f"{metric}_ns"].to_numpy(np.int64)
+        row = {"metric": metric, "count": int(values.size)}
+        empty = values.size == 0
+        row["mean_ns"] = np.nan if empty else float(values.mean())
+        for p, v in zip(PERCENTILES, [np.nan] * 4 if empty else np.percentile(values, PERCENTILES)):
+            row[f"p{p}_ns"] = float(v)
+        row["max_ns"] = np.nan if empty else float(values.max())
+        rows.append(row)
+    return pd.DataFrame(rows)

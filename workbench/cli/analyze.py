@@ -1,0 +1,96 @@
+"""``python -m workbench analyze TRACE [--json]``: where GPU time and launch overhead go.
+
+TRACE is a profiler trace (``.json``/``.json.gz``) or a run folder whose
+``run.json`` names its trace (``meta["trace"]["file"]``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..errors import RunRecordError
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "analyze", help="summarize a PyTorch profiler trace: kernels, launches, transfers, GPU idle, steps",
+        description=__doc__.splitlines()[0])
+    parser.add_argument("trace", help="trace file (.json or .json.gz) or a run folder with a trace")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
+    parser.set_defaults(func=run)
+
+
+def resolve_trace(path: str | Path) -> Path:
+    """The trace file named by TRACE: the file itself, or the trace of a run folder."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    run_json = path / "run.json"
+    if not run_json.is_file():
+        raise RunRecordError(f"{path}: a folder without run.json; give a trace file or a run folder")
+    try:
+        meta = json.loads(run_json.read_text())
+    except (OSError, ValueError) as exc:
+        raise RunRecordError(f"{run_json}: unreadable run.json ({exc})") from None
+    name = ((meta.get("trace") or {}) if isinstance(meta, dict) else {}).get("file")
+    if not name:
+        raise RunRecordError(f"{path}: this run has no trace (record one with a traced profile run)")
+    return path / name
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..analysis.trace_report import analyze
+
+    report = analyze(resolve_trace(args.trace))
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(summary_text(report))
+    return 0
+
+
+def _us(value) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value / 1000:.3f} ms" if value >= 1000 else f"{value:.1f} us"
+
+
+def summary_text(report: dict) -> str:
+    """The readable summary of an :func:`~workbench.analysis.trace_report.analyze` report."""
+    t, k, lp, la, g = report["trace"], report["kernels"], report["launch_pairs"], report["launches"], report["gpu"]
+    lines = [f"trace   {t['path']}  ({t['events']} events, {t['schema']} schema, {t['platform']})",
+             f"kernels {k['count']}  total {_us(k['total_us'])}  busy {_us(k['busy_us'])}  "
+             f"under 10 us: {k['under_10us']}",
+             f"launches {la['count']} calls ({_us(la['total_us'])} CPU)  graph launches {la['graph_count']}",
+             f"         {_launch_verdict(lp)}"]
+    for kind, row in {**report["memcpy"]["by_kind"], **report["memcpy"]["by_kind_and_host_memory"]}.items():
+        if row["count"]:
+            rate = "" if row["gb_per_s"] is None else f"  {row['gb_per_s']:.2f} GB/s"
+            lines.append(f"memcpy  {kind:<16} {row['count']:>6}  {_us(row['total_us'])}  bytes {row['bytes']}{rate}")
+    lines.append(f"memset  {report['memset']['count']}  {_us(report['memset']['total_us'])}")
+    for sync in report["sync_calls"]:
+        lines.append(f"sync    {sync['name']:<24} {sync['count']:>6}  {_us(sync['total_us'])}")
+    if g["span_us"] is None:
+        lines.append("gpu     no GPU activity in this trace")
+    else:
+        lines.append(f"gpu     span {_us(g['span_us'])}  busy {_us(g['busy_us'])}  idle {_us(g['idle_us'])} "
+                     f"({100 * g['idle_fraction']:.1f} % idle)")
+    for step in report["steps"]:
+        lines.append(f"step    {step['name']:<18} {_us(step['dur_us'])}  kernels {step['kernel_count']} "
+                     f"({_us(step['kernel_us'])})")
+    for stage in report["stages"]:
+        flags = [f for f in ("launch_bound", "transfer_bound", "sync_heavy") if stage[f]]
+        lines.append(f"stage   {stage['stage']:<18} host {_us(stage['host_us'])}  gpu {_us(stage['gpu_us'])}  "
+                     f"launches {stage['launch_count']}  {' '.join(flags)}")
+    return "\n".join(lines)
+
+
+def _launch_verdict(pairs: dict) -> str:
+    if pairs["count"] == 0:
+        return "no launch calls joined to GPU work"
+    share = pairs["gpu_shorter_than_cpu"] / pairs["count"]
+    verdict = "launch-bound: most GPU work is shorter than its launch call" if share > 0.5 else \
+        "GPU work mostly outlasts its launch calls"
+    return (f"{verdict} ({pairs['gpu_shorter_than_cpu']}/{pairs['count']} pairs); "
+            f"CPU > 50 us: {pairs['cpu_over_50us']}, delay > 100 us: {pairs['delay_over_100us']}")

@@ -1,0 +1,60 @@
+"""The three shipped example pipelines, each with a different latency budget.
+
+- ``tabular``: JSON request -> SQLite feature hydration -> MLP -> calibrated
+  score -> JSON. Feature-bound at small batch (``hydrate`` dominates).
+- ``text``: raw text -> wordpiece tokenizer -> small transformer encoder ->
+  top-k labels -> JSON. Compute-bound (``forward`` dominates).
+- ``image``: PNG bytes -> decode, resize, normalize -> small CNN -> top-k ->
+  JSON. Preprocess-heavy (decode and resize take a large share).
+
+Every example runs offline: the feature store and vocabulary live in ``data/``
+(regenerate them with ``make data``), the PNG requests are drawn in code.
+``factory(name)`` returns ``build(config) -> Pipeline``; the first stage takes
+a list of 1..``batch_size`` items, the last returns one JSON ``bytes``
+response per item. Importing this package does not import torch.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import PipelineError
+
+EXAMPLES: dict[str, str] = {
+    "tabular": "ranking request -> SQLite feature hydration -> MLP -> calibrated score (feature-bound)",
+    "text": "raw text -> wordpiece tokenizer -> transformer encoder -> top-k labels (compute-bound)",
+    "image": "PNG bytes -> decode, resize, normalize -> small CNN -> top-k classes (preprocess-heavy)",
+}
+
+DATA_ENV = "WORKBENCH_DATA"
+
+__all__ = ["EXAMPLES", "DATA_ENV", "data_dir", "data_file", "factory"]
+
+
+def factory(name: str) -> Callable:
+    """The factory ``build(config) -> Pipeline`` of a shipped example."""
+    if name not in EXAMPLES:
+        raise PipelineError(f"unknown example {name!r}; choose one of: {', '.join(EXAMPLES)}")
+    module = importlib.import_module(f"{__name__}.{name}")
+    return module.build
+
+
+def data_dir() -> Path:
+    """The folder holding the example data: ``$WORKBENCH_DATA``, else the repository's ``data/``."""
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "data"
+
+
+def data_file(name: str) -> Path:
+    """A file of the example data, or a PipelineError saying how to create it."""
+    path = data_dir() / name
+    if not path.is_file():
+        raise PipelineError(
+            f"example data file {path} is missing; run `make data` (python scripts/make_data.py) "
+            f"in the repository, or point {DATA_ENV} at a folder holding it"
+        )
+    return path

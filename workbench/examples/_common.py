@@ -1,0 +1,75 @@
+"""Helpers the example pipelines share: options, host->device copies, build checks.
+
+Imported only by the example modules (which import torch themselves), never by
+``import workbench``.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..config import PipelineConfig
+from ..errors import ConfigError, PrecisionError
+
+
+def option(config: PipelineConfig, name: str, default: Any, kind: type = int, low: float | None = None) -> Any:
+    """``config.options[name]`` (or ``default``), checked to be of ``kind`` and >= ``low``."""
+    value = config.options.get(name, default)
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
+        raise ConfigError(f"option {name!r} must be {kind.__name__}, got {value!r}")
+    if low is not None and value < low:
+        raise ConfigError(f"option {name!r} must be >= {low}, got {value!r}")
+    return value
+
+
+def int_list_option(config: PipelineConfig, name: str, default: tuple[int, ...]) -> tuple[int, ...]:
+    """A list of positive ints, given as a list (``[256, 128]``) or a string (``"256,128"``)."""
+    value = config.options.get(name, default)
+    if isinstance(value, str):
+        value = [v for v in value.replace(" ", "").split(",") if v]
+        try:
+            value = [int(v) for v in value]
+        except ValueError:
+            raise ConfigError(f"option {name!r} must be a list of integers, got {config.options[name]!r}") from None
+    if (not isinstance(value, (list, tuple)) or not value
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)):
+        raise ConfigError(f"option {name!r} must be a non-empty list of positive integers, got {value!r}")
+    return tuple(value)
+
+
+def check_batch(batch: Any, example: str) -> list:
+    """The first stage's input: a non-empty list of items."""
+    if not isinstance(batch, (list, tuple)) or not batch:
+        raise ValueError(f"example {example}: expected a non-empty list of items, got {type(batch).__name__}")
+    return list(batch)
+
+
+def to_device(tensor, config: PipelineConfig):
+    """Copy a host tensor to the config's device.
+
+    On CUDA, with option ``pin_memory`` (default True) the tensor is first
+    copied into page-locked memory and the host->device copy is asynchronous
+    (``non_blocking=True``); with ``pin_memory=False`` the copy is a plain
+    pageable, synchronizing one. On CPU the tensor is returned as is.
+    """
+    if not config.is_cuda:
+        return tensor
+    if option(config, "pin_memory", True, bool):
+        return tensor.pin_memory().to(config.device, non_blocking=True)
+    return tensor.to(config.device)
+
+
+def smoke_forward(example: str, config: PipelineConfig, run: Callable[[], Any]) -> None:
+    """Run one tiny forward at build time; a missing kernel becomes a PrecisionError.
+
+    Never falls back to another precision: the message names the combination.
+    """
+    try:
+        run()
+    except (RuntimeError, NotImplementedError, TypeError) as exc:
+        raise PrecisionError(
+            f"example {example}: precision {config.precision} on device {config.device} does not run "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); pick another --precision"
+        ) from exc

@@ -1,0 +1,243 @@
+"""Example ``tabular``: rank candidate items for a user. Feature-bound at small batch.
+
+One item (request) is a JSON object, as bytes::
+
+    {"request_id": "req-000001", "user_id": 42, "item_ids": [7, 1999, 12],
+     "context": {"hour": 13, "device": "ios"}}
+
+Stages:
+
+- ``parse``: ``json.loads`` and validation; a bad payload raises ValueError
+  naming the field.
+- ``hydrate``: online feature lookups in the SQLite store ``data/features.sqlite``
+  (opened read-only once at build): per request one ``users`` lookup, then per
+  candidate item an ``items``, an ``item_stats`` and a ``user_category`` point
+  lookup, like a key-value feature store. Unknown users and items get default
+  values and a flag. One row of ``N_FEATURES`` floats per (user, item) pair.
+- ``preprocess``: z-score with the offline statistics of the ``feature_stats``
+  table, cast to the model dtype, copy to the device.
+- ``forward``: an MLP scoring each pair (random weights, seeded).
+- ``postprocess``: Platt scaling ``p = sigmoid(platt_a * logit + platt_b)``,
+  a decision ``p >= threshold``, candidates sorted by score.
+- ``serialize``: one JSON ``bytes`` response per request.
+
+Options (``config.options``):
+    seed (int, 0): weights and request stream.
+    hidden (list of int, [256, 128]): MLP hidden sizes (``"256,128"`` works too).
+    platt_a (float, 1.5), platt_b (float, -1.0): calibration constants.
+    threshold (float, 0.3): show an item when its calibrated score is >= this.
+    pin_memory (bool, True): on CUDA, pinned host memory and non_blocking copy.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import random
+import sqlite3
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import PipelineConfig
+from ..errors import PipelineError
+from ..pipeline import Pipeline
+from ..precision import check_precision, prepare_model, torch_dtype
+from . import EXAMPLES, data_file
+from ._common import check_batch, int_list_option, option, smoke_forward, to_device
+
+DEVICES = ("ios", "android", "web")
+MAX_CANDIDATES = 100
+STORE_FEATURES = (
+    "users.age_bucket", "users.tenure_days", "users.sessions_7d", "users.purchases_30d", "users.avg_basket",
+    "items.price", "items.rating", "items.age_days",
+    "item_stats.impressions_7d", "item_stats.clicks_7d", "item_stats.add_to_cart_7d",
+    "user_category.affinity", "user_category.last_seen_days",
+)
+EXTRA_FEATURES = ("user_known", "item_known", "hour_sin", "hour_cos") + tuple(f"device_{d}" for d in DEVICES)
+N_FEATURES = len(STORE_FEATURES) + len(EXTRA_FEATURES)
+
+_USER_SQL = "SELECT age_bucket, tenure_days, sessions_7d, purchases_30d, avg_basket FROM users WHERE user_id = ?"
+_ITEM_SQL = "SELECT category_id, price, rating, age_days FROM items WHERE item_id = ?"
+_STATS_SQL = "SELECT impressions_7d, clicks_7d, add_to_cart_7d FROM item_stats WHERE item_id = ?"
+_AFFINITY_SQL = "SELECT affinity, last_seen_days FROM user_category WHERE user_id = ? AND category_id = ?"
+_MISSING_AFFINITY = (0.0, 365)
+
+
+@dataclass(frozen=True)
+class Request:
+    request_id: str
+    user_id: int
+    item_ids: tuple[int, ...]
+    hour: int
+    device: str
+
+
+class FeatureStore:
+    """Read-only point lookups in the SQLite feature store, safe to call from a worker thread."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        self.lock = threading.Lock()
+        self.mean, self.std = self._statistics()
+        # Unknown users and items get the population means (and a 0 flag).
+        self.user_defaults = tuple(self.mean[0:5])
+        self.item_defaults = (-1, *self.mean[5:8])
+        self.stats_defaults = tuple(self.mean[8:11])
+
+    def _statistics(self) -> tuple[list[float], list[float]]:
+        """Mean and std per feature (store features from ``feature_stats``, the rest 0 and 1)."""
+        rows = dict(((n, (m, s)) for n, m, s in self.conn.execute("SELECT name, mean, std FROM feature_stats")))
+        missing = [n for n in STORE_FEATURES if n not in rows]
+        if missing:
+            raise PipelineError(f"{self.path}: feature_stats lacks {missing}; run `make data` to regenerate it")
+        mean = [rows[n][0] for n in STORE_FEATURES] + [0.0] * len(EXTRA_FEATURES)
+        std = [rows[n][1] or 1.0 for n in STORE_FEATURES] + [1.0] * len(EXTRA_FEATURES)
+        return mean, std
+
+    def counts(self) -> tuple[int, int]:
+        users = self.conn.execute("SELECT count(*) FROM users").fetchone()[0]
+        items = self.conn.execute("SELECT count(*) FROM items").fetchone()[0]
+        return users, items
+
+    def hydrate(self, requests: list[Request]) -> tuple[list[Request], list[list[float]]]:
+        """One feature row per (request, candidate item), in request order."""
+        rows: list[list[float]] = []
+        with self.lock:
+            execute = self.conn.execute
+            for req in requests:
+                user = execute(_USER_SQL, (req.user_id,)).fetchone()
+                context = _context_features(req)
+                user_part = list(user or self.user_defaults)
+                for item_id in req.item_ids:
+                    item = execute(_ITEM_SQL, (item_id,)).fetchone()
+                    stats = execute(_STATS_SQL, (item_id,)).fetchone() if item else None
+                    cross = execute(_AFFINITY_SQL, (req.user_id, item[0])).fetchone() if item else None
+                    rows.append(user_part + list((item or self.item_defaults)[1:]) + list(stats or self.stats_defaults)
+                                + list(cross or _MISSING_AFFINITY) + [float(user is not None), float(item is not None)]
+                                + context)
+        return requests, rows
+
+
+def _context_features(req: Request) -> list[float]:
+    angle = 2.0 * math.pi * req.hour / 24.0
+    return [math.sin(angle), math.cos(angle)] + [float(req.device == d) for d in DEVICES]
+
+
+def build(config: PipelineConfig) -> Pipeline:
+    """The tabular pipeline for ``config`` (see the module docstring for stages and options)."""
+    import torch
+
+    check_precision(config)  # first: an impossible combination fails before any work
+    seed = option(config, "seed", 0)
+    hidden = int_list_option(config, "hidden", (256, 128))
+    platt_a = option(config, "platt_a", 1.5, float)
+    platt_b = option(config, "platt_b", -1.0, float)
+    threshold = option(config, "threshold", 0.3, float)
+    option(config, "pin_memory", True, bool)
+    store = FeatureStore(data_file("features.sqlite"))
+    mean, std = (torch.tensor(v, dtype=torch.float32) for v in (store.mean, store.std))
+    n_users, n_items = store.counts()
+    torch.manual_seed(seed)
+    model = prepare_model(_mlp(N_FEATURES, hidden), config)
+    dtype = torch_dtype(config.precision)
+
+    def forward(batch):
+        requests, x = batch
+        with torch.inference_mode():
+            return requests, model(x).squeeze(-1)
+
+    def preprocess(hydrated):
+        requests, rows = hydrated
+        x = (torch.tensor(rows, dtype=torch.float32) - mean) / std
+        return requests, to_device(x.to(dtype), config)
+
+    def postprocess(scored):
+        requests, logits = scored
+        with torch.inference_mode():
+            probs = torch.sigmoid(logits.float() * platt_a + platt_b).cpu().tolist()
+        return _responses(requests, probs, threshold)
+
+    probe = torch.zeros(2, N_FEATURES, dtype=dtype, device=config.device)
+    smoke_forward("tabular", config, lambda: forward(([], probe)))
+    pipe = Pipeline("tabular", items=lambda: request_items(seed, n_users, n_items),
+                    config=config, description=EXAMPLES["tabular"])
+    for name, fn in (("parse", parse), ("hydrate", store.hydrate), ("preprocess", preprocess),
+                     ("forward", forward), ("postprocess", postprocess), ("serialize", serialize)):
+        pipe.add(name, fn)
+    return pipe
+
+
+def _mlp(n_in: int, hidden: tuple[int, ...]):
+    import torch.nn as nn
+
+    layers, width = [], n_in
+    for h in hidden:
+        layers += [nn.Linear(width, h), nn.ReLU()]
+        width = h
+    layers.append(nn.Linear(width, 1))
+    return nn.Sequential(*layers)
+
+
+def parse(batch: list) -> list[Request]:
+    """Decode and validate JSON requests; ValueError names the request and the field."""
+    return [_parse_one(i, payload) for i, payload in enumerate(check_batch(batch, "tabular"))]
+
+
+def _parse_one(index: int, payload) -> Request:
+    where = f"tabular request {index}"
+    try:
+        obj = json.loads(payload)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: not valid JSON ({exc})") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+    user_id, item_ids = obj.get("user_id"), obj.get("item_ids")
+    if not _is_id(user_id):
+        raise ValueError(f"{where}: user_id must be an integer >= 0, got {user_id!r}")
+    if (not isinstance(item_ids, list) or not 1 <= len(item_ids) <= MAX_CANDIDATES
+            or not all(_is_id(i) for i in item_ids)):
+        raise ValueError(f"{where}: item_ids must be a list of 1..{MAX_CANDIDATES} integers >= 0")
+    context = obj.get("context", {})
+    if not isinstance(context, dict):
+        raise ValueError(f"{where}: context must be an object")
+    hour, device = context.get("hour", 12), context.get("device", "web")
+    if not _is_id(hour) or hour > 23:
+        raise ValueError(f"{where}: context.hour must be an integer 0..23, got {hour!r}")
+    if device not in DEVICES:
+        raise ValueError(f"{where}: context.device must be one of {', '.join(DEVICES)}, got {device!r}")
+    return Request(str(obj.get("request_id", index)), user_id, tuple(item_ids), hour, device)
+
+
+def _is_id(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _responses(requests: list[Request], probs: list[float], threshold: float) -> list[dict]:
+    out, start = [], 0
+    for req in requests:
+        scores = probs[start:start + len(req.item_ids)]
+        start += len(req.item_ids)
+        ranked = sorted(zip(req.item_ids, scores), key=lambda pair: -pair[1])
+        out.append({"request_id": req.request_id, "user_id": req.user_id,
+                    "items": [{"item_id": i, "score": round(s, 6), "show": s >= threshold} for i, s in ranked]})
+    return out
+
+
+def serialize(responses: list[dict]) -> list[bytes]:
+    return [json.dumps(r, separators=(",", ":")).encode() for r in responses]
+
+
+def request_items(seed: int, n_users: int, n_items: int) -> Iterator[bytes]:
+    """An endless, seeded stream of ranking requests (4-12 candidates; ~2 % unknown ids)."""
+    rng = random.Random(seed)
+    for n in itertools.count():
+        k = rng.randint(4, 12)
+        yield json.dumps({
+            "request_id": f"req-{n:06d}",
+            "user_id": rng.randrange(n_users + n_users // 50),
+            "item_ids": [rng.randrange(n_items + n_items // 50) for _ in range(k)],
+            "context": {"hour": rng.randrange(24), "device": rng.choice(DEVICES)},
+        }).encode()

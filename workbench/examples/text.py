@@ -1,0 +1,232 @@
+"""Example ``text``: classify a support message into intents. Compute-bound.
+
+One item (request) is a raw text string (``bytes`` in UTF-8 are accepted too).
+
+Stages:
+
+- ``parse``: decode, NFKC-normalize, drop control characters, collapse
+  whitespace; an empty or over-long text raises ValueError.
+- ``preprocess``: the example's own tokenizer on ``data/vocab.txt``: lowercase,
+  split on word boundaries and punctuation, greedy longest-match wordpieces
+  (``##`` continuations, ``[UNK]`` when a word cannot be covered), ``[CLS]`` ...
+  ``[SEP]``, padded/truncated to ``max_len``; ids and the padding mask are
+  copied to the device.
+- ``forward``: a pre-norm transformer encoder (token + position embeddings,
+  ``layers`` blocks of multi-head self-attention and an MLP, random weights),
+  classifying the ``[CLS]`` position. Its projections are ``nn.Linear``, so
+  int8 quantizes all of them.
+- ``postprocess``: softmax, top-k labels, back to host.
+- ``serialize``: one JSON ``bytes`` response per text.
+
+Options (``config.options``):
+    seed (int, 0): weights and request stream.
+    max_len (int, 64): tokens per text including [CLS] and [SEP].
+    d_model (int, 192), layers (int, 3), heads (int, 4), ff (int, 4 * d_model).
+    top_k (int, 3): labels per response.
+    max_chars (int, 5000): longer texts are rejected in ``parse``.
+    pin_memory (bool, True): on CUDA, pinned host memory and non_blocking copy.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import re
+import unicodedata
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..config import PipelineConfig
+from ..errors import ConfigError, PipelineError
+from ..pipeline import Pipeline
+from ..precision import check_precision, prepare_model
+from . import EXAMPLES, data_file
+from ._common import check_batch, option, smoke_forward, to_device
+
+LABELS = (
+    "billing", "refund", "shipping_delay", "damaged_item", "wrong_item", "order_status", "return_request",
+    "account_access", "password_reset", "cancel_subscription", "upgrade_plan", "payment_failed", "app_crash",
+    "privacy_request", "promo_code", "invoice_request", "address_change", "warranty_claim", "praise", "other",
+)
+SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
+_WORDS = re.compile(r"\w+|[^\w\s]")
+_SPACES = re.compile(r"\s+")
+
+
+class WordPiece:
+    """Greedy longest-match-first wordpiece tokenizer over a one-token-per-line vocabulary."""
+
+    def __init__(self, path: Path, max_len: int, max_word_chars: int = 48):
+        tokens = path.read_text(encoding="utf-8").split("\n")
+        self.ids = {tok: i for i, tok in enumerate(t for t in tokens if t)}
+        missing = [s for s in SPECIALS if s not in self.ids]
+        if missing:
+            raise PipelineError(f"{path}: vocabulary lacks {missing}; run `make data` to regenerate it")
+        self.pad, self.unk, self.cls, self.sep = (self.ids[s] for s in SPECIALS)
+        self.max_len, self.max_word_chars = max_len, max_word_chars
+
+    def encode(self, text: str) -> tuple[list[int], bool]:
+        """Token ids ``[CLS]`` wordpieces ``[SEP]`` (at most ``max_len``, unpadded) and whether any were cut."""
+        out, budget, truncated = [self.cls], self.max_len - 1, False
+        for word in _WORDS.findall(text.lower()):
+            out.extend(self.word_ids(word))
+            if len(out) > budget:
+                del out[budget:]
+                truncated = True
+                break
+        out.append(self.sep)
+        return out, truncated
+
+    def word_ids(self, word: str) -> list[int]:
+        whole = self.ids.get(word)
+        if whole is not None:
+            return [whole]
+        if len(word) > self.max_word_chars:
+            return [self.unk]
+        pieces, start = [], 0
+        while start < len(word):
+            for end in range(len(word), start, -1):
+                piece = word[start:end] if start == 0 else "##" + word[start:end]
+                found = self.ids.get(piece)
+                if found is not None:
+                    break
+            else:
+                return [self.unk]
+            pieces.append(found)
+            start = end
+        return pieces
+
+
+def build(config: PipelineConfig) -> Pipeline:
+    """The text pipeline for ``config`` (see the module docstring for stages and options)."""
+    import torch
+
+    check_precision(config)  # first: an impossible combination fails before any work
+    seed, max_len = option(config, "seed", 0), option(config, "max_len", 64, int, 4)
+    d_model, heads = option(config, "d_model", 192, int, 8), option(config, "heads", 4, int, 1)
+    shape = (max_len, d_model, option(config, "layers", 3, int, 1), heads, option(config, "ff", 4 * d_model, int, 1))
+    top_k = min(option(config, "top_k", 3, int, 1), len(LABELS))
+    max_chars = option(config, "max_chars", 5000, int, 1)
+    option(config, "pin_memory", True, bool)
+    if d_model % heads:
+        raise ConfigError(f"option d_model ({d_model}) must be a multiple of heads ({heads})")
+    tokenizer = WordPiece(data_file("vocab.txt"), max_len)
+    torch.manual_seed(seed)
+    from ._text_model import Encoder
+
+    model = prepare_model(Encoder(len(tokenizer.ids), *shape, len(LABELS)), config)
+
+    def preprocess(texts: list[str]):
+        encoded = [tokenizer.encode(t) for t in texts]
+        ids = torch.full((len(encoded), max_len), tokenizer.pad, dtype=torch.int64)
+        for row, (seq, _) in enumerate(encoded):
+            ids[row, :len(seq)] = torch.tensor(seq, dtype=torch.int64)
+        info = [(len(seq), cut) for seq, cut in encoded]
+        return info, to_device(ids, config), to_device(ids != tokenizer.pad, config)
+
+    def forward(batch):
+        info, ids, mask = batch
+        with torch.inference_mode():
+            return info, model(ids, mask)
+
+    def postprocess(scored):
+        info, logits = scored
+        with torch.inference_mode():
+            top = torch.softmax(logits.float(), dim=-1).topk(top_k, dim=-1)
+            scores, index = top.values.cpu().tolist(), top.indices.cpu().tolist()
+        return [{"labels": [{"label": LABELS[i], "score": round(s, 6)} for i, s in zip(idx, sc)],
+                 "tokens": n, "truncated": cut} for (n, cut), idx, sc in zip(info, index, scores)]
+
+    smoke_forward("text", config, lambda: forward(preprocess(["smoke test"])))
+    pipe = Pipeline("text", items=lambda: text_items(seed), description=EXAMPLES["text"],
+                    config=config)
+    for name, fn in (("parse", lambda batch: parse(batch, max_chars)), ("preprocess", preprocess),
+                     ("forward", forward), ("postprocess", postprocess), ("serialize", serialize)):
+        pipe.add(name, fn)
+    return pipe
+
+
+def parse(batch: list, max_chars: int = 5000) -> list[str]:
+    """Clean texts; ValueError names the request when one is not usable."""
+    return [_clean(i, t, max_chars) for i, t in enumerate(check_batch(batch, "text"))]
+
+
+def _clean(index: int, text, max_chars: int) -> str:
+    where = f"text request {index}"
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{where}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if not isinstance(text, str):
+        raise ValueError(f"{where}: expected a string, got {type(text).__name__}")
+    if len(text) > max_chars:
+        raise ValueError(f"{where}: {len(text)} characters, more than max_chars={max_chars}")
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(ch for ch in text if ch.isprintable() or ch.isspace())
+    text = _SPACES.sub(" ", text).strip()
+    if not text:
+        raise ValueError(f"{where}: empty text")
+    return text
+
+
+def serialize(responses: list[dict]) -> list[bytes]:
+    return [json.dumps(r, separators=(",", ":")).encode() for r in responses]
+
+
+_OPENERS = ("", "hi", "hello,", "hey there!", "good morning.", "dear support team,")
+_BODIES = (
+    "my order #{num} arrived {adj} and the {thing} is {state}.",
+    "i was charged twice for my {plan} subscription this month, please refund me.",
+    "the app keeps crashing when i open the {screen} page on my {device}.",
+    "i can't login to my account since {when}; the password reset email never arrives.",
+    "where is my package? tracking number {code} has not updated in {small} days.",
+    "i want to return the {thing} because the size is wrong and the color is different.",
+    "please cancel my {plan} plan before the renewal on the {small}th.",
+    "the promo code {code} does not work at checkout, it says invalid.",
+    "can you send me an invoice for order {num}? my company {name} needs it for taxes.",
+    "i moved to {name} street {small}, please update my delivery address.",
+    "great service, {name} from your team was really helpful, thanks!",
+    "my payment with {bank} failed three times but the money left my account.",
+)
+_CLOSERS = ("", "thanks", "thank you!", "please help asap.", "this is really frustrating!!", "regards, {name}")
+_SLOTS = {
+    "adj": ("late", "yesterday", "broken", "two weeks late", "without a box"),
+    "thing": ("jacket", "phone case", "coffee machine", "headphones", "book", "lamp"),
+    "state": ("missing", "damaged", "the wrong size", "scratched", "not working"),
+    "plan": ("premium", "family", "student", "yearly", "monthly"),
+    "screen": ("settings", "checkout", "profile", "orders", "notifications"),
+    "device": ("iphone", "android phone", "tablet", "laptop"),
+    "when": ("yesterday", "last week", "this morning", "monday"),
+    "bank": ("my visa card", "paypal", "my bank", "apple pay"),
+}
+
+
+def text_items(seed: int) -> Iterator[str]:
+    """An endless, seeded stream of support messages, ~10 to ~90 words (some exceed max_len)."""
+    rng = random.Random(seed)
+    for _ in itertools.count():
+        bodies = [rng.choice(_BODIES) for _ in range(rng.randint(1, 4))]
+        parts = [rng.choice(_OPENERS), *bodies, rng.choice(_CLOSERS)]
+        yield " ".join(p for p in parts if p).format_map(_SlotFiller(rng))
+
+
+class _SlotFiller(dict):
+    """Fills ``{slot}`` placeholders: phrases, numbers, codes and made-up names (out of vocabulary)."""
+
+    def __init__(self, rng: random.Random):
+        super().__init__()
+        self.rng = rng
+
+    def __missing__(self, key: str) -> str:
+        rng = self.rng
+        if key in _SLOTS:
+            return rng.choice(_SLOTS[key])
+        if key == "num":
+            return str(rng.randrange(10_000, 99_999))
+        if key == "small":
+            return str(rng.randint(2, 28))
+        if key == "code":
+            return "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ23456789") for _ in range(rng.randint(6, 10)))
+        syllables = ("ka", "lo", "mir", "ven", "tas", "rhu", "quel", "zo", "dri", "an", "sel", "bor")
+        return "".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))).capitalize()

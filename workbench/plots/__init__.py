@@ -1,0 +1,22 @@
+"""Figure builders: tables in, ``plotly.graph_objects.Figure`` out (nothing calls ``show``).
+
+Import explicitly (``import workbench.plots``); ``import workbench`` never
+imports plotly. Every builder aggregates before plotting, so a figure's
+payload stays small whatever the size of the run or trace; input without GPU
+events gives a figure that says so, never an exception.
+"""
+from .batching import batching_curves_figure, queueing_breakdown_figure, wait_time_figure
+from .budget import budget_figure
+from .compare import compare_figure
+from .distributions import distribution_figure
+from .flame import flame_figure, trace_flame_figure
+from .launches import launch_figure
+from .request_chart import request_flame_chart
+from .timeline import gpu_timeline_figure, step_breakdown_figure
+from .transfers import transfer_figure
+
+__all__ = [
+    "batching_curves_figure", "budget_figure", "compare_figure", "distribution_figure", "flame_figure",
+    "gpu_timeline_figure", "launch_figure", "queueing_breakdown_figure", "request_flame_chart",
+    "step_breakdown_figure", "trace_flame_figure", "transfer_figure", "wait_time_figure",
+]

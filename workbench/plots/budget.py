@@ -1,0 +1,109 @@
+"""The latency budget figure: per-stage p50/p95/p99, unattributed time, the SLA line.
+
+Input is :func:`workbench.analysis.budget.stage_summary` (one row per stage in
+pipeline order, then ``end_to_end`` and ``unattributed``). Percentiles of stages
+do not add up to the end-to-end percentile (the slowest requests of two stages
+are rarely the same request), so the percentile view groups bars side by side
+and never stacks them; the waterfall view stacks *means*, which do add up
+exactly: stages + unattributed = end to end.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..analysis.budget import END_TO_END, UNATTRIBUTED
+from ..errors import ConfigError
+from .style import END_TO_END_COLOR, PERCENTILE_COLORS, SLA_COLOR, empty_figure, layout, stage_color
+
+PERCENTILES = ("p50_ms", "p95_ms", "p99_ms")
+NEEDED = ("name", "kind", "count", "mean_ms", *PERCENTILES, "share")
+MODES = ("percentiles", "waterfall")
+
+
+def check_summary(summary: pd.DataFrame, what: str = "summary") -> None:
+    """Raise ConfigError unless ``summary`` has the stage_summary columns."""
+    missing = [c for c in NEEDED if c not in getattr(summary, "columns", ())]
+    if missing:
+        raise ConfigError(f"{what}: missing columns {missing}; pass workbench.analysis.budget.stage_summary(...)")
+
+
+def budget_rows(summary: pd.DataFrame) -> pd.DataFrame:
+    """Stages in pipeline order, then unattributed, then end to end (the bar order)."""
+    stages = summary[summary["kind"] == "stage"]
+    tail = [summary[summary["name"] == name] for name in (UNATTRIBUTED, END_TO_END)]
+    return pd.concat([stages, *tail], ignore_index=True)
+
+
+def budget_figure(summary: pd.DataFrame, *, sla_ms: float | None = None, title: str | None = None,
+                  mode: str = "percentiles") -> go.Figure:
+    """Per-stage latency budget as bars (ms), with the share of each stage.
+
+    ``mode="percentiles"``: for each stage, unattributed and end to end, three
+    bars p50/p95/p99 (heights are the summary's ``p50_ms``/``p95_ms``/``p99_ms``).
+    ``mode="waterfall"``: stage means stacked into the end-to-end mean.
+    ``sla_ms`` draws a horizontal line (the end-to-end p99 target) and says in
+    the title whether end-to-end p99 meets it. Hover and text carry each stage's
+    share (its mean over the end-to-end mean).
+    """
+    check_summary(summary)
+    if mode not in MODES:
+        raise ConfigError(f"budget_figure: mode={mode!r}; use one of {MODES}")
+    rows = budget_rows(summary)
+    if rows.empty or not (rows["count"] > 0).any():
+        return empty_figure("no measured requests in this run", title or "Latency budget")
+    fig = _percentile_bars(rows) if mode == "percentiles" else _waterfall(rows)
+    if sla_ms is not None:
+        fig.add_hline(y=float(sla_ms), line=dict(color=SLA_COLOR, dash="dash", width=2),
+                      annotation_text=f"SLA {sla_ms:g} ms", annotation_position="top left")
+    return layout(fig, title or _title(rows, sla_ms), yaxis_title="latency (ms)", xaxis_title="stage")
+
+
+def _share_text(rows: pd.DataFrame) -> list[str]:
+    return ["" if pd.isna(s) else f"{100 * s:.1f}%" for s in rows["share"]]
+
+
+def _percentile_bars(rows: pd.DataFrame) -> go.Figure:
+    fig = go.Figure()
+    names = rows["name"].tolist()
+    share = _share_text(rows)
+    for col in PERCENTILES:
+        heights = pd.to_numeric(rows[col], errors="coerce").to_numpy(dtype="float64")
+        fig.add_bar(
+            x=names, y=heights, name=col.removesuffix("_ms"), marker_color=PERCENTILE_COLORS[col],
+            customdata=list(zip(share, rows["count"].tolist())),
+            hovertemplate="%{x}<br>" + col.removesuffix("_ms") + " %{y:.3f} ms<br>share of mean %{customdata[0]}"
+                          "<br>n=%{customdata[1]}<extra></extra>",
+        )
+    fig.update_layout(barmode="group")
+    fig.update_xaxes(tickvals=names, ticktext=[f"{n}<br>{s} of mean" if s else n for n, s in zip(names, share)])
+    return fig
+
+
+def _waterfall(rows: pd.DataFrame) -> go.Figure:
+    parts = rows[rows["name"] != END_TO_END]
+    total = rows[rows["name"] == END_TO_END]
+    means = pd.to_numeric(parts["mean_ms"], errors="coerce").fillna(0.0).tolist()
+    fig = go.Figure(go.Waterfall(
+        x=[*parts["name"], END_TO_END], y=[*means, float(total["mean_ms"].iloc[0] or 0.0)],
+        measure=["relative"] * len(means) + ["total"], text=[*_share_text(parts), "100%"],
+        textposition="outside", name="mean", connector=dict(line=dict(color="#999999")),
+        increasing=dict(marker=dict(color=stage_color(0))),
+        totals=dict(marker=dict(color=END_TO_END_COLOR)),
+        hovertemplate="%{x}<br>mean %{y:.3f} ms (%{text})<extra></extra>",
+    ))
+    return fig
+
+
+def _title(rows: pd.DataFrame, sla_ms: float | None) -> str:
+    e2e = rows[rows["name"] == END_TO_END]
+    p99 = e2e["p99_ms"].iloc[0] if len(e2e) else None
+    n = int(e2e["count"].iloc[0]) if len(e2e) else 0
+    head = f"Latency budget (n={n} requests)"
+    if p99 is None or pd.isna(p99):
+        return head
+    head += f": end-to-end p99 {p99:.2f} ms"
+    if sla_ms is not None:
+        verdict = "within" if p99 <= sla_ms else "OVER"
+        head += f", {verdict} the {sla_ms:g} ms SLA"
+    return head

@@ -1,0 +1,77 @@
+"""Two runs side by side: per-stage values of each, and the deltas B - A.
+
+Inputs are two :func:`workbench.analysis.budget.stage_summary` tables. Stages
+are matched by name (A's order first, then stages only B has); a stage missing
+from one run has no bar there and no delta. A delta smaller than the run-to-run
+spread is noise: the hover shows both values so the reader can judge.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .budget import PERCENTILES, budget_rows, check_summary
+from .style import FASTER_COLOR, PERCENTILE_COLORS, SLOWER_COLOR, empty_figure, layout
+
+SIDE_COLORS = ("#8c8c8c", "#4c72b0")
+
+
+def compare_table(summary_a: pd.DataFrame, summary_b: pd.DataFrame) -> pd.DataFrame:
+    """One row per name (A's bar order, then B-only names): ``<col>_a``, ``<col>_b``, ``<col>_delta`` for p50/p95/p99."""
+    a, b = budget_rows(summary_a).set_index("name"), budget_rows(summary_b).set_index("name")
+    names = [*a.index, *[n for n in b.index if n not in a.index]]
+    out = pd.DataFrame({"name": names})
+    for col in ("mean_ms", *PERCENTILES):
+        va = pd.to_numeric(a[col].reindex(names), errors="coerce").to_numpy(dtype="float64")
+        vb = pd.to_numeric(b[col].reindex(names), errors="coerce").to_numpy(dtype="float64")
+        out[f"{col}_a"], out[f"{col}_b"], out[f"{col}_delta"] = va, vb, vb - va
+    return out
+
+
+def compare_figure(summary_a: pd.DataFrame, summary_b: pd.DataFrame, *, labels: tuple[str, str] = ("A", "B"),
+                   stat: str = "p99_ms", title: str | None = None) -> go.Figure:
+    """Top: ``stat`` (ms) per stage for A and B, side by side. Bottom: B - A (ms) for p50/p95/p99.
+
+    Delta bars carry the relative change in their text; the title names the
+    end-to-end p99 of both and the change. Colors: slower in red, faster in green
+    (by the marker outline), so a regression stands out.
+    """
+    check_summary(summary_a, "summary_a")
+    check_summary(summary_b, "summary_b")
+    table = compare_table(summary_a, summary_b)
+    if table.empty:
+        return empty_figure("no stages to compare", title or "Comparison")
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                        subplot_titles=(f"{stat.removesuffix('_ms')} per stage", f"change {labels[1]} - {labels[0]}"))
+    names = table["name"].tolist()
+    for side, label, color in (("a", labels[0], SIDE_COLORS[0]), ("b", labels[1], SIDE_COLORS[1])):
+        fig.add_bar(x=names, y=table[f"{stat}_{side}"].to_numpy(), name=label, marker_color=color,
+                    legendgroup="runs", hovertemplate="%{x}<br>" + label + " %{y:.3f} ms<extra></extra>", row=1, col=1)
+    for col in PERCENTILES:
+        delta = table[f"{col}_delta"].to_numpy()
+        fig.add_bar(x=names, y=delta, name=f"Δ {col.removesuffix('_ms')}", marker_color=PERCENTILE_COLORS[col],
+                    marker_line=dict(color=[SLOWER_COLOR if d > 0 else FASTER_COLOR for d in np.nan_to_num(delta)], width=2),
+                    text=_relative(table[f"{col}_a"].to_numpy(), delta), legendgroup="delta",
+                    hovertemplate="%{x}<br>Δ " + col.removesuffix("_ms") + " %{y:+.3f} ms (%{text})<extra></extra>",
+                    row=2, col=1)
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(title_text="latency (ms)", row=1, col=1)
+    fig.update_yaxes(title_text="Δ latency (ms)", zeroline=True, zerolinecolor="#444444", row=2, col=1)
+    return layout(fig, title or _title(table, labels))
+
+
+def _relative(base: np.ndarray, delta: np.ndarray) -> list[str]:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = delta / base
+    return ["" if not np.isfinite(r) else f"{100 * r:+.1f}%" for r in rel]
+
+
+def _title(table: pd.DataFrame, labels: tuple[str, str]) -> str:
+    e2e = table[table["name"] == "end_to_end"]
+    if e2e.empty or not np.isfinite(e2e["p99_ms_a"].iloc[0]) or not np.isfinite(e2e["p99_ms_b"].iloc[0]):
+        return f"{labels[0]} vs {labels[1]}"
+    a, b = float(e2e["p99_ms_a"].iloc[0]), float(e2e["p99_ms_b"].iloc[0])
+    change = f" ({100 * (b - a) / a:+.1f}%)" if a else ""
+    return f"{labels[0]} vs {labels[1]}: end-to-end p99 {a:.2f} -> {b:.2f} ms{change}"

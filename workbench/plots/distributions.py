@@ -1,0 +1,122 @@
+"""Latency distributions: histogram or CDF of one stage or end to end, warm-up apart.
+
+Measured requests (not warm-up, successful) form the distribution and its
+p50/p95/p99 markers, computed by :mod:`workbench.analysis.stats` (the same
+definition as the budget). Warm-up requests are a separate, muted trace, never
+mixed in. Bins are computed here with numpy (log-spaced on a log axis) and sent
+as counts, so the payload does not grow with the number of requests; the CDF
+is thinned to at most ``max_points`` points, always keeping min and max.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..analysis.stats import NS_PER_MS, summarize_ns
+from ..errors import ConfigError
+from .style import PERCENTILE_COLORS, WARMUP_COLOR, empty_figure, layout, stage_color
+
+KINDS = ("histogram", "cdf")
+
+
+def latency_samples(requests: pd.DataFrame, stages: pd.DataFrame, stage: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """(measured, warm-up) int64 ns durations of successful requests for ``stage`` (None = end to end)."""
+    ok = requests[requests["ok"].astype(bool)]
+    warm_ids = set(ok.loc[ok["warmup"].astype(bool), "request"].tolist())
+    if stage is None:
+        durs, ids = ok["dur_ns"], ok["request"]
+    else:
+        rows = stages[(stages["stage"] == stage) & stages["request"].isin(ok["request"])]
+        durs, ids = rows["dur_ns"], rows["request"]
+    is_warm = ids.isin(warm_ids).to_numpy()
+    values = durs.astype("int64").to_numpy()
+    return values[~is_warm], values[is_warm]
+
+
+def distribution_figure(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str], *,
+                        stage: str | None = None, kind: str = "histogram", log_x: bool = True,
+                        bins: int = 60, max_points: int = 2000, title: str | None = None) -> go.Figure:
+    """Histogram (request counts per bin) or CDF (fraction <= x) of latency in ms.
+
+    ``stage``: a name in ``stage_order`` or None for end to end (host wall time).
+    Traces, in order: the measured distribution, the warm-up one when there
+    are warm-up requests ("warm-up (n=W)", muted), then the measured p50, p95
+    and p99 as dotted vertical lines named "p50", "p95", "p99" (ms, ``summarize_ns``).
+    """
+    if kind not in KINDS:
+        raise ConfigError(f"distribution_figure: kind={kind!r}; use one of {KINDS}")
+    if stage is not None and stage not in stage_order:
+        raise ConfigError(f"distribution_figure: stage={stage!r} is not in the pipeline's stages {list(stage_order)}")
+    label = "end to end" if stage is None else stage
+    title = title or f"Latency distribution: {label}"
+    measured, warm = latency_samples(requests, stages, stage)
+    if measured.size == 0 and warm.size == 0:
+        return empty_figure(f"no successful requests for {label}", title)
+    color = "#333333" if stage is None else stage_color(list(stage_order).index(stage))
+    fig = go.Figure()
+    if kind == "histogram":
+        edges = _edges(np.concatenate([measured, warm]), bins, log_x)
+        _add_hist(fig, measured, edges, f"measured (n={measured.size})", color)
+        if warm.size:
+            _add_hist(fig, warm, edges, f"warm-up (n={warm.size})", WARMUP_COLOR)
+        yaxis = "requests"
+    else:
+        _add_cdf(fig, measured, max_points, f"measured (n={measured.size})", color)
+        if warm.size:
+            _add_cdf(fig, warm, max_points, f"warm-up (n={warm.size})", WARMUP_COLOR)
+        yaxis = "fraction of requests <= x"
+    top = max((max(t.y) for t in fig.data), default=1)
+    _add_markers(fig, measured, float(top))
+    fig.update_xaxes(type="log" if log_x else "linear")
+    return layout(fig, title, xaxis_title=f"{label} latency (ms)", yaxis_title=yaxis)
+
+
+def _edges(values_ns: np.ndarray, bins: int, log_x: bool) -> np.ndarray:
+    lo, hi = float(values_ns.min()) / NS_PER_MS, float(values_ns.max()) / NS_PER_MS
+    if hi <= lo:
+        hi = lo * 1.01 + 1e-6
+    if log_x:
+        lo = max(lo, 1e-6)
+        return np.geomspace(lo, hi, bins + 1)
+    return np.linspace(lo, hi, bins + 1)
+
+
+def _add_hist(fig: go.Figure, values_ns: np.ndarray, edges: np.ndarray, name: str, color: str) -> None:
+    """A step outline over the bin edges: x = edges, y = counts (last repeated), shape 'hv'."""
+    counts, _ = np.histogram(np.clip(values_ns / NS_PER_MS, edges[0], edges[-1]), bins=edges)  # 0 ns on a log axis
+    y = np.append(counts, counts[-1] if counts.size else 0)
+    fig.add_scatter(
+        x=edges, y=y, name=name, mode="lines", line=dict(shape="hv", color=color, width=1.5),
+        fill="tozeroy", opacity=0.8,
+        hovertemplate="from %{x:.4g} ms<br>%{y} requests<extra>" + name + "</extra>",
+    )
+
+
+def cdf_points(values_ns: np.ndarray, max_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Empirical CDF (x in ms, y = rank/n), at most ``max_points`` points incl. min and max."""
+    s = np.sort(values_ns)
+    n = s.size
+    idx = np.arange(n) if n <= max_points else np.unique(np.linspace(0, n - 1, max_points).round().astype(np.int64))
+    return s[idx] / NS_PER_MS, (idx + 1) / n
+
+
+def _add_cdf(fig: go.Figure, values_ns: np.ndarray, max_points: int, name: str, color: str) -> None:
+    if values_ns.size == 0:
+        return
+    x, y = cdf_points(values_ns, max_points)
+    fig.add_scatter(x=x, y=y, name=name, mode="lines", line=dict(shape="hv", color=color),
+                    hovertemplate="%{x:.4g} ms<br>%{y:.4f}<extra>" + name + "</extra>")
+
+
+def _add_markers(fig: go.Figure, measured_ns: np.ndarray, top: float) -> None:
+    """p50/p95/p99 as vertical line traces named "p50" etc. (x in ms, data coordinates on any axis)."""
+    stats = summarize_ns(measured_ns)
+    for key in ("p50_ms", "p95_ms", "p99_ms"):
+        if stats[key] is None:
+            continue
+        name = key.removesuffix("_ms")
+        fig.add_scatter(x=[stats[key], stats[key]], y=[0, top], name=name, mode="lines+text",
+                        line=dict(color=PERCENTILE_COLORS[key], dash="dot", width=2),
+                        text=["", f"{name} {stats[key]:.3g} ms"], textposition="top center",
+                        hovertemplate=f"{name} %{{x:.4g}} ms<extra></extra>")

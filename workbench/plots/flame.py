@@ -1,0 +1,141 @@
+"""Flame graphs: an icicle of the flame tree, and a time-axis flame chart of one request.
+
+:func:`flame_figure` draws the node table of :mod:`workbench.analysis.flame`
+(``id``, ``parent`` (-1 for a root), ``name``, ``kind``, ``self_ns``,
+``total_ns``, ``count``, ``bytes``) as a plotly icicle, widths = ``total_ns``.
+A tree larger than ``max_nodes`` is folded with the analysis' own
+:func:`~workbench.analysis.flame.prune` (small nodes become one ``(other)``
+per parent), at the smallest share that fits. GPU nodes carry GPU time under
+the host call that launched them (another clock), so a node is drawn at least
+as wide as its children (:func:`display_totals`). Colors follow
+:data:`workbench.plots.style.KIND_COLORS`.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..analysis.flame import flame_tree, prune
+from ..errors import ConfigError
+from .style import KIND_COLORS, KIND_LABELS, empty_figure, format_bytes, format_ns, kind_key, layout
+
+TREE_COLUMNS = ("id", "parent", "name", "kind", "self_ns", "total_ns", "count", "bytes")
+LABEL_CHARS = 60
+HOVER_CHARS = 160
+
+
+def check_tree(tree: pd.DataFrame) -> None:
+    missing = [c for c in TREE_COLUMNS if c not in getattr(tree, "columns", ())]
+    if missing:
+        raise ConfigError(f"flame tree: missing columns {missing}; pass a node table from workbench.analysis.flame")
+
+
+PRUNE_SHARES = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
+
+
+def fit_tree(tree: pd.DataFrame, max_nodes: int) -> tuple[pd.DataFrame, float | None]:
+    """The tree folded by :func:`workbench.analysis.flame.prune` at the smallest share of
+    :data:`PRUNE_SHARES` that leaves at most ``max_nodes`` nodes; ``(tree, None)`` if it fits."""
+    if len(tree) <= max_nodes:
+        return tree, None
+    for share in PRUNE_SHARES:
+        pruned = prune(tree, share)
+        if len(pruned) <= max_nodes:
+            break
+    return pruned, share
+
+
+def display_totals(tree: pd.DataFrame) -> np.ndarray:
+    """``total_ns`` raised where needed so every node is at least the sum of its children.
+
+    An icicle with ``branchvalues="total"`` draws nothing if a child outgrows its
+    parent; that happens when GPU time is hung under the short launch call that
+    issued it. Hover still shows the real totals.
+    """
+    ids = tree["id"].tolist()
+    parent = dict(zip(ids, tree["parent"].tolist()))
+    value = dict(zip(ids, tree["total_ns"].astype("int64").tolist()))
+    depth: dict = {}
+    for node in ids:
+        chain = []
+        while node not in depth and node in parent:
+            chain.append(node)
+            node = parent[node]
+            if len(chain) > len(ids):
+                raise ConfigError(f"flame tree: parent links form a cycle through node {node}")
+        base = depth.get(node, -1)
+        for k, n in enumerate(reversed(chain)):
+            depth[n] = base + 1 + k
+    children_sum: dict = {}
+    for node in sorted(ids, key=depth.__getitem__, reverse=True):
+        value[node] = max(value[node], children_sum.get(node, 0))
+        p = parent[node]
+        if p in value:
+            children_sum[p] = children_sum.get(p, 0) + value[node]
+    return np.array([value[i] for i in ids], dtype=np.int64)
+
+
+def flame_figure(tree: pd.DataFrame, *, title: str | None = None, max_nodes: int = 2_000,
+                 max_depth: int | None = None) -> go.Figure:
+    """An icicle of the flame tree: width = total time, color = kind, hover = self/total/count/bytes.
+
+    Trace fields: ``ids``/``parents`` are the node ids as text (a root's parent
+    is ""), ``values`` the ``total_ns`` (int ns, ``branchvalues="total"``),
+    ``marker.colors`` the kind colors. A legend of the kinds present is an
+    annotation under the title. ``max_depth`` limits the levels shown at once
+    (click to zoom deeper).
+    """
+    check_tree(tree)
+    if len(tree) == 0 or int(tree["total_ns"].max() or 0) <= 0:
+        return empty_figure("empty flame tree: no events to attribute", title or "Flame graph")
+    shown, share = fit_tree(tree, max_nodes)
+    keys = [kind_key(k, n) for k, n in zip(shown["kind"].tolist(), shown["name"].tolist())]
+    names = shown["name"].astype(str).tolist()
+    parents = shown["parent"].astype("int64").to_numpy()
+    fig = go.Figure(go.Icicle(
+        ids=shown["id"].astype(str).tolist(),
+        parents=["" if p == -1 else str(p) for p in parents],
+        labels=[_clip(n, LABEL_CHARS) for n in names],
+        values=display_totals(shown),
+        branchvalues="total", sort=False, maxdepth=max_depth if max_depth else -1,
+        marker=dict(colors=[KIND_COLORS[k] for k in keys]),
+        customdata=_hover_data(shown, names, keys),
+        hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>total %{customdata[2]} (%{percentRoot:.1%} of all)"
+                      "<br>self %{customdata[3]}<br>count %{customdata[4]}<br>bytes %{customdata[5]}<extra></extra>",
+        tiling=dict(orientation="v"), root=dict(color="#ffffff"),
+    ))
+    fig.add_annotation(text=kind_legend(keys), x=0, y=1.0, xref="paper", yref="paper", xanchor="left",
+                       yanchor="bottom", showarrow=False, align="left")
+    folded = "" if share is None else f" ({len(tree)} nodes; under {100 * share:g}% of the total folded into (other))"
+    default = "Flame graph" + folded
+    return layout(fig, title or default, margin=dict(l=10, r=10, t=80, b=10))
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _hover_data(tree: pd.DataFrame, names: list[str], keys: list[str]) -> list[list[str]]:
+    nbytes = tree["bytes"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
+    return [
+        [_clip(name, HOVER_CHARS), KIND_LABELS[key], format_ns(total), format_ns(self_ns), str(count),
+         format_bytes(b) if b > 0 else "-"]
+        for name, key, total, self_ns, count, b in zip(
+            names, keys, tree["total_ns"].tolist(), tree["self_ns"].tolist(), tree["count"].tolist(), nbytes)
+    ]
+
+
+def kind_legend(keys: list[str]) -> str:
+    """An HTML line of colored squares and kind names, in palette order, for the kinds present."""
+    present = [k for k in KIND_COLORS if k in set(keys)]
+    return "   ".join(f'<span style="color:{KIND_COLORS[k]}">■</span> {KIND_LABELS[k]}' for k in present)
+
+
+def trace_flame_figure(events: pd.DataFrame, *, title: str | None = None, max_nodes: int = 2_000,
+                       max_depth: int | None = None) -> go.Figure:
+    """:func:`flame_figure` of ``workbench.analysis.flame.flame_tree(events)``; an empty
+    figure saying so when the trace has no host or GPU events."""
+    if events.empty:
+        return empty_figure("no events in this trace", title or "Flame graph")
+    return flame_figure(flame_tree(events), title=title, max_nodes=max_nodes, max_depth=max_depth)

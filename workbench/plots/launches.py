@@ -1,0 +1,128 @@
+"""Kernel launches: launch delay, CPU launch time vs GPU time, short-kernel share, a verdict.
+
+Numbers come from :mod:`workbench.analysis.launches` (HTA's launch pairs: the
+launching runtime call joined to its GPU work on correlation) and
+:mod:`workbench.analysis.gpu_timeline`. Distributions are binned here (log
+bins, counts only), so a million launches cost a few kilobytes of figure.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..analysis.gpu_timeline import gpu_time_summary, gpu_work
+from ..analysis.launches import launch_calls, launch_distribution, launch_pair_summary, launch_pairs
+from ..analysis.steps import profiler_steps
+from ..analysis.trace_stages import GPU_SHARE, LAUNCHES_PER_RANGE, stage_summary
+from ..trace import HOST_KINDS
+from .style import KIND_COLORS, NO_GPU_EVENTS, NS_PER_US, PERCENTILE_COLORS, decade_ticks, empty_figure, layout, log_edges
+
+BINS = 40
+
+
+def launch_verdict(events: pd.DataFrame) -> tuple[bool, str]:
+    """``(launch_bound, sentence)``, using the trace analysis' rule (``trace_stages``):
+    >= 10 launch calls per range (request) and GPU work < 50 % of host time.
+
+    With stage ranges the verdict is the analysis' per-stage ``launch_bound``
+    flag (the sentence names the bound stages, or the stage closest to it);
+    without them the same rule is applied to the whole trace's host time
+    (summed ``ProfilerStep`` ranges, else the host span).
+    """
+    stages = stage_summary(events)
+    if not stages.empty:
+        host = stages["host_ns"].clip(lower=1)
+        share = stages.assign(launch=stages["launch_ns"] / host, gpu=stages["gpu_ns"] / host,
+                              per=stages["launch_count"] / stages["count"].clip(lower=1))
+        bound = share[share["launch_bound"]]
+        rows = bound if not bound.empty else share.nlargest(1, "per")
+        detail = ", ".join(f"{r.stage} ({r.per:.0f} launches per call, GPU busy {100 * r.gpu:.0f}% of its host time; "
+                           f"launch calls {100 * r.launch:.0f}%)" for r in rows.itertuples())
+        return (True, f"Launch-bound: {detail}") if not bound.empty else (False, f"Not launch-bound: {detail}")
+    host_ns = _host_ns(events)
+    calls = launch_calls(events)
+    launch_ns = int(calls.loc[~calls["graph"], "dur_ns"].sum())
+    gpu_ns = int(gpu_work(events)["dur_ns"].sum())
+    per = len(calls) / max(len(profiler_steps(events)), 1)
+    bound = per >= LAUNCHES_PER_RANGE and gpu_ns < GPU_SHARE * host_ns
+    return bound, (f"{'Launch-bound' if bound else 'Not launch-bound'}: {per:.0f} launches per step, GPU busy "
+                   f"{100 * gpu_ns / host_ns:.0f}% of host time, launch calls {100 * launch_ns / host_ns:.0f}%")
+
+
+def _host_ns(events: pd.DataFrame) -> int:
+    steps = profiler_steps(events)
+    if not steps.empty:
+        return max(int(steps["dur_ns"].sum()), 1)
+    host = events[events["kind"].isin(HOST_KINDS)]
+    return max(int((host["ts_ns"] + host["dur_ns"]).max() - host["ts_ns"].min()), 1) if len(host) else 1
+
+
+def launch_figure(events: pd.DataFrame, *, title: str | None = None, bins: int = BINS) -> go.Figure:
+    """Four panels over the launch pairs of ``events`` (the events table), times in us.
+
+    Launch delay histogram (log bins); CPU launch time vs GPU time as a 2-D
+    histogram in log10 space with the y = x line (below it: GPU work shorter
+    than its launch); p50/p90/p99 of launch time, delay and GPU time; the count
+    of short kernels (HTA: launch call <= 50 us and GPU work shorter than it) vs the
+    rest. The title is :func:`launch_verdict`'s sentence.
+    """
+    pairs = launch_pairs(events)
+    if pairs.empty:
+        return empty_figure(NO_GPU_EVENTS if gpu_time_summary(events)["span_ns"] is None
+                            else "no kernel launches joined to GPU work", title or "Kernel launches")
+    summary = launch_pair_summary(pairs)
+    _, sentence = launch_verdict(events)
+    fig = make_subplots(rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.1, subplot_titles=(
+        "launch delay", "launch call vs GPU time (count)", "percentiles (us)", "short kernels"))
+    _delay_hist(fig, pairs["launch_delay_ns"].to_numpy() / NS_PER_US, bins)
+    _cpu_vs_gpu(fig, pairs["cpu_dur_ns"].to_numpy() / NS_PER_US, pairs["gpu_dur_ns"].to_numpy() / NS_PER_US, bins)
+    _percentiles(fig, launch_distribution(pairs))
+    short = summary["short_kernels"]
+    fig.add_bar(x=["short kernels", "other launches"], y=[short, summary["count"] - short],
+                marker_color=[KIND_COLORS["kernel"], KIND_COLORS["runtime"]], showlegend=False,
+                text=[f"{100 * short / summary['count']:.1f}%", f"{100 * (1 - short / summary['count']):.1f}%"],
+                hovertemplate="%{x}: %{y}<extra></extra>", row=2, col=2)
+    fig.update_yaxes(title_text="launches", row=2, col=2)
+    short_share = 100 * summary["short_kernels"] / summary["count"]
+    delay = pairs["launch_delay_ns"].median() / NS_PER_US
+    numbers = (f"<br><sup>{short_share:.0f}% of {summary['count']} launches are short kernels; median launch delay "
+               f"{delay:.3g} us; {summary['delay_over_100us']} delays over 100 us</sup>")
+    return layout(fig, title or sentence + numbers, height=700, margin=dict(t=110))
+
+
+def _delay_hist(fig: go.Figure, delay_us: np.ndarray, bins: int) -> None:
+    edges = log_edges(delay_us, bins)
+    counts, _ = np.histogram(np.maximum(delay_us, edges[0]), bins=edges)
+    fig.add_scatter(x=edges, y=np.append(counts, counts[-1]), mode="lines", line=dict(shape="hv", color=KIND_COLORS["runtime"]),
+                    fill="tozeroy", name="launch delay", showlegend=False,
+                    hovertemplate="from %{x:.3g} us<br>%{y} launches<extra></extra>", row=1, col=1)
+    fig.update_xaxes(type="log", title_text="launch delay (us)", row=1, col=1)
+    fig.update_yaxes(title_text="launches", row=1, col=1)
+
+
+def _cpu_vs_gpu(fig: go.Figure, cpu_us: np.ndarray, gpu_us: np.ndarray, bins: int) -> None:
+    edges = np.log10(log_edges(np.concatenate([cpu_us, gpu_us]), bins))
+    counts, _, _ = np.histogram2d(np.log10(np.maximum(cpu_us, 10 ** edges[0])),
+                                  np.log10(np.maximum(gpu_us, 10 ** edges[0])), bins=[edges, edges])
+    centers = (edges[:-1] + edges[1:]) / 2
+    z = np.where(counts.T > 0, counts.T, np.nan)
+    fig.add_heatmap(x=centers, y=centers, z=z, colorscale="Viridis", showscale=False,
+                    hovertemplate="launch %{x:.2f} log10 us<br>GPU %{y:.2f} log10 us<br>%{z} launches<extra></extra>",
+                    row=1, col=2)
+    fig.add_scatter(x=[edges[0], edges[-1]], y=[edges[0], edges[-1]], mode="lines", name="GPU = launch",
+                    line=dict(color="#d62728", dash="dash"), showlegend=False, row=1, col=2)
+    ticks = decade_ticks(edges[0], edges[-1], "us")
+    fig.update_xaxes(title_text="launch call CPU time (us)", row=1, col=2, **ticks)
+    fig.update_yaxes(title_text="GPU time (us)", row=1, col=2, **ticks)
+
+
+def _percentiles(fig: go.Figure, dist: pd.DataFrame) -> None:
+    names = {"cpu_dur": "launch call", "launch_delay": "launch delay", "gpu_dur": "GPU time"}
+    colors = {"p50_ns": PERCENTILE_COLORS["p50_ms"], "p90_ns": PERCENTILE_COLORS["p95_ms"], "p99_ns": PERCENTILE_COLORS["p99_ms"]}
+    for col, color in colors.items():
+        fig.add_bar(x=[names[m] for m in dist["metric"]], y=dist[col].to_numpy() / NS_PER_US, name=col.removesuffix("_ns"),
+                    marker_color=color, text=col.removesuffix("_ns"), textposition="outside", showlegend=False,
+                    hovertemplate="%{x} " + col.removesuffix("_ns") + " %{y:.3f} us<extra></extra>", row=2, col=1)
+    fig.update_yaxes(title_text="us", type="log", row=2, col=1)

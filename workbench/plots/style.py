@@ -1,0 +1,168 @@
+"""One palette, one set of labels and a few layout helpers shared by every figure.
+
+Colors are keyed by *kind*: what a bar or a flame node stands for (a CPU
+operator, a runtime/launch call, a kernel, a copy by direction and host memory,
+a memset, a synchronization, a pipeline stage). :func:`kind_key` maps the kind
+strings of the trace analysis (and a copy's name) onto these keys, so the flame
+graph, the request flame chart and the transfer views agree on what is red.
+
+Display units live here and in axis labels only; tables keep ``*_ns``/``*_ms``.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..naming import STAGE_PREFIX
+
+NS_PER_US = 1_000
+NS_PER_MS = 1_000_000
+
+KIND_COLORS: dict[str, str] = {
+    "stage": "#4c72b0",
+    "cpu_op": "#8172b3",
+    "runtime": "#dd8452",
+    "kernel": "#55a868",
+    "memcpy_htod_pageable": "#c44e52",
+    "memcpy_htod_pinned": "#f08a8c",
+    "memcpy_dtoh_pageable": "#937860",
+    "memcpy_dtoh_pinned": "#c9a98b",
+    "memcpy_dtod": "#da8bc3",
+    "memcpy": "#e377c2",
+    "memset": "#ccb974",
+    "sync": "#d62728",
+    "python": "#64b5cd",
+    "other": "#8c8c8c",
+}
+KIND_LABELS: dict[str, str] = {
+    "stage": "stage", "cpu_op": "CPU op", "runtime": "runtime / launch", "kernel": "kernel",
+    "memcpy_htod_pageable": "memcpy HtoD pageable", "memcpy_htod_pinned": "memcpy HtoD pinned",
+    "memcpy_dtoh_pageable": "memcpy DtoH pageable", "memcpy_dtoh_pinned": "memcpy DtoH pinned",
+    "memcpy_dtod": "memcpy DtoD", "memcpy": "memcpy (other)", "memset": "memset", "sync": "sync",
+    "python": "Python", "other": "other",
+}
+# Stage bars: a qualitative sequence in pipeline order; unattributed and end to end apart.
+STAGE_COLORS = ["#4c72b0", "#55a868", "#dd8452", "#8172b3", "#64b5cd", "#ccb974", "#937860", "#da8bc3"]
+UNATTRIBUTED_COLOR = "#b0b0b0"
+END_TO_END_COLOR = "#333333"
+PERCENTILE_COLORS = {"p50_ms": "#9ecae1", "p95_ms": "#4292c6", "p99_ms": "#08306b"}
+WARMUP_COLOR = "#c7c7c7"
+SLA_COLOR = "#d62728"
+FASTER_COLOR = "#2ca02c"
+SLOWER_COLOR = "#d62728"
+
+_ALIASES = {
+    "cpu_op": "cpu_op", "operator": "cpu_op", "cpu": "cpu_op", "user_annotation": "cpu_op",
+    "runtime": "runtime", "cuda_runtime": "runtime", "cuda_driver": "runtime", "launch": "runtime",
+    "kernel": "kernel", "memset": "memset", "gpu_memset": "memset",
+    "sync": "sync", "cuda_sync": "sync", "stage": "stage", "python": "python",
+    "python_function": "python", "gpu_user_annotation": "other", "gpu_annotation": "other", "root": "other",
+}
+_COPY = re.compile(r"(HtoD|DtoH|DtoD|HtoH|PtoP)", re.IGNORECASE)
+_HOST_MEMORY = re.compile(r"(Pageable|Pinned|Host|Managed)", re.IGNORECASE)
+
+
+def kind_key(kind: object, name: object = "") -> str:
+    """The palette key of a kind string (and, for copies, the event name).
+
+    ``memcpy`` kinds are split by direction and host memory when the kind or the
+    name says so (``Memcpy HtoD (Pageable -> Device)`` -> ``memcpy_htod_pageable``);
+    AMD's ``Host`` counts as pageable. A workbench stage range (its name carries
+    :data:`workbench.naming.STAGE_PREFIX`) is ``stage``. Unknown kinds map to ``other``.
+    """
+    if isinstance(name, str) and name.startswith(STAGE_PREFIX):
+        return "stage"
+    k = str(kind).lower() if isinstance(kind, str) else ""
+    if k in KIND_COLORS and not k.startswith("memcpy"):
+        return k
+    if "memcpy" in k or "copy" in k:
+        return _copy_key(f"{kind} {name}")
+    return _ALIASES.get(k, "other")
+
+
+def _copy_key(text: str) -> str:
+    direction = _COPY.search(text)
+    if direction is None:
+        return "memcpy"
+    d = direction.group(1).lower()
+    if d == "dtod":
+        return "memcpy_dtod"
+    if d not in ("htod", "dtoh"):
+        return "memcpy"
+    memory = _HOST_MEMORY.search(text)
+    pinned = memory is not None and memory.group(1).lower() == "pinned"
+    return f"memcpy_{d}_{'pinned' if pinned else 'pageable'}"
+
+
+def kind_color(kind: object, name: object = "") -> str:
+    """The color of a kind (see :func:`kind_key`)."""
+    return KIND_COLORS[kind_key(kind, name)]
+
+
+def stage_color(index: int) -> str:
+    return STAGE_COLORS[index % len(STAGE_COLORS)]
+
+
+def format_ns(ns: float | int | None) -> str:
+    """Human duration: ``1.23 s``, ``45.6 ms``, ``789 us``, ``120 ns``; ``-`` for missing."""
+    if ns is None or (isinstance(ns, float) and math.isnan(ns)):
+        return "-"
+    a = abs(float(ns))
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if a >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def format_bytes(n: float | int | None) -> str:
+    """Human size in powers of 1000 (``1.5 MB``); ``-`` for missing."""
+    if n is None or (isinstance(n, float) and math.isnan(n)):
+        return "-"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def layout(fig: go.Figure, title: str | None, **kwargs) -> go.Figure:
+    """Shared layout: title at the very top, legend in a row under it, white template.
+
+    ``legend="right"`` puts a long legend in a column right of the plot instead.
+    """
+    options = dict(title=dict(text=title, y=0.98, yanchor="top"), template="plotly_white",
+                   margin=dict(l=60, r=20, t=110, b=50),
+                   legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0, traceorder="normal"))
+    if kwargs.get("legend") == "right":
+        kwargs["legend"] = dict(orientation="v", yanchor="top", y=1, xanchor="left", x=1.02, traceorder="normal")
+    fig.update_layout(**(options | kwargs))
+    return fig
+
+
+def empty_figure(message: str, title: str | None = None) -> go.Figure:
+    """A figure with no data and one centered annotation saying why (never an exception)."""
+    fig = go.Figure()
+    fig.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return layout(fig, title)
+
+
+NO_GPU_EVENTS = "no GPU events in this trace"
+
+
+def log_edges(values: np.ndarray, bins: int, floor: float = 1e-3) -> np.ndarray:
+    """``bins + 1`` log-spaced edges covering ``values`` (clipped up to ``floor``, in the values' unit)."""
+    v = np.maximum(np.asarray(values, dtype=float), floor)
+    lo, hi = (float(v.min()), float(v.max())) if v.size else (floor, floor * 10)
+    if hi <= lo:
+        hi = lo * 10
+    return np.geomspace(lo, hi, bins + 1)
+
+
+def decade_ticks(lo_log10: float, hi_log10: float, unit: str) -> dict:
+    """Axis options for log10 values on a linear axis: a tick per decade labelled ``1 us``, ``10 us``..."""
+    decades = range(int(np.floor(lo_log10)), int(np.ceil(hi_log10)) + 1)
+    return dict(tickvals=list(decades), ticktext=[f"{10.0 ** d:g} {unit}" for d in decades])

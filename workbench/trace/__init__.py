@@ -1,0 +1,32 @@
+"""Loading PyTorch profiler traces into one normalized events table.
+
+``load_trace(path)`` reads ``.json``/``.json.gz`` traces of either kineto schema
+(2021 ``Operator``/``Runtime``/``Kernel``... or today's ``cpu_op``/``cuda_runtime``/
+``kernel``...), CUDA or ROCm, and returns a :class:`Trace` whose ``events`` table
+is described in :mod:`workbench.trace.schema`. Broken input raises
+:class:`~workbench.errors.TraceError`.
+"""
+from .load import Trace, load_events, load_trace
+from .schema import (
+    COLUMNS,
+    GPU_WORK_KINDS,
+    HOST_KINDS,
+    KIND_CPU_OP,
+    KIND_GPU_ANNOTATION,
+    KIND_KERNEL,
+    KIND_MEMCPY,
+    KIND_MEMSET,
+    KIND_OTHER,
+    KIND_PYTHON,
+    KIND_RUNTIME,
+    KIND_SYNC,
+    KIND_USER_ANNOTATION,
+    KINDS,
+    empty_events,
+)
+
+__all__ = [
+    "COLUMNS", "GPU_WORK_KINDS", "HOST_KINDS", "KINDS", "KIND_CPU_OP", "KIND_GPU_ANNOTATION",
+    "KIND_KERNEL", "KIND_MEMCPY", "KIND_MEMSET", "KIND_OTHER", "KIND_PYTHON", "KIND_RUNTIME",
+    "KIND_SYNC", "KIND_USER_ANNOTATION", "Trace", "empty_events", "load_events", "load_trace",
+]

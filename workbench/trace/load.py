@@ -1,0 +1,208 @@
+"""``load_trace``: a PyTorch profiler trace file -> :class:`Trace` (events table + meta).
+
+The events table is documented in :mod:`workbench.trace.schema`. Columns are
+built straight from the decoded structs: text columns as categoricals (a
+million events share a few thousand names), integer ids as nullable Int64,
+times as exact int64 nanoseconds.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from operator import attrgetter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import TraceError
+from . import schema
+from .decode import Args, decode, decode_events, decode_meta, read_bytes
+from .numbers import NA_INT, NumberError, _as_int, to_int64_array, us_text_to_ns
+
+_NO_ARGS = Args()
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A loaded trace: ``events`` (the normalized table), the file, and its metadata.
+
+    ``meta`` holds the trace's top-level fields as written (``deviceProperties``,
+    ``displayTimeUnit``, ``distributedInfo``, ...) plus ``schema`` ("kineto" or
+    "2021"), ``platform`` ("cuda", "rocm" or "cpu": no GPU activity or runtime
+    calls), ``event_count`` (all events) and ``complete_event_count``.
+    """
+
+    events: pd.DataFrame
+    path: Path
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def device_properties(self) -> list[dict]:
+        """The trace's ``deviceProperties`` (every GPU the process saw); [] if absent."""
+        props = self.meta.get("deviceProperties")
+        return list(props) if isinstance(props, list) else []
+
+
+CHUNK_EVENTS = 65_536
+
+
+def load_trace(path: str | os.PathLike) -> Trace:
+    """Read a ``.json`` or ``.json.gz`` trace (either kineto schema, CUDA or ROCm).
+
+    Raises :class:`~workbench.errors.TraceError` naming the file and the problem
+    for unreadable, truncated, non-trace, badly typed or empty input.
+    """
+    path = Path(path)
+    raws, raw_meta = decode(path, read_bytes(path))
+    if not raws:
+        raise TraceError(f"{path}: empty trace: 'traceEvents' has no events")
+    builder = _Columns(path)
+    for offset in range(0, len(raws), CHUNK_EVENTS):
+        chunk = decode_events(path, raws[offset:offset + CHUNK_EVENTS], offset)
+        builder.add([e for e in chunk if e.ph == "X"])
+    if builder.rows == 0:
+        raise TraceError(f"{path}: empty trace: no complete (ph 'X') events among {len(raws)}")
+    n_events = len(raws)
+    del raws  # frees the JSON text before the table is assembled
+    table = builder.table()
+    meta = decode_meta(path, raw_meta)
+    meta |= {"schema": _schema_flavour(table), "platform": _platform(table),
+             "event_count": n_events, "complete_event_count": len(table)}
+    return Trace(events=table, path=path, meta=meta)
+
+
+def load_events(path: str | os.PathLike) -> pd.DataFrame:
+    """Just the events table of :func:`load_trace`."""
+    return load_trace(path).events
+
+
+class _Columns:
+    """Accumulates compact column pieces chunk by chunk (structs are dropped after each)."""
+
+    TEXT = ("name", "cat", "pid", "tid")
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.rows = 0
+        self.pieces: dict[str, list] = {k: [] for k in ("ts_ns", "dur_ns", "args", *self.TEXT)}
+
+    def add(self, xs: list) -> None:
+        if not xs:
+            return
+        ts_ns, dur_ns = self._times(xs, "ts"), self._times(xs, "dur")
+        if (dur_ns < 0).any():
+            i = int(np.flatnonzero(dur_ns < 0)[0])
+            raise TraceError(f"{self.path}: complete event #{self.rows + i} ({xs[i].name!r}) has a negative "
+                             f"duration ({dur_ns[i]} ns)")
+        self.pieces["ts_ns"].append(ts_ns)
+        self.pieces["dur_ns"].append(dur_ns)
+        for key in self.TEXT:
+            self.pieces[key].append(self._factorized(xs, key))
+        self.pieces["args"].append(_arg_table(xs))
+        self.rows += len(xs)
+
+    def _times(self, xs: list, key: str) -> np.ndarray:
+        try:
+            return us_text_to_ns(list(map(attrgetter(key), xs)))
+        except NumberError as exc:
+            i, name = self.rows + exc.index, xs[exc.index].name
+            if not exc.text:
+                raise TraceError(f"{self.path}: complete event #{i} ({name!r}) has no {key!r}") from None
+            raise TraceError(f"{self.path}: complete event #{i} ({name!r}): {key!r} is "
+                             f"{exc.text[:40].decode('utf-8', 'replace')}, not a number of microseconds") from None
+
+    def _factorized(self, xs: list, key: str):
+        values = list(map(attrgetter(key), xs))
+        try:  # numeric ids (pid, tid): hashing int64 is much faster than objects
+            codes, uniques = pd.factorize(np.fromiter(values, dtype=np.int64, count=len(values)))
+            uniques = np.asarray(uniques, dtype=object)
+        except (TypeError, ValueError, OverflowError):
+            codes, uniques = pd.factorize(np.array(values, dtype=object))
+        if codes.size and codes.min() < 0:
+            i = self.rows + int(np.argmax(codes < 0))
+            raise TraceError(f"{self.path}: complete event #{i} has no {key!r} "
+                             "(ph 'X' events need name, ts, dur, pid, tid)")
+        return codes, uniques
+
+    def table(self) -> pd.DataFrame:
+        text = {k: _unify(self.pieces[k]) for k in self.TEXT}
+        kind = _kinds(text["cat"])
+        args = _arg_columns(self.pieces["args"], kind, text["pid"], text["tid"])
+        data = {"ts_ns": np.concatenate(self.pieces["ts_ns"]), "dur_ns": np.concatenate(self.pieces["dur_ns"]),
+                **text, "kind": kind, **args}
+        return pd.DataFrame(data, columns=list(schema.COLUMNS))
+
+
+def _unify(pieces: list) -> pd.Categorical:
+    """One text categorical from per-chunk (codes, uniques); ints become decimal text."""
+    all_uniques = np.concatenate([u for _, u in pieces])
+    remap, uniques = pd.factorize(all_uniques)
+    starts = np.cumsum([0] + [len(u) for _, u in pieces])
+    codes = np.concatenate([remap[start:][c] for (c, _), start in zip(pieces, starts)])
+    labels = pd.Index([u if isinstance(u, str) else _number_text(u) for u in uniques], dtype="str")
+    if not labels.is_unique:  # 7 and "7" name the same thread
+        again, labels = pd.factorize(labels)
+        codes = again[codes]
+    return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(labels))
+
+
+def _number_text(value) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def _kinds(cats: pd.Categorical) -> pd.Categorical:
+    kinds = schema.kind_of_categories(cats.categories)
+    lookup = np.array([schema.KINDS.index(k) for k in kinds] + [-1], dtype=np.int8)
+    return pd.Categorical.from_codes(lookup[cats.codes], dtype=schema.KIND_DTYPE)
+
+
+_ARG_KEYS = ("correlation", "device", "stream", "bytes", "external_id", "correlation_id")
+
+
+def _arg_table(xs: list) -> np.ndarray:
+    """An (n, 6) int64 table of the args (NA_INT where absent or not an integer)."""
+    rows = list(map(attrgetter(*_ARG_KEYS), [e.args or _NO_ARGS for e in xs]))
+    try:  # the common case, every present value an int: one C conversion
+        return np.array(rows, dtype=np.int64).reshape(len(rows), len(_ARG_KEYS))
+    except (TypeError, ValueError, OverflowError):
+        cols = [to_int64_array([r[i] for r in rows]) for i in range(len(_ARG_KEYS))]
+        return np.stack([c.to_numpy(dtype=np.int64, na_value=NA_INT) for c in cols], axis=1)
+
+
+def _arg_columns(pieces: list, kind: pd.Categorical, pids: pd.Categorical, tids: pd.Categorical) -> dict:
+    table = np.concatenate(pieces)
+    cols = {k: pd.arrays.IntegerArray(table[:, i].copy(), table[:, i] == NA_INT) for i, k in enumerate(_ARG_KEYS)}
+    correlation = cols["correlation"]
+    if not cols["correlation_id"].isna().all():  # 2021 schema
+        correlation = pd.Series(correlation).fillna(pd.Series(cols["correlation_id"])).array
+    gpu = np.isin(kind.codes, [schema.KINDS.index(k) for k in schema.GPU_WORK_KINDS])
+    return {"device": _with_fallback(cols["device"], gpu, pids),
+            "stream": _with_fallback(cols["stream"], gpu, tids),
+            "correlation": correlation, "bytes": cols["bytes"], "ext_id": cols["external_id"]}
+
+
+def _with_fallback(values, gpu: np.ndarray, ids: pd.Categorical):
+    """GPU events without the argument take it from pid/tid (device, stream) when numeric."""
+    missing = gpu & np.asarray(values.isna())
+    if not missing.any():
+        return values
+    numbers = pd.array([_as_int(label.rsplit(" ", 1)[-1]) for label in ids.categories] + [None], dtype="Int64")
+    fallback = numbers[ids.codes]
+    out = values.copy()
+    out[missing] = fallback[missing]
+    return out
+
+
+def _schema_flavour(events: pd.DataFrame) -> str:
+    used = set(events["cat"].cat.categories)
+    return "2021" if used & schema.OLD_SCHEMA_CATEGORIES else "kineto"
+
+
+def _platform(events: pd.DataFrame) -> str:
+    kinds = set(events["kind"].unique())
+    if not kinds & {schema.KIND_RUNTIME, *schema.GPU_WORK_KINDS}:
+        return "cpu"
+    runtime = events.loc[events["kind"] == schema.KIND_RUNTIME, "name"]
+    names = pd.Index(runtime.unique().astype(str))
+    return "rocm" if names.str.startswith("hip").any() else "cuda"

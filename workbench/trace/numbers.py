@@ -1,0 +1,145 @@
+"""Exact conversion of trace numbers: decimal microsecond text -> integer nanoseconds.
+
+``ts`` values such as ``1712345678901234.567`` need 19 significant digits; float64
+keeps about 16, so they are converted from their decimal text. The fast path is
+vectorized over the raw bytes of all values at once (numpy); values numpy cannot
+handle (exponents, more than 16 integer digits, odd text) go through ``Decimal``
+one by one. Digits past the nanosecond are rounded half up.
+"""
+from __future__ import annotations
+
+import decimal
+import math
+
+import numpy as np
+import pandas as pd
+
+_MAX_INT_DIGITS = 16  # 16 integer digits of us + 3 of ns fit in uint64
+_INT64_MAX = np.iinfo(np.int64).max
+_POW10 = np.array([10**k for k in range(20)], dtype=np.uint64)
+
+
+class NumberError(ValueError):
+    """A value that is not a finite number in range; ``index`` says which one."""
+
+    def __init__(self, index: int, text: bytes):
+        super().__init__(f"not a finite number in range: {text[:40]!r}")
+        self.index = index
+        self.text = text
+
+
+def us_text_to_ns(raws: list) -> np.ndarray:
+    """Integer ns (int64) of a list of JSON number texts in microseconds (bytes-like)."""
+    n = len(raws)
+    if n == 0:
+        return np.empty(0, np.int64)
+    mat, lens = _char_matrix(raws)
+    if mat is None:
+        return _slow(raws, np.arange(n))
+    out, slow = _fast(mat, lens)
+    rows = np.flatnonzero(slow)
+    if rows.size:
+        out[rows] = _slow([raws[i] for i in rows], rows)
+    return out
+
+
+def _char_matrix(raws: list):
+    """An (n, width) uint8 matrix of the texts, zero padded, and their lengths."""
+    blob = np.frombuffer(b"\n".join(raws) + b"\n", dtype=np.uint8)
+    ends = np.flatnonzero(blob == 10)
+    if ends.size != len(raws):  # a raw value spanning lines: not a plain number
+        return None, None
+    starts = np.empty_like(ends)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    lens = ends - starts
+    width = int(lens.max())
+    if width > 40 or int(lens.min()) == 0:
+        return None, None
+    mat = np.empty((ends.size, width), np.uint8)
+    last = blob.size - 1
+    for j in range(width):
+        mat[:, j] = blob[np.minimum(starts + j, last)]
+    mat[np.arange(width)[None, :] >= lens[:, None]] = 0
+    return mat, lens
+
+
+def _fast(mat: np.ndarray, lens: np.ndarray):
+    """Vectorized parse of ``[-]digits[.digits]`` (Horner over the columns).
+
+    Also returns the rows left for the slow path: other characters, several dots,
+    more than 19 digits or more than 16 before the dot, or out of int64 range.
+    """
+    n, width = mat.shape
+    neg = mat[:, 0] == 45
+    acc = np.zeros(n, np.uint64)
+    digits = np.zeros(n, np.int64)
+    frac = np.zeros(n, np.int64)
+    dots = np.zeros(n, np.int64)
+    bad = np.zeros(n, bool)
+    for j in range(width):
+        col = mat[:, j]
+        value = col - np.uint8(48)
+        is_digit = value <= 9
+        is_dot = col == 46
+        acc = np.where(is_digit, acc * np.uint64(10) + value, acc)
+        digits += is_digit
+        dots += is_dot
+        frac += is_digit & (dots > 0)
+        bad |= ~(is_digit | is_dot | (col == 0))
+    bad[neg] = np.any(~((mat[neg, 1:] - np.uint8(48) <= 9) | (mat[neg, 1:] == 46) | (mat[neg, 1:] == 0)), axis=1)
+    slow = bad | (dots > 1) | (digits > 19) | (digits - frac > _MAX_INT_DIGITS) | (digits - frac < 1)
+    shift = np.clip(frac - 3, 0, 19)
+    half = np.where(shift > 0, _POW10[shift] // np.uint64(2), np.uint64(0))
+    ns = np.where(frac <= 3, acc * _POW10[np.clip(3 - frac, 0, 3)], (acc + half) // _POW10[shift])
+    slow |= ns > np.uint64(_INT64_MAX)
+    out = ns.astype(np.int64)
+    return np.where(neg, -out, out), slow
+
+
+def _slow(raws: list, rows: np.ndarray) -> np.ndarray:
+    """Decimal parse, one value at a time; raises NumberError naming the first bad one."""
+    out = np.empty(len(raws), np.int64)
+    for k, raw in enumerate(raws):
+        text = bytes(raw)
+        try:
+            value = decimal.Decimal(text.decode("ascii")) * 1000
+            ns = int(value.to_integral_value(rounding=decimal.ROUND_HALF_UP))
+        except (decimal.InvalidOperation, UnicodeDecodeError, ValueError, OverflowError):
+            raise NumberError(int(rows[k]), text) from None
+        if abs(ns) > _INT64_MAX:
+            raise NumberError(int(rows[k]), text)
+        out[k] = ns
+    return out
+
+
+NA_INT = -(2**63)  # the decoder's default for an absent argument (see decode.Args)
+
+
+def to_int64_array(values: list) -> pd.api.extensions.ExtensionArray:
+    """A nullable Int64 array of argument values (:data:`NA_INT` = absent).
+
+    Ints are kept; integral floats and decimal or hex text (``"0x0"``, ROCm) are
+    converted; anything else (null, bools, fractions, other text) is null. Real
+    traces vary in how they spell these ids. The all-int case is one C loop.
+    """
+    try:
+        arr = np.fromiter(values, dtype=np.int64, count=len(values))
+    except (TypeError, ValueError, OverflowError):
+        arr = np.array([_as_int(v) for v in values], dtype=object)
+        arr = np.where(arr == None, NA_INT, arr).astype(np.int64)  # noqa: E711
+    return pd.arrays.IntegerArray(arr, arr == NA_INT)
+
+
+def _as_int(value) -> int | None:
+    if value is None or isinstance(value, bool) or value == NA_INT:
+        return None
+    if isinstance(value, int):
+        return value if abs(value) <= _INT64_MAX else None
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) and value.is_integer() and abs(value) <= _INT64_MAX else None
+    try:
+        number = int(str(value).strip(), 0)
+    except ValueError:
+        return None
+    return number if abs(number) <= _INT64_MAX else None

@@ -1,0 +1,103 @@
+"""The normalized events table: one row per complete (``ph == "X"``) trace event.
+
+Columns (in this order):
+
+==============  ==============  ===================================================
+column          dtype           meaning
+==============  ==============  ===================================================
+``ts_ns``       int64           start, integer nanoseconds on the trace's clock
+                                (``ts`` read as an exact decimal of microseconds)
+``dur_ns``      int64           duration, integer nanoseconds (never negative)
+``name``        category (str)  event name, JSON escapes decoded
+``cat``         category (str)  raw category (``cpu_op``, ``Kernel``, ...); "" if absent
+``kind``        category (str)  normalized kind, one of :data:`KINDS`
+``pid``         category (str)  process id as text (Chrome traces allow numbers or
+                                strings; GPU events use the device id)
+``tid``         category (str)  thread id as text (GPU events: the stream id)
+``device``      Int64           ``args.device`` (GPU events: falls back to ``pid``)
+``stream``      Int64           ``args.stream`` (GPU events: falls back to ``tid``);
+                                hex text such as ``"0x0"`` (ROCm) is read as a number
+``correlation`` Int64           ``args.correlation`` (2021 schema:
+                                ``args["correlation id"]``): joins GPU work to the
+                                runtime call that launched it
+``bytes``       Int64           ``args.bytes`` (copies, memsets); null when absent
+``ext_id``      Int64           ``args["External id"]``: joins runtime calls and GPU
+                                work to the operator that issued them
+==============  ==============  ===================================================
+
+Rows keep the file's order. Missing integer arguments are ``<NA>``.
+``displayTimeUnit`` never changes the unit: ``ts``/``dur`` are always microseconds.
+
+Kinds come from the category, matched case-sensitively (both kineto schemas):
+``cpu_op``/``Operator`` -> cpu_op; ``user_annotation`` -> user_annotation;
+``cuda_runtime``/``Runtime``/``cuda_driver`` -> runtime; ``kernel``/``Kernel`` ->
+kernel; ``gpu_memcpy``/``Memcpy`` -> memcpy; ``gpu_memset``/``Memset`` -> memset;
+``gpu_user_annotation`` -> gpu_annotation; ``cuda_sync`` -> sync (not runtime,
+though it carries a correlation); ``python_function`` -> python; anything else
+(``Trace``, ``cuda_profiler_range``, ...) -> other.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+KIND_CPU_OP = "cpu_op"
+KIND_USER_ANNOTATION = "user_annotation"
+KIND_RUNTIME = "runtime"
+KIND_KERNEL = "kernel"
+KIND_MEMCPY = "memcpy"
+KIND_MEMSET = "memset"
+KIND_GPU_ANNOTATION = "gpu_annotation"
+KIND_SYNC = "sync"
+KIND_PYTHON = "python"
+KIND_OTHER = "other"
+
+KINDS = (KIND_CPU_OP, KIND_USER_ANNOTATION, KIND_RUNTIME, KIND_KERNEL, KIND_MEMCPY,
+         KIND_MEMSET, KIND_GPU_ANNOTATION, KIND_SYNC, KIND_PYTHON, KIND_OTHER)
+GPU_WORK_KINDS = (KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET)
+HOST_KINDS = (KIND_CPU_OP, KIND_USER_ANNOTATION, KIND_RUNTIME, KIND_PYTHON)
+
+CATEGORY_KINDS = {
+    "cpu_op": KIND_CPU_OP, "Operator": KIND_CPU_OP,
+    "user_annotation": KIND_USER_ANNOTATION,
+    "cuda_runtime": KIND_RUNTIME, "Runtime": KIND_RUNTIME, "cuda_driver": KIND_RUNTIME,
+    "kernel": KIND_KERNEL, "Kernel": KIND_KERNEL,
+    "gpu_memcpy": KIND_MEMCPY, "Memcpy": KIND_MEMCPY,
+    "gpu_memset": KIND_MEMSET, "Memset": KIND_MEMSET,
+    "gpu_user_annotation": KIND_GPU_ANNOTATION,
+    "cuda_sync": KIND_SYNC,
+    "python_function": KIND_PYTHON,
+}
+OLD_SCHEMA_CATEGORIES = frozenset({"Operator", "Runtime", "Kernel", "Memcpy", "Memset"})
+
+INT_COLUMNS = ("device", "stream", "correlation", "bytes", "ext_id")
+COLUMNS = ("ts_ns", "dur_ns", "name", "cat", "kind", "pid", "tid", *INT_COLUMNS)
+
+KIND_DTYPE = pd.CategoricalDtype(categories=pd.Index(list(KINDS), dtype="str"))
+
+
+def kind_of_categories(categories: pd.Index) -> pd.Index:
+    """The kind of each raw category (an Index of str in, the same length out)."""
+    return pd.Index([CATEGORY_KINDS.get(c, KIND_OTHER) for c in categories], dtype="str")
+
+
+def empty_events() -> pd.DataFrame:
+    """An events table with every column and no rows (used by tests and analyses)."""
+    text = pd.CategoricalDtype(categories=pd.Index([], dtype="str"))
+    data = {"ts_ns": np.empty(0, np.int64), "dur_ns": np.empty(0, np.int64)}
+    data |= {c: pd.Series([], dtype=text) for c in ("name", "cat", "pid", "tid")}
+    data["kind"] = pd.Series([], dtype=KIND_DTYPE)
+    data |= {c: pd.array([], dtype="Int64") for c in INT_COLUMNS}
+    return pd.DataFrame(data, columns=list(COLUMNS))
+
+
+def name_matches(names: pd.Series, predicate) -> np.ndarray:
+    """Boolean array: ``predicate(name)`` for each row, evaluated once per distinct name.
+
+    Works on the categorical ``name`` column of the events table (and on plain str).
+    """
+    if isinstance(names.dtype, pd.CategoricalDtype):
+        hits = np.array([bool(predicate(c)) for c in names.cat.categories] + [False], dtype=bool)
+        return hits[names.cat.codes.to_numpy()]
+    uniques, codes = np.unique(names.astype(str).to_numpy(), return_inverse=True)
+    return np.array([bool(predicate(u)) for u in uniques], dtype=bool)[codes] if len(names) else np.zeros(0, bool)

@@ -28,7 +28,7 @@ CPU_RUNS = [
     ("image", 1, "fp32", {}, 200), ("image", 8, "fp32", {}, 100),
 ]
 # service-time model for the batching simulator: one example at several batch sizes
-CPU_SERVICE_RUNS = [("text", bs, "fp32", {}, 150) for bs in (1, 2, 4, 16)] + \
+CPU_SERVICE_RUNS = [("text", bs, "fp32", {}, 150) for bs in (2, 4, 16)] + \
                    [("tabular", bs, "fp32", {}, 150) for bs in (2, 4, 16)]
 CUDA_RUNS = [
     ("text", 1, "fp32", {}, 200), ("text", 64, "fp32", {}, 100),

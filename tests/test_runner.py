@@ -95,8 +95,10 @@ def test_traced_run_writes_a_tensorboard_named_gzip_trace(tmp_path, fake_clock):
     names = {e.get("name") for e in events}
     assert stage_range_name("forward") in names and "ProfilerStep#1" in names
     assert run.meta["trace"] == {"requests": 2, "profiler_warmup": 1, "activities": ["cpu"], "failed_requests": 0}
+    scratch = run.trace_path.parent
     saved = run.save(tmp_path / "r")
     assert (saved / run.trace_path.name).is_file()
+    assert not scratch.exists()  # the runner's temporary folder is gone once saved
 
 
 def test_example_name_resolves_and_env_is_recorded():

@@ -40,6 +40,7 @@ META_FILE = "run.json"
 REQUESTS_FILE = "requests.parquet"
 STAGES_FILE = "stages.parquet"
 TRACE_SUFFIX = ".pt.trace.json.gz"
+SCRATCH_PREFIX = "workbench-trace-"  # the runner's temporary trace folders
 
 REQUEST_COLUMNS = {
     "request": "int64", "warmup": "bool", "start_ns": "int64", "dur_ns": "int64", "ok": "bool",
@@ -115,8 +116,15 @@ def save_run(run: Run, path: str | os.PathLike, *, overwrite: bool = False) -> P
         raise
     run.path = dest
     if run.trace_path is not None:
+        _drop_scratch(Path(run.trace_path))
         run.trace_path = dest / Path(run.trace_path).name
     return dest
+
+
+def _drop_scratch(trace: Path) -> None:
+    """Remove the runner's scratch folder once its trace is saved (long sessions must not pile up files)."""
+    if trace.parent.name.startswith(SCRATCH_PREFIX) and trace.parent.parent == Path(tempfile.gettempdir()):
+        shutil.rmtree(trace.parent, ignore_errors=True)
 
 
 def load_run(path: str | os.PathLike) -> Run:

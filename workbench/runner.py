@@ -29,7 +29,7 @@ from .errors import ConfigError, PipelineError, WorkbenchError
 from .naming import stage_range_name
 from .pipeline import Pipeline, build_pipeline
 from .precision import check_precision
-from .record import REQUEST_COLUMNS, STAGE_COLUMNS, Run, typed_table
+from .record import REQUEST_COLUMNS, SCRATCH_PREFIX, STAGE_COLUMNS, Run, typed_table
 from .timing import SYNC_POLICIES, Clock, CudaStageTimer, RequestTiming, time_request
 
 Progress = Callable[[int, int, str], None]
@@ -156,7 +156,7 @@ def _traced_run(pipe: Pipeline, items, n: int, progress, cancel) -> tuple[Path, 
 
     cuda = pipe.config.is_cuda
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    out_dir = Path(tempfile.mkdtemp(prefix="workbench-trace-"))
+    out_dir = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
     stages = [(stage_range_name(s.name), s.fn) for s in pipe.stages]
     errors = 0
     with torch.profiler.profile(

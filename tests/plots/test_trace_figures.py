@@ -7,7 +7,7 @@ import pytest
 from plots_helpers import decode
 
 from workbench.plots import gpu_timeline_figure, launch_figure, step_breakdown_figure, transfer_figure
-from workbench.plots.launches import launch_verdict
+from workbench.analysis.verdict import launch_verdict
 from workbench.plots.style import KIND_COLORS, NO_GPU_EVENTS
 from workbench.plots.timeline import grouped_steps
 from workbench.plots.transfers import copy_classes

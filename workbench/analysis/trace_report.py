@@ -15,7 +15,7 @@ import os
 import pandas as pd
 
 from ..trace import Trace, load_trace
-from . import gpu_timeline, kernels, launches, steps, trace_stages, transfers
+from . import gpu_timeline, kernels, launches, steps, trace_stages, transfers, verdict
 
 _BREAKDOWN = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other", "total")
 
@@ -45,6 +45,7 @@ def analyze(trace_or_path: Trace | str | os.PathLike) -> dict:
         "memset": _memset(events),
         "launches": _launches(events),
         "launch_pairs": _pairs(pairs),
+        "launch_verdict": dict(zip(("launch_bound", "sentence"), verdict.launch_verdict(events))),
         "gpu": _gpu(events),
         "sync_calls": [{"name": r.name, "count": int(r.count), "total_us": us(r.total_ns)}
                        for r in transfers.sync_calls(events).itertuples()],

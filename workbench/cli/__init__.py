@@ -12,7 +12,7 @@ import sys
 
 from ..errors import WorkbenchError
 
-SUBCOMMAND_MODULES = ("profile", "show", "analyze")
+SUBCOMMAND_MODULES = ("profile", "show", "analyze", "batching")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -63,7 +63,9 @@ def summary_text(report: dict) -> str:
              f"kernels {k['count']}  total {_us(k['total_us'])}  busy {_us(k['busy_us'])}  "
              f"under 10 us: {k['under_10us']}",
              f"launches {la['count']} calls ({_us(la['total_us'])} CPU)  graph launches {la['graph_count']}",
-             f"         {_launch_verdict(lp)}"]
+             f"         {report['launch_verdict']['sentence']}",
+             f"         HTA launch pairs {lp['count']}: GPU work shorter than its launch call "
+             f"{lp['gpu_shorter_than_cpu']}, CPU > 50 us {lp['cpu_over_50us']}, delay > 100 us {lp['delay_over_100us']}"]
     for kind, row in {**report["memcpy"]["by_kind"], **report["memcpy"]["by_kind_and_host_memory"]}.items():
         if row["count"]:
             rate = "" if row["gb_per_s"] is None else f"  {row['gb_per_s']:.2f} GB/s"
@@ -84,13 +86,3 @@ def summary_text(report: dict) -> str:
         lines.append(f"stage   {stage['stage']:<18} host {_us(stage['host_us'])}  gpu {_us(stage['gpu_us'])}  "
                      f"launches {stage['launch_count']}  {' '.join(flags)}")
     return "\n".join(lines)
-
-
-def _launch_verdict(pairs: dict) -> str:
-    if pairs["count"] == 0:
-        return "no launch calls joined to GPU work"
-    share = pairs["gpu_shorter_than_cpu"] / pairs["count"]
-    verdict = "launch-bound: most GPU work is shorter than its launch call" if share > 0.5 else \
-        "GPU work mostly outlasts its launch calls"
-    return (f"{verdict} ({pairs['gpu_shorter_than_cpu']}/{pairs['count']} pairs); "
-            f"CPU > 50 us: {pairs['cpu_over_50us']}, delay > 100 us: {pairs['delay_over_100us']}")

@@ -12,51 +12,12 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..analysis.gpu_timeline import gpu_time_summary, gpu_work
-from ..analysis.launches import launch_calls, launch_distribution, launch_pair_summary, launch_pairs
-from ..analysis.steps import profiler_steps
-from ..analysis.trace_stages import GPU_SHARE, LAUNCHES_PER_RANGE, stage_summary
-from ..trace import HOST_KINDS
+from ..analysis.gpu_timeline import gpu_time_summary
+from ..analysis.launches import launch_distribution, launch_pair_summary, launch_pairs
+from ..analysis.verdict import launch_verdict
 from .style import KIND_COLORS, NO_GPU_EVENTS, NS_PER_US, PERCENTILE_COLORS, decade_ticks, empty_figure, layout, log_edges
 
 BINS = 40
-
-
-def launch_verdict(events: pd.DataFrame) -> tuple[bool, str]:
-    """``(launch_bound, sentence)``, using the trace analysis' rule (``trace_stages``):
-    >= 10 launch calls per range (request) and GPU work < 50 % of host time.
-
-    With stage ranges the verdict is the analysis' per-stage ``launch_bound``
-    flag (the sentence names the bound stages, or the stage closest to it);
-    without them the same rule is applied to the whole trace's host time
-    (summed ``ProfilerStep`` ranges, else the host span).
-    """
-    stages = stage_summary(events)
-    if not stages.empty:
-        host = stages["host_ns"].clip(lower=1)
-        share = stages.assign(launch=stages["launch_ns"] / host, gpu=stages["gpu_ns"] / host,
-                              per=stages["launch_count"] / stages["count"].clip(lower=1))
-        bound = share[share["launch_bound"]]
-        rows = bound if not bound.empty else share.nlargest(1, "per")
-        detail = ", ".join(f"{r.stage} ({r.per:.0f} launches per call, GPU busy {100 * r.gpu:.0f}% of its host time; "
-                           f"launch calls {100 * r.launch:.0f}%)" for r in rows.itertuples())
-        return (True, f"Launch-bound: {detail}") if not bound.empty else (False, f"Not launch-bound: {detail}")
-    host_ns = _host_ns(events)
-    calls = launch_calls(events)
-    launch_ns = int(calls.loc[~calls["graph"], "dur_ns"].sum())
-    gpu_ns = int(gpu_work(events)["dur_ns"].sum())
-    per = len(calls) / max(len(profiler_steps(events)), 1)
-    bound = per >= LAUNCHES_PER_RANGE and gpu_ns < GPU_SHARE * host_ns
-    return bound, (f"{'Launch-bound' if bound else 'Not launch-bound'}: {per:.0f} launches per step, GPU busy "
-                   f"{100 * gpu_ns / host_ns:.0f}% of host time, launch calls {100 * launch_ns / host_ns:.0f}%")
-
-
-def _host_ns(events: pd.DataFrame) -> int:
-    steps = profiler_steps(events)
-    if not steps.empty:
-        return max(int(steps["dur_ns"].sum()), 1)
-    host = events[events["kind"].isin(HOST_KINDS)]
-    return max(int((host["ts_ns"] + host["dur_ns"]).max() - host["ts_ns"].min()), 1) if len(host) else 1
 
 
 def launch_figure(events: pd.DataFrame, *, title: str | None = None, bins: int = BINS) -> go.Figure:

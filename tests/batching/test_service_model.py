@@ -1,0 +1,84 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from workbench.batching.service_model import ServiceModel, service_model_from_runs
+from workbench.errors import ConfigError
+from workbench.record import Run
+
+MS = 1_000_000
+
+
+def model():
+    return ServiceModel.from_samples({1: [1 * MS, 2 * MS, 3 * MS], 4: [4 * MS, 8 * MS], 8: [10 * MS]})
+
+
+def test_quantiles_interpolate_between_sizes():
+    m = model()
+    assert m.quantile_ns(1, [0.0, 0.5, 1.0]).tolist() == [1 * MS, 2 * MS, 3 * MS]
+    # size 2 is 1/3 of the way from 1 to 4: at u=0.5, 2 ms and 6 ms -> 2 + (6 - 2) / 3
+    assert m.quantile_ns(2, 0.5) == pytest.approx(2 * MS + 4 * MS / 3)
+    assert m.quantile_ns(6, 1.0) == pytest.approx(9 * MS)  # halfway between 8 ms and 10 ms
+    assert m.mean_ns(4) == 6 * MS and m.mean_ns(6) == pytest.approx(8 * MS)
+    assert m.capacity_rps(8) == pytest.approx(800.0) and m.capacity_rps(4, concurrency=2) == pytest.approx(4 * 2 / 0.006)
+
+
+def test_larger_than_measured_names_the_size():
+    with pytest.raises(ConfigError, match="max_batch_size 16 .* largest measured batch size 8.*--batch-size 16"):
+        model().check(16)
+    with pytest.raises(ConfigError, match="16"):
+        model().quantile_ns(16, 0.5)
+
+
+def test_smaller_than_measured_uses_the_smallest():
+    m = ServiceModel.from_samples({4: [4 * MS]})
+    assert m.quantile_ns(1, 0.3) == 4 * MS and m.extrapolates_below(1)
+
+
+def test_no_measurements():
+    with pytest.raises(ConfigError, match="no measurements"):
+        ServiceModel({})
+    with pytest.raises(ConfigError, match="no measurements"):
+        service_model_from_runs([])
+    with pytest.raises(ConfigError, match="batch size 2"):
+        ServiceModel.from_samples({2: []})
+
+
+def fake_run(batch_size, durs, kind="profile", pipeline="toy", ok=None):
+    n = len(durs)
+    req = pd.DataFrame({"request": range(n + 1), "warmup": [True] + [False] * n, "start_ns": 0,
+                        "dur_ns": [999 * MS] + list(durs), "ok": [True] + (ok or [True] * n),
+                        "error_stage": None, "error_type": None, "error_message": None, "batch_size": batch_size})
+    meta = {"kind": kind, "pipeline": pipeline, "config": {"batch_size": batch_size}, "stages": []}
+    return Run(meta=meta, requests=req, stages=pd.DataFrame())
+
+
+def test_from_runs_pools_and_drops_warmup_and_failures(tmp_path):
+    runs = [fake_run(1, [1 * MS, 3 * MS]), fake_run(1, [2 * MS]), fake_run(4, [5 * MS, 50 * MS], ok=[True, False])]
+    runs[2].save(tmp_path / "bs4")
+    m = service_model_from_runs([runs[0], runs[1], tmp_path / "bs4"])
+    assert m.sizes == [1, 4] and m.pipeline == "toy"
+    assert m.samples[1].tolist() == [1 * MS, 2 * MS, 3 * MS] and m.samples[4].tolist() == [5 * MS]
+
+
+def test_from_runs_rejects_mixed_pipelines_and_load_runs():
+    with pytest.raises(ConfigError, match="different pipelines"):
+        service_model_from_runs([fake_run(1, [MS]), fake_run(2, [MS], pipeline="other")])
+    with pytest.raises(ConfigError, match="'trace' run"):
+        service_model_from_runs([fake_run(1, [MS], kind="trace")])
+    with pytest.raises(ConfigError, match="no successful"):
+        service_model_from_runs([fake_run(1, [MS], ok=[False])])
+    assert np.isfinite(service_model_from_runs([fake_run(2, [MS])]).mean_ns(2))
+
+
+def test_from_load_runs_one_sample_per_ok_batch():
+    # batches: 0 (size 2, 3 ms), 1 (size 1, 1 ms), 2 (size 2, 5 ms, failed), 3..7 (size 1), -1 (never dispatched)
+    batch = [0, 0, 1, 2, 2, 3, 4, 5, 6, 7, -1]
+    service = [3, 3, 1, 5, 5, 2, 2, 2, 2, 2, 0]
+    ok = [True] * 3 + [False, True] + [True] * 5 + [False]
+    req = pd.DataFrame({"request": range(11), "warmup": False, "start_ns": 0, "dur_ns": 0, "ok": ok,
+                        "batch": batch, "service_ns": [s * MS for s in service], "batch_size": 1})
+    run = Run(meta={"kind": "load", "pipeline": "toy", "config": {"batch_size": 2}}, requests=req, stages=pd.DataFrame())
+    m = service_model_from_runs([run], min_batches=1)
+    assert m.samples[1].tolist() == [1 * MS] + [2 * MS] * 5 and m.samples[2].tolist() == [3 * MS]
+    assert service_model_from_runs([run], min_batches=2).sizes == [1]

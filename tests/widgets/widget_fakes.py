@@ -1,0 +1,58 @@
+"""Fakes for the explorers: a profile function that returns synthetic runs, counted and controllable."""
+from __future__ import annotations
+
+import threading
+
+import pandas as pd
+
+from workbench.config import PipelineConfig
+from workbench.record import REQUEST_COLUMNS, STAGE_COLUMNS, Run
+from workbench.runner import Cancelled, resolve_pipeline
+
+STAGES = ["parse", "forward", "serialize"]
+
+
+def synthetic_run(pipeline: str, config: PipelineConfig, requests: int, warmup: int) -> Run:
+    """Stage k of request i lasts (k+1) * batch_size ms + i us; 50 us unattributed per request."""
+    bs = config.batch_size
+    precision_factor = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 1}[config.precision]
+    req_rows, stage_rows, t = [], [], 0
+    for i in range(warmup + requests):
+        start = t
+        for k, name in enumerate(STAGES):
+            dur = (k + 1) * bs * 1_000_000 * (precision_factor if name == "forward" else 1) // 4 * 4 + i * 1_000
+            stage_rows.append((i, name, k, t, dur, None))
+            t += dur
+        t += 50_000
+        req_rows.append((i, i < warmup, start, t - start, True, None, None, None, bs))
+    meta = {"kind": "profile", "pipeline": pipeline, "stages": STAGES, "config": config.to_dict()}
+    stages = pd.DataFrame(stage_rows, columns=list(STAGE_COLUMNS))
+    stages["device_dur_ns"] = stages["device_dur_ns"].astype("Int64")
+    return Run(meta=meta, requests=pd.DataFrame(req_rows, columns=list(REQUEST_COLUMNS)), stages=stages)
+
+
+class FakeProfile:
+    """Stands in for ``workbench.runner.profile``: counts calls, can block until released or cancelled."""
+
+    def __init__(self, block: bool = False):
+        self.calls: list[tuple] = []
+        self.block = block
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, target, config, *, requests, warmup, traced, progress=None, cancel=None):
+        if callable(target):
+            resolve_pipeline(target, config)  # the real path for factory errors
+        self.calls.append((target, config.device, config.batch_size, config.precision))
+        self.started.set()
+        total = warmup + requests
+        for i in range(total):
+            if cancel is not None and cancel.is_set():
+                raise Cancelled(f"cancelled after {i} of {total} requests")
+            if self.block and i == 0:
+                while not self.release.wait(0.01):
+                    if cancel is not None and cancel.is_set():
+                        raise Cancelled(f"cancelled after {i} of {total} requests")
+            if progress is not None:
+                progress(i + 1, total, "timing")
+        return synthetic_run(target if isinstance(target, str) else "mine", config, requests, warmup)

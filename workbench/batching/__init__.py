@@ -1,0 +1,46 @@
+"""Dynamic batching under load: a live batcher, a load generator and a queueing simulator.
+
+Collect -> record -> analyse, as elsewhere in the workbench:
+
+- ``arrivals``: open-loop arrival schedules (Poisson, bursty on/off, replayed CSV).
+- ``policy``: the dispatch rule (size, oldest request's wait, one-deep handoff).
+- ``batcher``, ``loadgen``, ``live``: the live run (threads, in-process) -> a ``Run`` of kind ``load``.
+- ``service_model``: service time per batch size, from profiler runs.
+- ``simulator``, ``sweeps``, ``summary``: the simulator and the tables it produces.
+
+Nothing here imports torch; the live run reaches it only through the pipeline.
+"""
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "Arrivals": "arrivals",
+    "read_arrivals_csv": "arrivals",
+    "BatchPolicy": "policy",
+    "BatchFormer": "policy",
+    "dispatch_schedule": "policy",
+    "DynamicBatcher": "batcher",
+    "run_load": "live",
+    "ServiceModel": "service_model",
+    "service_model_from_runs": "service_model",
+    "Simulation": "simulator",
+    "simulate": "simulator",
+    "sweep": "sweeps",
+    "load_summary": "summary",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'workbench.batching' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,178 @@
+"""Open-loop arrival schedules: when each request arrives, in integer nanoseconds.
+
+The live load generator and the simulator consume the same schedule, so a
+simulated and a live run of the same ``Arrivals`` see the same process:
+
+* ``poisson``: exponential inter-arrival times with mean ``1 / rate_rps``.
+* ``bursty``: an on/off process. Time alternates between ``on_ms`` windows,
+  where arrivals are Poisson at the peak rate ``rate_rps * (on_ms + off_ms) / on_ms``,
+  and ``off_ms`` windows with no arrival, so the long-run rate is ``rate_rps``.
+  The first window starts "on" at time 0.
+* ``replay``: timestamps read from a CSV file (:func:`read_arrivals_csv`).
+
+A schedule is bounded by ``count`` requests and/or ``duration_s`` seconds,
+whichever ends first; at least one bound is required for the generated
+processes. Times are offsets from the schedule's start (the first replayed
+timestamp maps to 0).
+"""
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+
+NS_PER_S = 1_000_000_000
+PROCESSES = ("poisson", "bursty", "replay")
+CSV_UNITS = {"arrival_ns": 1, "arrival_us": 1_000, "arrival_ms": 1_000_000, "arrival_s": NS_PER_S}
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """An arrival process and its bounds.
+
+    process: ``poisson``, ``bursty`` or ``replay``.
+    rate_rps: mean arrival rate (requests/s), > 0; unused by ``replay``.
+    count: at most this many requests (>= 1), or None.
+    duration_s: only arrivals before this many seconds (> 0), or None.
+    seed: seeds the generated processes (numpy PCG64).
+    on_ms, off_ms: window lengths of ``bursty``.
+    path: the CSV file of ``replay``.
+    """
+
+    process: str = "poisson"
+    rate_rps: float | None = None
+    count: int | None = None
+    duration_s: float | None = None
+    seed: int = 0
+    on_ms: float = 50.0
+    off_ms: float = 150.0
+    path: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.process not in PROCESSES:
+            raise ConfigError(f"arrivals must be one of {', '.join(PROCESSES)}, got {self.process!r}")
+        if self.count is not None and (isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1):
+            raise ConfigError(f"requests (count) must be an integer >= 1, got {self.count!r}")
+        if self.duration_s is not None and not _positive(self.duration_s):
+            raise ConfigError(f"duration must be > 0 seconds, got {self.duration_s!r}")
+        if self.process == "replay":
+            if not self.path:
+                raise ConfigError("replayed arrivals need a CSV file (path=...)")
+            return
+        if not _positive(self.rate_rps):
+            raise ConfigError(f"rate must be > 0 requests/s (--rate), got {self.rate_rps!r}")
+        if self.count is None and self.duration_s is None:
+            raise ConfigError("an arrival process needs a bound: requests (count) and/or duration")
+        if self.process == "bursty" and not (_positive(self.on_ms) and self.off_ms >= 0):
+            raise ConfigError(f"bursty arrivals need on_ms > 0 and off_ms >= 0, got on_ms={self.on_ms!r}, off_ms={self.off_ms!r}")
+
+    def times_ns(self) -> np.ndarray:
+        """Sorted int64 arrival offsets (ns from the start), within the bounds."""
+        if self.process == "replay":
+            times = read_arrivals_csv(self.path)
+        elif self.process == "poisson":
+            times = poisson_ns(self.rate_rps, self.count, self.duration_s, self.seed)
+        else:
+            times = bursty_ns(self.rate_rps, self.on_ms, self.off_ms, self.count, self.duration_s, self.seed)
+        return _bounded(times, self.count, self.duration_s)
+
+    def params(self) -> dict[str, Any]:
+        """The process parameters as plain data (for run.json and JSON output)."""
+        out: dict[str, Any] = {"process": self.process, "count": self.count, "duration_s": self.duration_s}
+        if self.process == "replay":
+            return out | {"path": str(self.path)}
+        out |= {"rate_rps": float(self.rate_rps), "seed": self.seed}
+        if self.process == "bursty":
+            out |= {"on_ms": self.on_ms, "off_ms": self.off_ms,
+                    "peak_rate_rps": float(self.rate_rps) * (self.on_ms + self.off_ms) / self.on_ms}
+        return out
+
+
+def _positive(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
+def _bounded(times: np.ndarray, count: int | None, duration_s: float | None) -> np.ndarray:
+    if duration_s is not None:
+        times = times[times < int(round(duration_s * NS_PER_S))]
+    if count is not None:
+        times = times[:count]
+    return times
+
+
+def _gaps_needed(rate: float, count: int | None, duration_s: float | None) -> int:
+    """Enough draws to cover the bounds with overwhelming probability (mean + 8 sd + 16)."""
+    expected = rate * duration_s if duration_s is not None else math.inf
+    n = min(count if count is not None else math.inf, expected + 8 * math.sqrt(expected) + 16)
+    return int(math.ceil(n))
+
+
+def poisson_ns(rate_rps: float, count: int | None, duration_s: float | None, seed: int = 0) -> np.ndarray:
+    """Poisson arrivals at ``rate_rps`` (int64 ns), at least covering the bounds."""
+    rng = np.random.default_rng(seed)
+    n = _gaps_needed(rate_rps, count, duration_s)
+    t = np.cumsum(rng.exponential(NS_PER_S / rate_rps, n))
+    while duration_s is not None and count is None and t[-1] < duration_s * NS_PER_S:  # astronomically rare
+        t = np.concatenate([t, t[-1] + np.cumsum(rng.exponential(NS_PER_S / rate_rps, n))])
+    return np.floor(t).astype(np.int64)
+
+
+def bursty_ns(rate_rps: float, on_ms: float, off_ms: float, count: int | None, duration_s: float | None,
+              seed: int = 0) -> np.ndarray:
+    """On/off arrivals with long-run rate ``rate_rps`` (int64 ns).
+
+    Draws a Poisson process at the peak rate on "busy time" (time counted only
+    inside on windows), then maps busy time to wall time by inserting an off
+    window after every ``on_ms`` of busy time.
+    """
+    on_ns, off_ns = on_ms * 1e6, off_ms * 1e6
+    peak = rate_rps * (on_ms + off_ms) / on_ms
+    busy_duration = None if duration_s is None else duration_s * on_ms / (on_ms + off_ms) + on_ms / 1e3
+    rng = np.random.default_rng(seed)
+    n = _gaps_needed(peak, count, busy_duration)
+    busy = np.cumsum(rng.exponential(NS_PER_S / peak, n))
+    wall = busy + np.floor(busy / on_ns) * off_ns
+    return np.floor(wall).astype(np.int64)
+
+
+def read_arrivals_csv(path: str | Path) -> np.ndarray:
+    """Arrival timestamps from a CSV file, as int64 ns offsets from the first one.
+
+    The file has one column. Its header names the unit: ``arrival_ns``,
+    ``arrival_us``, ``arrival_ms`` or ``arrival_s``; without a header the values
+    are seconds. Timestamps must be non-decreasing; an empty file, a value that
+    is not a number, or a timestamp earlier than the one before it raises
+    ConfigError naming the file and row.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"--arrivals {p}: no such file (expected a CSV of arrival timestamps)")
+    with p.open(newline="") as fh:
+        rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
+    scale, start = NS_PER_S, 0
+    if rows and rows[0][0].strip() in CSV_UNITS:
+        scale, start = CSV_UNITS[rows[0][0].strip()], 1
+    values = []
+    for line, row in enumerate(rows[start:], start=start + 1):
+        try:
+            values.append(float(row[0]))
+        except ValueError:
+            raise ConfigError(f"--arrivals {p}: row {line}: {row[0]!r} is not a number "
+                              f"(header must be one of {', '.join(CSV_UNITS)})") from None
+    if not values:
+        raise ConfigError(f"--arrivals {p}: the file has no arrival timestamps")
+    t = np.asarray(values, dtype=np.float64)
+    if not np.isfinite(t).all():
+        raise ConfigError(f"--arrivals {p}: timestamps must be finite numbers")
+    back = np.flatnonzero(np.diff(t) < 0)
+    if back.size:
+        i = int(back[0]) + 1
+        raise ConfigError(f"--arrivals {p}: timestamps must be sorted; row {i + start + 1} ({values[i]}) "
+                          f"is earlier than the row before it ({values[i - 1]})")
+    return np.rint((t - t[0]) * scale).astype(np.int64)

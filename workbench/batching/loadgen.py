@@ -1,0 +1,54 @@
+"""The open-loop load generator: submit each request at its scheduled time, never later silently.
+
+Open loop means the schedule does not wait for responses (a closed-loop client
+would slow down exactly when the server does, hiding the queue). The
+generator sleeps until each scheduled time and submits; when it wakes up late
+(sleep granularity, the GIL held by a stage, a busy core) the request goes in
+late and its lag, actual minus scheduled submission time, is recorded. The
+worst lag is reported as ``generator_lag_ms``: a lagging generator sends a
+burstier, later load than asked for, and the run says so.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..timing import Clock
+
+Submit = Callable[[Any], tuple[int, int]]
+
+
+def generate(schedule_ns: np.ndarray, items: Sequence[Any], submit: Submit, *, start_ns: int,
+             clock: Clock = time.perf_counter_ns, sleep: Callable[[float], None] = time.sleep,
+             cancel: Any = None) -> np.ndarray:
+    """Submit ``items[k]`` at ``start_ns + schedule_ns[k]``; return each submission's lag (int64 ns, >= 0).
+
+    ``submit(item) -> (request id, arrival_ns)``; the lag is
+    ``max(0, arrival_ns - scheduled)``. ``cancel.is_set()`` stops early (the
+    returned array is then shorter than the schedule).
+    """
+    lags = np.zeros(len(schedule_ns), dtype=np.int64)
+    for k, offset in enumerate(schedule_ns.tolist()):
+        due = start_ns + offset
+        now = clock()
+        if now < due:
+            sleep((due - now) / 1e9)
+        if cancel is not None and cancel.is_set():
+            return lags[:k]
+        _, arrival = submit(items[k])
+        lags[k] = max(0, arrival - due)
+    return lags
+
+
+def lag_summary(lags_ns: np.ndarray, late_threshold_ms: float = 1.0) -> dict[str, Any]:
+    """``generator_lag_ms`` (worst), ``generator_lag_p99_ms``, ``late_requests`` (lag > threshold)."""
+    if lags_ns.size == 0:
+        return {"generator_lag_ms": 0.0, "generator_lag_p99_ms": 0.0, "late_requests": 0,
+                "late_threshold_ms": late_threshold_ms}
+    return {"generator_lag_ms": float(lags_ns.max()) / 1e6,
+            "generator_lag_p99_ms": float(np.percentile(lags_ns, 99)) / 1e6,
+            "late_requests": int((lags_ns > late_threshold_ms * 1e6).sum()),
+            "late_threshold_ms": late_threshold_ms}

@@ -1,0 +1,121 @@
+"""The dispatch rule, shared by the live batcher and the simulator.
+
+Requests queue in arrival order. The next batch closes at
+
+    close = max(min(oldest + max_wait, arrival of the max_batch_size-th queued), slot_free)
+
+and takes the queued requests that arrived at or before ``close``, at most
+``max_batch_size`` of them. ``oldest + max_wait`` is Triton's
+``max_queue_delay`` (the wait counts from the oldest queued request, so
+``max_wait = 0`` dispatches what is there at once); the size term dispatches a
+full batch as soon as it is full.
+
+``slot_free`` is back-pressure, like Triton's batcher, which only forms a batch
+when the model has room for it: at most one closed batch waits for an
+executor, so batch ``m`` cannot close before batch ``m - 1`` has started. While
+every executor is busy and one batch waits, arrivals keep queueing and the next
+batch is filled from them (up to ``max_batch_size``) when the waiting one
+starts. That is why, under a backlog, batches are full and the capacity is
+``concurrency * max_batch_size / mean service time(max_batch_size)``.
+
+Times are integer nanoseconds. Nothing here reads a clock: callers pass times.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+
+NS_PER_MS = 1_000_000
+
+
+@dataclass(frozen=True)
+class BatchPolicy:
+    """max_batch_size (>= 1), max_wait_ms (>= 0) and concurrency (executors, >= 1)."""
+
+    max_batch_size: int
+    max_wait_ms: float
+    concurrency: int = 1
+
+    def __post_init__(self) -> None:
+        b, w, c = self.max_batch_size, self.max_wait_ms, self.concurrency
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            raise ConfigError(f"max_batch_size must be an integer >= 1 (--max-batch-size), got {b!r}")
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+            raise ConfigError(f"max_wait_ms must be a number >= 0 (--max-wait-ms), got {w!r}")
+        if isinstance(c, bool) or not isinstance(c, int) or c < 1:
+            raise ConfigError(f"concurrency must be an integer >= 1 (--concurrency), got {c!r}")
+
+    @property
+    def max_wait_ns(self) -> int:
+        return int(round(self.max_wait_ms * NS_PER_MS))
+
+    def params(self) -> dict[str, Any]:
+        return {"max_batch_size": self.max_batch_size, "max_wait_ms": float(self.max_wait_ms),
+                "concurrency": self.concurrency}
+
+
+class BatchFormer:
+    """The request queue and the dispatch rule (no threads, no clock)."""
+
+    def __init__(self, policy: BatchPolicy):
+        self.policy = policy
+        self._queue: deque[tuple[Any, int]] = deque()
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def push(self, request: Any, arrival_ns: int) -> None:
+        """Queue a request; arrivals must not go back in time."""
+        if self._queue and arrival_ns < self._queue[-1][1]:
+            raise ValueError(f"arrival {arrival_ns} is earlier than the last queued one {self._queue[-1][1]}")
+        self._queue.append((request, arrival_ns))
+
+    def close_ns(self, slot_free_ns: int) -> int | None:
+        """When the next batch closes given what is queued now; None when nothing is."""
+        if not self._queue:
+            return None
+        b = self.policy.max_batch_size
+        due = self._queue[0][1] + self.policy.max_wait_ns
+        if len(self._queue) >= b:
+            due = min(due, self._queue[b - 1][1])
+        return max(due, slot_free_ns)
+
+    def pop(self, close_ns: int) -> list[tuple[Any, int]]:
+        """Remove and return the batch closing at ``close_ns``: (request, arrival_ns) pairs."""
+        out = []
+        while self._queue and len(out) < self.policy.max_batch_size and self._queue[0][1] <= close_ns:
+            out.append(self._queue.popleft())
+        return out
+
+    def drain(self) -> list[tuple[Any, int]]:
+        """Remove and return everything still queued (a run that stops early)."""
+        out = list(self._queue)
+        self._queue.clear()
+        return out
+
+
+def dispatch_schedule(arrivals_ns, service_ns, policy: BatchPolicy) -> list[dict[str, int]]:
+    """Reference event-by-event replay of the rule: one dict per batch.
+
+    ``service_ns[m]`` is batch m's service time. Keys: ``batch``, ``size``,
+    ``first`` (index of its first request), ``close_ns``, ``start_ns``,
+    ``end_ns``. Slow and obvious on purpose: tests hold the fast simulator and
+    the threaded batcher to it.
+    """
+    former, free, batches, slot_free = BatchFormer(policy), [0] * policy.concurrency, [], 0
+    for i, a in enumerate(arrivals_ns):
+        former.push(i, int(a))
+    while len(former):
+        close = former.close_ns(slot_free)
+        taken = former.pop(close)
+        k = min(range(len(free)), key=free.__getitem__)
+        start = max(close, free[k])
+        end = start + int(service_ns[len(batches)])
+        free[k], slot_free = end, start
+        batches.append({"batch": len(batches), "size": len(taken), "first": taken[0][0],
+                        "close_ns": close, "start_ns": start, "end_ns": end})
+    return batches

@@ -1,0 +1,151 @@
+"""Service-time model: how long one pipeline call takes, per batch size.
+
+Built from profiler runs (``workbench profile --batch-size N``) of one
+pipeline: for each measured batch size, the sorted end-to-end times (ns) of its
+measured (not warm-up), successful requests; or from load runs, whose batches
+give service times measured under the live run's own conditions. A batch of ``b`` items is sampled
+at quantile ``u`` by taking the quantile ``u`` (linear interpolation between
+order statistics, as ``workbench.analysis.stats``) at the two nearest measured
+sizes ``lo <= b <= hi`` and interpolating linearly in ``b``. A batch larger
+than the largest measured size is an error naming the size needed; one
+smaller than the smallest measured size uses that size's distribution (an
+overestimate, flagged by :meth:`ServiceModel.extrapolates_below`).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigError
+
+NS_PER_S = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class ServiceModel:
+    """Measured service times: ``samples[size]`` is a sorted int64 array (ns)."""
+
+    samples: Mapping[int, np.ndarray]
+    pipeline: str | None = None
+    sources: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.samples:
+            raise ConfigError("service model has no measurements: pass --service run folders of "
+                              "`workbench profile` at one or more batch sizes")
+        for size, values in self.samples.items():
+            if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+                raise ConfigError(f"service model: batch size must be an integer >= 1, got {size!r}")
+            if len(values) == 0:
+                raise ConfigError(f"service model has no successful measured requests at batch size {size}")
+
+    @classmethod
+    def from_samples(cls, samples: Mapping[int, Iterable[float]], **kw) -> "ServiceModel":
+        """A model from raw durations (ns) per batch size; values are sorted here."""
+        return cls({int(b): np.sort(np.asarray(list(v) if not isinstance(v, np.ndarray) else v, dtype=np.float64))
+                    for b, v in samples.items()}, **kw)
+
+    @property
+    def sizes(self) -> list[int]:
+        return sorted(int(b) for b in self.samples)
+
+    def check(self, max_batch_size: int) -> None:
+        """Raise ConfigError when batches of ``max_batch_size`` are beyond the measurements."""
+        largest = self.sizes[-1]
+        if max_batch_size > largest:
+            raise ConfigError(
+                f"max_batch_size {max_batch_size} is larger than the largest measured batch size {largest}; "
+                f"profile the pipeline at --batch-size {max_batch_size} and add that run to --service")
+
+    def extrapolates_below(self, size: int) -> bool:
+        return size < self.sizes[0]
+
+    def bracket(self, size: int) -> tuple[np.ndarray, np.ndarray, float]:
+        """Sorted samples at the measured sizes around ``size`` and the weight of the upper one."""
+        self.check(size)
+        sizes = self.sizes
+        if size <= sizes[0]:
+            s = self.samples[sizes[0]]
+            return s, s, 0.0
+        hi = next(b for b in sizes if b >= size)
+        lo = max(b for b in sizes if b <= size)
+        if hi == lo:
+            return self.samples[lo], self.samples[lo], 0.0
+        return self.samples[lo], self.samples[hi], (size - lo) / (hi - lo)
+
+    def quantile_ns(self, size: int, u) -> np.ndarray:
+        """Service time (float ns) of a batch of ``size`` at quantiles ``u`` in [0, 1]."""
+        lo, hi, w = self.bracket(size)
+        u = np.asarray(u, dtype=np.float64)
+        q_lo = np.quantile(lo, u, method="linear")
+        return q_lo if w == 0.0 else (1 - w) * q_lo + w * np.quantile(hi, u, method="linear")
+
+    def mean_ns(self, size: int) -> float:
+        """Mean service time (ns) of a batch of ``size`` (means interpolate like the quantiles)."""
+        lo, hi, w = self.bracket(size)
+        return float((1 - w) * lo.mean() + w * hi.mean())
+
+    def capacity_rps(self, max_batch_size: int, concurrency: int = 1) -> float:
+        """Largest sustainable arrival rate: full batches back to back on every executor (requests/s)."""
+        return concurrency * max_batch_size * NS_PER_S / self.mean_ns(max_batch_size)
+
+    def describe(self) -> dict:
+        """Plain data for JSON output: measured sizes, counts and means (ms)."""
+        return {"pipeline": self.pipeline, "sources": list(self.sources),
+                "sizes": {str(b): {"count": int(len(self.samples[b])), "mean_ms": float(np.mean(self.samples[b])) / 1e6}
+                          for b in self.sizes}}
+
+
+def service_model_from_runs(runs: Iterable, min_batches: int = 5) -> ServiceModel:
+    """A model from runs (``Run`` objects or run folders) of one pipeline.
+
+    Profiler runs give ``requests.dur_ns`` of measured successful requests at
+    the run's ``config.batch_size``. Load runs (``workbench load``) give one
+    sample per successful batch, its ``service_ns``, at the batch's size
+    (sizes seen in fewer than ``min_batches`` batches are left out): service
+    times measured under the live run's own conditions (executor threads,
+    generator, other processes), a calibration. Runs at one size are pooled.
+    """
+    from ..record import Run, load_run
+
+    pooled: dict[int, list[np.ndarray]] = {}
+    names, sources = set(), []
+    for item in runs:
+        run = item if isinstance(item, Run) else load_run(item)
+        label = str(run.path) if run.path is not None else run.label
+        per_size = _load_samples(run, min_batches) if run.kind == "load" else _profile_samples(run, label)
+        for size, values in per_size.items():
+            pooled.setdefault(size, []).append(values)
+        names.add(run.meta.get("pipeline"))
+        sources.append(os.fspath(label))
+    if len(names) > 1:
+        raise ConfigError(f"--service runs are of different pipelines ({', '.join(sorted(map(str, names)))}); "
+                          "pass runs of one pipeline")
+    samples = {b: np.concatenate(v) for b, v in pooled.items()}
+    return ServiceModel.from_samples(samples, pipeline=next(iter(names), None), sources=tuple(sources))
+
+
+def _profile_samples(run, label: str) -> dict[int, np.ndarray]:
+    if run.kind != "profile":
+        raise ConfigError(f"--service {label}: a {run.kind!r} run; the service model needs `workbench profile` "
+                          "or `workbench load` runs")
+    size = int(run.config.get("batch_size", 0) or 0)
+    if size < 1:
+        raise ConfigError(f"--service {label}: run.json has no config.batch_size >= 1")
+    req = run.requests[~run.requests["warmup"].astype(bool) & run.requests["ok"].astype(bool)]
+    return {size: req["dur_ns"].to_numpy(dtype=np.int64)}
+
+
+def _load_samples(run, min_batches: int) -> dict[int, np.ndarray]:
+    req = run.requests
+    ok = req.groupby("batch")["ok"].all()
+    batches = req[req["batch"].isin(ok[ok].index) & (req["batch"] >= 0)].groupby("batch").agg(
+        size=("batch", "size"), service_ns=("service_ns", "first"))
+    out = {}
+    for size, group in batches.groupby("size"):
+        if len(group) >= min_batches:
+            out[int(size)] = group["service_ns"].to_numpy(dtype=np.int64)
+    return out

@@ -1,0 +1,78 @@
+"""Summaries of a batched run, live or simulated: the JSON of ``load`` and ``simulate``.
+
+Input is a requests table with ``arrival_ns``, ``batch_wait_ns``,
+``queue_wait_ns``, ``service_ns``, ``dur_ns`` (end to end), ``batch``,
+``batch_size`` (items in its batch) and ``ok``. Percentiles come from
+``workbench.analysis.stats.summarize_ns`` over successful requests.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..analysis.stats import summarize_ns
+
+NS_PER_S = 1_000_000_000
+COMPONENTS = {"end_to_end": "dur_ns", "batch_wait": "batch_wait_ns", "queue_wait": "queue_wait_ns", "service": "service_ns"}
+
+
+def batch_table(requests: pd.DataFrame) -> pd.DataFrame:
+    """One row per batch: ``batch``, ``size``, ``start_ns`` (executor start), ``service_ns``.
+
+    Start is ``arrival + batch_wait + queue_wait`` of any request of the batch;
+    requests with ``batch == -1`` (never dispatched) are left out.
+    """
+    ran = requests[requests["batch"] >= 0]  # batch -1: never dispatched (a run stopped at its deadline)
+    start = ran["arrival_ns"] + ran["batch_wait_ns"] + ran["queue_wait_ns"]
+    grouped = ran.assign(start_ns=start).groupby("batch", sort=True)
+    out = grouped.agg(size=("batch", "size"), start_ns=("start_ns", "first"), service_ns=("service_ns", "first"))
+    return out.reset_index().astype("int64")
+
+
+def load_summary(requests: pd.DataFrame, concurrency: int = 1) -> dict[str, Any]:
+    """``{end_to_end, queue_wait, batch_wait, service, throughput_rps, mean_batch_size, ...}``.
+
+    throughput_rps: successful requests over the span from the first arrival to
+    the last completion. mean_batch_size: mean items per batch (over batches).
+    utilization: total service time over ``concurrency`` times that span.
+    batch_sizes: ``{size: number of batches}``.
+    """
+    ok = requests[requests["ok"].astype(bool)]
+    out: dict[str, Any] = {name: summarize_ns(ok[col].to_numpy(dtype=np.int64)) for name, col in COMPONENTS.items()}
+    batches = batch_table(requests)
+    span = _span_ns(requests)
+    out["throughput_rps"] = len(ok) * NS_PER_S / span if span > 0 else None
+    out["mean_batch_size"] = float(batches["size"].mean()) if len(batches) else None
+    out["utilization"] = float(batches["service_ns"].sum()) / (concurrency * span) if span > 0 else None
+    out["batch_sizes"] = {str(k): int(v) for k, v in batches["size"].value_counts().sort_index().items()}
+    out["requests"] = int(len(requests))
+    out["failed"] = int(len(requests) - len(ok))
+    out["batches"] = int(len(batches))
+    return out
+
+
+def _span_ns(requests: pd.DataFrame) -> int:
+    done = requests[requests["ok"].astype(bool)]
+    if done.empty:
+        return 0
+    return int((done["arrival_ns"] + done["dur_ns"]).max() - requests["arrival_ns"].min())
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """A text table of the components (ms; columns widen to fit) and the load figures."""
+    keys = ("mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")
+    width = max([10] + [len(f"{summary[n][k]:.3f}") + 1 for n in COMPONENTS for k in keys if summary[n][k] is not None])
+    lines = [f"{'component':<12}{'count':>9}" + "".join(f"{k[:-3]:>{width}}" for k in keys)]
+    for name in ("batch_wait", "queue_wait", "service", "end_to_end"):
+        s = summary[name]
+        cells = "".join(f"{s[k]:{width}.3f}" if s[k] is not None else f"{'-':>{width}}" for k in keys)
+        lines.append(f"{name.replace('_', ' '):<12}{s['count']:>9}{cells}")
+    tput = summary.get("throughput_rps")
+    mbs = summary.get("mean_batch_size")
+    lines.append(f"throughput {tput:.1f} req/s, mean batch size {mbs:.2f}, utilization {summary['utilization'] * 100:.1f}%"
+                 if tput is not None else "throughput - (no request completed)")
+    if summary.get("failed"):
+        lines.append(f"failed requests: {summary['failed']} of {summary['requests']}")
+    return "\n".join(lines)

@@ -1,0 +1,138 @@
+"""``workbench load`` (live dynamic batching under load) and ``workbench simulate`` (its queueing model)."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from datetime import datetime
+from pathlib import Path
+
+from ..errors import ConfigError
+from .profile import add_pipeline_arguments, config_from_args, factory_from_args
+
+ARRIVAL_HELP = "poisson (default), bursty (on/off), or FILE.csv of arrival timestamps to replay"
+SUMMARY_KEYS = ("end_to_end", "queue_wait", "batch_wait", "service", "throughput_rps", "mean_batch_size")
+
+
+def register(subparsers) -> None:
+    load = subparsers.add_parser("load", help="run a pipeline behind a dynamic batcher under open-loop load",
+                                 description="Live load: arrivals -> dynamic batcher -> pipeline, in this process.")
+    add_pipeline_arguments(load, default_batch_size=None)
+    _add_batcher_arguments(load)
+    load.add_argument("--duration", type=float, default=10.0, help="seconds of arrivals (default 10)")
+    load.add_argument("--requests", type=int, help="at most this many requests (default: bounded by --duration)")
+    load.add_argument("--drain-timeout", type=float, default=10.0,
+                      help="seconds to wait for queued requests after the last arrival (default 10)")
+    load.add_argument("--out", type=Path, help="run folder to write (default runs/load-NAME-TIME)")
+    load.set_defaults(func=run_load_command)
+
+    sim = subparsers.add_parser("simulate", help="simulate the dynamic batcher from profiled service times",
+                                description="Discrete-event simulation of the batcher; service times from profiler runs.")
+    sim.add_argument("--service", nargs="+", required=True, type=Path, metavar="RUN_DIR",
+                     help="profiler run folders of one pipeline at several --batch-size values")
+    _add_batcher_arguments(sim)
+    sim.add_argument("--requests", type=int, default=100_000, help="simulated requests (default 100000)")
+    sim.add_argument("--duration", type=float, help="only arrivals in the first this many seconds")
+    sim.set_defaults(func=run_simulate_command)
+
+
+def _add_batcher_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rate", type=float, help="mean arrival rate, requests/s (not used when replaying a file)")
+    p.add_argument("--max-batch-size", type=int, default=8, help="largest batch (default 8)")
+    p.add_argument("--max-wait-ms", type=float, default=5.0,
+                   help="dispatch once the oldest queued request has waited this long (default 5; 0: at once)")
+    p.add_argument("--concurrency", type=int, default=1, help="batches executed at once (default 1)")
+    p.add_argument("--arrivals", default="poisson", metavar="PROCESS", help=ARRIVAL_HELP)
+    p.add_argument("--burst-on-ms", type=float, default=50.0, help="bursty: length of an on window (default 50)")
+    p.add_argument("--burst-off-ms", type=float, default=150.0, help="bursty: length of an off window (default 150)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the arrival process and service draws (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def arrivals_from_args(args, count, duration):
+    from ..batching.arrivals import Arrivals
+
+    if args.arrivals in ("poisson", "bursty"):
+        if args.rate is None:
+            raise ConfigError(f"--rate is required with --arrivals {args.arrivals}")
+        return Arrivals(args.arrivals, rate_rps=args.rate, count=count, duration_s=duration, seed=args.seed,
+                        on_ms=args.burst_on_ms, off_ms=args.burst_off_ms)
+    if not args.arrivals.endswith(".csv") and not Path(args.arrivals).is_file():
+        raise ConfigError(f"--arrivals must be poisson, bursty or a CSV file, got {args.arrivals!r}")
+    return Arrivals("replay", count=count, duration_s=duration, path=args.arrivals)
+
+
+def policy_from_args(args):
+    from ..batching.policy import BatchPolicy
+
+    return BatchPolicy(args.max_batch_size, args.max_wait_ms, args.concurrency)
+
+
+def run_load_command(args) -> int:
+    from ..batching.live import run_load
+
+    policy = policy_from_args(args)
+    if args.batch_size is not None and args.batch_size != args.max_batch_size:
+        raise ConfigError("--batch-size: load builds the pipeline for --max-batch-size; leave --batch-size out")
+    args.batch_size = args.max_batch_size
+    arrivals = arrivals_from_args(args, args.requests, args.duration)
+    out = args.out or _default_out(args)
+    if out.exists():
+        raise ConfigError(f"--out {out} already exists; pick another folder")
+    run = run_load(factory_from_args(args), config_from_args(args), arrivals=arrivals, policy=policy,
+                   drain_timeout_s=args.drain_timeout)
+    path = run.save(out)
+    from ..batching.summary import load_summary
+
+    summary = load_summary(run.requests, policy.concurrency)
+    lag = run.meta["load"]["generator_lag_ms"]
+    if args.json:
+        print(json.dumps({k: summary[k] for k in SUMMARY_KEYS} | {"generator_lag_ms": lag}
+                         | _extra(summary) | {"run_dir": str(path)}))
+        return 0
+    from ..batching.summary import format_summary
+
+    print(f"{run.meta['pipeline']} under load: {_describe(arrivals, policy)}")
+    print(format_summary(summary))
+    print(f"generator lag: worst {lag:.3f} ms, {run.meta['load']['late_requests']} requests more than "
+          f"{run.meta['load']['late_threshold_ms']:g} ms late")
+    print(f"\nrun written to {path}")
+    return 0
+
+
+def run_simulate_command(args) -> int:
+    from ..batching.service_model import service_model_from_runs
+    from ..batching.simulator import simulate
+    from ..batching.summary import format_summary, load_summary
+
+    policy = policy_from_args(args)
+    arrivals = arrivals_from_args(args, args.requests, args.duration)
+    model = service_model_from_runs(args.service)
+    sim = simulate(model, arrivals, policy, seed=args.seed)
+    summary = load_summary(sim.requests, policy.concurrency)
+    if args.json:
+        print(json.dumps({k: summary[k] for k in SUMMARY_KEYS} | {"stable": sim.stable, "capacity_rps": sim.capacity_rps,
+                          "rate_rps": sim.rate_rps if math.isfinite(sim.rate_rps) else None} | _extra(summary)))
+        return 0
+    print(f"simulated {model.pipeline or 'pipeline'}: {_describe(arrivals, policy)}")
+    print(format_summary(summary))
+    print(f"capacity {sim.capacity_rps:.1f} req/s at batch size {policy.max_batch_size}; "
+          + ("stable" if sim.stable else f"UNSTABLE: arrival rate {sim.rate_rps:.1f} req/s >= capacity, the queue grows "
+             f"without bound; figures are those of the {summary['requests']} simulated requests"))
+    return 0
+
+
+def _extra(summary: dict) -> dict:
+    return {k: summary[k] for k in ("utilization", "batch_sizes", "requests", "failed", "batches")}
+
+
+def _describe(arrivals, policy) -> str:
+    a = arrivals.params()
+    rate = f"{a['rate_rps']:g} req/s " if "rate_rps" in a else ""
+    return (f"{a['process']} {rate}max_batch_size={policy.max_batch_size} max_wait_ms={policy.max_wait_ms:g} "
+            f"concurrency={policy.concurrency}")
+
+
+def _default_out(args) -> Path:
+    name = args.example or Path(args.pipeline.split(":")[0]).stem
+    return Path("runs") / f"load-{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"

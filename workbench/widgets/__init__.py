@@ -1,0 +1,36 @@
+"""Interactive explorers for JupyterLab and Voila (import explicitly: ``import workbench.widgets``).
+
+- :class:`LatencyExplorer`: batch size, precision, device, pipeline and SLA
+  controls -> latency budget, distribution and flame graph of a small profiling run.
+- :class:`TraceExplorer`: pick or upload a ``torch.profiler`` trace -> launch,
+  transfer, GPU timeline, step and flame views.
+- :class:`BatchingExplorer`: arrival rate, max batch size and max wait ->
+  simulated dynamic batching -> latency/throughput, wait-time and queueing views.
+
+Each explorer is a controller with a ``view`` widget: display it (or the
+explorer itself) in a notebook. Controls can be moved from code with
+``explorer.set(...)`` and ``explorer.wait()`` blocks until the figures are
+current, so tests and notebooks drive them without a browser. ``import
+workbench`` never imports this package (it needs ipywidgets and plotly).
+"""
+from __future__ import annotations
+
+try:
+    import ipywidgets  # noqa: F401
+    import plotly  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised only without the ui extra
+    raise ImportError(
+        f"workbench.widgets needs ipywidgets and plotly ({exc.name} is missing): "
+        "pip install 'workbench[ui]' or run `make dashboard` once"
+    ) from exc
+
+from .batching import BatchingExplorer
+from .cache import LRUCache
+from .jobs import JobQueue
+from .latency import LatencyExplorer
+from .panes import FigurePane, MessageLine
+from .summaries import RunView, index_runs
+from .traces import TraceExplorer, trace_choices
+
+__all__ = ["BatchingExplorer", "FigurePane", "JobQueue", "LRUCache", "LatencyExplorer", "MessageLine", "RunView", "TraceExplorer",
+           "index_runs", "trace_choices"]

@@ -1,0 +1,78 @@
+"""The explorers' figures, built from cached summaries by ``workbench.plots``.
+
+Thin glue: which builder, which part of a :class:`~workbench.widgets.summaries.RunView`,
+which title. Traces are read here once (``flame_from_trace``) and only the
+figure is kept.
+"""
+from __future__ import annotations
+
+import os
+
+import plotly.graph_objects as go
+
+from ..errors import ConfigError
+from ..plots import (budget_figure, distribution_figure, flame_figure, gpu_timeline_figure, launch_figure,
+                     request_flame_chart, step_breakdown_figure, transfer_figure)
+from ..plots.style import empty_figure
+from .summaries import RunView
+
+FLAME_MAX_NODES = 400
+
+
+def budget_view(view: RunView, sla_ms: float | None) -> go.Figure:
+    return budget_figure(view.summary, sla_ms=sla_ms, title=None)
+
+
+def distribution_view(view: RunView, stage: str | None, kind: str) -> go.Figure:
+    return distribution_figure(view.requests, view.stages, view.stage_order, stage=stage, kind=kind)
+
+
+def empty_view(message: str, title: str | None = None) -> go.Figure:
+    return empty_figure(message, title)
+
+
+def flame_tree_of(events):
+    """The flame node table of an events table (``workbench.analysis.flame``)."""
+    from ..analysis.flame import flame_tree
+
+    return flame_tree(events)
+
+
+def flame_from_trace(path: str | os.PathLike, *, title: str | None = None) -> go.Figure:
+    """Load a trace and draw its flame graph (stage -> operators -> runtime calls -> kernels, copies)."""
+    from ..trace import load_trace
+
+    events = load_trace(path).events
+    return flame_figure(flame_tree_of(events), title=title or "Flame graph of the traced requests",
+                        max_nodes=FLAME_MAX_NODES)
+
+
+def trace_figures(trace) -> dict:
+    """Every view of a loaded trace (``workbench.trace.Trace``), plus a one-line ``summary``."""
+    events = trace.events
+    name = trace.path.name
+    return {
+        "launches": launch_figure(events),
+        "transfers": transfer_figure(events),
+        "timeline": gpu_timeline_figure(events),
+        "steps": step_breakdown_figure(events),
+        "flame": flame_figure(flame_tree_of(events), title=f"Flame graph: {name}", max_nodes=FLAME_MAX_NODES),
+        "request": request_chart(events, 0),
+        "summary": trace_summary(trace),
+    }
+
+
+def request_chart(events, request: int) -> go.Figure:
+    """The request flame chart, or a figure saying why there is none (a request out of range)."""
+    try:
+        return request_flame_chart(events, request=request)
+    except ConfigError as exc:
+        return empty_figure(str(exc), "Request flame chart")
+
+
+def trace_summary(trace) -> str:
+    """One status line: file, platform, event count, time span (ms)."""
+    events = trace.events
+    span_ms = (int((events["ts_ns"] + events["dur_ns"]).max()) - int(events["ts_ns"].min())) / 1e6 if len(events) else 0.0
+    platform = trace.meta.get("platform", "?")
+    return f"{trace.path.name}: {len(events):,} events, {platform}, {span_ms:,.1f} ms span"

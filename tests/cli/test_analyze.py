@@ -36,19 +36,28 @@ def test_cpu_only_summary(tmp_path, capsys):
     assert "no GPU activity" in capsys.readouterr().out
 
 
+def _saved_run(tmp_path, trace=None):
+    import pandas as pd
+
+    from workbench.record import REQUEST_COLUMNS, STAGE_COLUMNS, Run
+
+    empty = lambda cols: pd.DataFrame({c: pd.Series([], dtype=t) for c, t in cols.items()})  # noqa: E731
+    run = Run(meta={"stages": []}, requests=empty(REQUEST_COLUMNS), stages=empty(STAGE_COLUMNS), trace_path=trace)
+    return run.save(tmp_path / "run")
+
+
 def test_run_folder(tmp_path, capsys):
     example_trace().write(tmp_path / "w.123.pt.trace.json.gz")
-    (tmp_path / "run.json").write_text(json.dumps({"trace": {"file": "w.123.pt.trace.json.gz"}}))
-    assert run_cli([str(tmp_path), "--json"]) == 0
+    folder = _saved_run(tmp_path, tmp_path / "w.123.pt.trace.json.gz")
+    assert run_cli([str(folder), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["kernels"]["count"] == 6
 
 
 def test_folder_errors(tmp_path):
-    with pytest.raises(RunRecordError, match="without run.json"):
+    with pytest.raises(RunRecordError, match="no run.json"):
         run_cli([str(tmp_path)])
-    (tmp_path / "run.json").write_text("{}")
     with pytest.raises(RunRecordError, match="no trace"):
-        run_cli([str(tmp_path)])
+        run_cli([str(_saved_run(tmp_path))])
 
 
 def test_broken_trace_is_a_trace_error(tmp_path):

@@ -26,17 +26,12 @@ def resolve_trace(path: str | Path) -> Path:
     path = Path(path)
     if not path.is_dir():
         return path
-    run_json = path / "run.json"
-    if not run_json.is_file():
-        raise RunRecordError(f"{path}: a folder without run.json; give a trace file or a run folder")
-    try:
-        meta = json.loads(run_json.read_text())
-    except (OSError, ValueError) as exc:
-        raise RunRecordError(f"{run_json}: unreadable run.json ({exc})") from None
-    name = ((meta.get("trace") or {}) if isinstance(meta, dict) else {}).get("file")
-    if not name:
+    from ..record import load_run
+
+    trace = load_run(path).trace_path
+    if trace is None:
         raise RunRecordError(f"{path}: this run has no trace (record one with a traced profile run)")
-    return path / name
+    return trace
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,8 +20,10 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium missing: sudo apt-get install chromium (the browser test will skip)"; fi; }
 
+# JUPYTER_PATH adds our Voila template (lab without its CDN stylesheet links).
 dashboard: $(STAMP)
-	$(VENV)/bin/voila notebooks/dashboards --no-browser --port=$(PORT) \
+	JUPYTER_PATH=$(CURDIR)/share/jupyter $(VENV)/bin/voila notebooks/dashboards --no-browser --port=$(PORT) \
+	  --template=workbench \
 	  --Voila.ip=127.0.0.1 --Voila.tornado_settings="{'allow_origin': ''}" \
 	  --VoilaConfiguration.file_allowlist="['.*\.(png|jpg|gif|svg|json|gz)']"
 

@@ -109,7 +109,8 @@ def bench_one(label: str, trace: Path, workdir: Path, timeout_s: float) -> dict:
     row["workbench"] = run_child(WORKBENCH, str(trace), timeout_s)
     row["hta"] = run_child(HTA, str(hta_dir(trace, workdir)), timeout_s)
     row["orjson"] = run_child(ORJSON, str(trace), timeout_s)
-    wb, hta, oj = row["workbench"], row["hta"], row["orjson"]
+    # a tool that failed has no figures to compare (its time to the crash is not a load time)
+    wb, hta, oj = (r if r["ok"] else {} for r in (row["workbench"], row["hta"], row["orjson"]))
     row["speedup_vs_hta"] = _ratio(hta.get("wall_s"), wb.get("wall_s"))
     row["time_vs_orjson"] = _ratio(wb.get("wall_s"), oj.get("wall_s"))
     row["memory_vs_hta"] = _ratio(wb.get("peak_mb"), hta.get("peak_mb"))
@@ -133,13 +134,13 @@ def _at_most(x, bound):
 
 
 def print_table(rows: list[dict]) -> None:
-    head = (f"{'trace':<32} {'MB':>7} | {'workbench s':>11} {'MB':>7} | {'HTA s':>8} {'MB':>7} | "
+    head = (f"{'trace':<32} {'file MB':>7} | {'workbench s':>11} {'MB':>7} | {'HTA s':>8} {'MB':>7} | "
             f"{'orjson s':>8} {'MB':>7} | {'HTA/wb':>6} {'wb/orj':>6} {'mem wb/HTA':>10}")
     print(head)
     print("-" * len(head))
     for r in rows:
-        cells = [_fmt(r[k].get("wall_s"), 11 if k == "workbench" else 8) + " " + _fmt(r[k].get("peak_mb"), 7, 0)
-                 for k in ("workbench", "hta", "orjson")]
+        cells = [(_fmt(r[k].get("wall_s"), 11 if k == "workbench" else 8) + " " + _fmt(r[k].get("peak_mb"), 7, 0))
+                 if r[k]["ok"] else f"{'failed':>{20 if k == 'workbench' else 16}}" for k in ("workbench", "hta", "orjson")]
         print(f"{r['trace']:<32} {r['file_mb']:>7.1f} | " + " | ".join(cells) +
               f" | {_fmt(r['speedup_vs_hta'], 6)} {_fmt(r['time_vs_orjson'], 6)} {_fmt(r['memory_vs_hta'], 10)}")
         for k in ("workbench", "hta", "orjson"):

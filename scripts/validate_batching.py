@@ -133,7 +133,7 @@ def markdown(rows: list[dict], info: dict) -> str:
     passed = "; ".join(f"{label}: p50 {info[f'{name}_pass_p50']}, p99 {info[f'{name}_pass_p99']}"
                        for name, label in MODELS.items())
     lines = ["# Batching simulator vs live load (CPU)", "",
-             f"Machine: {info['cpu']} ({info['cores']} cores, shared with other work while this ran; load average "
+             f"Machine: {info['cpu']} ({info['cores']} cores, load average when it started: "
              f"{info['loadavg']}), torch threads {info['threads']}, {info['duration_s']:g} s per live run. Each "
              f"simulation runs on the live run's arrival schedule, pooled over {info['replications']} service-draw "
              "seeds. End-to-end latency, ms; error = (simulated - live) / live.", "",

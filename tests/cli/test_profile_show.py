@@ -56,6 +56,7 @@ def test_show_prints_a_table(tmp_path, factory_file, capsys):
     (["profile", "--example", "text", "--device", "cuda", "--precision", "int8"], "int8 on device cuda"),
     (["profile", "--example", "text", "--option", "novalue"], "expected KEY=VALUE"),
     (["show", "/definitely/not/here"], "not a folder"),
+    (["profile", "--example", "text", "--threads", "0"], "--threads must be >= 1"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
     assert main(argv) == 2
@@ -78,3 +79,16 @@ def test_each_example_profiles_from_the_command_line(tmp_path, example, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["end_to_end"]["count"] == 5 and sum(report["errors"].values()) == 0
     assert list(out.glob("*.pt.trace.json.gz"))
+
+
+def test_threads_option_is_applied_and_recorded(tmp_path, capsys):
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        assert main(["profile", "--example", "tabular", "--requests", "3", "--traced", "0", "--threads", "1",
+                     "--out", str(tmp_path / "r")]) == 0
+        from workbench import load_run
+        assert load_run(tmp_path / "r").meta["env"]["threads"] == 1
+    finally:
+        torch.set_num_threads(before)

@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import ConfigError
-from .profile import add_pipeline_arguments, config_from_args, factory_from_args
+from .profile import add_pipeline_arguments, apply_threads, config_from_args, factory_from_args
 
 ARRIVAL_HELP = "poisson (default), bursty (on/off), or FILE.csv of arrival timestamps to replay"
 SUMMARY_KEYS = ("end_to_end", "queue_wait", "batch_wait", "service", "throughput_rps", "mean_batch_size")
@@ -75,6 +75,7 @@ def run_load_command(args) -> int:
     if args.batch_size is not None and args.batch_size != args.max_batch_size:
         raise ConfigError("--batch-size: load builds the pipeline for --max-batch-size; leave --batch-size out")
     args.batch_size = args.max_batch_size
+    apply_threads(args)
     arrivals = arrivals_from_args(args, args.requests, args.duration)
     out = args.out or _default_out(args)
     if out.exists():

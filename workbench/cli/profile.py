@@ -35,6 +35,19 @@ def add_pipeline_arguments(p: argparse.ArgumentParser, default_batch_size: int =
     p.add_argument("--precision", default="fp32", choices=PRECISIONS)
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="a free option for the factory (value parsed as JSON when it can be); repeatable")
+    p.add_argument("--threads", type=int, help="torch CPU threads for the run (default: torch's own choice); "
+                   "measure with the thread count your server uses")
+
+
+def apply_threads(args) -> None:
+    """Set torch's intra-op thread count when --threads was given (recorded in run.json's env)."""
+    if args.threads is None:
+        return
+    if args.threads < 1:
+        raise ConfigError(f"--threads must be >= 1, got {args.threads}")
+    from ..device import require_torch
+
+    require_torch().set_num_threads(args.threads)
 
 
 def config_from_args(args) -> PipelineConfig:
@@ -76,6 +89,7 @@ def run(args) -> int:
     from ..runner import profile
 
     config = config_from_args(args)
+    apply_threads(args)
     factory = factory_from_args(args)
     out = args.out or default_out(args)
     if out.exists():

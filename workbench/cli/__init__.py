@@ -2,23 +2,50 @@
 
 Each subcommand lives in its own module exposing ``register(subparsers)``,
 which adds its parser and sets ``func`` to a callable ``(args) -> int``.
-User errors (``WorkbenchError``) print one line and exit 2, never a traceback.
+
+Exit codes, the same for every command (users script against them):
+
+====  =====================================================================
+0     ok
+1     a measured failure or a regression (``profile``/``load``/``serve``
+      runs whose requests failed, ``compare``/``gate`` regressions); the
+      command returns 1 itself
+2     bad input: a wrong argument, a missing or broken file, an impossible
+      configuration (any :class:`~workbench.errors.WorkbenchError`, a file
+      the user named that cannot be opened, or an argparse usage error)
+3     an internal error: a bug in the workbench. One line; the traceback
+      only with ``WORKBENCH_DEBUG=1``
+130   interrupted (Ctrl-C)
+====  =====================================================================
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import traceback
 
 from ..errors import WorkbenchError
 
 SUBCOMMAND_MODULES = ("profile", "show", "analyze", "batching")
+
+EXIT_OK = 0
+EXIT_MEASURED_FAILURE = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL_ERROR = 3
+EXIT_INTERRUPTED = 130
+
+# A path the user named that cannot be opened is bad input, not a bug.
+_USER_FILE_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m workbench",
         description="Inference Latency Workbench: where each request's time goes, stage by stage.",
+        epilog="exit codes: 0 ok, 1 measured failure or regression, 2 bad input, 3 internal error "
+               "(WORKBENCH_DEBUG=1 prints the traceback), 130 interrupted",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in SUBCOMMAND_MODULES:
@@ -27,13 +54,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command and return its exit code (see the module docstring)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # usage errors exit 2 through argparse itself
     try:
         return int(args.func(args) or 0)
     except WorkbenchError as exc:
-        print(f"workbench {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(args.command, str(exc), EXIT_BAD_INPUT)
+    except _USER_FILE_ERRORS as exc:
+        return _fail(args.command, f"{exc.strerror or exc}: {exc.filename}", EXIT_BAD_INPUT)
     except KeyboardInterrupt:
-        print(f"workbench {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return _fail(args.command, "interrupted", EXIT_INTERRUPTED)
+    except Exception as exc:  # noqa: BLE001 - the one place a bug becomes an exit code
+        if os.environ.get("WORKBENCH_DEBUG") == "1":
+            traceback.print_exc(file=sys.stderr)
+        detail = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+        hint = "" if os.environ.get("WORKBENCH_DEBUG") == "1" else " (WORKBENCH_DEBUG=1 shows the traceback)"
+        return _fail(args.command, f"internal error: {detail}; please report it{hint}", EXIT_INTERNAL_ERROR)
+
+
+def _fail(command: str, message: str, code: int) -> int:
+    print(f"workbench {command}: error: {message}" if code != EXIT_INTERRUPTED
+          else f"workbench {command}: {message}", file=sys.stderr)
+    return code

@@ -1,0 +1,79 @@
+"""One exit-code policy for every command: 0 ok, 1 measured failure, 2 bad input, 3 internal error, 130 interrupted."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from workbench import cli
+from workbench.errors import ConfigError
+
+
+def _with_func(monkeypatch, func):
+    """Make ``show`` call ``func`` whatever its argument, to drive main()'s policy."""
+    real = cli.build_parser
+
+    def parser():
+        p = real()
+        p.set_defaults(func=func)
+        sub = next(a for a in p._actions if a.dest == "command")
+        sub.choices["show"].set_defaults(func=func)
+        return p
+
+    monkeypatch.setattr(cli, "build_parser", parser)
+
+
+def _raise(exc):
+    def func(args):
+        raise exc
+    return func
+
+
+@pytest.mark.parametrize("exc, code", [
+    (ConfigError("batch_size must be >= 1"), 2),
+    (FileNotFoundError(2, "No such file or directory", "/nope/run"), 2),
+    (ZeroDivisionError("division by zero"), 3),
+    (KeyError("p99_ms"), 3),
+    (KeyboardInterrupt(), 130),
+])
+def test_each_kind_of_error_has_its_exit_code_and_one_line(monkeypatch, capsys, exc, code):
+    _with_func(monkeypatch, _raise(exc))
+    monkeypatch.delenv("WORKBENCH_DEBUG", raising=False)
+    assert cli.main(["show", "x"]) == code
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("workbench show:")
+
+
+def test_internal_error_names_itself_and_the_debug_switch(monkeypatch, capsys):
+    _with_func(monkeypatch, _raise(ZeroDivisionError("division by zero")))
+    monkeypatch.delenv("WORKBENCH_DEBUG", raising=False)
+    assert cli.main(["show", "x"]) == 3
+    err = capsys.readouterr().err
+    assert "internal error: ZeroDivisionError: division by zero" in err and "WORKBENCH_DEBUG=1" in err
+
+
+def test_debug_switch_prints_the_traceback(monkeypatch, capsys):
+    _with_func(monkeypatch, _raise(ZeroDivisionError("division by zero")))
+    monkeypatch.setenv("WORKBENCH_DEBUG", "1")
+    assert cli.main(["show", "x"]) == 3
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("returned, code", [(None, 0), (0, 0), (1, 1)])
+def test_a_command_returns_its_own_code(monkeypatch, returned, code):
+    _with_func(monkeypatch, lambda args: returned)
+    assert cli.main(["show", "x"]) == code
+
+
+def test_usage_error_is_bad_input_in_a_real_process():
+    proc = subprocess.run([sys.executable, "-m", "workbench", "profile", "--batch-size", "two"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_missing_run_folder_is_bad_input_in_a_real_process(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "workbench", "show", str(tmp_path / "missing")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1

@@ -1,0 +1,106 @@
+"""Each audit rule on facts built in code, with its threshold on both sides."""
+from __future__ import annotations
+
+import pytest
+
+from workbench.audit import rules
+from workbench.audit.catalog import CATALOG
+
+
+def stage(name, share, p50=1.0, p99=2.0):
+    return {"name": name, "share": share, "p50_ms": p50, "p99_ms": p99}
+
+
+def facts(stages, *, tail_shares=None, median_shares=None, trace=None, roles=None, gc=None, traced=1):
+    names = [s["name"] for s in stages]
+    tail = {"sets": {"slowest_1pct": {"shares": tail_shares or {n: 0.0 for n in names}},
+                     "slowest_5pct": {"shares": tail_shares or {n: 0.0 for n in names}},
+                     "median": {"shares": median_shares or {n: 0.0 for n in names}}}}
+    return {"budget": {"stages": stages}, "tail": tail, "trace": trace, "roles": roles or {}, "gc": gc,
+            "traced_requests": traced}
+
+
+def kinds(found):
+    return [(f["kind"], f["stage"]) for f in found]
+
+
+def test_a_dominant_stage_is_a_finding_of_its_role_at_30_percent():
+    f = facts([stage("hydrate", 0.30), stage("forward", 0.29), stage("serialize", 0.41)])
+    assert kinds(rules.dominant_stages(f)) == [("feature_io", "hydrate"), ("serialization", "serialize")]
+
+
+def test_a_declared_role_wins_over_the_stage_name_and_unknown_names_need_one():
+    f = facts([stage("lookup", 0.5), stage("mystery", 0.5)], roles={"lookup": "remote"})
+    assert kinds(rules.dominant_stages(f)) == [("remote", "lookup")]
+    f["roles"]["mystery"] = "compute"
+    assert kinds(rules.dominant_stages(f)) == [("remote", "lookup"), ("compute", "mystery")]
+
+
+def test_tail_needs_p99_five_times_p50_and_half_the_slowest_time():
+    st = [stage("lookup", 0.2, p50=1.0, p99=5.0), stage("forward", 0.8, p50=1.0, p99=4.9)]
+    f = facts(st, tail_shares={"lookup": 0.5, "forward": 0.5}, median_shares={"lookup": 0.12, "forward": 0.88})
+    found = rules.tail_stages(f)
+    assert kinds(found) == [("tail", "lookup")]
+    assert found[0]["evidence"] == ("lookup's p99 is 5.0x its p50 and it holds 50% of the slowest 1 %'s time "
+                                    "(median request: 12%)")
+    f["tail"]["sets"]["slowest_1pct"]["shares"]["lookup"] = 0.49
+    assert rules.tail_stages(f) == []
+
+
+def test_tail_uses_the_5_percent_set_when_the_run_is_too_short_for_1_percent():
+    f = facts([stage("lookup", 0.2, p50=1.0, p99=9.0)], tail_shares={"lookup": 0.9})
+    f["tail"]["sets"]["slowest_1pct"] = None
+    assert "slowest 5 %" in rules.tail_stages(f)[0]["evidence"]
+
+
+def test_queue_counts_both_waits_of_a_load_run():
+    f = facts([stage("batch_wait", 0.2), stage("queue_wait", 0.1), stage("forward", 0.7)])
+    assert kinds(rules.queue(f)) == [("queue", "batch_wait+queue_wait")]
+    f["budget"]["stages"][1]["share"] = 0.09
+    assert rules.queue(f) == []
+
+
+def trace(launch_bound=False, pageable_bytes=0, sync_us=0.0, host_us=100.0):
+    return {"launch_verdict": {"launch_bound": launch_bound, "sentence": "Launch-bound: forward"},
+            "gpu": {"idle_fraction": 0.9}, "kernels": {"count": 10},
+            "memcpy": {"by_kind_and_host_memory": {"HtoD Pageable": {"bytes": pageable_bytes, "gb_per_s": 13.1},
+                                                   "HtoD Pinned": {"bytes": 10 << 20, "gb_per_s": 50.0}}},
+            "stages": [{"stage": "forward", "host_us": host_us, "sync_us": sync_us, "launch_bound": launch_bound,
+                        "transfer_bytes": pageable_bytes}]}
+
+
+def test_launch_follows_the_trace_verdict():
+    assert kinds(rules.launch(facts([], trace=trace(launch_bound=True)))) == [("launch", "forward")]
+    assert rules.launch(facts([], trace=trace())) == [] and rules.launch(facts([])) == []
+
+
+def test_transfer_counts_only_pageable_bytes_per_traced_request():
+    at = rules.PAGEABLE_BYTES_PER_REQUEST
+    assert kinds(rules.transfer(facts([], trace=trace(pageable_bytes=3 * at), traced=3))) == [("transfer", "forward")]
+    assert rules.transfer(facts([], trace=trace(pageable_bytes=3 * at - 1), traced=3)) == []
+
+
+def test_sync_at_ten_percent_of_traced_host_time():
+    assert kinds(rules.sync(facts([], trace=trace(sync_us=10.0)))) == [("sync", "forward")]
+    assert rules.sync(facts([], trace=trace(sync_us=9.9))) == []
+
+
+def test_gc_pauses_at_five_percent_of_the_slowest_requests():
+    assert kinds(rules.gc_pauses(facts([], gc={"share_slowest_5pct": 0.05, "stage": "forward"}))) == [("gc", "forward")]
+    assert rules.gc_pauses(facts([], gc={"share_slowest_5pct": 0.049})) == []
+
+
+def test_findings_carry_catalog_actions_and_every_kind_has_actions():
+    f = facts([stage("forward", 0.9)], trace=trace(launch_bound=True))
+    found = rules.findings(f)
+    assert kinds(found) == [("compute", "forward"), ("launch", "forward")]  # equal weight 0.9: rule order
+    assert found[0]["actions"][0]["title"].startswith("Run the model in bf16")
+    for kind in ("compute", "preprocess", "feature_io", "remote", "tail", "queue", "launch", "transfer", "sync",
+                 "serialization", "gc"):
+        assert CATALOG[kind], kind
+
+
+@pytest.mark.parametrize("name, role", [("parse", "serialize"), ("hydrate", "io"), ("forward", "compute"),
+                                        ("unknown", None)])
+def test_default_roles_from_standard_stage_names(name, role):
+    assert rules.stage_role(name) == role

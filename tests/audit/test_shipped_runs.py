@@ -1,0 +1,55 @@
+"""The audit on the shipped runs finds what each run was recorded to show."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from workbench.audit.facts import round_timeout_ms, timeout_estimate
+from workbench.audit.report import audit
+from workbench.cli import main
+from workbench.record import load_run
+
+RUNS = Path(__file__).resolve().parents[2] / "data" / "runs"
+
+
+@pytest.mark.parametrize("run, kind", [
+    ("tabular-cpu-bs1-fp32", "feature_io"), ("text-cpu-bs1-fp32", "compute"), ("text-cpu-bs8-fp32", "compute"),
+    ("image-cpu-bs1-fp32", "preprocess"), ("text-cuda-bs1-fp32", "launch"),
+    ("image-cuda-bs64-fp32-pageable", "transfer"),
+])
+def test_expected_finding_on_each_shipped_run(run, kind):
+    doc = audit([load_run(RUNS / run)])
+    assert kind in [f["kind"] for f in doc["runs"][0]["findings"]]
+
+
+def test_json_shape_and_sla(capsys):
+    assert main(["audit", str(RUNS / "image-cpu-bs1-fp32"), "--sla-ms", "2", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    entry = doc["runs"][0]
+    assert entry["run"].endswith("image-cpu-bs1-fp32") and entry["sla_ms"] == 2
+    assert entry["summary"].startswith("p99 3.44 ms misses the 2 ms SLA; 67% of the slowest 1 % is preprocess")
+    f = entry["findings"][0]
+    assert set(f) >= {"kind", "stage", "evidence", "actions"} and f["actions"]
+
+
+def test_bad_input_exits_2(tmp_path, capsys):
+    assert main(["audit", str(tmp_path / "missing"), "--json"]) == 2
+    assert main(["audit", str(RUNS / "image-cpu-bs1-fp32"), "--sla-ms", "-1", "--json"]) == 2
+
+
+def test_timeout_estimate_cuts_only_the_stage_over_the_timeout():
+    run = load_run(RUNS / "tabular-cpu-bs1-fp32")
+    est = timeout_estimate(run, "hydrate", 0.2)
+    wide_hydrate = run.stages[run.stages["stage"] == "hydrate"]
+    measured = wide_hydrate[wide_hydrate["request"] >= 10]["dur_ns"]
+    assert est["estimate"] is True
+    assert est["timed_out_share"] == pytest.approx(float((measured > 0.2e6).mean()))
+    assert est["p99_ms"] < 0.380
+
+
+@pytest.mark.parametrize("value, expected", [(0.37, 0.5), (4.1, 5.0), (5.0, 5.0), (12.0, 20.0), (0.0, 0.0)])
+def test_round_timeout(value, expected):
+    assert round_timeout_ms(value) == expected

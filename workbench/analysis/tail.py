@@ -1,0 +1,99 @@
+"""Tail attribution: which stages the slowest requests spend their time in.
+
+The budget says how slow each stage is; this says which stage *makes the tail*.
+Definitions (documented in the README and ``docs/json.md``, key ``tail``):
+
+* the population is the successful measured (non-warm-up) requests, n of them;
+* the slowest 1 % are the ``ceil(0.01 n)`` requests with the largest end to end
+  (5 % likewise); ties are broken by request number so the set is deterministic;
+* the median set is the requests whose end to end lies between the 40th and
+  the 60th percentile (inclusive, linear interpolation as everywhere else);
+* a stage's share in a set is the sum of its host time over those requests
+  divided by the sum of their end-to-end times, so shares of the stages plus
+  ``unattributed`` add up to 1.
+
+The 1 % row needs enough requests to mean anything: below
+:data:`MIN_REQUESTS_FOR_1PCT` (200) it is omitted and a note says why (with
+fewer, the "slowest 1 %" is one or two requests).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .budget import END_TO_END, UNATTRIBUTED, stage_matrix
+
+MIN_REQUESTS_FOR_1PCT = 200
+TAIL_FRACTIONS = {"slowest_1pct": 0.01, "slowest_5pct": 0.05}
+MEDIAN_BAND = (40, 60)
+
+
+def slowest(e2e_ns: pd.Series, fraction: float) -> pd.Index:
+    """Request ids of the ceil(fraction * n) largest end-to-end times (ties: lower request id first)."""
+    k = math.ceil(fraction * len(e2e_ns))
+    order = e2e_ns.reset_index().sort_values([e2e_ns.name or 0, "request"], ascending=[False, True], kind="stable")
+    return pd.Index(order["request"].iloc[:k])
+
+
+def median_set(e2e_ns: pd.Series, band: tuple[float, float] = MEDIAN_BAND) -> pd.Index:
+    """Request ids whose end to end lies between the band's percentiles (inclusive)."""
+    lo, hi = np.percentile(e2e_ns.to_numpy(dtype=np.int64), band, method="linear")
+    return e2e_ns.index[(e2e_ns >= lo) & (e2e_ns <= hi)]
+
+
+def shares(wide: pd.DataFrame, ids: pd.Index, stage_order: list[str]) -> dict[str, float]:
+    """Stage (and ``unattributed``) -> sum of its time over ``ids`` / sum of their end to end."""
+    rows = wide.loc[ids]
+    total = float(rows[END_TO_END].sum())
+    if not total:
+        return {name: 0.0 for name in [*stage_order, UNATTRIBUTED]}
+    return {name: float(rows[name].fillna(0).sum()) / total for name in [*stage_order, UNATTRIBUTED]}
+
+
+def tail_attribution(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]) -> dict[str, Any]:
+    """The ``tail`` object of ``show --json``.
+
+    Out: ``{"requests": n, "sets": {name: {"count", "e2e_sum_ms", "shares": {stage: share}}
+    or None}, "stages": [{"name", "share_slowest_1pct", "share_slowest_5pct",
+    "share_median"}], "notes": [str], "headline": str | None}``. Shares are
+    fractions in [0, 1]; ``share_slowest_1pct`` is None when the row is omitted.
+    """
+    wide = stage_matrix(requests, stages, stage_order)
+    n = len(wide)
+    notes: list[str] = []
+    if n == 0:
+        return {"requests": 0, "sets": {}, "stages": [], "notes": ["no successful measured request"], "headline": None}
+    e2e = wide[END_TO_END].astype("int64").rename("e2e_ns")
+    e2e.index.name = "request"
+    sets: dict[str, Any] = {}
+    for name, fraction in TAIL_FRACTIONS.items():
+        if name == "slowest_1pct" and n < MIN_REQUESTS_FOR_1PCT:
+            notes.append(f"slowest 1 % omitted: {n} requests; it needs at least {MIN_REQUESTS_FOR_1PCT} "
+                         f"(with fewer it is {math.ceil(0.01 * n)} request(s), not a tail)")
+            sets[name] = None
+            continue
+        sets[name] = _set_entry(wide, slowest(e2e, fraction), stage_order)
+    sets["median"] = _set_entry(wide, median_set(e2e), stage_order)
+    rows = [{"name": s, **{f"share_{k}": (None if v is None else v["shares"][s]) for k, v in sets.items()}}
+            for s in [*stage_order, UNATTRIBUTED]]
+    return {"requests": n, "sets": sets, "stages": rows, "notes": notes, "headline": headline(sets, stage_order)}
+
+
+def _set_entry(wide: pd.DataFrame, ids: pd.Index, stage_order: list[str]) -> dict[str, Any]:
+    return {"count": int(len(ids)), "e2e_sum_ms": float(wide.loc[ids, END_TO_END].sum()) / 1e6,
+            "shares": shares(wide, ids, stage_order)}
+
+
+def headline(sets: dict[str, Any], stage_order: list[str]) -> str | None:
+    """One sentence: the stage holding most of the tail, against its share in the median request."""
+    tail_name = "slowest_1pct" if sets.get("slowest_1pct") else "slowest_5pct"
+    tail, median = sets.get(tail_name), sets.get("median")
+    if not tail or not median:
+        return None
+    top = max(stage_order or [UNATTRIBUTED], key=lambda s: tail["shares"].get(s, 0.0))
+    label = "1 %" if tail_name == "slowest_1pct" else "5 %"
+    return (f"in the slowest {label}, {top} holds {tail['shares'][top]:.0%} of the time; "
+            f"in the median request, {median['shares'][top]:.0%}")

@@ -1,0 +1,82 @@
+"""Everything the audit rules read about one run, gathered once.
+
+The facts are plain dicts (JSON types): the budget (``show --json``), the tail
+attribution, the trace report (``analyze --json``) when the run has a trace,
+the stages' roles and the run's kind. Building them needs pandas but neither
+torch nor plotly, so the audit runs where the run was copied to.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..analysis.budget import END_TO_END, stage_matrix
+from ..analysis.tail import tail_attribution
+from ..errors import TraceError
+
+
+def run_facts(run) -> dict[str, Any]:
+    """The facts of a loaded run (``workbench.record.Run``)."""
+    from ..analysis.budget import budget
+
+    report = _budget(run, budget)
+    trace, trace_error = None, None
+    if run.trace_path is not None:
+        from ..analysis.trace_report import analyze
+
+        try:
+            trace = analyze(run.trace_path)
+        except TraceError as exc:  # a broken trace loses the trace findings, never the audit
+            trace_error = str(exc)
+    meta = run.meta
+    return {
+        "run": str(run.path) if run.path else None,
+        "kind": meta.get("kind", "profile"),
+        "label": run.label,
+        "budget": report,
+        "tail": tail_attribution(run.requests, run.stages, run.stage_names),
+        "trace": trace,
+        "trace_error": trace_error,
+        "traced_requests": ((meta.get("trace") or {}).get("requests")),
+        "roles": dict(meta.get("stage_roles") or {}),
+        "noise": meta.get("noise"),
+        "gc": meta.get("gc"),
+    }
+
+
+def _budget(run, budget) -> dict[str, Any]:
+    try:  # the record's new signature takes the run; the old one the pieces
+        return budget(run)
+    except TypeError:
+        return budget(run.meta, run.requests, run.stages)
+
+
+def timeout_estimate(run, stage: str, timeout_ms: float) -> dict[str, Any]:
+    """End-to-end p50/p99 if ``stage`` were cut off at ``timeout_ms`` (an estimate, not a measurement).
+
+    Assumes a timed-out call returns at once with a fallback answer: each
+    request's end to end loses ``max(0, stage - timeout)``. Computed from the
+    recorded distribution only.
+    """
+    wide = stage_matrix(run.requests, run.stages, run.stage_names)
+    if wide.empty or stage not in wide:
+        return {"stage": stage, "timeout_ms": timeout_ms, "p50_ms": None, "p99_ms": None, "timed_out_share": None}
+    cut_ns = timeout_ms * 1e6
+    over = (wide[stage].fillna(0) - cut_ns).clip(lower=0)
+    e2e = (wide[END_TO_END] - over).to_numpy(dtype=float)
+    p50, p99 = np.percentile(e2e, [50, 99], method="linear")
+    return {"stage": stage, "timeout_ms": timeout_ms, "p50_ms": float(p50) / 1e6, "p99_ms": float(p99) / 1e6,
+            "timed_out_share": float((over > 0).mean()), "estimate": True}
+
+
+def round_timeout_ms(value_ms: float) -> float:
+    """A readable timeout near ``value_ms``: 1, 2 or 5 times a power of ten."""
+    if value_ms <= 0 or not math.isfinite(value_ms):
+        return value_ms
+    exp = math.floor(math.log10(value_ms))
+    for step in (1, 2, 5, 10):
+        if step * 10 ** exp >= value_ms:
+            return float(step * 10 ** exp)
+    return float(10 ** (exp + 1))

@@ -1,0 +1,29 @@
+"""The evidence figures of one run's audit (imports plotly; the rules never do)."""
+from __future__ import annotations
+
+from typing import Any
+
+
+def run_figures(run, facts: dict[str, Any]) -> list[tuple[str, Any]]:
+    """``[(caption, figure)]``: budget, tail attribution, latency over the run, then the trace's views."""
+    from ..analysis.budget import stage_summary
+    from ..plots.budget import budget_figure
+    from ..plots.tail import latency_over_run_figure, tail_figure
+
+    figs = [("Budget: p50/p95/p99 per stage", budget_figure(stage_summary(run.requests, run.stages, run.stage_names))),
+            ("Tail attribution: each stage's share of the slowest requests against the median ones",
+             tail_figure(facts["tail"])),
+            ("Latency over the run: drift, spikes, throttling", latency_over_run_figure(run.requests))]
+    if facts.get("trace") is not None:
+        figs += _trace_figures(run)
+    return figs
+
+
+def _trace_figures(run) -> list[tuple[str, Any]]:
+    from ..plots import launch_figure, trace_flame_figure, transfer_figure
+    from ..trace import load_trace
+
+    events = load_trace(run.trace_path).events
+    return [("Flame graph of the traced requests: stage -> operators -> kernels and copies", trace_flame_figure(events)),
+            ("Kernel launches: launch delay and CPU vs GPU time", launch_figure(events)),
+            ("Host<->device copies by kind and host memory", transfer_figure(events))]

@@ -1,0 +1,181 @@
+"""The audit document: JSON for scripts, one self-contained HTML file for people.
+
+Sections follow the audit's phases: 1 baseline (budget, intervals, noise,
+SLA), 2 bottleneck (findings from :mod:`workbench.audit.rules`), 3 evidence
+(figures), 4 actions (the catalog, with estimates labelled as such). The HTML
+embeds plotly.js once and makes no outside request, so it opens offline and
+prints.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from .facts import round_timeout_ms, run_facts, timeout_estimate
+from .rules import findings, stage_role
+
+FORMAT = "workbench.audit"
+VERSION = 1
+
+
+def audit_run(run, sla_ms: float | None = None) -> dict[str, Any]:
+    """One run's audit entry: ``{"run", "label", "sla_ms", "summary", "baseline", "findings"}``."""
+    facts = run_facts(run)
+    found = findings(facts)
+    for f in found:
+        _add_estimates(run, facts, f)
+    baseline = _baseline(facts, sla_ms)
+    return {"run": facts["run"], "label": facts["label"], "sla_ms": sla_ms, "summary": summary(facts, baseline, found, sla_ms),
+            "baseline": baseline, "findings": found, "notes": _notes(facts)}
+
+
+def audit(runs, sla_ms: float | None = None) -> dict[str, Any]:
+    """The JSON of ``python -m workbench audit --json``."""
+    return {"format": FORMAT, "version": VERSION, "runs": [audit_run(r, sla_ms) for r in runs]}
+
+
+def _baseline(facts: dict[str, Any], sla_ms: float | None) -> dict[str, Any]:
+    b = facts["budget"]
+    e2e = b["end_to_end"]
+    noise = facts.get("noise") or {}
+    return {"requests": e2e["count"], "end_to_end": {k: e2e.get(k) for k in
+            ("p50_ms", "p95_ms", "p99_ms", "p99_ci_low_ms", "p99_ci_high_ms")},
+            "sla_miss": None if sla_ms is None or e2e.get("p99_ms") is None else e2e["p99_ms"] > sla_ms,
+            "errors": b.get("errors", {}), "noisy": noise.get("noisy"), "noise_reasons": noise.get("reasons", [])}
+
+
+def _add_estimates(run, facts: dict[str, Any], finding: dict) -> None:
+    """A timeout's gain on a remote or I/O stage cannot be tried here: estimate it from the recorded times."""
+    stage = finding.get("stage")
+    role = stage_role(stage, facts.get("roles")) if stage else None
+    if finding["kind"] not in ("remote", "tail") or role not in ("remote", "io"):
+        return
+    row = next(s for s in facts["budget"]["stages"] if s["name"] == stage)
+    if not row.get("p95_ms"):
+        return
+    est = timeout_estimate(run, stage, round_timeout_ms(row["p95_ms"]))
+    if not est["timed_out_share"] or est["p99_ms"] >= 0.95 * facts["budget"]["end_to_end"]["p99_ms"]:
+        return  # a timeout that changes nothing is no advice
+    for action in finding["actions"]:
+        if "timeout" in action["title"].lower():
+            action["estimate"] = est
+            return
+    finding["actions"].append({"title": f"Put a timeout on {stage}", "why": "bounds the stage's tail",
+                               "try": None, "estimate": est})
+
+
+def summary(facts: dict[str, Any], baseline: dict[str, Any], found: list[dict], sla_ms: float | None = None) -> str:
+    """The short paragraph at the top: SLA, where the tail is, the best estimated or measured gain."""
+    p99 = baseline["end_to_end"]["p99_ms"]
+    parts = []
+    if p99 is None:
+        return "no successful measured request: nothing to audit (see the failures)"
+    if baseline["sla_miss"] is None:
+        parts.append(f"p99 {p99:.3g} ms (no SLA given)")
+    else:
+        verb = "misses" if baseline["sla_miss"] else "meets"
+        parts.append(f"p99 {p99:.3g} ms {verb} the {sla_ms:g} ms SLA")
+    tail = facts["tail"]
+    set_name = "slowest_1pct" if (tail.get("sets") or {}).get("slowest_1pct") else "slowest_5pct"
+    if (tail.get("sets") or {}).get(set_name):
+        shares = tail["sets"][set_name]["shares"]
+        top = max(shares, key=shares.get)
+        parts.append(f"{shares[top]:.0%} of the slowest {'1' if set_name == 'slowest_1pct' else '5'} % is {top}")
+    for f in found:
+        est = next((a["estimate"] for a in f["actions"] if a.get("estimate")), None)
+        if est and est.get("p99_ms") is not None:
+            parts.append(f"a {est['timeout_ms']:g} ms timeout on {est['stage']} would give p99 about "
+                         f"{est['p99_ms']:.3g} ms (estimate)")
+            break
+    if baseline.get("noisy"):
+        parts.append("the run was noisy: " + "; ".join(baseline["noise_reasons"]))
+    return "; ".join(parts)
+
+
+def _notes(facts: dict[str, Any]) -> list[str]:
+    notes = list(facts["tail"].get("notes") or [])
+    if facts.get("trace_error"):
+        notes.append(f"trace not analysed: {facts['trace_error']}")
+    elif facts.get("trace") is None:
+        notes.append("no trace in this run: launch, transfer and sync rules not applied")
+    return notes
+
+
+# --------------------------------------------------------------------------- HTML
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;color:#222;line-height:1.45}
+h1{font-size:1.7em} h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:1.6em} h3{margin-bottom:.3em}
+.summary{font-size:1.2em;background:#f4f6fa;border-left:6px solid #3366cc;padding:.8em 1em}
+.finding{border:1px solid #ddd;border-radius:6px;padding:.6em 1em;margin:.6em 0}
+.kind{display:inline-block;background:#3366cc;color:#fff;border-radius:4px;padding:0 .5em;font-size:.85em}
+.estimate{color:#8a5a00} table{border-collapse:collapse} td,th{padding:.2em .7em;border-bottom:1px solid #eee;text-align:right}
+td:first-child,th:first-child{text-align:left} .noisy{color:#b00;font-weight:bold}
+@media print{.figure{page-break-inside:avoid} body{max-width:none}}
+"""
+
+
+def render_html(doc: dict[str, Any], figures: dict[str, list[tuple[str, Any]]]) -> str:
+    """The report page; ``figures`` maps a run folder to ``[(caption, go.Figure)]``."""
+    import plotly.io as pio
+    from plotly.offline import get_plotlyjs
+
+    body = [f"<h1>Latency audit</h1><p>{len(doc['runs'])} run(s). Generated by the Inference Latency Workbench; "
+            "every number below comes from the runs and their traces; estimates are labelled.</p>"]
+    for entry in doc["runs"]:
+        body.append(_run_html(entry, figures.get(entry["run"], []), pio))
+    return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>Latency audit</title>"
+            f"<style>{CSS}</style><script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
+            + "\n".join(body) + "</body></html>")
+
+
+def _run_html(entry: dict[str, Any], figs: list[tuple[str, Any]], pio) -> str:
+    e = html.escape
+    b = entry["baseline"]
+    out = [f"<h2>{e(entry['label'])}</h2><p><code>{e(str(entry['run']))}</code></p>",
+           f"<p class='summary'>{e(entry['summary'])}</p>", "<h3>1. Baseline</h3>", _baseline_table(b)]
+    if b.get("noisy"):
+        out.append(f"<p class='noisy'>Noisy run: {e('; '.join(b['noise_reasons']))}</p>")
+    out.append("<h3>2. Bottleneck</h3>")
+    out += [_finding_html(f) for f in entry["findings"]] or ["<p>No rule fired.</p>"]
+    out.append("<h3>3. Evidence</h3>")
+    for caption, fig in figs:
+        out.append(f"<div class='figure'><p><b>{e(caption)}</b></p>"
+                   + pio.to_html(fig, full_html=False, include_plotlyjs=False, config={"displaylogo": False})
+                   + "</div>")
+    out.append("<h3>4. Actions</h3><ol>")
+    for f in entry["findings"]:
+        for a in f["actions"]:
+            out.append(f"<li><b>{e(a['title'])}</b> ({e(f['kind'])}{', ' + e(f['stage']) if f.get('stage') else ''})"
+                       f": {e(a['why'])}{_gain_html(a)}</li>")
+    out.append("</ol>")
+    out += [f"<p><i>{e(n)}</i></p>" for n in entry.get("notes", [])]
+    return "\n".join(out)
+
+
+def _baseline_table(b: dict[str, Any]) -> str:
+    e2e = b["end_to_end"]
+    fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+    ci = f"[{fmt(e2e['p99_ci_low_ms'])}, {fmt(e2e['p99_ci_high_ms']) if e2e['p99_ci_high_ms'] is not None else 'unbounded'}]"
+    sla = {None: "no SLA given", True: "MISSED", False: "met"}[b["sla_miss"]]
+    return (f"<table><tr><th>requests</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>p99 95% CI</th><th>SLA</th></tr>"
+            f"<tr><td>{b['requests']}</td><td>{fmt(e2e['p50_ms'])}</td><td>{fmt(e2e['p95_ms'])}</td>"
+            f"<td>{fmt(e2e['p99_ms'])}</td><td>{ci}</td><td>{sla}</td></tr></table>")
+
+
+def _finding_html(f: dict) -> str:
+    e = html.escape
+    stage = f" in <b>{e(f['stage'])}</b>" if f.get("stage") else ""
+    return f"<div class='finding'><span class='kind'>{e(f['kind'])}</span>{stage}: {e(f['evidence'])}</div>"
+
+
+def _gain_html(action: dict) -> str:
+    est = action.get("estimate")
+    if est and est.get("p99_ms") is not None:
+        return (f" <span class='estimate'>Estimate from the recorded times (not measured): a {est['timeout_ms']:g} ms "
+                f"timeout gives p50 about {est['p50_ms']:.3g} ms, p99 about {est['p99_ms']:.3g} ms "
+                f"({est['timed_out_share']:.1%} of requests cut off).</span>")
+    measured = action.get("measured")
+    if measured:
+        return f" <b>Measured:</b> {html.escape(measured['sentence'])}"
+    return ""

@@ -1,0 +1,174 @@
+"""Bottleneck rules: findings computed only from a run and its trace.
+
+Every rule is a small pure function ``(facts) -> list[finding]`` with its
+threshold named here, so the README and ``docs/audit.md`` can quote them.
+``facts`` is a dict: ``budget`` (``show --json``), ``tail`` (tail attribution),
+``trace`` (``analyze --json`` report or None), ``roles`` (stage -> role),
+``kind`` (profile, load, ...). A finding is ``{"kind", "stage", "evidence",
+"numbers"}``; :func:`findings` adds the catalog's actions.
+
+Thresholds (defaults):
+
+* ``DOMINANT_SHARE`` 0.30: a stage taking at least 30 % of the mean end to end
+  is a bottleneck of its role's kind (io -> ``feature_io``, remote -> ``remote``,
+  preprocess -> ``preprocess``, compute -> ``compute``, serialize ->
+  ``serialization``);
+* ``TAIL_RATIO`` 5 and ``TAIL_SHARE`` 0.5: a stage whose p99 is at least 5x its
+  p50 and that holds at least half of the slowest 1 %'s time (5 % when the run
+  is too short for a 1 % set) is a ``tail`` finding, whatever its role;
+* ``QUEUE_SHARE`` 0.30: batch wait plus queue wait at least 30 % of a load
+  run's mean end to end is ``queue``;
+* ``launch``: the trace's launch verdict (``workbench.analysis.verdict``);
+* ``PAGEABLE_BYTES_PER_REQUEST`` 1 MiB: host<->device copies from pageable
+  memory of at least 1 MiB per traced request are ``transfer``;
+* ``SYNC_SHARE`` 0.10: synchronizing calls taking at least 10 % of the traced
+  stages' host time are ``sync``;
+* ``GC_SHARE`` 0.05: garbage-collection pauses at least 5 % of the slowest 5 %'s
+  end to end (when the run recorded them) are ``gc``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .catalog import actions_for
+
+DOMINANT_SHARE = 0.30
+TAIL_RATIO = 5.0
+TAIL_SHARE = 0.5
+QUEUE_SHARE = 0.30
+PAGEABLE_BYTES_PER_REQUEST = 1 << 20
+SYNC_SHARE = 0.10
+GC_SHARE = 0.05
+
+ROLES = ("io", "remote", "preprocess", "compute", "serialize")
+ROLE_KIND = {"io": "feature_io", "remote": "remote", "preprocess": "preprocess", "compute": "compute",
+             "serialize": "serialization"}
+# Standard stage names -> role, for stages that declare none.
+DEFAULT_ROLES = {
+    "parse": "serialize", "deserialize": "serialize", "serialize": "serialize", "encode": "serialize",
+    "hydrate": "io", "feature_hydration": "io", "features": "io", "lookup": "io", "fetch": "io",
+    "preprocess": "preprocess", "tokenize": "preprocess", "decode": "preprocess", "resize": "preprocess",
+    "forward": "compute", "model": "compute", "model_forward": "compute", "inference": "compute",
+    "postprocess": "compute", "remote": "remote", "rpc": "remote", "call": "remote",
+}
+WAIT_STAGES = ("batch_wait", "queue_wait")
+
+
+def stage_role(stage: str, declared: dict[str, str] | None = None) -> str | None:
+    """The declared role, else the default for a standard name, else None."""
+    if declared and declared.get(stage):
+        return declared[stage]
+    return DEFAULT_ROLES.get(stage)
+
+
+def dominant_stages(facts: dict[str, Any]) -> list[dict]:
+    out = []
+    for s in facts["budget"]["stages"]:
+        role = stage_role(s["name"], facts.get("roles"))
+        if s["name"] in WAIT_STAGES or role is None or s.get("share") is None or s["share"] < DOMINANT_SHARE:
+            continue
+        out.append({"kind": ROLE_KIND[role], "stage": s["name"],
+                    "evidence": f"{s['name']}{'' if role == s['name'] else f' ({role})'} takes {s['share']:.0%} "
+                                f"of the mean end to end "
+                                f"(p50 {s['p50_ms']:.3f} ms, p99 {s['p99_ms']:.3f} ms)",
+                    "numbers": {"share": s["share"], "p50_ms": s["p50_ms"], "p99_ms": s["p99_ms"]}})
+    return out
+
+
+def tail_stages(facts: dict[str, Any]) -> list[dict]:
+    tail = facts.get("tail") or {}
+    sets = tail.get("sets") or {}
+    set_name = "slowest_1pct" if sets.get("slowest_1pct") else "slowest_5pct"
+    if not sets.get(set_name):
+        return []
+    label = "1 %" if set_name == "slowest_1pct" else "5 %"
+    out = []
+    for s in facts["budget"]["stages"]:
+        p50, p99 = s.get("p50_ms"), s.get("p99_ms")
+        share = sets[set_name]["shares"].get(s["name"], 0.0)
+        if not p50 or p99 is None or p99 < TAIL_RATIO * p50 or share < TAIL_SHARE:
+            continue
+        out.append({"kind": "tail", "stage": s["name"],
+                    "evidence": f"{s['name']}'s p99 is {p99 / p50:.1f}x its p50 and it holds {share:.0%} of the "
+                                f"slowest {label}'s time (median request: "
+                                f"{sets['median']['shares'].get(s['name'], 0.0):.0%})",
+                    "numbers": {"p99_over_p50": p99 / p50, "tail_share": share, "tail_set": set_name}})
+    return out
+
+
+def queue(facts: dict[str, Any]) -> list[dict]:
+    stages = {s["name"]: s for s in facts["budget"]["stages"]}
+    waits = [stages[n] for n in WAIT_STAGES if n in stages and stages[n].get("share") is not None]
+    share = sum(s["share"] for s in waits)
+    if not waits or share < QUEUE_SHARE:
+        return []
+    return [{"kind": "queue", "stage": "+".join(s["name"] for s in waits),
+             "evidence": f"requests spend {share:.0%} of their mean end to end waiting (batch wait + queue wait)",
+             "numbers": {"share": share}}]
+
+
+def launch(facts: dict[str, Any]) -> list[dict]:
+    trace = facts.get("trace")
+    if not trace or not trace["launch_verdict"]["launch_bound"]:
+        return []
+    flagged = [s["stage"] for s in trace.get("stages", []) if s.get("launch_bound")]
+    return [{"kind": "launch", "stage": flagged[0] if flagged else None,
+             "evidence": trace["launch_verdict"]["sentence"] + f"; GPU idle {trace['gpu']['idle_fraction']:.0%}"
+             if trace["gpu"].get("idle_fraction") is not None else trace["launch_verdict"]["sentence"],
+             "numbers": {"kernels": trace["kernels"]["count"], "idle_fraction": trace["gpu"].get("idle_fraction")}}]
+
+
+def transfer(facts: dict[str, Any]) -> list[dict]:
+    trace = facts.get("trace")
+    if not trace:
+        return []
+    requests = max(int(facts.get("traced_requests") or 1), 1)
+    rows = {k: v for k, v in trace["memcpy"].get("by_kind_and_host_memory", {}).items() if "Pageable" in k}
+    pageable = sum(v.get("bytes") or 0 for v in rows.values())
+    if pageable / requests < PAGEABLE_BYTES_PER_REQUEST:
+        return []
+    biggest = max(rows.items(), key=lambda kv: kv[1].get("bytes") or 0)
+    rate = biggest[1].get("gb_per_s")
+    stage = next((s["stage"] for s in trace.get("stages", []) if s.get("transfer_bytes")), None)
+    return [{"kind": "transfer", "stage": stage,
+             "evidence": f"{pageable / requests / 1e6:.1f} MB per request copied from pageable host memory "
+                         f"({biggest[0]}{f' at {rate:.1f} GB/s' if rate else ''})",
+             "numbers": {"pageable_bytes_per_request": pageable / requests, "gb_per_s": rate}}]
+
+
+def sync(facts: dict[str, Any]) -> list[dict]:
+    trace = facts.get("trace")
+    if not trace or not trace.get("stages"):
+        return []
+    host_us = sum(s["host_us"] for s in trace["stages"])
+    sync_us = sum(s.get("sync_us") or 0.0 for s in trace["stages"])
+    if not host_us or sync_us / host_us < SYNC_SHARE:
+        return []
+    worst = max(trace["stages"], key=lambda s: s.get("sync_us") or 0.0)
+    return [{"kind": "sync", "stage": worst["stage"],
+             "evidence": f"synchronizing calls take {sync_us / host_us:.0%} of the traced stages' host time",
+             "numbers": {"sync_share": sync_us / host_us}}]
+
+
+def gc_pauses(facts: dict[str, Any]) -> list[dict]:
+    gc = facts.get("gc") or {}
+    share = gc.get("share_slowest_5pct")
+    if share is None or share < GC_SHARE:
+        return []
+    return [{"kind": "gc", "stage": gc.get("stage"),
+             "evidence": f"garbage-collection pauses take {share:.0%} of the slowest 5 %'s end to end",
+             "numbers": {"share_slowest_5pct": share}}]
+
+
+RULES = (dominant_stages, tail_stages, queue, launch, transfer, sync, gc_pauses)
+
+
+def findings(facts: dict[str, Any]) -> list[dict]:
+    """Every rule's findings, each with its catalog actions, largest time share first."""
+    out = [f | {"actions": actions_for(f["kind"])} for rule in RULES for f in rule(facts)]
+    return sorted(out, key=lambda f: -_weight(f))
+
+
+def _weight(finding: dict) -> float:
+    n = finding["numbers"]
+    return float(n.get("tail_share") or n.get("share") or n.get("idle_fraction") or n.get("sync_share") or 0.1)

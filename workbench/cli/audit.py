@@ -1,0 +1,52 @@
+"""``workbench audit RUN [RUN ...] [--sla-ms X] (--out report.html | --json)``: findings with evidence and actions."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from ..errors import ConfigError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("audit", help="audit saved runs: baseline, bottleneck, evidence, actions",
+                              description="Write an offline audit of saved runs: one self-contained HTML file or JSON.")
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="run folders")
+    p.add_argument("--sla-ms", type=float, help="end-to-end p99 target in ms")
+    out = p.add_mutually_exclusive_group(required=True)
+    out.add_argument("--out", type=Path, help="HTML file to write (opens offline)")
+    out.add_argument("--json", action="store_true", help="print the audit as one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..audit.report import audit, audit_run
+    from ..record import load_run
+
+    if args.sla_ms is not None and not args.sla_ms > 0:
+        raise ConfigError(f"--sla-ms must be > 0, got {args.sla_ms}")
+    runs = [load_run(p) for p in args.runs]
+    if args.json:
+        print(json.dumps(audit(runs, args.sla_ms), indent=2))
+        return 0
+    from ..audit.facts import run_facts
+    from ..audit.figures import run_figures
+    from ..audit.report import FORMAT, VERSION, render_html
+
+    doc = {"format": FORMAT, "version": VERSION, "runs": [audit_run(r, args.sla_ms) for r in runs]}
+    figures = {str(r.path): run_figures(r, run_facts(r)) for r in runs}
+    _write_atomically(args.out, render_html(doc, figures))
+    print(f"audit of {len(runs)} run(s) written to {args.out}")
+    for entry in doc["runs"]:
+        print(f"  {entry['label']}: {entry['summary']}")
+    return 0
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.chmod(tmp, 0o644)  # mkstemp makes it private; a report is for sharing
+    os.replace(tmp, path)

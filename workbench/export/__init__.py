@@ -1,0 +1,1 @@
+"""Static exports: pages that need no kernel and no server (``export-dashboard``)."""

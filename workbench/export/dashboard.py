@@ -1,0 +1,222 @@
+"""A static dashboard of recorded runs: one HTML file, no kernel, no server, offline.
+
+Any number of students can open it from a file or a static host. Every figure
+is computed here, ahead of time, from the recorded runs (budget, latency
+distribution, flame graph of the trace, and the batching curves simulated from
+the runs of the same pipeline, device and precision at several batch sizes);
+the page's controls (example, device, batch size, precision) only pick which
+precomputed figures to draw. plotly.js is embedded once.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FIGURE_KINDS = ("budget", "distribution", "flame", "batching")
+RATE_FRACTIONS = (0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.97)
+FLAME_MAX_NODES = 300
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One recorded run offered by the page."""
+
+    key: str
+    pipeline: str
+    device: str
+    batch_size: int
+    precision: str
+    variant: str
+    path: Path
+
+
+def recorded_entries(runs_dir: str | os.PathLike) -> tuple[list[Entry], list[str]]:
+    """The loadable profile runs under ``runs_dir`` and one note per folder skipped (never a crash)."""
+    from ..errors import WorkbenchError
+    from ..record import load_run
+
+    entries, notes = [], []
+    for folder in sorted(p for p in Path(runs_dir).iterdir() if p.is_dir()):
+        try:
+            run = load_run(folder)
+        except WorkbenchError as exc:
+            notes.append(f"skipped {folder.name}: {exc}")
+            continue
+        if run.kind != "profile":
+            continue
+        cfg = run.config
+        device = str(cfg.get("device", "cpu")).split(":")[0]
+        options = cfg.get("options") or {}
+        variant = ", ".join(f"{k}={v}" for k, v in sorted(options.items())) or "default"
+        key = f"{run.meta.get('pipeline')}|{device}|{cfg.get('batch_size')}|{cfg.get('precision')}|{variant}"
+        if any(e.key == key for e in entries):
+            notes.append(f"skipped {folder.name}: same configuration and options as an earlier folder")
+            continue
+        entries.append(Entry(key, str(run.meta.get("pipeline")), device, int(cfg.get("batch_size")),
+                             str(cfg.get("precision")), variant, folder))
+    return entries, notes
+
+
+def run_figures(entry: Entry) -> dict[str, Any]:
+    """The budget, distribution and flame figures of one run, as plotly JSON dicts."""
+    from ..analysis.budget import stage_summary
+    from ..plots import budget_figure, distribution_figure, flame_figure
+    from ..plots.style import empty_figure
+    from ..record import load_run
+
+    run = load_run(entry.path)
+    figs = {"budget": budget_figure(stage_summary(run.requests, run.stages, run.stage_names)),
+            "distribution": distribution_figure(run.requests, run.stages, run.stage_names)}
+    if run.trace_path is not None:
+        from ..analysis.flame import flame_tree
+        from ..trace import load_trace
+
+        figs["flame"] = flame_figure(flame_tree(load_trace(run.trace_path).events), max_nodes=FLAME_MAX_NODES,
+                                     title="Flame graph of the traced requests")
+    else:
+        figs["flame"] = empty_figure("this run has no trace")
+    return {k: _plain(f) for k, f in figs.items()}
+
+
+def batching_figures(entries: list[Entry], requests: int = 4_000, seed: int = 0) -> dict[str, Any]:
+    """Group key (pipeline|device|precision|variant) -> batching curves simulated from its runs' service times."""
+    from ..batching import service_model_from_runs, sweep
+    from ..errors import WorkbenchError
+    from ..plots.batching import batching_curves_figure
+    from ..record import load_run
+
+    groups: dict[str, list[Entry]] = {}
+    for e in entries:
+        groups.setdefault(f"{e.pipeline}|{e.device}|{e.precision}|{e.variant}", []).append(e)
+    out = {}
+    for key, members in groups.items():
+        if len({m.batch_size for m in members}) < 2:
+            continue
+        try:
+            model = service_model_from_runs([load_run(m.path) for m in members])
+        except WorkbenchError:
+            continue
+        sizes = model.sizes
+        capacity = max(s / (model.mean_ns(s) / 1e9) for s in sizes)
+        curve = sweep(model, [f * capacity for f in RATE_FRACTIONS], sizes, [2.0], requests=requests, seed=seed)
+        fig = batching_curves_figure(curve, title=f"Simulated from the recorded runs at batch sizes {sizes}")
+        out[key] = _plain(fig)
+    return out
+
+
+def _plain(fig) -> dict:
+    return json.loads(fig.to_json())
+
+
+def build_page(entries: list[Entry], figures: dict[str, dict], batching: dict[str, Any], notes: list[str]) -> str:
+    """The HTML page (plotly.js inline, figures as JSON, a small controller script)."""
+    from plotly.offline import get_plotlyjs
+
+    data = {"entries": [{"key": e.key, "pipeline": e.pipeline, "device": e.device, "batch_size": e.batch_size,
+                         "precision": e.precision, "variant": e.variant, "folder": e.path.name} for e in entries],
+            "figures": figures, "batching": batching, "notes": notes}
+    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    return PAGE.replace("%PLOTLYJS%", get_plotlyjs()).replace("%DATA%", payload)
+
+
+def export_dashboard(out_dir: str | os.PathLike, runs_dir: str | os.PathLike, progress=None) -> Path:
+    """Write ``out_dir/index.html`` atomically and return its path."""
+    entries, notes = recorded_entries(runs_dir)
+    figures = {}
+    for i, e in enumerate(entries):
+        figures[e.key] = run_figures(e)
+        if progress:
+            progress(i + 1, len(entries), e.path.name)
+    page = build_page(entries, figures, batching_figures(entries), notes)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".index.html.", dir=out)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(page)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, out / "index.html")
+    return out / "index.html"
+
+
+PAGE = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>Inference Latency Workbench: recorded runs</title>
+<style>
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1em 2em;color:#222}
+.controls{display:flex;gap:1.5em;flex-wrap:wrap;align-items:end;background:#f4f6fa;padding:.7em 1em;border-radius:6px}
+label{display:flex;flex-direction:column;font-size:.9em} select{font-size:1em;padding:.2em}
+.grid{display:grid;grid-template-columns:1fr 1fr;gap:1em} .fig{min-height:420px;border:1px solid #eee}
+#status{margin:.6em 0;font-size:1.05em} .note{color:#666;font-size:.85em}
+@media (max-width:1000px){.grid{grid-template-columns:1fr}}
+</style>
+<script type="text/javascript">%PLOTLYJS%</script></head>
+<body>
+<h1>Inference Latency Workbench: recorded runs</h1>
+<p>Every figure was computed from runs recorded on real machines (GPU runs included), so it works on a laptop
+without a GPU, offline, with no server. Pick a configuration; combinations that were not recorded say so.</p>
+<div class="controls">
+<label>example<select id="pipeline"></select></label>
+<label>device<select id="device"></select></label>
+<label>batch size<select id="batch_size"></select></label>
+<label>precision<select id="precision"></select></label>
+<label>options<select id="variant"></select></label>
+</div>
+<div id="status"></div>
+<div class="grid">
+<div id="budget" class="fig"></div><div id="distribution" class="fig"></div>
+<div id="flame" class="fig"></div><div id="batching" class="fig"></div>
+</div>
+<div id="notes" class="note"></div>
+<script type="application/json" id="wb-data">%DATA%</script>
+<script>
+(function(){
+const D = JSON.parse(document.getElementById('wb-data').textContent);
+const fields = ['pipeline','device','batch_size','precision','variant'];
+const sel = Object.fromEntries(fields.map(f => [f, document.getElementById(f)]));
+const uniq = (xs) => [...new Set(xs)].sort((a,b) => (typeof a === 'number' ? a-b : String(a).localeCompare(String(b))));
+function fill(field, values, keep){
+  const s = sel[field]; const old = keep ?? s.value; s.innerHTML = '';
+  for (const v of values){ const o = document.createElement('option'); o.value = v; o.textContent = v; s.appendChild(o); }
+  if (values.map(String).includes(String(old))) s.value = old;
+}
+function matching(upto){
+  return D.entries.filter(e => fields.slice(0, upto).every(f => String(e[f]) === sel[f].value));
+}
+function refreshChoices(){
+  fill('pipeline', uniq(D.entries.map(e => e.pipeline)));
+  for (let i = 1; i < fields.length; i++) fill(fields[i], uniq(matching(i).map(e => e[fields[i]])));
+}
+function message(div, text){
+  Plotly.purge(div);
+  div.innerHTML = '<p style="padding:2em;color:#666">' + text + '</p>';
+}
+function show(div, fig){
+  Plotly.purge(div); div.innerHTML = '';
+  Plotly.newPlot(div, fig.data, fig.layout, {displaylogo:false, responsive:true});
+}
+function draw(){
+  const e = matching(fields.length)[0];
+  const status = document.getElementById('status');
+  if (!e){ status.textContent = 'not recorded: no run with this combination'; 
+           for (const k of ['budget','distribution','flame','batching']) message(document.getElementById(k), 'not recorded'); return; }
+  status.textContent = 'recorded run ' + e.folder + ' (' + e.pipeline + ', ' + e.device + ', batch ' + e.batch_size + ', ' + e.precision + ', ' + e.variant + ')';
+  const figs = D.figures[e.key];
+  for (const k of ['budget','distribution','flame']){
+    show(document.getElementById(k), figs[k]);
+  }
+  const b = D.batching[[e.pipeline, e.device, e.precision, e.variant].join('|')];
+  const div = document.getElementById('batching');
+  if (b) show(div, b);
+  else message(div, 'batching curves need recorded runs at two or more batch sizes of this pipeline, device, precision and options');
+  document.body.dataset.drawn = e.key;
+}
+for (const f of fields) sel[f].addEventListener('change', () => { refreshChoices(); draw(); });
+refreshChoices(); draw();
+document.getElementById('notes').textContent = D.notes.join(' | ');
+})();
+</script>
+</body></html>
+"""

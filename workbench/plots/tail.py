@@ -1,0 +1,72 @@
+"""Tail figures: which stages the slowest requests spend their time in, and latency over the run."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from .style import empty_figure, layout, stage_color
+
+SET_LABELS = {"median": "median set (p40-p60)", "slowest_5pct": "slowest 5 %", "slowest_1pct": "slowest 1 %"}
+
+
+def tail_figure(tail: dict[str, Any], *, title: str | None = None) -> go.Figure:
+    """Stacked horizontal bars: each stage's share of the time of the median set and of the tail sets.
+
+    ``tail`` is :func:`workbench.analysis.tail.tail_attribution`'s output; omitted sets
+    (the 1 % row of a short run) are left out and the reason goes in the subtitle.
+    """
+    sets = [k for k in ("median", "slowest_5pct", "slowest_1pct") if (tail.get("sets") or {}).get(k)]
+    if not sets:
+        return empty_figure("no successful measured request to attribute", title)
+    fig = go.Figure()
+    for i, row in enumerate(tail["stages"]):
+        values = [tail["sets"][k]["shares"][row["name"]] for k in sets]
+        fig.add_bar(y=[SET_LABELS[k] for k in sets], x=values, name=row["name"], orientation="h",
+                    marker_color="#bbbbbb" if row["name"] == "unattributed" else stage_color(i),
+                    text=[f"{v:.0%}" if v >= 0.04 else "" for v in values], textposition="inside",
+                    hovertemplate=f"{row['name']}: %{{x:.1%}} of %{{y}}'s time<extra></extra>")
+    subtitle = tail.get("headline") or ""
+    if tail.get("notes"):
+        subtitle += ("; " if subtitle else "") + "; ".join(tail["notes"])
+    fig.update_layout(barmode="stack", xaxis={"tickformat": ".0%", "range": [0, 1], "title": "share of the set's time"})
+    extra = {"annotations": [_note(subtitle)]} if subtitle else {}
+    legend = {"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "left", "x": 0, "traceorder": "normal"}
+    return layout(fig, title or "Where the tail's time goes", legend=legend, margin={"l": 130, "r": 20, "t": 80, "b": 90},
+                  **extra)
+
+
+def latency_over_run_figure(requests: pd.DataFrame, *, title: str | None = None, max_points: int = 20_000) -> go.Figure:
+    """End to end of each measured request in order (ms), warm-up and failures marked.
+
+    Shows drift, periodic spikes (garbage collection) and throttling that a
+    histogram hides. Each point carries its request id (``customdata``) so a
+    click can open that request's stages.
+    """
+    if requests.empty:
+        return empty_figure("no requests", title)
+    req = requests.sort_values("request")
+    if len(req) > max_points:  # keep every slow request, thin the rest evenly
+        keep = np.zeros(len(req), bool)
+        keep[:: max(1, len(req) // max_points)] = True
+        keep |= req["dur_ns"].to_numpy() >= np.percentile(req["dur_ns"], 99)
+        req = req[keep]
+    fig = go.Figure()
+    groups = (("measured", ~req["warmup"] & req["ok"], "#1f77b4"), ("warm-up", req["warmup"] & req["ok"], "#aaaaaa"),
+              ("failed", ~req["ok"], "#d62728"))
+    for name, mask, color in groups:
+        part = req[mask.to_numpy()]
+        if part.empty:
+            continue
+        fig.add_scattergl(x=part["request"], y=part["dur_ns"] / 1e6, mode="markers", name=name,
+                          marker={"color": color, "size": 4}, customdata=part["request"],
+                          hovertemplate="request %{customdata}: %{y:.3f} ms<extra>" + name + "</extra>")
+    fig.update_layout(xaxis_title="request (in order)", yaxis_title="end to end (ms)")
+    return layout(fig, title or "Latency over the run")
+
+
+def _note(text: str) -> dict:
+    return {"text": text, "xref": "paper", "yref": "paper", "x": 0, "y": 1.12, "showarrow": False,
+            "xanchor": "left", "font": {"size": 12}}

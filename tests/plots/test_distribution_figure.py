@@ -26,9 +26,18 @@ def test_histogram_counts_every_measured_request_and_keeps_warmup_apart(toy_run)
 def test_percentile_markers_are_the_measured_percentiles(toy_run):
     requests, stages, order = toy_run
     data = traces(distribution_figure(requests, stages, order, stage="parse"))
-    assert decode(data["p50"]["x"]) == [0.0505, 0.0505]
-    assert decode(data["p95"]["x"]) == [0.09505, 0.09505]
-    assert decode(data["p99"]["x"]) == [0.09901, 0.09901]
+    assert decode(data["p50"]["x"]) == [0.0505] * 3
+    assert decode(data["p95"]["x"]) == [0.09505] * 3
+    assert decode(data["p99"]["x"]) == [0.09901] * 3
+
+
+def test_percentile_labels_sit_at_three_heights_so_they_never_overprint(toy_run):
+    requests, stages, order = toy_run
+    data = traces(distribution_figure(requests, stages, order, stage="parse"))
+    heights = [decode(data[p]["y"])[1] for p in ("p50", "p95", "p99")]
+    top = decode(data["p50"]["y"])[2]
+    assert heights == pytest.approx([top, 0.88 * top, 0.76 * top])
+    assert [data[p]["text"][1].strip() for p in ("p95", "p99")] == ["p95 0.095 ms", "p99 0.099 ms"]
 
 
 def test_cdf_endpoints(toy_run):

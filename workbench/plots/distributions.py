@@ -112,11 +112,13 @@ def _add_cdf(fig: go.Figure, values_ns: np.ndarray, max_points: int, name: str, 
 def _add_markers(fig: go.Figure, measured_ns: np.ndarray, top: float) -> None:
     """p50/p95/p99 as vertical line traces named "p50" etc. (x in ms, data coordinates on any axis)."""
     stats = summarize_ns(measured_ns)
-    for key in ("p50_ms", "p95_ms", "p99_ms"):
+    # Labels sit at three heights, left of their line, so close percentiles never overprint each other.
+    for step, key in enumerate(("p50_ms", "p95_ms", "p99_ms")):
         if stats[key] is None:
             continue
         name = key.removesuffix("_ms")
-        fig.add_scatter(x=[stats[key], stats[key]], y=[0, top], name=name, mode="lines+text",
+        label_y = top * (1.0 - 0.12 * step)
+        fig.add_scatter(x=[stats[key], stats[key], stats[key]], y=[0, label_y, top], name=name, mode="lines+text",
                         line=dict(color=PERCENTILE_COLORS[key], dash="dot", width=2),
-                        text=["", f"{name} {stats[key]:.3g} ms"], textposition="top center",
+                        text=["", f"{name} {stats[key]:.3g} ms ", ""], textposition="middle left",
                         hovertemplate=f"{name} %{{x:.4g}} ms<extra></extra>")

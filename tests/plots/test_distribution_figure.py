@@ -79,3 +79,11 @@ def test_empty_and_bad_arguments(toy_run):
         distribution_figure(requests, stages, order, kind="violin")
     with pytest.raises(ConfigError, match="not in the pipeline"):
         distribution_figure(requests, stages, order, stage="nope")
+
+
+def test_a_log_axis_says_so_in_its_title(toy_run):
+    requests, stages, order = toy_run
+    assert distribution_figure(requests, stages, order).to_dict()["layout"]["xaxis"]["title"]["text"] == \
+        "end to end latency (ms, log scale)"
+    linear = distribution_figure(requests, stages, order, log_x=False).to_dict()["layout"]["xaxis"]["title"]["text"]
+    assert linear == "end to end latency (ms)"

@@ -63,7 +63,8 @@ def batching_curves_figure(sweep: pd.DataFrame, *, sla_ms: float | None = None, 
                         line=dict(color=SLA_COLOR, dash="dash"), hoverinfo="skip")
     fig.update_yaxes(type="log" if log_y else "linear")
     return layout(fig, title or "Latency vs throughput (solid p99, dotted p50; x: unstable)",
-                  xaxis_title="throughput (requests/s)", yaxis_title="latency (ms)", legend="right")
+                  xaxis_title="throughput (requests/s)",
+                  yaxis_title="latency (ms, log scale)" if log_y else "latency (ms)", legend="right")
 
 
 def wait_time_figure(sweep: pd.DataFrame, *, stat: str = "p99_ms", rate_rps: float | None = None,

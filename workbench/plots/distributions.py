@@ -69,7 +69,8 @@ def distribution_figure(requests: pd.DataFrame, stages: pd.DataFrame, stage_orde
     top = max((max(t.y) for t in fig.data), default=1)
     _add_markers(fig, measured, float(top))
     fig.update_xaxes(type="log" if log_x else "linear")
-    return layout(fig, title, xaxis_title=f"{label} latency (ms)", yaxis_title=yaxis)
+    scale = ", log scale" if log_x else ""
+    return layout(fig, title, xaxis_title=f"{label} latency (ms{scale})", yaxis_title=yaxis)
 
 
 def _edges(values_ns: np.ndarray, bins: int, log_x: bool) -> np.ndarray:

@@ -104,3 +104,13 @@ def test_findings_carry_catalog_actions_and_every_kind_has_actions():
                                         ("unknown", None)])
 def test_default_roles_from_standard_stage_names(name, role):
     assert rules.stage_role(name) == role
+
+
+def test_python_stacks_give_an_unnamed_stage_its_role_and_add_evidence():
+    f = facts([stage("mystery", 0.6), stage("hydrate", 0.35)])
+    f["libraries"] = {"mystery": {"sqlite3": 0.8, "json": 0.1}, "hydrate": {"redis": 0.7}}
+    found = rules.dominant_stages(f)
+    assert kinds(found) == [("feature_io", "mystery"), ("feature_io", "hydrate")]
+    assert found[0]["evidence"].endswith("; 80% of its traced time is in sqlite3")
+    f["libraries"] = {"mystery": {"sqlite3": 0.4}}
+    assert kinds(rules.dominant_stages(f)) == [("feature_io", "hydrate")]  # 40 %: not enough to name a role

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.budget import END_TO_END, stage_matrix
+from ..analysis.gc_pauses import gc_summary
 from ..analysis.tail import tail_attribution
 from ..errors import TraceError
 
@@ -22,12 +23,17 @@ def run_facts(run) -> dict[str, Any]:
     from ..analysis.budget import budget
 
     report = _budget(run, budget)
-    trace, trace_error = None, None
+    trace, trace_error, libraries = None, None, {}
     if run.trace_path is not None:
+        from ..analysis.flame import flame_tree
+        from ..analysis.python_frames import library_shares
         from ..analysis.trace_report import analyze
+        from ..trace import load_trace
 
         try:
-            trace = analyze(run.trace_path)
+            loaded = load_trace(run.trace_path)
+            trace = analyze(loaded)
+            libraries = library_shares(flame_tree(loaded.events))
         except TraceError as exc:  # a broken trace loses the trace findings, never the audit
             trace_error = str(exc)
     meta = run.meta
@@ -41,8 +47,9 @@ def run_facts(run) -> dict[str, Any]:
         "trace_error": trace_error,
         "traced_requests": ((meta.get("trace") or {}).get("requests")),
         "roles": dict(meta.get("stage_roles") or {}),
+        "libraries": libraries,
         "noise": meta.get("noise"),
-        "gc": meta.get("gc"),
+        "gc": gc_summary(run.requests, run.stages, run.stage_names),
     }
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..roles import DEFAULT_ROLES, ROLES, stage_role  # noqa: F401 (re-exported for the audit)
 from .catalog import actions_for
 
 DOMINANT_SHARE = 0.30
@@ -40,39 +41,39 @@ PAGEABLE_BYTES_PER_REQUEST = 1 << 20
 SYNC_SHARE = 0.10
 GC_SHARE = 0.05
 
-ROLES = ("io", "remote", "preprocess", "compute", "serialize")
 ROLE_KIND = {"io": "feature_io", "remote": "remote", "preprocess": "preprocess", "compute": "compute",
              "serialize": "serialization"}
-# Standard stage names -> role, for stages that declare none.
-DEFAULT_ROLES = {
-    "parse": "serialize", "deserialize": "serialize", "serialize": "serialize", "encode": "serialize",
-    "hydrate": "io", "feature_hydration": "io", "features": "io", "lookup": "io", "fetch": "io",
-    "preprocess": "preprocess", "tokenize": "preprocess", "decode": "preprocess", "resize": "preprocess",
-    "forward": "compute", "model": "compute", "model_forward": "compute", "inference": "compute",
-    "postprocess": "compute", "remote": "remote", "rpc": "remote", "call": "remote",
-}
 WAIT_STAGES = ("batch_wait", "queue_wait")
-
-
-def stage_role(stage: str, declared: dict[str, str] | None = None) -> str | None:
-    """The declared role, else the default for a standard name, else None."""
-    if declared and declared.get(stage):
-        return declared[stage]
-    return DEFAULT_ROLES.get(stage)
 
 
 def dominant_stages(facts: dict[str, Any]) -> list[dict]:
     out = []
     for s in facts["budget"]["stages"]:
-        role = stage_role(s["name"], facts.get("roles"))
+        role, stack_note = _role_and_stack_evidence(s["name"], facts)
         if s["name"] in WAIT_STAGES or role is None or s.get("share") is None or s["share"] < DOMINANT_SHARE:
             continue
         out.append({"kind": ROLE_KIND[role], "stage": s["name"],
                     "evidence": f"{s['name']}{'' if role == s['name'] else f' ({role})'} takes {s['share']:.0%} "
                                 f"of the mean end to end "
-                                f"(p50 {s['p50_ms']:.3f} ms, p99 {s['p99_ms']:.3f} ms)",
+                                f"(p50 {s['p50_ms']:.3f} ms, p99 {s['p99_ms']:.3f} ms){stack_note}",
                     "numbers": {"share": s["share"], "p50_ms": s["p50_ms"], "p99_ms": s["p99_ms"]}})
     return out
+
+
+def _role_and_stack_evidence(stage: str, facts: dict[str, Any]) -> tuple[str | None, str]:
+    """The stage's role (declared, default, else inferred from its Python frames) and the stack evidence."""
+    from ..analysis.python_frames import inferred_role
+
+    role = stage_role(stage, facts.get("roles"))
+    shares = (facts.get("libraries") or {}).get(stage) or {}
+    if not shares:
+        return role, ""
+    lib = max(shares, key=shares.get)
+    note = f"; {shares[lib]:.0%} of its traced time is in {lib}"
+    if role is None:
+        guess = inferred_role(shares)
+        role = guess[0] if guess else None
+    return role, note
 
 
 def tail_stages(facts: dict[str, Any]) -> list[dict]:

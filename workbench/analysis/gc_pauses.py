@@ -1,0 +1,47 @@
+"""Garbage-collection pauses per stage, and how much of the tail they make.
+
+Input: a run's tables whose ``stages`` carry ``gc_ns`` (GC pause time inside
+each stage call, recorded by the timing run through ``gc.callbacks``; see
+:mod:`workbench.gcprobe`). Only successful measured requests count, as in the
+budget. Out (``show --json`` key ``gc``)::
+
+    {"pause_ms_total": float, "requests_with_gc": int, "requests": int,
+     "stages": {stage: {"pause_ms_total", "requests_with_gc", "share_of_stage_time"}},
+     "share_slowest_5pct": float, "stage": str | None}
+
+``share_slowest_5pct`` is GC time over end-to-end time in the slowest 5 %
+(the audit's ``gc`` rule reads it); ``stage`` is the stage with the most GC time.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from .budget import END_TO_END, measured_ok, stage_matrix
+from .tail import slowest
+
+
+def gc_summary(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]) -> dict[str, Any] | None:
+    """The ``gc`` object (module docstring), or None when the run recorded no GC times."""
+    if "gc_ns" not in stages.columns or stages["gc_ns"].isna().all():
+        return None
+    req, st = measured_ok(requests, stages)
+    gc_wide = stage_matrix(requests, stages, stage_order, "gc_ns")[stage_order].fillna(0).astype("int64")
+    host = stage_matrix(requests, stages, stage_order)
+    per_request = gc_wide.sum(axis=1)
+    e2e = host[END_TO_END].astype("int64").rename("e2e_ns")
+    e2e.index.name = "request"
+    tail_ids = slowest(e2e, 0.05) if len(e2e) else pd.Index([])
+    tail_e2e = float(e2e.loc[tail_ids].sum()) if len(tail_ids) else 0.0
+    per_stage = {}
+    for s in stage_order:
+        stage_time = float(host[s].fillna(0).sum())
+        per_stage[s] = {"pause_ms_total": float(gc_wide[s].sum()) / 1e6, "requests_with_gc": int((gc_wide[s] > 0).sum()),
+                        "share_of_stage_time": float(gc_wide[s].sum()) / stage_time if stage_time else 0.0}
+    top = max(stage_order, key=lambda s: per_stage[s]["pause_ms_total"]) if stage_order else None
+    return {"pause_ms_total": float(per_request.sum()) / 1e6, "requests_with_gc": int((per_request > 0).sum()),
+            "requests": int(len(req)), "stages": per_stage,
+            "share_slowest_5pct": float(per_request.loc[tail_ids].sum()) / tail_e2e if tail_e2e else 0.0,
+            "stage": top if top and per_stage[top]["pause_ms_total"] > 0 else None}
+

@@ -1,0 +1,77 @@
+"""Which libraries a stage's time is spent in, from the Python frames of a traced run.
+
+With ``with_stack`` the traced run records every Python call inside a stage,
+so the flame tree goes stage -> Python functions -> ops. This sums, per stage,
+the time inside the outermost frame of each known library (a PIL call that
+calls more PIL counts once), as a share of the stage's time. The audit reads
+it as evidence of what a stage does: sqlite3 or redis is I/O, sockets, ssl and
+HTTP clients are a remote call, PIL or OpenCV is preprocessing.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+# library -> substrings of a frame name (``PIL/Image.py(123): resize``, ``<built-in method execute of
+# sqlite3.Cursor object ...>``); matched case-sensitively.
+LIBRARIES = {
+    "PIL": ("PIL/",), "cv2": ("cv2",), "sqlite3": ("sqlite3",), "redis": ("redis/",),
+    "socket": ("socket.py", "ssl.py", "http/client.py", "urllib3/", "httpx/", "requests/", "aiohttp/"),
+    "tokenizers": ("tokenizers",), "json": ("json/",),
+}
+ROLE_OF_LIBRARY = {"PIL": "preprocess", "cv2": "preprocess", "sqlite3": "io", "redis": "io", "socket": "remote",
+                   "tokenizers": "preprocess", "json": "serialize"}
+
+
+def library_of(name: str) -> str | None:
+    """The library a frame name belongs to, or None."""
+    for lib, needles in LIBRARIES.items():
+        if any(n in name for n in needles):
+            return lib
+    return None
+
+
+def library_shares(tree: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """Stage -> {library: share of the stage's total time in that library's outermost frames}.
+
+    ``tree``: a flame tree (:func:`workbench.analysis.flame.flame_tree`; parents before children).
+    Stages without Python frames of a known library are left out.
+    """
+    ids = tree["id"].to_numpy()
+    parent = tree["parent"].to_numpy()
+    kinds = tree["kind"].astype(str).to_numpy()
+    names = tree["name"].astype(str).to_numpy()
+    total = tree["total_ns"].to_numpy(np.int64)
+    pos = {int(i): k for k, i in enumerate(ids)}
+    stage_of = np.full(len(ids), -1)
+    inside = np.zeros(len(ids), dtype=bool)  # already inside some library's frame
+    sums: dict[tuple[str, str], int] = {}
+    stage_total: dict[str, int] = {}
+    for k in range(len(ids)):
+        p = pos.get(int(parent[k]), -1)
+        if kinds[k] == "stage":
+            stage_of[k], inside[k] = k, False
+            stage_total[names[k]] = stage_total.get(names[k], 0) + int(total[k])
+            continue
+        stage_of[k] = stage_of[p] if p >= 0 else -1
+        inside[k] = inside[p] if p >= 0 else False
+        if stage_of[k] < 0 or inside[k] or kinds[k] != "python":
+            continue
+        lib = library_of(names[k])
+        if lib is not None:
+            key = (names[stage_of[k]], lib)
+            sums[key] = sums.get(key, 0) + int(total[k])
+            inside[k] = True
+    out: dict[str, dict[str, float]] = {}
+    for (stage, lib), ns in sums.items():
+        if stage_total.get(stage):
+            out.setdefault(stage, {})[lib] = ns / stage_total[stage]
+    return out
+
+
+def inferred_role(shares: dict[str, float], threshold: float = 0.5) -> tuple[str, str, float] | None:
+    """``(role, library, share)`` when one library holds at least ``threshold`` of a stage's time."""
+    if not shares:
+        return None
+    lib = max(shares, key=shares.get)
+    return (ROLE_OF_LIBRARY[lib], lib, shares[lib]) if shares[lib] >= threshold else None

@@ -14,9 +14,24 @@ def run_figures(run, facts: dict[str, Any]) -> list[tuple[str, Any]]:
             ("Tail attribution: each stage's share of the slowest requests against the median ones",
              tail_figure(facts["tail"])),
             ("Latency over the run: drift, spikes, throttling", latency_over_run_figure(run.requests))]
+    figs += _attribute_figures(run)
     if facts.get("trace") is not None:
         figs += _trace_figures(run)
     return figs
+
+
+def _attribute_figures(run) -> list[tuple[str, Any]]:
+    """The strongest stage-attribute correlation, drawn, when the pipeline declared describe=."""
+    from ..analysis.attributes import attribute_correlations
+    from ..plots.tail import attribute_figure
+
+    rows = [r for r in attribute_correlations(run.requests, run.stages, run.stage_names)
+            if r["rho"] is not None and r["stage"] != "end_to_end"]
+    if not rows:
+        return []
+    best = rows[0]
+    return [(f"What {best['stage']}'s time tracks", attribute_figure(run.requests, run.stages, best["stage"],
+                                                                    best["attribute"], rho=best["rho"], ci=best["ci"]))]
 
 
 def _trace_figures(run) -> list[tuple[str, Any]]:

@@ -70,3 +70,34 @@ def latency_over_run_figure(requests: pd.DataFrame, *, title: str | None = None,
 def _note(text: str) -> dict:
     return {"text": text, "xref": "paper", "yref": "paper", "x": 0, "y": 1.12, "showarrow": False,
             "xanchor": "left", "font": {"size": 12}}
+
+
+def attribute_figure(requests: pd.DataFrame, stages: pd.DataFrame, stage: str, attribute: str, *,
+                     rho: float | None = None, ci: list[float] | None = None, title: str | None = None,
+                     max_points: int = 20_000) -> go.Figure:
+    """Stage time (ms) against a ``describe=`` attribute, one point per successful measured request.
+
+    The title carries Spearman's rho and its interval when given ("forward tracks seq_len, rho 0.91").
+    """
+    from ..analysis.attributes import ATTR_PREFIX
+    from ..analysis.budget import stage_matrix
+
+    column = ATTR_PREFIX + attribute
+    if column not in requests.columns:
+        return empty_figure(f"no attribute {attribute!r} recorded (declare describe= on a stage)", title)
+    wide = stage_matrix(requests, stages, [s for s in dict.fromkeys(stages["stage"])])
+    if stage not in wide.columns:
+        return empty_figure(f"no stage {stage!r} in this run", title)
+    values = requests.set_index("request")[column].reindex(wide.index)
+    both = pd.DataFrame({"x": pd.to_numeric(values, errors="coerce"), "y": wide[stage] / 1e6}).dropna()
+    if both.empty:
+        return empty_figure(f"no request with both {stage} and {attribute}", title)
+    both = both.iloc[:: max(1, len(both) // max_points)]
+    fig = go.Figure()
+    fig.add_scattergl(x=both["x"], y=both["y"], mode="markers", marker={"size": 5, "opacity": 0.6},
+                      customdata=both.index, name=stage,
+                      hovertemplate=f"request %{{customdata}}<br>{attribute} %{{x:g}}<br>{stage} %{{y:.3f}} ms<extra></extra>")
+    fig.update_layout(xaxis_title=attribute, yaxis_title=f"{stage} (ms)")
+    label = title or (f"{stage} tracks {attribute}: Spearman rho {rho:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
+                      if rho is not None and ci else f"{stage} against {attribute}")
+    return layout(fig, label)

@@ -18,20 +18,30 @@ FORMAT = "workbench.audit"
 VERSION = 1
 
 
-def audit_run(run, sla_ms: float | None = None) -> dict[str, Any]:
-    """One run's audit entry: ``{"run", "label", "sla_ms", "summary", "baseline", "findings"}``."""
+def audit_run(run, sla_ms: float | None = None, *, try_actions: bool = False, try_requests: int = 200,
+              compare_fn=None) -> dict[str, Any]:
+    """One run's audit entry: ``{"run", "label", "sla_ms", "summary", "baseline", "findings", "notes", "trials"}``.
+
+    try_actions: measure the actions the workbench can make itself (:mod:`workbench.audit.trial`).
+    """
     facts = run_facts(run)
     found = findings(facts)
     for f in found:
         _add_estimates(run, facts, f)
+    trials = []
+    if try_actions:
+        from .trial import try_actions as measure
+
+        trials = measure(run, found, requests=try_requests, compare_fn=compare_fn)
     baseline = _baseline(facts, sla_ms)
-    return {"run": facts["run"], "label": facts["label"], "sla_ms": sla_ms, "summary": summary(facts, baseline, found, sla_ms),
-            "baseline": baseline, "findings": found, "notes": _notes(facts)}
+    return {"run": facts["run"], "label": facts["label"], "sla_ms": sla_ms,
+            "summary": summary(facts, baseline, found, sla_ms), "baseline": baseline, "findings": found,
+            "notes": _notes(facts), "trials": trials}
 
 
-def audit(runs, sla_ms: float | None = None) -> dict[str, Any]:
-    """The JSON of ``python -m workbench audit --json``."""
-    return {"format": FORMAT, "version": VERSION, "runs": [audit_run(r, sla_ms) for r in runs]}
+def audit(runs, sla_ms: float | None = None, **kwargs) -> dict[str, Any]:
+    """The JSON of ``python -m workbench audit --json`` (kwargs: see :func:`audit_run`)."""
+    return {"format": FORMAT, "version": VERSION, "runs": [audit_run(r, sla_ms, **kwargs) for r in runs]}
 
 
 def _baseline(facts: dict[str, Any], sla_ms: float | None) -> dict[str, Any]:
@@ -87,9 +97,19 @@ def summary(facts: dict[str, Any], baseline: dict[str, Any], found: list[dict], 
             parts.append(f"a {est['timeout_ms']:g} ms timeout on {est['stage']} would give p99 about "
                          f"{est['p99_ms']:.3g} ms (estimate)")
             break
+    best = _best_measured(found)
+    if best:
+        parts.append(f"measured: {best['sentence']}")
     if baseline.get("noisy"):
         parts.append("the run was noisy: " + "; ".join(baseline["noise_reasons"]))
     return "; ".join(parts)
+
+
+def _best_measured(found: list[dict]) -> dict | None:
+    """The measured action with the largest real p50 gain ("faster" verdicts only)."""
+    measured = [a["measured"] for f in found for a in f["actions"]
+                if (a.get("measured") or {}).get("verdict") == "faster"]
+    return min(measured, key=lambda m: m["p50_ratio"]) if measured else None
 
 
 def _notes(facts: dict[str, Any]) -> list[str]:
@@ -178,4 +198,6 @@ def _gain_html(action: dict) -> str:
     measured = action.get("measured")
     if measured:
         return f" <b>Measured:</b> {html.escape(measured['sentence'])}"
+    if action.get("not_tried"):
+        return f" <i>(not tried: {html.escape(action['not_tried'])})</i>"
     return ""

@@ -14,6 +14,11 @@ def register(subparsers) -> None:
                               description="Write an offline audit of saved runs: one self-contained HTML file or JSON.")
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="run folders")
     p.add_argument("--sla-ms", type=float, help="end-to-end p99 target in ms")
+    p.add_argument("--try", dest="try_actions", action="store_true",
+                   help="measure the actions the workbench can make itself (precision, batch size, threads) "
+                        "with the interleaved comparison")
+    p.add_argument("--try-requests", type=int, default=200, metavar="N",
+                   help="measured requests per configuration for --try (default 200)")
     out = p.add_mutually_exclusive_group(required=True)
     out.add_argument("--out", type=Path, help="HTML file to write (opens offline)")
     out.add_argument("--json", action="store_true", help="print the audit as one JSON object")
@@ -26,15 +31,18 @@ def run(args) -> int:
 
     if args.sla_ms is not None and not args.sla_ms > 0:
         raise ConfigError(f"--sla-ms must be > 0, got {args.sla_ms}")
+    if args.try_requests < 20:
+        raise ConfigError(f"--try-requests must be >= 20 (two blocks of 10), got {args.try_requests}")
     runs = [load_run(p) for p in args.runs]
+    options = {"try_actions": args.try_actions, "try_requests": args.try_requests}
     if args.json:
-        print(json.dumps(audit(runs, args.sla_ms), indent=2))
+        print(json.dumps(audit(runs, args.sla_ms, **options), indent=2))
         return 0
     from ..audit.facts import run_facts
     from ..audit.figures import run_figures
     from ..audit.report import FORMAT, VERSION, render_html
 
-    doc = {"format": FORMAT, "version": VERSION, "runs": [audit_run(r, args.sla_ms) for r in runs]}
+    doc = {"format": FORMAT, "version": VERSION, "runs": [audit_run(r, args.sla_ms, **options) for r in runs]}
     figures = {str(r.path): run_figures(r, run_facts(r)) for r in runs}
     _write_atomically(args.out, render_html(doc, figures))
     print(f"audit of {len(runs)} run(s) written to {args.out}")

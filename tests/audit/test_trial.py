@@ -1,0 +1,75 @@
+"""audit --try: concrete changes per run, measured through an injected comparison, never promised."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from workbench.audit.report import audit_run
+from workbench.audit.trial import concrete_change, try_actions
+from workbench.record import load_run
+
+RUNS = Path(__file__).resolve().parents[2] / "data" / "runs"
+
+
+@dataclass
+class FakeComparison:
+    result: dict
+
+
+def fake_compare(ratios):
+    calls = []
+
+    def compare(factory, configs, *, base, requests, seed):
+        calls.append((configs[1], base, requests))
+        r = ratios[tuple(configs[1].items())]
+        e2e = {"p50_ratio": r, "p50_ci": [r - 0.02, r + 0.02], "p99_ratio": r, "p99_ci": [r - 0.05, r + 0.05],
+               "verdict": "faster" if r < 0.97 else "no detectable difference"}
+        return FakeComparison({"end_to_end": e2e, "noise": {"noisy": False}, "min_effect": 0.02})
+
+    compare.calls = calls
+    return compare
+
+
+def test_concrete_changes_follow_the_run_config():
+    run = load_run(RUNS / "text-cpu-bs8-fp32")
+    assert concrete_change(run, {"title": "t", "try": {"precision": "bf16"}}) == ({"precision": "bf16"}, None)
+    assert concrete_change(run, {"title": "t", "try": {"batch_size": "double"}}) == ({"batch_size": 16}, None)
+    assert concrete_change(run, {"title": "t", "try": None}) == (None, None)
+    cuda = load_run(RUNS / "text-cuda-bs1-fp32")
+    assert concrete_change(cuda, {"title": "t", "try": {"precision": "int8"}})[1] == \
+        "int8 dynamic quantization runs on CPU only"
+
+
+def test_measured_gains_are_attached_and_shared_between_findings():
+    run = load_run(RUNS / "text-cpu-bs8-fp32")
+    compare = fake_compare({(("precision", "bf16"),): 0.8, (("precision", "int8"),): 1.0, (("threads", 1),): 0.5})
+    entry = audit_run(run, try_actions=True, try_requests=60, compare_fn=compare)
+    actions = {a["title"]: a for f in entry["findings"] for a in f["actions"]}
+    bf16 = actions["Run the model in bf16 (or int8 dynamic quantization on CPU)"]["measured"]
+    assert bf16["p50_ratio"] == 0.8 and bf16["verdict"] == "faster" and bf16["per"] == "request"
+    assert bf16["sentence"].startswith("precision=bf16: end-to-end p50 x0.80 [0.78, 0.82]")
+    assert "torch.compile" in " ".join(a for a in actions if "not_tried" not in actions[a] and "measured" not in actions[a])
+    assert [c[0] for c in compare.calls] == [{"precision": "bf16"}, {"precision": "int8"}, {"threads": 1}]
+    assert all(c[2] == 60 for c in compare.calls)
+    assert "measured: threads=1: end-to-end p50 x0.50" in entry["summary"]
+
+
+def test_a_batch_size_trial_reports_per_item_ratios():
+    run = load_run(RUNS / "text-cuda-bs1-fp32")  # launch-bound: the launch action doubles the batch
+    findings = [{"kind": "launch", "actions": [{"title": "Batch more requests per call", "why": "",
+                                                "try": {"batch_size": "double"}}]}]
+    compare = fake_compare({(("batch_size", 2),): 1.2})
+    try_actions(run, findings, requests=40, compare_fn=compare)
+    m = findings[0]["actions"][0]["measured"]
+    assert m["per"] == "item" and m["p50_ratio"] == pytest.approx(0.6) and m["p50_ci"] == pytest.approx([0.59, 0.61])
+    assert m["verdict"] == "faster"
+
+
+def test_a_run_whose_factory_cannot_be_rebuilt_says_so(tmp_path):
+    run = load_run(RUNS / "text-cpu-bs8-fp32")
+    run.meta["pipeline"] = "someone-elses"
+    findings = [{"kind": "compute", "actions": [{"title": "x", "why": "", "try": {"precision": "bf16"}}]}]
+    assert try_actions(run, findings, compare_fn=fake_compare({})) == []
+    assert "does not say which factory built it" in findings[0]["actions"][0]["not_tried"]

@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PORT   ?= 8866
 
-.PHONY: dashboard test bench data lock browser clean-venv
+.PHONY: dashboard room lab test bench data lock browser redis clean-venv
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,14 +20,30 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium missing: sudo apt-get install chromium (the browser test will skip)"; fi; }
 
-# JUPYTER_PATH adds our Voila template (lab without its CDN stylesheet links).
-dashboard: $(STAMP)
-	JUPYTER_PATH=$(CURDIR)/share/jupyter $(VENV)/bin/voila notebooks/dashboards --no-browser --port=$(PORT) \
-	  --template=workbench \
-	  --Voila.ip=127.0.0.1 --Voila.tornado_settings="{'allow_origin': ''}" \
-	  --VoilaConfiguration.file_allowlist="['.*\.(png|jpg|gif|svg|json|gz)']"
+# Debian's redis-server for the Redis feature store and cache tests (tests start their own on a free port).
+redis:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	  else echo "redis-server missing: sudo apt-get install redis-server (the Redis tests will skip)"; fi; }
 
-test: $(STAMP) browser
+# Our Voila launcher (workbench/room): our template (lab without its CDN links), a Host allow-list,
+# kernels of closed pages shut down or culled within 60 s, a token off loopback (docs/room.md).
+dashboard: $(STAMP)
+	$(PY) -m workbench.room notebooks/dashboards --host 127.0.0.1 --port $(PORT)
+
+# A workshop room: dashboards and notebooks on HOST:PORT, preheated kernels, at most 40,
+# live profiling one at a time; prints the URL (with its token) to hand out.
+HOST ?= 127.0.0.1
+room: $(STAMP)
+	$(PY) -m workbench.room notebooks --room --host $(HOST) --port $(PORT)
+
+# JupyterLab on the notebooks, no browser; it prints the URL with its token.
+LAB_PORT ?= 8888
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --no-browser --ServerApp.root_dir=$(CURDIR)/notebooks --ServerApp.ip=127.0.0.1 \
+	  --ServerApp.port=$(LAB_PORT) $$([ "$$(id -u)" = 0 ] && echo --allow-root)
+
+test: $(STAMP) browser redis
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 bench: $(STAMP)

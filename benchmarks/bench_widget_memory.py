@@ -71,10 +71,7 @@ def peer_session(example: str, profiles: int, requests: int) -> dict:
     for i in range(profiles):
         bs, precision = CONFIGS[i % len(CONFIGS)]
         run = profile(example, PipelineConfig(batch_size=bs, precision=precision), requests=requests, warmup=2, traced=1)
-        if run.trace_path is not None:  # the runner leaves its temporary trace; remove it as the explorer does
-            import shutil
-
-            shutil.rmtree(run.trace_path.parent, ignore_errors=True)
+        run.close()  # the run owns its temporary trace folder; drop it as the explorer does
         del run
         if (i + 1) % 5 == 0 or i + 1 == profiles:
             samples.append((i + 1, round(rss_mb(), 1)))

@@ -71,10 +71,10 @@ def stage_means(run) -> dict:
 
 def trace_stage_gpu_ms(run) -> dict:
     """Per stage: GPU time (ms per request) of the work launched inside the stage, from the trace."""
-    from workbench.analysis.trace_stages import stage_summary
+    from workbench.analysis.trace_stages import trace_stage_summary
     from workbench.trace import load_trace
 
-    table = stage_summary(load_trace(run.trace_path).events)
+    table = trace_stage_summary(load_trace(run.trace_path).events)
     return {row["stage"]: row["gpu_ns"] / row["count"] / 1e6 for row in table.to_dict("records")}
 
 

@@ -1,6 +1,6 @@
 """Regenerate the example data in ``data/``: the feature store and the vocabulary.
 
-    python scripts/make_data.py [--out DIR]
+    python scripts/make_data.py [--out DIR] [--redis-url redis://HOST:PORT/DB]
 
 Writes, deterministically (fixed seeds, fixed insert order, no downloads):
 
@@ -11,6 +11,10 @@ Writes, deterministically (fixed seeds, fixed insert order, no downloads):
   ``meta`` (schema version, seed).
 - ``vocab.txt``: the wordpiece vocabulary of the ``text`` example, one token
   per line, the line number is the token id; special tokens first.
+
+With ``--redis-url``, the same features are then copied row for row into that
+Redis (keys ``wb:tabular:*``, replaced), for the tabular example's
+``--option store=redis``: both stores hold the same features, from this one script.
 
 Idempotent: each file is built in a temporary file and replaces the old one
 only when the bytes differ, so a second run changes nothing.
@@ -72,13 +76,33 @@ car road train flight ticket tickets hotel booking booked reservation reserve se
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Regenerate the example data (feature store, vocabulary).")
-    default_out = Path(__file__).resolve().parents[1] / "data"
-    parser.add_argument("--out", type=Path, default=default_out, help=f"output folder (default {default_out})")
+    repo = Path(__file__).resolve().parents[1]
+    defaults = [repo / "data", repo / "workbench" / "examples" / "data"]  # notebooks' copy, the package's copy
+    parser.add_argument("--out", type=Path, help=f"output folder (default: both {defaults[0]} and {defaults[1]})")
+    parser.add_argument("--redis-url", help="also load the tabular features into this Redis (redis://HOST:PORT/DB)")
     args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name, writer in (("features.sqlite", write_feature_store), ("vocab.txt", write_vocab)):
-        changed = build_file(args.out / name, writer)
-        print(f"{args.out / name}: {'written' if changed else 'unchanged'}")
+    for out in [args.out] if args.out is not None else defaults:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, writer in (("features.sqlite", write_feature_store), ("vocab.txt", write_vocab)):
+            changed = build_file(out / name, writer)
+            print(f"{out / name}: {'written' if changed else 'unchanged'}")
+    if args.redis_url:
+        return load_redis_features((args.out or defaults[0]) / "features.sqlite", args.redis_url)
+    return 0
+
+
+def load_redis_features(sqlite_path: Path, url: str) -> int:
+    """Copy the SQLite feature store into Redis; one line on success, one line and 2 when Redis is absent."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from workbench.errors import WorkbenchError
+    from workbench.examples._feature_redis import load_redis
+
+    try:
+        counts = load_redis(sqlite_path, url)
+    except WorkbenchError as exc:
+        print(f"make_data: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{url}: {', '.join(f'{n} {k}' for k, n in counts.items())} keys from {sqlite_path}")
     return 0
 
 

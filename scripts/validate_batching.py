@@ -11,6 +11,12 @@ draw). Writes ``batching_validation.md`` and ``.json``: simulated vs live p50
 and p99 of end to end, relative error, and pass/miss against the goals
 (15 % on p50, 25 % on p99).
 
+With ``--served``, each configuration is also run served (``workbench serve``
+and ``workbench load --url`` in two more processes; see
+``scripts/_served_validation.py``) and a second table is written beside the
+in-process one; ``--skip-in-process`` keeps the in-process table of the
+existing ``batching_validation.md`` and only redoes the served one.
+
 Both the profiler and the live runs use ``--threads`` torch intra-op threads
 (default 1: on a 2-core machine, two intra-op threads fight the generator and
 batcher threads for the cores). Run folders go to a temporary directory.
@@ -177,19 +183,32 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--configs", type=int, default=len(CONFIGS), help="use the first N configurations")
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "benchmarks" / "results")
+    ap.add_argument("--served", action="store_true", help="also run each configuration served over HTTP")
+    ap.add_argument("--skip-in-process", action="store_true",
+                    help="with --served: keep the in-process table of the existing batching_validation.md")
     args = ap.parse_args(argv)
+    args.goals = GOALS
     import torch
 
     from workbench.device import cpu_model
 
     torch.set_num_threads(args.threads)
-    t0, rows = time.perf_counter(), []
+    from _served_validation import served_markdown, served_row
+
+    t0, rows, served = time.perf_counter(), [], []
     with tempfile.TemporaryDirectory(prefix="wb-batching-validation-") as tmp:
         root = Path(tmp)
         for example in args.examples:
             profiled = service_model_from_runs(profile_sizes(example, args.sizes, args.profile_requests, root / example))
             threaded = threaded_model(example, profiled, args.sizes, args.threaded_batches, root / example)
             for cfg in CONFIGS[: args.configs]:
+                if args.served:
+                    served.append(served_row(example, threaded, cfg, args, root, simulate_pooled))
+                    print(f"served {example} {cfg}: " + json.dumps({k: served[-1][k] for k in (
+                        "served_capacity_rps", "batcher_p50_ms", "batcher_p99_ms", "served_err_p50",
+                        "served_err_p99")}), flush=True)
+                if args.skip_in_process:
+                    continue
                 row = one_config(example, profiled, threaded, cfg, args, root)
                 rows.append(row)
                 print(f"{example:<8} mb={cfg[0]:<3} w={cfg[1]:<4g} {cfg[2]:<8} load={cfg[3]:<5g} "
@@ -207,9 +226,21 @@ def main(argv=None) -> int:
         for q in ("p50", "p99"):
             info[f"{name}_pass_{q}"] = f"{sum(r[f'{name}_pass_{q}'] for r in rows)}/{len(rows)}"
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "batching_validation.md").write_text(markdown(rows, info))
-    (args.out / "batching_validation.json").write_text(json.dumps({"info": info, "rows": rows}, indent=2))
-    print(markdown(rows, info))
+    md_path, json_path = args.out / "batching_validation.md", args.out / "batching_validation.json"
+    if args.skip_in_process:
+        text = md_path.read_text().split("\n## Served")[0].rstrip("\n") + "\n"
+        old = json.loads(json_path.read_text()) if json_path.is_file() else {"info": {}, "rows": []}
+        info, rows = old["info"], old["rows"]
+    else:
+        text = markdown(rows, info)
+    if served:
+        text += served_markdown(served) + (f"\nServed section produced by `python scripts/validate_batching.py "
+                                           f"--served{' --skip-in-process' if args.skip_in_process else ''}` in "
+                                           f"{time.perf_counter() - t0:.0f} s, load average at the end "
+                                           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}.\n")
+    md_path.write_text(text)
+    json_path.write_text(json.dumps({"info": info, "rows": rows, "served": served}, indent=2, default=str))
+    print(text)
     return 0
 
 

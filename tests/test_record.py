@@ -18,7 +18,7 @@ def test_round_trip_keeps_tables_and_meta(tmp_path, run):
     path = run.save(tmp_path / "r1")
     back = load_run(path)
     assert back.meta["stages"] == ["parse", "forward"]
-    assert back.meta["format"] == "workbench.run" and back.meta["version"] == 1
+    assert back.meta["format"] == "workbench.run" and back.meta["version"] == 2
     assert back.requests["dur_ns"].tolist() == run.requests["dur_ns"].tolist()
     assert back.requests["error_message"].tolist() == run.requests["error_message"].tolist()
     assert str(back.stages["device_dur_ns"].dtype) == "Int64"

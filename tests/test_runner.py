@@ -18,7 +18,9 @@ def test_timing_run_records_exact_stage_times(fake_clock):
     assert list(fwd["start_ns"]) == [1_000 + 8_000 * i for i in range(6)]
     assert run.stages["device_dur_ns"].isna().all()
     assert run.meta["stages"] == ["parse", "forward", "serialize"]
-    assert run.meta["timing"] == {"warmup": 2, "requests": 4, "clock": "time.perf_counter_ns", "sync": None, "device_timer": None}
+    assert run.meta["timing"] == {"warmup": 2, "requests": 4, "clock": "time.perf_counter_ns", "sync": None,
+                                  "device_timer": None, "requests_asked": 4, "max_duration_s": 30.0,
+                                  "stopped_by": "requests"}
     assert run.trace_path is None
 
 
@@ -94,7 +96,11 @@ def test_traced_run_writes_a_tensorboard_named_gzip_trace(tmp_path, fake_clock):
     events = json.loads(gzip.open(run.trace_path).read())["traceEvents"]
     names = {e.get("name") for e in events}
     assert stage_range_name("forward") in names and "ProfilerStep#1" in names
-    assert run.meta["trace"] == {"requests": 2, "profiler_warmup": 1, "activities": ["cpu"], "failed_requests": 0}
+    trace = dict(run.meta["trace"])
+    memory = trace.pop("memory_by_stage")
+    assert trace == {"requests": 2, "profiler_warmup": 1, "activities": ["cpu"], "failed_requests": 0,
+                     "failures": [], "with_stack": True, "record_shapes": False, "with_modules": False}
+    assert set(memory) == {"parse", "forward"} and memory["forward"]["cuda_max_allocated_mb"] is None
     scratch = run.trace_path.parent
     saved = run.save(tmp_path / "r")
     assert (saved / run.trace_path.name).is_file()

@@ -2,7 +2,7 @@
 
 A factory ``build(config) -> Pipeline`` is called again whenever a slider moves,
 so everything that changes the pipeline lives here: device, batch size,
-precision and free user options.
+precision, torch CPU threads and free user options.
 """
 from __future__ import annotations
 
@@ -23,12 +23,16 @@ class PipelineConfig:
     batch_size: input items per request (one pipeline call), >= 1.
     precision: one of ``fp32``, ``bf16``, ``fp16``, ``int8``.
     options: free user fields (JSON-serialisable), e.g. ``{"hidden": 256}``.
+    threads: torch intra-op CPU threads for the thread that runs the stages, >= 1;
+        None keeps torch's default. OpenMP keeps the count per OS thread, so the
+        runner applies it in every thread that runs stages (see :meth:`apply_threads`).
     """
 
     device: str = "cpu"
     batch_size: int = 1
     precision: str = "fp32"
     options: dict[str, Any] = field(default_factory=dict)
+    threads: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.device, str) or self.device.split(":")[0] not in DEVICES:
@@ -41,6 +45,9 @@ class PipelineConfig:
             )
         if not isinstance(self.options, dict):
             raise ConfigError(f"options must be a dict, got {type(self.options).__name__}")
+        if self.threads is not None and (isinstance(self.threads, bool) or not isinstance(self.threads, int)
+                                         or self.threads < 1):
+            raise ConfigError(f"threads must be an integer >= 1 or None (torch's default), got {self.threads!r}")
 
     @property
     def is_cuda(self) -> bool:
@@ -49,10 +56,26 @@ class PipelineConfig:
     def replace(self, **changes: Any) -> "PipelineConfig":
         return replace(self, **changes)
 
+    def apply_threads(self) -> int | None:
+        """Set torch's intra-op threads in the calling thread when ``threads`` is set.
+
+        Returns the count in force in this thread afterwards (None without torch).
+        Call it in the thread that runs the stages: a worker thread does not
+        inherit the count set elsewhere.
+        """
+        from .device import torch_or_none
+
+        torch = torch_or_none()
+        if torch is None:
+            return None
+        if self.threads is not None and torch.get_num_threads() != self.threads:
+            torch.set_num_threads(self.threads)
+        return torch.get_num_threads()
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "PipelineConfig":
-        known = {k: data[k] for k in ("device", "batch_size", "precision", "options") if k in data}
+        known = {k: data[k] for k in ("device", "batch_size", "precision", "options", "threads") if k in data}
         return cls(**known)

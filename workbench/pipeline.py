@@ -42,12 +42,21 @@ class Stage:
 
     name: str
     fn: Callable[[Any], Any]
+    role: str | None = None
+    describe: Callable[[Any], dict[str, float]] | None = None
 
     def __post_init__(self) -> None:
+        from .roles import ROLES
+
         if not isinstance(self.name, str) or not self.name or self.name.startswith("_"):
             raise ConfigError(f"stage name must be a non-empty string not starting with '_', got {self.name!r}")
         if not callable(self.fn):
             raise ConfigError(f"stage {self.name!r}: fn must be callable, got {type(self.fn).__name__}")
+        if self.role is not None and self.role not in ROLES:
+            raise ConfigError(f"stage {self.name!r}: role must be one of {', '.join(ROLES)}, got {self.role!r}")
+        if self.describe is not None and not callable(self.describe):
+            raise ConfigError(f"stage {self.name!r}: describe must be callable (output -> {{name: number}}), "
+                              f"got {type(self.describe).__name__}")
 
 
 @dataclass
@@ -58,8 +67,9 @@ class Pipeline:
         user request payload; the runner groups ``batch_size`` of them into one
         pipeline call). An iterable is accepted too and is cycled.
     config: the configuration it was built from (set by the factory or runner).
-    device_sync: on CUDA, a callable the runner uses to wait for the device
-        (``torch.cuda.synchronize``); set by the runner, not by users.
+    models: the ``torch.nn.Module`` s the stages run, declared so that a run
+        can fingerprint them (``Pipeline(models=[m])`` or ``pipe.declare_model(m)``);
+        without a declaration a run's model fingerprint is ``unknown``.
     """
 
     name: str
@@ -67,28 +77,54 @@ class Pipeline:
     items: Callable[[], Iterator[Any]] | Iterable[Any] | None = None
     config: PipelineConfig = field(default_factory=PipelineConfig)
     description: str = ""
+    models: list[Any] = field(default_factory=list)
+    quantization: list[dict] = field(default_factory=list, repr=False)  # set by build_pipeline
 
-    def stage(self, fn_or_name: Callable[[Any], Any] | str | None = None):
-        """Decorator appending a stage; ``@pipe.stage`` or ``@pipe.stage("name")``."""
+    def declare_model(self, model: Any) -> Any:
+        """Declare a model the stages use (for the run's fingerprint); returns it unchanged."""
+        if not any(m is model for m in self.models):
+            self.models.append(model)
+        return model
+
+    def stage(self, fn_or_name: Callable[[Any], Any] | str | None = None, *, role: str | None = None,
+              describe: Callable[[Any], dict[str, float]] | None = None):
+        """Decorator appending a stage: ``@pipe.stage``, ``@pipe.stage("name")``, ``@pipe.stage(role="io")``.
+
+        role: what the stage does (``io``, ``remote``, ``preprocess``, ``compute``,
+            ``serialize``; see :mod:`workbench.roles`), for the audit.
+        describe: called on the stage's output after the request, outside every
+            timed region; returns ``{attribute: number}`` (payload bytes, sequence
+            length, cache hit...), recorded per request so the workbench can say
+            what the stage's time tracks.
+        """
         if callable(fn_or_name):
-            self.add(fn_or_name.__name__, fn_or_name)
+            self.add(fn_or_name.__name__, fn_or_name, role=role, describe=describe)
             return fn_or_name
 
         def decorate(fn: Callable[[Any], Any]):
-            self.add(fn_or_name or fn.__name__, fn)
+            self.add(fn_or_name or fn.__name__, fn, role=role, describe=describe)
             return fn
 
         return decorate
 
-    def add(self, name: str, fn: Callable[[Any], Any]) -> "Pipeline":
+    def add(self, name: str, fn: Callable[[Any], Any], *, role: str | None = None,
+            describe: Callable[[Any], dict[str, float]] | None = None) -> "Pipeline":
         if name in self.stage_names:
             raise ConfigError(f"pipeline {self.name!r} already has a stage named {name!r}")
-        self.stages.append(Stage(name, fn))
+        self.stages.append(Stage(name, fn, role, describe))
         return self
 
     @property
     def stage_names(self) -> list[str]:
         return [s.name for s in self.stages]
+
+    @property
+    def stage_roles(self) -> dict[str, str]:
+        """Stage -> role, declared or defaulted from the standard names (stages with neither are left out)."""
+        from .roles import stage_role
+
+        declared = {s.name: s.role for s in self.stages if s.role}
+        return {s.name: r for s in self.stages if (r := stage_role(s.name, declared))}
 
     def item_iterator(self) -> Iterator[Any]:
         """A fresh iterator over input items; raises if the pipeline has none."""
@@ -112,6 +148,56 @@ class Pipeline:
 
 
 Factory = Callable[[PipelineConfig], Pipeline]
+
+
+def exception_where(exc: BaseException) -> str | None:
+    """Where a stage's exception came from, as ``file:line in function``.
+
+    The innermost traceback frame outside the workbench, the standard library
+    and site-packages (the user's own code); else the innermost frame outside
+    the workbench (a library call the user made); None without a traceback.
+    """
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append((tb.tb_frame.f_code, tb.tb_lineno))
+        tb = tb.tb_next
+    outside = [(code, line) for code, line in frames if not _is_under(code.co_filename, _WORKBENCH_DIR)]
+    user = [(code, line) for code, line in outside if not _is_library(code.co_filename)]
+    chosen = (user or outside or [None])[-1]
+    if chosen is None:
+        return None
+    code, line = chosen
+    return f"{code.co_filename}:{line} in {code.co_name}"
+
+
+_WORKBENCH_DIR = str(Path(__file__).resolve().parent)
+
+
+def _library_dirs() -> tuple[str, ...]:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    dirs = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return tuple(str(Path(d).resolve()) for d in dirs if d)
+
+
+_LIBRARY_DIRS = _library_dirs()
+
+
+def _is_under(filename: str, folder: str) -> bool:
+    try:
+        path = str(Path(filename).resolve())
+    except (OSError, ValueError):
+        return False
+    return path == folder or path.startswith(folder + "/")
+
+
+def _is_library(filename: str) -> bool:
+    """Standard library, site-packages, or code without a file (``<frozen ...>``, ``<string>`` of a library)."""
+    if "site-packages" in filename or "dist-packages" in filename or filename.startswith("<frozen"):
+        return True
+    return any(_is_under(filename, d) for d in _LIBRARY_DIRS)
 
 
 def load_factory(spec: str) -> Factory:
@@ -159,9 +245,11 @@ def build_pipeline(factory: Factory, config: PipelineConfig) -> Pipeline:
     becomes a ``PipelineError`` naming the factory.
     """
     from .errors import WorkbenchError
+    from .precision import collect_quantization
 
     try:
-        pipe = factory(config)
+        with collect_quantization() as reports:
+            pipe = factory(config)
     except WorkbenchError:
         raise
     except Exception as exc:
@@ -170,4 +258,5 @@ def build_pipeline(factory: Factory, config: PipelineConfig) -> Pipeline:
     if not isinstance(pipe, Pipeline):
         raise PipelineError(f"pipeline factory returned {type(pipe).__name__}, expected workbench.Pipeline")
     pipe.config = config
+    pipe.quantization = list(reports)
     return pipe.validate()

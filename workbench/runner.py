@@ -10,9 +10,12 @@ so TensorBoard's profiler plugin and Perfetto open it. The result is a
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import itertools
 import os
 import platform
+import shutil
 import sys
 import tempfile
 import time
@@ -25,24 +28,32 @@ import pandas as pd
 
 from .config import PipelineConfig
 from .device import check_device, cpu_model, device_name, require_torch
-from .errors import ConfigError, PipelineError, WorkbenchError
+from .errors import ConfigError, PipelineError
 from .naming import stage_range_name
 from .pipeline import Pipeline, build_pipeline
 from .precision import check_precision
-from .record import REQUEST_COLUMNS, SCRATCH_PREFIX, STAGE_COLUMNS, Run, typed_table
-from .timing import SYNC_POLICIES, Clock, CudaStageTimer, RequestTiming, time_request
+from .record import Run, build_tables, request_row, scratch_folder, stage_rows
+from .timing import SYNC_POLICIES, Clock, CudaStageTimer, RequestTiming, StageFailure, time_request
+from .guard import Cancelled, Interrupted, check_timeout, guarded, is_timeout  # noqa: F401 (Cancelled: public here)
+from .memory import MemorySampler, RssReader, StageMemory, rss_bytes
 
 Progress = Callable[[int, int, str], None]
-
-
-class Cancelled(WorkbenchError):
-    """The run was cancelled (``cancel.is_set()`` became true)."""
+DEFAULT_REQUESTS = 600  # bounds the p99 interval (the order-statistic interval needs about 563)
+DEFAULT_MAX_DURATION_S = 30.0
+STATUS_COMPLETE, STATUS_TIMEOUT, STATUS_INTERRUPTED = "complete", "incomplete: timeout", "interrupted"
+RUNNER_FIELDS = ("batch_size", "threads")  # what the runner applies itself, so a built Pipeline honours them
 
 
 def resolve_pipeline(target: Pipeline | Callable | str, config: PipelineConfig | None) -> Pipeline:
-    """A built pipeline from a Pipeline, a factory, or an example name."""
+    """A built pipeline from a Pipeline, a factory, or an example name.
+
+    A built Pipeline with a config: ``batch_size`` and ``threads`` are the
+    runner's to apply, so they are honoured; device, precision and options were
+    fixed when the pipeline was built, so a config that differs there is a
+    ConfigError (pass the factory instead), never silently ignored.
+    """
     if isinstance(target, Pipeline):
-        return target.validate()
+        return _with_config(target.validate(), config)
     config = config or PipelineConfig()
     check_precision(config)  # an impossible combination is named even where the device is missing
     check_device(config.device)
@@ -55,58 +66,177 @@ def resolve_pipeline(target: Pipeline | Callable | str, config: PipelineConfig |
     return build_pipeline(target, config)
 
 
+def _with_config(pipe: Pipeline, config: PipelineConfig | None) -> Pipeline:
+    """A copy of a built pipeline running under ``config``'s runner fields, or a ConfigError."""
+    if config is None:
+        return pipe
+    for name in ("device", "precision", "options"):
+        built, wanted = getattr(pipe.config, name), getattr(config, name)
+        if built != wanted:
+            raise ConfigError(
+                f"profile(pipeline, config): pipeline {pipe.name!r} was built with {name}={built!r} but the config "
+                f"asks for {name}={wanted!r}; a built Pipeline cannot change {name}: pass its factory "
+                f"(profile(build, config)) or build the pipeline with Pipeline(..., config=config)")
+    return dataclasses.replace(pipe, config=pipe.config.replace(**{k: getattr(config, k) for k in RUNNER_FIELDS}))
+
+
 def profile(
     target: Pipeline | Callable | str,
     config: PipelineConfig | None = None,
     *,
-    requests: int = 200,
+    requests: int = DEFAULT_REQUESTS,
+    max_duration_s: float | None = DEFAULT_MAX_DURATION_S,
     warmup: int = 10,
     traced: int = 5,
     sync: str = "stage",
     clock: Clock = time.perf_counter_ns,
     progress: Progress | None = None,
     cancel: Any = None,
+    noise_readings: Any = None,
+    timeout_s: float | None = None,
+    read_rss: RssReader | None = None,
+    stacks: bool = True,
+    shapes: bool = False,
+    modules: bool = False,
 ) -> Run:
     """Measure a pipeline stage by stage and return the run (not yet saved).
 
-    requests: measured requests (pipeline calls of ``batch_size`` items), >= 1.
+    requests: measured requests (pipeline calls of ``batch_size`` items), >= 1;
+        default 600, enough for the distribution-free p99 interval to be bounded.
+    max_duration_s: stop measuring after this many seconds of measured requests
+        (by ``clock``), whichever of the two comes first; default 30 s, None: no limit.
     warmup: requests run first and reported apart, >= 0.
     traced: requests in the separate ``torch.profiler`` run (0 = no trace).
     sync: CUDA synchronization policy, see ``workbench.timing``.
     cancel: anything with ``is_set()`` (a ``threading.Event``); checked between requests.
+    noise_readings: a :class:`workbench.noise.Readings` (tests inject one).
+    timeout_s: seconds one request may take (None: no limit). Past it the request is a
+        ``Timeout`` failure, its stage's thread is abandoned, the run stops and is returned
+        with ``status`` "incomplete: timeout" (``workbench.guard``).
+    read_rss: RSS reader in bytes for the memory trend (``workbench.memory``; tests inject one).
+    stacks, shapes, modules: what the traced run records besides operators and kernels:
+        Python call stacks inside stages (torch.profiler ``with_stack``: the flame graph
+        then goes stage -> Python functions -> ops -> kernels), operator input shapes
+        (``record_shapes``) and module names (``with_modules``). They cost time only in the
+        traced run, never in the timing run's percentiles.
+    Ctrl-C raises :class:`workbench.guard.Interrupted` whose ``run`` holds what was measured
+    (status "interrupted"; the timing run is kept when the traced run is cut).
     """
-    _check_counts(requests, warmup, traced, sync)
+    timeout_s = check_timeout(timeout_s)
+    _check_counts(requests, warmup, traced, sync, max_duration_s)
+    build_started_ns = time.perf_counter_ns()
     pipe = resolve_pipeline(target, config)
+    build_ns = None if isinstance(target, Pipeline) else time.perf_counter_ns() - build_started_ns
+    cfg = pipe.config
+    threads_before = _torch_threads()
+    scratch: list[Path] = []  # a finished trace's folder, until the Run owns it
+    try:
+        threads = cfg.apply_threads()  # in this thread: the one that runs the stages
+        return _measure(pipe, target, threads, requests, max_duration_s, warmup, traced, sync, clock,
+                        progress, cancel, noise_readings, timeout_s, read_rss, scratch,
+                        TraceOptions(stacks, shapes, modules), build_ns)
+    except BaseException:  # Ctrl-C or an error after the traced run: no scratch folder left behind
+        for folder in scratch:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    finally:
+        if cfg.threads is not None and threads_before is not None:
+            require_torch().set_num_threads(threads_before)
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceOptions:
+    """What the traced run records besides operators and kernels (see :func:`profile`)."""
+
+    stacks: bool = True
+    shapes: bool = False
+    modules: bool = False
+
+
+def _measure(pipe, target, threads, requests, max_duration_s, warmup, traced, sync, clock, progress, cancel,
+             noise_readings, timeout_s=None, read_rss=None, scratch=None, trace_options=TraceOptions(),
+             build_ns=None) -> Run:
+    from .fingerprint import run_fingerprint
+    from .noise import NoiseProbe, Readings
+
     cfg = pipe.config
     items = pipe.item_iterator()
     started = datetime.now(timezone.utc)
-    timings = _timing_run(pipe, items, warmup + requests, sync, clock, progress, cancel)
+    probe = NoiseProbe(noise_readings or Readings()).start()
+    deadline_ns = None if max_duration_s is None else int(max_duration_s * 1e9)
+    memory = MemorySampler(read_rss or rss_bytes, start=warmup)
+    timings, status = _timing_run(pipe, items, warmup + requests, sync, clock, progress, cancel, warmup, deadline_ns,
+                                  timeout_s, memory)
     requests_df, stages_df = _tables(timings, pipe.stage_names, warmup, cfg.batch_size)
+    attributes = _describe(pipe, timings, requests_df)
+    measured = requests_df[~requests_df["warmup"] & requests_df["ok"]]
+    noise = probe.finish(threads, measured["dur_ns"].to_numpy())
     trace_path, trace_meta = None, None
-    if traced:
-        trace_path, trace_meta = _traced_run(pipe, items, traced, progress, cancel)
+    if traced and status == STATUS_COMPLETE:
+        try:
+            trace_path, trace_meta = _traced_run(pipe, items, traced, progress, cancel, trace_options)
+            if scratch is not None:
+                scratch.append(trace_path.parent)
+        except KeyboardInterrupt:  # the timing run is kept; _traced_run removed its scratch folder
+            status = STATUS_INTERRUPTED
+    env = environment(cfg)
+    n_measured = len(timings) - min(warmup, len(timings))
     meta = {
         "kind": "profile",
         "pipeline": pipe.name,
         "description": pipe.description,
         "stages": pipe.stage_names,
         "config": cfg.to_dict(),
-        "env": environment(cfg),
+        "env": env,
         "created": started.isoformat(),
-        "timing": {"warmup": warmup, "requests": requests, "clock": "time.perf_counter_ns",
+        "timing": {"warmup": warmup, "requests": n_measured, "clock": "time.perf_counter_ns",
                    "sync": sync if cfg.is_cuda else None,
-                   "device_timer": "cuda_events" if cfg.is_cuda else None},
+                   "device_timer": "cuda_events" if cfg.is_cuda else None,
+                   "requests_asked": requests, "max_duration_s": max_duration_s,
+                   "stopped_by": (("requests" if n_measured >= requests else "max_duration_s")
+                                  if status == STATUS_COMPLETE else status)},
         "trace": trace_meta,
+        "fingerprint": run_fingerprint(pipe, target, threads, env),
+        "noise": noise,
+        "quantization": quantization_meta(pipe),
+        "status": status,
+        "memory": memory.summary(),
+        "stage_roles": pipe.stage_roles,
+        "attributes": attributes,
+        "cold_start": _cold_start(build_ns, timings),
     }
-    return Run(meta=meta, requests=requests_df, stages=stages_df, trace_path=trace_path)
+    run = Run(meta=meta, requests=requests_df, stages=stages_df, trace_path=trace_path)
+    if status == STATUS_INTERRUPTED:
+        raise Interrupted(run, f"interrupted after {len(timings)} requests")
+    return run
 
 
-def _check_counts(requests: int, warmup: int, traced: int, sync: str) -> None:
+def quantization_meta(pipe: Pipeline) -> dict[str, Any] | None:
+    """What int8 quantized (None for other precisions): the factory's ``prepare_model`` reports."""
+    if pipe.config.precision != "int8":
+        return None
+    reports = list(getattr(pipe, "quantization", []) or [])
+    text = "; ".join(r["text"] for r in reports) if reports else (
+        "not recorded: the pipeline did not quantize through workbench.precision.prepare_model")
+    return {"models": reports, "text": text}
+
+
+def _torch_threads() -> int | None:
+    from .device import torch_or_none
+
+    torch = torch_or_none()
+    return torch.get_num_threads() if torch is not None else None
+
+
+def _check_counts(requests: int, warmup: int, traced: int, sync: str, max_duration_s: float | None = None) -> None:
     for name, value, low in (("requests", requests, 1), ("warmup", warmup, 0), ("traced", traced, 0)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
     if sync not in SYNC_POLICIES:
         raise ConfigError(f"sync must be one of {', '.join(SYNC_POLICIES)}, got {sync!r}")
+    if max_duration_s is not None and (isinstance(max_duration_s, bool) or not isinstance(max_duration_s, (int, float))
+                                       or not max_duration_s > 0):
+        raise ConfigError(f"max_duration_s must be a number of seconds > 0 or None, got {max_duration_s!r}")
 
 
 def next_batch(items, batch_size: int, pipe_name: str) -> list:
@@ -116,64 +246,145 @@ def next_batch(items, batch_size: int, pipe_name: str) -> list:
     return batch
 
 
-def _timing_run(pipe, items, total, sync, clock, progress, cancel) -> list[RequestTiming]:
+def _timing_run(pipe, items, total, sync, clock, progress, cancel, warmup=0, deadline_ns=None, timeout_s=None,
+                memory=None) -> tuple[list[RequestTiming], str]:
+    """Warm-up then measured requests; measuring stops early once ``deadline_ns`` of measured time passed.
+
+    Returns the timings and the run's status: "complete"; "incomplete: timeout" when a request
+    ran past ``timeout_s`` (it is the last timing, a ``Timeout`` failure); "interrupted" on
+    Ctrl-C (the timings finished before it). ``memory.observe(done)`` samples RSS between requests.
+    """
+    from .gcprobe import GcProbe
+
     names, fns = pipe.stage_names, [s.fn for s in pipe.stages]
-    if pipe.config.is_cuda:
-        timer = CudaStageTimer(len(fns), sync, clock)
-        run_one = lambda batch: timer.time_request(names, fns, batch)  # noqa: E731
+    gc_probe = GcProbe(clock)
+    if pipe.config.is_cuda:  # GC pauses and describe= are host-side observations of the CPU path only
+        run_one = functools.partial(CudaStageTimer(len(fns), sync, clock).time_request, names, fns)
     else:
-        run_one = lambda batch: time_request(names, fns, batch, clock)  # noqa: E731
-    out = []
-    for i in range(total):
-        if cancel is not None and cancel.is_set():
-            raise Cancelled(f"cancelled after {i} of {total} requests")
-        out.append(run_one(next_batch(items, pipe.config.batch_size, pipe.name)))
-        if progress is not None:
-            progress(i + 1, total, "timing")
-    return out
+        keep = frozenset(i for i, s in enumerate(pipe.stages) if s.describe is not None)
+        run_one = functools.partial(time_request, names, fns, clock=clock, gc_probe=gc_probe, keep=keep)
+    out: list[RequestTiming] = []
+    measured_from = None
+    with gc_probe, guarded(run_one, names, timeout_s, clock=clock, cancel=cancel) as call:
+        try:
+            if memory is not None:
+                memory.observe(0)
+            for i in range(total):
+                if cancel is not None and cancel.is_set():
+                    raise Cancelled(f"cancelled after {i} of {total} requests")
+                if i == warmup and deadline_ns is not None:
+                    measured_from = clock()
+                if measured_from is not None and i > warmup and clock() - measured_from >= deadline_ns:
+                    break
+                out.append(call(next_batch(items, pipe.config.batch_size, pipe.name)))
+                if is_timeout(out[-1]):
+                    return out, STATUS_TIMEOUT
+                if memory is not None:
+                    memory.observe(i + 1)
+                if progress is not None:
+                    progress(i + 1, total, "timing")
+        except KeyboardInterrupt:
+            return out, STATUS_INTERRUPTED
+    return out, STATUS_COMPLETE
 
 
 def _tables(timings: list[RequestTiming], names: list[str], warmup: int, batch_size: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Requests and stages tables, times relative to the first request's start."""
+    """Requests and stages tables, times relative to the first request's start (one builder: workbench.record)."""
     origin = timings[0].start_ns if timings else 0
-    req_rows, stage_rows = [], []
+    req_rows, st_rows, gc_ns = [], [], []
     for i, t in enumerate(timings):
-        f = t.failure
-        req_rows.append((i, i < warmup, t.start_ns - origin, t.end_ns - t.start_ns, f is None,
-                         f and f.stage, f and f.error_type, f and f.message, batch_size))
-        for k, (s, e) in enumerate(zip(t.stage_start_ns, t.stage_end_ns)):
-            dev = t.device_ns[k] if t.device_ns is not None else None
-            stage_rows.append((i, names[k], k, s - origin, e - s, dev))
-    requests = pd.DataFrame(req_rows, columns=list(REQUEST_COLUMNS))
-    stages = pd.DataFrame(stage_rows, columns=list(STAGE_COLUMNS))
-    return typed_table(requests, REQUEST_COLUMNS), typed_table(stages, STAGE_COLUMNS)
+        req_rows.append(request_row(i, i < warmup, t.start_ns - origin, t.end_ns - t.start_ns, t.failure, batch_size))
+        rows = stage_rows(i, t, names, origin)
+        st_rows += rows
+        gc_ns += (t.stage_gc_ns or [None] * len(rows))[: len(rows)]
+    requests, stages = build_tables(req_rows, st_rows)
+    if any(v is not None for v in gc_ns):
+        stages["gc_ns"] = pd.array(gc_ns, dtype="Int64")  # GC pause time inside the stage (workbench.gcprobe)
+    return requests, stages
 
 
-def _traced_run(pipe: Pipeline, items, n: int, progress, cancel) -> tuple[Path, dict[str, Any]]:
-    """Run n requests (after one profiler warm-up request) under torch.profiler; return the trace file."""
+def _describe(pipe: Pipeline, timings: list[RequestTiming], requests: pd.DataFrame) -> dict[str, Any] | None:
+    """Call each stage's ``describe=`` on its kept outputs, after the run and outside every timed region.
+
+    Adds one float column ``attr.<name>`` per attribute to ``requests`` (in place: the table is
+    the runner's own, not yet returned); returns the run's ``attributes`` meta or None.
+    """
+    describers = {i: s for i, s in enumerate(pipe.stages) if s.describe is not None}
+    if not describers:
+        return None
+    columns: dict[str, list] = {}
+    by_stage: dict[str, list[str]] = {s.name: [] for s in describers.values()}
+    errors: dict[str, str] = {}
+    for row, t in enumerate(timings):
+        for i, value in (t.kept or {}).items():
+            try:
+                attrs = dict(describers[i].describe(value))
+                numbers = {str(k): float(v) for k, v in attrs.items()}
+            except Exception as exc:  # a broken describe= loses its attribute, never the run; it is reported
+                errors.setdefault(describers[i].name, f"{type(exc).__name__}: {exc}")
+                continue
+            for name, number in numbers.items():
+                columns.setdefault(name, [None] * len(timings))[row] = number
+                if name not in by_stage[describers[i].name]:
+                    by_stage[describers[i].name].append(name)
+    for name, values in columns.items():
+        requests[f"attr.{name}"] = pd.array(values, dtype="Float64")
+    return {"names": sorted(columns), "stages": by_stage, "errors": errors}
+
+
+def _cold_start(build_ns: int | None, timings: list[RequestTiming]) -> dict[str, Any]:
+    """Cold start, reported apart from the warm budget: building the pipeline (factory, model load,
+    quantization, any compile it does) and the first request."""
+    first = timings[0] if timings else None
+    return {"build_ms": None if build_ns is None else build_ns / 1e6,
+            "first_request_ms": None if first is None else (first.end_ns - first.start_ns) / 1e6,
+            "first_request_ok": None if first is None else first.failure is None}
+
+
+def _traced_run(pipe: Pipeline, items, n: int, progress, cancel,
+                options: TraceOptions = TraceOptions()) -> tuple[Path, dict[str, Any]]:
+    """Run n requests (after one profiler warm-up request) under torch.profiler; return the trace file.
+
+    The scratch folder is removed when the run ends by any exception (Ctrl-C, cancel, an error):
+    only a returned trace leaves it, owned by the Run from then on.
+    """
+    out_dir = scratch_folder()
+    try:
+        return _traced_requests(pipe, items, n, progress, cancel, out_dir, options)
+    except BaseException:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+
+
+def _traced_requests(pipe: Pipeline, items, n: int, progress, cancel, out_dir: Path,
+                     options: TraceOptions = TraceOptions()) -> tuple[Path, dict[str, Any]]:
     torch = require_torch()
     from torch.profiler import ProfilerActivity, record_function, schedule, tensorboard_trace_handler
 
     cuda = pipe.config.is_cuda
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    out_dir = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
-    stages = [(stage_range_name(s.name), s.fn) for s in pipe.stages]
-    errors = 0
+    stages = [(stage_range_name(s.name), s.name, s.fn) for s in pipe.stages]
+    failures: list[StageFailure] = []
+    memory = StageMemory(torch if cuda else None, pipe.config.device)
     with torch.profiler.profile(
         activities=activities,
         schedule=schedule(wait=0, warmup=1, active=n, repeat=1),
         on_trace_ready=tensorboard_trace_handler(str(out_dir), use_gzip=True),
+        with_stack=options.stacks, record_shapes=options.shapes, with_modules=options.modules,
     ) as prof:
         for i in range(n + 1):
             if cancel is not None and cancel.is_set():
                 raise Cancelled(f"cancelled during the traced run ({i} of {n + 1})")
             out = next_batch(items, pipe.config.batch_size, pipe.name)
-            try:
-                for range_name, fn in stages:
-                    with record_function(range_name):
+            for range_name, name, fn in stages:
+                try:
+                    with memory.measure(name, counted=i > 0), record_function(range_name):
                         out = fn(out)
-            except Exception:
-                errors += 1  # the timing run records failures; here we only count them
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:  # recorded like the timing run's failures (sys.exit too)
+                    failures.append(StageFailure.from_exception(name, exc))
+                    break
             if cuda:
                 torch.cuda.synchronize()
             prof.step()
@@ -183,7 +394,19 @@ def _traced_run(pipe: Pipeline, items, n: int, progress, cancel) -> tuple[Path, 
     if not files:
         raise PipelineError("torch.profiler wrote no trace file")
     activity_names = ["cpu"] + (["cuda"] if cuda else [])
-    return files[-1], {"requests": n, "profiler_warmup": 1, "activities": activity_names, "failed_requests": errors}
+    return files[-1], {"requests": n, "profiler_warmup": 1, "activities": activity_names,
+                       "failed_requests": len(failures), "failures": failure_records(failures),
+                       "with_stack": options.stacks, "record_shapes": options.shapes, "with_modules": options.modules,
+                       "memory_by_stage": memory.summary()}
+
+
+def failure_records(failures: list[StageFailure]) -> list[dict[str, Any]]:
+    """Distinct failures with counts: ``[{stage, type, message, where, count}]`` in first-seen order."""
+    counts: dict[tuple, int] = {}
+    for f in failures:
+        key = (f.stage, f.error_type, f.message, f.where)
+        counts[key] = counts.get(key, 0) + 1
+    return [{"stage": s, "type": t, "message": m, "where": w, "count": c} for (s, t, m, w), c in counts.items()]
 
 
 def environment(config: PipelineConfig) -> dict[str, Any]:

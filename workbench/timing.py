@@ -31,11 +31,19 @@ SYNC_POLICIES = ("stage", "request")
 
 @dataclass(frozen=True)
 class StageFailure:
-    """A stage that raised: which stage, the exception type and message."""
+    """A stage that raised: which stage, the exception type and message, and where
+    (``file:line in function``, see :func:`workbench.pipeline.exception_where`)."""
 
     stage: str
     error_type: str
     message: str
+    where: str | None = None
+
+    @classmethod
+    def from_exception(cls, stage: str, exc: BaseException) -> "StageFailure":
+        from .pipeline import exception_where
+
+        return cls(stage, type(exc).__name__, str(exc), exception_where(exc))
 
 
 @dataclass
@@ -49,24 +57,73 @@ class RequestTiming:
     device_ns: list[int] | None
     failure: StageFailure | None
     output: Any = None
+    stage_gc_ns: list[int] | None = None  # GC pause time inside each stage (a GcProbe was given)
+    kept: dict[int, Any] | None = None  # outputs of the stages asked for (``keep``), for describe=
 
 
-def time_request(names: Sequence[str], fns: Sequence[Callable], batch: Any, clock: Clock = time.perf_counter_ns) -> RequestTiming:
-    """Run the stages on one batch on the host, timing each; a raising stage ends the request."""
-    starts: list[int] = []
-    ends: list[int] = []
+def time_request(names: Sequence[str], fns: Sequence[Callable], batch: Any, clock: Clock = time.perf_counter_ns,
+                 *, starts: list[int] | None = None, ends: list[int] | None = None, gc_probe: Any = None,
+                 keep: frozenset[int] = frozenset()) -> RequestTiming:
+    """Run the stages on one batch on the host, timing each (ns); a raising stage ends the request.
+
+    Any exception from a stage, ``SystemExit`` included, is that request's
+    failure; only ``KeyboardInterrupt`` propagates (the user stops the run).
+    starts/ends: lists to fill in place, so that :mod:`workbench.guard` can
+    see from another thread which stage is running when a request times out.
+    gc_probe: a :class:`workbench.gcprobe.GcProbe`; each stage's GC pause time
+    (ns) is its running total after the stage minus before.
+    keep: indexes of stages whose outputs are returned in ``kept`` (for a
+    stage's ``describe=``, called by the runner after the request, outside
+    every timed region).
+    """
+    if gc_probe is not None or keep:
+        return _time_request_observed(names, fns, batch, clock, starts, ends, gc_probe, keep)
+    starts = [] if starts is None else starts
+    ends = [] if ends is None else ends
     out = batch
     t0 = clock()
     for fn in fns:
         starts.append(clock())
         try:
             out = fn(out)
-        except Exception as exc:  # recorded per request, the run goes on
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # recorded per request (sys.exit too), the run goes on
             ends.append(clock())
-            failure = StageFailure(names[len(ends) - 1], type(exc).__name__, str(exc))
+            failure = StageFailure.from_exception(names[len(ends) - 1], exc)
             return RequestTiming(t0, clock(), starts, ends, None, failure)
         ends.append(clock())
     return RequestTiming(t0, clock(), starts, ends, None, None, out)
+
+
+def _time_request_observed(names, fns, batch, clock, starts, ends, gc_probe, keep) -> RequestTiming:
+    """:func:`time_request` that also reads GC pauses per stage and keeps chosen outputs (kept apart so
+    the plain path stays two clock reads per stage)."""
+    starts = [] if starts is None else starts
+    ends = [] if ends is None else ends
+    gc_ns: list[int] = []
+    kept: dict[int, Any] = {}
+    out = batch
+    t0 = clock()
+    for i, fn in enumerate(fns):
+        paused = gc_probe.pause_ns if gc_probe is not None else 0
+        starts.append(clock())
+        try:
+            out = fn(out)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # as in time_request
+            ends.append(clock())
+            gc_ns.append(gc_probe.pause_ns - paused if gc_probe is not None else 0)
+            failure = StageFailure.from_exception(names[i], exc)
+            return RequestTiming(t0, clock(), starts, ends, None, failure, None,
+                                 gc_ns if gc_probe is not None else None, kept or None)
+        ends.append(clock())
+        gc_ns.append(gc_probe.pause_ns - paused if gc_probe is not None else 0)
+        if i in keep:
+            kept[i] = out
+    return RequestTiming(t0, clock(), starts, ends, None, None, out, gc_ns if gc_probe is not None else None,
+                         kept or None)
 
 
 class CudaStageTimer:
@@ -84,10 +141,12 @@ class CudaStageTimer:
         self._sync_each = sync == "stage"
         self._clock = clock
 
-    def time_request(self, names: Sequence[str], fns: Sequence[Callable], batch: Any) -> RequestTiming:
+    def time_request(self, names: Sequence[str], fns: Sequence[Callable], batch: Any,
+                     *, starts: list[int] | None = None, ends: list[int] | None = None) -> RequestTiming:
+        """As :func:`time_request`, with device times (ns) from CUDA events."""
         clock, sync = self._clock, self._torch.cuda.synchronize
-        starts: list[int] = []
-        ends: list[int] = []
+        starts = [] if starts is None else starts
+        ends = [] if ends is None else ends
         failure = None
         out = batch
         sync()  # nothing from before this request may be charged to it
@@ -98,8 +157,10 @@ class CudaStageTimer:
             begin.record()
             try:
                 out = fn(out)
-            except Exception as exc:
-                failure = StageFailure(names[i], type(exc).__name__, str(exc))
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # as in time_request: SystemExit is the request's failure
+                failure = StageFailure.from_exception(names[i], exc)
             end.record()
             if self._sync_each:
                 sync()

@@ -64,8 +64,8 @@ def test_from_runs_pools_and_drops_warmup_and_failures(tmp_path):
 def test_from_runs_rejects_mixed_pipelines_and_load_runs():
     with pytest.raises(ConfigError, match="different pipelines"):
         service_model_from_runs([fake_run(1, [MS]), fake_run(2, [MS], pipeline="other")])
-    with pytest.raises(ConfigError, match="'trace' run"):
-        service_model_from_runs([fake_run(1, [MS], kind="trace")])
+    with pytest.raises(ConfigError, match="'simulation' run"):
+        service_model_from_runs([fake_run(1, [MS], kind="simulation")])
     with pytest.raises(ConfigError, match="no successful"):
         service_model_from_runs([fake_run(1, [MS], ok=[False])])
     assert np.isfinite(service_model_from_runs([fake_run(2, [MS])]).mean_ns(2))
@@ -82,3 +82,37 @@ def test_from_load_runs_one_sample_per_ok_batch():
     m = service_model_from_runs([run], min_batches=1)
     assert m.samples[1].tolist() == [1 * MS] + [2 * MS] * 5 and m.samples[2].tolist() == [3 * MS]
     assert service_model_from_runs([run], min_batches=2).sizes == [1]
+
+
+def fingerprinted_run(batch_size, **changes):
+    run = fake_run(batch_size, [MS, 2 * MS])
+    fp = {"pipeline": "toy", "factory": "toy.py:build", "options": {"layers": 6}, "precision": "fp32",
+          "device": "cpu", "batch_size": batch_size, "threads": 2, "torch": "2.13.0", "workbench": "0.1.0",
+          "host": {"cpu_model": "EPYC", "cores": 2}, "model": {"params": 10, "hash": "ab"}, "model_note": None}
+    run.meta["fingerprint"] = fp | changes
+    return run
+
+
+def test_pooling_requires_fingerprints_equal_except_batch_size():
+    m = service_model_from_runs([fingerprinted_run(1), fingerprinted_run(8)])
+    assert m.sizes == [1, 8] and m.mixed == ()
+    with pytest.raises(ConfigError, match=r"differ in precision: 'fp32' \(toy \? bs=1 \?\) vs 'int8' \(toy \? bs=8 \?\)"):
+        service_model_from_runs([fingerprinted_run(1), fingerprinted_run(8, precision="int8")])
+    with pytest.raises(ConfigError, match=r"differ in options: \{'layers': 6\} .* vs \{'layers': 2\}.*--allow-mixed"):
+        service_model_from_runs([fingerprinted_run(1), fingerprinted_run(2, options={"layers": 2}, threads=1)])
+
+
+def test_allow_mixed_pools_and_records_every_difference():
+    m = service_model_from_runs([fingerprinted_run(1), fingerprinted_run(2, options={"layers": 2}, threads=1)],
+                                allow_mixed=True)
+    assert m.mixed == (("options", {"layers": 6}, {"layers": 2}), ("threads", 2, 1))
+    assert m.describe()["mixed"] == [{"field": "options", "a": {"layers": 6}, "b": {"layers": 2}},
+                                     {"field": "threads", "a": 2, "b": 1}]
+
+
+def test_runs_without_a_fingerprint_are_compared_on_config_and_env():
+    a, b = fake_run(1, [MS]), fake_run(8, [MS])
+    a.meta["config"] |= {"precision": "fp32"}
+    b.meta["config"] |= {"precision": "int8"}
+    with pytest.raises(ConfigError, match="differ in precision: 'fp32'"):
+        service_model_from_runs([a, b])

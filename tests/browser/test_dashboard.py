@@ -1,7 +1,7 @@
 """The Voila dashboards in a real browser, offline.
 
-Starts Voila as ``make dashboard`` does (same flags, a free port on
-127.0.0.1), opens the latency explorer in Debian's headless Chromium through
+Starts Voila as ``make dashboard`` does (our launcher, ``python -m
+workbench.room``, on a free port of 127.0.0.1), opens the latency explorer in Debian's headless Chromium through
 Playwright, and aborts every request that does not go to the local server: a
 figure or widget that needs a CDN never draws and the test fails. It waits for
 the figures, moves the batch-size slider with the keyboard, checks that the
@@ -12,7 +12,6 @@ starting Voila to the first complete view goes to
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -28,10 +27,6 @@ ARTIFACTS = REPO / "artifacts"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu",
                  "--disable-component-update", "--no-first-run", "--disable-sync"]
-# The flags of `make dashboard` (Makefile), with the port left to the test.
-VOILA_FLAGS = ["--no-browser", "--template=workbench", "--Voila.ip=127.0.0.1", "--Voila.tornado_settings={'allow_origin': ''}",
-               r"--VoilaConfiguration.file_allowlist=['.*\.(png|jpg|gif|svg|json|gz)']"]
-VOILA_ENV = {"JUPYTER_PATH": str(REPO / "share" / "jupyter")}  # our template, as `make dashboard` sets it
 FIRST_VIEW_TIMEOUT_MS = 120_000
 PLOTS = "document.querySelectorAll('.js-plotly-plot')"
 
@@ -57,20 +52,18 @@ def wait_for_port(port: int, proc: subprocess.Popen, timeout_s: float = 60.0) ->
 
 @pytest.fixture(scope="module")
 def voila():
-    """A Voila server on notebooks/dashboards: (base url, start time, log path)."""
+    """The dashboards served as `make dashboard` serves them: (base url, start time, log path)."""
     if not CHROMIUM.exists():
         pytest.skip("/usr/bin/chromium is missing (Debian package 'chromium'; `make browser` installs it)")
     pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    voila_bin = Path(sys.executable).with_name("voila")
-    if not voila_bin.exists():
-        pytest.skip(f"voila is not installed next to {sys.executable}")
+    pytest.importorskip("voila", reason="voila is not installed")
     ARTIFACTS.mkdir(exist_ok=True)
     port = free_port()
     log = ARTIFACTS / "voila.log"
     started = time.monotonic()
     with log.open("w") as out:
-        proc = subprocess.Popen([str(voila_bin), "notebooks/dashboards", f"--port={port}", *VOILA_FLAGS],
-                                cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=os.environ | VOILA_ENV)
+        proc = subprocess.Popen([sys.executable, "-m", "workbench.room", "notebooks/dashboards", "--host", "127.0.0.1",
+                                 "--port", str(port)], cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
     try:
         wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}", started, log
@@ -178,6 +171,7 @@ def test_latency_explorer_renders_offline_and_the_slider_updates_the_budget(voil
           f"back to a seen value {1000 * cached_s:.0f} ms")
     assert outside_requests(page) == [], f"the page needs outside resources: {outside_requests(page)}"
     assert first_view_s < 60, f"first view took {first_view_s:.1f} s (goal 15 s); see {log}"
+    assert "DeprecationWarning" not in log.read_text(), f"the launcher's settings warn; see {log}"
 
 
 def test_trace_explorer_renders_offline(voila, page):

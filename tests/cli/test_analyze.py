@@ -77,3 +77,19 @@ def test_main_prints_one_line_error(tmp_path, capsys):
     (tmp_path / "t.json").write_text("{")
     assert cli.main(["analyze", str(tmp_path / "t.json")]) == 2
     assert "invalid JSON" in capsys.readouterr().err
+
+
+def test_a_cpu_only_trace_gets_a_top_operators_table(capsys):
+    from pathlib import Path
+
+    from workbench.cli import main
+
+    run = Path(__file__).resolve().parents[2] / "data" / "runs" / "text-cpu-bs8-fp32"
+    assert main(["analyze", str(run), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    ops = report["top_ops"]
+    assert ops[0]["name"] == "aten::addmm" and ops[0]["calls"] > 0
+    assert ops[0]["self_us"] <= ops[0]["total_us"]
+    assert [o["self_us"] for o in ops] == sorted((o["self_us"] for o in ops), reverse=True)
+    assert main(["analyze", str(run)]) == 0
+    assert "top ops" in capsys.readouterr().out

@@ -122,3 +122,18 @@ def test_load_bad_input(toy, tmp_path, capsys):
     assert main([*base, "--rate", "10", "--batch-size", "3", "--max-batch-size", "4"]) == 2
     assert "--batch-size" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_simulate_refuses_mixed_runs_unless_allowed(service_runs, toy, tmp_path, capsys):
+    other = tmp_path / "bs4-threads1"
+    assert main(["profile", "--pipeline", f"{toy}:build", "--batch-size", "4", "--requests", "10", "--warmup", "0",
+                 "--traced", "0", "--threads", "1", "--option", "layers=2", "--out", str(other)]) == 0
+    capsys.readouterr()
+    argv = ["simulate", "--service", service_runs[0], str(other), "--rate", "100", "--requests", "200",
+            "--max-batch-size", "4"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--service runs differ in options: {} (" in err and "vs {'layers': 2}" in err and "--allow-mixed" in err
+    assert main(argv + ["--allow-mixed"]) == 0
+    out = capsys.readouterr().out
+    assert "MIXED service runs pooled (--allow-mixed): options {} vs {'layers': 2}" in out

@@ -41,3 +41,36 @@ def test_bad_summary_is_refused():
     a, b = summaries()
     with pytest.raises(ConfigError, match="summary_b: missing columns"):
         compare_figure(a, b.drop(columns=["share"]))
+
+
+def compare_result():
+    entry = {"name": "forward", "p50_ratio": 1.1, "p50_ci": [1.05, 1.2], "p99_ratio": 1.3, "p99_ci": [0.9, 1.9],
+             "verdict": "slower"}
+    e2e = {"name": "end_to_end", "p50_ratio": 1.0, "p50_ci": [0.98, 1.01], "p99_ratio": None, "p99_ci": [None, None],
+           "verdict": "no detectable difference"}
+    return {"kind": "interleaved", "configs": [{"label": "fp32"}, {"label": "bf16"}], "min_effect": 0.02,
+            "stages": [entry], "end_to_end": e2e}
+
+
+def test_ratio_figure_draws_each_interval_and_the_no_effect_band():
+    from workbench.plots.compare import VERDICT_COLORS, ratio_figure
+
+    fig = ratio_figure(compare_result()).to_dict()
+    (trace,) = fig["data"]
+    assert trace["name"] == "bf16 / fp32" and list(trace["x"]) == ["forward", "end to end"]
+    assert decode(trace["y"]) == [1.1, 1.0]
+    assert decode(trace["error_y"]["array"]) == pytest.approx([0.1, 0.01])
+    assert decode(trace["error_y"]["arrayminus"]) == pytest.approx([0.05, 0.02])
+    assert list(trace["marker"]["color"]) == [VERDICT_COLORS["slower"], VERDICT_COLORS["no detectable difference"]]
+    band = [s for s in fig["layout"]["shapes"] if s["type"] == "rect"][0]
+    assert (band["y0"], band["y1"]) == (0.98, 1.02)
+    assert fig["layout"]["title"]["text"] == "p50 ratio per stage, interleaved, with intervals"
+    p99 = ratio_figure(compare_result(), metric="p99").to_dict()["data"][0]
+    assert decode(p99["y"])[0] == 1.3 and math.isnan(decode(p99["y"])[1])
+
+
+def test_ratio_figure_without_comparisons_says_so():
+    from workbench.plots.compare import ratio_figure
+
+    fig = ratio_figure({"configs": [], "stages": [], "end_to_end": None}).to_dict()
+    assert "nothing was compared" in str(fig["layout"])

@@ -10,7 +10,7 @@ from workbench.plots import gpu_timeline_figure, launch_figure, step_breakdown_f
 from workbench.analysis.verdict import launch_verdict
 from workbench.plots.style import KIND_COLORS, NO_GPU_EVENTS
 from workbench.plots.timeline import grouped_steps
-from workbench.plots.transfers import copy_classes
+from workbench.analysis.transfers import copy_classes
 from workbench.trace import load_events
 from workbench.trace.synthetic import TraceBuilder
 

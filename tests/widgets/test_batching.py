@@ -57,3 +57,42 @@ def test_needs_runs_or_a_model():
 
     with pytest.raises(WorkbenchError, match="service_runs"):
         BatchingExplorer()
+
+
+def service_runs(tmp_path, noise_by_size: dict) -> list:
+    """Synthetic profile runs of one pipeline at several batch sizes, with the given noise records."""
+    from widget_fakes import synthetic_run
+
+    from workbench.config import PipelineConfig
+
+    folders = []
+    for bs, noise in noise_by_size.items():
+        run = synthetic_run("text", PipelineConfig(batch_size=bs), 20, 3)
+        if noise is not None:
+            run.meta["noise"] = noise
+        folders.append(run.save(tmp_path / f"text-bs{bs}"))
+    return folders
+
+
+def test_noisy_service_runs_are_named_with_their_reasons(tmp_path):
+    noisy = {"noisy": True, "reasons": ["steal time was 9.0 %"], "fix": None}
+    quiet = {"noisy": False, "reasons": [], "fix": None}
+    ex = BatchingExplorer(service_runs(tmp_path, {1: quiet, 4: noisy}), debounce_s=0, requests=500, start=False)
+    assert ex.trust_line.level == "warning"
+    assert ex.trust_line.text == ("service times from noisy runs (text-bs4: steal time was 9.0 %): the simulated "
+                                  "latencies carry that noise; profile them again on a quiet machine or with --threads 1")
+
+
+def test_service_runs_without_noise_readings_say_so(tmp_path):
+    ex = BatchingExplorer(service_runs(tmp_path, {1: None, 4: None}), debounce_s=0, requests=500, start=False)
+    assert (ex.trust_line.level, ex.trust_line.text) == (
+        "info", "service times from 2 runs; noise not recorded for 2 of them (made before noise was measured)")
+
+
+def test_simulation_lives_in_the_batching_package_not_the_widget():
+    import inspect
+
+    import workbench.widgets.batching as widget
+
+    source = inspect.getsource(widget)
+    assert "simulate(" not in source and "sweep(" not in source and "batching_point(" in source

@@ -99,3 +99,110 @@ def test_lru_cache_is_bounded_and_drops_the_least_recently_used():
     assert cache.keys() == ["a", "c"]
     assert cache.get("b") is None
     assert (cache.hits, cache.misses, len(cache)) == (1, 1, 2)
+
+
+# -- a job that never returns (issue 11: a hung stage froze the explorer) -------------
+
+def test_a_cancelled_job_that_ignores_cancel_is_abandoned_and_the_queue_goes_on():
+    from workbench.widgets.jobs import JobStuck
+
+    seen: list = []
+    log: list = []
+    stuck_gate = threading.Event()
+    q = JobQueue(debounce_s=0, on_error=seen.append, abandon_after_s=0.2)
+
+    def ignores_cancel(cancel):
+        stuck_gate.wait(30)
+        log.append("stuck job returned")
+    q.submit(ignores_cancel)
+    while q.started == 0:
+        threading.Event().wait(0.005)
+    assert q.cancel() is True
+    q.wait(5)  # returns: the queue abandoned the job
+    assert q.stuck == 1 and not q.busy
+    assert [type(e) for e in seen] == [JobStuck]
+    assert "its thread was abandoned" in str(seen[0])
+    q.submit(recorder(log, "next"))
+    q.wait(5)
+    assert log == ["next"] and q.started == 2
+    stuck_gate.set()  # the abandoned job returns late: it changes nothing
+    for _ in range(200):
+        if q.stuck == 0:
+            break
+        threading.Event().wait(0.01)
+    assert q.stuck == 0 and log == ["next", "stuck job returned"] and not q.busy and len(seen) == 1
+
+
+def test_a_job_that_stops_in_time_is_not_abandoned():
+    seen: list = []
+    gate = threading.Event()
+    q = JobQueue(debounce_s=0, on_error=seen.append, abandon_after_s=0.3)
+    q.submit(recorder([], "long", gate))
+    while q.started == 0:
+        threading.Event().wait(0.005)
+    q.cancel()
+    q.wait(5)
+    threading.Event().wait(0.5)  # past the watchdog
+    assert q.stuck == 0 and seen == []
+
+
+HANG = threading.Event()  # set at the end of the explorer tests: abandoned stage threads end
+
+
+def build_hanging(config):
+    """Batch size 1: the second request hangs in ``forward``; other sizes run."""
+    import itertools
+
+    from workbench import Pipeline
+
+    pipe = Pipeline("hangs", items=lambda: itertools.count())
+
+    @pipe.stage
+    def forward(batch):
+        if config.batch_size == 1 and batch[0] >= 1:
+            HANG.wait(60)
+        return batch
+    return pipe
+
+
+@pytest.fixture
+def release_hang():
+    HANG.clear()
+    yield
+    HANG.set()
+
+
+def wait_for(predicate, timeout_s: float = 30.0) -> None:
+    deadline = threading.Event()
+    timer = threading.Timer(timeout_s, deadline.set)
+    timer.start()
+    try:
+        while not predicate():
+            assert not deadline.is_set(), "condition not reached in time"
+            threading.Event().wait(0.02)
+    finally:
+        timer.cancel()
+
+
+def test_explorer_cancel_during_a_hung_stage_frees_it_and_says_the_stage_is_stuck(release_hang):
+    from workbench.widgets.latency import LatencyExplorer
+
+    ex = LatencyExplorer(build_hanging, batch_sizes=(1, 2), debounce_s=0, requests=4, warmup=0, traced=0)
+    assert ex.timeout_s == 30.0
+    wait_for(lambda: ex.profile_calls == 1 and ex.status.value.startswith("profiling"))
+    threading.Event().wait(0.2)  # inside the hung stage
+    ex.cancel()
+    ex.wait(10)
+    assert "cancelled while stage 'forward' was running; its thread was abandoned" in ex.message
+    ex.set(batch_size=2)  # usable again: the next configuration is measured and drawn
+    ex.wait(60)
+    assert ex.profile_calls == 2 and ex.current is not None and ex.current.key[2] == 2
+
+
+def test_explorer_timeout_ends_the_run_and_the_status_names_the_stuck_stage(release_hang):
+    from workbench.widgets.latency import LatencyExplorer
+
+    ex = LatencyExplorer(build_hanging, batch_sizes=(1, 2), debounce_s=0, requests=4, warmup=0, traced=0,
+                         timeout_s=0.3).wait(60)
+    assert ex.current is not None and ex.current.failed == 1
+    assert "stopped: stage 'forward' still running after the 0.3 s per-request timeout" in ex.status.value

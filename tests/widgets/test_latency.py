@@ -31,7 +31,7 @@ def p99_bars(explorer: LatencyExplorer) -> dict[str, float]:
 
 def expected_p99(batch_size: int, precision: str = "fp32") -> dict[str, float]:
     run = synthetic_run("text", PipelineConfig(batch_size=batch_size, precision=precision), 20, 3)
-    summary = stage_summary(run.requests, run.stages, STAGES)
+    summary = stage_summary(run)
     return dict(zip(summary["name"], summary["p99_ms"]))
 
 
@@ -112,7 +112,7 @@ def test_cancel_stops_the_run_and_keeps_the_last_figures():
     ex.wait()
     assert "cancelled" in ex.message
     assert p99_bars(ex) == shown
-    assert ("text", "cpu", 32, "fp32") not in ex.cache
+    assert ("text", "cpu", 32, "fp32", 1) not in ex.cache
     assert ex.cancel_button.disabled is True and ex.progress.layout.visibility == "hidden"
 
 

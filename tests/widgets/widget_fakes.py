@@ -24,7 +24,7 @@ def synthetic_run(pipeline: str, config: PipelineConfig, requests: int, warmup: 
             stage_rows.append((i, name, k, t, dur, None))
             t += dur
         t += 50_000
-        req_rows.append((i, i < warmup, start, t - start, True, None, None, None, bs))
+        req_rows.append((i, i < warmup, start, t - start, True, None, None, None, bs, None))  # error_where last
     meta = {"kind": "profile", "pipeline": pipeline, "stages": STAGES, "config": config.to_dict()}
     stages = pd.DataFrame(stage_rows, columns=list(STAGE_COLUMNS))
     stages["device_dur_ns"] = stages["device_dur_ns"].astype("Int64")
@@ -36,6 +36,7 @@ class FakeProfile:
 
     def __init__(self, block: bool = False):
         self.calls: list[tuple] = []
+        self.configs: list[PipelineConfig] = []  # every config profiled, threads included
         self.block = block
         self.started = threading.Event()
         self.release = threading.Event()
@@ -44,6 +45,7 @@ class FakeProfile:
         if callable(target):
             resolve_pipeline(target, config)  # the real path for factory errors
         self.calls.append((target, config.device, config.batch_size, config.precision))
+        self.configs.append(config)
         self.started.set()
         total = warmup + requests
         for i in range(total):

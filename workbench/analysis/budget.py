@@ -1,6 +1,6 @@
 """The latency budget: where each request's time goes, stage by stage.
 
-Inputs are a run's ``requests`` and ``stages`` tables (see ``workbench.record``).
+Input is a run (``workbench.record.Run``): its ``requests`` and ``stages`` tables.
 Only measured (non-warm-up), successful requests enter the percentiles; warm-up
 is summarized apart and failures are counted per stage. ``unattributed`` is
 end to end minus the sum of the stages, per request: host time between stages
@@ -8,6 +8,7 @@ end to end minus the sum of the stages, per request: host time between stages
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -45,8 +46,12 @@ def stage_matrix(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list
     return wide
 
 
-def stage_summary(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]) -> pd.DataFrame:
+def stage_summary(run, stages: pd.DataFrame | None = None, stage_order: list[str] | None = None) -> pd.DataFrame:
     """Per-stage statistics of host wall time, with end to end and unattributed.
+
+    In: a run (``workbench.record.Run``: its ``requests``, ``stages`` and stage
+    order). The piecewise form ``stage_summary(requests, stages, stage_order)``
+    still works for this release, with a DeprecationWarning.
 
     Out: one row per stage (pipeline order), then ``end_to_end``, then
     ``unattributed``; columns ``name``, ``kind`` (stage/end_to_end/unattributed),
@@ -56,6 +61,20 @@ def stage_summary(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: lis
     ``device_mean_ms``, ``device_p50_ms``, ``device_p95_ms``, ``device_p99_ms``
     (CUDA-event time; None on CPU).
     """
+    requests, stages, stage_order = _pieces(run, stages, stage_order, "stage_summary")
+    return _stage_summary(requests, stages, stage_order)
+
+
+def _pieces(run, stages, stage_order, name: str) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """(requests, stages, stage order) of a run, or of the deprecated piecewise arguments."""
+    if stages is None and hasattr(run, "requests"):
+        return run.requests, run.stages, list(run.stage_names)
+    warnings.warn(f"{name}(requests, stages, stage_order) is deprecated; pass the run: {name}(run)",
+                  DeprecationWarning, stacklevel=3)
+    return run, stages, list(stage_order or [])
+
+
+def _stage_summary(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]) -> pd.DataFrame:
     host = stage_matrix(requests, stages, stage_order)
     has_device = stages["device_dur_ns"].notna().any()
     device = stage_matrix(requests, stages, stage_order, "device_dur_ns") if has_device else None
@@ -86,25 +105,36 @@ def error_counts(requests: pd.DataFrame, stage_order: list[str]) -> dict[str, in
     return {name: int(counts.get(name, 0)) for name in stage_order}
 
 
-def error_table(requests: pd.DataFrame) -> pd.DataFrame:
-    """Failed requests (warm-up included): request, warmup, error_stage, error_type, error_message."""
-    cols = ["request", "warmup", "error_stage", "error_type", "error_message"]
-    return requests.loc[~requests["ok"].astype(bool), cols].reset_index(drop=True)
-
-
 def warmup_summary(requests: pd.DataFrame) -> dict[str, Any]:
-    """End-to-end figures of the warm-up requests, kept apart from the percentiles."""
+    """End-to-end figures of the warm-up requests, kept apart from the percentiles.
+
+    ``count`` is every warm-up request, ``failed`` those that raised: a failed
+    request is a failure, never a latency, so ``first_ms`` (None when the first
+    failed), ``mean_ms`` and ``max_ms`` are of the successful ones.
+    """
     warm = requests[requests["warmup"].astype(bool)]
+    ok = warm["ok"].astype(bool).to_numpy()
     durs = warm["dur_ns"].astype("int64").to_numpy()
-    out = {"count": int(durs.size), "first_ms": float(durs[0]) / NS_PER_MS if durs.size else None}
-    stats = summarize_ns(durs)
+    first = float(durs[0]) / NS_PER_MS if durs.size and ok[0] else None
+    out = {"count": int(durs.size), "failed": int((~ok).sum()), "first_ms": first}
+    stats = summarize_ns(durs[ok])
     return out | {"mean_ms": stats["mean_ms"], "max_ms": stats["max_ms"]}
 
 
-def budget(meta: dict[str, Any], requests: pd.DataFrame, stages: pd.DataFrame) -> dict[str, Any]:
-    """The JSON object of ``workbench show --json``: stages, end_to_end, unattributed, errors, config."""
+def budget(run, requests: pd.DataFrame | None = None, stages: pd.DataFrame | None = None) -> dict[str, Any]:
+    """The JSON object of ``workbench show --json``: stages, end_to_end, unattributed, errors, config (ms).
+
+    In: a run (``workbench.record.Run``). The piecewise form
+    ``budget(meta, requests, stages)`` still works for this release, with a DeprecationWarning.
+    """
+    if requests is None and hasattr(run, "requests"):
+        meta, requests, stages = run.meta, run.requests, run.stages
+    else:
+        warnings.warn("budget(meta, requests, stages) is deprecated; pass the run: budget(run)",
+                      DeprecationWarning, stacklevel=2)
+        meta = run
     order = list(meta.get("stages", []))
-    table = stage_summary(requests, stages, order)
+    table = _stage_summary(requests, stages, order)
     by_name = {row["name"]: row for row in table.to_dict("records")}
     has_device = stages["device_dur_ns"].notna().any()
 
@@ -126,4 +156,29 @@ def budget(meta: dict[str, Any], requests: pd.DataFrame, stages: pd.DataFrame) -
         "warmup": warmup_summary(requests),
         "config": meta.get("config", {}),
         "timing": meta.get("timing", {}),
+        "status": meta.get("status", "complete"),
+        **trust_keys(meta, requests, order),
+        **_explain_keys(meta, requests, stages, order),
+    }
+
+
+def _explain_keys(meta, requests: pd.DataFrame, stages: pd.DataFrame, order: list[str]) -> dict[str, Any]:
+    from .explain import explain_keys  # imports tail attribution, which imports this module
+
+    return explain_keys(meta, requests, stages, order)
+
+
+def trust_keys(meta, requests: pd.DataFrame, order: list[str]) -> dict[str, Any]:
+    """``failures``, ``throughput_items_per_s``, ``noise``, ``quantization``, ``fingerprint`` of a run."""
+    from .failures import failure_summary, noise_summary, records_summary, throughput_items_per_s
+
+    executors = (meta.get("load") or {}).get("warmup_failures") or []  # a load run's untimed warm-up calls
+    return {
+        "failures": failure_summary(requests, order),
+        "warmup_failures": failure_summary(requests, order, warmup=True) | records_summary(executors),
+        "traced_failures": list((meta.get("trace") or {}).get("failures") or []),
+        "throughput_items_per_s": throughput_items_per_s(requests, meta.get("kind", "profile")),
+        "noise": noise_summary(meta),
+        "quantization": meta.get("quantization"),
+        "fingerprint": meta.get("fingerprint"),
     }

@@ -14,8 +14,9 @@ depth. Host nodes: ``total_ns`` = summed host duration, ``self_ns`` = total minu
 host children (clipped at 0). GPU nodes: ``total_ns`` = ``self_ns`` = GPU time;
 they are not subtracted from their parent's self time (another clock).
 ``gpu_ns`` = GPU time launched within the node's subtree. ``bytes`` = copy
-and memset bytes (null for host nodes). Nesting is a stack walk over events
-sorted by (thread, start, longest first): linear after sorting.
+and memset bytes (null for host nodes). Nesting follows the one rule of
+:mod:`workbench.analysis.nesting` (shared with the request chart): linear after
+sorting, a million nested calls included.
 """
 from __future__ import annotations
 
@@ -24,8 +25,11 @@ import re
 import numpy as np
 import pandas as pd
 
+from ..errors import ConfigError
 from ..naming import stage_from_range_name
 from ..trace import GPU_WORK_KINDS, HOST_KINDS
+from .model import Source, model_of
+from .nesting import nest, nesting_order
 
 NO_LAUNCH = "(no launch call)"
 OTHER = "(other)"
@@ -53,54 +57,32 @@ def _labels(rows: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str]]]:
     return remap[codes], list(ids)
 
 
-def _parents(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Index of each (sorted) event's innermost enclosing event on its thread, -1 if none."""
-    parent = np.full(ts.size, -1, np.int64)
-    stack: list[int] = []
-    ends = end.tolist()
-    for i, (t, s, e) in enumerate(zip(thread.tolist(), ts.tolist(), ends)):
-        if i and t != last_thread:
-            stack.clear()
-        last_thread = t
-        while stack and ends[stack[-1]] <= s:
-            stack.pop()
-        for j in reversed(stack):
-            if ends[j] >= e:
-                parent[i] = j
-                break
-        stack.append(i)
-    return parent
+def _assign_nodes(parent: np.ndarray, label: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Node id per event (same label path from the root -> same node), and each node's
+    parent and label. Ids follow first appearance, so parents come first (``parent < id``).
+
+    Paths are compared by pointer doubling: after round k, ``path[i]`` names the
+    labels of i and its 2**k - 1 nearest ancestors (-1 past the root), so a
+    million-deep chain takes 20 vectorized rounds, not a million.
+    """
+    path, up = label.astype(np.int64), parent.copy()
+    while (up >= 0).any():
+        has = up >= 0
+        above = np.where(has, path[np.maximum(up, 0)], -1)
+        path = pd.factorize(path * (path.size + 1) + above + 1)[0].astype(np.int64)
+        up = np.where(has, up[np.maximum(up, 0)], -1)
+    node_of, uniques = pd.factorize(path)
+    node_of = node_of.astype(np.int64)
+    first = np.empty(uniques.size, np.int64)
+    first[node_of[::-1]] = np.arange(node_of.size - 1, -1, -1)
+    parent_event = parent[first]
+    node_parent = np.where(parent_event >= 0, node_of[np.maximum(parent_event, 0)], -1)
+    return node_of, node_parent, label[first].astype(np.int64)
 
 
-def _walk(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Parent position and depth of each sorted host event."""
-    parent = _parents(thread, ts, end)
-    depth = np.zeros(ts.size, np.int64)
-    has = np.flatnonzero(parent >= 0)
-    for i in has.tolist():  # parents come first in sorted order
-        depth[i] = depth[parent[i]] + 1
-    return parent, depth
-
-
-def _assign_nodes(parent: np.ndarray, depth: np.ndarray, label: np.ndarray, n_labels: int):
-    """Node id per event (same path -> same node), levelwise; and each node's parent and label."""
-    node_of = np.empty(label.size, np.int64)
-    node_parent, node_label = [], []
-    base = 0
-    for d in range(int(depth.max()) + 1 if depth.size else 0):
-        at = np.flatnonzero(depth == d)
-        pnode = node_of[parent[at]] if d else np.full(at.size, -1, np.int64)
-        codes, uniques = pd.factorize((pnode + 1) * n_labels + label[at])
-        node_of[at] = base + codes
-        node_parent.append(uniques // n_labels - 1)
-        node_label.append(uniques % n_labels)
-        base += uniques.size
-    cat = (lambda parts: np.concatenate(parts) if parts else np.empty(0, np.int64))
-    return node_of, cat(node_parent), cat(node_label)
-
-
-def flame_tree(events: pd.DataFrame) -> pd.DataFrame:
+def flame_tree(events: Source) -> pd.DataFrame:
     """The flame tree of an events table as a flat node table (see module docstring)."""
+    events = model_of(events).events
     is_host = events["kind"].isin(HOST_KINDS).to_numpy()
     is_gpu = events["kind"].isin(GPU_WORK_KINDS).to_numpy()
     all_labels, labels = _labels(events[is_host | is_gpu])
@@ -110,11 +92,11 @@ def flame_tree(events: pd.DataFrame) -> pd.DataFrame:
     thread = (host["pid"].cat.codes.to_numpy().astype(np.int64) * (len(host["tid"].cat.categories) + 1)
               + host["tid"].cat.codes.to_numpy())
     ts, dur = host["ts_ns"].to_numpy(), host["dur_ns"].to_numpy()
-    order = np.lexsort((-dur, ts, thread))
+    order = nesting_order(thread, ts, dur)
     ts, dur, thread = ts[order], dur[order], thread[order]
     host_label, gpu_label = all_labels[host_first][order], all_labels[~host_first]
-    parent, depth = _walk(thread, ts, ts + dur)
-    node_of, node_parent, node_label = _assign_nodes(parent, depth, host_label, len(labels))
+    parent, _ = nest(thread, ts, ts + dur)
+    node_of, node_parent, node_label = _assign_nodes(parent, host_label)
     launch_pos = _launch_positions(host.iloc[order], gpu)
     return _table(labels, node_of, node_parent, node_label, parent, dur, gpu, gpu_label, launch_pos)
 
@@ -157,18 +139,28 @@ def _table(labels, node_of, node_parent, node_label, parent, dur, gpu, gpu_label
 
 
 def _finish(parents, label_ids, labels, selfs, totals, gpu_sub, counts, nbytes) -> pd.DataFrame:
-    depth = np.zeros(parents.size, np.int64)
-    for i in range(parents.size):  # parents come first
-        if parents[i] >= 0:
-            depth[i] = depth[parents[i]] + 1
-    for d in range(int(depth.max()) if depth.size else 0, 0, -1):
-        at = np.flatnonzero(depth == d)
-        np.add.at(gpu_sub, parents[at], gpu_sub[at])
-    names = [labels[k][0] for k in label_ids]
-    kinds = [labels[k][1] for k in label_ids]
+    depth, gpu_sub = _depths_and_subtree_sums(parents, gpu_sub)
+    names = np.array([n for n, _ in labels], dtype=object)[label_ids]
+    kinds = np.array([k for _, k in labels], dtype=object)[label_ids]
     return pd.DataFrame({"id": np.arange(parents.size), "parent": parents, "name": pd.Series(names, dtype=str),
                          "kind": pd.Series(kinds, dtype=str), "self_ns": selfs, "total_ns": totals,
                          "gpu_ns": gpu_sub, "count": counts, "bytes": nbytes, "depth": depth}, columns=COLUMNS)
+
+
+def _depths_and_subtree_sums(parents: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Depth of each node and the sum of ``values`` over its subtree; linear (parents come first)."""
+    up = parents.tolist()
+    depth = [0] * len(up)
+    for i, p in enumerate(up):
+        if p >= 0:
+            depth[i] = depth[p] + 1
+    if not values.any():
+        return np.array(depth, dtype=np.int64), values.copy()
+    sums = values.tolist()
+    for i in range(len(up) - 1, -1, -1):  # children after parents: walk back, adding upward
+        if up[i] >= 0 and sums[i]:
+            sums[up[i]] += sums[i]
+    return np.array(depth, dtype=np.int64), np.array(sums, dtype=np.int64)
 
 
 def prune(tree: pd.DataFrame, min_share: float = 0.01) -> pd.DataFrame:
@@ -180,21 +172,70 @@ def prune(tree: pd.DataFrame, min_share: float = 0.01) -> pd.DataFrame:
     if tree.empty:
         return tree.copy()
     tree = tree.reset_index(drop=True)
-    total = tree.loc[tree["parent"] < 0, "total_ns"].sum()
-    small = tree["total_ns"].to_numpy() < min_share * total
-    parent, depth = tree["parent"].to_numpy(), tree["depth"].to_numpy()
-    position = pd.Series(np.arange(len(tree)), index=tree["id"].to_numpy())
-    ppos = np.where(parent >= 0, position.reindex(parent).fillna(-1).to_numpy(np.int64), -1)
-    gone, folded = np.zeros(len(tree), bool), np.zeros(len(tree), bool)
-    for d in range(int(depth.max()) + 1):
-        at = np.flatnonzero(depth == d)
-        parent_gone = np.where(ppos[at] >= 0, gone[np.maximum(ppos[at], 0)], False)
-        folded[at] = small[at] & ~parent_gone
-        gone[at] = parent_gone | small[at]
+    gone, folded = _folded(tree, min_share)
     kept = tree[~gone]
     new_id = pd.Series(np.arange(len(kept)), index=kept["id"].to_numpy())
     out = kept.assign(id=np.arange(len(kept)), parent=_remap(kept["parent"], new_id))
     return pd.concat([out, _other_nodes(tree[folded], new_id, len(kept))], ignore_index=True)[COLUMNS]
+
+
+def pruned_sizes(tree: pd.DataFrame, shares) -> list[int]:
+    """``len(prune(tree, share))`` for each share, without building the pruned tables
+    (numpy only; the ancestors' minima are computed once for all shares)."""
+    if tree.empty:
+        return [0 for _ in shares]
+    tree = tree.reset_index(drop=True)
+    ppos, path_min, roots_total = _path_minima(tree)
+    parents = tree["parent"].to_numpy()
+    sizes = []
+    for share in shares:
+        gone, folded = _gone_and_folded(ppos, path_min, share * roots_total)
+        sizes.append(int((~gone).sum()) + int(np.unique(parents[folded]).size))
+    return sizes
+
+
+def pruned_size(tree: pd.DataFrame, min_share: float) -> int:
+    """``len(prune(tree, min_share))`` without building the pruned table."""
+    return pruned_sizes(tree, [min_share])[0]
+
+
+def _folded(tree: pd.DataFrame, min_share: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per node: gone (it or an ancestor is under the share) and folded (under it, parent kept)."""
+    ppos, path_min, roots_total = _path_minima(tree)
+    return _gone_and_folded(ppos, path_min, min_share * roots_total)
+
+
+def _path_minima(tree: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
+    """Parent positions, the smallest total on each node's path from its root, the roots' total."""
+    totals = tree["total_ns"].to_numpy(np.int64)
+    ppos = _parent_positions(tree)
+    return ppos, _path_min(ppos, totals), int(totals[tree["parent"].to_numpy() < 0].sum())
+
+
+def _gone_and_folded(ppos: np.ndarray, path_min: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    gone = path_min < threshold
+    parent_gone = np.where(ppos >= 0, gone[np.maximum(ppos, 0)], False)
+    return gone, gone & ~parent_gone
+
+
+def _parent_positions(tree: pd.DataFrame) -> np.ndarray:
+    """Row position of each node's parent (-1 for roots and unknown parents)."""
+    parent = tree["parent"].to_numpy(np.int64)
+    position = pd.Series(np.arange(len(tree)), index=tree["id"].to_numpy())
+    return np.where(parent >= 0, position.reindex(parent).fillna(-1).to_numpy(np.int64), -1)
+
+
+def _path_min(ppos: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Minimum of ``values`` over each node and all its ancestors, by pointer doubling:
+    log2(depth) numpy passes, so a million-deep chain costs 20 passes, not a million."""
+    low, up = values.copy(), ppos.copy()
+    for _ in range(max(int(np.log2(max(len(up), 1))) + 2, 1)):
+        has = np.flatnonzero(up >= 0)
+        if has.size == 0:
+            return low
+        low[has] = np.minimum(low[has], low[up[has]])
+        up[has] = up[up[has]]
+    raise ConfigError("flame tree: parent links form a cycle")
 
 
 def _remap(parents: pd.Series, new_id: pd.Series) -> np.ndarray:

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..trace import KIND_KERNEL
 from ..trace.intervals import union_length
+from .model import Source, model_of, shared
 
 SHORT_KERNEL_NS = 10_000  # "kernels under 10 us": dur < 10.0 us, strict
 
 
-def kernel_events(events: pd.DataFrame) -> pd.DataFrame:
+def kernel_events(events: Source) -> pd.DataFrame:
     """The kernel rows of an events table (same columns)."""
-    return events[events["kind"] == KIND_KERNEL]
+    return shared(model_of(events).kernels)
 
 
-def kernel_summary(events: pd.DataFrame) -> dict:
+def kernel_summary(events: Source) -> dict:
     """``{count, total_ns, busy_ns, under_10us, distinct_names, min_ns, median_ns, max_ns, mean_ns}``.
 
     ``busy_ns`` and the distribution figures are None without kernels.
@@ -37,7 +37,7 @@ def kernel_summary(events: pd.DataFrame) -> dict:
                   "mean_ns": float(dur.mean())}
 
 
-def top_kernels(events: pd.DataFrame, n: int | None = 10) -> pd.DataFrame:
+def top_kernels(events: Source, n: int | None = 10) -> pd.DataFrame:
     """Kernels grouped by name, largest total first (ties by name).
 
     Columns: name (str), count, total_ns, mean_ns (float), max_ns, share (of all

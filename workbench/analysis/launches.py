@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace import GPU_WORK_KINDS, KIND_RUNTIME
+from .model import Source, TraceModel, model_of, shared
 
 LAUNCH_NAMES = frozenset({
     "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchKernelEx", "cudaLaunchCooperativeKernel",
@@ -24,50 +24,77 @@ GRAPH_LAUNCH_NAMES = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLau
 HTA_LAUNCH_NAMES = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"})
 RUNTIME_OUTLIER_NS = 50_000
 LAUNCH_DELAY_OUTLIER_NS = 100_000
-PERCENTILES = (50, 90, 95, 99)
+LAUNCH_PERCENTILES = (50, 90, 95, 99)  # the launch distributions' columns (HTA's)
 
 
-def runtime_calls(events: pd.DataFrame, names=None) -> pd.DataFrame:
+def runtime_calls(events: Source, names=None) -> pd.DataFrame:
     """Runtime-category rows, optionally only those whose name is in ``names``."""
-    runtime = events[events["kind"] == KIND_RUNTIME]
-    return runtime if names is None else runtime[runtime["name"].isin(list(names))]
+    runtime = model_of(events).runtime
+    return shared(runtime) if names is None else runtime[runtime["name"].isin(list(names))]
 
 
-def gpu_work_with_launch(events: pd.DataFrame) -> pd.DataFrame:
+def gpu_work_with_launch(events: Source) -> pd.DataFrame:
     """GPU work rows with their launching runtime call (null where it is missing).
 
-    Columns: kind, name (str), ts_ns, dur_ns, device, stream, correlation, bytes,
-    ext_id, launch_name (str or NA), launch_ts_ns, launch_dur_ns (Int64), launch_tid.
+    Columns: kind, name, ts_ns, dur_ns, device, stream, correlation, bytes,
+    ext_id, launch_name (NA without a call), launch_ts_ns, launch_dur_ns (Int64),
+    launch_tid. Text columns are categoricals sharing the events table's
+    categories (no string is copied: kernel names run to kilobytes).
     A correlation shared by several runtime calls joins to the first of them.
+    Computed once per :class:`~workbench.analysis.model.TraceModel`.
     """
-    gpu = events[events["kind"].isin(GPU_WORK_KINDS)]
-    runtime = runtime_calls(events).dropna(subset=["correlation"]).drop_duplicates("correlation")
-    launch = pd.DataFrame({"correlation": runtime["correlation"].to_numpy(),
-                           "launch_name": runtime["name"].astype(str).to_numpy(),
-                           # nullable before the merge: float64 would round epoch-sized ns
-                           "launch_ts_ns": pd.array(runtime["ts_ns"].to_numpy(), dtype="Int64"),
-                           "launch_dur_ns": pd.array(runtime["dur_ns"].to_numpy(), dtype="Int64"),
-                           "launch_tid": runtime["tid"].astype(str).to_numpy()})
-    cols = ["kind", "name", "ts_ns", "dur_ns", "device", "stream", "correlation", "bytes", "ext_id"]
-    out = gpu[cols].assign(kind=gpu["kind"].astype(str), name=gpu["name"].astype(str))
-    return out.merge(launch, on="correlation", how="left", sort=False)
+    return shared(model_of(events).gpu_work_with_launch)
 
 
-def launch_pairs(events: pd.DataFrame, names=HTA_LAUNCH_NAMES) -> pd.DataFrame:
+def join_launches(model: TraceModel) -> pd.DataFrame:
+    """The launch join of :func:`gpu_work_with_launch` (an index lookup on correlation)."""
+    gpu, runtime = model.gpu_work, model.runtime
+    runtime = runtime[runtime["correlation"].notna().to_numpy()]
+    corr = runtime["correlation"].to_numpy(np.int64)
+    first = ~pd.Index(corr).duplicated(keep="first")
+    runtime = runtime[first]
+    pos = pd.Index(corr[first]).get_indexer(pd.Index(gpu["correlation"].array))
+    found = pos >= 0
+    at = np.where(found, pos, 0)
+
+    def pick(column: str):  # categorical column of the runtime rows, NA where no call
+        codes = runtime[column].cat.codes.to_numpy()
+        picked = np.where(found, codes[at] if codes.size else -1, -1)
+        return pd.Categorical.from_codes(picked, dtype=runtime[column].dtype)
+
+    def times(column: str):  # nullable before any arithmetic: float64 would round epoch-sized ns
+        values = runtime[column].to_numpy(np.int64)
+        return pd.arrays.IntegerArray(values[at] if values.size else np.zeros(at.size, np.int64), ~found)
+
+    out = {"kind": gpu["kind"].array, "name": gpu["name"].array,
+           **{c: gpu[c].array for c in ("ts_ns", "dur_ns", "device", "stream", "correlation", "bytes", "ext_id")},
+           "launch_name": pick("name"), "launch_ts_ns": times("ts_ns"), "launch_dur_ns": times("dur_ns"),
+           "launch_tid": pick("tid")}
+    return pd.DataFrame(out)
+
+
+def launch_pairs(events: Source, names=HTA_LAUNCH_NAMES) -> pd.DataFrame:
     """One row per GPU event whose launching call is named in ``names`` (HTA's set by default).
 
     Columns: correlation, launch_name, cpu_ts_ns, cpu_dur_ns, gpu_kind, gpu_name,
-    gpu_ts_ns, gpu_dur_ns, launch_delay_ns (clipped at 0), device, stream.
+    gpu_ts_ns, gpu_dur_ns, launch_delay_ns (clipped at 0), device, stream (text
+    columns categorical, as in :func:`gpu_work_with_launch`).
     """
-    joined = gpu_work_with_launch(events)
-    joined = joined[joined["launch_name"].isin(list(names))]
+    model = model_of(events)
+    return shared(model.launch_pairs) if names is HTA_LAUNCH_NAMES else pairs_of(model, names)
+
+
+def pairs_of(model: TraceModel, names) -> pd.DataFrame:
+    """:func:`launch_pairs` computed from a model's launch join."""
+    joined = model.gpu_work_with_launch
+    joined = joined[joined["launch_name"].isin(list(names)).to_numpy()]
     cpu_end = joined["launch_ts_ns"].to_numpy(np.int64) + joined["launch_dur_ns"].to_numpy(np.int64)
     delay = np.maximum(joined["ts_ns"].to_numpy() - cpu_end, 0)
     return pd.DataFrame({
-        "correlation": joined["correlation"].to_numpy(), "launch_name": joined["launch_name"].to_numpy(),
+        "correlation": joined["correlation"].to_numpy(), "launch_name": joined["launch_name"].array,
         "cpu_ts_ns": joined["launch_ts_ns"].to_numpy(np.int64),
         "cpu_dur_ns": joined["launch_dur_ns"].to_numpy(np.int64),
-        "gpu_kind": joined["kind"].to_numpy(), "gpu_name": joined["name"].to_numpy(),
+        "gpu_kind": joined["kind"].array, "gpu_name": joined["name"].array,
         "gpu_ts_ns": joined["ts_ns"].to_numpy(), "gpu_dur_ns": joined["dur_ns"].to_numpy(),
         "launch_delay_ns": delay.astype(np.int64),
         "device": joined["device"].array, "stream": joined["stream"].array})
@@ -86,15 +113,20 @@ def launch_pair_summary(pairs: pd.DataFrame) -> dict:
             "launch_delay_max_ns": int(delay.max()) if delay.size else None}
 
 
-def launch_calls(events: pd.DataFrame) -> pd.DataFrame:
+def launch_calls(events: Source) -> pd.DataFrame:
     """Every kernel or graph launch call with the GPU work it started.
 
     Columns: name, ts_ns, dur_ns, tid, correlation, graph (bool), gpu_count,
     gpu_dur_ns (sum of its GPU work), launch_delay_ns (first GPU start after
     the call's end, clipped at 0; NA without GPU work).
     """
-    calls = runtime_calls(events, LAUNCH_NAMES | GRAPH_LAUNCH_NAMES)
-    gpu = gpu_work_with_launch(events).dropna(subset=["launch_ts_ns"])
+    return shared(model_of(events).launch_calls)
+
+
+def calls_of(model: TraceModel) -> pd.DataFrame:
+    """:func:`launch_calls` computed from a model's launch join."""
+    calls = runtime_calls(model, LAUNCH_NAMES | GRAPH_LAUNCH_NAMES)
+    gpu = model.launched_work
     per_corr = gpu.groupby("correlation").agg(gpu_count=("dur_ns", "size"), gpu_dur_ns=("dur_ns", "sum"),
                                               first_gpu_ts_ns=("ts_ns", "min")).astype("Int64")
     out = pd.DataFrame({"name": calls["name"].astype(str).to_numpy(), "ts_ns": calls["ts_ns"].to_numpy(),
@@ -130,7 +162,7 @@ def launch_distribution(pairs: pd.DataFrame) -> pd.DataFrame:
         row = {"metric": metric, "count": int(values.size)}
         empty = values.size == 0
         row["mean_ns"] = np.nan if empty else float(values.mean())
-        for p, v in zip(PERCENTILES, [np.nan] * 4 if empty else np.percentile(values, PERCENTILES)):
+        for p, v in zip(LAUNCH_PERCENTILES, [np.nan] * 4 if empty else np.percentile(values, LAUNCH_PERCENTILES)):
             row[f"p{p}_ns"] = float(v)
         row["max_ns"] = np.nan if empty else float(values.max())
         rows.append(row)

@@ -6,8 +6,8 @@ and reported in milliseconds. The confidence interval of a percentile is the
 distribution-free order-statistic interval (binomial, normal approximation):
 ranks ``n*q -/+ z*sqrt(n*q*(1-q))``. It needs no resampling, so it is
 deterministic; when the sample is too small for the upper rank to exist the
-upper bound is None: "not bounded by this sample" (for p99 that takes roughly
-n < 400).
+upper bound is None: "not bounded by this sample" (for p99 that is n < 563,
+for p95 n < 110: :func:`requests_to_bound`).
 """
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import math
 
 import numpy as np
 
-NS_PER_MS = 1_000_000
+from ..units import NS_PER_MS
+
 PERCENTILES = (50, 95, 99)
 Z_95 = 1.959963984540054
 
@@ -57,6 +58,18 @@ def percentile_ci_ns(values_ns, q: float, confidence_z: float = Z_95) -> tuple[f
     lo = float(arr[lo_rank - 1]) if lo_rank >= 1 else None
     hi = float(arr[hi_rank - 1]) if hi_rank <= n else None
     return lo, hi
+
+
+def requests_to_bound(q: float, confidence_z: float = Z_95) -> int:
+    """The smallest sample size whose :func:`percentile_ci_ns` interval of the q-th percentile is bounded.
+
+    563 for p99, 110 for p95 at 95 % confidence.
+    """
+    p = q / 100.0
+    n = 1
+    while math.ceil(n * p + confidence_z * math.sqrt(n * p * (1.0 - p))) + 1 > n:
+        n += 1
+    return n
 
 
 def iqr_ratio(values_ns) -> float:

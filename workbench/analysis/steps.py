@@ -29,32 +29,46 @@ from ..trace import (HOST_KINDS, KIND_CPU_OP, KIND_KERNEL, KIND_MEMCPY, KIND_MEM
                      KIND_RUNTIME, KIND_USER_ANNOTATION)
 from ..trace import intervals as iv
 from ..trace.schema import name_matches
-from .launches import gpu_work_with_launch
+from .model import Source, TraceModel, model_of, shared
 
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
 _COMM_PREFIXES = ("nccl:", "gloo:")
 
 
-def profiler_steps(events: pd.DataFrame) -> pd.DataFrame:
+def profiler_steps(events: Source) -> pd.DataFrame:
     """One row per host ``ProfilerStep#N`` range, sorted by start.
 
     Columns: step (int), name, ts_ns, dur_ns, and for kernel/memcpy/memset the
     ``<kind>_count`` and ``<kind>_ns`` (summed GPU duration) of the work whose
     launch call starts inside the step.
     """
-    host = events[events["kind"].isin(HOST_KINDS)]
+    return shared(model_of(events).profiler_steps)
+
+
+def steps_of(model: TraceModel) -> pd.DataFrame:
+    """:func:`profiler_steps` computed from a model (its host rows and launch join)."""
+    host = model.host
     rows = host[name_matches(host["name"], STEP_NAME.match)]
     names = rows["name"].astype(str)
-    steps = pd.DataFrame({"step": names.str.slice(len("ProfilerStep#")).astype(np.int64).to_numpy(),
+    steps = pd.DataFrame({"step": _step_numbers(names),
                           "name": names.to_numpy(),
                           "ts_ns": rows["ts_ns"].to_numpy(), "dur_ns": rows["dur_ns"].to_numpy()})
     steps = steps.sort_values("ts_ns", kind="stable", ignore_index=True)
-    work = gpu_work_with_launch(events).dropna(subset=["launch_ts_ns"])
+    work = model.launched_work
     for kind in (KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET):
         count, total = _launched_in(work[work["kind"] == kind], steps["ts_ns"], steps["ts_ns"] + steps["dur_ns"])
         steps[f"{kind}_count"], steps[f"{kind}_ns"] = count, total
     return steps
+
+
+def _step_numbers(names: pd.Series) -> np.ndarray:
+    """The N of each ``ProfilerStep#N``: int64, or Python ints (object) when one is past int64."""
+    numbers = [int(name[len("ProfilerStep#"):]) for name in names]
+    try:
+        return np.array(numbers, dtype=np.int64)
+    except OverflowError:  # ProfilerStep#12345678901234567890 is a valid, if odd, name
+        return np.array(numbers, dtype=object)
 
 
 def _launched_in(work: pd.DataFrame, starts: pd.Series, ends: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -67,11 +81,16 @@ def _launched_in(work: pd.DataFrame, starts: pd.Series, ends: pd.Series) -> tupl
     return (hi - lo).astype(np.int64), (cum[hi] - cum[lo]).astype(np.int64)
 
 
-def step_boundaries(events: pd.DataFrame) -> pd.DataFrame:
+def step_boundaries(events: Source) -> pd.DataFrame:
     """TensorBoard's step ranges. Columns: step ("N" or "all"), start_ns, end_ns."""
-    steps = profiler_steps(events)
+    return shared(model_of(events).step_boundaries)
+
+
+def boundaries_of(model: TraceModel) -> pd.DataFrame:
+    """:func:`step_boundaries` computed from a model."""
+    steps = model.profiler_steps
     if steps.empty:
-        host = _tb_host(events)
+        host = _tb_host(model)
         if host.empty:
             return pd.DataFrame({"step": pd.Series([], dtype=str), "start_ns": np.empty(0, np.int64),
                                  "end_ns": np.empty(0, np.int64)})
@@ -82,18 +101,18 @@ def step_boundaries(events: pd.DataFrame) -> pd.DataFrame:
         labels = steps["step"].astype(str).tolist()
         starts = steps["ts_ns"].to_numpy()
         ends = starts + steps["dur_ns"].to_numpy()
-    starts, ends = _device_adjusted(events, starts, ends)
+    starts, ends = _device_adjusted(model, starts, ends)
     return pd.DataFrame({"step": pd.Series(labels, dtype=str), "start_ns": starts, "end_ns": ends})
 
 
-def _tb_host(events: pd.DataFrame) -> pd.DataFrame:
+def _tb_host(model: TraceModel) -> pd.DataFrame:
     """Host events bounding a trace without steps: operators and python (all host events if none)."""
-    host = events[events["kind"].isin([KIND_CPU_OP, KIND_PYTHON])]
-    return host if not host.empty else events[events["kind"].isin(HOST_KINDS)]
+    host = model.host[model.host["kind"].isin([KIND_CPU_OP, KIND_PYTHON]).to_numpy()]
+    return host if not host.empty else model.host
 
 
-def _device_adjusted(events: pd.DataFrame, starts: np.ndarray, ends: np.ndarray):
-    work = gpu_work_with_launch(events).dropna(subset=["launch_ts_ns"])
+def _device_adjusted(model: TraceModel, starts: np.ndarray, ends: np.ndarray):
+    work = model.launched_work
     l_start = work["launch_ts_ns"].to_numpy(np.int64)
     l_end = l_start + work["launch_dur_ns"].to_numpy(np.int64)
     g_start = work["ts_ns"].to_numpy()
@@ -146,18 +165,19 @@ def _ends_with(names: pd.Series, suffix: str) -> pd.Series:
     return pd.Series(name_matches(names, lambda n: n.endswith(suffix)), index=names.index)
 
 
-def step_breakdown(events: pd.DataFrame) -> pd.DataFrame:
+def step_breakdown(events: Source) -> pd.DataFrame:
     """Per-step time breakdown (TensorBoard plugin's priority rule), in ns.
 
     Columns: step ("N" or "all"), start_ns, end_ns, kernel_ns, memcpy_ns,
     memset_ns, communication_ns, runtime_ns, dataloader_ns, cpu_exec_ns,
     other_ns, total_ns (= end - start = the sum of the categories).
     """
-    bounds = step_boundaries(events)
+    model = model_of(events)
+    bounds = model.step_boundaries
     starts, ends = bounds["start_ns"].to_numpy(), bounds["end_ns"].to_numpy()
     slots = iv.merge(starts, ends)
     out = bounds.copy()
-    for role, intervals in _role_intervals(events).items():
+    for role, intervals in _role_intervals(model.events).items():
         claimed = iv.intersect(slots, intervals)
         slots = iv.subtract(slots, claimed)
         out[f"{role}_ns"] = iv.overlap_with_windows(claimed, starts, ends)

@@ -14,8 +14,10 @@ import os
 
 import pandas as pd
 
-from ..trace import Trace, load_trace
+from ..trace import Trace
+from ..units import NS_PER_US
 from . import gpu_timeline, kernels, launches, steps, trace_stages, transfers, verdict
+from .model import TraceModel
 
 _BREAKDOWN = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other", "total")
 
@@ -24,40 +26,56 @@ def us(ns) -> float | None:
     """Integer (or float) ns -> float us; None/NaN stay None."""
     if ns is None or (isinstance(ns, float) and math.isnan(ns)) or ns is pd.NA:
         return None
-    return float(ns) / 1000.0
+    return float(ns) / NS_PER_US
 
 
 def _opt_int(value) -> int | None:
     return None if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)) else int(value)
 
 
-def analyze(trace_or_path: Trace | str | os.PathLike) -> dict:
-    """Load (if given a path) and run every analysis; a dict of plain JSON types."""
-    trace = trace_or_path if isinstance(trace_or_path, Trace) else load_trace(trace_or_path)
-    events = trace.events
-    pairs = launches.launch_pairs(events)
-    return {
-        "trace": {"path": str(trace.path), "schema": trace.meta.get("schema"),
-                  "platform": trace.meta.get("platform"), "events": len(events),
-                  "devices": [d.get("name") for d in trace.device_properties if isinstance(d, dict)]},
-        "kernels": _kernels(events),
-        "memcpy": _memcpy(events),
-        "memset": _memset(events),
-        "launches": _launches(events),
-        "launch_pairs": _pairs(pairs),
-        "launch_verdict": dict(zip(("launch_bound", "sentence"), verdict.launch_verdict(events))),
-        "gpu": _gpu(events),
-        "sync_calls": [{"name": r.name, "count": int(r.count), "total_us": us(r.total_ns)}
-                       for r in transfers.sync_calls(events).itertuples()],
-        "steps": _steps(events),
-        "step_breakdown": _breakdown(events),
-        "stages": _stages(events),
-    }
+def analyze(trace_or_path: TraceModel | Trace | str | os.PathLike, progress=None) -> dict:
+    """Load (if given a path) and run every analysis; a dict of plain JSON types.
+
+    One :class:`TraceModel` serves every section: the launch join and the other
+    derived tables are computed once. ``progress(stage, done, total)``, if given,
+    hears of the loading and of each section done (``"analyze"``)."""
+    is_loaded = isinstance(trace_or_path, (TraceModel, Trace))
+    model = TraceModel.of(trace_or_path) if is_loaded else TraceModel.load(trace_or_path, progress=progress)
+    report = {}
+    for done, (key, section) in enumerate(SECTIONS.items(), start=1):
+        report[key] = section(model)
+        if progress is not None:
+            progress("analyze", done, len(SECTIONS))
+    return report
 
 
-def _kernels(events: pd.DataFrame) -> dict:
-    s = kernels.kernel_summary(events)
-    top = kernels.top_kernels(events, 10)
+def _trace(model: TraceModel) -> dict:
+    return {"path": str(model.path), "schema": model.meta.get("schema"), "platform": model.meta.get("platform"),
+            "events": len(model.events),
+            "devices": [d.get("name") for d in model.device_properties if isinstance(d, dict)]}
+
+
+def _verdict(model: TraceModel) -> dict:
+    return dict(zip(("launch_bound", "sentence"), verdict.launch_verdict(model)))
+
+
+def _sync_calls(model: TraceModel) -> list[dict]:
+    return [{"name": r.name, "count": int(r.count), "total_us": us(r.total_ns)}
+            for r in transfers.sync_calls(model).itertuples()]
+
+
+def _top_ops(model: TraceModel, n: int = 15) -> list[dict]:
+    """The operators with the most self time (any trace, CPU-only included); shapes when recorded."""
+    from .operators import top_operators
+
+    return [{"name": r.name, "input_shapes": r.input_shapes or None, "calls": int(r.calls),
+             "total_us": us(r.total_ns), "self_us": us(r.self_ns), "self_share": float(r.self_share)}
+            for r in top_operators(model.events, n).itertuples()]
+
+
+def _kernels(model: TraceModel) -> dict:
+    s = kernels.kernel_summary(model)
+    top = kernels.top_kernels(model, 10)
     return {"count": s["count"], "total_us": us(s["total_ns"]), "under_10us": s["under_10us"],
             "busy_us": us(s["busy_ns"]),
             "top": [{"name": r.name, "count": int(r.count), "total_us": us(r.total_ns), "share": float(r.share)}
@@ -70,20 +88,20 @@ def _copy_rows(frame: pd.DataFrame, key: str) -> dict:
             for r in frame.itertuples()}
 
 
-def _memcpy(events: pd.DataFrame) -> dict:
-    s = transfers.memcpy_summary(events)
+def _memcpy(model: TraceModel) -> dict:
+    s = transfers.memcpy_summary(model)
     return {"count": s["count"], "total_us": us(s["total_ns"]), "bytes": s["bytes"],
-            "by_kind": _copy_rows(transfers.memcpy_by_direction(events), "direction"),
-            "by_kind_and_host_memory": _copy_rows(transfers.memcpy_by_host_memory(events), "key")}
+            "by_kind": _copy_rows(transfers.memcpy_by_direction(model), "direction"),
+            "by_kind_and_host_memory": _copy_rows(transfers.memcpy_by_host_memory(model), "key")}
 
 
-def _memset(events: pd.DataFrame) -> dict:
-    s = transfers.memset_summary(events)
+def _memset(model: TraceModel) -> dict:
+    s = transfers.memset_summary(model)
     return {"count": s["count"], "total_us": us(s["total_ns"]), "bytes": s["bytes"]}
 
 
-def _launches(events: pd.DataFrame) -> dict:
-    s = launches.launch_summary(launches.launch_calls(events))
+def _launches(model: TraceModel) -> dict:
+    s = launches.launch_summary(launches.launch_calls(model))
     return {"count": s["count"], "total_us": us(s["total_ns"]), "graph_count": s["graph_count"],
             "graph_total_us": us(s["graph_total_ns"]), "graph_gpu_count": s["graph_gpu_count"]}
 
@@ -98,9 +116,9 @@ def _pairs(pairs: pd.DataFrame) -> dict:
                              for r in dist.itertuples()}}
 
 
-def _gpu(events: pd.DataFrame) -> dict:
-    s = gpu_timeline.gpu_time_summary(events)
-    idle = gpu_timeline.stream_idle(events)
+def _gpu(model: TraceModel) -> dict:
+    s = gpu_timeline.gpu_time_summary(model)
+    idle = gpu_timeline.stream_idle(model)
     return {"span_us": us(s["span_ns"]), "busy_us": us(s["busy_ns"]), "idle_us": us(s["idle_ns"]),
             "idle_fraction": s["idle_fraction"],
             "streams": [{"device": _opt_int(r.device), "stream": _opt_int(r.stream), "count": int(r.count),
@@ -109,24 +127,24 @@ def _gpu(events: pd.DataFrame) -> dict:
                         for r in idle.itertuples()]}
 
 
-def _steps(events: pd.DataFrame) -> list[dict]:
+def _steps(model: TraceModel) -> list[dict]:
     return [{"name": r.name, "dur_us": us(r.dur_ns), "kernel_count": int(r.kernel_count),
              "kernel_us": us(r.kernel_ns), "memcpy_us": us(r.memcpy_ns), "memset_us": us(r.memset_ns)}
-            for r in steps.profiler_steps(events).itertuples()]
+            for r in steps.profiler_steps(model).itertuples()]
 
 
-def _breakdown(events: pd.DataFrame) -> list[dict]:
+def _breakdown(model: TraceModel) -> list[dict]:
     rows = []
-    for r in steps.step_breakdown(events).to_dict("records"):
+    for r in steps.step_breakdown(model).to_dict("records"):
         label = r["step"]
         entry = {"step": int(label) if label.isdigit() else label}
         rows.append(entry | {f"{c}_us": us(r[f"{c}_ns"]) for c in _BREAKDOWN})
     return rows
 
 
-def _stages(events: pd.DataFrame) -> list[dict]:
+def _stages(model: TraceModel) -> list[dict]:
     out = []
-    for r in trace_stages.stage_summary(events).to_dict("records"):
+    for r in trace_stages.trace_stage_summary(model).to_dict("records"):
         out.append({"stage": r["stage"], "count": int(r["count"]), "host_us": us(r["host_ns"]),
                     "gpu_us": us(r["gpu_ns"]), "kernel_count": int(r["kernel_count"]),
                     "launch_count": int(r["launch_count"]), "launch_us": us(r["launch_ns"]),
@@ -134,3 +152,12 @@ def _stages(events: pd.DataFrame) -> list[dict]:
                     "sync_us": us(r["sync_ns"]), "launch_bound": bool(r["launch_bound"]),
                     "transfer_bound": bool(r["transfer_bound"]), "sync_heavy": bool(r["sync_heavy"])})
     return out
+
+
+# Report sections in output order: key -> function of the model (a dict of plain JSON types).
+SECTIONS = {
+    "trace": _trace, "kernels": _kernels, "memcpy": _memcpy, "memset": _memset, "launches": _launches,
+    "launch_pairs": lambda model: _pairs(model.launch_pairs), "launch_verdict": _verdict, "gpu": _gpu,
+    "sync_calls": _sync_calls, "steps": _steps, "step_breakdown": _breakdown, "stages": _stages,
+    "top_ops": _top_ops,
+}

@@ -15,7 +15,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..trace import KIND_MEMCPY, KIND_MEMSET, KIND_RUNTIME
+from ..trace import KIND_MEMSET
+from .model import Source, model_of, shared
 
 DIRECTIONS = ("HtoD", "DtoH", "DtoD")  # always reported, with zeros when absent
 HOST_MEMORY_KINDS = ("Pageable", "Pinned", "Host", "Managed")
@@ -39,11 +40,15 @@ def classify_copy(name: str) -> tuple[str, str | None]:
     return match["direction"], host
 
 
-def memcpy_events(events: pd.DataFrame) -> pd.DataFrame:
+def memcpy_events(events: Source) -> pd.DataFrame:
     """Copy rows with their class. Columns: name, ts_ns, dur_ns, device, stream,
     correlation, bytes, direction (str), host_memory (str or None), key (e.g.
     ``"HtoD Pageable"``, or just the direction when no side is host memory)."""
-    rows = events[events["kind"] == KIND_MEMCPY]
+    return shared(model_of(events).memcpy_events)
+
+
+def copies_of(rows: pd.DataFrame) -> pd.DataFrame:
+    """:func:`memcpy_events` of the memcpy rows of an events table (names classified once each)."""
     out = rows[["name", "ts_ns", "dur_ns", "device", "stream", "correlation", "bytes"]].reset_index(drop=True)
     names = out["name"].astype(str)
     classes = {n: classify_copy(n) for n in names.unique()}
@@ -51,7 +56,18 @@ def memcpy_events(events: pd.DataFrame) -> pd.DataFrame:
     host = [classes[n][1] for n in names]
     return out.assign(name=names, direction=pd.Series(direction, dtype="str"),
                       host_memory=pd.Series(host, dtype=object),
-                      key=pd.Series([d if h is None else f"{d} {h}" for d, h in zip(direction, host)], dtype="str"))
+                      key=pd.Series([copy_key(d, h) for d, h in zip(direction, host)], dtype="str"))
+
+
+def copy_key(direction: str, host_memory: str | None) -> str:
+    """The class of a copy: ``"HtoD Pageable"``, or the bare direction without a host side."""
+    return direction if host_memory is None else f"{direction} {host_memory}"
+
+
+def split_copy_key(key: str) -> tuple[str, str | None]:
+    """``(direction, host memory or None)`` of a :func:`copy_key`."""
+    direction, _, host = key.partition(" ")
+    return direction, host or None
 
 
 def _aggregate(frame: pd.DataFrame, by: str) -> pd.DataFrame:
@@ -70,10 +86,10 @@ def _bandwidth(nbytes: pd.Series, total_ns: pd.Series) -> pd.Series:
         return pd.Series(np.where(t > 0, b / t, np.nan), index=nbytes.index)
 
 
-def memcpy_by_direction(events: pd.DataFrame) -> pd.DataFrame:
+def memcpy_by_direction(events: Source) -> pd.DataFrame:
     """Copies per direction. Columns: direction, count, total_ns, bytes (Int64, NA when
     no copy carries bytes), gb_per_s. HtoD, DtoH and DtoD are always present."""
-    agg = _aggregate(memcpy_events(events), "direction")
+    agg = _aggregate(model_of(events).memcpy_events, "direction")
     missing = [d for d in DIRECTIONS if d not in set(agg["direction"])]
     filler = pd.DataFrame({"direction": missing, "count": 0, "total_ns": 0,
                            "bytes": pd.array([pd.NA] * len(missing), dtype="Int64"), "gb_per_s": np.nan})
@@ -81,38 +97,73 @@ def memcpy_by_direction(events: pd.DataFrame) -> pd.DataFrame:
     return out.astype({"count": np.int64, "total_ns": np.int64, "bytes": "Int64"})
 
 
-def memcpy_by_host_memory(events: pd.DataFrame) -> pd.DataFrame:
+def memcpy_by_host_memory(events: Source) -> pd.DataFrame:
     """Copies with a host side, per ``"<direction> <host memory>"`` key (e.g.
     ``"HtoD Pageable"``). Columns: key, count, total_ns, bytes, gb_per_s."""
-    copies = memcpy_events(events)
+    copies = model_of(events).memcpy_events
     copies = copies[copies["host_memory"].notna()]
     return _aggregate(copies, "key").astype({"count": np.int64, "total_ns": np.int64, "bytes": "Int64"})
 
 
-def memcpy_summary(events: pd.DataFrame) -> dict:
+def memcpy_summary(events: Source) -> dict:
     """``{count, total_ns, bytes}`` of all copies (bytes None when none carries it)."""
-    copies = memcpy_events(events)
+    copies = model_of(events).memcpy_events
     nbytes = copies["bytes"]
     return {"count": len(copies), "total_ns": int(copies["dur_ns"].sum()),
             "bytes": int(nbytes.sum()) if nbytes.notna().any() else None}
 
 
-def memset_summary(events: pd.DataFrame) -> dict:
+def memset_summary(events: Source) -> dict:
     """``{count, total_ns, bytes}`` of memset events (bytes None when none carries it)."""
-    rows = events[events["kind"] == KIND_MEMSET]
+    work = model_of(events).gpu_work
+    rows = work[(work["kind"] == KIND_MEMSET).to_numpy()]
     nbytes = rows["bytes"]
     return {"count": len(rows), "total_ns": int(rows["dur_ns"].sum()),
             "bytes": int(nbytes.sum()) if nbytes.notna().any() else None}
 
 
-def sync_calls(events: pd.DataFrame) -> pd.DataFrame:
+def sync_calls(events: Source) -> pd.DataFrame:
     """Runtime calls that block the host until the GPU catches up (SYNC_CALL_NAMES:
     stream/device/event synchronize and synchronous copies, CUDA and HIP).
 
     Columns: name, count, total_ns, max_ns; largest total first.
     """
-    rows = events[(events["kind"] == KIND_RUNTIME) & events["name"].isin(list(SYNC_CALL_NAMES))]
+    runtime = model_of(events).runtime
+    rows = runtime[runtime["name"].isin(list(SYNC_CALL_NAMES)).to_numpy()]
     grouped = rows.groupby("name", observed=True)["dur_ns"].agg(count="size", total_ns="sum", max_ns="max")
     grouped = grouped.reset_index()
     grouped["name"] = grouped["name"].astype(str)
     return grouped.sort_values(["total_ns", "name"], ascending=[False, True], ignore_index=True)
+
+
+CLASS_COLUMNS = ["label", "count", "total_ns", "bytes", "gb_per_s"]
+
+
+def copy_classes(events: Source) -> pd.DataFrame:
+    """One row per copy class with copies, then ``memset``: label, count, total_ns, bytes (Int64), gb_per_s.
+
+    Host-memory keys come from ``memcpy_by_host_memory``; the copies of a
+    direction that name no host side (DtoD, or an HtoD whose name says neither
+    pageable nor pinned) are the direction's remainder in ``memcpy_by_direction``.
+    """
+    events = model_of(events)
+    keyed = memcpy_by_host_memory(events).rename(columns={"key": "label"})
+    rows = [keyed[CLASS_COLUMNS]]
+    for d in memcpy_by_direction(events).itertuples(index=False):
+        mine = keyed[keyed["label"].str.startswith(f"{d.direction} ")]
+        count, total = d.count - int(mine["count"].sum()), d.total_ns - int(mine["total_ns"].sum())
+        if count > 0:
+            nbytes = pd.NA if pd.isna(d.bytes) else int(d.bytes) - int(mine["bytes"].fillna(0).sum())
+            rows.append(_row(d.direction, count, total, nbytes))
+    memset = memset_summary(events)
+    if memset["count"]:
+        rows.append(_row("memset", memset["count"], memset["total_ns"], memset["bytes"]))
+    out = pd.concat(rows, ignore_index=True)
+    return out.astype({"count": np.int64, "total_ns": np.int64, "bytes": "Int64", "gb_per_s": float})
+
+
+def _row(label: str, count: int, total_ns: int, nbytes) -> pd.DataFrame:
+    gbps = np.nan if nbytes is None or pd.isna(nbytes) or total_ns <= 0 else nbytes / total_ns
+    return pd.DataFrame({"label": [label], "count": [count], "total_ns": [total_ns],
+                         "bytes": pd.array([None if nbytes is None or pd.isna(nbytes) else int(nbytes)], dtype="Int64"),
+                         "gb_per_s": [gbps]})

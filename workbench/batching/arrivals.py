@@ -27,7 +27,8 @@ import numpy as np
 
 from ..errors import ConfigError
 
-NS_PER_S = 1_000_000_000
+from ..units import NS_PER_S
+
 PROCESSES = ("poisson", "bursty", "replay")
 CSV_UNITS = {"arrival_ns": 1, "arrival_us": 1_000, "arrival_ms": 1_000_000, "arrival_s": NS_PER_S}
 

@@ -15,6 +15,7 @@ it: its stages are ``batch_wait``, ``queue_wait`` and then the pipeline's.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 import threading
 import time
@@ -25,7 +26,8 @@ import numpy as np
 
 from ..config import PipelineConfig
 from ..errors import ConfigError, PipelineError
-from ..record import Run
+from ..record import Run, RunMeta
+from ..guard import StageTimeout
 from ..timing import Clock, CudaStageTimer, time_request
 from .arrivals import Arrivals
 from .batcher import DynamicBatcher
@@ -40,15 +42,18 @@ MAX_REQUESTS = 1_000_000  # a live run holds every item and record in memory
 
 def run_load(target, config: PipelineConfig | None = None, *, arrivals: Arrivals, policy: BatchPolicy,
              warmup: int = 5, drain_timeout_s: float = 10.0, switch_interval_s: float | None = None,
-             clock: Clock = time.perf_counter_ns, sleep=time.sleep) -> Run:
+             clock: Clock = time.perf_counter_ns, sleep=time.sleep, noise_readings=None) -> Run:
     """Run the load and return the (unsaved) run.
 
     target: a Pipeline, a factory or an example name (as ``workbench.profile``).
     warmup: untimed pipeline calls at sizes ``max_batch_size`` and 1 (each), run by every
         executor thread before the first arrival.
     switch_interval_s: if set, ``sys.setswitchinterval`` for the run (restored after).
+    noise_readings: a :class:`workbench.noise.Readings` (tests inject one).
     """
-    from ..runner import environment, resolve_pipeline
+    from ..fingerprint import run_fingerprint
+    from ..noise import NoiseProbe, Readings
+    from ..runner import environment, failure_records, resolve_pipeline
 
     if not (isinstance(drain_timeout_s, (int, float)) and drain_timeout_s > 0):
         raise ConfigError(f"drain_timeout_s must be > 0 seconds, got {drain_timeout_s!r}")
@@ -59,11 +64,13 @@ def run_load(target, config: PipelineConfig | None = None, *, arrivals: Arrivals
         raise ConfigError(f"the arrival schedule has {len(schedule)} requests; a live run takes at most "
                           f"{MAX_REQUESTS} (lower --rate, --duration or --requests)")
     items = _prefetch(pipe, len(schedule))
-    execute = _executor(pipe, clock)
+    execute, threads = _executor(pipe, target, clock)
     started = datetime.now(timezone.utc)
+    probe = NoiseProbe(noise_readings or Readings()).start()
     with _switch_interval(switch_interval_s) as interval:
         warm = lambda: _warm_up(execute, items, warmup, policy.max_batch_size)  # noqa: E731  (in each executor)
-        batcher = DynamicBatcher(execute, policy, clock=clock, thread_init=warm).start()
+        batcher = DynamicBatcher(execute, policy, clock=clock, thread_init=warm).start(timeout_s=drain_timeout_s)
+        _check_warm(batcher, policy.concurrency, drain_timeout_s)
         try:
             origin = clock() + LEAD_NS
             lags = generate(schedule, items, batcher.submit, start_ns=origin, clock=clock, sleep=sleep)
@@ -72,10 +79,33 @@ def run_load(target, config: PipelineConfig | None = None, *, arrivals: Arrivals
             dropped = batcher.stop(abort=True)
         stopped = clock()
     requests, stages = load_tables(batcher.batches, dropped, pipe.stage_names, origin, stopped)
+    noise = probe.finish(threads, requests.loc[requests["ok"], "dur_ns"].to_numpy())
     summary = load_summary(requests, policy.concurrency)
-    load = _load_meta(summary, lags, arrivals, policy, warmup, sum(batcher.init_results), drain_timeout_s,
-                      interval, len(dropped))
-    return Run(meta=_run_meta(pipe, started, len(requests), load, environment), requests=requests, stages=stages)
+    warm_failures = [f for result in batcher.init_results for f in (result or [])]
+    load = _load_meta(summary, lags, arrivals, policy, warmup, len(warm_failures), drain_timeout_s,
+                      interval, len(dropped)) | {"warmup_failures": failure_records(warm_failures)}
+    meta = _run_meta(pipe, started, len(requests), load, environment)
+    env = meta["env"]
+    for key, value in (("fingerprint", run_fingerprint(pipe, target, threads, env)), ("noise", noise)):
+        meta = _with_key(meta, key, value)
+    return Run(meta=meta, requests=requests, stages=stages)
+
+
+def _with_key(meta, key: str, value):
+    """``meta`` with one more field, whether it is a plain dict or the typed record."""
+    if isinstance(meta, dict):
+        return meta | {key: value}
+    return dataclasses.replace(meta, **{key: value})
+
+
+def _check_warm(batcher: DynamicBatcher, executors: int, drain_timeout_s: float) -> None:
+    """The warm-up wait honours the drain timeout: executors still warming up then are abandoned."""
+    ready = len(batcher.init_results)
+    if ready >= executors:
+        return
+    batcher.stop(abort=True, join_timeout_s=0)  # daemon threads: they cannot keep the process alive
+    raise StageTimeout(f"executor warm-up still running after {drain_timeout_s:g} s (the drain timeout): a stage "
+                       f"does not return; {executors - ready} of {executors} executor threads abandoned, nothing measured")
 
 
 @contextlib.contextmanager
@@ -90,17 +120,17 @@ def _switch_interval(seconds: float | None):
         sys.setswitchinterval(old)
 
 
-def _run_meta(pipe, started: datetime, n_requests: int, load: dict, environment) -> dict[str, Any]:
-    """run.json of a load run: the profiler's keys, kind ``load``, the waits as the first two stages."""
+def _run_meta(pipe, started: datetime, n_requests: int, load: dict, environment) -> RunMeta:
+    """run.json of a load run: the profiler's fields, kind ``load``, the waits as the first two stages."""
     cuda = pipe.config.is_cuda
-    return {
-        "kind": "load", "pipeline": pipe.name, "description": pipe.description,
-        "stages": ["batch_wait", "queue_wait", *pipe.stage_names], "pipeline_stages": pipe.stage_names,
-        "config": pipe.config.to_dict(), "env": environment(pipe.config), "created": started.isoformat(),
-        "timing": {"warmup": 0, "requests": int(n_requests), "clock": "time.perf_counter_ns",
-                   "sync": "stage" if cuda else None, "device_timer": "cuda_events" if cuda else None},
-        "trace": None, "load": load,
-    }
+    return RunMeta(
+        kind="load", pipeline=pipe.name, description=pipe.description,
+        stages=["batch_wait", "queue_wait", *pipe.stage_names], pipeline_stages=pipe.stage_names,
+        config=pipe.config.to_dict(), env=environment(pipe.config), created=started.isoformat(),
+        timing={"warmup": 0, "requests": int(n_requests), "clock": "time.perf_counter_ns",
+                "sync": "stage" if cuda else None, "device_timer": "cuda_events" if cuda else None},
+        trace=None, load=load,
+    )
 
 
 def _prefetch(pipe, n: int) -> list:
@@ -112,46 +142,62 @@ def _prefetch(pipe, n: int) -> list:
     return items
 
 
-def _executor(pipe, clock: Clock):
-    """``execute(items) -> RequestTiming`` for the executor threads.
+def _executor(pipe, target, clock: Clock):
+    """``(execute(items) -> RequestTiming, threads)`` for the executor threads.
 
-    Each executor thread first takes the calling thread's torch intra-op
-    thread count: OpenMP keeps that setting per thread, so a new thread would
-    otherwise run with the default (all cores) while ``torch.get_num_threads()``
-    in the caller says otherwise; on a 2-core machine that alone made CPU
-    stages 10-50x slower in the threads. On CUDA each thread gets its own
-    ``CudaStageTimer``.
+    Each executor thread builds its own pipeline from the factory, in that
+    thread, on its first call: a stage may hold objects that only work in the
+    thread that made them (a plain ``sqlite3.connect``). A built Pipeline
+    passed as ``target`` cannot be rebuilt and is shared.
+
+    Each executor thread also sets torch's intra-op thread count first:
+    ``config.threads`` when set, else the calling thread's count. OpenMP keeps
+    that setting per thread, so a new thread would otherwise run with the
+    default (all cores); on a 2-core machine that alone made CPU stages 10-50x
+    slower in the threads. On CUDA each thread gets its own ``CudaStageTimer``.
     """
     from ..device import torch_or_none
+    from ..pipeline import Pipeline
+    from ..runner import resolve_pipeline
 
     torch = torch_or_none()
-    threads = torch.get_num_threads() if torch is not None else None
-    names, fns = pipe.stage_names, [s.fn for s in pipe.stages]
+    cfg = pipe.config
+    threads = cfg.threads if cfg.threads is not None else (torch.get_num_threads() if torch is not None else None)
     local = threading.local()
+
+    def setup():
+        if threads is not None:
+            torch.set_num_threads(threads)
+        own = pipe if isinstance(target, Pipeline) else resolve_pipeline(target, cfg)
+        if own.stage_names != pipe.stage_names:
+            raise PipelineError(f"pipeline {pipe.name!r}: the factory built stages {own.stage_names} in an executor "
+                                f"thread but {pipe.stage_names} in the calling thread; it must build the same stages")
+        names, fns = own.stage_names, [s.fn for s in own.stages]
+        if cfg.is_cuda:
+            timer = CudaStageTimer(len(fns), "stage", clock)
+            local.run = lambda b: timer.time_request(names, fns, b)
+        else:
+            local.run = lambda b: time_request(names, fns, b, clock)
 
     def execute(batch):
         if not hasattr(local, "run"):
-            if threads is not None:
-                torch.set_num_threads(threads)
-            if pipe.config.is_cuda:
-                timer = CudaStageTimer(len(fns), "stage", clock)
-                local.run = lambda b: timer.time_request(names, fns, b)
-            else:
-                local.run = lambda b: time_request(names, fns, b, clock)
+            setup()
         return local.run(batch)
 
-    return execute
+    return execute, threads
 
 
-def _warm_up(execute, items: list, calls: int, max_batch_size: int) -> int:
-    """Untimed calls at both ends of the batch-size range; returns how many failed."""
-    failed = 0
+def _warm_up(execute, items: list, calls: int, max_batch_size: int) -> list:
+    """Untimed calls at both ends of the batch-size range; returns their failures (``StageFailure`` s)."""
+    failures = []
     for _ in range(calls):
         for size in (max_batch_size, 1):
             batch = [items[k % len(items)] for k in range(size)] if items else []
-            if batch and execute(batch).failure is not None:
-                failed += 1
-    return failed
+            if batch:
+                failure = execute(batch).failure
+                if failure is not None:
+                    failures.append(failure)
+    return failures
 
 
 def _load_meta(summary: dict, lags: np.ndarray, arrivals: Arrivals, policy: BatchPolicy, warmup: int,

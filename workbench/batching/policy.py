@@ -29,7 +29,7 @@ from typing import Any
 
 from ..errors import ConfigError
 
-NS_PER_MS = 1_000_000
+from ..units import NS_PER_MS
 
 
 @dataclass(frozen=True)

@@ -14,39 +14,97 @@ whole batch). So ``budget()`` attributes end to end to waits and stages, and
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 import pandas as pd
 
-from ..record import REQUEST_COLUMNS, STAGE_COLUMNS
+from ..record import REQUEST_COLUMNS, STAGE_COLUMNS, build_tables, request_row, stage_rows, typed_table
 
-LOAD_COLUMNS = ["arrival_ns", "batch_wait_ns", "queue_wait_ns", "service_ns", "batch"]
+LOAD_COLUMNS = {"arrival_ns": "int64", "batch_wait_ns": "int64", "queue_wait_ns": "int64", "service_ns": "int64",
+                "batch": "int64"}
 DRAIN_ERROR = ("batcher", "DrainTimeout")
+DRAIN_MESSAGE = "not dispatched before the run's drain deadline (drain_timeout_s); the batcher was overloaded"
+
+
+@dataclass(frozen=True)
+class _DrainFailure:
+    """The failure recorded for a request still queued at the drain deadline (a StageFailure's fields)."""
+
+    stage: str = DRAIN_ERROR[0]
+    error_type: str = DRAIN_ERROR[1]
+    message: str = DRAIN_MESSAGE
+    where: str | None = None
 
 
 def load_tables(batches, dropped, stage_names: list[str], origin_ns: int, stopped_ns: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Requests and stages tables from executed ``BatchRecord`` s and undispatched (request, arrival) pairs."""
-    req_rows, stage_rows = [], []
+    req_rows, st_rows = [], []
     for rec in sorted(batches, key=lambda r: r.batch):
-        t, f = rec.timing, rec.timing.failure
         size = len(rec.requests)
         for rid, arrival in zip(rec.requests, rec.arrivals_ns):
-            req_rows.append((rid, False, arrival - origin_ns, rec.end_ns - arrival, f is None, f and f.stage,
-                             f and f.error_type, f and f.message, size, arrival - origin_ns,
-                             rec.close_ns - arrival, rec.start_ns - rec.close_ns, rec.end_ns - rec.start_ns, rec.batch))
-            stage_rows.append((rid, "batch_wait", 0, arrival - origin_ns, rec.close_ns - arrival, None))
-            stage_rows.append((rid, "queue_wait", 1, rec.close_ns - origin_ns, rec.start_ns - rec.close_ns, None))
-            for k, (s, e) in enumerate(zip(t.stage_start_ns, t.stage_end_ns)):
-                dev = t.device_ns[k] if t.device_ns is not None else None
-                stage_rows.append((rid, stage_names[k], k + 2, s - origin_ns, e - s, dev))
-    message = "not dispatched before the run's drain deadline (drain_timeout_s); the batcher was overloaded"
+            row = request_row(rid, False, arrival - origin_ns, rec.end_ns - arrival, rec.timing.failure, size)
+            req_rows.append(row | {"arrival_ns": arrival - origin_ns, "batch_wait_ns": rec.close_ns - arrival,
+                                   "queue_wait_ns": rec.start_ns - rec.close_ns,
+                                   "service_ns": rec.end_ns - rec.start_ns, "batch": rec.batch})
+            st_rows.append((rid, "batch_wait", 0, arrival - origin_ns, rec.close_ns - arrival, None))
+            st_rows.append((rid, "queue_wait", 1, rec.close_ns - origin_ns, rec.start_ns - rec.close_ns, None))
+            st_rows += stage_rows(rid, rec.timing, stage_names, origin_ns, first_index=2)
     for rid, arrival in dropped:
-        req_rows.append((rid, False, arrival - origin_ns, stopped_ns - arrival, False, *DRAIN_ERROR, message, 0,
-                         arrival - origin_ns, stopped_ns - arrival, 0, 0, -1))
-    columns = list(REQUEST_COLUMNS) + LOAD_COLUMNS
-    requests = pd.DataFrame(req_rows, columns=columns).sort_values("request", ignore_index=True)
-    for col in ("request", "start_ns", "dur_ns", "batch_size", *LOAD_COLUMNS):
-        requests[col] = requests[col].astype("int64")
-    requests["ok"] = requests["ok"].astype(bool)
-    requests["warmup"] = requests["warmup"].astype(bool)
-    stages = pd.DataFrame(stage_rows, columns=list(STAGE_COLUMNS))
-    stages["device_dur_ns"] = stages["device_dur_ns"].astype("Int64")
-    return requests, stages
+        row = request_row(rid, False, arrival - origin_ns, stopped_ns - arrival, _DrainFailure(), 0)
+        req_rows.append(row | {"arrival_ns": arrival - origin_ns, "batch_wait_ns": stopped_ns - arrival,
+                               "queue_wait_ns": 0, "service_ns": 0, "batch": -1})
+    return build_tables(req_rows, st_rows, LOAD_COLUMNS)
+
+
+SIMULATION_STAGES = ["batch_wait", "queue_wait", "service"]
+
+
+def simulation_tables(requests: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run-record tables of a :class:`~workbench.batching.simulator.Simulation`'s request table.
+
+    Every simulated request is measured (no warm-up) and succeeds; its stages
+    are ``batch_wait`` (from arrival), ``queue_wait`` (from close) and
+    ``service`` (the sampled batch service time), so end to end is their sum
+    and unattributed is 0.
+    """
+    n = len(requests)
+    arrival = requests["arrival_ns"].to_numpy(dtype="int64")
+    close = arrival + requests["batch_wait_ns"].to_numpy(dtype="int64")
+    start = close + requests["queue_wait_ns"].to_numpy(dtype="int64")
+    req = pd.DataFrame({"request": requests["request"].to_numpy(dtype="int64"), "warmup": False,
+                        "start_ns": arrival, "dur_ns": requests["dur_ns"].to_numpy(dtype="int64"), "ok": True,
+                        "batch_size": requests["batch_size"].to_numpy(dtype="int64")})
+    for col in LOAD_COLUMNS:
+        req[col] = requests[col].to_numpy(dtype="int64")
+    parts = []
+    for index, (name, begin, col) in enumerate(zip(SIMULATION_STAGES, (arrival, close, start),
+                                                   ("batch_wait_ns", "queue_wait_ns", "service_ns"))):
+        parts.append(pd.DataFrame({"request": req["request"], "stage": name, "stage_index": index,
+                                   "start_ns": begin, "dur_ns": requests[col].to_numpy(dtype="int64"),
+                                   "device_dur_ns": pd.array([None] * n, dtype="Int64")}))
+    stages = pd.concat(parts, ignore_index=True).sort_values(["request", "stage_index"], ignore_index=True)
+    return typed_table(req, {**REQUEST_COLUMNS, **LOAD_COLUMNS}), typed_table(stages, STAGE_COLUMNS)
+
+
+def simulation_run(sim, pipeline: str | None, sources: list[str], created: str):
+    """A simulation as a run record (``kind: "simulation"``) that ``save_run``, ``load_run`` and ``show`` take.
+
+    ``sim``: a ``Simulation``; ``sources``: the service run folders; ``created``: ISO time.
+    """
+    import platform
+    import sys
+
+    from ..record import Run, RunMeta
+
+    requests, stages = simulation_tables(sim.requests)
+    rate = sim.rate_rps if np.isfinite(sim.rate_rps) else None
+    meta = RunMeta(
+        kind="simulation", pipeline=pipeline, description="dynamic batching simulated from profiled service times",
+        stages=list(SIMULATION_STAGES), config={"batch_size": sim.policy.max_batch_size},
+        env={"python": sys.version.split()[0], "platform": platform.platform()}, created=created,
+        timing={"warmup": 0, "requests": len(requests), "clock": "simulated"}, trace=None,
+        simulation={**sim.meta, "policy": sim.policy.params(), "capacity_rps": sim.capacity_rps, "rate_rps": rate,
+                    "stable": sim.stable, "service_runs": list(sources)},
+    )
+    return Run(meta=meta, requests=requests, stages=stages)

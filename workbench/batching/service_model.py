@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import ConfigError
 
-NS_PER_S = 1_000_000_000
+from ..units import NS_PER_S
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class ServiceModel:
     samples: Mapping[int, np.ndarray]
     pipeline: str | None = None
     sources: tuple[str, ...] = ()
+    mixed: tuple[tuple[str, object, object], ...] = ()  # fingerprint fields that differ, pooled with allow_mixed
 
     def __post_init__(self) -> None:
         if not self.samples:
@@ -95,12 +96,18 @@ class ServiceModel:
     def describe(self) -> dict:
         """Plain data for JSON output: measured sizes, counts and means (ms)."""
         return {"pipeline": self.pipeline, "sources": list(self.sources),
+                "mixed": [{"field": f, "a": a, "b": b} for f, a, b in self.mixed],
                 "sizes": {str(b): {"count": int(len(self.samples[b])), "mean_ms": float(np.mean(self.samples[b])) / 1e6}
                           for b in self.sizes}}
 
 
-def service_model_from_runs(runs: Iterable, min_batches: int = 5) -> ServiceModel:
-    """A model from runs (``Run`` objects or run folders) of one pipeline.
+def service_model_from_runs(runs: Iterable, min_batches: int = 5, allow_mixed: bool = False) -> ServiceModel:
+    """A model from runs (``Run`` objects or run folders) of one pipeline and configuration.
+
+    The runs' fingerprints (``workbench.fingerprint``) must be equal except
+    ``batch_size``: else a ConfigError names the first field that differs and
+    both values. ``allow_mixed`` pools them anyway and records the differences
+    in ``ServiceModel.mixed`` for the output to show.
 
     Profiler runs give ``requests.dur_ns`` of measured successful requests at
     the run's ``config.batch_size``. Load runs (``workbench load``) give one
@@ -109,23 +116,25 @@ def service_model_from_runs(runs: Iterable, min_batches: int = 5) -> ServiceMode
     times measured under the live run's own conditions (executor threads,
     generator, other processes), a calibration. Runs at one size are pooled.
     """
+    from ..fingerprint import check_poolable
     from ..record import Run, load_run
 
-    pooled: dict[int, list[np.ndarray]] = {}
-    names, sources = set(), []
-    for item in runs:
-        run = item if isinstance(item, Run) else load_run(item)
-        label = str(run.path) if run.path is not None else run.label
-        per_size = _load_samples(run, min_batches) if run.kind == "load" else _profile_samples(run, label)
-        for size, values in per_size.items():
-            pooled.setdefault(size, []).append(values)
-        names.add(run.meta.get("pipeline"))
-        sources.append(os.fspath(label))
+    loaded = [item if isinstance(item, Run) else load_run(item) for item in runs]
+    labels = [str(run.path) if run.path is not None else run.label for run in loaded]
+    names = {run.meta.get("pipeline") for run in loaded}
     if len(names) > 1:
         raise ConfigError(f"--service runs are of different pipelines ({', '.join(sorted(map(str, names)))}); "
                           "pass runs of one pipeline")
+    mixed = tuple(check_poolable(loaded, labels, allow_mixed)) if loaded else ()
+    pooled: dict[int, list[np.ndarray]] = {}
+    sources = []
+    for run, label in zip(loaded, labels):
+        per_size = _load_samples(run, min_batches) if run.kind == "load" else _profile_samples(run, label)
+        for size, values in per_size.items():
+            pooled.setdefault(size, []).append(values)
+        sources.append(os.fspath(label))
     samples = {b: np.concatenate(v) for b, v in pooled.items()}
-    return ServiceModel.from_samples(samples, pipeline=next(iter(names), None), sources=tuple(sources))
+    return ServiceModel.from_samples(samples, pipeline=next(iter(names), None), sources=tuple(sources), mixed=mixed)
 
 
 def _profile_samples(run, label: str) -> dict[int, np.ndarray]:

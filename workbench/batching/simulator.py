@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .arrivals import NS_PER_S, Arrivals
+from ..units import NS_PER_S
+from .arrivals import Arrivals
 from .policy import BatchPolicy
 from .service_model import ServiceModel
 

@@ -14,7 +14,8 @@ import pandas as pd
 
 from ..analysis.stats import summarize_ns
 
-NS_PER_S = 1_000_000_000
+from ..units import NS_PER_S
+
 COMPONENTS = {"end_to_end": "dur_ns", "batch_wait": "batch_wait_ns", "queue_wait": "queue_wait_ns", "service": "service_ns"}
 
 

@@ -28,7 +28,7 @@ import traceback
 
 from ..errors import WorkbenchError
 
-SUBCOMMAND_MODULES = ("profile", "show", "analyze", "batching")
+SUBCOMMAND_MODULES = ("profile", "show", "analyze", "batching", "audit", "serve", "ingest_otel", "compare", "gate", "export_dashboard")
 
 EXIT_OK = 0
 EXIT_MEASURED_FAILURE = 1

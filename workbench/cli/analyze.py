@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from ..errors import RunRecordError
+
+# equal to workbench.trace.read.DEFAULT_MAX_TRACE_BYTES (not imported: it pulls in pandas at CLI start)
+DEFAULT_MAX_TRACE_BYTES = 4 * 2**30
 
 
 def register(subparsers) -> None:
@@ -18,7 +22,25 @@ def register(subparsers) -> None:
         description=__doc__.splitlines()[0])
     parser.add_argument("trace", help="trace file (.json or .json.gz) or a run folder with a trace")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
+    parser.add_argument("--max-trace-bytes", type=_byte_count, default=DEFAULT_MAX_TRACE_BYTES, metavar="N",
+                        help="refuse a trace whose JSON text (after decompression) is larger than N bytes "
+                             "(default 4 GiB; suffixes K, M, G for KiB, MiB, GiB)")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="a progress bar on stderr (default: when stderr is a terminal)")
     parser.set_defaults(func=run)
+
+
+def _byte_count(text: str) -> int:
+    """``--max-trace-bytes``: a positive byte count, with an optional K/M/G (binary) suffix."""
+    units = {"K": 2**10, "M": 2**20, "G": 2**30}
+    number, scale = (text[:-1], units[text[-1].upper()]) if text[-1:].upper() in units else (text, 1)
+    try:
+        value = int(number) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a byte count: {text!r} (say 4294967296 or 4G)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value
 
 
 def resolve_trace(path: str | Path) -> Path:
@@ -36,8 +58,17 @@ def resolve_trace(path: str | Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from ..analysis.trace_report import analyze
+    from ..trace import load_trace
+    from .progress import ProgressBar
 
-    report = analyze(resolve_trace(args.trace))
+    show = sys.stderr.isatty() if args.progress is None else args.progress
+    bar = ProgressBar() if show else None
+    try:
+        trace = load_trace(resolve_trace(args.trace), max_bytes=args.max_trace_bytes, progress=bar)
+        report = analyze(trace, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -80,4 +111,10 @@ def summary_text(report: dict) -> str:
         flags = [f for f in ("launch_bound", "transfer_bound", "sync_heavy") if stage[f]]
         lines.append(f"stage   {stage['stage']:<18} host {_us(stage['host_us'])}  gpu {_us(stage['gpu_us'])}  "
                      f"launches {stage['launch_count']}  {' '.join(flags)}")
+    if report.get("top_ops"):
+        lines.append(f"{'top ops':<8}{'self':>11}{'total':>11}{'calls':>7}  {'share':>6}  name [input shapes]")
+    for op in report.get("top_ops") or []:
+        shapes = f"  {op['input_shapes']}" if op.get("input_shapes") else ""
+        lines.append(f"{'':<8}{_us(op['self_us']):>11}{_us(op['total_us']):>11}{op['calls']:>7}  "
+                     f"{op['self_share']:>6.1%}  {op['name']}{shapes}")
     return "\n".join(lines)

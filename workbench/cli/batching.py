@@ -4,11 +4,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from datetime import datetime
 from pathlib import Path
 
 from ..errors import ConfigError
-from .profile import add_pipeline_arguments, apply_threads, config_from_args, factory_from_args
+from .profile import (add_fail_on_error, add_pipeline_arguments, apply_threads, config_from_args, factory_from_args,
+                      failure_verdict)
 
 ARRIVAL_HELP = "poisson (default), bursty (on/off), or FILE.csv of arrival timestamps to replay"
 SUMMARY_KEYS = ("end_to_end", "queue_wait", "batch_wait", "service", "throughput_rps", "mean_batch_size")
@@ -19,11 +21,15 @@ def register(subparsers) -> None:
                                  description="Live load: arrivals -> dynamic batcher -> pipeline, in this process.")
     add_pipeline_arguments(load, default_batch_size=None)
     _add_batcher_arguments(load)
+    from .load_http import add_url_arguments
+
+    add_url_arguments(load)  # --url, --payloads, --timeout, --otel (served load)
     load.add_argument("--duration", type=float, default=10.0, help="seconds of arrivals (default 10)")
     load.add_argument("--requests", type=int, help="at most this many requests (default: bounded by --duration)")
     load.add_argument("--drain-timeout", type=float, default=10.0,
                       help="seconds to wait for queued requests after the last arrival (default 10)")
     load.add_argument("--out", type=Path, help="run folder to write (default runs/load-NAME-TIME)")
+    add_fail_on_error(load)
     load.set_defaults(func=run_load_command)
 
     sim = subparsers.add_parser("simulate", help="simulate the dynamic batcher from profiled service times",
@@ -33,6 +39,9 @@ def register(subparsers) -> None:
     _add_batcher_arguments(sim)
     sim.add_argument("--requests", type=int, default=100_000, help="simulated requests (default 100000)")
     sim.add_argument("--duration", type=float, help="only arrivals in the first this many seconds")
+    sim.add_argument("--allow-mixed", action="store_true",
+                     help="pool --service runs whose fingerprints differ in more than batch_size (said in the output)")
+    sim.add_argument("--out", type=Path, help="also save the simulation as a run folder (kind simulation) for show")
     sim.set_defaults(func=run_simulate_command)
 
 
@@ -69,6 +78,10 @@ def policy_from_args(args):
 
 
 def run_load_command(args) -> int:
+    if args.url or args.payloads is not None:
+        from .load_http import run_http_load_command
+
+        return run_http_load_command(args)
     from ..batching.live import run_load
 
     policy = policy_from_args(args)
@@ -83,22 +96,32 @@ def run_load_command(args) -> int:
     run = run_load(factory_from_args(args), config_from_args(args), arrivals=arrivals, policy=policy,
                    drain_timeout_s=args.drain_timeout)
     path = run.save(out)
+    from ..otel.export import otel_hook  # --otel: spans from the recorded timestamps, after the run
+
+    otel_hook(args, run, path)
+    from ..analysis.failures import failure_summary, noise_summary
     from ..batching.summary import load_summary
 
     summary = load_summary(run.requests, policy.concurrency)
     lag = run.meta["load"]["generator_lag_ms"]
+    verdict = failure_verdict(run, args.fail_on_error, "load")
     if args.json:
         print(json.dumps({k: summary[k] for k in SUMMARY_KEYS} | {"generator_lag_ms": lag}
-                         | _extra(summary) | {"run_dir": str(path)}))
-        return 0
+                         | _extra(summary) | {"failures": failure_summary(run.requests, run.stage_names),
+                                              "noise": noise_summary(run.meta), "run_dir": str(path)}))
+        return verdict
     from ..batching.summary import format_summary
+    from ..noise import noise_line
+    from .show import print_failures
 
     print(f"{run.meta['pipeline']} under load: {_describe(arrivals, policy)}")
+    print(noise_line(noise_summary(run.meta)))
     print(format_summary(summary))
     print(f"generator lag: worst {lag:.3f} ms, {run.meta['load']['late_requests']} requests more than "
           f"{run.meta['load']['late_threshold_ms']:g} ms late")
+    print_failures({"failures": failure_summary(run.requests, run.stage_names)}, sys.stdout)
     print(f"\nrun written to {path}")
-    return 0
+    return verdict
 
 
 def run_simulate_command(args) -> int:
@@ -108,19 +131,39 @@ def run_simulate_command(args) -> int:
 
     policy = policy_from_args(args)
     arrivals = arrivals_from_args(args, args.requests, args.duration)
-    model = service_model_from_runs(args.service)
+    model = service_model_from_runs(args.service, allow_mixed=args.allow_mixed)
     sim = simulate(model, arrivals, policy, seed=args.seed)
     summary = load_summary(sim.requests, policy.concurrency)
+    saved = _save_simulation(args, sim, model) if args.out is not None else None
     if args.json:
         print(json.dumps({k: summary[k] for k in SUMMARY_KEYS} | {"stable": sim.stable, "capacity_rps": sim.capacity_rps,
-                          "rate_rps": sim.rate_rps if math.isfinite(sim.rate_rps) else None} | _extra(summary)))
+                          "rate_rps": sim.rate_rps if math.isfinite(sim.rate_rps) else None} | _extra(summary)
+                         | ({"mixed": model.describe()["mixed"]} if model.mixed else {})
+                         | ({"run_dir": str(saved)} if saved is not None else {})))
         return 0
     print(f"simulated {model.pipeline or 'pipeline'}: {_describe(arrivals, policy)}")
+    if model.mixed:
+        print("MIXED service runs pooled (--allow-mixed): "
+              + "; ".join(f"{f} {a!r} vs {b!r}" for f, a, b in model.mixed))
     print(format_summary(summary))
     print(f"capacity {sim.capacity_rps:.1f} req/s at batch size {policy.max_batch_size}; "
           + ("stable" if sim.stable else f"UNSTABLE: arrival rate {sim.rate_rps:.1f} req/s >= capacity, the queue grows "
              f"without bound; figures are those of the {summary['requests']} simulated requests"))
+    if saved is not None:
+        print(f"\nrun written to {saved}")
     return 0
+
+
+def _save_simulation(args, sim, model) -> Path:
+    """Save the simulation as a run folder at ``--out`` (refused if it exists, like ``load --out``)."""
+    from datetime import timezone
+
+    from ..batching.records import simulation_run
+
+    if args.out.exists():
+        raise ConfigError(f"--out {args.out} already exists; pick another folder")
+    run = simulation_run(sim, model.pipeline, [str(p) for p in args.service], datetime.now(timezone.utc).isoformat())
+    return run.save(args.out)
 
 
 def _extra(summary: dict) -> dict:

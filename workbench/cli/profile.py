@@ -9,6 +9,8 @@ from pathlib import Path
 
 from ..config import PRECISIONS, PipelineConfig
 from ..errors import ConfigError
+from ..guard import Interrupted
+from ..runner import DEFAULT_MAX_DURATION_S, DEFAULT_REQUESTS
 from ..timing import SYNC_POLICIES
 from .show import print_budget
 
@@ -17,13 +19,33 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("profile", help="profile a pipeline stage by stage and write a run folder",
                               description="Profile a pipeline: a timing run (percentiles) and a traced run (torch.profiler).")
     add_pipeline_arguments(p)
-    p.add_argument("--requests", type=int, default=200, help="measured requests (pipeline calls), default 200")
+    p.add_argument("--requests", type=int, default=DEFAULT_REQUESTS,
+                   help=f"measured requests (pipeline calls), default {DEFAULT_REQUESTS} (bounds the p99 interval)")
     p.add_argument("--warmup", type=int, default=10, help="warm-up requests reported apart, default 10")
     p.add_argument("--traced", type=int, default=5, help="requests in the separate traced run (0: no trace), default 5")
     p.add_argument("--sync", choices=SYNC_POLICIES, default="stage", help="CUDA synchronization policy (see docs)")
+    p.add_argument("--timeout-s", type=float, default=None, metavar="SECONDS",
+                   help="per-request timeout (default: none); a request past it is a Timeout failure, "
+                        "the run stops and is saved as 'incomplete: timeout', exit 1")
+    p.add_argument("--max-duration", type=float, default=DEFAULT_MAX_DURATION_S, metavar="SECONDS",
+                   help=f"stop measuring after this many seconds, whichever of --requests and this comes first "
+                        f"(default {DEFAULT_MAX_DURATION_S:g})")
+    add_fail_on_error(p)
+    p.add_argument("--no-stacks", dest="stacks", action="store_false",
+                   help="the traced run records no Python call stacks inside stages (with_stack, on by default)")
+    p.add_argument("--record-shapes", action="store_true", help="the traced run records operator input shapes")
+    p.add_argument("--with-modules", action="store_true", help="the traced run records nn.Module names")
     p.add_argument("--out", type=Path, help="run folder to write (default runs/NAME-DEVICE-bsN-PRECISION-TIME)")
     p.add_argument("--json", action="store_true", help="print the budget as one JSON object")
+    p.add_argument("--otel", action="store_true", help="export each request as OpenTelemetry spans after the run "
+                   "(OTLP to $OTEL_EXPORTER_OTLP_ENDPOINT, else otel-spans.jsonl in the run folder)")
     p.set_defaults(func=run)
+
+
+def add_fail_on_error(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fail-on-error", action="store_true",
+                   help="exit 1 when any request failed (warm-up and traced included); "
+                        "without it, exit 1 only when every measured request failed")
 
 
 def add_pipeline_arguments(p: argparse.ArgumentParser, default_batch_size: int = 1) -> None:
@@ -40,7 +62,8 @@ def add_pipeline_arguments(p: argparse.ArgumentParser, default_batch_size: int =
 
 
 def apply_threads(args) -> None:
-    """Set torch's intra-op thread count when --threads was given (recorded in run.json's env)."""
+    """Check --threads and set it in the calling thread. The count also travels in the config
+    (``PipelineConfig.threads``): the runner applies it in every thread that runs stages."""
     if args.threads is None:
         return
     if args.threads < 1:
@@ -51,8 +74,10 @@ def apply_threads(args) -> None:
 
 
 def config_from_args(args) -> PipelineConfig:
+    if args.threads is not None and args.threads < 1:
+        raise ConfigError(f"--threads must be >= 1, got {args.threads}")
     return PipelineConfig(device=args.device, batch_size=args.batch_size, precision=args.precision,
-                          options=parse_options(args.option))
+                          options=parse_options(args.option), threads=args.threads)
 
 
 def parse_options(pairs: list[str]) -> dict:
@@ -94,12 +119,86 @@ def run(args) -> int:
     out = args.out or default_out(args)
     if out.exists():
         raise ConfigError(f"--out {out} already exists; pick another folder")
-    result = profile(factory, config, requests=args.requests, warmup=args.warmup, traced=args.traced, sync=args.sync)
+    try:
+        result = profile(factory, config, requests=args.requests, warmup=args.warmup, traced=args.traced, sync=args.sync,
+                         timeout_s=args.timeout_s, max_duration_s=args.max_duration, stacks=args.stacks,
+                         shapes=args.record_shapes, modules=args.with_modules)
+    except Interrupted as stop:
+        save_interrupted(stop.run, out)
+        raise
     path = result.save(out)
-    report = budget(result.meta, result.requests, result.stages)
+    from ..otel.export import otel_hook  # spans from the recorded timestamps, after the run
+
+    otel_hook(args, result, path)
+    report = budget(result)
     if args.json:
         print(json.dumps(report | {"run_dir": str(path)}))
     else:
         print_budget(report, sys.stdout)
         print(f"\nrun written to {path}")
+    return max(guard_verdict(result), failure_verdict(result, args.fail_on_error, "profile"))
+
+
+def failure_verdict(run, fail_on_error: bool, command: str) -> int:
+    """1 (a measured failure) when every measured request failed, or any failed with --fail-on-error.
+
+    The failures are printed to stderr per stage: count, exception type, message and where.
+    """
+    from ..analysis.failures import all_failed, any_failed, failure_summary, records_summary
+
+    requests, order = run.requests, list(run.meta.get("stages") or [])
+    if all_failed(requests):
+        print(f"workbench {command}: every measured request failed ({int((~requests['warmup']).sum())}):",
+              file=sys.stderr)
+        print_failure_lines(failure_summary(requests, order), sys.stderr)
+        return 1
+    warm_executors = (run.meta.get("load") or {}).get("warmup_failures") or []
+    if fail_on_error and (any_failed(requests, run.meta.get("trace")) or warm_executors):
+        print(f"workbench {command}: requests failed (--fail-on-error):", file=sys.stderr)
+        for phase, warm in (("measured", False), ("warm-up", True)):
+            summary = failure_summary(requests, order, warmup=warm)
+            if summary:
+                print(f"  {phase}:", file=sys.stderr)
+                print_failure_lines(summary, sys.stderr, indent="    ")
+        for phase, records in (("traced run", (run.meta.get("trace") or {}).get("failures") or []),
+                               ("executor warm-up", warm_executors)):
+            if records:
+                print(f"  {phase}:", file=sys.stderr)
+                print_failure_lines(records_summary(records), sys.stderr, indent="    ")
+        return 1
     return 0
+
+
+def print_failure_lines(summary: dict, out, indent: str = "  ") -> None:
+    """One line per stage, then one per distinct failure: count, type, message, where."""
+    for stage, entry in summary.items():
+        share = f" ({entry['share'] * 100:.1f} %)" if entry.get("share") is not None else ""
+        print(f"{indent}{stage}: {entry['count']} failed{share}", file=out)
+        for m in entry["messages"]:
+            where = f"  at {m['where']}" if m.get("where") else ""
+            print(f"{indent}  {m['count']} x {m['type']}: {m['message']}{where}", file=out)
+
+
+def save_interrupted(run, out: Path) -> None:
+    """Ctrl-C: keep what was measured (status "interrupted"), or say that nothing was."""
+    if run is None or len(run.requests) == 0:
+        print("workbench profile: interrupted before any request finished; no run written", file=sys.stderr)
+        return
+    path = run.save(out)
+    print(f"workbench profile: interrupted after {len(run.requests)} requests; "
+          f"run written to {path} (status: interrupted)", file=sys.stderr)
+
+
+def guard_verdict(run) -> int:
+    """Warn about a suspected leak; 1 (a measured failure) when a request timed out, else 0."""
+    from ..memory import describe
+
+    memory = run.meta.get("memory")
+    if memory and memory.get("leak_suspected"):
+        print(f"workbench profile: warning: {describe(memory)}", file=sys.stderr)
+    if run.meta.get("status") != "incomplete: timeout":
+        return 0
+    failure = run.requests.iloc[-1]
+    print(f"workbench profile: request {failure['request']} timed out: {failure['error_message']}; "
+          f"the run stopped and was saved as 'incomplete: timeout'", file=sys.stderr)
+    return 1

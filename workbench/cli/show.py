@@ -5,6 +5,8 @@ import json
 import sys
 from pathlib import Path
 
+from ..analysis.stats import requests_to_bound
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("show", help="print the per-stage budget of a run folder")
@@ -18,7 +20,7 @@ def run(args) -> int:
     from ..record import load_run
 
     r = load_run(args.run_dir)
-    report = budget(r.meta, r.requests, r.stages)
+    report = budget(r)
     if args.json:
         print(json.dumps(report))
     else:
@@ -33,8 +35,10 @@ def _fmt(value, width=9) -> str:
 def print_budget(report: dict, out) -> None:
     """A fixed-width table: one line per stage, then unattributed and end to end."""
     cfg = report["config"]
+    threads = f"  threads={cfg['threads']}" if cfg.get("threads") is not None else ""
     print(f"{report['pipeline']}  device={cfg.get('device')}  batch_size={cfg.get('batch_size')}  "
-          f"precision={cfg.get('precision')}  ({report['end_to_end']['count']} requests, ms)", file=out)
+          f"precision={cfg.get('precision')}{threads}  ({report['end_to_end']['count']} requests, ms)", file=out)
+    print_trust_header(report, out)
     device = any("device" in s for s in report["stages"])
     head = f"{'stage':<16}{'count':>7}{'mean':>9}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}{'share':>8}{'errors':>8}"
     print(head + (f"{'gpu p50':>9}{'gpu p99':>9}" if device else ""), file=out)
@@ -53,10 +57,77 @@ def print_budget(report: dict, out) -> None:
     if e2e.get("p99_ci_low_ms") is not None:
         hi = e2e.get("p99_ci_high_ms")
         print(f"p99 end to end 95% CI: [{e2e['p99_ci_low_ms']:.3f}, {hi:.3f}] ms" if hi is not None else
-              f"p99 end to end 95% CI: [{e2e['p99_ci_low_ms']:.3f}, unbounded: too few requests] ms", file=out)
-    w = report.get("warmup") or {}
-    if w.get("count"):
-        print(f"warm-up: {w['count']} requests, first {w['first_ms']:.3f} ms, mean {w['mean_ms']:.3f} ms (not in percentiles)", file=out)
+              f"p99 end to end 95% CI: [{e2e['p99_ci_low_ms']:.3f}, unbounded] ms: {e2e['count']} successful "
+              f"requests; {requests_to_bound(99)} bound it", file=out)
+    elif e2e.get("count"):
+        print(f"p99 end to end 95% CI: unbounded: {e2e['count']} successful requests; "
+              f"{requests_to_bound(99)} bound it", file=out)
+    if report.get("throughput_items_per_s") is not None:
+        print(f"throughput: {report['throughput_items_per_s']:.1f} items/s "
+              "(batch_size x successful requests / their summed end to end)", file=out)
+    print_warmup(report.get("warmup") or {}, out)
+    print_failures(report, out)
+    print_explain(report, out)
+
+
+def print_explain(report: dict, out) -> None:
+    """Why the tail is what it is: tail attribution, the strongest attribute, GC pauses, cold start."""
+    tail = report.get("tail") or {}
+    if tail.get("headline"):
+        print(f"tail: {tail['headline']}", file=out)
+    for note in tail.get("notes") or []:
+        print(f"tail: {note}", file=out)
+    attrs = report.get("attributes") or {}
+    if attrs.get("strongest"):
+        print(f"attributes: {attrs['strongest']} (Spearman, 95% interval)", file=out)
+    gc = report.get("gc")
+    if gc and gc["pause_ms_total"] > 0:
+        print(f"gc: {gc['pause_ms_total']:.3f} ms of collection pauses in {gc['requests_with_gc']} of "
+              f"{gc['requests']} requests, most in {gc['stage']}; {gc['share_slowest_5pct']:.0%} of the slowest "
+              "5 %'s time", file=out)
+    cold = report.get("cold_start") or {}
+    if cold.get("build_ms") is not None or cold.get("first_request_ms") is not None:
+        build = f"build {cold['build_ms']:.1f} ms" if cold.get("build_ms") is not None else "build not timed"
+        first = (f"first request {cold['first_request_ms']:.3f} ms" if cold.get("first_request_ms") is not None
+                 else "no first request")
+        print(f"cold start (not in the budget): {build} (factory, model load), {first}", file=out)
+
+
+def print_trust_header(report: dict, out) -> None:
+    """Lines under the title: the noise flag, and what int8 quantized."""
+    from ..noise import noise_line
+
+    print(noise_line(report.get("noise") or {"noisy": None, "reasons": ["not recorded"]}), file=out)
+    quant = report.get("quantization")
+    if quant:
+        print(f"int8: {quant['text']}", file=out)
+
+
+def print_warmup(w: dict, out) -> None:
+    """The warm-up line: figures of the successful warm-up requests; failed ones are counted, not timed."""
+    if not w.get("count"):
+        return
+    failed = w.get("failed") or 0
+    fails = f", {failed} failed (failures, not latencies)" if failed else ""
+    if w.get("mean_ms") is None:
+        print(f"warm-up: {w['count']} requests{fails}", file=out)
+        return
+    first = f"first {w['first_ms']:.3f} ms, " if w.get("first_ms") is not None else "first failed, "
+    print(f"warm-up: {w['count']} requests{fails}, {first}mean {w['mean_ms']:.3f} ms (not in percentiles)", file=out)
+
+
+def print_failures(report: dict, out) -> None:
+    """The failures section: per stage count and share, each distinct failure with its count and where."""
+    from ..analysis.failures import records_summary
+    from .profile import print_failure_lines
+
+    sections = [("failures (measured requests)", report.get("failures") or {}),
+                ("failures (warm-up)", report.get("warmup_failures") or {}),
+                ("failures (traced run)", records_summary(report.get("traced_failures") or []))]
+    for title, summary in sections:
+        if summary:
+            print(f"{title}:", file=out)
+            print_failure_lines(summary, out)
 
 
 def _share(x) -> str:

@@ -7,8 +7,10 @@
 - ``image``: PNG bytes -> decode, resize, normalize -> small CNN -> top-k ->
   JSON. Preprocess-heavy (decode and resize take a large share).
 
-Every example runs offline: the feature store and vocabulary live in ``data/``
-(regenerate them with ``make data``), the PNG requests are drawn in code.
+Every example runs offline: the feature store and vocabulary ship inside the
+package (``workbench/examples/data``, with a copy in the repository's ``data/``
+for the notebooks; regenerate both with ``make data``), the PNG requests are
+drawn in code.
 ``factory(name)`` returns ``build(config) -> Pipeline``; the first stage takes
 a list of 1..``batch_size`` items, the last returns one JSON ``bytes``
 response per item. Importing this package does not import torch.
@@ -42,16 +44,21 @@ def factory(name: str) -> Callable:
 
 
 def data_dir() -> Path:
-    """The folder holding the example data: ``$WORKBENCH_DATA``, else the repository's ``data/``."""
+    """The repository's data folder (recorded runs, traces): ``$WORKBENCH_DATA``, else ``data/``."""
     env = os.environ.get(DATA_ENV)
     if env:
         return Path(env)
     return Path(__file__).resolve().parents[2] / "data"
 
 
+def package_data_dir() -> Path:
+    """The example data shipped inside the package (``workbench/examples/data``), so a wheel runs the examples."""
+    return Path(__file__).resolve().parent / "data"
+
+
 def data_file(name: str) -> Path:
-    """A file of the example data, or a PipelineError saying how to create it."""
-    path = data_dir() / name
+    """A file of the example data (``$WORKBENCH_DATA``, else the package's copy), or a PipelineError saying how to create it."""
+    path = (Path(os.environ[DATA_ENV]) if os.environ.get(DATA_ENV) else package_data_dir()) / name
     if not path.is_file():
         raise PipelineError(
             f"example data file {path} is missing; run `make data` (python scripts/make_data.py) "

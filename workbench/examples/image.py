@@ -86,7 +86,7 @@ def build(config: PipelineConfig) -> Pipeline:
 
     smoke_forward("image", config, lambda: forward(torch.zeros(1, 3, size, size, dtype=dtype, device=config.device)))
     pipe = Pipeline("image", items=lambda: itertools.cycle(photos), description=EXAMPLES["image"],
-                    config=config)
+                    config=config, models=[model])
     for name, fn in (("parse", parse), ("preprocess", preprocess), ("forward", forward),
                      ("postprocess", postprocess), ("serialize", serialize)):
         pipe.add(name, fn)

@@ -12,8 +12,10 @@ Stages:
 - ``hydrate``: online feature lookups in the SQLite store ``data/features.sqlite``
   (opened read-only once at build): per request one ``users`` lookup, then per
   candidate item an ``items``, an ``item_stats`` and a ``user_category`` point
-  lookup, like a key-value feature store. Unknown users and items get default
-  values and a flag. One row of ``N_FEATURES`` floats per (user, item) pair.
+  lookup, like a key-value feature store. With ``store=redis`` the same
+  features come from Redis (``MGET`` s, two round trips per call; see
+  ``_feature_redis``). Unknown users and items get default values and a flag.
+  One row of ``N_FEATURES`` floats per (user, item) pair.
 - ``preprocess``: z-score with the offline statistics of the ``feature_stats``
   table, cast to the model dtype, copy to the device.
 - ``forward``: an MLP scoring each pair (random weights, seeded).
@@ -27,9 +29,23 @@ Options (``config.options``):
     platt_a (float, 1.5), platt_b (float, -1.0): calibration constants.
     threshold (float, 0.3): show an item when its calibrated score is >= this.
     pin_memory (bool, True): on CUDA, pinned host memory and non_blocking copy.
+    store ("sqlite" | "redis", "sqlite"): where hydrate reads features (SQLite is the embedded default).
+    redis_url (str, "redis://127.0.0.1:6379/0"): the Redis of ``store=redis`` and ``cache=redis``.
+    cache ("none" | "lru" | "redis", "none"): a prediction cache (``_prediction_cache``); with a
+        cache the stages are parse, cache_lookup, hydrate, preprocess, forward, postprocess,
+        cache_store, serialize, and hydrate..postprocess see only the items that missed.
+    cache_size (int, 10000): responses the in-process LRU holds.
+    n_keys (int, 0): with n_keys > 0 requests are drawn from n_keys distinct requests by a
+        Zipf law (rank k with probability proportional to 1 / k**zipf_s), so a cache can hit;
+        0 keeps the endless stream of fresh requests.
+    zipf_s (float, 1.1): the Zipf exponent of ``n_keys``.
+
+The cache's hit rate is ``pipe.cache.stats()``; ``pipe.cache.batch_hit_fractions``
+holds per pipeline call the fraction of its items that hit (``cache_hit``).
 """
 from __future__ import annotations
 
+import bisect
 import itertools
 import json
 import math
@@ -41,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import PipelineConfig
-from ..errors import PipelineError
+from ..errors import ConfigError, PipelineError
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model, torch_dtype
 from . import EXAMPLES, data_file
@@ -110,14 +126,44 @@ class FeatureStore:
             for req in requests:
                 user = execute(_USER_SQL, (req.user_id,)).fetchone()
                 context = _context_features(req)
-                user_part = list(user or self.user_defaults)
                 for item_id in req.item_ids:
                     item = execute(_ITEM_SQL, (item_id,)).fetchone()
                     stats = execute(_STATS_SQL, (item_id,)).fetchone() if item else None
                     cross = execute(_AFFINITY_SQL, (req.user_id, item[0])).fetchone() if item else None
-                    rows.append(user_part + list((item or self.item_defaults)[1:]) + list(stats or self.stats_defaults)
-                                + list(cross or _MISSING_AFFINITY) + [float(user is not None), float(item is not None)]
-                                + context)
+                    rows.append(feature_row(self, user, item, stats, cross, context))
+        return requests, rows
+
+
+def feature_row(store, user, item, stats, cross, context: list[float]) -> list[float]:
+    """One (user, item) row from the looked-up values (None: not in the store), the same for both stores."""
+    return (list(user or store.user_defaults) + list((item or store.item_defaults)[1:])
+            + list(stats or store.stats_defaults) + list(cross or _MISSING_AFFINITY)
+            + [float(user is not None), float(item is not None)] + context)
+
+
+class RedisStore:
+    """``hydrate`` over :class:`~workbench.examples._feature_redis.RedisFeatureStore` (same rows as SQLite)."""
+
+    def __init__(self, url: str):
+        from ._feature_redis import RedisFeatureStore
+
+        self.redis = RedisFeatureStore(url, STORE_FEATURES, len(EXTRA_FEATURES), _MISSING_AFFINITY)
+        self.mean, self.std = self.redis.mean, self.redis.std
+        self.user_defaults, self.item_defaults = self.redis.user_defaults, self.redis.item_defaults
+        self.stats_defaults = self.redis.stats_defaults
+
+    def counts(self) -> tuple[int, int]:
+        return self.redis.counts()
+
+    def hydrate(self, requests: list[Request]) -> tuple[list[Request], list[list[float]]]:
+        users, items, stats, cross = self.redis.lookup(requests)
+        rows = []
+        for req, user in zip(requests, users):
+            context = _context_features(req)
+            for item_id in req.item_ids:
+                item = items[item_id]
+                rows.append(feature_row(self, user, item, stats.get(item_id) if item else None,
+                                        cross.get((req.user_id, int(item[0]))) if item else None, context))
         return requests, rows
 
 
@@ -137,7 +183,8 @@ def build(config: PipelineConfig) -> Pipeline:
     platt_b = option(config, "platt_b", -1.0, float)
     threshold = option(config, "threshold", 0.3, float)
     option(config, "pin_memory", True, bool)
-    store = FeatureStore(data_file("features.sqlite"))
+    store, cache = _store_and_cache(config)
+    n_keys, zipf_s = option(config, "n_keys", 0, int, low=0), option(config, "zipf_s", 1.1, float, low=0.0)
     mean, std = (torch.tensor(v, dtype=torch.float32) for v in (store.mean, store.std))
     n_users, n_items = store.counts()
     torch.manual_seed(seed)
@@ -151,7 +198,7 @@ def build(config: PipelineConfig) -> Pipeline:
 
     def preprocess(hydrated):
         requests, rows = hydrated
-        x = (torch.tensor(rows, dtype=torch.float32) - mean) / std
+        x = (torch.tensor(rows, dtype=torch.float32).reshape(-1, N_FEATURES) - mean) / std  # 0 rows: all hit
         return requests, to_device(x.to(dtype), config)
 
     def postprocess(scored):
@@ -162,12 +209,54 @@ def build(config: PipelineConfig) -> Pipeline:
 
     probe = torch.zeros(2, N_FEATURES, dtype=dtype, device=config.device)
     smoke_forward("tabular", config, lambda: forward(([], probe)))
-    pipe = Pipeline("tabular", items=lambda: request_items(seed, n_users, n_items),
-                    config=config, description=EXAMPLES["tabular"])
-    for name, fn in (("parse", parse), ("hydrate", store.hydrate), ("preprocess", preprocess),
-                     ("forward", forward), ("postprocess", postprocess), ("serialize", serialize)):
+    pipe = Pipeline("tabular", items=lambda: request_items(seed, n_users, n_items, n_keys, zipf_s),
+                    config=config, description=EXAMPLES["tabular"], models=[model])
+    stages = [("parse", parse), ("hydrate", store.hydrate), ("preprocess", preprocess),
+              ("forward", forward), ("postprocess", postprocess), ("serialize", serialize)]
+    for name, fn in (stages if cache is None else _cached_stages(stages, store, cache, postprocess)):
         pipe.add(name, fn)
+    pipe.cache = cache
     return pipe
+
+
+def _store_and_cache(config: PipelineConfig):
+    """The feature store (SQLite or Redis) and the prediction cache (or None) the options ask for."""
+    from ._prediction_cache import KINDS, PredictionCache
+
+    kind = option(config, "store", "sqlite", str)
+    cache_kind = option(config, "cache", "none", str)
+    url = option(config, "redis_url", "redis://127.0.0.1:6379/0", str)
+    if kind not in ("sqlite", "redis"):
+        raise ConfigError(f"option 'store' must be sqlite or redis, got {kind!r}")
+    if cache_kind not in KINDS:
+        raise ConfigError(f"option 'cache' must be one of {', '.join(KINDS)}, got {cache_kind!r}")
+    size = option(config, "cache_size", 10_000, int, low=0)
+    store = RedisStore(url) if kind == "redis" else FeatureStore(data_file("features.sqlite"))
+    if cache_kind == "none":
+        return store, None
+    redis_client = None
+    if cache_kind == "redis":
+        from ._feature_redis import connect
+
+        redis_client = store.redis.client if kind == "redis" else connect(url)
+    return store, PredictionCache(size, redis_client)
+
+
+def _cached_stages(stages, store, cache, postprocess):
+    """The stages with a cache: lookup after parse, the model path on the misses only, store before serialize."""
+    fns = dict(stages)
+
+    def hydrate(lookup):
+        return lookup, store.hydrate(lookup.misses)[1]
+
+    def postprocess_misses(scored):
+        lookup, logits = scored
+        lookup.fresh = postprocess((lookup.misses, logits))
+        return lookup
+
+    return [("parse", fns["parse"]), ("cache_lookup", cache.lookup), ("hydrate", hydrate),
+            ("preprocess", fns["preprocess"]), ("forward", fns["forward"]), ("postprocess", postprocess_misses),
+            ("cache_store", cache.store), ("serialize", fns["serialize"])]
 
 
 def _mlp(n_in: int, hidden: tuple[int, ...]):
@@ -230,14 +319,28 @@ def serialize(responses: list[dict]) -> list[bytes]:
     return [json.dumps(r, separators=(",", ":")).encode() for r in responses]
 
 
-def request_items(seed: int, n_users: int, n_items: int) -> Iterator[bytes]:
-    """An endless, seeded stream of ranking requests (4-12 candidates; ~2 % unknown ids)."""
+def request_items(seed: int, n_users: int, n_items: int, n_keys: int = 0, zipf_s: float = 1.1) -> Iterator[bytes]:
+    """An endless, seeded stream of ranking requests (4-12 candidates; ~2 % unknown ids).
+
+    n_keys > 0: the stream repeats n_keys distinct requests (the first n_keys of
+    the fresh stream), rank k drawn with probability proportional to 1 / k**zipf_s.
+    """
     rng = random.Random(seed)
+    fresh = (_request_body(rng, n_users, n_items) for _ in itertools.count())
+    if n_keys <= 0:
+        for n, body in enumerate(fresh):
+            yield json.dumps({"request_id": f"req-{n:06d}", **body}).encode()
+        return
+    keys = list(itertools.islice(fresh, n_keys))
+    cumulative = list(itertools.accumulate(1.0 / (k ** zipf_s) for k in range(1, n_keys + 1)))
+    draw = random.Random(seed + 1)
     for n in itertools.count():
-        k = rng.randint(4, 12)
-        yield json.dumps({
-            "request_id": f"req-{n:06d}",
-            "user_id": rng.randrange(n_users + n_users // 50),
+        k = bisect.bisect_left(cumulative, draw.random() * cumulative[-1])
+        yield json.dumps({"request_id": f"req-{n:06d}", **keys[min(k, n_keys - 1)]}).encode()
+
+
+def _request_body(rng: random.Random, n_users: int, n_items: int) -> dict:
+    k = rng.randint(4, 12)
+    return {"user_id": rng.randrange(n_users + n_users // 50),
             "item_ids": [rng.randrange(n_items + n_items // 50) for _ in range(k)],
-            "context": {"hour": rng.randrange(24), "device": rng.choice(DEVICES)},
-        }).encode()
+            "context": {"hour": rng.randrange(24), "device": rng.choice(DEVICES)}}

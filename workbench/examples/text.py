@@ -25,6 +25,9 @@ Options (``config.options``):
     top_k (int, 3): labels per response.
     max_chars (int, 5000): longer texts are rejected in ``parse``.
     pin_memory (bool, True): on CUDA, pinned host memory and non_blocking copy.
+    padding ("max_len"): pad every batch to ``max_len``, or ``"longest"``: to its longest
+        text (dynamic padding; the forward's time then tracks the padded length, which the
+        preprocess stage reports through ``describe=`` as ``seq_len``).
 """
 from __future__ import annotations
 
@@ -97,6 +100,9 @@ class WordPiece:
         return pieces
 
 
+PADDINGS = ("max_len", "longest")
+
+
 def build(config: PipelineConfig) -> Pipeline:
     """The text pipeline for ``config`` (see the module docstring for stages and options)."""
     import torch
@@ -107,6 +113,9 @@ def build(config: PipelineConfig) -> Pipeline:
     shape = (max_len, d_model, option(config, "layers", 3, int, 1), heads, option(config, "ff", 4 * d_model, int, 1))
     top_k = min(option(config, "top_k", 3, int, 1), len(LABELS))
     max_chars = option(config, "max_chars", 5000, int, 1)
+    padding = option(config, "padding", "max_len", str)
+    if padding not in PADDINGS:
+        raise ConfigError(f"option padding must be one of {', '.join(PADDINGS)}, got {padding!r}")
     option(config, "pin_memory", True, bool)
     if d_model % heads:
         raise ConfigError(f"option d_model ({d_model}) must be a multiple of heads ({heads})")
@@ -118,7 +127,8 @@ def build(config: PipelineConfig) -> Pipeline:
 
     def preprocess(texts: list[str]):
         encoded = [tokenizer.encode(t) for t in texts]
-        ids = torch.full((len(encoded), max_len), tokenizer.pad, dtype=torch.int64)
+        width = max_len if padding == "max_len" else max(len(seq) for seq, _ in encoded)
+        ids = torch.full((len(encoded), width), tokenizer.pad, dtype=torch.int64)
         for row, (seq, _) in enumerate(encoded):
             ids[row, :len(seq)] = torch.tensor(seq, dtype=torch.int64)
         info = [(len(seq), cut) for seq, cut in encoded]
@@ -139,11 +149,17 @@ def build(config: PipelineConfig) -> Pipeline:
 
     smoke_forward("text", config, lambda: forward(preprocess(["smoke test"])))
     pipe = Pipeline("text", items=lambda: text_items(seed), description=EXAMPLES["text"],
-                    config=config)
+                    config=config, models=[model])
     for name, fn in (("parse", lambda batch: parse(batch, max_chars)), ("preprocess", preprocess),
                      ("forward", forward), ("postprocess", postprocess), ("serialize", serialize)):
-        pipe.add(name, fn)
+        pipe.add(name, fn, describe=describe_padding if name == "preprocess" else None)
     return pipe
+
+
+def describe_padding(batch) -> dict[str, float]:
+    """What the forward pass's cost can track: the padded length it runs on and the longest real input."""
+    info, ids, _ = batch
+    return {"seq_len": float(ids.shape[1]), "tokens": float(max(n for n, _ in info))}
 
 
 def parse(batch: list, max_chars: int = 5000) -> list[str]:

@@ -6,6 +6,13 @@ do not add up to the end-to-end percentile (the slowest requests of two stages
 are rarely the same request), so the percentile view groups bars side by side
 and never stacks them; the waterfall view stacks *means*, which do add up
 exactly: stages + unattributed = end to end.
+
+A run's trust marks travel with the figure: ``noise`` (the run's noise record,
+``workbench.noise``) draws a badge in the top right corner (NOISY with its
+reasons, quiet, or not measured), and ``failures`` (``failure_summary``) puts
+each failing stage's count, share and most frequent error under the title. A
+run whose every request failed gives an empty figure that says why.
+:func:`run_budget_figure` takes a run and passes all three.
 """
 from __future__ import annotations
 
@@ -36,7 +43,7 @@ def budget_rows(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def budget_figure(summary: pd.DataFrame, *, sla_ms: float | None = None, title: str | None = None,
-                  mode: str = "percentiles") -> go.Figure:
+                  mode: str = "percentiles", noise: dict | None = None, failures: dict | None = None) -> go.Figure:
     """Per-stage latency budget as bars (ms), with the share of each stage.
 
     ``mode="percentiles"``: for each stage, unattributed and end to end, three
@@ -44,19 +51,69 @@ def budget_figure(summary: pd.DataFrame, *, sla_ms: float | None = None, title: 
     ``mode="waterfall"``: stage means stacked into the end-to-end mean.
     ``sla_ms`` draws a horizontal line (the end-to-end p99 target) and says in
     the title whether end-to-end p99 meets it. Hover and text carry each stage's
-    share (its mean over the end-to-end mean).
+    share (its mean over the end-to-end mean). ``noise`` adds the noise badge,
+    ``failures`` the failure lines (see the module docstring).
     """
     check_summary(summary)
     if mode not in MODES:
         raise ConfigError(f"budget_figure: mode={mode!r}; use one of {MODES}")
     rows = budget_rows(summary)
     if rows.empty or not (rows["count"] > 0).any():
-        return empty_figure("no measured requests in this run", title or "Latency budget")
+        why = "every measured request failed" if failures else "no measured requests in this run"
+        fig = empty_figure("<br>".join([why, *failure_lines(failures)]), title or "Latency budget")
+        return _badge(fig, noise)
     fig = _percentile_bars(rows) if mode == "percentiles" else _waterfall(rows)
     if sla_ms is not None:
         fig.add_hline(y=float(sla_ms), line=dict(color=SLA_COLOR, dash="dash", width=2),
                       annotation_text=f"SLA {sla_ms:g} ms", annotation_position="top left")
-    return layout(fig, title or _title(rows, sla_ms), yaxis_title="latency (ms)", xaxis_title="stage")
+    head = title or _title(rows, sla_ms)
+    lines = failure_lines(failures)
+    if lines:
+        head += "<br><sup>" + "<br>".join(lines) + "</sup>"
+    return _badge(layout(fig, head, yaxis_title="latency (ms)", xaxis_title="stage"), noise)
+
+
+def run_budget_figure(run, **kwargs) -> go.Figure:
+    """:func:`budget_figure` of a run, with its noise badge and failures."""
+    from ..analysis.budget import stage_summary
+    from ..analysis.failures import failure_summary, noise_summary
+
+    return budget_figure(stage_summary(run), noise=noise_summary(run.meta),
+                         failures=failure_summary(run.requests, run.stage_names), **kwargs)
+
+
+def failure_lines(failures: dict | None) -> list[str]:
+    """One line per failing stage: ``failed in forward: 3 (50.0 %), MemoryError: out of memory (x3)``."""
+    out = []
+    for stage, entry in (failures or {}).items():
+        share = f" ({entry['share'] * 100:.1f} %)" if entry.get("share") is not None else ""
+        top = entry["messages"][0] if entry.get("messages") else None
+        what = f", {top['type']}: {str(top['message'])[:80]} (x{top['count']})" if top else ""
+        out.append(f"failed in {stage}: {entry['count']}{share}{what}")
+    return out
+
+
+NOISE_COLORS = {True: "#c62828", False: "#2e7d32", None: "#757575"}
+
+
+def noise_badge_text(noise: dict | None) -> str:
+    """The badge: ``NOISY: reasons``, ``quiet machine`` or ``noise not measured``."""
+    if not noise or noise.get("noisy") is None:
+        reason = "; ".join((noise or {}).get("reasons") or [])
+        return "noise not measured" + (f": {reason}" if reason else "")
+    if noise["noisy"]:
+        return "NOISY: " + "<br>".join(noise.get("reasons") or [])
+    return "quiet machine"
+
+
+def _badge(fig: go.Figure, noise: dict | None) -> go.Figure:
+    if noise is None:
+        return fig
+    color = NOISE_COLORS[noise.get("noisy")]
+    fig.add_annotation(text=noise_badge_text(noise), x=1, y=1.12, xref="paper", yref="paper", xanchor="right",
+                       yanchor="bottom", showarrow=False, align="right", font=dict(color="white", size=11),
+                       bgcolor=color, bordercolor=color, borderpad=4, name="noise")
+    return fig
 
 
 def _share_text(rows: pd.DataFrame) -> list[str]:

@@ -4,6 +4,9 @@ Inputs are two :func:`workbench.analysis.budget.stage_summary` tables. Stages
 are matched by name (A's order first, then stages only B has); a stage missing
 from one run has no bar there and no delta. A delta smaller than the run-to-run
 spread is noise: the hover shows both values so the reader can judge.
+
+:func:`ratio_figure` draws what ``workbench compare`` concluded instead: the
+ratio B/A per stage with its (Holm-corrected) interval, colored by verdict.
 """
 from __future__ import annotations
 
@@ -75,3 +78,49 @@ def _title(table: pd.DataFrame, labels: tuple[str, str]) -> str:
     a, b = float(e2e["p99_ms_a"].iloc[0]), float(e2e["p99_ms_b"].iloc[0])
     change = f" ({100 * (b - a) / a:+.1f}%)" if a else ""
     return f"{labels[0]} vs {labels[1]}: end-to-end p99 {a:.2f} -> {b:.2f} ms{change}"
+
+
+VERDICT_COLORS = {"slower": SLOWER_COLOR, "faster": FASTER_COLOR, "no detectable difference": "#7f7f7f",
+                  "too noisy to tell": "#ff9f1c"}
+
+
+def ratio_figure(result: dict, metric: str = "p50", title: str | None = None) -> go.Figure:
+    """Ratio B/A of ``metric`` per stage and end to end, with its interval as an error bar.
+
+    ``result``: what ``workbench compare --json`` prints (or ``Comparison.result``),
+    interleaved or separate runs. One marker series per comparison (B against A,
+    then C against A, ...), colored by verdict; a line at 1 and a shaded band
+    ``1 +/- min_effect`` (a difference inside it does not count).
+    """
+    comps = result.get("comparisons") or [{"b": 1, "stages": result.get("stages", []), "end_to_end": result.get("end_to_end")}]
+    labels = [c.get("label", str(i)) for i, c in enumerate(result.get("configs", []))]
+    fig = go.Figure()
+    for comp in comps:
+        entries = [*comp.get("stages", []), *([comp["end_to_end"]] if comp.get("end_to_end") else [])]
+        if not entries:
+            continue
+        names = ["end to end" if e["name"] == "end_to_end" else e["name"] for e in entries]
+        ratio = [_nan(e.get(f"{metric}_ratio")) for e in entries]
+        lo = [_nan(e.get(f"{metric}_ci", [None, None])[0]) for e in entries]
+        hi = [_nan(e.get(f"{metric}_ci", [None, None])[1]) for e in entries]
+        verdicts = [e.get("verdict", "") for e in entries]
+        b = comp.get("b", 1)
+        name = f"{labels[b] if b < len(labels) else 'B'} / {labels[0] if labels else 'A'}"
+        fig.add_scatter(x=names, y=ratio, mode="markers", name=name, text=verdicts,
+                        marker=dict(size=11, color=[VERDICT_COLORS.get(v, "#333333") for v in verdicts],
+                                    line=dict(color="#333333", width=1)),
+                        error_y=dict(type="data", symmetric=False, array=np.subtract(hi, ratio).tolist(),
+                                     arrayminus=np.subtract(ratio, lo).tolist(), color="#555555"),
+                        hovertemplate="%{x}<br>" + metric + " ratio %{y:.3f}<br>%{text}<extra>" + name + "</extra>")
+    if not fig.data:
+        return empty_figure("nothing was compared", title or "Comparison")
+    effect = float(result.get("min_effect") or 0.0)
+    fig.add_hrect(y0=1 - effect, y1=1 + effect, fillcolor="#bbbbbb", opacity=0.3, line_width=0)
+    fig.add_hline(y=1.0, line=dict(color="#444444", dash="dash"))
+    fig.update_yaxes(title_text=f"{metric} ratio B/A (interval)")
+    kind = "separate runs" if result.get("kind") == "separate runs" else "interleaved"
+    return layout(fig, title or f"{metric} ratio per stage, {kind}, with intervals")
+
+
+def _nan(x) -> float:
+    return float("nan") if x is None else float(x)

@@ -17,7 +17,7 @@ from ..analysis.stats import NS_PER_MS, summarize_ns
 from ..errors import ConfigError
 from .style import PERCENTILE_COLORS, WARMUP_COLOR, empty_figure, layout, stage_color
 
-KINDS = ("histogram", "cdf")
+DISTRIBUTION_KINDS = ("histogram", "cdf")  # figure styles; trace event kinds are workbench.trace.KINDS
 
 
 def latency_samples(requests: pd.DataFrame, stages: pd.DataFrame, stage: str | None) -> tuple[np.ndarray, np.ndarray]:
@@ -44,8 +44,8 @@ def distribution_figure(requests: pd.DataFrame, stages: pd.DataFrame, stage_orde
     are warm-up requests ("warm-up (n=W)", muted), then the measured p50, p95
     and p99 as dotted vertical lines named "p50", "p95", "p99" (ms, ``summarize_ns``).
     """
-    if kind not in KINDS:
-        raise ConfigError(f"distribution_figure: kind={kind!r}; use one of {KINDS}")
+    if kind not in DISTRIBUTION_KINDS:
+        raise ConfigError(f"distribution_figure: kind={kind!r}; use one of {DISTRIBUTION_KINDS}")
     if stage is not None and stage not in stage_order:
         raise ConfigError(f"distribution_figure: stage={stage!r} is not in the pipeline's stages {list(stage_order)}")
     label = "end to end" if stage is None else stage

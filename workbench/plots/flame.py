@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..analysis.flame import flame_tree, prune
+from ..analysis.flame import flame_tree, prune, pruned_sizes
+from ..analysis.model import Source, model_of
 from ..errors import ConfigError
 from .style import KIND_COLORS, KIND_LABELS, empty_figure, format_bytes, format_ns, kind_key, layout
 
@@ -36,14 +37,33 @@ PRUNE_SHARES = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
 
 def fit_tree(tree: pd.DataFrame, max_nodes: int) -> tuple[pd.DataFrame, float | None]:
     """The tree folded by :func:`workbench.analysis.flame.prune` at the smallest share of
-    :data:`PRUNE_SHARES` that leaves at most ``max_nodes`` nodes; ``(tree, None)`` if it fits."""
+    :data:`PRUNE_SHARES` that leaves at most ``max_nodes`` nodes; ``(tree, None)`` if it fits.
+
+    Sizes are counted first (:func:`~workbench.analysis.flame.pruned_size`) so the tree is
+    pruned once. When no share is enough (a deep chain of nested calls), the largest
+    share is used and the deepest levels are cut until it fits (:func:`cut_depth`).
+    """
+    shown, share, _ = _fit(tree, max_nodes)
+    return shown, share
+
+
+def _fit(tree: pd.DataFrame, max_nodes: int) -> tuple[pd.DataFrame, float | None, bool]:
+    """:func:`fit_tree` and whether levels had to be cut."""
     if len(tree) <= max_nodes:
-        return tree, None
-    for share in PRUNE_SHARES:
-        pruned = prune(tree, share)
-        if len(pruned) <= max_nodes:
-            break
-    return pruned, share
+        return tree, None, False
+    sizes = pruned_sizes(tree, PRUNE_SHARES)
+    share = next((s for s, n in zip(PRUNE_SHARES, sizes) if n <= max_nodes), PRUNE_SHARES[-1])
+    pruned = prune(tree, share)
+    return (pruned, share, False) if len(pruned) <= max_nodes else (cut_depth(pruned, max_nodes), share, True)
+
+
+def cut_depth(tree: pd.DataFrame, max_nodes: int) -> pd.DataFrame:
+    """The levels of ``tree`` from the root down, as deep as ``max_nodes`` nodes allow (at least the roots)."""
+    if "depth" not in tree.columns:  # parents come before children: a prefix is still a tree
+        return tree.iloc[:max_nodes].reset_index(drop=True)
+    per_level = np.bincount(tree["depth"].to_numpy(np.int64))
+    levels = max(int(np.searchsorted(np.cumsum(per_level), max_nodes, side="right")), 1)
+    return tree[tree["depth"].to_numpy() < levels].reset_index(drop=True)
 
 
 def display_totals(tree: pd.DataFrame) -> np.ndarray:
@@ -89,7 +109,7 @@ def flame_figure(tree: pd.DataFrame, *, title: str | None = None, max_nodes: int
     check_tree(tree)
     if len(tree) == 0 or int(tree["total_ns"].max() or 0) <= 0:
         return empty_figure("empty flame tree: no events to attribute", title or "Flame graph")
-    shown, share = fit_tree(tree, max_nodes)
+    shown, share, cut = _fit(tree, max_nodes)
     keys = [kind_key(k, n) for k, n in zip(shown["kind"].tolist(), shown["name"].tolist())]
     names = shown["name"].astype(str).tolist()
     parents = shown["parent"].astype("int64").to_numpy()
@@ -107,7 +127,8 @@ def flame_figure(tree: pd.DataFrame, *, title: str | None = None, max_nodes: int
     ))
     fig.add_annotation(text=kind_legend(keys), x=0, y=1.0, xref="paper", yref="paper", xanchor="left",
                        yanchor="bottom", showarrow=False, align="left")
-    folded = "" if share is None else f" ({len(tree)} nodes; under {100 * share:g}% of the total folded into (other))"
+    folded = "" if share is None else f" ({len(tree)} nodes; under {100 * share:g}% of the total folded into (other)"
+    folded += "" if share is None else ("; deepest levels not drawn)" if cut else ")")
     default = "Flame graph" + folded
     return layout(fig, title or default, margin=dict(l=10, r=10, t=80, b=10))
 
@@ -132,10 +153,10 @@ def kind_legend(keys: list[str]) -> str:
     return "   ".join(f'<span style="color:{KIND_COLORS[k]}">■</span> {KIND_LABELS[k]}' for k in present)
 
 
-def trace_flame_figure(events: pd.DataFrame, *, title: str | None = None, max_nodes: int = 2_000,
+def trace_flame_figure(events: Source, *, title: str | None = None, max_nodes: int = 2_000,
                        max_depth: int | None = None) -> go.Figure:
     """:func:`flame_figure` of ``workbench.analysis.flame.flame_tree(events)``; an empty
     figure saying so when the trace has no host or GPU events."""
-    if events.empty:
+    if model_of(events).events.empty:
         return empty_figure("no events in this trace", title or "Flame graph")
     return flame_figure(flame_tree(events), title=title, max_nodes=max_nodes, max_depth=max_depth)

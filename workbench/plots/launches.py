@@ -14,21 +14,25 @@ from plotly.subplots import make_subplots
 
 from ..analysis.gpu_timeline import gpu_time_summary
 from ..analysis.launches import launch_distribution, launch_pair_summary, launch_pairs
+from ..analysis.model import Source, model_of
 from ..analysis.verdict import launch_verdict
-from .style import KIND_COLORS, NO_GPU_EVENTS, NS_PER_US, PERCENTILE_COLORS, decade_ticks, empty_figure, layout, log_edges
+from ..units import NS_PER_US
+from .style import KIND_COLORS, NO_GPU_EVENTS, PERCENTILE_COLORS, decade_ticks, empty_figure, layout, log_edges
 
 BINS = 40
 
 
-def launch_figure(events: pd.DataFrame, *, title: str | None = None, bins: int = BINS) -> go.Figure:
+def launch_figure(events: Source, *, title: str | None = None, bins: int = BINS) -> go.Figure:
     """Four panels over the launch pairs of ``events`` (the events table), times in us.
 
     Launch delay histogram (log bins); CPU launch time vs GPU time as a 2-D
     histogram in log10 space with the y = x line (below it: GPU work shorter
     than its launch); p50/p90/p99 of launch time, delay and GPU time; the count
     of short kernels (HTA: launch call <= 50 us and GPU work shorter than it) vs the
-    rest. The title is :func:`launch_verdict`'s sentence.
+    rest. The title is :func:`launch_verdict`'s sentence. Every number drawn is a
+    table of :mod:`workbench.analysis.launches`, from one trace model.
     """
+    events = model_of(events)
     pairs = launch_pairs(events)
     if pairs.empty:
         return empty_figure(NO_GPU_EVENTS if gpu_time_summary(events)["span_ns"] is None
@@ -39,7 +43,8 @@ def launch_figure(events: pd.DataFrame, *, title: str | None = None, bins: int =
         "launch delay", "launch call vs GPU time (count)", "percentiles (us)", "short kernels"))
     _delay_hist(fig, pairs["launch_delay_ns"].to_numpy() / NS_PER_US, bins)
     _cpu_vs_gpu(fig, pairs["cpu_dur_ns"].to_numpy() / NS_PER_US, pairs["gpu_dur_ns"].to_numpy() / NS_PER_US, bins)
-    _percentiles(fig, launch_distribution(pairs))
+    dist = launch_distribution(pairs)
+    _percentiles(fig, dist)
     short = summary["short_kernels"]
     fig.add_bar(x=["short kernels", "other launches"], y=[short, summary["count"] - short],
                 marker_color=[KIND_COLORS["kernel"], KIND_COLORS["runtime"]], showlegend=False,
@@ -47,7 +52,7 @@ def launch_figure(events: pd.DataFrame, *, title: str | None = None, bins: int =
                 hovertemplate="%{x}: %{y}<extra></extra>", row=2, col=2)
     fig.update_yaxes(title_text="launches", row=2, col=2)
     short_share = 100 * summary["short_kernels"] / summary["count"]
-    delay = pairs["launch_delay_ns"].median() / NS_PER_US
+    delay = float(dist.set_index("metric").loc["launch_delay", "p50_ns"]) / NS_PER_US
     numbers = (f"<br><sup>{short_share:.0f}% of {summary['count']} launches are short kernels; median launch delay "
                f"{delay:.3g} us; {summary['delay_over_100us']} delays over 100 us</sup>")
     return layout(fig, title or sentence + numbers, height=700, margin=dict(t=110))

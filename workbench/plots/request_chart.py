@@ -13,40 +13,26 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..analysis.model import Source, model_of
+from ..analysis.nesting import nesting_depth  # the flame tree's rule; used below
 from ..analysis.steps import step_boundaries
 from ..errors import ConfigError
 from ..naming import stage_from_range_name
-from .style import KIND_COLORS, KIND_LABELS, NS_PER_MS, empty_figure, format_ns, kind_key, layout
+from ..trace import GPU_WORK_KINDS, HOST_KINDS, KIND_SYNC
+from ..units import NS_PER_MS
+from .style import KIND_COLORS, KIND_LABELS, empty_figure, format_ns, kind_key, layout
 
-GPU_KINDS = ("kernel", "memcpy", "memset")
-HOST_KINDS = ("cpu_op", "user_annotation", "runtime", "python", "sync")
+DRAWN_HOST_KINDS = (*HOST_KINDS, KIND_SYNC)  # host rows: the flame tree's host kinds plus cuda_sync waits
 TEXT_CHARS = 40
 HOVER_CHARS = 160
 TEXT_MIN_SHARE = 0.04  # label a bar only when it spans >= 4 % of the window (others: hover)
-
-
-def nesting_depth(ts_ns: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
-    """Depth of each interval in its own lane: 0 for outermost, +1 per enclosing interval.
-
-    Intervals must already be sorted by start, longest first on ties. An interval
-    that starts before the enclosing one ends but outlives it is treated as nested
-    (traces round ends; the chart must not drop a level for a nanosecond).
-    """
-    depth = np.zeros(len(ts_ns), dtype=np.int64)
-    stack: list[int] = []  # end times of the open intervals
-    for i, (start, dur) in enumerate(zip(ts_ns.tolist(), dur_ns.tolist())):
-        while stack and stack[-1] <= start:
-            stack.pop()
-        depth[i] = len(stack)
-        stack.append(start + dur)
-    return depth
 
 
 def chart_rows(window: pd.DataFrame, start_ns: int, max_bars: int) -> pd.DataFrame:
     """The bars of one window: ``lane`` (row label), ``start_ms``, ``dur_ms``, ``name``, ``key`` (palette)."""
     kept = window.nlargest(max_bars, "dur_ns") if len(window) > max_bars else window
     kept = kept.sort_values(["ts_ns", "dur_ns"], ascending=[True, False], kind="stable")
-    gpu = kept["kind"].astype(str).isin(GPU_KINDS).to_numpy()
+    gpu = kept["kind"].astype(str).isin(GPU_WORK_KINDS).to_numpy()
     parts = []
     for (is_gpu, pid, tid), lane in kept.groupby([gpu, kept["pid"].astype(str), kept["tid"].astype(str)], sort=True):
         ts, dur = lane["ts_ns"].to_numpy(np.int64), lane["dur_ns"].to_numpy(np.int64)
@@ -89,7 +75,7 @@ def flame_chart_figure(window: pd.DataFrame, start_ns: int, *, title: str, max_b
                   height=max(320, 60 + 22 * len(lanes)))
 
 
-def request_window(events: pd.DataFrame, request: int) -> tuple[int, int, str]:
+def request_window(events: Source, request: int) -> tuple[int, int, str]:
     """``(start_ns, end_ns, label)`` of the request-th step (TensorBoard step boundaries:
     the host ``ProfilerStep#N`` range widened to the end of the GPU work it launched).
 
@@ -106,7 +92,7 @@ def request_window(events: pd.DataFrame, request: int) -> tuple[int, int, str]:
     return int(row["start_ns"]), int(row["end_ns"]), label
 
 
-def request_flame_chart(events: pd.DataFrame, *, request: int = 0, max_bars: int = 3_000,
+def request_flame_chart(events: Source, *, request: int = 0, max_bars: int = 3_000,
                         title: str | None = None) -> go.Figure:
     """Time-axis flame chart of one traced request (the ``request``-th step, 0-based).
 
@@ -114,9 +100,11 @@ def request_flame_chart(events: pd.DataFrame, *, request: int = 0, max_bars: int
     every thread, GPU work launched by it); x = time since the window start
     (ms). Bars are grouped into one trace per kind (legend = palette).
     """
-    start, end, label = request_window(events, request)
+    model = model_of(events)
+    start, end, label = request_window(model, request)
+    events = model.events
     chosen = events[(events["ts_ns"] >= start) & (events["ts_ns"] < end)]
-    chosen = chosen[chosen["kind"].astype(str).isin(GPU_KINDS + HOST_KINDS)]
+    chosen = chosen[chosen["kind"].isin(GPU_WORK_KINDS + DRAWN_HOST_KINDS).to_numpy()]
     if chosen.empty:
         return empty_figure("no events in this request", title or "Request flame chart")
     head = title or f"Request flame chart: {label}, {format_ns(end - start)}"

@@ -11,15 +11,13 @@ Display units live here and in axis labels only; tables keep ``*_ns``/``*_ms``.
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import plotly.graph_objects as go
 
+from ..analysis.transfers import classify_copy
 from ..naming import STAGE_PREFIX
-
-NS_PER_US = 1_000
-NS_PER_MS = 1_000_000
+from ..units import NS_PER_MS, NS_PER_US  # noqa: F401  (re-exported for the figure modules)
 
 KIND_COLORS: dict[str, str] = {
     "stage": "#4c72b0",
@@ -30,6 +28,8 @@ KIND_COLORS: dict[str, str] = {
     "memcpy_htod_pinned": "#f08a8c",
     "memcpy_dtoh_pageable": "#937860",
     "memcpy_dtoh_pinned": "#c9a98b",
+    "memcpy_htod_host": "#8c564b",
+    "memcpy_dtoh_host": "#bcbd22",
     "memcpy_dtod": "#da8bc3",
     "memcpy": "#e377c2",
     "memset": "#ccb974",
@@ -41,12 +41,12 @@ KIND_LABELS: dict[str, str] = {
     "stage": "stage", "cpu_op": "CPU op", "runtime": "runtime / launch", "kernel": "kernel",
     "memcpy_htod_pageable": "memcpy HtoD pageable", "memcpy_htod_pinned": "memcpy HtoD pinned",
     "memcpy_dtoh_pageable": "memcpy DtoH pageable", "memcpy_dtoh_pinned": "memcpy DtoH pinned",
+    "memcpy_htod_host": "memcpy HtoD host (AMD)", "memcpy_dtoh_host": "memcpy DtoH host (AMD)",
     "memcpy_dtod": "memcpy DtoD", "memcpy": "memcpy (other)", "memset": "memset", "sync": "sync",
     "python": "Python", "other": "other",
 }
 # Stage bars: a qualitative sequence in pipeline order; unattributed and end to end apart.
 STAGE_COLORS = ["#4c72b0", "#55a868", "#dd8452", "#8172b3", "#64b5cd", "#ccb974", "#937860", "#da8bc3"]
-UNATTRIBUTED_COLOR = "#b0b0b0"
 END_TO_END_COLOR = "#333333"
 PERCENTILE_COLORS = {"p50_ms": "#9ecae1", "p95_ms": "#4292c6", "p99_ms": "#08306b"}
 WARMUP_COLOR = "#c7c7c7"
@@ -61,16 +61,15 @@ _ALIASES = {
     "sync": "sync", "cuda_sync": "sync", "stage": "stage", "python": "python",
     "python_function": "python", "gpu_user_annotation": "other", "gpu_annotation": "other", "root": "other",
 }
-_COPY = re.compile(r"(HtoD|DtoH|DtoD|HtoH|PtoP)", re.IGNORECASE)
-_HOST_MEMORY = re.compile(r"(Pageable|Pinned|Host|Managed)", re.IGNORECASE)
 
 
 def kind_key(kind: object, name: object = "") -> str:
     """The palette key of a kind string (and, for copies, the event name).
 
-    ``memcpy`` kinds are split by direction and host memory when the kind or the
-    name says so (``Memcpy HtoD (Pageable -> Device)`` -> ``memcpy_htod_pageable``);
-    AMD's ``Host`` counts as pageable. A workbench stage range (its name carries
+    ``memcpy`` kinds are split by the analysis' one copy classification
+    (:func:`workbench.analysis.transfers.classify_copy`, see :func:`copy_palette_key`):
+    ``Memcpy HtoD (Pageable -> Device)`` -> ``memcpy_htod_pageable``; AMD's
+    ``Host`` memory is its own kind. A workbench stage range (its name carries
     :data:`workbench.naming.STAGE_PREFIX`) is ``stage``. Unknown kinds map to ``other``.
     """
     if isinstance(name, str) and name.startswith(STAGE_PREFIX):
@@ -79,22 +78,18 @@ def kind_key(kind: object, name: object = "") -> str:
     if k in KIND_COLORS and not k.startswith("memcpy"):
         return k
     if "memcpy" in k or "copy" in k:
-        return _copy_key(f"{kind} {name}")
+        return copy_palette_key(*classify_copy(name if isinstance(name, str) else ""))
     return _ALIASES.get(k, "other")
 
 
-def _copy_key(text: str) -> str:
-    direction = _COPY.search(text)
-    if direction is None:
-        return "memcpy"
-    d = direction.group(1).lower()
-    if d == "dtod":
+def copy_palette_key(direction: str, host_memory: str | None) -> str:
+    """The palette key of a copy class of :func:`workbench.analysis.transfers.classify_copy`:
+    DtoD; HtoD/DtoH by host memory (Pageable, Pinned, AMD's Host); anything else
+    (no host side named, Managed, HtoH, PtoP) is ``memcpy`` (other)."""
+    if direction == "DtoD":
         return "memcpy_dtod"
-    if d not in ("htod", "dtoh"):
-        return "memcpy"
-    memory = _HOST_MEMORY.search(text)
-    pinned = memory is not None and memory.group(1).lower() == "pinned"
-    return f"memcpy_{d}_{'pinned' if pinned else 'pageable'}"
+    key = f"memcpy_{direction.lower()}_{(host_memory or '').lower()}"
+    return key if key in KIND_COLORS else "memcpy"
 
 
 def kind_color(kind: object, name: object = "") -> str:

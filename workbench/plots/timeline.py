@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analysis.gpu_timeline import busy_over_time, gpu_time_summary, stream_idle
+from ..analysis.model import Source, model_of
 from ..analysis.steps import step_breakdown
 from .style import KIND_COLORS, NO_GPU_EVENTS, NS_PER_MS, empty_figure, format_ns, layout
 
@@ -22,12 +23,13 @@ IDLE_PARTS = {"busy_ns": ("busy", KIND_COLORS["kernel"]), "host_wait_ns": ("idle
               "other_ns": ("idle: other", KIND_COLORS["other"])}
 
 
-def gpu_timeline_figure(events: pd.DataFrame, *, bins: int = 400, title: str | None = None) -> go.Figure:
+def gpu_timeline_figure(events: Source, *, bins: int = 400, title: str | None = None) -> go.Figure:
     """Top: GPU busy fraction (%) per time bin, x = ms since the first GPU work. Bottom:
     per (device, stream) busy and idle time (ms) stacked; idle split as HTA does.
 
     The title gives the span, busy time and idle share of :func:`gpu_time_summary`.
     """
+    events = model_of(events)  # one trace model for the three analyses drawn
     summary = gpu_time_summary(events)
     if summary["span_ns"] is None:
         return empty_figure(NO_GPU_EVENTS, title or "GPU timeline")
@@ -74,7 +76,7 @@ def grouped_steps(breakdown: pd.DataFrame, max_bars: int) -> pd.DataFrame:
     return means.assign(step=labels.to_numpy()).reset_index(drop=True)
 
 
-def step_breakdown_figure(events: pd.DataFrame, *, max_bars: int = 200, title: str | None = None) -> go.Figure:
+def step_breakdown_figure(events: Source, *, max_bars: int = 200, title: str | None = None) -> go.Figure:
     """Stacked bars per step (ms): kernel, memcpy, memset, communication, runtime, data
     loader, CPU exec, other, from :func:`workbench.analysis.steps.step_breakdown` (the
     TensorBoard plugin's priority rule; the parts sum to the step's time). More than

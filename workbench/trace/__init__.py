@@ -4,7 +4,10 @@
 (2021 ``Operator``/``Runtime``/``Kernel``... or today's ``cpu_op``/``cuda_runtime``/
 ``kernel``...), CUDA or ROCm, and returns a :class:`Trace` whose ``events`` table
 is described in :mod:`workbench.trace.schema`. Broken input raises
-:class:`~workbench.errors.TraceError`.
+:class:`~workbench.errors.TraceError` naming the file and the place (event index
+and field, or byte offset); ``load_trace(path, max_bytes=...)`` caps the JSON text
+while decompressing (default 4 GiB). :mod:`workbench.trace.fuzz` makes seeded broken
+variants of traces to check all that.
 """
 from .load import Trace, load_events, load_trace
 from .schema import (

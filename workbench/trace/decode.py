@@ -9,10 +9,7 @@ naming the file and the problem.
 """
 from __future__ import annotations
 
-import gzip
-import os
 import re
-import zlib
 from pathlib import Path
 from typing import Union
 
@@ -20,6 +17,8 @@ import msgspec
 
 from ..errors import TraceError
 from .numbers import NA_INT
+from .read import read_bytes, utf8_error_offset  # noqa: F401 - read_bytes is re-exported
+from .syntax import deepest_nesting, key_before, non_json_token, syntax_offset
 
 Scalar = Union[int, float, str, bool, None]
 _EMPTY_RAW = msgspec.Raw()
@@ -68,45 +67,37 @@ META_FIELDS = ("deviceProperties", "displayTimeUnit", "schemaVersion", "distribu
                "baseTimeNanoseconds", "traceName")
 _DECODER = msgspec.json.Decoder(Union[TraceFile, list[msgspec.Raw]])
 _CHUNK_DECODER = msgspec.json.Decoder(list[Event])
+_EVENT_DECODER = msgspec.json.Decoder(Event)
 _AT = re.compile(r"`\$\[(\d+)\]")
 
 
-def read_bytes(path: str | os.PathLike) -> bytes:
-    """The JSON text of a ``.json`` or gzip file (recognized by its magic bytes)."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such trace file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{path}: is a folder, not a trace file (give the .json or .json.gz inside)") from None
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot read the trace file ({exc.strerror or exc})") from None
-    if data[:2] != b"\x1f\x8b":
-        return data
-    try:
-        return gzip.decompress(data)
-    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        raise TraceError(f"{path}: truncated or corrupt gzip data ({exc}); re-copy or re-export the trace") from None
-
-
-def decode(path: Path, data: bytes) -> tuple[list[msgspec.Raw], dict]:
+def decode(path: Path, data) -> tuple[list[msgspec.Raw], dict]:
     """The events (undecoded, one raw slice each) and raw top-level metadata of a trace.
 
     Events are decoded later in chunks by :func:`decode_events`, so the typed
     structs of only one chunk exist at a time: peak memory stays near the size
     of the JSON text rather than a multiple of it."""
-    if not data or data.isspace():
+    if _blank(data):
         raise TraceError(f"{path}: empty file, not a trace")
     try:
         top = _DECODER.decode(data)
     except msgspec.ValidationError as exc:
         raise TraceError(f"{path}: not a PyTorch profiler trace: {_explain(exc)}") from None
     except msgspec.DecodeError as exc:
-        raise TraceError(f"{path}: invalid JSON ({exc}); the file may be truncated") from None
+        raise TraceError(f"{path}: {_syntax(data, str(exc))}") from None
+    except RecursionError:
+        raise TraceError(f"{path}: {_too_deep(data)}") from None
+    except UnicodeDecodeError as exc:
+        raise TraceError(f"{path}: {_bad_utf8(data, exc)}") from None
     if isinstance(top, list):
         return top, {}
     return top.traceEvents, {k: getattr(top, k) for k in META_FIELDS}
+
+
+def _blank(data) -> bool:
+    """True for an empty or whitespace-only text (checked 1 MiB at a time: no copy of a large text)."""
+    view = memoryview(data)
+    return all(bytes(view[i:i + (1 << 20)]).isspace() for i in range(0, len(view), 1 << 20))
 
 
 def decode_events(path: Path, raws: list[msgspec.Raw], offset: int) -> list[Event]:
@@ -118,6 +109,58 @@ def decode_events(path: Path, raws: list[msgspec.Raw], offset: int) -> list[Even
         raise TraceError(f"{path}: not a PyTorch profiler trace: {where}") from None
     except msgspec.DecodeError as exc:  # cannot happen for slices cut by the decoder
         raise TraceError(f"{path}: invalid JSON in traceEvents ({exc})") from None
+    except (RecursionError, UnicodeDecodeError):
+        raise TraceError(f"{path}: {_bad_event(raws, offset)}") from None
+
+
+def _bad_event(raws: list[msgspec.Raw], offset: int) -> str:
+    """Which event of a chunk the decoder could not read (too deep or invalid UTF-8), and where in it."""
+    for i, raw in enumerate(raws):
+        try:
+            _EVENT_DECODER.decode(raw)
+        except RecursionError:
+            return f"traceEvents[{offset + i}]: {_too_deep(raw, ' of the event')}"
+        except UnicodeDecodeError as exc:
+            return f"traceEvents[{offset + i}]: {_bad_utf8(raw, exc, ' of the event')}"
+        except msgspec.MsgspecError:
+            continue
+    return f"traceEvents[{offset}:{offset + len(raws)}]: undecodable (too deeply nested or invalid UTF-8)"
+
+
+def _syntax(data, message: str) -> str:
+    """Plain words for a JSON syntax error, with its byte offset."""
+    if "truncated" in message:
+        return (f"invalid JSON: the text ends (at byte {len(data):,}) in the middle of a value; "
+                "the file is truncated: re-copy or re-export the trace")
+    at = syntax_offset(message)
+    if at is None:
+        return f"invalid JSON ({message})"
+    token = non_json_token(data, at)
+    at = token[1] if token else at
+    key = key_before(data, at)
+    where = f"at byte {at:,}" + (f" (in {key!r})" if key else "")
+    if token:
+        return (f"invalid JSON {where}: {token[0]} is not a JSON number "
+                "(write the trace with null there, or json.dumps(..., allow_nan=False))")
+    return f"invalid JSON {where}: {message.replace('JSON is malformed: ', '').split(' (byte')[0]}"
+
+
+def _too_deep(data, within: str = "") -> str:
+    depth, at = deepest_nesting(data)
+    key = key_before(data, at)
+    return (f"JSON nested {depth:,} levels deep at byte {at:,}{within}" + (f" (in {key!r})" if key else "")
+            + ", too deep to decode; a profiler trace is never nested like this")
+
+
+def _bad_utf8(data, exc: UnicodeDecodeError, within: str = "") -> str:
+    found = utf8_error_offset(data)
+    if found is None:
+        return f"invalid UTF-8 text ({exc.reason}); re-export the trace as UTF-8"
+    at, reason = found
+    key = key_before(data, at)
+    byte = bytes(memoryview(data)[at:at + 1]).hex()
+    return (f"invalid UTF-8 at byte {at:,}{within}" + (f" (in {key!r})" if key else "")
+            + f": byte 0x{byte}, {reason}; re-export the trace as UTF-8")
 
 
 def _explain(exc: msgspec.ValidationError) -> str:
@@ -139,4 +182,8 @@ def decode_meta(path: Path, raw_meta: dict) -> dict:
             meta[key] = msgspec.json.decode(raw)
         except msgspec.DecodeError as exc:  # cannot happen for raw cut by the decoder
             raise TraceError(f"{path}: unreadable {key!r}: {exc}") from None
+        except RecursionError:
+            raise TraceError(f"{path}: unreadable {key!r}: {_too_deep(raw)}") from None
+        except UnicodeDecodeError as exc:
+            raise TraceError(f"{path}: unreadable {key!r}: {_bad_utf8(raw, exc)}") from None
     return meta

@@ -16,6 +16,7 @@ import pandas as pd
 
 _MAX_INT_DIGITS = 16  # 16 integer digits of us + 3 of ns fit in uint64
 _INT64_MAX = np.iinfo(np.int64).max
+TIME_LIMIT_NS = 2**62  # |ts|, dur and ts + dur stay within this, so spans and sums fit in int64
 _POW10 = np.array([10**k for k in range(20)], dtype=np.uint64)
 
 

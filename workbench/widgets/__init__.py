@@ -1,14 +1,18 @@
 """Interactive explorers for JupyterLab and Voila (import explicitly: ``import workbench.widgets``).
 
-- :class:`LatencyExplorer`: batch size, precision, device, pipeline and SLA
-  controls -> latency budget, distribution and flame graph of a small profiling run.
+- :class:`LatencyExplorer`: batch size, precision, device, threads, pipeline and
+  SLA controls -> latency budget, tail attribution, distribution, latency over
+  the run with one request's stages, and flame graph of a small profiling run or
+  of a recorded run matching its fingerprint; its noise flag and failures; "pin
+  as A, compare with B" (interleaved, with intervals and verdicts).
 - :class:`TraceExplorer`: pick or upload a ``torch.profiler`` trace -> launch,
   transfer, GPU timeline, step and flame views.
 - :class:`BatchingExplorer`: arrival rate, max batch size and max wait ->
   simulated dynamic batching -> latency/throughput, wait-time and queueing views.
 
-Each explorer is a controller with a ``view`` widget: display it (or the
-explorer itself) in a notebook. Controls can be moved from code with
+Each explorer is a :class:`~workbench.widgets.controller.Controller` (one
+debounced job at a time, cancel, an LRU cache, errors in the message line and
+``last_error``) with a ``view`` widget: display it (or the explorer itself) in a notebook. Controls can be moved from code with
 ``explorer.set(...)`` and ``explorer.wait()`` blocks until the figures are
 current, so tests and notebooks drive them without a browser. ``import
 workbench`` never imports this package (it needs ipywidgets and plotly).

@@ -1,33 +1,35 @@
 """The batching explorer: arrival rate, max batch size and max wait -> simulated dynamic batching.
 
 The service model comes from profiler runs at a few batch sizes
-(``workbench.batching.service_model_from_runs``); every setting is simulated
-with ``workbench.batching`` on a seeded Poisson schedule, so moving back to a
-setting draws the same figures (from the LRU cache, without simulating). Three
-figures: latency vs throughput over a range of arrival rates at the current
-batch settings (the current point marked), p99 vs max wait at the current rate,
-and the queueing breakdown (batch wait, queue wait, service) of the current
-point. A rate at or above capacity shows a warning: the queue grows without
-bound and the figures are those of a finite run.
+(``workbench.batching.service_model_from_runs``). Each setting's tables come
+from :func:`workbench.batching.explore.batching_point` (one seeded Poisson
+simulation and two sweeps), its figures from ``workbench.plots.batching``; the
+widget only wires the three sliders to them through the shared
+:class:`~workbench.widgets.controller.Controller`, so moving back to a setting
+draws it from the LRU cache without simulating. Three figures: latency vs
+throughput over a range of arrival rates at the current batch settings (the
+current point marked), p99 vs max wait at the current rate, and the queueing
+breakdown (batch wait, queue wait, service) of the current point. A rate at
+or above capacity shows a warning: the queue grows without bound and the
+figures are those of a finite run.
 """
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
 
+from ..batching.explore import WAITS_MS
 from ..errors import WorkbenchError
-from .cache import LRUCache
-from .jobs import JobQueue
+from .controller import Controller
 from .panes import FigurePane, MessageLine
 
-WAITS_MS = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
-RATE_FRACTIONS = (0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 0.95)
+__all__ = ["BatchingExplorer", "WAITS_MS"]
 
 
-class BatchingExplorer:
+class BatchingExplorer(Controller):
     """Sliders for the batcher -> simulated latency, throughput and queueing.
 
     service_runs: profiler runs (``Run`` objects or run folders) of one pipeline
@@ -45,14 +47,14 @@ class BatchingExplorer:
         if model is None:
             if service_runs is None:
                 raise WorkbenchError("BatchingExplorer needs service_runs (profiler run folders) or model=ServiceModel")
+            service_runs = list(service_runs)
             model = service_model_from_runs(service_runs)
+        super().__init__(debounce_s=debounce_s, cache_size=cache_size)
+        self.trust_line = MessageLine()  # the noise of the runs the service times come from
+        self.trust_line.show(*_service_trust(service_runs if service_runs is not None else []))
         self.model = model
         self.requests, self.sla_ms, self.seed = requests, sla_ms, seed
-        self.cache = LRUCache(cache_size)
         self.simulations = 0
-        self.last_error: BaseException | None = None
-        self.jobs = JobQueue(debounce_s, on_error=self._unexpected)
-        self._lock = threading.RLock()
         largest = model.sizes[-1]
         size = max_batch_size or largest
         top = model.capacity_rps(largest) * 1.2
@@ -66,16 +68,14 @@ class BatchingExplorer:
         self.max_wait = w.FloatSlider(value=max_wait_ms, min=0.0, max=max(WAITS_MS[-1], max_wait_ms), step=0.5,
                                       description="max wait ms", continuous_update=False,
                                       style={"description_width": "100px"})
-        self.status = w.Label(value="")
-        self.message_line = MessageLine()
         self.panes = {name: FigurePane() for name in ("curves", "wait", "breakdown")}
         self.view = w.VBox([
             w.HBox([self.rate, self.max_batch_size, self.max_wait], layout=w.Layout(flex_flow="row wrap")),
-            self.status, self.message_line.view,
+            self.status, self.message_line.view, self.trust_line.view,
             self.panes["curves"].view, self.panes["wait"].view, self.panes["breakdown"].view,
         ], layout=w.Layout(width="100%"))
         for control in (self.rate, self.max_batch_size, self.max_wait):
-            control.observe(lambda _c: self.refresh(), "value")
+            control.observe(lambda _c: self._silent or self.refresh(), "value")
         if start:
             self.refresh()
 
@@ -83,89 +83,80 @@ class BatchingExplorer:
     def key(self) -> tuple[float, int, float]:
         return (round(float(self.rate.value), 6), int(self.max_batch_size.value), round(float(self.max_wait.value), 6))
 
-    @property
-    def message(self) -> str:
-        return self.message_line.text
-
     def set(self, *, rate_rps: float | None = None, max_batch_size: int | None = None,
             max_wait_ms: float | None = None) -> "BatchingExplorer":
-        """Move the sliders as a user would."""
-        for control, value in ((self.rate, rate_rps), (self.max_batch_size, max_batch_size), (self.max_wait, max_wait_ms)):
-            if value is not None:
-                control.value = value
+        """Move the sliders as a user would, then react once."""
+        key = self.key
+        with self.quiet():
+            for control, value in ((self.rate, rate_rps), (self.max_batch_size, max_batch_size),
+                                   (self.max_wait, max_wait_ms)):
+                if value is not None:
+                    control.value = value
+        if self.key != key:
+            self.refresh()
         return self
 
     def wait(self, timeout: float = 120.0) -> "BatchingExplorer":
-        self.jobs.wait(timeout)
-        return self
+        return super().wait(timeout)
 
     def refresh(self) -> None:
         key = self.key
-        result = self.cache.get(key)
-        if result is not None:
-            self.jobs.cancel()
-            self._draw(result)
-            return
-        self.status.value = "simulating..."
-        self.jobs.submit(lambda cancel: self._simulate(key))
+        self.update(key, lambda cancel: self._figures(*key), queued="simulating...")
 
-    def _repr_mimebundle_(self, **kwargs):
-        return self.view._repr_mimebundle_(**kwargs)
-
-    def _simulate(self, key: tuple[float, int, float]) -> None:
-        try:
-            result = self._figures(*key)
-        except WorkbenchError as exc:
-            self.status.value = "not simulated"
-            self.message_line.show(str(exc), "error")
-            return
-        self.cache.put(key, result)
-        if key == self.key:
-            self._draw(result)
+    def failed(self, key, exc: WorkbenchError) -> None:
+        self.status.value = "not simulated"
+        self.message_line.show(str(exc), "error")
 
     def _figures(self, rate: float, size: int, wait_ms: float) -> dict[str, Any]:
-        """Simulate the point and the two sweeps around it; the figures and a summary line."""
-        from ..batching import Arrivals, BatchPolicy, load_summary, simulate, sweep
+        """Worker thread: the tables of this setting (``batching_point``) drawn by ``workbench.plots``."""
+        from ..batching.explore import batching_point
         from ..plots.batching import batching_curves_figure, queueing_breakdown_figure, wait_time_figure
 
-        policy = BatchPolicy(size, wait_ms)
-        sim = simulate(self.model, Arrivals("poisson", rate_rps=rate, count=self.requests, seed=self.seed), policy,
-                       seed=self.seed)
-        summary = load_summary(sim.requests)
-        capacity = sim.capacity_rps
-        rates = sorted({*(f * capacity for f in RATE_FRACTIONS), rate})
-        curve = sweep(self.model, rates, [size], [wait_ms], requests=self.requests, seed=self.seed)
-        waits = sweep(self.model, [rate], [size], sorted({*WAITS_MS, wait_ms}), requests=self.requests, seed=self.seed)
-        self.simulations += 1 + len(rates) + len(waits)
-        curves = batching_curves_figure(curve, sla_ms=self.sla_ms)
-        e2e = summary["end_to_end"]
+        point = batching_point(self.model, rate, size, wait_ms, requests=self.requests, seed=self.seed)
+        self.simulations += point["simulations"]
+        summary, e2e = point["summary"], point["summary"]["end_to_end"]
+        curves = batching_curves_figure(point["curve"], sla_ms=self.sla_ms)
         curves.add_scatter(x=[summary["throughput_rps"]], y=[e2e["p99_ms"]], mode="markers", name="this setting (p99)",
                            marker=dict(symbol="star", size=16, color="#d62728"))
         return {
             "curves": curves,
-            "wait": wait_time_figure(waits, rate_rps=rate),
+            "wait": wait_time_figure(point["waits"], rate_rps=rate),
             "breakdown": queueing_breakdown_figure(summary),
-            "stable": bool(sim.stable), "capacity_rps": capacity, "summary": summary,
-            "line": (f"capacity {capacity:,.4g} req/s at max batch {size}; {summary['requests']:,} simulated requests: "
-                     f"p50 {e2e['p50_ms']:.3g} ms, p99 {e2e['p99_ms']:.3g} ms, throughput "
+            "stable": point["stable"], "capacity_rps": point["capacity_rps"], "summary": summary,
+            "line": (f"capacity {point['capacity_rps']:,.4g} req/s at max batch {size}; {summary['requests']:,} "
+                     f"simulated requests: p50 {e2e['p50_ms']:.3g} ms, p99 {e2e['p99_ms']:.3g} ms, throughput "
                      f"{summary['throughput_rps']:,.4g} req/s, mean batch {summary['mean_batch_size']:.3g}"),
         }
 
-    def _draw(self, result: dict[str, Any]) -> None:
-        with self._lock:
-            for name, pane in self.panes.items():
-                pane.show(result[name])
-            self.status.value = result["line"]
-            if result["stable"]:
-                self.message_line.clear()
-            else:
-                rate, size, _ = self.key
-                self.message_line.show(
-                    f"unstable queue: {rate:,.4g} req/s is at or above the capacity of {result['capacity_rps']:,.4g} req/s "
-                    f"at max batch {size} (full batches back to back); the queue grows without bound, so these "
-                    "latencies only describe a finite run. Lower the rate or raise the max batch size.", "warning")
+    def draw(self, result: dict[str, Any]) -> None:
+        for name, pane in self.panes.items():
+            pane.show(result[name])
+        self.status.value = result["line"]
+        if result["stable"]:
+            self.message_line.clear()
+            return
+        rate, size, _ = self.key
+        self.message_line.show(
+            f"unstable queue: {rate:,.4g} req/s is at or above the capacity of {result['capacity_rps']:,.4g} req/s "
+            f"at max batch {size} (full batches back to back); the queue grows without bound, so these "
+            "latencies only describe a finite run. Lower the rate or raise the max batch size.", "warning")
 
-    def _unexpected(self, exc: BaseException) -> None:
-        self.last_error = exc
-        self.message_line.show(f"unexpected {type(exc).__name__}: {exc}", "error")
 
+def _service_trust(service_runs: list[Any]) -> tuple[str, str]:
+    """(text, level) of the trust line: the service runs' noise flags (``batching.explore.service_noise``)."""
+    from ..batching.explore import service_noise
+    from ..record import META_FILE, Run, read_meta
+
+    metas = [(item.label, item.meta) if isinstance(item, Run) else (Path(item).name, read_meta(Path(item) / META_FILE))
+             for item in service_runs]
+    if not metas:
+        return "", "info"
+    noise = service_noise(metas)
+    if noise["noisy"]:
+        runs = "; ".join(f"{label}: {', '.join(reasons)}" for label, reasons in noise["noisy"])
+        return (f"service times from noisy runs ({runs}): the simulated latencies carry that noise; "
+                "profile them again on a quiet machine or with --threads 1"), "warning"
+    if noise["unknown"]:
+        return (f"service times from {len(metas)} runs; noise not recorded for {noise['unknown']} of them "
+                "(made before noise was measured)"), "info"
+    return f"service times from {len(metas)} runs, all measured on a quiet machine", "info"

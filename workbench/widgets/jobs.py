@@ -8,6 +8,14 @@ start when the running one ends. Each job receives its own
 ``threading.Event``; :meth:`JobQueue.cancel` sets it (the runner checks it
 between requests) and drops the queued job.
 
+A job that ignores its cancel event (a stage stuck in a call that never
+returns) cannot be stopped: a Python thread cannot be killed. So when it is
+still running ``abandon_after_s`` after a cancel, the queue abandons it: the
+queue is free again (later jobs start on a fresh worker thread), ``stuck``
+counts the abandoned jobs still running, and ``on_error`` receives a
+:class:`JobStuck` saying so. An abandoned job that returns later changes
+nothing.
+
 No ipywidgets here: the queue is plain threading, so tests drive it directly.
 """
 from __future__ import annotations
@@ -18,6 +26,11 @@ from typing import Any
 
 Job = Callable[[threading.Event], Any]
 ErrorHandler = Callable[[BaseException], None]
+ABANDON_AFTER_S = 2.0
+
+
+class JobStuck(RuntimeError):
+    """A cancelled job did not stop within ``abandon_after_s``; its thread was abandoned."""
 
 
 class JobQueue:
@@ -28,13 +41,20 @@ class JobQueue:
     on_error: called (on the worker thread) with any exception a job raises;
         the queue keeps going. Without it (or when it raises itself), the
         exception is kept in ``last_error`` and re-raised by :meth:`wait`.
+    abandon_after_s: seconds a cancelled job may keep running before the
+        queue abandons it (see the module docstring).
     """
 
-    def __init__(self, debounce_s: float = 0.3, *, on_error: ErrorHandler | None = None):
+    def __init__(self, debounce_s: float = 0.3, *, on_error: ErrorHandler | None = None,
+                 abandon_after_s: float = ABANDON_AFTER_S):
         if debounce_s < 0:
             raise ValueError(f"debounce_s must be >= 0, got {debounce_s}")
+        if not abandon_after_s > 0:
+            raise ValueError(f"abandon_after_s must be > 0, got {abandon_after_s}")
         self.debounce_s = debounce_s
         self.on_error = on_error
+        self.abandon_after_s = abandon_after_s
+        self.stuck = 0  # abandoned jobs whose thread is still running
         self.started = 0  # jobs that began running (for tests and the status line)
         self.last_error: BaseException | None = None
         self._cond = threading.Condition()
@@ -66,6 +86,9 @@ class JobQueue:
             self._drop_pending()
             if self._running is not None:
                 self._running.set()
+                watchdog = threading.Timer(self.abandon_after_s, self._abandon, args=(self._running,))
+                watchdog.daemon = True
+                watchdog.start()
             self._cond.notify_all()
             return had
 
@@ -94,6 +117,24 @@ class JobQueue:
             job = self._take()
         threading.Thread(target=self._work, args=(job,), name="workbench-job", daemon=True).start()
 
+    def _abandon(self, cancel: threading.Event) -> None:
+        """Cancel's watchdog: free the queue if the cancelled job is still running."""
+        with self._cond:
+            if self._running is not cancel:
+                return  # it stopped in time
+        # said before the queue is freed, so that wait() returning means the message is out
+        self._fail(JobStuck(f"a cancelled job was still running after {self.abandon_after_s:g} s (a stage that "
+                            "does not return?); its thread was abandoned and may still use the CPU"))
+        with self._cond:
+            if self._running is not cancel:
+                return  # it stopped meanwhile
+            self._running = None
+            self.stuck += 1
+            item = self._take() if self._pending is not None and self._ready else None
+            self._cond.notify_all()
+        if item is not None:
+            threading.Thread(target=self._work, args=(item,), name="workbench-job", daemon=True).start()
+
     def _take(self) -> tuple[Job, threading.Event]:
         job, cancel = self._pending, threading.Event()
         self._pending, self._ready, self._running = None, False, cancel
@@ -115,8 +156,14 @@ class JobQueue:
             try:
                 job(cancel)
             except BaseException as exc:  # noqa: BLE001 - handed to on_error or re-raised by wait()
-                self._fail(exc)
+                with self._cond:
+                    current = self._running is cancel
+                if current:  # an abandoned job's late error is nobody's business any more
+                    self._fail(exc)
             with self._cond:
+                if self._running is not cancel:  # abandoned meanwhile: the queue went on without it
+                    self.stuck -= 1
+                    return
                 self._running = None
                 item = self._take() if self._pending is not None and self._ready else None
                 self._cond.notify_all()

@@ -1,12 +1,20 @@
-"""The latency explorer: sliders for batch size, precision, device and pipeline -> budget, distribution, flame.
+"""The latency explorer: batch size, precision, device, threads and pipeline -> budget, tail, distribution, flame.
 
-Every control change goes through one path (:meth:`LatencyExplorer._changed`):
-a configuration already seen (in the LRU cache, or a recorded run under
-``runs``) is drawn at once on the calling thread; an unseen one is profiled on
-the :class:`~workbench.widgets.jobs.JobQueue` worker, debounced, one run at a
-time, with a progress bar and a cancel button. A configuration that cannot run
+Every control change goes through one path, the shared
+:class:`~workbench.widgets.controller.Controller`: a configuration already
+seen is drawn at once from the LRU cache; an unseen one is looked up among the
+recorded runs (matched on its fingerprint, :mod:`workbench.widgets.recorded`)
+or profiled on the worker thread, debounced, one run at a time, with a
+progress bar and a cancel button. A configuration that cannot run
 (``PrecisionError``, ``ConfigError``, a failing factory) shows its message in
 the message line; the figures keep the last good run.
+
+Trust is shown, not assumed: the noise flag of the run on screen (with its
+reasons and fix), its failures per stage with their messages, and what a
+recorded run differs in (host, versions, fields it did not record). Live runs
+use one torch thread by default (:data:`THREADS_WHY`). "pin as A" and
+"compare with B" run the two configurations interleaved in this process
+(``workbench.compare``) and draw the ratio per stage with its interval and verdict.
 """
 from __future__ import annotations
 
@@ -19,134 +27,168 @@ import ipywidgets as widgets
 
 from ..config import PRECISIONS, PipelineConfig
 from ..device import available_devices
-from ..errors import WorkbenchError
+from ..errors import ConfigError, WorkbenchError
 from .cache import LRUCache
-from .figures import budget_view, distribution_view, empty_view, flame_from_trace
-from .jobs import JobQueue
+from .controller import Controller
+from .figures import (budget_view, compare_view, distribution_view, empty_view, flame_from_trace, over_run_view,
+                      request_stages_view, tail_view)
 from .panes import FigurePane, MessageLine, figure_bundle
-from .summaries import Key, RunView, discard_trace, index_runs, summarize
+from .recorded import RecordedRuns
+from .latency_support import (Key, cheap_fingerprint, check_config, describe, device_options, failures_text,
+                              request_options, pipeline_targets, thread_options, verdict_text, with_notes)
+from .summaries import RunView, discard_trace, summarize
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
 PROGRESS_EVERY_S = 0.1
+TIMEOUT_S = 30.0  # per-request timeout of the explorer's runs: a stuck stage must not freeze the page
+THREADS = 1  # live runs' torch threads by default, for the reason below
+THREADS_WHY = ("threads: 1 by default: torch's CPU thread pool busy-waits, so on shared cores more threads "
+               "measure the contention, not the pipeline")
+COMPARE_REQUESTS = 100  # per configuration: 10 rounds of blocks of 10
 
 
-class LatencyExplorer:
-    """Controls -> a small profiling run -> latency budget, distribution and flame graph.
+class LatencyExplorer(Controller):
+    """Controls -> a small profiling run (or a matching recorded one) -> budget, tail, distribution, flame.
 
     example: an example name (``workbench.examples.EXAMPLES``) or a factory
         ``build(config) -> Pipeline``; more choices via ``pipelines={label: name or factory}``.
     requests/warmup/traced: request counts of each re-profiling run (kept small).
+    threads: torch threads of live runs (default 1, see :data:`THREADS_WHY`; None: torch's default).
     runs: recorded run folders (or folders of them, e.g. ``data/runs``); a
-        configuration found there is shown without profiling.
+        configuration whose fingerprint matches one is shown without profiling,
+        and a device this machine lacks is offered when runs were recorded on it.
     debounce_s: quiet time after the last change before profiling starts.
     cache_size: run summaries kept (least recently used dropped).
     profile_fn: the profiling function (``workbench.runner.profile``); tests inject a fake.
+    compare_fn: the comparison (``workbench.compare.compare``); tests inject a fake.
+    compare_requests: measured requests per configuration of "compare with B".
+    timeout_s: per-request timeout of each profile (default 30 s; None: none). A stuck stage
+        then ends the run as "incomplete: timeout", and cancel does not wait for it
+        (``workbench.guard``); an injected ``profile_fn`` gets it only if it takes ``timeout_s``.
     start: draw (or profile) the first configuration right away.
     """
 
     def __init__(self, example: str | Callable = "text", *, pipelines: dict[str, Any] | None = None,
                  batch_size: int = 1, batch_sizes: tuple[int, ...] = BATCH_SIZES, precision: str = "fp32",
-                 device: str = "cpu", sla_ms: float | None = None, requests: int = 20, warmup: int = 3,
-                 traced: int = 1, runs: Any = None, debounce_s: float = 0.3, cache_size: int = 16,
-                 profile_fn: Callable | None = None, start: bool = True):
-        self.targets = _targets(example, pipelines)
+                 device: str = "cpu", threads: int | None = THREADS, sla_ms: float | None = None,
+                 requests: int = 20, warmup: int = 3, traced: int = 1, runs: Any = None, debounce_s: float = 0.3,
+                 cache_size: int = 16, profile_fn: Callable | None = None, compare_fn: Callable | None = None,
+                 compare_requests: int = COMPARE_REQUESTS, start: bool = True, timeout_s: float | None = TIMEOUT_S):
+        super().__init__(debounce_s=debounce_s, cache_size=cache_size)
+        self.targets = pipeline_targets(example, pipelines)
         self.requests, self.warmup, self.traced = requests, warmup, traced
-        self.profile_fn = profile_fn
+        self.profile_fn, self.compare_fn, self.compare_requests = profile_fn, compare_fn, compare_requests
+        self.timeout_s = timeout_s
         self.profile_calls = 0
-        self.cache = LRUCache(cache_size)
         self.figures = LRUCache(4 * cache_size)  # built figures and their JSON, per (run, view, options)
-        self.recorded = index_runs(runs)
+        self.recorded = RecordedRuns(runs)
         self.current: RunView | None = None
-        self.last_error: BaseException | None = None
-        self.jobs = JobQueue(debounce_s, on_error=self._unexpected)
-        self._render_lock = threading.RLock()
-        self._build_controls(batch_size, sorted(set(batch_sizes) | {batch_size}), precision, device, sla_ms)
+        self.pinned: tuple[Key, PipelineConfig] | None = None
+        self.comparison: dict | None = None  # the last "compare with B" result (``Comparison.result``)
+        self._wanted: dict[tuple, dict] = {}  # fingerprints of configurations looked up so far
+        self._build_controls(batch_size, sorted(set(batch_sizes) | {batch_size}), precision, device, threads, sla_ms)
         self.view = self._layout()
-        self._quiet = False  # set() moves several controls, then reacts once
-        for control in (self.pipeline, self.batch_size, self.precision, self.device):
-            control.observe(lambda _change: self._quiet or self._changed(), "value")
-        self.sla.observe(lambda _change: self._quiet or self._redraw(budget=True), "value")
+        for control in (self.pipeline, self.batch_size, self.precision, self.device, self.threads):
+            control.observe(lambda _change: self._silent or self._changed(), "value")
+        self.sla.observe(lambda _change: self._silent or self._redraw(budget=True), "value")
         for control in (self.stage, self.kind):
-            control.observe(self._distribution_option, "value")
+            control.observe(lambda _change: self._silent or self._redraw(distribution=True), "value")
+        self.request_picker.observe(lambda _change: self._silent or self._redraw(request=True), "value")
         self.cancel_button.on_click(lambda _b: self.cancel())
         self.rerun_button.on_click(lambda _b: self.refresh(force=True))
+        self.pin_button.on_click(lambda _b: self.pin())
+        self.compare_button.on_click(lambda _b: self.compare())
         if start:
             self.refresh()
 
     # -- public API ---------------------------------------------------------
     @property
     def key(self) -> Key:
-        return (self.pipeline.value, self.device.value, int(self.batch_size.value), self.precision.value)
+        return (self.pipeline.value, self.device.value, int(self.batch_size.value), self.precision.value,
+                self.threads.value)
 
     @property
     def config(self) -> PipelineConfig:
         return PipelineConfig(device=self.device.value, batch_size=int(self.batch_size.value),
-                              precision=self.precision.value)
-
-    @property
-    def message(self) -> str:
-        """The text of the message line (errors, warnings, cancellation); "" when clear."""
-        return self.message_line.text
+                              precision=self.precision.value, threads=self.threads.value)
 
     def set(self, **values: Any) -> "LatencyExplorer":
         """Move controls as a user would, then react once: ``set(batch_size=8, precision="bf16", sla_ms=50)``."""
         controls = {"pipeline": self.pipeline, "batch_size": self.batch_size, "precision": self.precision,
-                    "device": self.device, "sla_ms": self.sla, "stage": self.stage, "kind": self.kind}
+                    "device": self.device, "threads": self.threads, "sla_ms": self.sla, "stage": self.stage,
+                    "kind": self.kind, "request": self.request_picker}
         unknown = sorted(set(values) - set(controls))
         if unknown:
             raise TypeError(f"set() got unknown controls {unknown}; use some of {sorted(controls)}")
         key = self.key
-        self._quiet = True
-        try:
+        with self.quiet():
             for name, value in values.items():
                 controls[name].value = (value or 0.0) if name == "sla_ms" else value
-        finally:
-            self._quiet = False
         if self.key != key:
             self._changed()
         elif values:
-            self._redraw(budget=True, distribution=True)
+            self._redraw(budget=True, distribution=True, request="request" in values)
         return self
 
     def refresh(self, force: bool = False) -> None:
-        """Show the current configuration; ``force`` profiles it again even if cached."""
+        """Show the current configuration; ``force`` profiles it again even if cached or recorded."""
         self._changed(force=force)
 
     def wait(self, timeout: float = 300.0) -> "LatencyExplorer":
-        """Block until queued and running profiles are done (tests, notebooks)."""
-        self.jobs.wait(timeout)
-        return self
+        return super().wait(timeout)
 
-    def cancel(self) -> None:
-        """Stop the running profile (between two requests) and drop the queued one."""
-        if self.jobs.cancel():
-            self.message_line.show("cancelling...", "warning")
+    def pin(self) -> None:
+        """Pin the current configuration as A of "compare with B"."""
+        self.pinned = (self.key, self.config)
+        self.pin_label.value = f"A: {describe(self.key)}"
 
-    def _repr_mimebundle_(self, **kwargs):
-        return self.view._repr_mimebundle_(**kwargs)
+    def compare(self) -> None:
+        """Compare the current configuration (B) with the pinned one (A), interleaved in this process."""
+        try:
+            a_key, a_config = self._pinned_for(self.key)
+        except WorkbenchError as exc:
+            self.message_line.show(str(exc), "error")
+            return
+        b_key, b_config = self.key, self.config
+        self.status.value = f"comparing {describe(b_key)} with {describe(a_key)}..."
+        self.jobs.submit(lambda cancel: self._compare(a_key, a_config, b_key, b_config))
 
     # -- controls -----------------------------------------------------------
-    def _build_controls(self, batch_size, batch_sizes, precision, device, sla_ms) -> None:
+    def _build_controls(self, batch_size, batch_sizes, precision, device, threads, sla_ms) -> None:
         w = widgets
         self.pipeline = w.Dropdown(options=list(self.targets), value=next(iter(self.targets)), description="pipeline")
         self.batch_size = w.SelectionSlider(options=batch_sizes, value=batch_size, description="batch size",
                                             continuous_update=False)
         self.precision = w.ToggleButtons(options=list(PRECISIONS), value=precision, description="precision",
                                          style={"button_width": "56px"})
-        self.device = w.ToggleButtons(options=available_devices(), value=device, description="device",
-                                      style={"button_width": "56px"})
+        self.device = w.ToggleButtons(options=device_options(self.recorded, available_devices()), value=device, description="device",
+                                      style={"button_width": "auto"})
+        self.threads = w.Dropdown(options=thread_options(threads), value=threads, description="threads",
+                                  layout=w.Layout(width="200px"))
+        self.threads_why = w.HTML(value=f'<span style="color:#666;font-size:90%">{THREADS_WHY}</span>')
         self.sla = w.BoundedFloatText(value=sla_ms or 0.0, min=0.0, max=1e6, step=1.0, description="SLA (ms)",
                                       layout=w.Layout(width="170px"))
         self.stage = w.Dropdown(options=[("end to end", "")], value="", description="distribution")
         self.kind = w.ToggleButtons(options=["histogram", "cdf"], value="histogram", style={"button_width": "80px"})
+        self.request_picker = w.Dropdown(options=[("(none)", None)], value=None, description="request",
+                                         layout=w.Layout(width="320px"))
         self.progress = w.IntProgress(value=0, min=0, max=1, layout=w.Layout(width="200px", visibility="hidden"))
-        self.cancel_button = w.Button(description="cancel", disabled=True,
-                                      layout=w.Layout(width="90px"))
+        self.cancel_button = w.Button(description="cancel", disabled=True, layout=w.Layout(width="90px"))
         self.rerun_button = w.Button(description="measure here", tooltip="profile this configuration on this machine now",
                                      layout=w.Layout(width="120px"))
-        self.status = w.Label(value="")
-        self.message_line = MessageLine()
+        self.pin_button = w.Button(description="pin as A", tooltip="keep this configuration as A",
+                                   layout=w.Layout(width="90px"))
+        self.compare_button = w.Button(description="compare with B", layout=w.Layout(width="130px"),
+                                       tooltip="measure this configuration (B) and A interleaved; ratio with interval")
+        self.pin_label = w.Label(value="A: (none pinned)")
+        self.notes = MessageLine()  # what a recorded run differs in
+        self.noise_line = MessageLine()  # the noise flag of the run on screen
+        self.failures_line = MessageLine()  # its failures per stage, with messages
+        self.index_note = MessageLine()  # recorded runs that could not be read: skipped, said here
+        self.index_note.show(self.recorded.note, "warning")
         self.budget_pane, self.distribution_pane, self.flame_pane = FigurePane(), FigurePane(), FigurePane(520)
+        self.tail_pane, self.over_run_pane, self.request_pane = FigurePane(320), FigurePane(360), FigurePane(320)
+        self.compare_pane = FigurePane(380)
 
     def _layout(self) -> widgets.Widget:
         w = widgets
@@ -154,11 +196,16 @@ class LatencyExplorer:
         controls = w.VBox([
             w.HBox([self.pipeline, self.batch_size, self.sla], layout=row),
             w.HBox([self.precision, self.device], layout=row),
+            w.HBox([self.threads, self.threads_why], layout=row),
             w.HBox([self.rerun_button, self.cancel_button, self.progress, self.status], layout=row),
-            self.message_line.view,
+            self.message_line.view, self.noise_line.view, self.failures_line.view, self.notes.view,
+            self.index_note.view,
         ])
-        dist_controls = w.HBox([self.stage, self.kind], layout=row)
-        figures = w.VBox([self.budget_pane.view, dist_controls, self.distribution_pane.view, self.flame_pane.view])
+        figures = w.VBox([self.budget_pane.view, self.tail_pane.view,
+                          w.HBox([self.stage, self.kind], layout=row), self.distribution_pane.view,
+                          self.over_run_pane.view, self.request_picker, self.request_pane.view, self.flame_pane.view,
+                          w.HBox([self.pin_button, self.compare_button, self.pin_label], layout=row),
+                          self.compare_pane.view])
         return w.VBox([controls, figures], layout=w.Layout(width="100%"))
 
     # -- the one change path -----------------------------------------------
@@ -166,95 +213,189 @@ class LatencyExplorer:
         key = self.key
         try:
             config = self.config
-            _check_config(config)
         except WorkbenchError as exc:
             self.jobs.cancel()
-            self._show_error(key, exc)
-            return
-        view = None if force else self.cache.get(key)
-        if view is not None:
-            self.jobs.cancel()  # a queued run for another value is no longer wanted
-            self._draw(view)
+            self.failed(key, exc)
             return
         self.message_line.clear()
-        self.status.value = f"queued: {_describe(key)}"
-        self.jobs.submit(lambda cancel: self._measure(key, config, force, cancel))
+        self.update(key, lambda cancel: self._measure(key, config, force, cancel), force=force,
+                    queued=f"queued: {describe(key)}")
 
-    def _measure(self, key: Key, config: PipelineConfig, force: bool, cancel: threading.Event) -> None:
-        """Worker thread: load a recorded run or profile one, cache its summary, draw it if still wanted."""
-        view = None if force else self.cache.get(key)
-        if view is None:
-            try:
-                view = self._recorded(key) if (key in self.recorded and not force) else self._profile(key, config, cancel)
-            except WorkbenchError as exc:
-                self._show_error(key, exc)
-                return
-            finally:
-                self._progress_done()
-            self.cache.put(key, view)
-        if key == self.key:
-            self._draw(view)
+    def _measure(self, key: Key, config: PipelineConfig, force: bool, cancel: threading.Event) -> RunView:
+        """Worker thread: a matching recorded run, else a live profile (when this machine can run it)."""
+        target = self.targets[key[0]]
+        measurable = _measurable(config.device)
+        match = None if force and measurable else self._lookup(target, config, measurable)
+        if match is not None:
+            return self._recorded(key, match)
+        hint = ""
+        if not measurable:
+            self._refuse_unmeasurable(key, config)
+        elif self.recorded.runs:
+            hint = self._other_threads_hint(target, config)
+        check_config(config)
+        try:
+            return self._profile(key, config, cancel, hint)
+        finally:
+            self._progress_done()
 
-    def _recorded(self, key: Key) -> RunView:
+    def _lookup(self, target: Any, config: PipelineConfig, measurable: bool):
+        """The recorded run matching this configuration's fingerprint, or None (see ``widgets.recorded``)."""
+        if not self.recorded.runs:
+            return None
+        return self.recorded.find(self._fingerprint(target, config), measurable=measurable)
+
+    def _fingerprint(self, target: Any, config: PipelineConfig) -> dict[str, Any]:
+        """What a live run of this configuration would record as its fingerprint (built only when needed).
+
+        An example's pipeline name is its own; a factory's pipeline, and the model
+        of any configuration a recorded run fingerprinted, need the pipeline built.
+        """
+        cache_key = (self.pipeline.value, config.device, config.batch_size, config.precision, config.threads)
+        if cache_key in self._wanted:
+            return self._wanted[cache_key]
+        wanted = cheap_fingerprint(target, config)
+        if not isinstance(target, str) or self.recorded.needs_model(wanted):
+            from ..fingerprint import model_fingerprint
+            from ..runner import resolve_pipeline
+
+            pipe = resolve_pipeline(target, config)
+            wanted |= {"pipeline": pipe.name, "model": model_fingerprint(list(getattr(pipe, "models", []) or []))}
+        self._wanted[cache_key] = wanted
+        return wanted
+
+    def _refuse_unmeasurable(self, key: Key, config: PipelineConfig) -> None:
+        """No recorded run and no such device here: the device check's message, plus what was recorded."""
+        from ..device import check_device
+
+        same = [r.folder.name for r in self.recorded.runs
+                if str(r.fingerprint.get("device") or "").split(":")[0] == key[1]]
+        try:
+            check_device(config.device)
+        except ConfigError as exc:
+            if not same:
+                raise
+            raise ConfigError(f"{exc}; recorded {key[1]} runs: {', '.join(same)}") from None
+
+    def _other_threads_hint(self, target: Any, config: PipelineConfig) -> str:
+        """When a recorded run differs from this configuration only in threads, say which threads to pick."""
+        match = self.recorded.find(self._fingerprint(target, config), measurable=False)
+        if match is None:
+            return ""
+        return (f"; a recorded run ({match.run.folder.name}) has {match.run.fingerprint.get('threads')} threads: "
+                "pick that to see it")
+
+    def _recorded(self, key: Key, match) -> RunView:
         from ..record import load_run
 
-        folder = self.recorded[key]
+        folder = match.run.folder
         self.status.value = f"loading recorded run {folder.name}..."
         run = load_run(folder)
-        env = run.meta.get("env") or {}
-        when = str(run.meta.get("created", ""))[:10]
-        where = env.get("device_name") or env.get("cpu_model") or "?"
-        return summarize(run, key, f"recorded run {folder.name} ({when}, {where})", flame_from_trace)
+        where = match.run.device_name or (run.meta.get("env") or {}).get("cpu_model") or "?"
+        view = summarize(run, key, f"recorded run {folder.name} ({match.run.created}, recorded on {where})",
+                         flame_from_trace)
+        return with_notes(view, match.labels)
 
-    def _profile(self, key: Key, config: PipelineConfig, cancel: threading.Event) -> RunView:
+    def _profile(self, key: Key, config: PipelineConfig, cancel: threading.Event, hint: str = "") -> RunView:
+        from ..room.live_queue import live_slot
+
         profile = self.profile_fn
         if profile is None:
             from ..runner import profile
         self.profile_calls += 1
-        self._progress_start(_describe(key))
-        started = time.perf_counter()
-        run = profile(self.targets[key[0]], config, requests=self.requests, warmup=self.warmup,
-                      traced=self.traced, progress=self._progress_callback(), cancel=cancel)
+        limit = {"timeout_s": self.timeout_s} if _takes(profile, "timeout_s") else {}
+        with live_slot(on_wait=lambda: setattr(self.status, "value", "waiting for another live run...")):
+            self._progress_start(describe(key))
+            started = time.perf_counter()
+            run = profile(self.targets[key[0]], config, **limit, requests=self.requests, warmup=self.warmup,
+                          traced=self.traced, progress=self._progress_callback(), cancel=cancel)
         seconds = time.perf_counter() - started
         try:
-            return summarize(run, key, f"measured here in {seconds:.1f} s", flame_from_trace)
+            return summarize(run, key, f"measured here in {seconds:.1f} s{_timeout_note(run)}{hint}", flame_from_trace)
         finally:
             discard_trace(run)
 
+    # -- compare with B -------------------------------------------------------
+    def _pinned_for(self, key: Key) -> tuple[Key, PipelineConfig]:
+        if self.pinned is None:
+            raise ConfigError("nothing pinned: press 'pin as A' on one configuration, move a control, then compare")
+        a_key, a_config = self.pinned
+        if a_key == key:
+            raise ConfigError("B is the pinned configuration A itself: move a control first")
+        if a_key[0] != key[0]:
+            raise ConfigError(f"A is pipeline {a_key[0]!r} and B {key[0]!r}: compare configurations of one pipeline")
+        for k in (a_key, key):
+            if not _measurable(k[1]):
+                raise ConfigError(f"cannot compare on {k[1]}: it is not available here, and a comparison "
+                                  "measures both configurations live, interleaved")
+        return a_key, a_config
+
+    def _compare(self, a_key: Key, a_config: PipelineConfig, b_key: Key, b_config: PipelineConfig) -> None:
+        """Worker thread: A and B interleaved in this process; the ratio figure and the end-to-end verdict."""
+        from ..room.live_queue import live_slot
+
+        compare = self.compare_fn
+        if compare is None:
+            from ..compare import compare
+        try:
+            check_config(a_config)
+            check_config(b_config)
+            with live_slot(on_wait=lambda: setattr(self.status, "value", "waiting for another live run...")):
+                result = compare(self.targets[a_key[0]], [a_config, b_config], requests=self.compare_requests,
+                                 warmup=self.warmup).result
+        except WorkbenchError as exc:
+            self.status.value = "not compared"
+            self.message_line.show(str(exc), "error")
+            return
+        self.comparison = result
+        self.compare_pane.show(compare_view(result))
+        self.status.value = f"B {describe(b_key)} vs A {describe(a_key)}: {verdict_text(result)}"
+
     # -- drawing -------------------------------------------------------------
-    def _draw(self, view: RunView) -> None:
-        with self._render_lock:
-            self.current = view
-            options = [("end to end", "")] + [(s, s) for s in view.stage_order]
+    def draw(self, view: RunView) -> None:
+        self.current = view
+        options = [("end to end", "")] + [(s, s) for s in view.stage_order]
+        with self.quiet():
             if list(self.stage.options) != options:
-                self.stage.unobserve(self._distribution_option, "value")
                 self.stage.options = options
                 self.stage.value = ""
-                self.stage.observe(self._distribution_option, "value")
-            self._redraw(budget=True, distribution=True, flame=True)
-            failed = f"; {view.failed} measured requests failed" if view.failed else ""
-            self.status.value = f"{view.label}: {view.source}{failed}"
-            if view.failed:
-                self.message_line.show(f"{view.failed} measured requests failed; they are left out of the percentiles", "warning")
-            else:
-                self.message_line.clear()
+            picks = request_options(view)
+            self.request_picker.options = picks
+            self.request_picker.value = picks[0][1]
+        self._redraw(budget=True, distribution=True, flame=True, request=True)
+        failed = f"; {view.failed} measured requests failed" if view.failed else ""
+        self.status.value = f"{view.label}: {view.source}{failed}"
+        self.message_line.clear()
+        self._show_trust(view)
 
-    def _distribution_option(self, _change: dict) -> None:
-        if not self._quiet:
-            self._redraw(distribution=True)
+    def _show_trust(self, view: RunView) -> None:
+        """The noise flag, the failures and what a recorded run differs in, each on its own line."""
+        from ..analysis.failures import noise_summary
+        from ..noise import noise_line
 
-    def _redraw(self, budget: bool = False, distribution: bool = False, flame: bool = False) -> None:
-        with self._render_lock:
+        noise = noise_summary({"noise": view.noise})
+        self.noise_line.show(noise_line(noise), "warning" if noise.get("noisy") else "info")
+        self.failures_line.show(failures_text(view), "warning")
+        self.notes.show("; ".join(view.notes), "info")
+
+    def _redraw(self, budget: bool = False, distribution: bool = False, flame: bool = False,
+                request: bool = False) -> None:
+        with self._lock:
             view = self.current
             if view is None:
                 return
             if budget:
                 sla = self.sla.value or None
                 self._show(self.budget_pane, (view, "budget", sla), lambda: budget_view(view, sla))
+                self._show(self.tail_pane, (view, "tail"), lambda: tail_view(view))
             if distribution:
                 stage, kind = self.stage.value or None, self.kind.value
                 self._show(self.distribution_pane, (view, "distribution", stage, kind),
                            lambda: distribution_view(view, stage, kind))
+            if request:
+                picked = self.request_picker.value
+                self._show(self.over_run_pane, (view, "over_run", picked), lambda: over_run_view(view, picked))
+                self._show(self.request_pane, (view, "request", picked), lambda: request_stages_view(view, picked))
             if flame:
                 self._show(self.flame_pane, (view, "flame"),
                            lambda: view.flame if view.flame is not None else empty_view("no trace for this run"))
@@ -268,18 +409,19 @@ class LatencyExplorer:
             self.figures.put(key, cached)
         pane.show(*cached)
 
-    def _show_error(self, key: Key, exc: BaseException) -> None:
+    def failed(self, key: Key, exc: WorkbenchError) -> None:
         from ..runner import Cancelled
 
+        self._progress_done()
         cancelled = isinstance(exc, Cancelled)
-        self.status.value = f"{_describe(key)}: {'cancelled' if cancelled else 'not run'}"
+        if cancelled and key != self.key:
+            return  # superseded by a setting already on screen: nothing to say
+        self.status.value = f"{describe(key)}: {'cancelled' if cancelled else 'not run'}"
         self.message_line.show(str(exc), "warning" if cancelled else "error")
 
     def _unexpected(self, exc: BaseException) -> None:
-        """A bug rather than a user error: still a message, with the exception type, never a traceback."""
-        self.last_error = exc
+        super()._unexpected(exc)
         self._progress_done()
-        self.message_line.show(f"unexpected {type(exc).__name__}: {exc}", "error")
 
     # -- progress ------------------------------------------------------------
     def _progress_start(self, what: str) -> None:
@@ -304,31 +446,25 @@ class LatencyExplorer:
         self.cancel_button.disabled, self.cancel_button.button_style = True, ""
 
 
-def _targets(example: Any, pipelines: dict[str, Any] | None) -> dict[str, Any]:
-    """Dropdown label -> example name or factory; the first entry is selected."""
-    from ..examples import EXAMPLES
-
-    first = {example: example} if isinstance(example, str) else {_label(example): example}
-    if isinstance(example, str) and example not in EXAMPLES:
-        from ..errors import PipelineError
-
-        raise PipelineError(f"unknown example {example!r}; choose one of {', '.join(EXAMPLES)} or pass a factory")
-    rest = {name: name for name in EXAMPLES} | dict(pipelines or {})
-    return first | {k: v for k, v in rest.items() if k not in first}
+def _measurable(device: str) -> bool:
+    """Whether this machine has the device family (the recorded-only devices are not)."""
+    return device.split(":")[0] in available_devices()
 
 
-def _label(factory: Callable) -> str:
-    return getattr(factory, "__name__", None) or type(factory).__name__
+def _takes(fn: Callable, name: str) -> bool:
+    """Whether ``fn`` accepts keyword ``name`` (the explorer's timeout reaches fakes that take it)."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
-def _check_config(config: PipelineConfig) -> None:
-    from ..device import check_device
-    from ..precision import check_precision
-
-    check_device(config.device)
-    check_precision(config)
-
-
-def _describe(key: Key) -> str:
-    pipeline, device, batch_size, precision = key
-    return f"{pipeline} {device} bs={batch_size} {precision}"
+def _timeout_note(run: Any) -> str:
+    """For the status line: a run stopped by the per-request timeout names the stage still stuck."""
+    meta = getattr(run, "meta", None) or {}
+    if meta.get("status") != "incomplete: timeout" or not len(run.requests):
+        return ""
+    return f"; stopped: {run.requests['error_message'].iloc[-1]}"

@@ -8,9 +8,6 @@ indexed by their configuration from ``run.json`` alone and loaded on demand.
 """
 from __future__ import annotations
 
-import json
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,12 +15,12 @@ from typing import Any
 import pandas as pd
 
 from ..analysis.budget import stage_summary
-from ..record import META_FILE, Run
+from ..errors import RunRecordError
+from ..record import META_FILE, Run, read_meta
 
 Key = tuple[str, str, int, str]  # (pipeline, device, batch_size, precision)
 REQUEST_KEEP = ["request", "warmup", "ok", "dur_ns"]
 STAGE_KEEP = ["request", "stage", "dur_ns"]
-TRACE_TMP_PREFIX = "workbench-trace-"
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,6 +41,10 @@ class RunView:
     stages: pd.DataFrame
     flame: Any
     failed: int
+    noise: dict | None = None  # ``run.meta["noise"]`` shown as a badge ({noisy, reasons, fix}); None: not recorded
+    failures: dict | None = None  # ``analysis.failures.failure_summary`` of the measured requests
+    device_name: str | None = None  # the GPU or CPU it ran on, for "recorded on <GPU>"
+    notes: tuple = ()  # what a recorded run differs in from the configuration it stands in for
 
     @property
     def p99_ms(self) -> float | None:
@@ -61,53 +62,66 @@ def run_key(meta: dict[str, Any], pipeline: str | None = None) -> Key:
 def summarize(run: Run, key: Key, source: str, flame_builder=None) -> RunView:
     """A RunView of ``run``; ``flame_builder(trace_path)`` makes the flame figure when there is a trace."""
     order = run.stage_names
-    summary = stage_summary(run.requests, run.stages, order)
+    summary = stage_summary(run)
     requests = run.requests[REQUEST_KEEP].copy()
     stages = run.stages[STAGE_KEEP].copy()
     measured = requests[~requests["warmup"]]
     flame = None
     if run.trace_path is not None and flame_builder is not None:
         flame = flame_builder(run.trace_path)
+    from ..analysis.failures import failure_summary
+
     return RunView(key=key, label=run.label, source=source, stage_order=order, summary=summary,
-                   requests=requests, stages=stages, flame=flame, failed=int((~measured["ok"]).sum()))
+                   requests=requests, stages=stages, flame=flame, failed=int((~measured["ok"]).sum()),
+                   noise=run.meta.get("noise"), failures=failure_summary(run.requests, order),
+                   device_name=(run.meta.get("env") or {}).get("device_name"))
 
 
 def discard_trace(run: Run) -> None:
-    """Delete the temporary trace folder the runner made for ``run`` (never a saved run's file)."""
-    path = run.trace_path
-    if path is None or run.path is not None:
-        return
-    folder = Path(path).parent
-    if folder.name.startswith(TRACE_TMP_PREFIX) and folder.parent == Path(tempfile.gettempdir()):
-        shutil.rmtree(folder, ignore_errors=True)
-    run.trace_path = None
+    """Delete the scratch trace folder of an unsaved ``run`` (the run owns it; a saved run is untouched)."""
+    run.close()
 
 
-def index_runs(paths: Any) -> dict[Key, Path]:
+class RunIndex(dict):
+    """Recorded run folders by key, plus ``skipped``: one note per run folder that could not be read."""
+
+    def __init__(self):
+        super().__init__()
+        self.skipped: list[str] = []
+
+    @property
+    def note(self) -> str:
+        """A line for the status bar ("" when nothing was skipped)."""
+        if not self.skipped:
+            return ""
+        return f"skipped {len(self.skipped)} unreadable recorded run(s): " + "; ".join(self.skipped)
+
+
+def index_runs(paths: Any) -> RunIndex:
     """Recorded run folders by key, from folders of run folders or run folders themselves.
 
-    Reads only each ``run.json``; unreadable or non-run folders are skipped
-    (a data folder may hold other things), and so are runs made with user
-    ``options`` (variants such as ``-pageable``: the key has no room for them).
-    Later paths win on equal keys.
+    Reads only each ``run.json`` (through ``workbench.record``). Folders
+    without one are not runs and are passed over (a data folder may hold other
+    things); a run whose ``run.json`` is broken is skipped with a note in
+    ``.skipped``, never an error that stops the explorer. Runs made with user
+    ``options`` (variants such as ``-pageable``) are left out: the key has no
+    room for them. Later paths win on equal keys.
     """
+    found = RunIndex()
     if paths is None:
-        return {}
+        return found
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    found: dict[Key, Path] = {}
     for root in map(Path, paths):
         candidates = [root] if (root / META_FILE).is_file() else sorted(p for p in root.glob("*") if p.is_dir())
         for folder in candidates:
-            meta = _read_meta(folder)
-            if meta is not None and meta.get("kind", "profile") == "profile" and not (meta.get("config") or {}).get("options"):
+            if not (folder / META_FILE).is_file():
+                continue
+            try:
+                meta = read_meta(folder / META_FILE)
+            except RunRecordError as exc:
+                found.skipped.append(str(exc))
+                continue
+            if meta.kind == "profile" and not meta.config.get("options"):
                 found[run_key(meta)] = folder
     return found
-
-
-def _read_meta(folder: Path) -> dict[str, Any] | None:
-    try:
-        meta = json.loads((folder / META_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    return meta if isinstance(meta, dict) and meta.get("format") == "workbench.run" else None

@@ -6,28 +6,43 @@ view is built from its events table once, and only the figures are cached
 object kept, for the request flame chart's request picker. Uploads are written
 to a private temporary folder, removed by :meth:`TraceExplorer.close`; a file
 that is not a readable trace shows its :class:`~workbench.errors.TraceError`
-message.
+message. Debounce, the one-job queue, the cache, ``last_error`` and the
+message line come from the shared :class:`~workbench.widgets.controller.Controller`.
 """
 from __future__ import annotations
 
 import hashlib
 import shutil
 import tempfile
-import threading
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
 
 from ..errors import WorkbenchError
-from .cache import LRUCache
+from .controller import Controller
 from .figures import request_chart, trace_figures
-from .jobs import JobQueue
-from .panes import FigurePane, MessageLine
+from .panes import FigurePane
 
 VIEWS = ("launches", "transfers", "timeline", "steps", "flame", "request")
+UPLOAD_MAX_TRACE_BYTES = 256 * 2**20  # JSON text of an upload, checked while decompressing (a gzip bomb stops here)
 TRACE_PATTERNS = ("*.json.gz", "*.json")
+UPLOAD_LIMIT_ENV = "WORKBENCH_UPLOAD_LIMIT_BYTES"  # set by the room launcher for its kernels
+PAGE_UPLOAD_LIMIT_BYTES = 10 * 2**20  # plain Voila's websocket message limit (tornado's default)
+
+
+def upload_hint(environ: Any = None) -> str:
+    """The upload button's tooltip: the page's size limit (bytes of the file as sent), and what to do past it.
+
+    The launcher passes its limit in ``WORKBENCH_UPLOAD_LIMIT_BYTES``; a page past it
+    says so itself (our Voila template), since the bytes never reach this kernel.
+    """
+    import os
+
+    raw = (os.environ if environ is None else environ).get(UPLOAD_LIMIT_ENV, "")
+    limit = int(raw) if raw.strip().isdigit() else PAGE_UPLOAD_LIMIT_BYTES
+    return (f"uploads up to {limit / 2**20:.0f} MiB (.json or .json.gz); "
+            "for a larger trace run: python -m workbench analyze FILE")
 
 
 def trace_choices(paths: Any = None) -> dict[str, Path]:
@@ -48,7 +63,7 @@ def trace_choices(paths: Any = None) -> dict[str, Path]:
     return found
 
 
-class TraceExplorer:
+class TraceExplorer(Controller):
     """Pick a trace (or upload one) and see where its time goes.
 
     paths: trace files or folders of them (default: ``data/traces`` and the
@@ -58,26 +73,22 @@ class TraceExplorer:
     """
 
     def __init__(self, paths: Any = None, *, cache_size: int = 4, debounce_s: float = 0.0, start: bool = True):
+        super().__init__(debounce_s=debounce_s, cache_size=cache_size)
         self.choices = trace_choices(paths)
-        self.cache = LRUCache(cache_size)
-        self.jobs = JobQueue(debounce_s, on_error=self._unexpected)
         self.loads = 0
         self.events = None  # the events table on screen (for the request picker)
         self._events_key: str | None = None
         self._upload_dir: Path | None = None  # made on the first upload
-        self._lock = threading.RLock()
         w = widgets
         options = [(label, str(path)) for label, path in self.choices.items()]
         self.picker = w.Dropdown(options=options or [("(no traces found)", "")], description="trace",
                                  layout=w.Layout(width="460px"))
-        self.upload = w.FileUpload(accept=".json,.gz", multiple=False, description="upload trace")
+        self.upload = w.FileUpload(accept=".json,.gz", multiple=False, description="upload trace",
+                                   tooltip=upload_hint())
         self.request = w.BoundedIntText(value=0, min=0, max=1_000_000, description="request",
                                         layout=w.Layout(width="170px"))
-        self.status = w.Label(value="")
-        self.message_line = MessageLine()
         self.panes = {name: FigurePane(520 if name == "flame" else 400) for name in VIEWS}
         self.view = self._layout()
-        self._silent = False
         self.picker.observe(lambda _c: self._silent or self.refresh(), "value")
         self.upload.observe(self._uploaded, "value")
         self.request.observe(lambda _c: self._silent or self._request_changed(), "value")
@@ -85,24 +96,14 @@ class TraceExplorer:
             self.refresh()
 
     @property
-    def message(self) -> str:
-        return self.message_line.text
-
-    def wait(self, timeout: float = 300.0) -> "TraceExplorer":
-        self.jobs.wait(timeout)
-        return self
+    def key(self) -> str:
+        return self.picker.value
 
     def refresh(self) -> None:
         """Show the picked trace (from the cache when seen before)."""
         key = self.picker.value
-        if not key:
-            return
-        figures = self.cache.get(key)
-        if figures is not None:
-            self._draw(key, figures)
-            return
-        self.status.value = f"loading {Path(key).name}..."
-        self.jobs.submit(lambda cancel: self._load(key, Path(key)))
+        if key:
+            self.update(key, lambda cancel: self._figures(key, Path(key)), queued=f"loading {Path(key).name}...")
 
     def load_bytes(self, name: str, data: bytes) -> None:
         """Show an uploaded trace (what the upload button does); its file lives until :meth:`close`."""
@@ -113,7 +114,7 @@ class TraceExplorer:
         path.write_bytes(data)
         label = f"uploaded: {name}"
         self.choices[label] = path
-        self.jobs.submit(lambda cancel: self._load(str(path), path, label))
+        self.jobs.submit(lambda cancel: self._load_upload(str(path), path, label))
 
     def close(self) -> None:
         """Forget uploads and cached figures; remove the upload folder."""
@@ -123,9 +124,6 @@ class TraceExplorer:
         if self._upload_dir is not None:
             shutil.rmtree(self._upload_dir, ignore_errors=True)
             self._upload_dir = None
-
-    def _repr_mimebundle_(self, **kwargs):
-        return self.view._repr_mimebundle_(**kwargs)
 
     def _layout(self) -> widgets.Widget:
         w = widgets
@@ -145,49 +143,55 @@ class TraceExplorer:
         self.upload.value = ()  # release the bytes held by the widget
         self.load_bytes(name, data)
 
-    def _load(self, key: str, path: Path, label: str | None = None) -> None:
-        """Worker thread: read the trace, build every view, cache the figures, draw."""
+    def _figures(self, key: str, path: Path, label: str | None = None) -> dict[str, Any]:
+        """Worker thread: read the trace and build every view; keep its events for the request picker."""
         from ..trace import load_trace
 
         try:
-            trace = load_trace(path)
-        except WorkbenchError as exc:
+            trace = load_trace(path, max_bytes=self._max_bytes(path))
+        except WorkbenchError:
             self.status.value = f"{label or path.name}: not loaded"
-            self.message_line.show(str(exc), "error")
-            return
+            raise
         self.loads += 1
         figures = trace_figures(trace)
-        self.cache.put(key, figures)
         with self._lock:
             self.events, self._events_key = trace.events, key
-        if label is not None:
-            self._add_choice(label, key)
-        if self.picker.value == key:
-            self._draw(key, figures)
+        return figures
+
+    def failed(self, key: str, exc: WorkbenchError) -> None:
+        self.message_line.show(str(exc), "error")
+
+    def _load_upload(self, key: str, path: Path, label: str) -> None:
+        """Worker thread: an upload becomes a picker choice once it has loaded."""
+        try:
+            figures = self._figures(key, path, label)
+        except WorkbenchError as exc:
+            self.failed(key, exc)
+            return
+        self.cache.put(key, figures)
+        self._add_choice(label, key)
+        self._draw_locked(figures)
+
+    def _max_bytes(self, path: Path) -> int:
+        """The JSON size cap for ``path``: :data:`UPLOAD_MAX_TRACE_BYTES` for uploads, else the default."""
+        from ..trace.read import DEFAULT_MAX_TRACE_BYTES
+
+        uploaded = self._upload_dir is not None and path.parent == self._upload_dir
+        return UPLOAD_MAX_TRACE_BYTES if uploaded else DEFAULT_MAX_TRACE_BYTES
 
     def _add_choice(self, label: str, key: str) -> None:
         options = [o for o in self.picker.options if o[1] and o[1] != key] + [(label, key)]
-        with self._quiet():
+        with self.quiet():
             self.picker.options = options
             self.picker.value = key
 
-    @contextmanager
-    def _quiet(self):
-        """Change controls from code without their observers reacting."""
-        self._silent = True
-        try:
-            yield
-        finally:
-            self._silent = False
-
-    def _draw(self, key: str, figures: dict[str, Any]) -> None:
-        with self._lock:
-            for name in VIEWS:
-                self.panes[name].show(figures[name])
-            with self._quiet():
-                self.request.value = 0
-            self.status.value = figures["summary"]
-            self.message_line.clear()
+    def draw(self, figures: dict[str, Any]) -> None:
+        for name in VIEWS:
+            self.panes[name].show(figures[name])
+        with self.quiet():
+            self.request.value = 0
+        self.status.value = figures["summary"]
+        self.message_line.clear()
 
     def _request_changed(self) -> None:
         key, n = self.picker.value, self.request.value
@@ -201,12 +205,9 @@ class TraceExplorer:
     def _reload_for_request(self, key: str, n: int) -> None:
         from ..trace import load_trace
 
-        trace = load_trace(key)
+        trace = load_trace(key, max_bytes=self._max_bytes(Path(key)))
         with self._lock:
             self.events, self._events_key = trace.events, key
         self.panes["request"].show(request_chart(trace.events, n))
 
-    def _unexpected(self, exc: BaseException) -> None:
-        self.last_error = exc
-        self.message_line.show(f"unexpected {type(exc).__name__}: {exc}", "error")
 

@@ -1,0 +1,163 @@
+"""Does ``workbench compare`` call differences right? False alarms and power on the shipped examples.
+
+    python benchmarks/bench_compare.py [--examples tabular,text] [--reps 100] [--requests 100]
+        [--stage forward] [--factors 1.0,1.1] [--json PATH] [--md PATH]
+
+For each example, with torch on one thread:
+
+* **A against A**: ``--reps`` interleaved comparisons of two identical
+  configurations (seeds 0, 1, ...). A false alarm is a ``slower`` or
+  ``faster`` verdict on *any* stage or end to end. Goal: at most 5 %.
+* **10 % slower**: the same, with ``--stage`` of B made 10 % slower: a wrapper
+  times the stage and busy-waits 0.1 x its measured time after it
+  (deterministic in proportion, whatever the machine does; A gets the same
+  wrapper with factor 1.0). Found when that stage's p50 verdict is ``slower``.
+  Goal: at least 95 %.
+
+Rates come with a 95 % Wilson interval. The verdicts here are the statistical
+ones (``noise_probe=False``): on a busy machine the noise rule would turn every
+verdict into ``too noisy to tell``, which says nothing about the statistics.
+Each repetition is still measured with ``workbench.noise`` and the number of
+noisy repetitions is reported next to the rates. Not a test: it takes minutes.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from workbench.compare import compare  # noqa: E402
+from workbench.config import PipelineConfig  # noqa: E402
+from workbench.noise import NoiseProbe  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+DECISIVE = ("slower", "faster")
+
+
+def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """95 % Wilson score interval of a rate k/n."""
+    if n == 0:
+        return (math.nan, math.nan)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def slowed(fn, factor: float):
+    """``fn`` followed by a busy-wait of ``(factor - 1)`` x the time ``fn`` just took."""
+
+    def run(x):
+        t0 = time.perf_counter_ns()
+        out = fn(x)
+        until = t0 + int((time.perf_counter_ns() - t0) * factor)
+        while time.perf_counter_ns() < until:
+            pass
+        return out
+
+    return run
+
+
+def slow_factory(example: str, stage: str):
+    """A factory for ``example`` whose option ``slow`` (default 1.0) stretches ``stage``; builds cached per factor."""
+    from workbench.examples import factory
+
+    build, cache = factory(example), {}
+
+    def build_slowed(config: PipelineConfig):
+        factor = float(config.options.get("slow", 1.0))
+        if factor not in cache:
+            inner = config.replace(options={k: v for k, v in config.options.items() if k != "slow"})
+            pipe = build(inner)
+            target = next((s for s in pipe.stages if s.name == stage), None)
+            if target is None:
+                raise SystemExit(f"example {example} has no stage {stage!r}: {pipe.stage_names}")
+            pipe.stages = [dataclasses.replace(s, fn=slowed(s.fn, factor)) if s is target else s for s in pipe.stages]
+            cache[factor] = pipe
+        return cache[factor]
+
+    return build_slowed
+
+
+def repetitions(example: str, stage: str, factor: float, reps: int, requests: int) -> dict:
+    build = slow_factory(example, stage)
+    base = PipelineConfig(threads=1)
+    decisive, found, noisy, widths = 0, 0, 0, []
+    started = time.perf_counter()
+    for seed in range(reps):
+        probe = NoiseProbe().start()
+        c = compare(build, [{"slow": 1.0}, {"slow": factor}], base=base, requests=requests, warmup=10, seed=seed,
+                    noise_probe=False)
+        noisy += bool(probe.finish(1).get("noisy"))
+        entries = [*c.result["stages"], c.result["end_to_end"]]
+        decisive += any(e["verdict"] in DECISIVE for e in entries)
+        target = next(e for e in entries if e["name"] == stage)
+        found += target["verdict"] == "slower"
+        widths.append(target["p50_ci"][1] - target["p50_ci"][0])
+    k = decisive if factor == 1.0 else found
+    lo, hi = wilson(k, reps)
+    return {"example": example, "stage": stage, "factor": factor, "reps": reps, "requests": requests,
+            "what": "false slower/faster on any stage" if factor == 1.0 else f"{stage} found slower on p50",
+            "count": k, "rate": k / reps, "wilson_95": [round(lo, 4), round(hi, 4)],
+            "median_p50_ci_width": round(sorted(widths)[len(widths) // 2], 4), "noisy_reps": noisy,
+            "seconds": round(time.perf_counter() - started, 1)}
+
+
+def markdown(rows: list[dict], load: tuple[float, float]) -> str:
+    lines = [
+        "# bench_compare: false alarms and power of `workbench compare`",
+        "",
+        f"Measured on a **busy** 2-core machine (about 8 agents sharing it; load average {load[0]:.2f} before, "
+        f"{load[1]:.2f} after), torch on 1 thread, statistical verdicts (noise rule off, see the script's docstring). "
+        "Regenerate: `python benchmarks/bench_compare.py`.",
+        "",
+        "| example | stage | B | reps x requests | what | rate | Wilson 95 % | goal | median p50 interval width "
+        "| noisy reps | s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        goal = "<= 5 %" if r["factor"] == 1.0 else ">= 95 %"
+        lines.append(f"| {r['example']} | {r['stage']} | x{r['factor']} | {r['reps']} x {r['requests']} | {r['what']} "
+                     f"| {100 * r['rate']:.0f} % | [{100 * r['wilson_95'][0]:.1f}, {100 * r['wilson_95'][1]:.1f}] % "
+                     f"| {goal} | {r['median_p50_ci_width']} | {r['noisy_reps']} | {r['seconds']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--examples", default="tabular,text")
+    ap.add_argument("--reps", type=int, default=100)
+    ap.add_argument("--requests", type=int, default=100, help="measured requests per configuration")
+    ap.add_argument("--stage", default="forward")
+    ap.add_argument("--factors", default="1.0,1.1", help="B's slow-down factors: 1.0 is A against A")
+    ap.add_argument("--json", type=Path, default=HERE / "results" / "compare.json")
+    ap.add_argument("--md", type=Path, default=HERE / "results" / "compare.md")
+    args = ap.parse_args()
+    import torch
+
+    torch.set_num_threads(1)
+    load_before = os.getloadavg()[0]
+    rows = []
+    for example in args.examples.split(","):
+        for factor in (float(f) for f in args.factors.split(",")):
+            row = repetitions(example, args.stage, factor, args.reps, args.requests)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    load = (load_before, os.getloadavg()[0])
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"rows": rows, "load_average": load, "busy_machine": True}, indent=2))
+    args.md.write_text(markdown(rows, load))
+    missed = [r for r in rows if (r["rate"] > 0.05 if r["factor"] == 1.0 else r["rate"] < 0.95)]
+    print(f"goals missed: {len(missed)} of {len(rows)}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

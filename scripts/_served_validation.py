@@ -1,0 +1,136 @@
+"""The served columns of ``scripts/validate_batching.py --served``.
+
+Per configuration: a ``workbench serve`` child process with the configuration's
+policy; a probe (``workbench load --url`` in another process, ``PROBE_S``
+seconds at twice the in-process capacity) whose completed-request throughput is
+the capacity *the server measures* and whose batches, timed by the server
+itself, are the ``served`` service model (service times under the server's own
+threading: event loop, HTTP parsing and executor sharing the GIL; sizes it did
+not form keep the in-process threaded times); then the measured run at
+``load x capacity``. The simulator gets the arrival times the server saw and
+is compared with the server-side end to end of the batcher (batch wait + queue
+wait + service, what it models); the server's full end to end (with ingress,
+handoff, egress) and the client's end to end are reported beside it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from workbench.batching.policy import BatchPolicy
+from workbench.batching.service_model import ServiceModel, service_model_from_runs
+from workbench.record import Run, load_run
+
+PROBE_S = 3.0
+ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+
+
+def _workbench(*args, timeout=600) -> dict:
+    res = subprocess.run([sys.executable, "-m", "workbench", *map(str, args)], capture_output=True, text=True,
+                         timeout=timeout, env=ENV)
+    if res.returncode not in (0, 1):
+        raise RuntimeError(f"workbench {args[0]} failed ({res.returncode}): {res.stderr.strip()[-500:]}")
+    return json.loads(res.stdout)
+
+
+def _start_server(example: str, policy: BatchPolicy, threads: int, out: Path):
+    proc = subprocess.Popen([sys.executable, "-m", "workbench", "serve", "--example", example, "--threads", str(threads),
+                             "--max-batch-size", str(policy.max_batch_size), "--max-wait-ms", str(policy.max_wait_ms),
+                             "--port", "0", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=ENV)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if select.select([proc.stdout], [], [], 0.5)[0]:
+            line = proc.stdout.readline()
+            if line.startswith("serving "):
+                return proc, line.split(" on ")[1].split()[0]
+        if proc.poll() is not None:
+            raise RuntimeError(f"serve exited {proc.returncode}: {proc.stderr.read()[-500:]}")
+    proc.kill()
+    raise RuntimeError("serve did not start within 300 s")
+
+
+def _as_load_run(run: Run, prefix: str) -> Run:
+    """The server's requests of one client (by X-Request-Id prefix), as a load run for the service model."""
+    req = run.requests[run.requests["request_id"].astype(str).str.startswith(prefix + "-")]
+    st = run.stages[run.stages["request"].isin(req["request"])]
+    return Run(meta=dict(run.meta.to_dict() if hasattr(run.meta, "to_dict") else run.meta, kind="load"),
+               requests=req.reset_index(drop=True), stages=st.reset_index(drop=True))
+
+
+def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Path, simulate_pooled) -> dict:
+    size, wait, process, load = cfg
+    policy = BatchPolicy(size, wait)
+    tag = f"{example}-mb{size}-w{wait:g}-{process}-{load:g}"
+    proc, url = _start_server(example, policy, args.threads, root / f"served-{tag}")
+    try:
+        probe = _workbench("load", "--url", url, "--example", example, "--rate",
+                           round(2 * threaded.capacity_rps(size), 1), "--duration", PROBE_S, "--json",
+                           "--out", root / f"probe-{tag}")
+        capacity = probe["throughput_rps"]
+        rate = round(load * capacity, 1)
+        client = _workbench("load", "--url", url, "--example", example, "--rate", rate, "--arrivals", process,
+                            "--duration", args.duration, "--seed", args.seed, "--json", "--out", root / f"client-{tag}")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=300)
+    server = load_run(root / f"served-{tag}")
+    probe_run, client_run = load_run(root / f"probe-{tag}"), load_run(root / f"client-{tag}")
+    measured = _as_load_run(server, client_run.meta["serving"]["request_id_prefix"])
+    served_samples = service_model_from_runs([_as_load_run(server, probe_run.meta["serving"]["request_id_prefix"])],
+                                             min_batches=5).samples
+    models = {"threaded": threaded,
+              "served": ServiceModel.from_samples({**threaded.samples, **served_samples}, pipeline=example)}
+    ok = measured.requests[measured.requests["ok"]]
+    batcher_ns = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()
+    arrivals = np.sort(measured.requests["arrival_ns"].to_numpy(dtype=np.int64))
+    row = {"example": example, "max_batch_size": size, "max_wait_ms": wait, "arrivals": process, "load": load,
+           "served_capacity_rps": capacity, "rate_rps": rate, "requests": int(len(measured.requests)),
+           "failed": int((~measured.requests["ok"]).sum()), "generator_lag": client["generator_lag"],
+           "client_p50_ms": client["end_to_end"]["p50_ms"], "client_p99_ms": client["end_to_end"]["p99_ms"],
+           "server_p50_ms": float(np.percentile(ok["dur_ns"], 50)) / 1e6,
+           "server_p99_ms": float(np.percentile(ok["dur_ns"], 99)) / 1e6,
+           "noisy": client["noise"]["noisy"]}
+    for q, pct in (("p50", 50), ("p99", 99)):
+        row[f"batcher_{q}_ms"] = float(np.percentile(batcher_ns, pct)) / 1e6
+    for name, model in models.items():
+        sm = simulate_pooled(model, arrivals - arrivals[0], policy, args.sim_replications)
+        for q in ("p50", "p99"):
+            s, v = sm["end_to_end"][f"{q}_ms"], row[f"batcher_{q}_ms"]
+            row |= {f"{name}_{q}_ms": s, f"{name}_err_{q}": (s - v) / v, f"{name}_pass_{q}": abs(s - v) / v <= args.goals[q]}
+    return row
+
+
+def served_markdown(rows: list[dict]) -> str:
+    head = ("| example | max batch | max wait ms | arrivals | load | served capacity | rate | n | batcher p50 | "
+            "threaded | err | served | err | batcher p99 | threaded | err | served | err | server p50/p99 | "
+            "client p50/p99 | lag p99 ms | noisy |")
+    passed = "; ".join(f"{m}: p50 {sum(r[f'{m}_pass_p50'] for r in rows)}/{len(rows)}, "
+                       f"p99 {sum(r[f'{m}_pass_p99'] for r in rows)}/{len(rows)}" for m in ("threaded", "served"))
+    lines = ["", "## Served (HTTP: workbench serve + load --url in separate processes)", "",
+             "Rates are fractions of the capacity the server measures (a probe at twice the in-process capacity); "
+             "the simulator runs on the arrival times the server saw and is compared with the server-side end to "
+             "end of the batcher (batch wait + queue wait + service). **threaded**: the in-process threaded "
+             "service model; **served**: service times the server measured itself during the probe. "
+             f"Passed — {passed}.", "", head, "|" + "---|" * (head.count("|") - 1)]
+
+    def cell(r, m, q):
+        return f"{r[f'{m}_{q}_ms']:.2f} | {r[f'{m}_err_{q}'] * 100:+.0f} %{'' if r[f'{m}_pass_{q}'] else ' **miss**'}"
+
+    for r in rows:
+        lines.append(
+            f"| {r['example']} | {r['max_batch_size']} | {r['max_wait_ms']:g} | {r['arrivals']} | {r['load']:.2f} | "
+            f"{r['served_capacity_rps']:.0f} | {r['rate_rps']:.0f} | {r['requests']} | {r['batcher_p50_ms']:.2f} | "
+            f"{cell(r, 'threaded', 'p50')} | {cell(r, 'served', 'p50')} | {r['batcher_p99_ms']:.2f} | "
+            f"{cell(r, 'threaded', 'p99')} | {cell(r, 'served', 'p99')} | {r['server_p50_ms']:.2f}/{r['server_p99_ms']:.2f} | "
+            f"{r['client_p50_ms']:.2f}/{r['client_p99_ms']:.2f} | {r['generator_lag']['p99_ms']:.2f} | "
+            f"{'yes' if r['noisy'] else 'no'} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,152 @@
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workbench.analysis.compare import (
+    FASTER, NO_DIFFERENCE, SLOWER, TOO_NOISY, band_p_value, compare_blocks, consecutive_blocks, holm_intervals,
+    paired_comparison, point_ratio, resolution, round_blocks, separate_comparison, verdict,
+)
+from workbench.errors import ConfigError
+
+
+def test_round_blocks_groups_by_round_and_pads_with_nan():
+    m = round_blocks([5, 1, 2, 7, 3], [1, 0, 0, 1, 2])
+    assert m.shape == (3, 2)
+    assert m[0].tolist() == [1.0, 2.0] and m[1].tolist() == [5.0, 7.0]
+    assert m[2][0] == 3.0 and math.isnan(m[2][1])
+    assert consecutive_blocks([1, 2, 3], block=2)[0].tolist() == [1.0, 2.0]
+
+
+def test_point_ratio_is_percentile_of_b_over_percentile_of_a():
+    a = np.array([[1.0, 2.0], [3.0, np.nan]])
+    b = np.array([[2.0, 4.0], [6.0, 8.0]])
+    assert point_ratio(a, b, 50) == 5.0 / 2.0
+    assert math.isnan(point_ratio(np.zeros((1, 2)), b, 50))
+
+
+def test_band_p_value_counts_resamples_on_the_wrong_side_of_the_band():
+    # 9 of 99 resampled ratios at 1.0 (inside the band), 90 at 1.5: p = 2 * (9 + 1) / 100
+    r = np.array([1.0] * 9 + [1.5] * 90)
+    assert band_p_value(r, 0.02) == pytest.approx(0.2)
+    assert band_p_value(np.array([1.0] * 99), 0.02) == 1.0
+    assert band_p_value(np.array([np.nan]), 0.02) == 1.0
+
+
+def test_holm_stops_at_the_first_ratio_it_cannot_reject():
+    # p-values 2*30/2000 = 0.03 and 2*40/2000 = 0.04. Unadjusted, "b" would be slower at 95 %;
+    # Holm tests "a" at 0.05/2 = 0.025, cannot reject it and stops, so neither is slower.
+    a = np.array([1.0] * 29 + [1.1] * 1970)
+    b = np.array([1.0] * 39 + [1.1] * 1960)
+    holm = holm_intervals({"a": a, "b": b}, min_effect=0.02)
+    assert holm["a"]["p_value"] == pytest.approx(0.03) and holm["b"]["p_value"] == pytest.approx(0.04)
+    assert not holm["a"]["rejected"] and not holm["b"]["rejected"]
+    assert holm["a"]["level"] == holm["b"]["level"] == pytest.approx(0.975)
+    assert holm["b"]["ci"] == (1.0, 1.1)
+    unadjusted_lo = np.quantile(b, 0.025)
+    assert verdict((unadjusted_lo, 1.1)) == SLOWER  # what an uncorrected 95 % interval would claim
+    assert verdict(holm["b"]["ci"], rejected=holm["b"]["rejected"]) == NO_DIFFERENCE
+
+
+def test_holm_levels_step_down_with_rank():
+    clear = np.full(1999, 1.2)  # p = 2/2000
+    holm = holm_intervals({"x": clear, "y": clear * 0.5, "z": np.full(1999, 1.0)}, min_effect=0.02)
+    assert holm["x"]["rejected"] and holm["y"]["rejected"] and not holm["z"]["rejected"]
+    assert holm["x"]["level"] == pytest.approx(1 - 0.05 / 3)
+    assert holm["y"]["level"] == pytest.approx(1 - 0.05 / 2)
+    assert holm["z"]["level"] == pytest.approx(0.95)
+    assert holm["y"]["ci"] == (0.6, 0.6)
+
+
+@pytest.mark.parametrize("ci, kwargs, expected", [
+    ((1.05, 1.10), {}, SLOWER),
+    ((0.90, 0.97), {}, FASTER),
+    ((0.99, 1.05), {}, NO_DIFFERENCE),
+    ((1.05, 1.10), {"noisy": True}, TOO_NOISY),          # first match wins: noise before slower
+    ((1.05, 1.31), {}, TOO_NOISY),                       # wider than 25 %
+    ((1.05, 1.10), {"rejected": False}, NO_DIFFERENCE),  # Holm did not reject it
+    ((1.01, 1.10), {}, NO_DIFFERENCE),                   # not above 1 + 2 %
+    ((1.01, 1.10), {"min_effect": 0.0}, SLOWER),
+    ((math.nan, 1.0), {}, TOO_NOISY),
+])
+def test_verdict_rules_first_match_wins(ci, kwargs, expected):
+    assert verdict(ci, **kwargs) == expected
+
+
+def interleaved_samples(load: list[float], b_forward: float) -> pd.DataFrame:
+    """Per round a load factor shared by both sides; B's forward is b_forward x A's in every request."""
+    rows = []
+    for rnd, f in enumerate(load):
+        for config in (0, 1):
+            for k in range(10):
+                parse = int(1_000_000 * f * (1 + k / 100))
+                forward = int(4_000_000 * f * (1 + k / 50) * (b_forward if config else 1.0))
+                rows.append({"config": config, "round": rnd, "ok": True, "parse": parse, "forward": forward,
+                             "end_to_end": parse + forward})
+    return pd.DataFrame(rows)
+
+
+def test_paired_by_round_the_shared_load_cancels_out():
+    # Rounds differ threefold in load; B's forward is exactly 1.25 x A's in each round. Paired resampling
+    # keeps the rounds together, so every resampled ratio is 1.25: a zero-width interval.
+    samples = interleaved_samples([1.0, 3.0, 1.5, 2.0, 1.0, 2.5], 1.25)
+    found = paired_comparison(samples, ["parse", "forward"], resamples=200)
+    parse, forward = found["stages"]
+    assert forward["p50_ratio"] == 1.25 and forward["p50_ci"] == [1.25, 1.25] and forward["verdict"] == SLOWER
+    assert forward["p99_ratio"] == 1.25 and forward["p99_ci"] == [1.25, 1.25]
+    assert parse["p50_ratio"] == 1.0 and parse["p50_ci"] == [1.0, 1.0] and parse["verdict"] == NO_DIFFERENCE
+    assert found["end_to_end"]["verdict"] == SLOWER
+    assert parse["p50_a_ms"] == parse["p50_b_ms"]
+    assert set(forward) >= {"name", "p50_ratio", "p50_ci", "p99_ratio", "p99_ci", "verdict"}
+
+
+def test_unpaired_resampling_of_the_same_data_cannot_see_it():
+    samples = interleaved_samples([1.0, 3.0, 1.5, 2.0, 1.0, 2.5], 1.25)
+    blocks = [{n: round_blocks(s[n], s["round"]) for n in ("parse", "forward", "end_to_end")}
+              for s in (samples[samples["config"] == 0], samples[samples["config"] == 1])]
+    found = compare_blocks(blocks[0], blocks[1], ["parse", "forward"], paired=False, resamples=200)
+    assert found["stages"][1]["verdict"] == TOO_NOISY
+
+
+def test_noisy_side_makes_every_verdict_too_noisy_and_metric_picks_the_ratio():
+    samples = interleaved_samples([1.0, 1.0, 1.0], 1.25)
+    assert {e["verdict"] for e in paired_comparison(samples, ["parse", "forward"], noisy=True)["stages"]} == {TOO_NOISY}
+    p99 = paired_comparison(samples, ["parse", "forward"], metric="p99", resamples=400)  # 100 could not reach p < 0.05/3
+    assert p99["stages"][1]["verdict"] == SLOWER
+    with pytest.raises(ConfigError, match="metric must be one of p50, p99"):
+        paired_comparison(samples, ["parse", "forward"], metric="p90")
+
+
+def test_failed_requests_are_left_out_and_an_empty_side_is_refused():
+    samples = interleaved_samples([1.0, 1.0], 1.25)
+    samples.loc[samples.index[:3], "ok"] = False
+    samples.loc[samples.index[:3], "forward"] = 10**12  # would dominate if it were used
+    assert paired_comparison(samples, ["parse", "forward"], resamples=50)["stages"][1]["p50_ratio"] < 1.3
+    samples["ok"] = samples["config"] == 0
+    with pytest.raises(ConfigError, match="configuration 1 has no successful measured request"):
+        paired_comparison(samples, ["parse", "forward"])
+
+
+def matrix(values_ms: list[float]) -> pd.DataFrame:
+    ns = [int(v * 1_000_000) for v in values_ms]
+    return pd.DataFrame({"forward": ns, "end_to_end": ns})
+
+
+def test_separate_runs_resolution_is_the_larger_of_interval_and_drift():
+    a = matrix([1.0] * 10 + [1.1] * 10)  # drifted 10 % between its halves
+    b = matrix([1.0] * 20)
+    res = resolution(consecutive_blocks(a["end_to_end"]), consecutive_blocks(b["end_to_end"]))
+    assert res["drift_a"] == 0.1 and res["drift_b"] == 0.0
+    # resampling A's two blocks gives p50 1.0, 1.05 or 1.1: ratios 1.0, 0.9524, 0.9091 around 0.9524
+    assert res["ci_half_width"] == round(1.0 - 1.0 / 1.05, 4)
+    assert res["min_difference"] == 0.1
+    found = separate_comparison(a, b, ["forward"], noisy=(True, False))
+    assert found["kind"] == "separate runs" and found["noisy"] == [True, False]
+    assert found["min_effect"] == 0.1 and found["stages"][0]["verdict"] == TOO_NOISY
+
+
+def test_separate_runs_quiet_and_clearly_slower():
+    found = separate_comparison(matrix([1.0] * 30), matrix([2.0] * 30), ["forward"], noisy=(False, None))
+    assert found["min_effect"] == 0.02 and found["resolution"]["min_difference"] == 0.0
+    assert found["end_to_end"]["p50_ratio"] == 2.0 and found["end_to_end"]["verdict"] == SLOWER

@@ -1,0 +1,96 @@
+"""Start ``python -m workbench.room`` on a free port for a test; find its kernels.
+
+Shared by the room tests and the room benchmark. Kernels are the server's child
+processes running ``ipykernel_launcher`` (psutil, which comes with ipykernel).
+"""
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "artifacts"
+URL_LINE = re.compile(r"^\s+(?:open|hand out): (?P<url>http://\S+)\s*$")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def room_server(*args: str, log_name: str = "room.log", timeout_s: float = 90.0):
+    """Yield ``(server process, port, printed URL, log path)`` of a launcher started with ``args``."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    port = free_port()
+    log = ARTIFACTS / log_name
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "workbench.room", "--port", str(port), *args], cwd=REPO,
+                                stdout=out, stderr=subprocess.STDOUT, env=os.environ | {"PYTHONUNBUFFERED": "1"})
+    try:
+        yield proc, port, wait_for_url(proc, log, timeout_s), log
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def wait_for_url(proc: subprocess.Popen, log: Path, timeout_s: float) -> str:
+    """The URL the launcher printed once it listens."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the room server exited with code {proc.returncode}; see {log}")
+        for line in log.read_text(errors="replace").splitlines():
+            m = URL_LINE.match(line)
+            if m:
+                return m.group("url")
+        time.sleep(0.1)
+    raise TimeoutError(f"the room server printed no URL within {timeout_s} s; see {log}")
+
+
+def kernel_processes(proc: subprocess.Popen) -> list:
+    """The server's kernels: child processes running ``ipykernel_launcher``."""
+    import psutil
+
+    found = []
+    for child in psutil.Process(proc.pid).children(recursive=True):
+        try:
+            if any("ipykernel_launcher" in part for part in child.cmdline()):
+                found.append(child)
+        except psutil.Error:
+            pass
+    return found
+
+
+def kernel_id_of(process) -> str:
+    """A kernel's id, from its connection file argument ``kernel-<id>.json``."""
+    for part in process.cmdline():
+        m = re.search(r"kernel-([0-9a-f-]{36})\.json$", part)
+        if m:
+            return m.group(1)
+    raise ValueError(f"no kernel connection file in {process.cmdline()}")
+
+
+def tree_rss_bytes(proc: subprocess.Popen) -> int:
+    """Resident memory of the server and all its children, in bytes."""
+    import psutil
+
+    root = psutil.Process(proc.pid)
+    total = 0
+    for p in [root, *root.children(recursive=True)]:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total

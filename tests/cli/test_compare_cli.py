@@ -1,0 +1,110 @@
+import json
+
+import pytest
+from tests.cli.compare_helpers import saved_run
+
+from workbench import PipelineConfig
+from workbench.analysis.compare import VERDICTS
+from workbench.cli import main
+from workbench.cli.compare import parse_config, split_config
+
+TOY = '''
+import itertools, time
+from workbench import Pipeline
+def build(config):
+    p = Pipeline("toy", items=lambda: itertools.count())
+    p.add("parse", lambda b: b)
+    def forward(b):
+        if config.options.get("fail"):
+            raise MemoryError("out of memory at this batch")
+        return [x * config.options.get("scale", 1) for x in b]
+    p.add("forward", forward)
+    return p
+'''
+
+
+def test_config_values_are_json_and_commas_inside_brackets_or_quotes_do_not_split():
+    assert split_config('hidden=[64,32],name="a,b",x=1') == ["hidden=[64,32]", 'name="a,b"', "x=1"]
+    assert parse_config('hidden=[64,32],name="a,b",slow=1.1,precision=bf16,flag=true,q=\'x,y\'') == {
+        "hidden": [64, 32], "name": "a,b", "slow": 1.1, "precision": "bf16", "flag": True, "q": "x,y"}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("novalue", "expected K=V"), ("a=[1,2", "unbalanced bracket"), ('a="x', "unbalanced quote"),
+    ("a=1,a=2", "given twice"),
+])
+def test_bad_config_is_named(text, message, capsys):
+    assert main(["compare", "--example", "tabular", "--config", text, "--config", "a=1"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_interleaved_json_has_the_documented_keys(tmp_path, capsys):
+    f = tmp_path / "toy_pipe.py"
+    f.write_text(TOY)
+    rc = main(["compare", "--pipeline", f"{f}:build", "--config", "scale=1", "--config", "scale=2,extra=[1,2]",
+               "--requests", "20", "--warmup", "1", "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [c["label"] for c in out["configs"]] == ["scale=1", "scale=2,extra=[1,2]"]
+    assert out["configs"][1]["config"]["options"] == {"scale": 2, "extra": [1, 2]}
+    assert [s["name"] for s in out["stages"]] == ["parse", "forward"]
+    for entry in [*out["stages"], out["end_to_end"]]:
+        assert {"name", "p50_ratio", "p50_ci", "p99_ratio", "p99_ci", "verdict"} <= set(entry)
+        assert entry["verdict"] in VERDICTS and len(entry["p50_ci"]) == 2
+    assert out["end_to_end"]["name"] == "end_to_end" and out["metric"] == "p50"
+
+
+def test_interleaved_needs_two_configs(tmp_path, capsys):
+    assert main(["compare", "--example", "tabular", "--config", "precision=fp32"]) == 2
+    assert "at least two --config" in capsys.readouterr().err
+
+
+def test_saved_runs_compare_as_separate_runs(tmp_path, capsys):
+    a = saved_run(tmp_path / "a", 10_000, noisy=False)
+    b = saved_run(tmp_path / "b", 20_000, noisy=None)
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["kind"] == "separate runs" and [c["noisy"] for c in out["configs"]] == [False, None]
+    forward = out["stages"][1]
+    assert forward["p50_ratio"] == 2.0 and forward["p50_ci"] == [2.0, 2.0] and forward["verdict"] == "slower"
+    assert out["end_to_end"]["p50_ratio"] == round(21_000 / 11_000, 4)
+    assert out["resolution"]["min_difference"] == 0.0 and out["min_effect"] == 0.02
+    assert main(["compare", str(a), str(b)]) == 0
+    text = capsys.readouterr().out
+    assert "separate runs" in text and "noise: A quiet, B unknown" in text
+    assert "smallest difference these runs can resolve: 0.0 %" in text
+
+
+def test_saved_runs_print_differences_and_noisy_sides(tmp_path, capsys):
+    a = saved_run(tmp_path / "a", 10_000, noisy=True)
+    b = saved_run(tmp_path / "b", 10_000, requests=30, config=PipelineConfig(batch_size=2, options={"k": 1}))
+    assert main(["compare", str(a), str(b)]) == 0
+    text = capsys.readouterr().out
+    assert "noise: A NOISY, B quiet" in text and "too noisy to tell" in text
+    assert "differs: batch_size: 1 vs 2" in text and "differs: options: {} vs {'k': 1}" in text
+
+
+@pytest.mark.parametrize("kw, message", [({"name": "other"}, "not comparable"),
+                                         ({"extra_stage": True}, "not comparable")])
+def test_saved_runs_of_another_pipeline_or_stage_list_are_refused(tmp_path, capsys, kw, message):
+    a = saved_run(tmp_path / "a", 10_000)
+    b = saved_run(tmp_path / "b", 10_000, **kw)
+    assert main(["compare", str(a), str(b)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_saved_runs_refuse_a_third_argument(tmp_path, capsys):
+    a = saved_run(tmp_path / "a", 10_000)
+    assert main(["compare", str(a), str(a), "--config", "x=1"]) == 2
+    assert "exactly two run folders" in capsys.readouterr().err
+
+
+def test_every_request_of_a_config_failing_exits_1(tmp_path, capsys):
+    f = tmp_path / "toy_pipe.py"
+    f.write_text(TOY)
+    assert main(["compare", "--pipeline", str(f), "--config", "scale=1", "--config", "fail=true",
+                 "--requests", "10", "--warmup", "0"]) == 1
+    captured = capsys.readouterr()
+    assert "B: fail=true (10 requests, 10 failed: 10 MemoryError)" in captured.out
+    assert "not compared: every measured request of one side failed" in captured.out
+    assert "every measured request failed for fail=true" in captured.err

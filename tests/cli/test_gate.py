@@ -1,0 +1,96 @@
+import json
+
+import pytest
+from tests.cli.compare_helpers import saved_run
+
+from workbench.cli import main
+from workbench.cli.gate import threshold
+
+
+def compare_json(tmp_path, e2e: dict, stages=()) -> str:
+    data = {"configs": [{"label": "precision=fp32"}, {"label": "precision=bf16"}],
+            "stages": [{"name": n, **v} for n, v in stages], "end_to_end": {"name": "end_to_end", **e2e}}
+    f = tmp_path / "cmp.json"
+    f.write_text(json.dumps(data))
+    return str(f)
+
+
+def entry(p50, p50_ci, p99=1.0, p99_ci=(0.9, 1.1)):
+    return {"p50_ratio": p50, "p50_ci": list(p50_ci), "p99_ratio": p99, "p99_ci": list(p99_ci), "verdict": "x"}
+
+
+def test_real_regression_exits_1_with_one_line_per_failing_metric(tmp_path, capsys):
+    f = compare_json(tmp_path, entry(1.2, (1.1, 1.3), 1.3, (1.15, 1.4)), [("forward", entry(1.5, (1.4, 1.6)))])
+    assert main(["gate", f]) == 1
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines == [
+        "gate: FAIL precision=bf16 against precision=fp32: end to end p50: +20.0 % (ratio 1.200, interval [1.100, 1.300]) exceeds +5 %",
+        "gate: FAIL precision=bf16 against precision=fp32: end to end p99: +30.0 % (ratio 1.300, interval [1.150, 1.400]) exceeds +10 %",
+    ]
+    assert main(["gate", f, "--stages", "--p99", "+35%"]) == 1
+    out = capsys.readouterr().out
+    assert "stage forward p50: +50.0 %" in out and "p99" not in out
+
+
+@pytest.mark.parametrize("e2e, argv, expected", [
+    (entry(1.2, (0.95, 1.4)), [], 0),             # slower, but the interval reaches below 1: not real
+    (entry(1.04, (1.02, 1.06)), [], 0),           # real, but within +5 %
+    (entry(1.04, (1.02, 1.06)), ["--p50", "3%"], 1),  # the same, against a 3 % threshold
+    (entry(0.8, (0.7, 0.9)), [], 0),              # faster
+])
+def test_exit_0_unless_slower_beyond_threshold_and_real(tmp_path, capsys, e2e, argv, expected):
+    assert main(["gate", compare_json(tmp_path, e2e), *argv]) == expected
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["gate", "/no/such/file.json"], "not a readable compare --json file"),
+    (["gate", "a", "b", "c"], "got 3 inputs"),
+    (["gate", "/no/run/a", "/no/run/b"], "not a folder"),
+])
+def test_bad_input_exits_2(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_not_a_compare_output_exits_2(tmp_path, capsys):
+    f = tmp_path / "x.json"
+    f.write_text('{"stages": []}')
+    assert main(["gate", str(f)]) == 2
+    assert "not a compare --json output" in capsys.readouterr().err
+
+
+def test_bad_threshold_exits_2(tmp_path):
+    with pytest.raises(SystemExit) as exc:
+        main(["gate", compare_json(tmp_path, entry(1.0, (1.0, 1.0))), "--p50", "five"])
+    assert exc.value.code == 2
+    assert threshold("+5%") == 0.05 and threshold("12.5") == 0.125
+
+
+def test_two_saved_runs(tmp_path, capsys):
+    base = saved_run(tmp_path / "base", 10_000)
+    slow = saved_run(tmp_path / "new", 15_000)
+    assert main(["gate", str(base), str(slow), "--stages"]) == 1
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 4  # end to end and forward, p50 and p99
+    assert "end to end p50: +45.4 % (ratio 1.454, interval [1.454, 1.454])" in lines[0] and "(separate runs)" in lines[0]
+    assert main(["gate", str(base), str(saved_run(tmp_path / "same", 10_000))]) == 0
+    assert capsys.readouterr().out.startswith("gate: ok")
+
+
+def test_a_compare_output_where_every_request_failed_exits_1(tmp_path, capsys):
+    f = tmp_path / "cmp.json"
+    f.write_text(json.dumps({"configs": [{"label": "a"}, {"label": "b"}], "stages": [], "end_to_end": None,
+                             "error": "every measured request of one side failed"}))
+    assert main(["gate", str(f)]) == 1
+    assert capsys.readouterr().out.strip() == "gate: FAIL b against a: not compared: every measured request of one side failed"
+
+
+def test_each_configuration_of_a_three_way_compare_is_checked(tmp_path, capsys):
+    ok, bad = entry(1.0, (0.99, 1.01)), entry(1.3, (1.2, 1.4))
+    data = {"configs": [{"label": "a"}, {"label": "b"}, {"label": "c"}], "stages": [], "end_to_end": ok,
+            "comparisons": [{"b": 1, "stages": [], "end_to_end": {"name": "end_to_end", **ok}},
+                            {"b": 2, "stages": [], "end_to_end": {"name": "end_to_end", **bad}}]}
+    f = tmp_path / "cmp.json"
+    f.write_text(json.dumps(data))
+    assert main(["gate", str(f)]) == 1
+    assert capsys.readouterr().out.startswith("gate: FAIL c against a: end to end p50: +30.0 %")

@@ -1,0 +1,79 @@
+"""The launcher's settings: token, URL, culling, upload limit, pool, kernel env (no server started)."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("voila", reason="voila is not installed")
+
+from workbench.room import __main__ as room_main  # noqa: E402
+from workbench.room.app import WEBSOCKET_OVERHEAD_BYTES, resolve_token, room_config  # noqa: E402
+
+
+def config(**overrides):
+    kwargs = dict(host="127.0.0.1", port=8866, token="", pool=2, max_kernels=40, cull_idle_s=30,
+                  cull_interval_s=10, upload_limit_bytes=64 << 20, live="queue", allow_hosts=["room.example"],
+                  lock_path="/tmp/x/live.lock", pool_pattern=r"^(?!/srv/nb/dashboards/).*")
+    return room_config(**(kwargs | overrides))
+
+
+def test_token_is_random_off_loopback_and_none_on_loopback_unless_given():
+    assert resolve_token("127.0.0.1", None) == ""
+    assert resolve_token("localhost", None) == ""
+    first, second = resolve_token("0.0.0.0", None), resolve_token("0.0.0.0", None)
+    assert len(first) == 32 and first != second
+    assert resolve_token("10.0.0.7", "board-token") == "board-token"
+
+
+def test_room_config_culls_unconnected_kernels_and_keeps_xsrf():
+    c = config()
+    assert c.MappingKernelManager.cull_idle_timeout == 30
+    assert c.MappingKernelManager.cull_interval == 10
+    assert c.MappingKernelManager.cull_connected is False
+    assert c.MappingKernelManager.cull_busy is False
+    assert "disable_check_xsrf" not in c.Voila.tornado_settings
+    assert c.VoilaConfiguration.multi_kernel_manager_class == "workbench.room.kernels.RoomKernelManager"
+    assert c.VoilaConfiguration.preheat_kernel is True and c.VoilaConfiguration.default_pool_size == 2
+    assert c.VoilaKernelManager.preheat_denylist == [r"^(?!/srv/nb/dashboards/).*"]
+    assert c.RoomKernelManager.max_kernels == 40
+    assert c.RoomKernelManager.unconnected_grace_s == 300
+
+
+def test_room_config_raises_the_websocket_limit_to_the_upload_limit_and_tells_kernels():
+    c = config(upload_limit_bytes=5 << 20)
+    settings = c.Voila.tornado_settings
+    assert settings["websocket_max_message_size"] == (5 << 20) + WEBSOCKET_OVERHEAD_BYTES
+    assert settings["workbench_upload_limit_bytes"] == 5 << 20
+    assert settings["workbench_allowed_hosts"] == {"localhost", "127.0.0.1", "::1", "room.example"}
+    assert c.RoomKernelManager.kernel_env == {"WORKBENCH_LIVE": "queue", "WORKBENCH_LIVE_LOCK": "/tmp/x/live.lock",
+                                              "WORKBENCH_UPLOAD_LIMIT_BYTES": str(5 << 20)}
+
+
+def test_no_pool_means_no_preheat():
+    c = config(pool=0, pool_pattern=None)
+    assert c.VoilaConfiguration.preheat_kernel is False
+    assert "preheat_denylist" not in c.VoilaKernelManager
+
+
+def test_url_to_hand_out(monkeypatch):
+    monkeypatch.setattr(room_main, "outward_address", lambda: "10.0.0.7")
+    assert room_main.url_to_hand_out("0.0.0.0", 8866, "abc") == "http://10.0.0.7:8866/?token=abc"
+    assert room_main.url_to_hand_out("127.0.0.1", 8866, "") == "http://127.0.0.1:8866/"
+    assert room_main.url_to_hand_out("::1", 9000, "") == "http://[::1]:9000/"
+
+
+def test_main_refuses_an_empty_token_off_loopback_and_a_missing_folder(capsys, tmp_path):
+    assert room_main.main(["--host", "0.0.0.0", "--token", ""]) == 2
+    assert "empty --token on 0.0.0.0" in capsys.readouterr().err
+    assert room_main.main([str(tmp_path / "nowhere")]) == 2
+    assert "nowhere does not exist" in capsys.readouterr().err
+
+
+def test_only_the_dashboards_are_preheated_in_a_room(tmp_path):
+    """Voila matches the deny list against absolute paths: a teaching notebook must match, a dashboard not."""
+    import re
+
+    pattern = re.compile(room_main.dashboards_only(tmp_path / "notebooks"))
+    root = (tmp_path / "notebooks").resolve()
+    assert pattern.match(str(root / "01_quickstart.ipynb"))
+    assert pattern.match(str(root / "solutions" / "dashboards" / "x.ipynb"))
+    assert not pattern.match(str(root / "dashboards" / "latency_explorer.ipynb"))

@@ -1,0 +1,40 @@
+"""The client-side join: network = client end to end - server total, stages as the server reported them."""
+from workbench.serving.client import Result, lag_percentiles
+from workbench.serving.records import client_tables
+
+import numpy as np
+import pytest
+
+
+def test_join_adds_network_and_keeps_server_stages_exactly():
+    ok = Result("t-0", due_ns=1_000, sent_ns=1_500, done_ns=9_501_500, status=200,
+                server_stages=[("ingress", 100_000), ("batch_wait", 2_000_000), ("forward", 5_000_000)],
+                server_total_ns=7_300_000, batch=3, batch_size=2)
+    bad = Result("t-1", due_ns=2_000, sent_ns=2_000, done_ns=4_002_000, status=500,
+                 error=("forward", "ValueError", "poison"), server_stages=[("ingress", 10)], server_total_ns=3_000_000)
+    requests, stages = client_tables([ok, bad], origin_ns=1_000)
+    assert requests["dur_ns"].tolist() == [9_500_000, 4_000_000]
+    assert requests["ok"].tolist() == [True, False]
+    assert requests.loc[1, "error_stage"] == "forward" and requests.loc[1, "error_type"] == "ValueError"
+    assert requests["start_ns"].tolist() == [500, 1_000]
+    assert requests["batch_wait_ns"].tolist() == [2_000_000, 0]
+    assert requests["service_ns"].tolist() == [5_000_000, 0]  # pipeline stages only (not the HTTP ones or waits)
+    assert requests["request_id"].tolist() == ["t-0", "t-1"]
+    first = stages[stages["request"] == 0]
+    assert first["stage"].tolist() == ["network", "ingress", "batch_wait", "forward"]
+    assert first["dur_ns"].tolist() == [2_200_000, 100_000, 2_000_000, 5_000_000]
+    assert first["start_ns"].tolist() == [500, 2_200_500, 2_300_500, 4_300_500]  # laid end to end from the send
+
+
+def test_a_server_without_server_timing_gives_end_to_end_only():
+    r = Result("t-0", 0, 10, 2_010, status=200)
+    requests, stages = client_tables([r], origin_ns=0)
+    assert requests["dur_ns"].tolist() == [2_000] and stages.empty
+
+
+def test_lag_percentiles_in_ms():
+    lags = np.array([0, 100_000, 200_000, 3_000_000], dtype=np.int64)
+    out = lag_percentiles(lags)
+    assert out["p50_ms"] == 0.15 and out["max_ms"] == 3.0
+    assert out["p99_ms"] == pytest.approx(2.916, abs=1e-12)  # linear: 0.2 + 0.97 * 2.8 ms
+    assert lag_percentiles(np.array([], dtype=np.int64)) == {"p50_ms": 0.0, "p99_ms": 0.0, "max_ms": 0.0}

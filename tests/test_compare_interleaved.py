@@ -1,0 +1,152 @@
+"""The interleaved runner: order, same items, warm-up, thread switches, exact ratios with a fake clock."""
+import itertools
+
+import numpy as np
+import pytest
+from tests.conftest import FakeClock
+
+import workbench
+from workbench import Pipeline, PipelineConfig
+from workbench.compare import BLOCK, REWARM, compare, config_with
+from workbench.errors import ConfigError
+
+
+def recording_factory(clock: FakeClock, calls: list):
+    """Stages advance the fake clock: parse 1000 ns; forward ``cost`` ns per call (option, default 10000)."""
+
+    def build(config):
+        pipe = Pipeline("toy", items=lambda: itertools.count())
+        tag = config.options.get("tag", "A")
+
+        def parse(batch):
+            calls.append((tag, tuple(batch), config.threads and _threads()))
+            clock.advance(1000)
+            return batch
+
+        def forward(batch):
+            clock.advance(config.options.get("cost", 10_000))
+            return batch
+
+        pipe.add("parse", parse)
+        pipe.add("forward", forward)
+        return pipe
+
+    return build
+
+
+def _threads():
+    import torch
+
+    return torch.get_num_threads()
+
+
+class QuietProbe:
+    def __init__(self, noisy):
+        self.noisy = noisy
+
+    def start(self):
+        return self
+
+    def finish(self, torch_threads, e2e_ns):
+        self.threads, self.e2e_count = torch_threads, len(e2e_ns)
+        return {"noisy": self.noisy, "reasons": ["injected"], "fix": None}
+
+
+def run(configs, calls, clock, **kw):
+    kw.setdefault("noise_probe", QuietProbe(False))
+    return compare(recording_factory(clock, calls), configs, clock=clock, resamples=200, **kw)
+
+
+def test_exact_ratios_and_verdicts_with_a_fake_clock():
+    clock, calls = FakeClock(), []
+    c = run([{"cost": 10_000}, {"cost": 11_000, "tag": "B"}], calls, clock, requests=30, warmup=2)
+    parse, forward = c.result["stages"]
+    assert forward["p50_ratio"] == 1.1 and forward["p50_ci"] == [1.1, 1.1] and forward["verdict"] == "slower"
+    assert parse["p50_ratio"] == 1.0 and parse["verdict"] == "no detectable difference"
+    assert c.result["end_to_end"]["p50_ratio"] == round(12_000 / 11_000, 4)
+    assert c.result["configs"][1]["label"] == 'cost=11000,tag="B"'
+    assert c.result["configs"][1]["config"]["options"] == {"cost": 11_000, "tag": "B"}
+    assert set(c.samples.loc[c.samples["config"] == 1, "forward"]) == {11_000}
+    assert len(c.samples) == 60 and c.result["noise"]["noisy"] is False
+
+
+def test_rounds_run_one_block_per_config_in_the_seeded_order_on_the_same_items():
+    clock, calls = FakeClock(), []
+    c = run([{"tag": "A"}, {"tag": "B"}, {"tag": "C"}], calls, clock, requests=25, warmup=2, seed=7)
+    warm, measured = calls[:6], calls[6:]
+    assert [t for t, _, _ in warm] == ["A", "A", "B", "B", "C", "C"]
+    rng = np.random.default_rng(7)
+    expected = []
+    for rnd in range(3):
+        for k in rng.permutation(3).tolist():
+            expected += ["ABC"[k]] * (BLOCK if rnd < 2 else 5)
+    assert [t for t, _, _ in measured] == expected
+    for tag in "ABC":  # every configuration saw the same items, in the same order, after its warm-up
+        assert [b for t, b, _ in measured if t == tag] == [(i,) for i in range(2, 27)]
+    assert c.samples.groupby("config").size().tolist() == [25, 25, 25]
+    assert len(c.result["comparisons"]) == 2 and c.result["comparisons"][1]["b"] == 2
+
+
+def test_same_items_across_batch_sizes():
+    clock, calls = FakeClock(), []
+    run([{"batch_size": 1}, {"batch_size": 2, "tag": "B"}], calls, clock, requests=3, warmup=1)
+    assert [b for t, b, _ in calls if t == "B"] == [(0, 1), (2, 3), (4, 5), (6, 7)]
+    assert [b for t, b, _ in calls if t == "A"] == [(0,), (1,), (2,), (3,)]
+
+
+def test_a_thread_count_switch_is_warmed_up_again():
+    pytest.importorskip("torch")
+    clock, calls, probe = FakeClock(), [], QuietProbe(False)
+    run([{"threads": 1}, {"threads": 2, "tag": "B"}], calls, clock, requests=40, warmup=1, seed=3, noise_probe=probe)
+    assert (probe.threads, probe.e2e_count) == (2, 80)  # judged with the most threads any side used
+    tags = [t for t, _, _ in calls]
+    assert all(n == (1 if t == "A" else 2) for t, _, n in calls)  # each ran with its own thread count
+    rng = np.random.default_rng(3)
+    order = [k for _ in range(4) for k in rng.permutation(2).tolist()]
+    switches = sum(1 for prev, cur in zip([1, *order], order) if prev != cur)  # B warmed up last
+    assert switches > 0 and len(tags) == 2 * 1 + 2 * 40 + REWARM * switches
+
+
+def test_noisy_window_makes_verdicts_too_noisy():
+    clock, calls = FakeClock(), []
+    c = run([{"cost": 10_000}, {"cost": 20_000}], calls, clock, requests=10, warmup=0, noise_probe=QuietProbe(True))
+    assert {e["verdict"] for e in c.result["stages"]} == {"too noisy to tell"}
+
+
+def test_config_with_splits_built_in_keys_from_options():
+    base = PipelineConfig(batch_size=4, options={"seed": 1})
+    cfg = config_with(base, {"precision": "bf16", "threads": 2, "slow": 1.1})
+    assert (cfg.batch_size, cfg.precision, cfg.threads, cfg.options) == (4, "bf16", 2, {"seed": 1, "slow": 1.1})
+
+
+def test_refusals():
+    clock, calls = FakeClock(), []
+    with pytest.raises(ConfigError, match="at least two configurations"):
+        run([{}], calls, clock)
+    with pytest.raises(ConfigError, match="not a built Pipeline"):
+        compare(Pipeline("p", [], items=[1]), [{}, {}])
+
+    def two_shapes(config):
+        pipe = Pipeline("toy", items=lambda: itertools.count())
+        pipe.add("parse", lambda b: b)
+        if config.options.get("extra"):
+            pipe.add("more", lambda b: b)
+        return pipe
+
+    with pytest.raises(ConfigError, match="not comparable"):
+        compare(two_shapes, [{}, {"extra": True}], noise_probe=False)
+
+
+def test_workbench_compare_is_callable_even_after_importing_the_module():
+    import workbench.compare as module
+
+    assert "compare" in workbench.__all__
+    assert callable(workbench.compare) and callable(module)
+
+
+def test_configs_may_be_pipeline_configs_labelled_by_what_differs_from_the_base():
+    clock, calls = FakeClock(), []
+    base = PipelineConfig(options={"cost": 10_000})
+    c = run([base, base.replace(batch_size=2)], calls, clock, base=base, requests=10, warmup=0)
+    assert [x["label"] for x in c.result["configs"]] == ["base", "batch_size=2"]
+    assert c.result["configs"][1]["config"]["batch_size"] == 2

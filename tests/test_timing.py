@@ -1,0 +1,82 @@
+"""time_request: exact stage times, and which exceptions end a request versus the run."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from tests.conftest import FakeClock
+from workbench.timing import time_request
+
+
+def costing(clock: FakeClock, ns: int, then=None):
+    def fn(x):
+        clock.advance(ns)
+        if then is not None:
+            then()
+        return x
+    return fn
+
+
+def test_stage_times_are_exact_and_lists_fill_in_place():
+    clock = FakeClock(start_ns=1_000)
+    starts, ends = [], []
+    t = time_request(["a", "b"], [costing(clock, 10), costing(clock, 30)], "x", clock, starts=starts, ends=ends)
+    assert (t.start_ns, t.end_ns) == (1_000, 1_040)
+    assert t.stage_start_ns == [1_000, 1_010] and t.stage_end_ns == [1_010, 1_040]
+    assert t.stage_start_ns is starts and t.stage_end_ns is ends  # visible to workbench.guard from another thread
+    assert t.failure is None and t.output == "x"
+
+
+def test_sys_exit_in_a_stage_is_that_requests_failure():
+    clock = FakeClock(start_ns=0)
+    t = time_request(["parse", "forward", "serialize"],
+                     [costing(clock, 5), costing(clock, 7, lambda: sys.exit(3)), costing(clock, 11)], [1], clock)
+    assert t.failure.stage == "forward"
+    assert (t.failure.error_type, t.failure.message) == ("SystemExit", "3")
+    assert t.stage_end_ns == [5, 12] and t.end_ns == 12  # serialize never ran
+
+
+def test_other_base_exceptions_are_failures_too():
+    class Odd(BaseException):
+        pass
+
+    def odd(_):
+        raise Odd("not an Exception")
+    t = time_request(["s"], [odd], None, FakeClock())
+    assert (t.failure.error_type, t.failure.message) == ("Odd", "not an Exception")
+
+
+def test_keyboard_interrupt_from_a_stage_stops_the_run():
+    def interrupt(_):
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        time_request(["s"], [interrupt], None, FakeClock())
+
+
+def test_gc_pauses_are_charged_to_the_stage_they_fell_in():
+    from workbench.gcprobe import GcProbe
+
+    clock = iter(range(0, 10_000, 10))
+    probe = GcProbe(clock=lambda: 0)
+
+    def collects(x):
+        probe.pause_ns += 700  # what the probe's callback adds when a collection runs
+        return x
+
+    t = time_request(["a", "b", "c"], [lambda x: x, collects, lambda x: x], 1, lambda: next(clock), gc_probe=probe)
+    assert t.stage_gc_ns == [0, 700, 0] and t.failure is None
+
+
+def test_kept_outputs_are_returned_for_describe_outside_the_timed_region():
+    t = time_request(["a", "b"], [lambda x: x + 1, lambda x: x * 10], 1, keep=frozenset({0}))
+    assert t.kept == {0: 2} and t.output == 20 and t.stage_gc_ns is None
+
+
+def test_observed_path_records_a_failure_like_the_plain_one():
+    def boom(x):
+        raise ValueError("bad")
+
+    t = time_request(["a", "b"], [lambda x: x, boom], 1, keep=frozenset({0, 1}))
+    assert t.failure.stage == "b" and t.failure.error_type == "ValueError" and t.kept == {0: 1}
+    assert len(t.stage_start_ns) == len(t.stage_end_ns) == 2

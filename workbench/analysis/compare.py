@@ -1,0 +1,287 @@
+"""Is a difference real? Ratios B/A of p50 and p99 with bootstrap intervals and a verdict.
+
+Inputs are per-request durations in integer nanoseconds, grouped in *blocks*:
+the interleaved runner (``workbench.compare``) runs one block of 10 requests
+per configuration in every round, so round ``r`` of A and round ``r`` of B ran
+at nearly the same moment and share whatever the machine was doing then.
+
+* **Ratio**: ``percentile(B) / percentile(A)`` of all successful requests
+  (linear interpolation, as everywhere in the workbench).
+* **Interval**: block bootstrap, ``RESAMPLES`` (2,000) resamples. *Paired*
+  (interleaved runs): one draw of round indices is applied to both sides, so
+  slow rounds stay paired. *Separate* (two saved runs): blocks of ``BLOCK``
+  consecutive requests are drawn independently for each run. Percentile
+  interval of the resampled ratios.
+* **Holm** across the stages and end to end (one family per metric): each
+  ratio gets a bootstrap p-value for "the ratio lies outside the no-effect band
+  ``[1 - min_effect, 1 + min_effect]``" (twice the smaller share of resampled
+  ratios on the wrong side of the band). Sorted by p-value, the i-th (from 0) of
+  m is tested at ``alpha / (m - i)`` and its interval is reported at that level;
+  at the first one not rejected the procedure stops and it and all later ones
+  get intervals at that level and cannot be ``slower``/``faster``. Comparing
+  seven stages therefore does not manufacture differences. ``*_ci_level``
+  names the level of each interval. The smallest bootstrap p-value is
+  ``2 / (resamples + 1)``: 2,000 resamples allow up to about 50 stages.
+* **Verdict**, first match wins: ``too noisy to tell`` (either side flagged
+  noisy, or the interval wider than ``MAX_CI_WIDTH`` = 0.25 in ratio units, or
+  not finite); ``slower`` (interval above ``1 + min_effect``); ``faster``
+  (interval below ``1 - min_effect``); ``no detectable difference``.
+
+Pure: numpy/pandas in, dicts out; no torch, no plotting, no printing.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError
+from .budget import END_TO_END
+from .stats import NS_PER_MS
+
+BLOCK = 10
+RESAMPLES = 2000
+ALPHA = 0.05
+MIN_EFFECT = 0.02
+MAX_CI_WIDTH = 0.25
+METRICS = {"p50": 50.0, "p99": 99.0}
+TOO_NOISY, SLOWER, FASTER, NO_DIFFERENCE = "too noisy to tell", "slower", "faster", "no detectable difference"
+VERDICTS = (TOO_NOISY, SLOWER, FASTER, NO_DIFFERENCE)
+
+
+def round_blocks(values_ns: Sequence, rounds: Sequence[int]) -> np.ndarray:
+    """A ``(rounds, longest block)`` float64 matrix of ns; rows in ascending round order, NaN pads and failures."""
+    values = np.asarray(values_ns, dtype="float64")
+    keys = np.asarray(rounds)
+    if values.shape != keys.shape:
+        raise ConfigError(f"round_blocks: {values.size} values but {keys.size} round numbers")
+    labels, inverse = np.unique(keys, return_inverse=True)
+    width = int(np.bincount(inverse).max()) if values.size else 0
+    out = np.full((labels.size, width), np.nan)
+    fill = np.zeros(labels.size, dtype=int)
+    for value, row in zip(values, inverse):
+        out[row, fill[row]] = value
+        fill[row] += 1
+    return out
+
+
+def consecutive_blocks(values_ns: Sequence, block: int = BLOCK) -> np.ndarray:
+    """Blocks of ``block`` consecutive requests (a saved run's request order), as :func:`round_blocks`."""
+    values = np.asarray(values_ns, dtype="float64")
+    return round_blocks(values, np.arange(values.size) // block)
+
+
+def _percentile_rows(sample: np.ndarray, q: float) -> np.ndarray:
+    if np.isnan(sample).any():
+        return np.nanpercentile(sample, q, axis=1)
+    return np.percentile(sample, q, axis=1)
+
+
+def _ratio(b: np.ndarray, a: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = b / a
+    return np.where(np.isfinite(out), out, np.nan)
+
+
+def point_ratio(blocks_a: np.ndarray, blocks_b: np.ndarray, q: float) -> float:
+    """``percentile_q(B) / percentile_q(A)`` over all finite values; NaN when either side is empty or A is 0."""
+    a, b = blocks_a[np.isfinite(blocks_a)], blocks_b[np.isfinite(blocks_b)]
+    if a.size == 0 or b.size == 0:
+        return math.nan
+    return float(_ratio(np.percentile(b, q), np.percentile(a, q)))
+
+
+def resample_indices(n_a: int, n_b: int, *, paired: bool, resamples: int = RESAMPLES,
+                     seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Block indices of each resample for A and B: one shared draw when paired (needs ``n_a == n_b``)."""
+    if n_a < 1 or n_b < 1:
+        raise ConfigError(f"need at least one block on each side to compare, got {n_a} and {n_b}")
+    rng = np.random.default_rng(seed)
+    if paired:
+        if n_a != n_b:
+            raise ConfigError(f"paired comparison needs the same rounds on both sides, got {n_a} and {n_b}")
+        idx = rng.integers(0, n_a, size=(resamples, n_a))
+        return idx, idx
+    return rng.integers(0, n_a, size=(resamples, n_a)), rng.integers(0, n_b, size=(resamples, n_b))
+
+
+def bootstrap_ratios(blocks_a: np.ndarray, blocks_b: np.ndarray, q: float, idx_a: np.ndarray,
+                     idx_b: np.ndarray) -> np.ndarray:
+    """Resampled ratios ``percentile_q(B*) / percentile_q(A*)``, one per row of the index matrices (NaN: undefined)."""
+    sample_a = blocks_a[idx_a].reshape(idx_a.shape[0], -1)
+    sample_b = blocks_b[idx_b].reshape(idx_b.shape[0], -1)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN resample gives NaN, counted as undefined
+        return _ratio(_percentile_rows(sample_b, q), _percentile_rows(sample_a, q))
+
+
+def band_p_value(ratios: np.ndarray, min_effect: float) -> float:
+    """Bootstrap p-value that the ratio lies outside ``[1 - min_effect, 1 + min_effect]`` (1.0 when undefined)."""
+    r = ratios[np.isfinite(ratios)]
+    if r.size == 0:
+        return 1.0
+    below_top = np.count_nonzero(r <= 1.0 + min_effect)
+    above_bottom = np.count_nonzero(r >= 1.0 - min_effect)
+    return min(1.0, 2.0 * (min(below_top, above_bottom) + 1) / (r.size + 1))
+
+
+def holm_intervals(ratios: Mapping[str, np.ndarray], *, min_effect: float = MIN_EFFECT,
+                   alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
+    """Per name: ``{"ci": (lo, hi), "level", "p_value", "rejected"}``, Holm step-down (see module docstring)."""
+    p_values = {name: band_p_value(r, min_effect) for name, r in ratios.items()}
+    order = sorted(p_values, key=p_values.get)
+    m, stop_alpha, out = len(order), None, {}
+    for i, name in enumerate(order):
+        level_alpha = stop_alpha if stop_alpha is not None else alpha / (m - i)
+        rejected = stop_alpha is None and p_values[name] < level_alpha
+        if not rejected and stop_alpha is None:
+            stop_alpha = level_alpha
+        r = ratios[name][np.isfinite(ratios[name])]
+        lo, hi = (np.quantile(r, [level_alpha / 2, 1 - level_alpha / 2]) if r.size else (math.nan, math.nan))
+        out[name] = {"ci": (float(lo), float(hi)), "level": 1.0 - level_alpha, "p_value": p_values[name],
+                     "rejected": bool(rejected)}
+    return out
+
+
+def verdict(ci: tuple[float, float], *, rejected: bool = True, noisy: bool = False, min_effect: float = MIN_EFFECT,
+            max_width: float = MAX_CI_WIDTH) -> str:
+    """The verdict of one ratio interval; first match wins (see module docstring)."""
+    lo, hi = ci
+    if noisy or not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo > max_width:
+        return TOO_NOISY
+    if rejected and lo > 1.0 + min_effect:
+        return SLOWER
+    if rejected and hi < 1.0 - min_effect:
+        return FASTER
+    return NO_DIFFERENCE
+
+
+def _ms(blocks: np.ndarray, q: float) -> float | None:
+    v = blocks[np.isfinite(blocks)]
+    return round(float(np.percentile(v, q)) / NS_PER_MS, 6) if v.size else None
+
+
+def _r(x: float) -> float | None:
+    return round(float(x), 4) if math.isfinite(x) else None
+
+
+def compare_blocks(blocks_a: Mapping[str, np.ndarray], blocks_b: Mapping[str, np.ndarray], names: Sequence[str], *,
+                   paired: bool, metric: str = "p50", min_effect: float = MIN_EFFECT, noisy: bool = False,
+                   resamples: int = RESAMPLES, seed: int = 0, alpha: float = ALPHA) -> dict[str, Any]:
+    """``{"stages": [entry per stage], "end_to_end": entry}``, B against A.
+
+    blocks_a/blocks_b: name -> block matrix (ns, see :func:`round_blocks`) for
+    every stage in ``names`` and for ``end_to_end``. An entry holds ``name``,
+    ``p50_ratio``, ``p50_ci`` [lo, hi], ``p50_ci_level``, ``p50_a_ms``,
+    ``p50_b_ms``, the same for p99, and ``verdict`` (from ``metric``).
+    """
+    if metric not in METRICS:
+        raise ConfigError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    if not 0 <= min_effect < 1:
+        raise ConfigError(f"min_effect must be in [0, 1), got {min_effect!r}")
+    family = [*names, END_TO_END]
+    ref = blocks_a[END_TO_END], blocks_b[END_TO_END]
+    idx_a, idx_b = resample_indices(ref[0].shape[0], ref[1].shape[0], paired=paired, resamples=resamples, seed=seed)
+    entries, holm = {name: {"name": name} for name in family}, {}
+    for label, q in METRICS.items():
+        boots = {n: bootstrap_ratios(blocks_a[n], blocks_b[n], q, idx_a, idx_b) for n in family}
+        holm[label] = holm_intervals(boots, min_effect=min_effect, alpha=alpha)
+        for n in family:
+            h = holm[label][n]
+            entries[n] |= {f"{label}_ratio": _r(point_ratio(blocks_a[n], blocks_b[n], q)),
+                           f"{label}_ci": [_r(h["ci"][0]), _r(h["ci"][1])], f"{label}_ci_level": round(h["level"], 5),
+                           f"{label}_a_ms": _ms(blocks_a[n], q), f"{label}_b_ms": _ms(blocks_b[n], q)}
+    for n in family:
+        h = holm[metric][n]
+        entries[n]["verdict"] = verdict(h["ci"], rejected=h["rejected"], noisy=noisy, min_effect=min_effect)
+    return {"stages": [entries[n] for n in names], "end_to_end": entries[END_TO_END]}
+
+
+def paired_comparison(samples: pd.DataFrame, names: Sequence[str], *, a: int = 0, b: int = 1,
+                      **kwargs) -> dict[str, Any]:
+    """Compare configuration ``b`` with ``a`` of an interleaved run, paired by round.
+
+    samples: one row per measured request; columns ``config`` (int), ``round``
+    (int), ``ok`` (bool), one ns column per stage in ``names`` and
+    ``end_to_end``. Failed requests are left out. ``kwargs`` go to
+    :func:`compare_blocks`.
+    """
+    missing = [c for c in ("config", "round", "ok", *names, END_TO_END) if c not in samples.columns]
+    if missing:
+        raise ConfigError(f"samples: missing columns {missing}")
+    ok = samples[samples["ok"].astype(bool)]
+    sides = [ok[ok["config"] == c] for c in (a, b)]
+    for c, side in zip((a, b), sides):
+        if side.empty:
+            raise ConfigError(f"configuration {c} has no successful measured request to compare")
+    rounds = sorted(set(sides[0]["round"]) & set(sides[1]["round"]))
+    sides = [s[s["round"].isin(rounds)] for s in sides]
+    blocks = [{n: round_blocks(s[n].to_numpy("float64"), s["round"]) for n in (*names, END_TO_END)} for s in sides]
+    return compare_blocks(blocks[0], blocks[1], names, paired=True, **kwargs)
+
+
+def run_drift(blocks: np.ndarray, q: float) -> float:
+    """``|percentile_q(second half) / percentile_q(first half) - 1|`` of one run (blocks in request order)."""
+    half = blocks.shape[0] // 2
+    if half < 1:
+        return math.nan
+    return abs(point_ratio(blocks[:half], blocks[half:], q) - 1.0)
+
+
+def resolution(blocks_a: np.ndarray, blocks_b: np.ndarray, *, metric: str = "p50", resamples: int = RESAMPLES,
+               seed: int = 0, alpha: float = ALPHA) -> dict[str, Any]:
+    """The smallest relative difference two *separate* runs can resolve, from their end-to-end blocks.
+
+    ``min_difference = max(ci_half_width, drift_a, drift_b)``: the larger half
+    of the (1 - alpha) bootstrap interval of the end-to-end ratio around its
+    point estimate (what the samples' spread allows), and each run's own drift
+    between its first and second half (what changed while one run was going on;
+    separate runs are at least that far apart in time). It is a lower bound:
+    the machine can change between runs in ways neither run shows.
+    """
+    q = METRICS[metric]
+    idx_a, idx_b = resample_indices(blocks_a.shape[0], blocks_b.shape[0], paired=False, resamples=resamples, seed=seed)
+    boots = bootstrap_ratios(blocks_a, blocks_b, q, idx_a, idx_b)
+    boots = boots[np.isfinite(boots)]
+    point = point_ratio(blocks_a, blocks_b, q)
+    half = math.nan
+    if boots.size and math.isfinite(point):
+        lo, hi = np.quantile(boots, [alpha / 2, 1 - alpha / 2])
+        half = max(hi - point, point - lo)
+    drifts = run_drift(blocks_a, q), run_drift(blocks_b, q)
+    parts = [x for x in (half, *drifts) if math.isfinite(x)]
+    return {"metric": metric, "min_difference": _r(max(parts)) if parts else None, "ci_half_width": _r(half),
+            "drift_a": _r(drifts[0]), "drift_b": _r(drifts[1]),
+            "how": "max(half-width of the 95 % bootstrap interval of the end-to-end ratio, "
+                   "each run's first-half vs second-half change); a lower bound"}
+
+
+def separate_comparison(matrix_a: pd.DataFrame, matrix_b: pd.DataFrame, names: Sequence[str], *,
+                        metric: str = "p50", min_effect: float = MIN_EFFECT, noisy: tuple = (None, None),
+                        resamples: int = RESAMPLES, seed: int = 0, block: int = BLOCK) -> dict[str, Any]:
+    """Compare two separate runs (not interleaved): unpaired block bootstrap, labelled ``separate runs``.
+
+    matrix_a/matrix_b: :func:`workbench.analysis.budget.stage_matrix` of each
+    run (measured successful requests in request order, ns per stage and
+    ``end_to_end``). Blocks are ``block`` consecutive requests. The minimum
+    effect used for the verdicts is ``max(min_effect, resolution)`` (see
+    :func:`resolution`); ``noisy`` is each run's noise flag (True/False/None).
+    """
+    family = [*names, END_TO_END]
+    for label, m in (("run A", matrix_a), ("run B", matrix_b)):
+        missing = [n for n in family if n not in m.columns]
+        if missing:
+            raise ConfigError(f"{label}: no column for {missing}")
+        if m.empty:
+            raise ConfigError(f"{label} has no successful measured request to compare")
+    blocks = [{n: consecutive_blocks(m[n].to_numpy("float64"), block) for n in family} for m in (matrix_a, matrix_b)]
+    res = resolution(blocks[0][END_TO_END], blocks[1][END_TO_END], metric=metric, resamples=resamples, seed=seed)
+    effective = min(0.99, max(min_effect, res["min_difference"] or 0.0))
+    out = compare_blocks(blocks[0], blocks[1], names, paired=False, metric=metric, min_effect=effective,
+                         noisy=any(flag is True for flag in noisy), resamples=resamples, seed=seed)
+    return {"kind": "separate runs", "noisy": list(noisy), "resolution": res, "min_effect": _r(effective), **out}

@@ -1,0 +1,96 @@
+"""Failed requests, summarised so that no failure goes unseen; and throughput.
+
+Inputs are a run's ``requests`` table (``workbench.record``): ``warmup``,
+``ok``, ``error_stage``, ``error_type``, ``error_message`` and, in runs made
+since it exists, ``error_where`` (``file:line in function`` of the innermost
+frame in the user's code). Pure functions: DataFrame in, plain data out.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+NS_PER_S = 1_000_000_000
+_KEY = ["error_stage", "error_type", "error_message", "error_where"]
+
+
+def _failed(requests: pd.DataFrame, warmup: bool) -> pd.DataFrame:
+    rows = requests[(requests["warmup"].astype(bool) == warmup) & ~requests["ok"].astype(bool)]
+    rows = rows.copy()
+    if "error_where" not in rows.columns:
+        rows["error_where"] = None
+    return rows
+
+
+def failure_summary(requests: pd.DataFrame, stage_order: list[str], *, warmup: bool = False) -> dict[str, Any]:
+    """Failures per stage: ``{stage: {count, share, messages: [{type, message, where, count}]}}``.
+
+    Measured requests by default (``warmup=True``: the warm-up requests).
+    ``share`` is the stage's failed requests over all requests of that phase
+    (0-1). Only stages with failures appear: pipeline stages in pipeline
+    order, then any other (``batcher``, ``executor`` in load runs).
+    Messages are the distinct (type, message, where), most frequent first.
+    """
+    total = int((requests["warmup"].astype(bool) == warmup).sum())
+    failed = _failed(requests, warmup)
+    out: dict[str, Any] = {}
+    stages = [s for s in stage_order if s in set(failed["error_stage"])]
+    stages += sorted({str(s) for s in failed["error_stage"]} - set(stages))
+    for stage in stages:
+        rows = failed[failed["error_stage"] == stage]
+        groups = rows.groupby(_KEY[1:], dropna=False, sort=False).size().reset_index(name="count")
+        groups = groups.sort_values("count", ascending=False, kind="stable")
+        messages = [{"type": _none(r["error_type"]), "message": _none(r["error_message"]),
+                     "where": _none(r["error_where"]), "count": int(r["count"])} for _, r in groups.iterrows()]
+        out[stage] = {"count": int(len(rows)), "share": len(rows) / total if total else None, "messages": messages}
+    return out
+
+
+def records_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Failure records ``[{stage, type, message, where, count}]`` (the traced run's, a load run's
+    executor warm-up) in :func:`failure_summary`'s shape; ``share`` is None (no denominator)."""
+    out: dict[str, Any] = {}
+    for r in records:
+        entry = out.setdefault(r["stage"], {"count": 0, "share": None, "messages": []})
+        entry["count"] += r["count"]
+        entry["messages"].append({k: r[k] for k in ("type", "message", "where", "count")})
+    return out
+
+
+def _none(value):
+    return None if value is None or (isinstance(value, float) and value != value) else value
+
+
+def all_failed(requests: pd.DataFrame) -> bool:
+    """True when the run measured requests and every one of them failed."""
+    measured = requests[~requests["warmup"].astype(bool)]
+    return len(measured) > 0 and not measured["ok"].astype(bool).any()
+
+
+def any_failed(requests: pd.DataFrame, trace: dict[str, Any] | None = None) -> bool:
+    """True when any request failed: warm-up, measured, or in the traced run (``meta["trace"]``)."""
+    return bool((~requests["ok"].astype(bool)).any() or (trace or {}).get("failed_requests"))
+
+
+def throughput_items_per_s(requests: pd.DataFrame, kind: str = "profile") -> float | None:
+    """Items per second of busy time: items of successful measured requests / their summed end to end (s).
+
+    Profile runs: each request carries ``batch_size`` items. Load runs: each
+    request row is one item (its ``batch_size`` is the batch it rode in).
+    None when no measured request succeeded.
+    """
+    ok = requests[~requests["warmup"].astype(bool) & requests["ok"].astype(bool)]
+    busy_ns = int(ok["dur_ns"].astype("int64").sum())
+    if ok.empty or busy_ns <= 0:
+        return None
+    items = len(ok) if kind == "load" else int(ok["batch_size"].astype("int64").sum())
+    return items * NS_PER_S / busy_ns
+
+
+def noise_summary(meta) -> dict[str, Any]:
+    """A run's ``noise`` record (``workbench.noise``) for display; older runs say it was not recorded."""
+    noise = meta.get("noise")
+    if not noise:
+        return {"noisy": None, "reasons": ["not recorded (run made before noise was measured)"], "fix": None}
+    return dict(noise)

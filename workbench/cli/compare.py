@@ -1,0 +1,238 @@
+"""``workbench compare``: is configuration B really faster or slower than A?
+
+Two forms::
+
+    python -m workbench compare (--example NAME | --pipeline SPEC) --config K=V[,K=V...] --config K=V[,K=V...]
+        [--requests N] [--seed S] [--json] [--metric p50|p99] [--min-effect 0.02]
+    python -m workbench compare RUN_A RUN_B [--json] [--metric p50|p99] [--min-effect 0.02]
+
+The first runs the configurations interleaved in this process
+(``workbench.compare``); the second compares two saved runs, labelled
+"separate runs". Compare is informational: it exits 0 whatever the verdict
+(``workbench gate`` turns a real regression into exit 1), 2 on bad input.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from typing import Any
+
+from ..analysis.compare import METRICS, MIN_EFFECT, separate_comparison
+from ..config import PipelineConfig
+from ..errors import ConfigError
+from .profile import add_pipeline_arguments, config_from_args, factory_from_args
+
+_PAIRS = {"[": "]", "{": "}", "(": ")"}
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "compare", help="compare configurations interleaved in one process, or two saved runs",
+        description="Ratios B/A of p50 and p99 per stage with 95 % bootstrap intervals (Holm-corrected) and a "
+                    "verdict: too noisy to tell, slower, faster, no detectable difference.")
+    p.add_argument("runs", nargs="*", metavar="RUN", help="two saved run folders (instead of --example/--pipeline)")
+    add_pipeline_arguments(p)
+    for group in p._mutually_exclusive_groups:  # --example/--pipeline are optional when RUN_A RUN_B are given
+        group.required = False
+    p.add_argument("--config", action="append", default=[], metavar="K=V[,K=V...]",
+                   help="one configuration (repeat: the first is A); values are JSON; batch_size, precision, "
+                        "threads, device are built in, other keys go to the factory's options")
+    p.add_argument("--requests", type=int, default=200, help="measured requests per configuration, default 200")
+    p.add_argument("--warmup", type=int, default=10, help="warm-up requests per configuration, default 10")
+    p.add_argument("--seed", type=int, default=0, help="seed of the round order and the bootstrap, default 0")
+    p.add_argument("--metric", choices=tuple(METRICS), default="p50", help="which ratio the verdict follows")
+    p.add_argument("--min-effect", type=float, default=MIN_EFFECT,
+                   help="smallest relative difference that counts, default 0.02 (2 %%)")
+    p.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
+    p.set_defaults(func=run)
+
+
+def split_config(text: str) -> list[str]:
+    """Split ``K=V,K=V`` on commas outside brackets and quotes (``hidden=[64,32],name="a,b"``: two parts)."""
+    parts, current, stack, quote, escaped = [], [], [], None, False
+    for ch in text:
+        if quote:
+            escaped = ch == "\\" and not escaped
+            if ch == quote and not escaped:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch in _PAIRS:
+            stack.append(_PAIRS[ch])
+        elif stack and ch == stack[-1]:
+            stack.pop()
+        elif ch == "," and not stack:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    if quote or stack:
+        raise ConfigError(f"--config {text!r}: unbalanced {'quote' if quote else 'bracket'}")
+    parts.append("".join(current))
+    return parts
+
+
+def parse_config(text: str) -> dict[str, Any]:
+    """One ``--config`` value as a dict; each value parsed as JSON when it can be, else kept as text."""
+    out: dict[str, Any] = {}
+    for part in split_config(text):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"--config {text!r}: expected K=V[,K=V...], got {part!r}")
+        if key in out:
+            raise ConfigError(f"--config {text!r}: key {key!r} given twice")
+        out[key] = _value(value.strip())
+    return out
+
+
+def _value(text: str) -> Any:
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        return text[1:-1]
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def base_config(args) -> PipelineConfig:
+    """The shared base: the flags outside ``--config`` (device, batch size, precision, options, threads)."""
+    base = config_from_args(args)
+    threads = getattr(args, "threads", None)
+    if threads is not None and "threads" in {f.name for f in dataclasses.fields(PipelineConfig)}:
+        base = base.replace(threads=threads)
+    return base
+
+
+def run(args) -> int:
+    if args.runs:
+        return _run_saved(args)
+    if not (args.example or args.pipeline):
+        raise ConfigError("give --example NAME or --pipeline SPEC with two or more --config, or two run folders")
+    if len(args.config) < 2:
+        raise ConfigError(f"give at least two --config (the first is A), got {len(args.config)}")
+    from ..compare import compare
+
+    configs = [parse_config(text) for text in args.config]
+    result = compare(factory_from_args(args), configs, base=base_config(args), requests=args.requests,
+                     warmup=args.warmup, seed=args.seed, metric=args.metric, min_effect=args.min_effect).result
+    result["configs"] = [c | {"label": text} for c, text in zip(result["configs"], args.config)]
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print_interleaved(result, sys.stdout)
+    all_failed = [c["label"] for c in result["configs"] if c["failed"] == c["requests"]]
+    if all_failed:
+        print(f"workbench compare: every measured request failed for {', '.join(all_failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _run_saved(args) -> int:
+    if len(args.runs) != 2 or args.example or args.pipeline or args.config:
+        raise ConfigError("saved runs: give exactly two run folders (RUN_A RUN_B) and no --example/--pipeline/--config")
+    result = compare_saved(args.runs[0], args.runs[1], metric=args.metric, min_effect=args.min_effect, seed=args.seed)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print_separate(result, sys.stdout)
+    return 0
+
+
+def compare_saved(path_a: str, path_b: str, *, metric: str = "p50", min_effect: float = MIN_EFFECT,
+                  seed: int = 0) -> dict[str, Any]:
+    """Two saved runs compared as separate runs; refuses (ConfigError) a different pipeline or stage list."""
+    from ..analysis.budget import stage_matrix
+    from ..record import load_run
+
+    runs = [load_run(path_a), load_run(path_b)]
+    diffs = fingerprint_differences(runs[0].meta, runs[1].meta)
+    if runs[0].meta.get("pipeline") != runs[1].meta.get("pipeline") or runs[0].stage_names != runs[1].stage_names:
+        raise ConfigError(f"{path_a} and {path_b} are not comparable: pipeline {runs[0].meta.get('pipeline')!r} "
+                          f"stages {runs[0].stage_names} vs {runs[1].meta.get('pipeline')!r} stages {runs[1].stage_names}")
+    names = runs[0].stage_names
+    matrices = [stage_matrix(r.requests, r.stages, names) for r in runs]
+    noise = [(r.meta.get("noise") or {}).get("noisy") for r in runs]
+    found = separate_comparison(matrices[0], matrices[1], names, metric=metric, min_effect=min_effect,
+                                noisy=tuple(noise), seed=seed)
+    return {"configs": [{"label": str(p), "run": str(p), "requests": int(len(m)), "noisy": n}
+                        for p, m, n in zip((path_a, path_b), matrices, noise)],
+            "metric": metric, "differences": [{"field": f, "a": a, "b": b} for f, a, b in diffs], **found}
+
+
+def fingerprint_differences(meta_a, meta_b) -> list[tuple[str, Any, Any]]:
+    """Every fingerprint field that differs (``workbench.fingerprint``), else config and environment fields."""
+    try:
+        from ..fingerprint import differences, fingerprint_of
+    except ImportError:
+        flat = [{f"config.{k}": v for k, v in (m.get("config") or {}).items()}
+                | {f"env.{k}": (m.get("env") or {}).get(k) for k in ("torch", "threads", "cpu_model")}
+                for m in (meta_a, meta_b)]
+        return [(k, flat[0].get(k), flat[1].get(k)) for k in flat[0] if flat[0].get(k) != flat[1].get(k)]
+    return differences(fingerprint_of(meta_a), fingerprint_of(meta_b))
+
+
+def _fmt_ci(ci) -> str:
+    return "[  n/a  ]" if ci[0] is None or ci[1] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _fmt(x) -> str:
+    return "  n/a" if x is None else f"{x:.3f}"
+
+
+def print_rows(found: dict[str, Any], metric: str, out) -> None:
+    """The per-stage table: ratios B/A with their intervals and the verdict."""
+    print(f"  {'stage':<16} {'p50 B/A':>8} {'interval':>17} {'p99 B/A':>8} {'interval':>17}  verdict ({metric})", file=out)
+    for e in [*found["stages"], found["end_to_end"]]:
+        name = "end to end" if e["name"] == "end_to_end" else e["name"]
+        print(f"  {name:<16} {_fmt(e['p50_ratio']):>8} {_fmt_ci(e['p50_ci']):>17} {_fmt(e['p99_ratio']):>8} "
+              f"{_fmt_ci(e['p99_ci']):>17}  {e['verdict']}", file=out)
+
+
+def _noise_text(noise) -> str:
+    if not noise:
+        return "noise: not measured"
+    if noise.get("noisy") is None:
+        return "noise: unknown (" + "; ".join(noise.get("reasons") or []) + ")"
+    return "noise: NOISY: " + "; ".join(noise["reasons"]) if noise["noisy"] else "noise: quiet"
+
+
+def print_interleaved(result: dict[str, Any], out) -> None:
+    cfgs = result["configs"]
+    print(f"compare: interleaved in one process, {result['requests']} requests per configuration in blocks of "
+          f"{result['block']}, seed {result['seed']}; ratios B/A, Holm-corrected intervals, "
+          f"min effect {100 * result['min_effect']:.1f} %", file=out)
+    print(_noise_text(result.get("noise")), file=out)
+    for i, c in enumerate(cfgs):
+        errors = ", ".join(f"{n} {t}" for t, n in (c.get("errors") or {}).items())
+        failed = f", {c['failed']} failed: {errors}" if c["failed"] else ""
+        print(f"  {'A' if i == 0 else 'B' + (str(i) if len(cfgs) > 2 else '')}: {c['label']} "
+              f"({c['requests']} requests{failed})", file=out)
+    for comp in result.get("comparisons") or [{"b": 1, **result}]:
+        print(f"\n{cfgs[comp['b']]['label']} against {cfgs[0]['label']}:", file=out)
+        if comp.get("end_to_end") is None:
+            print(f"  not compared: {comp.get('error')}", file=out)
+            continue
+        print_rows(comp, result["metric"], out)
+
+
+def print_separate(result: dict[str, Any], out) -> None:
+    a, b = result["configs"]
+    res = result["resolution"]
+    print(f"compare: separate runs (not interleaved): B {b['run']} against A {a['run']}", file=out)
+    print(f"  noise: A {_flag(a['noisy'])}, B {_flag(b['noisy'])}", file=out)
+    print(f"  smallest difference these runs can resolve: {_pct(res['min_difference'])} "
+          f"({res['how']}: interval {_pct(res['ci_half_width'])}, drift A {_pct(res['drift_a'])}, "
+          f"B {_pct(res['drift_b'])})", file=out)
+    for d in result["differences"]:
+        print(f"  differs: {d['field']}: {d['a']!r} vs {d['b']!r}", file=out)
+    print_rows(result, result["metric"], out)
+
+
+def _flag(noisy) -> str:
+    return {True: "NOISY", False: "quiet", None: "unknown"}[noisy]
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f} %"

@@ -1,0 +1,51 @@
+"""``workbench ingest-otel FILE|DIR [--stage-map span=stage ...]``: production spans as a run."""
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from ..errors import ConfigError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("ingest-otel", help="turn OTLP/JSON span exports into a run (budget, percentiles)",
+                              description="A request is a root span; a stage is the union of its mapped child spans; "
+                                          "the rest is unattributed. Input: the OpenTelemetry Collector file "
+                                          "exporter's format (one ExportTraceServiceRequest per line).")
+    p.add_argument("path", type=Path, metavar="FILE|DIR", help="an OTLP/JSON file, or a folder of .json/.jsonl files")
+    p.add_argument("--stage-map", nargs="+", default=[], metavar="SPAN=STAGE",
+                   help="span name -> stage (any depth under the root); default: each child of the root is a stage")
+    p.add_argument("--out", type=Path, help="run folder to write (default runs/otel-NAME-TIME)")
+    p.add_argument("--json", action="store_true", help="print the budget as one JSON object")
+    p.set_defaults(func=run_ingest_command)
+
+
+def run_ingest_command(args) -> int:
+    from ..analysis.budget import budget
+    from ..otel.ingest import ingest_otel, parse_stage_map
+    from .show import print_budget
+
+    stage_map = parse_stage_map(args.stage_map)
+    run = ingest_otel(args.path, stage_map)
+    out = args.out or Path("runs") / f"otel-{run.meta['pipeline']}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    if out.exists():
+        raise ConfigError(f"--out {out} already exists; pick another folder")
+    unused = sorted(set(stage_map) - set(_span_names(run)))
+    path = run.save(out)
+    report = budget(run)
+    if args.json:
+        print(json.dumps(report | {"run_dir": str(path), "unmatched_stage_map": unused}, default=str))
+    else:
+        print_budget(report, sys.stdout)
+        if unused:
+            print(f"--stage-map: no span named {', '.join(unused)} under any request")
+        print(f"\nrun written to {path}")
+    return 0 if run.requests["ok"].any() else 1
+
+
+def _span_names(run) -> set[str]:
+    """Span names the stage map matched (mapped stage names appear as stages)."""
+    stage_map = run.meta["ingest"]["stage_map"]
+    return {span for span, stage in stage_map.items() if stage in run.stage_names}

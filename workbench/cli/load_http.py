@@ -1,0 +1,103 @@
+"""``workbench load --url``: drive a served pipeline from this (separate) process.
+
+Payloads come from ``--payloads FILE`` (one request body per line, sent
+without its newline) or from the item source of ``--example`` /
+``--pipeline`` built here with the same options (items as bytes: bytes as
+they are, str as UTF-8, anything else as JSON).
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+from ..errors import ConfigError
+
+
+def add_url_arguments(load) -> None:
+    """``--url``, ``--payloads`` (a third payload source beside --example/--pipeline), ``--timeout``, ``--otel``."""
+    group = next(g for g in load._mutually_exclusive_groups if any(a.dest == "example" for a in g._group_actions))
+    group.add_argument("--payloads", type=Path, help="with --url: a file of request bodies, one per line")
+    load.add_argument("--url", help="drive a server (workbench serve or any POST /predict) at http://HOST:PORT "
+                      "from this process instead of an in-process batcher")
+    load.add_argument("--timeout", type=float, default=30.0, help="with --url: seconds before a request fails (default 30)")
+    load.add_argument("--otel", action="store_true", help="export each request as OpenTelemetry spans after the run")
+
+
+def payloads_from_args(args, n: int) -> list[bytes]:
+    """``n`` request bodies (cycled from --payloads, or drawn from the pipeline's item source)."""
+    from ..serving.protocol import item_bytes
+
+    if args.payloads is not None:
+        if not args.payloads.is_file():
+            raise ConfigError(f"--payloads {args.payloads}: no such file (expected one request body per line)")
+        lines = [ln for ln in args.payloads.read_bytes().splitlines() if ln.strip()]
+        if not lines:
+            raise ConfigError(f"--payloads {args.payloads}: the file has no request bodies")
+        return lines
+    from ..runner import resolve_pipeline
+    from .profile import config_from_args, factory_from_args
+
+    pipe = resolve_pipeline(factory_from_args(args), config_from_args(args))
+    return [item_bytes(x) for _, x in zip(range(max(n, 1)), pipe.item_iterator())]
+
+
+def run_http_load_command(args) -> int:
+    from ..analysis.failures import failure_summary
+    from ..batching.summary import format_summary, load_summary
+    from ..serving.loadrun import run_http_load
+    from .profile import failure_verdict
+    from .batching import SUMMARY_KEYS, _describe, _extra, arrivals_from_args, policy_from_args
+
+    if args.payloads is not None and not args.url:
+        raise ConfigError("--payloads is for --url (a served pipeline); give --example or --pipeline for an in-process load")
+    if args.batch_size is None:
+        args.batch_size = args.max_batch_size
+    arrivals = arrivals_from_args(args, args.requests, args.duration)
+    out = args.out or Path("runs") / f"load-url-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    if out.exists():
+        raise ConfigError(f"--out {out} already exists; pick another folder")
+    payloads = payloads_from_args(args, min(len(arrivals.times_ns()), 10_000))
+    run = run_http_load(args.url, payloads, arrivals, pipeline=args.example, timeout_s=args.timeout)
+    path = run.save(out)
+    summary = load_summary(run.requests)
+    serving, noise = run.meta["serving"], run.meta["noise"]
+    joined = _joined(run)
+    if args.json:
+        print(json.dumps({k: summary[k] for k in SUMMARY_KEYS} | joined | _extra(summary)
+                         | {"generator_lag": serving["generator_lag"],
+                            "generator_lag_ms": serving["generator_lag"]["max_ms"],
+                            "noise": {k: noise.get(k) for k in ("noisy", "reasons", "fix")},
+                            "failures": failure_summary(run.requests, run.stage_names),
+                            "server_timing": serving["server_timing"], "run_dir": str(path)}))
+    else:
+        lag = serving["generator_lag"]
+        print(f"{run.meta['pipeline']} served at {args.url}: {_describe(arrivals, policy_from_args(args))}")
+        print(format_summary(summary))
+        for name in ("server_end_to_end", "network"):
+            if joined.get(name):
+                print(f"{name.replace('_', ' ')}: p50 {joined[name]['p50_ms']:.3f} ms, p99 {joined[name]['p99_ms']:.3f} ms")
+        if not serving["server_timing"]:
+            print("the server sent no Server-Timing: end to end only")
+        print(f"generator lag: p50 {lag['p50_ms']:.3f} ms, p99 {lag['p99_ms']:.3f} ms, max {lag['max_ms']:.3f} ms")
+        if noise.get("noisy"):
+            print(f"NOISY: {'; '.join(noise['reasons'])}")
+        print(f"\nrun written to {path}")
+    from ..otel.export import otel_hook
+
+    otel_hook(args, run, path)
+    return failure_verdict(run, args.fail_on_error, "load")
+
+
+def _joined(run) -> dict:
+    """``server_end_to_end`` and ``network`` percentiles (ms) of the successful requests; empty without Server-Timing."""
+    from ..analysis.stats import summarize_ns
+
+    if not run.meta["serving"]["server_timing"]:
+        return {"server_end_to_end": None, "network": None}
+    req = run.requests[run.requests["ok"]]
+    st = run.stages[run.stages["request"].isin(req["request"])]
+    network = st.loc[st["stage"] == "network"].set_index("request")["dur_ns"]
+    server = req.set_index("request")["dur_ns"] - network.reindex(req["request"]).fillna(0).astype("int64").to_numpy()
+    return {"server_end_to_end": summarize_ns(server.to_numpy(dtype="int64")),
+            "network": summarize_ns(network.to_numpy(dtype="int64"))}

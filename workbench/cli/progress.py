@@ -1,0 +1,49 @@
+"""A one-line progress bar on stderr for long commands (``analyze`` of a gigabyte trace).
+
+It is a ``progress(stage, done, total)`` callback, the signature
+:func:`workbench.trace.load_trace` and :func:`workbench.analysis.trace_report.analyze`
+call. Redraws are throttled (``min_interval_s``, injected clock) so a million
+calls cost nothing; stdout stays clean for ``--json``.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+STAGES = {"read": "reading", "decode": "decoding", "analyze": "analyzing"}
+
+
+class ProgressBar:
+    """``bar(stage, done, total)`` redraws ``decoding  [#######.......]  48%`` on one line."""
+
+    def __init__(self, stream=None, width: int = 30, min_interval_s: float = 0.1, clock=time.monotonic):
+        self.stream = sys.stderr if stream is None else stream
+        self.width = width
+        self.min_interval_s = min_interval_s
+        self.clock = clock
+        self._last_s: float | None = None
+        self._last_stage: str | None = None
+        self.drawn = False
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = self.clock()
+        finished = done >= total
+        new_stage = stage != self._last_stage
+        if not (new_stage or finished) and self._last_s is not None and now - self._last_s < self.min_interval_s:
+            return
+        self._last_s, self._last_stage = now, stage
+        self.stream.write("\r" + self.line(stage, done, total))
+        self.stream.flush()
+        self.drawn = True
+
+    def line(self, stage: str, done: int, total: int) -> str:
+        """The text of one redraw (no carriage return)."""
+        share = min(max(done / total, 0.0), 1.0) if total > 0 else 1.0
+        filled = int(share * self.width)
+        return f"{STAGES.get(stage, stage):<10} [{'#' * filled}{'.' * (self.width - filled)}] {100 * share:3.0f}%"
+
+    def close(self) -> None:
+        """End the bar's line (nothing when it never drew)."""
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,180 @@
+"""What a run measured, as a comparable record: its fingerprint.
+
+``run.meta["fingerprint"]`` holds::
+
+    pipeline, factory (the spec: "example:text", "my_pipeline.py:build", "module:function"),
+    options, precision, device, batch_size, threads (the torch intra-op threads in force),
+    torch, workbench (versions), host: {cpu_model, cores},
+    model: {params, hash} or "unknown", model_note (why unknown)
+
+The model fingerprint is the parameter count and a SHA-256 (first 16 hex digits)
+of every declared model's parameter names, shapes and dtypes, in declaration
+order: a 6-layer and a 2-layer encoder differ even when the pipeline name does
+not. A factory declares its models with ``Pipeline(models=[...])`` or
+``pipe.declare_model(m)``; without a declaration the model is ``"unknown"``
+(allowed; the note says so).
+
+Runs recorded before fingerprints existed get one derived from their config and
+environment (:func:`fingerprint_of`), with the model ``"unknown"``.
+:func:`differences` lists the fields that differ; pooling service times
+(:func:`check_poolable`) allows only ``batch_size`` to differ.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from typing import Any
+
+from .errors import ConfigError
+
+UNKNOWN = "unknown"
+UNDECLARED_NOTE = "no model declared: use Pipeline(models=[...]) or pipe.declare_model(model) in the factory"
+POOLABLE_FIELDS = frozenset({"batch_size"})
+
+
+def factory_spec(target: Any) -> str:
+    """A readable spec of what built the pipeline: an example name, a file or module function."""
+    if isinstance(target, str):
+        return f"example:{target}"
+    if hasattr(target, "stages") and hasattr(target, "item_iterator"):  # a built Pipeline, no factory
+        return f"built Pipeline {getattr(target, 'name', '?')!r}"
+    module = getattr(target, "__module__", None) or "?"
+    name = getattr(target, "__qualname__", None) or type(target).__name__
+    if module.startswith("workbench.examples."):
+        return f"example:{module.rsplit('.', 1)[1]}"
+    mod = sys.modules.get(module)
+    if module.startswith("workbench_user_") and getattr(mod, "__file__", None):
+        return f"{os.path.relpath(mod.__file__) if not os.path.isabs(mod.__file__) else mod.__file__}:{name}"
+    return f"{module}:{name}"
+
+
+def model_fingerprint(models: list[Any]) -> dict[str, Any] | str:
+    """``{params, hash}`` of declared ``torch.nn.Module`` s, or ``"unknown"`` when none are declared."""
+    if not models:
+        return UNKNOWN
+    digest = hashlib.sha256()
+    params = 0
+    for k, model in enumerate(models):
+        digest.update(f"model {k} {type(model).__name__}\n".encode())
+        for name, p in model.named_parameters():
+            params += p.numel()
+            digest.update(f"{name} {tuple(p.shape)} {p.dtype}\n".encode())
+        for name, packed in _packed_weights(model):
+            params += packed[0]
+            digest.update(f"{name} {packed[1]} {packed[2]}\n".encode())
+    return {"params": int(params), "hash": digest.hexdigest()[:16]}
+
+
+def _packed_weights(model):
+    """(name, (numel, shape, dtype)) of dynamically quantized Linear weights (not in named_parameters)."""
+    for name, module in model.named_modules():
+        weight = getattr(module, "weight", None)
+        if callable(weight) and hasattr(module, "_packed_params"):
+            w = weight()
+            yield f"{name}.weight", (w.numel(), tuple(w.shape), w.dtype)
+            b = module.bias() if callable(getattr(module, "bias", None)) else None
+            if b is not None:
+                yield f"{name}.bias", (b.numel(), tuple(b.shape), b.dtype)
+
+
+def run_fingerprint(pipe, target: Any, threads: int | None, env: dict[str, Any]) -> dict[str, Any]:
+    """The fingerprint of a run of ``pipe`` (built from ``target``) with ``threads`` torch threads."""
+    import workbench
+
+    cfg = pipe.config
+    model = model_fingerprint(list(getattr(pipe, "models", []) or []))
+    return {
+        "pipeline": pipe.name, "factory": factory_spec(target), "options": dict(cfg.options),
+        "precision": cfg.precision, "device": cfg.device, "batch_size": cfg.batch_size, "threads": threads,
+        "torch": env.get("torch"), "workbench": workbench.__version__,
+        "host": {"cpu_model": env.get("cpu_model"), "cores": _cores()},
+        "model": model, "model_note": UNDECLARED_NOTE if model == UNKNOWN else None,
+    }
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def fingerprint_of(meta: Any) -> dict[str, Any]:
+    """A run's fingerprint: the recorded one, else one derived from its config and environment."""
+    fp = meta.get("fingerprint")
+    if fp:
+        return dict(fp)
+    cfg, env = meta.get("config") or {}, meta.get("env") or {}
+    return {
+        "pipeline": meta.get("pipeline"), "factory": None, "options": dict(cfg.get("options") or {}),
+        "precision": cfg.get("precision"), "device": cfg.get("device"), "batch_size": cfg.get("batch_size"),
+        "threads": env.get("threads"), "torch": env.get("torch"), "workbench": None,
+        "host": {"cpu_model": env.get("cpu_model"), "cores": None},
+        "model": UNKNOWN, "model_note": "recorded before runs were fingerprinted",
+    }
+
+
+def _flatten(fp: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out = {}
+    for key, value in fp.items():
+        if key == "model_note":
+            continue
+        if isinstance(value, dict) and key in ("host",):
+            out |= _flatten(value, f"{prefix}{key}.")
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def differences(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[tuple[str, Any, Any]]:
+    """Fields whose values differ between two fingerprints: ``[(field, a_value, b_value)]``.
+
+    Nested host fields are named ``host.cpu_model`` and ``host.cores``; options
+    and the model compare as whole values. A field missing on one side counts as None.
+    """
+    fa, fb = _flatten(a or {}), _flatten(b or {})
+    keys = list(fa) + [k for k in fb if k not in fa]
+    return [(k, fa.get(k), fb.get(k)) for k in keys if fa.get(k) != fb.get(k)]
+
+
+def check_poolable(runs: list[Any], labels: list[str], allow_mixed: bool = False) -> list[tuple[str, Any, Any]]:
+    """Raise ConfigError unless every run's fingerprint equals the first's except ``batch_size``.
+
+    Returns the differences found (empty when none); with ``allow_mixed`` they
+    are returned instead of raised, for the caller to print.
+    """
+    found = []
+    first = fingerprint_of(runs[0].meta)
+    for run, label in zip(runs[1:], labels[1:]):
+        for name, va, vb in differences(first, fingerprint_of(run.meta)):
+            if name in POOLABLE_FIELDS:
+                continue
+            if not allow_mixed:
+                raise ConfigError(f"--service runs differ in {name}: {va!r} ({labels[0]}) vs {vb!r} ({label}); "
+                                  "pool runs of one pipeline and configuration (only batch_size may differ), "
+                                  "or pass --allow-mixed")
+            found.append((name, va, vb))
+    return found
+
+
+RECORDED_MATCH_FIELDS = ("pipeline", "factory", "options", "model", "device", "batch_size", "precision", "threads")
+LABEL_FIELDS = ("host.cpu_model", "host.cores", "torch", "workbench")
+
+
+def recorded_match(wanted: dict[str, Any], recorded: dict[str, Any]) -> tuple[bool, list[str]]:
+    """Whether a recorded run stands in for a wanted configuration, and the labels to show if it does.
+
+    It matches when :data:`RECORDED_MATCH_FIELDS` are equal (a field unknown on
+    the recorded side, e.g. ``factory`` or ``model`` of an older run, is
+    labelled instead of refused); host and version differences are labels
+    ("recorded on host.cores 4, here 2"), never a refusal.
+    """
+    labels = []
+    for name, va, vb in differences(wanted, recorded):
+        unknown = vb is None or vb == UNKNOWN
+        if name in RECORDED_MATCH_FIELDS and not unknown:
+            return False, []
+        if name in RECORDED_MATCH_FIELDS or name in LABEL_FIELDS:
+            labels.append(f"recorded with {name} {vb!r}, here {va!r}")
+    return True, labels

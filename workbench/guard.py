@@ -1,0 +1,198 @@
+"""Running a request's stages so that a stage cannot hang the tool.
+
+A Python thread cannot be killed. So with a per-request timeout the stages run
+on one worker thread per run (:class:`StageGuard`), and the calling thread
+waits at most ``timeout_s`` (real seconds) for each request. When the wait
+runs out, the request is recorded as failed with error type ``Timeout`` at
+the stage that was running, the worker thread is abandoned (it is a daemon:
+it cannot keep the process alive), and the caller stops the run. A cancel
+event is watched during the wait too, so that cancelling the explorer does
+not wait for a stuck stage.
+
+Without a timeout the runner calls the stage timer directly: no thread, no
+hand-off, the timing run's overhead stays two clock reads per stage
+(``benchmarks/bench_overhead.py``). Either way a stage's ``SystemExit`` or
+other ``BaseException`` is that request's failure (``workbench.timing``);
+only ``KeyboardInterrupt`` stops the run, and then the runner keeps what was
+measured (:class:`Interrupted`).
+"""
+from __future__ import annotations
+
+import contextlib
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from .errors import ConfigError, WorkbenchError
+from .timing import Clock, RequestTiming, StageFailure
+
+TIMEOUT = "Timeout"  # error_type of a request abandoned after timeout_s
+POLL_S = 0.05  # how often a waiting caller looks at the cancel event (s)
+
+RunOne = Callable[..., RequestTiming]  # run_one(batch, starts=[], ends=[]) -> RequestTiming
+
+
+class Cancelled(WorkbenchError):
+    """The run was cancelled (``cancel.is_set()`` became true)."""
+
+
+class StageTimeout(WorkbenchError):
+    """A stage did not return in time where no request can be recorded (a load run's warm-up)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run; ``run`` holds what was measured until then (status ``interrupted``)."""
+
+    def __init__(self, run: Any, message: str = "interrupted"):
+        super().__init__(message)
+        self.run = run
+
+
+def check_timeout(timeout_s: float | None) -> float | None:
+    """``timeout_s`` validated: None (no timeout) or a positive number of seconds."""
+    if timeout_s is None:
+        return None
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
+        raise ConfigError(f"timeout_s must be a number of seconds > 0 (or None for no timeout), got {timeout_s!r}")
+    return float(timeout_s)
+
+
+def is_timeout(timing: RequestTiming) -> bool:
+    """True when this request was abandoned after the per-request timeout."""
+    return timing.failure is not None and timing.failure.error_type == TIMEOUT
+
+
+@contextlib.contextmanager
+def guarded(run_one: RunOne, names: Sequence[str], timeout_s: float | None, *, clock: Clock,
+            cancel: Any = None, thread_init: Callable[[], Any] | None = None) -> Iterator[RunOne]:
+    """``run_one`` itself without a timeout (the fast path), else a :class:`StageGuard` around it."""
+    if timeout_s is None:
+        yield run_one
+        return
+    guard = StageGuard(run_one, names, timeout_s, clock=clock, cancel=cancel, thread_init=thread_init)
+    try:
+        yield guard
+    finally:
+        guard.close()
+
+
+class StageGuard:
+    """Runs ``run_one(batch, starts=..., ends=...)`` on a worker thread with a per-request deadline.
+
+    timeout_s: seconds one request (all its stages) may take before it is
+        abandoned; measured in real time, whatever ``clock`` is.
+    clock: the clock (ns) of the recorded times, as for the stage timer.
+    cancel: anything with ``is_set()``; set while a stage runs, the request is
+        abandoned and :class:`Cancelled` raised.
+    thread_init: called first on the worker thread (torch threads, device).
+    After a timeout or a cancel, ``stuck_stage`` names the stage left running
+    and every later call raises :class:`Cancelled`.
+    """
+
+    def __init__(self, run_one: RunOne, names: Sequence[str], timeout_s: float, *,
+                 clock: Clock = time.perf_counter_ns, cancel: Any = None,
+                 thread_init: Callable[[], Any] | None = None, poll_s: float = POLL_S):
+        self.timeout_s = check_timeout(timeout_s)
+        self.names, self.clock, self.cancel, self.poll_s = list(names), clock, cancel, poll_s
+        self.stuck_stage: str | None = None
+        self._ends: list[int] = []  # the current request's stage ends, filled by the worker
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        init = _inherit_thread_state(thread_init)
+        self._thread = threading.Thread(target=self._work, args=(run_one, init), name="workbench-stages", daemon=True)
+        self._thread.start()
+
+    def __call__(self, batch: Any) -> RequestTiming:
+        if self.stuck_stage is not None:
+            raise Cancelled(f"stage {self.stuck_stage!r} of an earlier request is still running; start a new run")
+        starts: list[int] = []
+        ends: list[int] = []
+        done, box = threading.Event(), []
+        submitted = self.clock()
+        self._ends = ends
+        self._jobs.put((batch, starts, ends, done, box))
+        if not self._wait(done):
+            return self._abandon(starts, ends, submitted)
+        kind, value = box[0]
+        if kind == "raise":
+            raise value
+        return value
+
+    def close(self) -> None:
+        """Let the worker thread end (at once if idle, else when its stage returns)."""
+        self._jobs.put(None)
+
+    def _wait(self, done: threading.Event) -> bool:
+        """Wait for the request; False when the deadline passed. Raises Cancelled if cancel is set."""
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            if done.wait(min(self.poll_s, max(left, 0.0))):
+                return True
+            if self.cancel is not None and self.cancel.is_set():
+                stage = self._running_stage(len(self._ends))
+                self.stuck_stage = stage
+                self.close()
+                raise Cancelled(f"cancelled while stage {stage!r} was running; its thread was abandoned "
+                                "and may still be running (a Python thread cannot be stopped)")
+            if left <= 0:
+                return False
+
+    def _abandon(self, starts: list[int], ends: list[int], submitted: int) -> RequestTiming:
+        """The timed-out request as a failure at the running stage; the worker is left to itself."""
+        now = self.clock()
+        e = list(ends)  # the worker may still append: ends first, so starts has at least as many
+        s = list(starts)[: len(e) + 1]
+        stage = self._running_stage(len(e))
+        if len(s) > len(e):
+            e.append(now)  # the stuck stage's row lasts until it was abandoned
+        self.stuck_stage = stage
+        self.close()
+        message = (f"stage {stage!r} still running after the {self.timeout_s:g} s per-request timeout; "
+                   "its thread was abandoned")
+        start = s[0] if s else submitted
+        return RequestTiming(start, now, s, e, None, StageFailure(stage, TIMEOUT, message))
+
+    def _running_stage(self, n_ended: int) -> str:
+        return self.names[min(n_ended, len(self.names) - 1)]
+
+    def _work(self, run_one: RunOne, init: Callable[[], Any]) -> None:
+        initialised = False
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            batch, starts, ends, done, box = job
+            try:
+                if not initialised:
+                    init()
+                    initialised = True
+                box.append(("ok", run_one(batch, starts=starts, ends=ends)))
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+                box.append(("raise", exc))
+            done.set()
+
+
+def _inherit_thread_state(thread_init: Callable[[], Any] | None) -> Callable[[], None]:
+    """What the worker thread must copy from the caller: torch's per-thread CPU thread count and CUDA device.
+
+    OpenMP keeps the intra-op thread count per OS thread and CUDA keeps the
+    current device per thread; a fresh thread would silently run with other
+    settings than the caller measured with. torch is only consulted when the
+    pipeline already imported it.
+    """
+    torch = sys.modules.get("torch")
+    threads = torch.get_num_threads() if torch is not None else None
+    device = torch.cuda.current_device() if torch is not None and torch.cuda.is_initialized() else None
+
+    def init() -> None:
+        if threads is not None:
+            torch.set_num_threads(threads)
+        if device is not None:
+            torch.cuda.set_device(device)
+        if thread_init is not None:
+            thread_init()
+
+    return init

@@ -1,0 +1,186 @@
+"""Resident memory during a timing run, and the rule that flags a steady leak.
+
+A stage that keeps a reference to every request's data grows the process by
+the same amount per request until it is killed; percentiles never show it.
+The runner samples the resident set size (RSS) before the first measured
+request and after every ``every`` measured requests (default 10), then fits a
+least-squares line through (requests done, RSS in MB). The run is flagged
+``leak_suspected`` when the growth is steady and large:
+
+* slope above ``1`` MB per 100 requests, and
+* R² of the fit above ``0.8`` (steady, not one jump), and
+* more than ``50`` MB between the first and the last sample.
+
+MB here is 10**6 bytes. Readings are injectable (``read_rss``: a callable
+returning bytes, or None where the OS gives no reading), so tests use exact
+numbers. Sampling costs one read of ``/proc/self/statm`` (a few µs) between
+requests, outside every timed stage.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+SAMPLE_EVERY = 10
+LEAK_SLOPE_MB_PER_100 = 1.0
+LEAK_R2 = 0.8
+LEAK_GROWTH_MB = 50.0
+MB = 1_000_000
+
+RssReader = Callable[[], "int | None"]
+
+
+def rss_bytes() -> int | None:
+    """The process's current resident set size in bytes; None where it cannot be read.
+
+    Linux: ``/proc/self/statm`` (current RSS). Elsewhere on Unix:
+    ``resource.getrusage`` peak RSS, which still rises steadily under a leak.
+    """
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+        import sys
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024
+
+
+class MemorySampler:
+    """RSS readings at every ``every``-th request after ``start`` requests (warm-up) are done.
+
+    Call :meth:`observe` with the number of requests done so far (0 before the
+    first); :meth:`summary` gives run.json's ``memory`` section.
+    """
+
+    def __init__(self, read_rss: RssReader = rss_bytes, *, every: int = SAMPLE_EVERY, start: int = 0):
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise ValueError(f"every must be an integer >= 1, got {every!r}")
+        self.read_rss, self.every, self.start = read_rss, every, start
+        self.requests: list[int] = []  # measured requests done at each sample
+        self.rss_bytes: list[int] = []
+
+    def observe(self, done: int) -> None:
+        """Sample when ``done - start`` is a multiple of ``every`` (and not negative)."""
+        measured = done - self.start
+        if measured < 0 or measured % self.every:
+            return
+        value = self.read_rss()
+        if value is not None:
+            self.requests.append(measured)
+            self.rss_bytes.append(int(value))
+
+    def summary(self) -> dict[str, Any] | None:
+        """``{samples_mb, slope_mb_per_100, r2, growth_mb, leak_suspected}``; None without readings."""
+        if not self.rss_bytes:
+            return None
+        return memory_trend(self.requests, [b / MB for b in self.rss_bytes])
+
+
+def memory_trend(requests: Sequence[int], rss_mb: Sequence[float]) -> dict[str, Any]:
+    """Least-squares trend of RSS (MB) against requests done, and the leak verdict.
+
+    slope_mb_per_100: MB per 100 requests (None with fewer than 2 samples).
+    r2: coefficient of determination (None when undefined: < 3 samples or flat RSS).
+    growth_mb: last sample minus first.
+    """
+    slope, r2 = _fit(list(requests), list(rss_mb))
+    growth = rss_mb[-1] - rss_mb[0]
+    slope_100 = None if slope is None else slope * 100
+    return {
+        "samples_mb": [round(v, 3) for v in rss_mb],
+        "slope_mb_per_100": None if slope_100 is None else round(slope_100, 3),
+        "r2": None if r2 is None else round(r2, 4),
+        "growth_mb": round(growth, 3),
+        "leak_suspected": leak_suspected(slope_100, r2, growth),
+    }
+
+
+def leak_suspected(slope_mb_per_100: float | None, r2: float | None, growth_mb: float) -> bool:
+    """The steady-growth rule (module docstring): all three thresholds exceeded."""
+    return (slope_mb_per_100 is not None and r2 is not None and slope_mb_per_100 > LEAK_SLOPE_MB_PER_100
+            and r2 > LEAK_R2 and growth_mb > LEAK_GROWTH_MB)
+
+
+def _fit(x: list[int], y: list[float]) -> tuple[float | None, float | None]:
+    """Slope (y per x) and R² of the least-squares line."""
+    n = len(x)
+    if n < 2:
+        return None, None
+    mx, my = sum(x) / n, sum(y) / n
+    sxx = sum((a - mx) ** 2 for a in x)
+    if sxx == 0:
+        return None, None
+    slope = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sxx
+    ss_tot = sum((b - my) ** 2 for b in y)
+    if n < 3 or ss_tot == 0:
+        return slope, None
+    ss_res = sum((b - (my + slope * (a - mx))) ** 2 for a, b in zip(x, y))
+    return slope, 1.0 - ss_res / ss_tot
+
+
+def describe(memory: dict[str, Any]) -> str:
+    """One line for the console when a leak is suspected."""
+    samples = memory["samples_mb"]
+    return (f"memory grew {memory['growth_mb']:.1f} MB (RSS {samples[0]:.1f} -> {samples[-1]:.1f} MB), "
+            f"{memory['slope_mb_per_100']:.1f} MB per 100 requests, R² {memory['r2']:.2f}: "
+            "a stage may be keeping every request's data (leak suspected)")
+
+
+class StageMemory:
+    """Per-stage memory in the traced run: RSS growth across each stage, and on CUDA the peak
+    allocated device memory while it ran (``torch.cuda.max_memory_allocated`` after a reset).
+
+    Kept out of the timing run: reading RSS costs microseconds, which would show in the
+    percentiles; the traced run's few requests carry it instead. MB are 10**6 bytes.
+    """
+
+    def __init__(self, torch_cuda: Any = None, device: str = "cpu", read_rss: RssReader = rss_bytes):
+        self._torch = torch_cuda
+        self._device = device
+        self._read_rss = read_rss
+        self._rss: dict[str, list[float]] = {}
+        self._cuda: dict[str, float] = {}
+
+    def measure(self, stage: str, counted: bool = True):
+        """A context manager around one call of ``stage`` (``counted=False``: the profiler's warm-up)."""
+        return _StageMemoryScope(self, stage, counted)
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        """Stage -> ``{rss_delta_mb_mean, rss_delta_mb_max, cuda_max_allocated_mb}`` (None where unmeasured)."""
+        out = {}
+        for stage in dict.fromkeys([*self._rss, *self._cuda]):
+            deltas = self._rss.get(stage, [])
+            out[stage] = {"rss_delta_mb_mean": sum(deltas) / len(deltas) if deltas else None,
+                          "rss_delta_mb_max": max(deltas) if deltas else None,
+                          "cuda_max_allocated_mb": self._cuda.get(stage)}
+        return out
+
+
+class _StageMemoryScope:
+    def __init__(self, owner: StageMemory, stage: str, counted: bool):
+        self.owner, self.stage, self.counted = owner, stage, counted
+
+    def __enter__(self) -> None:
+        o = self.owner
+        if not self.counted:
+            return
+        if o._torch is not None:
+            o._torch.cuda.reset_peak_memory_stats(o._device)
+        self.before = o._read_rss()
+
+    def __exit__(self, *exc) -> None:
+        o = self.owner
+        if not self.counted:
+            return
+        after = o._read_rss()
+        if self.before is not None and after is not None:
+            o._rss.setdefault(self.stage, []).append((after - self.before) / MB)
+        if o._torch is not None:
+            peak = o._torch.cuda.max_memory_allocated(o._device) / MB
+            o._cuda[self.stage] = max(o._cuda.get(self.stage, 0.0), peak)

@@ -1,0 +1,176 @@
+"""Was the machine quiet while a run measured? Readings before and after, and a rule.
+
+A run records, from ``/proc`` (Linux):
+
+* ``load_before_1m`` / ``load_after_1m``: the 1-minute load average;
+* ``other_cores``: CPU time used by *other* processes during the run, in cores
+  on average: busy time of all CPUs (``/proc/stat`` user+nice+system+irq+softirq)
+  minus this process's own (``/proc/self/stat`` utime+stime), over the wall time;
+* ``steal_pct``: time the hypervisor gave this VM's CPUs to someone else, in %
+  of all CPU time during the run;
+* ``cores`` (CPUs this process may run on) and ``torch_threads`` (the intra-op
+  threads of the thread that ran the stages);
+* ``governor``: the CPU frequency governor of cpu0 where readable (else None);
+* the run's own dispersion, ``iqr_over_median`` and ``p99_over_p50`` of end to end.
+
+The rule (defaults in :data:`THRESHOLDS`): a run is ``noisy`` when any of
+
+* other processes used more than 0.25 cores on average during the run;
+* steal time was above 5 %;
+* torch used more threads than the free cores (``cores - other_cores``, rounded):
+  torch's thread pool busy-waits, so a contended core slows every stage;
+* the load average before the run was above the number of cores.
+
+Dispersion is recorded but not part of the rule: a pipeline may vary by itself.
+``reasons`` says which rule fired, in numbers, and ``fix`` what to do. Without
+``/proc`` (macOS, Windows) nothing is measured: ``noisy`` is None and the reason
+is "not measured on this OS". Readings are injectable (:class:`Readings`), so
+tests give exact numbers.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+THRESHOLDS = {"other_cores": 0.25, "steal_pct": 5.0, "load_per_core": 1.0}
+NOT_MEASURED = "not measured on this OS"
+COARSE_BELOW_S = 1.0  # /proc/stat counts 1/100 s ticks: a shorter run reads other processes' CPU coarsely
+_BUSY = ("user", "nice", "system", "irq", "softirq")
+_STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+class Readings:
+    """The machine's counters, read from ``/proc`` (override the methods in tests).
+
+    ``cpu_ticks()``: aggregate ``/proc/stat`` counters (clock ticks) by field name;
+    ``own_ticks()``: this process's utime+stime (clock ticks); ``wall_s()``: a
+    monotonic clock in seconds; ``ticks_per_s()``: USER_HZ.
+    """
+
+    def available(self) -> bool:
+        return os.path.exists("/proc/stat") and os.path.exists("/proc/self/stat")
+
+    def loadavg_1m(self) -> float | None:
+        try:
+            return os.getloadavg()[0]
+        except (OSError, AttributeError):
+            return None
+
+    def cpu_ticks(self) -> dict[str, int]:
+        with open("/proc/stat") as fh:
+            values = fh.readline().split()[1:]
+        return {name: int(v) for name, v in zip(_STAT_FIELDS, values)}
+
+    def own_ticks(self) -> int:
+        with open("/proc/self/stat") as fh:
+            text = fh.read()
+        fields = text.rsplit(")", 1)[1].split()  # the command name may hold spaces
+        return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+
+    def ticks_per_s(self) -> int:
+        return os.sysconf("SC_CLK_TCK")
+
+    def wall_s(self) -> float:
+        return time.monotonic()
+
+    def cores(self) -> int:
+        try:
+            return len(os.sched_getaffinity(0))
+        except AttributeError:
+            return os.cpu_count() or 1
+
+    def governor(self) -> str | None:
+        try:
+            with open("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor") as fh:
+                return fh.read().strip() or None
+        except OSError:
+            return None
+
+
+@dataclass
+class NoiseProbe:
+    """Readings at the start of a run; :meth:`finish` takes the second set and applies the rule."""
+
+    readings: Readings = field(default_factory=Readings)
+    _start: dict[str, Any] | None = None
+
+    def start(self) -> "NoiseProbe":
+        r = self.readings
+        if r.available():
+            self._start = {"load": r.loadavg_1m(), "cpu": r.cpu_ticks(), "own": r.own_ticks(), "wall": r.wall_s()}
+        return self
+
+    def finish(self, torch_threads: int | None, e2e_ns=None) -> dict[str, Any]:
+        """The run's ``noise`` record (see the module docstring); ``e2e_ns``: measured end-to-end times."""
+        r = self.readings
+        if self._start is None or not r.available():
+            return {"noisy": None, "reasons": [NOT_MEASURED], "fix": None}
+        s = self._start
+        cpu, own, wall = r.cpu_ticks(), r.own_ticks(), r.wall_s()
+        hz, elapsed = r.ticks_per_s(), max(wall - s["wall"], 1e-9)
+        busy = sum(cpu.get(k, 0) - s["cpu"].get(k, 0) for k in _BUSY)
+        total = sum(cpu.get(k, 0) - s["cpu"].get(k, 0) for k in _STAT_FIELDS)
+        steal = cpu.get("steal", 0) - s["cpu"].get("steal", 0)
+        readings = {
+            "load_before_1m": s["load"], "load_after_1m": r.loadavg_1m(),
+            "other_cores": round(max(busy - (own - s["own"]), 0) / hz / elapsed, 3),
+            "steal_pct": round(100.0 * steal / total, 2) if total > 0 else 0.0,
+            "cores": r.cores(), "torch_threads": torch_threads, "governor": r.governor(),
+            "duration_s": round(elapsed, 3), **dispersion(e2e_ns),
+            "note": (f"the run took {elapsed:.2f} s: CPU counters tick {hz} times a second, so other_cores "
+                     "is coarse") if elapsed < COARSE_BELOW_S else None,
+        }
+        return assess(readings)
+
+
+def dispersion(e2e_ns) -> dict[str, float | None]:
+    """``iqr_over_median`` and ``p99_over_p50`` of end-to-end times (None for fewer than 2)."""
+    import numpy as np
+
+    arr = np.asarray([] if e2e_ns is None else e2e_ns, dtype=np.int64)
+    if arr.size < 2:
+        return {"iqr_over_median": None, "p99_over_p50": None}
+    q1, med, q3, p99 = np.percentile(arr, [25, 50, 75, 99])
+    return {"iqr_over_median": round(float((q3 - q1) / med), 4) if med else None,
+            "p99_over_p50": round(float(p99 / med), 4) if med else None}
+
+
+def assess(readings: dict[str, Any], thresholds: dict[str, float] | None = None) -> dict[str, Any]:
+    """Apply the documented rule to readings: ``readings | {noisy, reasons, fix}``."""
+    t = THRESHOLDS | (thresholds or {})
+    cores, other = readings["cores"], readings["other_cores"]
+    threads, load = readings.get("torch_threads"), readings.get("load_before_1m")
+    reasons = []
+    if other > t["other_cores"]:
+        reasons.append(f"other processes used {other:.1f} of {cores} cores during the run")
+    stolen = readings["steal_pct"] > t["steal_pct"]
+    if stolen:
+        reasons.append(f"steal time was {readings['steal_pct']:.1f} % (the hypervisor ran other VMs on these CPUs)")
+    free = max(math.floor(cores - other + 0.5), 0)
+    if threads is not None and threads > free:
+        reasons.append(f"torch used {threads} thread{'s' if threads != 1 else ''} with {free} of {cores} cores free")
+    if load is not None and load > t["load_per_core"] * cores:
+        reasons.append(f"load average was {load:.2f} on {cores} cores before the run")
+    fix = []
+    if reasons and threads is not None and threads > 1:
+        fix.append("--threads 1 (PipelineConfig(threads=1))")
+    if reasons:
+        fix.append("a quieter machine (stop other jobs, then measure again)")
+    if stolen:
+        fix.append("a dedicated host")
+    return readings | {"noisy": bool(reasons), "reasons": reasons, "fix": " or ".join(fix) or None,
+                       "thresholds": t}
+
+
+def noise_line(noise: dict[str, Any]) -> str:
+    """One line for the budget header: ``noise: NOISY - reasons; fix: ...`` or quiet/unknown."""
+    if noise.get("noisy") is None:
+        return f"noise: unknown ({'; '.join(noise.get('reasons') or [NOT_MEASURED])})"
+    if not noise["noisy"]:
+        return (f"noise: quiet (other processes {noise.get('other_cores', 0):.2f} cores, "
+                f"steal {noise.get('steal_pct', 0):.1f} %)")
+    fix = f"; fix: {noise['fix']}" if noise.get("fix") else ""
+    return f"noise: NOISY: {'; '.join(noise['reasons'])}{fix}"

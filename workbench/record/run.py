@@ -1,0 +1,117 @@
+"""``Run``: one measured run (meta, two tables, a trace file) that owns its scratch folder.
+
+An unsaved profile run's trace lives in a temporary folder the runner made
+(``SCRATCH_PREFIX`` in the system temp folder). The run owns that folder:
+``save_run`` copies the trace out and removes it, ``close()`` (or leaving a
+``with run:`` block) removes it, and a ``weakref.finalize`` removes it when
+the run is garbage collected or the interpreter exits, so long sessions and
+cancelled jobs do not pile up trace files.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import RunRecordError
+from .meta import MetaError, RunMeta
+
+SCRATCH_PREFIX = "workbench-trace-"  # the one prefix of the runner's temporary trace folders
+
+
+def scratch_folder() -> Path:
+    """A new temporary folder for a traced run (owned by the Run built from it)."""
+    return Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
+
+
+def is_scratch(folder: Path) -> bool:
+    """Whether ``folder`` is one of the runner's temporary trace folders."""
+    folder = Path(folder)
+    return folder.name.startswith(SCRATCH_PREFIX) and folder.parent == Path(tempfile.gettempdir())
+
+
+@dataclass(eq=False)
+class Run:
+    """One measured run: ``meta`` (:class:`RunMeta`), ``requests`` and ``stages`` tables, a trace file.
+
+    ``meta`` may be given as a dict (older code): it is validated and converted.
+    Use as a context manager, or call :meth:`close`, to drop an unsaved run's scratch trace.
+    """
+
+    meta: RunMeta
+    requests: pd.DataFrame
+    stages: pd.DataFrame
+    trace_path: Path | None = None
+    path: Path | None = field(default=None, compare=False)
+    _finalizer: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.meta, RunMeta):
+            try:
+                self.meta = RunMeta.from_dict(self.meta)
+            except MetaError as exc:
+                raise RunRecordError(f"run meta: {exc}") from exc
+        if self.trace_path is not None:
+            self.trace_path = Path(self.trace_path)
+            self._own_scratch()
+
+    def _own_scratch(self) -> None:
+        folder = self.trace_path.parent
+        if self.path is None and is_scratch(folder):
+            self._finalizer = weakref.finalize(self, shutil.rmtree, str(folder), True)
+
+    @property
+    def scratch(self) -> Path | None:
+        """The temporary folder this run owns (None once saved or closed)."""
+        return self.trace_path.parent if self._finalizer is not None and self._finalizer.alive else None
+
+    def close(self) -> None:
+        """Delete the scratch trace folder of an unsaved run (a saved run's files are never touched)."""
+        if self._finalizer is not None and self._finalizer.alive:
+            self._finalizer()
+            self.trace_path = None
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _release_scratch(self, saved_trace: Path | None) -> None:
+        """After a save: the trace now lives in the run folder; remove the scratch copy."""
+        self.close()
+        self.trace_path = saved_trace
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.meta.config
+
+    @property
+    def stage_names(self) -> list[str]:
+        return list(self.meta.stages)
+
+    @property
+    def kind(self) -> str:
+        return self.meta.kind
+
+    @property
+    def status(self) -> str:
+        return self.meta.status
+
+    @property
+    def label(self) -> str:
+        c = self.config
+        return f"{self.meta.pipeline or '?'} {c.get('device', '?')} bs={c.get('batch_size', '?')} {c.get('precision', '?')}"
+
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+        """Write the run folder atomically and return its path."""
+        from .folder import save_run
+
+        return save_run(self, path, overwrite=overwrite)
+

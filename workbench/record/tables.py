@@ -1,0 +1,114 @@
+"""The request and stage tables of a run: their columns, the one builder, the checks on load.
+
+``requests`` columns: ``request`` (int64, 0-based, warm-up first), ``warmup``
+(bool), ``start_ns`` (int64, from the run's start), ``dur_ns`` (int64, host end
+to end), ``ok`` (bool), ``error_stage``, ``error_type``, ``error_message``,
+``error_where`` (text or null; where ``file:line in function`` the stage
+raised), ``batch_size`` (int64 items). Load runs add ``arrival_ns``,
+``batch_wait_ns``, ``queue_wait_ns``, ``service_ns``, ``batch``.
+
+``stages`` columns: ``request``, ``stage`` (text), ``stage_index`` (int64),
+``start_ns``, ``dur_ns`` (host wall), ``device_dur_ns`` (Int64, CUDA-event
+time; null on CPU).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pandas as pd
+
+REQUEST_COLUMNS = {
+    "request": "int64", "warmup": "bool", "start_ns": "int64", "dur_ns": "int64", "ok": "bool",
+    "error_stage": "object", "error_type": "object", "error_message": "object", "batch_size": "int64",
+    "error_where": "object",
+}
+STAGE_COLUMNS = {
+    "request": "int64", "stage": "object", "stage_index": "int64", "start_ns": "int64",
+    "dur_ns": "int64", "device_dur_ns": "Int64",
+}
+OPTIONAL_REQUEST_COLUMNS = ("error_where",)  # added in format 2; null in older runs
+
+
+class TableError(ValueError):
+    """A table column is missing or of the wrong type; ``field`` names the column."""
+
+    def __init__(self, field_name: str, problem: str):
+        super().__init__(f"column {field_name!r} {problem}")
+        self.field = field_name
+
+
+def request_row(request: int, warmup: bool, start_ns: int, dur_ns: int, failure: Any, batch_size: int) -> dict:
+    """One ``requests`` row; ``failure`` is a ``StageFailure`` or None."""
+    return {"request": request, "warmup": warmup, "start_ns": start_ns, "dur_ns": dur_ns, "ok": failure is None,
+            "error_stage": failure and failure.stage, "error_type": failure and failure.error_type,
+            "error_message": failure and failure.message, "batch_size": batch_size,
+            "error_where": getattr(failure, "where", None)}
+
+
+def stage_rows(request: int, timing: Any, names: Sequence[str], origin_ns: int, first_index: int = 0) -> list[tuple]:
+    """``stages`` rows of one ``RequestTiming``: one per stage that ran, times from ``origin_ns``."""
+    rows = []
+    for k, (s, e) in enumerate(zip(timing.stage_start_ns, timing.stage_end_ns)):
+        dev = timing.device_ns[k] if timing.device_ns is not None else None
+        rows.append((request, names[k], k + first_index, s - origin_ns, e - s, dev))
+    return rows
+
+
+def build_tables(req_rows: Iterable[dict], st_rows: Iterable[tuple],
+                 extra_columns: dict[str, str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The typed ``requests`` (sorted by request) and ``stages`` tables from rows.
+
+    ``extra_columns``: name -> dtype of columns beyond :data:`REQUEST_COLUMNS` (load runs).
+    """
+    columns = {**REQUEST_COLUMNS, **(extra_columns or {})}
+    requests = pd.DataFrame(list(req_rows), columns=list(columns))
+    requests = typed_table(requests, columns).sort_values("request", ignore_index=True, kind="stable")
+    stages = typed_table(pd.DataFrame(list(st_rows), columns=list(STAGE_COLUMNS)), STAGE_COLUMNS)
+    return requests, stages
+
+
+def typed_table(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
+    """A copy with the given columns coerced (nullable text as object with None); others kept."""
+    out = df.copy()
+    for col, dtype in columns.items():
+        if col not in out.columns:
+            out[col] = pd.Series([None] * len(out), dtype=dtype if dtype != "object" else "object", index=out.index)
+        elif dtype == "object":
+            out[col] = out[col].astype(object).where(out[col].notna(), None)
+        else:
+            out[col] = out[col].astype(dtype)
+    return out
+
+
+def checked_table(df: pd.DataFrame, columns: dict[str, str], optional: Sequence[str] = ()) -> pd.DataFrame:
+    """``df`` typed as ``columns`` after checking each column holds that type; raises :class:`TableError`.
+
+    Unlike :func:`typed_table` nothing is coerced across kinds: a text ``warmup``
+    column would turn every row into a warm-up by ``astype(bool)``.
+    """
+    for col, dtype in columns.items():
+        if col not in df.columns:
+            if col in optional:
+                continue
+            raise TableError(col, "is missing")
+        _check_column(col, df[col], dtype)
+    return typed_table(df, columns)
+
+
+def _check_column(col: str, series: pd.Series, dtype: str) -> None:
+    kind = series.dtype.kind
+    if dtype == "bool":
+        ok = kind == "b" and not series.isna().any()
+        want = "true/false (bool) with no nulls"
+    elif dtype == "int64":
+        ok = kind in "iu" and not series.isna().any()
+        want = "integers (int64) with no nulls"
+    elif dtype == "Int64":
+        ok = kind in "iu" or series.isna().all() or (str(series.dtype) == "Int64")
+        want = "integers or null (Int64)"
+    else:
+        ok = pd.api.types.infer_dtype(series, skipna=True) in ("string", "empty")
+        want = "text or null"
+    if not ok:
+        raise TableError(col, f"must hold {want}, found {series.dtype}")

@@ -1,0 +1,109 @@
+"""``python -m workbench.room``: serve the dashboards (``make dashboard``) or a workshop room (``make room``)."""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+from .hosts import WILDCARD_BINDS, is_loopback_bind, normalize_host
+
+ROOM_DEFAULTS = {"pool": 2, "max_kernels": 40, "live": "queue", "path": "notebooks"}
+PLAIN_DEFAULTS = {"pool": 0, "max_kernels": 20, "live": "on", "path": "notebooks/dashboards"}
+
+
+def dashboards_only(root: Path) -> str:
+    """Voila's ``preheat_denylist`` pattern keeping every notebook but ``root/dashboards/*`` out of the pool.
+
+    Voila matches it against absolute paths (``Path(root_dir).rglob``), so the pattern is absolute.
+    """
+    return rf"^(?!{re.escape(str(root.resolve() / 'dashboards'))}{re.escape(os.sep)}).*"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m workbench.room", description=__doc__)
+    p.add_argument("path", nargs="?", help="folder to serve (default notebooks/dashboards; notebooks with --room)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0: every interface)")
+    p.add_argument("--port", type=int, default=8866)
+    p.add_argument("--room", action="store_true",
+                   help="workshop presets: dashboards and notebooks, 2 preheated kernels per dashboard, "
+                        "at most 40 kernels, live profiling queued one at a time")
+    p.add_argument("--token", default=None,
+                   help="require this token (default: a random one for a non-loopback bind, none on loopback)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="another Host name to answer (e.g. a DNS name handed out); repeatable")
+    p.add_argument("--pool", type=int, default=None, help="preheated kernels per dashboard (0: none)")
+    p.add_argument("--max-kernels", type=int, default=None, help="refuse new pages beyond this many kernels")
+    p.add_argument("--cull-idle-s", type=int, default=30,
+                   help="shut down a kernel with no page connected after this many idle seconds")
+    p.add_argument("--cull-interval-s", type=int, default=10, help="how often idle kernels are looked for")
+    p.add_argument("--unconnected-grace-s", type=int, default=300,
+                   help="idle seconds before culling a kernel whose page never connected (still loading)")
+    p.add_argument("--upload-limit-mib", type=int, default=64, help="largest upload a page accepts (MiB)")
+    p.add_argument("--live", choices=("on", "queue", "off"), default=None,
+                   help="live profiling: on, queue (one at a time across the server) or off (recorded runs only)")
+    return p
+
+
+def outward_address() -> str:
+    """The address other machines most likely reach this one by (no packet is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # TEST-NET-1: a UDP connect only picks the route
+            return s.getsockname()[0]
+        except OSError:
+            return socket.gethostname()
+
+
+def url_to_hand_out(host: str, port: int, token: str) -> str:
+    """``http://ADDRESS:PORT/`` plus ``?token=...`` when a token is required."""
+    address = outward_address() if normalize_host(host) in WILDCARD_BINDS else host
+    if ":" in address:
+        address = f"[{address}]"
+    return f"http://{address}:{port}/" + (f"?token={token}" if token else "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    defaults = ROOM_DEFAULTS if args.room else PLAIN_DEFAULTS
+    from .app import RoomVoila, resolve_token, room_config, use_our_template
+
+    if args.token == "" and not is_loopback_bind(args.host):
+        print(f"workbench room: error: an empty --token on {args.host} would let anyone on the network in; "
+              "omit --token for a random one", file=sys.stderr)
+        return 2
+    token = resolve_token(args.host, args.token)
+    path = Path(args.path or defaults["path"])
+    if not path.exists():
+        print(f"workbench room: error: {path} does not exist", file=sys.stderr)
+        return 2
+    config = room_config(
+        host=args.host, port=args.port, token=token,
+        pool=defaults["pool"] if args.pool is None else args.pool,
+        max_kernels=defaults["max_kernels"] if args.max_kernels is None else args.max_kernels,
+        cull_idle_s=args.cull_idle_s, cull_interval_s=args.cull_interval_s,
+        unconnected_grace_s=args.unconnected_grace_s,
+        upload_limit_bytes=args.upload_limit_mib << 20, live=args.live or defaults["live"],
+        allow_hosts=args.allow_host, lock_path=str(Path(tempfile.gettempdir()) / "workbench-live.lock"),
+        pool_pattern=dashboards_only(path) if path.name != "dashboards" else None)
+    use_our_template()
+    app = RoomVoila(config=config)
+    app.initialize([str(path)])
+    url = url_to_hand_out(args.host, args.port, token)
+
+    def announce():
+        print(f"\nworkbench room: serving {path} on {args.host}:{args.port}\n"
+              f"  {'hand out' if not is_loopback_bind(args.host) else 'open'}: {url}\n", flush=True)
+
+    from tornado.ioloop import IOLoop
+
+    IOLoop.current().add_callback(announce)
+    app.start()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""A load run against a server: drive it (``client``), join the responses, record a run of kind ``served``.
+
+The run's requests are the client's (end to end from send to body read);
+its stages are ``network`` (client end to end minus the server's
+``Server-Timing`` total: sockets, HTTP parsing on both sides, the client's
+own event loop) followed by the server's stages as the server reported them.
+Against a server without ``Server-Timing`` the run has end to end only.
+
+Noise: the machine probe of :mod:`workbench.noise`, with the server's own
+CPU time (from its ``/healthz``, when it is a workbench server on this
+machine) not counted as "other processes", plus one rule of this run: a
+generator lag p99 of ``LAG_P99_LIMIT_MS`` or more marks the run noisy, the
+lag being one of ``noise.reasons`` (the rate is above what the client holds).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import urlparse
+
+from ..batching.summary import load_summary
+from ..record import Run
+from .client import drive, lag_percentiles, summary_of_server
+from .records import NETWORK, client_tables
+
+LAG_P99_LIMIT_MS = 1.0
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def run_http_load(url: str, payloads: list[bytes], arrivals, *, pipeline: str | None = None, warmup: int = 5,
+                  timeout_s: float = 30.0, probe=None, tag: str | None = None) -> Run:
+    """Drive ``url`` with ``arrivals`` (an :class:`~workbench.batching.Arrivals`) and return the joined run."""
+    from ..noise import NoiseProbe
+
+    _check_url(url)
+    schedule = arrivals.times_ns()
+    probe = (probe or NoiseProbe()).start()
+    started = datetime.now(timezone.utc)
+    tag = tag or f"wb{os.getpid()}"
+    d = drive(url, payloads, schedule, tag=tag, warmup=warmup, timeout_s=timeout_s)
+    requests, stages = client_tables(d.results, d.origin_ns)
+    summary = load_summary(requests)
+    server = summary_of_server(d)
+    noise = served_noise(probe.finish(None, requests.loc[requests["ok"], "dur_ns"].to_numpy()),
+                         lag_percentiles(d.lags_ns), server["server_cpu_s"] if _is_local(url) else None)
+    health = d.server_before or {}
+    stage_names = [NETWORK, *_server_stages(d.results, health)] if any(r.server_total_ns is not None for r in d.results) else []
+    meta = {
+        "kind": "served", "pipeline": pipeline or health.get("pipeline") or "served", "description": f"served at {url}",
+        "stages": stage_names, "config": health.get("config") or {}, "env": _client_env(), "created": started.isoformat(),
+        "timing": {"warmup": 0, "requests": int(len(requests)), "clock": "time.perf_counter_ns", "sync": None,
+                   "device_timer": None},
+        "trace": None, "noise": noise,
+        "load": _load_meta(summary, d.lags_ns, arrivals, health.get("policy")),
+        "serving": {"role": "client", "url": url, "server_timing": bool(stage_names), "request_id_prefix": tag,
+                    "client": _client_name(), "generator_lag": lag_percentiles(d.lags_ns), **server},
+    }
+    return Run(meta=meta, requests=requests, stages=stages)
+
+
+def _check_url(url: str) -> None:
+    from ..errors import ConfigError
+
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigError(f"--url {url!r}: expected http://HOST:PORT")
+
+
+def _is_local(url: str) -> bool:
+    return (urlparse(url).hostname or "") in LOOPBACK
+
+
+def _server_stages(results, health: dict) -> list[str]:
+    """Stage names in server order: the server's own list, else the longest reported sequence."""
+    if health.get("stages"):
+        return list(health["stages"])
+    longest = max((r.server_stages for r in results), key=len, default=[])
+    return [name for name, _ in longest]
+
+
+def served_noise(noise: dict[str, Any], lag: dict[str, float], server_cpu_s: float | None) -> dict[str, Any]:
+    """The machine's noise record with the local server's CPU taken out and the lag rule added."""
+    from ..noise import assess
+
+    out = dict(noise)
+    if out.get("noisy") is not None and server_cpu_s is not None and out.get("duration_s"):
+        server_cores = server_cpu_s / out["duration_s"]
+        readings = {k: v for k, v in out.items() if k not in ("noisy", "reasons", "fix", "thresholds")}
+        readings["other_cores"] = round(max(readings["other_cores"] - server_cores, 0.0), 3)
+        out = assess(readings | {"server_cores": round(server_cores, 3)})
+    out["generator_lag_p99_ms"] = lag["p99_ms"]
+    if lag["p99_ms"] >= LAG_P99_LIMIT_MS:
+        reasons = list(out.get("reasons") or []) if out.get("noisy") is not None else []
+        reasons.append(f"the load generator fell behind its schedule: lag p99 {lag['p99_ms']:.3f} ms "
+                       f"(max {lag['max_ms']:.3f} ms) >= {LAG_P99_LIMIT_MS:g} ms; the rate is above what it holds")
+        fix = "a lower --rate, or the load generator on another machine"
+        out |= {"noisy": True, "reasons": reasons,
+                "fix": fix if not out.get("fix") else f"{out['fix']} or {fix}"}
+    return out
+
+
+def _load_meta(summary: dict, lags_ns, arrivals, policy: dict | None) -> dict[str, Any]:
+    from ..batching.loadgen import lag_summary
+
+    keys = ("throughput_rps", "mean_batch_size", "utilization", "batch_sizes", "requests", "failed", "batches")
+    return {**{k: summary[k] for k in keys}, **lag_summary(lags_ns), "arrivals": arrivals.params(),
+            "policy": policy}
+
+
+def _client_env() -> dict[str, Any]:
+    import platform
+
+    return {"python": sys.version.split()[0], "platform": platform.platform(), "cores": os.cpu_count(),
+            "client": _client_name()}
+
+
+def _client_name() -> str:
+    import aiohttp
+
+    return f"aiohttp {aiohttp.__version__} (asyncio, select loop)"

@@ -1,0 +1,98 @@
+"""Run tables of a served run, server side and client side (``workbench.record`` format).
+
+Server side (``workbench serve``): one request row per HTTP request, with the
+load-run columns (``arrival_ns`` = queued, ``batch_wait_ns``,
+``queue_wait_ns``, ``service_ns``, ``batch``) plus ``request_id`` (the
+client's ``X-Request-Id``, or null); ``start_ns`` is when the handler started
+and ``dur_ns`` the server end to end. Stage rows: ``ingress``, ``batch_wait``,
+``queue_wait``, the pipeline's stages, ``handoff``, ``egress``.
+
+Client side (``workbench load --url``): ``dur_ns`` is the client end to end
+(request sent to response body read); the stage rows are the server's, taken
+from each response's ``Server-Timing``, plus ``network`` = client end to end
+minus the server's ``total``. The client cannot read the server's clock, so
+joined stage rows are laid end to end from the send time (``network``
+first); their durations are measured, their start times are not.
+All times int64 ns from the run's origin.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from ..batching.records import LOAD_COLUMNS
+from ..record import build_tables
+from .service import AFTER, BEFORE
+
+SERVED_COLUMNS = {**LOAD_COLUMNS, "request_id": "object"}
+NETWORK = "network"
+DISCONNECTED = ("egress", "ClientDisconnected", "the client closed the connection before the response was sent")
+UNANSWERED = ("egress", "ServerStopped", "the server stopped before this response was sent")
+DROPPED = ("batcher", "DrainTimeout", "not dispatched before the server's drain deadline at shutdown")
+
+
+def server_tables(service, dropped, stopped_ns: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Requests and stages of a ``PipelineService`` after ``stop()`` (``dropped``: its return value)."""
+    origin, names = service.origin_ns, service.pipe.stage_names
+    order = [*BEFORE, *names, *AFTER]
+    req_rows, stage_rows = [], []
+    for rec in service.batcher.batches:
+        failure = rec.timing.failure
+        for rid in rec.requests:
+            t = service.http[rid]
+            error = (failure.stage, failure.error_type, failure.message, getattr(failure, "where", None)) if failure else None
+            if error is None and t.disconnected:
+                error = DISCONNECTED
+            elif error is None and t.sent_ns is None:
+                error = UNANSWERED
+            end = t.sent_ns if t.sent_ns is not None else stopped_ns
+            req_rows.append(_request_row(rid, t, end - t.received_ns, error, len(rec.requests), origin,
+                                         rec.close_ns - t.submitted_ns, rec.start_ns - rec.close_ns,
+                                         rec.end_ns - rec.start_ns, rec.batch))
+            if t.resumed_ns is None:
+                continue
+            cursor = t.received_ns
+            for name, dur in service.stage_times(rid, rec, t):
+                stage_rows.append((rid, name, order.index(name), cursor - origin, dur, None))
+                cursor += dur
+    for rid, arrival in dropped:
+        t = service.http[rid]
+        req_rows.append(_request_row(rid, t, stopped_ns - t.received_ns, DROPPED, 0, origin,
+                                     stopped_ns - arrival, 0, 0, -1))
+    return _frames(req_rows, stage_rows)
+
+
+def _request_row(rid, t, dur_ns, error, size, origin, batch_wait, queue_wait, service, batch) -> dict:
+    return _row(rid, t.received_ns - origin, dur_ns, error, size, t.submitted_ns - origin, batch_wait, queue_wait,
+                service, batch, t.request_id)
+
+
+def _row(rid, start, dur, error, size, arrival, batch_wait, queue_wait, service, batch, request_id) -> dict:
+    """One requests-table row by column name (columns other modules add are filled by ``typed_table``)."""
+    stage, kind, message, *where = error or (None, None, None)
+    return {"request": rid, "warmup": False, "start_ns": start, "dur_ns": dur, "ok": error is None,
+            "error_stage": stage, "error_type": kind, "error_message": message, "batch_size": size,
+            "arrival_ns": arrival, "batch_wait_ns": batch_wait, "queue_wait_ns": queue_wait, "service_ns": service,
+            "batch": batch, "request_id": request_id,
+            "error_where": where[0] if where else None}
+
+
+def client_tables(results: list, origin_ns: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Requests and stages from the load generator's ``Result`` s, joined with their ``Server-Timing``."""
+    req_rows, stage_rows = [], []
+    for k, r in enumerate(results):
+        e2e = r.done_ns - r.sent_ns
+        waits = dict(r.server_stages)
+        service = sum(d for n, d in r.server_stages if n not in (*BEFORE, *AFTER))
+        req_rows.append(_row(k, r.sent_ns - origin_ns, e2e, r.error, r.batch_size, r.sent_ns - origin_ns,
+                             waits.get("batch_wait", 0), waits.get("queue_wait", 0), service, r.batch, r.request_id))
+        if r.server_total_ns is None:
+            continue
+        cursor = r.sent_ns - origin_ns
+        for index, (name, dur) in enumerate([(NETWORK, e2e - r.server_total_ns), *r.server_stages]):
+            stage_rows.append((k, name, index, cursor, dur, None))
+            cursor += dur
+    return _frames(req_rows, stage_rows)
+
+
+def _frames(req_rows: list, stage_rows: list) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return build_tables(req_rows, stage_rows, SERVED_COLUMNS)

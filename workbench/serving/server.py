@@ -1,0 +1,182 @@
+"""``workbench serve``: a pipeline behind a real HTTP server (uvicorn + Starlette).
+
+Why this stack: uvicorn is the most used ASGI server, with a C HTTP parser
+(httptools) and no thread per connection, so the event loop stays out of
+the executor threads' way; Starlette is the small routing layer FastAPI
+itself is built on (FastAPI's validation and OpenAPI add nothing to a
+bytes-in, bytes-out endpoint, and add per-request cost).
+
+Endpoints: ``POST /predict`` (one item's bytes in, its serialised output
+out; ``X-Request-Id`` echoed; stage times in ``Server-Timing``; 500 with a
+JSON body naming the stage when a stage raised, the server goes on),
+``GET /healthz``, ``POST /shutdown``. On SIGTERM, SIGINT or ``/shutdown``
+the server stops taking requests, finishes the queued ones and writes its
+run folder (kind ``served``) atomically.
+"""
+from __future__ import annotations
+
+import asyncio
+import errno
+import signal
+import socket
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..record import Run
+from .records import server_tables
+from .service import AFTER, BEFORE, PipelineService, server_meta
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket, or a ConfigError saying the port is taken (port 0: any free port)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise ConfigError(f"--host {host!r}: cannot resolve it ({exc.strerror})") from None
+    family, _, _, _, address = infos[0]
+    # proto IPPROTO_TCP: asyncio sets TCP_NODELAY only on such sockets; without it the response's
+    # second write waits for the client's delayed ACK (40 ms on Linux).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(f"port {port} on {host} is already in use; stop what listens there or pick another --port") from None
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    sock.setblocking(False)
+    return sock
+
+
+def make_app(service: PipelineService, server_box: dict, log=print):
+    """The Starlette app; ``server_box['server']`` is the uvicorn server ``/shutdown`` stops."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    clock = service.clock
+
+    async def predict(request):
+        received = clock()
+        body = await request.body()
+        rid, times, reply = await service.predict(body, received, request.headers.get("x-request-id"))
+        if reply.status != 200:
+            log(f"request {rid}{_rid(times)}: {reply.body.decode()} (500 sent, recorded; serving on)")
+        if await request.is_disconnected():
+            times.disconnected = True
+            log(f"request {rid}{_rid(times)}: the client disconnected before the response (recorded)")
+        return Response(reply.body, status_code=reply.status, headers=reply.headers)
+
+    async def healthz(request):
+        return JSONResponse({"status": "ok", "pipeline": service.pipe.name, "requests": len(service.http),
+                             "cpu_s": time.process_time(), "config": service.pipe.config.to_dict(),
+                             "stages": [*BEFORE, *service.pipe.stage_names, *AFTER],
+                             "policy": service.policy.params()})
+
+    async def shutdown(request):
+        server_box["server"].should_exit = True
+        return JSONResponse({"status": "shutting down"})
+
+    return Starlette(routes=[Route("/predict", predict, methods=["POST"]), Route("/healthz", healthz),
+                             Route("/shutdown", shutdown, methods=["POST"])])
+
+
+def _rid(times) -> str:
+    return f" (X-Request-Id {times.request_id})" if times.request_id else ""
+
+
+def serve(pipe, policy, *, host: str = "127.0.0.1", port: int = 8000, warmup: int = 5,
+          drain_timeout_s: float = 10.0, ready=None, log=None, clock=time.perf_counter_ns) -> Run:
+    """Serve ``pipe`` until SIGTERM, SIGINT or ``POST /shutdown``; return the (unsaved) server-side run.
+
+    ready(url): called once the socket listens and the executors are warm.
+    log(line): one line per failed or abandoned request (default: stderr).
+    """
+    import uvicorn
+    from ..runner import environment
+
+    log = log or (lambda line: print(f"workbench serve: {line}", file=sys.stderr, flush=True))
+    sock = bind(host, port)
+    url = f"http://{host}:{sock.getsockname()[1]}"
+    service = PipelineService(pipe, policy, warmup=warmup, clock=clock)
+    box: dict[str, Any] = {}
+    config = uvicorn.Config(make_app(service, box, log), log_level="warning", access_log=False, lifespan="off",
+                            http="httptools", loop="asyncio", timeout_graceful_shutdown=drain_timeout_s)
+    server = box["server"] = uvicorn.Server(config)
+    started = datetime.now(timezone.utc)
+    signals: list[int] = []
+    from ..noise import NoiseProbe
+
+    probe = NoiseProbe().start()  # other processes include a load generator on this machine: it competes too
+
+    async def main():
+        service.start(asyncio.get_running_loop())
+        if ready is not None:
+            ready(url)
+        await server.serve(sockets=[sock])
+
+    with _signals_noted(signals):
+        try:
+            asyncio.run(main())
+        finally:
+            dropped = service.stop(drain_timeout_s)
+            sock.close()
+    stopped = clock()
+    requests, stages = server_tables(service, dropped, stopped)
+    noise = probe.finish(_torch_threads(), requests.loc[requests["ok"], "dur_ns"].to_numpy())
+    meta = _run_meta(pipe, started, requests, environment, server_meta(service) | {
+        "role": "server", "url": url, "stopped_by": signal.Signals(signals[0]).name if signals else "/shutdown",
+        "stack": f"uvicorn {uvicorn.__version__} (httptools) + starlette", "drain_timeout_s": drain_timeout_s})
+    return Run(meta=meta | {"noise": noise}, requests=requests, stages=stages)
+
+
+def _torch_threads() -> int | None:
+    from ..device import torch_or_none
+
+    torch = torch_or_none()
+    return torch.get_num_threads() if torch is not None else None
+
+
+class _signals_noted:
+    """Note SIGTERM and SIGINT instead of dying: uvicorn shuts down on them, then re-raises them to
+    the handlers it found, which must let the run folder still be written."""
+
+    def __init__(self, noted: list[int]):
+        self.noted, self.old = noted, {}
+
+    def __enter__(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self.old[sig] = signal.signal(sig, lambda s, _frame: self.noted.append(s))
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self.old.items():
+            signal.signal(sig, handler)
+        return False
+
+
+def _run_meta(pipe, started, requests, environment, serving: dict) -> dict[str, Any]:
+    from ..batching.summary import load_summary
+
+    summary = load_summary(requests, serving["policy"]["concurrency"])
+    keys = ("throughput_rps", "mean_batch_size", "utilization", "batch_sizes", "requests", "failed", "batches")
+    return {
+        "kind": "served", "pipeline": pipe.name, "description": pipe.description,
+        "stages": [*BEFORE, *pipe.stage_names, *AFTER], "pipeline_stages": pipe.stage_names,
+        "config": pipe.config.to_dict(), "env": environment(pipe.config), "created": started.isoformat(),
+        "timing": {"warmup": 0, "requests": int(len(requests)), "clock": "time.perf_counter_ns",
+                   "sync": "stage" if pipe.config.is_cuda else None,
+                   "device_timer": "cuda_events" if pipe.config.is_cuda else None},
+        "trace": None, "load": {k: summary[k] for k in keys}, "serving": serving,
+    }
+
+
+def save_served(run: Run, out: Path) -> Path:
+    """Write the server's run folder atomically (``workbench.record.save_run``)."""
+    return run.save(out)

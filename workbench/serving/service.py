@@ -1,0 +1,197 @@
+"""The dynamic batcher in front of one pipeline, driven from an asyncio HTTP server.
+
+``PipelineService`` owns a :class:`workbench.batching.DynamicBatcher` (the same
+executor threads and dispatch rule as ``workbench load``) and, per request,
+the HTTP-side clock readings the batcher does not see:
+
+* ``received_ns``: the handler started (headers parsed by the server);
+* ``submitted_ns``: the body was read and the item queued (the batcher's arrival);
+* ``resumed_ns``: the handler got its batch's result back on the event loop;
+* ``sent_ns``: the response body and headers were built.
+
+So a request's server-side stages are ``ingress`` (read the body),
+``batch_wait``, ``queue_wait``, the pipeline's stages, ``handoff`` (executor
+thread -> event loop) and ``egress`` (build the response), and its server end
+to end is ``sent - received``. All times are integer ns of one injectable clock.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..batching.batcher import BatchRecord, DynamicBatcher
+from ..batching.policy import BatchPolicy
+from ..timing import Clock, time_request
+from .protocol import format_server_timing, output_bytes
+
+BEFORE = ("ingress", "batch_wait", "queue_wait")
+AFTER = ("handoff", "egress")
+
+
+@dataclass
+class HttpTimes:
+    """One request's clock readings on the HTTP side (ns) and what became of it."""
+
+    received_ns: int
+    submitted_ns: int
+    request_id: str | None = None
+    resumed_ns: int | None = None
+    sent_ns: int | None = None
+    disconnected: bool = False
+
+
+@dataclass
+class Reply:
+    """What the handler sends: status, body, headers."""
+
+    status: int
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class _Finished(list):
+    """The batcher's ``batches`` list, also telling the service of each finished batch.
+
+    ``DynamicBatcher`` appends each ``BatchRecord`` under its lock when the
+    pipeline call returns; observing that append is how results reach the
+    waiting handlers without changing the batcher. ``notify`` must be quick
+    (it only schedules a callback on the event loop).
+    """
+
+    def __init__(self, notify):
+        super().__init__()
+        self._notify = notify
+
+    def append(self, record: BatchRecord) -> None:
+        super().append(record)
+        self._notify(record)
+
+
+class PipelineService:
+    """A pipeline behind the dynamic batcher, answering ``await predict(...)`` calls.
+
+    warmup: untimed pipeline calls at sizes ``max_batch_size`` and 1 (each), per
+        executor, before the first request (as ``workbench load``).
+    """
+
+    def __init__(self, pipe, policy: BatchPolicy, *, warmup: int = 5, clock: Clock = time.perf_counter_ns):
+        self.pipe, self.policy, self.clock = pipe, policy, clock
+        self.http: dict[int, HttpTimes] = {}
+        self._waiting: dict[int, asyncio.Future] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        items = [x for _, x in zip(range(max(1, policy.max_batch_size)), pipe.item_iterator())]
+        execute = _executor(pipe, clock)
+        self.batcher = DynamicBatcher(execute, policy, clock=clock,
+                                      thread_init=lambda: _warm_up(execute, items, warmup, policy.max_batch_size))
+        self.batcher.batches = _Finished(self._finished)
+        self.origin_ns = 0
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> "PipelineService":
+        """Start the executors (each warms up first) and bind to the event loop that awaits results."""
+        self._loop = loop
+        self.batcher.start()
+        self.origin_ns = self.clock()
+        return self
+
+    def stop(self, drain_timeout_s: float = 10.0) -> list[tuple[int, int]]:
+        """Finish queued requests (up to the timeout), stop the executors, return the undispatched."""
+        self.batcher.wait_done(drain_timeout_s)
+        return self.batcher.stop(abort=True)
+
+    async def predict(self, body: bytes, received_ns: int, request_id: str | None) -> tuple[int, HttpTimes, Reply]:
+        """Queue one item, wait for its batch and build the reply (200, or 500 naming the failed stage)."""
+        rid, arrival = self.batcher.submit(body)
+        times = self.http[rid] = HttpTimes(received_ns, arrival, request_id)
+        future = self._waiting[rid] = self._loop.create_future()
+        record: BatchRecord = await future
+        times.resumed_ns = self.clock()
+        reply = self._reply(rid, record, times)
+        times.sent_ns = self.clock()
+        reply.headers["Server-Timing"] = format_server_timing(self.stage_times(rid, record, times), times.sent_ns - received_ns)
+        return rid, times, reply
+
+    def stage_times(self, rid: int, record: BatchRecord, times: HttpTimes) -> list[tuple[str, int]]:
+        """``[(stage, dur_ns)]`` of one request in server order (the pipeline's stages that ran)."""
+        t = record.timing
+        pipeline = [(self.pipe.stage_names[k], e - s) for k, (s, e) in enumerate(zip(t.stage_start_ns, t.stage_end_ns))]
+        end = times.sent_ns if times.sent_ns is not None else times.resumed_ns
+        return [("ingress", times.submitted_ns - times.received_ns), ("batch_wait", record.close_ns - times.submitted_ns),
+                ("queue_wait", record.start_ns - record.close_ns), *pipeline,
+                ("handoff", times.resumed_ns - record.end_ns), ("egress", end - times.resumed_ns)]
+
+    def _reply(self, rid: int, record: BatchRecord, times: HttpTimes) -> Reply:
+        headers = {"X-Workbench-Batch": str(record.batch), "X-Workbench-Batch-Size": str(len(record.requests))}
+        if times.request_id is not None:
+            headers["X-Request-Id"] = times.request_id
+        failure = record.timing.failure
+        if failure is not None:
+            body = json.dumps({"error": f"stage {failure.stage} raised {failure.error_type}: {failure.message}",
+                               "stage": failure.stage, "type": failure.error_type}).encode()
+            return Reply(500, body, headers | {"Content-Type": "application/json"})
+        k = record.requests.index(rid)
+        return Reply(200, output_bytes(record.timing.output, k, len(record.requests)), headers)
+
+    def _finished(self, record: BatchRecord) -> None:
+        """Called on an executor thread: hand the record to the waiting handlers on the loop.
+
+        After the server stopped (its loop closed) nobody waits any more: the
+        record stays in ``batches`` and its requests are recorded as unanswered.
+        """
+        try:
+            self._loop.call_soon_threadsafe(self._resolve, record)
+        except RuntimeError:  # the event loop is closed
+            pass
+
+    def _resolve(self, record: BatchRecord) -> None:
+        for rid in record.requests:
+            future = self._waiting.pop(rid, None)
+            if future is not None and not future.done():
+                future.set_result(record)
+
+
+def _executor(pipe, clock: Clock):
+    """``execute(items) -> RequestTiming`` for the executor threads (torch threads as the caller's).
+
+    Mirrors ``workbench.batching.live``: OpenMP keeps the intra-op thread
+    count per thread, so each executor thread takes the caller's.
+    """
+    from ..device import torch_or_none
+    from ..timing import CudaStageTimer
+
+    torch = torch_or_none()
+    threads = torch.get_num_threads() if torch is not None else None
+    names, fns = pipe.stage_names, [s.fn for s in pipe.stages]
+    local = threading.local()
+
+    def execute(batch):
+        if not hasattr(local, "run"):
+            if threads is not None:
+                torch.set_num_threads(threads)
+            if pipe.config.is_cuda:
+                timer = CudaStageTimer(len(fns), "stage", clock)
+                local.run = lambda b: timer.time_request(names, fns, b)
+            else:
+                local.run = lambda b: time_request(names, fns, b, clock)
+        return local.run(batch)
+
+    return execute
+
+
+def _warm_up(execute, items: list, calls: int, size_max: int) -> int:
+    """Untimed calls at sizes ``size_max`` and 1 on this executor thread; returns how many failed."""
+    failed = 0
+    for _ in range(calls):
+        for size in (size_max, 1):
+            batch = [items[k % len(items)] for k in range(size)]
+            if execute(batch).failure is not None:
+                failed += 1
+    return failed
+
+
+def server_meta(service: PipelineService) -> dict[str, Any]:
+    """The policy and warm-up figures of a service (for run.json's ``serving``)."""
+    return {"policy": service.policy.params(), "warmup_failed": sum(service.batcher.init_results)}

@@ -1,0 +1,124 @@
+"""The one controller skeleton the three explorers share.
+
+Every explorer does the same thing with different work: a control moves ->
+the result for the new setting is taken from an LRU cache and drawn at once,
+or computed on the :class:`~workbench.widgets.jobs.JobQueue` worker (debounced,
+one job at a time, the newest winning, cancellable) and drawn when it is still
+the one on screen. A :class:`~workbench.errors.WorkbenchError` is the user's
+problem: its one-line message goes to the message line and the figures keep
+the last good result. Anything else is a bug: kept in ``last_error`` and shown
+with its type, never as a traceback.
+
+A subclass supplies ``key`` (the current setting, hashable), ``draw(value)``
+and, optionally, ``failed(key, exc)``; it calls :meth:`Controller.update`.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import ipywidgets as widgets
+
+from ..errors import WorkbenchError
+from .cache import LRUCache
+from .jobs import JobQueue
+from .panes import MessageLine
+
+Compute = Callable[[threading.Event], Any]
+
+
+class Controller:
+    """Debounce, one job at a time, cancel, an LRU cache of results and error display.
+
+    debounce_s: quiet time after the last change before the work starts.
+    cache_size: results kept (least recently used dropped).
+    """
+
+    def __init__(self, *, debounce_s: float, cache_size: int):
+        self.cache = LRUCache(cache_size)
+        self.last_error: BaseException | None = None
+        self.jobs = JobQueue(debounce_s, on_error=self._unexpected)
+        self.status = widgets.Label(value="")
+        self.message_line = MessageLine()
+        self._lock = threading.RLock()  # drawing happens on the caller's and the worker's thread
+        self._silent = False
+
+    # -- to be supplied by each explorer ------------------------------------
+    @property
+    def key(self) -> Hashable:
+        raise NotImplementedError
+
+    def draw(self, value: Any) -> None:
+        raise NotImplementedError
+
+    def failed(self, key: Hashable, exc: WorkbenchError) -> None:
+        """A setting that cannot be computed: say why; the figures keep the last good result."""
+        self.status.value = "not run"
+        self.message_line.show(str(exc), "error")
+
+    # -- shared behaviour ----------------------------------------------------
+    @property
+    def message(self) -> str:
+        """The text of the message line (errors, warnings, cancellation); "" when clear."""
+        return self.message_line.text
+
+    def update(self, key: Hashable, compute: Compute, *, force: bool = False, queued: str = "") -> None:
+        """Draw the result for ``key``: from the cache at once, or computed on the worker.
+
+        ``compute(cancel)`` runs on the worker thread and returns the value to
+        cache and draw; ``force`` computes again even when cached; ``queued``
+        is the status line while waiting.
+        """
+        value = None if force else self.cache.get(key)
+        if value is not None:
+            self.jobs.cancel()  # a queued job for another setting is no longer wanted
+            self._draw_locked(value)
+            return
+        if queued:
+            self.status.value = queued
+        self.jobs.submit(lambda cancel: self._compute(key, compute, cancel))
+
+    def wait(self, timeout: float = 300.0):
+        """Block until queued and running jobs are done (tests, notebooks)."""
+        self.jobs.wait(timeout)
+        return self
+
+    def cancel(self) -> bool:
+        """Stop the running job (where it checks its cancel event) and drop the queued one."""
+        had = self.jobs.cancel()
+        if had:
+            self.message_line.show("cancelling...", "warning")
+        return had
+
+    @contextmanager
+    def quiet(self) -> Iterator[None]:
+        """Change controls from code without their observers reacting."""
+        self._silent = True
+        try:
+            yield
+        finally:
+            self._silent = False
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.view._repr_mimebundle_(**kwargs)
+
+    def _compute(self, key: Hashable, compute: Compute, cancel: threading.Event) -> None:
+        try:
+            value = compute(cancel)
+        except WorkbenchError as exc:
+            self.failed(key, exc)
+            return
+        self.cache.put(key, value)
+        if key == self.key:
+            self._draw_locked(value)
+
+    def _draw_locked(self, value: Any) -> None:
+        with self._lock:
+            self.draw(value)
+
+    def _unexpected(self, exc: BaseException) -> None:
+        """A bug rather than a user error: still a message, with the exception type, never a traceback."""
+        self.last_error = exc
+        self.message_line.show(f"unexpected {type(exc).__name__}: {exc}", "error")

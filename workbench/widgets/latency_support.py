@@ -1,0 +1,119 @@
+"""Small helpers of the latency explorer: control choices, the wanted fingerprint, and its message lines.
+
+Kept apart from :mod:`workbench.widgets.latency` so that the explorer module
+holds only the wiring. Nothing here touches a widget.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..config import PipelineConfig
+from .recorded import RecordedRuns
+from .summaries import RunView
+
+Key = tuple[str, str, int, str, "int | None"]  # (pipeline, device, batch_size, precision, threads)
+
+
+def pipeline_targets(example: Any, pipelines: dict[str, Any] | None) -> dict[str, Any]:
+    """Dropdown label -> example name or factory; the first entry is selected."""
+    from ..examples import EXAMPLES
+
+    first = {example: example} if isinstance(example, str) else {_label(example): example}
+    if isinstance(example, str) and example not in EXAMPLES:
+        from ..errors import PipelineError
+
+        raise PipelineError(f"unknown example {example!r}; choose one of {', '.join(EXAMPLES)} or pass a factory")
+    rest = {name: name for name in EXAMPLES} | dict(pipelines or {})
+    return first | {k: v for k, v in rest.items() if k not in first}
+
+
+def _label(factory: Callable) -> str:
+    return getattr(factory, "__name__", None) or type(factory).__name__
+
+
+def device_options(recorded: RecordedRuns, here: list[str]) -> list:
+    """This machine's devices, plus devices only recorded runs have: ``("cuda (recorded on NVIDIA H200)", "cuda")``."""
+    extra = {d: name for d, name in recorded.devices().items() if d not in here}
+    if not extra:
+        return here
+    return [(d, d) for d in here] + [(f"{d} (recorded on {name})", d) for d, name in extra.items()]
+
+
+def thread_options(default: int | None) -> list[tuple[str, int | None]]:
+    """1, 2, 4, ... up to the cores this process may use (and the default), then torch's own default."""
+    from ..fingerprint import _cores
+
+    cores = _cores()
+    counts = sorted({n for n in (1, 2, 4, 8, 16, 32, 64) if n <= cores} | {cores} | ({default} if default else set()))
+    return [(str(n), n) for n in counts] + [("torch default", None)]
+
+
+def check_config(config: PipelineConfig) -> None:
+    from ..device import check_device
+    from ..precision import check_precision
+
+    check_device(config.device)
+    check_precision(config)
+
+
+def cheap_fingerprint(target: Any, config: PipelineConfig) -> dict[str, Any]:
+    """The fingerprint fields known without building the pipeline (an example's pipeline is its name)."""
+    import workbench
+
+    from ..device import cpu_model, torch_or_none
+    from ..fingerprint import UNKNOWN, _cores, factory_spec
+
+    torch = torch_or_none()
+    threads = config.threads if config.threads is not None or torch is None else torch.get_num_threads()
+    return {"pipeline": target if isinstance(target, str) else None, "factory": factory_spec(target),
+            "options": dict(config.options), "precision": config.precision, "device": config.device,
+            "batch_size": config.batch_size, "threads": threads, "torch": getattr(torch, "__version__", None),
+            "workbench": workbench.__version__, "host": {"cpu_model": cpu_model(), "cores": _cores()},
+            "model": UNKNOWN}
+
+
+def with_notes(view: RunView, labels: tuple[str, ...]) -> RunView:
+    import dataclasses
+
+    return dataclasses.replace(view, notes=tuple(labels))
+
+
+def request_options(view: RunView) -> list[tuple[str, int | None]]:
+    """Measured successful requests, slowest first: ``("request 17: 3.210 ms", 17)``."""
+    req = view.requests
+    measured = req[~req["warmup"].astype(bool) & req["ok"].astype(bool)].sort_values(
+        ["dur_ns", "request"], ascending=[False, True])
+    if measured.empty:
+        return [("(no measured request)", None)]
+    rows = zip(measured["request"].astype(int), measured["dur_ns"].astype("int64"))
+    return [(f"request {r}: {d / 1e6:.3f} ms{' (slowest)' if i == 0 else ''}", r) for i, (r, d) in enumerate(rows)]
+
+
+def failures_text(view: RunView) -> str:
+    """``failures: forward 3 (15 %): RuntimeError: boom x3 at f.py:3 in g`` per stage; "" without failures."""
+    if not view.failures:
+        return ""
+    parts = []
+    for stage, info in view.failures.items():
+        share = f" ({info['share']:.0%})" if info.get("share") is not None else ""
+        messages = ", ".join(f"{m['type']}: {m['message']} x{m['count']}" + (f" at {m['where']}" if m.get("where") else "")
+                             for m in info["messages"])
+        parts.append(f"{stage} {info['count']}{share}: {messages}")
+    return "failures (left out of the percentiles): " + "; ".join(parts)
+
+
+def verdict_text(result: dict) -> str:
+    """End to end of a comparison: ``p50 ratio 1.213 [1.150, 1.281]: slower``."""
+    e2e = result.get("end_to_end") or {}
+    metric = result.get("metric") or "p50"
+    ratio, ci = e2e.get(f"{metric}_ratio"), e2e.get(f"{metric}_ci") or [None, None]
+    if ratio is None:
+        return f"end to end {e2e.get('verdict', 'not compared')}"
+    bounds = f" [{ci[0]:.3f}, {ci[1]:.3f}]" if None not in ci else ""
+    return f"end to end {metric} ratio {ratio:.3f}{bounds}: {e2e.get('verdict', '?')}"
+
+
+def describe(key: Key) -> str:
+    pipeline, device, batch_size, precision, threads = key
+    return f"{pipeline} {device} bs={batch_size} {precision} threads={threads if threads is not None else 'default'}"

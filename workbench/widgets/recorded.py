@@ -1,0 +1,140 @@
+"""Which recorded run may stand in for a configuration: matched on its fingerprint, never on its name.
+
+A recorded run of another model with the same pipeline name once showed a
+p50 of 1854 ms for a model that takes 23 ms. So a run stands in only when
+``workbench.fingerprint.recorded_match`` accepts it: pipeline, factory spec,
+options, model fingerprint, device, batch size, precision and threads equal
+(a field the run did not record, such as the model of an older run, is
+labelled instead); host and version differences are labels, never refusals.
+
+One exception, said in the label: a device this machine does not have (the
+recorded GPU runs on a CPU-only laptop) cannot be measured here at any thread
+count, so there the CPU thread count is a label too.
+
+Only ``run.json`` is read here (``workbench.record.read_meta``); a broken one
+is skipped with a note.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import RunRecordError
+from ..fingerprint import UNKNOWN, differences, fingerprint_of, recorded_match
+from ..record import META_FILE, read_meta
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One recorded profile run: its folder, fingerprint and where it ran."""
+
+    folder: Path
+    fingerprint: dict[str, Any]
+    device_name: str | None
+    created: str
+
+
+@dataclass(frozen=True)
+class Match:
+    """A recorded run accepted for a configuration, and what differs (labels for the status line)."""
+
+    run: Recorded
+    labels: tuple[str, ...]
+
+
+class RecordedRuns:
+    """Recorded profile runs found under ``paths`` (folders of run folders, or run folders).
+
+    ``skipped``: one note per run folder whose ``run.json`` could not be read.
+    Later paths come later in :attr:`runs`; the last matching run wins.
+    """
+
+    def __init__(self, paths: Any = None):
+        self.runs: list[Recorded] = []
+        self.skipped: list[str] = []
+        for folder in _run_folders(paths):
+            try:
+                meta = read_meta(folder / META_FILE)
+            except RunRecordError as exc:
+                self.skipped.append(str(exc))
+                continue
+            if meta.kind != "profile":
+                continue
+            env = meta.env or {}
+            self.runs.append(Recorded(folder, fingerprint_of(meta), env.get("device_name"), str(meta.created or "")[:10]))
+
+    @property
+    def note(self) -> str:
+        """A line for the page ("" when nothing was skipped)."""
+        if not self.skipped:
+            return ""
+        return f"skipped {len(self.skipped)} unreadable recorded run(s): " + "; ".join(self.skipped)
+
+    def devices(self) -> dict[str, str]:
+        """Device family (``cpu``, ``cuda``) -> the name of the device a run was recorded on."""
+        found: dict[str, str] = {}
+        for run in self.runs:
+            family = str(run.fingerprint.get("device") or "cpu").split(":")[0]
+            found.setdefault(family, run.device_name or family)
+        return found
+
+    def find(self, wanted: dict[str, Any], *, measurable: bool = True) -> Match | None:
+        """The recorded run that stands in for the ``wanted`` fingerprint, or None.
+
+        measurable: False when this machine cannot run ``wanted["device"]``;
+        then the thread count is labelled rather than matched (see the module docstring).
+        """
+        found = None
+        for run in self.runs:
+            want = wanted
+            if not measurable and run.fingerprint.get("threads") != wanted.get("threads"):
+                want = wanted | {"threads": run.fingerprint.get("threads")}
+            ok, _ = recorded_match(want, _comparable(run.fingerprint))
+            if ok:
+                labels = difference_labels(want, _comparable(run.fingerprint))
+                if want is not wanted:
+                    labels = [f"recorded with {run.fingerprint.get('threads')} CPU threads (cannot be measured here)",
+                              *labels]
+                found = Match(run, tuple(labels))
+        return found
+
+    def needs_model(self, wanted: dict[str, Any]) -> bool:
+        """Whether a run matching the cheap fields recorded a model fingerprint (then build to compare it)."""
+        cheap = wanted | {"model": None}
+        for run in self.runs:
+            if run.fingerprint.get("model") in (None, "unknown"):
+                continue
+            ok, _ = recorded_match(cheap, _comparable(run.fingerprint) | {"model": None})
+            if ok:
+                return True
+        return False
+
+
+def difference_labels(wanted: dict[str, Any], recorded: dict[str, Any]) -> list[str]:
+    """What an accepted recorded run differs in: ``recorded with torch '2.11', here '2.13'``, and one
+    ``not recorded: factory, workbench`` for the fields the run did not record."""
+    labels, missing = [], []
+    for name, here, there in differences(wanted, recorded):
+        if there is None or there == UNKNOWN:
+            missing.append(name)
+        else:
+            labels.append(f"recorded with {name} {there!r}, here {here!r}")
+    return labels + ([f"not recorded: {', '.join(missing)}"] if missing else [])
+
+
+def _comparable(fp: dict[str, Any]) -> dict[str, Any]:
+    """A recorded fingerprint with its device reduced to the family the toggle offers (``cuda:0`` -> ``cuda``)."""
+    return fp | {"device": str(fp.get("device") or "cpu").split(":")[0]}
+
+
+def _run_folders(paths: Any) -> list[Path]:
+    if paths is None:
+        return []
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    folders = []
+    for root in map(Path, paths):
+        candidates = [root] if (root / META_FILE).is_file() else sorted(p for p in root.glob("*") if p.is_dir())
+        folders += [f for f in candidates if (f / META_FILE).is_file()]
+    return folders

@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PORT   ?= 8866
 
-.PHONY: dashboard room lab test bench data lock browser redis clean-venv
+.PHONY: dashboard room lab handouts test bench data lock browser redis clean-venv
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ LAB_PORT ?= 8888
 lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --no-browser --ServerApp.root_dir=$(CURDIR)/notebooks --ServerApp.ip=127.0.0.1 \
 	  --ServerApp.port=$(LAB_PORT) $$([ "$$(id -u)" = 0 ] && echo --allow-root)
+
+# Every teaching notebook executed and exported to HTML that draws offline (plotly inline, widgets as snapshots).
+HANDOUTS ?= build/handouts
+handouts: $(STAMP)
+	$(PY) scripts/handouts.py --out $(HANDOUTS)
 
 test: $(STAMP) browser redis
 	$(PY) -m pytest -q -p no:cacheprovider tests

@@ -125,61 +125,86 @@ def move_sliders(pages: list, ok: list[bool], timeout_s: float) -> list[float | 
     return out
 
 
-def run(pages_n: int, notebook: str, timeout_s: float) -> dict:
-    from playwright.sync_api import sync_playwright
+def wait_for_pool(log: Path, timeout_s: float) -> float | None:
+    """Seconds until Voila logged every dashboard's pool as filled (None: not within ``timeout_s``)."""
+    dashboards = len(list((REPO / "notebooks" / "dashboards").glob("*.ipynb")))
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        if log.read_text(errors="replace").count("is filled with") >= dashboards:
+            return round(time.monotonic() - started, 1)
+        time.sleep(1)
+    return None
 
-    latency = "latency_explorer" in notebook
-    want = 3 if latency else 6
-    with room_server("notebooks", "--room", log_name="bench_room.log", timeout_s=180) as (proc, port, url, log):
-        sampler = Sampler(proc)
-        sampler.start()
-        started = time.monotonic()
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            blocked: list[str] = []
-            contexts = [student_context(browser, port, want, blocked) for _ in range(pages_n)]
-            pages, loads = open_pages(contexts, url, notebook, timeout_s)
-            ok = [r["failed"] is None for r in loads]
-            errors = [p.locator(".workbench-error").count() if g else 0 for p, g in zip(pages, ok)]
-            sliders = move_sliders(pages, ok, timeout_s) if latency else []
-            ids = set()
-            for page, good in zip(pages, ok):
-                try:
-                    ids.add(page.evaluate("() => JSON.parse(document.getElementById('jupyter-config-data')"
-                                          ".textContent).kernelId"))
-                except Exception:  # noqa: BLE001 - a failed page may have no config
-                    pass
-            peak_kernels = max(s[1] for s in sampler.samples)
-            for page in pages:
-                page.close()
-            closed = time.monotonic()
-            reclaim_s = None
-            while time.monotonic() - closed < 120:
-                if not ({kernel_id_of(p) for p in kernel_processes(proc)} & ids):
-                    reclaim_s = time.monotonic() - closed
-                    break
-                time.sleep(1)
-            browser.close()
-        sampler.stop.set()
-        sampler.join()
-        left = len(kernel_processes(proc))
+
+def summary(st: dict) -> dict:
+    """The figures from whatever phases finished (``st`` is filled as the run goes)."""
+    loads, ok, sliders, samples = st.get("loads", []), st.get("ok", []), st.get("sliders", []), st.get("samples", [])
     first = [r["first_figure_s"] for r in loads if r["first_figure_s"] is not None]
     full = [r["all_figures_s"] for r in loads if r["all_figures_s"] is not None]
-    moved = [s for s in sliders if s is not None]
+    moved = [x for x in sliders if x is not None]
     return {
-        "pages": pages_n, "notebook": notebook, "wall_s": round(time.monotonic() - started, 1),
-        "failures": sum(not g for g in ok) + sum(1 for e in errors if e), "failure_reasons": sorted(
-            {r["failed"] for r in loads if r["failed"]}),
+        "pages": st["pages"], "notebook": st["notebook"], "wall_s": round(time.monotonic() - st["started"], 1),
+        "interrupted": st.get("interrupted"), "phase_reached": st.get("phase"), "pool_ready_s": st.get("pool_ready_s"),
+        "failures": sum(not g for g in ok) + sum(1 for e in st.get("errors", []) if e),
+        "failure_reasons": sorted({r["failed"] for r in loads if r["failed"]}),
         "first_figure_s": {"p50": pct(first, 0.5), "p95": pct(first, 0.95), "max": max(first, default=None)},
         "all_figures_s": {"p50": pct(full, 0.5), "p95": pct(full, 0.95), "max": max(full, default=None)},
         "slider_update_s": {"p50": pct(moved, 0.5), "p95": pct(moved, 0.95), "max": max(moved, default=None),
-                            "missing": sum(1 for g, s in zip(ok, sliders) if g and s is None)},
-        "kernels_peak": peak_kernels, "kernels_left_after_close": left, "reclaimed_s": reclaim_s,
-        "rss_peak_mb": round(max(s[2] for s in sampler.samples) / 2**20),
-        "blocked_outside_requests": len(blocked),
+                            "missing": sum(1 for g, x in zip(ok, sliders) if g and x is None)},
+        "kernels_peak": max((x[1] for x in samples), default=None),
+        "kernels_left_after_close": st.get("left"), "reclaimed_s": st.get("reclaim_s"),
+        "rss_peak_mb": round(max((x[2] for x in samples), default=0) / 2**20),
+        "blocked_outside_requests": len(st.get("blocked", [])),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "load_avg_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None},
+                    "load_avg_at_end": [round(x, 1) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None},
     }
+
+
+def run(st: dict, timeout_s: float) -> None:
+    """Fill ``st`` phase by phase: pages loaded, sliders moved, pages closed, kernels reclaimed."""
+    from playwright.sync_api import sync_playwright
+
+    latency = "latency_explorer" in st["notebook"]
+    want = 3 if latency else 6
+    with room_server("notebooks", "--room", log_name="bench_room.log", timeout_s=180) as (proc, port, url, log):
+        sampler = Sampler(proc)
+        st["samples"] = sampler.samples
+        sampler.start()
+        try:
+            st["pool_ready_s"] = wait_for_pool(log, 300.0)  # the instructor starts the room before students come
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                st["blocked"] = []
+                contexts = [student_context(browser, port, want, st["blocked"]) for _ in range(st["pages"])]
+                st["phase"] = "loading"
+                pages, st["loads"] = open_pages(contexts, url, st["notebook"], timeout_s)
+                st["ok"] = ok = [r["failed"] is None for r in st["loads"]]
+                st["errors"] = [p.locator(".workbench-error").count() if g else 0 for p, g in zip(pages, ok)]
+                print(json.dumps(summary(st)), flush=True)  # the load figures, in case a later phase is cut
+                st["phase"] = "sliders"
+                st["sliders"] = move_sliders(pages, ok, min(timeout_s, 240.0)) if latency else []
+                ids = set()
+                for page in pages:
+                    try:
+                        ids.add(page.evaluate("() => JSON.parse(document.getElementById('jupyter-config-data')"
+                                              ".textContent).kernelId"))
+                    except Exception:  # noqa: BLE001 - a failed page may have no config
+                        pass
+                st["phase"] = "closing"
+                for page in pages:
+                    page.close(run_before_unload=True)  # a student closing the tab: the page asks for shutdown
+                closed = time.monotonic()
+                while time.monotonic() - closed < 120:
+                    if not ({kernel_id_of(p) for p in kernel_processes(proc)} & ids):
+                        st["reclaim_s"] = time.monotonic() - closed
+                        break
+                    time.sleep(1)
+                st["left"] = len(kernel_processes(proc))
+                st["phase"] = "done"
+                browser.close()
+        finally:
+            sampler.stop.set()
+            sampler.join()
 
 
 def markdown(r: dict) -> str:
@@ -190,6 +215,8 @@ def markdown(r: dict) -> str:
         f"{r['pages']} concurrent pages of `{r['notebook']}` against `python -m workbench.room notebooks --room` "
         "(2 preheated kernels per dashboard, 3 dashboards, at most 40 kernels, culling 30 s / 10 s), one headless Chromium "
         f"on the same machine with one browser context per page (a student each). {r['machine']['cpus']} cores; load average at the end {r['machine']['load_avg_at_end']}.",
+        f"Pages were opened once the pools were full ({r['pool_ready_s']} s after the server printed its URL); "
+        "closing a page runs its unload handler, as closing a tab does.",
         "**The machine was busy** (other agents' tests and builds shared the two cores): these are figures from a "
         "loaded machine, not a quiet one.", "",
         "| measure | p50 | p95 | max |", "|---|---|---|---|",
@@ -204,7 +231,8 @@ def markdown(r: dict) -> str:
         f"- kernels: peak {r['kernels_peak']}; left after the pages closed: {r['kernels_left_after_close']} "
         f"(the pool); every page's kernel gone {f(r['reclaimed_s'])} s after close",
         f"- memory, server + kernels (RSS): peak {r['rss_peak_mb']} MB",
-        f"- outside requests (all aborted): {r['blocked_outside_requests']}; wall time {r['wall_s']} s", "",
+        f"- outside requests (all aborted): {r['blocked_outside_requests']}; wall time {r['wall_s']} s",
+        f"- run {'interrupted: ' + r['interrupted'] if r['interrupted'] else 'complete'}", "",
         "Goal (issue 14): no failure, first figure p95 under 15 s, memory bounded.", ""])
 
 
@@ -220,7 +248,12 @@ def main() -> int:
         print(f"{CHROMIUM} is missing (Debian package chromium)", file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out
-    result = run(args.pages, args.notebook, args.timeout_s)
+    st = {"pages": args.pages, "notebook": args.notebook, "started": time.monotonic()}
+    try:
+        run(st, args.timeout_s)
+    except (SystemExit, KeyboardInterrupt) as exc:
+        st["interrupted"] = f"stopped by {type(exc).__name__} during {st.get('phase')}"
+    result = summary(st)
     print(json.dumps(result, indent=2))
     args.md.write_text(markdown(result))
     if args.json:

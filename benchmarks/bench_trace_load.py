@@ -109,7 +109,8 @@ def hta_dir(trace: Path, workdir: Path) -> Path:
 
 def bench_one(label: str, trace: Path, workdir: Path, repeat: int, timeout_s: float) -> dict:
     """Every tool ``repeat`` times, interleaved; the fastest run of each and the ratios."""
-    row = {"trace": label, "path": _shown_path(trace), "file_mb": trace.stat().st_size / 1e6}
+    row = {"trace": label, "path": _shown_path(trace), "file_mb": trace.stat().st_size / 1e6,
+           "json_mb": _json_bytes(trace) / 1e6}
     args = {"workbench": str(trace), "hta": str(hta_dir(trace, workdir)), "orjson": str(trace)}
     runs: dict[str, list] = {tool: [] for tool in TOOLS}
     for _ in range(repeat):
@@ -145,6 +146,15 @@ def ratios(wb: dict, hta: dict, oj: dict) -> dict:
     return out
 
 
+def _json_bytes(path: Path) -> int:
+    """Size of the JSON text: the file's, or a gzip's ISIZE (its last 4 bytes; below 4 GiB)."""
+    with open(path, "rb") as stream:
+        if stream.read(2) != b"\x1f\x8b":
+            return path.stat().st_size
+        stream.seek(-4, os.SEEK_END)
+        return int.from_bytes(stream.read(4), "little")
+
+
 def _shown_path(path: Path) -> str:
     try:
         return os.path.relpath(path.resolve(), ROOT) if ROOT.parent in path.resolve().parents else path.name
@@ -165,7 +175,7 @@ def _at_most(x, bound):
 
 
 def print_table(rows: list[dict]) -> None:
-    head = (f"{'trace':<36} {'MB':>6} | {'wb s':>6} {'+MB':>6} {'MB':>6} | {'HTA s':>6} {'+MB':>6} {'MB':>6} | "
+    head = (f"{'trace':<36} {'JSON MB':>7} | {'wb s':>6} {'+MB':>6} {'MB':>6} | {'HTA s':>6} {'+MB':>6} {'MB':>6} | "
             f"{'orj s':>6} {'MB':>6} | {'HTA/wb':>6} {'wb/orj':>6} {'+mem wb/HTA':>11}")
     print(head)
     print("-" * len(head))
@@ -177,7 +187,7 @@ def print_table(rows: list[dict]) -> None:
             values = [t.get("wall_s"), *extra, t.get("peak_mb")]
             cells.append(" ".join(_fmt(v, 6, 2 if i == 0 else 0) for i, v in enumerate(values)) if t["ok"]
                          else f"{'failed':>{20 if k != 'orjson' else 13}}")
-        print(f"{r['trace']:<36} {r['file_mb']:>6.1f} | " + " | ".join(cells) +
+        print(f"{r['trace']:<36} {r['json_mb']:>7.1f} | " + " | ".join(cells) +
               f" | {_fmt(r['speedup_vs_hta'], 6)} {_fmt(r['time_vs_orjson'], 6)} {_fmt(r['memory_vs_hta'], 11)}")
         for k in TOOLS:
             if not r[k]["ok"]:
@@ -225,8 +235,8 @@ def main(argv=None) -> int:
 
 
 def real_traces() -> list[Path]:
-    """Every trace in ``../shared/traces``, smallest first."""
-    found = SHARED_TRACES.glob("*.json*") if SHARED_TRACES.is_dir() else []
+    """Every trace in ``../shared/traces`` (``*.json.gz``: not its REFERENCE.json), smallest first."""
+    found = SHARED_TRACES.glob("*.json.gz") if SHARED_TRACES.is_dir() else []
     return sorted(found, key=lambda p: p.stat().st_size)
 
 

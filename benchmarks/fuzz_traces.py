@@ -15,7 +15,8 @@ process whose peak RSS (VmHWM) is reported.
 Prints a table by family (loaded / clean error / crash / wrong result) and writes
 ``benchmarks/results/fuzz_traces.md``; exits 1 if anything crashed or was wrong.
 
-    python benchmarks/fuzz_traces.py [--variants 10000] [--seed 0] [--jobs 2] [--cli-sample 60] [--smoke]
+    python benchmarks/fuzz_traces.py [--variants 10000] [--seed 0] [--jobs 2] [--analyze-every 1]
+                                     [--figures-every 20] [--cli-sample 60] [--no-bomb] [--smoke]
 """
 from __future__ import annotations
 
@@ -51,21 +52,23 @@ sys.exit(main(sys.argv[1:]))
 
 def _work(task: tuple) -> list:
     """Worker: judge the variants ``start .. stop`` (by number) of ``seed``."""
-    start, stop, seed, figures_every = task
+    start, stop, seed, analyze_every, figures_every = task
     bases = default_bases(ROOT)
     out = []
     with tempfile.TemporaryDirectory(prefix="fuzz-") as folder:
         for index in range(start, stop):
             v = variant(bases, index, seed)
             t0 = time.perf_counter()
-            verdict = judge(v, Path(folder), analyze=True, figures=figures_every > 0 and index % figures_every == 0)
+            turn = index // len(FAMILIES)  # variants cycle through the families: sample whole turns
+            verdict = judge(v, Path(folder), analyze=turn % analyze_every == 0,
+                            figures=figures_every > 0 and turn % figures_every == 0)
             out.append((index, verdict.family, verdict.outcome, verdict.detail, time.perf_counter() - t0))
     return out
 
 
-def fuzz_in_process(count: int, seed: int, jobs: int, figures_every: int) -> list:
+def fuzz_in_process(count: int, seed: int, jobs: int, analyze_every: int, figures_every: int) -> list:
     step = 250
-    tasks = [(i, min(i + step, count), seed, figures_every) for i in range(0, count, step)]
+    tasks = [(i, min(i + step, count), seed, analyze_every, figures_every) for i in range(0, count, step)]
     rows = []
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         for done, part in enumerate(pool.map(_work, tasks), 1):
@@ -80,7 +83,7 @@ def fuzz_cli(sample: int, seed: int) -> list:
     rows = []
     with tempfile.TemporaryDirectory(prefix="fuzz-cli-") as folder:
         for k in range(sample):
-            index = k * 37 + k % len(FAMILIES)  # 37 is coprime with the 18 families: all get visited
+            index = k * (2 * len(FAMILIES) + 1)  # family k % 18, from turn 2k: every family in turn
             verdict = judge_cli(variant(bases, index, seed), Path(folder))
             rows.append((index, verdict.family, verdict.outcome, verdict.detail, 0.0))
     return rows
@@ -137,9 +140,11 @@ def report(args, rows, cli_rows, bombs, wall_s: float) -> str:
         "# Trace fuzzing (issue 11)",
         "",
         f"`python benchmarks/fuzz_traces.py --variants {args.variants} --seed {args.seed} --jobs {args.jobs} "
-        f"--cli-sample {args.cli_sample}`: {len(rows):,} variants in {wall_s:.0f} s on a busy 2-core machine "
-        "(shared with other jobs: timings are loose upper bounds). Every loaded variant is analyzed; every "
-        f"{args.figures_every}th also draws the dashboard figures.",
+        f"--analyze-every {args.analyze_every} --figures-every {args.figures_every} --cli-sample {args.cli_sample}`: "
+        f"{len(rows):,} variants in {wall_s:.0f} s on a busy 2-core machine (shared with other jobs: timings are "
+        f"loose upper bounds). All are loaded; the variants of every {args.analyze_every}th turn through the "
+        f"{len(FAMILIES)} families are also analyzed and checked when they load (`analyze`), and those of every "
+        f"{args.figures_every}th turn also draw the dashboard figures.",
         "",
         "## In process (`load_trace` + `analyze` [+ dashboard figures])",
         "",
@@ -169,7 +174,11 @@ def main(argv=None) -> int:
     parser.add_argument("--variants", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--figures-every", type=int, default=20, help="draw the dashboard figures of every Nth")
+    parser.add_argument("--analyze-every", type=int, default=1,
+                        help="analyze the variants of every Nth turn through the families (all are loaded); "
+                             "1: all (about 0.2 s each)")
+    parser.add_argument("--figures-every", type=int, default=20,
+                        help="draw the dashboard figures of every Nth turn (about 1 s each); 0: none")
     parser.add_argument("--cli-sample", type=int, default=60)
     parser.add_argument("--no-bomb", action="store_true", help="skip the 1 GiB bomb measurement")
     parser.add_argument("--smoke", action="store_true", help="200 variants, 6 through the CLI, no bomb, no file")
@@ -180,7 +189,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="fuzz-bomb-") as folder:
         bombs = [] if args.no_bomb else bomb_rows(Path(folder))
-    rows = fuzz_in_process(args.variants, args.seed, args.jobs, args.figures_every)
+    rows = fuzz_in_process(args.variants, args.seed, args.jobs, args.analyze_every, args.figures_every)
     cli_rows = fuzz_cli(args.cli_sample, args.seed)
     text = report(args, rows, cli_rows, bombs, time.perf_counter() - t0)
     print(text)

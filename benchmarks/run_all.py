@@ -3,6 +3,16 @@
 Each benchmark compares against its peer tool in the same run and prints ratios;
 this script only runs them one after another so they do not compete for the
 two cores.
+
+The benchmarks added in 0.2 run here with small settings, so ``make bench``
+stays a few minutes on a laptop; their outputs go to ``results/bench_*.md`` /
+``.json`` and never overwrite the full-size results the README quotes
+(``results/compare.md``, ``results/stacks.md``, ``results/fuzz_traces.md``,
+``results/room.md``), which come from running a script alone with its defaults.
+``fuzz_traces`` and ``bench_room`` are optional: skipped, with a line, when the
+script is absent (``bench_room`` also needs Debian's chromium).
+
+``python benchmarks/run_all.py --list`` prints the commands without running them.
 """
 from __future__ import annotations
 
@@ -12,21 +22,55 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-BENCHMARKS = ["bench_overhead", "bench_trace_load", "bench_simulator", "bench_figures", "bench_widget_memory"]
 
 
-def main() -> int:
+def _json(name: str) -> list[str]:
+    return ["--json", str(RESULTS / f"{name}.json")]
+
+
+# (script name, its arguments, required): a missing required script is a failure, an optional one a skip.
+BENCHMARKS: list[tuple[str, list[str], bool]] = [
+    ("bench_overhead", _json("bench_overhead"), True),
+    ("bench_trace_load", _json("bench_trace_load"), True),
+    ("bench_simulator", _json("bench_simulator"), True),
+    ("bench_figures", _json("bench_figures"), True),
+    ("bench_widget_memory", _json("bench_widget_memory"), True),
+    ("bench_compare", ["--examples", "tabular", "--reps", "10", "--requests", "60",
+                       *_json("bench_compare"), "--md", str(RESULTS / "bench_compare.md")], True),
+    ("bench_stacks", ["--requests", "20", "--blocks", "2", "--out", str(RESULTS / "bench_stacks.md")], True),
+    ("fuzz_traces", ["--smoke"], False),
+    ("bench_room", ["--pages", "4", *_json("bench_room"), "--md", str(RESULTS / "bench_room.md")], False),
+]
+
+
+def commands() -> list[tuple[str, list[str] | None]]:
+    """(name, command line) per benchmark; None for an optional script that is absent."""
+    out = []
+    for name, args, required in BENCHMARKS:
+        script = HERE / f"{name}.py"
+        present = script.exists()
+        out.append((name, [sys.executable, str(script), *args] if present or required else None))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--list"]:
+        for name, cmd in commands():
+            print(f"{name}: {' '.join(cmd) if cmd else 'absent (optional), skipped'}")
+        return 0
     RESULTS.mkdir(exist_ok=True)
     failed = []
-    for name in BENCHMARKS:
-        script = HERE / f"{name}.py"
-        if not script.exists():
+    for name, cmd in commands():
+        if cmd is None:
+            print(f"== {name}: absent (optional), skipped", flush=True)
+            continue
+        if not Path(cmd[1]).exists():
             print(f"== {name}: missing", flush=True)
             failed.append(name)
             continue
         print(f"== {name}", flush=True)
-        code = subprocess.call([sys.executable, str(script), "--json", str(RESULTS / f"{name}.json")])
-        if code:
+        if subprocess.call(cmd):
             failed.append(name)
     print("failed or missed goals: " + (", ".join(failed) if failed else "none"))
     return 1 if failed else 0

@@ -58,6 +58,24 @@ def _start_server(example: str, policy: BatchPolicy, threads: int, out: Path):
     raise RuntimeError("serve did not start within 300 s")
 
 
+def payloads_file(example: str, root: Path, n: int = 50_000) -> Path:
+    """The example's first ``n`` items, one request body per line (the clients then need no model)."""
+    import itertools
+
+    from workbench import PipelineConfig
+    from workbench.runner import resolve_pipeline
+    from workbench.serving.protocol import item_bytes
+
+    path = root / f"{example}-payloads.txt"
+    if not path.exists():
+        pipe = resolve_pipeline(example, PipelineConfig(batch_size=1))
+        bodies = [item_bytes(x) for x in itertools.islice(pipe.item_iterator(), n)]
+        if any(b"\n" in b or b"\r" in b for b in bodies):
+            raise RuntimeError(f"{example}: an item holds a line break; the served validation sends one line per body")
+        path.write_bytes(b"\n".join(bodies) + b"\n")
+    return path
+
+
 def _as_load_run(run: Run, prefix: str) -> Run:
     """The server's requests of one client (by X-Request-Id prefix), as a load run for the service model."""
     req = run.requests[run.requests["request_id"].astype(str).str.startswith(prefix + "-")]
@@ -70,14 +88,15 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
     size, wait, process, load = cfg
     policy = BatchPolicy(size, wait)
     tag = f"{example}-mb{size}-w{wait:g}-{process}-{load:g}"
+    payloads = payloads_file(example, root)
     proc, url = _start_server(example, policy, args.threads, root / f"served-{tag}")
     try:
-        probe = _workbench("load", "--url", url, "--example", example, "--rate",
+        probe = _workbench("load", "--url", url, "--payloads", payloads, "--rate",
                            round(2 * threaded.capacity_rps(size), 1), "--duration", PROBE_S, "--json",
                            "--out", root / f"probe-{tag}")
         capacity = probe["throughput_rps"]
         rate = round(load * capacity, 1)
-        client = _workbench("load", "--url", url, "--example", example, "--rate", rate, "--arrivals", process,
+        client = _workbench("load", "--url", url, "--payloads", payloads, "--rate", rate, "--arrivals", process,
                             "--duration", args.duration, "--seed", args.seed, "--json", "--out", root / f"client-{tag}")
     finally:
         proc.send_signal(signal.SIGTERM)

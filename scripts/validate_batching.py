@@ -85,7 +85,8 @@ def threaded_model(example: str, profiled, sizes: list[int], batches: int, root:
     for b in sizes:
         rate = round(0.5 * b * 1e9 / profiled.mean_ns(b), 1)
         arrivals = Arrivals("poisson", rate_rps=rate, count=batches * b, seed=100 + b)
-        runs.append(run_load(example, arrivals=arrivals, policy=BatchPolicy(b, 10_000.0)).save(root / f"threaded-bs{b}"))
+        runs.append(run_load(example, arrivals=arrivals, policy=BatchPolicy(b, 10_000.0), drain_timeout_s=120.0)
+                    .save(root / f"threaded-bs{b}"))  # 120 s: warm-up on a busy machine is slow
     measured = service_model_from_runs(runs, min_batches=max(1, batches // 2))
     return ServiceModel.from_samples({**profiled.samples, **measured.samples}, pipeline=example)
 
@@ -107,7 +108,8 @@ def one_config(example: str, profiled, threaded, cfg: tuple, args, root: Path) -
     capacity = profiled.capacity_rps(size)
     arrivals = Arrivals(process, rate_rps=round(load * capacity, 1), duration_s=args.duration, seed=args.seed)
     tag = f"{example}-mb{size}-w{wait:g}-{process}-{load:g}"
-    live = run_load(example, arrivals=arrivals, policy=policy, switch_interval_s=args.switch_interval)
+    live = run_load(example, arrivals=arrivals, policy=policy, switch_interval_s=args.switch_interval,
+                    drain_timeout_s=120.0)
     live.save(root / f"load-{tag}")
     models = {"profile": profiled, "threaded": threaded, "oracle": oracle_model(live, profiled)}
     replications = args.sim_replications

@@ -19,7 +19,7 @@ def test_there_is_recorded_data():
 @pytest.mark.parametrize("path", CPU_RUNS + GPU_RUNS, ids=lambda p: p.name)
 def test_every_run_loads_and_has_a_budget(path):
     run = load_run(path)
-    report = budget(run.meta, run.requests, run.stages)
+    report = budget(run)
     assert report["end_to_end"]["count"] >= 100 and sum(report["errors"].values()) == 0
     assert run.trace_path is not None and run.trace_path.stat().st_size < 5 * 2**20
     assert ("device" in report["stages"][0]) == path.name.split("-")[1].startswith("cuda")

@@ -77,3 +77,42 @@ def test_a_million_deep_nesting_is_linear():
     # nodes keep >= 50 % of the root's 2,000,000 ns while 2 * (n - i) >= 1,000,000: 500,001 nodes, + one (other)
     assert size == 500_002 == len(flame.prune(tree, 0.5))
     assert elapsed < 60, f"{elapsed:.1f} s"  # ~5 s on a quiet laptop; the levelwise walk never finished
+
+
+def random_nested(rng, lanes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Random properly nested calls (zero-length and same-start ones included) on a few lanes."""
+    ts, ends = [], []
+
+    def fill(a, b, level):
+        t = a
+        while t < b and rng.random() < 0.7 and len(ts) < 60:
+            s = int(rng.integers(t, b + 1))
+            e = s if rng.random() < 0.2 else int(rng.integers(s, b + 1))
+            ts.append(s)
+            ends.append(e)
+            if level < 5 and e > s:
+                fill(s, e, level + 1)
+            t = e if rng.random() < 0.8 else s
+    fill(0, 1_000, 0)
+    return rng.integers(0, lanes, len(ts)), np.array(ts, np.int64), np.array(ends, np.int64)
+
+
+def test_the_numpy_answer_equals_the_stack_walk():
+    from workbench.analysis.nesting import _nest_nested, _nest_walk
+
+    rng = np.random.default_rng(7)
+    checked = 0
+    for trial in range(600):
+        if trial % 2:
+            lane, ts, end = random_nested(rng, 2)
+        else:  # random overlaps: mostly refused by the numpy path
+            n = int(rng.integers(1, 40))
+            lane, ts = rng.integers(0, 3, n), rng.integers(0, 100, n)
+            end = ts + rng.integers(0, 30, n) * (rng.random(n) < 0.9)
+        order = nesting_order(lane, ts, end - ts)
+        lane, ts, end = lane[order], ts[order], end[order]
+        walked, fast = _nest_walk(lane, ts, end, NEST_SLACK_NS), _nest_nested(lane, ts, end)
+        if fast is not None:
+            checked += 1
+            assert np.array_equal(fast[0], walked[0]) and np.array_equal(fast[1], walked[1]), trial
+    assert checked > 300

@@ -46,7 +46,7 @@ def test_short_live_run_and_its_record(tmp_path):
     assert 0 <= load["generator_lag_ms"] < 100 and load["arrivals"]["rate_rps"] == 400
     loaded = load_run(run.save(tmp_path / "load"))
     assert loaded.requests[["arrival_ns", "batch", "queue_wait_ns"]].equals(req[["arrival_ns", "batch", "queue_wait_ns"]])
-    report = budget(loaded.meta, loaded.requests, loaded.stages)
+    report = budget(loaded)
     assert [s["name"] for s in report["stages"]] == ["batch_wait", "queue_wait", "parse", "forward"]
     assert report["errors"]["forward"] == len(bad) and report["end_to_end"]["count"] == n - len(bad)
     assert report["unattributed"]["p50_ms"] < 1.0

@@ -1,8 +1,11 @@
-"""One exit-code policy for every command: 0 ok, 1 measured failure, 2 bad input, 3 internal error, 130 interrupted."""
+"""One exit-code policy for every command: 0 ok, 1 measured failure, 2 bad input, 3 internal error, 130 interrupted,
+141 stdout closed by its reader."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -77,3 +80,45 @@ def test_missing_run_folder_is_bad_input_in_a_real_process(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "workbench", "show", str(tmp_path / "missing")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
+
+
+def _stdout_to_a_pipe_without_reader(monkeypatch):
+    """sys.stdout writes to a pipe whose read end is closed, as under ``... | head -1`` once head exits."""
+    read_fd, write_fd = os.pipe()
+    os.close(read_fd)
+    stdout = os.fdopen(write_fd, "w")
+    monkeypatch.setattr(sys, "stdout", stdout)
+    return stdout
+
+
+def _print_lines(args):
+    for i in range(10):
+        print(f"line {i}", flush=True)
+    return 0
+
+
+def test_closed_stdout_exits_141_without_a_message(monkeypatch, capsys):
+    stdout = _stdout_to_a_pipe_without_reader(monkeypatch)
+    _with_func(monkeypatch, _print_lines)
+    try:
+        assert cli.main(["show", "x"]) == 141
+        print("after the reader left", file=stdout, flush=True)  # now /dev/null: no second BrokenPipeError
+    finally:
+        stdout.close()
+    assert capsys.readouterr().err == ""
+
+
+def test_broken_pipe_of_a_socket_is_still_an_internal_error(monkeypatch, capsys):
+    _with_func(monkeypatch, _raise(BrokenPipeError(32, "Broken pipe")))
+    monkeypatch.delenv("WORKBENCH_DEBUG", raising=False)
+    assert cli.main(["show", "x"]) == 3  # stdout is fine: the pipe that broke was another one
+    assert "internal error: BrokenPipeError" in capsys.readouterr().err
+
+
+def test_show_into_a_closed_pipe_is_quiet_in_a_real_process():
+    run = Path(__file__).resolve().parents[2] / "data" / "runs" / "text-cpu-bs1-fp32"
+    proc = subprocess.Popen([sys.executable, "-m", "workbench", "show", str(run), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # the reader leaves before the first line, as `head -0` would
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141 and err == ""

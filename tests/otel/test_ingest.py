@@ -98,3 +98,17 @@ def test_bad_inputs_name_the_problem(tmp_path):
         ingest_otel(bad)
     with pytest.raises(ConfigError, match="no such file or folder"):
         ingest_otel(tmp_path / "missing")
+
+
+def test_a_folder_of_exports_is_one_run_and_an_unmatched_map_is_said(export, tmp_path, capsys):
+    folder = tmp_path / "spans"
+    folder.mkdir()
+    lines = export.read_text().splitlines()
+    (folder / "a.jsonl").write_text(lines[0] + "\n")
+    (folder / "b.json").write_text(json.dumps(json.loads(lines[1]), indent=2))  # one pretty-printed object
+    (folder / "notes.txt").write_text("ignored")
+    run = ingest_otel(folder, {"auth": "auth"})
+    assert run.requests["dur_ns"].tolist() == [10 * MS, 6 * MS] and run.meta["ingest"]["spans"] == 9
+    assert main(["ingest-otel", str(folder), "--stage-map", "auth=auth", "cache.get=cache",
+                 "--out", str(tmp_path / "r")]) == 0
+    assert "--stage-map: no span named cache.get under any request" in capsys.readouterr().out

@@ -10,9 +10,10 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 def test_all_is_exact():
     assert plots.__all__ == [
-        "batching_curves_figure", "budget_figure", "compare_figure", "distribution_figure", "flame_figure",
-        "gpu_timeline_figure", "launch_figure", "queueing_breakdown_figure", "request_flame_chart",
-        "step_breakdown_figure", "trace_flame_figure", "transfer_figure", "wait_time_figure",
+        "attribute_figure", "batching_curves_figure", "budget_figure", "compare_figure", "distribution_figure",
+        "flame_figure", "gpu_timeline_figure", "latency_over_run_figure", "launch_figure", "queueing_breakdown_figure",
+        "ratio_figure", "request_flame_chart", "step_breakdown_figure", "tail_figure", "trace_flame_figure",
+        "transfer_figure", "wait_time_figure",
     ]
     assert all(callable(getattr(plots, name)) for name in plots.__all__)
 

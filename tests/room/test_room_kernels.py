@@ -66,13 +66,15 @@ def test_a_kernel_is_culled_only_after_a_page_connected_or_the_grace_ran_out(tmp
                                cull_idle_timeout=5, cull_interval=1, unconnected_grace_s=60)
         kids = [await km.start_kernel(kernel_name="python3") for _ in range(2)]
         try:
+            km.get_kernel(kids[0]).last_activity = utcnow() - timedelta(seconds=30)  # idle 30 s, no connection
+            # preheated 1000 s ago and just handed to a loading page: first seen now
+            km.get_kernel(kids[1]).last_activity = utcnow() - timedelta(seconds=1000)
             for kid in kids:
-                km.get_kernel(kid).last_activity = utcnow() - timedelta(seconds=30)  # idle 30 s, no connection
                 await km.cull_kernel_if_idle(kid)
             assert sorted(km.list_kernel_ids()) == sorted(kids)  # within the grace: kept
             km.notify_connect(kids[0])  # the page connected ...
             km.notify_disconnect(kids[0])  # ... and closed
-            km.get_kernel(kids[1]).last_activity = utcnow() - timedelta(seconds=61)  # never connected, past grace
+            km._unconnected_since[kids[1]] = utcnow() - timedelta(seconds=61)  # never connected, past grace
             for kid in kids:
                 await km.cull_kernel_if_idle(kid)
             assert km.list_kernel_ids() == []

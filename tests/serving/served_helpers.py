@@ -30,7 +30,7 @@ class Served:
         self.proc = subprocess.Popen([sys.executable, "-m", "workbench", "serve", *source,
                                       "--port", "0", "--max-wait-ms", "1", "--warmup", "1", "--out", str(out), *extra],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-        self.url = self._wait_ready(180)
+        self.url = self._wait_ready(300)
 
     def _wait_ready(self, timeout_s):
         deadline = time.monotonic() + timeout_s

@@ -21,8 +21,8 @@ def test_server_cpu_is_taken_out_of_other_processes():
 def test_generator_lag_p99_of_1_ms_marks_the_run_noisy_with_the_lag_as_a_reason():
     out = served_noise(readings(0.0), {"p50_ms": 0.2, "p99_ms": 1.25, "max_ms": 7.5}, server_cpu_s=None)
     assert out["noisy"] is True
-    assert out["reasons"] == ["the load generator fell behind its schedule: lag p99 1.250 ms (max 7.500 ms) >= 1 ms; "
-                              "the rate is above what it holds"]
+    assert out["reasons"] == ["the load generator fell behind its schedule: lag p99 1.250 ms (max 7.500 ms) >= 1 ms: "
+                              "the client could not hold this rate here (a busy machine, or a rate above what it can send)"]
     assert "lower --rate" in out["fix"]
 
 

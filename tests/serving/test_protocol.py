@@ -33,3 +33,11 @@ def test_item_and_output_bytes():
     assert output_bytes([b"a", b"b"], 1, 2) == b"b"
     assert output_bytes({"n": 2}, 0, 3) == b'{"n": 2}'  # a whole-batch output goes to every item
     assert output_bytes(["x", "y"], 0, 2) == b"x"
+
+
+def test_a_missing_optional_dependency_names_the_extra():
+    from workbench.errors import ConfigError
+    from workbench.serving import require
+
+    with pytest.raises(ConfigError, match=r"no_such_module_xyz is not installed: pip install 'workbench\[serve\]'"):
+        require("no_such_module_xyz", "serve")

@@ -38,3 +38,21 @@ def test_lag_percentiles_in_ms():
     assert out["p50_ms"] == 0.15 and out["max_ms"] == 3.0
     assert out["p99_ms"] == pytest.approx(2.916, abs=1e-12)  # linear: 0.2 + 0.97 * 2.8 ms
     assert lag_percentiles(np.array([], dtype=np.int64)) == {"p50_ms": 0.0, "p99_ms": 0.0, "max_ms": 0.0}
+
+
+def test_cache_split_puts_full_hits_apart():
+    from workbench.record import Run
+    from workbench.serving.records import cache_split
+
+    results = [Result(f"t-{k}", 0, k * 10, k * 10 + dur, status=200, server_stages=[("forward", dur // 2)],
+                      server_total_ns=dur // 2, cache_hit=hit)
+               for k, (dur, hit) in enumerate([(1_000, 1.0), (9_000, 0.5), (2_000, 1.0), (8_000, 0.0)])]
+    requests, stages = client_tables(results, origin_ns=0)
+    run = Run(meta={"kind": "served", "pipeline": "p", "stages": ["network", "forward"]}, requests=requests,
+              stages=stages)
+    parts = cache_split(run)
+    assert parts["hit"].requests["dur_ns"].tolist() == [1_000, 2_000]
+    assert parts["miss"].requests["dur_ns"].tolist() == [9_000, 8_000]
+    assert sorted(parts["miss"].stages["request"].unique().tolist()) == [1, 3]
+    with pytest.raises(ValueError, match="no cache_hit column"):
+        cache_split(Run(meta=run.meta, requests=requests.drop(columns="cache_hit"), stages=stages))

@@ -66,7 +66,7 @@ def test_shutdown_endpoint_and_a_client_that_hangs_up(served):
     body = b'{"x": -2}'  # forward sleeps 300 ms
     with socket.create_connection((host, int(port))) as s:
         s.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
-        time.sleep(0.05)
+        wait_for_requests(server, 1)  # queued: forward sleeps on it while the client hangs up
     time.sleep(0.6)
     with urllib.request.urlopen(urllib.request.Request(f"{server.url}/shutdown", method="POST"), timeout=30) as r:
         assert json.loads(r.read()) == {"status": "shutting down"}
@@ -150,7 +150,7 @@ def test_sigterm_with_a_request_in_flight_answers_it_and_records_it(served):
     with socket.create_connection((host, int(port))) as s:
         s.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nX-Request-Id: late\r\nContent-Length: %d\r\n\r\n%s"
                   % (len(body), body))
-        time.sleep(0.1)
+        wait_for_requests(server, 1)  # the server has taken the request (forward is sleeping on it)
         server.proc.send_signal(signal.SIGTERM)
         s.settimeout(30)
         reply = b""
@@ -161,3 +161,14 @@ def test_sigterm_with_a_request_in_flight_answers_it_and_records_it(served):
     assert code == 0 and "stopped by SIGTERM: 1 requests, 0 failed" in stdout
     run = load_run(server.out)
     assert run.requests["request_id"].tolist() == ["late"] and run.requests["ok"].tolist() == [True]
+
+
+def wait_for_requests(server, n, timeout_s=30):
+    """Until the server's /healthz counts ``n`` requests taken."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{server.url}/healthz", timeout=timeout_s) as r:
+            if json.loads(r.read())["requests"] >= n:
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"the server did not take {n} requests in {timeout_s} s")

@@ -52,8 +52,8 @@ def test_gzip_bomb_stops_at_the_cap_with_memory_near_the_cap(bomb):
     finally:
         tracemalloc.stop()
     assert str(info.value) == (f"{bomb}: trace too large for the cap of 16,777,216 bytes: it holds more JSON than "
-                               "that (reading stopped at the cap); raise the cap (--max-trace-bytes) if the trace is "
-                               "genuine")
+                               "that (reading stopped at the cap); if the trace is genuine, raise the cap (analyze "
+                               "--max-trace-bytes, load_trace(max_bytes=...))")
     # the capped text (bytearray over-allocates by 1/8) plus one 8 MiB output piece and one input chunk
     assert peak < 16 * MiB * 1.125 + 24 * MiB
 

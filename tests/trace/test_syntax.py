@@ -13,7 +13,7 @@ from workbench.trace.syntax import deepest_nesting, key_before, non_json_token, 
     (b'{"a": [[1], {"b": [2]}]}', (4, 18)),
     (b'{"s": "[[[[ {{{{ ]]]]", "t": [[0]]}', (3, 30)),        # brackets in strings do not count
     (b'{"s": "a \\" [[[[", "t": [0]}', (2, 24)),               # nor after an escaped quote
-    (b'{"s": "a \\\\", "t": [[0]]}', (3, 19)),                # an escaped backslash ends the string
+    (b'{"s": "a \\\\", "t": [[0]]}', (3, 20)),                # an escaped backslash ends the string
 ])
 def test_deepest_nesting(text, expected):
     assert deepest_nesting(text) == expected
@@ -22,7 +22,7 @@ def test_deepest_nesting(text, expected):
 def test_deepest_nesting_across_blocks(monkeypatch):
     monkeypatch.setattr(syntax, "_BLOCK", 4)  # string state, depth and backslash runs carry over block ends
     text = b'{"x": "\\\\\\"]]]]", "y": [[[0]]], "z": "[[[[[[[["}'
-    assert deepest_nesting(text) == (4, 28)
+    assert deepest_nesting(text) == (4, 25)
 
 
 def test_key_before_and_tokens():

@@ -228,3 +228,29 @@ def test_compare_with_the_real_interleaved_comparison():
     assert ex.comparison["kind"] == "interleaved"
     assert [s["name"] for s in ex.comparison["stages"]] == ["echo"]
     assert ex.status.value.startswith("B tiny cpu bs=2 fp32 threads=1 vs A tiny cpu bs=1 fp32 threads=1: end to end p50 ratio")
+
+
+def test_a_run_superseded_by_a_cached_setting_is_cancelled_without_a_message():
+    fake = FakeProfile()
+    ex = LatencyExplorer("text", profile_fn=fake, debounce_s=0).wait()
+    fake.block = True
+    fake.started.clear()
+    ex.set(batch_size=32)
+    assert fake.started.wait(5)
+    ex.set(batch_size=1)  # cached: drawn at once, and the running profile is no longer wanted
+    ex.wait()
+    assert ex.message == "" and ex.status.value.startswith("text cpu bs=1 fp32: measured here")
+    assert ("text", "cpu", 32, "fp32", 1) not in ex.cache
+
+
+def test_threads_recorded_opens_on_the_recorded_run_and_says_how_to_measure_live(tmp_path):
+    record(tmp_path / "two-threads", PipelineConfig(threads=2), fingerprint(PipelineConfig(threads=2)))
+    fake = FakeProfile()
+    ex = LatencyExplorer(build, runs=tmp_path, profile_fn=fake, debounce_s=0, threads="recorded").wait()
+    assert ex.threads.value == 2 and fake.calls == []
+    assert "recorded run two-threads" in ex.status.value
+    assert "threads: 2 as the recorded runs; for live runs pick 1: torch's CPU thread pool busy-waits" in ex.threads_why.value
+    ex.set(threads=1).wait()
+    assert [c.threads for c in fake.configs] == [1]
+    empty = LatencyExplorer(build, runs=tmp_path / "none", profile_fn=FakeProfile(), threads="recorded", start=False)
+    assert empty.threads.value == 1

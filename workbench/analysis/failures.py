@@ -11,7 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-NS_PER_S = 1_000_000_000
+from ..units import NS_PER_S
+
 _KEY = ["error_stage", "error_type", "error_message", "error_where"]
 
 

@@ -31,9 +31,19 @@ def nest(lane: np.ndarray, ts_ns: np.ndarray, end_ns: np.ndarray,
     """Parent position (-1 for none) and depth (0 outermost) of each event.
 
     Inputs are already in :func:`nesting_order`; ``lane`` is any integer id of
-    the event's thread, ``ts_ns``/``end_ns`` integer ns.
+    the event's thread, ``ts_ns``/``end_ns`` integer ns. Properly nested events
+    (the usual trace) are answered with numpy (:func:`_nest_nested`); any partial
+    overlap sends the whole input to the stack walk (:func:`_nest_walk`), which
+    defines the rule. Both give the same answer where both apply.
     """
-    lanes, starts, ends = np.asarray(lane).tolist(), np.asarray(ts_ns).tolist(), np.asarray(end_ns).tolist()
+    lane, ts_ns, end_ns = (np.asarray(a, dtype=np.int64) for a in (lane, ts_ns, end_ns))
+    fast = _nest_nested(lane, ts_ns, end_ns)
+    return fast if fast is not None else _nest_walk(lane, ts_ns, end_ns, slack_ns)
+
+
+def _nest_walk(lane: np.ndarray, ts_ns: np.ndarray, end_ns: np.ndarray, slack_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rule itself: a stack walk, each event pushed and popped once."""
+    lanes, starts, ends = lane.tolist(), ts_ns.tolist(), end_ns.tolist()
     parent = [-1] * len(starts)
     depth = [0] * len(starts)
     stack: list[int] = []
@@ -51,6 +61,56 @@ def nest(lane: np.ndarray, ts_ns: np.ndarray, end_ns: np.ndarray,
             depth[i] = depth[top] + 1
         stack.append(i)
     return np.array(parent, dtype=np.int64), np.array(depth, dtype=np.int64)
+
+
+def _nest_nested(lane: np.ndarray, ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_nest_walk`'s answer when no event outlives its parent, else None.
+
+    Depth = the number of earlier events of the lane still open at the event's
+    start (end > start), counted with one sort; parent = the last earlier event
+    one level up. The answer is checked: every parent must be open at its
+    child's start and end no earlier than the child. Then the open events are
+    exactly the child's ancestors, which is what the stack holds.
+    """
+    n = ts.size
+    if n == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    index = np.arange(n, dtype=np.int64)
+    lane_first = np.maximum.accumulate(np.where(np.r_[True, lane[1:] != lane[:-1]], index, 0))
+    open_count = (index - lane_first) - (_ends_up_to_start(lane, ts, end, lane_first) - _zero_after(lane, ts, end))
+    depth = open_count
+    key = depth * n + index  # (depth, position), unique; sorted order lists each level left to right
+    ordered = np.sort(key)
+    at = np.searchsorted(ordered, (depth - 1) * n + index) - 1
+    parent = np.where(depth > 0, ordered[np.maximum(at, 0)] % n, -1)
+    p = np.maximum(parent, 0)
+    child = depth > 0
+    ok = (~child | ((at >= 0) & (depth[p] == depth - 1) & (lane[p] == lane) & (end[p] > ts) & (end <= end[p])))
+    return (parent, depth) if ok.all() else None
+
+
+def _ends_up_to_start(lane, ts, end, lane_first) -> np.ndarray:
+    """Per event: how many events of its lane end at or before its start (ends first on ties)."""
+    n = ts.size
+    kind = np.r_[np.zeros(n, np.int8), np.ones(n, np.int8)]  # 0: an end, 1: a start
+    order = np.lexsort((kind, np.r_[end, ts], np.r_[lane, lane]))
+    ends_so_far = np.cumsum(kind[order] == 0)
+    where = np.empty(n, np.int64)
+    starts = np.flatnonzero(kind[order] == 1)
+    where[order[starts] - n] = starts
+    return ends_so_far[where] - lane_first  # earlier lanes' ends all sort first: lane_first of them
+
+
+def _zero_after(lane, ts, end) -> np.ndarray:
+    """Per event: zero-length events of its lane starting when it starts, at its position or later
+    (they end at its start but are not before it: the count above must not include them)."""
+    n = ts.size
+    same = np.r_[False, (lane[1:] == lane[:-1]) & (ts[1:] == ts[:-1])]
+    group = np.cumsum(~same) - 1
+    last = np.r_[np.flatnonzero(~same)[1:] - 1, n - 1][group]
+    zeros = np.bincount(group, weights=(end == ts), minlength=group[-1] + 1).astype(np.int64)[group]
+    first_zero = last - zeros + 1  # zero-length events sort last among equal starts
+    return np.where(np.arange(n) < first_zero, zeros, last - np.arange(n) + 1)
 
 
 def nesting_depth(ts_ns: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:

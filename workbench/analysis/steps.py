@@ -25,7 +25,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..trace import (HOST_KINDS, KIND_CPU_OP, KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET, KIND_PYTHON,
+from ..trace import (KIND_CPU_OP, KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET, KIND_PYTHON,
                      KIND_RUNTIME, KIND_USER_ANNOTATION)
 from ..trace import intervals as iv
 from ..trace.schema import name_matches

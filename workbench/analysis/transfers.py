@@ -48,15 +48,20 @@ def memcpy_events(events: Source) -> pd.DataFrame:
 
 
 def copies_of(rows: pd.DataFrame) -> pd.DataFrame:
-    """:func:`memcpy_events` of the memcpy rows of an events table (names classified once each)."""
+    """:func:`memcpy_events` of the memcpy rows of an events table (each distinct name classified once)."""
     out = rows[["name", "ts_ns", "dur_ns", "device", "stream", "correlation", "bytes"]].reset_index(drop=True)
-    names = out["name"].astype(str)
-    classes = {n: classify_copy(n) for n in names.unique()}
-    direction = [classes[n][0] for n in names]
-    host = [classes[n][1] for n in names]
-    return out.assign(name=names, direction=pd.Series(direction, dtype="str"),
-                      host_memory=pd.Series(host, dtype=object),
-                      key=pd.Series([copy_key(d, h) for d, h in zip(direction, host)], dtype="str"))
+    names = out["name"]
+    if isinstance(names.dtype, pd.CategoricalDtype):
+        names = names.cat.remove_unused_categories()
+        distinct, codes = list(names.cat.categories), names.cat.codes.to_numpy()
+    else:
+        distinct, codes = pd.factorize(names.astype(str))[::-1]
+        distinct = list(distinct)
+    classes = [classify_copy(n) for n in distinct]
+    pick = (lambda values: np.array(values, dtype=object)[codes] if codes.size else np.empty(0, dtype=object))
+    return out.assign(name=pick(distinct), direction=pd.Series(pick([d for d, _ in classes]), dtype="str"),
+                      host_memory=pd.Series(pick([h for _, h in classes]), dtype=object),
+                      key=pd.Series(pick([copy_key(d, h) for d, h in classes]), dtype="str"))
 
 
 def copy_key(direction: str, host_memory: str | None) -> str:

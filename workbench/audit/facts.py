@@ -22,7 +22,7 @@ def run_facts(run) -> dict[str, Any]:
     """The facts of a loaded run (``workbench.record.Run``)."""
     from ..analysis.budget import budget
 
-    report = _budget(run, budget)
+    report = budget(run)
     trace, trace_error, libraries = None, None, {}
     if run.trace_path is not None:
         from ..analysis.flame import flame_tree
@@ -51,13 +51,6 @@ def run_facts(run) -> dict[str, Any]:
         "noise": meta.get("noise"),
         "gc": gc_summary(run.requests, run.stages, run.stage_names),
     }
-
-
-def _budget(run, budget) -> dict[str, Any]:
-    try:  # the record's new signature takes the run; the old one the pieces
-        return budget(run)
-    except TypeError:
-        return budget(run.meta, run.requests, run.stages)
 
 
 def timeout_estimate(run, stage: str, timeout_ms: float) -> dict[str, Any]:

@@ -4,13 +4,13 @@ from __future__ import annotations
 from typing import Any
 
 
-def run_figures(run, facts: dict[str, Any]) -> list[tuple[str, Any]]:
-    """``[(caption, figure)]``: budget, tail attribution, latency over the run, then the trace's views."""
-    from ..analysis.budget import stage_summary
-    from ..plots.budget import budget_figure
+def run_figures(run, facts: dict[str, Any], sla_ms: float | None = None) -> list[tuple[str, Any]]:
+    """``[(caption, figure)]``: budget (noise badge, failures, SLA), tail attribution, latency over the run,
+    the strongest attribute, then the trace's views."""
+    from ..plots.budget import run_budget_figure
     from ..plots.tail import latency_over_run_figure, tail_figure
 
-    figs = [("Budget: p50/p95/p99 per stage", budget_figure(stage_summary(run.requests, run.stages, run.stage_names))),
+    figs = [("Budget: p50/p95/p99 per stage", run_budget_figure(run, sla_ms=sla_ms)),
             ("Tail attribution: each stage's share of the slowest requests against the median ones",
              tail_figure(facts["tail"])),
             ("Latency over the run: drift, spikes, throttling", latency_over_run_figure(run.requests))]

@@ -16,6 +16,7 @@ Exit codes, the same for every command (users script against them):
 3     an internal error: a bug in the workbench. One line; the traceback
       only with ``WORKBENCH_DEBUG=1``
 130   interrupted (Ctrl-C)
+141   stdout closed by its reader (``... | head -1``): quiet, as Unix tools
 ====  =====================================================================
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import select
 import sys
 import traceback
 
@@ -35,6 +37,7 @@ EXIT_MEASURED_FAILURE = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL_ERROR = 3
 EXIT_INTERRUPTED = 130
+EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for `yes | head -1`
 
 # A path the user named that cannot be opened is bad input, not a bug.
 _USER_FILE_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
@@ -66,11 +69,37 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _fail(args.command, "interrupted", EXIT_INTERRUPTED)
     except Exception as exc:  # noqa: BLE001 - the one place a bug becomes an exit code
+        if isinstance(exc, BrokenPipeError) and _stdout_reader_gone():
+            return _leave_closed_stdout()
         if os.environ.get("WORKBENCH_DEBUG") == "1":
             traceback.print_exc(file=sys.stderr)
         detail = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
         hint = "" if os.environ.get("WORKBENCH_DEBUG") == "1" else " (WORKBENCH_DEBUG=1 shows the traceback)"
         return _fail(args.command, f"internal error: {detail}; please report it{hint}", EXIT_INTERNAL_ERROR)
+
+
+def _stdout_reader_gone() -> bool:
+    """True when stdout is a pipe whose reader has exited (``... | head -1``): poll reports an error on it.
+
+    Told apart from a BrokenPipeError of a socket (``serve``, ``load-http``), which stays an internal error.
+    """
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+    except (AttributeError, OSError, ValueError):  # no poll (Windows) or stdout is not a file
+        return False
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def _leave_closed_stdout() -> int:
+    """Exit quietly, as Unix tools do when the reader of their output has gone.
+
+    stdout is pointed at /dev/null so the interpreter's final flush does not print a second BrokenPipeError.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_STDOUT_CLOSED
 
 
 def _fail(command: str, message: str, code: int) -> int:

@@ -43,7 +43,7 @@ def run(args) -> int:
     from ..audit.report import FORMAT, VERSION, render_html
 
     doc = {"format": FORMAT, "version": VERSION, "runs": [audit_run(r, args.sla_ms, **options) for r in runs]}
-    figures = {str(r.path): run_figures(r, run_facts(r)) for r in runs}
+    figures = {str(r.path): run_figures(r, run_facts(r), args.sla_ms) for r in runs}
     _write_atomically(args.out, render_html(doc, figures))
     print(f"audit of {len(runs)} run(s) written to {args.out}")
     for entry in doc["runs"]:

@@ -1,7 +1,6 @@
 """``workbench serve``: the pipeline behind an HTTP server (see ``workbench.serving.server``)."""
 from __future__ import annotations
 
-import sys
 from datetime import datetime
 from pathlib import Path
 

@@ -54,6 +54,7 @@ class PredictionCache:
         self._lock = threading.Lock()
         self.hits = self.misses = 0
         self.batch_hit_fractions: list[float] = []
+        self._thread = threading.local()
 
     def lookup(self, requests: list) -> Lookup:
         keys = [cache_key(r) for r in requests]
@@ -73,7 +74,12 @@ class PredictionCache:
             self.hits += len(requests) - len(out.misses)
             self.misses += len(out.misses)
             self.batch_hit_fractions.append(out.hit_fraction)
+        self._thread.last = out.hit_fraction
         return out
+
+    def last_hit_fraction(self) -> float | None:
+        """The hit fraction of the last lookup made on this thread (a server's executor reads it per batch)."""
+        return getattr(self._thread, "last", None)
 
     def store(self, lookup: Lookup) -> list[dict]:
         """Put the fresh responses in the cache(s); return all responses in request order."""

@@ -63,13 +63,13 @@ def recorded_entries(runs_dir: str | os.PathLike) -> tuple[list[Entry], list[str
 
 def run_figures(entry: Entry) -> dict[str, Any]:
     """The budget, distribution and flame figures of one run, as plotly JSON dicts."""
-    from ..analysis.budget import stage_summary
-    from ..plots import budget_figure, distribution_figure, flame_figure
+    from ..plots import distribution_figure, flame_figure
+    from ..plots.budget import run_budget_figure
     from ..plots.style import empty_figure
     from ..record import load_run
 
     run = load_run(entry.path)
-    figs = {"budget": budget_figure(stage_summary(run.requests, run.stages, run.stage_names)),
+    figs = {"budget": run_budget_figure(run),
             "distribution": distribution_figure(run.requests, run.stages, run.stage_names)}
     if run.trace_path is not None:
         from ..analysis.flame import flame_tree

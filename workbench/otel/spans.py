@@ -36,6 +36,9 @@ def origin_unix_ns(meta) -> int:
 def run_spans(run, *, clock=time.perf_counter_ns) -> tuple[list[Any], dict[str, Any]]:
     """``(spans, facts)``: SDK ``ReadableSpan`` s of the run's measured requests, and
     ``facts = {requests, spans, sdk_ns_per_span}``."""
+    from ..serving import require
+
+    require("opentelemetry.sdk.trace", "otel")
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor

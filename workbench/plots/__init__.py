@@ -7,16 +7,18 @@ events gives a figure that says so, never an exception.
 """
 from .batching import batching_curves_figure, queueing_breakdown_figure, wait_time_figure
 from .budget import budget_figure
-from .compare import compare_figure
+from .compare import compare_figure, ratio_figure
 from .distributions import distribution_figure
 from .flame import flame_figure, trace_flame_figure
 from .launches import launch_figure
 from .request_chart import request_flame_chart
+from .tail import attribute_figure, latency_over_run_figure, tail_figure
 from .timeline import gpu_timeline_figure, step_breakdown_figure
 from .transfers import transfer_figure
 
 __all__ = [
-    "batching_curves_figure", "budget_figure", "compare_figure", "distribution_figure", "flame_figure",
-    "gpu_timeline_figure", "launch_figure", "queueing_breakdown_figure", "request_flame_chart",
-    "step_breakdown_figure", "trace_flame_figure", "transfer_figure", "wait_time_figure",
+    "attribute_figure", "batching_curves_figure", "budget_figure", "compare_figure", "distribution_figure",
+    "flame_figure", "gpu_timeline_figure", "latency_over_run_figure", "launch_figure", "queueing_breakdown_figure",
+    "ratio_figure", "request_flame_chart", "step_breakdown_figure", "tail_figure", "trace_flame_figure",
+    "transfer_figure", "wait_time_figure",
 ]

@@ -43,6 +43,7 @@ class RoomKernelManager(AsyncMappingKernelManager):
         Path(self.scratch_root).mkdir(parents=True, exist_ok=True)
         self._scratch: dict[str, str] = {}
         self._ever_connected: set[str] = set()
+        self._unconnected_since: dict = {}  # kernel id -> when a cull check first saw it (never connected)
 
     def scratch_dir(self, kernel_id: str) -> str | None:
         """The scratch folder of a running kernel (None once it has ended)."""
@@ -71,19 +72,27 @@ class RoomKernelManager(AsyncMappingKernelManager):
         finally:
             self.remove_scratch(kernel_id)
             self._ever_connected.discard(kernel_id)
+            self._unconnected_since.pop(kernel_id, None)
 
     def notify_connect(self, kernel_id):
         self._ever_connected.add(kernel_id)
         super().notify_connect(kernel_id)
 
     async def cull_kernel_if_idle(self, kernel_id):
-        """jupyter_server's rule, except that a never-connected kernel gets ``unconnected_grace_s``."""
+        """jupyter_server's rule, except that a never-connected kernel gets ``unconnected_grace_s``.
+
+        The grace runs from its last activity or from the first check that saw it, whichever is
+        later: Voila's pool skips this method for pooled kernels, so a kernel preheated long ago
+        and just handed to a loading page is first seen here now, with an old ``last_activity``.
+        """
         kernel = self._kernels.get(kernel_id)
         if (kernel is not None and kernel_id not in self._ever_connected and hasattr(kernel, "last_activity")
                 and getattr(kernel, "execution_state", None) != "dead"):
             from jupyter_server._tz import utcnow
 
-            if (utcnow() - kernel.last_activity).total_seconds() <= self.unconnected_grace_s:
+            now = utcnow()
+            idle_from = max(kernel.last_activity, self._unconnected_since.setdefault(kernel_id, now))
+            if (now - idle_from).total_seconds() <= self.unconnected_grace_s:
                 return None
         return await super().cull_kernel_if_idle(kernel_id)
 

@@ -26,4 +26,17 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
+
+def require(module: str, extra: str):
+    """Import an optional dependency, or a ConfigError naming the extra that installs it."""
+    import importlib
+
+    from ..errors import ConfigError
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ConfigError(f"{module} is not installed: pip install 'workbench[{extra}]' "
+                          "(make installs the exact pins of requirements.lock)") from None
+
 __getattr__, __dir__ = lazy_exports(__name__, globals(), {k: f"{__name__}.{m}" for k, m in _EXPORTS.items()})

@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
-from .protocol import BATCH_HEADER, BATCH_SIZE_HEADER, REQUEST_ID_HEADER, TIMING_HEADER, parse_server_timing
+from .protocol import (BATCH_HEADER, BATCH_SIZE_HEADER, CACHE_HIT_HEADER, REQUEST_ID_HEADER, TIMING_HEADER,
+                       parse_server_timing)
 
 
 @dataclass
@@ -46,6 +47,7 @@ class Result:
     batch: int = -1
     batch_size: int = 1
     pool_wait_ns: int = 0
+    cache_hit: float | None = None
 
 
 @dataclass
@@ -62,6 +64,9 @@ class Drive:
 def drive(url: str, payloads: list[bytes], schedule_ns: np.ndarray, *, tag: str = "wb", warmup: int = 5,
           connections: int = 256, timeout_s: float = 30.0, clock=time.perf_counter_ns) -> Drive:
     """Send ``payloads[k]`` to ``url + '/predict'`` at ``schedule_ns[k]`` after the start; wait for all."""
+    from . import require
+
+    require("aiohttp", "serve")
     loop = asyncio.SelectorEventLoop(selectors.SelectSelector())
     try:
         return loop.run_until_complete(_drive(url.rstrip("/"), payloads, schedule_ns, tag, warmup, connections,
@@ -146,6 +151,8 @@ def _read_headers(result: Result, headers) -> None:
     except ValueError as exc:
         result.error = ("network", "BadServerTiming", str(exc))
     result.batch = int(headers.get(BATCH_HEADER, -1))
+    hit = headers.get(CACHE_HIT_HEADER)
+    result.cache_hit = float(hit) if hit is not None else None
     result.batch_size = int(headers.get(BATCH_SIZE_HEADER, 1))
 
 

@@ -94,7 +94,8 @@ def served_noise(noise: dict[str, Any], lag: dict[str, float], server_cpu_s: flo
     if lag["p99_ms"] >= LAG_P99_LIMIT_MS:
         reasons = list(out.get("reasons") or []) if out.get("noisy") is not None else []
         reasons.append(f"the load generator fell behind its schedule: lag p99 {lag['p99_ms']:.3f} ms "
-                       f"(max {lag['max_ms']:.3f} ms) >= {LAG_P99_LIMIT_MS:g} ms; the rate is above what it holds")
+                       f"(max {lag['max_ms']:.3f} ms) >= {LAG_P99_LIMIT_MS:g} ms: the client could not hold this rate here "
+                       "(a busy machine, or a rate above what it can send)")
         fix = "a lower --rate, or the load generator on another machine"
         out |= {"noisy": True, "reasons": reasons,
                 "fix": fix if not out.get("fix") else f"{out['fix']} or {fix}"}

@@ -13,12 +13,14 @@ import json
 import re
 from typing import Any
 
+from ..units import NS_PER_MS
+
 REQUEST_ID_HEADER = "X-Request-Id"
 BATCH_HEADER = "X-Workbench-Batch"          # server batch number the request rode in
 BATCH_SIZE_HEADER = "X-Workbench-Batch-Size"  # items in that batch
+CACHE_HIT_HEADER = "X-Workbench-Cache-Hit"    # fraction of that batch's items a prediction cache answered
 TIMING_HEADER = "Server-Timing"
 TOTAL = "total"
-NS_PER_MS = 1_000_000
 _TOKEN = re.compile(r"[^!#$%&'*+\-.^_`|~0-9A-Za-z]")
 
 

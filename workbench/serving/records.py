@@ -23,7 +23,7 @@ from ..batching.records import LOAD_COLUMNS
 from ..record import build_tables
 from .service import AFTER, BEFORE
 
-SERVED_COLUMNS = {**LOAD_COLUMNS, "request_id": "object"}
+SERVED_COLUMNS = {**LOAD_COLUMNS, "request_id": "object", "cache_hit": "float64"}
 NETWORK = "network"
 DISCONNECTED = ("egress", "ClientDisconnected", "the client closed the connection before the response was sent")
 UNANSWERED = ("egress", "ServerStopped", "the server stopped before this response was sent")
@@ -47,7 +47,8 @@ def server_tables(service, dropped, stopped_ns: int) -> tuple[pd.DataFrame, pd.D
             end = t.sent_ns if t.sent_ns is not None else stopped_ns
             req_rows.append(_request_row(rid, t, end - t.received_ns, error, len(rec.requests), origin,
                                          rec.close_ns - t.submitted_ns, rec.start_ns - rec.close_ns,
-                                         rec.end_ns - rec.start_ns, rec.batch))
+                                         rec.end_ns - rec.start_ns, rec.batch)
+                            | {"cache_hit": service.batch_cache_hit.get(rec.batch)})
             if t.resumed_ns is None:
                 continue
             cursor = t.received_ns
@@ -84,7 +85,8 @@ def client_tables(results: list, origin_ns: int) -> tuple[pd.DataFrame, pd.DataF
         waits = dict(r.server_stages)
         service = sum(d for n, d in r.server_stages if n not in (*BEFORE, *AFTER))
         req_rows.append(_row(k, r.sent_ns - origin_ns, e2e, r.error, r.batch_size, r.sent_ns - origin_ns,
-                             waits.get("batch_wait", 0), waits.get("queue_wait", 0), service, r.batch, r.request_id))
+                             waits.get("batch_wait", 0), waits.get("queue_wait", 0), service, r.batch, r.request_id)
+                        | {"cache_hit": r.cache_hit})
         if r.server_total_ns is None:
             continue
         cursor = r.sent_ns - origin_ns
@@ -96,3 +98,22 @@ def client_tables(results: list, origin_ns: int) -> tuple[pd.DataFrame, pd.DataF
 
 def _frames(req_rows: list, stage_rows: list) -> tuple[pd.DataFrame, pd.DataFrame]:
     return build_tables(req_rows, stage_rows, SERVED_COLUMNS)
+
+
+def cache_split(run) -> dict:
+    """``{"hit": Run, "miss": Run}``: the requests whose whole batch hit a prediction cache, and the rest.
+
+    Uses the per-request ``cache_hit`` column (fraction of the batch's items the
+    cache answered); each part has the run's meta, so ``budget`` of each puts
+    the two budgets side by side. A run without the column raises ValueError.
+    """
+    from ..record import Run
+
+    if "cache_hit" not in run.requests.columns or run.requests["cache_hit"].isna().all():
+        raise ValueError(f"{run.path or run.label}: no cache_hit column (a served run of a pipeline with a cache has one)")
+    hit = run.requests["cache_hit"].fillna(0.0) >= 1.0
+    parts = {}
+    for name, mask in (("hit", hit), ("miss", ~hit)):
+        req = run.requests[mask].reset_index(drop=True)
+        parts[name] = Run(meta=run.meta, requests=req, stages=run.stages[run.stages["request"].isin(req["request"])])
+    return parts

@@ -22,7 +22,6 @@ import socket
 import sys
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
@@ -57,6 +56,7 @@ def bind(host: str, port: int) -> socket.socket:
 def make_app(service: PipelineService, server_box: dict, log=print):
     """The Starlette app; ``server_box['server']`` is the uvicorn server ``/shutdown`` stops."""
     from starlette.applications import Starlette
+    from starlette.requests import ClientDisconnect
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
@@ -64,7 +64,11 @@ def make_app(service: PipelineService, server_box: dict, log=print):
 
     async def predict(request):
         received = clock()
-        body = await request.body()
+        try:
+            body = await request.body()
+        except ClientDisconnect:
+            log("a client disconnected before its request body arrived (nothing was queued)")
+            return Response(b"", status_code=400)
         rid, times, reply = await service.predict(body, received, request.headers.get("x-request-id"))
         if reply.status != 200:
             log(f"request {rid}{_rid(times)}: {reply.body.decode()} (500 sent, recorded; serving on)")
@@ -74,7 +78,9 @@ def make_app(service: PipelineService, server_box: dict, log=print):
         return Response(reply.body, status_code=reply.status, headers=reply.headers)
 
     async def healthz(request):
+        cache = getattr(service.pipe, "cache", None)
         return JSONResponse({"status": "ok", "pipeline": service.pipe.name, "requests": len(service.http),
+                             "cache": cache.stats() if hasattr(cache, "stats") else None,
                              "cpu_s": time.process_time(), "config": service.pipe.config.to_dict(),
                              "stages": [*BEFORE, *service.pipe.stage_names, *AFTER],
                              "policy": service.policy.params()})
@@ -98,8 +104,11 @@ def serve(pipe, policy, *, host: str = "127.0.0.1", port: int = 8000, warmup: in
     ready(url): called once the socket listens and the executors are warm.
     log(line): one line per failed or abandoned request (default: stderr).
     """
-    import uvicorn
+    from . import require
     from ..runner import environment
+
+    uvicorn = require("uvicorn", "serve")
+    require("starlette", "serve")
 
     log = log or (lambda line: print(f"workbench serve: {line}", file=sys.stderr, flush=True))
     sock = bind(host, port)
@@ -132,7 +141,8 @@ def serve(pipe, policy, *, host: str = "127.0.0.1", port: int = 8000, warmup: in
     noise = probe.finish(_torch_threads(), requests.loc[requests["ok"], "dur_ns"].to_numpy())
     meta = _run_meta(pipe, started, requests, environment, server_meta(service) | {
         "role": "server", "url": url, "stopped_by": signal.Signals(signals[0]).name if signals else "/shutdown",
-        "stack": f"uvicorn {uvicorn.__version__} (httptools) + starlette", "drain_timeout_s": drain_timeout_s})
+        "stack": f"uvicorn {uvicorn.__version__} (httptools) + starlette", "drain_timeout_s": drain_timeout_s,
+        "cache": service._cache.stats() if service._cache is not None else None})
     return Run(meta=meta | {"noise": noise}, requests=requests, stages=stages)
 
 
@@ -175,8 +185,3 @@ def _run_meta(pipe, started, requests, environment, serving: dict) -> dict[str, 
                    "device_timer": "cuda_events" if pipe.config.is_cuda else None},
         "trace": None, "load": {k: summary[k] for k in keys}, "serving": serving,
     }
-
-
-def save_served(run: Run, out: Path) -> Path:
-    """Write the server's run folder atomically (``workbench.record.save_run``)."""
-    return run.save(out)

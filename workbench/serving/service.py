@@ -89,6 +89,10 @@ class PipelineService:
                                       thread_init=lambda: _warm_up(execute, items, warmup, policy.max_batch_size))
         self.batcher.batches = _Finished(self._finished)
         self.origin_ns = 0
+        # A pipeline with a prediction cache (the tabular example's ``pipe.cache``): per batch, the
+        # fraction of its items that hit, read on the executor thread that ran it.
+        self._cache = getattr(pipe, "cache", None) if hasattr(getattr(pipe, "cache", None), "last_hit_fraction") else None
+        self.batch_cache_hit: dict[int, float] = {}
 
     def start(self, loop: asyncio.AbstractEventLoop) -> "PipelineService":
         """Start the executors (each warms up first) and bind to the event loop that awaits results."""
@@ -125,6 +129,8 @@ class PipelineService:
 
     def _reply(self, rid: int, record: BatchRecord, times: HttpTimes) -> Reply:
         headers = {"X-Workbench-Batch": str(record.batch), "X-Workbench-Batch-Size": str(len(record.requests))}
+        if record.batch in self.batch_cache_hit:
+            headers["X-Workbench-Cache-Hit"] = f"{self.batch_cache_hit[record.batch]:.6g}"
         if times.request_id is not None:
             headers["X-Request-Id"] = times.request_id
         failure = record.timing.failure
@@ -141,6 +147,8 @@ class PipelineService:
         After the server stopped (its loop closed) nobody waits any more: the
         record stays in ``batches`` and its requests are recorded as unanswered.
         """
+        if self._cache is not None and _ran(record.timing, self.pipe.stage_names, "cache_lookup"):
+            self.batch_cache_hit[record.batch] = self._cache.last_hit_fraction()
         try:
             self._loop.call_soon_threadsafe(self._resolve, record)
         except RuntimeError:  # the event loop is closed
@@ -151,6 +159,13 @@ class PipelineService:
             future = self._waiting.pop(rid, None)
             if future is not None and not future.done():
                 future.set_result(record)
+
+
+def _ran(timing, names: list[str], stage: str) -> bool:
+    """Whether ``stage`` ran to completion in this batch (else its per-thread results are another batch's)."""
+    if stage not in names or len(timing.stage_end_ns) <= names.index(stage):
+        return False
+    return timing.failure is None or timing.failure.stage != stage
 
 
 def _executor(pipe, clock: Clock):

@@ -55,7 +55,7 @@ def _too_big(path: Path, max_bytes: int, size: int | None = None) -> str:
     what = (f"{size:,} bytes of JSON" if size is not None
             else "it holds more JSON than that (reading stopped at the cap)")
     return (f"{path}: trace too large for the cap of {max_bytes:,} bytes: {what}; "
-            "raise the cap (--max-trace-bytes) if the trace is genuine")
+            "if the trace is genuine, raise the cap (analyze --max-trace-bytes, load_trace(max_bytes=...))")
 
 
 def _gunzip(path: Path, stream, max_bytes: int) -> bytearray:

@@ -42,8 +42,9 @@ BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
 PROGRESS_EVERY_S = 0.1
 TIMEOUT_S = 30.0  # per-request timeout of the explorer's runs: a stuck stage must not freeze the page
 THREADS = 1  # live runs' torch threads by default, for the reason below
-THREADS_WHY = ("threads: 1 by default: torch's CPU thread pool busy-waits, so on shared cores more threads "
-               "measure the contention, not the pipeline")
+THREADS_REASON = ("torch's CPU thread pool busy-waits, so on shared cores more threads measure the contention, "
+                  "not the pipeline")
+THREADS_WHY = f"threads: 1 by default: {THREADS_REASON}"
 COMPARE_REQUESTS = 100  # per configuration: 10 rounds of blocks of 10
 
 
@@ -54,6 +55,9 @@ class LatencyExplorer(Controller):
         ``build(config) -> Pipeline``; more choices via ``pipelines={label: name or factory}``.
     requests/warmup/traced: request counts of each re-profiling run (kept small).
     threads: torch threads of live runs (default 1, see :data:`THREADS_WHY`; None: torch's default).
+        ``"recorded"``: start at the thread count of the recorded run of the first
+        configuration, so that a room's first view is that recorded run, not a
+        live measurement (1 when there is none).
     runs: recorded run folders (or folders of them, e.g. ``data/runs``); a
         configuration whose fingerprint matches one is shown without profiling,
         and a device this machine lacks is offered when runs were recorded on it.
@@ -70,7 +74,7 @@ class LatencyExplorer(Controller):
 
     def __init__(self, example: str | Callable = "text", *, pipelines: dict[str, Any] | None = None,
                  batch_size: int = 1, batch_sizes: tuple[int, ...] = BATCH_SIZES, precision: str = "fp32",
-                 device: str = "cpu", threads: int | None = THREADS, sla_ms: float | None = None,
+                 device: str = "cpu", threads: int | None | str = THREADS, sla_ms: float | None = None,
                  requests: int = 20, warmup: int = 3, traced: int = 1, runs: Any = None, debounce_s: float = 0.3,
                  cache_size: int = 16, profile_fn: Callable | None = None, compare_fn: Callable | None = None,
                  compare_requests: int = COMPARE_REQUESTS, start: bool = True, timeout_s: float | None = TIMEOUT_S):
@@ -86,6 +90,8 @@ class LatencyExplorer(Controller):
         self.pinned: tuple[Key, PipelineConfig] | None = None
         self.comparison: dict | None = None  # the last "compare with B" result (``Comparison.result``)
         self._wanted: dict[tuple, dict] = {}  # fingerprints of configurations looked up so far
+        if threads == "recorded":
+            threads = self._recorded_threads(batch_size, precision, device)
         self._build_controls(batch_size, sorted(set(batch_sizes) | {batch_size}), precision, device, threads, sla_ms)
         self.view = self._layout()
         for control in (self.pipeline, self.batch_size, self.precision, self.device, self.threads):
@@ -165,7 +171,9 @@ class LatencyExplorer(Controller):
                                       style={"button_width": "auto"})
         self.threads = w.Dropdown(options=thread_options(threads), value=threads, description="threads",
                                   layout=w.Layout(width="200px"))
-        self.threads_why = w.HTML(value=f'<span style="color:#666;font-size:90%">{THREADS_WHY}</span>')
+        why = (THREADS_WHY if threads == THREADS
+               else f"threads: {threads} as the recorded runs; for live runs pick 1: {THREADS_REASON}")
+        self.threads_why = w.HTML(value=f'<span style="color:#666;font-size:90%">{why}</span>')
         self.sla = w.BoundedFloatText(value=sla_ms or 0.0, min=0.0, max=1e6, step=1.0, description="SLA (ms)",
                                       layout=w.Layout(width="170px"))
         self.stage = w.Dropdown(options=[("end to end", "")], value="", description="distribution")
@@ -174,8 +182,8 @@ class LatencyExplorer(Controller):
                                          layout=w.Layout(width="320px"))
         self.progress = w.IntProgress(value=0, min=0, max=1, layout=w.Layout(width="200px", visibility="hidden"))
         self.cancel_button = w.Button(description="cancel", disabled=True, layout=w.Layout(width="90px"))
-        self.rerun_button = w.Button(description="measure here", tooltip="profile this configuration on this machine now",
-                                     layout=w.Layout(width="120px"))
+        self.rerun_button = w.Button(description="measure here", layout=w.Layout(width="120px"),
+                                     tooltip="profile this configuration on this machine now")
         self.pin_button = w.Button(description="pin as A", tooltip="keep this configuration as A",
                                    layout=w.Layout(width="90px"))
         self.compare_button = w.Button(description="compare with B", layout=w.Layout(width="130px"),
@@ -251,7 +259,7 @@ class LatencyExplorer(Controller):
         An example's pipeline name is its own; a factory's pipeline, and the model
         of any configuration a recorded run fingerprinted, need the pipeline built.
         """
-        cache_key = (self.pipeline.value, config.device, config.batch_size, config.precision, config.threads)
+        cache_key = (id(target), config.device, config.batch_size, config.precision, config.threads)
         if cache_key in self._wanted:
             return self._wanted[cache_key]
         wanted = cheap_fingerprint(target, config)
@@ -263,6 +271,16 @@ class LatencyExplorer(Controller):
             wanted |= {"pipeline": pipe.name, "model": model_fingerprint(list(getattr(pipe, "models", []) or []))}
         self._wanted[cache_key] = wanted
         return wanted
+
+    def _recorded_threads(self, batch_size: int, precision: str, device: str) -> int:
+        """The thread count of the recorded run of the first configuration (any threads), else :data:`THREADS`."""
+        if not self.recorded.runs:
+            return THREADS
+        target = next(iter(self.targets.values()))
+        config = PipelineConfig(device=device, batch_size=batch_size, precision=precision, threads=THREADS)
+        match = self.recorded.find(self._fingerprint(target, config), measurable=False)
+        threads = match.run.fingerprint.get("threads") if match is not None else None
+        return threads if isinstance(threads, int) and threads >= 1 else THREADS
 
     def _refuse_unmeasurable(self, key: Key, config: PipelineConfig) -> None:
         """No recorded run and no such device here: the device check's message, plus what was recorded."""
@@ -279,8 +297,9 @@ class LatencyExplorer(Controller):
 
     def _other_threads_hint(self, target: Any, config: PipelineConfig) -> str:
         """When a recorded run differs from this configuration only in threads, say which threads to pick."""
-        match = self.recorded.find(self._fingerprint(target, config), measurable=False)
-        if match is None:
+        wanted = self._fingerprint(target, config)
+        match = self.recorded.find(wanted, measurable=False)
+        if match is None or match.run.fingerprint.get("threads") == wanted["threads"]:
             return ""
         return (f"; a recorded run ({match.run.folder.name}) has {match.run.fingerprint.get('threads')} threads: "
                 "pick that to see it")

@@ -215,7 +215,8 @@ def markdown(r: dict) -> str:
         f"{r['pages']} concurrent pages of `{r['notebook']}` against `python -m workbench.room notebooks --room` "
         "(2 preheated kernels per dashboard, 3 dashboards, at most 40 kernels, culling 30 s / 10 s), one headless Chromium "
         f"on the same machine with one browser context per page (a student each). {r['machine']['cpus']} cores; load average at the end {r['machine']['load_avg_at_end']}.",
-        f"Pages were opened once the pools were full ({r['pool_ready_s']} s after the server printed its URL); "
+        f"Pages were opened once Voila reported every pool filled ({r['pool_ready_s']} s after the server printed "
+        "its URL: the pooled kernels had started, their notebooks may still have been executing); "
         "closing a page runs its unload handler, as closing a tab does.",
         "**The machine was busy** (other agents' tests and builds shared the two cores): these are figures from a "
         "loaded machine, not a quiet one.", "",

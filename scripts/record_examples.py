@@ -1,6 +1,6 @@
 """Record the example runs that notebooks, dashboards and tests explore without a GPU.
 
-    python scripts/record_examples.py                 # CPU runs -> data/runs/
+    python scripts/record_examples.py                 # CPU runs -> data/runs/ (one torch thread)
     python scripts/record_examples.py --device cuda   # GPU runs (the GPU validation script calls this)
 
 Each run folder is named ``{example}-{device}-bs{N}-{precision}[-{variant}]`` and
@@ -22,14 +22,14 @@ from workbench.errors import WorkbenchError  # noqa: E402
 
 # (example, batch_size, precision, options, requests)
 CPU_RUNS = [
-    ("tabular", 1, "fp32", {}, 200), ("tabular", 8, "fp32", {}, 200),
-    ("text", 1, "fp32", {}, 200), ("text", 8, "fp32", {}, 200),
-    ("text", 8, "bf16", {}, 100), ("text", 8, "int8", {}, 100),
-    ("image", 1, "fp32", {}, 200), ("image", 8, "fp32", {}, 100),
+    ("tabular", 1, "fp32", {}, 600), ("tabular", 8, "fp32", {}, 600),
+    ("text", 1, "fp32", {}, 600), ("text", 8, "fp32", {}, 600),
+    ("text", 8, "bf16", {}, 600), ("text", 8, "int8", {}, 600),
+    ("image", 1, "fp32", {}, 600), ("image", 8, "fp32", {}, 300),
 ]
 # service-time model for the batching simulator: one example at several batch sizes
-CPU_SERVICE_RUNS = [("text", bs, "fp32", {}, 150) for bs in (2, 4, 16)] + \
-                   [("tabular", bs, "fp32", {}, 150) for bs in (2, 4, 16)]
+CPU_SERVICE_RUNS = [("text", bs, "fp32", {}, 600) for bs in (2, 4, 16)] + \
+                   [("tabular", bs, "fp32", {}, 600) for bs in (2, 4, 16)]
 CUDA_RUNS = [
     ("text", 1, "fp32", {}, 200), ("text", 64, "fp32", {}, 100),
     ("text", 1, "bf16", {}, 200), ("text", 64, "bf16", {}, 100),
@@ -45,11 +45,11 @@ def run_name(example: str, device: str, bs: int, precision: str, options: dict) 
     return f"{example}-{device}-bs{bs}-{precision}{variant}"
 
 
-def record(plan, device: str, out_dir: Path, traced: int, quick: bool) -> list[str]:
+def record(plan, device: str, out_dir: Path, traced: int, quick: bool, threads: int | None = None) -> list[str]:
     done = []
     for example, bs, precision, options, requests in plan:
         name = run_name(example, device, bs, precision, options)
-        config = PipelineConfig(device=device, batch_size=bs, precision=precision, options=options)
+        config = PipelineConfig(device=device, batch_size=bs, precision=precision, options=options, threads=threads)
         t0 = time.perf_counter()
         try:
             run = profile(example, config, requests=10 if quick else requests, warmup=10, traced=traced)
@@ -69,9 +69,14 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "data" / "runs")
     parser.add_argument("--traced", type=int, default=3, help="requests in each traced run")
     parser.add_argument("--quick", action="store_true", help="10 requests per run (smoke test)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (default: 1 on CPU, where the notebooks and dashboards profile live "
+                             "with one thread; torch's choice on CUDA)")
     args = parser.parse_args()
-    plan = CUDA_RUNS if args.device.startswith("cuda") else CPU_RUNS + CPU_SERVICE_RUNS
-    record(plan, args.device.split(":")[0], args.out, args.traced, args.quick)
+    cuda = args.device.startswith("cuda")
+    plan = CUDA_RUNS if cuda else CPU_RUNS + CPU_SERVICE_RUNS
+    threads = args.threads if args.threads is not None else (None if cuda else 1)
+    record(plan, args.device.split(":")[0], args.out, args.traced, args.quick, threads)
     return 0
 
 

@@ -92,7 +92,7 @@ def local_context(browser, port):
             context.blocked.append(r.request.url)
             r.abort()
     context.route("**/*", route)
-    return browser, context
+    return context
 
 
 def need_browser():

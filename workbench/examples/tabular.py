@@ -214,9 +214,14 @@ def build(config: PipelineConfig) -> Pipeline:
     stages = [("parse", parse), ("hydrate", store.hydrate), ("preprocess", preprocess),
               ("forward", forward), ("postprocess", postprocess), ("serialize", serialize)]
     for name, fn in (stages if cache is None else _cached_stages(stages, store, cache, postprocess)):
-        pipe.add(name, fn)
+        pipe.add(name, fn, describe=describe_cache_hit if name == "cache_lookup" else None)
     pipe.cache = cache
     return pipe
+
+
+def describe_cache_hit(lookup) -> dict[str, float]:
+    """``cache_hit``: the fraction of the call's items the prediction cache answered (0..1)."""
+    return {"cache_hit": lookup.hit_fraction}
 
 
 def _store_and_cache(config: PipelineConfig):

@@ -107,11 +107,16 @@ def cache_split(run) -> dict:
     cache answered); each part has the run's meta, so ``budget`` of each puts
     the two budgets side by side. A run without the column raises ValueError.
     """
+    from ..errors import ConfigError
     from ..record import Run
 
-    if "cache_hit" not in run.requests.columns or run.requests["cache_hit"].isna().all():
-        raise ValueError(f"{run.path or run.label}: no cache_hit column (a served run of a pipeline with a cache has one)")
-    hit = run.requests["cache_hit"].fillna(0.0) >= 1.0
+    # served runs carry ``cache_hit``; profile runs the describe= attribute ``attr.cache_hit``
+    column = next((c for c in ("cache_hit", "attr.cache_hit") if c in run.requests.columns
+                   and not run.requests[c].isna().all()), None)
+    if column is None:
+        raise ConfigError(f"{run.path or run.label}: no cache_hit column (runs of the tabular example with "
+                          "--option cache=lru or cache=redis have one)")
+    hit = run.requests[column].astype("float64").fillna(0.0) >= 1.0
     parts = {}
     for name, mask in (("hit", hit), ("miss", ~hit)):
         req = run.requests[mask].reset_index(drop=True)

@@ -6,6 +6,7 @@ torch is imported here lazily so ``import workbench`` stays light.
 from __future__ import annotations
 
 import functools
+import os
 
 from .errors import ConfigError
 
@@ -64,3 +65,37 @@ def cpu_model() -> str:
     import platform
 
     return platform.processor() or platform.machine()
+
+
+_PROFILER_PRIMED = False
+
+
+def quiet_profiler() -> None:
+    """Silence kineto's informational stderr lines (``USDT ... profiler_start``) for this process.
+
+    kineto reads ``KINETO_LOG_LEVEL`` when the first profiler session starts, so
+    this must run before it (it may run after ``import torch``); a user's own
+    setting wins. Warnings and errors (level < 6) are what it hides, so it is
+    applied only to the workbench's own traced runs and explorers.
+    """
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+
+
+def prime_profiler() -> None:
+    """Start and stop one empty profiler session on this thread, once per process.
+
+    kineto registers its client on the thread of the first session; a first
+    session on a worker thread (the explorers profile on one) prints ``External
+    init callback must run in same thread as registerClient``. Priming on the
+    thread that builds the explorer (the notebook's main thread) avoids it.
+    """
+    global _PROFILER_PRIMED
+    if _PROFILER_PRIMED:
+        return
+    quiet_profiler()
+    torch = torch_or_none()
+    if torch is None:
+        return
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+        pass
+    _PROFILER_PRIMED = True

@@ -358,7 +358,10 @@ def _traced_run(pipe: Pipeline, items, n: int, progress, cancel,
 
 def _traced_requests(pipe: Pipeline, items, n: int, progress, cancel, out_dir: Path,
                      options: TraceOptions = TraceOptions()) -> tuple[Path, dict[str, Any]]:
+    from .device import quiet_profiler
+
     torch = require_torch()
+    quiet_profiler()
     from torch.profiler import ProfilerActivity, record_function, schedule, tensorboard_trace_handler
 
     cuda = pipe.config.is_cuda

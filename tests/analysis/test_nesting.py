@@ -17,7 +17,8 @@ def host_events(ts_ns, dur_ns, names) -> pd.DataFrame:
     data = {"ts_ns": np.asarray(ts_ns, np.int64), "dur_ns": np.asarray(dur_ns, np.int64),
             "name": text(list(names)), "cat": text(["cpu_op"] * n),
             "kind": pd.Categorical(["cpu_op"] * n, dtype=KIND_DTYPE), "pid": text(["1"] * n), "tid": text(["1"] * n)}
-    data |= {c: pd.array([None] * n, dtype="Int64") for c in ("device", "stream", "correlation", "bytes", "ext_id")}
+    none = pd.arrays.IntegerArray(np.zeros(n, np.int64), np.ones(n, bool))
+    data |= {c: none for c in ("device", "stream", "correlation", "bytes", "ext_id")}
     return pd.DataFrame(data, columns=list(COLUMNS))
 
 

@@ -22,6 +22,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-g
                  "--disable-component-update", "--no-first-run", "--disable-sync"]
 RECLAIM_S = 60
 PAGE_TIMEOUT_MS = 120_000
+EIGHT_PAGES_TIMEOUT_MS = 300_000  # all 8 pages drawn within this, measured from the first wait
 PLOTS = "document.querySelectorAll('.js-plotly-plot')"
 SHORT_CULL = ("--cull-idle-s", "5", "--cull-interval-s", "2")
 
@@ -101,11 +102,11 @@ def need_browser():
     pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 
 
-def wait_for_plots(page, count: int) -> None:
+def wait_for_plots(page, count: int, timeout_ms: int = PAGE_TIMEOUT_MS) -> None:
     page.wait_for_function(
         f"""() => document.body.innerText.includes('There was an error when executing cell')
                  || ({PLOTS}.length >= {count} && Array.from({PLOTS}).every(el => el.data && el.data.length > 0))""",
-        timeout=PAGE_TIMEOUT_MS)
+        timeout=timeout_ms)
     assert "There was an error when executing cell" not in page.inner_text("body")
 
 
@@ -206,8 +207,10 @@ def test_eight_concurrent_pages_render_and_every_kernel_is_reclaimed():
             names = ["latency_explorer.ipynb", "trace_explorer.ipynb"] * 4
             for page, name in zip(pages, names):
                 page.goto(f"{url}voila/render/{name}", wait_until="commit", timeout=PAGE_TIMEOUT_MS)
-            for page, name in zip(pages, names):
-                wait_for_plots(page, 3 if name.startswith("latency") else 6)
+            started = time.monotonic()
+            for page, name in zip(pages, names):  # 8 at once on a busy 2-core machine took up to 3 minutes
+                left_ms = max(1, int(EIGHT_PAGES_TIMEOUT_MS - 1000 * (time.monotonic() - started)))
+                wait_for_plots(page, 3 if name.startswith("latency") else 6, left_ms)
                 assert page.locator(".workbench-error").count() == 0, name
             ids = {page_kernel_id(page) for page in pages}
             assert len(ids) == 8

@@ -89,7 +89,8 @@ def test_the_profiler_lines_are_explained_where_they_first_appear():
     text = {p.name[:2]: "\n".join(c.source for c in nbformat.read(p, as_version=4).cells if c.cell_type == "markdown")
             for p in NOTEBOOKS}
     assert "USDT:" in text["03"] and "KINETO_LOG_LEVEL=6" in text["03"]  # first traced run: notebook 3
-    assert "External init callback must run in same thread as registerClient" in text["05"]  # first worker-thread trace
+    assert "USDT:" in text["07"]  # plain torch.profiler, where the workbench does not silence kineto
+    assert "External init callback must run in same thread as registerClient" in text["05"]  # the explorer primes it
 
 
 def test_every_shipped_trace_the_notebooks_read_has_its_source_and_licence_row():

@@ -79,6 +79,10 @@ class LatencyExplorer(Controller):
                  cache_size: int = 16, profile_fn: Callable | None = None, compare_fn: Callable | None = None,
                  compare_requests: int = COMPARE_REQUESTS, start: bool = True, timeout_s: float | None = TIMEOUT_S):
         super().__init__(debounce_s=debounce_s, cache_size=cache_size)
+        if profile_fn is None:  # live runs profile on a worker thread: register kineto on this one first
+            from ..device import prime_profiler
+
+            prime_profiler()
         self.targets = pipeline_targets(example, pipelines)
         self.requests, self.warmup, self.traced = requests, warmup, traced
         self.profile_fn, self.compare_fn, self.compare_requests = profile_fn, compare_fn, compare_requests

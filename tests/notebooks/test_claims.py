@@ -247,3 +247,19 @@ def test_09_serving_over_http(executed):
     assert abs(100 * outside - float(m.group(3))) <= 0.6 and abs(100 * waits - float(m.group(4))) <= 0.6, m.group(0)
     more = m.group(6).startswith("more of a served request went to waiting")
     assert more == (outside + waits > shares.get("forward", 0)), m.group(0)
+
+
+def test_09_cache_knob(executed):
+    text = stdout(executed(notebook("09")))
+    rows = {m.group(1): (float(m.group(2)), float(m.group(3)))
+            for m in re.finditer(rf"^cache=(none|lru): p50 {NUM} ms, p99 {NUM} ms", text, flags=re.M)}
+    m = claim(text, rf"^the cache answered {NUM}% of items; with it p50 is {NUM}x and p99 {NUM}x of no cache\.\n(.*)$")
+    r50, r99 = rows["lru"][0] / rows["none"][0], rows["lru"][1] / rows["none"][1]
+    assert abs(r50 - float(m.group(2))) <= 0.006 and abs(r99 - float(m.group(3))) <= 0.006, (m.group(0), rows)
+    follow = m.group(4)
+    if r50 < 1 and r99 < 1:
+        assert follow.startswith("both percentiles fell")
+    elif r50 < 1:
+        assert follow.startswith("the median fell but p99 did not")
+    else:
+        assert follow.startswith("the cache did not help here")

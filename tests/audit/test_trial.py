@@ -44,6 +44,7 @@ def test_concrete_changes_follow_the_run_config():
 
 def test_measured_gains_are_attached_and_shared_between_findings():
     run = load_run(RUNS / "text-cpu-bs8-fp32")
+    run.meta["config"] = dict(run.meta["config"], threads=2)  # as if recorded with two threads: threads=1 is tried
     compare = fake_compare({(("precision", "bf16"),): 0.8, (("precision", "int8"),): 1.0, (("threads", 1),): 0.5})
     entry = audit_run(run, try_actions=True, try_requests=60, compare_fn=compare)
     actions = {a["title"]: a for f in entry["findings"] for a in f["actions"]}
@@ -67,9 +68,16 @@ def test_a_batch_size_trial_reports_per_item_ratios():
     assert m["verdict"] == "faster"
 
 
+def test_a_run_that_already_used_one_thread_is_not_tried_again():
+    run = load_run(RUNS / "text-cpu-bs8-fp32")
+    run.meta["config"] = dict(run.meta["config"], threads=1)
+    assert concrete_change(run, {"title": "t", "try": {"threads": 1}}) == (None, "the run already used one torch thread")
+
+
 def test_a_run_whose_factory_cannot_be_rebuilt_says_so(tmp_path):
     run = load_run(RUNS / "text-cpu-bs8-fp32")
     run.meta["pipeline"] = "someone-elses"
+    run.meta["fingerprint"] = dict(run.meta["fingerprint"] or {}, factory=None)
     findings = [{"kind": "compute", "actions": [{"title": "x", "why": "", "try": {"precision": "bf16"}}]}]
     assert try_actions(run, findings, compare_fn=fake_compare({})) == []
     assert "does not say which factory built it" in findings[0]["actions"][0]["not_tried"]

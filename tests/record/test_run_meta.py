@@ -62,7 +62,7 @@ def test_unknown_keys_survive_a_save_and_load(tmp_path):
 def test_format_1_is_migrated_and_newer_is_refused(tmp_path):
     assert migrate({"format": "workbench.run", "version": 1, "pipeline": "p"}) == {
         "format": "workbench.run", "version": 2, "pipeline": "p", "kind": "profile", "status": "complete", "trace": None}
-    v1 = REPO / "data" / "runs" / "tabular-cpu-bs8-fp32"
+    v1 = REPO / "data" / "runs" / "tabular-cuda-bs8-fp32"  # recorded in format 1
     assert json.loads((v1 / "run.json").read_text())["version"] == 1
     run = load_run(v1)
     assert run.meta.status == "complete" and run.kind == "profile" and run.requests["error_where"].isna().all()

@@ -60,11 +60,18 @@ def test_gzip_bomb_stops_at_the_cap_with_memory_near_the_cap(bomb):
 
 def test_cli_gzip_bomb_is_one_line_and_exit_2(bomb):
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, "-m", "workbench", "analyze", str(bomb), "--max-trace-bytes", "16M"],
-                          capture_output=True, text=True, env=env, timeout=120)
+    # The CLI runs in a fresh process that prints its own peak RSS on stdout after the command: the
+    # pytest process's RUSAGE_CHILDREN would also count every earlier subprocess of the session.
+    wrapper = ("import resource, runpy, sys\n"
+               "sys.argv = ['workbench', 'analyze', sys.argv[1], '--max-trace-bytes', '16M']\n"
+               "try:\n    runpy.run_module('workbench', run_name='__main__')\n"
+               "except SystemExit as stop:\n    code = stop.code\n"
+               "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\nsys.exit(code)\n")
+    done = subprocess.run([sys.executable, "-c", wrapper, str(bomb)], capture_output=True, text=True, env=env,
+                          timeout=120)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "trace too large for the cap of 16,777,216 bytes" in done.stderr
-    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss < 600 * 1024  # KiB: far from the 200 MB text
+    assert int(done.stdout.split()[-1]) < 600 * 1024  # KiB: far from the 200 MB text
 
 
 def test_cap_is_exact_for_plain_and_gzip_files(tmp_path):

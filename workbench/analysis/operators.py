@@ -40,7 +40,11 @@ def operator_times(events: pd.DataFrame) -> pd.DataFrame:
     np.add.at(child_sum, parent[has_parent], dur[has_parent])
     rows = host.iloc[order]
     is_op = (rows["kind"] == KIND_CPU_OP).to_numpy()
-    shapes = rows["input_shapes"].astype(str).to_numpy() if "input_shapes" in rows else np.full(len(rows), "")
+    if "input_shapes" in rows:  # recorded with record_shapes=True; "" for events without shapes
+        col = rows["input_shapes"]
+        shapes = col.astype(object).where(col.notna(), "").astype(str).to_numpy()
+    else:
+        shapes = np.full(len(rows), "")
     return pd.DataFrame({"name": rows["name"].astype(str).to_numpy()[is_op], "input_shapes": shapes[is_op],
                          "dur_ns": dur[is_op], "self_ns": np.maximum(dur - child_sum, 0)[is_op]})
 

@@ -36,6 +36,7 @@ class Args(msgspec.Struct, gc=False):
     stream: Scalar = NA_INT
     bytes: Scalar = NA_INT
     external_id: Scalar = msgspec.field(default=NA_INT, name="External id")
+    input_dims: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input Dims")  # record_shapes=True
 
 
 class Event(msgspec.Struct, gc=False):

@@ -22,6 +22,7 @@ from .numbers import NA_INT, TIME_LIMIT_NS, NumberError, _as_int, to_int64_array
 from .read import DEFAULT_MAX_TRACE_BYTES, read_bytes
 
 _NO_ARGS = Args()
+_INPUT_DIMS = attrgetter("input_dims")
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ class _Columns:
         self.rows = 0
         self.dur_total_ns = 0.0
         self._where: tuple = ([], [], 0)
-        self.pieces: dict[str, list] = {k: [] for k in ("ts_ns", "dur_ns", "args", *self.TEXT)}
+        self.pieces: dict[str, list] = {k: [] for k in ("ts_ns", "dur_ns", "args", "shapes", *self.TEXT)}
 
     def add(self, xs: list, chunk: list, offset: int) -> None:
         """Append the complete events ``xs`` of ``chunk`` (whose first event is traceEvents[offset])."""
@@ -112,7 +113,9 @@ class _Columns:
         self.pieces["dur_ns"].append(dur_ns)
         for key in self.TEXT:
             self.pieces[key].append(self._factorized(xs, key))
-        self.pieces["args"].append(_arg_table(xs))
+        args = [e.args or _NO_ARGS for e in xs]
+        self.pieces["args"].append(_arg_table(args))
+        self.pieces["shapes"].append(_shapes(args))
         self.rows += len(xs)
 
     def _event(self, i: int) -> str:
@@ -163,7 +166,11 @@ class _Columns:
         args = _arg_columns(self.pieces["args"], kind, text["pid"], text["tid"])
         data = {"ts_ns": np.concatenate(self.pieces["ts_ns"]), "dur_ns": np.concatenate(self.pieces["dur_ns"]),
                 **text, "kind": kind, **args}
-        return pd.DataFrame(data, columns=list(schema.COLUMNS))
+        table = pd.DataFrame(data, columns=list(schema.COLUMNS))
+        if any(p is not None for p in self.pieces["shapes"]):  # only traces recorded with record_shapes
+            shapes = [p if p is not None else [None] * len(t) for p, t in zip(self.pieces["shapes"], self.pieces["ts_ns"])]
+            table["input_shapes"] = pd.Categorical([s for part in shapes for s in part])
+        return table
 
 
 def _unify(pieces: list) -> pd.Categorical:
@@ -192,9 +199,17 @@ def _kinds(cats: pd.Categorical) -> pd.Categorical:
 _ARG_KEYS = ("correlation", "device", "stream", "bytes", "external_id", "correlation_id")
 
 
-def _arg_table(xs: list) -> np.ndarray:
-    """An (n, 6) int64 table of the args (NA_INT where absent or not an integer)."""
-    rows = list(map(attrgetter(*_ARG_KEYS), [e.args or _NO_ARGS for e in xs]))
+def _shapes(args: list) -> list | None:
+    """Operators' ``Input Dims`` as compact JSON text (``[[8,64],[64,64]]``), or None when no event has any."""
+    raw = list(map(_INPUT_DIMS, args))
+    if not any(raw):  # an absent key is an empty Raw (falsy): the common case costs one pass
+        return None
+    return [bytes(r).decode("utf-8", "replace").replace(" ", "") if r else None for r in raw]
+
+
+def _arg_table(args: list) -> np.ndarray:
+    """An (n, 6) int64 table of the events' args (NA_INT where absent or not an integer)."""
+    rows = list(map(attrgetter(*_ARG_KEYS), args))
     try:  # the common case, every present value an int: one C conversion
         return np.array(rows, dtype=np.int64).reshape(len(rows), len(_ARG_KEYS))
     except (TypeError, ValueError, OverflowError):

@@ -316,3 +316,28 @@ def test_ctrl_c_after_the_traced_run_still_removes_its_scratch_folder(fake_clock
     with pytest.raises(KeyboardInterrupt):
         profile(pipeline(fake_clock), requests=2, warmup=0, traced=1, clock=fake_clock)
     assert leftovers(scratch_root) == []
+
+
+def test_a_stage_that_hangs_only_in_the_traced_run_is_stopped_and_the_timing_run_kept():
+    """The traced run runs on the main thread (torch.profiler records no other thread): a SIGALRM stops it."""
+    import itertools
+    import time as _time
+
+    from workbench import Pipeline, profile
+
+    calls = itertools.count()
+    pipe = Pipeline("hangs-when-traced", items=lambda: itertools.repeat(1))
+
+    @pipe.stage
+    def work(batch):
+        if next(calls) >= 3:  # the timing run makes 3 calls; the traced run's first call hangs
+            _time.sleep(60)
+        return batch
+
+    started = _time.perf_counter()
+    run = profile(pipe, requests=3, warmup=0, traced=2, timeout_s=0.5)
+    assert _time.perf_counter() - started < 10
+    assert run.meta["status"] == "incomplete: timeout" and run.trace_path is None
+    assert len(run.requests) == 3 and run.requests["ok"].all()
+    failure = run.meta["trace"]["failures"][0]
+    assert failure["type"] == "Timeout" and failure["stage"] == "work" and "traced run" in failure["message"]

@@ -10,14 +10,17 @@ so TensorBoard's profiler plugin and Perfetto open it. The result is a
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import itertools
 import os
 import platform
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -34,7 +37,7 @@ from .pipeline import Pipeline, build_pipeline
 from .precision import check_precision
 from .record import Run, build_tables, request_row, scratch_folder, stage_rows
 from .timing import SYNC_POLICIES, Clock, CudaStageTimer, RequestTiming, StageFailure, time_request
-from .guard import Cancelled, Interrupted, check_timeout, guarded, is_timeout  # noqa: F401 (Cancelled: public here)
+from .guard import TIMEOUT, Cancelled, Interrupted, check_timeout, guarded, is_timeout  # noqa: F401 (Cancelled: public here)
 from .memory import MemorySampler, RssReader, StageMemory, rss_bytes
 
 Progress = Callable[[int, int, str], None]
@@ -174,11 +177,15 @@ def _measure(pipe, target, threads, requests, max_duration_s, warmup, traced, sy
     trace_path, trace_meta = None, None
     if traced and status == STATUS_COMPLETE:
         try:
-            trace_path, trace_meta = _traced_run(pipe, items, traced, progress, cancel, trace_options)
+            trace_path, trace_meta = _traced_run(pipe, items, traced, progress, cancel, trace_options, timeout_s)
             if scratch is not None:
                 scratch.append(trace_path.parent)
         except KeyboardInterrupt:  # the timing run is kept; _traced_run removed its scratch folder
             status = STATUS_INTERRUPTED
+        except TracedTimeout as stop:  # the timing run is kept; the traced run's failure is recorded
+            status = STATUS_TIMEOUT
+            trace_meta = {"requests": traced, "failed_requests": 1, "stopped_by": "timeout",
+                          "failures": failure_records([stop.failure])}
     env = environment(cfg)
     n_measured = len(timings) - min(warmup, len(timings))
     meta = {
@@ -341,8 +348,16 @@ def _cold_start(build_ns: int | None, timings: list[RequestTiming]) -> dict[str,
             "first_request_ok": None if first is None else first.failure is None}
 
 
+class TracedTimeout(Exception):
+    """A stage of the traced run ran past ``timeout_s`` (main thread only: see :func:`_alarm`)."""
+
+    def __init__(self, failure: StageFailure):
+        super().__init__(failure.message)
+        self.failure = failure
+
+
 def _traced_run(pipe: Pipeline, items, n: int, progress, cancel,
-                options: TraceOptions = TraceOptions()) -> tuple[Path, dict[str, Any]]:
+                options: TraceOptions = TraceOptions(), timeout_s: float | None = None) -> tuple[Path, dict[str, Any]]:
     """Run n requests (after one profiler warm-up request) under torch.profiler; return the trace file.
 
     The scratch folder is removed when the run ends by any exception (Ctrl-C, cancel, an error):
@@ -350,14 +365,63 @@ def _traced_run(pipe: Pipeline, items, n: int, progress, cancel,
     """
     out_dir = scratch_folder()
     try:
-        return _traced_requests(pipe, items, n, progress, cancel, out_dir, options)
+        with _alarm(timeout_s) as alarm:
+            return _traced_requests(pipe, items, n, progress, cancel, out_dir, options, alarm)
     except BaseException:
         shutil.rmtree(out_dir, ignore_errors=True)
         raise
 
 
+class _StageAlarm(BaseException):
+    """Raised into the main thread by SIGALRM; a BaseException so stage code's ``except Exception`` lets it by."""
+
+
+@dataclasses.dataclass
+class _Alarm:
+    """``start()`` schedules SIGALRM ``seconds`` from now; ``stop()`` cancels it (both no-ops when unusable)."""
+
+    seconds: float | None = None
+    usable: bool = False
+
+    def start(self) -> None:
+        if self.usable:
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def stop(self) -> None:
+        if self.usable:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+@contextlib.contextmanager
+def _alarm(timeout_s: float | None):
+    """An :class:`_Alarm` whose SIGALRM raises :class:`_StageAlarm` in this thread.
+
+    The traced run cannot use the timing run's worker thread (torch.profiler does not record another
+    thread's operators), so on the main thread of a Unix process a hung stage is interrupted by a
+    signal instead: Python code and interruptible waits (sleep, sockets, locks) stop at once; a C call
+    that never returns to the interpreter cannot be stopped. Elsewhere (an explorer's worker thread,
+    Windows) the alarm does nothing and the explorer's job queue abandons the run instead.
+    """
+    usable = (timeout_s is not None and hasattr(signal, "setitimer")
+              and threading.current_thread() is threading.main_thread())
+    if not usable:
+        yield _Alarm(timeout_s, False)
+        return
+
+    def ring(signum, frame):
+        raise _StageAlarm()
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    try:
+        yield _Alarm(timeout_s, True)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _traced_requests(pipe: Pipeline, items, n: int, progress, cancel, out_dir: Path,
-                     options: TraceOptions = TraceOptions()) -> tuple[Path, dict[str, Any]]:
+                     options: TraceOptions = TraceOptions(),
+                     alarm: _Alarm | None = None) -> tuple[Path, dict[str, Any]]:
     from .device import quiet_profiler
 
     torch = require_torch()
@@ -368,6 +432,7 @@ def _traced_requests(pipe: Pipeline, items, n: int, progress, cancel, out_dir: P
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     stages = [(stage_range_name(s.name), s.name, s.fn) for s in pipe.stages]
     failures: list[StageFailure] = []
+    alarm = alarm or _Alarm()
     memory = StageMemory(torch if cuda else None, pipe.config.device)
     with torch.profiler.profile(
         activities=activities,
@@ -381,11 +446,17 @@ def _traced_requests(pipe: Pipeline, items, n: int, progress, cancel, out_dir: P
             out = next_batch(items, pipe.config.batch_size, pipe.name)
             for range_name, name, fn in stages:
                 try:
+                    alarm.start()
                     with memory.measure(name, counted=i > 0), record_function(range_name):
                         out = fn(out)
+                    alarm.stop()
+                except _StageAlarm:
+                    raise TracedTimeout(StageFailure(name, TIMEOUT, f"stage {name!r} of the traced run ran past the "
+                                                     f"timeout of {alarm.seconds:g} s", None)) from None
                 except KeyboardInterrupt:
                     raise
                 except BaseException as exc:  # recorded like the timing run's failures (sys.exit too)
+                    alarm.stop()
                     failures.append(StageFailure.from_exception(name, exc))
                     break
             if cuda:

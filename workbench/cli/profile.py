@@ -199,6 +199,11 @@ def guard_verdict(run) -> int:
     if run.meta.get("status") != "incomplete: timeout":
         return 0
     failure = run.requests.iloc[-1]
+    if failure["ok"]:  # the timing run finished; a stage of the traced run hung
+        traced = ((run.meta.get("trace") or {}).get("failures") or [{}])[0]
+        print(f"workbench profile: {traced.get('message', 'the traced run timed out')}; the timing run is kept "
+              f"and the run was saved as 'incomplete: timeout' (no trace)", file=sys.stderr)
+        return 1
     print(f"workbench profile: request {failure['request']} timed out: {failure['error_message']}; "
           f"the run stopped and was saved as 'incomplete: timeout'", file=sys.stderr)
     return 1

@@ -30,3 +30,18 @@ def test_half_precisions_on_cuda():
     for precision in ("fp16", "bf16"):
         model = prepare_model(torch.nn.Linear(4, 2), PipelineConfig(device="cuda", precision=precision))
         assert model.weight.is_cuda
+
+
+def test_model_options_channels_last_and_compile_are_applied_and_checked():
+    torch = pytest.importorskip("torch")
+    from workbench import PipelineConfig
+    from workbench.errors import ConfigError
+    from workbench.precision import prepare_model
+
+    conv = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3))
+    out = prepare_model(conv, PipelineConfig(options={"channels_last": True}))
+    assert out[0].weight.is_contiguous(memory_format=torch.channels_last)
+    compiled = prepare_model(torch.nn.Linear(2, 2), PipelineConfig(options={"compile": True}))
+    assert type(compiled).__name__ == "OptimizedModule"
+    with pytest.raises(ConfigError, match="option 'compile' must be true or false"):
+        prepare_model(torch.nn.Linear(2, 2), PipelineConfig(options={"compile": "yes"}))

@@ -21,7 +21,7 @@ import warnings
 
 from .config import PipelineConfig
 from .device import cuda_available
-from .errors import PrecisionError
+from .errors import ConfigError, PrecisionError
 
 _REPORTS: contextvars.ContextVar[list | None] = contextvars.ContextVar("workbench_quantization", default=None)
 
@@ -79,16 +79,40 @@ def torch_dtype(precision: str):
     return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "int8": torch.float32}[precision]
 
 
+MODEL_OPTIONS = ("channels_last", "compile")  # options prepare_model applies itself (audit --try uses them)
+
+
 def prepare_model(model, config: PipelineConfig):
     """Move a ``torch.nn.Module`` to the config's device and precision, in eval mode.
 
-    Returns the model to use (a new quantized module for int8).
+    Returns the model to use (a new quantized module for int8). Two free options
+    of the config are applied here, so any factory that calls this gets them and
+    ``audit --try`` can measure them: ``channels_last`` (bool: weights in the
+    NHWC memory format, which CPU and GPU convolution kernels prefer) and
+    ``compile`` (bool: ``torch.compile``; compilation happens on the first call,
+    so its cost shows in the run's cold start and warm-up, not its percentiles).
     """
     check_precision(config)
     model = model.eval().to(config.device)
     if config.precision == "int8":
-        return _quantize_int8(model)
-    return model.to(torch_dtype(config.precision))
+        model = _quantize_int8(model)
+    else:
+        model = model.to(torch_dtype(config.precision))
+    return _model_options(model, config)
+
+
+def _model_options(model, config: PipelineConfig):
+    import torch
+
+    for name in MODEL_OPTIONS:
+        value = config.options.get(name, False)
+        if not isinstance(value, bool):
+            raise ConfigError(f"option {name!r} must be true or false, got {value!r}")
+    if config.options.get("channels_last"):
+        model = model.to(memory_format=torch.channels_last)
+    if config.options.get("compile"):
+        model = torch.compile(model)
+    return model
 
 
 def _quantize_int8(model):

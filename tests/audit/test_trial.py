@@ -45,14 +45,18 @@ def test_concrete_changes_follow_the_run_config():
 def test_measured_gains_are_attached_and_shared_between_findings():
     run = load_run(RUNS / "text-cpu-bs8-fp32")
     run.meta["config"] = dict(run.meta["config"], threads=2)  # as if recorded with two threads: threads=1 is tried
-    compare = fake_compare({(("precision", "bf16"),): 0.8, (("precision", "int8"),): 1.0, (("threads", 1),): 0.5})
+    compare = fake_compare({(("precision", "bf16"),): 0.8, (("precision", "int8"),): 1.0, (("threads", 1),): 0.5,
+                            (("compile", True),): 0.9, (("channels_last", True),): 1.0})
     entry = audit_run(run, try_actions=True, try_requests=60, compare_fn=compare)
     actions = {a["title"]: a for f in entry["findings"] for a in f["actions"]}
     bf16 = actions["Run the model in bf16 (or int8 dynamic quantization on CPU)"]["measured"]
     assert bf16["p50_ratio"] == 0.8 and bf16["verdict"] == "faster" and bf16["per"] == "request"
     assert bf16["sentence"].startswith("precision=bf16: end-to-end p50 x0.80 [0.78, 0.82]")
-    assert "torch.compile" in " ".join(a for a in actions if "not_tried" not in actions[a] and "measured" not in actions[a])
-    assert [c[0] for c in compare.calls] == [{"precision": "bf16"}, {"precision": "int8"}, {"threads": 1}]
+    assert actions["Compile the model with torch.compile"]["measured"]["p50_ratio"] == 0.9
+    untried = [a for a in actions if "not_tried" not in actions[a] and "measured" not in actions[a]]
+    assert all(actions[a]["try"] is None for a in untried)  # only actions the workbench cannot make itself
+    assert [c[0] for c in compare.calls] == [{"precision": "bf16"}, {"precision": "int8"}, {"threads": 1},
+                                             {"compile": True}, {"channels_last": True}]
     assert all(c[2] == 60 for c in compare.calls)
     assert "measured: threads=1: end-to-end p50 x0.50" in entry["summary"]
 
@@ -81,3 +85,35 @@ def test_a_run_whose_factory_cannot_be_rebuilt_says_so(tmp_path):
     findings = [{"kind": "compute", "actions": [{"title": "x", "why": "", "try": {"precision": "bf16"}}]}]
     assert try_actions(run, findings, compare_fn=fake_compare({})) == []
     assert "does not say which factory built it" in findings[0]["actions"][0]["not_tried"]
+
+
+def test_compile_and_channels_last_are_tried_as_model_options():
+    run = load_run(RUNS / "image-cpu-bs1-fp32")
+    assert concrete_change(run, {"title": "t", "try": {"compile": True}}) == ({"compile": True}, None)
+    assert concrete_change(run, {"title": "t", "try": {"channels_last": True}}) == ({"channels_last": True}, None)
+
+
+def test_a_failing_trial_is_reported_not_raised():
+    run = load_run(RUNS / "text-cpu-bs8-fp32")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("inductor needs a C++ compiler\nmore lines")
+
+    findings = [{"kind": "compute", "actions": [{"title": "c", "why": "", "try": {"compile": True}}]}]
+    try_actions(run, findings, compare_fn=broken)
+    assert findings[0]["actions"][0]["measured"]["sentence"] == \
+        "compile=True: not measured: RuntimeError: inductor needs a C++ compiler"
+
+
+def test_lowering_the_max_wait_is_simulated_on_a_load_runs_own_arrivals(tmp_path):
+    from workbench.audit.trial import simulate_wait
+    from workbench.cli import main
+
+    out = tmp_path / "load"
+    assert main(["load", "--example", "tabular", "--rate", "200", "--duration", "1", "--max-batch-size", "8",
+                 "--max-wait-ms", "4", "--threads", "1", "--out", str(out)]) in (0, 1)
+    result = simulate_wait(load_run(out))["simulated"]
+    assert result["max_wait_ms"] == 2.0 and result["p50_ratio"] > 0 and result["p99_ratio"] > 0
+    assert result["sentence"].startswith("max_wait_ms=2 (from 4): simulated p50 x")
+    assert "not measured" in result["sentence"]
+    assert "not_tried" in simulate_wait(load_run(RUNS / "text-cpu-bs1-fp32"))

@@ -18,9 +18,9 @@ CATALOG: dict[str, list[Action]] = {
          "why": "torch's thread pool busy-waits; on contended cores extra threads slow small forwards down",
          "try": {"threads": 1}},
         {"title": "Compile the model with torch.compile",
-         "why": "fuses elementwise ops and removes Python dispatch between them", "try": None},
+         "why": "fuses elementwise ops and removes Python dispatch between them", "try": {"compile": True}},
         {"title": "Make inputs contiguous / channels_last for convolutions",
-         "why": "strided inputs force copies or slow kernels", "try": None},
+         "why": "strided inputs force copies or slow kernels", "try": {"channels_last": True}},
     ],
     "preprocess": [
         {"title": "Decode at reduced size (PIL draft mode, libjpeg-turbo scaling) or use a faster decoder",

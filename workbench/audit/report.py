@@ -198,6 +198,8 @@ def _gain_html(action: dict) -> str:
     measured = action.get("measured")
     if measured:
         return f" <b>Measured:</b> {html.escape(measured['sentence'])}"
+    if action.get("simulated"):
+        return f" <span class='estimate'>{html.escape(action['simulated']['sentence'])}.</span>"
     if action.get("not_tried"):
         return f" <i>(not tried: {html.escape(action['not_tried'])})</i>"
     return ""

@@ -2,7 +2,9 @@
 
 For each finding, each catalog action with a ``try`` entry becomes a concrete
 configuration change of the audited run (bf16 or int8 precision on CPU, twice the
-batch size, one torch thread when the run used more); the run's pipeline is
+batch size, one torch thread when the run used more, ``torch.compile``,
+channels_last weights: the last two through :func:`workbench.precision.prepare_model`,
+so they apply to pipelines that build their model with it); the run's pipeline is
 rebuilt from its fingerprint's factory and the change is measured against the
 run's own configuration with the interleaved comparison
 (:func:`workbench.compare.compare`): same items, one process, blocks in a seeded
@@ -39,6 +41,13 @@ def concrete_change(run, action: dict) -> tuple[dict[str, Any] | None, str | Non
         return {"precision": target}, None
     if want.get("batch_size") == "double":
         return {"batch_size": 2 * int(cfg.get("batch_size", 1))}, None
+    for name in ("compile", "channels_last"):  # model options workbench.precision.prepare_model applies
+        if name in want:
+            if (cfg.get("options") or {}).get(name):
+                return None, f"the run already used {name}"
+            return {name: True}, None
+    if "max_wait_ms" in want:
+        return None, None  # a load run's wait is tried in the batching simulator (simulate_wait), not measured live
     if "threads" in want:
         threads = cfg.get("threads") or (run.meta.get("env") or {}).get("threads")
         if not threads or threads <= 1:
@@ -90,6 +99,9 @@ def try_actions(run, findings: list[dict], *, requests: int = TRY_REQUESTS, seed
     log, done = [], {}
     for finding in findings:
         for action in finding["actions"]:
+            if (action.get("try") or {}).get("max_wait_ms") == "half":
+                action.update(simulate_wait(run))
+                continue
             change, reason = concrete_change(run, action)
             if change is None:
                 if reason:
@@ -113,6 +125,9 @@ def _measure(compare_fn, factory, base, change: dict, requests: int, seed: int) 
         result = compare_fn(factory, [{}, change], base=base, requests=requests, seed=seed).result
     except WorkbenchError as exc:
         return {"error": str(exc), "sentence": f"{_label(change)}: not measured: {exc}"}
+    except Exception as exc:  # noqa: BLE001 - torch.compile needs a C++ toolchain; its failure is the finding
+        message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return {"error": message, "sentence": f"{_label(change)}: not measured: {message}"}
     e2e = result.get("end_to_end")
     if not e2e:
         return {"error": result.get("error"), "sentence": f"{_label(change)}: not measured: {result.get('error')}"}
@@ -140,3 +155,34 @@ def _verdict(ci: list[float], scale: float, result: dict) -> str:
 
 def _label(change: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in change.items())
+
+
+def simulate_wait(run, factor: float = 0.5, seed: int = 0) -> dict[str, Any]:
+    """``{"simulated": {...}}`` for a load run with its max wait times ``factor``, else ``{"not_tried": why}``.
+
+    The batching simulator replays the run's own arrival times against a service model built from the
+    run's own batches (``workbench.batching.service_model_from_runs``), once with the run's policy and
+    once with the shorter wait; the ratios are of simulated end-to-end p50 and p99. Labelled simulated:
+    the simulator's error on this machine is in ``benchmarks/results/batching_validation.md``.
+    """
+    from ..batching import BatchPolicy, load_summary, service_model_from_runs, simulate
+    from ..errors import WorkbenchError
+
+    policy = ((run.meta.get("load") or {}).get("policy")) or {}
+    if run.kind not in ("load", "served") or not policy or "arrival_ns" not in run.requests:
+        return {"not_tried": "lowering the max wait is simulated from a load run (workbench load); this run is not one"}
+    try:
+        model = service_model_from_runs([run])
+        times = run.requests.sort_values("arrival_ns")["arrival_ns"].to_numpy("int64")
+        times = times - times[0]
+        base = BatchPolicy(int(policy["max_batch_size"]), float(policy["max_wait_ms"]), int(policy.get("concurrency", 1)))
+        shorter = BatchPolicy(base.max_batch_size, base.max_wait_ms * factor, base.concurrency)
+        a = load_summary(simulate(model, times, base, seed=seed).requests)["end_to_end"]
+        b = load_summary(simulate(model, times, shorter, seed=seed).requests)["end_to_end"]
+    except WorkbenchError as exc:
+        return {"not_tried": f"simulation failed: {exc}"}
+    out = {"max_wait_ms": shorter.max_wait_ms, "p50_ratio": b["p50_ms"] / a["p50_ms"], "p99_ratio": b["p99_ms"] / a["p99_ms"]}
+    out["sentence"] = (f"max_wait_ms={shorter.max_wait_ms:g} (from {base.max_wait_ms:g}): simulated p50 "
+                       f"x{out['p50_ratio']:.2f}, p99 x{out['p99_ratio']:.2f} on this run's arrivals and service "
+                       "times (batching simulator; simulated, not measured)")
+    return {"simulated": out}

@@ -119,3 +119,12 @@ def test_lowering_the_max_wait_is_simulated_on_a_load_runs_own_arrivals(tmp_path
     assert result["sentence"].startswith("max_wait_ms=2 (from 4): simulated p50 x")
     assert "not measured" in result["sentence"]
     assert "not_tried" in simulate_wait(load_run(RUNS / "text-cpu-bs1-fp32"))
+
+
+def test_pinned_memory_is_tried_only_for_a_pageable_gpu_run():
+    pageable = load_run(RUNS / "image-cuda-bs64-fp32-pageable")
+    action = {"title": "t", "try": {"pin_memory": True}}
+    assert concrete_change(pageable, action) == ({"pin_memory": True}, None)
+    assert concrete_change(load_run(RUNS / "image-cuda-bs64-fp32"), action)[1] == \
+        "the run already copied from pinned memory"
+    assert "CPU" in concrete_change(load_run(RUNS / "image-cpu-bs1-fp32"), action)[1]

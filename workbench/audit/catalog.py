@@ -61,7 +61,7 @@ CATALOG: dict[str, list[Action]] = {
     "transfer": [
         {"title": "Copy from pinned host buffers with non_blocking=True",
          "why": "pageable copies go through a staging buffer at a fraction of the bandwidth and block the host",
-         "try": None},
+         "try": {"pin_memory": True}},
         {"title": "Send smaller tensors (uint8 images, normalize on the GPU)",
          "why": "bytes over PCIe are the cost", "try": None},
     ],

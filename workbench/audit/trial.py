@@ -46,6 +46,12 @@ def concrete_change(run, action: dict) -> tuple[dict[str, Any] | None, str | Non
             if (cfg.get("options") or {}).get(name):
                 return None, f"the run already used {name}"
             return {name: True}, None
+    if "pin_memory" in want:  # the shipped examples' option; pinned memory only means something on a GPU
+        if not device.startswith("cuda"):
+            return None, "pinned host memory matters for host-to-GPU copies only; this run is on the CPU"
+        if (cfg.get("options") or {}).get("pin_memory", True):
+            return None, "the run already copied from pinned memory"
+        return {"pin_memory": True}, None
     if "max_wait_ms" in want:
         return None, None  # a load run's wait is tried in the batching simulator (simulate_wait), not measured live
     if "threads" in want:

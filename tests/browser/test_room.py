@@ -106,7 +106,7 @@ def wait_for_plots(page, count: int, timeout_ms: int = PAGE_TIMEOUT_MS) -> None:
     page.wait_for_function(
         f"""() => document.body.innerText.includes('There was an error when executing cell')
                  || Array.from({PLOTS}).filter(el => el.data && el.data.length > 0).length >= {count}""",
-        timeout=timeout_ms)
+        timeout=timeout_ms, polling=500)  # a timer, not requestAnimationFrame: 8 pages do not all get frames
     assert "There was an error when executing cell" not in page.inner_text("body")
 
 

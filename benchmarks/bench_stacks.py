@@ -40,8 +40,8 @@ def marked(name: str, fn):
     return types.FunctionType(code, {"fn": fn}, closure=trampoline.__closure__)
 
 
-def run_plain(pipe, batches):
-    names, fns = pipe.stage_names, [s.fn for s in pipe.stages]
+def time_stages(names, fns, batches) -> dict[str, int]:
+    """Stage -> summed ns over ``batches``, two clock reads per stage (the timing run's cost)."""
     totals = dict.fromkeys(names, 0)
     for batch in batches:
         out = batch
@@ -50,6 +50,10 @@ def run_plain(pipe, batches):
             out = fn(out)
             totals[name] += time.perf_counter_ns() - t0
     return totals
+
+
+def run_plain(pipe, batches):
+    return time_stages(pipe.stage_names, [s.fn for s in pipe.stages], batches)
 
 
 def run_traced(pipe, batches, with_stack: bool, out_dir: Path):
@@ -76,15 +80,9 @@ def run_sampled(pipe, batches, interval_s: float):
 
     names = pipe.stage_names
     fns = [marked(n, s.fn) for n, s in zip(names, pipe.stages)]
-    totals = dict.fromkeys(names, 0)
     profiler = Profiler(interval=interval_s)
     profiler.start()
-    for batch in batches:
-        out = batch
-        for name, fn in zip(names, fns):
-            t0 = time.perf_counter_ns()
-            out = fn(out)
-            totals[name] += time.perf_counter_ns() - t0
+    totals = time_stages(names, fns, batches)
     session = profiler.stop()
     return totals, session
 

@@ -1,6 +1,7 @@
 """Everything the audit rules read about one run, gathered once.
 
-The facts are plain dicts (JSON types): the budget (``show --json``), the tail
+The facts are plain dicts of JSON types, except ``loaded_trace`` (the loaded trace,
+kept so the evidence figures do not read the file again): the budget (``show --json``), the tail
 attribution, the trace report (``analyze --json``) when the run has a trace,
 the stages' roles and the run's kind. Building them needs pandas but neither
 torch nor plotly, so the audit runs where the run was copied to.
@@ -23,7 +24,7 @@ def run_facts(run) -> dict[str, Any]:
     from ..analysis.budget import budget
 
     report = budget(run)
-    trace, trace_error, libraries = None, None, {}
+    trace, trace_error, libraries, loaded = None, None, {}, None
     if run.trace_path is not None:
         from ..analysis.flame import flame_tree
         from ..analysis.python_frames import library_shares
@@ -48,6 +49,7 @@ def run_facts(run) -> dict[str, Any]:
         "traced_requests": ((meta.get("trace") or {}).get("requests")),
         "roles": dict(meta.get("stage_roles") or {}),
         "libraries": libraries,
+        "loaded_trace": loaded,  # the Trace itself, for the evidence figures (never in the audit's output)
         "noise": meta.get("noise"),
         "gc": gc_summary(run.requests, run.stages, run.stage_names),
     }

@@ -16,7 +16,7 @@ def run_figures(run, facts: dict[str, Any], sla_ms: float | None = None) -> list
             ("Latency over the run: drift, spikes, throttling", latency_over_run_figure(run.requests))]
     figs += _attribute_figures(run)
     if facts.get("trace") is not None:
-        figs += _trace_figures(run)
+        figs += _trace_figures(run, facts.get("loaded_trace"))
     return figs
 
 
@@ -34,11 +34,11 @@ def _attribute_figures(run) -> list[tuple[str, Any]]:
                                                                     best["attribute"], rho=best["rho"], ci=best["ci"]))]
 
 
-def _trace_figures(run) -> list[tuple[str, Any]]:
+def _trace_figures(run, loaded=None) -> list[tuple[str, Any]]:
     from ..plots import launch_figure, trace_flame_figure, transfer_figure
     from ..trace import load_trace
 
-    events = load_trace(run.trace_path).events
+    events = (loaded or load_trace(run.trace_path)).events
     return [("Flame graph of the traced requests: stage -> operators -> kernels and copies", trace_flame_figure(events)),
             ("Kernel launches: launch delay and CPU vs GPU time", launch_figure(events)),
             ("Host<->device copies by kind and host memory", transfer_figure(events))]

@@ -19,12 +19,12 @@ VERSION = 1
 
 
 def audit_run(run, sla_ms: float | None = None, *, try_actions: bool = False, try_requests: int = 200,
-              compare_fn=None) -> dict[str, Any]:
+              compare_fn=None, facts: dict[str, Any] | None = None) -> dict[str, Any]:
     """One run's audit entry: ``{"run", "label", "sla_ms", "summary", "baseline", "findings", "notes", "trials"}``.
 
     try_actions: measure the actions the workbench can make itself (:mod:`workbench.audit.trial`).
     """
-    facts = run_facts(run)
+    facts = facts if facts is not None else run_facts(run)
     found = findings(facts)
     for f in found:
         _add_estimates(run, facts, f)

@@ -42,8 +42,10 @@ def run(args) -> int:
     from ..audit.figures import run_figures
     from ..audit.report import FORMAT, VERSION, render_html
 
-    doc = {"format": FORMAT, "version": VERSION, "runs": [audit_run(r, args.sla_ms, **options) for r in runs]}
-    figures = {str(r.path): run_figures(r, run_facts(r), args.sla_ms) for r in runs}
+    facts = [run_facts(r) for r in runs]  # computed once: the findings and the figures read the same facts
+    doc = {"format": FORMAT, "version": VERSION,
+           "runs": [audit_run(r, args.sla_ms, facts=f, **options) for r, f in zip(runs, facts)]}
+    figures = {str(r.path): run_figures(r, f, args.sla_ms) for r, f in zip(runs, facts)}
     _write_atomically(args.out, render_html(doc, figures))
     print(f"audit of {len(runs)} run(s) written to {args.out}")
     for entry in doc["runs"]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ class Entry:
     precision: str
     variant: str
     path: Path
+    run: Any = field(default=None, compare=False, repr=False)  # loaded once, read by every figure
 
 
 def recorded_entries(runs_dir: str | os.PathLike) -> tuple[list[Entry], list[str]]:
@@ -57,7 +58,7 @@ def recorded_entries(runs_dir: str | os.PathLike) -> tuple[list[Entry], list[str
             notes.append(f"skipped {folder.name}: same configuration and options as an earlier folder")
             continue
         entries.append(Entry(key, str(run.meta.get("pipeline")), device, int(cfg.get("batch_size")),
-                             str(cfg.get("precision")), variant, folder))
+                             str(cfg.get("precision")), variant, folder, run))
     return entries, notes
 
 
@@ -66,9 +67,7 @@ def run_figures(entry: Entry) -> dict[str, Any]:
     from ..plots import distribution_figure, flame_figure
     from ..plots.budget import run_budget_figure
     from ..plots.style import empty_figure
-    from ..record import load_run
-
-    run = load_run(entry.path)
+    run = entry.run
     figs = {"budget": run_budget_figure(run),
             "distribution": distribution_figure(run.requests, run.stages, run.stage_names)}
     if run.trace_path is not None:
@@ -87,7 +86,6 @@ def batching_figures(entries: list[Entry], requests: int = 4_000, seed: int = 0)
     from ..batching import service_model_from_runs, sweep
     from ..errors import WorkbenchError
     from ..plots.batching import batching_curves_figure
-    from ..record import load_run
 
     groups: dict[str, list[Entry]] = {}
     for e in entries:
@@ -97,7 +95,7 @@ def batching_figures(entries: list[Entry], requests: int = 4_000, seed: int = 0)
         if len({m.batch_size for m in members}) < 2:
             continue
         try:
-            model = service_model_from_runs([load_run(m.path) for m in members])
+            model = service_model_from_runs([m.run for m in members])
         except WorkbenchError:
             continue
         sizes = model.sizes

@@ -32,6 +32,7 @@ from .analysis.budget import END_TO_END
 from .analysis.compare import BLOCK, MIN_EFFECT, RESAMPLES, paired_comparison
 from .config import PipelineConfig
 from .errors import ConfigError, PipelineError
+from .runner import DEFAULT_REQUESTS
 from .timing import Clock, RequestTiming, time_request
 
 REWARM = 3
@@ -75,7 +76,7 @@ def config_label(overrides: Mapping[str, Any]) -> str:
 
 
 def compare(target: Callable | str, configs: Sequence[Mapping[str, Any] | PipelineConfig], *,
-            base: PipelineConfig | None = None, requests: int = 200, warmup: int = 10, seed: int = 0,
+            base: PipelineConfig | None = None, requests: int = DEFAULT_REQUESTS, warmup: int = 10, seed: int = 0,
             metric: str = "p50", min_effect: float = MIN_EFFECT, resamples: int = RESAMPLES,
             clock: Clock = time.perf_counter_ns, noise_probe: Any = True) -> Comparison:
     """Run configurations of one pipeline interleaved in this process and compare each with the first.
@@ -83,7 +84,9 @@ def compare(target: Callable | str, configs: Sequence[Mapping[str, Any] | Pipeli
     target: a factory ``build(config) -> Pipeline`` or a shipped example's name
         (a built Pipeline cannot be rebuilt per configuration and is refused).
     configs: two or more; each a PipelineConfig or a dict of overrides of ``base``.
-    requests: measured requests per configuration; warmup: unmeasured first requests per configuration.
+    requests: measured requests per configuration (default 600, as ``profile``: enough for a 10 % change of a
+        stage's p50 to come out ``slower`` at least 95 % of the time on a quiet machine, see
+        ``benchmarks/bench_compare.py``); warmup: unmeasured first requests per configuration.
     metric: ``p50`` or ``p99``, which ratio the verdicts follow; min_effect: relative, e.g. 0.02.
     noise_probe: True measures the machine during the comparison (``workbench.noise.NoiseProbe``); or any
         object with ``start()`` and ``finish(torch_threads, e2e_ns)`` (tests inject one); False skips it

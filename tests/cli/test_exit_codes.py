@@ -17,8 +17,8 @@ def _with_func(monkeypatch, func):
     """Make ``show`` call ``func`` whatever its argument, to drive main()'s policy."""
     real = cli.build_parser
 
-    def parser():
-        p = real()
+    def parser(argv=None):
+        p = real(argv)
         p.set_defaults(func=func)
         sub = next(a for a in p._actions if a.dest == "command")
         sub.choices["show"].set_defaults(func=func)

@@ -72,6 +72,12 @@ _EVENT_DECODER = msgspec.json.Decoder(Event)
 _AT = re.compile(r"`\$\[(\d+)\]")
 
 
+def read_raw(path: Path, max_bytes: int) -> tuple[list[msgspec.Raw], dict]:
+    """:func:`decode` of the file's text (read with the ``max_bytes`` cap): no pandas needed, so a
+    caller can run it while pandas imports in another thread (gunzip releases the GIL)."""
+    return decode(path, read_bytes(path, max_bytes))
+
+
 def decode(path: Path, data) -> tuple[list[msgspec.Raw], dict]:
     """The events (undecoded, one raw slice each) and raw top-level metadata of a trace.
 

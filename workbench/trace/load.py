@@ -17,9 +17,9 @@ import pandas as pd
 
 from ..errors import TraceError
 from . import schema
-from .decode import Args, decode, decode_events, decode_meta
+from .decode import Args, decode_events, decode_meta, read_raw
 from .numbers import NA_INT, TIME_LIMIT_NS, NumberError, _as_int, to_int64_array, us_text_to_ns
-from .read import DEFAULT_MAX_TRACE_BYTES, read_bytes
+from .read import DEFAULT_MAX_TRACE_BYTES
 
 _NO_ARGS = Args()
 _INPUT_DIMS = attrgetter("input_dims")
@@ -49,7 +49,8 @@ class Trace:
 CHUNK_EVENTS = 8_192  # typed structs of one chunk at a time: 65,536 peaked at +146 MB on a 33 MB trace, 8,192 at +66 MB, no slower
 
 
-def load_trace(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_TRACE_BYTES, progress=None) -> Trace:
+def load_trace(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_TRACE_BYTES, progress=None,
+               decoded: tuple[list, dict] | None = None) -> Trace:
     """Read a ``.json`` or ``.json.gz`` trace (either kineto schema, CUDA or ROCm).
 
     ``max_bytes`` caps the JSON text (after decompression, checked while
@@ -58,11 +59,13 @@ def load_trace(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_TRACE_BY
     offset) for unreadable, truncated, too large, non-trace, badly typed, out of
     range or empty input. ``progress(stage, done, total)``, if given, hears of the
     reading (``"read"``) and of each chunk of events decoded (``"decode"``, events).
+    ``decoded``: what :func:`read_raw` returned for this path, when the caller read the file
+    itself (``analyze`` does, while pandas is still being imported); the file is not read again.
     """
     path = Path(path)
-    if progress is not None:
+    if progress is not None and decoded is None:
         progress("read", 0, 1)
-    raws, raw_meta = decode(path, read_bytes(path, max_bytes))
+    raws, raw_meta = read_raw(path, max_bytes) if decoded is None else decoded
     if not raws:
         raise TraceError(f"{path}: empty trace: 'traceEvents' has no events")
     builder = _Columns(path)

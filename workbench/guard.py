@@ -104,11 +104,12 @@ class StageGuard:
         self._thread = threading.Thread(target=self._work, args=(run_one, init), name="workbench-stages", daemon=True)
         self._thread.start()
 
-    def __call__(self, batch: Any) -> RequestTiming:
+    def __call__(self, batch: Any, starts: list[int] | None = None, ends: list[int] | None = None) -> RequestTiming:
+        """One request; ``starts``/``ends``: the stage timer's lists, given to watch them from a third thread."""
         if self.stuck_stage is not None:
             raise Cancelled(f"stage {self.stuck_stage!r} of an earlier request is still running; start a new run")
-        starts: list[int] = []
-        ends: list[int] = []
+        starts = [] if starts is None else starts
+        ends = [] if ends is None else ends
         done, box = threading.Event(), []
         submitted = self.clock()
         self._ends = ends
@@ -142,18 +143,12 @@ class StageGuard:
 
     def _abandon(self, starts: list[int], ends: list[int], submitted: int) -> RequestTiming:
         """The timed-out request as a failure at the running stage; the worker is left to itself."""
-        now = self.clock()
-        e = list(ends)  # the worker may still append: ends first, so starts has at least as many
-        s = list(starts)[: len(e) + 1]
-        stage = self._running_stage(len(e))
-        if len(s) > len(e):
-            e.append(now)  # the stuck stage's row lasts until it was abandoned
-        self.stuck_stage = stage
+        timing = abandoned(self.names, starts, ends, submitted, self.clock(),
+                           lambda stage: f"stage {stage!r} still running after the {self.timeout_s:g} s "
+                                         "per-request timeout; its thread was abandoned")
+        self.stuck_stage = timing.failure.stage
         self.close()
-        message = (f"stage {stage!r} still running after the {self.timeout_s:g} s per-request timeout; "
-                   "its thread was abandoned")
-        start = s[0] if s else submitted
-        return RequestTiming(start, now, s, e, None, StageFailure(stage, TIMEOUT, message))
+        return timing
 
     def _running_stage(self, n_ended: int) -> str:
         return self.names[min(n_ended, len(self.names) - 1)]
@@ -173,6 +168,23 @@ class StageGuard:
             except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
                 box.append(("raise", exc))
             done.set()
+
+
+def abandoned(names: Sequence[str], starts: list[int], ends: list[int], since_ns: int, now_ns: int,
+              message: Callable[[str], str]) -> RequestTiming:
+    """A request left running, as a ``Timeout`` failure at the stage it was in (``message(stage)``).
+
+    starts/ends: the stage timer's lists (ns), which its thread may still be
+    filling: ends are read first, so starts has at least as many. The running
+    stage's row lasts until ``now_ns``; ``since_ns`` is the request's start when
+    no stage had begun. Shared by :class:`StageGuard` and the load batcher's stop.
+    """
+    e = list(ends)
+    s = list(starts)[: len(e) + 1]
+    stage = names[min(len(e), len(names) - 1)]
+    if len(s) > len(e):
+        e.append(now_ns)
+    return RequestTiming(s[0] if s else since_ns, now_ns, s, e, None, StageFailure(stage, TIMEOUT, message(stage)))
 
 
 def _inherit_thread_state(thread_init: Callable[[], Any] | None) -> Callable[[], None]:

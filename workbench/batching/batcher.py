@@ -13,16 +13,28 @@ work. The executor records ``start_ns`` when it takes the batch (so
 ``queue_wait = start - close`` holds its wake-up delay, or the time the
 closed batch waited for it) and ``end_ns`` when the pipeline call returns;
 the call itself is timed stage by stage by ``execute`` (``workbench.timing``).
+
+A stage can hang. The batches being executed are kept in ``_in_flight``
+(with the stage timer's lists when ``stage_names`` is given), so that
+``stop`` waits one shared ``join_timeout_s`` for all executors, then records
+every batch still in flight as a ``Timeout`` failure ("in flight at stop",
+at the stage it was in) and abandons its executor thread (a daemon): nothing
+is lost and stopping takes no longer than asked. An executor's result that
+arrives after that is discarded. A batch whose own timing is a ``Timeout``
+(``execute`` ran it under :class:`workbench.guard.StageGuard`) halts the
+batcher: nothing more is dispatched, ``halted`` is set (the load generator's
+cancel) and the queued requests are returned by ``stop`` as undispatched.
 """
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import PipelineError
+from ..guard import abandoned, is_timeout
 from ..timing import Clock, RequestTiming, StageFailure
 from .policy import BatchFormer, BatchPolicy
 
@@ -40,6 +52,17 @@ class BatchRecord:
     timing: RequestTiming
 
 
+@dataclass
+class _InFlight:
+    """A batch an executor took and has not finished: its requests and the stage timer's lists (ns)."""
+
+    taken: list[tuple[int, int]]
+    close_ns: int
+    start_ns: int
+    starts: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
+
+
 class DynamicBatcher:
     """Threads around a :class:`BatchFormer`; ``execute(items) -> RequestTiming`` runs one batch.
 
@@ -47,11 +70,24 @@ class DynamicBatcher:
     ``wait_done(timeout_s)`` and ``stop()``. ``batches`` holds the executed
     batches in completion order; ``stop(abort=True)`` returns the requests that were
     never dispatched as ``(request, arrival_ns)`` pairs.
+
+    stage_names: the pipeline's stages; when given, ``execute(items, starts=, ends=)``
+        is handed the stage timer's lists, so a batch in flight at ``stop`` is
+        recorded at the stage it was running (else at the first stage).
+    After a batch timed out, ``halted`` is set and ``stopped_by`` is "timeout";
+    ``in_flight_at_stop`` counts the batches ``stop`` recorded as in flight.
     """
 
-    def __init__(self, execute: Callable[[list], RequestTiming], policy: BatchPolicy, *,
-                 clock: Clock = time.perf_counter_ns, thread_init: Callable[[], Any] | None = None):
+    def __init__(self, execute: Callable[..., RequestTiming], policy: BatchPolicy, *,
+                 clock: Clock = time.perf_counter_ns, thread_init: Callable[[], Any] | None = None,
+                 stage_names: Sequence[str] | None = None):
         self.policy, self._execute, self._clock, self._thread_init = policy, execute, clock, thread_init
+        self._names = list(stage_names) if stage_names else None
+        self.halted = threading.Event()
+        self.stopped_by: str | None = None
+        self.in_flight_at_stop = 0
+        self._in_flight: dict[int, _InFlight] = {}
+        self._halted_queue: list[tuple[int, int]] = []  # queued when a timeout halted the batcher
         self.init_results: list[Any] = []
         self._ready = 0
         self._former = BatchFormer(policy)
@@ -59,7 +95,7 @@ class DynamicBatcher:
         self._items: dict[int, Any] = {}
         self._slot_free_ns = 0  # start time of the last started batch
         self._next_batch = self._submitted = self._finished = 0
-        self._stopping = False
+        self._stopping = self._halted = False
         self.batches: list[BatchRecord] = []
         self._threads: list[threading.Thread] = []
 
@@ -73,7 +109,7 @@ class DynamicBatcher:
             self._cond.wait_for(lambda: self._ready >= len(self._threads), timeout=timeout_s)
         failed = [r for r in self.init_results if isinstance(r, Exception)]
         if failed:
-            self.stop(abort=True)
+            self.stop(abort=True, join_timeout_s=1.0)  # another executor may be the one that hangs
             raise PipelineError(f"executor warm-up failed: {type(failed[0]).__name__}: {failed[0]}") from failed[0]
         return self
 
@@ -89,24 +125,68 @@ class DynamicBatcher:
         return rid, arrival
 
     def wait_done(self, timeout_s: float) -> bool:
-        """Wait (real time) until every submitted request has finished; False on timeout."""
+        """Wait (real time) until every submitted request has finished, or, once halted, every
+        batch in flight; False on timeout."""
+        def done() -> bool:
+            return not self._in_flight and (self.halted.is_set() or self._finished >= self._submitted)
+
         with self._cond:
-            return self._cond.wait_for(lambda: self._finished >= self._submitted, timeout=timeout_s)
+            return self._cond.wait_for(done, timeout=timeout_s)
 
     def stop(self, abort: bool = False, join_timeout_s: float = 30.0) -> list[tuple[int, int]]:
-        """Stop the executors once the queue is empty (at once with ``abort``); return the undispatched."""
+        """Stop the executors once the queue is empty (at once with ``abort``); return the undispatched.
+
+        join_timeout_s: real seconds to wait for all executors together. Batches
+        still in flight then are recorded as ``Timeout`` failures and requests
+        still queued are returned with the undispatched.
+        """
         with self._cond:
             self._stopping = True
-            dropped = self._former.drain() if abort else []
+            dropped = self._halted_queue + (self._former.drain() if abort else [])
+            self._halted_queue = []
             self._cond.notify_all()
+        deadline = time.monotonic() + join_timeout_s
         for t in self._threads:
-            t.join(join_timeout_s)
+            t.join(max(0.0, deadline - time.monotonic()))
+        with self._cond:
+            self._halted = True  # executors still alive take nothing more
+            dropped += self._former.drain()
+            self._record_in_flight()
+            self._cond.notify_all()
         return dropped
+
+    def _record_in_flight(self) -> None:
+        """Batches still executing at stop as failures (holding the lock); their threads are abandoned."""
+        now = self._clock()
+        for batch, flight in sorted(self._in_flight.items()):
+            names = self._names or ["executor"]
+            timing = abandoned(names, flight.starts, flight.ends, flight.start_ns, now,
+                               lambda stage: f"in flight at stop: stage {stage!r} still running when the "
+                                             "batcher stopped; its executor thread was abandoned")
+            self._add(batch, flight, now, timing)
+            self.in_flight_at_stop += 1
+        self._in_flight.clear()
+
+    def _add(self, batch: int, flight: _InFlight, end_ns: int, timing: RequestTiming) -> None:
+        taken = flight.taken
+        self.batches.append(BatchRecord(batch, [r for r, _ in taken], [a for _, a in taken],
+                                        flight.close_ns, flight.start_ns, end_ns, timing))
+        self._finished += len(taken)
+
+    def _halt(self) -> None:
+        """A batch timed out (holding the lock): dispatch nothing more; the queue goes to ``stop``."""
+        self._halted = True
+        self.stopped_by = "timeout"
+        self._halted_queue += self._former.drain()
+        self.halted.set()
+        self._cond.notify_all()
 
     def _take(self) -> tuple[int, list, int, int] | None:
         """Wait (holding the lock between waits) for the next batch; None when stopping and empty."""
         cond, former = self._cond, self._former
         while True:
+            if self._halted:
+                return None
             close = former.close_ns(self._slot_free_ns)
             if close is None:
                 if self._stopping:
@@ -138,15 +218,25 @@ class DynamicBatcher:
                     return
                 batch, taken, close, start = got
                 items = [self._items.pop(rid) for rid, _ in taken]
+                flight = self._in_flight[batch] = _InFlight(taken, close, start)
                 cond.notify_all()
-            try:
-                timing = self._execute(items)
-            except Exception as exc:  # execute() records stage errors itself; this is a bug in it, kept per batch
-                now = self._clock()
-                timing = RequestTiming(start, now, [], [], None, StageFailure("executor", type(exc).__name__, str(exc)))
+            timing = self._run(items, flight)
             end = self._clock()
             with cond:
-                self.batches.append(BatchRecord(batch, [r for r, _ in taken], [a for _, a in taken],
-                                                close, start, end, timing))
-                self._finished += len(taken)
+                if self._in_flight.pop(batch, None) is None:
+                    return  # stop() recorded it as in flight and abandoned this thread: the late result is dropped
+                self._add(batch, flight, end, timing)
+                if is_timeout(timing):
+                    self._halt()
                 cond.notify_all()
+
+    def _run(self, items: list, flight: _InFlight) -> RequestTiming:
+        """``execute(items)``; an exception from it (a bug in it: stage errors are recorded) is the batch's failure."""
+        try:
+            if self._names is None:
+                return self._execute(items)
+            return self._execute(items, starts=flight.starts, ends=flight.ends)
+        except Exception as exc:
+            now = self._clock()
+            return RequestTiming(flight.start_ns, now, [], [], None,
+                                 StageFailure("executor", type(exc).__name__, str(exc)))

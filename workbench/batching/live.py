@@ -11,11 +11,20 @@ still queued at that deadline are recorded as failed (``error_stage``
 The result is a :class:`workbench.record.Run` in the profiler's folder format
 (``kind: "load"``), so ``load_run``, ``budget`` and ``workbench show`` read
 it: its stages are ``batch_wait``, ``queue_wait`` and then the pipeline's.
+
+A stage that hangs cannot hang the run. With ``timeout_s`` every pipeline
+call (warm-up included) runs under a :class:`workbench.guard.StageGuard`: past
+it the batch's requests are ``Timeout`` failures, the stage's thread is
+abandoned, nothing more is dispatched and the run is returned with status
+``incomplete: timeout``. Without it, the drain deadline bounds the stop: a
+batch still in flight then is recorded as ``Timeout`` ("in flight at stop")
+and its executor thread abandoned (``DynamicBatcher.stop``).
 """
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import sys
 import threading
 import time
@@ -27,7 +36,7 @@ import numpy as np
 from ..config import PipelineConfig
 from ..errors import ConfigError, PipelineError
 from ..record import Run, RunMeta
-from ..guard import StageTimeout
+from ..guard import TIMEOUT, StageGuard, StageTimeout, check_timeout
 from ..timing import Clock, CudaStageTimer, time_request
 from .arrivals import Arrivals
 from .batcher import DynamicBatcher
@@ -38,11 +47,13 @@ from .summary import load_summary
 
 LEAD_NS = 2_000_000  # the schedule starts 2 ms after the threads are up
 MAX_REQUESTS = 1_000_000  # a live run holds every item and record in memory
+JOIN_S = 1.0  # real seconds stop() waits for executors that are finishing normally
 
 
 def run_load(target, config: PipelineConfig | None = None, *, arrivals: Arrivals, policy: BatchPolicy,
              warmup: int = 5, drain_timeout_s: float = 10.0, switch_interval_s: float | None = None,
-             clock: Clock = time.perf_counter_ns, sleep=time.sleep, noise_readings=None) -> Run:
+             clock: Clock = time.perf_counter_ns, sleep=time.sleep, noise_readings=None,
+             timeout_s: float | None = None) -> Run:
     """Run the load and return the (unsaved) run.
 
     target: a Pipeline, a factory or an example name (as ``workbench.profile``).
@@ -50,11 +61,16 @@ def run_load(target, config: PipelineConfig | None = None, *, arrivals: Arrivals
         executor thread before the first arrival.
     switch_interval_s: if set, ``sys.setswitchinterval`` for the run (restored after).
     noise_readings: a :class:`workbench.noise.Readings` (tests inject one).
+    timeout_s: real seconds one pipeline call (a batch, or a warm-up call) may take; None: no
+        limit. Past it the batch's requests are ``Timeout`` failures (a warm-up call's is in
+        ``load.warmup_failures``), its stage thread is abandoned, the run stops and is returned
+        with ``status`` "incomplete: timeout"; requests still queued are ``RunStopped`` failures.
     """
     from ..fingerprint import run_fingerprint
     from ..noise import NoiseProbe, Readings
-    from ..runner import environment, failure_records, resolve_pipeline
+    from ..runner import STATUS_COMPLETE, STATUS_TIMEOUT, environment, failure_records, resolve_pipeline
 
+    timeout_s = check_timeout(timeout_s)
     if not (isinstance(drain_timeout_s, (int, float)) and drain_timeout_s > 0):
         raise ConfigError(f"drain_timeout_s must be > 0 seconds, got {drain_timeout_s!r}")
     cfg = (config or PipelineConfig()).replace(batch_size=policy.max_batch_size)
@@ -64,27 +80,26 @@ def run_load(target, config: PipelineConfig | None = None, *, arrivals: Arrivals
         raise ConfigError(f"the arrival schedule has {len(schedule)} requests; a live run takes at most "
                           f"{MAX_REQUESTS} (lower --rate, --duration or --requests)")
     items = _prefetch(pipe, len(schedule))
-    execute, threads = _executor(pipe, target, clock)
+    execute, threads, guards = _executor(pipe, target, clock, timeout_s)
     started = datetime.now(timezone.utc)
     probe = NoiseProbe(noise_readings or Readings()).start()
-    with _switch_interval(switch_interval_s) as interval:
-        warm = lambda: _warm_up(execute, items, warmup, policy.max_batch_size)  # noqa: E731  (in each executor)
-        batcher = DynamicBatcher(execute, policy, clock=clock, thread_init=warm).start(timeout_s=drain_timeout_s)
-        _check_warm(batcher, policy.concurrency, drain_timeout_s)
-        try:
-            origin = clock() + LEAD_NS
-            lags = generate(schedule, items, batcher.submit, start_ns=origin, clock=clock, sleep=sleep)
-            batcher.wait_done(drain_timeout_s)
-        finally:
-            dropped = batcher.stop(abort=True)
-        stopped = clock()
-    requests, stages = load_tables(batcher.batches, dropped, pipe.stage_names, origin, stopped)
+    try:
+        with _switch_interval(switch_interval_s) as interval:
+            batcher, lags, dropped, origin, stopped = _drive(execute, pipe, items, schedule, policy, warmup,
+                                                              drain_timeout_s, timeout_s, clock, sleep)
+    finally:
+        for guard in list(guards):
+            guard.close()  # idle stage threads end; a stuck one is a daemon, left to itself
+    requests, stages = load_tables(batcher.batches, dropped, pipe.stage_names, origin, stopped, batcher.stopped_by)
     noise = probe.finish(threads, requests.loc[requests["ok"], "dur_ns"].to_numpy())
     summary = load_summary(requests, policy.concurrency)
-    warm_failures = [f for result in batcher.init_results for f in (result or [])]
+    warm_failures = _warm_failures(batcher)
+    timed_out = batcher.stopped_by == "timeout" or any(f.error_type == TIMEOUT for f in warm_failures)
     load = _load_meta(summary, lags, arrivals, policy, warmup, len(warm_failures), drain_timeout_s,
-                      interval, len(dropped)) | {"warmup_failures": failure_records(warm_failures)}
+                      interval, len(dropped)) | {"warmup_failures": failure_records(warm_failures),
+                                                 "timeout_s": timeout_s, "in_flight_at_stop": batcher.in_flight_at_stop}
     meta = _run_meta(pipe, started, len(requests), load, environment)
+    meta = _with_key(meta, "status", STATUS_TIMEOUT if timed_out else STATUS_COMPLETE)
     env = meta["env"]
     for key, value in (("fingerprint", run_fingerprint(pipe, target, threads, env)), ("noise", noise)):
         meta = _with_key(meta, key, value)
@@ -98,13 +113,45 @@ def _with_key(meta, key: str, value):
     return dataclasses.replace(meta, **{key: value})
 
 
-def _check_warm(batcher: DynamicBatcher, executors: int, drain_timeout_s: float) -> None:
-    """The warm-up wait honours the drain timeout: executors still warming up then are abandoned."""
+def _drive(execute, pipe, items: list, schedule: np.ndarray, policy: BatchPolicy, warmup: int,
+           drain_timeout_s: float, timeout_s: float | None, clock: Clock, sleep):
+    """Warm up, submit the schedule, drain, stop: ``(batcher, lags, dropped, origin_ns, stopped_ns)``.
+
+    A warm-up call that timed out stops the run before the first arrival; a
+    batch that timed out halts the batcher, which cancels the generator.
+    """
+    warm = lambda: _warm_up(execute, items, warmup, policy.max_batch_size)  # noqa: E731  (in each executor)
+    # the warm-up wait: the drain timeout, or longer than one call's timeout so that a hung call is a Timeout
+    wait_s = drain_timeout_s if timeout_s is None else max(drain_timeout_s, timeout_s + 1.0)
+    batcher = DynamicBatcher(execute, policy, clock=clock, thread_init=warm, stage_names=pipe.stage_names)
+    batcher.start(timeout_s=wait_s)
+    _check_warm(batcher, policy.concurrency, wait_s)
+    origin, lags, done = clock() + LEAD_NS, np.zeros(0, dtype=np.int64), False
+    try:
+        if not any(f.error_type == TIMEOUT for f in _warm_failures(batcher)):
+            lags = generate(schedule, items, batcher.submit, start_ns=origin, clock=clock, sleep=sleep,
+                            cancel=batcher.halted)
+        done = batcher.wait_done(drain_timeout_s)
+    finally:  # past the drain deadline (or on Ctrl-C) batches still in flight are recorded, not joined
+        dropped = batcher.stop(abort=True, join_timeout_s=JOIN_S if done else 0.0)
+    return batcher, lags, dropped, origin, clock()
+
+
+def _warm_failures(batcher: DynamicBatcher) -> list:
+    """The executors' warm-up failures (``StageFailure`` s), in the order the executors finished."""
+    return [f for result in batcher.init_results for f in (result or [])]
+
+
+def _check_warm(batcher: DynamicBatcher, executors: int, wait_s: float) -> None:
+    """The warm-up wait honours the drain timeout: executors still warming up then are abandoned.
+
+    wait_s: the drain timeout, or ``timeout_s`` + 1 s when longer (a hung call is then a Timeout first).
+    """
     ready = len(batcher.init_results)
     if ready >= executors:
         return
     batcher.stop(abort=True, join_timeout_s=0)  # daemon threads: they cannot keep the process alive
-    raise StageTimeout(f"executor warm-up still running after {drain_timeout_s:g} s (the drain timeout): a stage "
+    raise StageTimeout(f"executor warm-up still running after {wait_s:g} s (the drain timeout or longer): a stage "
                        f"does not return; {executors - ready} of {executors} executor threads abandoned, nothing measured")
 
 
@@ -142,8 +189,8 @@ def _prefetch(pipe, n: int) -> list:
     return items
 
 
-def _executor(pipe, target, clock: Clock):
-    """``(execute(items) -> RequestTiming, threads)`` for the executor threads.
+def _executor(pipe, target, clock: Clock, timeout_s: float | None = None):
+    """``(execute(items, starts=, ends=) -> RequestTiming, threads, guards)`` for the executor threads.
 
     Each executor thread builds its own pipeline from the factory, in that
     thread, on its first call: a stage may hold objects that only work in the
@@ -155,6 +202,10 @@ def _executor(pipe, target, clock: Clock):
     that setting per thread, so a new thread would otherwise run with the
     default (all cores); on a 2-core machine that alone made CPU stages 10-50x
     slower in the threads. On CUDA each thread gets its own ``CudaStageTimer``.
+
+    With ``timeout_s`` each executor runs its stages on its own
+    :class:`StageGuard` thread (listed in ``guards``, for closing), and the
+    pipeline is built there, in the thread that runs the stages.
     """
     from ..device import torch_or_none
     from ..pipeline import Pipeline
@@ -164,8 +215,10 @@ def _executor(pipe, target, clock: Clock):
     cfg = pipe.config
     threads = cfg.threads if cfg.threads is not None else (torch.get_num_threads() if torch is not None else None)
     local = threading.local()
+    guards: list[StageGuard] = []
 
-    def setup():
+    def build():
+        """This thread's stage timer, ``run_one(batch, starts=, ends=) -> RequestTiming``."""
         if threads is not None:
             torch.set_num_threads(threads)
         own = pipe if isinstance(target, Pipeline) else resolve_pipeline(target, cfg)
@@ -174,17 +227,29 @@ def _executor(pipe, target, clock: Clock):
                                 f"thread but {pipe.stage_names} in the calling thread; it must build the same stages")
         names, fns = own.stage_names, [s.fn for s in own.stages]
         if cfg.is_cuda:
-            timer = CudaStageTimer(len(fns), "stage", clock)
-            local.run = lambda b: timer.time_request(names, fns, b)
-        else:
-            local.run = lambda b: time_request(names, fns, b, clock)
+            return functools.partial(CudaStageTimer(len(fns), "stage", clock).time_request, names, fns)
+        return functools.partial(time_request, names, fns, clock=clock)
 
-    def execute(batch):
+    def execute(batch, starts=None, ends=None):
         if not hasattr(local, "run"):
-            setup()
-        return local.run(batch)
+            if timeout_s is None:
+                local.run = build()
+            else:
+                local.run = _guarded(build, pipe.stage_names, timeout_s, clock)
+                guards.append(local.run)
+        return local.run(batch, starts=starts, ends=ends)
 
-    return execute, threads
+    return execute, threads, guards
+
+
+def _guarded(build, names: list[str], timeout_s: float, clock: Clock) -> StageGuard:
+    """A :class:`StageGuard` whose stage thread first builds the stage timer (``build()``, in that thread)."""
+    built: list = []
+
+    def run_one(batch, starts, ends):
+        return built[0](batch, starts=starts, ends=ends)
+
+    return StageGuard(run_one, names, timeout_s, clock=clock, thread_init=lambda: built.append(build()))
 
 
 def _warm_up(execute, items: list, calls: int, max_batch_size: int) -> list:
@@ -197,6 +262,8 @@ def _warm_up(execute, items: list, calls: int, max_batch_size: int) -> list:
                 failure = execute(batch).failure
                 if failure is not None:
                     failures.append(failure)
+                    if failure.error_type == TIMEOUT:  # its stage thread is abandoned: call nothing more
+                        return failures
     return failures
 
 

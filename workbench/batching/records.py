@@ -25,6 +25,8 @@ LOAD_COLUMNS = {"arrival_ns": "int64", "batch_wait_ns": "int64", "queue_wait_ns"
                 "batch": "int64"}
 DRAIN_ERROR = ("batcher", "DrainTimeout")
 DRAIN_MESSAGE = "not dispatched before the run's drain deadline (drain_timeout_s); the batcher was overloaded"
+STOPPED_ERROR = ("batcher", "RunStopped")
+STOPPED_MESSAGE = "not dispatched: the run stopped when a batch ran past the per-request timeout (timeout_s)"
 
 
 @dataclass(frozen=True)
@@ -37,8 +39,17 @@ class _DrainFailure:
     where: str | None = None
 
 
-def load_tables(batches, dropped, stage_names: list[str], origin_ns: int, stopped_ns: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Requests and stages tables from executed ``BatchRecord`` s and undispatched (request, arrival) pairs."""
+_STOPPED = _DrainFailure(*STOPPED_ERROR, STOPPED_MESSAGE)
+
+
+def load_tables(batches, dropped, stage_names: list[str], origin_ns: int, stopped_ns: int,
+                stopped_by: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Requests and stages tables from executed ``BatchRecord`` s and undispatched (request, arrival) pairs.
+
+    The undispatched are ``DrainTimeout`` failures, or ``RunStopped`` when a timeout
+    stopped the run (``stopped_by == "timeout"``).
+    """
+    undispatched = _STOPPED if stopped_by == "timeout" else _DrainFailure()
     req_rows, st_rows = [], []
     for rec in sorted(batches, key=lambda r: r.batch):
         size = len(rec.requests)
@@ -51,7 +62,7 @@ def load_tables(batches, dropped, stage_names: list[str], origin_ns: int, stoppe
             st_rows.append((rid, "queue_wait", 1, rec.close_ns - origin_ns, rec.start_ns - rec.close_ns, None))
             st_rows += stage_rows(rid, rec.timing, stage_names, origin_ns, first_index=2)
     for rid, arrival in dropped:
-        row = request_row(rid, False, arrival - origin_ns, stopped_ns - arrival, _DrainFailure(), 0)
+        row = request_row(rid, False, arrival - origin_ns, stopped_ns - arrival, undispatched, 0)
         req_rows.append(row | {"arrival_ns": arrival - origin_ns, "batch_wait_ns": stopped_ns - arrival,
                                "queue_wait_ns": 0, "service_ns": 0, "batch": -1})
     return build_tables(req_rows, st_rows, LOAD_COLUMNS)

@@ -37,7 +37,8 @@ def load_summary(requests: pd.DataFrame, concurrency: int = 1) -> dict[str, Any]
 
     throughput_rps: successful requests over the span from the first arrival to
     the last completion. mean_batch_size: mean items per batch (over batches).
-    utilization: total service time over ``concurrency`` times that span.
+    utilization: total service time over ``concurrency`` times the span to the last completion of
+        any dispatched request (a failed batch's service, a hung one's included, is busy time too).
     batch_sizes: ``{size: number of batches}``.
     """
     ok = requests[requests["ok"].astype(bool)]
@@ -46,7 +47,8 @@ def load_summary(requests: pd.DataFrame, concurrency: int = 1) -> dict[str, Any]
     span = _span_ns(requests)
     out["throughput_rps"] = len(ok) * NS_PER_S / span if span > 0 else None
     out["mean_batch_size"] = float(batches["size"].mean()) if len(batches) else None
-    out["utilization"] = float(batches["service_ns"].sum()) / (concurrency * span) if span > 0 else None
+    busy_span = max(span, _span_ns(requests, requests["batch"] >= 0))
+    out["utilization"] = float(batches["service_ns"].sum()) / (concurrency * busy_span) if span > 0 else None
     out["batch_sizes"] = {str(k): int(v) for k, v in batches["size"].value_counts().sort_index().items()}
     out["requests"] = int(len(requests))
     out["failed"] = int(len(requests) - len(ok))
@@ -54,8 +56,9 @@ def load_summary(requests: pd.DataFrame, concurrency: int = 1) -> dict[str, Any]
     return out
 
 
-def _span_ns(requests: pd.DataFrame) -> int:
-    done = requests[requests["ok"].astype(bool)]
+def _span_ns(requests: pd.DataFrame, finished: pd.Series | None = None) -> int:
+    """First arrival to the last completion (ns) of the ``finished`` requests (default: the successful)."""
+    done = requests[requests["ok"].astype(bool) if finished is None else finished]
     if done.empty:
         return 0
     return int((done["arrival_ns"] + done["dur_ns"]).max() - requests["arrival_ns"].min())

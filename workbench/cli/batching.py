@@ -28,6 +28,10 @@ def register(subparsers) -> None:
     load.add_argument("--requests", type=int, help="at most this many requests (default: bounded by --duration)")
     load.add_argument("--drain-timeout", type=float, default=10.0,
                       help="seconds to wait for queued requests after the last arrival (default 10)")
+    load.add_argument("--timeout-s", type=float, default=None, metavar="SECONDS",
+                      help="per-call timeout of a batch's pipeline call, warm-up included (default: none); past it "
+                           "the batch's requests are Timeout failures, the run stops and is saved as "
+                           "'incomplete: timeout', exit 1")
     load.add_argument("--out", type=Path, help="run folder to write (default runs/load-NAME-TIME)")
     add_fail_on_error(load)
     load.set_defaults(func=run_load_command)
@@ -81,6 +85,9 @@ def run_load_command(args) -> int:
     if args.url or args.payloads is not None:
         from .load_http import run_http_load_command
 
+        if args.timeout_s is not None:
+            raise ConfigError("--timeout-s bounds the in-process load's pipeline calls; with --url use --timeout")
+
         return run_http_load_command(args)
     from ..batching.live import run_load
 
@@ -94,7 +101,7 @@ def run_load_command(args) -> int:
     if out.exists():
         raise ConfigError(f"--out {out} already exists; pick another folder")
     run = run_load(factory_from_args(args), config_from_args(args), arrivals=arrivals, policy=policy,
-                   drain_timeout_s=args.drain_timeout)
+                   drain_timeout_s=args.drain_timeout, timeout_s=args.timeout_s)
     path = run.save(out)
     from ..otel.export import otel_hook  # --otel: spans from the recorded timestamps, after the run
 
@@ -104,7 +111,7 @@ def run_load_command(args) -> int:
 
     summary = load_summary(run.requests, policy.concurrency)
     lag = run.meta["load"]["generator_lag_ms"]
-    verdict = failure_verdict(run, args.fail_on_error, "load")
+    verdict = max(timeout_verdict(run), failure_verdict(run, args.fail_on_error, "load"))
     if args.json:
         print(json.dumps({k: summary[k] for k in SUMMARY_KEYS} | {"generator_lag_ms": lag}
                          | _extra(summary) | {"failures": failure_summary(run.requests, run.stage_names),
@@ -122,6 +129,24 @@ def run_load_command(args) -> int:
     print_failures({"failures": failure_summary(run.requests, run.stage_names)}, sys.stdout)
     print(f"\nrun written to {path}")
     return verdict
+
+
+def timeout_verdict(run) -> int:
+    """1 (a measured failure) with one line on stderr naming the stage that hung, when a call timed out."""
+    if run.meta.get("status") != "incomplete: timeout":
+        return 0
+    req = run.requests
+    hung = req[req["error_type"] == "Timeout"]
+    if len(hung):
+        first = hung.iloc[0]
+        where = f"batch {first['batch']} ({int((req['batch'] == first['batch']).sum())} requests)"
+        message = first["error_message"]
+    else:  # a warm-up call: no request was measured
+        first = next(f for f in run.meta["load"]["warmup_failures"] if f["type"] == "Timeout")
+        where, message = "executor warm-up (no request measured)", first["message"]
+    print(f"workbench load: {where} timed out: {message}; the run stopped and was saved as "
+          "'incomplete: timeout'", file=sys.stderr)
+    return 1
 
 
 def run_simulate_command(args) -> int:

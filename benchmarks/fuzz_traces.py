@@ -142,9 +142,9 @@ def report(args, rows, cli_rows, bombs, wall_s: float) -> str:
         f"`python benchmarks/fuzz_traces.py --variants {args.variants} --seed {args.seed} --jobs {args.jobs} "
         f"--analyze-every {args.analyze_every} --figures-every {args.figures_every} --cli-sample {args.cli_sample}`: "
         f"{len(rows):,} variants in {wall_s:.0f} s on a busy 2-core machine (shared with other jobs: timings are "
-        f"loose upper bounds). All are loaded; the variants of every {args.analyze_every}th turn through the "
-        f"{len(FAMILIES)} families are also analyzed and checked when they load (`analyze`), and those of every "
-        f"{args.figures_every}th turn also draw the dashboard figures.",
+        f"loose upper bounds). All are loaded; {_every(args.analyze_every)} through the {len(FAMILIES)} families "
+        f"are also analyzed and checked when they load (`analyze`), and {_every(args.figures_every)} also draw "
+        "the dashboard figures.",
         "",
         "## In process (`load_trace` + `analyze` [+ dashboard figures])",
         "",
@@ -167,6 +167,11 @@ def report(args, rows, cli_rows, bombs, wall_s: float) -> str:
                      f"{b['lines']} | {b['message']} |")
     parts += ["", "Slowest variants: " + ", ".join(f"{i} ({f}, {t:.1f} s)" for i, f, _, _, t in slow), ""]
     return "\n".join(parts)
+
+
+def _every(n: int) -> str:
+    """Which turns' variants a step covers, in words."""
+    return "the variants of every turn" if n == 1 else ("none" if n <= 0 else f"the variants of every {n}th turn")
 
 
 def main(argv=None) -> int:

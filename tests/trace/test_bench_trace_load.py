@@ -24,6 +24,9 @@ def test_ratios_and_goals_from_injected_figures():
     assert (out["speedup_vs_hta"], out["time_vs_orjson"], out["memory_vs_hta"], out["peak_vs_hta"]) == (
         3.5, 2.5, 0.4, 0.6)
     assert out["goals_met"] == {"3x_faster_than_hta": True, "within_2x_of_orjson": False, "half_hta_memory": True}
+    with_memory_child = bench.ratios(wb, hta, orjson, {"ok": True, "wall_s": 1.2, "peak_mb": 170.0,
+                                                        "above_base_mb": 30.0})
+    assert (with_memory_child["speedup_vs_hta"], with_memory_child["memory_vs_hta"]) == (3.5, 0.2)
     failed = bench.ratios(wb, {"ok": False, "wall_s": 2.0}, orjson)
     assert failed["speedup_vs_hta"] is None and failed["goals_met"]["3x_faster_than_hta"] is None
 
@@ -37,6 +40,9 @@ def test_bench_smoke(tmp_path, capsys):
     wb = rows[0]["workbench"]
     assert wb["ok"], wb["error"]
     assert rows[0]["orjson"]["ok"] and wb["peak_mb"] > wb["base_mb"] > 0 and wb["above_base_mb"] > 0
+    memory = rows[0]["workbench_memory"]
+    assert memory["ok"], memory["error"]
+    assert memory["base_mb"] > wb["base_mb"]  # its baseline is taken after the imports
     assert rows[0]["path"] == "synthetic_0.2mb.json"  # no absolute paths in the results
     assert {"speedup_vs_hta", "time_vs_orjson", "memory_vs_hta"} <= set(rows[0])
     assert "HTA/wb" in capsys.readouterr().out

@@ -38,6 +38,7 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
     ("bench_compare", ["--examples", "tabular", "--reps", "10", "--requests", "60",
                        *_json("bench_compare"), "--md", str(RESULTS / "bench_compare.md")], True),
     ("bench_stacks", ["--requests", "20", "--blocks", "2", "--out", str(RESULTS / "bench_stacks.md")], True),
+    ("bench_loadgen", ["--duration", "2", *_json("bench_loadgen"), "--md", str(RESULTS / "bench_loadgen.md")], True),
     ("fuzz_traces", ["--smoke"], False),
     ("bench_room", ["--pages", "4", *_json("bench_room"), "--md", str(RESULTS / "bench_room.md")], False),
 ]

@@ -5,11 +5,11 @@ Collect -> record, as elsewhere:
 - ``protocol``: headers, the ``Server-Timing`` format, item and output bytes (pure).
 - ``service``: the dynamic batcher (``workbench.batching``) in front of a pipeline, for asyncio.
 - ``server``: ``workbench serve`` (uvicorn + Starlette) -> a run of kind ``served``.
-- ``client``: the open-loop asyncio + aiohttp load generator.
+- ``client``: the open-loop asyncio load generator; ``http1``: its HTTP/1.1 keep-alive client.
 - ``loadrun``: ``workbench load --url`` -> a run joined with the server's ``Server-Timing``.
 - ``records``: the run tables of both sides.
 
-Importing this package imports none of uvicorn, Starlette, aiohttp or torch.
+Importing this package imports none of uvicorn, Starlette or torch.
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 
 from ..batching.summary import load_summary
 from ..record import Run
-from .client import drive, lag_percentiles, summary_of_server
+from .client import SPIN_NS, Target, drive, lag_percentiles, summary_of_server
 from .records import NETWORK, client_tables
 
 LAG_P99_LIMIT_MS = 1.0
@@ -61,11 +61,7 @@ def run_http_load(url: str, payloads: list[bytes], arrivals, *, pipeline: str | 
 
 
 def _check_url(url: str) -> None:
-    from ..errors import ConfigError
-
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise ConfigError(f"--url {url!r}: expected http://HOST:PORT")
+    Target.from_url(url)  # a ConfigError naming what is wrong with it
 
 
 def _is_local(url: str) -> bool:
@@ -118,6 +114,4 @@ def _client_env() -> dict[str, Any]:
 
 
 def _client_name() -> str:
-    import aiohttp
-
-    return f"aiohttp {aiohttp.__version__} (asyncio, select loop)"
+    return f"workbench.serving.http1 (asyncio protocols, select loop, {SPIN_NS // 1000} us spin to each send)"

@@ -5,8 +5,10 @@ policy; a probe (``workbench load --url`` in another process, ``PROBE_S``
 seconds at twice the in-process capacity) whose completed-request throughput is
 the capacity *the server measures* and whose batches, timed by the server
 itself, are the ``served`` service model (service times under the server's own
-threading: event loop, HTTP parsing and executor sharing the GIL; sizes it did
-not form keep the in-process threaded times); then the measured run at
+threading: event loop, HTTP parsing and executor sharing the GIL), together with
+the batches of two calibration runs at ``CALIBRATION_LOADS`` of that capacity
+(other seeds), so the small batches a light load forms are measured served too
+(sizes none of them formed keep the in-process threaded times); then the measured run at
 ``load x capacity``. The simulator gets the arrival times the server saw and
 is compared with the server-side end to end of the batcher (batch wait + queue
 wait + service, what it models); the server's full end to end (with ingress,
@@ -30,6 +32,11 @@ from workbench.batching.service_model import ServiceModel, service_model_from_ru
 from workbench.record import Run, load_run
 
 PROBE_S = 3.0
+# Calibration runs at these fractions of the probed capacity (other seeds than the measured run): the
+# batch sizes a light load forms get service times measured by the server itself too, not only the
+# full batches of the overloaded probe.
+CALIBRATION_LOADS = (0.25, 0.5)
+CALIBRATION_S = 4.0
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
 
 
@@ -95,6 +102,10 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
                            round(2 * threaded.capacity_rps(size), 1), "--duration", PROBE_S, "--json",
                            "--out", root / f"probe-{tag}")
         capacity = probe["throughput_rps"]
+        calibrations = [root / f"calibration{i}-{tag}" for i in range(len(CALIBRATION_LOADS))]
+        for i, (fraction, folder) in enumerate(zip(CALIBRATION_LOADS, calibrations)):
+            _workbench("load", "--url", url, "--payloads", payloads, "--rate", round(fraction * capacity, 1),
+                       "--duration", CALIBRATION_S, "--seed", args.seed + 1 + i, "--json", "--out", folder)
         rate = round(load * capacity, 1)
         client = _workbench("load", "--url", url, "--payloads", payloads, "--rate", rate, "--arrivals", process,
                             "--duration", args.duration, "--seed", args.seed, "--json", "--out", root / f"client-{tag}")
@@ -104,8 +115,9 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
     server = load_run(root / f"served-{tag}")
     probe_run, client_run = load_run(root / f"probe-{tag}"), load_run(root / f"client-{tag}")
     measured = _as_load_run(server, client_run.meta["serving"]["request_id_prefix"])
-    served_samples = service_model_from_runs([_as_load_run(server, probe_run.meta["serving"]["request_id_prefix"])],
-                                             min_batches=5).samples
+    served_samples = service_model_from_runs(
+        [_as_load_run(server, r.meta["serving"]["request_id_prefix"])
+         for r in (probe_run, *(load_run(c) for c in calibrations))], min_batches=5).samples
     models = {"threaded": threaded,
               "served": ServiceModel.from_samples({**threaded.samples, **served_samples}, pipeline=example)}
     ok = measured.requests[measured.requests["ok"]]

@@ -4,21 +4,10 @@
 update replaces its single output, the figure as the plotly MIME bundle
 (``application/vnd.plotly.v1+json``). JupyterLab and Voila draw that bundle
 with the ``jupyterlab-plotly`` extension that ships inside the plotly wheel,
-so plotly.js comes from the installed package, never from a CDN (plotly's
-own ``FigureWidget`` is not used: see below). Updates assign the output list
-directly, which is safe from the explorers' worker thread.
-
-:class:`ClickablePane` adds clicks on points, for the latency-over-run chart:
-the figure is drawn exactly as in a :class:`FigurePane`, and a hidden
-``anywidget`` of a few lines of JavaScript (:data:`CLICK_ESM`, sent with the
-widget, so nothing is fetched from a CDN) listens to plotly.js's documented
-``plotly_click`` event on the plot inside its pane and sends the clicked point
-to the kernel. We chose this over plotly's ``FigureWidget``: that widget ships
-its own 5 MB copy of plotly.js to every page (a second copy, next to the one
-the MIME renderer already loaded), re-validates every figure in Python, and
-would make this one chart a different kind of pane, outside the explorers'
-cache of figure JSON. The bridge polls its pane every 250 ms for a newly drawn
-plot (one ``querySelector``) and binds each plot once.
+so plotly.js comes from the installed package, never from a CDN. (plotly's
+own ``FigureWidget`` needs the optional ``anywidget`` package; this pane does
+not.) Updates assign the output list directly, which is safe from the
+explorers' worker thread.
 """
 from __future__ import annotations
 
@@ -68,19 +57,18 @@ class FigurePane:
     def __init__(self, height: int = 420):
         self.figure = go.Figure()
         self.height = height
-        self.output = widgets.Output(layout=widgets.Layout(min_height=f"{height}px", width="100%"))
-        self.view: widgets.Widget = self.output  # what a layout places (a subclass may wrap the output)
+        self.view = widgets.Output(layout=widgets.Layout(min_height=f"{height}px", width="100%"))
         self.updates = 0
 
     def show(self, fig: go.Figure, bundle: dict[str, Any] | None = None) -> None:
         """Draw ``fig`` in the view."""
         self.figure = fig
         data = bundle if bundle is not None else figure_bundle(fig, self.height)
-        self.output.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
+        self.view.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
         self.updates += 1
 
     def clear(self) -> None:
-        self.output.outputs = ()
+        self.view.outputs = ()
 
 
 class MessageLine:
@@ -101,81 +89,3 @@ class MessageLine:
 
     def clear(self) -> None:
         self.show("")
-
-
-CLICK_CLASS = "workbench-clicks"  # the pane's box; the bridge looks for the plot inside it
-CLICK_ESM = """
-function bind(box, model) {
-  const gd = box.querySelector('.js-plotly-plot');
-  if (!gd || gd.__workbenchClicks || typeof gd.on !== 'function') return;
-  gd.__workbenchClicks = true;
-  gd.on('plotly_click', (event) => {
-    const p = event && event.points && event.points[0];
-    if (!p) return;
-    model.send({event: 'click', x: p.x, y: p.y, customdata: p.customdata === undefined ? null : p.customdata,
-                curve: p.curveNumber, point: p.pointNumber});
-  });
-}
-export default {
-  render({ model, el }) {
-    el.style.display = 'none';
-    const timer = setInterval(() => {  // the plot is redrawn on every update: bind each new one
-      const box = el.closest('.__CLASS__');
-      if (box) bind(box, model);
-    }, 250);
-    return () => clearInterval(timer);
-  }
-};
-""".replace("__CLASS__", CLICK_CLASS)
-
-
-def click_bridge_class():
-    """The anywidget class of the click bridge (built on first use: ``import workbench.widgets`` stays light)."""
-    global _CLICK_BRIDGE
-    if _CLICK_BRIDGE is None:
-        try:
-            import anywidget
-        except ImportError as exc:  # pragma: no cover - anywidget is pinned in requirements.lock
-            raise ImportError("clicks on the latency-over-run chart need anywidget: "
-                              "pip install -r requirements.lock (anywidget==0.11.0)") from exc
-
-        class ClickBridge(anywidget.AnyWidget):
-            """Hidden: forwards ``plotly_click`` of the plot in its pane as a custom message."""
-            _esm = CLICK_ESM
-
-        _CLICK_BRIDGE = ClickBridge
-    return _CLICK_BRIDGE
-
-
-_CLICK_BRIDGE = None
-
-
-class ClickablePane(FigurePane):
-    """A :class:`FigurePane` whose points can be clicked: ``on_click(callback)``.
-
-    ``callback(point)`` gets the clicked point as plotly.js describes it:
-    ``{"x", "y", "customdata", "curve", "point"}`` (``curve``: trace index).
-    ``view`` is a box holding the figure's output and the hidden bridge.
-    """
-
-    def __init__(self, height: int = 420):
-        super().__init__(height)
-        self.bridge = click_bridge_class()()
-        self.bridge.on_msg(self._received)
-        self.view = widgets.VBox([self.output, self.bridge], layout=widgets.Layout(width="100%"))
-        self.view.add_class(CLICK_CLASS)
-        self._callbacks: list = []
-        self.clicks = 0
-
-    def on_click(self, callback) -> None:
-        """Call ``callback(point)`` on every click on a point of the figure."""
-        self._callbacks.append(callback)
-
-    def _received(self, _widget, content: dict, _buffers) -> None:
-        if not isinstance(content, dict) or content.get("event") != "click":
-            return
-        self.clicks += 1
-        point = {k: content.get(k) for k in ("x", "y", "customdata", "curve", "point")}
-        for callback in self._callbacks:
-            callback(point)
-

@@ -87,7 +87,7 @@ def test_a_notebook_can_be_preheated_alone_with_its_own_pool_size():
     assert "kernel_pools_config" not in config().VoilaKernelManager  # no per-notebook sizes: Voila's default
     assert config().VoilaKernelManager.fill_delay == 1.0
     assert config(refill_delay_s=20).VoilaKernelManager.fill_delay == 20.0
-    assert "transport" not in config().KernelManager  # TCP: on Unix sockets concurrent pages never drew
+    assert config().KernelManager.transport == "ipc"  # no TCP port race between kernels starting together
 
 
 def test_a_room_preheats_one_latency_explorer_per_student(tmp_path):

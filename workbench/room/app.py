@@ -163,8 +163,8 @@ def room_config(*, host: str, port: int, token: str, pool: int, max_kernels: int
     if pools:
         c.VoilaKernelManager.kernel_pools_config = pools_config(pool, pools)
     c.VoilaKernelManager.fill_delay = float(refill_delay_s)
-    # Kernels stay on TCP: on Unix sockets (``KernelManager.transport = "ipc"``) no page of 8 opened together
-    # ever drew a figure (tests/browser/test_room.py), although one page alone did.
+    if os.name == "posix":  # Unix sockets: no TCP port race between kernels started together (a room's pool lost
+        c.KernelManager.transport = "ipc"  # a kernel to "Address already in use"), no plain-text TCP warning
     if pool_pattern:
         c.VoilaKernelManager.preheat_denylist = [pool_pattern]
     c.MappingKernelManager.cull_idle_timeout = cull_idle_s

@@ -31,13 +31,11 @@ redis:
 dashboard: $(STAMP)
 	$(PY) -m workbench.room notebooks/dashboards --host 127.0.0.1 --port $(PORT)
 
-# A workshop room: dashboards and notebooks on HOST:PORT, one preheated latency explorer per
-# student (STUDENTS), at most STUDENTS + 10 kernels, live profiling one at a time; prints the URL
-# (with its token), then "ready" once the preheated notebooks have run: hand the URL out after that.
+# A workshop room: dashboards and notebooks on HOST:PORT, preheated kernels, at most 40,
+# live profiling one at a time; prints the URL (with its token) to hand out.
 HOST ?= 127.0.0.1
-STUDENTS ?= 30
 room: $(STAMP)
-	$(PY) -m workbench.room notebooks --room --students $(STUDENTS) --host $(HOST) --port $(PORT)
+	$(PY) -m workbench.room notebooks --room --host $(HOST) --port $(PORT)
 
 # JupyterLab on the notebooks, no browser; it prints the URL with its token.
 LAB_PORT ?= 8888

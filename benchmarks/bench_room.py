@@ -1,20 +1,13 @@
 """One server for a room: N concurrent pages of the latency explorer against ``make room``'s server.
 
-    python benchmarks/bench_room.py [--pages 30] [--pin] [--notebook dashboards/latency_explorer.ipynb]
-                                    [--md PATH] [--json PATH]
+    python benchmarks/bench_room.py [--pages 30] [--notebook dashboards/latency_explorer.ipynb] [--md PATH] [--json PATH]
 
-Starts ``python -m workbench.room notebooks --room --students PAGES`` (one
-preheated latency explorer per page, at most PAGES + 10 kernels, live profiling
-queued) on a free port and waits for its "ready" line (every preheated notebook
-has run), as an instructor starts the room before handing out the URL. Then opens
+Starts ``python -m workbench.room notebooks --room`` (2 preheated kernels per
+dashboard, at most 40 kernels, live profiling queued) on a free port, opens
 ``--pages`` pages at once in one headless Chromium (Debian's, every outside
 request aborted; one browser context per page, as each student has their own
-browser and connection pool), and reads in each page (an init script, page clock)
-where its time went: the server's first byte and the end of the HTML (Voila's
-render), DOMContentLoaded, the first widget drawn (scripts loaded, kernel
-connected, widget state synced), the first figure and all three figures with data.
-``--pin`` puts the server and its kernels on CPU 0 and the browser on CPU 1 (a
-room's browsers run on the students' laptops, not on the server). Then every page moves the
+browser and connection pool), and reads in each page (an init script, page clock) when its
+first figure and all three figures had data. Then every page moves the
 batch-size slider at the same moment and records when the budget figure changed.
 Kernel count and the resident memory of the server and all its kernels (psutil)
 are sampled every second; after the pages close, the time until every page's
@@ -37,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "browser"))
 
-from room_server import kernel_id_of, kernel_processes, room_server, tree_rss_bytes, wait_for_ready  # noqa: E402
+from room_server import kernel_id_of, kernel_processes, room_server, tree_rss_bytes  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu",
@@ -45,39 +38,14 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-g
 # In each page: when did the first plot, and all `want` plots, have data (ms since navigation start)?
 WATCH = """(() => {
   const want = %d;
-  const Native = window.WebSocket;  // when the kernel's socket opened, when the widget state (the big message) came
-  window.WebSocket = class extends Native {
-    constructor(...args) {
-      super(...args);
-      this.addEventListener('open', () => { if (window.__wsOpenMs === undefined) window.__wsOpenMs = performance.now(); });
-      this.addEventListener('message', (e) => {
-        const size = e.data.size || e.data.byteLength || e.data.length || 0;
-        if (size > 20000 && window.__stateMs === undefined) window.__stateMs = performance.now();
-      });
-    }
-  };
   const t = setInterval(() => {
     const plots = Array.from(document.querySelectorAll('.js-plotly-plot')).filter(el => el.data && el.data.length);
-    if (window.__widgetMs === undefined && document.querySelector('.widget-slider, .widget-dropdown'))
-      window.__widgetMs = performance.now();
     if (plots.length >= 1 && window.__firstFigureMs === undefined) window.__firstFigureMs = performance.now();
     if (plots.length >= want && window.__allFiguresMs === undefined) { window.__allFiguresMs = performance.now(); clearInterval(t); }
     if (document.body && document.body.innerText.includes('There was an error when executing cell')) {
       window.__failed = 'a cell raised'; clearInterval(t); }
   }, 100);
 })();"""
-# Where a page's time went, ms since navigation: first byte and end of the HTML (the server rendered the
-# preheated notebook), DOMContentLoaded (the page's scripts parsed), the first widget drawn (kernel connected,
-# widget state synced from the kernel).
-STEPS = ("html_first_byte_s", "html_done_s", "dom_ready_s", "kernel_socket_open_s", "widget_state_received_s",
-         "first_widget_s")
-PAGE_STATE = """() => { const n = performance.getEntriesByType('navigation')[0] || {};
-  return [window.__firstFigureMs, window.__allFiguresMs, window.__failed || null,
-          n.responseStart, n.responseEnd, n.domContentLoadedEventEnd, window.__wsOpenMs, window.__stateMs,
-          window.__widgetMs]; }"""
-PLOTS_STATE = """() => [document.querySelectorAll('.js-plotly-plot').length,
-  Array.from(document.querySelectorAll('.js-plotly-plot')).filter(el => el.data && el.data.length).length,
-  document.querySelectorAll('.jupyter-widgets').length, document.visibilityState]"""
 BUDGET = "(() => { const el = document.querySelectorAll('.js-plotly-plot')[0]; " \
          "return JSON.stringify([el.layout.title && el.layout.title.text, el.data.map(t => Array.from(t.y || []))]); })()"
 
@@ -93,31 +61,6 @@ class Sampler(threading.Thread):
         while not self.stop.is_set():
             self.samples.append((time.monotonic(), len(kernel_processes(self.proc)), tree_rss_bytes(self.proc)))
             self.stop.wait(1.0)
-
-
-def cpu_seconds(processes) -> float:
-    """User + system CPU seconds of these processes so far (processes gone meanwhile count 0)."""
-    import psutil
-
-    total = 0.0
-    for proc in processes:
-        try:
-            times = proc.cpu_times()
-            total += times.user + times.system + getattr(times, "children_user", 0) + getattr(times, "children_system", 0)
-        except psutil.Error:
-            pass
-    return total
-
-
-def cpu_split(server_pid: int) -> tuple[float, float]:
-    """(CPU seconds of the server and its kernels, of this process's other children: Playwright and Chromium)."""
-    import psutil
-
-    server = psutil.Process(server_pid)
-    ours = [p for p in psutil.Process().children(recursive=True) if p.pid != server_pid]
-    served = [server, *server.children(recursive=True)]
-    served_pids = {p.pid for p in served}
-    return cpu_seconds(served), cpu_seconds([p for p in ours if p.pid not in served_pids])
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -150,22 +93,14 @@ def open_pages(contexts: list, url: str, notebook: str, timeout_s: float) -> tup
     pending = set(range(n))
     while pending and time.monotonic() < deadline:
         for i in sorted(pending):
-            state = pages[i].evaluate(PAGE_STATE)
+            state = pages[i].evaluate("() => [window.__firstFigureMs, window.__allFiguresMs, window.__failed || null]")
             if state[2] or state[1] is not None:
                 results[i] = {"first_figure_s": state[0] / 1000 if state[0] else None,
-                              "all_figures_s": state[1] / 1000 if state[1] else None, "failed": state[2],
-                              **{k: (v / 1000 if v else None) for k, v in zip(STEPS, state[3:])}}
+                              "all_figures_s": state[1] / 1000 if state[1] else None, "failed": state[2]}
                 pending.discard(i)
         time.sleep(0.5)
-    for i in pending:  # where a page that never drew got to, for the steps' table
-        try:
-            state = pages[i].evaluate(PAGE_STATE)
-            plots = pages[i].evaluate(PLOTS_STATE)
-        except Exception:  # noqa: BLE001 - a crashed page answers nothing
-            state, plots = [None] * (3 + len(STEPS)), None
-        results[i] = {"first_figure_s": state[0] / 1000 if state[0] else None, "all_figures_s": None,
-                      "failed": f"no figures within {timeout_s:.0f} s",
-                      "plots_at_timeout": plots, **{k: (v / 1000 if v else None) for k, v in zip(STEPS, state[3:])}}
+    for i in pending:
+        results[i] = {"first_figure_s": None, "all_figures_s": None, "failed": f"no figures within {timeout_s:.0f} s"}
     return pages, results
 
 
@@ -190,6 +125,17 @@ def move_sliders(pages: list, ok: list[bool], timeout_s: float) -> list[float | 
     return out
 
 
+def wait_for_pool(log: Path, timeout_s: float) -> float | None:
+    """Seconds until Voila logged every dashboard's pool as filled (None: not within ``timeout_s``)."""
+    dashboards = len(list((REPO / "notebooks" / "dashboards").glob("*.ipynb")))
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        if log.read_text(errors="replace").count("is filled with") >= dashboards:
+            return round(time.monotonic() - started, 1)
+        time.sleep(1)
+    return None
+
+
 def summary(st: dict) -> dict:
     """The figures from whatever phases finished (``st`` is filled as the run goes)."""
     loads, ok, sliders, samples = st.get("loads", []), st.get("ok", []), st.get("sliders", []), st.get("samples", [])
@@ -201,13 +147,7 @@ def summary(st: dict) -> dict:
         "interrupted": st.get("interrupted"), "phase_reached": st.get("phase"), "pool_ready_s": st.get("pool_ready_s"),
         "failures": sum(not g for g in ok) + sum(1 for e in st.get("errors", []) if e),
         "failure_reasons": sorted({r["failed"] for r in loads if r["failed"]}),
-        "failed_pages_plots_at_timeout": [r.get("plots_at_timeout") for r in loads if r["failed"]][:5],
-        "per_page": [{k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items()} for r in loads],
         "first_figure_s": {"p50": pct(first, 0.5), "p95": pct(first, 0.95), "max": max(first, default=None)},
-        "steps_s": {k: {"p50": pct(v, 0.5), "p95": pct(v, 0.95)} for k in STEPS
-                    for v in [[r[k] for r in loads if r.get(k) is not None]]},
-        "pinned": st.get("pinned", False), "load_avg_at_start": st.get("load_start"),
-        "load_phase_cpu_s": st.get("load_cpu_s"),
         "all_figures_s": {"p50": pct(full, 0.5), "p95": pct(full, 0.95), "max": max(full, default=None)},
         "slider_update_s": {"p50": pct(moved, 0.5), "p95": pct(moved, 0.95), "max": max(moved, default=None),
                             "missing": sum(1 for g, x in zip(ok, sliders) if g and x is None)},
@@ -216,8 +156,7 @@ def summary(st: dict) -> dict:
         "rss_peak_mb": round(max((x[2] for x in samples), default=0) / 2**20),
         "blocked_outside_requests": len(st.get("blocked", [])),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "load_avg_at_end": [round(x, 1) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
-                    "state": machine_state(st.get("load_start"), os.cpu_count() or 1)},
+                    "load_avg_at_end": [round(x, 1) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None},
     }
 
 
@@ -227,27 +166,18 @@ def run(st: dict, timeout_s: float) -> None:
 
     latency = "latency_explorer" in st["notebook"]
     want = 3 if latency else 6
-    server_cpus = {0} if st["pinned"] else None
-    with room_server("notebooks", "--room", "--students", str(st["pages"]), log_name="bench_room.log",
-                     timeout_s=180, cpus=server_cpus) as (proc, port, url, log):
+    with room_server("notebooks", "--room", log_name="bench_room.log", timeout_s=180) as (proc, port, url, log):
         sampler = Sampler(proc)
         st["samples"] = sampler.samples
         sampler.start()
         try:
-            st["phase"] = "preheating"  # the instructor starts the room and waits for "ready" before students come
-            st["pool_ready_s"] = wait_for_ready(proc, log, max(300.0, 20.0 * st["pages"]))
-            if st["pinned"]:
-                os.sched_setaffinity(0, {1})  # playwright's driver and Chromium inherit it
+            st["pool_ready_s"] = wait_for_pool(log, 300.0)  # the instructor starts the room before students come
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 st["blocked"] = []
                 contexts = [student_context(browser, port, want, st["blocked"]) for _ in range(st["pages"])]
                 st["phase"] = "loading"
-                server_cpu, browser_cpu = cpu_split(proc.pid)
                 pages, st["loads"] = open_pages(contexts, url, st["notebook"], timeout_s)
-                server_after, browser_after = cpu_split(proc.pid)
-                st["load_cpu_s"] = {"server_and_kernels": round(server_after - server_cpu, 1),
-                                    "browser": round(browser_after - browser_cpu, 1)}
                 st["ok"] = ok = [r["failed"] is None for r in st["loads"]]
                 st["errors"] = [p.locator(".workbench-error").count() if g else 0 for p, g in zip(pages, ok)]
                 print(json.dumps(summary(st)), flush=True)  # the load figures, in case a later phase is cut
@@ -277,62 +207,34 @@ def run(st: dict, timeout_s: float) -> None:
             sampler.join()
 
 
-def machine_state(load: list[float] | None, cpus: int) -> str:
-    """``quiet`` when the 1-minute load average before the run was under half the cores, else ``busy``."""
-    if not load:
-        return "unknown"
-    return "quiet" if load[0] < cpus / 2 else "busy"
-
-
 def markdown(r: dict) -> str:
     def f(v):
         return "n/a" if v is None else f"{v:.1f}"
-    cpus, state = r["machine"]["cpus"], r["machine"]["state"]
-    rows = [("first figure (s, from navigation)", r["first_figure_s"]), ("all figures (s)", r["all_figures_s"])]
-    steps = [("  server: HTML first byte (s)", "html_first_byte_s"), ("  server: HTML done (s)", "html_done_s"),
-             ("  browser: DOMContentLoaded (s)", "dom_ready_s"),
-             ("  browser: scripts loaded, kernel socket open (s)", "kernel_socket_open_s"),
-             ("  server: widget state received (s)", "widget_state_received_s"),
-             ("  browser: first widget drawn (s)", "first_widget_s")]
     return "\n".join([
         "# Room benchmark (`benchmarks/bench_room.py`)", "",
-        f"{r['pages']} concurrent pages of `{r['notebook']}` against `python -m workbench.room notebooks --room "
-        f"--students {r['pages']}` ({r['pages']} preheated latency explorers, one of each other dashboard, at most "
-        f"{r['pages'] + 10} kernels, pool refills 20 s after a take, culling 30 s / 10 s), one headless Chromium on the same machine with one browser "
-        f"context per page (a student each){', the server and its kernels pinned to CPU 0 and the browser to CPU 1' if r['pinned'] else ''}. "
-        f"{cpus} cores; load average before the run {r['load_avg_at_start']}, at the end {r['machine']['load_avg_at_end']}.",
-        f"Pages were opened once the room printed \"ready\" ({r['pool_ready_s']} s after its URL: every preheated "
-        "notebook had run); closing a page runs its unload handler, as closing a tab does.",
-        f"**The machine was {state}** ({'other agents shared the two cores' if state == 'busy' else 'little else ran'}"
-        " before the run, by its load average).", "",
+        f"{r['pages']} concurrent pages of `{r['notebook']}` against `python -m workbench.room notebooks --room` "
+        "(2 preheated kernels per dashboard, 3 dashboards, at most 40 kernels, culling 30 s / 10 s), one headless Chromium "
+        f"on the same machine with one browser context per page (a student each). {r['machine']['cpus']} cores; load average at the end {r['machine']['load_avg_at_end']}.",
+        f"Pages were opened once Voila reported every pool filled ({r['pool_ready_s']} s after the server printed "
+        "its URL: the pooled kernels had started, their notebooks may still have been executing); "
+        "closing a page runs its unload handler, as closing a tab does.",
+        "**The machine was busy** (other agents' tests and builds shared the two cores): these are figures from a "
+        "loaded machine, not a quiet one.", "",
         "| measure | p50 | p95 | max |", "|---|---|---|---|",
-        *[f"| {name} | {f(v['p50'])} | {f(v['p95'])} | {f(v['max'])} |" for name, v in rows],
-        *[f"| {name} | {f(r['steps_s'][k]['p50'])} | {f(r['steps_s'][k]['p95'])} | |" for name, k in steps],
+        f"| first figure (s, from navigation) | {f(r['first_figure_s']['p50'])} | {f(r['first_figure_s']['p95'])} "
+        f"| {f(r['first_figure_s']['max'])} |",
+        f"| all figures (s) | {f(r['all_figures_s']['p50'])} | {f(r['all_figures_s']['p95'])} "
+        f"| {f(r['all_figures_s']['max'])} |",
         f"| slider update, all pages at once (s) | {f(r['slider_update_s']['p50'])} "
         f"| {f(r['slider_update_s']['p95'])} | {f(r['slider_update_s']['max'])} |", "",
         f"- failures: {r['failures']} {r['failure_reasons'] or ''}; slider updates missing: "
         f"{r['slider_update_s']['missing']}",
         f"- kernels: peak {r['kernels_peak']}; left after the pages closed: {r['kernels_left_after_close']} "
-        f"(the pool and its refills); every page's kernel gone {f(r['reclaimed_s'])} s after close",
-        f"- CPU seconds while the pages loaded: {r['load_phase_cpu_s']} (the server and its kernels against "
-        "Playwright and Chromium: where the two cores went)",
+        f"(the pool); every page's kernel gone {f(r['reclaimed_s'])} s after close",
         f"- memory, server + kernels (RSS): peak {r['rss_peak_mb']} MB",
         f"- outside requests (all aborted): {r['blocked_outside_requests']}; wall time {r['wall_s']} s",
         f"- run {'interrupted: ' + r['interrupted'] if r['interrupted'] else 'complete'}", "",
         "Goal (issue 14): no failure, first figure p95 under 15 s, memory bounded.", ""])
-
-
-READING = "\n## Reading"
-
-
-def kept_reading(md: Path) -> str:
-    """The hand-written section from ``## Reading`` on of an earlier results file (dated there), kept on a rerun."""
-    try:
-        text = md.read_text()
-    except OSError:
-        return ""
-    at = text.find(READING)
-    return text[at:] if at >= 0 else ""
 
 
 def main() -> int:
@@ -340,24 +242,21 @@ def main() -> int:
     p.add_argument("--pages", type=int, default=30)
     p.add_argument("--notebook", default="dashboards/latency_explorer.ipynb", help="relative to notebooks/")
     p.add_argument("--timeout-s", type=float, default=400.0)
-    p.add_argument("--pin", action="store_true",
-                   help="server and kernels on CPU 0, browser on CPU 1 (how much of the time is the browser's)")
-    p.add_argument("--json", type=Path, default=REPO / "benchmarks" / "results" / "room.json")
+    p.add_argument("--json", type=Path, default=None)
     p.add_argument("--md", type=Path, default=REPO / "benchmarks" / "results" / "room.md")
     args = p.parse_args()
     if not Path(CHROMIUM).exists():
         print(f"{CHROMIUM} is missing (Debian package chromium)", file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out
-    st = {"pages": args.pages, "notebook": args.notebook, "started": time.monotonic(), "pinned": args.pin,
-          "load_start": [round(x, 1) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None}
+    st = {"pages": args.pages, "notebook": args.notebook, "started": time.monotonic()}
     try:
         run(st, args.timeout_s)
     except (SystemExit, KeyboardInterrupt) as exc:
         st["interrupted"] = f"stopped by {type(exc).__name__} during {st.get('phase')}"
     result = summary(st)
     print(json.dumps(result, indent=2))
-    args.md.write_text(markdown(result) + kept_reading(args.md))
+    args.md.write_text(markdown(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     first_p95 = result["first_figure_s"]["p95"]

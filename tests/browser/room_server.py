@@ -16,7 +16,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "artifacts"
-READY_LINE = "workbench room: ready:"
 URL_LINE = re.compile(r"^\s+(?:open|hand out): (?P<url>http://\S+)\s*$")
 
 
@@ -27,19 +26,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def room_server(*args: str, log_name: str = "room.log", timeout_s: float = 90.0, cpus: set[int] | None = None):
-    """Yield ``(server process, port, printed URL, log path)`` of a launcher started with ``args``.
-
-    cpus: pin the server and its kernels to these CPUs (Linux), e.g. to keep a benchmark's browser off them.
-    """
-    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+def room_server(*args: str, log_name: str = "room.log", timeout_s: float = 90.0):
+    """Yield ``(server process, port, printed URL, log path)`` of a launcher started with ``args``."""
     ARTIFACTS.mkdir(exist_ok=True)
     port = free_port()
     log = ARTIFACTS / log_name
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "workbench.room", "--port", str(port), *args], cwd=REPO,
-                                stdout=out, stderr=subprocess.STDOUT, env=os.environ | {"PYTHONUNBUFFERED": "1"},
-                                preexec_fn=pin)
+                                stdout=out, stderr=subprocess.STDOUT, env=os.environ | {"PYTHONUNBUFFERED": "1"})
     try:
         yield proc, port, wait_for_url(proc, log, timeout_s), log
     finally:
@@ -63,18 +57,6 @@ def wait_for_url(proc: subprocess.Popen, log: Path, timeout_s: float) -> str:
                 return m.group("url")
         time.sleep(0.1)
     raise TimeoutError(f"the room server printed no URL within {timeout_s} s; see {log}")
-
-
-def wait_for_ready(proc: subprocess.Popen, log: Path, timeout_s: float) -> float | None:
-    """Seconds until the launcher printed ``workbench room: ready`` (every preheated notebook has run); None: not in time."""
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the room server exited with code {proc.returncode}; see {log}")
-        if READY_LINE in log.read_text(errors="replace"):
-            return round(time.monotonic() - started, 1)
-        time.sleep(0.5)
-    return None
 
 
 def kernel_processes(proc: subprocess.Popen) -> list:

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from room_server import REPO, kernel_id_of, kernel_processes, room_server, wait_for_ready
+from room_server import REPO, kernel_id_of, kernel_processes, room_server
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu",
@@ -72,21 +72,6 @@ def test_a_token_is_required_by_default_off_loopback():
         assert status == 200
         status, _, _ = get(port, f"/?token={token}", "rebind.evil.example")
         assert status == 403
-
-
-@pytest.mark.slow
-def test_the_room_says_ready_once_its_preheated_notebooks_have_run_and_serves_them():
-    """Voila's "pool is filled" comes when the kernels have started; the room's "ready" when their notebooks ran."""
-    pytest.importorskip("voila", reason="voila is not installed")
-    with room_server("--pool", "0", "--preheat", "latency_explorer=2", log_name="room_ready.log") as (proc, port, _, log):
-        assert wait_for_ready(proc, log, 240) is not None, "no 'ready' line within 240 s"
-        text = log.read_text()
-        assert "preheating 2 kernels: wait for 'ready' before handing out the URL" in text
-        assert "workbench room: ready: 2 preheated kernels have run their notebooks" in text
-        assert len(kernel_processes(proc)) == 2  # the other dashboards: no pool (--pool 0)
-        status, _, body = get(port, "/voila/render/latency_explorer.ipynb", f"127.0.0.1:{port}")
-        assert status == 200 and b"jupyter-config-data" in body
-        assert "Using pre-heated kernel" in log.read_text()
 
 
 def browser_context(pw, port):

@@ -77,32 +77,3 @@ def test_only_the_dashboards_are_preheated_in_a_room(tmp_path):
     assert pattern.match(str(root / "01_quickstart.ipynb"))
     assert pattern.match(str(root / "solutions" / "dashboards" / "x.ipynb"))
     assert not pattern.match(str(root / "dashboards" / "latency_explorer.ipynb"))
-
-
-def test_a_notebook_can_be_preheated_alone_with_its_own_pool_size():
-    c = config(pool=0, pool_pattern=None, pools={"dashboards/latency_explorer.ipynb": 30})
-    assert c.VoilaConfiguration.preheat_kernel is True and c.VoilaConfiguration.default_pool_size == 0
-    assert c.VoilaKernelManager.kernel_pools_config == {
-        "default": {"pool_size": 0}, "dashboards/latency_explorer.ipynb": {"pool_size": 30}}
-    assert "kernel_pools_config" not in config().VoilaKernelManager  # no per-notebook sizes: Voila's default
-    assert config().VoilaKernelManager.fill_delay == 1.0
-    assert config(refill_delay_s=20).VoilaKernelManager.fill_delay == 20.0
-    assert config().KernelManager.transport == "ipc"  # no TCP port race between kernels starting together
-
-
-def test_a_room_preheats_one_latency_explorer_per_student(tmp_path):
-    for name in ("latency_explorer", "trace_explorer"):
-        (tmp_path / "dashboards").mkdir(exist_ok=True)
-        (tmp_path / "dashboards" / f"{name}.ipynb").write_text("{}")
-    assert room_main.preheat_sizes(tmp_path, 30, ["trace_explorer=2"]) == {
-        "dashboards/latency_explorer.ipynb": 30, "dashboards/trace_explorer.ipynb": 2}
-    assert room_main.preheat_sizes(tmp_path, 0, []) == {}
-    assert room_main.preheat_sizes(tmp_path / "dashboards", 3, []) == {"latency_explorer.ipynb": 3}
-
-
-def test_main_refuses_a_preheat_that_names_no_notebook(capsys, tmp_path):
-    (tmp_path / "dashboards").mkdir()
-    assert room_main.main([str(tmp_path), "--room"]) == 2  # a room needs its latency explorer
-    assert "'latency_explorer=30': no notebook under" in capsys.readouterr().err
-    assert room_main.main([str(tmp_path), "--preheat", "nothing=1"]) == 2
-    assert "'nothing=1': no notebook under" in capsys.readouterr().err

@@ -11,9 +11,7 @@ Voila it adds what a server handed to strangers needs:
   ``_xsrf`` cookie) or culled when idle and unconnected, each kernel with a
   scratch folder (``TMPDIR``, ``WORKBENCH_SCRATCH_DIR``) deleted when it ends,
   and a bounded kernel count: :mod:`workbench.room.kernels`;
-* live profiling one at a time across the server: :mod:`workbench.room.live_queue`;
-* a preheated pool sized per dashboard (one latency explorer per student in a room), a "ready"
-  line once its notebooks have run, refills within the kernel bound: :mod:`workbench.room.pool`.
+* live profiling one at a time across the server: :mod:`workbench.room.live_queue`.
 
 Nothing here is imported by ``import workbench``; only the launcher imports Voila.
 """

@@ -10,13 +10,9 @@ import tempfile
 from pathlib import Path
 
 from .hosts import WILDCARD_BINDS, is_loopback_bind, normalize_host
-from .pool import RoomError, parse_preheat
 
-ROOM_DEFAULTS = {"pool": 1, "students": 30, "refill_delay_s": 20.0, "live": "queue", "path": "notebooks"}
-PLAIN_DEFAULTS = {"pool": 0, "students": 0, "refill_delay_s": 1.0, "max_kernels": 20, "live": "on",
-                  "path": "notebooks/dashboards"}
-ROOM_DASHBOARD = "latency_explorer"  # the dashboard a room opens: one preheated kernel per student
-ROOM_SPARE_KERNELS = 10  # a room's max_kernels over --students: other dashboards, reloads, refills
+ROOM_DEFAULTS = {"pool": 2, "max_kernels": 40, "live": "queue", "path": "notebooks"}
+PLAIN_DEFAULTS = {"pool": 0, "max_kernels": 20, "live": "on", "path": "notebooks/dashboards"}
 
 
 def dashboards_only(root: Path) -> str:
@@ -27,39 +23,20 @@ def dashboards_only(root: Path) -> str:
     return rf"^(?!{re.escape(str(root.resolve() / 'dashboards'))}{re.escape(os.sep)}).*"
 
 
-def preheat_sizes(root: Path, students: int, preheat: list[str]) -> dict[str, int]:
-    """Preheated kernels per notebook: ``students`` of the room's dashboard, then each ``--preheat NAME=N``.
-
-    The room's dashboard is looked up only when ``students`` > 0 (a folder without it then fails with
-    :class:`RoomError`, as an unknown ``--preheat`` name does).
-    """
-    items = ([f"{ROOM_DASHBOARD}={students}"] if students > 0 else []) + list(preheat)
-    return parse_preheat(items, root)
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m workbench.room", description=__doc__)
     p.add_argument("path", nargs="?", help="folder to serve (default notebooks/dashboards; notebooks with --room)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0: every interface)")
     p.add_argument("--port", type=int, default=8866)
     p.add_argument("--room", action="store_true",
-                   help="workshop presets: dashboards and notebooks, one preheated latency explorer per student "
-                        "(--students, 30) and one of each other dashboard, at most students + 10 kernels, "
-                        "live profiling queued one at a time; prints 'ready' when the preheated notebooks have run")
-    p.add_argument("--students", type=int, default=None,
-                   help=f"preheat this many {ROOM_DASHBOARD} kernels (room default 30; 0: none)")
-    p.add_argument("--preheat", action="append", default=[], metavar="NAME=N",
-                   help="preheat N kernels of the dashboard NAME (e.g. trace_explorer=5); repeatable")
+                   help="workshop presets: dashboards and notebooks, 2 preheated kernels per dashboard, "
+                        "at most 40 kernels, live profiling queued one at a time")
     p.add_argument("--token", default=None,
                    help="require this token (default: a random one for a non-loopback bind, none on loopback)")
     p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                    help="another Host name to answer (e.g. a DNS name handed out); repeatable")
-    p.add_argument("--pool", type=int, default=None, help="preheated kernels of every other dashboard (0: none)")
-    p.add_argument("--refill-delay-s", type=float, default=None,
-                   help="seconds after a page takes a preheated kernel before its replacement starts (room: 20, "
-                        "so that replacements do not compete with a class's pages loading together; else 1)")
-    p.add_argument("--max-kernels", type=int, default=None,
-                   help="refuse new pages (and pool refills) beyond this many kernels")
+    p.add_argument("--pool", type=int, default=None, help="preheated kernels per dashboard (0: none)")
+    p.add_argument("--max-kernels", type=int, default=None, help="refuse new pages beyond this many kernels")
     p.add_argument("--cull-idle-s", type=int, default=30,
                    help="shut down a kernel with no page connected after this many idle seconds")
     p.add_argument("--cull-interval-s", type=int, default=10, help="how often idle kernels are looked for")
@@ -103,19 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     if not path.exists():
         print(f"workbench room: error: {path} does not exist", file=sys.stderr)
         return 2
-    try:
-        pools = preheat_sizes(path, defaults["students"] if args.students is None else args.students, args.preheat)
-    except RoomError as exc:
-        print(f"workbench room: error: {exc}", file=sys.stderr)
-        return 2
-    max_kernels = args.max_kernels
-    if max_kernels is None:
-        max_kernels = defaults.get("max_kernels") or sum(pools.values()) + ROOM_SPARE_KERNELS
     config = room_config(
         host=args.host, port=args.port, token=token,
-        pool=defaults["pool"] if args.pool is None else args.pool, pools=pools,
-        refill_delay_s=defaults["refill_delay_s"] if args.refill_delay_s is None else args.refill_delay_s,
-        max_kernels=max_kernels,
+        pool=defaults["pool"] if args.pool is None else args.pool,
+        max_kernels=defaults["max_kernels"] if args.max_kernels is None else args.max_kernels,
         cull_idle_s=args.cull_idle_s, cull_interval_s=args.cull_interval_s,
         unconnected_grace_s=args.unconnected_grace_s,
         upload_limit_bytes=args.upload_limit_mib << 20, live=args.live or defaults["live"],
@@ -126,22 +94,13 @@ def main(argv: list[str] | None = None) -> int:
     app.initialize([str(path)])
     url = url_to_hand_out(args.host, args.port, token)
 
-    preheated = sum(pools.values())
-
     def announce():
-        wait = f"  preheating {preheated} kernels: wait for 'ready' before handing out the URL\n" if preheated else ""
         print(f"\nworkbench room: serving {path} on {args.host}:{args.port}\n"
-              f"  {'hand out' if not is_loopback_bind(args.host) else 'open'}: {url}\n{wait}", flush=True)
-
-    def ready(executed: int, failed: int, seconds: float):
-        lost = f"; {failed} FAILED (see the log above): restart the room, a page given one fails" if failed else ""
-        print(f"workbench room: ready: {executed} preheated kernels have run their notebooks ({seconds:.0f} s{lost}); "
-              f"hand out {url}", flush=True)
+              f"  {'hand out' if not is_loopback_bind(args.host) else 'open'}: {url}\n", flush=True)
 
     from tornado.ioloop import IOLoop
 
     IOLoop.current().add_callback(announce)
-    app.on_ready = ready
     app.start()
     return 0
 

@@ -21,14 +21,12 @@ from voila.app import Voila
 from voila.tornado.handler import TornadoVoilaHandler
 
 from .hosts import allowed_hosts, host_allowed, is_loopback_bind
-from .pool import bounded_pool_class, pool_failures, pool_progress, pools_config
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE_PATH = REPO / "share" / "jupyter"
 FILE_ALLOWLIST = [r".*\.(png|jpg|gif|svg|json|gz)"]
 WEBSOCKET_OVERHEAD_BYTES = 1 << 20  # room for the message header around an upload's bytes
 UPLOAD_LIMIT_ENV = "WORKBENCH_UPLOAD_LIMIT_BYTES"
-READY_POLL_MS = 1000  # how often the pool is checked for the "ready" line
 
 
 class ForbiddenHostHandler(tornado.web.RequestHandler):
@@ -74,7 +72,6 @@ class RoomVoila(Voila):
     """Voila, with our Application class, render handler and config script."""
 
     name = "workbench-room"
-    on_ready = None  # called once as on_ready(executed, failed, seconds) when every pooled notebook has run or failed
 
     def start(self):
         # Voila.start with HostGuardApplication in place of tornado.web.Application.
@@ -82,44 +79,10 @@ class RoomVoila(Voila):
 
         self.connection_dir = tempfile.mkdtemp(prefix="voila_", dir=self.connection_dir_root)
         settings = self.init_settings()
-        if hasattr(self.kernel_manager, "_pools"):  # preheating: refills within max_kernels
-            self.kernel_manager.__class__ = bounded_pool_class(type(self.kernel_manager))
         self.app = HostGuardApplication(**settings)
         self.app.settings.update(self.tornado_settings)
         self.app.add_handlers(".*$", self.init_handlers())
-        if hasattr(self.kernel_manager, "_pools"):
-            self.watch_pool()
         self.listen()
-
-    def watch_pool(self) -> None:
-        """Call :attr:`on_ready` once every pooled kernel has executed its notebook (at once when none is pooled)."""
-        import time
-
-        from tornado.ioloop import PeriodicCallback
-
-        started = time.monotonic()
-        pools = getattr(self.kernel_manager, "_pools", {})
-        wanted = sum(int(c.get("pool_size", 0)) for c in self.kernel_manager_pool_sizes().values())
-
-        def check():
-            executed, _total = pool_progress(pools)
-            failed = pool_failures(pools)
-            if executed + failed >= wanted:
-                watcher.stop()
-                if self.on_ready is not None:
-                    self.on_ready(executed, failed, time.monotonic() - started)
-
-        watcher = PeriodicCallback(check, READY_POLL_MS)
-        watcher.start()
-
-    def kernel_manager_pool_sizes(self) -> dict:
-        """The pool size of every notebook Voila preheats (empty without preheating)."""
-        pools = getattr(self.kernel_manager, "_pools", None)
-        if pools is None:
-            return {}
-        config = self.kernel_manager.kernel_pools_config
-        default = config.get("default", {})
-        return {name: config.get(name, default) for name in pools}
 
     def init_handlers(self):
         handlers = [(r"/workbench/room/config\.js", ConfigJsHandler)]
@@ -132,14 +95,10 @@ class RoomVoila(Voila):
 
 def room_config(*, host: str, port: int, token: str, pool: int, max_kernels: int, cull_idle_s: int,
                 cull_interval_s: int, upload_limit_bytes: int, live: str, allow_hosts: list[str],
-                lock_path: str, pool_pattern: str | None = None, unconnected_grace_s: int = 300,
-                pools: dict[str, int] | None = None, refill_delay_s: float = 1.0) -> Config:
+                lock_path: str, pool_pattern: str | None = None, unconnected_grace_s: int = 300) -> Config:
     """The traitlets config of a room server (no deprecated command-line flags).
 
     pool: preheated kernels per dashboard (0: none); pool_pattern: regex of notebooks kept out of the pool.
-    pools: preheated kernels of named notebooks (paths relative to the served folder), over ``pool``.
-    refill_delay_s: seconds after a page takes a pooled kernel before its replacement starts (Voila's 1 s; a
-        room waits longer so that replacements do not compete with a class's pages loading at once).
     cull_idle_s / cull_interval_s: an unconnected kernel idle this long is shut down, checked this often.
     unconnected_grace_s: the idle time allowed a kernel whose page has not connected yet (still loading).
     """
@@ -158,13 +117,8 @@ def room_config(*, host: str, port: int, token: str, pool: int, max_kernels: int
     c.VoilaConfiguration.template = "workbench"
     c.VoilaConfiguration.file_allowlist = FILE_ALLOWLIST
     c.VoilaConfiguration.multi_kernel_manager_class = "workbench.room.kernels.RoomKernelManager"
-    c.VoilaConfiguration.preheat_kernel = pool > 0 or any(n > 0 for n in (pools or {}).values())
+    c.VoilaConfiguration.preheat_kernel = pool > 0
     c.VoilaConfiguration.default_pool_size = max(pool, 0)
-    if pools:
-        c.VoilaKernelManager.kernel_pools_config = pools_config(pool, pools)
-    c.VoilaKernelManager.fill_delay = float(refill_delay_s)
-    if os.name == "posix":  # Unix sockets: no TCP port race between kernels started together (a room's pool lost
-        c.KernelManager.transport = "ipc"  # a kernel to "Address already in use"), no plain-text TCP warning
     if pool_pattern:
         c.VoilaKernelManager.preheat_denylist = [pool_pattern]
     c.MappingKernelManager.cull_idle_timeout = cull_idle_s

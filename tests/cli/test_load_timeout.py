@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-import workbench.cli as cli
+from workbench.cli import main  # batching is one of its SUBCOMMAND_MODULES
 from workbench import Pipeline
 
 RELEASE = threading.Event()
@@ -39,16 +39,6 @@ def build(config):
 
     pipe.add("forward", forward)
     return pipe
-
-
-def main(argv):
-    """``workbench.cli.main`` with the batching subcommands registered (as test_load_and_simulate)."""
-    saved = cli.SUBCOMMAND_MODULES
-    cli.SUBCOMMAND_MODULES = saved if "batching" in saved else (*saved, "batching")
-    try:
-        return cli.main(argv)
-    finally:
-        cli.SUBCOMMAND_MODULES = saved
 
 
 def load(out, *args):

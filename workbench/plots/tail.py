@@ -38,12 +38,14 @@ def tail_figure(tail: dict[str, Any], *, title: str | None = None) -> go.Figure:
                   **extra)
 
 
-def latency_over_run_figure(requests: pd.DataFrame, *, title: str | None = None, max_points: int = 20_000) -> go.Figure:
+def latency_over_run_figure(requests: pd.DataFrame, *, picked: int | None = None, title: str | None = None,
+                            max_points: int = 20_000) -> go.Figure:
     """End to end of each measured request in order (ms), warm-up and failures marked.
 
     Shows drift, periodic spikes (garbage collection) and throttling that a
     histogram hides. Each point carries its request id (``customdata``) so a
-    click can open that request's stages.
+    click can open that request's stages (the latency explorer does). ``picked``:
+    a request id to ring (the one whose stages are shown); its ring is the last trace.
     """
     if requests.empty:
         return empty_figure("no requests", title)
@@ -63,8 +65,20 @@ def latency_over_run_figure(requests: pd.DataFrame, *, title: str | None = None,
         fig.add_scattergl(x=part["request"], y=part["dur_ns"] / 1e6, mode="markers", name=name,
                           marker={"color": color, "size": 4}, customdata=part["request"],
                           hovertemplate="request %{customdata}: %{y:.3f} ms<extra>" + name + "</extra>")
+    _ring(fig, requests, picked)
     fig.update_layout(xaxis_title="request (in order)", yaxis_title="end to end (ms)")
     return layout(fig, title or "Latency over the run")
+
+
+def _ring(fig: go.Figure, requests: pd.DataFrame, picked: int | None) -> None:
+    """Ring the picked request (a trace named ``request N``); nothing when it is not in ``requests``."""
+    row = requests[requests["request"] == picked] if picked is not None else requests.iloc[:0]
+    if row.empty:
+        return
+    fig.add_scatter(x=[int(picked)], y=[int(row["dur_ns"].iloc[0]) / 1e6], customdata=[int(picked)], mode="markers",
+                    name=f"request {picked}", marker={"symbol": "circle-open", "size": 16, "color": "#d62728",
+                                                      "line": {"width": 2}},
+                    hovertemplate="request %{customdata}: %{y:.3f} ms<extra>picked</extra>")
 
 
 def _note(text: str) -> dict:

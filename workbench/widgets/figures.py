@@ -13,8 +13,7 @@ import plotly.graph_objects as go
 from ..errors import ConfigError
 from ..plots import (budget_figure, distribution_figure, flame_figure, gpu_timeline_figure, launch_figure,
                      request_flame_chart, step_breakdown_figure, transfer_figure)
-from ..plots.style import empty_figure, layout, stage_color
-from ..units import NS_PER_MS
+from ..plots.style import empty_figure
 from .summaries import RunView
 
 FLAME_MAX_NODES = 400
@@ -44,32 +43,14 @@ def over_run_view(view: RunView, request: int | None) -> go.Figure:
     """Latency over the run with the picked request ringed, so the stage breakdown below has its place."""
     from ..plots.tail import latency_over_run_figure
 
-    fig = latency_over_run_figure(view.requests)
-    row = view.requests[view.requests["request"] == request] if request is not None else view.requests.iloc[:0]
-    if not row.empty:
-        fig.add_scatter(x=[int(row["request"].iloc[0])], y=[int(row["dur_ns"].iloc[0]) / NS_PER_MS], mode="markers",
-                        name=f"request {request}", marker={"symbol": "circle-open", "size": 16, "color": "#d62728",
-                                                           "line": {"width": 2}})
-    return fig
+    return latency_over_run_figure(view.requests, picked=request)
 
 
 def request_stages_view(view: RunView, request: int | None) -> go.Figure:
     """One request's stages (ms), in pipeline order, with the time between them as ``unattributed``."""
-    title = "Stages of one request"
-    if request is None:
-        return empty_figure("no measured request to break down", title)
-    stages = view.stages[view.stages["request"] == request]
-    durations = stages.groupby("stage", sort=False)["dur_ns"].sum()
-    e2e_ns = int(view.requests.loc[view.requests["request"] == request, "dur_ns"].iloc[0])
-    names = [s for s in view.stage_order if s in durations.index]
-    values_ns = [int(durations[s]) for s in names]
-    names.append("unattributed")
-    values_ns.append(e2e_ns - sum(values_ns))
-    fig = go.Figure(go.Bar(x=[v / NS_PER_MS for v in values_ns], y=names, orientation="h",
-                           marker_color=[stage_color(i) for i in range(len(names) - 1)] + ["#bbbbbb"],
-                           hovertemplate="%{y}: %{x:.3f} ms<extra></extra>"))
-    fig.update_layout(xaxis_title="ms", yaxis={"autorange": "reversed"})
-    return layout(fig, f"Stages of request {request}: {e2e_ns / NS_PER_MS:.3f} ms end to end")
+    from ..plots.request_stages import request_stages_figure
+
+    return request_stages_figure(view.requests, view.stages, view.stage_order, request)
 
 
 def compare_view(result: dict) -> go.Figure:

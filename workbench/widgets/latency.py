@@ -15,6 +15,9 @@ recorded run differs in (host, versions, fields it did not record). Live runs
 use one torch thread by default (:data:`THREADS_WHY`). "pin as A" and
 "compare with B" run the two configurations interleaved in this process
 (``workbench.compare``) and draw the ratio per stage with its interval and verdict.
+A click on a point of the latency-over-run chart moves the request picker to that
+request (:meth:`LatencyExplorer.show_request`; the bridge is ``panes.ClickablePane``),
+so the click and the keyboard drive one stage pane.
 """
 from __future__ import annotations
 
@@ -32,10 +35,11 @@ from .cache import LRUCache
 from .controller import Controller
 from .figures import (budget_view, compare_view, distribution_view, empty_view, flame_from_trace, over_run_view,
                       request_stages_view, tail_view)
-from .panes import FigurePane, MessageLine, figure_bundle
+from .panes import ClickablePane, FigurePane, MessageLine, figure_bundle
 from .recorded import RecordedRuns
-from .latency_support import (Key, cheap_fingerprint, check_config, describe, device_options, failures_text,
-                              request_options, pipeline_targets, thread_options, verdict_text, with_notes)
+from .latency_support import (Key, cheap_fingerprint, check_config, clicked_request, describe, device_options,
+                              failures_text, request_options, pipeline_targets, thread_options, verdict_text,
+                              with_notes)
 from .summaries import RunView, discard_trace, summarize
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
@@ -46,6 +50,7 @@ THREADS_REASON = ("torch's CPU thread pool busy-waits, so on shared cores more t
                   "not the pipeline")
 THREADS_WHY = f"threads: 1 by default: {THREADS_REASON}"
 COMPARE_REQUESTS = 100  # per configuration: 10 rounds of blocks of 10
+CLICK_REFUSED = "no stages shown for request"  # the message line of a click on a point not listed
 
 
 class LatencyExplorer(Controller):
@@ -104,6 +109,7 @@ class LatencyExplorer(Controller):
         for control in (self.stage, self.kind):
             control.observe(lambda _change: self._silent or self._redraw(distribution=True), "value")
         self.request_picker.observe(lambda _change: self._silent or self._redraw(request=True), "value")
+        self.over_run_pane.on_click(self._point_clicked)
         self.cancel_button.on_click(lambda _b: self.cancel())
         self.rerun_button.on_click(lambda _b: self.refresh(force=True))
         self.pin_button.on_click(lambda _b: self.pin())
@@ -139,6 +145,25 @@ class LatencyExplorer(Controller):
         elif values:
             self._redraw(budget=True, distribution=True, request="request" in values)
         return self
+
+    def show_request(self, request: int) -> bool:
+        """Show one request's stages (what a click on its point of the latency-over-run chart does).
+
+        The request picker moves to it, so the ring and the stage pane follow the one
+        path the picker drives. A request the picker does not list (warm-up, failed,
+        or not in the run) is refused with a message line; returns whether it is shown.
+        """
+        listed = [value for _label, value in self.request_picker.options]
+        refused = self.message_line.text.startswith(CLICK_REFUSED)
+        if request not in listed:
+            self.message_line.show(f"{CLICK_REFUSED} {request}: not a successful measured request of this run, "
+                                   "so its stages are not in the budget; click a blue point", "warning")
+            return False
+        if refused:  # clear our own refusal only, never a configuration's error
+            self.message_line.clear()
+        if self.request_picker.value != request:
+            self.request_picker.value = request  # the picker's observer redraws the ring and the stages
+        return True
 
     def refresh(self, force: bool = False) -> None:
         """Show the current configuration; ``force`` profiles it again even if cached or recorded."""
@@ -199,7 +224,7 @@ class LatencyExplorer(Controller):
         self.index_note = MessageLine()  # recorded runs that could not be read: skipped, said here
         self.index_note.show(self.recorded.note, "warning")
         self.budget_pane, self.distribution_pane, self.flame_pane = FigurePane(), FigurePane(), FigurePane(520)
-        self.tail_pane, self.over_run_pane, self.request_pane = FigurePane(320), FigurePane(360), FigurePane(320)
+        self.tail_pane, self.over_run_pane, self.request_pane = FigurePane(320), ClickablePane(360), FigurePane(320)
         self.compare_pane = FigurePane(380)
 
     def _layout(self) -> widgets.Widget:
@@ -431,6 +456,11 @@ class LatencyExplorer(Controller):
             cached = (fig, figure_bundle(fig, pane.height))
             self.figures.put(key, cached)
         pane.show(*cached)
+
+    def _point_clicked(self, point: dict) -> None:
+        request = clicked_request(point)
+        if request is not None and self.current is not None:
+            self.show_request(request)
 
     def failed(self, key: Key, exc: WorkbenchError) -> None:
         from ..runner import Cancelled

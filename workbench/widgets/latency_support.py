@@ -90,6 +90,21 @@ def request_options(view: RunView) -> list[tuple[str, int | None]]:
     return [(f"request {r}: {d / 1e6:.3f} ms{' (slowest)' if i == 0 else ''}", r) for i, (r, d) in enumerate(rows)]
 
 
+def clicked_request(point: dict) -> int | None:
+    """The request id of a clicked point of the latency-over-run chart (its ``customdata``, else its x).
+
+    None for a point that carries no whole number (a click the chart did not make).
+    """
+    for value in (point.get("customdata"), point.get("x")):
+        if isinstance(value, list) and len(value) == 1:
+            value = value[0]
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+            return int(value)
+    return None
+
+
 def failures_text(view: RunView) -> str:
     """``failures: forward 3 (15 %): RuntimeError: boom x3 at f.py:3 in g`` per stage; "" without failures."""
     if not view.failures:

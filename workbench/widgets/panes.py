@@ -4,10 +4,29 @@
 update replaces its single output, the figure as the plotly MIME bundle
 (``application/vnd.plotly.v1+json``). JupyterLab and Voila draw that bundle
 with the ``jupyterlab-plotly`` extension that ships inside the plotly wheel,
-so plotly.js comes from the installed package, never from a CDN. (plotly's
-own ``FigureWidget`` needs the optional ``anywidget`` package; this pane does
-not.) Updates assign the output list directly, which is safe from the
-explorers' worker thread.
+so plotly.js comes from the installed package, never from a CDN (plotly's
+own ``FigureWidget`` is not used: see below). Updates assign the output list
+directly, which is safe from the explorers' worker thread.
+
+:class:`ClickablePane` adds clicks on points, for the latency-over-run chart.
+The figure is drawn exactly as in a :class:`FigurePane`. Next to it sit two
+hidden core widgets, so no lab extension is involved beyond the two the page
+already loads (ipywidgets' and plotly's):
+
+* a ``Text`` *sink*, and
+* an ``Output`` holding a short inline script (:data:`CLICK_SCRIPT`, sent by
+  the kernel: nothing is fetched). Widget outputs are trusted, so JupyterLab
+  and Voila run it. It binds plotly.js's documented ``plotly_click`` event on
+  each plot drawn inside its pane (polling the pane every 250 ms, binding each
+  plot once), writes the clicked point as JSON into the sink's input with a
+  fresh nonce, and fires the input's ``change`` event: ipywidgets syncs the
+  value to the kernel as if it had been typed.
+
+Why not plotly's ``FigureWidget`` or an ``anywidget``: both need anywidget's
+lab extension, and with it installed Voila pages opened together sometimes
+never rendered any widget (benchmarks/results/room.md); ``FigureWidget`` also
+ships a second 5 MB copy of plotly.js to every page and would put this chart
+outside the explorers' cache of figure JSON.
 """
 from __future__ import annotations
 
@@ -57,18 +76,19 @@ class FigurePane:
     def __init__(self, height: int = 420):
         self.figure = go.Figure()
         self.height = height
-        self.view = widgets.Output(layout=widgets.Layout(min_height=f"{height}px", width="100%"))
+        self.output = widgets.Output(layout=widgets.Layout(min_height=f"{height}px", width="100%"))
+        self.view: widgets.Widget = self.output  # what a layout places (a subclass may wrap the output)
         self.updates = 0
 
     def show(self, fig: go.Figure, bundle: dict[str, Any] | None = None) -> None:
         """Draw ``fig`` in the view."""
         self.figure = fig
         data = bundle if bundle is not None else figure_bundle(fig, self.height)
-        self.view.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
+        self.output.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
         self.updates += 1
 
     def clear(self) -> None:
-        self.view.outputs = ()
+        self.output.outputs = ()
 
 
 class MessageLine:
@@ -89,3 +109,72 @@ class MessageLine:
 
     def clear(self) -> None:
         self.show("")
+
+
+CLICK_CLASS = "workbench-clicks"  # the pane's box; the script looks for plots inside it
+CLICK_SINK_CLASS = "workbench-click-sink"  # the hidden Text whose input receives the clicked point
+CLICK_SCRIPT = """<script>
+(function () {
+  var box = document.currentScript && document.currentScript.closest('.__BOX__');
+  if (!box || box.__workbenchClicks) return;  // one binder per pane on the page
+  box.__workbenchClicks = true;
+  var sent = 0;
+  function send(p) {
+    var input = box.querySelector('.__SINK__ input');
+    if (!input) return;
+    sent += 1;  // the nonce makes every click a new value, even on the same point twice
+    input.value = JSON.stringify({event: 'click', nonce: Date.now() + ':' + sent, x: p.x, y: p.y,
+      customdata: p.customdata === undefined ? null : p.customdata, curve: p.curveNumber, point: p.pointNumber});
+    input.dispatchEvent(new Event('change', {bubbles: true}));
+  }
+  var timer = setInterval(function () {
+    if (!box.isConnected) { clearInterval(timer); return; }
+    box.querySelectorAll('.js-plotly-plot').forEach(function (gd) {
+      if (gd.__workbenchClicks || typeof gd.on !== 'function') return;
+      gd.__workbenchClicks = true;  // a redraw replaces the plot: each new one is bound once
+      gd.on('plotly_click', function (e) { var p = e && e.points && e.points[0]; if (p) send(p); });
+    });
+  }, 250);
+})();
+</script>""".replace("__BOX__", CLICK_CLASS).replace("__SINK__", CLICK_SINK_CLASS)
+POINT_KEYS = ("x", "y", "customdata", "curve", "point")
+
+
+class ClickablePane(FigurePane):
+    """A :class:`FigurePane` whose points can be clicked: ``on_click(callback)``.
+
+    ``callback(point)`` gets the clicked point as plotly.js describes it:
+    ``{"x", "y", "customdata", "curve", "point"}`` (``curve``: trace index).
+    ``view`` is a box holding the figure's output, the hidden sink and the
+    hidden script (see the module docstring). ``clicks`` counts clicks received.
+    """
+
+    def __init__(self, height: int = 420):
+        super().__init__(height)
+        hidden = widgets.Layout(display="none")
+        self.sink = widgets.Text(value="", layout=hidden)
+        self.sink.add_class(CLICK_SINK_CLASS)
+        self.sink.observe(self._received, "value")
+        self.script = widgets.Output(layout=widgets.Layout(display="none"))
+        self.script.outputs = ({"output_type": "display_data", "metadata": {},
+                                "data": {"text/html": CLICK_SCRIPT, "text/plain": "<click bridge>"}},)
+        self.view = widgets.VBox([self.output, self.sink, self.script], layout=widgets.Layout(width="100%"))
+        self.view.add_class(CLICK_CLASS)
+        self._callbacks: list = []
+        self.clicks = 0
+
+    def on_click(self, callback) -> None:
+        """Call ``callback(point)`` on every click on a point of the figure."""
+        self._callbacks.append(callback)
+
+    def _received(self, change: dict) -> None:
+        try:
+            content = json.loads(change["new"] or "null")
+        except ValueError:  # not written by the script: ignored
+            return
+        if not isinstance(content, dict) or content.get("event") != "click":
+            return
+        self.clicks += 1
+        point = {k: content.get(k) for k in POINT_KEYS}
+        for callback in self._callbacks:
+            callback(point)

@@ -83,3 +83,30 @@ def test_a_kernel_is_culled_only_after_a_page_connected_or_the_grace_ran_out(tmp
             await km.shutdown_all(now=True)
 
     asyncio.run(scenario())
+
+
+def test_a_kernel_still_starting_is_not_culled_and_the_check_does_not_raise(tmp_path):
+    """A cull check can meet a kernel whose ``last_activity`` is not set yet (it is starting): reading that
+    trait raised TraitError inside every cull pass of a room where pages opened together."""
+    from traitlets import Any, HasTraits, Instance, TraitError
+
+    class Starting(HasTraits):  # as jupyter_server's kernel manager before its start finishes
+        last_activity = Instance("datetime.datetime")
+        execution_state = Any("starting")
+
+    starting = Starting()
+    with pytest.raises(TraitError):
+        starting.last_activity  # noqa: B018 - the trait jupyter_server leaves unset until the kernel is up
+
+    async def scenario():
+        km = RoomKernelManager(scratch_root=str(tmp_path / "scratch"), connection_dir=str(tmp_path),
+                               cull_idle_timeout=5, cull_interval=1, unconnected_grace_s=0)
+        km._kernels["starting"] = starting
+        try:
+            assert await km.cull_kernel_if_idle("starting") is None
+            assert "starting" in km._kernels
+        finally:
+            km._kernels.pop("starting")
+            await km.shutdown_all(now=True)
+
+    asyncio.run(scenario())

@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--unconnected-grace-s", type=int, default=300,
                    help="idle seconds before culling a kernel whose page never connected (still loading)")
     p.add_argument("--upload-limit-mib", type=int, default=64, help="largest upload a page accepts (MiB)")
+    p.add_argument("--log-level", choices=("INFO", "DEBUG"), default="INFO",
+                   help="DEBUG logs every kernel message's type per kernel (to see where a page stalls)")
     p.add_argument("--live", choices=("on", "queue", "off"), default=None,
                    help="live profiling: on, queue (one at a time across the server) or off (recorded runs only)")
     return p
@@ -89,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         upload_limit_bytes=args.upload_limit_mib << 20, live=args.live or defaults["live"],
         allow_hosts=args.allow_host, lock_path=str(Path(tempfile.gettempdir()) / "workbench-live.lock"),
         pool_pattern=dashboards_only(path) if path.name != "dashboards" else None)
+    config.Voila.log_level = args.log_level
     use_our_template()
     app = RoomVoila(config=config)
     app.initialize([str(path)])

@@ -86,12 +86,15 @@ class RoomKernelManager(AsyncMappingKernelManager):
         and just handed to a loading page is first seen here now, with an old ``last_activity``.
         """
         kernel = self._kernels.get(kernel_id)
-        if (kernel is not None and kernel_id not in self._ever_connected and hasattr(kernel, "last_activity")
+        last_activity = _last_activity(kernel)
+        if kernel is not None and last_activity is None:
+            return None  # still starting: jupyter_server sets last_activity once the kernel is up
+        if (kernel is not None and kernel_id not in self._ever_connected
                 and getattr(kernel, "execution_state", None) != "dead"):
             from jupyter_server._tz import utcnow
 
             now = utcnow()
-            idle_from = max(kernel.last_activity, self._unconnected_since.setdefault(kernel_id, now))
+            idle_from = max(last_activity, self._unconnected_since.setdefault(kernel_id, now))
             if (now - idle_from).total_seconds() <= self.unconnected_grace_s:
                 return None
         return await super().cull_kernel_if_idle(kernel_id)
@@ -108,3 +111,15 @@ class RoomKernelManager(AsyncMappingKernelManager):
         finally:
             self._scratch.clear()
             shutil.rmtree(self.scratch_root, ignore_errors=True)
+
+
+def _last_activity(kernel):
+    """A kernel's ``last_activity``, or None while it starts (reading the unset trait raises TraitError)."""
+    from traitlets import TraitError
+
+    if kernel is None:
+        return None
+    try:
+        return kernel.last_activity
+    except (AttributeError, TraitError):
+        return None

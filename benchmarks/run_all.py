@@ -35,6 +35,7 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
     ("bench_simulator", _json("bench_simulator"), True),
     ("bench_figures", _json("bench_figures"), True),
     ("bench_widget_memory", _json("bench_widget_memory"), True),
+    ("bench_first_view", ["--as-before", *_json("bench_first_view")], True),
     ("bench_compare", ["--examples", "tabular", "--reps", "10", "--requests", "60",
                        *_json("bench_compare"), "--md", str(RESULTS / "bench_compare.md")], True),
     ("bench_stacks", ["--requests", "20", "--blocks", "2", "--out", str(RESULTS / "bench_stacks.md")], True),

@@ -29,7 +29,6 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..config import PRECISIONS, PipelineConfig
-from ..device import available_devices
 from ..errors import ConfigError, WorkbenchError
 from .cache import LRUCache
 from .controller import Controller
@@ -37,9 +36,9 @@ from .figures import (budget_view, compare_view, distribution_view, empty_view, 
                       request_stages_view, tail_view)
 from .panes import ClickablePane, FigurePane, MessageLine, figure_bundle
 from .recorded import RecordedRuns
-from .latency_support import (Key, cheap_fingerprint, check_config, clicked_request, describe, device_options,
-                              failures_text, request_options, pipeline_targets, thread_options, verdict_text,
-                              with_notes)
+from .latency_support import (Key, available_devices, cheap_fingerprint, check_config, clicked_request, describe,
+                              device_options, failures_text, request_options, pipeline_targets, thread_options,
+                              verdict_text, with_notes)
 from .summaries import RunView, discard_trace, summarize
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
@@ -84,10 +83,6 @@ class LatencyExplorer(Controller):
                  cache_size: int = 16, profile_fn: Callable | None = None, compare_fn: Callable | None = None,
                  compare_requests: int = COMPARE_REQUESTS, start: bool = True, timeout_s: float | None = TIMEOUT_S):
         super().__init__(debounce_s=debounce_s, cache_size=cache_size)
-        if profile_fn is None:  # live runs profile on a worker thread: register kineto on this one first
-            from ..device import prime_profiler
-
-            prime_profiler()
         self.targets = pipeline_targets(example, pipelines)
         self.requests, self.warmup, self.traced = requests, warmup, traced
         self.profile_fn, self.compare_fn, self.compare_requests = profile_fn, compare_fn, compare_requests
@@ -255,6 +250,7 @@ class LatencyExplorer(Controller):
             self.failed(key, exc)
             return
         self.message_line.clear()
+        self._prime_if_live(key, config, force)
         self.update(key, lambda cancel: self._measure(key, config, force, cancel), force=force,
                     queued=f"queued: {describe(key)}")
 
@@ -282,24 +278,52 @@ class LatencyExplorer(Controller):
             return None
         return self.recorded.find(self._fingerprint(target, config), measurable=measurable)
 
-    def _fingerprint(self, target: Any, config: PipelineConfig) -> dict[str, Any]:
+    def _fingerprint(self, target: Any, config: PipelineConfig, build: bool = True) -> dict[str, Any] | None:
         """What a live run of this configuration would record as its fingerprint (built only when needed).
 
         An example's pipeline name is its own; a factory's pipeline, and the model
-        of any configuration a recorded run fingerprinted, need the pipeline built.
+        of any configuration a recorded run fingerprinted, need the pipeline built,
+        except a shipped example's model found in ``workbench/examples/model_fingerprints.json``
+        (``workbench.examples.fingerprints``: no torch import). ``build=False``:
+        None where a build would be needed.
         """
         cache_key = (id(target), config.device, config.batch_size, config.precision, config.threads)
         if cache_key in self._wanted:
             return self._wanted[cache_key]
         wanted = cheap_fingerprint(target, config)
         if not isinstance(target, str) or self.recorded.needs_model(wanted):
-            from ..fingerprint import model_fingerprint
-            from ..runner import resolve_pipeline
+            from ..examples.fingerprints import cached
 
-            pipe = resolve_pipeline(target, config)
-            wanted |= {"pipeline": pipe.name, "model": model_fingerprint(list(getattr(pipe, "models", []) or []))}
+            known = cached(target, config)
+            if known is None and not build:
+                return None
+            if known is None:
+                from ..fingerprint import model_fingerprint
+                from ..runner import resolve_pipeline
+
+                pipe = resolve_pipeline(target, config)
+                known = {"pipeline": pipe.name, "model": model_fingerprint(list(getattr(pipe, "models", []) or []))}
+            wanted |= known
         self._wanted[cache_key] = wanted
         return wanted
+
+    def _prime_if_live(self, key: Key, config: PipelineConfig, force: bool) -> None:
+        """On this (the notebook's) thread, prime the profiler before a live run (``device.prime_profiler``).
+
+        Not before a configuration drawn from the cache, or from a recorded run
+        found without building: priming imports torch (about 250 MB a kernel),
+        which a room's recorded first view never needs.
+        """
+        if self.profile_fn is not None or (not force and key in self.cache):
+            return
+        measurable = _measurable(config.device)
+        if not (force and measurable) and self.recorded.runs:
+            wanted = self._fingerprint(self.targets[key[0]], config, build=False)
+            if wanted is not None and self.recorded.find(wanted, measurable=measurable) is not None:
+                return
+        from ..device import prime_profiler
+
+        prime_profiler()
 
     def _recorded_threads(self, batch_size: int, precision: str, device: str) -> int:
         """The thread count of the recorded run of the first configuration (any threads), else :data:`THREADS`."""

@@ -100,7 +100,8 @@ class RecordedRuns:
         return found
 
     def needs_model(self, wanted: dict[str, Any]) -> bool:
-        """Whether a run matching the cheap fields recorded a model fingerprint (then build to compare it)."""
+        """Whether a run matching the cheap fields recorded a model fingerprint (then build to compare it,
+        or, for a shipped example, look it up: ``workbench.examples.fingerprints``)."""
         cheap = wanted | {"model": None}
         for run in self.runs:
             if run.fingerprint.get("model") in (None, "unknown"):

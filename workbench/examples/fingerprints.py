@@ -1,0 +1,170 @@
+"""Model fingerprints of the shipped examples, cached so that a recorded first view needs no torch.
+
+The latency explorer shows a recorded run only when the model fingerprint a
+live run would record (:func:`workbench.fingerprint.model_fingerprint`: the
+parameter count and a hash of the declared models' parameter names, shapes and
+dtypes) equals the recorded one. Computing it builds the pipeline, which
+imports torch: about 250 MB and 2 CPU-seconds per Voila kernel, 30 times in a
+room, to draw a run that was recorded in advance. ``model_fingerprints.json``
+(next to this module) holds the fingerprints of the shipped examples'
+configurations, so the explorer can look them up instead.
+
+An entry is keyed by everything the fingerprint depends on:
+
+- ``example``: a shipped example, by name (a user's own factory is never looked up);
+- ``options``, ``precision``, ``device``, ``batch_size``: the configuration
+  (threads do not shape a model and are not part of the key);
+- ``torch``: the public version of the installed torch (``2.13.0`` of
+  ``2.13.0+cpu``: the build variant does not change parameter names, shapes or dtypes);
+- ``data``: SHA-256 (16 hex digits) of the example data files that shape the
+  model (:data:`MODEL_DATA`: the text example's vocabulary sets its embedding rows).
+
+A configuration not in the file is built, as without it. The entries are
+written by building each configuration (``python -m workbench.examples.fingerprints
+--write``), never copied from a recorded run, and ``tests/examples/test_fingerprints.py``
+builds every entry again, so a model change without a rewrite fails the suite.
+Importing this module does not import torch.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import functools
+import hashlib
+import json
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from ..config import PipelineConfig
+from ..errors import PipelineError
+from . import EXAMPLES, data_dir, data_file
+
+CACHE_FILE = Path(__file__).with_name("model_fingerprints.json")
+MODEL_DATA: dict[str, tuple[str, ...]] = {"text": ("vocab.txt",), "tabular": (), "image": ()}
+KEY_FIELDS = ("example", "options", "precision", "device", "batch_size", "torch", "data")
+
+
+def torch_public_version() -> str | None:
+    """The installed torch's version without its local part (``2.13.0+cpu`` -> ``2.13.0``), read from the
+    package metadata, not by importing torch; None when torch is not installed."""
+    try:
+        return metadata.version("torch").split("+", 1)[0]
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def data_digests(example: str) -> dict[str, str]:
+    """``{file name: sha256[:16]}`` of the data files that shape the example's model, as the factory reads them."""
+    out = {}
+    for name in MODEL_DATA.get(example, ()):
+        out[name] = hashlib.sha256(data_file(name).read_bytes()).hexdigest()[:16]
+    return out
+
+
+def entry_key(example: str, config: PipelineConfig) -> dict[str, Any]:
+    """The key fields of ``example`` built with ``config`` on this installation (see the module docstring)."""
+    return {"example": example, "options": dict(config.options), "precision": config.precision,
+            "device": config.device, "batch_size": config.batch_size, "torch": torch_public_version(),
+            "data": data_digests(example)}
+
+
+def _canonical(key: dict[str, Any]) -> str:
+    return json.dumps({k: key[k] for k in KEY_FIELDS}, sort_keys=True)
+
+
+@functools.lru_cache(maxsize=4)
+def _index(path: str, mtime_ns: int) -> dict[str, dict[str, Any]]:
+    entries = json.loads(Path(path).read_text(encoding="utf-8"))["entries"]
+    return {_canonical(e): {"pipeline": e["pipeline"], "model": e["model"]} for e in entries}
+
+
+def cached(example: Any, config: PipelineConfig, path: Path | None = None) -> dict[str, Any] | None:
+    """``{"pipeline", "model"}`` a build of the shipped ``example`` would give, from the cache, or None.
+
+    None for anything but a shipped example's name, a configuration not in the
+    file, a missing or unreadable file, or torch not installed (then nothing can be built either).
+    """
+    if not isinstance(example, str) or example not in EXAMPLES:
+        return None
+    path = Path(path or CACHE_FILE)
+    try:
+        index = _index(str(path), path.stat().st_mtime_ns)
+        key = entry_key(example, config)
+        hit = index.get(_canonical(key)) if key["torch"] is not None else None
+    except (OSError, ValueError, KeyError, TypeError, PipelineError):  # PipelineError: example data missing
+        return None
+    return copy.deepcopy(hit)
+
+
+def compute(example: str, config: PipelineConfig) -> dict[str, Any]:
+    """``{"pipeline", "model"}`` of ``example`` built with ``config`` (imports torch, builds the model)."""
+    from ..fingerprint import model_fingerprint
+    from ..runner import resolve_pipeline
+
+    pipe = resolve_pipeline(example, config)
+    return {"pipeline": pipe.name, "model": model_fingerprint(list(getattr(pipe, "models", []) or []))}
+
+
+def recorded_configs(runs: Path) -> list[tuple[str, PipelineConfig]]:
+    """The (example, configuration) of every recorded run under ``runs`` whose fingerprint holds a model
+    fingerprint, on a device family this machine has: the configurations a first view looks up."""
+    from ..device import available_devices
+    from ..fingerprint import fingerprint_of
+    from ..record import META_FILE, read_meta
+
+    here, found = available_devices(), {}
+    for meta_file in sorted(Path(runs).glob(f"*/{META_FILE}")):
+        fp = fingerprint_of(read_meta(meta_file))
+        example = str(fp.get("factory") or "").removeprefix("example:")
+        if not isinstance(fp.get("model"), dict) or example not in EXAMPLES:
+            continue
+        if str(fp.get("device") or "cpu").split(":")[0] not in here:
+            continue
+        config = PipelineConfig(device=fp["device"], batch_size=fp["batch_size"], precision=fp["precision"],
+                                options=dict(fp.get("options") or {}))
+        found.setdefault(_canonical(entry_key(example, config)), (example, config))
+    return list(found.values())
+
+
+def entries(configs: list[tuple[str, PipelineConfig]]) -> list[dict[str, Any]]:
+    """One cache entry per configuration, each from a fresh build."""
+    return [entry_key(example, config) | compute(example, config) for example, config in configs]
+
+
+def write(path: Path = CACHE_FILE, runs: Path | None = None) -> list[dict[str, Any]]:
+    """Build every configuration of the recorded runs (``data/runs``) and write the cache file."""
+    found = entries(recorded_configs(runs or data_dir() / "runs"))
+    rows = ",\n".join("  " + json.dumps(e, sort_keys=True) for e in found)  # one line per entry: readable diffs
+    path.write_text('{"about": "model fingerprints of the shipped examples; '
+                    'python -m workbench.examples.fingerprints --write",\n "entries": [\n' + rows + "\n]}\n",
+                    encoding="utf-8")
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``--write``: rebuild the cache; ``--check``: exit 1 when a cached entry differs from a fresh build."""
+    parser = argparse.ArgumentParser(prog="python -m workbench.examples.fingerprints",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--write", action="store_true", help="build the recorded runs' configurations, write the cache")
+    parser.add_argument("--runs", type=Path, default=None, help="recorded run folders (default: data/runs)")
+    args = parser.parse_args(argv)
+    if args.write:
+        found = write(runs=args.runs)
+        print(f"wrote {len(found)} model fingerprints to {CACHE_FILE}")
+        return 0
+    stale = 0
+    for entry in json.loads(CACHE_FILE.read_text(encoding="utf-8"))["entries"]:
+        config = PipelineConfig(device=entry["device"], batch_size=entry["batch_size"], precision=entry["precision"],
+                                options=entry["options"])
+        fresh = entry_key(entry["example"], config) | compute(entry["example"], config)
+        if fresh != entry:
+            stale += 1
+            print(f"stale: {_canonical(entry)}: cached {entry['model']}, built {fresh['model']}")
+    print(f"{stale} stale of the cached model fingerprints" if stale else "every cached model fingerprint holds")
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,6 +1,6 @@
 """Where do pages opened together stall? A diagnostic for the quarantined 8-page room test.
 
-    python benchmarks/diag_room_pages.py [--pool 1] [--pages 8] [--wait-s 200]
+    python benchmarks/diag_room_pages.py [--pool 1] [--pages 8] [--wait-s 200] [--reload-stalled] [--busy-cores N]
 
 Starts ``python -m workbench.room`` (culling 5 s / 2 s, as the test), opens
 ``--pages`` pages (latency and trace explorers alternately, one browser
@@ -8,6 +8,10 @@ context each) in Debian's headless Chromium, and waits. Then prints, per
 page: when its first widget view appeared (or never), its widget views and
 plots, the requests it still has in flight, and its console errors and
 warnings (the federated-module version warnings every page logs are left out).
+``--reload-stalled`` then reloads each stalled page, one at a time, as a student
+would, and reports whether it builds its widgets within ``--wait-s``.
+``--busy-cores N`` keeps N other processes spinning during the run (a busy
+machine: the stall was seen when another process took a core).
 The server log is ``artifacts/diag_room_pages.log``. Not a test: it reports.
 """
 from __future__ import annotations
@@ -33,10 +37,23 @@ def main() -> int:
     ap.add_argument("--pool", default="1", help="preheated kernels per dashboard (0: none)")
     ap.add_argument("--pages", type=int, default=8)
     ap.add_argument("--wait-s", type=float, default=200.0)
+    ap.add_argument("--reload-stalled", action="store_true", help="then reload each stalled page, one at a time")
+    ap.add_argument("--busy-cores", type=int, default=0, help="spinning processes to run alongside (a busy machine)")
     args = ap.parse_args()
+    names = [("latency_explorer.ipynb", "trace_explorer.ipynb")[i % 2] for i in range(args.pages)]
+    import subprocess
+
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy_cores)]
+    try:
+        return run(args, names)
+    finally:
+        for hog in hogs:
+            hog.kill()
+
+
+def run(args, names) -> int:
     from playwright.sync_api import sync_playwright
 
-    names = [("latency_explorer.ipynb", "trace_explorer.ipynb")[i % 2] for i in range(args.pages)]
     with room_server("--cull-idle-s", "5", "--cull-interval-s", "2", "--pool", args.pool,
                      log_name="diag_room_pages.log") as (_proc, port, url, log):
         with sync_playwright() as pw:
@@ -68,6 +85,15 @@ def main() -> int:
                       f"requests in flight: {inflight}")
                 for note in notes[i]:
                     print(f"    {note}")
+            stalled = [i for i in range(len(pages)) if i not in first_view]
+            if args.reload_stalled:
+                for i in stalled:
+                    began = time.monotonic()
+                    pages[i].reload(wait_until="commit", timeout=120_000)
+                    while time.monotonic() - began < args.wait_s and pages[i].evaluate(STATE_JS)["views"] == 0:
+                        time.sleep(1)
+                    built = pages[i].evaluate(STATE_JS)["views"] > 0
+                    print(f"page {i} reloaded: {'built its widgets in %.1f s' % (time.monotonic() - began) if built else 'still no widget view'}")
             browser.close()
         print(f"{len(first_view)} of {len(pages)} pages built a widget view; server log: {log}")
     return 0 if len(first_view) == len(pages) else 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -41,8 +42,6 @@ def main() -> int:
     ap.add_argument("--busy-cores", type=int, default=0, help="spinning processes to run alongside (a busy machine)")
     args = ap.parse_args()
     names = [("latency_explorer.ipynb", "trace_explorer.ipynb")[i % 2] for i in range(args.pages)]
-    import subprocess
-
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy_cores)]
     try:
         return run(args, names)

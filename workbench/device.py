@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
+from importlib import metadata
 
 from .errors import ConfigError
 
@@ -27,9 +29,47 @@ def require_torch():
     return torch
 
 
+def torch_version() -> str | None:
+    """``torch.__version__`` (what a run records, ``2.13.0+cpu``) without importing torch where it is not yet.
+
+    The wheel's metadata version is the same string, local part included; a
+    torch importable without metadata (a source tree on the path) is imported
+    and asked. None when torch is not installed.
+    """
+    torch = sys.modules.get("torch")
+    if torch is None:
+        try:
+            return metadata.version("torch")
+        except metadata.PackageNotFoundError:
+            torch = torch_or_none()
+    return getattr(torch, "__version__", None)
+
+
+def _cuda_impossible() -> bool:
+    """True when the installed torch cannot see a CUDA GPU, told without importing torch.
+
+    That is: a CPU-only build (local version ``+cpu``, the wheel a room server
+    installs) or macOS (no CUDA builds). Otherwise (a CUDA or ROCm build, torch
+    already imported, or no metadata) only torch can tell.
+    """
+    if "torch" in sys.modules:
+        return False
+    try:
+        version = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return False
+    return version.partition("+")[2].split(".")[0] == "cpu" or sys.platform == "darwin"
+
+
 @functools.lru_cache(maxsize=1)
 def cuda_available() -> bool:
-    """True when torch is installed and sees at least one CUDA device."""
+    """True when torch is installed and sees at least one CUDA device.
+
+    A CPU-only torch build answers without importing torch (about 250 MB a
+    process: a room kernel showing a recorded run never needs it).
+    """
+    if _cuda_impossible():
+        return False
     torch = torch_or_none()
     return bool(torch is not None and torch.cuda.is_available())
 

@@ -73,7 +73,7 @@ def test_the_cached_fingerprint_matches_as_a_build_does(folder, monkeypatch):
 
 
 def test_the_torch_version_is_the_one_a_run_records():
-    from workbench.widgets.latency_support import torch_version
+    from workbench.device import torch_version
 
     assert metadata.version("torch") == torch.__version__ == torch_version()
 

@@ -29,6 +29,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..config import PRECISIONS, PipelineConfig
+from ..device import available_devices
 from ..errors import ConfigError, WorkbenchError
 from .cache import LRUCache
 from .controller import Controller
@@ -36,9 +37,9 @@ from .figures import (budget_view, compare_view, distribution_view, empty_view, 
                       request_stages_view, tail_view)
 from .panes import ClickablePane, FigurePane, MessageLine, figure_bundle
 from .recorded import RecordedRuns
-from .latency_support import (Key, available_devices, cheap_fingerprint, check_config, clicked_request, describe,
-                              device_options, failures_text, request_options, pipeline_targets, thread_options,
-                              verdict_text, with_notes)
+from .latency_support import (Key, cheap_fingerprint, check_config, clicked_request, describe, device_options,
+                              failures_text, request_options, pipeline_targets, thread_options, verdict_text,
+                              with_notes)
 from .summaries import RunView, discard_trace, summarize
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)

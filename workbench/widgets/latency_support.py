@@ -5,9 +5,7 @@ holds only the wiring. Nothing here touches a widget.
 """
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from importlib import metadata
 from typing import Any
 
 from ..config import PipelineConfig
@@ -63,12 +61,12 @@ def cheap_fingerprint(target: Any, config: PipelineConfig) -> dict[str, Any]:
     """The fingerprint fields known without building the pipeline (an example's pipeline is its name).
 
     Imports torch only for torch's default thread count (``threads=None``): the
-    version comes from the package metadata (:func:`torch_version`), so a
+    version comes from the package metadata (``device.torch_version``), so a
     recorded first view costs no torch import (about 250 MB a kernel).
     """
     import workbench
 
-    from ..device import cpu_model
+    from ..device import cpu_model, torch_version
     from ..fingerprint import UNKNOWN, _cores, factory_spec
 
     version = torch_version()
@@ -83,47 +81,6 @@ def cheap_fingerprint(target: Any, config: PipelineConfig) -> dict[str, Any]:
             "batch_size": config.batch_size, "threads": threads, "torch": version,
             "workbench": workbench.__version__, "host": {"cpu_model": cpu_model(), "cores": _cores()},
             "model": UNKNOWN}
-
-
-def torch_version() -> str | None:
-    """``torch.__version__`` (what a run records, ``2.13.0+cpu``) without importing torch where it is not yet.
-
-    The wheel's metadata version is the same string, local part included; a
-    torch importable without metadata (a source tree on the path) is imported
-    and asked. None when torch is not installed.
-    """
-    torch = sys.modules.get("torch")
-    if torch is None:
-        try:
-            return metadata.version("torch")
-        except metadata.PackageNotFoundError:
-            from ..device import torch_or_none
-
-            torch = torch_or_none()
-    return getattr(torch, "__version__", None)
-
-
-def cuda_possible() -> bool:
-    """False when the installed torch cannot see a CUDA GPU, told without importing torch.
-
-    That is: no torch, a CPU-only build (local version ``+cpu``, the wheel a
-    room server installs), or macOS (no CUDA builds). Otherwise (a CUDA or ROCm
-    build, or torch already imported) only torch can tell.
-    """
-    if "torch" in sys.modules:
-        return True
-    try:
-        version = metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        return True  # perhaps importable without metadata: ask torch
-    return version.partition("+")[2].split(".")[0] != "cpu" and sys.platform != "darwin"
-
-
-def available_devices() -> list[str]:
-    """:func:`workbench.device.available_devices`, without importing torch where CUDA cannot be there."""
-    from ..device import available_devices as ask_torch
-
-    return ask_torch() if cuda_possible() else ["cpu"]
 
 
 def with_notes(view: RunView, labels: tuple[str, ...]) -> RunView:

@@ -6,10 +6,13 @@ seconds at twice the in-process capacity) whose completed-request throughput is
 the capacity *the server measures* and whose batches, timed by the server
 itself, are the ``served`` service model (service times under the server's own
 threading: event loop, HTTP parsing and executor sharing the GIL), together with
-the batches of two calibration runs at ``CALIBRATION_LOADS`` of that capacity
+the batches of calibration runs at ``CALIBRATION_LOADS`` of that capacity
 (other seeds), so the small batches a light load forms are measured served too
 (sizes none of them formed keep the in-process threaded times); then the measured run at
-``load x capacity``. The simulator gets the arrival times the server saw and
+``load x capacity``. **contention** is the served model with the event loop's
+cost per arrival and per response fitted from the same probe and calibration
+batches (``workbench.batching.contention``), the simulator adding them back per
+batch. The simulator gets the arrival times the server saw and
 is compared with the server-side end to end of the batcher (batch wait + queue
 wait + service, what it models); the server's full end to end (with ingress,
 handoff, egress) and the client's end to end are reported beside it.
@@ -27,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from workbench.batching.contention import fit_contention
 from workbench.batching.policy import BatchPolicy
 from workbench.batching.service_model import ServiceModel, service_model_from_runs
 from workbench.record import Run, load_run
@@ -35,7 +39,7 @@ PROBE_S = 3.0
 # Calibration runs at these fractions of the probed capacity (other seeds than the measured run): the
 # batch sizes a light load forms get service times measured by the server itself too, not only the
 # full batches of the overloaded probe.
-CALIBRATION_LOADS = (0.25, 0.5)
+CALIBRATION_LOADS = (0.25, 0.5, 0.75)
 CALIBRATION_S = 4.0
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
 
@@ -115,11 +119,15 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
     server = load_run(root / f"served-{tag}")
     probe_run, client_run = load_run(root / f"probe-{tag}"), load_run(root / f"client-{tag}")
     measured = _as_load_run(server, client_run.meta["serving"]["request_id_prefix"])
-    served_samples = service_model_from_runs(
-        [_as_load_run(server, r.meta["serving"]["request_id_prefix"])
-         for r in (probe_run, *(load_run(c) for c in calibrations))], min_batches=5).samples
+    calibration_runs = [_as_load_run(server, r.meta["serving"]["request_id_prefix"])
+                        for r in (probe_run, *(load_run(c) for c in calibrations))]
+    served_samples = service_model_from_runs(calibration_runs, min_batches=5).samples
+    fitted = fit_contention(calibration_runs)
     models = {"threaded": threaded,
-              "served": ServiceModel.from_samples({**threaded.samples, **served_samples}, pipeline=example)}
+              "served": ServiceModel.from_samples({**threaded.samples, **served_samples}, pipeline=example),
+              "contention": ServiceModel.from_samples({**threaded.samples, **fitted.samples}, pipeline=example,
+                                                      per_arrival_ns=fitted.per_arrival_ns,
+                                                      per_response_ns=fitted.per_response_ns)}
     ok = measured.requests[measured.requests["ok"]]
     batcher_ns = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()
     arrivals = np.sort(measured.requests["arrival_ns"].to_numpy(dtype=np.int64))
@@ -129,7 +137,8 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
            "client_p50_ms": client["end_to_end"]["p50_ms"], "client_p99_ms": client["end_to_end"]["p99_ms"],
            "server_p50_ms": float(np.percentile(ok["dur_ns"], 50)) / 1e6,
            "server_p99_ms": float(np.percentile(ok["dur_ns"], 99)) / 1e6,
-           "noisy": client["noise"]["noisy"]}
+           "noisy": client["noise"]["noisy"], "per_arrival_ms": fitted.per_arrival_ns / 1e6,
+           "per_response_ms": fitted.per_response_ns / 1e6}
     for q, pct in (("p50", 50), ("p99", 99)):
         row[f"batcher_{q}_ms"] = float(np.percentile(batcher_ns, pct)) / 1e6
     for name, model in models.items():
@@ -140,18 +149,25 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
     return row
 
 
+SERVED_MODELS = ("threaded", "served", "contention")
+
+
 def served_markdown(rows: list[dict]) -> str:
     head = ("| example | max batch | max wait ms | arrivals | load | served capacity | rate | n | batcher p50 | "
-            "threaded | err | served | err | batcher p99 | threaded | err | served | err | server p50/p99 | "
-            "client p50/p99 | lag p99 ms | noisy |")
+            + " | ".join(f"{m} | err" for m in SERVED_MODELS) + " | batcher p99 | "
+            + " | ".join(f"{m} | err" for m in SERVED_MODELS)
+            + " | per arrival / response us | server p50/p99 | client p50/p99 | lag p99 ms | noisy |")
     passed = "; ".join(f"{m}: p50 {sum(r[f'{m}_pass_p50'] for r in rows)}/{len(rows)}, "
-                       f"p99 {sum(r[f'{m}_pass_p99'] for r in rows)}/{len(rows)}" for m in ("threaded", "served"))
+                       f"p99 {sum(r[f'{m}_pass_p99'] for r in rows)}/{len(rows)}" for m in SERVED_MODELS)
     lines = ["", "## Served (HTTP: workbench serve + load --url in separate processes)", "",
              "Rates are fractions of the capacity the server measures (a probe at twice the in-process capacity); "
              "the simulator runs on the arrival times the server saw and is compared with the server-side end to "
-             "end of the batcher (batch wait + queue wait + service). **threaded**: the in-process threaded "
-             "service model; **served**: service times the server measured itself during the probe. "
-             f"Passed — {passed}.", "", head, "|" + "---|" * (head.count("|") - 1)]
+             "end of the batcher (batch wait + queue wait + service). The server freezes the GC after its warm-up "
+             "(`serve --gc freeze`, the default). **threaded**: the in-process threaded service model; **served**: "
+             "service times the server measured itself during the probe and calibration runs at "
+             f"{', '.join(f'{x:g}' for x in CALIBRATION_LOADS)} of capacity (other seeds); **contention** (the prediction): the same batches with the event loop's cost "
+             "per arrival and per response fitted out (`workbench.batching.contention`), the simulator adding them "
+             f"back per batch. Passed — {passed}.", "", head, "|" + "---|" * (head.count("|") - 1)]
 
     def cell(r, m, q):
         return f"{r[f'{m}_{q}_ms']:.2f} | {r[f'{m}_err_{q}'] * 100:+.0f} %{'' if r[f'{m}_pass_{q}'] else ' **miss**'}"
@@ -160,8 +176,10 @@ def served_markdown(rows: list[dict]) -> str:
         lines.append(
             f"| {r['example']} | {r['max_batch_size']} | {r['max_wait_ms']:g} | {r['arrivals']} | {r['load']:.2f} | "
             f"{r['served_capacity_rps']:.0f} | {r['rate_rps']:.0f} | {r['requests']} | {r['batcher_p50_ms']:.2f} | "
-            f"{cell(r, 'threaded', 'p50')} | {cell(r, 'served', 'p50')} | {r['batcher_p99_ms']:.2f} | "
-            f"{cell(r, 'threaded', 'p99')} | {cell(r, 'served', 'p99')} | {r['server_p50_ms']:.2f}/{r['server_p99_ms']:.2f} | "
+            + " | ".join(cell(r, m, "p50") for m in SERVED_MODELS) + f" | {r['batcher_p99_ms']:.2f} | "
+            + " | ".join(cell(r, m, "p99") for m in SERVED_MODELS)
+            + f" | {1000 * r['per_arrival_ms']:.0f} / {1000 * r['per_response_ms']:.0f} | "
+            f"{r['server_p50_ms']:.2f}/{r['server_p99_ms']:.2f} | "
             f"{r['client_p50_ms']:.2f}/{r['client_p99_ms']:.2f} | {r['generator_lag']['p99_ms']:.2f} | "
             f"{'yes' if r['noisy'] else 'no'} |")
     return "\n".join(lines) + "\n"

@@ -208,7 +208,7 @@ def main(argv=None) -> int:
                     served.append(served_row(example, threaded, cfg, args, root, simulate_pooled))
                     print(f"served {example} {cfg}: " + json.dumps({k: served[-1][k] for k in (
                         "served_capacity_rps", "batcher_p50_ms", "batcher_p99_ms", "served_err_p50",
-                        "served_err_p99")}), flush=True)
+                        "served_err_p99", "contention_err_p50", "contention_err_p99", "per_arrival_ms", "per_response_ms")}), flush=True)
                 if args.skip_in_process:
                     continue
                 row = one_config(example, profiled, threaded, cfg, args, root)

@@ -13,7 +13,7 @@ def test_a_collection_adds_its_pause_on_the_injected_clock():
         probe._callback("stop", {})
         probe._callback("start", {})
         probe._callback("stop", {})
-    assert probe.pause_ns == 250 + 60 and probe.collections == 2
+    assert probe.pause_ns == 250 + 60 and probe.collections == 2 and probe.max_pause_ns == 250
 
 
 def test_a_real_collection_is_seen_and_the_callback_is_removed():

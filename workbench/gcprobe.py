@@ -15,20 +15,25 @@ from collections.abc import Callable
 
 
 class GcProbe:
-    """Running total of GC pause time (``pause_ns``) and collections (``collections``) while installed."""
+    """Running total of GC pause time (``pause_ns``), collections (``collections``) and the longest
+    pause (``max_pause_ns``) while installed."""
 
     def __init__(self, clock: Callable[[], int] = time.perf_counter_ns):
         self.clock = clock
         self.pause_ns = 0
         self.collections = 0
+        self.max_pause_ns = 0
         self._started_ns: int | None = None
 
     def _callback(self, phase: str, info: dict) -> None:
         if phase == "start":
             self._started_ns = self.clock()
         elif self._started_ns is not None:
-            self.pause_ns += self.clock() - self._started_ns
+            pause = self.clock() - self._started_ns
+            self.pause_ns += pause
             self.collections += 1
+            if pause > self.max_pause_ns:
+                self.max_pause_ns = pause
             self._started_ns = None
 
     def __enter__(self) -> "GcProbe":

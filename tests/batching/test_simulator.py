@@ -98,3 +98,21 @@ def test_sweep_table():
     big = df[(df.rate_rps == 1000) & (df.max_batch_size == 8)]
     assert big["stable"].all() and (big["p99_ms"] < 20).all()
     assert df["mean_batch_size"].between(1, 8).all()
+
+
+def test_served_contention_costs_are_added_per_arrival_and_per_response():
+    # One service sample of 1 ms; 0.5 ms per request arriving during a batch, 0.25 ms per response of the
+    # batch before when this one starts right after it.
+    model = ServiceModel.from_samples({1: [1_000_000]}, per_arrival_ns=500_000, per_response_ns=250_000)
+    sim = simulate(model, np.array([0, 200_000, 400_000]), BatchPolicy(1, 0.0))
+    # Batch 0: 1 ms + 2 arrivals (0.2, 0.4 ms) x 0.5 ms = 2 ms. Batches 1 and 2 start as the one before
+    # ends: 1 ms + 1 response x 0.25 ms, no arrivals left.
+    assert sim.batches["start_ns"].tolist() == [0, 2_000_000, 3_250_000]
+    assert sim.batches["service_ns"].tolist() == [2_000_000, 1_250_000, 1_250_000]
+    assert sim.requests["dur_ns"].tolist() == [2_000_000, 3_050_000, 4_100_000]
+    assert sim.meta["service_model"]["per_arrival_ms"] == 0.5
+
+
+def test_without_contention_costs_the_service_time_is_the_sample():
+    sim = simulate(ServiceModel.from_samples({1: [1_000_000]}), np.array([0, 200_000, 400_000]), BatchPolicy(1, 0.0))
+    assert sim.batches["service_ns"].tolist() == [1_000_000] * 3

@@ -40,6 +40,9 @@ def test_served_load_joins_the_budget_and_sigterm_writes_the_server_run(served, 
     assert stderr.count("500 sent, recorded") == 2
     srv = load_run(server.out)
     assert srv.kind == "served" and srv.meta["serving"]["stopped_by"] == "SIGTERM"
+    gc_note = srv.meta["serving"]["gc"]  # frozen after the warm-up by default (torch's objects are many)
+    assert gc_note["mode"] == "freeze" and gc_note["frozen_objects"] > 10_000
+    assert f"gc (freeze): {gc_note['collections']} collections while serving" in stdout
     ids = srv.requests.set_index("request_id")
     measured = client.requests.set_index("request_id")
     assert len(srv.requests) == 45  # 5 warm-up requests of the client, then the 40 of the schedule
@@ -79,13 +82,15 @@ def test_shutdown_endpoint_and_a_client_that_hangs_up(served):
 
 
 def test_healthz(served):
-    server = served()
+    server = served("--gc", "default")
     with urllib.request.urlopen(f"{server.url}/healthz", timeout=30) as r:
         health = json.loads(r.read())
     assert health["status"] == "ok" and health["pipeline"] == "echo" and health["requests"] == 0
     assert health["stages"] == ["ingress", "batch_wait", "queue_wait", "parse", "forward", "serialize", "handoff", "egress"]
     code, stdout, _ = server.stop()
     assert code == 0 and "0 requests, 0 failed" in stdout
+    gc_note = load_run(server.out).meta["serving"]["gc"]
+    assert gc_note["mode"] == "default" and gc_note["frozen_objects"] == 0 and "gc (default): " in stdout
 
 
 def test_a_port_in_use_is_one_line(tmp_path):

@@ -10,6 +10,15 @@ sizes ``lo <= b <= hi`` and interpolating linearly in ``b``. A batch larger
 than the largest measured size is an error naming the size needed; one
 smaller than the smallest measured size uses that size's distribution (an
 overestimate, flagged by :meth:`ServiceModel.extrapolates_below`).
+
+A served pipeline's service time also depends on what the HTTP server's event
+loop does meanwhile: the loop and the executor share the GIL, so each request
+that arrives during a batch (parsed, queued) and each response of the batch
+before it still being sent when the batch starts take time from the batch.
+``per_arrival_ns`` and ``per_response_ns`` (0 for in-process runs; fitted from
+served runs by :func:`workbench.batching.contention.fit_contention`) add that
+to the drawn service time in the simulator; ``samples`` are then the service
+times without it.
 """
 from __future__ import annotations
 
@@ -23,6 +32,8 @@ from ..errors import ConfigError
 
 from ..units import NS_PER_S
 
+RESPONSE_WINDOW_NS = 200_000  # a batch starting this soon after the one before overlaps its responses being sent
+
 
 @dataclass(frozen=True)
 class ServiceModel:
@@ -32,11 +43,16 @@ class ServiceModel:
     pipeline: str | None = None
     sources: tuple[str, ...] = ()
     mixed: tuple[tuple[str, object, object], ...] = ()  # fingerprint fields that differ, pooled with allow_mixed
+    per_arrival_ns: float = 0.0  # added per request arriving while the batch is in service (served runs)
+    per_response_ns: float = 0.0  # added per response of the batch before, when it ended < RESPONSE_WINDOW_NS before
 
     def __post_init__(self) -> None:
         if not self.samples:
             raise ConfigError("service model has no measurements: pass --service run folders of "
                               "`workbench profile` at one or more batch sizes")
+        if not (self.per_arrival_ns >= 0 and self.per_response_ns >= 0):
+            raise ConfigError(f"service model: contention costs must be >= 0 ns, got {self.per_arrival_ns!r} "
+                              f"per arrival and {self.per_response_ns!r} per response")
         for size, values in self.samples.items():
             if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
                 raise ConfigError(f"service model: batch size must be an integer >= 1, got {size!r}")
@@ -90,13 +106,15 @@ class ServiceModel:
         return float((1 - w) * lo.mean() + w * hi.mean())
 
     def capacity_rps(self, max_batch_size: int, concurrency: int = 1) -> float:
-        """Largest sustainable arrival rate: full batches back to back on every executor (requests/s)."""
+        """Largest sustainable arrival rate: full batches back to back on every executor (requests/s),
+        without the served contention costs (an upper bound when they are set)."""
         return concurrency * max_batch_size * NS_PER_S / self.mean_ns(max_batch_size)
 
     def describe(self) -> dict:
         """Plain data for JSON output: measured sizes, counts and means (ms)."""
         return {"pipeline": self.pipeline, "sources": list(self.sources),
                 "mixed": [{"field": f, "a": a, "b": b} for f, a, b in self.mixed],
+                "per_arrival_ms": self.per_arrival_ns / 1e6, "per_response_ms": self.per_response_ns / 1e6,
                 "sizes": {str(b): {"count": int(len(self.samples[b])), "mean_ms": float(np.mean(self.samples[b])) / 1e6}
                           for b in self.sizes}}
 

@@ -15,7 +15,7 @@ the number of requests instead of converging).
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,7 @@ import pandas as pd
 from ..units import NS_PER_S
 from .arrivals import Arrivals
 from .policy import BatchPolicy
-from .service_model import ServiceModel
+from .service_model import RESPONSE_WINDOW_NS, ServiceModel
 
 SEED_OFFSET = 0x5EC  # service draws use another stream than the arrivals of the same seed
 
@@ -71,17 +71,25 @@ def _size_tables(model: ServiceModel, max_batch_size: int) -> list[tuple]:
 
 
 def batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int, max_wait_ns: int,
-               concurrency: int) -> tuple[list, list, list, list]:
+               concurrency: int, per_arrival_ns: float = 0.0,
+               per_response_ns: float = 0.0) -> tuple[list, list, list, list]:
     """The event loop: per batch (first request index, close, start, end), times as floats (ns).
 
     Quantiles are inlined (``x = u * (n - 1)``, linear between order
     statistics; each sample list carries a repeated last value so ``k + 1``
     never overruns): this loop is the simulator's whole cost.
+
+    Served contention (see :mod:`workbench.batching.service_model`): a batch
+    starting within ``RESPONSE_WINDOW_NS`` of the previous batch's end gets
+    ``per_response_ns`` per request of that batch; then ``per_arrival_ns`` per
+    arrival in ``[start, start + service)``, the service time found as a fixed
+    point (three rounds: the window grows with each arrival it takes in).
     """
     n, b, w = len(arrivals), max_batch_size, max_wait_ns
     firsts, closes, starts, ends = [], [], [], []
     free = [float("-inf")] * concurrency  # a heap of executor free times
-    slot_free = float("-inf")
+    slot_free = last_end = float("-inf")
+    last_size = 0
     i = m = 0
     while i < n:
         close = arrivals[i] + w
@@ -99,6 +107,15 @@ def batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int, max_w
             k = int(x)
             s += wt * (hi[k] + (x - k) * (hi[k + 1] - hi[k]) - s)
         start = free[0] if free[0] > close else close
+        if per_arrival_ns or per_response_ns:
+            if start - last_end < RESPONSE_WINDOW_NS:
+                s += per_response_ns * last_size
+            if per_arrival_ns:
+                base, before = s, bisect_right(arrivals, start)
+                for _ in range(3):
+                    s = base + per_arrival_ns * (bisect_left(arrivals, start + s) - before)
+            if start + s > last_end:
+                last_end, last_size = start + s, j - i
         if concurrency == 1:
             free[0] = start + s
         else:
@@ -121,7 +138,8 @@ def simulate(model: ServiceModel, arrivals: Arrivals | np.ndarray, policy: Batch
     u = np.random.default_rng([seed, SEED_OFFSET]).random(max(len(times), 1)).tolist()
     tables = _size_tables(model, policy.max_batch_size)
     firsts, closes, starts, ends = batch_loop(times.tolist(), u, tables, policy.max_batch_size,
-                                              policy.max_wait_ns, policy.concurrency)
+                                              policy.max_wait_ns, policy.concurrency,
+                                              model.per_arrival_ns, model.per_response_ns)
     batches = _batch_table(firsts, closes, starts, ends, len(times))
     requests = _request_table(times, batches)
     capacity = model.capacity_rps(policy.max_batch_size, policy.concurrency)

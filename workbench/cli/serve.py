@@ -21,6 +21,9 @@ def register(subparsers) -> None:
     p.add_argument("--warmup", type=int, default=5, help="untimed warm-up calls per executor and size (default 5)")
     p.add_argument("--drain-timeout", type=float, default=10.0, help="seconds to finish queued requests at shutdown")
     p.add_argument("--out", type=Path, help="run folder written at shutdown (default runs/serve-NAME-TIME)")
+    p.add_argument("--gc", choices=("freeze", "default"), default="freeze",
+                   help="freeze: gc.freeze() after the warm-up, so full collections skip the model and torch "
+                        "(default, as production servers do); default: Python's collector unchanged")
     p.add_argument("--otel", action="store_true", help="export each request as OpenTelemetry spans at shutdown")
     p.set_defaults(func=run_serve_command)
 
@@ -46,11 +49,13 @@ def run_serve_command(args) -> int:
               f"run folder at shutdown: {out}", flush=True)
 
     run = serve(pipe, policy, host=args.host, port=args.port, warmup=args.warmup,
-                drain_timeout_s=args.drain_timeout, ready=ready)
+                drain_timeout_s=args.drain_timeout, ready=ready, gc_mode=args.gc)
     path = run.save(out)
-    load = run.meta["load"]
+    load, gc_note = run.meta["load"], run.meta["serving"]["gc"]
     print(f"stopped by {run.meta['serving']['stopped_by']}: {load['requests']} requests, {load['failed']} failed; "
           f"run written to {path}", flush=True)
+    print(f"gc ({gc_note['mode']}): {gc_note['collections']} collections while serving, "
+          f"{gc_note['pause_ms_total']:.1f} ms in all, the longest {gc_note['pause_ms_max']:.1f} ms", flush=True)
     from ..otel.export import otel_hook
 
     otel_hook(args, run, path)

@@ -1,0 +1,119 @@
+"""What ``serve --gc freeze`` buys: client and server tails with the GC frozen after warm-up and without.
+
+    python benchmarks/bench_serve_gc.py [--example tabular] [--rate 945] [--duration 8] [--rounds 2]
+        [--max-batch-size 16] [--max-wait-ms 5] [--md benchmarks/results/serve_gc.md]
+
+Per round, in alternating order (freeze, default, then default, freeze, ...):
+a real ``workbench serve`` child process with ``--gc MODE``, driven by
+``workbench load --url --json`` in another process at ``--rate`` (open loop,
+Poisson) for ``--duration`` seconds. Reported per run: client end to end
+p50/p99/max, the server's batcher p99, and the collections the server saw while
+serving (count, longest, total) from its run folder (``serving.gc``). Torch on
+one thread. Not a test: it takes a few minutes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from _served_validation import payloads_file  # noqa: E402
+from workbench.record import load_run  # noqa: E402
+
+ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+
+
+def one_run(mode: str, args, root: Path, k: int) -> dict:
+    out = root / f"server-{mode}-{k}"
+    proc = subprocess.Popen([sys.executable, "-m", "workbench", "serve", "--example", args.example, "--threads", "1",
+                             "--max-batch-size", str(args.max_batch_size), "--max-wait-ms", str(args.max_wait_ms),
+                             "--gc", mode, "--port", "0", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    url, deadline = None, time.monotonic() + 300
+    while url is None and time.monotonic() < deadline:
+        if select.select([proc.stdout], [], [], 0.5)[0]:
+            line = proc.stdout.readline()
+            if line.startswith("serving "):
+                url = line.split(" on ")[1].split()[0]
+        if proc.poll() is not None:
+            raise SystemExit(f"serve exited {proc.returncode}: {proc.stderr.read()[-500:]}")
+    try:
+        res = subprocess.run([sys.executable, "-m", "workbench", "load", "--url", url, "--payloads",
+                              str(payloads_file(args.example, root)), "--rate", str(args.rate), "--duration",
+                              str(args.duration), "--seed", str(k), "--json", "--out", str(root / f"client-{mode}-{k}")],
+                             capture_output=True, text=True, env=ENV, timeout=600)
+        client = json.loads(res.stdout)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=300)
+    server = load_run(out)
+    ok = server.requests[server.requests["ok"]]
+    batcher = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()
+    gc_note = server.meta["serving"]["gc"]
+    return {"mode": mode, "round": k, "client_p50_ms": client["end_to_end"]["p50_ms"],
+            "client_p99_ms": client["end_to_end"]["p99_ms"], "client_max_ms": client["end_to_end"]["max_ms"],
+            "batcher_p99_ms": float(np.percentile(batcher, 99)) / 1e6, "collections": gc_note["collections"],
+            "pause_ms_max": gc_note["pause_ms_max"], "pause_ms_total": gc_note["pause_ms_total"],
+            "frozen_objects": gc_note["frozen_objects"], "noisy": client["noise"]["noisy"],
+            "lag_p99_ms": client["generator_lag"]["p99_ms"]}
+
+
+def markdown(rows: list[dict], args, load: tuple[float, float]) -> str:
+    lines = ["# serve --gc freeze against --gc default", "",
+             f"`python benchmarks/bench_serve_gc.py --example {args.example} --rate {args.rate:g} --duration "
+             f"{args.duration:g} --rounds {args.rounds}` (max batch {args.max_batch_size}, {args.max_wait_ms:g} ms "
+             f"wait, torch on 1 thread, 2-core VM; load average {load[0]:.2f} before, {load[1]:.2f} after). "
+             "Client end to end from `load --url --json`; batcher = batch wait + queue wait + service on the "
+             "server; collections while serving from the server's `serving.gc`.", "",
+             "| gc | round | client p50 ms | client p99 ms | client max ms | batcher p99 ms | collections | "
+             "longest ms | total ms | frozen objects | lag p99 ms | noisy |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['mode']} | {r['round']} | {r['client_p50_ms']:.2f} | {r['client_p99_ms']:.2f} | "
+                     f"{r['client_max_ms']:.2f} | {r['batcher_p99_ms']:.2f} | {r['collections']} | "
+                     f"{r['pause_ms_max']:.1f} | {r['pause_ms_total']:.1f} | {r['frozen_objects']} | "
+                     f"{r['lag_p99_ms']:.2f} | {'yes' if r['noisy'] else 'no'} |")
+    for mode in ("freeze", "default"):
+        mine = [r["client_p99_ms"] for r in rows if r["mode"] == mode]
+        lines.append(f"\n{mode}: client p99 median {np.median(mine):.2f} ms over {len(mine)} runs.")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--example", default="tabular")
+    ap.add_argument("--rate", type=float, default=945.0)
+    ap.add_argument("--duration", type=float, default=8.0)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--max-batch-size", type=int, default=16)
+    ap.add_argument("--max-wait-ms", type=float, default=5.0)
+    ap.add_argument("--md", type=Path, default=HERE / "results" / "serve_gc.md")
+    args = ap.parse_args()
+    load_before, rows = os.getloadavg()[0], []
+    with tempfile.TemporaryDirectory(prefix="wb-serve-gc-") as tmp:
+        for k in range(args.rounds):
+            for mode in (("freeze", "default") if k % 2 == 0 else ("default", "freeze")):
+                rows.append(one_run(mode, args, Path(tmp), k))
+                print(json.dumps(rows[-1]), flush=True)
+    text = markdown(rows, args, (load_before, os.getloadavg()[0]))
+    args.md.parent.mkdir(parents=True, exist_ok=True)
+    args.md.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

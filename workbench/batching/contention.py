@@ -1,0 +1,104 @@
+"""How much a served batch is slowed by the HTTP server around it, fitted from served runs.
+
+In ``workbench serve`` the event loop (HTTP parsing, queueing, sending
+responses) and the executor thread running the pipeline share the GIL. A batch
+therefore takes longer when requests arrive during it and when it starts while
+the previous batch's responses are still being sent. Measured on the tabular
+example at batch size 1 (2-core VM): 1.04 ms for a batch after an idle gap,
+1.41 ms for one started right after the previous batch ended, and about
+0.15 ms more per request that arrived during it.
+
+:func:`fit_contention` fits, over the batches of one or more served runs,
+
+    service_ns = base(size) + per_arrival_ns x arrivals + per_response_ns x responses
+
+by least squares with one intercept per batch size, where ``responses`` is the
+previous batch's size when it ended less than ``RESPONSE_WINDOW_NS`` before this
+batch started (else 0), and ``arrivals`` counts the requests arriving in a
+*fixed* window after the start (the median service time of the batch's size),
+not in the batch's own service window: a batch that happened to be slow also
+catches more arrivals, which would credit its slowness to them. The returned
+samples are each batch's service time minus both costs (its actual arrivals),
+the ``base`` the simulator adds the costs back to (:func:`workbench.batching.
+simulator.batch_loop`). Negative costs (no effect measurable) are set to 0.
+
+Pure: pandas/numpy in, numbers out.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError
+from .service_model import RESPONSE_WINDOW_NS
+
+
+@dataclass(frozen=True)
+class Contention:
+    """Fitted costs (ns) and the service times without them, per batch size (int64 ns, unsorted)."""
+
+    per_arrival_ns: float
+    per_response_ns: float
+    samples: dict[int, np.ndarray]
+    batches: int
+
+
+def batch_features(requests: pd.DataFrame) -> pd.DataFrame:
+    """One row per batch of a load or served run (successful batches only), in start order.
+
+    Columns: ``size``, ``start_ns``, ``service_ns``, ``arrivals`` (requests
+    arriving in the batch's own service window), ``arrivals_fixed`` (in a window
+    of its size's median service time), ``responses`` (see module docstring).
+    """
+    need = ("batch", "ok", "arrival_ns", "batch_wait_ns", "queue_wait_ns", "service_ns")
+    missing = [c for c in need if c not in requests.columns]
+    if missing:
+        raise ConfigError(f"contention fit needs load or served runs; requests table lacks {missing}")
+    req = requests[requests["batch"] >= 0]
+    ok = req.groupby("batch")["ok"].all()
+    req = req[req["batch"].isin(ok[ok].index)]
+    start = req["arrival_ns"] + req["batch_wait_ns"] + req["queue_wait_ns"]
+    b = (req.assign(start_ns=start).groupby("batch")
+         .agg(size=("batch", "size"), start_ns=("start_ns", "first"), service_ns=("service_ns", "first"))
+         .sort_values("start_ns").reset_index(drop=True))
+    arrivals = np.sort(requests["arrival_ns"].to_numpy(dtype=np.int64))
+    start, service = b["start_ns"].to_numpy(dtype=np.int64), b["service_ns"].to_numpy(dtype=np.int64)
+    median = b.groupby("size")["service_ns"].transform("median").to_numpy(dtype=np.int64)
+    before = np.searchsorted(arrivals, start, side="right")
+    end = start + service
+    gap = start[1:] - end[:-1]
+    responses = np.zeros(len(b), dtype=np.int64)
+    responses[1:] = np.where(gap < RESPONSE_WINDOW_NS, b["size"].to_numpy()[:-1], 0)
+    return b.assign(arrivals=np.searchsorted(arrivals, end, side="left") - before,
+                    arrivals_fixed=np.searchsorted(arrivals, start + median, side="left") - before,
+                    responses=responses)
+
+
+def fit_contention(runs: Iterable, min_batches: int = 5) -> Contention:
+    """Fit the costs over the batches of ``runs`` (each a load or served :class:`~workbench.record.Run`).
+
+    Batch sizes with fewer than ``min_batches`` batches are left out of the
+    fit and of ``samples``. Each run's batches are featured separately (their
+    arrivals and previous batches are their own).
+    """
+    frames = [batch_features(r.requests) for r in runs]
+    b = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if b.empty:
+        raise ConfigError("contention fit: no successful batches in the runs given")
+    counts = b["size"].value_counts()
+    b = b[b["size"].isin(counts[counts >= min_batches].index)]
+    if b.empty:
+        raise ConfigError(f"contention fit: no batch size has {min_batches} or more batches")
+    sizes = np.sort(b["size"].unique())
+    x = np.column_stack([(b["size"].to_numpy() == s).astype(float) for s in sizes]
+                        + [b["arrivals_fixed"].to_numpy(float), b["responses"].to_numpy(float)])
+    coef = np.linalg.lstsq(x, b["service_ns"].to_numpy(float), rcond=None)[0]
+    per_arrival, per_response = max(0.0, float(coef[-2])), max(0.0, float(coef[-1]))
+    base = (b["service_ns"].to_numpy(float) - per_arrival * b["arrivals"].to_numpy(float)
+            - per_response * b["responses"].to_numpy(float))
+    base = np.maximum(np.rint(base), 1.0)  # integer ns, at least 1
+    samples = {int(s): base[(b["size"] == s).to_numpy()].astype(np.int64) for s in sizes}
+    return Contention(per_arrival, per_response, samples, int(len(b)))

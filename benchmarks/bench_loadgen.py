@@ -25,12 +25,9 @@ import argparse
 import json
 import os
 import platform
-import select
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -38,6 +35,9 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 PIPELINE = f"{Path(__file__).resolve()}:build"
 LAG_REASON = "the load generator fell behind"
+
+sys.path.insert(0, str(REPO))
+from workbench.serving.process import ServeProcess  # noqa: E402
 
 
 def build(config):
@@ -67,21 +67,10 @@ def _env() -> dict:
     return dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
 
 
-def start_server(out: Path, timeout_s: float = 120.0) -> tuple[subprocess.Popen, str]:
-    """``workbench serve`` on a free port; its URL once it prints its ready line."""
-    proc = subprocess.Popen([sys.executable, "-m", "workbench", "serve", "--pipeline", PIPELINE, "--port", "0",
-                             "--threads", "1", "--max-wait-ms", "1", "--warmup", "1", "--out", str(out)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if select.select([proc.stdout], [], [], 0.5)[0]:
-            line = proc.stdout.readline()
-            if line.startswith("serving "):
-                return proc, line.split(" on ")[1].split()[0]
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server exited {proc.returncode}: {proc.stderr.read()[-2000:]}")
-    proc.kill()
-    raise RuntimeError(f"the server did not print its ready line within {timeout_s:g} s")
+def start_server(out: Path, timeout_s: float = 120.0) -> ServeProcess:
+    """``workbench serve`` of the echo pipeline on a free port, ready."""
+    return ServeProcess(["--pipeline", PIPELINE, "--port", 0, "--threads", 1, "--max-wait-ms", 1, "--warmup", 1,
+                         "--out", out], env=_env(), cwd=REPO, timeout_s=timeout_s)
 
 
 def measure(url: str, rate: float, duration_s: float, out: Path, prefix: list[str]) -> dict:
@@ -108,16 +97,14 @@ def measure(url: str, rate: float, duration_s: float, out: Path, prefix: list[st
 def run(rates: list[float], duration_s: float, prefix: list[str]) -> dict:
     started = datetime.now(timezone.utc)
     with tempfile.TemporaryDirectory(prefix="bench_loadgen-") as tmp:
-        proc, url = start_server(Path(tmp) / "server")
+        server = start_server(Path(tmp) / "server")
         try:
-            rows = [measure(url, rate, duration_s, Path(tmp) / f"load-{rate:g}", prefix) for rate in rates]
+            rows = [measure(server.url, rate, duration_s, Path(tmp) / f"load-{rate:g}", prefix) for rate in rates]
         finally:
-            proc.send_signal(signal.SIGTERM)
             try:
-                proc.communicate(timeout=60)
+                server.stop(timeout_s=60)
             except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
+                server.kill()
     return {"rows": rows, "client_prefix": " ".join(prefix) or None,
             "started": started.isoformat(timespec="seconds"), "cores": os.cpu_count(),
             "python": platform.python_version(), "load_average_after": [round(x, 2) for x in os.getloadavg()],

@@ -16,12 +16,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import select
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -33,33 +30,23 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from _served_validation import payloads_file  # noqa: E402
 from workbench.record import load_run  # noqa: E402
+from workbench.serving.process import ServeProcess  # noqa: E402
 
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
 
 
 def one_run(mode: str, args, root: Path, k: int) -> dict:
     out = root / f"server-{mode}-{k}"
-    proc = subprocess.Popen([sys.executable, "-m", "workbench", "serve", "--example", args.example, "--threads", "1",
-                             "--max-batch-size", str(args.max_batch_size), "--max-wait-ms", str(args.max_wait_ms),
-                             "--gc", mode, "--port", "0", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-    url, deadline = None, time.monotonic() + 300
-    while url is None and time.monotonic() < deadline:
-        if select.select([proc.stdout], [], [], 0.5)[0]:
-            line = proc.stdout.readline()
-            if line.startswith("serving "):
-                url = line.split(" on ")[1].split()[0]
-        if proc.poll() is not None:
-            raise SystemExit(f"serve exited {proc.returncode}: {proc.stderr.read()[-500:]}")
+    server = ServeProcess(["--example", args.example, "--threads", 1, "--max-batch-size", args.max_batch_size,
+                           "--max-wait-ms", args.max_wait_ms, "--gc", mode, "--port", 0, "--out", out], env=ENV)
     try:
-        res = subprocess.run([sys.executable, "-m", "workbench", "load", "--url", url, "--payloads",
+        res = subprocess.run([sys.executable, "-m", "workbench", "load", "--url", server.url, "--payloads",
                               str(payloads_file(args.example, root)), "--rate", str(args.rate), "--duration",
                               str(args.duration), "--seed", str(k), "--json", "--out", str(root / f"client-{mode}-{k}")],
                              capture_output=True, text=True, env=ENV, timeout=600)
         client = json.loads(res.stdout)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=300)
+        server.stop()
     server = load_run(out)
     ok = server.requests[server.requests["ok"]]
     batcher = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()

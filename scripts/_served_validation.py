@@ -21,11 +21,8 @@ from __future__ import annotations
 
 import json
 import os
-import select
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +31,7 @@ from workbench.batching.contention import fit_contention
 from workbench.batching.policy import BatchPolicy
 from workbench.batching.service_model import ServiceModel, service_model_from_runs
 from workbench.record import Run, load_run
+from workbench.serving.process import ServeProcess
 
 PROBE_S = 3.0
 # Calibration runs at these fractions of the probed capacity (other seeds than the measured run): the
@@ -52,21 +50,9 @@ def _workbench(*args, timeout=600) -> dict:
     return json.loads(res.stdout)
 
 
-def _start_server(example: str, policy: BatchPolicy, threads: int, out: Path):
-    proc = subprocess.Popen([sys.executable, "-m", "workbench", "serve", "--example", example, "--threads", str(threads),
-                             "--max-batch-size", str(policy.max_batch_size), "--max-wait-ms", str(policy.max_wait_ms),
-                             "--port", "0", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=ENV)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if select.select([proc.stdout], [], [], 0.5)[0]:
-            line = proc.stdout.readline()
-            if line.startswith("serving "):
-                return proc, line.split(" on ")[1].split()[0]
-        if proc.poll() is not None:
-            raise RuntimeError(f"serve exited {proc.returncode}: {proc.stderr.read()[-500:]}")
-    proc.kill()
-    raise RuntimeError("serve did not start within 300 s")
+def _start_server(example: str, policy: BatchPolicy, threads: int, out: Path) -> ServeProcess:
+    return ServeProcess(["--example", example, "--threads", threads, "--max-batch-size", policy.max_batch_size,
+                         "--max-wait-ms", policy.max_wait_ms, "--port", 0, "--out", out], env=ENV)
 
 
 def payloads_file(example: str, root: Path, n: int = 50_000) -> Path:
@@ -100,7 +86,8 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
     policy = BatchPolicy(size, wait)
     tag = f"{example}-mb{size}-w{wait:g}-{process}-{load:g}"
     payloads = payloads_file(example, root)
-    proc, url = _start_server(example, policy, args.threads, root / f"served-{tag}")
+    server = _start_server(example, policy, args.threads, root / f"served-{tag}")
+    url = server.url
     try:
         probe = _workbench("load", "--url", url, "--payloads", payloads, "--rate",
                            round(2 * threaded.capacity_rps(size), 1), "--duration", PROBE_S, "--json",
@@ -114,8 +101,7 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
         client = _workbench("load", "--url", url, "--payloads", payloads, "--rate", rate, "--arrivals", process,
                             "--duration", args.duration, "--seed", args.seed, "--json", "--out", root / f"client-{tag}")
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=300)
+        server.stop()
     server = load_run(root / f"served-{tag}")
     probe_run, client_run = load_run(root / f"probe-{tag}"), load_run(root / f"client-{tag}")
     measured = _as_load_run(server, client_run.meta["serving"]["request_id_prefix"])
@@ -132,7 +118,8 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
     batcher_ns = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()
     arrivals = np.sort(measured.requests["arrival_ns"].to_numpy(dtype=np.int64))
     row = {"example": example, "max_batch_size": size, "max_wait_ms": wait, "arrivals": process, "load": load,
-           "served_capacity_rps": capacity, "rate_rps": rate, "requests": int(len(measured.requests)),
+           "served_capacity_rps": capacity, "rate_rps": rate, "duration_s": args.duration,
+           "requests": int(len(measured.requests)),
            "failed": int((~measured.requests["ok"]).sum()), "generator_lag": client["generator_lag"],
            "client_p50_ms": client["end_to_end"]["p50_ms"], "client_p99_ms": client["end_to_end"]["p99_ms"],
            "server_p50_ms": float(np.percentile(ok["dur_ns"], 50)) / 1e6,
@@ -160,6 +147,7 @@ def served_markdown(rows: list[dict]) -> str:
     passed = "; ".join(f"{m}: p50 {sum(r[f'{m}_pass_p50'] for r in rows)}/{len(rows)}, "
                        f"p99 {sum(r[f'{m}_pass_p99'] for r in rows)}/{len(rows)}" for m in SERVED_MODELS)
     lines = ["", "## Served (HTTP: workbench serve + load --url in separate processes)", "",
+             f"Measured runs of {rows[0]['duration_s']:g} s. "
              "Rates are fractions of the capacity the server measures (a probe at twice the in-process capacity); "
              "the simulator runs on the arrival times the server saw and is compared with the server-side end to "
              "end of the batcher (batch wait + queue wait + service). The server freezes the GC after its warm-up "

@@ -237,7 +237,8 @@ def main(argv=None) -> int:
         text = markdown(rows, info)
     if served:
         text += served_markdown(served) + (f"\nServed section produced by `python scripts/validate_batching.py "
-                                           f"--served{' --skip-in-process' if args.skip_in_process else ''}` in "
+                                           f"--served{' --skip-in-process' if args.skip_in_process else ''}"
+                                           f"{f' --duration {args.duration:g}' if args.duration != 8.0 else ''}` in "
                                            f"{time.perf_counter() - t0:.0f} s, load average at the end "
                                            f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}.\n")
     md_path.write_text(text)

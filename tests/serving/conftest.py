@@ -15,6 +15,4 @@ def served(tmp_path):
 
     yield start
     for s in servers:
-        if s.proc.poll() is None:
-            s.proc.kill()
-            s.proc.wait(30)
+        s.kill()

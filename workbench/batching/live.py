@@ -36,7 +36,7 @@ import numpy as np
 from ..config import PipelineConfig
 from ..errors import ConfigError, PipelineError
 from ..record import Run, RunMeta
-from ..guard import TIMEOUT, StageGuard, StageTimeout, check_timeout
+from ..guard import TIMEOUT, Interrupted, StageGuard, StageTimeout, check_timeout
 from ..timing import Clock, CudaStageTimer, time_request
 from .arrivals import Arrivals
 from .batcher import DynamicBatcher
@@ -68,7 +68,8 @@ def run_load(target, config: PipelineConfig | None = None, *, arrivals: Arrivals
     """
     from ..fingerprint import run_fingerprint
     from ..noise import NoiseProbe, Readings
-    from ..runner import STATUS_COMPLETE, STATUS_TIMEOUT, environment, failure_records, resolve_pipeline
+    from ..runner import (STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_TIMEOUT, environment, failure_records,
+                          resolve_pipeline)
 
     timeout_s = check_timeout(timeout_s)
     if not (isinstance(drain_timeout_s, (int, float)) and drain_timeout_s > 0):
@@ -85,8 +86,8 @@ def run_load(target, config: PipelineConfig | None = None, *, arrivals: Arrivals
     probe = NoiseProbe(noise_readings or Readings()).start()
     try:
         with _switch_interval(switch_interval_s) as interval:
-            batcher, lags, dropped, origin, stopped = _drive(execute, pipe, items, schedule, policy, warmup,
-                                                              drain_timeout_s, timeout_s, clock, sleep)
+            batcher, lags, dropped, origin, stopped, interrupted = _drive(
+                execute, pipe, items, schedule, policy, warmup, drain_timeout_s, timeout_s, clock, sleep)
     finally:
         for guard in list(guards):
             guard.close()  # idle stage threads end; a stuck one is a daemon, left to itself
@@ -99,11 +100,15 @@ def run_load(target, config: PipelineConfig | None = None, *, arrivals: Arrivals
                       interval, len(dropped)) | {"warmup_failures": failure_records(warm_failures),
                                                  "timeout_s": timeout_s, "in_flight_at_stop": batcher.in_flight_at_stop}
     meta = _run_meta(pipe, started, len(requests), load, environment)
-    meta = _with_key(meta, "status", STATUS_TIMEOUT if timed_out else STATUS_COMPLETE)
+    status = STATUS_INTERRUPTED if interrupted else STATUS_TIMEOUT if timed_out else STATUS_COMPLETE
+    meta = _with_key(meta, "status", status)
     env = meta["env"]
     for key, value in (("fingerprint", run_fingerprint(pipe, target, threads, env)), ("noise", noise)):
         meta = _with_key(meta, key, value)
-    return Run(meta=meta, requests=requests, stages=stages)
+    run = Run(meta=meta, requests=requests, stages=stages)
+    if interrupted:
+        raise Interrupted(run, f"interrupted after {len(requests)} of {len(schedule)} requests")
+    return run
 
 
 def _with_key(meta, key: str, value):
@@ -126,15 +131,23 @@ def _drive(execute, pipe, items: list, schedule: np.ndarray, policy: BatchPolicy
     batcher = DynamicBatcher(execute, policy, clock=clock, thread_init=warm, stage_names=pipe.stage_names)
     batcher.start(timeout_s=wait_s)
     _check_warm(batcher, policy.concurrency, wait_s)
-    origin, lags, done = clock() + LEAD_NS, np.zeros(0, dtype=np.int64), False
+    origin, lags, done, interrupted = clock() + LEAD_NS, np.zeros(0, dtype=np.int64), False, False
     try:
-        if not any(f.error_type == TIMEOUT for f in _warm_failures(batcher)):
-            lags = generate(schedule, items, batcher.submit, start_ns=origin, clock=clock, sleep=sleep,
-                            cancel=batcher.halted)
-        done = batcher.wait_done(drain_timeout_s)
-    finally:  # past the drain deadline (or on Ctrl-C) batches still in flight are recorded, not joined
+        try:
+            if not any(f.error_type == TIMEOUT for f in _warm_failures(batcher)):
+                lags = generate(schedule, items, batcher.submit, start_ns=origin, clock=clock, sleep=sleep,
+                                cancel=batcher.halted)
+        except KeyboardInterrupt as stop:  # Ctrl-C: no more arrivals; what was submitted still finishes
+            lags, interrupted = getattr(stop, "lags_ns", lags), True
+        try:
+            done = batcher.wait_done(drain_timeout_s)
+        except KeyboardInterrupt:
+            if interrupted:  # a second Ctrl-C gives up on the run
+                raise
+            interrupted = True  # all was submitted: keep what finished; batches in flight are recorded as stopped
+    finally:  # past the drain deadline (or on a second Ctrl-C) batches still in flight are recorded, not joined
         dropped = batcher.stop(abort=True, join_timeout_s=JOIN_S if done else 0.0)
-    return batcher, lags, dropped, origin, clock()
+    return batcher, lags, dropped, origin, clock(), interrupted
 
 
 def _warm_failures(batcher: DynamicBatcher) -> list:

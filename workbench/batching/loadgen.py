@@ -28,18 +28,24 @@ def generate(schedule_ns: np.ndarray, items: Sequence[Any], submit: Submit, *, s
 
     ``submit(item) -> (request id, arrival_ns)``; the lag is
     ``max(0, arrival_ns - scheduled)``. ``cancel.is_set()`` stops early (the
-    returned array is then shorter than the schedule).
+    returned array is then shorter than the schedule). Ctrl-C propagates with
+    the lags of what was submitted as the exception's ``lags_ns``.
     """
     lags = np.zeros(len(schedule_ns), dtype=np.int64)
-    for k, offset in enumerate(schedule_ns.tolist()):
-        due = start_ns + offset
-        now = clock()
-        if now < due:
-            sleep((due - now) / 1e9)
-        if cancel is not None and cancel.is_set():
-            return lags[:k]
-        _, arrival = submit(items[k])
-        lags[k] = max(0, arrival - due)
+    k = 0
+    try:
+        for k, offset in enumerate(schedule_ns.tolist()):
+            due = start_ns + offset
+            now = clock()
+            if now < due:
+                sleep((due - now) / 1e9)
+            if cancel is not None and cancel.is_set():
+                return lags[:k]
+            _, arrival = submit(items[k])
+            lags[k] = max(0, arrival - due)
+    except KeyboardInterrupt as stop:
+        stop.lags_ns = lags[:k]  # request k was not submitted (or its lag not taken)
+        raise
     return lags
 
 

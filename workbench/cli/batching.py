@@ -9,8 +9,9 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..guard import Interrupted
 from .profile import (add_fail_on_error, add_pipeline_arguments, apply_threads, config_from_args, factory_from_args,
-                      failure_verdict)
+                      failure_verdict, save_interrupted)
 
 ARRIVAL_HELP = "poisson (default), bursty (on/off), or FILE.csv of arrival timestamps to replay"
 SUMMARY_KEYS = ("end_to_end", "queue_wait", "batch_wait", "service", "throughput_rps", "mean_batch_size")
@@ -100,8 +101,12 @@ def run_load_command(args) -> int:
     out = args.out or _default_out(args)
     if out.exists():
         raise ConfigError(f"--out {out} already exists; pick another folder")
-    run = run_load(factory_from_args(args), config_from_args(args), arrivals=arrivals, policy=policy,
-                   drain_timeout_s=args.drain_timeout, timeout_s=args.timeout_s)
+    try:
+        run = run_load(factory_from_args(args), config_from_args(args), arrivals=arrivals, policy=policy,
+                       drain_timeout_s=args.drain_timeout, timeout_s=args.timeout_s)
+    except Interrupted as stop:
+        save_interrupted(stop.run, out, "load")
+        raise
     path = run.save(out)
     from ..otel.export import otel_hook  # --otel: spans from the recorded timestamps, after the run
 

@@ -46,7 +46,8 @@ def run_http_load_command(args) -> int:
     from ..analysis.failures import failure_summary
     from ..batching.summary import format_summary, load_summary
     from ..serving.loadrun import run_http_load
-    from .profile import failure_verdict
+    from ..guard import Interrupted
+    from .profile import failure_verdict, save_interrupted
     from .batching import SUMMARY_KEYS, _describe, _extra, arrivals_from_args, policy_from_args
 
     if args.payloads is not None and not args.url:
@@ -58,7 +59,11 @@ def run_http_load_command(args) -> int:
     if out.exists():
         raise ConfigError(f"--out {out} already exists; pick another folder")
     payloads = payloads_from_args(args, min(len(arrivals.times_ns()), 10_000))
-    run = run_http_load(args.url, payloads, arrivals, pipeline=args.example, timeout_s=args.timeout)
+    try:
+        run = run_http_load(args.url, payloads, arrivals, pipeline=args.example, timeout_s=args.timeout)
+    except Interrupted as stop:
+        save_interrupted(stop.run, out, "load")
+        raise
     path = run.save(out)
     summary = load_summary(run.requests)
     serving, noise = run.meta["serving"], run.meta["noise"]

@@ -179,13 +179,13 @@ def print_failure_lines(summary: dict, out, indent: str = "  ") -> None:
             print(f"{indent}  {m['count']} x {m['type']}: {m['message']}{where}", file=out)
 
 
-def save_interrupted(run, out: Path) -> None:
+def save_interrupted(run, out: Path, command: str = "profile") -> None:
     """Ctrl-C: keep what was measured (status "interrupted"), or say that nothing was."""
     if run is None or len(run.requests) == 0:
-        print("workbench profile: interrupted before any request finished; no run written", file=sys.stderr)
+        print(f"workbench {command}: interrupted before any request finished; no run written", file=sys.stderr)
         return
     path = run.save(out)
-    print(f"workbench profile: interrupted after {len(run.requests)} requests; "
+    print(f"workbench {command}: interrupted after {len(run.requests)} requests; "
           f"run written to {path} (status: interrupted)", file=sys.stderr)
 
 

@@ -52,10 +52,10 @@ def run_serve_command(args) -> int:
                 drain_timeout_s=args.drain_timeout, ready=ready, gc_mode=args.gc)
     path = run.save(out)
     load, gc_note = run.meta["load"], run.meta["serving"]["gc"]
-    print(f"stopped by {run.meta['serving']['stopped_by']}: {load['requests']} requests, {load['failed']} failed; "
-          f"run written to {path}", flush=True)
     print(f"gc ({gc_note['mode']}): {gc_note['collections']} collections while serving, "
           f"{gc_note['pause_ms_total']:.1f} ms in all, the longest {gc_note['pause_ms_max']:.1f} ms", flush=True)
+    print(f"stopped by {run.meta['serving']['stopped_by']}: {load['requests']} requests, {load['failed']} failed; "
+          f"run written to {path}", flush=True)
     from ..otel.export import otel_hook
 
     otel_hook(args, run, path)

@@ -42,6 +42,7 @@ import asyncio
 import gc
 import json
 import selectors
+import signal
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -92,6 +93,7 @@ class Drive:
     origin_ns: int
     server_before: dict | None
     server_after: dict | None
+    interrupted: bool = False  # Ctrl-C stopped the schedule: ``results`` are the requests sent before it
 
 
 @dataclass(frozen=True)
@@ -148,9 +150,9 @@ async def _drive(target, url, payloads, schedule_ns, tag, warmup, connections, t
     finally:
         watchdog.cancel()
         await pool.close()
-    results = [schedule.result(k) for k in range(schedule.n)]
+    results = [schedule.result(k) for k in range(schedule.limit)]
     lags = np.array([r.sent_ns - r.due_ns for r in results], dtype=np.int64).clip(min=0)
-    return Drive(results, lags, schedule.origin_ns, before, after)
+    return Drive(results, lags, schedule.origin_ns, before, after, schedule.interrupted)
 
 
 class Schedule:
@@ -168,15 +170,18 @@ class Schedule:
         self.outcome: list[Any] = [None] * self.n
         self.ended = [0] * self.n
         self.origin_ns, self.k, self.pending = 0, 0, self.n
+        self.limit, self.interrupted = self.n, False  # how many are sent; Ctrl-C lowers it to those sent so far
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         self.finished = loop.create_future()
         self.call_later = loop.call_later
+        self._loop = loop
         gc_was = gc.isenabled()
         gc.collect()
         gc.freeze()  # the objects made so far are never scanned again
         gc.disable()
+        handles_sigint = _catch_sigint(loop, self.interrupt)
         try:
             self.origin_ns = self.clock() + SETTLE_NS
             if self.n:
@@ -184,15 +189,28 @@ class Schedule:
                 self._fire()
                 await self.finished
         finally:
+            if handles_sigint and not self.interrupted:
+                loop.remove_signal_handler(signal.SIGINT)
             self.pool.before_read = None
             gc.unfreeze()
             if gc_was:
                 gc.enable()
 
+    def interrupt(self) -> None:
+        """Ctrl-C (first): send nothing more; the requests in flight still finish (or time out).
+
+        The handler is removed, so a second Ctrl-C raises ``KeyboardInterrupt`` and abandons the run.
+        """
+        self._loop.remove_signal_handler(signal.SIGINT)
+        self.interrupted, unsent, self.limit = True, self.limit - self.k, self.k
+        self.pending -= unsent
+        if self.pending == 0 and not self.finished.done():
+            self.finished.set_result(None)
+
     def _fire(self) -> None:
         """Send every request that is due (spinning through the last ``spin_ns``); re-arm for the next one."""
         clock, offsets, origin = self.clock, self.offsets, self.origin_ns
-        while self.k < self.n:
+        while self.k < self.limit:
             due = origin + offsets[self.k]
             now = clock()
             if due - now > self.spin_ns:
@@ -206,7 +224,7 @@ class Schedule:
     def _send_due(self) -> None:
         """Send the requests already due, no spin (the pool calls this before it parses each read)."""
         clock, offsets, origin = self.clock, self.offsets, self.origin_ns
-        while self.k < self.n and origin + offsets[self.k] <= clock():
+        while self.k < self.limit and origin + offsets[self.k] <= clock():
             self._submit(self.k)
             self.k += 1
 
@@ -237,6 +255,15 @@ class Schedule:
             return result
         return Result(rid, due, sent, self.ended[k], None, ("network", type(outcome).__name__, str(outcome) or
                                                             repr(outcome)), pool_wait_ns=wait)
+
+
+def _catch_sigint(loop, handler) -> bool:
+    """Route SIGINT to ``handler`` on ``loop`` (False where that is impossible: not the main thread)."""
+    try:
+        loop.add_signal_handler(signal.SIGINT, handler)
+    except (RuntimeError, ValueError, NotImplementedError):
+        return False
+    return True
 
 
 class Watchdog:

@@ -31,7 +31,11 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 def run_http_load(url: str, payloads: list[bytes], arrivals, *, pipeline: str | None = None, warmup: int = 5,
                   timeout_s: float = 30.0, probe=None, tag: str | None = None) -> Run:
-    """Drive ``url`` with ``arrivals`` (an :class:`~workbench.batching.Arrivals`) and return the joined run."""
+    """Drive ``url`` with ``arrivals`` (an :class:`~workbench.batching.Arrivals`) and return the joined run.
+
+    Ctrl-C stops the schedule; the requests already sent finish (or time out) and
+    :class:`workbench.guard.Interrupted` is raised with them as its ``run`` (status "interrupted").
+    """
     from ..noise import NoiseProbe
 
     _check_url(url)
@@ -52,12 +56,17 @@ def run_http_load(url: str, payloads: list[bytes], arrivals, *, pipeline: str | 
         "stages": stage_names, "config": health.get("config") or {}, "env": _client_env(), "created": started.isoformat(),
         "timing": {"warmup": 0, "requests": int(len(requests)), "clock": "time.perf_counter_ns", "sync": None,
                    "device_timer": None},
-        "trace": None, "noise": noise,
+        "trace": None, "noise": noise, "status": "interrupted" if d.interrupted else "complete",
         "load": _load_meta(summary, d.lags_ns, arrivals, health.get("policy")),
         "serving": {"role": "client", "url": url, "server_timing": bool(stage_names), "request_id_prefix": tag,
                     "client": _client_name(), "generator_lag": lag_percentiles(d.lags_ns), **server},
     }
-    return Run(meta=meta, requests=requests, stages=stages)
+    run = Run(meta=meta, requests=requests, stages=stages)
+    if d.interrupted:
+        from ..guard import Interrupted
+
+        raise Interrupted(run, f"interrupted after {len(requests)} of {len(schedule)} requests")
+    return run
 
 
 def _check_url(url: str) -> None:

@@ -8,14 +8,21 @@ itself, are the ``served`` service model (service times under the server's own
 threading: event loop, HTTP parsing and executor sharing the GIL), together with
 the batches of calibration runs at ``CALIBRATION_LOADS`` of that capacity
 (other seeds), so the small batches a light load forms are measured served too
-(sizes none of them formed keep the in-process threaded times); then the measured run at
-``load x capacity``. **contention** is the served model with the event loop's
-cost per arrival and per response fitted from the same probe and calibration
-batches (``workbench.batching.contention``), the simulator adding them back per
-batch. The simulator gets the arrival times the server saw and
-is compared with the server-side end to end of the batcher (batch wait + queue
-wait + service, what it models); the server's full end to end (with ingress,
-handoff, egress) and the client's end to end are reported beside it.
+(sizes none of them formed keep the in-process threaded times). The measured
+run at ``load x capacity`` is ``ROUNDS`` segments, each right after one short
+calibration run per load, so calibration and measurement share the machine's
+state (its speed drifts over tens of seconds); each segment is simulated on its
+own arrivals and the latencies are pooled.
+
+**contention** is the served model with the event loop's cost per arrival and
+per response fitted from the same probe and calibration batches (``workbench.batching.contention``), the simulator adding them back per
+batch; **matched** is contention with each batch size's samples taken from the
+calibration run nearest the cell's load (the service times depend on how busy
+the server is), where that run formed 5 or more such batches. The simulator gets
+the arrival times the server saw and is compared with the server-side end to
+end of the batcher (batch wait + queue wait + service, what it models); the
+server's full end to end (with ingress, handoff, egress) and the client's end
+to end are reported beside it.
 """
 from __future__ import annotations
 
@@ -26,14 +33,20 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
-from workbench.batching.contention import fit_contention
+from workbench.batching.contention import batch_features, fit_contention, without_contention
 from workbench.batching.policy import BatchPolicy
 from workbench.batching.service_model import ServiceModel, service_model_from_runs
+from workbench.batching.simulator import simulate
 from workbench.record import Run, load_run
 from workbench.serving.process import ServeProcess
 
 PROBE_S = 3.0
+# The measured run is ROUNDS segments, each after one short calibration run per load: on this VM the
+# pipeline's service time drifts by 10-20 % over tens of seconds (text, batch 1: 4.8 ms in a calibration,
+# 5.7 ms in the measured run right after it), so calibration and measurement share the machine's state.
+ROUNDS = 4
 # Calibration runs at these fractions of the probed capacity (other seeds than the measured run): the
 # batch sizes a light load forms get service times measured by the server itself too, not only the
 # full batches of the overloaded probe.
@@ -81,62 +94,87 @@ def _as_load_run(run: Run, prefix: str) -> Run:
                requests=req.reset_index(drop=True), stages=st.reset_index(drop=True))
 
 
-def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Path, simulate_pooled) -> dict:
+def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Path) -> dict:
     size, wait, process, load = cfg
     policy = BatchPolicy(size, wait)
     tag = f"{example}-mb{size}-w{wait:g}-{process}-{load:g}"
     payloads = payloads_file(example, root)
     server = _start_server(example, policy, args.threads, root / f"served-{tag}")
     url = server.url
+
+    def load_url(rate, duration_s, seed, folder, *extra):
+        return _workbench("load", "--url", url, "--payloads", payloads, "--rate", rate, "--duration", duration_s,
+                          "--seed", seed, "--json", "--out", folder, *extra)
+
     try:
-        probe = _workbench("load", "--url", url, "--payloads", payloads, "--rate",
-                           round(2 * threaded.capacity_rps(size), 1), "--duration", PROBE_S, "--json",
-                           "--out", root / f"probe-{tag}")
+        probe = load_url(round(2 * threaded.capacity_rps(size), 1), PROBE_S, args.seed, root / f"probe-{tag}")
         capacity = probe["throughput_rps"]
-        calibrations = [root / f"calibration{i}-{tag}" for i in range(len(CALIBRATION_LOADS))]
-        for i, (fraction, folder) in enumerate(zip(CALIBRATION_LOADS, calibrations)):
-            _workbench("load", "--url", url, "--payloads", payloads, "--rate", round(fraction * capacity, 1),
-                       "--duration", CALIBRATION_S, "--seed", args.seed + 1 + i, "--json", "--out", folder)
         rate = round(load * capacity, 1)
-        client = _workbench("load", "--url", url, "--payloads", payloads, "--rate", rate, "--arrivals", process,
-                            "--duration", args.duration, "--seed", args.seed, "--json", "--out", root / f"client-{tag}")
+        calibrations: list[list[Path]] = [[] for _ in CALIBRATION_LOADS]
+        segments: list[tuple[Path, dict]] = []
+        for r in range(ROUNDS):  # interleaved: the machine's speed drifts over tens of seconds
+            for i, fraction in enumerate(CALIBRATION_LOADS):
+                folder = root / f"calibration{i}-{r}-{tag}"
+                load_url(round(fraction * capacity, 1), CALIBRATION_S / ROUNDS, args.seed + 1 + i + 10 * r, folder)
+                calibrations[i].append(folder)
+            folder = root / f"client{r}-{tag}"
+            segments.append((folder, load_url(rate, args.duration / ROUNDS, args.seed + 1000 * r, folder,
+                                              "--arrivals", process)))
     finally:
         server.stop()
-    server = load_run(root / f"served-{tag}")
-    probe_run, client_run = load_run(root / f"probe-{tag}"), load_run(root / f"client-{tag}")
-    measured = _as_load_run(server, client_run.meta["serving"]["request_id_prefix"])
-    calibration_runs = [_as_load_run(server, r.meta["serving"]["request_id_prefix"])
-                        for r in (probe_run, *(load_run(c) for c in calibrations))]
+    served = load_run(root / f"served-{tag}")
+
+    def part(folder: Path) -> Run:
+        return _as_load_run(served, load_run(folder).meta["serving"]["request_id_prefix"])
+
+    measured = [part(folder) for folder, _ in segments]
+    by_load = [[part(f) for f in folders] for folders in calibrations]
+    calibration_runs = [part(root / f"probe-{tag}"), *(run for runs in by_load for run in runs)]
     served_samples = service_model_from_runs(calibration_runs, min_batches=5).samples
     fitted = fit_contention(calibration_runs)
+    costs = {"per_arrival_ns": fitted.per_arrival_ns, "per_response_ns": fitted.per_response_ns}
+    nearest = by_load[int(np.argmin([abs(load - x) for x in CALIBRATION_LOADS]))]
+    features = pd.concat([batch_features(run.requests) for run in nearest], ignore_index=True)
+    matched = {b: v for b, v in without_contention(features, **costs).items() if len(v) >= 5}
     models = {"threaded": threaded,
               "served": ServiceModel.from_samples({**threaded.samples, **served_samples}, pipeline=example),
-              "contention": ServiceModel.from_samples({**threaded.samples, **fitted.samples}, pipeline=example,
-                                                      per_arrival_ns=fitted.per_arrival_ns,
-                                                      per_response_ns=fitted.per_response_ns)}
-    ok = measured.requests[measured.requests["ok"]]
+              "contention": ServiceModel.from_samples({**threaded.samples, **fitted.samples}, pipeline=example, **costs),
+              "matched": ServiceModel.from_samples({**threaded.samples, **fitted.samples, **matched}, pipeline=example,
+                                                   **costs)}
+    ok = pd.concat([run.requests[run.requests["ok"]] for run in measured], ignore_index=True)
     batcher_ns = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()
-    arrivals = np.sort(measured.requests["arrival_ns"].to_numpy(dtype=np.int64))
+    client_ns = np.concatenate([load_run(f).requests.query("ok")["dur_ns"].to_numpy() for f, _ in segments])
+    lag_p99 = max(c["generator_lag"]["p99_ms"] for _, c in segments)
     row = {"example": example, "max_batch_size": size, "max_wait_ms": wait, "arrivals": process, "load": load,
-           "served_capacity_rps": capacity, "rate_rps": rate, "duration_s": args.duration,
-           "requests": int(len(measured.requests)),
-           "failed": int((~measured.requests["ok"]).sum()), "generator_lag": client["generator_lag"],
-           "client_p50_ms": client["end_to_end"]["p50_ms"], "client_p99_ms": client["end_to_end"]["p99_ms"],
+           "served_capacity_rps": capacity, "rate_rps": rate, "duration_s": args.duration, "rounds": ROUNDS,
+           "requests": int(sum(len(run.requests) for run in measured)),
+           "failed": int(sum((~run.requests["ok"]).sum() for run in measured)),
+           "generator_lag": {"p99_ms": lag_p99}, "client_p50_ms": float(np.percentile(client_ns, 50)) / 1e6,
+           "client_p99_ms": float(np.percentile(client_ns, 99)) / 1e6,
            "server_p50_ms": float(np.percentile(ok["dur_ns"], 50)) / 1e6,
            "server_p99_ms": float(np.percentile(ok["dur_ns"], 99)) / 1e6,
-           "noisy": client["noise"]["noisy"], "per_arrival_ms": fitted.per_arrival_ns / 1e6,
+           "noisy": any(c["noise"]["noisy"] for _, c in segments), "per_arrival_ms": fitted.per_arrival_ns / 1e6,
            "per_response_ms": fitted.per_response_ns / 1e6}
     for q, pct in (("p50", 50), ("p99", 99)):
         row[f"batcher_{q}_ms"] = float(np.percentile(batcher_ns, pct)) / 1e6
+    schedules = [np.sort(run.requests["arrival_ns"].to_numpy(dtype=np.int64)) for run in measured]
     for name, model in models.items():
-        sm = simulate_pooled(model, arrivals - arrivals[0], policy, args.sim_replications)
-        for q in ("p50", "p99"):
-            s, v = sm["end_to_end"][f"{q}_ms"], row[f"batcher_{q}_ms"]
+        sim_ns = simulate_segments(model, schedules, policy, args.sim_replications)
+        for q, pct in (("p50", 50), ("p99", 99)):
+            s, v = float(np.percentile(sim_ns, pct)) / 1e6, row[f"batcher_{q}_ms"]
             row |= {f"{name}_{q}_ms": s, f"{name}_err_{q}": (s - v) / v, f"{name}_pass_{q}": abs(s - v) / v <= args.goals[q]}
     return row
 
 
-SERVED_MODELS = ("threaded", "served", "contention")
+def simulate_segments(model: ServiceModel, schedules: list[np.ndarray], policy: BatchPolicy,
+                      replications: int) -> np.ndarray:
+    """End-to-end latencies (ns) of ``replications`` simulations of each measured segment, pooled."""
+    out = [simulate(model, times - times[0], policy, seed=seed).requests["dur_ns"].to_numpy()
+           for times in schedules if len(times) for seed in range(replications)]
+    return np.concatenate(out)
+
+
+SERVED_MODELS = ("threaded", "served", "contention", "matched")
 
 
 def served_markdown(rows: list[dict]) -> str:
@@ -147,15 +185,21 @@ def served_markdown(rows: list[dict]) -> str:
     passed = "; ".join(f"{m}: p50 {sum(r[f'{m}_pass_p50'] for r in rows)}/{len(rows)}, "
                        f"p99 {sum(r[f'{m}_pass_p99'] for r in rows)}/{len(rows)}" for m in SERVED_MODELS)
     lines = ["", "## Served (HTTP: workbench serve + load --url in separate processes)", "",
-             f"Measured runs of {rows[0]['duration_s']:g} s. "
+             f"Per cell, the measured run is {rows[0]['rounds']} segments of "
+             f"{rows[0]['duration_s'] / rows[0]['rounds']:g} s, each right after one "
+             f"{CALIBRATION_S / rows[0]['rounds']:g}-s calibration run per calibration load (interleaved: the "
+             "machine's speed drifts over tens of seconds); the simulator runs each segment and the latencies are "
+             "pooled; lag p99 is the worst segment's. "
              "Rates are fractions of the capacity the server measures (a probe at twice the in-process capacity); "
              "the simulator runs on the arrival times the server saw and is compared with the server-side end to "
              "end of the batcher (batch wait + queue wait + service). The server freezes the GC after its warm-up "
              "(`serve --gc freeze`, the default). **threaded**: the in-process threaded service model; **served**: "
              "service times the server measured itself during the probe and calibration runs at "
-             f"{', '.join(f'{x:g}' for x in CALIBRATION_LOADS)} of capacity (other seeds); **contention** (the prediction): the same batches with the event loop's cost "
-             "per arrival and per response fitted out (`workbench.batching.contention`), the simulator adding them "
-             f"back per batch. Passed — {passed}.", "", head, "|" + "---|" * (head.count("|") - 1)]
+             f"{', '.join(f'{x:g}' for x in CALIBRATION_LOADS)} of capacity (other seeds); **contention**: the "
+             "same batches with the event loop's cost per arrival and per response fitted out "
+             "(`workbench.batching.contention`), the simulator adding them back per batch; **matched**: as "
+             "contention, with each batch size's samples from the calibration run nearest the cell's load where "
+             f"it formed 5 or more such batches. Passed — {passed}.", "", head, "|" + "---|" * (head.count("|") - 1)]
 
     def cell(r, m, q):
         return f"{r[f'{m}_{q}_ms']:.2f} | {r[f'{m}_err_{q}'] * 100:+.0f} %{'' if r[f'{m}_pass_{q}'] else ' **miss**'}"

@@ -24,6 +24,7 @@ batcher threads for the cores). Run folders go to a temporary directory.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -186,6 +187,7 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", type=int, default=len(CONFIGS), help="use the first N configurations")
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "benchmarks" / "results")
     ap.add_argument("--served", action="store_true", help="also run each configuration served over HTTP")
+    ap.add_argument("--work", type=Path, help="keep every run folder here (default: a temporary folder, removed)")
     ap.add_argument("--skip-in-process", action="store_true",
                     help="with --served: keep the in-process table of the existing batching_validation.md")
     args = ap.parse_args(argv)
@@ -198,17 +200,19 @@ def main(argv=None) -> int:
     from _served_validation import served_markdown, served_row
 
     t0, rows, served = time.perf_counter(), [], []
-    with tempfile.TemporaryDirectory(prefix="wb-batching-validation-") as tmp:
+    with (contextlib.nullcontext(str(args.work)) if args.work else
+          tempfile.TemporaryDirectory(prefix="wb-batching-validation-")) as tmp:
         root = Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
         for example in args.examples:
             profiled = service_model_from_runs(profile_sizes(example, args.sizes, args.profile_requests, root / example))
             threaded = threaded_model(example, profiled, args.sizes, args.threaded_batches, root / example)
             for cfg in CONFIGS[: args.configs]:
                 if args.served:
-                    served.append(served_row(example, threaded, cfg, args, root, simulate_pooled))
+                    served.append(served_row(example, threaded, cfg, args, root))
                     print(f"served {example} {cfg}: " + json.dumps({k: served[-1][k] for k in (
                         "served_capacity_rps", "batcher_p50_ms", "batcher_p99_ms", "served_err_p50",
-                        "served_err_p99", "contention_err_p50", "contention_err_p99", "per_arrival_ms", "per_response_ms")}), flush=True)
+                        "served_err_p99", "contention_err_p50", "contention_err_p99", "matched_err_p50", "matched_err_p99", "per_arrival_ms", "per_response_ms")}), flush=True)
                 if args.skip_in_process:
                     continue
                 row = one_config(example, profiled, threaded, cfg, args, root)

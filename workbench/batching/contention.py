@@ -97,8 +97,13 @@ def fit_contention(runs: Iterable, min_batches: int = 5) -> Contention:
                         + [b["arrivals_fixed"].to_numpy(float), b["responses"].to_numpy(float)])
     coef = np.linalg.lstsq(x, b["service_ns"].to_numpy(float), rcond=None)[0]
     per_arrival, per_response = max(0.0, float(coef[-2])), max(0.0, float(coef[-1]))
-    base = (b["service_ns"].to_numpy(float) - per_arrival * b["arrivals"].to_numpy(float)
-            - per_response * b["responses"].to_numpy(float))
+    return Contention(per_arrival, per_response, without_contention(b, per_arrival, per_response), int(len(b)))
+
+
+def without_contention(features: pd.DataFrame, per_arrival_ns: float, per_response_ns: float) -> dict[int, np.ndarray]:
+    """Per batch size, the service times of :func:`batch_features` rows minus the given costs (int64 ns, >= 1)."""
+    base = (features["service_ns"].to_numpy(float) - per_arrival_ns * features["arrivals"].to_numpy(float)
+            - per_response_ns * features["responses"].to_numpy(float))
     base = np.maximum(np.rint(base), 1.0)  # integer ns, at least 1
-    samples = {int(s): base[(b["size"] == s).to_numpy()].astype(np.int64) for s in sizes}
-    return Contention(per_arrival, per_response, samples, int(len(b)))
+    sizes = features["size"].to_numpy()
+    return {int(s): base[sizes == s].astype(np.int64) for s in np.unique(sizes)}

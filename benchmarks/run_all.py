@@ -40,6 +40,7 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
                        *_json("bench_compare"), "--md", str(RESULTS / "bench_compare.md")], True),
     ("bench_stacks", ["--requests", "20", "--blocks", "2", "--out", str(RESULTS / "bench_stacks.md")], True),
     ("bench_loadgen", ["--duration", "2", *_json("bench_loadgen"), "--md", str(RESULTS / "bench_loadgen.md")], True),
+    ("bench_serve_gc", ["--duration", "2", "--rounds", "1", "--md", str(RESULTS / "bench_serve_gc.md")], True),
     ("fuzz_traces", ["--smoke"], False),
     ("bench_room", ["--pages", "4", *_json("bench_room"), "--md", str(RESULTS / "bench_room.md")], False),
 ]

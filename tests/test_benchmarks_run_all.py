@@ -21,7 +21,7 @@ def run_all():
 
 def test_the_new_benchmarks_are_listed_with_small_settings(run_all):
     listed = {name: args for name, args, _ in run_all.BENCHMARKS}
-    assert {"bench_compare", "bench_stacks", "fuzz_traces", "bench_room"} <= set(listed)
+    assert {"bench_compare", "bench_stacks", "fuzz_traces", "bench_room", "bench_serve_gc"} <= set(listed)
     assert listed["fuzz_traces"] == ["--smoke"]
     assert listed["bench_stacks"][:4] == ["--requests", "20", "--blocks", "2"]
 
@@ -37,7 +37,8 @@ def test_every_option_given_is_one_its_script_defines(run_all):
 
 
 def test_small_runs_never_overwrite_the_quoted_results(run_all):
-    quoted = {"compare.md", "compare.json", "stacks.md", "fuzz_traces.md", "room.md"}
+    quoted = {"compare.md", "compare.json", "stacks.md", "fuzz_traces.md", "room.md", "serve_gc.md",
+              "batching_validation.md"}
     for _, args, _ in run_all.BENCHMARKS:
         assert not {Path(a).name for a in args} & quoted
 

@@ -44,6 +44,16 @@ def _wait(predicate, timeout_s=120.0):
     raise AssertionError("timed out waiting")
 
 
+def _interrupt_when(proc: subprocess.Popen, ready) -> str:
+    """Send SIGINT to ``proc`` once ``ready()`` holds; its stderr after it exits (killed if a check fails)."""
+    try:
+        _wait(ready)
+        proc.send_signal(signal.SIGINT)
+        return proc.communicate(timeout=120)[1]
+    finally:
+        proc.kill()
+
+
 def _lines(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
@@ -55,12 +65,7 @@ def test_ctrl_c_during_an_in_process_load_writes_the_run(tmp_path):
                              "--rate", "50", "--duration", "60", "--max-batch-size", "1", "--threads", "1",
                              "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(ENV, WB_TICKS=str(ticks)))
-    try:
-        _wait(lambda: _lines(ticks) >= 30)  # 10 warm-up calls, then measured requests
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        proc.kill()
+    err = _interrupt_when(proc, lambda: _lines(ticks) >= 30)  # 10 warm-up calls, then measured requests
     assert proc.returncode == 130, err
     run = load_run(out)
     assert run.meta["status"] == "interrupted"
@@ -82,12 +87,7 @@ def test_ctrl_c_during_a_served_load_writes_the_client_run(tmp_path):
             with urllib.request.urlopen(f"{server.url}/healthz", timeout=30) as r:
                 return json.loads(r.read())["requests"] >= 20
 
-        try:
-            _wait(served_enough)
-            proc.send_signal(signal.SIGINT)
-            _, err = proc.communicate(timeout=120)
-        finally:
-            proc.kill()
+        err = _interrupt_when(proc, served_enough)
         assert proc.returncode == 130, err
         run = load_run(out)
         assert run.meta["status"] == "interrupted" and run.kind == "served"

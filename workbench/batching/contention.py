@@ -4,9 +4,10 @@ In ``workbench serve`` the event loop (HTTP parsing, queueing, sending
 responses) and the executor thread running the pipeline share the GIL. A batch
 therefore takes longer when requests arrive during it and when it starts while
 the previous batch's responses are still being sent. Measured on the tabular
-example at batch size 1 (2-core VM): 1.04 ms for a batch after an idle gap,
-1.41 ms for one started right after the previous batch ended, and about
-0.15 ms more per request that arrived during it.
+example at batch size 1 (2-core VM, ``benchmarks/diag_served_work.py`` on the
+served validation's run folders): 0.96 ms for a batch after an idle gap,
+1.40 ms for one started within 200 us of the previous batch's end, and a
+fitted 0.13 ms more per request that arrived during it.
 
 :func:`fit_contention` fits, over the batches of one or more served runs,
 

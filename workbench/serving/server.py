@@ -16,9 +16,10 @@ run folder (kind ``served``) atomically.
 Garbage collection: by default the server calls ``gc.freeze()`` once the
 executors are warm, as production Python servers do. With torch imported the
 heap holds some 200,000 long-lived objects, and every full collection rescans
-them all: measured on the tabular example at 945 req/s (2-core VM), four such
-collections in 8 s took 70-110 ms each with the GIL held, and the client p99
-was 113 ms; frozen, 25 ms (``benchmarks/results/batching_validation.md``).
+them all with the GIL held: on the tabular example at 945 req/s (2-core VM),
+the longest collection while serving was 122-138 ms with Python's collector
+and 2-14 ms frozen; client p99 166-177 ms against 19-88 ms
+(``benchmarks/bench_serve_gc.py``, ``benchmarks/results/serve_gc.md``).
 ``gc="default"`` keeps Python's behaviour. Either way the run records the
 mode and the collections that happened while serving (``serving.gc``).
 """

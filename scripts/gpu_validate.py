@@ -1,15 +1,19 @@
 """Validate every CUDA path on a real GPU and record the GPU example data (issue 6).
 
-One prepared script for a scarce GPU lease (about 8 minutes). It writes under
+One prepared script for a scarce GPU lease (about 8 minutes for every step; `--only tests
+recorded_runs served` took 178 s on an H100). It writes under
 ``--out`` (default ``$OUT``):
 
   results.json, results.md   the tables below
   pytest_cuda.log            the CUDA-marked tests
   gpu_runs.tar.gz            data/runs/*-cuda-* run folders (scripts/record_examples.py --device cuda)
+  served.tar.gz              step ``served``: the text example served on the GPU and the load run against it
 
 Tables: timing truth (CUDA events vs synchronized and unsynchronized host timers vs
 the stage's kernels in the trace), launch-bound vs compute-bound, pageable vs
 pinned copies with and without non_blocking, precision latency and throughput.
+Steps (``--only``/``--skip``): tests, timing_truth, launch_bound, graphs_vs_eager,
+transfers, precision, recorded_runs, served.
 
     python scripts/gpu_validate.py --out /tmp/gpu   # needs a CUDA GPU
 """
@@ -197,12 +201,45 @@ def precision_table(examples=("text", "image"), sizes=(1, 16, 64)) -> list[dict]
 def record_runs(out: Path) -> list[str]:
     tmp = Path(tempfile.mkdtemp())
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "record_examples.py"), "--device", "cuda",
-                           "--out", str(tmp)], capture_output=True, text=True, timeout=200)
+                           "--out", str(tmp)], capture_output=True, text=True, timeout=420)
     log(proc.stdout[-3000:], proc.stderr[-2000:])
     with tarfile.open(out / "gpu_runs.tar.gz", "w:gz") as tar:
         for d in sorted(tmp.iterdir()):
             tar.add(d, arcname=d.name)
     return sorted(p.name for p in tmp.iterdir())
+
+
+def served(out: Path, rate: float = 200.0, duration_s: float = 5.0) -> dict:
+    """The text example served on DEVICE (max batch 16, 2 ms wait), driven by ``load --url`` from another process.
+
+    Checks the serving path on a GPU: the batcher's executor thread runs CUDA work, every request
+    answers, and the server's run folder records the device. Both run folders go to ``served.tar.gz``.
+    """
+    from workbench import load_run
+    from workbench.serving.process import ServeProcess
+
+    root = Path(tempfile.mkdtemp())
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    server = ServeProcess(["--example", "text", "--device", DEVICE, "--max-batch-size", 16, "--max-wait-ms", 2,
+                           "--port", 0, "--out", root / "server"], env=env)
+    try:
+        load = subprocess.run([sys.executable, "-m", "workbench", "load", "--url", server.url, "--example", "text",
+                               "--rate", str(rate), "--duration", str(duration_s), "--json", "--out",
+                               str(root / "client")], capture_output=True, text=True, env=env, timeout=180)
+    finally:
+        server_exit, _, server_err = server.stop()
+    client = json.loads(load.stdout) if load.stdout.strip().startswith("{") else {"stdout": load.stdout[-2000:]}
+    run = load_run(root / "server")
+    ok = run.requests[run.requests["ok"].astype(bool)]
+    with tarfile.open(out / "served.tar.gz", "w:gz") as tar:
+        for d in ("server", "client"):
+            if (root / d).exists():
+                tar.add(root / d, arcname=d)
+    return {"load_exit": load.returncode, "load_stderr": load.stderr[-1500:], "server_exit": server_exit,
+            "server_stderr": server_err[-1500:], "server_device": run.meta["config"]["device"],
+            "server_requests": len(run.requests), "server_ok": len(ok),
+            "batch_sizes": ok["batch_size"].value_counts().sort_index().to_dict() if "batch_size" in ok else None,
+            "client": client}
 
 
 def markdown(results: dict) -> str:
@@ -232,7 +269,7 @@ def main() -> int:
     global DEVICE, SCALE
     if args.cpu_dry_run:
         DEVICE, SCALE = "cpu", 10
-        args.skip += ["tests", "transfers", "recorded_runs", "graphs_vs_eager"]
+        args.skip += ["tests", "transfers", "recorded_runs", "graphs_vs_eager"]  # "served" runs on CPU too
     elif not torch.cuda.is_available():
         log("no CUDA GPU here")
         return 1
@@ -240,7 +277,7 @@ def main() -> int:
     pairs = [(p.split(":")[0], int(p.split(":")[1])) for p in args.truth]
     steps = [("tests", lambda: run_cuda_tests(args.out)), ("timing_truth", lambda: timing_truth(pairs)),
              ("launch_bound", launch_bound), ("graphs_vs_eager", graphs_vs_eager), ("transfers", transfers), ("precision", precision_table),
-             ("recorded_runs", lambda: record_runs(args.out))]
+             ("recorded_runs", lambda: record_runs(args.out)), ("served", lambda: served(args.out))]
     for name, step in steps:
         if name in args.skip or (args.only and name not in args.only):
             continue

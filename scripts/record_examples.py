@@ -4,8 +4,11 @@
     python scripts/record_examples.py --device cuda   # GPU runs (the GPU validation script calls this)
 
 Each run folder is named ``{example}-{device}-bs{N}-{precision}[-{variant}]`` and
-is overwritten atomically. Traced runs are limited to a few requests so each
-file stays well under 5 MB. The same script records CPU and GPU data.
+is overwritten atomically; the variants are ``-pageable`` (option ``pin_memory=False``),
+``-graph`` (option ``cuda_graph=True``) and ``-sync-request`` (``sync="request"``: one
+synchronize per request, the wrong way to time asynchronous GPU stages, kept for
+notebook 3). Traced runs are limited to a few requests so each file stays well
+under 5 MB. The same script records CPU and GPU data.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 from workbench import PipelineConfig, profile  # noqa: E402
 from workbench.errors import WorkbenchError  # noqa: E402
 
-# (example, batch_size, precision, options, requests)
+# (example, batch_size, precision, options, requests[, sync])
 CPU_RUNS = [
     ("tabular", 1, "fp32", {}, 600), ("tabular", 8, "fp32", {}, 600),
     ("text", 1, "fp32", {}, 600), ("text", 8, "fp32", {}, 600),
@@ -37,22 +40,33 @@ CUDA_RUNS = [
     ("image", 64, "bf16", {}, 100),
     ("image", 64, "fp32", {"pin_memory": False}, 100),
     ("tabular", 8, "fp32", {}, 200),
+    # notebook 4: launch-bound at batch 1, compute-bound at batch 1024, and the CUDA graph fix
+    ("text", 1024, "fp32", {}, 30), ("text", 1, "fp32", {"cuda_graph": True}, 200),
+    # notebook 3: host timers without a synchronize per stage, where the GPU runs behind the host
+    ("text", 1024, "fp32", {}, 30, "request"),
 ]
 
 
-def run_name(example: str, device: str, bs: int, precision: str, options: dict) -> str:
-    variant = "-pageable" if options.get("pin_memory") is False else ""
+def run_name(example: str, device: str, bs: int, precision: str, options: dict, sync: str = "stage") -> str:
+    variant = ("-pageable" if options.get("pin_memory") is False else "") + \
+        ("-graph" if options.get("cuda_graph") else "") + ("-sync-request" if sync == "request" else "")
     return f"{example}-{device}-bs{bs}-{precision}{variant}"
 
 
-def record(plan, device: str, out_dir: Path, traced: int, quick: bool, threads: int | None = None) -> list[str]:
+def record(plan, device: str, out_dir: Path, traced: int, quick: bool, threads: int | None = None,
+           only: list[str] | None = None) -> list[str]:
     done = []
-    for example, bs, precision, options, requests in plan:
-        name = run_name(example, device, bs, precision, options)
+    for example, bs, precision, options, requests, *rest in plan:
+        sync = rest[0] if rest else "stage"
+        name = run_name(example, device, bs, precision, options, sync)
+        if only and name not in only:
+            continue
         config = PipelineConfig(device=device, batch_size=bs, precision=precision, options=options, threads=threads)
         t0 = time.perf_counter()
         try:
-            run = profile(example, config, requests=10 if quick else requests, warmup=10, traced=traced)
+            # Python stacks at batch 1024 would make the trace tens of MB (every tokenizer call is an event)
+            run = profile(example, config, requests=10 if quick else requests, warmup=10, traced=traced, sync=sync,
+                          stacks=bs < 256)
         except WorkbenchError as exc:
             print(f"{name:<36} skipped: {exc}")
             continue
@@ -72,11 +86,16 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads (default: 1 on CPU, where the notebooks and dashboards profile live "
                              "with one thread; torch's choice on CUDA)")
+    parser.add_argument("--only", nargs="*", metavar="NAME", help="record only these runs (folder names)")
     args = parser.parse_args()
     cuda = args.device.startswith("cuda")
     plan = CUDA_RUNS if cuda else CPU_RUNS + CPU_SERVICE_RUNS
     threads = args.threads if args.threads is not None else (None if cuda else 1)
-    record(plan, args.device.split(":")[0], args.out, args.traced, args.quick, threads)
+    done = record(plan, args.device.split(":")[0], args.out, args.traced, args.quick, threads, args.only)
+    missing = sorted(set(args.only or ()) - set(done))
+    if missing:
+        print(f"not recorded: {', '.join(missing)} (no such run in the plan, or skipped above)", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -58,3 +58,14 @@ def test_cuda_stage_past_the_timeout_is_a_timeout_failure():
     assert run.meta["status"] == "incomplete: timeout"
     assert list(run.requests["error_type"]) == ["Timeout"]
     assert run.requests["error_stage"].iloc[0] == "launch"
+    _join_abandoned_stage_threads()
+
+
+def _join_abandoned_stage_threads():
+    """Wait for the abandoned stage thread's synchronize to return: left blocked in it, the thread would abort
+    the test process at exit (the CLI leaves with os._exit instead, ``workbench.cli.exit_past_abandoned_stages``)."""
+    from workbench.guard import stage_threads_alive
+
+    for thread in stage_threads_alive():
+        thread.join(timeout=30)
+    assert not stage_threads_alive()

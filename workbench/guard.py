@@ -33,6 +33,15 @@ TIMEOUT = "Timeout"  # error_type of a request abandoned after timeout_s
 POLL_S = 0.05  # how often a waiting caller looks at the cancel event (s)
 
 RunOne = Callable[..., RequestTiming]  # run_one(batch, starts=[], ends=[]) -> RequestTiming
+STAGE_THREAD_NAMES = ("workbench-stages", "workbench-executor-")  # threads that run a pipeline's stages
+
+
+def stage_threads_alive() -> list[threading.Thread]:
+    """Threads running a pipeline's stages that are still alive: :class:`StageGuard` workers and the
+    batcher's executors (``workbench.batching.batcher``). At the end of a command the live ones are the
+    abandoned ones (a timed-out or in-flight stage); ``workbench.cli.entry`` then leaves the process
+    without the interpreter's finalization, which a thread blocked in a C++ call cannot survive."""
+    return [t for t in threading.enumerate() if t.daemon and t.is_alive() and t.name.startswith(STAGE_THREAD_NAMES)]
 
 
 class Cancelled(WorkbenchError):

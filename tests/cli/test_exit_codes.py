@@ -2,9 +2,12 @@
 141 stdout closed by its reader."""
 from __future__ import annotations
 
+import atexit
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -122,3 +125,46 @@ def test_show_into_a_closed_pipe_is_quiet_in_a_real_process():
     proc.stdout.close()  # the reader leaves before the first line, as `head -0` would
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 141 and err == ""
+
+
+def test_an_abandoned_stage_thread_does_not_change_the_exit_code(monkeypatch, capsys):
+    """A stage thread still running at the end (abandoned after a timeout) makes entry leave with os._exit(code),
+    after the atexit handlers, so the interpreter's finalization cannot abort the process (issue: SIGABRT on CUDA)."""
+    stuck, calls = threading.Event(), []
+    thread = threading.Thread(target=stuck.wait, name="workbench-stages", daemon=True)
+    thread.start()
+    monkeypatch.setattr(sys, "argv", ["workbench", "show", "x"])
+    _with_func(monkeypatch, lambda args: print("measured") or 1)
+    monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: calls.append("atexit"))
+
+    def fake_exit(code):
+        calls.append(code)
+        raise SystemExit(code)
+
+    monkeypatch.setattr(os, "_exit", fake_exit)
+    try:
+        with pytest.raises(SystemExit):
+            cli.entry()
+    finally:
+        stuck.set()
+        thread.join()
+    assert calls == ["atexit", 1] and capsys.readouterr().out == "measured\n"
+    assert cli.exit_past_abandoned_stages(0) == 0  # no stage thread alive: the normal exit
+
+
+def test_a_timed_out_stage_exits_1_in_a_real_process(tmp_path):
+    module = tmp_path / "sleepy.py"
+    module.write_text(
+        "import itertools, time\n"
+        "from workbench import Pipeline\n"
+        "def build(config):\n"
+        "    pipe = Pipeline('sleepy', items=lambda: itertools.count())\n"
+        "    pipe.add('forward', lambda batch: time.sleep(60) if batch[0] >= 3 else batch)\n"
+        "    return pipe\n")
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "workbench", "profile", "--pipeline", "sleepy:build", "--requests", "10",
+                           "--warmup", "0", "--traced", "0", "--timeout-s", "0.5", "--out", str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
+    assert proc.returncode == 1, proc.stderr
+    assert time.monotonic() - started < 50 and (tmp_path / "run" / "run.json").exists()

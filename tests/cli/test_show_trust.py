@@ -40,7 +40,7 @@ def test_show_text_has_the_noise_line_throughput_and_the_unbounded_p99(tmp_path,
 def test_old_runs_say_noise_was_not_recorded(capsys):
     from tests.conftest import REPO
 
-    assert main(["show", str(REPO / "data" / "runs" / "text-cuda-bs1-fp32"), "--json"]) == 0  # recorded before noise was measured
+    assert main(["show", str(REPO / "data" / "runs" / "image-cuda-bs1-fp32"), "--json"]) == 0  # recorded before noise was measured
     report = json.loads(capsys.readouterr().out)
     assert report["noise"]["noisy"] is None
     assert report["noise"]["reasons"] == ["not recorded (run made before noise was measured)"]

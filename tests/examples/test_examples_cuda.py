@@ -6,7 +6,9 @@ import json
 
 import pytest
 
+from workbench import PipelineConfig
 from workbench.device import cuda_available
+from workbench.errors import ConfigError
 from workbench.examples import EXAMPLES
 
 from examples_helpers import build, take
@@ -79,3 +81,30 @@ def test_fp32_on_cuda_matches_cpu(name):
         sc, sg = scores_by_key(name, rc), scores_by_key(name, rg)
         common = sc.keys() & sg.keys()
         assert len(common) >= len(sc) - 1 and all(abs(sc[k] - sg[k]) < 5e-3 for k in common)
+
+
+def test_text_cuda_graph_replays_the_eager_forward():
+    """Option cuda_graph: the same scores as eager, one graph per batch shape, graph launches in the trace."""
+    from workbench import profile
+    from workbench.trace import load_trace
+    from workbench.analysis.launches import launch_calls, launch_summary
+
+    options = {**SMALL["text"], "seed": 3}
+    eager = build("text", device="cuda", batch_size=4, options=options)
+    graphed = build("text", device="cuda", batch_size=4, options={**options, "cuda_graph": True})
+    for n in (1, 4, 4, 1):  # a second call at a shape replays the graph captured by the first
+        batch = take(eager, n)
+        for ra, rb in zip(eager(batch), graphed(batch)):
+            sa, sb = scores_by_key("text", ra), scores_by_key("text", rb)
+            assert sa.keys() == sb.keys() and all(abs(sa[k] - sb[k]) < 1e-4 for k in sa)
+    config = PipelineConfig(device="cuda", batch_size=1, options={**options, "cuda_graph": True})
+    run = profile("text", config, requests=5, warmup=2, traced=2)
+    assert run.meta["config"]["options"]["cuda_graph"] is True
+    summary = launch_summary(launch_calls(load_trace(run.trace_path).events))
+    assert summary["graph_count"] >= 2 and summary["graph_gpu_count"] > 0  # one replay per traced request
+    run.close()
+
+
+def test_text_cuda_graph_needs_fixed_shapes():
+    with pytest.raises(ConfigError, match="cuda_graph needs padding='max_len'"):
+        build("text", device="cuda", options={"cuda_graph": True, "padding": "longest"})

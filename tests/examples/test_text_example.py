@@ -85,6 +85,8 @@ def test_bad_options_are_config_errors():
         build("text", options={"d_model": 30, "heads": 4})
     with pytest.raises(ConfigError, match="option 'max_len' must be >= 4"):
         build("text", options={"max_len": 2})
+    with pytest.raises(ConfigError, match="option cuda_graph needs device cuda .* got device cpu"):
+        build("text", options={"cuda_graph": True})
 
 
 def test_int8_on_cuda_is_refused_without_touching_a_gpu():

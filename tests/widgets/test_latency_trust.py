@@ -150,6 +150,21 @@ def test_recorded_gpu_runs_are_offered_on_a_cpu_only_machine(tmp_path, monkeypat
     assert len(fake.calls) == 1
 
 
+def test_a_run_timed_with_sync_request_never_stands_in(tmp_path, monkeypatch):
+    """data/runs holds text-cuda-bs1024-fp32 and its -sync-request twin (same fingerprint, timed the wrong way for
+    notebook 3): the twin sorts last, and the last match would win, so it must not be a candidate at all."""
+    monkeypatch.setattr("workbench.widgets.latency.available_devices", lambda: ["cpu"])
+    gpu = PipelineConfig(device="cuda", batch_size=1)
+    for name, sync in (("text-cuda-bs1-fp32", "stage"), ("text-cuda-bs1-fp32-sync-request", "request")):
+        run = synthetic_run("text", gpu, 20, 3)
+        run.meta["env"] = {"device_name": "NVIDIA H100", "threads": 16}
+        run.meta["timing"] = {**run.meta.get("timing", {}), "sync": sync}
+        run.save(tmp_path / name)
+    ex = LatencyExplorer("text", runs=tmp_path, profile_fn=FakeProfile(), debounce_s=0).wait()
+    ex.set(device="cuda").wait()
+    assert "recorded run text-cuda-bs1-fp32 " in ex.status.value + " " and "sync-request" not in ex.status.value
+
+
 def test_live_profiling_off_in_a_room_is_said_and_recorded_runs_still_show(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_LIVE", "off")
     ex = LatencyExplorer("text", profile_fn=FakeProfile(), debounce_s=0).wait()

@@ -95,7 +95,33 @@ def entry() -> int:
     :func:`prepare_process`. Kept apart from :func:`main`, which tests and notebooks call in their own
     process."""
     prepare_process(sys.argv[1:])
-    return main()
+    return exit_past_abandoned_stages(main())
+
+
+def exit_past_abandoned_stages(code: int) -> int:
+    """``code``, or leave the process at once with it when an abandoned stage thread is still running.
+
+    Why: a stage abandoned after ``--timeout`` (or in flight when ``load`` stopped) may be blocked in
+    a C++ call, a CUDA synchronize say. At interpreter finalization CPython ends such a daemon thread
+    with ``pthread_exit`` when the call returns, which unwinds through C++ frames that cannot be
+    unwound: the process aborts ("terminate called without an active exception", SIGABRT, exit 134,
+    seen on an H100), and a measured failure (exit 1) would read as a crash. So the atexit handlers run,
+    the streams are flushed, and ``os._exit(code)`` skips the finalization. Everything the command
+    writes is written before it returns.
+    """
+    from ..guard import stage_threads_alive
+
+    if not stage_threads_alive():
+        return code
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def prepare_process(argv: list[str]) -> None:

@@ -28,6 +28,9 @@ Options (``config.options``):
     padding ("max_len"): pad every batch to ``max_len``, or ``"longest"``: to its longest
         text (dynamic padding; the forward's time then tracks the padded length, which the
         preprocess stage reports through ``describe=`` as ``seq_len``).
+    cuda_graph (bool, False): on CUDA, replay the forward from a CUDA graph captured once per
+        batch shape (``_cuda_graph.GraphedForward``): one launch instead of one per kernel, the
+        fix for a launch-bound forward. Needs ``device="cuda"`` and ``padding="max_len"``.
 """
 from __future__ import annotations
 
@@ -117,6 +120,13 @@ def build(config: PipelineConfig) -> Pipeline:
     if padding not in PADDINGS:
         raise ConfigError(f"option padding must be one of {', '.join(PADDINGS)}, got {padding!r}")
     option(config, "pin_memory", True, bool)
+    cuda_graph = option(config, "cuda_graph", False, bool)
+    if cuda_graph and not config.is_cuda:
+        raise ConfigError(f"option cuda_graph needs device cuda (a CUDA graph replays GPU launches), "
+                          f"got device {config.device}")
+    if cuda_graph and padding != "max_len":
+        raise ConfigError(f"option cuda_graph needs padding='max_len' (a graph replays fixed shapes), "
+                          f"got padding={padding!r}")
     if d_model % heads:
         raise ConfigError(f"option d_model ({d_model}) must be a multiple of heads ({heads})")
     tokenizer = WordPiece(data_file("vocab.txt"), max_len)
@@ -124,6 +134,7 @@ def build(config: PipelineConfig) -> Pipeline:
     from ._text_model import Encoder
 
     model = prepare_model(Encoder(len(tokenizer.ids), *shape, len(LABELS)), config)
+    run_model = model  # the graph wraps it after the eager smoke test below
 
     def preprocess(texts: list[str]):
         encoded = [tokenizer.encode(t) for t in texts]
@@ -137,7 +148,7 @@ def build(config: PipelineConfig) -> Pipeline:
     def forward(batch):
         info, ids, mask = batch
         with torch.inference_mode():
-            return info, model(ids, mask)
+            return info, run_model(ids, mask)
 
     def postprocess(scored):
         info, logits = scored
@@ -148,6 +159,10 @@ def build(config: PipelineConfig) -> Pipeline:
                  "tokens": n, "truncated": cut} for (n, cut), idx, sc in zip(info, index, scores)]
 
     smoke_forward("text", config, lambda: forward(preprocess(["smoke test"])))
+    if cuda_graph:  # after the smoke test, so a capture error is not reported as a precision error
+        from ._cuda_graph import GraphedForward
+
+        run_model = GraphedForward(model)
     pipe = Pipeline("text", items=lambda: text_items(seed), description=EXAMPLES["text"],
                     config=config, models=[model])
     for name, fn in (("parse", lambda batch: parse(batch, max_chars)), ("preprocess", preprocess),

@@ -12,7 +12,9 @@ recorded GPU runs on a CPU-only laptop) cannot be measured here at any thread
 count, so there the CPU thread count is a label too.
 
 Only ``run.json`` is read here (``workbench.record.read_meta``); a broken one
-is skipped with a note.
+is skipped with a note. A run timed with another synchronization policy than the
+explorer's (``sync="request"``: notebook 3's wrong way to time GPU stages) never
+stands in for a configuration: it measured something else.
 """
 from __future__ import annotations
 
@@ -59,7 +61,7 @@ class RecordedRuns:
             except RunRecordError as exc:
                 self.skipped.append(str(exc))
                 continue
-            if meta.kind != "profile":
+            if meta.kind != "profile" or ((meta.timing or {}).get("sync") or "stage") != "stage":  # None: CPU
                 continue
             env = meta.env or {}
             self.runs.append(Recorded(folder, fingerprint_of(meta), env.get("device_name"), str(meta.created or "")[:10]))

@@ -1,6 +1,6 @@
 """Does ``workbench compare`` call differences right? False alarms and power on the shipped examples.
 
-    python benchmarks/bench_compare.py [--examples tabular,text] [--reps 100] [--requests 600]
+    python benchmarks/bench_compare.py [--examples tabular,text] [--reps 100] [--requests 2400]
         [--stage forward] [--factors 1.0,1.1] [--json PATH] [--md PATH]
 
 For each example, with torch on one thread:
@@ -39,8 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workbench.compare import compare  # noqa: E402
-from workbench.runner import DEFAULT_REQUESTS  # noqa: E402
+from workbench.compare import DEFAULT_COMPARE_REQUESTS, compare  # noqa: E402
 from workbench.config import PipelineConfig  # noqa: E402
 from workbench.noise import NoiseProbe  # noqa: E402
 
@@ -184,8 +183,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--examples", default="tabular,text")
     ap.add_argument("--reps", type=int, default=100)
-    ap.add_argument("--requests", type=int, default=DEFAULT_REQUESTS,
-                    help=f"measured requests per configuration (default {DEFAULT_REQUESTS}, compare's default)")
+    ap.add_argument("--requests", type=int, default=DEFAULT_COMPARE_REQUESTS,
+                    help=f"measured requests per configuration (default {DEFAULT_COMPARE_REQUESTS}, compare's default)")
     ap.add_argument("--stage", default="forward")
     ap.add_argument("--factors", default="1.0,1.1", help="B's slow-down factors: 1.0 is A against A")
     ap.add_argument("--json", type=Path, default=HERE / "results" / "compare.json")

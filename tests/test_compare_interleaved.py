@@ -107,6 +107,20 @@ def test_a_thread_count_switch_is_warmed_up_again():
     assert switches > 0 and len(tags) == 2 * 1 + 2 * 40 + REWARM * switches
 
 
+def test_the_noise_window_starts_after_every_warm_up():
+    """torch.compile's workers and lazy initialisation run in the warm-up: they are not the machine's noise."""
+    clock, calls = FakeClock(), []
+
+    class CountingProbe(QuietProbe):
+        def start(self):
+            self.calls_before_start = len(calls)
+            return self
+
+    probe = CountingProbe(False)
+    run([{"tag": "A"}, {"tag": "B"}], calls, clock, requests=20, warmup=3, noise_probe=probe)
+    assert probe.calls_before_start == 2 * 3 and len(calls) == 2 * 3 + 2 * 20
+
+
 def test_noisy_window_makes_verdicts_too_noisy():
     clock, calls = FakeClock(), []
     c = run([{"cost": 10_000}, {"cost": 20_000}], calls, clock, requests=10, warmup=0, noise_probe=QuietProbe(True))

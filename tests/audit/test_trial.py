@@ -42,6 +42,17 @@ def test_concrete_changes_follow_the_run_config():
         "int8 dynamic quantization runs on CPU only"
 
 
+def test_a_cuda_graph_is_tried_only_where_the_factory_has_the_option():
+    graph = {"title": "t", "try": {"cuda_graph": True}}
+    assert concrete_change(load_run(RUNS / "text-cuda-bs1-fp32"), graph) == ({"cuda_graph": True}, None)
+    assert concrete_change(load_run(RUNS / "text-cuda-bs1-fp32-graph"), graph) == \
+        (None, "the run already replays its forward from a CUDA graph")
+    assert concrete_change(load_run(RUNS / "text-cpu-bs8-fp32"), graph) == \
+        (None, "a CUDA graph replays GPU launches; this run is on the CPU")
+    assert concrete_change(load_run(RUNS / "image-cuda-bs1-fp32"), graph)[1].startswith(  # format 1: no factory
+        "only the text example has a cuda_graph option")
+
+
 def test_measured_gains_are_attached_and_shared_between_findings():
     run = load_run(RUNS / "text-cpu-bs8-fp32")
     run.meta["config"] = dict(run.meta["config"], threads=2)  # as if recorded with two threads: threads=1 is tried

@@ -54,7 +54,8 @@ CATALOG: dict[str, list[Action]] = {
     ],
     "launch": [
         {"title": "Capture the forward in a CUDA graph (or torch.compile mode='reduce-overhead')",
-         "why": "one graph launch replaces many small kernel launches; the GPU idles between them today", "try": None},
+         "why": "one graph launch replaces many small kernel launches; the GPU idles between them today",
+         "try": {"cuda_graph": True}},
         {"title": "Batch more requests per call", "why": "launch cost is per call, not per item",
          "try": {"batch_size": "double"}},
     ],

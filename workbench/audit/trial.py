@@ -4,7 +4,9 @@ For each finding, each catalog action with a ``try`` entry becomes a concrete
 configuration change of the audited run (bf16 or int8 precision on CPU, twice the
 batch size, one torch thread when the run used more, ``torch.compile``,
 channels_last weights: the last two through :func:`workbench.precision.prepare_model`,
-so they apply to pipelines that build their model with it); the run's pipeline is
+so they apply to pipelines that build their model with it; pinned host memory and
+a CUDA-graph forward through the shipped examples' ``pin_memory`` and ``cuda_graph``
+options); the run's pipeline is
 rebuilt from its fingerprint's factory and the change is measured against the
 run's own configuration with the interleaved comparison
 (:func:`workbench.compare.compare`): same items, one process, blocks in a seeded
@@ -23,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 TRY_REQUESTS = 200
+CUDA_GRAPH_FACTORIES = ("example:text",)  # factories with a ``cuda_graph`` option (workbench/examples/text.py)
 
 
 def concrete_change(run, action: dict) -> tuple[dict[str, Any] | None, str | None]:
@@ -52,6 +55,8 @@ def concrete_change(run, action: dict) -> tuple[dict[str, Any] | None, str | Non
         if (cfg.get("options") or {}).get("pin_memory", True):
             return None, "the run already copied from pinned memory"
         return {"pin_memory": True}, None
+    if "cuda_graph" in want:
+        return _graph_change(run, device, cfg.get("options") or {})
     if "max_wait_ms" in want:
         return None, None  # a load run's wait is tried in the batching simulator (simulate_wait), not measured live
     if "threads" in want:
@@ -60,6 +65,21 @@ def concrete_change(run, action: dict) -> tuple[dict[str, Any] | None, str | Non
             return None, "the run already used one torch thread"
         return {"threads": 1}, None
     return None, f"{action['title']}: needs a load run and the batching simulator"
+
+
+def _graph_change(run, device: str, options: dict) -> tuple[dict[str, Any] | None, str | None]:
+    """``{"cuda_graph": True}`` where the run's factory has that option and can use it, else why not."""
+    if not device.startswith("cuda"):
+        return None, "a CUDA graph replays GPU launches; this run is on the CPU"
+    if options.get("cuda_graph"):
+        return None, "the run already replays its forward from a CUDA graph"
+    spec = (run.meta.get("fingerprint") or {}).get("factory") or f"example:{run.meta.get('pipeline')}"
+    if spec not in CUDA_GRAPH_FACTORIES:
+        return None, ("only the text example has a cuda_graph option; capture this forward yourself "
+                      "(workbench/examples/_cuda_graph.py shows how)")
+    if options.get("padding", "max_len") != "max_len":
+        return None, "cuda_graph needs padding='max_len' (a graph replays fixed shapes)"
+    return {"cuda_graph": True}, None
 
 
 def factory_of(run) -> tuple[Any, str | None]:

@@ -19,7 +19,7 @@ import sys
 from typing import Any
 
 from ..analysis.compare import METRICS, MIN_EFFECT, separate_comparison
-from ..runner import DEFAULT_REQUESTS
+from ..compare import DEFAULT_COMPARE_REQUESTS
 from ..config import PipelineConfig
 from ..errors import ConfigError
 from .profile import add_pipeline_arguments, config_from_args, factory_from_args
@@ -39,8 +39,9 @@ def register(subparsers) -> None:
     p.add_argument("--config", action="append", default=[], metavar="K=V[,K=V...]",
                    help="one configuration (repeat: the first is A); values are JSON; batch_size, precision, "
                         "threads, device are built in, other keys go to the factory's options")
-    p.add_argument("--requests", type=int, default=DEFAULT_REQUESTS,
-                   help=f"measured requests per configuration, default {DEFAULT_REQUESTS} (as profile)")
+    p.add_argument("--requests", type=int, default=DEFAULT_COMPARE_REQUESTS,
+                   help=f"measured requests per configuration, default {DEFAULT_COMPARE_REQUESTS} (power: "
+                        "benchmarks/results/compare.md)")
     p.add_argument("--warmup", type=int, default=10, help="warm-up requests per configuration, default 10")
     p.add_argument("--seed", type=int, default=0, help="seed of the round order and the bootstrap, default 0")
     p.add_argument("--metric", choices=tuple(METRICS), default="p50", help="which ratio the verdict follows")

@@ -3,7 +3,7 @@
 #   1. record text-cuda-bs1024-fp32-sync-request (notebook 3's wrong way to time async GPU stages);
 #   2. a CUDA stage past --timeout-s through `python -m workbench` (entry) and through main() alone: exit 1 both;
 #   3. the CUDA-marked tests again, after the timeout test joins its abandoned stage thread: exit 0.
-# Wheels the GPU machine lacks travel in .whl/ (see /work/.library/device/README.md).
+# Wheels the GPU machine lacks travel in .whl/ (the device tool's README says how).
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD/scripts PYTHONUNBUFFERED=1

@@ -4,7 +4,8 @@
 #   2. compare eager against the text example's cuda_graph option, interleaved;
 #   3. audit --try: a fresh image run at batch 64 from pageable memory (the pinned-memory action is tried) and
 #      the recorded launch-bound text run (twice the batch is tried), each as JSON.
-# Wheels the GPU machine lacks travel in .whl/ (see /work/.library/device/README.md).
+# Wheels the GPU machine lacks travel in .whl/ (the device tool's README says how).
+# Run folders go to gpu-scratch/ (git-ignored), named relative so the kept JSON names no machine path.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
@@ -14,8 +15,8 @@ timeout 120 $W compare --example text --device cuda --config precision=fp32 --co
 timeout 120 $W compare --example text --device cuda --config cuda_graph=false --config cuda_graph=true --requests 600 --json \
     > "$OUT/compare_graph.json" 2> "$OUT/compare_graph.err"; echo "compare eager/graph on cuda: exit $?" | tee -a "$OUT/checks.txt"
 timeout 120 $W profile --example image --device cuda --batch-size 64 --option pin_memory=false --requests 40 --traced 2 \
-    --out /tmp/image-pageable > "$OUT/profile_pageable.txt" 2>&1; echo "profile image pageable: exit $?" | tee -a "$OUT/checks.txt"
-timeout 150 $W audit /tmp/image-pageable --try --try-requests 40 --json > "$OUT/audit_pageable.json" \
+    --out gpu-scratch/image-pageable > "$OUT/profile_pageable.txt" 2>&1; echo "profile image pageable: exit $?" | tee -a "$OUT/checks.txt"
+timeout 150 $W audit gpu-scratch/image-pageable --try --try-requests 40 --json > "$OUT/audit_pageable.json" \
     2> "$OUT/audit_pageable.err"; echo "audit --try image pageable: exit $?" | tee -a "$OUT/checks.txt"
 timeout 150 $W audit data/runs/text-cuda-bs1-fp32 --try --json > "$OUT/audit_text.json" 2> "$OUT/audit_text.err"
 echo "audit --try text bs1: exit $?" | tee -a "$OUT/checks.txt"

@@ -220,12 +220,13 @@ def served(out: Path, rate: float = 200.0, duration_s: float = 5.0) -> dict:
 
     root = Path(tempfile.mkdtemp())
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    importable = dict(env, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
     server = ServeProcess(["--example", "text", "--device", DEVICE, "--max-batch-size", 16, "--max-wait-ms", 2,
                            "--port", 0, "--out", root / "server"], env=env)
-    try:
+    try:  # run from the scratch folder with a relative --out, so the JSON kept in results names no machine path
         load = subprocess.run([sys.executable, "-m", "workbench", "load", "--url", server.url, "--example", "text",
-                               "--rate", str(rate), "--duration", str(duration_s), "--json", "--out",
-                               str(root / "client")], capture_output=True, text=True, env=env, timeout=180)
+                               "--rate", str(rate), "--duration", str(duration_s), "--json", "--out", "client"],
+                              capture_output=True, text=True, timeout=180, cwd=root, env=importable)
     finally:
         server_exit, _, server_err = server.stop()
     client = json.loads(load.stdout) if load.stdout.strip().startswith("{") else {"stdout": load.stdout[-2000:]}

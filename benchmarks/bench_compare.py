@@ -1,12 +1,14 @@
 """Does ``workbench compare`` call differences right? False alarms and power on the shipped examples.
 
     python benchmarks/bench_compare.py [--examples tabular,text] [--reps 100] [--requests 2400]
-        [--stage forward] [--factors 1.0,1.1] [--json PATH] [--md PATH]
+        [--stage forward] [--factors 1.0,1.1] [--first-seed 0] [--json PATH] [--md PATH]
+    python benchmarks/bench_compare.py --merge PART.json PART.json ... --json PATH --md PATH
 
 For each example, with torch on one thread:
 
 * **A against A**: ``--reps`` interleaved comparisons of two identical
-  configurations (seeds 0, 1, ...). A false alarm is a ``slower`` or
+  configurations (seeds 0, 1, ..., from ``--first-seed``, so that a long
+  benchmark can run in parts whose seeds do not repeat). A false alarm is a ``slower`` or
   ``faster`` verdict on *any* stage or end to end. Goal: at most 5 %.
 * **10 % slower**: the same, with ``--stage`` of B made 10 % slower: a wrapper
   times the stage's function and busy-waits ``0.1 x k`` x that time after it,
@@ -17,6 +19,10 @@ For each example, with torch on one thread:
   and B stays 10 % slower when the machine's speed drifts (a constant delay,
   tried too, fell to 4 % when the stage ran 2.5x slower for a while). Found
   when that stage's p50 verdict is ``slower``. Goal: at least 95 %.
+
+A long benchmark can run in parts (``--first-seed`` so that seeds do not
+repeat); ``--merge`` joins the parts' JSON files into one table, recounting
+each arm from its repetitions (seeds must not overlap).
 
 Rates come with a 95 % Wilson interval. The verdicts here are the statistical
 ones (``noise_probe=False``): on a busy machine the noise rule would turn every
@@ -124,14 +130,14 @@ def calibrate(build, stage: str, requests: int, base: PipelineConfig) -> float:
     return build.scale["k"]
 
 
-def repetitions(example: str, stage: str, factor: float, reps: int, requests: int) -> dict:
+def repetitions(example: str, stage: str, factor: float, reps: int, requests: int, first_seed: int = 0) -> dict:
     build = slow_factory(example, stage)
     base = PipelineConfig(threads=1)
     calibrate(build, stage, requests, base)
     build.inner_ns.clear()
     decisive, found, noisy, widths, verdicts = 0, 0, 0, [], []
     started = time.perf_counter()
-    for seed in range(reps):
+    for seed in range(first_seed, first_seed + reps):
         probe = NoiseProbe().start()
         c = compare(build, [{"slow": 1.0}, {"slow": factor}], base=base, requests=requests, warmup=10, seed=seed,
                     noise_probe=False)
@@ -154,16 +160,52 @@ def repetitions(example: str, stage: str, factor: float, reps: int, requests: in
             "seconds": round(time.perf_counter() - started, 1), "per_rep": verdicts}
 
 
+def row_of(first: dict, per_rep: list[dict], noisy: int, seconds: float) -> dict:
+    """An arm's row (as :func:`repetitions` returns it) recounted from its repetitions' verdicts."""
+    k = (sum(bool(r["decisive"]) for r in per_rep) if first["factor"] == 1.0
+         else sum(r["verdict"] == "slower" for r in per_rep))
+    lo, hi = wilson(k, len(per_rep))
+    widths = sorted(r["p50_ci"][1] - r["p50_ci"][0] for r in per_rep)
+    return {**first, "reps": len(per_rep), "count": k, "rate": k / len(per_rep),
+            "wilson_95": [round(lo, 4), round(hi, 4)], "median_p50_ci_width": round(widths[len(widths) // 2], 4),
+            "noisy_reps": noisy, "seconds": round(seconds, 1), "per_rep": per_rep}
+
+
+def merge(paths: list[Path]) -> tuple[list[dict], tuple[float, float], bool]:
+    """The rows of several parts' JSON files, one per (example, stage, factor, requests), in first-seen order.
+
+    ``stage_p50_us`` and ``scale_k`` (measured once per part) become lists, one per part. Load average: the
+    first part's before, the last part's after; busy when any part was.
+    """
+    parts = [json.loads(Path(p).read_text()) for p in paths]
+    arms: dict[tuple, list[dict]] = {}
+    for part in parts:
+        for row in part["rows"]:
+            arms.setdefault((row["example"], row["stage"], row["factor"], row["requests"]), []).append(row)
+    rows = []
+    for key, pieces in arms.items():
+        seeds = [r["seed"] for piece in pieces for r in piece["per_rep"]]
+        if len(set(seeds)) != len(seeds):
+            raise SystemExit(f"--merge: {key} repeats seeds across parts (run the parts with --first-seed)")
+        per_rep = sorted((r for piece in pieces for r in piece["per_rep"]), key=lambda r: r["seed"])
+        first = {**pieces[0], "stage_p50_us": [p["stage_p50_us"] for p in pieces],
+                 "scale_k": [p["scale_k"] for p in pieces]}
+        rows.append(row_of(first, per_rep, sum(p["noisy_reps"] for p in pieces), sum(p["seconds"] for p in pieces)))
+    load = (parts[0]["load_average"][0], parts[-1]["load_average"][1])
+    return rows, load, any(p["busy_machine"] for p in parts)
+
+
 def _machine(load: tuple[float, float]) -> str:
     """``quiet`` when the load average stayed under half the cores, else ``**busy**``."""
     return "quiet" if max(load) < 0.5 * (os.cpu_count() or 1) + 0.5 else "**busy**"
 
 
-def markdown(rows: list[dict], load: tuple[float, float]) -> str:
+def markdown(rows: list[dict], load: tuple[float, float], busy: bool | None = None) -> str:
+    machine = _machine(load) if busy is None else ("**busy**" if busy else "quiet")
     lines = [
         "# bench_compare: false alarms and power of `workbench compare`",
         "",
-        f"Measured on a {_machine(load)} {os.cpu_count()}-core machine (load average {load[0]:.2f} before, "
+        f"Measured on a {machine} {os.cpu_count()}-core machine (load average {load[0]:.2f} before, "
         f"{load[1]:.2f} after), torch on 1 thread, statistical verdicts (noise rule off, see the script's docstring). "
         "Regenerate: `python benchmarks/bench_compare.py`.",
         "",
@@ -187,9 +229,14 @@ def main() -> int:
                     help=f"measured requests per configuration (default {DEFAULT_COMPARE_REQUESTS}, compare's default)")
     ap.add_argument("--stage", default="forward")
     ap.add_argument("--factors", default="1.0,1.1", help="B's slow-down factors: 1.0 is A against A")
+    ap.add_argument("--first-seed", type=int, default=0, help="seed of the first repetition (run in parts)")
+    ap.add_argument("--merge", type=Path, nargs="+", metavar="PART", help="join parts' JSON files; measure nothing")
     ap.add_argument("--json", type=Path, default=HERE / "results" / "compare.json")
     ap.add_argument("--md", type=Path, default=HERE / "results" / "compare.md")
     args = ap.parse_args()
+    if args.merge:
+        rows, load, busy = merge(args.merge)
+        return write(args, rows, load, busy)
     import torch
 
     torch.set_num_threads(1)
@@ -197,13 +244,18 @@ def main() -> int:
     rows = []
     for example in args.examples.split(","):
         for factor in (float(f) for f in args.factors.split(",")):
-            row = repetitions(example, args.stage, factor, args.reps, args.requests)
+            row = repetitions(example, args.stage, factor, args.reps, args.requests, args.first_seed)
             print(json.dumps({k: v for k, v in row.items() if k != "per_rep"}), flush=True)
             rows.append(row)
     load = (load_before, os.getloadavg()[0])
+    return write(args, rows, load, _machine(load) != "quiet")
+
+
+def write(args, rows: list[dict], load: tuple[float, float], busy: bool) -> int:
+    """The JSON and markdown files; exit 1 when a goal is missed."""
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"rows": rows, "load_average": load, "busy_machine": _machine(load) != "quiet"}, indent=2))
-    args.md.write_text(markdown(rows, load))
+    args.json.write_text(json.dumps({"rows": rows, "load_average": load, "busy_machine": busy}, indent=2))
+    args.md.write_text(markdown(rows, load, busy))
     missed = [r for r in rows if (r["rate"] > 0.05 if r["factor"] == 1.0 else r["rate"] < 0.95)]
     print(f"goals missed: {len(missed)} of {len(rows)}")
     return 1 if missed else 0

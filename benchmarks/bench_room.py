@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import signal
-import statistics
 import sys
 import threading
 import time

@@ -122,25 +122,10 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
                                               "--arrivals", process)))
     finally:
         server.stop()
-    served = load_run(root / f"served-{tag}")
-
-    def part(folder: Path) -> Run:
-        return _as_load_run(served, load_run(folder).meta["serving"]["request_id_prefix"])
-
-    measured = [part(folder) for folder, _ in segments]
-    by_load = [[part(f) for f in folders] for folders in calibrations]
-    calibration_runs = [part(root / f"probe-{tag}"), *(run for runs in by_load for run in runs)]
-    served_samples = service_model_from_runs(calibration_runs, min_batches=5).samples
+    measured, probe_run, by_load = cell_runs(root, tag, rounds=len(segments))
+    calibration_runs = [probe_run, *(run for runs in by_load for run in runs)]
     fitted = fit_contention(calibration_runs)
-    costs = {"per_arrival_ns": fitted.per_arrival_ns, "per_response_ns": fitted.per_response_ns}
-    nearest = by_load[int(np.argmin([abs(load - x) for x in CALIBRATION_LOADS]))]
-    features = pd.concat([batch_features(run.requests) for run in nearest], ignore_index=True)
-    matched = {b: v for b, v in without_contention(features, **costs).items() if len(v) >= 5}
-    models = {"threaded": threaded,
-              "served": ServiceModel.from_samples({**threaded.samples, **served_samples}, pipeline=example),
-              "contention": ServiceModel.from_samples({**threaded.samples, **fitted.samples}, pipeline=example, **costs),
-              "matched": ServiceModel.from_samples({**threaded.samples, **fitted.samples, **matched}, pipeline=example,
-                                                   **costs)}
+    models = served_models(example, threaded, load, calibration_runs, by_load, fitted)
     ok = pd.concat([run.requests[run.requests["ok"]] for run in measured], ignore_index=True)
     batcher_ns = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()
     client_ns = np.concatenate([load_run(f).requests.query("ok")["dur_ns"].to_numpy() for f, _ in segments])
@@ -166,10 +151,37 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
     return row
 
 
+def cell_runs(root: Path, tag: str, rounds: int = ROUNDS) -> tuple[list[Run], Run, list[list[Run]]]:
+    """A cell's runs as the server timed them: the measured segments, the probe, the calibrations by load."""
+    served = load_run(root / f"served-{tag}")
+
+    def part(folder: Path) -> Run:
+        return _as_load_run(served, load_run(folder).meta["serving"]["request_id_prefix"])
+
+    measured = [part(root / f"client{r}-{tag}") for r in range(rounds)]
+    by_load = [[part(root / f"calibration{i}-{r}-{tag}") for r in range(rounds)] for i in range(len(CALIBRATION_LOADS))]
+    return measured, part(root / f"probe-{tag}"), by_load
+
+
+def served_models(example: str, threaded: ServiceModel, load: float, calibration_runs: list[Run],
+                  by_load: list[list[Run]], fitted) -> dict[str, ServiceModel]:
+    """The served table's service models (see the module docstring); sizes none formed keep ``threaded``'s times."""
+    served_samples = service_model_from_runs(calibration_runs, min_batches=5).samples
+    costs = {"per_arrival_ns": fitted.per_arrival_ns, "per_response_ns": fitted.per_response_ns}
+    nearest = by_load[int(np.argmin([abs(load - x) for x in CALIBRATION_LOADS]))]
+    features = pd.concat([batch_features(run.requests) for run in nearest], ignore_index=True)
+    matched = {b: v for b, v in without_contention(features, **costs).items() if len(v) >= 5}
+    return {"threaded": threaded,
+            "served": ServiceModel.from_samples({**threaded.samples, **served_samples}, pipeline=example),
+            "contention": ServiceModel.from_samples({**threaded.samples, **fitted.samples}, pipeline=example, **costs),
+            "matched": ServiceModel.from_samples({**threaded.samples, **fitted.samples, **matched}, pipeline=example,
+                                                 **costs)}
+
+
 def simulate_segments(model: ServiceModel, schedules: list[np.ndarray], policy: BatchPolicy,
-                      replications: int) -> np.ndarray:
+                      replications: int, ranks: np.ndarray | None = None) -> np.ndarray:
     """End-to-end latencies (ns) of ``replications`` simulations of each measured segment, pooled."""
-    out = [simulate(model, times - times[0], policy, seed=seed).requests["dur_ns"].to_numpy()
+    out = [simulate(model, times - times[0], policy, seed=seed, ranks=ranks).requests["dur_ns"].to_numpy()
            for times in schedules if len(times) for seed in range(replications)]
     return np.concatenate(out)
 

@@ -19,7 +19,6 @@ import platform
 import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable

@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.batching.contention import batch_features, fit_contention
+from workbench.batching.contention import batch_features, fit_contention, service_ranks
 from workbench.errors import ConfigError
 from workbench.record import Run
 
@@ -62,3 +62,11 @@ def test_no_effect_is_a_zero_cost_and_no_batches_is_an_error():
     assert fit.per_arrival_ns == pytest.approx(0.0, abs=1e-3) and fit.per_response_ns == pytest.approx(0.0, abs=1e-3)
     with pytest.raises(ConfigError, match="no successful batches"):
         fit_contention([Run(meta={"kind": "served"}, requests=req.iloc[:0], stages=pd.DataFrame())])
+
+
+def test_service_ranks_are_quantile_ranks_within_each_size_in_batch_order():
+    f = pd.DataFrame({"size": [1, 1, 2, 1, 2, 3, 1], "service_ns": [5, 3, 7, 4, 9, 8, 4]})
+    # size 1: 5, 3, 4, 4 -> ranks 4, 1, 2.5, 2.5 of 4; size 2: 7, 9; size 3 seen once: 0.5
+    assert service_ranks(f).tolist() == [1.0, 0.0, 0.0, 0.5, 1.0, 0.5, 0.5]
+    with pytest.raises(ConfigError, match="service ranks: no batches"):
+        service_ranks(f.iloc[:0])

@@ -1,19 +1,18 @@
 """A stage that hangs cannot hang a load run: ``timeout_s`` stops the run, and stop never waits on a stuck executor.
 
-The stages block on ``RELEASE``, set at teardown, so no stage thread outlives
-its test. Elapsed-time bounds are generous (a busy 2-core machine); without the
+The stages block on ``RELEASE`` (``tests/hanging.py``), set at teardown, so no stage
+thread outlives its test. Elapsed-time bounds are generous (a busy 2-core machine); without the
 fix the no-timeout runs waited 30 s per stuck executor and lost the batches in flight.
 """
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 
 import pytest
 
 from tests.conftest import FakeClock
-from workbench import Pipeline
+from tests.hanging import RELEASE, hanging, release_stuck_stages  # noqa: F401 (an autouse fixture)
 from workbench.batching.arrivals import Arrivals
 from workbench.batching.batcher import DynamicBatcher
 from workbench.batching.live import run_load
@@ -22,31 +21,9 @@ from workbench.errors import ConfigError
 from workbench.record import load_run
 from workbench.timing import RequestTiming, StageFailure, time_request
 
-RELEASE = threading.Event()
 TIMEOUT_MESSAGE = "stage 'forward' still running after the 0.5 s per-request timeout; its thread was abandoned"
 IN_FLIGHT_MESSAGE = ("in flight at stop: stage 'forward' still running when the batcher stopped; "
                      "its executor thread was abandoned")
-
-
-@pytest.fixture(autouse=True)
-def release_stuck_stages():
-    RELEASE.clear()
-    yield
-    RELEASE.set()
-
-
-def hanging(hang: set[int]) -> Pipeline:
-    """parse -> forward; forward blocks (until RELEASE) on a batch holding any item in ``hang``."""
-    pipe = Pipeline("hanging", items=lambda: itertools.count())
-    pipe.add("parse", list)
-
-    def forward(batch):
-        if hang.intersection(batch):
-            RELEASE.wait(60)
-        return batch
-
-    pipe.add("forward", forward)
-    return pipe
 
 
 def counts(run) -> dict[str, int]:

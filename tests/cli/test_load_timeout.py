@@ -1,48 +1,22 @@
 """``workbench load --timeout-s`` and a hanging stage, through the real command-line entry point.
 
-The pipeline is this module's ``build`` (``--pipeline MODULE:build``): its
-``forward`` blocks on ``RELEASE``, set at teardown, for the items named by
+The pipeline is ``tests.hanging:build`` (``--pipeline``): its ``forward``
+blocks on ``RELEASE``, set at teardown, for the items named by
 ``--option hang=[...]``.
 """
 from __future__ import annotations
 
-import itertools
 import json
-import threading
 import time
 
-import pytest
-
+from tests.hanging import release_stuck_stages  # noqa: F401 (an autouse fixture)
 from workbench.cli import main  # batching is one of its SUBCOMMAND_MODULES
-from workbench import Pipeline
 
-RELEASE = threading.Event()
 BASE = ["--rate", "5000", "--requests", "12", "--max-batch-size", "1", "--max-wait-ms", "0"]
 
 
-@pytest.fixture(autouse=True)
-def release_stuck_stages():
-    RELEASE.clear()
-    yield
-    RELEASE.set()
-
-
-def build(config):
-    hang = set(config.options.get("hang", []))
-    pipe = Pipeline("hanging", items=lambda: itertools.count())
-    pipe.add("parse", list)
-
-    def forward(batch):
-        if hang.intersection(batch):
-            RELEASE.wait(60)
-        return batch
-
-    pipe.add("forward", forward)
-    return pipe
-
-
 def load(out, *args):
-    return main(["load", "--pipeline", f"{__name__}:build", *BASE, "--out", str(out), *args])
+    return main(["load", "--pipeline", "tests.hanging:build", *BASE, "--out", str(out), *args])
 
 
 def test_a_hung_batch_exits_1_with_one_line_and_saves_an_incomplete_run(tmp_path, capsys):
@@ -89,7 +63,7 @@ def test_without_timeout_a_hung_batch_is_recorded_at_the_drain_deadline(tmp_path
 
 
 def test_timeout_s_is_refused_with_url(tmp_path, capsys):
-    assert main(["load", "--url", "http://127.0.0.1:9", "--pipeline", f"{__name__}:build", *BASE,
+    assert main(["load", "--url", "http://127.0.0.1:9", "--pipeline", "tests.hanging:build", *BASE,
                  "--timeout-s", "1", "--out", str(tmp_path / "run")]) == 2
     assert capsys.readouterr().err.strip() == (
         "workbench load: error: --timeout-s bounds the in-process load's pipeline calls; with --url use --timeout")

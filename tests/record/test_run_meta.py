@@ -38,6 +38,13 @@ def test_optional_sections_others_add_are_typed_fields():
     assert meta["noise"] == {"cv": 0.1} and meta["status"] == "incomplete: timeout" and meta.get("serving") == {"url": "u"}
 
 
+def test_sync_policy_is_stage_unless_a_run_says_request():
+    assert RunMeta().sync_policy == "stage"  # a CPU run records no sync
+    assert RunMeta(timing={"sync": None, "warmup": 10}).sync_policy == "stage"
+    assert RunMeta(timing={"sync": "stage"}).sync_policy == "stage"
+    assert RunMeta(timing={"sync": "request"}).sync_policy == "request"
+
+
 @pytest.mark.parametrize("data, field", [
     ({"kind": "batch"}, "kind"), ({"config": {"batch_size": "eight"}}, "config.batch_size"),
     ({"status": "finished"}, "status"), ({"noise": "high"}, "noise"), ({"stages": ["a", "a"]}, "stages"),

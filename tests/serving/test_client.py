@@ -293,3 +293,53 @@ def test_a_connection_lets_due_sends_go_before_it_parses_a_read_then_idles():
     assert transport.written == [b"req"] and not transport.closed
     assert calls == ["sends due", (10, 200, b"ok", 20)]  # sent at 10 ns, read at 20 ns
     assert pool.idle == [conn] and not pool.busy
+
+
+# -- https ---------------------------------------------------------------------------------
+@pytest.fixture
+def tls_server(server, tmp_path):
+    """The same server behind TLS, with a fresh self-signed certificate for 127.0.0.1 (``server.cert``)."""
+    import shutil
+    import ssl
+    import subprocess
+
+    if not shutil.which("openssl"):
+        pytest.skip("the openssl command is missing (Debian package 'openssl')")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    server.url, server.cert = server.url.replace("http://", "https://"), cert
+    return server
+
+
+def test_https_is_driven_like_http_when_the_certificate_is_trusted(tls_server, monkeypatch):
+    monkeypatch.setenv("SSL_CERT_FILE", str(tls_server.cert))  # OpenSSL's standard way to trust a private CA
+    d = drive(tls_server.url, [b'{"x": 1}', b'{"x": -1}'], np.arange(2, dtype=np.int64) * 2_000_000, tag="s",
+              warmup=1)
+    ok, failed = d.results
+    assert (ok.status, ok.error, ok.server_stages, ok.server_total_ns) == (200, None, [("forward", 1_500_000)], 2_000_000)
+    assert (failed.status, failed.error) == (500, ("forward", "ValueError", "x=-1 is poison"))
+    assert sorted(seen[1:] for seen in tls_server.seen[1:]) == [("s-0", b'{"x": 1}'), ("s-1", b'{"x": -1}')]
+
+
+def test_an_untrusted_certificate_is_a_config_error_that_says_how_to_trust_it(tls_server, monkeypatch):
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    with pytest.raises(ConfigError) as info:
+        drive(tls_server.url, [b'{"x": 1}'], np.zeros(1, dtype=np.int64), warmup=1)
+    head, _, reason = str(info.value).partition(" (")
+    assert head == f"--url {tls_server.url}: the server's TLS certificate was not accepted"
+    assert "self" in reason and "signed" in reason  # OpenSSL's words: "self-signed certificate" (3.x)
+    assert reason.endswith("); a server whose certificate comes from a private CA is trusted with "
+                           "SSL_CERT_FILE=/path/to/ca.pem")
+
+
+def test_https_to_a_plain_http_server_is_a_config_error(server):
+    url = server.url.replace("http://", "https://")
+    with pytest.raises(ConfigError) as info:
+        drive(url, [b'{"x": 1}'], np.zeros(1, dtype=np.int64), warmup=1)
+    message = str(info.value)  # the reason in between is OpenSSL's (WRONG_VERSION_NUMBER in 3.x)
+    assert message.startswith(f"--url {url}: the TLS handshake failed (") and message.endswith("); is it an https server?")

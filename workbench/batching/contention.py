@@ -78,6 +78,22 @@ def batch_features(requests: pd.DataFrame) -> pd.DataFrame:
                     responses=responses)
 
 
+def service_ranks(features: pd.DataFrame) -> np.ndarray:
+    """Each batch's quantile rank among the batches of its size, in the order of ``features`` (floats in [0, 1]).
+
+    ``features``: :func:`batch_features` rows (start order). Ties take their
+    average rank; a size seen once is at 0.5. Given to
+    :func:`workbench.batching.simulator.simulate` as ``ranks``, the sequence
+    keeps the measured run's slow and fast phases together: independent draws
+    spread a slow phase's batches over the whole run.
+    """
+    if features.empty:
+        raise ConfigError("service ranks: no batches")
+    by_size = features.groupby("size")["service_ns"]
+    rank, count = by_size.rank(method="average").to_numpy(float), by_size.transform("size").to_numpy(float)
+    return np.where(count > 1, (rank - 1) / np.maximum(count - 1, 1), 0.5)
+
+
 def fit_contention(runs: Iterable, min_batches: int = 5) -> Contention:
     """Fit the costs over the batches of ``runs`` (each a load or served :class:`~workbench.record.Run`).
 

@@ -8,9 +8,13 @@ are then filled with numpy. One core simulates 10^6 requests in about a
 second (``benchmarks/bench_simulator.py``).
 
 Service quantiles are drawn one per batch from a seeded generator, so a
-simulation is repeatable. An arrival rate at or above capacity is reported as
-``stable: False``; the figures are those of the finite horizon (they grow with
-the number of requests instead of converging).
+simulation is repeatable. By default the draws are independent; given
+``ranks`` (a measured run's quantile ranks in batch order, see
+:func:`workbench.batching.contention.service_ranks`) they follow that run's
+sequence instead, so the machine's slow phases stay together as they did.
+An arrival rate at or above capacity is reported as ``stable: False``; the
+figures are those of the finite horizon (they grow with the number of requests
+instead of converging).
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..errors import ConfigError
 from ..units import NS_PER_S
 from .arrivals import Arrivals
 from .policy import BatchPolicy
@@ -130,12 +135,18 @@ def batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int, max_w
     return firsts, closes, starts, ends
 
 
-def simulate(model: ServiceModel, arrivals: Arrivals | np.ndarray, policy: BatchPolicy, *, seed: int = 0) -> Simulation:
-    """Simulate the batcher on an arrival schedule (``Arrivals`` or sorted int64 ns offsets)."""
+def simulate(model: ServiceModel, arrivals: Arrivals | np.ndarray, policy: BatchPolicy, *, seed: int = 0,
+             ranks: np.ndarray | None = None) -> Simulation:
+    """Simulate the batcher on an arrival schedule (``Arrivals`` or sorted int64 ns offsets).
+
+    ranks: service-time quantile ranks in [0, 1], one per batch in the order
+        they ran; the simulation uses them from a seeded random offset,
+        wrapping around. Default: independent uniform draws.
+    """
     model.check(policy.max_batch_size)
     times = arrivals.times_ns() if isinstance(arrivals, Arrivals) else np.asarray(arrivals, dtype=np.int64)
     rate = _rate_rps(arrivals, times)
-    u = np.random.default_rng([seed, SEED_OFFSET]).random(max(len(times), 1)).tolist()
+    u = _draws(np.random.default_rng([seed, SEED_OFFSET]), max(len(times), 1), ranks).tolist()
     tables = _size_tables(model, policy.max_batch_size)
     firsts, closes, starts, ends = batch_loop(times.tolist(), u, tables, policy.max_batch_size,
                                               policy.max_wait_ns, policy.concurrency,
@@ -145,8 +156,19 @@ def simulate(model: ServiceModel, arrivals: Arrivals | np.ndarray, policy: Batch
     capacity = model.capacity_rps(policy.max_batch_size, policy.concurrency)
     meta = {"arrivals": arrivals.params() if isinstance(arrivals, Arrivals) else {"process": "given", "count": len(times)},
             "seed": seed, "service_model": model.describe(),
+            "service_draws": "independent" if ranks is None else f"ranks of {len(ranks)} measured batches",
             "extrapolated_below_smallest_size": bool(model.extrapolates_below(1))}
     return Simulation(requests, batches, policy, capacity, rate, meta)
+
+
+def _draws(rng: np.random.Generator, n: int, ranks: np.ndarray | None) -> np.ndarray:
+    """``n`` quantile ranks: independent uniforms, or ``ranks`` from a random offset, wrapping around."""
+    if ranks is None:
+        return rng.random(n)
+    ranks = np.asarray(ranks, dtype=float)
+    if ranks.ndim != 1 or not len(ranks) or not np.all((ranks >= 0) & (ranks <= 1)):
+        raise ConfigError("ranks: expected a non-empty 1-d sequence of quantile ranks in [0, 1]")
+    return np.resize(np.roll(ranks, -int(rng.integers(len(ranks)))), n)
 
 
 def _rate_rps(arrivals, times: np.ndarray) -> float:

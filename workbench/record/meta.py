@@ -76,6 +76,15 @@ class RunMeta:
     serving: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def sync_policy(self) -> str:
+        """How GPU stages were timed: ``"stage"`` (the default, and every CPU run) or ``"request"``.
+
+        ``"request"`` (one synchronize per request) is notebook 3's wrong way to time
+        asynchronous GPU work; such a run never stands in for a configuration.
+        """
+        return str((self.timing or {}).get("sync") or "stage")
+
     # -- the read-only mapping view older code uses (run.meta["config"], run.meta.get("noise")) --
     def __getitem__(self, key: str) -> Any:
         if key in _FIELDS:

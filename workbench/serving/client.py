@@ -309,6 +309,14 @@ def _http_error(status: int, body: bytes) -> tuple[str, str, str]:
 
 
 def _unreachable(url: str, exc: BaseException) -> ConfigError:
+    import ssl
+
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return ConfigError(f"--url {url}: the server's TLS certificate was not accepted ({exc.verify_message}); "
+                           "a server whose certificate comes from a private CA is trusted with "
+                           "SSL_CERT_FILE=/path/to/ca.pem")
+    if isinstance(exc, ssl.SSLError):
+        return ConfigError(f"--url {url}: the TLS handshake failed ({exc.reason or exc}); is it an https server?")
     return ConfigError(f"--url {url}: cannot connect ({exc}); is the server running "
                        f"(python -m workbench serve ...) and is the address right?")
 

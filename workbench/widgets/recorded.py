@@ -61,7 +61,7 @@ class RecordedRuns:
             except RunRecordError as exc:
                 self.skipped.append(str(exc))
                 continue
-            if meta.kind != "profile" or ((meta.timing or {}).get("sync") or "stage") != "stage":  # None: CPU
+            if meta.kind != "profile" or meta.sync_policy != "stage":
                 continue
             env = meta.env or {}
             self.runs.append(Recorded(folder, fingerprint_of(meta), env.get("device_name"), str(meta.created or "")[:10]))

@@ -1,0 +1,117 @@
+"""Which part of the served validation's error is the service model's: alternative models on its run folders.
+
+    python scripts/validate_batching.py --served --skip-in-process --work DIR ...
+    python benchmarks/diag_served_models.py DIR [--cells SUBSTRING] [--replications 20]
+
+Re-simulates every cell of a served validation from its kept run folders, no
+server needed, with the table's ``contention`` and ``matched`` models (which
+it reproduces) and three more:
+
+* **oracle**: the measured segments' own batch service times, drawn
+  independently: what is left is the error of the queueing model and of
+  independent draws, not of the service times.
+* **oracle-seq**: the same samples, drawn in the measured sequence's rank order
+  (``simulate(..., ranks=...)``): slow phases kept together.
+* **correlated**: ``matched``'s samples, drawn in the rank order of the
+  calibration batches they come from (contention costs fitted out first): a
+  prediction, using only the runs made before each measured segment's cell.
+
+A diagnostic, not a test: it prints one line per cell and the pass counts.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from _served_validation import CALIBRATION_LOADS, cell_runs, served_models, simulate_segments  # noqa: E402
+from validate_batching import GOALS  # noqa: E402
+from workbench.batching.contention import batch_features, fit_contention, service_ranks  # noqa: E402
+from workbench.batching.policy import BatchPolicy  # noqa: E402
+from workbench.batching.service_model import ServiceModel, service_model_from_runs  # noqa: E402
+from workbench.record import load_run  # noqa: E402
+
+MODELS = ("contention", "matched", "oracle", "oracle-seq", "correlated")
+
+
+def threaded_model(root: Path, example: str) -> ServiceModel:
+    """``validate_batching.threaded_model`` rebuilt from its kept folders (profiles and threaded load runs)."""
+    profiled = service_model_from_runs([load_run(p) for p in sorted((root / example).glob("bs*"))])
+    runs = [load_run(p) for p in sorted((root / example).glob("threaded-bs*"))]
+    measured = service_model_from_runs(runs, min_batches=60)
+    return ServiceModel.from_samples({**profiled.samples, **measured.samples}, pipeline=example)
+
+
+def parse_tag(tag: str) -> tuple[str, BatchPolicy, float]:
+    example, mb, w, _process, load = tag.split("-")
+    return example, BatchPolicy(int(mb.removeprefix("mb")), float(w.removeprefix("w"))), float(load)
+
+
+def base_ranks(runs, costs: dict) -> np.ndarray:
+    """Rank sequence of ``runs``' batches (in run order, then start order) after the contention costs."""
+    f = pd.concat([batch_features(r.requests) for r in runs], ignore_index=True)
+    base = f["service_ns"] - costs["per_arrival_ns"] * f["arrivals"] - costs["per_response_ns"] * f["responses"]
+    return service_ranks(f.assign(service_ns=base))
+
+
+def cell(root: Path, tag: str, threaded: ServiceModel, replications: int) -> dict:
+    example, policy, load = parse_tag(tag)
+    measured, probe, by_load = cell_runs(root, tag)
+    calibration = [probe, *(run for runs in by_load for run in runs)]
+    fitted = fit_contention(calibration)
+    costs = {"per_arrival_ns": fitted.per_arrival_ns, "per_response_ns": fitted.per_response_ns}
+    models = served_models(example, threaded, load, calibration, by_load, fitted)
+    own = service_model_from_runs(measured, min_batches=1).samples
+    oracle = ServiceModel.from_samples({**models["matched"].samples, **own}, pipeline=example)
+    own_ranks = service_ranks(pd.concat([batch_features(r.requests) for r in measured], ignore_index=True))
+    nearest = by_load[int(np.argmin([abs(load - x) for x in CALIBRATION_LOADS]))]
+    draws = {"contention": (models["contention"], None), "matched": (models["matched"], None),
+             "oracle": (oracle, None), "oracle-seq": (oracle, own_ranks),
+             "correlated": (models["matched"], base_ranks(nearest, costs))}
+    ok = pd.concat([r.requests[r.requests["ok"]] for r in measured], ignore_index=True)
+    live = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()
+    schedules = [np.sort(r.requests["arrival_ns"].to_numpy(dtype=np.int64)) for r in measured]
+    row = {"tag": tag, "live_p50_ms": np.percentile(live, 50) / 1e6, "live_p99_ms": np.percentile(live, 99) / 1e6}
+    for name, (model, ranks) in draws.items():
+        sim = simulate_segments(model, schedules, policy, replications, ranks)
+        for q, pct in (("p50", 50), ("p99", 99)):
+            err = (np.percentile(sim, pct) / 1e6 - row[f"live_{q}_ms"]) / row[f"live_{q}_ms"]
+            row[f"{name}_{q}"] = (float(err), abs(err) <= GOALS[q])
+    return row
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("work", type=Path)
+    ap.add_argument("--cells", default="", help="only cells whose tag contains this")
+    ap.add_argument("--replications", type=int, default=20)
+    args = ap.parse_args()
+    tags = sorted(p.name.removeprefix("served-") for p in args.work.glob("served-*") if args.cells in p.name)
+    if not tags:
+        raise SystemExit(f"no served-* folder in {args.work} matching {args.cells!r}")
+    threaded = {}
+    rows = []
+    print(f"{'cell':<34} {'live p50/p99 ms':>16}  " + "  ".join(f"{m:>18}" for m in MODELS))
+    for tag in tags:
+        example = tag.split("-")[0]
+        threaded.setdefault(example, threaded_model(args.work, example))
+        row = cell(args.work, tag, threaded[example], args.replications)
+        rows.append(row)
+        print(f"{tag:<34} {row['live_p50_ms']:7.2f}/{row['live_p99_ms']:<8.2f}  " + "  ".join(
+            f"{row[f'{m}_p50'][0] * 100:+5.0f}{'' if row[f'{m}_p50'][1] else '*'} {row[f'{m}_p99'][0] * 100:+5.0f}"
+            f"{'' if row[f'{m}_p99'][1] else '*'}".rjust(18) for m in MODELS), flush=True)
+    print("passed (p50, p99), * marks a miss: " + "; ".join(
+        f"{m} {sum(r[f'{m}_p50'][1] for r in rows)}/{len(rows)}, {sum(r[f'{m}_p99'][1] for r in rows)}/{len(rows)}"
+        for m in MODELS))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import signal
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,16 @@ def toy_pipeline(clock: FakeClock, costs_ns: dict[str, int], fail: dict[str, set
     for name, cost in costs_ns.items():
         pipe.add(name, make(name, cost))
     return pipe
+
+
+def sigint_as_from_a_terminal() -> None:
+    """``preexec_fn`` for a child a test Ctrl-Cs: SIGINT at its default, as a shell gives a foreground command.
+
+    A suite started as a background job (``make test &``, ``nohup ... &``) inherits SIGINT *ignored*,
+    passes that on to its children, and Python then installs no KeyboardInterrupt handler: the child
+    would run to its end and exit 0, as ``nohup``'d commands should.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def pytest_collection_modifyitems(config, items):

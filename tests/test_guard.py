@@ -271,7 +271,7 @@ def test_cli_ctrl_c_saves_the_measured_requests_and_exits_130(tmp_path):
     import signal
     import subprocess
 
-    from tests.conftest import REPO
+    from tests.conftest import REPO, sigint_as_from_a_terminal
 
     (tmp_path / "slow.py").write_text(SLOW_PIPELINE)
     marker, out, scratch = tmp_path / "marker", tmp_path / "run", tmp_path / "tmp"
@@ -279,7 +279,8 @@ def test_cli_ctrl_c_saves_the_measured_requests_and_exits_130(tmp_path):
     env = dict(os.environ, TMPDIR=str(scratch), OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
     proc = subprocess.Popen([sys.executable, "-m", "workbench", "profile", "--pipeline", f"{tmp_path}/slow.py:build",
                              "--option", f"marker={marker}", "--requests", "100000", "--warmup", "0",
-                             "--out", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--out", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_as_from_a_terminal)
     deadline = time.monotonic() + 120
     while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)

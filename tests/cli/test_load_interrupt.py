@@ -9,6 +9,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from tests.conftest import sigint_as_from_a_terminal
 from workbench.record import load_run
 
 HERE = Path(__file__).resolve().parent
@@ -64,7 +65,7 @@ def test_ctrl_c_during_an_in_process_load_writes_the_run(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "workbench", "load", "--pipeline", f"{tmp_path / 'ticking.py'}:build",
                              "--rate", "50", "--duration", "60", "--max-batch-size", "1", "--threads", "1",
                              "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(ENV, WB_TICKS=str(ticks)))
+                            env=dict(ENV, WB_TICKS=str(ticks)), preexec_fn=sigint_as_from_a_terminal)
     err = _interrupt_when(proc, lambda: _lines(ticks) >= 30)  # 10 warm-up calls, then measured requests
     assert proc.returncode == 130, err
     run = load_run(out)
@@ -81,7 +82,8 @@ def test_ctrl_c_during_a_served_load_writes_the_client_run(tmp_path):
         out = tmp_path / "client"
         proc = subprocess.Popen([sys.executable, "-m", "workbench", "load", "--url", server.url, "--payloads",
                                  str(payloads), "--rate", "50", "--duration", "60", "--out", str(out)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+                                preexec_fn=sigint_as_from_a_terminal)
 
         def served_enough():
             with urllib.request.urlopen(f"{server.url}/healthz", timeout=30) as r:

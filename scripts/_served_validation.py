@@ -110,13 +110,11 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
         probe = load_url(round(2 * threaded.capacity_rps(size), 1), PROBE_S, args.seed, root / f"probe-{tag}")
         capacity = probe["throughput_rps"]
         rate = round(load * capacity, 1)
-        calibrations: list[list[Path]] = [[] for _ in CALIBRATION_LOADS]
         segments: list[tuple[Path, dict]] = []
         for r in range(ROUNDS):  # interleaved: the machine's speed drifts over tens of seconds
             for i, fraction in enumerate(CALIBRATION_LOADS):
-                folder = root / f"calibration{i}-{r}-{tag}"
-                load_url(round(fraction * capacity, 1), CALIBRATION_S / ROUNDS, args.seed + 1 + i + 10 * r, folder)
-                calibrations[i].append(folder)
+                load_url(round(fraction * capacity, 1), CALIBRATION_S / ROUNDS, args.seed + 1 + i + 10 * r,
+                         root / f"calibration{i}-{r}-{tag}")  # read back by cell_runs
             folder = root / f"client{r}-{tag}"
             segments.append((folder, load_url(rate, args.duration / ROUNDS, args.seed + 1000 * r, folder,
                                               "--arrivals", process)))

@@ -1,8 +1,10 @@
 """Shared fixtures: a fake clock and toy pipelines, so timings are exact."""
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import signal
+from types import ModuleType
 from pathlib import Path
 
 import pytest
@@ -51,6 +53,14 @@ def toy_pipeline(clock: FakeClock, costs_ns: dict[str, int], fail: dict[str, set
     for name, cost in costs_ns.items():
         pipe.add(name, make(name, cost))
     return pipe
+
+
+def load_script(path: Path, name: str) -> ModuleType:
+    """A script of ``benchmarks/`` or ``scripts/`` (not packages) imported from its file, as module ``name``."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def sigint_as_from_a_terminal() -> None:

@@ -1,21 +1,19 @@
 """benchmarks/bench_compare.py --merge: parts of a long benchmark joined, each arm recounted from its repetitions."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import load_script
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 @pytest.fixture
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_compare_under_test", BENCHMARKS / "bench_compare.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCHMARKS / "bench_compare.py", "bench_compare_under_test")
 
 
 def rep(seed: int, verdict: str, decisive: list[str], ci: tuple[float, float]) -> dict:

@@ -1,22 +1,20 @@
 """benchmarks/run_all.py (``make bench``): every benchmark, the 0.2 ones with small settings, optional ones skipped."""
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import load_script
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 @pytest.fixture
 def run_all():
-    spec = importlib.util.spec_from_file_location("run_all_under_test", BENCHMARKS / "run_all.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCHMARKS / "run_all.py", "run_all_under_test")
 
 
 def test_the_new_benchmarks_are_listed_with_small_settings(run_all):

@@ -1,8 +1,9 @@
-import importlib.util
 import sqlite3
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import load_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "make_data.py"
 REPO_DATA = SCRIPT.parents[1] / "data"
@@ -10,10 +11,7 @@ REPO_DATA = SCRIPT.parents[1] / "data"
 
 @pytest.fixture(scope="module")
 def make_data():
-    spec = importlib.util.spec_from_file_location("make_data_script", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "make_data_script")
 
 
 def test_second_run_changes_nothing(make_data, tmp_path, capsys):

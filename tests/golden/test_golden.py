@@ -7,17 +7,16 @@ relative tolerance of 1e-9 (they are printed from float64 arithmetic).
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import load_script
+
 REPO = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("golden_script", REPO / "scripts" / "golden.py")
-golden = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(golden)
+golden = load_script(REPO / "scripts" / "golden.py", "golden_script")
 
 REL_TOL = 1e-9
 

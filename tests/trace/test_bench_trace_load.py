@@ -1,18 +1,16 @@
 """The trace-load benchmark runs end to end on a tiny synthetic trace and reports the three ratios."""
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import load_script
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_trace_load.py"
 
 
 def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_trace_load", BENCH)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
+    return load_script(BENCH, "bench_trace_load")
 
 
 def test_ratios_and_goals_from_injected_figures():

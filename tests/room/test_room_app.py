@@ -38,6 +38,14 @@ def test_room_config_culls_unconnected_kernels_and_keeps_xsrf():
     assert c.RoomKernelManager.unconnected_grace_s == 300
 
 
+def test_a_busy_kernels_outputs_are_waited_for_and_a_page_past_the_wait_says_so():
+    """nbclient's 4 s default dropped a busy dashboard's widget output: the page drew nothing, silently."""
+    c = config()
+    assert c.VoilaExecutor.iopub_timeout == 120
+    assert c.VoilaExecutor.raise_on_iopub_timeout is True
+    assert c.VoilaExecutor.cell_timeout_instruction.startswith("The server waited 120 s for this cell's outputs")
+
+
 def test_room_config_raises_the_websocket_limit_to_the_upload_limit_and_tells_kernels():
     c = config(upload_limit_bytes=5 << 20)
     settings = c.Voila.tornado_settings

@@ -27,6 +27,11 @@ TEMPLATE_PATH = REPO / "share" / "jupyter"
 FILE_ALLOWLIST = [r".*\.(png|jpg|gif|svg|json|gz)"]
 WEBSOCKET_OVERHEAD_BYTES = 1 << 20  # room for the message header around an upload's bytes
 UPLOAD_LIMIT_ENV = "WORKBENCH_UPLOAD_LIMIT_BYTES"
+# After a cell's execute_reply, the server waits this long for the cell's outputs (nbclient's
+# iopub_timeout, 4 s by default). A room's server reads many kernels' widget messages at once, and
+# on a busy machine a dashboard's last outputs came later than 4 s: nbclient then dropped them and
+# Voila served the page without its widgets, with no word (tests/browser/test_room.py's 8 pages).
+IOPUB_TIMEOUT_S = 120
 
 
 class ForbiddenHostHandler(tornado.web.RequestHandler):
@@ -115,6 +120,11 @@ def room_config(*, host: str, port: int, token: str, pool: int, max_kernels: int
         "workbench_upload_limit_bytes": upload_limit_bytes,
     }
     c.VoilaConfiguration.template = "workbench"
+    c.VoilaExecutor.iopub_timeout = IOPUB_TIMEOUT_S
+    c.VoilaExecutor.raise_on_iopub_timeout = True  # a page past it says so, instead of drawing nothing
+    c.VoilaExecutor.cell_timeout_instruction = (
+        f"The server waited {IOPUB_TIMEOUT_S} s for this cell's outputs: the machine is overloaded. "
+        "Reload the page once it is quieter.")
     c.VoilaConfiguration.file_allowlist = FILE_ALLOWLIST
     c.VoilaConfiguration.multi_kernel_manager_class = "workbench.room.kernels.RoomKernelManager"
     c.VoilaConfiguration.preheat_kernel = pool > 0

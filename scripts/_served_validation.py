@@ -207,7 +207,8 @@ def served_markdown(rows: list[dict]) -> str:
              "service times the server measured itself during the probe and calibration runs at "
              f"{', '.join(f'{x:g}' for x in CALIBRATION_LOADS)} of capacity (other seeds); **contention**: the "
              "same batches with the event loop's cost per arrival and per response fitted out "
-             "(`workbench.batching.contention`), the simulator adding them back per batch; **matched**: as "
+             "(`workbench.batching.contention`), the simulator adding them back per batch, and each batch's "
+             "dispatch gap (the time it waited, closed, with the executor free) added to its time; **matched**: as "
              "contention, with each batch size's samples from the calibration run nearest the cell's load where "
              f"it formed 5 or more such batches. Passed — {passed}.", "", head, "|" + "---|" * (head.count("|") - 1)]
 

@@ -45,6 +45,23 @@ def test_batch_features_count_arrivals_and_overlapping_responses():
     assert b["responses"].tolist() == [0, 1, 0, 3, 0, 2]
 
 
+def test_the_dispatch_gap_is_time_a_closed_batch_waited_with_the_executor_free():
+    """Batch 3 closed 300 us before its start, while batch 2 ran until 100 us before it: 100 us of gap.
+    Batch 4 closed 40 us before its start with the executor idle (its wake-up): 40 us. The fit adds the
+    gap to the batch's time, the simulator taking a closed batch at once."""
+    req = served_requests(6)
+    for batch, early_ns in ((3, 300_000), (4, 40_000)):
+        rows = req["batch"] == batch
+        req.loc[rows, "batch_wait_ns"] -= early_ns
+        req.loc[rows, "queue_wait_ns"] += early_ns
+    b = batch_features(req)
+    assert b["dispatch_gap_ns"].tolist() == [0, 0, 0, 100_000, 40_000, 0]
+    assert b["start_ns"].tolist() == batch_features(served_requests(6))["start_ns"].tolist()
+    fit = fit_contention([Run(meta={"kind": "served"}, requests=req, stages=pd.DataFrame())], min_batches=2)
+    assert sorted(fit.samples[1].tolist()) == [BASE_NS[1], BASE_NS[1] + 100_000]
+    assert sorted(fit.samples[2].tolist()) == [BASE_NS[2], BASE_NS[2] + 40_000]
+
+
 def test_fit_recovers_the_costs_and_the_base_service_times():
     fit = fit_contention([Run(meta={"kind": "served"}, requests=served_requests(), stages=pd.DataFrame())])
     assert fit.per_arrival_ns == pytest.approx(PER_ARRIVAL_NS, rel=1e-9)

@@ -21,7 +21,17 @@ not in the batch's own service window: a batch that happened to be slow also
 catches more arrivals, which would credit its slowness to them. The returned
 samples are each batch's service time minus both costs (its actual arrivals),
 the ``base`` the simulator adds the costs back to (:func:`workbench.batching.
-simulator.batch_loop`). Negative costs (no effect measurable) are set to 0.
+simulator.batch_loop`), plus each batch's dispatch gap. Negative costs (no effect
+measurable) are set to 0.
+
+The dispatch gap is the time a closed batch waited with the executor free:
+``start - max(close, previous batch's end)``, the executor's wake-up and its
+hand-off between batches (the GIL, taken back from the event loop). The
+simulator starts a batch the moment it is closed and the executor is free, so
+the gap is added to the batch's time in the samples. On the served validation's
+runs it is 50-110 us at the median and 0.2-2 ms at p99
+(``benchmarks/diag_served_gaps.py``). One executor, the served batcher's
+default: with several, the previous batch's end is not when one became free.
 
 Pure: pandas/numpy in, numbers out.
 """
@@ -39,7 +49,7 @@ from .service_model import RESPONSE_WINDOW_NS
 
 @dataclass(frozen=True)
 class Contention:
-    """Fitted costs (ns) and the service times without them, per batch size (int64 ns, unsorted)."""
+    """Fitted costs (ns) and the service times without them, dispatch gaps added, per batch size (int64 ns, unsorted)."""
 
     per_arrival_ns: float
     per_response_ns: float
@@ -52,7 +62,8 @@ def batch_features(requests: pd.DataFrame) -> pd.DataFrame:
 
     Columns: ``size``, ``start_ns``, ``service_ns``, ``arrivals`` (requests
     arriving in the batch's own service window), ``arrivals_fixed`` (in a window
-    of its size's median service time), ``responses`` (see module docstring).
+    of its size's median service time), ``responses``, ``dispatch_gap_ns``
+    (see module docstring).
     """
     need = ("batch", "ok", "arrival_ns", "batch_wait_ns", "queue_wait_ns", "service_ns")
     missing = [c for c in need if c not in requests.columns]
@@ -61,9 +72,10 @@ def batch_features(requests: pd.DataFrame) -> pd.DataFrame:
     req = requests[requests["batch"] >= 0]
     ok = req.groupby("batch")["ok"].all()
     req = req[req["batch"].isin(ok[ok].index)]
-    start = req["arrival_ns"] + req["batch_wait_ns"] + req["queue_wait_ns"]
-    b = (req.assign(start_ns=start).groupby("batch")
-         .agg(size=("batch", "size"), start_ns=("start_ns", "first"), service_ns=("service_ns", "first"))
+    close = req["arrival_ns"] + req["batch_wait_ns"]
+    b = (req.assign(close_ns=close, start_ns=close + req["queue_wait_ns"]).groupby("batch")
+         .agg(size=("batch", "size"), close_ns=("close_ns", "max"), start_ns=("start_ns", "first"),
+              service_ns=("service_ns", "first"))
          .sort_values("start_ns").reset_index(drop=True))
     arrivals = np.sort(requests["arrival_ns"].to_numpy(dtype=np.int64))
     start, service = b["start_ns"].to_numpy(dtype=np.int64), b["service_ns"].to_numpy(dtype=np.int64)
@@ -73,9 +85,12 @@ def batch_features(requests: pd.DataFrame) -> pd.DataFrame:
     gap = start[1:] - end[:-1]
     responses = np.zeros(len(b), dtype=np.int64)
     responses[1:] = np.where(gap < RESPONSE_WINDOW_NS, b["size"].to_numpy()[:-1], 0)
-    return b.assign(arrivals=np.searchsorted(arrivals, end, side="left") - before,
-                    arrivals_fixed=np.searchsorted(arrivals, start + median, side="left") - before,
-                    responses=responses)
+    ready = b["close_ns"].to_numpy(dtype=np.int64).copy()
+    ready[1:] = np.maximum(ready[1:], end[:-1])
+    return b.drop(columns="close_ns").assign(
+        arrivals=np.searchsorted(arrivals, end, side="left") - before,
+        arrivals_fixed=np.searchsorted(arrivals, start + median, side="left") - before,
+        responses=responses, dispatch_gap_ns=np.maximum(start - ready, 0))
 
 
 def service_ranks(features: pd.DataFrame) -> np.ndarray:
@@ -118,9 +133,11 @@ def fit_contention(runs: Iterable, min_batches: int = 5) -> Contention:
 
 
 def without_contention(features: pd.DataFrame, per_arrival_ns: float, per_response_ns: float) -> dict[int, np.ndarray]:
-    """Per batch size, the service times of :func:`batch_features` rows minus the given costs (int64 ns, >= 1)."""
+    """Per batch size, the service times of :func:`batch_features` rows minus the given costs, plus
+    each batch's dispatch gap: the executor's time per batch as the simulator takes it (int64 ns, >= 1)."""
     base = (features["service_ns"].to_numpy(float) - per_arrival_ns * features["arrivals"].to_numpy(float)
-            - per_response_ns * features["responses"].to_numpy(float))
+            - per_response_ns * features["responses"].to_numpy(float)
+            + features["dispatch_gap_ns"].to_numpy(float))
     base = np.maximum(np.rint(base), 1.0)  # integer ns, at least 1
     sizes = features["size"].to_numpy()
     return {int(s): base[sizes == s].astype(np.int64) for s in np.unique(sizes)}

@@ -18,7 +18,8 @@ before it still being sent when the batch starts take time from the batch.
 ``per_arrival_ns`` and ``per_response_ns`` (0 for in-process runs; fitted from
 served runs by :func:`workbench.batching.contention.fit_contention`) add that
 to the drawn service time in the simulator; ``samples`` are then the service
-times without it.
+times without it, each with its batch's dispatch gap added (the time it waited,
+closed, for the executor to take it: see :mod:`workbench.batching.contention`).
 """
 from __future__ import annotations
 

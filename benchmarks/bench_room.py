@@ -43,8 +43,15 @@ WATCH = """(() => {
     if (plots.length >= want && window.__allFiguresMs === undefined) { window.__allFiguresMs = performance.now(); clearInterval(t); }
     if (document.body && document.body.innerText.includes('There was an error when executing cell')) {
       window.__failed = 'a cell raised'; clearInterval(t); }
+    if (document.body && document.body.innerText.includes("The server waited")) {
+      window.__failed = 'the server gave up waiting for the outputs'; clearInterval(t); }
   }, 100);
 })();"""
+# first figure, all figures, failure, when the page's HTML had arrived (Voila streams it while the server runs
+# the notebook, so this is the server's part), widget views built: ms since navigation start
+PAGE_STATE = """() => { const nav = performance.getEntriesByType('navigation')[0];
+  return [window.__firstFigureMs, window.__allFiguresMs, window.__failed || null,
+          nav && nav.responseEnd > 0 ? nav.responseEnd : null, document.querySelectorAll('.jupyter-widgets').length]; }"""
 BUDGET = "(() => { const el = document.querySelectorAll('.js-plotly-plot')[0]; " \
          "return JSON.stringify([el.layout.title && el.layout.title.text, el.data.map(t => Array.from(t.y || []))]); })()"
 
@@ -92,14 +99,17 @@ def open_pages(contexts: list, url: str, notebook: str, timeout_s: float) -> tup
     pending = set(range(n))
     while pending and time.monotonic() < deadline:
         for i in sorted(pending):
-            state = pages[i].evaluate("() => [window.__firstFigureMs, window.__allFiguresMs, window.__failed || null]")
+            state = pages[i].evaluate(PAGE_STATE)
             if state[2] or state[1] is not None:
                 results[i] = {"first_figure_s": state[0] / 1000 if state[0] else None,
-                              "all_figures_s": state[1] / 1000 if state[1] else None, "failed": state[2]}
+                              "all_figures_s": state[1] / 1000 if state[1] else None, "failed": state[2],
+                              "html_s": state[3] / 1000 if state[3] else None}
                 pending.discard(i)
         time.sleep(0.5)
     for i in pending:
-        results[i] = {"first_figure_s": None, "all_figures_s": None, "failed": f"no figures within {timeout_s:.0f} s"}
+        state = pages[i].evaluate(PAGE_STATE)
+        results[i] = {"first_figure_s": None, "all_figures_s": None, "failed": f"no figures within {timeout_s:.0f} s",
+                      "html_s": state[3] / 1000 if state[3] else None, "widget_views": state[4]}
     return pages, results
 
 
@@ -139,6 +149,7 @@ def summary(st: dict) -> dict:
     """The figures from whatever phases finished (``st`` is filled as the run goes)."""
     loads, ok, sliders, samples = st.get("loads", []), st.get("ok", []), st.get("sliders", []), st.get("samples", [])
     first = [r["first_figure_s"] for r in loads if r["first_figure_s"] is not None]
+    html = [r["html_s"] for r in loads if r.get("html_s") is not None]
     full = [r["all_figures_s"] for r in loads if r["all_figures_s"] is not None]
     moved = [x for x in sliders if x is not None]
     return {
@@ -148,6 +159,9 @@ def summary(st: dict) -> dict:
         "failure_reasons": sorted({r["failed"] for r in loads if r["failed"]}),
         "first_figure_s": {"p50": pct(first, 0.5), "p95": pct(first, 0.95), "max": max(first, default=None)},
         "all_figures_s": {"p50": pct(full, 0.5), "p95": pct(full, 0.95), "max": max(full, default=None)},
+        "html_s": {"p50": pct(html, 0.5), "p95": pct(html, 0.95), "max": max(html, default=None)},
+        "pages_without_figures": [{"html_s": r.get("html_s"), "widget_views": r.get("widget_views")}
+                                  for r in loads if r["first_figure_s"] is None],
         "slider_update_s": {"p50": pct(moved, 0.5), "p95": pct(moved, 0.95), "max": max(moved, default=None),
                             "missing": sum(1 for g, x in zip(ok, sliders) if g and x is None)},
         "kernels_peak": max((x[1] for x in samples), default=None),
@@ -155,6 +169,7 @@ def summary(st: dict) -> dict:
         "rss_peak_mb": round(max((x[2] for x in samples), default=0) / 2**20),
         "blocked_outside_requests": len(st.get("blocked", [])),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "load_avg_before": st.get("load_before"),
                     "load_avg_at_end": [round(x, 1) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None},
     }
 
@@ -206,6 +221,17 @@ def run(st: dict, timeout_s: float) -> None:
             sampler.join()
 
 
+def machine_line(machine: dict) -> str:
+    """Quiet or busy, from the load average before the run (at the end it is the benchmark's own load)."""
+    before, cpus = machine.get("load_avg_before"), machine["cpus"] or 1
+    if before is None:
+        return "Load average not available here: whether other work shared the machine is not known."
+    state = ("**The machine was busy before the run**: other work shared the cores" if before[0] > 0.5 * cpus
+             else "The machine was quiet before the run")
+    return (f"{state} (load average {before[0]} before it; {machine['load_avg_at_end'][0]} at the end, "
+            "the benchmark's own pages and kernels).")
+
+
 def markdown(r: dict) -> str:
     def f(v):
         return "n/a" if v is None else f"{v:.1f}"
@@ -213,21 +239,24 @@ def markdown(r: dict) -> str:
         "# Room benchmark (`benchmarks/bench_room.py`)", "",
         f"{r['pages']} concurrent pages of `{r['notebook']}` against `python -m workbench.room notebooks --room` "
         "(2 preheated kernels per dashboard, 3 dashboards, at most 40 kernels, culling 30 s / 10 s), one headless Chromium "
-        f"on the same machine with one browser context per page (a student each). {r['machine']['cpus']} cores; load average at the end {r['machine']['load_avg_at_end']}.",
+        f"on the same machine with one browser context per page (a student each). {r['machine']['cpus']} cores.",
         f"Pages were opened once Voila reported every pool filled ({r['pool_ready_s']} s after the server printed "
         "its URL: the pooled kernels had started, their notebooks may still have been executing); "
         "closing a page runs its unload handler, as closing a tab does.",
-        "**The machine was busy** (other agents' tests and builds shared the two cores): these are figures from a "
-        "loaded machine, not a quiet one.", "",
+        machine_line(r["machine"]), "",
         "| measure | p50 | p95 | max |", "|---|---|---|---|",
         f"| first figure (s, from navigation) | {f(r['first_figure_s']['p50'])} | {f(r['first_figure_s']['p95'])} "
         f"| {f(r['first_figure_s']['max'])} |",
         f"| all figures (s) | {f(r['all_figures_s']['p50'])} | {f(r['all_figures_s']['p95'])} "
         f"| {f(r['all_figures_s']['max'])} |",
+        f"| page HTML complete (s; the server ran the notebook) | {f(r['html_s']['p50'])} | {f(r['html_s']['p95'])} "
+        f"| {f(r['html_s']['max'])} |",
         f"| slider update, all pages at once (s) | {f(r['slider_update_s']['p50'])} "
         f"| {f(r['slider_update_s']['p95'])} | {f(r['slider_update_s']['max'])} |", "",
         f"- failures: {r['failures']} {r['failure_reasons'] or ''}; slider updates missing: "
         f"{r['slider_update_s']['missing']}",
+        f"- pages without a figure, (HTML complete s, widget views): "
+        f"{[(p['html_s'] and round(p['html_s'], 1), p['widget_views']) for p in r['pages_without_figures']] or 'none'}",
         f"- kernels: peak {r['kernels_peak']}; left after the pages closed: {r['kernels_left_after_close']} "
         f"(the pool); every page's kernel gone {f(r['reclaimed_s'])} s after close",
         f"- memory, server + kernels (RSS): peak {r['rss_peak_mb']} MB",
@@ -248,7 +277,8 @@ def main() -> int:
         print(f"{CHROMIUM} is missing (Debian package chromium)", file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out
-    st = {"pages": args.pages, "notebook": args.notebook, "started": time.monotonic()}
+    st = {"pages": args.pages, "notebook": args.notebook, "started": time.monotonic(),
+          "load_before": [round(x, 1) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None}
     try:
         run(st, args.timeout_s)
     except (SystemExit, KeyboardInterrupt) as exc:

@@ -7,9 +7,10 @@ Re-simulates every cell of a served validation from its kept run folders, no
 server needed, with the table's ``contention`` and ``matched`` models (which
 it reproduces) and three more:
 
-* **oracle**: the measured segments' own batch service times, drawn
-  independently: what is left is the error of the queueing model and of
-  independent draws, not of the service times.
+* **oracle**: the measured segments' own batch service times, each with its
+  dispatch gap as the served models have it, drawn independently: what is
+  left is the error of the queueing model and of independent draws, not of the
+  service times.
 * **oracle-seq**: the same samples, drawn in the measured sequence's rank order
   (``simulate(..., ranks=...)``): slow phases kept together.
 * **correlated**: ``matched``'s samples, drawn in the rank order of the
@@ -33,7 +34,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from _served_validation import CALIBRATION_LOADS, cell_runs, served_models, simulate_segments  # noqa: E402
 from validate_batching import GOALS  # noqa: E402
-from workbench.batching.contention import batch_features, fit_contention, service_ranks  # noqa: E402
+from workbench.batching.contention import batch_features, fit_contention, service_ranks, without_contention  # noqa: E402
 from workbench.batching.policy import BatchPolicy  # noqa: E402
 from workbench.batching.service_model import ServiceModel, service_model_from_runs  # noqa: E402
 from workbench.record import load_run  # noqa: E402
@@ -68,9 +69,10 @@ def cell(root: Path, tag: str, threaded: ServiceModel, replications: int) -> dic
     fitted = fit_contention(calibration)
     costs = {"per_arrival_ns": fitted.per_arrival_ns, "per_response_ns": fitted.per_response_ns}
     models = served_models(example, threaded, load, calibration, by_load, fitted)
-    own = service_model_from_runs(measured, min_batches=1).samples
+    own_features = pd.concat([batch_features(r.requests) for r in measured], ignore_index=True)
+    own = {b: np.sort(v) for b, v in without_contention(own_features, 0.0, 0.0).items()}  # service + dispatch gap
     oracle = ServiceModel.from_samples({**models["matched"].samples, **own}, pipeline=example)
-    own_ranks = service_ranks(pd.concat([batch_features(r.requests) for r in measured], ignore_index=True))
+    own_ranks = service_ranks(own_features.assign(service_ns=own_features["service_ns"] + own_features["dispatch_gap_ns"]))
     nearest = by_load[int(np.argmin([abs(load - x) for x in CALIBRATION_LOADS]))]
     draws = {"contention": (models["contention"], None), "matched": (models["matched"], None),
              "oracle": (oracle, None), "oracle-seq": (oracle, own_ranks),

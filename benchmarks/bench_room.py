@@ -169,7 +169,7 @@ def summary(st: dict) -> dict:
         "rss_peak_mb": round(max((x[2] for x in samples), default=0) / 2**20),
         "blocked_outside_requests": len(st.get("blocked", [])),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "load_avg_before": st.get("load_before"),
+                    "load_avg_before": st.get("load_before"), "cpu_busy_before_pct": st.get("cpu_busy_before_pct"),
                     "load_avg_at_end": [round(x, 1) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None},
     }
 
@@ -221,15 +221,27 @@ def run(st: dict, timeout_s: float) -> None:
             sampler.join()
 
 
+def cpu_busy_pct(seconds: float) -> float | None:
+    """How busy all CPUs were over ``seconds`` before the run (%, psutil): other work, as nothing of ours runs yet.
+
+    The load average is reported too, but it decays over minutes: right after another run it still counts that run.
+    """
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return round(psutil.cpu_percent(interval=seconds), 1)
+
+
 def machine_line(machine: dict) -> str:
-    """Quiet or busy, from the load average before the run (at the end it is the benchmark's own load)."""
-    before, cpus = machine.get("load_avg_before"), machine["cpus"] or 1
-    if before is None:
-        return "Load average not available here: whether other work shared the machine is not known."
-    state = ("**The machine was busy before the run**: other work shared the cores" if before[0] > 0.5 * cpus
+    """Quiet or busy, from the CPUs' use in the 2 s before the run (at the end the load is the benchmark's own)."""
+    busy, before = machine.get("cpu_busy_before_pct"), machine.get("load_avg_before")
+    if busy is None:
+        return "CPU use before the run not measured (no psutil): whether other work shared the machine is not known."
+    state = ("**The machine was busy before the run**: other work shared the cores" if busy > 25
              else "The machine was quiet before the run")
-    return (f"{state} (load average {before[0]} before it; {machine['load_avg_at_end'][0]} at the end, "
-            "the benchmark's own pages and kernels).")
+    load = f"; load average {before[0]} before it, {machine['load_avg_at_end'][0]} at the end" if before else ""
+    return f"{state} (CPUs {busy} % busy in the 2 s before it{load})."
 
 
 def markdown(r: dict) -> str:
@@ -278,7 +290,8 @@ def main() -> int:
         return 2
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out
     st = {"pages": args.pages, "notebook": args.notebook, "started": time.monotonic(),
-          "load_before": [round(x, 1) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None}
+          "load_before": [round(x, 1) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
+          "cpu_busy_before_pct": cpu_busy_pct(2.0)}
     try:
         run(st, args.timeout_s)
     except (SystemExit, KeyboardInterrupt) as exc:

@@ -29,7 +29,7 @@ The dispatch gap is the time a closed batch waited with the executor free:
 hand-off between batches (the GIL, taken back from the event loop). The
 simulator starts a batch the moment it is closed and the executor is free, so
 the gap is added to the batch's time in the samples. On the served validation's
-runs it is 50-110 us at the median and 0.2-2 ms at p99
+runs it is 46-125 us at the median and 0.2-2 ms at p99 (three runs)
 (``benchmarks/diag_served_gaps.py``). One executor, the served batcher's
 default: with several, the previous batch's end is not when one became free.
 

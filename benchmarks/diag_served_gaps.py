@@ -11,7 +11,8 @@ server timed them, every batch is compared with the simulator's rules
   arrival + max wait (or the max-batch-th arrival), previous batch's start)``.
 * **dispatch gap**: the batch's start minus ``max(its close, previous batch's
   end)``: time with a closed batch waiting and the executor free, which the
-  simulator takes as 0.
+  simulator takes as 0. As the served models have it:
+  :func:`workbench.batching.contention.batch_features`.
 * **rule size**: how many requests the rule would have put in the batch, given
   the live batch's own first request and the live close.
 
@@ -26,6 +27,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -33,22 +35,21 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from _served_validation import cell_runs  # noqa: E402
 from diag_served_models import parse_tag  # noqa: E402
+from workbench.batching.contention import batch_features  # noqa: E402
 
 
 def batches_of(requests) -> dict[str, np.ndarray]:
-    """Per batch of one served segment (start order): first arrival, size, close, start, end (int64 ns)."""
+    """Per batch of one served segment (start order): first arrival, size, close, start (int64 ns)."""
     req = requests[(requests["batch"] >= 0) & requests["ok"]].sort_values("arrival_ns")
     close = req["arrival_ns"] + req["batch_wait_ns"]
     g = req.assign(close_ns=close, start_ns=close + req["queue_wait_ns"]).groupby("batch")
     b = g.agg(first_ns=("arrival_ns", "min"), size=("batch", "size"), close_ns=("close_ns", "max"),
-              start_ns=("start_ns", "max"), service_ns=("service_ns", "first")).sort_values("start_ns")
-    out = {c: b[c].to_numpy(dtype=np.int64) for c in b.columns}
-    out["end_ns"] = out["start_ns"] + out["service_ns"]
-    return out
+              start_ns=("start_ns", "max")).sort_values("start_ns")
+    return {c: b[c].to_numpy(dtype=np.int64) for c in b.columns}
 
 
-def gaps(requests, max_batch_size: int, max_wait_ns: int) -> dict[str, np.ndarray]:
-    """Close delay, dispatch gap (ns) and rule size per batch after the first."""
+def closes(requests, max_batch_size: int, max_wait_ns: int) -> dict[str, np.ndarray]:
+    """Close delay (ns), size and rule size per batch after the first: the batcher's closes against the rule."""
     b = batches_of(requests)
     arrivals = np.sort(requests["arrival_ns"].to_numpy(dtype=np.int64))
     first_index = np.searchsorted(arrivals, b["first_ns"], side="left")
@@ -56,11 +57,8 @@ def gaps(requests, max_batch_size: int, max_wait_ns: int) -> dict[str, np.ndarra
     ideal = np.minimum(b["first_ns"] + max_wait_ns, np.where(first_index + max_batch_size - 1 < len(arrivals),
                                                                 arrivals[nth], np.iinfo(np.int64).max))
     prev_start = np.concatenate([[np.iinfo(np.int64).min], b["start_ns"][:-1]])
-    prev_end = np.concatenate([[np.iinfo(np.int64).min], b["end_ns"][:-1]])
-    rule_close = np.maximum(ideal, prev_start)
     rule_size = np.minimum(np.searchsorted(arrivals, b["close_ns"], side="right") - first_index, max_batch_size)
-    return {"close_delay_ns": (b["close_ns"] - rule_close)[1:],
-            "dispatch_gap_ns": (b["start_ns"] - np.maximum(b["close_ns"], prev_end))[1:],
+    return {"close_delay_ns": (b["close_ns"] - np.maximum(ideal, prev_start))[1:],
             "size": b["size"][1:], "rule_size": rule_size[1:]}
 
 
@@ -75,17 +73,18 @@ def main() -> int:
     for tag in tags:
         _example, policy, _load = parse_tag(tag)
         measured, _probe, _by_load = cell_runs(args.work, tag)
-        parts = [gaps(run.requests, policy.max_batch_size, policy.max_wait_ns) for run in measured]
-        g = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        parts = [closes(run.requests, policy.max_batch_size, policy.max_wait_ns) for run in measured]
+        c = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        f = pd.concat([batch_features(run.requests) for run in measured], ignore_index=True)  # the models' gaps
         ok = [run.requests[run.requests["ok"]] for run in measured]
         e2e = np.concatenate([(r["batch_wait_ns"] + r["queue_wait_ns"] + r["service_ns"]).to_numpy() for r in ok])
         # each request of a batch carries its batch's close delay and dispatch gap
-        lost = float(np.sum((g["close_delay_ns"].clip(min=0) + g["dispatch_gap_ns"].clip(min=0)) * g["size"]))
+        lost = float(np.sum(c["close_delay_ns"].clip(min=0) * c["size"]) + np.sum(f["dispatch_gap_ns"] * f["size"]))
 
         def q(x):
             return "/".join(f"{v / 1e3:.0f}" for v in np.percentile(x, [50, 99, 100]))
-        print(f"{tag:34} {q(g['close_delay_ns']):>28} {q(g['dispatch_gap_ns']):>30} "
-              f"{np.mean(g['size'] != g['rule_size']):>12.1%} {lost / e2e.sum():>12.1%}")
+        print(f"{tag:34} {q(c['close_delay_ns']):>28} {q(f['dispatch_gap_ns']):>30} "
+              f"{np.mean(c['size'] != c['rule_size']):>12.1%} {lost / e2e.sum():>12.1%}")
     return 0
 
 

@@ -128,6 +128,7 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
     batcher_ns = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()
     client_ns = np.concatenate([load_run(f).requests.query("ok")["dur_ns"].to_numpy() for f, _ in segments])
     lag_p99 = max(c["generator_lag"]["p99_ms"] for _, c in segments)
+    gc_note = load_run(root / f"served-{tag}").meta["serving"]["gc"]
     row = {"example": example, "max_batch_size": size, "max_wait_ms": wait, "arrivals": process, "load": load,
            "served_capacity_rps": capacity, "rate_rps": rate, "duration_s": args.duration, "rounds": ROUNDS,
            "requests": int(sum(len(run.requests) for run in measured)),
@@ -136,7 +137,8 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
            "client_p99_ms": float(np.percentile(client_ns, 99)) / 1e6,
            "server_p50_ms": float(np.percentile(ok["dur_ns"], 50)) / 1e6,
            "server_p99_ms": float(np.percentile(ok["dur_ns"], 99)) / 1e6,
-           "noisy": any(c["noise"]["noisy"] for _, c in segments), "per_arrival_ms": fitted.per_arrival_ns / 1e6,
+           "noisy": any(c["noise"]["noisy"] for _, c in segments), "gc_pause_ms_max": gc_note["pause_ms_max"],
+           "per_arrival_ms": fitted.per_arrival_ns / 1e6,
            "per_response_ms": fitted.per_response_ns / 1e6}
     for q, pct in (("p50", 50), ("p99", 99)):
         row[f"batcher_{q}_ms"] = float(np.percentile(batcher_ns, pct)) / 1e6
@@ -191,7 +193,7 @@ def served_markdown(rows: list[dict]) -> str:
     head = ("| example | max batch | max wait ms | arrivals | load | served capacity | rate | n | batcher p50 | "
             + " | ".join(f"{m} | err" for m in SERVED_MODELS) + " | batcher p99 | "
             + " | ".join(f"{m} | err" for m in SERVED_MODELS)
-            + " | per arrival / response us | server p50/p99 | client p50/p99 | lag p99 ms | noisy |")
+            + " | per arrival / response us | server p50/p99 | client p50/p99 | lag p99 ms | server GC max ms | noisy |")
     passed = "; ".join(f"{m}: p50 {sum(r[f'{m}_pass_p50'] for r in rows)}/{len(rows)}, "
                        f"p99 {sum(r[f'{m}_pass_p99'] for r in rows)}/{len(rows)}" for m in SERVED_MODELS)
     lines = ["", "## Served (HTTP: workbench serve + load --url in separate processes)", "",
@@ -199,7 +201,7 @@ def served_markdown(rows: list[dict]) -> str:
              f"{rows[0]['duration_s'] / rows[0]['rounds']:g} s, each right after one "
              f"{CALIBRATION_S / rows[0]['rounds']:g}-s calibration run per calibration load (interleaved: the "
              "machine's speed drifts over tens of seconds); the simulator runs each segment and the latencies are "
-             "pooled; lag p99 is the worst segment's. "
+             "pooled; lag p99 is the worst segment's; server GC max is the longest collection the server saw while serving the cell. "
              "Rates are fractions of the capacity the server measures (a probe at twice the in-process capacity); "
              "the simulator runs on the arrival times the server saw and is compared with the server-side end to "
              "end of the batcher (batch wait + queue wait + service). The server freezes the GC after its warm-up "
@@ -224,5 +226,5 @@ def served_markdown(rows: list[dict]) -> str:
             + f" | {1000 * r['per_arrival_ms']:.0f} / {1000 * r['per_response_ms']:.0f} | "
             f"{r['server_p50_ms']:.2f}/{r['server_p99_ms']:.2f} | "
             f"{r['client_p50_ms']:.2f}/{r['client_p99_ms']:.2f} | {r['generator_lag']['p99_ms']:.2f} | "
-            f"{'yes' if r['noisy'] else 'no'} |")
+            f"{r['gc_pause_ms_max']:.1f} | {'yes' if r['noisy'] else 'no'} |")
     return "\n".join(lines) + "\n"

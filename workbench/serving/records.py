@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..batching.records import LOAD_COLUMNS
 from ..record import build_tables
-from .service import AFTER, BEFORE
+from .service import AFTER, BEFORE, BatchDone
 
 SERVED_COLUMNS = {**LOAD_COLUMNS, "request_id": "object", "cache_hit": "float64"}
 NETWORK = "network"
@@ -35,11 +35,10 @@ def server_tables(service, dropped, stopped_ns: int) -> tuple[pd.DataFrame, pd.D
     origin, names = service.origin_ns, service.pipe.stage_names
     order = [*BEFORE, *names, *AFTER]
     req_rows, stage_rows = [], []
-    for rec in service.batcher.batches:
-        failure = rec.timing.failure
+    for rec in map(BatchDone._make, service.batch_log):
         for rid in rec.requests:
-            t = service.http[rid]
-            error = (failure.stage, failure.error_type, failure.message, getattr(failure, "where", None)) if failure else None
+            t = service.times(rid)
+            error = rec.failure
             if error is None and t.disconnected:
                 error = DISCONNECTED
             elif error is None and t.sent_ns is None:
@@ -52,11 +51,11 @@ def server_tables(service, dropped, stopped_ns: int) -> tuple[pd.DataFrame, pd.D
             if t.resumed_ns is None:
                 continue
             cursor = t.received_ns
-            for name, dur in service.stage_times(rid, rec, t):
+            for name, dur in service.stage_times(rec, t):
                 stage_rows.append((rid, name, order.index(name), cursor - origin, dur, None))
                 cursor += dur
     for rid, arrival in dropped:
-        t = service.http[rid]
+        t = service.times(rid)
         req_rows.append(_request_row(rid, t, stopped_ns - t.received_ns, DROPPED, 0, origin,
                                      stopped_ns - arrival, 0, 0, -1))
     return _frames(req_rows, stage_rows)

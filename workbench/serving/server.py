@@ -86,11 +86,12 @@ def make_app(service: PipelineService, server_box: dict, log=print):
         if await request.is_disconnected():
             times.disconnected = True
             log(f"request {rid}{_rid(times)}: the client disconnected before the response (recorded)")
+        service.finish(rid, times)
         return Response(reply.body, status_code=reply.status, headers=reply.headers)
 
     async def healthz(request):
         cache = getattr(service.pipe, "cache", None)
-        return JSONResponse({"status": "ok", "pipeline": service.pipe.name, "requests": len(service.http),
+        return JSONResponse({"status": "ok", "pipeline": service.pipe.name, "requests": service.received,
                              "cache": cache.stats() if hasattr(cache, "stats") else None,
                              "cpu_s": time.process_time(), "config": service.pipe.config.to_dict(),
                              "stages": [*BEFORE, *service.pipe.stage_names, *AFTER],

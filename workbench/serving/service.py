@@ -13,6 +13,14 @@ So a request's server-side stages are ``ingress`` (read the body),
 ``batch_wait``, ``queue_wait``, the pipeline's stages, ``handoff`` (executor
 thread -> event loop) and ``egress`` (build the response), and its server end
 to end is ``sent - received``. All times are integer ns of one injectable clock.
+
+What the server keeps of a finished request or batch is plain tuples of ints
+and strings (``done``, ``batch_log``), not objects: CPython's GC stops
+tracking such tuples, so the record of a long run costs the full collections
+nothing. Keeping the ``BatchRecord`` s and ``HttpTimes`` (about eight tracked
+objects per request at batch size 1, outputs included) made each full collection
+scan the whole record: pauses grew with the run, to 98 ms after 21,000
+requests, stalls that set the served p99 (``benchmarks/bench_serve_records.py``).
 """
 from __future__ import annotations
 
@@ -21,7 +29,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..batching.batcher import BatchRecord, DynamicBatcher
 from ..batching.policy import BatchPolicy
@@ -44,6 +52,30 @@ class HttpTimes:
     disconnected: bool = False
 
 
+class BatchDone(NamedTuple):
+    """A finished batch as the server keeps it (as a plain tuple in ``batch_log``); times ns.
+
+    ``failure``: ``(stage, error_type, message, where)`` of the stage that
+    raised, else None. The stage lists hold the stages that ran.
+    """
+
+    batch: int
+    requests: tuple[int, ...]
+    close_ns: int
+    start_ns: int
+    end_ns: int
+    stage_start_ns: tuple[int, ...]
+    stage_end_ns: tuple[int, ...]
+    failure: tuple[str, str, str, str | None] | None
+
+    @classmethod
+    def of(cls, record: BatchRecord) -> "BatchDone":
+        t, f = record.timing, record.timing.failure
+        failure = None if f is None else (f.stage, f.error_type, f.message, getattr(f, "where", None))
+        return cls(record.batch, tuple(record.requests), record.close_ns, record.start_ns, record.end_ns,
+                   tuple(t.stage_start_ns), tuple(t.stage_end_ns), failure)
+
+
 @dataclass
 class Reply:
     """What the handler sends: status, body, headers."""
@@ -54,12 +86,13 @@ class Reply:
 
 
 class _Finished(list):
-    """The batcher's ``batches`` list, also telling the service of each finished batch.
+    """Stands in for the batcher's ``batches`` list: tells the service of each finished batch, keeps nothing.
 
     ``DynamicBatcher`` appends each ``BatchRecord`` under its lock when the
     pipeline call returns; observing that append is how results reach the
-    waiting handlers without changing the batcher. ``notify`` must be quick
-    (it only schedules a callback on the event loop).
+    waiting handlers without changing the batcher. The service keeps its own
+    untracked record (``batch_log``), so the list stays empty. ``notify`` must
+    be quick (it only schedules a callback on the event loop).
     """
 
     def __init__(self, notify):
@@ -67,7 +100,6 @@ class _Finished(list):
         self._notify = notify
 
     def append(self, record: BatchRecord) -> None:
-        super().append(record)
         self._notify(record)
 
 
@@ -80,7 +112,9 @@ class PipelineService:
 
     def __init__(self, pipe, policy: BatchPolicy, *, warmup: int = 5, clock: Clock = time.perf_counter_ns):
         self.pipe, self.policy, self.clock = pipe, policy, clock
-        self.http: dict[int, HttpTimes] = {}
+        self.http: dict[int, HttpTimes] = {}  # requests not finished yet
+        self.done: dict[int, tuple] = {}  # finished requests: ``HttpTimes`` fields as a plain tuple
+        self.batch_log: list[tuple] = []  # finished batches: ``BatchDone`` fields as plain tuples
         self._waiting: dict[int, asyncio.Future] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         items = [x for _, x in zip(range(max(1, policy.max_batch_size)), pipe.item_iterator())]
@@ -111,17 +145,33 @@ class PipelineService:
         rid, arrival = self.batcher.submit(body)
         times = self.http[rid] = HttpTimes(received_ns, arrival, request_id)
         future = self._waiting[rid] = self._loop.create_future()
-        record: BatchRecord = await future
+        record, done = await future
         times.resumed_ns = self.clock()
         reply = self._reply(rid, record, times)
         times.sent_ns = self.clock()
-        reply.headers["Server-Timing"] = format_server_timing(self.stage_times(rid, record, times), times.sent_ns - received_ns)
+        reply.headers["Server-Timing"] = format_server_timing(self.stage_times(done, times), times.sent_ns - received_ns)
         return rid, times, reply
 
-    def stage_times(self, rid: int, record: BatchRecord, times: HttpTimes) -> list[tuple[str, int]]:
-        """``[(stage, dur_ns)]`` of one request in server order (the pipeline's stages that ran)."""
-        t = record.timing
-        pipeline = [(self.pipe.stage_names[k], e - s) for k, (s, e) in enumerate(zip(t.stage_start_ns, t.stage_end_ns))]
+    def finish(self, rid: int, times: HttpTimes) -> None:
+        """The handler is done with ``rid`` (its ``disconnected`` known): keep its times as a plain tuple."""
+        self.done[rid] = (times.received_ns, times.submitted_ns, times.request_id, times.resumed_ns, times.sent_ns,
+                          times.disconnected)
+        self.http.pop(rid, None)
+
+    def times(self, rid: int) -> HttpTimes:
+        """A request's HTTP-side times, finished or not."""
+        kept = self.done.get(rid)
+        return HttpTimes(*kept) if kept is not None else self.http[rid]
+
+    @property
+    def received(self) -> int:
+        """Requests queued so far."""
+        return len(self.http) + len(self.done)
+
+    def stage_times(self, record: BatchDone, times: HttpTimes) -> list[tuple[str, int]]:
+        """``[(stage, dur_ns)]`` of one request of ``record`` in server order (the pipeline's stages that ran)."""
+        pipeline = [(self.pipe.stage_names[k], e - s)
+                    for k, (s, e) in enumerate(zip(record.stage_start_ns, record.stage_end_ns))]
         end = times.sent_ns if times.sent_ns is not None else times.resumed_ns
         return [("ingress", times.submitted_ns - times.received_ns), ("batch_wait", record.close_ns - times.submitted_ns),
                 ("queue_wait", record.start_ns - record.close_ns), *pipeline,
@@ -149,16 +199,18 @@ class PipelineService:
         """
         if self._cache is not None and _ran(record.timing, self.pipe.stage_names, "cache_lookup"):
             self.batch_cache_hit[record.batch] = self._cache.last_hit_fraction()
+        done = BatchDone.of(record)
+        self.batch_log.append(tuple(done))  # exact tuples: the GC untracks them
         try:
-            self._loop.call_soon_threadsafe(self._resolve, record)
+            self._loop.call_soon_threadsafe(self._resolve, record, done)
         except RuntimeError:  # the event loop is closed
             pass
 
-    def _resolve(self, record: BatchRecord) -> None:
+    def _resolve(self, record: BatchRecord, done: BatchDone) -> None:
         for rid in record.requests:
             future = self._waiting.pop(rid, None)
             if future is not None and not future.done():
-                future.set_result(record)
+                future.set_result((record, done))
 
 
 def _ran(timing, names: list[str], stage: str) -> bool:

@@ -9,8 +9,8 @@ threading: event loop, HTTP parsing and executor sharing the GIL), together with
 the batches of calibration runs at ``CALIBRATION_LOADS`` of that capacity
 (other seeds), so the small batches a light load forms are measured served too
 (sizes none of them formed keep the in-process threaded times). The measured
-run at ``load x capacity`` is ``ROUNDS`` segments, each right after one short
-calibration run per load, so calibration and measurement share the machine's
+run at ``load x capacity`` is ``--rounds`` segments (default 4), each right
+after one ``CALIBRATION_RUN_S`` calibration run per load, so calibration and measurement share the machine's
 state (its speed drifts over tens of seconds); each segment is simulated on its
 own arrivals and the latencies are pooled.
 
@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.batching.contention import batch_features, fit_contention, without_contention
+from workbench.batching.phases import Phases, fit_phases
 from workbench.batching.policy import BatchPolicy
 from workbench.batching.service_model import ServiceModel, service_model_from_runs
 from workbench.batching.simulator import simulate
@@ -43,15 +44,15 @@ from workbench.record import Run, load_run
 from workbench.serving.process import ServeProcess
 
 PROBE_S = 3.0
-# The measured run is ROUNDS segments, each after one short calibration run per load: on this VM the
+# The measured run is --rounds segments, each after one short calibration run per load: on this VM the
 # pipeline's service time drifts by 10-20 % over tens of seconds (text, batch 1: 4.8 ms in a calibration,
 # 5.7 ms in the measured run right after it), so calibration and measurement share the machine's state.
-ROUNDS = 4
+# Each new load-generator process tends to start at another speed level, so more rounds average more levels.
 # Calibration runs at these fractions of the probed capacity (other seeds than the measured run): the
 # batch sizes a light load forms get service times measured by the server itself too, not only the
 # full batches of the overloaded probe.
 CALIBRATION_LOADS = (0.25, 0.5, 0.75)
-CALIBRATION_S = 4.0
+CALIBRATION_RUN_S = 1.0  # each calibration run (two of the phases' half-second windows)
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
 
 
@@ -111,12 +112,12 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
         capacity = probe["throughput_rps"]
         rate = round(load * capacity, 1)
         segments: list[tuple[Path, dict]] = []
-        for r in range(ROUNDS):  # interleaved: the machine's speed drifts over tens of seconds
+        for r in range(args.rounds):  # interleaved: the machine's speed drifts over tens of seconds
             for i, fraction in enumerate(CALIBRATION_LOADS):
-                load_url(round(fraction * capacity, 1), CALIBRATION_S / ROUNDS, args.seed + 1 + i + 10 * r,
+                load_url(round(fraction * capacity, 1), CALIBRATION_RUN_S, args.seed + 1 + i + 10 * r,
                          root / f"calibration{i}-{r}-{tag}")  # read back by cell_runs
             folder = root / f"client{r}-{tag}"
-            segments.append((folder, load_url(rate, args.duration / ROUNDS, args.seed + 1000 * r, folder,
+            segments.append((folder, load_url(rate, args.duration / args.rounds, args.seed + 1000 * r, folder,
                                               "--arrivals", process)))
     finally:
         server.stop()
@@ -124,13 +125,14 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
     calibration_runs = [probe_run, *(run for runs in by_load for run in runs)]
     fitted = fit_contention(calibration_runs)
     models = served_models(example, threaded, load, calibration_runs, by_load, fitted)
+    phases = served_phases(calibration_runs, fitted)
     ok = pd.concat([run.requests[run.requests["ok"]] for run in measured], ignore_index=True)
     batcher_ns = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()
     client_ns = np.concatenate([load_run(f).requests.query("ok")["dur_ns"].to_numpy() for f, _ in segments])
     lag_p99 = max(c["generator_lag"]["p99_ms"] for _, c in segments)
     gc_note = load_run(root / f"served-{tag}").meta["serving"]["gc"]
     row = {"example": example, "max_batch_size": size, "max_wait_ms": wait, "arrivals": process, "load": load,
-           "served_capacity_rps": capacity, "rate_rps": rate, "duration_s": args.duration, "rounds": ROUNDS,
+           "served_capacity_rps": capacity, "rate_rps": rate, "duration_s": args.duration, "rounds": args.rounds,
            "requests": int(sum(len(run.requests) for run in measured)),
            "failed": int(sum((~run.requests["ok"]).sum() for run in measured)),
            "generator_lag": {"p99_ms": lag_p99}, "client_p50_ms": float(np.percentile(client_ns, 50)) / 1e6,
@@ -143,16 +145,23 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
     for q, pct in (("p50", 50), ("p99", 99)):
         row[f"batcher_{q}_ms"] = float(np.percentile(batcher_ns, pct)) / 1e6
     schedules = [np.sort(run.requests["arrival_ns"].to_numpy(dtype=np.int64)) for run in measured]
+    row["phase_spread"] = phases.spread()
     for name, model in models.items():
-        sim_ns = simulate_segments(model, schedules, policy, args.sim_replications)
+        sim_ns = simulate_segments(model, schedules, policy, args.sim_replications,
+                                   phases=phases if name == "phases" else None)
         for q, pct in (("p50", 50), ("p99", 99)):
             s, v = float(np.percentile(sim_ns, pct)) / 1e6, row[f"batcher_{q}_ms"]
             row |= {f"{name}_{q}_ms": s, f"{name}_err_{q}": (s - v) / v, f"{name}_pass_{q}": abs(s - v) / v <= args.goals[q]}
     return row
 
 
-def cell_runs(root: Path, tag: str, rounds: int = ROUNDS) -> tuple[list[Run], Run, list[list[Run]]]:
-    """A cell's runs as the server timed them: the measured segments, the probe, the calibrations by load."""
+def cell_runs(root: Path, tag: str, rounds: int | None = None) -> tuple[list[Run], Run, list[list[Run]]]:
+    """A cell's runs as the server timed them: the measured segments, the probe, the calibrations by load.
+
+    rounds: default, as many as the cell's ``client{r}-TAG`` folders.
+    """
+    if rounds is None:
+        rounds = sum(1 for _ in root.glob(f"client*-{tag}"))
     served = load_run(root / f"served-{tag}")
 
     def part(folder: Path) -> Run:
@@ -163,9 +172,17 @@ def cell_runs(root: Path, tag: str, rounds: int = ROUNDS) -> tuple[list[Run], Ru
     return measured, part(root / f"probe-{tag}"), by_load
 
 
+def served_phases(calibration_runs: list[Run], fitted) -> Phases:
+    """The calibration runs' speed levels per half second and level-free samples (``workbench.batching.phases``)."""
+    return fit_phases(calibration_runs, fitted.per_arrival_ns, fitted.per_response_ns)
+
+
 def served_models(example: str, threaded: ServiceModel, load: float, calibration_runs: list[Run],
                   by_load: list[list[Run]], fitted) -> dict[str, ServiceModel]:
-    """The served table's service models (see the module docstring); sizes none formed keep ``threaded``'s times."""
+    """The served table's service models (see the module docstring); sizes none formed keep ``threaded``'s times.
+
+    ``phases`` is simulated with a speed trajectory (:func:`served_phases`, ``simulate_segments(phases=)``).
+    """
     served_samples = service_model_from_runs(calibration_runs, min_batches=5).samples
     costs = {"per_arrival_ns": fitted.per_arrival_ns, "per_response_ns": fitted.per_response_ns}
     nearest = by_load[int(np.argmin([abs(load - x) for x in CALIBRATION_LOADS]))]
@@ -175,31 +192,41 @@ def served_models(example: str, threaded: ServiceModel, load: float, calibration
             "served": ServiceModel.from_samples({**threaded.samples, **served_samples}, pipeline=example),
             "contention": ServiceModel.from_samples({**threaded.samples, **fitted.samples}, pipeline=example, **costs),
             "matched": ServiceModel.from_samples({**threaded.samples, **fitted.samples, **matched}, pipeline=example,
-                                                 **costs)}
+                                                 **costs),
+            "phases": ServiceModel.from_samples({**threaded.samples, **served_phases(calibration_runs, fitted).samples},
+                                                pipeline=example, **costs)}
 
 
 def simulate_segments(model: ServiceModel, schedules: list[np.ndarray], policy: BatchPolicy,
-                      replications: int, ranks: np.ndarray | None = None) -> np.ndarray:
-    """End-to-end latencies (ns) of ``replications`` simulations of each measured segment, pooled."""
-    out = [simulate(model, times - times[0], policy, seed=seed, ranks=ranks).requests["dur_ns"].to_numpy()
-           for times in schedules if len(times) for seed in range(replications)]
+                      replications: int, ranks: np.ndarray | None = None, phases: Phases | None = None) -> np.ndarray:
+    """End-to-end latencies (ns) of ``replications`` simulations of each measured segment, pooled.
+
+    phases: each simulation gets its own speed trajectory (seeded by segment and replication).
+    """
+    out = []
+    for k, times in enumerate(schedules):
+        for seed in range(replications if len(times) else 0):
+            speed = (phases.trajectory(int(times[-1] - times[0]), np.random.default_rng([k, seed]))
+                     if phases is not None else None)
+            out.append(simulate(model, times - times[0], policy, seed=seed, ranks=ranks, speed=speed)
+                       .requests["dur_ns"].to_numpy())
     return np.concatenate(out)
 
 
-SERVED_MODELS = ("threaded", "served", "contention", "matched")
+SERVED_MODELS = ("threaded", "served", "contention", "matched", "phases")
 
 
 def served_markdown(rows: list[dict]) -> str:
     head = ("| example | max batch | max wait ms | arrivals | load | served capacity | rate | n | batcher p50 | "
             + " | ".join(f"{m} | err" for m in SERVED_MODELS) + " | batcher p99 | "
             + " | ".join(f"{m} | err" for m in SERVED_MODELS)
-            + " | per arrival / response us | server p50/p99 | client p50/p99 | lag p99 ms | server GC max ms | noisy |")
+            + " | per arrival / response us | spread | server p50/p99 | client p50/p99 | lag p99 ms | server GC max ms | noisy |")
     passed = "; ".join(f"{m}: p50 {sum(r[f'{m}_pass_p50'] for r in rows)}/{len(rows)}, "
                        f"p99 {sum(r[f'{m}_pass_p99'] for r in rows)}/{len(rows)}" for m in SERVED_MODELS)
     lines = ["", "## Served (HTTP: workbench serve + load --url in separate processes)", "",
              f"Per cell, the measured run is {rows[0]['rounds']} segments of "
              f"{rows[0]['duration_s'] / rows[0]['rounds']:g} s, each right after one "
-             f"{CALIBRATION_S / rows[0]['rounds']:g}-s calibration run per calibration load (interleaved: the "
+             f"{CALIBRATION_RUN_S:g}-s calibration run per calibration load (interleaved: the "
              "machine's speed drifts over tens of seconds); the simulator runs each segment and the latencies are "
              "pooled; lag p99 is the worst segment's; server GC max is the longest collection the server saw while serving the cell. "
              "Rates are fractions of the capacity the server measures (a probe at twice the in-process capacity); "
@@ -212,7 +239,11 @@ def served_markdown(rows: list[dict]) -> str:
              "(`workbench.batching.contention`), the simulator adding them back per batch, and each batch's "
              "dispatch gap (the time it waited, closed, with the executor free) added to its time; **matched**: as "
              "contention, with each batch size's samples from the calibration run nearest the cell's load where "
-             f"it formed 5 or more such batches. Passed — {passed}.", "", head, "|" + "---|" * (head.count("|") - 1)]
+             "it formed 5 or more such batches; **phases**: as contention, with the machine's speed as a level "
+             "per half second (`workbench.batching.phases`): each calibration batch's time divided by its "
+             "window's level, and each simulated segment given a speed trajectory of calibration runs' window "
+             "levels laid end to end (whole runs drawn at random), so slow phases stay together (spread: the "
+             f"levels' coefficient of variation). Passed — {passed}.", "", head, "|" + "---|" * (head.count("|") - 1)]
 
     def cell(r, m, q):
         return f"{r[f'{m}_{q}_ms']:.2f} | {r[f'{m}_err_{q}'] * 100:+.0f} %{'' if r[f'{m}_pass_{q}'] else ' **miss**'}"
@@ -223,7 +254,7 @@ def served_markdown(rows: list[dict]) -> str:
             f"{r['served_capacity_rps']:.0f} | {r['rate_rps']:.0f} | {r['requests']} | {r['batcher_p50_ms']:.2f} | "
             + " | ".join(cell(r, m, "p50") for m in SERVED_MODELS) + f" | {r['batcher_p99_ms']:.2f} | "
             + " | ".join(cell(r, m, "p99") for m in SERVED_MODELS)
-            + f" | {1000 * r['per_arrival_ms']:.0f} / {1000 * r['per_response_ms']:.0f} | "
+            + f" | {1000 * r['per_arrival_ms']:.0f} / {1000 * r['per_response_ms']:.0f} | {r['phase_spread']:.2f} | "
             f"{r['server_p50_ms']:.2f}/{r['server_p99_ms']:.2f} | "
             f"{r['client_p50_ms']:.2f}/{r['client_p99_ms']:.2f} | {r['generator_lag']['p99_ms']:.2f} | "
             f"{r['gc_pause_ms_max']:.1f} | {'yes' if r['noisy'] else 'no'} |")

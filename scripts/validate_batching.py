@@ -187,10 +187,14 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", type=int, default=len(CONFIGS), help="use the first N configurations")
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "benchmarks" / "results")
     ap.add_argument("--served", action="store_true", help="also run each configuration served over HTTP")
+    ap.add_argument("--rounds", type=int, default=4,
+                    help="served: measured segments per cell, each after its calibration runs")
     ap.add_argument("--work", type=Path, help="keep every run folder here (default: a temporary folder, removed)")
     ap.add_argument("--skip-in-process", action="store_true",
                     help="with --served: keep the in-process table of the existing batching_validation.md")
     args = ap.parse_args(argv)
+    if args.rounds < 2:
+        ap.error(f"--rounds must be 2 or more, got {args.rounds}")
     args.goals = GOALS
     import torch
 
@@ -212,7 +216,8 @@ def main(argv=None) -> int:
                     served.append(served_row(example, threaded, cfg, args, root))
                     print(f"served {example} {cfg}: " + json.dumps({k: served[-1][k] for k in (
                         "served_capacity_rps", "batcher_p50_ms", "batcher_p99_ms", "served_err_p50",
-                        "served_err_p99", "contention_err_p50", "contention_err_p99", "matched_err_p50", "matched_err_p99", "per_arrival_ms", "per_response_ms")}), flush=True)
+                        "served_err_p99", "contention_err_p50", "contention_err_p99", "matched_err_p50", "matched_err_p99", "phases_err_p50",
+                        "phases_err_p99", "phase_spread", "per_arrival_ms", "per_response_ms")}), flush=True)
                 if args.skip_in_process:
                     continue
                 row = one_config(example, profiled, threaded, cfg, args, root)
@@ -242,7 +247,8 @@ def main(argv=None) -> int:
     if served:
         text += served_markdown(served) + (f"\nServed section produced by `python scripts/validate_batching.py "
                                            f"--served{' --skip-in-process' if args.skip_in_process else ''}"
-                                           f"{f' --duration {args.duration:g}' if args.duration != 8.0 else ''}` in "
+                                           f"{f' --duration {args.duration:g}' if args.duration != 8.0 else ''}"
+                                           f"{f' --rounds {args.rounds}' if args.rounds != 4 else ''}` in "
                                            f"{time.perf_counter() - t0:.0f} s, load average at the end "
                                            f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}.\n")
     md_path.write_text(text)

@@ -132,12 +132,17 @@ def fit_contention(runs: Iterable, min_batches: int = 5) -> Contention:
     return Contention(per_arrival, per_response, without_contention(b, per_arrival, per_response), int(len(b)))
 
 
-def without_contention(features: pd.DataFrame, per_arrival_ns: float, per_response_ns: float) -> dict[int, np.ndarray]:
-    """Per batch size, the service times of :func:`batch_features` rows minus the given costs, plus
-    each batch's dispatch gap: the executor's time per batch as the simulator takes it (int64 ns, >= 1)."""
+def base_ns(features: pd.DataFrame, per_arrival_ns: float, per_response_ns: float) -> np.ndarray:
+    """Each :func:`batch_features` row's service time minus the given costs, plus its dispatch gap:
+    the executor's time per batch as the simulator takes it (int64 ns, >= 1, in row order)."""
     base = (features["service_ns"].to_numpy(float) - per_arrival_ns * features["arrivals"].to_numpy(float)
             - per_response_ns * features["responses"].to_numpy(float)
             + features["dispatch_gap_ns"].to_numpy(float))
-    base = np.maximum(np.rint(base), 1.0)  # integer ns, at least 1
+    return np.maximum(np.rint(base), 1.0).astype(np.int64)  # integer ns, at least 1
+
+
+def without_contention(features: pd.DataFrame, per_arrival_ns: float, per_response_ns: float) -> dict[int, np.ndarray]:
+    """Per batch size, :func:`base_ns` of the :func:`batch_features` rows of that size (int64 ns, row order)."""
+    base = base_ns(features, per_arrival_ns, per_response_ns)
     sizes = features["size"].to_numpy()
-    return {int(s): base[sizes == s].astype(np.int64) for s in np.unique(sizes)}
+    return {int(s): base[sizes == s] for s in np.unique(sizes)}

@@ -12,6 +12,9 @@ simulation is repeatable. By default the draws are independent; given
 ``ranks`` (a measured run's quantile ranks in batch order, see
 :func:`workbench.batching.contention.service_ranks`) they follow that run's
 sequence instead, so the machine's slow phases stay together as they did.
+Given ``speed`` (window length, factors; see :mod:`workbench.batching.phases`)
+each batch's drawn time is multiplied by the factor of the window it starts in:
+the machine's speed as a level that holds for a while, not a per-batch draw.
 An arrival rate at or above capacity is reported as ``stable: False``; the
 figures are those of the finite horizon (they grow with the number of requests
 instead of converging).
@@ -77,7 +80,7 @@ def _size_tables(model: ServiceModel, max_batch_size: int) -> list[tuple]:
 
 def batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int, max_wait_ns: int,
                concurrency: int, per_arrival_ns: float = 0.0,
-               per_response_ns: float = 0.0) -> tuple[list, list, list, list]:
+               per_response_ns: float = 0.0, speed: tuple[float, list] | None = None) -> tuple[list, list, list, list]:
     """The event loop: per batch (first request index, close, start, end), times as floats (ns).
 
     Quantiles are inlined (``x = u * (n - 1)``, linear between order
@@ -89,8 +92,14 @@ def batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int, max_w
     ``per_response_ns`` per request of that batch; then ``per_arrival_ns`` per
     arrival in ``[start, start + service)``, the service time found as a fixed
     point (three rounds: the window grows with each arrival it takes in).
+
+    speed: ``(window_ns, factors)``; the drawn time of a batch starting at
+    ``t`` after the first arrival is multiplied by ``factors[t // window_ns]``
+    (the last factor past the end), before the contention costs.
     """
     n, b, w = len(arrivals), max_batch_size, max_wait_ns
+    window, factors = speed if speed is not None else (0.0, [])
+    last_factor, origin = len(factors) - 1, arrivals[0] if n else 0
     firsts, closes, starts, ends = [], [], [], []
     free = [float("-inf")] * concurrency  # a heap of executor free times
     slot_free = last_end = float("-inf")
@@ -112,6 +121,9 @@ def batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int, max_w
             k = int(x)
             s += wt * (hi[k] + (x - k) * (hi[k + 1] - hi[k]) - s)
         start = free[0] if free[0] > close else close
+        if factors:
+            k = int((start - origin) // window)
+            s *= factors[k if k < last_factor else last_factor]
         if per_arrival_ns or per_response_ns:
             if start - last_end < RESPONSE_WINDOW_NS:
                 s += per_response_ns * last_size
@@ -136,27 +148,37 @@ def batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int, max_w
 
 
 def simulate(model: ServiceModel, arrivals: Arrivals | np.ndarray, policy: BatchPolicy, *, seed: int = 0,
-             ranks: np.ndarray | None = None) -> Simulation:
+             ranks: np.ndarray | None = None, speed: tuple[int, np.ndarray] | None = None) -> Simulation:
     """Simulate the batcher on an arrival schedule (``Arrivals`` or sorted int64 ns offsets).
 
     ranks: service-time quantile ranks in [0, 1], one per batch in the order
         they ran; the simulation uses them from a seeded random offset,
         wrapping around. Default: independent uniform draws.
+    speed: ``(window_ns, factors)``, the service-speed level per window of
+        the schedule (from the first arrival), e.g. a
+        :meth:`workbench.batching.phases.Phases.trajectory`; default: 1.
     """
     model.check(policy.max_batch_size)
     times = arrivals.times_ns() if isinstance(arrivals, Arrivals) else np.asarray(arrivals, dtype=np.int64)
     rate = _rate_rps(arrivals, times)
     u = _draws(np.random.default_rng([seed, SEED_OFFSET]), max(len(times), 1), ranks).tolist()
     tables = _size_tables(model, policy.max_batch_size)
+    if speed is not None:
+        window_ns, factors = speed
+        factors = np.asarray(factors, dtype=float)
+        if window_ns <= 0 or factors.ndim != 1 or not len(factors) or not np.all(factors > 0):
+            raise ConfigError("speed: expected (window_ns > 0, a non-empty 1-d sequence of positive factors)")
+        speed = (float(window_ns), factors.tolist())
     firsts, closes, starts, ends = batch_loop(times.tolist(), u, tables, policy.max_batch_size,
                                               policy.max_wait_ns, policy.concurrency,
-                                              model.per_arrival_ns, model.per_response_ns)
+                                              model.per_arrival_ns, model.per_response_ns, speed)
     batches = _batch_table(firsts, closes, starts, ends, len(times))
     requests = _request_table(times, batches)
     capacity = model.capacity_rps(policy.max_batch_size, policy.concurrency)
     meta = {"arrivals": arrivals.params() if isinstance(arrivals, Arrivals) else {"process": "given", "count": len(times)},
             "seed": seed, "service_model": model.describe(),
             "service_draws": "independent" if ranks is None else f"ranks of {len(ranks)} measured batches",
+            "speed_windows": None if speed is None else len(speed[1]),
             "extrapolated_below_smallest_size": bool(model.extrapolates_below(1))}
     return Simulation(requests, batches, policy, capacity, rate, meta)
 

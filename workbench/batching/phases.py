@@ -38,6 +38,8 @@ import pandas as pd
 from ..errors import ConfigError
 from .contention import base_ns, batch_features
 
+# Half a second: the phases in the served runs last that long or longer, and a window of the lightest
+# calibration load (0.25 of capacity: 50-175 batches/s at batch 1) still holds 25 or more batches for its median.
 WINDOW_NS = 500_000_000
 
 

@@ -82,11 +82,11 @@ def halves(measured: list) -> dict:
     """The live run against itself: per quantile, the larger relative difference of two splits of the segments
     (first half vs second, even vs odd), and whether both are within the goals."""
     half = len(measured) // 2
-    splits = [(measured[:half], measured[half:]), (measured[0::2], measured[1::2])]
+    splits = [(batcher_ns(a), batcher_ns(b)) for a, b in
+              ((measured[:half], measured[half:]), (measured[0::2], measured[1::2]))]
     out = {}
     for q, pct in (("p50", 50), ("p99", 99)):
-        diffs = [(np.percentile(batcher_ns(a), pct) - np.percentile(batcher_ns(b), pct)) / np.percentile(batcher_ns(b), pct)
-                 for a, b in splits]
+        diffs = [(np.percentile(a, pct) - np.percentile(b, pct)) / np.percentile(b, pct) for a, b in splits]
         worst = max(diffs, key=abs)
         out[f"halves_{q}"] = (float(worst), all(abs(d) <= GOALS[q] for d in diffs))
     return out
@@ -98,13 +98,13 @@ def cell(root: Path, tag: str, threaded: ServiceModel, replications: int) -> dic
     calibration = [probe, *(run for runs in by_load for run in runs)]
     fitted = fit_contention(calibration)
     costs = {"per_arrival_ns": fitted.per_arrival_ns, "per_response_ns": fitted.per_response_ns}
-    models = served_models(example, threaded, load, calibration, by_load, fitted)
+    phases = served_phases(calibration, fitted)
+    models = served_models(example, threaded, load, calibration, by_load, fitted, phases)
     own_features = pd.concat([batch_features(r.requests) for r in measured], ignore_index=True)
     own = {b: np.sort(v) for b, v in without_contention(own_features, 0.0, 0.0).items()}  # service + dispatch gap
     oracle = ServiceModel.from_samples({**models["matched"].samples, **own}, pipeline=example)
     own_ranks = service_ranks(own_features.assign(service_ns=own_features["service_ns"] + own_features["dispatch_gap_ns"]))
     nearest = by_load[int(np.argmin([abs(load - x) for x in CALIBRATION_LOADS]))]
-    phases = served_phases(calibration, fitted)
     draws = {"contention": (models["contention"], None, None), "matched": (models["matched"], None, None),
              "phases": (models["phases"], None, phases),
              "oracle": (oracle, None, None), "oracle-seq": (oracle, own_ranks, None),

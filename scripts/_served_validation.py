@@ -124,8 +124,8 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
     measured, probe_run, by_load = cell_runs(root, tag, rounds=len(segments))
     calibration_runs = [probe_run, *(run for runs in by_load for run in runs)]
     fitted = fit_contention(calibration_runs)
-    models = served_models(example, threaded, load, calibration_runs, by_load, fitted)
     phases = served_phases(calibration_runs, fitted)
+    models = served_models(example, threaded, load, calibration_runs, by_load, fitted, phases)
     ok = pd.concat([run.requests[run.requests["ok"]] for run in measured], ignore_index=True)
     batcher_ns = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()
     client_ns = np.concatenate([load_run(f).requests.query("ok")["dur_ns"].to_numpy() for f, _ in segments])
@@ -178,10 +178,11 @@ def served_phases(calibration_runs: list[Run], fitted) -> Phases:
 
 
 def served_models(example: str, threaded: ServiceModel, load: float, calibration_runs: list[Run],
-                  by_load: list[list[Run]], fitted) -> dict[str, ServiceModel]:
+                  by_load: list[list[Run]], fitted, phases: Phases) -> dict[str, ServiceModel]:
     """The served table's service models (see the module docstring); sizes none formed keep ``threaded``'s times.
 
-    ``phases`` is simulated with a speed trajectory (:func:`served_phases`, ``simulate_segments(phases=)``).
+    ``phases`` (:func:`served_phases`) gives the phases model's samples; simulate it with its speed
+    trajectories (``simulate_segments(phases=)``).
     """
     served_samples = service_model_from_runs(calibration_runs, min_batches=5).samples
     costs = {"per_arrival_ns": fitted.per_arrival_ns, "per_response_ns": fitted.per_response_ns}
@@ -193,7 +194,7 @@ def served_models(example: str, threaded: ServiceModel, load: float, calibration
             "contention": ServiceModel.from_samples({**threaded.samples, **fitted.samples}, pipeline=example, **costs),
             "matched": ServiceModel.from_samples({**threaded.samples, **fitted.samples, **matched}, pipeline=example,
                                                  **costs),
-            "phases": ServiceModel.from_samples({**threaded.samples, **served_phases(calibration_runs, fitted).samples},
+            "phases": ServiceModel.from_samples({**threaded.samples, **phases.samples},
                                                 pipeline=example, **costs)}
 
 

@@ -134,9 +134,11 @@ def profile(
     scratch: list[Path] = []  # a finished trace's folder, until the Run owns it
     try:
         threads = cfg.apply_threads()  # in this thread: the one that runs the stages
-        return _measure(pipe, target, threads, requests, max_duration_s, warmup, traced, sync, clock,
-                        progress, cancel, noise_readings, timeout_s, read_rss, scratch,
-                        TraceOptions(stacks, shapes, modules), build_ns)
+        plan = MeasurePlan(pipe=pipe, target=target, threads=threads, requests=requests,
+                           max_duration_s=max_duration_s, warmup=warmup, traced=traced, sync=sync, clock=clock,
+                           progress=progress, cancel=cancel, noise_readings=noise_readings, timeout_s=timeout_s,
+                           read_rss=read_rss, trace_options=TraceOptions(stacks, shapes, modules), build_ns=build_ns)
+        return _measure(plan, scratch)
     except BaseException:  # Ctrl-C or an error after the traced run: no scratch folder left behind
         for folder in scratch:
             shutil.rmtree(folder, ignore_errors=True)
@@ -155,28 +157,56 @@ class TraceOptions:
     modules: bool = False
 
 
-def _measure(pipe, target, threads, requests, max_duration_s, warmup, traced, sync, clock, progress, cancel,
-             noise_readings, timeout_s=None, read_rss=None, scratch=None, trace_options=TraceOptions(),
-             build_ns=None) -> Run:
+@dataclasses.dataclass(frozen=True)
+class MeasurePlan:
+    """Everything one :func:`profile` call measures with, checked and resolved (see :func:`profile`).
+
+    ``pipe`` is the built pipeline, ``target`` what the caller passed (the fingerprint names it),
+    ``threads`` the torch threads applied, ``build_ns`` the factory's build time (None for a built
+    Pipeline).
+    """
+
+    pipe: Pipeline
+    target: Any
+    threads: int | None
+    requests: int
+    max_duration_s: float | None
+    warmup: int
+    traced: int
+    sync: str
+    clock: Clock
+    progress: Progress | None = None
+    cancel: Any = None
+    noise_readings: Any = None
+    timeout_s: float | None = None
+    read_rss: RssReader | None = None
+    trace_options: TraceOptions = TraceOptions()
+    build_ns: int | None = None
+
+
+def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
+    """The timing run, then the traced run; a finished trace's folder is appended to ``scratch``."""
     from .fingerprint import run_fingerprint
     from .noise import NoiseProbe, Readings
 
+    pipe, warmup, requests, traced, sync = plan.pipe, plan.warmup, plan.requests, plan.traced, plan.sync
+    max_duration_s, progress, cancel, timeout_s = plan.max_duration_s, plan.progress, plan.cancel, plan.timeout_s
     cfg = pipe.config
     items = pipe.item_iterator()
     started = datetime.now(timezone.utc)
-    probe = NoiseProbe(noise_readings or Readings()).start()
+    probe = NoiseProbe(plan.noise_readings or Readings()).start()
     deadline_ns = None if max_duration_s is None else int(max_duration_s * 1e9)
-    memory = MemorySampler(read_rss or rss_bytes, start=warmup)
-    timings, status = _timing_run(pipe, items, warmup + requests, sync, clock, progress, cancel, warmup, deadline_ns,
-                                  timeout_s, memory)
+    memory = MemorySampler(plan.read_rss or rss_bytes, start=warmup)
+    timings, status = _timing_run(pipe, items, warmup + requests, sync, plan.clock, progress, cancel, warmup,
+                                  deadline_ns, timeout_s, memory)
     requests_df, stages_df = _tables(timings, pipe.stage_names, warmup, cfg.batch_size)
     attributes = _describe(pipe, timings, requests_df)
     measured = requests_df[~requests_df["warmup"] & requests_df["ok"]]
-    noise = probe.finish(threads, measured["dur_ns"].to_numpy())
+    noise = probe.finish(plan.threads, measured["dur_ns"].to_numpy())
     trace_path, trace_meta = None, None
     if traced and status == STATUS_COMPLETE:
         try:
-            trace_path, trace_meta = _traced_run(pipe, items, traced, progress, cancel, trace_options, timeout_s)
+            trace_path, trace_meta = _traced_run(pipe, items, traced, progress, cancel, plan.trace_options, timeout_s)
             if scratch is not None:
                 scratch.append(trace_path.parent)
         except KeyboardInterrupt:  # the timing run is kept; _traced_run removed its scratch folder
@@ -202,14 +232,14 @@ def _measure(pipe, target, threads, requests, max_duration_s, warmup, traced, sy
                    "stopped_by": (("requests" if n_measured >= requests else "max_duration_s")
                                   if status == STATUS_COMPLETE else status)},
         "trace": trace_meta,
-        "fingerprint": run_fingerprint(pipe, target, threads, env),
+        "fingerprint": run_fingerprint(pipe, plan.target, plan.threads, env),
         "noise": noise,
         "quantization": quantization_meta(pipe),
         "status": status,
         "memory": memory.summary(),
         "stage_roles": pipe.stage_roles,
         "attributes": attributes,
-        "cold_start": _cold_start(build_ns, timings),
+        "cold_start": _cold_start(plan.build_ns, timings),
     }
     run = Run(meta=meta, requests=requests_df, stages=stages_df, trace_path=trace_path)
     if status == STATUS_INTERRUPTED:

@@ -38,6 +38,7 @@ from .record import Run, build_tables, request_row, scratch_folder, stage_rows
 from .timing import SYNC_POLICIES, Clock, CudaStageTimer, RequestTiming, StageFailure, time_request
 from .guard import TIMEOUT, Cancelled, Interrupted, check_timeout, guarded, is_timeout  # noqa: F401 (Cancelled: public here)
 from .memory import MemorySampler, RssReader, StageMemory, rss_bytes
+from .units import ns_to_ms, s_to_ns
 
 Progress = Callable[[int, int, str], None]
 DEFAULT_REQUESTS = 600  # bounds the p99 interval (the order-statistic interval needs about 563)
@@ -195,7 +196,7 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
     items = pipe.item_iterator()
     started = datetime.now(timezone.utc)
     probe = NoiseProbe(plan.noise_readings or Readings()).start()
-    deadline_ns = None if max_duration_s is None else int(max_duration_s * 1e9)
+    deadline_ns = None if max_duration_s is None else s_to_ns(max_duration_s)
     memory = MemorySampler(plan.read_rss or rss_bytes, start=warmup)
     timings, status = _timing_run(pipe, items, warmup + requests, sync, plan.clock, progress, cancel, warmup,
                                   deadline_ns, timeout_s, memory)
@@ -372,8 +373,8 @@ def _cold_start(build_ns: int | None, timings: list[RequestTiming]) -> dict[str,
     """Cold start, reported apart from the warm budget: building the pipeline (factory, model load,
     quantization, any compile it does) and the first request."""
     first = timings[0] if timings else None
-    return {"build_ms": None if build_ns is None else build_ns / 1e6,
-            "first_request_ms": None if first is None else (first.end_ns - first.start_ns) / 1e6,
+    return {"build_ms": None if build_ns is None else ns_to_ms(build_ns),
+            "first_request_ms": None if first is None else ns_to_ms(first.end_ns - first.start_ns),
             "first_request_ok": None if first is None else first.failure is None}
 
 

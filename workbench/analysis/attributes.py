@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .budget import END_TO_END, stage_matrix
+from .matrix import END_TO_END, stage_matrix
 from .stats import Z_95
 
 ATTR_PREFIX = "attr."

@@ -14,36 +14,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .explain import explain_keys
+from .failures import failure_summary, noise_summary, records_summary, throughput_items_per_s
+from .matrix import END_TO_END, UNATTRIBUTED, measured_ok, stage_matrix  # noqa: F401 (the budget's public names)
 from .stats import NS_PER_MS, percentile_ci_ns, summarize_ns
 
 SUMMARY_COLUMNS = ["count", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms"]
-END_TO_END = "end_to_end"
-UNATTRIBUTED = "unattributed"
-
-
-def measured_ok(requests: pd.DataFrame, stages: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Rows of the measured (not warm-up) requests that succeeded."""
-    req = requests[~requests["warmup"].astype(bool) & requests["ok"].astype(bool)]
-    return req, stages[stages["request"].isin(req["request"])]
-
-
-def stage_matrix(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str], column: str = "dur_ns") -> pd.DataFrame:
-    """Wide table: one row per measured successful request, one int64 column per stage (ns).
-
-    Columns: the stage names in pipeline order, then ``end_to_end`` and
-    ``unattributed``. ``column`` picks host (``dur_ns``) or device
-    (``device_dur_ns``) time; for device time end to end is the stage sum.
-    """
-    req, st = measured_ok(requests, stages)
-    wide = st.pivot_table(index="request", columns="stage", values=column, aggfunc="sum")
-    wide = wide.reindex(index=req["request"].to_numpy(), columns=stage_order)
-    if column == "dur_ns":
-        e2e = req.set_index("request")["dur_ns"].reindex(wide.index)
-    else:
-        e2e = wide.sum(axis=1, min_count=1)
-    wide[END_TO_END] = e2e
-    wide[UNATTRIBUTED] = e2e - wide[stage_order].sum(axis=1, min_count=1)
-    return wide
 
 
 def stage_summary(run, stages: pd.DataFrame | None = None, stage_order: list[str] | None = None) -> pd.DataFrame:
@@ -158,20 +134,12 @@ def budget(run, requests: pd.DataFrame | None = None, stages: pd.DataFrame | Non
         "timing": meta.get("timing", {}),
         "status": meta.get("status", "complete"),
         **trust_keys(meta, requests, order),
-        **_explain_keys(meta, requests, stages, order),
+        **explain_keys(meta, requests, stages, order),
     }
-
-
-def _explain_keys(meta, requests: pd.DataFrame, stages: pd.DataFrame, order: list[str]) -> dict[str, Any]:
-    from .explain import explain_keys  # imports tail attribution, which imports this module
-
-    return explain_keys(meta, requests, stages, order)
 
 
 def trust_keys(meta, requests: pd.DataFrame, order: list[str]) -> dict[str, Any]:
     """``failures``, ``throughput_items_per_s``, ``noise``, ``quantization``, ``fingerprint`` of a run."""
-    from .failures import failure_summary, noise_summary, records_summary, throughput_items_per_s
-
     executors = (meta.get("load") or {}).get("warmup_failures") or []  # a load run's untimed warm-up calls
     return {
         "failures": failure_summary(requests, order),

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from .budget import END_TO_END, measured_ok, stage_matrix
+from .matrix import END_TO_END, measured_ok, stage_matrix
 from .tail import slowest
 
 

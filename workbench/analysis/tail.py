@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .budget import END_TO_END, UNATTRIBUTED, stage_matrix
+from .matrix import END_TO_END, UNATTRIBUTED, stage_matrix
 
 MIN_REQUESTS_FOR_1PCT = 200
 TAIL_FRACTIONS = {"slowest_1pct": 0.01, "slowest_5pct": 0.05}

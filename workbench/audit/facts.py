@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.budget import END_TO_END, stage_matrix
+from ..analysis.budget import END_TO_END, budget, stage_matrix
 from ..analysis.gc_pauses import gc_summary
 from ..analysis.tail import tail_attribution
 from ..errors import TraceError
@@ -21,8 +21,6 @@ from ..errors import TraceError
 
 def run_facts(run) -> dict[str, Any]:
     """The facts of a loaded run (``workbench.record.Run``)."""
-    from ..analysis.budget import budget
-
     report = budget(run)
     trace, trace_error, libraries, loaded = None, None, {}, None
     if run.trace_path is not None:

@@ -1,7 +1,6 @@
 """``workbench load`` (live dynamic batching under load) and ``workbench simulate`` (its queueing model)."""
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -10,20 +9,18 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..guard import Interrupted
+from .load_args import (SUMMARY_KEYS, add_batcher_arguments, arrivals_from_args, describe_load, policy_from_args,
+                        summary_extra)
+from .load_http import add_url_arguments, run_http_load_command
 from .profile import (add_fail_on_error, add_pipeline_arguments, apply_threads, config_from_args, factory_from_args,
                       failure_verdict, save_interrupted)
-
-ARRIVAL_HELP = "poisson (default), bursty (on/off), or FILE.csv of arrival timestamps to replay"
-SUMMARY_KEYS = ("end_to_end", "queue_wait", "batch_wait", "service", "throughput_rps", "mean_batch_size")
 
 
 def register(subparsers) -> None:
     load = subparsers.add_parser("load", help="run a pipeline behind a dynamic batcher under open-loop load",
                                  description="Live load: arrivals -> dynamic batcher -> pipeline, in this process.")
     add_pipeline_arguments(load, default_batch_size=None)
-    _add_batcher_arguments(load)
-    from .load_http import add_url_arguments
-
+    add_batcher_arguments(load)
     add_url_arguments(load)  # --url, --payloads, --timeout, --otel (served load)
     load.add_argument("--duration", type=float, default=10.0, help="seconds of arrivals (default 10)")
     load.add_argument("--requests", type=int, help="at most this many requests (default: bounded by --duration)")
@@ -41,7 +38,7 @@ def register(subparsers) -> None:
                                 description="Discrete-event simulation of the batcher; service times from profiler runs.")
     sim.add_argument("--service", nargs="+", required=True, type=Path, metavar="RUN_DIR",
                      help="profiler run folders of one pipeline at several --batch-size values")
-    _add_batcher_arguments(sim)
+    add_batcher_arguments(sim)
     sim.add_argument("--requests", type=int, default=100_000, help="simulated requests (default 100000)")
     sim.add_argument("--duration", type=float, help="only arrivals in the first this many seconds")
     sim.add_argument("--allow-mixed", action="store_true",
@@ -50,42 +47,8 @@ def register(subparsers) -> None:
     sim.set_defaults(func=run_simulate_command)
 
 
-def _add_batcher_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--rate", type=float, help="mean arrival rate, requests/s (not used when replaying a file)")
-    p.add_argument("--max-batch-size", type=int, default=8, help="largest batch (default 8)")
-    p.add_argument("--max-wait-ms", type=float, default=5.0,
-                   help="dispatch once the oldest queued request has waited this long (default 5; 0: at once)")
-    p.add_argument("--concurrency", type=int, default=1, help="batches executed at once (default 1)")
-    p.add_argument("--arrivals", default="poisson", metavar="PROCESS", help=ARRIVAL_HELP)
-    p.add_argument("--burst-on-ms", type=float, default=50.0, help="bursty: length of an on window (default 50)")
-    p.add_argument("--burst-off-ms", type=float, default=150.0, help="bursty: length of an off window (default 150)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the arrival process and service draws (default 0)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-
-
-def arrivals_from_args(args, count, duration):
-    from ..batching.arrivals import Arrivals
-
-    if args.arrivals in ("poisson", "bursty"):
-        if args.rate is None:
-            raise ConfigError(f"--rate is required with --arrivals {args.arrivals}")
-        return Arrivals(args.arrivals, rate_rps=args.rate, count=count, duration_s=duration, seed=args.seed,
-                        on_ms=args.burst_on_ms, off_ms=args.burst_off_ms)
-    if not args.arrivals.endswith(".csv") and not Path(args.arrivals).is_file():
-        raise ConfigError(f"--arrivals must be poisson, bursty or a CSV file, got {args.arrivals!r}")
-    return Arrivals("replay", count=count, duration_s=duration, path=args.arrivals)
-
-
-def policy_from_args(args):
-    from ..batching.policy import BatchPolicy
-
-    return BatchPolicy(args.max_batch_size, args.max_wait_ms, args.concurrency)
-
-
 def run_load_command(args) -> int:
     if args.url or args.payloads is not None:
-        from .load_http import run_http_load_command
-
         if args.timeout_s is not None:
             raise ConfigError("--timeout-s bounds the in-process load's pipeline calls; with --url use --timeout")
 
@@ -119,14 +82,14 @@ def run_load_command(args) -> int:
     verdict = max(timeout_verdict(run), failure_verdict(run, args.fail_on_error, "load"))
     if args.json:
         print(json.dumps({k: summary[k] for k in SUMMARY_KEYS} | {"generator_lag_ms": lag}
-                         | _extra(summary) | {"failures": failure_summary(run.requests, run.stage_names),
+                         | summary_extra(summary) | {"failures": failure_summary(run.requests, run.stage_names),
                                               "noise": noise_summary(run.meta), "run_dir": str(path)}))
         return verdict
     from ..batching.summary import format_summary
     from ..noise import noise_line
     from .show import print_failures
 
-    print(f"{run.meta['pipeline']} under load: {_describe(arrivals, policy)}")
+    print(f"{run.meta['pipeline']} under load: {describe_load(arrivals, policy)}")
     print(noise_line(noise_summary(run.meta)))
     print(format_summary(summary))
     print(f"generator lag: worst {lag:.3f} ms, {run.meta['load']['late_requests']} requests more than "
@@ -167,11 +130,11 @@ def run_simulate_command(args) -> int:
     saved = _save_simulation(args, sim, model) if args.out is not None else None
     if args.json:
         print(json.dumps({k: summary[k] for k in SUMMARY_KEYS} | {"stable": sim.stable, "capacity_rps": sim.capacity_rps,
-                          "rate_rps": sim.rate_rps if math.isfinite(sim.rate_rps) else None} | _extra(summary)
+                          "rate_rps": sim.rate_rps if math.isfinite(sim.rate_rps) else None} | summary_extra(summary)
                          | ({"mixed": model.describe()["mixed"]} if model.mixed else {})
                          | ({"run_dir": str(saved)} if saved is not None else {})))
         return 0
-    print(f"simulated {model.pipeline or 'pipeline'}: {_describe(arrivals, policy)}")
+    print(f"simulated {model.pipeline or 'pipeline'}: {describe_load(arrivals, policy)}")
     if model.mixed:
         print("MIXED service runs pooled (--allow-mixed): "
               + "; ".join(f"{f} {a!r} vs {b!r}" for f, a, b in model.mixed))
@@ -194,17 +157,6 @@ def _save_simulation(args, sim, model) -> Path:
         raise ConfigError(f"--out {args.out} already exists; pick another folder")
     run = simulation_run(sim, model.pipeline, [str(p) for p in args.service], datetime.now(timezone.utc).isoformat())
     return run.save(args.out)
-
-
-def _extra(summary: dict) -> dict:
-    return {k: summary[k] for k in ("utilization", "batch_sizes", "requests", "failed", "batches")}
-
-
-def _describe(arrivals, policy) -> str:
-    a = arrivals.params()
-    rate = f"{a['rate_rps']:g} req/s " if "rate_rps" in a else ""
-    return (f"{a['process']} {rate}max_batch_size={policy.max_batch_size} max_wait_ms={policy.max_wait_ms:g} "
-            f"concurrency={policy.concurrency}")
 
 
 def _default_out(args) -> Path:

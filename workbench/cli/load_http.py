@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import ConfigError
+from .load_args import SUMMARY_KEYS, arrivals_from_args, describe_load, policy_from_args, summary_extra
 
 
 def add_url_arguments(load) -> None:
@@ -48,7 +49,6 @@ def run_http_load_command(args) -> int:
     from ..serving.loadrun import run_http_load
     from ..guard import Interrupted
     from .profile import failure_verdict, save_interrupted
-    from .batching import SUMMARY_KEYS, _describe, _extra, arrivals_from_args, policy_from_args
 
     if args.payloads is not None and not args.url:
         raise ConfigError("--payloads is for --url (a served pipeline); give --example or --pipeline for an in-process load")
@@ -69,7 +69,7 @@ def run_http_load_command(args) -> int:
     serving, noise = run.meta["serving"], run.meta["noise"]
     joined = _joined(run)
     if args.json:
-        print(json.dumps({k: summary[k] for k in SUMMARY_KEYS} | joined | _extra(summary)
+        print(json.dumps({k: summary[k] for k in SUMMARY_KEYS} | joined | summary_extra(summary)
                          | {"generator_lag": serving["generator_lag"],
                             "generator_lag_ms": serving["generator_lag"]["max_ms"],
                             "noise": {k: noise.get(k) for k in ("noisy", "reasons", "fix")},
@@ -77,7 +77,7 @@ def run_http_load_command(args) -> int:
                             "server_timing": serving["server_timing"], "run_dir": str(path)}))
     else:
         lag = serving["generator_lag"]
-        print(f"{run.meta['pipeline']} served at {args.url}: {_describe(arrivals, policy_from_args(args))}")
+        print(f"{run.meta['pipeline']} served at {args.url}: {describe_load(arrivals, policy_from_args(args))}")
         print(format_summary(summary))
         for name in ("server_end_to_end", "network"):
             if joined.get(name):

@@ -45,7 +45,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workbench.compare import DEFAULT_COMPARE_REQUESTS, compare  # noqa: E402
+from workbench.interleave import DEFAULT_COMPARE_REQUESTS, compare  # noqa: E402
 from workbench.config import PipelineConfig  # noqa: E402
 from workbench.noise import NoiseProbe  # noqa: E402
 

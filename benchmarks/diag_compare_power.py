@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from bench_compare import DECISIVE, calibrate, slow_factory, wilson  # noqa: E402
-from workbench.analysis.compare import BLOCK, paired_comparison  # noqa: E402
+from workbench.analysis.verdicts import BLOCK, paired_comparison  # noqa: E402
 from workbench.config import PipelineConfig  # noqa: E402
 
 ARMS = {"aa": 1.0, "slow": 1.1}
@@ -36,7 +36,7 @@ ARMS = {"aa": 1.0, "slow": 1.1}
 def collect(args) -> None:
     import torch
 
-    from workbench.compare import compare
+    from workbench.interleave import compare
 
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)

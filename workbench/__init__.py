@@ -16,7 +16,7 @@ _EXPORTS = {
     "load_factory": "workbench.pipeline",
     "PipelineConfig": "workbench.config",
     "profile": "workbench.runner",
-    "compare": "workbench.compare",
+    "compare": "workbench.interleave",
     "Run": "workbench.record",
     "load_run": "workbench.record",
     "stage_summary": "workbench.analysis.budget",

@@ -4,7 +4,7 @@ import pytest
 from tests.cli.compare_helpers import saved_run
 
 from workbench import PipelineConfig
-from workbench.analysis.compare import VERDICTS
+from workbench.analysis.verdicts import VERDICTS
 from workbench.cli import main
 from workbench.cli.compare import parse_config, split_config
 

@@ -6,7 +6,7 @@ from plots_helpers import decode, make_run
 from workbench.analysis.budget import stage_summary
 from workbench.errors import ConfigError
 from workbench.plots import compare_figure
-from workbench.plots.compare import compare_table
+from workbench.plots.compare_figures import compare_table
 
 
 def summaries():
@@ -53,7 +53,7 @@ def compare_result():
 
 
 def test_ratio_figure_draws_each_interval_and_the_no_effect_band():
-    from workbench.plots.compare import VERDICT_COLORS, ratio_figure
+    from workbench.plots.compare_figures import VERDICT_COLORS, ratio_figure
 
     fig = ratio_figure(compare_result()).to_dict()
     (trace,) = fig["data"]
@@ -70,7 +70,7 @@ def test_ratio_figure_draws_each_interval_and_the_no_effect_band():
 
 
 def test_ratio_figure_without_comparisons_says_so():
-    from workbench.plots.compare import ratio_figure
+    from workbench.plots.compare_figures import ratio_figure
 
     fig = ratio_figure({"configs": [], "stages": [], "end_to_end": None}).to_dict()
     assert "nothing was compared" in str(fig["layout"])

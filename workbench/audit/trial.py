@@ -9,7 +9,7 @@ a CUDA-graph forward through the shipped examples' ``pin_memory`` and ``cuda_gra
 options); the run's pipeline is
 rebuilt from its fingerprint's factory and the change is measured against the
 run's own configuration with the interleaved comparison
-(:func:`workbench.compare.compare`): same items, one process, blocks in a seeded
+(:func:`workbench.interleave.compare`): same items, one process, blocks in a seeded
 order, bootstrap intervals. The action then carries ``measured``: the end-to-end
 p50 and p99 ratios B/A with their 95 % intervals, the verdict and one sentence.
 For a batch-size change the ratios are per item (a request carries twice the
@@ -117,7 +117,7 @@ def base_config(run):
 def try_actions(run, findings: list[dict], *, requests: int = TRY_REQUESTS, seed: int = 0,
                 compare_fn: Callable | None = None) -> list[dict]:
     """Annotate the findings' actions in place with ``measured`` or ``not_tried``; returns the trial log."""
-    from ..compare import compare
+    from ..interleave import compare
 
     compare_fn = compare_fn or compare
     factory, why = factory_of(run)
@@ -172,7 +172,7 @@ def _measure(compare_fn, factory, base, change: dict, requests: int, seed: int) 
 
 def _verdict(ci: list[float], scale: float, result: dict) -> str:
     """The comparison's verdict rule applied to per-item ratios (the interval scaled by the batch ratio)."""
-    from ..analysis.compare import verdict
+    from ..analysis.verdicts import verdict
 
     min_effect = result.get("min_effect", 0.02)
     noisy = bool((result.get("noise") or {}).get("noisy"))

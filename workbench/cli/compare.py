@@ -7,7 +7,7 @@ Two forms::
     python -m workbench compare RUN_A RUN_B [--json] [--metric p50|p99] [--min-effect 0.02]
 
 The first runs the configurations interleaved in this process
-(``workbench.compare``); the second compares two saved runs, labelled
+(``workbench.interleave``); the second compares two saved runs, labelled
 "separate runs". Compare is informational: it exits 0 whatever the verdict
 (``workbench gate`` turns a real regression into exit 1), 2 on bad input.
 """
@@ -18,8 +18,8 @@ import json
 import sys
 from typing import Any
 
-from ..analysis.compare import METRICS, MIN_EFFECT, separate_comparison
-from ..compare import DEFAULT_COMPARE_REQUESTS
+from ..analysis.verdicts import METRICS, MIN_EFFECT, separate_comparison
+from ..interleave import DEFAULT_COMPARE_REQUESTS
 from ..config import PipelineConfig
 from ..errors import ConfigError
 from .profile import add_pipeline_arguments, config_from_args, factory_from_args
@@ -115,7 +115,7 @@ def run(args) -> int:
         raise ConfigError("give --example NAME or --pipeline SPEC with two or more --config, or two run folders")
     if len(args.config) < 2:
         raise ConfigError(f"give at least two --config (the first is A), got {len(args.config)}")
-    from ..compare import compare
+    from ..interleave import compare
 
     configs = [parse_config(text) for text in args.config]
     result = compare(factory_from_args(args), configs, base=base_config(args), requests=args.requests,

@@ -12,7 +12,7 @@ from ..errors import ConfigError
 from ..guard import Interrupted
 from ..runner import DEFAULT_MAX_DURATION_S, DEFAULT_REQUESTS
 from ..timing import SYNC_POLICIES
-from .show import print_budget
+from .show import print_budget, print_failure_lines
 
 
 def register(subparsers) -> None:
@@ -167,16 +167,6 @@ def failure_verdict(run, fail_on_error: bool, command: str) -> int:
                 print_failure_lines(records_summary(records), sys.stderr, indent="    ")
         return 1
     return 0
-
-
-def print_failure_lines(summary: dict, out, indent: str = "  ") -> None:
-    """One line per stage, then one per distinct failure: count, type, message, where."""
-    for stage, entry in summary.items():
-        share = f" ({entry['share'] * 100:.1f} %)" if entry.get("share") is not None else ""
-        print(f"{indent}{stage}: {entry['count']} failed{share}", file=out)
-        for m in entry["messages"]:
-            where = f"  at {m['where']}" if m.get("where") else ""
-            print(f"{indent}  {m['count']} x {m['type']}: {m['message']}{where}", file=out)
 
 
 def save_interrupted(run, out: Path, command: str = "profile") -> None:

@@ -119,7 +119,6 @@ def print_warmup(w: dict, out) -> None:
 def print_failures(report: dict, out) -> None:
     """The failures section: per stage count and share, each distinct failure with its count and where."""
     from ..analysis.failures import records_summary
-    from .profile import print_failure_lines
 
     sections = [("failures (measured requests)", report.get("failures") or {}),
                 ("failures (warm-up)", report.get("warmup_failures") or {}),
@@ -128,6 +127,16 @@ def print_failures(report: dict, out) -> None:
         if summary:
             print(f"{title}:", file=out)
             print_failure_lines(summary, out)
+
+
+def print_failure_lines(summary: dict, out, indent: str = "  ") -> None:
+    """One line per stage, then one per distinct failure: count, type, message, where."""
+    for stage, entry in summary.items():
+        share = f" ({entry['share'] * 100:.1f} %)" if entry.get("share") is not None else ""
+        print(f"{indent}{stage}: {entry['count']} failed{share}", file=out)
+        for m in entry["messages"]:
+            where = f"  at {m['where']}" if m.get("where") else ""
+            print(f"{indent}  {m['count']} x {m['type']}: {m['message']}{where}", file=out)
 
 
 def _share(x) -> str:

@@ -7,7 +7,7 @@ events gives a figure that says so, never an exception.
 """
 from .batching import batching_curves_figure, queueing_breakdown_figure, wait_time_figure
 from .budget import budget_figure
-from .compare import compare_figure, ratio_figure
+from .compare_figures import compare_figure, ratio_figure
 from .distributions import distribution_figure
 from .flame import flame_figure, trace_flame_figure
 from .launches import launch_figure

@@ -54,8 +54,8 @@ def request_stages_view(view: RunView, request: int | None) -> go.Figure:
 
 
 def compare_view(result: dict) -> go.Figure:
-    """B against A per stage and end to end, with intervals and verdicts (``plots.compare.ratio_figure``)."""
-    from ..plots.compare import ratio_figure
+    """B against A per stage and end to end, with intervals and verdicts (``plots.compare_figures.ratio_figure``)."""
+    from ..plots.compare_figures import ratio_figure
 
     return ratio_figure(result, metric=result.get("metric") or "p50")
 

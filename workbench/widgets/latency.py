@@ -69,7 +69,7 @@ class LatencyExplorer(Controller):
     debounce_s: quiet time after the last change before profiling starts.
     cache_size: run summaries kept (least recently used dropped).
     profile_fn: the profiling function (``workbench.runner.profile``); tests inject a fake.
-    compare_fn: the comparison (``workbench.compare.compare``); tests inject a fake.
+    compare_fn: the comparison (``workbench.interleave.compare``); tests inject a fake.
     compare_requests: measured requests per configuration of "compare with B".
     timeout_s: per-request timeout of each profile (default 30 s; None: none). A stuck stage
         then ends the run as "incomplete: timeout", and cancel does not wait for it
@@ -409,7 +409,7 @@ class LatencyExplorer(Controller):
 
         compare = self.compare_fn
         if compare is None:
-            from ..compare import compare
+            from ..interleave import compare
         try:
             check_config(a_config)
             check_config(b_config)

@@ -7,7 +7,7 @@ from tests.conftest import FakeClock
 
 import workbench
 from workbench import Pipeline, PipelineConfig
-from workbench.compare import BLOCK, REWARM, compare, config_with
+from workbench.interleave import BLOCK, REWARM, compare, config_with
 from workbench.errors import ConfigError
 
 
@@ -151,11 +151,11 @@ def test_refusals():
         compare(two_shapes, [{}, {"extra": True}], noise_probe=False)
 
 
-def test_workbench_compare_is_callable_even_after_importing_the_module():
-    import workbench.compare as module
+def test_workbench_compare_is_the_interleaved_compare_function():
+    import workbench.interleave as module
 
     assert "compare" in workbench.__all__
-    assert callable(workbench.compare) and callable(module)
+    assert workbench.compare is module.compare
 
 
 def test_configs_may_be_pipeline_configs_labelled_by_what_differs_from_the_base():

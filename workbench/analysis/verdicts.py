@@ -1,7 +1,7 @@
 """Is a difference real? Ratios B/A of p50 and p99 with bootstrap intervals and a verdict.
 
 Inputs are per-request durations in integer nanoseconds, grouped in *blocks*:
-the interleaved runner (``workbench.compare``) runs one block of 10 requests
+the interleaved runner (``workbench.interleave``) runs one block of 10 requests
 per configuration in every round, so round ``r`` of A and round ``r`` of B ran
 at nearly the same moment and share whatever the machine was doing then.
 

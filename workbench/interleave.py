@@ -10,7 +10,7 @@ follows a block with another torch thread count starts with ``REWARM``
 unmeasured requests (OpenMP's pool resizes and goes cold on a switch).
 
 The samples (integer ns per stage and end to end) go to
-:func:`workbench.analysis.compare.paired_comparison`, which pairs blocks by
+:func:`workbench.analysis.verdicts.paired_comparison`, which pairs blocks by
 round. ``compare(...)`` returns a :class:`Comparison`; ``.result`` is what
 ``python -m workbench compare --json`` prints.
 """
@@ -20,7 +20,6 @@ import dataclasses
 import itertools
 import sys
 import time
-import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .analysis.budget import END_TO_END
-from .analysis.compare import BLOCK, MIN_EFFECT, RESAMPLES, paired_comparison
+from .analysis.verdicts import BLOCK, MIN_EFFECT, RESAMPLES, paired_comparison
 from .config import PipelineConfig
 from .errors import ConfigError, PipelineError
 from .timing import Clock, RequestTiming, time_request
@@ -277,13 +276,3 @@ def _report(samples, names, info, *, metric, min_effect, resamples, seed, reques
         report["comparisons"] = comparisons
     return report
 
-
-class _CallableModule(types.ModuleType):
-    """Importing ``workbench.compare`` (this module) makes the package attribute the module, shadowing the
-    lazily exported function of the same name; calling the module calls :func:`compare`."""
-
-    def __call__(self, *args, **kwargs) -> Comparison:
-        return compare(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

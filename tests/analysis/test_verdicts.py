@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.analysis.compare import (
+from workbench.analysis.verdicts import (
     FASTER, NO_DIFFERENCE, SLOWER, TOO_NOISY, band_p_value, compare_blocks, consecutive_blocks, holm_intervals,
     paired_comparison, point_ratio, resolution, round_blocks, separate_comparison, verdict,
 )

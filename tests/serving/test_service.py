@@ -37,7 +37,7 @@ def test_finished_requests_are_kept_as_untracked_tuples_and_tabled_exactly():
     gc.collect()  # the first untracks the inner tuples (stage times, request ids), the second the outer ones
     assert not any(gc.is_tracked(b) for b in service.batch_log)
     assert not any(gc.is_tracked(t) for t in service.done.values())
-    failed = [BatchDone._make(b) for b in service.batch_log if b[-1] is not None]
+    failed = [b for b in map(BatchDone._make, service.batch_log) if b.failure is not None]
     assert [(b.requests, b.failure[:3]) for b in failed] == [((1,), ("forward", "ValueError", "x=-1 is poison"))]
 
     requests, stages = server_tables(service, dropped, stopped)

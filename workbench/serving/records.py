@@ -36,9 +36,9 @@ def server_tables(service, dropped, stopped_ns: int) -> tuple[pd.DataFrame, pd.D
     order = [*BEFORE, *names, *AFTER]
     req_rows, stage_rows = [], []
     for rec in map(BatchDone._make, service.batch_log):
-        for rid in rec.requests:
+        for k, rid in enumerate(rec.requests):
             t = service.times(rid)
-            error = rec.failure
+            error = rec.failure if rec.item_failures is None else rec.item_failures[k]
             if error is None and t.disconnected:
                 error = DISCONNECTED
             elif error is None and t.sent_ns is None:

@@ -28,14 +28,15 @@ import asyncio
 import json
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from ..batching.batcher import BatchRecord, DynamicBatcher
 from ..batching.policy import BatchPolicy
-from ..timing import Clock, time_request
+from ..timing import Clock, RequestTiming, StageFailure, time_request
 from .protocol import format_server_timing, output_bytes
 
+ISOLATED_HEADER = "X-Workbench-Isolated"  # the request's batch raised and it was re-run alone
 BEFORE = ("ingress", "batch_wait", "queue_wait")
 AFTER = ("handoff", "egress")
 
@@ -57,6 +58,9 @@ class BatchDone(NamedTuple):
 
     ``failure``: ``(stage, error_type, message, where)`` of the stage that
     raised, else None. The stage lists hold the stages that ran.
+    ``item_failures``: for a batch that raised and was re-run one item at a
+    time (:class:`Isolated`), each request's own failure tuple or None (then
+    ``failure`` is None); else None.
     """
 
     batch: int
@@ -67,13 +71,35 @@ class BatchDone(NamedTuple):
     stage_start_ns: tuple[int, ...]
     stage_end_ns: tuple[int, ...]
     failure: tuple[str, str, str, str | None] | None
+    item_failures: tuple | None = None
 
     @classmethod
     def of(cls, record: BatchRecord) -> "BatchDone":
-        t, f = record.timing, record.timing.failure
-        failure = None if f is None else (f.stage, f.error_type, f.message, getattr(f, "where", None))
+        t = record.timing
+        items = None
+        if isinstance(t.output, Isolated):
+            items = tuple(_failure_tuple(x) if isinstance(x, StageFailure) else None for x in t.output.items)
         return cls(record.batch, tuple(record.requests), record.close_ns, record.start_ns, record.end_ns,
-                   tuple(t.stage_start_ns), tuple(t.stage_end_ns), failure)
+                   tuple(t.stage_start_ns), tuple(t.stage_end_ns), _failure_tuple(t.failure), items)
+
+
+def _failure_tuple(f: StageFailure | None) -> tuple[str, str, str, str | None] | None:
+    return None if f is None else (f.stage, f.error_type, f.message, getattr(f, "where", None))
+
+
+@dataclass(frozen=True)
+class Isolated:
+    """The output of a batch that raised and was then re-run one item at a time.
+
+    ``first``: what the whole batch raised (it may quote any item, so it is
+    never sent to a client); ``items``: per item in batch order, its own
+    output (the single run's last-stage output, item 0 of it) or its own
+    :class:`StageFailure`. So one bad request fails alone, and no response
+    carries another request's content.
+    """
+
+    first: StageFailure
+    items: tuple
 
 
 @dataclass
@@ -183,13 +209,17 @@ class PipelineService:
             headers["X-Workbench-Cache-Hit"] = f"{self.batch_cache_hit[record.batch]:.6g}"
         if times.request_id is not None:
             headers["X-Request-Id"] = times.request_id
-        failure = record.timing.failure
-        if failure is not None:
-            body = json.dumps({"error": f"stage {failure.stage} raised {failure.error_type}: {failure.message}",
-                               "stage": failure.stage, "type": failure.error_type}).encode()
-            return Reply(500, body, headers | {"Content-Type": "application/json"})
+        failure, output = record.timing.failure, record.timing.output
         k = record.requests.index(rid)
-        return Reply(200, output_bytes(record.timing.output, k, len(record.requests)), headers)
+        if isinstance(output, Isolated):
+            headers[ISOLATED_HEADER] = "1"
+            mine = output.items[k]
+            if isinstance(mine, StageFailure):
+                return _failed(mine, headers)
+            return Reply(200, output_bytes(mine, 0, 1), headers)
+        if failure is not None:
+            return _failed(failure, headers)
+        return Reply(200, output_bytes(output, k, len(record.requests)), headers)
 
     def _finished(self, record: BatchRecord) -> None:
         """Called on an executor thread: hand the record to the waiting handlers on the loop.
@@ -213,18 +243,65 @@ class PipelineService:
                 future.set_result((record, done))
 
 
+def _failed(failure: StageFailure, headers: dict[str, str]) -> Reply:
+    body = json.dumps({"error": f"stage {failure.stage} raised {failure.error_type}: {failure.message}",
+                       "stage": failure.stage, "type": failure.error_type}).encode()
+    return Reply(500, body, headers | {"Content-Type": "application/json"})
+
+
 def _ran(timing, names: list[str], stage: str) -> bool:
     """Whether ``stage`` ran to completion in this batch (else its per-thread results are another batch's)."""
     if stage not in names or len(timing.stage_end_ns) <= names.index(stage):
         return False
+    if isinstance(timing.output, Isolated):
+        return False  # the cache's last call was one item's re-run, not the batch
     return timing.failure is None or timing.failure.stage != stage
+
+
+def isolating(run, clock: Clock):
+    """``run(batch) -> RequestTiming``, but a batch of several items that raised is re-run one item at a time.
+
+    The result then has ``failure`` None and an :class:`Isolated` output (each
+    item's own output or failure). Its stage lists cover the first attempt
+    and every re-run: stage k's duration is the sum of its durations in all
+    of them, laid end to end from the batch's start, so the stage times say
+    what the isolation cost; ``end_ns`` is when the last re-run ended.
+    """
+
+    def execute(batch):
+        first = run(batch)
+        if first.failure is None or len(batch) < 2:
+            return first
+        singles = [run([item]) for item in batch]
+        items = tuple(t.failure if t.failure is not None else _first_output(t.output) for t in singles)
+        attempts = [first, *singles]
+        n = max(len(t.stage_end_ns) for t in attempts)
+        durs = [sum(t.stage_end_ns[k] - t.stage_start_ns[k] for t in attempts if k < len(t.stage_end_ns))
+                for k in range(n)]
+        starts, cursor = [], first.start_ns
+        for d in durs:
+            starts.append(cursor)
+            cursor += d
+        return replace(first, end_ns=max(clock(), cursor), stage_start_ns=starts,
+                       stage_end_ns=[s + d for s, d in zip(starts, durs)], device_ns=None, failure=None,
+                       output=Isolated(first.failure, items))
+
+    return execute
+
+
+def _first_output(output):
+    """Item 0 of a one-item batch's last-stage output (a list of one), or the output itself."""
+    if isinstance(output, (list, tuple)) and len(output) == 1:
+        return output[0]
+    return output
 
 
 def _executor(pipe, clock: Clock):
     """``execute(items) -> RequestTiming`` for the executor threads (torch threads as the caller's).
 
     Mirrors ``workbench.batching.live``: OpenMP keeps the intra-op thread
-    count per thread, so each executor thread takes the caller's.
+    count per thread, so each executor thread takes the caller's. A batch
+    that raises is re-run one item at a time (:func:`isolating`).
     """
     from ..device import torch_or_none
     from ..timing import CudaStageTimer
@@ -243,6 +320,7 @@ def _executor(pipe, clock: Clock):
                 local.run = lambda b: timer.time_request(names, fns, b)
             else:
                 local.run = lambda b: time_request(names, fns, b, clock)
+            local.run = isolating(local.run, clock)
         return local.run(batch)
 
     return execute
@@ -261,4 +339,10 @@ def _warm_up(execute, items: list, calls: int, size_max: int) -> int:
 
 def server_meta(service: PipelineService) -> dict[str, Any]:
     """The policy and warm-up figures of a service (for run.json's ``serving``)."""
-    return {"policy": service.policy.params(), "warmup_failed": sum(service.batcher.init_results)}
+    isolated = [b for b in map(BatchDone._make, service.batch_log) if b.item_failures is not None]
+    return {"policy": service.policy.params(), "warmup_failed": sum(service.batcher.init_results),
+            "isolation": {"rule": "a batch of several requests that raised is re-run one request at a time; "
+                                  "each request gets its own output or its own error",
+                          "batches_rerun": len(isolated),
+                          "requests_failed_alone": sum(f is not None for b in isolated for f in b.item_failures),
+                          "requests_answered_after_rerun": sum(f is None for b in isolated for f in b.item_failures)}}

@@ -11,7 +11,7 @@ Voila it adds what a server handed to strangers needs:
   ``_xsrf`` cookie) or culled when idle and unconnected, each kernel with a
   scratch folder (``TMPDIR``, ``WORKBENCH_SCRATCH_DIR``) deleted when it ends,
   and a bounded kernel count: :mod:`workbench.room.kernels`;
-* live profiling one at a time across the server: :mod:`workbench.room.live_queue`.
+* live profiling one at a time across the server: :mod:`workbench.live_queue` (below the widgets that take it).
 
 Nothing here is imported by ``import workbench``; only the launcher imports Voila.
 """

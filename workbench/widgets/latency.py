@@ -370,7 +370,7 @@ class LatencyExplorer(Controller):
         return with_notes(view, match.labels)
 
     def _profile(self, key: Key, config: PipelineConfig, cancel: threading.Event, hint: str = "") -> RunView:
-        from ..room.live_queue import live_slot
+        from ..live_queue import live_slot
 
         profile = self.profile_fn
         if profile is None:
@@ -405,7 +405,7 @@ class LatencyExplorer(Controller):
 
     def _compare(self, a_key: Key, a_config: PipelineConfig, b_key: Key, b_config: PipelineConfig) -> None:
         """Worker thread: A and B interleaved in this process; the ratio figure and the end-to-end verdict."""
-        from ..room.live_queue import live_slot
+        from ..live_queue import live_slot
 
         compare = self.compare_fn
         if compare is None:

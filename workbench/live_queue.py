@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import WorkbenchError
+from .errors import WorkbenchError
 
 LOCK_ENV = "WORKBENCH_LIVE_LOCK"
 MODE_ENV = "WORKBENCH_LIVE"

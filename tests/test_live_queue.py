@@ -8,7 +8,7 @@ import time
 import pytest
 
 from workbench.errors import WorkbenchError
-from workbench.room.live_queue import LiveProfilingError, live_mode, live_slot, lock_path
+from workbench.live_queue import LiveProfilingError, live_mode, live_slot, lock_path
 
 
 class StepClock:
@@ -71,7 +71,7 @@ def test_a_killed_holder_frees_the_slot(tmp_path):
     env = env_for(tmp_path)
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time; from workbench.room.live_queue import live_slot\n"
+         "import sys, time; from workbench.live_queue import live_slot\n"
          f"with live_slot(environ={env!r}):\n    print('held', flush=True); time.sleep(60)"],
         stdout=subprocess.PIPE, text=True)
     try:

@@ -6,7 +6,7 @@ from typing import Any
 
 def run_figures(run, facts: dict[str, Any], sla_ms: float | None = None) -> list[tuple[str, Any]]:
     """``[(caption, figure)]``: budget (noise badge, failures, SLA), tail attribution, latency over the run,
-    the strongest attribute, then the trace's views."""
+    the attribute that explains the most, then the trace's views."""
     from ..plots.budget import run_budget_figure
     from ..plots.tail import latency_over_run_figure, tail_figure
 
@@ -21,17 +21,18 @@ def run_figures(run, facts: dict[str, Any], sla_ms: float | None = None) -> list
 
 
 def _attribute_figures(run) -> list[tuple[str, Any]]:
-    """The strongest stage-attribute correlation, drawn, when the pipeline declared describe=."""
-    from ..analysis.attributes import attribute_correlations
+    """The attribute that explains the most stage time, drawn with its ranges, when the pipeline declared describe=."""
+    from ..analysis.attributes import attribute_effects, ranked_effects
     from ..plots.tail import attribute_figure
 
-    rows = [r for r in attribute_correlations(run.requests, run.stages, run.stage_names)
-            if r["rho"] is not None and r["stage"] != "end_to_end"]
-    if not rows:
+    effects = attribute_effects(run.requests, run.stages, run.stage_names)
+    ranked = ranked_effects(effects)
+    if not ranked:
         return []
-    best = rows[0]
+    best = ranked[0]
+    entry = effects[best["stage"]][best["attribute"]]
     return [(f"What {best['stage']}'s time tracks", attribute_figure(run.requests, run.stages, best["stage"],
-                                                                    best["attribute"], rho=best["rho"], ci=best["ci"]))]
+                                                                    best["attribute"], effect=entry))]
 
 
 def _trace_figures(run, loaded=None) -> list[tuple[str, Any]]:

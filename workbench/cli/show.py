@@ -77,9 +77,9 @@ def print_explain(report: dict, out) -> None:
         print(f"tail: {tail['headline']}", file=out)
     for note in tail.get("notes") or []:
         print(f"tail: {note}", file=out)
-    attrs = report.get("attributes") or {}
-    if attrs.get("strongest"):
-        print(f"attributes: {attrs['strongest']} (Spearman, 95% interval)", file=out)
+    attrs = report.get("attributes_summary") or {}
+    if attrs.get("headline"):
+        print(f"attributes: {attrs['headline']}", file=out)
     gc = report.get("gc")
     if gc and gc["pause_ms_total"] > 0:
         print(f"gc: {gc['pause_ms_total']:.3f} ms of collection pauses in {gc['requests_with_gc']} of "

@@ -87,14 +87,15 @@ def _note(text: str) -> dict:
 
 
 def attribute_figure(requests: pd.DataFrame, stages: pd.DataFrame, stage: str, attribute: str, *,
-                     rho: float | None = None, ci: list[float] | None = None, title: str | None = None,
-                     max_points: int = 20_000) -> go.Figure:
+                     rho: float | None = None, ci: list[float] | None = None, effect: dict[str, Any] | None = None,
+                     title: str | None = None, max_points: int = 20_000) -> go.Figure:
     """Stage time (ms) against a ``describe=`` attribute, one point per successful measured request.
 
-    The title carries Spearman's rho and its interval when given ("forward tracks seq_len, rho 0.91").
+    ``effect``: the attribute's entry from :func:`workbench.analysis.attributes.attribute_effects`; its bins
+    are drawn as p50 and p99 steps over each value range, and the title gives the effect and rho.
     """
     from ..analysis.attributes import ATTR_PREFIX
-    from ..analysis.budget import stage_matrix
+    from ..analysis.matrix import stage_matrix
 
     column = ATTR_PREFIX + attribute
     if column not in requests.columns:
@@ -111,7 +112,20 @@ def attribute_figure(requests: pd.DataFrame, stages: pd.DataFrame, stage: str, a
     fig.add_scattergl(x=both["x"], y=both["y"], mode="markers", marker={"size": 5, "opacity": 0.6},
                       customdata=both.index, name=stage,
                       hovertemplate=f"request %{{customdata}}<br>{attribute} %{{x:g}}<br>{stage} %{{y:.3f}} ms<extra></extra>")
+    for key, dash in (("p50_ms", "solid"), ("p99_ms", "dot")):
+        bins = (effect or {}).get("bins") or []
+        if bins:
+            xs = [x for b in bins for x in (b["lo"], b["hi"], None)]
+            ys = [y for b in bins for y in (b[key], b[key], None)]
+            fig.add_scatter(x=xs, y=ys, mode="lines+markers", name=f"{key[:3]} per range", line={"dash": dash})
     fig.update_layout(xaxis_title=attribute, yaxis_title=f"{stage} (ms)")
-    label = title or (f"{stage} tracks {attribute}: Spearman rho {rho:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
-                      if rho is not None and ci else f"{stage} against {attribute}")
-    return layout(fig, label)
+    return layout(fig, title or _attribute_title(stage, attribute, rho, ci, effect))
+
+
+def _attribute_title(stage: str, attribute: str, rho, ci, effect: dict[str, Any] | None) -> str:
+    if effect and effect.get("effect") is not None:
+        rho_text = f", Spearman rho {effect['rho']:.2f}" if effect.get("rho") is not None else ""
+        return f"{stage} against {attribute}: p50 {effect['effect']:.3g}x from the bottom range to the top{rho_text}"
+    if rho is not None and ci:
+        return f"{stage} tracks {attribute}: Spearman rho {rho:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
+    return f"{stage} against {attribute}"

@@ -14,6 +14,7 @@ from .load_args import (SUMMARY_KEYS, add_batcher_arguments, arrivals_from_args,
 from .load_http import add_url_arguments, run_http_load_command
 from .profile import (add_fail_on_error, add_pipeline_arguments, apply_threads, config_from_args, factory_from_args,
                       failure_verdict, save_interrupted)
+from .sweep import add_sweep_arguments, run_sweep_command
 
 
 def register(subparsers) -> None:
@@ -32,6 +33,7 @@ def register(subparsers) -> None:
                            "'incomplete: timeout', exit 1")
     load.add_argument("--out", type=Path, help="run folder to write (default runs/load-NAME-TIME)")
     add_fail_on_error(load)
+    add_sweep_arguments(load)
     load.set_defaults(func=run_load_command)
 
     sim = subparsers.add_parser("simulate", help="simulate the dynamic batcher from profiled service times",
@@ -48,6 +50,8 @@ def register(subparsers) -> None:
 
 
 def run_load_command(args) -> int:
+    if args.sweep:
+        return run_sweep_command(args)
     if args.url or args.payloads is not None:
         if args.timeout_s is not None:
             raise ConfigError("--timeout-s bounds the in-process load's pipeline calls; with --url use --timeout")
@@ -78,7 +82,8 @@ def run_load_command(args) -> int:
     from ..batching.summary import load_summary
 
     summary = load_summary(run.requests, policy.concurrency)
-    lag = run.meta["load"]["generator_lag_ms"]
+    load = run.meta.load
+    lag = load.generator_lag_ms
     verdict = max(timeout_verdict(run), failure_verdict(run, args.fail_on_error, "load"))
     if args.json:
         print(json.dumps({k: summary[k] for k in SUMMARY_KEYS} | {"generator_lag_ms": lag}
@@ -89,11 +94,11 @@ def run_load_command(args) -> int:
     from ..noise import noise_line
     from .show import print_failures
 
-    print(f"{run.meta['pipeline']} under load: {describe_load(arrivals, policy)}")
+    print(f"{run.meta.pipeline} under load: {describe_load(arrivals, policy)}")
     print(noise_line(noise_summary(run.meta)))
     print(format_summary(summary))
-    print(f"generator lag: worst {lag:.3f} ms, {run.meta['load']['late_requests']} requests more than "
-          f"{run.meta['load']['late_threshold_ms']:g} ms late")
+    print(f"generator lag: worst {lag:.3f} ms, {load.late_requests} requests more than "
+          f"{load.late_threshold_ms:g} ms late")
     print_failures({"failures": failure_summary(run.requests, run.stage_names)}, sys.stdout)
     print(f"\nrun written to {path}")
     return verdict
@@ -101,7 +106,7 @@ def run_load_command(args) -> int:
 
 def timeout_verdict(run) -> int:
     """1 (a measured failure) with one line on stderr naming the stage that hung, when a call timed out."""
-    if run.meta.get("status") != "incomplete: timeout":
+    if run.meta.status != "incomplete: timeout":
         return 0
     req = run.requests
     hung = req[req["error_type"] == "Timeout"]
@@ -110,7 +115,7 @@ def timeout_verdict(run) -> int:
         where = f"batch {first['batch']} ({int((req['batch'] == first['batch']).sum())} requests)"
         message = first["error_message"]
     else:  # a warm-up call: no request was measured
-        first = next(f for f in run.meta["load"]["warmup_failures"] if f["type"] == "Timeout")
+        first = next(f for f in run.meta.load.warmup_failures if f["type"] == "Timeout")
         where, message = "executor warm-up (no request measured)", first["message"]
     print(f"workbench load: {where} timed out: {message}; the run stopped and was saved as "
           "'incomplete: timeout'", file=sys.stderr)

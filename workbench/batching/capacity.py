@@ -1,0 +1,281 @@
+"""Capacity sweeps: a load run per arrival rate (or executor count), measured in windows, and the knee.
+
+A sweep folder holds one run folder per point (``point-00-rate-50``, ...) and
+``sweep.json`` (format ``workbench.sweep``, documented in docs/json.md). Each
+point is one continuous open-loop run of ``max_windows`` windows of
+``window_s``; :mod:`workbench.analysis.windows` cuts it by send time and
+finds the first three windows whose p50 and p99 agree within
+``stability_pct`` % (perf_analyzer's rule). The point's figures are those of
+the requests sent in those three windows (or the last three, marked
+unstable). ``rate=auto`` doubles the rate from ``start_rate_rps`` until p99
+passes ``sla_ms`` or the achieved rate stops growing.
+
+The measuring itself is the caller's: ``measure(value, folder) -> Run`` runs
+and saves one point (in process or against a server), so this module stays
+free of sockets and pipelines. ``sweep.json`` is rewritten, whole and
+atomically, after every point: a sweep stopped half way keeps its points.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..analysis.stats import summarize_ns
+from ..analysis.windows import auto_stop, counted_windows, knee, ratio, window_table
+from ..errors import ConfigError
+from ..units import NS_PER_S
+
+FORMAT = "workbench.sweep"
+VERSION = 1
+SWEEP_FILE = "sweep.json"
+PARAMETERS = ("rate", "concurrency")
+POINT_COLUMNS = ["point", "run", "rate_rps", "concurrency", "offered_rps", "achieved_rps", "requests", "failed",
+                 "p50_ms", "p95_ms", "p99_ms", "generator_lag_p99_ms", "generator_lag_max_ms", "noisy", "stable",
+                 "stable_after_windows", "windows"]
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """What to sweep and how long to measure each point.
+
+    parameter: "rate" (arrival rate, req/s) or "concurrency" (batches executed at once).
+    values: the points, or None for ``rate=auto`` (doubling from ``start_rate_rps``).
+    """
+
+    parameter: str
+    values: tuple[float, ...] | None
+    window_s: float = 5.0
+    max_windows: int = 10
+    stability_pct: float = 10.0
+    sla_ms: float | None = None
+    start_rate_rps: float = 50.0
+    max_points: int = 12
+
+    def __post_init__(self) -> None:
+        if self.parameter not in PARAMETERS:
+            raise ConfigError(f"--sweep {self.parameter}=...: sweep rate or concurrency")
+        if not (self.window_s > 0 and math.isfinite(self.window_s)):
+            raise ConfigError(f"--window-s must be > 0 seconds, got {self.window_s!r}")
+        if self.max_windows < 3:
+            raise ConfigError(f"--max-windows must be >= 3 (stability compares three windows), got {self.max_windows}")
+        if not self.stability_pct > 0:
+            raise ConfigError(f"--stability must be > 0 %, got {self.stability_pct!r}")
+        if self.values is None and (self.parameter != "rate" or self.sla_ms is None):
+            raise ConfigError("--sweep rate=auto needs --sla-ms (it doubles the rate until p99 passes it)")
+        if self.sla_ms is not None and not self.sla_ms > 0:
+            raise ConfigError(f"--sla-ms must be > 0, got {self.sla_ms!r}")
+
+    @property
+    def duration_s(self) -> float:
+        """Seconds of arrivals of one point: ``max_windows`` windows."""
+        return self.window_s * self.max_windows
+
+    def params(self) -> dict[str, Any]:
+        return {"parameter": self.parameter, "values": list(self.values) if self.values is not None else "auto",
+                "window_s": self.window_s, "max_windows": self.max_windows, "stability_pct": self.stability_pct,
+                "sla_ms": self.sla_ms, "start_rate_rps": self.start_rate_rps if self.values is None else None,
+                "max_points": self.max_points}
+
+
+def parse_sweep(text: str) -> tuple[str, tuple[float, ...] | None]:
+    """``"rate=50,100"`` -> ``("rate", (50.0, 100.0))``; ``"rate=auto"`` -> ``("rate", None)``."""
+    name, sep, spec = text.partition("=")
+    if not sep or name not in PARAMETERS or not spec:
+        raise ConfigError(f"--sweep {text!r}: expected rate=50,100,200, rate=auto or concurrency=1,2,4")
+    if spec == "auto":
+        if name != "rate":
+            raise ConfigError(f"--sweep {text!r}: only the rate sweeps automatically (rate=auto)")
+        return name, None
+    try:
+        values = tuple(float(v) for v in spec.split(","))
+    except ValueError:
+        raise ConfigError(f"--sweep {text!r}: {spec!r} is not a comma-separated list of numbers") from None
+    if any(not (v > 0 and math.isfinite(v)) for v in values):
+        raise ConfigError(f"--sweep {text!r}: every value must be > 0")
+    if name == "concurrency" and any(v != int(v) for v in values):
+        raise ConfigError(f"--sweep {text!r}: concurrency values are whole numbers")
+    if list(values) != sorted(set(values)):
+        raise ConfigError(f"--sweep {text!r}: give the values once each, in increasing order")
+    return name, values
+
+
+def _get(section: Any, key: str, default: Any = None) -> Any:
+    """A field of a run-record section, whether the section is a mapping or a typed record."""
+    if section is None:
+        return default
+    if isinstance(section, dict):
+        return section.get(key, default)
+    return getattr(section, key, default)
+
+
+def point_row(run, plan: SweepPlan, value: float, index: int, folder: str) -> dict[str, Any]:
+    """One point of ``sweep.json`` from its run: windows, stability, rates, percentiles, stages, lag, noise."""
+    window_ns = int(round(plan.window_s * NS_PER_S))
+    req = run.requests
+    windows = window_table(req["start_ns"].to_numpy(), req["dur_ns"].to_numpy(), req["ok"].to_numpy(),
+                           window_ns, plan.max_windows)
+    used, stable = counted_windows(windows, plan.stability_pct)
+    lo, hi = used[0] * window_ns, (used[-1] + 1) * window_ns
+    inside = req[(req["start_ns"] >= lo) & (req["start_ns"] < hi)]
+    good = inside[inside["ok"]]
+    end = req["start_ns"] + req["dur_ns"]
+    seconds = (hi - lo) / NS_PER_S
+    e2e = summarize_ns(good["dur_ns"].to_numpy(dtype=np.int64))
+    load, meta = _get(run.meta, "load"), run.meta
+    policy = _get(load, "policy") or {}
+    return {"point": index, "run": folder, "rate_rps": value if plan.parameter == "rate" else _rate_of(load),
+            "concurrency": int(value) if plan.parameter == "concurrency" else _get(policy, "concurrency"),
+            "offered_rps": len(inside) / seconds,
+            "achieved_rps": int((req["ok"] & (end >= lo) & (end < hi)).sum()) / seconds,
+            "requests": int(len(inside)), "failed": int((~inside["ok"]).sum()),
+            "p50_ms": e2e["p50_ms"], "p95_ms": e2e["p95_ms"], "p99_ms": e2e["p99_ms"],
+            "stages": _stage_percentiles(run.stages, good["request"], run.stage_names),
+            "generator_lag_p99_ms": _get(load, "generator_lag_p99_ms"),
+            "generator_lag_max_ms": _get(load, "generator_lag_ms"),
+            "noisy": _get(_get(meta, "noise"), "noisy"), "stable": stable,
+            "stable_after_windows": used[-1] + 1 if stable else None, "windows_used": used,
+            "windows": len(windows), "window_table": _strict(windows.to_dict("records"))}
+
+
+def _rate_of(load) -> float | None:
+    return _get(_get(load, "arrivals"), "rate_rps")
+
+
+def _stage_percentiles(stages: pd.DataFrame, requests: pd.Series, names: list[str]) -> dict[str, dict]:
+    """p50/p95/p99 (ms) of each stage over the given requests, in stage order."""
+    st = stages[stages["request"].isin(requests)]
+    out = {}
+    for name in names:
+        s = summarize_ns(st.loc[st["stage"] == name, "dur_ns"].to_numpy(dtype=np.int64))
+        if s["count"]:
+            out[name] = {k: s[k] for k in ("p50_ms", "p95_ms", "p99_ms")}
+    return out
+
+
+def run_sweep(plan: SweepPlan, measure: Callable[[float, Path], Any], out: Path, header: dict[str, Any],
+              on_point: Callable[[dict], None] | None = None) -> dict[str, Any]:
+    """Measure every point into ``out`` and return the sweep record (also written to ``out/sweep.json``).
+
+    header: what the caller knows of the sweep (``kind``, ``pipeline``, ``policy``, ``url``, ``created``).
+    on_point: called with each point's row as it is measured (progress output).
+    """
+    if out.exists():
+        raise ConfigError(f"--out {out} already exists; pick another folder")
+    out.mkdir(parents=True)
+    record = {"format": FORMAT, "version": VERSION, **header, "plan": plan.params(), "points": [],
+              "stopped": None, "knee": None, "prediction": None}
+    for index, value in enumerate(_values(plan)):
+        folder = f"point-{index:02d}-{plan.parameter}-{value:g}"
+        run = measure(value, out / folder)
+        record["points"].append(point_row(run, plan, value, index, folder))
+        if on_point is not None:
+            on_point(record["points"][-1])
+        record["stopped"] = _stopped(plan, record["points"], index)
+        record["knee"] = knee_of(record["points"], plan.sla_ms)
+        write_sweep(out, record)
+        if record["stopped"] != "list done" and record["stopped"] is not None:
+            break
+    return record
+
+
+def _values(plan: SweepPlan):
+    if plan.values is not None:
+        yield from plan.values
+        return
+    rate = plan.start_rate_rps
+    for _ in range(plan.max_points):
+        yield rate
+        rate *= 2
+
+
+def _stopped(plan: SweepPlan, points: list[dict], index: int) -> str | None:
+    """Why the sweep ends after this point (None: it goes on)."""
+    if plan.values is not None:
+        return "list done" if index == len(plan.values) - 1 else None
+    why = auto_stop(pd.DataFrame(points), plan.sla_ms)
+    if why is None and index == plan.max_points - 1:
+        return f"--max-points {plan.max_points} reached"
+    return why
+
+
+def knee_of(points: list[dict], sla_ms: float | None) -> dict[str, Any] | None:
+    """The knee point's ``point``, ``offered_rps``, ``achieved_rps`` and ``p99_ms`` (None: no knee)."""
+    k = knee(pd.DataFrame(points), sla_ms) if points else None
+    if k is None:
+        return None
+    return {key: points[k][key] for key in ("point", "offered_rps", "achieved_rps", "p99_ms")}
+
+
+def add_prediction(record: dict[str, Any], predicted: pd.DataFrame, source: str) -> dict[str, Any]:
+    """The record with each point's simulated p50/p99 at its rate and the measured/predicted ratios.
+
+    predicted: :func:`workbench.batching.sweeps.sweep` rows, one per point, in point order.
+    """
+    points = []
+    for row, (_, sim) in zip(record["points"], predicted.iterrows()):
+        pred = {"p50_ms": float(sim["p50_ms"]), "p99_ms": float(sim["p99_ms"]), "stable": bool(sim["stable"]),
+                "capacity_rps": float(sim["capacity_rps"])}
+        pred |= {"p50_ratio": ratio(row["p50_ms"], pred["p50_ms"]), "p99_ratio": ratio(row["p99_ms"], pred["p99_ms"])}
+        points.append(row | {"predicted": _strict(pred)})
+    return record | {"points": points, "prediction": {"source": source}}
+
+
+def write_sweep(out: Path, record: dict[str, Any]) -> Path:
+    """``out/sweep.json``, strict JSON, written beside and renamed (a reader never sees half of it)."""
+    path = out / SWEEP_FILE
+    tmp = out / f".{SWEEP_FILE}.tmp"
+    tmp.write_text(json.dumps(_strict(record), indent=1, allow_nan=False) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def _strict(value: Any) -> Any:
+    """NaN and infinities as None, numpy scalars as Python numbers (strict JSON)."""
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def is_sweep(path: str | os.PathLike) -> bool:
+    return (Path(path) / SWEEP_FILE).is_file()
+
+
+def load_sweep(path: str | os.PathLike) -> dict[str, Any]:
+    """A sweep folder's record; a ConfigError names the file and what is wrong."""
+    file = Path(path) / SWEEP_FILE
+    try:
+        record = json.loads(file.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: not a sweep folder (no {SWEEP_FILE})") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{file}: not valid JSON ({exc})") from None
+    if record.get("format") != FORMAT or record.get("version") != VERSION:
+        raise ConfigError(f"{file}: field 'format'/'version' must be {FORMAT!r}/{VERSION}, got "
+                          f"{record.get('format')!r}/{record.get('version')!r}")
+    return record
+
+
+def points_table(record: dict[str, Any]) -> pd.DataFrame:
+    """One row per point with :data:`POINT_COLUMNS` plus ``predicted_p50_ms``/``p99`` and ratios when present."""
+    rows = []
+    for p in record["points"]:
+        row = {k: p.get(k) for k in POINT_COLUMNS}
+        pred = p.get("predicted") or {}
+        row |= {f"predicted_{k}": pred.get(k) for k in ("p50_ms", "p99_ms", "p50_ratio", "p99_ratio")}
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*POINT_COLUMNS, "predicted_p50_ms", "predicted_p99_ms",
+                                       "predicted_p50_ratio", "predicted_p99_ratio"])

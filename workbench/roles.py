@@ -1,25 +1,123 @@
-"""What kind of work a stage does: its role, declared or defaulted from the standard stage names.
+"""What kind of work a stage does (its role), decided from what its time was spent in.
 
-Roles let the audit name a bottleneck by what it is (a slow ``lookup`` that
-talks to Redis is ``io``; one that calls a web service is ``remote``) instead of
-guessing from the name. ``@pipe.stage(role="io")`` declares one; stages named
-like the standard ones get a default; any other stage has none.
+Roles let the audit name a bottleneck by what it is: a slow ``lookup`` that
+talks to Redis is ``io``, one that calls a web service is ``remote``. The role
+of a stage comes from, in this order:
+
+1. a declared role (``@pipe.stage(role="io")``): the user knows best;
+2. the evidence: the library holding at least :data:`EVIDENCE_SHARE` (half) of
+   the stage's measured time (:data:`EVIDENCE_ROLES`: torch operators ->
+   compute; PIL, cv2, torchvision, tokenizers -> preprocess; redis, sqlite3 ->
+   io; sockets, ssl, HTTP clients -> remote; json, orjson, msgspec ->
+   serialize). Where the stage's name suggests another role the evidence wins
+   and the decision says so (``overrules``);
+3. the name, only as a fallback (:data:`NAME_ROLES`: ``hydrate`` -> io,
+   ``decode`` -> preprocess, ...).
+
+A run records ``stage_roles`` as the pipeline gave them (declared, else the
+name's); a recorded role that differs from its name's is taken as declared.
+(A declared role equal to the name's cannot be told apart from it in a record,
+so evidence may overrule it; declare it on a stage with another name to pin it.)
 """
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+from typing import Any
+
 ROLES = ("io", "remote", "preprocess", "compute", "serialize")
 
-DEFAULT_ROLES = {
+NAME_ROLES = {
     "parse": "serialize", "deserialize": "serialize", "serialize": "serialize", "encode": "serialize",
     "hydrate": "io", "feature_hydration": "io", "features": "io", "lookup": "io", "fetch": "io",
     "preprocess": "preprocess", "tokenize": "preprocess", "decode": "preprocess", "resize": "preprocess",
     "forward": "compute", "model": "compute", "model_forward": "compute", "inference": "compute",
     "postprocess": "compute", "remote": "remote", "rpc": "remote", "call": "remote",
 }
+DEFAULT_ROLES = NAME_ROLES  # the name used before roles came from evidence
+
+# library (as workbench.analysis.python_frames names it) -> the role its time is evidence of
+EVIDENCE_ROLES = {
+    "torch": "compute",
+    "PIL": "preprocess", "cv2": "preprocess", "torchvision": "preprocess", "tokenizers": "preprocess",
+    "redis": "io", "sqlite3": "io",
+    "socket": "remote",
+    "json": "serialize", "orjson": "serialize", "msgspec": "serialize",
+}
+LIBRARY_LABELS = {"torch": "torch operators", "socket": "sockets and HTTP clients"}
+EVIDENCE_SHARE = 0.5
 
 
 def stage_role(stage: str, declared: dict[str, str] | None = None) -> str | None:
-    """The declared role, else the default for a standard name, else None."""
+    """The given role (declared or decided), else the name's, else None."""
     if declared and declared.get(stage):
         return declared[stage]
-    return DEFAULT_ROLES.get(stage)
+    return NAME_ROLES.get(stage)
+
+
+@dataclass(frozen=True)
+class RoleDecision:
+    """One stage's role and where it came from.
+
+    source: "declared", "evidence", "name" or None (no role). library/share: the library holding the
+    most of the stage's measured time and its share (None without evidence). name_role: what the name
+    alone would say. overrules: the name's role where the evidence decided otherwise.
+    """
+
+    stage: str
+    role: str | None
+    source: str | None
+    library: str | None = None
+    share: float | None = None
+    name_role: str | None = None
+    overrules: str | None = None
+
+    @property
+    def evidence(self) -> str:
+        """``"; 91% of its traced time is in PIL"`` (empty without evidence)."""
+        if self.library is None or self.share is None:
+            return ""
+        return f"; {self.share:.0%} of its traced time is in {LIBRARY_LABELS.get(self.library, self.library)}"
+
+    @property
+    def sentence(self) -> str | None:
+        """Why the role is what it is, when evidence overruled the name: one sentence for the report."""
+        if not self.overrules:
+            return None
+        return (f"{self.stage} is {self.role}, not {self.overrules} as its name suggests: "
+                f"{self.share:.0%} of its traced time is in {LIBRARY_LABELS.get(self.library, self.library)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def evidence_role(shares: dict[str, float] | None) -> tuple[str, str, float] | None:
+    """``(role, library, share)`` when one library holds at least ``EVIDENCE_SHARE`` of a stage's time."""
+    if not shares:
+        return None
+    lib = max(shares, key=lambda k: (shares[k], k))
+    role = EVIDENCE_ROLES.get(lib)
+    return (role, lib, shares[lib]) if role and shares[lib] >= EVIDENCE_SHARE else None
+
+
+def decide_role(stage: str, recorded: str | None, shares: dict[str, float] | None) -> RoleDecision:
+    """The role of one stage from its recorded role (``stage_roles``) and its library shares (module docstring)."""
+    name_role = NAME_ROLES.get(stage)
+    top = max(shares, key=lambda k: (shares[k], k)) if shares else None
+    lib, share = (top, shares[top]) if top else (None, None)
+    if recorded and recorded != name_role:
+        return RoleDecision(stage, recorded, "declared", lib, share, name_role)
+    found = evidence_role(shares)
+    if found:
+        role, lib, share = found
+        return RoleDecision(stage, role, "evidence", lib, share, name_role,
+                            name_role if name_role and name_role != role else None)
+    if name_role:
+        return RoleDecision(stage, name_role, "name", lib, share, name_role)
+    return RoleDecision(stage, None, None, lib, share, None)
+
+
+def decide_roles(stages: list[str], recorded: dict[str, str] | None,
+                 libraries: dict[str, dict[str, float]] | None) -> dict[str, RoleDecision]:
+    """Stage -> :class:`RoleDecision`, for each stage in order."""
+    recorded, libraries = recorded or {}, libraries or {}
+    return {s: decide_role(s, recorded.get(s), libraries.get(s)) for s in stages}

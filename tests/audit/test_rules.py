@@ -114,3 +114,17 @@ def test_python_stacks_give_an_unnamed_stage_its_role_and_add_evidence():
     assert found[0]["evidence"].endswith("; 80% of its traced time is in sqlite3")
     f["libraries"] = {"mystery": {"sqlite3": 0.4}}
     assert kinds(rules.dominant_stages(f)) == [("feature_io", "hydrate")]  # 40 %: not enough to name a role
+
+
+def test_evidence_overrules_the_name_and_the_finding_says_so_but_a_declared_role_wins():
+    f = facts([stage("decode", 0.7)])
+    f["libraries"] = {"decode": {"torch": 1.0}}
+    found = rules.dominant_stages(f)
+    assert kinds(found) == [("compute", "decode")] and found[0]["numbers"]["role_source"] == "evidence"
+    assert found[0]["evidence"].endswith("; decode is compute, not preprocess as its name suggests: "
+                                         "100% of its traced time is in torch operators")
+    assert [a["try"] for a in rules.findings(f)[0]["actions"]][:2] == [{"precision": "bf16"}, {"precision": "int8"}]
+    f["roles"] = {"decode": "io"}  # declared (differs from the name's role): wins over the evidence
+    assert kinds(rules.dominant_stages(f)) == [("feature_io", "decode")]
+    f["roles"], f["libraries"] = {}, {"decode": {"torch": 0.49}}  # under half: the name decides
+    assert rules.dominant_stages(f)[0]["numbers"]["role_source"] == "name"

@@ -1,11 +1,14 @@
-"""Which libraries a stage's time is spent in, from the Python frames of a traced run.
+"""Which libraries a stage's time is spent in, from the Python frames and operators of a traced run.
 
 With ``with_stack`` the traced run records every Python call inside a stage,
 so the flame tree goes stage -> Python functions -> ops. This sums, per stage,
 the time inside the outermost frame of each known library (a PIL call that
-calls more PIL counts once), as a share of the stage's time. The audit reads
-it as evidence of what a stage does: sqlite3 or redis is I/O, sockets, ssl and
-HTTP clients are a remote call, PIL or OpenCV is preprocessing.
+calls more PIL counts once), as a share of the stage's time; a torch operator
+outside every library frame counts as ``torch`` (so a stage whose model is
+called from the user's own code is still seen as torch work). The audit reads
+it as the evidence of a stage's role (:mod:`workbench.roles`: torch is compute,
+sqlite3 or redis I/O, sockets and HTTP clients a remote call, PIL or OpenCV
+preprocessing, json serialization).
 """
 from __future__ import annotations
 
@@ -13,14 +16,14 @@ import numpy as np
 import pandas as pd
 
 # library -> substrings of a frame name (``PIL/Image.py(123): resize``, ``<built-in method execute of
-# sqlite3.Cursor object ...>``); matched case-sensitively.
+# sqlite3.Cursor object ...>``); matched case-sensitively, first match in this order (orjson before json).
 LIBRARIES = {
     "PIL": ("PIL/",), "cv2": ("cv2",), "sqlite3": ("sqlite3",), "redis": ("redis/",),
     "socket": ("socket.py", "ssl.py", "http/client.py", "urllib3/", "httpx/", "requests/", "aiohttp/"),
-    "tokenizers": ("tokenizers",), "json": ("json/",),
+    "tokenizers": ("tokenizers",), "orjson": ("orjson",), "msgspec": ("msgspec",), "json": ("json/",),
+    "torchvision": ("torchvision/",), "torch": ("torch/",),
 }
-ROLE_OF_LIBRARY = {"PIL": "preprocess", "cv2": "preprocess", "sqlite3": "io", "redis": "io", "socket": "remote",
-                   "tokenizers": "preprocess", "json": "serialize"}
+OPERATOR_KIND = "cpu_op"  # a torch operator node of the flame tree
 
 
 def library_of(name: str) -> str | None:
@@ -55,9 +58,9 @@ def library_shares(tree: pd.DataFrame) -> dict[str, dict[str, float]]:
             continue
         stage_of[k] = stage_of[p] if p >= 0 else -1
         inside[k] = inside[p] if p >= 0 else False
-        if stage_of[k] < 0 or inside[k] or kinds[k] != "python":
+        if stage_of[k] < 0 or inside[k] or kinds[k] not in ("python", OPERATOR_KIND):
             continue
-        lib = library_of(names[k])
+        lib = "torch" if kinds[k] == OPERATOR_KIND else library_of(names[k])
         if lib is not None:
             key = (names[stage_of[k]], lib)
             sums[key] = sums.get(key, 0) + int(total[k])
@@ -67,11 +70,3 @@ def library_shares(tree: pd.DataFrame) -> dict[str, dict[str, float]]:
         if stage_total.get(stage):
             out.setdefault(stage, {})[lib] = ns / stage_total[stage]
     return out
-
-
-def inferred_role(shares: dict[str, float], threshold: float = 0.5) -> tuple[str, str, float] | None:
-    """``(role, library, share)`` when one library holds at least ``threshold`` of a stage's time."""
-    if not shares:
-        return None
-    lib = max(shares, key=shares.get)
-    return (ROLE_OF_LIBRARY[lib], lib, shares[lib]) if shares[lib] >= threshold else None

@@ -3,7 +3,8 @@
 The facts are plain dicts of JSON types, except ``loaded_trace`` (the loaded trace,
 kept so the evidence figures do not read the file again): the budget (``show --json``), the tail
 attribution, the trace report (``analyze --json``) when the run has a trace,
-the stages' roles and the run's kind. Building them needs pandas but neither
+the stages' roles (decided from the evidence of their time, :mod:`workbench.roles`)
+and the run's kind. Building them needs pandas but neither
 torch nor plotly, so the audit runs where the run was copied to.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ..analysis.budget import END_TO_END, budget, stage_matrix
 from ..analysis.gc_pauses import gc_summary
 from ..analysis.tail import tail_attribution
 from ..errors import TraceError
+from ..roles import decide_roles
 
 
 def run_facts(run) -> dict[str, Any]:
@@ -36,6 +38,8 @@ def run_facts(run) -> dict[str, Any]:
         except TraceError as exc:  # a broken trace loses the trace findings, never the audit
             trace_error = str(exc)
     meta = run.meta
+    recorded_roles = dict(meta.get("stage_roles") or {})
+    decisions = decide_roles(run.stage_names, recorded_roles, libraries)
     return {
         "run": str(run.path) if run.path else None,
         "kind": meta.get("kind", "profile"),
@@ -45,7 +49,9 @@ def run_facts(run) -> dict[str, Any]:
         "trace": trace,
         "trace_error": trace_error,
         "traced_requests": ((meta.get("trace") or {}).get("requests")),
-        "roles": dict(meta.get("stage_roles") or {}),
+        "roles": {s: d.role for s, d in decisions.items() if d.role},
+        "recorded_roles": recorded_roles,
+        "role_decisions": {s: d.to_dict() for s, d in decisions.items()},
         "libraries": libraries,
         "loaded_trace": loaded,  # the Trace itself, for the evidence figures (never in the audit's output)
         "noise": meta.get("noise"),

@@ -12,6 +12,7 @@ import html
 from typing import Any
 
 from .facts import round_timeout_ms, run_facts, timeout_estimate
+from . import rules
 from .rules import findings, stage_role
 
 FORMAT = "workbench.audit"
@@ -114,6 +115,8 @@ def _best_measured(found: list[dict]) -> dict | None:
 
 def _notes(facts: dict[str, Any]) -> list[str]:
     notes = list(facts["tail"].get("notes") or [])
+    decisions = [rules.role_decision(s, facts) for s in facts.get("role_decisions") or {}]
+    notes += [d.sentence for d in decisions if d.sentence]  # evidence overruled a stage's name
     if facts.get("trace_error"):
         notes.append(f"trace not analysed: {facts['trace_error']}")
     elif facts.get("trace") is None:

@@ -3,8 +3,10 @@
 Every rule is a small pure function ``(facts) -> list[finding]`` with its
 threshold named here, so the README and ``docs/audit.md`` can quote them.
 ``facts`` is a dict: ``budget`` (``show --json``), ``tail`` (tail attribution),
-``trace`` (``analyze --json`` report or None), ``roles`` (stage -> role),
-``kind`` (profile, load, ...). A finding is ``{"kind", "stage", "evidence",
+``trace`` (``analyze --json`` report or None), ``roles`` (stage -> recorded
+role), ``libraries`` (stage -> {library: share of its time}), ``role_decisions``
+(stage -> :class:`workbench.roles.RoleDecision` as a dict; made from the two
+before when absent), ``kind`` (profile, load, ...). A finding is ``{"kind", "stage", "evidence",
 "numbers"}``; :func:`findings` adds the catalog's actions.
 
 Thresholds (defaults):
@@ -12,7 +14,8 @@ Thresholds (defaults):
 * ``DOMINANT_SHARE`` 0.30: a stage taking at least 30 % of the mean end to end
   is a bottleneck of its role's kind (io -> ``feature_io``, remote -> ``remote``,
   preprocess -> ``preprocess``, compute -> ``compute``, serialize ->
-  ``serialization``);
+  ``serialization``); the role is declared, else from the evidence of the
+  stage's time, else from its name (:mod:`workbench.roles`);
 * ``TAIL_RATIO`` 5 and ``TAIL_SHARE`` 0.5: a stage whose p99 is at least 5x its
   p50 and that holds at least half of the slowest 1 %'s time (5 % when the run
   is too short for a 1 % set) is a ``tail`` finding, whatever its role;
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..roles import DEFAULT_ROLES, ROLES, stage_role  # noqa: F401 (re-exported for the audit)
+from ..roles import DEFAULT_ROLES, ROLES, RoleDecision, decide_role, stage_role  # noqa: F401 (re-exported)
 from .catalog import actions_for
 
 DOMINANT_SHARE = 0.30
@@ -49,31 +52,26 @@ WAIT_STAGES = ("batch_wait", "queue_wait")
 def dominant_stages(facts: dict[str, Any]) -> list[dict]:
     out = []
     for s in facts["budget"]["stages"]:
-        role, stack_note = _role_and_stack_evidence(s["name"], facts)
+        decision = role_decision(s["name"], facts)
+        role = decision.role
         if s["name"] in WAIT_STAGES or role is None or s.get("share") is None or s["share"] < DOMINANT_SHARE:
             continue
+        why = f"; {decision.sentence}" if decision.sentence else decision.evidence
         out.append({"kind": ROLE_KIND[role], "stage": s["name"],
                     "evidence": f"{s['name']}{'' if role == s['name'] else f' ({role})'} takes {s['share']:.0%} "
                                 f"of the mean end to end "
-                                f"(p50 {s['p50_ms']:.3f} ms, p99 {s['p99_ms']:.3f} ms){stack_note}",
-                    "numbers": {"share": s["share"], "p50_ms": s["p50_ms"], "p99_ms": s["p99_ms"]}})
+                                f"(p50 {s['p50_ms']:.3f} ms, p99 {s['p99_ms']:.3f} ms){why}",
+                    "numbers": {"share": s["share"], "p50_ms": s["p50_ms"], "p99_ms": s["p99_ms"],
+                                "role_source": decision.source}})
     return out
 
 
-def _role_and_stack_evidence(stage: str, facts: dict[str, Any]) -> tuple[str | None, str]:
-    """The stage's role (declared, default, else inferred from its Python frames) and the stack evidence."""
-    from ..analysis.python_frames import inferred_role
-
-    role = stage_role(stage, facts.get("roles"))
-    shares = (facts.get("libraries") or {}).get(stage) or {}
-    if not shares:
-        return role, ""
-    lib = max(shares, key=shares.get)
-    note = f"; {shares[lib]:.0%} of its traced time is in {lib}"
-    if role is None:
-        guess = inferred_role(shares)
-        role = guess[0] if guess else None
-    return role, note
+def role_decision(stage: str, facts: dict[str, Any]) -> RoleDecision:
+    """The stage's role decision: from ``role_decisions`` when the facts carry it, else decided here."""
+    made = (facts.get("role_decisions") or {}).get(stage)
+    if made:
+        return RoleDecision(**made)
+    return decide_role(stage, (facts.get("roles") or {}).get(stage), (facts.get("libraries") or {}).get(stage))
 
 
 def tail_stages(facts: dict[str, Any]) -> list[dict]:

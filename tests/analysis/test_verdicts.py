@@ -5,8 +5,9 @@ import pandas as pd
 import pytest
 
 from workbench.analysis.verdicts import (
-    FASTER, NO_DIFFERENCE, SLOWER, TOO_NOISY, band_p_value, compare_blocks, consecutive_blocks, holm_intervals,
-    paired_comparison, point_ratio, resolution, round_blocks, separate_comparison, verdict,
+    FASTER, INCONCLUSIVE, NO_DIFFERENCE, NO_REGRESSION, REGRESSION, SLOWER, TOO_NOISY, band_p_value, compare_blocks,
+    consecutive_blocks, gate_decision, holm_intervals, paired_comparison, point_ratio, resolution, round_blocks,
+    separate_comparison, verdict,
 )
 from workbench.errors import ConfigError
 
@@ -63,8 +64,16 @@ def test_holm_levels_step_down_with_rank():
     ((1.05, 1.10), {}, SLOWER),
     ((0.90, 0.97), {}, FASTER),
     ((0.99, 1.05), {}, NO_DIFFERENCE),
-    ((1.05, 1.10), {"noisy": True}, TOO_NOISY),          # first match wins: noise before slower
-    ((1.05, 1.31), {}, TOO_NOISY),                       # wider than 25 %
+    ((1.05, 1.10), {"noisy": True}, SLOWER),             # noise widens the margin by the drift (0 here)
+    ((1.05, 1.10), {"noisy": True, "drift": 0.06}, TOO_NOISY),  # ... which the interval does not clear
+    ((1.27, 1.56), {"noisy": True, "drift": 0.06}, SLOWER),      # issue 26: a 30 % slower stage, noisy machine
+    ((4.03, 5.52), {"noisy": True, "drift": 0.1}, SLOWER),       # issue 26: bf16 x4.73, wide but resolved
+    ((0.70, 0.85), {"noisy": True, "drift": 0.1}, FASTER),
+    ((0.98, 1.03), {"noisy": True, "drift": 0.05}, NO_DIFFERENCE),  # inside 1 +- drift
+    ((0.98, 1.03), {"noisy": True, "drift": 0.02}, TOO_NOISY),      # reaches past 1 + drift
+    ((1.05, 1.10), {"noisy": True, "drift": math.nan}, TOO_NOISY),  # drift not measured
+    ((1.05, 1.31), {}, SLOWER),                          # wide, but above 1 + 2 %
+    ((0.95, 1.21), {}, TOO_NOISY),                       # wider than 25 % and not resolved
     ((1.05, 1.10), {"rejected": False}, NO_DIFFERENCE),  # Holm did not reject it
     ((1.01, 1.10), {}, NO_DIFFERENCE),                   # not above 1 + 2 %
     ((1.01, 1.10), {"min_effect": 0.0}, SLOWER),
@@ -109,9 +118,18 @@ def test_unpaired_resampling_of_the_same_data_cannot_see_it():
     assert found["stages"][1]["verdict"] == TOO_NOISY
 
 
-def test_noisy_side_makes_every_verdict_too_noisy_and_metric_picks_the_ratio():
-    samples = interleaved_samples([1.0, 1.0, 1.0], 1.25)
-    assert {e["verdict"] for e in paired_comparison(samples, ["parse", "forward"], noisy=True)["stages"]} == {TOO_NOISY}
+def test_a_noisy_machine_widens_the_margin_by_the_drift_and_metric_picks_the_ratio():
+    samples = interleaved_samples([1.0, 1.0, 1.0, 1.0], 1.25)
+    found = paired_comparison(samples, ["parse", "forward"], noisy=True)
+    assert [e["verdict"] for e in found["stages"]] == [NO_DIFFERENCE, SLOWER]  # no drift: both resolved
+    assert found["stages"][1]["p50_drift"] == 0.0 and found["stages"][1]["p99_verdict"] == SLOWER
+    # B's forward 1.25 x A's in the first half of the rounds, 1.6 x in the second: the ratio drifted by 28 %,
+    # more than the interval's low end clears (1.25 < 1.28)
+    drifting = pd.concat([interleaved_samples([1.0, 1.0], 1.25),
+                          interleaved_samples([1.0, 1.0], 1.6).assign(round=lambda d: d["round"] + 2)])
+    forward = paired_comparison(drifting, ["parse", "forward"], noisy=True, resamples=400)["stages"][1]
+    assert forward["p50_drift"] == 0.28 and forward["p50_ci"][0] == 1.25 and forward["verdict"] == TOO_NOISY
+    assert paired_comparison(drifting, ["parse", "forward"], resamples=400)["stages"][1]["verdict"] == SLOWER
     p99 = paired_comparison(samples, ["parse", "forward"], metric="p99", resamples=400)  # 100 could not reach p < 0.05/3
     assert p99["stages"][1]["verdict"] == SLOWER
     with pytest.raises(ConfigError, match="metric must be one of p50, p99"):
@@ -143,10 +161,29 @@ def test_separate_runs_resolution_is_the_larger_of_interval_and_drift():
     assert res["min_difference"] == 0.1
     found = separate_comparison(a, b, ["forward"], noisy=(True, False))
     assert found["kind"] == "separate runs" and found["noisy"] == [True, False]
-    assert found["min_effect"] == 0.1 and found["stages"][0]["verdict"] == TOO_NOISY
+    # the 10 % resolution is the margin: the interval [0.909, 1.0] lies inside 1 +- 0.1
+    assert found["min_effect"] == 0.1 and found["stages"][0]["verdict"] == NO_DIFFERENCE
+    assert found["stages"][0]["p50_drift"] is None
 
 
 def test_separate_runs_quiet_and_clearly_slower():
     found = separate_comparison(matrix([1.0] * 30), matrix([2.0] * 30), ["forward"], noisy=(False, None))
     assert found["min_effect"] == 0.02 and found["resolution"]["min_difference"] == 0.0
     assert found["end_to_end"]["p50_ratio"] == 2.0 and found["end_to_end"]["verdict"] == SLOWER
+
+
+@pytest.mark.parametrize("ratio, ci, metric_verdict, kwargs, expected", [
+    (1.20, (1.10, 1.30), SLOWER, {}, REGRESSION),
+    (1.20, (1.04, 1.30), SLOWER, {}, INCONCLUSIVE),         # real, but maybe within +5 %
+    (1.03, (1.025, 1.04), SLOWER, {}, NO_REGRESSION),       # real, and all of it within +5 %
+    (1.40, (1.27, 1.56), TOO_NOISY, {}, INCONCLUSIVE),      # compare could not tell: neither can the gate
+    (1.00, (0.99, 1.01), TOO_NOISY, {}, INCONCLUSIVE),      # never 0 for an inconclusive metric
+    (1.00, (0.99, 1.01), NO_DIFFERENCE, {}, NO_REGRESSION),
+    (1.02, (0.98, 1.07), NO_DIFFERENCE, {}, INCONCLUSIVE),  # reaches past +5 %
+    (0.80, (0.70, 0.90), FASTER, {}, NO_REGRESSION),
+    (1.00, (0.99, 1.01), NO_DIFFERENCE, {"resolution": 0.06}, INCONCLUSIVE),  # separate runs resolve 6 % only
+    (1.00, (0.99, 1.01), NO_DIFFERENCE, {"resolution": 0.04}, NO_REGRESSION),
+    (1.20, (1.10, 1.30), SLOWER, {"resolution": 0.5}, REGRESSION),  # resolved above the threshold anyway
+])
+def test_gate_decision_is_one_rule_over_the_verdict(ratio, ci, metric_verdict, kwargs, expected):
+    assert gate_decision(ratio, ci, metric_verdict, 0.05, **kwargs) == expected

@@ -22,10 +22,23 @@ at nearly the same moment and share whatever the machine was doing then.
   seven stages therefore does not manufacture differences. ``*_ci_level``
   names the level of each interval. The smallest bootstrap p-value is
   ``2 / (resamples + 1)``: 2,000 resamples allow up to about 50 stages.
-* **Verdict**, first match wins: ``too noisy to tell`` (either side flagged
-  noisy, or the interval wider than ``MAX_CI_WIDTH`` = 0.25 in ratio units, or
-  not finite); ``slower`` (interval above ``1 + min_effect``); ``faster``
-  (interval below ``1 - min_effect``); ``no detectable difference``.
+* **Verdict**, first match wins, with ``margin = min_effect`` on a quiet
+  machine and ``max(min_effect, drift)`` on a noisy one (``drift``: how far the
+  ratio moved between the first and second half of the rounds,
+  ``|ratio(second half) / ratio(first half) - 1|``; the noise flag widens the
+  evidence needed, it does not veto it): ``too noisy to tell`` (interval not
+  finite); ``slower`` (Holm rejected and interval above ``1 + margin``;
+  "on a noisy machine" when flagged); ``faster`` (below ``1 - margin``);
+  ``too noisy to tell`` (noisy and the interval not inside
+  ``[1 - margin, 1 + margin]``, or wider than ``MAX_CI_WIDTH`` = 0.25 in ratio
+  units); ``no detectable difference``. Each metric gets its verdict
+  (``p50_verdict``, ``p99_verdict``); ``verdict`` is the one ``metric`` names.
+* **Gate** (:func:`gate_decision`, what ``workbench gate`` exits with): a
+  metric is a ``regression`` when its verdict is ``slower`` and both the ratio
+  and the interval's low end are above ``1 + threshold``; ``no regression``
+  when its verdict is not ``too noisy to tell``, the interval's high end is at
+  most ``1 + threshold`` and (separate runs) the runs' resolution is at most
+  the threshold; otherwise ``inconclusive``.
 
 Pure: numpy/pandas in, dicts out; no torch, no plotting, no printing.
 """
@@ -149,16 +162,44 @@ def holm_intervals(ratios: Mapping[str, np.ndarray], *, min_effect: float = MIN_
 
 
 def verdict(ci: tuple[float, float], *, rejected: bool = True, noisy: bool = False, min_effect: float = MIN_EFFECT,
-            max_width: float = MAX_CI_WIDTH) -> str:
-    """The verdict of one ratio interval; first match wins (see module docstring)."""
+            max_width: float = MAX_CI_WIDTH, drift: float = 0.0) -> str:
+    """The verdict of one ratio interval; first match wins (see module docstring).
+
+    drift: how far the ratio moved between the halves of the run (relative); it widens the margin only when
+    ``noisy`` (NaN, not measured: nothing on a noisy machine can clear it).
+    """
     lo, hi = ci
-    if noisy or not (math.isfinite(lo) and math.isfinite(hi)) or hi - lo > max_width:
+    if not (math.isfinite(lo) and math.isfinite(hi)):
         return TOO_NOISY
-    if rejected and lo > 1.0 + min_effect:
+    margin = max(min_effect, drift if math.isfinite(drift) else math.inf) if noisy else min_effect
+    if math.isinf(margin):
+        return TOO_NOISY
+    if rejected and lo > 1.0 + margin:
         return SLOWER
-    if rejected and hi < 1.0 - min_effect:
+    if rejected and hi < 1.0 - margin:
         return FASTER
+    if hi - lo > max_width or (noisy and not (1.0 - margin <= lo and hi <= 1.0 + margin)):
+        return TOO_NOISY
     return NO_DIFFERENCE
+
+
+REGRESSION, NO_REGRESSION, INCONCLUSIVE = "regression", "no regression", "inconclusive"
+
+
+def gate_decision(ratio: float, ci: Sequence[float], metric_verdict: str, threshold: float, *,
+                  resolution: float | None = None) -> str:
+    """``regression``, ``no regression`` or ``inconclusive`` for one metric (see module docstring).
+
+    ratio, ci: the metric's ratio B/A and its interval; metric_verdict: its :func:`verdict`; threshold: the allowed
+    slow-down, relative (0.05); resolution: the smallest difference two separate runs can resolve (None: interleaved).
+    """
+    lo, hi = ci
+    limit = 1.0 + threshold
+    if metric_verdict == SLOWER and ratio > limit and lo > limit:
+        return REGRESSION
+    if metric_verdict != TOO_NOISY and hi <= limit and (resolution is None or resolution <= threshold):
+        return NO_REGRESSION
+    return INCONCLUSIVE
 
 
 def _ms(blocks: np.ndarray, q: float) -> float | None:
@@ -178,7 +219,9 @@ def compare_blocks(blocks_a: Mapping[str, np.ndarray], blocks_b: Mapping[str, np
     blocks_a/blocks_b: name -> block matrix (ns, see :func:`round_blocks`) for
     every stage in ``names`` and for ``end_to_end``. An entry holds ``name``,
     ``p50_ratio``, ``p50_ci`` [lo, hi], ``p50_ci_level``, ``p50_a_ms``,
-    ``p50_b_ms``, the same for p99, and ``verdict`` (from ``metric``).
+    ``p50_b_ms``, ``p50_drift`` (paired: the ratio's change between the halves of
+    the rounds; separate: None), ``p50_verdict``, the same for p99, and
+    ``verdict`` (``metric``'s).
     """
     if metric not in METRICS:
         raise ConfigError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
@@ -196,9 +239,12 @@ def compare_blocks(blocks_a: Mapping[str, np.ndarray], blocks_b: Mapping[str, np
             entries[n] |= {f"{label}_ratio": _r(point_ratio(blocks_a[n], blocks_b[n], q)),
                            f"{label}_ci": [_r(h["ci"][0]), _r(h["ci"][1])], f"{label}_ci_level": round(h["level"], 5),
                            f"{label}_a_ms": _ms(blocks_a[n], q), f"{label}_b_ms": _ms(blocks_b[n], q)}
+            drift = ratio_drift(blocks_a[n], blocks_b[n], q) if paired else 0.0  # separate: in min_effect
+            entries[n] |= {f"{label}_drift": _r(drift) if paired else None,
+                           f"{label}_verdict": verdict(h["ci"], rejected=h["rejected"], noisy=noisy,
+                                                       min_effect=min_effect, drift=drift)}
     for n in family:
-        h = holm[metric][n]
-        entries[n]["verdict"] = verdict(h["ci"], rejected=h["rejected"], noisy=noisy, min_effect=min_effect)
+        entries[n]["verdict"] = entries[n][f"{metric}_verdict"]
     return {"stages": [entries[n] for n in names], "end_to_end": entries[END_TO_END]}
 
 
@@ -223,6 +269,16 @@ def paired_comparison(samples: pd.DataFrame, names: Sequence[str], *, a: int = 0
     sides = [s[s["round"].isin(rounds)] for s in sides]
     blocks = [{n: round_blocks(s[n].to_numpy("float64"), s["round"]) for n in (*names, END_TO_END)} for s in sides]
     return compare_blocks(blocks[0], blocks[1], names, paired=True, **kwargs)
+
+
+def ratio_drift(blocks_a: np.ndarray, blocks_b: np.ndarray, q: float) -> float:
+    """``|ratio(second half) / ratio(first half) - 1|`` of paired blocks (rows in round order); NaN under 2 rounds."""
+    half = blocks_a.shape[0] // 2
+    if half < 1:
+        return math.nan
+    first = point_ratio(blocks_a[:half], blocks_b[:half], q)
+    second = point_ratio(blocks_a[half:], blocks_b[half:], q)
+    return abs(second / first - 1.0) if first > 0 else math.nan
 
 
 def run_drift(blocks: np.ndarray, q: float) -> float:

@@ -15,6 +15,8 @@ Exit codes, the same for every command (users script against them):
       the user named that cannot be opened, or an argparse usage error)
 3     an internal error: a bug in the workbench. One line; the traceback
       only with ``WORKBENCH_DEBUG=1``
+4     inconclusive (``gate``): some metric too noisy to tell against its
+      threshold, none a regression; rerun quieter or longer
 130   interrupted (Ctrl-C)
 141   stdout closed by its reader (``... | head -1``): quiet, as Unix tools
 ====  =====================================================================
@@ -36,6 +38,7 @@ EXIT_OK = 0
 EXIT_MEASURED_FAILURE = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL_ERROR = 3
+EXIT_INCONCLUSIVE = 4  # gate: too noisy to tell against a threshold
 EXIT_INTERRUPTED = 130
 EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for `yes | head -1`
 
@@ -58,7 +61,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         prog="python -m workbench",
         description="Inference Latency Workbench: where each request's time goes, stage by stage.",
         epilog="exit codes: 0 ok, 1 measured failure or regression, 2 bad input, 3 internal error "
-               "(WORKBENCH_DEBUG=1 prints the traceback), 130 interrupted",
+               "(WORKBENCH_DEBUG=1 prints the traceback), 4 inconclusive (gate), 130 interrupted",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     only = module_of(argv[0]) if argv else None

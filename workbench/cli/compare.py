@@ -18,7 +18,7 @@ import json
 import sys
 from typing import Any
 
-from ..analysis.verdicts import METRICS, MIN_EFFECT, separate_comparison
+from ..analysis.verdicts import FASTER, METRICS, MIN_EFFECT, SLOWER, separate_comparison
 from ..interleave import DEFAULT_COMPARE_REQUESTS
 from ..config import PipelineConfig
 from ..errors import ConfigError
@@ -151,12 +151,12 @@ def compare_saved(path_a: str, path_b: str, *, metric: str = "p50", min_effect: 
 
     runs = [load_run(path_a), load_run(path_b)]
     diffs = fingerprint_differences(runs[0].meta, runs[1].meta)
-    if runs[0].meta.get("pipeline") != runs[1].meta.get("pipeline") or runs[0].stage_names != runs[1].stage_names:
-        raise ConfigError(f"{path_a} and {path_b} are not comparable: pipeline {runs[0].meta.get('pipeline')!r} "
-                          f"stages {runs[0].stage_names} vs {runs[1].meta.get('pipeline')!r} stages {runs[1].stage_names}")
+    if runs[0].meta.pipeline != runs[1].meta.pipeline or runs[0].stage_names != runs[1].stage_names:
+        raise ConfigError(f"{path_a} and {path_b} are not comparable: pipeline {runs[0].meta.pipeline!r} "
+                          f"stages {runs[0].stage_names} vs {runs[1].meta.pipeline!r} stages {runs[1].stage_names}")
     names = runs[0].stage_names
     matrices = [stage_matrix(r.requests, r.stages, names) for r in runs]
-    noise = [(r.meta.get("noise") or {}).get("noisy") for r in runs]
+    noise = [_noisy(r.meta.noise) for r in runs]
     found = separate_comparison(matrices[0], matrices[1], names, metric=metric, min_effect=min_effect,
                                 noisy=tuple(noise), seed=seed)
     return {"configs": [{"label": str(p), "run": str(p), "requests": int(len(m)), "noisy": n}
@@ -164,13 +164,20 @@ def compare_saved(path_a: str, path_b: str, *, metric: str = "p50", min_effect: 
             "metric": metric, "differences": [{"field": f, "a": a, "b": b} for f, a, b in diffs], **found}
 
 
+def _noisy(noise) -> bool | None:
+    """A run's noise flag; the section is a dict in records read before RunMeta's typed sections (issue 27)."""
+    if noise is None:
+        return None
+    return noise.get("noisy") if isinstance(noise, dict) else noise.noisy
+
+
 def fingerprint_differences(meta_a, meta_b) -> list[tuple[str, Any, Any]]:
     """Every fingerprint field that differs (``workbench.fingerprint``), else config and environment fields."""
     try:
         from ..fingerprint import differences, fingerprint_of
     except ImportError:
-        flat = [{f"config.{k}": v for k, v in (m.get("config") or {}).items()}
-                | {f"env.{k}": (m.get("env") or {}).get(k) for k in ("torch", "threads", "cpu_model")}
+        flat = [{f"config.{k}": v for k, v in m.config.to_dict().items()}
+                | {f"env.{k}": getattr(m.env, k) for k in ("torch", "threads", "cpu_model")}
                 for m in (meta_a, meta_b)]
         return [(k, flat[0].get(k), flat[1].get(k)) for k in flat[0] if flat[0].get(k) != flat[1].get(k)]
     return differences(fingerprint_of(meta_a), fingerprint_of(meta_b))
@@ -184,13 +191,14 @@ def _fmt(x) -> str:
     return "  n/a" if x is None else f"{x:.3f}"
 
 
-def print_rows(found: dict[str, Any], metric: str, out) -> None:
-    """The per-stage table: ratios B/A with their intervals and the verdict."""
+def print_rows(found: dict[str, Any], metric: str, out, *, noisy: bool = False) -> None:
+    """The per-stage table: ratios B/A with their intervals and the verdict (``noisy``: "on a noisy machine")."""
     print(f"  {'stage':<16} {'p50 B/A':>8} {'interval':>17} {'p99 B/A':>8} {'interval':>17}  verdict ({metric})", file=out)
     for e in [*found["stages"], found["end_to_end"]]:
         name = "end to end" if e["name"] == "end_to_end" else e["name"]
+        where = " on a noisy machine" if noisy and e["verdict"] in (SLOWER, FASTER) else ""
         print(f"  {name:<16} {_fmt(e['p50_ratio']):>8} {_fmt_ci(e['p50_ci']):>17} {_fmt(e['p99_ratio']):>8} "
-              f"{_fmt_ci(e['p99_ci']):>17}  {e['verdict']}", file=out)
+              f"{_fmt_ci(e['p99_ci']):>17}  {e['verdict']}{where}", file=out)
 
 
 def _noise_text(noise) -> str:
@@ -217,7 +225,7 @@ def print_interleaved(result: dict[str, Any], out) -> None:
         if comp.get("end_to_end") is None:
             print(f"  not compared: {comp.get('error')}", file=out)
             continue
-        print_rows(comp, result["metric"], out)
+        print_rows(comp, result["metric"], out, noisy=bool((result.get("noise") or {}).get("noisy")))
 
 
 def print_separate(result: dict[str, Any], out) -> None:
@@ -230,7 +238,7 @@ def print_separate(result: dict[str, Any], out) -> None:
           f"B {_pct(res['drift_b'])})", file=out)
     for d in result["differences"]:
         print(f"  differs: {d['field']}: {d['a']!r} vs {d['b']!r}", file=out)
-    print_rows(result, result["metric"], out)
+    print_rows(result, result["metric"], out, noisy=any(flag is True for flag in result["noisy"]))
 
 
 def _flag(noisy) -> str:

@@ -1,4 +1,4 @@
-"""``workbench gate``: fail CI when NEW is really slower than BASE.
+"""``workbench gate``: fail CI when NEW is really slower than BASE; say so when it cannot tell.
 
     python -m workbench gate BASE NEW [--p50 +5%] [--p99 +10%] [--stages]
     python -m workbench gate COMPARE.json [--p50 +5%] [--p99 +10%] [--stages]
@@ -6,30 +6,36 @@
 BASE and NEW are two saved runs (compared as separate runs, see
 ``workbench compare RUN_A RUN_B``), or one file written by
 ``workbench compare ... --json`` (B is NEW, A is BASE; with more than two
-configurations every B is checked against A). A metric fails when NEW is
-slower beyond its threshold *and* the difference is real: the point estimate
-of the ratio NEW/BASE is above ``1 + threshold`` and its interval lies above 1.
-End to end is always checked, each stage with ``--stages``. Exit 1 with one
-line per failing metric (or per comparison that failed every request), 0
-otherwise, 2 on bad input.
+configurations every B is checked against A), decoded against its schema
+(:mod:`workbench.analysis.compare_file`). Each metric is judged by
+:func:`workbench.analysis.verdicts.gate_decision` from the verdict ``compare``
+prints: exit 1 when one is a regression (verdict ``slower``, ratio and interval
+above ``1 + threshold``), else 4 when one is inconclusive (too noisy to tell
+against its threshold: rerun quieter or longer), else 0. End to end is always
+checked, each stage with ``--stages``. A comparison whose side failed every
+request is exit 1; bad input exit 2.
 """
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
+from ..analysis.compare_file import Comparison, CompareFile, decode_comparisons, read_compare_file
+from ..analysis.verdicts import INCONCLUSIVE, REGRESSION, gate_decision
 from ..errors import ConfigError
+from .compare import compare_saved
 
 _THRESHOLD = re.compile(r"^\+?(\d+(?:\.\d+)?)\s*%?$")
+EXIT_INCONCLUSIVE = 4  # workbench.cli.EXIT_INCONCLUSIVE (not imported: the package imports this module)
+RERUN = "too noisy to tell: rerun quieter or longer"
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("gate", help="exit 1 when NEW is really slower than BASE (for CI)",
-                              description="Regression gate: NEW/BASE ratio above 1 + threshold with its interval "
-                                          "above 1 fails (exit 1); otherwise exit 0; bad input exit 2.")
+    p = subparsers.add_parser("gate", help="exit 1 when NEW is really slower than BASE, 4 when it cannot tell (CI)",
+                              description="Regression gate: a metric whose verdict is slower with its ratio and "
+                                          "interval above 1 + threshold fails (exit 1); one too noisy to tell is "
+                                          "exit 4; otherwise exit 0; bad input exit 2.")
     p.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="BASE NEW (two saved run folders), or one `compare --json` output file")
     p.add_argument("--p50", default="+5%", type=threshold, help="allowed p50 slow-down, default +5%%")
@@ -46,63 +52,61 @@ def threshold(text: str) -> float:
     return float(m.group(1)) / 100.0
 
 
-def load_comparisons(inputs: list[str]) -> list[dict[str, Any]]:
-    """The comparisons to check: ``[{"label", "stages", "end_to_end"}]`` from two runs or one compare JSON."""
+def load_comparisons(inputs: list[str]) -> list[tuple[str, CompareFile, Comparison]]:
+    """``(label, file, comparison)`` per comparison to check, from two saved runs or one compare JSON."""
     if len(inputs) == 2:
-        from .compare import compare_saved
-
         found = compare_saved(inputs[0], inputs[1])
-        return [{"label": f"{inputs[1]} against {inputs[0]} (separate runs)", **found}]
+        top, comps = decode_comparisons(found, f"{inputs[1]} against {inputs[0]}")
+        return [(f"{inputs[1]} against {inputs[0]} (separate runs)", top, c) for c in comps]
     if len(inputs) != 1:
         raise ConfigError(f"gate takes BASE NEW (two run folders) or one compare --json file, got {len(inputs)} inputs")
-    return _from_json(Path(inputs[0]))
-
-
-def _from_json(path: Path) -> list[dict[str, Any]]:
+    path = Path(inputs[0])
     if path.is_dir():
         raise ConfigError(f"{path} is a folder: give BASE and NEW run folders, or one compare --json file")
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: not a readable compare --json file ({exc})") from exc
-    if not isinstance(data, dict) or "configs" not in data or "end_to_end" not in data:
-        raise ConfigError(f"{path}: not a compare --json output (needs configs, stages and end_to_end)")
-    labels = [c.get("label", str(i)) for i, c in enumerate(data["configs"])]
-    comps = data.get("comparisons") or [{"b": 1, "stages": data.get("stages") or [], "end_to_end": data["end_to_end"],
-                                         "error": data.get("error")}]
-    return [{"label": f"{labels[comp['b']]} against {labels[0]}", **comp} for comp in comps]
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not a readable compare --json file ({exc})") from None
+    top, comps = read_compare_file(str(path), text)
+    labels = [c.label for c in top.configs]
+    return [(f"{labels[c.b]} against {labels[0]}", top, c) for c in comps]
 
 
-def failures(comparison: dict[str, Any], limits: dict[str, float], stages: bool) -> list[str]:
-    """One line per metric where NEW is slower beyond its limit and the interval is above 1.
-
-    A comparison that could not be made because every request of a side failed is one failing line.
-    """
-    if comparison.get("end_to_end") is None:
-        return [f"not compared: {comparison.get('error') or 'no end-to-end result'}"]
-    entries = [comparison["end_to_end"], *(comparison.get("stages") or [] if stages else [])]
-    lines = []
-    for e in entries:
+def decisions(top: CompareFile, comp: Comparison, limits: dict[str, float], stages: bool) -> list[tuple[str, str]]:
+    """``(outcome, line)`` for every metric that is a regression or inconclusive; a failed side is a regression."""
+    if comp.end_to_end is None:
+        return [(REGRESSION, f"not compared: {comp.error}")]
+    resolution = top.resolution.min_difference if top.kind == "separate runs" and top.resolution else None
+    if top.kind == "separate runs" and resolution is None:
+        resolution = float("inf")  # separate runs without a resolution: nothing can be ruled out
+    out = []
+    for e in [comp.end_to_end, *(comp.stages if stages else [])]:
+        name = "end to end" if e.name == "end_to_end" else f"stage {e.name}"
         for metric, limit in limits.items():
-            ratio, ci = e.get(f"{metric}_ratio"), e.get(f"{metric}_ci") or [None, None]
-            if ratio is None or ci[0] is None:
-                continue
-            if ratio > 1.0 + limit and ci[0] > 1.0:
-                name = "end to end" if e["name"] == "end_to_end" else f"stage {e['name']}"
-                lines.append(f"{name} {metric}: {100 * (ratio - 1):+.1f} % (ratio {ratio:.3f}, interval "
-                             f"[{ci[0]:.3f}, {ci[1]:.3f}]) exceeds +{100 * limit:g} %")
-    return lines
+            ratio, ci, verdict = getattr(e, f"{metric}_ratio"), getattr(e, f"{metric}_ci"), getattr(e, f"{metric}_verdict")
+            outcome = gate_decision(ratio, ci, verdict, limit, resolution=resolution)
+            figures = f"{100 * (ratio - 1):+.1f} % (ratio {ratio:.3f}, interval [{ci[0]:.3f}, {ci[1]:.3f}])"
+            if outcome == REGRESSION:
+                out.append((outcome, f"{name} {metric}: {figures} exceeds +{100 * limit:g} %"))
+            elif outcome == INCONCLUSIVE:
+                why = (f"the runs resolve only {100 * resolution:.1f} %" if resolution is not None and resolution > limit
+                       else f"verdict {verdict}")
+                out.append((outcome, f"{name} {metric}: {figures} against +{100 * limit:g} %: {why}; {RERUN}"))
+    return out
 
 
 def run(args) -> int:
     limits = {"p50": args.p50, "p99": args.p99}
-    failed = 0
-    for comp in load_comparisons(args.inputs):
-        for line in failures(comp, limits, args.stages):
-            print(f"gate: FAIL {comp['label']}: {line}")
-            failed += 1
-    if failed:
+    found = [(label, d) for label, top, comp in load_comparisons(args.inputs)
+             for d in decisions(top, comp, limits, args.stages)]
+    for label, (outcome, line) in found:
+        print(f"gate: {'FAIL' if outcome == REGRESSION else 'INCONCLUSIVE'} {label}: {line}")
+    outcomes = {outcome for _, (outcome, _) in found}
+    if REGRESSION in outcomes:
         return 1
-    print(f"gate: ok (p50 within +{100 * args.p50:g} %, p99 within +{100 * args.p99:g} % or not a real difference)",
+    if INCONCLUSIVE in outcomes:
+        print(f"gate: inconclusive ({RERUN}; exit {EXIT_INCONCLUSIVE})", file=sys.stdout)
+        return EXIT_INCONCLUSIVE
+    print(f"gate: ok (p50 within +{100 * args.p50:g} %, p99 within +{100 * args.p99:g} %, every interval resolved)",
           file=sys.stdout)
     return 0

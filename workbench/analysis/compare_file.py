@@ -1,0 +1,147 @@
+"""A ``compare --json`` file, decoded once into typed structures (schema: docs/json.md, "compare").
+
+``workbench gate`` reads a comparison only through :func:`decode_comparisons`:
+a file (or the dict ``compare`` of two saved runs returns) that does not fit the
+schema is refused with one line naming the field and its value
+(:class:`~workbench.errors.ConfigError`, exit 2): a ratio that is not a finite
+number >= 0, a missing or null interval, a string where a number belongs, an
+interval whose low end is above its high end, a verdict that is not one of
+:data:`~workbench.analysis.verdicts.VERDICTS`, a comparison without its result
+and without the error that says why.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from ..errors import ConfigError
+from .verdicts import FASTER, NO_DIFFERENCE, SLOWER, TOO_NOISY, VERDICTS
+
+# finite and >= 0: msgspec's bounds reject NaN (no comparison holds) and +-Infinity
+Ratio = Annotated[float, msgspec.Meta(ge=0.0, le=1e300)]
+Verdict = Literal[TOO_NOISY, SLOWER, FASTER, NO_DIFFERENCE]  # type: ignore[valid-type]
+
+
+class Entry(msgspec.Struct, frozen=True):
+    """One stage (or ``end_to_end``): ratios B/A, their intervals and per-metric verdicts."""
+
+    name: str
+    p50_ratio: Ratio
+    p50_ci: tuple[Ratio, Ratio]
+    p50_verdict: Verdict
+    p99_ratio: Ratio
+    p99_ci: tuple[Ratio, Ratio]
+    p99_verdict: Verdict
+
+    def __post_init__(self) -> None:
+        for metric in ("p50", "p99"):
+            lo, hi = getattr(self, f"{metric}_ci")
+            if lo > hi:
+                raise ValueError(f"{metric}_ci = [{lo}, {hi}]: inverted interval (low end above high end)")
+
+
+class Comparison(msgspec.Struct, frozen=True):
+    """B (configuration index ``b``) against A; ``end_to_end`` null only with the ``error`` that says why."""
+
+    b: Annotated[int, msgspec.Meta(ge=1)] = 1
+    stages: list[Entry] = []
+    end_to_end: Entry | None = None
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.end_to_end is None and not self.error:
+            raise ValueError("end_to_end = null: no result and no error saying why")
+
+
+class ConfigLabel(msgspec.Struct, frozen=True):
+    label: str
+
+
+class Resolution(msgspec.Struct, frozen=True):
+    min_difference: Ratio | None = None
+
+
+class CompareFile(msgspec.Struct, frozen=True):
+    """The top level of ``compare --json``: the first comparison inline, the others in ``comparisons``."""
+
+    configs: Annotated[list[ConfigLabel], msgspec.Meta(min_length=2)]
+    stages: list[Entry] = []
+    end_to_end: Entry | None = None
+    error: str | None = None
+    comparisons: list[Comparison] | None = None
+    kind: Literal["interleaved", "separate runs"] = "interleaved"
+    resolution: Resolution | None = None
+
+    def __post_init__(self) -> None:
+        if self.end_to_end is None and not self.error:
+            raise ValueError("end_to_end = null: no result and no error saying why")
+        for comp in self.comparisons or []:
+            if comp.b >= len(self.configs):
+                raise ValueError(f"comparisons: b = {comp.b}: no such configuration ({len(self.configs)} configs)")
+
+
+_AT = re.compile(r"^(?P<why>.*) - at `\$(?P<path>.*)`$", re.S)
+_MISSING = re.compile(r"missing required field `(?P<field>[^`]+)`")
+
+
+def decode_comparisons(data: Any, source: str) -> tuple[CompareFile, list[Comparison]]:
+    """The file and its comparisons (the inline one first), from parsed JSON; ConfigError naming field and value."""
+    try:
+        found = msgspec.convert(data, CompareFile, strict=True)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{source}: {_describe(str(exc), data)}") from None
+    first = Comparison(b=1, stages=found.stages, end_to_end=found.end_to_end, error=found.error)
+    return found, list(found.comparisons or [first])
+
+
+def read_compare_file(path: str, text: str) -> tuple[CompareFile, list[Comparison]]:
+    """Parse ``text`` (NaN/Infinity tokens are read, then refused by the schema with their field)."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not a readable compare --json file ({exc})") from None
+    if not isinstance(data, dict) or "configs" not in data or "end_to_end" not in data:
+        raise ConfigError(f"{path}: not a compare --json output (needs configs, stages and end_to_end)")
+    return decode_comparisons(data, path)
+
+
+def _describe(message: str, data: Any) -> str:
+    """``field = value: what is wrong`` from msgspec's ``... - at `$.a.b[0]``` message."""
+    m = _AT.match(message)
+    if not m:
+        return message
+    why, path = m.group("why"), m.group("path").lstrip(".")
+    missing = _MISSING.search(why)
+    if missing:
+        return f"{_join(path, missing.group('field'))}: missing"
+    if why.startswith(("p50_", "p99_", "end_to_end", "comparisons")):  # our own __post_init__ messages
+        return f"{_join(path, why)}"
+    value = _lookup(data, path)
+    if isinstance(value, float) and not math.isfinite(value):
+        why = "not a finite number"
+    elif why.startswith("Invalid enum value"):
+        why = "expected one of: " + ", ".join(VERDICTS)
+    return f"{path} = {_show(value)}: {why[0].lower() + why[1:]}"
+
+
+def _join(path: str, rest: str) -> str:
+    return f"{path}.{rest}" if path else rest
+
+
+def _lookup(data: Any, path: str) -> Any:
+    for key, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
+        try:
+            data = data[int(index)] if index else data[key]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return json.dumps(value)

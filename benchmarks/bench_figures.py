@@ -194,8 +194,9 @@ def naive_launches(events: pd.DataFrame):
     from plotly.subplots import make_subplots
 
     from workbench.analysis.launches import launch_pairs
+    from workbench.trace import Trace
 
-    pairs = launch_pairs(events)
+    pairs = launch_pairs(Trace(events))
     fig = make_subplots(rows=1, cols=2)
     fig.add_histogram(x=pairs["launch_delay_ns"] / 1e3, row=1, col=1)
     fig.add_scatter(x=pairs["cpu_dur_ns"] / 1e3, y=pairs["gpu_dur_ns"] / 1e3, mode="markers", row=1, col=2)

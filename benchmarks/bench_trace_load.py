@@ -233,7 +233,7 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=900, help="per-process limit in seconds")
     parser.add_argument("--smoke", action="store_true", help="one tiny synthetic trace, one run (for tests)")
     args = parser.parse_args(argv)
-    from workbench.trace.synthetic import write_synthetic_trace
+    from tests.support.synthetic import write_synthetic_trace
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="wb_bench_trace_"))
     workdir.mkdir(parents=True, exist_ok=True)

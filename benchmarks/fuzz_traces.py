@@ -1,9 +1,9 @@
 """Fuzz the trace reader and every trace analysis with 10,000 seeded variants; measure gzip-bomb memory.
 
-Variants come from :mod:`workbench.trace.fuzz` (small real traces of the checkout
+Variants come from :mod:`tests.support.fuzz` (small real traces of the checkout
 and synthetic ones, damaged or made odd in 18 families). Each is loaded and, when
 it loads, analyzed (``analyze``: every analysis the CLI prints) and checked by
-:mod:`workbench.trace.fuzz_judge`; every ``--figures-every``-th loaded one also draws
+:mod:`tests.support.fuzz_judge`; every ``--figures-every``-th loaded one also draws
 the dashboard figures. A sample goes through ``python -m workbench analyze`` in a
 fresh process, where a crash is any exit code other than 0 or 2.
 
@@ -36,8 +36,8 @@ if str(ROOT) not in sys.path:  # run as a plain script from a checkout
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from workbench.trace.fuzz import FAMILIES, default_bases, variant  # noqa: E402
-from workbench.trace.fuzz_judge import OUTCOMES, judge, judge_cli  # noqa: E402
+from tests.support.fuzz import FAMILIES, default_bases, variant  # noqa: E402
+from tests.support.fuzz_judge import OUTCOMES, judge, judge_cli  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "fuzz_traces.md"
 MiB = 2**20

@@ -78,7 +78,7 @@ def trace_stage_gpu_ms(run) -> dict:
     from workbench.analysis.trace_stages import trace_stage_summary
     from workbench.trace import load_trace
 
-    table = trace_stage_summary(load_trace(run.trace_path).events)
+    table = trace_stage_summary(load_trace(run.trace_path))
     return {row["stage"]: row["gpu_ns"] / row["count"] / 1e6 for row in table.to_dict("records")}
 
 

@@ -3,7 +3,7 @@ import pytest
 
 from workbench.analysis import flame
 from workbench.trace import load_trace
-from workbench.trace.synthetic import TraceBuilder, example_trace
+from tests.support.synthetic import TraceBuilder, example_trace
 
 K = 1_000
 

@@ -2,12 +2,12 @@ import pytest
 
 from workbench.analysis import gpu_timeline
 from workbench.trace import load_trace
-from workbench.trace.synthetic import TraceBuilder, example_trace
+from tests.support.synthetic import TraceBuilder, example_trace
 
 
 @pytest.fixture(scope="module")
 def events(tmp_path_factory):
-    return load_trace(example_trace().write(tmp_path_factory.mktemp("g") / "t.json")).events
+    return load_trace(example_trace().write(tmp_path_factory.mktemp("g") / "t.json"))
 
 
 def test_span_busy_idle_over_all_devices(events):
@@ -33,7 +33,7 @@ def test_busy_over_time_bins_sum_to_busy(events):
 
 
 def test_cpu_only_trace_has_empty_gpu_sections(tmp_path):
-    events = load_trace(TraceBuilder().op("aten::add", 0, 5_000).write(tmp_path / "t.json")).events
+    events = load_trace(TraceBuilder().op("aten::add", 0, 5_000).write(tmp_path / "t.json"))
     assert gpu_timeline.gpu_time_summary(events)["span_ns"] is None
     assert gpu_timeline.stream_idle(events).empty
     assert gpu_timeline.busy_over_time(events).empty

@@ -2,12 +2,12 @@ import pytest
 
 from workbench.analysis import launches
 from workbench.trace import load_trace
-from workbench.trace.synthetic import example_trace
+from tests.support.synthetic import example_trace
 
 
 @pytest.fixture(scope="module")
 def events(tmp_path_factory):
-    return load_trace(example_trace().write(tmp_path_factory.mktemp("l") / "t.json")).events
+    return load_trace(example_trace().write(tmp_path_factory.mktemp("l") / "t.json"))
 
 
 def test_launch_pairs_hta_definition(events):
@@ -21,10 +21,10 @@ def test_launch_pairs_hta_definition(events):
 
 
 def test_launch_delay_clipped_at_zero(tmp_path):
-    from workbench.trace.synthetic import TraceBuilder
+    from tests.support.synthetic import TraceBuilder
 
     b = TraceBuilder().runtime("cudaLaunchKernel", 0, 10_000, correlation=1).kernel("k", 5_000, 1_000, 1)
-    pairs = launches.launch_pairs(load_trace(b.write(tmp_path / "t.json")).events)
+    pairs = launches.launch_pairs(load_trace(b.write(tmp_path / "t.json")))
     assert pairs["launch_delay_ns"].tolist() == [0]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 
 from workbench.analysis.operators import top_operators
+from workbench.trace import Trace
 from workbench.trace.schema import KIND_DTYPE
 
 
@@ -23,7 +24,7 @@ def test_self_time_subtracts_direct_children_only():
         ("aten::addmm", "cpu_op", 205, 40, 1),
         ("aten::relu", "cpu_op", 0, 30, 2),  # another thread: not a child of linear
     ])
-    top = top_operators(ev, by_shapes=False)
+    top = top_operators(Trace(ev), by_shapes=False)
     assert top.to_dict("records") == [
         {"name": "aten::addmm", "input_shapes": "", "calls": 2, "total_ns": 100_000, "self_ns": 90_000,
          "self_share": 90 / 170},
@@ -37,11 +38,11 @@ def test_self_time_subtracts_direct_children_only():
 def test_shapes_split_rows_when_recorded():
     ev = events([("aten::mm", "cpu_op", 0, 10, 1), ("aten::mm", "cpu_op", 20, 30, 1)])
     ev["input_shapes"] = ["[[2, 3], [3, 4]]", "[[8, 3], [3, 4]]"]
-    top = top_operators(ev)
+    top = top_operators(Trace(ev))
     assert list(top["input_shapes"]) == ["[[8, 3], [3, 4]]", "[[2, 3], [3, 4]]"] and list(top["calls"]) == [1, 1]
-    assert len(top_operators(ev, by_shapes=False)) == 1
+    assert len(top_operators(Trace(ev), by_shapes=False)) == 1
 
 
 def test_no_host_events_gives_an_empty_table():
     ev = events([("kernel", "kernel", 0, 10, 7)])
-    assert top_operators(ev).empty
+    assert top_operators(Trace(ev)).empty

@@ -2,14 +2,14 @@ import pytest
 
 from workbench.analysis import steps
 from workbench.trace import load_trace
-from workbench.trace.synthetic import TraceBuilder, example_trace
+from tests.support.synthetic import TraceBuilder, example_trace
 
 K = 1_000
 
 
 @pytest.fixture(scope="module")
 def events(tmp_path_factory):
-    return load_trace(example_trace().write(tmp_path_factory.mktemp("s") / "t.json")).events
+    return load_trace(example_trace().write(tmp_path_factory.mktemp("s") / "t.json"))
 
 
 def test_profiler_steps_with_launched_work(events):
@@ -24,7 +24,7 @@ def test_profiler_steps_with_launched_work(events):
 
 def test_step_boundaries_extend_to_launched_gpu_work(events):
     bounds = steps.step_boundaries(events)
-    t0 = events["ts_ns"].min()
+    t0 = events.events["ts_ns"].min()
     assert (bounds["start_ns"] - t0).tolist() == [0, 300 * K]
     assert (bounds["end_ns"] - t0).tolist() == [204 * K, 400 * K]
 
@@ -44,16 +44,16 @@ def test_no_steps_gives_one_all_entry(tmp_path):
     b = TraceBuilder().op("aten::add", 0, 10 * K).runtime("cudaLaunchKernel", 1 * K, 2 * K, correlation=1)
     b.kernel("k", 20 * K, 5 * K, 1).op("nccl:all_reduce", 12 * K, 3 * K)
     b.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 30 * K, 4 * K)
-    rows = steps.step_breakdown(load_trace(b.write(tmp_path / "t.json")).events)
+    rows = steps.step_breakdown(load_trace(b.write(tmp_path / "t.json")))
     assert rows["step"].tolist() == ["all"]
     row = rows.iloc[0]
     assert (row["start_ns"], row["end_ns"]) == (0, 34 * K)
     assert (row["kernel_ns"], row["runtime_ns"], row["communication_ns"], row["dataloader_ns"]) == (5 * K, 2 * K, 3 * K, 4 * K)
     assert (row["cpu_exec_ns"], row["other_ns"]) == (8 * K, 12 * K)
-    assert steps.profiler_steps(load_trace(tmp_path / "t.json").events).empty
+    assert steps.profiler_steps(load_trace(tmp_path / "t.json")).empty
 
 
 def test_gpu_annotation_copies_of_steps_are_not_steps(tmp_path):
     b = TraceBuilder().annotation("ProfilerStep#3", 0, 10 * K)
     b.x("gpu_user_annotation", "ProfilerStep#3", 1 * K, 5 * K, pid=0, tid=7)
-    assert steps.profiler_steps(load_trace(b.write(tmp_path / "t.json")).events)["step"].tolist() == [3]
+    assert steps.profiler_steps(load_trace(b.write(tmp_path / "t.json")))["step"].tolist() == [3]

@@ -3,7 +3,7 @@ import json
 
 from workbench.analysis.trace_report import analyze
 from workbench.trace import load_trace
-from workbench.trace.synthetic import TraceBuilder, example_trace
+from tests.support.synthetic import TraceBuilder, example_trace
 
 REQUIRED = {
     "kernels": {"count", "total_us", "under_10us", "busy_us"},

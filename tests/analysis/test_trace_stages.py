@@ -2,14 +2,14 @@ import pytest
 
 from workbench.analysis import trace_stages
 from workbench.trace import load_trace
-from workbench.trace.synthetic import TraceBuilder, example_trace
+from tests.support.synthetic import TraceBuilder, example_trace
 
 K = 1_000
 
 
 @pytest.fixture(scope="module")
 def events(tmp_path_factory):
-    return load_trace(example_trace().write(tmp_path_factory.mktemp("st") / "t.json")).events
+    return load_trace(example_trace().write(tmp_path_factory.mktemp("st") / "t.json"))
 
 
 def test_stage_summary_exact(events):
@@ -26,7 +26,7 @@ def test_launch_bound_stage(tmp_path):
     for i in range(10):  # 10 launches of 4 us each, kernels of 1 us
         b.runtime("cudaLaunchKernel", i * 10 * K, 4 * K, correlation=i + 1)
         b.kernel("tiny", i * 10 * K + 5 * K, 1 * K, i + 1)
-    row = trace_stages.trace_stage_summary(load_trace(b.write(tmp_path / "t.json")).events).iloc[0]
+    row = trace_stages.trace_stage_summary(load_trace(b.write(tmp_path / "t.json"))).iloc[0]
     assert row["stage"] == "decode" and row["launch_count"] == 10 and row["gpu_ns"] == 10 * K
     assert bool(row["launch_bound"]) and not bool(row["transfer_bound"]) and not bool(row["sync_heavy"])
 
@@ -34,12 +34,12 @@ def test_launch_bound_stage(tmp_path):
 def test_only_stage_prefixed_ranges_count(tmp_path):
     b = TraceBuilder().annotation("forward", 0, 10 * K).annotation("workbench.stage::pre", 20 * K, 5 * K)
     b.annotation("workbench.stage::pre", 40 * K, 7 * K)
-    summary = trace_stages.trace_stage_summary(load_trace(b.write(tmp_path / "t.json")).events)
+    summary = trace_stages.trace_stage_summary(load_trace(b.write(tmp_path / "t.json")))
     assert summary["stage"].tolist() == ["pre"]
     assert (summary["count"].iloc[0], summary["host_ns"].iloc[0]) == (2, 12 * K)
 
 
 def test_no_stages_gives_empty_table(tmp_path):
-    events = load_trace(TraceBuilder().op("aten::add", 0, 5).write(tmp_path / "t.json")).events
+    events = load_trace(TraceBuilder().op("aten::add", 0, 5).write(tmp_path / "t.json"))
     out = trace_stages.trace_stage_summary(events)
     assert out.empty and "launch_bound" in out.columns

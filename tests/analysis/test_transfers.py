@@ -3,12 +3,12 @@ import pytest
 
 from workbench.analysis import transfers
 from workbench.trace import load_trace
-from workbench.trace.synthetic import TraceBuilder, example_trace
+from tests.support.synthetic import TraceBuilder, example_trace
 
 
 @pytest.fixture(scope="module")
 def events(tmp_path_factory):
-    return load_trace(example_trace().write(tmp_path_factory.mktemp("t") / "t.json")).events
+    return load_trace(example_trace().write(tmp_path_factory.mktemp("t") / "t.json"))
 
 
 @pytest.mark.parametrize("name, expected", [
@@ -35,7 +35,7 @@ def test_memcpy_by_direction_always_lists_the_three(events):
 def test_host_memory_split_and_amd_host(tmp_path):
     b = example_trace(rocm=True)
     b.memcpy("Memcpy DtoH (Device -> Pinned)", 10, 1_000, None)
-    events = load_trace(b.write(tmp_path / "t.json")).events
+    events = load_trace(b.write(tmp_path / "t.json"))
     split = transfers.memcpy_by_host_memory(events).set_index("key")
     assert split.loc["HtoD Host", "bytes"] == 1_200_000
     assert split.loc["DtoH Pinned", "count"] == 1
@@ -44,7 +44,7 @@ def test_host_memory_split_and_amd_host(tmp_path):
 
 def test_bytes_null_when_no_copy_carries_them(tmp_path):
     b = TraceBuilder().memcpy("Memcpy HtoD (Host -> Device)", 0, 500, 1)
-    events = load_trace(b.write(tmp_path / "t.json")).events
+    events = load_trace(b.write(tmp_path / "t.json"))
     assert transfers.memcpy_summary(events)["bytes"] is None
 
 

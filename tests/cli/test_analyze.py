@@ -5,7 +5,7 @@ import pytest
 
 from workbench.cli import analyze as analyze_cmd
 from workbench.errors import RunRecordError, TraceError
-from workbench.trace.synthetic import TraceBuilder, example_trace
+from tests.support.synthetic import TraceBuilder, example_trace
 
 
 def run_cli(argv):

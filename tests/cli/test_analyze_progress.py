@@ -4,7 +4,7 @@ import json
 
 from workbench.cli import main
 from workbench.cli.progress import ProgressBar
-from workbench.trace.synthetic import example_trace
+from tests.support.synthetic import example_trace
 
 
 class FakeClock:

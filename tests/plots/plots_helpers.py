@@ -55,7 +55,7 @@ def small_trace(path) -> pd.DataFrame:
       cudaDeviceSynchronize [500, 600) us
     """
     from workbench.trace import load_events
-    from workbench.trace.synthetic import TraceBuilder
+    from tests.support.synthetic import TraceBuilder
 
     us = 1_000
     b = TraceBuilder()
@@ -78,7 +78,7 @@ def small_trace(path) -> pd.DataFrame:
 def cpu_only_trace(path) -> pd.DataFrame:
     """Two operators on the host, no runtime calls, no GPU work."""
     from workbench.trace import load_events
-    from workbench.trace.synthetic import TraceBuilder
+    from tests.support.synthetic import TraceBuilder
 
     b = TraceBuilder()
     b.annotation("ProfilerStep#0", 0, 100_000).op("aten::mm", 1_000, 50_000).op("aten::relu", 60_000, 10_000)

@@ -6,7 +6,7 @@ from workbench.plots.flame import trace_flame_figure
 from workbench.plots.style import KIND_COLORS, KIND_LABELS, copy_palette_key, kind_key
 from workbench.plots.transfers import transfer_figure
 from workbench.trace import load_trace
-from workbench.trace.synthetic import example_trace
+from tests.support.synthetic import example_trace
 
 HOST_COPY = "Memcpy HtoD (Host -> Device)"
 
@@ -21,7 +21,7 @@ def test_palette_keys_follow_the_analysis_classes():
 
 
 def test_amd_host_copies_are_one_class_with_one_color_everywhere(tmp_path):
-    events = load_trace(example_trace(rocm=True).write(tmp_path / "rocm.json")).events
+    events = load_trace(example_trace(rocm=True).write(tmp_path / "rocm.json"))
     assert memcpy_by_host_memory(events)["key"].tolist() == ["HtoD Host"]
     bars = transfer_figure(events).to_dict()["data"][0]
     assert list(bars["x"]) == ["HtoD Host", "memset"]

@@ -11,8 +11,8 @@ from workbench.analysis.verdict import launch_verdict
 from workbench.plots.style import KIND_COLORS, NO_GPU_EVENTS
 from workbench.plots.timeline import grouped_steps
 from workbench.analysis.transfers import copy_classes
-from workbench.trace import load_events
-from workbench.trace.synthetic import TraceBuilder
+from workbench.trace import Trace, load_events
+from tests.support.synthetic import TraceBuilder
 
 
 def annotation(fig) -> str:
@@ -45,7 +45,7 @@ def launch_bound_trace(path) -> pd.DataFrame:
 
 
 def test_launch_bound_verdict_comes_from_the_stage_analysis(tmp_path):
-    bound, sentence = launch_verdict(launch_bound_trace(tmp_path))
+    bound, sentence = launch_verdict(Trace(launch_bound_trace(tmp_path)))
     assert bound
     assert sentence == "Launch-bound: forward (10 launches per call, GPU busy 10% of its host time; launch calls 50%)"
 
@@ -53,7 +53,7 @@ def test_launch_bound_verdict_comes_from_the_stage_analysis(tmp_path):
 def test_launch_verdict_without_stages_uses_the_whole_trace(tmp_path):
     events = launch_bound_trace(tmp_path)
     events = events[~events["name"].astype(str).str.startswith("workbench.stage::")]
-    bound, sentence = launch_verdict(events)
+    bound, sentence = launch_verdict(Trace(events))
     # host span: first launch call start (1 us) to last end (87 us)
     assert bound and sentence == "Launch-bound: 10 launches per step, GPU busy 12% of host time, launch calls 58%"
 
@@ -80,7 +80,7 @@ def test_transfer_figure_bytes_time_bandwidth(trace_events):
 def test_copies_without_a_host_side_keep_their_direction(tmp_path):
     b = TraceBuilder()
     b.runtime("cudaMemcpyAsync", 0, 1_000, 1).memcpy("Memcpy DtoD (Device -> Device)", 2_000, 4_000, 1, nbytes=8_000)
-    classes = copy_classes(load_events(b.write(tmp_path / "dtod.json")))
+    classes = copy_classes(Trace(load_events(b.write(tmp_path / "dtod.json"))))
     assert classes["label"].tolist() == ["DtoD"]
     assert classes["bytes"].tolist() == [8_000] and classes["gb_per_s"].tolist() == [2.0]
 

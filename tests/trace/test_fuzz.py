@@ -5,9 +5,9 @@ import collections
 
 import pytest
 
-from workbench.trace import fuzz, fuzz_judge
-from workbench.trace.fuzz import FAMILIES, default_bases, variant, variants
-from workbench.trace.fuzz_judge import judge, judge_cli, report_problems
+from tests.support import fuzz, fuzz_judge
+from tests.support.fuzz import FAMILIES, default_bases, variant, variants
+from tests.support.fuzz_judge import judge, judge_cli, report_problems
 
 SUITE_VARIANTS = 1_000
 BROKEN = ("truncated_gzip", "truncated_json", "nan_inf")  # always a clean error
@@ -72,7 +72,7 @@ def test_judge_calls_an_unexpected_exception_a_crash(bases, tmp_path, monkeypatc
     def broken(path, **kw):
         raise IndexError("single positional indexer is out-of-bounds")
 
-    monkeypatch.setattr("workbench.trace.load.load_trace", broken)
+    monkeypatch.setattr(fuzz_judge, "load_trace", broken)
     verdict = judge(variant(bases, 15, seed=0), tmp_path)
     assert verdict == fuzz_judge.Verdict("zero_duration_gpu", "crash",
                                          "IndexError: single positional indexer is out-of-bounds")

@@ -23,7 +23,7 @@ def test_input_dims_become_compact_text_and_split_top_operators(tmp_path):
     events = load_trace(trace).events
     shapes = events["input_shapes"]
     assert list(shapes[:2]) == ["[[2,3],[3,4]]", "[[8,3],[3,4]]"] and shapes.isna().tolist() == [False, False, True]
-    top = top_operators(events)
+    top = top_operators(load_trace(trace))
     assert list(top["name"]) == ["aten::mm", "aten::mm", "aten::relu"]
     assert list(top["input_shapes"]) == ["[[8,3],[3,4]]", "[[2,3],[3,4]]", ""]
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.trace import COLUMNS, KINDS, load_events, load_trace
-from workbench.trace.synthetic import EPOCH_NS, TraceBuilder, example_trace, us_text
+from tests.support.synthetic import EPOCH_NS, TraceBuilder, example_trace, us_text
 
 
 def test_columns_and_dtypes(tmp_path):

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench.trace.numbers import NA_INT, NumberError, to_int64_array, us_text_to_ns
-from workbench.trace.synthetic import us_text
+from tests.support.synthetic import us_text
 
 
 @pytest.mark.parametrize("text, ns", [

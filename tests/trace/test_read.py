@@ -15,7 +15,7 @@ from workbench.cli import analyze as analyze_cli
 from workbench.errors import TraceError
 from workbench.trace import load_trace
 from workbench.trace.read import DEFAULT_MAX_TRACE_BYTES, read_bytes
-from workbench.trace.synthetic import example_trace
+from tests.support.synthetic import example_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 MiB = 2**20

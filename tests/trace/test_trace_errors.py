@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from workbench.errors import TraceError
 from workbench.trace import load_trace
-from workbench.trace.synthetic import example_trace
+from tests.support.synthetic import example_trace
 
 GOOD = {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2}
 

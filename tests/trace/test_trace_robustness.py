@@ -10,7 +10,7 @@ from workbench.analysis import gpu_timeline, steps
 from workbench.analysis.trace_report import analyze
 from workbench.errors import TraceError
 from workbench.trace import load_trace
-from workbench.trace.synthetic import EPOCH_NS, TraceBuilder, example_trace
+from tests.support.synthetic import EPOCH_NS, TraceBuilder, example_trace
 
 OP = {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2}
 KERNEL = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 0,
@@ -82,7 +82,7 @@ def test_twenty_digit_profiler_step(tmp_path):
     number = 12345678901234567890  # past int64
     b = TraceBuilder().annotation(f"ProfilerStep#{number}", 1_000, 5_000).op("aten::mm", 2_000, 1_000)
     path = b.write(tmp_path / "t.json")
-    assert steps.profiler_steps(load_trace(path).events)["step"].tolist() == [number]
+    assert steps.profiler_steps(load_trace(path))["step"].tolist() == [number]
     report = analyze(path)
     assert [s["name"] for s in report["steps"]] == [f"ProfilerStep#{number}"]
     assert report["step_breakdown"][0]["step"] == number and report["step_breakdown"][0]["total_us"] == 5.0
@@ -90,7 +90,7 @@ def test_twenty_digit_profiler_step(tmp_path):
 
 def zero_duration_gpu(tmp_path, kernel_ts=(5, 5)):
     events = [OP] + [KERNEL | {"ts": ts} for ts in kernel_ts]
-    return load_trace(write(tmp_path, trace_json(*events))).events
+    return load_trace(write(tmp_path, trace_json(*events)))
 
 
 def test_all_gpu_events_zero_duration_at_one_instant(tmp_path):
@@ -118,8 +118,7 @@ def test_epoch_sized_span_of_decades_bins_without_overflow(tmp_path):
     century_ns = 50 * 365 * 86_400 * 10**9  # half a century: EPOCH_NS + this stays under 2**62
     b = TraceBuilder().op("a", EPOCH_NS, 1_000)
     b.kernel("k1", EPOCH_NS, 1_000, None).kernel("k2", EPOCH_NS + century_ns, 1_000, None)
-    events = load_trace(b.write(tmp_path / "t.json")).events
-    busy = gpu_timeline.busy_over_time(events, bins=200)
+    busy = gpu_timeline.busy_over_time(load_trace(b.write(tmp_path / "t.json")), bins=200)
     assert busy["bin_start_ns"].iloc[0] == EPOCH_NS and busy["bin_end_ns"].iloc[-1] == EPOCH_NS + century_ns + 1_000
     assert busy["busy_ns"].tolist() == [1_000] + [0] * 198 + [1_000]
     assert busy["bin_start_ns"].iloc[1] == EPOCH_NS + (century_ns + 1_000) // 200
@@ -147,7 +146,7 @@ def test_durations_summing_past_the_range_are_a_trace_error(tmp_path):
 def test_largest_allowed_times_give_exact_spans(tmp_path):
     last_us = (2**62 - 1) // 1000 - 1
     events = load_trace(write(tmp_path, trace_json(KERNEL | {"ts": -last_us}, KERNEL | {"ts": last_us, "dur": 1})))
-    summary = gpu_timeline.gpu_time_summary(events.events)
+    summary = gpu_timeline.gpu_time_summary(events)
     assert summary["span_ns"] == 2 * last_us * 1000 + 1000 and summary["busy_ns"] == 1000
 
 

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from workbench.trace.synthetic import EPOCH_NS, TraceBuilder
+from tests.support.synthetic import EPOCH_NS, TraceBuilder
 from workbench.widgets import TraceExplorer, trace_choices
 
 

@@ -27,8 +27,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..naming import stage_from_range_name
-from ..trace import GPU_WORK_KINDS, HOST_KINDS
-from .model import Source, model_of
+from ..trace import GPU_WORK_KINDS, HOST_KINDS, Trace
 from .nesting import nest, nesting_order
 
 NO_LAUNCH = "(no launch call)"
@@ -80,9 +79,9 @@ def _assign_nodes(parent: np.ndarray, label: np.ndarray) -> tuple[np.ndarray, np
     return node_of, node_parent, label[first].astype(np.int64)
 
 
-def flame_tree(events: Source) -> pd.DataFrame:
+def flame_tree(events: Trace | pd.DataFrame) -> pd.DataFrame:
     """The flame tree of an events table as a flat node table (see module docstring)."""
-    events = model_of(events).events
+    events = Trace.of(events).events
     is_host = events["kind"].isin(HOST_KINDS).to_numpy()
     is_gpu = events["kind"].isin(GPU_WORK_KINDS).to_numpy()
     all_labels, labels = _labels(events[is_host | is_gpu])

@@ -17,20 +17,21 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..trace import Trace
 from ..trace.intervals import merge, overlap_with_windows
-from .model import Source, model_of, shared
+from .launches import gpu_work_with_launch
 
 KERNEL_WAIT_NS = 30_000
 
 
-def gpu_work(events: Source) -> pd.DataFrame:
-    """The kernel, memcpy and memset rows of an events table."""
-    return shared(model_of(events).gpu_work)
+def gpu_work(trace: Trace) -> pd.DataFrame:
+    """The kernel, memcpy and memset rows of the trace's events table."""
+    return trace.gpu_work.copy(deep=False)
 
 
-def gpu_time_summary(events: Source) -> dict:
+def gpu_time_summary(trace: Trace) -> dict:
     """``{start_ns, end_ns, span_ns, busy_ns, idle_ns, idle_fraction}``; all None without GPU work."""
-    work = gpu_work(events)
+    work = gpu_work(trace)
     if work.empty:
         return dict.fromkeys(("start_ns", "end_ns", "span_ns", "busy_ns", "idle_ns", "idle_fraction"))
     starts = work["ts_ns"].to_numpy()
@@ -43,13 +44,13 @@ def gpu_time_summary(events: Source) -> dict:
             "idle_fraction": (span - busy) / span if span else 0.0}
 
 
-def stream_idle(events: Source, kernel_wait_ns: int = KERNEL_WAIT_NS) -> pd.DataFrame:
+def stream_idle(trace: Trace, kernel_wait_ns: int = KERNEL_WAIT_NS) -> pd.DataFrame:
     """Idle time per (device, stream) split into host_wait / kernel_wait / other.
 
     Columns: device, stream, count, span_ns, busy_ns, idle_ns, host_wait_ns,
     kernel_wait_ns, other_ns (idle_ns = the three summed).
     """
-    work = model_of(events).gpu_work_with_launch
+    work = gpu_work_with_launch(trace)
     columns = ["device", "stream", "count", "span_ns", "busy_ns", "idle_ns",
                "host_wait_ns", "kernel_wait_ns", "other_ns"]
     if work.empty:
@@ -77,14 +78,13 @@ def _one_stream(device, stream, group: pd.DataFrame, kernel_wait_ns: int) -> dic
             "kernel_wait_ns": int(gap[kernel_wait].sum()), "other_ns": int(gap[other].sum())}
 
 
-def busy_over_time(events: Source, bins: int = 200) -> pd.DataFrame:
+def busy_over_time(trace: Trace, bins: int = 200) -> pd.DataFrame:
     """GPU busy time in equal bins over the GPU span, for a utilization plot.
 
     Columns: bin_start_ns, bin_end_ns, busy_ns, busy_fraction (0..1). Empty
     without GPU work; one zero-width bin (busy 0) when the span is 0 ns.
     """
-    events = model_of(events)  # one model for both reads below
-    summary = gpu_time_summary(events)
+    summary = gpu_time_summary(trace)
     if summary["span_ns"] is None:
         return pd.DataFrame({c: pd.Series([], dtype=float if c == "busy_fraction" else np.int64)
                              for c in ("bin_start_ns", "bin_end_ns", "busy_ns", "busy_fraction")})
@@ -93,7 +93,7 @@ def busy_over_time(events: Source, bins: int = 200) -> pd.DataFrame:
     edges = np.unique(summary["start_ns"] + (span // bins) * steps + (span % bins) * steps // bins)
     if edges.size == 1:  # all GPU work is zero-duration at one instant: one empty bin, not none
         edges = np.repeat(edges, 2)
-    work = gpu_work(events)
+    work = gpu_work(trace)
     starts = work["ts_ns"].to_numpy()
     busy = overlap_with_windows(merge(starts, starts + work["dur_ns"].to_numpy()), edges[:-1], edges[1:])
     width = np.diff(edges)

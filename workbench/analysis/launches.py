@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .model import Source, TraceModel, model_of, shared
+from ..trace import Trace, derived
 
 LAUNCH_NAMES = frozenset({
     "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchKernelEx", "cudaLaunchCooperativeKernel",
@@ -27,28 +27,24 @@ LAUNCH_DELAY_OUTLIER_NS = 100_000
 LAUNCH_PERCENTILES = (50, 90, 95, 99)  # the launch distributions' columns (HTA's)
 
 
-def runtime_calls(events: Source, names=None) -> pd.DataFrame:
+def runtime_calls(trace: Trace, names=None) -> pd.DataFrame:
     """Runtime-category rows, optionally only those whose name is in ``names``."""
-    runtime = model_of(events).runtime
-    return shared(runtime) if names is None else runtime[runtime["name"].isin(list(names))]
+    runtime = trace.runtime
+    return runtime.copy(deep=False) if names is None else runtime[runtime["name"].isin(list(names))]
 
 
-def gpu_work_with_launch(events: Source) -> pd.DataFrame:
+@derived
+def gpu_work_with_launch(trace: Trace) -> pd.DataFrame:
     """GPU work rows with their launching runtime call (null where it is missing).
 
     Columns: kind, name, ts_ns, dur_ns, device, stream, correlation, bytes,
     ext_id, launch_name (NA without a call), launch_ts_ns, launch_dur_ns (Int64),
     launch_tid. Text columns are categoricals sharing the events table's
     categories (no string is copied: kernel names run to kilobytes).
-    A correlation shared by several runtime calls joins to the first of them.
-    Computed once per :class:`~workbench.analysis.model.TraceModel`.
+    A correlation shared by several runtime calls joins to the first of them
+    (an index lookup on correlation). Computed once per :class:`~workbench.trace.Trace`.
     """
-    return shared(model_of(events).gpu_work_with_launch)
-
-
-def join_launches(model: TraceModel) -> pd.DataFrame:
-    """The launch join of :func:`gpu_work_with_launch` (an index lookup on correlation)."""
-    gpu, runtime = model.gpu_work, model.runtime
+    gpu, runtime = trace.gpu_work, trace.runtime
     runtime = runtime[runtime["correlation"].notna().to_numpy()]
     corr = runtime["correlation"].to_numpy(np.int64)
     first = ~pd.Index(corr).duplicated(keep="first")
@@ -73,20 +69,30 @@ def join_launches(model: TraceModel) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def launch_pairs(events: Source, names=HTA_LAUNCH_NAMES) -> pd.DataFrame:
+@derived
+def launched_work(trace: Trace) -> pd.DataFrame:
+    """The rows of :func:`gpu_work_with_launch` whose launch call is in the trace."""
+    joined = gpu_work_with_launch(trace)
+    return joined[joined["launch_ts_ns"].notna().to_numpy()]
+
+
+def launch_pairs(trace: Trace, names=HTA_LAUNCH_NAMES) -> pd.DataFrame:
     """One row per GPU event whose launching call is named in ``names`` (HTA's set by default).
 
     Columns: correlation, launch_name, cpu_ts_ns, cpu_dur_ns, gpu_kind, gpu_name,
     gpu_ts_ns, gpu_dur_ns, launch_delay_ns (clipped at 0), device, stream (text
     columns categorical, as in :func:`gpu_work_with_launch`).
     """
-    model = model_of(events)
-    return shared(model.launch_pairs) if names is HTA_LAUNCH_NAMES else pairs_of(model, names)
+    return _hta_pairs(trace) if names is HTA_LAUNCH_NAMES else _pairs(trace, names)
 
 
-def pairs_of(model: TraceModel, names) -> pd.DataFrame:
-    """:func:`launch_pairs` computed from a model's launch join."""
-    joined = model.gpu_work_with_launch
+@derived
+def _hta_pairs(trace: Trace) -> pd.DataFrame:
+    return _pairs(trace, HTA_LAUNCH_NAMES)
+
+
+def _pairs(trace: Trace, names) -> pd.DataFrame:
+    joined = launched_work(trace)
     joined = joined[joined["launch_name"].isin(list(names)).to_numpy()]
     cpu_end = joined["launch_ts_ns"].to_numpy(np.int64) + joined["launch_dur_ns"].to_numpy(np.int64)
     delay = np.maximum(joined["ts_ns"].to_numpy() - cpu_end, 0)
@@ -113,20 +119,16 @@ def launch_pair_summary(pairs: pd.DataFrame) -> dict:
             "launch_delay_max_ns": int(delay.max()) if delay.size else None}
 
 
-def launch_calls(events: Source) -> pd.DataFrame:
+@derived
+def launch_calls(trace: Trace) -> pd.DataFrame:
     """Every kernel or graph launch call with the GPU work it started.
 
     Columns: name, ts_ns, dur_ns, tid, correlation, graph (bool), gpu_count,
     gpu_dur_ns (sum of its GPU work), launch_delay_ns (first GPU start after
     the call's end, clipped at 0; NA without GPU work).
     """
-    return shared(model_of(events).launch_calls)
-
-
-def calls_of(model: TraceModel) -> pd.DataFrame:
-    """:func:`launch_calls` computed from a model's launch join."""
-    calls = runtime_calls(model, LAUNCH_NAMES | GRAPH_LAUNCH_NAMES)
-    gpu = model.launched_work
+    calls = runtime_calls(trace, LAUNCH_NAMES | GRAPH_LAUNCH_NAMES)
+    gpu = launched_work(trace)
     per_corr = gpu.groupby("correlation").agg(gpu_count=("dur_ns", "size"), gpu_dur_ns=("dur_ns", "sum"),
                                               first_gpu_ts_ns=("ts_ns", "min")).astype("Int64")
     out = pd.DataFrame({"name": calls["name"].astype(str).to_numpy(), "ts_ns": calls["ts_ns"].to_numpy(),

@@ -17,15 +17,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..trace import HOST_KINDS, KIND_CPU_OP
+from ..trace import KIND_CPU_OP, Trace
 from .nesting import nest, nesting_order
 
 COLUMNS = ["name", "input_shapes", "calls", "total_ns", "self_ns", "self_share"]
 
 
-def operator_times(events: pd.DataFrame) -> pd.DataFrame:
+def operator_times(trace: Trace) -> pd.DataFrame:
     """One row per operator call: ``name``, ``input_shapes``, ``dur_ns``, ``self_ns``."""
-    host = events[events["kind"].isin(HOST_KINDS).to_numpy()]
+    host = trace.host
     if host.empty:
         return pd.DataFrame({"name": pd.Series(dtype=str), "input_shapes": pd.Series(dtype=str),
                              "dur_ns": pd.Series(dtype="int64"), "self_ns": pd.Series(dtype="int64")})
@@ -49,9 +49,9 @@ def operator_times(events: pd.DataFrame) -> pd.DataFrame:
                          "dur_ns": dur[is_op], "self_ns": np.maximum(dur - child_sum, 0)[is_op]})
 
 
-def top_operators(events: pd.DataFrame, n: int = 20, by_shapes: bool = True) -> pd.DataFrame:
+def top_operators(trace: Trace, n: int = 20, by_shapes: bool = True) -> pd.DataFrame:
     """The ``n`` operators with the most self time (see module docstring for the columns)."""
-    calls = operator_times(events)
+    calls = operator_times(trace)
     keys = ["name", "input_shapes"] if by_shapes else ["name"]
     if not by_shapes:
         calls = calls.assign(input_shapes="")

@@ -26,36 +26,32 @@ import numpy as np
 import pandas as pd
 
 from ..trace import (KIND_CPU_OP, KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET, KIND_PYTHON,
-                     KIND_RUNTIME, KIND_USER_ANNOTATION)
+                     KIND_RUNTIME, KIND_USER_ANNOTATION, Trace, derived)
 from ..trace import intervals as iv
 from ..trace.schema import name_matches
-from .model import Source, TraceModel, model_of, shared
+from .launches import launched_work
 
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
 _COMM_PREFIXES = ("nccl:", "gloo:")
 
 
-def profiler_steps(events: Source) -> pd.DataFrame:
+@derived
+def profiler_steps(trace: Trace) -> pd.DataFrame:
     """One row per host ``ProfilerStep#N`` range, sorted by start.
 
     Columns: step (int), name, ts_ns, dur_ns, and for kernel/memcpy/memset the
     ``<kind>_count`` and ``<kind>_ns`` (summed GPU duration) of the work whose
     launch call starts inside the step.
     """
-    return shared(model_of(events).profiler_steps)
-
-
-def steps_of(model: TraceModel) -> pd.DataFrame:
-    """:func:`profiler_steps` computed from a model (its host rows and launch join)."""
-    host = model.host
+    host = trace.host
     rows = host[name_matches(host["name"], STEP_NAME.match)]
     names = rows["name"].astype(str)
     steps = pd.DataFrame({"step": _step_numbers(names),
                           "name": names.to_numpy(),
                           "ts_ns": rows["ts_ns"].to_numpy(), "dur_ns": rows["dur_ns"].to_numpy()})
     steps = steps.sort_values("ts_ns", kind="stable", ignore_index=True)
-    work = model.launched_work
+    work = launched_work(trace)
     for kind in (KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET):
         count, total = _launched_in(work[work["kind"] == kind], steps["ts_ns"], steps["ts_ns"] + steps["dur_ns"])
         steps[f"{kind}_count"], steps[f"{kind}_ns"] = count, total
@@ -81,16 +77,12 @@ def _launched_in(work: pd.DataFrame, starts: pd.Series, ends: pd.Series) -> tupl
     return (hi - lo).astype(np.int64), (cum[hi] - cum[lo]).astype(np.int64)
 
 
-def step_boundaries(events: Source) -> pd.DataFrame:
+@derived
+def step_boundaries(trace: Trace) -> pd.DataFrame:
     """TensorBoard's step ranges. Columns: step ("N" or "all"), start_ns, end_ns."""
-    return shared(model_of(events).step_boundaries)
-
-
-def boundaries_of(model: TraceModel) -> pd.DataFrame:
-    """:func:`step_boundaries` computed from a model."""
-    steps = model.profiler_steps
+    steps = profiler_steps(trace)
     if steps.empty:
-        host = _tb_host(model)
+        host = _tb_host(trace)
         if host.empty:
             return pd.DataFrame({"step": pd.Series([], dtype=str), "start_ns": np.empty(0, np.int64),
                                  "end_ns": np.empty(0, np.int64)})
@@ -101,18 +93,18 @@ def boundaries_of(model: TraceModel) -> pd.DataFrame:
         labels = steps["step"].astype(str).tolist()
         starts = steps["ts_ns"].to_numpy()
         ends = starts + steps["dur_ns"].to_numpy()
-    starts, ends = _device_adjusted(model, starts, ends)
+    starts, ends = _device_adjusted(trace, starts, ends)
     return pd.DataFrame({"step": pd.Series(labels, dtype=str), "start_ns": starts, "end_ns": ends})
 
 
-def _tb_host(model: TraceModel) -> pd.DataFrame:
+def _tb_host(trace: Trace) -> pd.DataFrame:
     """Host events bounding a trace without steps: operators and python (all host events if none)."""
-    host = model.host[model.host["kind"].isin([KIND_CPU_OP, KIND_PYTHON]).to_numpy()]
-    return host if not host.empty else model.host
+    host = trace.host[trace.host["kind"].isin([KIND_CPU_OP, KIND_PYTHON]).to_numpy()]
+    return host if not host.empty else trace.host
 
 
-def _device_adjusted(model: TraceModel, starts: np.ndarray, ends: np.ndarray):
-    work = model.launched_work
+def _device_adjusted(trace: Trace, starts: np.ndarray, ends: np.ndarray):
+    work = launched_work(trace)
     l_start = work["launch_ts_ns"].to_numpy(np.int64)
     l_end = l_start + work["launch_dur_ns"].to_numpy(np.int64)
     g_start = work["ts_ns"].to_numpy()
@@ -165,19 +157,18 @@ def _ends_with(names: pd.Series, suffix: str) -> pd.Series:
     return pd.Series(name_matches(names, lambda n: n.endswith(suffix)), index=names.index)
 
 
-def step_breakdown(events: Source) -> pd.DataFrame:
+def step_breakdown(trace: Trace) -> pd.DataFrame:
     """Per-step time breakdown (TensorBoard plugin's priority rule), in ns.
 
     Columns: step ("N" or "all"), start_ns, end_ns, kernel_ns, memcpy_ns,
     memset_ns, communication_ns, runtime_ns, dataloader_ns, cpu_exec_ns,
     other_ns, total_ns (= end - start = the sum of the categories).
     """
-    model = model_of(events)
-    bounds = model.step_boundaries
+    bounds = step_boundaries(trace)
     starts, ends = bounds["start_ns"].to_numpy(), bounds["end_ns"].to_numpy()
     slots = iv.merge(starts, ends)
     out = bounds.copy()
-    for role, intervals in _role_intervals(model.events).items():
+    for role, intervals in _role_intervals(trace.events).items():
         claimed = iv.intersect(slots, intervals)
         slots = iv.subtract(slots, claimed)
         out[f"{role}_ns"] = iv.overlap_with_windows(claimed, starts, ends)

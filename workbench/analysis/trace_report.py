@@ -14,10 +14,10 @@ import os
 
 import pandas as pd
 
-from ..trace import Trace
+from ..trace import Trace, load_trace
 from ..units import NS_PER_US
-from . import gpu_timeline, kernels, launches, steps, trace_stages, transfers, verdict
-from .model import TraceModel
+from . import gpu_kernels, gpu_timeline, launches, steps, trace_stages, transfers, verdict
+from .operators import top_operators
 
 _BREAKDOWN = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec", "other", "total")
 
@@ -33,14 +33,14 @@ def _opt_int(value) -> int | None:
     return None if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)) else int(value)
 
 
-def analyze(trace_or_path: TraceModel | Trace | str | os.PathLike, progress=None) -> dict:
+def analyze(trace_or_path: Trace | str | os.PathLike, progress=None) -> dict:
     """Load (if given a path) and run every analysis; a dict of plain JSON types.
 
-    One :class:`TraceModel` serves every section: the launch join and the other
-    derived tables are computed once. ``progress(stage, done, total)``, if given,
+    One :class:`~workbench.trace.Trace` serves every section: the launch join and the
+    other derived tables are computed once. ``progress(stage, done, total)``, if given,
     hears of the loading and of each section done (``"analyze"``)."""
-    is_loaded = isinstance(trace_or_path, (TraceModel, Trace))
-    model = TraceModel.of(trace_or_path) if is_loaded else TraceModel.load(trace_or_path, progress=progress)
+    is_loaded = isinstance(trace_or_path, Trace)
+    model = trace_or_path if is_loaded else load_trace(trace_or_path, progress=progress)
     report = {}
     for done, (key, section) in enumerate(SECTIONS.items(), start=1):
         report[key] = section(model)
@@ -49,33 +49,31 @@ def analyze(trace_or_path: TraceModel | Trace | str | os.PathLike, progress=None
     return report
 
 
-def _trace(model: TraceModel) -> dict:
+def _trace(model: Trace) -> dict:
     return {"path": str(model.path), "schema": model.meta.get("schema"), "platform": model.meta.get("platform"),
             "events": len(model.events),
             "devices": [d.get("name") for d in model.device_properties if isinstance(d, dict)]}
 
 
-def _verdict(model: TraceModel) -> dict:
+def _verdict(model: Trace) -> dict:
     return dict(zip(("launch_bound", "sentence"), verdict.launch_verdict(model)))
 
 
-def _sync_calls(model: TraceModel) -> list[dict]:
+def _sync_calls(model: Trace) -> list[dict]:
     return [{"name": r.name, "count": int(r.count), "total_us": us(r.total_ns)}
             for r in transfers.sync_calls(model).itertuples()]
 
 
-def _top_ops(model: TraceModel, n: int = 15) -> list[dict]:
+def _top_ops(model: Trace, n: int = 15) -> list[dict]:
     """The operators with the most self time (any trace, CPU-only included); shapes when recorded."""
-    from .operators import top_operators
-
     return [{"name": r.name, "input_shapes": r.input_shapes or None, "calls": int(r.calls),
              "total_us": us(r.total_ns), "self_us": us(r.self_ns), "self_share": float(r.self_share)}
-            for r in top_operators(model.events, n).itertuples()]
+            for r in top_operators(model, n).itertuples()]
 
 
-def _kernels(model: TraceModel) -> dict:
-    s = kernels.kernel_summary(model)
-    top = kernels.top_kernels(model, 10)
+def _kernels(model: Trace) -> dict:
+    s = gpu_kernels.kernel_summary(model)
+    top = gpu_kernels.top_kernels(model, 10)
     return {"count": s["count"], "total_us": us(s["total_ns"]), "under_10us": s["under_10us"],
             "busy_us": us(s["busy_ns"]),
             "top": [{"name": r.name, "count": int(r.count), "total_us": us(r.total_ns), "share": float(r.share)}
@@ -88,19 +86,19 @@ def _copy_rows(frame: pd.DataFrame, key: str) -> dict:
             for r in frame.itertuples()}
 
 
-def _memcpy(model: TraceModel) -> dict:
+def _memcpy(model: Trace) -> dict:
     s = transfers.memcpy_summary(model)
     return {"count": s["count"], "total_us": us(s["total_ns"]), "bytes": s["bytes"],
             "by_kind": _copy_rows(transfers.memcpy_by_direction(model), "direction"),
             "by_kind_and_host_memory": _copy_rows(transfers.memcpy_by_host_memory(model), "key")}
 
 
-def _memset(model: TraceModel) -> dict:
+def _memset(model: Trace) -> dict:
     s = transfers.memset_summary(model)
     return {"count": s["count"], "total_us": us(s["total_ns"]), "bytes": s["bytes"]}
 
 
-def _launches(model: TraceModel) -> dict:
+def _launches(model: Trace) -> dict:
     s = launches.launch_summary(launches.launch_calls(model))
     return {"count": s["count"], "total_us": us(s["total_ns"]), "graph_count": s["graph_count"],
             "graph_total_us": us(s["graph_total_ns"]), "graph_gpu_count": s["graph_gpu_count"]}
@@ -116,7 +114,7 @@ def _pairs(pairs: pd.DataFrame) -> dict:
                              for r in dist.itertuples()}}
 
 
-def _gpu(model: TraceModel) -> dict:
+def _gpu(model: Trace) -> dict:
     s = gpu_timeline.gpu_time_summary(model)
     idle = gpu_timeline.stream_idle(model)
     return {"span_us": us(s["span_ns"]), "busy_us": us(s["busy_ns"]), "idle_us": us(s["idle_ns"]),
@@ -127,13 +125,13 @@ def _gpu(model: TraceModel) -> dict:
                         for r in idle.itertuples()]}
 
 
-def _steps(model: TraceModel) -> list[dict]:
+def _steps(model: Trace) -> list[dict]:
     return [{"name": r.name, "dur_us": us(r.dur_ns), "kernel_count": int(r.kernel_count),
              "kernel_us": us(r.kernel_ns), "memcpy_us": us(r.memcpy_ns), "memset_us": us(r.memset_ns)}
             for r in steps.profiler_steps(model).itertuples()]
 
 
-def _breakdown(model: TraceModel) -> list[dict]:
+def _breakdown(model: Trace) -> list[dict]:
     rows = []
     for r in steps.step_breakdown(model).to_dict("records"):
         label = r["step"]
@@ -142,7 +140,7 @@ def _breakdown(model: TraceModel) -> list[dict]:
     return rows
 
 
-def _stages(model: TraceModel) -> list[dict]:
+def _stages(model: Trace) -> list[dict]:
     out = []
     for r in trace_stages.trace_stage_summary(model).to_dict("records"):
         out.append({"stage": r["stage"], "count": int(r["count"]), "host_us": us(r["host_ns"]),
@@ -157,7 +155,7 @@ def _stages(model: TraceModel) -> list[dict]:
 # Report sections in output order: key -> function of the model (a dict of plain JSON types).
 SECTIONS = {
     "trace": _trace, "kernels": _kernels, "memcpy": _memcpy, "memset": _memset, "launches": _launches,
-    "launch_pairs": lambda model: _pairs(model.launch_pairs), "launch_verdict": _verdict, "gpu": _gpu,
+    "launch_pairs": lambda model: _pairs(launches.launch_pairs(model)), "launch_verdict": _verdict, "gpu": _gpu,
     "sync_calls": _sync_calls, "steps": _steps, "step_breakdown": _breakdown, "stages": _stages,
     "top_ops": _top_ops,
 }

@@ -31,10 +31,9 @@ import numpy as np
 import pandas as pd
 
 from ..naming import stage_from_range_name
-from ..trace import KIND_MEMCPY
+from ..trace import KIND_MEMCPY, Trace, derived
 from ..trace.schema import name_matches
-from .launches import GRAPH_LAUNCH_NAMES, LAUNCH_NAMES
-from .model import Source, TraceModel, model_of, shared
+from .launches import GRAPH_LAUNCH_NAMES, LAUNCH_NAMES, launched_work
 from .transfers import SYNC_CALL_NAMES
 
 LAUNCHES_PER_RANGE = 10
@@ -45,22 +44,18 @@ _SUMS = ("host_ns", "gpu_ns", "kernel_count", "launch_count", "launch_ns", "tran
          "transfer_bytes", "transfer_ns", "sync_count", "sync_ns")
 
 
-def stage_ranges(events: Source) -> pd.DataFrame:
+@derived
+def stage_ranges(trace: Trace) -> pd.DataFrame:
     """One row per stage range. Columns: stage, ts_ns, dur_ns, pid, tid, and per range
     gpu_ns, kernel_count, launch_count, launch_ns, transfer_count, transfer_bytes,
     transfer_ns, sync_count, sync_ns (sorted by start)."""
-    return shared(model_of(events).stage_ranges)
-
-
-def ranges_of(model: TraceModel) -> pd.DataFrame:
-    """:func:`stage_ranges` computed from a model (its host rows and launch join)."""
-    host = model.host
+    host = trace.host
     rows = host[name_matches(host["name"], lambda n: stage_from_range_name(n) is not None)]
     out = pd.DataFrame({"stage": [stage_from_range_name(n) for n in rows["name"].astype(str)],
                         "ts_ns": rows["ts_ns"].to_numpy(), "dur_ns": rows["dur_ns"].to_numpy(),
                         "pid": rows["pid"].astype(str).to_numpy(), "tid": rows["tid"].astype(str).to_numpy()})
     out = out.sort_values("ts_ns", kind="stable", ignore_index=True)
-    work, runtime = model.launched_work, model.runtime
+    work, runtime = launched_work(trace), trace.runtime
     launches = runtime[name_matches(runtime["name"], lambda n: n in LAUNCH_NAMES or n in GRAPH_LAUNCH_NAMES)]
     syncs = runtime[name_matches(runtime["name"], lambda n: n in SYNC_CALL_NAMES)]
     copies = work[work["kind"] == KIND_MEMCPY]
@@ -97,20 +92,21 @@ def _inside(ranges: pd.DataFrame, frame: pd.DataFrame, ts_col: str, value_col: s
     return count, total
 
 
-def trace_stage_summary(events: Source) -> pd.DataFrame:
+@derived
+def trace_stage_summary(trace: Trace) -> pd.DataFrame:
     """Per stage of a *trace* (first appearance order), in ns: count, host_ns,
     host_mean_ns, gpu_ns, kernel_count, launch_count, launch_ns, transfer_count,
     transfer_bytes, transfer_ns, sync_count, sync_ns, launch_bound, transfer_bound,
     sync_heavy. (The per-stage latency summary of a *run*, in ms, is
     :func:`workbench.stage_summary`.)"""
-    return shared(model_of(events).trace_stage_summary)
+    return summary_of(stage_ranges(trace))
 
 
-def stage_summary(events: Source) -> pd.DataFrame:
+def stage_summary(trace: Trace) -> pd.DataFrame:
     """Deprecated name of :func:`trace_stage_summary` (kept for one release)."""
     warnings.warn("workbench.analysis.trace_stages.stage_summary is now trace_stage_summary "
                   "(workbench.stage_summary summarizes a run)", DeprecationWarning, stacklevel=2)
-    return trace_stage_summary(events)
+    return trace_stage_summary(trace)
 
 
 def summary_of(ranges: pd.DataFrame) -> pd.DataFrame:

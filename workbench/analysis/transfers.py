@@ -15,8 +15,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..trace import KIND_MEMSET
-from .model import Source, model_of, shared
+from ..trace import KIND_MEMSET, Trace, derived
 
 DIRECTIONS = ("HtoD", "DtoH", "DtoD")  # always reported, with zeros when absent
 HOST_MEMORY_KINDS = ("Pageable", "Pinned", "Host", "Managed")
@@ -40,16 +39,13 @@ def classify_copy(name: str) -> tuple[str, str | None]:
     return match["direction"], host
 
 
-def memcpy_events(events: Source) -> pd.DataFrame:
+@derived
+def memcpy_events(trace: Trace) -> pd.DataFrame:
     """Copy rows with their class. Columns: name, ts_ns, dur_ns, device, stream,
     correlation, bytes, direction (str), host_memory (str or None), key (e.g.
-    ``"HtoD Pageable"``, or just the direction when no side is host memory)."""
-    return shared(model_of(events).memcpy_events)
-
-
-def copies_of(rows: pd.DataFrame) -> pd.DataFrame:
-    """:func:`memcpy_events` of the memcpy rows of an events table (each distinct name classified once)."""
-    out = rows[["name", "ts_ns", "dur_ns", "device", "stream", "correlation", "bytes"]].reset_index(drop=True)
+    ``"HtoD Pageable"``, or just the direction when no side is host memory); each
+    distinct name is classified once."""
+    out = trace.memcpy[["name", "ts_ns", "dur_ns", "device", "stream", "correlation", "bytes"]].reset_index(drop=True)
     names = out["name"]
     if isinstance(names.dtype, pd.CategoricalDtype):
         names = names.cat.remove_unused_categories()
@@ -91,10 +87,10 @@ def _bandwidth(nbytes: pd.Series, total_ns: pd.Series) -> pd.Series:
         return pd.Series(np.where(t > 0, b / t, np.nan), index=nbytes.index)
 
 
-def memcpy_by_direction(events: Source) -> pd.DataFrame:
+def memcpy_by_direction(trace: Trace) -> pd.DataFrame:
     """Copies per direction. Columns: direction, count, total_ns, bytes (Int64, NA when
     no copy carries bytes), gb_per_s. HtoD, DtoH and DtoD are always present."""
-    agg = _aggregate(model_of(events).memcpy_events, "direction")
+    agg = _aggregate(memcpy_events(trace), "direction")
     missing = [d for d in DIRECTIONS if d not in set(agg["direction"])]
     filler = pd.DataFrame({"direction": missing, "count": 0, "total_ns": 0,
                            "bytes": pd.array([pd.NA] * len(missing), dtype="Int64"), "gb_per_s": np.nan})
@@ -102,38 +98,38 @@ def memcpy_by_direction(events: Source) -> pd.DataFrame:
     return out.astype({"count": np.int64, "total_ns": np.int64, "bytes": "Int64"})
 
 
-def memcpy_by_host_memory(events: Source) -> pd.DataFrame:
+def memcpy_by_host_memory(trace: Trace) -> pd.DataFrame:
     """Copies with a host side, per ``"<direction> <host memory>"`` key (e.g.
     ``"HtoD Pageable"``). Columns: key, count, total_ns, bytes, gb_per_s."""
-    copies = model_of(events).memcpy_events
+    copies = memcpy_events(trace)
     copies = copies[copies["host_memory"].notna()]
     return _aggregate(copies, "key").astype({"count": np.int64, "total_ns": np.int64, "bytes": "Int64"})
 
 
-def memcpy_summary(events: Source) -> dict:
+def memcpy_summary(trace: Trace) -> dict:
     """``{count, total_ns, bytes}`` of all copies (bytes None when none carries it)."""
-    copies = model_of(events).memcpy_events
+    copies = memcpy_events(trace)
     nbytes = copies["bytes"]
     return {"count": len(copies), "total_ns": int(copies["dur_ns"].sum()),
             "bytes": int(nbytes.sum()) if nbytes.notna().any() else None}
 
 
-def memset_summary(events: Source) -> dict:
+def memset_summary(trace: Trace) -> dict:
     """``{count, total_ns, bytes}`` of memset events (bytes None when none carries it)."""
-    work = model_of(events).gpu_work
+    work = trace.gpu_work
     rows = work[(work["kind"] == KIND_MEMSET).to_numpy()]
     nbytes = rows["bytes"]
     return {"count": len(rows), "total_ns": int(rows["dur_ns"].sum()),
             "bytes": int(nbytes.sum()) if nbytes.notna().any() else None}
 
 
-def sync_calls(events: Source) -> pd.DataFrame:
+def sync_calls(trace: Trace) -> pd.DataFrame:
     """Runtime calls that block the host until the GPU catches up (SYNC_CALL_NAMES:
     stream/device/event synchronize and synchronous copies, CUDA and HIP).
 
     Columns: name, count, total_ns, max_ns; largest total first.
     """
-    runtime = model_of(events).runtime
+    runtime = trace.runtime
     rows = runtime[runtime["name"].isin(list(SYNC_CALL_NAMES)).to_numpy()]
     grouped = rows.groupby("name", observed=True)["dur_ns"].agg(count="size", total_ns="sum", max_ns="max")
     grouped = grouped.reset_index()
@@ -144,23 +140,22 @@ def sync_calls(events: Source) -> pd.DataFrame:
 CLASS_COLUMNS = ["label", "count", "total_ns", "bytes", "gb_per_s"]
 
 
-def copy_classes(events: Source) -> pd.DataFrame:
+def copy_classes(trace: Trace) -> pd.DataFrame:
     """One row per copy class with copies, then ``memset``: label, count, total_ns, bytes (Int64), gb_per_s.
 
     Host-memory keys come from ``memcpy_by_host_memory``; the copies of a
     direction that name no host side (DtoD, or an HtoD whose name says neither
     pageable nor pinned) are the direction's remainder in ``memcpy_by_direction``.
     """
-    events = model_of(events)
-    keyed = memcpy_by_host_memory(events).rename(columns={"key": "label"})
+    keyed = memcpy_by_host_memory(trace).rename(columns={"key": "label"})
     rows = [keyed[CLASS_COLUMNS]]
-    for d in memcpy_by_direction(events).itertuples(index=False):
+    for d in memcpy_by_direction(trace).itertuples(index=False):
         mine = keyed[keyed["label"].str.startswith(f"{d.direction} ")]
         count, total = d.count - int(mine["count"].sum()), d.total_ns - int(mine["total_ns"].sum())
         if count > 0:
             nbytes = pd.NA if pd.isna(d.bytes) else int(d.bytes) - int(mine["bytes"].fillna(0).sum())
             rows.append(_row(d.direction, count, total, nbytes))
-    memset = memset_summary(events)
+    memset = memset_summary(trace)
     if memset["count"]:
         rows.append(_row("memset", memset["count"], memset["total_ns"], memset["bytes"]))
     out = pd.concat(rows, ignore_index=True)

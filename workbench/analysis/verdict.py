@@ -9,11 +9,13 @@ else the host span).
 """
 from __future__ import annotations
 
-from .model import Source, TraceModel, model_of
-from .trace_stages import GPU_SHARE, LAUNCHES_PER_RANGE
+from ..trace import Trace
+from .launches import launch_calls
+from .steps import profiler_steps
+from .trace_stages import GPU_SHARE, LAUNCHES_PER_RANGE, trace_stage_summary
 
 
-def launch_verdict(events: Source) -> tuple[bool, str]:
+def launch_verdict(trace: Trace) -> tuple[bool, str]:
     """``(launch_bound, sentence)``, using the trace analysis' rule (``trace_stages``):
     >= 10 launch calls per range (request) and GPU work < 50 % of host time.
 
@@ -22,8 +24,7 @@ def launch_verdict(events: Source) -> tuple[bool, str]:
     without them the same rule is applied to the whole trace's host time
     (summed ``ProfilerStep`` ranges, else the host span).
     """
-    model = model_of(events)
-    stages = model.trace_stage_summary
+    stages = trace_stage_summary(trace)
     if not stages.empty:
         host = stages["host_ns"].clip(lower=1)
         share = stages.assign(launch=stages["launch_ns"] / host, gpu=stages["gpu_ns"] / host,
@@ -33,19 +34,19 @@ def launch_verdict(events: Source) -> tuple[bool, str]:
         detail = ", ".join(f"{r.stage} ({r.per:.0f} launches per call, GPU busy {100 * r.gpu:.0f}% of its host time; "
                            f"launch calls {100 * r.launch:.0f}%)" for r in rows.itertuples())
         return (True, f"Launch-bound: {detail}") if not bound.empty else (False, f"Not launch-bound: {detail}")
-    host_ns = _host_ns(model)
-    calls = model.launch_calls
+    host_ns = _host_ns(trace)
+    calls = launch_calls(trace)
     launch_ns = int(calls.loc[~calls["graph"], "dur_ns"].sum())
-    gpu_ns = int(model.gpu_work["dur_ns"].sum())
-    per = len(calls) / max(len(model.profiler_steps), 1)
+    gpu_ns = int(trace.gpu_work["dur_ns"].sum())
+    per = len(calls) / max(len(profiler_steps(trace)), 1)
     bound = per >= LAUNCHES_PER_RANGE and gpu_ns < GPU_SHARE * host_ns
     return bound, (f"{'Launch-bound' if bound else 'Not launch-bound'}: {per:.0f} launches per step, GPU busy "
                    f"{100 * gpu_ns / host_ns:.0f}% of host time, launch calls {100 * launch_ns / host_ns:.0f}%")
 
 
-def _host_ns(model: TraceModel) -> int:
-    steps = model.profiler_steps
+def _host_ns(trace: Trace) -> int:
+    steps = profiler_steps(trace)
     if not steps.empty:
         return max(int(steps["dur_ns"].sum()), 1)
-    host = model.host
+    host = trace.host
     return max(int((host["ts_ns"] + host["dur_ns"]).max() - host["ts_ns"].min()), 1) if len(host) else 1

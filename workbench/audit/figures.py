@@ -39,7 +39,7 @@ def _trace_figures(run, loaded=None) -> list[tuple[str, Any]]:
     from ..plots import launch_figure, trace_flame_figure, transfer_figure
     from ..trace import load_trace
 
-    events = (loaded or load_trace(run.trace_path)).events
+    events = loaded or load_trace(run.trace_path)  # one Trace: the launch join is computed once
     return [("Flame graph of the traced requests: stage -> operators -> kernels and copies", trace_flame_figure(events)),
             ("Kernel launches: launch delay and CPU vs GPU time", launch_figure(events)),
             ("Host<->device copies by kind and host memory", transfer_figure(events))]

@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..analysis.flame import flame_tree, prune, pruned_sizes
-from ..analysis.model import Source, model_of
+from ..trace import Trace
 from ..errors import ConfigError
 from .style import KIND_COLORS, KIND_LABELS, empty_figure, format_bytes, format_ns, kind_key, layout
 
@@ -153,10 +153,10 @@ def kind_legend(keys: list[str]) -> str:
     return "   ".join(f'<span style="color:{KIND_COLORS[k]}">■</span> {KIND_LABELS[k]}' for k in present)
 
 
-def trace_flame_figure(events: Source, *, title: str | None = None, max_nodes: int = 2_000,
+def trace_flame_figure(events: Trace | pd.DataFrame, *, title: str | None = None, max_nodes: int = 2_000,
                        max_depth: int | None = None) -> go.Figure:
     """:func:`flame_figure` of ``workbench.analysis.flame.flame_tree(events)``; an empty
     figure saying so when the trace has no host or GPU events."""
-    if model_of(events).events.empty:
+    if Trace.of(events).events.empty:
         return empty_figure("no events in this trace", title or "Flame graph")
     return flame_figure(flame_tree(events), title=title, max_nodes=max_nodes, max_depth=max_depth)

@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 
 from ..analysis.gpu_timeline import gpu_time_summary
 from ..analysis.launches import launch_distribution, launch_pair_summary, launch_pairs
-from ..analysis.model import Source, model_of
+from ..trace import Trace
 from ..analysis.verdict import launch_verdict
 from ..units import NS_PER_US
 from .style import KIND_COLORS, NO_GPU_EVENTS, PERCENTILE_COLORS, decade_ticks, empty_figure, layout, log_edges
@@ -22,7 +22,7 @@ from .style import KIND_COLORS, NO_GPU_EVENTS, PERCENTILE_COLORS, decade_ticks, 
 BINS = 40
 
 
-def launch_figure(events: Source, *, title: str | None = None, bins: int = BINS) -> go.Figure:
+def launch_figure(events: Trace | pd.DataFrame, *, title: str | None = None, bins: int = BINS) -> go.Figure:
     """Four panels over the launch pairs of ``events`` (the events table), times in us.
 
     Launch delay histogram (log bins); CPU launch time vs GPU time as a 2-D
@@ -32,7 +32,7 @@ def launch_figure(events: Source, *, title: str | None = None, bins: int = BINS)
     rest. The title is :func:`launch_verdict`'s sentence. Every number drawn is a
     table of :mod:`workbench.analysis.launches`, from one trace model.
     """
-    events = model_of(events)
+    events = Trace.of(events)
     pairs = launch_pairs(events)
     if pairs.empty:
         return empty_figure(NO_GPU_EVENTS if gpu_time_summary(events)["span_ns"] is None

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..analysis.model import Source, model_of
+from ..trace import Trace
 from ..analysis.nesting import nesting_depth  # the flame tree's rule; used below
 from ..analysis.steps import step_boundaries
 from ..errors import ConfigError
@@ -75,14 +75,14 @@ def flame_chart_figure(window: pd.DataFrame, start_ns: int, *, title: str, max_b
                   height=max(320, 60 + 22 * len(lanes)))
 
 
-def request_window(events: Source, request: int) -> tuple[int, int, str]:
+def request_window(events: Trace | pd.DataFrame, request: int) -> tuple[int, int, str]:
     """``(start_ns, end_ns, label)`` of the request-th step (TensorBoard step boundaries:
     the host ``ProfilerStep#N`` range widened to the end of the GPU work it launched).
 
     Without steps the whole trace is one request ("all"). A request out of range
     raises ConfigError naming how many there are.
     """
-    bounds = step_boundaries(events)
+    bounds = step_boundaries(Trace.of(events))
     if bounds.empty:
         return 0, 0, "none"
     if not -len(bounds) <= request < len(bounds):
@@ -92,7 +92,7 @@ def request_window(events: Source, request: int) -> tuple[int, int, str]:
     return int(row["start_ns"]), int(row["end_ns"]), label
 
 
-def request_flame_chart(events: Source, *, request: int = 0, max_bars: int = 3_000,
+def request_flame_chart(events: Trace | pd.DataFrame, *, request: int = 0, max_bars: int = 3_000,
                         title: str | None = None) -> go.Figure:
     """Time-axis flame chart of one traced request (the ``request``-th step, 0-based).
 
@@ -100,7 +100,7 @@ def request_flame_chart(events: Source, *, request: int = 0, max_bars: int = 3_0
     every thread, GPU work launched by it); x = time since the window start
     (ms). Bars are grouped into one trace per kind (legend = palette).
     """
-    model = model_of(events)
+    model = Trace.of(events)
     start, end, label = request_window(model, request)
     events = model.events
     chosen = events[(events["ts_ns"] >= start) & (events["ts_ns"] < end)]

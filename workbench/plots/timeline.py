@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analysis.gpu_timeline import busy_over_time, gpu_time_summary, stream_idle
-from ..analysis.model import Source, model_of
+from ..trace import Trace
 from ..analysis.steps import step_breakdown
 from .style import KIND_COLORS, NO_GPU_EVENTS, NS_PER_MS, empty_figure, format_ns, layout
 
@@ -23,13 +23,13 @@ IDLE_PARTS = {"busy_ns": ("busy", KIND_COLORS["kernel"]), "host_wait_ns": ("idle
               "other_ns": ("idle: other", KIND_COLORS["other"])}
 
 
-def gpu_timeline_figure(events: Source, *, bins: int = 400, title: str | None = None) -> go.Figure:
+def gpu_timeline_figure(events: Trace | pd.DataFrame, *, bins: int = 400, title: str | None = None) -> go.Figure:
     """Top: GPU busy fraction (%) per time bin, x = ms since the first GPU work. Bottom:
     per (device, stream) busy and idle time (ms) stacked; idle split as HTA does.
 
     The title gives the span, busy time and idle share of :func:`gpu_time_summary`.
     """
-    events = model_of(events)  # one trace model for the three analyses drawn
+    events = Trace.of(events)  # one trace model for the three analyses drawn
     summary = gpu_time_summary(events)
     if summary["span_ns"] is None:
         return empty_figure(NO_GPU_EVENTS, title or "GPU timeline")
@@ -76,13 +76,13 @@ def grouped_steps(breakdown: pd.DataFrame, max_bars: int) -> pd.DataFrame:
     return means.assign(step=labels.to_numpy()).reset_index(drop=True)
 
 
-def step_breakdown_figure(events: Source, *, max_bars: int = 200, title: str | None = None) -> go.Figure:
+def step_breakdown_figure(events: Trace | pd.DataFrame, *, max_bars: int = 200, title: str | None = None) -> go.Figure:
     """Stacked bars per step (ms): kernel, memcpy, memset, communication, runtime, data
     loader, CPU exec, other, from :func:`workbench.analysis.steps.step_breakdown` (the
     TensorBoard plugin's priority rule; the parts sum to the step's time). More than
     ``max_bars`` steps are averaged in consecutive groups (see :func:`grouped_steps`).
     """
-    breakdown = step_breakdown(events)
+    breakdown = step_breakdown(Trace.of(events))
     if breakdown.empty:
         return empty_figure("no host or GPU events to break down", title or "Step time breakdown")
     shown = grouped_steps(breakdown, max_bars)

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analysis.gpu_timeline import gpu_work
-from ..analysis.model import Source, model_of
+from ..trace import Trace
 from ..analysis.transfers import copy_classes, split_copy_key, sync_calls
 from ..units import NS_PER_MS
 from .style import KIND_COLORS, NO_GPU_EVENTS, copy_palette_key, empty_figure, format_bytes, layout
@@ -23,7 +23,7 @@ from .style import KIND_COLORS, NO_GPU_EVENTS, copy_palette_key, empty_figure, f
 __all__ = ["copy_classes", "transfer_figure"]  # copy_classes: the analysis table drawn here
 
 
-def transfer_figure(events: Source, *, title: str | None = None) -> go.Figure:
+def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -> go.Figure:
     """Four panels: bytes (MB), time (ms), bandwidth (GB/s) per copy class; sync calls (ms).
 
     Bar heights: ``bytes / 1e6``, ``total_ns / 1e6``, ``gb_per_s`` of
@@ -32,7 +32,7 @@ def transfer_figure(events: Source, *, title: str | None = None) -> go.Figure:
     (some ROCm traces) have no bytes or bandwidth bar.
     """
     title = title or "Transfers and synchronizing calls"
-    events = model_of(events)  # every table below from one trace model
+    events = Trace.of(events)  # every table below from one trace model
     if gpu_work(events).empty and sync_calls(events).empty:
         return empty_figure(NO_GPU_EVENTS, title)
     classes, syncs = copy_classes(events), sync_calls(events)

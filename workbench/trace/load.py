@@ -1,4 +1,4 @@
-"""``load_trace``: a PyTorch profiler trace file -> :class:`Trace` (events table + meta).
+"""``load_trace``: a PyTorch profiler trace file -> :class:`~workbench.trace.model.Trace`.
 
 The events table is documented in :mod:`workbench.trace.schema`. Columns are
 built straight from the decoded structs: text columns as categoricals (a
@@ -8,7 +8,6 @@ times as exact int64 nanoseconds.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 
@@ -18,32 +17,12 @@ import pandas as pd
 from ..errors import TraceError
 from . import schema
 from .decode import Args, decode_events, decode_meta, read_raw
+from .model import Trace
 from .numbers import NA_INT, TIME_LIMIT_NS, NumberError, _as_int, to_int64_array, us_text_to_ns
 from .read import DEFAULT_MAX_TRACE_BYTES
 
 _NO_ARGS = Args()
 _INPUT_DIMS = attrgetter("input_dims")
-
-
-@dataclass(frozen=True)
-class Trace:
-    """A loaded trace: ``events`` (the normalized table), the file, and its metadata.
-
-    ``meta`` holds the trace's top-level fields as written (``deviceProperties``,
-    ``displayTimeUnit``, ``distributedInfo``, ...) plus ``schema`` ("kineto" or
-    "2021"), ``platform`` ("cuda", "rocm" or "cpu": no GPU activity or runtime
-    calls), ``event_count`` (all events) and ``complete_event_count``.
-    """
-
-    events: pd.DataFrame
-    path: Path
-    meta: dict = field(default_factory=dict)
-
-    @property
-    def device_properties(self) -> list[dict]:
-        """The trace's ``deviceProperties`` (every GPU the process saw); [] if absent."""
-        props = self.meta.get("deviceProperties")
-        return list(props) if isinstance(props, list) else []
 
 
 CHUNK_EVENTS = 8_192  # typed structs of one chunk at a time: 65,536 peaked at +146 MB on a 33 MB trace, 8,192 at +66 MB, no slower

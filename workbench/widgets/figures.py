@@ -79,10 +79,8 @@ def flame_from_trace(path: str | os.PathLike, *, title: str | None = None) -> go
 def trace_figures(trace) -> dict:
     """Every view of a loaded trace (``workbench.trace.Trace``), plus a one-line ``summary``.
 
-    The views share one trace model: the launch join and the step tables are computed once."""
-    from ..analysis.model import TraceModel
-
-    events = TraceModel.of(trace)
+    The views share one trace: the launch join and the step tables are computed once."""
+    events = trace
     name = trace.path.name
     return {
         "launches": launch_figure(events),

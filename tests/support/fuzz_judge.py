@@ -1,6 +1,6 @@
 """Judging a fuzzed trace variant: what the workbench made of it, and whether the numbers are sound.
 
-Outcomes (see :mod:`workbench.trace.fuzz`): ``loaded``, ``clean_error``, ``crash``,
+Outcomes (see :mod:`tests.support.fuzz`): ``loaded``, ``clean_error``, ``crash``,
 ``wrong_result``. A clean error must be one line naming the file; a loaded trace's
 ``analyze`` report must be valid JSON (no NaN/Infinity) with durations, spans and
 busy times >= 0, busy <= span, an idle fraction in [0, 1], and parts that sum to
@@ -14,6 +14,11 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from workbench.analysis.trace_report import analyze as analyze_trace
+from workbench.errors import WorkbenchError
+from workbench.trace import load_trace
+from workbench.widgets.figures import trace_figures
 
 from .fuzz import Variant
 
@@ -29,20 +34,13 @@ class Verdict:
 
 def judge(variant: Variant, folder: Path, *, analyze: bool = True, figures: bool = False) -> Verdict:
     """Load (and analyze, and draw the dashboard figures of) one variant; classify the outcome."""
-    from ..errors import WorkbenchError
-    from .load import load_trace
-
     path = variant.write(folder)
     try:
         trace = load_trace(path)
         problems = table_problems(trace.events)
         if analyze:
-            from ..analysis.trace_report import analyze as analyze_trace
-
             problems += report_problems(analyze_trace(trace))
         if figures:
-            from ..widgets.figures import trace_figures
-
             trace_figures(trace)
     except WorkbenchError as exc:
         message = str(exc)

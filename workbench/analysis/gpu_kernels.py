@@ -1,30 +1,30 @@
-"""Kernel figures: how many kernels, how long, how much of the GPU they keep busy.
+"""GPU kernel figures: how many kernels, how long, how much of the GPU they keep busy.
 
-Input: the events table of :mod:`workbench.trace.schema` (rows of kind
-``kernel``). Kernels on different streams may overlap: ``total_ns`` counts each
+(GPU kernels, not Jupyter kernels: those are :mod:`workbench.room.kernels`.)
+Input: a :class:`~workbench.trace.Trace` (its rows of kind ``kernel``). Kernels on different streams may overlap: ``total_ns`` counts each
 kernel's full duration, ``busy_ns`` the length of the union of their intervals.
 """
 from __future__ import annotations
 
 import pandas as pd
 
+from ..trace import Trace
 from ..trace.intervals import union_length
-from .model import Source, model_of, shared
 
 SHORT_KERNEL_NS = 10_000  # "kernels under 10 us": dur < 10.0 us, strict
 
 
-def kernel_events(events: Source) -> pd.DataFrame:
-    """The kernel rows of an events table (same columns)."""
-    return shared(model_of(events).kernels)
+def kernel_events(trace: Trace) -> pd.DataFrame:
+    """The kernel rows of the trace's events table (same columns)."""
+    return trace.kernels.copy(deep=False)
 
 
-def kernel_summary(events: Source) -> dict:
+def kernel_summary(trace: Trace) -> dict:
     """``{count, total_ns, busy_ns, under_10us, distinct_names, min_ns, median_ns, max_ns, mean_ns}``.
 
     ``busy_ns`` and the distribution figures are None without kernels.
     """
-    kernels = kernel_events(events)
+    kernels = kernel_events(trace)
     dur = kernels["dur_ns"].to_numpy()
     out = {"count": int(dur.size), "total_ns": int(dur.sum()),
            "under_10us": int((dur < SHORT_KERNEL_NS).sum()),
@@ -37,13 +37,13 @@ def kernel_summary(events: Source) -> dict:
                   "mean_ns": float(dur.mean())}
 
 
-def top_kernels(events: Source, n: int | None = 10) -> pd.DataFrame:
+def top_kernels(trace: Trace, n: int | None = 10) -> pd.DataFrame:
     """Kernels grouped by name, largest total first (ties by name).
 
     Columns: name (str), count, total_ns, mean_ns (float), max_ns, share (of all
     kernel time, 0..1). ``n=None`` keeps every name.
     """
-    kernels = kernel_events(events)
+    kernels = kernel_events(trace)
     grouped = (kernels.groupby("name", observed=True, sort=False)["dur_ns"]
                .agg(count="size", total_ns="sum", max_ns="max").reset_index())
     grouped["name"] = grouped["name"].astype(str)

@@ -1,17 +1,17 @@
 import pytest
 
-from workbench.analysis import kernels
+from workbench.analysis import gpu_kernels
 from workbench.trace import load_trace
-from workbench.trace.synthetic import TraceBuilder, example_trace
+from tests.support.synthetic import TraceBuilder, example_trace
 
 
 @pytest.fixture(scope="module")
 def events(tmp_path_factory):
-    return load_trace(example_trace().write(tmp_path_factory.mktemp("k") / "t.json")).events
+    return load_trace(example_trace().write(tmp_path_factory.mktemp("k") / "t.json"))
 
 
 def test_kernel_summary_exact(events):
-    s = kernels.kernel_summary(events)
+    s = gpu_kernels.kernel_summary(events)
     assert s["count"] == 6
     assert s["total_ns"] == 30_000
     assert s["under_10us"] == 5  # gemm is 12 us
@@ -22,22 +22,22 @@ def test_kernel_summary_exact(events):
 def test_busy_counts_overlap_once(tmp_path):
     b = TraceBuilder()
     b.kernel("a", 0, 10_000, 1, stream=7).kernel("b", 5_000, 10_000, 2, stream=8)
-    events = load_trace(b.write(tmp_path / "t.json")).events
-    s = kernels.kernel_summary(events)
+    events = load_trace(b.write(tmp_path / "t.json"))
+    s = gpu_kernels.kernel_summary(events)
     assert (s["total_ns"], s["busy_ns"], s["under_10us"]) == (20_000, 15_000, 0)
 
 
 def test_top_kernels_sorted_by_total(events):
-    top = kernels.top_kernels(events, n=3)
+    top = gpu_kernels.top_kernels(events, n=3)
     assert top["name"].tolist() == ["gemm", "g2", "relu"]
     assert top["total_ns"].tolist() == [12_000, 8_000, 4_000]
     assert top["share"].iloc[0] == pytest.approx(12_000 / 30_000)
-    orphan = kernels.top_kernels(events, n=None).set_index("name").loc["orphan"]
+    orphan = gpu_kernels.top_kernels(events, n=None).set_index("name").loc["orphan"]
     assert (orphan["count"], orphan["total_ns"], orphan["mean_ns"]) == (2, 3_000, 1_500.0)
 
 
 def test_no_kernels_gives_zeros_and_none(tmp_path):
-    events = load_trace(TraceBuilder().op("aten::add", 0, 5).write(tmp_path / "t.json")).events
-    s = kernels.kernel_summary(events)
+    events = load_trace(TraceBuilder().op("aten::add", 0, 5).write(tmp_path / "t.json"))
+    s = gpu_kernels.kernel_summary(events)
     assert (s["count"], s["total_ns"], s["busy_ns"]) == (0, 0, None)
-    assert kernels.top_kernels(events).empty
+    assert gpu_kernels.top_kernels(events).empty

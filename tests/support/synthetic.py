@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..naming import stage_range_name
+from workbench.naming import stage_range_name
 
 EPOCH_NS = 1_712_345_678_901_234_567  # an epoch-sized clock: float64 us would lose the ns
 

@@ -11,7 +11,7 @@ field, issue 11) cycle with ``i``. Each variant is judged by :func:`judge`:
                   negative duration, span or busy time, busy > span, an idle fraction
                   outside [0, 1], step or stream parts that do not add up
 
-The judge lives in :mod:`workbench.trace.fuzz_judge`. Used by ``tests/trace/test_fuzz.py``
+The judge lives in :mod:`tests.support.fuzz_judge`. Used by ``tests/trace/test_fuzz.py``
 (1,000 variants) and ``benchmarks/fuzz_traces.py`` (10,000).
 """
 from __future__ import annotations
@@ -26,6 +26,8 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
+
+from .synthetic import example_trace
 
 FAMILIES = ("truncated_gzip", "corrupt_gzip", "truncated_json", "byte_flip", "wrong_types", "missing_fields",
             "nan_inf", "huge_numbers", "duplicated_keys", "deep_nesting", "unicode", "invalid_utf8", "utf16_bom",
@@ -63,7 +65,6 @@ class Variant:
 def default_bases(root: Path | None = None) -> list[Base]:
     """Small real traces of the checkout (``tests/data/traces``, ``data/traces`` files under 200 KB)
     cut to 300 events, and the synthetic example trace in both schemas and for ROCm."""
-    from .synthetic import example_trace
 
     root = Path(__file__).resolve().parents[2] if root is None else Path(root)
     files = sorted(p for folder in ("tests/data/traces", "data/traces") for p in (root / folder).glob("*.json*")

@@ -1,0 +1,116 @@
+"""The one trace model: a loaded trace's events table, its file and metadata, and the tables
+derived from it, each computed once on first use and shared by every analysis and figure.
+
+:func:`~workbench.trace.load_trace` returns a :class:`Trace`; every trace analysis takes one.
+Row subsets of the events table (``host``, ``gpu_work``, ``kernels``, ``runtime``,
+``memcpy``) are properties here. Tables that need an analysis' rules (the launch join,
+profiler steps, stage ranges...) are defined by the analysis modules with :func:`derived`:
+the function is computed once per trace and its result memoised on the trace, so ``trace``
+never imports ``analysis`` (the dependency runs one way) and ``analyze()`` joins GPU work
+to its launch calls once instead of once per section.
+
+Derived tables are handed out as shallow copies (pandas' copy-on-write keeps the memo intact
+when a caller assigns a column); callers must not modify them in place.
+"""
+from __future__ import annotations
+
+import functools
+from functools import cached_property
+from pathlib import Path
+from typing import Callable, TypeVar
+
+import numpy as np
+import pandas as pd
+
+from .schema import GPU_WORK_KINDS, HOST_KINDS, KIND_KERNEL, KIND_MEMCPY, KIND_RUNTIME
+
+T = TypeVar("T")
+
+
+class Trace:
+    """A loaded trace (all times int ns): ``events`` (the table of :mod:`workbench.trace.schema`),
+    ``path``, ``meta`` and memoised derived tables.
+
+    ``meta`` holds the trace's top-level fields as written (``deviceProperties``,
+    ``displayTimeUnit``, ``distributedInfo``, ...) plus ``schema`` ("kineto" or "2021"),
+    ``platform`` ("cuda", "rocm" or "cpu"), ``event_count`` and ``complete_event_count``.
+    ``Trace(events)`` wraps a table built in code (tests, benchmarks).
+    """
+
+    def __init__(self, events: pd.DataFrame, path: Path | None = None, meta: dict | None = None):
+        self.events = events
+        self.path = path
+        self.meta = meta or {}
+        self._memo: dict[Callable, object] = {}
+
+    @classmethod
+    def of(cls, source: Trace | pd.DataFrame) -> Trace:
+        """A trace itself, or an events table wrapped in a new one: the boundary for figure builders
+        and notebooks that hold a bare table. Analyses take a :class:`Trace` only."""
+        if isinstance(source, Trace):
+            return source
+        if isinstance(source, pd.DataFrame):
+            return cls(source)
+        raise TypeError(f"expected a workbench.trace.Trace or an events table, got {type(source).__name__}")
+
+    def __repr__(self) -> str:
+        return f"Trace({self.path or 'built in code'}, {len(self.events):,} events)"
+
+    @property
+    def device_properties(self) -> list[dict]:
+        """The trace's ``deviceProperties`` (every GPU the process saw); [] if absent."""
+        props = self.meta.get("deviceProperties")
+        return list(props) if isinstance(props, list) else []
+
+    def derive(self, compute: Callable[[Trace], T]) -> T:
+        """``compute(self)``, computed on the first call and memoised (see :func:`derived`)."""
+        if compute not in self._memo:
+            self._memo[compute] = compute(self)
+        return self._memo[compute]
+
+    # --- row subsets of the events table -------------------------------------------------
+    @cached_property
+    def _kind_codes(self) -> np.ndarray:
+        return self.events["kind"].cat.codes.to_numpy()
+
+    def _of_kinds(self, kinds) -> pd.DataFrame:
+        categories = list(self.events["kind"].cat.categories)
+        codes = [categories.index(k) for k in kinds if k in categories]
+        return self.events[np.isin(self._kind_codes, codes)]
+
+    @cached_property
+    def host(self) -> pd.DataFrame:
+        """Host rows (``HOST_KINDS``: operators, annotations, runtime calls, python)."""
+        return self._of_kinds(HOST_KINDS)
+
+    @cached_property
+    def gpu_work(self) -> pd.DataFrame:
+        """GPU work rows: kernels, copies, memsets (``GPU_WORK_KINDS``)."""
+        return self._of_kinds(GPU_WORK_KINDS)
+
+    @cached_property
+    def kernels(self) -> pd.DataFrame:
+        """Kernel rows."""
+        return self._of_kinds([KIND_KERNEL])
+
+    @cached_property
+    def memcpy(self) -> pd.DataFrame:
+        """Copy rows."""
+        return self._of_kinds([KIND_MEMCPY])
+
+    @cached_property
+    def runtime(self) -> pd.DataFrame:
+        """Runtime-category rows (``cuda_sync`` events are not runtime calls)."""
+        return self._of_kinds([KIND_RUNTIME])
+
+
+def derived(compute: Callable[[Trace], T]) -> Callable[[Trace], T]:
+    """Decorate ``compute(trace)`` so it runs once per :class:`Trace`; later calls get the memo
+    (a DataFrame as a shallow copy, so a caller's new column never reaches the memo)."""
+
+    @functools.wraps(compute)
+    def memoised(trace: Trace) -> T:
+        value = trace.derive(compute)
+        return value.copy(deep=False) if isinstance(value, pd.DataFrame) else value
+
+    return memoised

@@ -164,7 +164,8 @@ def run_sweep(plan: SweepPlan, measure: Callable[[float, Path], Any], out: Path,
               on_point: Callable[[dict], None] | None = None) -> dict[str, Any]:
     """Measure every point into ``out`` and return the sweep record (also written to ``out/sweep.json``).
 
-    header: what the caller knows of the sweep (``kind``, ``pipeline``, ``policy``, ``url``, ``created``).
+    header: what the caller knows of the sweep (``kind``, ``pipeline``, ``policy``, ``url``, ``created``);
+        a ``policy`` of None is taken from the first point's run (a server reports its own).
     on_point: called with each point's row as it is measured (progress output).
     """
     if out.exists():
@@ -176,6 +177,7 @@ def run_sweep(plan: SweepPlan, measure: Callable[[float, Path], Any], out: Path,
         folder = f"point-{index:02d}-{plan.parameter}-{value:g}"
         run = measure(value, out / folder)
         record["points"].append(point_row(run, plan, value, index, folder))
+        record["policy"] = record.get("policy") or _get(_get(run.meta, "load"), "policy")  # a server's own
         if on_point is not None:
             on_point(record["points"][-1])
         record["stopped"] = _stopped(plan, record["points"], index)

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from ..analysis.stats import requests_to_bound
+from .sweep import is_sweep, show_sweep
 
 
 def register(subparsers) -> None:
@@ -19,6 +20,8 @@ def run(args) -> int:
     from ..analysis.budget import budget
     from ..record import load_run
 
+    if is_sweep(args.run_dir):  # a sweep folder (load --sweep): its table; each point folder is a run
+        return show_sweep(args.run_dir, args.json)
     r = load_run(args.run_dir)
     report = budget(r)
     if args.json:

@@ -127,8 +127,7 @@ def _served(args, plan):
         run.save(folder)
         return run
 
-    return measure, {"kind": "served", "pipeline": args.example or "served", "url": args.url,
-                     "policy": policy_from_args(args).params()}
+    return measure, {"kind": "served", "pipeline": args.example or "served", "url": args.url, "policy": None}
 
 
 def _predict(args, plan, record: dict, out: Path) -> dict:
@@ -146,13 +145,15 @@ def _predict(args, plan, record: dict, out: Path) -> dict:
     else:
         return record | {"prediction": {"source": None, "why": "a served sweep: give --service RUN_DIR... "
                                                              "(profiler runs) for the simulator's curve"}}
+    policy = record["policy"]
     try:
         model = service_model_from_runs(sources)
-    except ConfigError as exc:
-        return record | {"prediction": {"source": None, "why": str(exc)}}
-    policy = record["policy"]
-    predicted = sweep(model, [p["rate_rps"] for p in record["points"]], [policy["max_batch_size"]],
-                      [policy["max_wait_ms"]], requests=20_000, concurrency=policy["concurrency"], seed=args.seed)
+        predicted = sweep(model, [p["rate_rps"] for p in record["points"]], [policy["max_batch_size"]],
+                          [policy["max_wait_ms"]], requests=20_000, concurrency=policy["concurrency"], seed=args.seed)
+    except ConfigError as exc:  # e.g. no measured batch of the largest size: said in the output, not fatal
+        record = record | {"prediction": {"source": None, "why": str(exc)}}
+        write_sweep(out, record)
+        return record
     record = add_prediction(record, predicted, label)
     write_sweep(out, record)
     return record
@@ -197,3 +198,22 @@ def print_sweep(record: dict, out=sys.stdout) -> None:
     for p in record["points"]:
         print(table_row(p), file=out)
     print(footer(record), file=out)
+
+
+def is_sweep(path: Path) -> bool:
+    """Whether ``path`` is a sweep folder (it holds ``sweep.json``) rather than a run folder."""
+    from ..batching.capacity import is_sweep as holds_sweep
+
+    return holds_sweep(path)
+
+
+def show_sweep(path: Path, as_json: bool) -> int:
+    """``workbench show SWEEP_DIR``: the sweep's table (or its record as JSON)."""
+    from ..batching.capacity import load_sweep
+
+    record = load_sweep(path)
+    if as_json:
+        print(json.dumps(record))
+    else:
+        print_sweep(record)
+    return 0

@@ -48,9 +48,12 @@ def test_forward_tracking_sequence_length_is_found_and_parse_is_constant():
     assert [(b["lo"], b["hi"], b["count"]) for b in fwd["bins"]] == [(1, 10, 10), (11, 20, 10), (21, 30, 10),
                                                                       (31, 40, 10)]
     assert fwd["bins"][0]["p50_ms"] == pytest.approx(0.55) and fwd["bins"][-1]["p50_ms"] == pytest.approx(3.55)
-    assert fwd["effect"] == pytest.approx(3.55 / 0.55)
+    assert fwd["effect"] == pytest.approx(3.55 / 0.55) and fwd["separated"]
+    # n = 10: the p50 interval is the 1st to the 10th value (ranks floor(5 - 3.1) and ceil(5 + 3.1) + 1)
+    assert (fwd["bins"][0]["p50_ci_low_ms"], fwd["bins"][0]["p50_ci_high_ms"]) == pytest.approx((0.1, 1.0))
     parse = effects["parse"]["seq_len"]
     assert parse["rho"] is None and parse["effect"] == pytest.approx(1.0) and parse["explained"] == 0.0
+    assert not parse["separated"] and [r["stage"] for r in ranked_effects(effects)] == ["forward"]
     assert effect_sentence(effects).startswith("forward tracks seq_len: p50 0.55 ms at 1-10 against 3.55 ms at 31-40 (6.45x)")
 
 
@@ -128,3 +131,12 @@ def test_a_3_percent_heavy_path_is_a_33x_effect_and_outranks_a_strong_rho_on_a_t
     assert "end_to_end" not in {r["stage"] for r in ranking}
     assert effect_sentence(effects) == (f"hydrate tracks keys: p50 9.67 ms at 16 against 323 ms at 640 (33.4x); "
                                         f"hydrate is {keys['share']:.0%} of the mean end to end")
+
+
+def test_an_effect_inside_the_noise_is_not_separated_and_not_named():
+    # forward alternates 9 and 10 ms whatever the attribute: top and bottom p50 intervals overlap
+    values = [float(i % 40) for i in range(200)]
+    req, st = tables([9.0 + (i % 2) for i in range(200)], values)
+    effects = attribute_effects(req, st, ["parse", "forward"])
+    assert not effects["forward"]["seq_len"]["separated"]
+    assert ranked_effects(effects) == [] and effect_sentence(effects) is None

@@ -43,3 +43,15 @@ def test_attribute_figure_plots_stage_time_against_the_attribute():
     assert len(decode(fig["data"][0]["x"])) == 197
     missing = attribute_figure(req, st, "b", "nope").to_dict()
     assert "no attribute 'nope'" in missing["layout"]["annotations"][0]["text"]
+
+
+def test_attribute_figure_draws_p50_and_p99_per_value_range_and_the_effect():
+    from workbench.analysis.attributes import attribute_effects
+
+    req, st = tables()
+    entry = attribute_effects(req, st, ["a", "b"])["b"]["size"]
+    fig = attribute_figure(req, st, "b", "size", effect=entry).to_dict()
+    assert [t["name"] for t in fig["data"]] == ["b", "p50 per range", "p99 per range"]
+    assert list(fig["data"][1]["x"])[:3] == [0.0, 0.0, None]  # 7 values: one range per value
+    assert list(fig["data"][1]["y"])[:2] == [1.0, 1.0] and list(fig["data"][1]["y"])[-3:-1] == [7.0, 7.0]
+    assert fig["layout"]["title"]["text"] == "b against size: p50 7x from the bottom range to the top, Spearman rho 1.00"

@@ -21,11 +21,16 @@ and attribute, over the successful measured requests:
   & Wright's standard error ``sqrt((1 + rho^2 / 2) / (n - 3))``); it says how
   monotone the relation is, the effect says how large it is (rho 0.32 can hide
   a 33x effect that only 3 % of requests reach);
+* **separated**: whether the 95 % intervals of the bottom and top ranges' p50
+  (the order-statistic interval of ``analysis/stats.py``) are disjoint: an
+  effect whose intervals overlap (0.97x on the text example's tokens) is noise
+  and is never named;
 * **explained**: the stage's share of the mean end to end times ``1 - 1 /
   effect`` (effect or its inverse, whichever is >= 1): the part of the stage's
   time the attribute's range adds. An effect of 1 explains nothing, however
   large the stage; a 0.15 ms stage explains little, however strong its rho.
-  The one-line summary names the stage and attribute that explain the most.
+  The one-line summary names the separated stage and attribute that explain
+  the most.
 """
 from __future__ import annotations
 
@@ -36,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from .matrix import END_TO_END, stage_matrix
-from .stats import NS_PER_MS, Z_95, percentile_ns
+from .stats import NS_PER_MS, Z_95, percentile_ci_ns, percentile_ns
 
 ATTR_PREFIX = "attr."
 MIN_REQUESTS = 30
@@ -98,10 +103,11 @@ def _merge_small(labels: np.ndarray) -> np.ndarray:
 
 
 def effect_entry(times_ns: np.ndarray, values: np.ndarray, share: float | None) -> dict[str, Any]:
-    """``{n, rho, rho_ci, effect, share, explained, note, bins}`` of one stage's times against one attribute."""
+    """``{n, rho, rho_ci, effect, separated, share, explained, note, bins}`` of one stage's times against one
+    attribute."""
     n = int(times_ns.size)
-    entry: dict[str, Any] = {"n": n, "rho": None, "rho_ci": None, "effect": None, "share": share,
-                             "explained": None, "note": None, "bins": []}
+    entry: dict[str, Any] = {"n": n, "rho": None, "rho_ci": None, "effect": None, "separated": False,
+                             "share": share, "explained": None, "note": None, "bins": []}
     if n == 0:
         return entry | {"note": "no request has both the stage and the attribute"}
     labels = bin_labels(values)
@@ -118,7 +124,16 @@ def effect_entry(times_ns: np.ndarray, values: np.ndarray, share: float | None) 
     if not bottom:
         return entry | {"note": "the bottom range's p50 is 0"}
     effect = top / bottom
-    return entry | {"effect": effect, "explained": None if share is None else share * explained_fraction(effect)}
+    return entry | {"effect": effect, "separated": separated(entry["bins"][0], entry["bins"][-1]),
+                    "explained": None if share is None else share * explained_fraction(effect)}
+
+
+def separated(low: dict[str, Any], high: dict[str, Any]) -> bool:
+    """Whether two bins' p50 intervals are bounded and disjoint."""
+    bounds = (low["p50_ci_low_ms"], low["p50_ci_high_ms"], high["p50_ci_low_ms"], high["p50_ci_high_ms"])
+    if any(b is None for b in bounds):
+        return False
+    return bounds[1] < bounds[2] or bounds[3] < bounds[0]
 
 
 def explained_fraction(effect: float) -> float:
@@ -128,8 +143,11 @@ def explained_fraction(effect: float) -> float:
 
 
 def _bin(times_ns: np.ndarray, values: np.ndarray) -> dict[str, Any]:
+    lo, hi = percentile_ci_ns(times_ns, 50)
     return {"lo": float(values.min()), "hi": float(values.max()), "count": int(times_ns.size),
-            "p50_ms": percentile_ns(times_ns, 50) / NS_PER_MS, "p99_ms": percentile_ns(times_ns, 99) / NS_PER_MS}
+            "p50_ms": percentile_ns(times_ns, 50) / NS_PER_MS, "p99_ms": percentile_ns(times_ns, 99) / NS_PER_MS,
+            "p50_ci_low_ms": None if lo is None else lo / NS_PER_MS,
+            "p50_ci_high_ms": None if hi is None else hi / NS_PER_MS}
 
 
 def attribute_effects(requests: pd.DataFrame, stages: pd.DataFrame,
@@ -154,17 +172,17 @@ def attribute_effects(requests: pd.DataFrame, stages: pd.DataFrame,
 
 
 def ranked_effects(effects: dict[str, dict[str, dict[str, Any]]] | None) -> list[dict[str, Any]]:
-    """``[{stage, attribute, effect, share, explained}]`` of the stages (not end to end) with an effect,
-    most time explained first (ties: larger effect, then stage and attribute name)."""
+    """``[{stage, attribute, effect, share, explained}]`` of the stages (not end to end) with a separated
+    effect, most time explained first (ties: larger effect, then stage and attribute name)."""
     rows = [{"stage": s, "attribute": a, "effect": e["effect"], "share": e["share"], "explained": e["explained"]}
             for s, by_attr in (effects or {}).items() if s != END_TO_END
-            for a, e in by_attr.items() if e["explained"] is not None]
+            for a, e in by_attr.items() if e["separated"] and e["explained"] is not None]
     return sorted(rows, key=lambda r: (-r["explained"], -r["effect"], r["stage"], r["attribute"]))
 
 
 def effect_sentence(effects: dict[str, dict[str, dict[str, Any]]] | None) -> str | None:
     """``"hydrate tracks keys: p50 9.7 ms at 16 against 322.6 ms at 640 (33x); hydrate is 62 % of the mean
-    end to end"`` for the attribute that explains the most time; None when none has an effect."""
+    end to end"`` for the attribute that explains the most time; None when no effect is separated."""
     ranked = ranked_effects(effects)
     if not ranked:
         return None

@@ -1,0 +1,269 @@
+"""The sentences the notebooks print about numbers, each from a check of the property it states.
+
+A notebook that prints "throughput fell from batch 1 to 2: past that size a
+bigger batch is slower per item" over 339 -> 327 -> 427 -> 487 -> 542 items/s
+stated a property (a peak) its numbers did not have. Here every computed sentence
+is one function that checks the property it names (monotone, within a factor,
+above a threshold, beyond run-to-run noise, measured on a quiet machine) and
+holds a wording for each outcome. Each returns a :class:`Claim`: ``kind`` (which
+outcome), ``holds`` (the property the first wording states), ``text``.
+
+Pure functions: numbers (or DataFrames) in, a Claim out; no printing, no torch,
+no plotly. ``tests/notebooks/test_claims.py`` runs each on the recorded numbers
+in ``data/runs`` and on synthetic counter-examples.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..units import NS_PER_MS, NS_PER_US
+from .stats import percentile_ci_ns, percentile_ns
+
+FAR_GAIN = 1.5  # batching "buys throughput" when a call of N items delivers >= 1.5x the items per second
+LITTLE_GAIN = 1.15  # "only a little less than Nx": under 15 % more items per second
+WARMUP_X = 1.5  # the first request stands out when it takes >= 1.5x the median of the measured ones
+AGREE = (0.67, 1.5)  # a live service time "agrees" with a model within this ratio
+COVERED = 0.5  # torch operators "cover" a stage when they hold at least half its time
+COLD_SHARE = 0.5  # one launch call holding this share of all launch-call time makes the trace a cold start
+COLD_OVER_MEDIAN = 100  # ... and at least this many times the median launch call
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One checked sentence: which outcome (``kind``), whether the stated property holds, and its words."""
+
+    kind: str
+    holds: bool
+    text: str
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def trend(sizes: Sequence[int], values: Sequence[float]) -> tuple[str, int, list[tuple[int, int]]]:
+    """``(kind, best size, dips)`` of values by increasing size.
+
+    kind: ``rising`` (each larger size higher), ``never_fell`` (no step fell but some
+    stayed level), ``highest_at_largest`` (the largest size is the best but some step
+    fell: the ``dips``), ``peak`` (the best size is not the largest), ``flat`` (fewer
+    than two sizes). dips: ``(a, b)`` steps whose value fell (for ``never_fell``: the level steps).
+    """
+    if len(sizes) != len(values):
+        raise ValueError(f"{len(sizes)} sizes but {len(values)} values")
+    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
+    xs, ys = [int(sizes[i]) for i in order], [float(values[i]) for i in order]
+    if len(xs) < 2:
+        return "flat", (xs[0] if xs else 0), []
+    best = xs[int(np.argmax(ys))]
+    dips = [(xs[i], xs[i + 1]) for i in range(len(xs) - 1) if ys[i + 1] < ys[i]]
+    if not dips:
+        level = [(xs[i], xs[i + 1]) for i in range(len(xs) - 1) if ys[i + 1] == ys[i]]
+        return ("never_fell", xs[-1], level) if level else ("rising", best, [])
+    return ("highest_at_largest" if ys[-1] == max(ys) else "peak"), best, dips
+
+
+def _series(sizes, values, unit: str) -> str:
+    pairs = sorted(zip(sizes, values))
+    return " -> ".join(f"{_fmt(v)}" for _, v in pairs) + f" {unit} at batch " + ", ".join(str(int(s)) for s, _ in pairs)
+
+
+def throughput_claim(sizes: Sequence[int], items_per_s: Sequence[float]) -> Claim:
+    """Notebook 5: how items per second move with the batch size. ``holds``: it rose with every larger batch."""
+    kind, best, dips = trend(sizes, items_per_s)
+    series = _series(sizes, items_per_s, "items/s")
+    fell = ", ".join(f"{a} to {b}" for a, b in dips)
+    if kind == "rising":
+        text = f"throughput rose with every larger batch ({series})."
+    elif kind == "never_fell":
+        level = ", ".join(f"{a} to {b}" for a, b in dips)
+        text = f"throughput never fell as the batch grew but stayed level from batch {level} ({series})."
+    elif kind == "highest_at_largest":
+        text = (f"throughput fell from batch {fell} but is highest at the largest batch recorded ({best}): "
+                f"not a peak, a dip ({series}); a larger batch still gives more items per second.")
+    elif kind == "peak":
+        text = (f"throughput peaks at batch {best} and every larger batch gives fewer items per second "
+                f"({series}): past {best} a bigger batch is slower per item.")
+    else:
+        text = f"one batch size only ({series}): no trend to read."
+    return Claim(kind, kind == "rising", text)
+
+
+def capacity_claim(sizes: Sequence[int], capacity_rps: Sequence[float]) -> Claim:
+    """Notebook 6: capacity by max batch size. ``holds``: the largest max batch has the most capacity."""
+    kind, best, dips = trend(sizes, capacity_rps)
+    series = _series(sizes, capacity_rps, "req/s")
+    if kind == "rising":
+        text = f"capacity rises with every larger batch ({series}): a larger max batch moves the bend to the right."
+    elif kind == "never_fell":
+        level = ", ".join(f"{a} to {b}" for a, b in dips)
+        text = (f"capacity never falls with a larger batch but stays level from batch {level} ({series}): a larger "
+                "max batch moves the bend to the right only where capacity rises.")
+    elif kind == "highest_at_largest":
+        fell = ", ".join(f"{a} to {b}" for a, b in dips)
+        text = (f"capacity dips from batch {fell} but is highest at the largest batch ({best}) ({series}): "
+                f"a larger max batch moves the bend to the right, up to {best}.")
+    elif kind == "peak":
+        text = (f"capacity peaks at batch {best} ({series}): beyond it a full batch takes longer per item, so a "
+                "larger max batch does not move the bend to the right on this machine.")
+    else:
+        text = f"one batch size only ({series}): no trend to read."
+    return Claim(kind, kind in ("rising", "never_fell", "highest_at_largest"), text)
+
+
+def batch_cost_claim(latency_x: float, items: int) -> Claim:
+    """Notebook 2: a call of ``items`` took ``latency_x`` times a call of one. ``holds``: batching bought
+    throughput (the items per second gained, ``items / latency_x``, at least :data:`FAR_GAIN`)."""
+    if latency_x <= 0:
+        raise ValueError(f"latency ratio must be positive, got {latency_x}")
+    gain = items / latency_x
+    if gain >= FAR_GAIN:
+        kind, text = "far_less", (f"far less than {items}x: at p50 each call of {items} delivers {gain:.2f}x the "
+                                  "items per second; batching buys throughput and pays for it in latency.")
+    elif gain >= LITTLE_GAIN:
+        kind, text = "less", (f"clearly less than {items}x, not far less: {gain:.2f}x the items per second at p50 "
+                              f"for {latency_x:.1f}x the latency; most of the work grows with the batch here, so "
+                              "batching buys some throughput at a large latency cost.")
+    elif gain > 1:
+        kind, text = "little_less", (f"only a little less than {items}x: {gain:.2f}x the items per second at p50 "
+                                     f"for {latency_x:.1f}x the latency; the work grows almost linearly with the "
+                                     "batch, so batching buys little.")
+    else:
+        kind, text = "not_less", (f"{items}x or more: batching bought nothing here ({gain:.2f}x the items per "
+                                  "second) and costs latency; keep batch 1 on this machine.")
+    return Claim(kind, kind == "far_less", text)
+
+
+def measured_stage_ns(run) -> dict[str, np.ndarray]:
+    """Per stage (pipeline order, then ``end_to_end``): host times (ns) of the run's measured successful requests."""
+    from .matrix import stage_matrix
+
+    wide = stage_matrix(run.requests, run.stages, list(run.stage_names))
+    return {name: wide[name].dropna().to_numpy(dtype=np.int64) for name in [*run.stage_names, "end_to_end"]}
+
+
+def p50_ratios(base: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray]) -> pd.DataFrame:
+    """Per stage present in both: ``stage``, ``ratio`` (other p50 / base p50) and ``beyond_noise``: the two
+    p50s' order-statistic 95 % intervals (``analysis.stats.percentile_ci_ns``) do not overlap."""
+    rows = []
+    for stage in (s for s in base if s in other):
+        a, b = np.asarray(base[stage]), np.asarray(other[stage])
+        if a.size == 0 or b.size == 0:
+            continue
+        (alo, ahi), (blo, bhi) = percentile_ci_ns(a, 50), percentile_ci_ns(b, 50)
+        bounded = None not in (alo, ahi, blo, bhi)
+        rows.append({"stage": stage, "ratio": percentile_ns(b, 50) / percentile_ns(a, 50),
+                     "beyond_noise": bool(bounded and (bhi < alo or blo > ahi))})
+    return pd.DataFrame(rows, columns=["stage", "ratio", "beyond_noise"])
+
+
+def untouched_stages_claim(ratios: pd.DataFrame, changed: str, label: str) -> Claim:
+    """Notebook 5: did the stages a knob does not touch move? ``ratios``: :func:`p50_ratios` of the stages
+    other than ``changed`` (and end to end). ``holds``: every one stayed within run-to-run noise."""
+    moved = ratios[ratios["beyond_noise"]]
+    listing = ", ".join(f"{r.stage} {r.ratio:.2f}x" for r in ratios.itertuples())
+    if moved.empty:
+        return Claim("noise", True, f"{label}: the other stages stayed within run-to-run noise ({listing}: their "
+                                    f"p50 intervals overlap fp32's), so the change is {changed}'s.")
+    low, high = moved["ratio"].min(), moved["ratio"].max()
+    span = f"{low:.2f}x" if np.isclose(low, high) else f"{low:.2f}-{high:.2f}x"
+    return Claim("moved", False, (
+        f"{label}: {len(moved)} of {len(ratios)} stages other than {changed} moved too ({span}, beyond "
+        f"their p50 intervals: {listing}): the runs were recorded at different moments, so part of {changed}'s "
+        "change is the machine, not the knob; compare interleaved (workbench.compare) to separate them."))
+
+
+def live_vs_model_claim(x: float, noisy: bool | None) -> Claim:
+    """Notebook 6: live service p50 over the simulated one. ``holds``: it agrees (within :data:`AGREE`) on a
+    machine measured quiet. A noisy (or unmeasured) machine decides nothing about the recorded runs."""
+    lo, hi = AGREE
+    if noisy or noisy is None:
+        state = "NOISY" if noisy else "not measured for noise"
+        return Claim("noisy", False, (
+            f"live service p50 is {x:.2f}x the simulated one, on a machine {state}: other work slowed the live "
+            "run, so this says nothing about the recorded runs; run this cell again on a quiet machine before "
+            "deciding whether to re-record them."))
+    if lo <= x <= hi:
+        return Claim("agree", True, f"live service p50 is {x:.2f}x the simulated one: the recorded runs describe "
+                                    "this machine; trust the plan.")
+    return Claim("differ", False, (
+        f"live service p50 is {x:.2f}x the simulated one on a quiet machine: the recorded runs came from another "
+        "CPU; re-record them here (python scripts/record_examples.py) before trusting a capacity plan."))
+
+
+def first_request_claim(first_x: float, noisy: bool | None) -> Claim:
+    """Notebook 3: the first request over the median of the measured ones. ``holds``: it stands out
+    (>= :data:`WARMUP_X`). Below that, a noisy machine is named as the reason, never an assumed cause."""
+    if first_x >= WARMUP_X:
+        return Claim("stands_out", True, f"live: the first request took {first_x:.1f}x the median of the measured "
+                                         "ones, as in the recording.")
+    if noisy or noisy is None:
+        state = "NOISY" if noisy else "not measured for noise"
+        return Claim("noisy", False, (
+            f"live: the first request took only {first_x:.1f}x the median of the measured ones, on a machine "
+            f"{state}: other work slowed the measured requests as much as the warm-up, so this run cannot show "
+            "the lesson; the recorded run above shows it."))
+    return Claim("quiet_small", False, (
+        f"live: the first request took only {first_x:.1f}x the median of the measured ones on a quiet machine: "
+        "what it initialises lazily was already done before the timing (building the pipeline runs it once), "
+        "so the warm-up lesson shows on the recorded run above."))
+
+
+def operator_coverage(tree: pd.DataFrame) -> pd.DataFrame:
+    """Per stage of a flame tree (``analysis.flame.flame_tree``): ``stage``, ``stage_ns``, ``operator_ns`` (time
+    inside torch operators: the outermost ``cpu_op`` nodes under the stage, Python frames between them
+    and the stage allowed), ``share``. Python frames and annotations are not operators."""
+    parent = dict(zip(tree["id"], tree["parent"]))
+    kind = dict(zip(tree["id"], tree["kind"]))
+    stages = tree[tree["kind"] == "stage"]
+    inside = {sid: 0 for sid in stages["id"]}
+    for node, k, total in zip(tree["id"], tree["kind"], tree["total_ns"]):
+        if k != "cpu_op":
+            continue
+        up = parent.get(node)
+        while up is not None and not pd.isna(up) and kind.get(up) not in ("stage", "cpu_op"):
+            up = parent.get(up)
+        if up in inside and kind.get(up) == "stage":
+            inside[up] += int(total)
+    out = stages[["id", "name", "total_ns"]].rename(columns={"name": "stage", "total_ns": "stage_ns"})
+    out = out.assign(operator_ns=[inside[i] for i in out["id"]])
+    out = out.assign(share=out["operator_ns"] / out["stage_ns"].clip(lower=1))
+    return out.drop(columns="id").reset_index(drop=True)
+
+
+def coverage_claim(stage: str, share: float) -> Claim:
+    """Notebook 4: ``holds``: torch operators cover at least :data:`COVERED` of the stage's time."""
+    if share >= COVERED:
+        return Claim("covered", True, f"{stage}: torch operators cover {share:.0%} of the stage; its boxes show the work.")
+    return Claim("not_covered", False, (
+        f"{stage}: torch operators cover only {share:.0%} of the stage; the rest is Python outside torch operators "
+        "(the Python frames in the flame graph show where)."))
+
+
+def cold_start_claim(pairs: pd.DataFrame, name: str) -> Claim:
+    """Launch pairs (``analysis.launches.launch_pairs``) of a trace: ``holds`` when no single launch call
+    dominates, so a launch verdict describes a steady state. One call holding >= :data:`COLD_SHARE` of
+    all launch-call time and >= :data:`COLD_OVER_MEDIAN` times the median call makes it a cold start."""
+    cpu = pairs["cpu_dur_ns"].to_numpy(dtype=np.int64)
+    if cpu.size == 0:
+        return Claim("no_launches", False, f"{name}: no kernel launches joined to GPU work: nothing to judge.")
+    i = int(np.argmax(cpu))
+    longest, total, median = int(cpu[i]), int(cpu.sum()), float(np.median(cpu))
+    share, over = longest / max(total, 1), longest / max(median, 1.0)
+    call = pairs["launch_name"].iloc[i]
+    if share >= COLD_SHARE and over >= COLD_OVER_MEDIAN:
+        return Claim("cold", False, (
+            f"{name}: not judged: one {call} took {longest / NS_PER_MS:,.0f} ms, {share:.0%} of all launch-call time "
+            f"and {over:,.0f}x the median call: a cold first call (library setup), so this trace shows a start, "
+            "not a steady state."))
+    return Claim("steady", True, (f"{name}: no launch call dominates (the longest {longest / NS_PER_US:,.0f} us, {share:.0%} "
+                                  "of launch-call time): its launch verdict describes a steady state."))
+
+
+__all__ = ["Claim", "batch_cost_claim", "capacity_claim", "cold_start_claim", "coverage_claim",
+           "first_request_claim", "live_vs_model_claim", "measured_stage_ns", "operator_coverage", "p50_ratios",
+           "throughput_claim", "trend", "untouched_stages_claim"]

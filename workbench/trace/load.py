@@ -25,6 +25,7 @@ _NO_ARGS = Args()
 _INPUT_DIMS = attrgetter("input_dims")
 
 
+BYTES_LIMIT = 2**62  # all 'bytes' of a trace together: any sum of them fits in int64
 CHUNK_EVENTS = 8_192  # typed structs of one chunk at a time: 65,536 peaked at +146 MB on a 33 MB trace, 8,192 at +66 MB, no slower
 
 
@@ -78,6 +79,7 @@ class _Columns:
         self.path = path
         self.rows = 0
         self.dur_total_ns = 0.0
+        self.bytes_total = 0
         self._where: tuple = ([], [], 0)
         self.pieces: dict[str, list] = {k: [] for k in ("ts_ns", "dur_ns", "args", "shapes", *self.TEXT)}
 
@@ -96,7 +98,9 @@ class _Columns:
         for key in self.TEXT:
             self.pieces[key].append(self._factorized(xs, key))
         args = [e.args or _NO_ARGS for e in xs]
-        self.pieces["args"].append(_arg_table(args))
+        table = _arg_table(args)
+        self._check_bytes(table[:, _ARG_KEYS.index("bytes")])
+        self.pieces["args"].append(table)
         self.pieces["shapes"].append(_shapes(args))
         self.rows += len(xs)
 
@@ -118,6 +122,19 @@ class _Columns:
         if self.dur_total_ns >= TIME_LIMIT_NS:
             raise TraceError(f"{self.path}: the durations up to {self._event(len(dur_ns) - 1)} add up to over "
                              "2**62 ns (146 years): 'dur' values this large are not real")
+
+    def _check_bytes(self, nbytes: np.ndarray) -> None:
+        """Sizes are never negative, and all of them together stay under 2**62 bytes, so every byte
+        total (per copy class, per stage range) fits in int64 instead of wrapping to a negative one."""
+        present = nbytes != NA_INT
+        negative = present & (nbytes < 0)
+        if negative.any():
+            i = int(np.flatnonzero(negative)[0])
+            raise TraceError(f"{self.path}: {self._event(i)}: 'bytes' is {nbytes[i]}, a negative size")
+        self.bytes_total += sum(nbytes[present].tolist())  # exact: Python ints (only copies and memsets carry bytes)
+        if self.bytes_total >= BYTES_LIMIT:
+            raise TraceError(f"{self.path}: the 'bytes' values up to {self._event(len(nbytes) - 1)} add up to over "
+                             "2**62 bytes (4.6 EB): sizes this large are not real")
 
     def _times(self, xs: list, key: str) -> np.ndarray:
         try:

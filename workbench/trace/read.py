@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import stat
 import zlib
 from pathlib import Path
 
@@ -31,6 +32,7 @@ def read_bytes(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_TRACE_BYTES
     raises :class:`TraceError` before its text is held in memory.
     """
     path = Path(path)
+    _refuse_special(path)
     try:
         with open(path, "rb") as stream:
             if stream.peek(2)[:2] == GZIP_MAGIC:  # peek: pipes cannot seek back
@@ -39,7 +41,7 @@ def read_bytes(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_TRACE_BYTES
                 size = os.fstat(stream.fileno()).st_size
                 if size > max_bytes:
                     raise TraceError(_too_big(path, max_bytes, size))
-                data = stream.read(max_bytes + 1)  # a pipe or device has no size to check beforehand
+                data = stream.read(max_bytes + 1)  # a file growing while it is read
                 if len(data) > max_bytes:
                     raise TraceError(_too_big(path, max_bytes))
     except FileNotFoundError:
@@ -49,6 +51,22 @@ def read_bytes(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_TRACE_BYTES
     except OSError as exc:
         raise TraceError(f"{path}: cannot read the trace file ({exc.strerror or exc})") from None
     return as_utf8(path, data)
+
+
+_SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _refuse_special(path: Path) -> None:
+    """Refuse what is not a regular file before opening it: opening a FIFO with no writer blocks
+    forever, and a device such as /dev/zero never ends. Folders and missing files get their own words."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # open() below names the problem (missing, unreadable, a folder)
+    for test, what in _SPECIAL:
+        if test(mode):
+            raise TraceError(f"{path}: is {what}, not a regular file; save the trace to a file and give that")
 
 
 def _too_big(path: Path, max_bytes: int, size: int | None = None) -> str:

@@ -63,15 +63,19 @@ def test_served_load_joins_the_budget_and_sigterm_writes_the_server_run(served, 
     assert spans.requests["ok"].tolist() == srv.requests["ok"].tolist()
 
 
+TOKEN = "test-token-0123456789"
+
+
 def test_shutdown_endpoint_and_a_client_that_hangs_up(served):
-    server = served()
+    server = served("--control-token", TOKEN)
     host, port = server.url.removeprefix("http://").rsplit(":", 1)
     body = b'{"x": -2}'  # forward sleeps 300 ms
     with socket.create_connection((host, int(port))) as s:
-        s.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        s.sendall(b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
         wait_for_requests(server, 1)  # queued: forward sleeps on it while the client hangs up
     time.sleep(0.6)
-    with urllib.request.urlopen(urllib.request.Request(f"{server.url}/shutdown", method="POST"), timeout=30) as r:
+    with urllib.request.urlopen(urllib.request.Request(f"{server.url}/shutdown", method="POST",
+                                                       headers={"X-Workbench-Token": TOKEN}), timeout=30) as r:
         assert json.loads(r.read()) == {"status": "shutting down"}
     code, stdout, stderr = server.stop(sig=None)
     assert code == 1 and "stopped by /shutdown" in stdout
@@ -149,11 +153,11 @@ def test_a_server_without_server_timing_still_gives_end_to_end(tmp_path):
 
 
 def test_sigterm_with_a_request_in_flight_answers_it_and_records_it(served):
-    server = served()
+    server = served("--control-token", TOKEN)
     host, port = server.url.removeprefix("http://").rsplit(":", 1)
     body = b'{"x": -2}'  # forward sleeps 300 ms
     with socket.create_connection((host, int(port))) as s:
-        s.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nX-Request-Id: late\r\nContent-Length: %d\r\n\r\n%s"
+        s.sendall(b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Request-Id: late\r\nContent-Length: %d\r\n\r\n%s"
                   % (len(body), body))
         wait_for_requests(server, 1)  # the server has taken the request (forward is sleeping on it)
         server.proc.send_signal(signal.SIGTERM)

@@ -10,8 +10,9 @@ from .profile import add_pipeline_arguments, apply_threads, config_from_args, fa
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("serve", help="serve a pipeline over HTTP behind the dynamic batcher",
-                              description="POST /predict (one item), GET /healthz, POST /shutdown; stage times in "
-                                          "Server-Timing; on SIGTERM or /shutdown the run folder is written to --out.")
+                              description="POST /predict (one item), GET /healthz, POST /shutdown (with --control-token); "
+                                          "stage times in Server-Timing; on SIGTERM, Ctrl-C or /shutdown the run "
+                                          "folder is written to --out.")
     add_pipeline_arguments(p, default_batch_size=None)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free port, printed)")
@@ -25,7 +26,49 @@ def register(subparsers) -> None:
                    help="freeze: gc.freeze() after the warm-up, so full collections skip the model and torch "
                         "(default, as production servers do); default: Python's collector unchanged")
     p.add_argument("--otel", action="store_true", help="export each request as OpenTelemetry spans at shutdown")
+    add_edge_arguments(p)
     p.set_defaults(func=run_serve_command)
+
+
+def add_edge_arguments(p) -> None:
+    """The network edge's limits (``workbench.serving.edge.EdgeLimits``; docs/serving.md lists them)."""
+    from ..serving.edge import EdgeLimits, LOOPBACK_HOSTS
+
+    d = EdgeLimits()
+    g = p.add_argument_group("edge", "who may talk to the server, how much and for how long (docs/serving.md)")
+    g.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help=f"also answer this Host name (repeatable; '*': any). Default: {', '.join(LOOPBACK_HOSTS)} "
+                        "and the --host address")
+    g.add_argument("--control-token", metavar="TOKEN",
+                   help="enable POST /shutdown for requests carrying X-Workbench-Token: TOKEN (16+ characters; "
+                        "default: the endpoint is off, stop with SIGTERM or Ctrl-C)")
+    g.add_argument("--max-header-bytes", type=int, default=d.max_header_bytes,
+                   help=f"request line + headers, else 431 (default {d.max_header_bytes})")
+    g.add_argument("--max-body-bytes", type=int, default=d.max_body_bytes,
+                   help=f"request body, else 413 (default {d.max_body_bytes})")
+    g.add_argument("--max-request-id", type=int, default=d.max_request_id_chars,
+                   help=f"X-Request-Id characters, else 400 (default {d.max_request_id_chars})")
+    g.add_argument("--header-timeout", type=float, default=d.header_timeout_s,
+                   help=f"seconds to send a request head, else 408 (default {d.header_timeout_s:g})")
+    g.add_argument("--body-timeout", type=float, default=d.body_timeout_s,
+                   help=f"seconds to send a body after its head, else 408 (default {d.body_timeout_s:g})")
+    g.add_argument("--keep-alive-timeout", type=float, default=d.keep_alive_s,
+                   help=f"seconds an idle keep-alive connection stays open (default {d.keep_alive_s:g})")
+    g.add_argument("--max-connections", type=int, default=d.max_connections,
+                   help=f"open connections, else 503 + Retry-After (default {d.max_connections})")
+    g.add_argument("--max-pending", type=int, default=d.max_pending,
+                   help=f"requests queued or running, else 503 + Retry-After (default {d.max_pending})")
+
+
+def edge_limits_from_args(args):
+    from ..serving.edge import LOOPBACK_HOSTS, EdgeLimits
+
+    return EdgeLimits(allow_hosts=(*LOOPBACK_HOSTS, *(h.strip().lower() for h in args.allow_host)),
+                      control_token=args.control_token, max_header_bytes=args.max_header_bytes,
+                      max_body_bytes=args.max_body_bytes, max_request_id_chars=args.max_request_id,
+                      header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout,
+                      keep_alive_s=args.keep_alive_timeout, max_connections=args.max_connections,
+                      max_pending=args.max_pending)
 
 
 def run_serve_command(args) -> int:
@@ -37,6 +80,7 @@ def run_serve_command(args) -> int:
     if args.batch_size is not None and args.batch_size != args.max_batch_size:
         raise ConfigError("--batch-size: serve builds the pipeline for --max-batch-size; leave --batch-size out")
     args.batch_size = args.max_batch_size
+    limits = edge_limits_from_args(args)
     out = args.out or Path("runs") / f"serve-{args.example or Path(args.pipeline.split(':')[0]).stem}-" \
                                      f"{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     if out.exists():
@@ -45,18 +89,23 @@ def run_serve_command(args) -> int:
     pipe = resolve_pipeline(factory_from_args(args), config_from_args(args))
 
     def ready(url: str) -> None:
-        print(f"serving {pipe.name} on {url} (POST /predict, GET /healthz, POST /shutdown); "
+        control = "POST /shutdown with X-Workbench-Token" if limits.control_token else "SIGTERM or Ctrl-C to stop"
+        print(f"serving {pipe.name} on {url} (POST /predict, GET /healthz; {control}); "
               f"run folder at shutdown: {out}", flush=True)
 
     run = serve(pipe, policy, host=args.host, port=args.port, warmup=args.warmup,
-                drain_timeout_s=args.drain_timeout, ready=ready, gc_mode=args.gc)
+                drain_timeout_s=args.drain_timeout, ready=ready, gc_mode=args.gc, limits=limits)
     path = run.save(out)
-    load, gc_note = run.meta["load"], run.meta["serving"]["gc"]
+    load, serving = run.meta.load, run.meta.serving
+    gc_note = serving.gc
     print(f"gc ({gc_note['mode']}): {gc_note['collections']} collections while serving, "
           f"{gc_note['pause_ms_total']:.1f} ms in all, the longest {gc_note['pause_ms_max']:.1f} ms", flush=True)
-    print(f"stopped by {run.meta['serving']['stopped_by']}: {load['requests']} requests, {load['failed']} failed; "
+    refused = serving.extra.get("edge", {}).get("refused") or {}
+    if refused:
+        print(f"refused at the edge: {', '.join(f'{k} {v}' for k, v in refused.items())}", flush=True)
+    print(f"stopped by {serving.stopped_by}: {load.requests} requests, {load.failed} failed; "
           f"run written to {path}", flush=True)
     from ..otel.export import otel_hook
 
     otel_hook(args, run, path)
-    return 1 if load["failed"] else 0
+    return 1 if load.failed else 0

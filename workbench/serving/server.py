@@ -9,7 +9,9 @@ bytes-in, bytes-out endpoint, and add per-request cost).
 Endpoints: ``POST /predict`` (one item's bytes in, its serialised output
 out; ``X-Request-Id`` echoed; stage times in ``Server-Timing``; 500 with a
 JSON body naming the stage when a stage raised, the server goes on),
-``GET /healthz``, ``POST /shutdown``. On SIGTERM, SIGINT or ``/shutdown``
+``GET /healthz``, ``POST /shutdown`` (with the ``--control-token`` only). The edge
+(Host allow-list, Origin, size limits and timeouts, admission): see
+:mod:`workbench.serving.edge`. On SIGTERM, SIGINT or ``/shutdown``
 the server stops taking requests, finishes the queued ones and writes its
 run folder (kind ``served``) atomically.
 
@@ -32,11 +34,13 @@ import signal
 import socket
 import sys
 import time
+from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import ConfigError
-from ..record import Run
+from ..record import Config, Env, Load, Run, RunMeta, Serving, Timing
+from .edge import TOKEN_HEADER, EdgeLimits, edge_protocol, refusal, token_ok
 from .records import server_tables
 from .service import AFTER, BEFORE, PipelineService, server_meta
 
@@ -64,12 +68,19 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def make_app(service: PipelineService, server_box: dict, log=print):
-    """The Starlette app; ``server_box['server']`` is the uvicorn server ``/shutdown`` stops."""
+def make_app(service: PipelineService, server_box: dict, log=print, limits: EdgeLimits | None = None,
+             refused: Counter | None = None):
+    """The Starlette app behind the edge's per-request checks (:func:`workbench.serving.edge.refusal`).
+
+    ``server_box['server']`` is the uvicorn server ``/shutdown`` stops; refusals are counted in ``refused``.
+    """
     from starlette.applications import Starlette
     from starlette.requests import ClientDisconnect
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
+
+    limits = limits or EdgeLimits()
+    refused = refused if refused is not None else Counter()
 
     clock = service.clock
 
@@ -98,11 +109,33 @@ def make_app(service: PipelineService, server_box: dict, log=print):
                              "policy": service.policy.params()})
 
     async def shutdown(request):
+        if limits.control_token is None:
+            refused["control"] += 1
+            return JSONResponse({"error": "POST /shutdown is off: start the server with --control-token, "
+                                          "or stop it with SIGTERM / Ctrl-C"}, status_code=403)
+        if not token_ok(limits, request.headers.get(TOKEN_HEADER)):
+            refused["control"] += 1
+            return JSONResponse({"error": f"POST /shutdown needs the {TOKEN_HEADER} header of --control-token"},
+                                status_code=403)
         server_box["server"].should_exit = True
         return JSONResponse({"status": "shutting down"})
 
-    return Starlette(routes=[Route("/predict", predict, methods=["POST"]), Route("/healthz", healthz),
-                             Route("/shutdown", shutdown, methods=["POST"])])
+    app = Starlette(routes=[Route("/predict", predict, methods=["POST"]), Route("/healthz", healthz),
+                            Route("/shutdown", shutdown, methods=["POST"])])
+
+    async def edge(scope, receive, send):
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+            refuse = refusal(limits, scope["method"], scope["path"], headers, len(service.http))
+            if refuse is not None:
+                status, reason, message = refuse
+                refused[reason] += 1
+                extra = {"Retry-After": str(limits.retry_after_s)} if status == 503 else {}
+                await JSONResponse({"error": message}, status_code=status, headers=extra)(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    return edge
 
 
 def _rid(times) -> str:
@@ -114,8 +147,11 @@ GC_MODES = ("freeze", "default")
 
 def serve(pipe, policy, *, host: str = "127.0.0.1", port: int = 8000, warmup: int = 5,
           drain_timeout_s: float = 10.0, ready=None, log=None, clock=time.perf_counter_ns,
-          gc_mode: str = "freeze") -> Run:
+          gc_mode: str = "freeze", limits: EdgeLimits | None = None) -> Run:
     """Serve ``pipe`` until SIGTERM, SIGINT or ``POST /shutdown``; return the (unsaved) server-side run.
+
+    limits: the network edge's settings (:class:`workbench.serving.edge.EdgeLimits`; its defaults when None),
+        recorded with the refusals by reason in ``serving.edge``.
 
     ready(url): called once the socket listens and the executors are warm.
     gc_mode: ``"freeze"`` (``gc.freeze()`` after the warm-up, undone at shutdown) or ``"default"``.
@@ -134,8 +170,11 @@ def serve(pipe, policy, *, host: str = "127.0.0.1", port: int = 8000, warmup: in
     url = f"http://{host}:{sock.getsockname()[1]}"
     service = PipelineService(pipe, policy, warmup=warmup, clock=clock)
     box: dict[str, Any] = {}
-    config = uvicorn.Config(make_app(service, box, log), log_level="warning", access_log=False, lifespan="off",
-                            http="httptools", loop="asyncio", timeout_graceful_shutdown=drain_timeout_s)
+    limits = (limits or EdgeLimits()).with_bind_host(host)
+    refused: Counter = Counter()
+    config = uvicorn.Config(make_app(service, box, log, limits, refused), log_level="warning", access_log=False,
+                            lifespan="off", http=edge_protocol(limits, refused), loop="asyncio",
+                            timeout_graceful_shutdown=drain_timeout_s, timeout_keep_alive=limits.keep_alive_s)
     server = box["server"] = uvicorn.Server(config)
     started = datetime.now(timezone.utc)
     signals: list[int] = []
@@ -174,9 +213,9 @@ def serve(pipe, policy, *, host: str = "127.0.0.1", port: int = 8000, warmup: in
     meta = _run_meta(pipe, started, requests, environment, server_meta(service) | {
         "role": "server", "url": url, "stopped_by": signal.Signals(signals[0]).name if signals else "/shutdown",
         "stack": f"uvicorn {uvicorn.__version__} (httptools) + starlette", "drain_timeout_s": drain_timeout_s,
-        "gc": gc_note,
+        "gc": gc_note, "edge": limits.params() | {"refused": dict(sorted(refused.items()))},
         "cache": service._cache.stats() if service._cache is not None else None})
-    return Run(meta=meta | {"noise": noise}, requests=requests, stages=stages)
+    return Run(meta=meta.replace(noise=noise), requests=requests, stages=stages)
 
 
 def _torch_threads() -> int | None:
@@ -204,17 +243,18 @@ class _signals_noted:
         return False
 
 
-def _run_meta(pipe, started, requests, environment, serving: dict) -> dict[str, Any]:
+def _run_meta(pipe, started, requests, environment, serving: dict) -> RunMeta:
     from ..batching.summary import load_summary
 
     summary = load_summary(requests, serving["policy"]["concurrency"])
     keys = ("throughput_rps", "mean_batch_size", "utilization", "batch_sizes", "requests", "failed", "batches")
-    return {
-        "kind": "served", "pipeline": pipe.name, "description": pipe.description,
-        "stages": [*BEFORE, *pipe.stage_names, *AFTER], "pipeline_stages": pipe.stage_names,
-        "config": pipe.config.to_dict(), "env": environment(pipe.config), "created": started.isoformat(),
-        "timing": {"warmup": 0, "requests": int(len(requests)), "clock": "time.perf_counter_ns",
-                   "sync": "stage" if pipe.config.is_cuda else None,
-                   "device_timer": "cuda_events" if pipe.config.is_cuda else None},
-        "trace": None, "load": {k: summary[k] for k in keys}, "serving": serving,
-    }
+    cuda = pipe.config.is_cuda
+    return RunMeta(
+        kind="served", pipeline=pipe.name, description=pipe.description,
+        stages=[*BEFORE, *pipe.stage_names, *AFTER], pipeline_stages=list(pipe.stage_names),
+        config=Config.from_dict(pipe.config.to_dict()), env=Env.from_dict(environment(pipe.config)),
+        created=started.isoformat(),
+        timing=Timing(warmup=0, requests=int(len(requests)), clock="time.perf_counter_ns",
+                      sync="stage" if cuda else None, device_timer="cuda_events" if cuda else None),
+        trace=None, load=Load.from_dict({k: summary[k] for k in keys}), serving=Serving.from_dict(serving),
+    )

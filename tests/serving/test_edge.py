@@ -1,0 +1,127 @@
+"""serve's network edge: Host allow-list, Origin, control token, size limits, timeouts, admission (loopback only)."""
+import json
+import socket
+import time
+
+import pytest
+
+from workbench.errors import ConfigError
+from workbench.serving.edge import EdgeLimits, refusal, response_bytes, token_ok
+
+LIMITS = EdgeLimits()
+
+
+def test_refusal_rules():
+    ok = {"host": "127.0.0.1:8000"}
+    assert refusal(LIMITS, "GET", "/healthz", ok, 0) is None
+    assert refusal(LIMITS, "GET", "/healthz", {"host": "[::1]:8000"}, 0) is None
+    assert refusal(LIMITS, "GET", "/healthz", {"host": "LOCALHOST."}, 0) is None
+    assert refusal(LIMITS, "GET", "/healthz", {"host": "evil.example"}, 0)[:2] == (421, "host")
+    assert refusal(LIMITS, "GET", "/healthz", {}, 0)[:2] == (421, "host")
+    assert refusal(EdgeLimits(allow_hosts=("*",)), "GET", "/healthz", {"host": "evil.example"}, 0) is None
+    # a cross-origin POST (a web page's no-cors fetch carries Origin) is refused; same-origin and no Origin pass
+    assert refusal(LIMITS, "POST", "/predict", ok | {"origin": "http://evil.example"}, 0)[:2] == (403, "origin")
+    assert refusal(LIMITS, "POST", "/shutdown", ok | {"origin": "null"}, 0)[:2] == (403, "origin")
+    assert refusal(LIMITS, "POST", "/predict", ok | {"origin": "http://localhost:8000"}, 0) is None
+    assert refusal(LIMITS, "POST", "/predict", ok | {"origin": "http://[::1]:8000"}, 0) is None
+    assert refusal(LIMITS, "GET", "/healthz", ok | {"origin": "http://evil.example"}, 0) is None
+    assert refusal(LIMITS, "POST", "/predict", ok | {"x-request-id": "a" * 128}, 0) is None
+    status, key, message = refusal(LIMITS, "POST", "/predict", ok | {"x-request-id": "a" * 129}, 0)
+    assert (status, key) == (400, "request_id") and "129 characters; the limit is 128" in message
+    assert refusal(LIMITS, "POST", "/predict", ok, 1023) is None
+    assert refusal(LIMITS, "POST", "/predict", ok, 1024)[:2] == (503, "pending")
+
+
+def test_limits_validated_and_recorded_without_the_token():
+    with pytest.raises(ConfigError, match="--max-body-bytes 0"):
+        EdgeLimits(max_body_bytes=0)
+    with pytest.raises(ConfigError, match="16 characters"):
+        EdgeLimits(control_token="short")
+    limits = EdgeLimits(control_token="x" * 20).with_bind_host("10.1.2.3")
+    assert limits.allow_hosts == ("127.0.0.1", "localhost", "::1", "10.1.2.3")
+    assert EdgeLimits().with_bind_host("0.0.0.0").allow_hosts == ("127.0.0.1", "localhost", "::1")
+    assert limits.params()["control_token"] == "set" and "x" * 20 not in json.dumps(limits.params())
+    assert token_ok(limits, "x" * 20) and not token_ok(limits, "y" * 20) and not token_ok(EdgeLimits(), "")
+    assert response_bytes(503, "busy", 1) == (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; "
+                                              b"charset=utf-8\r\nContent-Length: 5\r\nConnection: close\r\n"
+                                              b"Retry-After: 1\r\n\r\nbusy\n")
+
+
+def exchange(addr, data: bytes, *, wait_s: float = 5.0, then: bytes = b"") -> bytes:
+    """Send ``data`` (then ``then`` after a pause), read until the server closes or ``wait_s`` passes."""
+    with socket.create_connection(addr, timeout=wait_s) as s:
+        s.sendall(data)
+        if then:
+            time.sleep(0.05)
+            try:
+                s.sendall(then)
+            except OSError:
+                pass
+        out, deadline = b"", time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            try:
+                chunk = s.recv(65536)
+            except (socket.timeout, ConnectionResetError):
+                break
+            if not chunk:
+                break
+            out += chunk
+        return out
+
+
+def status_of(response: bytes) -> int:
+    return int(response.split(b" ", 2)[1]) if response else 0
+
+
+def post(path, body=b"{}", host="127.0.0.1", extra=""):
+    return (f"POST {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n{extra}Content-Length: {len(body)}\r\n\r\n"
+            ).encode() + body
+
+
+EDGE_ARGS = ("--max-header-bytes", "2048", "--max-body-bytes", "1000", "--max-request-id", "16",
+             "--header-timeout", "0.5", "--body-timeout", "0.5", "--max-connections", "8")
+
+
+def test_the_edge_of_a_real_server(served):
+    server = served(*EDGE_ARGS)
+    addr = ("127.0.0.1", int(server.url.rsplit(":", 1)[1]))
+    good = post("/predict", b'{"x": 3}')
+    assert status_of(exchange(addr, good)) == 200
+    assert status_of(exchange(addr, post("/predict", b'{"x": 3}', host="evil.example"))) == 421
+    assert status_of(exchange(addr, post("/predict", extra="Origin: http://evil.example\r\n"))) == 403
+    assert status_of(exchange(addr, post("/shutdown"))) == 403  # no --control-token: the endpoint is off
+    assert status_of(exchange(addr, post("/predict", extra=f"X-Request-Id: {'i' * 17}\r\n"))) == 400
+    big_head = post("/predict", extra=f"X-Pad: {'p' * 100_000}\r\n")
+    started = time.monotonic()
+    assert status_of(exchange(addr, big_head)) == 431
+    # Content-Length over the limit: refused before a body byte is read; chunked: as the chunks arrive
+    assert status_of(exchange(addr, b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10000000\r\n\r\n")) == 413
+    chunked = (b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+               + (b"200\r\n" + b"a" * 512 + b"\r\n") * 3)
+    assert status_of(exchange(addr, chunked)) == 413
+    assert time.monotonic() - started < 3
+    # slowloris: a head that never ends, and a body that never comes, get 408 after the timeouts (0.5 s)
+    started = time.monotonic()
+    assert status_of(exchange(addr, b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: 1\r\n")) == 408
+    assert status_of(exchange(addr, b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\n{")) == 408
+    assert time.monotonic() - started < 3
+    # connections: 8 open, the 9th gets 503 with Retry-After at once; the idle 8 are closed by the head timeout
+    idle = [socket.create_connection(addr) for _ in range(8)]
+    try:
+        refused = exchange(addr, good, wait_s=2)
+        assert status_of(refused) == 503 and b"Retry-After: 1" in refused
+        started = time.monotonic()
+        for s in idle:
+            s.settimeout(3)
+            assert s.recv(100) == b""  # closed by the server
+        assert time.monotonic() - started < 2
+    finally:
+        for s in idle:
+            s.close()
+    assert status_of(exchange(addr, good)) == 200  # and the server is still well
+    code, stdout, stderr = server.stop()
+    assert code == 0, stderr
+    edge = json.loads((server.out / "run.json").read_text())["serving"]["edge"]
+    assert edge["max_body_bytes"] == 1000 and edge["header_timeout_s"] == 0.5 and edge["control_token"] is None
+    assert edge["refused"] == {"body_bytes": 2, "body_timeout": 1, "connections": 1, "control": 1, "header_bytes": 1,
+                               "header_timeout": 1, "host": 1, "idle_connection": 8, "origin": 1, "request_id": 1}

@@ -1,0 +1,237 @@
+"""``workbench serve``'s network edge: who may talk to it, how much, and for how long.
+
+Two layers, each where the information is:
+
+* :func:`edge_protocol`: a subclass of uvicorn's own httptools protocol
+  (uvicorn takes a protocol class as ``http=``), for what only the
+  connection sees: the request head's size (431) and the body's (413, from
+  ``Content-Length`` before anything is read, or as chunks arrive), the time
+  to send the head and then the body (408: a slowloris connection is closed),
+  and the number of open connections (503 with ``Retry-After`` at connect).
+  uvicorn has ``limit_concurrency`` and ``timeout_keep_alive``; the first
+  answers 503 without ``Retry-After`` and only once a head has been read, so
+  the connection limit is here; the second is used as it is.
+* :func:`refusal`: per request, before the handler: the ``Host`` allow-list
+  (DNS rebinding: loopback names by default), the ``Origin`` of state-changing
+  requests (a web page's cross-origin ``POST``, even ``no-cors``, carries one),
+  the ``X-Request-Id`` length (400) and the admission limit on requests
+  queued in the batcher (503 with ``Retry-After``). ``/shutdown`` takes the
+  ``--control-token`` (``X-Workbench-Token``) and is off without one
+  (signals stop the server).
+
+Every refusal is counted by reason; the limits and the counts go into the
+run (``serving.edge``).
+"""
+from __future__ import annotations
+
+import hmac
+from collections import Counter
+from dataclasses import asdict, dataclass
+from http import HTTPStatus
+from urllib.parse import urlparse
+
+from ..errors import ConfigError
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+TOKEN_HEADER = "X-Workbench-Token"
+STATE_CHANGING = ("POST", "PUT", "PATCH", "DELETE")
+
+
+@dataclass(frozen=True)
+class EdgeLimits:
+    """The edge's settings (see docs/serving.md, which lists each with its default)."""
+
+    allow_hosts: tuple[str, ...] = LOOPBACK_HOSTS  # ``Host`` names answered ("*": any)
+    control_token: str | None = None              # ``X-Workbench-Token`` of ``POST /shutdown`` (None: endpoint off)
+    max_header_bytes: int = 16_384                # request line + headers -> 431
+    max_body_bytes: int = 1_048_576               # -> 413
+    max_request_id_chars: int = 128               # -> 400
+    header_timeout_s: float = 10.0                # head not complete this long after its first byte -> 408
+    body_timeout_s: float = 10.0                  # body not complete this long after the head -> 408
+    keep_alive_s: float = 5.0                     # idle keep-alive connection closed (uvicorn's timeout_keep_alive)
+    max_connections: int = 512                    # open connections; one more -> 503 + Retry-After
+    max_pending: int = 1024                       # requests queued or running; one more -> 503 + Retry-After
+    retry_after_s: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("max_header_bytes", "max_body_bytes", "max_request_id_chars", "max_connections", "max_pending",
+                     "retry_after_s"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"--{name.replace('_', '-')} {getattr(self, name)}: must be at least 1")
+        for name in ("header_timeout_s", "body_timeout_s", "keep_alive_s"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} {getattr(self, name)}: must be more than 0 seconds")
+        if self.control_token is not None and len(self.control_token) < 16:
+            raise ConfigError("--control-token: use at least 16 characters (e.g. python -c "
+                              "'import secrets; print(secrets.token_urlsafe())')")
+
+    def with_bind_host(self, host: str) -> "EdgeLimits":
+        """The allow-list plus the address the server listens on (unless it is a wildcard)."""
+        name = _host_name(host)
+        if name in ("0.0.0.0", "::", "") or name in self.allow_hosts:
+            return self
+        return EdgeLimits(**(asdict(self) | {"allow_hosts": (*self.allow_hosts, name)}))
+
+    def params(self) -> dict:
+        """The settings for the run record (the token itself is not recorded)."""
+        out = asdict(self)
+        out["allow_hosts"] = list(self.allow_hosts)
+        out["control_token"] = "set" if self.control_token else None
+        return out
+
+
+def _host_name(value: str) -> str:
+    """``Host`` header value -> lower-case name without port or brackets (``[::1]:80`` -> ``::1``)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:value.find("]")] if "]" in value else value
+    if value.count(":") == 1:
+        value = value.partition(":")[0]
+    return value.rstrip(".")
+
+
+def host_allowed(limits: EdgeLimits, host_header: str | None) -> bool:
+    if "*" in limits.allow_hosts:
+        return True
+    return host_header is not None and _host_name(host_header) in limits.allow_hosts
+
+
+def refusal(limits: EdgeLimits, method: str, path: str, headers: dict[str, str], pending: int) -> tuple[int, str, str] | None:
+    """``(status, reason key, message)`` when the request is refused at the edge, else None.
+
+    ``headers``: lower-case names. ``pending``: requests queued or running now.
+    """
+    host = headers.get("host")
+    if not host_allowed(limits, host):
+        return 421, "host", (f"Host {host[:80]!r} is not served here (allowed: {', '.join(limits.allow_hosts)}; "
+                             "add one with --allow-host)" if host else "no Host header")
+    origin = headers.get("origin")
+    if method in STATE_CHANGING and origin is not None:
+        name = urlparse(origin).hostname if origin != "null" else None
+        if name is None or not host_allowed(limits, f"[{name}]" if ":" in name else name):
+            return 403, "origin", f"Origin {origin[:80]!r} may not send {method} here (a web page of another site)"
+    rid = headers.get("x-request-id")
+    if rid is not None and len(rid) > limits.max_request_id_chars:
+        return 400, "request_id", (f"X-Request-Id is {len(rid)} characters; the limit is "
+                                   f"{limits.max_request_id_chars} (--max-request-id)")
+    if path.endswith("/predict") and pending >= limits.max_pending:
+        return 503, "pending", (f"{pending} requests are queued; the limit is {limits.max_pending} (--max-pending): "
+                                "retry later")
+    return None
+
+
+def token_ok(limits: EdgeLimits, given: str | None) -> bool:
+    """Whether ``given`` is the control token (compared in constant time); False when none is set."""
+    return limits.control_token is not None and given is not None and \
+        hmac.compare_digest(given.encode(), limits.control_token.encode())
+
+
+def response_bytes(status: int, message: str, retry_after_s: int | None = None) -> bytes:
+    """A complete ``Connection: close`` response with a plain-text body."""
+    body = (message + "\n").encode("utf-8", "replace")
+    lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", "Content-Type: text/plain; charset=utf-8",
+             f"Content-Length: {len(body)}", "Connection: close"]
+    if retry_after_s is not None:
+        lines.append(f"Retry-After: {retry_after_s}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def edge_protocol(limits: EdgeLimits, refused: Counter):
+    """uvicorn's httptools protocol with the connection-level limits of ``limits``; refusals counted in ``refused``."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class EdgeProtocol(HttpToolsProtocol):
+        """Phases of a connection: ``head`` (reading a request head), ``body``, ``idle`` (between requests)."""
+
+        def connection_made(self, transport) -> None:
+            self._phase, self._head_bytes, self._body_bytes = "head", 0, 0
+            self._rejected, self._timer = False, None
+            super().connection_made(transport)
+            if len(self.connections) > limits.max_connections:
+                self._reject(503, "connections", f"{len(self.connections) - 1} connections are open; the limit is "
+                                                 f"{limits.max_connections} (--max-connections): retry later", True)
+                return
+            self._arm(limits.header_timeout_s, "header")
+
+        def connection_lost(self, exc) -> None:
+            self._cancel()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            if self._rejected:
+                return
+            if self._phase == "idle":  # the first bytes of the next request on a kept-alive connection
+                self._phase, self._head_bytes = "head", 0
+                self._arm(limits.header_timeout_s, "header")
+            if self._phase == "head":
+                self._head_bytes += len(data)
+            super().data_received(data)
+            if not self._rejected and self._phase == "head" and self._head_bytes > limits.max_header_bytes:
+                self._reject(431, "header_bytes", f"the request head is over {limits.max_header_bytes} bytes "
+                                                  "(--max-header-bytes)")
+
+        def on_headers_complete(self) -> None:
+            if self._rejected:
+                return
+            self._phase, self._body_bytes = "body", 0
+            self._cancel()
+            head = len(self.url) + sum(len(k) + len(v) + 4 for k, v in self.headers)  # a head read in one go
+            if head > limits.max_header_bytes:
+                self._reject(431, "header_bytes", f"the request head is over {limits.max_header_bytes} bytes "
+                                                  "(--max-header-bytes)")
+                return
+            length = next((v for k, v in self.headers if k == b"content-length"), b"0")
+            if length.strip().isdigit() and int(length) > limits.max_body_bytes:
+                self._reject(413, "body_bytes", f"a body of {int(length)} bytes is over the limit of "
+                                                f"{limits.max_body_bytes} (--max-body-bytes)")
+                return
+            super().on_headers_complete()
+            self._arm(limits.body_timeout_s, "body")
+
+        def on_body(self, body: bytes) -> None:
+            if self._rejected:
+                return
+            self._body_bytes += len(body)
+            if self._body_bytes > limits.max_body_bytes:
+                self._reject(413, "body_bytes", f"the body is over the limit of {limits.max_body_bytes} bytes "
+                                                "(--max-body-bytes)")
+                return
+            super().on_body(body)
+
+        def on_message_complete(self) -> None:
+            if self._rejected:
+                return
+            self._cancel()
+            self._phase = "idle"
+            super().on_message_complete()
+
+        def _arm(self, seconds: float, what: str) -> None:
+            self._cancel()
+            self._timer = self.loop.call_later(seconds, self._expired, what, seconds)
+
+        def _cancel(self) -> None:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+        def _expired(self, what: str, seconds: float) -> None:
+            self._timer = None
+            if self._rejected or self.transport.is_closing():
+                return
+            if what == "header" and self._head_bytes == 0:  # opened and never used: close quietly
+                refused["idle_connection"] += 1
+                self._rejected = True
+                self.transport.close()
+                return
+            self._reject(408, f"{what}_timeout", f"the request {'head' if what == 'header' else 'body'} was not "
+                                                 f"complete within {seconds:g} s (--{what}-timeout)")
+
+        def _reject(self, status: int, reason: str, message: str, retry: bool = False) -> None:
+            self._rejected = True
+            self._cancel()
+            refused[reason] += 1
+            if self.cycle is None or not self.cycle.response_started:
+                self.transport.write(response_bytes(status, message, limits.retry_after_s if retry else None))
+            self.transport.close()
+
+    return EdgeProtocol

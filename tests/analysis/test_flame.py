@@ -9,8 +9,14 @@ K = 1_000
 
 
 @pytest.fixture(scope="module")
-def tree(tmp_path_factory):
-    return flame.flame_tree(load_trace(example_trace().write(tmp_path_factory.mktemp("f") / "t.json")).events)
+def trace(tmp_path_factory):
+    return load_trace(example_trace().write(tmp_path_factory.mktemp("f") / "t.json"))
+
+
+@pytest.fixture(scope="module")
+def tree(trace):
+    """The whole process as profiled (nothing cut): the nesting rules on every event."""
+    return flame.flame_tree(trace.events, from_stages=False)
 
 
 def node(tree, *path):
@@ -71,3 +77,48 @@ def test_flame_is_fast_on_many_events(tmp_path):
     assert len(tree) == 4
     assert tree["count"].tolist() == [n, n, n, n]
     assert np.array_equal(tree["depth"].to_numpy(), [0, 1, 2, 3])
+
+
+def test_the_tree_starts_at_the_stages_and_counts_what_was_cut(trace):
+    cut_tree = flame.flame_tree(trace.events)
+    roots = cut_tree[cut_tree["parent"] == -1]
+    assert roots["name"].tolist() == ["forward", flame.NO_LAUNCH]  # the orphans had no launch call to cut
+    forward = node(cut_tree, "forward")
+    assert (forward["kind"], forward["total_ns"], forward["self_ns"], forward["gpu_ns"]) == ("stage", 59 * K, 12 * K,
+                                                                                              24 * K)
+    assert node(cut_tree, "forward", "aten::linear", "cudaLaunchKernel", "gemm")["depth"] == 3
+    assert "relu" not in set(cut_tree["name"]) and "g1" not in set(cut_tree["name"])  # launched outside: cut
+    # steps, the late launch, the graph launch and the memset call; relu, g1, g2 and the memset
+    assert cut_tree.attrs["cut"] == {
+        "host_events": 5, "gpu_events": 4, "outside_ns": 141 * K, "traced_ns": 200 * K,
+        "frames": ["ProfilerStep", "cudaGraphLaunch", "cudaLaunchKernel", "cudaMemsetAsync"],
+        "note": "starts at the stages: 5 harness and instrumentation events cut (ProfilerStep, cudaGraphLaunch, "
+                "cudaLaunchKernel, cudaMemsetAsync); 0.141 ms of the 0.2 ms traced is outside the stages; "
+                "4 GPU events they launched cut"}
+
+
+def py(b, name, ts_ns, dur_ns):
+    return b.x("python_function", name, ts_ns, dur_ns)
+
+
+def test_harness_and_instrumentation_frames_are_cut_inside_and_around_stages(tmp_path):
+    b = TraceBuilder()
+    py(b, "runpy.py(198): _run_module_as_main", 0, 100 * K)
+    py(b, "workbench/runner.py(393): _traced_requests", 1 * K, 98 * K)
+    py(b, "workbench/memory.py(169): __enter__", 2 * K, 3 * K)  # the memory probe, beside the stage
+    b.stage("decode", 10 * K, 50 * K)
+    py(b, "generate.py(40): decode", 11 * K, 40 * K)
+    py(b, "torch/autograd/profiler.py(918): __enter__", 12 * K, 1 * K)  # instrumentation inside: cut
+    b.op("aten::mm", 20 * K, 20 * K)
+    cut_tree = flame.flame_tree(load_trace(b.write(tmp_path / "t.json")).events)
+    assert [(r.name, r.depth) for r in cut_tree.itertuples()] == [("decode", 0), ("generate.py(40): decode", 1),
+                                                                  ("aten::mm", 2)]
+    assert cut_tree.attrs["cut"]["host_events"] == 4
+    assert cut_tree.attrs["cut"]["frames"] == ["runpy.py _run_module_as_main", "runner.py _traced_requests",
+                                               "memory.py __enter__", "profiler.py __enter__"]
+
+
+def test_a_trace_without_stages_keeps_every_event(tmp_path):
+    b = py(TraceBuilder(), "main.py(1): main", 0, 10 * K).op("aten::mm", 1 * K, 5 * K)
+    whole = flame.flame_tree(load_trace(b.write(tmp_path / "t.json")).events)
+    assert whole["name"].tolist() == ["main.py(1): main", "aten::mm"] and whole.attrs["cut"] is None

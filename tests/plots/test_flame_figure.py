@@ -56,10 +56,13 @@ def test_flame_figure_of_a_real_flame_tree(trace_events):
     fig = trace_flame_figure(trace_events).to_dict()
     trace = fig["data"][0]
     tree = flame_tree(trace_events)
-    assert len(trace["ids"]) == len(tree) == 14
+    assert len(trace["ids"]) == len(tree) == 13  # starts at the stage: the ProfilerStep above it is cut
     names = list(trace["labels"])
     values = dict(zip(names, decode(trace["values"])))
-    assert values["ProfilerStep"] == 1_000_000 and values["forward"] == 890_000
+    assert "ProfilerStep" not in values and values["forward"] == 890_000
+    assert fig["layout"]["title"]["text"] == ("Flame graph<br><sup>starts at the stages: 1 harness and instrumentation "
+                                              "events cut (ProfilerStep); 0.11 ms of the 1 ms traced is outside the "
+                                              "stages</sup>")
     # the 50 us kernel hangs under a 5 us launch call: the call and its operator are drawn 50 us wide
     assert values["vectorized_elementwise_kernel"] == 50_000
     assert decode(trace["values"])[names.index("aten::add")] == 50_000
@@ -69,7 +72,7 @@ def test_flame_figure_of_a_real_flame_tree(trace_events):
 
 
 def test_large_trees_are_folded_by_the_analysis_prune(trace_events):
-    tree = flame_tree(trace_events)
+    tree = flame_tree(trace_events, from_stages=False)  # the whole tree, ProfilerStep included
     assert fit_tree(tree, 100) == (tree, None)
     small, share = fit_tree(tree, 10)
     assert (len(small), share) == (8, 0.02)  # at 1 % 12 nodes remain: too many

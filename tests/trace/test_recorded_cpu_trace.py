@@ -35,8 +35,12 @@ def test_steps_and_stages_found(trace):
         assert row["cpu_exec_us"] > 0 and row["kernel_us"] == 0.0
 
 
-def test_flame_tree_nests_stages_under_steps(trace):
-    tree = flame.flame_tree(trace.events)
+def test_flame_tree_starts_at_the_stages_and_the_whole_tree_nests_them_under_steps(trace):
+    cut = flame.flame_tree(trace.events)
+    roots = cut[cut["parent"] == -1]
+    assert set(roots["name"]) == {"preprocess", "forward", "postprocess"} and set(roots["kind"]) == {"stage"}
+    assert cut.attrs["cut"]["frames"][0] == "ProfilerStep"
+    tree = flame.flame_tree(trace.events, from_stages=False)
     step = tree[(tree["parent"] == -1) & (tree["name"] == "ProfilerStep")]
     assert len(step) == 1 and int(step["count"].iloc[0]) == 3
     stages = tree[tree["parent"] == int(step["id"].iloc[0])]

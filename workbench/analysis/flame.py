@@ -8,6 +8,13 @@ Identical paths merge across requests and steps (``ProfilerStep#N`` is merged as
 ``ProfilerStep``; stage ranges show the stage name with kind ``stage``), so
 counts aggregate.
 
+A trace with stage ranges starts at its stages (:func:`harness_cut`): the
+harness around them (runpy, the CLI, the runner, ``ProfilerStep``, the memory
+probe) and the workbench's own instrumentation inside them are cut, and
+counted in ``tree.attrs["cut"]`` (``{"host_events", "gpu_events",
+"outside_ns", "traced_ns", "frames", "note"}``; None when nothing was cut).
+A trace without stage ranges (any other program's) keeps every event.
+
 The tree is a flat node table, parents before children (``parent < id``):
 id, parent (-1 for roots), name, kind, self_ns, total_ns, gpu_ns, count, bytes,
 depth. Host nodes: ``total_ns`` = summed host duration, ``self_ns`` = total minus
@@ -26,10 +33,13 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from ..naming import stage_from_range_name
+from ..naming import STAGE_PREFIX, stage_from_range_name
 from ..trace import GPU_WORK_KINDS, HOST_KINDS, Trace
 from .nesting import nest, nesting_order
 
+# python frames of the workbench's own instrumentation and of the profiler, cut even inside a stage
+INSTRUMENTATION = ("workbench/memory.py", "workbench/gcprobe.py", "workbench/timing.py", "workbench/guard.py",
+                   "workbench/runner.py", "workbench/sampling.py", "torch/autograd/profiler.py", "torch/profiler/")
 NO_LAUNCH = "(no launch call)"
 OTHER = "(other)"
 _STEP = re.compile(r"^ProfilerStep#\d+$")
@@ -79,9 +89,89 @@ def _assign_nodes(parent: np.ndarray, label: np.ndarray) -> tuple[np.ndarray, np
     return node_of, node_parent, label[first].astype(np.int64)
 
 
-def flame_tree(events: Trace | pd.DataFrame) -> pd.DataFrame:
-    """The flame tree of an events table as a flat node table (see module docstring)."""
+def harness_cut(events: pd.DataFrame) -> tuple[pd.DataFrame, dict | None]:
+    """The events inside stage ranges (host events within a stage on its thread, the GPU work they
+    launched), without instrumentation frames; and what was cut (module docstring), None when the trace
+    has no stage range or nothing was cut."""
+    cats = events["name"].cat.categories.astype(str)
+    codes = events["name"].cat.codes.to_numpy()
+    host = events["kind"].isin(HOST_KINDS).to_numpy()
+    stage = host & np.asarray(cats.str.startswith(STAGE_PREFIX))[codes]
+    if not stage.any():
+        return events, None
+    own_cat = np.array([any(m in c for m in INSTRUMENTATION) for c in cats], dtype=bool)
+    own = host & (events["kind"] == "python").to_numpy() & own_cat[codes]
+    thread = (events["pid"].cat.codes.to_numpy().astype(np.int64) * (len(events["tid"].cat.categories) + 1)
+              + events["tid"].cat.codes.to_numpy())
+    ts = events["ts_ns"].to_numpy()
+    end = ts + events["dur_ns"].to_numpy()
+    inside = np.zeros(len(events), dtype=bool)
+    for t in np.unique(thread[stage]):
+        on = host & (thread == t)
+        mine = stage & (thread == t)
+        order = np.argsort(ts[mine], kind="stable")
+        starts, ends = ts[mine][order], end[mine][order]
+        k = np.searchsorted(starts, ts[on], side="right") - 1
+        inside[on] = (k >= 0) & (end[on] <= ends[np.maximum(k, 0)])
+    keep_host = inside & ~own
+    gpu = events["kind"].isin(GPU_WORK_KINDS).to_numpy()
+    keep_gpu = gpu & _launched_by(events, keep_host, host & ~keep_host, gpu)
+    cut_host, cut_gpu = host & ~keep_host, gpu & ~keep_gpu
+    if not cut_host.any() and not cut_gpu.any():
+        return events, None
+    step_cat = np.array([bool(_STEP.match(c)) for c in cats], dtype=bool)
+    summary = _cut_summary(events, stage, host & step_cat[codes], cut_host, cut_gpu, np.asarray(cats)[codes])
+    return events[keep_host | keep_gpu | (~host & ~gpu)], summary
+
+
+def _launched_by(events: pd.DataFrame, kept: np.ndarray, dropped: np.ndarray, gpu: np.ndarray) -> np.ndarray:
+    """Per event: False for GPU work whose launch call was dropped (work without a found call is kept)."""
+    corr = pd.Series(pd.array(events["correlation"].array, dtype="Int64"))
+    dropped_corr = set(corr[dropped].dropna().tolist()) - set(corr[kept].dropna().tolist())
+    if not dropped_corr:
+        return np.ones(len(events), dtype=bool)
+    return ~(gpu & corr.isin(dropped_corr).to_numpy())
+
+
+def _cut_summary(events: pd.DataFrame, stage: np.ndarray, steps: np.ndarray, cut_host: np.ndarray,
+                 cut_gpu: np.ndarray, names: np.ndarray) -> dict:
+    """Counts of what was cut, the time outside stages (of the summed profiler steps, else the host span),
+    the widest cut frames, and the note."""
+    dur = events["dur_ns"].to_numpy()
+    traced = int(dur[steps].sum()) if steps.any() else int((events["ts_ns"] + events["dur_ns"]).max()
+                                                             - events["ts_ns"].min())
+    outside = max(traced - int(dur[stage].sum()), 0)
+    short = [_short(n) for n in names[cut_host]]
+    widest = pd.Series(dur[cut_host], index=short).groupby(level=0).sum().sort_values(ascending=False, kind="stable")
+    frames = list(widest.index[:4])
+    note = (f"starts at the stages: {int(cut_host.sum())} harness and instrumentation events cut "
+            f"({', '.join(frames)}{', ...' if len(widest) > 4 else ''}); {outside / 1e6:.3g} ms of the "
+            f"{traced / 1e6:.3g} ms traced is outside the stages")
+    if cut_gpu.any():
+        note += f"; {int(cut_gpu.sum())} GPU events they launched cut"
+    return {"host_events": int(cut_host.sum()), "gpu_events": int(cut_gpu.sum()), "outside_ns": outside,
+            "traced_ns": traced, "frames": frames, "note": note}
+
+
+def _short(name: str) -> str:
+    """``workbench/runner.py(393): _traced_requests`` -> ``runner.py _traced_requests``; ``ProfilerStep#3``
+    -> ``ProfilerStep``."""
+    if _STEP.match(name):
+        return "ProfilerStep"
+    head, _, func = name.partition("): ")
+    return f"{head.rsplit('/', 1)[-1].split('(')[0]} {func}" if func else name[:40]
+
+
+def flame_tree(events: Trace | pd.DataFrame, *, from_stages: bool = True) -> pd.DataFrame:
+    """The flame tree of an events table as a flat node table (see module docstring).
+
+    from_stages: cut the harness and instrumentation around and inside the stages (:func:`harness_cut`);
+    False keeps every event (the whole process as profiled).
+    """
     events = Trace.of(events).events
+    cut = None
+    if from_stages:
+        events, cut = harness_cut(events)
     is_host = events["kind"].isin(HOST_KINDS).to_numpy()
     is_gpu = events["kind"].isin(GPU_WORK_KINDS).to_numpy()
     all_labels, labels = _labels(events[is_host | is_gpu])
@@ -97,7 +187,9 @@ def flame_tree(events: Trace | pd.DataFrame) -> pd.DataFrame:
     parent, _ = nest(thread, ts, ts + dur)
     node_of, node_parent, node_label = _assign_nodes(parent, host_label)
     launch_pos = _launch_positions(host.iloc[order], gpu)
-    return _table(labels, node_of, node_parent, node_label, parent, dur, gpu, gpu_label, launch_pos)
+    tree = _table(labels, node_of, node_parent, node_label, parent, dur, gpu, gpu_label, launch_pos)
+    tree.attrs["cut"] = cut
+    return tree
 
 
 def _launch_positions(host_sorted: pd.DataFrame, gpu: pd.DataFrame) -> np.ndarray:

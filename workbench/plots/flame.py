@@ -104,7 +104,7 @@ def flame_figure(tree: pd.DataFrame, *, title: str | None = None, max_nodes: int
     is ""), ``values`` the ``total_ns`` (int ns, ``branchvalues="total"``),
     ``marker.colors`` the kind colors. A legend of the kinds present is an
     annotation under the title. ``max_depth`` limits the levels shown at once
-    (click to zoom deeper).
+    (click to zoom deeper). A tree cut to its stages says what was cut under the title.
     """
     check_tree(tree)
     if len(tree) == 0 or int(tree["total_ns"].max() or 0) <= 0:
@@ -130,7 +130,9 @@ def flame_figure(tree: pd.DataFrame, *, title: str | None = None, max_nodes: int
     folded = "" if share is None else f" ({len(tree)} nodes; under {100 * share:g}% of the total folded into (other)"
     folded += "" if share is None else ("; deepest levels not drawn)" if cut else ")")
     default = "Flame graph" + folded
-    return layout(fig, title or default, margin=dict(l=10, r=10, t=80, b=10))
+    cut = tree.attrs.get("cut")  # harness and instrumentation cut by analysis.flame.harness_cut
+    note = f"<br><sup>{cut['note']}</sup>" if cut else ""
+    return layout(fig, (title or default) + note, margin=dict(l=10, r=10, t=80 + (20 if cut else 0), b=10))
 
 
 def _clip(text: str, n: int) -> str:

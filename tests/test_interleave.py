@@ -7,7 +7,7 @@ from tests.conftest import FakeClock
 
 import workbench
 from workbench import Pipeline, PipelineConfig
-from workbench.interleave import BLOCK, REWARM, compare, config_with
+from workbench.interleave import BLOCK, MIN_ROUNDS, REWARM, compare, config_with
 from workbench.errors import ConfigError
 
 
@@ -164,3 +164,62 @@ def test_configs_may_be_pipeline_configs_labelled_by_what_differs_from_the_base(
     c = run([base, base.replace(batch_size=2)], calls, clock, base=base, requests=10, warmup=0)
     assert [x["label"] for x in c.result["configs"]] == ["base", "batch_size=2"]
     assert c.result["configs"][1]["config"]["batch_size"] == 2
+
+
+def test_adaptive_run_length_stops_when_every_interval_is_narrower_than_the_resolution():
+    # exact stage costs: every interval has width 0 at the first check (MIN_ROUNDS rounds)
+    clock, calls = FakeClock(), []
+    c = run([{"cost": 10_000}, {"cost": 13_000}], calls, clock, warmup=0)
+    stopped = c.result["stopped"]
+    assert stopped["by"] == "resolution" and stopped["rounds"] == MIN_ROUNDS
+    assert stopped["resolution"] == 0.05 and stopped["widest"]["width"] == 0.0
+    assert [x["requests"] for x in c.result["configs"]] == [MIN_ROUNDS * BLOCK] * 2
+    assert c.result["requests"] == MIN_ROUNDS * BLOCK and c.result["stages"][1]["p50_ratio"] == 1.3
+
+
+def jittery_factory(clock: FakeClock, spread: float):
+    """forward costs 10 us x (1 + spread x U[0, 1)) from a seeded generator: intervals shrink slowly."""
+    rng = np.random.default_rng(7)
+
+    def build(config):
+        pipe = Pipeline("toy", items=lambda: itertools.count())
+        pipe.add("forward", lambda b: clock.advance(int(10_000 * (1 + spread * rng.random()))) or b)
+        return pipe
+
+    return build
+
+
+def test_adaptive_run_length_stops_at_max_time_and_says_so():
+    clock = FakeClock()
+    c = compare(jittery_factory(clock, 5.0), [{}, {}], clock=clock, resamples=200, warmup=0,
+                noise_probe=QuietProbe(False), max_time_s=0.05)
+    stopped = c.result["stopped"]
+    assert stopped["by"] == "max_time" and stopped["seconds"] >= 0.05 and stopped["widest"]["width"] >= 0.05
+    assert stopped["rounds"] > MIN_ROUNDS  # the interval was still too wide at the first check
+
+
+def test_a_fixed_request_count_is_not_adaptive():
+    clock, calls = FakeClock(), []
+    c = run([{}, {}], calls, clock, requests=25, warmup=0)
+    assert c.result["stopped"] | {"seconds": None} == {"by": "requests", "rounds": 3, "seconds": None,
+                                                        "resolution": None, "max_time_s": None, "widest": None}
+    assert [x["requests"] for x in c.result["configs"]] == [25, 25]
+
+
+def test_a_finite_item_source_ends_an_adaptive_run():
+    clock, rng = FakeClock(), np.random.default_rng(3)
+
+    def build(config):
+        pipe = Pipeline("toy", items=lambda: iter(range(400)))  # 40 rounds of one block per configuration
+        pipe.add("forward", lambda b: clock.advance(int(10_000 * (1 + 5 * rng.random()))) or b)
+        return pipe
+
+    c = compare(build, [{}, {}], clock=clock, resamples=200, warmup=0, noise_probe=QuietProbe(False))
+    assert c.result["stopped"]["by"] == "items" and c.result["requests"] == 400
+
+
+@pytest.mark.parametrize("kw, message", [({"resolution": 0}, "resolution must be"),
+                                         ({"max_time_s": -1}, "max_time_s must be")])
+def test_bad_adaptive_settings_are_refused(kw, message):
+    with pytest.raises(ConfigError, match=message):
+        compare(jittery_factory(FakeClock(), 1.0), [{}, {}], **kw)

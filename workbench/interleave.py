@@ -5,9 +5,21 @@ Two runs made minutes apart differ by whatever the machine did in between
 configuration gets its own built pipeline and the *same* input items. All are
 warmed up first; then, for every round, the configurations run one block of
 ``BLOCK`` (10) requests each, in an order drawn from ``numpy``'s seeded
-generator, until each has run ``requests`` measured requests. A block that
-follows a block with another torch thread count starts with ``REWARM``
-unmeasured requests (OpenMP's pool resizes and goes cold on a switch).
+generator. A block that follows a block with another torch thread count
+starts with ``REWARM`` unmeasured requests (OpenMP's pool resizes and goes
+cold on a switch).
+
+How long: with ``requests`` given, until each configuration has run that many
+measured requests (``stopped.by`` = ``requests``). Without it (the default) the
+run length adapts: from ``MIN_ROUNDS`` (30) rounds on, at checkpoints spaced
+geometrically (every quarter more rounds), the ``metric``'s interval of every
+stage and end to end of every B against A is computed (a quick bootstrap of
+``CHECK_RESAMPLES`` resamples); rounds stop when each is narrower than
+``resolution`` (default 0.05: ``hi - lo < 0.05`` in ratio units, ``by`` =
+``resolution``) or when ``max_time_s`` (default 120 s) of measuring has passed
+(``by`` = ``max_time``), whichever comes first; ``by`` = ``items`` when a finite
+item source ran out. The report's ``stopped`` says which, with the rounds, the
+seconds and the widest interval at the last check.
 
 The samples (integer ns per stage and end to end) go to
 :func:`workbench.analysis.verdicts.paired_comparison`, which pairs blocks by
@@ -18,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -34,11 +47,17 @@ from .errors import ConfigError, PipelineError
 from .timing import Clock, RequestTiming, time_request
 
 REWARM = 3
-# Measured requests per configuration. Four times profile's 600: on the 2-core VM at 600 a 10 % slower forward
+# A fixed run length that did it on a quiet machine: on the 2-core VM at 600 requests a 10 % slower forward
 # stage (60-120 us) came out `slower` in 88-90 of 100 seeded comparisons, because the VM's speed drifts within
 # seconds and widens the paired interval. At 2,400 (benchmarks/bench_compare.py, 100 repetitions, quiet): 95 %
 # (tabular) and 99 % (text), and no false alarm in 200 A-against-A comparisons (benchmarks/results/compare.md).
+# The default is now adaptive (DEFAULT_RESOLUTION, DEFAULT_MAX_TIME_S): a busy machine needs more rounds, a quiet
+# one with a slow stage fewer.
 DEFAULT_COMPARE_REQUESTS = 2400
+DEFAULT_RESOLUTION = 0.05  # every interval narrower than this (ratio units) ends the rounds
+DEFAULT_MAX_TIME_S = 120.0
+MIN_ROUNDS = 30
+CHECK_RESAMPLES = 200
 BUILT_IN_KEYS = ("batch_size", "precision", "threads", "device")
 
 
@@ -79,24 +98,27 @@ def config_label(overrides: Mapping[str, Any]) -> str:
 
 
 def compare(target: Callable | str, configs: Sequence[Mapping[str, Any] | PipelineConfig], *,
-            base: PipelineConfig | None = None, requests: int = DEFAULT_COMPARE_REQUESTS, warmup: int = 10,
+            base: PipelineConfig | None = None, requests: int | None = None, warmup: int = 10,
             seed: int = 0, metric: str = "p50", min_effect: float = MIN_EFFECT, resamples: int = RESAMPLES,
-            clock: Clock = time.perf_counter_ns, noise_probe: Any = True) -> Comparison:
+            clock: Clock = time.perf_counter_ns, noise_probe: Any = True, resolution: float = DEFAULT_RESOLUTION,
+            max_time_s: float = DEFAULT_MAX_TIME_S) -> Comparison:
     """Run configurations of one pipeline interleaved in this process and compare each with the first.
 
     target: a factory ``build(config) -> Pipeline`` or a shipped example's name
         (a built Pipeline cannot be rebuilt per configuration and is refused).
     configs: two or more; each a PipelineConfig or a dict of overrides of ``base``.
-    requests: measured requests per configuration (default :data:`DEFAULT_COMPARE_REQUESTS`, 2,400: what a
-        10 % change of a stage's p50 needs to come out ``slower`` about 95 % of the time on a quiet 2-core VM,
-        see ``benchmarks/bench_compare.py``); warmup: unmeasured first requests per configuration.
+    requests: measured requests per configuration, fixed; None (default): adaptive, rounds until every
+        ``metric`` interval is narrower than ``resolution`` or ``max_time_s`` of measuring passed (module
+        docstring). warmup: unmeasured first requests per configuration.
     metric: ``p50`` or ``p99``, which ratio the verdicts follow; min_effect: relative, e.g. 0.02.
+    clock: the ns clock of the stages and of ``max_time_s`` (tests inject a fake one).
     noise_probe: True measures the machine during the comparison (``workbench.noise.NoiseProbe``); or any
         object with ``start()`` and ``finish(torch_threads, e2e_ns)`` (tests inject one); False skips it
-        (noise unknown). All sides ran in the same window, so a noisy window makes every verdict
-        ``too noisy to tell``.
+        (noise unknown). All sides ran in the same window; on a noisy one a verdict needs its interval clear
+        of 1 by more than the ratio's drift between the halves of the run (``analysis.verdicts``).
     """
     _check(configs, requests, warmup)
+    _check_adaptive(resolution, max_time_s)
     base = base or PipelineConfig()
     cfgs = [c if isinstance(c, PipelineConfig) else config_with(base, c) for c in configs]
     labels = [_label(c, base) for c in configs]
@@ -106,7 +128,8 @@ def compare(target: Callable | str, configs: Sequence[Mapping[str, Any] | Pipeli
         require_torch()  # a thread count is set through torch
     pipes = _build_all(target, cfgs)
     names = pipes[0].stage_names
-    items = _shared_items(pipes, requests + warmup)
+    items = _Items(pipes)
+    items.need(warmup + REWARM)
     default_threads = _current_threads()
     runners = [_request_runner(p, clock) for p in pipes]
     threads = [getattr(p.config, "threads", None) or default_threads for p in pipes]
@@ -115,7 +138,8 @@ def compare(target: Callable | str, configs: Sequence[Mapping[str, Any] | Pipeli
         # the machine is judged from here: lazy initialisation and torch.compile's worker processes in the
         # warm-up are the configurations' own start-up, not another process's load on the measurement
         probe = _noise_probe(noise_probe)
-        rows = _interleave(pipes, runners, items, requests, warmup, seed, threads)
+        stop = _Stop(requests, resolution, max_time_s, clock, names, metric)
+        rows = _interleave(pipes, runners, items, warmup, seed, threads, stop)
     finally:
         _set_threads(default_threads)
     samples = _samples_table(rows, names)
@@ -123,7 +147,8 @@ def compare(target: Callable | str, configs: Sequence[Mapping[str, Any] | Pipeli
     noise = _finish_noise(probe, samples, max(used) if used else None)
     info = _config_info(cfgs, labels, samples)
     result = _report(samples, names, info, metric=metric, min_effect=min_effect, resamples=resamples, seed=seed,
-                     requests=requests, noise=noise)
+                     requests=max(c["requests"] for c in info), noise=noise)
+    result["stopped"] = stop.report()
     return Comparison(pipes[0].name, names, info, samples, result)
 
 
@@ -131,8 +156,87 @@ def _check(configs, requests, warmup) -> None:
     if len(configs) < 2:
         raise ConfigError(f"compare needs at least two configurations, got {len(configs)}")
     for name, value, low in (("requests", requests, 1), ("warmup", warmup, 0)):
+        if name == "requests" and value is None:
+            continue
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
+def _check_adaptive(resolution, max_time_s) -> None:
+    if isinstance(resolution, bool) or not isinstance(resolution, (int, float)) or not 0 < resolution < 10:
+        raise ConfigError(f"resolution must be a ratio width in (0, 10), e.g. 0.05, got {resolution!r}")
+    if isinstance(max_time_s, bool) or not isinstance(max_time_s, (int, float)) or not 0 < max_time_s < 1e7:
+        raise ConfigError(f"max_time_s must be a number of seconds > 0, got {max_time_s!r}")
+
+
+class _Items:
+    """The first configuration's items, drawn as the rounds need them: every configuration sees the same."""
+
+    def __init__(self, pipes) -> None:
+        self.name, self.source, self.items = pipes[0].name, pipes[0].item_iterator(), []
+        self.batch = max(p.config.batch_size for p in pipes)
+
+    def need(self, calls: int) -> bool:
+        """Have items for ``calls`` requests of the largest batch size; False when the source ran out."""
+        want = calls * self.batch
+        if len(self.items) < want:
+            self.items.extend(itertools.islice(self.source, want - len(self.items)))
+        return len(self.items) >= want
+
+    def batch_of(self, k: int, batch: int) -> list:
+        return self.items[k * batch:(k + 1) * batch]
+
+
+class _Stop:
+    """When the rounds end: a fixed ``requests``, or adaptive (``resolution`` / ``max_time_s``)."""
+
+    def __init__(self, requests, resolution, max_time_s, clock, names, metric) -> None:
+        self.requests, self.resolution, self.clock, self.names, self.metric = requests, resolution, clock, names, metric
+        self.max_ns = int(max_time_s * 1e9)
+        self.started, self.by, self.rounds, self.next_check, self.widest = clock(), None, 0, MIN_ROUNDS, None
+
+    def rounds_for_requests(self) -> int | None:
+        return None if self.requests is None else -(-self.requests // BLOCK)
+
+    def after_round(self, rows: list[tuple], n_configs: int) -> bool:
+        """True when no further round should run (``self.by`` says why)."""
+        self.rounds += 1
+        if self.requests is not None:
+            if self.rounds >= self.rounds_for_requests():
+                self.by = "requests"
+            return self.by is not None
+        if self.rounds >= self.next_check:
+            self.next_check = max(self.rounds + 8, int(self.rounds * 1.25))
+            self.widest = _widest_interval(rows, self.names, n_configs, self.metric)
+            if self.widest is not None and self.widest["width"] < self.resolution:
+                self.by = "resolution"
+        if self.by is None and self.clock() - self.started >= self.max_ns:
+            self.by = "max_time"
+        return self.by is not None
+
+    def report(self) -> dict[str, Any]:
+        return {"by": self.by, "rounds": self.rounds, "seconds": round((self.clock() - self.started) / 1e9, 3),
+                "resolution": None if self.requests is not None else self.resolution,
+                "max_time_s": None if self.requests is not None else self.max_ns / 1e9, "widest": self.widest}
+
+
+def _widest_interval(rows: list[tuple], names: list[str], n_configs: int, metric: str) -> dict[str, Any] | None:
+    """The widest ``metric`` interval (stage or end to end, any B against A) of a quick bootstrap; None: undefined."""
+    samples = _samples_table(rows, names)
+    widest = None
+    for b in range(1, n_configs):
+        try:
+            found = paired_comparison(samples, names, a=0, b=b, metric=metric, resamples=CHECK_RESAMPLES)
+        except ConfigError:  # a side with no successful request yet
+            return None
+        for e in [*found["stages"], found["end_to_end"]]:
+            lo, hi = e[f"{metric}_ci"]
+            width = math.inf if lo is None or hi is None else hi - lo
+            if widest is None or width > widest["width"]:
+                widest = {"b": b, "name": e["name"], "width": width if math.isfinite(width) else None}
+    if widest is not None and widest["width"] is None:
+        widest["width"] = math.inf
+    return widest
 
 
 def _label(config, base: PipelineConfig) -> str:
@@ -155,15 +259,6 @@ def _build_all(target, cfgs: list[PipelineConfig]) -> list:
             raise ConfigError(f"configuration {i} builds pipeline {p.name!r} with stages {p.stage_names}, "
                               f"configuration 0 {pipes[0].name!r} with {pipes[0].stage_names}: not comparable")
     return pipes
-
-
-def _shared_items(pipes, calls: int) -> list:
-    """The first configuration's items, enough for the largest batch size: every configuration sees the same."""
-    need = calls * max(p.config.batch_size for p in pipes)
-    items = list(itertools.islice(pipes[0].item_iterator(), need))
-    if len(items) < need:
-        raise PipelineError(f"pipeline {pipes[0].name!r}: item source ran out (got {len(items)} of {need} items)")
-    return items
 
 
 def _current_threads() -> int | None:
@@ -189,37 +284,47 @@ def _request_runner(pipe, clock: Clock) -> Callable[[list], RequestTiming]:
 
 def _warm_up(pipes, runners, items, warmup, threads) -> None:
     """``warmup`` requests per configuration, each with its own thread count, on the first items."""
+    if not items.need(warmup):
+        raise PipelineError(f"pipeline {items.name!r}: item source ran out during the warm-up")
     for c, run in enumerate(runners):
         batch = pipes[c].config.batch_size
         _set_threads(threads[c])
         for i in range(warmup):
-            run(items[i * batch:(i + 1) * batch])
+            run(items.batch_of(i, batch))
 
 
-def _interleave(pipes, runners, items, requests, warmup, seed, threads) -> list[tuple]:
-    """Rounds of one block per configuration in a seeded order, after the warm-up; rows of samples."""
+def _interleave(pipes, runners, items, warmup, seed, threads, stop: _Stop) -> list[tuple]:
+    """Rounds of one block per configuration in a seeded order, after the warm-up, until ``stop`` says so.
+
+    Rows: ``(config, round, request, ok, error_type, ns per stage that ran..., end to end ns)``.
+    """
     batch = [p.config.batch_size for p in pipes]
-    rng, done, rows = np.random.default_rng(seed), [0] * len(pipes), []
-    for rnd in range(-(-requests // BLOCK)):
+    rng, done, rows, rnd = np.random.default_rng(seed), [0] * len(pipes), [], 0
+    limit = stop.requests
+    while True:
+        if not items.need(warmup + max(done) + BLOCK):
+            if limit is not None or not rows:
+                raise PipelineError(f"pipeline {items.name!r}: item source ran out after {len(items.items)} items")
+            stop.by = "items"
+            return rows
         for c in rng.permutation(len(pipes)).tolist():
             if _current_threads() != threads[c]:
                 _set_threads(threads[c])
                 for i in range(REWARM):
-                    runners[c](items[i * batch[c]:(i + 1) * batch[c]])
-            for _ in range(min(BLOCK, requests - done[c])):
-                k = warmup + done[c]
-                rows.append((c, rnd, done[c], runners[c](items[k * batch[c]:(k + 1) * batch[c]])))
+                    runners[c](items.batch_of(i, batch[c]))
+            for _ in range(BLOCK if limit is None else min(BLOCK, limit - done[c])):
+                t = runners[c](items.batch_of(warmup + done[c], batch[c]))
+                rows.append((c, rnd, done[c], t.failure is None, t.failure and t.failure.error_type,
+                             *[e - s for s, e in zip(t.stage_start_ns, t.stage_end_ns)], t.end_ns - t.start_ns))
                 done[c] += 1
-    return rows
+        rnd += 1
+        if stop.after_round(rows, len(pipes)):
+            return rows
 
 
 def _samples_table(rows: list[tuple], names: list[str]) -> pd.DataFrame:
-    records = []
-    for config, rnd, request, t in rows:
-        durs = [e - s for s, e in zip(t.stage_start_ns, t.stage_end_ns)]
-        durs += [None] * (len(names) - len(durs))
-        records.append((config, rnd, request, t.failure is None, t.failure and t.failure.error_type,
-                        *durs, t.end_ns - t.start_ns))
+    width = 5 + len(names)
+    records = [(*r[:-1], *[None] * (width - len(r) + 1), r[-1]) for r in rows]
     df = pd.DataFrame(records, columns=["config", "round", "request", "ok", "error_type", *names, END_TO_END])
     for col in (*names, END_TO_END):
         df[col] = df[col].astype("Int64")

@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PORT   ?= 8866
 
-.PHONY: dashboard room lab handouts test bench data lock browser redis clean-venv
+.PHONY: dashboard room lab handouts test test-fast lint bench data lock browser redis clean-venv
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,16 @@ handouts: $(STAMP)
 
 test: $(STAMP) browser redis
 	$(PY) -m pytest -q -p no:cacheprovider tests
+
+# The suite without the browser tests and the slow ones (minutes less): the same venv and Redis set-up.
+test-fast: $(STAMP) redis
+	$(PY) -m pytest -q -p no:cacheprovider -m "not browser and not slow" tests
+
+# ruff (pinned in requirements.lock; rules and line length in pyproject.toml [tool.ruff]).
+LINT_PATHS := workbench tests benchmarks scripts research
+lint: $(STAMP)
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py

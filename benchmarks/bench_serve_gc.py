@@ -28,7 +28,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from _served_validation import payloads_file  # noqa: E402
+from payloads import payloads_file  # noqa: E402
 from workbench.record import load_run  # noqa: E402
 from workbench.serving.process import ServeProcess  # noqa: E402
 

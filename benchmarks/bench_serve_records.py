@@ -108,7 +108,7 @@ def part1(args) -> list[dict]:
 
 
 def served_run(label: str, cwd: Path, args, root: Path, k: int) -> dict:
-    from _served_validation import payloads_file
+    from payloads import payloads_file
     from workbench.record import load_run
     from workbench.serving.process import ServeProcess
 

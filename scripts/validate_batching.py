@@ -11,11 +11,9 @@ draw). Writes ``batching_validation.md`` and ``.json``: simulated vs live p50
 and p99 of end to end, relative error, and pass/miss against the goals
 (15 % on p50, 25 % on p99).
 
-With ``--served``, each configuration is also run served (``workbench serve``
-and ``workbench load --url`` in two more processes; see
-``scripts/_served_validation.py``) and a second table is written beside the
-in-process one; ``--skip-in-process`` keeps the in-process table of the
-existing ``batching_validation.md`` and only redoes the served one.
+The served validation (``workbench serve`` and ``workbench load --url`` in two
+more processes) is research: ``research/served/validate_served.py`` writes the
+"Served" section of the same file, which this script keeps.
 
 Both the profiler and the live runs use ``--threads`` torch intra-op threads
 (default 1: on a 2-core machine, two intra-op threads fight the generator and
@@ -45,6 +43,7 @@ from workbench.batching.simulator import simulate  # noqa: E402
 from workbench.batching.summary import load_summary  # noqa: E402
 
 GOALS = {"p50": 0.15, "p99": 0.25}
+SERVED_HEADING = "\n## Served"  # research/served/validate_served.py's section of batching_validation.md
 # (max_batch_size, max_wait_ms, process, load = rate / capacity at max_batch_size)
 CONFIGS = [
     (1, 0.0, "poisson", 0.3),
@@ -117,8 +116,8 @@ def one_config(example: str, profiled, threaded, cfg: tuple, args, root: Path) -
     lv = load_summary(live.requests, policy.concurrency)
     row = {"example": example, "max_batch_size": size, "max_wait_ms": wait, "arrivals": process, "load": load,
            "rate_rps": arrivals.rate_rps, "capacity_rps": capacity, "requests": lv["requests"],
-           "generator_lag_ms": live.meta["load"]["generator_lag_ms"],
-           "late_requests": live.meta["load"]["late_requests"], "failed": lv["failed"],
+           "generator_lag_ms": live.meta.load.generator_lag_ms,
+           "late_requests": live.meta.load.late_requests, "failed": lv["failed"],
            "live_batch": lv["mean_batch_size"], "live_service_p50_ms": lv["service"]["p50_ms"],
            "live_service_mean_ms": lv["service"]["mean_ms"], "live_queue_wait_p99_ms": lv["queue_wait"]["p99_ms"]}
     for q in ("p50", "p99"):
@@ -186,24 +185,14 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--configs", type=int, default=len(CONFIGS), help="use the first N configurations")
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "benchmarks" / "results")
-    ap.add_argument("--served", action="store_true", help="also run each configuration served over HTTP")
-    ap.add_argument("--rounds", type=int, default=4,
-                    help="served: measured segments per cell, each after its calibration runs")
     ap.add_argument("--work", type=Path, help="keep every run folder here (default: a temporary folder, removed)")
-    ap.add_argument("--skip-in-process", action="store_true",
-                    help="with --served: keep the in-process table of the existing batching_validation.md")
     args = ap.parse_args(argv)
-    if args.rounds < 2:
-        ap.error(f"--rounds must be 2 or more, got {args.rounds}")
-    args.goals = GOALS
     import torch
 
     from workbench.device import cpu_model
 
     torch.set_num_threads(args.threads)
-    from _served_validation import served_markdown, served_row
-
-    t0, rows, served = time.perf_counter(), [], []
+    t0, rows = time.perf_counter(), []
     with (contextlib.nullcontext(str(args.work)) if args.work else
           tempfile.TemporaryDirectory(prefix="wb-batching-validation-")) as tmp:
         root = Path(tmp)
@@ -212,14 +201,6 @@ def main(argv=None) -> int:
             profiled = service_model_from_runs(profile_sizes(example, args.sizes, args.profile_requests, root / example))
             threaded = threaded_model(example, profiled, args.sizes, args.threaded_batches, root / example)
             for cfg in CONFIGS[: args.configs]:
-                if args.served:
-                    served.append(served_row(example, threaded, cfg, args, root))
-                    print(f"served {example} {cfg}: " + json.dumps({k: served[-1][k] for k in (
-                        "served_capacity_rps", "batcher_p50_ms", "batcher_p99_ms", "served_err_p50",
-                        "served_err_p99", "contention_err_p50", "contention_err_p99", "matched_err_p50", "matched_err_p99", "phases_err_p50",
-                        "phases_err_p99", "phase_spread", "per_arrival_ms", "per_response_ms")}), flush=True)
-                if args.skip_in_process:
-                    continue
                 row = one_config(example, profiled, threaded, cfg, args, root)
                 rows.append(row)
                 print(f"{example:<8} mb={cfg[0]:<3} w={cfg[1]:<4g} {cfg[2]:<8} load={cfg[3]:<5g} "
@@ -238,19 +219,10 @@ def main(argv=None) -> int:
             info[f"{name}_pass_{q}"] = f"{sum(r[f'{name}_pass_{q}'] for r in rows)}/{len(rows)}"
     args.out.mkdir(parents=True, exist_ok=True)
     md_path, json_path = args.out / "batching_validation.md", args.out / "batching_validation.json"
-    if args.skip_in_process:
-        text = md_path.read_text().split("\n## Served")[0].rstrip("\n") + "\n"
-        old = json.loads(json_path.read_text()) if json_path.is_file() else {"info": {}, "rows": []}
-        info, rows = old["info"], old["rows"]
-    else:
-        text = markdown(rows, info)
-    if served:
-        text += served_markdown(served) + (f"\nServed section produced by `python scripts/validate_batching.py "
-                                           f"--served{' --skip-in-process' if args.skip_in_process else ''}"
-                                           f"{f' --duration {args.duration:g}' if args.duration != 8.0 else ''}"
-                                           f"{f' --rounds {args.rounds}' if args.rounds != 4 else ''}` in "
-                                           f"{time.perf_counter() - t0:.0f} s, load average at the end "
-                                           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}.\n")
+    text = markdown(rows, info)
+    if md_path.is_file() and SERVED_HEADING in md_path.read_text():  # the served section is kept as it was
+        text += SERVED_HEADING + md_path.read_text().split(SERVED_HEADING, 1)[1]
+    served = json.loads(json_path.read_text()).get("served", []) if json_path.is_file() else []
     md_path.write_text(text)
     json_path.write_text(json.dumps({"info": info, "rows": rows, "served": served}, indent=2, default=str))
     print(text)

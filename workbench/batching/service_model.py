@@ -11,15 +11,11 @@ than the largest measured size is an error naming the size needed; one
 smaller than the smallest measured size uses that size's distribution (an
 overestimate, flagged by :meth:`ServiceModel.extrapolates_below`).
 
-A served pipeline's service time also depends on what the HTTP server's event
-loop does meanwhile: the loop and the executor share the GIL, so each request
-that arrives during a batch (parsed, queued) and each response of the batch
-before it still being sent when the batch starts take time from the batch.
-``per_arrival_ns`` and ``per_response_ns`` (0 for in-process runs; fitted from
-served runs by :func:`workbench.batching.contention.fit_contention`) add that
-to the drawn service time in the simulator; ``samples`` are then the service
-times without it, each with its batch's dispatch gap added (the time it waited,
-closed, for the executor to take it: see :mod:`workbench.batching.contention`).
+A served pipeline's batches also pay for the HTTP server's event loop around
+them (it shares the GIL with the executor): the served validation measured and
+modelled that, as research (``research/served/``; conclusions in
+``docs/serving.md``). Served load runs given here calibrate the model with
+their own batches, that cost included.
 """
 from __future__ import annotations
 
@@ -30,10 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError
-
-from ..units import NS_PER_S
-
-RESPONSE_WINDOW_NS = 200_000  # a batch starting this soon after the one before overlaps its responses being sent
+from ..units import NS_PER_S, ns_to_ms
 
 
 @dataclass(frozen=True)
@@ -44,16 +37,11 @@ class ServiceModel:
     pipeline: str | None = None
     sources: tuple[str, ...] = ()
     mixed: tuple[tuple[str, object, object], ...] = ()  # fingerprint fields that differ, pooled with allow_mixed
-    per_arrival_ns: float = 0.0  # added per request arriving while the batch is in service (served runs)
-    per_response_ns: float = 0.0  # added per response of the batch before, when it ended < RESPONSE_WINDOW_NS before
 
     def __post_init__(self) -> None:
         if not self.samples:
             raise ConfigError("service model has no measurements: pass --service run folders of "
                               "`workbench profile` at one or more batch sizes")
-        if not (self.per_arrival_ns >= 0 and self.per_response_ns >= 0):
-            raise ConfigError(f"service model: contention costs must be >= 0 ns, got {self.per_arrival_ns!r} "
-                              f"per arrival and {self.per_response_ns!r} per response")
         for size, values in self.samples.items():
             if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
                 raise ConfigError(f"service model: batch size must be an integer >= 1, got {size!r}")
@@ -107,16 +95,14 @@ class ServiceModel:
         return float((1 - w) * lo.mean() + w * hi.mean())
 
     def capacity_rps(self, max_batch_size: int, concurrency: int = 1) -> float:
-        """Largest sustainable arrival rate: full batches back to back on every executor (requests/s),
-        without the served contention costs (an upper bound when they are set)."""
+        """Largest sustainable arrival rate: full batches back to back on every executor (requests/s)."""
         return concurrency * max_batch_size * NS_PER_S / self.mean_ns(max_batch_size)
 
     def describe(self) -> dict:
         """Plain data for JSON output: measured sizes, counts and means (ms)."""
         return {"pipeline": self.pipeline, "sources": list(self.sources),
                 "mixed": [{"field": f, "a": a, "b": b} for f, a, b in self.mixed],
-                "per_arrival_ms": self.per_arrival_ns / 1e6, "per_response_ms": self.per_response_ns / 1e6,
-                "sizes": {str(b): {"count": int(len(self.samples[b])), "mean_ms": float(np.mean(self.samples[b])) / 1e6}
+                "sizes": {str(b): {"count": int(len(self.samples[b])), "mean_ms": ns_to_ms(float(np.mean(self.samples[b])))}
                           for b in self.sizes}}
 
 
@@ -140,7 +126,7 @@ def service_model_from_runs(runs: Iterable, min_batches: int = 5, allow_mixed: b
 
     loaded = [item if isinstance(item, Run) else load_run(item) for item in runs]
     labels = [str(run.path) if run.path is not None else run.label for run in loaded]
-    names = {run.meta.get("pipeline") for run in loaded}
+    names = {run.meta.pipeline for run in loaded}
     if len(names) > 1:
         raise ConfigError(f"--service runs are of different pipelines ({', '.join(sorted(map(str, names)))}); "
                           "pass runs of one pipeline")
@@ -160,9 +146,9 @@ def _profile_samples(run, label: str) -> dict[int, np.ndarray]:
     if run.kind != "profile":
         raise ConfigError(f"--service {label}: a {run.kind!r} run; the service model needs `workbench profile` "
                           "or `workbench load` runs")
-    size = int(run.config.get("batch_size", 0) or 0)
-    if size < 1:
-        raise ConfigError(f"--service {label}: run.json has no config.batch_size >= 1")
+    size = run.config.batch_size  # an integer >= 1 when present (checked when the run was read)
+    if size is None:
+        raise ConfigError(f"--service {label}: run.json has no config.batch_size")
     req = run.requests[~run.requests["warmup"].astype(bool) & run.requests["ok"].astype(bool)]
     return {size: req["dur_ns"].to_numpy(dtype=np.int64)}
 

@@ -7,14 +7,10 @@ from a service time drawn from the :class:`ServiceModel`. Per-request columns
 are then filled with numpy. One core simulates 10^6 requests in about a
 second (``benchmarks/bench_simulator.py``).
 
-Service quantiles are drawn one per batch from a seeded generator, so a
-simulation is repeatable. By default the draws are independent; given
-``ranks`` (a measured run's quantile ranks in batch order, see
-:func:`workbench.batching.contention.service_ranks`) they follow that run's
-sequence instead, so the machine's slow phases stay together as they did.
-Given ``speed`` (window length, factors; see :mod:`workbench.batching.phases`)
-each batch's drawn time is multiplied by the factor of the window it starts in:
-the machine's speed as a level that holds for a while, not a per-batch draw.
+Service quantiles are drawn one per batch, independently, from a seeded
+generator, so a simulation is repeatable. (The served validation's variants,
+draws in a measured order, the server's contention costs and the machine's
+speed levels, are research: ``research/served/simulate.py``.)
 An arrival rate at or above capacity is reported as ``stable: False``; the
 figures are those of the finite horizon (they grow with the number of requests
 instead of converging).
@@ -22,18 +18,17 @@ instead of converging).
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError
 from ..units import NS_PER_S
 from .arrivals import Arrivals
 from .policy import BatchPolicy
-from .service_model import RESPONSE_WINDOW_NS, ServiceModel
+from .service_model import ServiceModel
 
 SEED_OFFSET = 0x5EC  # service draws use another stream than the arrivals of the same seed
 
@@ -79,31 +74,17 @@ def _size_tables(model: ServiceModel, max_batch_size: int) -> list[tuple]:
 
 
 def batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int, max_wait_ns: int,
-               concurrency: int, per_arrival_ns: float = 0.0,
-               per_response_ns: float = 0.0, speed: tuple[float, list] | None = None) -> tuple[list, list, list, list]:
+               concurrency: int) -> tuple[list, list, list, list]:
     """The event loop: per batch (first request index, close, start, end), times as floats (ns).
 
     Quantiles are inlined (``x = u * (n - 1)``, linear between order
     statistics; each sample list carries a repeated last value so ``k + 1``
     never overruns): this loop is the simulator's whole cost.
-
-    Served contention (see :mod:`workbench.batching.service_model`): a batch
-    starting within ``RESPONSE_WINDOW_NS`` of the previous batch's end gets
-    ``per_response_ns`` per request of that batch; then ``per_arrival_ns`` per
-    arrival in ``[start, start + service)``, the service time found as a fixed
-    point (three rounds: the window grows with each arrival it takes in).
-
-    speed: ``(window_ns, factors)``; the drawn time of a batch starting at
-    ``t`` after the first arrival is multiplied by ``factors[t // window_ns]``
-    (the last factor past the end), before the contention costs.
     """
     n, b, w = len(arrivals), max_batch_size, max_wait_ns
-    window, factors = speed if speed is not None else (0.0, [])
-    last_factor, origin = len(factors) - 1, arrivals[0] if n else 0
     firsts, closes, starts, ends = [], [], [], []
     free = [float("-inf")] * concurrency  # a heap of executor free times
-    slot_free = last_end = float("-inf")
-    last_size = 0
+    slot_free = float("-inf")
     i = m = 0
     while i < n:
         close = arrivals[i] + w
@@ -121,18 +102,6 @@ def batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int, max_w
             k = int(x)
             s += wt * (hi[k] + (x - k) * (hi[k + 1] - hi[k]) - s)
         start = free[0] if free[0] > close else close
-        if factors:
-            k = int((start - origin) // window)
-            s *= factors[k if k < last_factor else last_factor]
-        if per_arrival_ns or per_response_ns:
-            if start - last_end < RESPONSE_WINDOW_NS:
-                s += per_response_ns * last_size
-            if per_arrival_ns:
-                base, before = s, bisect_right(arrivals, start)
-                for _ in range(3):
-                    s = base + per_arrival_ns * (bisect_left(arrivals, start + s) - before)
-            if start + s > last_end:
-                last_end, last_size = start + s, j - i
         if concurrency == 1:
             free[0] = start + s
         else:
@@ -147,50 +116,24 @@ def batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int, max_w
     return firsts, closes, starts, ends
 
 
-def simulate(model: ServiceModel, arrivals: Arrivals | np.ndarray, policy: BatchPolicy, *, seed: int = 0,
-             ranks: np.ndarray | None = None, speed: tuple[int, np.ndarray] | None = None) -> Simulation:
-    """Simulate the batcher on an arrival schedule (``Arrivals`` or sorted int64 ns offsets).
-
-    ranks: service-time quantile ranks in [0, 1], one per batch in the order
-        they ran; the simulation uses them from a seeded random offset,
-        wrapping around. Default: independent uniform draws.
-    speed: ``(window_ns, factors)``, the service-speed level per window of
-        the schedule (from the first arrival), e.g. a
-        :meth:`workbench.batching.phases.Phases.trajectory`; default: 1.
-    """
+def simulate(model: ServiceModel, arrivals: Arrivals | np.ndarray, policy: BatchPolicy, *,
+             seed: int = 0) -> Simulation:
+    """Simulate the batcher on an arrival schedule (``Arrivals`` or sorted int64 ns offsets)."""
     model.check(policy.max_batch_size)
     times = arrivals.times_ns() if isinstance(arrivals, Arrivals) else np.asarray(arrivals, dtype=np.int64)
     rate = _rate_rps(arrivals, times)
-    u = _draws(np.random.default_rng([seed, SEED_OFFSET]), max(len(times), 1), ranks).tolist()
+    u = np.random.default_rng([seed, SEED_OFFSET]).random(max(len(times), 1)).tolist()
     tables = _size_tables(model, policy.max_batch_size)
-    if speed is not None:
-        window_ns, factors = speed
-        factors = np.asarray(factors, dtype=float)
-        if window_ns <= 0 or factors.ndim != 1 or not len(factors) or not np.all(factors > 0):
-            raise ConfigError("speed: expected (window_ns > 0, a non-empty 1-d sequence of positive factors)")
-        speed = (float(window_ns), factors.tolist())
     firsts, closes, starts, ends = batch_loop(times.tolist(), u, tables, policy.max_batch_size,
-                                              policy.max_wait_ns, policy.concurrency,
-                                              model.per_arrival_ns, model.per_response_ns, speed)
+                                              policy.max_wait_ns, policy.concurrency)
     batches = _batch_table(firsts, closes, starts, ends, len(times))
     requests = _request_table(times, batches)
     capacity = model.capacity_rps(policy.max_batch_size, policy.concurrency)
     meta = {"arrivals": arrivals.params() if isinstance(arrivals, Arrivals) else {"process": "given", "count": len(times)},
             "seed": seed, "service_model": model.describe(),
-            "service_draws": "independent" if ranks is None else f"ranks of {len(ranks)} measured batches",
-            "speed_windows": None if speed is None else len(speed[1]),
+            "service_draws": "independent",
             "extrapolated_below_smallest_size": bool(model.extrapolates_below(1))}
     return Simulation(requests, batches, policy, capacity, rate, meta)
-
-
-def _draws(rng: np.random.Generator, n: int, ranks: np.ndarray | None) -> np.ndarray:
-    """``n`` quantile ranks: independent uniforms, or ``ranks`` from a random offset, wrapping around."""
-    if ranks is None:
-        return rng.random(n)
-    ranks = np.asarray(ranks, dtype=float)
-    if ranks.ndim != 1 or not len(ranks) or not np.all((ranks >= 0) & (ranks <= 1)):
-        raise ConfigError("ranks: expected a non-empty 1-d sequence of quantile ranks in [0, 1]")
-    return np.resize(np.roll(ranks, -int(rng.integers(len(ranks)))), n)
 
 
 def _rate_rps(arrivals, times: np.ndarray) -> float:

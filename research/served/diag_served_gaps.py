@@ -1,8 +1,8 @@
 """Where the served batcher loses time that the simulator does not: close delay and dispatch gap.
 
-    python benchmarks/diag_served_gaps.py DIR [--cells SUBSTRING]
+    python research/served/diag_served_gaps.py DIR [--cells SUBSTRING]
 
-DIR is the ``--work`` folder of ``scripts/validate_batching.py --served`` (as
+DIR is the ``--work`` folder of ``research/served/validate_served.py`` (as
 for ``diag_served_models.py``). For each cell's measured segments, as the
 server timed them, every batch is compared with the simulator's rules
 (:func:`workbench.batching.simulator.batch_loop`, one executor):
@@ -12,7 +12,7 @@ server timed them, every batch is compared with the simulator's rules
 * **dispatch gap**: the batch's start minus ``max(its close, previous batch's
   end)``: time with a closed batch waiting and the executor free, which the
   simulator takes as 0. As the served models have it:
-  :func:`workbench.batching.contention.batch_features`.
+  :func:`research.served.contention.batch_features`.
 * **rule size**: how many requests the rule would have put in the batch, given
   the live batch's own first request and the live close.
 
@@ -29,13 +29,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from _served_validation import cell_runs  # noqa: E402
-from diag_served_models import parse_tag  # noqa: E402
-from workbench.batching.contention import batch_features  # noqa: E402
+from research.served.contention import batch_features  # noqa: E402
+from research.served.diag_served_models import parse_tag  # noqa: E402
+from research.served.validation import cell_runs  # noqa: E402
 
 
 def batches_of(requests) -> dict[str, np.ndarray]:

@@ -12,7 +12,7 @@ cells within 25 % of p99) where the same times in their measured order pass 10-1
 
 :func:`fit_phases` separates the two, over the batches of calibration runs:
 
-* each batch's *base* time, as :func:`workbench.batching.contention.base_ns`
+* each batch's *base* time, as :func:`research.served.contention.base_ns`
   gives it (contention costs out, dispatch gap in);
 * the *level* of each ``window_ns`` window of each run: the median, over the
   window's batches, of base / the pooled median base of the batch's size
@@ -22,7 +22,7 @@ cells within 25 % of p99) where the same times in their measured order pass 10-1
 :meth:`Phases.trajectory` makes a speed trajectory for one simulated run by
 laying whole runs' level sequences end to end, each run drawn at random (a
 block bootstrap whose blocks are runs, so a slow phase stays together and a
-run's level holds), for :func:`workbench.batching.simulator.simulate`'s
+run's level holds), for :func:`research.served.simulate.simulate_served`'s
 ``speed``.
 
 Pure: pandas/numpy in, numbers out.
@@ -35,7 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError
+from workbench.errors import ConfigError
+
 from .contention import base_ns, batch_features
 
 # Half a second: the phases in the served runs last that long or longer, and a window of the lightest
@@ -72,7 +73,7 @@ def fit_phases(runs: Iterable, per_arrival_ns: float, per_response_ns: float, *,
     """Fit window levels and level-free samples over the batches of ``runs`` (load or served runs).
 
     ``per_arrival_ns`` and ``per_response_ns``: the contention costs to take
-    out first (:func:`workbench.batching.contention.fit_contention`; 0 for none).
+    out first (:func:`research.served.contention.fit_contention`; 0 for none).
     Sizes with fewer than ``min_batches`` batches in all runs together give
     no level and no samples; runs with no such batch are left out.
     """

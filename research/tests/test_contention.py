@@ -3,9 +3,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.batching.contention import batch_features, fit_contention, service_ranks
+from research.served.contention import batch_features, fit_contention, service_ranks
 from workbench.errors import ConfigError
-from workbench.record import Run
+
+from .served_runs import runs_of
 
 BASE_NS = {1: 1_000_000, 2: 1_500_000, 3: 2_000_000}
 PER_ARRIVAL_NS, PER_RESPONSE_NS = 300_000, 200_000
@@ -57,13 +58,13 @@ def test_the_dispatch_gap_is_time_a_closed_batch_waited_with_the_executor_free()
     b = batch_features(req)
     assert b["dispatch_gap_ns"].tolist() == [0, 0, 0, 100_000, 40_000, 0]
     assert b["start_ns"].tolist() == batch_features(served_requests(6))["start_ns"].tolist()
-    fit = fit_contention([Run(meta={"kind": "served"}, requests=req, stages=pd.DataFrame())], min_batches=2)
+    fit = fit_contention(runs_of(req), min_batches=2)
     assert sorted(fit.samples[1].tolist()) == [BASE_NS[1], BASE_NS[1] + 100_000]
     assert sorted(fit.samples[2].tolist()) == [BASE_NS[2], BASE_NS[2] + 40_000]
 
 
 def test_fit_recovers_the_costs_and_the_base_service_times():
-    fit = fit_contention([Run(meta={"kind": "served"}, requests=served_requests(), stages=pd.DataFrame())])
+    fit = fit_contention(runs_of(served_requests()))
     assert fit.per_arrival_ns == pytest.approx(PER_ARRIVAL_NS, rel=1e-9)
     assert fit.per_response_ns == pytest.approx(PER_RESPONSE_NS, rel=1e-9)
     assert fit.batches == 60
@@ -75,10 +76,10 @@ def test_no_effect_is_a_zero_cost_and_no_batches_is_an_error():
     req = served_requests()
     req = req[req["batch"] >= 0].copy()
     req["service_ns"] = req["batch"].map(lambda i: BASE_NS[1 + i % 3])
-    fit = fit_contention([Run(meta={"kind": "served"}, requests=req, stages=pd.DataFrame())])
+    fit = fit_contention(runs_of(req))
     assert fit.per_arrival_ns == pytest.approx(0.0, abs=1e-3) and fit.per_response_ns == pytest.approx(0.0, abs=1e-3)
     with pytest.raises(ConfigError, match="no successful batches"):
-        fit_contention([Run(meta={"kind": "served"}, requests=req.iloc[:0], stages=pd.DataFrame())])
+        fit_contention(runs_of(req.iloc[:0]))
 
 
 def test_service_ranks_are_quantile_ranks_within_each_size_in_batch_order():

@@ -3,17 +3,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.batching.phases import fit_phases
+from research.served.phases import fit_phases
+from research.served.simulate import simulate_served
 from workbench.batching.policy import BatchPolicy
 from workbench.batching.service_model import ServiceModel
-from workbench.batching.simulator import simulate
 from workbench.errors import ConfigError
-from workbench.record import Run
+
+from .served_runs import run_of_requests
 
 MS = 1_000_000
 
 
-def run_of(levels: list[float], per_window: int = 50, base_ns: int = MS, sizes=(1,)) -> Run:
+def run_of(levels: list[float], per_window: int = 50, base_ns: int = MS, sizes=(1,)):
     """A load run whose batches start every 10 ms, idle executor (no dispatch gap, no overlap).
 
     Window w (0.5 s) holds ``per_window`` batches of service ``base_ns x size x levels[w]``;
@@ -27,7 +28,7 @@ def run_of(levels: list[float], per_window: int = 50, base_ns: int = MS, sizes=(
                 rows.append({"batch": batch, "ok": True, "arrival_ns": start, "batch_wait_ns": 0, "queue_wait_ns": 0,
                              "service_ns": round(base_ns * size * level)})
             batch += 1
-    return Run(meta={"kind": "load"}, requests=pd.DataFrame(rows), stages=pd.DataFrame())
+    return run_of_requests(pd.DataFrame(rows))
 
 
 def test_levels_per_half_second_and_samples_without_them():
@@ -48,7 +49,7 @@ def test_a_window_with_few_batches_takes_its_runs_level():
     run = run_of([1.0, 3.0, 1.0])
     req = run.requests
     thin = req[(req["batch"] < 50) | (req["batch"] >= 97)]  # the middle window keeps 3 of its 50 batches
-    phases = fit_phases([Run(meta=run.meta, requests=thin, stages=run.stages)], 0.0, 0.0, min_batches=5)
+    phases = fit_phases([run_of_requests(thin)], 0.0, 0.0, min_batches=5)
     assert phases.levels[0].tolist() == [1.0, 1.0, 1.0]
 
 
@@ -73,11 +74,11 @@ def test_bad_input_is_refused():
 def test_the_simulator_multiplies_each_batch_by_its_windows_speed():
     model = ServiceModel.from_samples({1: [MS]})
     arrivals = np.arange(0, 1_000 * MS, 100 * MS, dtype=np.int64) + 7  # 10 batches, from t = 7 ns
-    sim = simulate(model, arrivals, BatchPolicy(1, 0), speed=(300 * MS, [1.0, 2.0, 0.5]))
+    sim = simulate_served(model, arrivals, BatchPolicy(1, 0), speed=(300 * MS, [1.0, 2.0, 0.5]))
     # starts 0-200 ms: x1; 300-500: x2; 600 and later: x0.5 (the last factor holds past the end)
     assert sim.batches["service_ns"].tolist() == [MS] * 3 + [2 * MS] * 3 + [MS // 2] * 4
     assert sim.meta["speed_windows"] == 3
     with pytest.raises(ConfigError, match="speed"):
-        simulate(model, arrivals, BatchPolicy(1, 0), speed=(0, [1.0]))
+        simulate_served(model, arrivals, BatchPolicy(1, 0), speed=(0, [1.0]))
     with pytest.raises(ConfigError, match="speed"):
-        simulate(model, arrivals, BatchPolicy(1, 0), speed=(MS, [1.0, -1.0]))
+        simulate_served(model, arrivals, BatchPolicy(1, 0), speed=(MS, [1.0, -1.0]))

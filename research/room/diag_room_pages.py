@@ -1,6 +1,6 @@
 """Where do pages opened together stall? The diagnostic that found why the 8-page room test failed.
 
-    python benchmarks/diag_room_pages.py [--pool 1] [--pages 8] [--wait-s 200] [--busy-cores N]
+    python research/room/diag_room_pages.py [--pool 1] [--pages 8] [--wait-s 200] [--busy-cores N]
         [--frames] [--reload-stalled] [--restore-stalled]
 
 Starts ``python -m workbench.room`` (culling 5 s / 2 s, as the test), opens
@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
 from room_server import room_server  # noqa: E402

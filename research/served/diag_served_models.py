@@ -1,8 +1,8 @@
 """Which part of the served validation's error is the service model's: alternative models on its run folders.
 
-    python scripts/validate_batching.py --served --skip-in-process --work DIR ...
-    python benchmarks/diag_served_models.py DIR [--cells SUBSTRING] [--replications 20]
-    python benchmarks/diag_served_models.py DIR --segments [--cells SUBSTRING]
+    python research/served/validate_served.py --work DIR ...
+    python research/served/diag_served_models.py DIR [--cells SUBSTRING] [--replications 20]
+    python research/served/diag_served_models.py DIR --segments [--cells SUBSTRING]
 
 Re-simulates every cell of a served validation from its kept run folders, no
 server needed, with the table's ``contention`` and ``matched`` models (which
@@ -13,7 +13,7 @@ it reproduces), ``phases`` (the table's too) and three more:
   left is the error of the queueing model and of independent draws, not of the
   service times.
 * **oracle-seq**: the same samples, drawn in the measured sequence's rank order
-  (``simulate(..., ranks=...)``): slow phases kept together.
+  (``simulate_served(..., ranks=...)``): slow phases kept together.
 * **correlated**: ``matched``'s samples, drawn in the rank order of the
   calibration batches they come from (contention costs fitted out first): a
   prediction, using only the runs made before each measured segment's cell.
@@ -38,13 +38,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from _served_validation import CALIBRATION_LOADS, cell_runs, served_models, served_phases, simulate_segments  # noqa: E402
+from research.served.contention import batch_features, fit_contention, service_ranks, without_contention  # noqa: E402
+from research.served.validation import (CALIBRATION_LOADS, cell_runs, contention_costs,  # noqa: E402
+                                        served_models, served_phases, simulate_segments)
 from validate_batching import GOALS  # noqa: E402
-from workbench.batching.contention import batch_features, fit_contention, service_ranks, without_contention  # noqa: E402
 from workbench.batching.policy import BatchPolicy  # noqa: E402
 from workbench.batching.service_model import ServiceModel, service_model_from_runs  # noqa: E402
 from workbench.record import load_run  # noqa: E402
@@ -97,7 +98,7 @@ def cell(root: Path, tag: str, threaded: ServiceModel, replications: int) -> dic
     measured, probe, by_load = cell_runs(root, tag)
     calibration = [probe, *(run for runs in by_load for run in runs)]
     fitted = fit_contention(calibration)
-    costs = {"per_arrival_ns": fitted.per_arrival_ns, "per_response_ns": fitted.per_response_ns}
+    costs = contention_costs(fitted)
     phases = served_phases(calibration, fitted)
     models = served_models(example, threaded, load, calibration, by_load, fitted, phases)
     own_features = pd.concat([batch_features(r.requests) for r in measured], ignore_index=True)
@@ -105,16 +106,16 @@ def cell(root: Path, tag: str, threaded: ServiceModel, replications: int) -> dic
     oracle = ServiceModel.from_samples({**models["matched"].samples, **own}, pipeline=example)
     own_ranks = service_ranks(own_features.assign(service_ns=own_features["service_ns"] + own_features["dispatch_gap_ns"]))
     nearest = by_load[int(np.argmin([abs(load - x) for x in CALIBRATION_LOADS]))]
-    draws = {"contention": (models["contention"], None, None), "matched": (models["matched"], None, None),
-             "phases": (models["phases"], None, phases),
-             "oracle": (oracle, None, None), "oracle-seq": (oracle, own_ranks, None),
-             "correlated": (models["matched"], base_ranks(nearest, costs), None)}
+    draws = {"contention": (models["contention"], None, None, costs), "matched": (models["matched"], None, None, costs),
+             "phases": (models["phases"], None, phases, costs),
+             "oracle": (oracle, None, None, None), "oracle-seq": (oracle, own_ranks, None, None),
+             "correlated": (models["matched"], base_ranks(nearest, costs), None, costs)}
     live = batcher_ns(measured)
     schedules = [np.sort(r.requests["arrival_ns"].to_numpy(dtype=np.int64)) for r in measured]
     row = {"tag": tag, "live_p50_ms": np.percentile(live, 50) / 1e6, "live_p99_ms": np.percentile(live, 99) / 1e6}
     row |= halves(measured)
-    for name, (model, ranks, speed) in draws.items():
-        sim = simulate_segments(model, schedules, policy, replications, ranks, speed)
+    for name, (model, ranks, speed, model_costs) in draws.items():
+        sim = simulate_segments(model, schedules, policy, replications, ranks, speed, model_costs)
         for q, pct in (("p50", 50), ("p99", 99)):
             err = (np.percentile(sim, pct) / 1e6 - row[f"live_{q}_ms"]) / row[f"live_{q}_ms"]
             row[f"{name}_{q}"] = (float(err), abs(err) <= GOALS[q])

@@ -4,7 +4,7 @@ In ``workbench serve`` the event loop (HTTP parsing, queueing, sending
 responses) and the executor thread running the pipeline share the GIL. A batch
 therefore takes longer when requests arrive during it and when it starts while
 the previous batch's responses are still being sent. Measured on the tabular
-example at batch size 1 (2-core VM, ``benchmarks/diag_served_work.py`` on the
+example at batch size 1 (2-core VM, ``research/served/diag_served_work.py`` on the
 served validation's run folders): 0.96 ms for a batch after an idle gap,
 1.40 ms for one started within 200 us of the previous batch's end, and a
 fitted 0.13 ms more per request that arrived during it.
@@ -20,8 +20,8 @@ batch started (else 0), and ``arrivals`` counts the requests arriving in a
 not in the batch's own service window: a batch that happened to be slow also
 catches more arrivals, which would credit its slowness to them. The returned
 samples are each batch's service time minus both costs (its actual arrivals),
-the ``base`` the simulator adds the costs back to (:func:`workbench.batching.
-simulator.batch_loop`), plus each batch's dispatch gap. Negative costs (no effect
+the ``base`` the simulator adds the costs back to (:func:`research.served.
+simulate.served_batch_loop`), plus each batch's dispatch gap. Negative costs (no effect
 measurable) are set to 0.
 
 The dispatch gap is the time a closed batch waited with the executor free:
@@ -30,7 +30,7 @@ hand-off between batches (the GIL, taken back from the event loop). The
 simulator starts a batch the moment it is closed and the executor is free, so
 the gap is added to the batch's time in the samples. On the served validation's
 runs it is 46-125 us at the median and 0.2-2 ms at p99 (three runs)
-(``benchmarks/diag_served_gaps.py``). One executor, the served batcher's
+(``research/served/diag_served_gaps.py``). One executor, the served batcher's
 default: with several, the previous batch's end is not when one became free.
 
 Pure: pandas/numpy in, numbers out.
@@ -43,8 +43,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError
-from .service_model import RESPONSE_WINDOW_NS
+from workbench.errors import ConfigError
+
+RESPONSE_WINDOW_NS = 200_000  # a batch starting this soon after the one before overlaps its responses being sent
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def service_ranks(features: pd.DataFrame) -> np.ndarray:
 
     ``features``: :func:`batch_features` rows (start order). Ties take their
     average rank; a size seen once is at 0.5. Given to
-    :func:`workbench.batching.simulator.simulate` as ``ranks``, the sequence
+    :func:`research.served.simulate.simulate_served` as ``ranks``, the sequence
     keeps the measured run's slow and fast phases together: independent draws
     spread a slow phase's batches over the whole run.
     """

@@ -1,7 +1,7 @@
 """Where does ``workbench compare`` lose power? Collect long interleaved comparisons once, judge prefixes offline.
 
-    python benchmarks/diag_compare_power.py collect --example text --reps 40 --requests 2400 --out DIR
-    python benchmarks/diag_compare_power.py judge DIR [--requests 600 1200 2400]
+    python research/compare/diag_compare_power.py collect --example text --reps 40 --requests 2400 --out DIR
+    python research/compare/diag_compare_power.py judge DIR [--requests 600 1200 2400]
 
 ``collect`` runs ``--reps`` seeded interleaved comparisons per arm (A against A,
 and B's ``--stage`` made 10 % slower, exactly as ``bench_compare.py`` does) and
@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pandas as pd
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_compare import DECISIVE, calibrate, slow_factory, wilson  # noqa: E402
 from workbench.analysis.verdicts import BLOCK, paired_comparison  # noqa: E402

@@ -1,7 +1,7 @@
 """What the served validation's run folders show: service-time drift between runs, and the server's contention.
 
-    python scripts/validate_batching.py --served --skip-in-process --work DIR ...
-    python benchmarks/diag_served_work.py DIR [--cells SUBSTRING]
+    python research/served/validate_served.py --work DIR ...
+    python research/served/diag_served_work.py DIR [--cells SUBSTRING]
 
 For each cell (a ``served-TAG`` server folder in DIR) whose tag contains
 ``--cells``: each load run against that server (probe, calibrations, measured
@@ -9,7 +9,7 @@ segments), in the order they ran, with its request rate and the service time
 p50/mean of its batches (ms); then, over the probe and calibration runs,
 batches that started within ``RESPONSE_WINDOW_NS`` of the previous batch's end
 against the others (service mean, ms) and the fitted contention costs
-(``workbench.batching.contention``). A diagnostic, not a test.
+(``research/served/contention.py``). A diagnostic, not a test.
 """
 from __future__ import annotations
 
@@ -19,13 +19,12 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from _served_validation import _as_load_run  # noqa: E402
-from workbench.batching.contention import batch_features, fit_contention  # noqa: E402
-from workbench.batching.service_model import RESPONSE_WINDOW_NS  # noqa: E402
+from research.served.contention import RESPONSE_WINDOW_NS, batch_features, fit_contention  # noqa: E402
+from research.served.validation import _as_load_run  # noqa: E402
 from workbench.record import load_run  # noqa: E402
 
 
@@ -36,7 +35,7 @@ def cell(work: Path, tag: str) -> None:
         if folder.name.startswith("served-"):
             continue
         client = load_run(folder)
-        run = _as_load_run(server, client.meta["serving"]["request_id_prefix"])
+        run = _as_load_run(server, client.meta.serving.request_id_prefix)
         ok = run.requests[run.requests["ok"]]
         if ok.empty:
             continue

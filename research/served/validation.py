@@ -1,4 +1,8 @@
-"""The served columns of ``scripts/validate_batching.py --served``.
+"""The served validation: the batching simulator against ``workbench serve`` over HTTP (research).
+
+Run by ``python research/served/validate_served.py`` (the table it writes is the
+"Served" section of ``benchmarks/results/batching_validation.md``; the
+conclusions are in ``docs/serving.md`` and ``benchmarks/results/served_models.md``).
 
 Per configuration: a ``workbench serve`` child process with the configuration's
 policy; a probe (``workbench load --url`` in another process, ``PROBE_S``
@@ -15,8 +19,8 @@ state (its speed drifts over tens of seconds); each segment is simulated on its
 own arrivals and the latencies are pooled.
 
 **contention** is the served model with the event loop's cost per arrival and
-per response fitted from the same probe and calibration batches (``workbench.batching.contention``), the simulator adding them back per
-batch; **matched** is contention with each batch size's samples taken from the
+per response fitted from the same probe and calibration batches (``research.served.contention``), the simulator
+(``research.served.simulate``) adding them back per batch; **matched** is contention with each batch size's samples taken from the
 calibration run nearest the cell's load (the service times depend on how busy
 the server is), where that run formed 5 or more such batches. The simulator gets
 the arrival times the server saw and is compared with the server-side end to
@@ -35,13 +39,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from workbench.batching.contention import batch_features, fit_contention, without_contention
-from workbench.batching.phases import Phases, fit_phases
 from workbench.batching.policy import BatchPolicy
 from workbench.batching.service_model import ServiceModel, service_model_from_runs
-from workbench.batching.simulator import simulate
 from workbench.record import Run, load_run
 from workbench.serving.process import ServeProcess
+
+from .contention import batch_features, fit_contention, without_contention
+from .phases import Phases, fit_phases
+from .simulate import simulate_served
 
 PROBE_S = 3.0
 # The measured run is --rounds segments, each after one short calibration run per load: on this VM the
@@ -54,6 +59,11 @@ PROBE_S = 3.0
 CALIBRATION_LOADS = (0.25, 0.5, 0.75)
 CALIBRATION_RUN_S = 1.0  # each calibration run (two of the phases' half-second windows)
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+SCRIPTS = str(Path(__file__).resolve().parents[2] / "scripts")
+if SCRIPTS not in sys.path:
+    sys.path.insert(0, SCRIPTS)
+
+from payloads import payloads_file  # noqa: E402  (scripts/payloads.py)
 
 
 def _workbench(*args, timeout=600) -> dict:
@@ -67,24 +77,6 @@ def _workbench(*args, timeout=600) -> dict:
 def _start_server(example: str, policy: BatchPolicy, threads: int, out: Path) -> ServeProcess:
     return ServeProcess(["--example", example, "--threads", threads, "--max-batch-size", policy.max_batch_size,
                          "--max-wait-ms", policy.max_wait_ms, "--port", 0, "--out", out], env=ENV)
-
-
-def payloads_file(example: str, root: Path, n: int = 50_000) -> Path:
-    """The example's first ``n`` items, one request body per line (the clients then need no model)."""
-    import itertools
-
-    from workbench import PipelineConfig
-    from workbench.runner import resolve_pipeline
-    from workbench.serving.protocol import item_bytes
-
-    path = root / f"{example}-payloads.txt"
-    if not path.exists():
-        pipe = resolve_pipeline(example, PipelineConfig(batch_size=1))
-        bodies = [item_bytes(x) for x in itertools.islice(pipe.item_iterator(), n)]
-        if any(b"\n" in b or b"\r" in b for b in bodies):
-            raise RuntimeError(f"{example}: an item holds a line break; the served validation sends one line per body")
-        path.write_bytes(b"\n".join(bodies) + b"\n")
-    return path
 
 
 def _as_load_run(run: Run, prefix: str) -> Run:
@@ -126,11 +118,12 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
     fitted = fit_contention(calibration_runs)
     phases = served_phases(calibration_runs, fitted)
     models = served_models(example, threaded, load, calibration_runs, by_load, fitted, phases)
+    costs = contention_costs(fitted)
     ok = pd.concat([run.requests[run.requests["ok"]] for run in measured], ignore_index=True)
     batcher_ns = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()
     client_ns = np.concatenate([load_run(f).requests.query("ok")["dur_ns"].to_numpy() for f, _ in segments])
     lag_p99 = max(c["generator_lag"]["p99_ms"] for _, c in segments)
-    gc_note = load_run(root / f"served-{tag}").meta["serving"]["gc"]
+    gc_note = load_run(root / f"served-{tag}").meta.serving.gc
     row = {"example": example, "max_batch_size": size, "max_wait_ms": wait, "arrivals": process, "load": load,
            "served_capacity_rps": capacity, "rate_rps": rate, "duration_s": args.duration, "rounds": args.rounds,
            "requests": int(sum(len(run.requests) for run in measured)),
@@ -148,7 +141,8 @@ def served_row(example: str, threaded: ServiceModel, cfg: tuple, args, root: Pat
     row["phase_spread"] = phases.spread()
     for name, model in models.items():
         sim_ns = simulate_segments(model, schedules, policy, args.sim_replications,
-                                   phases=phases if name == "phases" else None)
+                                   phases=phases if name == "phases" else None,
+                                   costs=costs if name in COSTED else None)
         for q, pct in (("p50", 50), ("p99", 99)):
             s, v = float(np.percentile(sim_ns, pct)) / 1e6, row[f"batcher_{q}_ms"]
             row |= {f"{name}_{q}_ms": s, f"{name}_err_{q}": (s - v) / v, f"{name}_pass_{q}": abs(s - v) / v <= args.goals[q]}
@@ -165,15 +159,20 @@ def cell_runs(root: Path, tag: str, rounds: int | None = None) -> tuple[list[Run
     served = load_run(root / f"served-{tag}")
 
     def part(folder: Path) -> Run:
-        return _as_load_run(served, load_run(folder).meta["serving"]["request_id_prefix"])
+        return _as_load_run(served, load_run(folder).meta.serving.request_id_prefix)
 
     measured = [part(root / f"client{r}-{tag}") for r in range(rounds)]
     by_load = [[part(root / f"calibration{i}-{r}-{tag}") for r in range(rounds)] for i in range(len(CALIBRATION_LOADS))]
     return measured, part(root / f"probe-{tag}"), by_load
 
 
+def contention_costs(fitted) -> dict[str, float]:
+    """The fitted costs as :func:`simulate_segments` takes them."""
+    return {"per_arrival_ns": fitted.per_arrival_ns, "per_response_ns": fitted.per_response_ns}
+
+
 def served_phases(calibration_runs: list[Run], fitted) -> Phases:
-    """The calibration runs' speed levels per half second and level-free samples (``workbench.batching.phases``)."""
+    """The calibration runs' speed levels per half second and level-free samples (``research.served.phases``)."""
     return fit_phases(calibration_runs, fitted.per_arrival_ns, fitted.per_response_ns)
 
 
@@ -182,35 +181,39 @@ def served_models(example: str, threaded: ServiceModel, load: float, calibration
     """The served table's service models (see the module docstring); sizes none formed keep ``threaded``'s times.
 
     ``phases`` (:func:`served_phases`) gives the phases model's samples; simulate it with its speed
-    trajectories (``simulate_segments(phases=)``).
+    trajectories (``simulate_segments(phases=)``). The models named in ``COSTED`` are simulated with
+    the fitted contention costs (``simulate_segments(costs=contention_costs(fitted))``).
     """
     served_samples = service_model_from_runs(calibration_runs, min_batches=5).samples
-    costs = {"per_arrival_ns": fitted.per_arrival_ns, "per_response_ns": fitted.per_response_ns}
+    costs = contention_costs(fitted)
     nearest = by_load[int(np.argmin([abs(load - x) for x in CALIBRATION_LOADS]))]
     features = pd.concat([batch_features(run.requests) for run in nearest], ignore_index=True)
     matched = {b: v for b, v in without_contention(features, **costs).items() if len(v) >= 5}
     return {"threaded": threaded,
             "served": ServiceModel.from_samples({**threaded.samples, **served_samples}, pipeline=example),
-            "contention": ServiceModel.from_samples({**threaded.samples, **fitted.samples}, pipeline=example, **costs),
-            "matched": ServiceModel.from_samples({**threaded.samples, **fitted.samples, **matched}, pipeline=example,
-                                                 **costs),
-            "phases": ServiceModel.from_samples({**threaded.samples, **phases.samples},
-                                                pipeline=example, **costs)}
+            "contention": ServiceModel.from_samples({**threaded.samples, **fitted.samples}, pipeline=example),
+            "matched": ServiceModel.from_samples({**threaded.samples, **fitted.samples, **matched}, pipeline=example),
+            "phases": ServiceModel.from_samples({**threaded.samples, **phases.samples}, pipeline=example)}
+
+
+COSTED = ("contention", "matched", "phases")  # their samples have the contention costs taken out
 
 
 def simulate_segments(model: ServiceModel, schedules: list[np.ndarray], policy: BatchPolicy,
-                      replications: int, ranks: np.ndarray | None = None, phases: Phases | None = None) -> np.ndarray:
+                      replications: int, ranks: np.ndarray | None = None, phases: Phases | None = None,
+                      costs: dict[str, float] | None = None) -> np.ndarray:
     """End-to-end latencies (ns) of ``replications`` simulations of each measured segment, pooled.
 
     phases: each simulation gets its own speed trajectory (seeded by segment and replication).
+    costs: the contention costs the simulator adds back (:func:`contention_costs`); default none.
     """
     out = []
     for k, times in enumerate(schedules):
         for seed in range(replications if len(times) else 0):
             speed = (phases.trajectory(int(times[-1] - times[0]), np.random.default_rng([k, seed]))
                      if phases is not None else None)
-            out.append(simulate(model, times - times[0], policy, seed=seed, ranks=ranks, speed=speed)
-                       .requests["dur_ns"].to_numpy())
+            out.append(simulate_served(model, times - times[0], policy, seed=seed, ranks=ranks, speed=speed,
+                                       **(costs or {})).requests["dur_ns"].to_numpy())
     return np.concatenate(out)
 
 
@@ -237,11 +240,11 @@ def served_markdown(rows: list[dict]) -> str:
              "service times the server measured itself during the probe and calibration runs at "
              f"{', '.join(f'{x:g}' for x in CALIBRATION_LOADS)} of capacity (other seeds); **contention**: the "
              "same batches with the event loop's cost per arrival and per response fitted out "
-             "(`workbench.batching.contention`), the simulator adding them back per batch, and each batch's "
+             "(`research/served/contention.py`), the simulator adding them back per batch, and each batch's "
              "dispatch gap (the time it waited, closed, with the executor free) added to its time; **matched**: as "
              "contention, with each batch size's samples from the calibration run nearest the cell's load where "
              "it formed 5 or more such batches; **phases**: as contention, with the machine's speed as a level "
-             "per half second (`workbench.batching.phases`): each calibration batch's time divided by its "
+             "per half second (`research/served/phases.py`): each calibration batch's time divided by its "
              "window's level, and each simulated segment given a speed trajectory of calibration runs' window "
              "levels laid end to end (whole runs drawn at random), so slow phases stay together (spread: the "
              f"levels' coefficient of variation). Passed — {passed}.", "", head, "|" + "---|" * (head.count("|") - 1)]

@@ -55,7 +55,8 @@ def test_launch_verdict_without_stages_uses_the_whole_trace(tmp_path):
     events = events[~events["name"].astype(str).str.startswith("workbench.stage::")]
     bound, sentence = launch_verdict(Trace(events))
     # host span: first launch call start (1 us) to last end (87 us)
-    assert bound and sentence == "Launch-bound: 10 launches per step, GPU busy 12% of host time, launch calls 58%"
+    assert bound and sentence == ("Launch-bound: 10 launches per step, GPU busy 12% of host time, launch calls 58%, "
+                                  "100% of 10 launches short kernels")
 
 
 def test_launch_figure_without_gpu_events(cpu_events):

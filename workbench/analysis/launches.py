@@ -7,13 +7,23 @@ at 0. HTA's outlier counts: runtime outliers (cpu dur > 50 us), launch delay
 outliers (> 100 us), short kernels (cpu dur <= 50 us and gpu dur < cpu dur).
 Graph launches (``cudaGraphLaunch``...) replay many kernels under one
 correlation and are counted apart from launch calls.
+
+Cold start: the first runtime calls that set up the device, context and streams
+(``INIT_CALL_NAMES``: ``cudaFree``, ``cudaStreamCreate*``,
+``cudaDeviceGetStreamPriorityRange``...) and the first launch of a kernel that
+takes over ``FIRST_CALL_NS`` (1 ms: module loading or library set-up; a
+steady launch call takes microseconds). They are reported apart
+(:func:`cold_start_calls`), and verdicts are computed over the rest, the steady
+state (:func:`steady_launch_pairs`): on the AlexNet trace one first launch took
+3,056 ms and context set-up 36 s of a 43 s host span.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from ..trace import Trace, derived
+from ..trace import KIND_KERNEL, Trace, derived
+from ..trace.intervals import union_length
 
 LAUNCH_NAMES = frozenset({
     "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchKernelEx", "cudaLaunchCooperativeKernel",
@@ -22,6 +32,16 @@ LAUNCH_NAMES = frozenset({
     "hipExtModuleLaunchKernel", "hipLaunchCooperativeKernel"})
 GRAPH_LAUNCH_NAMES = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch"})
 HTA_LAUNCH_NAMES = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"})
+INIT_CALL_NAMES = frozenset({
+    "cudaFree", "cudaSetDevice", "cudaInitDevice", "cudaGetDeviceCount", "cudaGetDeviceProperties",
+    "cudaDriverGetVersion", "cudaRuntimeGetVersion", "cudaDeviceGetStreamPriorityRange", "cudaStreamCreate",
+    "cudaStreamCreateWithFlags", "cudaStreamCreateWithPriority",
+    "cuInit", "cuCtxCreate", "cuCtxCreate_v2", "cuCtxSetCurrent", "cuDevicePrimaryCtxRetain", "cuStreamCreate",
+    "cuStreamCreateWithPriority", "cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx", "cuLibraryLoadData",
+    "hipFree", "hipSetDevice", "hipInit", "hipGetDeviceCount", "hipGetDeviceProperties", "hipGetDevicePropertiesR0600",
+    "hipDriverGetVersion", "hipRuntimeGetVersion", "hipDeviceGetStreamPriorityRange", "hipStreamCreate",
+    "hipStreamCreateWithFlags", "hipStreamCreateWithPriority"})
+FIRST_CALL_NS = 1_000_000  # a kernel's first launch this long is cold start (module load, library set-up)
 RUNTIME_OUTLIER_NS = 50_000
 LAUNCH_DELAY_OUTLIER_NS = 100_000
 LAUNCH_PERCENTILES = (50, 90, 95, 99)  # the launch distributions' columns (HTA's)
@@ -141,6 +161,67 @@ def launch_calls(trace: Trace) -> pd.DataFrame:
     delay = out["first_gpu_ts_ns"] - (out["ts_ns"] + out["dur_ns"])
     out["launch_delay_ns"] = delay.clip(lower=0).astype("Int64")
     return out.drop(columns="first_gpu_ts_ns").reset_index(drop=True)
+
+
+@derived
+def cold_start_calls(trace: Trace) -> pd.DataFrame:
+    """Initialisation calls and slow first launches: the first call of each name in ``INIT_CALL_NAMES``
+    (and any later one over ``FIRST_CALL_NS``: torch asks ``cudaDeviceGetStreamPriorityRange`` for
+    every stream, in a microsecond once the context exists), and the first launch of each kernel
+    when it takes over ``FIRST_CALL_NS``.
+
+    Columns: name (str), ts_ns, dur_ns, correlation (Int64), reason ("init" or "first launch");
+    sorted by start.
+    """
+    runtime = trace.runtime
+    init = runtime[runtime["name"].isin(list(INIT_CALL_NAMES)).to_numpy()].sort_values("ts_ns", kind="stable")
+    init = init[(~init["name"].duplicated() | (init["dur_ns"] >= FIRST_CALL_NS)).to_numpy()]
+    work = launched_work(trace)
+    kernels = work[(work["kind"] == KIND_KERNEL).to_numpy() & work["launch_name"].isin(list(LAUNCH_NAMES)).to_numpy()]
+    kernels = kernels.sort_values("launch_ts_ns", kind="stable")
+    first = kernels[~kernels["name"].duplicated().to_numpy()]
+    first = first[(first["launch_dur_ns"] >= FIRST_CALL_NS).to_numpy()]
+    out = pd.concat([
+        pd.DataFrame({"name": init["name"].astype(str).to_numpy(), "ts_ns": init["ts_ns"].to_numpy(),
+                      "dur_ns": init["dur_ns"].to_numpy(), "correlation": init["correlation"].array, "reason": "init"}),
+        pd.DataFrame({"name": first["launch_name"].astype(str).to_numpy(),
+                      "ts_ns": first["launch_ts_ns"].to_numpy(np.int64), "dur_ns": first["launch_dur_ns"].to_numpy(np.int64),
+                      "correlation": first["correlation"].array, "reason": "first launch"})], ignore_index=True)
+    out = out.astype({"name": str, "ts_ns": np.int64, "dur_ns": np.int64, "correlation": "Int64", "reason": str})
+    return out.sort_values("ts_ns", kind="stable", ignore_index=True)
+
+
+def cold_start_summary(trace: Trace) -> dict:
+    """``{calls, dur_ns}`` of :func:`cold_start_calls` (the union of their intervals: nested calls count once)."""
+    cold = cold_start_calls(trace)
+    starts = cold["ts_ns"].to_numpy()
+    return {"calls": len(cold), "dur_ns": union_length(starts, starts + cold["dur_ns"].to_numpy())}
+
+
+def _cold_correlations(trace: Trace) -> np.ndarray:
+    corr = cold_start_calls(trace)["correlation"]
+    return corr[corr.notna()].to_numpy(np.int64)
+
+
+def _steady(frame: pd.DataFrame, trace: Trace) -> pd.DataFrame:
+    """The rows of ``frame`` not started by a cold-start call (matched on correlation)."""
+    cold = _cold_correlations(trace)
+    return frame if cold.size == 0 else frame[~frame["correlation"].isin(cold).fillna(False).to_numpy(bool)]
+
+
+def steady_launch_pairs(trace: Trace) -> pd.DataFrame:
+    """:func:`launch_pairs` (HTA's names) without the pairs of cold-start calls."""
+    return _steady(launch_pairs(trace), trace)
+
+
+def steady_launch_calls(trace: Trace) -> pd.DataFrame:
+    """:func:`launch_calls` without cold-start calls."""
+    return _steady(launch_calls(trace), trace)
+
+
+def steady_gpu_work(trace: Trace) -> pd.DataFrame:
+    """GPU work rows not launched by a cold-start call."""
+    return _steady(trace.gpu_work, trace)
 
 
 def launch_summary(calls: pd.DataFrame) -> dict:

@@ -100,8 +100,10 @@ def _memset(model: Trace) -> dict:
 
 def _launches(model: Trace) -> dict:
     s = launches.launch_summary(launches.launch_calls(model))
+    cold = launches.cold_start_summary(model)
     return {"count": s["count"], "total_us": us(s["total_ns"]), "graph_count": s["graph_count"],
-            "graph_total_us": us(s["graph_total_ns"]), "graph_gpu_count": s["graph_gpu_count"]}
+            "graph_total_us": us(s["graph_total_ns"]), "graph_gpu_count": s["graph_gpu_count"],
+            "cold_start": {"calls": cold["calls"], "dur_us": us(cold["dur_ns"])}}
 
 
 def _pairs(pairs: pd.DataFrame) -> dict:

@@ -1,7 +1,7 @@
 """``python -m workbench analyze TRACE [--json]``: where GPU time and launch overhead go.
 
 TRACE is a profiler trace (``.json``/``.json.gz``) or a run folder whose
-``run.json`` names its trace (``meta["trace"]["file"]``).
+``run.json`` names its trace (``run.meta.trace.file``).
 """
 from __future__ import annotations
 
@@ -127,7 +127,9 @@ def summary_text(report: dict) -> str:
     lines = [f"trace   {t['path']}  ({t['events']} events, {t['schema']} schema, {t['platform']})",
              f"kernels {k['count']}  total {_us(k['total_us'])}  busy {_us(k['busy_us'])}  "
              f"under 10 us: {k['under_10us']}",
-             f"launches {la['count']} calls ({_us(la['total_us'])} CPU)  graph launches {la['graph_count']}",
+             f"launches {la['count']} calls ({_us(la['total_us'])} CPU)  graph launches {la['graph_count']}"
+             + (f"  cold start {la['cold_start']['calls']} calls ({_us(la['cold_start']['dur_us'])}, set apart)"
+                if la["cold_start"]["calls"] else ""),
              f"         {report['launch_verdict']['sentence']}",
              f"         HTA launch pairs {lp['count']}: GPU work shorter than its launch call "
              f"{lp['gpu_shorter_than_cpu']}, CPU > 50 us {lp['cpu_over_50us']}, delay > 100 us {lp['delay_over_100us']}"]

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analysis.gpu_timeline import gpu_time_summary
-from ..analysis.launches import launch_distribution, launch_pair_summary, launch_pairs
+from ..analysis.launches import launch_distribution, launch_pair_summary, steady_launch_pairs
 from ..trace import Trace
 from ..analysis.verdict import launch_verdict
 from ..units import NS_PER_US
@@ -33,7 +33,7 @@ def launch_figure(events: Trace | pd.DataFrame, *, title: str | None = None, bin
     table of :mod:`workbench.analysis.launches`, from one trace model.
     """
     events = Trace.of(events)
-    pairs = launch_pairs(events)
+    pairs = steady_launch_pairs(events)  # cold start apart, as in the verdict of the title
     if pairs.empty:
         return empty_figure(NO_GPU_EVENTS if gpu_time_summary(events)["span_ns"] is None
                             else "no kernel launches joined to GPU work", title or "Kernel launches")

@@ -75,6 +75,16 @@ def test_without_proc_noise_is_not_measured():
     assert noise_line(noise) == "noise: unknown (not measured on this OS)"
 
 
+def test_noise_line_is_the_one_text_of_the_verdict_for_dicts_sections_and_nothing():
+    class Section:  # the run record's Noise section: plain data behind to_dict()
+        def to_dict(self):
+            return {"noisy": True, "reasons": ["steal time was 7.5 %"], "fix": "a dedicated host"}
+
+    assert noise_line(Section()) == "noise: NOISY: steal time was 7.5 %; fix: a dedicated host"
+    assert noise_line(None) == noise_line({}) == "noise: not measured"
+    assert noise_line({"noisy": None, "reasons": []}) == f"noise: unknown ({NOT_MEASURED})"
+
+
 def test_real_readings_on_linux_are_plausible():
     import os
 

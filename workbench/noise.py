@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,8 +166,17 @@ def assess(readings: dict[str, Any], thresholds: dict[str, float] | None = None)
                        "thresholds": t}
 
 
-def noise_line(noise: dict[str, Any]) -> str:
-    """One line for the budget header: ``noise: NOISY - reasons; fix: ...`` or quiet/unknown."""
+def noise_line(noise: Mapping[str, Any] | Any | None) -> str:
+    """The noise verdict as one line of text, wherever a CLI prints it (show, compare, load, batching).
+
+    ``noise: NOISY: reasons; fix: ...``, ``noise: quiet (...)``, ``noise: unknown (reasons)`` or,
+    for None or an empty dict, ``noise: not measured``. ``noise``: the run's noise as a dict or as
+    the run record's section (anything with ``to_dict()``).
+    """
+    if noise is not None and not isinstance(noise, Mapping):
+        noise = noise.to_dict()
+    if not noise:
+        return "noise: not measured"
     if noise.get("noisy") is None:
         return f"noise: unknown ({'; '.join(noise.get('reasons') or [NOT_MEASURED])})"
     if not noise["noisy"]:

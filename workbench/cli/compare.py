@@ -24,6 +24,7 @@ from ..analysis.verdicts import FASTER, METRICS, MIN_EFFECT, SLOWER, separate_co
 from ..interleave import DEFAULT_COMPARE_REQUESTS, DEFAULT_MAX_TIME_S, DEFAULT_RESOLUTION
 from ..config import PipelineConfig
 from ..errors import ConfigError
+from ..noise import noise_line
 from .profile import add_pipeline_arguments, config_from_args, factory_from_args
 
 _PAIRS = {"[": "]", "{": "}", "(": ")"}
@@ -210,20 +211,12 @@ def print_rows(found: dict[str, Any], metric: str, out, *, noisy: bool = False) 
               f"{_fmt_ci(e['p99_ci']):>17}  {e['verdict']}{where}", file=out)
 
 
-def _noise_text(noise) -> str:
-    if not noise:
-        return "noise: not measured"
-    if noise.get("noisy") is None:
-        return "noise: unknown (" + "; ".join(noise.get("reasons") or []) + ")"
-    return "noise: NOISY: " + "; ".join(noise["reasons"]) if noise["noisy"] else "noise: quiet"
-
-
 def print_interleaved(result: dict[str, Any], out) -> None:
     cfgs = result["configs"]
     print(f"compare: interleaved in one process, {result['requests']} requests per configuration in blocks of "
           f"{result['block']}, seed {result['seed']}; ratios B/A, Holm-corrected intervals, "
           f"min effect {100 * result['min_effect']:.1f} %", file=out)
-    print(_noise_text(result.get("noise")), file=out)
+    print(noise_line(result.get("noise")), file=out)
     if result.get("stopped"):
         print(stopped_line(result["stopped"]), file=out)
     for i, c in enumerate(cfgs):

@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..noise import noise_line
 from .load_args import SUMMARY_KEYS, arrivals_from_args, describe_load, policy_from_args, summary_extra
 
 
@@ -86,7 +87,7 @@ def run_http_load_command(args) -> int:
             print("the server sent no Server-Timing: end to end only")
         print(f"generator lag: p50 {lag['p50_ms']:.3f} ms, p99 {lag['p99_ms']:.3f} ms, max {lag['max_ms']:.3f} ms")
         if noise.get("noisy"):
-            print(f"NOISY: {'; '.join(noise['reasons'])}")
+            print(noise_line(noise))
         print(f"\nrun written to {path}")
     from ..otel.export import otel_hook
 

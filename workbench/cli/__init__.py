@@ -18,6 +18,8 @@ Exit codes, the same for every command (users script against them):
 4     inconclusive (``gate``): some metric too noisy to tell against its
       threshold, none a regression; rerun quieter or longer
 130   interrupted (Ctrl-C)
+143   terminated (SIGTERM, as ``timeout``, CI cancellation and ``docker stop``
+      send): handled like Ctrl-C, what was measured is kept
 141   stdout closed by its reader (``... | head -1``): quiet, as Unix tools
 ====  =====================================================================
 """
@@ -31,8 +33,10 @@ import sys
 import traceback
 
 from ..errors import WorkbenchError
+from .signals import EXIT_TERMINATED, sigterm_as_interrupt, terminated
 
-SUBCOMMAND_MODULES = ("profile", "show", "analyze", "batching", "audit", "serve", "ingest_otel", "compare", "gate", "export_dashboard")
+SUBCOMMAND_MODULES = ("profile", "show", "analyze", "batching", "audit", "serve", "ingest_otel", "compare", "gate", "export_dashboard",
+                      "locust_worker")
 
 EXIT_OK = 0
 EXIT_MEASURED_FAILURE = 1
@@ -61,7 +65,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         prog="python -m workbench",
         description="Inference Latency Workbench: where each request's time goes, stage by stage.",
         epilog="exit codes: 0 ok, 1 measured failure or regression, 2 bad input, 3 internal error "
-               "(WORKBENCH_DEBUG=1 prints the traceback), 4 inconclusive (gate), 130 interrupted",
+               "(WORKBENCH_DEBUG=1 prints the traceback), 4 inconclusive (gate), 130 interrupted, 143 terminated (SIGTERM)",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     only = module_of(argv[0]) if argv else None
@@ -75,6 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)  # usage errors exit 2 through argparse itself
+    with sigterm_as_interrupt():  # SIGTERM takes Ctrl-C's path (what was measured is kept), exit 143
+        return _run(args)
+
+
+def _run(args) -> int:
     try:
         return int(args.func(args) or 0)
     except WorkbenchError as exc:
@@ -82,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     except _USER_FILE_ERRORS as exc:
         return _fail(args.command, f"{exc.strerror or exc}: {exc.filename}", EXIT_BAD_INPUT)
     except KeyboardInterrupt:
+        if terminated():
+            return _fail(args.command, "terminated (SIGTERM)", EXIT_TERMINATED)
         return _fail(args.command, "interrupted", EXIT_INTERRUPTED)
     except Exception as exc:  # noqa: BLE001 - the one place a bug becomes an exit code
         if isinstance(exc, BrokenPipeError) and _stdout_reader_gone():
@@ -166,6 +177,6 @@ def _leave_closed_stdout() -> int:
 
 
 def _fail(command: str, message: str, code: int) -> int:
-    print(f"workbench {command}: error: {message}" if code != EXIT_INTERRUPTED
+    print(f"workbench {command}: error: {message}" if code not in (EXIT_INTERRUPTED, EXIT_TERMINATED)
           else f"workbench {command}: {message}", file=sys.stderr)
     return code

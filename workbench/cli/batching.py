@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..guard import Interrupted
-from .load_args import (SUMMARY_KEYS, add_batcher_arguments, arrivals_from_args, describe_load, policy_from_args,
+from .load_args import (SUMMARY_KEYS, add_batcher_arguments, add_engine_arguments, arrivals_from_args, describe_load, policy_from_args,
                         summary_extra)
 from .load_http import add_url_arguments, run_http_load_command
 from .profile import (add_fail_on_error, add_pipeline_arguments, apply_threads, config_from_args, factory_from_args,
@@ -23,6 +23,7 @@ def register(subparsers) -> None:
     add_pipeline_arguments(load, default_batch_size=None)
     add_batcher_arguments(load)
     add_url_arguments(load)  # --url, --payloads, --timeout, --otel (served load)
+    add_engine_arguments(load)  # --engine locust, --workers, --expect-workers, --master-host
     load.add_argument("--duration", type=float, default=10.0, help="seconds of arrivals (default 10)")
     load.add_argument("--requests", type=int, help="at most this many requests (default: bounded by --duration)")
     load.add_argument("--drain-timeout", type=float, default=10.0,
@@ -50,6 +51,8 @@ def register(subparsers) -> None:
 
 
 def run_load_command(args) -> int:
+    if args.engine != "workbench" and not args.url:
+        raise ConfigError("--engine locust sends to a server: give --url")
     if args.sweep:
         return run_sweep_command(args)
     if args.url or args.payloads is not None:

@@ -56,3 +56,46 @@ def describe_load(arrivals, policy) -> str:
     rate = f"{a['rate_rps']:g} req/s " if "rate_rps" in a else ""
     return (f"{a['process']} {rate}max_batch_size={policy.max_batch_size} max_wait_ms={policy.max_wait_ms:g} "
             f"concurrency={policy.concurrency}")
+
+
+def add_engine_arguments(load: argparse.ArgumentParser) -> None:
+    """``--engine``, ``--workers``, ``--expect-workers``, ``--master-host``, ``--master-port`` (``load --url``)."""
+    g = load.add_argument_group("load generator of --url (--engine)")
+    g.add_argument("--engine", choices=("workbench", "locust"), default="workbench",
+                   help="workbench (default: this process's own generator, one machine) or locust (Locust's master "
+                        "and --workers processes, headless; more workers on other machines with --expect-workers)")
+    g.add_argument("--workers", type=int, default=1, help="--engine locust: worker processes started here (default 1)")
+    g.add_argument("--expect-workers", type=int,
+                   help="--engine locust: workers to wait for, those started here included (default --workers); "
+                        "start the others with: python -m workbench locust-worker --master HOST")
+    g.add_argument("--master-host", default="127.0.0.1",
+                   help="--engine locust: the address the master listens on (0.0.0.0 for workers on other machines)")
+    g.add_argument("--master-port", type=int, default=0, help="--engine locust: its port (default: a free one)")
+
+
+def engine_from_args(args):
+    """The ``driver`` of :func:`workbench.serving.loadrun.run_http_load` (None: the workbench's own generator)."""
+    if args.engine == "workbench":
+        if args.expect_workers is not None or args.workers != 1:
+            raise ConfigError("--workers/--expect-workers are for --engine locust")
+        return None
+    if not args.url:
+        raise ConfigError("--engine locust sends to a server: give --url")
+    from ..serving.locust_drive import LocustEngine, locust_available
+
+    locust_available()
+    return LocustEngine(args.workers, args.expect_workers, args.master_host, args.master_port)
+
+
+def http_load(args, payloads: list[bytes], arrivals):
+    """One served load run with the engine ``args`` name (``load --url``, and each point of a served sweep)."""
+    from ..serving.loadrun import run_http_load
+
+    engine = engine_from_args(args)
+    if engine is None:
+        return run_http_load(args.url, payloads, arrivals, pipeline=args.example, timeout_s=args.timeout)
+    from ..serving.locust_drive import with_client
+
+    run = run_http_load(args.url, payloads, arrivals, pipeline=args.example, timeout_s=args.timeout,
+                        driver=engine.drive)
+    return with_client(run, engine.client_name())

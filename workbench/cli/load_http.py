@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..noise import noise_line
-from .load_args import SUMMARY_KEYS, arrivals_from_args, describe_load, policy_from_args, summary_extra
+from .load_args import SUMMARY_KEYS, arrivals_from_args, describe_load, http_load, policy_from_args, summary_extra
 
 
 def add_url_arguments(load) -> None:
@@ -47,7 +47,6 @@ def payloads_from_args(args, n: int) -> list[bytes]:
 def run_http_load_command(args) -> int:
     from ..analysis.failures import failure_summary
     from ..batching.summary import format_summary, load_summary
-    from ..serving.loadrun import run_http_load
     from ..guard import Interrupted
     from .profile import failure_verdict, save_interrupted
 
@@ -61,45 +60,76 @@ def run_http_load_command(args) -> int:
         raise ConfigError(f"--out {out} already exists; pick another folder")
     payloads = payloads_from_args(args, min(len(arrivals.times_ns()), 10_000))
     try:
-        run = run_http_load(args.url, payloads, arrivals, pipeline=args.example, timeout_s=args.timeout)
+        run = http_load(args, payloads, arrivals)  # the workbench's generator, or --engine locust
     except Interrupted as stop:
         save_interrupted(stop.run, out, "load")
         raise
     path = run.save(out)
     summary = load_summary(run.requests)
-    serving, noise = run.meta["serving"], run.meta["noise"]
+    serving, noise = run.meta.serving, run.meta.noise
     joined = _joined(run)
     if args.json:
         print(json.dumps({k: summary[k] for k in SUMMARY_KEYS} | joined | summary_extra(summary)
-                         | {"generator_lag": serving["generator_lag"],
-                            "generator_lag_ms": serving["generator_lag"]["max_ms"],
-                            "noise": {k: noise.get(k) for k in ("noisy", "reasons", "fix")},
+                         | {"generator_lag": serving.generator_lag,
+                            "generator_lag_ms": serving.generator_lag["max_ms"],
+                            "noise": {"noisy": noise.noisy, "reasons": noise.reasons, "fix": noise.fix},
                             "failures": failure_summary(run.requests, run.stage_names),
-                            "server_timing": serving["server_timing"], "run_dir": str(path)}))
+                            "server_timing": serving.server_timing, "run_dir": str(path)}))
     else:
-        lag = serving["generator_lag"]
-        print(f"{run.meta['pipeline']} served at {args.url}: {describe_load(arrivals, policy_from_args(args))}")
+        lag = serving.generator_lag
+        print(f"{run.meta.pipeline} served at {args.url}: {_describe_served(arrivals, run.meta.load.policy)}")
         print(format_summary(summary))
         for name in ("server_end_to_end", "network"):
             if joined.get(name):
                 print(f"{name.replace('_', ' ')}: p50 {joined[name]['p50_ms']:.3f} ms, p99 {joined[name]['p99_ms']:.3f} ms")
-        if not serving["server_timing"]:
+        if not serving.server_timing:
             print("the server sent no Server-Timing: end to end only")
         print(f"generator lag: p50 {lag['p50_ms']:.3f} ms, p99 {lag['p99_ms']:.3f} ms, max {lag['max_ms']:.3f} ms")
-        if noise.get("noisy"):
+        if noise.noisy:
             print(noise_line(noise))
         print(f"\nrun written to {path}")
     from ..otel.export import otel_hook
 
     otel_hook(args, run, path)
-    return failure_verdict(run, args.fail_on_error, "load")
+    return max(failure_verdict(run, args.fail_on_error, "load"), _server_lost_verdict(run))
+
+
+LOST = ("ServerDisconnected", "ConnectionRefusedError", "ConnectionResetError", "BrokenPipeError")
+
+
+def _server_lost_verdict(run) -> int:
+    """1 when requests got no answer because the server closed or refused their connection (it stopped mid-run)."""
+    import sys
+
+    req = run.requests
+    lost = req[(req["error_stage"] == "network") & req["error_type"].isin(LOST)]
+    if lost.empty:
+        return 0
+    print(f"workbench load: {len(lost)} of {len(req)} requests got no answer: the server closed or refused their "
+          f"connection ({', '.join(sorted(set(lost['error_type'])))}); did it stop? The answered ones are in the run",
+          file=sys.stderr)
+    return 1
+
+
+def _describe_served(arrivals, server_policy) -> str:
+    """The arrivals and the server's own batching policy (from its /healthz; this command's flags are not it)."""
+    from ..batching.policy import BatchPolicy
+
+    try:
+        policy = BatchPolicy(int(server_policy["max_batch_size"]), float(server_policy["max_wait_ms"]),
+                             int(server_policy["concurrency"]))
+    except (TypeError, KeyError, ValueError, ConfigError):
+        a = arrivals.params()
+        rate = f"{a['rate_rps']:g} req/s " if "rate_rps" in a else ""
+        return f"{a['process']} {rate}(the server did not say its batching policy)"
+    return describe_load(arrivals, policy) + " (the server's policy)"
 
 
 def _joined(run) -> dict:
     """``server_end_to_end`` and ``network`` percentiles (ms) of the successful requests; empty without Server-Timing."""
     from ..analysis.stats import summarize_ns
 
-    if not run.meta["serving"]["server_timing"]:
+    if not run.meta.serving.server_timing:
         return {"server_end_to_end": None, "network": None}
     req = run.requests[run.requests["ok"]]
     st = run.stages[run.stages["request"].isin(req["request"])]

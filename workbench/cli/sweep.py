@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import ConfigError
-from .load_args import arrivals_from_args, policy_from_args
+from .load_args import arrivals_from_args, http_load, policy_from_args
 
 TABLE_COLUMNS = (("rate_rps", "rate", 8, ".4g"), ("concurrency", "conc", 5, ""), ("offered_rps", "offered", 8, ".1f"),
                  ("achieved_rps", "achieved", 8, ".1f"), ("p50_ms", "p50 ms", 8, ".3f"), ("p95_ms", "p95 ms", 8, ".3f"),
@@ -111,7 +111,6 @@ def _in_process(args, plan):
 
 
 def _served(args, plan):
-    from ..serving.loadrun import run_http_load
     from .load_http import payloads_from_args
 
     if args.timeout_s is not None:
@@ -122,8 +121,7 @@ def _served(args, plan):
 
     def measure(value, folder: Path):
         point = _point_args(args, plan, value)
-        run = run_http_load(args.url, payloads, arrivals_from_args(point, None, plan.duration_s),
-                            pipeline=args.example, timeout_s=args.timeout)
+        run = http_load(point, payloads, arrivals_from_args(point, None, plan.duration_s))
         run.save(folder)
         return run
 

@@ -146,7 +146,7 @@ async def _drive(target, url, payloads, schedule_ns, tag, warmup, connections, t
         await pool.connect(min(connections, PRECONNECT) - pool.open_count)  # best effort: more open on demand
         schedule = Schedule(pool, target, payloads, schedule_ns.tolist(), tag, clock, spin_ns)
         await schedule.run()
-        after = await _health(pool, target, url)
+        after = await _health(pool, target, url, after_run=True)
     finally:
         watchdog.cancel()
         await pool.close()
@@ -289,12 +289,27 @@ def _read_headers(result: Result, headers: dict[str, str]) -> None:
     except ValueError as exc:
         result.error = ("network", "BadServerTiming", str(exc))
     try:
-        result.batch = int(headers.get(BATCH_HEADER.lower(), -1))
-        result.batch_size = int(headers.get(BATCH_SIZE_HEADER.lower(), 1))
+        result.batch = _bounded_int(headers, BATCH_HEADER, -1, -1, 2 ** 53)
+        result.batch_size = _bounded_int(headers, BATCH_SIZE_HEADER, 1, 1, 2 ** 31)
         hit = headers.get(CACHE_HIT_HEADER.lower())
-        result.cache_hit = float(hit) if hit is not None else None
+        result.cache_hit = float(hit[:40]) if hit is not None else None
+        if result.cache_hit is not None and not 0.0 <= result.cache_hit <= 1.0:
+            raise ValueError(f"{CACHE_HIT_HEADER} {hit[:40]!r} is not a fraction from 0 to 1")
     except ValueError as exc:
-        result.error = ("network", "BadHeader", f"an X-Workbench header is not a number: {exc}")
+        result.batch, result.batch_size, result.cache_hit = -1, 1, None
+        result.error = ("network", "BadHeader", str(exc))
+    if result.error is not None and result.error[1] in ("BadServerTiming", "BadHeader"):
+        result.server_stages, result.server_total_ns = [], None  # kept out of the joined budget
+
+
+def _bounded_int(headers: dict[str, str], name: str, default: int, low: int, high: int) -> int:
+    text = headers.get(name.lower())
+    if text is None:
+        return default
+    text = text.strip()
+    if not (text.lstrip("-").isascii() and text.lstrip("-").isdigit()) or len(text) > 20 or not low <= int(text) <= high:
+        raise ValueError(f"{name} {text[:40]!r} is not a whole number from {low} to {high}")
+    return int(text)
 
 
 def _http_error(status: int, body: bytes) -> tuple[str, str, str]:
@@ -339,13 +354,20 @@ async def _warm_up(pool: Pool, target: Target, url: str, payloads: list[bytes], 
             raise _unreachable(url, exc) from None
 
 
-async def _health(pool: Pool, target: Target, url: str) -> dict | None:
-    """``GET /healthz`` of a workbench server (its CPU time), or None for another server."""
+async def _health(pool: Pool, target: Target, url: str, after_run: bool = False) -> dict | None:
+    """``GET /healthz`` of a workbench server (its CPU time), or None for another server.
+
+    Before the run an unreachable server is a ConfigError; after it (the
+    server stopped mid-run) it is None: the requests answered so far are
+    the run, and the rest are its failures.
+    """
     try:
         resp = await pool.fetch(target.request("GET", "/healthz"))
     except (TimeoutError, ServerDisconnected, BadResponse):
         return None
     except OSError as exc:
+        if after_run:
+            return None
         raise _unreachable(url, exc) from None
     if resp.status != 200:
         return None
@@ -370,3 +392,18 @@ def summary_of_server(drive_: Drive) -> dict[str, Any]:
     if not b or not a or "cpu_s" not in b or "cpu_s" not in a:
         return {"server_cpu_s": None}
     return {"server_cpu_s": round(float(a["cpu_s"]) - float(b["cpu_s"]), 4)}
+
+
+def response_result(request_id: str, due_ns: int, sent_ns: int, done_ns: int, status: int | None,
+                    headers: dict[str, str], body: bytes, error: tuple[str, str, str] | None = None) -> Result:
+    """A :class:`Result` of a request another client sent (the Locust engine), read as this client reads one.
+
+    ``headers``: lower-case names; ``error``: (stage, type, message) of a request that got no response.
+    """
+    if status is None:
+        return Result(request_id, due_ns, sent_ns, done_ns, None, error)
+    result = Result(request_id, due_ns, sent_ns, done_ns, status)
+    _read_headers(result, headers)
+    if status != 200:
+        result.error = _http_error(status, body)
+    return result

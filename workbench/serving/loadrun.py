@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..batching.summary import load_summary
-from ..record import Run
+from ..record import Config, Env, Load, Noise, Run, RunMeta, Serving, Timing
 from .client import SPIN_NS, Target, drive, lag_percentiles, summary_of_server
 from .records import NETWORK, client_tables
 
@@ -30,11 +30,13 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
 def run_http_load(url: str, payloads: list[bytes], arrivals, *, pipeline: str | None = None, warmup: int = 5,
-                  timeout_s: float = 30.0, probe=None, tag: str | None = None) -> Run:
+                  timeout_s: float = 30.0, probe=None, tag: str | None = None, driver=drive) -> Run:
     """Drive ``url`` with ``arrivals`` (an :class:`~workbench.batching.Arrivals`) and return the joined run.
 
     Ctrl-C stops the schedule; the requests already sent finish (or time out) and
     :class:`workbench.guard.Interrupted` is raised with them as its ``run`` (status "interrupted").
+    driver: :func:`~workbench.serving.client.drive` (this process's generator) or another with its
+    signature and its :class:`~workbench.serving.client.Drive` (``serving.locust_drive``: Locust workers).
     """
     from ..noise import NoiseProbe
 
@@ -43,7 +45,7 @@ def run_http_load(url: str, payloads: list[bytes], arrivals, *, pipeline: str | 
     probe = (probe or NoiseProbe()).start()
     started = datetime.now(timezone.utc)
     tag = tag or f"wb{os.getpid()}"
-    d = drive(url, payloads, schedule, tag=tag, warmup=warmup, timeout_s=timeout_s)
+    d = driver(url, payloads, schedule, tag=tag, warmup=warmup, timeout_s=timeout_s)  # drive, or the Locust engine
     requests, stages = client_tables(d.results, d.origin_ns)
     summary = load_summary(requests)
     server = summary_of_server(d)
@@ -51,16 +53,17 @@ def run_http_load(url: str, payloads: list[bytes], arrivals, *, pipeline: str | 
                          lag_percentiles(d.lags_ns), server["server_cpu_s"] if _is_local(url) else None)
     health = d.server_before or {}
     stage_names = [NETWORK, *_server_stages(d.results, health)] if any(r.server_total_ns is not None for r in d.results) else []
-    meta = {
-        "kind": "served", "pipeline": pipeline or health.get("pipeline") or "served", "description": f"served at {url}",
-        "stages": stage_names, "config": health.get("config") or {}, "env": _client_env(), "created": started.isoformat(),
-        "timing": {"warmup": 0, "requests": int(len(requests)), "clock": "time.perf_counter_ns", "sync": None,
-                   "device_timer": None},
-        "trace": None, "noise": noise, "status": "interrupted" if d.interrupted else "complete",
-        "load": _load_meta(summary, d.lags_ns, arrivals, health.get("policy")),
-        "serving": {"role": "client", "url": url, "server_timing": bool(stage_names), "request_id_prefix": tag,
-                    "client": _client_name(), "generator_lag": lag_percentiles(d.lags_ns), **server},
-    }
+    meta = RunMeta(
+        kind="served", pipeline=pipeline or health.get("pipeline") or "served", description=f"served at {url}",
+        stages=stage_names, config=Config.from_dict(health.get("config") or {}), env=Env.from_dict(_client_env()),
+        created=started.isoformat(),
+        timing=Timing(warmup=0, requests=int(len(requests)), clock="time.perf_counter_ns"),
+        trace=None, noise=Noise.from_dict(noise), status="interrupted" if d.interrupted else "complete",
+        load=Load.from_dict(_load_meta(summary, d.lags_ns, arrivals, health.get("policy"))),
+        serving=Serving.from_dict({"role": "client", "url": url, "server_timing": bool(stage_names),
+                                   "request_id_prefix": tag, "client": _client_name(),
+                                   "generator_lag": lag_percentiles(d.lags_ns), **server}),
+    )
     run = Run(meta=meta, requests=requests, stages=stages)
     if d.interrupted:
         from ..guard import Interrupted

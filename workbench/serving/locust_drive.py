@@ -1,0 +1,179 @@
+"""``load --url --engine locust``: the workbench's schedule sent by Locust's master and workers.
+
+The ``load`` process draws the arrival schedule and the request bodies as
+``load --url`` does, writes them to a plan file and starts Locust's master
+(``python -m workbench.serving.locust_engine master``, headless, no web UI)
+and ``workers`` local workers (``python -m workbench locust-worker``); with
+``expect_workers`` more than ``workers``, the rest connect from other
+machines (``python -m workbench locust-worker --master HOST``). The rows the
+workers return become the same :class:`~workbench.serving.client.Drive` the
+workbench's own generator returns, so :func:`~workbench.serving.loadrun.run_http_load`
+joins them into a run folder identical in shape to a ``load --url`` run.
+
+Differences that stay visible: ``serving.client`` names Locust; a request's
+send time is when its greenlet handed it to geventhttpclient (a wait for a
+free connection is inside the end to end, not the lag); gevent's timers
+(whole milliseconds in its loop) show as generator lag.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+from .client import Drive, response_result
+
+READY_TIMEOUT_S = 120.0
+READY_LINE = "locust master listening on port"  # the master's first line on stdout
+
+
+@dataclass(frozen=True)
+class LocustEngine:
+    """Where the master listens and how many workers it waits for.
+
+    workers: local worker processes to start (0: all on other machines).
+    expect_workers: workers the master waits for (default ``workers``).
+    master_host: the address the master binds (127.0.0.1; 0.0.0.0 for workers on other machines).
+    """
+
+    workers: int = 1
+    expect_workers: int | None = None
+    master_host: str = "127.0.0.1"
+    master_port: int = 0
+    connect_timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.workers < 0:
+            raise ConfigError(f"--workers must be >= 0, got {self.workers}")
+        if self.expected < 1:
+            raise ConfigError("--engine locust needs at least one worker (--workers N or --expect-workers N)")
+        if self.expected < self.workers:
+            raise ConfigError(f"--expect-workers {self.expect_workers} is fewer than the --workers {self.workers} "
+                              "started here")
+
+    @property
+    def expected(self) -> int:
+        return self.expect_workers if self.expect_workers is not None else self.workers
+
+    def client_name(self) -> str:
+        import importlib.metadata
+
+        return f"locust {importlib.metadata.version('locust')} ({self.expected} workers, geventhttpclient)"
+
+    def drive(self, url: str, payloads: list[bytes], schedule_ns: np.ndarray, *, tag: str = "wb", warmup: int = 5,
+              timeout_s: float = 30.0) -> Drive:
+        """:func:`workbench.serving.client.drive`'s contract, sent by Locust's workers."""
+        if not payloads:
+            raise ConfigError("no request bodies to send")
+        before = server_health(url)
+        with tempfile.TemporaryDirectory(prefix="wb-locust-") as tmp:
+            plan, results = Path(tmp) / "plan.pickle", Path(tmp) / "results.pickle"
+            with open(plan, "wb") as f:
+                pickle.dump({"url": url, "tag": tag, "payloads": payloads, "timeout_s": timeout_s, "warmup": warmup,
+                             "offsets_ns": [int(x) for x in schedule_ns]}, f)
+            self._run(plan, results, Path(tmp), float(schedule_ns[-1]) / 1e9 if len(schedule_ns) else 0.0, timeout_s)
+            with open(results, "rb") as f:
+                rows = sorted(pickle.load(f)["rows"], key=lambda row: row[0])
+        out = [response_result(f"{tag}-{k}", due, sent, done, status, headers, body, error)
+               for k, due, sent, done, status, headers, body, error in rows]
+        lags = np.array([r.sent_ns - r.due_ns for r in out], dtype=np.int64).clip(min=0)
+        return Drive(out, lags, 0, before, server_health(url))
+
+    def _run(self, plan: Path, results: Path, tmp: Path, span_s: float, timeout_s: float) -> None:
+        port = self.master_port or _free_port(self.master_host)
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        master = subprocess.Popen([sys.executable, "-m", "workbench.serving.locust_engine", "master", str(plan),
+                                   str(results), "--bind", self.master_host, "--port", str(port), "--expect-workers",
+                                   str(self.expected), "--connect-timeout", str(self.connect_timeout_s)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        workers = []
+        try:
+            _wait_listening(master)
+            connect = "127.0.0.1" if self.master_host in ("0.0.0.0", "*", "") else self.master_host
+            for i in range(self.workers):  # their logs go to files: a pipe nobody reads could fill and block them
+                with open(tmp / f"worker{i}.log", "w") as log:
+                    workers.append(subprocess.Popen([sys.executable, "-m", "workbench", "locust-worker", "--master",
+                                                     connect, "--master-port", str(port)], stdout=log, stderr=log,
+                                                    env=env))
+            limit = self.connect_timeout_s + span_s + timeout_s * 8 + 120
+            _, err = master.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            raise ConfigError(f"the Locust master did not finish within {limit:g} s") from None
+        finally:
+            for proc in [master, *workers]:
+                _stop(proc)
+        if master.returncode != 0:
+            lines = [ln for ln in err.strip().splitlines() if ln.startswith("workbench load")]
+            raise ConfigError(lines[-1].split(": ", 1)[1] if lines else
+                              f"the Locust master exited {master.returncode}: {err.strip()[-500:]}")
+
+
+def _wait_listening(master: subprocess.Popen) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        line = master.stdout.readline()
+        if line.startswith(READY_LINE):
+            return
+        if not line and master.poll() is not None:
+            raise ConfigError(f"the Locust master exited {master.returncode} before listening: "
+                              f"{master.stderr.read().strip()[-500:]}")
+    raise ConfigError(f"the Locust master did not start listening within {READY_TIMEOUT_S:g} s")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Let a finished process go; end one still running (started here, by its own handle)."""
+    if proc.poll() is None:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1" if host in ("0.0.0.0", "*", "") else host, 0))
+        return s.getsockname()[1]
+
+
+def server_health(url: str) -> dict | None:
+    """``GET /healthz`` of a workbench server (its CPU time, stages, policy), or None for another server."""
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/healthz", timeout=5) as resp:
+            obj = json.loads(resp.read())
+    except (OSError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def locust_available() -> None:
+    """A ConfigError with the install hint when Locust is not installed (found without importing it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("locust") is None:
+        raise ConfigError("--engine locust needs Locust: pip install 'locust>=2.47,<3' (or the workbench's "
+                          "[locust] extra)")
+
+
+def with_client(run, name: str):
+    """The run with ``serving.client`` and ``env.client`` naming the load generator that sent it."""
+    import dataclasses
+
+    def renamed(section):
+        if dataclasses.is_dataclass(section):
+            return dataclasses.replace(section, client=name)
+        return {**section, "client": name}
+
+    run.meta = dataclasses.replace(run.meta, serving=renamed(run.meta.serving), env=renamed(run.meta.env))
+    return run

@@ -1,0 +1,89 @@
+"""SIGTERM (``timeout``, CI cancellation, ``docker stop``) is handled like Ctrl-C: what was measured is kept,
+the run folder says ``interrupted``, and the exit code is 143."""
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from workbench.cli.signals import EXIT_TERMINATED, sigterm_as_interrupt, terminated
+from workbench.record import load_run
+
+TICKING = '''
+import itertools, os, time
+from workbench import Pipeline
+
+
+def build(config):
+    pipe = Pipeline("ticking", items=lambda: itertools.count())
+
+    @pipe.stage
+    def forward(batch):
+        with open(os.environ["WB_TICKS"], "a") as f:  # one line per call: the test waits on it
+            f.write("x\\n")
+        time.sleep(0.002)
+        return batch
+
+    return pipe
+'''
+
+
+def _terminate_after(tmp_path: Path, argv: list[str], ticks_needed: int = 30) -> tuple[int, str]:
+    (tmp_path / "ticking.py").write_text(TICKING)
+    ticks = tmp_path / "ticks.txt"
+    proc = subprocess.Popen([sys.executable, "-m", "workbench", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**__import__("os").environ, "WB_TICKS": str(ticks)})
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if ticks.exists() and len(ticks.read_text().splitlines()) >= ticks_needed:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the pipeline never ran")
+        proc.send_signal(signal.SIGTERM)
+        err = proc.communicate(timeout=120)[1]
+    finally:
+        proc.kill()
+    return proc.returncode, err
+
+
+@pytest.mark.slow
+def test_sigterm_during_profile_keeps_the_run_as_interrupted_and_exits_143(tmp_path):
+    out = tmp_path / "run"
+    rc, err = _terminate_after(tmp_path, ["profile", "--pipeline", f"{tmp_path / 'ticking.py'}:build", "--requests",
+                                          "100000", "--traced", "0", "--out", str(out)])
+    assert rc == EXIT_TERMINATED == 143, err
+    run = load_run(out)
+    n = len(run.requests)
+    assert run.meta.status == "interrupted" and n >= 10
+    assert f"workbench profile: interrupted after {n} requests; run written to {out} (status: interrupted)" in err
+    assert err.rstrip().endswith("workbench profile: terminated (SIGTERM)")
+
+
+@pytest.mark.slow
+def test_sigterm_during_an_in_process_load_keeps_the_run(tmp_path):
+    out = tmp_path / "run"
+    rc, err = _terminate_after(tmp_path, ["load", "--pipeline", f"{tmp_path / 'ticking.py'}:build", "--rate", "50",
+                                          "--duration", "60", "--max-batch-size", "1", "--threads", "1",
+                                          "--out", str(out)])
+    assert rc == 143, err
+    assert load_run(out).meta.status == "interrupted"
+
+
+@pytest.mark.slow
+def test_sigterm_during_compare_exits_143(tmp_path):
+    rc, err = _terminate_after(tmp_path, ["compare", "--pipeline", f"{tmp_path / 'ticking.py'}:build",
+                                          "--config", "batch_size=1", "--config", "batch_size=2"])
+    assert rc == 143 and "workbench compare: terminated (SIGTERM)" in err, err
+
+
+def test_the_handler_is_restored_and_does_nothing_off_the_main_thread():
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), sigterm_as_interrupt():
+        signal.raise_signal(signal.SIGTERM)
+    assert terminated() and signal.getsignal(signal.SIGTERM) is before
+    with sigterm_as_interrupt():
+        assert not terminated()

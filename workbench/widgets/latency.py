@@ -7,7 +7,7 @@ recorded runs (matched on its fingerprint, :mod:`workbench.widgets.recorded`)
 or profiled on the worker thread, debounced, one run at a time, with a
 progress bar and a cancel button. A configuration that cannot run
 (``PrecisionError``, ``ConfigError``, a failing factory) shows its message in
-the message line; the figures keep the last good run.
+the message line and clears the figures, which showed another configuration.
 
 Trust is shown, not assumed: the noise flag of the run on screen (with its
 reasons and fix), its failures per stage with their messages, and what a
@@ -30,16 +30,18 @@ import ipywidgets as widgets
 
 from ..config import PRECISIONS, PipelineConfig
 from ..device import available_devices
-from ..errors import ConfigError, WorkbenchError
+from ..errors import WorkbenchError
 from .cache import LRUCache
 from .controller import Controller
 from .figures import (budget_view, compare_view, distribution_view, empty_view, flame_from_trace, over_run_view,
                       request_stages_view, tail_view)
 from .panes import ClickablePane, FigurePane, MessageLine, figure_bundle
+from .latency_support import cheap_fingerprint  # noqa: F401 - re-exported: tests and scripts import it here
+from .latency_support import (Key, check_config, clicked_request, describe, failures_text,
+                              pipeline_targets, request_options, thread_options, verdict_text, with_notes)
+from .pinning import Pinning
 from .recorded import RecordedRuns
-from .latency_support import (Key, cheap_fingerprint, check_config, clicked_request, describe, device_options,
-                              failures_text, request_options, pipeline_targets, thread_options, verdict_text,
-                              with_notes)
+from .run_lookup import RunLookup
 from .summaries import RunView, discard_trace, summarize
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
@@ -86,18 +88,17 @@ class LatencyExplorer(Controller):
         super().__init__(debounce_s=debounce_s, cache_size=cache_size)
         self.targets = pipeline_targets(example, pipelines)
         self.requests, self.warmup, self.traced = requests, warmup, traced
-        self.profile_fn, self.compare_fn, self.compare_requests = profile_fn, compare_fn, compare_requests
+        self.profile_fn = profile_fn
         self.timeout_s = timeout_s
         self.profile_calls = 0
         self.figures = LRUCache(4 * cache_size)  # built figures and their JSON, per (run, view, options)
-        self.recorded = RecordedRuns(runs)
+        self.lookup = RunLookup(runs)  # recorded runs and the fingerprints looked up so far
+        self.pinning = Pinning(compare_fn, compare_requests, warmup, _measurable)  # A of "compare with B", and its result
         self.current: RunView | None = None
-        self.pinned: tuple[Key, PipelineConfig] | None = None
-        self.comparison: dict | None = None  # the last "compare with B" result (``Comparison.result``)
-        self._wanted: dict[tuple, dict] = {}  # fingerprints of configurations looked up so far
         if threads == "recorded":
             threads = self._recorded_threads(batch_size, precision, device)
-        self._build_controls(batch_size, sorted(set(batch_sizes) | {batch_size}), precision, device, threads, sla_ms)
+        sizes = set(batch_sizes) | {batch_size} | self.recorded.batch_sizes(next(iter(self.targets)))
+        self._build_controls(batch_size, sorted(sizes), precision, device, threads, sla_ms)
         self.view = self._layout()
         for control in (self.pipeline, self.batch_size, self.precision, self.device, self.threads):
             control.observe(lambda _change: self._silent or self._changed(), "value")
@@ -123,6 +124,29 @@ class LatencyExplorer(Controller):
     def config(self) -> PipelineConfig:
         return PipelineConfig(device=self.device.value, batch_size=int(self.batch_size.value),
                               precision=self.precision.value, threads=self.threads.value)
+
+    @property
+    def recorded(self) -> RecordedRuns:
+        """The recorded runs a configuration may be drawn from (``widgets.recorded``)."""
+        return self.lookup.recorded
+
+    @property
+    def pinned(self) -> tuple[Key, PipelineConfig] | None:
+        """A of "compare with B": ``(key, config)``, or None."""
+        return self.pinning.pinned
+
+    @property
+    def comparison(self) -> dict | None:
+        """The last "compare with B" result (``Comparison.result``)."""
+        return self.pinning.comparison
+
+    @property
+    def compare_fn(self) -> Callable | None:
+        return self.pinning.compare_fn
+
+    @property
+    def compare_requests(self) -> int:
+        return self.pinning.requests
 
     def set(self, **values: Any) -> "LatencyExplorer":
         """Move controls as a user would, then react once: ``set(batch_size=8, precision="bf16", sla_ms=50)``."""
@@ -170,13 +194,13 @@ class LatencyExplorer(Controller):
 
     def pin(self) -> None:
         """Pin the current configuration as A of "compare with B"."""
-        self.pinned = (self.key, self.config)
+        self.pinning.pin(self.key, self.config)
         self.pin_label.value = f"A: {describe(self.key)}"
 
     def compare(self) -> None:
         """Compare the current configuration (B) with the pinned one (A), interleaved in this process."""
         try:
-            a_key, a_config = self._pinned_for(self.key)
+            a_key, a_config = self.pinning.pinned_for(self.key)
         except WorkbenchError as exc:
             self.message_line.show(str(exc), "error")
             return
@@ -192,8 +216,8 @@ class LatencyExplorer(Controller):
                                             continuous_update=False)
         self.precision = w.ToggleButtons(options=list(PRECISIONS), value=precision, description="precision",
                                          style={"button_width": "56px"})
-        self.device = w.ToggleButtons(options=device_options(self.recorded, available_devices()), value=device, description="device",
-                                      style={"button_width": "auto"})
+        self.device = w.ToggleButtons(options=self.lookup.device_options(available_devices(), self.pipeline.value),
+                                      value=device, description="device", style={"button_width": "auto"})
         self.threads = w.Dropdown(options=thread_options(threads), value=threads, description="threads",
                                   layout=w.Layout(width="200px"))
         why = (THREADS_WHY if threads == THREADS
@@ -243,6 +267,7 @@ class LatencyExplorer(Controller):
 
     # -- the one change path -----------------------------------------------
     def _changed(self, force: bool = False) -> None:
+        self._sync_choices()
         key = self.key
         try:
             config = self.config
@@ -255,58 +280,39 @@ class LatencyExplorer(Controller):
         self.update(key, lambda cancel: self._measure(key, config, force, cancel), force=force,
                     queued=f"queued: {describe(key)}")
 
+    def _sync_choices(self) -> None:
+        """Device labels and batch sizes follow the pipeline: its recorded cards and batch sizes."""
+        pipeline = self.pipeline.value
+        devices = self.lookup.device_options(available_devices(), pipeline)
+        sizes = sorted(set(self.batch_size.options) | self.recorded.batch_sizes(pipeline))
+        if list(self.device.options) == devices and list(self.batch_size.options) == sizes:
+            return
+        with self.quiet():
+            device, batch_size = self.device.value, self.batch_size.value
+            self.device.options, self.batch_size.options = devices, sizes
+            self.device.value, self.batch_size.value = device, batch_size
+
     def _measure(self, key: Key, config: PipelineConfig, force: bool, cancel: threading.Event) -> RunView:
         """Worker thread: a matching recorded run, else a live profile (when this machine can run it)."""
         target = self.targets[key[0]]
-        measurable = _measurable(config.device)
-        match = None if force and measurable else self._lookup(target, config, measurable)
+        here = _measurable(config.device)
+        match = None if force and here else self.lookup.find(target, config, measurable=here)
         if match is not None:
             return self._recorded(key, match)
         hint = ""
-        if not measurable:
-            self._refuse_unmeasurable(key, config)
+        if not here:
+            self.lookup.refuse_unmeasurable(key[1], config)
         elif self.recorded.runs:
-            hint = self._other_threads_hint(target, config)
+            hint = self.lookup.other_threads_hint(target, config)
         check_config(config)
         try:
             return self._profile(key, config, cancel, hint)
         finally:
             self._progress_done()
 
-    def _lookup(self, target: Any, config: PipelineConfig, measurable: bool):
-        """The recorded run matching this configuration's fingerprint, or None (see ``widgets.recorded``)."""
-        if not self.recorded.runs:
-            return None
-        return self.recorded.find(self._fingerprint(target, config), measurable=measurable)
-
     def _fingerprint(self, target: Any, config: PipelineConfig, build: bool = True) -> dict[str, Any] | None:
-        """What a live run of this configuration would record as its fingerprint (built only when needed).
-
-        An example's pipeline name is its own; a factory's pipeline, and the model
-        of any configuration a recorded run fingerprinted, need the pipeline built,
-        except a shipped example's model found in ``workbench/examples/model_fingerprints.json``
-        (``workbench.examples.fingerprints``: no torch import). ``build=False``:
-        None where a build would be needed.
-        """
-        cache_key = (id(target), config.device, config.batch_size, config.precision, config.threads)
-        if cache_key in self._wanted:
-            return self._wanted[cache_key]
-        wanted = cheap_fingerprint(target, config)
-        if not isinstance(target, str) or self.recorded.needs_model(wanted):
-            from ..examples.fingerprints import cached
-
-            known = cached(target, config)
-            if known is None and not build:
-                return None
-            if known is None:
-                from ..fingerprint import model_fingerprint
-                from ..runner import resolve_pipeline
-
-                pipe = resolve_pipeline(target, config)
-                known = {"pipeline": pipe.name, "model": model_fingerprint(list(getattr(pipe, "models", []) or []))}
-            wanted |= known
-        self._wanted[cache_key] = wanted
-        return wanted
+        """What a live run of this configuration would record (``RunLookup.fingerprint``)."""
+        return self.lookup.fingerprint(target, config, build, measurable=_measurable(config.device))
 
     def _prime_if_live(self, key: Key, config: PipelineConfig, force: bool) -> None:
         """On this (the notebook's) thread, prime the profiler before a live run (``device.prime_profiler``).
@@ -317,46 +323,18 @@ class LatencyExplorer(Controller):
         """
         if self.profile_fn is not None or (not force and key in self.cache):
             return
-        measurable = _measurable(config.device)
-        if not (force and measurable) and self.recorded.runs:
-            wanted = self._fingerprint(self.targets[key[0]], config, build=False)
-            if wanted is not None and self.recorded.find(wanted, measurable=measurable) is not None:
-                return
+        here = _measurable(config.device)
+        if not (force and here) and self.lookup.find(self.targets[key[0]], config, measurable=here,
+                                                     build=False) is not None:
+            return
         from ..device import prime_profiler
 
         prime_profiler()
 
     def _recorded_threads(self, batch_size: int, precision: str, device: str) -> int:
         """The thread count of the recorded run of the first configuration (any threads), else :data:`THREADS`."""
-        if not self.recorded.runs:
-            return THREADS
-        target = next(iter(self.targets.values()))
         config = PipelineConfig(device=device, batch_size=batch_size, precision=precision, threads=THREADS)
-        match = self.recorded.find(self._fingerprint(target, config), measurable=False)
-        threads = match.run.fingerprint.get("threads") if match is not None else None
-        return threads if isinstance(threads, int) and threads >= 1 else THREADS
-
-    def _refuse_unmeasurable(self, key: Key, config: PipelineConfig) -> None:
-        """No recorded run and no such device here: the device check's message, plus what was recorded."""
-        from ..device import check_device
-
-        same = [r.folder.name for r in self.recorded.runs
-                if str(r.fingerprint.get("device") or "").split(":")[0] == key[1]]
-        try:
-            check_device(config.device)
-        except ConfigError as exc:
-            if not same:
-                raise
-            raise ConfigError(f"{exc}; recorded {key[1]} runs: {', '.join(same)}") from None
-
-    def _other_threads_hint(self, target: Any, config: PipelineConfig) -> str:
-        """When a recorded run differs from this configuration only in threads, say which threads to pick."""
-        wanted = self._fingerprint(target, config)
-        match = self.recorded.find(wanted, measurable=False)
-        if match is None or match.run.fingerprint.get("threads") == wanted["threads"]:
-            return ""
-        return (f"; a recorded run ({match.run.folder.name}) has {match.run.fingerprint.get('threads')} threads: "
-                "pick that to see it")
+        return self.lookup.recorded_threads(next(iter(self.targets.values())), config) or THREADS
 
     def _recorded(self, key: Key, match) -> RunView:
         from ..record import load_run
@@ -364,7 +342,7 @@ class LatencyExplorer(Controller):
         folder = match.run.folder
         self.status.value = f"loading recorded run {folder.name}..."
         run = load_run(folder)
-        where = match.run.device_name or (run.meta.get("env") or {}).get("cpu_model") or "?"
+        where = match.run.device_name or run.meta.env.cpu_model or "?"
         view = summarize(run, key, f"recorded run {folder.name} ({match.run.created}, recorded on {where})",
                          flame_from_trace)
         return with_notes(view, match.labels)
@@ -389,38 +367,15 @@ class LatencyExplorer(Controller):
             discard_trace(run)
 
     # -- compare with B -------------------------------------------------------
-    def _pinned_for(self, key: Key) -> tuple[Key, PipelineConfig]:
-        if self.pinned is None:
-            raise ConfigError("nothing pinned: press 'pin as A' on one configuration, move a control, then compare")
-        a_key, a_config = self.pinned
-        if a_key == key:
-            raise ConfigError("B is the pinned configuration A itself: move a control first")
-        if a_key[0] != key[0]:
-            raise ConfigError(f"A is pipeline {a_key[0]!r} and B {key[0]!r}: compare configurations of one pipeline")
-        for k in (a_key, key):
-            if not _measurable(k[1]):
-                raise ConfigError(f"cannot compare on {k[1]}: it is not available here, and a comparison "
-                                  "measures both configurations live, interleaved")
-        return a_key, a_config
-
     def _compare(self, a_key: Key, a_config: PipelineConfig, b_key: Key, b_config: PipelineConfig) -> None:
         """Worker thread: A and B interleaved in this process; the ratio figure and the end-to-end verdict."""
-        from ..live_queue import live_slot
-
-        compare = self.compare_fn
-        if compare is None:
-            from ..interleave import compare
         try:
-            check_config(a_config)
-            check_config(b_config)
-            with live_slot(on_wait=lambda: setattr(self.status, "value", "waiting for another live run...")):
-                result = compare(self.targets[a_key[0]], [a_config, b_config], requests=self.compare_requests,
-                                 warmup=self.warmup).result
+            result = self.pinning.run(self.targets[a_key[0]], a_config, b_config,
+                                      on_wait=lambda: setattr(self.status, "value", "waiting for another live run..."))
         except WorkbenchError as exc:
             self.status.value = "not compared"
             self.message_line.show(str(exc), "error")
             return
-        self.comparison = result
         self.compare_pane.show(compare_view(result))
         self.status.value = f"B {describe(b_key)} vs A {describe(a_key)}: {verdict_text(result)}"
 
@@ -443,10 +398,10 @@ class LatencyExplorer(Controller):
 
     def _show_trust(self, view: RunView) -> None:
         """The noise flag, the failures and what a recorded run differs in, each on its own line."""
-        from ..analysis.failures import noise_summary
+        from ..analysis.failures import recorded_noise
         from ..noise import noise_line
 
-        noise = noise_summary({"noise": view.noise})
+        noise = recorded_noise(view.noise)
         self.noise_line.show(noise_line(noise), "warning" if noise.get("noisy") else "info")
         self.failures_line.show(failures_text(view), "warning")
         self.notes.show("; ".join(view.notes), "info")
@@ -496,6 +451,23 @@ class LatencyExplorer(Controller):
             return  # superseded by a setting already on screen: nothing to say
         self.status.value = f"{describe(key)}: {'cancelled' if cancelled else 'not run'}"
         self.message_line.show(str(exc), "warning" if cancelled else "error")
+        if not cancelled and key == self.key:
+            self._clear_figures(f"not run: {describe(key)}: see the message above")
+
+    def _clear_figures(self, why: str) -> None:
+        """An error for the configuration on the controls: the figures of another one would pass for it."""
+        with self._lock:
+            self.current = None
+            blank = empty_view(why)
+            for pane in (self.budget_pane, self.tail_pane, self.distribution_pane, self.over_run_pane,
+                         self.request_pane, self.flame_pane):
+                pane.show(blank)
+            with self.quiet():
+                self.request_picker.options = [("(none)", None)]
+                self.request_picker.value = None
+            self.noise_line.clear()
+            self.failures_line.clear()
+            self.notes.clear()
 
     def _unexpected(self, exc: BaseException) -> None:
         super()._unexpected(exc)
@@ -542,7 +514,7 @@ def _takes(fn: Callable, name: str) -> bool:
 
 def _timeout_note(run: Any) -> str:
     """For the status line: a run stopped by the per-request timeout names the stage still stuck."""
-    meta = getattr(run, "meta", None) or {}
-    if meta.get("status") != "incomplete: timeout" or not len(run.requests):
+    meta = getattr(run, "meta", None)
+    if meta is None or meta.status != "incomplete: timeout" or not len(run.requests):
         return ""
     return f"; stopped: {run.requests['error_message'].iloc[-1]}"

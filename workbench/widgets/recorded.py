@@ -63,8 +63,7 @@ class RecordedRuns:
                 continue
             if meta.kind != "profile" or meta.sync_policy != "stage":
                 continue
-            env = meta.env or {}
-            self.runs.append(Recorded(folder, fingerprint_of(meta), env.get("device_name"), str(meta.created or "")[:10]))
+            self.runs.append(Recorded(folder, fingerprint_of(meta), meta.env.device_name, str(meta.created or "")[:10]))
 
     @property
     def note(self) -> str:
@@ -74,12 +73,26 @@ class RecordedRuns:
         return f"skipped {len(self.skipped)} unreadable recorded run(s): " + "; ".join(self.skipped)
 
     def devices(self) -> dict[str, str]:
-        """Device family (``cpu``, ``cuda``) -> the name of the device a run was recorded on."""
-        found: dict[str, str] = {}
-        for run in self.runs:
+        """Device family (``cpu``, ``cuda``) -> the names of the devices its runs were recorded on, joined."""
+        return {family: ", ".join(names) for family, names in self.cards().items()}
+
+    def cards(self, pipeline: str | None = None) -> dict[str, list[str]]:
+        """Device family -> the distinct device names (each run's own record) of the runs of ``pipeline``,
+        in the order found; every run's when ``pipeline`` is None or has no recorded run."""
+        runs = [r for r in self.runs if pipeline is not None and r.fingerprint.get("pipeline") == pipeline]
+        found: dict[str, list[str]] = {}
+        for run in runs or self.runs:
             family = str(run.fingerprint.get("device") or "cpu").split(":")[0]
-            found.setdefault(family, run.device_name or family)
+            names = found.setdefault(family, [])
+            if (run.device_name or family) not in names:
+                names.append(run.device_name or family)
         return found
+
+    def batch_sizes(self, pipeline: str | None = None) -> set[int]:
+        """The batch sizes recorded for ``pipeline`` (every pipeline's when None)."""
+        return {int(r.fingerprint["batch_size"]) for r in self.runs
+                if isinstance(r.fingerprint.get("batch_size"), int)
+                and (pipeline is None or r.fingerprint.get("pipeline") == pipeline)}
 
     def find(self, wanted: dict[str, Any], *, measurable: bool = True) -> Match | None:
         """The recorded run that stands in for the ``wanted`` fingerprint, or None.
@@ -101,14 +114,17 @@ class RecordedRuns:
                 found = Match(run, tuple(labels))
         return found
 
-    def needs_model(self, wanted: dict[str, Any]) -> bool:
+    def needs_model(self, wanted: dict[str, Any], *, measurable: bool = True) -> bool:
         """Whether a run matching the cheap fields recorded a model fingerprint (then build to compare it,
-        or, for a shipped example, look it up: ``workbench.examples.fingerprints``)."""
+        or, for a shipped example, look it up: ``workbench.examples.fingerprints``).
+
+        measurable: as in :meth:`find` (False: the thread count is not matched)."""
         cheap = wanted | {"model": None}
         for run in self.runs:
             if run.fingerprint.get("model") in (None, "unknown"):
                 continue
-            ok, _ = recorded_match(cheap, _comparable(run.fingerprint) | {"model": None})
+            want = cheap if measurable else cheap | {"threads": run.fingerprint.get("threads")}
+            ok, _ = recorded_match(want, _comparable(run.fingerprint) | {"model": None})
             if ok:
                 return True
         return False

@@ -182,9 +182,9 @@ def live_vs_model_claim(x: float, noisy: bool | None) -> Claim:
     machine measured quiet. A noisy (or unmeasured) machine decides nothing about the recorded runs."""
     lo, hi = AGREE
     if noisy or noisy is None:
-        state = "NOISY" if noisy else "not measured for noise"
+        state = "a NOISY machine" if noisy else "a machine not measured for noise"
         return Claim("noisy", False, (
-            f"live service p50 is {x:.2f}x the simulated one, on a machine {state}: other work slowed the live "
+            f"live service p50 is {x:.2f}x the simulated one, on {state}: other work slowed the live "
             "run, so this says nothing about the recorded runs; run this cell again on a quiet machine before "
             "deciding whether to re-record them."))
     if lo <= x <= hi:
@@ -202,10 +202,10 @@ def first_request_claim(first_x: float, noisy: bool | None) -> Claim:
         return Claim("stands_out", True, f"live: the first request took {first_x:.1f}x the median of the measured "
                                          "ones, as in the recording.")
     if noisy or noisy is None:
-        state = "NOISY" if noisy else "not measured for noise"
+        state = "a NOISY machine" if noisy else "a machine not measured for noise"
         return Claim("noisy", False, (
-            f"live: the first request took only {first_x:.1f}x the median of the measured ones, on a machine "
-            f"{state}: other work slowed the measured requests as much as the warm-up, so this run cannot show "
+            f"live: the first request took only {first_x:.1f}x the median of the measured ones, on {state}: "
+            "other work slowed the measured requests as much as the warm-up, so this run cannot show "
             "the lesson; the recorded run above shows it."))
     return Claim("quiet_small", False, (
         f"live: the first request took only {first_x:.1f}x the median of the measured ones on a quiet machine: "

@@ -60,6 +60,57 @@ def test_queue_counts_both_waits_of_a_load_run():
     assert rules.queue(f) == []
 
 
+def test_lowering_the_max_wait_is_advised_only_where_it_can_fix_the_wait():
+    st = [stage("batch_wait", 0.05), stage("queue_wait", 0.6), stage("hydrate", 0.35)]
+    st[0]["mean_ms"], st[1]["mean_ms"] = 2.0, 56.0
+    f = facts(st) | {"policy": {"max_wait_ms": 2.0, "max_batch_size": 8}}
+    queue = next(x for x in rules.findings(f) if x["kind"] == "queue")
+    assert queue["numbers"]["wait_ms"] == 58.0 and queue["numbers"]["max_wait_ms"] == 2.0
+    assert [a["title"] for a in queue["actions"]] == ["Add capacity (threads or instances) before the queue builds"]
+    assert "the max wait (2 ms) is already below the 58 ms they wait" in queue["evidence"]
+    st[1]["mean_ms"] = 1.9  # 3.9 ms of wait: a 2 ms max wait is half of it, lowering it can help
+    queue = next(x for x in rules.findings(f) if x["kind"] == "queue")
+    assert queue["actions"][0]["title"] == "Lower the batcher's max wait" and "already below" not in queue["evidence"]
+
+
+def blocking(share_of_wait, stage_name="hydrate"):
+    return {"stage": stage_name, "share_of_wait": {stage_name: share_of_wait},
+            "share_of_queue_wait": {stage_name: 0.9}, "queue_wait_ns": 378_000_000,
+            "blamed_ns": {stage_name: 332_000_000},
+            "holders": [{"batch": 5, "requests": [10, 11], "stage": stage_name, "blocked_ns": 300_000_000},
+                        {"batch": 9, "requests": list(range(20, 27)), "stage": stage_name, "blocked_ns": 1},
+                        {"batch": 6, "requests": [12], "stage": "forward", "blocked_ns": 1}]}
+
+
+def test_head_of_line_names_the_stage_batches_and_requests_that_held_the_executor():
+    f = facts([stage("queue_wait", 0.6), stage("hydrate", 0.3)]) | {"blocking": blocking(0.25)}
+    found = rules.head_of_line(f)
+    assert kinds(found) == [("head_of_line", "hydrate")]
+    assert found[0]["evidence"] == ("closed batches waited 378 ms (summed over requests) for a busy executor; "
+                                    "hydrate held it for 90% of that queue wait (25% of all batch and queue wait), "
+                                    "most in batch 5 (requests 10, 11), batch 9 (requests 20, 21, 22, 23 and 3 more)")
+    assert found[0]["numbers"]["blocked_ms"] == 332.0 and found[0]["numbers"]["holders"] == [5, 9]
+    hol = next(x for x in rules.findings(f) if x["kind"] == "head_of_line")
+    assert hol["actions"][0]["title"].startswith("Take the slow path off the shared executor")
+    f["blocking"] = blocking(0.2499)
+    assert rules.head_of_line(f) == []
+    assert rules.head_of_line(facts([stage("hydrate", 0.3)])) == []
+
+
+def test_gc_pauses_while_serving_are_a_finding_at_a_tenth_of_the_p99():
+    f = facts([stage("forward", 0.5)])
+    f["budget"]["end_to_end"] = {"p99_ms": 200.0}
+    f["serving_gc"] = {"mode": "default", "collections": 41, "pause_ms_total": 310.0, "pause_ms_max": 60.0}
+    found = rules.served_gc(f)
+    assert kinds(found) == [("gc", None)] and found[0]["numbers"]["share"] == 0.3
+    assert found[0]["evidence"] == ("while serving, 41 garbage collections paused the server 310 ms in all, the "
+                                    "longest 60 ms (30% of the end-to-end p99; gc mode default)")
+    f["serving_gc"]["pause_ms_max"] = 19.9
+    assert rules.served_gc(f) == []
+    f["serving_gc"] = {"mode": "freeze", "collections": 0, "pause_ms_total": 0.0, "pause_ms_max": 0.0}
+    assert rules.served_gc(f) == []
+
+
 def trace(launch_bound=False, pageable_bytes=0, sync_us=0.0, host_us=100.0):
     return {"launch_verdict": {"launch_bound": launch_bound, "sentence": "Launch-bound: forward"},
             "gpu": {"idle_fraction": 0.9}, "kernels": {"count": 10},
@@ -95,8 +146,8 @@ def test_findings_carry_catalog_actions_and_every_kind_has_actions():
     found = rules.findings(f)
     assert kinds(found) == [("compute", "forward"), ("launch", "forward")]  # equal weight 0.9: rule order
     assert found[0]["actions"][0]["title"].startswith("Run the model in bf16")
-    for kind in ("compute", "preprocess", "feature_io", "remote", "tail", "queue", "launch", "transfer", "sync",
-                 "serialization", "gc"):
+    for kind in ("compute", "preprocess", "feature_io", "remote", "tail", "queue", "head_of_line", "launch",
+                 "transfer", "sync", "serialization", "gc"):
         assert CATALOG[kind], kind
 
 

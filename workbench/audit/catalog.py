@@ -52,6 +52,15 @@ CATALOG: dict[str, list[Action]] = {
         {"title": "Add capacity (threads or instances) before the queue builds",
          "why": "queue wait grows without bound near saturation", "try": None},
     ],
+    "head_of_line": [
+        {"title": "Take the slow path off the shared executor (a second executor, or a queue of its own)",
+         "why": "one batch holding the only executor makes every batch closed behind it wait its whole time",
+         "try": None},
+        {"title": "Bound the blocking stage's time per request (a timeout with a fallback, capped work per request)",
+         "why": "the heavy requests' stage time becomes every waiting request's queue wait", "try": None},
+        {"title": "Add executors (concurrency) so a long batch does not hold all the waiting ones",
+         "why": "with k executors a long batch blocks only when the other k - 1 are busy too", "try": None},
+    ],
     "launch": [
         {"title": "Capture the forward in a CUDA graph (or torch.compile mode='reduce-overhead')",
          "why": "one graph launch replaces many small kernel launches; the GPU idles between them today",

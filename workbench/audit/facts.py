@@ -3,8 +3,9 @@
 The facts are plain dicts of JSON types, except ``loaded_trace`` (the loaded trace,
 kept so the evidence figures do not read the file again): the budget (``show --json``), the tail
 attribution, the trace report (``analyze --json``) when the run has a trace,
-the stages' roles (decided from the evidence of their time, :mod:`workbench.roles`)
-and the run's kind. Building them needs pandas but neither
+the stages' roles (decided from the evidence of their time, :mod:`workbench.roles`),
+head-of-line blocking and GC pauses of load and served runs, the batching
+policy and the run's kind. Building them needs pandas but neither
 torch nor plotly, so the audit runs where the run was copied to.
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.blocking import head_of_line
 from ..analysis.budget import END_TO_END, budget, stage_matrix
 from ..analysis.gc_pauses import gc_summary
 from ..analysis.tail import tail_attribution
@@ -56,6 +58,9 @@ def run_facts(run) -> dict[str, Any]:
         "loaded_trace": loaded,  # the Trace itself, for the evidence figures (never in the audit's output)
         "noise": meta.get("noise"),
         "gc": gc_summary(run.requests, run.stages, run.stage_names),
+        "blocking": head_of_line(run.requests, run.stages),
+        "serving_gc": (meta.get("serving") or {}).get("gc"),
+        "policy": (meta.get("load") or {}).get("policy") or (meta.get("serving") or {}).get("policy"),
     }
 
 

@@ -20,14 +20,22 @@ Thresholds (defaults):
   p50 and that holds at least half of the slowest 1 %'s time (5 % when the run
   is too short for a 1 % set) is a ``tail`` finding, whatever its role;
 * ``QUEUE_SHARE`` 0.30: batch wait plus queue wait at least 30 % of a load
-  run's mean end to end is ``queue``;
+  run's mean end to end is ``queue``; its "lower the max wait" action is left
+  out when the policy's max wait is under half the mean wait (lowering it can
+  remove at most the max wait: the rest is queue wait for a busy executor);
+* ``HOL_SHARE`` 0.25: a stage that held the executor for at least 25 % of the
+  requests' batch and queue wait is ``head_of_line``, naming the batches and
+  requests that held it (:mod:`workbench.analysis.blocking`);
 * ``launch``: the trace's launch verdict (``workbench.analysis.verdict``);
 * ``PAGEABLE_BYTES_PER_REQUEST`` 1 MiB: host<->device copies from pageable
   memory of at least 1 MiB per traced request are ``transfer``;
 * ``SYNC_SHARE`` 0.10: synchronizing calls taking at least 10 % of the traced
   stages' host time are ``sync``;
 * ``GC_SHARE`` 0.05: garbage-collection pauses at least 5 % of the slowest 5 %'s
-  end to end (when the run recorded them) are ``gc``.
+  end to end (when the run recorded them) are ``gc``;
+* ``SERVED_GC_PAUSE_SHARE`` 0.10: on a served run, a longest collection pause
+  of at least 10 % of the end-to-end p99 is ``gc`` (every request in flight
+  waits through it).
 """
 from __future__ import annotations
 
@@ -40,6 +48,9 @@ DOMINANT_SHARE = 0.30
 TAIL_RATIO = 5.0
 TAIL_SHARE = 0.5
 QUEUE_SHARE = 0.30
+MAX_WAIT_FIXES = 0.5
+HOL_SHARE = 0.25
+SERVED_GC_PAUSE_SHARE = 0.10
 PAGEABLE_BYTES_PER_REQUEST = 1 << 20
 SYNC_SHARE = 0.10
 GC_SHARE = 0.05
@@ -101,9 +112,49 @@ def queue(facts: dict[str, Any]) -> list[dict]:
     share = sum(s["share"] for s in waits)
     if not waits or share < QUEUE_SHARE:
         return []
-    return [{"kind": "queue", "stage": "+".join(s["name"] for s in waits),
-             "evidence": f"requests spend {share:.0%} of their mean end to end waiting (batch wait + queue wait)",
-             "numbers": {"share": share}}]
+    wait_ms = sum(s.get("mean_ms") or 0.0 for s in waits)
+    max_wait = (facts.get("policy") or {}).get("max_wait_ms")
+    evidence = f"requests spend {share:.0%} of their mean end to end waiting (batch wait + queue wait)"
+    if max_wait is not None and max_wait < MAX_WAIT_FIXES * wait_ms:
+        evidence += (f"; the max wait ({max_wait:g} ms) is already below the {wait_ms:.3g} ms they wait: the rest "
+                     "is queue wait for a busy executor, which a shorter max wait does not fix")
+    return [{"kind": "queue", "stage": "+".join(s["name"] for s in waits), "evidence": evidence,
+             "numbers": {"share": share, "wait_ms": wait_ms, "max_wait_ms": max_wait}}]
+
+
+def head_of_line(facts: dict[str, Any]) -> list[dict]:
+    hol = facts.get("blocking") or {}
+    stage = hol.get("stage")
+    share = (hol.get("share_of_wait") or {}).get(stage, 0.0) if stage else 0.0
+    if not stage or share < HOL_SHARE:
+        return []
+    held = [h for h in hol["holders"] if h["stage"] == stage][:3]
+    named = ", ".join(f"batch {h['batch']} (requests {_ids(h['requests'])})" for h in held)
+    queue_share = hol["share_of_queue_wait"].get(stage, 0.0)
+    return [{"kind": "head_of_line", "stage": stage,
+             "evidence": f"closed batches waited {hol['queue_wait_ns'] / 1e6:.4g} ms (summed over requests) for a busy "
+                         f"executor; {stage} held it for {queue_share:.0%} of that queue wait ({share:.0%} of all "
+                         f"batch and queue wait), most in {named}",
+             "numbers": {"share": share, "share_of_queue_wait": queue_share,
+                         "blocked_ms": hol["blamed_ns"][stage] / 1e6,
+                         "holders": [h["batch"] for h in held]}}]
+
+
+def _ids(ids: list[int], shown: int = 4) -> str:
+    return ", ".join(map(str, ids[:shown])) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+
+
+def served_gc(facts: dict[str, Any]) -> list[dict]:
+    gc = facts.get("serving_gc") or {}
+    p99 = (facts["budget"].get("end_to_end") or {}).get("p99_ms")
+    longest = gc.get("pause_ms_max")
+    if not gc.get("collections") or not p99 or longest is None or longest < SERVED_GC_PAUSE_SHARE * p99:
+        return []
+    return [{"kind": "gc", "stage": None,
+             "evidence": f"while serving, {gc['collections']} garbage collections paused the server "
+                         f"{gc['pause_ms_total']:.4g} ms in all, the longest {longest:.4g} ms "
+                         f"({longest / p99:.0%} of the end-to-end p99; gc mode {gc.get('mode')})",
+             "numbers": {"share": longest / p99, "pause_ms_max": longest, "collections": gc["collections"]}}]
 
 
 def launch(facts: dict[str, Any]) -> list[dict]:
@@ -159,13 +210,21 @@ def gc_pauses(facts: dict[str, Any]) -> list[dict]:
              "numbers": {"share_slowest_5pct": share}}]
 
 
-RULES = (dominant_stages, tail_stages, queue, launch, transfer, sync, gc_pauses)
+RULES = (dominant_stages, tail_stages, queue, head_of_line, launch, transfer, sync, gc_pauses, served_gc)
 
 
 def findings(facts: dict[str, Any]) -> list[dict]:
     """Every rule's findings, each with its catalog actions, largest time share first."""
-    out = [f | {"actions": actions_for(f["kind"])} for rule in RULES for f in rule(facts)]
+    out = [f | {"actions": _actions(f)} for rule in RULES for f in rule(facts)]
     return sorted(out, key=lambda f: -_weight(f))
+
+
+def _actions(finding: dict) -> list[dict]:
+    """The catalog's actions for the finding; "lower the max wait" only where the max wait is not already
+    below the wait it would fix."""
+    n = finding["numbers"]
+    futile = n.get("max_wait_ms") is not None and n["max_wait_ms"] < MAX_WAIT_FIXES * (n.get("wait_ms") or 0.0)
+    return [a for a in actions_for(finding["kind"]) if not (futile and (a.get("try") or {}).get("max_wait_ms"))]
 
 
 def _weight(finding: dict) -> float:

@@ -33,6 +33,9 @@ class Entry:
     variant: str
     path: Path
     run: Any = field(default=None, compare=False, repr=False)  # loaded once, read by every figure
+    recorded_on: str = "?"  # the card (GPU runs) or CPU model the run's own record names
+    torch: str = "?"  # the torch version of its record
+    date: str = "?"  # the date of its record (YYYY-MM-DD)
 
 
 def recorded_entries(runs_dir: str | os.PathLike) -> tuple[list[Entry], list[str]]:
@@ -50,17 +53,22 @@ def recorded_entries(runs_dir: str | os.PathLike) -> tuple[list[Entry], list[str
         if run.kind != "profile":
             continue
         cfg = run.config
-        device = str(cfg.get("device", "cpu")).split(":")[0]
-        options = cfg.get("options") or {}
+        if cfg.batch_size is None:
+            notes.append(f"skipped {folder.name}: run.json has no config.batch_size")
+            continue
+        device = (cfg.device or "cpu").split(":")[0]
+        options = cfg.options
         sync = run.meta.sync_policy  # request: timed the wrong way on purpose, its own variant
         variant = ", ".join([f"{k}={v}" for k, v in sorted(options.items())]
                             + ([f"sync={sync}"] if sync != "stage" else [])) or "default"
-        key = f"{run.meta.get('pipeline')}|{device}|{cfg.get('batch_size')}|{cfg.get('precision')}|{variant}"
+        key = f"{run.meta.pipeline}|{device}|{cfg.batch_size}|{cfg.precision}|{variant}"
         if any(e.key == key for e in entries):
             notes.append(f"skipped {folder.name}: same configuration and options as an earlier folder")
             continue
-        entries.append(Entry(key, str(run.meta.get("pipeline")), device, int(cfg.get("batch_size")),
-                             str(cfg.get("precision")), variant, folder, run))
+        env = run.meta.env
+        where = (env.device_name if device != "cpu" else env.cpu_model) or env.device_name or env.cpu_model or "?"
+        entries.append(Entry(key, str(run.meta.pipeline), device, cfg.batch_size, str(cfg.precision), variant,
+                             folder, run, where, env.torch or "?", str(run.meta.created or "?")[:10]))
     return entries, notes
 
 
@@ -117,7 +125,8 @@ def build_page(entries: list[Entry], figures: dict[str, dict], batching: dict[st
     from plotly.offline import get_plotlyjs
 
     data = {"entries": [{"key": e.key, "pipeline": e.pipeline, "device": e.device, "batch_size": e.batch_size,
-                         "precision": e.precision, "variant": e.variant, "folder": e.path.name} for e in entries],
+                         "precision": e.precision, "variant": e.variant, "folder": e.path.name,
+                         "recorded_on": e.recorded_on, "torch": e.torch, "date": e.date} for e in entries],
             "figures": figures, "batching": batching, "notes": notes}
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     return PAGE.replace("%PLOTLYJS%", get_plotlyjs()).replace("%DATA%", payload)
@@ -202,7 +211,7 @@ function draw(){
   const status = document.getElementById('status');
   if (!e){ status.textContent = 'not recorded: no run with this combination'; 
            for (const k of ['budget','distribution','flame','batching']) message(document.getElementById(k), 'not recorded'); return; }
-  status.textContent = 'recorded run ' + e.folder + ' (' + e.pipeline + ', ' + e.device + ', batch ' + e.batch_size + ', ' + e.precision + ', ' + e.variant + ')';
+  status.textContent = 'recorded run ' + e.folder + ' (' + e.pipeline + ', ' + e.device + ', batch ' + e.batch_size + ', ' + e.precision + ', ' + e.variant + '), recorded on ' + e.recorded_on + ', torch ' + e.torch + ', ' + e.date;
   const figs = D.figures[e.key];
   for (const k of ['budget','distribution','flame']){
     show(document.getElementById(k), figs[k]);

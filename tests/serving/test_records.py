@@ -1,5 +1,6 @@
 """The client-side join: network = client end to end - server total, stages as the server reported them."""
-from workbench.serving.client import Result, lag_percentiles
+from workbench.batching.loadgen import lag_percentiles
+from workbench.serving.client import Result
 from workbench.serving.records import client_tables
 
 import numpy as np

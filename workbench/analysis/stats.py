@@ -21,12 +21,22 @@ PERCENTILES = (50, 95, 99)
 Z_95 = 1.959963984540054
 
 
+def percentiles(values, q, axis: int | None = None) -> np.ndarray | np.float64:
+    """The q-th percentile(s) (0-100, a number or a sequence) of ``values`` as given (no cast).
+
+    The package's one definition: linear interpolation between order statistics (numpy's
+    ``method="linear"``, Hyndman & Fan type 7). ``axis``: as numpy's (None: all values).
+    Empty input raises, as numpy does; :func:`percentile_ns` gives NaN instead.
+    """
+    return np.percentile(values, q, axis=axis, method="linear")
+
+
 def percentile_ns(values_ns, q: float) -> float:
     """The q-th percentile (0-100) of nanosecond values, linear interpolation; NaN if empty."""
     arr = np.asarray(values_ns, dtype=np.int64)
     if arr.size == 0:
         return math.nan
-    return float(np.percentile(arr, q, method="linear"))
+    return float(percentiles(arr, q))
 
 
 def summarize_ns(values_ns) -> dict[str, float | int | None]:
@@ -39,7 +49,7 @@ def summarize_ns(values_ns) -> dict[str, float | int | None]:
     if arr.size == 0:
         return out | {"mean_ms": None, **{f"p{p}_ms": None for p in PERCENTILES}, "max_ms": None}
     out["mean_ms"] = float(arr.mean()) / NS_PER_MS
-    for p, value in zip(PERCENTILES, np.percentile(arr, PERCENTILES, method="linear")):
+    for p, value in zip(PERCENTILES, percentiles(arr, PERCENTILES)):
         out[f"p{p}_ms"] = float(value) / NS_PER_MS
     out["max_ms"] = float(arr.max()) / NS_PER_MS
     return out
@@ -77,5 +87,5 @@ def iqr_ratio(values_ns) -> float:
     arr = np.asarray(values_ns, dtype=np.int64)
     if arr.size == 0:
         return math.nan
-    q1, med, q3 = np.percentile(arr, [25, 50, 75])
+    q1, med, q3 = percentiles(arr, [25, 50, 75])
     return float((q3 - q1) / med) if med else math.nan

@@ -43,7 +43,7 @@ from .batcher import DynamicBatcher
 from .loadgen import generate, lag_summary
 from .policy import BatchPolicy
 from .records import load_tables
-from .summary import load_summary
+from .summary import load_meta_figures, load_summary
 
 LEAD_NS = 2_000_000  # the schedule starts 2 ms after the threads are up
 MAX_REQUESTS = 1_000_000  # a live run holds every item and record in memory
@@ -282,7 +282,6 @@ def _warm_up(execute, items: list, calls: int, max_batch_size: int) -> list:
 
 def _load_meta(summary: dict, lags: np.ndarray, arrivals: Arrivals, policy: BatchPolicy, warmup: int,
                warm_failed: int, drain_timeout_s: float, switch_interval_s: float, dropped: int) -> dict[str, Any]:
-    keys = ("throughput_rps", "mean_batch_size", "utilization", "batch_sizes", "requests", "failed", "batches")
-    return {**{k: summary[k] for k in keys}, **lag_summary(lags), "arrivals": arrivals.params(),
+    return {**load_meta_figures(summary), **lag_summary(lags), "arrivals": arrivals.params(),
             "policy": policy.params(), "warmup_calls_per_executor": 2 * warmup, "warmup_failed": warm_failed,
             "drain_timeout_s": drain_timeout_s, "dropped": dropped, "switch_interval_s": switch_interval_s}

@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis.stats import percentiles
 from ..timing import Clock
+from ..units import ms_to_ns, ns_to_ms, ns_to_s
 
 Submit = Callable[[Any], tuple[int, int]]
 
@@ -38,7 +40,7 @@ def generate(schedule_ns: np.ndarray, items: Sequence[Any], submit: Submit, *, s
             due = start_ns + offset
             now = clock()
             if now < due:
-                sleep((due - now) / 1e9)
+                sleep(ns_to_s(due - now))
             if cancel is not None and cancel.is_set():
                 return lags[:k]
             _, arrival = submit(items[k])
@@ -49,12 +51,18 @@ def generate(schedule_ns: np.ndarray, items: Sequence[Any], submit: Submit, *, s
     return lags
 
 
-def lag_summary(lags_ns: np.ndarray, late_threshold_ms: float = 1.0) -> dict[str, Any]:
-    """``generator_lag_ms`` (worst), ``generator_lag_p99_ms``, ``late_requests`` (lag > threshold)."""
+def lag_percentiles(lags_ns: np.ndarray) -> dict[str, float]:
+    """``{p50_ms, p99_ms, max_ms}`` of the generator's lag (0 for an empty run): the one lag summary."""
     if lags_ns.size == 0:
-        return {"generator_lag_ms": 0.0, "generator_lag_p99_ms": 0.0, "late_requests": 0,
-                "late_threshold_ms": late_threshold_ms}
-    return {"generator_lag_ms": float(lags_ns.max()) / 1e6,
-            "generator_lag_p99_ms": float(np.percentile(lags_ns, 99)) / 1e6,
-            "late_requests": int((lags_ns > late_threshold_ms * 1e6).sum()),
+        return {"p50_ms": 0.0, "p99_ms": 0.0, "max_ms": 0.0}
+    p50, p99 = percentiles(lags_ns, [50, 99])
+    return {"p50_ms": ns_to_ms(float(p50)), "p99_ms": ns_to_ms(float(p99)), "max_ms": ns_to_ms(float(lags_ns.max()))}
+
+
+def lag_summary(lags_ns: np.ndarray, late_threshold_ms: float = 1.0) -> dict[str, Any]:
+    """The load meta's lag keys: ``generator_lag_ms`` (worst), ``generator_lag_p99_ms`` (of
+    :func:`lag_percentiles`), ``late_requests`` (lag > threshold) and the threshold."""
+    lag = lag_percentiles(lags_ns)
+    return {"generator_lag_ms": lag["max_ms"], "generator_lag_p99_ms": lag["p99_ms"],
+            "late_requests": int((lags_ns > ms_to_ns(late_threshold_ms)).sum()),
             "late_threshold_ms": late_threshold_ms}

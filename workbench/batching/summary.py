@@ -17,6 +17,8 @@ from ..analysis.stats import summarize_ns
 from ..units import NS_PER_S
 
 COMPONENTS = {"end_to_end": "dur_ns", "batch_wait": "batch_wait_ns", "queue_wait": "queue_wait_ns", "service": "service_ns"}
+# The summary's figures a run record keeps in its ``load`` (live, load --url and served runs alike).
+LOAD_META_KEYS = ("throughput_rps", "mean_batch_size", "utilization", "batch_sizes", "requests", "failed", "batches")
 
 
 def batch_table(requests: pd.DataFrame) -> pd.DataFrame:
@@ -54,6 +56,11 @@ def load_summary(requests: pd.DataFrame, concurrency: int = 1) -> dict[str, Any]
     out["failed"] = int(len(requests) - len(ok))
     out["batches"] = int(len(batches))
     return out
+
+
+def load_meta_figures(summary: dict[str, Any]) -> dict[str, Any]:
+    """The :data:`LOAD_META_KEYS` of a :func:`load_summary`: what a run's ``load`` records of it."""
+    return {k: summary[k] for k in LOAD_META_KEYS}
 
 
 def _span_ns(requests: pd.DataFrame, finished: pd.Series | None = None) -> int:

@@ -52,6 +52,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from ..errors import ConfigError
+from ..units import ns_to_s, s_to_ns
 from .http1 import BadResponse, Pool, Response, ServerDisconnected, request_bytes
 from .protocol import (BATCH_HEADER, BATCH_SIZE_HEADER, CACHE_HIT_HEADER, REQUEST_ID_HEADER, TIMING_HEADER,
                        parse_server_timing)
@@ -132,7 +133,7 @@ def drive(url: str, payloads: list[bytes], schedule_ns: np.ndarray, *, tag: str 
     loop = asyncio.SelectorEventLoop(selectors.SelectSelector())
     try:
         return loop.run_until_complete(_drive(target, url, payloads, schedule_ns, tag, warmup, connections,
-                                              int(timeout_s * 1e9), clock, spin_ns))
+                                              s_to_ns(timeout_s), clock, spin_ns))
     finally:
         loop.close()
 
@@ -214,7 +215,7 @@ class Schedule:
             due = origin + offsets[self.k]
             now = clock()
             if due - now > self.spin_ns:
-                self.call_later((due - now - self.spin_ns) / 1e9, self._fire)
+                self.call_later(ns_to_s(due - now - self.spin_ns), self._fire)
                 return
             while now < due:
                 now = clock()
@@ -376,14 +377,6 @@ async def _health(pool: Pool, target: Target, url: str, after_run: bool = False)
     except ValueError:
         return None
     return obj if isinstance(obj, dict) else None
-
-
-def lag_percentiles(lags_ns: np.ndarray) -> dict[str, float]:
-    """``{p50_ms, p99_ms, max_ms}`` of the generator's lag (0 for an empty run)."""
-    if lags_ns.size == 0:
-        return {"p50_ms": 0.0, "p99_ms": 0.0, "max_ms": 0.0}
-    p50, p99 = np.percentile(lags_ns, [50, 99])
-    return {"p50_ms": float(p50) / 1e6, "p99_ms": float(p99) / 1e6, "max_ms": float(lags_ns.max()) / 1e6}
 
 
 def summary_of_server(drive_: Drive) -> dict[str, Any]:

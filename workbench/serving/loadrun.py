@@ -22,7 +22,9 @@ from urllib.parse import urlparse
 
 from ..batching.summary import load_summary
 from ..record import Config, Env, Load, Noise, Run, RunMeta, Serving, Timing
-from .client import SPIN_NS, Target, drive, lag_percentiles, summary_of_server
+from ..batching.loadgen import lag_percentiles, lag_summary
+from ..batching.summary import load_meta_figures
+from .client import SPIN_NS, Target, drive, summary_of_server
 from .records import NETWORK, client_tables
 
 LAG_P99_LIMIT_MS = 1.0
@@ -111,10 +113,7 @@ def served_noise(noise: dict[str, Any], lag: dict[str, float], server_cpu_s: flo
 
 
 def _load_meta(summary: dict, lags_ns, arrivals, policy: dict | None) -> dict[str, Any]:
-    from ..batching.loadgen import lag_summary
-
-    keys = ("throughput_rps", "mean_batch_size", "utilization", "batch_sizes", "requests", "failed", "batches")
-    return {**{k: summary[k] for k in keys}, **lag_summary(lags_ns), "arrivals": arrivals.params(),
+    return {**load_meta_figures(summary), **lag_summary(lags_ns), "arrivals": arrivals.params(),
             "policy": policy}
 
 

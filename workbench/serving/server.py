@@ -244,10 +244,9 @@ class _signals_noted:
 
 
 def _run_meta(pipe, started, requests, environment, serving: dict) -> RunMeta:
-    from ..batching.summary import load_summary
+    from ..batching.summary import load_meta_figures, load_summary
 
     summary = load_summary(requests, serving["policy"]["concurrency"])
-    keys = ("throughput_rps", "mean_batch_size", "utilization", "batch_sizes", "requests", "failed", "batches")
     cuda = pipe.config.is_cuda
     return RunMeta(
         kind="served", pipeline=pipe.name, description=pipe.description,
@@ -256,5 +255,5 @@ def _run_meta(pipe, started, requests, environment, serving: dict) -> RunMeta:
         created=started.isoformat(),
         timing=Timing(warmup=0, requests=int(len(requests)), clock="time.perf_counter_ns",
                       sync="stage" if cuda else None, device_timer="cuda_events" if cuda else None),
-        trace=None, load=Load.from_dict({k: summary[k] for k in keys}), serving=Serving.from_dict(serving),
+        trace=None, load=Load.from_dict(load_meta_figures(summary)), serving=Serving.from_dict(serving),
     )

@@ -12,13 +12,13 @@ from operator import attrgetter
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from ..errors import TraceError
 from . import schema
+from .columns import Columns, Text, factorize, kind_codes, unify
 from .decode import Args, decode_events, decode_meta, read_raw
 from .model import Trace
-from .numbers import NA_INT, TIME_LIMIT_NS, NumberError, _as_int, to_int64_array, us_text_to_ns
+from .numbers import NA_INT, TIME_LIMIT_NS, NumberError, _as_int, to_int64_values, us_text_to_ns
 from .read import DEFAULT_MAX_TRACE_BYTES
 
 _NO_ARGS = Args()
@@ -58,14 +58,14 @@ def load_trace(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_TRACE_BY
         raise TraceError(f"{path}: empty trace: no complete (ph 'X') events among {len(raws)}")
     n_events = len(raws)
     del raws  # frees the JSON text before the table is assembled
-    table = builder.table()
+    columns = builder.columns()
     meta = decode_meta(path, raw_meta)
-    meta |= {"schema": _schema_flavour(table), "platform": _platform(table),
-             "event_count": n_events, "complete_event_count": len(table)}
-    return Trace(events=table, path=path, meta=meta)
+    meta |= {"schema": _schema_flavour(columns), "platform": _platform(columns),
+             "event_count": n_events, "complete_event_count": len(columns)}
+    return Trace(columns=columns, path=path, meta=meta)
 
 
-def load_events(path: str | os.PathLike) -> pd.DataFrame:
+def load_events(path: str | os.PathLike):
     """Just the events table of :func:`load_trace`."""
     return load_trace(path).events
 
@@ -147,52 +147,24 @@ class _Columns:
                              "not a number of microseconds in range") from None
 
     def _factorized(self, xs: list, key: str):
-        values = list(map(attrgetter(key), xs))
-        try:  # numeric ids (pid, tid): hashing int64 is much faster than objects
-            codes, uniques = pd.factorize(np.fromiter(values, dtype=np.int64, count=len(values)))
-            uniques = np.asarray(uniques, dtype=object)
-        except (TypeError, ValueError, OverflowError):
-            codes, uniques = pd.factorize(np.array(values, dtype=object))
+        codes, uniques = factorize(list(map(attrgetter(key), xs)))
         if codes.size and codes.min() < 0:
             i = int(np.argmax(codes < 0))
             raise TraceError(f"{self.path}: {self._event(i)} has no {key!r} "
                              "(ph 'X' events need name, ts, dur, pid, tid)")
         return codes, uniques
 
-    def table(self) -> pd.DataFrame:
-        text = {k: _unify(self.pieces[k]) for k in self.TEXT}
-        kind = _kinds(text["cat"])
+    def columns(self) -> Columns:
+        text = {k: unify(self.pieces[k]) for k in self.TEXT}
+        kind = kind_codes(text["cat"])
         args = _arg_columns(self.pieces["args"], kind, text["pid"], text["tid"])
-        data = {"ts_ns": np.concatenate(self.pieces["ts_ns"]), "dur_ns": np.concatenate(self.pieces["dur_ns"]),
-                **text, "kind": kind, **args}
-        table = pd.DataFrame(data, columns=list(schema.COLUMNS))
+        shapes = None
         if any(p is not None for p in self.pieces["shapes"]):  # only traces recorded with record_shapes
-            shapes = [p if p is not None else [None] * len(t) for p, t in zip(self.pieces["shapes"], self.pieces["ts_ns"])]
-            table["input_shapes"] = pd.Categorical([s for part in shapes for s in part])
-        return table
-
-
-def _unify(pieces: list) -> pd.Categorical:
-    """One text categorical from per-chunk (codes, uniques); ints become decimal text."""
-    all_uniques = np.concatenate([u for _, u in pieces])
-    remap, uniques = pd.factorize(all_uniques)
-    starts = np.cumsum([0] + [len(u) for _, u in pieces])
-    codes = np.concatenate([remap[start:][c] for (c, _), start in zip(pieces, starts)])
-    labels = pd.Index([u if isinstance(u, str) else _number_text(u) for u in uniques], dtype="str")
-    if not labels.is_unique:  # 7 and "7" name the same thread
-        again, labels = pd.factorize(labels)
-        codes = again[codes]
-    return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(labels))
-
-
-def _number_text(value) -> str:
-    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
-
-
-def _kinds(cats: pd.Categorical) -> pd.Categorical:
-    kinds = schema.kind_of_categories(cats.categories)
-    lookup = np.array([schema.KINDS.index(k) for k in kinds] + [-1], dtype=np.int8)
-    return pd.Categorical.from_codes(lookup[cats.codes], dtype=schema.KIND_DTYPE)
+            parts = [p if p is not None else [None] * len(t) for p, t in zip(self.pieces["shapes"], self.pieces["ts_ns"])]
+            shapes = np.empty(self.rows, dtype=object)
+            shapes[:] = [s for part in parts for s in part]
+        return Columns(ts_ns=np.concatenate(self.pieces["ts_ns"]), dur_ns=np.concatenate(self.pieces["dur_ns"]),
+                       kind=kind, **text, **args, shapes=shapes)
 
 
 _ARG_KEYS = ("correlation", "device", "stream", "bytes", "external_id", "correlation_id")
@@ -212,43 +184,37 @@ def _arg_table(args: list) -> np.ndarray:
     try:  # the common case, every present value an int: one C conversion
         return np.array(rows, dtype=np.int64).reshape(len(rows), len(_ARG_KEYS))
     except (TypeError, ValueError, OverflowError):
-        cols = [to_int64_array([r[i] for r in rows]) for i in range(len(_ARG_KEYS))]
-        return np.stack([c.to_numpy(dtype=np.int64, na_value=NA_INT) for c in cols], axis=1)
+        return np.stack([to_int64_values([r[i] for r in rows]) for i in range(len(_ARG_KEYS))], axis=1)
 
 
-def _arg_columns(pieces: list, kind: pd.Categorical, pids: pd.Categorical, tids: pd.Categorical) -> dict:
+def _arg_columns(pieces: list, kind: np.ndarray, pids: Text, tids: Text) -> dict:
     table = np.concatenate(pieces)
-    cols = {k: pd.arrays.IntegerArray(table[:, i].copy(), table[:, i] == NA_INT) for i, k in enumerate(_ARG_KEYS)}
+    cols = {k: table[:, i].copy() for i, k in enumerate(_ARG_KEYS)}
     correlation = cols["correlation"]
-    if not cols["correlation_id"].isna().all():  # 2021 schema
-        correlation = pd.Series(correlation).fillna(pd.Series(cols["correlation_id"])).array
-    gpu = np.isin(kind.codes, [schema.KINDS.index(k) for k in schema.GPU_WORK_KINDS])
-    return {"device": _with_fallback(cols["device"], gpu, pids),
-            "stream": _with_fallback(cols["stream"], gpu, tids),
+    correlation = np.where(correlation == NA_INT, cols["correlation_id"], correlation)  # 2021 schema
+    gpu = np.isin(kind, [schema.KINDS.index(k) for k in schema.GPU_WORK_KINDS])
+    return {"device": _with_fallback(cols["device"], gpu, pids), "stream": _with_fallback(cols["stream"], gpu, tids),
             "correlation": correlation, "bytes": cols["bytes"], "ext_id": cols["external_id"]}
 
 
-def _with_fallback(values, gpu: np.ndarray, ids: pd.Categorical):
+def _with_fallback(values: np.ndarray, gpu: np.ndarray, ids: Text) -> np.ndarray:
     """GPU events without the argument take it from pid/tid (device, stream) when numeric."""
-    missing = gpu & np.asarray(values.isna())
+    missing = gpu & (values == NA_INT)
     if not missing.any():
         return values
-    numbers = pd.array([_as_int(label.rsplit(" ", 1)[-1]) for label in ids.categories] + [None], dtype="Int64")
-    fallback = numbers[ids.codes]
-    out = values.copy()
-    out[missing] = fallback[missing]
-    return out
+    numbers = [_as_int(label.rsplit(" ", 1)[-1]) for label in ids.labels]
+    fallback = np.array([NA_INT if n is None else n for n in numbers] + [NA_INT], dtype=np.int64)[ids.codes]
+    return np.where(missing, fallback, values)
 
 
-def _schema_flavour(events: pd.DataFrame) -> str:
-    used = set(events["cat"].cat.categories)
-    return "2021" if used & schema.OLD_SCHEMA_CATEGORIES else "kineto"
+def _schema_flavour(columns: Columns) -> str:
+    return "2021" if set(columns.cat.labels) & schema.OLD_SCHEMA_CATEGORIES else "kineto"
 
 
-def _platform(events: pd.DataFrame) -> str:
-    kinds = set(events["kind"].unique())
+def _platform(columns: Columns) -> str:
+    kinds = {schema.KINDS[k] for k in np.unique(columns.kind).tolist()}
     if not kinds & {schema.KIND_RUNTIME, *schema.GPU_WORK_KINDS}:
         return "cpu"
-    runtime = events.loc[events["kind"] == schema.KIND_RUNTIME, "name"]
-    names = pd.Index(runtime.unique().astype(str))
-    return "rocm" if names.str.startswith("hip").any() else "cuda"
+    runtime = columns.name.take(columns.kind == schema.KINDS.index(schema.KIND_RUNTIME))
+    names = runtime.labels[np.unique(runtime.codes)] if runtime.codes.size else []
+    return "rocm" if any(str(n).startswith("hip") for n in names) else "cuda"

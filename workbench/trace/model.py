@@ -15,14 +15,18 @@ when a caller assigns a column); callers must not modify them in place.
 from __future__ import annotations
 
 import functools
+import sys
 from functools import cached_property
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 import numpy as np
-import pandas as pd
 
+from .columns import Columns
 from .schema import GPU_WORK_KINDS, HOST_KINDS, KIND_KERNEL, KIND_MEMCPY, KIND_RUNTIME
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 T = TypeVar("T")
 
@@ -34,27 +38,48 @@ class Trace:
     ``meta`` holds the trace's top-level fields as written (``deviceProperties``,
     ``displayTimeUnit``, ``distributedInfo``, ...) plus ``schema`` ("kineto" or "2021"),
     ``platform`` ("cuda", "rocm" or "cpu"), ``event_count`` and ``complete_event_count``.
-    ``Trace(events)`` wraps a table built in code (tests, benchmarks).
+    ``Trace(events)`` wraps a table built in code (tests, benchmarks); the loader gives
+    ``Trace(columns=...)``: the same events as numpy :class:`~workbench.trace.columns.Columns`,
+    the pandas table built from them on first use of ``events`` (``analyze`` never asks).
     """
 
-    def __init__(self, events: pd.DataFrame, path: Path | None = None, meta: dict | None = None):
-        self.events = events
+    def __init__(self, events: pd.DataFrame | None = None, path: Path | None = None, meta: dict | None = None,
+                 *, columns: Columns | None = None):
+        if (events is None) == (columns is None):
+            raise TypeError("Trace needs an events table or columns (one of them)")
+        if events is not None:
+            self.__dict__["events"] = events
+        if columns is not None:
+            self.__dict__["columns"] = columns
         self.path = path
         self.meta = meta or {}
         self._memo: dict[Callable, object] = {}
 
+    @cached_property
+    def events(self) -> pd.DataFrame:
+        """The pandas events table (:mod:`workbench.trace.schema`), built from the columns once."""
+        return self.columns.to_frame()
+
+    @cached_property
+    def columns(self) -> Columns:
+        """The events as numpy columns (:mod:`workbench.trace.columns`)."""
+        return Columns.from_frame(self.events)
+
     @classmethod
-    def of(cls, source: Trace | pd.DataFrame) -> Trace:
+    def of(cls, source) -> Trace:
         """A trace itself, or an events table wrapped in a new one: the boundary for figure builders
         and notebooks that hold a bare table. Analyses take a :class:`Trace` only."""
         if isinstance(source, Trace):
             return source
-        if isinstance(source, pd.DataFrame):
+        if _is_frame(source):
             return cls(source)
         raise TypeError(f"expected a workbench.trace.Trace or an events table, got {type(source).__name__}")
 
+    def __len__(self) -> int:
+        return len(self.columns) if "columns" in self.__dict__ else len(self.events)
+
     def __repr__(self) -> str:
-        return f"Trace({self.path or 'built in code'}, {len(self.events):,} events)"
+        return f"Trace({self.path or 'built in code'}, {len(self):,} events)"
 
     @property
     def device_properties(self) -> list[dict]:
@@ -67,6 +92,13 @@ class Trace:
         if compute not in self._memo:
             self._memo[compute] = compute(self)
         return self._memo[compute]
+
+    def rows_of(self, kinds) -> Columns:
+        """The numpy columns of the rows whose kind is in ``kinds`` (memoised per kind set)."""
+        key = ("rows", tuple(kinds))
+        if key not in self._memo:
+            self._memo[key] = self.columns.take(np.flatnonzero(self.columns.of_kinds(kinds)))
+        return self._memo[key]
 
     # --- row subsets of the events table -------------------------------------------------
     @cached_property
@@ -111,6 +143,12 @@ def derived(compute: Callable[[Trace], T]) -> Callable[[Trace], T]:
     @functools.wraps(compute)
     def memoised(trace: Trace) -> T:
         value = trace.derive(compute)
-        return value.copy(deep=False) if isinstance(value, pd.DataFrame) else value
+        return value.copy(deep=False) if _is_frame(value) else value
 
     return memoised
+
+
+def _is_frame(value) -> bool:
+    """A pandas DataFrame? (Without importing pandas: none exists unless pandas was imported.)"""
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and isinstance(value, pandas.DataFrame)

@@ -12,7 +12,6 @@ import decimal
 import math
 
 import numpy as np
-import pandas as pd
 
 _MAX_INT_DIGITS = 16  # 16 integer digits of us + 3 of ns fit in uint64
 _INT64_MAX = np.iinfo(np.int64).max
@@ -117,18 +116,25 @@ def _slow(raws: list, rows: np.ndarray) -> np.ndarray:
 NA_INT = -(2**63)  # the decoder's default for an absent argument (see decode.Args)
 
 
-def to_int64_array(values: list) -> pd.api.extensions.ExtensionArray:
-    """A nullable Int64 array of argument values (:data:`NA_INT` = absent).
+def to_int64_values(values: list) -> np.ndarray:
+    """int64 argument values, :data:`NA_INT` where absent or not an integer.
 
     Ints are kept; integral floats and decimal or hex text (``"0x0"``, ROCm) are
-    converted; anything else (null, bools, fractions, other text) is null. Real
+    converted; anything else (null, bools, fractions, other text) is absent. Real
     traces vary in how they spell these ids. The all-int case is one C loop.
     """
     try:
-        arr = np.fromiter(values, dtype=np.int64, count=len(values))
+        return np.fromiter(values, dtype=np.int64, count=len(values))
     except (TypeError, ValueError, OverflowError):
         arr = np.array([_as_int(v) for v in values], dtype=object)
-        arr = np.where(arr == None, NA_INT, arr).astype(np.int64)  # noqa: E711
+        return np.where(arr == None, NA_INT, arr).astype(np.int64)  # noqa: E711
+
+
+def to_int64_array(values: list):
+    """:func:`to_int64_values` as a nullable pandas Int64 array (imports pandas)."""
+    import pandas as pd
+
+    arr = to_int64_values(values)
     return pd.arrays.IntegerArray(arr, arr == NA_INT)
 
 

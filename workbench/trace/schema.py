@@ -39,7 +39,6 @@ though it carries a correlation); ``python_function`` -> python; anything else
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 KIND_CPU_OP = "cpu_op"
 KIND_USER_ANNOTATION = "user_annotation"
@@ -73,29 +72,44 @@ OLD_SCHEMA_CATEGORIES = frozenset({"Operator", "Runtime", "Kernel", "Memcpy", "M
 INT_COLUMNS = ("device", "stream", "correlation", "bytes", "ext_id")
 COLUMNS = ("ts_ns", "dur_ns", "name", "cat", "kind", "pid", "tid", *INT_COLUMNS)
 
-KIND_DTYPE = pd.CategoricalDtype(categories=pd.Index(list(KINDS), dtype="str"))
 
 
-def kind_of_categories(categories: pd.Index) -> pd.Index:
-    """The kind of each raw category (an Index of str in, the same length out)."""
-    return pd.Index([CATEGORY_KINDS.get(c, KIND_OTHER) for c in categories], dtype="str")
+def __getattr__(name: str):
+    """``KIND_DTYPE`` (the pandas dtype of the ``kind`` column), made on first use: importing this
+    module does not import pandas (``analyze`` reads numpy columns)."""
+    if name == "KIND_DTYPE":
+        import pandas as pd
+
+        value = pd.CategoricalDtype(categories=pd.Index(list(KINDS), dtype="str"))
+        globals()["KIND_DTYPE"] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def empty_events() -> pd.DataFrame:
+def kind_of_categories(categories) -> list[str]:
+    """The kind of each raw category (str in, the same length out)."""
+    return [CATEGORY_KINDS.get(c, KIND_OTHER) for c in categories]
+
+
+def empty_events():
     """An events table with every column and no rows (used by tests and analyses)."""
+    import pandas as pd
+
     text = pd.CategoricalDtype(categories=pd.Index([], dtype="str"))
     data = {"ts_ns": np.empty(0, np.int64), "dur_ns": np.empty(0, np.int64)}
     data |= {c: pd.Series([], dtype=text) for c in ("name", "cat", "pid", "tid")}
-    data["kind"] = pd.Series([], dtype=KIND_DTYPE)
+    data["kind"] = pd.Series([], dtype=__getattr__("KIND_DTYPE"))
     data |= {c: pd.array([], dtype="Int64") for c in INT_COLUMNS}
     return pd.DataFrame(data, columns=list(COLUMNS))
 
 
-def name_matches(names: pd.Series, predicate) -> np.ndarray:
+def name_matches(names, predicate) -> np.ndarray:
     """Boolean array: ``predicate(name)`` for each row, evaluated once per distinct name.
 
     Works on the categorical ``name`` column of the events table (and on plain str).
     """
+    import pandas as pd
+
     if isinstance(names.dtype, pd.CategoricalDtype):
         hits = np.array([bool(predicate(c)) for c in names.cat.categories] + [False], dtype=bool)
         return hits[names.cat.codes.to_numpy()]

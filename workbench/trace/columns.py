@@ -1,0 +1,189 @@
+"""The events table as plain numpy columns: what the loader builds and ``analyze`` reads.
+
+Same content as the pandas table of :mod:`workbench.trace.schema`, without pandas (whose import
+alone took 0.4 s of the 1.07 s ``analyze`` spent on a 33 MB trace):
+
+* ``ts_ns``, ``dur_ns``: int64 nanoseconds
+* ``kind``: int8, the index of the row's kind in :data:`~workbench.trace.schema.KINDS`
+* ``name``, ``cat``, ``pid``, ``tid``: :class:`Text` (int64 codes into a label array of str,
+  labels in order of first appearance, as ``pandas.factorize`` gives them)
+* ``device``, ``stream``, ``correlation``, ``bytes``, ``ext_id``: int64, :data:`NA_INT` where absent
+* ``shapes``: ``Input Dims`` as compact JSON text per row (object array, None where absent), or
+  None when the trace recorded no shapes
+
+:meth:`Columns.to_frame` builds the pandas table (figures and notebooks use it);
+:meth:`Columns.from_frame` reads one back, for traces built in code as a table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from .numbers import NA_INT
+from .schema import CATEGORY_KINDS, COLUMNS, INT_COLUMNS, KIND_OTHER, KINDS
+
+TEXT_COLUMNS = ("name", "cat", "pid", "tid")
+
+
+@dataclass(frozen=True)
+class Text:
+    """A text column: ``codes`` (int64, -1 = absent) into ``labels`` (object array of str)."""
+
+    codes: np.ndarray
+    labels: np.ndarray
+
+    def take(self, rows) -> Text:
+        return Text(self.codes[rows], self.labels)
+
+    def values(self) -> np.ndarray:
+        """The text of each row (object array; absent rows are None)."""
+        padded = np.append(self.labels, None) if self.labels.size else np.array([None], dtype=object)
+        return padded[np.where(self.codes < 0, padded.size - 1, self.codes)]
+
+    def matches(self, predicate) -> np.ndarray:
+        """Boolean per row: ``predicate(label)``, evaluated once per distinct label."""
+        hits = np.array([bool(predicate(label)) for label in self.labels] + [False], dtype=bool)
+        return hits[np.where(self.codes < 0, hits.size - 1, self.codes)]
+
+    def isin(self, names) -> np.ndarray:
+        names = frozenset(names)
+        return self.matches(names.__contains__)
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The normalized events, one numpy array per column (see the module docstring)."""
+
+    ts_ns: np.ndarray
+    dur_ns: np.ndarray
+    kind: np.ndarray
+    name: Text
+    cat: Text
+    pid: Text
+    tid: Text
+    device: np.ndarray
+    stream: np.ndarray
+    correlation: np.ndarray
+    bytes: np.ndarray
+    ext_id: np.ndarray
+    shapes: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.ts_ns.size)
+
+    def take(self, rows) -> Columns:
+        """The rows ``rows`` (an index array or a boolean mask), every column."""
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = None if value is None else value.take(rows) if isinstance(value, Text) else value[rows]
+        return Columns(**out)
+
+    def of_kinds(self, kinds) -> np.ndarray:
+        """Boolean mask of the rows whose kind is in ``kinds``."""
+        return np.isin(self.kind, [KINDS.index(k) for k in kinds])
+
+    def to_frame(self):
+        """The pandas events table (:mod:`workbench.trace.schema`); imports pandas."""
+        import pandas as pd
+
+        data = {"ts_ns": self.ts_ns, "dur_ns": self.dur_ns}
+        for key in TEXT_COLUMNS:
+            text = getattr(self, key)
+            dtype = pd.CategoricalDtype(pd.Index(list(text.labels), dtype="str"))
+            data[key] = pd.Categorical.from_codes(text.codes, dtype=dtype)
+        from .schema import KIND_DTYPE
+
+        data["kind"] = pd.Categorical.from_codes(self.kind.astype(np.int64), dtype=KIND_DTYPE)
+        for key in INT_COLUMNS:
+            values = getattr(self, key)
+            data[key] = pd.arrays.IntegerArray(values.copy(), values == NA_INT)
+        table = pd.DataFrame(data, columns=list(COLUMNS))
+        if self.shapes is not None:
+            table["input_shapes"] = pd.Categorical(list(self.shapes))
+        return table
+
+    @classmethod
+    def from_frame(cls, table) -> Columns:
+        """The columns of a pandas events table (categorical or plain text columns both read)."""
+        import pandas as pd
+
+        def text(column) -> Text:
+            col = table[column]
+            if not isinstance(col.dtype, pd.CategoricalDtype):
+                col = col.astype(str).astype("category")
+            return Text(col.cat.codes.to_numpy().astype(np.int64), np.array(list(col.cat.categories), dtype=object))
+
+        kinds = np.array([KINDS.index(k) if k in KINDS else KINDS.index(KIND_OTHER) for k in KINDS] + [-1], np.int8)
+        kind_col = table["kind"]
+        if isinstance(kind_col.dtype, pd.CategoricalDtype):
+            lookup = np.array([KINDS.index(str(k)) for k in kind_col.cat.categories] + [-1], dtype=np.int8)
+            kind = lookup[kind_col.cat.codes.to_numpy()]
+        else:
+            kind = np.array([KINDS.index(str(k)) for k in kind_col], dtype=np.int8) if len(kind_col) else kinds[:0]
+        ints = {}
+        for key in INT_COLUMNS:
+            if key in table:
+                ints[key] = pd.array(table[key], dtype="Int64").to_numpy(dtype=np.int64, na_value=NA_INT)
+            else:
+                ints[key] = np.full(len(table), NA_INT, np.int64)
+        shapes = None
+        if "input_shapes" in table:
+            col = table["input_shapes"]
+            shapes = np.array([None if pd.isna(v) else str(v) for v in col], dtype=object)
+        return cls(ts_ns=table["ts_ns"].to_numpy(np.int64), dur_ns=table["dur_ns"].to_numpy(np.int64), kind=kind,
+                   **{k: text(k) for k in TEXT_COLUMNS}, **ints, shapes=shapes)
+
+
+def factorize(values: list) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, uniques)`` of a list in order of first appearance (``pandas.factorize``'s order);
+    None is absent (code -1). Integer lists go through numpy, anything else through a dict."""
+    try:
+        ints = np.fromiter(values, dtype=np.int64, count=len(values))
+    except (TypeError, ValueError, OverflowError):
+        index: dict = {}
+        codes = np.fromiter((-1 if v is None else index.setdefault(v, len(index)) for v in values),
+                            dtype=np.int64, count=len(values))
+        uniques = np.empty(len(index), dtype=object)
+        uniques[:] = list(index)
+        return codes, uniques
+    uniq, first, inverse = np.unique(ints, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(order.size, np.int64)
+    rank[order] = np.arange(order.size)
+    uniques = np.empty(order.size, dtype=object)
+    uniques[:] = uniq[order].tolist()
+    return rank[inverse.reshape(-1)], uniques
+
+
+def unify(pieces: list[tuple[np.ndarray, np.ndarray]]) -> Text:
+    """One text column from per-chunk ``(codes, uniques)``; numbers become decimal text
+    (7 and "7" name the same thread)."""
+    all_uniques = [u for _, part in pieces for u in part]
+    remap, uniques = factorize_objects(all_uniques)
+    starts = np.cumsum([0] + [len(u) for _, u in pieces])
+    codes = np.concatenate([remap[start:][c] for (c, _), start in zip(pieces, starts)]) if pieces else \
+        np.empty(0, np.int64)
+    labels = [u if isinstance(u, str) else _number_text(u) for u in uniques]
+    again, distinct = factorize_objects(labels)
+    if len(distinct) != len(labels):
+        codes = again[codes]
+        labels = list(distinct)
+    return Text(codes, np.array(labels, dtype=object).reshape(-1))
+
+
+def factorize_objects(values: list) -> tuple[np.ndarray, list]:
+    index: dict = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), dtype=np.int64, count=len(values))
+    return codes, list(index)
+
+
+def _number_text(value) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def kind_codes(cat: Text) -> np.ndarray:
+    """The kind (index into KINDS, int8) of each row, from its category."""
+    lookup = np.array([KINDS.index(CATEGORY_KINDS.get(c, KIND_OTHER)) for c in cat.labels] + [-1], dtype=np.int8)
+    return lookup[cat.codes]

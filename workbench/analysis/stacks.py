@@ -1,0 +1,189 @@
+"""Where the slow requests' time goes, from the sampled Python stacks of every timed request.
+
+Input: the timing run's stack samples (:mod:`workbench.sampling`), each with
+its request and stage, and the run's tables. The sets are the tail
+attribution's (:mod:`workbench.analysis.tail`): the slowest 1 % and 5 % by end
+to end, and the median set (p40-p60). For each stage and set, a frame's share
+is the fraction of the set's samples in that stage whose stack holds the frame
+(a frame is a file and a function; recursion counts once). Samples are evenly
+spaced in time, so that is the share of the set's time in the stage.
+
+Out (``stacks`` in ``show --json``)::
+
+    {"interval_ms", "samples", "unassigned", "tail_set", "headline",
+     "stages": {stage: {"samples": {set: n}, "enough": bool, "lead": frame or None,
+                        "frames": [{"frame", "file", "function", "caller",
+                                    "slowest_1pct", "slowest_5pct", "median", "growth"}],
+                        "tree": [{"id", "parent", "name", "tail", "median"}]}}}
+
+``frames`` are sorted by ``growth`` (tail share minus median share; the tail
+set is the 1 % one when the run has one, else 5 %). ``lead`` is the frame the
+headline names: the deepest frame with at least :data:`DRILL_SHARE` (80 %) of
+the largest growth (a caller grows at least as much as the callee that makes
+its growth, so this drills down to the callee). ``tree`` is the differential flame graph:
+stacks merged by path from the stage function down, each node with its share
+of the tail set's and the median set's samples (nodes under
+:data:`MIN_NODE_SHARE` in both are left out). A stage whose tail set has fewer
+than :data:`MIN_SAMPLES` samples has no headline frame (too few to say).
+"""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any
+
+import pandas as pd
+
+from .matrix import END_TO_END, stage_matrix
+from .tail import MIN_REQUESTS_FOR_1PCT, TAIL_FRACTIONS, median_set, shares, slowest
+
+MIN_SAMPLES = 20
+DRILL_SHARE = 0.8
+MIN_NODE_SHARE = 0.01
+MAX_FRAMES = 12
+SITE_DIRS = ("site-packages", "dist-packages")
+
+
+def frame_name(file: str, function: str) -> str:
+    """``redis read_response`` for a library frame (its top package or standard-library module), the
+    function alone for the user's own code (``get_features``; :func:`call_site` adds file and line)."""
+    parts = file.replace("\\", "/").split("/")
+    for site in SITE_DIRS:
+        if site in parts:
+            after = parts[parts.index(site) + 1:]
+            if after:
+                return f"{after[0].removesuffix('.py')} {function}"
+    for i, part in enumerate(parts[:-1]):
+        if part.startswith("python3") and i > 0 and parts[i - 1] == "lib":  # the standard library: socket recv
+            return f"{parts[i + 1].removesuffix('.py')} {function}"
+    return function
+
+
+def call_site(file: str, function: str, line: int) -> str:
+    """``get_features (recommend.py:143)``."""
+    return f"{function} ({os.path.basename(file)}:{line})"
+
+
+def request_sets(requests: pd.DataFrame, stages: pd.DataFrame, order: list[str]) -> tuple[dict[str, pd.Index], str]:
+    """Request ids of ``slowest_1pct`` (when the run has enough requests), ``slowest_5pct`` and ``median``,
+    and the name of the tail set the headline uses."""
+    wide = stage_matrix(requests, stages, order)
+    e2e = wide[END_TO_END].astype("int64").rename("e2e_ns")
+    e2e.index.name = "request"
+    sets = {name: slowest(e2e, f) for name, f in TAIL_FRACTIONS.items()
+            if name != "slowest_1pct" or len(e2e) >= MIN_REQUESTS_FOR_1PCT}
+    sets["median"] = median_set(e2e)
+    return sets, ("slowest_1pct" if "slowest_1pct" in sets else "slowest_5pct")
+
+
+def stack_summary(samples: pd.DataFrame, stacks: list, requests: pd.DataFrame, stages: pd.DataFrame,
+                  order: list[str], *, interval_s: float, unassigned: int = 0) -> dict[str, Any] | None:
+    """The ``stacks`` object (module docstring). ``samples``: columns ``request``, ``stage``, ``stack``
+    (an index into ``stacks``, whose items are tuples of ``(file, function, line)``, stage function first)."""
+    if samples.empty or requests.empty:
+        return None
+    sets, tail_set = request_sets(requests, stages, order)
+    out_stages = {}
+    for stage in order:
+        mine = samples[samples["stage"] == stage]
+        if mine.empty:
+            continue
+        by_set = {name: mine.loc[mine["request"].isin(ids), "stack"].tolist() for name, ids in sets.items()}
+        out_stages[stage] = _stage_entry(by_set, stacks, tail_set)
+    wide = stage_matrix(requests, stages, order)
+    tail_shares = shares(wide, sets[tail_set], order) if len(sets[tail_set]) else {}
+    top = max(order, key=lambda s: tail_shares.get(s, 0.0)) if tail_shares else None
+    return {"interval_ms": interval_s * 1e3, "samples": int(len(samples)), "unassigned": int(unassigned),
+            "tail_set": tail_set, "stages": out_stages,
+            "headline": headline(out_stages.get(top), top, tail_set) if top else None}
+
+
+def _stage_entry(by_set: dict[str, list[int]], stacks: list, tail_set: str) -> dict[str, Any]:
+    counts = {name: _frame_counts(ids, stacks) for name, ids in by_set.items()}
+    n = {name: len(ids) for name, ids in by_set.items()}
+    callers = _callers(by_set[tail_set] + by_set["median"], stacks)
+    keys = {k for name, c in counts.items() for k, v in c.items() if n[name] and v / n[name] >= MIN_NODE_SHARE}
+    rows = []
+    for key in keys:
+        share = {name: (counts[name][key] / n[name] if n[name] else None) for name in by_set}
+        growth = (share[tail_set] or 0.0) - (share["median"] or 0.0)
+        rows.append({"frame": frame_name(*key), "file": key[0], "function": key[1], "caller": callers.get(key),
+                     "slowest_1pct": share.get("slowest_1pct"), "slowest_5pct": share.get("slowest_5pct"),
+                     "median": share["median"], "growth": growth, "_depth": _depth(key, by_set[tail_set], stacks)})
+    rows.sort(key=lambda r: (-r["growth"], -r["_depth"], r["file"], r["function"]))
+    lead = _lead(rows)
+    for r in rows:
+        del r["_depth"]
+    return {"samples": n, "frames": rows[:MAX_FRAMES], "lead": lead, "enough": n[tail_set] >= MIN_SAMPLES,
+            "tree": differential_tree(by_set[tail_set], by_set["median"], stacks)}
+
+
+def _lead(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The frame the headline names: the deepest of those carrying at least ``DRILL_SHARE`` of the largest
+    growth (a caller always grows at least as much as the callee that makes its growth: drill down)."""
+    if not rows or rows[0]["growth"] <= 0:
+        return None
+    near = [r for r in rows if r["growth"] >= DRILL_SHARE * rows[0]["growth"]]
+    best = max(near, key=lambda r: (r["_depth"], r["growth"]))
+    return {k: v for k, v in best.items() if k != "_depth"}
+
+
+def _frame_counts(ids: list[int], stacks: list) -> Counter:
+    """(file, function) -> samples whose stack holds it (once per sample)."""
+    per_stack = Counter(ids)
+    out: Counter = Counter()
+    for sid, k in per_stack.items():
+        for key in {(f, fn) for f, fn, _ in stacks[sid]}:
+            out[key] += k
+    return out
+
+
+def _callers(ids: list[int], stacks: list) -> dict[tuple[str, str], str]:
+    """(file, function) -> the call site most samples reach it from (``caller (file:line)``)."""
+    seen: dict[tuple[str, str], Counter] = {}
+    for sid, k in Counter(ids).items():
+        frames = stacks[sid]
+        for above, below in zip(frames, frames[1:]):
+            seen.setdefault((below[0], below[1]), Counter())[above] += k
+    return {key: call_site(*c.most_common(1)[0][0]) for key, c in seen.items()}
+
+
+def _depth(key: tuple[str, str], ids: list[int], stacks: list) -> int:
+    """The deepest position of the frame in the tail's stacks (a tie in growth goes to the deeper frame)."""
+    return max((i for sid in set(ids) for i, f in enumerate(stacks[sid]) if (f[0], f[1]) == key), default=0)
+
+
+def differential_tree(tail_ids: list[int], median_ids: list[int], stacks: list) -> list[dict[str, Any]]:
+    """Stacks merged by path (frames as file and function), parents before children: ``id``, ``parent``
+    (-1 for the stage function), ``name``, ``tail``, ``median`` (shares of each set's samples)."""
+    nodes: dict[tuple, dict[str, Any]] = {}
+    for which, ids in (("tail", tail_ids), ("median", median_ids)):
+        total = len(ids)
+        for sid, k in Counter(ids).items():
+            path: tuple = ()
+            for f, fn, _ in stacks[sid]:
+                parent = nodes[path]["id"] if path else -1
+                path = path + ((f, fn),)
+                node = nodes.setdefault(path, {"id": len(nodes), "parent": parent, "name": frame_name(f, fn),
+                                               "tail": 0.0, "median": 0.0})
+                node[which] += k / total
+    kept = [n for n in nodes.values() if max(n["tail"], n["median"]) >= MIN_NODE_SHARE]
+    ids = {n["id"] for n in kept}
+    return [n for n in kept if n["parent"] == -1 or n["parent"] in ids]
+
+
+def headline(entry: dict[str, Any] | None, stage: str, tail_set: str) -> str | None:
+    """``hydrate, 91 % of the slowest 1 % in redis read_response <- get_features (recommend.py:143); median 40 %``."""
+    if not entry or not entry["enough"] or not entry["lead"]:
+        return None
+    best = entry["lead"]
+    label = "1 %" if tail_set == "slowest_1pct" else "5 %"
+    caller = f" <- {best['caller']}" if best.get("caller") else ""
+    return (f"{stage}, {100 * best[tail_set]:.0f} % of the slowest {label} in {best['frame']}{caller}; "
+            f"median {100 * best['median']:.0f} %")
+
+
+def samples_frame(request: list[int], stage: list[str], stack: list[int]) -> pd.DataFrame:
+    """The samples as a table (``request``, ``stage``, ``stack``)."""
+    return pd.DataFrame({"request": pd.array(request, dtype="int64"), "stage": pd.array(stage, dtype=object),
+                         "stack": pd.array(stack, dtype="int64")})

@@ -1,9 +1,18 @@
 """Windows, perf_analyzer's stability rule, the knee and the auto sweep's stop: exact numbers."""
+
 import numpy as np
 import pandas as pd
 
-from workbench.analysis.windows import (WINDOW_COLUMNS, auto_stop, counted_windows, first_stable, knee, ratio,
-                                        window_table, within)
+from workbench.analysis.windows import (
+    WINDOW_COLUMNS,
+    auto_stop,
+    counted_windows,
+    first_stable,
+    knee,
+    ratio,
+    window_table,
+    within,
+)
 
 MS = 1_000_000
 
@@ -19,7 +28,10 @@ def test_window_table_counts_sent_and_finished_requests_per_window():
     assert t["ok"].tolist() == [4, 1]
     assert t["failed"].tolist() == [0, 1]
     assert t["offered_rps"].tolist() == [40.0, 20.0]
-    assert t["achieved_rps"].tolist() == [30.0, 20.0]  # finished ok: 3 in window 0; 2 (ids 3, 4) in window 1
+    assert t["achieved_rps"].tolist() == [
+        30.0,
+        20.0,
+    ]  # finished ok: 3 in window 0; 2 (ids 3, 4) in window 1
     assert t["p50_ms"].tolist() == [12.5, 1.0]
     assert t["p99_ms"].tolist()[0] == 20.0
     assert t["start_ns"].tolist() == [0, 100 * MS] and t["end_ns"].tolist() == [100 * MS, 200 * MS]
@@ -31,8 +43,8 @@ def test_a_window_without_successes_has_no_percentiles():
 
 
 def test_within_is_relative_to_the_mean():
-    assert within([9.0, 10.0, 11.0], 10)          # mean 10: each within 1
-    assert not within([9.0, 10.0, 12.0], 10)      # mean 10.333: 12 is 1.667 away > 1.033
+    assert within([9.0, 10.0, 11.0], 10)  # mean 10: each within 1
+    assert not within([9.0, 10.0, 12.0], 10)  # mean 10.333: 12 is 1.667 away > 1.033
     assert within([90.0, 100.0, 110.0], 10)
     assert not within([10.0, None, 10.0], 10)
     assert not within([], 10)
@@ -44,7 +56,9 @@ def _windows(p50, p99):
 
 def test_first_stable_needs_p50_and_p99_of_three_windows():
     w = _windows([10, 10, 10, 10, 10], [50, 30, 20, 21, 20])
-    assert first_stable(w, 10) == 4  # windows 1..3: p99 30/20/21 not within 10 %; 2..4 (20/21/20) are
+    assert (
+        first_stable(w, 10) == 4
+    )  # windows 1..3: p99 30/20/21 not within 10 %; 2..4 (20/21/20) are
     assert first_stable(_windows([10, 10, 10], [20, 20, 20]), 10) == 2
     assert first_stable(_windows([10, 20, 10, 20], [5, 5, 5, 5]), 10) is None  # p50 never settles
     assert first_stable(_windows([10, 10], [5, 5]), 10) is None  # fewer than three windows
@@ -63,13 +77,19 @@ def test_counted_windows_are_the_stable_trio_or_the_last_three():
 
 
 def _points(offered, p99, stable, achieved=None):
-    return pd.DataFrame({"offered_rps": offered, "p99_ms": p99, "stable": stable,
-                         "achieved_rps": achieved if achieved is not None else offered})
+    return pd.DataFrame(
+        {
+            "offered_rps": offered,
+            "p99_ms": p99,
+            "stable": stable,
+            "achieved_rps": achieved if achieved is not None else offered,
+        }
+    )
 
 
 def test_knee_is_the_highest_stable_rate_within_the_sla():
     pts = _points([50, 100, 200, 400], [10.0, 12.0, 18.0, 90.0], [True, True, False, True])
-    assert knee(pts, 20.0) == 1      # 200 meets the SLA but is unstable; 400 misses it
+    assert knee(pts, 20.0) == 1  # 200 meets the SLA but is unstable; 400 misses it
     assert knee(pts, 100.0) == 3
     assert knee(pts, 5.0) is None
     assert knee(pts, None) is None
@@ -80,7 +100,10 @@ def test_auto_stop_on_sla_and_on_flat_throughput():
     assert auto_stop(_points([50, 100], [10.0, 25.0], [True, True]), 20.0) == "p99 passed the SLA"
     flat = _points([100, 200], [10.0, 12.0], [True, True], achieved=[100.0, 104.0])
     assert auto_stop(flat, 20.0) == "throughput stopped growing"
-    assert auto_stop(_points([100, 200], [10.0, 12.0], [True, True], achieved=[100.0, 106.0]), 20.0) is None
+    assert (
+        auto_stop(_points([100, 200], [10.0, 12.0], [True, True], achieved=[100.0, 106.0]), 20.0)
+        is None
+    )
     assert auto_stop(_points([100], [None], [False]), 20.0) == "p99 passed the SLA"
 
 

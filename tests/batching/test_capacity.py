@@ -1,4 +1,5 @@
 """Capacity sweeps on synthetic runs: point rows, the sweep folder, rate=auto's stop, the knee, predictions."""
+
 import json
 from types import SimpleNamespace
 
@@ -6,15 +7,24 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbench.batching.capacity import (SweepPlan, add_prediction, load_sweep, parse_sweep, point_row,
-                                         points_table, run_sweep)
+from workbench.batching.capacity import (
+    SweepPlan,
+    add_prediction,
+    load_sweep,
+    parse_sweep,
+    point_row,
+    points_table,
+    run_sweep,
+)
 from workbench.errors import ConfigError
 
 MS = 1_000_000
 S = 1_000_000_000
 
 
-def fake_run(rate: float, seconds: float, latency_ms, lag_ms: float = 0.25, noisy=False, fail_every=0):
+def fake_run(
+    rate: float, seconds: float, latency_ms, lag_ms: float = 0.25, noisy=False, fail_every=0
+):
     """Evenly spaced sends at ``rate``; ``latency_ms(t_s)`` per request; one stage ``work`` = 3/4 of it."""
     n = int(rate * seconds)
     start = (np.arange(n) * (S / rate)).astype(np.int64)
@@ -24,9 +34,15 @@ def fake_run(rate: float, seconds: float, latency_ms, lag_ms: float = 0.25, nois
         ok[::fail_every] = False
     requests = pd.DataFrame({"request": np.arange(n), "start_ns": start, "dur_ns": dur, "ok": ok})
     stages = pd.DataFrame({"request": np.arange(n), "stage": "work", "dur_ns": dur * 3 // 4})
-    meta = SimpleNamespace(load=SimpleNamespace(generator_lag_p99_ms=lag_ms, generator_lag_ms=2 * lag_ms,
-                                                arrivals={"rate_rps": rate}, policy={"concurrency": 1}),
-                           noise=SimpleNamespace(noisy=noisy))
+    meta = SimpleNamespace(
+        load=SimpleNamespace(
+            generator_lag_p99_ms=lag_ms,
+            generator_lag_ms=2 * lag_ms,
+            arrivals={"rate_rps": rate},
+            policy={"concurrency": 1},
+        ),
+        noise=SimpleNamespace(noisy=noisy),
+    )
     return SimpleNamespace(requests=requests, stages=stages, meta=meta, stage_names=["work"])
 
 
@@ -34,7 +50,15 @@ def test_parse_sweep():
     assert parse_sweep("rate=50,100,200") == ("rate", (50.0, 100.0, 200.0))
     assert parse_sweep("rate=auto") == ("rate", None)
     assert parse_sweep("concurrency=1,2,4") == ("concurrency", (1.0, 2.0, 4.0))
-    for bad in ("rate", "speed=1,2", "rate=100,50", "rate=a,b", "concurrency=auto", "concurrency=1.5", "rate=0,1"):
+    for bad in (
+        "rate",
+        "speed=1,2",
+        "rate=100,50",
+        "rate=a,b",
+        "concurrency=auto",
+        "concurrency=1.5",
+        "rate=0,1",
+    ):
         with pytest.raises(ConfigError, match="--sweep"):
             parse_sweep(bad)
 
@@ -60,27 +84,43 @@ def test_point_row_of_a_settling_run_uses_the_first_stable_trio():
     assert row["achieved_rps"] == 295 / 3
     assert row["p50_ms"] == 10.0 and row["p99_ms"] == 10.0
     assert row["stages"] == {"work": {"p50_ms": 7.5, "p95_ms": 7.5, "p99_ms": 7.5}}
-    assert row["generator_lag_p99_ms"] == 0.25 and row["generator_lag_max_ms"] == 0.5 and row["noisy"] is False
+    assert (
+        row["generator_lag_p99_ms"] == 0.25
+        and row["generator_lag_max_ms"] == 0.5
+        and row["noisy"] is False
+    )
     assert len(row["window_table"]) == 6 and row["window_table"][0]["p50_ms"] == 20.0
 
 
 def test_point_row_of_a_growing_queue_is_unstable_and_reports_the_last_three_windows():
     run = fake_run(100, 5, lambda t: 10.0 + 40.0 * t)  # latency grows 40 ms per second
     row = point_row(run, SweepPlan("rate", (100.0,), window_s=1.0, max_windows=5), 100.0, 0, "p")
-    assert not row["stable"] and row["windows_used"] == [2, 3, 4] and row["stable_after_windows"] is None
+    assert (
+        not row["stable"]
+        and row["windows_used"] == [2, 3, 4]
+        and row["stable_after_windows"] is None
+    )
 
 
 def _measure(latency_for_rate, capacity_rps):
     """A fake server: achieved rate capped at ``capacity_rps`` (late completions fall out of the windows)."""
+
     def measure(value, folder):
         folder.mkdir()
-        return fake_run(value, 3, lambda t: latency_for_rate(value) if value < capacity_rps else 10.0 + 100.0 * t)
+        return fake_run(
+            value,
+            3,
+            lambda t: latency_for_rate(value) if value < capacity_rps else 10.0 + 100.0 * t,
+        )
+
     return measure
 
 
 def test_a_listed_sweep_writes_a_monotone_table_and_the_knee(tmp_path):
     plan = SweepPlan("rate", (25.0, 50.0, 100.0, 200.0), window_s=1.0, max_windows=3, sla_ms=15.0)
-    record = run_sweep(plan, _measure(lambda r: 5.0 + r / 20.0, 150), tmp_path / "s", {"kind": "load"})
+    record = run_sweep(
+        plan, _measure(lambda r: 5.0 + r / 20.0, 150), tmp_path / "s", {"kind": "load"}
+    )
     saved = load_sweep(tmp_path / "s")
     assert saved == json.loads(json.dumps(record))
     table = points_table(saved)
@@ -89,14 +129,25 @@ def test_a_listed_sweep_writes_a_monotone_table_and_the_knee(tmp_path):
     assert table["stable"].tolist() == [True, True, True, False]
     assert saved["stopped"] == "list done"
     # the request sent at 2.99 s ends at 3.00 s, after the last window: 299 finished in 3 s
-    assert saved["knee"] == {"point": 2, "offered_rps": 100.0, "achieved_rps": 299 / 3, "p99_ms": 10.0}
-    assert [p["run"] for p in saved["points"]] == ["point-00-rate-25", "point-01-rate-50", "point-02-rate-100",
-                                                   "point-03-rate-200"]
+    assert saved["knee"] == {
+        "point": 2,
+        "offered_rps": 100.0,
+        "achieved_rps": 299 / 3,
+        "p99_ms": 10.0,
+    }
+    assert [p["run"] for p in saved["points"]] == [
+        "point-00-rate-25",
+        "point-01-rate-50",
+        "point-02-rate-100",
+        "point-03-rate-200",
+    ]
 
 
 def test_rate_auto_doubles_until_p99_passes_the_sla(tmp_path):
     plan = SweepPlan("rate", None, window_s=1.0, max_windows=3, sla_ms=9.0, start_rate_rps=25.0)
-    record = run_sweep(plan, _measure(lambda r: 5.0 + r / 20.0, 1e9), tmp_path / "s", {"kind": "load"})
+    record = run_sweep(
+        plan, _measure(lambda r: 5.0 + r / 20.0, 1e9), tmp_path / "s", {"kind": "load"}
+    )
     assert [p["rate_rps"] for p in record["points"]] == [25.0, 50.0, 100.0]  # p99 at 100: 10 ms > 9
     assert record["stopped"] == "p99 passed the SLA" and record["knee"]["offered_rps"] == 50.0
 
@@ -104,7 +155,10 @@ def test_rate_auto_doubles_until_p99_passes_the_sla(tmp_path):
 def test_rate_auto_stops_when_throughput_stops_growing(tmp_path):
     def measure(value, folder):
         folder.mkdir()
-        return fake_run(min(value, 60.0), 3, lambda t: 5.0)  # the generator cannot send more than 60 req/s
+        return fake_run(
+            min(value, 60.0), 3, lambda t: 5.0
+        )  # the generator cannot send more than 60 req/s
+
     plan = SweepPlan("rate", None, window_s=1.0, max_windows=3, sla_ms=50.0, start_rate_rps=20.0)
     record = run_sweep(plan, measure, tmp_path / "s", {"kind": "load"})
     assert [p["rate_rps"] for p in record["points"]] == [20.0, 40.0, 80.0, 160.0]
@@ -112,7 +166,9 @@ def test_rate_auto_stops_when_throughput_stops_growing(tmp_path):
 
 
 def test_rate_auto_stops_at_max_points(tmp_path):
-    plan = SweepPlan("rate", None, window_s=1.0, max_windows=3, sla_ms=1e6, start_rate_rps=10.0, max_points=2)
+    plan = SweepPlan(
+        "rate", None, window_s=1.0, max_windows=3, sla_ms=1e6, start_rate_rps=10.0, max_points=2
+    )
     record = run_sweep(plan, _measure(lambda r: 5.0, 1e9), tmp_path / "s", {"kind": "load"})
     assert len(record["points"]) == 2 and record["stopped"] == "--max-points 2 reached"
 
@@ -124,11 +180,22 @@ def test_an_existing_folder_is_refused(tmp_path):
 
 def test_prediction_ratios_per_point(tmp_path):
     plan = SweepPlan("rate", (25.0, 50.0), window_s=1.0, max_windows=3)
-    record = run_sweep(plan, _measure(lambda r: 5.0 + r / 20.0, 1e9), tmp_path / "s", {"kind": "load"})
-    predicted = pd.DataFrame({"p50_ms": [5.0, 5.0], "p99_ms": [12.5, 0.0], "stable": [True, True],
-                              "capacity_rps": [400.0, 400.0]})
+    record = run_sweep(
+        plan, _measure(lambda r: 5.0 + r / 20.0, 1e9), tmp_path / "s", {"kind": "load"}
+    )
+    predicted = pd.DataFrame(
+        {
+            "p50_ms": [5.0, 5.0],
+            "p99_ms": [12.5, 0.0],
+            "stable": [True, True],
+            "capacity_rps": [400.0, 400.0],
+        }
+    )
     out = add_prediction(record, predicted, "test")
-    assert out["points"][0]["predicted"]["p50_ratio"] == 1.25 and out["points"][0]["predicted"]["p99_ratio"] == 0.5
+    assert (
+        out["points"][0]["predicted"]["p50_ratio"] == 1.25
+        and out["points"][0]["predicted"]["p99_ratio"] == 0.5
+    )
     assert out["points"][1]["predicted"]["p99_ratio"] is None  # a zero prediction has no ratio
     assert points_table(out)["predicted_p50_ratio"].tolist() == [1.25, 1.5]
 

@@ -1,4 +1,5 @@
 """``workbench load --sweep``: in process and over HTTP (short windows), rate=auto's stop, show of a sweep."""
+
 import json
 import os
 import subprocess
@@ -8,20 +9,25 @@ import pytest
 
 from workbench.record import load_run
 
-SLEEPY = '''
+SLEEPY = """
 import itertools, time
 from workbench import Pipeline
 def build(config):
     p = Pipeline("sleepy", items=lambda: itertools.count())
     p.add("forward", lambda b: time.sleep(0.01 * len(b)) or b)   # 10 ms an item: at most ~100 req/s
     return p
-'''
+"""
 ENV = dict(os.environ, OMP_NUM_THREADS="1")
 
 
 def workbench(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "workbench", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, env=ENV)
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=ENV,
+    )
 
 
 def _check_table(record, rates, stage):
@@ -31,7 +37,9 @@ def _check_table(record, rates, stage):
     assert offered == sorted(offered) and len(set(offered)) == len(offered), offered  # monotone
     for p in points:
         assert isinstance(p["stable"], bool) and p["windows"] == 3
-        assert (p["stable_after_windows"] == 3) == p["stable"]  # three windows: stable at the third or never
+        assert (p["stable_after_windows"] == 3) == p[
+            "stable"
+        ]  # three windows: stable at the third or never
         assert p["requests"] > 0 and p["p99_ms"] >= p["p50_ms"] > 0 and stage in p["stages"]
         assert p["generator_lag_p99_ms"] is not None and isinstance(p["noisy"], (bool, type(None)))
         run = load_run(record["sweep_dir"] + "/" + p["run"])  # each point is an ordinary run folder
@@ -42,31 +50,83 @@ def _check_table(record, rates, stage):
 @pytest.mark.slow
 def test_in_process_sweep_of_the_text_example(tmp_path):
     out = tmp_path / "sweep"
-    r = workbench("load", "--example", "text", "--threads", "1", "--sweep", "rate=10,40,160", "--window-s", "0.4",
-                  "--max-windows", "3", "--sla-ms", "1000", "--json", "--out", out)
+    r = workbench(
+        "load",
+        "--example",
+        "text",
+        "--threads",
+        "1",
+        "--sweep",
+        "rate=10,40,160",
+        "--window-s",
+        "0.4",
+        "--max-windows",
+        "3",
+        "--sla-ms",
+        "1000",
+        "--json",
+        "--out",
+        out,
+    )
     assert r.returncode == 0, r.stderr
     record = json.loads(r.stdout)
     _check_table(record, [10.0, 40.0, 160.0], "forward")
-    assert record["kind"] == "load" and json.loads((out / "sweep.json").read_text())["points"] == record["points"]
+    assert (
+        record["kind"] == "load"
+        and json.loads((out / "sweep.json").read_text())["points"] == record["points"]
+    )
     shown = workbench("show", out)
-    assert shown.returncode == 0 and "stable" in shown.stdout.lower() and shown.stdout.count("\n") >= 6
+    assert (
+        shown.returncode == 0 and "stable" in shown.stdout.lower() and shown.stdout.count("\n") >= 6
+    )
 
 
 @pytest.mark.slow
 def test_served_sweep_of_the_text_example(tmp_path):
     from workbench.serving.process import ServeProcess
 
-    server = ServeProcess(["--example", "text", "--threads", "1", "--port", "0", "--warmup", "1",
-                           "--out", tmp_path / "server"], env=ENV)
+    server = ServeProcess(
+        [
+            "--example",
+            "text",
+            "--threads",
+            "1",
+            "--port",
+            "0",
+            "--warmup",
+            "1",
+            "--out",
+            tmp_path / "server",
+        ],
+        env=ENV,
+    )
     try:
-        r = workbench("load", "--url", server.url, "--example", "text", "--threads", "1", "--sweep",
-                      "rate=10,40,160", "--window-s", "0.4", "--max-windows", "3", "--json", "--out", tmp_path / "s")
+        r = workbench(
+            "load",
+            "--url",
+            server.url,
+            "--example",
+            "text",
+            "--threads",
+            "1",
+            "--sweep",
+            "rate=10,40,160",
+            "--window-s",
+            "0.4",
+            "--max-windows",
+            "3",
+            "--json",
+            "--out",
+            tmp_path / "s",
+        )
     finally:
         code, _, err = server.stop()
     assert r.returncode == 0, r.stderr
     record = json.loads(r.stdout)
     _check_table(record, [10.0, 40.0, 160.0], "network")
-    assert record["kind"] == "served" and record["policy"]["max_batch_size"] == 8  # the server's own policy
+    assert (
+        record["kind"] == "served" and record["policy"]["max_batch_size"] == 8
+    )  # the server's own policy
     assert record["prediction"]["source"] is None and "--service" in record["prediction"]["why"]
     assert code == 0, err
 
@@ -75,28 +135,59 @@ def test_served_sweep_of_the_text_example(tmp_path):
 def test_rate_auto_stops_once_p99_passes_the_sla(tmp_path):
     f = tmp_path / "sleepy.py"
     f.write_text(SLEEPY)
-    r = workbench("load", "--pipeline", f"{f}:build", "--max-batch-size", "1", "--max-wait-ms", "0", "--rate", "25",
-                  "--sweep", "rate=auto", "--sla-ms", "60", "--window-s", "0.3", "--max-windows", "3", "--json",
-                  "--out", tmp_path / "s")
+    r = workbench(
+        "load",
+        "--pipeline",
+        f"{f}:build",
+        "--max-batch-size",
+        "1",
+        "--max-wait-ms",
+        "0",
+        "--rate",
+        "25",
+        "--sweep",
+        "rate=auto",
+        "--sla-ms",
+        "60",
+        "--window-s",
+        "0.3",
+        "--max-windows",
+        "3",
+        "--json",
+        "--out",
+        tmp_path / "s",
+    )
     assert r.returncode == 0, r.stderr
     record = json.loads(r.stdout)
     rates = [p["rate_rps"] for p in record["points"]]
-    assert rates == [25.0 * 2 ** k for k in range(len(rates))] and len(rates) >= 2
+    assert rates == [25.0 * 2**k for k in range(len(rates))] and len(rates) >= 2
     assert record["stopped"] == "p99 passed the SLA"
-    assert record["points"][-1]["p99_ms"] > 60 and all(p["p99_ms"] <= 60 for p in record["points"][:-1])
-    assert rates[-1] >= 100  # the pipeline holds 100 req/s at most: p99 passes 60 ms at or after capacity
+    assert record["points"][-1]["p99_ms"] > 60 and all(
+        p["p99_ms"] <= 60 for p in record["points"][:-1]
+    )
+    assert (
+        rates[-1] >= 100
+    )  # the pipeline holds 100 req/s at most: p99 passes 60 ms at or after capacity
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--sweep", "rate=auto"], "needs --sla-ms"),
-    (["--sweep", "speed=1"], "expected rate=50,100,200"),
-    (["--sweep", "rate=10", "--max-windows", "2"], "--max-windows must be >= 3"),
-    (["--sweep", "concurrency=1,2"], "give the arrival rate with --rate"),
-    (["--sweep", "concurrency=1,2", "--rate", "5", "--url", "http://127.0.0.1:9"], "sweep the rate against a server"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--sweep", "rate=auto"], "needs --sla-ms"),
+        (["--sweep", "speed=1"], "expected rate=50,100,200"),
+        (["--sweep", "rate=10", "--max-windows", "2"], "--max-windows must be >= 3"),
+        (["--sweep", "concurrency=1,2"], "give the arrival rate with --rate"),
+        (
+            ["--sweep", "concurrency=1,2", "--rate", "5", "--url", "http://127.0.0.1:9"],
+            "sweep the rate against a server",
+        ),
+    ],
+)
 def test_bad_sweeps_exit_2_with_one_line(tmp_path, args, message):
     f = tmp_path / "sleepy.py"
     f.write_text(SLEEPY)
     r = workbench("load", "--pipeline", f"{f}:build", *args, "--out", tmp_path / "s", timeout=60)
-    assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, (
+        r.stderr
+    )
     assert not (tmp_path / "s").exists()

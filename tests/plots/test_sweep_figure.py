@@ -1,4 +1,5 @@
 """The capacity sweep figure, through ``fig.to_dict()``."""
+
 import pytest
 from plots_helpers import decode
 
@@ -8,28 +9,58 @@ from workbench.plots.sweep import sweep_figure, sweep_record_figure
 
 def record(predicted=True):
     points = []
-    for k, (rate, p50, p99, stable) in enumerate([(50, 4.0, 8.0, True), (100, 5.0, 12.0, True),
-                                                    (200, 9.0, 40.0, False)]):
-        p = {"point": k, "run": f"point-{k:02d}", "rate_rps": rate, "offered_rps": rate * 0.98,
-             "achieved_rps": rate * 0.97, "p50_ms": p50, "p99_ms": p99, "stable": stable}
+    for k, (rate, p50, p99, stable) in enumerate(
+        [(50, 4.0, 8.0, True), (100, 5.0, 12.0, True), (200, 9.0, 40.0, False)]
+    ):
+        p = {
+            "point": k,
+            "run": f"point-{k:02d}",
+            "rate_rps": rate,
+            "offered_rps": rate * 0.98,
+            "achieved_rps": rate * 0.97,
+            "p50_ms": p50,
+            "p99_ms": p99,
+            "stable": stable,
+        }
         if predicted:
-            p["predicted"] = {"p50_ms": p50 / 2, "p99_ms": p99 / 4, "p50_ratio": 2.0, "p99_ratio": 4.0}
+            p["predicted"] = {
+                "p50_ms": p50 / 2,
+                "p99_ms": p99 / 4,
+                "p50_ratio": 2.0,
+                "p99_ratio": 4.0,
+            }
         points.append(p)
-    return {"plan": {"sla_ms": 20.0}, "points": points,
-            "knee": {"point": 1, "offered_rps": 98.0, "achieved_rps": 97.0, "p99_ms": 12.0}}
+    return {
+        "plan": {"sla_ms": 20.0},
+        "points": points,
+        "knee": {"point": 1, "offered_rps": 98.0, "achieved_rps": 97.0, "p99_ms": 12.0},
+    }
 
 
 def test_measured_and_simulated_curves_with_sla_and_knee():
     fig = sweep_record_figure(record()).to_dict()
-    assert [t["name"] for t in fig["data"]] == ["p99", "p50", "sim p99", "sim p50", "SLA 20 ms", "knee"]
+    assert [t["name"] for t in fig["data"]] == [
+        "p99",
+        "p50",
+        "sim p99",
+        "sim p50",
+        "SLA 20 ms",
+        "knee",
+    ]
     p99 = fig["data"][0]
     assert decode(p99["x"]) == pytest.approx([48.5, 97.0, 194.0])
     assert decode(p99["y"]) == [8.0, 12.0, 40.0]
     assert list(p99["marker"]["symbol"]) == ["circle", "circle", "x-open"]
     assert decode(fig["data"][2]["y"]) == [2.0, 3.0, 10.0]
-    assert decode(fig["data"][4]["y"]) == [20.0, 20.0] and decode(fig["data"][4]["x"]) == pytest.approx([48.5, 194.0])
+    assert decode(fig["data"][4]["y"]) == [20.0, 20.0] and decode(
+        fig["data"][4]["x"]
+    ) == pytest.approx([48.5, 194.0])
     knee = fig["data"][5]
-    assert decode(knee["x"]) == [97.0] and decode(knee["y"]) == [12.0] and knee["text"] == ["knee 98 req/s"]
+    assert (
+        decode(knee["x"]) == [97.0]
+        and decode(knee["y"]) == [12.0]
+        and knee["text"] == ["knee 98 req/s"]
+    )
 
 
 def test_without_prediction_or_knee():

@@ -10,6 +10,7 @@ and says it is unstable.
 
 Everything here is pure: arrays and tables in, tables and numbers out.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,13 +22,25 @@ import pandas as pd
 from ..units import NS_PER_S
 from .stats import summarize_ns
 
-WINDOW_COLUMNS = ["window", "start_ns", "end_ns", "requests", "ok", "failed", "offered_rps", "achieved_rps",
-                  "p50_ms", "p95_ms", "p99_ms"]
+WINDOW_COLUMNS = [
+    "window",
+    "start_ns",
+    "end_ns",
+    "requests",
+    "ok",
+    "failed",
+    "offered_rps",
+    "achieved_rps",
+    "p50_ms",
+    "p95_ms",
+    "p99_ms",
+]
 STABLE_COUNT = 3  # perf_analyzer's stability window: the last three measurements
 
 
-def window_table(start_ns: np.ndarray, dur_ns: np.ndarray, ok: np.ndarray, window_ns: int,
-                 n_windows: int) -> pd.DataFrame:
+def window_table(
+    start_ns: np.ndarray, dur_ns: np.ndarray, ok: np.ndarray, window_ns: int, n_windows: int
+) -> pd.DataFrame:
     """One row per window ``[k*window_ns, (k+1)*window_ns)`` of request send times.
 
     In: per request its send time ``start_ns`` (from the run's origin), end to
@@ -47,10 +60,21 @@ def window_table(start_ns: np.ndarray, dur_ns: np.ndarray, ok: np.ndarray, windo
         sent = (start >= lo) & (start < hi)
         done = good & (end >= lo) & (end < hi)
         s = summarize_ns(np.asarray(dur_ns, dtype=np.int64)[sent & good])
-        rows.append({"window": k, "start_ns": lo, "end_ns": hi, "requests": int(sent.sum()),
-                     "ok": int((sent & good).sum()), "failed": int((sent & ~good).sum()),
-                     "offered_rps": int(sent.sum()) / seconds, "achieved_rps": int(done.sum()) / seconds,
-                     "p50_ms": s["p50_ms"], "p95_ms": s["p95_ms"], "p99_ms": s["p99_ms"]})
+        rows.append(
+            {
+                "window": k,
+                "start_ns": lo,
+                "end_ns": hi,
+                "requests": int(sent.sum()),
+                "ok": int((sent & good).sum()),
+                "failed": int((sent & ~good).sum()),
+                "offered_rps": int(sent.sum()) / seconds,
+                "achieved_rps": int(done.sum()) / seconds,
+                "p50_ms": s["p50_ms"],
+                "p95_ms": s["p95_ms"],
+                "p99_ms": s["p99_ms"],
+            }
+        )
     return pd.DataFrame(rows, columns=WINDOW_COLUMNS)
 
 
@@ -62,7 +86,9 @@ def within(values: Sequence[float | None], stability_pct: float) -> bool:
     return all(abs(v - mean) <= stability_pct / 100.0 * mean for v in values)
 
 
-def first_stable(windows: pd.DataFrame, stability_pct: float, count: int = STABLE_COUNT) -> int | None:
+def first_stable(
+    windows: pd.DataFrame, stability_pct: float, count: int = STABLE_COUNT
+) -> int | None:
     """The first window ``k`` at which windows ``k-count+1 .. k`` have stable p50 and p99; None if none has.
 
     In: a :func:`window_table`. Measuring stops there (perf_analyzer stops at
@@ -71,12 +97,14 @@ def first_stable(windows: pd.DataFrame, stability_pct: float, count: int = STABL
     p50, p99 = windows["p50_ms"].tolist(), windows["p99_ms"].tolist()
     for k in range(count - 1, len(windows)):
         lo = k - count + 1
-        if within(p50[lo:k + 1], stability_pct) and within(p99[lo:k + 1], stability_pct):
+        if within(p50[lo : k + 1], stability_pct) and within(p99[lo : k + 1], stability_pct):
             return k
     return None
 
 
-def counted_windows(windows: pd.DataFrame, stability_pct: float, count: int = STABLE_COUNT) -> tuple[list[int], bool]:
+def counted_windows(
+    windows: pd.DataFrame, stability_pct: float, count: int = STABLE_COUNT
+) -> tuple[list[int], bool]:
     """``(windows whose requests make the point's figures, stable)``: the stable trio, else the last ``count``."""
     k = first_stable(windows, stability_pct, count)
     if k is not None:
@@ -111,7 +139,10 @@ def auto_stop(points: pd.DataFrame, sla_ms: float, min_growth: float = 0.05) -> 
     last = points.iloc[-1]
     if last["p99_ms"] is None or not math.isfinite(last["p99_ms"]) or last["p99_ms"] > sla_ms:
         return "p99 passed the SLA"
-    if len(points) >= 2 and last["achieved_rps"] < (1.0 + min_growth) * points.iloc[-2]["achieved_rps"]:
+    if (
+        len(points) >= 2
+        and last["achieved_rps"] < (1.0 + min_growth) * points.iloc[-2]["achieved_rps"]
+    ):
         return "throughput stopped growing"
     return None
 
@@ -121,4 +152,3 @@ def ratio(measured: float | None, predicted: float | None) -> float | None:
     if measured is None or predicted is None or not math.isfinite(measured) or not predicted > 0:
         return None
     return measured / predicted
-

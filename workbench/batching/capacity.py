@@ -15,6 +15,7 @@ and saves one point (in process or against a server), so this module stays
 free of sockets and pipelines. ``sweep.json`` is rewritten, whole and
 atomically, after every point: a sweep stopped half way keeps its points.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,9 +38,25 @@ FORMAT = "workbench.sweep"
 VERSION = 1
 SWEEP_FILE = "sweep.json"
 PARAMETERS = ("rate", "concurrency")
-POINT_COLUMNS = ["point", "run", "rate_rps", "concurrency", "offered_rps", "achieved_rps", "requests", "failed",
-                 "p50_ms", "p95_ms", "p99_ms", "generator_lag_p99_ms", "generator_lag_max_ms", "noisy", "stable",
-                 "stable_after_windows", "windows"]
+POINT_COLUMNS = [
+    "point",
+    "run",
+    "rate_rps",
+    "concurrency",
+    "offered_rps",
+    "achieved_rps",
+    "requests",
+    "failed",
+    "p50_ms",
+    "p95_ms",
+    "p99_ms",
+    "generator_lag_p99_ms",
+    "generator_lag_max_ms",
+    "noisy",
+    "stable",
+    "stable_after_windows",
+    "windows",
+]
 
 
 @dataclass(frozen=True)
@@ -65,11 +82,15 @@ class SweepPlan:
         if not (self.window_s > 0 and math.isfinite(self.window_s)):
             raise ConfigError(f"--window-s must be > 0 seconds, got {self.window_s!r}")
         if self.max_windows < 3:
-            raise ConfigError(f"--max-windows must be >= 3 (stability compares three windows), got {self.max_windows}")
+            raise ConfigError(
+                f"--max-windows must be >= 3 (stability compares three windows), got {self.max_windows}"
+            )
         if not self.stability_pct > 0:
             raise ConfigError(f"--stability must be > 0 %, got {self.stability_pct!r}")
         if self.values is None and (self.parameter != "rate" or self.sla_ms is None):
-            raise ConfigError("--sweep rate=auto needs --sla-ms (it doubles the rate until p99 passes it)")
+            raise ConfigError(
+                "--sweep rate=auto needs --sla-ms (it doubles the rate until p99 passes it)"
+            )
         if self.sla_ms is not None and not self.sla_ms > 0:
             raise ConfigError(f"--sla-ms must be > 0, got {self.sla_ms!r}")
 
@@ -79,17 +100,25 @@ class SweepPlan:
         return self.window_s * self.max_windows
 
     def params(self) -> dict[str, Any]:
-        return {"parameter": self.parameter, "values": list(self.values) if self.values is not None else "auto",
-                "window_s": self.window_s, "max_windows": self.max_windows, "stability_pct": self.stability_pct,
-                "sla_ms": self.sla_ms, "start_rate_rps": self.start_rate_rps if self.values is None else None,
-                "max_points": self.max_points}
+        return {
+            "parameter": self.parameter,
+            "values": list(self.values) if self.values is not None else "auto",
+            "window_s": self.window_s,
+            "max_windows": self.max_windows,
+            "stability_pct": self.stability_pct,
+            "sla_ms": self.sla_ms,
+            "start_rate_rps": self.start_rate_rps if self.values is None else None,
+            "max_points": self.max_points,
+        }
 
 
 def parse_sweep(text: str) -> tuple[str, tuple[float, ...] | None]:
     """``"rate=50,100"`` -> ``("rate", (50.0, 100.0))``; ``"rate=auto"`` -> ``("rate", None)``."""
     name, sep, spec = text.partition("=")
     if not sep or name not in PARAMETERS or not spec:
-        raise ConfigError(f"--sweep {text!r}: expected rate=50,100,200, rate=auto or concurrency=1,2,4")
+        raise ConfigError(
+            f"--sweep {text!r}: expected rate=50,100,200, rate=auto or concurrency=1,2,4"
+        )
     if spec == "auto":
         if name != "rate":
             raise ConfigError(f"--sweep {text!r}: only the rate sweeps automatically (rate=auto)")
@@ -97,7 +126,9 @@ def parse_sweep(text: str) -> tuple[str, tuple[float, ...] | None]:
     try:
         values = tuple(float(v) for v in spec.split(","))
     except ValueError:
-        raise ConfigError(f"--sweep {text!r}: {spec!r} is not a comma-separated list of numbers") from None
+        raise ConfigError(
+            f"--sweep {text!r}: {spec!r} is not a comma-separated list of numbers"
+        ) from None
     if any(not (v > 0 and math.isfinite(v)) for v in values):
         raise ConfigError(f"--sweep {text!r}: every value must be > 0")
     if name == "concurrency" and any(v != int(v) for v in values):
@@ -120,8 +151,13 @@ def point_row(run, plan: SweepPlan, value: float, index: int, folder: str) -> di
     """One point of ``sweep.json`` from its run: windows, stability, rates, percentiles, stages, lag, noise."""
     window_ns = int(round(plan.window_s * NS_PER_S))
     req = run.requests
-    windows = window_table(req["start_ns"].to_numpy(), req["dur_ns"].to_numpy(), req["ok"].to_numpy(),
-                           window_ns, plan.max_windows)
+    windows = window_table(
+        req["start_ns"].to_numpy(),
+        req["dur_ns"].to_numpy(),
+        req["ok"].to_numpy(),
+        window_ns,
+        plan.max_windows,
+    )
     used, stable = counted_windows(windows, plan.stability_pct)
     lo, hi = used[0] * window_ns, (used[-1] + 1) * window_ns
     inside = req[(req["start_ns"] >= lo) & (req["start_ns"] < hi)]
@@ -131,25 +167,39 @@ def point_row(run, plan: SweepPlan, value: float, index: int, folder: str) -> di
     e2e = summarize_ns(good["dur_ns"].to_numpy(dtype=np.int64))
     load, meta = _get(run.meta, "load"), run.meta
     policy = _get(load, "policy") or {}
-    return {"point": index, "run": folder, "rate_rps": value if plan.parameter == "rate" else _rate_of(load),
-            "concurrency": int(value) if plan.parameter == "concurrency" else _get(policy, "concurrency"),
-            "offered_rps": len(inside) / seconds,
-            "achieved_rps": int((req["ok"] & (end >= lo) & (end < hi)).sum()) / seconds,
-            "requests": int(len(inside)), "failed": int((~inside["ok"]).sum()),
-            "p50_ms": e2e["p50_ms"], "p95_ms": e2e["p95_ms"], "p99_ms": e2e["p99_ms"],
-            "stages": _stage_percentiles(run.stages, good["request"], run.stage_names),
-            "generator_lag_p99_ms": _get(load, "generator_lag_p99_ms"),
-            "generator_lag_max_ms": _get(load, "generator_lag_ms"),
-            "noisy": _get(_get(meta, "noise"), "noisy"), "stable": stable,
-            "stable_after_windows": used[-1] + 1 if stable else None, "windows_used": used,
-            "windows": len(windows), "window_table": _strict(windows.to_dict("records"))}
+    return {
+        "point": index,
+        "run": folder,
+        "rate_rps": value if plan.parameter == "rate" else _rate_of(load),
+        "concurrency": int(value)
+        if plan.parameter == "concurrency"
+        else _get(policy, "concurrency"),
+        "offered_rps": len(inside) / seconds,
+        "achieved_rps": int((req["ok"] & (end >= lo) & (end < hi)).sum()) / seconds,
+        "requests": int(len(inside)),
+        "failed": int((~inside["ok"]).sum()),
+        "p50_ms": e2e["p50_ms"],
+        "p95_ms": e2e["p95_ms"],
+        "p99_ms": e2e["p99_ms"],
+        "stages": _stage_percentiles(run.stages, good["request"], run.stage_names),
+        "generator_lag_p99_ms": _get(load, "generator_lag_p99_ms"),
+        "generator_lag_max_ms": _get(load, "generator_lag_ms"),
+        "noisy": _get(_get(meta, "noise"), "noisy"),
+        "stable": stable,
+        "stable_after_windows": used[-1] + 1 if stable else None,
+        "windows_used": used,
+        "windows": len(windows),
+        "window_table": _strict(windows.to_dict("records")),
+    }
 
 
 def _rate_of(load) -> float | None:
     return _get(_get(load, "arrivals"), "rate_rps")
 
 
-def _stage_percentiles(stages: pd.DataFrame, requests: pd.Series, names: list[str]) -> dict[str, dict]:
+def _stage_percentiles(
+    stages: pd.DataFrame, requests: pd.Series, names: list[str]
+) -> dict[str, dict]:
     """p50/p95/p99 (ms) of each stage over the given requests, in stage order."""
     st = stages[stages["request"].isin(requests)]
     out = {}
@@ -160,8 +210,13 @@ def _stage_percentiles(stages: pd.DataFrame, requests: pd.Series, names: list[st
     return out
 
 
-def run_sweep(plan: SweepPlan, measure: Callable[[float, Path], Any], out: Path, header: dict[str, Any],
-              on_point: Callable[[dict], None] | None = None) -> dict[str, Any]:
+def run_sweep(
+    plan: SweepPlan,
+    measure: Callable[[float, Path], Any],
+    out: Path,
+    header: dict[str, Any],
+    on_point: Callable[[dict], None] | None = None,
+) -> dict[str, Any]:
     """Measure every point into ``out`` and return the sweep record (also written to ``out/sweep.json``).
 
     header: what the caller knows of the sweep (``kind``, ``pipeline``, ``policy``, ``url``, ``created``);
@@ -171,13 +226,23 @@ def run_sweep(plan: SweepPlan, measure: Callable[[float, Path], Any], out: Path,
     if out.exists():
         raise ConfigError(f"--out {out} already exists; pick another folder")
     out.mkdir(parents=True)
-    record = {"format": FORMAT, "version": VERSION, **header, "plan": plan.params(), "points": [],
-              "stopped": None, "knee": None, "prediction": None}
+    record = {
+        "format": FORMAT,
+        "version": VERSION,
+        **header,
+        "plan": plan.params(),
+        "points": [],
+        "stopped": None,
+        "knee": None,
+        "prediction": None,
+    }
     for index, value in enumerate(_values(plan)):
         folder = f"point-{index:02d}-{plan.parameter}-{value:g}"
         run = measure(value, out / folder)
         record["points"].append(point_row(run, plan, value, index, folder))
-        record["policy"] = record.get("policy") or _get(_get(run.meta, "load"), "policy")  # a server's own
+        record["policy"] = record.get("policy") or _get(
+            _get(run.meta, "load"), "policy"
+        )  # a server's own
         if on_point is not None:
             on_point(record["points"][-1])
         record["stopped"] = _stopped(plan, record["points"], index)
@@ -223,9 +288,16 @@ def add_prediction(record: dict[str, Any], predicted: pd.DataFrame, source: str)
     """
     points = []
     for row, (_, sim) in zip(record["points"], predicted.iterrows()):
-        pred = {"p50_ms": float(sim["p50_ms"]), "p99_ms": float(sim["p99_ms"]), "stable": bool(sim["stable"]),
-                "capacity_rps": float(sim["capacity_rps"])}
-        pred |= {"p50_ratio": ratio(row["p50_ms"], pred["p50_ms"]), "p99_ratio": ratio(row["p99_ms"], pred["p99_ms"])}
+        pred = {
+            "p50_ms": float(sim["p50_ms"]),
+            "p99_ms": float(sim["p99_ms"]),
+            "stable": bool(sim["stable"]),
+            "capacity_rps": float(sim["capacity_rps"]),
+        }
+        pred |= {
+            "p50_ratio": ratio(row["p50_ms"], pred["p50_ms"]),
+            "p99_ratio": ratio(row["p99_ms"], pred["p99_ms"]),
+        }
         points.append(row | {"predicted": _strict(pred)})
     return record | {"points": points, "prediction": {"source": source}}
 
@@ -266,8 +338,10 @@ def load_sweep(path: str | os.PathLike) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{file}: not valid JSON ({exc})") from None
     if record.get("format") != FORMAT or record.get("version") != VERSION:
-        raise ConfigError(f"{file}: field 'format'/'version' must be {FORMAT!r}/{VERSION}, got "
-                          f"{record.get('format')!r}/{record.get('version')!r}")
+        raise ConfigError(
+            f"{file}: field 'format'/'version' must be {FORMAT!r}/{VERSION}, got "
+            f"{record.get('format')!r}/{record.get('version')!r}"
+        )
     return record
 
 
@@ -277,7 +351,17 @@ def points_table(record: dict[str, Any]) -> pd.DataFrame:
     for p in record["points"]:
         row = {k: p.get(k) for k in POINT_COLUMNS}
         pred = p.get("predicted") or {}
-        row |= {f"predicted_{k}": pred.get(k) for k in ("p50_ms", "p99_ms", "p50_ratio", "p99_ratio")}
+        row |= {
+            f"predicted_{k}": pred.get(k) for k in ("p50_ms", "p99_ms", "p50_ratio", "p99_ratio")
+        }
         rows.append(row)
-    return pd.DataFrame(rows, columns=[*POINT_COLUMNS, "predicted_p50_ms", "predicted_p99_ms",
-                                       "predicted_p50_ratio", "predicted_p99_ratio"])
+    return pd.DataFrame(
+        rows,
+        columns=[
+            *POINT_COLUMNS,
+            "predicted_p50_ms",
+            "predicted_p99_ms",
+            "predicted_p50_ratio",
+            "predicted_p99_ratio",
+        ],
+    )

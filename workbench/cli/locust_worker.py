@@ -4,13 +4,17 @@ Start it on each machine that sends load; the master (started by ``load
 --engine locust --expect-workers N --master-host 0.0.0.0``) sends it its share
 of the requests. The served URL must be reachable from this machine.
 """
+
 from __future__ import annotations
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("locust-worker", help="a Locust worker for `load --url --engine locust`",
-                              description="Join a `load --engine locust` master and send the share of the "
-                                          "workbench's requests it is given.")
+    p = subparsers.add_parser(
+        "locust-worker",
+        help="a Locust worker for `load --url --engine locust`",
+        description="Join a `load --engine locust` master and send the share of the "
+        "workbench's requests it is given.",
+    )
     p.add_argument("--master", required=True, metavar="HOST", help="the master's address")
     p.add_argument("--master-port", type=int, default=5557, help="the master's port (default 5557)")
     p.set_defaults(func=run)

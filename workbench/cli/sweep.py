@@ -4,6 +4,7 @@ Each point is one ``load`` (or ``load --url``) run of ``--max-windows`` windows
 of ``--window-s``; see :mod:`workbench.batching.capacity`. The table printed
 here is the one ``workbench show SWEEP_DIR`` prints.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,27 +16,63 @@ from pathlib import Path
 from ..errors import ConfigError
 from .load_args import arrivals_from_args, http_load, policy_from_args
 
-TABLE_COLUMNS = (("rate_rps", "rate", 8, ".4g"), ("concurrency", "conc", 5, ""), ("offered_rps", "offered", 8, ".1f"),
-                 ("achieved_rps", "achieved", 8, ".1f"), ("p50_ms", "p50 ms", 8, ".3f"), ("p95_ms", "p95 ms", 8, ".3f"),
-                 ("p99_ms", "p99 ms", 8, ".3f"), ("failed", "failed", 6, ""), ("generator_lag_p99_ms", "lag p99", 8, ".3f"))
+TABLE_COLUMNS = (
+    ("rate_rps", "rate", 8, ".4g"),
+    ("concurrency", "conc", 5, ""),
+    ("offered_rps", "offered", 8, ".1f"),
+    ("achieved_rps", "achieved", 8, ".1f"),
+    ("p50_ms", "p50 ms", 8, ".3f"),
+    ("p95_ms", "p95 ms", 8, ".3f"),
+    ("p99_ms", "p99 ms", 8, ".3f"),
+    ("failed", "failed", 6, ""),
+    ("generator_lag_p99_ms", "lag p99", 8, ".3f"),
+)
 
 
 def add_sweep_arguments(load: argparse.ArgumentParser) -> None:
     g = load.add_argument_group("capacity sweep (--sweep)")
-    g.add_argument("--sweep", metavar="PARAM=VALUES",
-                   help="rate=50,100,200 | rate=auto | concurrency=1,2,4: one run per point into a sweep folder")
-    g.add_argument("--window-s", type=float, default=5.0, help="--sweep: seconds per measurement window (default 5)")
-    g.add_argument("--stability", type=float, default=10.0,
-                   help="--sweep: a point is stable when the p50 and p99 of its last three windows are within this "
-                        "%% of their mean (default 10, perf_analyzer's rule)")
-    g.add_argument("--max-windows", type=int, default=10,
-                   help="--sweep: windows per point, its run's length (default 10; the point's figures come from "
-                        "the first three stable windows, else the last three)")
-    g.add_argument("--sla-ms", type=float, help="--sweep: the p99 target (the knee; rate=auto stops past it)")
-    g.add_argument("--max-points", type=int, default=12, help="--sweep rate=auto: at most this many points (default 12)")
-    g.add_argument("--service", nargs="+", type=Path, metavar="RUN_DIR",
-                   help="--sweep: profiler runs for the simulator's predicted curve (default in process: the sweep's "
-                        "own points, their measured service times)")
+    g.add_argument(
+        "--sweep",
+        metavar="PARAM=VALUES",
+        help="rate=50,100,200 | rate=auto | concurrency=1,2,4: one run per point into a sweep folder",
+    )
+    g.add_argument(
+        "--window-s",
+        type=float,
+        default=5.0,
+        help="--sweep: seconds per measurement window (default 5)",
+    )
+    g.add_argument(
+        "--stability",
+        type=float,
+        default=10.0,
+        help="--sweep: a point is stable when the p50 and p99 of its last three windows are within this "
+        "%% of their mean (default 10, perf_analyzer's rule)",
+    )
+    g.add_argument(
+        "--max-windows",
+        type=int,
+        default=10,
+        help="--sweep: windows per point, its run's length (default 10; the point's figures come from "
+        "the first three stable windows, else the last three)",
+    )
+    g.add_argument(
+        "--sla-ms", type=float, help="--sweep: the p99 target (the knee; rate=auto stops past it)"
+    )
+    g.add_argument(
+        "--max-points",
+        type=int,
+        default=12,
+        help="--sweep rate=auto: at most this many points (default 12)",
+    )
+    g.add_argument(
+        "--service",
+        nargs="+",
+        type=Path,
+        metavar="RUN_DIR",
+        help="--sweep: profiler runs for the simulator's predicted curve (default in process: the sweep's "
+        "own points, their measured service times)",
+    )
 
 
 def plan_from_args(args):
@@ -43,19 +80,30 @@ def plan_from_args(args):
 
     parameter, values = parse_sweep(args.sweep)
     if args.arrivals not in ("poisson", "bursty"):
-        raise ConfigError("--sweep needs --arrivals poisson or bursty (a replayed file has its own rate)")
+        raise ConfigError(
+            "--sweep needs --arrivals poisson or bursty (a replayed file has its own rate)"
+        )
     if values is None and args.rate is None:
         args.rate = 50.0
     if parameter == "concurrency" and args.rate is None:
         raise ConfigError("--sweep concurrency=...: give the arrival rate with --rate")
     if parameter == "concurrency" and args.url:
-        raise ConfigError("--sweep concurrency with --url: the server's executors are set by `workbench serve "
-                          "--concurrency`; sweep the rate against a server")
+        raise ConfigError(
+            "--sweep concurrency with --url: the server's executors are set by `workbench serve "
+            "--concurrency`; sweep the rate against a server"
+        )
     if args.max_points < 1:
         raise ConfigError(f"--max-points must be >= 1, got {args.max_points}")
-    return SweepPlan(parameter, values, window_s=args.window_s, max_windows=args.max_windows,
-                     stability_pct=args.stability, sla_ms=args.sla_ms, start_rate_rps=args.rate or 50.0,
-                     max_points=args.max_points)
+    return SweepPlan(
+        parameter,
+        values,
+        window_s=args.window_s,
+        max_windows=args.max_windows,
+        stability_pct=args.stability,
+        sla_ms=args.sla_ms,
+        start_rate_rps=args.rate or 50.0,
+        max_points=args.max_points,
+    )
 
 
 def _point_args(args, plan, value):
@@ -73,13 +121,20 @@ def run_sweep_command(args) -> int:
 
     plan = plan_from_args(args)
     measure, header = _served(args, plan) if args.url else _in_process(args, plan)
-    out = args.out or Path("runs") / f"sweep-{header['pipeline']}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    out = (
+        args.out
+        or Path("runs") / f"sweep-{header['pipeline']}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    )
     header |= {"created": datetime.now(timezone.utc).isoformat()}
     if not args.json:
-        print(f"sweep of {header['pipeline']} ({header['kind']}): {args.sweep}, {plan.max_windows} windows of "
-              f"{plan.window_s:g} s per point, stable within {plan.stability_pct:g} %")
+        print(
+            f"sweep of {header['pipeline']} ({header['kind']}): {args.sweep}, {plan.max_windows} windows of "
+            f"{plan.window_s:g} s per point, stable within {plan.stability_pct:g} %"
+        )
         print(table_header())
-    record = run_sweep(plan, measure, out, header, on_point=None if args.json else lambda p: print(table_row(p)))
+    record = run_sweep(
+        plan, measure, out, header, on_point=None if args.json else lambda p: print(table_row(p))
+    )
     record = _predict(args, plan, record, out)
     if args.json:
         print(json.dumps(record | {"sweep_dir": str(out)}))
@@ -94,27 +149,42 @@ def _in_process(args, plan):
     from .profile import apply_threads, config_from_args, factory_from_args
 
     if args.batch_size is not None and args.batch_size != args.max_batch_size:
-        raise ConfigError("--batch-size: load builds the pipeline for --max-batch-size; leave --batch-size out")
+        raise ConfigError(
+            "--batch-size: load builds the pipeline for --max-batch-size; leave --batch-size out"
+        )
     args.batch_size = args.max_batch_size
     apply_threads(args)
     factory, config = factory_from_args(args), config_from_args(args)
 
     def measure(value, folder: Path):
         point = _point_args(args, plan, value)
-        run = run_load(factory, config, arrivals=arrivals_from_args(point, None, plan.duration_s),
-                       policy=policy_from_args(point), drain_timeout_s=args.drain_timeout, timeout_s=args.timeout_s)
+        run = run_load(
+            factory,
+            config,
+            arrivals=arrivals_from_args(point, None, plan.duration_s),
+            policy=policy_from_args(point),
+            drain_timeout_s=args.drain_timeout,
+            timeout_s=args.timeout_s,
+        )
         run.save(folder)
         return run
 
     name = args.example or Path(args.pipeline.split(":")[0]).stem
-    return measure, {"kind": "load", "pipeline": name, "url": None, "policy": policy_from_args(args).params()}
+    return measure, {
+        "kind": "load",
+        "pipeline": name,
+        "url": None,
+        "policy": policy_from_args(args).params(),
+    }
 
 
 def _served(args, plan):
     from .load_http import payloads_from_args
 
     if args.timeout_s is not None:
-        raise ConfigError("--timeout-s bounds the in-process load's pipeline calls; with --url use --timeout")
+        raise ConfigError(
+            "--timeout-s bounds the in-process load's pipeline calls; with --url use --timeout"
+        )
     if args.batch_size is None:
         args.batch_size = args.max_batch_size
     payloads = payloads_from_args(args, 2_000)
@@ -125,7 +195,12 @@ def _served(args, plan):
         run.save(folder)
         return run
 
-    return measure, {"kind": "served", "pipeline": args.example or "served", "url": args.url, "policy": None}
+    return measure, {
+        "kind": "served",
+        "pipeline": args.example or "served",
+        "url": args.url,
+        "policy": None,
+    }
 
 
 def _predict(args, plan, record: dict, out: Path) -> dict:
@@ -139,16 +214,33 @@ def _predict(args, plan, record: dict, out: Path) -> dict:
     if args.service:
         sources, label = list(args.service), "--service " + " ".join(map(str, args.service))
     elif record["kind"] == "load":
-        sources, label = [out / p["run"] for p in record["points"]], "the sweep's own points (measured service times)"
+        sources, label = (
+            [out / p["run"] for p in record["points"]],
+            "the sweep's own points (measured service times)",
+        )
     else:
-        return record | {"prediction": {"source": None, "why": "a served sweep: give --service RUN_DIR... "
-                                                             "(profiler runs) for the simulator's curve"}}
+        return record | {
+            "prediction": {
+                "source": None,
+                "why": "a served sweep: give --service RUN_DIR... "
+                "(profiler runs) for the simulator's curve",
+            }
+        }
     policy = record["policy"]
     try:
         model = service_model_from_runs(sources)
-        predicted = sweep(model, [p["rate_rps"] for p in record["points"]], [policy["max_batch_size"]],
-                          [policy["max_wait_ms"]], requests=20_000, concurrency=policy["concurrency"], seed=args.seed)
-    except ConfigError as exc:  # e.g. no measured batch of the largest size: said in the output, not fatal
+        predicted = sweep(
+            model,
+            [p["rate_rps"] for p in record["points"]],
+            [policy["max_batch_size"]],
+            [policy["max_wait_ms"]],
+            requests=20_000,
+            concurrency=policy["concurrency"],
+            seed=args.seed,
+        )
+    except (
+        ConfigError
+    ) as exc:  # e.g. no measured batch of the largest size: said in the output, not fatal
         record = record | {"prediction": {"source": None, "why": str(exc)}}
         write_sweep(out, record)
         return record
@@ -162,12 +254,21 @@ def table_header() -> str:
 
 
 def table_row(p: dict) -> str:
-    cells = [f"{'-':>{width}}" if p.get(key) is None else f"{p[key]:>{width}{spec}}"
-             for key, _, width, spec in TABLE_COLUMNS]
-    stable = f"stable after {p['stable_after_windows']} windows" if p["stable"] else f"UNSTABLE ({p['windows']} windows)"
+    cells = [
+        f"{'-':>{width}}" if p.get(key) is None else f"{p[key]:>{width}{spec}}"
+        for key, _, width, spec in TABLE_COLUMNS
+    ]
+    stable = (
+        f"stable after {p['stable_after_windows']} windows"
+        if p["stable"]
+        else f"UNSTABLE ({p['windows']} windows)"
+    )
     pred = p.get("predicted")
-    extra = (f"  sim p50 x{pred['p50_ratio']:.2f} p99 x{pred['p99_ratio']:.2f}"
-             if pred and pred.get("p50_ratio") is not None and pred.get("p99_ratio") is not None else "")
+    extra = (
+        f"  sim p50 x{pred['p50_ratio']:.2f} p99 x{pred['p99_ratio']:.2f}"
+        if pred and pred.get("p50_ratio") is not None and pred.get("p99_ratio") is not None
+        else ""
+    )
     return " ".join(cells) + "  " + stable + (" NOISY" if p.get("noisy") else "") + extra
 
 
@@ -180,18 +281,27 @@ def footer(record: dict) -> str:
     elif knee is None:
         lines.append(f"knee: no stable point has p99 <= {sla:g} ms")
     else:
-        lines.append(f"knee: {knee['offered_rps']:.1f} req/s offered ({knee['achieved_rps']:.1f} achieved), "
-                     f"p99 {knee['p99_ms']:.3f} ms <= SLA {sla:g} ms (point {knee['point']})")
+        lines.append(
+            f"knee: {knee['offered_rps']:.1f} req/s offered ({knee['achieved_rps']:.1f} achieved), "
+            f"p99 {knee['p99_ms']:.3f} ms <= SLA {sla:g} ms (point {knee['point']})"
+        )
     pred = record.get("prediction")
     if pred:
-        lines.append(f"simulator: {pred['source']}" if pred.get("source") else f"simulator: none ({pred['why']})")
+        lines.append(
+            f"simulator: {pred['source']}"
+            if pred.get("source")
+            else f"simulator: none ({pred['why']})"
+        )
     return "\n".join(lines)
 
 
 def print_sweep(record: dict, out=sys.stdout) -> None:
     """The sweep table of ``workbench show SWEEP_DIR``."""
-    print(f"sweep of {record['pipeline']} ({record['kind']}): {record['plan']['parameter']}, "
-          f"{record['plan']['max_windows']} windows of {record['plan']['window_s']:g} s per point", file=out)
+    print(
+        f"sweep of {record['pipeline']} ({record['kind']}): {record['plan']['parameter']}, "
+        f"{record['plan']['max_windows']} windows of {record['plan']['window_s']:g} s per point",
+        file=out,
+    )
     print(table_header(), file=out)
     for p in record["points"]:
         print(table_row(p), file=out)

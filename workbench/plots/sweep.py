@@ -7,6 +7,7 @@ sweep has them, are drawn dashed in grey at the same achieved rates, with the
 measured/predicted ratio in the hover. The knee (the highest stable offered
 rate whose p99 meets the SLA) is a ringed marker.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,8 +20,14 @@ from .style import PERCENTILE_COLORS, SLA_COLOR, empty_figure, layout
 PREDICTED_COLOR = "#7f7f7f"
 
 
-def sweep_figure(points: pd.DataFrame, *, sla_ms: float | None = None, knee: int | None = None,
-                 title: str | None = None, log_y: bool = False) -> go.Figure:
+def sweep_figure(
+    points: pd.DataFrame,
+    *,
+    sla_ms: float | None = None,
+    knee: int | None = None,
+    title: str | None = None,
+    log_y: bool = False,
+) -> go.Figure:
     """Traces, in order: "p99", "p50" (measured), "sim p99", "sim p50" (when predicted), "SLA S ms", "knee".
 
     x = ``achieved_rps``, y = ``p99_ms`` / ``p50_ms`` (``predicted_*`` for the
@@ -32,41 +39,79 @@ def sweep_figure(points: pd.DataFrame, *, sla_ms: float | None = None, knee: int
     rows = points.sort_values("offered_rps", kind="stable")
     x = rows["achieved_rps"].to_numpy(dtype=float)
     stable = rows["stable"].astype(bool).to_numpy()
-    marker = dict(symbol=np.where(stable, "circle", "x-open").tolist(), size=np.where(stable, 7, 10).tolist())
-    custom = np.c_[rows["offered_rps"].to_numpy(dtype=float), stable.astype(int),
-                   rows["predicted_p99_ratio"].to_numpy(dtype=float), rows["predicted_p50_ratio"].to_numpy(dtype=float)]
+    marker = dict(
+        symbol=np.where(stable, "circle", "x-open").tolist(), size=np.where(stable, 7, 10).tolist()
+    )
+    custom = np.c_[
+        rows["offered_rps"].to_numpy(dtype=float),
+        stable.astype(int),
+        rows["predicted_p99_ratio"].to_numpy(dtype=float),
+        rows["predicted_p50_ratio"].to_numpy(dtype=float),
+    ]
     fig = go.Figure()
     for col, dash, k in (("p99_ms", "solid", 2), ("p50_ms", "dot", 3)):
         name = col.removesuffix("_ms")
-        fig.add_scatter(x=x, y=rows[col].to_numpy(dtype=float), mode="lines+markers", name=name, customdata=custom,
-                        line=dict(color=PERCENTILE_COLORS[col], dash=dash), marker=marker,
-                        hovertemplate=f"offered %{{customdata[0]:.4g}} req/s<br>achieved %{{x:.4g}} req/s<br>{name} "
-                                      f"%{{y:.3f}} ms<br>stable %{{customdata[1]}}<br>measured/simulated "
-                                      f"%{{customdata[{k}]:.2f}}<extra></extra>")
+        fig.add_scatter(
+            x=x,
+            y=rows[col].to_numpy(dtype=float),
+            mode="lines+markers",
+            name=name,
+            customdata=custom,
+            line=dict(color=PERCENTILE_COLORS[col], dash=dash),
+            marker=marker,
+            hovertemplate=f"offered %{{customdata[0]:.4g}} req/s<br>achieved %{{x:.4g}} req/s<br>{name} "
+            f"%{{y:.3f}} ms<br>stable %{{customdata[1]}}<br>measured/simulated "
+            f"%{{customdata[{k}]:.2f}}<extra></extra>",
+        )
     if rows["predicted_p99_ms"].notna().any():
         for col, dash in (("predicted_p99_ms", "dash"), ("predicted_p50_ms", "dashdot")):
             name = "sim " + col.removeprefix("predicted_").removesuffix("_ms")
-            fig.add_scatter(x=x, y=rows[col].to_numpy(dtype=float), mode="lines", name=name,
-                            line=dict(color=PREDICTED_COLOR, dash=dash),
-                            hovertemplate=f"{name} %{{y:.3f}} ms at %{{x:.4g}} req/s<extra></extra>")
+            fig.add_scatter(
+                x=x,
+                y=rows[col].to_numpy(dtype=float),
+                mode="lines",
+                name=name,
+                line=dict(color=PREDICTED_COLOR, dash=dash),
+                hovertemplate=f"{name} %{{y:.3f}} ms at %{{x:.4g}} req/s<extra></extra>",
+            )
     if sla_ms is not None:
-        fig.add_scatter(x=[float(x.min()), float(x.max())], y=[float(sla_ms)] * 2, mode="lines",
-                        name=f"SLA {sla_ms:g} ms", line=dict(color=SLA_COLOR, dash="dash"), hoverinfo="skip")
+        fig.add_scatter(
+            x=[float(x.min()), float(x.max())],
+            y=[float(sla_ms)] * 2,
+            mode="lines",
+            name=f"SLA {sla_ms:g} ms",
+            line=dict(color=SLA_COLOR, dash="dash"),
+            hoverinfo="skip",
+        )
     if knee is not None:
         point = points.iloc[knee]
-        fig.add_scatter(x=[float(point["achieved_rps"])], y=[float(point["p99_ms"])], mode="markers+text",
-                        name="knee", text=[f"knee {point['offered_rps']:.4g} req/s"], textposition="top left",
-                        marker=dict(symbol="circle-open", size=18, color=SLA_COLOR, line=dict(width=2)),
-                        hoverinfo="skip")
+        fig.add_scatter(
+            x=[float(point["achieved_rps"])],
+            y=[float(point["p99_ms"])],
+            mode="markers+text",
+            name="knee",
+            text=[f"knee {point['offered_rps']:.4g} req/s"],
+            textposition="top left",
+            marker=dict(symbol="circle-open", size=18, color=SLA_COLOR, line=dict(width=2)),
+            hoverinfo="skip",
+        )
     fig.update_yaxes(type="log" if log_y else "linear")
-    return layout(fig, title or "Latency vs throughput (solid p99, dotted p50; x: unstable; grey: simulator)",
-                  xaxis_title="achieved throughput (requests/s)", yaxis_title="end-to-end latency (ms)",
-                  legend="right")
+    return layout(
+        fig,
+        title or "Latency vs throughput (solid p99, dotted p50; x: unstable; grey: simulator)",
+        xaxis_title="achieved throughput (requests/s)",
+        yaxis_title="end-to-end latency (ms)",
+        legend="right",
+    )
 
 
 def sweep_record_figure(record: dict, **kwargs) -> go.Figure:
     """:func:`sweep_figure` of a ``sweep.json`` record (its SLA and knee)."""
     points = points_table(record)
     knee = record.get("knee")
-    position = None if knee is None else int(np.flatnonzero(points["point"].to_numpy() == knee["point"])[0])
+    position = (
+        None
+        if knee is None
+        else int(np.flatnonzero(points["point"].to_numpy() == knee["point"])[0])
+    )
     return sweep_figure(points, sla_ms=record["plan"]["sla_ms"], knee=position, **kwargs)

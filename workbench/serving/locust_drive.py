@@ -15,6 +15,7 @@ send time is when its greenlet handed it to geventhttpclient (a wait for a
 free connection is inside the end to end, not the lag); gevent's timers
 (whole milliseconds in its loop) show as generator lag.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,10 +58,14 @@ class LocustEngine:
         if self.workers < 0:
             raise ConfigError(f"--workers must be >= 0, got {self.workers}")
         if self.expected < 1:
-            raise ConfigError("--engine locust needs at least one worker (--workers N or --expect-workers N)")
+            raise ConfigError(
+                "--engine locust needs at least one worker (--workers N or --expect-workers N)"
+            )
         if self.expected < self.workers:
-            raise ConfigError(f"--expect-workers {self.expect_workers} is fewer than the --workers {self.workers} "
-                              "started here")
+            raise ConfigError(
+                f"--expect-workers {self.expect_workers} is fewer than the --workers {self.workers} "
+                "started here"
+            )
 
     @property
     def expected(self) -> int:
@@ -71,8 +76,16 @@ class LocustEngine:
 
         return f"locust {importlib.metadata.version('locust')} ({self.expected} workers, geventhttpclient)"
 
-    def drive(self, url: str, payloads: list[bytes], schedule_ns: np.ndarray, *, tag: str = "wb", warmup: int = 5,
-              timeout_s: float = 30.0) -> Drive:
+    def drive(
+        self,
+        url: str,
+        payloads: list[bytes],
+        schedule_ns: np.ndarray,
+        *,
+        tag: str = "wb",
+        warmup: int = 5,
+        timeout_s: float = 30.0,
+    ) -> Drive:
         """:func:`workbench.serving.client.drive`'s contract, sent by Locust's workers."""
         if not payloads:
             raise ConfigError("no request bodies to send")
@@ -80,32 +93,83 @@ class LocustEngine:
         with tempfile.TemporaryDirectory(prefix="wb-locust-") as tmp:
             plan, results = Path(tmp) / "plan.pickle", Path(tmp) / "results.pickle"
             with open(plan, "wb") as f:
-                pickle.dump({"url": url, "tag": tag, "payloads": payloads, "timeout_s": timeout_s, "warmup": warmup,
-                             "offsets_ns": [int(x) for x in schedule_ns]}, f)
-            self._run(plan, results, Path(tmp), float(schedule_ns[-1]) / 1e9 if len(schedule_ns) else 0.0, timeout_s)
+                pickle.dump(
+                    {
+                        "url": url,
+                        "tag": tag,
+                        "payloads": payloads,
+                        "timeout_s": timeout_s,
+                        "warmup": warmup,
+                        "offsets_ns": [int(x) for x in schedule_ns],
+                    },
+                    f,
+                )
+            self._run(
+                plan,
+                results,
+                Path(tmp),
+                float(schedule_ns[-1]) / 1e9 if len(schedule_ns) else 0.0,
+                timeout_s,
+            )
             with open(results, "rb") as f:
                 rows = sorted(pickle.load(f)["rows"], key=lambda row: row[0])
-        out = [response_result(f"{tag}-{k}", due, sent, done, status, headers, body, error)
-               for k, due, sent, done, status, headers, body, error in rows]
+        out = [
+            response_result(f"{tag}-{k}", due, sent, done, status, headers, body, error)
+            for k, due, sent, done, status, headers, body, error in rows
+        ]
         lags = np.array([r.sent_ns - r.due_ns for r in out], dtype=np.int64).clip(min=0)
         return Drive(out, lags, 0, before, server_health(url))
 
     def _run(self, plan: Path, results: Path, tmp: Path, span_s: float, timeout_s: float) -> None:
         port = self.master_port or _free_port(self.master_host)
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        master = subprocess.Popen([sys.executable, "-m", "workbench.serving.locust_engine", "master", str(plan),
-                                   str(results), "--bind", self.master_host, "--port", str(port), "--expect-workers",
-                                   str(self.expected), "--connect-timeout", str(self.connect_timeout_s)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        master = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "workbench.serving.locust_engine",
+                "master",
+                str(plan),
+                str(results),
+                "--bind",
+                self.master_host,
+                "--port",
+                str(port),
+                "--expect-workers",
+                str(self.expected),
+                "--connect-timeout",
+                str(self.connect_timeout_s),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         workers = []
         try:
             _wait_listening(master)
             connect = "127.0.0.1" if self.master_host in ("0.0.0.0", "*", "") else self.master_host
-            for i in range(self.workers):  # their logs go to files: a pipe nobody reads could fill and block them
+            for i in range(
+                self.workers
+            ):  # their logs go to files: a pipe nobody reads could fill and block them
                 with open(tmp / f"worker{i}.log", "w") as log:
-                    workers.append(subprocess.Popen([sys.executable, "-m", "workbench", "locust-worker", "--master",
-                                                     connect, "--master-port", str(port)], stdout=log, stderr=log,
-                                                    env=env))
+                    workers.append(
+                        subprocess.Popen(
+                            [
+                                sys.executable,
+                                "-m",
+                                "workbench",
+                                "locust-worker",
+                                "--master",
+                                connect,
+                                "--master-port",
+                                str(port),
+                            ],
+                            stdout=log,
+                            stderr=log,
+                            env=env,
+                        )
+                    )
             limit = self.connect_timeout_s + span_s + timeout_s * 8 + 120
             _, err = master.communicate(timeout=limit)
         except subprocess.TimeoutExpired:
@@ -115,8 +179,11 @@ class LocustEngine:
                 _stop(proc)
         if master.returncode != 0:
             lines = [ln for ln in err.strip().splitlines() if ln.startswith("workbench load")]
-            raise ConfigError(lines[-1].split(": ", 1)[1] if lines else
-                              f"the Locust master exited {master.returncode}: {err.strip()[-500:]}")
+            raise ConfigError(
+                lines[-1].split(": ", 1)[1]
+                if lines
+                else f"the Locust master exited {master.returncode}: {err.strip()[-500:]}"
+            )
 
 
 def _wait_listening(master: subprocess.Popen) -> None:
@@ -126,8 +193,10 @@ def _wait_listening(master: subprocess.Popen) -> None:
         if line.startswith(READY_LINE):
             return
         if not line and master.poll() is not None:
-            raise ConfigError(f"the Locust master exited {master.returncode} before listening: "
-                              f"{master.stderr.read().strip()[-500:]}")
+            raise ConfigError(
+                f"the Locust master exited {master.returncode} before listening: "
+                f"{master.stderr.read().strip()[-500:]}"
+            )
     raise ConfigError(f"the Locust master did not start listening within {READY_TIMEOUT_S:g} s")
 
 
@@ -162,8 +231,10 @@ def locust_available() -> None:
     import importlib.util
 
     if importlib.util.find_spec("locust") is None:
-        raise ConfigError("--engine locust needs Locust: pip install 'locust>=2.47,<3' (or the workbench's "
-                          "[locust] extra)")
+        raise ConfigError(
+            "--engine locust needs Locust: pip install 'locust>=2.47,<3' (or the workbench's "
+            "[locust] extra)"
+        )
 
 
 def with_client(run, name: str):
@@ -175,5 +246,7 @@ def with_client(run, name: str):
             return dataclasses.replace(section, client=name)
         return {**section, "client": name}
 
-    run.meta = dataclasses.replace(run.meta, serving=renamed(run.meta.serving), env=renamed(run.meta.env))
+    run.meta = dataclasses.replace(
+        run.meta, serving=renamed(run.meta.serving), env=renamed(run.meta.env)
+    )
     return run

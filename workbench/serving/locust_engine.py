@@ -29,6 +29,7 @@ them into a ``served`` run exactly as ``load --url`` does
 (:mod:`workbench.serving.locust_drive`). Workers on other machines share
 the wall clock through NTP: their offsets are as good as that sync.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,17 +43,33 @@ from geventhttpclient import HTTPClient
 from locust.env import Environment
 
 from .locust_drive import READY_LINE
-from .protocol import BATCH_HEADER, BATCH_SIZE_HEADER, CACHE_HIT_HEADER, REQUEST_ID_HEADER, TIMING_HEADER
+from .protocol import (
+    BATCH_HEADER,
+    BATCH_SIZE_HEADER,
+    CACHE_HIT_HEADER,
+    REQUEST_ID_HEADER,
+    TIMING_HEADER,
+)
 
-KEPT_HEADERS = tuple(h.lower() for h in (TIMING_HEADER, BATCH_HEADER, BATCH_SIZE_HEADER, CACHE_HIT_HEADER,
-                                          REQUEST_ID_HEADER))
-START_LEAD_NS = 500_000_000  # the start time is this far ahead of the master's clock (messages, clock reads)
+KEPT_HEADERS = tuple(
+    h.lower()
+    for h in (TIMING_HEADER, BATCH_HEADER, BATCH_SIZE_HEADER, CACHE_HIT_HEADER, REQUEST_ID_HEADER)
+)
+START_LEAD_NS = (
+    500_000_000  # the start time is this far ahead of the master's clock (messages, clock reads)
+)
 POLL_S = 0.05
 CONNECTIONS = 256
 
 
-def run_master(plan_file: str, results_file: str, bind_host: str, port: int, expect: int,
-               connect_timeout_s: float) -> int:
+def run_master(
+    plan_file: str,
+    results_file: str,
+    bind_host: str,
+    port: int,
+    expect: int,
+    connect_timeout_s: float,
+) -> int:
     """Serve one plan to ``expect`` workers and write their rows to ``results_file``; 0, or 2 with one line."""
     with open(plan_file, "rb") as f:
         plan = pickle.load(f)
@@ -60,25 +77,39 @@ def run_master(plan_file: str, results_file: str, bind_host: str, port: int, exp
     runner = env.create_master_runner(master_bind_host=bind_host, master_bind_port=port)
     ready, rows = set(), {}
     runner.register_message("wb_ready", lambda environment, msg, **kw: ready.add(msg.node_id))
-    runner.register_message("wb_results", lambda environment, msg, **kw: rows.__setitem__(msg.node_id, msg.data))
+    runner.register_message(
+        "wb_results", lambda environment, msg, **kw: rows.__setitem__(msg.node_id, msg.data)
+    )
     print(f"{READY_LINE} {port}", flush=True)
     try:
-        workers = _wait(lambda: sorted(runner.clients.keys(), key=runner.get_worker_index), expect, connect_timeout_s)
+        workers = _wait(
+            lambda: sorted(runner.clients.keys(), key=runner.get_worker_index),
+            expect,
+            connect_timeout_s,
+        )
         if workers is None:
-            return _fail(f"{len(runner.clients)} of {expect} Locust workers connected within {connect_timeout_s:g} s "
-                         f"(start them with: python -m workbench locust-worker --master HOST --master-port {port})")
+            return _fail(
+                f"{len(runner.clients)} of {expect} Locust workers connected within {connect_timeout_s:g} s "
+                f"(start them with: python -m workbench locust-worker --master HOST --master-port {port})"
+            )
         workers = workers[:expect]
         for i, worker in enumerate(workers):
             runner.send_message("wb_plan", _share(plan, i, len(workers)), client_id=worker)
         warm_s = plan["timeout_s"] * (plan["warmup"] + 1) + 30
         if _wait(lambda: [w for w in workers if w in ready], expect, warm_s) is None:
-            return _fail(f"{len(ready)} of {expect} Locust workers finished their warm-up within {warm_s:g} s")
+            return _fail(
+                f"{len(ready)} of {expect} Locust workers finished their warm-up within {warm_s:g} s"
+            )
         start_wall_ns = time.time_ns() + START_LEAD_NS
         for worker in workers:
             runner.send_message("wb_start", {"start_wall_ns": start_wall_ns}, client_id=worker)
-        span_s = (plan["offsets_ns"][-1] if plan["offsets_ns"] else 0) / 1e9 + plan["timeout_s"] + 60
+        span_s = (
+            (plan["offsets_ns"][-1] if plan["offsets_ns"] else 0) / 1e9 + plan["timeout_s"] + 60
+        )
         if _wait(lambda: [w for w in workers if w in rows], expect, span_s) is None:
-            return _fail(f"{len(rows)} of {expect} Locust workers returned their requests within {span_s:g} s")
+            return _fail(
+                f"{len(rows)} of {expect} Locust workers returned their requests within {span_s:g} s"
+            )
         with open(results_file, "wb") as f:
             pickle.dump({"workers": workers, "rows": [row for w in workers for row in rows[w]]}, f)
         return 0
@@ -105,9 +136,16 @@ def _fail(message: str) -> int:
 def _share(plan: dict, index: int, workers: int) -> dict:
     """Worker ``index``'s part of the plan: requests ``k`` with ``k % workers == index``."""
     ks = list(range(index, len(plan["offsets_ns"]), workers))
-    return {"url": plan["url"], "tag": plan["tag"], "payloads": plan["payloads"], "timeout_s": plan["timeout_s"],
-            "warmup": plan["warmup"] if index == 0 else 0, "ks": ks, "offsets_ns": [plan["offsets_ns"][k] for k in ks],
-            "worker": index}
+    return {
+        "url": plan["url"],
+        "tag": plan["tag"],
+        "payloads": plan["payloads"],
+        "timeout_s": plan["timeout_s"],
+        "warmup": plan["warmup"] if index == 0 else 0,
+        "ks": ks,
+        "offsets_ns": [plan["offsets_ns"][k] for k in ks],
+        "worker": index,
+    }
 
 
 def run_worker(master_host: str, master_port: int) -> int:
@@ -132,8 +170,14 @@ def run_worker(master_host: str, master_port: int) -> int:
 
 def _client(plan: dict) -> tuple[HTTPClient, str]:
     url = urlparse(plan["url"])
-    client = HTTPClient(url.hostname, url.port or (443 if url.scheme == "https" else 80), ssl=url.scheme == "https",
-                        concurrency=CONNECTIONS, connection_timeout=plan["timeout_s"], network_timeout=plan["timeout_s"])
+    client = HTTPClient(
+        url.hostname,
+        url.port or (443 if url.scheme == "https" else 80),
+        ssl=url.scheme == "https",
+        concurrency=CONNECTIONS,
+        connection_timeout=plan["timeout_s"],
+        network_timeout=plan["timeout_s"],
+    )
     return client, url.path.rstrip("/") + "/predict"
 
 
@@ -142,8 +186,12 @@ def _warm_then_ready(runner, state: dict) -> None:
     plan = state["plan"]
     for k in range(plan["warmup"]):
         try:
-            client.request("POST", path, plan["payloads"][k % len(plan["payloads"])],
-                           {"Content-Type": "application/octet-stream"}).read()
+            client.request(
+                "POST",
+                path,
+                plan["payloads"][k % len(plan["payloads"])],
+                {"Content-Type": "application/octet-stream"},
+            ).read()
         except Exception:  # noqa: BLE001  (a server that does not answer fails the measured requests, said there)
             pass
     runner.send_message("wb_ready", None)
@@ -159,30 +207,55 @@ def _send_share(runner, env, state: dict, start_wall_ns: int) -> None:
         wait_ns = origin + offset - time.perf_counter_ns()
         if wait_ns > 0:
             gevent.sleep(wait_ns / 1e9)
-        greenlets.append(gevent.spawn(_send_one, client, path, plan, env, rows, j, k, origin + offset, origin))
+        greenlets.append(
+            gevent.spawn(_send_one, client, path, plan, env, rows, j, k, origin + offset, origin)
+        )
     gevent.joinall(greenlets)
     runner.send_message("wb_results", rows)
 
 
-def _send_one(client: HTTPClient, path: str, plan: dict, env, rows: list, j: int, k: int, due: int,
-              origin: int) -> None:
+def _send_one(
+    client: HTTPClient,
+    path: str,
+    plan: dict,
+    env,
+    rows: list,
+    j: int,
+    k: int,
+    due: int,
+    origin: int,
+) -> None:
     body = plan["payloads"][k % len(plan["payloads"])]
     rid = f"{plan['tag']}-{k}"
     sent = time.perf_counter_ns()
     status, headers, failed_body, error = None, {}, b"", None
     try:
-        resp = client.request("POST", path, body, {"Content-Type": "application/octet-stream", REQUEST_ID_HEADER: rid})
+        resp = client.request(
+            "POST", path, body, {"Content-Type": "application/octet-stream", REQUEST_ID_HEADER: rid}
+        )
         data = resp.read()
         status = resp.status_code
-        headers = {name.lower(): value for name, value in resp.items() if name.lower() in KEPT_HEADERS}
+        headers = {
+            name.lower(): value for name, value in resp.items() if name.lower() in KEPT_HEADERS
+        }
         failed_body = data if status != 200 else b""
     except Exception as exc:  # noqa: BLE001  (recorded as the request's failure, like the workbench's client)
         error = ("network", type(exc).__name__, str(exc) or repr(exc))
     done = time.perf_counter_ns()
     rows[j] = (k, due - origin, sent - origin, done - origin, status, headers, failed_body, error)
-    failure = None if status == 200 else RuntimeError(f"HTTP {status}" if status is not None else error[2])
-    env.events.request.fire(request_type="POST", name="/predict", response_time=(done - sent) / 1e6,
-                            response_length=0, exception=failure, context={})
+    failure = (
+        None
+        if status == 200
+        else RuntimeError(f"HTTP {status}" if status is not None else error[2])
+    )
+    env.events.request.fire(
+        request_type="POST",
+        name="/predict",
+        response_time=(done - sent) / 1e6,
+        response_length=0,
+        exception=failure,
+        context={},
+    )
 
 
 def main(argv=None) -> int:
@@ -200,7 +273,9 @@ def main(argv=None) -> int:
     w.add_argument("--master-port", type=int, default=5557)
     args = p.parse_args(argv)
     if args.role == "master":
-        return run_master(args.plan, args.results, args.bind, args.port, args.expect_workers, args.connect_timeout)
+        return run_master(
+            args.plan, args.results, args.bind, args.port, args.expect_workers, args.connect_timeout
+        )
     return run_worker(args.master, args.master_port)
 
 

@@ -59,6 +59,7 @@ from .protocol import (BATCH_HEADER, BATCH_SIZE_HEADER, CACHE_HIT_HEADER, REQUES
 
 SPIN_NS = 100_000          # wake this early and spin on the clock to the send time (see the module docstring)
 SETTLE_NS = 2_000_000      # the first send is due this long after the schedule starts
+INTERRUPT_GRACE_S = 2.0   # after Ctrl-C, what the requests in flight get to finish before they are abandoned
 PRECONNECT = 16            # connections opened before the schedule (up to ``connections``)
 
 
@@ -147,7 +148,10 @@ async def _drive(target, url, payloads, schedule_ns, tag, warmup, connections, t
         await pool.connect(min(connections, PRECONNECT) - pool.open_count)  # best effort: more open on demand
         schedule = Schedule(pool, target, payloads, schedule_ns.tolist(), tag, clock, spin_ns)
         await schedule.run()
-        after = await _health(pool, target, url, after_run=True)
+        try:  # a server that went silent must not hold the run (or a Ctrl-C) for the whole --timeout
+            after = await asyncio.wait_for(_health(pool, target, url, after_run=True), min(ns_to_s(timeout_ns), 2.0))
+        except asyncio.TimeoutError:
+            after = None
     finally:
         watchdog.cancel()
         await pool.close()
@@ -198,7 +202,8 @@ class Schedule:
                 gc.enable()
 
     def interrupt(self) -> None:
-        """Ctrl-C (first): send nothing more; the requests in flight still finish (or time out).
+        """Ctrl-C (first): send nothing more; the requests in flight get :data:`INTERRUPT_GRACE_S` more
+        (or their timeout, if sooner) to finish, then fail as ``Abandoned``: the run is saved either way.
 
         The handler is removed, so a second Ctrl-C raises ``KeyboardInterrupt`` and abandons the run.
         """
@@ -207,6 +212,8 @@ class Schedule:
         self.pending -= unsent
         if self.pending == 0 and not self.finished.done():
             self.finished.set_result(None)
+        self._loop.call_later(INTERRUPT_GRACE_S, self.pool.abandon,
+                              f"no response within {INTERRUPT_GRACE_S:g} s of Ctrl-C")
 
     def _fire(self) -> None:
         """Send every request that is due (spinning through the last ``spin_ns``); re-arm for the next one."""

@@ -21,6 +21,8 @@ BATCH_SIZE_HEADER = "X-Workbench-Batch-Size"  # items in that batch
 CACHE_HIT_HEADER = "X-Workbench-Cache-Hit"    # fraction of that batch's items a prediction cache answered
 TIMING_HEADER = "Server-Timing"
 TOTAL = "total"
+MAX_DUR_MS = 86_400_000.0  # a day: any longer Server-Timing duration is not a measurement
+MAX_METRICS = 256
 _TOKEN = re.compile(r"[^!#$%&'*+\-.^_`|~0-9A-Za-z]")
 
 
@@ -39,11 +41,16 @@ def parse_server_timing(value: str | None) -> tuple[list[tuple[str, int]], int |
     """``([(stage, dur_ns), ...], total_ns)`` from a ``Server-Timing`` value.
 
     Metrics without ``dur`` are skipped; an absent header gives ``([], None)``.
-    A malformed ``dur`` raises ValueError naming the metric.
+    A ``dur`` that is not a finite number from 0 to :data:`MAX_DUR_MS` (a
+    day), or a header of more than :data:`MAX_METRICS` metrics, raises
+    ValueError naming the metric.
     """
     stages: list[tuple[str, int]] = []
     total = None
-    for metric in (value or "").split(","):
+    metrics = (value or "").split(",")
+    if len(metrics) > MAX_METRICS:
+        raise ValueError(f"Server-Timing has {len(metrics)} metrics (the limit is {MAX_METRICS})")
+    for metric in metrics:
         name, *params = [p.strip() for p in metric.split(";")]
         if not name:
             continue
@@ -51,9 +58,13 @@ def parse_server_timing(value: str | None) -> tuple[list[tuple[str, int]], int |
         if dur is None:
             continue
         try:
-            dur_ns = int(round(float(dur) * NS_PER_MS))
+            dur_ms = float(dur[:40])
         except ValueError:
-            raise ValueError(f"Server-Timing metric {name!r}: dur={dur!r} is not a number") from None
+            raise ValueError(f"Server-Timing metric {name[:40]!r}: dur={dur[:40]!r} is not a number") from None
+        if not 0 <= dur_ms <= MAX_DUR_MS:  # also false for nan
+            raise ValueError(f"Server-Timing metric {name[:40]!r}: dur={dur[:40]!r} is not a duration from 0 to "
+                             f"{MAX_DUR_MS:.0f} ms")
+        dur_ns = int(round(dur_ms * NS_PER_MS))
         if name == TOTAL:
             total = dur_ns
         else:

@@ -75,7 +75,8 @@ def test_transfer_figure_bytes_time_bandwidth(trace_events):
     assert list(bytes_["marker"]["color"]) == [KIND_COLORS["memcpy_dtoh_pinned"], KIND_COLORS["memcpy_htod_pageable"],
                                                 KIND_COLORS["memset"]]
     assert list(sync["x"]) == ["cudaDeviceSynchronize"] and decode(sync["y"]) == [0.1] and list(sync["text"]) == ["n=1"]
-    assert fig["layout"]["title"]["text"].endswith("67% of copy time from pageable memory (pin it to overlap copies)")
+    assert fig["layout"]["title"]["text"].endswith(
+        "67% of copy time from pageable memory (HtoD Pageable) (pin it to overlap copies)")
 
 
 def test_copies_without_a_host_side_keep_their_direction(tmp_path):

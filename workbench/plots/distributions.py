@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from ..analysis.stats import NS_PER_MS, summarize_ns
 from ..errors import ConfigError
-from .style import PERCENTILE_COLORS, WARMUP_COLOR, empty_figure, layout, stage_color
+from .style import PERCENTILE_COLORS, WARMUP_COLOR, empty_figure, layout, log_axis, positive_extent, stage_color
 
 DISTRIBUTION_KINDS = ("histogram", "cdf")  # figure styles; trace event kinds are workbench.trace.KINDS
 
@@ -42,7 +42,8 @@ def distribution_figure(requests: pd.DataFrame, stages: pd.DataFrame, stage_orde
     ``stage``: a name in ``stage_order`` or None for end to end (host wall time).
     Traces, in order: the measured distribution, the warm-up one when there
     are warm-up requests ("warm-up (n=W)", muted), then the measured p50, p95
-    and p99 as dotted vertical lines named "p50", "p95", "p99" (ms, ``summarize_ns``).
+    and p99 as dotted vertical lines named with their values, "p50 1.23 ms" (``summarize_ns``).
+    A log x axis is labelled at whole decades only (``style.log_axis``).
     """
     if kind not in DISTRIBUTION_KINDS:
         raise ConfigError(f"distribution_figure: kind={kind!r}; use one of {DISTRIBUTION_KINDS}")
@@ -68,7 +69,11 @@ def distribution_figure(requests: pd.DataFrame, stages: pd.DataFrame, stage_orde
         yaxis = "fraction of requests <= x"
     top = max((max(t.y) for t in fig.data), default=1)
     _add_markers(fig, measured, float(top))
-    fig.update_xaxes(type="log" if log_x else "linear")
+    if log_x:
+        both = np.concatenate([measured, warm]) / NS_PER_MS
+        fig.update_xaxes(**log_axis(*positive_extent(both), "ms"))
+    else:
+        fig.update_xaxes(type="linear")
     scale = ", log scale" if log_x else ""
     return layout(fig, title, xaxis_title=f"{label} latency (ms{scale})", yaxis_title=yaxis)
 
@@ -111,15 +116,16 @@ def _add_cdf(fig: go.Figure, values_ns: np.ndarray, max_points: int, name: str, 
 
 
 def _add_markers(fig: go.Figure, measured_ns: np.ndarray, top: float) -> None:
-    """p50/p95/p99 as vertical line traces named "p50" etc. (x in ms, data coordinates on any axis)."""
+    """p50/p95/p99 as vertical line traces named "p50 0.0505 ms" etc. (x in ms, data coordinates on any axis).
+
+    Their values are in the legend, never written beside the lines: close percentiles
+    overprinted each other and the curve, and text near the plot's edge was clipped
+    (and widened the axis range, squeezing the histogram)."""
     stats = summarize_ns(measured_ns)
-    # Labels sit at three heights, left of their line, so close percentiles never overprint each other.
-    for step, key in enumerate(("p50_ms", "p95_ms", "p99_ms")):
+    for key in ("p50_ms", "p95_ms", "p99_ms"):
         if stats[key] is None:
             continue
         name = key.removesuffix("_ms")
-        label_y = top * (1.0 - 0.12 * step)
-        fig.add_scatter(x=[stats[key], stats[key], stats[key]], y=[0, label_y, top], name=name, mode="lines+text",
+        fig.add_scatter(x=[stats[key], stats[key]], y=[0, top], name=f"{name} {stats[key]:.3g} ms", mode="lines",
                         line=dict(color=PERCENTILE_COLORS[key], dash="dot", width=2),
-                        text=["", f"{name} {stats[key]:.3g} ms ", ""], textposition="middle left",
                         hovertemplate=f"{name} %{{x:.4g}} ms<extra></extra>")

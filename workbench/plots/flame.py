@@ -132,7 +132,12 @@ def flame_figure(tree: pd.DataFrame, *, title: str | None = None, max_nodes: int
     default = "Flame graph" + folded
     cut = tree.attrs.get("cut")  # harness and instrumentation cut by analysis.flame.harness_cut
     note = f"<br><sup>{cut['note']}</sup>" if cut else ""
-    return layout(fig, (title or default) + note, margin=dict(l=10, r=10, t=80 + (20 if cut else 0), b=10))
+    # labels never shrink below 10 px: a box too narrow for its label shows none (hover and zoom still tell)
+    return layout(fig, (title or default) + note, margin=dict(l=10, r=10, t=80 + (20 if cut else 0), b=10),
+                  uniformtext=dict(minsize=LABEL_MIN_PX, mode="hide"))
+
+
+LABEL_MIN_PX = 10  # the smallest label font a flame box may use (issue 30: labels unreadable at half width)
 
 
 def _clip(text: str, n: int) -> str:

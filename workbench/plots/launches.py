@@ -17,7 +17,8 @@ from ..analysis.launches import launch_distribution, launch_pair_summary, steady
 from ..trace import Trace
 from ..analysis.verdict import launch_verdict
 from ..units import NS_PER_US
-from .style import KIND_COLORS, NO_GPU_EVENTS, PERCENTILE_COLORS, decade_ticks, empty_figure, layout, log_edges
+from .style import (KIND_COLORS, NO_GPU_EVENTS, PERCENTILE_COLORS, decade_ticks, empty_figure, layout, log_axis,
+                    log_edges, positive_extent)
 
 BINS = 40
 
@@ -39,9 +40,12 @@ def launch_figure(events: Trace | pd.DataFrame, *, title: str | None = None, bin
                             else "no kernel launches joined to GPU work", title or "Kernel launches")
     summary = launch_pair_summary(pairs)
     _, sentence = launch_verdict(events)
-    fig = make_subplots(rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.1, subplot_titles=(
-        "launch delay", "launch call vs GPU time (count)", "percentiles (us)", "short kernels"))
-    _delay_hist(fig, pairs["launch_delay_ns"].to_numpy() / NS_PER_US, bins)
+    delay_us = pairs["launch_delay_ns"].to_numpy() / NS_PER_US
+    zero = int((delay_us <= 0).sum())
+    fig = make_subplots(rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.12, subplot_titles=(
+        f"launch delay ({zero} of {delay_us.size} zero, not on the log axis)" if zero else "launch delay",
+        "launch call vs GPU time (count)", "percentiles (us)", "short kernels"))
+    _delay_hist(fig, delay_us, bins)
     _cpu_vs_gpu(fig, pairs["cpu_dur_ns"].to_numpy() / NS_PER_US, pairs["gpu_dur_ns"].to_numpy() / NS_PER_US, bins)
     dist = launch_distribution(pairs)
     _percentiles(fig, dist)
@@ -59,12 +63,19 @@ def launch_figure(events: Trace | pd.DataFrame, *, title: str | None = None, bin
 
 
 def _delay_hist(fig: go.Figure, delay_us: np.ndarray, bins: int) -> None:
-    edges = log_edges(delay_us, bins)
-    counts, _ = np.histogram(np.maximum(delay_us, edges[0]), bins=edges)
+    """Positive delays only, on a log axis; zero delays are a count in the panel's title (drawn at a floor
+    of 0.001 us they looked like a spike of real, tiny delays)."""
+    positive = delay_us[delay_us > 0]
+    if positive.size == 0:
+        fig.add_annotation(text="every launch delay is zero", x=0.5, y=0.5, xref="x domain", yref="y domain",
+                           showarrow=False, row=1, col=1)
+        return
+    edges = log_edges(positive, bins)
+    counts, _ = np.histogram(positive, bins=edges)
     fig.add_scatter(x=edges, y=np.append(counts, counts[-1]), mode="lines", line=dict(shape="hv", color=KIND_COLORS["runtime"]),
                     fill="tozeroy", name="launch delay", showlegend=False,
                     hovertemplate="from %{x:.3g} us<br>%{y} launches<extra></extra>", row=1, col=1)
-    fig.update_xaxes(type="log", title_text="launch delay (us)", row=1, col=1)
+    fig.update_xaxes(title_text="launch delay (us, log scale)", row=1, col=1, **log_axis(*positive_extent(positive), "us"))
     fig.update_yaxes(title_text="launches", row=1, col=1)
 
 
@@ -74,7 +85,8 @@ def _cpu_vs_gpu(fig: go.Figure, cpu_us: np.ndarray, gpu_us: np.ndarray, bins: in
                                   np.log10(np.maximum(gpu_us, 10 ** edges[0])), bins=[edges, edges])
     centers = (edges[:-1] + edges[1:]) / 2
     z = np.where(counts.T > 0, counts.T, np.nan)
-    fig.add_heatmap(x=centers, y=centers, z=z, colorscale="Viridis", showscale=False,
+    fig.add_heatmap(x=centers, y=centers, z=z, colorscale="Viridis", showscale=True,
+                    colorbar=dict(title=dict(text="launches", side="right"), x=1.0, y=0.79, len=0.42, thickness=12),
                     hovertemplate="launch %{x:.2f} log10 us<br>GPU %{y:.2f} log10 us<br>%{z} launches<extra></extra>",
                     row=1, col=2)
     fig.add_scatter(x=[edges[0], edges[-1]], y=[edges[0], edges[-1]], mode="lines", name="GPU = launch",
@@ -85,10 +97,14 @@ def _cpu_vs_gpu(fig: go.Figure, cpu_us: np.ndarray, gpu_us: np.ndarray, bins: in
 
 
 def _percentiles(fig: go.Figure, dist: pd.DataFrame) -> None:
+    """p50/p90/p99 bars per metric, named in the legend (no text over the bars: on a log axis it was clipped)."""
     names = {"cpu_dur": "launch call", "launch_delay": "launch delay", "gpu_dur": "GPU time"}
     colors = {"p50_ns": PERCENTILE_COLORS["p50_ms"], "p90_ns": PERCENTILE_COLORS["p95_ms"], "p99_ns": PERCENTILE_COLORS["p99_ms"]}
+    shown = []
     for col, color in colors.items():
-        fig.add_bar(x=[names[m] for m in dist["metric"]], y=dist[col].to_numpy() / NS_PER_US, name=col.removesuffix("_ns"),
-                    marker_color=color, text=col.removesuffix("_ns"), textposition="outside", showlegend=False,
-                    hovertemplate="%{x} " + col.removesuffix("_ns") + " %{y:.3f} us<extra></extra>", row=2, col=1)
-    fig.update_yaxes(title_text="us", type="log", row=2, col=1)
+        y = dist[col].to_numpy(dtype=float) / NS_PER_US
+        shown.append(y)
+        fig.add_bar(x=[names[m] for m in dist["metric"]], y=y, name=col.removesuffix("_ns"), marker_color=color,
+                    legendgroup="percentiles", hovertemplate="%{x} " + col.removesuffix("_ns") + " %{y:.3f} us<extra></extra>",
+                    row=2, col=1)
+    fig.update_yaxes(title_text="us (log scale)", row=2, col=1, **log_axis(*positive_extent(*shown), "us"))

@@ -161,3 +161,30 @@ def decade_ticks(lo_log10: float, hi_log10: float, unit: str) -> dict:
     """Axis options for log10 values on a linear axis: a tick per decade labelled ``1 us``, ``10 us``..."""
     decades = range(int(np.floor(lo_log10)), int(np.ceil(hi_log10)) + 1)
     return dict(tickvals=list(decades), ticktext=[f"{10.0 ** d:g} {unit}" for d in decades])
+
+
+def log_axis(lo: float, hi: float, unit: str) -> dict:
+    """Options of a log axis (values ``lo``..``hi`` > 0, in ``unit``) labelled at whole decades only.
+
+    plotly labels minor ticks ("2", "5") on a log axis shorter than a few decades,
+    so a student read "9 0.1 2 3 ... 1 2". Here every tick is a decade
+    (``dtick=1``: ``0.1 ms``, ``1 ms``, ``10 ms``), minor ticks carry grid lines, not
+    numbers, and the range covers whole decades, so at least two labels show.
+    """
+    lo, hi = float(lo), float(hi)
+    if not (lo > 0 and math.isfinite(lo)):
+        lo = hi / 10 if hi > 0 and math.isfinite(hi) else 1.0
+    if not (hi > lo and math.isfinite(hi)):
+        hi = lo * 10
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    if last <= first:
+        last = first + 1
+    return dict(type="log", dtick=1, range=[first, last], ticksuffix=f" {unit}", exponentformat="none",
+                minor=dict(ticks="", showgrid=True, gridcolor="#f2f2f2"))
+
+
+def positive_extent(*arrays) -> tuple[float, float]:
+    """Smallest and largest positive finite value across ``arrays`` (``(1, 10)`` when there is none)."""
+    values = np.concatenate([np.asarray(a, dtype=float).ravel() for a in arrays]) if arrays else np.array([])
+    values = values[np.isfinite(values) & (values > 0)]
+    return (float(values.min()), float(values.max())) if values.size else (1.0, 10.0)

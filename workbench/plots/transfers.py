@@ -9,6 +9,8 @@ direction) plus memsets, colored by the shared palette.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -20,7 +22,7 @@ from ..analysis.transfers import copy_classes, split_copy_key, sync_calls
 from ..units import NS_PER_MS
 from .style import KIND_COLORS, NO_GPU_EVENTS, copy_palette_key, empty_figure, format_bytes, layout
 
-__all__ = ["copy_classes", "transfer_figure"]  # copy_classes: the analysis table drawn here
+__all__ = ["copy_classes", "transfer_comparison_figure", "transfer_figure"]  # copy_classes: the analysis table drawn here
 
 
 def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -> go.Figure:
@@ -57,10 +59,50 @@ def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -
     return layout(fig, title + _pageable_note(classes))
 
 
+PIN_ADVICE_SHARE = 0.25  # advise pinning only where pageable copies hold at least this share of copy time
+
+
 def _pageable_note(classes: pd.DataFrame) -> str:
+    """``: 67% of copy time from pageable memory (HtoD Pageable) (pin it ...)``; the advice only where pageable
+    copies matter: a pinned run's 11 kB of pageable results (1 % of its copy time) was titled "pin it"."""
     copies = classes[classes["label"] != "memset"]
     pageable = copies[copies["label"].str.endswith("Pageable")]
     if pageable.empty:
         return ""
     share = pageable["total_ns"].sum() / max(int(copies["total_ns"].sum()), 1)
-    return f": {100 * share:.0f}% of copy time from pageable memory (pin it to overlap copies)"
+    advice = " (pin it to overlap copies)" if share >= PIN_ADVICE_SHARE else ""
+    return f": {100 * share:.0f}% of copy time from pageable memory ({', '.join(pageable['label'])}){advice}"
+
+
+PATTERNS = ("", "/", ".", "x", "-", "+")
+
+
+def transfer_comparison_figure(traces: Mapping[str, Trace | pd.DataFrame], *, title: str | None = None) -> go.Figure:
+    """Runs side by side on shared axes: bytes (MB), copy time (ms) and bandwidth (GB/s) per copy class.
+
+    ``traces``: run label -> trace, in legend order. One bar trace per run and panel,
+    grouped by copy class (the union over the runs, in first-seen order), colored by
+    class as in :func:`transfer_figure` and told apart by pattern; the runs share each
+    panel's y axis, so a pinned and a pageable copy of the same bytes compare by height.
+    """
+    title = title or "Copies compared: " + " vs ".join(traces)
+    tables = {name: copy_classes(Trace.of(t)) for name, t in traces.items()}
+    tables = {name: c[c["label"] != "memset"] for name, c in tables.items()}
+    labels = list(dict.fromkeys(label for c in tables.values() for label in c["label"]))
+    if not labels:
+        return empty_figure("no copies in these traces", title)
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08,
+                        subplot_titles=("bytes moved (MB)", "copy time (ms)", "achieved bandwidth (GB/s)"))
+    colors = [KIND_COLORS[copy_palette_key(*split_copy_key(label))] for label in labels]
+    for i, (name, c) in enumerate(tables.items()):
+        c = c.set_index("label").reindex(labels)
+        nbytes = c["bytes"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)
+        values = (nbytes / 1e6, c["total_ns"].astype("Float64").to_numpy(dtype=float, na_value=np.nan) / NS_PER_MS,
+                  c["gb_per_s"].astype("Float64").to_numpy(dtype=float, na_value=np.nan))
+        for col, y in enumerate(values, start=1):
+            fig.add_bar(x=labels, y=y, name=name, legendgroup=name, showlegend=col == 1, offsetgroup=str(i),
+                        marker=dict(color=colors, pattern=dict(shape=PATTERNS[i % len(PATTERNS)]),
+                                    line=dict(color="#333333", width=1)),
+                        hovertemplate=f"{name}<br>%{{x}}<br>%{{y:.4g}}<extra></extra>", row=1, col=col)
+    fig.update_layout(barmode="group")
+    return layout(fig, title)

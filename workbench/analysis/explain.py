@@ -1,4 +1,5 @@
-"""The "why" half of ``show --json``: tail attribution, attribute effects, GC pauses, cold start, memory.
+"""The "why" half of ``show --json``: tail attribution, the slow requests' stacks, attribute effects, head-of-line
+blocking, GC pauses, cold start, memory.
 
 Each key is computed from the run alone (tables and meta), so it works on any
 saved run; a key whose data the run did not record is None (older runs, CUDA
@@ -11,21 +12,31 @@ from typing import Any
 import pandas as pd
 
 from .attributes import attribute_effects, effect_sentence, ranked_effects
+from .blocking import head_of_line
 from .gc_pauses import gc_summary
 from .tail import tail_attribution
 
 
 def explain_keys(meta, requests: pd.DataFrame, stages: pd.DataFrame, order: list[str]) -> dict[str, Any]:
-    """``tail``, ``attributes``, ``attributes_summary``, ``gc``, ``cold_start``, ``memory_by_stage`` of a run
-    (see docs/json.md)."""
+    """``tail``, ``stacks``, ``attributes``, ``attributes_summary``, ``head_of_line``, ``gc``, ``cold_start``,
+    ``memory_by_stage`` of a run (see docs/json.md)."""
     effects = attribute_effects(requests, stages, order)
     return {
         "tail": tail_attribution(requests, stages, order),
+        "stacks": recorded_stacks(meta),
         "attributes": effects,
         "attributes_summary": None if effects is None else {
             "headline": effect_sentence(effects), "ranking": ranked_effects(effects),
-            "errors": dict(((meta.get("attributes") or {}).get("errors")) or {})},
+            "errors": dict(meta.attributes.errors if meta.attributes else {})},
+        "head_of_line": head_of_line(requests, stages),
         "gc": gc_summary(requests, stages, order),
-        "cold_start": meta.get("cold_start"),
-        "memory_by_stage": (meta.get("trace") or {}).get("memory_by_stage"),
+        "cold_start": meta.cold_start.to_dict() if meta.cold_start else None,
+        "memory_by_stage": meta.trace.memory_by_stage if meta.trace else None,
     }
+
+
+def recorded_stacks(meta) -> dict[str, Any] | None:
+    """The timing run's stack summary (:mod:`workbench.analysis.stacks`), as the runner recorded it; None for
+    runs without one. A field of the record from format 3; kept in ``extra`` by a record that lacks it."""
+    value = getattr(meta, "stacks", None)
+    return value if value is not None else (getattr(meta, "extra", None) or {}).get("stacks")

@@ -4,40 +4,90 @@
 OTLP/HTTP exporter reads it and its companions, e.g. ``..._HEADERS``):
 export over OTLP/HTTP. Otherwise write ``otel-spans.jsonl`` (one
 ``ExportTraceServiceRequest`` per line) into the run folder.
+
+A collector that cannot be reached or refuses the spans never costs the
+measurement: the export has a deadline (``OTEL_EXPORTER_OTLP_TIMEOUT`` /
+``..._TRACES_TIMEOUT`` when set, else :data:`EXPORT_TIMEOUT_S` for all the
+spans together), the spans then go to ``otel-spans.jsonl`` in the run folder
+instead (all of them: a collector that took some has those twice, which its
+span ids make plain), and the line printed says so. The command's exit code
+stays the measurement's.
 """
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 SPANS_FILE = "otel-spans.jsonl"
 CHUNK = 512  # spans per ExportTraceServiceRequest (per line)
+EXPORT_TIMEOUT_S = 3.0  # the whole OTLP export, retries included, unless the OTel timeout variables say otherwise
+TIMEOUT_VARS = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
 
 
-def export_run(run, run_dir: str | Path | None = None) -> str:
-    """Export the run's spans; returns one line saying where, how many, and the SDK's cost per span."""
-    from ..errors import WorkbenchError
+def export_run(run, run_dir: str | Path | None = None, *, timeout_s: float | None = None) -> str:
+    """Export the run's spans; returns one line saying where, how many, and the SDK's cost per span.
+
+    timeout_s: the deadline of an OTLP export (default: the OTel variables, else :data:`EXPORT_TIMEOUT_S`).
+    """
     from .spans import run_spans
 
     spans, facts = run_spans(run)
+    folder = Path(run_dir or run.path or ".")
     endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-    if endpoint:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-        exporter, where = OTLPSpanExporter(), f"OTLP/HTTP at {endpoint}"
-    else:
-        from .otlp_json import file_exporter
-
-        folder = Path(run_dir or run.path or ".")
-        exporter, where = file_exporter(folder / SPANS_FILE), str(folder / SPANS_FILE)
-    for k in range(0, len(spans), CHUNK):
-        result = exporter.export(spans[k:k + CHUNK])
-        if result.name != "SUCCESS":
-            raise WorkbenchError(f"--otel: exporting spans to {where} failed ({result.name}); is the collector up?")
-    exporter.shutdown()
     cost = facts["sdk_ns_per_span"]
-    return (f"otel: {facts['spans']} spans of {facts['requests']} requests to {where} "
-            f"(made after the run from its timestamps: {cost / 1000 if cost else 0:.1f} us per span, not in its numbers)")
+    made = (f"made after the run from its timestamps: {cost / 1000 if cost else 0:.1f} us per span, "
+            "not in its numbers")
+    if endpoint:
+        problem = _send_otlp(spans, timeout_s)
+        if problem is None:
+            return f"otel: {facts['spans']} spans of {facts['requests']} requests to OTLP/HTTP at {endpoint} ({made})"
+        _write_file(spans, folder / SPANS_FILE)
+        return (f"otel: the collector at {endpoint} did not take the spans ({problem}); {facts['spans']} spans of "
+                f"{facts['requests']} requests written to {folder / SPANS_FILE} instead ({made})")
+    _write_file(spans, folder / SPANS_FILE)
+    return f"otel: {facts['spans']} spans of {facts['requests']} requests to {folder / SPANS_FILE} ({made})"
+
+
+def _send_otlp(spans: list, timeout_s: float | None) -> str | None:
+    """Send ``spans`` with the SDK's OTLP/HTTP exporter within the deadline; None, or why it did not work."""
+    import logging
+
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    if timeout_s is None and not any(os.environ.get(v) for v in TIMEOUT_VARS):
+        timeout_s = EXPORT_TIMEOUT_S
+    deadline = time.monotonic() + (timeout_s or 0)
+    sdk_log = logging.getLogger("opentelemetry.exporter.otlp.proto.http")
+    level = sdk_log.level
+    sdk_log.setLevel(logging.CRITICAL)  # its retry warnings: the one line this returns says what happened
+    try:
+        for k in range(0, len(spans), CHUNK):
+            left = deadline - time.monotonic() if timeout_s else None
+            if left is not None and left <= 0:
+                return f"no answer within {timeout_s:g} s"
+            exporter = OTLPSpanExporter(timeout=left)
+            try:
+                result = exporter.export(spans[k:k + CHUNK])
+            finally:
+                exporter.shutdown()
+            if result.name != "SUCCESS":
+                late = timeout_s is not None and time.monotonic() >= deadline
+                return f"no answer within {timeout_s:g} s" if late else f"export {result.name}"
+    except Exception as exc:  # the SDK raising (e.g. a malformed endpoint) must not cost the run
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        sdk_log.setLevel(level)
+    return None
+
+
+def _write_file(spans: list, path: Path) -> None:
+    from .otlp_json import file_exporter
+
+    exporter = file_exporter(path)
+    for k in range(0, len(spans), CHUNK):
+        exporter.export(spans[k:k + CHUNK])
+    exporter.shutdown()
 
 
 def otel_hook(args, run, run_dir) -> None:

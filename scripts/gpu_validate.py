@@ -237,7 +237,7 @@ def served(out: Path, rate: float = 200.0, duration_s: float = 5.0) -> dict:
             if (root / d).exists():
                 tar.add(root / d, arcname=d)
     return {"load_exit": load.returncode, "load_stderr": load.stderr[-1500:], "server_exit": server_exit,
-            "server_stderr": server_err[-1500:], "server_device": run.meta["config"]["device"],
+            "server_stderr": server_err[-1500:], "server_device": run.meta.config.device,
             "server_requests": len(run.requests), "server_ok": len(ok),
             "batch_sizes": ok["batch_size"].value_counts().sort_index().to_dict() if "batch_size" in ok else None,
             "client": client}

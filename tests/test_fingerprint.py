@@ -4,6 +4,7 @@ import pytest
 from workbench import PipelineConfig
 from workbench.examples import factory
 from workbench.fingerprint import differences, factory_spec, fingerprint_of, model_fingerprint
+from workbench.record import RunMeta
 from workbench.runner import resolve_pipeline
 
 BASE = {"pipeline": "text", "factory": "example:text", "options": {}, "precision": "fp32", "device": "cpu",
@@ -21,9 +22,9 @@ def test_differences_names_each_field_with_both_values():
 def test_legacy_runs_get_a_fingerprint_from_config_and_env():
     meta = {"pipeline": "text", "config": {"batch_size": 8, "device": "cpu", "options": {}, "precision": "int8"},
             "env": {"threads": 2, "torch": "2.13.0+cpu", "cpu_model": "AMD EPYC"}}
-    fp = fingerprint_of(meta)
+    fp = fingerprint_of(RunMeta.from_dict(meta))
     assert fp["precision"] == "int8" and fp["threads"] == 2 and fp["model"] == "unknown"
-    assert fingerprint_of({"fingerprint": BASE}) == BASE
+    assert fingerprint_of(RunMeta.from_dict({"fingerprint": BASE})) == BASE
 
 
 @pytest.mark.parametrize("name", ["tabular", "text", "image"])

@@ -154,7 +154,7 @@ def test_profile_timeout_stops_and_returns_the_run_marked_incomplete(fake_clock)
     fake_clock.now = 0
     run = profile(pipeline(fake_clock, hang_at=3), requests=10, warmup=1, traced=3, timeout_s=0.2, clock=fake_clock,
                   max_duration_s=None)
-    assert run.meta["status"] == "incomplete: timeout"
+    assert run.meta.status == "incomplete: timeout"
     req = run.requests
     assert list(req["request"]) == [0, 1, 2, 3]
     assert list(req["ok"]) == [True, True, True, False]
@@ -168,11 +168,11 @@ def test_profile_timeout_stops_and_returns_the_run_marked_incomplete(fake_clock)
 
 def test_profile_without_timeout_records_sys_exit_and_goes_on(fake_clock, scratch_root):
     run = profile(pipeline(fake_clock, exit_odd=True), requests=6, warmup=0, traced=2, clock=fake_clock)
-    assert run.meta["status"] == "complete"
+    assert run.meta.status == "complete"
     assert list(run.requests["ok"]) == [True, False] * 3
     assert set(run.requests["error_type"].dropna()) == {"SystemExit"}
-    assert run.meta["trace"]["failed_requests"] == 1  # traced items 6, 7, 8: item 7 exits
-    assert run.meta["trace"]["failures"][0]["type"] == "SystemExit"
+    assert run.meta.trace.failed_requests == 1  # traced items 6, 7, 8: item 7 exits
+    assert run.meta.trace.failures[0]["type"] == "SystemExit"
     run.close()
     assert leftovers(scratch_root) == []
 
@@ -182,7 +182,7 @@ def test_keyboard_interrupt_in_the_timing_run_keeps_what_was_measured(fake_clock
         profile(pipeline(fake_clock, interrupt_at=4), requests=10, warmup=1, traced=2, clock=fake_clock)
     run = stop.value.run
     assert isinstance(stop.value, KeyboardInterrupt)
-    assert run.meta["status"] == "interrupted"
+    assert run.meta.status == "interrupted"
     assert list(run.requests["request"]) == [0, 1, 2, 3]
     assert run.trace_path is None and leftovers(scratch_root) == []
 
@@ -191,7 +191,7 @@ def test_keyboard_interrupt_in_the_traced_run_keeps_the_timing_run_and_no_scratc
     with pytest.raises(Interrupted) as stop:  # items 0-4 timed; the traced run's second item (6) interrupts
         profile(pipeline(fake_clock, interrupt_at=6), requests=5, warmup=0, traced=3, clock=fake_clock)
     run = stop.value.run
-    assert run.meta["status"] == "interrupted"
+    assert run.meta.status == "interrupted"
     assert len(run.requests) == 5 and run.requests["ok"].all()
     assert run.trace_path is None
     assert leftovers(scratch_root) == []
@@ -338,7 +338,7 @@ def test_a_stage_that_hangs_only_in_the_traced_run_is_stopped_and_the_timing_run
     started = _time.perf_counter()
     run = profile(pipe, requests=3, warmup=0, traced=2, timeout_s=0.5)
     assert _time.perf_counter() - started < 10
-    assert run.meta["status"] == "incomplete: timeout" and run.trace_path is None
+    assert run.meta.status == "incomplete: timeout" and run.trace_path is None
     assert len(run.requests) == 3 and run.requests["ok"].all()
-    failure = run.meta["trace"]["failures"][0]
+    failure = run.meta.trace.failures[0]
     assert failure["type"] == "Timeout" and failure["stage"] == "work" and "traced run" in failure["message"]

@@ -69,7 +69,7 @@ def test_profile_records_the_memory_section_from_injected_readings():
     clock = FakeClock()
     run = profile(toy_pipeline(clock, {"parse": 1}), requests=30, warmup=2, traced=0, clock=clock,
                   read_rss=readings([100, 120, 140, 160]))
-    assert run.meta["memory"] == {"samples_mb": [100.0, 120.0, 140.0, 160.0], "slope_mb_per_100": 200.0,
+    assert run.meta.memory.to_dict() == {"samples_mb": [100.0, 120.0, 140.0, 160.0], "slope_mb_per_100": 200.0,
                                   "r2": 1.0, "growth_mb": 60.0, "leak_suspected": True}
 
 

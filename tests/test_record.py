@@ -17,8 +17,9 @@ def run(fake_clock):
 def test_round_trip_keeps_tables_and_meta(tmp_path, run):
     path = run.save(tmp_path / "r1")
     back = load_run(path)
-    assert back.meta["stages"] == ["parse", "forward"]
-    assert back.meta["format"] == "workbench.run" and back.meta["version"] == 2
+    assert back.meta.stages == ["parse", "forward"] and back.meta == run.meta
+    written = json.loads((path / "run.json").read_text())
+    assert written["format"] == "workbench.run" and written["version"] == 3
     assert back.requests["dur_ns"].tolist() == run.requests["dur_ns"].tolist()
     assert back.requests["error_message"].tolist() == run.requests["error_message"].tolist()
     assert str(back.stages["device_dur_ns"].dtype) == "Int64"
@@ -30,7 +31,7 @@ def test_existing_folder_is_not_overwritten_by_default(tmp_path, run):
     with pytest.raises(RunRecordError, match="already exists"):
         run.save(tmp_path / "r")
     run.save(tmp_path / "r", overwrite=True)
-    assert load_run(tmp_path / "r").meta["pipeline"] == "toy"
+    assert load_run(tmp_path / "r").meta.pipeline == "toy"
 
 
 def test_interrupted_write_leaves_no_loadable_folder(tmp_path, run, monkeypatch):
@@ -52,7 +53,7 @@ def test_folder_without_run_json_is_incomplete(tmp_path, run):
 
 
 @pytest.mark.parametrize("damage, match", [
-    (lambda p: (p / "run.json").write_text("{not json"), "unreadable run.json"),
+    (lambda p: (p / "run.json").write_text("{not json"), r"field '\$' is not valid JSON"),
     (lambda p: (p / "run.json").write_text(json.dumps({"format": "other"})), "not a workbench run"),
     (lambda p: (p / "stages.parquet").unlink(), "missing stages.parquet"),
     (lambda p: (p / "requests.parquet").write_bytes(b"garbage"), "unreadable Parquet"),

@@ -20,7 +20,7 @@ def test_there_is_recorded_data():
 def test_every_run_loads_and_has_a_budget(path):
     run = load_run(path)
     report = budget(run)
-    recorded = 30 if run.meta["config"]["batch_size"] >= 1024 else 100  # batch 1024 runs record 30 requests (notebooks 3, 4)
+    recorded = 30 if run.meta.config.batch_size >= 1024 else 100  # batch 1024 runs record 30 requests (notebooks 3, 4)
     assert report["end_to_end"]["count"] >= recorded and sum(report["errors"].values()) == 0
     assert run.trace_path is not None and run.trace_path.stat().st_size < 5 * 2**20
     assert ("device" in report["stages"][0]) == path.name.split("-")[1].startswith("cuda")

@@ -17,8 +17,8 @@ def test_timing_run_records_exact_stage_times(fake_clock):
     assert list(fwd["dur_ns"]) == [5_000] * 6
     assert list(fwd["start_ns"]) == [1_000 + 8_000 * i for i in range(6)]
     assert run.stages["device_dur_ns"].isna().all()
-    assert run.meta["stages"] == ["parse", "forward", "serialize"]
-    assert run.meta["timing"] == {"warmup": 2, "requests": 4, "clock": "time.perf_counter_ns", "sync": None,
+    assert run.meta.stages == ["parse", "forward", "serialize"]
+    assert run.meta.timing.to_dict() == {"warmup": 2, "requests": 4, "clock": "time.perf_counter_ns", "sync": None,
                                   "device_timer": None, "requests_asked": 4, "max_duration_s": 30.0,
                                   "stopped_by": "requests"}
     assert run.trace_path is None
@@ -96,10 +96,11 @@ def test_traced_run_writes_a_tensorboard_named_gzip_trace(tmp_path, fake_clock):
     events = json.loads(gzip.open(run.trace_path).read())["traceEvents"]
     names = {e.get("name") for e in events}
     assert stage_range_name("forward") in names and "ProfilerStep#1" in names
-    trace = dict(run.meta["trace"])
+    trace = run.meta.trace.to_dict()
     memory = trace.pop("memory_by_stage")
     assert trace == {"requests": 2, "profiler_warmup": 1, "activities": ["cpu"], "failed_requests": 0,
-                     "failures": [], "with_stack": True, "record_shapes": False, "with_modules": False}
+                     "failures": [], "with_stack": True, "record_shapes": False, "with_modules": False,
+                     "file": None, "stopped_by": None}
     assert set(memory) == {"parse", "forward"} and memory["forward"]["cuda_max_allocated_mb"] is None
     scratch = run.trace_path.parent
     saved = run.save(tmp_path / "r")
@@ -109,9 +110,9 @@ def test_traced_run_writes_a_tensorboard_named_gzip_trace(tmp_path, fake_clock):
 
 def test_example_name_resolves_and_env_is_recorded():
     run = profile("tabular", PipelineConfig(batch_size=2), requests=3, warmup=1, traced=0)
-    assert run.meta["pipeline"] == "tabular"
-    assert run.meta["env"]["device"] == "cpu"
-    assert run.meta["env"]["threads"] >= 1
+    assert run.meta.pipeline == "tabular"
+    assert run.meta.env.device == "cpu"
+    assert run.meta.env.threads >= 1
     assert run.requests["ok"].all()
     assert isinstance(run.requests, pd.DataFrame)
 

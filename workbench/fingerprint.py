@@ -1,6 +1,6 @@
 """What a run measured, as a comparable record: its fingerprint.
 
-``run.meta["fingerprint"]`` holds::
+``run.meta.fingerprint`` (a ``workbench.record.Fingerprint``) holds::
 
     pipeline, factory (the spec: "example:text", "my_pipeline.py:build", "module:function"),
     options, precision, device, batch_size, threads (the torch intra-op threads in force),
@@ -102,15 +102,14 @@ def _cores() -> int:
 
 def fingerprint_of(meta: Any) -> dict[str, Any]:
     """A run's fingerprint: the recorded one, else one derived from its config and environment."""
-    fp = meta.get("fingerprint")
-    if fp:
-        return dict(fp)
-    cfg, env = meta.get("config") or {}, meta.get("env") or {}
+    if meta.fingerprint is not None:
+        return meta.fingerprint.to_dict()
+    cfg, env = meta.config, meta.env
     return {
-        "pipeline": meta.get("pipeline"), "factory": None, "options": dict(cfg.get("options") or {}),
-        "precision": cfg.get("precision"), "device": cfg.get("device"), "batch_size": cfg.get("batch_size"),
-        "threads": env.get("threads"), "torch": env.get("torch"), "workbench": None,
-        "host": {"cpu_model": env.get("cpu_model"), "cores": None},
+        "pipeline": meta.pipeline, "factory": None, "options": dict(cfg.options),
+        "precision": cfg.precision, "device": cfg.device, "batch_size": cfg.batch_size,
+        "threads": env.threads, "torch": env.torch, "workbench": None,
+        "host": {"cpu_model": env.cpu_model, "cores": None},
         "model": UNKNOWN, "model_note": "recorded before runs were fingerprinted",
     }
 

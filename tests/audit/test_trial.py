@@ -55,7 +55,7 @@ def test_a_cuda_graph_is_tried_only_where_the_factory_has_the_option():
 
 def test_measured_gains_are_attached_and_shared_between_findings():
     run = load_run(RUNS / "text-cpu-bs8-fp32")
-    run.meta["config"] = dict(run.meta["config"], threads=2)  # as if recorded with two threads: threads=1 is tried
+    run.meta = run.meta.replace(config=run.meta.config.to_dict() | {"threads": 2})  # as if recorded with two threads: threads=1 is tried
     compare = fake_compare({(("precision", "bf16"),): 0.8, (("precision", "int8"),): 1.0, (("threads", 1),): 0.5,
                             (("compile", True),): 0.9, (("channels_last", True),): 1.0})
     entry = audit_run(run, try_actions=True, try_requests=60, compare_fn=compare)
@@ -85,14 +85,14 @@ def test_a_batch_size_trial_reports_per_item_ratios():
 
 def test_a_run_that_already_used_one_thread_is_not_tried_again():
     run = load_run(RUNS / "text-cpu-bs8-fp32")
-    run.meta["config"] = dict(run.meta["config"], threads=1)
+    run.meta = run.meta.replace(config=run.meta.config.to_dict() | {"threads": 1})
     assert concrete_change(run, {"title": "t", "try": {"threads": 1}}) == (None, "the run already used one torch thread")
 
 
 def test_a_run_whose_factory_cannot_be_rebuilt_says_so(tmp_path):
     run = load_run(RUNS / "text-cpu-bs8-fp32")
-    run.meta["pipeline"] = "someone-elses"
-    run.meta["fingerprint"] = dict(run.meta["fingerprint"] or {}, factory=None)
+    fingerprint = run.meta.fingerprint.to_dict() if run.meta.fingerprint else {}
+    run.meta = run.meta.replace(pipeline="someone-elses", fingerprint=fingerprint | {"factory": None})
     findings = [{"kind": "compute", "actions": [{"title": "x", "why": "", "try": {"precision": "bf16"}}]}]
     assert try_actions(run, findings, compare_fn=fake_compare({})) == []
     assert "does not say which factory built it" in findings[0]["actions"][0]["not_tried"]

@@ -39,8 +39,8 @@ def test_short_live_run_and_its_record(tmp_path):
     assert (req["batch_wait_ns"] <= 2 * MS).mean() > 0.5  # beyond 2 ms only behind a busy executor
     bad = req[~req["ok"]]
     assert len(bad) == (req["batch"] == req.loc[7, "batch"]).sum() and set(bad["error_stage"]) == {"forward"}
-    load = run.meta["load"]
-    assert run.meta["kind"] == "load" and run.meta["stages"] == ["batch_wait", "queue_wait", "parse", "forward"]
+    load = run.meta.load.to_dict()
+    assert run.meta.kind == "load" and run.meta.stages == ["batch_wait", "queue_wait", "parse", "forward"]
     assert load["requests"] == n and load["failed"] == len(bad) and load["dropped"] == 0
     assert 1 <= load["mean_batch_size"] <= 8 and sum(load["batch_sizes"].values()) == load["batches"]
     assert 0 <= load["generator_lag_ms"] < 100 and load["arrivals"]["rate_rps"] == 400
@@ -59,7 +59,7 @@ def test_overloaded_run_stops_at_its_drain_deadline():
                    warmup=0, drain_timeout_s=0.2)
     assert time.perf_counter() - t0 < 3
     dropped = run.requests[run.requests["batch"] == -1]
-    assert len(dropped) > 0 and run.meta["load"]["dropped"] == len(dropped)
+    assert len(dropped) > 0 and run.meta.load.dropped == len(dropped)
     assert set(dropped["error_type"]) == {"DrainTimeout"} and not dropped["ok"].any()
 
 

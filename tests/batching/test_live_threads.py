@@ -72,7 +72,7 @@ def test_each_executor_thread_builds_its_pipeline_and_sets_threads():
     assert sorted(built[1:]) == ["workbench-executor-0", "workbench-executor-1"]
     assert {t for _, t in seen_threads} == {1}
     assert {name for name, _ in seen_threads} <= {"workbench-executor-0", "workbench-executor-1"}
-    assert run.meta["fingerprint"]["threads"] == 1 and run.meta["config"]["threads"] == 1
+    assert run.meta.fingerprint.threads == 1 and run.meta.config.threads == 1
     assert run.requests["ok"].all()
 
 

@@ -53,12 +53,12 @@ def test_a_batch_past_timeout_s_is_a_timeout_failure_and_the_run_stops(tmp_path)
     rows = run.stages[run.stages["request"] == 3]
     assert rows["stage"].tolist() == ["batch_wait", "queue_wait", "parse", "forward"]
     assert rows["dur_ns"].iloc[-1] >= 500_000_000  # the stuck stage's row lasts until it was abandoned
-    assert run.meta["status"] == "incomplete: timeout"
-    load = run.meta["load"]
+    assert run.meta.status == "incomplete: timeout"
+    load = run.meta.load.to_dict()
     assert (load["timeout_s"], load["dropped"], load["in_flight_at_stop"], load["requests"], load["failed"]) == (
         0.5, 8, 0, 12, 9)
     assert 0.5 < load["utilization"] <= 1.0  # the hung batch's 0.5 s is busy time within the busy span
-    assert load_run(run.save(tmp_path / "run")).meta["status"] == "incomplete: timeout"
+    assert load_run(run.save(tmp_path / "run")).meta.status == "incomplete: timeout"
 
 
 def test_a_timeout_cancels_the_rest_of_the_schedule():
@@ -75,17 +75,17 @@ def test_a_warm_up_call_past_timeout_s_stops_the_run_before_any_arrival(tmp_path
     began = time.monotonic()
     run = run_load(hanging({0}), arrivals=fast_schedule(10), policy=BatchPolicy(2, 0.0), warmup=1, timeout_s=0.5)
     assert time.monotonic() - began < 10  # was: the warm-up wait, then 30 s per executor
-    assert len(run.requests) == 0 and run.meta["status"] == "incomplete: timeout"
-    assert run.meta["load"]["warmup_failures"] == [
+    assert len(run.requests) == 0 and run.meta.status == "incomplete: timeout"
+    assert run.meta.load.warmup_failures == [
         {"stage": "forward", "type": "Timeout", "message": TIMEOUT_MESSAGE, "where": None, "count": 1}]
     loaded = load_run(run.save(tmp_path / "run"))
-    assert loaded.meta["status"] == "incomplete: timeout" and len(loaded.requests) == 0
+    assert loaded.meta.status == "incomplete: timeout" and len(loaded.requests) == 0
 
 
 def test_timeout_s_leaves_a_healthy_run_complete_and_exact():
     run = run_load(hanging(set()), arrivals=fast_schedule(10), policy=BatchPolicy(2, 0.0), warmup=1, timeout_s=5)
     assert counts(run) == {"ok": 10, "Timeout": 0, "RunStopped": 0, "DrainTimeout": 0}
-    assert run.meta["status"] == "complete" and run.meta["load"]["timeout_s"] == 5.0
+    assert run.meta.status == "complete" and run.meta.load.timeout_s == 5.0
 
 
 @pytest.mark.parametrize("bad", [0, -1, "1", True])
@@ -109,7 +109,7 @@ def test_batches_in_flight_at_the_drain_deadline_are_recorded_and_stop_is_prompt
     timed_out = req[req["error_type"] == "Timeout"]
     assert timed_out["request"].tolist() == [3, 4][:stuck]
     assert set(timed_out["error_message"]) == {IN_FLIGHT_MESSAGE} and set(timed_out["error_stage"]) == {"forward"}
-    assert run.meta["load"]["in_flight_at_stop"] == stuck and run.meta["status"] == "complete"
+    assert run.meta.load.in_flight_at_stop == stuck and run.meta.status == "complete"
 
 
 # -- the batcher itself, under an injected clock -----------------------------------------

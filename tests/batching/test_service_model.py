@@ -89,7 +89,7 @@ def fingerprinted_run(batch_size, **changes):
     fp = {"pipeline": "toy", "factory": "toy.py:build", "options": {"layers": 6}, "precision": "fp32",
           "device": "cpu", "batch_size": batch_size, "threads": 2, "torch": "2.13.0", "workbench": "0.1.0",
           "host": {"cpu_model": "EPYC", "cores": 2}, "model": {"params": 10, "hash": "ab"}, "model_note": None}
-    run.meta["fingerprint"] = fp | changes
+    run.meta = run.meta.replace(fingerprint=fp | changes)
     return run
 
 
@@ -112,7 +112,7 @@ def test_allow_mixed_pools_and_records_every_difference():
 
 def test_runs_without_a_fingerprint_are_compared_on_config_and_env():
     a, b = fake_run(1, [MS]), fake_run(8, [MS])
-    a.meta["config"] |= {"precision": "fp32"}
-    b.meta["config"] |= {"precision": "int8"}
+    a.meta = a.meta.replace(config=a.meta.config.to_dict() | {"precision": "fp32"})
+    b.meta = b.meta.replace(config=b.meta.config.to_dict() | {"precision": "int8"})
     with pytest.raises(ConfigError, match="differ in precision: 'fp32'"):
         service_model_from_runs([a, b])

@@ -28,8 +28,8 @@ def test_simulation_run_tables_exact(tmp_path):
     assert run.stages[run.stages["request"] == 1][["stage", "start_ns", "dur_ns"]].values.tolist() == [
         ["batch_wait", 5 * MS, 0], ["queue_wait", 5 * MS, 0], ["service", 5 * MS, 2 * MS]]
     back = load_run(run.save(tmp_path / "sim"))
-    assert back.meta.simulation["service_runs"] == ["a", "b"] and back.meta.simulation["stable"] is True
-    assert back.meta.config == {"batch_size": 1} and back.requests["dur_ns"].tolist() == [2 * MS] * 4
+    assert back.meta.simulation.service_runs == ["a", "b"] and back.meta.simulation.stable is True
+    assert back.meta.config.batch_size == 1 and back.requests["dur_ns"].tolist() == [2 * MS] * 4
 
 
 def cli(argv):

@@ -53,7 +53,7 @@ def expected_stages(folder: str, request: int) -> tuple[list[str], list[float], 
     from workbench.record import load_run
 
     run = load_run(REPO / "data" / "runs" / folder)
-    order = list(run.meta.get("stages") or dict.fromkeys(run.stages["stage"]))
+    order = list(run.meta.stages or dict.fromkeys(run.stages["stage"]))
     mine = run.stages[run.stages["request"] == request].groupby("stage")["dur_ns"].sum()
     e2e_ns = int(run.requests.loc[run.requests["request"] == request, "dur_ns"].iloc[0])
     names = [s for s in order if s in mine.index]

@@ -95,7 +95,7 @@ def build(config):
                  "--out", str(out), "--fail-on-error"]) == 1
     err = capsys.readouterr().err
     assert "traced run:" in err and "2 x KeyError: 'missing feature'" in err
-    trace = load_run(out).meta["trace"]
+    trace = load_run(out).meta.trace.to_dict()
     assert trace["failed_requests"] == 2
     assert trace["failures"] == [{"stage": "forward", "type": "KeyError", "message": "'missing feature'",
                                   "where": f"{f}:8 in forward", "count": 2}]

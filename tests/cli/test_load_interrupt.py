@@ -69,7 +69,7 @@ def test_ctrl_c_during_an_in_process_load_writes_the_run(tmp_path):
     err = _interrupt_when(proc, lambda: _lines(ticks) >= 30)  # 10 warm-up calls, then measured requests
     assert proc.returncode == 130, err
     run = load_run(out)
-    assert run.meta["status"] == "interrupted"
+    assert run.meta.status == "interrupted"
     n = len(run.requests)
     assert 10 <= n < 3000 and run.requests["ok"].all()  # the submitted requests finished; none dropped
     assert f"workbench load: interrupted after {n} requests; run written to {out} (status: interrupted)" in err
@@ -92,7 +92,7 @@ def test_ctrl_c_during_a_served_load_writes_the_client_run(tmp_path):
         err = _interrupt_when(proc, served_enough)
         assert proc.returncode == 130, err
         run = load_run(out)
-        assert run.meta["status"] == "interrupted" and run.kind == "served"
+        assert run.meta.status == "interrupted" and run.kind == "served"
         n = len(run.requests)
         assert 15 <= n < 3000 and run.requests["ok"].all()  # sent before Ctrl-C, answered after it
         assert f"workbench load: interrupted after {n} requests; run written to {out} (status: interrupted)" in err

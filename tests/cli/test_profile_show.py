@@ -89,6 +89,6 @@ def test_threads_option_is_applied_and_recorded(tmp_path, capsys):
         assert main(["profile", "--example", "tabular", "--requests", "3", "--traced", "0", "--threads", "1",
                      "--out", str(tmp_path / "r")]) == 0
         from workbench import load_run
-        assert load_run(tmp_path / "r").meta["env"]["threads"] == 1
+        assert load_run(tmp_path / "r").meta.env.threads == 1
     finally:
         torch.set_num_threads(before)

@@ -99,7 +99,7 @@ def test_text_cuda_graph_replays_the_eager_forward():
             assert sa.keys() == sb.keys() and all(abs(sa[k] - sb[k]) < 1e-4 for k in sa)
     config = PipelineConfig(device="cuda", batch_size=1, options={**options, "cuda_graph": True})
     run = profile("text", config, requests=5, warmup=2, traced=2)
-    assert run.meta["config"]["options"]["cuda_graph"] is True
+    assert run.meta.config.options["cuda_graph"] is True
     summary = launch_summary(launch_calls(load_trace(run.trace_path)))
     assert summary["graph_count"] >= 2 and summary["graph_gpu_count"] > 0  # one replay per traced request
     run.close()

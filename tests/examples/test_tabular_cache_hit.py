@@ -14,7 +14,7 @@ def test_profile_records_cache_hit_and_splits_the_budget():
     run = profile("tabular", config, requests=60, warmup=2, traced=0)
     hits = run.requests["attr.cache_hit"].astype(float)
     assert hits.between(0, 1).all() and hits.iloc[0] == 0.0 and hits.iloc[-20:].mean() > 0.5  # empty cache first
-    assert run.meta["attributes"]["stages"] == {"cache_lookup": ["cache_hit"]}
+    assert run.meta.attributes.stages == {"cache_lookup": ["cache_hit"]}
     parts = cache_split(run)
     assert len(parts["hit"].requests) + len(parts["miss"].requests) == len(run.requests)
     assert set(parts["hit"].requests["attr.cache_hit"].astype(float)) == {1.0}

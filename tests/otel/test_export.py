@@ -32,7 +32,7 @@ def synthetic_run():
 
 
 def check_round_trip(run):
-    assert run.kind == "ingested" and run.meta["pipeline"] == "synthetic"
+    assert run.kind == "ingested" and run.meta.pipeline == "synthetic"
     assert run.stage_names == ["parse", "forward"]
     assert run.requests["dur_ns"].tolist() == [3_000_123, 4 * MS]  # warm-up left out
     assert run.requests["start_ns"].tolist() == [0, 10 * MS]

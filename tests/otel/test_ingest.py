@@ -57,7 +57,7 @@ def export(tmp_path):
 
 def test_stage_map_unions_spans_at_any_depth_and_leaves_the_rest_unattributed(export):
     run = ingest_otel(export, {"db.query": "database", "auth": "auth"})
-    assert run.kind == "ingested" and run.meta["pipeline"] == "checkout-go"
+    assert run.kind == "ingested" and run.meta.pipeline == "checkout-go"
     assert run.stage_names == ["auth", "database"]
     assert run.requests["dur_ns"].tolist() == [10 * MS, 6 * MS]
     assert run.requests["start_ns"].tolist() == [0, 20 * MS]
@@ -108,7 +108,7 @@ def test_a_folder_of_exports_is_one_run_and_an_unmatched_map_is_said(export, tmp
     (folder / "b.json").write_text(json.dumps(json.loads(lines[1]), indent=2))  # one pretty-printed object
     (folder / "notes.txt").write_text("ignored")
     run = ingest_otel(folder, {"auth": "auth"})
-    assert run.requests["dur_ns"].tolist() == [10 * MS, 6 * MS] and run.meta["ingest"]["spans"] == 9
+    assert run.requests["dur_ns"].tolist() == [10 * MS, 6 * MS] and run.meta.ingest.spans == 9
     assert main(["ingest-otel", str(folder), "--stage-map", "auth=auth", "cache.get=cache",
                  "--out", str(tmp_path / "r")]) == 0
     assert "--stage-map: no span named cache.get under any request" in capsys.readouterr().out

@@ -96,7 +96,7 @@ META_TYPE_CASES = [  # (field, bad value)
     ("trace", "x.pt.trace.json.gz"), ("trace", 5), ("trace.file", 5),
     ("status", "done"), ("status", 5), ("load", "x"), ("noise", []), ("fingerprint", 3), ("simulation", "x"),
     ("pipeline_stages", "parse"),
-    ("format", "other"), ("format", None), ("version", 3), ("version", 99), ("version", 0), ("version", "1"),
+    ("format", "other"), ("format", None), ("version", 4), ("version", 99), ("version", 0), ("version", "1"),
     ("version", None), ("version", 1.5), ("version", True),
 ]
 TRACE_PATH_CASES = ["../../etc/passwd", "/etc/passwd", "sub/x.pt.trace.json.gz", "..", "run.json",

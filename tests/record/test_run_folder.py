@@ -117,7 +117,7 @@ def test_a_run_whose_trace_was_dropped_saves_without_naming_one(tmp_path):
     loaded = load_run(run.save(tmp_path / "a"))
     loaded.trace_path = None
     back = load_run(loaded.save(tmp_path / "b"))
-    assert back.trace_path is None and "file" not in back.meta.trace and back.meta.trace == loaded.meta.trace
+    assert back.trace_path is None and back.meta.trace.file is None and back.meta.trace == loaded.meta.trace
 
 
 def test_an_extra_key_named_extra_is_kept_like_any_other(tmp_path):
@@ -125,5 +125,5 @@ def test_an_extra_key_named_extra_is_kept_like_any_other(tmp_path):
     meta = json.loads((path / "run.json").read_text()) | {"extra": 5}
     (path / "run.json").write_text(json.dumps(meta))
     run = load_run(path)
-    assert run.meta["extra"] == 5
+    assert run.meta.extra["extra"] == 5
     assert json.loads((run.save(tmp_path / "r2") / "run.json").read_text())["extra"] == 5

@@ -39,14 +39,14 @@ def test_served_load_joins_the_budget_and_sigterm_writes_the_server_run(served, 
     assert "stopped by SIGTERM" in stdout
     assert stderr.count("500 sent, recorded") == 2
     srv = load_run(server.out)
-    assert srv.kind == "served" and srv.meta["serving"]["stopped_by"] == "SIGTERM"
-    gc_note = srv.meta["serving"]["gc"]  # frozen after the warm-up by default (torch's objects are many)
+    assert srv.kind == "served" and srv.meta.serving.stopped_by == "SIGTERM"
+    gc_note = srv.meta.serving.gc  # frozen after the warm-up by default (torch's objects are many)
     assert gc_note["mode"] == "freeze" and gc_note["frozen_objects"] > 10_000
     assert f"gc (freeze): {gc_note['collections']} collections while serving" in stdout
     ids = srv.requests.set_index("request_id")
     measured = client.requests.set_index("request_id")
     assert len(srv.requests) == 45  # 5 warm-up requests of the client, then the 40 of the schedule
-    assert set(ids.loc[~ids["ok"]].index) == {f"{client.meta['serving']['request_id_prefix']}-{k}" for k in (10, 20)}
+    assert set(ids.loc[~ids["ok"]].index) == {f"{client.meta.serving.request_id_prefix}-{k}" for k in (10, 20)}
     assert ids.loc[~ids["ok"], "error_stage"].tolist() == ["forward", "forward"]
     # The join is exact: client end to end = network + the server's own end to end, request by request.
     network = client.stages[client.stages["stage"] == "network"].set_index("request")["dur_ns"]
@@ -93,7 +93,7 @@ def test_healthz(served):
     assert health["stages"] == ["ingress", "batch_wait", "queue_wait", "parse", "forward", "serialize", "handoff", "egress"]
     code, stdout, _ = server.stop()
     assert code == 0 and "0 requests, 0 failed" in stdout
-    gc_note = load_run(server.out).meta["serving"]["gc"]
+    gc_note = load_run(server.out).meta.serving.gc
     assert gc_note["mode"] == "default" and gc_note["frozen_objects"] == 0 and "gc (default): " in stdout
 
 

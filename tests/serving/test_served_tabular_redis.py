@@ -38,14 +38,14 @@ def test_served_tabular_on_redis_with_a_cache(redis_url, tmp_path):
         assert client.stage_names == ["network", "ingress", "batch_wait", "queue_wait", "parse", "cache_lookup",
                                       "hydrate", "preprocess", "forward", "postprocess", "cache_store", "serialize",
                                       "handoff", "egress"]
-        assert client.meta["config"]["options"]["store"] == "redis"
+        assert client.meta.config.options["store"] == "redis"
     finally:
         code, stdout, stderr = server.stop()
     assert code == 0, stderr
     run = load_run(tmp_path / "server")
     assert len(run.requests) == 65 and run.requests["ok"].all()  # 5 warm-up requests of the client + 60
     # cache_hit: per request, the fraction of its batch's items the cache answered; the same on both sides
-    cache = run.meta["serving"]["cache"]
+    cache = run.meta.serving.cache
     assert cache["hits"] + cache["misses"] >= 65 and run.requests["cache_hit"].between(0, 1).all()
     by_id = run.requests.set_index("request_id")["cache_hit"]
     assert client.requests["cache_hit"].tolist() == by_id.loc[client.requests["request_id"]].round(6).tolist()

@@ -69,7 +69,7 @@ def service_runs(tmp_path, noise_by_size: dict) -> list:
     for bs, noise in noise_by_size.items():
         run = synthetic_run("text", PipelineConfig(batch_size=bs), 20, 3)
         if noise is not None:
-            run.meta["noise"] = noise
+            run.meta = run.meta.replace(noise=noise)
         folders.append(run.save(tmp_path / f"text-bs{bs}"))
     return folders
 

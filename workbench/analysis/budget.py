@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..record.meta import RunMeta
 from .explain import explain_keys
 from .failures import failure_summary, noise_summary, records_summary, throughput_items_per_s
 from .matrix import END_TO_END, UNATTRIBUTED, measured_ok, stage_matrix  # noqa: F401 (the budget's public names)
@@ -108,8 +109,8 @@ def budget(run, requests: pd.DataFrame | None = None, stages: pd.DataFrame | Non
     else:
         warnings.warn("budget(meta, requests, stages) is deprecated; pass the run: budget(run)",
                       DeprecationWarning, stacklevel=2)
-        meta = run
-    order = list(meta.get("stages", []))
+        meta = RunMeta.from_dict(run)
+    order = list(meta.stages)
     table = _stage_summary(requests, stages, order)
     by_name = {row["name"]: row for row in table.to_dict("records")}
     has_device = stages["device_dur_ns"].notna().any()
@@ -123,16 +124,16 @@ def budget(run, requests: pd.DataFrame | None = None, stages: pd.DataFrame | Non
         return ({"name": name} | out) if stage else out
 
     return {
-        "pipeline": meta.get("pipeline"),
-        "kind": meta.get("kind", "profile"),
+        "pipeline": meta.pipeline,
+        "kind": meta.kind,
         "stages": [entry(name, True) for name in order],
         "end_to_end": entry(END_TO_END, False),
         "unattributed": entry(UNATTRIBUTED, False),
         "errors": error_counts(requests, order),
         "warmup": warmup_summary(requests),
-        "config": meta.get("config", {}),
-        "timing": meta.get("timing", {}),
-        "status": meta.get("status", "complete"),
+        "config": meta.config.to_dict(),
+        "timing": meta.timing.to_dict(),
+        "status": meta.status,
         **trust_keys(meta, requests, order),
         **explain_keys(meta, requests, stages, order),
     }
@@ -140,13 +141,13 @@ def budget(run, requests: pd.DataFrame | None = None, stages: pd.DataFrame | Non
 
 def trust_keys(meta, requests: pd.DataFrame, order: list[str]) -> dict[str, Any]:
     """``failures``, ``throughput_items_per_s``, ``noise``, ``quantization``, ``fingerprint`` of a run."""
-    executors = (meta.get("load") or {}).get("warmup_failures") or []  # a load run's untimed warm-up calls
+    executors = meta.load.warmup_failures if meta.load else []  # a load run's untimed warm-up calls
     return {
         "failures": failure_summary(requests, order),
         "warmup_failures": failure_summary(requests, order, warmup=True) | records_summary(executors),
-        "traced_failures": list((meta.get("trace") or {}).get("failures") or []),
-        "throughput_items_per_s": throughput_items_per_s(requests, meta.get("kind", "profile")),
+        "traced_failures": list(meta.trace.failures if meta.trace else []),
+        "throughput_items_per_s": throughput_items_per_s(requests, meta.kind),
         "noise": noise_summary(meta),
-        "quantization": meta.get("quantization"),
-        "fingerprint": meta.get("fingerprint"),
+        "quantization": meta.quantization.to_dict() if meta.quantization else None,
+        "fingerprint": meta.fingerprint.to_dict() if meta.fingerprint else None,
     }

@@ -69,9 +69,9 @@ def all_failed(requests: pd.DataFrame) -> bool:
     return len(measured) > 0 and not measured["ok"].astype(bool).any()
 
 
-def any_failed(requests: pd.DataFrame, trace: dict[str, Any] | None = None) -> bool:
-    """True when any request failed: warm-up, measured, or in the traced run (``meta["trace"]``)."""
-    return bool((~requests["ok"].astype(bool)).any() or (trace or {}).get("failed_requests"))
+def any_failed(requests: pd.DataFrame, trace=None) -> bool:
+    """True when any request failed: warm-up, measured, or in the traced run (``meta.trace``, a ``TraceInfo``)."""
+    return bool((~requests["ok"].astype(bool)).any() or (trace is not None and trace.failed_requests))
 
 
 def throughput_items_per_s(requests: pd.DataFrame, kind: str = "profile") -> float | None:
@@ -91,7 +91,11 @@ def throughput_items_per_s(requests: pd.DataFrame, kind: str = "profile") -> flo
 
 def noise_summary(meta) -> dict[str, Any]:
     """A run's ``noise`` record (``workbench.noise``) for display; older runs say it was not recorded."""
-    noise = meta.get("noise")
+    return recorded_noise(meta.noise.to_dict() if meta.noise is not None else None)
+
+
+def recorded_noise(noise: dict[str, Any] | None) -> dict[str, Any]:
+    """A ``noise`` object for display; None (a run made before noise was measured) says so."""
     if not noise:
         return {"noisy": None, "reasons": ["not recorded (run made before noise was measured)"], "fix": None}
     return dict(noise)

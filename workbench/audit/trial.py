@@ -34,33 +34,33 @@ def concrete_change(run, action: dict) -> tuple[dict[str, Any] | None, str | Non
     if not want:
         return None, None
     cfg = run.config
-    device = str(cfg.get("device", "cpu"))
+    device = cfg.device or "cpu"
     if "precision" in want:
         target = want["precision"]
-        if target == cfg.get("precision"):
+        if target == cfg.precision:
             return None, f"the run already uses {target}"
         if target == "int8" and device.startswith("cuda"):
             return None, "int8 dynamic quantization runs on CPU only"
         return {"precision": target}, None
     if want.get("batch_size") == "double":
-        return {"batch_size": 2 * int(cfg.get("batch_size", 1))}, None
+        return {"batch_size": 2 * (cfg.batch_size or 1)}, None
     for name in ("compile", "channels_last"):  # model options workbench.precision.prepare_model applies
         if name in want:
-            if (cfg.get("options") or {}).get(name):
+            if cfg.options.get(name):
                 return None, f"the run already used {name}"
             return {name: True}, None
     if "pin_memory" in want:  # the shipped examples' option; pinned memory only means something on a GPU
         if not device.startswith("cuda"):
             return None, "pinned host memory matters for host-to-GPU copies only; this run is on the CPU"
-        if (cfg.get("options") or {}).get("pin_memory", True):
+        if cfg.options.get("pin_memory", True):
             return None, "the run already copied from pinned memory"
         return {"pin_memory": True}, None
     if "cuda_graph" in want:
-        return _graph_change(run, device, cfg.get("options") or {})
+        return _graph_change(run, device, cfg.options)
     if "max_wait_ms" in want:
         return None, None  # a load run's wait is tried in the batching simulator (simulate_wait), not measured live
     if "threads" in want:
-        threads = cfg.get("threads") or (run.meta.get("env") or {}).get("threads")
+        threads = cfg.threads or run.meta.env.threads
         if not threads or threads <= 1:
             return None, "the run already used one torch thread"
         return {"threads": 1}, None
@@ -73,7 +73,7 @@ def _graph_change(run, device: str, options: dict) -> tuple[dict[str, Any] | Non
         return None, "a CUDA graph replays GPU launches; this run is on the CPU"
     if options.get("cuda_graph"):
         return None, "the run already replays its forward from a CUDA graph"
-    spec = (run.meta.get("fingerprint") or {}).get("factory") or f"example:{run.meta.get('pipeline')}"
+    spec = (run.meta.fingerprint and run.meta.fingerprint.factory) or f"example:{run.meta.pipeline}"
     if spec not in CUDA_GRAPH_FACTORIES:
         return None, ("only the text example has a cuda_graph option; capture this forward yourself "
                       "(workbench/examples/_cuda_graph.py shows how)")
@@ -86,7 +86,7 @@ def factory_of(run) -> tuple[Any, str | None]:
     """The factory to rebuild the run's pipeline from its fingerprint, or (None, why not)."""
     from ..errors import WorkbenchError
 
-    spec = ((run.meta.get("fingerprint") or {}).get("factory")) or ""
+    spec = (run.meta.fingerprint and run.meta.fingerprint.factory) or ""
     try:
         if spec.startswith("example:"):
             from ..examples import factory
@@ -100,7 +100,7 @@ def factory_of(run) -> tuple[Any, str | None]:
         return None, f"cannot rebuild the pipeline from {spec!r}: {exc}"
     from ..examples import EXAMPLES, factory
 
-    name = run.meta.get("pipeline")
+    name = run.meta.pipeline
     if not spec and name in EXAMPLES:  # runs recorded before fingerprints: the shipped example of that name
         return factory(name), None
     return None, "the run does not say which factory built it (no fingerprint factory)"
@@ -109,9 +109,8 @@ def factory_of(run) -> tuple[Any, str | None]:
 def base_config(run):
     from ..config import PipelineConfig
 
-    cfg = dict(run.config)
-    threads = cfg.get("threads") or (run.meta.get("env") or {}).get("threads")
-    return PipelineConfig.from_dict(cfg | {"threads": threads})
+    cfg = run.config.to_dict()
+    return PipelineConfig.from_dict(cfg | {"threads": run.config.threads or run.meta.env.threads})
 
 
 def try_actions(run, findings: list[dict], *, requests: int = TRY_REQUESTS, seed: int = 0,
@@ -194,7 +193,7 @@ def simulate_wait(run, factor: float = 0.5, seed: int = 0) -> dict[str, Any]:
     from ..batching import BatchPolicy, load_summary, service_model_from_runs, simulate
     from ..errors import WorkbenchError
 
-    policy = ((run.meta.get("load") or {}).get("policy")) or {}
+    policy = (run.meta.load.policy if run.meta.load else None) or {}
     if run.kind not in ("load", "served") or not policy or "arrival_ns" not in run.requests:
         return {"not_tried": "lowering the max wait is simulated from a load run (workbench load); this run is not one"}
     try:

@@ -45,16 +45,15 @@ def batching_point(model: ServiceModel, rate_rps: float, max_batch_size: int, ma
 def service_noise(runs: list[tuple[str, Any]]) -> dict[str, Any]:
     """The noise flags of the runs a service model was built from: the simulation inherits their noise.
 
-    In: ``(label, meta)`` per run (``meta`` a ``RunMeta`` or a dict with an
-    optional ``noise`` record). Out: ``{"noisy": [(label, [reasons])],
+    In: ``(label, meta)`` per run (``meta`` a ``RunMeta``). Out: ``{"noisy": [(label, [reasons])],
     "quiet": n, "unknown": n}``; unknown is a run without noise readings.
     """
     out: dict[str, Any] = {"noisy": [], "quiet": 0, "unknown": 0}
     for label, meta in runs:
-        noise = meta.get("noise") or {}
-        if noise.get("noisy") is True:
-            out["noisy"].append((label, list(noise.get("reasons") or [])))
-        elif noise.get("noisy") is False:
+        noisy = meta.noise.noisy if meta.noise else None
+        if noisy is True:
+            out["noisy"].append((label, list(meta.noise.reasons)))
+        elif noisy is False:
             out["quiet"] += 1
         else:
             out["unknown"] += 1

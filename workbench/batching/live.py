@@ -23,7 +23,6 @@ and its executor thread abandoned (``DynamicBatcher.stop``).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import sys
 import threading
@@ -35,7 +34,7 @@ import numpy as np
 
 from ..config import PipelineConfig
 from ..errors import ConfigError, PipelineError
-from ..record import Run, RunMeta
+from ..record import Config, Env, Load, Run, RunMeta, Timing
 from ..guard import TIMEOUT, Interrupted, StageGuard, StageTimeout, check_timeout
 from ..timing import Clock, CudaStageTimer, time_request
 from .arrivals import Arrivals
@@ -99,23 +98,14 @@ def run_load(target, config: PipelineConfig | None = None, *, arrivals: Arrivals
     load = _load_meta(summary, lags, arrivals, policy, warmup, len(warm_failures), drain_timeout_s,
                       interval, len(dropped)) | {"warmup_failures": failure_records(warm_failures),
                                                  "timeout_s": timeout_s, "in_flight_at_stop": batcher.in_flight_at_stop}
-    meta = _run_meta(pipe, started, len(requests), load, environment)
+    env = environment(pipe.config)
     status = STATUS_INTERRUPTED if interrupted else STATUS_TIMEOUT if timed_out else STATUS_COMPLETE
-    meta = _with_key(meta, "status", status)
-    env = meta["env"]
-    for key, value in (("fingerprint", run_fingerprint(pipe, target, threads, env)), ("noise", noise)):
-        meta = _with_key(meta, key, value)
+    meta = _run_meta(pipe, started, len(requests), load, env).replace(
+        status=status, fingerprint=run_fingerprint(pipe, target, threads, env), noise=noise)
     run = Run(meta=meta, requests=requests, stages=stages)
     if interrupted:
         raise Interrupted(run, f"interrupted after {len(requests)} of {len(schedule)} requests")
     return run
-
-
-def _with_key(meta, key: str, value):
-    """``meta`` with one more field, whether it is a plain dict or the typed record."""
-    if isinstance(meta, dict):
-        return meta | {key: value}
-    return dataclasses.replace(meta, **{key: value})
 
 
 def _drive(execute, pipe, items: list, schedule: np.ndarray, policy: BatchPolicy, warmup: int,
@@ -180,16 +170,16 @@ def _switch_interval(seconds: float | None):
         sys.setswitchinterval(old)
 
 
-def _run_meta(pipe, started: datetime, n_requests: int, load: dict, environment) -> RunMeta:
+def _run_meta(pipe, started: datetime, n_requests: int, load: dict, env: dict) -> RunMeta:
     """run.json of a load run: the profiler's fields, kind ``load``, the waits as the first two stages."""
     cuda = pipe.config.is_cuda
     return RunMeta(
         kind="load", pipeline=pipe.name, description=pipe.description,
-        stages=["batch_wait", "queue_wait", *pipe.stage_names], pipeline_stages=pipe.stage_names,
-        config=pipe.config.to_dict(), env=environment(pipe.config), created=started.isoformat(),
-        timing={"warmup": 0, "requests": int(n_requests), "clock": "time.perf_counter_ns",
-                "sync": "stage" if cuda else None, "device_timer": "cuda_events" if cuda else None},
-        trace=None, load=load,
+        stages=["batch_wait", "queue_wait", *pipe.stage_names], pipeline_stages=list(pipe.stage_names),
+        config=Config.from_dict(pipe.config.to_dict()), env=Env.from_dict(env), created=started.isoformat(),
+        timing=Timing(warmup=0, requests=int(n_requests), clock="time.perf_counter_ns",
+                      sync="stage" if cuda else None, device_timer="cuda_events" if cuda else None),
+        trace=None, load=Load.from_dict(load),
     )
 
 

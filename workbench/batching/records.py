@@ -7,7 +7,7 @@ the batch the request rode in, plus ``arrival_ns``, ``batch_wait_ns``,
 times int64 ns from the schedule's origin.
 
 ``stages``: per request, a ``batch_wait`` row (index 0, from arrival), a
-``queue_wait`` row (index 1, from close) and one row per pipeline stage that
+``queue_wait`` row (index 1, from where the batch wait ends: ``policy.wait_split``) and one row per pipeline stage that
 ran, carrying its batch's stage time (every request of a batch waits for the
 whole batch). So ``budget()`` attributes end to end to waits and stages, and
 ``unattributed`` is the executor's bookkeeping around the pipeline call.
@@ -19,7 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..record import REQUEST_COLUMNS, STAGE_COLUMNS, build_tables, request_row, stage_rows, typed_table
+from ..record import (REQUEST_COLUMNS, STAGE_COLUMNS, Config, Env, Run, RunMeta, Simulation, Timing, build_tables,
+                      request_row, stage_rows, typed_table)
+from .policy import wait_split
 
 LOAD_COLUMNS = {"arrival_ns": "int64", "batch_wait_ns": "int64", "queue_wait_ns": "int64", "service_ns": "int64",
                 "batch": "int64"}
@@ -55,11 +57,12 @@ def load_tables(batches, dropped, stage_names: list[str], origin_ns: int, stoppe
         size = len(rec.requests)
         for rid, arrival in zip(rec.requests, rec.arrivals_ns):
             row = request_row(rid, False, arrival - origin_ns, rec.end_ns - arrival, rec.timing.failure, size)
-            req_rows.append(row | {"arrival_ns": arrival - origin_ns, "batch_wait_ns": rec.close_ns - arrival,
-                                   "queue_wait_ns": rec.start_ns - rec.close_ns,
+            batch_wait, queue_wait = wait_split(arrival, rec.due_ns, rec.close_ns, rec.start_ns)
+            req_rows.append(row | {"arrival_ns": arrival - origin_ns, "batch_wait_ns": batch_wait,
+                                   "queue_wait_ns": queue_wait,
                                    "service_ns": rec.end_ns - rec.start_ns, "batch": rec.batch})
-            st_rows.append((rid, "batch_wait", 0, arrival - origin_ns, rec.close_ns - arrival, None))
-            st_rows.append((rid, "queue_wait", 1, rec.close_ns - origin_ns, rec.start_ns - rec.close_ns, None))
+            st_rows.append((rid, "batch_wait", 0, arrival - origin_ns, batch_wait, None))
+            st_rows.append((rid, "queue_wait", 1, arrival + batch_wait - origin_ns, queue_wait, None))
             st_rows += stage_rows(rid, rec.timing, stage_names, origin_ns, first_index=2)
     for rid, arrival in dropped:
         row = request_row(rid, False, arrival - origin_ns, stopped_ns - arrival, undispatched, 0)
@@ -106,16 +109,16 @@ def simulation_run(sim, pipeline: str | None, sources: list[str], created: str):
     import platform
     import sys
 
-    from ..record import Run, RunMeta
-
     requests, stages = simulation_tables(sim.requests)
     rate = sim.rate_rps if np.isfinite(sim.rate_rps) else None
+    capacity = sim.capacity_rps if np.isfinite(sim.capacity_rps) else None
     meta = RunMeta(
         kind="simulation", pipeline=pipeline, description="dynamic batching simulated from profiled service times",
-        stages=list(SIMULATION_STAGES), config={"batch_size": sim.policy.max_batch_size},
-        env={"python": sys.version.split()[0], "platform": platform.platform()}, created=created,
-        timing={"warmup": 0, "requests": len(requests), "clock": "simulated"}, trace=None,
-        simulation={**sim.meta, "policy": sim.policy.params(), "capacity_rps": sim.capacity_rps, "rate_rps": rate,
-                    "stable": sim.stable, "service_runs": list(sources)},
+        stages=list(SIMULATION_STAGES), config=Config(batch_size=sim.policy.max_batch_size),
+        env=Env(python=sys.version.split()[0], platform=platform.platform()), created=created,
+        timing=Timing(warmup=0, requests=len(requests), clock="simulated"), trace=None,
+        simulation=Simulation.from_dict({**sim.meta, "policy": sim.policy.params(), "capacity_rps": capacity,
+                                         "rate_rps": rate, "stable": bool(sim.stable),
+                                         "service_runs": list(sources)}),
     )
     return Run(meta=meta, requests=requests, stages=stages)

@@ -29,7 +29,7 @@ def run_ingest_command(args) -> int:
 
     stage_map = parse_stage_map(args.stage_map)
     run = ingest_otel(args.path, stage_map)
-    out = args.out or Path("runs") / f"otel-{run.meta['pipeline']}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    out = args.out or Path("runs") / f"otel-{run.meta.pipeline}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     if out.exists():
         raise ConfigError(f"--out {out} already exists; pick another folder")
     unused = sorted(set(stage_map) - set(_span_names(run)))
@@ -47,5 +47,5 @@ def run_ingest_command(args) -> int:
 
 def _span_names(run) -> set[str]:
     """Span names the stage map matched (mapped stage names appear as stages)."""
-    stage_map = run.meta["ingest"]["stage_map"]
+    stage_map = run.meta.ingest.stage_map
     return {span for span, stage in stage_map.items() if stage in run.stage_names}

@@ -146,21 +146,21 @@ def failure_verdict(run, fail_on_error: bool, command: str) -> int:
     """
     from ..analysis.failures import all_failed, any_failed, failure_summary, records_summary
 
-    requests, order = run.requests, list(run.meta.get("stages") or [])
+    requests, order = run.requests, list(run.meta.stages)
     if all_failed(requests):
         print(f"workbench {command}: every measured request failed ({int((~requests['warmup']).sum())}):",
               file=sys.stderr)
         print_failure_lines(failure_summary(requests, order), sys.stderr)
         return 1
-    warm_executors = (run.meta.get("load") or {}).get("warmup_failures") or []
-    if fail_on_error and (any_failed(requests, run.meta.get("trace")) or warm_executors):
+    warm_executors = run.meta.load.warmup_failures if run.meta.load else []
+    if fail_on_error and (any_failed(requests, run.meta.trace) or warm_executors):
         print(f"workbench {command}: requests failed (--fail-on-error):", file=sys.stderr)
         for phase, warm in (("measured", False), ("warm-up", True)):
             summary = failure_summary(requests, order, warmup=warm)
             if summary:
                 print(f"  {phase}:", file=sys.stderr)
                 print_failure_lines(summary, sys.stderr, indent="    ")
-        for phase, records in (("traced run", (run.meta.get("trace") or {}).get("failures") or []),
+        for phase, records in (("traced run", run.meta.trace.failures if run.meta.trace else []),
                                ("executor warm-up", warm_executors)):
             if records:
                 print(f"  {phase}:", file=sys.stderr)
@@ -183,14 +183,14 @@ def guard_verdict(run) -> int:
     """Warn about a suspected leak; 1 (a measured failure) when a request timed out, else 0."""
     from ..memory import describe
 
-    memory = run.meta.get("memory")
-    if memory and memory.get("leak_suspected"):
-        print(f"workbench profile: warning: {describe(memory)}", file=sys.stderr)
-    if run.meta.get("status") != "incomplete: timeout":
+    memory = run.meta.memory
+    if memory and memory.leak_suspected:
+        print(f"workbench profile: warning: {describe(memory.to_dict())}", file=sys.stderr)
+    if run.meta.status != "incomplete: timeout":
         return 0
     failure = run.requests.iloc[-1]
     if failure["ok"]:  # the timing run finished; a stage of the traced run hung
-        traced = ((run.meta.get("trace") or {}).get("failures") or [{}])[0]
+        traced = ((run.meta.trace.failures if run.meta.trace else None) or [{}])[0]
         print(f"workbench profile: {traced.get('message', 'the traced run timed out')}; the timing run is kept "
               f"and the run was saved as 'incomplete: timeout' (no trace)", file=sys.stderr)
         return 1

@@ -27,7 +27,7 @@ SCOPE = "workbench"
 
 def origin_unix_ns(meta) -> int:
     """The run's origin as Unix ns (from ``created``; now if absent)."""
-    created = meta.get("created")
+    created = meta.created
     if not created:
         return time.time_ns()
     return int(datetime.fromisoformat(created).timestamp() * 1_000_000) * 1_000
@@ -45,7 +45,7 @@ def run_spans(run, *, clock=time.perf_counter_ns) -> tuple[list[Any], dict[str, 
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     memory = InMemorySpanExporter()
-    provider = TracerProvider(resource=Resource.create({"service.name": run.meta.get("pipeline") or "workbench",
+    provider = TracerProvider(resource=Resource.create({"service.name": run.meta.pipeline or "workbench",
                                                         "workbench.run_kind": run.kind}))
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer(SCOPE)
@@ -76,7 +76,7 @@ def _request_spans(tracer, run, row, stage_rows, origin: int) -> None:
     request_id = getattr(row, "request_id", None)
     if isinstance(request_id, str):
         attrs["workbench.request_id"] = request_id
-    root = tracer.start_span(f"{run.meta.get('pipeline') or 'pipeline'} request", kind=kind, start_time=start,
+    root = tracer.start_span(f"{run.meta.pipeline or 'pipeline'} request", kind=kind, start_time=start,
                              attributes=attrs)
     context = trace.set_span_in_context(root)
     for st in stage_rows:

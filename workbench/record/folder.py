@@ -1,4 +1,7 @@
-"""Run folders on disk: the one writer (:func:`save_run`) and the one reader (:func:`load_run`).
+"""Run folders on disk: the one writer (:func:`write_folder`) and the one reader (:func:`read_folder`).
+
+:mod:`workbench.record.run` wraps them as ``save_run`` / ``load_run`` (this module does
+not know the ``Run`` class, so the two modules import one way only).
 
 Writes are atomic: the folder is built in a hidden sibling, ``run.json`` last,
 then put in place. Over an existing run (``overwrite=True``) the two folders
@@ -8,17 +11,21 @@ without it) the old run is renamed to ``.<name>.old-<pid>`` first, and
 :func:`load_run` puts that leftover back if a crash came between the renames.
 
 The reader checks everything it hands on: the format and version (migrating
-version 1), each field's type, each table column's type, and that the trace
-named in ``run.json`` is a plain file inside the run folder. Every problem is
-one :class:`RunRecordError` naming the file and the field.
+versions 1 and 2), each field's type (:func:`workbench.record.meta.decode_meta`),
+each table column's type and range, that the tables agree with each other and
+with ``run.json``, and that every file it reads is a regular file inside the
+run folder (a symlink out of it, a FIFO or a device is refused by name). Every
+problem is one :class:`RunRecordError` naming the file, the field and the value.
 """
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import errno
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -26,10 +33,10 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import RunRecordError
-from .meta import MetaError, RunMeta, check_version
-from .run import Run
-from .tables import (OPTIONAL_REQUEST_COLUMNS, REQUEST_COLUMNS, STAGE_COLUMNS, TableError, checked_table,
-                     typed_table)
+from .meta import MetaError, RunMeta, decode_meta
+from .sections import TraceInfo
+from .tables import (LOAD_REQUEST_COLUMNS, OPTIONAL_REQUEST_COLUMNS, REQUEST_COLUMNS, STAGE_COLUMNS, TableError,
+                     checked_table, typed_table)
 
 META_FILE = "run.json"
 REQUESTS_FILE = "requests.parquet"
@@ -37,10 +44,12 @@ STAGES_FILE = "stages.parquet"
 TRACE_NAME_SUFFIXES = (".json.gz", ".json")
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
+STAGE_SLACK_NS = 1_000  # stage times may exceed their request's by clock rounding, never by more
 
 
-def save_run(run: Run, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
-    """Write ``run`` as a run folder at ``path`` (profile, load and simulation runs alike)."""
+def write_folder(meta: RunMeta, requests: pd.DataFrame, stages: pd.DataFrame, trace_path: Path | None,
+                 path: str | os.PathLike, *, overwrite: bool = False) -> tuple[Path, RunMeta, Path | None]:
+    """Write a run folder at ``path``: ``(folder, meta as written, trace path inside it or None)``."""
     dest = Path(path)
     if dest.exists() and not overwrite:
         raise RunRecordError(f"run folder {dest} already exists; pick another --out or remove it")
@@ -48,25 +57,29 @@ def save_run(run: Run, path: str | os.PathLike, *, overwrite: bool = False) -> P
     staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
     trace_name = None
     try:
-        meta = run.meta.to_dict()
-        if run.trace_path is not None:
-            trace_name = _trace_name(Path(run.trace_path))
-            shutil.copy2(run.trace_path, staging / trace_name)
-            meta["trace"] = dict(meta.get("trace") or {}, file=trace_name)
-        elif isinstance(meta.get("trace"), dict) and "file" in meta["trace"]:  # closed or dropped: name no file
-            meta["trace"] = {k: v for k, v in meta["trace"].items() if k != "file"}
-        typed_table(run.requests, REQUEST_COLUMNS).to_parquet(staging / REQUESTS_FILE, index=False)
-        typed_table(run.stages, STAGE_COLUMNS).to_parquet(staging / STAGES_FILE, index=False)
+        if trace_path is not None:
+            trace_name = _trace_name(Path(trace_path))
+            shutil.copy2(trace_path, staging / trace_name)
+            meta = meta.replace(trace=_with_file(meta, trace_name))
+        elif meta.trace is not None and meta.trace.file is not None:  # closed or dropped: name no file
+            meta = meta.replace(trace=_with_file(meta, None))
+        typed_table(requests, REQUEST_COLUMNS).to_parquet(staging / REQUESTS_FILE, index=False)
+        typed_table(stages, STAGE_COLUMNS).to_parquet(staging / STAGES_FILE, index=False)
         # run.json last: a folder without it is never taken for a run.
-        (staging / META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True, default=str))
+        text = json.dumps(meta.to_dict(), indent=2, sort_keys=True, allow_nan=False)
+        (staging / META_FILE).write_text(text)
         _put_in_place(staging, dest)
+    except ValueError as exc:  # allow_nan: a NaN or infinity in a section a producer filled
+        shutil.rmtree(staging, ignore_errors=True)
+        raise RunRecordError(f"{dest / META_FILE}: not written: {exc}") from exc
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    run.path = dest
-    run.meta.trace = meta["trace"]
-    run._release_scratch(dest / trace_name if trace_name else None)
-    return dest
+    return dest, meta, (dest / trace_name if trace_name else None)
+
+
+def _with_file(meta: RunMeta, name: str | None) -> TraceInfo:
+    return dataclasses.replace(meta.trace or TraceInfo(), file=name)
 
 
 def _trace_name(trace: Path) -> str:
@@ -124,44 +137,55 @@ def recover(root: Path) -> bool:
     return True
 
 
-def load_run(path: str | os.PathLike) -> Run:
-    """Read and check a run folder written by :func:`save_run` (any format version up to this one)."""
+def read_folder(path: str | os.PathLike) -> tuple[Path, RunMeta, pd.DataFrame, pd.DataFrame, Path | None]:
+    """Read and check a run folder: ``(folder, meta, requests, stages, trace path or None)``."""
     root = Path(path)
     recover(root)
     if not root.is_dir():
         raise RunRecordError(f"{root}: not a folder (expected a run folder with {META_FILE})")
-    meta_file = root / META_FILE
-    if not meta_file.is_file():
+    if not (root / META_FILE).exists():
         raise RunRecordError(f"{root}: no {META_FILE}; not a workbench run, or an interrupted one")
-    meta = read_meta(meta_file)
-    requests = _read_table(root / REQUESTS_FILE, REQUEST_COLUMNS, OPTIONAL_REQUEST_COLUMNS)
-    stages = _read_table(root / STAGES_FILE, STAGE_COLUMNS)
+    meta = read_meta(inside(root, META_FILE))
+    extra = LOAD_REQUEST_COLUMNS if meta.kind == "load" else {}
+    requests = _read_table(inside(root, REQUESTS_FILE), {**REQUEST_COLUMNS, **extra}, OPTIONAL_REQUEST_COLUMNS)
+    stages = _read_table(inside(root, STAGES_FILE), STAGE_COLUMNS)
     _check_consistent(root, meta, requests, stages)
-    trace_path = _trace_path(root, meta)
-    return Run(meta=meta, requests=requests, stages=stages, trace_path=trace_path, path=root)
+    return root, meta, requests, stages, _trace_path(root, meta)
+
+
+def inside(root: Path, name: str) -> Path:
+    """``root / name``, which must be a regular file in the run folder (no link out, no FIFO or device)."""
+    path = root / name
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise RunRecordError(f"{root}: missing {name}") from None
+    except OSError as exc:
+        raise RunRecordError(f"{path}: unreadable: {exc.strerror}") from None
+    if path.resolve().parent != root.resolve():
+        raise RunRecordError(f"{path}: a link to {path.resolve()}, outside the run folder; copy the file in instead")
+    if not stat.S_ISREG(info.st_mode):
+        raise RunRecordError(f"{path}: not a regular file (a FIFO, device or folder); refused before reading")
+    return path
 
 
 def read_meta(meta_file: Path) -> RunMeta:
     """The checked :class:`RunMeta` of a ``run.json`` (migrated to the current version)."""
     try:
-        data = json.loads(meta_file.read_bytes())
-    except (OSError, ValueError, RecursionError) as exc:
-        raise RunRecordError(f"{meta_file}: unreadable run.json: {exc}") from exc
+        raw = meta_file.read_bytes()
+    except OSError as exc:
+        raise RunRecordError(f"{meta_file}: unreadable run.json: {exc.strerror or exc}") from exc
     try:
-        if not isinstance(data, dict):
-            raise MetaError("$", f"must be a JSON object, got {type(data).__name__}")
-        return RunMeta.from_dict(check_version(data))
+        return decode_meta(raw)
     except MetaError as exc:
         raise RunRecordError(f"{meta_file}: {exc}") from exc
 
 
 def _read_table(path: Path, columns: dict[str, str], optional=()) -> pd.DataFrame:
-    if not path.is_file():
-        raise RunRecordError(f"{path.parent}: missing {path.name}")
     try:
         df = pd.read_parquet(path)
     except Exception as exc:  # pyarrow raises several unrelated types for a damaged file
-        raise RunRecordError(f"{path}: unreadable Parquet: {exc}") from exc
+        raise RunRecordError(f"{path}: unreadable Parquet: {str(exc)[:200]}") from exc
     try:
         return checked_table(df, columns, optional)
     except TableError as exc:
@@ -170,30 +194,57 @@ def _read_table(path: Path, columns: dict[str, str], optional=()) -> pd.DataFram
 
 def _check_consistent(root: Path, meta: RunMeta, requests: pd.DataFrame, stages: pd.DataFrame) -> None:
     """Tables that agree with each other and with run.json (what the analyses assume)."""
-    if requests["request"].duplicated().any():
-        raise RunRecordError(f"{root / REQUESTS_FILE}: column 'request' has duplicate ids")
+    dup = requests["request"].duplicated()
+    if dup.any():
+        raise RunRecordError(f"{root / REQUESTS_FILE}: column 'request' has duplicate id {int(requests['request'][dup].iloc[0])}")
     unknown = sorted(set(stages["stage"]) - set(meta.stages))
     if unknown:
         raise RunRecordError(f"{root / STAGES_FILE}: column 'stage' names {unknown[:3]}, not in run.json 'stages'")
     orphans = ~stages["request"].isin(requests["request"])
     if orphans.any():
-        raise RunRecordError(f"{root / STAGES_FILE}: column 'request' has ids not in {REQUESTS_FILE}")
-    for path, df in ((root / REQUESTS_FILE, requests), (root / STAGES_FILE, stages)):
-        if (df["dur_ns"] < 0).any():
-            raise RunRecordError(f"{path}: column 'dur_ns' has negative durations")
+        raise RunRecordError(f"{root / STAGES_FILE}: column 'request' has id {int(stages['request'][orphans].iloc[0])}"
+                             f", not in {REQUESTS_FILE}")
+    _check_stages_present(root, meta, requests, stages)
+    if meta.kind != "ingested":  # spans of two stages may run side by side; the pipeline's stages do not
+        _check_stage_sums(root, requests, stages)
+
+
+def _check_stages_present(root: Path, meta: RunMeta, requests: pd.DataFrame, stages: pd.DataFrame) -> None:
+    """A stage run.json lists has rows in a run where a measured request succeeded (each ran every stage)."""
+    if meta.kind not in ("profile", "load") or not (requests["ok"] & ~requests["warmup"]).any():
+        return
+    missing = [s for s in meta.stages if s not in set(stages["stage"])]
+    if missing:
+        raise RunRecordError(f"{root / STAGES_FILE}: stage {missing[0]!r} is listed in run.json 'stages' "
+                             "but has no rows, though measured requests succeeded")
+
+
+def _check_stage_sums(root: Path, requests: pd.DataFrame, stages: pd.DataFrame) -> None:
+    """A request's stage times (host) add up to no more than the request's own time."""
+    if stages.empty:
+        return
+    summed = stages.groupby("request")["dur_ns"].sum()
+    own = requests.set_index("request")["dur_ns"].reindex(summed.index)
+    over = summed > own + STAGE_SLACK_NS
+    if over.any():
+        rid = int(summed.index[over.to_numpy()][0])
+        raise RunRecordError(f"{root / STAGES_FILE}: request {rid}'s stages add up to {int(summed[rid])} ns, "
+                             f"more than the request's dur_ns {int(own[rid])} in {REQUESTS_FILE}")
 
 
 def _trace_path(root: Path, meta: RunMeta) -> Path | None:
     """The trace named by run.json, which must be a plain file directly inside the run folder."""
-    name = (meta.trace or {}).get("file")
+    name = meta.trace.file if meta.trace is not None else None
     if not name:
         return None
     where = f"{root / META_FILE}: field 'trace.file'"
     if Path(name).name != name or name == META_FILE or not name.endswith(TRACE_NAME_SUFFIXES):
         raise RunRecordError(f"{where} must be a .json or .json.gz file name inside the run folder, got {name!r}")
     trace = root / name
-    if not trace.is_file():
+    if not trace.exists():
         raise RunRecordError(f"{where} names {name!r} but the file is missing")
     if trace.resolve().parent != root.resolve():
         raise RunRecordError(f"{where} {name!r} points outside the run folder (a link)")
+    if not trace.is_file():
+        raise RunRecordError(f"{where} {name!r} is not a regular file (a FIFO, device or folder)")
     return trace

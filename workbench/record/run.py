@@ -20,7 +20,9 @@ from typing import Any
 import pandas as pd
 
 from ..errors import RunRecordError
+from .folder import read_folder, write_folder
 from .meta import MetaError, RunMeta
+from .sections import Config
 
 SCRATCH_PREFIX = "workbench-trace-"  # the one prefix of the runner's temporary trace folders
 
@@ -40,7 +42,7 @@ def is_scratch(folder: Path) -> bool:
 class Run:
     """One measured run: ``meta`` (:class:`RunMeta`), ``requests`` and ``stages`` tables, a trace file.
 
-    ``meta`` may be given as a dict (older code): it is validated and converted.
+    ``meta`` is a :class:`RunMeta`; a dict (a test's or a notebook's) is decoded and checked like a file.
     Use as a context manager, or call :meth:`close`, to drop an unsaved run's scratch trace.
     """
 
@@ -89,7 +91,7 @@ class Run:
         self.trace_path = saved_trace
 
     @property
-    def config(self) -> dict[str, Any]:
+    def config(self) -> Config:
         return self.meta.config
 
     @property
@@ -107,11 +109,24 @@ class Run:
     @property
     def label(self) -> str:
         c = self.config
-        return f"{self.meta.pipeline or '?'} {c.get('device', '?')} bs={c.get('batch_size', '?')} {c.get('precision', '?')}"
+        return (f"{self.meta.pipeline or '?'} {c.device or '?'} bs={c.batch_size or '?'} "
+                f"{c.precision or '?'}")
 
     def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
         """Write the run folder atomically and return its path."""
-        from .folder import save_run
-
         return save_run(self, path, overwrite=overwrite)
+
+
+def save_run(run: Run, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+    """Write ``run`` as a run folder at ``path`` (every kind of run alike); the run then lives there."""
+    dest, meta, trace = write_folder(run.meta, run.requests, run.stages, run.trace_path, path, overwrite=overwrite)
+    run.path, run.meta = dest, meta
+    run._release_scratch(trace)
+    return dest
+
+
+def load_run(path: str | os.PathLike) -> Run:
+    """Read and check a run folder written by :func:`save_run` (any format version up to this one)."""
+    root, meta, requests, stages, trace = read_folder(path)
+    return Run(meta=meta, requests=requests, stages=stages, trace_path=trace, path=root)
 

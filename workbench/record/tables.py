@@ -28,6 +28,12 @@ STAGE_COLUMNS = {
     "dur_ns": "int64", "device_dur_ns": "Int64",
 }
 OPTIONAL_REQUEST_COLUMNS = ("error_where",)  # added in format 2; null in older runs
+# a load run's requests add the batcher's columns (``workbench.batching.records``)
+LOAD_REQUEST_COLUMNS = {"arrival_ns": "int64", "batch_wait_ns": "int64", "queue_wait_ns": "int64",
+                        "service_ns": "int64", "batch": "int64"}
+# the smallest value an integer column may hold (others: 0): ``batch`` is -1 for a request never dispatched
+MINIMUM = {"batch": -1}
+SUM_LIMIT = 2**62  # any column's total must stay below this, so sums in int64 cannot wrap
 
 
 class TableError(ValueError):
@@ -112,3 +118,20 @@ def _check_column(col: str, series: pd.Series, dtype: str) -> None:
         want = "text or null"
     if not ok:
         raise TableError(col, f"must hold {want}, found {series.dtype}")
+    if dtype in ("int64", "Int64") and series.notna().any():
+        _check_range(col, series.dropna())
+
+
+def _check_range(col: str, series: pd.Series) -> None:
+    """Integers within ``[MINIMUM, SUM_LIMIT / rows]``: no negative time or size, no total that wraps."""
+    low = MINIMUM.get(col, 0)
+    high = SUM_LIMIT // max(len(series), 1)
+    values = series.to_numpy()
+    if values.dtype.kind == "u" and len(values) and values.max() > high:
+        raise TableError(col, f"holds {int(values.max())}, above {high} (its total would overflow int64)")
+    below = values < low
+    if below.any():
+        raise TableError(col, f"holds {int(values[below][0])}, below its minimum {low}")
+    above = values > high
+    if above.any():
+        raise TableError(col, f"holds {int(values[above][0])}, above {high} (its total would overflow int64)")

@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..analysis.budget import stage_summary
 from ..errors import RunRecordError
-from ..record import META_FILE, Run, read_meta
+from ..record import META_FILE, Run, RunMeta, read_meta
 
 Key = tuple[str, str, int, str]  # (pipeline, device, batch_size, precision)
 REQUEST_KEEP = ["request", "warmup", "ok", "dur_ns"]
@@ -41,7 +41,7 @@ class RunView:
     stages: pd.DataFrame
     flame: Any
     failed: int
-    noise: dict | None = None  # ``run.meta["noise"]`` shown as a badge ({noisy, reasons, fix}); None: not recorded
+    noise: dict | None = None  # ``run.meta.noise`` as an object, shown as a badge ({noisy, reasons, fix}); None: not recorded
     failures: dict | None = None  # ``analysis.failures.failure_summary`` of the measured requests
     device_name: str | None = None  # the GPU or CPU it ran on, for "recorded on <GPU>"
     notes: tuple = ()  # what a recorded run differs in from the configuration it stands in for
@@ -52,11 +52,11 @@ class RunView:
         return None if row.empty else row["p99_ms"].iloc[0]
 
 
-def run_key(meta: dict[str, Any], pipeline: str | None = None) -> Key:
+def run_key(meta: RunMeta, pipeline: str | None = None) -> Key:
     """The cache key of a run: pipeline, device family (cpu/cuda), batch size, precision."""
-    cfg = meta.get("config") or {}
-    device = str(cfg.get("device", "cpu")).split(":")[0]
-    return (pipeline or str(meta.get("pipeline")), device, int(cfg.get("batch_size", 1)), str(cfg.get("precision", "fp32")))
+    cfg = meta.config
+    device = (cfg.device or "cpu").split(":")[0]
+    return (pipeline or str(meta.pipeline), device, cfg.batch_size or 1, cfg.precision or "fp32")
 
 
 def summarize(run: Run, key: Key, source: str, flame_builder=None) -> RunView:
@@ -73,8 +73,8 @@ def summarize(run: Run, key: Key, source: str, flame_builder=None) -> RunView:
 
     return RunView(key=key, label=run.label, source=source, stage_order=order, summary=summary,
                    requests=requests, stages=stages, flame=flame, failed=int((~measured["ok"]).sum()),
-                   noise=run.meta.get("noise"), failures=failure_summary(run.requests, order),
-                   device_name=(run.meta.get("env") or {}).get("device_name"))
+                   noise=run.meta.noise.to_dict() if run.meta.noise else None,
+                   failures=failure_summary(run.requests, order), device_name=run.meta.env.device_name)
 
 
 def discard_trace(run: Run) -> None:
@@ -122,6 +122,6 @@ def index_runs(paths: Any) -> RunIndex:
             except RunRecordError as exc:
                 found.skipped.append(str(exc))
                 continue
-            if meta.kind == "profile" and not meta.config.get("options"):
+            if meta.kind == "profile" and not meta.config.options:
                 found[run_key(meta)] = folder
     return found

@@ -1,0 +1,368 @@
+"""The typed sections of ``run.json``: one frozen dataclass per object (config, timing, noise, load, ...).
+
+Every section names the keys the workbench writes and reads, with their types
+(msgspec checks them when a file is decoded, see :func:`workbench.record.meta.decode_meta`),
+and keeps the keys it does not know in ``extra`` so that a run written by a newer
+workbench or another tool survives a load and a save. :meth:`Section.to_dict`
+writes every declared field (null when unset) and the extra keys.
+
+Units are in the names (``_ms``, ``_s``, ``_mb``, ``_rps``); counts are integers.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import typing
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar, Literal
+
+import msgspec
+
+from ..errors import RunRecordError
+
+NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
+PosInt = Annotated[int, msgspec.Meta(ge=1)]
+Number = Annotated[float, msgspec.Meta(ge=-1e300, le=1e300)]  # finite: ints are accepted as floats
+NonNegNumber = Annotated[float, msgspec.Meta(ge=0, le=1e300)]
+Json = dict[str, Any]
+
+
+class MetaError(RunRecordError, ValueError):
+    """One field of a run record is wrong; ``field`` is its dotted name."""
+
+    def __init__(self, field_name: str, problem: str):
+        super().__init__(f"field {field_name!r} {problem}")
+        self.field = field_name
+
+
+@dataclass(frozen=True)
+class Section:
+    """Base of every run.json section: declared fields plus ``extra`` (keys this version does not know)."""
+
+    extra: Json = field(default_factory=dict, kw_only=True)
+    _name: ClassVar[str] = ""
+    _left_out_when_unset: ClassVar[tuple[str, ...]] = ()  # never written as null (a file may not hold null there)
+
+    def to_dict(self) -> Json:
+        """The JSON object: every declared field (null when unset), then the extra keys."""
+        out = dict(self.extra)
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name != "extra" and not (value is None and f.name in self._left_out_when_unset):
+                out[f.name] = _plain(value)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Section":
+        """A checked section from a mapping (a producer's dict); raises ``MetaError`` naming the field."""
+        if isinstance(data, cls):
+            return data
+        if not isinstance(data, dict):
+            raise MetaError(cls._name or cls.__name__, f"must be an object, got {data!r:.80}")
+        return convert_checked(data, cls, cls._name)
+
+    @classmethod
+    def known(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls) if f.name != "extra")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Section):
+        return value.to_dict()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Config(Section):
+    """``PipelineConfig.to_dict()``: device, batch size (items per request), precision, options, torch threads."""
+
+    _name: ClassVar[str] = "config"
+    _left_out_when_unset: ClassVar[tuple[str, ...]] = ("device", "batch_size", "precision")
+    device: str | None = None
+    batch_size: PosInt | None = None
+    precision: str | None = None
+    options: Json = field(default_factory=dict)
+    threads: PosInt | None = None
+
+
+@dataclass(frozen=True)
+class Env(Section):
+    """Where the run was measured (host, Python, torch, device); every field may be unknown."""
+
+    _name: ClassVar[str] = "env"
+    python: str | None = None
+    platform: str | None = None
+    hostname: str | None = None
+    pid: int | None = None
+    cpu_model: str | None = None
+    cores: int | None = None
+    threads: int | None = None
+    torch: str | None = None
+    device: str | None = None
+    device_name: str | None = None
+    cuda: str | None = None
+    gpu_capability: Any = None
+    client: str | None = None
+
+
+@dataclass(frozen=True)
+class Timing(Section):
+    """Warm-up and measured request counts, the clock and the CUDA sync policy (``stage`` or ``request``)."""
+
+    _name: ClassVar[str] = "timing"
+    warmup: NonNegInt = 0
+    requests: NonNegInt = 0
+    clock: str | None = None
+    sync: Literal["stage", "request"] | None = None
+    device_timer: str | None = None
+    requests_asked: NonNegInt | None = None
+    max_duration_s: NonNegNumber | None = None
+    stopped_by: str | None = None
+
+
+@dataclass(frozen=True)
+class TraceInfo(Section):
+    """The traced run: its file (a name inside the run folder), request counts, profiler options, failures."""
+
+    _name: ClassVar[str] = "trace"
+    file: str | None = None
+    requests: NonNegInt | None = None
+    failed_requests: NonNegInt | None = None
+    failures: list[Json] = field(default_factory=list)
+    activities: list[str] | None = None
+    profiler_warmup: NonNegInt | None = None
+    record_shapes: bool | None = None
+    with_modules: bool | None = None
+    with_stack: bool | None = None
+    memory_by_stage: Any = None
+    stopped_by: str | None = None
+
+
+@dataclass(frozen=True)
+class Noise(Section):
+    """The machine's noise verdict (``noisy`` true/false/null = unknown) with its readings and rule."""
+
+    _name: ClassVar[str] = "noise"
+    noisy: bool | None = None
+    reasons: list[str] = field(default_factory=list)
+    fix: str | None = None
+    note: str | None = None
+    thresholds: Json | None = None
+    cores: int | None = None
+    other_cores: Number | None = None
+    steal_pct: Number | None = None
+    torch_threads: int | None = None
+    load_before_1m: Number | None = None
+    load_after_1m: Number | None = None
+    duration_s: Number | None = None
+    governor: str | None = None
+    iqr_over_median: Number | None = None
+    p99_over_p50: Number | None = None
+    server_cores: Number | None = None
+    generator_lag_p99_ms: Number | None = None
+
+
+@dataclass(frozen=True)
+class Fingerprint(Section):
+    """What must match for two runs to be compared or pooled (``workbench.fingerprint``)."""
+
+    _name: ClassVar[str] = "fingerprint"
+    pipeline: str | None = None
+    factory: str | None = None
+    options: Json = field(default_factory=dict)
+    precision: str | None = None
+    device: str | None = None
+    batch_size: PosInt | None = None
+    threads: int | None = None
+    torch: str | None = None
+    workbench: str | None = None
+    host: Json = field(default_factory=dict)
+    model: Any = None
+    model_note: str | None = None
+
+
+@dataclass(frozen=True)
+class Load(Section):
+    """A load, served or server run's arrivals, policy and results (throughput, batches, generator lag)."""
+
+    _name: ClassVar[str] = "load"
+    throughput_rps: Number | None = None
+    mean_batch_size: Number | None = None
+    utilization: Number | None = None
+    batch_sizes: Json | None = None
+    requests: NonNegInt | None = None
+    failed: NonNegInt | None = None
+    batches: NonNegInt | None = None
+    generator_lag_ms: Number | None = None
+    generator_lag_p99_ms: Number | None = None
+    late_requests: NonNegInt | None = None
+    late_threshold_ms: Number | None = None
+    arrivals: Json | None = None
+    policy: Json | None = None
+    warmup_calls_per_executor: NonNegInt | None = None
+    warmup_failed: NonNegInt | None = None
+    warmup_failures: list[Json] = field(default_factory=list)
+    drain_timeout_s: Number | None = None
+    switch_interval_s: Number | None = None
+    timeout_s: Number | None = None
+    dropped: NonNegInt | None = None
+    in_flight_at_stop: NonNegInt | None = None
+
+
+@dataclass(frozen=True)
+class Serving(Section):
+    """How a served run was served or driven: role (server/client), URL, stack, GC and cache notes."""
+
+    _name: ClassVar[str] = "serving"
+    role: str | None = None
+    url: str | None = None
+    stopped_by: str | None = None
+    stack: str | None = None
+    policy: Json | None = None
+    warmup_failed: NonNegInt | None = None
+    drain_timeout_s: Number | None = None
+    gc: Json | None = None
+    cache: Json | None = None
+    server_timing: bool | None = None
+    request_id_prefix: str | None = None
+    client: str | None = None
+    generator_lag: dict[str, Number] | None = None
+    server_cpu_s: Number | None = None
+
+
+@dataclass(frozen=True)
+class Simulation(Section):
+    """A simulation's model and parameters (``workbench.batching.simulator``)."""
+
+    _name: ClassVar[str] = "simulation"
+    arrivals: Json | None = None
+    seed: int | None = None
+    service_model: Any = None
+    service_draws: str | None = None
+    speed_windows: NonNegInt | None = None
+    extrapolated_below_smallest_size: bool | None = None
+    policy: Json | None = None
+    capacity_rps: Number | None = None
+    rate_rps: Number | None = None
+    stable: bool | None = None
+    service_runs: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Memory(Section):
+    """Resident memory over the run (MB) and the leak rule's verdict."""
+
+    _name: ClassVar[str] = "memory"
+    samples_mb: list[Number] = field(default_factory=list)
+    slope_mb_per_100: Number | None = None
+    r2: Number | None = None
+    growth_mb: Number | None = None
+    leak_suspected: bool | None = None
+
+
+@dataclass(frozen=True)
+class ColdStart(Section):
+    """Building the pipeline and its first request (ms)."""
+
+    _name: ClassVar[str] = "cold_start"
+    build_ms: Number | None = None
+    first_request_ms: Number | None = None
+    first_request_ok: bool | None = None
+
+
+@dataclass(frozen=True)
+class Attributes(Section):
+    """Request attributes the pipeline described (names, per-stage values, errors)."""
+
+    _name: ClassVar[str] = "attributes"
+    names: list[str] = field(default_factory=list)
+    stages: Any = None
+    errors: Json = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Quantization(Section):
+    """What int8 quantized: the factory's reports and one line of text."""
+
+    _name: ClassVar[str] = "quantization"
+    models: list[Json] = field(default_factory=list)
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class Ingest(Section):
+    """Where ingested spans came from: files, span and request counts, the stage map, root span names."""
+
+    _name: ClassVar[str] = "ingest"
+    files: list[str] = field(default_factory=list)
+    spans: NonNegInt = 0
+    requests: NonNegInt = 0
+    stage_map: dict[str, str] = field(default_factory=dict)
+    root_names: list[str] = field(default_factory=list)
+    dropped: Json = field(default_factory=dict)
+    clamped: Json = field(default_factory=dict)
+
+
+# -- decoding: msgspec checks the declared types; unknown keys go to ``extra`` ----------------------------------
+_AT = re.compile(r"^(?P<what>.*?) - at `\$(?P<path>[^`]*)`$")
+
+
+def convert_checked(data: dict[str, Any], cls: type, prefix: str) -> Any:
+    """``data`` as ``cls`` (a frozen dataclass), unknown keys kept in each ``extra``; :class:`MetaError` if it does not fit."""
+    # a key named "extra" is data like any other, never the dataclass's own ``extra`` field
+    sections = _section_fields(cls)
+    plain = {k: {i: w for i, w in v.items() if i != "extra"} if k in sections and isinstance(v, dict) else v
+             for k, v in data.items() if k != "extra"}
+    try:
+        obj = msgspec.convert(plain, cls, strict=True)
+    except msgspec.ValidationError as exc:
+        raise _meta_error(exc, data, prefix) from None
+    return _with_extras(obj, data)
+
+
+def _with_extras(obj: Any, data: dict[str, Any]) -> Any:
+    """``obj`` with the keys of ``data`` its class does not declare in ``extra`` (sections too)."""
+    names = [f.name for f in dataclasses.fields(obj) if f.name != "extra"]
+    changes: dict[str, Any] = {"extra": {k: v for k, v in data.items() if k not in names}}
+    for name in names:
+        value = getattr(obj, name)
+        if isinstance(value, Section) and isinstance(data.get(name), dict):
+            changes[name] = _with_extras(value, data[name])
+    return dataclasses.replace(obj, **changes)
+
+
+def _meta_error(exc: msgspec.ValidationError, data: Any, prefix: str) -> MetaError:
+    """msgspec's "Expected `int` >= 1 - at `$.config.batch_size`" in this project's words."""
+    m = _AT.match(str(exc))
+    what, path = (m.group("what"), m.group("path")) if m else (str(exc), "")
+    path = path.lstrip(".")
+    dotted, _, index = path.partition("[")  # "stages[0]": field "stages", item [0]
+    name = ".".join(p for p in (prefix, dotted.rstrip(".")) if p) or "$"
+    item = f"item [{index} " if index else ""
+    what = re.sub(r", got `[^`]*`$", "", what).replace("`", "")
+    if what.startswith("Expected "):
+        what = "must be " + what[len("Expected "):].replace("| null", "or null")
+    elif what.startswith("Invalid enum value"):
+        what = "must be one of the documented values"
+    return MetaError(name, f"{item}{what}, got {_value_at(data, path)!r:.80}")
+
+
+def _value_at(data: Any, path: str) -> Any:
+    """The value at a msgspec path such as ``config.batch_size`` or ``stages[2]``."""
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        try:
+            data = data[int(part[1:-1])] if part.startswith("[") else data[part]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return "?"
+    return data
+
+
+@functools.cache
+def _section_fields(cls: type) -> frozenset[str]:
+    """The fields of ``cls`` that hold a :class:`Section` (possibly ``| None``)."""
+    hints = typing.get_type_hints(cls, include_extras=False)
+    return frozenset(name for name, hint in hints.items()
+                     if any(isinstance(a, type) and issubclass(a, Section) for a in (hint, *typing.get_args(hint))))

@@ -206,3 +206,22 @@ def test_load_sweep_names_the_problem(tmp_path):
     (tmp_path / "sweep.json").write_text('{"format": "other"}')
     with pytest.raises(ConfigError, match="field 'format'/'version'"):
         load_sweep(tmp_path)
+
+
+def test_compare_sweeps_matches_points_on_the_swept_value(tmp_path):
+    from workbench.batching.capacity import compare_sweeps
+
+    plan_a = SweepPlan("rate", (25.0, 50.0, 100.0), window_s=1.0, max_windows=3)
+    plan_b = SweepPlan("rate", (50.0, 100.0, 200.0), window_s=1.0, max_windows=3)
+    a = run_sweep(plan_a, _measure(lambda r: 5.0 + r / 20.0, 1e9), tmp_path / "a", {"kind": "load"})
+    b = run_sweep(plan_b, _measure(lambda r: 2 * (5.0 + r / 20.0), 1e9), tmp_path / "b", {"kind": "load"})
+    table = compare_sweeps(a, b)
+    assert table["value"].tolist() == [50.0, 100.0]
+    assert table["a_p99_ms"].tolist() == [7.5, 10.0] and table["b_p99_ms"].tolist() == [15.0, 20.0]
+    assert table["p50_ratio"].tolist() == [2.0, 2.0] and table["p99_ratio"].tolist() == [2.0, 2.0]
+    # at 100 req/s B's last two requests (20 ms) end after the last window, A's last one (10 ms)
+    assert table["achieved_ratio"].tolist() == [1.0, (298 / 3) / (299 / 3)]
+    other = SweepPlan("concurrency", (1.0,), window_s=1.0, max_windows=3)
+    c = run_sweep(other, _measure(lambda r: 1.0, 1e9), tmp_path / "c", {"kind": "load"})
+    with pytest.raises(ConfigError, match="vary different things"):
+        compare_sweeps(a, c)

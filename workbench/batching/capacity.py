@@ -365,3 +365,32 @@ def points_table(record: dict[str, Any]) -> pd.DataFrame:
             "predicted_p99_ratio",
         ],
     )
+
+
+def compare_sweeps(a: dict[str, Any], b: dict[str, Any]) -> pd.DataFrame:
+    """Per-point ratios B/A of two sweeps, matched on the swept value (rate_rps or concurrency).
+
+    Out: one row per value both sweeps measured: ``value``, ``a_``/``b_`` p50_ms,
+    p99_ms, achieved_rps and stable, and ``p50_ratio``, ``p99_ratio``,
+    ``achieved_ratio`` (B over A; None where A's figure is missing or zero).
+    """
+    key = {"rate": "rate_rps", "concurrency": "concurrency"}
+    if a["plan"]["parameter"] != b["plan"]["parameter"]:
+        raise ConfigError(
+            f"the sweeps vary different things ({a['plan']['parameter']} and "
+            f"{b['plan']['parameter']}); compare sweeps of one parameter"
+        )
+    column = key[a["plan"]["parameter"]]
+    theirs = {p[column]: p for p in b["points"]}
+    rows = []
+    for p in a["points"]:
+        q = theirs.get(p[column])
+        if q is None:
+            continue
+        row = {"value": p[column]}
+        for name in ("p50_ms", "p99_ms", "achieved_rps", "stable"):
+            row[f"a_{name}"], row[f"b_{name}"] = p[name], q[name]
+        for name in ("p50_ms", "p99_ms", "achieved_rps"):
+            row[f"{name.split('_')[0]}_ratio"] = ratio(q[name], p[name])
+        rows.append(row)
+    return pd.DataFrame(rows)

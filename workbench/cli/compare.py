@@ -26,6 +26,7 @@ from ..config import PipelineConfig
 from ..errors import ConfigError
 from ..noise import noise_line
 from .profile import add_pipeline_arguments, config_from_args, factory_from_args
+from .sweep import compare_sweeps_command, is_sweep
 
 _PAIRS = {"[": "]", "{": "}", "(": ")"}
 
@@ -118,6 +119,8 @@ def base_config(args) -> PipelineConfig:
 
 
 def run(args) -> int:
+    if len(args.runs) == 2 and all(is_sweep(p) for p in args.runs):  # two load --sweep folders
+        return compare_sweeps_command(args.runs, args.json)
     if args.runs:
         return _run_saved(args)
     if not (args.example or args.pipeline):

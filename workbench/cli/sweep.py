@@ -66,6 +66,12 @@ def add_sweep_arguments(load: argparse.ArgumentParser) -> None:
         help="--sweep rate=auto: at most this many points (default 12)",
     )
     g.add_argument(
+        "--figure",
+        type=Path,
+        metavar="FILE.html",
+        help="--sweep: also write the latency-throughput figure (SLA, knee, simulator) as a standalone page",
+    )
+    g.add_argument(
         "--service",
         nargs="+",
         type=Path,
@@ -136,6 +142,8 @@ def run_sweep_command(args) -> int:
         plan, measure, out, header, on_point=None if args.json else lambda p: print(table_row(p))
     )
     record = _predict(args, plan, record, out)
+    if args.figure is not None:
+        write_figure(record, args.figure)
     if args.json:
         print(json.dumps(record | {"sweep_dir": str(out)}))
     else:
@@ -325,3 +333,50 @@ def show_sweep(path: Path, as_json: bool) -> int:
     else:
         print_sweep(record)
     return 0
+
+
+def compare_sweeps_command(paths: list[Path], as_json: bool) -> int:
+    """``workbench compare SWEEP_A SWEEP_B``: per-point ratios B/A at the values both measured."""
+    from ..batching.capacity import compare_sweeps, load_sweep
+
+    a, b = (load_sweep(p) for p in paths)
+    table = compare_sweeps(a, b)
+    if table.empty:
+        raise ConfigError(f"{paths[0]} and {paths[1]} have no swept value in common")
+    if as_json:
+        print(json.dumps({"a": str(paths[0]), "b": str(paths[1]), "points": table.to_dict("records"),
+                          "knee": {"a": a.get("knee"), "b": b.get("knee")}}))
+        return 0
+    print(f"A = {paths[0]}\nB = {paths[1]}")
+    print(f"{'value':>8} {'A p50':>8} {'B p50':>8} {'x':>6} {'A p99':>8} {'B p99':>8} {'x':>6} "
+          f"{'A rps':>8} {'B rps':>8} {'x':>6}  stable A/B")
+    for r in table.to_dict("records"):
+        cells = [f"{r['value']:>8.4g}"]
+        for name in ("p50", "p99", "achieved"):
+            unit = "rps" if name == "achieved" else "ms"
+            cells += [_cell(r[f"a_{name}_{unit}"], 8, ".3f"), _cell(r[f"b_{name}_{unit}"], 8, ".3f"),
+                      _cell(r[f"{name}_ratio"], 6, ".2f")]
+        print(" ".join(cells) + f"  {'yes' if r['a_stable'] else 'NO'}/{'yes' if r['b_stable'] else 'NO'}")
+    for label, rec in (("A", a), ("B", b)):
+        knee = rec.get("knee")
+        print(f"knee {label}: " + (f"{knee['offered_rps']:.1f} req/s, p99 {knee['p99_ms']:.3f} ms" if knee else "none"))
+    return 0
+
+
+def _cell(value, width: int, spec: str) -> str:
+    return f"{'-':>{width}}" if value is None else f"{value:>{width}{spec}}"
+
+
+def write_figure(record: dict, path: Path) -> Path:
+    """The sweep's figure as a standalone HTML page (plotly.js inlined: it opens offline)."""
+    import importlib.util
+
+    if importlib.util.find_spec("plotly") is None:
+        raise ConfigError("--figure needs plotly: pip install 'plotly>=5.20'")
+    from ..plots.sweep import sweep_record_figure
+
+    fig = sweep_record_figure(record, title=f"{record['pipeline']} ({record['kind']}): latency vs throughput")
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.write_html(tmp, include_plotlyjs=True)
+    tmp.replace(path)
+    return path

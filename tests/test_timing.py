@@ -80,3 +80,35 @@ def test_observed_path_records_a_failure_like_the_plain_one():
     t = time_request(["a", "b"], [lambda x: x, boom], 1, keep=frozenset({0, 1}))
     assert t.failure.stage == "b" and t.failure.error_type == "ValueError" and t.kept == {0: 1}
     assert len(t.stage_start_ns) == len(t.stage_end_ns) == 2
+
+
+def test_describe_runs_after_the_last_clock_read_and_keeps_only_the_numbers():
+    import gc
+    import weakref
+
+    class Payload:
+        def __init__(self, n):
+            self.n = n
+
+    refs, calls = [], []
+    clock = iter(range(0, 1_000, 10))
+
+    def make(x):
+        p = Payload(x * 3)
+        refs.append(weakref.ref(p))
+        return p
+
+    def describe(p):
+        calls.append(next(clock))  # the clock reads before it: start, 2 per stage, end
+        return {"n": p.n, "flag": True}
+
+    t = time_request(["make", "drop"], [make, lambda p: "out"], 2, lambda: next(clock), describe={0: describe})
+    gc.collect()
+    assert refs[0]() is None  # the stage's output is gone with the request
+    assert t.attributes == {0: {"n": 6.0, "flag": 1.0}} and t.kept is None and t.output == "out"
+    assert (t.start_ns, t.end_ns, calls) == (0, 50, [60])  # describe ran after the end was read
+
+
+def test_a_raising_describe_is_an_attribute_error_not_a_failure():
+    t = time_request(["a"], [lambda x: x], 1, describe={0: lambda v: {"x": 1 / 0}})
+    assert t.failure is None and t.attributes is None and t.attribute_errors == {0: "ZeroDivisionError: division by zero"}

@@ -45,6 +45,7 @@ from .analysis.verdicts import BLOCK, MIN_EFFECT, RESAMPLES, paired_comparison
 from .config import PipelineConfig
 from .errors import ConfigError, PipelineError
 from .timing import Clock, RequestTiming, time_request
+from .units import ns_to_s, s_to_ns
 
 REWARM = 3
 # A fixed run length that did it on a quiet machine: on the 2-core VM at 600 requests a 10 % slower forward
@@ -192,7 +193,7 @@ class _Stop:
 
     def __init__(self, requests, resolution, max_time_s, clock, names, metric) -> None:
         self.requests, self.resolution, self.clock, self.names, self.metric = requests, resolution, clock, names, metric
-        self.max_ns = int(max_time_s * 1e9)
+        self.max_ns = s_to_ns(max_time_s)
         self.started, self.by, self.rounds, self.next_check, self.widest = clock(), None, 0, MIN_ROUNDS, None
 
     def rounds_for_requests(self) -> int | None:
@@ -215,9 +216,9 @@ class _Stop:
         return self.by is not None
 
     def report(self) -> dict[str, Any]:
-        return {"by": self.by, "rounds": self.rounds, "seconds": round((self.clock() - self.started) / 1e9, 3),
+        return {"by": self.by, "rounds": self.rounds, "seconds": round(ns_to_s(self.clock() - self.started), 3),
                 "resolution": None if self.requests is not None else self.resolution,
-                "max_time_s": None if self.requests is not None else self.max_ns / 1e9, "widest": self.widest}
+                "max_time_s": None if self.requests is not None else ns_to_s(self.max_ns), "widest": self.widest}
 
 
 def _widest_interval(rows: list[tuple], names: list[str], n_configs: int, metric: str) -> dict[str, Any] | None:

@@ -131,10 +131,12 @@ def dispersion(e2e_ns) -> dict[str, float | None]:
     """``iqr_over_median`` and ``p99_over_p50`` of end-to-end times (None for fewer than 2)."""
     import numpy as np
 
+    from .analysis.stats import percentiles
+
     arr = np.asarray([] if e2e_ns is None else e2e_ns, dtype=np.int64)
     if arr.size < 2:
         return {"iqr_over_median": None, "p99_over_p50": None}
-    q1, med, q3, p99 = np.percentile(arr, [25, 50, 75, 99])
+    q1, med, q3, p99 = percentiles(arr, [25, 50, 75, 99])
     return {"iqr_over_median": round(float((q3 - q1) / med), 4) if med else None,
             "p99_over_p50": round(float(p99 / med), 4) if med else None}
 

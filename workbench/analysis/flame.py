@@ -35,6 +35,7 @@ import pandas as pd
 from ..errors import ConfigError
 from ..naming import STAGE_PREFIX, stage_from_range_name
 from ..trace import GPU_WORK_KINDS, HOST_KINDS, Trace
+from ..units import ns_to_ms
 from .nesting import nest, nesting_order
 
 # python frames of the workbench's own instrumentation and of the profiler, cut even inside a stage
@@ -145,8 +146,8 @@ def _cut_summary(events: pd.DataFrame, stage: np.ndarray, steps: np.ndarray, cut
     widest = pd.Series(dur[cut_host], index=short).groupby(level=0).sum().sort_values(ascending=False, kind="stable")
     frames = list(widest.index[:4])
     note = (f"starts at the stages: {int(cut_host.sum())} harness and instrumentation events cut "
-            f"({', '.join(frames)}{', ...' if len(widest) > 4 else ''}); {outside / 1e6:.3g} ms of the "
-            f"{traced / 1e6:.3g} ms traced is outside the stages")
+            f"({', '.join(frames)}{', ...' if len(widest) > 4 else ''}); {ns_to_ms(outside):.3g} ms of the "
+            f"{ns_to_ms(traced):.3g} ms traced is outside the stages")
     if cut_gpu.any():
         note += f"; {int(cut_gpu.sum())} GPU events they launched cut"
     return {"host_events": int(cut_host.sum()), "gpu_events": int(cut_gpu.sum()), "outside_ns": outside,

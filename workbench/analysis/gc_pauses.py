@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..units import ns_to_ms
 from .matrix import END_TO_END, measured_ok, stage_matrix
 from .tail import slowest
 
@@ -37,10 +38,10 @@ def gc_summary(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[s
     per_stage = {}
     for s in stage_order:
         stage_time = float(host[s].fillna(0).sum())
-        per_stage[s] = {"pause_ms_total": float(gc_wide[s].sum()) / 1e6, "requests_with_gc": int((gc_wide[s] > 0).sum()),
+        per_stage[s] = {"pause_ms_total": ns_to_ms(float(gc_wide[s].sum())), "requests_with_gc": int((gc_wide[s] > 0).sum()),
                         "share_of_stage_time": float(gc_wide[s].sum()) / stage_time if stage_time else 0.0}
     top = max(stage_order, key=lambda s: per_stage[s]["pause_ms_total"]) if stage_order else None
-    return {"pause_ms_total": float(per_request.sum()) / 1e6, "requests_with_gc": int((per_request > 0).sum()),
+    return {"pause_ms_total": ns_to_ms(float(per_request.sum())), "requests_with_gc": int((per_request > 0).sum()),
             "requests": int(len(req)), "stages": per_stage,
             "share_slowest_5pct": float(per_request.loc[tail_ids].sum()) / tail_e2e if tail_e2e else 0.0,
             "stage": top if top and per_stage[top]["pause_ms_total"] > 0 else None}

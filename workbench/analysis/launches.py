@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..trace import KIND_KERNEL, Trace, derived
 from ..trace.intervals import union_length
+from .stats import percentiles
 
 LAUNCH_NAMES = frozenset({
     "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchKernelEx", "cudaLaunchCooperativeKernel",
@@ -245,7 +246,7 @@ def launch_distribution(pairs: pd.DataFrame) -> pd.DataFrame:
         row = {"metric": metric, "count": int(values.size)}
         empty = values.size == 0
         row["mean_ns"] = np.nan if empty else float(values.mean())
-        for p, v in zip(LAUNCH_PERCENTILES, [np.nan] * 4 if empty else np.percentile(values, LAUNCH_PERCENTILES)):
+        for p, v in zip(LAUNCH_PERCENTILES, [np.nan] * 4 if empty else percentiles(values, LAUNCH_PERCENTILES)):
             row[f"p{p}_ns"] = float(v)
         row["max_ns"] = np.nan if empty else float(values.max())
         rows.append(row)

@@ -24,7 +24,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..units import ns_to_ms
 from .matrix import END_TO_END, UNATTRIBUTED, stage_matrix
+from .stats import percentiles
 
 MIN_REQUESTS_FOR_1PCT = 200
 TAIL_FRACTIONS = {"slowest_1pct": 0.01, "slowest_5pct": 0.05}
@@ -40,7 +42,7 @@ def slowest(e2e_ns: pd.Series, fraction: float) -> pd.Index:
 
 def median_set(e2e_ns: pd.Series, band: tuple[float, float] = MEDIAN_BAND) -> pd.Index:
     """Request ids whose end to end lies between the band's percentiles (inclusive)."""
-    lo, hi = np.percentile(e2e_ns.to_numpy(dtype=np.int64), band, method="linear")
+    lo, hi = percentiles(e2e_ns.to_numpy(dtype=np.int64), band)
     return e2e_ns.index[(e2e_ns >= lo) & (e2e_ns <= hi)]
 
 
@@ -83,7 +85,7 @@ def tail_attribution(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: 
 
 
 def _set_entry(wide: pd.DataFrame, ids: pd.Index, stage_order: list[str]) -> dict[str, Any]:
-    return {"count": int(len(ids)), "e2e_sum_ms": float(wide.loc[ids, END_TO_END].sum()) / 1e6,
+    return {"count": int(len(ids)), "e2e_sum_ms": ns_to_ms(float(wide.loc[ids, END_TO_END].sum())),
             "shares": shares(wide, ids, stage_order)}
 
 

@@ -53,7 +53,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from .budget import END_TO_END
-from .stats import NS_PER_MS
+from .stats import NS_PER_MS, percentiles
 
 BLOCK = 10
 RESAMPLES = 2000
@@ -90,7 +90,7 @@ def consecutive_blocks(values_ns: Sequence, block: int = BLOCK) -> np.ndarray:
 def _percentile_rows(sample: np.ndarray, q: float) -> np.ndarray:
     if np.isnan(sample).any():
         return np.nanpercentile(sample, q, axis=1)
-    return np.percentile(sample, q, axis=1)
+    return percentiles(sample, q, axis=1)
 
 
 def _ratio(b: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -104,7 +104,7 @@ def point_ratio(blocks_a: np.ndarray, blocks_b: np.ndarray, q: float) -> float:
     a, b = blocks_a[np.isfinite(blocks_a)], blocks_b[np.isfinite(blocks_b)]
     if a.size == 0 or b.size == 0:
         return math.nan
-    return float(_ratio(np.percentile(b, q), np.percentile(a, q)))
+    return float(_ratio(percentiles(b, q), percentiles(a, q)))
 
 
 def resample_indices(n_a: int, n_b: int, *, paired: bool, resamples: int = RESAMPLES,
@@ -204,7 +204,7 @@ def gate_decision(ratio: float, ci: Sequence[float], metric_verdict: str, thresh
 
 def _ms(blocks: np.ndarray, q: float) -> float | None:
     v = blocks[np.isfinite(blocks)]
-    return round(float(np.percentile(v, q)) / NS_PER_MS, 6) if v.size else None
+    return round(float(percentiles(v, q)) / NS_PER_MS, 6) if v.size else None
 
 
 def _r(x: float) -> float | None:

@@ -13,14 +13,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from ..analysis.blocking import head_of_line
 from ..analysis.budget import END_TO_END, budget, stage_matrix
 from ..analysis.gc_pauses import gc_summary
+from ..analysis.stats import percentiles
 from ..analysis.tail import tail_attribution
 from ..errors import TraceError
 from ..roles import decide_roles
+from ..units import ms_to_ns, ns_to_ms
 
 
 def run_facts(run) -> dict[str, Any]:
@@ -74,11 +74,11 @@ def timeout_estimate(run, stage: str, timeout_ms: float) -> dict[str, Any]:
     wide = stage_matrix(run.requests, run.stages, run.stage_names)
     if wide.empty or stage not in wide:
         return {"stage": stage, "timeout_ms": timeout_ms, "p50_ms": None, "p99_ms": None, "timed_out_share": None}
-    cut_ns = timeout_ms * 1e6
+    cut_ns = ms_to_ns(timeout_ms)
     over = (wide[stage].fillna(0) - cut_ns).clip(lower=0)
     e2e = (wide[END_TO_END] - over).to_numpy(dtype=float)
-    p50, p99 = np.percentile(e2e, [50, 99], method="linear")
-    return {"stage": stage, "timeout_ms": timeout_ms, "p50_ms": float(p50) / 1e6, "p99_ms": float(p99) / 1e6,
+    p50, p99 = percentiles(e2e, [50, 99])
+    return {"stage": stage, "timeout_ms": timeout_ms, "p50_ms": ns_to_ms(float(p50)), "p99_ms": ns_to_ms(float(p99)),
             "timed_out_share": float((over > 0).mean()), "estimate": True}
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import ConfigError
 
-from ..units import NS_PER_S
+from ..units import NS_PER_S, ms_to_ns
 
 PROCESSES = ("poisson", "bursty", "replay")
 CSV_UNITS = {"arrival_ns": 1, "arrival_us": 1_000, "arrival_ms": 1_000_000, "arrival_s": NS_PER_S}
@@ -132,7 +132,7 @@ def bursty_ns(rate_rps: float, on_ms: float, off_ms: float, count: int | None, d
     inside on windows), then maps busy time to wall time by inserting an off
     window after every ``on_ms`` of busy time.
     """
-    on_ns, off_ns = on_ms * 1e6, off_ms * 1e6
+    on_ns, off_ns = ms_to_ns(on_ms), ms_to_ns(off_ms)
     peak = rate_rps * (on_ms + off_ms) / on_ms
     busy_duration = None if duration_s is None else duration_s * on_ms / (on_ms + off_ms) + on_ms / 1e3
     rng = np.random.default_rng(seed)

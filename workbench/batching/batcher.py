@@ -36,6 +36,7 @@ from typing import Any
 from ..errors import PipelineError
 from ..guard import abandoned, is_timeout
 from ..timing import Clock, RequestTiming, StageFailure
+from ..units import ns_to_s
 from .policy import BatchFormer, BatchPolicy
 
 
@@ -195,7 +196,7 @@ class DynamicBatcher:
                 continue
             now = self._clock()
             if now < close:
-                cond.wait(timeout=(close - now) / 1e9)
+                cond.wait(timeout=ns_to_s(close - now))
                 continue
             batch, self._next_batch = self._next_batch, self._next_batch + 1
             self._slot_free_ns = now

@@ -96,6 +96,7 @@ def batching_figures(entries: list[Entry], requests: int = 4_000, seed: int = 0)
     from ..batching import service_model_from_runs, sweep
     from ..errors import WorkbenchError
     from ..plots.batching import batching_curves_figure
+    from ..units import ns_to_s
 
     groups: dict[str, list[Entry]] = {}
     for e in entries:
@@ -109,7 +110,7 @@ def batching_figures(entries: list[Entry], requests: int = 4_000, seed: int = 0)
         except WorkbenchError:
             continue
         sizes = model.sizes
-        capacity = max(s / (model.mean_ns(s) / 1e9) for s in sizes)
+        capacity = max(s / ns_to_s(model.mean_ns(s)) for s in sizes)
         curve = sweep(model, [f * capacity for f in RATE_FRACTIONS], sizes, [2.0], requests=requests, seed=seed)
         fig = batching_curves_figure(curve, title=f"Simulated from the recorded runs at batch sizes {sizes}")
         out[key] = _plain(fig)

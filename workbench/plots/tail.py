@@ -7,6 +7,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..analysis.stats import percentiles
+from ..units import ns_to_ms
 from .style import empty_figure, layout, stage_color
 
 SET_LABELS = {"median": "median set (p40-p60)", "slowest_5pct": "slowest 5 %", "slowest_1pct": "slowest 1 %"}
@@ -53,7 +55,7 @@ def latency_over_run_figure(requests: pd.DataFrame, *, picked: int | None = None
     if len(req) > max_points:  # keep every slow request, thin the rest evenly
         keep = np.zeros(len(req), bool)
         keep[:: max(1, len(req) // max_points)] = True
-        keep |= req["dur_ns"].to_numpy() >= np.percentile(req["dur_ns"], 99)
+        keep |= req["dur_ns"].to_numpy() >= percentiles(req["dur_ns"], 99)
         req = req[keep]
     fig = go.Figure()
     groups = (("measured", ~req["warmup"] & req["ok"], "#1f77b4"), ("warm-up", req["warmup"] & req["ok"], "#aaaaaa"),
@@ -62,7 +64,7 @@ def latency_over_run_figure(requests: pd.DataFrame, *, picked: int | None = None
         part = req[mask.to_numpy()]
         if part.empty:
             continue
-        fig.add_scattergl(x=part["request"], y=part["dur_ns"] / 1e6, mode="markers", name=name,
+        fig.add_scattergl(x=part["request"], y=ns_to_ms(part["dur_ns"]), mode="markers", name=name,
                           marker={"color": color, "size": 4}, customdata=part["request"],
                           hovertemplate="request %{customdata}: %{y:.3f} ms<extra>" + name + "</extra>")
     _ring(fig, requests, picked)
@@ -75,7 +77,7 @@ def _ring(fig: go.Figure, requests: pd.DataFrame, picked: int | None) -> None:
     row = requests[requests["request"] == picked] if picked is not None else requests.iloc[:0]
     if row.empty:
         return
-    fig.add_scatter(x=[int(picked)], y=[int(row["dur_ns"].iloc[0]) / 1e6], customdata=[int(picked)], mode="markers",
+    fig.add_scatter(x=[int(picked)], y=[ns_to_ms(int(row["dur_ns"].iloc[0]))], customdata=[int(picked)], mode="markers",
                     name=f"request {picked}", marker={"symbol": "circle-open", "size": 16, "color": "#d62728",
                                                       "line": {"width": 2}},
                     hovertemplate="request %{customdata}: %{y:.3f} ms<extra>picked</extra>")
@@ -104,7 +106,7 @@ def attribute_figure(requests: pd.DataFrame, stages: pd.DataFrame, stage: str, a
     if stage not in wide.columns:
         return empty_figure(f"no stage {stage!r} in this run", title)
     values = requests.set_index("request")[column].reindex(wide.index)
-    both = pd.DataFrame({"x": pd.to_numeric(values, errors="coerce"), "y": wide[stage] / 1e6}).dropna()
+    both = pd.DataFrame({"x": pd.to_numeric(values, errors="coerce"), "y": ns_to_ms(wide[stage])}).dropna()
     if both.empty:
         return empty_figure(f"no request with both {stage} and {attribute}", title)
     both = both.iloc[:: max(1, len(both) // max_points)]

@@ -41,6 +41,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..record import Config, Env, Load, Run, RunMeta, Serving, Timing
 from .edge import TOKEN_HEADER, EdgeLimits, edge_protocol, refusal, token_ok
+from ..units import ns_to_ms
 from .records import server_tables
 from .service import AFTER, BEFORE, PipelineService, server_meta
 
@@ -206,8 +207,8 @@ def serve(pipe, policy, *, host: str = "127.0.0.1", port: int = 8000, warmup: in
                 gc.unfreeze()
             sock.close()
     stopped = clock()
-    gc_note |= {"collections": gc_probe.collections, "pause_ms_total": gc_probe.pause_ns / 1e6,
-                "pause_ms_max": gc_probe.max_pause_ns / 1e6}
+    gc_note |= {"collections": gc_probe.collections, "pause_ms_total": ns_to_ms(gc_probe.pause_ns),
+                "pause_ms_max": ns_to_ms(gc_probe.max_pause_ns)}
     requests, stages = server_tables(service, dropped, stopped)
     noise = probe.finish(_torch_threads(), requests.loc[requests["ok"], "dur_ns"].to_numpy())
     meta = _run_meta(pipe, started, requests, environment, server_meta(service) | {

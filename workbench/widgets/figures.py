@@ -14,6 +14,7 @@ from ..errors import ConfigError
 from ..plots import (budget_figure, distribution_figure, flame_figure, gpu_timeline_figure, launch_figure,
                      request_flame_chart, step_breakdown_figure, transfer_figure)
 from ..plots.style import empty_figure
+from ..units import ns_to_ms
 from .summaries import RunView
 
 FLAME_MAX_NODES = 400
@@ -104,6 +105,6 @@ def request_chart(events, request: int) -> go.Figure:
 def trace_summary(trace) -> str:
     """One status line: file, platform, event count, time span (ms)."""
     events = trace.events
-    span_ms = (int((events["ts_ns"] + events["dur_ns"]).max()) - int(events["ts_ns"].min())) / 1e6 if len(events) else 0.0
+    span_ms = ns_to_ms(int((events["ts_ns"] + events["dur_ns"]).max()) - int(events["ts_ns"].min())) if len(events) else 0.0
     platform = trace.meta.get("platform", "?")
     return f"{trace.path.name}: {len(events):,} events, {platform}, {span_ms:,.1f} ms span"

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..config import PipelineConfig
+from ..units import ns_to_ms
 from .recorded import RecordedRuns
 from .summaries import RunView
 
@@ -97,7 +98,7 @@ def request_options(view: RunView) -> list[tuple[str, int | None]]:
     if measured.empty:
         return [("(no measured request)", None)]
     rows = zip(measured["request"].astype(int), measured["dur_ns"].astype("int64"))
-    return [(f"request {r}: {d / 1e6:.3f} ms{' (slowest)' if i == 0 else ''}", r) for i, (r, d) in enumerate(rows)]
+    return [(f"request {r}: {ns_to_ms(d):.3f} ms{' (slowest)' if i == 0 else ''}", r) for i, (r, d) in enumerate(rows)]
 
 
 def clicked_request(point: dict) -> int | None:

@@ -169,4 +169,53 @@ def corpus() -> list[Damage]:
         Damage("run.json-not-utf8", lambda r: (r / "run.json").write_bytes(b'{"format": "\xff\xfe"}'), "run.json", None),
         Damage("run.json-deep", lambda r: (r / "run.json").write_text("[" * 100_000 + "]" * 100_000), "run.json", None),
     ]
-    return cases
+    return cases + issue_27_cases()
+
+
+def _link_out(name: str) -> Callable[[Path], None]:
+    """``name`` replaced by a link to a copy outside the folder (another run's file, as the issue found)."""
+    def apply(root: Path) -> None:
+        outside = root.parent / f"other-{name}"
+        (root / name).rename(outside)
+        os.symlink(outside, root / name)
+    return apply
+
+
+def _fifo(name: str) -> Callable[[Path], None]:
+    def apply(root: Path) -> None:
+        (root / name).unlink()
+        os.mkfifo(root / name)
+    return apply
+
+
+def _stage_times(factor: int) -> Callable[[pd.DataFrame], None]:
+    return _column("dur_ns", lambda s: s * factor)
+
+
+def issue_27_cases() -> list[Damage]:
+    """Issue 27: hand-edited folders that crashed or printed NaN / negative time with exit 0."""
+    return [
+        Damage("meta-noise.noisy='yes'", _edit_meta(_set("noise", {"noisy": "yes"})), "run.json", "noise.noisy"),
+        Damage("meta-load=[1]", _edit_meta(_set("load", [1])), "run.json", "load"),
+        Damage("meta-load.late_requests=-1", _edit_meta(_set("load", {"late_requests": -1})), "run.json",
+               "load.late_requests"),
+        Damage("meta-kind=load-on-a-profile-run", _edit_meta(_set("kind", "load")), "run.json", "load"),
+        Damage("meta-timing.max_duration_s=1e400", _raw_meta_edit('"timing": {', '"timing": {"max_duration_s": 1e400, '),
+               "run.json", None),
+        Damage("meta-stage-listed-absent", _edit_meta(lambda m: m["stages"].append("ghost")), "stages.parquet", None),
+        Damage("stages-50x-the-request", _edit_table("stages.parquet", _stage_times(50)), "stages.parquet", None),
+        Damage("requests-dur-past-int64-sums", _edit_table("requests.parquet", _column("dur_ns", lambda s: s * 0 + 2**62)),
+               "requests.parquet", "dur_ns"),
+        Damage("requests.parquet-link-out", _link_out("requests.parquet"), "requests.parquet", None),
+        Damage("stages.parquet-link-out", _link_out("stages.parquet"), "stages.parquet", None),
+        Damage("run.json-link-out", _link_out("run.json"), "run.json", None),
+        Damage("stages.parquet-fifo", _fifo("stages.parquet"), "stages.parquet", None),
+    ]
+
+
+def _raw_meta_edit(old: str, new: str) -> Callable[[Path], None]:
+    def apply(root: Path) -> None:
+        text = (root / "run.json").read_text()
+        assert old in text
+        (root / "run.json").write_text(text.replace(old, new, 1))
+    return apply

@@ -150,7 +150,11 @@ def _profile_samples(run, label: str) -> dict[int, np.ndarray]:
     if size is None:
         raise ConfigError(f"--service {label}: run.json has no config.batch_size")
     req = run.requests[~run.requests["warmup"].astype(bool) & run.requests["ok"].astype(bool)]
-    return {size: req["dur_ns"].to_numpy(dtype=np.int64)}
+    durs = req["dur_ns"].to_numpy(dtype=np.int64)
+    if len(durs) and not durs.any():
+        raise ConfigError(f"--service {label}: requests.parquet column 'dur_ns' is 0 for every measured request; "
+                          "not a service time (a damaged or hand-edited run)")
+    return {size: durs}
 
 
 def _load_samples(run, min_batches: int) -> dict[int, np.ndarray]:

@@ -21,7 +21,7 @@ The instrumentation costs two clock reads and two list appends per stage
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,12 +60,15 @@ class RequestTiming:
     failure: StageFailure | None
     output: Any = None
     stage_gc_ns: list[int] | None = None  # GC pause time inside each stage (a GcProbe was given)
-    kept: dict[int, Any] | None = None  # outputs of the stages asked for (``keep``), for describe=
+    kept: dict[int, Any] | None = None  # outputs of the stages asked for (``keep``): the first request's checks
+    attributes: dict[int, dict[str, float]] | None = None  # stage index -> its describe= numbers
+    attribute_errors: dict[int, str] | None = None  # stage index -> "Type: message" of a describe= that raised
 
 
 def time_request(names: Sequence[str], fns: Sequence[Callable], batch: Any, clock: Clock = time.perf_counter_ns,
                  *, starts: list[int] | None = None, ends: list[int] | None = None, gc_probe: Any = None,
-                 keep: frozenset[int] = frozenset()) -> RequestTiming:
+                 keep: frozenset[int] = frozenset(),
+                 describe: Mapping[int, Callable[[Any], Any]] | None = None) -> RequestTiming:
     """Run the stages on one batch on the host, timing each (ns); a raising stage ends the request.
 
     Any exception from a stage, ``SystemExit`` included, is that request's
@@ -74,12 +77,15 @@ def time_request(names: Sequence[str], fns: Sequence[Callable], batch: Any, cloc
     see from another thread which stage is running when a request times out.
     gc_probe: a :class:`workbench.gcprobe.GcProbe`; each stage's GC pause time
     (ns) is its running total after the stage minus before.
-    keep: indexes of stages whose outputs are returned in ``kept`` (for a
-    stage's ``describe=``, called by the runner after the request, outside
-    every timed region).
+    keep: indexes of stages whose outputs are returned in ``kept`` (the
+    runner's checks of the first request).
+    describe: stage index -> that stage's ``describe=``. Each is called on
+    its stage's output once the request's last clock read is taken (outside
+    every timed region) and the output is released at once: only the numbers
+    stay (``attributes``; a describe that raises is in ``attribute_errors``).
     """
-    if gc_probe is not None or keep:
-        return _time_request_observed(names, fns, batch, clock, starts, ends, gc_probe, keep)
+    if gc_probe is not None or keep or describe:
+        return _time_request_observed(names, fns, batch, clock, starts, ends, gc_probe, keep, describe or {})
     starts = [] if starts is None else starts
     ends = [] if ends is None else ends
     out = batch
@@ -98,9 +104,9 @@ def time_request(names: Sequence[str], fns: Sequence[Callable], batch: Any, cloc
     return RequestTiming(t0, clock(), starts, ends, None, None, out)
 
 
-def _time_request_observed(names, fns, batch, clock, starts, ends, gc_probe, keep) -> RequestTiming:
-    """:func:`time_request` that also reads GC pauses per stage and keeps chosen outputs (kept apart so
-    the plain path stays two clock reads per stage)."""
+def _time_request_observed(names, fns, batch, clock, starts, ends, gc_probe, keep, describe) -> RequestTiming:
+    """:func:`time_request` that also reads GC pauses per stage, keeps chosen outputs and describes others
+    (kept apart so the plain path stays two clock reads per stage)."""
     starts = [] if starts is None else starts
     ends = [] if ends is None else ends
     gc_ns: list[int] = []
@@ -118,14 +124,35 @@ def _time_request_observed(names, fns, batch, clock, starts, ends, gc_probe, kee
             ends.append(clock())
             gc_ns.append(gc_probe.pause_ns - paused if gc_probe is not None else 0)
             failure = StageFailure.from_exception(names[i], exc)
-            return RequestTiming(t0, clock(), starts, ends, None, failure, None,
-                                 gc_ns if gc_probe is not None else None, kept or None)
+            t1 = clock()
+            return _described(RequestTiming(t0, t1, starts, ends, None, failure, None,
+                                             gc_ns if gc_probe is not None else None), kept, keep, describe)
         ends.append(clock())
         gc_ns.append(gc_probe.pause_ns - paused if gc_probe is not None else 0)
-        if i in keep:
+        if i in keep or i in describe:
             kept[i] = out
-    return RequestTiming(t0, clock(), starts, ends, None, None, out, gc_ns if gc_probe is not None else None,
-                         kept or None)
+    t1 = clock()
+    return _described(RequestTiming(t0, t1, starts, ends, None, None, out, gc_ns if gc_probe is not None else None),
+                      kept, keep, describe)
+
+
+def _described(timing: RequestTiming, held: dict[int, Any], keep: frozenset[int],
+               describe: Mapping[int, Callable]) -> RequestTiming:
+    """``timing`` with the numbers of each held output's ``describe=`` and the outputs ``keep`` asks for;
+    every other output is released here, before the next request."""
+    numbers: dict[int, dict[str, float]] = {}
+    errors: dict[int, str] = {}
+    kept = {i: held[i] for i in keep if i in held}
+    while held:
+        i, value = held.popitem()
+        if i in describe:
+            try:
+                numbers[i] = {str(k): float(v) for k, v in dict(describe[i](value)).items()}
+            except Exception as exc:  # a broken describe= loses its attribute, never the request; it is reported
+                errors[i] = f"{type(exc).__name__}: {exc}"
+        del value
+    timing.kept, timing.attributes, timing.attribute_errors = kept or None, numbers or None, errors or None
+    return timing
 
 
 class CudaStageTimer:

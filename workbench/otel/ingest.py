@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, TraceError
+from ..record import Env, Ingest, Noise, Run, RunMeta, Timing, build_tables
 from ..units import ns_to_s
 from .otlp_json import read_otlp_json
 
@@ -62,8 +63,6 @@ def ingest_otel(path: str | Path, stage_map: dict[str, str] | None = None):
 
 def ingest_spans(spans: list[dict[str, Any]], stage_map: dict[str, str] | None = None, sources=()):
     """The run of OTLP/JSON span dicts (as :func:`read_otlp_json` yields them)."""
-    from ..record import Run, build_tables
-
     if not spans:
         raise TraceError("the export holds no spans")
     by_id = {(s.get("traceId"), s.get("spanId")): _span(s) for s in spans}
@@ -154,18 +153,17 @@ def _error_of(span: dict) -> tuple[str, str]:
     return "SpanError", message or f"span {span['name']!r} has status ERROR"
 
 
-def _meta(spans, roots, by_id, order, stage_map, sources) -> dict[str, Any]:
+def _meta(spans, roots, by_id, order, stage_map, sources) -> RunMeta:
     services = sorted({by_id[k]["service"] or "?" for k in roots})
     first = by_id[roots[0]]["start"]
-    return {
-        "kind": "ingested", "pipeline": services[0] if len(services) == 1 else "+".join(services),
-        "description": f"spans ingested from {', '.join(Path(s).name for s in sources) or 'memory'}",
-        "stages": order, "config": {}, "env": {"source": "otlp-json", "services": services},
-        "created": datetime.fromtimestamp(ns_to_s(first), timezone.utc).isoformat(),
-        "timing": {"warmup": 0, "requests": len(roots), "clock": "span timestamps (Unix ns)"},
-        "trace": None,
-        "noise": {"noisy": None, "reasons": ["spans ingested from another service: its machine was not observed"],
-                  "fix": None},
-        "ingest": {"files": list(sources), "spans": len(spans), "requests": len(roots),
-                   "stage_map": dict(stage_map or {}), "root_names": sorted({by_id[k]["name"] for k in roots})},
-    }
+    return RunMeta(
+        kind="ingested", pipeline=services[0] if len(services) == 1 else "+".join(services),
+        description=f"spans ingested from {', '.join(Path(s).name for s in sources) or 'memory'}",
+        stages=list(order), env=Env(extra={"source": "otlp-json", "services": services}),
+        created=datetime.fromtimestamp(ns_to_s(first), timezone.utc).isoformat(),
+        timing=Timing(warmup=0, requests=len(roots), clock="span timestamps (Unix ns)"),
+        trace=None,
+        noise=Noise(noisy=None, reasons=["spans ingested from another service: its machine was not observed"]),
+        ingest=Ingest(files=list(sources), spans=len(spans), requests=len(roots), stage_map=dict(stage_map or {}),
+                      root_names=sorted({by_id[k]["name"] for k in roots})),
+    )

@@ -28,15 +28,43 @@ from typing import Callable
 
 from ..units import ns_to_s
 
-MAX_HEAD_BYTES = 65_536
+MAX_HEAD_BYTES = 65_536        # a response head (status line and headers)
+MAX_HEADER_LINES = 256
+MAX_BODY_BYTES = 64 * 2 ** 20  # a response body, however framed (the workbench's are bytes to kilobytes)
+MAX_INTERIM = 32               # 1xx interim responses before the real one
+_HEX = frozenset(b"0123456789abcdefABCDEF")
 
 
 class ServerDisconnected(ConnectionError):
     """The server closed the connection before its response was complete."""
 
 
+class Abandoned(Exception):
+    """The request was given up on (Ctrl-C) before its response came."""
+
+
 class BadResponse(ValueError):
     """The bytes the server sent are not an HTTP/1.x response."""
+
+
+class HeadTooLarge(BadResponse):
+    """A response head over :data:`MAX_HEAD_BYTES` or :data:`MAX_HEADER_LINES`."""
+
+
+class BodyTooLarge(BadResponse):
+    """A response body over the parser's ``max_body_bytes`` (Content-Length, chunks or until the end)."""
+
+
+class BadChunk(BadResponse):
+    """A chunk size that is not a bounded hexadecimal number (negative, signed, huge, empty)."""
+
+
+class TooManyInterim(BadResponse):
+    """More than :data:`MAX_INTERIM` ``1xx`` responses before the real one."""
+
+
+class ExtraBytes(BadResponse):
+    """Bytes after a complete response, or with no request in flight (a wrong ``Content-Length``)."""
 
 
 @dataclass(slots=True)
@@ -65,10 +93,15 @@ class ResponseParser:
 
     Each is ``(status, headers, body, keep_alive)``. A body without
     ``Content-Length`` or chunked framing runs to the end of the connection
-    (:meth:`feed_eof`). Raises :class:`BadResponse` naming what was wrong.
+    (:meth:`feed_eof`). Raises :class:`BadResponse` (a subclass naming the
+    kind) naming what was wrong; everything it holds is bounded: the head by
+    :data:`MAX_HEAD_BYTES`, the body by ``max_body_bytes``, ``1xx`` responses
+    by :data:`MAX_INTERIM`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_body_bytes: int = MAX_BODY_BYTES) -> None:
+        self.max_body_bytes = max_body_bytes
+        self._interim = 0
         self._buf = bytearray()
         self._head: tuple[int, dict[str, str], bool] | None = None
         self._need: int | None = None      # body bytes still expected (Content-Length framing)
@@ -103,29 +136,36 @@ class ResponseParser:
         return None
 
     def _read_head(self) -> bool:
-        end = self._buf.find(b"\r\n\r\n")
-        if end < 0:
-            if len(self._buf) > MAX_HEAD_BYTES:
-                raise BadResponse(f"no end of the response head within {MAX_HEAD_BYTES} bytes")
-            return False
-        lines = bytes(self._buf[:end]).decode("latin-1").split("\r\n")
-        del self._buf[:end + 4]
-        version, _, rest = lines[0].partition(" ")
-        code = rest[:3]
-        if not version.startswith("HTTP/1.") or not code.isdigit():
-            raise BadResponse(f"not an HTTP/1.x status line: {lines[0][:80]!r}")
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if not sep:
-                raise BadResponse(f"a header line without ':': {line[:80]!r}")
-            name, value = name.strip().lower(), value.strip()
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        status = int(code)
-        if 100 <= status < 200:  # an interim response (100 Continue): the real one follows
-            return self._read_head() if self._buf else False
-        self._frame(status, headers, version)
-        return True
+        while True:  # a loop, not recursion: interim (1xx) responses are skipped, up to MAX_INTERIM
+            end = self._buf.find(b"\r\n\r\n", 0, MAX_HEAD_BYTES + 4)
+            if end < 0:
+                if len(self._buf) > MAX_HEAD_BYTES:
+                    raise HeadTooLarge(f"no end of the response head within {MAX_HEAD_BYTES} bytes")
+                return False
+            lines = bytes(self._buf[:end]).decode("latin-1").split("\r\n")
+            del self._buf[:end + 4]
+            if len(lines) > MAX_HEADER_LINES:
+                raise HeadTooLarge(f"a response head of {len(lines)} lines (the limit is {MAX_HEADER_LINES})")
+            version, _, rest = lines[0].partition(" ")
+            code = rest[:3]
+            if not version.startswith("HTTP/1.") or not code.isdigit() or not code.isascii():
+                raise BadResponse(f"not an HTTP/1.x status line: {lines[0][:80]!r}")
+            headers: dict[str, str] = {}
+            for line in lines[1:]:
+                name, sep, value = line.partition(":")
+                if not sep:
+                    raise BadResponse(f"a header line without ':': {line[:80]!r}")
+                name, value = name.strip().lower(), value.strip()
+                headers[name] = f"{headers[name]}, {value}" if name in headers else value
+            status = int(code)
+            if 100 <= status < 200:  # an interim response (100 Continue): the real one follows
+                self._interim += 1
+                if self._interim > MAX_INTERIM:
+                    raise TooManyInterim(f"more than {MAX_INTERIM} interim (1xx) responses before the real one")
+                continue
+            self._interim = 0
+            self._frame(status, headers, version)
+            return True
 
     def _frame(self, status: int, headers: dict[str, str], version: str) -> None:
         conn = headers.get("connection", "").lower()
@@ -135,9 +175,12 @@ class ResponseParser:
         if self._chunked:
             pass
         elif "content-length" in headers:
-            length = headers["content-length"].split(",")[0].strip()
-            if not length.isdigit():
-                raise BadResponse(f"Content-Length {headers['content-length']!r} is not a number")
+            lengths = {v.strip() for v in headers["content-length"].split(",")}
+            length = lengths.pop()
+            if lengths or not (length.isascii() and length.isdigit()):
+                raise BadResponse(f"Content-Length {headers['content-length'][:40]!r} is not a number")
+            if len(length) > 18 or int(length) > self.max_body_bytes:
+                raise BodyTooLarge(f"Content-Length {length[:20]} is over the limit of {self.max_body_bytes} bytes")
             self._need = int(length)
         elif status in (204, 304):
             self._need = 0
@@ -156,21 +199,32 @@ class ResponseParser:
             return self._read_chunks()
         self._body += self._buf  # until the connection ends
         self._buf.clear()
+        self._check_body(len(self._body))
         return None
+
+    def _check_body(self, n: int) -> None:
+        if n > self.max_body_bytes:
+            raise BodyTooLarge(f"a response body over the limit of {self.max_body_bytes} bytes")
 
     def _read_chunks(self) -> bytes | None:
         while True:
             end = self._buf.find(b"\r\n")
             if end < 0:
                 return None
+            if end > 1024:
+                raise BadChunk(f"a chunk-size line of {end} bytes")
             size_text = bytes(self._buf[:end]).split(b";")[0].strip()
-            try:
-                size = int(size_text, 16)
-            except ValueError:
-                raise BadResponse(f"chunk size {size_text[:20]!r} is not hexadecimal") from None
+            if not size_text or not _HEX.issuperset(size_text):  # int() would take "-5", "+5", "0x5", "5_0"
+                raise BadChunk(f"chunk size {size_text[:20]!r} is not hexadecimal")
+            if len(size_text.lstrip(b"0")) > 16:
+                raise BodyTooLarge(f"chunk size {size_text[:20]!r} is over the limit of {self.max_body_bytes} bytes")
+            size = int(size_text, 16)
+            self._check_body(len(self._body) + size)
             if size == 0:  # the last chunk, then trailers (if any) up to an empty line
                 head_end = self._buf.find(b"\r\n\r\n", end)
                 if head_end < 0:
+                    if len(self._buf) > MAX_HEAD_BYTES:
+                        raise HeadTooLarge(f"no end of the trailers within {MAX_HEAD_BYTES} bytes")
                     return None
                 del self._buf[:head_end + 4]
                 return bytes(self._body)
@@ -205,6 +259,9 @@ class Connection(asyncio.Protocol):
         now = self.pool.clock()
         if self.pool.before_read is not None:
             self.pool.before_read()  # sends that fell due go first, not behind a burst of responses
+        if self.done is None:  # bytes with no request in flight: the last response's framing was wrong
+            self.fail(ExtraBytes(f"{len(data)} bytes from the server with no request in flight"))
+            return
         try:
             complete = self.parser.feed(data)
         except BadResponse as exc:
@@ -213,8 +270,12 @@ class Connection(asyncio.Protocol):
         if not complete:
             return
         status, headers, body, keep_alive = complete[0]
-        if self.done is None or len(complete) > 1:  # no pipelining: one response per request
-            self.fail(BadResponse(f"a response (status {complete[-1][0]}) to no request"))
+        if len(complete) > 1:  # no pipelining: one response per request
+            self.fail(ExtraBytes(f"a response (status {complete[-1][0]}) to no request"))
+            return
+        if self.parser.busy:
+            self.fail(ExtraBytes(f"bytes after the end of a {status} response (its Content-Length "
+                                 f"{headers.get('content-length', '?')[:20]} is shorter than its body?)"))
             return
         done, self.done = self.done, None
         if not keep_alive:
@@ -348,6 +409,14 @@ class Pool:
         while self.waiting and now - self.waiting[0][2] > timeout_ns:
             _, done, _ = self.waiting.popleft()
             done(None, TimeoutError(f"no free connection within {ns_to_s(timeout_ns):g} s"))
+
+    def abandon(self, why: str) -> None:
+        """Fail every request in flight (its connection dropped) or queued with ``Abandoned(why)``."""
+        for conn in [c for c in self.busy if c.done is not None]:
+            conn.fail(Abandoned(why))
+        while self.waiting:
+            _, done, _ = self.waiting.popleft()
+            done(None, Abandoned(why))
 
     async def close(self) -> None:
         """Close every connection and stop the connects in progress (their sockets are closed when this returns)."""

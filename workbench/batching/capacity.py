@@ -394,3 +394,21 @@ def compare_sweeps(a: dict[str, Any], b: dict[str, Any]) -> pd.DataFrame:
             row[f"{name.split('_')[0]}_ratio"] = ratio(q[name], p[name])
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def sweep_service_runs(path: str | os.PathLike | None, record: dict[str, Any]) -> list[Path]:
+    """The point run folders of an in-process sweep (their batches' service times calibrate the simulator).
+
+    A served sweep's points measured the client side only: a ConfigError says to give profiler runs.
+    """
+    if record["kind"] != "load" or path is None:
+        raise ConfigError(
+            "a served sweep's points hold no batch service times: give service_runs "
+            "(profiler runs at several batch sizes) with it"
+        )
+    return [Path(path) / p["run"] for p in record["points"]]
+
+
+def sweep_record(value: str | os.PathLike | dict[str, Any]) -> dict[str, Any]:
+    """A sweep record from a sweep folder (read) or a record (as it is)."""
+    return value if isinstance(value, dict) else load_sweep(value)

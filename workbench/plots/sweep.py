@@ -115,3 +115,23 @@ def sweep_record_figure(record: dict, **kwargs) -> go.Figure:
         else int(np.flatnonzero(points["point"].to_numpy() == knee["point"])[0])
     )
     return sweep_figure(points, sla_ms=record["plan"]["sla_ms"], knee=position, **kwargs)
+
+
+def add_measured(fig: go.Figure, record: dict) -> go.Figure:
+    """Add a sweep's measured p99 and p50 ("measured p99"/"measured p50") to a latency-vs-throughput figure."""
+    points = points_table(record).sort_values("offered_rps", kind="stable")
+    x = points["achieved_rps"].to_numpy(dtype=float)
+    stable = points["stable"].astype(bool).to_numpy()
+    marker = dict(symbol=np.where(stable, "diamond", "x-open").tolist(), size=9, color="#333333")
+    for col, dash in (("p99_ms", "solid"), ("p50_ms", "dot")):
+        name = "measured " + col.removesuffix("_ms")
+        fig.add_scatter(
+            x=x,
+            y=points[col].to_numpy(dtype=float),
+            mode="lines+markers",
+            name=name,
+            line=dict(color="#333333", dash=dash, width=1),
+            marker=marker,
+            hovertemplate=f"{name} %{{y:.3f}} ms at %{{x:.4g}} req/s<extra></extra>",
+        )
+    return fig

@@ -36,14 +36,23 @@ class BatchingExplorer(Controller):
         at one or more batch sizes; or pass ``model`` (a ``ServiceModel``).
     requests: simulated requests per setting (a seeded Poisson schedule).
     sla_ms: draws the target on the latency-vs-throughput figure.
+    sweep: a ``load --sweep`` folder (or its record): its measured p99/p50 are drawn on the
+        latency-vs-throughput figure beside the simulated curve; an in-process sweep's point runs
+        are the service runs when neither ``service_runs`` nor ``model`` is given.
     """
 
     def __init__(self, service_runs: Iterable[Any] | None = None, *, model=None, rate_rps: float | None = None,
                  max_batch_size: int | None = None, max_wait_ms: float = 5.0, requests: int = 5_000,
                  sla_ms: float | None = None, seed: int = 0, debounce_s: float = 0.2, cache_size: int = 32,
-                 start: bool = True):
+                 start: bool = True, sweep: Any = None):
         from ..batching import service_model_from_runs
+        from ..batching.capacity import sweep_record, sweep_service_runs
 
+        self.sweep = sweep_record(sweep) if sweep is not None else None
+        if model is None and service_runs is None and self.sweep is not None:
+            service_runs = sweep_service_runs(sweep, self.sweep)
+        if sla_ms is None and self.sweep is not None:
+            sla_ms = self.sweep["plan"]["sla_ms"]
         if model is None:
             if service_runs is None:
                 raise WorkbenchError("BatchingExplorer needs service_runs (profiler run folders) or model=ServiceModel")
@@ -118,6 +127,10 @@ class BatchingExplorer(Controller):
         curves = batching_curves_figure(point["curve"], sla_ms=self.sla_ms)
         curves.add_scatter(x=[summary["throughput_rps"]], y=[e2e["p99_ms"]], mode="markers", name="this setting (p99)",
                            marker=dict(symbol="star", size=16, color="#d62728"))
+        if self.sweep is not None:
+            from ..plots.sweep import add_measured
+
+            add_measured(curves, self.sweep)
         return {
             "curves": curves,
             "wait": wait_time_figure(point["waits"], rate_rps=rate),

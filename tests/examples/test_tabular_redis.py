@@ -11,7 +11,7 @@ from redis_helpers import start_redis
 from workbench.config import PipelineConfig
 from workbench.errors import ConfigError, PipelineError
 from workbench.examples import data_file, tabular
-from workbench.examples._feature_redis import load_redis
+from workbench.examples._feature_redis import PREFIX, FeatureStoreLost, connect, load_redis
 from workbench.examples._prediction_cache import cache_key
 
 REPO = Path(__file__).resolve().parents[2]
@@ -64,7 +64,7 @@ def test_lru_cache_hit_rate_on_zipf_keys(size, one_thread):
     items = list(itertools.islice(pipe.item_iterator(), 200))
     assert [pipe([x]) for x in items] == [plain([x]) for x in items]  # hits answer what the model would
     hits = expected_hits([cache_key(r) for r in tabular.parse(items)], size)
-    assert pipe.cache.stats() == {"hits": hits, "misses": 200 - hits, "hit_rate": hits / 200}
+    assert pipe.cache.stats() == {"hits": hits, "misses": 200 - hits, "hit_rate": hits / 200, "mismatched": 0}
     assert pipe.cache.batch_hit_fractions.count(1.0) == hits
     if size == 10_000:
         assert hits == 200 - len({cache_key(r) for r in tabular.parse(items)})
@@ -80,7 +80,7 @@ def test_redis_cache_level_is_shared_between_processes_lrus(redis_url, one_threa
         first(items[k:k + 4])
     second = tabular.build(PipelineConfig(batch_size=4, options=options))  # empty LRU, same Redis
     out = second(items[:4])
-    assert second.cache.stats() == {"hits": 4, "misses": 0, "hit_rate": 1.0}
+    assert second.cache.stats() == {"hits": 4, "misses": 0, "hit_rate": 1.0, "mismatched": 0}
     assert [json.loads(o)["request_id"] for o in out] == [json.loads(x)["request_id"] for x in items[:4]]
 
 
@@ -117,3 +117,69 @@ def test_make_data_loads_both_stores_from_one_script(tmp_path):
     res = subprocess.run([sys.executable, str(REPO / "scripts" / "make_data.py"), "--out", str(tmp_path / "d"),
                           "--redis-url", "redis://127.0.0.1:1/0"], capture_output=True, text=True, timeout=300)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "apt-get install redis-server" in res.stderr
+
+
+def test_a_redis_restarted_empty_or_reloaded_is_a_named_failure_not_default_features(tmp_path, one_thread):
+    proc, url = start_redis(tmp_path)
+    try:
+        load_redis(data_file("features.sqlite"), url)
+        pipe = tabular.build(PipelineConfig(batch_size=2, options={"store": "redis", "redis_url": url}))
+        items = list(itertools.islice(pipe.item_iterator(), 2))
+        assert len(pipe(items)) == 2
+        connect(url).flushall()  # what a restart with --save '' leaves
+        with pytest.raises(FeatureStoreLost, match="version key is missing \\(Redis restarted empty\\?\\)"):
+            pipe(items)
+        load_redis(data_file("features.sqlite"), url)  # another load: another version
+        with pytest.raises(FeatureStoreLost, match="reloaded since"):
+            pipe(items)
+        with pytest.raises(PipelineError, match="no wb:tabular:version key"):
+            connect(url).delete(f"{PREFIX}version")
+            tabular.RedisStore(url)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_a_cached_answer_of_another_user_or_model_is_a_miss(redis_url, one_thread):
+    options = {"cache": "redis", "redis_url": redis_url, "n_keys": 5, "cache_size": 100, "seed": 7}
+    pipe = tabular.build(PipelineConfig(batch_size=1, options=options))
+    plain = tabular.build(PipelineConfig(batch_size=1, options={"n_keys": 5, "seed": 7}))
+    item = next(pipe.item_iterator())
+    req = tabular.parse([item])[0]
+    key = f"{PREFIX}pred:{pipe.cache.key(req)}"
+    client = connect(redis_url)
+    forged = {"user_id": 999999, "items": [{"item_id": i, "score": 1.0, "show": True} for i in req.item_ids],
+              "fingerprint": pipe.cache.fingerprint}
+    client.set(key, json.dumps(forged))
+    assert pipe([item]) == plain([item])  # the model's own answer, not the other user's
+    assert pipe.cache.stats()["mismatched"] == 1 and pipe.cache.stats()["hits"] == 0
+    other = tabular.build(PipelineConfig(batch_size=1, options={**options, "seed": 8}))  # another model
+    assert other.cache.fingerprint != pipe.cache.fingerprint
+    assert other.cache.key(req) != pipe.cache.key(req)
+    # this user's entry, but made by another model (its fingerprint), under the other model's key: a miss
+    client.set(f"{PREFIX}pred:{other.cache.key(req)}", json.dumps({**forged, "user_id": req.user_id}))
+    other([item])
+    assert other.cache.stats()["mismatched"] == 1
+    third = tabular.build(PipelineConfig(batch_size=1, options={**options, "seed": 8}))  # an empty LRU
+    client.set(f"{PREFIX}pred:{third.cache.key(req)}", b"not json")
+    third([item])
+    assert third.cache.stats()["mismatched"] == 1
+    assert pipe([item]) == plain([item]) and pipe.cache.stats()["hits"] == 1  # its own entry now hits
+
+
+def test_a_non_finite_score_is_a_named_failure_never_invalid_json(tmp_path, one_thread):
+    proc, url = start_redis(tmp_path)
+    try:
+        load_redis(data_file("features.sqlite"), url)
+        pipe = tabular.build(PipelineConfig(batch_size=1, options={"store": "redis", "redis_url": url}))
+        item = next(pipe.item_iterator())
+        user = tabular.parse([item])[0].user_id
+        connect(url).set(f"{PREFIX}user:{user}", "nan,1.0,1.0,1.0,1.0")
+        with pytest.raises(tabular.NonFiniteOutput, match="is nan \\(a feature that is not a finite number\\?\\)"):
+            pipe([item])
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    with pytest.raises(ValueError):
+        tabular.serialize([{"score": float("nan")}])
+

@@ -9,6 +9,13 @@ writes SQLite and copies it here row for row). Keys, under ``PREFIX``::
     ucat:{user_id}:{category} "affinity,last_seen_days"
     feature_stats (hash)      name -> "mean,std"
     meta (hash)               users, items, schema_version
+    version                   "SCHEMA:LOAD_ID", written last by each load
+
+The ``version`` key says the features are there and which load they are:
+every lookup reads it in its first round trip, and a Redis restarted empty
+(no key) or reloaded since the pipeline was built (another load id) is a
+:class:`FeatureStoreLost` failure of the request, never an answer built from
+default features.
 
 Values are Python ``repr`` of the SQLite values, so floats round-trip
 exactly. A hydrate costs two round trips per pipeline call (users and items
@@ -27,6 +34,7 @@ from typing import Any
 from ..errors import PipelineError
 
 PREFIX = "wb:tabular:"
+VERSION_KEY = f"{PREFIX}version"
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 TABLES = {
     "user": ("SELECT user_id, age_bucket, tenure_days, sessions_7d, purchases_30d, avg_basket FROM users", 1),
@@ -36,6 +44,10 @@ TABLES = {
 }
 HINT = ("install it (Debian: apt-get install redis-server; `make test` does it as root), start one "
         "(redis-server --port 6379), or point --option redis_url=redis://HOST:PORT/DB at an existing one")
+
+
+class FeatureStoreLost(RuntimeError):
+    """Redis no longer holds the features the pipeline was built on (restarted empty, or reloaded)."""
 
 
 def connect(url: str):
@@ -61,7 +73,12 @@ def _decode(raw: bytes | None) -> list[float] | None:
 
 
 def load_redis(sqlite_path: str | Path, url: str) -> dict[str, int]:
-    """Copy the SQLite feature store into Redis (replacing earlier keys); returns keys written per kind."""
+    """Copy the SQLite feature store into Redis (replacing earlier keys); returns keys written per kind.
+
+    The ``version`` key is written last, so a reader never takes a half-done load for features.
+    """
+    import uuid
+
     client = connect(url)
     conn = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True)
     try:
@@ -82,6 +99,7 @@ def load_redis(sqlite_path: str | Path, url: str) -> dict[str, int]:
         version = dict(conn.execute("SELECT key, value FROM meta").fetchall()).get("schema_version", "?")
         client.hset(f"{PREFIX}meta", mapping={"users": counts["user"], "items": counts["item"],
                                               "schema_version": version})
+        client.set(VERSION_KEY, f"{version}:{uuid.uuid4().hex}")
     finally:
         conn.close()
     return counts
@@ -94,8 +112,9 @@ class RedisFeatureStore:
         self.url = url
         self.client = connect(url)
         meta = self.client.hgetall(f"{PREFIX}meta")
-        if not meta:
-            raise PipelineError(f"Redis at {url} holds no tabular features; load them with "
+        self.version = self.client.get(VERSION_KEY)
+        if not meta or self.version is None:
+            raise PipelineError(f"Redis at {url} holds no tabular features (no {VERSION_KEY} key); load them with "
                                 f"python scripts/make_data.py --redis-url {url}")
         self._counts = int(meta[b"users"]), int(meta[b"items"])
         stats = {k.decode(): _decode(v) for k, v in self.client.hgetall(f"{PREFIX}feature_stats").items()}
@@ -118,7 +137,15 @@ class RedisFeatureStore:
         first = self.client.pipeline(transaction=False)
         first.mget([f"{PREFIX}user:{r.user_id}" for r in requests] or ["-"])
         first.mget([f"{PREFIX}item:{i}" for i in item_ids] or ["-"])
-        users_raw, items_raw = first.execute()
+        first.get(VERSION_KEY)
+        users_raw, items_raw, version = first.execute()
+        if version != self.version:
+            raise FeatureStoreLost(
+                f"Redis at {self.url}: the feature store's {VERSION_KEY} key is "
+                + ("missing (Redis restarted empty?); reload with python scripts/make_data.py --redis-url "
+                   f"{self.url}" if version is None else
+                   f"{version.decode(errors='replace')[:60]}, not the {self.version.decode(errors='replace')[:60]} "
+                   "this pipeline was built on (reloaded since): restart the server"))
         items = {i: _decode(v) for i, v in zip(item_ids, items_raw)}
         known = [i for i in item_ids if items[i] is not None]
         pairs = sorted({(r.user_id, int(items[i][0])) for r in requests for i in r.item_ids if items[i] is not None})

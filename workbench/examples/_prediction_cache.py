@@ -3,10 +3,15 @@
 ``cache=lru``: ``cache_size`` responses in this process (an ``OrderedDict``,
 least recently used evicted). ``cache=redis``: the same LRU, then Redis
 (``wb:tabular:pred:{key}``, shared by every server process); a Redis hit is
-copied into the LRU. The key is what determines the response: user, candidate
-items, hour and device (not the request id). Counters say how many items hit
-and missed; ``batch_hit_fractions`` keeps, per pipeline call, the fraction of
-its items that hit (the per-request ``cache_hit`` attribute).
+copied into the LRU. The key is what determines the response: the model's
+fingerprint (weights, calibration, threshold, precision and the features'
+version: another model or feature load never shares an entry), then user,
+candidate items, hour and device (not the request id). An entry is checked
+against the request before it answers it: one whose fingerprint, user or
+items differ (a key collision, another writer to the shared Redis) or that
+does not decode is a miss, counted in ``mismatched``. Counters say how many
+items hit and missed; ``batch_hit_fractions`` keeps, per pipeline call, the
+fraction of its items that hit (the per-request ``cache_hit`` attribute).
 """
 from __future__ import annotations
 
@@ -22,7 +27,17 @@ KINDS = ("none", "lru", "redis")
 
 
 def cache_key(req) -> str:
+    """What of a request determines its response (the cache adds the model's fingerprint in front)."""
     return f"{req.user_id}|{','.join(map(str, req.item_ids))}|{req.hour}|{req.device}"
+
+
+def _answers(entry, req, fingerprint: str) -> bool:
+    """Whether a cached entry is this model's response to this request (user and candidates)."""
+    if not (isinstance(entry, dict) and entry.get("fingerprint") == fingerprint
+            and entry.get("user_id") == req.user_id and isinstance(entry.get("items"), list)):
+        return False
+    ids = [i.get("item_id") if isinstance(i, dict) else None for i in entry["items"]]
+    return all(type(i) is int for i in ids) and sorted(ids) == sorted(req.item_ids)
 
 
 @dataclass
@@ -48,31 +63,43 @@ class Lookup:
 class PredictionCache:
     """LRU of ``size`` responses, with an optional Redis level (a redis-py client)."""
 
-    def __init__(self, size: int, redis_client=None):
-        self.size, self.redis = size, redis_client
+    def __init__(self, size: int, redis_client=None, fingerprint: str = ""):
+        self.size, self.redis, self.fingerprint = size, redis_client, fingerprint
         self._lru: OrderedDict[str, dict] = OrderedDict()
         self._lock = threading.Lock()
-        self.hits = self.misses = 0
+        self.hits = self.misses = self.mismatched = 0
         self.batch_hit_fractions: list[float] = []
         self._thread = threading.local()
 
+    def key(self, req) -> str:
+        return f"{self.fingerprint}|{cache_key(req)}"
+
     def lookup(self, requests: list) -> Lookup:
-        keys = [cache_key(r) for r in requests]
+        keys = [self.key(r) for r in requests]
+        mismatched = 0
         with self._lock:
             cached = [self._lru_get(k) for k in keys]
+        lost: list[int] = []
         if self.redis is not None:
             lost = [i for i, c in enumerate(cached) if c is None]
             if lost:
                 raw = self.redis.mget([f"{PREFIX}pred:{keys[i]}" for i in lost])
-                with self._lock:
-                    for i, value in zip(lost, raw):
-                        if value is not None:
-                            cached[i] = json.loads(value)
-                            self._lru_put(keys[i], cached[i])
-        out = Lookup(list(requests), cached, [r for r, c in zip(requests, cached) if c is None])
+                for i, value in zip(lost, raw):
+                    cached[i] = None if value is None else _decoded(value)
+        for i, (r, c) in enumerate(zip(requests, cached)):
+            if c is not None and not _answers(c, r, self.fingerprint):
+                cached[i], mismatched = None, mismatched + 1  # never another user's or another model's answer
+        if self.redis is not None:
+            with self._lock:
+                for i in lost:
+                    if cached[i] is not None:
+                        self._lru_put(keys[i], cached[i])
+        out = Lookup(list(requests), [None if c is None else _public(c) for c in cached],
+                     [r for r, c in zip(requests, cached) if c is None])
         with self._lock:
             self.hits += len(requests) - len(out.misses)
             self.misses += len(out.misses)
+            self.mismatched += mismatched
             self.batch_hit_fractions.append(out.hit_fraction)
         self._thread.last = out.hit_fraction
         return out
@@ -83,7 +110,8 @@ class PredictionCache:
 
     def store(self, lookup: Lookup) -> list[dict]:
         """Put the fresh responses in the cache(s); return all responses in request order."""
-        entries = {cache_key(r): _keyless(resp) for r, resp in zip(lookup.misses, lookup.fresh)}
+        entries = {self.key(r): _keyless(resp) | {"fingerprint": self.fingerprint}
+                   for r, resp in zip(lookup.misses, lookup.fresh)}
         if entries:
             with self._lock:
                 for k, v in entries.items():
@@ -94,7 +122,8 @@ class PredictionCache:
 
     def stats(self) -> dict[str, Any]:
         total = self.hits + self.misses
-        return {"hits": self.hits, "misses": self.misses, "hit_rate": self.hits / total if total else None}
+        return {"hits": self.hits, "misses": self.misses, "hit_rate": self.hits / total if total else None,
+                "mismatched": self.mismatched}
 
     def _lru_get(self, key: str):
         value = self._lru.get(key)
@@ -111,3 +140,15 @@ class PredictionCache:
 
 def _keyless(response: dict) -> dict:
     return {k: v for k, v in response.items() if k != "request_id"}
+
+
+def _public(entry: dict) -> dict:
+    """A cache entry as the response carries it (without the fingerprint)."""
+    return {k: v for k, v in entry.items() if k != "fingerprint"}
+
+
+def _decoded(raw: bytes):
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return {}  # not JSON: a mismatched entry (``_answers`` refuses it)

@@ -113,6 +113,11 @@ class FeatureStore:
         std = [rows[n][1] or 1.0 for n in STORE_FEATURES] + [1.0] * len(EXTRA_FEATURES)
         return mean, std
 
+    def version(self) -> str:
+        """The features' version for the prediction cache's fingerprint: the file's size and change time."""
+        st = self.path.stat()
+        return f"sqlite:{st.st_size}:{st.st_mtime_ns}"
+
     def counts(self) -> tuple[int, int]:
         users = self.conn.execute("SELECT count(*) FROM users").fetchone()[0]
         items = self.conn.execute("SELECT count(*) FROM items").fetchone()[0]
@@ -155,6 +160,9 @@ class RedisStore:
     def counts(self) -> tuple[int, int]:
         return self.redis.counts()
 
+    def version(self) -> str:
+        return f"redis:{self.redis.version.decode(errors='replace')}"
+
     def hydrate(self, requests: list[Request]) -> tuple[list[Request], list[list[float]]]:
         users, items, stats, cross = self.redis.lookup(requests)
         rows = []
@@ -190,6 +198,8 @@ def build(config: PipelineConfig) -> Pipeline:
     torch.manual_seed(seed)
     model = prepare_model(_mlp(N_FEATURES, hidden), config)
     dtype = torch_dtype(config.precision)
+    if cache is not None:
+        cache.fingerprint = _answer_fingerprint(model, store, config, platt_a, platt_b, threshold)
 
     def forward(batch):
         requests, x = batch
@@ -217,6 +227,24 @@ def build(config: PipelineConfig) -> Pipeline:
         pipe.add(name, fn, describe=describe_cache_hit if name == "cache_lookup" else None)
     pipe.cache = cache
     return pipe
+
+
+def _answer_fingerprint(model, store, config: PipelineConfig, platt_a: float, platt_b: float,
+                        threshold: float) -> str:
+    """What the responses depend on besides the request: weights (their values), calibration, threshold,
+    precision and the features' version; the prediction cache's keys start with it (16 hex digits)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        digest.update(name.encode())
+        digest.update(tensor.detach().float().cpu().numpy().tobytes())
+    digest.update(repr((platt_a, platt_b, threshold, config.precision, store.version())).encode())
+    return digest.hexdigest()[:16]
+
+
+class NonFiniteOutput(ValueError):
+    """A score that is not a finite number (a NaN or infinite feature, an overflow): never sent as JSON."""
 
 
 def describe_cache_hit(lookup) -> dict[str, float]:
@@ -310,10 +338,15 @@ def _is_id(value) -> bool:
 
 
 def _responses(requests: list[Request], probs: list[float], threshold: float) -> list[dict]:
+    """One response per request; a score that is not finite raises :class:`NonFiniteOutput` naming it."""
     out, start = [], 0
     for req in requests:
         scores = probs[start:start + len(req.item_ids)]
         start += len(req.item_ids)
+        bad = next(((i, s) for i, s in zip(req.item_ids, scores) if not math.isfinite(s)), None)
+        if bad is not None:
+            raise NonFiniteOutput(f"tabular request {req.request_id!r}: the score of item {bad[0]} is {bad[1]} "
+                                  "(a feature that is not a finite number?)")
         ranked = sorted(zip(req.item_ids, scores), key=lambda pair: -pair[1])
         out.append({"request_id": req.request_id, "user_id": req.user_id,
                     "items": [{"item_id": i, "score": round(s, 6), "show": s >= threshold} for i, s in ranked]})
@@ -321,7 +354,8 @@ def _responses(requests: list[Request], probs: list[float], threshold: float) ->
 
 
 def serialize(responses: list[dict]) -> list[bytes]:
-    return [json.dumps(r, separators=(",", ":")).encode() for r in responses]
+    """Strict JSON (a NaN or Infinity raises, never goes out as invalid JSON)."""
+    return [json.dumps(r, separators=(",", ":"), allow_nan=False).encode() for r in responses]
 
 
 def request_items(seed: int, n_users: int, n_items: int, n_keys: int = 0, zipf_s: float = 1.1) -> Iterator[bytes]:

@@ -24,6 +24,7 @@ conclusions are in ``docs/serving.md`` and ``benchmarks/results/served_models.md
 from __future__ import annotations
 
 import heapq
+import inspect
 from bisect import bisect_left, bisect_right
 
 import numpy as np
@@ -40,12 +41,13 @@ from .contention import RESPONSE_WINDOW_NS
 
 def served_batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int, max_wait_ns: int,
                       concurrency: int, per_arrival_ns: float = 0.0, per_response_ns: float = 0.0,
-                      speed: tuple[float, list] | None = None) -> tuple[list, list, list, list]:
-    """``workbench.batching.simulator.batch_loop`` plus the contention costs and the speed levels."""
+                      speed: tuple[float, list] | None = None) -> tuple[list, list, list, list, list]:
+    """``workbench.batching.simulator.batch_loop`` plus the contention costs and the speed levels:
+    per batch (first request index, close, start, end, due), times as floats (ns)."""
     n, b, w = len(arrivals), max_batch_size, max_wait_ns
     window, factors = speed if speed is not None else (0.0, [])
     last_factor, origin = len(factors) - 1, arrivals[0] if n else 0
-    firsts, closes, starts, ends = [], [], [], []
+    firsts, closes, starts, ends, dues = [], [], [], [], []
     free = [float("-inf")] * concurrency  # a heap of executor free times
     slot_free = last_end = float("-inf")
     last_size = 0
@@ -54,6 +56,7 @@ def served_batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int
         close = arrivals[i] + w
         if i + b - 1 < n and arrivals[i + b - 1] < close:
             close = arrivals[i + b - 1]
+        dues.append(close)  # when the rule alone would dispatch it; later when the handoff slot is busy
         if close < slot_free:
             close = slot_free
         j = i + 1 if b == 1 else bisect_right(arrivals, close, i, i + b if i + b < n else n)
@@ -89,7 +92,7 @@ def served_batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int
         slot_free = start
         i = j
         m += 1
-    return firsts, closes, starts, ends
+    return firsts, closes, starts, ends, dues
 
 
 def simulate_served(model: ServiceModel, arrivals: Arrivals | np.ndarray, policy: BatchPolicy, *, seed: int = 0,
@@ -108,10 +111,12 @@ def simulate_served(model: ServiceModel, arrivals: Arrivals | np.ndarray, policy
         if window_ns <= 0 or factors.ndim != 1 or not len(factors) or not np.all(factors > 0):
             raise ConfigError("speed: expected (window_ns > 0, a non-empty 1-d sequence of positive factors)")
         speed = (float(window_ns), factors.tolist())
-    firsts, closes, starts, ends = served_batch_loop(
+    firsts, closes, starts, ends, dues = served_batch_loop(
         times.tolist(), u, _size_tables(model, policy.max_batch_size), policy.max_batch_size, policy.max_wait_ns,
         policy.concurrency, per_arrival_ns, per_response_ns, speed)
-    batches = _batch_table(firsts, closes, starts, ends, len(times))
+    # The package's tables take the due times since its queue accounting (issue 30) splits the wait there.
+    with_dues = "dues" in inspect.signature(_batch_table).parameters
+    batches = _batch_table(firsts, closes, starts, ends, len(times), *([dues] if with_dues else []))
     meta = {"seed": seed, "service_model": model.describe(),
             "per_arrival_ms": per_arrival_ns / 1e6, "per_response_ms": per_response_ns / 1e6,
             "service_draws": "independent" if ranks is None else f"ranks of {len(ranks)} measured batches",

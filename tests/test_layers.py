@@ -203,6 +203,17 @@ def test_allowed_violations_are_still_real(edges):
     assert not fixed, f"no cycle left in these ALLOWED_CYCLES groups, remove them: {fixed}"
 
 
+def test_the_package_imports_no_research_and_no_test_code():
+    """``research/`` and ``tests/`` sit outside the package: nothing in it may need them."""
+    found = []
+    for mod, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            found += [f"{mod} imports {n}" for n in names if n.split(".")[0] in ("research", "tests")]
+    assert not found, found
+
+
 # The checker itself, on small made-up packages.
 
 def _write(root: Path, files: dict[str, str]) -> dict[str, list[tuple[str, bool]]]:

@@ -1,12 +1,12 @@
 """``workbench ingest-otel FILE|DIR [--stage-map span=stage ...]``: production spans as a run."""
 from __future__ import annotations
 
-import json
 import sys
 from datetime import datetime
 from pathlib import Path
 
 from ..errors import ConfigError
+from .output import dumps
 
 
 def register(subparsers) -> None:
@@ -35,14 +35,27 @@ def run_ingest_command(args) -> int:
     unused = sorted(set(stage_map) - set(_span_names(run)))
     path = run.save(out)
     report = budget(run)
+    ingest = run.meta.ingest
     if args.json:
-        print(json.dumps(report | {"run_dir": str(path), "unmatched_stage_map": unused}, default=str))
+        checked = {"spans": ingest.spans, "requests": ingest.requests, "dropped": ingest.dropped,
+                   "clamped": ingest.clamped, "flagged": ingest.flagged}
+        print(dumps(report | {"run_dir": str(path), "unmatched_stage_map": unused, "ingest": checked}))
     else:
         print_budget(report, sys.stdout)
         if unused:
             print(f"--stage-map: no span named {', '.join(unused)} under any request")
+        if ingest.dropped or ingest.clamped:
+            print(f"spans checked: {tree_note(ingest)}")
         print(f"\nrun written to {path}")
     return 0 if run.requests["ok"].any() else 1
+
+
+def tree_note(ingest) -> str:
+    """One line: how many spans were dropped or clamped, why, and the names of some of them."""
+    parts = [f"{n} dropped ({why})" for why, n in ingest.dropped.items()]
+    parts += [f"{n} clamped ({why})" for why, n in ingest.clamped.items()]
+    names = f"; spans named {', '.join(map(repr, ingest.flagged[:5]))}" if ingest.flagged else ""
+    return f"{ingest.spans} spans, " + ", ".join(parts) + names
 
 
 def _span_names(run) -> set[str]:

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+import msgspec
 
 from ..errors import TraceError
 
@@ -89,36 +92,155 @@ def file_exporter(path: str | Path):
     return cls(path)
 
 
-def read_otlp_json(path: str | Path) -> Iterator[dict[str, Any]]:
-    """The span dicts of an OTLP/JSON file, each with ``resource`` (attribute dict) added.
+# -- reading: OTLP/JSON decoded once into typed structures (msgspec); anything else is one TraceError line --
 
-    One ``ExportTraceServiceRequest`` per line (a file holding one pretty-printed
-    object works too). A line that is not such an object raises TraceError
-    naming the file and line.
+MAX_NS = 2**63 - 1
+UnixNs = Annotated[int, msgspec.Meta(ge=0, le=MAX_NS)] | Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,19}$")]
+SpanId = Annotated[str, msgspec.Meta(max_length=64)]
+StatusCode = Annotated[int, msgspec.Meta(ge=0, le=2)] | Literal["STATUS_CODE_UNSET", "STATUS_CODE_OK",
+                                                                   "STATUS_CODE_ERROR"]
+STATUS_ERROR = 2
+
+
+class KeyValue(msgspec.Struct, frozen=True):
+    key: str
+    value: dict[str, Any] = {}
+
+
+class Status(msgspec.Struct, frozen=True):
+    code: StatusCode = 0
+    message: str = ""
+
+
+class SpanIn(msgspec.Struct, frozen=True):
+    """One OTLP/JSON span as exported (only the fields the ingest reads are declared)."""
+
+    traceId: SpanId
+    spanId: SpanId
+    startTimeUnixNano: UnixNs
+    endTimeUnixNano: UnixNs
+    name: str = ""
+    parentSpanId: SpanId = ""
+    status: Status = Status()
+
+
+class ScopeSpans(msgspec.Struct, frozen=True):
+    spans: list[SpanIn] = []
+
+
+class Resource(msgspec.Struct, frozen=True):
+    attributes: list[KeyValue] = []
+
+
+class ResourceSpans(msgspec.Struct, frozen=True):
+    resource: Resource = Resource()
+    scopeSpans: list[ScopeSpans] = []
+    instrumentationLibrarySpans: list[ScopeSpans] = []
+
+
+class ExportRequest(msgspec.Struct, frozen=True):
+    resourceSpans: list[ResourceSpans]
+
+
+class Span(msgspec.Struct, frozen=True):
+    """A span as the ingest uses it: ids, name, Unix ns times, the error message (None: not an error)."""
+
+    trace: str
+    span_id: str
+    parent: str
+    name: str
+    start_ns: int
+    end_ns: int
+    error: str | None
+    service: str | None
+
+
+def read_otlp_json(path: str | Path) -> list[Span]:
+    """The spans of an OTLP/JSON file (one ``ExportTraceServiceRequest`` per line, or one pretty-printed).
+
+    Raises TraceError naming the file, the line and the field for anything that is not such an
+    object: invalid UTF-8, a wrong type, a time past 2^63 - 1 ns, nesting past the decoder's depth.
     """
     p = Path(path)
-    text = p.read_text()
+    with p.open("rb") as fh:  # a FIFO or device was refused by span_files; a file read once
+        raw = fh.read()
+    return [span for line, obj in _documents(p, raw) for span in _spans(p, line, obj)]
+
+
+def _documents(p: Path, raw: bytes) -> list[tuple[int, Any]]:
+    """``(line, decoded JSON)`` per line, or ``[(1, object)]`` for a file holding one multi-line object."""
+    lines = [(k + 1, line) for k, line in enumerate(raw.split(b"\n")) if line.strip()]
     try:
-        objects = [(k + 1, json.loads(line)) for k, line in enumerate(text.splitlines()) if line.strip()]
-    except ValueError:
+        out = []
+        for k, line in lines:
+            try:
+                out.append((k, _decode_json(line)))
+            except _NotJson as exc:
+                exc.line = k
+                raise
+        return out
+    except _NotJson as first:
         try:
-            objects = [(1, json.loads(text))]
-        except ValueError as exc:
-            raise TraceError(f"{p}: not OTLP/JSON (one ExportTraceServiceRequest per line): {exc}") from None
-    for line, obj in objects:
-        if not isinstance(obj, dict) or "resourceSpans" not in obj:
-            raise TraceError(f"{p}:{line}: not an ExportTraceServiceRequest (no resourceSpans)")
-        for resource in obj["resourceSpans"] or []:
-            attrs = attributes((resource.get("resource") or {}).get("attributes"))
-            for scope in resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or []:
-                for span in scope.get("spans") or []:
-                    yield dict(span, resource=attrs)
+            return [(1, _decode_json(raw))]
+        except _NotJson:
+            at = f"{p}:{first.line}" if len(lines) > 1 else str(p)
+            raise TraceError(f"{at}: not OTLP/JSON (one ExportTraceServiceRequest per line): {first}") from None
 
 
-def attributes(items: list[dict] | None) -> dict[str, Any]:
-    """OTLP ``KeyValue`` list -> plain dict (``{"key": k, "value": {"stringValue": v}}`` -> ``{k: v}``)."""
-    out = {}
-    for item in items or []:
-        value = item.get("value") or {}
-        out[item.get("key")] = next(iter(value.values()), None) if value else None
+class _NotJson(ValueError):
+    line = 1
+
+
+def _decode_json(raw: bytes) -> Any:
+    try:
+        return msgspec.json.decode(raw)
+    except UnicodeDecodeError as exc:
+        raise _NotJson(f"not UTF-8 text (byte {exc.start}); export OTLP/JSON as UTF-8") from None
+    except RecursionError:
+        raise _NotJson("nested deeper than the decoder allows") from None
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise _NotJson(str(exc)) from None
+
+
+def _spans(p: Path, line: int, obj: Any) -> list[Span]:
+    if not isinstance(obj, dict) or "resourceSpans" not in obj:
+        raise TraceError(f"{p}:{line}: not an ExportTraceServiceRequest (no resourceSpans)")
+    try:
+        request = msgspec.convert(obj, ExportRequest, strict=True)
+    except msgspec.ValidationError as exc:
+        raise TraceError(f"{p}:{line}: {_field_error(exc, obj)}") from None
+    out = []
+    for resource in request.resourceSpans:
+        service = attributes(resource.resource.attributes).get("service.name")
+        service = service if isinstance(service, str) else None
+        for scope in resource.scopeSpans or resource.instrumentationLibrarySpans:
+            out += [_typed(s, service) for s in scope.spans]
     return out
+
+
+def _typed(s: SpanIn, service: str | None) -> Span:
+    code = s.status.code
+    error = s.status.message if code in (STATUS_ERROR, "STATUS_CODE_ERROR") else None
+    return Span(trace=s.traceId, span_id=s.spanId, parent=s.parentSpanId, name=s.name,
+                start_ns=int(s.startTimeUnixNano), end_ns=int(s.endTimeUnixNano), error=error, service=service)
+
+
+def _field_error(exc: msgspec.ValidationError, obj: Any) -> str:
+    """msgspec's "Expected `str`, got `int` - at `$.resourceSpans[0]...name`" as field, rule and value."""
+    text = str(exc)
+    what, _, path = text.partition(" - at `$")
+    path = path.rstrip("`")
+    value = obj
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        try:
+            value = value[int(part[1:-1])] if part.startswith("[") else value[part]
+        except (KeyError, IndexError, TypeError, ValueError):
+            value = "?"
+            break
+    what = re.sub(r", got `[^`]*`$", "", what).replace("`", "").replace("Expected ", "must be ")
+    return f"field {path.lstrip('.')!r} {what}, got {value!r:.80}"
+
+
+def attributes(items: list[KeyValue]) -> dict[str, Any]:
+    """OTLP ``KeyValue`` list -> plain dict (``{"key": k, "value": {"stringValue": v}}`` -> ``{k: v}``)."""
+    return {item.key: next(iter(item.value.values()), None) for item in items}

@@ -302,8 +302,9 @@ class Ingest(Section):
     requests: NonNegInt = 0
     stage_map: dict[str, str] = field(default_factory=dict)
     root_names: list[str] = field(default_factory=list)
-    dropped: Json = field(default_factory=dict)
-    clamped: Json = field(default_factory=dict)
+    dropped: dict[str, NonNegInt] = field(default_factory=dict)  # why -> spans left out (duplicate id, cycle)
+    clamped: dict[str, NonNegInt] = field(default_factory=dict)  # why -> spans whose times were clipped
+    flagged: list[str] = field(default_factory=list)  # names of the spans dropped or clamped (the first 20)
 
 
 # -- decoding: msgspec checks the declared types; unknown keys go to ``extra`` ----------------------------------

@@ -64,6 +64,7 @@ def test_threaded_batcher_dispatch_times_match_the_rule():
     assert calls == [["r0", "r1"], ["r2", "r3", "r4"], ["r5"], ["r6"]]
     ref = dispatch_schedule(arrivals, [4 * MS, 0, 0, 0], BatchPolicy(3, 5))
     assert [b["close_ns"] for b in ref] == [g[2] for g in got]
+    assert [b["due_ns"] for b in ref] == [b.due_ns for b in sorted(batcher.batches, key=lambda b: b.batch)]
 
 
 def test_abort_returns_undispatched_requests():

@@ -51,6 +51,7 @@ class BatchRecord:
     start_ns: int
     end_ns: int
     timing: RequestTiming
+    due_ns: int | None = None  # when the rule alone would have dispatched it (before back-pressure)
 
 
 @dataclass
@@ -60,6 +61,7 @@ class _InFlight:
     taken: list[tuple[int, int]]
     close_ns: int
     start_ns: int
+    due_ns: int | None = None
     starts: list[int] = field(default_factory=list)
     ends: list[int] = field(default_factory=list)
 
@@ -171,7 +173,7 @@ class DynamicBatcher:
     def _add(self, batch: int, flight: _InFlight, end_ns: int, timing: RequestTiming) -> None:
         taken = flight.taken
         self.batches.append(BatchRecord(batch, [r for r, _ in taken], [a for _, a in taken],
-                                        flight.close_ns, flight.start_ns, end_ns, timing))
+                                        flight.close_ns, flight.start_ns, end_ns, timing, flight.due_ns))
         self._finished += len(taken)
 
     def _halt(self) -> None:
@@ -182,7 +184,7 @@ class DynamicBatcher:
         self.halted.set()
         self._cond.notify_all()
 
-    def _take(self) -> tuple[int, list, int, int] | None:
+    def _take(self) -> tuple[int, list, int, int, int] | None:
         """Wait (holding the lock between waits) for the next batch; None when stopping and empty."""
         cond, former = self._cond, self._former
         while True:
@@ -200,7 +202,8 @@ class DynamicBatcher:
                 continue
             batch, self._next_batch = self._next_batch, self._next_batch + 1
             self._slot_free_ns = now
-            return batch, former.pop(close), close, now
+            due = former.due_ns()
+            return batch, former.pop(close), close, now, due
 
     def _executor_loop(self) -> None:
         cond = self._cond
@@ -217,9 +220,9 @@ class DynamicBatcher:
                 got = self._take()
                 if got is None:
                     return
-                batch, taken, close, start = got
+                batch, taken, close, start, due = got
                 items = [self._items.pop(rid) for rid, _ in taken]
-                flight = self._in_flight[batch] = _InFlight(taken, close, start)
+                flight = self._in_flight[batch] = _InFlight(taken, close, start, due)
                 cond.notify_all()
             timing = self._run(items, flight)
             end = self._clock()

@@ -18,6 +18,14 @@ batch is filled from them (up to ``max_batch_size``) when the waiting one
 starts. That is why, under a backlog, batches are full and the capacity is
 ``concurrency * max_batch_size / mean service time(max_batch_size)``.
 
+A request's wait is split in two parts that add up to arrival -> start
+(:func:`wait_split`): ``batch_wait`` ends when the rule itself would dispatch
+the batch (``due = min(oldest + max_wait, arrival of the max_batch_size-th)``,
+or the request's own arrival when it joined later), so it never exceeds
+``max_wait``; ``queue_wait`` is the rest, the time spent waiting for a busy
+executor (the handoff slot, then the executor). Counting the slot's wait as
+batch wait once gave a batch wait p99 of 110 ms under a 5 ms max wait.
+
 Times are integer nanoseconds. Nothing here reads a clock: callers pass times.
 """
 from __future__ import annotations
@@ -74,15 +82,20 @@ class BatchFormer:
             raise ValueError(f"arrival {arrival_ns} is earlier than the last queued one {self._queue[-1][1]}")
         self._queue.append((request, arrival_ns))
 
-    def close_ns(self, slot_free_ns: int) -> int | None:
-        """When the next batch closes given what is queued now; None when nothing is."""
+    def due_ns(self) -> int | None:
+        """When the rule alone would dispatch the next batch (no back-pressure); None when nothing is queued."""
         if not self._queue:
             return None
         b = self.policy.max_batch_size
         due = self._queue[0][1] + self.policy.max_wait_ns
         if len(self._queue) >= b:
             due = min(due, self._queue[b - 1][1])
-        return max(due, slot_free_ns)
+        return due
+
+    def close_ns(self, slot_free_ns: int) -> int | None:
+        """When the next batch closes given what is queued now; None when nothing is."""
+        due = self.due_ns()
+        return None if due is None else max(due, slot_free_ns)
 
     def pop(self, close_ns: int) -> list[tuple[Any, int]]:
         """Remove and return the batch closing at ``close_ns``: (request, arrival_ns) pairs."""
@@ -102,20 +115,40 @@ def dispatch_schedule(arrivals_ns, service_ns, policy: BatchPolicy) -> list[dict
     """Reference event-by-event replay of the rule: one dict per batch.
 
     ``service_ns[m]`` is batch m's service time. Keys: ``batch``, ``size``,
-    ``first`` (index of its first request), ``close_ns``, ``start_ns``,
-    ``end_ns``. Slow and obvious on purpose: tests hold the fast simulator and
-    the threaded batcher to it.
+    ``first`` (index of its first request), ``due_ns`` (the rule's own close,
+    before back-pressure), ``close_ns``, ``start_ns``, ``end_ns``. Slow and
+    obvious on purpose: tests hold the fast simulator and the threaded batcher to it.
     """
     former, free, batches, slot_free = BatchFormer(policy), [0] * policy.concurrency, [], 0
     for i, a in enumerate(arrivals_ns):
         former.push(i, int(a))
     while len(former):
+        due = former.due_ns()
         close = former.close_ns(slot_free)
         taken = former.pop(close)
         k = min(range(len(free)), key=free.__getitem__)
         start = max(close, free[k])
         end = start + int(service_ns[len(batches)])
         free[k], slot_free = end, start
-        batches.append({"batch": len(batches), "size": len(taken), "first": taken[0][0],
+        batches.append({"batch": len(batches), "size": len(taken), "first": taken[0][0], "due_ns": due,
                         "close_ns": close, "start_ns": start, "end_ns": end})
     return batches
+
+
+def wait_split(arrival_ns, due_ns, close_ns, start_ns):
+    """``(batch_wait_ns, queue_wait_ns)`` of a request: they add up to ``start - arrival``.
+
+    Batch wait runs from arrival to the batch's ``due`` (the rule's own close),
+    or ends at once for a request that joined after it, and never past the
+    close; queue wait (the busy executor: handoff slot, then executor) is the
+    rest. ``due_ns`` None (a record made before it was kept) ends the batch wait
+    at the close. Works on ints and on numpy arrays alike.
+    """
+    import numpy as np
+
+    if due_ns is None:
+        end = close_ns
+    else:
+        end = np.minimum(np.maximum(due_ns, arrival_ns), close_ns)
+        end = int(end) if np.ndim(end) == 0 else end
+    return end - arrival_ns, start_ns - end

@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..units import NS_PER_S
 from .arrivals import Arrivals
-from .policy import BatchPolicy
+from .policy import BatchPolicy, wait_split
 from .service_model import ServiceModel
 
 SEED_OFFSET = 0x5EC  # service draws use another stream than the arrivals of the same seed
@@ -38,10 +38,11 @@ class Simulation:
     """What a simulation produced.
 
     requests: one row per request; ``request``, ``arrival_ns``,
-        ``batch_wait_ns``, ``queue_wait_ns``, ``service_ns``, ``dur_ns`` (end
-        to end, the sum of the three), ``batch``, ``batch_size``, ``ok``
-        (always True), all int64 ns from the first arrival.
-    batches: one row per batch; ``batch``, ``size``, ``close_ns``,
+        ``batch_wait_ns`` (to the batch's due time, at most max wait),
+        ``queue_wait_ns`` (waiting for a busy executor: ``policy.wait_split``),
+        ``service_ns``, ``dur_ns`` (end to end, the sum of the three), ``batch``,
+        ``batch_size``, ``ok`` (always True), all int64 ns from the first arrival.
+    batches: one row per batch; ``batch``, ``size``, ``first``, ``due_ns``, ``close_ns``,
         ``start_ns``, ``end_ns``, ``service_ns``.
     """
 
@@ -74,15 +75,18 @@ def _size_tables(model: ServiceModel, max_batch_size: int) -> list[tuple]:
 
 
 def batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int, max_wait_ns: int,
-               concurrency: int) -> tuple[list, list, list, list]:
-    """The event loop: per batch (first request index, close, start, end), times as floats (ns).
+               concurrency: int) -> tuple[list, list, list, list, list]:
+    """The event loop: per batch (first request index, close, start, end, due), times as floats (ns).
+
+    ``due``: when the rule alone would dispatch the batch (``policy.BatchFormer.due_ns``);
+    ``close`` is later when the one-deep handoff slot was busy.
 
     Quantiles are inlined (``x = u * (n - 1)``, linear between order
     statistics; each sample list carries a repeated last value so ``k + 1``
     never overruns): this loop is the simulator's whole cost.
     """
     n, b, w = len(arrivals), max_batch_size, max_wait_ns
-    firsts, closes, starts, ends = [], [], [], []
+    firsts, closes, starts, ends, dues = [], [], [], [], []
     free = [float("-inf")] * concurrency  # a heap of executor free times
     slot_free = float("-inf")
     i = m = 0
@@ -90,6 +94,7 @@ def batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int, max_w
         close = arrivals[i] + w
         if i + b - 1 < n and arrivals[i + b - 1] < close:
             close = arrivals[i + b - 1]
+        dues.append(close)
         if close < slot_free:
             close = slot_free
         j = i + 1 if b == 1 else bisect_right(arrivals, close, i, i + b if i + b < n else n)
@@ -113,7 +118,7 @@ def batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int, max_w
         slot_free = start
         i = j
         m += 1
-    return firsts, closes, starts, ends
+    return firsts, closes, starts, ends, dues
 
 
 def simulate(model: ServiceModel, arrivals: Arrivals | np.ndarray, policy: BatchPolicy, *,
@@ -124,9 +129,9 @@ def simulate(model: ServiceModel, arrivals: Arrivals | np.ndarray, policy: Batch
     rate = _rate_rps(arrivals, times)
     u = np.random.default_rng([seed, SEED_OFFSET]).random(max(len(times), 1)).tolist()
     tables = _size_tables(model, policy.max_batch_size)
-    firsts, closes, starts, ends = batch_loop(times.tolist(), u, tables, policy.max_batch_size,
-                                              policy.max_wait_ns, policy.concurrency)
-    batches = _batch_table(firsts, closes, starts, ends, len(times))
+    firsts, closes, starts, ends, dues = batch_loop(times.tolist(), u, tables, policy.max_batch_size,
+                                                    policy.max_wait_ns, policy.concurrency)
+    batches = _batch_table(firsts, closes, starts, ends, len(times), dues)
     requests = _request_table(times, batches)
     capacity = model.capacity_rps(policy.max_batch_size, policy.concurrency)
     meta = {"arrivals": arrivals.params() if isinstance(arrivals, Arrivals) else {"process": "given", "count": len(times)},
@@ -143,14 +148,16 @@ def _rate_rps(arrivals, times: np.ndarray) -> float:
     return (len(times) - 1) * NS_PER_S / span if span > 0 else float("inf")
 
 
-def _batch_table(firsts, closes, starts, ends, n: int) -> pd.DataFrame:
+def _batch_table(firsts, closes, starts, ends, n: int, dues=None) -> pd.DataFrame:
     first = np.asarray(firsts, dtype=np.int64)
     close = np.rint(np.asarray(closes)).astype(np.int64)
     start = np.rint(np.asarray(starts)).astype(np.int64)
     end = np.rint(np.asarray(ends)).astype(np.int64)
     size = np.diff(np.append(first, n))
+    due = close if dues is None else np.rint(np.asarray(dues)).astype(np.int64)
     return pd.DataFrame({"batch": np.arange(len(first), dtype=np.int64), "size": size, "first": first,
-                         "close_ns": close, "start_ns": start, "end_ns": end, "service_ns": end - start})
+                         "due_ns": due, "close_ns": close, "start_ns": start, "end_ns": end,
+                         "service_ns": end - start})
 
 
 def _request_table(times: np.ndarray, batches: pd.DataFrame) -> pd.DataFrame:
@@ -159,8 +166,9 @@ def _request_table(times: np.ndarray, batches: pd.DataFrame) -> pd.DataFrame:
     close = batches["close_ns"].to_numpy()[batch]
     start = batches["start_ns"].to_numpy()[batch]
     end = batches["end_ns"].to_numpy()[batch]
+    batch_wait, queue_wait = wait_split(times, batches["due_ns"].to_numpy()[batch], close, start)
     return pd.DataFrame({
         "request": np.arange(len(times), dtype=np.int64), "arrival_ns": times,
-        "batch_wait_ns": close - times, "queue_wait_ns": start - close, "service_ns": end - start,
+        "batch_wait_ns": batch_wait, "queue_wait_ns": queue_wait, "service_ns": end - start,
         "dur_ns": end - times, "batch": batch, "batch_size": size[batch], "ok": np.ones(len(times), dtype=bool),
     })

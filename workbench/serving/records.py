@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..batching.policy import wait_split
 from ..batching.records import LOAD_COLUMNS
 from ..record import build_tables
 from .service import AFTER, BEFORE, BatchDone
@@ -45,7 +46,7 @@ def server_tables(service, dropped, stopped_ns: int) -> tuple[pd.DataFrame, pd.D
                 error = UNANSWERED
             end = t.sent_ns if t.sent_ns is not None else stopped_ns
             req_rows.append(_request_row(rid, t, end - t.received_ns, error, len(rec.requests), origin,
-                                         rec.close_ns - t.submitted_ns, rec.start_ns - rec.close_ns,
+                                         *wait_split(t.submitted_ns, rec.due_ns, rec.close_ns, rec.start_ns),
                                          rec.end_ns - rec.start_ns, rec.batch)
                             | {"cache_hit": service.batch_cache_hit.get(rec.batch)})
             if t.resumed_ns is None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from ..batching.batcher import BatchRecord, DynamicBatcher
-from ..batching.policy import BatchPolicy
+from ..batching.policy import BatchPolicy, wait_split
 from ..timing import Clock, RequestTiming, StageFailure, time_request
 from .protocol import format_server_timing, output_bytes
 
@@ -72,6 +72,7 @@ class BatchDone(NamedTuple):
     stage_end_ns: tuple[int, ...]
     failure: tuple[str, str, str, str | None] | None
     item_failures: tuple | None = None
+    due_ns: int | None = None  # when the batching rule alone would have dispatched it (policy.wait_split)
 
     @classmethod
     def of(cls, record: BatchRecord) -> "BatchDone":
@@ -80,7 +81,7 @@ class BatchDone(NamedTuple):
         if isinstance(t.output, Isolated):
             items = tuple(_failure_tuple(x) if isinstance(x, StageFailure) else None for x in t.output.items)
         return cls(record.batch, tuple(record.requests), record.close_ns, record.start_ns, record.end_ns,
-                   tuple(t.stage_start_ns), tuple(t.stage_end_ns), _failure_tuple(t.failure), items)
+                   tuple(t.stage_start_ns), tuple(t.stage_end_ns), _failure_tuple(t.failure), items, record.due_ns)
 
 
 def _failure_tuple(f: StageFailure | None) -> tuple[str, str, str, str | None] | None:
@@ -199,8 +200,9 @@ class PipelineService:
         pipeline = [(self.pipe.stage_names[k], e - s)
                     for k, (s, e) in enumerate(zip(record.stage_start_ns, record.stage_end_ns))]
         end = times.sent_ns if times.sent_ns is not None else times.resumed_ns
-        return [("ingress", times.submitted_ns - times.received_ns), ("batch_wait", record.close_ns - times.submitted_ns),
-                ("queue_wait", record.start_ns - record.close_ns), *pipeline,
+        batch_wait, queue_wait = wait_split(times.submitted_ns, record.due_ns, record.close_ns, record.start_ns)
+        return [("ingress", times.submitted_ns - times.received_ns), ("batch_wait", batch_wait),
+                ("queue_wait", queue_wait), *pipeline,
                 ("handoff", times.resumed_ns - record.end_ns), ("egress", end - times.resumed_ns)]
 
     def _reply(self, rid: int, record: BatchRecord, times: HttpTimes) -> Reply:

@@ -35,7 +35,8 @@ def test_cold_start_calls_are_set_up_calls_and_slow_first_launches(tmp_path):
         ["cudaLaunchKernel", 6_000_000, 2_000_000, "first launch"]]
     assert launches.cold_start_summary(trace) == {"calls": 3, "dur_ns": 7_001_000}
     assert len(launches.steady_launch_pairs(trace)) == 12 and len(launches.launch_pairs(trace)) == 13
-    assert len(launches.steady_launch_calls(trace)) == 12 and len(launches.steady_gpu_work(trace)) == 12
+    assert launches.steady_call_table(trace)["ts_ns"].size == 12 and launches.steady_gpu_dur_ns(trace) == 12_000
+    assert launches.cold_start_calls(trace)["reason"].tolist() == ["init", "init", "first launch"]
 
 
 def test_the_verdict_is_computed_over_the_steady_state(tmp_path):

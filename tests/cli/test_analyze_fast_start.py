@@ -94,3 +94,16 @@ def test_prepare_process_leaves_a_process_that_already_imported_pandas_alone():
     done = subprocess.run([sys.executable, "-c", code, __file__], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
+
+
+def test_analyze_imports_neither_pandas_nor_pyarrow(tmp_path):
+    """``analyze`` reads numpy columns end to end (issue 24: pandas and pyarrow took 0.42-0.60 s of
+    its 1.07 s on a 33 MB trace); the import log of a fresh process shows neither."""
+    trace = REPO / "data" / "traces" / "hta_critical_path_alexnet.json.gz"
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "workbench", "analyze", str(trace), "--json"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-500:]
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "numpy" in imported and "msgspec" in imported
+    assert not {m for m in imported if m.split(".")[0] in ("pandas", "pyarrow")}
+    assert json.loads(done.stdout)["launches"]["cold_start"]["calls"] == 20

@@ -6,9 +6,10 @@ kernel's full duration, ``busy_ns`` the length of the union of their intervals.
 """
 from __future__ import annotations
 
-import pandas as pd
+import numpy as np
 
-from ..trace import Trace
+from ..trace import KIND_KERNEL, Trace
+from ..trace.frames import pd
 from ..trace.intervals import union_length
 
 SHORT_KERNEL_NS = 10_000  # "kernels under 10 us": dur < 10.0 us, strict
@@ -24,17 +25,33 @@ def kernel_summary(trace: Trace) -> dict:
 
     ``busy_ns`` and the distribution figures are None without kernels.
     """
-    kernels = kernel_events(trace)
-    dur = kernels["dur_ns"].to_numpy()
-    out = {"count": int(dur.size), "total_ns": int(dur.sum()),
-           "under_10us": int((dur < SHORT_KERNEL_NS).sum()),
-           "distinct_names": int(kernels["name"].nunique())}
+    kernels = trace.rows_of([KIND_KERNEL])
+    dur = kernels.dur_ns
+    out = {"count": int(dur.size), "total_ns": int(dur.sum()), "under_10us": int((dur < SHORT_KERNEL_NS).sum()),
+           "distinct_names": int(np.unique(kernels.name.codes).size)}
     if dur.size == 0:
         return out | {"busy_ns": None, "min_ns": None, "median_ns": None, "max_ns": None, "mean_ns": None}
-    starts = kernels["ts_ns"].to_numpy()
+    starts = kernels.ts_ns
     return out | {"busy_ns": union_length(starts, starts + dur), "min_ns": int(dur.min()),
-                  "median_ns": float(pd.Series(dur).median()), "max_ns": int(dur.max()),
-                  "mean_ns": float(dur.mean())}
+                  "median_ns": float(np.median(dur)), "max_ns": int(dur.max()), "mean_ns": float(dur.mean())}
+
+
+def kernel_rows(trace: Trace, n: int | None = 10) -> list[dict]:
+    """:func:`top_kernels` as dicts."""
+    kernels = trace.rows_of([KIND_KERNEL])
+    codes, dur = kernels.name.codes, kernels.dur_ns
+    used = np.unique(codes)
+    rows = []
+    for code in used:
+        mine = dur[codes == code]
+        rows.append({"name": str(kernels.name.labels[code]), "count": int(mine.size), "total_ns": int(mine.sum()),
+                     "max_ns": int(mine.max())})
+    total = sum(r["total_ns"] for r in rows)
+    for r in rows:
+        r["mean_ns"] = r["total_ns"] / r["count"]
+        r["share"] = r["total_ns"] / total if total else 0.0
+    rows.sort(key=lambda r: (-r["total_ns"], r["name"]))
+    return rows if n is None else rows[:n]
 
 
 def top_kernels(trace: Trace, n: int | None = 10) -> pd.DataFrame:
@@ -43,13 +60,10 @@ def top_kernels(trace: Trace, n: int | None = 10) -> pd.DataFrame:
     Columns: name (str), count, total_ns, mean_ns (float), max_ns, share (of all
     kernel time, 0..1). ``n=None`` keeps every name.
     """
-    kernels = kernel_events(trace)
-    grouped = (kernels.groupby("name", observed=True, sort=False)["dur_ns"]
-               .agg(count="size", total_ns="sum", max_ns="max").reset_index())
-    grouped["name"] = grouped["name"].astype(str)
-    grouped["mean_ns"] = grouped["total_ns"] / grouped["count"]
-    total = grouped["total_ns"].sum()
-    grouped["share"] = grouped["total_ns"] / total if total else 0.0
-    grouped = grouped.sort_values(["total_ns", "name"], ascending=[False, True], ignore_index=True)
-    columns = ["name", "count", "total_ns", "mean_ns", "max_ns", "share"]
-    return grouped[columns] if n is None else grouped[columns].head(n)
+    rows = kernel_rows(trace, n)
+    return pd.DataFrame({"name": pd.Series([r["name"] for r in rows], dtype="str"),
+                         "count": np.array([r["count"] for r in rows], dtype=np.int64),
+                         "total_ns": np.array([r["total_ns"] for r in rows], dtype=np.int64),
+                         "mean_ns": np.array([r["mean_ns"] for r in rows], dtype=float),
+                         "max_ns": np.array([r["max_ns"] for r in rows], dtype=np.int64),
+                         "share": np.array([r["share"] for r in rows], dtype=float)})

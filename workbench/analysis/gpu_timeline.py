@@ -15,13 +15,16 @@ is classified by the gap alone. HTA sums negative gaps too; we clip them.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
-from ..trace import Trace
+from ..trace import GPU_WORK_KINDS, Trace
+from ..trace.frames import pd
 from ..trace.intervals import merge, overlap_with_windows
-from .launches import gpu_work_with_launch
+from ..trace.numbers import NA_INT
+from .launches import launch_join
 
 KERNEL_WAIT_NS = 30_000
+STREAM_COLUMNS = ("device", "stream", "count", "span_ns", "busy_ns", "idle_ns", "host_wait_ns", "kernel_wait_ns",
+                  "other_ns")
 
 
 def gpu_work(trace: Trace) -> pd.DataFrame:
@@ -31,11 +34,11 @@ def gpu_work(trace: Trace) -> pd.DataFrame:
 
 def gpu_time_summary(trace: Trace) -> dict:
     """``{start_ns, end_ns, span_ns, busy_ns, idle_ns, idle_fraction}``; all None without GPU work."""
-    work = gpu_work(trace)
-    if work.empty:
+    work = trace.rows_of(GPU_WORK_KINDS)
+    if not len(work):
         return dict.fromkeys(("start_ns", "end_ns", "span_ns", "busy_ns", "idle_ns", "idle_fraction"))
-    starts = work["ts_ns"].to_numpy()
-    ends = starts + work["dur_ns"].to_numpy()
+    starts = work.ts_ns
+    ends = starts + work.dur_ns
     start, end = int(starts.min()), int(ends.max())
     merged = merge(starts, ends)
     busy = int((merged[1] - merged[0]).sum())
@@ -50,24 +53,39 @@ def stream_idle(trace: Trace, kernel_wait_ns: int = KERNEL_WAIT_NS) -> pd.DataFr
     Columns: device, stream, count, span_ns, busy_ns, idle_ns, host_wait_ns,
     kernel_wait_ns, other_ns (idle_ns = the three summed).
     """
-    work = gpu_work_with_launch(trace)
-    columns = ["device", "stream", "count", "span_ns", "busy_ns", "idle_ns",
-               "host_wait_ns", "kernel_wait_ns", "other_ns"]
-    if work.empty:
-        return pd.DataFrame({c: pd.Series([], dtype="Int64" if c in ("device", "stream") else np.int64)
-                             for c in columns})
-    work = work.sort_values(["device", "stream", "ts_ns"], kind="stable", na_position="last")
-    rows = [_one_stream(dev, stream, group, kernel_wait_ns)
-            for (dev, stream), group in work.groupby(["device", "stream"], dropna=False, sort=True)]
-    return pd.DataFrame(rows, columns=columns).astype({"device": "Int64", "stream": "Int64"})
+    rows = stream_idle_rows(trace, kernel_wait_ns)
+    out = {c: np.array([r[c] for r in rows], dtype=np.int64) for c in STREAM_COLUMNS[2:]}
+    return pd.DataFrame({"device": pd.array([r["device"] for r in rows], dtype="Int64"),
+                         "stream": pd.array([r["stream"] for r in rows], dtype="Int64"), **out})
 
 
-def _one_stream(device, stream, group: pd.DataFrame, kernel_wait_ns: int) -> dict:
-    ts = group["ts_ns"].to_numpy()
-    end = ts + group["dur_ns"].to_numpy()
+def stream_idle_rows(trace: Trace, kernel_wait_ns: int = KERNEL_WAIT_NS) -> list[dict]:
+    """:func:`stream_idle` as dicts (device and stream None where absent), sorted by device then
+    stream, absent last."""
+    join = launch_join(trace)
+    work = join.work
+    if not len(work):
+        return []
+    big = np.iinfo(np.int64).max  # absent ids sort last
+    device = np.where(work.device == NA_INT, big, work.device)
+    stream = np.where(work.stream == NA_INT, big, work.stream)
+    order = np.lexsort((work.ts_ns, stream, device))
+    rows = []
+    keys = np.stack([device[order], stream[order]], axis=1)
+    starts = np.flatnonzero(np.r_[True, (keys[1:] != keys[:-1]).any(axis=1)])
+    for lo, hi in zip(starts, np.r_[starts[1:], order.size]):
+        mine = order[lo:hi]
+        dev, strm = int(device[mine[0]]), int(stream[mine[0]])
+        rows.append(_one_stream(None if dev == big else dev, None if strm == big else strm, work.ts_ns[mine],
+                                work.dur_ns[mine], join.launch_ts_ns[mine], kernel_wait_ns))
+    return rows
+
+
+def _one_stream(device, stream, ts: np.ndarray, dur: np.ndarray, launch_ts: np.ndarray, kernel_wait_ns: int) -> dict:
+    end = ts + dur
     prev_end = np.maximum.accumulate(end)[:-1]
     gap = np.maximum(ts[1:] - prev_end, 0)
-    launch = group["launch_ts_ns"].to_numpy(dtype=np.int64, na_value=np.iinfo(np.int64).min)[1:]
+    launch = np.where(launch_ts == NA_INT, np.iinfo(np.int64).min, launch_ts)[1:]
     host_wait = launch > prev_end  # a missing launch call is never host wait
     kernel_wait = ~host_wait & (gap < kernel_wait_ns)
     other = ~host_wait & ~kernel_wait
@@ -93,9 +111,8 @@ def busy_over_time(trace: Trace, bins: int = 200) -> pd.DataFrame:
     edges = np.unique(summary["start_ns"] + (span // bins) * steps + (span % bins) * steps // bins)
     if edges.size == 1:  # all GPU work is zero-duration at one instant: one empty bin, not none
         edges = np.repeat(edges, 2)
-    work = gpu_work(trace)
-    starts = work["ts_ns"].to_numpy()
-    busy = overlap_with_windows(merge(starts, starts + work["dur_ns"].to_numpy()), edges[:-1], edges[1:])
+    work = trace.rows_of(GPU_WORK_KINDS)
+    busy = overlap_with_windows(merge(work.ts_ns, work.ts_ns + work.dur_ns), edges[:-1], edges[1:])
     width = np.diff(edges)
     return pd.DataFrame({"bin_start_ns": edges[:-1], "bin_end_ns": edges[1:], "busy_ns": busy,
                          "busy_fraction": np.where(width > 0, busy / np.maximum(width, 1), 0.0)})

@@ -20,10 +20,12 @@ state (:func:`steady_launch_pairs`): on the AlexNet trace one first launch took
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
-from ..trace import KIND_KERNEL, Trace, derived
+from ..trace import GPU_WORK_KINDS, KIND_KERNEL, KIND_RUNTIME, KINDS, Trace, derived
+from ..trace.columns import Columns
+from ..trace.frames import categorical, kinds, nullable, pd
 from ..trace.intervals import union_length
+from ..trace.numbers import NA_INT
 from .stats import percentiles
 
 LAUNCH_NAMES = frozenset({
@@ -54,6 +56,46 @@ def runtime_calls(trace: Trace, names=None) -> pd.DataFrame:
     return runtime.copy(deep=False) if names is None else runtime[runtime["name"].isin(list(names))]
 
 
+class LaunchJoin:
+    """GPU work (``work``: numpy columns of the kernel, memcpy and memset rows) and, per row, the index
+    of its launching call in ``runtime`` (the runtime rows' columns), -1 where the call is missing.
+
+    A correlation shared by several runtime calls joins to the first of them. Computed once per
+    trace (:func:`launch_join`); every launch table is read from it.
+    """
+
+    def __init__(self, work: Columns, runtime: Columns, call: np.ndarray):
+        self.work, self.runtime, self.call = work, runtime, call
+        self.found = call >= 0
+        at = np.where(self.found, call, 0)
+        empty = runtime.ts_ns.size == 0
+        self.launch_ts_ns = np.where(self.found, 0 if empty else runtime.ts_ns[at], NA_INT)
+        self.launch_dur_ns = np.where(self.found, 0 if empty else runtime.dur_ns[at], NA_INT)
+        self.launch_name = np.where(self.found, -1 if empty else runtime.name.codes[at], -1)
+        self.launch_tid = np.where(self.found, -1 if empty else runtime.tid.codes[at], -1)
+
+    def launched(self) -> np.ndarray:
+        """Row indices of the work whose launch call is in the trace."""
+        return np.flatnonzero(self.found)
+
+    def named(self, names) -> np.ndarray:
+        """Boolean per work row: its launch call is named in ``names``."""
+        hits = np.array([label in names for label in self.runtime.name.labels] + [False], dtype=bool)
+        return hits[np.where(self.launch_name < 0, hits.size - 1, self.launch_name)]
+
+
+@derived
+def launch_join(trace: Trace) -> LaunchJoin:
+    """The :class:`LaunchJoin` of a trace (a sorted lookup on correlation)."""
+    work, runtime = trace.rows_of(GPU_WORK_KINDS), trace.rows_of([KIND_RUNTIME])
+    rows = np.flatnonzero(runtime.correlation != NA_INT)
+    corr, first = np.unique(runtime.correlation[rows], return_index=True)
+    pos = np.minimum(np.searchsorted(corr, work.correlation), max(corr.size - 1, 0))
+    found = (corr.size > 0) & (work.correlation != NA_INT)
+    found = found & (corr[pos] == work.correlation) if corr.size else np.zeros(len(work), bool)
+    return LaunchJoin(work, runtime, np.where(found, rows[first][pos] if corr.size else -1, -1))
+
+
 @derived
 def gpu_work_with_launch(trace: Trace) -> pd.DataFrame:
     """GPU work rows with their launching runtime call (null where it is missing).
@@ -63,38 +105,17 @@ def gpu_work_with_launch(trace: Trace) -> pd.DataFrame:
     launch_tid. Text columns are categoricals sharing the events table's
     categories (no string is copied: kernel names run to kilobytes).
     A correlation shared by several runtime calls joins to the first of them
-    (an index lookup on correlation). Computed once per :class:`~workbench.trace.Trace`.
+    (:class:`LaunchJoin`). Computed once per :class:`~workbench.trace.Trace`.
     """
-    gpu, runtime = trace.gpu_work, trace.runtime
-    runtime = runtime[runtime["correlation"].notna().to_numpy()]
-    corr = runtime["correlation"].to_numpy(np.int64)
-    first = ~pd.Index(corr).duplicated(keep="first")
-    runtime = runtime[first]
-    pos = pd.Index(corr[first]).get_indexer(pd.Index(gpu["correlation"].array))
-    found = pos >= 0
-    at = np.where(found, pos, 0)
-
-    def pick(column: str):  # categorical column of the runtime rows, NA where no call
-        codes = runtime[column].cat.codes.to_numpy()
-        picked = np.where(found, codes[at] if codes.size else -1, -1)
-        return pd.Categorical.from_codes(picked, dtype=runtime[column].dtype)
-
-    def times(column: str):  # nullable before any arithmetic: float64 would round epoch-sized ns
-        values = runtime[column].to_numpy(np.int64)
-        return pd.arrays.IntegerArray(values[at] if values.size else np.zeros(at.size, np.int64), ~found)
-
-    out = {"kind": gpu["kind"].array, "name": gpu["name"].array,
-           **{c: gpu[c].array for c in ("ts_ns", "dur_ns", "device", "stream", "correlation", "bytes", "ext_id")},
-           "launch_name": pick("name"), "launch_ts_ns": times("ts_ns"), "launch_dur_ns": times("dur_ns"),
-           "launch_tid": pick("tid")}
-    return pd.DataFrame(out)
-
-
-@derived
-def launched_work(trace: Trace) -> pd.DataFrame:
-    """The rows of :func:`gpu_work_with_launch` whose launch call is in the trace."""
-    joined = gpu_work_with_launch(trace)
-    return joined[joined["launch_ts_ns"].notna().to_numpy()]
+    join = launch_join(trace)
+    work = join.work
+    return pd.DataFrame({
+        "kind": kinds(work.kind), "name": categorical(work.name.codes, work.name),
+        "ts_ns": work.ts_ns, "dur_ns": work.dur_ns,
+        **{c: nullable(getattr(work, c)) for c in ("device", "stream", "correlation", "bytes", "ext_id")},
+        "launch_name": categorical(join.launch_name, join.runtime.name),
+        "launch_ts_ns": nullable(join.launch_ts_ns), "launch_dur_ns": nullable(join.launch_dur_ns),
+        "launch_tid": categorical(join.launch_tid, join.runtime.tid)})
 
 
 def launch_pairs(trace: Trace, names=HTA_LAUNCH_NAMES) -> pd.DataFrame:
@@ -104,34 +125,42 @@ def launch_pairs(trace: Trace, names=HTA_LAUNCH_NAMES) -> pd.DataFrame:
     gpu_ts_ns, gpu_dur_ns, launch_delay_ns (clipped at 0), device, stream (text
     columns categorical, as in :func:`gpu_work_with_launch`).
     """
+    table = pair_table(trace, names)
+    join = launch_join(trace)
+    rows = table["rows"]
+    return pd.DataFrame({
+        "correlation": table["correlation"], "launch_name": categorical(join.launch_name[rows], join.runtime.name),
+        "cpu_ts_ns": table["cpu_ts_ns"], "cpu_dur_ns": table["cpu_dur_ns"],
+        "gpu_kind": kinds(join.work.kind[rows]), "gpu_name": categorical(join.work.name.codes[rows], join.work.name),
+        "gpu_ts_ns": table["gpu_ts_ns"], "gpu_dur_ns": table["gpu_dur_ns"], "launch_delay_ns": table["launch_delay_ns"],
+        "device": nullable(join.work.device[rows]), "stream": nullable(join.work.stream[rows])})
+
+
+def pair_table(trace: Trace, names=HTA_LAUNCH_NAMES) -> dict[str, np.ndarray]:
+    """:func:`launch_pairs` as numpy columns (``rows``: the work rows of :func:`launch_join`)."""
     return _hta_pairs(trace) if names is HTA_LAUNCH_NAMES else _pairs(trace, names)
 
 
 @derived
-def _hta_pairs(trace: Trace) -> pd.DataFrame:
+def _hta_pairs(trace: Trace) -> dict[str, np.ndarray]:
     return _pairs(trace, HTA_LAUNCH_NAMES)
 
 
-def _pairs(trace: Trace, names) -> pd.DataFrame:
-    joined = launched_work(trace)
-    joined = joined[joined["launch_name"].isin(list(names)).to_numpy()]
-    cpu_end = joined["launch_ts_ns"].to_numpy(np.int64) + joined["launch_dur_ns"].to_numpy(np.int64)
-    delay = np.maximum(joined["ts_ns"].to_numpy() - cpu_end, 0)
-    return pd.DataFrame({
-        "correlation": joined["correlation"].to_numpy(), "launch_name": joined["launch_name"].array,
-        "cpu_ts_ns": joined["launch_ts_ns"].to_numpy(np.int64),
-        "cpu_dur_ns": joined["launch_dur_ns"].to_numpy(np.int64),
-        "gpu_kind": joined["kind"].array, "gpu_name": joined["name"].array,
-        "gpu_ts_ns": joined["ts_ns"].to_numpy(), "gpu_dur_ns": joined["dur_ns"].to_numpy(),
-        "launch_delay_ns": delay.astype(np.int64),
-        "device": joined["device"].array, "stream": joined["stream"].array})
+def _pairs(trace: Trace, names) -> dict[str, np.ndarray]:
+    join = launch_join(trace)
+    rows = np.flatnonzero(join.found & join.named(frozenset(names)))
+    cpu_ts, cpu_dur = join.launch_ts_ns[rows], join.launch_dur_ns[rows]
+    gpu_ts, gpu_dur = join.work.ts_ns[rows], join.work.dur_ns[rows]
+    return {"rows": rows, "correlation": join.work.correlation[rows], "cpu_ts_ns": cpu_ts, "cpu_dur_ns": cpu_dur,
+            "gpu_ts_ns": gpu_ts, "gpu_dur_ns": gpu_dur,
+            "launch_delay_ns": np.maximum(gpu_ts - (cpu_ts + cpu_dur), 0).astype(np.int64)}
 
 
-def launch_pair_summary(pairs: pd.DataFrame) -> dict:
-    """HTA's counts over :func:`launch_pairs`: ``{count, cpu_over_50us, delay_over_100us,
-    gpu_shorter_than_cpu, short_kernels, cpu_dur_ns, gpu_dur_ns, launch_delay_ns,
-    launch_delay_max_ns}`` (sums in ns; max None without pairs)."""
-    cpu, gpu, delay = (pairs[c].to_numpy() for c in ("cpu_dur_ns", "gpu_dur_ns", "launch_delay_ns"))
+def launch_pair_summary(pairs) -> dict:
+    """HTA's counts over :func:`launch_pairs` (a DataFrame or :func:`pair_table`): ``{count,
+    cpu_over_50us, delay_over_100us, gpu_shorter_than_cpu, short_kernels, cpu_dur_ns, gpu_dur_ns,
+    launch_delay_ns, launch_delay_max_ns}`` (sums in ns; max None without pairs)."""
+    cpu, gpu, delay = (np.asarray(pairs[c], dtype=np.int64) for c in ("cpu_dur_ns", "gpu_dur_ns", "launch_delay_ns"))
     return {"count": int(cpu.size), "cpu_over_50us": int((cpu > RUNTIME_OUTLIER_NS).sum()),
             "delay_over_100us": int((delay > LAUNCH_DELAY_OUTLIER_NS).sum()),
             "gpu_shorter_than_cpu": int((gpu < cpu).sum()),
@@ -140,7 +169,6 @@ def launch_pair_summary(pairs: pd.DataFrame) -> dict:
             "launch_delay_max_ns": int(delay.max()) if delay.size else None}
 
 
-@derived
 def launch_calls(trace: Trace) -> pd.DataFrame:
     """Every kernel or graph launch call with the GPU work it started.
 
@@ -148,23 +176,39 @@ def launch_calls(trace: Trace) -> pd.DataFrame:
     gpu_dur_ns (sum of its GPU work), launch_delay_ns (first GPU start after
     the call's end, clipped at 0; NA without GPU work).
     """
-    calls = runtime_calls(trace, LAUNCH_NAMES | GRAPH_LAUNCH_NAMES)
-    gpu = launched_work(trace)
-    per_corr = gpu.groupby("correlation").agg(gpu_count=("dur_ns", "size"), gpu_dur_ns=("dur_ns", "sum"),
-                                              first_gpu_ts_ns=("ts_ns", "min")).astype("Int64")
-    out = pd.DataFrame({"name": calls["name"].astype(str).to_numpy(), "ts_ns": calls["ts_ns"].to_numpy(),
-                        "dur_ns": calls["dur_ns"].to_numpy(), "tid": calls["tid"].astype(str).to_numpy(),
-                        "correlation": calls["correlation"].array})
-    out["graph"] = out["name"].isin(list(GRAPH_LAUNCH_NAMES))
-    out = out.merge(per_corr, left_on="correlation", right_index=True, how="left")
-    out["gpu_count"] = out["gpu_count"].fillna(0).astype(np.int64)
-    out["gpu_dur_ns"] = out["gpu_dur_ns"].fillna(0).astype(np.int64)
-    delay = out["first_gpu_ts_ns"] - (out["ts_ns"] + out["dur_ns"])
-    out["launch_delay_ns"] = delay.clip(lower=0).astype("Int64")
-    return out.drop(columns="first_gpu_ts_ns").reset_index(drop=True)
+    t = call_table(trace)
+    return pd.DataFrame({"name": t["name"], "ts_ns": t["ts_ns"], "dur_ns": t["dur_ns"], "tid": t["tid"],
+                         "correlation": nullable(t["correlation"]), "graph": t["graph"], "gpu_count": t["gpu_count"],
+                         "gpu_dur_ns": t["gpu_dur_ns"], "launch_delay_ns": nullable(t["launch_delay_ns"])})
 
 
 @derived
+def call_table(trace: Trace) -> dict[str, np.ndarray]:
+    """:func:`launch_calls` as numpy columns (name and tid as object arrays of str)."""
+    join = launch_join(trace)
+    runtime = join.runtime
+    rows = np.flatnonzero(runtime.name.isin(LAUNCH_NAMES | GRAPH_LAUNCH_NAMES))
+    corr = runtime.correlation[rows]
+    launched = join.launched()
+    work_corr = join.work.correlation[launched]
+    keys, inverse = np.unique(work_corr, return_inverse=True)
+    count = np.bincount(inverse.reshape(-1), minlength=keys.size).astype(np.int64)
+    total = np.zeros(keys.size, np.int64)
+    np.add.at(total, inverse, join.work.dur_ns[launched])
+    first = np.full(keys.size, np.iinfo(np.int64).max)
+    np.minimum.at(first, inverse, join.work.ts_ns[launched])
+    pos = np.minimum(np.searchsorted(keys, corr), max(keys.size - 1, 0))
+    hit = (corr != NA_INT) & (keys[pos] == corr) if keys.size else np.zeros(rows.size, bool)
+    ts, dur = runtime.ts_ns[rows], runtime.dur_ns[rows]
+    names = runtime.name.take(rows).values()
+    delay = np.where(hit, np.maximum(first[pos] - (ts + dur), 0) if keys.size else 0, NA_INT)
+    return {"name": names, "ts_ns": ts, "dur_ns": dur, "tid": runtime.tid.take(rows).values(), "correlation": corr,
+            "graph": np.isin(names, list(GRAPH_LAUNCH_NAMES)) if rows.size else np.zeros(0, bool),
+            "gpu_count": np.where(hit, count[pos] if keys.size else 0, 0).astype(np.int64),
+            "gpu_dur_ns": np.where(hit, total[pos] if keys.size else 0, 0).astype(np.int64),
+            "launch_delay_ns": delay.astype(np.int64)}
+
+
 def cold_start_calls(trace: Trace) -> pd.DataFrame:
     """Initialisation calls and slow first launches: the first call of each name in ``INIT_CALL_NAMES``
     (and any later one over ``FIRST_CALL_NS``: torch asks ``cudaDeviceGetStreamPriorityRange`` for
@@ -174,75 +218,100 @@ def cold_start_calls(trace: Trace) -> pd.DataFrame:
     Columns: name (str), ts_ns, dur_ns, correlation (Int64), reason ("init" or "first launch");
     sorted by start.
     """
-    runtime = trace.runtime
-    init = runtime[runtime["name"].isin(list(INIT_CALL_NAMES)).to_numpy()].sort_values("ts_ns", kind="stable")
-    init = init[(~init["name"].duplicated() | (init["dur_ns"] >= FIRST_CALL_NS)).to_numpy()]
-    work = launched_work(trace)
-    kernels = work[(work["kind"] == KIND_KERNEL).to_numpy() & work["launch_name"].isin(list(LAUNCH_NAMES)).to_numpy()]
-    kernels = kernels.sort_values("launch_ts_ns", kind="stable")
-    first = kernels[~kernels["name"].duplicated().to_numpy()]
-    first = first[(first["launch_dur_ns"] >= FIRST_CALL_NS).to_numpy()]
-    out = pd.concat([
-        pd.DataFrame({"name": init["name"].astype(str).to_numpy(), "ts_ns": init["ts_ns"].to_numpy(),
-                      "dur_ns": init["dur_ns"].to_numpy(), "correlation": init["correlation"].array, "reason": "init"}),
-        pd.DataFrame({"name": first["launch_name"].astype(str).to_numpy(),
-                      "ts_ns": first["launch_ts_ns"].to_numpy(np.int64), "dur_ns": first["launch_dur_ns"].to_numpy(np.int64),
-                      "correlation": first["correlation"].array, "reason": "first launch"})], ignore_index=True)
-    out = out.astype({"name": str, "ts_ns": np.int64, "dur_ns": np.int64, "correlation": "Int64", "reason": str})
-    return out.sort_values("ts_ns", kind="stable", ignore_index=True)
+    t = cold_table(trace)
+    return pd.DataFrame({"name": pd.array(t["name"], dtype="str"), "ts_ns": t["ts_ns"], "dur_ns": t["dur_ns"],
+                         "correlation": nullable(t["correlation"]), "reason": pd.array(t["reason"], dtype="str")})
+
+
+@derived
+def cold_table(trace: Trace) -> dict[str, np.ndarray]:
+    """:func:`cold_start_calls` as numpy columns."""
+    join = launch_join(trace)
+    runtime = join.runtime
+    init = np.flatnonzero(runtime.name.isin(INIT_CALL_NAMES))
+    init = init[np.argsort(runtime.ts_ns[init], kind="stable")]
+    init = init[_first_of_each(runtime.name.codes[init]) | (runtime.dur_ns[init] >= FIRST_CALL_NS)]
+    kernels = np.flatnonzero(join.found & (join.work.kind == KINDS.index(KIND_KERNEL)) & join.named(LAUNCH_NAMES))
+    kernels = kernels[np.argsort(join.launch_ts_ns[kernels], kind="stable")]
+    first = kernels[_first_of_each(join.work.name.codes[kernels])]
+    first = first[join.launch_dur_ns[first] >= FIRST_CALL_NS]
+    ts = np.concatenate([runtime.ts_ns[init], join.launch_ts_ns[first]])
+    order = np.argsort(ts, kind="stable")
+    return {"name": np.concatenate([runtime.name.take(init).values(), runtime.name.take(join.call[first]).values()])[order],
+            "ts_ns": ts[order], "dur_ns": np.concatenate([runtime.dur_ns[init], join.launch_dur_ns[first]])[order],
+            "correlation": np.concatenate([runtime.correlation[init], join.work.correlation[first]])[order],
+            "reason": np.array(["init"] * init.size + ["first launch"] * first.size, dtype=object)[order]}
+
+
+def _first_of_each(codes: np.ndarray) -> np.ndarray:
+    """Boolean: the first occurrence of each code (in the given order)."""
+    keep = np.zeros(codes.size, bool)
+    keep[np.unique(codes, return_index=True)[1]] = True
+    return keep
 
 
 def cold_start_summary(trace: Trace) -> dict:
     """``{calls, dur_ns}`` of :func:`cold_start_calls` (the union of their intervals: nested calls count once)."""
-    cold = cold_start_calls(trace)
-    starts = cold["ts_ns"].to_numpy()
-    return {"calls": len(cold), "dur_ns": union_length(starts, starts + cold["dur_ns"].to_numpy())}
+    cold = cold_table(trace)
+    return {"calls": int(cold["ts_ns"].size), "dur_ns": union_length(cold["ts_ns"], cold["ts_ns"] + cold["dur_ns"])}
 
 
-def _cold_correlations(trace: Trace) -> np.ndarray:
-    corr = cold_start_calls(trace)["correlation"]
-    return corr[corr.notna()].to_numpy(np.int64)
-
-
-def _steady(frame: pd.DataFrame, trace: Trace) -> pd.DataFrame:
-    """The rows of ``frame`` not started by a cold-start call (matched on correlation)."""
-    cold = _cold_correlations(trace)
-    return frame if cold.size == 0 else frame[~frame["correlation"].isin(cold).fillna(False).to_numpy(bool)]
+def steady_rows(correlation: np.ndarray, trace: Trace) -> np.ndarray:
+    """Boolean per row: not started by a cold-start call (matched on correlation)."""
+    cold = cold_table(trace)["correlation"]
+    cold = cold[cold != NA_INT]
+    return ~np.isin(correlation, cold) if cold.size else np.ones(np.asarray(correlation).size, bool)
 
 
 def steady_launch_pairs(trace: Trace) -> pd.DataFrame:
     """:func:`launch_pairs` (HTA's names) without the pairs of cold-start calls."""
-    return _steady(launch_pairs(trace), trace)
+    pairs = launch_pairs(trace)
+    return pairs[steady_rows(pairs["correlation"].to_numpy(np.int64, na_value=NA_INT), trace)]
 
 
-def steady_launch_calls(trace: Trace) -> pd.DataFrame:
-    """:func:`launch_calls` without cold-start calls."""
-    return _steady(launch_calls(trace), trace)
+def steady_pair_table(trace: Trace) -> dict[str, np.ndarray]:
+    """:func:`steady_launch_pairs` as numpy columns."""
+    pairs = pair_table(trace)
+    keep = steady_rows(pairs["correlation"], trace)
+    return {k: v[keep] for k, v in pairs.items()}
 
 
-def steady_gpu_work(trace: Trace) -> pd.DataFrame:
-    """GPU work rows not launched by a cold-start call."""
-    return _steady(trace.gpu_work, trace)
+def steady_call_table(trace: Trace) -> dict[str, np.ndarray]:
+    """:func:`call_table` without cold-start calls."""
+    calls = call_table(trace)
+    keep = steady_rows(calls["correlation"], trace)
+    return {k: v[keep] for k, v in calls.items()}
 
 
-def launch_summary(calls: pd.DataFrame) -> dict:
-    """``{count, total_ns, graph_count, graph_total_ns, graph_gpu_count}`` of :func:`launch_calls`:
-    kernel launch calls and graph launches apart."""
-    graph = calls[calls["graph"]]
-    plain = calls[~calls["graph"]]
-    return {"count": len(plain), "total_ns": int(plain["dur_ns"].sum()), "graph_count": len(graph),
-            "graph_total_ns": int(graph["dur_ns"].sum()), "graph_gpu_count": int(graph["gpu_count"].sum())}
+def steady_gpu_dur_ns(trace: Trace) -> int:
+    """Summed duration of the GPU work not launched by a cold-start call."""
+    work = trace.rows_of(GPU_WORK_KINDS)
+    return int(work.dur_ns[steady_rows(work.correlation, trace)].sum())
 
 
-def launch_distribution(pairs: pd.DataFrame) -> pd.DataFrame:
+def launch_summary(calls) -> dict:
+    """``{count, total_ns, graph_count, graph_total_ns, graph_gpu_count}`` of :func:`launch_calls`
+    (a DataFrame or :func:`call_table`): kernel launch calls and graph launches apart."""
+    graph = np.asarray(calls["graph"], dtype=bool)
+    dur, gpu_count = np.asarray(calls["dur_ns"], dtype=np.int64), np.asarray(calls["gpu_count"], dtype=np.int64)
+    return {"count": int((~graph).sum()), "total_ns": int(dur[~graph].sum()), "graph_count": int(graph.sum()),
+            "graph_total_ns": int(dur[graph].sum()), "graph_gpu_count": int(gpu_count[graph].sum())}
+
+
+def launch_distribution(pairs) -> pd.DataFrame:
     """Distributions of CPU launch time, launch delay and GPU time over :func:`launch_pairs`.
 
     One row per metric (cpu_dur, launch_delay, gpu_dur); columns: metric, count,
     mean_ns, p50_ns, p90_ns, p95_ns, p99_ns, max_ns (floats; NaN when empty).
     """
+    return pd.DataFrame(distribution_rows(pairs))
+
+
+def distribution_rows(pairs) -> list[dict]:
+    """The rows of :func:`launch_distribution` as dicts (``pairs``: a DataFrame or :func:`pair_table`)."""
     rows = []
     for metric in ("cpu_dur", "launch_delay", "gpu_dur"):
-        values = pairs[f"{metric}_ns"].to_numpy(np.int64)
+        values = np.asarray(pairs[f"{metric}_ns"], dtype=np.int64)
         row = {"metric": metric, "count": int(values.size)}
         empty = values.size == 0
         row["mean_ns"] = np.nan if empty else float(values.mean())
@@ -250,4 +319,4 @@ def launch_distribution(pairs: pd.DataFrame) -> pd.DataFrame:
             row[f"p{p}_ns"] = float(v)
         row["max_ns"] = np.nan if empty else float(values.max())
         rows.append(row)
-    return pd.DataFrame(rows)
+    return rows

@@ -15,51 +15,67 @@ operator's self time); sorted by self time, largest first.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
-from ..trace import KIND_CPU_OP, Trace
+from ..trace import HOST_KINDS, KIND_CPU_OP, KINDS, Trace
+from ..trace.columns import factorize_objects
+from ..trace.frames import pd
 from .nesting import nest, nesting_order
 
 COLUMNS = ["name", "input_shapes", "calls", "total_ns", "self_ns", "self_share"]
 
 
-def operator_times(trace: Trace) -> pd.DataFrame:
-    """One row per operator call: ``name``, ``input_shapes``, ``dur_ns``, ``self_ns``."""
-    host = trace.host
-    if host.empty:
-        return pd.DataFrame({"name": pd.Series(dtype=str), "input_shapes": pd.Series(dtype=str),
-                             "dur_ns": pd.Series(dtype="int64"), "self_ns": pd.Series(dtype="int64")})
-    lane = (host["pid"].cat.codes.to_numpy().astype(np.int64) * (len(host["tid"].cat.categories) + 1)
-            + host["tid"].cat.codes.to_numpy())
-    ts, dur = host["ts_ns"].to_numpy(np.int64), host["dur_ns"].to_numpy(np.int64)
-    order = nesting_order(lane, ts, dur)
-    ts, dur, lane = ts[order], dur[order], lane[order]
+def operator_call_table(trace: Trace) -> dict[str, np.ndarray]:
+    """One entry per operator call: ``name``, ``input_shapes`` (object arrays of str, "" when not
+    recorded), ``dur_ns``, ``self_ns`` (int64), in nesting order (by thread, then start)."""
+    host = trace.rows_of(HOST_KINDS)
+    if not len(host):
+        return {"name": np.empty(0, object), "input_shapes": np.empty(0, object),
+                "dur_ns": np.empty(0, np.int64), "self_ns": np.empty(0, np.int64)}
+    lane = host.pid.codes * (host.tid.labels.size + 1) + host.tid.codes
+    order = nesting_order(lane, host.ts_ns, host.dur_ns)
+    ts, dur, lane = host.ts_ns[order], host.dur_ns[order], lane[order]
     parent, _ = nest(lane, ts, ts + dur)
     child_sum = np.zeros(len(dur), dtype=np.int64)
     has_parent = parent >= 0
     np.add.at(child_sum, parent[has_parent], dur[has_parent])
-    rows = host.iloc[order]
-    is_op = (rows["kind"] == KIND_CPU_OP).to_numpy()
-    if "input_shapes" in rows:  # recorded with record_shapes=True; "" for events without shapes
-        col = rows["input_shapes"]
-        shapes = col.astype(object).where(col.notna(), "").astype(str).to_numpy()
+    is_op = host.kind[order] == KINDS.index(KIND_CPU_OP)
+    if host.shapes is not None:  # recorded with record_shapes=True; "" for events without shapes
+        shapes = np.array(["" if s is None else s for s in host.shapes[order]], dtype=object)
     else:
-        shapes = np.full(len(rows), "")
-    return pd.DataFrame({"name": rows["name"].astype(str).to_numpy()[is_op], "input_shapes": shapes[is_op],
-                         "dur_ns": dur[is_op], "self_ns": np.maximum(dur - child_sum, 0)[is_op]})
+        shapes = np.full(len(order), "", dtype=object)
+    return {"name": host.name.take(order).values()[is_op], "input_shapes": shapes[is_op],
+            "dur_ns": dur[is_op], "self_ns": np.maximum(dur - child_sum, 0)[is_op]}
+
+
+def operator_times(trace: Trace) -> pd.DataFrame:
+    """One row per operator call: ``name``, ``input_shapes``, ``dur_ns``, ``self_ns``."""
+    calls = operator_call_table(trace)
+    return pd.DataFrame({"name": pd.Series(calls["name"], dtype=str), "input_shapes": pd.Series(calls["input_shapes"], dtype=str),
+                         "dur_ns": calls["dur_ns"], "self_ns": calls["self_ns"]})
+
+
+def operator_rows(trace: Trace, n: int = 20, by_shapes: bool = True) -> list[dict]:
+    """:func:`top_operators` as dicts (see the module docstring for the keys)."""
+    calls = operator_call_table(trace)
+    shapes = calls["input_shapes"] if by_shapes else np.full(calls["name"].size, "", dtype=object)
+    codes, keys = factorize_objects(list(zip(calls["name"].tolist(), shapes.tolist())))
+    count = np.bincount(codes, minlength=len(keys)).astype(np.int64)
+    total = np.zeros(len(keys), np.int64)
+    own = np.zeros(len(keys), np.int64)
+    np.add.at(total, codes, calls["dur_ns"])
+    np.add.at(own, codes, calls["self_ns"])
+    total_self = int(own.sum())
+    rows = [{"name": name, "input_shapes": shape, "calls": int(c), "total_ns": int(t), "self_ns": int(s),
+             "self_share": s / total_self if total_self else 0.0}
+            for (name, shape), c, t, s in zip(keys, count, total, own)]
+    rows.sort(key=lambda r: (-r["self_ns"], r["name"]))  # stable: ties keep first appearance
+    return rows[:n]
 
 
 def top_operators(trace: Trace, n: int = 20, by_shapes: bool = True) -> pd.DataFrame:
     """The ``n`` operators with the most self time (see module docstring for the columns)."""
-    calls = operator_times(trace)
-    keys = ["name", "input_shapes"] if by_shapes else ["name"]
-    if not by_shapes:
-        calls = calls.assign(input_shapes="")
-    agg = (calls.groupby(keys, sort=False, observed=True)
-           .agg(calls=("dur_ns", "size"), total_ns=("dur_ns", "sum"), self_ns=("self_ns", "sum")).reset_index())
-    if "input_shapes" not in agg:
-        agg["input_shapes"] = ""
-    total_self = int(agg["self_ns"].sum())
-    agg["self_share"] = agg["self_ns"] / total_self if total_self else 0.0
-    agg = agg.sort_values(["self_ns", "name"], ascending=[False, True], kind="stable").head(n)
-    return agg[COLUMNS].astype({"calls": "int64", "total_ns": "int64", "self_ns": "int64"}).reset_index(drop=True)
+    rows = operator_rows(trace, n, by_shapes)
+    return pd.DataFrame({"name": pd.Series([r["name"] for r in rows], dtype=str),
+                         "input_shapes": pd.Series([r["input_shapes"] for r in rows], dtype=str),
+                         **{k: np.array([r[k] for r in rows], dtype=np.int64) for k in ("calls", "total_ns", "self_ns")},
+                         "self_share": np.array([r["self_share"] for r in rows], dtype=float)})

@@ -23,20 +23,19 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pandas as pd
 
-from ..trace import (KIND_CPU_OP, KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET, KIND_PYTHON,
-                     KIND_RUNTIME, KIND_USER_ANNOTATION, Trace, derived)
+from ..trace import (HOST_KINDS, KIND_CPU_OP, KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET, KIND_PYTHON, KIND_RUNTIME,
+                     KIND_USER_ANNOTATION, KINDS, Trace, derived)
 from ..trace import intervals as iv
-from ..trace.schema import name_matches
-from .launches import launched_work
+from ..trace.frames import pd
+from ..trace.numbers import NA_INT
+from .launches import launch_join
 
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
 _COMM_PREFIXES = ("nccl:", "gloo:")
 
 
-@derived
 def profiler_steps(trace: Trace) -> pd.DataFrame:
     """One row per host ``ProfilerStep#N`` range, sorted by start.
 
@@ -44,21 +43,28 @@ def profiler_steps(trace: Trace) -> pd.DataFrame:
     ``<kind>_count`` and ``<kind>_ns`` (summed GPU duration) of the work whose
     launch call starts inside the step.
     """
-    host = trace.host
-    rows = host[name_matches(host["name"], STEP_NAME.match)]
-    names = rows["name"].astype(str)
-    steps = pd.DataFrame({"step": _step_numbers(names),
-                          "name": names.to_numpy(),
-                          "ts_ns": rows["ts_ns"].to_numpy(), "dur_ns": rows["dur_ns"].to_numpy()})
-    steps = steps.sort_values("ts_ns", kind="stable", ignore_index=True)
-    work = launched_work(trace)
+    return pd.DataFrame(step_table(trace))
+
+
+@derived
+def step_table(trace: Trace) -> dict[str, np.ndarray]:
+    """:func:`profiler_steps` as numpy columns."""
+    host = trace.rows_of(HOST_KINDS)
+    rows = np.flatnonzero(host.name.matches(STEP_NAME.match))
+    rows = rows[np.argsort(host.ts_ns[rows], kind="stable")]
+    names = host.name.take(rows).values()
+    steps = {"step": _step_numbers(names), "name": names, "ts_ns": host.ts_ns[rows], "dur_ns": host.dur_ns[rows]}
+    join = launch_join(trace)
+    launched = join.launched()
     for kind in (KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET):
-        count, total = _launched_in(work[work["kind"] == kind], steps["ts_ns"], steps["ts_ns"] + steps["dur_ns"])
+        mine = launched[join.work.kind[launched] == KINDS.index(kind)]
+        count, total = _launched_in(join.launch_ts_ns[mine], join.work.dur_ns[mine], steps["ts_ns"],
+                                    steps["ts_ns"] + steps["dur_ns"])
         steps[f"{kind}_count"], steps[f"{kind}_ns"] = count, total
     return steps
 
 
-def _step_numbers(names: pd.Series) -> np.ndarray:
+def _step_numbers(names) -> np.ndarray:
     """The N of each ``ProfilerStep#N``: int64, or Python ints (object) when one is past int64."""
     numbers = [int(name[len("ProfilerStep#"):]) for name in names]
     try:
@@ -67,48 +73,54 @@ def _step_numbers(names: pd.Series) -> np.ndarray:
         return np.array(numbers, dtype=object)
 
 
-def _launched_in(work: pd.DataFrame, starts: pd.Series, ends: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+def _launched_in(launch_ts: np.ndarray, dur: np.ndarray, starts: np.ndarray, ends: np.ndarray):
     """Count and summed duration of work whose launch starts in each [start, end)."""
-    order = np.argsort(work["launch_ts_ns"].to_numpy(np.int64), kind="stable")
-    launch = work["launch_ts_ns"].to_numpy(np.int64)[order]
-    cum = np.concatenate([[0], np.cumsum(work["dur_ns"].to_numpy()[order])])
-    lo = np.searchsorted(launch, starts.to_numpy(), side="left")
-    hi = np.searchsorted(launch, ends.to_numpy(), side="left")
+    order = np.argsort(launch_ts, kind="stable")
+    launch = launch_ts[order]
+    cum = np.concatenate([[0], np.cumsum(dur[order])])
+    lo = np.searchsorted(launch, starts, side="left")
+    hi = np.searchsorted(launch, ends, side="left")
     return (hi - lo).astype(np.int64), (cum[hi] - cum[lo]).astype(np.int64)
 
 
-@derived
 def step_boundaries(trace: Trace) -> pd.DataFrame:
     """TensorBoard's step ranges. Columns: step ("N" or "all"), start_ns, end_ns."""
-    steps = profiler_steps(trace)
-    if steps.empty:
+    b = boundary_table(trace)
+    return pd.DataFrame({"step": pd.Series(list(b["step"]), dtype=str), "start_ns": b["start_ns"], "end_ns": b["end_ns"]})
+
+
+@derived
+def boundary_table(trace: Trace) -> dict[str, np.ndarray]:
+    """:func:`step_boundaries` as numpy columns (step labels as an object array of str)."""
+    steps = step_table(trace)
+    if steps["ts_ns"].size == 0:
         host = _tb_host(trace)
-        if host.empty:
-            return pd.DataFrame({"step": pd.Series([], dtype=str), "start_ns": np.empty(0, np.int64),
-                                 "end_ns": np.empty(0, np.int64)})
-        labels = ["all"]
-        starts = np.array([host["ts_ns"].min()])
-        ends = np.array([(host["ts_ns"] + host["dur_ns"]).max()])
+        if not len(host):
+            return {"step": np.empty(0, object), "start_ns": np.empty(0, np.int64), "end_ns": np.empty(0, np.int64)}
+        labels = np.array(["all"], dtype=object)
+        starts = np.array([host.ts_ns.min()])
+        ends = np.array([(host.ts_ns + host.dur_ns).max()])
     else:
-        labels = steps["step"].astype(str).tolist()
-        starts = steps["ts_ns"].to_numpy()
-        ends = starts + steps["dur_ns"].to_numpy()
+        labels = np.array([str(s) for s in steps["step"]], dtype=object)
+        starts = steps["ts_ns"]
+        ends = starts + steps["dur_ns"]
     starts, ends = _device_adjusted(trace, starts, ends)
-    return pd.DataFrame({"step": pd.Series(labels, dtype=str), "start_ns": starts, "end_ns": ends})
+    return {"step": labels, "start_ns": starts, "end_ns": ends}
 
 
-def _tb_host(trace: Trace) -> pd.DataFrame:
+def _tb_host(trace: Trace):
     """Host events bounding a trace without steps: operators and python (all host events if none)."""
-    host = trace.host[trace.host["kind"].isin([KIND_CPU_OP, KIND_PYTHON]).to_numpy()]
-    return host if not host.empty else trace.host
+    host = trace.rows_of([KIND_CPU_OP, KIND_PYTHON])
+    return host if len(host) else trace.rows_of(HOST_KINDS)
 
 
 def _device_adjusted(trace: Trace, starts: np.ndarray, ends: np.ndarray):
-    work = launched_work(trace)
-    l_start = work["launch_ts_ns"].to_numpy(np.int64)
-    l_end = l_start + work["launch_dur_ns"].to_numpy(np.int64)
-    g_start = work["ts_ns"].to_numpy()
-    g_end = g_start + work["dur_ns"].to_numpy()
+    join = launch_join(trace)
+    launched = join.launched()
+    l_start = join.launch_ts_ns[launched]
+    l_end = l_start + join.launch_dur_ns[launched]
+    g_start = join.work.ts_ns[launched]
+    g_end = g_start + join.work.dur_ns[launched]
     step_of = np.searchsorted(starts, l_start, side="right") - 1
     inside = (step_of >= 0) & (l_end <= ends[np.maximum(step_of, 0)])
     if not inside.any():
@@ -130,31 +142,26 @@ def _device_adjusted(trace: Trace, starts: np.ndarray, ends: np.ndarray):
     return new_starts, new_ends
 
 
-def _role_intervals(events: pd.DataFrame) -> dict[str, iv.Intervals]:
-    kind = events["kind"]
-    names = events["name"]
-    comm_host = kind.isin([KIND_CPU_OP, KIND_USER_ANNOTATION, KIND_PYTHON]) & _starts_with(names, _COMM_PREFIXES)
-    comm_ext = set(events.loc[comm_host, "ext_id"].dropna().tolist())
-    kernels = kind == KIND_KERNEL
-    comm_kernel = kernels & (events["ext_id"].isin(comm_ext) | _starts_with(names, ("nccl", "rccl")))
-    loader = _starts_with(names, ("enumerate(DataLoader)#",)) & _ends_with(names, ".__next__")
-    loader |= _starts_with(names, ("enumerate(DataPipe)#",))
-    host_ops = kind.isin([KIND_CPU_OP, KIND_USER_ANNOTATION, KIND_PYTHON])
-    step = _starts_with(names, ("ProfilerStep#",))
-    masks = {"kernel": kernels & ~comm_kernel, "memcpy": kind == KIND_MEMCPY, "memset": kind == KIND_MEMSET,
-             "communication": comm_kernel | comm_host, "runtime": kind == KIND_RUNTIME,
+def _role_intervals(trace: Trace) -> dict[str, iv.Intervals]:
+    cols = trace.columns
+    kind, names = cols.kind, cols.name
+
+    def is_kind(*kinds) -> np.ndarray:
+        return np.isin(kind, [KINDS.index(k) for k in kinds])
+
+    host_ops = is_kind(KIND_CPU_OP, KIND_USER_ANNOTATION, KIND_PYTHON)
+    comm_host = host_ops & names.matches(lambda n: n.startswith(_COMM_PREFIXES))
+    comm_ext = np.unique(cols.ext_id[comm_host & (cols.ext_id != NA_INT)])
+    kernels = is_kind(KIND_KERNEL)
+    comm_kernel = kernels & (np.isin(cols.ext_id, comm_ext) | names.matches(lambda n: n.startswith(("nccl", "rccl"))))
+    loader = names.matches(lambda n: n.startswith("enumerate(DataLoader)#") and n.endswith(".__next__"))
+    loader |= names.matches(lambda n: n.startswith("enumerate(DataPipe)#"))
+    step = names.matches(lambda n: n.startswith("ProfilerStep#"))
+    masks = {"kernel": kernels & ~comm_kernel, "memcpy": is_kind(KIND_MEMCPY), "memset": is_kind(KIND_MEMSET),
+             "communication": comm_kernel | comm_host, "runtime": is_kind(KIND_RUNTIME),
              "dataloader": host_ops & loader, "cpu_exec": host_ops & ~loader & ~comm_host & ~step}
-    ts = events["ts_ns"].to_numpy()
-    end = ts + events["dur_ns"].to_numpy()
-    return {role: iv.merge(ts[m.to_numpy()], end[m.to_numpy()]) for role, m in masks.items()}
-
-
-def _starts_with(names: pd.Series, prefixes) -> pd.Series:
-    return pd.Series(name_matches(names, lambda n: n.startswith(prefixes)), index=names.index)
-
-
-def _ends_with(names: pd.Series, suffix: str) -> pd.Series:
-    return pd.Series(name_matches(names, lambda n: n.endswith(suffix)), index=names.index)
+    end = cols.ts_ns + cols.dur_ns
+    return {role: iv.merge(cols.ts_ns[m], end[m]) for role, m in masks.items()}
 
 
 def step_breakdown(trace: Trace) -> pd.DataFrame:
@@ -164,11 +171,16 @@ def step_breakdown(trace: Trace) -> pd.DataFrame:
     memset_ns, communication_ns, runtime_ns, dataloader_ns, cpu_exec_ns,
     other_ns, total_ns (= end - start = the sum of the categories).
     """
-    bounds = step_boundaries(trace)
-    starts, ends = bounds["start_ns"].to_numpy(), bounds["end_ns"].to_numpy()
+    b = breakdown_table(trace)
+    return pd.DataFrame({"step": pd.Series(list(b["step"]), dtype=str), **{k: v for k, v in b.items() if k != "step"}})
+
+
+def breakdown_table(trace: Trace) -> dict[str, np.ndarray]:
+    """:func:`step_breakdown` as numpy columns."""
+    out = dict(boundary_table(trace))
+    starts, ends = out["start_ns"], out["end_ns"]
     slots = iv.merge(starts, ends)
-    out = bounds.copy()
-    for role, intervals in _role_intervals(trace.events).items():
+    for role, intervals in _role_intervals(trace).items():
         claimed = iv.intersect(slots, intervals)
         slots = iv.subtract(slots, claimed)
         out[f"{role}_ns"] = iv.overlap_with_windows(claimed, starts, ends)

@@ -28,12 +28,13 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pandas as pd
 
 from ..naming import stage_from_range_name
-from ..trace import KIND_MEMCPY, Trace, derived
-from ..trace.schema import name_matches
-from .launches import GRAPH_LAUNCH_NAMES, LAUNCH_NAMES, launched_work
+from ..trace import HOST_KINDS, KIND_KERNEL, KIND_MEMCPY, KIND_RUNTIME, KINDS, Trace, derived
+from ..trace.columns import factorize_objects
+from ..trace.frames import pd
+from ..trace.numbers import NA_INT
+from .launches import GRAPH_LAUNCH_NAMES, LAUNCH_NAMES, launch_join
 from .transfers import SYNC_CALL_NAMES
 
 LAUNCHES_PER_RANGE = 10
@@ -42,64 +43,80 @@ TRANSFER_SHARE = 0.3
 SYNC_SHARE = 0.2
 _SUMS = ("host_ns", "gpu_ns", "kernel_count", "launch_count", "launch_ns", "transfer_count",
          "transfer_bytes", "transfer_ns", "sync_count", "sync_ns")
+_FLAGS = ("launch_bound", "transfer_bound", "sync_heavy")
 
 
-@derived
 def stage_ranges(trace: Trace) -> pd.DataFrame:
     """One row per stage range. Columns: stage, ts_ns, dur_ns, pid, tid, and per range
     gpu_ns, kernel_count, launch_count, launch_ns, transfer_count, transfer_bytes,
     transfer_ns, sync_count, sync_ns (sorted by start)."""
-    host = trace.host
-    rows = host[name_matches(host["name"], lambda n: stage_from_range_name(n) is not None)]
-    out = pd.DataFrame({"stage": [stage_from_range_name(n) for n in rows["name"].astype(str)],
-                        "ts_ns": rows["ts_ns"].to_numpy(), "dur_ns": rows["dur_ns"].to_numpy(),
-                        "pid": rows["pid"].astype(str).to_numpy(), "tid": rows["tid"].astype(str).to_numpy()})
-    out = out.sort_values("ts_ns", kind="stable", ignore_index=True)
-    work, runtime = launched_work(trace), trace.runtime
-    launches = runtime[name_matches(runtime["name"], lambda n: n in LAUNCH_NAMES or n in GRAPH_LAUNCH_NAMES)]
-    syncs = runtime[name_matches(runtime["name"], lambda n: n in SYNC_CALL_NAMES)]
-    copies = work[work["kind"] == KIND_MEMCPY]
-    measures = {
-        "gpu_ns": (work, "launch_ts_ns", "dur_ns"), "kernel_count": (work[work["kind"] == "kernel"], "launch_ts_ns", None),
-        "launch": (launches, "ts_ns", "dur_ns"), "transfer": (copies, "launch_ts_ns", "dur_ns"),
-        "transfer_bytes": (copies, "launch_ts_ns", "bytes"), "sync": (syncs, "ts_ns", "dur_ns")}
-    for key, (frame, ts_col, value_col) in measures.items():
-        count, total = _inside(out, frame, ts_col, value_col)
+    table = dict(range_table(trace))
+    table.pop("tid_code")
+    return pd.DataFrame(table)
+
+
+@derived
+def range_table(trace: Trace) -> dict[str, np.ndarray]:
+    """:func:`stage_ranges` as numpy columns (plus ``tid_code``, the thread's code in the events table)."""
+    host = trace.rows_of(HOST_KINDS)
+    rows = np.flatnonzero(host.name.matches(lambda n: stage_from_range_name(n) is not None))
+    rows = rows[np.argsort(host.ts_ns[rows], kind="stable")]
+    out = {"stage": np.array([stage_from_range_name(n) for n in host.name.take(rows).values()], dtype=object),
+           "ts_ns": host.ts_ns[rows], "dur_ns": host.dur_ns[rows], "pid": host.pid.take(rows).values(),
+           "tid": host.tid.take(rows).values(), "tid_code": host.tid.codes[rows]}
+    join = launch_join(trace)
+    launched = join.launched()
+    runtime = join.runtime
+    work_kind = join.work.kind[launched]
+    kernels = launched[work_kind == KINDS.index(KIND_KERNEL)]
+    copies = launched[work_kind == KINDS.index(KIND_MEMCPY)]
+    launches = np.flatnonzero(runtime.name.isin(LAUNCH_NAMES | GRAPH_LAUNCH_NAMES))
+    syncs = np.flatnonzero(runtime.name.isin(SYNC_CALL_NAMES))
+
+    def work(rows, values=None):
+        return join.launch_tid[rows], join.launch_ts_ns[rows], values
+
+    def calls(rows):
+        return runtime.tid.codes[rows], runtime.ts_ns[rows], runtime.dur_ns[rows]
+
+    measures = {"gpu_ns": work(launched, join.work.dur_ns[launched]), "kernel_count": work(kernels),
+                "launch": calls(launches), "transfer": work(copies, join.work.dur_ns[copies]),
+                "transfer_bytes": work(copies, np.where(join.work.bytes[copies] == NA_INT, 0, join.work.bytes[copies])),
+                "sync": calls(syncs)}
+    for key, (tids, ts, values) in measures.items():
+        count, total = _inside(out, tids, ts, values)
         if key in ("launch", "transfer", "sync"):
             out[f"{key}_count"], out[f"{key}_ns"] = count, total
         else:
-            out[key] = count if value_col is None else total
+            out[key] = count if values is None else total
     return out
 
 
-def _inside(ranges: pd.DataFrame, frame: pd.DataFrame, ts_col: str, value_col: str | None):
-    """Count and sum of ``value_col`` of rows whose ``ts_col`` lies in each range, same thread."""
-    count = np.zeros(len(ranges), np.int64)
-    total = np.zeros(len(ranges), np.int64)
-    tid_col = "launch_tid" if ts_col == "launch_ts_ns" else "tid"
-    threads = frame[tid_col].astype(str).to_numpy()
-    for tid in pd.unique(ranges["tid"]):
-        mine = ranges["tid"].to_numpy() == tid
-        rows = frame[threads == tid]
-        ts = rows[ts_col].to_numpy(np.int64)
-        order = np.argsort(ts, kind="stable")
-        values = np.zeros(len(rows), np.int64) if value_col is None else \
-            rows[value_col].astype("Int64").fillna(0).to_numpy(np.int64)
-        cum = np.concatenate([[0], np.cumsum(values[order])])
-        lo = np.searchsorted(ts[order], ranges.loc[mine, "ts_ns"].to_numpy(), side="left")
-        hi = np.searchsorted(ts[order], (ranges.loc[mine, "ts_ns"] + ranges.loc[mine, "dur_ns"]).to_numpy(), side="left")
+def _inside(ranges: dict, tids: np.ndarray, ts: np.ndarray, values: np.ndarray | None):
+    """Count and sum of ``values`` of the rows whose ``ts`` lies in each range, same thread."""
+    count = np.zeros(ranges["ts_ns"].size, np.int64)
+    total = np.zeros(ranges["ts_ns"].size, np.int64)
+    for tid in np.unique(ranges["tid_code"]):
+        mine = ranges["tid_code"] == tid
+        hit = tids == tid
+        at = ts[hit]
+        order = np.argsort(at, kind="stable")
+        vals = np.zeros(at.size, np.int64) if values is None else values[hit]
+        cum = np.concatenate([[0], np.cumsum(vals[order])])
+        lo = np.searchsorted(at[order], ranges["ts_ns"][mine], side="left")
+        hi = np.searchsorted(at[order], ranges["ts_ns"][mine] + ranges["dur_ns"][mine], side="left")
         count[mine], total[mine] = hi - lo, cum[hi] - cum[lo]
     return count, total
 
 
-@derived
 def trace_stage_summary(trace: Trace) -> pd.DataFrame:
     """Per stage of a *trace* (first appearance order), in ns: count, host_ns,
     host_mean_ns, gpu_ns, kernel_count, launch_count, launch_ns, transfer_count,
     transfer_bytes, transfer_ns, sync_count, sync_ns, launch_bound, transfer_bound,
     sync_heavy. (The per-stage latency summary of a *run*, in ms, is
     :func:`workbench.stage_summary`.)"""
-    return summary_of(stage_ranges(trace))
+    s = stage_summary_table(trace)
+    return pd.DataFrame({"stage": pd.Series(list(s["stage"]), dtype=str), **{k: v for k, v in s.items() if k != "stage"}})
 
 
 def stage_summary(trace: Trace) -> pd.DataFrame:
@@ -109,22 +126,21 @@ def stage_summary(trace: Trace) -> pd.DataFrame:
     return trace_stage_summary(trace)
 
 
-def summary_of(ranges: pd.DataFrame) -> pd.DataFrame:
-    """:func:`trace_stage_summary` of :func:`stage_ranges`."""
-    ranges = ranges.rename(columns={"dur_ns": "host_ns"})
-    if ranges.empty:
-        cols = {"stage": pd.Series([], dtype=str), "count": pd.Series([], dtype=np.int64)}
-        cols |= {c: pd.Series([], dtype=np.int64) for c in _SUMS}
-        cols |= {"host_mean_ns": pd.Series([], dtype=float)}
-        cols |= {f: pd.Series([], dtype=bool) for f in ("launch_bound", "transfer_bound", "sync_heavy")}
-        return pd.DataFrame(cols)
-    grouped = ranges.groupby("stage", sort=False)
-    out = grouped[list(_SUMS)].sum()
-    out.insert(0, "count", grouped.size())
-    out["host_mean_ns"] = out["host_ns"] / out["count"]
-    host = out["host_ns"].clip(lower=1)
-    out["launch_bound"] = (out["launch_count"] >= LAUNCHES_PER_RANGE * out["count"]) \
-        & (out["gpu_ns"] < GPU_SHARE * host)
+@derived
+def stage_summary_table(trace: Trace) -> dict[str, np.ndarray]:
+    """:func:`trace_stage_summary` as numpy columns (stages in order of first appearance)."""
+    ranges = range_table(trace)
+    codes, stages = factorize_objects(list(ranges["stage"]))
+    n = len(stages)
+    out = {"stage": np.array(stages, dtype=object), "count": np.bincount(codes, minlength=n).astype(np.int64)}
+    for key in _SUMS:
+        values = ranges["dur_ns" if key == "host_ns" else key]
+        total = np.zeros(n, np.int64)
+        np.add.at(total, codes, values)
+        out[key] = total
+    out["host_mean_ns"] = out["host_ns"] / np.maximum(out["count"], 1) if n else np.empty(0, float)
+    host = np.maximum(out["host_ns"], 1)
+    out["launch_bound"] = (out["launch_count"] >= LAUNCHES_PER_RANGE * out["count"]) & (out["gpu_ns"] < GPU_SHARE * host)
     out["transfer_bound"] = (out["transfer_ns"] > 0) & (out["transfer_ns"] >= TRANSFER_SHARE * out["gpu_ns"])
     out["sync_heavy"] = (out["sync_ns"] > 0) & (out["sync_ns"] >= SYNC_SHARE * host)
-    return out.reset_index()
+    return out

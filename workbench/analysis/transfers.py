@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pandas as pd
 
-from ..trace import KIND_MEMSET, Trace, derived
+from ..trace import KIND_MEMCPY, KIND_MEMSET, KIND_RUNTIME, Trace, derived
+from ..trace.frames import nullable, pd
+from ..trace.numbers import NA_INT
 
 DIRECTIONS = ("HtoD", "DtoH", "DtoD")  # always reported, with zeros when absent
 HOST_MEMORY_KINDS = ("Pageable", "Pinned", "Host", "Managed")
@@ -39,25 +40,33 @@ def classify_copy(name: str) -> tuple[str, str | None]:
     return match["direction"], host
 
 
-@derived
 def memcpy_events(trace: Trace) -> pd.DataFrame:
     """Copy rows with their class. Columns: name, ts_ns, dur_ns, device, stream,
     correlation, bytes, direction (str), host_memory (str or None), key (e.g.
     ``"HtoD Pageable"``, or just the direction when no side is host memory); each
     distinct name is classified once."""
-    out = trace.memcpy[["name", "ts_ns", "dur_ns", "device", "stream", "correlation", "bytes"]].reset_index(drop=True)
-    names = out["name"]
-    if isinstance(names.dtype, pd.CategoricalDtype):
-        names = names.cat.remove_unused_categories()
-        distinct, codes = list(names.cat.categories), names.cat.codes.to_numpy()
-    else:
-        distinct, codes = pd.factorize(names.astype(str))[::-1]
-        distinct = list(distinct)
-    classes = [classify_copy(n) for n in distinct]
-    pick = (lambda values: np.array(values, dtype=object)[codes] if codes.size else np.empty(0, dtype=object))
-    return out.assign(name=pick(distinct), direction=pd.Series(pick([d for d, _ in classes]), dtype="str"),
-                      host_memory=pd.Series(pick([h for _, h in classes]), dtype=object),
-                      key=pd.Series(pick([copy_key(d, h) for d, h in classes]), dtype="str"))
+    rows = trace.rows_of([KIND_MEMCPY])
+    c = copy_table(trace)
+    return pd.DataFrame({"name": rows.name.values(), "ts_ns": rows.ts_ns, "dur_ns": rows.dur_ns,
+                         **{k: nullable(getattr(rows, k)) for k in ("device", "stream", "correlation", "bytes")},
+                         "direction": pd.Series(c["direction"], dtype="str"),
+                         "host_memory": pd.Series(c["host_memory"], dtype=object), "key": pd.Series(c["key"], dtype="str")})
+
+
+@derived
+def copy_table(trace: Trace) -> dict[str, np.ndarray]:
+    """The copies as numpy columns: dur_ns, bytes (NA_INT where absent), direction, host_memory
+    (None without a host side) and key (object arrays); each distinct name is classified once."""
+    rows = trace.rows_of([KIND_MEMCPY])
+    classes = [classify_copy(n) for n in rows.name.labels]
+
+    def pick(values) -> np.ndarray:
+        table = np.empty(len(values) + 1, dtype=object)
+        table[:-1] = values
+        return table[rows.name.codes] if rows.name.codes.size else np.empty(0, dtype=object)
+
+    return {"dur_ns": rows.dur_ns, "bytes": rows.bytes, "direction": pick([d for d, _ in classes]),
+            "host_memory": pick([h for _, h in classes]), "key": pick([copy_key(d, h) for d, h in classes])}
 
 
 def copy_key(direction: str, host_memory: str | None) -> str:
@@ -71,56 +80,71 @@ def split_copy_key(key: str) -> tuple[str, str | None]:
     return direction, host or None
 
 
-def _aggregate(frame: pd.DataFrame, by: str) -> pd.DataFrame:
-    grouped = frame.groupby(by, sort=True).agg(count=("dur_ns", "size"), total_ns=("dur_ns", "sum"),
-                                               bytes=("bytes", "sum"), with_bytes=("bytes", "count"))
-    grouped["bytes"] = grouped["bytes"].astype("Int64").where(grouped["with_bytes"] > 0)
-    grouped["gb_per_s"] = _bandwidth(grouped["bytes"], grouped["total_ns"])
-    return grouped.drop(columns="with_bytes").reset_index()
+def copy_rows(copies: dict, by: str) -> list[dict]:
+    """Copies (:func:`copy_table` columns) grouped by ``by`` ("direction" or "key"), sorted by it:
+    ``{<by>, count, total_ns, bytes (None when no copy of the group carries it), gb_per_s (NaN
+    without bytes or time)}``."""
+    out = []
+    groups = copies[by]
+    for value in sorted(set(groups.tolist())):
+        mine = groups == value
+        dur, nbytes = copies["dur_ns"][mine], copies["bytes"][mine]
+        present = nbytes != NA_INT
+        total, size = int(dur.sum()), (int(nbytes[present].sum()) if present.any() else None)
+        out.append({by: value, "count": int(mine.sum()), "total_ns": total, "bytes": size,
+                    "gb_per_s": float(size) / float(total) if size is not None and total > 0 else np.nan})
+    return out
 
 
-def _bandwidth(nbytes: pd.Series, total_ns: pd.Series) -> pd.Series:
-    """bytes / ns = GB/s (1e9 B/s); NaN without bytes or time."""
-    b = nbytes.astype("Float64").to_numpy(dtype=float, na_value=np.nan)
-    t = total_ns.to_numpy(dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return pd.Series(np.where(t > 0, b / t, np.nan), index=nbytes.index)
+def _frame(rows: list[dict], by: str) -> pd.DataFrame:
+    return pd.DataFrame({by: pd.Series([r[by] for r in rows], dtype="str"),
+                         "count": np.array([r["count"] for r in rows], dtype=np.int64),
+                         "total_ns": np.array([r["total_ns"] for r in rows], dtype=np.int64),
+                         "bytes": pd.array([r["bytes"] for r in rows], dtype="Int64"),
+                         "gb_per_s": np.array([r["gb_per_s"] for r in rows], dtype=float)})
+
+
+def direction_rows(trace: Trace) -> list[dict]:
+    """:func:`memcpy_by_direction` as dicts: HtoD, DtoH and DtoD always present (appended with zeros)."""
+    rows = copy_rows(copy_table(trace), "direction")
+    seen = {r["direction"] for r in rows}
+    return rows + [{"direction": d, "count": 0, "total_ns": 0, "bytes": None, "gb_per_s": np.nan}
+                   for d in DIRECTIONS if d not in seen]
+
+
+def host_memory_rows(trace: Trace) -> list[dict]:
+    """:func:`memcpy_by_host_memory` as dicts."""
+    copies = copy_table(trace)
+    with_host = np.array([h is not None for h in copies["host_memory"]], dtype=bool)
+    return copy_rows({k: v[with_host] for k, v in copies.items()}, "key")
 
 
 def memcpy_by_direction(trace: Trace) -> pd.DataFrame:
     """Copies per direction. Columns: direction, count, total_ns, bytes (Int64, NA when
     no copy carries bytes), gb_per_s. HtoD, DtoH and DtoD are always present."""
-    agg = _aggregate(memcpy_events(trace), "direction")
-    missing = [d for d in DIRECTIONS if d not in set(agg["direction"])]
-    filler = pd.DataFrame({"direction": missing, "count": 0, "total_ns": 0,
-                           "bytes": pd.array([pd.NA] * len(missing), dtype="Int64"), "gb_per_s": np.nan})
-    out = pd.concat([agg, filler], ignore_index=True) if missing else agg
-    return out.astype({"count": np.int64, "total_ns": np.int64, "bytes": "Int64"})
+    return _frame(direction_rows(trace), "direction")
 
 
 def memcpy_by_host_memory(trace: Trace) -> pd.DataFrame:
     """Copies with a host side, per ``"<direction> <host memory>"`` key (e.g.
     ``"HtoD Pageable"``). Columns: key, count, total_ns, bytes, gb_per_s."""
-    copies = memcpy_events(trace)
-    copies = copies[copies["host_memory"].notna()]
-    return _aggregate(copies, "key").astype({"count": np.int64, "total_ns": np.int64, "bytes": "Int64"})
+    return _frame(host_memory_rows(trace), "key")
 
 
 def memcpy_summary(trace: Trace) -> dict:
     """``{count, total_ns, bytes}`` of all copies (bytes None when none carries it)."""
-    copies = memcpy_events(trace)
-    nbytes = copies["bytes"]
-    return {"count": len(copies), "total_ns": int(copies["dur_ns"].sum()),
-            "bytes": int(nbytes.sum()) if nbytes.notna().any() else None}
+    copies = copy_table(trace)
+    present = copies["bytes"] != NA_INT
+    return {"count": int(copies["dur_ns"].size), "total_ns": int(copies["dur_ns"].sum()),
+            "bytes": int(copies["bytes"][present].sum()) if present.any() else None}
 
 
 def memset_summary(trace: Trace) -> dict:
     """``{count, total_ns, bytes}`` of memset events (bytes None when none carries it)."""
-    work = trace.gpu_work
-    rows = work[(work["kind"] == KIND_MEMSET).to_numpy()]
-    nbytes = rows["bytes"]
-    return {"count": len(rows), "total_ns": int(rows["dur_ns"].sum()),
-            "bytes": int(nbytes.sum()) if nbytes.notna().any() else None}
+    rows = trace.rows_of([KIND_MEMSET])
+    present = rows.bytes != NA_INT
+    return {"count": len(rows), "total_ns": int(rows.dur_ns.sum()),
+            "bytes": int(rows.bytes[present].sum()) if present.any() else None}
 
 
 def sync_calls(trace: Trace) -> pd.DataFrame:
@@ -129,12 +153,21 @@ def sync_calls(trace: Trace) -> pd.DataFrame:
 
     Columns: name, count, total_ns, max_ns; largest total first.
     """
-    runtime = trace.runtime
-    rows = runtime[runtime["name"].isin(list(SYNC_CALL_NAMES)).to_numpy()]
-    grouped = rows.groupby("name", observed=True)["dur_ns"].agg(count="size", total_ns="sum", max_ns="max")
-    grouped = grouped.reset_index()
-    grouped["name"] = grouped["name"].astype(str)
-    return grouped.sort_values(["total_ns", "name"], ascending=[False, True], ignore_index=True)
+    rows = sync_rows(trace)
+    return pd.DataFrame({"name": pd.Series([r["name"] for r in rows], dtype="str"),
+                         **{k: np.array([r[k] for r in rows], dtype=np.int64) for k in ("count", "total_ns", "max_ns")}})
+
+
+def sync_rows(trace: Trace) -> list[dict]:
+    """:func:`sync_calls` as dicts ``{name, count, total_ns, max_ns}``, largest total first (ties by name)."""
+    runtime = trace.rows_of([KIND_RUNTIME])
+    rows = np.flatnonzero(runtime.name.isin(SYNC_CALL_NAMES))
+    out = []
+    for code in np.unique(runtime.name.codes[rows]):
+        dur = runtime.dur_ns[rows][runtime.name.codes[rows] == code]
+        out.append({"name": str(runtime.name.labels[code]), "count": int(dur.size), "total_ns": int(dur.sum()),
+                    "max_ns": int(dur.max())})
+    return sorted(out, key=lambda r: (-r["total_ns"], r["name"]))
 
 
 CLASS_COLUMNS = ["label", "count", "total_ns", "bytes", "gb_per_s"]

@@ -19,12 +19,13 @@ were not short kernels.
 """
 from __future__ import annotations
 
-from ..trace import Trace
+import numpy as np
+
+from ..trace import HOST_KINDS, Trace
 from ..trace import intervals as iv
-from .launches import (cold_start_calls, launch_pair_summary, steady_gpu_work, steady_launch_calls,
-                       steady_launch_pairs)
-from .steps import profiler_steps
-from .trace_stages import GPU_SHARE, LAUNCHES_PER_RANGE, trace_stage_summary
+from .launches import cold_table, launch_pair_summary, steady_call_table, steady_gpu_dur_ns, steady_pair_table
+from .steps import step_table
+from .trace_stages import GPU_SHARE, LAUNCHES_PER_RANGE, stage_summary_table
 
 SHORT_SHARE = 0.5  # launch-bound needs at least this share of short kernels among the launches
 
@@ -38,53 +39,52 @@ def launch_verdict(trace: Trace) -> tuple[bool, str]:
     without them the rule is applied to the whole trace's steady state (see the
     module docstring), which also needs >= 50 % short kernels.
     """
-    stages = trace_stage_summary(trace)
-    if not stages.empty:
+    stages = stage_summary_table(trace)
+    if stages["stage"].size:
         return _stage_verdict(stages)
     host_ns = steady_host_ns(trace)
-    calls = steady_launch_calls(trace)
-    launch_ns = int(calls.loc[~calls["graph"], "dur_ns"].sum())
-    gpu_ns = int(steady_gpu_work(trace)["dur_ns"].sum())
-    pairs = launch_pair_summary(steady_launch_pairs(trace))
+    calls = steady_call_table(trace)
+    launch_ns = int(calls["dur_ns"][~calls["graph"]].sum())
+    gpu_ns = steady_gpu_dur_ns(trace)
+    pairs = launch_pair_summary(steady_pair_table(trace))
     short = pairs["short_kernels"] / pairs["count"] if pairs["count"] else 0.0
-    per = len(calls) / max(len(profiler_steps(trace)), 1)
+    per = calls["ts_ns"].size / max(step_table(trace)["ts_ns"].size, 1)
     bound = per >= LAUNCHES_PER_RANGE and gpu_ns < GPU_SHARE * host_ns and short >= SHORT_SHARE
-    cold = cold_start_calls(trace)
+    cold = cold_table(trace)["ts_ns"].size
     shorts = (f"{100 * short:.0f}% of {pairs['count']} launches short kernels" if pairs["count"]
               else "no launch joined to GPU work")
-    apart = f"; cold start set apart ({len(cold)} call{'s' if len(cold) > 1 else ''})" if len(cold) else ""
+    apart = f"; cold start set apart ({cold} call{'s' if cold > 1 else ''})" if cold else ""
     return bound, (f"{'Launch-bound' if bound else 'Not launch-bound'}: {per:.0f} launches per step, GPU busy "
                    f"{100 * gpu_ns / host_ns:.0f}% of host time, launch calls {100 * launch_ns / host_ns:.0f}%, "
                    f"{shorts}{apart}")
 
 
-def _stage_verdict(stages) -> tuple[bool, str]:
-    host = stages["host_ns"].clip(lower=1)
-    share = stages.assign(launch=stages["launch_ns"] / host, gpu=stages["gpu_ns"] / host,
-                          per=stages["launch_count"] / stages["count"].clip(lower=1))
-    bound = share[share["launch_bound"]]
-    rows = bound if not bound.empty else share.nlargest(1, "per")
-    detail = ", ".join(f"{r.stage} ({r.per:.0f} launches per call, GPU busy {100 * r.gpu:.0f}% of its host time; "
-                       f"launch calls {100 * r.launch:.0f}%)" for r in rows.itertuples())
-    return (True, f"Launch-bound: {detail}") if not bound.empty else (False, f"Not launch-bound: {detail}")
+def _stage_verdict(stages: dict) -> tuple[bool, str]:
+    host = np.maximum(stages["host_ns"], 1)
+    launch, gpu = stages["launch_ns"] / host, stages["gpu_ns"] / host
+    per = stages["launch_count"] / np.maximum(stages["count"], 1)
+    bound = np.flatnonzero(stages["launch_bound"])
+    rows = bound if bound.size else [int(np.argmax(per))]
+    detail = ", ".join(f"{stages['stage'][i]} ({per[i]:.0f} launches per call, GPU busy {100 * gpu[i]:.0f}% of its "
+                       f"host time; launch calls {100 * launch[i]:.0f}%)" for i in rows)
+    return (True, f"Launch-bound: {detail}") if bound.size else (False, f"Not launch-bound: {detail}")
 
 
 def steady_host_ns(trace: Trace) -> int:
     """Host time of the steady state: the summed ``ProfilerStep`` ranges (else the host span) less the
     time of cold-start calls inside them (their union: nested calls count once); at least 1 ns."""
-    steps = profiler_steps(trace)
-    if not steps.empty:
-        starts = steps["ts_ns"].to_numpy()
-        windows = iv.merge(starts, starts + steps["dur_ns"].to_numpy())
+    steps = step_table(trace)
+    if steps["ts_ns"].size:
+        starts = steps["ts_ns"]
+        windows = iv.merge(starts, starts + steps["dur_ns"])
         summed = int(steps["dur_ns"].sum())
     else:
-        host = trace.host
+        host = trace.rows_of(HOST_KINDS)
         if not len(host):
             return 1
-        start, end = int(host["ts_ns"].min()), int((host["ts_ns"] + host["dur_ns"]).max())
+        start, end = int(host.ts_ns.min()), int((host.ts_ns + host.dur_ns).max())
         windows = iv.as_intervals([start], [end])
         summed = end - start
-    cold = cold_start_calls(trace)
-    cold_starts = cold["ts_ns"].to_numpy()
-    cold_ns = iv.length(iv.intersect(windows, iv.merge(cold_starts, cold_starts + cold["dur_ns"].to_numpy())))
+    cold = cold_table(trace)
+    cold_ns = iv.length(iv.intersect(windows, iv.merge(cold["ts_ns"], cold["ts_ns"] + cold["dur_ns"])))
     return max(summed - cold_ns, 1)

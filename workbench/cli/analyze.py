@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import RunRecordError
 
-# equal to workbench.trace.read.DEFAULT_MAX_TRACE_BYTES (not imported: it pulls in pandas at CLI start)
+# equal to workbench.trace.read.DEFAULT_MAX_TRACE_BYTES (not imported: argument parsing stays light)
 DEFAULT_MAX_TRACE_BYTES = 4 * 2**30
 
 
@@ -56,8 +56,8 @@ def resolve_trace(path: str | Path) -> Path:
     return trace
 
 
-# Imported on a thread while the main thread reads and gunzips the trace: importing pandas takes
-# 0.3-0.45 s before a byte is read, and zlib releases the GIL while it inflates.
+# Imported on a thread while the main thread reads and gunzips the trace (zlib releases the GIL while
+# it inflates). The analysis reads numpy columns: neither pandas nor pyarrow is imported.
 HEAVY_MODULES = ("workbench.analysis.trace_report", "workbench.trace.load")
 
 

@@ -75,6 +75,12 @@ def test_in_process_sweep_of_the_text_example(tmp_path):
         record["kind"] == "load"
         and json.loads((out / "sweep.json").read_text())["points"] == record["points"]
     )
+    audited = workbench("audit", out, "--json")  # a sweep folder stands for its point runs
+    assert audited.returncode == 0, audited.stderr
+    assert [r["run"] for r in json.loads(audited.stdout)["runs"]] == [str(out / p["run"]) for p in record["points"]]
+    compared = workbench("compare", out, out, "--json")  # two sweeps: per-point ratios
+    assert compared.returncode == 0, compared.stderr
+    assert [p["p99_ratio"] for p in json.loads(compared.stdout)["points"]] == [1.0, 1.0, 1.0]
     shown = workbench("show", out)
     assert (
         shown.returncode == 0 and "stable" in shown.stdout.lower() and shown.stdout.count("\n") >= 6

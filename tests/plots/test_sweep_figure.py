@@ -72,3 +72,18 @@ def test_without_prediction_or_knee():
 def test_an_empty_sweep_says_so():
     fig = sweep_figure(points_table({"points": []})).to_dict()
     assert fig["data"] == [] and "no point measured" in fig["layout"]["annotations"][0]["text"]
+
+
+def test_points_over_the_simulators_capacity_are_a_gap_and_the_capacity_a_line():
+    import math
+
+    rec = record()
+    for p, stable in zip(rec["points"], (True, True, False)):
+        p["predicted"] |= {"stable": stable, "capacity_rps": 150.0}
+    fig = sweep_record_figure(rec).to_dict()
+    names = [t["name"] for t in fig["data"]]
+    assert names == ["p99", "p50", "sim p99", "sim p50", "sim capacity 150 req/s", "SLA 20 ms", "knee"]
+    sim = decode(fig["data"][2]["y"])
+    assert sim[:2] == [2.0, 3.0] and math.isnan(sim[2])  # 200 req/s is over the simulated capacity
+    assert decode(fig["data"][4]["x"]) == [150.0, 150.0] and decode(fig["data"][4]["y"]) == [4.0, 40.0]
+    assert fig["layout"]["yaxis"]["type"] == "log"

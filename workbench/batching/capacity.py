@@ -346,13 +346,18 @@ def load_sweep(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def points_table(record: dict[str, Any]) -> pd.DataFrame:
-    """One row per point with :data:`POINT_COLUMNS` plus ``predicted_p50_ms``/``p99`` and ratios when present."""
+    """One row per point with :data:`POINT_COLUMNS` plus the ``predicted_*`` figures when present.
+
+    ``predicted_stable`` is False where the point's rate is at or above the
+    simulator's ``predicted_capacity_rps`` (its simulated queue grows without bound).
+    """
     rows = []
     for p in record["points"]:
         row = {k: p.get(k) for k in POINT_COLUMNS}
         pred = p.get("predicted") or {}
         row |= {
-            f"predicted_{k}": pred.get(k) for k in ("p50_ms", "p99_ms", "p50_ratio", "p99_ratio")
+            f"predicted_{k}": pred.get(k)
+            for k in ("p50_ms", "p99_ms", "p50_ratio", "p99_ratio", "stable", "capacity_rps")
         }
         rows.append(row)
     return pd.DataFrame(
@@ -363,6 +368,8 @@ def points_table(record: dict[str, Any]) -> pd.DataFrame:
             "predicted_p99_ms",
             "predicted_p50_ratio",
             "predicted_p99_ratio",
+            "predicted_stable",
+            "predicted_capacity_rps",
         ],
     )
 

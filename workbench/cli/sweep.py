@@ -380,3 +380,13 @@ def write_figure(record: dict, path: Path) -> Path:
     fig.write_html(tmp, include_plotlyjs=True)
     tmp.replace(path)
     return path
+
+
+def expand_sweeps(paths: list[Path]) -> list[Path]:
+    """Run folders with each sweep folder replaced by its point runs, in sweep order (``audit SWEEP_DIR``)."""
+    from ..batching.capacity import load_sweep
+
+    out = []
+    for path in paths:
+        out += [Path(path) / p["run"] for p in load_sweep(path)["points"]] if is_sweep(path) else [path]
+    return out

@@ -26,13 +26,15 @@ def sweep_figure(
     sla_ms: float | None = None,
     knee: int | None = None,
     title: str | None = None,
-    log_y: bool = False,
+    log_y: bool = True,
 ) -> go.Figure:
     """Traces, in order: "p99", "p50" (measured), "sim p99", "sim p50" (when predicted), "SLA S ms", "knee".
 
     x = ``achieved_rps``, y = ``p99_ms`` / ``p50_ms`` (``predicted_*`` for the
-    simulator). ``knee``: row position of the knee point (see
-    :func:`workbench.analysis.windows.knee`).
+    simulator; a point at or above the simulator's capacity is left out of its
+    curve, a gap: its simulated queue grows without bound, and a vertical
+    "sim capacity" line marks that capacity). ``knee``: row position of the
+    knee point (see :func:`workbench.analysis.windows.knee`).
     """
     if points.empty:
         return empty_figure("empty sweep: no point measured", title or "Latency vs throughput")
@@ -64,15 +66,27 @@ def sweep_figure(
             f"%{{customdata[{k}]:.2f}}<extra></extra>",
         )
     if rows["predicted_p99_ms"].notna().any():
+        over = (rows["predicted_stable"] == False).to_numpy()  # noqa: E712  (None: not said, drawn)
         for col, dash in (("predicted_p99_ms", "dash"), ("predicted_p50_ms", "dashdot")):
             name = "sim " + col.removeprefix("predicted_").removesuffix("_ms")
             fig.add_scatter(
                 x=x,
-                y=rows[col].to_numpy(dtype=float),
+                y=np.where(over, np.nan, rows[col].to_numpy(dtype=float)),
                 mode="lines",
                 name=name,
                 line=dict(color=PREDICTED_COLOR, dash=dash),
                 hovertemplate=f"{name} %{{y:.3f}} ms at %{{x:.4g}} req/s<extra></extra>",
+            )
+        capacity = rows["predicted_capacity_rps"].dropna()
+        if over.any() and len(capacity):
+            measured = rows[["p50_ms", "p99_ms"]].to_numpy(dtype=float)
+            fig.add_scatter(
+                x=[float(capacity.iloc[0])] * 2,
+                y=[float(np.nanmin(measured)), float(np.nanmax(measured))],
+                mode="lines",
+                name=f"sim capacity {capacity.iloc[0]:.4g} req/s",
+                line=dict(color=PREDICTED_COLOR, dash="dot"),
+                hoverinfo="skip",
             )
     if sla_ms is not None:
         fig.add_scatter(

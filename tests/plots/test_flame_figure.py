@@ -93,3 +93,21 @@ def test_empty_tree_and_bad_input():
         flame_figure(small_tree().drop(columns=["bytes"]))
     with pytest.raises(ConfigError, match="cycle"):
         display_totals(small_tree().assign(parent=[5, 0, 1, 2, 0, 4]))
+
+
+def test_differential_flame_figure_draws_tail_widths_and_growth_colours():
+    from workbench.plots.flame import differential_flame_figure
+
+    stacks = {"tail_set": "slowest_1pct", "headline": "hydrate, 91 % of the slowest 1 % in redis read_response",
+              "stages": {"hydrate": {"samples": {"slowest_1pct": 1200, "median": 3870}, "tree": [
+                  {"id": 0, "parent": -1, "name": "hydrate", "tail": 1.0, "median": 1.0},
+                  {"id": 1, "parent": 0, "name": "get_features", "tail": 1.0, "median": 0.4},
+                  {"id": 2, "parent": 1, "name": "redis read_response", "tail": 0.91, "median": 0.4},
+                  {"id": 3, "parent": 0, "name": "merge", "tail": 0.0, "median": 0.6}]}}}
+    trace = differential_flame_figure(stacks).to_dict()["data"][0]
+    assert list(trace["labels"]) == ["hydrate", "get_features", "redis read_response", "merge"]
+    assert list(trace["parents"]) == ["", "0", "1", "0"]
+    assert [round(c, 2) for c in trace["marker"]["colors"]] == [0.0, 0.6, 0.51, -0.6]
+    fig = differential_flame_figure(stacks).to_dict()
+    assert fig["layout"]["title"]["text"].startswith("hydrate: slowest 1 % minus median (sampled stacks; 1200 slow")
+    assert "no sampled stacks" in differential_flame_figure(None).to_dict()["layout"]["annotations"][0]["text"]

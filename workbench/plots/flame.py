@@ -167,3 +167,39 @@ def trace_flame_figure(events: Trace | pd.DataFrame, *, title: str | None = None
     if Trace.of(events).events.empty:
         return empty_figure("no events in this trace", title or "Flame graph")
     return flame_figure(flame_tree(events), title=title, max_nodes=max_nodes, max_depth=max_depth)
+
+
+def differential_flame_figure(stacks: dict | None, stage: str | None = None, *, title: str | None = None) -> go.Figure:
+    """The slow requests' stacks against the median ones, for one stage: an icicle whose widths are the tail
+    set's shares of the stage's samples and whose colour is the growth (tail share minus median share: red
+    where the slow requests spend more of their time, blue where less).
+
+    ``stacks``: the ``stacks`` object of ``show --json`` (:mod:`workbench.analysis.stacks`); ``stage``: one of
+    its stages (default: the stage the headline names, else the first).
+    """
+    stages = (stacks or {}).get("stages") or {}
+    if not stages:
+        return empty_figure("no sampled stacks in this run (profile with stack sampling on)", title or "Slow minus median")
+    if stage is None:
+        named = (stacks.get("headline") or "").split(",")[0]
+        stage = named if named in stages else next(iter(stages))
+    tree = stages[stage]["tree"] if stage in stages else []
+    if not tree:
+        return empty_figure(f"no sampled stacks in stage {stage!r}", title or "Slow minus median")
+    label = "1 %" if stacks.get("tail_set") == "slowest_1pct" else "5 %"
+    growth = [n["tail"] - n["median"] for n in tree]
+    fig = go.Figure(go.Icicle(
+        ids=[str(n["id"]) for n in tree], parents=["" if n["parent"] == -1 else str(n["parent"]) for n in tree],
+        labels=[_clip(n["name"], LABEL_CHARS) for n in tree], values=[max(n["tail"], 1e-9) for n in tree],
+        branchvalues="remainder", sort=False,
+        marker=dict(colors=growth, colorscale="RdBu", reversescale=True, cmid=0, cmin=-1, cmax=1,
+                    colorbar=dict(title="slow - median", tickformat=".0%")),
+        customdata=[[n["tail"], n["median"], g] for n, g in zip(tree, growth)],
+        hovertemplate=(f"%{{label}}<br>slowest {label}: %{{customdata[0]:.1%}}<br>median: %{{customdata[1]:.1%}}"
+                       "<br>slow - median: %{customdata[2]:+.1%}<extra></extra>"),
+        tiling=dict(orientation="v"),
+    ))
+    samples = stages[stage]["samples"]
+    default = (f"{stage}: slowest {label} minus median (sampled stacks; {samples.get(stacks.get('tail_set'), 0)} "
+               f"slow and {samples.get('median', 0)} median samples)")
+    return layout(fig, title or default, margin=dict(l=10, r=10, t=80, b=10))

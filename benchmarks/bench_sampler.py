@@ -1,0 +1,137 @@
+"""What sampling the stacks of every timed request costs: timing-run p50 with and without the sampler.
+
+Question (issue 25, item 1): the timing run samples Python stacks from a
+thread (``workbench.sampling.StackSampler``); which sampler, at which
+interval, keeps the timing run's p50 within +3 % of an unsampled run? On the
+three shipped examples (batch 1, one torch thread), the same pipeline runs
+``workbench.timing.time_request`` in blocks, modes interleaved block by block:
+
+* ``plain``: no sampler;
+* ``thread 1ms`` / ``thread 5ms``: the workbench's sampler thread at that interval;
+* ``pyinstrument 1ms``: pyinstrument's in-thread ``setstatprofile`` hook at 1 ms
+  (the pinned sampler; its C hook runs on every call and return), its callback
+  walking the stack as the workbench's does.
+
+Per example and mode: end-to-end p50 (ms, ``analysis/stats``) and its ratio to
+``plain``; the samples per request of the workbench sampler.
+
+Run: ``python benchmarks/bench_sampler.py [--requests 40] [--blocks 6] [--md PATH] [--json PATH]``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from workbench.analysis.stats import percentile_ns  # noqa: E402
+from workbench.sampling import StackSampler, _root_codes  # noqa: E402
+from workbench.timing import time_request  # noqa: E402
+
+EXAMPLES = ("tabular", "text", "image")
+MODES = ("plain", "thread 1ms", "thread 5ms", "pyinstrument 1ms")
+
+
+class _PyinstrumentWay:
+    """pyinstrument's C hook (``setstatprofile``) calling back every interval with the current frame."""
+
+    def __init__(self, interval_s: float):
+        from pyinstrument.low_level.stat_profile import setstatprofile
+
+        self._set, self.interval_s, self.samples = setstatprofile, interval_s, 0
+        self._probe = StackSampler(interval_s)
+        self._roots = _root_codes()
+
+    def _callback(self, frame, event, arg):
+        if self._probe._stage_stack(frame) is not None:
+            self.samples += 1
+
+    def __enter__(self):
+        self._set(self._callback, self.interval_s)
+        return self
+
+    def __exit__(self, *exc):
+        self._set(None)
+
+
+def run_block(pipe, items, mode: str, n: int) -> tuple[list[int], int]:
+    names, fns = pipe.stage_names, [s.fn for s in pipe.stages]
+    batches = [[next(items)] for _ in range(n)]
+    if mode == "plain":
+        return [_e2e(time_request(names, fns, b)) for b in batches], 0
+    if mode.startswith("thread"):
+        with StackSampler(float(mode.split()[1][:-2]) / 1e3) as sampler:
+            out = [_e2e(time_request(names, fns, b)) for b in batches]
+        return out, len(sampler.samples_ns)
+    with _PyinstrumentWay(0.001) as way:
+        out = [_e2e(time_request(names, fns, b)) for b in batches]
+    return out, way.samples
+
+
+def _e2e(t) -> int:
+    return t.end_ns - t.start_ns
+
+
+def measure(example: str, requests: int, blocks: int) -> dict:
+    from workbench import PipelineConfig
+    from workbench.runner import resolve_pipeline
+
+    pipe = resolve_pipeline(example, PipelineConfig(batch_size=1, threads=1))
+    pipe.config.apply_threads()
+    items = pipe.item_iterator()
+    run_block(pipe, items, "plain", 20)  # warm-up
+    times = {m: [] for m in MODES}
+    samples = {m: 0 for m in MODES}
+    for b in range(blocks):
+        order = MODES[b % len(MODES):] + MODES[:b % len(MODES)]  # rotate which mode goes first
+        for mode in order:
+            t, s = run_block(pipe, items, mode, requests)
+            times[mode] += t
+            samples[mode] += s
+    p50 = {m: percentile_ns(v, 50) / 1e6 for m, v in times.items()}
+    return {"example": example, "requests_per_mode": requests * blocks,
+            "p50_ms": p50, "ratio": {m: p50[m] / p50["plain"] for m in MODES},
+            "samples_per_request": {m: samples[m] / (requests * blocks) for m in MODES}}
+
+
+def markdown(rows: list[dict], argv: list[str], load: tuple[float, float]) -> str:
+    lines = ["# Stack sampling of every timed request: what it costs", "",
+             f"`python benchmarks/bench_sampler.py {' '.join(argv)}` (batch 1, torch threads 1, modes interleaved "
+             f"by block, the first mode rotating). Host: 2 cores, **busy machine** (8 agents sharing it; load average "
+             f"{load[0]:.1f} before, {load[1]:.1f} after): ratios are indicative, a quiet-machine rerun is owed.", "",
+             "| example | " + " | ".join(f"{m} p50 ms" for m in MODES) + " | "
+             + " | ".join(f"{m} / plain" for m in MODES[1:]) + " | samples/request (thread 1ms) |",
+             "|---" * (2 * len(MODES) + 1) + "|"]
+    for r in rows:
+        lines.append(f"| {r['example']} | " + " | ".join(f"{r['p50_ms'][m]:.3f}" for m in MODES) + " | "
+                     + " | ".join(f"{r['ratio'][m]:.3f}x" for m in MODES[1:])
+                     + f" | {r['samples_per_request']['thread 1ms']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=40, help="requests per block")
+    parser.add_argument("--blocks", type=int, default=6)
+    parser.add_argument("--examples", nargs="+", default=list(EXAMPLES))
+    parser.add_argument("--md", type=Path)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    before = os.getloadavg()[0]
+    rows = [measure(e, args.requests, args.blocks) for e in args.examples]
+    load = (before, os.getloadavg()[0])
+    text = markdown(rows, list(argv if argv is not None else sys.argv[1:]), load)
+    print(text)
+    if args.md:
+        args.md.write_text(text)
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "load_average": load, "when": time.time()}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -12,7 +12,7 @@ from .arrivals import Arrivals
 from .policy import BatchPolicy
 from .service_model import ServiceModel
 from .simulator import simulate
-from .summary import load_summary
+from .summary import load_summary, percentile_requests
 from .sweeps import sweep
 
 WAITS_MS = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
@@ -23,7 +23,8 @@ def batching_point(model: ServiceModel, rate_rps: float, max_batch_size: int, ma
                    requests: int = 5_000, seed: int = 0) -> dict[str, Any]:
     """Simulate one setting on a seeded Poisson schedule, and sweep rate and max wait around it.
 
-    Out: ``summary`` (:func:`load_summary` of the point, ms), ``curve`` (a
+    Out: ``summary`` (:func:`load_summary` of the point, ms), ``at`` (its requests at p50
+    and p99 with their parts, :func:`percentile_requests`), ``curve`` (a
     :func:`sweep` table over :data:`RATE_FRACTIONS` of the capacity plus the
     rate itself, at this max batch and wait), ``waits`` (a sweep table over
     :data:`WAITS_MS` plus this wait, at this rate), ``capacity_rps`` (req/s at
@@ -38,7 +39,8 @@ def batching_point(model: ServiceModel, rate_rps: float, max_batch_size: int, ma
     waits = sorted({*WAITS_MS, float(max_wait_ms)})
     curve = sweep(model, rates, [max_batch_size], [max_wait_ms], requests=requests, seed=seed)
     wait_table = sweep(model, [rate_rps], [max_batch_size], waits, requests=requests, seed=seed)
-    return {"summary": load_summary(sim.requests), "curve": curve, "waits": wait_table, "capacity_rps": capacity,
+    return {"summary": load_summary(sim.requests), "at": percentile_requests(sim.requests), "curve": curve,
+            "waits": wait_table, "capacity_rps": capacity,
             "stable": bool(sim.stable), "simulations": 1 + len(rates) + len(waits)}
 
 

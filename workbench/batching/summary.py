@@ -7,6 +7,7 @@ Input is a requests table with ``arrival_ns``, ``batch_wait_ns``,
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ import pandas as pd
 
 from ..analysis.stats import summarize_ns
 
-from ..units import NS_PER_S
+from ..units import NS_PER_MS, NS_PER_S
 
 COMPONENTS = {"end_to_end": "dur_ns", "batch_wait": "batch_wait_ns", "queue_wait": "queue_wait_ns", "service": "service_ns"}
 # The summary's figures a run record keeps in its ``load`` (live, load --url and served runs alike).
@@ -56,6 +57,28 @@ def load_summary(requests: pd.DataFrame, concurrency: int = 1) -> dict[str, Any]
     out["failed"] = int(len(requests) - len(ok))
     out["batches"] = int(len(batches))
     return out
+
+
+def percentile_requests(requests: pd.DataFrame, percentiles=(50, 99)) -> pd.DataFrame:
+    """The successful request at each percentile of end to end, with its own parts (ms).
+
+    One row per percentile: ``percentile``, ``request``, ``batch_wait_ms``,
+    ``queue_wait_ms``, ``service_ms``, ``end_to_end_ms``; the request is the
+    nearest-rank order statistic (rank ``ceil(q/100 * n)``), so its parts add up to
+    its end to end exactly. Percentiles of each part taken apart do not add up to
+    the end-to-end percentile (stacked, they once stood at 24 ms over a p99 of 19.4 ms).
+    """
+    ok = requests[requests["ok"].astype(bool)].sort_values(["dur_ns", "request"], kind="stable")
+    columns = ["percentile", "request", *(f"{c}_ms" for c in COMPONENTS if c != "end_to_end"), "end_to_end_ms"]
+    if ok.empty:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for q in percentiles:
+        r = ok.iloc[max(math.ceil(q / 100 * len(ok)) - 1, 0)]
+        rows.append({"percentile": q, "request": int(r["request"]),
+                     **{f"{c}_ms": int(r[col]) / NS_PER_MS for c, col in COMPONENTS.items() if c != "end_to_end"},
+                     "end_to_end_ms": int(r["dur_ns"]) / NS_PER_MS})
+    return pd.DataFrame(rows, columns=columns)
 
 
 def load_meta_figures(summary: dict[str, Any]) -> dict[str, Any]:

@@ -93,19 +93,29 @@ def wait_time_figure(sweep: pd.DataFrame, *, stat: str = "p99_ms", rate_rps: flo
                   xaxis_title="max wait (ms)", yaxis_title=f"{stat.removesuffix('_ms')} latency (ms)")
 
 
-def queueing_breakdown_figure(summary: dict[str, Any] | pd.DataFrame, *, stat: str = "p50_ms",
-                              title: str | None = None) -> go.Figure:
-    """Batch wait, queue wait and service (ms) stacked, with end to end as a marker.
+def queueing_breakdown_figure(summary: dict[str, Any] | pd.DataFrame, *, at: pd.DataFrame | None = None,
+                              stat: str = "p50_ms", title: str | None = None) -> go.Figure:
+    """Batch wait, queue wait and service (ms), with end to end as a marker; every stack adds up.
 
-    ``summary``: a ``load_summary`` dict (x = mean, p50, p99; the means add up
-    exactly to the end-to-end mean, percentiles need not) or a sweep table
-    (x = one bar per row, at ``stat`` "p50_ms" or "p99_ms"; end to end =
-    the row's ``stat``).
+    ``summary``: a ``load_summary`` dict: the means, stacked (they add up exactly
+    to the end-to-end mean); with ``at`` (``batching.summary.percentile_requests``
+    of the requests it summarised) also the request at p50 and at p99 of end to end,
+    each with its own parts (they add up to that request).
+    Percentiles of each part taken apart are never stacked: they need not add up.
+    Or a sweep table (x = one bar per row, at ``stat`` "p50_ms" or "p99_ms"):
+    each part's percentile side by side (grouped, not stacked), end to end = the row's ``stat``.
     """
+    barmode = "stack"
     if isinstance(summary, dict):
-        labels = [s.removesuffix("_ms") for s in STATS]
-        parts = {c: [summary[c][s] for s in STATS] for c in COMPONENTS}
-        total = [summary["end_to_end"][s] for s in STATS]
+        labels = ["mean"]
+        parts = {c: [summary[c]["mean_ms"]] for c in COMPONENTS}
+        total = [summary["end_to_end"]["mean_ms"]]
+        if at is not None:
+            for row in at.itertuples():
+                labels.append(f"p{row.percentile:g} request (#{row.request})")
+                for c in COMPONENTS:
+                    parts[c].append(getattr(row, f"{c}_ms"))
+                total.append(row.end_to_end_ms)
     else:
         if stat not in ("p50_ms", "p99_ms"):
             raise ConfigError(f"queueing_breakdown_figure: stat={stat!r}; a sweep has p50_ms and p99_ms")
@@ -115,6 +125,7 @@ def queueing_breakdown_figure(summary: dict[str, Any] | pd.DataFrame, *, stat: s
                   zip(summary["rate_rps"], summary["max_batch_size"], summary["max_wait_ms"])]
         parts = {c: summary[f"{c}_{stat}"].tolist() for c in COMPONENTS}
         total = summary[stat].tolist()
+        barmode = "group"
     if not labels or all(v is None for v in total):
         return empty_figure("no completed requests to break down", title or "Queueing breakdown")
     fig = go.Figure()
@@ -124,5 +135,6 @@ def queueing_breakdown_figure(summary: dict[str, Any] | pd.DataFrame, *, stat: s
     fig.add_scatter(x=labels, y=np.array(total, dtype=float), mode="markers", name="end to end",
                     marker=dict(symbol="line-ew-open", size=28, line=dict(width=3, color="#333333")),
                     hovertemplate="%{x}<br>end to end %{y:.3f} ms<extra></extra>")
-    return layout(fig, title or "Queueing breakdown: batch wait, queue wait, service", barmode="stack",
-                  yaxis_title="latency (ms)", xaxis_title=None)
+    default = ("Queueing breakdown: batch wait, queue wait, service" if barmode == "stack" else
+               f"Queueing breakdown: each part's {stat.removesuffix('_ms')} (side by side: percentiles do not add up)")
+    return layout(fig, title or default, barmode=barmode, yaxis_title="latency (ms)", xaxis_title=None)

@@ -134,7 +134,7 @@ class BatchingExplorer(Controller):
         return {
             "curves": curves,
             "wait": wait_time_figure(point["waits"], rate_rps=rate),
-            "breakdown": queueing_breakdown_figure(summary),
+            "breakdown": queueing_breakdown_figure(summary, at=point["at"]),
             "stable": point["stable"], "capacity_rps": point["capacity_rps"], "summary": summary,
             "line": (f"capacity {point['capacity_rps']:,.4g} req/s at max batch {size}; {summary['requests']:,} "
                      f"simulated requests: p50 {e2e['p50_ms']:.3g} ms, p99 {e2e['p99_ms']:.3g} ms, throughput "

@@ -47,6 +47,18 @@ def test_tail_needs_p99_five_times_p50_and_half_the_slowest_time():
     assert rules.tail_stages(f) == []
 
 
+def test_a_tail_finding_quotes_the_sampled_stacks_of_its_stage():
+    st = [stage("hydrate", 0.5, p50=1.0, p99=30.0), stage("forward", 0.5)]
+    f = facts(st, tail_shares={"hydrate": 0.9, "forward": 0.1})
+    f["stacks"] = {"headline": "hydrate, 91 % of the slowest 1 % in redis read_response <- get_features "
+                               "(recommend.py:143); median 40 %"}
+    found = rules.tail_stages(f)
+    assert found[0]["evidence"].endswith("; sampled stacks: hydrate, 91 % of the slowest 1 % in redis read_response "
+                                         "<- get_features (recommend.py:143); median 40 %")
+    f["stacks"]["headline"] = "forward, 60 % of the slowest 1 % in torch linear; median 50 %"
+    assert "sampled stacks" not in rules.tail_stages(f)[0]["evidence"]
+
+
 def test_tail_uses_the_5_percent_set_when_the_run_is_too_short_for_1_percent():
     f = facts([stage("lookup", 0.2, p50=1.0, p99=9.0)], tail_shares={"lookup": 0.9})
     f["tail"]["sets"]["slowest_1pct"] = None

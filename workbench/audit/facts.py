@@ -15,6 +15,7 @@ from typing import Any
 
 from ..analysis.blocking import head_of_line
 from ..analysis.budget import END_TO_END, budget, stage_matrix
+from ..analysis.explain import recorded_stacks
 from ..analysis.gc_pauses import gc_summary
 from ..analysis.stats import percentiles
 from ..analysis.tail import tail_attribution
@@ -59,6 +60,7 @@ def run_facts(run) -> dict[str, Any]:
         "noise": meta.get("noise"),
         "gc": gc_summary(run.requests, run.stages, run.stage_names),
         "blocking": head_of_line(run.requests, run.stages),
+        "stacks": recorded_stacks(meta),
         "serving_gc": (meta.get("serving") or {}).get("gc"),
         "policy": (meta.get("load") or {}).get("policy") or (meta.get("serving") or {}).get("policy"),
     }

@@ -6,7 +6,8 @@ threshold named here, so the README and ``docs/audit.md`` can quote them.
 ``trace`` (``analyze --json`` report or None), ``roles`` (stage -> recorded
 role), ``libraries`` (stage -> {library: share of its time}), ``role_decisions``
 (stage -> :class:`workbench.roles.RoleDecision` as a dict; made from the two
-before when absent), ``kind`` (profile, load, ...). A finding is ``{"kind", "stage", "evidence",
+before when absent), ``stacks`` (the sampled stacks, :mod:`workbench.analysis.stacks`),
+``kind`` (profile, load, ...). A finding is ``{"kind", "stage", "evidence",
 "numbers"}``; :func:`findings` adds the catalog's actions.
 
 Thresholds (defaults):
@@ -101,9 +102,16 @@ def tail_stages(facts: dict[str, Any]) -> list[dict]:
         out.append({"kind": "tail", "stage": s["name"],
                     "evidence": f"{s['name']}'s p99 is {p99 / p50:.1f}x its p50 and it holds {share:.0%} of the "
                                 f"slowest {label}'s time (median request: "
-                                f"{sets['median']['shares'].get(s['name'], 0.0):.0%})",
+                                f"{sets['median']['shares'].get(s['name'], 0.0):.0%}){_stack_note(facts, s['name'])}",
                     "numbers": {"p99_over_p50": p99 / p50, "tail_share": share, "tail_set": set_name}})
     return out
+
+
+def _stack_note(facts: dict[str, Any], stage: str) -> str:
+    """``"; sampled stacks: hydrate, 91 % of the slowest 1 % in redis read_response <- ...; median 40 %"`` when
+    the run's sampled stacks name a frame in this stage."""
+    headline = (facts.get("stacks") or {}).get("headline") or ""
+    return f"; sampled stacks: {headline}" if headline.startswith(f"{stage}, ") else ""
 
 
 def queue(facts: dict[str, Any]) -> list[dict]:

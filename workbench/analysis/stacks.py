@@ -103,13 +103,14 @@ def _stage_entry(by_set: dict[str, list[int]], stacks: list, tail_set: str) -> d
     n = {name: len(ids) for name, ids in by_set.items()}
     callers = _callers(by_set[tail_set] + by_set["median"], stacks)
     keys = {k for name, c in counts.items() for k, v in c.items() if n[name] and v / n[name] >= MIN_NODE_SHARE}
+    depth = _depths(by_set[tail_set], stacks)
     rows = []
     for key in keys:
         share = {name: (counts[name][key] / n[name] if n[name] else None) for name in by_set}
         growth = (share[tail_set] or 0.0) - (share["median"] or 0.0)
         rows.append({"frame": frame_name(*key), "file": key[0], "function": key[1], "caller": callers.get(key),
                      "slowest_1pct": share.get("slowest_1pct"), "slowest_5pct": share.get("slowest_5pct"),
-                     "median": share["median"], "growth": growth, "_depth": _depth(key, by_set[tail_set], stacks)})
+                     "median": share["median"], "growth": growth, "_depth": depth.get(key, 0)})
     rows.sort(key=lambda r: (-r["growth"], -r["_depth"], r["file"], r["function"]))
     lead = _lead(rows)
     for r in rows:
@@ -148,9 +149,14 @@ def _callers(ids: list[int], stacks: list) -> dict[tuple[str, str], str]:
     return {key: call_site(*c.most_common(1)[0][0]) for key, c in seen.items()}
 
 
-def _depth(key: tuple[str, str], ids: list[int], stacks: list) -> int:
-    """The deepest position of the frame in the tail's stacks (a tie in growth goes to the deeper frame)."""
-    return max((i for sid in set(ids) for i, f in enumerate(stacks[sid]) if (f[0], f[1]) == key), default=0)
+def _depths(ids: list[int], stacks: list) -> dict[tuple[str, str], int]:
+    """(file, function) -> its deepest position in the tail's stacks (a tie in growth goes to the deeper frame)."""
+    out: dict[tuple[str, str], int] = {}
+    for sid in set(ids):
+        for i, (f, fn, _) in enumerate(stacks[sid]):
+            if out.get((f, fn), -1) < i:
+                out[(f, fn)] = i
+    return out
 
 
 def differential_tree(tail_ids: list[int], median_ids: list[int], stacks: list) -> list[dict[str, Any]]:

@@ -290,6 +290,8 @@ def test_09_serving_over_http(executed):
     assert abs(100 * outside - float(m.group(3))) <= 0.6 and abs(100 * waits - float(m.group(4))) <= 0.6, m.group(0)
     more = m.group(6).startswith("more of a served request went to waiting")
     assert more == (outside + waits > shares.get("forward", 0)), m.group(0)
+    m = claim(text, rf"^batch_wait p99 {NUM} ms(, within| EXCEEDS) the 2 ms max wait")
+    assert (m.group(2) == ", within") == (float(m.group(1)) <= 2.0) and m.group(2) == ", within", m.group(0)
 
 
 @pytest.mark.slow
@@ -502,3 +504,10 @@ def test_04_text_run_on_its_gpu_is_the_steady_launch_bound_example():
 
     pairs = launch_pairs(load_trace(recorded_run("text-cuda-bs1-fp32").trace_path))
     assert cl.cold_start_claim(pairs, "text").kind == "steady"
+
+
+@pytest.mark.parametrize("p99, kind", [(1.9, "within"), (2.0, "within"), (110.0, "beyond")])
+def test_09_batch_wait_within_the_max_wait(p99, kind):
+    c = cl.batch_wait_claim(p99, 2.0)
+    assert c.kind == kind and c.holds == (kind == "within")
+    assert ("EXCEEDS" in c.text) == (kind == "beyond")

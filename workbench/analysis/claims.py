@@ -264,6 +264,18 @@ def cold_start_claim(pairs: pd.DataFrame, name: str) -> Claim:
                                   "of launch-call time): its launch verdict describes a steady state."))
 
 
-__all__ = ["Claim", "batch_cost_claim", "capacity_claim", "cold_start_claim", "coverage_claim",
+def batch_wait_claim(batch_wait_p99_ms: float, max_wait_ms: float) -> Claim:
+    """Notebooks 6 and 9: ``holds`` when the batch wait's p99 is within the policy's max wait, as the rule
+    says (``batching.policy.wait_split``: waiting for a busy executor is queue wait, not batch wait)."""
+    if batch_wait_p99_ms <= max_wait_ms:
+        return Claim("within", True, (
+            f"batch_wait p99 {batch_wait_p99_ms:.3g} ms, within the {max_wait_ms:g} ms max wait: a request waits for "
+            "its batch at most that long; any longer wait, for a busy executor, is queue_wait."))
+    return Claim("beyond", False, (
+        f"batch_wait p99 {batch_wait_p99_ms:.3g} ms EXCEEDS the {max_wait_ms:g} ms max wait: this record counts the "
+        "wait for a busy executor as batch wait (made before batch wait ended at the batch's due time)."))
+
+
+__all__ = ["Claim", "batch_cost_claim", "batch_wait_claim", "capacity_claim", "cold_start_claim", "coverage_claim",
            "first_request_claim", "live_vs_model_claim", "measured_stage_ns", "operator_coverage", "p50_ratios",
            "throughput_claim", "trend", "untouched_stages_claim"]

@@ -1,0 +1,124 @@
+"""The slowest traced requests against the median ones: the traced run's flame graph, split by request.
+
+Each traced request is one ``ProfilerStep#N`` range (the runner steps the
+profiler once per request), so a request's slice of the trace is the host
+events inside its step (and the GPU work they launched). A request's time is
+the sum of its stage ranges. The slowest set is the ``ceil(5 % n)`` slowest
+traced requests (at least one), the median set those between the 40th and
+60th percentile, as in the timing run's tail attribution; with a handful of
+traced requests these are a few requests, and ``note`` says how many the view
+rests on.
+
+:func:`slow_minus_median` returns the two flame trees (:func:`workbench.analysis.flame.flame_tree`,
+cut to the stages) merged by path, each node's time per request in each set::
+
+    {"requests": n, "slowest": [step], "median": [step], "note": str,
+     "tree": [{"id", "parent", "name", "kind", "slow_ns", "median_ns"}]}
+
+``slow_ns``/``median_ns`` are the node's total time summed over the set's
+requests divided by their number (a per-request figure, so sets of different
+sizes compare).
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..naming import STAGE_PREFIX
+from ..trace import GPU_WORK_KINDS, HOST_KINDS, Trace
+from .flame import flame_tree
+
+STEP = re.compile(r"^ProfilerStep#(\d+)$")
+SLOW_FRACTION = 0.05
+MEDIAN_BAND = (40, 60)
+
+
+def request_windows(events: pd.DataFrame) -> pd.DataFrame:
+    """One row per traced request (``ProfilerStep#N``): ``step``, ``ts_ns``, ``end_ns``, ``stage_ns`` (its
+    stage ranges' summed time), sorted by start."""
+    host = events[events["kind"].isin(HOST_KINDS)]
+    names = host["name"].astype(str)
+    steps = host[names.str.match(STEP.pattern)]
+    stages = host[names.str.startswith(STAGE_PREFIX)]
+    if steps.empty:
+        return pd.DataFrame({"step": [], "ts_ns": [], "end_ns": [], "stage_ns": []}, dtype="int64")
+    ts = steps["ts_ns"].to_numpy(np.int64)
+    end = ts + steps["dur_ns"].to_numpy(np.int64)
+    order = np.argsort(ts, kind="stable")
+    ts, end = ts[order], end[order]
+    numbers = steps["name"].astype(str).str.extract(STEP.pattern)[0].astype("int64").to_numpy()[order]
+    k = np.searchsorted(ts, stages["ts_ns"].to_numpy(np.int64), side="right") - 1
+    inside = (k >= 0) & (stages["ts_ns"].to_numpy(np.int64) < end[np.maximum(k, 0)])
+    stage_ns = np.bincount(k[inside], weights=stages["dur_ns"].to_numpy(np.int64)[inside], minlength=len(ts))
+    return pd.DataFrame({"step": numbers, "ts_ns": ts, "end_ns": end, "stage_ns": stage_ns.astype(np.int64)})
+
+
+def traced_sets(windows: pd.DataFrame) -> dict[str, Any]:
+    """``{"requests", "slowest", "median", "note"}``: step numbers of the slowest and the median traced requests."""
+    n = len(windows)
+    if n == 0:
+        return {"requests": 0, "slowest": [], "median": [], "note": "no traced request (no ProfilerStep range)"}
+    by_time = windows.sort_values(["stage_ns", "step"], ascending=[False, True], kind="stable")
+    slow = by_time["step"].iloc[: max(1, math.ceil(SLOW_FRACTION * n))].tolist()
+    lo, hi = np.percentile(windows["stage_ns"].to_numpy(np.int64), MEDIAN_BAND, method="linear")
+    median = windows.loc[(windows["stage_ns"] >= lo) & (windows["stage_ns"] <= hi), "step"].tolist()
+    note = (f"the slow-request view rests on {n} traced requests: the slowest {len(slow)} against the median "
+            f"{len(median)} (trace more requests with --traced for a steadier view)")
+    return {"requests": n, "slowest": [int(s) for s in slow], "median": [int(s) for s in median], "note": note}
+
+
+def in_windows(events: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
+    """The host events starting inside one of the windows, and the GPU work their calls launched."""
+    ts = events["ts_ns"].to_numpy(np.int64)
+    starts, ends = windows["ts_ns"].to_numpy(np.int64), windows["end_ns"].to_numpy(np.int64)
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    k = np.searchsorted(starts, ts, side="right") - 1
+    host = events["kind"].isin(HOST_KINDS).to_numpy()
+    keep_host = host & (k >= 0) & (ts < ends[np.maximum(k, 0)])
+    gpu = events["kind"].isin(GPU_WORK_KINDS).to_numpy()
+    corr = pd.Series(pd.array(events["correlation"].array, dtype="Int64"))
+    launched = set(corr[keep_host].dropna().tolist())
+    keep_gpu = gpu & corr.isin(launched).to_numpy()
+    return events[keep_host | keep_gpu]
+
+
+def slow_minus_median(trace: Trace | pd.DataFrame) -> dict[str, Any]:
+    """The slowest traced requests' flame tree against the median ones' (module docstring)."""
+    events = Trace.of(trace).events
+    windows = request_windows(events)
+    sets = traced_sets(windows)
+    if not sets["slowest"]:
+        return sets | {"tree": []}
+    trees = {}
+    for name in ("slowest", "median"):
+        chosen = windows[windows["step"].isin(sets[name])]
+        trees[name] = _by_path(flame_tree(in_windows(events, chosen)), len(chosen))
+    return sets | {"tree": _merge(trees["slowest"], trees["median"])}
+
+
+def _by_path(tree: pd.DataFrame, requests: int) -> dict[tuple, tuple[str, str, float]]:
+    """Path of (name, kind) from the root -> (name, kind, total ns per request)."""
+    paths: dict[int, tuple] = {}
+    out = {}
+    for node, parent, name, kind, total in zip(tree["id"].tolist(), tree["parent"].tolist(), tree["name"].tolist(),
+                                               tree["kind"].tolist(), tree["total_ns"].tolist()):
+        paths[node] = paths.get(parent, ()) + ((name, kind),)
+        out[paths[node]] = (name, kind, total / max(requests, 1))
+    return out
+
+
+def _merge(slow: dict, median: dict) -> list[dict[str, Any]]:
+    """Both sets' paths as one tree, parents before children (paths sorted, a parent's path is a prefix)."""
+    ids: dict[tuple, int] = {}
+    rows = []
+    for path in sorted(set(slow) | set(median), key=lambda p: (len(p), p)):
+        name, kind, _ = slow.get(path) or median[path]
+        ids[path] = len(ids)
+        rows.append({"id": ids[path], "parent": ids.get(path[:-1], -1), "name": name, "kind": kind,
+                     "slow_ns": (slow.get(path) or (0, 0, 0.0))[2], "median_ns": (median.get(path) or (0, 0, 0.0))[2]})
+    return rows

@@ -29,6 +29,7 @@ round. ``compare(...)`` returns a :class:`Comparison`; ``.result`` is what
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import sys
@@ -44,6 +45,7 @@ from .analysis.budget import END_TO_END
 from .analysis.verdicts import BLOCK, MIN_EFFECT, RESAMPLES, paired_comparison
 from .config import PipelineConfig
 from .errors import ConfigError, PipelineError
+from .pipeline import first_request_checked
 from .timing import Clock, RequestTiming, time_request
 from .units import ns_to_s, s_to_ns
 
@@ -274,13 +276,17 @@ def _set_threads(n: int | None) -> None:
 
 
 def _request_runner(pipe, clock: Clock) -> Callable[[list], RequestTiming]:
+    """Times one request; its first call also refuses a generator stage and an unread option (``pipeline``)."""
     names, fns = pipe.stage_names, [s.fn for s in pipe.stages]
     if pipe.config.is_cuda:
         from .timing import CudaStageTimer
 
         timer = CudaStageTimer(len(fns), "stage", clock)
-        return lambda batch: timer.time_request(names, fns, batch)
-    return lambda batch: time_request(names, fns, batch, clock)
+        run_cuda = lambda batch: timer.time_request(names, fns, batch)  # noqa: E731
+        return first_request_checked(run_cuda, run_cuda, pipe)
+    every = frozenset(range(len(fns)))
+    return first_request_checked(functools.partial(time_request, names, fns, clock=clock),
+                                 functools.partial(time_request, names, fns, clock=clock, keep=every), pipe)
 
 
 def _warm_up(pipes, runners, items, warmup, threads) -> None:

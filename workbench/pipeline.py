@@ -18,13 +18,30 @@ pipeline's item source. Users write a factory ``build(config) -> Pipeline``::
         return pipe
 
 The runner (``workbench.runner``) times the stages; nothing here measures.
+
+Two checks keep what is measured honest, both before any measured figure is
+kept:
+
+* **A stage must return its result, not a generator or iterator.** A lazy
+  result does its work when the next stage consumes it, so its time would be
+  charged to that stage. The first request of a run keeps every stage's output
+  (:func:`first_request_checked`) and a generator/iterator output is refused:
+  ``PipelineError`` naming the stage (exit 2). Return ``list(...)`` instead.
+* **Every ``--option`` must be read.** :func:`build_pipeline` hands the factory
+  a config whose ``options`` record each key read (:class:`ReadOptions`); after
+  the first request (options a stage reads when it runs count too)
+  :func:`check_options_read` names any option nobody read (a typo such as
+  ``slowdwn=0.3``): ``ConfigError``, exit 2.
 """
 from __future__ import annotations
 
+import contextlib
+import difflib
 import importlib
 import importlib.util
 import itertools
 import sys
+import types
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -222,6 +239,8 @@ def _import_target(spec: str, target: str):
             raise PipelineError(f"--pipeline {spec!r}: file {target!r} does not exist")
         name = f"workbench_user_{abs(hash(str(path.resolve())))}"
         module_spec = importlib.util.spec_from_file_location(name, path)
+        if module_spec is None or module_spec.loader is None:  # /etc/passwd: a file Python cannot import
+            raise PipelineError(f"--pipeline {spec!r}: {target!r} is not a Python file (expected FILE.py:FUNCTION)")
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[name] = module
         try:
@@ -247,8 +266,10 @@ def build_pipeline(factory: Factory, config: PipelineConfig) -> Pipeline:
     from .errors import WorkbenchError
     from .precision import collect_quantization
 
+    options = ReadOptions(config.options)
+    config = config.replace(options=options)
     try:
-        with collect_quantization() as reports:
+        with collect_quantization() as reports, options.watching():
             pipe = factory(config)
     except WorkbenchError:
         raise
@@ -260,3 +281,140 @@ def build_pipeline(factory: Factory, config: PipelineConfig) -> Pipeline:
     pipe.config = config
     pipe.quantization = list(reports)
     return pipe.validate()
+
+
+class ReadOptions(dict):
+    """The options dict a factory receives: while :meth:`watching` (the factory call, the first request), it
+    remembers which keys were read (``get``, ``[]``, ``in``, ``pop``); iterating over it (``items()``,
+    ``dict(...)``, ``**``) counts as reading every key. The workbench's own reads (``to_dict``) happen outside."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.read: set[str] = set()
+        self.tracking = False
+
+    @contextlib.contextmanager
+    def watching(self):
+        self.tracking = True
+        try:
+            yield self
+        finally:
+            self.tracking = False
+
+    def _mark(self, key) -> None:
+        if self.tracking:
+            self.read.add(key)
+
+    def __getitem__(self, key):
+        self._mark(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self._mark(key)
+        return super().get(key, default)
+
+    def __contains__(self, key) -> bool:
+        self._mark(key)
+        return super().__contains__(key)
+
+    def pop(self, key, *default):
+        self._mark(key)
+        return super().pop(key, *default)
+
+    def setdefault(self, key, default=None):
+        self._mark(key)
+        return super().setdefault(key, default)
+
+    def _all(self):
+        if self.tracking:
+            self.read.update(super().keys())
+
+    def __iter__(self):
+        self._all()
+        return super().__iter__()
+
+    def keys(self):
+        self._all()
+        return super().keys()
+
+    def items(self):
+        self._all()
+        return super().items()
+
+    def values(self):
+        self._all()
+        return super().values()
+
+    def copy(self) -> dict:
+        self._all()
+        return dict(super().items())
+
+    def __reduce__(self):  # pickles (and deep-copies) as the plain dict it stands for
+        return (dict, (dict(super().items()),))
+
+
+# options the workbench itself reads for every pipeline (precision.prepare_model, the examples' data path)
+WORKBENCH_OPTIONS = frozenset({"compile", "channels_last"})
+
+
+def unread_options(pipe: Pipeline) -> list[str]:
+    """The options in ``pipe.config`` nobody read so far (empty when the options are not tracked)."""
+    options = pipe.config.options
+    if not isinstance(options, ReadOptions):
+        return []
+    return sorted(k for k in dict.keys(options) if k not in options.read and k not in WORKBENCH_OPTIONS)
+
+
+def check_options_read(pipe: Pipeline) -> None:
+    """Refuse (ConfigError, one line) an option the factory and the stages never read: a typo, usually."""
+    unread = unread_options(pipe)
+    if not unread:
+        return
+    asked = sorted(pipe.config.options.read - set(unread))  # keys read, given or not (get("slow", 1.0))
+    hints = []
+    for key in unread:
+        close = difflib.get_close_matches(key, asked, n=1)
+        hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    known = f"; it reads: {', '.join(asked)}" if asked else ""
+    raise ConfigError(f"pipeline {pipe.name!r}: option {', '.join(hints)} is never read by its factory or "
+                      f"stages{known}")
+
+
+def lazy_output(value: Any) -> str | None:
+    """``generator``/``iterator`` (with its type) when ``value`` computes lazily as it is consumed, else None."""
+    if isinstance(value, types.GeneratorType):
+        return "a generator"
+    if isinstance(value, Iterator):
+        return f"an iterator ({type(value).__name__})"
+    return None
+
+
+def check_stage_outputs(names: list[str], outputs: dict[int, Any]) -> None:
+    """Refuse a stage whose output is a generator or iterator: its work would be timed in the next stage."""
+    for i in sorted(outputs):
+        what = lazy_output(outputs[i])
+        if what is not None:
+            raise PipelineError(f"stage {names[i]!r} returned {what}: its work would run, and be timed, in the "
+                                f"stage that consumes it; return a list (e.g. list(...)) instead")
+
+
+def first_request_checked(run_one: Callable, run_first: Callable, pipe: Pipeline,
+                          keep: frozenset[int] = frozenset()) -> Callable:
+    """A request runner: the first call runs ``run_first`` (keeping every stage's output), checks the outputs
+    (:func:`check_stage_outputs`) and the options (:func:`check_options_read`), and returns the timing with
+    only the outputs ``keep`` asks for; later calls run ``run_one``."""
+    state = {"first": True}
+
+    def run(batch, **kwargs):  # kwargs: the guard's starts/ends lists
+        if not state["first"]:
+            return run_one(batch, **kwargs)
+        state["first"] = False
+        options = pipe.config.options
+        with options.watching() if isinstance(options, ReadOptions) else contextlib.nullcontext():
+            t = run_first(batch, **kwargs)
+        check_stage_outputs(pipe.stage_names, t.kept or {})
+        check_options_read(pipe)
+        t.kept = {i: v for i, v in (t.kept or {}).items() if i in keep} or None
+        return t
+
+    return run

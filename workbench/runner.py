@@ -32,7 +32,7 @@ from .config import PipelineConfig
 from .device import check_device, cpu_model, device_name, require_torch
 from .errors import ConfigError, PipelineError
 from .naming import stage_range_name
-from .pipeline import Pipeline, build_pipeline
+from .pipeline import Pipeline, build_pipeline, first_request_checked
 from .precision import check_precision
 from .record import Run, build_tables, request_row, scratch_folder, stage_rows
 from .timing import SYNC_POLICIES, Clock, CudaStageTimer, RequestTiming, StageFailure, time_request
@@ -297,9 +297,13 @@ def _timing_run(pipe, items, total, sync, clock, progress, cancel, warmup=0, dea
     gc_probe = GcProbe(clock)
     if pipe.config.is_cuda:  # GC pauses and describe= are host-side observations of the CPU path only
         run_one = functools.partial(CudaStageTimer(len(fns), sync, clock).time_request, names, fns)
+        run_one = first_request_checked(run_one, run_one, pipe)  # options only: CUDA timing keeps no outputs
     else:
         keep = frozenset(i for i, s in enumerate(pipe.stages) if s.describe is not None)
         run_one = functools.partial(time_request, names, fns, clock=clock, gc_probe=gc_probe, keep=keep)
+        # the first request keeps every output: a generator stage and an unread --option are refused
+        run_one = first_request_checked(run_one, functools.partial(
+            time_request, names, fns, clock=clock, gc_probe=gc_probe, keep=frozenset(range(len(fns)))), pipe, keep)
     out: list[RequestTiming] = []
     measured_from = None
     with gc_probe, guarded(run_one, names, timeout_s, clock=clock, cancel=cancel) as call:

@@ -21,7 +21,7 @@ def saved_run(path: Path, forward_ns: int, *, name: str = "toy", noisy: bool | N
         return clock.advance(forward_ns + slow) or b
 
     def build(config):
-        pipe = Pipeline(name, items=lambda: itertools.count())
+        pipe = Pipeline(name, items=lambda: itertools.count(), description=str(config.options.get("k", "")))
         pipe.add("parse", lambda b: clock.advance(1000) or b)
         pipe.add("forward", forward)
         if extra_stage:

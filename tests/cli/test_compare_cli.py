@@ -13,6 +13,7 @@ import itertools, time
 from workbench import Pipeline
 def build(config):
     p = Pipeline("toy", items=lambda: itertools.count())
+    p.description = str(config.options.get("extra", ""))
     p.add("parse", lambda b: b)
     def forward(b):
         if config.options.get("fail"):
@@ -116,3 +117,14 @@ def test_every_request_of_a_config_failing_exits_1(tmp_path, capsys):
     assert "B: fail=true (10 requests, 10 failed: 10 MemoryError)" in captured.out
     assert "not compared: every measured request of one side failed" in captured.out
     assert "every measured request failed for fail=true" in captured.err
+
+
+def test_an_option_the_factory_never_reads_is_named_before_measuring(tmp_path, capsys):
+    # issue 26: a misspelled --option slowdwn=0.3 was accepted silently
+    f = tmp_path / "toy_pipe.py"
+    f.write_text(TOY)
+    assert main(["compare", "--pipeline", f"{f}:build", "--config", "scale=1", "--config", "scael=2",
+                 "--requests", "20", "--warmup", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("workbench compare: error: pipeline 'toy': option 'scael' (did you mean 'scale'?) is never read "
+                   "by its factory or stages; it reads: extra, fail, scale")

@@ -12,7 +12,7 @@ TOY = '''
 import itertools, time
 from workbench import Pipeline
 def build(config):
-    p = Pipeline("toy", items=lambda: itertools.count())
+    p = Pipeline("toy", items=lambda: itertools.count(), description=f"layers={config.options.get('layers')}")
     p.add("parse", list)
     p.add("forward", lambda b: time.sleep(0.0005 + 0.0001 * len(b)) or b)
     return p

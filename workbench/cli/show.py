@@ -31,31 +31,47 @@ def run(args) -> int:
     return 0
 
 
-def _fmt(value, width=9) -> str:
-    return f"{value:{width}.3f}" if value is not None else f"{'-':>{width}}"
+def _fmt(value) -> str:
+    return f"{value:.3f}" if value is not None else "-"
+
+
+# the budget table's columns and their narrowest widths; a column widens to its longest cell plus one space
+BUDGET_COLUMNS = (("stage", 16), ("count", 7), ("mean", 9), ("p50", 9), ("p95", 9), ("p99", 9), ("max", 9),
+                  ("share", 8), ("errors", 8), ("gpu p50", 9), ("gpu p99", 9))
+
+
+def render_table(rows: list[list[str]], widths: list[int]) -> list[str]:
+    """Rows of cells as lines: the first column left-aligned, the others right-aligned, each column at least
+    its width and (right-aligned ones) one space wider than their longest cell: columns never run together."""
+    widths = [max([w] + [len(r[i]) + (1 if i else 0) for r in rows if i < len(r)]) for i, w in enumerate(widths)]
+    return ["".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r)) for r in rows]
 
 
 def print_budget(report: dict, out) -> None:
-    """A fixed-width table: one line per stage, then unattributed and end to end."""
+    """A table: one line per stage, then unattributed and end to end (columns stay apart at any duration)."""
     cfg = report["config"]
     threads = f"  threads={cfg['threads']}" if cfg.get("threads") is not None else ""
     print(f"{report['pipeline']}  device={cfg.get('device')}  batch_size={cfg.get('batch_size')}  "
           f"precision={cfg.get('precision')}{threads}  ({report['end_to_end']['count']} requests, ms)", file=out)
     print_trust_header(report, out)
     device = any("device" in s for s in report["stages"])
-    head = f"{'stage':<16}{'count':>7}{'mean':>9}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}{'share':>8}{'errors':>8}"
-    print(head + (f"{'gpu p50':>9}{'gpu p99':>9}" if device else ""), file=out)
+    columns = BUDGET_COLUMNS if device else BUDGET_COLUMNS[:9]
+    rows = [[name for name, _ in columns]]
     for s in report["stages"]:
-        line = (f"{s['name']:<16}{s['count']:>7}{_fmt(s['mean_ms'])}{_fmt(s['p50_ms'])}{_fmt(s['p95_ms'])}"
-                f"{_fmt(s['p99_ms'])}{_fmt(s['max_ms'])}{_share(s['share'])}{report['errors'][s['name']]:>8}")
+        row = [s["name"], str(s["count"]), *(_fmt(s[k]) for k in ("mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")),
+               _share(s["share"]).strip(), str(report["errors"][s["name"]])]
         if device:
-            line += _fmt(s["device"]["p50_ms"]) + _fmt(s["device"]["p99_ms"])
-        print(line, file=out)
+            row += [_fmt(s["device"]["p50_ms"]), _fmt(s["device"]["p99_ms"])]
+        rows.append(row)
+    e2e_mean = report["end_to_end"]["mean_ms"]
     for label, key in (("(unattributed)", "unattributed"), ("end to end", "end_to_end")):
         e = report[key]
-        share = _share(e["mean_ms"] / report["end_to_end"]["mean_ms"]) if key == "unattributed" and e["mean_ms"] is not None and report["end_to_end"]["mean_ms"] else f"{'':>8}"
-        print(f"{label:<16}{e['count']:>7}{_fmt(e['mean_ms'])}{_fmt(e['p50_ms'])}{_fmt(e['p95_ms'])}"
-              f"{_fmt(e['p99_ms'])}{_fmt(e['max_ms'])}{share}", file=out)
+        share = (_share(e["mean_ms"] / e2e_mean).strip() if key == "unattributed" and e["mean_ms"] is not None
+                 and e2e_mean else "")
+        rows.append([label, str(e["count"]), *(_fmt(e[k]) for k in ("mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")),
+                     share])
+    for line in render_table(rows, [w for _, w in columns]):
+        print(line, file=out)
     e2e = report["end_to_end"]
     if e2e.get("p99_ci_low_ms") is not None:
         hi = e2e.get("p99_ci_high_ms")

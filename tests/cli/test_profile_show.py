@@ -52,11 +52,11 @@ def test_show_prints_a_table(tmp_path, factory_file, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["profile", "--example", "nope", "--requests", "2"], "unknown example"),
     (["profile", "--pipeline", "no_such_mod_abc:build"], "no module named"),
-    (["profile", "--example", "text", "--batch-size", "0"], "batch_size must be an integer >= 1"),
+    (["profile", "--example", "text", "--batch-size", "0"], "--batch-size must be an integer in [1, 65_536] items, got 0"),
     (["profile", "--example", "text", "--device", "cuda", "--precision", "int8"], "int8 on device cuda"),
     (["profile", "--example", "text", "--option", "novalue"], "expected KEY=VALUE"),
     (["show", "/definitely/not/here"], "not a folder"),
-    (["profile", "--example", "text", "--threads", "0"], "--threads must be >= 1"),
+    (["profile", "--example", "text", "--threads", "0"], "--threads must be an integer in [1, 4_096] threads, got 0"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
     assert main(argv) == 2

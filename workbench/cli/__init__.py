@@ -78,7 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command and return its exit code (see the module docstring)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
-    args = parser.parse_args(argv)  # usage errors exit 2 through argparse itself
+    try:
+        args = parser.parse_args(argv)  # usage errors exit 2 through argparse itself
+    except WorkbenchError as exc:  # a number outside its range (cli/numbers.py): one line, exit 2
+        return _fail(argv[0] if argv else "", str(exc), EXIT_BAD_INPUT)
     with sigterm_as_interrupt():  # SIGTERM takes Ctrl-C's path (what was measured is kept), exit 143
         return _run(args)
 
@@ -108,8 +111,46 @@ def entry() -> int:
     """The process entry point (``python -m workbench``, the ``workbench`` script): :func:`main` after
     :func:`prepare_process`. Kept apart from :func:`main`, which tests and notebooks call in their own
     process."""
-    prepare_process(sys.argv[1:])
-    return exit_past_abandoned_stages(main())
+    try:
+        prepare_process(sys.argv[1:])
+        code = main()
+    except KeyboardInterrupt:  # Ctrl-C before a command's own handling (start-up, imports): quiet, 130
+        print("workbench: interrupted", file=sys.stderr)
+        _exit_now(EXIT_INTERRUPTED)
+    return exit_past_lingering_threads(exit_past_abandoned_stages(code))
+
+
+def exit_past_lingering_threads(code: int) -> int:
+    """``code``, or leave at once (one line on stderr) when a non-daemon thread a stage started is still alive.
+
+    The run was saved and everything printed before :func:`main` returned; a thread a user's stage left
+    running (a non-daemon ``threading.Thread``, a pool never shut down) would otherwise keep the process
+    alive forever after it.
+    """
+    import threading
+
+    lingering = [t for t in threading.enumerate()
+                 if t is not threading.main_thread() and t.is_alive() and not t.daemon
+                 and not t.name.startswith("ThreadPoolExecutor")]  # pools are joined at exit by their module
+    if not lingering:
+        return code
+    names = ", ".join(sorted({t.name for t in lingering})[:3])
+    print(f"workbench: exiting with {len(lingering)} thread(s) still running that a stage started ({names}); "
+          "the run was saved first", file=sys.stderr)
+    _exit_now(code)
+
+
+def _exit_now(code: int):
+    """Flush the streams, run the atexit handlers and leave without joining threads (``os._exit``)."""
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def exit_past_abandoned_stages(code: int) -> int:
@@ -127,15 +168,7 @@ def exit_past_abandoned_stages(code: int) -> int:
 
     if not stage_threads_alive():
         return code
-    import atexit
-
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)
+    _exit_now(code)
 
 
 def prepare_process(argv: list[str]) -> None:

@@ -6,11 +6,11 @@ TRACE is a profiler trace (``.json``/``.json.gz``) or a run folder whose
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from ..errors import RunRecordError
+from .output import dumps
 
 # equal to workbench.trace.read.DEFAULT_MAX_TRACE_BYTES (not imported: argument parsing stays light)
 DEFAULT_MAX_TRACE_BYTES = 4 * 2**30
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(dumps(report, indent=2))
     else:
         print(summary_text(report))
     return 0

@@ -1,24 +1,26 @@
 """``workbench audit RUN [RUN ...] [--sla-ms X] (--out report.html | --json)``: findings with evidence and actions."""
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
 
 from ..errors import ConfigError
+from .numbers import number, ranged
+from .output import check_out, dumps, write_atomically
 from .sweep import expand_sweeps
+
+SLA_MS = number("--sla-ms", 0, 3_600_000, "ms", lo_open=True)
+TRY_REQUESTS = number("--try-requests", 20, 10**6, "requests", integer=True)
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("audit", help="audit saved runs: baseline, bottleneck, evidence, actions",
                               description="Write an offline audit of saved runs: one self-contained HTML file or JSON.")
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="run folders")
-    p.add_argument("--sla-ms", type=float, help="end-to-end p99 target in ms")
+    p.add_argument("--sla-ms", type=SLA_MS, help=ranged("end-to-end p99 target", SLA_MS))
     p.add_argument("--try", dest="try_actions", action="store_true",
                    help="measure the actions the workbench can make itself (precision, batch size, threads) "
                         "with the interleaved comparison")
-    p.add_argument("--try-requests", type=int, default=200, metavar="N",
+    p.add_argument("--try-requests", type=TRY_REQUESTS, default=200, metavar="N",
                    help="measured requests per configuration for --try (default 200)")
     out = p.add_mutually_exclusive_group(required=True)
     out.add_argument("--out", type=Path, help="HTML file to write (opens offline)")
@@ -30,14 +32,14 @@ def run(args) -> int:
     from ..audit.report import audit, audit_run
     from ..record import load_run
 
-    if args.sla_ms is not None and not args.sla_ms > 0:
-        raise ConfigError(f"--sla-ms must be > 0, got {args.sla_ms}")
+    if args.out is not None:
+        check_out(args.out, folder=False)
     if args.try_requests < 20:
         raise ConfigError(f"--try-requests must be >= 20 (two blocks of 10), got {args.try_requests}")
     runs = [load_run(p) for p in expand_sweeps(args.runs)]  # a load --sweep folder: each of its point runs
     options = {"try_actions": args.try_actions, "try_requests": args.try_requests}
     if args.json:
-        print(json.dumps(audit(runs, args.sla_ms, **options), indent=2))
+        print(dumps(audit(runs, args.sla_ms, **options), indent=2))
         return 0
     from ..audit.facts import run_facts
     from ..audit.figures import run_figures
@@ -47,17 +49,9 @@ def run(args) -> int:
     doc = {"format": FORMAT, "version": VERSION,
            "runs": [audit_run(r, args.sla_ms, facts=f, **options) for r, f in zip(runs, facts)]}
     figures = {str(r.path): run_figures(r, f, args.sla_ms) for r, f in zip(runs, facts)}
-    _write_atomically(args.out, render_html(doc, figures))
+    write_atomically(args.out, render_html(doc, figures))
     print(f"audit of {len(runs)} run(s) written to {args.out}")
     for entry in doc["runs"]:
         print(f"  {entry['label']}: {entry['summary']}")
     return 0
 
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)  # mkstemp makes it private; a report is for sharing
-    os.replace(tmp, path)

@@ -1,7 +1,6 @@
 """``workbench load`` (live dynamic batching under load) and ``workbench simulate`` (its queueing model)."""
 from __future__ import annotations
 
-import json
 import math
 import sys
 from datetime import datetime
@@ -14,7 +13,14 @@ from .load_args import (SUMMARY_KEYS, add_batcher_arguments, add_engine_argument
 from .load_http import add_url_arguments, run_http_load_command
 from .profile import (add_fail_on_error, add_pipeline_arguments, apply_threads, config_from_args, factory_from_args,
                       failure_verdict, save_interrupted)
+from .numbers import number, ranged
+from .output import check_out, dumps, save_measured, stdout_to_stderr
 from .sweep import add_sweep_arguments, run_sweep_command
+
+DURATION_S = number("--duration", 0, 7 * 86_400, "s", lo_open=True)
+REQUESTS = number("--requests", 1, 10**12, "requests", integer=True)  # what fits in memory is checked from --rate (load_args)
+WAIT_S = number("--drain-timeout", 0, 86_400, "s")
+TIMEOUT_S = number("--timeout-s", 0, 86_400, "s", lo_open=True)
 
 
 def register(subparsers) -> None:
@@ -24,14 +30,16 @@ def register(subparsers) -> None:
     add_batcher_arguments(load)
     add_url_arguments(load)  # --url, --payloads, --timeout, --otel (served load)
     add_engine_arguments(load)  # --engine locust, --workers, --expect-workers, --master-host
-    load.add_argument("--duration", type=float, default=10.0, help="seconds of arrivals (default 10)")
-    load.add_argument("--requests", type=int, help="at most this many requests (default: bounded by --duration)")
-    load.add_argument("--drain-timeout", type=float, default=10.0,
-                      help="seconds to wait for queued requests after the last arrival (default 10)")
-    load.add_argument("--timeout-s", type=float, default=None, metavar="SECONDS",
-                      help="per-call timeout of a batch's pipeline call, warm-up included (default: none); past it "
-                           "the batch's requests are Timeout failures, the run stops and is saved as "
-                           "'incomplete: timeout', exit 1")
+    load.add_argument("--duration", type=DURATION_S, default=10.0,
+                      help=ranged("seconds of arrivals (default 10)", DURATION_S))
+    load.add_argument("--requests", type=REQUESTS,
+                      help=ranged("at most this many requests (default: bounded by --duration)", REQUESTS))
+    load.add_argument("--drain-timeout", type=WAIT_S, default=10.0,
+                      help=ranged("seconds to wait for queued requests after the last arrival (default 10)", WAIT_S))
+    load.add_argument("--timeout-s", type=TIMEOUT_S, default=None, metavar="SECONDS",
+                      help=ranged("per-call timeout of a batch's pipeline call, warm-up included (default: none); "
+                                  "past it the batch's requests are Timeout failures, the run stops and is saved as "
+                                  "'incomplete: timeout', exit 1", TIMEOUT_S))
     load.add_argument("--out", type=Path, help="run folder to write (default runs/load-NAME-TIME)")
     add_fail_on_error(load)
     add_sweep_arguments(load)
@@ -42,8 +50,10 @@ def register(subparsers) -> None:
     sim.add_argument("--service", nargs="+", required=True, type=Path, metavar="RUN_DIR",
                      help="profiler run folders of one pipeline at several --batch-size values")
     add_batcher_arguments(sim)
-    sim.add_argument("--requests", type=int, default=100_000, help="simulated requests (default 100000)")
-    sim.add_argument("--duration", type=float, help="only arrivals in the first this many seconds")
+    sim.add_argument("--requests", type=REQUESTS, default=100_000,
+                     help=ranged("simulated requests (default 100000)", REQUESTS))
+    sim.add_argument("--duration", type=DURATION_S, help=ranged("only arrivals in the first this many seconds",
+                                                                DURATION_S))
     sim.add_argument("--allow-mixed", action="store_true",
                      help="pool --service runs whose fingerprints differ in more than batch_size (said in the output)")
     sim.add_argument("--out", type=Path, help="also save the simulation as a run folder (kind simulation) for show")
@@ -69,15 +79,15 @@ def run_load_command(args) -> int:
     apply_threads(args)
     arrivals = arrivals_from_args(args, args.requests, args.duration)
     out = args.out or _default_out(args)
-    if out.exists():
-        raise ConfigError(f"--out {out} already exists; pick another folder")
+    check_out(out, folder=True)  # before measuring
     try:
-        run = run_load(factory_from_args(args), config_from_args(args), arrivals=arrivals, policy=policy,
-                       drain_timeout_s=args.drain_timeout, timeout_s=args.timeout_s)
+        with stdout_to_stderr(args.json):
+            run = run_load(factory_from_args(args), config_from_args(args), arrivals=arrivals, policy=policy,
+                           drain_timeout_s=args.drain_timeout, timeout_s=args.timeout_s)
     except Interrupted as stop:
         save_interrupted(stop.run, out, "load")
         raise
-    path = run.save(out)
+    path = save_measured(run, out)
     from ..otel.export import otel_hook  # --otel: spans from the recorded timestamps, after the run
 
     otel_hook(args, run, path)
@@ -89,7 +99,7 @@ def run_load_command(args) -> int:
     lag = load.generator_lag_ms
     verdict = max(timeout_verdict(run), failure_verdict(run, args.fail_on_error, "load"))
     if args.json:
-        print(json.dumps({k: summary[k] for k in SUMMARY_KEYS} | {"generator_lag_ms": lag}
+        print(dumps({k: summary[k] for k in SUMMARY_KEYS} | {"generator_lag_ms": lag}
                          | summary_extra(summary) | {"failures": failure_summary(run.requests, run.stage_names),
                                               "noise": noise_summary(run.meta), "run_dir": str(path)}))
         return verdict
@@ -132,12 +142,14 @@ def run_simulate_command(args) -> int:
 
     policy = policy_from_args(args)
     arrivals = arrivals_from_args(args, args.requests, args.duration)
+    if args.out is not None:
+        check_out(args.out, folder=True)
     model = service_model_from_runs(args.service, allow_mixed=args.allow_mixed)
     sim = simulate(model, arrivals, policy, seed=args.seed)
     summary = load_summary(sim.requests, policy.concurrency)
     saved = _save_simulation(args, sim, model) if args.out is not None else None
     if args.json:
-        print(json.dumps({k: summary[k] for k in SUMMARY_KEYS} | {"stable": sim.stable, "capacity_rps": sim.capacity_rps,
+        print(dumps({k: summary[k] for k in SUMMARY_KEYS} | {"stable": sim.stable, "capacity_rps": sim.capacity_rps,
                           "rate_rps": sim.rate_rps if math.isfinite(sim.rate_rps) else None} | summary_extra(summary)
                          | ({"mixed": model.describe()["mixed"]} if model.mixed else {})
                          | ({"run_dir": str(saved)} if saved is not None else {})))

@@ -5,8 +5,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from ..errors import ConfigError
-from .output import dumps
+from .output import check_out, dumps, save_measured
 
 
 def register(subparsers) -> None:
@@ -30,10 +29,9 @@ def run_ingest_command(args) -> int:
     stage_map = parse_stage_map(args.stage_map)
     run = ingest_otel(args.path, stage_map)
     out = args.out or Path("runs") / f"otel-{run.meta.pipeline}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    if out.exists():
-        raise ConfigError(f"--out {out} already exists; pick another folder")
+    check_out(out, folder=True)
     unused = sorted(set(stage_map) - set(_span_names(run)))
-    path = run.save(out)
+    path = save_measured(run, out)
     report = budget(run)
     ingest = run.meta.ingest
     if args.json:

@@ -11,6 +11,29 @@ import argparse
 from pathlib import Path
 
 from ..errors import ConfigError
+from .numbers import check_memory, number, ranged
+
+RATE = number("--rate", 1e-3, 1e7, "requests/s")
+BATCH = number("--max-batch-size", 1, 65_536, "items", integer=True)
+WAIT_MS = number("--max-wait-ms", 0, 3_600_000, "ms")
+CONCURRENCY = number("--concurrency", 1, 1024, "batches", integer=True)
+ON_MS = number("--burst-on-ms", 0, 3_600_000, "ms", lo_open=True)
+OFF_MS = number("--burst-off-ms", 0, 3_600_000, "ms", lo_open=True)
+SEED = number("--seed", 0, 2**63 - 1, "", integer=True)
+BYTES_PER_ARRIVAL = 400  # the schedule, the request and batch tables and the simulator's lists, per request
+LAST_ARRIVAL_NS = 2**62  # arrival times past this would wrap int64 in sums and differences
+
+
+def check_schedule(rate_rps: float, count: int | None, duration_s: float | None) -> None:
+    """Refuse, before anything is drawn, a schedule that cannot fit in memory or in int64 nanoseconds."""
+    expected = count if count is not None else rate_rps * (duration_s or 0.0) * 1.1 + 100
+    check_memory(f"--rate {rate_rps:g} for {'--requests' if count is not None else '--duration'}", expected,
+                 BYTES_PER_ARRIVAL)
+    last_ns = (count / rate_rps if count is not None else (duration_s or 0.0)) * 1e9
+    if last_ns > LAST_ARRIVAL_NS:
+        raise ConfigError(f"--rate {rate_rps:g}: {count if count is not None else duration_s} arrivals at this rate "
+                          f"end after {last_ns / 1e9:.3g} s, past what int64 nanoseconds hold; raise --rate or "
+                          "ask for fewer requests")
 
 ARRIVAL_HELP = "poisson (default), bursty (on/off), or FILE.csv of arrival timestamps to replay"
 SUMMARY_KEYS = (
@@ -25,36 +48,38 @@ SUMMARY_KEYS = (
 
 def add_batcher_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--rate", type=float, help="mean arrival rate, requests/s (not used when replaying a file)"
+        "--rate", type=RATE, help=ranged("mean arrival rate (not used when replaying a file)", RATE)
     )
-    p.add_argument("--max-batch-size", type=int, default=8, help="largest batch (default 8)")
+    p.add_argument("--max-batch-size", type=BATCH, default=8, help=ranged("largest batch (default 8)", BATCH))
     p.add_argument(
         "--max-wait-ms",
-        type=float,
+        type=WAIT_MS,
         default=5.0,
-        help="dispatch once the oldest queued request has waited this long (default 5; 0: at once)",
+        help=ranged("dispatch once the oldest queued request has waited this long (default 5; 0: at once)",
+                    WAIT_MS),
     )
     p.add_argument(
-        "--concurrency", type=int, default=1, help="batches executed at once (default 1)"
+        "--concurrency", type=CONCURRENCY, default=1,
+        help=ranged("batches executed at once (default 1)", CONCURRENCY)
     )
     p.add_argument("--arrivals", default="poisson", metavar="PROCESS", help=ARRIVAL_HELP)
     p.add_argument(
         "--burst-on-ms",
-        type=float,
+        type=ON_MS,
         default=50.0,
-        help="bursty: length of an on window (default 50)",
+        help=ranged("bursty: length of an on window (default 50)", ON_MS),
     )
     p.add_argument(
         "--burst-off-ms",
-        type=float,
+        type=OFF_MS,
         default=150.0,
-        help="bursty: length of an off window (default 150)",
+        help=ranged("bursty: length of an off window (default 150)", OFF_MS),
     )
     p.add_argument(
         "--seed",
-        type=int,
+        type=SEED,
         default=0,
-        help="seed of the arrival process and service draws (default 0)",
+        help=ranged("seed of the arrival process and service draws (default 0)", SEED),
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -65,6 +90,7 @@ def arrivals_from_args(args, count, duration):
     if args.arrivals in ("poisson", "bursty"):
         if args.rate is None:
             raise ConfigError(f"--rate is required with --arrivals {args.arrivals}")
+        check_schedule(args.rate, count, duration)
         return Arrivals(
             args.arrivals,
             rate_rps=args.rate,

@@ -8,9 +8,16 @@ with ``--json`` goes through :func:`dumps`, so a consumer's strict parser
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
+
+from ..errors import ConfigError
 
 
 def strict(value: Any) -> Any:
@@ -30,3 +37,110 @@ def dumps(value: Any, **kw) -> str:
     """``json.dumps`` of :func:`strict` ``(value)``; anything else not JSON is shown as text (``default=str``)."""
     kw.setdefault("default", str)
     return json.dumps(strict(value), allow_nan=False, **kw)
+
+
+# -- paths: outputs checked before the work, written beside the target and renamed ------------------------------
+
+MIN_FREE_BYTES = 64 * 2**20  # less free space than this where an output goes is refused before measuring
+
+
+def check_out(path: Path, *, folder: bool) -> None:
+    """ConfigError (exit 2) now, before anything is measured, when ``--out`` could not be written.
+
+    Refused: an existing target (a run folder is never overwritten; an HTML file target that is a
+    folder), a path under a regular file, a parent that is not writable, less than
+    :data:`MIN_FREE_BYTES` free there.
+    """
+    path = Path(path)
+    if folder and path.exists():
+        raise ConfigError(f"--out {path} already exists; pick another folder")
+    if not folder and path.is_dir():
+        raise ConfigError(f"--out {path} is a folder; name the file to write (e.g. {path / 'report.html'})")
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ConfigError(f"--out {path}: {parent} is a file, not a folder; pick a path under a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out {path}: {parent} is not writable by this user")
+    free = shutil.disk_usage(parent).free
+    if free < MIN_FREE_BYTES:
+        raise ConfigError(f"--out {path}: only {free // 2**20} MiB free on {parent}'s file system "
+                          f"(at least {MIN_FREE_BYTES // 2**20} MiB needed)")
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path``, then rename it: a reader never sees half a
+    file, and a failure (a full disk, a folder at ``path``) leaves nothing behind."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a report is for sharing
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def save_measured(run, out: Path) -> Path:
+    """Save a measured run at ``out``; nothing measured is thrown away.
+
+    Ctrl-C while the folder is written is held until the save is done (then raised). When saving
+    fails anyway (a full disk, a parent made read-only during the run, a second writer), the run is
+    saved to a fallback folder in the temporary folder and the one-line error names it.
+    """
+    from ..errors import RunRecordError
+
+    try:
+        with _sigint_held():
+            return run.save(out)
+    except (OSError, RunRecordError) as exc:
+        fallback = Path(tempfile.mkdtemp(prefix=f"workbench-unsaved-{Path(out).name}-")) / "run"
+        why = f"{exc.strerror}: {exc.filename}" if isinstance(exc, OSError) and exc.strerror else str(exc)
+        try:
+            with _sigint_held():
+                saved = run.save(fallback)
+        except (OSError, RunRecordError) as again:
+            raise ConfigError(f"--out {out}: could not save the run ({why}), nor to {fallback} ({again})") from exc
+        raise ConfigError(f"--out {out}: could not save the run ({why}); it was saved to {saved} instead") from exc
+
+
+@contextlib.contextmanager
+def _sigint_held():
+    """Block SIGINT in the main thread for the block (a Ctrl-C then arrives when it ends)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@contextlib.contextmanager
+def stdout_to_stderr(active: bool):
+    """With ``--json``, what stages print (Python ``print`` and C writes to fd 1) goes to stderr, so that
+    stdout holds the one JSON object."""
+    import sys
+
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)

@@ -12,24 +12,36 @@ from ..errors import ConfigError
 from ..guard import Interrupted
 from ..runner import DEFAULT_MAX_DURATION_S, DEFAULT_REQUESTS
 from ..timing import SYNC_POLICIES
+from .numbers import number, ranged
+from .output import check_out, dumps, save_measured, stdout_to_stderr
 from .show import print_budget, print_failure_lines
 
+PROFILE_REQUESTS = number("--requests", 1, 10**8, "requests", integer=True)
+WARMUP = number("--warmup", 0, 10**7, "requests", integer=True)
+TRACED = number("--traced", 0, 10**4, "requests", integer=True)
+TIMEOUT = number("--timeout-s", 0, 7 * 86_400, "s", lo_open=True)
+MAX_DURATION = number("--max-duration", 0, 7 * 86_400, "s", lo_open=True)
+BATCH_SIZE = number("--batch-size", 1, 65_536, "items", integer=True)
+THREADS = number("--threads", 1, 4096, "threads", integer=True)
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("profile", help="profile a pipeline stage by stage and write a run folder",
                               description="Profile a pipeline: a timing run (percentiles) and a traced run (torch.profiler).")
     add_pipeline_arguments(p)
-    p.add_argument("--requests", type=int, default=DEFAULT_REQUESTS,
-                   help=f"measured requests (pipeline calls), default {DEFAULT_REQUESTS} (bounds the p99 interval)")
-    p.add_argument("--warmup", type=int, default=10, help="warm-up requests reported apart, default 10")
-    p.add_argument("--traced", type=int, default=5, help="requests in the separate traced run (0: no trace), default 5")
+    p.add_argument("--requests", type=PROFILE_REQUESTS, default=DEFAULT_REQUESTS,
+                   help=ranged(f"measured requests (pipeline calls), default {DEFAULT_REQUESTS} (bounds the p99 "
+                               "interval)", PROFILE_REQUESTS))
+    p.add_argument("--warmup", type=WARMUP, default=10, help=ranged("warm-up requests reported apart, default 10",
+                                                                    WARMUP))
+    p.add_argument("--traced", type=TRACED, default=5,
+                   help=ranged("requests in the separate traced run (0: no trace), default 5", TRACED))
     p.add_argument("--sync", choices=SYNC_POLICIES, default="stage", help="CUDA synchronization policy (see docs)")
-    p.add_argument("--timeout-s", type=float, default=None, metavar="SECONDS",
-                   help="per-request timeout (default: none); a request past it is a Timeout failure, "
-                        "the run stops and is saved as 'incomplete: timeout', exit 1")
-    p.add_argument("--max-duration", type=float, default=DEFAULT_MAX_DURATION_S, metavar="SECONDS",
-                   help=f"stop measuring after this many seconds, whichever of --requests and this comes first "
-                        f"(default {DEFAULT_MAX_DURATION_S:g})")
+    p.add_argument("--timeout-s", type=TIMEOUT, default=None, metavar="SECONDS",
+                   help=ranged("per-request timeout (default: none); a request past it is a Timeout failure, "
+                               "the run stops and is saved as 'incomplete: timeout', exit 1", TIMEOUT))
+    p.add_argument("--max-duration", type=MAX_DURATION, default=DEFAULT_MAX_DURATION_S, metavar="SECONDS",
+                   help=ranged(f"stop measuring after this many seconds, whichever of --requests and this comes "
+                               f"first (default {DEFAULT_MAX_DURATION_S:g})", MAX_DURATION))
     add_fail_on_error(p)
     p.add_argument("--no-stacks", dest="stacks", action="store_false",
                    help="the traced run records no Python call stacks inside stages (with_stack, on by default)")
@@ -53,12 +65,14 @@ def add_pipeline_arguments(p: argparse.ArgumentParser, default_batch_size: int =
     src.add_argument("--example", help="a shipped example: tabular, text or image")
     src.add_argument("--pipeline", help="your factory: MODULE:FUNCTION or path/to/file.py:FUNCTION")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
-    p.add_argument("--batch-size", type=int, default=default_batch_size, help="items per pipeline call")
+    p.add_argument("--batch-size", type=BATCH_SIZE, default=default_batch_size,
+                   help=ranged("items per pipeline call", BATCH_SIZE))
     p.add_argument("--precision", default="fp32", choices=PRECISIONS)
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="a free option for the factory (value parsed as JSON when it can be); repeatable")
-    p.add_argument("--threads", type=int, help="torch CPU threads for the run (default: torch's own choice); "
-                   "measure with the thread count your server uses")
+    p.add_argument("--threads", type=THREADS, help=ranged("torch CPU threads for the run (default: torch's own "
+                                                          "choice); measure with the thread count your server uses",
+                                                          THREADS))
 
 
 def apply_threads(args) -> None:
@@ -117,22 +131,22 @@ def run(args) -> int:
     apply_threads(args)
     factory = factory_from_args(args)
     out = args.out or default_out(args)
-    if out.exists():
-        raise ConfigError(f"--out {out} already exists; pick another folder")
+    check_out(out, folder=True)  # before measuring: a run is never measured to be thrown away
     try:
-        result = profile(factory, config, requests=args.requests, warmup=args.warmup, traced=args.traced, sync=args.sync,
-                         timeout_s=args.timeout_s, max_duration_s=args.max_duration, stacks=args.stacks,
-                         shapes=args.record_shapes, modules=args.with_modules)
+        with stdout_to_stderr(args.json):  # what stages print never mixes with the JSON object
+            result = profile(factory, config, requests=args.requests, warmup=args.warmup, traced=args.traced,
+                             sync=args.sync, timeout_s=args.timeout_s, max_duration_s=args.max_duration,
+                             stacks=args.stacks, shapes=args.record_shapes, modules=args.with_modules)
     except Interrupted as stop:
         save_interrupted(stop.run, out)
         raise
-    path = result.save(out)
+    path = save_measured(result, out)
     from ..otel.export import otel_hook  # spans from the recorded timestamps, after the run
 
     otel_hook(args, result, path)
     report = budget(result)
     if args.json:
-        print(json.dumps(report | {"run_dir": str(path)}))
+        print(dumps(report | {"run_dir": str(path)}))
     else:
         print_budget(report, sys.stdout)
         print(f"\nrun written to {path}")
@@ -174,7 +188,7 @@ def save_interrupted(run, out: Path, command: str = "profile") -> None:
     if run is None or len(run.requests) == 0:
         print(f"workbench {command}: interrupted before any request finished; no run written", file=sys.stderr)
         return
-    path = run.save(out)
+    path = save_measured(run, out)
     print(f"workbench {command}: interrupted after {len(run.requests)} requests; "
           f"run written to {path} (status: interrupted)", file=sys.stderr)
 

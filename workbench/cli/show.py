@@ -1,11 +1,11 @@
 """``workbench show RUN_DIR``: print the latency budget of a saved run."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from ..analysis.stats import requests_to_bound
+from .output import dumps
 from .sweep import is_sweep, show_sweep
 
 
@@ -25,7 +25,7 @@ def run(args) -> int:
     r = load_run(args.run_dir)
     report = budget(r)
     if args.json:
-        print(json.dumps(report))
+        print(dumps(report))
     else:
         print_budget(report, sys.stdout)
     return 0

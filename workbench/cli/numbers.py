@@ -1,0 +1,86 @@
+"""Numbers on the command line: each option a finite number in a stated range, with its unit.
+
+``--rate 1e-9`` once printed negative latencies (arrival times past int64) and
+``--sla-ms inf`` an ``Infinity`` in the JSON; ``--seed -1`` crashed. An option
+built with :func:`number` refuses anything outside its range before the
+command starts, and its ``--help`` line ends with the range and the unit.
+:func:`check_memory` refuses a size that would not fit in memory before
+anything is allocated, saying how much was asked.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+from ..errors import ConfigError, WorkbenchError
+
+
+class OptionError(WorkbenchError):
+    """A command-line number outside its range (not a ValueError: argparse lets it through, and the
+    command line prints it as one line, exit 2, like every bad input)."""
+
+
+def number(option: str, lo: float, hi: float, unit: str, *, integer: bool = False, lo_open: bool = False):
+    """An argparse ``type`` for ``option``: a finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``)."""
+    def parse(text: str):
+        kind = "an integer" if integer else "a number"
+        try:
+            value = float(text)
+        except ValueError:
+            raise OptionError(f"{option} must be {kind} {describe()}, got {text!r}") from None
+        if integer:
+            if not math.isfinite(value) or not _is_int_text(text):
+                raise OptionError(f"{option} must be {kind} {describe()}, got {text!r}")
+            value = int(text)
+        below = value <= lo if lo_open else value < lo
+        if not math.isfinite(value) or below or value > hi:
+            raise OptionError(f"{option} must be {kind} {describe()}, got {text}")
+        return value
+
+    def describe() -> str:
+        left = "(" if lo_open else "["
+        show = (lambda v: f"{int(v):,}".replace(",", "_")) if integer else (lambda v: f"{v:g}")
+        return f"in {left}{show(lo)}, {show(hi)}] {unit}".rstrip()
+
+    parse.__name__ = unit or "number"  # argparse names the type in its "invalid <type> value" message
+    parse.range_text = describe()
+    return parse
+
+
+def _is_int_text(text: str) -> bool:
+    text = text.strip()
+    return text.lstrip("+-").isdigit()
+
+
+def ranged(help_text: str, kind) -> str:
+    """``help_text`` ending with the option's range and unit (what ``--help`` prints)."""
+    return f"{help_text} [{kind.range_text}]"
+
+
+def available_bytes() -> int:
+    """Memory available to this process now (Linux MemAvailable; else physical memory)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_memory(what: str, count: float, bytes_each: int, available: int | None = None) -> None:
+    """ConfigError before allocating when ``count`` items of ``bytes_each`` exceed the memory available."""
+    need = count * bytes_each
+    have = available_bytes() if available is None else available
+    if need > have:
+        raise ConfigError(f"{what}: {count:.3g} would need about {_size(need)} ({bytes_each} B each), "
+                          f"more than the {_size(have)} available here; ask for fewer")
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} PiB"

@@ -243,6 +243,9 @@ def run_sweep(
         record["policy"] = record.get("policy") or _get(
             _get(run.meta, "load"), "policy"
         )  # a server's own
+        record["pipeline"] = record.get("pipeline") or _get(
+            run.meta, "pipeline"
+        )  # a server names it
         if on_point is not None:
             on_point(record["points"][-1])
         record["stopped"] = _stopped(plan, record["points"], index)

@@ -6,7 +6,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from .numbers import number, ranged
 from .output import check_out, dumps, write_atomically
-from .sweep import expand_sweeps
+from .sweep_view import expand_sweeps
 
 SLA_MS = number("--sla-ms", 0, 3_600_000, "ms", lo_open=True)
 TRY_REQUESTS = number("--try-requests", 20, 10**6, "requests", integer=True)

@@ -26,7 +26,7 @@ from ..config import PipelineConfig
 from ..errors import ConfigError
 from ..noise import noise_line
 from .profile import add_pipeline_arguments, config_from_args, factory_from_args
-from .sweep import compare_sweeps_command, is_sweep
+from .sweep_view import compare_sweeps_command, is_sweep
 
 _PAIRS = {"[": "]", "{": "}", "(": ")"}
 

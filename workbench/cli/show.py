@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..analysis.stats import requests_to_bound
 from .output import dumps
-from .sweep import is_sweep, show_sweep
+from .sweep_view import is_sweep, show_sweep
 
 
 def register(subparsers) -> None:

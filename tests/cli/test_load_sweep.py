@@ -77,7 +77,9 @@ def test_in_process_sweep_of_the_text_example(tmp_path):
     )
     audited = workbench("audit", out, "--json")  # a sweep folder stands for its point runs
     assert audited.returncode == 0, audited.stderr
-    assert [r["run"] for r in json.loads(audited.stdout)["runs"]] == [str(out / p["run"]) for p in record["points"]]
+    assert [r["run"] for r in json.loads(audited.stdout)["runs"]] == [
+        str(out / p["run"]) for p in record["points"]
+    ]
     compared = workbench("compare", out, out, "--json")  # two sweeps: per-point ratios
     assert compared.returncode == 0, compared.stderr
     assert [p["p99_ratio"] for p in json.loads(compared.stdout)["points"]] == [1.0, 1.0, 1.0]
@@ -197,3 +199,49 @@ def test_bad_sweeps_exit_2_with_one_line(tmp_path, args, message):
         r.stderr
     )
     assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_the_points_measured_and_the_one_interrupted(tmp_path):
+    import signal
+    import time
+
+    f = tmp_path / "sleepy.py"
+    f.write_text(SLEEPY)
+    out = tmp_path / "s"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            "load",
+            "--pipeline",
+            f"{f}:build",
+            "--max-wait-ms",
+            "0",
+            "--sweep",
+            "rate=20,40",
+            "--window-s",
+            "1",
+            "--max-windows",
+            "3",
+            "--out",
+            out,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    deadline = time.monotonic() + 120
+    while not (out / "sweep.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.5)  # inside the second point's schedule (3 s)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    record = json.loads((out / "sweep.json").read_text())
+    assert [p["rate_rps"] for p in record["points"]] == [20.0]
+    interrupted = load_run(out / "point-01-rate-40")
+    assert interrupted.status == "interrupted" and 0 < len(interrupted.requests) < 120
+    assert "load --sweep: interrupted after" in err

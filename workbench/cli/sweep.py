@@ -8,6 +8,7 @@ here is the one ``workbench show SWEEP_DIR`` prints.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from datetime import datetime, timezone
 from pathlib import Path
@@ -155,14 +156,15 @@ def _in_process(args, plan):
 
     def measure(value, folder: Path):
         point = _point_args(args, plan, value)
-        run = run_load(
-            factory,
-            config,
-            arrivals=arrivals_from_args(point, None, plan.duration_s),
-            policy=policy_from_args(point),
-            drain_timeout_s=args.drain_timeout,
-            timeout_s=args.timeout_s,
-        )
+        with _kept_on_interrupt(folder):
+            run = run_load(
+                factory,
+                config,
+                arrivals=arrivals_from_args(point, None, plan.duration_s),
+                policy=policy_from_args(point),
+                drain_timeout_s=args.drain_timeout,
+                timeout_s=args.timeout_s,
+            )
         run.save(folder)
         return run
 
@@ -188,7 +190,8 @@ def _served(args, plan):
 
     def measure(value, folder: Path):
         point = _point_args(args, plan, value)
-        run = http_load(point, payloads, arrivals_from_args(point, None, plan.duration_s))
+        with _kept_on_interrupt(folder):
+            run = http_load(point, payloads, arrivals_from_args(point, None, plan.duration_s))
         run.save(folder)
         return run
 
@@ -198,6 +201,22 @@ def _served(args, plan):
         "url": args.url,
         "policy": None,
     }
+
+
+@contextlib.contextmanager
+def _kept_on_interrupt(folder: Path):
+    """Ctrl-C in a point: its requests so far are saved in its folder (status interrupted), then it stops.
+
+    ``sweep.json`` already holds the points measured before it.
+    """
+    from ..guard import Interrupted
+    from .profile import save_interrupted
+
+    try:
+        yield
+    except Interrupted as stop:
+        save_interrupted(stop.run, folder, "load --sweep")
+        raise
 
 
 def _predict(args, plan, record: dict, out: Path) -> dict:

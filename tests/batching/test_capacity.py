@@ -32,7 +32,15 @@ def fake_run(
     ok = np.ones(n, dtype=bool)
     if fail_every:
         ok[::fail_every] = False
-    requests = pd.DataFrame({"request": np.arange(n), "start_ns": start, "dur_ns": dur, "ok": ok})
+    requests = pd.DataFrame(
+        {
+            "request": np.arange(n),
+            "start_ns": start,
+            "dur_ns": dur,
+            "ok": ok,
+            "error_stage": np.where(ok, None, "work"),
+        }
+    )
     stages = pd.DataFrame({"request": np.arange(n), "stage": "work", "dur_ns": dur * 3 // 4})
     meta = SimpleNamespace(
         load=SimpleNamespace(
@@ -79,6 +87,7 @@ def test_point_row_of_a_settling_run_uses_the_first_stable_trio():
     row = point_row(run, plan, 100.0, 0, "point-00-rate-100")
     assert row["stable"] and row["windows_used"] == [1, 2, 3] and row["stable_after_windows"] == 4
     assert row["requests"] == 300 and row["failed"] == 6 and row["offered_rps"] == 100.0
+    assert row["failures"] == {"work": 6}
     # successes finished in [1 s, 4 s): 2 sent in window 0 (at 0.98, 0.99 s + 20 ms) and 293 of the 294 sent
     # after (the one sent at 3.99 s ends at 4.00 s, outside): 295 over 3 s
     assert row["achieved_rps"] == 295 / 3
@@ -214,7 +223,9 @@ def test_compare_sweeps_matches_points_on_the_swept_value(tmp_path):
     plan_a = SweepPlan("rate", (25.0, 50.0, 100.0), window_s=1.0, max_windows=3)
     plan_b = SweepPlan("rate", (50.0, 100.0, 200.0), window_s=1.0, max_windows=3)
     a = run_sweep(plan_a, _measure(lambda r: 5.0 + r / 20.0, 1e9), tmp_path / "a", {"kind": "load"})
-    b = run_sweep(plan_b, _measure(lambda r: 2 * (5.0 + r / 20.0), 1e9), tmp_path / "b", {"kind": "load"})
+    b = run_sweep(
+        plan_b, _measure(lambda r: 2 * (5.0 + r / 20.0), 1e9), tmp_path / "b", {"kind": "load"}
+    )
     table = compare_sweeps(a, b)
     assert table["value"].tolist() == [50.0, 100.0]
     assert table["a_p99_ms"].tolist() == [7.5, 10.0] and table["b_p99_ms"].tolist() == [15.0, 20.0]

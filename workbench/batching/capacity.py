@@ -178,6 +178,10 @@ def point_row(run, plan: SweepPlan, value: float, index: int, folder: str) -> di
         "achieved_rps": int((req["ok"] & (end >= lo) & (end < hi)).sum()) / seconds,
         "requests": int(len(inside)),
         "failed": int((~inside["ok"]).sum()),
+        "failures": {
+            str(k): int(v)
+            for k, v in inside.loc[~inside["ok"], "error_stage"].value_counts().items()
+        },
         "p50_ms": e2e["p50_ms"],
         "p95_ms": e2e["p95_ms"],
         "p99_ms": e2e["p99_ms"],

@@ -1,25 +1,18 @@
-"""pandas, imported on first use, and the conversions from numpy columns to pandas columns.
-
-Trace analyses compute on numpy columns (:mod:`workbench.trace.columns`); the functions that
-hand a table to figures and notebooks build a DataFrame at the end. ``pd`` here imports pandas
-when first touched, so ``analyze`` (numpy end to end) never pays for it.
-"""
+"""Conversions from numpy columns to pandas columns, for the functions that hand a DataFrame to
+figures and notebooks (``pd`` is :mod:`workbench.trace.lazy`'s: pandas imported on first use, so
+``analyze``, numpy end to end, never pays for it)."""
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .columns import Text
+from . import schema
+from .lazy import pd
 from .numbers import NA_INT
 
-
-class _LazyPandas:
-    def __getattr__(self, name: str):
-        import pandas
-
-        return getattr(pandas, name)
-
-
-pd = _LazyPandas()
+if TYPE_CHECKING:
+    from .columns import Text
 
 
 def categorical(codes: np.ndarray, text: Text):
@@ -29,9 +22,7 @@ def categorical(codes: np.ndarray, text: Text):
 
 def kinds(codes: np.ndarray):
     """The ``kind`` column (int8 codes into KINDS) as the events table's categorical."""
-    from .schema import KIND_DTYPE
-
-    return pd.Categorical.from_codes(codes.astype(np.int64), dtype=KIND_DTYPE)
+    return pd.Categorical.from_codes(codes.astype(np.int64), dtype=schema.KIND_DTYPE)
 
 
 def nullable(values: np.ndarray):

@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from .lazy import pd
+
 _MAX_INT_DIGITS = 16  # 16 integer digits of us + 3 of ns fit in uint64
 _INT64_MAX = np.iinfo(np.int64).max
 TIME_LIMIT_NS = 2**62  # |ts|, dur and ts + dur stay within this, so spans and sums fit in int64
@@ -132,8 +134,6 @@ def to_int64_values(values: list) -> np.ndarray:
 
 def to_int64_array(values: list):
     """:func:`to_int64_values` as a nullable pandas Int64 array (imports pandas)."""
-    import pandas as pd
-
     arr = to_int64_values(values)
     return pd.arrays.IntegerArray(arr, arr == NA_INT)
 

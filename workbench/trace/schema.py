@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .lazy import pd
+
 KIND_CPU_OP = "cpu_op"
 KIND_USER_ANNOTATION = "user_annotation"
 KIND_RUNTIME = "runtime"
@@ -78,8 +80,6 @@ def __getattr__(name: str):
     """``KIND_DTYPE`` (the pandas dtype of the ``kind`` column), made on first use: importing this
     module does not import pandas (``analyze`` reads numpy columns)."""
     if name == "KIND_DTYPE":
-        import pandas as pd
-
         value = pd.CategoricalDtype(categories=pd.Index(list(KINDS), dtype="str"))
         globals()["KIND_DTYPE"] = value
         return value
@@ -93,8 +93,6 @@ def kind_of_categories(categories) -> list[str]:
 
 def empty_events():
     """An events table with every column and no rows (used by tests and analyses)."""
-    import pandas as pd
-
     text = pd.CategoricalDtype(categories=pd.Index([], dtype="str"))
     data = {"ts_ns": np.empty(0, np.int64), "dur_ns": np.empty(0, np.int64)}
     data |= {c: pd.Series([], dtype=text) for c in ("name", "cat", "pid", "tid")}
@@ -108,8 +106,6 @@ def name_matches(names, predicate) -> np.ndarray:
 
     Works on the categorical ``name`` column of the events table (and on plain str).
     """
-    import pandas as pd
-
     if isinstance(names.dtype, pd.CategoricalDtype):
         hits = np.array([bool(predicate(c)) for c in names.cat.categories] + [False], dtype=bool)
         return hits[names.cat.codes.to_numpy()]

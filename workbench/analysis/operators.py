@@ -30,7 +30,7 @@ def operator_call_table(trace: Trace) -> dict[str, np.ndarray]:
     host = trace.rows_of(HOST_KINDS)
     if not len(host):
         return {"name": np.empty(0, object), "input_shapes": np.empty(0, object),
-                "dur_ns": np.empty(0, np.int64), "self_ns": np.empty(0, np.int64)}
+                "dur_ns": np.empty(0, np.int64), "self_ns": np.empty(0, np.int64), "name_code": np.empty(0, np.int64)}
     lane = host.pid.codes * (host.tid.labels.size + 1) + host.tid.codes
     order = nesting_order(lane, host.ts_ns, host.dur_ns)
     ts, dur, lane = host.ts_ns[order], host.dur_ns[order], lane[order]
@@ -44,7 +44,8 @@ def operator_call_table(trace: Trace) -> dict[str, np.ndarray]:
     else:
         shapes = np.full(len(order), "", dtype=object)
     return {"name": host.name.take(order).values()[is_op], "input_shapes": shapes[is_op],
-            "dur_ns": dur[is_op], "self_ns": np.maximum(dur - child_sum, 0)[is_op]}
+            "dur_ns": dur[is_op], "self_ns": np.maximum(dur - child_sum, 0)[is_op],
+            "name_code": host.name.codes[order][is_op]}
 
 
 def operator_times(trace: Trace) -> pd.DataFrame:
@@ -57,8 +58,16 @@ def operator_times(trace: Trace) -> pd.DataFrame:
 def operator_rows(trace: Trace, n: int = 20, by_shapes: bool = True) -> list[dict]:
     """:func:`top_operators` as dicts (see the module docstring for the keys)."""
     calls = operator_call_table(trace)
+    shape_codes, _ = factorize_objects(calls["input_shapes"].tolist() if by_shapes else [""] * calls["name"].size)
+    pair = calls["name_code"] * (int(shape_codes.max(initial=0)) + 1) + shape_codes
+    distinct, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # groups in order of first appearance
+    rank = np.empty(order.size, np.int64)
+    rank[order] = np.arange(order.size)
+    codes = rank[inverse.reshape(-1)]
+    firsts = first[order]
     shapes = calls["input_shapes"] if by_shapes else np.full(calls["name"].size, "", dtype=object)
-    codes, keys = factorize_objects(list(zip(calls["name"].tolist(), shapes.tolist())))
+    keys = list(zip(calls["name"][firsts].tolist(), shapes[firsts].tolist()))
     count = np.bincount(codes, minlength=len(keys)).astype(np.int64)
     total = np.zeros(len(keys), np.int64)
     own = np.zeros(len(keys), np.int64)

@@ -18,6 +18,7 @@ Prints a table by family (loaded / clean error / crash / wrong result) and write
     python benchmarks/fuzz_traces.py [--variants 10000] [--seed 0] [--jobs 2] [--analyze-every 1]
                                      [--figures-every 20] [--cli-sample 60] [--no-bomb] [--smoke]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,15 +61,25 @@ def _work(task: tuple) -> list:
             v = variant(bases, index, seed)
             t0 = time.perf_counter()
             turn = index // len(FAMILIES)  # variants cycle through the families: sample whole turns
-            verdict = judge(v, Path(folder), analyze=turn % analyze_every == 0,
-                            figures=figures_every > 0 and turn % figures_every == 0)
-            out.append((index, verdict.family, verdict.outcome, verdict.detail, time.perf_counter() - t0))
+            verdict = judge(
+                v,
+                Path(folder),
+                analyze=turn % analyze_every == 0,
+                figures=figures_every > 0 and turn % figures_every == 0,
+            )
+            out.append(
+                (index, verdict.family, verdict.outcome, verdict.detail, time.perf_counter() - t0)
+            )
     return out
 
 
-def fuzz_in_process(count: int, seed: int, jobs: int, analyze_every: int, figures_every: int) -> list:
+def fuzz_in_process(
+    count: int, seed: int, jobs: int, analyze_every: int, figures_every: int
+) -> list:
     step = 250
-    tasks = [(i, min(i + step, count), seed, analyze_every, figures_every) for i in range(0, count, step)]
+    tasks = [
+        (i, min(i + step, count), seed, analyze_every, figures_every) for i in range(0, count, step)
+    ]
     rows = []
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         for done, part in enumerate(pool.map(_work, tasks), 1):
@@ -104,29 +115,51 @@ def write_bomb(path: Path, json_bytes: int) -> Path:
 def bomb_rows(folder: Path) -> list[dict]:
     bomb = write_bomb(folder / "bomb-1gib.json.gz", 2**30)
     rows = []
-    for label, extra in (("CLI, default cap (4 GiB)", []), ("CLI, --max-trace-bytes 256M (upload cap)",
-                                                            ["--max-trace-bytes", "256M"])):
+    for label, extra in (
+        ("CLI, default cap (4 GiB)", []),
+        ("CLI, --max-trace-bytes 256M (upload cap)", ["--max-trace-bytes", "256M"]),
+    ):
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         t0 = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", CLI_WITH_HWM, "analyze", str(bomb), *extra],
-                              capture_output=True, text=True, env=env, timeout=600)
+        done = subprocess.run(
+            [sys.executable, "-c", CLI_WITH_HWM, "analyze", str(bomb), *extra],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
         wall = time.perf_counter() - t0
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         hwm = [int(line.split()[1]) for line in lines if line.startswith("VMHWM_KB ")]
         message = [line for line in lines if not line.startswith("VMHWM_KB ")]
-        rows.append({"run": label, "file_mb": bomb.stat().st_size / 1e6, "exit": done.returncode,
-                     "peak_rss_mb": hwm[-1] / 1024 if hwm else None, "wall_s": wall,
-                     "lines": len(message), "message": message[-1][:160] if message else ""})
+        rows.append(
+            {
+                "run": label,
+                "file_mb": bomb.stat().st_size / 1e6,
+                "exit": done.returncode,
+                "peak_rss_mb": hwm[-1] / 1024 if hwm else None,
+                "wall_s": wall,
+                "lines": len(message),
+                "message": message[-1][:160] if message else "",
+            }
+        )
     return rows
 
 
 def family_table(rows: list) -> str:
     counts = collections.Counter((family, outcome) for _, family, outcome, _, _ in rows)
-    head = f"| family | {' | '.join(o.replace('_', ' ') for o in OUTCOMES)} |\n|---|" + "---:|" * len(OUTCOMES)
+    head = (
+        f"| family | {' | '.join(o.replace('_', ' ') for o in OUTCOMES)} |\n|---|"
+        + "---:|" * len(OUTCOMES)
+    )
     lines = [head]
     for family in FAMILIES:
         lines.append(f"| {family} | " + " | ".join(str(counts[family, o]) for o in OUTCOMES) + " |")
-    lines.append("| **all** | " + " | ".join(f"**{sum(counts[f, o] for f in FAMILIES)}**" for o in OUTCOMES) + " |")
+    lines.append(
+        "| **all** | "
+        + " | ".join(f"**{sum(counts[f, o] for f in FAMILIES)}**" for o in OUTCOMES)
+        + " |"
+    )
     return "\n".join(lines)
 
 
@@ -159,19 +192,34 @@ def report(args, rows, cli_rows, bombs, wall_s: float) -> str:
     ]
     bad = problems(rows) + problems(cli_rows)
     parts += [f"- variant {i} ({f}): {o}: {d}" for i, f, o, d, _ in bad[:50]] or ["none"]
-    parts += ["", "## 1 GiB gzip bomb (peak RSS of a fresh process)", "",
-              "| run | file MB | exit | peak RSS MB | wall s | stderr lines | message |", "|---|---:|---:|---:|---:|---:|---|"]
+    parts += [
+        "",
+        "## 1 GiB gzip bomb (peak RSS of a fresh process)",
+        "",
+        "| run | file MB | exit | peak RSS MB | wall s | stderr lines | message |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
     for b in bombs:
         rss = "n/a" if b["peak_rss_mb"] is None else f"{b['peak_rss_mb']:.0f}"
-        parts.append(f"| {b['run']} | {b['file_mb']:.2f} | {b['exit']} | {rss} | {b['wall_s']:.1f} | "
-                     f"{b['lines']} | {b['message']} |")
-    parts += ["", "Slowest variants: " + ", ".join(f"{i} ({f}, {t:.1f} s)" for i, f, _, _, t in slow), ""]
+        parts.append(
+            f"| {b['run']} | {b['file_mb']:.2f} | {b['exit']} | {rss} | {b['wall_s']:.1f} | "
+            f"{b['lines']} | {b['message']} |"
+        )
+    parts += [
+        "",
+        "Slowest variants: " + ", ".join(f"{i} ({f}, {t:.1f} s)" for i, f, _, _, t in slow),
+        "",
+    ]
     return "\n".join(parts)
 
 
 def _every(n: int) -> str:
     """Which turns' variants a step covers, in words."""
-    return "the variants of every turn" if n == 1 else ("none" if n <= 0 else f"the variants of every {n}th turn")
+    return (
+        "the variants of every turn"
+        if n == 1
+        else ("none" if n <= 0 else f"the variants of every {n}th turn")
+    )
 
 
 def main(argv=None) -> int:
@@ -179,14 +227,24 @@ def main(argv=None) -> int:
     parser.add_argument("--variants", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--analyze-every", type=int, default=1,
-                        help="analyze the variants of every Nth turn through the families (all are loaded); "
-                             "1: all (about 0.2 s each)")
-    parser.add_argument("--figures-every", type=int, default=20,
-                        help="draw the dashboard figures of every Nth turn (about 1 s each); 0: none")
+    parser.add_argument(
+        "--analyze-every",
+        type=int,
+        default=1,
+        help="analyze the variants of every Nth turn through the families (all are loaded); "
+        "1: all (about 0.2 s each)",
+    )
+    parser.add_argument(
+        "--figures-every",
+        type=int,
+        default=20,
+        help="draw the dashboard figures of every Nth turn (about 1 s each); 0: none",
+    )
     parser.add_argument("--cli-sample", type=int, default=60)
     parser.add_argument("--no-bomb", action="store_true", help="skip the 1 GiB bomb measurement")
-    parser.add_argument("--smoke", action="store_true", help="200 variants, 6 through the CLI, no bomb, no file")
+    parser.add_argument(
+        "--smoke", action="store_true", help="200 variants, 6 through the CLI, no bomb, no file"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if args.smoke:
@@ -194,7 +252,9 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="fuzz-bomb-") as folder:
         bombs = [] if args.no_bomb else bomb_rows(Path(folder))
-    rows = fuzz_in_process(args.variants, args.seed, args.jobs, args.analyze_every, args.figures_every)
+    rows = fuzz_in_process(
+        args.variants, args.seed, args.jobs, args.analyze_every, args.figures_every
+    )
     cli_rows = fuzz_cli(args.cli_sample, args.seed)
     text = report(args, rows, cli_rows, bombs, time.perf_counter() - t0)
     print(text)

@@ -1,5 +1,6 @@
 """Cold start apart (issue 25 item 6): set-up calls and slow first launches are reported apart,
 and the launch verdict is computed over the steady state, never contradicting the launch panel."""
+
 from pathlib import Path
 
 import pytest
@@ -8,7 +9,9 @@ from workbench.analysis import launches, trace_report, verdict
 from workbench.trace import load_trace
 from tests.support.synthetic import TraceBuilder
 
-ALEXNET = Path(__file__).resolve().parents[2] / "data" / "traces" / "hta_critical_path_alexnet.json.gz"
+ALEXNET = (
+    Path(__file__).resolve().parents[2] / "data" / "traces" / "hta_critical_path_alexnet.json.gz"
+)
 
 
 def cold_trace(path):
@@ -21,7 +24,9 @@ def cold_trace(path):
     b.runtime("cudaLaunchKernel", 6_000_000, 2_000_000, 1).kernel("k1", 8_010_000, 1_000, 1)
     for i in range(12):
         at = 8_100_000 + 10_000 * i
-        b.runtime("cudaLaunchKernel", at, 5_000, i + 2).kernel("k1" if i % 2 else "k2", at + 6_000, 1_000, i + 2)
+        b.runtime("cudaLaunchKernel", at, 5_000, i + 2).kernel(
+            "k1" if i % 2 else "k2", at + 6_000, 1_000, i + 2
+        )
     b.runtime("cudaDeviceGetStreamPriorityRange", 8_300_000, 1_000)
     return load_trace(b.write(path / "cold.json"))
 
@@ -32,10 +37,16 @@ def test_cold_start_calls_are_set_up_calls_and_slow_first_launches(tmp_path):
     assert cold[["name", "ts_ns", "dur_ns", "reason"]].values.tolist() == [
         ["cudaFree", 100_000, 5_000_000, "init"],
         ["cudaDeviceGetStreamPriorityRange", 5_200_000, 1_000, "init"],
-        ["cudaLaunchKernel", 6_000_000, 2_000_000, "first launch"]]
+        ["cudaLaunchKernel", 6_000_000, 2_000_000, "first launch"],
+    ]
     assert launches.cold_start_summary(trace) == {"calls": 3, "dur_ns": 7_001_000}
-    assert len(launches.steady_launch_pairs(trace)) == 12 and len(launches.launch_pairs(trace)) == 13
-    assert launches.steady_call_table(trace)["ts_ns"].size == 12 and launches.steady_gpu_dur_ns(trace) == 12_000
+    assert (
+        len(launches.steady_launch_pairs(trace)) == 12 and len(launches.launch_pairs(trace)) == 13
+    )
+    assert (
+        launches.steady_call_table(trace)["ts_ns"].size == 12
+        and launches.steady_gpu_dur_ns(trace) == 12_000
+    )
     assert launches.cold_start_calls(trace)["reason"].tolist() == ["init", "init", "first launch"]
 
 
@@ -44,8 +55,10 @@ def test_the_verdict_is_computed_over_the_steady_state(tmp_path):
     # host span 8.3 ms less 7.001 ms of cold start = 1.299 ms; 12 launches of 5 us (60 us), 12 us of GPU work
     assert verdict.steady_host_ns(trace) == 8_301_000 - 7_001_000
     bound, sentence = verdict.launch_verdict(trace)
-    assert bound and sentence == ("Launch-bound: 12 launches per step, GPU busy 1% of host time, launch calls 5%, "
-                                  "100% of 12 launches short kernels; cold start set apart (3 calls)")
+    assert bound and sentence == (
+        "Launch-bound: 12 launches per step, GPU busy 1% of host time, launch calls 5%, "
+        "100% of 12 launches short kernels; cold start set apart (3 calls)"
+    )
     report = trace_report.analyze(trace)
     assert report["launches"]["cold_start"] == {"calls": 3, "dur_us": 7001.0}
     assert report["launches"]["count"] == 13  # the launch figures themselves keep every call
@@ -58,9 +71,13 @@ def test_alexnet_is_not_launch_bound_once_its_cold_start_is_apart():
     trace = load_trace(ALEXNET)
     report = trace_report.analyze(trace)
     assert report["launches"]["cold_start"] == {"calls": 20, "dur_us": 40_277_551.0}
-    assert report["launch_verdict"] == {"launch_bound": False, "sentence": (
-        "Not launch-bound: 78 launches per step, GPU busy 2% of host time, launch calls 0%, "
-        "24% of 97 launches short kernels; cold start set apart (20 calls)")}
+    assert report["launch_verdict"] == {
+        "launch_bound": False,
+        "sentence": (
+            "Not launch-bound: 78 launches per step, GPU busy 2% of host time, launch calls 0%, "
+            "24% of 97 launches short kernels; cold start set apart (20 calls)"
+        ),
+    }
     slow = launches.cold_start_calls(trace).query("reason == 'first launch'")
     assert slow[["name", "dur_ns"]].values.tolist() == [["cudaLaunchKernel", 3_055_567_000]]
 
@@ -75,7 +92,14 @@ def test_the_alexnet_verdict_agrees_with_the_launch_panel_beside_it():
     bound, sentence = verdict.launch_verdict(trace)
     fig = launch_figure(trace).to_dict()
     assert fig["layout"]["title"]["text"].startswith(sentence)
-    short, other = decode(next(d for d in fig["data"] if d.get("x") is not None
-                               and list(d["x"]) == ["short kernels", "other launches"])["y"])
+    short, other = decode(
+        next(
+            d
+            for d in fig["data"]
+            if d.get("x") is not None and list(d["x"]) == ["short kernels", "other launches"]
+        )["y"]
+    )
     assert (short, other) == (23, 74)  # the steady pairs: the same 97 launches as the verdict
-    assert bound == (short >= other)  # the verdict says launch-bound only where short kernels are the majority
+    assert bound == (
+        short >= other
+    )  # the verdict says launch-bound only where short kernels are the majority

@@ -19,7 +19,12 @@ def test_span_busy_idle_over_all_devices(events):
 def test_stream_idle_split_by_hta_rule(events):
     idle = gpu_timeline.stream_idle(events).set_index(["device", "stream"])
     s7 = idle.loc[(0, 7)]
-    assert (s7["host_wait_ns"], s7["kernel_wait_ns"], s7["other_ns"], s7["idle_ns"]) == (334_000, 2_000, 0, 336_000)
+    assert (s7["host_wait_ns"], s7["kernel_wait_ns"], s7["other_ns"], s7["idle_ns"]) == (
+        334_000,
+        2_000,
+        0,
+        336_000,
+    )
     assert idle.loc[(0, 8), "host_wait_ns"] == 340_000
     dev1 = idle.loc[(1, 7)]  # no launch call: classified by the gap alone
     assert (dev1["other_ns"], dev1["host_wait_ns"], dev1["count"]) == (98_000, 0, 2)

@@ -1,5 +1,6 @@
 """The one nesting rule (flame tree and request chart), including the pathological cases
 of the reliability issue: 50,000 partly overlapping calls and a 1,000,000-deep nesting."""
+
 import time
 
 import numpy as np
@@ -31,7 +32,9 @@ def test_lanes_do_not_nest_into_each_other_and_order_is_lane_start_longest():
 
 def test_flame_tree_puts_a_partly_overlapping_call_where_the_rule_says():
     k = 1_000
-    events = host_events([0, 10 * k, 50 * k], [100 * k, 50 * k, 30 * k], ["outer", "first", "overlapping"])
+    events = host_events(
+        [0, 10 * k, 50 * k], [100 * k, 50 * k, 30 * k], ["outer", "first", "overlapping"]
+    )
     tree = flame.flame_tree(events)
     by_name = tree.set_index("name")
     assert by_name.loc["overlapping", "depth"] == 1 and by_name.loc["first", "depth"] == 1
@@ -42,7 +45,9 @@ def test_flame_tree_puts_a_partly_overlapping_call_where_the_rule_says():
 def test_50000_partly_overlapping_calls_are_linear():
     n = 50_000
     ts = np.arange(n, dtype=np.int64) * 10_000
-    events = host_events(ts, np.full(n, 15_000), ["op"] * n)  # each outlives the one it starts in by 5 us
+    events = host_events(
+        ts, np.full(n, 15_000), ["op"] * n
+    )  # each outlives the one it starts in by 5 us
     before = reference_s()
     start = time.perf_counter()
     tree = flame.flame_tree(events)
@@ -66,7 +71,9 @@ def test_a_million_deep_nesting_is_linear():
     assert tree["parent"].tolist()[:3] == [-1, 0, 1] and int(tree["self_ns"].iloc[0]) == 2
     # nodes keep >= 50 % of the root's 2,000,000 ns while 2 * (n - i) >= 1,000,000: 500,001 nodes, + one (other)
     assert size == 500_002 == len(flame.prune(tree, 0.5))
-    assert within(elapsed, before, 400), f"{elapsed:.1f} s"  # ~50 refs when quiet; levelwise: never ends
+    assert within(elapsed, before, 400), (
+        f"{elapsed:.1f} s"
+    )  # ~50 refs when quiet; levelwise: never ends
 
 
 def random_nested(rng, lanes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -83,6 +90,7 @@ def random_nested(rng, lanes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             if level < 5 and e > s:
                 fill(s, e, level + 1)
             t = e if rng.random() < 0.8 else s
+
     fill(0, 1_000, 0)
     return rng.integers(0, lanes, len(ts)), np.array(ts, np.int64), np.array(ends, np.int64)
 

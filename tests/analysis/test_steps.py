@@ -32,23 +32,42 @@ def test_step_boundaries_extend_to_launched_gpu_work(events):
 def test_breakdown_priority_rule_exact(events):
     rows = steps.step_breakdown(events).set_index("step")
     one, two = rows.loc["1"], rows.loc["2"]
-    assert (one["kernel_ns"], one["memcpy_ns"], one["runtime_ns"], one["cpu_exec_ns"], one["other_ns"]) == \
-        (16 * K, 10 * K, 14 * K, 24 * K, 140 * K)
+    assert (
+        one["kernel_ns"],
+        one["memcpy_ns"],
+        one["runtime_ns"],
+        one["cpu_exec_ns"],
+        one["other_ns"],
+    ) == (16 * K, 10 * K, 14 * K, 24 * K, 140 * K)
     assert one["total_ns"] == 204 * K
-    assert (two["kernel_ns"], two["memset_ns"], two["runtime_ns"], two["other_ns"]) == (11 * K, 0, 60_500, 28_500)
+    assert (two["kernel_ns"], two["memset_ns"], two["runtime_ns"], two["other_ns"]) == (
+        11 * K,
+        0,
+        60_500,
+        28_500,
+    )
     cats = [f"{c}_ns" for c in (*steps.CATEGORIES, "other")]
     assert (rows[cats].sum(axis=1) == rows["total_ns"]).all()
 
 
 def test_no_steps_gives_one_all_entry(tmp_path):
-    b = TraceBuilder().op("aten::add", 0, 10 * K).runtime("cudaLaunchKernel", 1 * K, 2 * K, correlation=1)
+    b = (
+        TraceBuilder()
+        .op("aten::add", 0, 10 * K)
+        .runtime("cudaLaunchKernel", 1 * K, 2 * K, correlation=1)
+    )
     b.kernel("k", 20 * K, 5 * K, 1).op("nccl:all_reduce", 12 * K, 3 * K)
     b.op("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 30 * K, 4 * K)
     rows = steps.step_breakdown(load_trace(b.write(tmp_path / "t.json")))
     assert rows["step"].tolist() == ["all"]
     row = rows.iloc[0]
     assert (row["start_ns"], row["end_ns"]) == (0, 34 * K)
-    assert (row["kernel_ns"], row["runtime_ns"], row["communication_ns"], row["dataloader_ns"]) == (5 * K, 2 * K, 3 * K, 4 * K)
+    assert (row["kernel_ns"], row["runtime_ns"], row["communication_ns"], row["dataloader_ns"]) == (
+        5 * K,
+        2 * K,
+        3 * K,
+        4 * K,
+    )
     assert (row["cpu_exec_ns"], row["other_ns"]) == (8 * K, 12 * K)
     assert steps.profiler_steps(load_trace(tmp_path / "t.json")).empty
 

@@ -14,6 +14,7 @@ field, issue 11) cycle with ``i``. Each variant is judged by :func:`judge`:
 The judge lives in :mod:`tests.support.fuzz_judge`. Used by ``tests/trace/test_fuzz.py``
 (1,000 variants) and ``benchmarks/fuzz_traces.py`` (10,000).
 """
+
 from __future__ import annotations
 
 import codecs
@@ -29,14 +30,57 @@ from pathlib import Path
 
 from .synthetic import example_trace
 
-FAMILIES = ("truncated_gzip", "corrupt_gzip", "truncated_json", "byte_flip", "wrong_types", "missing_fields",
-            "nan_inf", "huge_numbers", "duplicated_keys", "deep_nesting", "unicode", "invalid_utf8", "utf16_bom",
-            "dangling_flows", "profiler_steps", "zero_duration_gpu", "time_range", "random_events")
+FAMILIES = (
+    "truncated_gzip",
+    "corrupt_gzip",
+    "truncated_json",
+    "byte_flip",
+    "wrong_types",
+    "missing_fields",
+    "nan_inf",
+    "huge_numbers",
+    "duplicated_keys",
+    "deep_nesting",
+    "unicode",
+    "invalid_utf8",
+    "utf16_bom",
+    "dangling_flows",
+    "profiler_steps",
+    "zero_duration_gpu",
+    "time_range",
+    "random_events",
+)
 FIELDS = ("ph", "name", "cat", "ts", "dur", "pid", "tid", "args")
 ARG_KEYS = ("correlation", "device", "stream", "bytes", "External id", "correlation id")
-ODD_VALUES = (None, True, False, 0, -1, 1.5, "12", "abc", "", "0x1f", [1], {"a": 1}, 2**64, -(2**70), 1e300)
-HUGE_TEXT = ("1e400", "-1e400", "9223372036854775807", "18446744073709551616", "1" * 30, "0." + "9" * 40,
-             "4611686018427387.904", "-4611686018427388", "1e-400", "123456789012345678901234567890.5")
+ODD_VALUES = (
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1.5,
+    "12",
+    "abc",
+    "",
+    "0x1f",
+    [1],
+    {"a": 1},
+    2**64,
+    -(2**70),
+    1e300,
+)
+HUGE_TEXT = (
+    "1e400",
+    "-1e400",
+    "9223372036854775807",
+    "18446744073709551616",
+    "1" * 30,
+    "0." + "9" * 40,
+    "4611686018427387.904",
+    "-4611686018427388",
+    "1e-400",
+    "123456789012345678901234567890.5",
+)
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
 
 
@@ -67,11 +111,20 @@ def default_bases(root: Path | None = None) -> list[Base]:
     cut to 300 events, and the synthetic example trace in both schemas and for ROCm."""
 
     root = Path(__file__).resolve().parents[2] if root is None else Path(root)
-    files = sorted(p for folder in ("tests/data/traces", "data/traces") for p in (root / folder).glob("*.json*")
-                   if p.stat().st_size < 200_000)
-    synthetic = {"example": example_trace(), "example-2021": example_trace(schema="2021"),
-                 "example-rocm": example_trace(rocm=True)}
-    return [load_base(p) for p in files] + [Base(k, json.loads(b.to_json())) for k, b in synthetic.items()]
+    files = sorted(
+        p
+        for folder in ("tests/data/traces", "data/traces")
+        for p in (root / folder).glob("*.json*")
+        if p.stat().st_size < 200_000
+    )
+    synthetic = {
+        "example": example_trace(),
+        "example-2021": example_trace(schema="2021"),
+        "example-rocm": example_trace(rocm=True),
+    }
+    return [load_base(p) for p in files] + [
+        Base(k, json.loads(b.to_json())) for k, b in synthetic.items()
+    ]
 
 
 def load_base(path: Path, max_events: int = 300) -> Base:
@@ -79,7 +132,9 @@ def load_base(path: Path, max_events: int = 300) -> Base:
     data = Path(path).read_bytes()
     doc = json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
     events = doc["traceEvents"]
-    complete = sorted((e for e in events if e.get("ph") == "X"), key=lambda e: float(e.get("ts", 0)))[:max_events]
+    complete = sorted(
+        (e for e in events if e.get("ph") == "X"), key=lambda e: float(e.get("ts", 0))
+    )[:max_events]
     last = max((float(e["ts"]) for e in complete), default=0.0)
     rest = [e for e in events if e.get("ph") != "X" and float(e.get("ts", 0) or 0) <= last]
     return Base(Path(path).name, {**doc, "traceEvents": rest + complete})
@@ -101,18 +156,23 @@ def variant(bases: list[Base], index: int, seed: int = 0) -> Variant:
 
 # --- mutators: (rng, doc) -> (bytes, suffix) ---------------------------------------------------
 
+
 def _text(doc, **kw) -> bytes:
     return json.dumps(doc, **kw).encode()
 
 
 def _events(doc: dict, rng: random.Random, k: int = 1, complete: bool = True) -> list[dict]:
-    pool = [e for e in doc["traceEvents"] if isinstance(e, dict) and (e.get("ph") == "X" or not complete)]
+    pool = [
+        e
+        for e in doc["traceEvents"]
+        if isinstance(e, dict) and (e.get("ph") == "X" or not complete)
+    ]
     return rng.sample(pool, min(k, len(pool))) if pool else []
 
 
 def _truncated_gzip(rng, doc):
     packed = gzip.compress(_text(doc), mtime=0)
-    return packed[:rng.randrange(len(packed))], ".json.gz"
+    return packed[: rng.randrange(len(packed))], ".json.gz"
 
 
 def _corrupt_gzip(rng, doc):
@@ -132,7 +192,7 @@ def _corrupt_gzip(rng, doc):
 
 def _truncated_json(rng, doc):
     text = _text(doc)
-    return text[:rng.randrange(len(text))], ".json"
+    return text[: rng.randrange(len(text))], ".json"
 
 
 def _byte_flip(rng, doc):
@@ -145,10 +205,16 @@ def _byte_flip(rng, doc):
 def _wrong_types(rng, doc):
     for event in _events(doc, rng, rng.randint(1, 3)):
         field = rng.choice(FIELDS + ARG_KEYS)
-        target = event.setdefault("args", {}) if field in ARG_KEYS and isinstance(event.get("args"), dict) else event
+        target = (
+            event.setdefault("args", {})
+            if field in ARG_KEYS and isinstance(event.get("args"), dict)
+            else event
+        )
         target[field] = rng.choice(ODD_VALUES)
     if rng.random() < 0.1:
-        doc[rng.choice(["deviceProperties", "displayTimeUnit", "traceName", "schemaVersion"])] = rng.choice(ODD_VALUES)
+        doc[rng.choice(["deviceProperties", "displayTimeUnit", "traceName", "schemaVersion"])] = (
+            rng.choice(ODD_VALUES)
+        )
     return _text(doc), ".json"
 
 
@@ -178,7 +244,11 @@ def _raw_values(rng, doc, fields, texts) -> bytes:
     for n, event in enumerate(_events(doc, rng, rng.randint(1, 4))):
         mark = f"@@{n}@@"
         field = rng.choice(fields)
-        target = event.setdefault("args", {}) if field in ARG_KEYS and isinstance(event.get("args"), dict) else event
+        target = (
+            event.setdefault("args", {})
+            if field in ARG_KEYS and isinstance(event.get("args"), dict)
+            else event
+        )
         target[field] = mark
         marks[mark] = rng.choice(texts)
     text = _text(doc)
@@ -203,7 +273,9 @@ def _duplicated_keys(rng, doc):
 
 def _deep_nesting(rng, doc):
     depth = rng.choice((64, 500, 999, 1001, 5000, 100_000))
-    nested = "[" * depth + "]" * depth if rng.random() < 0.5 else '{"a":' * depth + "1" + "}" * depth
+    nested = (
+        "[" * depth + "]" * depth if rng.random() < 0.5 else '{"a":' * depth + "1" + "}" * depth
+    )
     where = rng.randrange(3)
     if where == 0:
         doc["deepKey"] = "@@DEEP@@"
@@ -214,13 +286,26 @@ def _deep_nesting(rng, doc):
     return _text(doc).replace(b'"@@DEEP@@"', nested.encode()), ".json"
 
 
-UNICODE_NAMES = ("caf\u00e9", "\u4e2d\u6587\u540d", "\U0001f600\U0001f680", "\u202eright-to-left", "zero\u200bwidth",
-                 "e\u0301\u0301", "nul\x00inside", "\ufeffbom", "\\ud800", "tab\tnew\nline", "")
+UNICODE_NAMES = (
+    "caf\u00e9",
+    "\u4e2d\u6587\u540d",
+    "\U0001f600\U0001f680",
+    "\u202eright-to-left",
+    "zero\u200bwidth",
+    "e\u0301\u0301",
+    "nul\x00inside",
+    "\ufeffbom",
+    "\\ud800",
+    "tab\tnew\nline",
+    "",
+)
 
 
 def _unicode(rng, doc):
     for event in _events(doc, rng, rng.randint(1, 6)):
-        event[rng.choice(("name", "cat", "pid", "tid"))] = rng.choice(UNICODE_NAMES) * rng.randint(1, 3)
+        event[rng.choice(("name", "cat", "pid", "tid"))] = rng.choice(UNICODE_NAMES) * rng.randint(
+            1, 3
+        )
     text = _text(doc, ensure_ascii=rng.random() < 0.5)
     if rng.random() < 0.2:  # a lone surrogate escape, valid JSON text but not valid Unicode
         text = text.replace(b'"name": "', b'"name": "\\udc80', 1)
@@ -229,9 +314,11 @@ def _unicode(rng, doc):
 
 def _invalid_utf8(rng, doc):
     text = _text(doc)
-    spots = [i + 1 for i in range(len(text)) if text[i:i + 1] == b'"']
+    spots = [i + 1 for i in range(len(text)) if text[i : i + 1] == b'"']
     cut = rng.choice(spots) if spots else 0
-    junk = rng.choice((b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80", b"\x80"))
+    junk = rng.choice(
+        (b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80", b"\x80")
+    )
     return text[:cut] + junk + text[cut:], ".json"
 
 
@@ -253,17 +340,44 @@ def _dangling_flows(rng, doc):
         events.remove(e)
     for _ in range(rng.randint(1, 10)):
         ph = rng.choice(("s", "f", "t", "B", "E", "b", "e"))
-        events.append({"ph": ph, "id": rng.randrange(10**6), "cat": "ac2g", "name": "ac2g", "pid": 0, "tid": 0,
-                       "ts": rng.randrange(10**6), **({"bp": "e"} if ph == "f" else {})})
-    for e in _events(doc, rng, rng.randint(0, 3)):  # launches whose kernels are gone, kernels without launches
+        events.append(
+            {
+                "ph": ph,
+                "id": rng.randrange(10**6),
+                "cat": "ac2g",
+                "name": "ac2g",
+                "pid": 0,
+                "tid": 0,
+                "ts": rng.randrange(10**6),
+                **({"bp": "e"} if ph == "f" else {}),
+            }
+        )
+    for e in _events(
+        doc, rng, rng.randint(0, 3)
+    ):  # launches whose kernels are gone, kernels without launches
         e.setdefault("args", {})["correlation"] = rng.randrange(10**9)
     return _text(doc), ".json"
 
 
 def _profiler_steps(rng, doc):
-    numbers = ("0", "1", "007", "12345678901234567890", "9" * 30, "-1", "1.5", "", "18446744073709551615")
-    hosts = [e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in
-             ("cpu_op", "user_annotation", "Operator", None)]
+    numbers = (
+        "0",
+        "1",
+        "007",
+        "12345678901234567890",
+        "9" * 30,
+        "-1",
+        "1.5",
+        "",
+        "18446744073709551615",
+    )
+    hosts = [
+        e
+        for e in doc["traceEvents"]
+        if isinstance(e, dict)
+        and e.get("ph") == "X"
+        and e.get("cat") in ("cpu_op", "user_annotation", "Operator", None)
+    ]
     for e in rng.sample(hosts, min(len(hosts), rng.randint(1, 4))):
         e["name"] = "ProfilerStep#" + rng.choice(numbers)
     return _text(doc), ".json"
@@ -279,17 +393,40 @@ def _zero_duration_gpu(rng, doc):
             if same_ts and gpu:
                 e["ts"] = gpu[0].get("ts", 0)
     if not gpu:
-        doc["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 0,
-                                   "args": {"device": 0, "stream": 7, "correlation": 1}})
+        doc["traceEvents"].append(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "k",
+                "pid": 0,
+                "tid": 7,
+                "ts": 1,
+                "dur": 0,
+                "args": {"device": 0, "stream": 7, "correlation": 1},
+            }
+        )
     return _text(doc), ".json"
 
 
 def _time_range(rng, doc):
-    shift = rng.choice((4_611_686_018_427_387, -4_611_686_018_427_387, 4_611_686_018_427_000, 9_223_372_036_854_775,
-                        -9_223_372_036_854_775, 10**12, 10**16))
+    shift = rng.choice(
+        (
+            4_611_686_018_427_387,
+            -4_611_686_018_427_387,
+            4_611_686_018_427_000,
+            9_223_372_036_854_775,
+            -9_223_372_036_854_775,
+            10**12,
+            10**16,
+        )
+    )
     victims = doc["traceEvents"] if rng.random() < 0.5 else _events(doc, rng)
     for e in victims:
-        if isinstance(e, dict) and isinstance(e.get("ts"), (int, float)) and not isinstance(e.get("ts"), bool):
+        if (
+            isinstance(e, dict)
+            and isinstance(e.get("ts"), (int, float))
+            and not isinstance(e.get("ts"), bool)
+        ):
             e["ts"] = "@@TS%s@@" % e["ts"]
     text = _text(doc).decode()
     text = _shift_marks(text, shift)
@@ -301,17 +438,33 @@ def _shift_marks(text: str, shift_us: int) -> str:
 
 
 def _random_events(rng, doc):
-    kinds = ("cpu_op", "cuda_runtime", "kernel", "gpu_memcpy", "gpu_memset", "user_annotation", "cuda_sync", 5, None)
+    kinds = (
+        "cpu_op",
+        "cuda_runtime",
+        "kernel",
+        "gpu_memcpy",
+        "gpu_memset",
+        "user_annotation",
+        "cuda_sync",
+        5,
+        None,
+    )
 
     def value():
         return rng.choice((rng.randrange(-5, 10**7), rng.random() * 10**6, rng.choice(ODD_VALUES)))
+
     events = []
     for _ in range(rng.randint(0, 30)):
-        event = {"ph": rng.choice(("X", "X", "X", "M", "i", "s", 3)), "cat": rng.choice(kinds),
-                 "name": rng.choice(("aten::mm", "cudaLaunchKernel", "k", "ProfilerStep#1", "", 7)),
-                 "pid": rng.choice((0, 1, "1", None)), "tid": rng.choice((7, 1, "stream 7", None)),
-                 "ts": rng.randrange(0, 10**6), "dur": rng.randrange(0, 10**4),
-                 "args": {k: value() for k in rng.sample(ARG_KEYS, rng.randint(0, 3))}}
+        event = {
+            "ph": rng.choice(("X", "X", "X", "M", "i", "s", 3)),
+            "cat": rng.choice(kinds),
+            "name": rng.choice(("aten::mm", "cudaLaunchKernel", "k", "ProfilerStep#1", "", 7)),
+            "pid": rng.choice((0, 1, "1", None)),
+            "tid": rng.choice((7, 1, "stream 7", None)),
+            "ts": rng.randrange(0, 10**6),
+            "dur": rng.randrange(0, 10**4),
+            "args": {k: value() for k in rng.sample(ARG_KEYS, rng.randint(0, 3))},
+        }
         for field in rng.sample(FIELDS, rng.choice((0, 0, 0, 0, 1, 2))):
             if rng.random() < 0.5:
                 event[field] = value()

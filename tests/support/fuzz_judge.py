@@ -6,6 +6,7 @@ Outcomes (see :mod:`tests.support.fuzz`): ``loaded``, ``clean_error``, ``crash``
 busy times >= 0, busy <= span, an idle fraction in [0, 1], and parts that sum to
 their totals (stream idle, step breakdown).
 """
+
 from __future__ import annotations
 
 import json
@@ -32,7 +33,9 @@ class Verdict:
     detail: str = ""
 
 
-def judge(variant: Variant, folder: Path, *, analyze: bool = True, figures: bool = False) -> Verdict:
+def judge(
+    variant: Variant, folder: Path, *, analyze: bool = True, figures: bool = False
+) -> Verdict:
     """Load (and analyze, and draw the dashboard figures of) one variant; classify the outcome."""
     path = variant.write(folder)
     try:
@@ -45,13 +48,23 @@ def judge(variant: Variant, folder: Path, *, analyze: bool = True, figures: bool
     except WorkbenchError as exc:
         message = str(exc)
         if str(path) not in message or "\n" in message:
-            return Verdict(variant.family, "wrong_result", f"error not one line naming the file: {message[:200]}")
+            return Verdict(
+                variant.family,
+                "wrong_result",
+                f"error not one line naming the file: {message[:200]}",
+            )
         return Verdict(variant.family, "clean_error", message.replace(str(path), "TRACE")[:200])
     except Exception as exc:  # noqa: BLE001 - finding these is the point
-        return Verdict(variant.family, "crash", f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
+        return Verdict(
+            variant.family, "crash", f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        )
     finally:
         path.unlink(missing_ok=True)
-    return Verdict(variant.family, "wrong_result", problems[0]) if problems else Verdict(variant.family, "loaded")
+    return (
+        Verdict(variant.family, "wrong_result", problems[0])
+        if problems
+        else Verdict(variant.family, "loaded")
+    )
 
 
 def judge_cli(variant: Variant, folder: Path, timeout_s: float = 120.0) -> Verdict:
@@ -59,10 +72,19 @@ def judge_cli(variant: Variant, folder: Path, timeout_s: float = 120.0) -> Verdi
     report is loaded, exit 2 with one line is a clean error, anything else a crash."""
     path = variant.write(folder)
     root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
+    env = dict(
+        os.environ,
+        PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        OMP_NUM_THREADS="1",
+    )
     try:
-        done = subprocess.run([sys.executable, "-m", "workbench", "analyze", str(path), "--json"],
-                              capture_output=True, text=True, env=env, timeout=timeout_s)
+        done = subprocess.run(
+            [sys.executable, "-m", "workbench", "analyze", str(path), "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout_s,
+        )
     finally:
         path.unlink(missing_ok=True)
     last = (done.stderr.strip().splitlines() or [""])[-1][:300]
@@ -75,7 +97,11 @@ def judge_cli(variant: Variant, folder: Path, timeout_s: float = 120.0) -> Verdi
         problems = report_problems(json.loads(done.stdout))
     except ValueError as exc:  # NaN is not even valid JSON
         problems = [f"unreadable JSON report: {exc}"]
-    return Verdict(variant.family, "wrong_result", problems[0]) if problems else Verdict(variant.family, "loaded")
+    return (
+        Verdict(variant.family, "wrong_result", problems[0])
+        if problems
+        else Verdict(variant.family, "loaded")
+    )
 
 
 def table_problems(events) -> list[str]:
@@ -101,21 +127,39 @@ def report_problems(report: dict) -> list[str]:
             problems.append(f"gpu idle fraction {gpu['idle_fraction']} outside [0, 1]")
     for s in gpu["streams"]:
         parts = ("host_wait_us", "kernel_wait_us", "other_us")
-        problems += _negative(s, ("idle_us", *parts), "stream") + _sums(s, parts, "idle_us", "stream idle")
+        problems += _negative(s, ("idle_us", *parts), "stream") + _sums(
+            s, parts, "idle_us", "stream idle"
+        )
     kernels = report["kernels"]
     problems += _negative(kernels, ("count", "total_us", "busy_us"), "kernels")
-    if kernels["busy_us"] is not None and kernels["busy_us"] > kernels["total_us"] + _eps(kernels["total_us"]):
+    if kernels["busy_us"] is not None and kernels["busy_us"] > kernels["total_us"] + _eps(
+        kernels["total_us"]
+    ):
         problems.append("kernel busy time > summed kernel time")
     for key in ("memcpy", "memset", "launches"):
         problems += _negative(report[key], ("count", "total_us"), key)
     for step in report["steps"]:
-        problems += _negative(step, ("dur_us", "kernel_count", "kernel_us", "memcpy_us", "memset_us"), "step")
-    parts = ("kernel_us", "memcpy_us", "memset_us", "communication_us", "runtime_us", "dataloader_us", "cpu_exec_us",
-             "other_us")
+        problems += _negative(
+            step, ("dur_us", "kernel_count", "kernel_us", "memcpy_us", "memset_us"), "step"
+        )
+    parts = (
+        "kernel_us",
+        "memcpy_us",
+        "memset_us",
+        "communication_us",
+        "runtime_us",
+        "dataloader_us",
+        "cpu_exec_us",
+        "other_us",
+    )
     for row in report["step_breakdown"]:
-        problems += _negative(row, (*parts, "total_us"), "step breakdown") + _sums(row, parts, "total_us", "step")
+        problems += _negative(row, (*parts, "total_us"), "step breakdown") + _sums(
+            row, parts, "total_us", "step"
+        )
     for stage in report["stages"]:
-        problems += _negative(stage, ("count", "host_us", "gpu_us", "launch_us", "transfer_us", "sync_us"), "stage")
+        problems += _negative(
+            stage, ("count", "host_us", "gpu_us", "launch_us", "transfer_us", "sync_us"), "stage"
+        )
     return problems
 
 

@@ -6,6 +6,7 @@ could not do. :func:`write_synthetic_trace` streams a realistic trace of any siz
 (cpu_op -> runtime -> kernel/memcpy/memset chains with correlations and flow
 events, ProfilerStep and stage ranges) without holding it in memory.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -27,10 +28,22 @@ def us_text(ns: int) -> str:
     return f"{sign}{whole}" if frac == 0 else f"{sign}{whole}.{frac:03d}"
 
 
-_NEW = {"cpu_op": "cpu_op", "runtime": "cuda_runtime", "kernel": "kernel", "memcpy": "gpu_memcpy",
-        "memset": "gpu_memset", "user_annotation": "user_annotation"}
-_OLD = {"cpu_op": "Operator", "runtime": "Runtime", "kernel": "Kernel", "memcpy": "Memcpy",
-        "memset": "Memset", "user_annotation": "user_annotation"}
+_NEW = {
+    "cpu_op": "cpu_op",
+    "runtime": "cuda_runtime",
+    "kernel": "kernel",
+    "memcpy": "gpu_memcpy",
+    "memset": "gpu_memset",
+    "user_annotation": "user_annotation",
+}
+_OLD = {
+    "cpu_op": "Operator",
+    "runtime": "Runtime",
+    "kernel": "Kernel",
+    "memcpy": "Memcpy",
+    "memset": "Memset",
+    "user_annotation": "user_annotation",
+}
 
 
 @dataclass
@@ -43,10 +56,19 @@ class TraceBuilder:
     host_pid: int = 100
     host_tid: int = 100
 
-    def x(self, cat: str, name: str, ts_ns: int, dur_ns: int, *, pid=None, tid=None, **args) -> TraceBuilder:
+    def x(
+        self, cat: str, name: str, ts_ns: int, dur_ns: int, *, pid=None, tid=None, **args
+    ) -> TraceBuilder:
         """A complete event with a raw category and any args."""
-        event = {"ph": "X", "cat": cat, "name": name, "pid": self.host_pid if pid is None else pid,
-                 "tid": self.host_tid if tid is None else tid, "ts": ts_ns, "dur": dur_ns}
+        event = {
+            "ph": "X",
+            "cat": cat,
+            "name": name,
+            "pid": self.host_pid if pid is None else pid,
+            "tid": self.host_tid if tid is None else tid,
+            "ts": ts_ns,
+            "dur": dur_ns,
+        }
         if args:
             event["args"] = args
         self.events.append(event)
@@ -69,23 +91,67 @@ class TraceBuilder:
     def stage(self, stage: str, ts_ns: int, dur_ns: int, **kw) -> TraceBuilder:
         return self.annotation(stage_range_name(stage), ts_ns, dur_ns, **kw)
 
-    def runtime(self, name: str, ts_ns: int, dur_ns: int, correlation: int | None = None, **kw) -> TraceBuilder:
+    def runtime(
+        self, name: str, ts_ns: int, dur_ns: int, correlation: int | None = None, **kw
+    ) -> TraceBuilder:
         return self.x(self._cat("runtime"), name, ts_ns, dur_ns, **self._corr(correlation), **kw)
 
-    def kernel(self, name: str, ts_ns: int, dur_ns: int, correlation: int | None, *, device=0, stream=7) -> TraceBuilder:
-        return self.x(self._cat("kernel"), name, ts_ns, dur_ns, pid=device, tid=stream,
-                      device=device, stream=stream, **self._corr(correlation))
+    def kernel(
+        self, name: str, ts_ns: int, dur_ns: int, correlation: int | None, *, device=0, stream=7
+    ) -> TraceBuilder:
+        return self.x(
+            self._cat("kernel"),
+            name,
+            ts_ns,
+            dur_ns,
+            pid=device,
+            tid=stream,
+            device=device,
+            stream=stream,
+            **self._corr(correlation),
+        )
 
-    def memcpy(self, name: str, ts_ns: int, dur_ns: int, correlation: int | None, *, nbytes=None,
-               device=0, stream=7) -> TraceBuilder:
+    def memcpy(
+        self,
+        name: str,
+        ts_ns: int,
+        dur_ns: int,
+        correlation: int | None,
+        *,
+        nbytes=None,
+        device=0,
+        stream=7,
+    ) -> TraceBuilder:
         extra = {} if nbytes is None else {"bytes": nbytes}
-        return self.x(self._cat("memcpy"), name, ts_ns, dur_ns, pid=device, tid=stream,
-                      device=device, stream=stream, **self._corr(correlation), **extra)
+        return self.x(
+            self._cat("memcpy"),
+            name,
+            ts_ns,
+            dur_ns,
+            pid=device,
+            tid=stream,
+            device=device,
+            stream=stream,
+            **self._corr(correlation),
+            **extra,
+        )
 
-    def memset(self, ts_ns: int, dur_ns: int, correlation: int | None, *, nbytes=None, device=0, stream=7) -> TraceBuilder:
+    def memset(
+        self, ts_ns: int, dur_ns: int, correlation: int | None, *, nbytes=None, device=0, stream=7
+    ) -> TraceBuilder:
         extra = {} if nbytes is None else {"bytes": nbytes}
-        return self.x(self._cat("memset"), "Memset (Device)", ts_ns, dur_ns, pid=device, tid=stream,
-                      device=device, stream=stream, **self._corr(correlation), **extra)
+        return self.x(
+            self._cat("memset"),
+            "Memset (Device)",
+            ts_ns,
+            dur_ns,
+            pid=device,
+            tid=stream,
+            device=device,
+            stream=stream,
+            **self._corr(correlation),
+            **extra,
+        )
 
     def to_json(self) -> bytes:
         """The trace as JSON text with exact decimal ``ts``/``dur``."""
@@ -115,15 +181,23 @@ def _event_json(event: dict) -> str:
 
 # --- big realistic traces (benchmarks) --------------------------------------------------
 
-_KERNELS = ["void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
-            "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)",
-            "ampere_sgemm_128x64_tn", "void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, "
-            "(cudnnKernelDataType_t)2>(cudnn::ops::nchw2nhwc_params_t<float>, float const*, float*)",
-            "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, "
-            "float, float, float>, unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::MeanOps"
-            "<float, float, float, float>, unsigned int, float, 4>)"]
-_OPS = [("aten::linear", "aten::addmm"), ("aten::relu", "aten::clamp_min"), ("aten::add", None),
-        ("aten::conv2d", "aten::cudnn_convolution"), ("aten::mean", "aten::sum")]
+_KERNELS = [
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+    "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)",
+    "ampere_sgemm_128x64_tn",
+    "void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, "
+    "(cudnnKernelDataType_t)2>(cudnn::ops::nchw2nhwc_params_t<float>, float const*, float*)",
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, "
+    "float, float, float>, unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::MeanOps"
+    "<float, float, float, float>, unsigned int, float, 4>)",
+]
+_OPS = [
+    ("aten::linear", "aten::addmm"),
+    ("aten::relu", "aten::clamp_min"),
+    ("aten::add", None),
+    ("aten::conv2d", "aten::cudnn_convolution"),
+    ("aten::mean", "aten::sum"),
+]
 
 
 def write_synthetic_trace(path: str | os.PathLike, target_bytes: int, seed: int = 0) -> dict:
@@ -138,9 +212,11 @@ def write_synthetic_trace(path: str | os.PathLike, target_bytes: int, seed: int 
     path = Path(path)
     written, step = 0, 0
     with open(path, "w", encoding="ascii") as out:
-        out.write('{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "Synthetic GPU", '
-                  '"totalGlobalMem": 85899345920}], "distributedInfo": {"rank": 0}, "displayTimeUnit": "ms", '
-                  '"traceEvents": [\n')
+        out.write(
+            '{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "Synthetic GPU", '
+            '"totalGlobalMem": 85899345920}], "distributedInfo": {"rank": 0}, "displayTimeUnit": "ms", '
+            '"traceEvents": [\n'
+        )
         first = True
         while written < target_bytes:
             chunk = _step_events(rng, state, step)
@@ -162,7 +238,9 @@ def _step_events(rng: random.Random, state: dict, step: int) -> list[str]:
             _op_chain(rng, state, events, copy=stage != "forward")
         events.append(_host("user_annotation", stage_range_name(stage), s0, state["t"] - s0, state))
         state["t"] += 1_000
-    events.append(_host("user_annotation", f"ProfilerStep#{step}", start, state["t"] - start, state))
+    events.append(
+        _host("user_annotation", f"ProfilerStep#{step}", start, state["t"] - start, state)
+    )
     state["t"] += 5_017
     state["events"] += len(events)
     return events
@@ -191,43 +269,70 @@ def _launch(rng: random.Random, state: dict, events: list[str], copy: bool) -> N
     if copy and rng.random() < 0.5:
         name, gpu = "cudaMemcpyAsync", _gpu_copy(rng, corr, gpu_ts)
     elif rng.random() < 0.05:
-        name, gpu = "cudaMemsetAsync", _gpu_event("gpu_memset", "Memset (Device)", gpu_ts, 1_504, corr, ', "bytes": 4096')
+        name, gpu = (
+            "cudaMemsetAsync",
+            _gpu_event("gpu_memset", "Memset (Device)", gpu_ts, 1_504, corr, ', "bytes": 4096'),
+        )
     else:
         kname = _KERNELS[rng.randrange(len(_KERNELS))]
-        extra = (', "registers per thread": 32, "shared memory": 0, "blocks per SM": 1.5, '
-                 '"warps per SM": 12.0, "grid": [128, 1, 1], "block": [256, 1, 1], "est. achieved occupancy %": 38')
-        name, gpu = "cudaLaunchKernel", _gpu_event("kernel", kname, gpu_ts, rng.randrange(1_000, 60_000), corr, extra)
-    events.append(f'{{"ph": "X", "cat": "cuda_runtime", "name": "{name}", "pid": 4242, "tid": 4242, '
-                  f'"ts": {us_text(ts)}, "dur": {us_text(dur)}, "args": {{"External id": {state["ext"]}, '
-                  f'"cbid": 211, "correlation": {corr}}}}}')
+        extra = (
+            ', "registers per thread": 32, "shared memory": 0, "blocks per SM": 1.5, '
+            '"warps per SM": 12.0, "grid": [128, 1, 1], "block": [256, 1, 1], "est. achieved occupancy %": 38'
+        )
+        name, gpu = (
+            "cudaLaunchKernel",
+            _gpu_event("kernel", kname, gpu_ts, rng.randrange(1_000, 60_000), corr, extra),
+        )
+    events.append(
+        f'{{"ph": "X", "cat": "cuda_runtime", "name": "{name}", "pid": 4242, "tid": 4242, '
+        f'"ts": {us_text(ts)}, "dur": {us_text(dur)}, "args": {{"External id": {state["ext"]}, '
+        f'"cbid": 211, "correlation": {corr}}}}}'
+    )
     events.append(gpu)
-    events.append(f'{{"ph": "s", "id": {corr}, "pid": 4242, "tid": 4242, "ts": {us_text(ts)}, "cat": "ac2g", "name": "ac2g"}}')
-    events.append(f'{{"ph": "f", "id": {corr}, "pid": 0, "tid": 7, "ts": {us_text(gpu_ts)}, "cat": "ac2g", '
-                  f'"name": "ac2g", "bp": "e"}}')
+    events.append(
+        f'{{"ph": "s", "id": {corr}, "pid": 4242, "tid": 4242, "ts": {us_text(ts)}, "cat": "ac2g", "name": "ac2g"}}'
+    )
+    events.append(
+        f'{{"ph": "f", "id": {corr}, "pid": 0, "tid": 7, "ts": {us_text(gpu_ts)}, "cat": "ac2g", '
+        f'"name": "ac2g", "bp": "e"}}'
+    )
     state["corr"] += 1
     state["t"] += dur
 
 
 def _gpu_copy(rng: random.Random, corr: int, ts: int) -> str:
-    name, nbytes = rng.choice([("Memcpy HtoD (Pageable -> Device)", 602112), ("Memcpy DtoH (Device -> Pinned)", 4000)])
-    return _gpu_event("gpu_memcpy", name, ts, rng.randrange(2_000, 80_000), corr,
-                      f', "bytes": {nbytes}, "memory bandwidth (GB/s)": 7.5')
+    name, nbytes = rng.choice(
+        [("Memcpy HtoD (Pageable -> Device)", 602112), ("Memcpy DtoH (Device -> Pinned)", 4000)]
+    )
+    return _gpu_event(
+        "gpu_memcpy",
+        name,
+        ts,
+        rng.randrange(2_000, 80_000),
+        corr,
+        f', "bytes": {nbytes}, "memory bandwidth (GB/s)": 7.5',
+    )
 
 
 def _gpu_event(cat: str, name: str, ts: int, dur: int, corr: int, extra: str) -> str:
-    return (f'{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 0, "tid": 7, "ts": {us_text(ts)}, '
-            f'"dur": {us_text(dur)}, "args": {{"External id": {corr}, "queued": 0, "device": 0, "context": 1, '
-            f'"stream": 7, "correlation": {corr}{extra}}}}}')
+    return (
+        f'{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 0, "tid": 7, "ts": {us_text(ts)}, '
+        f'"dur": {us_text(dur)}, "args": {{"External id": {corr}, "queued": 0, "device": 0, "context": 1, '
+        f'"stream": 7, "correlation": {corr}{extra}}}}}'
+    )
 
 
 def _host(cat: str, name: str, ts: int, dur: int, state: dict) -> str:
     state["ext"] += 1
-    return (f'{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 4242, "tid": 4242, "ts": {us_text(ts)}, '
-            f'"dur": {us_text(dur)}, "args": {{"External id": {state["ext"]}, "Record function id": 0, '
-            f'"Ev Idx": {state["ext"]}, "Input Dims": [[64, 1024], [1024]], "Input type": ["float", "float"]}}}}')
+    return (
+        f'{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 4242, "tid": 4242, "ts": {us_text(ts)}, '
+        f'"dur": {us_text(dur)}, "args": {{"External id": {state["ext"]}, "Record function id": 0, '
+        f'"Ev Idx": {state["ext"]}, "Input Dims": [[64, 1024], [1024]], "Input type": ["float", "float"]}}}}'
+    )
 
 
 # --- the worked example the tests use ------------------------------------------------------
+
 
 def example_trace(schema: str = "kineto", t0: int = EPOCH_NS, rocm: bool = False) -> TraceBuilder:
     """A small trace with known figures (times relative to ``t0``, in ns):
@@ -242,10 +347,27 @@ def example_trace(schema: str = "kineto", t0: int = EPOCH_NS, rocm: bool = False
     [392k, 392.25k) (stream 8). Kernels without launch call (corr 99) on device 1:
     orphan [500k, 502k) and [600k, 601k).
     """
-    b = TraceBuilder(schema=schema, device_properties=[{"id": 0, "name": "Example GPU"}, {"id": 1, "name": "Example GPU"}])
+    b = TraceBuilder(
+        schema=schema,
+        device_properties=[{"id": 0, "name": "Example GPU"}, {"id": 1, "name": "Example GPU"}],
+    )
     launch, memcpy, memset_call, sync, graph = (
-        ("hipLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync", "hipStreamSynchronize", "hipGraphLaunch") if rocm
-        else ("cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync", "cudaStreamSynchronize", "cudaGraphLaunch"))
+        (
+            "hipLaunchKernel",
+            "hipMemcpyAsync",
+            "hipMemsetAsync",
+            "hipStreamSynchronize",
+            "hipGraphLaunch",
+        )
+        if rocm
+        else (
+            "cudaLaunchKernel",
+            "cudaMemcpyAsync",
+            "cudaMemsetAsync",
+            "cudaStreamSynchronize",
+            "cudaGraphLaunch",
+        )
+    )
     host = "Host" if rocm else "Pageable"
     k = 1_000
     b.annotation("ProfilerStep#1", t0, 100 * k)

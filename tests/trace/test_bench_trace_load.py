@@ -1,4 +1,5 @@
 """The trace-load benchmark runs end to end on a tiny synthetic trace and reports the three ratios."""
+
 import json
 from pathlib import Path
 
@@ -19,11 +20,20 @@ def test_ratios_and_goals_from_injected_figures():
     hta = {"ok": True, "wall_s": 3.5, "peak_mb": 300.0, "above_base_mb": 150.0}
     orjson = {"ok": True, "wall_s": 0.4, "peak_mb": 230.0, "above_base_mb": 215.0}
     out = bench.ratios(wb, hta, orjson)
-    assert (out["speedup_vs_hta"], out["time_vs_orjson"], out["memory_vs_hta"], out["peak_vs_hta"]) == (
-        3.5, 2.5, 0.4, 0.6)
-    assert out["goals_met"] == {"3x_faster_than_hta": True, "within_2x_of_orjson": False, "half_hta_memory": True}
-    with_memory_child = bench.ratios(wb, hta, orjson, {"ok": True, "wall_s": 1.2, "peak_mb": 170.0,
-                                                        "above_base_mb": 30.0})
+    assert (
+        out["speedup_vs_hta"],
+        out["time_vs_orjson"],
+        out["memory_vs_hta"],
+        out["peak_vs_hta"],
+    ) == (3.5, 2.5, 0.4, 0.6)
+    assert out["goals_met"] == {
+        "3x_faster_than_hta": True,
+        "within_2x_of_orjson": False,
+        "half_hta_memory": True,
+    }
+    with_memory_child = bench.ratios(
+        wb, hta, orjson, {"ok": True, "wall_s": 1.2, "peak_mb": 170.0, "above_base_mb": 30.0}
+    )
     assert (with_memory_child["speedup_vs_hta"], with_memory_child["memory_vs_hta"]) == (3.5, 0.2)
     failed = bench.ratios(wb, {"ok": False, "wall_s": 2.0}, orjson)
     assert failed["speedup_vs_hta"] is None and failed["goals_met"]["3x_faster_than_hta"] is None

@@ -36,28 +36,44 @@ def test_old_schema_kinds_and_correlation_id(tmp_path):
     trace = load_trace(example_trace(schema="2021").write(tmp_path / "t.json"))
     events = trace.events
     assert trace.meta["schema"] == "2021"
-    assert set(events["cat"].astype(str)) == {"user_annotation", "Operator", "Runtime", "Kernel", "Memcpy", "Memset"}
+    assert set(events["cat"].astype(str)) == {
+        "user_annotation",
+        "Operator",
+        "Runtime",
+        "Kernel",
+        "Memcpy",
+        "Memset",
+    }
     gemm = events[events["name"] == "gemm"].iloc[0]
-    assert (gemm["kind"], gemm["correlation"], gemm["device"], gemm["stream"]) == ("kernel", 1, 0, 7)
+    assert (gemm["kind"], gemm["correlation"], gemm["device"], gemm["stream"]) == (
+        "kernel",
+        1,
+        0,
+        7,
+    )
 
 
 def test_meta_and_device_properties(tmp_path):
     trace = load_trace(example_trace().write(tmp_path / "t.json"))
     assert [d["name"] for d in trace.device_properties] == ["Example GPU", "Example GPU"]
-    assert trace.meta["platform"] == "cuda" and trace.meta["complete_event_count"] == len(trace.events)
+    assert trace.meta["platform"] == "cuda" and trace.meta["complete_event_count"] == len(
+        trace.events
+    )
     bare = load_trace(TraceBuilder().op("x", 0, 1).write(tmp_path / "b.json"))
     assert bare.device_properties == [] and bare.meta["platform"] == "cpu"
 
 
 def test_args_vary_in_type_and_gpu_ids_fall_back(tmp_path):
-    text = ('{"traceEvents": ['
-            '{"ph": "X", "cat": "cuda_runtime", "name": "hipMemcpyWithStream", "pid": 1, "tid": 1, "ts": 1, "dur": 2,'
-            ' "args": {"stream": "0x1f", "correlation": 7, "External id": "8"}},'
-            '{"ph": "X", "cat": "Kernel", "name": "k", "pid": 3, "tid": "stream 9", "ts": 5.5, "dur": 1.25,'
-            ' "args": {"correlation id": 7, "bytes": 12.0, "device": null}},'
-            '{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "python"}},'
-            '{"ph": "s", "id": 7, "pid": 1, "tid": 1, "ts": 1, "cat": "ac2g", "name": "ac2g"}],'
-            ' "displayTimeUnit": "ms"}')
+    text = (
+        '{"traceEvents": ['
+        '{"ph": "X", "cat": "cuda_runtime", "name": "hipMemcpyWithStream", "pid": 1, "tid": 1, "ts": 1, "dur": 2,'
+        ' "args": {"stream": "0x1f", "correlation": 7, "External id": "8"}},'
+        '{"ph": "X", "cat": "Kernel", "name": "k", "pid": 3, "tid": "stream 9", "ts": 5.5, "dur": 1.25,'
+        ' "args": {"correlation id": 7, "bytes": 12.0, "device": null}},'
+        '{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "python"}},'
+        '{"ph": "s", "id": 7, "pid": 1, "tid": 1, "ts": 1, "cat": "ac2g", "name": "ac2g"}],'
+        ' "displayTimeUnit": "ms"}'
+    )
     path = tmp_path / "t.json"
     path.write_text(text)
     trace = load_trace(path)
@@ -65,13 +81,18 @@ def test_args_vary_in_type_and_gpu_ids_fall_back(tmp_path):
     assert len(e) == 2 and trace.meta["displayTimeUnit"] == "ms"
     assert e["stream"].tolist() == [31, 9] and e["device"].tolist()[1] == 3
     assert e["correlation"].tolist() == [7, 7] and e["bytes"].tolist()[1] == 12
-    assert e["ts_ns"].tolist() == [1_000, 5_500] and e["dur_ns"].tolist() == [2_000, 1_250]  # ms unit ignored
+    assert e["ts_ns"].tolist() == [1_000, 5_500] and e["dur_ns"].tolist() == [
+        2_000,
+        1_250,
+    ]  # ms unit ignored
     assert e["tid"].astype(str).tolist() == ["1", "stream 9"] and e["ext_id"].tolist()[0] == 8
 
 
 def test_bare_event_array_is_accepted(tmp_path):
     path = tmp_path / "t.json"
-    path.write_text('[{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 3, "dur": 4}]')
+    path.write_text(
+        '[{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 3, "dur": 4}]'
+    )
     assert load_events(path)["dur_ns"].tolist() == [4_000]
 
 

@@ -1,6 +1,7 @@
 """The one trace model: events loaded once, the launch join and the other derived tables computed
 once per :class:`Trace` and shared by every analysis (``analyze()`` joined GPU work to launches
 11 times before the model existed)."""
+
 import subprocess
 import sys
 
@@ -21,8 +22,13 @@ def test_analyze_joins_launches_once(tmp_path, monkeypatch):
     fresh = load_trace(example_trace().write(tmp_path / "t.json"))
     computed = []
     real = Trace.derive
-    monkeypatch.setattr(Trace, "derive", lambda self, fn: (computed.append(fn.__name__) if fn not in self._memo
-                                                           else None) or real(self, fn))
+    monkeypatch.setattr(
+        Trace,
+        "derive",
+        lambda self, fn: (
+            (computed.append(fn.__name__) if fn not in self._memo else None) or real(self, fn)
+        ),
+    )
     report = trace_report.analyze(fresh)
     assert computed.count("launch_join") == 1  # the numpy join every launch table reads
     assert len(computed) == len(set(computed))  # every derived table computed once
@@ -36,8 +42,14 @@ def test_derived_tables_are_memoised_on_the_trace(trace):
     assert launches.launch_join(trace) is launches.launch_join(trace)
     assert launches.gpu_work_with_launch(trace).equals(launches.gpu_work_with_launch(trace))
     joined = launches.gpu_work_with_launch(trace)
-    assert joined["launch_name"].tolist()[:3] == ["cudaLaunchKernel", "cudaMemcpyAsync", "cudaLaunchKernel"]
-    assert joined["launch_ts_ns"].isna().tolist() == [False] * 6 + [True] * 2  # the two orphan kernels
+    assert joined["launch_name"].tolist()[:3] == [
+        "cudaLaunchKernel",
+        "cudaMemcpyAsync",
+        "cudaLaunchKernel",
+    ]
+    assert (
+        joined["launch_ts_ns"].isna().tolist() == [False] * 6 + [True] * 2
+    )  # the two orphan kernels
     assert len(steps.profiler_steps(trace)) == 2 and len(transfers.memcpy_events(trace)) == 1
     assert trace_stages.trace_stage_summary(trace)["stage"].tolist() == ["forward"]
 
@@ -52,7 +64,12 @@ def test_a_trace_built_from_a_table_has_its_own_memo(trace):
 def test_callers_cannot_change_the_memoised_tables(trace):
     pairs = launches.launch_pairs(trace)
     pairs["launch_delay_ns"] = 0
-    assert launches.launch_pairs(trace)["launch_delay_ns"].tolist() == [20_000, 15_000, 138_000, 19_500]
+    assert launches.launch_pairs(trace)["launch_delay_ns"].tolist() == [
+        20_000,
+        15_000,
+        138_000,
+        19_500,
+    ]
     assert launches.launch_pairs(trace) is not pairs
 
 
@@ -64,7 +81,11 @@ def test_derived_runs_once_per_trace(trace):
         runs.append(t)
         return pd.DataFrame({"n": [len(t.events)]})
 
-    assert table(trace)["n"].tolist() == [19] and table(trace)["n"].tolist() == [19] and runs == [trace]
+    assert (
+        table(trace)["n"].tolist() == [19]
+        and table(trace)["n"].tolist() == [19]
+        and runs == [trace]
+    )
 
 
 def test_other_launch_names_are_computed_not_memoised(trace):
@@ -85,7 +106,11 @@ def test_trace_of_refuses_other_types():
 
 def test_trace_does_not_import_analysis():
     """The dependency runs one way: trace -> analysis, never back (the old model closed a cycle)."""
-    code = ("import sys, workbench.trace, workbench.trace.load; "
-            "print(sorted(m for m in sys.modules if m.startswith('workbench.analysis')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    code = (
+        "import sys, workbench.trace, workbench.trace.load; "
+        "print(sorted(m for m in sys.modules if m.startswith('workbench.analysis')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"

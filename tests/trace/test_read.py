@@ -1,4 +1,5 @@
 """Reading trace files: streamed gzip with a size cap checked while decompressing, gzip damage, encodings."""
+
 from __future__ import annotations
 
 import gzip
@@ -30,7 +31,7 @@ def write_bomb(path: Path, json_bytes: int) -> Path:
         out.write(squeeze.compress(head))
         left = json_bytes - len(head) - len(tail)
         while left > 0:
-            out.write(squeeze.compress(blank[:min(left, MiB)]))
+            out.write(squeeze.compress(blank[: min(left, MiB)]))
             left -= MiB
         out.write(squeeze.compress(tail) + squeeze.flush())
     return path
@@ -50,29 +51,43 @@ def test_gzip_bomb_stops_at_the_cap_with_memory_near_the_cap(bomb):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert str(info.value) == (f"{bomb}: trace too large for the cap of 16,777,216 bytes: it holds more JSON than "
-                               "that (reading stopped at the cap); if the trace is genuine, raise the cap (analyze "
-                               "--max-trace-bytes, load_trace(max_bytes=...))")
+    assert str(info.value) == (
+        f"{bomb}: trace too large for the cap of 16,777,216 bytes: it holds more JSON than "
+        "that (reading stopped at the cap); if the trace is genuine, raise the cap (analyze "
+        "--max-trace-bytes, load_trace(max_bytes=...))"
+    )
     # the capped text (bytearray over-allocates by 1/8) plus one 8 MiB output piece and one input chunk
     assert peak < 16 * MiB * 1.125 + 24 * MiB
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads VmHWM from /proc (Linux)")
+@pytest.mark.skipif(
+    not os.path.exists("/proc/self/status"), reason="reads VmHWM from /proc (Linux)"
+)
 def test_cli_gzip_bomb_is_one_line_and_exit_2(bomb):
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     # The CLI runs in a fresh process that prints its own peak RSS on stdout after the command: the
     # pytest process's RUSAGE_CHILDREN would also count every earlier subprocess of the session.
     # VmHWM, not getrusage: Linux carries ru_maxrss across exec from a vfork'ed parent (the test session).
-    wrapper = ("import runpy, sys\n"
-               "sys.argv = ['workbench', 'analyze', sys.argv[1], '--max-trace-bytes', '16M']\n"
-               "try:\n    runpy.run_module('workbench', run_name='__main__')\n"
-               "except SystemExit as stop:\n    code = stop.code\n"
-               "print(next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')))\n"
-               "sys.exit(code)\n")
-    done = subprocess.run([sys.executable, "-c", wrapper, str(bomb)], capture_output=True, text=True, env=env,
-                          timeout=120)
+    wrapper = (
+        "import runpy, sys\n"
+        "sys.argv = ['workbench', 'analyze', sys.argv[1], '--max-trace-bytes', '16M']\n"
+        "try:\n    runpy.run_module('workbench', run_name='__main__')\n"
+        "except SystemExit as stop:\n    code = stop.code\n"
+        "print(next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM')))\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", wrapper, str(bomb)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 2
-    assert done.stderr.count("\n") == 1 and "trace too large for the cap of 16,777,216 bytes" in done.stderr
+    assert (
+        done.stderr.count("\n") == 1
+        and "trace too large for the cap of 16,777,216 bytes" in done.stderr
+    )
     assert int(done.stdout.split()[-1]) < 600 * 1024  # KiB: far from the 200 MB text
 
 
@@ -101,7 +116,9 @@ def test_default_cap_is_4_gib_in_the_api_and_the_cli():
     assert DEFAULT_MAX_TRACE_BYTES == analyze_cli.DEFAULT_MAX_TRACE_BYTES == 4 * 2**30
 
 
-@pytest.mark.parametrize("text, expected", [("4G", 4 * 2**30), ("16M", 16 * MiB), ("100k", 102_400), ("123", 123)])
+@pytest.mark.parametrize(
+    "text, expected", [("4G", 4 * 2**30), ("16M", 16 * MiB), ("100k", 102_400), ("123", 123)]
+)
 def test_max_trace_bytes_suffixes(text, expected):
     assert analyze_cli._byte_count(text) == expected
 
@@ -114,13 +131,25 @@ def test_gzip_members_and_zero_padding_are_read_like_gzip(tmp_path):
     assert bytes(read_bytes(path)) == text
 
 
-@pytest.mark.parametrize("damage, problem", [
-    (lambda d: d + b"garbage", "corrupt gzip data: unexpected bytes after the compressed stream (at byte {n}"),
-    (lambda d: d[:-8] + bytes([d[-8] ^ 1]) + d[-7:], "corrupt gzip data (Error -3 while decompressing data: incorrect data check)"),
-    (lambda d: d[:12] + b"\xff" * 8 + d[20:], "corrupt gzip data (Error -3 while decompressing data: invalid"),
-    (lambda d: d[:-3], "truncated gzip data: the file ends after {m} bytes"),
-    (lambda d: d[:5], "truncated gzip data: the file ends after 5 bytes"),
-])
+@pytest.mark.parametrize(
+    "damage, problem",
+    [
+        (
+            lambda d: d + b"garbage",
+            "corrupt gzip data: unexpected bytes after the compressed stream (at byte {n}",
+        ),
+        (
+            lambda d: d[:-8] + bytes([d[-8] ^ 1]) + d[-7:],
+            "corrupt gzip data (Error -3 while decompressing data: incorrect data check)",
+        ),
+        (
+            lambda d: d[:12] + b"\xff" * 8 + d[20:],
+            "corrupt gzip data (Error -3 while decompressing data: invalid",
+        ),
+        (lambda d: d[:-3], "truncated gzip data: the file ends after {m} bytes"),
+        (lambda d: d[:5], "truncated gzip data: the file ends after 5 bytes"),
+    ],
+)
 def test_damaged_gzip_is_a_trace_error(tmp_path, damage, problem):
     data = gzip.compress(example_trace().to_json())
     path = tmp_path / "t.json.gz"

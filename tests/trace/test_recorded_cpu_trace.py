@@ -1,4 +1,5 @@
 """A real torch.profiler CPU trace recorded by tests/data/traces/make_cpu_trace.py."""
+
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,11 @@ def test_gpu_sections_are_empty_not_errors(trace):
 def test_steps_and_stages_found(trace):
     r = analyze(trace)
     assert [s["name"] for s in r["steps"]] == ["ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"]
-    assert [(s["stage"], s["count"]) for s in r["stages"]] == [("preprocess", 3), ("forward", 3), ("postprocess", 3)]
+    assert [(s["stage"], s["count"]) for s in r["stages"]] == [
+        ("preprocess", 3),
+        ("forward", 3),
+        ("postprocess", 3),
+    ]
     for row in r["step_breakdown"]:
         assert row["cpu_exec_us"] > 0 and row["kernel_us"] == 0.0
 
@@ -38,11 +43,17 @@ def test_steps_and_stages_found(trace):
 def test_flame_tree_starts_at_the_stages_and_the_whole_tree_nests_them_under_steps(trace):
     cut = flame.flame_tree(trace.events)
     roots = cut[cut["parent"] == -1]
-    assert set(roots["name"]) == {"preprocess", "forward", "postprocess"} and set(roots["kind"]) == {"stage"}
+    assert set(roots["name"]) == {"preprocess", "forward", "postprocess"} and set(
+        roots["kind"]
+    ) == {"stage"}
     assert cut.attrs["cut"]["frames"][0] == "ProfilerStep"
     tree = flame.flame_tree(trace.events, from_stages=False)
     step = tree[(tree["parent"] == -1) & (tree["name"] == "ProfilerStep")]
     assert len(step) == 1 and int(step["count"].iloc[0]) == 3
     stages = tree[tree["parent"] == int(step["id"].iloc[0])]
-    assert set(stages.loc[stages["kind"] == "stage", "name"]) == {"preprocess", "forward", "postprocess"}
+    assert set(stages.loc[stages["kind"] == "stage", "name"]) == {
+        "preprocess",
+        "forward",
+        "postprocess",
+    }
     assert len(flame.prune(tree, 0.05)) <= len(tree)

@@ -1,6 +1,7 @@
 """Sizes that cannot wrap, negative sizes refused by name, and files that are not regular files
 refused before they are opened (issue 27: a FIFO with no writer blocked ``analyze`` forever;
 two copies of 5e18 bytes summed to -8.4e18 and printed a negative bandwidth)."""
+
 import os
 import subprocess
 import sys
@@ -24,14 +25,24 @@ def copies(tmp_path, *sizes) -> Path:
 
 
 def cli(*argv, timeout=60):
-    return subprocess.run([sys.executable, "-m", "workbench", "analyze", *map(str, argv)], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", "analyze", *map(str, argv)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_byte_totals_past_int64_are_a_trace_error_not_a_negative_total(tmp_path):
-    path = copies(tmp_path, 5 * 10**18, 5 * 10**18)  # 1e19 > 2**63 - 1: an int64 sum wraps to -8.4e18
-    with pytest.raises(TraceError, match=r"traceEvents\[3\] \('Memcpy HtoD \(Pageable -> Device\)'\) add up to "
-                                         r"over 2\*\*62 bytes"):
+    path = copies(
+        tmp_path, 5 * 10**18, 5 * 10**18
+    )  # 1e19 > 2**63 - 1: an int64 sum wraps to -8.4e18
+    with pytest.raises(
+        TraceError,
+        match=r"traceEvents\[3\] \('Memcpy HtoD \(Pageable -> Device\)'\) add up to "
+        r"over 2\*\*62 bytes",
+    ):
         load_trace(path)
 
 
@@ -40,13 +51,19 @@ def test_large_but_real_byte_totals_are_exact(tmp_path):
 
     trace = load_trace(copies(tmp_path, 2**61, 2**61 - 1))
     assert transfers.memcpy_summary(trace)["bytes"] == 2**62 - 1
-    assert transfers.memcpy_by_direction(trace).set_index("direction").loc["HtoD", "bytes"] == 2**62 - 1
+    assert (
+        transfers.memcpy_by_direction(trace).set_index("direction").loc["HtoD", "bytes"]
+        == 2**62 - 1
+    )
 
 
 def test_negative_bytes_are_refused_by_name(tmp_path):
     path = copies(tmp_path, 100, -5)
-    with pytest.raises(TraceError, match=r"traceEvents\[3\] \('Memcpy HtoD \(Pageable -> Device\)'\): 'bytes' is -5, "
-                                         "a negative size"):
+    with pytest.raises(
+        TraceError,
+        match=r"traceEvents\[3\] \('Memcpy HtoD \(Pageable -> Device\)'\): 'bytes' is -5, "
+        "a negative size",
+    ):
         load_trace(path)
     done = cli(path)
     assert done.returncode == 2 and done.stdout == ""

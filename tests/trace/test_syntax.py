@@ -1,4 +1,5 @@
 """Locating JSON trouble for error messages: nesting depth, the key at an offset, NaN/Infinity tokens."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,20 +8,25 @@ from workbench.trace import syntax
 from workbench.trace.syntax import deepest_nesting, key_before, non_json_token, syntax_offset
 
 
-@pytest.mark.parametrize("text, expected", [
-    (b"", (0, 0)),
-    (b"[]", (1, 0)),
-    (b'{"a": [[1], {"b": [2]}]}', (4, 18)),
-    (b'{"s": "[[[[ {{{{ ]]]]", "t": [[0]]}', (3, 30)),        # brackets in strings do not count
-    (b'{"s": "a \\" [[[[", "t": [0]}', (2, 24)),               # nor after an escaped quote
-    (b'{"s": "a \\\\", "t": [[0]]}', (3, 20)),                # an escaped backslash ends the string
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (b"", (0, 0)),
+        (b"[]", (1, 0)),
+        (b'{"a": [[1], {"b": [2]}]}', (4, 18)),
+        (b'{"s": "[[[[ {{{{ ]]]]", "t": [[0]]}', (3, 30)),  # brackets in strings do not count
+        (b'{"s": "a \\" [[[[", "t": [0]}', (2, 24)),  # nor after an escaped quote
+        (b'{"s": "a \\\\", "t": [[0]]}', (3, 20)),  # an escaped backslash ends the string
+    ],
+)
 def test_deepest_nesting(text, expected):
     assert deepest_nesting(text) == expected
 
 
 def test_deepest_nesting_across_blocks(monkeypatch):
-    monkeypatch.setattr(syntax, "_BLOCK", 4)  # string state, depth and backslash runs carry over block ends
+    monkeypatch.setattr(
+        syntax, "_BLOCK", 4
+    )  # string state, depth and backslash runs carry over block ends
     text = b'{"x": "\\\\\\"]]]]", "y": [[[0]]], "z": "[[[[[[[["}'
     assert deepest_nesting(text) == (4, 25)
 

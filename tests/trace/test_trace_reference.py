@@ -1,5 +1,6 @@
 """analyze() on the real GPU traces of ../shared/traces agrees with REFERENCE.json:
 counts exactly, durations and bytes within 0.01 %."""
+
 import json
 from pathlib import Path
 
@@ -62,11 +63,19 @@ def _check_memcpy(m, ref):
     assert set(m["by_kind"]) == set(ref["by_kind"])
     for kind, row in ref["by_kind"].items():
         got = m["by_kind"][kind]
-        assert got["count"] == row["count"] and close(got["total_us"], row["dur_us"]) and close(got["bytes"], row["bytes"])
+        assert (
+            got["count"] == row["count"]
+            and close(got["total_us"], row["dur_us"])
+            and close(got["bytes"], row["bytes"])
+        )
     assert set(m["by_kind_and_host_memory"]) == set(ref["by_kind_and_host_memory"])
     for key, row in ref["by_kind_and_host_memory"].items():
         got = m["by_kind_and_host_memory"][key]
-        assert got["count"] == row["count"] and close(got["total_us"], row["dur_us"]) and close(got["bytes"], row["bytes"])
+        assert (
+            got["count"] == row["count"]
+            and close(got["total_us"], row["dur_us"])
+            and close(got["bytes"], row["bytes"])
+        )
 
 
 def _check_pairs(p, ref):
@@ -100,6 +109,17 @@ def _check_steps(steps, ref):
 def test_step_breakdown_sums_to_step_time(name):
     _reference()
     for row in analyze(SHARED / name)["step_breakdown"]:
-        parts = sum(row[f"{c}_us"] for c in ("kernel", "memcpy", "memset", "communication", "runtime",
-                                             "dataloader", "cpu_exec", "other"))
+        parts = sum(
+            row[f"{c}_us"]
+            for c in (
+                "kernel",
+                "memcpy",
+                "memset",
+                "communication",
+                "runtime",
+                "dataloader",
+                "cpu_exec",
+                "other",
+            )
+        )
         assert parts == pytest.approx(row["total_us"], abs=1e-6)

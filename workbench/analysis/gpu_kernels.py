@@ -4,6 +4,7 @@
 Input: a :class:`~workbench.trace.Trace` (its rows of kind ``kernel``). Kernels on different streams may overlap: ``total_ns`` counts each
 kernel's full duration, ``busy_ns`` the length of the union of their intervals.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,13 +28,28 @@ def kernel_summary(trace: Trace) -> dict:
     """
     kernels = trace.rows_of([KIND_KERNEL])
     dur = kernels.dur_ns
-    out = {"count": int(dur.size), "total_ns": int(dur.sum()), "under_10us": int((dur < SHORT_KERNEL_NS).sum()),
-           "distinct_names": int(np.unique(kernels.name.codes).size)}
+    out = {
+        "count": int(dur.size),
+        "total_ns": int(dur.sum()),
+        "under_10us": int((dur < SHORT_KERNEL_NS).sum()),
+        "distinct_names": int(np.unique(kernels.name.codes).size),
+    }
     if dur.size == 0:
-        return out | {"busy_ns": None, "min_ns": None, "median_ns": None, "max_ns": None, "mean_ns": None}
+        return out | {
+            "busy_ns": None,
+            "min_ns": None,
+            "median_ns": None,
+            "max_ns": None,
+            "mean_ns": None,
+        }
     starts = kernels.ts_ns
-    return out | {"busy_ns": union_length(starts, starts + dur), "min_ns": int(dur.min()),
-                  "median_ns": float(np.median(dur)), "max_ns": int(dur.max()), "mean_ns": float(dur.mean())}
+    return out | {
+        "busy_ns": union_length(starts, starts + dur),
+        "min_ns": int(dur.min()),
+        "median_ns": float(np.median(dur)),
+        "max_ns": int(dur.max()),
+        "mean_ns": float(dur.mean()),
+    }
 
 
 def kernel_rows(trace: Trace, n: int | None = 10) -> list[dict]:
@@ -44,8 +60,14 @@ def kernel_rows(trace: Trace, n: int | None = 10) -> list[dict]:
     rows = []
     for code in used:
         mine = dur[codes == code]
-        rows.append({"name": str(kernels.name.labels[code]), "count": int(mine.size), "total_ns": int(mine.sum()),
-                     "max_ns": int(mine.max())})
+        rows.append(
+            {
+                "name": str(kernels.name.labels[code]),
+                "count": int(mine.size),
+                "total_ns": int(mine.sum()),
+                "max_ns": int(mine.max()),
+            }
+        )
     total = sum(r["total_ns"] for r in rows)
     for r in rows:
         r["mean_ns"] = r["total_ns"] / r["count"]
@@ -61,9 +83,13 @@ def top_kernels(trace: Trace, n: int | None = 10) -> pd.DataFrame:
     kernel time, 0..1). ``n=None`` keeps every name.
     """
     rows = kernel_rows(trace, n)
-    return pd.DataFrame({"name": pd.Series([r["name"] for r in rows], dtype="str"),
-                         "count": np.array([r["count"] for r in rows], dtype=np.int64),
-                         "total_ns": np.array([r["total_ns"] for r in rows], dtype=np.int64),
-                         "mean_ns": np.array([r["mean_ns"] for r in rows], dtype=float),
-                         "max_ns": np.array([r["max_ns"] for r in rows], dtype=np.int64),
-                         "share": np.array([r["share"] for r in rows], dtype=float)})
+    return pd.DataFrame(
+        {
+            "name": pd.Series([r["name"] for r in rows], dtype="str"),
+            "count": np.array([r["count"] for r in rows], dtype=np.int64),
+            "total_ns": np.array([r["total_ns"] for r in rows], dtype=np.int64),
+            "mean_ns": np.array([r["mean_ns"] for r in rows], dtype=float),
+            "max_ns": np.array([r["max_ns"] for r in rows], dtype=np.int64),
+            "share": np.array([r["share"] for r in rows], dtype=float),
+        }
+    )

@@ -12,6 +12,7 @@ to enqueue), else ``kernel_wait`` when the gap is under 30 us (launch
 overhead), else ``other``. An event whose launch call is missing from the trace
 is classified by the gap alone. HTA sums negative gaps too; we clip them.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +24,17 @@ from ..trace.numbers import NA_INT
 from .launches import launch_join
 
 KERNEL_WAIT_NS = 30_000
-STREAM_COLUMNS = ("device", "stream", "count", "span_ns", "busy_ns", "idle_ns", "host_wait_ns", "kernel_wait_ns",
-                  "other_ns")
+STREAM_COLUMNS = (
+    "device",
+    "stream",
+    "count",
+    "span_ns",
+    "busy_ns",
+    "idle_ns",
+    "host_wait_ns",
+    "kernel_wait_ns",
+    "other_ns",
+)
 
 
 def gpu_work(trace: Trace) -> pd.DataFrame:
@@ -36,15 +46,23 @@ def gpu_time_summary(trace: Trace) -> dict:
     """``{start_ns, end_ns, span_ns, busy_ns, idle_ns, idle_fraction}``; all None without GPU work."""
     work = trace.rows_of(GPU_WORK_KINDS)
     if not len(work):
-        return dict.fromkeys(("start_ns", "end_ns", "span_ns", "busy_ns", "idle_ns", "idle_fraction"))
+        return dict.fromkeys(
+            ("start_ns", "end_ns", "span_ns", "busy_ns", "idle_ns", "idle_fraction")
+        )
     starts = work.ts_ns
     ends = starts + work.dur_ns
     start, end = int(starts.min()), int(ends.max())
     merged = merge(starts, ends)
     busy = int((merged[1] - merged[0]).sum())
     span = end - start
-    return {"start_ns": start, "end_ns": end, "span_ns": span, "busy_ns": busy, "idle_ns": span - busy,
-            "idle_fraction": (span - busy) / span if span else 0.0}
+    return {
+        "start_ns": start,
+        "end_ns": end,
+        "span_ns": span,
+        "busy_ns": busy,
+        "idle_ns": span - busy,
+        "idle_fraction": (span - busy) / span if span else 0.0,
+    }
 
 
 def stream_idle(trace: Trace, kernel_wait_ns: int = KERNEL_WAIT_NS) -> pd.DataFrame:
@@ -55,8 +73,13 @@ def stream_idle(trace: Trace, kernel_wait_ns: int = KERNEL_WAIT_NS) -> pd.DataFr
     """
     rows = stream_idle_rows(trace, kernel_wait_ns)
     out = {c: np.array([r[c] for r in rows], dtype=np.int64) for c in STREAM_COLUMNS[2:]}
-    return pd.DataFrame({"device": pd.array([r["device"] for r in rows], dtype="Int64"),
-                         "stream": pd.array([r["stream"] for r in rows], dtype="Int64"), **out})
+    return pd.DataFrame(
+        {
+            "device": pd.array([r["device"] for r in rows], dtype="Int64"),
+            "stream": pd.array([r["stream"] for r in rows], dtype="Int64"),
+            **out,
+        }
+    )
 
 
 def stream_idle_rows(trace: Trace, kernel_wait_ns: int = KERNEL_WAIT_NS) -> list[dict]:
@@ -76,12 +99,22 @@ def stream_idle_rows(trace: Trace, kernel_wait_ns: int = KERNEL_WAIT_NS) -> list
     for lo, hi in zip(starts, np.r_[starts[1:], order.size]):
         mine = order[lo:hi]
         dev, strm = int(device[mine[0]]), int(stream[mine[0]])
-        rows.append(_one_stream(None if dev == big else dev, None if strm == big else strm, work.ts_ns[mine],
-                                work.dur_ns[mine], join.launch_ts_ns[mine], kernel_wait_ns))
+        rows.append(
+            _one_stream(
+                None if dev == big else dev,
+                None if strm == big else strm,
+                work.ts_ns[mine],
+                work.dur_ns[mine],
+                join.launch_ts_ns[mine],
+                kernel_wait_ns,
+            )
+        )
     return rows
 
 
-def _one_stream(device, stream, ts: np.ndarray, dur: np.ndarray, launch_ts: np.ndarray, kernel_wait_ns: int) -> dict:
+def _one_stream(
+    device, stream, ts: np.ndarray, dur: np.ndarray, launch_ts: np.ndarray, kernel_wait_ns: int
+) -> dict:
     end = ts + dur
     prev_end = np.maximum.accumulate(end)[:-1]
     gap = np.maximum(ts[1:] - prev_end, 0)
@@ -91,9 +124,17 @@ def _one_stream(device, stream, ts: np.ndarray, dur: np.ndarray, launch_ts: np.n
     other = ~host_wait & ~kernel_wait
     busy = merge(ts, end)
     busy_ns = int((busy[1] - busy[0]).sum())
-    return {"device": device, "stream": stream, "count": int(ts.size), "span_ns": int(end.max() - ts.min()),
-            "busy_ns": busy_ns, "idle_ns": int(gap.sum()), "host_wait_ns": int(gap[host_wait].sum()),
-            "kernel_wait_ns": int(gap[kernel_wait].sum()), "other_ns": int(gap[other].sum())}
+    return {
+        "device": device,
+        "stream": stream,
+        "count": int(ts.size),
+        "span_ns": int(end.max() - ts.min()),
+        "busy_ns": busy_ns,
+        "idle_ns": int(gap.sum()),
+        "host_wait_ns": int(gap[host_wait].sum()),
+        "kernel_wait_ns": int(gap[kernel_wait].sum()),
+        "other_ns": int(gap[other].sum()),
+    }
 
 
 def busy_over_time(trace: Trace, bins: int = 200) -> pd.DataFrame:
@@ -104,8 +145,12 @@ def busy_over_time(trace: Trace, bins: int = 200) -> pd.DataFrame:
     """
     summary = gpu_time_summary(trace)
     if summary["span_ns"] is None:
-        return pd.DataFrame({c: pd.Series([], dtype=float if c == "busy_fraction" else np.int64)
-                             for c in ("bin_start_ns", "bin_end_ns", "busy_ns", "busy_fraction")})
+        return pd.DataFrame(
+            {
+                c: pd.Series([], dtype=float if c == "busy_fraction" else np.int64)
+                for c in ("bin_start_ns", "bin_end_ns", "busy_ns", "busy_fraction")
+            }
+        )
     span, steps = summary["span_ns"], np.arange(bins + 1, dtype=np.int64)
     # integer edges (float64 would round epoch-sized ns), split so that span * step cannot overflow
     edges = np.unique(summary["start_ns"] + (span // bins) * steps + (span % bins) * steps // bins)
@@ -114,5 +159,11 @@ def busy_over_time(trace: Trace, bins: int = 200) -> pd.DataFrame:
     work = trace.rows_of(GPU_WORK_KINDS)
     busy = overlap_with_windows(merge(work.ts_ns, work.ts_ns + work.dur_ns), edges[:-1], edges[1:])
     width = np.diff(edges)
-    return pd.DataFrame({"bin_start_ns": edges[:-1], "bin_end_ns": edges[1:], "busy_ns": busy,
-                         "busy_fraction": np.where(width > 0, busy / np.maximum(width, 1), 0.0)})
+    return pd.DataFrame(
+        {
+            "bin_start_ns": edges[:-1],
+            "bin_end_ns": edges[1:],
+            "busy_ns": busy,
+            "busy_fraction": np.where(width > 0, busy / np.maximum(width, 1), 0.0),
+        }
+    )

@@ -17,6 +17,7 @@ steady launch call takes microseconds). They are reported apart
 state (:func:`steady_launch_pairs`): on the AlexNet trace one first launch took
 3,056 ms and context set-up 36 s of a 43 s host span.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,23 +29,68 @@ from ..trace.intervals import union_length
 from ..trace.numbers import NA_INT
 from .stats import percentiles
 
-LAUNCH_NAMES = frozenset({
-    "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchKernelEx", "cudaLaunchCooperativeKernel",
-    "cudaLaunchCooperativeKernelMultiDevice", "cuLaunchKernel", "cuLaunchKernelEx",
-    "cuLaunchCooperativeKernel", "hipLaunchKernel", "hipExtLaunchKernel", "hipModuleLaunchKernel",
-    "hipExtModuleLaunchKernel", "hipLaunchCooperativeKernel"})
+LAUNCH_NAMES = frozenset(
+    {
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cudaLaunchKernelEx",
+        "cudaLaunchCooperativeKernel",
+        "cudaLaunchCooperativeKernelMultiDevice",
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+        "cuLaunchCooperativeKernel",
+        "hipLaunchKernel",
+        "hipExtLaunchKernel",
+        "hipModuleLaunchKernel",
+        "hipExtModuleLaunchKernel",
+        "hipLaunchCooperativeKernel",
+    }
+)
 GRAPH_LAUNCH_NAMES = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch"})
-HTA_LAUNCH_NAMES = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"})
-INIT_CALL_NAMES = frozenset({
-    "cudaFree", "cudaSetDevice", "cudaInitDevice", "cudaGetDeviceCount", "cudaGetDeviceProperties",
-    "cudaDriverGetVersion", "cudaRuntimeGetVersion", "cudaDeviceGetStreamPriorityRange", "cudaStreamCreate",
-    "cudaStreamCreateWithFlags", "cudaStreamCreateWithPriority",
-    "cuInit", "cuCtxCreate", "cuCtxCreate_v2", "cuCtxSetCurrent", "cuDevicePrimaryCtxRetain", "cuStreamCreate",
-    "cuStreamCreateWithPriority", "cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx", "cuLibraryLoadData",
-    "hipFree", "hipSetDevice", "hipInit", "hipGetDeviceCount", "hipGetDeviceProperties", "hipGetDevicePropertiesR0600",
-    "hipDriverGetVersion", "hipRuntimeGetVersion", "hipDeviceGetStreamPriorityRange", "hipStreamCreate",
-    "hipStreamCreateWithFlags", "hipStreamCreateWithPriority"})
-FIRST_CALL_NS = 1_000_000  # a kernel's first launch this long is cold start (module load, library set-up)
+HTA_LAUNCH_NAMES = frozenset(
+    {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"}
+)
+INIT_CALL_NAMES = frozenset(
+    {
+        "cudaFree",
+        "cudaSetDevice",
+        "cudaInitDevice",
+        "cudaGetDeviceCount",
+        "cudaGetDeviceProperties",
+        "cudaDriverGetVersion",
+        "cudaRuntimeGetVersion",
+        "cudaDeviceGetStreamPriorityRange",
+        "cudaStreamCreate",
+        "cudaStreamCreateWithFlags",
+        "cudaStreamCreateWithPriority",
+        "cuInit",
+        "cuCtxCreate",
+        "cuCtxCreate_v2",
+        "cuCtxSetCurrent",
+        "cuDevicePrimaryCtxRetain",
+        "cuStreamCreate",
+        "cuStreamCreateWithPriority",
+        "cuModuleLoad",
+        "cuModuleLoadData",
+        "cuModuleLoadDataEx",
+        "cuLibraryLoadData",
+        "hipFree",
+        "hipSetDevice",
+        "hipInit",
+        "hipGetDeviceCount",
+        "hipGetDeviceProperties",
+        "hipGetDevicePropertiesR0600",
+        "hipDriverGetVersion",
+        "hipRuntimeGetVersion",
+        "hipDeviceGetStreamPriorityRange",
+        "hipStreamCreate",
+        "hipStreamCreateWithFlags",
+        "hipStreamCreateWithPriority",
+    }
+)
+FIRST_CALL_NS = (
+    1_000_000  # a kernel's first launch this long is cold start (module load, library set-up)
+)
 RUNTIME_OUTLIER_NS = 50_000
 LAUNCH_DELAY_OUTLIER_NS = 100_000
 LAUNCH_PERCENTILES = (50, 90, 95, 99)  # the launch distributions' columns (HTA's)
@@ -80,7 +126,9 @@ class LaunchJoin:
 
     def named(self, names) -> np.ndarray:
         """Boolean per work row: its launch call is named in ``names``."""
-        hits = np.array([label in names for label in self.runtime.name.labels] + [False], dtype=bool)
+        hits = np.array(
+            [label in names for label in self.runtime.name.labels] + [False], dtype=bool
+        )
         return hits[np.where(self.launch_name < 0, hits.size - 1, self.launch_name)]
 
 
@@ -109,13 +157,22 @@ def gpu_work_with_launch(trace: Trace) -> pd.DataFrame:
     """
     join = launch_join(trace)
     work = join.work
-    return pd.DataFrame({
-        "kind": kinds(work.kind), "name": categorical(work.name.codes, work.name),
-        "ts_ns": work.ts_ns, "dur_ns": work.dur_ns,
-        **{c: nullable(getattr(work, c)) for c in ("device", "stream", "correlation", "bytes", "ext_id")},
-        "launch_name": categorical(join.launch_name, join.runtime.name),
-        "launch_ts_ns": nullable(join.launch_ts_ns), "launch_dur_ns": nullable(join.launch_dur_ns),
-        "launch_tid": categorical(join.launch_tid, join.runtime.tid)})
+    return pd.DataFrame(
+        {
+            "kind": kinds(work.kind),
+            "name": categorical(work.name.codes, work.name),
+            "ts_ns": work.ts_ns,
+            "dur_ns": work.dur_ns,
+            **{
+                c: nullable(getattr(work, c))
+                for c in ("device", "stream", "correlation", "bytes", "ext_id")
+            },
+            "launch_name": categorical(join.launch_name, join.runtime.name),
+            "launch_ts_ns": nullable(join.launch_ts_ns),
+            "launch_dur_ns": nullable(join.launch_dur_ns),
+            "launch_tid": categorical(join.launch_tid, join.runtime.tid),
+        }
+    )
 
 
 def launch_pairs(trace: Trace, names=HTA_LAUNCH_NAMES) -> pd.DataFrame:
@@ -128,12 +185,21 @@ def launch_pairs(trace: Trace, names=HTA_LAUNCH_NAMES) -> pd.DataFrame:
     table = pair_table(trace, names)
     join = launch_join(trace)
     rows = table["rows"]
-    return pd.DataFrame({
-        "correlation": table["correlation"], "launch_name": categorical(join.launch_name[rows], join.runtime.name),
-        "cpu_ts_ns": table["cpu_ts_ns"], "cpu_dur_ns": table["cpu_dur_ns"],
-        "gpu_kind": kinds(join.work.kind[rows]), "gpu_name": categorical(join.work.name.codes[rows], join.work.name),
-        "gpu_ts_ns": table["gpu_ts_ns"], "gpu_dur_ns": table["gpu_dur_ns"], "launch_delay_ns": table["launch_delay_ns"],
-        "device": nullable(join.work.device[rows]), "stream": nullable(join.work.stream[rows])})
+    return pd.DataFrame(
+        {
+            "correlation": table["correlation"],
+            "launch_name": categorical(join.launch_name[rows], join.runtime.name),
+            "cpu_ts_ns": table["cpu_ts_ns"],
+            "cpu_dur_ns": table["cpu_dur_ns"],
+            "gpu_kind": kinds(join.work.kind[rows]),
+            "gpu_name": categorical(join.work.name.codes[rows], join.work.name),
+            "gpu_ts_ns": table["gpu_ts_ns"],
+            "gpu_dur_ns": table["gpu_dur_ns"],
+            "launch_delay_ns": table["launch_delay_ns"],
+            "device": nullable(join.work.device[rows]),
+            "stream": nullable(join.work.stream[rows]),
+        }
+    )
 
 
 def pair_table(trace: Trace, names=HTA_LAUNCH_NAMES) -> dict[str, np.ndarray]:
@@ -151,22 +217,36 @@ def _pairs(trace: Trace, names) -> dict[str, np.ndarray]:
     rows = np.flatnonzero(join.found & join.named(frozenset(names)))
     cpu_ts, cpu_dur = join.launch_ts_ns[rows], join.launch_dur_ns[rows]
     gpu_ts, gpu_dur = join.work.ts_ns[rows], join.work.dur_ns[rows]
-    return {"rows": rows, "correlation": join.work.correlation[rows], "cpu_ts_ns": cpu_ts, "cpu_dur_ns": cpu_dur,
-            "gpu_ts_ns": gpu_ts, "gpu_dur_ns": gpu_dur,
-            "launch_delay_ns": np.maximum(gpu_ts - (cpu_ts + cpu_dur), 0).astype(np.int64)}
+    return {
+        "rows": rows,
+        "correlation": join.work.correlation[rows],
+        "cpu_ts_ns": cpu_ts,
+        "cpu_dur_ns": cpu_dur,
+        "gpu_ts_ns": gpu_ts,
+        "gpu_dur_ns": gpu_dur,
+        "launch_delay_ns": np.maximum(gpu_ts - (cpu_ts + cpu_dur), 0).astype(np.int64),
+    }
 
 
 def launch_pair_summary(pairs) -> dict:
     """HTA's counts over :func:`launch_pairs` (a DataFrame or :func:`pair_table`): ``{count,
     cpu_over_50us, delay_over_100us, gpu_shorter_than_cpu, short_kernels, cpu_dur_ns, gpu_dur_ns,
     launch_delay_ns, launch_delay_max_ns}`` (sums in ns; max None without pairs)."""
-    cpu, gpu, delay = (np.asarray(pairs[c], dtype=np.int64) for c in ("cpu_dur_ns", "gpu_dur_ns", "launch_delay_ns"))
-    return {"count": int(cpu.size), "cpu_over_50us": int((cpu > RUNTIME_OUTLIER_NS).sum()),
-            "delay_over_100us": int((delay > LAUNCH_DELAY_OUTLIER_NS).sum()),
-            "gpu_shorter_than_cpu": int((gpu < cpu).sum()),
-            "short_kernels": int(((cpu <= RUNTIME_OUTLIER_NS) & (gpu < cpu)).sum()),
-            "cpu_dur_ns": int(cpu.sum()), "gpu_dur_ns": int(gpu.sum()), "launch_delay_ns": int(delay.sum()),
-            "launch_delay_max_ns": int(delay.max()) if delay.size else None}
+    cpu, gpu, delay = (
+        np.asarray(pairs[c], dtype=np.int64)
+        for c in ("cpu_dur_ns", "gpu_dur_ns", "launch_delay_ns")
+    )
+    return {
+        "count": int(cpu.size),
+        "cpu_over_50us": int((cpu > RUNTIME_OUTLIER_NS).sum()),
+        "delay_over_100us": int((delay > LAUNCH_DELAY_OUTLIER_NS).sum()),
+        "gpu_shorter_than_cpu": int((gpu < cpu).sum()),
+        "short_kernels": int(((cpu <= RUNTIME_OUTLIER_NS) & (gpu < cpu)).sum()),
+        "cpu_dur_ns": int(cpu.sum()),
+        "gpu_dur_ns": int(gpu.sum()),
+        "launch_delay_ns": int(delay.sum()),
+        "launch_delay_max_ns": int(delay.max()) if delay.size else None,
+    }
 
 
 def launch_calls(trace: Trace) -> pd.DataFrame:
@@ -177,9 +257,19 @@ def launch_calls(trace: Trace) -> pd.DataFrame:
     the call's end, clipped at 0; NA without GPU work).
     """
     t = call_table(trace)
-    return pd.DataFrame({"name": t["name"], "ts_ns": t["ts_ns"], "dur_ns": t["dur_ns"], "tid": t["tid"],
-                         "correlation": nullable(t["correlation"]), "graph": t["graph"], "gpu_count": t["gpu_count"],
-                         "gpu_dur_ns": t["gpu_dur_ns"], "launch_delay_ns": nullable(t["launch_delay_ns"])})
+    return pd.DataFrame(
+        {
+            "name": t["name"],
+            "ts_ns": t["ts_ns"],
+            "dur_ns": t["dur_ns"],
+            "tid": t["tid"],
+            "correlation": nullable(t["correlation"]),
+            "graph": t["graph"],
+            "gpu_count": t["gpu_count"],
+            "gpu_dur_ns": t["gpu_dur_ns"],
+            "launch_delay_ns": nullable(t["launch_delay_ns"]),
+        }
+    )
 
 
 @derived
@@ -202,11 +292,17 @@ def call_table(trace: Trace) -> dict[str, np.ndarray]:
     ts, dur = runtime.ts_ns[rows], runtime.dur_ns[rows]
     names = runtime.name.take(rows).values()
     delay = np.where(hit, np.maximum(first[pos] - (ts + dur), 0) if keys.size else 0, NA_INT)
-    return {"name": names, "ts_ns": ts, "dur_ns": dur, "tid": runtime.tid.take(rows).values(), "correlation": corr,
-            "graph": np.isin(names, list(GRAPH_LAUNCH_NAMES)) if rows.size else np.zeros(0, bool),
-            "gpu_count": np.where(hit, count[pos] if keys.size else 0, 0).astype(np.int64),
-            "gpu_dur_ns": np.where(hit, total[pos] if keys.size else 0, 0).astype(np.int64),
-            "launch_delay_ns": delay.astype(np.int64)}
+    return {
+        "name": names,
+        "ts_ns": ts,
+        "dur_ns": dur,
+        "tid": runtime.tid.take(rows).values(),
+        "correlation": corr,
+        "graph": np.isin(names, list(GRAPH_LAUNCH_NAMES)) if rows.size else np.zeros(0, bool),
+        "gpu_count": np.where(hit, count[pos] if keys.size else 0, 0).astype(np.int64),
+        "gpu_dur_ns": np.where(hit, total[pos] if keys.size else 0, 0).astype(np.int64),
+        "launch_delay_ns": delay.astype(np.int64),
+    }
 
 
 def cold_start_calls(trace: Trace) -> pd.DataFrame:
@@ -219,8 +315,15 @@ def cold_start_calls(trace: Trace) -> pd.DataFrame:
     sorted by start.
     """
     t = cold_table(trace)
-    return pd.DataFrame({"name": pd.array(t["name"], dtype="str"), "ts_ns": t["ts_ns"], "dur_ns": t["dur_ns"],
-                         "correlation": nullable(t["correlation"]), "reason": pd.array(t["reason"], dtype="str")})
+    return pd.DataFrame(
+        {
+            "name": pd.array(t["name"], dtype="str"),
+            "ts_ns": t["ts_ns"],
+            "dur_ns": t["dur_ns"],
+            "correlation": nullable(t["correlation"]),
+            "reason": pd.array(t["reason"], dtype="str"),
+        }
+    )
 
 
 @derived
@@ -231,16 +334,27 @@ def cold_table(trace: Trace) -> dict[str, np.ndarray]:
     init = np.flatnonzero(runtime.name.isin(INIT_CALL_NAMES))
     init = init[np.argsort(runtime.ts_ns[init], kind="stable")]
     init = init[_first_of_each(runtime.name.codes[init]) | (runtime.dur_ns[init] >= FIRST_CALL_NS)]
-    kernels = np.flatnonzero(join.found & (join.work.kind == KINDS.index(KIND_KERNEL)) & join.named(LAUNCH_NAMES))
+    kernels = np.flatnonzero(
+        join.found & (join.work.kind == KINDS.index(KIND_KERNEL)) & join.named(LAUNCH_NAMES)
+    )
     kernels = kernels[np.argsort(join.launch_ts_ns[kernels], kind="stable")]
     first = kernels[_first_of_each(join.work.name.codes[kernels])]
     first = first[join.launch_dur_ns[first] >= FIRST_CALL_NS]
     ts = np.concatenate([runtime.ts_ns[init], join.launch_ts_ns[first]])
     order = np.argsort(ts, kind="stable")
-    return {"name": np.concatenate([runtime.name.take(init).values(), runtime.name.take(join.call[first]).values()])[order],
-            "ts_ns": ts[order], "dur_ns": np.concatenate([runtime.dur_ns[init], join.launch_dur_ns[first]])[order],
-            "correlation": np.concatenate([runtime.correlation[init], join.work.correlation[first]])[order],
-            "reason": np.array(["init"] * init.size + ["first launch"] * first.size, dtype=object)[order]}
+    return {
+        "name": np.concatenate(
+            [runtime.name.take(init).values(), runtime.name.take(join.call[first]).values()]
+        )[order],
+        "ts_ns": ts[order],
+        "dur_ns": np.concatenate([runtime.dur_ns[init], join.launch_dur_ns[first]])[order],
+        "correlation": np.concatenate([runtime.correlation[init], join.work.correlation[first]])[
+            order
+        ],
+        "reason": np.array(["init"] * init.size + ["first launch"] * first.size, dtype=object)[
+            order
+        ],
+    }
 
 
 def _first_of_each(codes: np.ndarray) -> np.ndarray:
@@ -253,7 +367,10 @@ def _first_of_each(codes: np.ndarray) -> np.ndarray:
 def cold_start_summary(trace: Trace) -> dict:
     """``{calls, dur_ns}`` of :func:`cold_start_calls` (the union of their intervals: nested calls count once)."""
     cold = cold_table(trace)
-    return {"calls": int(cold["ts_ns"].size), "dur_ns": union_length(cold["ts_ns"], cold["ts_ns"] + cold["dur_ns"])}
+    return {
+        "calls": int(cold["ts_ns"].size),
+        "dur_ns": union_length(cold["ts_ns"], cold["ts_ns"] + cold["dur_ns"]),
+    }
 
 
 def steady_rows(correlation: np.ndarray, trace: Trace) -> np.ndarray:
@@ -293,9 +410,17 @@ def launch_summary(calls) -> dict:
     """``{count, total_ns, graph_count, graph_total_ns, graph_gpu_count}`` of :func:`launch_calls`
     (a DataFrame or :func:`call_table`): kernel launch calls and graph launches apart."""
     graph = np.asarray(calls["graph"], dtype=bool)
-    dur, gpu_count = np.asarray(calls["dur_ns"], dtype=np.int64), np.asarray(calls["gpu_count"], dtype=np.int64)
-    return {"count": int((~graph).sum()), "total_ns": int(dur[~graph].sum()), "graph_count": int(graph.sum()),
-            "graph_total_ns": int(dur[graph].sum()), "graph_gpu_count": int(gpu_count[graph].sum())}
+    dur, gpu_count = (
+        np.asarray(calls["dur_ns"], dtype=np.int64),
+        np.asarray(calls["gpu_count"], dtype=np.int64),
+    )
+    return {
+        "count": int((~graph).sum()),
+        "total_ns": int(dur[~graph].sum()),
+        "graph_count": int(graph.sum()),
+        "graph_total_ns": int(dur[graph].sum()),
+        "graph_gpu_count": int(gpu_count[graph].sum()),
+    }
 
 
 def launch_distribution(pairs) -> pd.DataFrame:
@@ -315,7 +440,9 @@ def distribution_rows(pairs) -> list[dict]:
         row = {"metric": metric, "count": int(values.size)}
         empty = values.size == 0
         row["mean_ns"] = np.nan if empty else float(values.mean())
-        for p, v in zip(LAUNCH_PERCENTILES, [np.nan] * 4 if empty else percentiles(values, LAUNCH_PERCENTILES)):
+        for p, v in zip(
+            LAUNCH_PERCENTILES, [np.nan] * 4 if empty else percentiles(values, LAUNCH_PERCENTILES)
+        ):
             row[f"p{p}_ns"] = float(v)
         row["max_ns"] = np.nan if empty else float(values.max())
         rows.append(row)

@@ -14,6 +14,7 @@ microsecond traces) under that parent instead of dropping a level. Each event
 is pushed and popped once: linear after sorting, whatever the depth (a million
 nested calls) or overlap (a staircase of 50,000 partly overlapping calls).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,8 +27,9 @@ def nesting_order(lane: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray) -> np
     return np.lexsort((-np.asarray(dur_ns), np.asarray(ts_ns), np.asarray(lane)))
 
 
-def nest(lane: np.ndarray, ts_ns: np.ndarray, end_ns: np.ndarray,
-         slack_ns: int = NEST_SLACK_NS) -> tuple[np.ndarray, np.ndarray]:
+def nest(
+    lane: np.ndarray, ts_ns: np.ndarray, end_ns: np.ndarray, slack_ns: int = NEST_SLACK_NS
+) -> tuple[np.ndarray, np.ndarray]:
     """Parent position (-1 for none) and depth (0 outermost) of each event.
 
     Inputs are already in :func:`nesting_order`; ``lane`` is any integer id of
@@ -41,7 +43,9 @@ def nest(lane: np.ndarray, ts_ns: np.ndarray, end_ns: np.ndarray,
     return fast if fast is not None else _nest_walk(lane, ts_ns, end_ns, slack_ns)
 
 
-def _nest_walk(lane: np.ndarray, ts_ns: np.ndarray, end_ns: np.ndarray, slack_ns: int) -> tuple[np.ndarray, np.ndarray]:
+def _nest_walk(
+    lane: np.ndarray, ts_ns: np.ndarray, end_ns: np.ndarray, slack_ns: int
+) -> tuple[np.ndarray, np.ndarray]:
     """The rule itself: a stack walk, each event pushed and popped once."""
     lanes, starts, ends = lane.tolist(), ts_ns.tolist(), end_ns.tolist()
     parent = [-1] * len(starts)
@@ -63,7 +67,9 @@ def _nest_walk(lane: np.ndarray, ts_ns: np.ndarray, end_ns: np.ndarray, slack_ns
     return np.array(parent, dtype=np.int64), np.array(depth, dtype=np.int64)
 
 
-def _nest_nested(lane: np.ndarray, ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def _nest_nested(
+    lane: np.ndarray, ts: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`_nest_walk`'s answer when no event outlives its parent, else None.
 
     Depth = the number of earlier events of the lane still open at the event's
@@ -77,15 +83,21 @@ def _nest_nested(lane: np.ndarray, ts: np.ndarray, end: np.ndarray) -> tuple[np.
         return np.empty(0, np.int64), np.empty(0, np.int64)
     index = np.arange(n, dtype=np.int64)
     lane_first = np.maximum.accumulate(np.where(np.r_[True, lane[1:] != lane[:-1]], index, 0))
-    open_count = (index - lane_first) - (_ends_up_to_start(lane, ts, end, lane_first) - _zero_after(lane, ts, end))
+    open_count = (index - lane_first) - (
+        _ends_up_to_start(lane, ts, end, lane_first) - _zero_after(lane, ts, end)
+    )
     depth = open_count
-    key = depth * n + index  # (depth, position), unique; sorted order lists each level left to right
+    key = (
+        depth * n + index
+    )  # (depth, position), unique; sorted order lists each level left to right
     ordered = np.sort(key)
     at = np.searchsorted(ordered, (depth - 1) * n + index) - 1
     parent = np.where(depth > 0, ordered[np.maximum(at, 0)] % n, -1)
     p = np.maximum(parent, 0)
     child = depth > 0
-    ok = (~child | ((at >= 0) & (depth[p] == depth - 1) & (lane[p] == lane) & (end[p] > ts) & (end <= end[p])))
+    ok = ~child | (
+        (at >= 0) & (depth[p] == depth - 1) & (lane[p] == lane) & (end[p] > ts) & (end <= end[p])
+    )
     return (parent, depth) if ok.all() else None
 
 
@@ -116,4 +128,6 @@ def _zero_after(lane, ts, end) -> np.ndarray:
 def nesting_depth(ts_ns: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
     """Depth of each interval of one lane (sorted by start, longest first on ties)."""
     ts_ns = np.asarray(ts_ns, dtype=np.int64)
-    return nest(np.zeros(ts_ns.size, np.int64), ts_ns, ts_ns + np.asarray(dur_ns, dtype=np.int64))[1]
+    return nest(np.zeros(ts_ns.size, np.int64), ts_ns, ts_ns + np.asarray(dur_ns, dtype=np.int64))[
+        1
+    ]

@@ -12,6 +12,7 @@ Out columns: ``name``, ``input_shapes`` (str, "" when not recorded), ``calls``,
 ``total_ns``, ``self_ns`` (int64), ``self_share`` (self over the sum of every
 operator's self time); sorted by self time, largest first.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,8 +30,13 @@ def operator_call_table(trace: Trace) -> dict[str, np.ndarray]:
     recorded), ``dur_ns``, ``self_ns`` (int64), in nesting order (by thread, then start)."""
     host = trace.rows_of(HOST_KINDS)
     if not len(host):
-        return {"name": np.empty(0, object), "input_shapes": np.empty(0, object),
-                "dur_ns": np.empty(0, np.int64), "self_ns": np.empty(0, np.int64), "name_code": np.empty(0, np.int64)}
+        return {
+            "name": np.empty(0, object),
+            "input_shapes": np.empty(0, object),
+            "dur_ns": np.empty(0, np.int64),
+            "self_ns": np.empty(0, np.int64),
+            "name_code": np.empty(0, np.int64),
+        }
     lane = host.pid.codes * (host.tid.labels.size + 1) + host.tid.codes
     order = nesting_order(lane, host.ts_ns, host.dur_ns)
     ts, dur, lane = host.ts_ns[order], host.dur_ns[order], lane[order]
@@ -43,22 +49,34 @@ def operator_call_table(trace: Trace) -> dict[str, np.ndarray]:
         shapes = np.array(["" if s is None else s for s in host.shapes[order]], dtype=object)
     else:
         shapes = np.full(len(order), "", dtype=object)
-    return {"name": host.name.take(order).values()[is_op], "input_shapes": shapes[is_op],
-            "dur_ns": dur[is_op], "self_ns": np.maximum(dur - child_sum, 0)[is_op],
-            "name_code": host.name.codes[order][is_op]}
+    return {
+        "name": host.name.take(order).values()[is_op],
+        "input_shapes": shapes[is_op],
+        "dur_ns": dur[is_op],
+        "self_ns": np.maximum(dur - child_sum, 0)[is_op],
+        "name_code": host.name.codes[order][is_op],
+    }
 
 
 def operator_times(trace: Trace) -> pd.DataFrame:
     """One row per operator call: ``name``, ``input_shapes``, ``dur_ns``, ``self_ns``."""
     calls = operator_call_table(trace)
-    return pd.DataFrame({"name": pd.Series(calls["name"], dtype=str), "input_shapes": pd.Series(calls["input_shapes"], dtype=str),
-                         "dur_ns": calls["dur_ns"], "self_ns": calls["self_ns"]})
+    return pd.DataFrame(
+        {
+            "name": pd.Series(calls["name"], dtype=str),
+            "input_shapes": pd.Series(calls["input_shapes"], dtype=str),
+            "dur_ns": calls["dur_ns"],
+            "self_ns": calls["self_ns"],
+        }
+    )
 
 
 def operator_rows(trace: Trace, n: int = 20, by_shapes: bool = True) -> list[dict]:
     """:func:`top_operators` as dicts (see the module docstring for the keys)."""
     calls = operator_call_table(trace)
-    shape_codes, _ = factorize_objects(calls["input_shapes"].tolist() if by_shapes else [""] * calls["name"].size)
+    shape_codes, _ = factorize_objects(
+        calls["input_shapes"].tolist() if by_shapes else [""] * calls["name"].size
+    )
     pair = calls["name_code"] * (int(shape_codes.max(initial=0)) + 1) + shape_codes
     distinct, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")  # groups in order of first appearance
@@ -74,9 +92,17 @@ def operator_rows(trace: Trace, n: int = 20, by_shapes: bool = True) -> list[dic
     np.add.at(total, codes, calls["dur_ns"])
     np.add.at(own, codes, calls["self_ns"])
     total_self = int(own.sum())
-    rows = [{"name": name, "input_shapes": shape, "calls": int(c), "total_ns": int(t), "self_ns": int(s),
-             "self_share": s / total_self if total_self else 0.0}
-            for (name, shape), c, t, s in zip(keys, count, total, own)]
+    rows = [
+        {
+            "name": name,
+            "input_shapes": shape,
+            "calls": int(c),
+            "total_ns": int(t),
+            "self_ns": int(s),
+            "self_share": s / total_self if total_self else 0.0,
+        }
+        for (name, shape), c, t, s in zip(keys, count, total, own)
+    ]
     rows.sort(key=lambda r: (-r["self_ns"], r["name"]))  # stable: ties keep first appearance
     return rows[:n]
 
@@ -84,7 +110,14 @@ def operator_rows(trace: Trace, n: int = 20, by_shapes: bool = True) -> list[dic
 def top_operators(trace: Trace, n: int = 20, by_shapes: bool = True) -> pd.DataFrame:
     """The ``n`` operators with the most self time (see module docstring for the columns)."""
     rows = operator_rows(trace, n, by_shapes)
-    return pd.DataFrame({"name": pd.Series([r["name"] for r in rows], dtype=str),
-                         "input_shapes": pd.Series([r["input_shapes"] for r in rows], dtype=str),
-                         **{k: np.array([r[k] for r in rows], dtype=np.int64) for k in ("calls", "total_ns", "self_ns")},
-                         "self_share": np.array([r["self_share"] for r in rows], dtype=float)})
+    return pd.DataFrame(
+        {
+            "name": pd.Series([r["name"] for r in rows], dtype=str),
+            "input_shapes": pd.Series([r["input_shapes"] for r in rows], dtype=str),
+            **{
+                k: np.array([r[k] for r in rows], dtype=np.int64)
+                for k in ("calls", "total_ns", "self_ns")
+            },
+            "self_share": np.array([r["self_share"] for r in rows], dtype=float),
+        }
+    )

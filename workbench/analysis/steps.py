@@ -18,14 +18,26 @@ one step, ``"all"``. Differences from the plugin: ``cuda_runtime``/``cuda_driver
 count as Runtime (its last release ignores them), and trailing steps that
 launched little GPU work are kept (the plugin drops them): every step is listed.
 """
+
 from __future__ import annotations
 
 import re
 
 import numpy as np
 
-from ..trace import (HOST_KINDS, KIND_CPU_OP, KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET, KIND_PYTHON, KIND_RUNTIME,
-                     KIND_USER_ANNOTATION, KINDS, Trace, derived)
+from ..trace import (
+    HOST_KINDS,
+    KIND_CPU_OP,
+    KIND_KERNEL,
+    KIND_MEMCPY,
+    KIND_MEMSET,
+    KIND_PYTHON,
+    KIND_RUNTIME,
+    KIND_USER_ANNOTATION,
+    KINDS,
+    Trace,
+    derived,
+)
 from ..trace import intervals as iv
 from ..trace.frames import pd
 from ..trace.numbers import NA_INT
@@ -53,20 +65,29 @@ def step_table(trace: Trace) -> dict[str, np.ndarray]:
     rows = np.flatnonzero(host.name.matches(STEP_NAME.match))
     rows = rows[np.argsort(host.ts_ns[rows], kind="stable")]
     names = host.name.take(rows).values()
-    steps = {"step": _step_numbers(names), "name": names, "ts_ns": host.ts_ns[rows], "dur_ns": host.dur_ns[rows]}
+    steps = {
+        "step": _step_numbers(names),
+        "name": names,
+        "ts_ns": host.ts_ns[rows],
+        "dur_ns": host.dur_ns[rows],
+    }
     join = launch_join(trace)
     launched = join.launched()
     for kind in (KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET):
         mine = launched[join.work.kind[launched] == KINDS.index(kind)]
-        count, total = _launched_in(join.launch_ts_ns[mine], join.work.dur_ns[mine], steps["ts_ns"],
-                                    steps["ts_ns"] + steps["dur_ns"])
+        count, total = _launched_in(
+            join.launch_ts_ns[mine],
+            join.work.dur_ns[mine],
+            steps["ts_ns"],
+            steps["ts_ns"] + steps["dur_ns"],
+        )
         steps[f"{kind}_count"], steps[f"{kind}_ns"] = count, total
     return steps
 
 
 def _step_numbers(names) -> np.ndarray:
     """The N of each ``ProfilerStep#N``: int64, or Python ints (object) when one is past int64."""
-    numbers = [int(name[len("ProfilerStep#"):]) for name in names]
+    numbers = [int(name[len("ProfilerStep#") :]) for name in names]
     try:
         return np.array(numbers, dtype=np.int64)
     except OverflowError:  # ProfilerStep#12345678901234567890 is a valid, if odd, name
@@ -86,7 +107,13 @@ def _launched_in(launch_ts: np.ndarray, dur: np.ndarray, starts: np.ndarray, end
 def step_boundaries(trace: Trace) -> pd.DataFrame:
     """TensorBoard's step ranges. Columns: step ("N" or "all"), start_ns, end_ns."""
     b = boundary_table(trace)
-    return pd.DataFrame({"step": pd.Series(list(b["step"]), dtype=str), "start_ns": b["start_ns"], "end_ns": b["end_ns"]})
+    return pd.DataFrame(
+        {
+            "step": pd.Series(list(b["step"]), dtype=str),
+            "start_ns": b["start_ns"],
+            "end_ns": b["end_ns"],
+        }
+    )
 
 
 @derived
@@ -96,7 +123,11 @@ def boundary_table(trace: Trace) -> dict[str, np.ndarray]:
     if steps["ts_ns"].size == 0:
         host = _tb_host(trace)
         if not len(host):
-            return {"step": np.empty(0, object), "start_ns": np.empty(0, np.int64), "end_ns": np.empty(0, np.int64)}
+            return {
+                "step": np.empty(0, object),
+                "start_ns": np.empty(0, np.int64),
+                "end_ns": np.empty(0, np.int64),
+            }
         labels = np.array(["all"], dtype=object)
         starts = np.array([host.ts_ns.min()])
         ends = np.array([(host.ts_ns + host.dur_ns).max()])
@@ -136,7 +167,11 @@ def _device_adjusted(trace: Trace, starts: np.ndarray, ends: np.ndarray):
     new_starts, new_ends = starts.copy(), ends.copy()
     for i in range(starts.size):
         start = max(prev, int(starts[i]))
-        end = int(ends[i]) if dev_max[i] == np.iinfo(np.int64).min else max(int(ends[i]), int(dev_max[i]))
+        end = (
+            int(ends[i])
+            if dev_max[i] == np.iinfo(np.int64).min
+            else max(int(ends[i]), int(dev_max[i]))
+        )
         new_starts[i], new_ends[i] = start, max(end, start)
         prev = new_ends[i]
     return new_starts, new_ends
@@ -153,13 +188,23 @@ def _role_intervals(trace: Trace) -> dict[str, iv.Intervals]:
     comm_host = host_ops & names.matches(lambda n: n.startswith(_COMM_PREFIXES))
     comm_ext = np.unique(cols.ext_id[comm_host & (cols.ext_id != NA_INT)])
     kernels = is_kind(KIND_KERNEL)
-    comm_kernel = kernels & (np.isin(cols.ext_id, comm_ext) | names.matches(lambda n: n.startswith(("nccl", "rccl"))))
-    loader = names.matches(lambda n: n.startswith("enumerate(DataLoader)#") and n.endswith(".__next__"))
+    comm_kernel = kernels & (
+        np.isin(cols.ext_id, comm_ext) | names.matches(lambda n: n.startswith(("nccl", "rccl")))
+    )
+    loader = names.matches(
+        lambda n: n.startswith("enumerate(DataLoader)#") and n.endswith(".__next__")
+    )
     loader |= names.matches(lambda n: n.startswith("enumerate(DataPipe)#"))
     step = names.matches(lambda n: n.startswith("ProfilerStep#"))
-    masks = {"kernel": kernels & ~comm_kernel, "memcpy": is_kind(KIND_MEMCPY), "memset": is_kind(KIND_MEMSET),
-             "communication": comm_kernel | comm_host, "runtime": is_kind(KIND_RUNTIME),
-             "dataloader": host_ops & loader, "cpu_exec": host_ops & ~loader & ~comm_host & ~step}
+    masks = {
+        "kernel": kernels & ~comm_kernel,
+        "memcpy": is_kind(KIND_MEMCPY),
+        "memset": is_kind(KIND_MEMSET),
+        "communication": comm_kernel | comm_host,
+        "runtime": is_kind(KIND_RUNTIME),
+        "dataloader": host_ops & loader,
+        "cpu_exec": host_ops & ~loader & ~comm_host & ~step,
+    }
     end = cols.ts_ns + cols.dur_ns
     return {role: iv.merge(cols.ts_ns[m], end[m]) for role, m in masks.items()}
 
@@ -172,7 +217,12 @@ def step_breakdown(trace: Trace) -> pd.DataFrame:
     other_ns, total_ns (= end - start = the sum of the categories).
     """
     b = breakdown_table(trace)
-    return pd.DataFrame({"step": pd.Series(list(b["step"]), dtype=str), **{k: v for k, v in b.items() if k != "step"}})
+    return pd.DataFrame(
+        {
+            "step": pd.Series(list(b["step"]), dtype=str),
+            **{k: v for k, v in b.items() if k != "step"},
+        }
+    )
 
 
 def breakdown_table(trace: Trace) -> dict[str, np.ndarray]:

@@ -23,6 +23,7 @@ Flags (rules, shares of the stage's own figures):
 - ``transfer_bound``: copies are >= 30 % of the GPU time it launched.
 - ``sync_heavy``: synchronizing calls are >= 20 % of its host time.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -30,7 +31,7 @@ import warnings
 import numpy as np
 
 from ..naming import stage_from_range_name
-from ..trace import HOST_KINDS, KIND_KERNEL, KIND_MEMCPY, KIND_RUNTIME, KINDS, Trace, derived
+from ..trace import HOST_KINDS, KIND_KERNEL, KIND_MEMCPY, KINDS, Trace, derived
 from ..trace.columns import factorize_objects
 from ..trace.frames import pd
 from ..trace.numbers import NA_INT
@@ -41,8 +42,18 @@ LAUNCHES_PER_RANGE = 10
 GPU_SHARE = 0.5
 TRANSFER_SHARE = 0.3
 SYNC_SHARE = 0.2
-_SUMS = ("host_ns", "gpu_ns", "kernel_count", "launch_count", "launch_ns", "transfer_count",
-         "transfer_bytes", "transfer_ns", "sync_count", "sync_ns")
+_SUMS = (
+    "host_ns",
+    "gpu_ns",
+    "kernel_count",
+    "launch_count",
+    "launch_ns",
+    "transfer_count",
+    "transfer_bytes",
+    "transfer_ns",
+    "sync_count",
+    "sync_ns",
+)
 _FLAGS = ("launch_bound", "transfer_bound", "sync_heavy")
 
 
@@ -61,9 +72,16 @@ def range_table(trace: Trace) -> dict[str, np.ndarray]:
     host = trace.rows_of(HOST_KINDS)
     rows = np.flatnonzero(host.name.matches(lambda n: stage_from_range_name(n) is not None))
     rows = rows[np.argsort(host.ts_ns[rows], kind="stable")]
-    out = {"stage": np.array([stage_from_range_name(n) for n in host.name.take(rows).values()], dtype=object),
-           "ts_ns": host.ts_ns[rows], "dur_ns": host.dur_ns[rows], "pid": host.pid.take(rows).values(),
-           "tid": host.tid.take(rows).values(), "tid_code": host.tid.codes[rows]}
+    out = {
+        "stage": np.array(
+            [stage_from_range_name(n) for n in host.name.take(rows).values()], dtype=object
+        ),
+        "ts_ns": host.ts_ns[rows],
+        "dur_ns": host.dur_ns[rows],
+        "pid": host.pid.take(rows).values(),
+        "tid": host.tid.take(rows).values(),
+        "tid_code": host.tid.codes[rows],
+    }
     join = launch_join(trace)
     launched = join.launched()
     runtime = join.runtime
@@ -79,10 +97,16 @@ def range_table(trace: Trace) -> dict[str, np.ndarray]:
     def calls(rows):
         return runtime.tid.codes[rows], runtime.ts_ns[rows], runtime.dur_ns[rows]
 
-    measures = {"gpu_ns": work(launched, join.work.dur_ns[launched]), "kernel_count": work(kernels),
-                "launch": calls(launches), "transfer": work(copies, join.work.dur_ns[copies]),
-                "transfer_bytes": work(copies, np.where(join.work.bytes[copies] == NA_INT, 0, join.work.bytes[copies])),
-                "sync": calls(syncs)}
+    measures = {
+        "gpu_ns": work(launched, join.work.dur_ns[launched]),
+        "kernel_count": work(kernels),
+        "launch": calls(launches),
+        "transfer": work(copies, join.work.dur_ns[copies]),
+        "transfer_bytes": work(
+            copies, np.where(join.work.bytes[copies] == NA_INT, 0, join.work.bytes[copies])
+        ),
+        "sync": calls(syncs),
+    }
     for key, (tids, ts, values) in measures.items():
         count, total = _inside(out, tids, ts, values)
         if key in ("launch", "transfer", "sync"):
@@ -116,13 +140,22 @@ def trace_stage_summary(trace: Trace) -> pd.DataFrame:
     sync_heavy. (The per-stage latency summary of a *run*, in ms, is
     :func:`workbench.stage_summary`.)"""
     s = stage_summary_table(trace)
-    return pd.DataFrame({"stage": pd.Series(list(s["stage"]), dtype=str), **{k: v for k, v in s.items() if k != "stage"}})
+    return pd.DataFrame(
+        {
+            "stage": pd.Series(list(s["stage"]), dtype=str),
+            **{k: v for k, v in s.items() if k != "stage"},
+        }
+    )
 
 
 def stage_summary(trace: Trace) -> pd.DataFrame:
     """Deprecated name of :func:`trace_stage_summary` (kept for one release)."""
-    warnings.warn("workbench.analysis.trace_stages.stage_summary is now trace_stage_summary "
-                  "(workbench.stage_summary summarizes a run)", DeprecationWarning, stacklevel=2)
+    warnings.warn(
+        "workbench.analysis.trace_stages.stage_summary is now trace_stage_summary "
+        "(workbench.stage_summary summarizes a run)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return trace_stage_summary(trace)
 
 
@@ -132,7 +165,10 @@ def stage_summary_table(trace: Trace) -> dict[str, np.ndarray]:
     ranges = range_table(trace)
     codes, stages = factorize_objects(list(ranges["stage"]))
     n = len(stages)
-    out = {"stage": np.array(stages, dtype=object), "count": np.bincount(codes, minlength=n).astype(np.int64)}
+    out = {
+        "stage": np.array(stages, dtype=object),
+        "count": np.bincount(codes, minlength=n).astype(np.int64),
+    }
     for key in _SUMS:
         values = ranges["dur_ns" if key == "host_ns" else key]
         total = np.zeros(n, np.int64)
@@ -140,7 +176,11 @@ def stage_summary_table(trace: Trace) -> dict[str, np.ndarray]:
         out[key] = total
     out["host_mean_ns"] = out["host_ns"] / np.maximum(out["count"], 1) if n else np.empty(0, float)
     host = np.maximum(out["host_ns"], 1)
-    out["launch_bound"] = (out["launch_count"] >= LAUNCHES_PER_RANGE * out["count"]) & (out["gpu_ns"] < GPU_SHARE * host)
-    out["transfer_bound"] = (out["transfer_ns"] > 0) & (out["transfer_ns"] >= TRANSFER_SHARE * out["gpu_ns"])
+    out["launch_bound"] = (out["launch_count"] >= LAUNCHES_PER_RANGE * out["count"]) & (
+        out["gpu_ns"] < GPU_SHARE * host
+    )
+    out["transfer_bound"] = (out["transfer_ns"] > 0) & (
+        out["transfer_ns"] >= TRANSFER_SHARE * out["gpu_ns"]
+    )
     out["sync_heavy"] = (out["sync_ns"] > 0) & (out["sync_ns"] >= SYNC_SHARE * host)
     return out

@@ -8,6 +8,7 @@ or ``Managed``; device-to-device copies have none. Pageable copies cannot overla
 compute and are staged through a pinned buffer: the usual cause of slow HtoD.
 Achieved bandwidth is bytes / summed copy time, in GB/s (1e9 bytes per second).
 """
+
 from __future__ import annotations
 
 import re
@@ -20,14 +21,38 @@ from ..trace.numbers import NA_INT
 
 DIRECTIONS = ("HtoD", "DtoH", "DtoD")  # always reported, with zeros when absent
 HOST_MEMORY_KINDS = ("Pageable", "Pinned", "Host", "Managed")
-SYNC_CALL_NAMES = frozenset({
-    "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
-    "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol", "cudaMemset",
-    "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "cuMemcpy", "cuMemcpyHtoD",
-    "cuMemcpyDtoH", "cuMemcpyDtoD",
-    "hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize", "hipMemcpy",
-    "hipMemcpyWithStream", "hipMemcpy2D", "hipMemcpyToSymbol", "hipMemcpyFromSymbol", "hipMemset"})
-_NAME = re.compile(r"^Memcpy\s+(?P<direction>\S+)(?:\s*\((?P<src>[^)]*?)\s*->\s*(?P<dst>[^)]*?)\))?")
+SYNC_CALL_NAMES = frozenset(
+    {
+        "cudaStreamSynchronize",
+        "cudaDeviceSynchronize",
+        "cudaEventSynchronize",
+        "cudaMemcpy",
+        "cudaMemcpy2D",
+        "cudaMemcpy3D",
+        "cudaMemcpyToSymbol",
+        "cudaMemcpyFromSymbol",
+        "cudaMemset",
+        "cuStreamSynchronize",
+        "cuCtxSynchronize",
+        "cuEventSynchronize",
+        "cuMemcpy",
+        "cuMemcpyHtoD",
+        "cuMemcpyDtoH",
+        "cuMemcpyDtoD",
+        "hipStreamSynchronize",
+        "hipDeviceSynchronize",
+        "hipEventSynchronize",
+        "hipMemcpy",
+        "hipMemcpyWithStream",
+        "hipMemcpy2D",
+        "hipMemcpyToSymbol",
+        "hipMemcpyFromSymbol",
+        "hipMemset",
+    }
+)
+_NAME = re.compile(
+    r"^Memcpy\s+(?P<direction>\S+)(?:\s*\((?P<src>[^)]*?)\s*->\s*(?P<dst>[^)]*?)\))?"
+)
 
 
 def classify_copy(name: str) -> tuple[str, str | None]:
@@ -47,10 +72,17 @@ def memcpy_events(trace: Trace) -> pd.DataFrame:
     distinct name is classified once."""
     rows = trace.rows_of([KIND_MEMCPY])
     c = copy_table(trace)
-    return pd.DataFrame({"name": rows.name.values(), "ts_ns": rows.ts_ns, "dur_ns": rows.dur_ns,
-                         **{k: nullable(getattr(rows, k)) for k in ("device", "stream", "correlation", "bytes")},
-                         "direction": pd.Series(c["direction"], dtype="str"),
-                         "host_memory": pd.Series(c["host_memory"], dtype=object), "key": pd.Series(c["key"], dtype="str")})
+    return pd.DataFrame(
+        {
+            "name": rows.name.values(),
+            "ts_ns": rows.ts_ns,
+            "dur_ns": rows.dur_ns,
+            **{k: nullable(getattr(rows, k)) for k in ("device", "stream", "correlation", "bytes")},
+            "direction": pd.Series(c["direction"], dtype="str"),
+            "host_memory": pd.Series(c["host_memory"], dtype=object),
+            "key": pd.Series(c["key"], dtype="str"),
+        }
+    )
 
 
 @derived
@@ -65,8 +97,13 @@ def copy_table(trace: Trace) -> dict[str, np.ndarray]:
         table[:-1] = values
         return table[rows.name.codes] if rows.name.codes.size else np.empty(0, dtype=object)
 
-    return {"dur_ns": rows.dur_ns, "bytes": rows.bytes, "direction": pick([d for d, _ in classes]),
-            "host_memory": pick([h for _, h in classes]), "key": pick([copy_key(d, h) for d, h in classes])}
+    return {
+        "dur_ns": rows.dur_ns,
+        "bytes": rows.bytes,
+        "direction": pick([d for d, _ in classes]),
+        "host_memory": pick([h for _, h in classes]),
+        "key": pick([copy_key(d, h) for d, h in classes]),
+    }
 
 
 def copy_key(direction: str, host_memory: str | None) -> str:
@@ -91,25 +128,41 @@ def copy_rows(copies: dict, by: str) -> list[dict]:
         dur, nbytes = copies["dur_ns"][mine], copies["bytes"][mine]
         present = nbytes != NA_INT
         total, size = int(dur.sum()), (int(nbytes[present].sum()) if present.any() else None)
-        out.append({by: value, "count": int(mine.sum()), "total_ns": total, "bytes": size,
-                    "gb_per_s": float(size) / float(total) if size is not None and total > 0 else np.nan})
+        out.append(
+            {
+                by: value,
+                "count": int(mine.sum()),
+                "total_ns": total,
+                "bytes": size,
+                "gb_per_s": float(size) / float(total)
+                if size is not None and total > 0
+                else np.nan,
+            }
+        )
     return out
 
 
 def _frame(rows: list[dict], by: str) -> pd.DataFrame:
-    return pd.DataFrame({by: pd.Series([r[by] for r in rows], dtype="str"),
-                         "count": np.array([r["count"] for r in rows], dtype=np.int64),
-                         "total_ns": np.array([r["total_ns"] for r in rows], dtype=np.int64),
-                         "bytes": pd.array([r["bytes"] for r in rows], dtype="Int64"),
-                         "gb_per_s": np.array([r["gb_per_s"] for r in rows], dtype=float)})
+    return pd.DataFrame(
+        {
+            by: pd.Series([r[by] for r in rows], dtype="str"),
+            "count": np.array([r["count"] for r in rows], dtype=np.int64),
+            "total_ns": np.array([r["total_ns"] for r in rows], dtype=np.int64),
+            "bytes": pd.array([r["bytes"] for r in rows], dtype="Int64"),
+            "gb_per_s": np.array([r["gb_per_s"] for r in rows], dtype=float),
+        }
+    )
 
 
 def direction_rows(trace: Trace) -> list[dict]:
     """:func:`memcpy_by_direction` as dicts: HtoD, DtoH and DtoD always present (appended with zeros)."""
     rows = copy_rows(copy_table(trace), "direction")
     seen = {r["direction"] for r in rows}
-    return rows + [{"direction": d, "count": 0, "total_ns": 0, "bytes": None, "gb_per_s": np.nan}
-                   for d in DIRECTIONS if d not in seen]
+    return rows + [
+        {"direction": d, "count": 0, "total_ns": 0, "bytes": None, "gb_per_s": np.nan}
+        for d in DIRECTIONS
+        if d not in seen
+    ]
 
 
 def host_memory_rows(trace: Trace) -> list[dict]:
@@ -135,16 +188,22 @@ def memcpy_summary(trace: Trace) -> dict:
     """``{count, total_ns, bytes}`` of all copies (bytes None when none carries it)."""
     copies = copy_table(trace)
     present = copies["bytes"] != NA_INT
-    return {"count": int(copies["dur_ns"].size), "total_ns": int(copies["dur_ns"].sum()),
-            "bytes": int(copies["bytes"][present].sum()) if present.any() else None}
+    return {
+        "count": int(copies["dur_ns"].size),
+        "total_ns": int(copies["dur_ns"].sum()),
+        "bytes": int(copies["bytes"][present].sum()) if present.any() else None,
+    }
 
 
 def memset_summary(trace: Trace) -> dict:
     """``{count, total_ns, bytes}`` of memset events (bytes None when none carries it)."""
     rows = trace.rows_of([KIND_MEMSET])
     present = rows.bytes != NA_INT
-    return {"count": len(rows), "total_ns": int(rows.dur_ns.sum()),
-            "bytes": int(rows.bytes[present].sum()) if present.any() else None}
+    return {
+        "count": len(rows),
+        "total_ns": int(rows.dur_ns.sum()),
+        "bytes": int(rows.bytes[present].sum()) if present.any() else None,
+    }
 
 
 def sync_calls(trace: Trace) -> pd.DataFrame:
@@ -154,8 +213,15 @@ def sync_calls(trace: Trace) -> pd.DataFrame:
     Columns: name, count, total_ns, max_ns; largest total first.
     """
     rows = sync_rows(trace)
-    return pd.DataFrame({"name": pd.Series([r["name"] for r in rows], dtype="str"),
-                         **{k: np.array([r[k] for r in rows], dtype=np.int64) for k in ("count", "total_ns", "max_ns")}})
+    return pd.DataFrame(
+        {
+            "name": pd.Series([r["name"] for r in rows], dtype="str"),
+            **{
+                k: np.array([r[k] for r in rows], dtype=np.int64)
+                for k in ("count", "total_ns", "max_ns")
+            },
+        }
+    )
 
 
 def sync_rows(trace: Trace) -> list[dict]:
@@ -165,8 +231,14 @@ def sync_rows(trace: Trace) -> list[dict]:
     out = []
     for code in np.unique(runtime.name.codes[rows]):
         dur = runtime.dur_ns[rows][runtime.name.codes[rows] == code]
-        out.append({"name": str(runtime.name.labels[code]), "count": int(dur.size), "total_ns": int(dur.sum()),
-                    "max_ns": int(dur.max())})
+        out.append(
+            {
+                "name": str(runtime.name.labels[code]),
+                "count": int(dur.size),
+                "total_ns": int(dur.sum()),
+                "max_ns": int(dur.max()),
+            }
+        )
     return sorted(out, key=lambda r: (-r["total_ns"], r["name"]))
 
 
@@ -186,17 +258,29 @@ def copy_classes(trace: Trace) -> pd.DataFrame:
         mine = keyed[keyed["label"].str.startswith(f"{d.direction} ")]
         count, total = d.count - int(mine["count"].sum()), d.total_ns - int(mine["total_ns"].sum())
         if count > 0:
-            nbytes = pd.NA if pd.isna(d.bytes) else int(d.bytes) - int(mine["bytes"].fillna(0).sum())
+            nbytes = (
+                pd.NA if pd.isna(d.bytes) else int(d.bytes) - int(mine["bytes"].fillna(0).sum())
+            )
             rows.append(_row(d.direction, count, total, nbytes))
     memset = memset_summary(trace)
     if memset["count"]:
         rows.append(_row("memset", memset["count"], memset["total_ns"], memset["bytes"]))
     out = pd.concat(rows, ignore_index=True)
-    return out.astype({"count": np.int64, "total_ns": np.int64, "bytes": "Int64", "gb_per_s": float})
+    return out.astype(
+        {"count": np.int64, "total_ns": np.int64, "bytes": "Int64", "gb_per_s": float}
+    )
 
 
 def _row(label: str, count: int, total_ns: int, nbytes) -> pd.DataFrame:
     gbps = np.nan if nbytes is None or pd.isna(nbytes) or total_ns <= 0 else nbytes / total_ns
-    return pd.DataFrame({"label": [label], "count": [count], "total_ns": [total_ns],
-                         "bytes": pd.array([None if nbytes is None or pd.isna(nbytes) else int(nbytes)], dtype="Int64"),
-                         "gb_per_s": [gbps]})
+    return pd.DataFrame(
+        {
+            "label": [label],
+            "count": [count],
+            "total_ns": [total_ns],
+            "bytes": pd.array(
+                [None if nbytes is None or pd.isna(nbytes) else int(nbytes)], dtype="Int64"
+            ),
+            "gb_per_s": [gbps],
+        }
+    )

@@ -17,13 +17,20 @@ On the AlexNet trace they were 40.3 s of a 43.4 s host span, and the verdict
 read "Launch-bound ... GPU busy 0 %" beside a panel where 76 % of launches
 were not short kernels.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from ..trace import HOST_KINDS, Trace
 from ..trace import intervals as iv
-from .launches import cold_table, launch_pair_summary, steady_call_table, steady_gpu_dur_ns, steady_pair_table
+from .launches import (
+    cold_table,
+    launch_pair_summary,
+    steady_call_table,
+    steady_gpu_dur_ns,
+    steady_pair_table,
+)
 from .steps import step_table
 from .trace_stages import GPU_SHARE, LAUNCHES_PER_RANGE, stage_summary_table
 
@@ -51,12 +58,17 @@ def launch_verdict(trace: Trace) -> tuple[bool, str]:
     per = calls["ts_ns"].size / max(step_table(trace)["ts_ns"].size, 1)
     bound = per >= LAUNCHES_PER_RANGE and gpu_ns < GPU_SHARE * host_ns and short >= SHORT_SHARE
     cold = cold_table(trace)["ts_ns"].size
-    shorts = (f"{100 * short:.0f}% of {pairs['count']} launches short kernels" if pairs["count"]
-              else "no launch joined to GPU work")
+    shorts = (
+        f"{100 * short:.0f}% of {pairs['count']} launches short kernels"
+        if pairs["count"]
+        else "no launch joined to GPU work"
+    )
     apart = f"; cold start set apart ({cold} call{'s' if cold > 1 else ''})" if cold else ""
-    return bound, (f"{'Launch-bound' if bound else 'Not launch-bound'}: {per:.0f} launches per step, GPU busy "
-                   f"{100 * gpu_ns / host_ns:.0f}% of host time, launch calls {100 * launch_ns / host_ns:.0f}%, "
-                   f"{shorts}{apart}")
+    return bound, (
+        f"{'Launch-bound' if bound else 'Not launch-bound'}: {per:.0f} launches per step, GPU busy "
+        f"{100 * gpu_ns / host_ns:.0f}% of host time, launch calls {100 * launch_ns / host_ns:.0f}%, "
+        f"{shorts}{apart}"
+    )
 
 
 def _stage_verdict(stages: dict) -> tuple[bool, str]:
@@ -65,9 +77,14 @@ def _stage_verdict(stages: dict) -> tuple[bool, str]:
     per = stages["launch_count"] / np.maximum(stages["count"], 1)
     bound = np.flatnonzero(stages["launch_bound"])
     rows = bound if bound.size else [int(np.argmax(per))]
-    detail = ", ".join(f"{stages['stage'][i]} ({per[i]:.0f} launches per call, GPU busy {100 * gpu[i]:.0f}% of its "
-                       f"host time; launch calls {100 * launch[i]:.0f}%)" for i in rows)
-    return (True, f"Launch-bound: {detail}") if bound.size else (False, f"Not launch-bound: {detail}")
+    detail = ", ".join(
+        f"{stages['stage'][i]} ({per[i]:.0f} launches per call, GPU busy {100 * gpu[i]:.0f}% of its "
+        f"host time; launch calls {100 * launch[i]:.0f}%)"
+        for i in rows
+    )
+    return (
+        (True, f"Launch-bound: {detail}") if bound.size else (False, f"Not launch-bound: {detail}")
+    )
 
 
 def steady_host_ns(trace: Trace) -> int:
@@ -86,5 +103,7 @@ def steady_host_ns(trace: Trace) -> int:
         windows = iv.as_intervals([start], [end])
         summed = end - start
     cold = cold_table(trace)
-    cold_ns = iv.length(iv.intersect(windows, iv.merge(cold["ts_ns"], cold["ts_ns"] + cold["dur_ns"])))
+    cold_ns = iv.length(
+        iv.intersect(windows, iv.merge(cold["ts_ns"], cold["ts_ns"] + cold["dur_ns"]))
+    )
     return max(summed - cold_ns, 1)

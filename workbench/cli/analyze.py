@@ -3,6 +3,7 @@
 TRACE is a profiler trace (``.json``/``.json.gz``) or a run folder whose
 ``run.json`` names its trace (``run.meta.trace.file``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,26 +19,43 @@ DEFAULT_MAX_TRACE_BYTES = 4 * 2**30
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "analyze", help="summarize a PyTorch profiler trace: kernels, launches, transfers, GPU idle, steps",
-        description=__doc__.splitlines()[0])
+        "analyze",
+        help="summarize a PyTorch profiler trace: kernels, launches, transfers, GPU idle, steps",
+        description=__doc__.splitlines()[0],
+    )
     parser.add_argument("trace", help="trace file (.json or .json.gz) or a run folder with a trace")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
-    parser.add_argument("--max-trace-bytes", type=_byte_count, default=DEFAULT_MAX_TRACE_BYTES, metavar="N",
-                        help="refuse a trace whose JSON text (after decompression) is larger than N bytes "
-                             "(default 4 GiB; suffixes K, M, G for KiB, MiB, GiB)")
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                        help="a progress bar on stderr (default: when stderr is a terminal)")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of the summary"
+    )
+    parser.add_argument(
+        "--max-trace-bytes",
+        type=_byte_count,
+        default=DEFAULT_MAX_TRACE_BYTES,
+        metavar="N",
+        help="refuse a trace whose JSON text (after decompression) is larger than N bytes "
+        "(default 4 GiB; suffixes K, M, G for KiB, MiB, GiB)",
+    )
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a progress bar on stderr (default: when stderr is a terminal)",
+    )
     parser.set_defaults(func=run)
 
 
 def _byte_count(text: str) -> int:
     """``--max-trace-bytes``: a positive byte count, with an optional K/M/G (binary) suffix."""
     units = {"K": 2**10, "M": 2**20, "G": 2**30}
-    number, scale = (text[:-1], units[text[-1].upper()]) if text[-1:].upper() in units else (text, 1)
+    number, scale = (
+        (text[:-1], units[text[-1].upper()]) if text[-1:].upper() in units else (text, 1)
+    )
     try:
         value = int(number) * scale
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a byte count: {text!r} (say 4294967296 or 4G)") from None
+        raise argparse.ArgumentTypeError(
+            f"not a byte count: {text!r} (say 4294967296 or 4G)"
+        ) from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
     return value
@@ -52,7 +70,9 @@ def resolve_trace(path: str | Path) -> Path:
 
     trace = load_run(path).trace_path
     if trace is None:
-        raise RunRecordError(f"{path}: this run has no trace (record one with a traced profile run)")
+        raise RunRecordError(
+            f"{path}: this run has no trace (record one with a traced profile run)"
+        )
     return trace
 
 
@@ -97,7 +117,9 @@ class BackgroundImport:
         import threading
 
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._load, args=(modules,), name="workbench-imports", daemon=True)
+        self._thread = threading.Thread(
+            target=self._load, args=(modules,), name="workbench-imports", daemon=True
+        )
         self._thread.start()
 
     def _load(self, modules: tuple[str, ...]) -> None:
@@ -123,39 +145,65 @@ def _us(value) -> str:
 
 def summary_text(report: dict) -> str:
     """The readable summary of an :func:`~workbench.analysis.trace_report.analyze` report."""
-    t, k, lp, la, g = report["trace"], report["kernels"], report["launch_pairs"], report["launches"], report["gpu"]
-    lines = [f"trace   {t['path']}  ({t['events']} events, {t['schema']} schema, {t['platform']})",
-             f"kernels {k['count']}  total {_us(k['total_us'])}  busy {_us(k['busy_us'])}  "
-             f"under 10 us: {k['under_10us']}",
-             f"launches {la['count']} calls ({_us(la['total_us'])} CPU)  graph launches {la['graph_count']}"
-             + (f"  cold start {la['cold_start']['calls']} calls ({_us(la['cold_start']['dur_us'])}, set apart)"
-                if la["cold_start"]["calls"] else ""),
-             f"         {report['launch_verdict']['sentence']}",
-             f"         HTA launch pairs {lp['count']}: GPU work shorter than its launch call "
-             f"{lp['gpu_shorter_than_cpu']}, CPU > 50 us {lp['cpu_over_50us']}, delay > 100 us {lp['delay_over_100us']}"]
-    for kind, row in {**report["memcpy"]["by_kind"], **report["memcpy"]["by_kind_and_host_memory"]}.items():
+    t, k, lp, la, g = (
+        report["trace"],
+        report["kernels"],
+        report["launch_pairs"],
+        report["launches"],
+        report["gpu"],
+    )
+    lines = [
+        f"trace   {t['path']}  ({t['events']} events, {t['schema']} schema, {t['platform']})",
+        f"kernels {k['count']}  total {_us(k['total_us'])}  busy {_us(k['busy_us'])}  "
+        f"under 10 us: {k['under_10us']}",
+        f"launches {la['count']} calls ({_us(la['total_us'])} CPU)  graph launches {la['graph_count']}"
+        + (
+            f"  cold start {la['cold_start']['calls']} calls ({_us(la['cold_start']['dur_us'])}, set apart)"
+            if la["cold_start"]["calls"]
+            else ""
+        ),
+        f"         {report['launch_verdict']['sentence']}",
+        f"         HTA launch pairs {lp['count']}: GPU work shorter than its launch call "
+        f"{lp['gpu_shorter_than_cpu']}, CPU > 50 us {lp['cpu_over_50us']}, delay > 100 us {lp['delay_over_100us']}",
+    ]
+    for kind, row in {
+        **report["memcpy"]["by_kind"],
+        **report["memcpy"]["by_kind_and_host_memory"],
+    }.items():
         if row["count"]:
             rate = "" if row["gb_per_s"] is None else f"  {row['gb_per_s']:.2f} GB/s"
-            lines.append(f"memcpy  {kind:<16} {row['count']:>6}  {_us(row['total_us'])}  bytes {row['bytes']}{rate}")
+            lines.append(
+                f"memcpy  {kind:<16} {row['count']:>6}  {_us(row['total_us'])}  bytes {row['bytes']}{rate}"
+            )
     lines.append(f"memset  {report['memset']['count']}  {_us(report['memset']['total_us'])}")
     for sync in report["sync_calls"]:
         lines.append(f"sync    {sync['name']:<24} {sync['count']:>6}  {_us(sync['total_us'])}")
     if g["span_us"] is None:
         lines.append("gpu     no GPU activity in this trace")
     else:
-        lines.append(f"gpu     span {_us(g['span_us'])}  busy {_us(g['busy_us'])}  idle {_us(g['idle_us'])} "
-                     f"({100 * g['idle_fraction']:.1f} % idle)")
+        lines.append(
+            f"gpu     span {_us(g['span_us'])}  busy {_us(g['busy_us'])}  idle {_us(g['idle_us'])} "
+            f"({100 * g['idle_fraction']:.1f} % idle)"
+        )
     for step in report["steps"]:
-        lines.append(f"step    {step['name']:<18} {_us(step['dur_us'])}  kernels {step['kernel_count']} "
-                     f"({_us(step['kernel_us'])})")
+        lines.append(
+            f"step    {step['name']:<18} {_us(step['dur_us'])}  kernels {step['kernel_count']} "
+            f"({_us(step['kernel_us'])})"
+        )
     for stage in report["stages"]:
         flags = [f for f in ("launch_bound", "transfer_bound", "sync_heavy") if stage[f]]
-        lines.append(f"stage   {stage['stage']:<18} host {_us(stage['host_us'])}  gpu {_us(stage['gpu_us'])}  "
-                     f"launches {stage['launch_count']}  {' '.join(flags)}")
+        lines.append(
+            f"stage   {stage['stage']:<18} host {_us(stage['host_us'])}  gpu {_us(stage['gpu_us'])}  "
+            f"launches {stage['launch_count']}  {' '.join(flags)}"
+        )
     if report.get("top_ops"):
-        lines.append(f"{'top ops':<8}{'self':>11}{'total':>11}{'calls':>7}  {'share':>6}  name [input shapes]")
+        lines.append(
+            f"{'top ops':<8}{'self':>11}{'total':>11}{'calls':>7}  {'share':>6}  name [input shapes]"
+        )
     for op in report.get("top_ops") or []:
         shapes = f"  {op['input_shapes']}" if op.get("input_shapes") else ""
-        lines.append(f"{'':<8}{_us(op['self_us']):>11}{_us(op['total_us']):>11}{op['calls']:>7}  "
-                     f"{op['self_share']:>6.1%}  {op['name']}{shapes}")
+        lines.append(
+            f"{'':<8}{_us(op['self_us']):>11}{_us(op['total_us']):>11}{op['calls']:>7}  "
+            f"{op['self_share']:>6.1%}  {op['name']}{shapes}"
+        )
     return "\n".join(lines)

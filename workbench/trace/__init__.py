@@ -10,6 +10,7 @@ and field, or byte offset); ``load_trace(path, max_bytes=...)`` caps the JSON te
 while decompressing (default 4 GiB). ``tests/support/fuzz.py`` makes seeded broken
 variants of traces to check all that.
 """
+
 from .load import load_events, load_trace
 from .model import Trace, derived
 from .schema import (
@@ -31,7 +32,23 @@ from .schema import (
 )
 
 __all__ = [
-    "COLUMNS", "GPU_WORK_KINDS", "HOST_KINDS", "KINDS", "KIND_CPU_OP", "KIND_GPU_ANNOTATION",
-    "KIND_KERNEL", "KIND_MEMCPY", "KIND_MEMSET", "KIND_OTHER", "KIND_PYTHON", "KIND_RUNTIME",
-    "KIND_SYNC", "KIND_USER_ANNOTATION", "Trace", "derived", "empty_events", "load_events", "load_trace",
+    "COLUMNS",
+    "GPU_WORK_KINDS",
+    "HOST_KINDS",
+    "KINDS",
+    "KIND_CPU_OP",
+    "KIND_GPU_ANNOTATION",
+    "KIND_KERNEL",
+    "KIND_MEMCPY",
+    "KIND_MEMSET",
+    "KIND_OTHER",
+    "KIND_PYTHON",
+    "KIND_RUNTIME",
+    "KIND_SYNC",
+    "KIND_USER_ANNOTATION",
+    "Trace",
+    "derived",
+    "empty_events",
+    "load_events",
+    "load_trace",
 ]

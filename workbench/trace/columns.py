@@ -14,6 +14,7 @@ alone took 0.4 s of the 1.07 s ``analyze`` spent on a 33 MB trace):
 :meth:`Columns.to_frame` builds the pandas table (figures and notebooks use it);
 :meth:`Columns.from_frame` reads one back, for traces built in code as a table.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -40,7 +41,9 @@ class Text:
 
     def values(self) -> np.ndarray:
         """The text of each row (object array; absent rows are None)."""
-        padded = np.append(self.labels, None) if self.labels.size else np.array([None], dtype=object)
+        padded = (
+            np.append(self.labels, None) if self.labels.size else np.array([None], dtype=object)
+        )
         return padded[np.where(self.codes < 0, padded.size - 1, self.codes)]
 
     def matches(self, predicate) -> np.ndarray:
@@ -79,7 +82,13 @@ class Columns:
         out = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            out[f.name] = None if value is None else value.take(rows) if isinstance(value, Text) else value[rows]
+            out[f.name] = (
+                None
+                if value is None
+                else value.take(rows)
+                if isinstance(value, Text)
+                else value[rows]
+            )
         return Columns(**out)
 
     def of_kinds(self, kinds) -> np.ndarray:
@@ -93,7 +102,9 @@ class Columns:
             text = getattr(self, key)
             dtype = pd.CategoricalDtype(pd.Index(list(text.labels), dtype="str"))
             data[key] = pd.Categorical.from_codes(text.codes, dtype=dtype)
-        data["kind"] = pd.Categorical.from_codes(self.kind.astype(np.int64), dtype=schema.KIND_DTYPE)
+        data["kind"] = pd.Categorical.from_codes(
+            self.kind.astype(np.int64), dtype=schema.KIND_DTYPE
+        )
         for key in INT_COLUMNS:
             values = getattr(self, key)
             data[key] = pd.arrays.IntegerArray(values.copy(), values == NA_INT)
@@ -105,31 +116,52 @@ class Columns:
     @classmethod
     def from_frame(cls, table) -> Columns:
         """The columns of a pandas events table (categorical or plain text columns both read)."""
+
         def text(column) -> Text:
             col = table[column]
             if not isinstance(col.dtype, pd.CategoricalDtype):
                 col = col.astype(str).astype("category")
-            return Text(col.cat.codes.to_numpy().astype(np.int64), np.array(list(col.cat.categories), dtype=object))
+            return Text(
+                col.cat.codes.to_numpy().astype(np.int64),
+                np.array(list(col.cat.categories), dtype=object),
+            )
 
-        kinds = np.array([KINDS.index(k) if k in KINDS else KINDS.index(KIND_OTHER) for k in KINDS] + [-1], np.int8)
+        kinds = np.array(
+            [KINDS.index(k) if k in KINDS else KINDS.index(KIND_OTHER) for k in KINDS] + [-1],
+            np.int8,
+        )
         kind_col = table["kind"]
         if isinstance(kind_col.dtype, pd.CategoricalDtype):
-            lookup = np.array([KINDS.index(str(k)) for k in kind_col.cat.categories] + [-1], dtype=np.int8)
+            lookup = np.array(
+                [KINDS.index(str(k)) for k in kind_col.cat.categories] + [-1], dtype=np.int8
+            )
             kind = lookup[kind_col.cat.codes.to_numpy()]
         else:
-            kind = np.array([KINDS.index(str(k)) for k in kind_col], dtype=np.int8) if len(kind_col) else kinds[:0]
+            kind = (
+                np.array([KINDS.index(str(k)) for k in kind_col], dtype=np.int8)
+                if len(kind_col)
+                else kinds[:0]
+            )
         ints = {}
         for key in INT_COLUMNS:
             if key in table:
-                ints[key] = pd.array(table[key], dtype="Int64").to_numpy(dtype=np.int64, na_value=NA_INT)
+                ints[key] = pd.array(table[key], dtype="Int64").to_numpy(
+                    dtype=np.int64, na_value=NA_INT
+                )
             else:
                 ints[key] = np.full(len(table), NA_INT, np.int64)
         shapes = None
         if "input_shapes" in table:
             col = table["input_shapes"]
             shapes = np.array([None if pd.isna(v) else str(v) for v in col], dtype=object)
-        return cls(ts_ns=table["ts_ns"].to_numpy(np.int64), dur_ns=table["dur_ns"].to_numpy(np.int64), kind=kind,
-                   **{k: text(k) for k in TEXT_COLUMNS}, **ints, shapes=shapes)
+        return cls(
+            ts_ns=table["ts_ns"].to_numpy(np.int64),
+            dur_ns=table["dur_ns"].to_numpy(np.int64),
+            kind=kind,
+            **{k: text(k) for k in TEXT_COLUMNS},
+            **ints,
+            shapes=shapes,
+        )
 
 
 def factorize(values: list) -> tuple[np.ndarray, np.ndarray]:
@@ -157,8 +189,11 @@ def unify(pieces: list[tuple[np.ndarray, np.ndarray]]) -> Text:
     all_uniques = [u for _, part in pieces for u in part]
     remap, uniques = factorize_objects(all_uniques)
     starts = np.cumsum([0] + [len(u) for _, u in pieces])
-    codes = np.concatenate([remap[start:][c] for (c, _), start in zip(pieces, starts)]) if pieces else \
-        np.empty(0, np.int64)
+    codes = (
+        np.concatenate([remap[start:][c] for (c, _), start in zip(pieces, starts)])
+        if pieces
+        else np.empty(0, np.int64)
+    )
     labels = [u if isinstance(u, str) else _number_text(u) for u in uniques]
     again, distinct = factorize_objects(labels)
     if len(distinct) != len(labels):
@@ -183,5 +218,7 @@ def _number_text(value) -> str:
 
 def kind_codes(cat: Text) -> np.ndarray:
     """The kind (index into KINDS, int8) of each row, from its category."""
-    lookup = np.array([KINDS.index(CATEGORY_KINDS.get(c, KIND_OTHER)) for c in cat.labels] + [-1], dtype=np.int8)
+    lookup = np.array(
+        [KINDS.index(CATEGORY_KINDS.get(c, KIND_OTHER)) for c in cat.labels] + [-1], dtype=np.int8
+    )
     return lookup[cat.codes]

@@ -7,6 +7,7 @@ and keeps ``ts``/``dur`` as raw text (:class:`msgspec.Raw`) so they convert to
 exact integer nanoseconds later. Every failure becomes a :class:`TraceError`
 naming the file and the problem.
 """
+
 from __future__ import annotations
 
 import re
@@ -36,7 +37,9 @@ class Args(msgspec.Struct, gc=False):
     stream: Scalar = NA_INT
     bytes: Scalar = NA_INT
     external_id: Scalar = msgspec.field(default=NA_INT, name="External id")
-    input_dims: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input Dims")  # record_shapes=True
+    input_dims: msgspec.Raw = msgspec.field(
+        default=_EMPTY_RAW, name="Input Dims"
+    )  # record_shapes=True
 
 
 class Event(msgspec.Struct, gc=False):
@@ -64,8 +67,14 @@ class TraceFile(msgspec.Struct, gc=False):
     traceName: msgspec.Raw = _EMPTY_RAW
 
 
-META_FIELDS = ("deviceProperties", "displayTimeUnit", "schemaVersion", "distributedInfo",
-               "baseTimeNanoseconds", "traceName")
+META_FIELDS = (
+    "deviceProperties",
+    "displayTimeUnit",
+    "schemaVersion",
+    "distributedInfo",
+    "baseTimeNanoseconds",
+    "traceName",
+)
 _DECODER = msgspec.json.Decoder(Union[TraceFile, list[msgspec.Raw]])
 _CHUNK_DECODER = msgspec.json.Decoder(list[Event])
 _EVENT_DECODER = msgspec.json.Decoder(Event)
@@ -104,7 +113,7 @@ def decode(path: Path, data) -> tuple[list[msgspec.Raw], dict]:
 def _blank(data) -> bool:
     """True for an empty or whitespace-only text (checked 1 MiB at a time: no copy of a large text)."""
     view = memoryview(data)
-    return all(bytes(view[i:i + (1 << 20)]).isspace() for i in range(0, len(view), 1 << 20))
+    return all(bytes(view[i : i + (1 << 20)]).isspace() for i in range(0, len(view), 1 << 20))
 
 
 def decode_events(path: Path, raws: list[msgspec.Raw], offset: int) -> list[Event]:
@@ -137,8 +146,10 @@ def _bad_event(raws: list[msgspec.Raw], offset: int) -> str:
 def _syntax(data, message: str) -> str:
     """Plain words for a JSON syntax error, with its byte offset."""
     if "truncated" in message:
-        return (f"invalid JSON: the text ends (at byte {len(data):,}) in the middle of a value; "
-                "the file is truncated: re-copy or re-export the trace")
+        return (
+            f"invalid JSON: the text ends (at byte {len(data):,}) in the middle of a value; "
+            "the file is truncated: re-copy or re-export the trace"
+        )
     at = syntax_offset(message)
     if at is None:
         return f"invalid JSON ({message})"
@@ -147,16 +158,21 @@ def _syntax(data, message: str) -> str:
     key = key_before(data, at)
     where = f"at byte {at:,}" + (f" (in {key!r})" if key else "")
     if token:
-        return (f"invalid JSON {where}: {token[0]} is not a JSON number "
-                "(write the trace with null there, or json.dumps(..., allow_nan=False))")
+        return (
+            f"invalid JSON {where}: {token[0]} is not a JSON number "
+            "(write the trace with null there, or json.dumps(..., allow_nan=False))"
+        )
     return f"invalid JSON {where}: {message.replace('JSON is malformed: ', '').split(' (byte')[0]}"
 
 
 def _too_deep(data, within: str = "") -> str:
     depth, at = deepest_nesting(data)
     key = key_before(data, at)
-    return (f"JSON nested {depth:,} levels deep at byte {at:,}{within}" + (f" (in {key!r})" if key else "")
-            + ", too deep to decode; a profiler trace is never nested like this")
+    return (
+        f"JSON nested {depth:,} levels deep at byte {at:,}{within}"
+        + (f" (in {key!r})" if key else "")
+        + ", too deep to decode; a profiler trace is never nested like this"
+    )
 
 
 def _bad_utf8(data, exc: UnicodeDecodeError, within: str = "") -> str:
@@ -165,9 +181,12 @@ def _bad_utf8(data, exc: UnicodeDecodeError, within: str = "") -> str:
         return f"invalid UTF-8 text ({exc.reason}); re-export the trace as UTF-8"
     at, reason = found
     key = key_before(data, at)
-    byte = bytes(memoryview(data)[at:at + 1]).hex()
-    return (f"invalid UTF-8 at byte {at:,}{within}" + (f" (in {key!r})" if key else "")
-            + f": byte 0x{byte}, {reason}; re-export the trace as UTF-8")
+    byte = bytes(memoryview(data)[at : at + 1]).hex()
+    return (
+        f"invalid UTF-8 at byte {at:,}{within}"
+        + (f" (in {key!r})" if key else "")
+        + f": byte 0x{byte}, {reason}; re-export the trace as UTF-8"
+    )
 
 
 def _explain(exc: msgspec.ValidationError) -> str:

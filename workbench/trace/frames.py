@@ -1,6 +1,7 @@
 """Conversions from numpy columns to pandas columns, for the functions that hand a DataFrame to
 figures and notebooks (``pd`` is :mod:`workbench.trace.lazy`'s: pandas imported on first use, so
 ``analyze``, numpy end to end, never pays for it)."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -17,7 +18,9 @@ if TYPE_CHECKING:
 
 def categorical(codes: np.ndarray, text: Text):
     """A pandas Categorical of ``codes`` (-1 = missing) with the text column's labels as categories."""
-    return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(pd.Index(list(text.labels), dtype="str")))
+    return pd.Categorical.from_codes(
+        codes, dtype=pd.CategoricalDtype(pd.Index(list(text.labels), dtype="str"))
+    )
 
 
 def kinds(codes: np.ndarray):

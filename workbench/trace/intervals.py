@@ -4,6 +4,7 @@ A set of intervals is a pair ``(starts, ends)`` of int64 arrays. :func:`merge`
 turns any intervals into the canonical form (sorted, disjoint, non-touching);
 the set operations take and return canonical sets.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -81,7 +82,9 @@ def overlap_with_windows(intervals: Intervals, win_starts, win_ends) -> np.ndarr
     if starts.size == 0:
         return np.zeros(win_starts.size, np.int64)
     cum = np.concatenate([[0], np.cumsum(ends - starts)])
-    return _covered_up_to(win_ends, starts, ends, cum) - _covered_up_to(win_starts, starts, ends, cum)
+    return _covered_up_to(win_ends, starts, ends, cum) - _covered_up_to(
+        win_starts, starts, ends, cum
+    )
 
 
 def _covered_up_to(t: np.ndarray, starts, ends, cum) -> np.ndarray:

@@ -3,6 +3,7 @@
 The trace model computes on numpy columns; only the functions that hand a DataFrame to figures
 and notebooks touch ``pd``, so ``analyze`` (numpy end to end) never imports pandas or pyarrow.
 """
+
 from __future__ import annotations
 
 

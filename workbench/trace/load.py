@@ -5,6 +5,7 @@ built straight from the decoded structs: text columns as categoricals (a
 million events share a few thousand names), integer ids as nullable Int64,
 times as exact int64 nanoseconds.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,13 @@ BYTES_LIMIT = 2**62  # all 'bytes' of a trace together: any sum of them fits in 
 CHUNK_EVENTS = 8_192  # typed structs of one chunk at a time: 65,536 peaked at +146 MB on a 33 MB trace, 8,192 at +66 MB, no slower
 
 
-def load_trace(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_TRACE_BYTES, progress=None,
-               decoded: tuple[list, dict] | None = None) -> Trace:
+def load_trace(
+    path: str | os.PathLike,
+    *,
+    max_bytes: int = DEFAULT_MAX_TRACE_BYTES,
+    progress=None,
+    decoded: tuple[list, dict] | None = None,
+) -> Trace:
     """Read a ``.json`` or ``.json.gz`` trace (either kineto schema, CUDA or ROCm).
 
     ``max_bytes`` caps the JSON text (after decompression, checked while
@@ -50,7 +56,7 @@ def load_trace(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_TRACE_BY
         raise TraceError(f"{path}: empty trace: 'traceEvents' has no events")
     builder = _Columns(path)
     for offset in range(0, len(raws), CHUNK_EVENTS):
-        chunk = decode_events(path, raws[offset:offset + CHUNK_EVENTS], offset)
+        chunk = decode_events(path, raws[offset : offset + CHUNK_EVENTS], offset)
         builder.add([e for e in chunk if e.ph == "X"], chunk, offset)
         if progress is not None:
             progress("decode", offset + len(chunk), len(raws))
@@ -60,8 +66,12 @@ def load_trace(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_TRACE_BY
     del raws  # frees the JSON text before the table is assembled
     columns = builder.columns()
     meta = decode_meta(path, raw_meta)
-    meta |= {"schema": _schema_flavour(columns), "platform": _platform(columns),
-             "event_count": n_events, "complete_event_count": len(columns)}
+    meta |= {
+        "schema": _schema_flavour(columns),
+        "platform": _platform(columns),
+        "event_count": n_events,
+        "complete_event_count": len(columns),
+    }
     return Trace(columns=columns, path=path, meta=meta)
 
 
@@ -81,7 +91,9 @@ class _Columns:
         self.dur_total_ns = 0.0
         self.bytes_total = 0
         self._where: tuple = ([], [], 0)
-        self.pieces: dict[str, list] = {k: [] for k in ("ts_ns", "dur_ns", "args", "shapes", *self.TEXT)}
+        self.pieces: dict[str, list] = {
+            k: [] for k in ("ts_ns", "dur_ns", "args", "shapes", *self.TEXT)
+        }
 
     def add(self, xs: list, chunk: list, offset: int) -> None:
         """Append the complete events ``xs`` of ``chunk`` (whose first event is traceEvents[offset])."""
@@ -91,7 +103,9 @@ class _Columns:
         ts_ns, dur_ns = self._times(xs, "ts"), self._times(xs, "dur")
         if (dur_ns < 0).any():
             i = int(np.flatnonzero(dur_ns < 0)[0])
-            raise TraceError(f"{self.path}: {self._event(i)} has a negative duration ({dur_ns[i]} ns)")
+            raise TraceError(
+                f"{self.path}: {self._event(i)} has a negative duration ({dur_ns[i]} ns)"
+            )
         self._check_range(ts_ns, dur_ns)
         self.pieces["ts_ns"].append(ts_ns)
         self.pieces["dur_ns"].append(dur_ns)
@@ -113,15 +127,21 @@ class _Columns:
     def _check_range(self, ts_ns: np.ndarray, dur_ns: np.ndarray) -> None:
         """Times must stay inside (-2**62, 2**62) ns (146 years), so every span and sum fits in int64."""
         bad = (np.abs(ts_ns) >= TIME_LIMIT_NS) | (dur_ns >= TIME_LIMIT_NS)
-        bad |= ts_ns + np.minimum(dur_ns, TIME_LIMIT_NS) >= TIME_LIMIT_NS  # wraps only where ts already failed
+        bad |= (
+            ts_ns + np.minimum(dur_ns, TIME_LIMIT_NS) >= TIME_LIMIT_NS
+        )  # wraps only where ts already failed
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise TraceError(f"{self.path}: {self._event(i)}: 'ts' {ts_ns[i]} ns + 'dur' {dur_ns[i]} ns is "
-                             f"beyond the +-2**62 ns (146 years) that trace times may span")
+            raise TraceError(
+                f"{self.path}: {self._event(i)}: 'ts' {ts_ns[i]} ns + 'dur' {dur_ns[i]} ns is "
+                f"beyond the +-2**62 ns (146 years) that trace times may span"
+            )
         self.dur_total_ns += float(dur_ns.sum(dtype=np.float64))
         if self.dur_total_ns >= TIME_LIMIT_NS:
-            raise TraceError(f"{self.path}: the durations up to {self._event(len(dur_ns) - 1)} add up to over "
-                             "2**62 ns (146 years): 'dur' values this large are not real")
+            raise TraceError(
+                f"{self.path}: the durations up to {self._event(len(dur_ns) - 1)} add up to over "
+                "2**62 ns (146 years): 'dur' values this large are not real"
+            )
 
     def _check_bytes(self, nbytes: np.ndarray) -> None:
         """Sizes are never negative, and all of them together stay under 2**62 bytes, so every byte
@@ -130,11 +150,17 @@ class _Columns:
         negative = present & (nbytes < 0)
         if negative.any():
             i = int(np.flatnonzero(negative)[0])
-            raise TraceError(f"{self.path}: {self._event(i)}: 'bytes' is {nbytes[i]}, a negative size")
-        self.bytes_total += sum(nbytes[present].tolist())  # exact: Python ints (only copies and memsets carry bytes)
+            raise TraceError(
+                f"{self.path}: {self._event(i)}: 'bytes' is {nbytes[i]}, a negative size"
+            )
+        self.bytes_total += sum(
+            nbytes[present].tolist()
+        )  # exact: Python ints (only copies and memsets carry bytes)
         if self.bytes_total >= BYTES_LIMIT:
-            raise TraceError(f"{self.path}: the 'bytes' values up to {self._event(len(nbytes) - 1)} add up to over "
-                             "2**62 bytes (4.6 EB): sizes this large are not real")
+            raise TraceError(
+                f"{self.path}: the 'bytes' values up to {self._event(len(nbytes) - 1)} add up to over "
+                "2**62 bytes (4.6 EB): sizes this large are not real"
+            )
 
     def _times(self, xs: list, key: str) -> np.ndarray:
         try:
@@ -143,15 +169,19 @@ class _Columns:
             where = self._event(exc.index)
             if not exc.text:
                 raise TraceError(f"{self.path}: {where} has no {key!r}") from None
-            raise TraceError(f"{self.path}: {where}: {key!r} is {exc.text[:40].decode('utf-8', 'replace')}, "
-                             "not a number of microseconds in range") from None
+            raise TraceError(
+                f"{self.path}: {where}: {key!r} is {exc.text[:40].decode('utf-8', 'replace')}, "
+                "not a number of microseconds in range"
+            ) from None
 
     def _factorized(self, xs: list, key: str):
         codes, uniques = factorize(list(map(attrgetter(key), xs)))
         if codes.size and codes.min() < 0:
             i = int(np.argmax(codes < 0))
-            raise TraceError(f"{self.path}: {self._event(i)} has no {key!r} "
-                             "(ph 'X' events need name, ts, dur, pid, tid)")
+            raise TraceError(
+                f"{self.path}: {self._event(i)} has no {key!r} "
+                "(ph 'X' events need name, ts, dur, pid, tid)"
+            )
         return codes, uniques
 
     def columns(self) -> Columns:
@@ -159,12 +189,23 @@ class _Columns:
         kind = kind_codes(text["cat"])
         args = _arg_columns(self.pieces["args"], kind, text["pid"], text["tid"])
         shapes = None
-        if any(p is not None for p in self.pieces["shapes"]):  # only traces recorded with record_shapes
-            parts = [p if p is not None else [None] * len(t) for p, t in zip(self.pieces["shapes"], self.pieces["ts_ns"])]
+        if any(
+            p is not None for p in self.pieces["shapes"]
+        ):  # only traces recorded with record_shapes
+            parts = [
+                p if p is not None else [None] * len(t)
+                for p, t in zip(self.pieces["shapes"], self.pieces["ts_ns"])
+            ]
             shapes = np.empty(self.rows, dtype=object)
             shapes[:] = [s for part in parts for s in part]
-        return Columns(ts_ns=np.concatenate(self.pieces["ts_ns"]), dur_ns=np.concatenate(self.pieces["dur_ns"]),
-                       kind=kind, **text, **args, shapes=shapes)
+        return Columns(
+            ts_ns=np.concatenate(self.pieces["ts_ns"]),
+            dur_ns=np.concatenate(self.pieces["dur_ns"]),
+            kind=kind,
+            **text,
+            **args,
+            shapes=shapes,
+        )
 
 
 _ARG_KEYS = ("correlation", "device", "stream", "bytes", "external_id", "correlation_id")
@@ -184,17 +225,26 @@ def _arg_table(args: list) -> np.ndarray:
     try:  # the common case, every present value an int: one C conversion
         return np.array(rows, dtype=np.int64).reshape(len(rows), len(_ARG_KEYS))
     except (TypeError, ValueError, OverflowError):
-        return np.stack([to_int64_values([r[i] for r in rows]) for i in range(len(_ARG_KEYS))], axis=1)
+        return np.stack(
+            [to_int64_values([r[i] for r in rows]) for i in range(len(_ARG_KEYS))], axis=1
+        )
 
 
 def _arg_columns(pieces: list, kind: np.ndarray, pids: Text, tids: Text) -> dict:
     table = np.concatenate(pieces)
     cols = {k: table[:, i].copy() for i, k in enumerate(_ARG_KEYS)}
     correlation = cols["correlation"]
-    correlation = np.where(correlation == NA_INT, cols["correlation_id"], correlation)  # 2021 schema
+    correlation = np.where(
+        correlation == NA_INT, cols["correlation_id"], correlation
+    )  # 2021 schema
     gpu = np.isin(kind, [schema.KINDS.index(k) for k in schema.GPU_WORK_KINDS])
-    return {"device": _with_fallback(cols["device"], gpu, pids), "stream": _with_fallback(cols["stream"], gpu, tids),
-            "correlation": correlation, "bytes": cols["bytes"], "ext_id": cols["external_id"]}
+    return {
+        "device": _with_fallback(cols["device"], gpu, pids),
+        "stream": _with_fallback(cols["stream"], gpu, tids),
+        "correlation": correlation,
+        "bytes": cols["bytes"],
+        "ext_id": cols["external_id"],
+    }
 
 
 def _with_fallback(values: np.ndarray, gpu: np.ndarray, ids: Text) -> np.ndarray:
@@ -203,7 +253,9 @@ def _with_fallback(values: np.ndarray, gpu: np.ndarray, ids: Text) -> np.ndarray
     if not missing.any():
         return values
     numbers = [_as_int(label.rsplit(" ", 1)[-1]) for label in ids.labels]
-    fallback = np.array([NA_INT if n is None else n for n in numbers] + [NA_INT], dtype=np.int64)[ids.codes]
+    fallback = np.array([NA_INT if n is None else n for n in numbers] + [NA_INT], dtype=np.int64)[
+        ids.codes
+    ]
     return np.where(missing, fallback, values)
 
 

@@ -12,6 +12,7 @@ to its launch calls once instead of once per section.
 Derived tables are handed out as shallow copies (pandas' copy-on-write keeps the memo intact
 when a caller assigns a column); callers must not modify them in place.
 """
+
 from __future__ import annotations
 
 import functools
@@ -43,8 +44,14 @@ class Trace:
     the pandas table built from them on first use of ``events`` (``analyze`` never asks).
     """
 
-    def __init__(self, events: pd.DataFrame | None = None, path: Path | None = None, meta: dict | None = None,
-                 *, columns: Columns | None = None):
+    def __init__(
+        self,
+        events: pd.DataFrame | None = None,
+        path: Path | None = None,
+        meta: dict | None = None,
+        *,
+        columns: Columns | None = None,
+    ):
         if (events is None) == (columns is None):
             raise TypeError("Trace needs an events table or columns (one of them)")
         if events is not None:
@@ -73,7 +80,9 @@ class Trace:
             return source
         if _is_frame(source):
             return cls(source)
-        raise TypeError(f"expected a workbench.trace.Trace or an events table, got {type(source).__name__}")
+        raise TypeError(
+            f"expected a workbench.trace.Trace or an events table, got {type(source).__name__}"
+        )
 
     def __len__(self) -> int:
         return len(self.columns) if "columns" in self.__dict__ else len(self.events)

@@ -6,6 +6,7 @@ vectorized over the raw bytes of all values at once (numpy); values numpy cannot
 handle (exponents, more than 16 integer digits, odd text) go through ``Decimal``
 one by one. Digits past the nanosecond are rounded half up.
 """
+
 from __future__ import annotations
 
 import decimal
@@ -89,8 +90,12 @@ def _fast(mat: np.ndarray, lens: np.ndarray):
         dots += is_dot
         frac += is_digit & (dots > 0)
         bad |= ~(is_digit | is_dot | (col == 0))
-    bad[neg] = np.any(~((mat[neg, 1:] - np.uint8(48) <= 9) | (mat[neg, 1:] == 46) | (mat[neg, 1:] == 0)), axis=1)
-    slow = bad | (dots > 1) | (digits > 19) | (digits - frac > _MAX_INT_DIGITS) | (digits - frac < 1)
+    bad[neg] = np.any(
+        ~((mat[neg, 1:] - np.uint8(48) <= 9) | (mat[neg, 1:] == 46) | (mat[neg, 1:] == 0)), axis=1
+    )
+    slow = (
+        bad | (dots > 1) | (digits > 19) | (digits - frac > _MAX_INT_DIGITS) | (digits - frac < 1)
+    )
     shift = np.clip(frac - 3, 0, 19)
     half = np.where(shift > 0, _POW10[shift] // np.uint64(2), np.uint64(0))
     ns = np.where(frac <= 3, acc * _POW10[np.clip(3 - frac, 0, 3)], (acc + half) // _POW10[shift])
@@ -144,7 +149,11 @@ def _as_int(value) -> int | None:
     if isinstance(value, int):
         return value if abs(value) <= _INT64_MAX else None
     if isinstance(value, float):
-        return int(value) if math.isfinite(value) and value.is_integer() and abs(value) <= _INT64_MAX else None
+        return (
+            int(value)
+            if math.isfinite(value) and value.is_integer() and abs(value) <= _INT64_MAX
+            else None
+        )
     try:
         number = int(str(value).strip(), 0)
     except ValueError:

@@ -7,6 +7,7 @@ the machine swaps. Files in UTF-16/UTF-32 (with a byte order mark, or recognized
 by their zero bytes as RFC 4627 describes) are converted to UTF-8; a UTF-8 byte
 order mark is skipped. Every failure is a :class:`TraceError` naming the file.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -21,8 +22,13 @@ DEFAULT_MAX_TRACE_BYTES = 4 * 2**30  # 4 GiB of JSON: a 1 GB trace still loads
 GZIP_MAGIC = b"\x1f\x8b"
 _IN_CHUNK = 1 << 20  # compressed bytes read at a time
 _OUT_CHUNK = 8 << 20  # decompressed bytes produced at a time (the cap's granularity)
-_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
-         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 
 
 def read_bytes(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_TRACE_BYTES):
@@ -47,14 +53,20 @@ def read_bytes(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_TRACE_BYTES
     except FileNotFoundError:
         raise TraceError(f"{path}: no such trace file") from None
     except IsADirectoryError:
-        raise TraceError(f"{path}: is a folder, not a trace file (give the .json or .json.gz inside)") from None
+        raise TraceError(
+            f"{path}: is a folder, not a trace file (give the .json or .json.gz inside)"
+        ) from None
     except OSError as exc:
         raise TraceError(f"{path}: cannot read the trace file ({exc.strerror or exc})") from None
     return as_utf8(path, data)
 
 
-_SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-            (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_SPECIAL = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def _refuse_special(path: Path) -> None:
@@ -66,14 +78,21 @@ def _refuse_special(path: Path) -> None:
         return  # open() below names the problem (missing, unreadable, a folder)
     for test, what in _SPECIAL:
         if test(mode):
-            raise TraceError(f"{path}: is {what}, not a regular file; save the trace to a file and give that")
+            raise TraceError(
+                f"{path}: is {what}, not a regular file; save the trace to a file and give that"
+            )
 
 
 def _too_big(path: Path, max_bytes: int, size: int | None = None) -> str:
-    what = (f"{size:,} bytes of JSON" if size is not None
-            else "it holds more JSON than that (reading stopped at the cap)")
-    return (f"{path}: trace too large for the cap of {max_bytes:,} bytes: {what}; "
-            "if the trace is genuine, raise the cap (analyze --max-trace-bytes, load_trace(max_bytes=...))")
+    what = (
+        f"{size:,} bytes of JSON"
+        if size is not None
+        else "it holds more JSON than that (reading stopped at the cap)"
+    )
+    return (
+        f"{path}: trace too large for the cap of {max_bytes:,} bytes: {what}; "
+        "if the trace is genuine, raise the cap (analyze --max-trace-bytes, load_trace(max_bytes=...))"
+    )
 
 
 def _gunzip(path: Path, stream, max_bytes: int) -> bytearray:
@@ -81,26 +100,38 @@ def _gunzip(path: Path, stream, max_bytes: int) -> bytearray:
     out = bytearray()
     feed = _Feed(stream)
     while True:
-        unzip = zlib.decompressobj(wbits=31)  # one gzip member: header, deflate data, CRC and size check
+        unzip = zlib.decompressobj(
+            wbits=31
+        )  # one gzip member: header, deflate data, CRC and size check
         while not unzip.eof:
             data = feed.take()
             try:
-                piece = unzip.decompress(data, min(_OUT_CHUNK, max_bytes - len(out) + 1)) if data else unzip.flush()
+                piece = (
+                    unzip.decompress(data, min(_OUT_CHUNK, max_bytes - len(out) + 1))
+                    if data
+                    else unzip.flush()
+                )
             except zlib.error as exc:
-                raise TraceError(f"{path}: corrupt gzip data ({exc}) in the compressed bytes after byte "
-                                 f"{feed.offset:,}; re-copy or re-export the trace") from None
+                raise TraceError(
+                    f"{path}: corrupt gzip data ({exc}) in the compressed bytes after byte "
+                    f"{feed.offset:,}; re-copy or re-export the trace"
+                ) from None
             out += piece
             if len(out) > max_bytes:
                 raise TraceError(_too_big(path, max_bytes))
             if not data and not unzip.eof:
-                raise TraceError(f"{path}: truncated gzip data: the file ends after {feed.read:,} bytes, "
-                                 "before the end of the compressed stream; re-copy or re-export the trace")
+                raise TraceError(
+                    f"{path}: truncated gzip data: the file ends after {feed.read:,} bytes, "
+                    "before the end of the compressed stream; re-copy or re-export the trace"
+                )
             feed.give_back(unzip.unused_data if unzip.eof else unzip.unconsumed_tail)
         if feed.rest_is_zeros():
             return out  # the end (zero padding after the last member is allowed, as gzip does)
         if not feed.starts_with(GZIP_MAGIC):
-            raise TraceError(f"{path}: corrupt gzip data: unexpected bytes after the compressed stream "
-                             f"(at byte {feed.offset:,}); re-copy or re-export the trace")
+            raise TraceError(
+                f"{path}: corrupt gzip data: unexpected bytes after the compressed stream "
+                f"(at byte {feed.offset:,}); re-copy or re-export the trace"
+            )
 
 
 class _Feed:
@@ -153,11 +184,14 @@ def as_utf8(path: Path, data):
     try:
         return bytes(data).decode(encoding).encode("utf-8")
     except UnicodeDecodeError as exc:
-        raise TraceError(f"{path}: invalid {encoding.upper()} text at byte {exc.start:,} "
-                         f"({exc.reason}); re-export the trace as UTF-8") from None
+        raise TraceError(
+            f"{path}: invalid {encoding.upper()} text at byte {exc.start:,} "
+            f"({exc.reason}); re-export the trace as UTF-8"
+        ) from None
     except UnicodeEncodeError as exc:  # lone surrogates
-        raise TraceError(f"{path}: invalid {encoding.upper()} text ({exc.reason}); "
-                         "re-export the trace as UTF-8") from None
+        raise TraceError(
+            f"{path}: invalid {encoding.upper()} text ({exc.reason}); re-export the trace as UTF-8"
+        ) from None
 
 
 def _encoding(head: bytes) -> str | None:
@@ -168,8 +202,12 @@ def _encoding(head: bytes) -> str | None:
     if len(head) < 4 or 0 not in head:
         return None
     zeros = tuple(b == 0 for b in head)
-    return {(True, True, True, False): "utf-32-be", (False, True, True, True): "utf-32-le",
-            (True, False, True, False): "utf-16-be", (False, True, False, True): "utf-16-le"}.get(zeros)
+    return {
+        (True, True, True, False): "utf-32-be",
+        (False, True, True, True): "utf-32-le",
+        (True, False, True, False): "utf-16-be",
+        (False, True, False, True): "utf-16-le",
+    }.get(zeros)
 
 
 def utf8_error_offset(data) -> tuple[int, str] | None:
@@ -178,7 +216,7 @@ def utf8_error_offset(data) -> tuple[int, str] | None:
     Decodes in 16 MiB pieces so the check never holds a copy of a large text."""
     view, start = memoryview(data), 0
     while start < len(view):
-        piece = view[start:start + (16 << 20)]
+        piece = view[start : start + (16 << 20)]
         final = start + len(piece) >= len(view)
         try:
             _, used = codecs.utf_8_decode(piece, "strict", final)

@@ -36,6 +36,7 @@ kernel; ``gpu_memcpy``/``Memcpy`` -> memcpy; ``gpu_memset``/``Memset`` -> memset
 though it carries a correlation); ``python_function`` -> python; anything else
 (``Trace``, ``cuda_profiler_range``, ...) -> other.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,18 +54,34 @@ KIND_SYNC = "sync"
 KIND_PYTHON = "python"
 KIND_OTHER = "other"
 
-KINDS = (KIND_CPU_OP, KIND_USER_ANNOTATION, KIND_RUNTIME, KIND_KERNEL, KIND_MEMCPY,
-         KIND_MEMSET, KIND_GPU_ANNOTATION, KIND_SYNC, KIND_PYTHON, KIND_OTHER)
+KINDS = (
+    KIND_CPU_OP,
+    KIND_USER_ANNOTATION,
+    KIND_RUNTIME,
+    KIND_KERNEL,
+    KIND_MEMCPY,
+    KIND_MEMSET,
+    KIND_GPU_ANNOTATION,
+    KIND_SYNC,
+    KIND_PYTHON,
+    KIND_OTHER,
+)
 GPU_WORK_KINDS = (KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET)
 HOST_KINDS = (KIND_CPU_OP, KIND_USER_ANNOTATION, KIND_RUNTIME, KIND_PYTHON)
 
 CATEGORY_KINDS = {
-    "cpu_op": KIND_CPU_OP, "Operator": KIND_CPU_OP,
+    "cpu_op": KIND_CPU_OP,
+    "Operator": KIND_CPU_OP,
     "user_annotation": KIND_USER_ANNOTATION,
-    "cuda_runtime": KIND_RUNTIME, "Runtime": KIND_RUNTIME, "cuda_driver": KIND_RUNTIME,
-    "kernel": KIND_KERNEL, "Kernel": KIND_KERNEL,
-    "gpu_memcpy": KIND_MEMCPY, "Memcpy": KIND_MEMCPY,
-    "gpu_memset": KIND_MEMSET, "Memset": KIND_MEMSET,
+    "cuda_runtime": KIND_RUNTIME,
+    "Runtime": KIND_RUNTIME,
+    "cuda_driver": KIND_RUNTIME,
+    "kernel": KIND_KERNEL,
+    "Kernel": KIND_KERNEL,
+    "gpu_memcpy": KIND_MEMCPY,
+    "Memcpy": KIND_MEMCPY,
+    "gpu_memset": KIND_MEMSET,
+    "Memset": KIND_MEMSET,
     "gpu_user_annotation": KIND_GPU_ANNOTATION,
     "cuda_sync": KIND_SYNC,
     "python_function": KIND_PYTHON,
@@ -73,7 +90,6 @@ OLD_SCHEMA_CATEGORIES = frozenset({"Operator", "Runtime", "Kernel", "Memcpy", "M
 
 INT_COLUMNS = ("device", "stream", "correlation", "bytes", "ext_id")
 COLUMNS = ("ts_ns", "dur_ns", "name", "cat", "kind", "pid", "tid", *INT_COLUMNS)
-
 
 
 def __getattr__(name: str):
@@ -110,4 +126,8 @@ def name_matches(names, predicate) -> np.ndarray:
         hits = np.array([bool(predicate(c)) for c in names.cat.categories] + [False], dtype=bool)
         return hits[names.cat.codes.to_numpy()]
     uniques, codes = np.unique(names.astype(str).to_numpy(), return_inverse=True)
-    return np.array([bool(predicate(u)) for u in uniques], dtype=bool)[codes] if len(names) else np.zeros(0, bool)
+    return (
+        np.array([bool(predicate(u)) for u in uniques], dtype=bool)[codes]
+        if len(names)
+        else np.zeros(0, bool)
+    )

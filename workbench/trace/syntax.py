@@ -6,6 +6,7 @@ nesting (a vectorized scan that skips string contents), the JSON key a byte
 offset falls in, and a plain-words name for tokens JSON does not allow
 (``NaN``, ``Infinity``: Python's ``json.dumps`` writes them).
 """
+
 from __future__ import annotations
 
 import re
@@ -16,8 +17,16 @@ _BLOCK = 1 << 20
 _OPEN = (ord("["), ord("{"))
 _CLOSE = (ord("]"), ord("}"))
 _KEY = re.compile(rb'"((?:[^"\\]|\\.){0,80})"\s*:')
-_NON_JSON = ((b"NaN", "NaN"), (b"-Infinity", "-Infinity"), (b"Infinity", "Infinity"),
-             (b"-NaN", "-NaN"), (b"nan", "nan"), (b"-nan", "-nan"), (b"inf", "inf"), (b"-inf", "-inf"))
+_NON_JSON = (
+    (b"NaN", "NaN"),
+    (b"-Infinity", "-Infinity"),
+    (b"Infinity", "Infinity"),
+    (b"-NaN", "-NaN"),
+    (b"nan", "nan"),
+    (b"-nan", "-nan"),
+    (b"inf", "inf"),
+    (b"-inf", "-inf"),
+)
 
 
 def deepest_nesting(data) -> tuple[int, int]:
@@ -27,7 +36,7 @@ def deepest_nesting(data) -> tuple[int, int]:
     depth, in_string, backslashes = 0, False, 0
     best, where = 0, 0
     for start in range(0, len(view), _BLOCK):
-        b = np.frombuffer(view[start:start + _BLOCK], dtype=np.uint8)
+        b = np.frombuffer(view[start : start + _BLOCK], dtype=np.uint8)
         escaped = _escaped(b, backslashes)
         quote = (b == 34) & ~escaped
         inside = (np.cumsum(quote) % 2).astype(bool) ^ in_string
@@ -58,7 +67,7 @@ def _trailing_backslashes(b: np.ndarray, carried: int) -> int:
 
 def key_before(data, offset: int) -> str | None:
     """The last JSON object key that starts before ``offset`` (within 4 KiB), or None."""
-    window = bytes(memoryview(data)[max(0, offset - 4096):offset])
+    window = bytes(memoryview(data)[max(0, offset - 4096) : offset])
     keys = _KEY.findall(window)
     return keys[-1].decode("utf-8", "replace") if keys else None
 
@@ -66,8 +75,12 @@ def key_before(data, offset: int) -> str | None:
 def non_json_token(data, offset: int) -> tuple[str, int] | None:
     """``(token, start)`` for ``NaN``/``Infinity`` (or similar, with its sign) at ``offset``, which
     JSON does not allow (Python's ``json.dumps`` writes them); else None."""
-    start = offset - 1 if offset > 0 and bytes(memoryview(data)[offset - 1:offset]) == b"-" else offset
-    head = bytes(memoryview(data)[start:start + 9])
+    start = (
+        offset - 1
+        if offset > 0 and bytes(memoryview(data)[offset - 1 : offset]) == b"-"
+        else offset
+    )
+    head = bytes(memoryview(data)[start : start + 9])
     for token, name in _NON_JSON:
         if head.startswith(token):
             return name, start

@@ -33,7 +33,7 @@ from workbench.sampling import StackSampler, _root_codes  # noqa: E402
 from workbench.timing import time_request  # noqa: E402
 
 EXAMPLES = ("tabular", "text", "image")
-MODES = ("plain", "thread 1ms", "thread 5ms", "pyinstrument 1ms")
+MODES = ("plain", "thread 1ms", "thread 5ms", "pyinstrument 1ms")  # "thread Nms" for any N also works
 
 
 class _PyinstrumentWay:
@@ -76,7 +76,7 @@ def _e2e(t) -> int:
     return t.end_ns - t.start_ns
 
 
-def measure(example: str, requests: int, blocks: int) -> dict:
+def measure(example: str, requests: int, blocks: int, modes: tuple[str, ...] = MODES) -> dict:
     from workbench import PipelineConfig
     from workbench.runner import resolve_pipeline
 
@@ -84,32 +84,32 @@ def measure(example: str, requests: int, blocks: int) -> dict:
     pipe.config.apply_threads()
     items = pipe.item_iterator()
     run_block(pipe, items, "plain", 20)  # warm-up
-    times = {m: [] for m in MODES}
-    samples = {m: 0 for m in MODES}
+    times = {m: [] for m in modes}
+    samples = {m: 0 for m in modes}
     for b in range(blocks):
-        order = MODES[b % len(MODES):] + MODES[:b % len(MODES)]  # rotate which mode goes first
+        order = modes[b % len(modes):] + modes[:b % len(modes)]  # rotate which mode goes first
         for mode in order:
             t, s = run_block(pipe, items, mode, requests)
             times[mode] += t
             samples[mode] += s
     p50 = {m: percentile_ns(v, 50) / 1e6 for m, v in times.items()}
     return {"example": example, "requests_per_mode": requests * blocks,
-            "p50_ms": p50, "ratio": {m: p50[m] / p50["plain"] for m in MODES},
-            "samples_per_request": {m: samples[m] / (requests * blocks) for m in MODES}}
+            "p50_ms": p50, "ratio": {m: p50[m] / p50["plain"] for m in modes},
+            "samples_per_request": {m: samples[m] / (requests * blocks) for m in modes}}
 
 
-def markdown(rows: list[dict], argv: list[str], load: tuple[float, float]) -> str:
-    lines = ["# Stack sampling of every timed request: what it costs", "",
+def markdown(rows: list[dict], argv: list[str], load: tuple[float, float], modes: tuple[str, ...] = MODES) -> str:
+    lines = [f"## {', '.join(modes[1:])} against plain", "",
              f"`python benchmarks/bench_sampler.py {' '.join(argv)}` (batch 1, torch threads 1, modes interleaved "
              f"by block, the first mode rotating). Host: 2 cores, **busy machine** (8 agents sharing it; load average "
              f"{load[0]:.1f} before, {load[1]:.1f} after): ratios are indicative, a quiet-machine rerun is owed.", "",
-             "| example | " + " | ".join(f"{m} p50 ms" for m in MODES) + " | "
-             + " | ".join(f"{m} / plain" for m in MODES[1:]) + " | samples/request (thread 1ms) |",
-             "|---" * (2 * len(MODES) + 1) + "|"]
+             "| example | " + " | ".join(f"{m} p50 ms" for m in modes) + " | "
+             + " | ".join(f"{m} / plain" for m in modes[1:]) + " | samples/request |",
+             "|---" * (2 * len(modes) + 1) + "|"]
     for r in rows:
-        lines.append(f"| {r['example']} | " + " | ".join(f"{r['p50_ms'][m]:.3f}" for m in MODES) + " | "
-                     + " | ".join(f"{r['ratio'][m]:.3f}x" for m in MODES[1:])
-                     + f" | {r['samples_per_request']['thread 1ms']:.1f} |")
+        lines.append(f"| {r['example']} | " + " | ".join(f"{r['p50_ms'][m]:.3f}" for m in modes) + " | "
+                     + " | ".join(f"{r['ratio'][m]:.3f}x" for m in modes[1:]) + " | "
+                     + ", ".join(f"{m} {r['samples_per_request'][m]:.1f}" for m in modes[1:]) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -118,18 +118,25 @@ def main(argv=None) -> int:
     parser.add_argument("--requests", type=int, default=40, help="requests per block")
     parser.add_argument("--blocks", type=int, default=6)
     parser.add_argument("--examples", nargs="+", default=list(EXAMPLES))
+    parser.add_argument("--modes", nargs="+", default=list(MODES[1:]), help="besides plain")
     parser.add_argument("--md", type=Path)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     before = os.getloadavg()[0]
-    rows = [measure(e, args.requests, args.blocks) for e in args.examples]
+    modes = ("plain", *args.modes)
+    rows = [measure(e, args.requests, args.blocks, modes) for e in args.examples]
     load = (before, os.getloadavg()[0])
-    text = markdown(rows, list(argv if argv is not None else sys.argv[1:]), load)
+    text = markdown(rows, list(argv if argv is not None else sys.argv[1:]), load, modes)
     print(text)
-    if args.md:
-        args.md.write_text(text)
+    if args.md:  # appended: each run is kept
+        head = "" if args.md.is_file() else "# Stack sampling of every timed request: what it costs\n\n"
+        with args.md.open("a") as f:
+            f.write(head + text + "\n")
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows, "load_average": load, "when": time.time()}, indent=1))
+        previous = json.loads(args.json.read_text()) if args.json.is_file() else []
+        previous = previous if isinstance(previous, list) else [previous]
+        args.json.write_text(json.dumps(previous + [{"rows": rows, "load_average": load, "when": time.time()}],
+                                        indent=1))
     return 0
 
 

@@ -114,3 +114,18 @@ def test_trace_does_not_import_analysis():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_columns_and_the_pandas_table_are_the_same_events(trace):
+    """The loader builds numpy columns; ``events`` is built from them, and read back gives them again."""
+    import pandas as pd
+
+    from workbench.trace.columns import Columns
+
+    cols = trace.columns
+    assert len(cols) == len(trace.events) == 19
+    back = Columns.from_frame(trace.events)
+    assert (back.ts_ns == cols.ts_ns).all() and (back.correlation == cols.correlation).all()
+    assert list(back.name.labels) == list(cols.name.labels) and (back.kind == cols.kind).all()
+    pd.testing.assert_frame_equal(back.to_frame(), trace.events, check_exact=True)
+    assert cols.name.take(cols.of_kinds(["kernel"])).values().tolist()[:2] == ["gemm", "relu"]

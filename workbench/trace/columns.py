@@ -126,10 +126,6 @@ class Columns:
                 np.array(list(col.cat.categories), dtype=object),
             )
 
-        kinds = np.array(
-            [KINDS.index(k) if k in KINDS else KINDS.index(KIND_OTHER) for k in KINDS] + [-1],
-            np.int8,
-        )
         kind_col = table["kind"]
         if isinstance(kind_col.dtype, pd.CategoricalDtype):
             lookup = np.array(
@@ -137,11 +133,7 @@ class Columns:
             )
             kind = lookup[kind_col.cat.codes.to_numpy()]
         else:
-            kind = (
-                np.array([KINDS.index(str(k)) for k in kind_col], dtype=np.int8)
-                if len(kind_col)
-                else kinds[:0]
-            )
+            kind = np.array([KINDS.index(str(k)) for k in kind_col], dtype=np.int8).reshape(-1)
         ints = {}
         for key in INT_COLUMNS:
             if key in table:

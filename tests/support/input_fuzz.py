@@ -78,13 +78,12 @@ def mutate_value(doc: Any, rnd: random.Random) -> Any:
 # -- OTLP/JSON exports ---------------------------------------------------------------------------------------
 
 def _spans(doc: Any) -> list[dict]:
-    out = []
-    for resource in (doc.get("resourceSpans") or []) if isinstance(doc, dict) else []:
-        for scope in (resource.get("scopeSpans") or []) if isinstance(resource, dict) else []:
-            spans = scope.get("spans") if isinstance(scope, dict) else None
-            if isinstance(spans, list):
-                out += [s for s in spans if isinstance(s, dict)]
-    return out
+    def items(obj: Any, key: str) -> list:
+        value = obj.get(key) if isinstance(obj, dict) else None
+        return value if isinstance(value, list) else []
+
+    return [s for resource in items(doc, "resourceSpans") for scope in items(resource, "scopeSpans")
+            for s in items(scope, "spans") if isinstance(s, dict)]
 
 
 def mutate_span_tree(doc: Any, rnd: random.Random) -> Any:
@@ -142,6 +141,8 @@ def mutated_otlp(text: str, rnd: random.Random) -> bytes:
 # -- run folders ---------------------------------------------------------------------------------------------
 
 def _table_change(df: pd.DataFrame, rnd: random.Random) -> pd.DataFrame:
+    if not len(df.columns):
+        return df
     col = rnd.choice(list(df.columns))
     op = rnd.randrange(8)
     if op == 0:
@@ -150,7 +151,7 @@ def _table_change(df: pd.DataFrame, rnd: random.Random) -> pd.DataFrame:
         df[col] = df[col].astype(str)
     elif op == 2 and df[col].dtype.kind in "iu":
         df[col] = df[col] * rnd.choice((-1, 0, 50, 2**40))
-    elif op == 3:
+    elif op == 3 and len(df):
         values = df[col].astype(object)
         values.iloc[rnd.randrange(len(values))] = None
         df[col] = values

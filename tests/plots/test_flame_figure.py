@@ -61,8 +61,8 @@ def test_flame_figure_of_a_real_flame_tree(trace_events):
     values = dict(zip(names, decode(trace["values"])))
     assert "ProfilerStep" not in values and values["forward"] == 890_000
     assert fig["layout"]["title"]["text"] == ("Flame graph<br><sup>starts at the stages: 1 harness and instrumentation "
-                                              "events cut (ProfilerStep); 0.11 ms of the 1 ms traced is outside the "
-                                              "stages</sup>")
+                                              "events cut (ProfilerStep); 0.11 ms of the 1 ms</sup><br><sup>traced is "
+                                              "outside the stages</sup>")  # wrapped at 100 characters: never clipped
     # the 50 us kernel hangs under a 5 us launch call: the call and its operator are drawn 50 us wide
     assert values["vectorized_elementwise_kernel"] == 50_000
     assert decode(trace["values"])[names.index("aten::add")] == 50_000
@@ -111,3 +111,18 @@ def test_differential_flame_figure_draws_tail_widths_and_growth_colours():
     fig = differential_flame_figure(stacks).to_dict()
     assert fig["layout"]["title"]["text"].startswith("hydrate: slowest 1 % minus median (sampled stacks; 1200 slow")
     assert "no sampled stacks" in differential_flame_figure(None).to_dict()["layout"]["annotations"][0]["text"]
+
+
+def test_traced_tail_figure_draws_the_slow_requests_and_says_how_many_it_rests_on():
+    from workbench.plots.flame import traced_tail_figure
+
+    view = {"note": "the slow-request view rests on 5 traced requests: the slowest 1 against the median 1",
+            "tree": [{"id": 0, "parent": -1, "name": "forward", "kind": "stage", "slow_ns": 90_000, "median_ns": 40_000},
+                     {"id": 1, "parent": 0, "name": "aten::heavy", "kind": "cpu_op", "slow_ns": 5_000, "median_ns": 0}]}
+    fig = traced_tail_figure(view).to_dict()
+    trace = fig["data"][0]
+    assert list(trace["labels"]) == ["forward", "aten::heavy"] and list(trace["marker"]["colors"]) == [0.05, 0.005]
+    assert fig["layout"]["title"]["text"].endswith("<sup>the slow-request view rests on 5 traced requests: the "
+                                                   "slowest 1 against the median 1</sup>")
+    assert "no traced request" in traced_tail_figure({"tree": [], "note": "no traced request"}).to_dict()[
+        "layout"]["annotations"][0]["text"]

@@ -15,8 +15,14 @@ def run_figures(run, facts: dict[str, Any], sla_ms: float | None = None) -> list
              tail_figure(facts["tail"])),
             ("Latency over the run: drift, spikes, throttling", latency_over_run_figure(run.requests))]
     figs += _attribute_figures(run)
+    if (facts.get("stacks") or {}).get("headline"):
+        from ..plots.flame import differential_flame_figure
+
+        figs.append(("The slowest requests' sampled stacks against the median ones (slow minus median)",
+                     differential_flame_figure(facts["stacks"])))
     if facts.get("trace") is not None:
         figs += _trace_figures(run, facts.get("loaded_trace"))
+        figs.append(_traced_tail(run, facts.get("loaded_trace")))
     return figs
 
 
@@ -33,6 +39,16 @@ def _attribute_figures(run) -> list[tuple[str, Any]]:
     entry = effects[best["stage"]][best["attribute"]]
     return [(f"What {best['stage']}'s time tracks", attribute_figure(run.requests, run.stages, best["stage"],
                                                                     best["attribute"], effect=entry))]
+
+
+def _traced_tail(run, loaded=None) -> tuple[str, Any]:
+    """The slowest traced requests' flame graph against the median ones', with how many it rests on."""
+    from ..analysis.traced_tail import slow_minus_median
+    from ..plots.flame import traced_tail_figure
+    from ..trace import load_trace
+
+    return ("The slowest traced requests against the median ones", traced_tail_figure(
+        slow_minus_median(loaded or load_trace(run.trace_path))))
 
 
 def _trace_figures(run, loaded=None) -> list[tuple[str, Any]]:

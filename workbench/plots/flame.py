@@ -12,6 +12,8 @@ as wide as its children (:func:`display_totals`). Colors follow
 """
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -131,12 +133,13 @@ def flame_figure(tree: pd.DataFrame, *, title: str | None = None, max_nodes: int
     folded += "" if share is None else ("; deepest levels not drawn)" if cut else ")")
     default = "Flame graph" + folded
     cut = tree.attrs.get("cut")  # harness and instrumentation cut by analysis.flame.harness_cut
-    note = f"<br><sup>{cut['note']}</sup>" if cut else ""
+    note = "".join(f"<br><sup>{line}</sup>" for line in textwrap.wrap(cut["note"], NOTE_CHARS)) if cut else ""
     # labels never shrink below 10 px: a box too narrow for its label shows none (hover and zoom still tell)
-    return layout(fig, (title or default) + note, margin=dict(l=10, r=10, t=80 + (20 if cut else 0), b=10),
+    return layout(fig, (title or default) + note, margin=dict(l=10, r=10, t=80 + 20 * note.count("<sup>"), b=10),
                   uniformtext=dict(minsize=LABEL_MIN_PX, mode="hide"))
 
 
+NOTE_CHARS = 100  # the cut note's line length: one long line was clipped at half of a 1280 px screen
 LABEL_MIN_PX = 10  # the smallest label font a flame box may use (issue 30: labels unreadable at half width)
 
 
@@ -203,3 +206,27 @@ def differential_flame_figure(stacks: dict | None, stage: str | None = None, *, 
     default = (f"{stage}: slowest {label} minus median (sampled stacks; {samples.get(stacks.get('tail_set'), 0)} "
                f"slow and {samples.get('median', 0)} median samples)")
     return layout(fig, title or default, margin=dict(l=10, r=10, t=80, b=10))
+
+
+def traced_tail_figure(view: dict | None, *, title: str | None = None) -> go.Figure:
+    """The slowest traced requests' flame graph against the median ones' (``workbench.analysis.traced_tail``):
+    widths are the slow requests' time per request, colour the difference to the median requests (ms)."""
+    tree = (view or {}).get("tree") or []
+    if not tree:
+        return empty_figure((view or {}).get("note") or "no traced request", title or "Slowest traced requests")
+    diff_ms = [(n["slow_ns"] - n["median_ns"]) / 1e6 for n in tree]
+    keys = [kind_key(n["kind"], n["name"]) for n in tree]
+    widest = max(abs(d) for d in diff_ms) or 1.0
+    fig = go.Figure(go.Icicle(
+        ids=[str(n["id"]) for n in tree], parents=["" if n["parent"] == -1 else str(n["parent"]) for n in tree],
+        labels=[_clip(n["name"], LABEL_CHARS) for n in tree], values=[max(n["slow_ns"], 1) for n in tree],
+        branchvalues="remainder", sort=False,
+        marker=dict(colors=diff_ms, colorscale="RdBu", reversescale=True, cmid=0, cmin=-widest, cmax=widest,
+                    colorbar=dict(title="slow - median (ms)")),
+        customdata=[[format_ns(n["slow_ns"]), format_ns(n["median_ns"]), KIND_LABELS[k]] for n, k in zip(tree, keys)],
+        hovertemplate="%{label}<br>%{customdata[2]}<br>slowest: %{customdata[0]} per request<br>median: "
+                      "%{customdata[1]} per request<extra></extra>",
+        tiling=dict(orientation="v"),
+    ))
+    return layout(fig, (title or "Slowest traced requests against the median ones") + f"<br><sup>{view['note']}</sup>",
+                  margin=dict(l=10, r=10, t=90, b=10))

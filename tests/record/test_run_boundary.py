@@ -113,3 +113,15 @@ def test_a_link_inside_the_folder_is_read(run_dir):
     (run_dir / "requests.parquet").symlink_to("kept.parquet")
     rc, _, err = cli(["show", "--json", str(run_dir)])
     assert rc == 0, err
+
+
+def test_an_output_that_fails_to_land_leaves_no_temporary_file(tmp_path, monkeypatch):
+    from workbench.record import folder
+
+    def full_disk(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(folder.os, "replace", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        folder.write_text_atomically(tmp_path / "site" / "index.html", "x" * 1000)
+    assert list((tmp_path / "site").iterdir()) == []

@@ -70,20 +70,10 @@ def check_out(path: Path, *, folder: bool) -> None:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename it: a reader never sees half a
-    file, and a failure (a full disk, a folder at ``path``) leaves nothing behind."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a report is for sharing
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Write ``text`` beside ``path`` and rename it; a failure leaves nothing behind (the record's writer)."""
+    from ..record.folder import write_text_atomically
+
+    write_text_atomically(path, text)
 
 
 def save_measured(run, out: Path) -> Path:

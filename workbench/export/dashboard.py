@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..record.folder import write_text_atomically
 
 FIGURE_KINDS = ("budget", "distribution", "flame", "batching")
 RATE_FRACTIONS = (0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.97)
@@ -143,12 +144,7 @@ def export_dashboard(out_dir: str | os.PathLike, runs_dir: str | os.PathLike, pr
             progress(i + 1, len(entries), e.path.name)
     page = build_page(entries, figures, batching_figures(entries), notes)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".index.html.", dir=out)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(page)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, out / "index.html")
+    write_text_atomically(out / "index.html", page)  # a full disk leaves no .index.html.* behind
     return out / "index.html"
 
 

@@ -82,6 +82,25 @@ def _with_file(meta: RunMeta, name: str | None) -> TraceInfo:
     return dataclasses.replace(meta.trace or TraceInfo(), file=name)
 
 
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path``, then rename it: a reader never sees half a
+    file, and a failure (a full disk, a folder at ``path``) removes the temporary file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a report is for sharing
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 def _trace_name(trace: Path) -> str:
     """The trace's file name, refusing anything that is not a profiler trace file."""
     if not trace.is_file() or not trace.name.endswith(TRACE_NAME_SUFFIXES):

@@ -101,6 +101,13 @@ def print_explain(report: dict, out) -> None:
     attrs = report.get("attributes_summary") or {}
     if attrs.get("headline"):
         print(f"attributes: {attrs['headline']}", file=out)
+    hol = report.get("head_of_line") or {}
+    if hol.get("stage") and hol["queue_wait_ns"]:
+        stage = hol["stage"]
+        batches = ", ".join(str(h["batch"]) for h in hol["holders"] if h["stage"] == stage)
+        print(f"blocking: {stage} of other batches held the executor for {hol['share_of_queue_wait'][stage]:.0%} of "
+              f"the queue wait ({hol['share_of_wait'][stage]:.0%} of all batch and queue wait); most in batches "
+              f"{batches}", file=out)
     gc = report.get("gc")
     if gc and gc["pause_ms_total"] > 0:
         print(f"gc: {gc['pause_ms_total']:.3f} ms of collection pauses in {gc['requests_with_gc']} of "

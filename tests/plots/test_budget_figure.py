@@ -23,7 +23,7 @@ def test_share_of_each_stage_is_in_the_hover(toy_summary):
     assert shares[1] == "82.6%"  # model: 10 ms of 12.101 ms mean
     assert [c[1] for c in trace["customdata"]] == [100] * 5
     ticks = budget_figure(toy_summary).to_dict()["layout"]["xaxis"]["ticktext"]
-    assert list(ticks)[:2] == ["parse<br>0.4% of mean", "model<br>82.6% of mean"]
+    assert list(ticks)[:2] == ["parse<br>0.4%", "model<br>82.6%"]
 
 
 def test_sla_line_and_verdict(toy_summary):

@@ -60,9 +60,10 @@ def test_flame_figure_of_a_real_flame_tree(trace_events):
     names = list(trace["labels"])
     values = dict(zip(names, decode(trace["values"])))
     assert "ProfilerStep" not in values and values["forward"] == 890_000
-    assert fig["layout"]["title"]["text"] == ("Flame graph<br><sup>starts at the stages: 1 harness and instrumentation "
-                                              "events cut (ProfilerStep); 0.11 ms of the 1 ms</sup><br><sup>traced is "
-                                              "outside the stages</sup>")  # wrapped at 100 characters: never clipped
+    assert fig["layout"]["title"]["text"] == "Flame graph"
+    assert fig["layout"]["title"]["subtitle"]["text"] == (  # wrapped at 100 characters, a subtitle: never clipped
+        "starts at the stages: 1 harness and instrumentation events cut (ProfilerStep); 0.11 ms of the 1 ms<br>"
+        "traced is outside the stages")
     # the 50 us kernel hangs under a 5 us launch call: the call and its operator are drawn 50 us wide
     assert values["vectorized_elementwise_kernel"] == 50_000
     assert decode(trace["values"])[names.index("aten::add")] == 50_000

@@ -3,7 +3,7 @@
 Log axes labelled at whole decades only; zero launch delays counted, not drawn at
 0.001 us; a colour bar on the launch heatmap; percentile values in the legend, not
 written over the bars; the pinned and pageable copies on shared axes, and "pin it"
-only where pageable copies matter; flame labels never below 10 px.
+only where pageable copies matter; flame labels never below 8 px.
 """
 from __future__ import annotations
 
@@ -100,8 +100,8 @@ def test_pinned_and_pageable_compare_on_shared_axes(tmp_path):
     assert fig["layout"]["barmode"] == "group"
 
 
-def test_flame_labels_never_shrink_below_ten_pixels(trace_events):
+def test_flame_labels_never_shrink_below_eight_pixels(trace_events):
     from workbench.analysis.flame import flame_tree
 
     layout = flame_figure(flame_tree(trace_events)).to_dict()["layout"]
-    assert layout["uniformtext"] == {"minsize": 10, "mode": "hide"}
+    assert layout["uniformtext"] == {"minsize": 8, "mode": "hide"}

@@ -200,8 +200,9 @@ function message(div, text){
   div.innerHTML = '<p style="padding:2em;color:#666">' + text + '</p>';
 }
 function show(div, fig){
-  Plotly.purge(div); div.innerHTML = '';
-  Plotly.newPlot(div, fig.data, fig.layout, {displaylogo:false, responsive:true});
+  // react, not purge + newPlot: a control change redraws in place (the page held 3.6-5.2 s per change, busy)
+  if (!div.data) div.innerHTML = '';  // a message was shown (purged): clear it before the first plot
+  Plotly.react(div, fig.data, fig.layout, {displaylogo:false, responsive:true});
 }
 function draw(){
   const e = matching(fields.length)[0];

@@ -133,7 +133,9 @@ def _percentile_bars(rows: pd.DataFrame) -> go.Figure:
                           "<br>n=%{customdata[1]}<extra></extra>",
         )
     fig.update_layout(barmode="group")
-    fig.update_xaxes(tickvals=names, ticktext=[f"{n}<br>{s} of mean" if s else n for n, s in zip(names, share)])
+    # the share under each name, short: "forward<br>90.8% of mean" overlapped its neighbours at half of 1280 px
+    fig.update_xaxes(tickvals=names, ticktext=[f"{n}<br>{s}" if s else n for n, s in zip(names, share)],
+                     title_text="stage (share of the end-to-end mean)")
     return fig
 
 

@@ -133,14 +133,19 @@ def flame_figure(tree: pd.DataFrame, *, title: str | None = None, max_nodes: int
     folded += "" if share is None else ("; deepest levels not drawn)" if cut else ")")
     default = "Flame graph" + folded
     cut = tree.attrs.get("cut")  # harness and instrumentation cut by analysis.flame.harness_cut
-    note = "".join(f"<br><sup>{line}</sup>" for line in textwrap.wrap(cut["note"], NOTE_CHARS)) if cut else ""
-    # labels never shrink below 10 px: a box too narrow for its label shows none (hover and zoom still tell)
-    return layout(fig, (title or default) + note, margin=dict(l=10, r=10, t=80 + 20 * note.count("<sup>"), b=10),
-                  uniformtext=dict(minsize=LABEL_MIN_PX, mode="hide"))
+    # the note is the title's subtitle, wrapped: in the title's own text a multi-line title was anchored too
+    # high by plotly and its first line clipped at the top of the figure (1280x800, tests/browser)
+    note = textwrap.wrap(cut["note"], NOTE_CHARS) if cut else []
+    # labels never shrink below LABEL_MIN_PX: a box too narrow for its label shows none (hover and zoom tell)
+    fig = layout(fig, title or default, margin=dict(l=10, r=10, t=80 + 20 * len(note), b=10),
+                 uniformtext=dict(minsize=LABEL_MIN_PX, mode="hide"))
+    if note:
+        fig.update_layout(title_subtitle_text="<br>".join(note))
+    return fig
 
 
 NOTE_CHARS = 100  # the cut note's line length: one long line was clipped at half of a 1280 px screen
-LABEL_MIN_PX = 10  # the smallest label font a flame box may use (issue 30: labels unreadable at half width)
+LABEL_MIN_PX = 8  # the smallest label font (px) a flame box may use; smaller ones were unreadable at half width
 
 
 def _clip(text: str, n: int) -> str:

@@ -44,6 +44,8 @@ import pandas as pd
 from .analysis.budget import END_TO_END
 from .analysis.verdicts import BLOCK, MIN_EFFECT, RESAMPLES, paired_comparison
 from .config import PipelineConfig
+from .analysis.outputs import NONE as NO_OUTPUTS
+from .analysis.outputs import OUTPUT_ITEMS, output_agreement
 from .errors import ConfigError, PipelineError
 from .pipeline import first_request_checked
 from .timing import Clock, RequestTiming, time_request
@@ -137,12 +139,13 @@ def compare(target: Callable | str, configs: Sequence[Mapping[str, Any] | Pipeli
     runners = [_request_runner(p, clock) for p in pipes]
     threads = [getattr(p.config, "threads", None) or default_threads for p in pipes]
     try:
-        _warm_up(pipes, runners, items, warmup, threads)
+        outputs = _Outputs(pipes, warmup)
+        _warm_up(pipes, runners, items, warmup, threads, outputs)
         # the machine is judged from here: lazy initialisation and torch.compile's worker processes in the
         # warm-up are the configurations' own start-up, not another process's load on the measurement
         probe = _noise_probe(noise_probe)
         stop = _Stop(requests, resolution, max_time_s, clock, names, metric)
-        rows = _interleave(pipes, runners, items, warmup, seed, threads, stop)
+        rows = _interleave(pipes, runners, items, warmup, seed, threads, stop, outputs)
     finally:
         _set_threads(default_threads)
     samples = _samples_table(rows, names)
@@ -152,6 +155,7 @@ def compare(target: Callable | str, configs: Sequence[Mapping[str, Any] | Pipeli
     result = _report(samples, names, info, metric=metric, min_effect=min_effect, resamples=resamples, seed=seed,
                      requests=max(c["requests"] for c in info), noise=noise)
     result["stopped"] = stop.report()
+    _attach_outputs(result, outputs.by_config, getattr(pipes[0], "agree", None))
     return Comparison(pipes[0].name, names, info, samples, result)
 
 
@@ -289,7 +293,7 @@ def _request_runner(pipe, clock: Clock) -> Callable[[list], RequestTiming]:
                                  functools.partial(time_request, names, fns, clock=clock, keep=every), pipe)
 
 
-def _warm_up(pipes, runners, items, warmup, threads) -> None:
+def _warm_up(pipes, runners, items, warmup, threads, outputs: _Outputs) -> None:
     """``warmup`` requests per configuration, each with its own thread count, on the first items."""
     if not items.need(warmup):
         raise PipelineError(f"pipeline {items.name!r}: item source ran out during the warm-up")
@@ -297,10 +301,10 @@ def _warm_up(pipes, runners, items, warmup, threads) -> None:
         batch = pipes[c].config.batch_size
         _set_threads(threads[c])
         for i in range(warmup):
-            run(items.batch_of(i, batch))
+            outputs.keep(c, i, run(items.batch_of(i, batch)))
 
 
-def _interleave(pipes, runners, items, warmup, seed, threads, stop: _Stop) -> list[tuple]:
+def _interleave(pipes, runners, items, warmup, seed, threads, stop: _Stop, outputs: _Outputs) -> list[tuple]:
     """Rounds of one block per configuration in a seeded order, after the warm-up, until ``stop`` says so.
 
     Rows: ``(config, round, request, ok, error_type, ns per stage that ran..., end to end ns)``.
@@ -321,6 +325,7 @@ def _interleave(pipes, runners, items, warmup, seed, threads, stop: _Stop) -> li
                     runners[c](items.batch_of(i, batch[c]))
             for _ in range(BLOCK if limit is None else min(BLOCK, limit - done[c])):
                 t = runners[c](items.batch_of(warmup + done[c], batch[c]))
+                outputs.keep(c, warmup + done[c], t)
                 rows.append((c, rnd, done[c], t.failure is None, t.failure and t.failure.error_type,
                              *[e - s for s, e in zip(t.stage_start_ns, t.stage_end_ns)], t.end_ns - t.start_ns))
                 done[c] += 1
@@ -336,6 +341,42 @@ def _samples_table(rows: list[tuple], names: list[str]) -> pd.DataFrame:
     for col in (*names, END_TO_END):
         df[col] = df[col].astype("Int64")
     return df
+
+
+class _Outputs:
+    """The final outputs of each configuration's first requests (warm-up first), by their first item's index:
+    every configuration ran the same items, so B's outputs line up with A's item by item (``analysis.outputs``).
+    Kept from the timings the rounds make anyway, converted between requests, outside every timed region."""
+
+    def __init__(self, pipes, warmup: int) -> None:
+        self.batch = [p.config.batch_size for p in pipes]
+        self.cap = warmup * max(self.batch) + OUTPUT_ITEMS  # items past this index are not kept
+        self.by_config: list[dict[int, Any]] = [{} for _ in pipes]
+
+    def keep(self, c: int, k: int, t: RequestTiming) -> None:
+        """Request ``k`` of configuration ``c`` (its items start at ``k * batch``)."""
+        first = k * self.batch[c]
+        if first < self.cap and t.failure is None:
+            self.by_config[c][first] = _as_numpy(t.output)
+
+
+def _as_numpy(value: Any) -> Any:
+    """A torch tensor (any dtype, any device) as a float numpy array; lists and tuples element-wise."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        return value.detach().float().cpu().numpy()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_as_numpy(v) for v in value)
+    return value
+
+
+def _attach_outputs(result: dict[str, Any], by_config: list[dict[int, Any]], agree) -> None:
+    """``outputs`` per configuration (A, the reference: nulls) and per comparison, B's against A's."""
+    entries = [dict(NO_OUTPUTS, items=0)] + [output_agreement(by_config[0], mine, agree) for mine in by_config[1:]]
+    for info, entry in zip(result["configs"], entries):
+        info["outputs"] = entry
+    for comp in result.get("comparisons") or []:
+        comp["outputs"] = entries[comp["b"]]
+    result["outputs"] = entries[1]
 
 
 def _config_info(cfgs, labels, samples: pd.DataFrame) -> list[dict[str, Any]]:

@@ -87,6 +87,8 @@ class Pipeline:
     models: the ``torch.nn.Module`` s the stages run, declared so that a run
         can fingerprint them (``Pipeline(models=[m])`` or ``pipe.declare_model(m)``);
         without a declaration a run's model fingerprint is ``unknown``.
+    agree: ``fn(output_a, output_b) -> share`` in [0, 1]: how far two configurations' final outputs of one
+        request agree, for ``compare`` and ``audit --try`` (default: argmax agreement, ``analysis.outputs``).
     """
 
     name: str
@@ -96,6 +98,7 @@ class Pipeline:
     description: str = ""
     models: list[Any] = field(default_factory=list)
     quantization: list[dict] = field(default_factory=list, repr=False)  # set by build_pipeline
+    agree: Callable[[Any, Any], float] | None = None
 
     def declare_model(self, model: Any) -> Any:
         """Declare a model the stages use (for the run's fingerprint); returns it unchanged."""

@@ -11,7 +11,11 @@ rebuilt from its fingerprint's factory and the change is measured against the
 run's own configuration with the interleaved comparison
 (:func:`workbench.interleave.compare`): same items, one process, blocks in a seeded
 order, bootstrap intervals. The action then carries ``measured``: the end-to-end
-p50 and p99 ratios B/A with their 95 % intervals, the verdict and one sentence.
+p50 and p99 ratios B/A with their 95 % intervals, the verdict, what the change
+did to the outputs (``outputs``: max absolute and relative error, argmax
+agreement, :mod:`workbench.analysis.outputs`) and one sentence showing the gain
+and the agreement side by side; ``agreement_below_threshold`` marks an action
+whose argmax agreement is below :data:`AGREEMENT_THRESHOLD` (99 %).
 For a batch-size change the ratios are per item (a request carries twice the
 items), so "faster" means more items per second of latency.
 
@@ -23,6 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from ..analysis.outputs import AGREEMENT_THRESHOLD, agreement_text
 
 TRY_REQUESTS = 200
 CUDA_GRAPH_FACTORIES = ("example:text",)  # factories with a ``cuda_graph`` option (workbench/examples/text.py)
@@ -162,10 +168,16 @@ def _measure(compare_fn, factory, base, change: dict, requests: int, seed: int) 
            "verdict": e2e["verdict"] if scale == 1.0 else _verdict(e2e["p50_ci"], scale, result),
            "per": "item" if scale != 1.0 else "request", "requests": requests,
            "noisy": bool((result.get("noise") or {}).get("noisy"))}
+    outputs = result.get("outputs")
+    agreement = (outputs or {}).get("argmax_agreement")
+    out["outputs"] = outputs
+    out["agreement_below_threshold"] = agreement is not None and agreement < AGREEMENT_THRESHOLD
+    below = (f" - BELOW the {100 * AGREEMENT_THRESHOLD:g} % agreement threshold: it changes predictions, check "
+             "them before adopting it" if out["agreement_below_threshold"] else "")
     out["sentence"] = (f"{_label(change)}: end-to-end p50 x{out['p50_ratio']:.2f} [{out['p50_ci'][0]:.2f}, "
                        f"{out['p50_ci'][1]:.2f}], p99 x{out['p99_ratio']:.2f} [{out['p99_ci'][0]:.2f}, "
                        f"{out['p99_ci'][1]:.2f}] per {out['per']}: {out['verdict']} "
-                       f"(interleaved, {requests} requests each)")
+                       f"(interleaved, {requests} requests each); outputs: {agreement_text(outputs)}{below}")
     return out
 
 

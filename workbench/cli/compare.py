@@ -20,6 +20,7 @@ import math
 import sys
 from typing import Any
 
+from ..analysis.outputs import agreement_text
 from ..analysis.verdicts import FASTER, METRICS, MIN_EFFECT, SLOWER, separate_comparison
 from ..interleave import DEFAULT_COMPARE_REQUESTS, DEFAULT_MAX_TIME_S, DEFAULT_RESOLUTION
 from ..config import PipelineConfig
@@ -233,6 +234,9 @@ def print_interleaved(result: dict[str, Any], out) -> None:
             print(f"  not compared: {comp.get('error')}", file=out)
             continue
         print_rows(comp, result["metric"], out, noisy=bool((result.get("noise") or {}).get("noisy")))
+        outputs = cfgs[comp["b"]].get("outputs")
+        if outputs is not None:
+            print(f"  outputs against A: {agreement_text(outputs)}", file=out)
 
 
 def stopped_line(stopped: dict[str, Any]) -> str:

@@ -87,6 +87,9 @@ class Trace:
     def __len__(self) -> int:
         return len(self.columns) if "columns" in self.__dict__ else len(self.events)
 
+    def __bool__(self) -> bool:
+        return True  # a trace is a trace even without rows (``loaded or load_trace(...)`` idioms)
+
     def __repr__(self) -> str:
         return f"Trace({self.path or 'built in code'}, {len(self):,} events)"
 

@@ -63,7 +63,8 @@ def stage_ranges(trace: Trace) -> pd.DataFrame:
     transfer_ns, sync_count, sync_ns (sorted by start)."""
     table = dict(range_table(trace))
     table.pop("tid_code")
-    return pd.DataFrame(table)
+    text = {k: pd.Series(list(table[k]), dtype=str) for k in ("stage", "pid", "tid")}
+    return pd.DataFrame(table | text)  # text columns str even when empty
 
 
 @derived

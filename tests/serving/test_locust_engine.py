@@ -110,6 +110,7 @@ def test_same_shape_as_the_workbench_generator(served, tmp_path):
         ),
         (["--engine", "locust", "--workers", "0"], "needs at least one worker"),
         (["--workers", "2"], "--workers/--expect-workers are for --engine locust"),
+        (["--engine", "locust", "--workers", "1"], "cannot connect"),  # nothing listens on port 9
     ],
 )
 def test_bad_engine_options_exit_2_with_one_line(tmp_path, args, message):

@@ -87,6 +87,10 @@ def plan_from_args(args):
             "--sweep concurrency with --url: the server's executors are set by `workbench serve "
             "--concurrency`; sweep the rate against a server"
         )
+    if args.requests is not None:
+        raise ConfigError(
+            "--requests: a sweep point's length is --window-s x --max-windows; leave --requests out"
+        )
     if args.max_points < 1:
         raise ConfigError(f"--max-points must be >= 1, got {args.max_points}")
     return SweepPlan(

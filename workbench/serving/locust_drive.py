@@ -89,6 +89,7 @@ class LocustEngine:
         """:func:`workbench.serving.client.drive`'s contract, sent by Locust's workers."""
         if not payloads:
             raise ConfigError("no request bodies to send")
+        _check_reachable(url)
         before = server_health(url)
         with tempfile.TemporaryDirectory(prefix="wb-locust-") as tmp:
             plan, results = Path(tmp) / "plan.pickle", Path(tmp) / "results.pickle"
@@ -250,3 +251,17 @@ def with_client(run, name: str):
         run.meta, serving=renamed(run.meta.serving), env=renamed(run.meta.env)
     )
     return run
+
+
+def _check_reachable(url: str) -> None:
+    """A ConfigError before any process starts when nothing listens at ``url`` (as ``load --url`` says)."""
+    from .client import Target
+
+    target = Target.from_url(url)
+    try:
+        socket.create_connection((target.host, target.port), timeout=5).close()
+    except OSError as exc:
+        raise ConfigError(
+            f"--url {url}: cannot connect ({exc}); is the server running "
+            "(python -m workbench serve ...) and is the address right?"
+        ) from None

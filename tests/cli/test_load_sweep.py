@@ -246,3 +246,40 @@ def test_ctrl_c_keeps_the_points_measured_and_the_one_interrupted(tmp_path):
     interrupted = load_run(out / "point-01-rate-40")
     assert interrupted.status == "interrupted" and 0 < len(interrupted.requests) < 120
     assert "load --sweep: interrupted after" in err
+
+
+@pytest.mark.slow
+def test_concurrency_sweep_in_process(tmp_path):
+    f = tmp_path / "sleepy.py"
+    f.write_text(SLEEPY)
+    r = workbench(
+        "load",
+        "--pipeline",
+        f"{f}:build",
+        "--max-batch-size",
+        "1",
+        "--max-wait-ms",
+        "0",
+        "--rate",
+        "60",
+        "--sweep",
+        "concurrency=1,2",
+        "--window-s",
+        "0.3",
+        "--max-windows",
+        "3",
+        "--json",
+        "--out",
+        tmp_path / "s",
+    )
+    assert r.returncode == 0, r.stderr
+    record = json.loads(r.stdout)
+    assert [p["concurrency"] for p in record["points"]] == [1, 2]
+    assert [p["rate_rps"] for p in record["points"]] == [60.0, 60.0]
+    assert [p["run"] for p in record["points"]] == [
+        "point-00-concurrency-1",
+        "point-01-concurrency-2",
+    ]
+    runs = [load_run(tmp_path / "s" / p["run"]) for p in record["points"]]
+    assert [run.meta.load.policy["concurrency"] for run in runs] == [1, 2]
+    assert record["prediction"] is None  # the simulator's curve is drawn for rate sweeps

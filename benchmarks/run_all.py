@@ -41,6 +41,8 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
     ("bench_stacks", ["--requests", "20", "--blocks", "2", "--out", str(RESULTS / "bench_stacks.md")], True),
     ("bench_loadgen", ["--duration", "2", *_json("bench_loadgen"), "--md", str(RESULTS / "bench_loadgen.md")], True),
     ("bench_serve_gc", ["--duration", "2", "--rounds", "1", "--md", str(RESULTS / "bench_serve_gc.md")], True),
+    ("bench_sweep", ["--rates", "25,50", "--window-s", "1", "--max-windows", "3", "--lag-duration", "2",
+                     "--md", str(RESULTS / "bench_sweep.md")], True),
     ("fuzz_traces", ["--smoke"], False),
     ("bench_room", ["--pages", "4", *_json("bench_room"), "--md", str(RESULTS / "bench_room.md")], False),
 ]

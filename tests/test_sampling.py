@@ -1,4 +1,5 @@
 """The stack sampler: stacks start at the stage function, and samples land in their request and stage."""
+
 from __future__ import annotations
 
 import time
@@ -58,8 +59,12 @@ def test_assign_uses_the_stage_intervals_and_counts_samples_between_them():
     sampler.samples_ns.extend([5, 10, 19, 20, 25, 40])
     sampler.sample_stacks.extend([0, 0, 1, 1, 1, 0])
     out = assign(sampler, [T([10, 20], [20, 30]), T([35], [45])], ["a", "b"])
-    assert (out.request, out.stage, out.stack, out.unassigned) == ([0, 0, 0, 0, 1], ["a", "a", "b", "b", "a"],
-                                                                   [0, 1, 1, 1, 0], 1)
+    assert (out.request, out.stage, out.stack, out.unassigned) == (
+        [0, 0, 0, 0, 1],
+        ["a", "a", "b", "b", "a"],
+        [0, 1, 1, 1, 0],
+        1,
+    )
 
 
 def test_interval_must_be_positive():

@@ -19,6 +19,7 @@ name's); a recorded role that differs from its name's is taken as declared.
 (A declared role equal to the name's cannot be told apart from it in a record,
 so evidence may overrule it; declare it on a stage with another name to pin it.)
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -27,21 +28,43 @@ from typing import Any
 ROLES = ("io", "remote", "preprocess", "compute", "serialize")
 
 NAME_ROLES = {
-    "parse": "serialize", "deserialize": "serialize", "serialize": "serialize", "encode": "serialize",
-    "hydrate": "io", "feature_hydration": "io", "features": "io", "lookup": "io", "fetch": "io",
-    "preprocess": "preprocess", "tokenize": "preprocess", "decode": "preprocess", "resize": "preprocess",
-    "forward": "compute", "model": "compute", "model_forward": "compute", "inference": "compute",
-    "postprocess": "compute", "remote": "remote", "rpc": "remote", "call": "remote",
+    "parse": "serialize",
+    "deserialize": "serialize",
+    "serialize": "serialize",
+    "encode": "serialize",
+    "hydrate": "io",
+    "feature_hydration": "io",
+    "features": "io",
+    "lookup": "io",
+    "fetch": "io",
+    "preprocess": "preprocess",
+    "tokenize": "preprocess",
+    "decode": "preprocess",
+    "resize": "preprocess",
+    "forward": "compute",
+    "model": "compute",
+    "model_forward": "compute",
+    "inference": "compute",
+    "postprocess": "compute",
+    "remote": "remote",
+    "rpc": "remote",
+    "call": "remote",
 }
 DEFAULT_ROLES = NAME_ROLES  # the name used before roles came from evidence
 
 # library (as workbench.analysis.python_frames names it) -> the role its time is evidence of
 EVIDENCE_ROLES = {
     "torch": "compute",
-    "PIL": "preprocess", "cv2": "preprocess", "torchvision": "preprocess", "tokenizers": "preprocess",
-    "redis": "io", "sqlite3": "io",
+    "PIL": "preprocess",
+    "cv2": "preprocess",
+    "torchvision": "preprocess",
+    "tokenizers": "preprocess",
+    "redis": "io",
+    "sqlite3": "io",
     "socket": "remote",
-    "json": "serialize", "orjson": "serialize", "msgspec": "serialize",
+    "json": "serialize",
+    "orjson": "serialize",
+    "msgspec": "serialize",
 }
 LIBRARY_LABELS = {"torch": "torch operators", "socket": "sockets and HTTP clients"}
 EVIDENCE_SHARE = 0.5
@@ -83,8 +106,10 @@ class RoleDecision:
         """Why the role is what it is, when evidence overruled the name: one sentence for the report."""
         if not self.overrules:
             return None
-        return (f"{self.stage} is {self.role}, not {self.overrules} as its name suggests: "
-                f"{self.share:.0%} of its traced time is in {LIBRARY_LABELS.get(self.library, self.library)}")
+        return (
+            f"{self.stage} is {self.role}, not {self.overrules} as its name suggests: "
+            f"{self.share:.0%} of its traced time is in {LIBRARY_LABELS.get(self.library, self.library)}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -109,15 +134,25 @@ def decide_role(stage: str, recorded: str | None, shares: dict[str, float] | Non
     found = evidence_role(shares)
     if found:
         role, lib, share = found
-        return RoleDecision(stage, role, "evidence", lib, share, name_role,
-                            name_role if name_role and name_role != role else None)
+        return RoleDecision(
+            stage,
+            role,
+            "evidence",
+            lib,
+            share,
+            name_role,
+            name_role if name_role and name_role != role else None,
+        )
     if name_role:
         return RoleDecision(stage, name_role, "name", lib, share, name_role)
     return RoleDecision(stage, None, None, lib, share, None)
 
 
-def decide_roles(stages: list[str], recorded: dict[str, str] | None,
-                 libraries: dict[str, dict[str, float]] | None) -> dict[str, RoleDecision]:
+def decide_roles(
+    stages: list[str],
+    recorded: dict[str, str] | None,
+    libraries: dict[str, dict[str, float]] | None,
+) -> dict[str, RoleDecision]:
     """Stage -> :class:`RoleDecision`, for each stage in order."""
     recorded, libraries = recorded or {}, libraries or {}
     return {s: decide_role(s, recorded.get(s), libraries.get(s)) for s in stages}

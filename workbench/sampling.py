@@ -21,6 +21,7 @@ call and return of the timed code, the thread only every interval
 (``benchmarks/bench_sampler.py`` measures both; ``benchmarks/results/sampler.md``).
 Turn it off with ``profile(..., sample_stacks=False)`` or ``--no-sample-stacks``.
 """
+
 from __future__ import annotations
 
 import sys
@@ -31,9 +32,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-DEFAULT_INTERVAL_S = 0.002  # chosen by benchmarks/bench_sampler.py: 1 ms cost up to +5-9 % on tabular
+DEFAULT_INTERVAL_S = (
+    0.002  # chosen by benchmarks/bench_sampler.py: 1 ms cost up to +5-9 % on tabular
+)
 MAX_DEPTH = 128
-ROOT_FUNCTIONS = ("time_request", "_time_request_observed")  # workbench/timing.py: they call the stages
+ROOT_FUNCTIONS = (
+    "time_request",
+    "_time_request_observed",
+)  # workbench/timing.py: they call the stages
 
 Frame = tuple[str, str, int]  # file, function, line being run
 
@@ -51,8 +57,12 @@ class StackSampler:
     arrays) and ``stacks`` (id -> frames, stage function first) hold what it saw.
     """
 
-    def __init__(self, interval_s: float = DEFAULT_INTERVAL_S, clock: Callable[[], int] = time.perf_counter_ns,
-                 roots: frozenset | None = None):
+    def __init__(
+        self,
+        interval_s: float = DEFAULT_INTERVAL_S,
+        clock: Callable[[], int] = time.perf_counter_ns,
+        roots: frozenset | None = None,
+    ):
         if not interval_s > 0:
             from .errors import ConfigError
 
@@ -69,7 +79,9 @@ class StackSampler:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> "StackSampler":
-        self._thread = threading.Thread(target=self._run, name="workbench-stack-sampler", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name="workbench-stack-sampler", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -129,15 +141,28 @@ def assign(sampler: StackSampler, timings: list[Any], names: list[str]) -> Sampl
     """Each sample's request (its index in ``timings``) and stage, from the timings' clock readings."""
     import numpy as np
 
-    t = np.frombuffer(sampler.samples_ns, dtype=np.int64) if len(sampler.samples_ns) else np.zeros(0, np.int64)
+    t = (
+        np.frombuffer(sampler.samples_ns, dtype=np.int64)
+        if len(sampler.samples_ns)
+        else np.zeros(0, np.int64)
+    )
     ids = np.asarray(sampler.sample_stacks, dtype=np.int64)
-    starts = [(s, e, i, k) for i, tm in enumerate(timings)
-              for k, (s, e) in enumerate(zip(tm.stage_start_ns, tm.stage_end_ns))]
+    starts = [
+        (s, e, i, k)
+        for i, tm in enumerate(timings)
+        for k, (s, e) in enumerate(zip(tm.stage_start_ns, tm.stage_end_ns))
+    ]
     if not starts or not t.size:
         return Samples([], [], [], list(sampler.stacks), sampler.interval_s, int(t.size))
     s, e, req, stage = (np.asarray(c, dtype=np.int64) for c in zip(*sorted(starts)))
     pos = np.searchsorted(s, t, side="right") - 1
     ok = (pos >= 0) & (t < e[np.maximum(pos, 0)])
     pos = pos[ok]
-    return Samples(req[pos].tolist(), [names[k] for k in stage[pos].tolist()], ids[ok].tolist(),
-                   list(sampler.stacks), sampler.interval_s, int((~ok).sum()))
+    return Samples(
+        req[pos].tolist(),
+        [names[k] for k in stage[pos].tolist()],
+        ids[ok].tolist(),
+        list(sampler.stacks),
+        sampler.interval_s,
+        int((~ok).sum()),
+    )

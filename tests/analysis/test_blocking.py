@@ -1,4 +1,5 @@
 """Head-of-line blocking on a planted load run: one heavy batch holds the only executor."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -19,13 +20,25 @@ def load_tables(n_batches=20, heavy=5, heavy_hydrate_ms=60):
         hydrate = (heavy_hydrate_ms if b == heavy else 1) * MS
         free = start + hydrate + MS
         for r in (2 * b, 2 * b + 1):
-            req.append({"request": r, "warmup": False, "ok": True, "dur_ns": free - arrival, "arrival_ns": arrival,
-                        "batch_wait_ns": 2 * MS, "queue_wait_ns": start - close, "service_ns": free - start,
-                        "batch": b})
-            st += [{"request": r, "stage": "batch_wait", "start_ns": arrival, "dur_ns": 2 * MS},
-                   {"request": r, "stage": "queue_wait", "start_ns": close, "dur_ns": start - close},
-                   {"request": r, "stage": "hydrate", "start_ns": start, "dur_ns": hydrate},
-                   {"request": r, "stage": "forward", "start_ns": start + hydrate, "dur_ns": MS}]
+            req.append(
+                {
+                    "request": r,
+                    "warmup": False,
+                    "ok": True,
+                    "dur_ns": free - arrival,
+                    "arrival_ns": arrival,
+                    "batch_wait_ns": 2 * MS,
+                    "queue_wait_ns": start - close,
+                    "service_ns": free - start,
+                    "batch": b,
+                }
+            )
+            st += [
+                {"request": r, "stage": "batch_wait", "start_ns": arrival, "dur_ns": 2 * MS},
+                {"request": r, "stage": "queue_wait", "start_ns": close, "dur_ns": start - close},
+                {"request": r, "stage": "hydrate", "start_ns": start, "dur_ns": hydrate},
+                {"request": r, "stage": "forward", "start_ns": start + hydrate, "dur_ns": MS},
+            ]
     return pd.DataFrame(req), pd.DataFrame(st).assign(device_dur_ns=pd.NA)
 
 
@@ -34,7 +47,12 @@ def test_batch_table_has_close_start_and_members():
     batches = batch_table(req)
     row = batches[batches["batch"] == 6].iloc[0]
     assert (row["close_ns"], row["start_ns"], row["end_ns"], row["size"], row["requests"]) == (
-        62 * MS, 113 * MS, 115 * MS, 2, [12, 13])
+        62 * MS,
+        113 * MS,
+        115 * MS,
+        2,
+        [12, 13],
+    )
 
 
 def test_the_heavy_hydrate_is_blamed_for_the_queue_wait_behind_it():
@@ -49,7 +67,12 @@ def test_the_heavy_hydrate_is_blamed_for_the_queue_wait_behind_it():
     assert hol["stage"] == "hydrate"
     assert hol["share_of_queue_wait"]["hydrate"] == pytest.approx(332 / 378)
     assert hol["share_of_wait"]["hydrate"] == pytest.approx(332 / 458)
-    assert hol["holders"][0] == {"batch": 5, "requests": [10, 11], "stage": "hydrate", "blocked_ns": 300 * MS}
+    assert hol["holders"][0] == {
+        "batch": 5,
+        "requests": [10, 11],
+        "stage": "hydrate",
+        "blocked_ns": 300 * MS,
+    }
 
 
 def test_a_wait_with_the_executor_free_is_the_dispatch_gap():
@@ -63,14 +86,42 @@ def test_two_executors_busy_split_the_blame_evenly():
     req, st = load_tables(n_batches=2, heavy=-1)
     # batch 1 waits [12, 16) ms while batch 0 and a third batch 2 both run hydrate over all of it
     req.loc[req["batch"] == 1, "queue_wait_ns"] = 4 * MS
-    extra = pd.DataFrame([{"request": 9, "warmup": False, "ok": True, "dur_ns": 20 * MS, "arrival_ns": 0,
-                           "batch_wait_ns": 0, "queue_wait_ns": 0, "service_ns": 20 * MS, "batch": 2}])
+    extra = pd.DataFrame(
+        [
+            {
+                "request": 9,
+                "warmup": False,
+                "ok": True,
+                "dur_ns": 20 * MS,
+                "arrival_ns": 0,
+                "batch_wait_ns": 0,
+                "queue_wait_ns": 0,
+                "service_ns": 20 * MS,
+                "batch": 2,
+            }
+        ]
+    )
     st = st[~((st["request"] < 2) & (st["stage"] == "hydrate"))]
-    rows = pd.DataFrame([{"request": r, "stage": "hydrate", "start_ns": 10 * MS, "dur_ns": 10 * MS, "device_dur_ns": pd.NA}
-                         for r in (0, 9)])
-    hol = head_of_line(pd.concat([req, extra], ignore_index=True), pd.concat([st, rows], ignore_index=True))
+    rows = pd.DataFrame(
+        [
+            {
+                "request": r,
+                "stage": "hydrate",
+                "start_ns": 10 * MS,
+                "dur_ns": 10 * MS,
+                "device_dur_ns": pd.NA,
+            }
+            for r in (0, 9)
+        ]
+    )
+    hol = head_of_line(
+        pd.concat([req, extra], ignore_index=True), pd.concat([st, rows], ignore_index=True)
+    )
     assert hol["blamed_ns"] == {"hydrate": 2 * 4 * MS}  # 2 requests x 4 ms, half to each holder
-    assert sorted((h["batch"], h["blocked_ns"]) for h in hol["holders"]) == [(0, 4 * MS), (2, 4 * MS)]
+    assert sorted((h["batch"], h["blocked_ns"]) for h in hol["holders"]) == [
+        (0, 4 * MS),
+        (2, 4 * MS),
+    ]
 
 
 def test_a_profile_run_has_no_blocking():

@@ -1,4 +1,5 @@
 """Stacks of the slow requests against the median ones, on planted samples with exact shares."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -10,8 +11,16 @@ MS = 1_000_000
 SITE = "/venv/lib/python3.11/site-packages"
 GET = ("/app/recommend.py", "get_features", 143)
 STACKS = [
-    (("/app/recommend.py", "hydrate", 20), GET, (f"{SITE}/redis/connection.py", "read_response", 800)),
-    (("/app/recommend.py", "hydrate", 20), GET, ("/usr/lib/python3.11/json/decoder.py", "decode", 337)),
+    (
+        ("/app/recommend.py", "hydrate", 20),
+        GET,
+        (f"{SITE}/redis/connection.py", "read_response", 800),
+    ),
+    (
+        ("/app/recommend.py", "hydrate", 20),
+        GET,
+        ("/usr/lib/python3.11/json/decoder.py", "decode", 337),
+    ),
     (("/app/recommend.py", "hydrate", 21), ("/app/recommend.py", "merge", 60)),
     (("/app/model.py", "forward", 9),),
 ]
@@ -26,8 +35,10 @@ def planted(n=400, heavy_every=33):
         heavy = r % heavy_every == 0
         hydrate = 300 if heavy else 10
         req.append({"request": r, "warmup": False, "ok": True, "dur_ns": (hydrate + 5) * MS})
-        st += [{"request": r, "stage": "hydrate", "dur_ns": hydrate * MS, "device_dur_ns": None},
-               {"request": r, "stage": "forward", "dur_ns": 5 * MS, "device_dur_ns": None}]
+        st += [
+            {"request": r, "stage": "hydrate", "dur_ns": hydrate * MS, "device_dur_ns": None},
+            {"request": r, "stage": "forward", "dur_ns": 5 * MS, "device_dur_ns": None},
+        ]
         split = [0] * (273 if heavy else 4) + [1] * (27 if heavy else 0) + [2] * (0 if heavy else 6)
         samples += [(r, "hydrate", sid) for sid in split] + [(r, "forward", 3)] * 5
     requests = pd.DataFrame(req)
@@ -47,14 +58,26 @@ def test_the_heavy_users_redis_read_is_named_from_the_slow_requests_own_stacks()
     requests, stages, table = planted()
     out = stack_summary(table, STACKS, requests, stages, ["hydrate", "forward"], interval_s=0.001)
     assert out["tail_set"] == "slowest_1pct" and out["samples"] == len(table)
-    assert out["headline"] == ("hydrate, 91 % of the slowest 1 % in redis read_response <- get_features "
-                               "(recommend.py:143); median 40 %")
+    assert out["headline"] == (
+        "hydrate, 91 % of the slowest 1 % in redis read_response <- get_features "
+        "(recommend.py:143); median 40 %"
+    )
     hydrate = out["stages"]["hydrate"]
-    assert hydrate["samples"] == {"slowest_1pct": 4 * 300, "slowest_5pct": 13 * 300 + 7 * 10, "median": 387 * 10}
+    assert hydrate["samples"] == {
+        "slowest_1pct": 4 * 300,
+        "slowest_5pct": 13 * 300 + 7 * 10,
+        "median": 387 * 10,
+    }
     top = hydrate["lead"]
-    assert hydrate["frames"][0]["function"] == "get_features"  # grows most (100 % against 40 %); it is the caller
+    assert (
+        hydrate["frames"][0]["function"] == "get_features"
+    )  # grows most (100 % against 40 %); it is the caller
     assert (top["frame"], top["slowest_1pct"], top["median"], top["growth"]) == (
-        "redis read_response", 0.91, 0.4, pytest.approx(0.51))
+        "redis read_response",
+        0.91,
+        0.4,
+        pytest.approx(0.51),
+    )
     # the slowest 5 %: 20 requests, the 13 heavy ones and 7 light ones; the median set: the 387 light ones
     assert top["slowest_5pct"] == pytest.approx((13 * 273 + 7 * 4) / (13 * 300 + 7 * 10))
     merge = next(f for f in hydrate["frames"] if f["function"] == "merge")
@@ -63,18 +86,32 @@ def test_the_heavy_users_redis_read_is_named_from_the_slow_requests_own_stacks()
 
 def test_the_differential_tree_holds_both_sets_shares_by_path():
     requests, stages, table = planted()
-    tree = stack_summary(table, STACKS, requests, stages, ["hydrate", "forward"], interval_s=0.001)["stages"]["hydrate"]["tree"]
+    tree = stack_summary(table, STACKS, requests, stages, ["hydrate", "forward"], interval_s=0.001)[
+        "stages"
+    ]["hydrate"]["tree"]
     by_name = {n["name"]: n for n in tree}
-    assert by_name["hydrate"]["parent"] == -1 and (by_name["hydrate"]["tail"], by_name["hydrate"]["median"]) == (1.0, 1.0)
+    assert by_name["hydrate"]["parent"] == -1 and (
+        by_name["hydrate"]["tail"],
+        by_name["hydrate"]["median"],
+    ) == (1.0, 1.0)
     assert by_name["get_features"]["parent"] == by_name["hydrate"]["id"]
-    assert (by_name["get_features"]["tail"], by_name["get_features"]["median"]) == pytest.approx((1.0, 0.4))
+    assert (by_name["get_features"]["tail"], by_name["get_features"]["median"]) == pytest.approx(
+        (1.0, 0.4)
+    )
     assert by_name["redis read_response"]["parent"] == by_name["get_features"]["id"]
-    assert (by_name["json decode"]["tail"], by_name["merge"]["median"]) == pytest.approx((0.09, 0.6))
+    assert (by_name["json decode"]["tail"], by_name["merge"]["median"]) == pytest.approx(
+        (0.09, 0.6)
+    )
 
 
 def test_too_few_tail_samples_name_no_frame_and_no_samples_no_summary():
     requests, stages, table = planted()
-    sparse = table[(table["stage"] != "hydrate") | (table.groupby(["request", "stage"]).cumcount() < 4)]
+    sparse = table[
+        (table["stage"] != "hydrate") | (table.groupby(["request", "stage"]).cumcount() < 4)
+    ]
     out = stack_summary(sparse, STACKS, requests, stages, ["hydrate", "forward"], interval_s=0.001)
     assert out["stages"]["hydrate"]["samples"]["slowest_1pct"] == 16 and out["headline"] is None
-    assert stack_summary(table.iloc[0:0], STACKS, requests, stages, ["hydrate"], interval_s=0.001) is None
+    assert (
+        stack_summary(table.iloc[0:0], STACKS, requests, stages, ["hydrate"], interval_s=0.001)
+        is None
+    )

@@ -32,6 +32,7 @@ and attribute, over the successful measured requests:
   The one-line summary names the separated stage and attribute that explain
   the most.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,7 +53,7 @@ MIN_BIN = 5
 
 def attribute_columns(requests: pd.DataFrame) -> list[str]:
     """Attribute names recorded in a requests table (without the ``attr.`` prefix)."""
-    return [c[len(ATTR_PREFIX):] for c in requests.columns if c.startswith(ATTR_PREFIX)]
+    return [c[len(ATTR_PREFIX) :] for c in requests.columns if c.startswith(ATTR_PREFIX)]
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float | None:
@@ -80,7 +81,9 @@ def bin_labels(values: np.ndarray) -> np.ndarray:
         edges = levels[1:]
     else:
         ordered = np.sort(values)
-        cuts = [ordered[min(values.size - 1, math.ceil(q / 100 * values.size))] for q in QUANTILE_CUTS]
+        cuts = [
+            ordered[min(values.size - 1, math.ceil(q / 100 * values.size))] for q in QUANTILE_CUTS
+        ]
         edges = np.unique(np.asarray(cuts, dtype=float))
         edges = edges[edges > levels[0]]
     labels = np.searchsorted(edges, values, side="right")
@@ -106,12 +109,23 @@ def effect_entry(times_ns: np.ndarray, values: np.ndarray, share: float | None) 
     """``{n, rho, rho_ci, effect, separated, share, explained, note, bins}`` of one stage's times against one
     attribute."""
     n = int(times_ns.size)
-    entry: dict[str, Any] = {"n": n, "rho": None, "rho_ci": None, "effect": None, "separated": False,
-                             "share": share, "explained": None, "note": None, "bins": []}
+    entry: dict[str, Any] = {
+        "n": n,
+        "rho": None,
+        "rho_ci": None,
+        "effect": None,
+        "separated": False,
+        "share": share,
+        "explained": None,
+        "note": None,
+        "bins": [],
+    }
     if n == 0:
         return entry | {"note": "no request has both the stage and the attribute"}
     labels = bin_labels(values)
-    entry["bins"] = [_bin(times_ns[labels == b], values[labels == b]) for b in range(int(labels.max()) + 1)]
+    entry["bins"] = [
+        _bin(times_ns[labels == b], values[labels == b]) for b in range(int(labels.max()) + 1)
+    ]
     if n < MIN_REQUESTS:
         return entry | {"note": f"{n} requests; an effect needs at least {MIN_REQUESTS}"}
     rho = spearman(times_ns, values)
@@ -124,13 +138,21 @@ def effect_entry(times_ns: np.ndarray, values: np.ndarray, share: float | None) 
     if not bottom:
         return entry | {"note": "the bottom range's p50 is 0"}
     effect = top / bottom
-    return entry | {"effect": effect, "separated": separated(entry["bins"][0], entry["bins"][-1]),
-                    "explained": None if share is None else share * explained_fraction(effect)}
+    return entry | {
+        "effect": effect,
+        "separated": separated(entry["bins"][0], entry["bins"][-1]),
+        "explained": None if share is None else share * explained_fraction(effect),
+    }
 
 
 def separated(low: dict[str, Any], high: dict[str, Any]) -> bool:
     """Whether two bins' p50 intervals are bounded and disjoint."""
-    bounds = (low["p50_ci_low_ms"], low["p50_ci_high_ms"], high["p50_ci_low_ms"], high["p50_ci_high_ms"])
+    bounds = (
+        low["p50_ci_low_ms"],
+        low["p50_ci_high_ms"],
+        high["p50_ci_low_ms"],
+        high["p50_ci_high_ms"],
+    )
     if any(b is None for b in bounds):
         return False
     return bounds[1] < bounds[2] or bounds[3] < bounds[0]
@@ -144,14 +166,20 @@ def explained_fraction(effect: float) -> float:
 
 def _bin(times_ns: np.ndarray, values: np.ndarray) -> dict[str, Any]:
     lo, hi = percentile_ci_ns(times_ns, 50)
-    return {"lo": float(values.min()), "hi": float(values.max()), "count": int(times_ns.size),
-            "p50_ms": percentile_ns(times_ns, 50) / NS_PER_MS, "p99_ms": percentile_ns(times_ns, 99) / NS_PER_MS,
-            "p50_ci_low_ms": None if lo is None else lo / NS_PER_MS,
-            "p50_ci_high_ms": None if hi is None else hi / NS_PER_MS}
+    return {
+        "lo": float(values.min()),
+        "hi": float(values.max()),
+        "count": int(times_ns.size),
+        "p50_ms": percentile_ns(times_ns, 50) / NS_PER_MS,
+        "p99_ms": percentile_ns(times_ns, 99) / NS_PER_MS,
+        "p50_ci_low_ms": None if lo is None else lo / NS_PER_MS,
+        "p50_ci_high_ms": None if hi is None else hi / NS_PER_MS,
+    }
 
 
-def attribute_effects(requests: pd.DataFrame, stages: pd.DataFrame,
-                      stage_order: list[str]) -> dict[str, dict[str, dict[str, Any]]] | None:
+def attribute_effects(
+    requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]
+) -> dict[str, dict[str, dict[str, Any]]] | None:
     """``{stage: {attribute: entry}}`` for the stages in order, then ``end_to_end`` (entry: :func:`effect_entry`);
     None when the run recorded no attribute. A stage's ``share`` is its mean over the mean end to end."""
     names = attribute_columns(requests)
@@ -166,17 +194,28 @@ def attribute_effects(requests: pd.DataFrame, stages: pd.DataFrame,
         for attr in names:
             values = pd.to_numeric(attrs[ATTR_PREFIX + attr], errors="coerce")
             both = pd.concat([wide[stage], values], axis=1).dropna()
-            out.setdefault(stage, {})[attr] = effect_entry(both.iloc[:, 0].to_numpy(np.int64),
-                                                           both.iloc[:, 1].to_numpy(float), share)
+            out.setdefault(stage, {})[attr] = effect_entry(
+                both.iloc[:, 0].to_numpy(np.int64), both.iloc[:, 1].to_numpy(float), share
+            )
     return out
 
 
 def ranked_effects(effects: dict[str, dict[str, dict[str, Any]]] | None) -> list[dict[str, Any]]:
     """``[{stage, attribute, effect, share, explained}]`` of the stages (not end to end) with a separated
     effect, most time explained first (ties: larger effect, then stage and attribute name)."""
-    rows = [{"stage": s, "attribute": a, "effect": e["effect"], "share": e["share"], "explained": e["explained"]}
-            for s, by_attr in (effects or {}).items() if s != END_TO_END
-            for a, e in by_attr.items() if e["separated"] and e["explained"] is not None]
+    rows = [
+        {
+            "stage": s,
+            "attribute": a,
+            "effect": e["effect"],
+            "share": e["share"],
+            "explained": e["explained"],
+        }
+        for s, by_attr in (effects or {}).items()
+        if s != END_TO_END
+        for a, e in by_attr.items()
+        if e["separated"] and e["explained"] is not None
+    ]
     return sorted(rows, key=lambda r: (-r["explained"], -r["effect"], r["stage"], r["attribute"]))
 
 
@@ -189,9 +228,11 @@ def effect_sentence(effects: dict[str, dict[str, dict[str, Any]]] | None) -> str
     best = ranked[0]
     bins = effects[best["stage"]][best["attribute"]]["bins"]
     low, high = bins[0], bins[-1]
-    return (f"{best['stage']} tracks {best['attribute']}: p50 {low['p50_ms']:.3g} ms at {_range(low)} against "
-            f"{high['p50_ms']:.3g} ms at {_range(high)} ({best['effect']:.3g}x); {best['stage']} is "
-            f"{best['share']:.0%} of the mean end to end")
+    return (
+        f"{best['stage']} tracks {best['attribute']}: p50 {low['p50_ms']:.3g} ms at {_range(low)} against "
+        f"{high['p50_ms']:.3g} ms at {_range(high)} ({best['effect']:.3g}x); {best['stage']} is "
+        f"{best['share']:.0%} of the mean end to end"
+    )
 
 
 def _range(b: dict[str, Any]) -> str:

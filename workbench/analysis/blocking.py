@@ -22,6 +22,7 @@ Out (``head_of_line``)::
 request does before its batch runs); ``holders`` are the :data:`TOP_HOLDERS`
 (5) batches whose ``stage`` blocked the most, with their request ids.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -42,11 +43,22 @@ def batch_table(requests: pd.DataFrame) -> pd.DataFrame:
     req = requests[requests["batch"] >= 0]
     close = req["arrival_ns"] + req["batch_wait_ns"]
     start = close + req["queue_wait_ns"]
-    rows = pd.DataFrame({"batch": req["batch"], "close_ns": close, "start_ns": start,
-                         "end_ns": start + req["service_ns"], "request": req["request"]})
+    rows = pd.DataFrame(
+        {
+            "batch": req["batch"],
+            "close_ns": close,
+            "start_ns": start,
+            "end_ns": start + req["service_ns"],
+            "request": req["request"],
+        }
+    )
     grouped = rows.groupby("batch", sort=True)
-    out = grouped.agg(close_ns=("close_ns", "min"), start_ns=("start_ns", "min"), end_ns=("end_ns", "max"),
-                      size=("request", "size")).reset_index()
+    out = grouped.agg(
+        close_ns=("close_ns", "min"),
+        start_ns=("start_ns", "min"),
+        end_ns=("end_ns", "max"),
+        size=("request", "size"),
+    ).reset_index()
     out["requests"] = grouped["request"].agg(list).to_numpy()
     return out.sort_values(["start_ns", "batch"], kind="stable").reset_index(drop=True)
 
@@ -57,9 +69,14 @@ def executing_stages(requests: pd.DataFrame, stages: pd.DataFrame) -> pd.DataFra
     first = requests[requests["batch"] >= 0].groupby("batch", sort=True)["request"].min()
     rows = stages[stages["request"].isin(first.to_numpy()) & ~stages["stage"].isin(NOT_EXECUTING)]
     batch_of = pd.Series(first.index.to_numpy(), index=first.to_numpy())
-    return pd.DataFrame({"batch": batch_of.reindex(rows["request"].to_numpy()).to_numpy(),
-                         "stage": rows["stage"].to_numpy(), "start_ns": rows["start_ns"].to_numpy(np.int64),
-                         "end_ns": (rows["start_ns"] + rows["dur_ns"]).to_numpy(np.int64)})
+    return pd.DataFrame(
+        {
+            "batch": batch_of.reindex(rows["request"].to_numpy()).to_numpy(),
+            "stage": rows["stage"].to_numpy(),
+            "start_ns": rows["start_ns"].to_numpy(np.int64),
+            "end_ns": (rows["start_ns"] + rows["dur_ns"]).to_numpy(np.int64),
+        }
+    )
 
 
 def head_of_line(requests: pd.DataFrame, stages: pd.DataFrame) -> dict[str, Any] | None:
@@ -73,8 +90,12 @@ def head_of_line(requests: pd.DataFrame, stages: pd.DataFrame) -> dict[str, Any]
     by_holder: dict[tuple[int, str], float] = {}
     idle = 0.0
     waiting = batches[batches["start_ns"] > batches["close_ns"]]
-    for batch, lo, hi, size in zip(waiting["batch"].tolist(), waiting["close_ns"].tolist(),
-                                   waiting["start_ns"].tolist(), waiting["size"].tolist()):
+    for batch, lo, hi, size in zip(
+        waiting["batch"].tolist(),
+        waiting["close_ns"].tolist(),
+        waiting["start_ns"].tolist(),
+        waiting["size"].tolist(),
+    ):
         part, gap = spans.blame(int(lo), int(hi), int(batch))
         idle += gap * size
         for (holder, stage), ns in part.items():
@@ -85,14 +106,25 @@ def head_of_line(requests: pd.DataFrame, stages: pd.DataFrame) -> dict[str, Any]
     top = max(blamed, key=lambda s: (blamed[s], s)) if blamed else None
     members = dict(zip(batches["batch"], batches["requests"]))
     holders = sorted(by_holder.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_HOLDERS]
-    return {"waiting_requests": int((req["queue_wait_ns"] > 0).sum()), "queue_wait_ns": queue_ns,
-            "batch_wait_ns": wait_ns - queue_ns, "blamed_ns": {s: int(round(v)) for s, v in blamed.items()},
-            "idle_ns": int(round(idle)),
-            "share_of_queue_wait": {s: v / queue_ns for s, v in blamed.items()} if queue_ns else {},
-            "share_of_wait": {s: v / wait_ns for s, v in blamed.items()} if wait_ns else {},
-            "stage": top,
-            "holders": [{"batch": int(b), "requests": [int(r) for r in members.get(b, [])], "stage": s,
-                         "blocked_ns": int(round(ns))} for (b, s), ns in holders]}
+    return {
+        "waiting_requests": int((req["queue_wait_ns"] > 0).sum()),
+        "queue_wait_ns": queue_ns,
+        "batch_wait_ns": wait_ns - queue_ns,
+        "blamed_ns": {s: int(round(v)) for s, v in blamed.items()},
+        "idle_ns": int(round(idle)),
+        "share_of_queue_wait": {s: v / queue_ns for s, v in blamed.items()} if queue_ns else {},
+        "share_of_wait": {s: v / wait_ns for s, v in blamed.items()} if wait_ns else {},
+        "stage": top,
+        "holders": [
+            {
+                "batch": int(b),
+                "requests": [int(r) for r in members.get(b, [])],
+                "stage": s,
+                "blocked_ns": int(round(ns)),
+            }
+            for (b, s), ns in holders
+        ],
+    }
 
 
 class _Spans:

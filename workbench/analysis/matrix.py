@@ -4,6 +4,7 @@ Every per-request view (budget, tail attribution, attribute effects, GC pauses)
 starts from this table, so it lives below all of them: they import it, it
 imports none of them.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -18,7 +19,9 @@ def measured_ok(requests: pd.DataFrame, stages: pd.DataFrame) -> tuple[pd.DataFr
     return req, stages[stages["request"].isin(req["request"])]
 
 
-def stage_matrix(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str], column: str = "dur_ns") -> pd.DataFrame:
+def stage_matrix(
+    requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str], column: str = "dur_ns"
+) -> pd.DataFrame:
     """Wide table: one row per measured successful request, one int64 column per stage (ns).
 
     Columns: the stage names in pipeline order, then ``end_to_end`` and

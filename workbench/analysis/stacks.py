@@ -26,6 +26,7 @@ of the tail set's and the median set's samples (nodes under
 :data:`MIN_NODE_SHARE` in both are left out). A stage whose tail set has fewer
 than :data:`MIN_SAMPLES` samples has no headline frame (too few to say).
 """
+
 from __future__ import annotations
 
 import os
@@ -50,11 +51,13 @@ def frame_name(file: str, function: str) -> str:
     parts = file.replace("\\", "/").split("/")
     for site in SITE_DIRS:
         if site in parts:
-            after = parts[parts.index(site) + 1:]
+            after = parts[parts.index(site) + 1 :]
             if after:
                 return f"{after[0].removesuffix('.py')} {function}"
     for i, part in enumerate(parts[:-1]):
-        if part.startswith("python3") and i > 0 and parts[i - 1] == "lib":  # the standard library: socket recv
+        if (
+            part.startswith("python3") and i > 0 and parts[i - 1] == "lib"
+        ):  # the standard library: socket recv
             return f"{parts[i + 1].removesuffix('.py')} {function}"
     return function
 
@@ -64,20 +67,33 @@ def call_site(file: str, function: str, line: int) -> str:
     return f"{function} ({os.path.basename(file)}:{line})"
 
 
-def request_sets(requests: pd.DataFrame, stages: pd.DataFrame, order: list[str]) -> tuple[dict[str, pd.Index], str]:
+def request_sets(
+    requests: pd.DataFrame, stages: pd.DataFrame, order: list[str]
+) -> tuple[dict[str, pd.Index], str]:
     """Request ids of ``slowest_1pct`` (when the run has enough requests), ``slowest_5pct`` and ``median``,
     and the name of the tail set the headline uses."""
     wide = stage_matrix(requests, stages, order)
     e2e = wide[END_TO_END].astype("int64").rename("e2e_ns")
     e2e.index.name = "request"
-    sets = {name: slowest(e2e, f) for name, f in TAIL_FRACTIONS.items()
-            if name != "slowest_1pct" or len(e2e) >= MIN_REQUESTS_FOR_1PCT}
+    sets = {
+        name: slowest(e2e, f)
+        for name, f in TAIL_FRACTIONS.items()
+        if name != "slowest_1pct" or len(e2e) >= MIN_REQUESTS_FOR_1PCT
+    }
     sets["median"] = median_set(e2e)
     return sets, ("slowest_1pct" if "slowest_1pct" in sets else "slowest_5pct")
 
 
-def stack_summary(samples: pd.DataFrame, stacks: list, requests: pd.DataFrame, stages: pd.DataFrame,
-                  order: list[str], *, interval_s: float, unassigned: int = 0) -> dict[str, Any] | None:
+def stack_summary(
+    samples: pd.DataFrame,
+    stacks: list,
+    requests: pd.DataFrame,
+    stages: pd.DataFrame,
+    order: list[str],
+    *,
+    interval_s: float,
+    unassigned: int = 0,
+) -> dict[str, Any] | None:
     """The ``stacks`` object (module docstring). ``samples``: columns ``request``, ``stage``, ``stack``
     (an index into ``stacks``, whose items are tuples of ``(file, function, line)``, stage function first)."""
     if samples.empty or requests.empty:
@@ -88,35 +104,63 @@ def stack_summary(samples: pd.DataFrame, stacks: list, requests: pd.DataFrame, s
         mine = samples[samples["stage"] == stage]
         if mine.empty:
             continue
-        by_set = {name: mine.loc[mine["request"].isin(ids), "stack"].tolist() for name, ids in sets.items()}
+        by_set = {
+            name: mine.loc[mine["request"].isin(ids), "stack"].tolist()
+            for name, ids in sets.items()
+        }
         out_stages[stage] = _stage_entry(by_set, stacks, tail_set)
     wide = stage_matrix(requests, stages, order)
     tail_shares = shares(wide, sets[tail_set], order) if len(sets[tail_set]) else {}
     top = max(order, key=lambda s: tail_shares.get(s, 0.0)) if tail_shares else None
-    return {"interval_ms": interval_s * 1e3, "samples": int(len(samples)), "unassigned": int(unassigned),
-            "tail_set": tail_set, "stages": out_stages,
-            "headline": headline(out_stages.get(top), top, tail_set) if top else None}
+    return {
+        "interval_ms": interval_s * 1e3,
+        "samples": int(len(samples)),
+        "unassigned": int(unassigned),
+        "tail_set": tail_set,
+        "stages": out_stages,
+        "headline": headline(out_stages.get(top), top, tail_set) if top else None,
+    }
 
 
 def _stage_entry(by_set: dict[str, list[int]], stacks: list, tail_set: str) -> dict[str, Any]:
     counts = {name: _frame_counts(ids, stacks) for name, ids in by_set.items()}
     n = {name: len(ids) for name, ids in by_set.items()}
     callers = _callers(by_set[tail_set] + by_set["median"], stacks)
-    keys = {k for name, c in counts.items() for k, v in c.items() if n[name] and v / n[name] >= MIN_NODE_SHARE}
+    keys = {
+        k
+        for name, c in counts.items()
+        for k, v in c.items()
+        if n[name] and v / n[name] >= MIN_NODE_SHARE
+    }
     depth = _depths(by_set[tail_set], stacks)
     rows = []
     for key in keys:
         share = {name: (counts[name][key] / n[name] if n[name] else None) for name in by_set}
         growth = (share[tail_set] or 0.0) - (share["median"] or 0.0)
-        rows.append({"frame": frame_name(*key), "file": key[0], "function": key[1], "caller": callers.get(key),
-                     "slowest_1pct": share.get("slowest_1pct"), "slowest_5pct": share.get("slowest_5pct"),
-                     "median": share["median"], "growth": growth, "_depth": depth.get(key, 0)})
+        rows.append(
+            {
+                "frame": frame_name(*key),
+                "file": key[0],
+                "function": key[1],
+                "caller": callers.get(key),
+                "slowest_1pct": share.get("slowest_1pct"),
+                "slowest_5pct": share.get("slowest_5pct"),
+                "median": share["median"],
+                "growth": growth,
+                "_depth": depth.get(key, 0),
+            }
+        )
     rows.sort(key=lambda r: (-r["growth"], -r["_depth"], r["file"], r["function"]))
     lead = _lead(rows)
     for r in rows:
         del r["_depth"]
-    return {"samples": n, "frames": rows[:MAX_FRAMES], "lead": lead, "enough": n[tail_set] >= MIN_SAMPLES,
-            "tree": differential_tree(by_set[tail_set], by_set["median"], stacks)}
+    return {
+        "samples": n,
+        "frames": rows[:MAX_FRAMES],
+        "lead": lead,
+        "enough": n[tail_set] >= MIN_SAMPLES,
+        "tree": differential_tree(by_set[tail_set], by_set["median"], stacks),
+    }
 
 
 def _lead(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -159,7 +203,9 @@ def _depths(ids: list[int], stacks: list) -> dict[tuple[str, str], int]:
     return out
 
 
-def differential_tree(tail_ids: list[int], median_ids: list[int], stacks: list) -> list[dict[str, Any]]:
+def differential_tree(
+    tail_ids: list[int], median_ids: list[int], stacks: list
+) -> list[dict[str, Any]]:
     """Stacks merged by path (frames as file and function), parents before children: ``id``, ``parent``
     (-1 for the stage function), ``name``, ``tail``, ``median`` (shares of each set's samples)."""
     nodes: dict[tuple, dict[str, Any]] = {}
@@ -170,8 +216,16 @@ def differential_tree(tail_ids: list[int], median_ids: list[int], stacks: list) 
             for f, fn, _ in stacks[sid]:
                 parent = nodes[path]["id"] if path else -1
                 path = path + ((f, fn),)
-                node = nodes.setdefault(path, {"id": len(nodes), "parent": parent, "name": frame_name(f, fn),
-                                               "tail": 0.0, "median": 0.0})
+                node = nodes.setdefault(
+                    path,
+                    {
+                        "id": len(nodes),
+                        "parent": parent,
+                        "name": frame_name(f, fn),
+                        "tail": 0.0,
+                        "median": 0.0,
+                    },
+                )
                 node[which] += k / total
     kept = [n for n in nodes.values() if max(n["tail"], n["median"]) >= MIN_NODE_SHARE]
     ids = {n["id"] for n in kept}
@@ -185,11 +239,18 @@ def headline(entry: dict[str, Any] | None, stage: str, tail_set: str) -> str | N
     best = entry["lead"]
     label = "1 %" if tail_set == "slowest_1pct" else "5 %"
     caller = f" <- {best['caller']}" if best.get("caller") else ""
-    return (f"{stage}, {100 * best[tail_set]:.0f} % of the slowest {label} in {best['frame']}{caller}; "
-            f"median {100 * best['median']:.0f} %")
+    return (
+        f"{stage}, {100 * best[tail_set]:.0f} % of the slowest {label} in {best['frame']}{caller}; "
+        f"median {100 * best['median']:.0f} %"
+    )
 
 
 def samples_frame(request: list[int], stage: list[str], stack: list[int]) -> pd.DataFrame:
     """The samples as a table (``request``, ``stage``, ``stack``)."""
-    return pd.DataFrame({"request": pd.array(request, dtype="int64"), "stage": pd.array(stage, dtype=object),
-                         "stack": pd.array(stack, dtype="int64")})
+    return pd.DataFrame(
+        {
+            "request": pd.array(request, dtype="int64"),
+            "stage": pd.array(stage, dtype=object),
+            "stack": pd.array(stack, dtype="int64"),
+        }
+    )

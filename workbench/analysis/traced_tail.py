@@ -19,6 +19,7 @@ cut to the stages) merged by path, each node's time per request in each set::
 requests divided by their number (a per-request figure, so sets of different
 sizes compare).
 """
+
 from __future__ import annotations
 
 import math
@@ -50,25 +51,43 @@ def request_windows(events: pd.DataFrame) -> pd.DataFrame:
     end = ts + steps["dur_ns"].to_numpy(np.int64)
     order = np.argsort(ts, kind="stable")
     ts, end = ts[order], end[order]
-    numbers = steps["name"].astype(str).str.extract(STEP.pattern)[0].astype("int64").to_numpy()[order]
+    numbers = (
+        steps["name"].astype(str).str.extract(STEP.pattern)[0].astype("int64").to_numpy()[order]
+    )
     k = np.searchsorted(ts, stages["ts_ns"].to_numpy(np.int64), side="right") - 1
     inside = (k >= 0) & (stages["ts_ns"].to_numpy(np.int64) < end[np.maximum(k, 0)])
-    stage_ns = np.bincount(k[inside], weights=stages["dur_ns"].to_numpy(np.int64)[inside], minlength=len(ts))
-    return pd.DataFrame({"step": numbers, "ts_ns": ts, "end_ns": end, "stage_ns": stage_ns.astype(np.int64)})
+    stage_ns = np.bincount(
+        k[inside], weights=stages["dur_ns"].to_numpy(np.int64)[inside], minlength=len(ts)
+    )
+    return pd.DataFrame(
+        {"step": numbers, "ts_ns": ts, "end_ns": end, "stage_ns": stage_ns.astype(np.int64)}
+    )
 
 
 def traced_sets(windows: pd.DataFrame) -> dict[str, Any]:
     """``{"requests", "slowest", "median", "note"}``: step numbers of the slowest and the median traced requests."""
     n = len(windows)
     if n == 0:
-        return {"requests": 0, "slowest": [], "median": [], "note": "no traced request (no ProfilerStep range)"}
+        return {
+            "requests": 0,
+            "slowest": [],
+            "median": [],
+            "note": "no traced request (no ProfilerStep range)",
+        }
     by_time = windows.sort_values(["stage_ns", "step"], ascending=[False, True], kind="stable")
     slow = by_time["step"].iloc[: max(1, math.ceil(SLOW_FRACTION * n))].tolist()
     lo, hi = np.percentile(windows["stage_ns"].to_numpy(np.int64), MEDIAN_BAND, method="linear")
     median = windows.loc[(windows["stage_ns"] >= lo) & (windows["stage_ns"] <= hi), "step"].tolist()
-    note = (f"the slow-request view rests on {n} traced requests: the slowest {len(slow)} against the median "
-            f"{len(median)} (trace more requests with --traced for a steadier view)")
-    return {"requests": n, "slowest": [int(s) for s in slow], "median": [int(s) for s in median], "note": note}
+    note = (
+        f"the slow-request view rests on {n} traced requests: the slowest {len(slow)} against the median "
+        f"{len(median)} (trace more requests with --traced for a steadier view)"
+    )
+    return {
+        "requests": n,
+        "slowest": [int(s) for s in slow],
+        "median": [int(s) for s in median],
+        "note": note,
+    }
 
 
 def in_windows(events: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
@@ -105,8 +124,13 @@ def _by_path(tree: pd.DataFrame, requests: int) -> dict[tuple, tuple[str, str, f
     """Path of (name, kind) from the root -> (name, kind, total ns per request)."""
     paths: dict[int, tuple] = {}
     out = {}
-    for node, parent, name, kind, total in zip(tree["id"].tolist(), tree["parent"].tolist(), tree["name"].tolist(),
-                                               tree["kind"].tolist(), tree["total_ns"].tolist()):
+    for node, parent, name, kind, total in zip(
+        tree["id"].tolist(),
+        tree["parent"].tolist(),
+        tree["name"].tolist(),
+        tree["kind"].tolist(),
+        tree["total_ns"].tolist(),
+    ):
         paths[node] = paths.get(parent, ()) + ((name, kind),)
         out[paths[node]] = (name, kind, total / max(requests, 1))
     return out
@@ -119,6 +143,14 @@ def _merge(slow: dict, median: dict) -> list[dict[str, Any]]:
     for path in sorted(set(slow) | set(median), key=lambda p: (len(p), p)):
         name, kind, _ = slow.get(path) or median[path]
         ids[path] = len(ids)
-        rows.append({"id": ids[path], "parent": ids.get(path[:-1], -1), "name": name, "kind": kind,
-                     "slow_ns": (slow.get(path) or (0, 0, 0.0))[2], "median_ns": (median.get(path) or (0, 0, 0.0))[2]})
+        rows.append(
+            {
+                "id": ids[path],
+                "parent": ids.get(path[:-1], -1),
+                "name": name,
+                "kind": kind,
+                "slow_ns": (slow.get(path) or (0, 0, 0.0))[2],
+                "median_ns": (median.get(path) or (0, 0, 0.0))[2],
+            }
+        )
     return rows

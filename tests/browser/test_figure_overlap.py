@@ -9,6 +9,7 @@ tick labels (per axis) are read from the SVG, and no two may intersect, and
 none may leave the figure. The test also reports the time from navigation to
 the first drawn figure and of a control change (a busy machine's figures).
 """
+
 from __future__ import annotations
 
 import shutil
@@ -46,18 +47,26 @@ def overlaps(boxes: list[dict]) -> list[tuple[str, str]]:
     """Pairs of texts whose boxes intersect (by more than 1 px each way): labels with labels, ticks of one axis."""
     found = []
     for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
+        for b in boxes[i + 1 :]:
             if a["group"] != b["group"] and "ticks" in a["group"] + b["group"]:
                 continue  # a tick label against a title: plotly's automargin keeps them apart; not judged here
-            if min(a["x1"], b["x1"]) - max(a["x0"], b["x0"]) > 1 and min(a["y1"], b["y1"]) - max(a["y0"], b["y0"]) > 1:
+            if (
+                min(a["x1"], b["x1"]) - max(a["x0"], b["x0"]) > 1
+                and min(a["y1"], b["y1"]) - max(a["y0"], b["y0"]) > 1
+            ):
                 found.append((a["text"], b["text"]))
     return found
 
 
 def clipped(frame: dict, boxes: list[dict]) -> list[str]:
-    return [b["text"] for b in boxes
-            if b["x0"] < frame["x0"] - 1 or b["x1"] > frame["x1"] + 1 or b["y0"] < frame["y0"] - 1
-            or b["y1"] > frame["y1"] + 1]
+    return [
+        b["text"]
+        for b in boxes
+        if b["x0"] < frame["x0"] - 1
+        or b["x1"] > frame["x1"] + 1
+        or b["y0"] < frame["y0"] - 1
+        or b["y1"] > frame["y1"] + 1
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +77,21 @@ def page_file(tmp_path_factory):
             pytest.skip(f"data/runs/{name} not recorded")
         shutil.copytree(RUNS / name, runs / name)
     out = tmp_path_factory.mktemp("static")
-    proc = subprocess.run([sys.executable, "-m", "workbench", "export-dashboard", "--out", str(out), "--runs", str(runs)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            "export-dashboard",
+            "--out",
+            str(out),
+            "--runs",
+            str(runs),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     return out / "index.html"
 
@@ -80,8 +102,10 @@ def test_main_figures_have_no_overlapping_or_clipped_text_at_1280x800(page_file)
     sync_api = pytest.importorskip("playwright.sync_api")
     problems, timings = {}, {}
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM),
-                                    args=["--no-sandbox", "--disable-background-networking", "--disable-gpu"])
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--no-sandbox", "--disable-background-networking", "--disable-gpu"],
+        )
         page = browser.new_page(viewport={"width": 1280, "height": 800})
         started = time.perf_counter()
         page.goto(page_file.as_uri())
@@ -96,7 +120,10 @@ def test_main_figures_have_no_overlapping_or_clipped_text_at_1280x800(page_file)
             timings[f"change_to_{device}_s"] = time.perf_counter() - started
             for fig in FIGURES:
                 got = page.evaluate(BOXES_JS, fig)
-                bad = overlaps(got["boxes"]) + [("clipped", t, got["frame"], [b for b in got["boxes"] if b["text"] == t]) for t in clipped(got["frame"], got["boxes"])]
+                bad = overlaps(got["boxes"]) + [
+                    ("clipped", t, got["frame"], [b for b in got["boxes"] if b["text"] == t])
+                    for t in clipped(got["frame"], got["boxes"])
+                ]
                 if bad:
                     problems[f"{config} {fig}"] = bad
         browser.close()

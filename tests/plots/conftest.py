@@ -10,7 +10,6 @@ from workbench.analysis.budget import stage_summary
 @pytest.fixture
 def toy_run():
     """100 measured requests (+2 slow warm-up): parse 1..100 us, model 10 ms flat, post 2 ms + i us."""
-    n = 102
     durs = {
         "parse": [50_000_000, 40_000_000] + [1_000 * (i + 1) for i in range(100)],
         "model": [80_000_000, 20_000_000] + [10_000_000] * 100,

@@ -5,6 +5,7 @@ Log axes labelled at whole decades only; zero launch delays counted, not drawn a
 written over the bars; the pinned and pageable copies on shared axes, and "pin it"
 only where pageable copies matter; flame labels never below 8 px.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,8 +21,16 @@ from workbench.plots.transfers import transfer_comparison_figure, transfer_figur
 from workbench.trace import Trace, load_events
 
 
-@pytest.mark.parametrize("lo, hi, expected", [(12.0, 133.0, [1, 3]), (0.2, 0.9, [-1, 0]), (1.0, 10.0, [0, 1]),
-                                              (5.0, 5.0, [0, 2]), (0.0, 0.0, [0, 1])])
+@pytest.mark.parametrize(
+    "lo, hi, expected",
+    [
+        (12.0, 133.0, [1, 3]),
+        (0.2, 0.9, [-1, 0]),
+        (1.0, 10.0, [0, 1]),
+        (5.0, 5.0, [0, 2]),
+        (0.0, 0.0, [0, 1]),
+    ],
+)
 def test_log_axis_covers_whole_decades_with_at_least_two_labels(lo, hi, expected):
     axis = log_axis(lo, hi, "ms")
     assert axis["range"] == expected and axis["dtick"] == 1 and axis["ticksuffix"] == " ms"
@@ -46,12 +55,20 @@ def launches_with_zero_delays(path) -> Trace:
 
 def test_zero_launch_delays_are_a_count_not_a_spike_at_a_floor(tmp_path):
     fig = launch_figure(launches_with_zero_delays(tmp_path)).to_dict()
-    assert fig["layout"]["annotations"][0]["text"] == "launch delay (3 of 6 zero, not on the log axis)"
+    assert (
+        fig["layout"]["annotations"][0]["text"] == "launch delay (3 of 6 zero, not on the log axis)"
+    )
     delay = fig["data"][0]
     edges, counts = decode(delay["x"]), decode(delay["y"])[:-1]
-    assert sum(counts) == 3 and min(edges) == pytest.approx(2.0)  # the positive delays only, from 2 us
+    assert sum(counts) == 3 and min(edges) == pytest.approx(
+        2.0
+    )  # the positive delays only, from 2 us
     axis = fig["layout"]["xaxis"]
-    assert (axis["type"], axis["dtick"], axis["range"]) == ("log", 1, [0, 3])  # 1 us .. 1000 us, decades only
+    assert (axis["type"], axis["dtick"], axis["range"]) == (
+        "log",
+        1,
+        [0, 3],
+    )  # 1 us .. 1000 us, decades only
 
 
 def test_the_launch_heatmap_has_a_colour_bar_and_percentiles_a_legend(tmp_path):
@@ -60,31 +77,47 @@ def test_the_launch_heatmap_has_a_colour_bar_and_percentiles_a_legend(tmp_path):
     assert heat["showscale"] is True and heat["colorbar"]["title"]["text"] == "launches"
     bars = [t for t in fig["data"] if t["type"] == "bar" and t.get("legendgroup") == "percentiles"]
     assert [t["name"] for t in bars] == ["p50", "p90", "p99"]
-    assert all("text" not in t and t.get("showlegend", True) for t in bars)  # no text clipped over log bars
+    assert all(
+        "text" not in t and t.get("showlegend", True) for t in bars
+    )  # no text clipped over log bars
     assert fig["layout"]["yaxis3"]["dtick"] == 1 and fig["layout"]["yaxis3"]["ticksuffix"] == " us"
 
 
 def copies(path, name: str, host_memory: str, htod_ns: int) -> Trace:
     """A 2 MB input copy from ``host_memory`` and a 1 kB pageable result copy (2 us)."""
     b = TraceBuilder()
-    b.runtime("cudaMemcpyAsync", 0, 1_000, 1).memcpy(f"Memcpy HtoD ({host_memory} -> Device)", 2_000, htod_ns, 1,
-                                                     nbytes=2_000_000)
-    b.runtime("cudaMemcpyAsync", 200_000, 1_000, 2).memcpy("Memcpy DtoH (Device -> Pageable)", 202_000, 2_000, 2,
-                                                           nbytes=1_000)
+    b.runtime("cudaMemcpyAsync", 0, 1_000, 1).memcpy(
+        f"Memcpy HtoD ({host_memory} -> Device)", 2_000, htod_ns, 1, nbytes=2_000_000
+    )
+    b.runtime("cudaMemcpyAsync", 200_000, 1_000, 2).memcpy(
+        "Memcpy DtoH (Device -> Pageable)", 202_000, 2_000, 2, nbytes=1_000
+    )
     return Trace(load_events(b.write(path / f"{name}.json")))
 
 
 def test_pin_it_only_where_pageable_copies_matter(tmp_path):
-    pinned = transfer_figure(copies(tmp_path, "pinned", "Pinned", 60_000)).to_dict()["layout"]["title"]["text"]
-    assert pinned.endswith(": 3% of copy time from pageable memory (DtoH Pageable)")  # the 1 kB result only
-    pageable = transfer_figure(copies(tmp_path, "pageable", "Pageable", 160_000)).to_dict()["layout"]["title"]["text"]
-    assert pageable.endswith("100% of copy time from pageable memory (DtoH Pageable, HtoD Pageable) "
-                             "(pin it to overlap copies)")
+    pinned = transfer_figure(copies(tmp_path, "pinned", "Pinned", 60_000)).to_dict()["layout"][
+        "title"
+    ]["text"]
+    assert pinned.endswith(
+        ": 3% of copy time from pageable memory (DtoH Pageable)"
+    )  # the 1 kB result only
+    pageable = transfer_figure(copies(tmp_path, "pageable", "Pageable", 160_000)).to_dict()[
+        "layout"
+    ]["title"]["text"]
+    assert pageable.endswith(
+        "100% of copy time from pageable memory (DtoH Pageable, HtoD Pageable) "
+        "(pin it to overlap copies)"
+    )
 
 
 def test_pinned_and_pageable_compare_on_shared_axes(tmp_path):
-    fig = transfer_comparison_figure({"pageable": copies(tmp_path, "a", "Pageable", 160_000),
-                                      "pinned": copies(tmp_path, "b", "Pinned", 60_000)}).to_dict()
+    fig = transfer_comparison_figure(
+        {
+            "pageable": copies(tmp_path, "a", "Pageable", 160_000),
+            "pinned": copies(tmp_path, "b", "Pinned", 60_000),
+        }
+    ).to_dict()
     assert fig["layout"]["title"]["text"] == "Copies compared: pageable vs pinned"
     by_panel = {}
     for t in fig["data"]:
@@ -92,7 +125,9 @@ def test_pinned_and_pageable_compare_on_shared_axes(tmp_path):
     assert sorted(by_panel) == ["y", "y2", "y3"]
     for traces in by_panel.values():  # both runs on the one y axis of each panel
         assert [t["name"] for t in traces] == ["pageable", "pinned"]
-        assert all(list(t["x"]) == ["DtoH Pageable", "HtoD Pageable", "HtoD Pinned"] for t in traces)
+        assert all(
+            list(t["x"]) == ["DtoH Pageable", "HtoD Pageable", "HtoD Pinned"] for t in traces
+        )
     time_ms = {t["name"]: decode(t["y"]) for t in by_panel["y2"]}
     assert time_ms["pageable"][:2] == [0.002, 0.16] and math.isnan(time_ms["pageable"][2])
     assert math.isnan(time_ms["pinned"][1]) and time_ms["pinned"][2] == 0.06

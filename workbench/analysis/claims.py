@@ -12,6 +12,7 @@ Pure functions: numbers (or DataFrames) in, a Claim out; no printing, no torch,
 no plotly. ``tests/notebooks/test_claims.py`` runs each on the recorded numbers
 in ``data/runs`` and on synthetic counter-examples.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -23,12 +24,16 @@ import pandas as pd
 from ..units import NS_PER_MS, NS_PER_US
 from .stats import percentile_ci_ns, percentile_ns
 
-FAR_GAIN = 1.5  # batching "buys throughput" when a call of N items delivers >= 1.5x the items per second
+FAR_GAIN = (
+    1.5  # batching "buys throughput" when a call of N items delivers >= 1.5x the items per second
+)
 LITTLE_GAIN = 1.15  # "only a little less than Nx": under 15 % more items per second
 WARMUP_X = 1.5  # the first request stands out when it takes >= 1.5x the median of the measured ones
 AGREE = (0.67, 1.5)  # a live service time "agrees" with a model within this ratio
 COVERED = 0.5  # torch operators "cover" a stage when they hold at least half its time
-COLD_SHARE = 0.5  # one launch call holding this share of all launch-call time makes the trace a cold start
+COLD_SHARE = (
+    0.5  # one launch call holding this share of all launch-call time makes the trace a cold start
+)
 COLD_OVER_MEDIAN = 100  # ... and at least this many times the median launch call
 
 
@@ -69,7 +74,11 @@ def trend(sizes: Sequence[int], values: Sequence[float]) -> tuple[str, int, list
 
 def _series(sizes, values, unit: str) -> str:
     pairs = sorted(zip(sizes, values))
-    return " -> ".join(f"{_fmt(v)}" for _, v in pairs) + f" {unit} at batch " + ", ".join(str(int(s)) for s, _ in pairs)
+    return (
+        " -> ".join(f"{_fmt(v)}" for _, v in pairs)
+        + f" {unit} at batch "
+        + ", ".join(str(int(s)) for s, _ in pairs)
+    )
 
 
 def throughput_claim(sizes: Sequence[int], items_per_s: Sequence[float]) -> Claim:
@@ -83,11 +92,15 @@ def throughput_claim(sizes: Sequence[int], items_per_s: Sequence[float]) -> Clai
         level = ", ".join(f"{a} to {b}" for a, b in dips)
         text = f"throughput never fell as the batch grew but stayed level from batch {level} ({series})."
     elif kind == "highest_at_largest":
-        text = (f"throughput fell from batch {fell} but is highest at the largest batch recorded ({best}): "
-                f"not a peak, a dip ({series}); a larger batch still gives more items per second.")
+        text = (
+            f"throughput fell from batch {fell} but is highest at the largest batch recorded ({best}): "
+            f"not a peak, a dip ({series}); a larger batch still gives more items per second."
+        )
     elif kind == "peak":
-        text = (f"throughput peaks at batch {best} and every larger batch gives fewer items per second "
-                f"({series}): past {best} a bigger batch is slower per item.")
+        text = (
+            f"throughput peaks at batch {best} and every larger batch gives fewer items per second "
+            f"({series}): past {best} a bigger batch is slower per item."
+        )
     else:
         text = f"one batch size only ({series}): no trend to read."
     return Claim(kind, kind == "rising", text)
@@ -101,15 +114,21 @@ def capacity_claim(sizes: Sequence[int], capacity_rps: Sequence[float]) -> Claim
         text = f"capacity rises with every larger batch ({series}): a larger max batch moves the bend to the right."
     elif kind == "never_fell":
         level = ", ".join(f"{a} to {b}" for a, b in dips)
-        text = (f"capacity never falls with a larger batch but stays level from batch {level} ({series}): a larger "
-                "max batch moves the bend to the right only where capacity rises.")
+        text = (
+            f"capacity never falls with a larger batch but stays level from batch {level} ({series}): a larger "
+            "max batch moves the bend to the right only where capacity rises."
+        )
     elif kind == "highest_at_largest":
         fell = ", ".join(f"{a} to {b}" for a, b in dips)
-        text = (f"capacity dips from batch {fell} but is highest at the largest batch ({best}) ({series}): "
-                f"a larger max batch moves the bend to the right, up to {best}.")
+        text = (
+            f"capacity dips from batch {fell} but is highest at the largest batch ({best}) ({series}): "
+            f"a larger max batch moves the bend to the right, up to {best}."
+        )
     elif kind == "peak":
-        text = (f"capacity peaks at batch {best} ({series}): beyond it a full batch takes longer per item, so a "
-                "larger max batch does not move the bend to the right on this machine.")
+        text = (
+            f"capacity peaks at batch {best} ({series}): beyond it a full batch takes longer per item, so a "
+            "larger max batch does not move the bend to the right on this machine."
+        )
     else:
         text = f"one batch size only ({series}): no trend to read."
     return Claim(kind, kind in ("rising", "never_fell", "highest_at_largest"), text)
@@ -122,19 +141,39 @@ def batch_cost_claim(latency_x: float, items: int) -> Claim:
         raise ValueError(f"latency ratio must be positive, got {latency_x}")
     gain = items / latency_x
     if gain >= FAR_GAIN:
-        kind, text = "far_less", (f"far less than {items}x: at p50 each call of {items} delivers {gain:.2f}x the "
-                                  "items per second; batching buys throughput and pays for it in latency.")
+        kind, text = (
+            "far_less",
+            (
+                f"far less than {items}x: at p50 each call of {items} delivers {gain:.2f}x the "
+                "items per second; batching buys throughput and pays for it in latency."
+            ),
+        )
     elif gain >= LITTLE_GAIN:
-        kind, text = "less", (f"clearly less than {items}x, not far less: {gain:.2f}x the items per second at p50 "
-                              f"for {latency_x:.1f}x the latency; most of the work grows with the batch here, so "
-                              "batching buys some throughput at a large latency cost.")
+        kind, text = (
+            "less",
+            (
+                f"clearly less than {items}x, not far less: {gain:.2f}x the items per second at p50 "
+                f"for {latency_x:.1f}x the latency; most of the work grows with the batch here, so "
+                "batching buys some throughput at a large latency cost."
+            ),
+        )
     elif gain > 1:
-        kind, text = "little_less", (f"only a little less than {items}x: {gain:.2f}x the items per second at p50 "
-                                     f"for {latency_x:.1f}x the latency; the work grows almost linearly with the "
-                                     "batch, so batching buys little.")
+        kind, text = (
+            "little_less",
+            (
+                f"only a little less than {items}x: {gain:.2f}x the items per second at p50 "
+                f"for {latency_x:.1f}x the latency; the work grows almost linearly with the "
+                "batch, so batching buys little."
+            ),
+        )
     else:
-        kind, text = "not_less", (f"{items}x or more: batching bought nothing here ({gain:.2f}x the items per "
-                                  "second) and costs latency; keep batch 1 on this machine.")
+        kind, text = (
+            "not_less",
+            (
+                f"{items}x or more: batching bought nothing here ({gain:.2f}x the items per "
+                "second) and costs latency; keep batch 1 on this machine."
+            ),
+        )
     return Claim(kind, kind == "far_less", text)
 
 
@@ -143,7 +182,10 @@ def measured_stage_ns(run) -> dict[str, np.ndarray]:
     from .matrix import stage_matrix
 
     wide = stage_matrix(run.requests, run.stages, list(run.stage_names))
-    return {name: wide[name].dropna().to_numpy(dtype=np.int64) for name in [*run.stage_names, "end_to_end"]}
+    return {
+        name: wide[name].dropna().to_numpy(dtype=np.int64)
+        for name in [*run.stage_names, "end_to_end"]
+    }
 
 
 def p50_ratios(base: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray]) -> pd.DataFrame:
@@ -156,8 +198,13 @@ def p50_ratios(base: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray]) 
             continue
         (alo, ahi), (blo, bhi) = percentile_ci_ns(a, 50), percentile_ci_ns(b, 50)
         bounded = None not in (alo, ahi, blo, bhi)
-        rows.append({"stage": stage, "ratio": percentile_ns(b, 50) / percentile_ns(a, 50),
-                     "beyond_noise": bool(bounded and (bhi < alo or blo > ahi))})
+        rows.append(
+            {
+                "stage": stage,
+                "ratio": percentile_ns(b, 50) / percentile_ns(a, 50),
+                "beyond_noise": bool(bounded and (bhi < alo or blo > ahi)),
+            }
+        )
     return pd.DataFrame(rows, columns=["stage", "ratio", "beyond_noise"])
 
 
@@ -167,14 +214,23 @@ def untouched_stages_claim(ratios: pd.DataFrame, changed: str, label: str) -> Cl
     moved = ratios[ratios["beyond_noise"]]
     listing = ", ".join(f"{r.stage} {r.ratio:.2f}x" for r in ratios.itertuples())
     if moved.empty:
-        return Claim("noise", True, f"{label}: the other stages stayed within run-to-run noise ({listing}: their "
-                                    f"p50 intervals overlap fp32's), so the change is {changed}'s.")
+        return Claim(
+            "noise",
+            True,
+            f"{label}: the other stages stayed within run-to-run noise ({listing}: their "
+            f"p50 intervals overlap fp32's), so the change is {changed}'s.",
+        )
     low, high = moved["ratio"].min(), moved["ratio"].max()
     span = f"{low:.2f}x" if np.isclose(low, high) else f"{low:.2f}-{high:.2f}x"
-    return Claim("moved", False, (
-        f"{label}: {len(moved)} of {len(ratios)} stages other than {changed} moved too ({span}, beyond "
-        f"their p50 intervals: {listing}): the runs were recorded at different moments, so part of {changed}'s "
-        "change is the machine, not the knob; compare interleaved (workbench.compare) to separate them."))
+    return Claim(
+        "moved",
+        False,
+        (
+            f"{label}: {len(moved)} of {len(ratios)} stages other than {changed} moved too ({span}, beyond "
+            f"their p50 intervals: {listing}): the runs were recorded at different moments, so part of {changed}'s "
+            "change is the machine, not the knob; compare interleaved (workbench.compare) to separate them."
+        ),
+    )
 
 
 def live_vs_model_claim(x: float, noisy: bool | None) -> Claim:
@@ -183,34 +239,62 @@ def live_vs_model_claim(x: float, noisy: bool | None) -> Claim:
     lo, hi = AGREE
     if noisy or noisy is None:
         state = "a NOISY machine" if noisy else "a machine not measured for noise"
-        return Claim("noisy", False, (
-            f"live service p50 is {x:.2f}x the simulated one, on {state}: other work slowed the live "
-            "run, so this says nothing about the recorded runs; run this cell again on a quiet machine before "
-            "deciding whether to re-record them."))
+        return Claim(
+            "noisy",
+            False,
+            (
+                f"live service p50 is {x:.2f}x the simulated one, on {state}: other work slowed the live "
+                "run, so this says nothing about the recorded runs; run this cell again on a quiet machine before "
+                "deciding whether to re-record them."
+            ),
+        )
     if lo <= x <= hi:
-        return Claim("agree", True, f"live service p50 is {x:.2f}x the simulated one: the recorded runs describe "
-                                    "this machine; trust the plan.")
-    return Claim("differ", False, (
-        f"live service p50 is {x:.2f}x the simulated one on a quiet machine: the recorded runs came from another "
-        "CPU; re-record them here (python scripts/record_examples.py) before trusting a capacity plan."))
+        return Claim(
+            "agree",
+            True,
+            f"live service p50 is {x:.2f}x the simulated one: the recorded runs describe "
+            "this machine; trust the plan.",
+        )
+    return Claim(
+        "differ",
+        False,
+        (
+            f"live service p50 is {x:.2f}x the simulated one on a quiet machine: the recorded runs came from another "
+            "CPU; re-record them here (python scripts/record_examples.py) before trusting a capacity plan."
+        ),
+    )
 
 
 def first_request_claim(first_x: float, noisy: bool | None) -> Claim:
     """Notebook 3: the first request over the median of the measured ones. ``holds``: it stands out
     (>= :data:`WARMUP_X`). Below that, a noisy machine is named as the reason, never an assumed cause."""
     if first_x >= WARMUP_X:
-        return Claim("stands_out", True, f"live: the first request took {first_x:.1f}x the median of the measured "
-                                         "ones, as in the recording.")
+        return Claim(
+            "stands_out",
+            True,
+            f"live: the first request took {first_x:.1f}x the median of the measured "
+            "ones, as in the recording.",
+        )
     if noisy or noisy is None:
         state = "a NOISY machine" if noisy else "a machine not measured for noise"
-        return Claim("noisy", False, (
-            f"live: the first request took only {first_x:.1f}x the median of the measured ones, on {state}: "
-            "other work slowed the measured requests as much as the warm-up, so this run cannot show "
-            "the lesson; the recorded run above shows it."))
-    return Claim("quiet_small", False, (
-        f"live: the first request took only {first_x:.1f}x the median of the measured ones on a quiet machine: "
-        "what it initialises lazily was already done before the timing (building the pipeline runs it once), "
-        "so the warm-up lesson shows on the recorded run above."))
+        return Claim(
+            "noisy",
+            False,
+            (
+                f"live: the first request took only {first_x:.1f}x the median of the measured ones, on {state}: "
+                "other work slowed the measured requests as much as the warm-up, so this run cannot show "
+                "the lesson; the recorded run above shows it."
+            ),
+        )
+    return Claim(
+        "quiet_small",
+        False,
+        (
+            f"live: the first request took only {first_x:.1f}x the median of the measured ones on a quiet machine: "
+            "what it initialises lazily was already done before the timing (building the pipeline runs it once), "
+            "so the warm-up lesson shows on the recorded run above."
+        ),
+    )
 
 
 def operator_coverage(tree: pd.DataFrame) -> pd.DataFrame:
@@ -229,7 +313,9 @@ def operator_coverage(tree: pd.DataFrame) -> pd.DataFrame:
             up = parent.get(up)
         if up in inside and kind.get(up) == "stage":
             inside[up] += int(total)
-    out = stages[["id", "name", "total_ns"]].rename(columns={"name": "stage", "total_ns": "stage_ns"})
+    out = stages[["id", "name", "total_ns"]].rename(
+        columns={"name": "stage", "total_ns": "stage_ns"}
+    )
     out = out.assign(operator_ns=[inside[i] for i in out["id"]])
     out = out.assign(share=out["operator_ns"] / out["stage_ns"].clip(lower=1))
     return out.drop(columns="id").reset_index(drop=True)
@@ -238,10 +324,19 @@ def operator_coverage(tree: pd.DataFrame) -> pd.DataFrame:
 def coverage_claim(stage: str, share: float) -> Claim:
     """Notebook 4: ``holds``: torch operators cover at least :data:`COVERED` of the stage's time."""
     if share >= COVERED:
-        return Claim("covered", True, f"{stage}: torch operators cover {share:.0%} of the stage; its boxes show the work.")
-    return Claim("not_covered", False, (
-        f"{stage}: torch operators cover only {share:.0%} of the stage; the rest is Python outside torch operators "
-        "(the Python frames in the flame graph show where)."))
+        return Claim(
+            "covered",
+            True,
+            f"{stage}: torch operators cover {share:.0%} of the stage; its boxes show the work.",
+        )
+    return Claim(
+        "not_covered",
+        False,
+        (
+            f"{stage}: torch operators cover only {share:.0%} of the stage; the rest is Python outside torch operators "
+            "(the Python frames in the flame graph show where)."
+        ),
+    )
 
 
 def cold_start_claim(pairs: pd.DataFrame, name: str) -> Claim:
@@ -250,32 +345,70 @@ def cold_start_claim(pairs: pd.DataFrame, name: str) -> Claim:
     all launch-call time and >= :data:`COLD_OVER_MEDIAN` times the median call makes it a cold start."""
     cpu = pairs["cpu_dur_ns"].to_numpy(dtype=np.int64)
     if cpu.size == 0:
-        return Claim("no_launches", False, f"{name}: no kernel launches joined to GPU work: nothing to judge.")
+        return Claim(
+            "no_launches",
+            False,
+            f"{name}: no kernel launches joined to GPU work: nothing to judge.",
+        )
     i = int(np.argmax(cpu))
     longest, total, median = int(cpu[i]), int(cpu.sum()), float(np.median(cpu))
     share, over = longest / max(total, 1), longest / max(median, 1.0)
     call = pairs["launch_name"].iloc[i]
     if share >= COLD_SHARE and over >= COLD_OVER_MEDIAN:
-        return Claim("cold", False, (
-            f"{name}: not judged: one {call} took {longest / NS_PER_MS:,.0f} ms, {share:.0%} of all launch-call time "
-            f"and {over:,.0f}x the median call: a cold first call (library setup), so this trace shows a start, "
-            "not a steady state."))
-    return Claim("steady", True, (f"{name}: no launch call dominates (the longest {longest / NS_PER_US:,.0f} us, {share:.0%} "
-                                  "of launch-call time): its launch verdict describes a steady state."))
+        return Claim(
+            "cold",
+            False,
+            (
+                f"{name}: not judged: one {call} took {longest / NS_PER_MS:,.0f} ms, {share:.0%} of all launch-call time "
+                f"and {over:,.0f}x the median call: a cold first call (library setup), so this trace shows a start, "
+                "not a steady state."
+            ),
+        )
+    return Claim(
+        "steady",
+        True,
+        (
+            f"{name}: no launch call dominates (the longest {longest / NS_PER_US:,.0f} us, {share:.0%} "
+            "of launch-call time): its launch verdict describes a steady state."
+        ),
+    )
 
 
 def batch_wait_claim(batch_wait_p99_ms: float, max_wait_ms: float) -> Claim:
     """Notebooks 6 and 9: ``holds`` when the batch wait's p99 is within the policy's max wait, as the rule
     says (``batching.policy.wait_split``: waiting for a busy executor is queue wait, not batch wait)."""
     if batch_wait_p99_ms <= max_wait_ms:
-        return Claim("within", True, (
-            f"batch_wait p99 {batch_wait_p99_ms:.3g} ms, within the {max_wait_ms:g} ms max wait: a request waits for "
-            "its batch at most that long; any longer wait, for a busy executor, is queue_wait."))
-    return Claim("beyond", False, (
-        f"batch_wait p99 {batch_wait_p99_ms:.3g} ms EXCEEDS the {max_wait_ms:g} ms max wait: this record counts the "
-        "wait for a busy executor as batch wait (made before batch wait ended at the batch's due time)."))
+        return Claim(
+            "within",
+            True,
+            (
+                f"batch_wait p99 {batch_wait_p99_ms:.3g} ms, within the {max_wait_ms:g} ms max wait: a request waits for "
+                "its batch at most that long; any longer wait, for a busy executor, is queue_wait."
+            ),
+        )
+    return Claim(
+        "beyond",
+        False,
+        (
+            f"batch_wait p99 {batch_wait_p99_ms:.3g} ms EXCEEDS the {max_wait_ms:g} ms max wait: this record counts the "
+            "wait for a busy executor as batch wait (made before batch wait ended at the batch's due time)."
+        ),
+    )
 
 
-__all__ = ["Claim", "batch_cost_claim", "batch_wait_claim", "capacity_claim", "cold_start_claim", "coverage_claim",
-           "first_request_claim", "live_vs_model_claim", "measured_stage_ns", "operator_coverage", "p50_ratios",
-           "throughput_claim", "trend", "untouched_stages_claim"]
+__all__ = [
+    "Claim",
+    "batch_cost_claim",
+    "batch_wait_claim",
+    "capacity_claim",
+    "cold_start_claim",
+    "coverage_claim",
+    "first_request_claim",
+    "live_vs_model_claim",
+    "measured_stage_ns",
+    "operator_coverage",
+    "p50_ratios",
+    "throughput_claim",
+    "trend",
+    "untouched_stages_claim",
+]

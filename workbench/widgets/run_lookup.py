@@ -13,6 +13,7 @@ shapes and dtypes, which the device does not change (precision does, and stays
 in the configuration). That is what lets ``text-cuda-bs1-fp32`` stand in for
 ``text`` on ``cuda`` at batch 1 on a machine without a GPU.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,7 +32,9 @@ class RunLookup:
         self.recorded = RecordedRuns(runs)
         self._wanted: dict[tuple, dict] = {}
 
-    def find(self, target: Any, config: PipelineConfig, *, measurable: bool, build: bool = True) -> Match | None:
+    def find(
+        self, target: Any, config: PipelineConfig, *, measurable: bool, build: bool = True
+    ) -> Match | None:
         """The recorded run matching this configuration's fingerprint, or None (see ``widgets.recorded``).
 
         measurable: whether this machine has ``config.device``. ``build=False``: None also
@@ -44,8 +47,9 @@ class RunLookup:
             return None
         return self.recorded.find(wanted, measurable=measurable)
 
-    def fingerprint(self, target: Any, config: PipelineConfig, build: bool = True, *,
-                    measurable: bool = True) -> dict[str, Any] | None:
+    def fingerprint(
+        self, target: Any, config: PipelineConfig, build: bool = True, *, measurable: bool = True
+    ) -> dict[str, Any] | None:
         """What a live run of this configuration would record as its fingerprint (built only when needed).
 
         An example's pipeline name is its own; a factory's pipeline, and the model
@@ -60,7 +64,9 @@ class RunLookup:
             return self._wanted[cache_key]
         wanted = cheap_fingerprint(target, config)
         if not isinstance(target, str) or self.recorded.needs_model(wanted, measurable=measurable):
-            known = _model_of(target, config if measurable else dataclasses.replace(config, device="cpu"), build)
+            known = _model_of(
+                target, config if measurable else dataclasses.replace(config, device="cpu"), build
+            )
             if known is None:
                 return None
             wanted |= known
@@ -71,7 +77,9 @@ class RunLookup:
         """The thread count of the recorded run of ``config`` at any thread count, else None."""
         if not self.recorded.runs:
             return None
-        match = self.recorded.find(self.fingerprint(target, config, measurable=False), measurable=False)
+        match = self.recorded.find(
+            self.fingerprint(target, config, measurable=False), measurable=False
+        )
         threads = match.run.fingerprint.get("threads") if match is not None else None
         return threads if isinstance(threads, int) and threads >= 1 else None
 
@@ -79,15 +87,17 @@ class RunLookup:
         """No recorded run and no such device here: the device check's message, plus what was recorded."""
         from ..device import check_device
 
-        same = [r.folder.name for r in self.recorded.runs
-                if str(r.fingerprint.get("device") or "").split(":")[0] == family]
+        same = [
+            r.folder.name
+            for r in self.recorded.runs
+            if str(r.fingerprint.get("device") or "").split(":")[0] == family
+        ]
         try:
             check_device(config.device)
         except ConfigError as exc:
             if not same:
                 raise
-            raise ConfigError(f"{exc}; recorded {family} runs: "
-                              f"{', '.join(same)}") from None
+            raise ConfigError(f"{exc}; recorded {family} runs: {', '.join(same)}") from None
 
     def other_threads_hint(self, target: Any, config: PipelineConfig) -> str:
         """When a recorded run differs from this configuration only in threads, say which threads to pick."""
@@ -95,8 +105,10 @@ class RunLookup:
         match = self.recorded.find(wanted, measurable=False)
         if match is None or match.run.fingerprint.get("threads") == wanted["threads"]:
             return ""
-        return (f"; a recorded run ({match.run.folder.name}) has {match.run.fingerprint.get('threads')} threads: "
-                "pick that to see it")
+        return (
+            f"; a recorded run ({match.run.folder.name}) has {match.run.fingerprint.get('threads')} threads: "
+            "pick that to see it"
+        )
 
     def device_options(self, here: list[str], pipeline: str | None = None) -> list:
         """This machine's devices, plus devices only recorded runs have, labelled with the cards the runs
@@ -106,7 +118,9 @@ class RunLookup:
         extra = {d: names for d, names in cards.items() if d not in here}
         if not extra:
             return here
-        return [(d, d) for d in here] + [(f"{d} (recorded on {', '.join(names)})", d) for d, names in extra.items()]
+        return [(d, d) for d in here] + [
+            (f"{d} (recorded on {', '.join(names)})", d) for d, names in extra.items()
+        ]
 
 
 def _model_of(target: Any, config: PipelineConfig, build: bool) -> dict[str, Any] | None:
@@ -120,5 +134,8 @@ def _model_of(target: Any, config: PipelineConfig, build: bool) -> dict[str, Any
         from ..runner import resolve_pipeline
 
         pipe = resolve_pipeline(target, config)
-        known = {"pipeline": pipe.name, "model": model_fingerprint(list(getattr(pipe, "models", []) or []))}
+        known = {
+            "pipeline": pipe.name,
+            "model": model_fingerprint(list(getattr(pipe, "models", []) or [])),
+        }
     return known

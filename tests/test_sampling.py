@@ -46,7 +46,9 @@ def test_the_thread_samples_a_running_stage_and_assign_finds_it():
     with StackSampler(interval_s=0.002) as sampler:
         timings = [time_request(["wait", "spin"], [lambda x: x, spin], i) for i in range(2)]
     out = assign(sampler, timings, ["wait", "spin"])
-    assert len(out.stage) >= 5 and set(out.stage) == {"spin"} and set(out.request) <= {0, 1}
+    # a stage spinning in Python holds the GIL: the sampler gets it at the switch interval (5 ms) at best,
+    # later on a busy machine, so 80 ms of spinning gives a few samples, not 40
+    assert len(out.stage) >= 2 and set(out.stage) == {"spin"} and set(out.request) <= {0, 1}
     assert all(out.stacks[s][0][1] == "spin" for s in out.stack)
 
 

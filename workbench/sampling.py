@@ -16,6 +16,11 @@ end)`` of a request belongs to that request and stage (the sampler reads the
 same ``time.perf_counter_ns``). Samples are evenly spaced in time, so a
 frame's share of a set's samples is its share of the set's time.
 
+A stage that runs Python without releasing the GIL is sampled when the
+interpreter hands the GIL over (``sys.getswitchinterval()``, 5 ms), so such
+stages get fewer samples than their time suggests; stages waiting on I/O,
+sleeping or inside torch, PIL or NumPy calls release it and are sampled on time.
+
 Why a thread and not pyinstrument's ``setstatprofile``: the hook runs on every
 call and return of the timed code, the thread only every interval
 (``benchmarks/bench_sampler.py`` measures both; ``benchmarks/results/sampler.md``).

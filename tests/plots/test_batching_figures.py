@@ -109,3 +109,11 @@ def test_empty_and_bad_sweeps():
     assert batching_curves_figure(empty).to_dict()["layout"]["annotations"][0]["text"].startswith("empty sweep")
     with pytest.raises(ConfigError, match="missing columns"):
         batching_curves_figure(toy_sweep().drop(columns=["throughput_rps"]))
+
+
+def test_latency_curves_log_axis_is_labelled_at_decades_only():
+    """p50 1.1-4.2 ms, p99 3.3-12.6 ms and an SLA of 50 ms: the decades 1, 10, 100 ms, no minor tick numbers."""
+    axis = batching_curves_figure(toy_sweep(), sla_ms=50).to_dict()["layout"]["yaxis"]
+    assert (axis["type"], axis["dtick"], axis["range"], axis["ticksuffix"]) == ("log", 1, [0, 2], " ms")
+    assert axis["minor"]["ticks"] == ""
+    assert batching_curves_figure(toy_sweep(), log_y=False).to_dict()["layout"]["yaxis"]["type"] == "linear"

@@ -16,7 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..errors import ConfigError
-from .style import SLA_COLOR, empty_figure, layout, stage_color
+from .style import SLA_COLOR, empty_figure, layout, log_axis, positive_extent, stage_color
 
 COMPONENTS = {"batch_wait": ("batch wait", "#dd8452"), "queue_wait": ("queue wait", "#c44e52"),
               "service": ("service", "#4c72b0")}
@@ -61,7 +61,11 @@ def batching_curves_figure(sweep: pd.DataFrame, *, sla_ms: float | None = None, 
         span = [float(sweep["throughput_rps"].min()), float(sweep["throughput_rps"].max())]
         fig.add_scatter(x=span, y=[float(sla_ms)] * 2, mode="lines", name=f"SLA {sla_ms:g} ms",
                         line=dict(color=SLA_COLOR, dash="dash"), hoverinfo="skip")
-    fig.update_yaxes(type="log" if log_y else "linear")
+    if log_y:  # decades only, labelled with their unit (style.log_axis)
+        shown = [sweep["p50_ms"], sweep["p99_ms"]] + ([[float(sla_ms)]] if sla_ms is not None else [])
+        fig.update_yaxes(**log_axis(*positive_extent(*shown), "ms"))
+    else:
+        fig.update_yaxes(type="linear")
     return layout(fig, title or "Latency vs throughput (solid p99, dotted p50; x: unstable)",
                   xaxis_title="throughput (requests/s)",
                   yaxis_title="latency (ms, log scale)" if log_y else "latency (ms)", legend="right")

@@ -6,7 +6,15 @@ every visitor, so start-up time matters).
 """
 from __future__ import annotations
 
-from ._lazy import lazy_exports
+import sys
+
+if getattr(sys, "orig_argv", [])[1:3] == ["-m", "workbench"]:  # the command line is starting: a Ctrl-C now
+    import os as _os                                             # exits 130 quietly (cli.entry restores Ctrl-C)
+    import signal as _signal
+
+    _signal.signal(_signal.SIGINT, lambda *_: _os._exit(130))
+
+from ._lazy import lazy_exports  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -111,6 +111,9 @@ def entry() -> int:
     """The process entry point (``python -m workbench``, the ``workbench`` script): :func:`main` after
     :func:`prepare_process`. Kept apart from :func:`main`, which tests and notebooks call in their own
     process."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C is KeyboardInterrupt again
     try:
         prepare_process(sys.argv[1:])
         code = main()

@@ -86,4 +86,4 @@ def test_points_over_the_simulators_capacity_are_a_gap_and_the_capacity_a_line()
     sim = decode(fig["data"][2]["y"])
     assert sim[:2] == [2.0, 3.0] and math.isnan(sim[2])  # 200 req/s is over the simulated capacity
     assert decode(fig["data"][4]["x"]) == [150.0, 150.0] and decode(fig["data"][4]["y"]) == [4.0, 40.0]
-    assert fig["layout"]["yaxis"]["type"] == "log"
+    assert fig["layout"]["yaxis"]["type"] == "log" and fig["layout"]["yaxis"]["dtick"] == 1  # decades only

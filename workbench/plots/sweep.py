@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..batching.capacity import points_table
-from .style import PERCENTILE_COLORS, SLA_COLOR, empty_figure, layout
+from .style import PERCENTILE_COLORS, SLA_COLOR, empty_figure, layout, log_axis, positive_extent
 
 PREDICTED_COLOR = "#7f7f7f"
 
@@ -109,7 +109,11 @@ def sweep_figure(
             marker=dict(symbol="circle-open", size=18, color=SLA_COLOR, line=dict(width=2)),
             hoverinfo="skip",
         )
-    fig.update_yaxes(type="log" if log_y else "linear")
+    if log_y:  # decades only, labelled with their unit (style.log_axis)
+        ys = [t.y for t in fig.data if t.y is not None]
+        fig.update_yaxes(**log_axis(*positive_extent(*ys), "ms"))
+    else:
+        fig.update_yaxes(type="linear")
     return layout(
         fig,
         title or "Latency vs throughput (solid p99, dotted p50; x: unstable; grey: simulator)",

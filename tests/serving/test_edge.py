@@ -105,23 +105,36 @@ def test_the_edge_of_a_real_server(served):
     assert status_of(exchange(addr, b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: 1\r\n")) == 408
     assert status_of(exchange(addr, b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\n{")) == 408
     assert time.monotonic() - started < 3
-    # connections: 8 open, the 9th gets 503 with Retry-After at once; the idle 8 are closed by the head timeout
+    # connections: 8 idle ones do not lock a client out (the one idle the longest is closed for it) ...
     idle = [socket.create_connection(addr) for _ in range(8)]
     try:
-        refused = exchange(addr, good, wait_s=2)
-        assert status_of(refused) == 503 and b"Retry-After: 1" in refused
-        started = time.monotonic()
-        for s in idle:
-            s.settimeout(3)
-            assert s.recv(100) == b""  # closed by the server
-        assert time.monotonic() - started < 2
+        time.sleep(0.1)
+        assert status_of(exchange(addr, good)) == 200
+        idle[0].settimeout(3)
+        assert idle[0].recv(100) == b""  # evicted
+        time.sleep(1.0)  # the other 7 are closed quietly by the head timeout (0.5 s)
     finally:
         for s in idle:
+            s.close()
+    # ... 8 busy ones (each in the middle of its head) do: the 9th gets 503 with Retry-After at once
+    busy = [socket.create_connection(addr) for _ in range(8)]
+    try:
+        for s in busy:
+            s.sendall(b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        time.sleep(0.1)
+        refused = exchange(addr, good, wait_s=2)
+        assert status_of(refused) == 503 and b"Retry-After: 1" in refused
+        for s in busy:
+            s.settimeout(3)
+            assert s.recv(100).startswith(b"HTTP/1.1 408")  # then the head timeout ends them
+    finally:
+        for s in busy:
             s.close()
     assert status_of(exchange(addr, good)) == 200  # and the server is still well
     code, stdout, stderr = server.stop()
     assert code == 0, stderr
     edge = json.loads((server.out / "run.json").read_text())["serving"]["edge"]
     assert edge["max_body_bytes"] == 1000 and edge["header_timeout_s"] == 0.5 and edge["control_token"] is None
-    assert edge["refused"] == {"body_bytes": 2, "body_timeout": 1, "connections": 1, "control": 1, "header_bytes": 1,
-                               "header_timeout": 1, "host": 1, "idle_connection": 8, "origin": 1, "request_id": 1}
+    assert edge["refused"] == {"body_bytes": 2, "body_timeout": 1, "connections": 1, "control": 1, "evicted_idle": 1,
+                               "header_bytes": 1, "header_timeout": 9, "host": 1, "idle_connection": 7, "origin": 1,
+                               "request_id": 1}

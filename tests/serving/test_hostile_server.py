@@ -35,11 +35,12 @@ class Hostile:
     """A raw HTTP/1.1 server on loopback: replies REPLIES[body]; after ``answer`` requests it closes every
     socket and stops listening (a crash)."""
 
-    def __init__(self, answer: int = 10 ** 9, silent_after: int = 10 ** 9):
+    def __init__(self, answer: int = 10 ** 9, silent_after: int = 10 ** 9, refuse_after_conns: int = 10 ** 9):
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.answer, self.answered, self.conns, self.lock = answer, 0, [], threading.Lock()
         self.silent_after = silent_after  # read requests but answer none past this many
+        self.refuse_after_conns = refuse_after_conns  # later connections get a 503 at connect, then close
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self):
@@ -49,6 +50,11 @@ class Hostile:
             except OSError:
                 return
             self.conns.append(conn)
+            if len(self.conns) > self.refuse_after_conns:  # as serve's edge past --max-connections
+                conn.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n"
+                             b"Retry-After: 1\r\n\r\n")
+                conn.close()
+                continue
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn):
@@ -161,4 +167,17 @@ def test_ctrl_c_ends_a_run_whose_server_never_answers_and_saves_it(tmp_path):
     meta = json.loads((out / "run.json").read_text())
     assert meta["status"] == "interrupted" and meta["load"]["requests"] >= 5
     assert meta["load"]["failed"] == meta["load"]["requests"]  # every one abandoned after the grace
+    server.crash()
+
+
+def test_connections_refused_at_connect_fail_their_requests_with_sane_times():
+    """A 503 sent at connect (serve's connection limit) reached a connection as a send went out on it: the
+    response was taken for that request's, ending before it was sent (a negative duration the record refused)."""
+    server = Hostile(refuse_after_conns=2)
+    d = drive(server.url, [b"ok"], np.arange(200, dtype=np.int64) * 1_000_000, tag="r", warmup=1, timeout_s=3,
+              connections=64)
+    assert len(d.results) == 200 and any(r.error is None for r in d.results)
+    assert all(r.done_ns >= r.sent_ns for r in d.results)
+    assert {r.error[1] for r in d.results if r.error} <= {"HTTP503", "ExtraBytes", "ServerDisconnected",
+                                                          "ConnectionResetError"}
     server.crash()

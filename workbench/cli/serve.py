@@ -58,6 +58,9 @@ def add_edge_arguments(p) -> None:
                    help=f"open connections, else 503 + Retry-After (default {d.max_connections})")
     g.add_argument("--max-pending", type=int, default=d.max_pending,
                    help=f"requests queued or running, else 503 + Retry-After (default {d.max_pending})")
+    g.add_argument("--accept-backlog", type=int, default=d.accept_backlog,
+                   help=f"listen queue, and the most connections accepted per event-loop turn "
+                        f"(default {d.accept_backlog})")
 
 
 def edge_limits_from_args(args):
@@ -68,7 +71,7 @@ def edge_limits_from_args(args):
                       max_body_bytes=args.max_body_bytes, max_request_id_chars=args.max_request_id,
                       header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout,
                       keep_alive_s=args.keep_alive_timeout, max_connections=args.max_connections,
-                      max_pending=args.max_pending)
+                      max_pending=args.max_pending, accept_backlog=args.accept_backlog)
 
 
 def run_serve_command(args) -> int:

@@ -7,7 +7,9 @@ Two layers, each where the information is:
   connection sees: the request head's size (431) and the body's (413, from
   ``Content-Length`` before anything is read, or as chunks arrive), the time
   to send the head and then the body (408: a slowloris connection is closed),
-  and the number of open connections (503 with ``Retry-After`` at connect).
+  and the number of open connections: at the limit a new connection closes
+  the one idle the longest (nginx's way with keep-alive connections), and
+  gets 503 with ``Retry-After`` only when none is idle.
   uvicorn has ``limit_concurrency`` and ``timeout_keep_alive``; the first
   answers 503 without ``Retry-After`` and only once a head has been read, so
   the connection limit is here; the second is used as it is.
@@ -52,10 +54,11 @@ class EdgeLimits:
     max_connections: int = 512                    # open connections; one more -> 503 + Retry-After
     max_pending: int = 1024                       # requests queued or running; one more -> 503 + Retry-After
     retry_after_s: int = 1
+    accept_backlog: int = 128                     # the listen queue, and the most connections accepted per loop turn
 
     def __post_init__(self) -> None:
         for name in ("max_header_bytes", "max_body_bytes", "max_request_id_chars", "max_connections", "max_pending",
-                     "retry_after_s"):
+                     "retry_after_s", "accept_backlog"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')} {getattr(self, name)}: must be at least 1")
         for name in ("header_timeout_s", "body_timeout_s", "keep_alive_s"):
@@ -147,11 +150,31 @@ def edge_protocol(limits: EdgeLimits, refused: Counter):
             self._phase, self._head_bytes, self._body_bytes = "head", 0, 0
             self._rejected, self._timer = False, None
             super().connection_made(transport)
-            if len(self.connections) > limits.max_connections:
-                self._reject(503, "connections", f"{len(self.connections) - 1} connections are open; the limit is "
-                                                 f"{limits.max_connections} (--max-connections): retry later", True)
+            self._idle_since = self.loop.time()
+            if len(self.connections) > limits.max_connections and not self._evict_one():
+                self._reject(503, "connections", f"{len(self.connections) - 1} connections are open and busy; the "
+                                                 f"limit is {limits.max_connections} (--max-connections): retry later",
+                             True)
                 return
             self._arm(limits.header_timeout_s, "header")
+
+        def _evictable(self) -> bool:
+            """Open with nothing in progress: between requests, or connected and silent."""
+            quiet = self._phase == "idle" or (self._phase == "head" and self._head_bytes == 0)
+            return quiet and not self._rejected and (self.cycle is None or self.cycle.response_complete)
+
+        def _evict_one(self) -> bool:
+            """At the connection limit, close the connection idle the longest (as nginx reuses idle keep-alive
+            connections): a flood of idle connections cannot lock well-formed clients out. False: all are busy."""
+            idle = [c for c in self.connections if c is not self and getattr(c, "_evictable", None) and c._evictable()]
+            if not idle:
+                return False
+            victim = min(idle, key=lambda c: c._idle_since)
+            victim._rejected = True
+            victim._cancel()
+            victim.transport.close()
+            refused["evicted_idle"] += 1
+            return True
 
         def connection_lost(self, exc) -> None:
             self._cancel()
@@ -203,6 +226,7 @@ def edge_protocol(limits: EdgeLimits, refused: Counter):
                 return
             self._cancel()
             self._phase = "idle"
+            self._idle_since = self.loop.time()
             super().on_message_complete()
 
         def _arm(self, seconds: float, what: str) -> None:

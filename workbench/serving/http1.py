@@ -257,10 +257,14 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         now = self.pool.clock()
+        if self.done is None:  # bytes with no request in flight: a wrong framing, or a refusal at connect (503)
+            if self in self.pool.idle:
+                self.pool.idle.remove(self)  # so the sends below never go on it
         if self.pool.before_read is not None:
             self.pool.before_read()  # sends that fell due go first, not behind a burst of responses
-        if self.done is None:  # bytes with no request in flight: the last response's framing was wrong
-            self.fail(ExtraBytes(f"{len(data)} bytes from the server with no request in flight"))
+        if self.done is None:
+            first = bytes(data[:80]).split(b"\r\n")[0].decode("latin-1")
+            self.fail(ExtraBytes(f"{len(data)} bytes from the server with no request in flight ({first!r})"))
             return
         try:
             complete = self.parser.feed(data)

@@ -175,7 +175,9 @@ def serve(pipe, policy, *, host: str = "127.0.0.1", port: int = 8000, warmup: in
     refused: Counter = Counter()
     config = uvicorn.Config(make_app(service, box, log, limits, refused), log_level="warning", access_log=False,
                             lifespan="off", http=edge_protocol(limits, refused), loop="asyncio",
-                            timeout_graceful_shutdown=drain_timeout_s, timeout_keep_alive=limits.keep_alive_s)
+                            timeout_graceful_shutdown=drain_timeout_s, timeout_keep_alive=limits.keep_alive_s,
+                            backlog=limits.accept_backlog)  # asyncio accepts up to this many per loop turn: a
+    # connection flood at uvicorn's 2,048 held the loop for whole bursts while well-formed requests waited
     server = box["server"] = uvicorn.Server(config)
     started = datetime.now(timezone.utc)
     signals: list[int] = []

@@ -50,7 +50,7 @@ def one_run(mode: str, args, root: Path, k: int) -> dict:
     server = load_run(out)
     ok = server.requests[server.requests["ok"]]
     batcher = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()
-    gc_note = server.meta["serving"]["gc"]
+    gc_note = server.meta.serving.gc
     return {"mode": mode, "round": k, "client_p50_ms": client["end_to_end"]["p50_ms"],
             "client_p99_ms": client["end_to_end"]["p99_ms"], "client_max_ms": client["end_to_end"]["max_ms"],
             "batcher_p99_ms": float(np.percentile(batcher, 99)) / 1e6, "collections": gc_note["collections"],

@@ -126,7 +126,7 @@ def served_run(label: str, cwd: Path, args, root: Path, k: int) -> dict:
     run = load_run(out)
     ok = run.requests[run.requests["ok"]]
     batcher = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()
-    g = run.meta["serving"]["gc"]
+    g = run.meta.serving.gc
     return {"server": label, "round": k, "requests": int(len(run.requests)), "collections": g["collections"],
             "pause_ms_max": g["pause_ms_max"], "pause_ms_total": g["pause_ms_total"],
             "batcher_p50_ms": float(np.percentile(batcher, 50)) / 1e6,

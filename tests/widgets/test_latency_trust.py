@@ -38,8 +38,7 @@ class MetaProfile(FakeProfile):
     def __call__(self, target, config, *, requests, warmup, traced, progress=None, cancel=None):
         run = super().__call__(target, config, requests=requests, warmup=warmup, traced=traced, progress=progress,
                                cancel=cancel)
-        for key, value in self.meta.items():
-            run.meta[key] = value
+        run.meta = run.meta.replace(**self.meta)
         for i in self.fail:
             run.requests.loc[i, ["ok", "error_stage", "error_type", "error_message", "error_where"]] = [
                 False, "forward", "RuntimeError", "out of memory", "model.py:12 in forward"]
@@ -48,7 +47,7 @@ class MetaProfile(FakeProfile):
 
 def fingerprint(config: PipelineConfig, **changes) -> dict:
     """The fingerprint a live run of ``build`` with ``config`` records here."""
-    from workbench.widgets.latency import cheap_fingerprint
+    from workbench.widgets.latency_support import cheap_fingerprint
 
     fp = cheap_fingerprint(build, config) | {"pipeline": "mine", "model": model_fingerprint([build(config).models[0]])}
     return fp | changes
@@ -56,9 +55,7 @@ def fingerprint(config: PipelineConfig, **changes) -> dict:
 
 def record(folder, config: PipelineConfig, fp: dict | None, env: dict | None = None):
     run = synthetic_run(fp["pipeline"] if fp else "text", config, 20, 3)
-    if fp is not None:
-        run.meta["fingerprint"] = fp
-    run.meta["env"] = env or {}
+    run.meta = run.meta.replace(env=env or {}, **({"fingerprint": fp} if fp is not None else {}))
     return run.save(folder)
 
 
@@ -134,7 +131,7 @@ def test_recorded_gpu_runs_are_offered_on_a_cpu_only_machine(tmp_path, monkeypat
     monkeypatch.setattr("workbench.widgets.latency.available_devices", lambda: ["cpu"])
     gpu = PipelineConfig(device="cuda", batch_size=1)
     run = synthetic_run("text", gpu, 20, 3)
-    run.meta["env"] = {"device_name": "NVIDIA H200", "threads": 16}
+    run.meta = run.meta.replace(env={"device_name": "NVIDIA H200", "threads": 16})
     run.save(tmp_path / "text-cuda-bs1-fp32")
     fake = FakeProfile()
     ex = LatencyExplorer("text", runs=tmp_path, profile_fn=fake, debounce_s=0).wait()
@@ -157,8 +154,8 @@ def test_a_run_timed_with_sync_request_never_stands_in(tmp_path, monkeypatch):
     gpu = PipelineConfig(device="cuda", batch_size=1)
     for name, sync in (("text-cuda-bs1-fp32", "stage"), ("text-cuda-bs1-fp32-sync-request", "request")):
         run = synthetic_run("text", gpu, 20, 3)
-        run.meta["env"] = {"device_name": "NVIDIA H100", "threads": 16}
-        run.meta["timing"] = {**run.meta.get("timing", {}), "sync": sync}
+        run.meta = run.meta.replace(env={"device_name": "NVIDIA H100", "threads": 16},
+                                    timing=run.meta.timing.to_dict() | {"sync": sync})
         run.save(tmp_path / name)
     ex = LatencyExplorer("text", runs=tmp_path, profile_fn=FakeProfile(), debounce_s=0).wait()
     ex.set(device="cuda").wait()

@@ -31,11 +31,11 @@ def test_room_config_culls_unconnected_kernels_and_keeps_xsrf():
     assert c.MappingKernelManager.cull_connected is False
     assert c.MappingKernelManager.cull_busy is False
     assert "disable_check_xsrf" not in c.Voila.tornado_settings
-    assert c.VoilaConfiguration.multi_kernel_manager_class == "workbench.room.kernels.RoomKernelManager"
+    assert c.VoilaConfiguration.multi_kernel_manager_class == "workbench.room.kernel_manager.RoomKernelManager"
     assert c.VoilaConfiguration.preheat_kernel is True and c.VoilaConfiguration.default_pool_size == 2
     assert c.VoilaKernelManager.preheat_denylist == [r"^(?!/srv/nb/dashboards/).*"]
     assert c.RoomKernelManager.max_kernels == 40
-    assert c.RoomKernelManager.unconnected_grace_s == 300
+    assert c.RoomKernelManager.unconnected_grace_s == 30 and c.RoomKernelManager.max_unconnected_per_client == 3
 
 
 def test_a_busy_kernels_outputs_are_waited_for_and_a_page_past_the_wait_says_so():

@@ -40,9 +40,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cull-idle-s", type=int, default=30,
                    help="shut down a kernel with no page connected after this many idle seconds")
     p.add_argument("--cull-interval-s", type=int, default=10, help="how often idle kernels are looked for")
-    p.add_argument("--unconnected-grace-s", type=int, default=300,
-                   help="idle seconds before culling a kernel whose page never connected (still loading)")
+    p.add_argument("--unconnected-grace-s", type=int, default=30,
+                   help="seconds after its page loaded before a kernel no page connected to is shut down (default 30)")
+    p.add_argument("--max-unconnected-per-client", type=int, default=3,
+                   help="kernels one client address may hold whose page loaded and never connected; one more "
+                        "page: 503 (default 3; 0: no bound)")
     p.add_argument("--upload-limit-mib", type=int, default=64, help="largest upload a page accepts (MiB)")
+    p.add_argument("--ws-unread-limit-mib", type=int, default=32,
+                   help="bytes (MiB) a page may leave unread on its kernel websocket before the server closes it "
+                        "(default 32; at least the upload limit)")
     p.add_argument("--log-level", choices=("INFO", "DEBUG"), default="INFO",
                    help="DEBUG logs every kernel message's type per kernel (to see where a page stalls)")
     p.add_argument("--live", choices=("on", "queue", "off"), default=None,
@@ -87,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         pool=defaults["pool"] if args.pool is None else args.pool,
         max_kernels=defaults["max_kernels"] if args.max_kernels is None else args.max_kernels,
         cull_idle_s=args.cull_idle_s, cull_interval_s=args.cull_interval_s,
-        unconnected_grace_s=args.unconnected_grace_s,
+        unconnected_grace_s=args.unconnected_grace_s, max_unconnected_per_client=args.max_unconnected_per_client,
+        ws_unread_limit_bytes=args.ws_unread_limit_mib << 20,
         upload_limit_bytes=args.upload_limit_mib << 20, live=args.live or defaults["live"],
         allow_hosts=args.allow_host, lock_path=str(Path(tempfile.gettempdir()) / "workbench-live.lock"),
         pool_pattern=dashboards_only(path) if path.name != "dashboards" else None)

@@ -8,6 +8,16 @@ cookie only if one was set, and Voila's render handler never sets it (the
 ``403 '_xsrf' argument missing`` on every close): :class:`RenderHandler` sets
 it, so the kernel is shut down at once. Culling catches what the page cannot
 report (a crashed browser, a dropped network).
+
+The render handler also tells the kernel manager which kernel its page got,
+when the page finished loading and when it went away while loading (see
+:mod:`workbench.room.kernel_manager`), and refuses a client holding too many
+kernels no page has connected to. The token covers every path that serves
+the room's content: ``/voila/files/`` and our ``config.js`` need it like the
+pages (Voila serves them without it); only the login page and the template,
+static and extension assets (Voila's and JupyterLab's own code, the same for
+everyone) are open. ``/logout`` and odd paths under ``/voila/templates/``
+answer a redirect or 404, never 500.
 """
 from __future__ import annotations
 
@@ -16,9 +26,13 @@ import secrets
 from pathlib import Path
 
 import tornado.web
+from jupyter_server.base.handlers import JupyterHandler
+from tornado.ioloop import IOLoop
 from traitlets.config import Config
 from voila.app import Voila
+from voila.static_file_handler import AllowListFileHandler, TemplateStaticFileHandler
 from voila.tornado.handler import TornadoVoilaHandler
+from voila.tornado.kernel_websocket_handler import VoilaKernelWebsocketHandler
 
 from .hosts import allowed_hosts, host_allowed, is_loopback_bind
 
@@ -32,6 +46,10 @@ UPLOAD_LIMIT_ENV = "WORKBENCH_UPLOAD_LIMIT_BYTES"
 # on a busy machine a dashboard's last outputs came later than 4 s: nbclient then dropped them and
 # Voila served the page without its widgets, with no word (tests/browser/test_room.py's 8 pages).
 IOPUB_TIMEOUT_S = 120
+# A page's kernel websocket may hold this many bytes the page has not read yet; past it the server closes the
+# socket (code 1008) rather than buffer without end: a page flooding its kernel with requests and reading no
+# reply took the server from 114 to 395 MB. A dashboard's largest message (a figure) is well under it.
+WEBSOCKET_UNREAD_LIMIT_BYTES = 32 << 20
 
 
 class ForbiddenHostHandler(tornado.web.RequestHandler):
@@ -54,17 +72,144 @@ class HostGuardApplication(tornado.web.Application):
         return super().find_handler(request, **kwargs)
 
 
+class _PageKernels:
+    """The kernel manager as one page's render sees it: tells the page which kernel it got."""
+
+    def __init__(self, manager, page: "RenderHandler"):
+        self._manager, self._page = manager, page
+
+    def __getattr__(self, name):
+        return getattr(self._manager, name)
+
+    async def start_kernel(self, *args, **kwargs):
+        kernel_id = await self._manager.start_kernel(*args, **kwargs)
+        self._page.got_kernel(kernel_id)
+        return kernel_id
+
+    async def get_rendered_notebook(self, *args, **kwargs):  # a kernel from the preheated pool
+        render_task, rendered, kernel_id = await self._manager.get_rendered_notebook(*args, **kwargs)
+        self._page.got_kernel(kernel_id)
+        return render_task, rendered, kernel_id
+
+
 class RenderHandler(TornadoVoilaHandler):
-    """Voila's page handler, setting the ``_xsrf`` cookie the page's shutdown beacon sends back."""
+    """Voila's page handler: sets the ``_xsrf`` cookie the page's shutdown beacon sends back, refuses a
+    client with too many unconnected kernels (503), and reports its kernel's page loading to the manager."""
+
+    _kernel_id: str | None = None
+    _gone = False
+
+    @property
+    def kernel_manager(self):
+        return _PageKernels(self.settings["kernel_manager"], self)
+
+    @property
+    def _rooms(self):
+        manager = self.settings["kernel_manager"]
+        return manager if hasattr(manager, "claim") else None
 
     async def prepare(self):
         await super().prepare()
-        if not self._finished:
-            self.xsrf_token  # noqa: B018 - reading it sets the cookie (tornado)
+        if self._finished:
+            return
+        self.xsrf_token  # noqa: B018 - reading it sets the cookie (tornado)
+        if self._rooms is not None:
+            try:
+                self._rooms.admit(self.request.remote_ip)
+            except tornado.web.HTTPError as refused:
+                self.set_status(503)
+                self.set_header("Content-Type", "text/plain; charset=utf-8")
+                self.set_header("Retry-After", str(self._rooms.unconnected_grace_s))
+                self.finish(f"503: {refused.log_message}\n")
+
+    def got_kernel(self, kernel_id: str) -> None:
+        self._kernel_id = kernel_id
+        if self._rooms is not None:
+            self._rooms.claim(kernel_id, self.request.remote_ip)
+            if self._gone:  # the page went away while the kernel started
+                IOLoop.current().spawn_callback(self._rooms.abandoned, kernel_id)
+
+    async def get(self, path=None):
+        try:
+            await super().get(path)
+        finally:
+            if self._kernel_id is not None and self._rooms is not None and not self._gone:
+                self._rooms.rendered(self._kernel_id)
+
+    def on_connection_close(self):
+        self._gone = True
+        if self._kernel_id is not None and self._rooms is not None:
+            IOLoop.current().spawn_callback(self._rooms.abandoned, self._kernel_id)
+        super().on_connection_close()
 
 
-class ConfigJsHandler(tornado.web.RequestHandler):
-    """``workbench/room/config.js``: the page's upload limit, read by our template's script."""
+class KernelSocketHandler(VoilaKernelWebsocketHandler):
+    """Voila's kernel websocket, closed (1008) when the page leaves more than
+    ``workbench_ws_unread_limit_bytes`` unread: the memory a connection holds is bounded."""
+
+    _overflowed = False
+
+    def write_message(self, message, binary=False):
+        limit = self.settings.get("workbench_ws_unread_limit_bytes", WEBSOCKET_UNREAD_LIMIT_BYTES)
+        if self._overflowed:
+            return None
+        if _unsent_bytes(self.ws_connection) > limit:
+            self._overflowed = True
+            self.log.warning("Closing a kernel websocket from %s: over %d bytes its page has not read",
+                             self.request.remote_ip, limit)
+            self.close(1008, "the page is not reading its kernel's messages")
+            return None
+        sent = super().write_message(message, binary)
+        if sent is not None and hasattr(sent, "add_done_callback"):
+            sent.add_done_callback(_retrieved)  # a write the close cut short is no "never retrieved" traceback
+        return sent
+
+
+def _retrieved(future) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+def _unsent_bytes(ws_connection) -> int:
+    """Bytes written to a websocket's stream and not yet sent (tornado's IOStream counters)."""
+    stream = getattr(ws_connection, "stream", None)
+    if stream is None:
+        return 0
+    return getattr(stream, "_total_write_index", 0) - getattr(stream, "_total_write_done_index", 0)
+
+
+class TokenFileHandler(JupyterHandler, AllowListFileHandler):
+    """Voila's ``/voila/files/`` handler behind the room's token (Voila's own serves them to anyone)."""
+
+
+class TemplateFileHandler(TemplateStaticFileHandler):
+    """Voila's template asset handler, answering 404 (not 500) to a path that is not ``NAME/static/FILE``."""
+
+    def parse_url_path(self, path):
+        try:
+            return super().parse_url_path(path)
+        except (ValueError, AssertionError):
+            raise tornado.web.HTTPError(404) from None
+
+    @classmethod
+    def get_absolute_path(cls, root, path):
+        try:
+            return super().get_absolute_path(root, path)
+        except (ValueError, AssertionError):
+            raise tornado.web.HTTPError(404) from None
+
+
+class LogoutHandler(JupyterHandler):
+    """``/logout``: forget the login cookie and go to the login page (jupyter_server's renders a template
+    Voila does not ship: a 500)."""
+
+    def get(self):
+        self.identity_provider.clear_login_cookie(self)
+        self.redirect(self.settings.get("login_url", "/login"))
+
+
+class ConfigJsHandler(JupyterHandler):
+    """``workbench/room/config.js``: the page's upload limit, read by our template's script (token required)."""
 
     def get(self):
         limit = int(self.settings["workbench_upload_limit_bytes"])
@@ -91,21 +236,28 @@ class RoomVoila(Voila):
 
     def init_handlers(self):
         handlers = [(r"/workbench/room/config\.js", ConfigJsHandler)]
+        ours = {TornadoVoilaHandler: RenderHandler, AllowListFileHandler: TokenFileHandler,
+                TemplateStaticFileHandler: TemplateFileHandler, VoilaKernelWebsocketHandler: KernelSocketHandler}
         for rule in super().init_handlers():
-            if len(rule) >= 2 and rule[1] is TornadoVoilaHandler:
-                rule = (rule[0], RenderHandler, *rule[2:])
+            if len(rule) >= 2 and rule[1] in ours:
+                rule = (rule[0], ours[rule[1]], *rule[2:])
+            elif len(rule) >= 2 and str(rule[0]).endswith("/logout"):
+                rule = (rule[0], LogoutHandler, *rule[2:])
             handlers.append(rule)
         return handlers
 
 
 def room_config(*, host: str, port: int, token: str, pool: int, max_kernels: int, cull_idle_s: int,
                 cull_interval_s: int, upload_limit_bytes: int, live: str, allow_hosts: list[str],
-                lock_path: str, pool_pattern: str | None = None, unconnected_grace_s: int = 300) -> Config:
+                lock_path: str, pool_pattern: str | None = None, unconnected_grace_s: int = 30,
+                max_unconnected_per_client: int = 3, ws_unread_limit_bytes: int = WEBSOCKET_UNREAD_LIMIT_BYTES) -> Config:
     """The traitlets config of a room server (no deprecated command-line flags).
 
     pool: preheated kernels per dashboard (0: none); pool_pattern: regex of notebooks kept out of the pool.
     cull_idle_s / cull_interval_s: an unconnected kernel idle this long is shut down, checked this often.
-    unconnected_grace_s: the idle time allowed a kernel whose page has not connected yet (still loading).
+    unconnected_grace_s: how long after its page loaded a kernel no page connected to is kept.
+    max_unconnected_per_client: kernels one client address may hold whose page loaded and never connected (0: none).
+    ws_unread_limit_bytes: bytes a page may leave unread on its kernel websocket before it is closed.
     """
     c = Config()
     c.Voila.ip = host
@@ -118,6 +270,7 @@ def room_config(*, host: str, port: int, token: str, pool: int, max_kernels: int
         "websocket_max_message_size": upload_limit_bytes + WEBSOCKET_OVERHEAD_BYTES,
         "workbench_allowed_hosts": allowed_hosts(host, allow_hosts),
         "workbench_upload_limit_bytes": upload_limit_bytes,
+        "workbench_ws_unread_limit_bytes": ws_unread_limit_bytes,
     }
     c.VoilaConfiguration.template = "workbench"
     c.VoilaExecutor.iopub_timeout = IOPUB_TIMEOUT_S
@@ -126,7 +279,7 @@ def room_config(*, host: str, port: int, token: str, pool: int, max_kernels: int
         f"The server waited {IOPUB_TIMEOUT_S} s for this cell's outputs: the machine is overloaded. "
         "Reload the page once it is quieter.")
     c.VoilaConfiguration.file_allowlist = FILE_ALLOWLIST
-    c.VoilaConfiguration.multi_kernel_manager_class = "workbench.room.kernels.RoomKernelManager"
+    c.VoilaConfiguration.multi_kernel_manager_class = "workbench.room.kernel_manager.RoomKernelManager"
     c.VoilaConfiguration.preheat_kernel = pool > 0
     c.VoilaConfiguration.default_pool_size = max(pool, 0)
     if pool_pattern:
@@ -137,6 +290,7 @@ def room_config(*, host: str, port: int, token: str, pool: int, max_kernels: int
     c.MappingKernelManager.cull_busy = False
     c.RoomKernelManager.max_kernels = max_kernels
     c.RoomKernelManager.unconnected_grace_s = unconnected_grace_s
+    c.RoomKernelManager.max_unconnected_per_client = max_unconnected_per_client
     c.RoomKernelManager.kernel_env = {
         "WORKBENCH_LIVE": live,
         "WORKBENCH_LIVE_LOCK": lock_path,

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 REQUEST_COLUMNS = {
@@ -31,6 +32,10 @@ OPTIONAL_REQUEST_COLUMNS = ("error_where",)  # added in format 2; null in older 
 # a load run's requests add the batcher's columns (``workbench.batching.records``)
 LOAD_REQUEST_COLUMNS = {"arrival_ns": "int64", "batch_wait_ns": "int64", "queue_wait_ns": "int64",
                         "service_ns": "int64", "batch": "int64"}
+# columns some runs add, checked when present: served and ingested requests, GC time in stages, attributes
+OPTIONAL_TYPED_COLUMNS = {**LOAD_REQUEST_COLUMNS, "request_id": "object", "span_name": "object", "cache_hit": "float",
+                          "gc_ns": "Int64"}
+ATTRIBUTE_PREFIX = "attr."  # ``attr.<name>``: a stage's described attribute, a number or null
 # the smallest value an integer column may hold (others: 0): ``batch`` is -1 for a request never dispatched
 MINIMUM = {"batch": -1}
 SUM_LIMIT = 2**62  # any column's total must stay below this, so sums in int64 cannot wrap
@@ -99,6 +104,12 @@ def checked_table(df: pd.DataFrame, columns: dict[str, str], optional: Sequence[
                 continue
             raise TableError(col, "is missing")
         _check_column(col, df[col], dtype)
+    for col in df.columns:  # the columns some runs add: typed when present, never read unchecked
+        if col in columns:
+            continue
+        dtype = OPTIONAL_TYPED_COLUMNS.get(col) or ("float" if str(col).startswith(ATTRIBUTE_PREFIX) else None)
+        if dtype is not None:
+            _check_column(col, df[col], dtype)
     return typed_table(df, columns)
 
 
@@ -113,6 +124,9 @@ def _check_column(col: str, series: pd.Series, dtype: str) -> None:
     elif dtype == "Int64":
         ok = kind in "iu" or series.isna().all() or (str(series.dtype) == "Int64")
         want = "integers or null (Int64)"
+    elif dtype == "float":
+        ok = kind in "fiu" and bool(np.isfinite(series.dropna().to_numpy(dtype="float64")).all())
+        want = "finite numbers or null"
     else:
         ok = pd.api.types.infer_dtype(series, skipna=True) in ("string", "empty")
         want = "text or null"

@@ -210,6 +210,14 @@ def issue_27_cases() -> list[Damage]:
         Damage("stages.parquet-link-out", _link_out("stages.parquet"), "stages.parquet", None),
         Damage("run.json-link-out", _link_out("run.json"), "run.json", None),
         Damage("stages.parquet-fifo", _fifo("stages.parquet"), "stages.parquet", None),
+        Damage("stages-gc_ns-text", _edit_table("stages.parquet", lambda df: df.__setitem__("gc_ns", "12")),
+               "stages.parquet", "gc_ns"),
+        Damage("requests-attr-infinite", _edit_table("requests.parquet",
+                                                     lambda df: df.__setitem__("attr.tokens", float("inf"))),
+               "requests.parquet", "attr.tokens"),
+        Damage("requests-request_id-number", _edit_table("requests.parquet",
+                                                         lambda df: df.__setitem__("request_id", 5)),
+               "requests.parquet", "request_id"),
     ]
 
 

@@ -99,12 +99,12 @@ def test_the_edge_of_a_real_server(served):
     chunked = (b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
                + (b"200\r\n" + b"a" * 512 + b"\r\n") * 3)
     assert status_of(exchange(addr, chunked)) == 413
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 5
     # slowloris: a head that never ends, and a body that never comes, get 408 after the timeouts (0.5 s)
     started = time.monotonic()
     assert status_of(exchange(addr, b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: 1\r\n")) == 408
     assert status_of(exchange(addr, b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\n{")) == 408
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 5
     # connections: 8 idle ones do not lock a client out (the one idle the longest is closed for it) ...
     idle = [socket.create_connection(addr) for _ in range(8)]
     try:
@@ -112,7 +112,9 @@ def test_the_edge_of_a_real_server(served):
         assert status_of(exchange(addr, good)) == 200
         idle[0].settimeout(3)
         assert idle[0].recv(100) == b""  # evicted
-        time.sleep(1.0)  # the other 7 are closed quietly by the head timeout (0.5 s)
+        for s in idle[1:]:  # the other 7 are closed quietly by the head timeout (0.5 s)
+            s.settimeout(10)
+            assert s.recv(100) == b""
     finally:
         for s in idle:
             s.close()

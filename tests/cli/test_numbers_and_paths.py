@@ -174,3 +174,20 @@ def test_the_process_exits_after_saving_when_a_stage_left_a_thread_running(pipel
     assert proc.returncode == 0, proc.stderr
     assert "exiting with 1 thread(s) still running that a stage started (left-behind)" in proc.stderr
     assert (tmp_path / "run" / "run.json").is_file() and time.perf_counter() - started < 100
+
+
+def test_ctrl_c_during_the_save_finishes_it_then_interrupts(monkeypatch, tmp_path):
+    import signal
+
+    run = load_run(RUN)
+    real_save = type(run).save
+
+    def interrupted_save(self, path, **kw):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives while the folder is being written
+        time.sleep(0.05)
+        return real_save(self, path, **kw)
+
+    monkeypatch.setattr(type(run), "save", interrupted_save)
+    with pytest.raises(KeyboardInterrupt):
+        save_measured(run, tmp_path / "out")
+    assert len(load_run(tmp_path / "out").requests) == len(run.requests)  # the save finished first

@@ -101,18 +101,21 @@ def save_measured(run, out: Path) -> Path:
 
 @contextlib.contextmanager
 def _sigint_held():
-    """Block SIGINT in the main thread for the block (a Ctrl-C then arrives when it ends)."""
+    """A Ctrl-C during the block is noted, not raised; it is raised (KeyboardInterrupt) once the block is done."""
     import signal
     import threading
 
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    noted: list[int] = []
+    old = signal.signal(signal.SIGINT, lambda signum, _frame: noted.append(signum))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        signal.signal(signal.SIGINT, old)
+    if noted:
+        raise KeyboardInterrupt("Ctrl-C during the save: the run was saved first")
 
 
 @contextlib.contextmanager

@@ -34,7 +34,8 @@ def run_together(service, bodies):
         service.start(asyncio.get_running_loop())
         replies = await asyncio.gather(*(service.predict(b, service.clock(), f"c-{k}") for k, b in enumerate(bodies)))
         for rid, times, _ in replies:
-            service.finish(rid, times)
+            if rid is not None:  # None: refused before batching
+                service.finish(rid, times)
         return replies
 
     return asyncio.run(main())
@@ -67,3 +68,30 @@ def test_a_batch_that_does_not_raise_is_not_rerun():
     assert [r.status for _, _, r in replies] == [200, 200]
     assert not any("X-Workbench-Isolated" in r.headers for _, _, r in replies)
     assert server_meta(service)["isolation"]["batches_rerun"] == 0
+
+
+def test_a_body_the_pipelines_check_refuses_is_answered_400_and_never_batched():
+    pipe = leaky(PipelineConfig(batch_size=4))
+
+    def check_item(body):
+        if json.loads(body)["x"] < 0:
+            raise ValueError(f"x must be >= 0, got {json.loads(body)['x']}")
+
+    pipe.check_item = check_item
+    service = PipelineService(pipe, BatchPolicy(4, 200), warmup=0)
+    bodies = [json.dumps({"x": x}).encode() for x in (3, -1, 5, 7)] + [b"[" * 100_000]
+    replies = run_together(service, [b for b in bodies])
+    dropped = service.stop(5.0)
+    assert [r.status for _, _, r in replies] == [200, 400, 200, 200, 400]
+    assert replies[1][0] is None and json.loads(replies[1][2].body) == {
+        "error": "request refused before batching: ValueError: x must be >= 0, got -1", "stage": "validate",
+        "type": "ValueError"}
+    assert json.loads(replies[4][2].body)["type"] == "RecursionError"  # 100,000-deep JSON: refused alone
+    assert [r.headers["X-Workbench-Batch-Size"] for _, _, r in replies if r.status == 200] == ["3"] * 3
+    requests, _ = server_tables(service, dropped, service.clock())
+    assert requests["request"].tolist() == [0, 1, 2, 3, 4]
+    assert requests["ok"].tolist() == [True, True, True, False, False]
+    assert requests["error_stage"].tolist()[3:] == ["validate", "validate"]
+    assert requests["request_id"].tolist()[3:] == ["c-1", "c-4"]
+    iso = server_meta(service)["isolation"]
+    assert (iso["requests_refused_before_batching"], iso["batches_rerun"]) == (2, 0)

@@ -226,7 +226,14 @@ def build(config: PipelineConfig) -> Pipeline:
     for name, fn in (stages if cache is None else _cached_stages(stages, store, cache, postprocess)):
         pipe.add(name, fn, describe=describe_cache_hit if name == "cache_lookup" else None)
     pipe.cache = cache
+    pipe.check_item = check_item  # served: each body checked alone before it joins a batch
     return pipe
+
+
+def check_item(payload) -> None:
+    """``parse``'s rules on one request body; ValueError (or RecursionError for absurdly deep JSON) names
+    what is wrong, in this request only. ``workbench serve`` runs it before batching."""
+    _parse_one(0, payload, where="tabular request")
 
 
 def _answer_fingerprint(model, store, config: PipelineConfig, platt_a: float, platt_b: float,
@@ -308,8 +315,8 @@ def parse(batch: list) -> list[Request]:
     return [_parse_one(i, payload) for i, payload in enumerate(check_batch(batch, "tabular"))]
 
 
-def _parse_one(index: int, payload) -> Request:
-    where = f"tabular request {index}"
+def _parse_one(index: int, payload, where: str | None = None) -> Request:
+    where = where or f"tabular request {index}"
     try:
         obj = json.loads(payload)
     except (TypeError, ValueError) as exc:

@@ -22,7 +22,7 @@ import pandas as pd
 from ..batching.policy import wait_split
 from ..batching.records import LOAD_COLUMNS
 from ..record import build_tables
-from .service import AFTER, BEFORE, BatchDone
+from .service import AFTER, BEFORE, VALIDATE, BatchDone
 
 SERVED_COLUMNS = {**LOAD_COLUMNS, "request_id": "object", "cache_hit": "float64"}
 NETWORK = "network"
@@ -59,6 +59,10 @@ def server_tables(service, dropped, stopped_ns: int) -> tuple[pd.DataFrame, pd.D
         t = service.times(rid)
         req_rows.append(_request_row(rid, t, stopped_ns - t.received_ns, DROPPED, 0, origin,
                                      stopped_ns - arrival, 0, 0, -1))
+    first = service.received  # refused requests never had a batcher id: numbered after the queued ones
+    for k, (received, answered, request_id, kind, message) in enumerate(service.rejected):
+        req_rows.append(_row(first + k, received - origin, answered - received, (VALIDATE, kind, message), 0,
+                             received - origin, 0, 0, 0, -1, request_id))
     return _frames(req_rows, stage_rows)
 
 

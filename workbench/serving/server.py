@@ -93,6 +93,9 @@ def make_app(service: PipelineService, server_box: dict, log=print, limits: Edge
             log("a client disconnected before its request body arrived (nothing was queued)")
             return Response(b"", status_code=400)
         rid, times, reply = await service.predict(body, received, request.headers.get("x-request-id"))
+        if rid is None:  # refused by the pipeline's check before batching (recorded by the service)
+            log(f"a request{_rid(times)}: {reply.body.decode()} (400 sent, recorded; serving on)")
+            return Response(reply.body, status_code=reply.status, headers=reply.headers)
         if reply.status != 200:
             log(f"request {rid}{_rid(times)}: {reply.body.decode()} (500 sent, recorded; serving on)")
         if await request.is_disconnected():

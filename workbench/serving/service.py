@@ -36,6 +36,7 @@ from ..batching.policy import BatchPolicy, wait_split
 from ..timing import Clock, RequestTiming, StageFailure, time_request
 from .protocol import format_server_timing, output_bytes
 
+VALIDATE = "validate"  # the error stage of a request the pipeline's check refused before batching
 ISOLATED_HEADER = "X-Workbench-Isolated"  # the request's batch raised and it was re-run alone
 BEFORE = ("ingress", "batch_wait", "queue_wait")
 AFTER = ("handoff", "egress")
@@ -154,6 +155,10 @@ class PipelineService:
         # fraction of its items that hit, read on the executor thread that ran it.
         self._cache = getattr(pipe, "cache", None) if hasattr(getattr(pipe, "cache", None), "last_hit_fraction") else None
         self.batch_cache_hit: dict[int, float] = {}
+        # A pipeline's per-request check (the tabular example's ``pipe.check_item``: its parse rules on one
+        # body), run on the event loop before a request is queued: a body it refuses never joins a batch.
+        self._check = getattr(pipe, "check_item", None)
+        self.rejected: list[tuple] = []  # (received_ns, answered_ns, request_id, error_type, message) per refusal
 
     def start(self, loop: asyncio.AbstractEventLoop) -> "PipelineService":
         """Start the executors (each warms up first) and bind to the event loop that awaits results."""
@@ -167,8 +172,17 @@ class PipelineService:
         self.batcher.wait_done(drain_timeout_s)
         return self.batcher.stop(abort=True)
 
-    async def predict(self, body: bytes, received_ns: int, request_id: str | None) -> tuple[int, HttpTimes, Reply]:
-        """Queue one item, wait for its batch and build the reply (200, or 500 naming the failed stage)."""
+    async def predict(self, body: bytes, received_ns: int,
+                      request_id: str | None) -> tuple[int | None, HttpTimes, Reply]:
+        """Queue one item, wait for its batch and build the reply (200, or 500 naming the failed stage).
+
+        A body the pipeline's ``check_item`` refuses is answered 400 at once (rid None), never batched,
+        and kept in ``rejected``.
+        """
+        if self._check is not None:
+            refused = self._refused(body, received_ns, request_id)
+            if refused is not None:
+                return None, HttpTimes(received_ns, received_ns, request_id), refused
         rid, arrival = self.batcher.submit(body)
         times = self.http[rid] = HttpTimes(received_ns, arrival, request_id)
         future = self._waiting[rid] = self._loop.create_future()
@@ -178,6 +192,20 @@ class PipelineService:
         times.sent_ns = self.clock()
         reply.headers["Server-Timing"] = format_server_timing(self.stage_times(done, times), times.sent_ns - received_ns)
         return rid, times, reply
+
+    def _refused(self, body: bytes, received_ns: int, request_id: str | None) -> Reply | None:
+        try:
+            self._check(body)
+        except Exception as exc:  # the check's verdict on this body alone (RecursionError for deep JSON too)
+            kind, message = type(exc).__name__, str(exc)[:500]
+            self.rejected.append((received_ns, self.clock(), request_id, kind, message))
+            body = json.dumps({"error": f"request refused before batching: {kind}: {message}",
+                               "stage": VALIDATE, "type": kind}).encode()
+            headers = {"Content-Type": "application/json"}
+            if request_id is not None:
+                headers["X-Request-Id"] = request_id
+            return Reply(400, body, headers)
+        return None
 
     def finish(self, rid: int, times: HttpTimes) -> None:
         """The handler is done with ``rid`` (its ``disconnected`` known): keep its times as a plain tuple."""
@@ -347,4 +375,6 @@ def server_meta(service: PipelineService) -> dict[str, Any]:
                                   "each request gets its own output or its own error",
                           "batches_rerun": len(isolated),
                           "requests_failed_alone": sum(f is not None for b in isolated for f in b.item_failures),
-                          "requests_answered_after_rerun": sum(f is None for b in isolated for f in b.item_failures)}}
+                          "requests_answered_after_rerun": sum(f is None for b in isolated for f in b.item_failures),
+                          "checked_before_batching": service._check is not None,
+                          "requests_refused_before_batching": len(service.rejected)}}

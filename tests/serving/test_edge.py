@@ -140,3 +140,15 @@ def test_the_edge_of_a_real_server(served):
     assert edge["refused"] == {"body_bytes": 2, "body_timeout": 1, "connections": 1, "control": 1, "evicted_idle": 1,
                                "header_bytes": 1, "header_timeout": 9, "host": 1, "idle_connection": 7, "origin": 1,
                                "request_id": 1}
+
+
+@pytest.mark.parametrize("args, line", [
+    (("--max-body-bytes", "0"), "--max-body-bytes 0: must be at least 1"),
+    (("--header-timeout", "nan"), "--header-timeout nan: must be more than 0 seconds"),
+    (("--control-token", "short"), "--control-token: use at least 16 characters"),
+])
+def test_bad_edge_options_are_one_line(args, line):
+    from served_helpers import PIPELINE, workbench
+
+    res = workbench("serve", "--pipeline", PIPELINE, "--port", "0", *args)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and line in res.stderr, res.stderr

@@ -60,10 +60,13 @@ class EdgeLimits:
         for name in ("max_header_bytes", "max_body_bytes", "max_request_id_chars", "max_connections", "max_pending",
                      "retry_after_s", "accept_backlog"):
             if getattr(self, name) < 1:
-                raise ConfigError(f"--{name.replace('_', '-')} {getattr(self, name)}: must be at least 1")
-        for name in ("header_timeout_s", "body_timeout_s", "keep_alive_s"):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"{name} {getattr(self, name)}: must be more than 0 seconds")
+                flag = {"max_request_id_chars": "max-request-id", "retry_after_s": "retry-after"}.get(
+                    name, name.replace("_", "-"))
+                raise ConfigError(f"--{flag} {getattr(self, name)}: must be at least 1")
+        for name, flag in (("header_timeout_s", "--header-timeout"), ("body_timeout_s", "--body-timeout"),
+                           ("keep_alive_s", "--keep-alive-timeout")):
+            if not getattr(self, name) > 0:  # also false for nan
+                raise ConfigError(f"{flag} {getattr(self, name)}: must be more than 0 seconds")
         if self.control_token is not None and len(self.control_token) < 16:
             raise ConfigError("--control-token: use at least 16 characters (e.g. python -c "
                               "'import secrets; print(secrets.token_urlsafe())')")

@@ -5,6 +5,7 @@ import pandas as pd
 
 from workbench.analysis.windows import (
     WINDOW_COLUMNS,
+    StabilityWatch,
     auto_stop,
     counted_windows,
     first_stable,
@@ -110,3 +111,68 @@ def test_auto_stop_on_sla_and_on_flat_throughput():
 def test_ratio():
     assert ratio(3.0, 2.0) == 1.5
     assert ratio(None, 2.0) is None and ratio(1.0, 0.0) is None and ratio(1.0, None) is None
+
+
+def _feed(watch, sends_ms, dur_ms, ok=None):
+    """A generator's calls, in time order: before each send, the requests that ended, then ``stop``.
+
+    Returns how many requests were sent before ``stop`` said True (all when it never did).
+    """
+    ends = sorted((s + d, k) for k, (s, d) in enumerate(zip(sends_ms, dur_ms)))
+    done = 0
+    for k, t in enumerate(sends_ms):
+        while done < len(ends) and ends[done][0] <= t:
+            j = ends[done][1]
+            watch.finished(sends_ms[j] * MS, sends_ms[j] * MS, dur_ms[j] * MS, True if ok is None else ok[j])
+            done += 1
+        if watch.stop(t * MS):
+            return k
+        watch.sent(t * MS)
+    return len(sends_ms)
+
+
+def test_the_watch_stops_at_the_first_send_after_three_stable_windows():
+    # windows of 100 ms, a send every 10 ms, 5 ms each: windows 0-2 settle, the send due at 300 ms is not made
+    sends = list(range(0, 1000, 10))
+    watch = StabilityWatch(100 * MS, 10.0, 10)
+    assert _feed(watch, sends, [5] * len(sends)) == 30
+    assert (watch.windows_run, watch.stable_after) == (3, 3)
+    assert watch.p50_ms == [5.0, 5.0, 5.0] and watch.p99_ms == [5.0, 5.0, 5.0]
+
+
+def test_a_window_with_a_request_in_flight_is_judged_at_a_later_send():
+    # 25 ms each: at 300 ms the requests sent at 280 and 290 are in flight, so 300 and 310 still go out;
+    # at 320 the one sent at 290 has ended (315): the point stops there, three whole windows and two more sends
+    sends = list(range(0, 1000, 10))
+    watch = StabilityWatch(100 * MS, 10.0, 10)
+    assert _feed(watch, sends, [25] * len(sends)) == 32
+    assert (watch.windows_run, watch.stable_after) == (3, 3)
+
+
+def test_the_first_stable_trio_is_found_as_first_stable_finds_it():
+    # 20 ms in window 0, 10 ms after: stable at windows 1..3, so the schedule stops before the send at 400 ms
+    sends = list(range(0, 1000, 10))
+    dur = [20 if t < 100 else 10 for t in sends]
+    watch = StabilityWatch(100 * MS, 10.0, 10)
+    assert _feed(watch, sends, dur) == 40
+    assert (watch.windows_run, watch.stable_after) == (4, 4)
+    table = window_table(np.array(sends) * MS, np.array(dur) * MS, np.ones(len(sends), bool), 100 * MS, 4)
+    assert first_stable(table, 10.0) == 3  # the same window the offline rule picks
+
+
+def test_an_unstable_point_is_never_stopped():
+    sends = list(range(0, 500, 10))
+    watch = StabilityWatch(100 * MS, 10.0, 5)
+    assert _feed(watch, sends, [1 + t // 10 for t in sends]) == 50  # latency grows 1 ms per send: all 5 windows
+    assert (watch.windows_run, watch.stable_after) == (None, None)
+    assert len(watch.p50_ms) == 4  # window 4 ends with the schedule: nothing is due after it
+
+
+def test_failed_requests_count_as_finished_but_not_in_the_percentiles():
+    # every request of window 1 fails: it has no p50, so windows 0-2 are not a stable trio; 2-4 are
+    sends = list(range(0, 1000, 10))
+    ok = [not 100 <= t < 200 for t in sends]
+    watch = StabilityWatch(100 * MS, 10.0, 10)
+    assert _feed(watch, sends, [5] * len(sends), ok) == 50
+    assert (watch.windows_run, watch.stable_after) == (5, 5)
+    assert watch.p50_ms[1] is None

@@ -23,10 +23,19 @@ S = 1_000_000_000
 
 
 def fake_run(
-    rate: float, seconds: float, latency_ms, lag_ms: float = 0.25, noisy=False, fail_every=0
+    rate: float,
+    seconds: float,
+    latency_ms,
+    lag_ms: float = 0.25,
+    noisy=False,
+    fail_every=0,
+    count=None,
 ):
-    """Evenly spaced sends at ``rate``; ``latency_ms(t_s)`` per request; one stage ``work`` = 3/4 of it."""
-    n = int(rate * seconds)
+    """Evenly spaced sends at ``rate``; ``latency_ms(t_s)`` per request; one stage ``work`` = 3/4 of it.
+
+    count: the first ``count`` of those sends only (a schedule a watch stopped).
+    """
+    n = int(rate * seconds) if count is None else count
     start = (np.arange(n) * (S / rate)).astype(np.int64)
     dur = np.array([int(latency_ms(t / S) * MS) for t in start], dtype=np.int64)
     ok = np.ones(n, dtype=bool)
@@ -114,7 +123,7 @@ def test_point_row_of_a_growing_queue_is_unstable_and_reports_the_last_three_win
 def _measure(latency_for_rate, capacity_rps):
     """A fake server: achieved rate capped at ``capacity_rps`` (late completions fall out of the windows)."""
 
-    def measure(value, folder):
+    def measure(value, folder, watch):
         folder.mkdir()
         return fake_run(
             value,
@@ -162,7 +171,7 @@ def test_rate_auto_doubles_until_p99_passes_the_sla(tmp_path):
 
 
 def test_rate_auto_stops_when_throughput_stops_growing(tmp_path):
-    def measure(value, folder):
+    def measure(value, folder, watch):
         folder.mkdir()
         return fake_run(
             min(value, 60.0), 3, lambda t: 5.0
@@ -236,3 +245,76 @@ def test_compare_sweeps_matches_points_on_the_swept_value(tmp_path):
     c = run_sweep(other, _measure(lambda r: 1.0, 1e9), tmp_path / "c", {"kind": "load"})
     with pytest.raises(ConfigError, match="vary different things"):
         compare_sweeps(a, c)
+
+
+def sent_until_stopped(rate: float, seconds: float, latency_ms, watch) -> int:
+    """A generator on a fake clock: sends evenly spaced at ``rate``; before each, the watch hears of the
+    requests that ended and is asked whether to stop. Returns how many were sent."""
+    n = int(rate * seconds)
+    start = [int(k * (S / rate)) for k in range(n)]
+    end = sorted((t + int(latency_ms(t / S) * MS), t) for t in start)
+    done = 0
+    for k, t in enumerate(start):
+        while done < n and end[done][0] <= t:
+            finish, sent = end[done]
+            watch.finished(sent, sent, finish - sent, True)
+            done += 1
+        if watch.stop(t):
+            return k
+        watch.sent(t)
+    return n
+
+
+def _watched(latency_for_rate):
+    """A fake point whose generator honours the sweep's watch (it stops once the point is stable)."""
+
+    def measure(value, folder, watch):
+        folder.mkdir()
+        latency = lambda t: latency_for_rate(value, t)  # noqa: E731
+        count = sent_until_stopped(value, 10.0, latency, watch)
+        return fake_run(value, 10.0, latency, count=count)
+
+    return measure
+
+
+def test_a_stable_point_stops_after_three_windows_and_an_unstable_one_runs_to_max_windows(tmp_path):
+    # 100 req/s, windows of 1 s, at most 10: at 100 req/s 5 ms flat (stable from the start); at 200 req/s
+    # 10 ms growing 10 ms per second (never within 10 %)
+    plan = SweepPlan("rate", (100.0, 200.0), window_s=1.0, max_windows=10)
+    record = run_sweep(
+        plan,
+        _watched(lambda r, t: 5.0 if r < 150 else 10.0 + 10.0 * t),
+        tmp_path / "s",
+        {"kind": "load"},
+    )
+    stable, unstable = record["points"]
+    assert (stable["windows"], stable["stable_after_windows"], stable["stopped_by"]) == (3, 3, "stable")
+    assert stable["stable"] and stable["windows_used"] == [0, 1, 2] and stable["requests"] == 300
+    assert len(stable["window_table"]) == 3
+    assert (unstable["windows"], unstable["stable_after_windows"], unstable["stopped_by"]) == (
+        10,
+        None,
+        "max-windows",
+    )
+    assert not unstable["stable"] and unstable["windows_used"] == [7, 8, 9]
+    assert unstable["requests"] == 600  # the last three windows' sends, of the 2,000 of the whole schedule
+    assert points_table(load_sweep(tmp_path / "s"))["stopped_by"].tolist() == ["stable", "max-windows"]
+
+
+def test_a_point_that_settles_late_stops_at_the_boundary_after_its_trio(tmp_path):
+    # 30 ms in the first two seconds, 10 ms after: stable at windows 2..4; the request sent at 4.99 s ends
+    # at 5.00 s, in time for the send due then, which is the first one not made
+    plan = SweepPlan("rate", (100.0,), window_s=1.0, max_windows=10)
+    record = run_sweep(
+        plan, _watched(lambda r, t: 30.0 if t < 2 else 10.0), tmp_path / "s", {"kind": "load"}
+    )
+    (p,) = record["points"]
+    assert (p["windows"], p["stable_after_windows"], p["windows_used"]) == (5, 5, [2, 3, 4])
+    assert p["stopped_by"] == "stable" and p["requests"] == 300 and p["p99_ms"] == 10.0
+
+
+def test_a_run_without_the_watch_runs_every_window(tmp_path):
+    # the Locust engine sends the whole schedule: a stable point then says it ran them all
+    plan = SweepPlan("rate", (100.0,), window_s=1.0, max_windows=5)
+    row = point_row(fake_run(100.0, 5, lambda t: 5.0), plan, 100.0, 0, "p", plan.watch())
+    assert (row["windows"], row["stable_after_windows"], row["stopped_by"]) == (5, 3, "max-windows")

@@ -283,3 +283,37 @@ def test_concurrency_sweep_in_process(tmp_path):
     runs = [load_run(tmp_path / "s" / p["run"]) for p in record["points"]]
     assert [run.meta.load.policy["concurrency"] for run in runs] == [1, 2]
     assert record["prediction"] is None  # the simulator's curve is drawn for rate sweeps
+
+
+@pytest.mark.slow
+def test_a_settled_point_stops_after_three_windows_not_max_windows(tmp_path):
+    f = tmp_path / "sleepy.py"
+    f.write_text(SLEEPY)
+    r = workbench(
+        "load",
+        "--pipeline",
+        f"{f}:build",
+        "--max-batch-size",
+        "1",
+        "--max-wait-ms",
+        "0",
+        "--sweep",
+        "rate=30",
+        "--window-s",
+        "0.3",
+        "--max-windows",
+        "8",
+        "--stability",
+        "10000",  # any three windows with answers agree: the point settles at the third
+        "--json",
+        "--out",
+        tmp_path / "s",
+    )
+    assert r.returncode == 0, r.stderr
+    (p,) = json.loads(r.stdout)["points"]
+    assert (p["windows"], p["stable_after_windows"], p["stopped_by"], p["stable"]) == (3, 3, "stable", True)
+    assert len(p["window_table"]) == 3 and p["windows_used"] == [0, 1, 2]
+    run = load_run(tmp_path / "s" / p["run"])
+    assert (run.requests["start_ns"] < 1_200_000_000).all()  # nothing was sent in the fifth window or later
+    shown = workbench("show", tmp_path / "s", timeout=60)
+    assert shown.returncode == 0 and "stable after 3 windows" in shown.stdout, shown.stderr

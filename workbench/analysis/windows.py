@@ -113,6 +113,67 @@ def counted_windows(
     return list(range(max(0, n - count), n)), False
 
 
+class StabilityWatch:
+    """The stop rule a load generator asks between windows: have three windows settled yet?
+
+    The generator tells it of each request when it is sent, ``sent(key_ns)``,
+    and when it has finished, ``finished(key_ns, start_ns, dur_ns, ok)``, all
+    in ns from the run's origin: ``key_ns`` files the request under a window
+    for "every request of this window has finished" (its send time, or its due
+    time where the send can come later: every request *sent* in a window is
+    then *due* in it or before), ``start_ns`` files its latency by send time,
+    as :func:`window_table` does. Before each send, due at ``due_ns``, it asks
+    ``stop(due_ns)``: the windows that ended before ``due_ns`` are judged in
+    order, each once all of its requests have finished (one still in flight
+    defers it to a later send), with :func:`first_stable`'s rule on the same
+    percentiles. True stops the schedule there: ``windows_run`` whole windows
+    were sent, ``stable_after`` is the window count at the stable trio (the
+    point's figures come from that trio). The generator sends nothing more;
+    what is in flight finishes and is recorded. One thread calls it.
+    """
+
+    def __init__(self, window_ns: int, stability_pct: float, max_windows: int, count: int = STABLE_COUNT):
+        self.window_ns, self.stability_pct, self.count = int(window_ns), stability_pct, count
+        self.max_windows = max_windows
+        self.pending = [0] * max_windows
+        self.durs_ns: list[list[int]] = [[] for _ in range(max_windows)]
+        self.p50_ms: list[float | None] = []
+        self.p99_ms: list[float | None] = []
+        self.windows_run: int | None = None  # None: the schedule was not stopped (it ran out)
+        self.stable_after: int | None = None
+
+    def _window(self, t_ns: int) -> int | None:
+        k = t_ns // self.window_ns
+        return k if 0 <= k < self.max_windows else None
+
+    def sent(self, key_ns: int) -> None:
+        k = self._window(key_ns)
+        if k is not None:
+            self.pending[k] += 1
+
+    def finished(self, key_ns: int, start_ns: int, dur_ns: int, ok: bool) -> None:
+        k, s = self._window(key_ns), self._window(start_ns)
+        if k is not None:
+            self.pending[k] -= 1
+        if ok and s is not None:
+            self.durs_ns[s].append(dur_ns)
+
+    def stop(self, due_ns: int) -> bool:
+        """True: stop before the send due at ``due_ns`` (windows before it hold a stable trio)."""
+        ended = min(due_ns // self.window_ns, self.max_windows)
+        while len(self.p50_ms) < ended and self.pending[len(self.p50_ms)] == 0:
+            s = summarize_ns(self.durs_ns[len(self.p50_ms)])
+            self.p50_ms.append(s["p50_ms"])
+            self.p99_ms.append(s["p99_ms"])
+            k = len(self.p50_ms)
+            if k >= self.count and within(self.p50_ms[-self.count :], self.stability_pct) and within(
+                self.p99_ms[-self.count :], self.stability_pct
+            ):
+                self.windows_run, self.stable_after = int(ended), k
+                return True
+        return False
+
+
 def knee(points: pd.DataFrame, sla_ms: float | None) -> int | None:
     """Row position of the knee: the highest ``offered_rps`` among stable points whose ``p99_ms`` <= ``sla_ms``.
 

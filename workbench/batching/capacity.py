@@ -5,13 +5,17 @@ A sweep folder holds one run folder per point (``point-00-rate-50``, ...) and
 point is one continuous open-loop run of ``max_windows`` windows of
 ``window_s``; :mod:`workbench.analysis.windows` cuts it by send time and
 finds the first three windows whose p50 and p99 agree within
-``stability_pct`` % (perf_analyzer's rule). The point's figures are those of
-the requests sent in those three windows (or the last three, marked
+``stability_pct`` % (perf_analyzer's rule). The generator is given a
+:class:`~workbench.analysis.windows.StabilityWatch` that applies the same rule
+between windows as the requests finish, so a point stops sending at the
+boundary after its first stable trio (``stopped_by: "stable"``) or runs all
+``max_windows`` (``"max-windows"``). The point's figures are those of the
+requests sent in the stable trio (or the last three windows, marked
 unstable). ``rate=auto`` doubles the rate from ``start_rate_rps`` until p99
 passes ``sla_ms`` or the achieved rate stops growing.
 
-The measuring itself is the caller's: ``measure(value, folder) -> Run`` runs
-and saves one point (in process or against a server), so this module stays
+The measuring itself is the caller's: ``measure(value, folder, watch) -> Run`` runs
+and saves one point, its generator asking ``watch`` between windows, (in process or against a server), so this module stays
 free of sockets and pipelines. ``sweep.json`` is rewritten, whole and
 atomically, after every point: a sweep stopped half way keeps its points.
 """
@@ -30,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.stats import summarize_ns
-from ..analysis.windows import auto_stop, counted_windows, knee, ratio, window_table
+from ..analysis.windows import StabilityWatch, auto_stop, counted_windows, knee, ratio, window_table
 from ..errors import ConfigError
 from ..units import NS_PER_S
 
@@ -56,6 +60,7 @@ POINT_COLUMNS = [
     "stable",
     "stable_after_windows",
     "windows",
+    "stopped_by",
 ]
 
 
@@ -96,8 +101,16 @@ class SweepPlan:
 
     @property
     def duration_s(self) -> float:
-        """Seconds of arrivals of one point: ``max_windows`` windows."""
+        """Seconds of arrivals of one point at most: ``max_windows`` windows."""
         return self.window_s * self.max_windows
+
+    @property
+    def window_ns(self) -> int:
+        return int(round(self.window_s * NS_PER_S))
+
+    def watch(self) -> StabilityWatch:
+        """A fresh stop rule for one point's generator."""
+        return StabilityWatch(self.window_ns, self.stability_pct, self.max_windows)
 
     def params(self) -> dict[str, Any]:
         return {
@@ -147,16 +160,25 @@ def _get(section: Any, key: str, default: Any = None) -> Any:
     return getattr(section, key, default)
 
 
-def point_row(run, plan: SweepPlan, value: float, index: int, folder: str) -> dict[str, Any]:
-    """One point of ``sweep.json`` from its run: windows, stability, rates, percentiles, stages, lag, noise."""
-    window_ns = int(round(plan.window_s * NS_PER_S))
+def point_row(
+    run, plan: SweepPlan, value: float, index: int, folder: str, watch: StabilityWatch | None = None
+) -> dict[str, Any]:
+    """One point of ``sweep.json`` from its run: windows, stability, rates, percentiles, stages, lag, noise.
+
+    watch: the point's generator's stop rule; where it stopped the schedule, the point ran
+    ``watch.windows_run`` windows (``stopped_by`` "stable"), else all ``max_windows`` ("max-windows").
+    Requests sent after the last whole window (while its requests were still in flight) stay in
+    the run but in no window.
+    """
+    window_ns = plan.window_ns
+    early = watch is not None and watch.windows_run is not None
     req = run.requests
     windows = window_table(
         req["start_ns"].to_numpy(),
         req["dur_ns"].to_numpy(),
         req["ok"].to_numpy(),
         window_ns,
-        plan.max_windows,
+        watch.windows_run if early else plan.max_windows,
     )
     used, stable = counted_windows(windows, plan.stability_pct)
     lo, hi = used[0] * window_ns, (used[-1] + 1) * window_ns
@@ -193,6 +215,7 @@ def point_row(run, plan: SweepPlan, value: float, index: int, folder: str) -> di
         "stable_after_windows": used[-1] + 1 if stable else None,
         "windows_used": used,
         "windows": len(windows),
+        "stopped_by": "stable" if early else "max-windows",
         "window_table": _strict(windows.to_dict("records")),
     }
 
@@ -242,8 +265,9 @@ def run_sweep(
     }
     for index, value in enumerate(_values(plan)):
         folder = f"point-{index:02d}-{plan.parameter}-{value:g}"
-        run = measure(value, out / folder)
-        record["points"].append(point_row(run, plan, value, index, folder))
+        watch = plan.watch()
+        run = measure(value, out / folder, watch)
+        record["points"].append(point_row(run, plan, value, index, folder, watch))
         record["policy"] = record.get("policy") or _get(
             _get(run.meta, "load"), "policy"
         )  # a server's own

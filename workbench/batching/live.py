@@ -52,7 +52,7 @@ JOIN_S = 1.0  # real seconds stop() waits for executors that are finishing norma
 def run_load(target, config: PipelineConfig | None = None, *, arrivals: Arrivals, policy: BatchPolicy,
              warmup: int = 5, drain_timeout_s: float = 10.0, switch_interval_s: float | None = None,
              clock: Clock = time.perf_counter_ns, sleep=time.sleep, noise_readings=None,
-             timeout_s: float | None = None) -> Run:
+             timeout_s: float | None = None, watch=None) -> Run:
     """Run the load and return the (unsaved) run.
 
     target: a Pipeline, a factory or an example name (as ``workbench.profile``).
@@ -64,6 +64,10 @@ def run_load(target, config: PipelineConfig | None = None, *, arrivals: Arrivals
         limit. Past it the batch's requests are ``Timeout`` failures (a warm-up call's is in
         ``load.warmup_failures``), its stage thread is abandoned, the run stops and is returned
         with ``status`` "incomplete: timeout"; requests still queued are ``RunStopped`` failures.
+    watch: a :class:`workbench.analysis.windows.StabilityWatch` (a sweep point): it sees each request
+        sent and finished, and the schedule stops at the window boundary where it says the point is
+        stable; what is in flight then finishes and is recorded (``watch.windows_run`` says how many
+        windows were sent).
     """
     from ..fingerprint import run_fingerprint
     from ..noise import NoiseProbe, Readings
@@ -86,7 +90,7 @@ def run_load(target, config: PipelineConfig | None = None, *, arrivals: Arrivals
     try:
         with _switch_interval(switch_interval_s) as interval:
             batcher, lags, dropped, origin, stopped, interrupted = _drive(
-                execute, pipe, items, schedule, policy, warmup, drain_timeout_s, timeout_s, clock, sleep)
+                execute, pipe, items, schedule, policy, warmup, drain_timeout_s, timeout_s, clock, sleep, watch)
     finally:
         for guard in list(guards):
             guard.close()  # idle stage threads end; a stuck one is a daemon, left to itself
@@ -109,7 +113,7 @@ def run_load(target, config: PipelineConfig | None = None, *, arrivals: Arrivals
 
 
 def _drive(execute, pipe, items: list, schedule: np.ndarray, policy: BatchPolicy, warmup: int,
-           drain_timeout_s: float, timeout_s: float | None, clock: Clock, sleep):
+           drain_timeout_s: float, timeout_s: float | None, clock: Clock, sleep, watch=None):
     """Warm up, submit the schedule, drain, stop: ``(batcher, lags, dropped, origin_ns, stopped_ns)``.
 
     A warm-up call that timed out stops the run before the first arrival; a
@@ -125,8 +129,9 @@ def _drive(execute, pipe, items: list, schedule: np.ndarray, policy: BatchPolicy
     try:
         try:
             if not any(f.error_type == TIMEOUT for f in _warm_failures(batcher)):
-                lags = generate(schedule, items, batcher.submit, start_ns=origin, clock=clock, sleep=sleep,
-                                cancel=batcher.halted)
+                submit, settled = _watched(batcher, watch, origin)
+                lags = generate(schedule, items, submit, start_ns=origin, clock=clock, sleep=sleep,
+                                cancel=batcher.halted, stop=settled)
         except KeyboardInterrupt as stop:  # Ctrl-C: no more arrivals; what was submitted still finishes
             lags, interrupted = getattr(stop, "lags_ns", lags), True
         try:
@@ -138,6 +143,37 @@ def _drive(execute, pipe, items: list, schedule: np.ndarray, policy: BatchPolicy
     finally:  # past the drain deadline (or on a second Ctrl-C) batches still in flight are recorded, not joined
         dropped = batcher.stop(abort=True, join_timeout_s=JOIN_S if done else 0.0)
     return batcher, lags, dropped, origin, clock(), interrupted
+
+
+def _watched(batcher: DynamicBatcher, watch, origin: int):
+    """``(submit, stop)`` for :func:`generate`: the batcher's submit, and with a ``watch`` its stop rule.
+
+    The watch hears of each request as the generator submits it and, before each
+    send, of the batches finished since the last send (``batcher.batches`` grows
+    by appends, in completion order), all on the generator's thread; each
+    request is filed as the run's tables file it: arrival and end to end from
+    the origin, ok when its batch did not fail.
+    """
+    if watch is None:
+        return batcher.submit, None
+    seen = 0
+
+    def submit(item):
+        rid, arrival = batcher.submit(item)
+        watch.sent(arrival - origin)
+        return rid, arrival
+
+    def settled(offset_ns: int) -> bool:
+        nonlocal seen
+        done = len(batcher.batches)
+        for rec in batcher.batches[seen:done]:
+            ok = rec.timing.failure is None
+            for arrival in rec.arrivals_ns:
+                watch.finished(arrival - origin, arrival - origin, rec.end_ns - arrival, ok)
+        seen = done
+        return watch.stop(offset_ns)
+
+    return submit, settled
 
 
 def _warm_failures(batcher: DynamicBatcher) -> list:

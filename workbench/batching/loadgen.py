@@ -25,12 +25,15 @@ Submit = Callable[[Any], tuple[int, int]]
 
 def generate(schedule_ns: np.ndarray, items: Sequence[Any], submit: Submit, *, start_ns: int,
              clock: Clock = time.perf_counter_ns, sleep: Callable[[float], None] = time.sleep,
-             cancel: Any = None) -> np.ndarray:
+             cancel: Any = None, stop: Callable[[int], bool] | None = None) -> np.ndarray:
     """Submit ``items[k]`` at ``start_ns + schedule_ns[k]``; return each submission's lag (int64 ns, >= 0).
 
     ``submit(item) -> (request id, arrival_ns)``; the lag is
     ``max(0, arrival_ns - scheduled)``. ``cancel.is_set()`` stops early (the
-    returned array is then shorter than the schedule). Ctrl-C propagates with
+    returned array is then shorter than the schedule), and so does ``stop(offset)``
+    returning True when asked, at each send's due time, with its ``schedule_ns``
+    offset (a sweep point that has settled: :class:`~workbench.analysis.windows.StabilityWatch`).
+    Ctrl-C propagates with
     the lags of what was submitted as the exception's ``lags_ns``.
     """
     lags = np.zeros(len(schedule_ns), dtype=np.int64)
@@ -41,7 +44,7 @@ def generate(schedule_ns: np.ndarray, items: Sequence[Any], submit: Submit, *, s
             now = clock()
             if now < due:
                 sleep(ns_to_s(due - now))
-            if cancel is not None and cancel.is_set():
+            if (cancel is not None and cancel.is_set()) or (stop is not None and stop(offset)):
                 return lags[:k]
             _, arrival = submit(items[k])
             lags[k] = max(0, arrival - due)

@@ -172,14 +172,18 @@ def engine_from_args(args):
     return LocustEngine(args.workers, args.expect_workers, args.master_host, args.master_port)
 
 
-def http_load(args, payloads: list[bytes], arrivals):
-    """One served load run with the engine ``args`` name (``load --url``, and each point of a served sweep)."""
+def http_load(args, payloads: list[bytes], arrivals, watch=None):
+    """One served load run with the engine ``args`` name (``load --url``, and each point of a served sweep).
+
+    watch: a sweep point's :class:`~workbench.analysis.windows.StabilityWatch`; the workbench's own
+    generator stops at the window where it says the point is stable, Locust sends every window.
+    """
     from ..serving.loadrun import run_http_load
 
     engine = engine_from_args(args)
     if engine is None:
         return run_http_load(
-            args.url, payloads, arrivals, pipeline=args.example, timeout_s=args.timeout
+            args.url, payloads, arrivals, pipeline=args.example, timeout_s=args.timeout, watch=watch
         )
     from ..serving.locust_drive import with_client
 

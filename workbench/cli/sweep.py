@@ -1,7 +1,8 @@
 """``workbench load --sweep``: a capacity sweep, in process or against ``--url``, into a sweep folder.
 
-Each point is one ``load`` (or ``load --url``) run of ``--max-windows`` windows
-of ``--window-s``; see :mod:`workbench.batching.capacity`. The table printed
+Each point is one ``load`` (or ``load --url``) run of windows of ``--window-s``
+until the last three are stable, at most ``--max-windows`` (``--engine locust``:
+always ``--max-windows``); see :mod:`workbench.batching.capacity`. The table printed
 here is the one ``workbench show SWEEP_DIR`` prints.
 """
 
@@ -42,8 +43,8 @@ def add_sweep_arguments(load: argparse.ArgumentParser) -> None:
         "--max-windows",
         type=int,
         default=10,
-        help="--sweep: windows per point, its run's length (default 10; the point's figures come from "
-        "the first three stable windows, else the last three)",
+        help="--sweep: at most this many windows per point (default 10): a point stops after its first "
+        "three stable windows (their figures), else runs them all (the last three's figures)",
     )
     g.add_argument(
         "--sla-ms", type=float, help="--sweep: the p99 target (the knee; rate=auto stops past it)"
@@ -106,7 +107,7 @@ def plan_from_args(args):
 
 
 def _point_args(args, plan, value):
-    """The namespace of one point: its rate (or concurrency) and a schedule of ``max_windows`` windows."""
+    """The namespace of one point: its rate (or concurrency); its schedule is ``max_windows`` windows long."""
     point = argparse.Namespace(**vars(args))
     if plan.parameter == "rate":
         point.rate = value
@@ -128,8 +129,8 @@ def run_sweep_command(args) -> int:
     header |= {"created": datetime.now(timezone.utc).isoformat()}
     if not args.json:
         print(
-            f"sweep of {header['pipeline'] or 'served'} ({header['kind']}): {args.sweep}, {plan.max_windows} windows of "
-            f"{plan.window_s:g} s per point, stable within {plan.stability_pct:g} %"
+            f"sweep of {header['pipeline'] or 'served'} ({header['kind']}): {args.sweep}, up to {plan.max_windows} windows of "
+            f"{plan.window_s:g} s per point, stopping once three are within {plan.stability_pct:g} %"
         )
         print(table_header())
     record = run_sweep(
@@ -158,7 +159,7 @@ def _in_process(args, plan):
     apply_threads(args)
     factory, config = factory_from_args(args), config_from_args(args)
 
-    def measure(value, folder: Path):
+    def measure(value, folder: Path, watch):
         point = _point_args(args, plan, value)
         with _kept_on_interrupt(folder):
             run = run_load(
@@ -168,6 +169,7 @@ def _in_process(args, plan):
                 policy=policy_from_args(point),
                 drain_timeout_s=args.drain_timeout,
                 timeout_s=args.timeout_s,
+                watch=watch,
             )
         run.save(folder)
         return run
@@ -192,10 +194,10 @@ def _served(args, plan):
         args.batch_size = args.max_batch_size
     payloads = payloads_from_args(args, 2_000)
 
-    def measure(value, folder: Path):
+    def measure(value, folder: Path, watch):
         point = _point_args(args, plan, value)
         with _kept_on_interrupt(folder):
-            run = http_load(point, payloads, arrivals_from_args(point, None, plan.duration_s))
+            run = http_load(point, payloads, arrivals_from_args(point, None, plan.duration_s), watch)
         run.save(folder)
         return run
 

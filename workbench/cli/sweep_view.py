@@ -36,6 +36,7 @@ def table_row(p: dict) -> str:
     ]
     stable = (
         f"stable after {p['stable_after_windows']} windows"
+        + (f" ({p['windows']} run)" if p["windows"] != p["stable_after_windows"] else "")
         if p["stable"]
         else f"UNSTABLE ({p['windows']} windows)"
     )
@@ -75,7 +76,7 @@ def print_sweep(record: dict, out=sys.stdout) -> None:
     """The sweep table of ``workbench show SWEEP_DIR``."""
     print(
         f"sweep of {record['pipeline']} ({record['kind']}): {record['plan']['parameter']}, "
-        f"{record['plan']['max_windows']} windows of {record['plan']['window_s']:g} s per point",
+        f"up to {record['plan']['max_windows']} windows of {record['plan']['window_s']:g} s per point",
         file=out,
     )
     print(table_header(), file=out)

@@ -126,27 +126,33 @@ class Target:
 
 def drive(url: str, payloads: list[bytes], schedule_ns: np.ndarray, *, tag: str = "wb", warmup: int = 5,
           connections: int = 256, timeout_s: float = 30.0, clock=time.perf_counter_ns,
-          spin_ns: int = SPIN_NS) -> Drive:
-    """Send ``payloads[k % len]`` to ``url + '/predict'`` at ``schedule_ns[k]`` after the start; wait for all."""
+          spin_ns: int = SPIN_NS, watch=None) -> Drive:
+    """Send ``payloads[k % len]`` to ``url + '/predict'`` at ``schedule_ns[k]`` after the start; wait for all.
+
+    watch: a :class:`workbench.analysis.windows.StabilityWatch` (a sweep point): asked before each
+    send, it stops the schedule at the window boundary where the point is stable; the requests in
+    flight then finish and are the run's last (``watch.windows_run`` says how many windows were sent).
+    """
     if not payloads:
         raise ConfigError("no request bodies to send")
     target = Target.from_url(url)
     loop = asyncio.SelectorEventLoop(selectors.SelectSelector())
     try:
         return loop.run_until_complete(_drive(target, url, payloads, schedule_ns, tag, warmup, connections,
-                                              s_to_ns(timeout_s), clock, spin_ns))
+                                              s_to_ns(timeout_s), clock, spin_ns, watch))
     finally:
         loop.close()
 
 
-async def _drive(target, url, payloads, schedule_ns, tag, warmup, connections, timeout_ns, clock, spin_ns) -> Drive:
+async def _drive(target, url, payloads, schedule_ns, tag, warmup, connections, timeout_ns, clock, spin_ns,
+                 watch=None) -> Drive:
     pool = Pool(target.host, target.port, limit=connections, clock=clock, tls=target.tls)
     watchdog = Watchdog(pool, timeout_ns)
     try:
         before = await _health(pool, target, url)
         await _warm_up(pool, target, url, payloads, warmup)
         await pool.connect(min(connections, PRECONNECT) - pool.open_count)  # best effort: more open on demand
-        schedule = Schedule(pool, target, payloads, schedule_ns.tolist(), tag, clock, spin_ns)
+        schedule = Schedule(pool, target, payloads, schedule_ns.tolist(), tag, clock, spin_ns, watch)
         await schedule.run()
         try:  # a server that went silent must not hold the run (or a Ctrl-C) for the whole --timeout
             after = await asyncio.wait_for(_health(pool, target, url, after_run=True), min(ns_to_s(timeout_ns), 2.0))
@@ -164,8 +170,8 @@ class Schedule:
     """The open-loop send schedule: a chain of timer callbacks; what each request got back, by index."""
 
     def __init__(self, pool: Pool, target: Target, payloads: list[bytes], offsets_ns: list[int], tag: str, clock,
-                 spin_ns: int) -> None:
-        self.pool, self.clock, self.spin_ns, self.tag = pool, clock, spin_ns, tag
+                 spin_ns: int, watch=None) -> None:
+        self.pool, self.clock, self.spin_ns, self.tag, self.watch = pool, clock, spin_ns, tag, watch
         self.offsets, self.n = offsets_ns, len(offsets_ns)
         self.prefix = (f"POST {target.base}/predict HTTP/1.1\r\nHost: {target.authority}\r\n"
                        f"Content-Type: application/octet-stream\r\n{REQUEST_ID_HEADER}: ").encode("latin-1")
@@ -226,6 +232,8 @@ class Schedule:
                 return
             while now < due:
                 now = clock()
+            if self.watch is not None and self.watch.stop(offsets[self.k]):
+                return self._stop_here()
             self._submit(self.k)
             self.k += 1
 
@@ -233,16 +241,33 @@ class Schedule:
         """Send the requests already due, no spin (the pool calls this before it parses each read)."""
         clock, offsets, origin = self.clock, self.offsets, self.origin_ns
         while self.k < self.limit and origin + offsets[self.k] <= clock():
+            if self.watch is not None and self.watch.stop(offsets[self.k]):
+                return self._stop_here()
             self._submit(self.k)
             self.k += 1
 
+    def _stop_here(self) -> None:
+        """The watch found the point stable: send nothing more; the requests in flight still finish."""
+        unsent, self.limit = self.limit - self.k, self.k
+        self.pending -= unsent
+        if self.pending == 0 and not self.finished.done():
+            self.finished.set_result(None)
+
     def _submit(self, k: int) -> None:
         data = self.prefix + f"{self.tag}-{k}".encode() + self.tails[k % len(self.tails)]
+        if self.watch is not None:
+            self.watch.sent(self.offsets[k])
         if self.pool.submit(data, partial(self._done, k)) is None:
             self.queued[k] = self.clock()
 
     def _done(self, k: int, sent_ns: int | None, outcome) -> None:
         self.sent[k], self.outcome[k], self.ended[k] = sent_ns, outcome, self.clock()
+        if self.watch is not None:  # filed as client_tables files it: from the send, ok on a 200
+            response = isinstance(outcome, Response)
+            sent = sent_ns if sent_ns is not None else self.ended[k]
+            end = outcome.done_ns if response else self.ended[k]
+            self.watch.finished(self.offsets[k], sent - self.origin_ns, end - sent,
+                                response and outcome.status == 200)
         self.pending -= 1
         if self.pending == 0 and not self.finished.done():
             self.finished.set_result(None)

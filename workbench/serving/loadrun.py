@@ -32,13 +32,15 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
 def run_http_load(url: str, payloads: list[bytes], arrivals, *, pipeline: str | None = None, warmup: int = 5,
-                  timeout_s: float = 30.0, probe=None, tag: str | None = None, driver=drive) -> Run:
+                  timeout_s: float = 30.0, probe=None, tag: str | None = None, driver=drive, watch=None) -> Run:
     """Drive ``url`` with ``arrivals`` (an :class:`~workbench.batching.Arrivals`) and return the joined run.
 
     Ctrl-C stops the schedule; the requests already sent finish (or time out) and
     :class:`workbench.guard.Interrupted` is raised with them as its ``run`` (status "interrupted").
     driver: :func:`~workbench.serving.client.drive` (this process's generator) or another with its
     signature and its :class:`~workbench.serving.client.Drive` (``serving.locust_drive``: Locust workers).
+    watch: a :class:`~workbench.analysis.windows.StabilityWatch` that may stop the schedule once the
+    point is stable (a sweep point; :func:`~workbench.serving.client.drive` takes it, Locust does not).
     """
     from ..noise import NoiseProbe
 
@@ -47,7 +49,8 @@ def run_http_load(url: str, payloads: list[bytes], arrivals, *, pipeline: str | 
     probe = (probe or NoiseProbe()).start()
     started = datetime.now(timezone.utc)
     tag = tag or f"wb{os.getpid()}"
-    d = driver(url, payloads, schedule, tag=tag, warmup=warmup, timeout_s=timeout_s)  # drive, or the Locust engine
+    watched = {} if watch is None else {"watch": watch}
+    d = driver(url, payloads, schedule, tag=tag, warmup=warmup, timeout_s=timeout_s, **watched)  # or Locust's
     requests, stages = client_tables(d.results, d.origin_ns)
     summary = load_summary(requests)
     server = summary_of_server(d)

@@ -3,6 +3,7 @@
     python benchmarks/bench_compare.py [--examples tabular,text] [--reps 100] [--requests 2400]
         [--stage forward] [--factors 1.0,1.1] [--first-seed 0] [--json PATH] [--md PATH]
     python benchmarks/bench_compare.py --busy [--factors 1.0,1.3] [--reps 100]      # issue 26's goal
+    python benchmarks/bench_compare.py --saved 1000000 [--md PATH]                 # two saved runs, memory
     python benchmarks/bench_compare.py --merge PART.json PART.json ... --json PATH --md PATH
 
 For each example, with torch on one thread:
@@ -38,6 +39,12 @@ of noisy repetitions is reported next to the rates.
 whole benchmark, and the noise rule is on. Issue 26's goal: a 30 % slower stage
 found in at least 95 % of seeded repetitions, A against A at most 5 % false
 verdicts, each repetition within 3 minutes. Not a test: it takes minutes.
+
+``--saved N``: two synthetic run folders of N measured requests each (four
+stages, log-normal times, B's ``forward`` 30 % slower; a real run's run.json and
+table schema, its tables replaced), then ``compare A B --json`` and ``gate A B
+--stages`` as separate processes: wall time and peak RSS of each. Goal: at most
+500 MB and 10 s for a million requests each.
 """
 from __future__ import annotations
 
@@ -220,14 +227,21 @@ def _machine(load: tuple[float, float]) -> str:
     return "quiet" if max(load) < 0.5 * (os.cpu_count() or 1) + 0.5 else "**busy**"
 
 
+def _verdicts_used(rows: list[dict]) -> str:
+    spun = " One core kept busy by a spinning child process (--busy)." if any(r.get("busy_core") for r in rows) else ""
+    if any(r.get("noise_rule") for r in rows):
+        return "verdicts with the noise rule on (compare's default)." + spun
+    return "statistical verdicts (noise rule off, see the script's docstring)." + spun
+
+
 def markdown(rows: list[dict], load: tuple[float, float], busy: bool | None = None) -> str:
     machine = _machine(load) if busy is None else ("**busy**" if busy else "quiet")
     lines = [
         "# bench_compare: false alarms and power of `workbench compare`",
         "",
         f"Measured on a {machine} {os.cpu_count()}-core machine (load average {load[0]:.2f} before, "
-        f"{load[1]:.2f} after), torch on 1 thread, statistical verdicts (noise rule off, see the script's docstring). "
-        "Regenerate: `python benchmarks/bench_compare.py`.",
+        f"{load[1]:.2f} after), torch on 1 thread, " + _verdicts_used(rows) +
+        " Regenerate: `python benchmarks/bench_compare.py`.",
         "",
         "| example | stage | B | reps x requests | what | rate | Wilson 95 % | goal | median p50 interval width "
         "| noisy reps | longest rep s (at max time) | s |",
@@ -256,12 +270,23 @@ def main() -> int:
     ap.add_argument("--factors", default="1.0,1.1", help="B's slow-down factors: 1.0 is A against A")
     ap.add_argument("--first-seed", type=int, default=0, help="seed of the first repetition (run in parts)")
     ap.add_argument("--merge", type=Path, nargs="+", metavar="PART", help="join parts' JSON files; measure nothing")
+    ap.add_argument("--saved", type=int, metavar="N", help="time compare and gate of two saved runs of N requests")
     ap.add_argument("--json", type=Path, default=HERE / "results" / "compare.json")
     ap.add_argument("--md", type=Path, default=HERE / "results" / "compare.md")
     args = ap.parse_args()
     if args.merge:
         rows, load, busy = merge(args.merge)
         return write(args, rows, load, busy)
+    if args.saved:
+        import tempfile
+
+        load_before = os.getloadavg()[0]
+        with tempfile.TemporaryDirectory() as work:
+            rows = saved_benchmark(args.saved, Path(work))
+        text = saved_markdown(rows, (load_before, os.getloadavg()[0]))
+        print(text)
+        return 0 if all(r["seconds"] <= 10 and r["peak_rss_mb"] <= 500 and r["exit"] in (0, 1, 4)
+                        for r in rows) else 1
     import torch
 
     torch.set_num_threads(1)
@@ -282,6 +307,82 @@ def main() -> int:
             spinner.wait()
     load = (load_before, os.getloadavg()[0])
     return write(args, rows, load, args.busy or _machine(load) != "quiet")
+
+
+SAVED_STAGES = ("parse", "hydrate", "forward", "serialize")
+
+
+def saved_benchmark(n: int, work: Path) -> list[dict]:
+    """Wall seconds and peak RSS (MB) of ``compare A B --json`` and ``gate A B --stages`` on two N-request runs."""
+    import subprocess
+
+    folders = [synthetic_run(work / name, n, slow, seed) for name, slow, seed in (("a", 1.0, 1), ("b", 1.3, 2))]
+    rows = []
+    for argv in (["compare", *map(str, folders), "--json"], ["gate", *map(str, folders), "--stages"]):
+        # /usr/bin/time reports the command's own peak RSS: a child forked from this process would start with
+        # this process's high-water mark (the generated tables), and ru_maxrss would report that instead
+        with open(work / "out.txt", "w+b") as out:
+            proc = subprocess.run(["/usr/bin/time", "-f", "%M %e", "-o", str(work / "time.txt"), sys.executable, "-m",
+                                   "workbench", *argv], stdout=out, stderr=subprocess.STDOUT, cwd=HERE.parent)
+            out.seek(0)
+            last = out.read().decode().strip().splitlines()[-1][:160]
+        rss_kb, wall = (work / "time.txt").read_text().split()[-2:]
+        rows.append({"command": " ".join(argv[:1] + ["A", "B"] + argv[3:]), "requests_each": n,
+                     "exit": proc.returncode, "seconds": float(wall), "peak_rss_mb": round(int(rss_kb) / 1024, 1),
+                     "last_line": last})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def synthetic_run(path: Path, n: int, forward_factor: float, seed: int) -> Path:
+    """A run folder of ``n`` measured requests: a real run's run.json and table schemas, synthetic tables."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from workbench import Pipeline, profile
+
+    def build(config):
+        pipe = Pipeline("synthetic", items=lambda: iter(range(10**9)))
+        for name in SAVED_STAGES:
+            pipe.add(name, lambda b: b)
+        return pipe
+
+    profile(build, PipelineConfig(), requests=20, warmup=0, traced=0).save(path)
+    rng = np.random.default_rng(seed)
+    medians = {"parse": 20e3, "hydrate": 150e3, "forward": 400e3 * forward_factor, "serialize": 30e3}
+    durs = np.stack([rng.lognormal(np.log(medians[s]), 0.25, n).astype("int64") for s in SAVED_STAGES], axis=1)
+    e2e = durs.sum(axis=1) + 2_000
+    starts = np.concatenate(([0], np.cumsum(e2e + 1_000)[:-1]))
+    req_schema, st_schema = pq.read_schema(path / "requests.parquet"), pq.read_schema(path / "stages.parquet")
+    requests = {"request": np.arange(n), "warmup": np.zeros(n, bool), "start_ns": starts, "dur_ns": e2e,
+                "ok": np.ones(n, bool), "batch_size": np.ones(n, "int64")}
+    stage_starts = starts[:, None] + np.concatenate((np.zeros((n, 1), "int64"), np.cumsum(durs, axis=1)[:, :-1]), 1)
+    stages = {"request": np.repeat(np.arange(n), len(SAVED_STAGES)),
+              "stage": pa.DictionaryArray.from_arrays(np.tile(np.arange(len(SAVED_STAGES), dtype="int32"), n),
+                                                      list(SAVED_STAGES)).cast(pa.string()),
+              "stage_index": np.tile(np.arange(len(SAVED_STAGES)), n), "start_ns": stage_starts.ravel(),
+              "dur_ns": durs.ravel(), "gc_ns": np.zeros(n * len(SAVED_STAGES), "int64")}
+    for file, schema, columns in (("requests.parquet", req_schema, requests), ("stages.parquet", st_schema, stages)):
+        rows = n if file == "requests.parquet" else n * len(SAVED_STAGES)
+        arrays = [pa.array(columns[f.name], type=f.type) if f.name in columns else pa.nulls(rows, type=f.type)
+                  for f in schema]
+        pq.write_table(pa.Table.from_arrays(arrays, schema=schema.remove_metadata()), path / file)
+    meta = json.loads((path / "run.json").read_text())
+    meta["timing"]["requests"] = n
+    (path / "run.json").write_text(json.dumps(meta))
+    return path
+
+
+def saved_markdown(rows: list[dict], load: tuple[float, float]) -> str:
+    lines = ["", f"## Two saved runs of {rows[0]['requests_each']:,} requests each (`--saved`)", "",
+             f"Load average {load[0]:.2f} before, {load[1]:.2f} after ({os.cpu_count()} cores). Goal: each command "
+             "at most 500 MB peak RSS and 10 s.", "",
+             "| command | exit | seconds | peak RSS MB | goal met | last line |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        met = "yes" if r["seconds"] <= 10 and r["peak_rss_mb"] <= 500 else "**no**"
+        lines.append(f"| `{r['command']}` | {r['exit']} | {r['seconds']} | {r['peak_rss_mb']} | {met} | "
+                     f"{r['last_line'].replace('|', '/')} |")
+    return "\n".join(lines) + "\n"
 
 
 def busy_core():

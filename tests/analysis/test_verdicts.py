@@ -187,3 +187,31 @@ def test_separate_runs_quiet_and_clearly_slower():
 ])
 def test_gate_decision_is_one_rule_over_the_verdict(ratio, ci, metric_verdict, kwargs, expected):
     assert gate_decision(ratio, ci, metric_verdict, 0.05, **kwargs) == expected
+
+
+def test_summary_bootstrap_of_a_long_run_matches_the_exact_one(monkeypatch):
+    # 40,000 requests per run (4,000 blocks): past SUMMARY_ABOVE_BLOCKS the draws resample per-unit histograms
+    import workbench.analysis.verdicts as v
+
+    rng = np.random.default_rng(1)
+    a = rng.lognormal(np.log(1e6), 0.3, 40_000)
+    b = rng.lognormal(np.log(1.1e6), 0.3, 40_000)
+    ma, mb = (pd.DataFrame({"forward": x, "end_to_end": x + 5e4}) for x in (a, b))
+    summary = v.separate_comparison(ma, mb, ["forward"], resamples=400)
+    monkeypatch.setattr(v, "SUMMARY_ABOVE_BLOCKS", 10**9)
+    exact = v.separate_comparison(ma, mb, ["forward"], resamples=400)
+    for got, want in zip([*summary["stages"], summary["end_to_end"]], [*exact["stages"], exact["end_to_end"]]):
+        assert got["p50_ratio"] == want["p50_ratio"] and got["verdict"] == want["verdict"] == SLOWER
+        for m in ("p50_ci", "p99_ci"):
+            assert got[m] == pytest.approx(want[m], abs=0.006)
+    assert summary["resolution"]["ci_half_width"] == pytest.approx(exact["resolution"]["ci_half_width"], abs=0.004)
+
+
+def test_unit_histograms_count_below_inside_and_above_the_window():
+    from workbench.analysis.verdicts import WINDOW_BINS, unit_histograms
+
+    blocks = consecutive_blocks(np.arange(1, 101, dtype=float))  # 10 blocks of 10
+    counts, edges = unit_histograms(blocks, 50.0, units=2)
+    assert counts.shape == (2, WINDOW_BINS + 2) and counts.sum() == 100
+    assert edges[0] == np.percentile(np.arange(1, 101), 40) and edges[-1] == np.percentile(np.arange(1, 101), 60)
+    assert counts[0, 0] == 40 and counts[1, -1] == 40  # 1..40 below the window (unit 0), 61..100 above (unit 1)

@@ -128,3 +128,32 @@ def test_an_option_the_factory_never_reads_is_named_before_measuring(tmp_path, c
     err = capsys.readouterr().err.strip()
     assert err == ("workbench compare: error: pipeline 'toy': option 'scael' (did you mean 'scale'?) is never read "
                    "by its factory or stages; it reads: extra, fail, scale")
+
+
+def test_saved_columns_stream_the_same_matrix_as_the_run(tmp_path):
+    from pathlib import Path
+
+    import numpy as np
+
+    from workbench.analysis.budget import stage_matrix
+    from workbench.cli.compare import saved_columns
+    from workbench.record import load_run
+
+    for name in ("text-cpu-bs8-fp32", "tabular-cpu-bs1-fp32"):
+        path = Path(__file__).resolve().parents[2] / "data" / "runs" / name
+        if not path.exists():
+            continue
+        run = load_run(path)
+        want = stage_matrix(run.requests, run.stages, run.stage_names)
+        meta, cols = saved_columns(path)
+        assert list(cols) == [*run.stage_names, "end_to_end"]
+        for col, values in cols.items():
+            np.testing.assert_array_equal(values, want[col].to_numpy("float64"))
+
+
+def test_a_saved_run_with_a_broken_table_is_one_line(tmp_path, capsys):
+    a = saved_run(tmp_path / "a", 10_000)
+    (a / "stages.parquet").write_bytes(b"not parquet")
+    assert main(["compare", str(a), str(a)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "stages.parquet: unreadable Parquet" in err

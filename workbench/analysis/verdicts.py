@@ -72,19 +72,23 @@ def round_blocks(values_ns: Sequence, rounds: Sequence[int]) -> np.ndarray:
     if values.shape != keys.shape:
         raise ConfigError(f"round_blocks: {values.size} values but {keys.size} round numbers")
     labels, inverse = np.unique(keys, return_inverse=True)
-    width = int(np.bincount(inverse).max()) if values.size else 0
+    counts = np.bincount(inverse, minlength=labels.size)
+    width = int(counts.max()) if values.size else 0
     out = np.full((labels.size, width), np.nan)
-    fill = np.zeros(labels.size, dtype=int)
-    for value, row in zip(values, inverse):
-        out[row, fill[row]] = value
-        fill[row] += 1
+    order = np.argsort(inverse, kind="stable")  # each round's values in their original order
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    position = np.arange(values.size) - np.repeat(starts, counts)
+    out[inverse[order], position] = values[order]
     return out
 
 
 def consecutive_blocks(values_ns: Sequence, block: int = BLOCK) -> np.ndarray:
     """Blocks of ``block`` consecutive requests (a saved run's request order), as :func:`round_blocks`."""
     values = np.asarray(values_ns, dtype="float64")
-    return round_blocks(values, np.arange(values.size) // block)
+    rows = -(-values.size // block)
+    out = np.full(rows * block, np.nan)
+    out[:values.size] = values
+    return out.reshape(rows, block) if values.size else np.empty((0, 0))
 
 
 def _percentile_rows(sample: np.ndarray, q: float) -> np.ndarray:
@@ -131,6 +135,77 @@ def bootstrap_ratios(blocks_a: np.ndarray, blocks_b: np.ndarray, q: float, idx_a
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN resample gives NaN, counted as undefined
         return _ratio(_percentile_rows(sample_b, q), _percentile_rows(sample_a, q))
+
+
+SUMMARY_ABOVE_BLOCKS = 500  # more blocks than this (5,000 requests): resample per-unit histograms (memory)
+SUMMARY_UNITS = 400
+WINDOW_BINS = 256
+WINDOWS = {50.0: (40.0, 60.0), 99.0: (97.0, 99.8)}  # percentile windows the histograms cover, per metric
+
+
+class Bootstrap:
+    """Resampled ratios ``percentile_q(B*) / percentile_q(A*)``, the same draws for every stage and metric.
+
+    Up to :data:`SUMMARY_ABOVE_BLOCKS` blocks per side, blocks are drawn exactly (:func:`resample_indices`,
+    :func:`bootstrap_ratios`). Past it (a saved run of a million requests is 100,000 blocks: the index
+    matrices alone would take gigabytes), consecutive blocks are merged into :data:`SUMMARY_UNITS` units,
+    each summarised by a histogram of its values: :data:`WINDOW_BINS` equal bins over the side's own
+    percentile window for the metric (p40-p60 for p50, p97-p99.8 for p99), plus counts below and above.
+    A resample draws units with replacement (multinomial counts; paired: the same counts for A and B), adds
+    their histograms (a matrix product) and reads the percentile off the cumulative counts, interpolating
+    inside the bin (a resampled percentile outside the window is clamped to its edge). Memory per stage and
+    side: units x bins, whatever the run's length.
+    """
+
+    def __init__(self, n_a: int, n_b: int, *, paired: bool, resamples: int = RESAMPLES, seed: int = 0) -> None:
+        self.summary = max(n_a, n_b) > SUMMARY_ABOVE_BLOCKS
+        if not self.summary:
+            self.idx_a, self.idx_b = resample_indices(n_a, n_b, paired=paired, resamples=resamples, seed=seed)
+            return
+        if paired and n_a != n_b:
+            raise ConfigError(f"paired comparison needs the same rounds on both sides, got {n_a} and {n_b}")
+        rng = np.random.default_rng(seed)
+        uniform = np.full(SUMMARY_UNITS, 1.0 / SUMMARY_UNITS)
+        self.w_a = rng.multinomial(SUMMARY_UNITS, uniform, size=resamples).astype("float32")
+        self.w_b = self.w_a if paired else rng.multinomial(SUMMARY_UNITS, uniform, size=resamples).astype("float32")
+
+    def ratios(self, blocks_a: np.ndarray, blocks_b: np.ndarray, q: float) -> np.ndarray:
+        """One ratio per resample (NaN where undefined)."""
+        if not self.summary:
+            return bootstrap_ratios(blocks_a, blocks_b, q, self.idx_a, self.idx_b)
+        return _ratio(_resampled_percentiles(blocks_b, q, self.w_b), _resampled_percentiles(blocks_a, q, self.w_a))
+
+
+def unit_histograms(blocks: np.ndarray, q: float, units: int = SUMMARY_UNITS) -> tuple[np.ndarray, np.ndarray]:
+    """``(counts, edges)``: per unit of consecutive blocks, counts below the window, in each bin, above it."""
+    unit_of_block = np.arange(blocks.shape[0]) * units // max(blocks.shape[0], 1)
+    values, unit = blocks.ravel(), np.repeat(unit_of_block, blocks.shape[1])
+    keep = np.isfinite(values)
+    values, unit = values[keep], unit[keep]
+    if values.size == 0:
+        return np.zeros((units, WINDOW_BINS + 2), dtype="float32"), np.zeros(WINDOW_BINS + 1)
+    lo, hi = np.percentile(values, WINDOWS[q])
+    edges = np.linspace(lo, hi, WINDOW_BINS + 1)
+    column = np.clip(np.searchsorted(edges, values, side="right"), 0, WINDOW_BINS + 1)
+    column[(values == hi) & (hi > lo)] = WINDOW_BINS  # the window's top value is in the last bin
+    counts = np.bincount(unit * (WINDOW_BINS + 2) + column, minlength=units * (WINDOW_BINS + 2))
+    return counts.reshape(units, WINDOW_BINS + 2).astype("float32"), edges
+
+
+def _resampled_percentiles(blocks: np.ndarray, q: float, weights: np.ndarray) -> np.ndarray:
+    counts, edges = unit_histograms(blocks, q, weights.shape[1])
+    pooled = weights @ counts  # resamples x (below, bins..., above)
+    total = pooled.sum(axis=1)
+    rank = q / 100.0 * (total - 1.0)  # 0-based rank of the linear-interpolation percentile
+    cum = np.cumsum(pooled, axis=1)
+    col = np.argmax(cum > rank[:, None], axis=1)
+    before = np.where(col > 0, cum[np.arange(col.size), np.maximum(col - 1, 0)], 0.0)
+    inside = pooled[np.arange(col.size), col]
+    frac = np.where(inside > 0, (rank - before + 0.5) / np.maximum(inside, 1.0), 0.0)
+    bin_ = np.clip(col - 1, 0, WINDOW_BINS - 1)
+    value = edges[bin_] + np.clip(frac, 0.0, 1.0) * (edges[bin_ + 1] - edges[bin_])
+    value = np.where(col == 0, edges[0], np.where(col == WINDOW_BINS + 1, edges[-1], value))
+    return np.where(total > 0, value, np.nan)
 
 
 def band_p_value(ratios: np.ndarray, min_effect: float) -> float:
@@ -229,10 +304,10 @@ def compare_blocks(blocks_a: Mapping[str, np.ndarray], blocks_b: Mapping[str, np
         raise ConfigError(f"min_effect must be in [0, 1), got {min_effect!r}")
     family = [*names, END_TO_END]
     ref = blocks_a[END_TO_END], blocks_b[END_TO_END]
-    idx_a, idx_b = resample_indices(ref[0].shape[0], ref[1].shape[0], paired=paired, resamples=resamples, seed=seed)
+    draws = Bootstrap(ref[0].shape[0], ref[1].shape[0], paired=paired, resamples=resamples, seed=seed)
     entries, holm = {name: {"name": name} for name in family}, {}
     for label, q in METRICS.items():
-        boots = {n: bootstrap_ratios(blocks_a[n], blocks_b[n], q, idx_a, idx_b) for n in family}
+        boots = {n: draws.ratios(blocks_a[n], blocks_b[n], q) for n in family}
         holm[label] = holm_intervals(boots, min_effect=min_effect, alpha=alpha)
         for n in family:
             h = holm[label][n]
@@ -301,8 +376,8 @@ def resolution(blocks_a: np.ndarray, blocks_b: np.ndarray, *, metric: str = "p50
     the machine can change between runs in ways neither run shows.
     """
     q = METRICS[metric]
-    idx_a, idx_b = resample_indices(blocks_a.shape[0], blocks_b.shape[0], paired=False, resamples=resamples, seed=seed)
-    boots = bootstrap_ratios(blocks_a, blocks_b, q, idx_a, idx_b)
+    boots = Bootstrap(blocks_a.shape[0], blocks_b.shape[0], paired=False, resamples=resamples,
+                      seed=seed).ratios(blocks_a, blocks_b, q)
     boots = boots[np.isfinite(boots)]
     point = point_ratio(blocks_a, blocks_b, q)
     half = math.nan
@@ -323,19 +398,20 @@ def separate_comparison(matrix_a: pd.DataFrame, matrix_b: pd.DataFrame, names: S
     """Compare two separate runs (not interleaved): unpaired block bootstrap, labelled ``separate runs``.
 
     matrix_a/matrix_b: :func:`workbench.analysis.budget.stage_matrix` of each
-    run (measured successful requests in request order, ns per stage and
-    ``end_to_end``). Blocks are ``block`` consecutive requests. The minimum
+    run, or a mapping of the same columns as arrays (measured successful
+    requests in request order, ns per stage and ``end_to_end``). Blocks are ``block`` consecutive requests. The minimum
     effect used for the verdicts is ``max(min_effect, resolution)`` (see
     :func:`resolution`); ``noisy`` is each run's noise flag (True/False/None).
     """
     family = [*names, END_TO_END]
     for label, m in (("run A", matrix_a), ("run B", matrix_b)):
-        missing = [n for n in family if n not in m.columns]
+        missing = [n for n in family if n not in m]
         if missing:
             raise ConfigError(f"{label}: no column for {missing}")
-        if m.empty:
+        if len(m[END_TO_END]) == 0:
             raise ConfigError(f"{label} has no successful measured request to compare")
-    blocks = [{n: consecutive_blocks(m[n].to_numpy("float64"), block) for n in family} for m in (matrix_a, matrix_b)]
+    blocks = [{n: consecutive_blocks(np.asarray(m[n], dtype="float64"), block) for n in family}
+              for m in (matrix_a, matrix_b)]
     res = resolution(blocks[0][END_TO_END], blocks[1][END_TO_END], metric=metric, resamples=resamples, seed=seed)
     effective = min(0.99, max(min_effect, res["min_difference"] or 0.0))
     out = compare_blocks(blocks[0], blocks[1], names, paired=False, metric=metric, min_effect=effective,

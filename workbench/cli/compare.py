@@ -18,13 +18,17 @@ import dataclasses
 import json
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from ..analysis.budget import END_TO_END
 from ..analysis.outputs import agreement_text
 from ..analysis.verdicts import FASTER, METRICS, MIN_EFFECT, SLOWER, separate_comparison
 from ..interleave import DEFAULT_COMPARE_REQUESTS, DEFAULT_MAX_TIME_S, DEFAULT_RESOLUTION
 from ..config import PipelineConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, RunRecordError
 from ..noise import noise_line
 from .profile import add_pipeline_arguments, config_from_args, factory_from_args
 from .sweep_view import compare_sweeps_command, is_sweep
@@ -159,23 +163,99 @@ def _run_saved(args) -> int:
 
 def compare_saved(path_a: str, path_b: str, *, metric: str = "p50", min_effect: float = MIN_EFFECT,
                   seed: int = 0) -> dict[str, Any]:
-    """Two saved runs compared as separate runs; refuses (ConfigError) a different pipeline or stage list."""
-    from ..analysis.budget import stage_matrix
-    from ..record import load_run
+    """Two saved runs compared as separate runs; refuses (ConfigError) a different pipeline or stage list.
 
-    runs = [load_run(path_a), load_run(path_b)]
-    diffs = fingerprint_differences(runs[0].meta, runs[1].meta)
-    if runs[0].meta.pipeline != runs[1].meta.pipeline or runs[0].stage_names != runs[1].stage_names:
-        raise ConfigError(f"{path_a} and {path_b} are not comparable: pipeline {runs[0].meta.pipeline!r} "
-                          f"stages {runs[0].stage_names} vs {runs[1].meta.pipeline!r} stages {runs[1].stage_names}")
-    names = runs[0].stage_names
-    matrices = [stage_matrix(r.requests, r.stages, names) for r in runs]
-    noise = [_noisy(r.meta.noise) for r in runs]
-    found = separate_comparison(matrices[0], matrices[1], names, metric=metric, min_effect=min_effect,
-                                noisy=tuple(noise), seed=seed)
-    return {"configs": [{"label": str(p), "run": str(p), "requests": int(len(m)), "noisy": n}
-                        for p, m, n in zip((path_a, path_b), matrices, noise)],
+    The tables are streamed into one float64 column per stage (:func:`saved_columns`), never a DataFrame per
+    request and stage, and the bootstrap of a long run resamples per-unit summaries
+    (``analysis.verdicts.Bootstrap``): two runs of a million requests each stay within 500 MB and 10 s
+    (``benchmarks/bench_compare.py --saved``).
+    """
+    (meta_a, cols_a), (meta_b, cols_b) = saved_columns(path_a), saved_columns(path_b)
+    diffs = fingerprint_differences(meta_a, meta_b)
+    if meta_a.pipeline != meta_b.pipeline or list(meta_a.stages) != list(meta_b.stages):
+        raise ConfigError(f"{path_a} and {path_b} are not comparable: pipeline {meta_a.pipeline!r} "
+                          f"stages {list(meta_a.stages)} vs {meta_b.pipeline!r} stages {list(meta_b.stages)}")
+    names = list(meta_a.stages)
+    noise = [_noisy(m.noise) for m in (meta_a, meta_b)]
+    found = separate_comparison(cols_a, cols_b, names, metric=metric, min_effect=min_effect, noisy=tuple(noise),
+                                seed=seed)
+    return {"configs": [{"label": str(p), "run": str(p), "requests": int(len(c[END_TO_END])), "noisy": n}
+                        for p, c, n in zip((path_a, path_b), (cols_a, cols_b), noise)],
             "metric": metric, "differences": [{"field": f, "a": a, "b": b} for f, a, b in diffs], **found}
+
+
+def saved_columns(path: str) -> tuple[Any, dict[str, np.ndarray]]:
+    """``(meta, {stage: ns, ..., "end_to_end": ns})``: a run folder's measured successful requests, in request
+    order, one float64 array per stage (summed where a stage ran twice; NaN where it did not run), streamed from
+    the Parquet tables in batches (only the columns needed: request, warmup, ok, dur_ns; request, stage, dur_ns)."""
+    from ..record.folder import META_FILE, REQUESTS_FILE, STAGES_FILE, inside, read_meta, recover
+
+    root = Path(path)
+    recover(root)
+    if not root.is_dir():
+        raise RunRecordError(f"{root}: not a folder (expected a run folder with {META_FILE})")
+    meta = read_meta(inside(root, META_FILE))
+    req = _read_columns(inside(root, REQUESTS_FILE), ("request", "warmup", "ok", "dur_ns"))
+    keep = ~req["warmup"].astype(bool) & req["ok"].astype(bool)
+    ids = req["request"][keep]
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    sums = {name: np.zeros(ids.size) for name in meta.stages}
+    seen = {name: np.zeros(ids.size, dtype=bool) for name in meta.stages}
+    for batch in _batches(inside(root, STAGES_FILE), ("request", "stage", "dur_ns"), dictionary="stage"):
+        request, stage, dur = batch
+        codes, names = stage
+        pos = np.minimum(np.searchsorted(sorted_ids, request), max(ids.size - 1, 0))
+        valid = (sorted_ids[pos] == request) if ids.size else np.zeros(request.size, dtype=bool)
+        for code, name in enumerate(names):
+            if name in sums:
+                mine = valid & (codes == code)
+                where = order[pos[mine]]
+                sums[name] += np.bincount(where, weights=dur[mine].astype("float64"), minlength=ids.size)
+                seen[name][where] = True
+    cols = {name: np.where(seen[name], sums[name], np.nan) for name in meta.stages}
+    cols[END_TO_END] = req["dur_ns"][keep].astype("float64")
+    _release_arrow_memory()
+    return meta, cols
+
+
+def _release_arrow_memory() -> None:
+    """Hand the Parquet reader's freed buffers back to the system (its allocator keeps them otherwise)."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+
+
+def _read_columns(path: Path, columns: tuple[str, ...]) -> dict[str, np.ndarray]:
+    parts = list(_batches(path, columns))
+    return {c: np.concatenate([p[i] for p in parts]) if parts else np.empty(0) for i, c in enumerate(columns)}
+
+
+def _batches(path: Path, columns: tuple[str, ...], dictionary: str | None = None):
+    """numpy columns of ``path`` batch by batch; the ``dictionary`` column as ``(codes, names)``."""
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.ParquetFile(path, read_dictionary=[dictionary] if dictionary else None, pre_buffer=False,
+                               buffer_size=1 << 20)
+        missing = [c for c in columns if c not in table.schema_arrow.names]
+        if missing:
+            raise RunRecordError(f"{path}: no column {', '.join(missing)}")
+        for batch in table.iter_batches(columns=list(columns), batch_size=1 << 18, use_threads=False):
+            out = []
+            for name in columns:
+                col = batch.column(name)
+                if name == dictionary:
+                    out.append((col.indices.to_numpy(zero_copy_only=False), col.dictionary.to_pylist()))
+                elif col.null_count:
+                    raise RunRecordError(f"{path}: column {name} has {col.null_count} empty values")
+                else:
+                    out.append(col.to_numpy(zero_copy_only=False))
+            yield out
+    except RunRecordError:
+        raise
+    except Exception as exc:  # pyarrow raises several unrelated types for a damaged file
+        raise RunRecordError(f"{path}: unreadable Parquet: {str(exc)[:200]}") from None
 
 
 def _noisy(noise) -> bool | None:

@@ -10,7 +10,7 @@ Voila it adds what a server handed to strangers needs:
 * kernels of closed pages shut down (the page's own shutdown request gets its
   ``_xsrf`` cookie) or culled when idle and unconnected, each kernel with a
   scratch folder (``TMPDIR``, ``WORKBENCH_SCRATCH_DIR``) deleted when it ends,
-  and bounded kernel counts (in all, and per client not yet connected): :mod:`workbench.room.kernel_manager`;
+  and a bounded kernel count: :mod:`workbench.room.kernels`;
 * live profiling one at a time across the server: :mod:`workbench.live_queue` (below the widgets that take it).
 
 Nothing here is imported by ``import workbench``; only the launcher imports Voila.

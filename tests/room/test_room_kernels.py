@@ -1,0 +1,112 @@
+"""RoomKernelManager: a scratch folder per kernel, removed with it; a bounded kernel count.
+
+Starts real (idle) ipykernels, a few seconds each on a busy machine.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("voila", reason="voila is not installed")
+pytest.importorskip("ipykernel", reason="ipykernel is not installed")
+
+from tornado import web  # noqa: E402
+
+from workbench.room.kernels import SCRATCH_ENV, RoomKernelManager  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+def kernel_env(km, kernel_id) -> dict:
+    """The environment the kernel process was started with (from /proc on Linux)."""
+    pid = km.get_kernel(kernel_id).provisioner.pid
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads a kernel's environment from /proc")
+def test_each_kernel_gets_a_scratch_folder_deleted_when_it_shuts_down(tmp_path):
+    async def scenario():
+        km = RoomKernelManager(scratch_root=str(tmp_path / "scratch"), max_kernels=1,
+                               kernel_env={"WORKBENCH_LIVE": "queue"}, connection_dir=str(tmp_path))
+        kid = await km.start_kernel(kernel_name="python3", env={**os.environ, "FROM_VOILA": "1"})
+        try:
+            scratch = Path(km.scratch_dir(kid))
+            assert scratch.parent == tmp_path / "scratch" and scratch.is_dir()
+            env = kernel_env(km, kid)
+            assert env[SCRATCH_ENV] == env["TMPDIR"] == env["TEMP"] == env["TMP"] == str(scratch)
+            assert env["FROM_VOILA"] == "1" and env["WORKBENCH_LIVE"] == "queue"
+            (scratch / "upload-1234").mkdir()
+            (scratch / "upload-1234" / "trace.json.gz").write_bytes(b"x" * 1000)
+            with pytest.raises(web.HTTPError) as full:
+                await km.start_kernel(kernel_name="python3")
+            assert full.value.status_code == 503 and "the room is full: 1 kernels" in full.value.log_message
+            assert sorted(p.name for p in scratch.parent.iterdir()) == [scratch.name]  # no leak from the refusal
+        finally:
+            await km.shutdown_kernel(kid, now=True)
+        assert not scratch.exists() and km.scratch_dir(kid) is None
+        kid2 = await km.start_kernel(kernel_name="python3")
+        await km.shutdown_all(now=True)
+        assert not (tmp_path / "scratch").exists() and km.scratch_dir(kid2) is None
+
+    asyncio.run(scenario())
+
+
+def test_a_kernel_is_culled_only_after_a_page_connected_or_the_grace_ran_out(tmp_path):
+    """Voila runs the notebook before the page connects; a loading page must not lose its kernel."""
+    from datetime import timedelta
+
+    from jupyter_server._tz import utcnow
+
+    async def scenario():
+        km = RoomKernelManager(scratch_root=str(tmp_path / "scratch"), connection_dir=str(tmp_path),
+                               cull_idle_timeout=5, cull_interval=1, unconnected_grace_s=60)
+        kids = [await km.start_kernel(kernel_name="python3") for _ in range(2)]
+        try:
+            km.get_kernel(kids[0]).last_activity = utcnow() - timedelta(seconds=30)  # idle 30 s, no connection
+            # preheated 1000 s ago and just handed to a loading page: first seen now
+            km.get_kernel(kids[1]).last_activity = utcnow() - timedelta(seconds=1000)
+            for kid in kids:
+                await km.cull_kernel_if_idle(kid)
+            assert sorted(km.list_kernel_ids()) == sorted(kids)  # within the grace: kept
+            km.notify_connect(kids[0])  # the page connected ...
+            km.notify_disconnect(kids[0])  # ... and closed
+            km._unconnected_since[kids[1]] = utcnow() - timedelta(seconds=61)  # never connected, past grace
+            for kid in kids:
+                await km.cull_kernel_if_idle(kid)
+            assert km.list_kernel_ids() == []
+            assert not any((tmp_path / "scratch").iterdir())
+        finally:
+            await km.shutdown_all(now=True)
+
+    asyncio.run(scenario())
+
+
+def test_a_kernel_still_starting_is_not_culled_and_the_check_does_not_raise(tmp_path):
+    """A cull check can meet a kernel whose ``last_activity`` is not set yet (it is starting): reading that
+    trait raised TraitError inside every cull pass of a room where pages opened together."""
+    from traitlets import Any, HasTraits, Instance, TraitError
+
+    class Starting(HasTraits):  # as jupyter_server's kernel manager before its start finishes
+        last_activity = Instance("datetime.datetime")
+        execution_state = Any("starting")
+
+    starting = Starting()
+    with pytest.raises(TraitError):
+        starting.last_activity  # noqa: B018 - the trait jupyter_server leaves unset until the kernel is up
+
+    async def scenario():
+        km = RoomKernelManager(scratch_root=str(tmp_path / "scratch"), connection_dir=str(tmp_path),
+                               cull_idle_timeout=5, cull_interval=1, unconnected_grace_s=0)
+        km._kernels["starting"] = starting
+        try:
+            assert await km.cull_kernel_if_idle("starting") is None
+            assert "starting" in km._kernels
+        finally:
+            km._kernels.pop("starting")
+            await km.shutdown_all(now=True)
+
+    asyncio.run(scenario())

@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 from workbench.serving.client import drive
-from workbench.serving.http1 import (BadChunk, BodyTooLarge, HeadTooLarge, ResponseParser, TooManyInterim,
-                                     ExtraBytes)
+from workbench.serving.http1 import (BadChunk, BodyTooLarge, HeadTooLarge, ResponseParser, TooManyInterim)
 from workbench.serving.protocol import parse_server_timing
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nServer-Timing: total;dur=0.1\r\n\r\nok"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..noise import noise_line
-from .load_args import SUMMARY_KEYS, arrivals_from_args, describe_load, http_load, policy_from_args, summary_extra
+from .load_args import SUMMARY_KEYS, arrivals_from_args, describe_load, http_load, summary_extra
 
 
 def add_url_arguments(load) -> None:

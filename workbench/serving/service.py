@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 from ..batching.batcher import BatchRecord, DynamicBatcher
 from ..batching.policy import BatchPolicy, wait_split
-from ..timing import Clock, RequestTiming, StageFailure, time_request
+from ..timing import Clock, StageFailure, time_request
 from .protocol import format_server_timing, output_bytes
 
 VALIDATE = "validate"  # the error stage of a request the pipeline's check refused before batching

@@ -41,7 +41,12 @@ def fuzz_otlp(n: int, seed: int, work: Path) -> tuple[collections.Counter, list]
     for k in range(n):
         rnd = random.Random(seed * 1_000_003 + k)
         path = work / "spans.jsonl"
-        path.write_bytes(mutated_otlp(base, rnd))
+        try:
+            path.write_bytes(mutated_otlp(base, rnd))
+        except Exception as exc:  # noqa: BLE001 - a bug of the mutator, not of the workbench: counted apart
+            counts["mutator_error"] += 1
+            crashes.append((k, f"mutator: {type(exc).__name__}: {exc}"))
+            continue
         out_dir = work / f"run-{k}"
         outcome, why = judge(*run_cli(["ingest-otel", str(path), "--out", str(out_dir), "--json",
                                        "--stage-map", "db.query=db", "auth=auth"]))
@@ -59,7 +64,13 @@ def fuzz_runs(n: int, seed: int, work: Path, audit_every: int) -> tuple[dict, li
         rnd = random.Random(seed * 1_000_003 + k)
         folder = work / f"case-{k}"
         root = Path(shutil.copytree(BASE_RUN, folder / "run"))
-        mutate_run_folder(root, rnd)
+        try:
+            mutate_run_folder(root, rnd)
+        except Exception as exc:  # noqa: BLE001 - a bug of the mutator, not of the workbench: counted apart
+            counts["show"]["mutator_error"] += 1
+            crashes.append((k, f"mutator: {type(exc).__name__}: {exc}"))
+            shutil.rmtree(folder, ignore_errors=True)
+            continue
         commands = [("show", ["show", "--json"])] + ([("audit", ["audit", "--json"])] if k % audit_every == 0 else [])
         for name, argv in commands:
             outcome, why = judge(*run_cli([*argv, str(root)]))
@@ -71,10 +82,11 @@ def fuzz_runs(n: int, seed: int, work: Path, audit_every: int) -> tuple[dict, li
 
 
 def table(rows: list[tuple[str, collections.Counter]]) -> str:
-    lines = ["| kind | tried | ok (exit 0/1, strict JSON) | clean errors (exit 2, one line) | crashes |",
-             "|---|---:|---:|---:|---:|"]
+    lines = ["| kind | tried | ok (exit 0/1, strict JSON) | clean errors (exit 2, one line) | crashes | mutator errors |",
+             "|---|---:|---:|---:|---:|---:|"]
     for name, c in rows:
-        lines.append(f"| {name} | {sum(c.values())} | {c['ok']} | {c['clean_error']} | {c['crash']} |")
+        lines.append(f"| {name} | {sum(c.values())} | {c['ok']} | {c['clean_error']} | {c['crash']} "
+                     f"| {c['mutator_error']} |")
     return "\n".join(lines)
 
 
@@ -119,7 +131,7 @@ def main() -> int:
     ])
     RESULTS.write_text(text)
     print(text)
-    return 1 if crashes else 0
+    return 1 if any(c["crash"] for _, c in rows) else 0
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ strict JSON on stdout, or exit 2 with one line on stderr; never 3, never a trace
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import json
 import os
@@ -36,6 +37,11 @@ ODD_VALUES: list[Any] = [
 
 
 # -- generic JSON mutation -------------------------------------------------------------------------------------
+
+def odd_value(rnd: random.Random) -> Any:
+    """A fresh copy of one of :data:`ODD_VALUES` (never the shared object: a later change could make a cycle)."""
+    return copy.deepcopy(rnd.choice(ODD_VALUES))
+
 
 def json_paths(obj: Any, prefix: tuple = ()) -> list[tuple]:
     """Every path (keys and indices) in a JSON value, the root included."""
@@ -60,12 +66,12 @@ def mutate_value(doc: Any, rnd: random.Random) -> Any:
     """One change at a random path: replace with an odd value, delete, duplicate a list item, or nest."""
     paths = [p for p in json_paths(doc) if p]
     if not paths:
-        return rnd.choice(ODD_VALUES)
+        return odd_value(rnd)
     path = rnd.choice(paths)
     node, key = _parent(doc, path)
     op = rnd.randrange(5)
     if op <= 1:
-        node[key] = rnd.choice(ODD_VALUES)
+        node[key] = odd_value(rnd)
     elif op == 2:
         del node[key]
     elif op == 3 and isinstance(node, list):

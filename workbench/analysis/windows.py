@@ -6,7 +6,8 @@ the point's latency has settled: the last ``count`` (3) windows are stable when
 each one's p50 and each one's p99 lie within ``stability_pct`` % of the mean of
 those windows. The point's figures are then those of the requests sent in
 those three windows; a point that never settles reports its last three windows
-and says it is unstable.
+and says it is unstable. :class:`StabilityWatch` applies the same rule while
+the load runs, so the generator stops once the point has settled.
 
 Everything here is pure: arrays and tables in, tables and numbers out.
 """

@@ -175,8 +175,8 @@ def engine_from_args(args):
 def http_load(args, payloads: list[bytes], arrivals, watch=None):
     """One served load run with the engine ``args`` name (``load --url``, and each point of a served sweep).
 
-    watch: a sweep point's :class:`~workbench.analysis.windows.StabilityWatch`; the workbench's own
-    generator stops at the window where it says the point is stable, Locust sends every window.
+    watch: a sweep point's :class:`~workbench.analysis.windows.StabilityWatch`; the generator (the
+    workbench's own, or Locust's workers told by their master) stops once it says the point is stable.
     """
     from ..serving.loadrun import run_http_load
 
@@ -194,5 +194,6 @@ def http_load(args, payloads: list[bytes], arrivals, watch=None):
         pipeline=args.example,
         timeout_s=args.timeout,
         driver=engine.drive,
+        watch=watch,
     )
     return with_client(run, engine.client_name())

@@ -1,8 +1,8 @@
 """``workbench load --sweep``: a capacity sweep, in process or against ``--url``, into a sweep folder.
 
 Each point is one ``load`` (or ``load --url``) run of windows of ``--window-s``
-until the last three are stable, at most ``--max-windows`` (``--engine locust``:
-always ``--max-windows``); see :mod:`workbench.batching.capacity`. The table printed
+until the last three are stable, at most ``--max-windows`` (with ``--engine
+locust`` the master tells its workers to stop); see :mod:`workbench.batching.capacity`. The table printed
 here is the one ``workbench show SWEEP_DIR`` prints.
 """
 

@@ -40,7 +40,7 @@ def run_http_load(url: str, payloads: list[bytes], arrivals, *, pipeline: str | 
     driver: :func:`~workbench.serving.client.drive` (this process's generator) or another with its
     signature and its :class:`~workbench.serving.client.Drive` (``serving.locust_drive``: Locust workers).
     watch: a :class:`~workbench.analysis.windows.StabilityWatch` that may stop the schedule once the
-    point is stable (a sweep point; :func:`~workbench.serving.client.drive` takes it, Locust does not).
+    point is stable (a sweep point; :func:`~workbench.serving.client.drive` and the Locust engine take it).
     """
     from ..noise import NoiseProbe
 

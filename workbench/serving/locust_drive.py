@@ -85,8 +85,14 @@ class LocustEngine:
         tag: str = "wb",
         warmup: int = 5,
         timeout_s: float = 30.0,
+        watch=None,
     ) -> Drive:
-        """:func:`workbench.serving.client.drive`'s contract, sent by Locust's workers."""
+        """:func:`workbench.serving.client.drive`'s contract, sent by Locust's workers.
+
+        watch: a sweep point's :class:`~workbench.analysis.windows.StabilityWatch`; its rule goes to
+        the master, which stops the workers once the point is stable, and its ``windows_run`` and
+        ``stable_after`` come back from there.
+        """
         if not payloads:
             raise ConfigError("no request bodies to send")
         _check_reachable(url)
@@ -102,6 +108,13 @@ class LocustEngine:
                         "timeout_s": timeout_s,
                         "warmup": warmup,
                         "offsets_ns": [int(x) for x in schedule_ns],
+                        "watch": None
+                        if watch is None
+                        else {
+                            "window_ns": watch.window_ns,
+                            "stability_pct": watch.stability_pct,
+                            "max_windows": watch.max_windows,
+                        },
                     },
                     f,
                 )
@@ -113,7 +126,11 @@ class LocustEngine:
                 timeout_s,
             )
             with open(results, "rb") as f:
-                rows = sorted(pickle.load(f)["rows"], key=lambda row: row[0])
+                returned = pickle.load(f)
+            rows = sorted(returned["rows"], key=lambda row: row[0])
+            if watch is not None and returned.get("watch"):
+                watch.windows_run = returned["watch"]["windows_run"]
+                watch.stable_after = returned["watch"]["stable_after"]
         out = [
             response_result(f"{tag}-{k}", due, sent, done, status, headers, body, error)
             for k, due, sent, done, status, headers, body, error in rows

@@ -24,6 +24,14 @@ The protocol, over Locust's master/worker channel (custom messages):
    Each request is also fired as Locust's ``request`` event (Locust's own
    statistics see it).
 
+A sweep point's plan carries its stability rule (``watch``: window, percent,
+at most how many windows). Then each worker also reports, every
+``POLL_S``, the requests that finished (``wb_progress``: due and send offsets,
+end to end, ok); the master keeps a
+:class:`~workbench.analysis.windows.StabilityWatch` over the whole schedule
+and, once the last three windows agree, tells every worker to send nothing
+more (``wb_stop``); what is in flight finishes and is returned as in step 4.
+
 The master writes the rows to a file for the ``load`` process, which joins
 them into a ``served`` run exactly as ``load --url`` does
 (:mod:`workbench.serving.locust_drive`). Workers on other machines share
@@ -76,6 +84,7 @@ def run_master(
     env = Environment(user_classes=[])
     runner = env.create_master_runner(master_bind_host=bind_host, master_bind_port=port)
     ready, rows = set(), {}
+    watch = _watch(plan, runner)
     runner.register_message("wb_ready", lambda environment, msg, **kw: ready.add(msg.node_id))
     runner.register_message(
         "wb_results", lambda environment, msg, **kw: rows.__setitem__(msg.node_id, msg.data)
@@ -106,15 +115,59 @@ def run_master(
         span_s = (
             (plan["offsets_ns"][-1] if plan["offsets_ns"] else 0) / 1e9 + plan["timeout_s"] + 60
         )
-        if _wait(lambda: [w for w in workers if w in rows], expect, span_s) is None:
+        stopped: list = []
+
+        def returned():
+            """The workers that returned their rows; the first time the watch says stable, ``wb_stop``."""
+            if watch is not None and not stopped and watch.stop(time.time_ns() - start_wall_ns):
+                stopped.append(True)
+                for worker in workers:
+                    runner.send_message("wb_stop", None, client_id=worker)
+            return [w for w in workers if w in rows]
+
+        if _wait(returned, expect, span_s) is None:
             return _fail(
                 f"{len(rows)} of {expect} Locust workers returned their requests within {span_s:g} s"
             )
         with open(results_file, "wb") as f:
-            pickle.dump({"workers": workers, "rows": [row for w in workers for row in rows[w]]}, f)
+            settled = (
+                None
+                if watch is None
+                else {"windows_run": watch.windows_run, "stable_after": watch.stable_after}
+            )
+            pickle.dump(
+                {
+                    "workers": workers,
+                    "rows": [row for w in workers for row in rows[w]],
+                    "watch": settled,
+                },
+                f,
+            )
         return 0
     finally:
         runner.quit()
+
+
+def _watch(plan: dict, runner):
+    """The master's stability watch of a sweep point (None without one), fed by the workers' ``wb_progress``.
+
+    Every request of the schedule is counted as sent up front: a window is judged
+    once each request due in it has been reported finished.
+    """
+    if plan.get("watch") is None:
+        return None
+    from ..analysis.windows import StabilityWatch
+
+    watch = StabilityWatch(**plan["watch"])
+    for offset in plan["offsets_ns"]:
+        watch.sent(offset)
+
+    def on_progress(environment, msg, **kw):
+        for due, sent, dur, ok in msg.data:
+            watch.finished(due, sent, dur, ok)
+
+    runner.register_message("wb_progress", on_progress)
+    return watch
 
 
 def _wait(found, count: int, timeout_s: float):
@@ -145,6 +198,7 @@ def _share(plan: dict, index: int, workers: int) -> dict:
         "ks": ks,
         "offsets_ns": [plan["offsets_ns"][k] for k in ks],
         "worker": index,
+        "report": plan.get("watch") is not None,
     }
 
 
@@ -155,15 +209,18 @@ def run_worker(master_host: str, master_port: int) -> int:
     state: dict = {}
 
     def on_plan(environment, msg, **kw):
-        state["plan"] = msg.data
-        state["client"] = _client(msg.data)
+        state.update(plan=msg.data, client=_client(msg.data), stop=False, finished=[])
         gevent.spawn(_warm_then_ready, runner, state)
 
     def on_start(environment, msg, **kw):
         gevent.spawn(_send_share, runner, env, state, msg.data["start_wall_ns"])
 
+    def on_stop(environment, msg, **kw):
+        state["stop"] = True
+
     runner.register_message("wb_plan", on_plan)
     runner.register_message("wb_start", on_start)
+    runner.register_message("wb_stop", on_stop)
     runner.greenlet.join()
     return 0
 
@@ -198,20 +255,40 @@ def _warm_then_ready(runner, state: dict) -> None:
 
 
 def _send_share(runner, env, state: dict, start_wall_ns: int) -> None:
-    """Send each request of the share at its time (its own greenlet), wait for all, return the rows."""
+    """Send each request of the share at its time (its own greenlet), wait for all, return the rows.
+
+    After ``wb_stop`` nothing more is sent; the rows are those of the requests sent.
+    """
     plan, (client, path) = state["plan"], state["client"]
     origin = time.perf_counter_ns() + (start_wall_ns - time.time_ns())
     rows: list = [None] * len(plan["ks"])
+    finished = state["finished"] if plan.get("report") else None
+    reporter = gevent.spawn(_report, runner, state) if finished is not None else None
     greenlets = []
     for j, (k, offset) in enumerate(zip(plan["ks"], plan["offsets_ns"])):
         wait_ns = origin + offset - time.perf_counter_ns()
         if wait_ns > 0:
             gevent.sleep(wait_ns / 1e9)
+        if state["stop"]:
+            break
         greenlets.append(
-            gevent.spawn(_send_one, client, path, plan, env, rows, j, k, origin + offset, origin)
+            gevent.spawn(
+                _send_one, client, path, plan, env, rows, j, k, origin + offset, origin, finished
+            )
         )
     gevent.joinall(greenlets)
-    runner.send_message("wb_results", rows)
+    if reporter is not None:
+        reporter.kill()
+    runner.send_message("wb_results", [row for row in rows if row is not None])
+
+
+def _report(runner, state: dict) -> None:
+    """Every ``POLL_S``, the requests finished since the last report (``wb_progress``) to the master."""
+    while True:
+        gevent.sleep(POLL_S)
+        if state["finished"]:
+            done, state["finished"][:] = list(state["finished"]), []
+            runner.send_message("wb_progress", done)
 
 
 def _send_one(
@@ -224,6 +301,7 @@ def _send_one(
     k: int,
     due: int,
     origin: int,
+    finished: list | None = None,
 ) -> None:
     body = plan["payloads"][k % len(plan["payloads"])]
     rid = f"{plan['tag']}-{k}"
@@ -243,6 +321,8 @@ def _send_one(
         error = ("network", type(exc).__name__, str(exc) or repr(exc))
     done = time.perf_counter_ns()
     rows[j] = (k, due - origin, sent - origin, done - origin, status, headers, failed_body, error)
+    if finished is not None:  # filed as client_tables files it: from the send, ok on a 200
+        finished.append((due - origin, sent - origin, done - sent, status == 200))
     failure = (
         None
         if status == 200

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.cli.signals import EXIT_TERMINATED, sigterm_as_interrupt, terminated
+from workbench.signals import EXIT_TERMINATED, sigterm_as_interrupt, terminated
 from workbench.record import load_run
 
 TICKING = '''
@@ -87,3 +87,39 @@ def test_the_handler_is_restored_and_does_nothing_off_the_main_thread():
     assert terminated() and signal.getsignal(signal.SIGTERM) is before
     with sigterm_as_interrupt():
         assert not terminated()
+
+
+@pytest.mark.slow
+def test_sigterm_during_a_served_load_drains_like_ctrl_c_and_exits_143(tmp_path):
+    import json
+    import os
+    import urllib.request
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serving"))
+    from served_helpers import ENV, Served, payload_file
+
+    server = Served(tmp_path / "server")
+    try:
+        out = tmp_path / "client"
+        proc = subprocess.Popen([sys.executable, "-m", "workbench", "load", "--url", server.url, "--payloads",
+                                 str(payload_file(tmp_path / "payloads.txt", 200)), "--rate", "50", "--duration",
+                                 "60", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=ENV)
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                with urllib.request.urlopen(f"{server.url}/healthz", timeout=30) as r:
+                    if json.loads(r.read())["requests"] >= 20:
+                        break
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGTERM)
+            err = proc.communicate(timeout=120)[1]
+        finally:
+            proc.kill()
+        assert proc.returncode == 143, err
+        run = load_run(out)
+        assert run.meta.status == "interrupted" and run.requests["ok"].all()  # in flight at SIGTERM: answered
+        assert "workbench load: terminated (SIGTERM)" in err
+    finally:
+        server.stop()
+    assert os.path.isdir(tmp_path / "server")

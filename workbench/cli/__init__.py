@@ -33,7 +33,7 @@ import sys
 import traceback
 
 from ..errors import WorkbenchError
-from .signals import EXIT_TERMINATED, sigterm_as_interrupt, terminated
+from ..signals import EXIT_TERMINATED, sigterm_as_interrupt, terminated
 
 SUBCOMMAND_MODULES = ("profile", "show", "analyze", "batching", "audit", "serve", "ingest_otel", "compare", "gate", "export_dashboard",
                       "locust_worker")

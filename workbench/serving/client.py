@@ -202,6 +202,7 @@ class Schedule:
         finally:
             if handles_sigint and not self.interrupted:
                 loop.remove_signal_handler(signal.SIGINT)
+                loop.remove_signal_handler(signal.SIGTERM)
             self.pool.before_read = None
             gc.unfreeze()
             if gc_was:
@@ -214,6 +215,7 @@ class Schedule:
         The handler is removed, so a second Ctrl-C raises ``KeyboardInterrupt`` and abandons the run.
         """
         self._loop.remove_signal_handler(signal.SIGINT)
+        self._loop.remove_signal_handler(signal.SIGTERM)
         self.interrupted, unsent, self.limit = True, self.limit - self.k, self.k
         self.pending -= unsent
         if self.pending == 0 and not self.finished.done():
@@ -291,9 +293,17 @@ class Schedule:
 
 
 def _catch_sigint(loop, handler) -> bool:
-    """Route SIGINT to ``handler`` on ``loop`` (False where that is impossible: not the main thread)."""
+    """Route SIGINT, and SIGTERM (noted: the command exits 143), to ``handler`` on ``loop`` (False where that is
+    impossible: not the main thread)."""
+    from ..signals import note_terminated
+
+    def on_sigterm() -> None:
+        note_terminated()
+        handler()
+
     try:
         loop.add_signal_handler(signal.SIGINT, handler)
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
     except (RuntimeError, ValueError, NotImplementedError):
         return False
     return True

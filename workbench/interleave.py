@@ -21,6 +21,10 @@ stage and end to end of every B against A is computed (a quick bootstrap of
 item source ran out. The report's ``stopped`` says which, with the rounds, the
 seconds and the widest interval at the last check.
 
+Outputs: the final outputs of each configuration's first requests (warm-up
+included, the same items for all) are kept as the rounds make them and
+compared with A's (``outputs``, :mod:`workbench.analysis.outputs`).
+
 The samples (integer ns per stage and end to end) go to
 :func:`workbench.analysis.verdicts.paired_comparison`, which pairs blocks by
 round. ``compare(...)`` returns a :class:`Comparison`; ``.result`` is what
@@ -71,11 +75,13 @@ class Comparison:
     """What an interleaved comparison measured and concluded.
 
     configs: one dict per configuration (``label``, ``config``, ``requests``, ``failed``,
-        ``errors``: exception type -> count).
+        ``errors``: exception type -> count, ``outputs``: its final outputs against A's,
+        :mod:`workbench.analysis.outputs`).
     samples: one row per measured request: ``config`` (index into configs),
         ``round``, ``request`` (per configuration), ``ok``, ``error_type``, then
         one int ns column per stage and ``end_to_end`` (null where it did not run).
-    result: the JSON report (``configs``, ``stages``, ``end_to_end``, ...), B against A.
+    result: the JSON report (``configs``, ``stages``, ``end_to_end``, ``stopped``, ``outputs``, ...),
+        B against A.
     """
 
     pipeline: str

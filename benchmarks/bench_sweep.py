@@ -7,8 +7,8 @@
    profile``, one thread): the simulator's service times.
 2. Serves it (``workbench serve --example text --max-batch-size 8
    --max-wait-ms 5 --threads 1``) and sweeps ``load --url --sweep
-   rate=...`` against it, each point ``--max-windows`` windows of
-   ``--window-s``, with ``--service`` the profiles: the simulator's curve for
+   rate=...`` against it, each point windows of ``--window-s`` until three
+   agree, at most ``--max-windows``, with ``--service`` the profiles: the simulator's curve for
    the same policy at the same rates, the measured/predicted ratio per point.
 3. At the highest rate, ``load --url`` once with the workbench's own
    generator and once each with Locust (``--engine locust``) and 1 and 2
@@ -154,8 +154,8 @@ def markdown(args, record: dict, lags: list[dict], started: str, png_how: str | 
         "# Capacity sweep against the simulator, and load generator lag (`benchmarks/bench_sweep.py`)",
         "",
         f"The text example served by `workbench serve --max-batch-size 8 --max-wait-ms 5 --threads 1`, swept "
-        f"with `load --url --sweep rate={args.rates}` ({args.max_windows} windows of {args.window_s:g} s per "
-        f"point, stable within 10 %), on loopback; started {started}, Python {platform.python_version()}, "
+        f"with `load --url --sweep rate={args.rates}` (windows of {args.window_s:g} s until three agree "
+        f"within 10 %, at most {args.max_windows} per point), on loopback; started {started}, Python {platform.python_version()}, "
         f"{os.cpu_count()} cores. Simulator: `--service` = profiles of the text example at batch sizes 1, 2, "
         "4, 8 (`workbench profile`, one thread), the same policy, Poisson arrivals at each point's rate.",
         "",
@@ -188,7 +188,7 @@ def markdown(args, record: dict, lags: list[dict], started: str, png_how: str | 
             _f(p["p50_ms"]),
             _f(p["p99_ms"]),
             *sim,
-            f"after {p['stable_after_windows']}" if p["stable"] else "no",
+            f"after {p['stable_after_windows']}" if p["stable"] else f"no ({p['windows']} windows)",
             _f(p["generator_lag_p99_ms"]),
             "yes" if p["noisy"] else "no",
         ]

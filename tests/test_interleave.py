@@ -223,3 +223,21 @@ def test_a_finite_item_source_ends_an_adaptive_run():
 def test_bad_adaptive_settings_are_refused(kw, message):
     with pytest.raises(ConfigError, match=message):
         compare(jittery_factory(FakeClock(), 1.0), [{}, {}], **kw)
+
+
+def test_an_undefined_interval_never_ends_the_rounds_and_the_report_stays_strict_json():
+    import json
+
+    clock = FakeClock()
+
+    def build(config):
+        pipe = Pipeline("toy", items=lambda: itertools.count())
+        pipe.add("noop", lambda b: b)  # 0 ns on the fake clock: its ratio B/A is undefined
+        pipe.add("forward", lambda b: clock.advance(10_000) or b)
+        return pipe
+
+    c = compare(build, [{}, {}], clock=clock, resamples=200, warmup=0, noise_probe=QuietProbe(False),
+                max_time_s=0.02)
+    stopped = c.result["stopped"]
+    assert stopped["by"] == "max_time" and stopped["widest"] == {"b": 1, "name": "noop", "width": None}
+    json.dumps(c.result, allow_nan=False)

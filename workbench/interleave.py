@@ -221,7 +221,8 @@ class _Stop:
         if self.rounds >= self.next_check:
             self.next_check = max(self.rounds + 8, int(self.rounds * 1.25))
             self.widest = _widest_interval(rows, self.names, n_configs, self.metric)
-            if self.widest is not None and self.widest["width"] < self.resolution:
+            width = (self.widest or {}).get("width")
+            if width is not None and width < self.resolution:
                 self.by = "resolution"
         if self.by is None and self.clock() - self.started >= self.max_ns:
             self.by = "max_time"
@@ -234,9 +235,11 @@ class _Stop:
 
 
 def _widest_interval(rows: list[tuple], names: list[str], n_configs: int, metric: str) -> dict[str, Any] | None:
-    """The widest ``metric`` interval (stage or end to end, any B against A) of a quick bootstrap; None: undefined."""
+    """The widest ``metric`` interval (stage or end to end, any B against A) of a quick bootstrap: ``{b, name,
+    width}``, ``width`` None when an interval is undefined (it counts as wider than any); None before both sides
+    have a successful request."""
     samples = _samples_table(rows, names)
-    widest = None
+    widest, widest_width = None, -1.0
     for b in range(1, n_configs):
         try:
             found = paired_comparison(samples, names, a=0, b=b, metric=metric, resamples=CHECK_RESAMPLES)
@@ -245,11 +248,13 @@ def _widest_interval(rows: list[tuple], names: list[str], n_configs: int, metric
         for e in [*found["stages"], found["end_to_end"]]:
             lo, hi = e[f"{metric}_ci"]
             width = math.inf if lo is None or hi is None else hi - lo
-            if widest is None or width > widest["width"]:
-                widest = {"b": b, "name": e["name"], "width": width if math.isfinite(width) else None}
-    if widest is not None and widest["width"] is None:
-        widest["width"] = math.inf
+            if width > widest_width:
+                widest, widest_width = {"b": b, "name": e["name"], "width": _finite(width)}, width
     return widest
+
+
+def _finite(x: float) -> float | None:
+    return round(x, 6) if math.isfinite(x) else None
 
 
 def _label(config, base: PipelineConfig) -> str:

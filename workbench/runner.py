@@ -35,6 +35,7 @@ from .naming import stage_range_name
 from .pipeline import Pipeline, build_pipeline, first_request_checked
 from .precision import check_precision
 from .record import Run, build_tables, request_row, scratch_folder, stage_rows
+from .sampling import DEFAULT_INTERVAL_S, StackSampler
 from .timing import SYNC_POLICIES, Clock, CudaStageTimer, RequestTiming, StageFailure, time_request
 from .guard import TIMEOUT, Cancelled, Interrupted, check_timeout, guarded, is_timeout  # noqa: F401 (Cancelled: public here)
 from .memory import MemorySampler, RssReader, StageMemory, rss_bytes
@@ -101,6 +102,7 @@ def profile(
     stacks: bool = True,
     shapes: bool = False,
     modules: bool = False,
+    sample_stacks: bool = True,
 ) -> Run:
     """Measure a pipeline stage by stage and return the run (not yet saved).
 
@@ -122,6 +124,9 @@ def profile(
         then goes stage -> Python functions -> ops -> kernels), operator input shapes
         (``record_shapes``) and module names (``with_modules``). They cost time only in the
         traced run, never in the timing run's percentiles.
+    sample_stacks: sample the Python stacks of every timed request (``workbench.sampling``: a thread,
+        every 2 ms) so the slow requests' own frames explain the tail (``stacks`` in ``show --json``);
+        its cost is in ``benchmarks/results/sampler.md``. Off with an injected clock (tests).
     Ctrl-C raises :class:`workbench.guard.Interrupted` whose ``run`` holds what was measured
     (status "interrupted"; the timing run is kept when the traced run is cut).
     """
@@ -138,7 +143,9 @@ def profile(
         plan = MeasurePlan(pipe=pipe, target=target, threads=threads, requests=requests,
                            max_duration_s=max_duration_s, warmup=warmup, traced=traced, sync=sync, clock=clock,
                            progress=progress, cancel=cancel, noise_readings=noise_readings, timeout_s=timeout_s,
-                           read_rss=read_rss, trace_options=TraceOptions(stacks, shapes, modules), build_ns=build_ns)
+                           read_rss=read_rss, trace_options=TraceOptions(stacks, shapes, modules), build_ns=build_ns,
+                           sample_interval_s=(DEFAULT_INTERVAL_S if sample_stacks and clock is time.perf_counter_ns
+                                              else None))
         return _measure(plan, scratch)
     except BaseException:  # Ctrl-C or an error after the traced run: no scratch folder left behind
         for folder in scratch:
@@ -183,6 +190,7 @@ class MeasurePlan:
     read_rss: RssReader | None = None
     trace_options: TraceOptions = TraceOptions()
     build_ns: int | None = None
+    sample_interval_s: float | None = None  # stack sampling of the timing run (None: off)
 
 
 def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
@@ -198,10 +206,12 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
     probe = NoiseProbe(plan.noise_readings or Readings()).start()
     deadline_ns = None if max_duration_s is None else s_to_ns(max_duration_s)
     memory = MemorySampler(plan.read_rss or rss_bytes, start=warmup)
+    sampler = StackSampler(plan.sample_interval_s) if plan.sample_interval_s else None
     timings, status = _timing_run(pipe, items, warmup + requests, sync, plan.clock, progress, cancel, warmup,
-                                  deadline_ns, timeout_s, memory)
+                                  deadline_ns, timeout_s, memory, sampler)
     requests_df, stages_df = _tables(timings, pipe.stage_names, warmup, cfg.batch_size)
     attributes = _describe(pipe, timings, requests_df)
+    stacks = _stack_summary(sampler, timings, pipe.stage_names, requests_df, stages_df)
     measured = requests_df[~requests_df["warmup"] & requests_df["ok"]]
     noise = probe.finish(plan.threads, measured["dur_ns"].to_numpy())
     trace_path, trace_meta = None, None
@@ -240,6 +250,7 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
         "memory": memory.summary(),
         "stage_roles": pipe.stage_roles,
         "attributes": attributes,
+        "stacks": stacks,
         "cold_start": _cold_start(plan.build_ns, timings),
     }
     run = Run(meta=meta, requests=requests_df, stages=stages_df, trace_path=trace_path)
@@ -284,12 +295,14 @@ def next_batch(items, batch_size: int, pipe_name: str) -> list:
 
 
 def _timing_run(pipe, items, total, sync, clock, progress, cancel, warmup=0, deadline_ns=None, timeout_s=None,
-                memory=None) -> tuple[list[RequestTiming], str]:
+                memory=None, sampler=None) -> tuple[list[RequestTiming], str]:
     """Warm-up then measured requests; measuring stops early once ``deadline_ns`` of measured time passed.
 
     Returns the timings and the run's status: "complete"; "incomplete: timeout" when a request
     ran past ``timeout_s`` (it is the last timing, a ``Timeout`` failure); "interrupted" on
-    Ctrl-C (the timings finished before it). ``memory.observe(done)`` samples RSS between requests.
+    Ctrl-C (the timings finished before it). ``memory.observe(done)`` samples RSS between requests;
+    ``sampler`` (a :class:`workbench.sampling.StackSampler`) samples stacks while the requests run. A
+    request's output is dropped as soon as it is timed (``describe=`` has run inside the request).
     """
     from .gcprobe import GcProbe
 
@@ -299,14 +312,16 @@ def _timing_run(pipe, items, total, sync, clock, progress, cancel, warmup=0, dea
         run_one = functools.partial(CudaStageTimer(len(fns), sync, clock).time_request, names, fns)
         run_one = first_request_checked(run_one, run_one, pipe)  # options only: CUDA timing keeps no outputs
     else:
-        keep = frozenset(i for i, s in enumerate(pipe.stages) if s.describe is not None)
-        run_one = functools.partial(time_request, names, fns, clock=clock, gc_probe=gc_probe, keep=keep)
+        describe = {i: s.describe for i, s in enumerate(pipe.stages) if s.describe is not None}
+        run_one = functools.partial(time_request, names, fns, clock=clock, gc_probe=gc_probe, describe=describe)
         # the first request keeps every output: a generator stage and an unread --option are refused
         run_one = first_request_checked(run_one, functools.partial(
-            time_request, names, fns, clock=clock, gc_probe=gc_probe, keep=frozenset(range(len(fns)))), pipe, keep)
+            time_request, names, fns, clock=clock, gc_probe=gc_probe, keep=frozenset(range(len(fns))),
+            describe=describe), pipe)
     out: list[RequestTiming] = []
     measured_from = None
-    with gc_probe, guarded(run_one, names, timeout_s, clock=clock, cancel=cancel) as call:
+    with gc_probe, sampler or contextlib.nullcontext(), guarded(run_one, names, timeout_s, clock=clock,
+                                                                 cancel=cancel) as call:
         try:
             if memory is not None:
                 memory.observe(0)
@@ -318,6 +333,7 @@ def _timing_run(pipe, items, total, sync, clock, progress, cancel, warmup=0, dea
                 if measured_from is not None and i > warmup and clock() - measured_from >= deadline_ns:
                     break
                 out.append(call(next_batch(items, pipe.config.batch_size, pipe.name)))
+                out[-1].output = None  # the pipeline's answer is not the run's to keep
                 if is_timeout(out[-1]):
                     return out, STATUS_TIMEOUT
                 if memory is not None:
@@ -345,32 +361,42 @@ def _tables(timings: list[RequestTiming], names: list[str], warmup: int, batch_s
 
 
 def _describe(pipe: Pipeline, timings: list[RequestTiming], requests: pd.DataFrame) -> dict[str, Any] | None:
-    """Call each stage's ``describe=`` on its kept outputs, after the run and outside every timed region.
+    """The ``describe=`` numbers each request recorded (``workbench.timing``: called inside the request after
+    its last clock read, the output released at once), as ``attr.<name>`` float columns of ``requests``.
 
-    Adds one float column ``attr.<name>`` per attribute to ``requests`` (in place: the table is
-    the runner's own, not yet returned); returns the run's ``attributes`` meta or None.
+    Adds the columns in place (the table is the runner's own, not yet returned); returns the run's
+    ``attributes`` meta (names, stage -> names, stage -> first error) or None.
     """
-    describers = {i: s for i, s in enumerate(pipe.stages) if s.describe is not None}
-    if not describers:
+    stage_of = {i: s.name for i, s in enumerate(pipe.stages) if s.describe is not None}
+    if not stage_of:
         return None
     columns: dict[str, list] = {}
-    by_stage: dict[str, list[str]] = {s.name: [] for s in describers.values()}
+    by_stage: dict[str, list[str]] = {name: [] for name in stage_of.values()}
     errors: dict[str, str] = {}
     for row, t in enumerate(timings):
-        for i, value in (t.kept or {}).items():
-            try:
-                attrs = dict(describers[i].describe(value))
-                numbers = {str(k): float(v) for k, v in attrs.items()}
-            except Exception as exc:  # a broken describe= loses its attribute, never the run; it is reported
-                errors.setdefault(describers[i].name, f"{type(exc).__name__}: {exc}")
-                continue
+        for i, message in (t.attribute_errors or {}).items():
+            errors.setdefault(stage_of[i], message)
+        for i, numbers in (t.attributes or {}).items():
             for name, number in numbers.items():
                 columns.setdefault(name, [None] * len(timings))[row] = number
-                if name not in by_stage[describers[i].name]:
-                    by_stage[describers[i].name].append(name)
+                if name not in by_stage[stage_of[i]]:
+                    by_stage[stage_of[i]].append(name)
     for name, values in columns.items():
         requests[f"attr.{name}"] = pd.array(values, dtype="Float64")
     return {"names": sorted(columns), "stages": by_stage, "errors": errors}
+
+
+def _stack_summary(sampler, timings: list[RequestTiming], names: list[str], requests: pd.DataFrame,
+                   stages: pd.DataFrame) -> dict[str, Any] | None:
+    """The sampled stacks of the slow requests against the median ones (``workbench.analysis.stacks``)."""
+    if sampler is None:
+        return None
+    from .analysis.stacks import samples_frame, stack_summary
+    from .sampling import assign
+
+    got = assign(sampler, timings, names)
+    return stack_summary(samples_frame(got.request, got.stage, got.stack), got.stacks, requests, stages, names,
+                         interval_s=got.interval_s, unassigned=got.unassigned)
 
 
 def _cold_start(build_ns: int | None, timings: list[RequestTiming]) -> dict[str, Any]:

@@ -13,14 +13,19 @@ Out (``stacks`` in ``show --json``)::
     {"interval_ms", "samples", "unassigned", "tail_set", "headline",
      "stages": {stage: {"samples": {set: n}, "enough": bool, "lead": frame or None,
                         "frames": [{"frame", "file", "function", "caller",
-                                    "slowest_1pct", "slowest_5pct", "median", "growth"}],
+                                    "slowest_1pct", "slowest_5pct", "median", "growth",
+                                    "ms_per_request", "growth_ms"}],
                         "tree": [{"id", "parent", "name", "tail", "median"}]}}}
 
-``frames`` are sorted by ``growth`` (tail share minus median share; the tail
-set is the 1 % one when the run has one, else 5 %). ``lead`` is the frame the
-headline names: the deepest frame with at least :data:`DRILL_SHARE` (80 %) of
-the largest growth (a caller grows at least as much as the callee that makes
-its growth, so this drills down to the callee). ``tree`` is the differential flame graph:
+A frame's ``ms_per_request`` is its sampled time per request of each set
+(samples x interval / the set's requests) and ``growth_ms`` the tail set's
+minus the median set's (the tail set is the 1 % one when the run has one, else
+5 %); ``growth`` is the same difference in shares. ``frames`` are sorted by
+``growth_ms``. ``lead``, the frame the headline names, is the deepest frame
+whose time grows by at least :data:`DRILL_SHARE` (80 %) of the largest growth
+(a caller grows at least as much as the callee that makes its growth, so this
+drills down to the callee: a heavy user's longer redis read is named even when
+light users spend all of a short hydrate in the same read). ``tree`` is the differential flame graph:
 stacks merged by path from the stage function down, each node with its share
 of the tail set's and the median set's samples (nodes under
 :data:`MIN_NODE_SHARE` in both are left out). A stage whose tail set has fewer
@@ -108,7 +113,8 @@ def stack_summary(
             name: mine.loc[mine["request"].isin(ids), "stack"].tolist()
             for name, ids in sets.items()
         }
-        out_stages[stage] = _stage_entry(by_set, stacks, tail_set)
+        sizes = {name: len(ids) for name, ids in sets.items()}
+        out_stages[stage] = _stage_entry(by_set, stacks, tail_set, sizes, interval_s * 1e3)
     wide = stage_matrix(requests, stages, order)
     tail_shares = shares(wide, sets[tail_set], order) if len(sets[tail_set]) else {}
     top = max(order, key=lambda s: tail_shares.get(s, 0.0)) if tail_shares else None
@@ -122,7 +128,13 @@ def stack_summary(
     }
 
 
-def _stage_entry(by_set: dict[str, list[int]], stacks: list, tail_set: str) -> dict[str, Any]:
+def _stage_entry(
+    by_set: dict[str, list[int]],
+    stacks: list,
+    tail_set: str,
+    sizes: dict[str, int],
+    interval_ms: float,
+) -> dict[str, Any]:
     counts = {name: _frame_counts(ids, stacks) for name, ids in by_set.items()}
     n = {name: len(ids) for name, ids in by_set.items()}
     callers = _callers(by_set[tail_set] + by_set["median"], stacks)
@@ -137,6 +149,11 @@ def _stage_entry(by_set: dict[str, list[int]], stacks: list, tail_set: str) -> d
     for key in keys:
         share = {name: (counts[name][key] / n[name] if n[name] else None) for name in by_set}
         growth = (share[tail_set] or 0.0) - (share["median"] or 0.0)
+        per_request = {  # the frame's sampled time per request of each set, in ms
+            name: counts[name][key] * interval_ms / sizes[name] if sizes[name] else None
+            for name in by_set
+        }
+        growth_ms = (per_request[tail_set] or 0.0) - (per_request["median"] or 0.0)
         rows.append(
             {
                 "frame": frame_name(*key),
@@ -147,10 +164,12 @@ def _stage_entry(by_set: dict[str, list[int]], stacks: list, tail_set: str) -> d
                 "slowest_5pct": share.get("slowest_5pct"),
                 "median": share["median"],
                 "growth": growth,
+                "ms_per_request": per_request,
+                "growth_ms": growth_ms,
                 "_depth": depth.get(key, 0),
             }
         )
-    rows.sort(key=lambda r: (-r["growth"], -r["_depth"], r["file"], r["function"]))
+    rows.sort(key=lambda r: (-r["growth_ms"], -r["_depth"], r["file"], r["function"]))
     lead = _lead(rows)
     for r in rows:
         del r["_depth"]
@@ -164,12 +183,13 @@ def _stage_entry(by_set: dict[str, list[int]], stacks: list, tail_set: str) -> d
 
 
 def _lead(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The frame the headline names: the deepest of those carrying at least ``DRILL_SHARE`` of the largest
-    growth (a caller always grows at least as much as the callee that makes its growth: drill down)."""
-    if not rows or rows[0]["growth"] <= 0:
+    """The frame the headline names: the deepest of those whose time per request grows by at least
+    ``DRILL_SHARE`` of the largest growth (a caller grows at least as much as the callee that makes its
+    growth, so this drills down to the callee). Rows come sorted by ``growth_ms``."""
+    if not rows or rows[0]["growth_ms"] <= 0:
         return None
-    near = [r for r in rows if r["growth"] >= DRILL_SHARE * rows[0]["growth"]]
-    best = max(near, key=lambda r: (r["_depth"], r["growth"]))
+    near = [r for r in rows if r["growth_ms"] >= DRILL_SHARE * rows[0]["growth_ms"]]
+    best = max(near, key=lambda r: (r["_depth"], r["growth_ms"]))
     return {k: v for k, v in best.items() if k != "_depth"}
 
 

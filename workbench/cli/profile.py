@@ -45,6 +45,9 @@ def register(subparsers) -> None:
     add_fail_on_error(p)
     p.add_argument("--no-stacks", dest="stacks", action="store_false",
                    help="the traced run records no Python call stacks inside stages (with_stack, on by default)")
+    p.add_argument("--no-sample-stacks", dest="sample_stacks", action="store_false",
+                   help="the timing run samples no Python stacks (on by default: a thread samples every request's "
+                        "stack every 2 ms, so the slow requests' own frames explain the tail)")
     p.add_argument("--record-shapes", action="store_true", help="the traced run records operator input shapes")
     p.add_argument("--with-modules", action="store_true", help="the traced run records nn.Module names")
     p.add_argument("--out", type=Path, help="run folder to write (default runs/NAME-DEVICE-bsN-PRECISION-TIME)")
@@ -136,7 +139,8 @@ def run(args) -> int:
         with stdout_to_stderr(args.json):  # what stages print never mixes with the JSON object
             result = profile(factory, config, requests=args.requests, warmup=args.warmup, traced=args.traced,
                              sync=args.sync, timeout_s=args.timeout_s, max_duration_s=args.max_duration,
-                             stacks=args.stacks, shapes=args.record_shapes, modules=args.with_modules)
+                             stacks=args.stacks, shapes=args.record_shapes, modules=args.with_modules,
+                             sample_stacks=args.sample_stacks)
     except Interrupted as stop:
         save_interrupted(stop.run, out)
         raise

@@ -44,6 +44,7 @@ class RunMeta:
     stages: stage names in order (a load run's start with the two waits).
     pipeline_stages: the pipeline's own stages where ``stages`` adds others (load and served runs).
     stage_roles: stage name -> role (``forward``, ``preprocess``, ...), as the pipeline declared them.
+    stacks: the timing run's sampled stacks, slow requests against median ones (``workbench.analysis.stacks``).
     status: "complete", "interrupted" or "incomplete: <why>" (e.g. "incomplete: timeout").
     The optional sections (None when not measured) are filled by the features that measure them.
     extra: top-level keys this version does not know, kept so a load and save loses nothing.
@@ -71,6 +72,7 @@ class RunMeta:
     serving: Serving | None = None
     ingest: Ingest | None = None
     stage_roles: dict[str, str] | None = None
+    stacks: Json | None = None
     extra: Json = field(default_factory=dict)
 
     @property

@@ -1,7 +1,7 @@
 """The Host allow-list: which Host headers the room server answers."""
 from __future__ import annotations
 
-from workbench.room.hosts import allowed_hosts, host_allowed, host_of_header, is_loopback_bind
+from workbench.serving.hosts import allowed_hosts, host_allowed, host_of_header, is_loopback_bind
 
 
 def test_host_of_header_strips_port_brackets_case_and_trailing_dot():

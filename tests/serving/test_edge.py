@@ -37,9 +37,13 @@ def test_limits_validated_and_recorded_without_the_token():
         EdgeLimits(max_body_bytes=0)
     with pytest.raises(ConfigError, match="16 characters"):
         EdgeLimits(control_token="short")
-    limits = EdgeLimits(control_token="x" * 20).with_bind_host("10.1.2.3")
-    assert limits.allow_hosts == ("127.0.0.1", "localhost", "::1", "10.1.2.3")
-    assert EdgeLimits().with_bind_host("0.0.0.0").allow_hosts == ("127.0.0.1", "localhost", "::1")
+    limits = EdgeLimits(allow_hosts=("serve.example",), control_token="x" * 20)
+    assert limits.answered("10.1.2.3") == {"127.0.0.1", "localhost", "::1", "10.1.2.3", "serve.example"}
+    assert refusal(limits, "GET", "/healthz", {"host": "10.1.2.3:8000"}, 0, limits.answered("10.1.2.3")) is None
+    assert refusal(limits, "GET", "/healthz", {"host": "10.1.2.3:8000"}, 0)[:2] == (421, "host")  # bound to loopback
+    wildcard = EdgeLimits().answered("0.0.0.0")  # the room's rule: this machine's names and addresses too
+    assert {"127.0.0.1", socket.gethostname().lower()} <= wildcard
+    assert limits.params("10.1.2.3")["allow_hosts"] == ["10.1.2.3", "127.0.0.1", "::1", "localhost", "serve.example"]
     assert limits.params()["control_token"] == "set" and "x" * 20 not in json.dumps(limits.params())
     assert token_ok(limits, "x" * 20) and not token_ok(limits, "y" * 20) and not token_ok(EdgeLimits(), "")
     assert response_bytes(503, "busy", 1) == (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; "

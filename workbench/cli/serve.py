@@ -32,13 +32,13 @@ def register(subparsers) -> None:
 
 def add_edge_arguments(p) -> None:
     """The network edge's limits (``workbench.serving.edge.EdgeLimits``; docs/serving.md lists them)."""
-    from ..serving.edge import EdgeLimits, LOOPBACK_HOSTS
+    from ..serving.edge import EdgeLimits
 
     d = EdgeLimits()
     g = p.add_argument_group("edge", "who may talk to the server, how much and for how long (docs/serving.md)")
     g.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                   help=f"also answer this Host name (repeatable; '*': any). Default: {', '.join(LOOPBACK_HOSTS)} "
-                        "and the --host address")
+                   help="also answer this Host name (repeatable; '*': any). Always answered: localhost, 127.0.0.1, "
+                        "::1 and the --host address (for 0.0.0.0: this machine's names and addresses)")
     g.add_argument("--control-token", metavar="TOKEN",
                    help="enable POST /shutdown for requests carrying X-Workbench-Token: TOKEN (16+ characters; "
                         "default: the endpoint is off, stop with SIGTERM or Ctrl-C)")
@@ -64,9 +64,9 @@ def add_edge_arguments(p) -> None:
 
 
 def edge_limits_from_args(args):
-    from ..serving.edge import LOOPBACK_HOSTS, EdgeLimits
+    from ..serving.edge import EdgeLimits
 
-    return EdgeLimits(allow_hosts=(*LOOPBACK_HOSTS, *(h.strip().lower() for h in args.allow_host)),
+    return EdgeLimits(allow_hosts=tuple(h.strip().lower() for h in args.allow_host if h.strip()),
                       control_token=args.control_token, max_header_bytes=args.max_header_bytes,
                       max_body_bytes=args.max_body_bytes, max_request_id_chars=args.max_request_id,
                       header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout,

@@ -5,12 +5,12 @@ dashboards and notebooks for a workshop room (``make room``). Around plain
 Voila it adds what a server handed to strangers needs:
 
 * a Host allow-list, always on (stops DNS rebinding of a 127.0.0.1 server):
-  :mod:`workbench.room.hosts`;
+  :mod:`workbench.serving.hosts` (shared with ``workbench serve``);
 * a token for any non-loopback bind, printed in the URL to hand out;
 * kernels of closed pages shut down (the page's own shutdown request gets its
   ``_xsrf`` cookie) or culled when idle and unconnected, each kernel with a
   scratch folder (``TMPDIR``, ``WORKBENCH_SCRATCH_DIR``) deleted when it ends,
-  and a bounded kernel count: :mod:`workbench.room.kernels`;
+  and bounded kernel counts (in all, and per client not yet connected): :mod:`workbench.room.kernel_manager`;
 * live profiling one at a time across the server: :mod:`workbench.live_queue` (below the widgets that take it).
 
 Nothing here is imported by ``import workbench``; only the launcher imports Voila.

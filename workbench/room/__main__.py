@@ -9,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .hosts import WILDCARD_BINDS, is_loopback_bind, normalize_host
+from ..serving.hosts import WILDCARD_BINDS, is_loopback_bind, normalize_host
 
 ROOM_DEFAULTS = {"pool": 2, "max_kernels": 40, "live": "queue", "path": "notebooks"}
 PLAIN_DEFAULTS = {"pool": 0, "max_kernels": 20, "live": "on", "path": "notebooks/dashboards"}

@@ -34,7 +34,7 @@ from voila.static_file_handler import AllowListFileHandler, TemplateStaticFileHa
 from voila.tornado.handler import TornadoVoilaHandler
 from voila.tornado.kernel_websocket_handler import VoilaKernelWebsocketHandler
 
-from .hosts import allowed_hosts, host_allowed, is_loopback_bind
+from ..serving.hosts import allowed_hosts, host_allowed, is_loopback_bind
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE_PATH = REPO / "share" / "jupyter"

@@ -33,8 +33,8 @@ from http import HTTPStatus
 from urllib.parse import urlparse
 
 from ..errors import ConfigError
+from . import hosts
 
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 TOKEN_HEADER = "X-Workbench-Token"
 STATE_CHANGING = ("POST", "PUT", "PATCH", "DELETE")
 
@@ -43,7 +43,8 @@ STATE_CHANGING = ("POST", "PUT", "PATCH", "DELETE")
 class EdgeLimits:
     """The edge's settings (see docs/serving.md, which lists each with its default)."""
 
-    allow_hosts: tuple[str, ...] = LOOPBACK_HOSTS  # ``Host`` names answered ("*": any)
+    allow_hosts: tuple[str, ...] = ()             # ``Host`` names answered besides the loopback names and the
+    #                                               bound address (a wildcard bind: this machine's); "*": any
     control_token: str | None = None              # ``X-Workbench-Token`` of ``POST /shutdown`` (None: endpoint off)
     max_header_bytes: int = 16_384                # request line + headers -> 431
     max_body_bytes: int = 1_048_576               # -> 413
@@ -71,50 +72,42 @@ class EdgeLimits:
             raise ConfigError("--control-token: use at least 16 characters (e.g. python -c "
                               "'import secrets; print(secrets.token_urlsafe())')")
 
-    def with_bind_host(self, host: str) -> "EdgeLimits":
-        """The allow-list plus the address the server listens on (unless it is a wildcard)."""
-        name = _host_name(host)
-        if name in ("0.0.0.0", "::", "") or name in self.allow_hosts:
-            return self
-        return EdgeLimits(**(asdict(self) | {"allow_hosts": (*self.allow_hosts, name)}))
+    def answered(self, bind: str = "127.0.0.1") -> frozenset[str]:
+        """The ``Host`` names a server bound to ``bind`` answers (:func:`workbench.serving.hosts.allowed_hosts`,
+        the room's rule: loopback names, the bound address or, for a wildcard bind, this machine's)."""
+        return hosts.allowed_hosts(bind, [h for h in self.allow_hosts if h != "*"])
 
-    def params(self) -> dict:
-        """The settings for the run record (the token itself is not recorded)."""
+    def params(self, bind: str = "127.0.0.1") -> dict:
+        """The settings for the run record (the token itself is not recorded; the hosts as answered)."""
         out = asdict(self)
-        out["allow_hosts"] = list(self.allow_hosts)
+        out["allow_hosts"] = ["*"] if "*" in self.allow_hosts else sorted(self.answered(bind))
         out["control_token"] = "set" if self.control_token else None
         return out
 
 
-def _host_name(value: str) -> str:
-    """``Host`` header value -> lower-case name without port or brackets (``[::1]:80`` -> ``::1``)."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[1:value.find("]")] if "]" in value else value
-    if value.count(":") == 1:
-        value = value.partition(":")[0]
-    return value.rstrip(".")
-
-
-def host_allowed(limits: EdgeLimits, host_header: str | None) -> bool:
+def host_allowed(limits: EdgeLimits, host_header: str | None, answered: frozenset[str] | None = None) -> bool:
+    """Whether a ``Host`` header (or an Origin's host name) is one the server answers."""
     if "*" in limits.allow_hosts:
         return True
-    return host_header is not None and _host_name(host_header) in limits.allow_hosts
+    return hosts.host_allowed(host_header, answered if answered is not None else limits.answered())
 
 
-def refusal(limits: EdgeLimits, method: str, path: str, headers: dict[str, str], pending: int) -> tuple[int, str, str] | None:
+def refusal(limits: EdgeLimits, method: str, path: str, headers: dict[str, str], pending: int,
+            answered: frozenset[str] | None = None) -> tuple[int, str, str] | None:
     """``(status, reason key, message)`` when the request is refused at the edge, else None.
 
-    ``headers``: lower-case names. ``pending``: requests queued or running now.
+    ``headers``: lower-case names. ``pending``: requests queued or running now. ``answered``: the
+    server's ``Host`` names (:meth:`EdgeLimits.answered` of its bind address; default loopback's).
     """
+    answered = answered if answered is not None else limits.answered()
     host = headers.get("host")
-    if not host_allowed(limits, host):
-        return 421, "host", (f"Host {host[:80]!r} is not served here (allowed: {', '.join(limits.allow_hosts)}; "
-                             "add one with --allow-host)" if host else "no Host header")
+    if not host_allowed(limits, host, answered):
+        return 421, "host", (f"Host {host[:80]!r} is not served here (DNS rebinding guard; add a name with "
+                             "--allow-host)" if host else "no Host header")
     origin = headers.get("origin")
     if method in STATE_CHANGING and origin is not None:
         name = urlparse(origin).hostname if origin != "null" else None
-        if name is None or not host_allowed(limits, f"[{name}]" if ":" in name else name):
+        if name is None or not host_allowed(limits, f"[{name}]" if ":" in name else name, answered):
             return 403, "origin", f"Origin {origin[:80]!r} may not send {method} here (a web page of another site)"
     rid = headers.get("x-request-id")
     if rid is not None and len(rid) > limits.max_request_id_chars:

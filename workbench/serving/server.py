@@ -70,7 +70,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def make_app(service: PipelineService, server_box: dict, log=print, limits: EdgeLimits | None = None,
-             refused: Counter | None = None):
+             refused: Counter | None = None, answered: frozenset[str] | None = None):
     """The Starlette app behind the edge's per-request checks (:func:`workbench.serving.edge.refusal`).
 
     ``server_box['server']`` is the uvicorn server ``/shutdown`` stops; refusals are counted in ``refused``.
@@ -82,6 +82,7 @@ def make_app(service: PipelineService, server_box: dict, log=print, limits: Edge
 
     limits = limits or EdgeLimits()
     refused = refused if refused is not None else Counter()
+    answered = answered if answered is not None else limits.answered()
 
     clock = service.clock
 
@@ -130,7 +131,7 @@ def make_app(service: PipelineService, server_box: dict, log=print, limits: Edge
     async def edge(scope, receive, send):
         if scope["type"] == "http":
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-            refuse = refusal(limits, scope["method"], scope["path"], headers, len(service.http))
+            refuse = refusal(limits, scope["method"], scope["path"], headers, len(service.http), answered)
             if refuse is not None:
                 status, reason, message = refuse
                 refused[reason] += 1
@@ -174,9 +175,10 @@ def serve(pipe, policy, *, host: str = "127.0.0.1", port: int = 8000, warmup: in
     url = f"http://{host}:{sock.getsockname()[1]}"
     service = PipelineService(pipe, policy, warmup=warmup, clock=clock)
     box: dict[str, Any] = {}
-    limits = (limits or EdgeLimits()).with_bind_host(host)
+    limits = limits or EdgeLimits()
     refused: Counter = Counter()
-    config = uvicorn.Config(make_app(service, box, log, limits, refused), log_level="warning", access_log=False,
+    config = uvicorn.Config(make_app(service, box, log, limits, refused, limits.answered(host)), log_level="warning",
+                            access_log=False,
                             lifespan="off", http=edge_protocol(limits, refused), loop="asyncio",
                             timeout_graceful_shutdown=drain_timeout_s, timeout_keep_alive=limits.keep_alive_s,
                             backlog=limits.accept_backlog)  # asyncio accepts up to this many per loop turn: a
@@ -219,7 +221,7 @@ def serve(pipe, policy, *, host: str = "127.0.0.1", port: int = 8000, warmup: in
     meta = _run_meta(pipe, started, requests, environment, server_meta(service) | {
         "role": "server", "url": url, "stopped_by": signal.Signals(signals[0]).name if signals else "/shutdown",
         "stack": f"uvicorn {uvicorn.__version__} (httptools) + starlette", "drain_timeout_s": drain_timeout_s,
-        "gc": gc_note, "edge": limits.params() | {"refused": dict(sorted(refused.items()))},
+        "gc": gc_note, "edge": limits.params(host) | {"refused": dict(sorted(refused.items()))},
         "cache": service._cache.stats() if service._cache is not None else None})
     return Run(meta=meta.replace(noise=noise), requests=requests, stages=stages)
 

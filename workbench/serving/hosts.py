@@ -1,4 +1,4 @@
-"""Which ``Host:`` headers the room server answers (pure functions, no tornado).
+"""Which ``Host:`` headers a local server answers (pure functions): ``workbench serve`` and the room.
 
 A page on ``evil.example`` whose DNS name is re-pointed at 127.0.0.1 (DNS
 rebinding) reaches a local server with ``Host: evil.example``; answering only

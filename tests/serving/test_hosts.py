@@ -1,4 +1,4 @@
-"""The Host allow-list: which Host headers the room server answers."""
+"""The Host allow-list of serve and the room (workbench.serving.hosts): pure functions, no server."""
 from __future__ import annotations
 
 from workbench.serving.hosts import allowed_hosts, host_allowed, host_of_header, is_loopback_bind

@@ -43,6 +43,7 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
     ("bench_serve_gc", ["--duration", "2", "--rounds", "1", "--md", str(RESULTS / "bench_serve_gc.md")], True),
     ("bench_sweep", ["--rates", "25,50", "--window-s", "1", "--max-windows", "3", "--lag-duration", "2",
                      "--md", str(RESULTS / "bench_sweep.md")], True),
+    ("bench_edge", ["--duration", "2", "--md", str(RESULTS / "bench_edge.md")], True),
     ("fuzz_traces", ["--smoke"], False),
     ("bench_room", ["--pages", "4", *_json("bench_room"), "--md", str(RESULTS / "bench_room.md")], False),
 ]

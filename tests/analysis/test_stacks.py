@@ -122,3 +122,18 @@ def test_too_few_tail_samples_name_no_frame_and_no_samples_no_summary():
         stack_summary(table.iloc[0:0], STACKS, requests, stages, ["hydrate"], interval_s=0.001)
         is None
     )
+
+
+def test_a_1_percent_set_with_too_few_samples_falls_back_to_the_5_percent_one():
+    requests, stages, table = planted()
+    # sampled every 80 ms instead of 1: a heavy hydrate gets 4 samples, a light one 1 (all in redis)
+    coarse = table[table.groupby(["request", "stage"]).cumcount() % 80 == 0]
+    out = stack_summary(coarse, STACKS, requests, stages, ["hydrate", "forward"], interval_s=0.08)
+    assert out["tail_set"] == "slowest_5pct"  # the 1 % set has 4 x 4 = 16 hydrate samples, under 20
+    hydrate = out["stages"]["hydrate"]
+    assert hydrate["samples"]["slowest_5pct"] == 13 * 4 + 7 and hydrate["enough"]
+    assert hydrate["lead"]["growth_ms"] == pytest.approx((13 * 4 + 7) * 80 / 20 - 80)
+    assert out["headline"] == (
+        "hydrate, 100 % of the slowest 5 % in redis read_response <- get_features "
+        "(recommend.py:143); median 100 %"
+    )

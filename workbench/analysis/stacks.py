@@ -19,14 +19,16 @@ Out (``stacks`` in ``show --json``)::
 
 A frame's ``ms_per_request`` is its sampled time per request of each set
 (samples x interval / the set's requests) and ``growth_ms`` the tail set's
-minus the median set's (the tail set is the 1 % one when the run has one, else
-5 %); ``growth`` is the same difference in shares. ``frames`` are sorted by
+minus the median set's (the tail set is the 1 % one when the run has one and
+the stage the tail attribution names has :data:`MIN_SAMPLES` samples in it,
+else the 5 % one); ``growth`` is the same difference in shares. ``frames`` are sorted by
 ``growth_ms``. ``lead``, the frame the headline names, is the deepest frame
 whose time grows by at least :data:`DRILL_SHARE` (80 %) of the largest growth
 (a caller grows at least as much as the callee that makes its growth, so this
 drills down to the callee: a heavy user's longer redis read is named even when
-light users spend all of a short hydrate in the same read). ``tree`` is the differential flame graph:
-stacks merged by path from the stage function down, each node with its share
+light users spend all of a short hydrate in the same read).
+
+``tree`` is the differential flame graph: stacks merged by path from the stage function down, each node with its share
 of the tail set's and the median set's samples (nodes under
 :data:`MIN_NODE_SHARE` in both are left out). A stage whose tail set has fewer
 than :data:`MIN_SAMPLES` samples has no headline frame (too few to say).
@@ -104,7 +106,24 @@ def stack_summary(
     if samples.empty or requests.empty:
         return None
     sets, tail_set = request_sets(requests, stages, order)
+    out = _summary(samples, stacks, requests, stages, order, sets, tail_set, interval_s)
+    top = out["headline_stage"]
+    if tail_set == "slowest_1pct" and top and not out["stages"].get(top, {}).get("enough"):
+        out = _summary(samples, stacks, requests, stages, order, sets, "slowest_5pct", interval_s)
+    del out["headline_stage"]
+    return {
+        "interval_ms": interval_s * 1e3,
+        "samples": int(len(samples)),
+        "unassigned": int(unassigned),
+    } | out
+
+
+def _summary(
+    samples, stacks, requests, stages, order, sets, tail_set: str, interval_s: float
+) -> dict[str, Any]:
+    """``tail_set``, ``stages``, ``headline`` and ``headline_stage`` against one tail set."""
     out_stages = {}
+    sizes = {name: len(ids) for name, ids in sets.items()}
     for stage in order:
         mine = samples[samples["stage"] == stage]
         if mine.empty:
@@ -113,18 +132,15 @@ def stack_summary(
             name: mine.loc[mine["request"].isin(ids), "stack"].tolist()
             for name, ids in sets.items()
         }
-        sizes = {name: len(ids) for name, ids in sets.items()}
         out_stages[stage] = _stage_entry(by_set, stacks, tail_set, sizes, interval_s * 1e3)
     wide = stage_matrix(requests, stages, order)
     tail_shares = shares(wide, sets[tail_set], order) if len(sets[tail_set]) else {}
     top = max(order, key=lambda s: tail_shares.get(s, 0.0)) if tail_shares else None
     return {
-        "interval_ms": interval_s * 1e3,
-        "samples": int(len(samples)),
-        "unassigned": int(unassigned),
         "tail_set": tail_set,
         "stages": out_stages,
         "headline": headline(out_stages.get(top), top, tail_set) if top else None,
+        "headline_stage": top,
     }
 
 

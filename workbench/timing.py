@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import ConfigError
+from .pipeline import exception_where
 from .units import ms_to_ns
 
 Clock = Callable[[], int]
@@ -43,8 +45,6 @@ class StageFailure:
 
     @classmethod
     def from_exception(cls, stage: str, exc: BaseException) -> "StageFailure":
-        from .pipeline import exception_where
-
         return cls(stage, type(exc).__name__, str(exc), exception_where(exc))
 
 
@@ -162,8 +162,6 @@ class CudaStageTimer:
         import torch
 
         if sync not in SYNC_POLICIES:
-            from .errors import ConfigError
-
             raise ConfigError(f"sync must be one of {', '.join(SYNC_POLICIES)}, got {sync!r}")
         self._torch = torch
         self._events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n_stages)]

@@ -61,3 +61,59 @@ def test_bad_input_names_the_problem(toy_summary):
 
 def test_payload_is_small(toy_summary):
     assert len(budget_figure(toy_summary, sla_ms=20).to_json()) < 20_000
+
+
+def _split_tail_run():
+    """100 measured requests, parse 1 ms, model 5 ms, post 1 ms, 1 us glue; parse is 9 ms in requests 0 and 1,
+    post 9 ms in requests 2 and 3: the slowest requests are slow in different stages."""
+    from types import SimpleNamespace
+
+    from plots_helpers import ORDER, make_run
+
+    ms = 1_000_000
+    durs = {"parse": [9 * ms if i < 2 else ms for i in range(100)], "model": [5 * ms] * 100,
+            "post": [9 * ms if i in (2, 3) else ms for i in range(100)]}
+    requests, stages = make_run(durs)
+    return SimpleNamespace(requests=requests, stages=stages, stage_names=list(ORDER), meta=SimpleNamespace(noise=None))
+
+
+def test_requests_view_stacks_the_p99_requests_own_stages_which_add_up():
+    from workbench.analysis.budget import percentile_request_parts, stage_summary
+
+    run = _split_tail_run()
+    summary = stage_summary(run)
+    at = percentile_request_parts(run)
+    # nearest rank: the 99th of 100 by (end to end, id): requests 0-3 tie at 15.001 ms, so #2 (parse 1, post 9)
+    assert at["request"].tolist() == [53, 2]  # p50: the 50th, of 96 ties at 7.001 ms from #4
+    p99 = at.iloc[1]
+    assert (p99["parse"], p99["model"], p99["post"]) == (1.0, 5.0, 9.0)
+    assert p99["unattributed"] == pytest.approx(0.001) and p99["end_to_end"] == pytest.approx(15.001)
+    fig = budget_figure(summary, mode="requests", at=at).to_dict()
+    bars = [t for t in fig["data"] if t["type"] == "bar"]
+    assert [t["name"] for t in bars] == ["parse", "model", "post", "unattributed"]
+    assert list(bars[0]["x"]) == ["p50 request (#53)", "p99 request (#2)"]
+    stacked = sum(decode(t["y"])[1] for t in bars)
+    marker = next(t for t in fig["data"] if t["name"] == "end to end")
+    assert stacked == pytest.approx(decode(marker["y"])[1]) == pytest.approx(15.001)
+    assert fig["layout"]["barmode"] == "stack"
+    # each stage's own p99 taken apart sums past the end-to-end p99: why the percentile view never stacks
+    stages = summary[summary["kind"] == "stage"]["p99_ms"].sum()
+    assert stages > summary.set_index("name").loc["end_to_end", "p99_ms"] + 5
+
+
+def test_percentile_view_says_its_bars_do_not_add_up(toy_summary):
+    fig = budget_figure(toy_summary).to_dict()
+    assert fig["layout"]["barmode"] == "group"
+    assert "do not add up" in fig["layout"]["legend"]["title"]["text"]
+
+
+def test_requests_view_needs_its_requests(toy_summary):
+    with pytest.raises(ConfigError, match="percentile_request_parts"):
+        budget_figure(toy_summary, mode="requests")
+
+
+def test_run_budget_figure_computes_the_percentile_requests():
+    from workbench.plots.budget import run_budget_figure
+
+    fig = run_budget_figure(_split_tail_run(), mode="requests").to_dict()
+    assert list(fig["data"][0]["x"]) == ["p50 request (#53)", "p99 request (#2)"]

@@ -151,3 +151,26 @@ def trust_keys(meta, requests: pd.DataFrame, order: list[str]) -> dict[str, Any]
         "quantization": meta.quantization.to_dict() if meta.quantization else None,
         "fingerprint": meta.fingerprint.to_dict() if meta.fingerprint else None,
     }
+
+
+def percentile_request_parts(run, percentiles=(50, 99)) -> pd.DataFrame:
+    """The measured successful request at each percentile of end to end, with its own stage times (ms).
+
+    One row per percentile: ``percentile``, ``request``, one ``<stage>`` column per stage
+    (pipeline order), ``unattributed`` and ``end_to_end``. The request is the nearest-rank
+    order statistic (rank ``ceil(q/100 * n)``, ties by request id), so its stages and
+    unattributed add up to its end to end exactly. Each stage's own p99 taken apart does
+    not: stacked, notebook 09's once stood at 24 ms over an end-to-end p99 of 19.4 ms.
+    """
+    order = list(run.stage_names)
+    wide = stage_matrix(run.requests, run.stages, order)
+    columns = ["percentile", "request", *order, UNATTRIBUTED, END_TO_END]
+    if wide.empty:
+        return pd.DataFrame(columns=columns)
+    wide = wide.reset_index().sort_values([END_TO_END, "request"], kind="stable")
+    rows = []
+    for q in percentiles:
+        r = wide.iloc[max(int(np.ceil(q / 100 * len(wide))) - 1, 0)]
+        parts = {name: (0.0 if pd.isna(r[name]) else int(r[name]) / NS_PER_MS) for name in [*order, UNATTRIBUTED]}
+        rows.append({"percentile": q, "request": int(r["request"]), **parts, END_TO_END: int(r[END_TO_END]) / NS_PER_MS})
+    return pd.DataFrame(rows, columns=columns)

@@ -5,7 +5,9 @@ pipeline order, then ``end_to_end`` and ``unattributed``). Percentiles of stages
 do not add up to the end-to-end percentile (the slowest requests of two stages
 are rarely the same request), so the percentile view groups bars side by side
 and never stacks them; the waterfall view stacks *means*, which do add up
-exactly: stages + unattributed = end to end.
+exactly: stages + unattributed = end to end. The requests view stacks the stages of
+the actual request at p50 and at p99 of end to end (``analysis.budget.percentile_request_parts``):
+each stack adds up to the request it describes.
 
 A run's trust marks travel with the figure: ``noise`` (the run's noise record,
 ``workbench.noise``) draws a badge in the top right corner (NOISY with its
@@ -25,7 +27,7 @@ from .style import END_TO_END_COLOR, PERCENTILE_COLORS, SLA_COLOR, empty_figure,
 
 PERCENTILES = ("p50_ms", "p95_ms", "p99_ms")
 NEEDED = ("name", "kind", "count", "mean_ms", *PERCENTILES, "share")
-MODES = ("percentiles", "waterfall")
+MODES = ("percentiles", "waterfall", "requests")
 
 
 def check_summary(summary: pd.DataFrame, what: str = "summary") -> None:
@@ -43,12 +45,17 @@ def budget_rows(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def budget_figure(summary: pd.DataFrame, *, sla_ms: float | None = None, title: str | None = None,
-                  mode: str = "percentiles", noise: dict | None = None, failures: dict | None = None) -> go.Figure:
+                  mode: str = "percentiles", noise: dict | None = None, failures: dict | None = None,
+                  at: pd.DataFrame | None = None) -> go.Figure:
     """Per-stage latency budget as bars (ms), with the share of each stage.
 
     ``mode="percentiles"``: for each stage, unattributed and end to end, three
     bars p50/p95/p99 (heights are the summary's ``p50_ms``/``p95_ms``/``p99_ms``).
+    The legend says they are each stage's own percentile, side by side: they do not add up.
     ``mode="waterfall"``: stage means stacked into the end-to-end mean.
+    ``mode="requests"``: ``at`` (``analysis.budget.percentile_request_parts`` of the run) drawn as
+    one stack per percentile request, its stages and unattributed adding up to its end to end
+    (a marker); :func:`run_budget_figure` computes ``at``.
     ``sla_ms`` draws a horizontal line (the end-to-end p99 target) and says in
     the title whether end-to-end p99 meets it. Hover and text carry each stage's
     share (its mean over the end-to-end mean). ``noise`` adds the noise badge,
@@ -57,12 +64,15 @@ def budget_figure(summary: pd.DataFrame, *, sla_ms: float | None = None, title: 
     check_summary(summary)
     if mode not in MODES:
         raise ConfigError(f"budget_figure: mode={mode!r}; use one of {MODES}")
+    if mode == "requests" and at is None:
+        raise ConfigError("budget_figure: mode='requests' needs at=analysis.budget.percentile_request_parts(run)")
     rows = budget_rows(summary)
     if rows.empty or not (rows["count"] > 0).any():
         why = "every measured request failed" if failures else "no measured requests in this run"
         fig = empty_figure("<br>".join([why, *failure_lines(failures)]), title or "Latency budget")
         return _badge(fig, noise)
-    fig = _percentile_bars(rows) if mode == "percentiles" else _waterfall(rows)
+    fig = {"percentiles": _percentile_bars, "waterfall": _waterfall}[mode](rows) if mode != "requests" else \
+        _request_stacks(rows, at)
     if sla_ms is not None:
         fig.add_hline(y=float(sla_ms), line=dict(color=SLA_COLOR, dash="dash", width=2),
                       annotation_text=f"SLA {sla_ms:g} ms", annotation_position="top left")
@@ -70,14 +80,17 @@ def budget_figure(summary: pd.DataFrame, *, sla_ms: float | None = None, title: 
     lines = failure_lines(failures)
     if lines:
         head += "<br><sup>" + "<br>".join(lines) + "</sup>"
-    return _badge(layout(fig, head, yaxis_title="latency (ms)", xaxis_title="stage"), noise)
+    xaxis_title = "request (rank of end to end)" if mode == "requests" else "stage"
+    return _badge(layout(fig, head, yaxis_title="latency (ms)", xaxis_title=xaxis_title), noise)
 
 
 def run_budget_figure(run, **kwargs) -> go.Figure:
     """:func:`budget_figure` of a run, with its noise badge and failures."""
-    from ..analysis.budget import stage_summary
+    from ..analysis.budget import percentile_request_parts, stage_summary
     from ..analysis.failures import failure_summary, noise_summary
 
+    if kwargs.get("mode") == "requests" and kwargs.get("at") is None:
+        kwargs["at"] = percentile_request_parts(run)
     return budget_figure(stage_summary(run), noise=noise_summary(run.meta),
                          failures=failure_summary(run.requests, run.stage_names), **kwargs)
 
@@ -132,7 +145,7 @@ def _percentile_bars(rows: pd.DataFrame) -> go.Figure:
             hovertemplate="%{x}<br>" + col.removesuffix("_ms") + " %{y:.3f} ms<br>share of mean %{customdata[0]}"
                           "<br>n=%{customdata[1]}<extra></extra>",
         )
-    fig.update_layout(barmode="group")
+    fig.update_layout(barmode="group", legend_title_text="each stage's own (side by side: they do not add up)")
     # the share under each name, short: "forward<br>90.8% of mean" overlapped its neighbours at half of 1280 px
     fig.update_xaxes(tickvals=names, ticktext=[f"{n}<br>{s}" if s else n for n, s in zip(names, share)],
                      title_text="stage (share of the end-to-end mean)")
@@ -151,6 +164,25 @@ def _waterfall(rows: pd.DataFrame) -> go.Figure:
         totals=dict(marker=dict(color=END_TO_END_COLOR)),
         hovertemplate="%{x}<br>mean %{y:.3f} ms (%{text})<extra></extra>",
     ))
+    return fig
+
+
+def _request_stacks(rows: pd.DataFrame, at: pd.DataFrame) -> go.Figure:
+    """One stacked bar per percentile request: its stages and unattributed (ms), end to end as a marker."""
+    parts = rows[rows["name"] != END_TO_END]["name"].tolist()
+    missing = [c for c in ("percentile", "request", *parts, END_TO_END) if c not in getattr(at, "columns", ())]
+    if missing:
+        raise ConfigError(f"budget_figure: at is missing columns {missing}; pass analysis.budget.percentile_request_parts(run)")
+    labels = [f"p{q:g} request (#{r})" for q, r in zip(at["percentile"], at["request"])]
+    fig = go.Figure()
+    for i, name in enumerate(parts):
+        fig.add_bar(x=labels, y=at[name].astype(float).to_numpy(), name=name,
+                    marker_color="#bbbbbb" if name == UNATTRIBUTED else stage_color(i),
+                    hovertemplate="%{x}<br>" + name + " %{y:.3f} ms<extra></extra>")
+    fig.add_scatter(x=labels, y=at[END_TO_END].astype(float).to_numpy(), mode="markers", name="end to end",
+                    marker=dict(symbol="line-ew-open", size=28, line=dict(width=3, color=END_TO_END_COLOR)),
+                    hovertemplate="%{x}<br>end to end %{y:.3f} ms<extra></extra>")
+    fig.update_layout(barmode="stack", legend_title_text="this request's own stages (they add up)")
     return fig
 
 

@@ -12,11 +12,11 @@ from workbench import Pipeline, profile
 
 
 def heavy_user_pipeline():
-    """hydrate reads 16 keys (1 ms) for most users and 640 keys (40 ms, in read_response) for every 33rd."""
+    """hydrate reads 16 keys (2 ms) for most users and 640 keys (80 ms, in read_response) for every 33rd."""
     pipe = Pipeline("recommend", items=lambda: itertools.count())
 
     def read_response(n_keys):
-        time.sleep(n_keys * 62.5e-6)  # the store's round trips: a heavy user's 640 keys take 40 ms
+        time.sleep(n_keys * 125e-6)  # the store's round trips: a heavy user's 640 keys take 80 ms
         return list(range(n_keys))
 
     def get_features(user):
@@ -39,7 +39,8 @@ def test_the_heavy_users_read_is_named_from_the_slow_requests_stacks():
     run = profile(heavy_user_pipeline(), requests=200, warmup=2, traced=0, max_duration_s=None)
     stacks = run.meta.stacks if hasattr(run.meta, "stacks") else run.meta["stacks"]
     hydrate = stacks["stages"]["hydrate"]
-    assert stacks["tail_set"] == "slowest_1pct" and hydrate["enough"]
+    # 2 heavy requests make the slowest 1 %: 16 samples each at 5 ms, or the 5 % set on a busy machine
+    assert stacks["tail_set"] in ("slowest_1pct", "slowest_5pct") and hydrate["enough"]
     assert hydrate["lead"]["function"] == "read_response" and hydrate["lead"]["caller"].startswith(
         "get_features ("
     )

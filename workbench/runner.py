@@ -125,7 +125,7 @@ def profile(
         (``record_shapes``) and module names (``with_modules``). They cost time only in the
         traced run, never in the timing run's percentiles.
     sample_stacks: sample the Python stacks of every timed request (``workbench.sampling``: a thread,
-        every 2 ms) so the slow requests' own frames explain the tail (``stacks`` in ``show --json``);
+        every 5 ms) so the slow requests' own frames explain the tail (``stacks`` in ``show --json``);
         its cost is in ``benchmarks/results/sampler.md``. Off with an injected clock (tests).
     Ctrl-C raises :class:`workbench.guard.Interrupted` whose ``run`` holds what was measured
     (status "interrupted"; the timing run is kept when the traced run is cut).

@@ -1,7 +1,7 @@
 """Python stacks of every timed request: a sampler thread, and each sample assigned to its request and stage.
 
 The timing run keeps its two clock reads per stage; beside it a daemon thread
-wakes every ``interval_s`` (2 ms by default), reads the clock and every
+wakes every ``interval_s`` (5 ms by default), reads the clock and every
 thread's current frame (``sys._current_frames``), and keeps the stack of the
 thread that is inside a stage: the frames from the stage function down to the
 running one, found by walking up to the timing function that called the stage
@@ -42,8 +42,9 @@ import numpy as np
 from . import timing
 from .errors import ConfigError
 
-# benchmarks/bench_sampler.py: at 1 ms the tabular example paid +5 to +9 %, at 2 ms nothing measurable
-DEFAULT_INTERVAL_S = 0.002
+# benchmarks/bench_sampler.py (interleaved, 3 examples): at 1 and 2 ms the tabular example paid +6 to +8 %;
+# at 5 ms every example stayed within +4 % (text and image within +-3 %)
+DEFAULT_INTERVAL_S = 0.005
 MAX_DEPTH = 128
 # the functions of workbench/timing.py that call the stages (and CudaStageTimer.time_request on CUDA)
 ROOT_FUNCTIONS = ("time_request", "_time_request_observed")

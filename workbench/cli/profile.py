@@ -47,7 +47,7 @@ def register(subparsers) -> None:
                    help="the traced run records no Python call stacks inside stages (with_stack, on by default)")
     p.add_argument("--no-sample-stacks", dest="sample_stacks", action="store_false",
                    help="the timing run samples no Python stacks (on by default: a thread samples every request's "
-                        "stack every 2 ms, so the slow requests' own frames explain the tail)")
+                        "stack every 5 ms, so the slow requests' own frames explain the tail)")
     p.add_argument("--record-shapes", action="store_true", help="the traced run records operator input shapes")
     p.add_argument("--with-modules", action="store_true", help="the traced run records nn.Module names")
     p.add_argument("--out", type=Path, help="run folder to write (default runs/NAME-DEVICE-bsN-PRECISION-TIME)")

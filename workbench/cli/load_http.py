@@ -7,13 +7,13 @@ they are, str as UTF-8, anything else as JSON).
 """
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..noise import noise_line
 from .load_args import SUMMARY_KEYS, arrivals_from_args, describe_load, http_load, summary_extra
+from .output import check_out, dumps, save_measured
 
 
 def add_url_arguments(load) -> None:
@@ -56,20 +56,19 @@ def run_http_load_command(args) -> int:
         args.batch_size = args.max_batch_size
     arrivals = arrivals_from_args(args, args.requests, args.duration)
     out = args.out or Path("runs") / f"load-url-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    if out.exists():
-        raise ConfigError(f"--out {out} already exists; pick another folder")
+    check_out(out, folder=True)  # before measuring
     payloads = payloads_from_args(args, min(len(arrivals.times_ns()), 10_000))
     try:
         run = http_load(args, payloads, arrivals)  # the workbench's generator, or --engine locust
     except Interrupted as stop:
         save_interrupted(stop.run, out, "load")
         raise
-    path = run.save(out)
+    path = save_measured(run, out)
     summary = load_summary(run.requests)
     serving, noise = run.meta.serving, run.meta.noise
     joined = _joined(run)
     if args.json:
-        print(json.dumps({k: summary[k] for k in SUMMARY_KEYS} | joined | summary_extra(summary)
+        print(dumps({k: summary[k] for k in SUMMARY_KEYS} | joined | summary_extra(summary)
                          | {"generator_lag": serving.generator_lag,
                             "generator_lag_ms": serving.generator_lag["max_ms"],
                             "noise": {"noisy": noise.noisy, "reasons": noise.reasons, "fix": noise.fix},

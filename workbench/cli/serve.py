@@ -5,6 +5,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import ConfigError
+from .output import check_out, save_measured
 from .profile import add_pipeline_arguments, apply_threads, config_from_args, factory_from_args
 
 
@@ -86,8 +87,7 @@ def run_serve_command(args) -> int:
     limits = edge_limits_from_args(args)
     out = args.out or Path("runs") / f"serve-{args.example or Path(args.pipeline.split(':')[0]).stem}-" \
                                      f"{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    if out.exists():
-        raise ConfigError(f"--out {out} already exists; pick another folder")
+    check_out(out, folder=True)  # before serving: what is measured is never thrown away
     apply_threads(args)
     pipe = resolve_pipeline(factory_from_args(args), config_from_args(args))
 
@@ -98,7 +98,7 @@ def run_serve_command(args) -> int:
 
     run = serve(pipe, policy, host=args.host, port=args.port, warmup=args.warmup,
                 drain_timeout_s=args.drain_timeout, ready=ready, gc_mode=args.gc, limits=limits)
-    path = run.save(out)
+    path = save_measured(run, out)
     load, serving = run.meta.load, run.meta.serving
     gc_note = serving.gc
     print(f"gc ({gc_note['mode']}): {gc_note['collections']} collections while serving, "

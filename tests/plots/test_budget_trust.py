@@ -53,3 +53,10 @@ def test_run_budget_figure_takes_the_runs_noise_and_failures():
     fig = run_budget_figure(run)
     assert "failed in forward: 2 (50.0 %), ValueError: odd item (x2)" in fig.to_dict()["layout"]["title"]["text"]
     assert len(_annotations(fig)) == 1  # the noise badge, whatever this machine's state
+
+
+def test_the_sampled_stacks_tail_line_goes_under_the_title(toy_summary):
+    line = "hydrate, 91 % of the slowest 1 % in redis read_response <- get_features (recommend.py:143); median 40 %"
+    title = budget_figure(toy_summary, tail=line).to_dict()["layout"]["title"]["text"]
+    assert title.endswith(f"<br><sup>tail: {line}</sup>")
+    assert "tail:" not in budget_figure(toy_summary).to_dict()["layout"]["title"]["text"]

@@ -46,7 +46,7 @@ def budget_rows(summary: pd.DataFrame) -> pd.DataFrame:
 
 def budget_figure(summary: pd.DataFrame, *, sla_ms: float | None = None, title: str | None = None,
                   mode: str = "percentiles", noise: dict | None = None, failures: dict | None = None,
-                  at: pd.DataFrame | None = None) -> go.Figure:
+                  at: pd.DataFrame | None = None, tail: str | None = None) -> go.Figure:
     """Per-stage latency budget as bars (ms), with the share of each stage.
 
     ``mode="percentiles"``: for each stage, unattributed and end to end, three
@@ -59,7 +59,8 @@ def budget_figure(summary: pd.DataFrame, *, sla_ms: float | None = None, title: 
     ``sla_ms`` draws a horizontal line (the end-to-end p99 target) and says in
     the title whether end-to-end p99 meets it. Hover and text carry each stage's
     share (its mean over the end-to-end mean). ``noise`` adds the noise badge,
-    ``failures`` the failure lines (see the module docstring).
+    ``failures`` the failure lines (see the module docstring); ``tail`` a line under the title
+    (the sampled stacks' one-liner: where the slowest requests spend their time).
     """
     check_summary(summary)
     if mode not in MODES:
@@ -77,7 +78,7 @@ def budget_figure(summary: pd.DataFrame, *, sla_ms: float | None = None, title: 
         fig.add_hline(y=float(sla_ms), line=dict(color=SLA_COLOR, dash="dash", width=2),
                       annotation_text=f"SLA {sla_ms:g} ms", annotation_position="top left")
     head = title or _title(rows, sla_ms)
-    lines = failure_lines(failures)
+    lines = failure_lines(failures) + ([f"tail: {tail}"] if tail else [])
     if lines:
         head += "<br><sup>" + "<br>".join(lines) + "</sup>"
     xaxis_title = "request (rank of end to end)" if mode == "requests" else "stage"
@@ -85,12 +86,14 @@ def budget_figure(summary: pd.DataFrame, *, sla_ms: float | None = None, title: 
 
 
 def run_budget_figure(run, **kwargs) -> go.Figure:
-    """:func:`budget_figure` of a run, with its noise badge and failures."""
+    """:func:`budget_figure` of a run, with its noise badge, failures and the sampled stacks' tail line."""
     from ..analysis.budget import percentile_request_parts, stage_summary
+    from ..analysis.explain import recorded_stacks
     from ..analysis.failures import failure_summary, noise_summary
 
     if kwargs.get("mode") == "requests" and kwargs.get("at") is None:
         kwargs["at"] = percentile_request_parts(run)
+    kwargs.setdefault("tail", (recorded_stacks(run.meta) or {}).get("headline"))
     return budget_figure(stage_summary(run), noise=noise_summary(run.meta),
                          failures=failure_summary(run.requests, run.stage_names), **kwargs)
 

@@ -1,4 +1,5 @@
 import numpy as np
+import pandas as pd
 import pytest
 
 from workbench.analysis import flame
@@ -54,16 +55,43 @@ def test_gpu_work_under_its_launch_call(tree):
 
 
 def test_prune_folds_small_nodes(tree):
-    pruned = flame.prune(tree, min_share=0.2)  # of 203 us of roots: keeps nodes >= 40.6 us
+    pruned = flame.prune(tree, min_share=0.3)  # of 203 us of roots: keeps nodes >= 60.9 us (GPU: >= 12.7 us)
     assert (pruned["parent"] < pruned["id"]).all()
     kept = set(pruned.loc[pruned["name"] != flame.OTHER, "name"])
-    assert kept == {"ProfilerStep", "forward", "cudaGraphLaunch"}
+    assert kept == {"ProfilerStep", "forward"}
     others = pruned[pruned["name"] == flame.OTHER].set_index("parent")["total_ns"]
     ids = {name: int(pruned.loc[pruned["name"] == name, "id"].iloc[0]) for name in kept}
-    # (no launch call) 3 us at the root; 1 + 0.5 us of calls under the step; linear + copy_
-    # under forward; g1 + g2 under the graph launch
-    assert others.to_dict() == {-1: 3 * K, ids["ProfilerStep"]: 1_500, ids["forward"]: 47 * K,
-                                ids["cudaGraphLaunch"]: 11 * K}
+    # (no launch call) 3 us at the root; 1 + 60 + 0.5 us of calls under the step; linear + copy_ under forward
+    assert others.to_dict() == {-1: 3 * K, ids["ProfilerStep"]: 61_500, ids["forward"]: 47 * K}
+
+
+def test_prune_keeps_gpu_work_above_the_share_of_gpu_time(tree):
+    # 20 %: host nodes >= 40.6 us, or GPU time >= 20 % of the roots' 42.25 us of GPU time (8.45 us):
+    # the 12 us gemm and 12 us copy stay with the calls that launched them (5 and 3 us of host time)
+    pruned = flame.prune(tree, min_share=0.2)
+    kept = pruned.loc[pruned["name"] != flame.OTHER, "name"].tolist()
+    assert kept == ["ProfilerStep", "forward", "aten::linear", "cudaLaunchKernel", "aten::copy_", "cudaMemcpyAsync",
+                    "cudaGraphLaunch", "gemm", "Memcpy HtoD (Pageable -> Device)"]
+    others = pruned[pruned["name"] == flame.OTHER].set_index("parent")[["total_ns", "gpu_ns"]]
+    ids = {name: int(pruned.loc[pruned["name"] == name, "id"].iloc[0]) for name in kept}
+    # g1 + g2 (3 + 8 us, under 8.45 us each) fold under the graph launch; the stream sync (24 us, no GPU) under copy_
+    assert others.loc[ids["cudaGraphLaunch"]].tolist() == [11 * K, 11 * K]
+    assert others.loc[ids["aten::copy_"]].tolist() == [24 * K, 0]
+    assert flame.pruned_size(tree, 0.2) == len(pruned) == 13
+
+
+def test_gpu_work_by_stage_sums_kernels_and_copies_per_root(tree):
+    gpu = flame.gpu_work_by_stage(tree)
+    assert list(gpu.columns) == flame.GPU_WORK_COLUMNS
+    rows = [(r.stage, r.name, r.gpu_ns, r.count) for r in gpu.itertuples()]
+    assert rows[0] == ("ProfilerStep", "gemm", 12 * K, 1)
+    assert gpu["bytes"].tolist()[:2] == [pd.NA, 1_200_000]
+    assert {r[1]: r[2] for r in rows if r[0] == "ProfilerStep"} == {
+        "gemm": 12 * K, "Memcpy HtoD (Pageable -> Device)": 12 * K, "g2": 8 * K, "relu": 4 * K, "g1": 3 * K,
+        "Memset (Device)": 250}
+    assert rows[-1] == ("(no launch call)", "orphan", 3 * K, 2)
+    assert gpu["gpu_ns"].sum() == 42_250
+    assert flame.gpu_work_by_stage(tree[~tree["kind"].isin(["kernel", "memcpy", "memset"])]).empty
 
 
 def test_flame_is_fast_on_many_events(tmp_path):

@@ -9,6 +9,10 @@ per parent), at the smallest share that fits. GPU nodes carry GPU time under
 the host call that launched them (another clock), so a node is drawn at least
 as wide as its children (:func:`display_totals`). Colors follow
 :data:`workbench.plots.style.KIND_COLORS`.
+
+A tree with GPU work (a CUDA run) gets a second icicle under the first: per stage, its
+kernels, copies and memsets (``analysis.flame.gpu_work_by_stage``), width = GPU time. In the
+host icicle a 20 us kernel under a 10 ms request is a few pixels wide and never labelled.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..analysis.flame import flame_tree, prune, pruned_sizes
+from ..analysis.flame import flame_tree, gpu_work_by_stage, prune, pruned_sizes
 from ..trace import Trace
 from ..errors import ConfigError
 from .style import KIND_COLORS, KIND_LABELS, empty_figure, format_bytes, format_ns, kind_key, layout
@@ -127,9 +131,19 @@ def flame_figure(tree: pd.DataFrame, *, title: str | None = None, max_nodes: int
                       "<br>self %{customdata[3]}<br>count %{customdata[4]}<br>bytes %{customdata[5]}<extra></extra>",
         tiling=dict(orientation="v"), root=dict(color="#ffffff"),
     ))
+    gpu = gpu_work_by_stage(tree)
+    if len(gpu):
+        fig.update_traces(domain=dict(x=[0, 1], y=[GPU_PANEL + GPU_GAP, 1]))
+        keys += _add_gpu_panel(fig, gpu)
     fig.add_annotation(text=kind_legend(keys), x=0, y=1.0, xref="paper", yref="paper", xanchor="left",
                        yanchor="bottom", showarrow=False, align="left")
-    folded = "" if share is None else f" ({len(tree)} nodes; under {100 * share:g}% of the total folded into (other)"
+    if len(gpu):
+        fig.add_annotation(text=f"GPU work per stage: kernels and copies (width = GPU time, "
+                                f"{format_ns(int(gpu['gpu_ns'].sum()))} in all)", x=0, y=GPU_PANEL + 0.01,
+                           xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
+                           align="left", name="gpu panel")
+    of = "of the total" if gpu.empty else "of the host and of the GPU time"
+    folded = "" if share is None else f" ({len(tree)} nodes; under {100 * share:g}% {of} folded into (other)"
     folded += "" if share is None else ("; deepest levels not drawn)" if cut else ")")
     default = "Flame graph" + folded
     cut = tree.attrs.get("cut")  # harness and instrumentation cut by analysis.flame.harness_cut
@@ -137,11 +151,70 @@ def flame_figure(tree: pd.DataFrame, *, title: str | None = None, max_nodes: int
     # high by plotly and its first line clipped at the top of the figure (1280x800, tests/browser)
     note = textwrap.wrap(cut["note"], NOTE_CHARS) if cut else []
     # labels never shrink below LABEL_MIN_PX: a box too narrow for its label shows none (hover and zoom tell)
-    fig = layout(fig, title or default, margin=dict(l=10, r=10, t=80 + 20 * len(note), b=10),
+    legend_lines = kind_legend(keys).count("<br>")
+    fig = layout(fig, title or default, margin=dict(l=10, r=10, t=80 + 20 * len(note) + 16 * legend_lines, b=10),
                  uniformtext=dict(minsize=LABEL_MIN_PX, mode="hide"))
     if note:
         fig.update_layout(title_subtitle_text="<br>".join(note))
     return fig
+
+
+GPU_PANEL = 0.3  # the GPU work icicle's share of the plot height (bottom)
+GPU_GAP = 0.08  # between the panels: the GPU panel's heading
+
+
+def _add_gpu_panel(fig: go.Figure, gpu: pd.DataFrame) -> list[str]:
+    """The GPU work icicle (stage -> kernel/copy, width = GPU time); the palette keys it uses."""
+    stages = gpu.groupby("stage", sort=False).agg(gpu_ns=("gpu_ns", "sum"), count=("count", "sum"))
+    keys = [kind_key(k, n) for k, n in zip(gpu["kind"].tolist(), gpu["name"].tolist())]
+    nbytes = gpu["bytes"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
+    ids = [f"gpu:{s}" for s in stages.index] + [f"gpu:{s}:{i}" for i, s in enumerate(gpu["stage"])]
+    fig.add_trace(go.Icicle(
+        ids=ids, parents=[""] * len(stages) + [f"gpu:{s}" for s in gpu["stage"]],
+        labels=[*stages.index, *(_wrap(kernel_label(n) if k == "kernel" else n)
+                                 for n, k in zip(gpu["name"], gpu["kind"]))],
+        values=[*stages["gpu_ns"].tolist(), *gpu["gpu_ns"].tolist()],
+        branchvalues="total", sort=False, name="GPU work",
+        marker=dict(colors=[KIND_COLORS["stage"]] * len(stages) + [KIND_COLORS[k] for k in keys]),
+        customdata=[[s, "stage", format_ns(t), str(c), "-"] for s, t, c in zip(stages.index, stages["gpu_ns"],
+                                                                               stages["count"])]
+        + [[_clip(n, HOVER_CHARS), KIND_LABELS[k], format_ns(t), str(c), format_bytes(b) if b > 0 else "-"]
+           for n, k, t, c, b in zip(gpu["name"], keys, gpu["gpu_ns"], gpu["count"], nbytes)],
+        hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>GPU %{customdata[2]} (%{percentRoot:.1%} of the "
+                      "stage)<br>count %{customdata[3]}<br>bytes %{customdata[4]}<extra></extra>",
+        tiling=dict(orientation="v"), domain=dict(x=[0, 1], y=[0, GPU_PANEL]), pathbar=dict(visible=False),
+    ))
+    return keys
+
+
+def _wrap(label: str) -> str:
+    """A GPU box label on at most :data:`GPU_LABEL_LINES` lines of :data:`GPU_LABEL_CHARS` (``<br>`` between):
+    one 60-character line did not fit a kernel box of a sixth of a 640 px figure, so plotly hid it."""
+    lines = textwrap.wrap(label, GPU_LABEL_CHARS, break_long_words=True, break_on_hyphens=False)
+    if len(lines) > GPU_LABEL_LINES:
+        lines = lines[:GPU_LABEL_LINES]
+        lines[-1] = _clip(lines[-1] + "…", GPU_LABEL_CHARS)
+    return "<br>".join(lines)
+
+
+GPU_LABEL_CHARS = 18
+GPU_LABEL_LINES = 3
+
+
+def kernel_label(name: str) -> str:
+    """A kernel's name without ``void``, ``at::native::``, anonymous namespaces and its parameter list:
+    ``void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, ...>(int, ...)``
+    -> ``vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, ...>`` (copies are labelled by their own name)."""
+    text = name.removeprefix("void ").replace("(anonymous namespace)::", "").replace("at::native::", "")
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(depth - 1, 0)
+        elif ch == "(" and depth == 0 and i > 0:
+            return text[:i]
+    return text
 
 
 NOTE_CHARS = 100  # the cut note's line length: one long line was clipped at half of a 1280 px screen
@@ -162,10 +235,23 @@ def _hover_data(tree: pd.DataFrame, names: list[str], keys: list[str]) -> list[l
     ]
 
 
+LEGEND_CHARS = 80  # a kind legend line's visible length: a CUDA run's eight kinds ran off a 640 px figure
+
+
 def kind_legend(keys: list[str]) -> str:
-    """An HTML line of colored squares and kind names, in palette order, for the kinds present."""
+    """HTML lines of colored squares and kind names, in palette order, for the kinds present; a new line
+    (``<br>``) before an entry that would take a line past :data:`LEGEND_CHARS` visible characters."""
     present = [k for k in KIND_COLORS if k in set(keys)]
-    return "   ".join(f'<span style="color:{KIND_COLORS[k]}">■</span> {KIND_LABELS[k]}' for k in present)
+    out, width = "", 0
+    for k in present:
+        entry = f"■ {KIND_LABELS[k]}"
+        if width and width + 3 + len(entry) > LEGEND_CHARS:
+            out, width = out + "<br>", 0
+        elif width:
+            out, width = out + "   ", width + 3
+        out += f'<span style="color:{KIND_COLORS[k]}">■</span> {KIND_LABELS[k]}'
+        width += len(entry)
+    return out
 
 
 def trace_flame_figure(events: Trace | pd.DataFrame, *, title: str | None = None, max_nodes: int = 2_000,

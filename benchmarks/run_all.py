@@ -44,6 +44,12 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
     ("bench_sweep", ["--rates", "25,50", "--window-s", "1", "--max-windows", "3", "--lag-duration", "2",
                      "--md", str(RESULTS / "bench_sweep.md")], True),
     ("bench_edge", ["--duration", "2", "--md", str(RESULTS / "bench_edge.md")], True),
+    ("bench_sampler", ["--requests", "20", "--blocks", "2", "--modes", "thread 5ms",
+                       "--md", str(RESULTS / "bench_sampler.md")], True),
+    ("bench_describe_memory", ["--requests", "10", "--batch", "64", "--md", str(RESULTS / "bench_describe_memory.md")],
+     True),
+    ("bench_traced_count", ["--counts", "5", "20", "--examples", "image", "--md", str(RESULTS / "bench_traced_count.md")],
+     True),
     ("fuzz_traces", ["--smoke"], False),
     ("bench_room", ["--pages", "4", *_json("bench_room"), "--md", str(RESULTS / "bench_room.md")], False),
 ]

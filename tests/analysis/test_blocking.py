@@ -128,3 +128,14 @@ def test_a_profile_run_has_no_blocking():
     req = pd.DataFrame({"request": [0], "warmup": [False], "ok": [True], "dur_ns": [5]})
     st = pd.DataFrame({"request": [0], "stage": ["a"], "start_ns": [0], "dur_ns": [5]})
     assert head_of_line(req, st) is None
+
+
+def test_a_request_that_arrived_after_its_batch_was_due_waits_from_its_arrival():
+    req, st = load_tables()
+    late = (
+        req["request"] == 13
+    )  # batch 6 closed at 62 ms; this request came at 70 ms, no batch wait
+    req.loc[late, ["arrival_ns", "batch_wait_ns", "queue_wait_ns"]] = [70 * MS, 0, 43 * MS]
+    hol = head_of_line(req, st)
+    assert hol["queue_wait_ns"] == (2 * 189 - 8) * MS  # 8 ms less than when it waited from 62 ms
+    assert hol["blamed_ns"] == {"hydrate": 324 * MS, "forward": 46 * MS} and hol["idle_ns"] == 0

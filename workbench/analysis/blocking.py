@@ -3,8 +3,9 @@
 Input: a load or served (server side) run's tables, whose requests carry the
 load columns (``arrival_ns``, ``batch_wait_ns``, ``queue_wait_ns``,
 ``service_ns``, ``batch``) and whose stage rows carry real start times on the
-same clock. A closed batch waits for an executor from its close
-(``arrival + batch_wait``) to its start (``close + queue_wait``). Each instant
+same clock. A request waits for an executor from the end of its batch
+wait (``arrival + batch_wait``: its batch closed, or was due) for its
+``queue_wait``. Each instant
 of that wait is blamed on the stages of the batches executing at that instant,
 split evenly between them (with several executors all busy, each holds an
 equal part); an instant when no batch executes is the dispatch gap (wake-up and
@@ -63,6 +64,16 @@ def batch_table(requests: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["start_ns", "batch"], kind="stable").reset_index(drop=True)
 
 
+def waits(requests: pd.DataFrame) -> pd.DataFrame:
+    """The queue waits of the dispatched requests, one row per distinct (``batch``, ``lo_ns``, ``hi_ns``) with
+    ``size`` requests: a request waits for the executor from the end of its batch wait to its start (a
+    request that arrived after its batch was due has no batch wait, only queue wait)."""
+    req = requests[(requests["batch"] >= 0) & (requests["queue_wait_ns"] > 0)]
+    lo = req["arrival_ns"] + req["batch_wait_ns"]
+    rows = pd.DataFrame({"batch": req["batch"], "lo_ns": lo, "hi_ns": lo + req["queue_wait_ns"]})
+    return rows.groupby(["batch", "lo_ns", "hi_ns"], sort=True).size().rename("size").reset_index()
+
+
 def executing_stages(requests: pd.DataFrame, stages: pd.DataFrame) -> pd.DataFrame:
     """Per batch, the intervals of its executing stages (one request's rows speak for the batch):
     ``batch``, ``stage``, ``start_ns``, ``end_ns``."""
@@ -89,11 +100,11 @@ def head_of_line(requests: pd.DataFrame, stages: pd.DataFrame) -> dict[str, Any]
     blamed: dict[str, float] = {}
     by_holder: dict[tuple[int, str], float] = {}
     idle = 0.0
-    waiting = batches[batches["start_ns"] > batches["close_ns"]]
+    waiting = waits(req)
     for batch, lo, hi, size in zip(
         waiting["batch"].tolist(),
-        waiting["close_ns"].tolist(),
-        waiting["start_ns"].tolist(),
+        waiting["lo_ns"].tolist(),
+        waiting["hi_ns"].tolist(),
         waiting["size"].tolist(),
     ):
         part, gap = spans.blame(int(lo), int(hi), int(batch))

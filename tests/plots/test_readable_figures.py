@@ -9,6 +9,7 @@ only where pageable copies matter; flame labels never below 8 px.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -140,3 +141,76 @@ def test_flame_labels_never_shrink_below_eight_pixels(trace_events):
 
     layout = flame_figure(flame_tree(trace_events)).to_dict()["layout"]
     assert layout["uniformtext"] == {"minsize": 8, "mode": "hide"}
+
+
+PERCENTILE_TEXT = re.compile(r"\bp(50|90|95|99)\b")
+
+
+def _texts_written_on_the_plot(fig: dict) -> list[str]:
+    """Annotation texts and every text a trace writes on the plot (bar/scatter ``text`` shown as text)."""
+    out = [a.get("text") or "" for a in fig["layout"].get("annotations", [])]
+    for t in fig["data"]:
+        shown = t.get("type") == "bar" or "text" in (t.get("mode") or "")
+        if shown and t.get("text") is not None:
+            out += [str(x) for x in np.atleast_1d(t["text"])]
+    return out
+
+
+def _percentile_figures(toy_run):
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from workbench.analysis.attributes import attribute_effects
+    from workbench.analysis.budget import percentile_request_parts, stage_summary
+    from workbench.analysis.tail import tail_attribution
+    from workbench.plots import budget_figure, distribution_figure
+    from workbench.plots.tail import attribute_figure, latency_over_run_figure, tail_figure
+
+    requests, stages, order = toy_run
+    run = SimpleNamespace(requests=requests, stages=stages, stage_names=order)
+    summary = stage_summary(run)
+    attr = requests.assign(**{"attr.size": [float(i % 7) for i in range(len(requests))]})
+    effect = attribute_effects(attr, stages, order)["post"]["size"]
+    return {
+        "histogram": distribution_figure(requests, stages, order, stage="parse"),
+        "cdf": distribution_figure(requests, stages, order, stage="parse", kind="cdf"),
+        "budget": budget_figure(summary),
+        "budget requests": budget_figure(summary, mode="requests", at=percentile_request_parts(run)),
+        "tail": tail_figure(tail_attribution(requests, stages, order)),
+        "over the run": latency_over_run_figure(requests, picked=50),
+        "attribute": attribute_figure(attr, stages, "post", "size", effect=effect),
+    }
+
+
+def test_no_figure_writes_a_percentile_beside_its_marker(toy_run):
+    """p50/p95/p99 written beside their lines overprinted each other and the curve and were clipped at the edge
+    (".54 ms"); every percentile is a named trace in the legend instead, never text on the plot."""
+    for name, fig in _percentile_figures(toy_run).items():
+        d = fig.to_dict()
+        written = [t for t in _texts_written_on_the_plot(d) if PERCENTILE_TEXT.search(t)]
+        assert written == [], (name, written)
+        named = [t for t in d["data"] if PERCENTILE_TEXT.match(t.get("name") or "")]
+        assert all(t.get("showlegend", True) is not False for t in named), name
+    legend = [t["name"] for t in _percentile_figures(toy_run)["histogram"].to_dict()["data"]][-3:]
+    assert legend == ["p50 0.0505 ms", "p95 0.095 ms", "p99 0.099 ms"]
+
+
+def test_the_tail_headline_wraps_and_never_splits_a_percent_sign():
+    """The tail figure's headline and notes ran past a 640 px figure as one line at y=1.12."""
+    from workbench.plots.tail import NOTE_CHARS, tail_figure
+
+    tail = {"stages": [{"name": "a"}], "sets": {"median": {"shares": {"a": 1.0}}},
+            "headline": "in the slowest 5 %, forward holds 88% of the time; in the median request, 80%",
+            "notes": ["slowest 1 % omitted: 197 requests; it needs at least 200 (with fewer it is 2 request(s), "
+                      "not a tail)"]}
+    d = tail_figure(tail).to_dict()
+    note = d["layout"]["annotations"][0]
+    lines = note["text"].split("<br>")
+    assert len(lines) == 4 and max(map(len, lines)) <= NOTE_CHARS == 75
+    assert lines == ["in the slowest 5 %, forward holds 88% of the time; in the median request,", "80%",
+                     "slowest 1 % omitted: 197 requests; it needs at least 200 (with fewer it is",
+                     "2 request(s), not a tail)"]
+    assert all(not line.endswith(" 1") and not line.startswith("%") for line in lines)
+    assert (note["yanchor"], note["y"]) == ("bottom", 1.02)
+    assert d["layout"]["margin"]["t"] == 60 + 16 * 4

@@ -1,6 +1,7 @@
 """Tail figures: which stages the slowest requests spend their time in, and latency over the run."""
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -30,14 +31,18 @@ def tail_figure(tail: dict[str, Any], *, title: str | None = None) -> go.Figure:
                     marker_color="#bbbbbb" if row["name"] == "unattributed" else stage_color(i),
                     text=[f"{v:.0%}" if v >= 0.04 else "" for v in values], textposition="inside",
                     hovertemplate=f"{row['name']}: %{{x:.1%}} of %{{y}}'s time<extra></extra>")
-    subtitle = tail.get("headline") or ""
-    if tail.get("notes"):
-        subtitle += ("; " if subtitle else "") + "; ".join(tail["notes"])
+    parts = [tail.get("headline") or "", *(tail.get("notes") or [])]
+    # each part on its own lines, wrapped between words (never inside "5 %": the space is kept unbreakable)
+    lines = [line.replace("\u00a0", " ") for part in parts if part
+             for line in textwrap.wrap(part.replace(" %", "\u00a0%"), NOTE_CHARS)]
     fig.update_layout(barmode="stack", xaxis={"tickformat": ".0%", "range": [0, 1], "title": "share of the set's time"})
-    extra = {"annotations": [_note(subtitle)]} if subtitle else {}
+    extra = {"annotations": [_note("<br>".join(lines))]} if lines else {}
     legend = {"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "left", "x": 0, "traceorder": "normal"}
-    return layout(fig, title or "Where the tail's time goes", legend=legend, margin={"l": 130, "r": 20, "t": 80, "b": 90},
-                  **extra)
+    return layout(fig, title or "Where the tail's time goes", legend=legend,
+                  margin={"l": 130, "r": 20, "t": 60 + 16 * max(len(lines), 1), "b": 90}, **extra)
+
+
+NOTE_CHARS = 75  # the headline's line length (12 px text right of a 130 px margin): one line ran off a 640 px figure
 
 
 def latency_over_run_figure(requests: pd.DataFrame, *, picked: int | None = None, title: str | None = None,
@@ -84,8 +89,9 @@ def _ring(fig: go.Figure, requests: pd.DataFrame, picked: int | None) -> None:
 
 
 def _note(text: str) -> dict:
-    return {"text": text, "xref": "paper", "yref": "paper", "x": 0, "y": 1.12, "showarrow": False,
-            "xanchor": "left", "font": {"size": 12}}
+    """The headline under the title, its lines growing upwards from just above the plot."""
+    return {"text": text, "xref": "paper", "yref": "paper", "x": 0, "y": 1.02, "showarrow": False,
+            "xanchor": "left", "yanchor": "bottom", "align": "left", "font": {"size": 12}}
 
 
 def attribute_figure(requests: pd.DataFrame, stages: pd.DataFrame, stage: str, attribute: str, *,

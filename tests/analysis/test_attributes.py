@@ -217,3 +217,17 @@ def test_an_effect_inside_the_noise_is_not_separated_and_not_named():
     effects = attribute_effects(req, st, ["parse", "forward"])
     assert not effects["forward"]["seq_len"]["separated"]
     assert ranked_effects(effects) == [] and effect_sentence(effects) is None
+
+
+def test_a_top_range_too_small_for_an_interval_is_separated_by_its_whole_range():
+    # 194 light requests at 16 keys (forward 1-10 ms), 6 heavy ones at 640 keys (forward 100 or 103 ms)
+    values = [640.0 if i % 33 == 0 else 16.0 for i in range(200)]
+    req, st = tables(
+        [100.0 + (i % 6) if v == 640.0 else 1.0 + (i % 10) for i, v in enumerate(values)], values
+    )
+    entry = attribute_effects(req, st, ["parse", "forward"])["forward"]["seq_len"]
+    top = entry["bins"][-1]
+    assert top["count"] == 7 and top["p50_ci_low_ms"] is None  # 7 heavy: 0, 33, ..., 198
+    assert (top["min_ms"], top["max_ms"]) == (100.0, 103.0) and entry[
+        "separated"
+    ]  # i % 6 is 0 or 3

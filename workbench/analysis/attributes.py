@@ -22,7 +22,8 @@ and attribute, over the successful measured requests:
   monotone the relation is, the effect says how large it is (rho 0.32 can hide
   a 33x effect that only 3 % of requests reach);
 * **separated**: whether the 95 % intervals of the bottom and top ranges' p50
-  (the order-statistic interval of ``analysis/stats.py``) are disjoint: an
+  (the order-statistic interval of ``analysis/stats.py``; a range too small
+  to bound it uses its min to max) are disjoint: an
   effect whose intervals overlap (0.97x on the text example's tokens) is noise
   and is never named;
 * **explained**: the stage's share of the mean end to end times ``1 - 1 /
@@ -146,16 +147,18 @@ def effect_entry(times_ns: np.ndarray, values: np.ndarray, share: float | None) 
 
 
 def separated(low: dict[str, Any], high: dict[str, Any]) -> bool:
-    """Whether two bins' p50 intervals are bounded and disjoint."""
-    bounds = (
-        low["p50_ci_low_ms"],
-        low["p50_ci_high_ms"],
-        high["p50_ci_low_ms"],
-        high["p50_ci_high_ms"],
-    )
-    if any(b is None for b in bounds):
-        return False
-    return bounds[1] < bounds[2] or bounds[3] < bounds[0]
+    """Whether two bins' p50 intervals are disjoint. A bin too small for a bounded order-statistic
+    interval (fewer than 10 requests) uses its whole range, min to max: it holds the median with
+    probability 1 - 2 x 0.5^n (97 % for 6 requests)."""
+    a_lo, a_hi = _p50_interval(low)
+    b_lo, b_hi = _p50_interval(high)
+    return a_hi < b_lo or b_hi < a_lo
+
+
+def _p50_interval(b: dict[str, Any]) -> tuple[float, float]:
+    if b["p50_ci_low_ms"] is None or b["p50_ci_high_ms"] is None:
+        return b["min_ms"], b["max_ms"]
+    return b["p50_ci_low_ms"], b["p50_ci_high_ms"]
 
 
 def explained_fraction(effect: float) -> float:
@@ -174,6 +177,8 @@ def _bin(times_ns: np.ndarray, values: np.ndarray) -> dict[str, Any]:
         "p99_ms": percentile_ns(times_ns, 99) / NS_PER_MS,
         "p50_ci_low_ms": None if lo is None else lo / NS_PER_MS,
         "p50_ci_high_ms": None if hi is None else hi / NS_PER_MS,
+        "min_ms": float(times_ns.min()) / NS_PER_MS,
+        "max_ms": float(times_ns.max()) / NS_PER_MS,
     }
 
 

@@ -41,28 +41,28 @@ def run_facts(run) -> dict[str, Any]:
         except TraceError as exc:  # a broken trace loses the trace findings, never the audit
             trace_error = str(exc)
     meta = run.meta
-    recorded_roles = dict(meta.get("stage_roles") or {})
+    recorded_roles = dict(meta.stage_roles or {})
     decisions = decide_roles(run.stage_names, recorded_roles, libraries)
     return {
         "run": str(run.path) if run.path else None,
-        "kind": meta.get("kind", "profile"),
+        "kind": meta.kind,
         "label": run.label,
         "budget": report,
         "tail": tail_attribution(run.requests, run.stages, run.stage_names),
         "trace": trace,
         "trace_error": trace_error,
-        "traced_requests": ((meta.get("trace") or {}).get("requests")),
+        "traced_requests": meta.trace.requests if meta.trace else None,
         "roles": {s: d.role for s, d in decisions.items() if d.role},
         "recorded_roles": recorded_roles,
         "role_decisions": {s: d.to_dict() for s, d in decisions.items()},
         "libraries": libraries,
         "loaded_trace": loaded,  # the Trace itself, for the evidence figures (never in the audit's output)
-        "noise": meta.get("noise"),
+        "noise": meta.noise.to_dict() if meta.noise else None,
         "gc": gc_summary(run.requests, run.stages, run.stage_names),
         "blocking": head_of_line(run.requests, run.stages),
         "stacks": recorded_stacks(meta),
-        "serving_gc": (meta.get("serving") or {}).get("gc"),
-        "policy": (meta.get("load") or {}).get("policy") or (meta.get("serving") or {}).get("policy"),
+        "serving_gc": meta.serving.gc if meta.serving else None,
+        "policy": (meta.load.policy if meta.load else None) or (meta.serving.policy if meta.serving else None),
     }
 
 

@@ -44,6 +44,7 @@ from .units import ns_to_ms, s_to_ns
 Progress = Callable[[int, int, str], None]
 DEFAULT_REQUESTS = 600  # bounds the p99 interval (the order-statistic interval needs about 563)
 DEFAULT_MAX_DURATION_S = 30.0
+DEFAULT_TRACED = 50  # the slowest 3 against the median 10 traced requests, 1-2 s (benchmarks/results/traced_count.md)
 STATUS_COMPLETE, STATUS_TIMEOUT, STATUS_INTERRUPTED = "complete", "incomplete: timeout", "interrupted"
 RUNNER_FIELDS = ("batch_size", "threads")  # what the runner applies itself, so a built Pipeline honours them
 
@@ -91,7 +92,7 @@ def profile(
     requests: int = DEFAULT_REQUESTS,
     max_duration_s: float | None = DEFAULT_MAX_DURATION_S,
     warmup: int = 10,
-    traced: int = 5,
+    traced: int = DEFAULT_TRACED,
     sync: str = "stage",
     clock: Clock = time.perf_counter_ns,
     progress: Progress | None = None,

@@ -18,6 +18,17 @@ cut to the stages) merged by path, each node's time per request in each set::
 ``slow_ns``/``median_ns`` are the node's total time summed over the set's
 requests divided by their number (a per-request figure, so sets of different
 sizes compare).
+
+:func:`tail_views` filters the launch and transfer views the same way: each
+set's slice of the trace (:func:`request_slice`) goes through
+:mod:`workbench.analysis.launches` (steady-state launch calls and HTA pairs) and
+:mod:`workbench.analysis.transfers` (copies per direction), as totals over the
+set and per request::
+
+    {"requests", "slowest", "median", "note",
+     "slowest_view": {"requests": k, "launches": {...}, "launch_pairs": {...},
+                      "copies": {...}, "directions": [...], "per_request": {...}},
+     "median_view": {...}}
 """
 
 from __future__ import annotations
@@ -32,6 +43,8 @@ import pandas as pd
 from ..naming import STAGE_PREFIX
 from ..trace import GPU_WORK_KINDS, HOST_KINDS, Trace
 from .flame import flame_tree
+from .launches import launch_pair_summary, launch_summary, steady_call_table, steady_pair_table
+from .transfers import direction_rows, memcpy_summary
 
 STEP = re.compile(r"^ProfilerStep#(\d+)$")
 SLOW_FRACTION = 0.05
@@ -118,6 +131,56 @@ def slow_minus_median(trace: Trace | pd.DataFrame) -> dict[str, Any]:
         chosen = windows[windows["step"].isin(sets[name])]
         trees[name] = _by_path(flame_tree(in_windows(events, chosen)), len(chosen))
     return sets | {"tree": _merge(trees["slowest"], trees["median"])}
+
+
+def request_slice(trace: Trace | pd.DataFrame, steps) -> Trace:
+    """The trace of the traced requests numbered ``steps`` (``ProfilerStep#N``): their host events and the
+    GPU work those launched (:func:`in_windows`)."""
+    events = Trace.of(trace).events
+    windows = request_windows(events)
+    chosen = windows[windows["step"].isin(list(steps))]
+    return Trace(in_windows(events, chosen).reset_index(drop=True), meta=dict(Trace.of(trace).meta))
+
+
+def set_view(trace: Trace | pd.DataFrame, steps) -> dict[str, Any]:
+    """Launch and transfer figures of the traced requests ``steps``: ``{requests, launches, launch_pairs,
+    copies, directions, per_request}`` (totals over the set; ``per_request``: counts and ns divided by the
+    set's size, so sets of different sizes compare)."""
+    part = request_slice(trace, steps)
+    n = len(list(steps))
+    launches = launch_summary(steady_call_table(part))
+    pairs = launch_pair_summary(steady_pair_table(part))
+    copies = memcpy_summary(part)
+    per = max(n, 1)
+    return {
+        "requests": n,
+        "launches": launches,
+        "launch_pairs": pairs,
+        "copies": copies,
+        "directions": direction_rows(part),
+        "per_request": {
+            "launch_count": launches["count"] / per,
+            "launch_ns": launches["total_ns"] / per,
+            "gpu_ns": pairs["gpu_dur_ns"] / per,
+            "launch_delay_ns": pairs["launch_delay_ns"] / per,
+            "copy_count": copies["count"] / per,
+            "copy_ns": copies["total_ns"] / per,
+            "copy_bytes": None if copies["bytes"] is None else copies["bytes"] / per,
+        },
+    }
+
+
+def tail_views(trace: Trace | pd.DataFrame) -> dict[str, Any]:
+    """The launch and transfer views of the slowest traced requests against the median ones (module
+    docstring); ``note`` says how many traced requests they rest on."""
+    trace = Trace.of(trace)
+    sets = traced_sets(request_windows(trace.events))
+    if not sets["slowest"]:
+        return sets | {"slowest_view": None, "median_view": None}
+    return sets | {
+        "slowest_view": set_view(trace, sets["slowest"]),
+        "median_view": set_view(trace, sets["median"]),
+    }
 
 
 def _by_path(tree: pd.DataFrame, requests: int) -> dict[tuple, tuple[str, str, float]]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from ..config import PRECISIONS, PipelineConfig
 from ..errors import ConfigError
 from ..guard import Interrupted
-from ..runner import DEFAULT_MAX_DURATION_S, DEFAULT_REQUESTS
+from ..runner import DEFAULT_MAX_DURATION_S, DEFAULT_REQUESTS, DEFAULT_TRACED
 from ..timing import SYNC_POLICIES
 from .numbers import number, ranged
 from .output import check_out, dumps, save_measured, stdout_to_stderr
@@ -33,8 +33,9 @@ def register(subparsers) -> None:
                                "interval)", PROFILE_REQUESTS))
     p.add_argument("--warmup", type=WARMUP, default=10, help=ranged("warm-up requests reported apart, default 10",
                                                                     WARMUP))
-    p.add_argument("--traced", type=TRACED, default=5,
-                   help=ranged("requests in the separate traced run (0: no trace), default 5", TRACED))
+    p.add_argument("--traced", type=TRACED, default=DEFAULT_TRACED,
+                   help=ranged(f"requests in the separate traced run (0: no trace), default {DEFAULT_TRACED} (the "
+                               "slowest 3 against the median 10)", TRACED))
     p.add_argument("--sync", choices=SYNC_POLICIES, default="stage", help="CUDA synchronization policy (see docs)")
     p.add_argument("--timeout-s", type=TIMEOUT, default=None, metavar="SECONDS",
                    help=ranged("per-request timeout (default: none); a request past it is a Timeout failure, "

@@ -40,6 +40,14 @@ def tail_view(view: RunView) -> go.Figure:
     return tail_figure(tail_attribution(view.requests, view.stages, view.stage_order))
 
 
+def stacks_view(view: RunView) -> go.Figure:
+    """The sampled stacks of the run's slowest requests minus its median ones (``plots.flame``), for the
+    stage its headline names; a figure saying so when the run has none."""
+    from ..plots.flame import differential_flame_figure
+
+    return differential_flame_figure(view.stacks)
+
+
 def over_run_view(view: RunView, request: int | None) -> go.Figure:
     """Latency over the run with the picked request ringed, so the stage breakdown below has its place."""
     from ..plots.tail import latency_over_run_figure

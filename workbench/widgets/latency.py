@@ -1,5 +1,10 @@
 """The latency explorer: batch size, precision, device, threads and pipeline -> budget, tail, distribution, flame.
 
+A run with sampled stacks (``RunMeta.stacks``: every timed request's Python
+stacks, ``workbench.analysis.stacks``) also shows its slowest requests' frames
+minus the median ones' (``plots.flame.differential_flame_figure``) under the
+flame graph; the pane is hidden for a run without them.
+
 Every control change goes through one path, the shared
 :class:`~workbench.widgets.controller.Controller`: a configuration already
 seen is drawn at once from the LRU cache; an unseen one is looked up among the
@@ -34,7 +39,7 @@ from ..errors import WorkbenchError
 from .cache import LRUCache
 from .controller import Controller
 from .figures import (budget_view, compare_view, distribution_view, empty_view, flame_from_trace, over_run_view,
-                      request_stages_view, tail_view)
+                      request_stages_view, stacks_view, tail_view)
 from .panes import ClickablePane, FigurePane, MessageLine, figure_bundle
 from .latency_support import cheap_fingerprint  # noqa: F401 - re-exported: tests and scripts import it here
 from .latency_support import (Key, check_config, clicked_request, describe, failures_text,
@@ -246,6 +251,8 @@ class LatencyExplorer(Controller):
         self.budget_pane, self.distribution_pane, self.flame_pane = FigurePane(), FigurePane(), FigurePane(520)
         self.tail_pane, self.over_run_pane, self.request_pane = FigurePane(320), ClickablePane(360), FigurePane(320)
         self.compare_pane = FigurePane(380)
+        self.stacks_pane = FigurePane(420)  # slow minus median sampled stacks; hidden without them
+        self.stacks_pane.view.layout.display = "none"
 
     def _layout(self) -> widgets.Widget:
         w = widgets
@@ -261,6 +268,7 @@ class LatencyExplorer(Controller):
         figures = w.VBox([self.budget_pane.view, self.tail_pane.view,
                           w.HBox([self.stage, self.kind], layout=row), self.distribution_pane.view,
                           self.over_run_pane.view, self.request_picker, self.request_pane.view, self.flame_pane.view,
+                          self.stacks_pane.view,
                           w.HBox([self.pin_button, self.compare_button, self.pin_label], layout=row),
                           self.compare_pane.view])
         return w.VBox([controls, figures], layout=w.Layout(width="100%"))
@@ -427,6 +435,8 @@ class LatencyExplorer(Controller):
             if flame:
                 self._show(self.flame_pane, (view, "flame"),
                            lambda: view.flame if view.flame is not None else empty_view("no trace for this run"))
+                self._show(self.stacks_pane, (view, "stacks"), lambda: stacks_view(view))
+                self.stacks_pane.view.layout.display = "" if view.has_stacks else "none"
 
     def _show(self, pane: FigurePane, key: tuple, build: Callable[[], Any]) -> None:
         """Draw a figure, building it and its JSON only the first time (``figures`` LRU)."""
@@ -460,8 +470,9 @@ class LatencyExplorer(Controller):
             self.current = None
             blank = empty_view(why)
             for pane in (self.budget_pane, self.tail_pane, self.distribution_pane, self.over_run_pane,
-                         self.request_pane, self.flame_pane):
+                         self.request_pane, self.flame_pane, self.stacks_pane):
                 pane.show(blank)
+            self.stacks_pane.view.layout.display = "none"
             with self.quiet():
                 self.request_picker.options = [("(none)", None)]
                 self.request_picker.value = None

@@ -45,6 +45,11 @@ class RunView:
     failures: dict | None = None  # ``analysis.failures.failure_summary`` of the measured requests
     device_name: str | None = None  # the GPU or CPU it ran on, for "recorded on <GPU>"
     notes: tuple = ()  # what a recorded run differs in from the configuration it stands in for
+    stacks: dict | None = None  # ``run.meta.stacks`` (sampled stacks, slow against median) when it has stages
+
+    @property
+    def has_stacks(self) -> bool:
+        return bool((self.stacks or {}).get("stages"))
 
     @property
     def p99_ms(self) -> float | None:
@@ -74,7 +79,16 @@ def summarize(run: Run, key: Key, source: str, flame_builder=None) -> RunView:
     return RunView(key=key, label=run.label, source=source, stage_order=order, summary=summary,
                    requests=requests, stages=stages, flame=flame, failed=int((~measured["ok"]).sum()),
                    noise=run.meta.noise.to_dict() if run.meta.noise else None,
-                   failures=failure_summary(run.requests, order), device_name=run.meta.env.device_name)
+                   failures=failure_summary(run.requests, order), device_name=run.meta.env.device_name,
+                   stacks=_stacks(run.meta))
+
+
+def _stacks(meta: RunMeta) -> dict | None:
+    """The run's sampled-stack summary (``analysis.explain.recorded_stacks``) when it is one."""
+    from ..analysis.explain import recorded_stacks
+
+    stacks = recorded_stacks(meta)
+    return stacks if isinstance(stacks, dict) else None
 
 
 def discard_trace(run: Run) -> None:

@@ -1,6 +1,7 @@
 """One server for a room: N concurrent pages of the latency explorer against ``make room``'s server.
 
-    python benchmarks/bench_room.py [--pages 30] [--notebook dashboards/latency_explorer.ipynb] [--md PATH] [--json PATH]
+    python benchmarks/bench_room.py [--pages 30] [--pool N] [--side server|browser|both]
+                                    [--notebook dashboards/latency_explorer.ipynb] [--md PATH] [--json PATH]
 
 Starts ``python -m workbench.room notebooks --room`` (2 preheated kernels per
 dashboard, at most 40 kernels, live profiling queued) on a free port, opens
@@ -13,6 +14,17 @@ Kernel count and the resident memory of the server and all its kernels (psutil)
 are sampled every second; after the pages close, the time until every page's
 kernel is gone. Figures are quoted, not asserted; the goal (issue 14) is no
 failure, first figure p95 under 15 s, memory bounded.
+
+The server's side apart from the browsers' (issue 30; ``--side server`` or ``both``,
+which runs it first): in a room each browser runs on its own laptop, so the
+server's part is measured without one. ``--pages`` clients at once, each a thread
+speaking plain HTTP and the kernel websocket as a page does: the page's HTML
+complete (Voila has run the notebook), kernel ready (its ``kernel_info_reply`` over
+the page's websocket), widget state sent (the ``update_states`` reply to the
+``request_states`` the widget manager sends on ``jupyter.widget.control``: every
+widget model's state), each in seconds from the request. Then each client shuts its
+kernel down as a closing page does. Goal: server-side p95 (widget state sent) under
+5 s for 30 pages with a pool sized to the class (``--pool``), no failure, memory bounded.
 """
 from __future__ import annotations
 
@@ -67,6 +79,103 @@ class Sampler(threading.Thread):
         while not self.stop.is_set():
             self.samples.append((time.monotonic(), len(kernel_processes(self.proc)), tree_rss_bytes(self.proc)))
             self.stop.wait(1.0)
+
+
+WIDGET_CONTROL_VERSION = "1.0.0"  # ipywidgets 8's control comm refuses another (or none)
+
+
+def _ws_message(frame) -> dict | None:
+    """A kernel websocket message: JSON text, or jupyter's binary framing (count, offsets, JSON, buffers)."""
+    if isinstance(frame, str):
+        return json.loads(frame)
+    if len(frame) < 8:
+        return None
+    n = int.from_bytes(frame[:4], "little")
+    offsets = [int.from_bytes(frame[4 + 4 * i: 8 + 4 * i], "little") for i in range(n)]
+    end = offsets[1] if n > 1 else len(frame)
+    return json.loads(frame[offsets[0]:end])
+
+
+def _request(msg_type: str, content: dict, session: str, metadata: dict | None = None) -> str:
+    import uuid
+
+    header = {"msg_id": uuid.uuid4().hex, "msg_type": msg_type, "session": session, "username": "",
+              "version": "5.3", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    return json.dumps({"header": header, "parent_header": {}, "metadata": metadata or {}, "content": content,
+                       "channel": "shell", "buffers": []})
+
+
+def server_side_page(url: str, notebook: str, timeout_s: float) -> dict:
+    """One page's server side, no browser: seconds from the request to the page's HTML complete, its kernel
+    ready, every widget's state sent; then its kernel shut down as a closing page does. ``failed``: why not."""
+    import re
+    import uuid
+
+    import requests
+    import websocket
+
+    out = {"html_s": None, "kernel_ready_s": None, "widget_state_s": None, "widget_state_bytes": None,
+           "widgets": None, "kernel": None, "failed": None}
+    http = requests.Session()
+    started = time.monotonic()
+    try:
+        for _ in range(int(timeout_s // 2)):  # 503 + Retry-After: this client holds too many unconnected pages
+            reply = http.get(f"{url}voila/render/{notebook}", timeout=timeout_s)
+            if reply.status_code != 503:
+                break
+            time.sleep(float(reply.headers.get("Retry-After", 2)))
+        out["html_s"] = time.monotonic() - started
+        if reply.status_code != 200:
+            out["failed"] = f"HTTP {reply.status_code}"
+            return out
+        if "There was an error when executing cell" in reply.text:
+            out["failed"] = "a cell raised"
+        found = re.search(r'"kernelId":\s*"([0-9a-f-]{36})"', reply.text)
+        if not found:
+            out["failed"] = "no kernel id in the page"
+            return out
+        kernel = out["kernel"] = found.group(1)
+        session = uuid.uuid4().hex
+        ws = websocket.create_connection(f"{url.replace('http', 'ws', 1)}api/kernels/{kernel}/channels"
+                                         f"?session_id={session}", timeout=timeout_s,
+                                         cookie="; ".join(f"{k}={v}" for k, v in http.cookies.items()))
+        try:
+            ws.send(_request("kernel_info_request", {}, session))
+            comm = uuid.uuid4().hex
+            asked = False
+            while out["widget_state_s"] is None and time.monotonic() - started < timeout_s:
+                frame = ws.recv()
+                msg = _ws_message(frame)
+                kind = (msg or {}).get("header", {}).get("msg_type")
+                if kind == "kernel_info_reply" and not asked:
+                    out["kernel_ready_s"] = time.monotonic() - started
+                    ws.send(_request("comm_open", {"comm_id": comm, "target_name": "jupyter.widget.control",
+                                                   "data": {}}, session, {"version": WIDGET_CONTROL_VERSION}))
+                    ws.send(_request("comm_msg", {"comm_id": comm, "data": {"method": "request_states"}}, session))
+                    asked = True
+                elif kind == "comm_msg" and msg["content"].get("comm_id") == comm:
+                    data = msg["content"].get("data") or {}
+                    if data.get("method") == "update_states":
+                        out["widget_state_s"] = time.monotonic() - started
+                        out["widget_state_bytes"] = len(frame)
+                        out["widgets"] = len(data.get("states") or {})
+            if out["widget_state_s"] is None:
+                out["failed"] = out["failed"] or f"no widget state within {timeout_s:.0f} s"
+        finally:
+            ws.close()
+        xsrf = http.cookies.get("_xsrf")
+        http.delete(f"{url}api/kernels/{kernel}", headers={"X-XSRFToken": xsrf} if xsrf else {}, timeout=30)
+    except Exception as exc:  # noqa: BLE001 - one line per page: what went wrong
+        out["failed"] = out["failed"] or f"{type(exc).__name__}: {exc}"[:200]
+    return out
+
+
+def server_side(url: str, notebook: str, pages: int, timeout_s: float) -> list[dict]:
+    """``pages`` clients at once (threads): :func:`server_side_page` each."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=pages) as pool:
+        return list(pool.map(lambda _: server_side_page(url, notebook, timeout_s), range(pages)))
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -145,6 +254,30 @@ def wait_for_pool(log: Path, timeout_s: float) -> float | None:
     return None
 
 
+def wait_until_quiet(proc, timeout_s: float, cores: float = 0.1) -> float | None:
+    """Seconds until the server and its kernels use under ``cores`` of a core over 2 s (None: not within
+    ``timeout_s``): the pool "filled" line comes when its kernels started, before their notebooks ran."""
+    import psutil
+
+    def cpu_s() -> float:
+        total = 0.0
+        for p in [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]:
+            try:
+                t = p.cpu_times()
+                total += t.user + t.system
+            except psutil.Error:
+                pass
+        return total
+
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        before = cpu_s()
+        time.sleep(2.0)
+        if (cpu_s() - before) / 2.0 < cores:
+            return round(time.monotonic() - started, 1)
+    return None
+
+
 def summary(st: dict) -> dict:
     """The figures from whatever phases finished (``st`` is filled as the run goes)."""
     loads, ok, sliders, samples = st.get("loads", []), st.get("ok", []), st.get("sliders", []), st.get("samples", [])
@@ -152,8 +285,22 @@ def summary(st: dict) -> dict:
     html = [r["html_s"] for r in loads if r.get("html_s") is not None]
     full = [r["all_figures_s"] for r in loads if r["all_figures_s"] is not None]
     moved = [x for x in sliders if x is not None]
+    server = st.get("server_side")
+
+    def spread(key):
+        values = [r[key] for r in server or [] if r.get(key) is not None]
+        return {"p50": pct(values, 0.5), "p95": pct(values, 0.95), "max": max(values, default=None)}
+
     return {
         "pages": st["pages"], "notebook": st["notebook"], "wall_s": round(time.monotonic() - st["started"], 1),
+        "side": st.get("side", "browser"), "pool": st.get("pool"), "pool_quiet_s": st.get("pool_quiet_s"),
+        "server_side": None if server is None else {
+            "pages": len(server), "failures": sum(1 for r in server if r["failed"]),
+            "failure_reasons": sorted({r["failed"] for r in server if r["failed"]}),
+            **{k: spread(k) for k in ("html_s", "kernel_ready_s", "widget_state_s")},
+            "widget_state_bytes": spread("widget_state_bytes"), "widgets": spread("widgets"),
+            "rss_peak_mb": st.get("server_rss_peak_mb"), "kernels_peak": st.get("server_kernels_peak"),
+            "kernels_left_after_close": st.get("server_left"), "reclaimed_s": st.get("server_reclaim_s")},
         "interrupted": st.get("interrupted"), "phase_reached": st.get("phase"), "pool_ready_s": st.get("pool_ready_s"),
         "failures": sum(not g for g in ok) + sum(1 for e in st.get("errors", []) if e),
         "failure_reasons": sorted({r["failed"] for r in loads if r["failed"]}),
@@ -180,12 +327,34 @@ def run(st: dict, timeout_s: float) -> None:
 
     latency = "latency_explorer" in st["notebook"]
     want = 3 if latency else 6
-    with room_server("notebooks", "--room", log_name="bench_room.log", timeout_s=180) as (proc, port, url, log):
+    pool = () if st.get("pool") is None else ("--pool", str(st["pool"]))
+    with room_server("notebooks", "--room", *pool, log_name="bench_room.log", timeout_s=180) as (proc, port, url, log):
         sampler = Sampler(proc)
         st["samples"] = sampler.samples
         sampler.start()
         try:
-            st["pool_ready_s"] = wait_for_pool(log, 300.0)  # the instructor starts the room before students come
+            st["pool_ready_s"] = wait_for_pool(log, 300.0 + 20.0 * (st.get("pool") or 0))  # before students come
+            if st.get("side") in ("server", "both"):
+                st["pool_quiet_s"] = wait_until_quiet(proc, 600.0)  # the pooled notebooks have run
+                st["phase"] = "server side"
+                first = len(sampler.samples)
+                st["server_side"] = server_side(url, st["notebook"], st["pages"], timeout_s)
+                ids = {r["kernel"] for r in st["server_side"] if r["kernel"]}
+                closed = time.monotonic()
+                while time.monotonic() - closed < 120:
+                    if not ({kernel_id_of(p) for p in kernel_processes(proc)} & ids):
+                        st["server_reclaim_s"] = time.monotonic() - closed
+                        break
+                    time.sleep(1)
+                st["server_left"] = len(kernel_processes(proc))
+                during = sampler.samples[first:] or sampler.samples[-1:]
+                st["server_rss_peak_mb"] = round(max(x[2] for x in during) / 2**20) if during else None
+                st["server_kernels_peak"] = max(x[1] for x in during) if during else None
+                print(json.dumps(summary(st)["server_side"]), flush=True)
+                if st["side"] == "server":
+                    st["phase"] = "done"
+                    return
+                st["pool_ready_s_again"] = wait_for_pool(log, 300.0)
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 st["blocked"] = []
@@ -244,13 +413,58 @@ def machine_line(machine: dict) -> str:
     return f"{state} (CPUs {busy} % busy in the 2 s before it{load})."
 
 
+def server_markdown(r: dict) -> list[str]:
+    """The server's side: its table, failures, kernels and memory while the clients ran, and the goal."""
+    s = r["server_side"]
+
+    def f(v, digits=2):
+        return "n/a" if v is None else f"{v:.{digits}f}"
+
+    def row(name, key, digits=2):
+        return f"| {name} | {f(s[key]['p50'], digits)} | {f(s[key]['p95'], digits)} | {f(s[key]['max'], digits)} |"
+
+    pool = "the room's default 2" if r.get("pool") is None else str(r["pool"])
+    met = (s["failures"] == 0 and s["widget_state_s"]["p95"] is not None and s["widget_state_s"]["p95"] < 5)
+    return [
+        "## The server's side (no browser)", "",
+        f"{s['pages']} clients at once, each speaking HTTP and the kernel websocket as a page does, no browser; "
+        f"pool: {pool} preheated kernels per dashboard. The clients started once the pool was filled and the server "
+        f"and its kernels were quiet (under 0.1 core over 2 s: the pooled notebooks had run; "
+        f"{r.get('pool_quiet_s')} s after the pool was filled), as when the instructor starts the room before "
+        "class. Seconds from the page request.", "",
+        "| server side | p50 | p95 | max |", "|---|---|---|---|",
+        row("page HTML complete (the notebook ran)", "html_s"),
+        row("kernel ready (kernel_info_reply on the page's websocket)", "kernel_ready_s"),
+        row("widget state sent (update_states: every widget model)", "widget_state_s"),
+        f"| widget state message (kB) | {f(_kb(s['widget_state_bytes']['p50']), 1)} "
+        f"| {f(_kb(s['widget_state_bytes']['p95']), 1)} | {f(_kb(s['widget_state_bytes']['max']), 1)} |", "",
+        f"- failures: {s['failures']} {s['failure_reasons'] or ''}; widget models per page: p50 "
+        f"{f(s['widgets']['p50'], 0)}",
+        f"- kernels: peak {s['kernels_peak']} while the clients ran; left after they closed: "
+        f"{s['kernels_left_after_close']}; every client's kernel gone {f(s['reclaimed_s'], 1)} s after close",
+        f"- memory, server + kernels (RSS): peak {s['rss_peak_mb']} MB while the clients ran",
+        f"- goal (issue 30): server-side p95 (widget state sent) under 5 s for 30 pages, pool sized to the class, "
+        f"no failure, memory bounded: **{'met' if met else 'not met'}** at {s['pages']} pages", ""]
+
+
+def _kb(n):
+    return None if n is None else n / 1024
+
+
 def markdown(r: dict) -> str:
     def f(v):
         return "n/a" if v is None else f"{v:.1f}"
-    return "\n".join([
-        "# Room benchmark (`benchmarks/bench_room.py`)", "",
+    head = ["# Room benchmark (`benchmarks/bench_room.py`)", ""]
+    server = server_markdown(r) if r.get("server_side") else []
+    if r.get("side") == "server":
+        return "\n".join([*head, machine_line(r["machine"]), "", *server,
+                           f"- run {'interrupted: ' + r['interrupted'] if r['interrupted'] else 'complete'}; "
+                           f"wall time {r['wall_s']} s", ""])
+    browsers = ["## The browsers' side (one headless Chromium, each page a browser context)", ""] if server else []
+    return "\n".join([*head, *server, *browsers,
         f"{r['pages']} concurrent pages of `{r['notebook']}` against `python -m workbench.room notebooks --room` "
-        "(2 preheated kernels per dashboard, 3 dashboards, at most 40 kernels, culling 30 s / 10 s), one headless Chromium "
+        f"({2 if r.get('pool') is None else r['pool']} preheated kernels per dashboard, 3 dashboards, at most 40 kernels, "
+        "culling 30 s / 10 s), one headless Chromium "
         f"on the same machine with one browser context per page (a student each). {r['machine']['cpus']} cores.",
         f"Pages were opened once Voila reported every pool filled ({r['pool_ready_s']} s after the server printed "
         "its URL: the pooled kernels had started, their notebooks may still have been executing); "
@@ -282,14 +496,22 @@ def main() -> int:
     p.add_argument("--pages", type=int, default=30)
     p.add_argument("--notebook", default="dashboards/latency_explorer.ipynb", help="relative to notebooks/")
     p.add_argument("--timeout-s", type=float, default=400.0)
+    p.add_argument("--side", choices=("server", "browser", "both"), default="both",
+                   help="server: the server's side only, no browser; both: the server's side, then the browsers'")
+    p.add_argument("--pool", type=int, default=None,
+                   help="preheated kernels per dashboard (the room's default: 2); sized to the class: --pool PAGES")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--md", type=Path, default=REPO / "benchmarks" / "results" / "room.md")
     args = p.parse_args()
-    if not Path(CHROMIUM).exists():
+    if args.pages < 1 or (args.pool is not None and args.pool < 0):
+        print(f"--pages must be at least 1 and --pool at least 0 (got {args.pages}, {args.pool})", file=sys.stderr)
+        return 2
+    if args.side != "server" and not Path(CHROMIUM).exists():
         print(f"{CHROMIUM} is missing (Debian package chromium)", file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out
-    st = {"pages": args.pages, "notebook": args.notebook, "started": time.monotonic(),
+    st = {"pages": args.pages, "notebook": args.notebook, "started": time.monotonic(), "side": args.side,
+          "pool": args.pool,
           "load_before": [round(x, 1) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
           "cpu_busy_before_pct": cpu_busy_pct(2.0)}
     try:
@@ -301,8 +523,15 @@ def main() -> int:
     args.md.write_text(markdown(result))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
+    server = result["server_side"]
+    if server is not None:
+        server_p95 = server["widget_state_s"]["p95"]
+        server_ok = server["failures"] == 0 and server_p95 is not None and server_p95 < 5
+        if args.side == "server":
+            return 0 if server_ok else 1
     first_p95 = result["first_figure_s"]["p95"]
-    return 0 if result["failures"] == 0 and first_p95 is not None and first_p95 < 15 else 1
+    browser_ok = result["failures"] == 0 and first_p95 is not None and first_p95 < 15
+    return 0 if browser_ok and (server is None or server_ok) else 1
 
 
 if __name__ == "__main__":

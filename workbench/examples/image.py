@@ -1,17 +1,22 @@
-"""Example ``image``: classify photos sent as PNG. Preprocess-heavy.
+"""Example ``image``: classify photos sent as PNG (or JPEG). Preprocess-heavy.
 
-One item (request) is a PNG file as ``bytes``. The request stream cycles
+One item (request) is a PNG or JPEG file as ``bytes``. The request stream cycles
 through a pool of synthetic photo-like images (smooth gradients, shapes and
 sensor noise, 256 to 448 pixels a side), drawn with numpy from a seed and
 encoded once with Pillow: no downloads.
 
 Stages:
 
-- ``parse``: check the PNG signature and the IHDR size; ValueError otherwise.
+- ``parse``: check the PNG signature and IHDR size, or the JPEG start-of-image
+  marker and frame size; ValueError otherwise.
 - ``preprocess``: decode with Pillow, resize the short side to ``image_size``
   and center-crop a square (torchvision's ``Resize`` + ``CenterCrop``),
   normalize with the ImageNet mean/std, NCHW in the model dtype, copy to the
-  device.
+  device. Its ``describe=`` reports ``decoded_pixels``, the batch's decoded
+  image area (width x height summed over its images, before the resize): decode
+  and resize grow with it, so ``show`` gives its effect on this stage (p50 per
+  range of area, top over bottom). The output tensor carries the number as
+  ``decoded_pixels`` for that ``describe=``.
 - ``forward``: a small CNN (four stride-2 conv-BN-ReLU blocks, global average
   pooling, a linear head; random weights). int8 quantizes only the head,
   since dynamic quantization covers Linear layers; the convolutions stay fp32.
@@ -45,6 +50,8 @@ LABELS = (
     "person", "bus", "train", "airplane", "chair", "cup", "book", "clock",
 )
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+JPEG_SIGNATURE = b"\xff\xd8\xff"
+JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}  # start-of-frame markers (not DHT/JPG/DAC)
 MAX_SIDE = 8192
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -67,11 +74,14 @@ def build(config: PipelineConfig) -> Pipeline:
     std = torch.tensor(STD).view(1, 3, 1, 1) * 255.0
 
     def preprocess(pngs: list[bytes]):
-        pixels = torch.from_numpy(_decode_batch(pngs, size))  # (batch, size, size, 3) uint8
+        decoded, area = _decode_batch(pngs, size)
+        pixels = torch.from_numpy(decoded)  # (batch, size, size, 3) uint8
         # NCHW copy first: elementwise math on the permuted view takes a slower strided path
         # (2x on an idle 2-core CPU here, far worse when the cores are busy).
         x = (pixels.permute(0, 3, 1, 2).contiguous().float() - mean) / std
-        return to_device(x.to(dtype), config)
+        out = to_device(x.to(dtype), config)
+        out.decoded_pixels = area  # read by describe_area, after the request's clock reads
+        return out
 
     def forward(x):
         with torch.inference_mode():
@@ -89,8 +99,13 @@ def build(config: PipelineConfig) -> Pipeline:
                     config=config, models=[model])
     for name, fn in (("parse", parse), ("preprocess", preprocess), ("forward", forward),
                      ("postprocess", postprocess), ("serialize", serialize)):
-        pipe.add(name, fn)
+        pipe.add(name, fn, describe=describe_area if name == "preprocess" else None)
     return pipe
+
+
+def describe_area(x) -> dict[str, float]:
+    """``describe=`` of ``preprocess``: the decoded image area of the batch (pixels, before the resize)."""
+    return {"decoded_pixels": float(x.decoded_pixels)}
 
 
 def _cnn(width: int, classes: int):
@@ -105,7 +120,7 @@ def _cnn(width: int, classes: int):
 
 
 def parse(batch: list) -> list[bytes]:
-    """Check each item is a PNG of sane size; ValueError names the request."""
+    """Check each item is a PNG or JPEG of sane size; ValueError names the request."""
     return [_check_png(i, b) for i, b in enumerate(check_batch(batch, "image"))]
 
 
@@ -114,29 +129,52 @@ def _check_png(index: int, data) -> bytes:
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise ValueError(f"{where}: expected PNG bytes, got {type(data).__name__}")
     data = bytes(data)
-    if len(data) < 24 or not data.startswith(PNG_SIGNATURE) or data[12:16] != b"IHDR":
-        raise ValueError(f"{where}: not a PNG file (bad signature or header)")
-    w, h = struct.unpack(">II", data[16:24])
+    if data.startswith(JPEG_SIGNATURE):
+        kind, (w, h) = "JPEG", _jpeg_size(data, where)
+    elif len(data) < 24 or not data.startswith(PNG_SIGNATURE) or data[12:16] != b"IHDR":
+        raise ValueError(f"{where}: not a PNG file (bad signature or header; JPEG is accepted too)")
+    else:
+        kind, (w, h) = "PNG", struct.unpack(">II", data[16:24])
     if not (0 < w <= MAX_SIDE and 0 < h <= MAX_SIDE):
-        raise ValueError(f"{where}: PNG is {w}x{h}, sides must be 1..{MAX_SIDE}")
+        raise ValueError(f"{where}: {kind} is {w}x{h}, sides must be 1..{MAX_SIDE}")
     return data
 
 
+def _jpeg_size(data: bytes, where: str) -> tuple[int, int]:
+    """(width, height) from the first start-of-frame segment of a JPEG; ValueError when there is none."""
+    i = 2
+    while i + 9 <= len(data):
+        if data[i] != 0xFF:
+            break
+        marker = data[i + 1]
+        if marker == 0xFF:  # fill byte
+            i += 1
+            continue
+        if marker in JPEG_FRAMES:
+            h, w = struct.unpack(">HH", data[i + 5:i + 9])
+            return w, h
+        i += 2 + struct.unpack(">H", data[i + 2:i + 4])[0]
+    raise ValueError(f"{where}: JPEG without a frame header (truncated or not a JPEG)")
+
+
 def _decode_batch(pngs: list[bytes], size: int):
-    """Decode, resize the short side to ``size``, center-crop: uint8 array (batch, size, size, 3)."""
+    """Decode, resize the short side to ``size``, center-crop: uint8 array (batch, size, size, 3), and the
+    decoded area summed over the batch (pixels)."""
     import numpy as np
     from PIL import Image
 
     out = np.empty((len(pngs), size, size, 3), dtype=np.uint8)
+    area = 0
     for i, data in enumerate(pngs):
         with Image.open(io.BytesIO(data)) as img:
             rgb = img.convert("RGB")
         w, h = rgb.size
+        area += w * h
         scale = size / min(w, h)
         rw, rh = max(size, round(w * scale)), max(size, round(h * scale))
         left, top = (rw - size) // 2, (rh - size) // 2
         out[i] = np.asarray(rgb.resize((rw, rh), Image.BILINEAR).crop((left, top, left + size, top + size)))
-    return out
+    return out, area
 
 
 def serialize(responses: list[dict]) -> list[bytes]:

@@ -6,7 +6,7 @@ import pandas as pd
 
 from tests.support.synthetic import TraceBuilder
 from workbench.analysis.traced_tail import (request_slice, request_windows, slow_minus_median, tail_views,
-                                            traced_sets)
+                                            traced_sets, views_sentence)
 from workbench.runner import DEFAULT_TRACED
 from workbench.trace import load_trace
 
@@ -131,3 +131,12 @@ def test_no_steps_no_tail_views(tmp_path):
     b = TraceBuilder().stage("forward", 0, 10 * K)
     out = tail_views(load_trace(b.write(tmp_path / "t.json")))
     assert out["requests"] == 0 and out["slowest_view"] is None and out["median_view"] is None
+
+
+def test_views_sentence_compares_per_request_and_says_nothing_without_gpu_work(tmp_path):
+    out = tail_views(launching_requests(tmp_path))
+    assert views_sentence(out) == (
+        "per traced request, slowest 1 against median 1: 3.0 against 3.0 launch calls (50.0 against 30.0 us of "
+        "GPU work), 1.0 against 0.0 copies (1.05 MB against 0 B)")
+    cpu_only = tail_views(five_requests(tmp_path))
+    assert cpu_only["slowest_view"]["launches"]["count"] == 0 and views_sentence(cpu_only) is None

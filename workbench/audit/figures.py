@@ -42,13 +42,16 @@ def _attribute_figures(run) -> list[tuple[str, Any]]:
 
 
 def _traced_tail(run, loaded=None) -> tuple[str, Any]:
-    """The slowest traced requests' flame graph against the median ones', with how many it rests on."""
-    from ..analysis.traced_tail import slow_minus_median
+    """The slowest traced requests' flame graph against the median ones', with how many it rests on; the caption
+    adds their launches and copies per request (``traced_tail.tail_views``) when the trace has any."""
+    from ..analysis.traced_tail import slow_minus_median, tail_views, views_sentence
     from ..plots.flame import traced_tail_figure
     from ..trace import load_trace
 
-    return ("The slowest traced requests against the median ones", traced_tail_figure(
-        slow_minus_median(loaded or load_trace(run.trace_path))))
+    trace = loaded or load_trace(run.trace_path)
+    gpu = views_sentence(tail_views(trace))
+    caption = "The slowest traced requests against the median ones" + (f" ({gpu})" if gpu else "")
+    return (caption, traced_tail_figure(slow_minus_median(trace)))
 
 
 def _trace_figures(run, loaded=None) -> list[tuple[str, Any]]:

@@ -294,6 +294,7 @@ def summary(st: dict) -> dict:
     return {
         "pages": st["pages"], "notebook": st["notebook"], "wall_s": round(time.monotonic() - st["started"], 1),
         "side": st.get("side", "browser"), "pool": st.get("pool"), "pool_quiet_s": st.get("pool_quiet_s"),
+        "max_unconnected_per_client": st.get("per_client", 0), "max_kernels": st.get("max_kernels"),
         "server_side": None if server is None else {
             "pages": len(server), "failures": sum(1 for r in server if r["failed"]),
             "failure_reasons": sorted({r["failed"] for r in server if r["failed"]}),
@@ -328,7 +329,11 @@ def run(st: dict, timeout_s: float) -> None:
     latency = "latency_explorer" in st["notebook"]
     want = 3 if latency else 6
     pool = () if st.get("pool") is None else ("--pool", str(st["pool"]))
-    with room_server("notebooks", "--room", *pool, log_name="bench_room.log", timeout_s=180) as (proc, port, url, log):
+    # every client here has one address (127.0.0.1); in a room each student has their own, so the per-address bound
+    # on pages loaded and not yet connected (3) would serialise the clients three at a time: off, unless asked
+    bound = ("--max-unconnected-per-client", str(st.get("per_client", 0)))
+    bound += () if st.get("max_kernels") is None else ("--max-kernels", str(st["max_kernels"]))
+    with room_server("notebooks", "--room", *pool, *bound, log_name="bench_room.log", timeout_s=180) as (proc, port, url, log):
         sampler = Sampler(proc)
         st["samples"] = sampler.samples
         sampler.start()
@@ -498,6 +503,11 @@ def main() -> int:
     p.add_argument("--timeout-s", type=float, default=400.0)
     p.add_argument("--side", choices=("server", "browser", "both"), default="both",
                    help="server: the server's side only, no browser; both: the server's side, then the browsers'")
+    p.add_argument("--per-client", type=int, default=0,
+                   help="the room's --max-unconnected-per-client (default 0, no bound: all clients here share one "
+                        "address; the room's own default is 3)")
+    p.add_argument("--max-kernels", type=int, default=None,
+                   help="the room's --max-kernels (its default: 40; a pool of P per dashboard needs 3 P + pages)")
     p.add_argument("--pool", type=int, default=None,
                    help="preheated kernels per dashboard (the room's default: 2); sized to the class: --pool PAGES")
     p.add_argument("--json", type=Path, default=None)
@@ -511,7 +521,7 @@ def main() -> int:
         return 2
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out
     st = {"pages": args.pages, "notebook": args.notebook, "started": time.monotonic(), "side": args.side,
-          "pool": args.pool,
+          "pool": args.pool, "per_client": args.per_client, "max_kernels": args.max_kernels,
           "load_before": [round(x, 1) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
           "cpu_busy_before_pct": cpu_busy_pct(2.0)}
     try:

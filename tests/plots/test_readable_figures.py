@@ -159,8 +159,6 @@ def _texts_written_on_the_plot(fig: dict) -> list[str]:
 def _percentile_figures(toy_run):
     from types import SimpleNamespace
 
-    import pandas as pd
-
     from workbench.analysis.attributes import attribute_effects
     from workbench.analysis.budget import percentile_request_parts, stage_summary
     from workbench.analysis.tail import tail_attribution

@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..units import NS_PER_S, ns_to_s
 from .numbers import check_memory, number, ranged
 
 RATE = number("--rate", 1e-3, 1e7, "requests/s")
@@ -29,10 +30,10 @@ def check_schedule(rate_rps: float, count: int | None, duration_s: float | None)
     expected = count if count is not None else rate_rps * (duration_s or 0.0) * 1.1 + 100
     check_memory(f"--rate {rate_rps:g} for {'--requests' if count is not None else '--duration'}", expected,
                  BYTES_PER_ARRIVAL)
-    last_ns = (count / rate_rps if count is not None else (duration_s or 0.0)) * 1e9
+    last_ns = (count / rate_rps if count is not None else (duration_s or 0.0)) * NS_PER_S
     if last_ns > LAST_ARRIVAL_NS:
         raise ConfigError(f"--rate {rate_rps:g}: {count if count is not None else duration_s} arrivals at this rate "
-                          f"end after {last_ns / 1e9:.3g} s, past what int64 nanoseconds hold; raise --rate or "
+                          f"end after {ns_to_s(last_ns):.3g} s, past what int64 nanoseconds hold; raise --rate or "
                           "ask for fewer requests")
 
 ARRIVAL_HELP = "poisson (default), bursty (on/off), or FILE.csv of arrival timestamps to replay"

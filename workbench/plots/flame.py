@@ -25,6 +25,7 @@ import plotly.graph_objects as go
 from ..analysis.flame import flame_tree, gpu_work_by_stage, prune, pruned_sizes
 from ..trace import Trace
 from ..errors import ConfigError
+from ..units import ns_to_ms
 from .style import KIND_COLORS, KIND_LABELS, empty_figure, format_bytes, format_ns, kind_key, layout
 
 TREE_COLUMNS = ("id", "parent", "name", "kind", "self_ns", "total_ns", "count", "bytes")
@@ -305,7 +306,7 @@ def traced_tail_figure(view: dict | None, *, title: str | None = None) -> go.Fig
     tree = (view or {}).get("tree") or []
     if not tree:
         return empty_figure((view or {}).get("note") or "no traced request", title or "Slowest traced requests")
-    diff_ms = [(n["slow_ns"] - n["median_ns"]) / 1e6 for n in tree]
+    diff_ms = [ns_to_ms(n["slow_ns"] - n["median_ns"]) for n in tree]
     keys = [kind_key(n["kind"], n["name"]) for n in tree]
     widest = max(abs(d) for d in diff_ms) or 1.0
     fig = go.Figure(go.Icicle(

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError
+from ..units import ns_to_s
 from .client import Drive, response_result
 
 READY_TIMEOUT_S = 120.0
@@ -122,7 +123,7 @@ class LocustEngine:
                 plan,
                 results,
                 Path(tmp),
-                float(schedule_ns[-1]) / 1e9 if len(schedule_ns) else 0.0,
+                ns_to_s(float(schedule_ns[-1])) if len(schedule_ns) else 0.0,
                 timeout_s,
             )
             with open(results, "rb") as f:

@@ -51,6 +51,7 @@ from geventhttpclient import HTTPClient
 from locust.env import Environment
 
 from .locust_drive import READY_LINE
+from ..units import ns_to_ms, ns_to_s
 from .protocol import (
     BATCH_HEADER,
     BATCH_SIZE_HEADER,
@@ -113,7 +114,7 @@ def run_master(
         for worker in workers:
             runner.send_message("wb_start", {"start_wall_ns": start_wall_ns}, client_id=worker)
         span_s = (
-            (plan["offsets_ns"][-1] if plan["offsets_ns"] else 0) / 1e9 + plan["timeout_s"] + 60
+            ns_to_s(plan["offsets_ns"][-1] if plan["offsets_ns"] else 0) + plan["timeout_s"] + 60
         )
         stopped: list = []
 
@@ -268,7 +269,7 @@ def _send_share(runner, env, state: dict, start_wall_ns: int) -> None:
     for j, (k, offset) in enumerate(zip(plan["ks"], plan["offsets_ns"])):
         wait_ns = origin + offset - time.perf_counter_ns()
         if wait_ns > 0:
-            gevent.sleep(wait_ns / 1e9)
+            gevent.sleep(ns_to_s(wait_ns))
         if state["stop"]:
             break
         greenlets.append(
@@ -331,7 +332,7 @@ def _send_one(
     env.events.request.fire(
         request_type="POST",
         name="/predict",
-        response_time=(done - sent) / 1e6,
+        response_time=ns_to_ms(done - sent),
         response_length=0,
         exception=failure,
         context={},

@@ -183,7 +183,7 @@ def test_rate_auto_stops_once_p99_passes_the_sla(tmp_path):
     [
         (["--sweep", "rate=auto"], "needs --sla-ms"),
         (["--sweep", "speed=1"], "expected rate=50,100,200"),
-        (["--sweep", "rate=10", "--max-windows", "2"], "--max-windows must be >= 3"),
+        (["--sweep", "rate=10", "--max-windows", "2"], "--max-windows must be an integer in [3, 1_000] windows"),
         (["--sweep", "rate=10", "--requests", "5"], "leave --requests out"),
         (["--sweep", "concurrency=1,2"], "give the arrival rate with --rate"),
         (

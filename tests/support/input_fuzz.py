@@ -1,4 +1,4 @@
-"""Mutated inputs for the boundary decoders (issue 27): OTLP/JSON exports and run folders.
+"""Mutated inputs for the boundary decoders (issue 27): OTLP/JSON exports, run folders and sweep folders.
 
 Each mutator takes a ``random.Random`` (hypothesis's ``st.randoms()`` in the test
 suite, a seeded one in ``benchmarks/fuzz_inputs.py``) and a real input, and makes
@@ -206,6 +206,66 @@ def mutate_run_folder(root: Path, rnd: random.Random) -> None:
             if path.is_file():
                 data = path.read_bytes()
                 path.write_bytes(data[: rnd.randrange(len(data) + 1)])
+
+
+# -- sweep folders (load --sweep) ---------------------------------------------------------------------------
+
+BASE_SWEEP = REPO / "tests" / "support" / "sweeps" / "sweep.json"  # a served sweep of 4 rates (benchmarks/bench_sweep)
+SWEEP_ODD_RUNS = ["../outside", "/etc", "", "a/../../b", "point-00-rate-25/../../x", "\\\\server\\share", "."]
+
+
+def sweep_folder(dest: Path, *, with_runs: bool = False) -> Path:
+    """A sweep folder at ``dest``: :data:`BASE_SWEEP`, and with ``with_runs`` each point's folder (a copy of
+    :data:`BASE_RUN`, so that ``audit SWEEP`` has runs to read)."""
+    dest.mkdir(parents=True)
+    shutil.copyfile(BASE_SWEEP, dest / "sweep.json")
+    if with_runs:
+        for p in json.loads(BASE_SWEEP.read_text())["points"]:
+            shutil.copytree(BASE_RUN, dest / p["run"])
+    return dest
+
+
+def mutate_sweep_doc(doc: Any, rnd: random.Random) -> Any:
+    """One change that a sweep file's readers care about, else a generic :func:`mutate_value`."""
+    points = doc.get("points") if isinstance(doc, dict) else None
+    points = [p for p in points if isinstance(p, dict)] if isinstance(points, list) else []
+    plan = doc.get("plan") if isinstance(doc, dict) else None
+    op = rnd.randrange(8)
+    if op == 0 and points:
+        rnd.choice(points)["run"] = rnd.choice(SWEEP_ODD_RUNS)
+    elif op == 1 and points:
+        rnd.choice(points)[rnd.choice(("rate_rps", "concurrency", "p50_ms", "p99_ms", "achieved_rps"))] = \
+            rnd.choice((None, 0, -1, 0.0, 1e308, "1", True))
+    elif op == 2 and isinstance(plan, dict):
+        plan[rnd.choice(("parameter", "values", "sla_ms", "window_s", "max_windows"))] = rnd.choice(
+            ("concurrency", "auto", "speed", None, 0, [], [-1.0], 1e308))
+    elif op == 3 and isinstance(doc, dict):
+        doc[rnd.choice(("knee", "prediction", "policy", "stopped"))] = rnd.choice(
+            (None, {}, {"source": None}, {"point": 0, "offered_rps": 1.0, "achieved_rps": 1.0, "p99_ms": -1}, 5, "x"))
+    else:
+        mutate_value(doc, rnd)
+    return doc
+
+
+def mutated_sweep(rnd: random.Random) -> bytes:
+    """The bytes of a mutated ``sweep.json``: one to three changes, sometimes damaged bytes or NaN/Infinity."""
+    doc = json.loads(BASE_SWEEP.read_text())
+    for _ in range(rnd.randint(1, 3)):
+        doc = (mutate_sweep_doc if rnd.random() < 0.6 else mutate_value)(doc, rnd)
+    raw = json.dumps(doc, indent=1).encode()
+    if rnd.random() < 0.1:
+        return raw.replace(b'"p99_ms": ', rnd.choice((b'"p99_ms": NaN, "x": ', b'"p99_ms": -Infinity, "x": ')), 1)
+    return mutate_bytes(raw, rnd) if rnd.random() < 0.1 else raw
+
+
+def mutate_sweep_folder(root: Path, rnd: random.Random) -> None:
+    """Mutate ``root/sweep.json`` (made by :func:`sweep_folder`); now and then delete it or make it a link out."""
+    target = root / "sweep.json"
+    target.write_bytes(mutated_sweep(rnd))
+    if rnd.random() < 0.03:
+        outside = root.parent / "outside-sweep.json"
+        shutil.move(target, outside)
+        os.symlink(outside, target)
 
 
 # -- the invariant -------------------------------------------------------------------------------------------

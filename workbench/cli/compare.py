@@ -30,10 +30,18 @@ from ..interleave import DEFAULT_COMPARE_REQUESTS, DEFAULT_MAX_TIME_S, DEFAULT_R
 from ..config import PipelineConfig
 from ..errors import ConfigError, RunRecordError
 from ..noise import noise_line
+from .numbers import number, ranged
+from .output import dumps
 from .profile import add_pipeline_arguments, config_from_args, factory_from_args
 from .sweep_view import compare_sweeps_command, is_sweep
 
 _PAIRS = {"[": "]", "{": "}", "(": ")"}
+RESOLUTION = number("--resolution", 0, 10, "(ratio units)", lo_open=True)
+MAX_TIME_S = number("--max-time", 0, 7 * 86_400, "s", lo_open=True)
+REQUESTS = number("--requests", 1, 10**8, "requests", integer=True)
+WARMUP = number("--warmup", 0, 10**7, "requests", integer=True)
+SEED = number("--seed", 0, 2**63 - 1, "", integer=True)
+MIN_EFFECT_RATIO = number("--min-effect", 0, 10, "(ratio units)")
 
 
 def register(subparsers) -> None:
@@ -48,20 +56,23 @@ def register(subparsers) -> None:
     p.add_argument("--config", action="append", default=[], metavar="K=V[,K=V...]",
                    help="one configuration (repeat: the first is A); values are JSON; batch_size, precision, "
                         "threads, device are built in, other keys go to the factory's options")
-    p.add_argument("--resolution", type=float, default=DEFAULT_RESOLUTION,
-                   help="rounds go on until every interval (the --metric's, every stage) is narrower than this, "
-                        f"in ratio units; default {DEFAULT_RESOLUTION} (5 %%)")
-    p.add_argument("--max-time", type=float, default=DEFAULT_MAX_TIME_S, metavar="SECONDS",
-                   help=f"... or until this many seconds of measuring, default {DEFAULT_MAX_TIME_S:g}")
-    p.add_argument("--requests", type=int, default=None,
-                   help="a fixed number of measured requests per configuration instead (not adaptive; "
-                        f"{DEFAULT_COMPARE_REQUESTS} found a 10 %% slower stage 95 %% of the time on a quiet machine, "
-                        "benchmarks/results/compare.md)")
-    p.add_argument("--warmup", type=int, default=10, help="warm-up requests per configuration, default 10")
-    p.add_argument("--seed", type=int, default=0, help="seed of the round order and the bootstrap, default 0")
+    p.add_argument("--resolution", type=RESOLUTION, default=DEFAULT_RESOLUTION,
+                   help=ranged("rounds go on until every interval (the --metric's, every stage) is narrower than "
+                               f"this, in ratio units; default {DEFAULT_RESOLUTION} (5 %%)", RESOLUTION))
+    p.add_argument("--max-time", type=MAX_TIME_S, default=DEFAULT_MAX_TIME_S, metavar="SECONDS",
+                   help=ranged(f"... or until this many seconds of measuring, default {DEFAULT_MAX_TIME_S:g}",
+                               MAX_TIME_S))
+    p.add_argument("--requests", type=REQUESTS, default=None,
+                   help=ranged("a fixed number of measured requests per configuration instead (not adaptive; "
+                               f"{DEFAULT_COMPARE_REQUESTS} found a 10 %% slower stage 95 %% of the time on a quiet "
+                               "machine, benchmarks/results/compare.md)", REQUESTS))
+    p.add_argument("--warmup", type=WARMUP, default=10,
+                   help=ranged("warm-up requests per configuration, default 10", WARMUP))
+    p.add_argument("--seed", type=SEED, default=0, help=ranged("seed of the round order and the bootstrap, default 0",
+                                                               SEED))
     p.add_argument("--metric", choices=tuple(METRICS), default="p50", help="which ratio the verdict follows")
-    p.add_argument("--min-effect", type=float, default=MIN_EFFECT,
-                   help="smallest relative difference that counts, default 0.02 (2 %%)")
+    p.add_argument("--min-effect", type=MIN_EFFECT_RATIO, default=MIN_EFFECT,
+                   help=ranged("smallest relative difference that counts, default 0.02 (2 %%)", MIN_EFFECT_RATIO))
     p.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
     p.set_defaults(func=run)
 
@@ -140,7 +151,7 @@ def run(args) -> int:
                      resolution=args.resolution, max_time_s=args.max_time).result
     result["configs"] = [c | {"label": text} for c, text in zip(result["configs"], args.config)]
     if args.json:
-        print(json.dumps(result))
+        print(dumps(result))
     else:
         print_interleaved(result, sys.stdout)
     all_failed = [c["label"] for c in result["configs"] if c["failed"] == c["requests"]]
@@ -155,7 +166,7 @@ def _run_saved(args) -> int:
         raise ConfigError("saved runs: give exactly two run folders (RUN_A RUN_B) and no --example/--pipeline/--config")
     result = compare_saved(args.runs[0], args.runs[1], metric=args.metric, min_effect=args.min_effect, seed=args.seed)
     if args.json:
-        print(json.dumps(result))
+        print(dumps(result))
     else:
         print_separate(result, sys.stdout)
     return 0

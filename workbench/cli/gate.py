@@ -25,10 +25,13 @@ from ..analysis.compare_file import Comparison, CompareFile, decode_comparisons,
 from ..analysis.verdicts import INCONCLUSIVE, REGRESSION, gate_decision
 from ..errors import ConfigError
 from .compare import compare_saved
+from .numbers import OptionError
 
 _THRESHOLD = re.compile(r"^\+?(\d+(?:\.\d+)?)\s*%?$")
 EXIT_INCONCLUSIVE = 4  # workbench.cli.EXIT_INCONCLUSIVE (not imported: the package imports this module)
 RERUN = "too noisy to tell: rerun quieter or longer"
+MAX_THRESHOLD_PCT = 1000.0
+THRESHOLD_RANGE = f"in [0, {MAX_THRESHOLD_PCT:g}] %"
 
 
 def register(subparsers) -> None:
@@ -38,17 +41,32 @@ def register(subparsers) -> None:
                                           "exit 4; otherwise exit 0; bad input exit 2.")
     p.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="BASE NEW (two saved run folders), or one `compare --json` output file")
-    p.add_argument("--p50", default="+5%", type=threshold, help="allowed p50 slow-down, default +5%%")
-    p.add_argument("--p99", default="+10%", type=threshold, help="allowed p99 slow-down, default +10%%")
+    p.add_argument("--p50", default="+5%", type=threshold_option("--p50"),
+                   help=f"allowed p50 slow-down, default +5%% [{THRESHOLD_RANGE.replace('%', '%%')}]")
+    p.add_argument("--p99", default="+10%", type=threshold_option("--p99"),
+                   help=f"allowed p99 slow-down, default +10%% [{THRESHOLD_RANGE.replace('%', '%%')}]")
     p.add_argument("--stages", action="store_true", help="check every stage too, not only end to end")
     p.set_defaults(func=run)
 
 
-def threshold(text: str) -> float:
-    """``+5%`` (or ``5%``, ``5``) as 0.05: a percentage slow-down that is allowed."""
+def threshold_option(option: str):
+    """The argparse ``type`` of ``--p50``/``--p99``: :func:`threshold`, its error naming the option."""
+    def parse(text: str) -> float:
+        return threshold(text, option)
+
+    parse.__name__ = "percentage"
+    return parse
+
+
+def threshold(text: str, option: str = "threshold") -> float:
+    """``+5%`` (or ``5%``, ``5``) as 0.05: a percentage slow-down that is allowed, at most 1000 %.
+
+    Refused in one line (exit 2, an OptionError that argparse lets through): a negative, a NaN, an
+    infinity, anything not a percentage, and more than 1000 %.
+    """
     m = _THRESHOLD.match(str(text).strip())
-    if not m:
-        raise ConfigError(f"threshold {text!r}: expected a percentage such as +5%")
+    if not m or float(m.group(1)) > MAX_THRESHOLD_PCT:
+        raise OptionError(f"{option} {text!r}: expected a percentage such as +5%, {THRESHOLD_RANGE}")
     return float(m.group(1)) / 100.0
 
 

@@ -53,8 +53,9 @@ def _is_int_text(text: str) -> bool:
 
 
 def ranged(help_text: str, kind) -> str:
-    """``help_text`` ending with the option's range and unit (what ``--help`` prints)."""
-    return f"{help_text} [{kind.range_text}]"
+    """``help_text`` ending with the option's range and unit (what ``--help`` prints; a ``%`` unit escaped for
+    argparse)."""
+    return f"{help_text} [{kind.range_text.replace('%', '%%')}]"
 
 
 def available_bytes() -> int:

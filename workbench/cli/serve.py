@@ -5,8 +5,23 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import ConfigError
+from .load_args import BATCH, CONCURRENCY, WAIT_MS
+from .numbers import number, ranged
 from .output import check_out, save_measured
 from .profile import add_pipeline_arguments, apply_threads, config_from_args, factory_from_args
+
+PORT = number("--port", 0, 65_535, "(TCP port)", integer=True)
+WARMUP = number("--warmup", 0, 10**6, "calls", integer=True)
+DRAIN_S = number("--drain-timeout", 0, 86_400, "s")
+HEADER_BYTES = number("--max-header-bytes", 1, 2**30, "bytes", integer=True)
+BODY_BYTES = number("--max-body-bytes", 1, 2**34, "bytes", integer=True)
+REQUEST_ID = number("--max-request-id", 1, 2**20, "characters", integer=True)
+HEADER_S = number("--header-timeout", 0, 86_400, "s", lo_open=True)
+BODY_S = number("--body-timeout", 0, 86_400, "s", lo_open=True)
+KEEP_ALIVE_S = number("--keep-alive-timeout", 0, 86_400, "s", lo_open=True)
+CONNECTIONS = number("--max-connections", 1, 10**6, "connections", integer=True)
+PENDING = number("--max-pending", 1, 10**8, "requests", integer=True)
+BACKLOG = number("--accept-backlog", 1, 65_535, "connections", integer=True)
 
 
 def register(subparsers) -> None:
@@ -16,12 +31,17 @@ def register(subparsers) -> None:
                                           "folder is written to --out.")
     add_pipeline_arguments(p, default_batch_size=None)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free port, printed)")
-    p.add_argument("--max-batch-size", type=int, default=8, help="largest batch (default 8)")
-    p.add_argument("--max-wait-ms", type=float, default=5.0, help="batching wait of the oldest request (default 5)")
-    p.add_argument("--concurrency", type=int, default=1, help="batches executed at once (default 1)")
-    p.add_argument("--warmup", type=int, default=5, help="untimed warm-up calls per executor and size (default 5)")
-    p.add_argument("--drain-timeout", type=float, default=10.0, help="seconds to finish queued requests at shutdown")
+    p.add_argument("--port", type=PORT, default=8000,
+                   help=ranged("port (default 8000; 0: any free port, printed)", PORT))
+    p.add_argument("--max-batch-size", type=BATCH, default=8, help=ranged("largest batch (default 8)", BATCH))
+    p.add_argument("--max-wait-ms", type=WAIT_MS, default=5.0,
+                   help=ranged("batching wait of the oldest request (default 5)", WAIT_MS))
+    p.add_argument("--concurrency", type=CONCURRENCY, default=1,
+                   help=ranged("batches executed at once (default 1)", CONCURRENCY))
+    p.add_argument("--warmup", type=WARMUP, default=5,
+                   help=ranged("untimed warm-up calls per executor and size (default 5)", WARMUP))
+    p.add_argument("--drain-timeout", type=DRAIN_S, default=10.0,
+                   help=ranged("seconds to finish queued requests at shutdown (default 10)", DRAIN_S))
     p.add_argument("--out", type=Path, help="run folder written at shutdown (default runs/serve-NAME-TIME)")
     p.add_argument("--gc", choices=("freeze", "default"), default="freeze",
                    help="freeze: gc.freeze() after the warm-up, so full collections skip the model and torch "
@@ -43,25 +63,29 @@ def add_edge_arguments(p) -> None:
     g.add_argument("--control-token", metavar="TOKEN",
                    help="enable POST /shutdown for requests carrying X-Workbench-Token: TOKEN (16+ characters; "
                         "default: the endpoint is off, stop with SIGTERM or Ctrl-C)")
-    g.add_argument("--max-header-bytes", type=int, default=d.max_header_bytes,
-                   help=f"request line + headers, else 431 (default {d.max_header_bytes})")
-    g.add_argument("--max-body-bytes", type=int, default=d.max_body_bytes,
-                   help=f"request body, else 413 (default {d.max_body_bytes})")
-    g.add_argument("--max-request-id", type=int, default=d.max_request_id_chars,
-                   help=f"X-Request-Id characters, else 400 (default {d.max_request_id_chars})")
-    g.add_argument("--header-timeout", type=float, default=d.header_timeout_s,
-                   help=f"seconds to send a request head, else 408 (default {d.header_timeout_s:g})")
-    g.add_argument("--body-timeout", type=float, default=d.body_timeout_s,
-                   help=f"seconds to send a body after its head, else 408 (default {d.body_timeout_s:g})")
-    g.add_argument("--keep-alive-timeout", type=float, default=d.keep_alive_s,
-                   help=f"seconds an idle keep-alive connection stays open (default {d.keep_alive_s:g})")
-    g.add_argument("--max-connections", type=int, default=d.max_connections,
-                   help=f"open connections, else 503 + Retry-After (default {d.max_connections})")
-    g.add_argument("--max-pending", type=int, default=d.max_pending,
-                   help=f"requests queued or running, else 503 + Retry-After (default {d.max_pending})")
-    g.add_argument("--accept-backlog", type=int, default=d.accept_backlog,
-                   help=f"listen queue, and the most connections accepted per event-loop turn "
-                        f"(default {d.accept_backlog})")
+    g.add_argument("--max-header-bytes", type=HEADER_BYTES, default=d.max_header_bytes,
+                   help=ranged(f"request line + headers, else 431 (default {d.max_header_bytes})", HEADER_BYTES))
+    g.add_argument("--max-body-bytes", type=BODY_BYTES, default=d.max_body_bytes,
+                   help=ranged(f"request body, else 413 (default {d.max_body_bytes})", BODY_BYTES))
+    g.add_argument("--max-request-id", type=REQUEST_ID, default=d.max_request_id_chars,
+                   help=ranged(f"X-Request-Id characters, else 400 (default {d.max_request_id_chars})", REQUEST_ID))
+    g.add_argument("--header-timeout", type=HEADER_S, default=d.header_timeout_s,
+                   help=ranged(f"seconds to send a request head, else 408 (default {d.header_timeout_s:g})", HEADER_S))
+    g.add_argument("--body-timeout", type=BODY_S, default=d.body_timeout_s,
+                   help=ranged(f"seconds to send a body after its head, else 408 (default {d.body_timeout_s:g})",
+                               BODY_S))
+    g.add_argument("--keep-alive-timeout", type=KEEP_ALIVE_S, default=d.keep_alive_s,
+                   help=ranged(f"seconds an idle keep-alive connection stays open (default {d.keep_alive_s:g})",
+                               KEEP_ALIVE_S))
+    g.add_argument("--max-connections", type=CONNECTIONS, default=d.max_connections,
+                   help=ranged(f"open connections, else 503 + Retry-After (default {d.max_connections})",
+                               CONNECTIONS))
+    g.add_argument("--max-pending", type=PENDING, default=d.max_pending,
+                   help=ranged(f"requests queued or running, else 503 + Retry-After (default {d.max_pending})",
+                               PENDING))
+    g.add_argument("--accept-backlog", type=BACKLOG, default=d.accept_backlog,
+                   help=ranged("listen queue, and the most connections accepted per event-loop turn "
+                               f"(default {d.accept_backlog})", BACKLOG))
 
 
 def edge_limits_from_args(args):

@@ -10,13 +10,46 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import ConfigError
-from .load_args import arrivals_from_args, http_load, policy_from_args
+from .load_args import CONCURRENCY, RATE, arrivals_from_args, http_load, policy_from_args
+from .numbers import OptionError, number, ranged
+from .output import dumps
 from .sweep_view import footer, table_header, table_row, write_figure
+
+
+WINDOW_S = number("--window-s", 0, 3_600, "s", lo_open=True)
+STABILITY = number("--stability", 0, 100, "%", lo_open=True)
+MAX_WINDOWS = number("--max-windows", 3, 1_000, "windows", integer=True)
+SLA_MS = number("--sla-ms", 0, 3_600_000, "ms", lo_open=True)
+MAX_POINTS = number("--max-points", 1, 100, "points", integer=True)
+MAX_SWEEP_VALUES = 100  # points of a listed sweep; each runs --window-s x --max-windows at most
+
+
+def sweep_spec(text: str) -> str:
+    """The argparse ``type`` of ``--sweep``: each listed value a finite number in its option's range, at most
+    :data:`MAX_SWEEP_VALUES` of them; the text is kept (``SweepPlan`` parses its form and order)."""
+    name, sep, spec = text.partition("=")
+    if not sep or name not in ("rate", "concurrency") or spec == "auto":
+        return text  # its form is judged by batching.capacity.parse_sweep, in one line
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    parts = spec.split(",")
+    if len(parts) > MAX_SWEEP_VALUES:
+        raise OptionError(f"--sweep {shown}: {len(parts):,} values; at most {MAX_SWEEP_VALUES} points per sweep")
+    kind = RATE if name == "rate" else CONCURRENCY
+    for part in parts:
+        value = part.strip()
+        if name == "concurrency" and value.endswith(".0"):
+            value = value[:-2]  # 2.0 is a whole number of executors
+        try:
+            kind(value)
+        except OptionError:
+            what = "an integer" if name == "concurrency" else "a number"
+            raise OptionError(f"--sweep {shown}: each {name} must be {what} {kind.range_text}, "
+                              f"got {part[:20]!r}") from None
+    return text
 
 
 def add_sweep_arguments(load: argparse.ArgumentParser) -> None:
@@ -24,36 +57,40 @@ def add_sweep_arguments(load: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--sweep",
         metavar="PARAM=VALUES",
-        help="rate=50,100,200 | rate=auto | concurrency=1,2,4: one run per point into a sweep folder",
+        type=sweep_spec,
+        help="rate=50,100,200 | rate=auto | concurrency=1,2,4: one run per point into a sweep folder "
+        f"[at most {MAX_SWEEP_VALUES} values; rate {RATE.range_text}, concurrency {CONCURRENCY.range_text}]",
     )
     g.add_argument(
         "--window-s",
-        type=float,
+        type=WINDOW_S,
         default=5.0,
-        help="--sweep: seconds per measurement window (default 5)",
+        help=ranged("--sweep: seconds per measurement window (default 5)", WINDOW_S),
     )
     g.add_argument(
         "--stability",
-        type=float,
+        type=STABILITY,
         default=10.0,
-        help="--sweep: a point is stable when the p50 and p99 of its last three windows are within this "
-        "%% of their mean (default 10, perf_analyzer's rule)",
+        help=ranged("--sweep: a point is stable when the p50 and p99 of its last three windows are within "
+                    "this %% of their mean (default 10, perf_analyzer's rule)", STABILITY),
     )
     g.add_argument(
         "--max-windows",
-        type=int,
+        type=MAX_WINDOWS,
         default=10,
-        help="--sweep: at most this many windows per point (default 10): a point stops after its first "
-        "three stable windows (their figures), else runs them all (the last three's figures)",
+        help=ranged("--sweep: at most this many windows per point (default 10; stability compares three): "
+                    "a point stops after its first three stable windows (their figures), else runs them all "
+                    "(the last three's figures)", MAX_WINDOWS),
     )
     g.add_argument(
-        "--sla-ms", type=float, help="--sweep: the p99 target (the knee; rate=auto stops past it)"
+        "--sla-ms", type=SLA_MS,
+        help=ranged("--sweep: the p99 target (the knee; rate=auto stops past it)", SLA_MS),
     )
     g.add_argument(
         "--max-points",
-        type=int,
+        type=MAX_POINTS,
         default=12,
-        help="--sweep rate=auto: at most this many points (default 12)",
+        help=ranged("--sweep rate=auto: at most this many points (default 12)", MAX_POINTS),
     )
     g.add_argument(
         "--figure",
@@ -92,8 +129,6 @@ def plan_from_args(args):
         raise ConfigError(
             "--requests: a sweep point's length is --window-s x --max-windows; leave --requests out"
         )
-    if args.max_points < 1:
-        raise ConfigError(f"--max-points must be >= 1, got {args.max_points}")
     return SweepPlan(
         parameter,
         values,
@@ -140,7 +175,7 @@ def run_sweep_command(args) -> int:
     if args.figure is not None:
         write_figure(record, args.figure)
     if args.json:
-        print(json.dumps(record | {"sweep_dir": str(out)}))
+        print(dumps(record | {"sweep_dir": str(out)}))
     else:
         print(footer(record))
         print(f"\nsweep written to {out}")

@@ -2,15 +2,220 @@
 
 Nothing here measures (that is :mod:`workbench.cli.sweep`), so the commands that
 only read a sweep import this module and none of the measuring ones.
+
+A sweep folder's ``sweep.json`` is decoded once, here, into :class:`SweepFile`
+(msgspec; the schema of docs/json.md): a wrong type, a missing field, a number
+out of its range, a point folder outside the sweep folder or a point without the
+swept value is exit 2 with one line naming the file, the field and the value.
+What :func:`read_sweep` returns after that has every field of the right type.
 """
 
 from __future__ import annotations
 
-import json
+import re
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal, Union
+
+import msgspec
 
 from ..errors import ConfigError
+from .output import dumps, strict
+
+# -- the sweep file, decoded at the boundary -------------------------------------------------------------------
+
+NonNeg = Annotated[float, msgspec.Meta(ge=0)]
+Positive = Annotated[float, msgspec.Meta(gt=0)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]  # int64, as the tables hold them
+AtLeastOne = Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)]
+MAX_SWEEP_FILE_BYTES = 512 * 2**20
+
+
+class Percentiles(msgspec.Struct):
+    p50_ms: NonNeg | None = None
+    p95_ms: NonNeg | None = None
+    p99_ms: NonNeg | None = None
+
+
+class WindowRow(msgspec.Struct):
+    window: Count
+    start_ns: Count
+    end_ns: Count
+    requests: Count
+    ok: Count
+    failed: Count
+    offered_rps: NonNeg | None = None
+    achieved_rps: NonNeg | None = None
+    p50_ms: NonNeg | None = None
+    p95_ms: NonNeg | None = None
+    p99_ms: NonNeg | None = None
+
+
+class Predicted(msgspec.Struct):
+    p50_ms: NonNeg | None = None
+    p99_ms: NonNeg | None = None
+    stable: bool | None = None
+    capacity_rps: NonNeg | None = None
+    p50_ratio: NonNeg | None = None
+    p99_ratio: NonNeg | None = None
+
+
+class Point(msgspec.Struct, kw_only=True):
+    point: Count
+    run: str
+    rate_rps: Positive | None = None
+    concurrency: AtLeastOne | None = None
+    offered_rps: NonNeg
+    achieved_rps: NonNeg
+    requests: Count
+    failed: Count
+    failures: dict[str, Count] = {}
+    p50_ms: NonNeg | None = None
+    p95_ms: NonNeg | None = None
+    p99_ms: NonNeg | None = None
+    stages: dict[str, Percentiles] = {}
+    generator_lag_p99_ms: float | None = None
+    generator_lag_max_ms: float | None = None
+    noisy: bool | None = None
+    stable: bool
+    stable_after_windows: Count | None = None
+    windows_used: list[Count] = []
+    windows: Count
+    stopped_by: Literal["stable", "max-windows"] | None = None
+    window_table: list[WindowRow] = []
+    predicted: Predicted | None = None
+
+
+class Policy(msgspec.Struct):
+    max_batch_size: AtLeastOne
+    max_wait_ms: NonNeg
+    concurrency: AtLeastOne
+
+
+class Plan(msgspec.Struct):
+    parameter: Literal["rate", "concurrency"]
+    values: Union[list[Positive], Literal["auto"], None]
+    window_s: Positive
+    max_windows: AtLeastOne
+    stability_pct: Positive
+    sla_ms: Positive | None = None
+    start_rate_rps: Positive | None = None
+    max_points: AtLeastOne = 12
+
+
+class Knee(msgspec.Struct):
+    point: Count
+    offered_rps: NonNeg
+    achieved_rps: NonNeg
+    p99_ms: NonNeg
+
+
+class Prediction(msgspec.Struct, omit_defaults=True):
+    source: str | None
+    why: str | None = None
+
+
+class SweepFile(msgspec.Struct, kw_only=True):
+    format: str
+    version: int
+    kind: Literal["load", "served"]
+    pipeline: str | None = None
+    url: str | None = None
+    policy: Policy | None = None
+    created: str | None = None
+    plan: Plan
+    points: list[Point]
+    stopped: str | None = None
+    knee: Knee | None = None
+    prediction: Prediction | None = None
+    sweep_dir: str | None = None  # a saved ``load --sweep --json`` output
+
+
+def decode_sweep(path: str | Path) -> SweepFile:
+    """``path/sweep.json`` as a :class:`SweepFile`; ConfigError (exit 2, one line) naming file, field and value."""
+    from ..batching.capacity import FORMAT, SWEEP_FILE, VERSION
+
+    folder = Path(path)
+    file = folder / SWEEP_FILE
+    if not file.exists():
+        raise ConfigError(f"{path}: not a sweep folder (no {SWEEP_FILE})")
+    if file.is_symlink() and not file.resolve().is_relative_to(folder.resolve()):
+        raise ConfigError(f"{file}: a symbolic link out of the sweep folder (to {file.resolve()}); refused")
+    if not file.is_file():
+        raise ConfigError(f"{file}: not a regular file")
+    size = file.stat().st_size
+    if size > MAX_SWEEP_FILE_BYTES:
+        raise ConfigError(f"{file}: {size:,} bytes, more than a sweep file holds ({MAX_SWEEP_FILE_BYTES:,})")
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{file}: not readable ({exc.strerror})") from None
+    try:
+        record = msgspec.json.decode(raw, type=SweepFile)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(_validation_line(file, raw, str(exc))) from None
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: not valid JSON ({str(exc)[:120]})") from None
+    if record.format != FORMAT or record.version != VERSION:
+        raise ConfigError(f"{file}: field 'format'/'version' must be {FORMAT!r}/{VERSION}, got "
+                          f"{_shown(record.format)}/{_shown(record.version)}")
+    swept = "rate_rps" if record.plan.parameter == "rate" else "concurrency"
+    for i, p in enumerate(record.points):
+        run = PurePosixPath(p.run)
+        if not p.run or run.is_absolute() or ".." in run.parts or "\\" in p.run:
+            raise ConfigError(f"{file}: field points[{i}].run must be a folder inside the sweep folder, "
+                              f"got {_shown(p.run)}")
+        if getattr(p, swept) is None:
+            raise ConfigError(f"{file}: field points[{i}].{swept} is null in a {record.plan.parameter} sweep")
+    if record.prediction is not None and record.prediction.source is None and record.prediction.why is None:
+        raise ConfigError(f"{file}: field prediction.why is missing where prediction.source is null")
+    return record
+
+
+def read_sweep(path: str | Path) -> dict[str, Any]:
+    """The decoded sweep as plain data (the shape ``batching.capacity`` and the plots read), types checked."""
+    record = msgspec.to_builtins(decode_sweep(path))
+    if record.get("sweep_dir") is None:
+        record.pop("sweep_dir", None)
+    return record
+
+
+_FIELD = re.compile(r" - at `\$(.*)`$")
+_STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\[\.\.\.\]")
+
+
+def _validation_line(file: Path, raw: bytes, message: str) -> str:
+    """msgspec's "Expected `int`, got `str` - at `$.points[0].requests`" as "FILE: field points[0].requests
+    expected `int`, got `str` (value 'x')"."""
+    m = _FIELD.search(message)
+    where = m.group(1).lstrip(".") if m else ""
+    what = message[: m.start()] if m else message
+    value = _value_at(raw, m.group(1) if m else "")
+    shown = "" if value is _MISSING else f" (value {_shown(value)})"
+    field = f"field {where}" if where else "the document"
+    return f"{file}: {field}: {what[:1].lower()}{what[1:]}{shown}"
+
+
+_MISSING = object()
+
+
+def _value_at(raw: bytes, path: str) -> Any:
+    try:
+        value = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        return _MISSING
+    for key, index in _STEP.findall(path):
+        try:
+            value = value[key] if key else value[int(index)]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return _MISSING
+    return value
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
 
 TABLE_COLUMNS = (
     ("rate_rps", "rate", 8, ".4g"),
@@ -94,11 +299,9 @@ def is_sweep(path: Path) -> bool:
 
 def show_sweep(path: Path, as_json: bool) -> int:
     """``workbench show SWEEP_DIR``: the sweep's table (or its record as JSON)."""
-    from ..batching.capacity import load_sweep
-
-    record = load_sweep(path)
+    record = read_sweep(path)
     if as_json:
-        print(json.dumps(record))
+        print(dumps(record))
     else:
         print_sweep(record)
     return 0
@@ -106,19 +309,20 @@ def show_sweep(path: Path, as_json: bool) -> int:
 
 def compare_sweeps_command(paths: list[Path], as_json: bool) -> int:
     """``workbench compare SWEEP_A SWEEP_B``: per-point ratios B/A at the values both measured."""
-    from ..batching.capacity import compare_sweeps, load_sweep
+    from ..batching.capacity import compare_sweeps
 
-    a, b = (load_sweep(p) for p in paths)
+    a, b = (read_sweep(p) for p in paths)
     table = compare_sweeps(a, b)
     if table.empty:
         raise ConfigError(f"{paths[0]} and {paths[1]} have no swept value in common")
+    records = strict(table.to_dict("records"))  # a ratio left undefined is NaN in the frame: null, not NaN
     if as_json:
         print(
-            json.dumps(
+            dumps(
                 {
                     "a": str(paths[0]),
                     "b": str(paths[1]),
-                    "points": table.to_dict("records"),
+                    "points": records,
                     "knee": {"a": a.get("knee"), "b": b.get("knee")},
                 }
             )
@@ -129,7 +333,7 @@ def compare_sweeps_command(paths: list[Path], as_json: bool) -> int:
         f"{'value':>8} {'A p50':>8} {'B p50':>8} {'x':>6} {'A p99':>8} {'B p99':>8} {'x':>6} "
         f"{'A rps':>8} {'B rps':>8} {'x':>6}  stable A/B"
     )
-    for r in table.to_dict("records"):
+    for r in records:
         cells = [f"{r['value']:>8.4g}"]
         for name in ("p50", "p99", "achieved"):
             unit = "rps" if name == "achieved" else "ms"
@@ -174,12 +378,10 @@ def write_figure(record: dict, path: Path) -> Path:
 
 def expand_sweeps(paths: list[Path]) -> list[Path]:
     """Run folders with each sweep folder replaced by its point runs, in sweep order (``audit SWEEP_DIR``)."""
-    from ..batching.capacity import load_sweep
-
     out = []
     for path in paths:
         out += (
-            [Path(path) / p["run"] for p in load_sweep(path)["points"]]
+            [Path(path) / p["run"] for p in read_sweep(path)["points"]]
             if is_sweep(path)
             else [path]
         )

@@ -49,7 +49,8 @@ HELP = {
     "serve": ("--port", "--max-batch-size", "--max-wait-ms", "--concurrency", "--warmup", "--drain-timeout",
               "--max-header-bytes", "--max-body-bytes", "--max-request-id", "--header-timeout", "--body-timeout",
               "--keep-alive-timeout", "--max-connections", "--max-pending", "--accept-backlog"),
-    "load": ("--sweep", "--window-s", "--stability", "--max-windows", "--sla-ms", "--max-points"),
+    "load": ("--sweep", "--window-s", "--stability", "--max-windows", "--sla-ms", "--max-points", "--workers",
+             "--expect-workers", "--master-port"),
 }
 
 
@@ -104,6 +105,10 @@ SWEEP = ["load", "--example", "tabular", "--out", "/nonexistent-never-written"]
     ([*SWEEP, "--sweep", "rate=ten"], ("got 'ten'",)),
     ([*SWEEP, "--sweep", "concurrency=1.5", "--rate", "5"], ("each concurrency must be an integer in [1, 1_024]",)),
     ([*SWEEP, "--sweep", "concurrency=2000", "--rate", "5"], ("got '2000'",)),
+    (["load", "--url", "http://127.0.0.1:9", "--engine", "locust", "--workers", "0"],
+     ("--workers must be an integer in [1, 1_024] processes, got 0",)),
+    (["load", "--url", "http://127.0.0.1:9", "--engine", "locust", "--master-port", "99999"],
+     ("--master-port must be an integer in [0, 65_535] (TCP port)",)),
     ([*SWEEP, "--sweep", "rate=" + ",".join(str(v) for v in range(1, 100_002))],
      ("100,001 values; at most 100 points per sweep",)),
 ])
@@ -160,6 +165,16 @@ def test_load_sweep_json_is_strict(monkeypatch, tmp_path):
     assert rc == 0, err
     printed = strict_json(out)
     assert printed["points"][0]["p50_ms"] is None and printed["points"][0]["predicted"]["p99_ratio"] is None
+
+
+def test_the_sweep_file_written_is_strict(tmp_path):
+    from workbench.batching.capacity import write_sweep
+
+    record = json.loads(BASE_SWEEP.read_text())
+    record["points"][0]["p99_ms"], record["knee"] = math.nan, {"point": 0, "offered_rps": math.inf,
+                                                                 "achieved_rps": 1.0, "p99_ms": 2.0}
+    written = strict_json(write_sweep(tmp_path, record).read_text())
+    assert written["points"][0]["p99_ms"] is None and written["knee"]["offered_rps"] is None
 
 
 def test_show_json_of_a_sweep_is_the_decoded_file(tmp_path):

@@ -21,6 +21,9 @@ CONCURRENCY = number("--concurrency", 1, 1024, "batches", integer=True)
 ON_MS = number("--burst-on-ms", 0, 3_600_000, "ms", lo_open=True)
 OFF_MS = number("--burst-off-ms", 0, 3_600_000, "ms", lo_open=True)
 SEED = number("--seed", 0, 2**63 - 1, "", integer=True)
+WORKERS = number("--workers", 1, 1024, "processes", integer=True)
+EXPECT_WORKERS = number("--expect-workers", 1, 65_536, "processes", integer=True)
+MASTER_PORT = number("--master-port", 0, 65_535, "(TCP port)", integer=True)
 BYTES_PER_ARRIVAL = 400  # the schedule, the request and batch tables and the simulator's lists, per request
 LAST_ARRIVAL_NS = 2**62  # arrival times past this would wrap int64 in sums and differences
 
@@ -139,15 +142,15 @@ def add_engine_arguments(load: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--workers",
-        type=int,
+        type=WORKERS,
         default=1,
-        help="--engine locust: worker processes started here (default 1)",
+        help=ranged("--engine locust: worker processes started here (default 1)", WORKERS),
     )
     g.add_argument(
         "--expect-workers",
-        type=int,
-        help="--engine locust: workers to wait for, those started here included (default --workers); "
-        "start the others with: python -m workbench locust-worker --master HOST",
+        type=EXPECT_WORKERS,
+        help=ranged("--engine locust: workers to wait for, those started here included (default --workers); "
+                    "start the others with: python -m workbench locust-worker --master HOST", EXPECT_WORKERS),
     )
     g.add_argument(
         "--master-host",
@@ -155,7 +158,8 @@ def add_engine_arguments(load: argparse.ArgumentParser) -> None:
         help="--engine locust: the address the master listens on (0.0.0.0 for workers on other machines)",
     )
     g.add_argument(
-        "--master-port", type=int, default=0, help="--engine locust: its port (default: a free one)"
+        "--master-port", type=MASTER_PORT, default=0,
+        help=ranged("--engine locust: its port (default: a free one)", MASTER_PORT)
     )
 
 

@@ -100,8 +100,9 @@ def measure(example: str, requests: int, blocks: int, modes: tuple[str, ...] = M
 def markdown(rows: list[dict], argv: list[str], load: tuple[float, float], modes: tuple[str, ...] = MODES) -> str:
     lines = [f"## {', '.join(modes[1:])} against plain", "",
              f"`python benchmarks/bench_sampler.py {' '.join(argv)}` (batch 1, torch threads 1, modes interleaved "
-             f"by block, the first mode rotating). Host: 2 cores, **busy machine** (8 agents sharing it; load average "
-             f"{load[0]:.1f} before, {load[1]:.1f} after): ratios are indicative, a quiet-machine rerun is owed.", "",
+             f"by block, the first mode rotating). Host: {os.cpu_count()} cores, load average {load[0]:.1f} before, "
+             f"{load[1]:.1f} after" + (" (**busy**: other processes shared the cores; ratios indicative)"
+                                      if max(load) > 0.5 * (os.cpu_count() or 1) else "") + ".", "",
              "| example | " + " | ".join(f"{m} p50 ms" for m in modes) + " | "
              + " | ".join(f"{m} / plain" for m in modes[1:]) + " | samples/request |",
              "|---" * (2 * len(modes) + 1) + "|"]

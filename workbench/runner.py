@@ -34,7 +34,8 @@ from .errors import ConfigError, PipelineError
 from .naming import stage_range_name
 from .pipeline import Pipeline, build_pipeline, first_request_checked
 from .precision import check_precision
-from .record import Run, build_tables, request_row, scratch_folder, stage_rows
+from .record import (Attributes, ColdStart, Config, Env, Fingerprint, Memory, Noise, Quantization, Run, RunMeta,
+                     Timing, TraceInfo, build_tables, request_row, scratch_folder, stage_rows)
 from .sampling import DEFAULT_INTERVAL_S, StackSampler
 from .timing import SYNC_POLICIES, Clock, CudaStageTimer, RequestTiming, StageFailure, time_request
 from .guard import TIMEOUT, Cancelled, Interrupted, check_timeout, guarded, is_timeout  # noqa: F401 (Cancelled: public here)
@@ -229,31 +230,23 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
                           "failures": failure_records([stop.failure])}
     env = environment(cfg)
     n_measured = len(timings) - min(warmup, len(timings))
-    meta = {
-        "kind": "profile",
-        "pipeline": pipe.name,
-        "description": pipe.description,
-        "stages": pipe.stage_names,
-        "config": cfg.to_dict(),
-        "env": env,
-        "created": started.isoformat(),
-        "timing": {"warmup": warmup, "requests": n_measured, "clock": "time.perf_counter_ns",
-                   "sync": sync if cfg.is_cuda else None,
-                   "device_timer": "cuda_events" if cfg.is_cuda else None,
-                   "requests_asked": requests, "max_duration_s": max_duration_s,
-                   "stopped_by": (("requests" if n_measured >= requests else "max_duration_s")
-                                  if status == STATUS_COMPLETE else status)},
-        "trace": trace_meta,
-        "fingerprint": run_fingerprint(pipe, plan.target, plan.threads, env),
-        "noise": noise,
-        "quantization": quantization_meta(pipe),
-        "status": status,
-        "memory": memory.summary(),
-        "stage_roles": pipe.stage_roles,
-        "attributes": attributes,
-        "stacks": stacks,
-        "cold_start": _cold_start(plan.build_ns, timings),
-    }
+    quantization = quantization_meta(pipe)
+    meta = RunMeta(
+        kind="profile", pipeline=pipe.name, description=pipe.description, stages=list(pipe.stage_names),
+        config=Config.from_dict(cfg.to_dict()), env=Env.from_dict(env), created=started.isoformat(),
+        timing=Timing(warmup=warmup, requests=n_measured, clock="time.perf_counter_ns",
+                      sync=sync if cfg.is_cuda else None, device_timer="cuda_events" if cfg.is_cuda else None,
+                      requests_asked=requests, max_duration_s=max_duration_s,
+                      stopped_by=(("requests" if n_measured >= requests else "max_duration_s")
+                                  if status == STATUS_COMPLETE else status)),
+        trace=TraceInfo.from_dict(trace_meta) if trace_meta is not None else None,
+        fingerprint=Fingerprint.from_dict(run_fingerprint(pipe, plan.target, plan.threads, env)),
+        noise=Noise.from_dict(noise), status=status,
+        quantization=Quantization.from_dict(quantization) if quantization is not None else None,
+        memory=Memory.from_dict(memory.summary()), stage_roles=dict(pipe.stage_roles),
+        attributes=Attributes.from_dict(attributes) if attributes is not None else None, stacks=stacks,
+        cold_start=ColdStart.from_dict(_cold_start(plan.build_ns, timings)),
+    )
     run = Run(meta=meta, requests=requests_df, stages=stages_df, trace_path=trace_path)
     if status == STATUS_INTERRUPTED:
         raise Interrupted(run, f"interrupted after {len(timings)} requests")

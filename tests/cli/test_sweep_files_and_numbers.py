@@ -182,6 +182,11 @@ def test_show_json_of_a_sweep_is_the_decoded_file(tmp_path):
     rc, out, err = cli(["show", str(folder), "--json"])
     assert rc == 0, err
     assert strict_json(out) == json.loads(BASE_SWEEP.read_text())
+    doc = json.loads(BASE_SWEEP.read_text())  # a point without a prediction is shown without one
+    del doc["points"][1]["predicted"]
+    (folder / "sweep.json").write_text(json.dumps(doc))
+    rc, out, err = cli(["show", str(folder), "--json"])
+    assert rc == 0 and strict_json(out) == doc, err
 
 
 # -- the sweep file decoded at the boundary ---------------------------------------------------------------------

@@ -213,6 +213,10 @@ def _edited(tmp_path: Path, edit) -> Path:
     (lambda d: d.update(knee={"point": 0, "offered_rps": "fast", "achieved_rps": 1.0, "p99_ms": 1.0}),
      ("field knee.offered_rps: expected `float`, got `str` (value 'fast')",)),
     (lambda d: d.update(prediction={"source": None}), ("field prediction.why is missing",)),
+    (lambda d: d["points"][1]["stages"]["forward"].update(p95_ms=[3.0]),
+     ("field points[1].stages['forward'].p95_ms: expected `float | null`, got `array` (value [3.0])",)),
+    (lambda d: d["points"][0].update(failures={"forward": 1, "parse": -2}),
+     ("field points[0].failures['parse']: expected `int` >= 0 (value -2)",)),
     (lambda d: d["points"][3]["window_table"][0].update(start_ns=2**70), ("field points[3].window_table[0].start_ns: expected `int` <= 9223372036854775807",)),
 ])
 @pytest.mark.parametrize("command", ["show", "compare", "audit"])

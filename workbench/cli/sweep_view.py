@@ -188,31 +188,53 @@ _STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\[\.\.\.\]")
 
 
 def _validation_line(file: Path, raw: bytes, message: str) -> str:
-    """msgspec's "Expected `int`, got `str` - at `$.points[0].requests`" as "FILE: field points[0].requests
-    expected `int`, got `str` (value 'x')"."""
+    """msgspec's "Expected `int`, got `str` - at `$.points[0].requests`" as "FILE: field points[0].requests:
+    expected `int`, got `str` (value 'x')"; a value in a mapping (msgspec's ``[...]``) is named by its key."""
     m = _FIELD.search(message)
-    where = m.group(1).lstrip(".") if m else ""
     what = message[: m.start()] if m else message
-    value = _value_at(raw, m.group(1) if m else "")
+    value, where = _value_at(raw, m.group(1) if m else "")
     shown = "" if value is _MISSING else f" (value {_shown(value)})"
-    field = f"field {where}" if where else "the document"
+    field = f"field {where.lstrip('.')}" if where else "the document"
     return f"{file}: {field}: {what[:1].lower()}{what[1:]}{shown}"
 
 
 _MISSING = object()
+_MAPPING_VALUES = {"stages": Percentiles, "failures": Count}  # the sweep's {str: ...} fields and their values
 
 
-def _value_at(raw: bytes, path: str) -> Any:
+def _value_at(raw: bytes, path: str) -> tuple[Any, str]:
+    """The value at msgspec's error ``path`` and the path with each ``[...]`` replaced by the failing key."""
     try:
         value = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
-        return _MISSING
-    for key, index in _STEP.findall(path):
+        return _MISSING, path
+    resolved, last_key = "", ""
+    for step in _STEP.finditer(path):
+        key, index = step.groups()
         try:
-            value = value[key] if key else value[int(index)]
+            if key:
+                value, last_key, resolved = value[key], key, f"{resolved}.{key}"
+            elif index:
+                value, resolved = value[int(index)], f"{resolved}[{index}]"
+            else:  # a mapping's value: the first one that does not decode is the one msgspec stopped at
+                bad = _failing_key(value, _MAPPING_VALUES.get(last_key))
+                if bad is None:
+                    return _MISSING, resolved + path[step.start():]
+                value, resolved = value[bad], f"{resolved}[{bad!r}]"
         except (KeyError, IndexError, TypeError, ValueError):
-            return _MISSING
-    return value
+            return _MISSING, resolved + path[step.start():]
+    return value, resolved
+
+
+def _failing_key(mapping: Any, kind: Any) -> str | None:
+    if kind is None or not isinstance(mapping, dict):
+        return None
+    for k, v in mapping.items():
+        try:
+            msgspec.convert(v, type=kind)
+        except msgspec.ValidationError:
+            return k
+    return None
 
 
 def _shown(value: Any) -> str:

@@ -12,7 +12,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

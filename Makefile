@@ -48,7 +48,8 @@ HANDOUTS ?= build/handouts
 handouts: $(STAMP)
 	$(PY) scripts/handouts.py --out $(HANDOUTS)
 
-test: $(STAMP) browser redis
+# ruff first (seconds), then the suite.
+test: $(STAMP) browser redis lint
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 # The suite without the browser tests and the slow ones (minutes less): the same venv and Redis set-up.

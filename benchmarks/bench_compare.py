@@ -46,6 +46,7 @@ table schema, its tables replaced), then ``compare A B --json`` and ``gate A B
 --stages`` as separate processes: wall time and peak RSS of each. Goal: at most
 500 MB and 10 s for a million requests each.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -137,8 +138,15 @@ def calibrate(build, stage: str, requests: int, base: PipelineConfig) -> float:
     """``build.scale["k"]``: the stage's p50 in an A-against-A comparison (same process, interleaving and
     timing as the repetitions) over the median time inside the wrapper during it."""
     build.inner_ns.clear()
-    c = compare(build, [{"slow": 1.0}, {"slow": 1.0}], base=base, requests=requests, warmup=10, seed=10_000,
-                noise_probe=False)
+    c = compare(
+        build,
+        [{"slow": 1.0}, {"slow": 1.0}],
+        base=base,
+        requests=requests,
+        warmup=10,
+        seed=10_000,
+        noise_probe=False,
+    )
     p50_ns = next(e for e in c.result["stages"] if e["name"] == stage)["p50_a_ms"] * 1e6
     build.scale["k"] = p50_ns / float(np.median(build.inner_ns))
     build.scale["stage_p50_ns"] = p50_ns
@@ -146,8 +154,15 @@ def calibrate(build, stage: str, requests: int, base: PipelineConfig) -> float:
     return build.scale["k"]
 
 
-def repetitions(example: str, stage: str, factor: float, reps: int, requests: int | None, first_seed: int = 0,
-                noise_rule: bool = False) -> dict:
+def repetitions(
+    example: str,
+    stage: str,
+    factor: float,
+    reps: int,
+    requests: int | None,
+    first_seed: int = 0,
+    noise_rule: bool = False,
+) -> dict:
     build = slow_factory(example, stage)
     base = PipelineConfig(threads=1)
     calibrate(build, stage, requests or DEFAULT_COMPARE_REQUESTS, base)
@@ -157,8 +172,15 @@ def repetitions(example: str, stage: str, factor: float, reps: int, requests: in
     for seed in range(first_seed, first_seed + reps):
         probe = NoiseProbe().start()
         rep_started = time.perf_counter()
-        c = compare(build, [{"slow": 1.0}, {"slow": factor}], base=base, requests=requests, warmup=10, seed=seed,
-                    noise_probe=noise_rule)
+        c = compare(
+            build,
+            [{"slow": 1.0}, {"slow": factor}],
+            base=base,
+            requests=requests,
+            warmup=10,
+            seed=seed,
+            noise_probe=noise_rule,
+        )
         rep_s = time.perf_counter() - rep_started
         noisy += bool(probe.finish(1).get("noisy"))
         entries = [*c.result["stages"], c.result["end_to_end"]]
@@ -167,35 +189,72 @@ def repetitions(example: str, stage: str, factor: float, reps: int, requests: in
         found += target["verdict"] == "slower"
         widths.append(target["p50_ci"][1] - target["p50_ci"][0])
         stopped = c.result.get("stopped") or {}
-        verdicts.append({"seed": seed, "verdict": target["verdict"], "p50_ratio": target["p50_ratio"],
-                         "p50_ci": target["p50_ci"], "p50_a_ms": target["p50_a_ms"],
-                         "decisive": [e["name"] for e in entries if e["verdict"] in DECISIVE],
-                         "seconds": round(rep_s, 1), "stopped": stopped.get("by"), "requests": c.result["requests"],
-                         "noisy_window": (c.result.get("noise") or {}).get("noisy")})
+        verdicts.append(
+            {
+                "seed": seed,
+                "verdict": target["verdict"],
+                "p50_ratio": target["p50_ratio"],
+                "p50_ci": target["p50_ci"],
+                "p50_a_ms": target["p50_a_ms"],
+                "decisive": [e["name"] for e in entries if e["verdict"] in DECISIVE],
+                "seconds": round(rep_s, 1),
+                "stopped": stopped.get("by"),
+                "requests": c.result["requests"],
+                "noisy_window": (c.result.get("noise") or {}).get("noisy"),
+            }
+        )
     k = decisive if factor == 1.0 else found
     lo, hi = wilson(k, reps)
-    return {"example": example, "stage": stage, "factor": factor, "reps": reps, "requests": requests or "adaptive",
-            "noise_rule": noise_rule, "max_rep_s": max(r["seconds"] for r in verdicts),
-            "stopped_at_max_time": sum(r["stopped"] == "max_time" for r in verdicts),
-            "what": "false slower/faster on any stage" if factor == 1.0 else f"{stage} found slower on p50",
-            "count": k, "rate": k / reps, "wilson_95": [round(lo, 4), round(hi, 4)],
-            "median_p50_ci_width": round(sorted(widths)[len(widths) // 2], 4), "noisy_reps": noisy,
-            "stage_p50_us": round(build.scale["stage_p50_ns"] / 1000, 2), "scale_k": round(build.scale["k"], 4),
-            "seconds": round(time.perf_counter() - started, 1), "per_rep": verdicts}
+    return {
+        "example": example,
+        "stage": stage,
+        "factor": factor,
+        "reps": reps,
+        "requests": requests or "adaptive",
+        "noise_rule": noise_rule,
+        "max_rep_s": max(r["seconds"] for r in verdicts),
+        "stopped_at_max_time": sum(r["stopped"] == "max_time" for r in verdicts),
+        "what": "false slower/faster on any stage"
+        if factor == 1.0
+        else f"{stage} found slower on p50",
+        "count": k,
+        "rate": k / reps,
+        "wilson_95": [round(lo, 4), round(hi, 4)],
+        "median_p50_ci_width": round(sorted(widths)[len(widths) // 2], 4),
+        "noisy_reps": noisy,
+        "stage_p50_us": round(build.scale["stage_p50_ns"] / 1000, 2),
+        "scale_k": round(build.scale["k"], 4),
+        "seconds": round(time.perf_counter() - started, 1),
+        "per_rep": verdicts,
+    }
 
 
 def row_of(first: dict, per_rep: list[dict], noisy: int, seconds: float) -> dict:
     """An arm's row (as :func:`repetitions` returns it) recounted from its repetitions' verdicts."""
-    k = (sum(bool(r["decisive"]) for r in per_rep) if first["factor"] == 1.0
-         else sum(r["verdict"] == "slower" for r in per_rep))
+    k = (
+        sum(bool(r["decisive"]) for r in per_rep)
+        if first["factor"] == 1.0
+        else sum(r["verdict"] == "slower" for r in per_rep)
+    )
     lo, hi = wilson(k, len(per_rep))
     widths = sorted(r["p50_ci"][1] - r["p50_ci"][0] for r in per_rep)
     if all("seconds" in r for r in per_rep):  # adaptive runs record each repetition's length
-        first = {**first, "max_rep_s": max(r["seconds"] for r in per_rep),
-                 "stopped_at_max_time": sum(r.get("stopped") == "max_time" for r in per_rep)}
-    return {**first, "reps": len(per_rep), "count": k, "rate": k / len(per_rep),
-            "wilson_95": [round(lo, 4), round(hi, 4)], "median_p50_ci_width": round(widths[len(widths) // 2], 4),
-            "noisy_reps": noisy, "seconds": round(seconds, 1), "per_rep": per_rep}
+        first = {
+            **first,
+            "max_rep_s": max(r["seconds"] for r in per_rep),
+            "stopped_at_max_time": sum(r.get("stopped") == "max_time" for r in per_rep),
+        }
+    return {
+        **first,
+        "reps": len(per_rep),
+        "count": k,
+        "rate": k / len(per_rep),
+        "wilson_95": [round(lo, 4), round(hi, 4)],
+        "median_p50_ci_width": round(widths[len(widths) // 2], 4),
+        "noisy_reps": noisy,
+        "seconds": round(seconds, 1),
+        "per_rep": per_rep,
+    }
 
 
 def merge(paths: list[Path]) -> tuple[list[dict], tuple[float, float], bool]:
@@ -208,16 +267,30 @@ def merge(paths: list[Path]) -> tuple[list[dict], tuple[float, float], bool]:
     arms: dict[tuple, list[dict]] = {}
     for part in parts:
         for row in part["rows"]:
-            arms.setdefault((row["example"], row["stage"], row["factor"], row["requests"]), []).append(row)
+            arms.setdefault(
+                (row["example"], row["stage"], row["factor"], row["requests"]), []
+            ).append(row)
     rows = []
     for key, pieces in arms.items():
         seeds = [r["seed"] for piece in pieces for r in piece["per_rep"]]
         if len(set(seeds)) != len(seeds):
-            raise SystemExit(f"--merge: {key} repeats seeds across parts (run the parts with --first-seed)")
+            raise SystemExit(
+                f"--merge: {key} repeats seeds across parts (run the parts with --first-seed)"
+            )
         per_rep = sorted((r for piece in pieces for r in piece["per_rep"]), key=lambda r: r["seed"])
-        first = {**pieces[0], "stage_p50_us": [p["stage_p50_us"] for p in pieces],
-                 "scale_k": [p["scale_k"] for p in pieces]}
-        rows.append(row_of(first, per_rep, sum(p["noisy_reps"] for p in pieces), sum(p["seconds"] for p in pieces)))
+        first = {
+            **pieces[0],
+            "stage_p50_us": [p["stage_p50_us"] for p in pieces],
+            "scale_k": [p["scale_k"] for p in pieces],
+        }
+        rows.append(
+            row_of(
+                first,
+                per_rep,
+                sum(p["noisy_reps"] for p in pieces),
+                sum(p["seconds"] for p in pieces),
+            )
+        )
     load = (parts[0]["load_average"][0], parts[-1]["load_average"][1])
     return rows, load, any(p["busy_machine"] for p in parts)
 
@@ -228,7 +301,11 @@ def _machine(load: tuple[float, float]) -> str:
 
 
 def _verdicts_used(rows: list[dict]) -> str:
-    spun = " One core kept busy by a spinning child process (--busy)." if any(r.get("busy_core") for r in rows) else ""
+    spun = (
+        " One core kept busy by a spinning child process (--busy)."
+        if any(r.get("busy_core") for r in rows)
+        else ""
+    )
     if any(r.get("noise_rule") for r in rows):
         return "verdicts with the noise rule on (compare's default)." + spun
     return "statistical verdicts (noise rule off, see the script's docstring)." + spun
@@ -240,8 +317,9 @@ def markdown(rows: list[dict], load: tuple[float, float], busy: bool | None = No
         "# bench_compare: false alarms and power of `workbench compare`",
         "",
         f"Measured on a {machine} {os.cpu_count()}-core machine (load average {load[0]:.2f} before, "
-        f"{load[1]:.2f} after), torch on 1 thread, " + _verdicts_used(rows) +
-        " Regenerate: `python benchmarks/bench_compare.py`.",
+        f"{load[1]:.2f} after), torch on 1 thread, "
+        + _verdicts_used(rows)
+        + " Regenerate: `python benchmarks/bench_compare.py`.",
         "",
         "| example | stage | B | reps x requests | what | rate | Wilson 95 % | goal | median p50 interval width "
         "| noisy reps | longest rep s (at max time) | s |",
@@ -250,9 +328,11 @@ def markdown(rows: list[dict], load: tuple[float, float], busy: bool | None = No
     for r in rows:
         goal = "<= 5 %" if r["factor"] == 1.0 else ">= 95 %"
         longest = f"{r['max_rep_s']} ({r['stopped_at_max_time']})" if "max_rep_s" in r else "-"
-        lines.append(f"| {r['example']} | {r['stage']} | x{r['factor']} | {r['reps']} x {r['requests']} | {r['what']} "
-                     f"| {100 * r['rate']:.0f} % | [{100 * r['wilson_95'][0]:.1f}, {100 * r['wilson_95'][1]:.1f}] % "
-                     f"| {goal} | {r['median_p50_ci_width']} | {r['noisy_reps']} | {longest} | {r['seconds']} |")
+        lines.append(
+            f"| {r['example']} | {r['stage']} | x{r['factor']} | {r['reps']} x {r['requests']} | {r['what']} "
+            f"| {100 * r['rate']:.0f} % | [{100 * r['wilson_95'][0]:.1f}, {100 * r['wilson_95'][1]:.1f}] % "
+            f"| {goal} | {r['median_p50_ci_width']} | {r['noisy_reps']} | {longest} | {r['seconds']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -260,17 +340,41 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--examples", default="tabular,text")
     ap.add_argument("--reps", type=int, default=100)
-    ap.add_argument("--requests", type=int, default=None,
-                    help="fixed measured requests per configuration (default: compare's adaptive run length; "
-                         f"the quiet-machine tables used {DEFAULT_COMPARE_REQUESTS})")
-    ap.add_argument("--noise-rule", action="store_true", help="judge with the noise rule on (compare's default)")
-    ap.add_argument("--busy", action="store_true",
-                    help="keep one core busy with a child process throughout; implies --noise-rule")
+    ap.add_argument(
+        "--requests",
+        type=int,
+        default=None,
+        help="fixed measured requests per configuration (default: compare's adaptive run length; "
+        f"the quiet-machine tables used {DEFAULT_COMPARE_REQUESTS})",
+    )
+    ap.add_argument(
+        "--noise-rule", action="store_true", help="judge with the noise rule on (compare's default)"
+    )
+    ap.add_argument(
+        "--busy",
+        action="store_true",
+        help="keep one core busy with a child process throughout; implies --noise-rule",
+    )
     ap.add_argument("--stage", default="forward")
-    ap.add_argument("--factors", default="1.0,1.1", help="B's slow-down factors: 1.0 is A against A")
-    ap.add_argument("--first-seed", type=int, default=0, help="seed of the first repetition (run in parts)")
-    ap.add_argument("--merge", type=Path, nargs="+", metavar="PART", help="join parts' JSON files; measure nothing")
-    ap.add_argument("--saved", type=int, metavar="N", help="time compare and gate of two saved runs of N requests")
+    ap.add_argument(
+        "--factors", default="1.0,1.1", help="B's slow-down factors: 1.0 is A against A"
+    )
+    ap.add_argument(
+        "--first-seed", type=int, default=0, help="seed of the first repetition (run in parts)"
+    )
+    ap.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        metavar="PART",
+        help="join parts' JSON files; measure nothing",
+    )
+    ap.add_argument(
+        "--saved",
+        type=int,
+        metavar="N",
+        help="time compare and gate of two saved runs of N requests",
+    )
     ap.add_argument("--json", type=Path, default=HERE / "results" / "compare.json")
     ap.add_argument("--md", type=Path, default=HERE / "results" / "compare.md")
     args = ap.parse_args()
@@ -285,8 +389,14 @@ def main() -> int:
             rows = saved_benchmark(args.saved, Path(work))
         text = saved_markdown(rows, (load_before, os.getloadavg()[0]))
         print(text)
-        return 0 if all(r["seconds"] <= 10 and r["peak_rss_mb"] <= 500 and r["exit"] in (0, 1, 4)
-                        for r in rows) else 1
+        return (
+            0
+            if all(
+                r["seconds"] <= 10 and r["peak_rss_mb"] <= 500 and r["exit"] in (0, 1, 4)
+                for r in rows
+            )
+            else 1
+        )
     import torch
 
     torch.set_num_threads(1)
@@ -296,8 +406,15 @@ def main() -> int:
     try:
         for example in args.examples.split(","):
             for factor in (float(f) for f in args.factors.split(",")):
-                row = repetitions(example, args.stage, factor, args.reps, args.requests, args.first_seed,
-                                  noise_rule=args.noise_rule or args.busy)
+                row = repetitions(
+                    example,
+                    args.stage,
+                    factor,
+                    args.reps,
+                    args.requests,
+                    args.first_seed,
+                    noise_rule=args.noise_rule or args.busy,
+                )
                 row["busy_core"] = args.busy
                 print(json.dumps({k: v for k, v in row.items() if k != "per_rep"}), flush=True)
                 rows.append(row)
@@ -316,20 +433,47 @@ def saved_benchmark(n: int, work: Path) -> list[dict]:
     """Wall seconds and peak RSS (MB) of ``compare A B --json`` and ``gate A B --stages`` on two N-request runs."""
     import subprocess
 
-    folders = [synthetic_run(work / name, n, slow, seed) for name, slow, seed in (("a", 1.0, 1), ("b", 1.3, 2))]
+    folders = [
+        synthetic_run(work / name, n, slow, seed)
+        for name, slow, seed in (("a", 1.0, 1), ("b", 1.3, 2))
+    ]
     rows = []
-    for argv in (["compare", *map(str, folders), "--json"], ["gate", *map(str, folders), "--stages"]):
+    for argv in (
+        ["compare", *map(str, folders), "--json"],
+        ["gate", *map(str, folders), "--stages"],
+    ):
         # /usr/bin/time reports the command's own peak RSS: a child forked from this process would start with
         # this process's high-water mark (the generated tables), and ru_maxrss would report that instead
         with open(work / "out.txt", "w+b") as out:
-            proc = subprocess.run(["/usr/bin/time", "-f", "%M %e", "-o", str(work / "time.txt"), sys.executable, "-m",
-                                   "workbench", *argv], stdout=out, stderr=subprocess.STDOUT, cwd=HERE.parent)
+            proc = subprocess.run(
+                [
+                    "/usr/bin/time",
+                    "-f",
+                    "%M %e",
+                    "-o",
+                    str(work / "time.txt"),
+                    sys.executable,
+                    "-m",
+                    "workbench",
+                    *argv,
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=HERE.parent,
+            )
             out.seek(0)
             last = out.read().decode().strip().splitlines()[-1][:160]
         rss_kb, wall = (work / "time.txt").read_text().split()[-2:]
-        rows.append({"command": " ".join(argv[:1] + ["A", "B"] + argv[3:]), "requests_each": n,
-                     "exit": proc.returncode, "seconds": float(wall), "peak_rss_mb": round(int(rss_kb) / 1024, 1),
-                     "last_line": last})
+        rows.append(
+            {
+                "command": " ".join(argv[:1] + ["A", "B"] + argv[3:]),
+                "requests_each": n,
+                "exit": proc.returncode,
+                "seconds": float(wall),
+                "peak_rss_mb": round(int(rss_kb) / 1024, 1),
+                "last_line": last,
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -349,23 +493,53 @@ def synthetic_run(path: Path, n: int, forward_factor: float, seed: int) -> Path:
 
     profile(build, PipelineConfig(), requests=20, warmup=0, traced=0).save(path)
     rng = np.random.default_rng(seed)
-    medians = {"parse": 20e3, "hydrate": 150e3, "forward": 400e3 * forward_factor, "serialize": 30e3}
-    durs = np.stack([rng.lognormal(np.log(medians[s]), 0.25, n).astype("int64") for s in SAVED_STAGES], axis=1)
+    medians = {
+        "parse": 20e3,
+        "hydrate": 150e3,
+        "forward": 400e3 * forward_factor,
+        "serialize": 30e3,
+    }
+    durs = np.stack(
+        [rng.lognormal(np.log(medians[s]), 0.25, n).astype("int64") for s in SAVED_STAGES], axis=1
+    )
     e2e = durs.sum(axis=1) + 2_000
     starts = np.concatenate(([0], np.cumsum(e2e + 1_000)[:-1]))
-    req_schema, st_schema = pq.read_schema(path / "requests.parquet"), pq.read_schema(path / "stages.parquet")
-    requests = {"request": np.arange(n), "warmup": np.zeros(n, bool), "start_ns": starts, "dur_ns": e2e,
-                "ok": np.ones(n, bool), "batch_size": np.ones(n, "int64")}
-    stage_starts = starts[:, None] + np.concatenate((np.zeros((n, 1), "int64"), np.cumsum(durs, axis=1)[:, :-1]), 1)
-    stages = {"request": np.repeat(np.arange(n), len(SAVED_STAGES)),
-              "stage": pa.DictionaryArray.from_arrays(np.tile(np.arange(len(SAVED_STAGES), dtype="int32"), n),
-                                                      list(SAVED_STAGES)).cast(pa.string()),
-              "stage_index": np.tile(np.arange(len(SAVED_STAGES)), n), "start_ns": stage_starts.ravel(),
-              "dur_ns": durs.ravel(), "gc_ns": np.zeros(n * len(SAVED_STAGES), "int64")}
-    for file, schema, columns in (("requests.parquet", req_schema, requests), ("stages.parquet", st_schema, stages)):
+    req_schema, st_schema = (
+        pq.read_schema(path / "requests.parquet"),
+        pq.read_schema(path / "stages.parquet"),
+    )
+    requests = {
+        "request": np.arange(n),
+        "warmup": np.zeros(n, bool),
+        "start_ns": starts,
+        "dur_ns": e2e,
+        "ok": np.ones(n, bool),
+        "batch_size": np.ones(n, "int64"),
+    }
+    stage_starts = starts[:, None] + np.concatenate(
+        (np.zeros((n, 1), "int64"), np.cumsum(durs, axis=1)[:, :-1]), 1
+    )
+    stages = {
+        "request": np.repeat(np.arange(n), len(SAVED_STAGES)),
+        "stage": pa.DictionaryArray.from_arrays(
+            np.tile(np.arange(len(SAVED_STAGES), dtype="int32"), n), list(SAVED_STAGES)
+        ).cast(pa.string()),
+        "stage_index": np.tile(np.arange(len(SAVED_STAGES)), n),
+        "start_ns": stage_starts.ravel(),
+        "dur_ns": durs.ravel(),
+        "gc_ns": np.zeros(n * len(SAVED_STAGES), "int64"),
+    }
+    for file, schema, columns in (
+        ("requests.parquet", req_schema, requests),
+        ("stages.parquet", st_schema, stages),
+    ):
         rows = n if file == "requests.parquet" else n * len(SAVED_STAGES)
-        arrays = [pa.array(columns[f.name], type=f.type) if f.name in columns else pa.nulls(rows, type=f.type)
-                  for f in schema]
+        arrays = [
+            pa.array(columns[f.name], type=f.type)
+            if f.name in columns
+            else pa.nulls(rows, type=f.type)
+            for f in schema
+        ]
         pq.write_table(pa.Table.from_arrays(arrays, schema=schema.remove_metadata()), path / file)
     meta = json.loads((path / "run.json").read_text())
     meta["timing"]["requests"] = n
@@ -374,14 +548,22 @@ def synthetic_run(path: Path, n: int, forward_factor: float, seed: int) -> Path:
 
 
 def saved_markdown(rows: list[dict], load: tuple[float, float]) -> str:
-    lines = ["", f"## Two saved runs of {rows[0]['requests_each']:,} requests each (`--saved`)", "",
-             f"Load average {load[0]:.2f} before, {load[1]:.2f} after ({os.cpu_count()} cores). Goal: each command "
-             "at most 500 MB peak RSS and 10 s.", "",
-             "| command | exit | seconds | peak RSS MB | goal met | last line |", "|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        f"## Two saved runs of {rows[0]['requests_each']:,} requests each (`--saved`)",
+        "",
+        f"Load average {load[0]:.2f} before, {load[1]:.2f} after ({os.cpu_count()} cores). Goal: each command "
+        "at most 500 MB peak RSS and 10 s.",
+        "",
+        "| command | exit | seconds | peak RSS MB | goal met | last line |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
         met = "yes" if r["seconds"] <= 10 and r["peak_rss_mb"] <= 500 else "**no**"
-        lines.append(f"| `{r['command']}` | {r['exit']} | {r['seconds']} | {r['peak_rss_mb']} | {met} | "
-                     f"{r['last_line'].replace('|', '/')} |")
+        lines.append(
+            f"| `{r['command']}` | {r['exit']} | {r['seconds']} | {r['peak_rss_mb']} | {met} | "
+            f"{r['last_line'].replace('|', '/')} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -395,10 +577,16 @@ def busy_core():
 def write(args, rows: list[dict], load: tuple[float, float], busy: bool) -> int:
     """The JSON and markdown files; exit 1 when a goal is missed."""
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"rows": rows, "load_average": load, "busy_machine": busy}, indent=2))
+    args.json.write_text(
+        json.dumps({"rows": rows, "load_average": load, "busy_machine": busy}, indent=2)
+    )
     args.md.write_text(markdown(rows, load, busy))
-    missed = [r for r in rows if (r["rate"] > 0.05 if r["factor"] == 1.0 else r["rate"] < 0.95)
-              or (r.get("busy_core") and r.get("max_rep_s", 0) > 180)]
+    missed = [
+        r
+        for r in rows
+        if (r["rate"] > 0.05 if r["factor"] == 1.0 else r["rate"] < 0.95)
+        or (r.get("busy_core") and r.get("max_rep_s", 0) > 180)
+    ]
     print(f"goals missed: {len(missed)} of {len(rows)}")
     return 1 if missed else 0
 

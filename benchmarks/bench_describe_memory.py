@@ -10,6 +10,7 @@ measured requests and the leak verdict) and its peak RSS (``ru_maxrss``).
 
 Run: ``python benchmarks/bench_describe_memory.py [--requests 40] [--md PATH] [--json PATH]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,16 +34,24 @@ def child(mode: str, requests: int, batch: int) -> dict:
 
     pipe = resolve_pipeline("text", PipelineConfig(batch_size=batch, threads=1))
     if mode == "no describe":
-        pipe = dataclasses.replace(pipe, stages=[dataclasses.replace(s, describe=None) for s in pipe.stages])
+        pipe = dataclasses.replace(
+            pipe, stages=[dataclasses.replace(s, describe=None) for s in pipe.stages]
+        )
     run = profile(pipe, requests=requests, warmup=2, traced=0, max_duration_s=None)
     memory = run.meta.memory
     memory = memory.to_dict() if hasattr(memory, "to_dict") else dict(memory)
     samples = memory.get("samples_mb") or []
-    return {"mode": mode, "requests": requests, "batch_size": batch,
-            "rss_first_mb": samples[0] if samples else None, "rss_last_mb": samples[-1] if samples else None,
-            "growth_mb": memory.get("growth_mb"), "leak_suspected": memory.get("leak_suspected"),
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "attributes": sorted(c for c in run.requests.columns if c.startswith("attr."))}
+    return {
+        "mode": mode,
+        "requests": requests,
+        "batch_size": batch,
+        "rss_first_mb": samples[0] if samples else None,
+        "rss_last_mb": samples[-1] if samples else None,
+        "growth_mb": memory.get("growth_mb"),
+        "leak_suspected": memory.get("leak_suspected"),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "attributes": sorted(c for c in run.requests.columns if c.startswith("attr.")),
+    }
 
 
 def main(argv=None) -> int:
@@ -59,19 +68,39 @@ def main(argv=None) -> int:
         return 0
     rows = []
     for mode in MODES:
-        out = subprocess.run([sys.executable, __file__, "--child", mode, "--requests", str(args.requests),
-                              "--batch", str(args.batch)], capture_output=True, text=True, check=True,
-                             env=os.environ | {"OMP_NUM_THREADS": "1"})
+        out = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                mode,
+                "--requests",
+                str(args.requests),
+                "--batch",
+                str(args.batch),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=os.environ | {"OMP_NUM_THREADS": "1"},
+        )
         rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
     load = os.getloadavg()[0]
-    lines = [f"## describe= memory at batch {args.batch} {args.label}".rstrip(), "",
-             f"`python benchmarks/bench_describe_memory.py --requests {args.requests} --batch {args.batch}` (text "
-             f"example, one torch thread, {args.requests} measured requests, no traced run). Busy machine "
-             f"(load average {load:.1f}): memory figures do not depend on it.", "",
-             "| mode | RSS first MB | RSS last MB | growth MB | leak suspected | peak RSS MB |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"## describe= memory at batch {args.batch} {args.label}".rstrip(),
+        "",
+        f"`python benchmarks/bench_describe_memory.py --requests {args.requests} --batch {args.batch}` (text "
+        f"example, one torch thread, {args.requests} measured requests, no traced run). Busy machine "
+        f"(load average {load:.1f}): memory figures do not depend on it.",
+        "",
+        "| mode | RSS first MB | RSS last MB | growth MB | leak suspected | peak RSS MB |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['mode']} | {r['rss_first_mb']:.1f} | {r['rss_last_mb']:.1f} | {r['growth_mb']:.1f} | "
-                     f"{r['leak_suspected']} | {r['peak_rss_mb']:.1f} |")
+        lines.append(
+            f"| {r['mode']} | {r['rss_first_mb']:.1f} | {r['rss_last_mb']:.1f} | {r['growth_mb']:.1f} | "
+            f"{r['leak_suspected']} | {r['peak_rss_mb']:.1f} |"
+        )
     text = "\n".join(lines) + "\n"
     print(text)
     if args.md:

@@ -28,6 +28,7 @@ table gives the totals). Attacks are bounded in count and time, on
 
 Not a test: it takes about two minutes. Figures from a busy machine must say so.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,7 +59,9 @@ def build(config):
 
     from workbench import Pipeline
 
-    pipe = Pipeline("edge-echo", items=lambda: (json.dumps({"x": k}).encode() for k in itertools.count()))
+    pipe = Pipeline(
+        "edge-echo", items=lambda: (json.dumps({"x": k}).encode() for k in itertools.count())
+    )
 
     @pipe.stage
     def parse(batch):
@@ -109,7 +112,7 @@ class Attack:
             with s:
                 try:
                     s.sendall(b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-                    for _ in range(100 * 2 ** 20 // len(chunk)):  # up to 100 MB
+                    for _ in range(100 * 2**20 // len(chunk)):  # up to 100 MB
                         if self.done.is_set():
                             break
                         s.sendall(chunk)
@@ -124,7 +127,9 @@ class Attack:
                 continue
             with s:
                 try:
-                    s.sendall(b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1073741824\r\n\r\n")
+                    s.sendall(
+                        b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1073741824\r\n\r\n"
+                    )
                     for _ in range(1024):
                         if self.done.is_set():
                             break
@@ -179,9 +184,11 @@ class Attack:
                 s.close()
 
     def foreign(self) -> None:
-        bodies = [b"POST /predict HTTP/1.1\r\nHost: evil.example\r\nContent-Length: 8\r\n\r\n{\"x\": 1}",
-                  b"POST /shutdown HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://evil.example\r\n"
-                  b"Content-Length: 0\r\n\r\n"]
+        bodies = [
+            b'POST /predict HTTP/1.1\r\nHost: evil.example\r\nContent-Length: 8\r\n\r\n{"x": 1}',
+            b"POST /shutdown HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://evil.example\r\n"
+            b"Content-Length: 0\r\n\r\n",
+        ]
         k = 0
         while not self.done.is_set():
             s = self.connect()
@@ -209,19 +216,47 @@ SCENARIOS = {
 
 
 def probe(url: str, payloads: Path, out: Path, args) -> dict:
-    res = subprocess.run([sys.executable, "-m", "workbench", "load", "--url", url, "--payloads", str(payloads),
-                          "--rate", str(args.rate), "--duration", str(args.duration), "--timeout", "10",
-                          "--out", str(out), "--json"], capture_output=True, text=True, env=ENV, timeout=300)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            "load",
+            "--url",
+            url,
+            "--payloads",
+            str(payloads),
+            "--rate",
+            str(args.rate),
+            "--duration",
+            str(args.duration),
+            "--timeout",
+            "10",
+            "--out",
+            str(out),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=300,
+    )
     if not (out / "run.json").exists():
         return {"error": (res.stderr or res.stdout).strip().splitlines()[-1:]}
     run = load_run(out)
     req = run.requests
     ok = req[req["ok"]]
     failed = req[~req["ok"]]
-    return {"requests": int(len(req)), **{k: v for k, v in summarize_ns(ok["dur_ns"].to_numpy()).items()
-                                          if k in ("p50_ms", "p99_ms", "max_ms")},
-            "failed": {str(k): int(v) for k, v in failed["error_type"].value_counts().items()},
-            "noisy": bool(run.meta.noise and run.meta.noise.noisy)}
+    return {
+        "requests": int(len(req)),
+        **{
+            k: v
+            for k, v in summarize_ns(ok["dur_ns"].to_numpy()).items()
+            if k in ("p50_ms", "p99_ms", "max_ms")
+        },
+        "failed": {str(k): int(v) for k, v in failed["error_type"].value_counts().items()},
+        "noisy": bool(run.meta.noise and run.meta.noise.noisy),
+    }
 
 
 def main(argv=None) -> int:
@@ -230,15 +265,37 @@ def main(argv=None) -> int:
     p.add_argument("--duration", type=float, default=5.0)
     p.add_argument("--md", type=Path, default=HERE / "results" / "edge.md")
     p.add_argument("--scenarios", nargs="*", default=list(SCENARIOS), choices=list(SCENARIOS))
-    p.add_argument("--serve-args", nargs="*", default=[], help="extra workbench serve options (e.g. edge limits)")
+    p.add_argument(
+        "--serve-args",
+        nargs="*",
+        default=[],
+        help="extra workbench serve options (e.g. edge limits)",
+    )
     args = p.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="bench-edge-"))
     good, poison = root / "good.txt", root / "poison.txt"
     good.write_text("".join(json.dumps({"x": k}) + "\n" for k in range(50)))
-    poison.write_text("".join((json.dumps({"x": k}) if k % 5 else "{not json") + "\n" for k in range(50)))
-    server = ServeProcess(["--pipeline", f"{Path(__file__).resolve()}:build", "--port", "0", "--max-batch-size", "8",
-                           "--max-wait-ms", "2", "--warmup", "2", "--out", str(root / "server"), *args.serve_args],
-                          env=ENV)
+    poison.write_text(
+        "".join((json.dumps({"x": k}) if k % 5 else "{not json") + "\n" for k in range(50))
+    )
+    server = ServeProcess(
+        [
+            "--pipeline",
+            f"{Path(__file__).resolve()}:build",
+            "--port",
+            "0",
+            "--max-batch-size",
+            "8",
+            "--max-wait-ms",
+            "2",
+            "--warmup",
+            "2",
+            "--out",
+            str(root / "server"),
+            *args.serve_args,
+        ],
+        env=ENV,
+    )
     port = int(server.url.rsplit(":", 1)[1])
     rows = {}
     try:
@@ -248,7 +305,12 @@ def main(argv=None) -> int:
                 a = Attack(port)
                 running = a.start(getattr(a, attack[0]), attack[1])
                 time.sleep(1.0)  # the attack is under way before the probe starts
-            rows[name] = probe(server.url, poison if name == "poison_in_batch" else good, root / f"probe-{name}", args)
+            rows[name] = probe(
+                server.url,
+                poison if name == "poison_in_batch" else good,
+                root / f"probe-{name}",
+                args,
+            )
             if running is not None:
                 running.stop()
             print(name, json.dumps(rows[name]), flush=True)
@@ -256,7 +318,9 @@ def main(argv=None) -> int:
     finally:
         server.stop()
     edge = load_run(root / "server").meta.serving.extra.get("edge", {})
-    args.md.with_suffix(".json").write_text(json.dumps({"rows": rows, "edge": edge}, indent=1) + "\n")
+    args.md.with_suffix(".json").write_text(
+        json.dumps({"rows": rows, "edge": edge}, indent=1) + "\n"
+    )
     write_md(args, rows, edge, load_average=os.getloadavg())
     return 0
 
@@ -280,26 +344,36 @@ def write_md(args, rows: dict, edge: dict, load_average) -> None:
             lines.append(f"| {name} | - | - | - | - | {r['error']} | - |")
             continue
         fails = ", ".join(f"{k} {v}" for k, v in r["failed"].items()) or "0"
-        ms = [f"{r[k]:.2f}" if r.get(k) is not None else "-" for k in ("p50_ms", "p99_ms", "max_ms")]
-        lines.append(f"| {name} | {r['requests']} | {' | '.join(ms)} | {fails} | {'yes' if r['noisy'] else 'no'} |")
+        ms = [
+            f"{r[k]:.2f}" if r.get(k) is not None else "-" for k in ("p50_ms", "p99_ms", "max_ms")
+        ]
+        lines.append(
+            f"| {name} | {r['requests']} | {' | '.join(ms)} | {fails} | {'yes' if r['noisy'] else 'no'} |"
+        )
     refused = edge.get("refused", {})
-    lines += ["", "Refusals the server counted over the whole run (`serving.edge.refused`): "
-              + (", ".join(f"{k} {v}" for k, v in refused.items()) or "none") + ".", "",
-              "Before the edge (issue 28, the same kind of busy 2-core machine): one 100-MB header stalled every "
-              "client for 74 s (probe p99 14.7 s, 25 % timed out); a 1-GB body took the server to 2.4 GB; 500 "
-              "slowloris connections stayed open for good; 2,000 keep-alive connections put well-formed requests "
-              "at p50 9.4 s; a bad request failed every request batched with it (100 % of its batch-mates got 500).",
-              "",
-              "Reading the table: the floods cost the probe CPU, not correctness (the attacker threads, the "
-              "refusals and the probe share 2 cores with other jobs); no well-formed request was refused or lost "
-              "except where the failure column says so. `poison_in_batch`'s failures are the probe's own bad "
-              "bodies, each failing alone (`JSONDecodeError`), while their batch-mates were answered. Under the "
-              "connection flood, a new connection closes the one idle the longest, and the accept backlog "
-              "(128) bounds the connections taken per event-loop turn. Earlier runs of this flood, same machine: "
-              "refusing at the limit (no eviction, uvicorn's backlog of 2,048) answered all 454 probe requests 503; "
-              "eviction with the 2,048 backlog gave p50 5.4 s and 214 `ServerDisconnected`; both, as here, a few "
-              "ms (another run: p99 190 ms, 6 `ServerDisconnected`: a probe connection closed while idle as its "
-              "next request went out, the keep-alive race every HTTP client knows).", ""]
+    lines += [
+        "",
+        "Refusals the server counted over the whole run (`serving.edge.refused`): "
+        + (", ".join(f"{k} {v}" for k, v in refused.items()) or "none")
+        + ".",
+        "",
+        "Before the edge (issue 28, the same kind of busy 2-core machine): one 100-MB header stalled every "
+        "client for 74 s (probe p99 14.7 s, 25 % timed out); a 1-GB body took the server to 2.4 GB; 500 "
+        "slowloris connections stayed open for good; 2,000 keep-alive connections put well-formed requests "
+        "at p50 9.4 s; a bad request failed every request batched with it (100 % of its batch-mates got 500).",
+        "",
+        "Reading the table: the floods cost the probe CPU, not correctness (the attacker threads, the "
+        "refusals and the probe share 2 cores with other jobs); no well-formed request was refused or lost "
+        "except where the failure column says so. `poison_in_batch`'s failures are the probe's own bad "
+        "bodies, each failing alone (`JSONDecodeError`), while their batch-mates were answered. Under the "
+        "connection flood, a new connection closes the one idle the longest, and the accept backlog "
+        "(128) bounds the connections taken per event-loop turn. Earlier runs of this flood, same machine: "
+        "refusing at the limit (no eviction, uvicorn's backlog of 2,048) answered all 454 probe requests 503; "
+        "eviction with the 2,048 backlog gave p50 5.4 s and 214 `ServerDisconnected`; both, as here, a few "
+        "ms (another run: p99 190 ms, 6 `ServerDisconnected`: a probe connection closed while idle as its "
+        "next request went out, the keep-alive race every HTTP client knows).",
+        "",
+    ]
     args.md.write_text("\n".join(lines) + "\n")
 
 

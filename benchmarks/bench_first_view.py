@@ -13,6 +13,7 @@ model fingerprints in the same code: the profiler primed at construction
 pipeline; run both to compare in one go. RSS is psutil's; figures from a busy
 machine vary, the torch import does not.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,8 +82,13 @@ print(json.dumps({"example": sys.argv[2], "import_s": round(t_import - t0, 3), "
 
 def breakdown(example: str) -> dict:
     """Server side of a first view in one fresh process: where the time and the bytes go."""
-    proc = subprocess.run([sys.executable, "-c", BREAKDOWN, str(ROOT), example], capture_output=True, text=True,
-                          timeout=300, env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    proc = subprocess.run(
+        [sys.executable, "-c", BREAKDOWN, str(ROOT), example],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "OMP_NUM_THREADS": "1"},
+    )
     if proc.returncode != 0:
         raise SystemExit(f"{example} (breakdown) failed: {proc.stderr.strip().splitlines()[-1:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -101,15 +107,24 @@ def static_page(examples: list[str]) -> dict:
     entries = [e for e in entries if e.pipeline in examples]
     started = time.perf_counter()
     sizes = [len(json.dumps(run_figures(e), separators=(",", ":"))) for e in entries]
-    return {"configurations": len(entries), "plotlyjs_kb": round(len(get_plotlyjs()) / 1024, 1),
-            "figures_kb_total": round(sum(sizes) / 1024, 1), "figures_kb_max": round(max(sizes) / 1024, 1),
-            "build_s": round(time.perf_counter() - started, 2)}
+    return {
+        "configurations": len(entries),
+        "plotlyjs_kb": round(len(get_plotlyjs()) / 1024, 1),
+        "figures_kb_total": round(sum(sizes) / 1024, 1),
+        "figures_kb_max": round(max(sizes) / 1024, 1),
+        "build_s": round(time.perf_counter() - started, 2),
+    }
 
 
 def measure(example: str, mode: str) -> dict:
     env = {"OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(ROOT), example, mode], capture_output=True, text=True,
-                          timeout=300, env={**__import__("os").environ, **env})
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(ROOT), example, mode],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, **env},
+    )
     if proc.returncode != 0:
         raise SystemExit(f"{example} ({mode}) failed: {proc.stderr.strip().splitlines()[-1:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -118,11 +133,16 @@ def measure(example: str, mode: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--examples", nargs="+", default=list(EXAMPLES), choices=EXAMPLES)
-    parser.add_argument("--as-before", action="store_true", help="also replay the path before the cache")
+    parser.add_argument(
+        "--as-before", action="store_true", help="also replay the path before the cache"
+    )
     parser.add_argument("--json", type=Path, default=None, help="write the rows here")
-    parser.add_argument("--breakdown", action="store_true",
-                        help="where a first view's time and bytes go: imports, controls, the recorded view, widget "
-                             "count and state, figure JSON per pane, a recorded config change; and the static page")
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="where a first view's time and bytes go: imports, controls, the recorded view, widget "
+        "count and state, figure JSON per pane, a recorded config change; and the static page",
+    )
     args = parser.parse_args(argv)
     if args.breakdown:
         rows = [breakdown(example) for example in args.examples]
@@ -131,14 +151,20 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(r))
         print(json.dumps({"static_page": page}))
         if args.json:
-            args.json.write_text(json.dumps({"explorer": rows, "static_page": page}, indent=1) + "\n")
+            args.json.write_text(
+                json.dumps({"explorer": rows, "static_page": page}, indent=1) + "\n"
+            )
         return 0
     modes = ["now", "before"] if args.as_before else ["now"]
     rows = [measure(example, mode) for example in args.examples for mode in modes]
-    print(f"{'example':8} {'path':6} {'torch':5} {'imports MB':>10} {'first view MB':>13} {'CPU s':>6}  status")
+    print(
+        f"{'example':8} {'path':6} {'torch':5} {'imports MB':>10} {'first view MB':>13} {'CPU s':>6}  status"
+    )
     for r in rows:
-        print(f"{r['example']:8} {r['mode']:6} {'yes' if r['torch'] else 'no':5} {r['imports_mb']:10.1f} "
-              f"{r['first_view_mb']:13.1f} {r['cpu_s']:6.2f}  {r['status']}")
+        print(
+            f"{r['example']:8} {r['mode']:6} {'yes' if r['torch'] else 'no':5} {r['imports_mb']:10.1f} "
+            f"{r['first_view_mb']:13.1f} {r['cpu_s']:6.2f}  {r['status']}"
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
     recorded = all("recorded run" in r["status"] for r in rows)

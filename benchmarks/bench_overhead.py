@@ -9,6 +9,7 @@ overhead per stage = (way - bare) / (R * S). Median of several repeats.
 
     python benchmarks/bench_overhead.py [--json PATH] [--device cuda]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -92,7 +93,9 @@ def main() -> int:
         count = n_cuda if name == "workbench_cuda_events" else n
         base_n = base if count == n else measure(bare, fns, count)
         results[name] = (measure(way, fns, count) - base_n) / (count * STAGES)
-    print(f"per-stage instrumentation overhead, {STAGES} no-op stages x {n} requests, median of {REPEATS}")
+    print(
+        f"per-stage instrumentation overhead, {STAGES} no-op stages x {n} requests, median of {REPEATS}"
+    )
     print(f"{'way':<24}{'ns/stage':>12}{'vs workbench':>14}")
     for name, ns in results.items():
         print(f"{name:<24}{ns:>12.1f}{ns / results['workbench']:>13.1f}x")
@@ -100,7 +103,9 @@ def main() -> int:
     print(f"goal: < 1000 ns per stage on CPU -> {verdict}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"stages": STAGES, "requests": n, "ns_per_stage": results}, indent=2))
+        args.json.write_text(
+            json.dumps({"stages": STAGES, "requests": n, "ns_per_stage": results}, indent=2)
+        )
     return 0
 
 

@@ -17,6 +17,7 @@ Per example and mode: end-to-end p50 (ms, ``analysis/stats``) and its ratio to
 
 Run: ``python benchmarks/bench_sampler.py [--requests 40] [--blocks 6] [--md PATH] [--json PATH]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,12 @@ from workbench.sampling import StackSampler  # noqa: E402
 from workbench.timing import time_request  # noqa: E402
 
 EXAMPLES = ("tabular", "text", "image")
-MODES = ("plain", "thread 1ms", "thread 5ms", "pyinstrument 1ms")  # "thread Nms" for any N also works
+MODES = (
+    "plain",
+    "thread 1ms",
+    "thread 5ms",
+    "pyinstrument 1ms",
+)  # "thread Nms" for any N also works
 
 
 class _PyinstrumentWay:
@@ -43,7 +49,9 @@ class _PyinstrumentWay:
         from pyinstrument.low_level.stat_profile import setstatprofile
 
         self._set, self.interval_s, self.samples = setstatprofile, interval_s, 0
-        self._probe = StackSampler(interval_s)  # its stack walk, so both ways do the same work per sample
+        self._probe = StackSampler(
+            interval_s
+        )  # its stack walk, so both ways do the same work per sample
 
     def _callback(self, frame, event, arg):
         if self._probe._stage_stack(frame) is not None:
@@ -86,30 +94,54 @@ def measure(example: str, requests: int, blocks: int, modes: tuple[str, ...] = M
     times = {m: [] for m in modes}
     samples = {m: 0 for m in modes}
     for b in range(blocks):
-        order = modes[b % len(modes):] + modes[:b % len(modes)]  # rotate which mode goes first
+        order = modes[b % len(modes) :] + modes[: b % len(modes)]  # rotate which mode goes first
         for mode in order:
             t, s = run_block(pipe, items, mode, requests)
             times[mode] += t
             samples[mode] += s
     p50 = {m: percentile_ns(v, 50) / 1e6 for m, v in times.items()}
-    return {"example": example, "requests_per_mode": requests * blocks,
-            "p50_ms": p50, "ratio": {m: p50[m] / p50["plain"] for m in modes},
-            "samples_per_request": {m: samples[m] / (requests * blocks) for m in modes}}
+    return {
+        "example": example,
+        "requests_per_mode": requests * blocks,
+        "p50_ms": p50,
+        "ratio": {m: p50[m] / p50["plain"] for m in modes},
+        "samples_per_request": {m: samples[m] / (requests * blocks) for m in modes},
+    }
 
 
-def markdown(rows: list[dict], argv: list[str], load: tuple[float, float], modes: tuple[str, ...] = MODES) -> str:
-    lines = [f"## {', '.join(modes[1:])} against plain", "",
-             f"`python benchmarks/bench_sampler.py {' '.join(argv)}` (batch 1, torch threads 1, modes interleaved "
-             f"by block, the first mode rotating). Host: {os.cpu_count()} cores, load average {load[0]:.1f} before, "
-             f"{load[1]:.1f} after" + (" (**busy**: other processes shared the cores; ratios indicative)"
-                                      if max(load) > 0.5 * (os.cpu_count() or 1) else "") + ".", "",
-             "| example | " + " | ".join(f"{m} p50 ms" for m in modes) + " | "
-             + " | ".join(f"{m} / plain" for m in modes[1:]) + " | samples/request |",
-             "|---" * (2 * len(modes) + 1) + "|"]
+def markdown(
+    rows: list[dict], argv: list[str], load: tuple[float, float], modes: tuple[str, ...] = MODES
+) -> str:
+    lines = [
+        f"## {', '.join(modes[1:])} against plain",
+        "",
+        f"`python benchmarks/bench_sampler.py {' '.join(argv)}` (batch 1, torch threads 1, modes interleaved "
+        f"by block, the first mode rotating). Host: {os.cpu_count()} cores, load average {load[0]:.1f} before, "
+        f"{load[1]:.1f} after"
+        + (
+            " (**busy**: other processes shared the cores; ratios indicative)"
+            if max(load) > 0.5 * (os.cpu_count() or 1)
+            else ""
+        )
+        + ".",
+        "",
+        "| example | "
+        + " | ".join(f"{m} p50 ms" for m in modes)
+        + " | "
+        + " | ".join(f"{m} / plain" for m in modes[1:])
+        + " | samples/request |",
+        "|---" * (2 * len(modes) + 1) + "|",
+    ]
     for r in rows:
-        lines.append(f"| {r['example']} | " + " | ".join(f"{r['p50_ms'][m]:.3f}" for m in modes) + " | "
-                     + " | ".join(f"{r['ratio'][m]:.3f}x" for m in modes[1:]) + " | "
-                     + ", ".join(f"{m} {r['samples_per_request'][m]:.1f}" for m in modes[1:]) + " |")
+        lines.append(
+            f"| {r['example']} | "
+            + " | ".join(f"{r['p50_ms'][m]:.3f}" for m in modes)
+            + " | "
+            + " | ".join(f"{r['ratio'][m]:.3f}x" for m in modes[1:])
+            + " | "
+            + ", ".join(f"{m} {r['samples_per_request'][m]:.1f}" for m in modes[1:])
+            + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -129,14 +161,21 @@ def main(argv=None) -> int:
     text = markdown(rows, list(argv if argv is not None else sys.argv[1:]), load, modes)
     print(text)
     if args.md:  # appended: each run is kept
-        head = "" if args.md.is_file() else "# Stack sampling of every timed request: what it costs\n\n"
+        head = (
+            ""
+            if args.md.is_file()
+            else "# Stack sampling of every timed request: what it costs\n\n"
+        )
         with args.md.open("a") as f:
             f.write(head + text + "\n")
     if args.json:
         previous = json.loads(args.json.read_text()) if args.json.is_file() else []
         previous = previous if isinstance(previous, list) else [previous]
-        args.json.write_text(json.dumps(previous + [{"rows": rows, "load_average": load, "when": time.time()}],
-                                        indent=1))
+        args.json.write_text(
+            json.dumps(
+                previous + [{"rows": rows, "load_average": load, "when": time.time()}], indent=1
+            )
+        )
     return 0
 
 

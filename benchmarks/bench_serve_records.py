@@ -20,6 +20,7 @@ total) and the batcher's p99. With ``--against REV`` each round also runs the
 server of git revision REV (a temporary worktree), in alternating order. Torch on
 one thread. Not a test: part 2 takes a few minutes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,9 +55,15 @@ def objects_record(n: int, batch: int) -> tuple[list, dict]:
     for b in range(0, n, batch):
         rids = list(range(b, min(n, b + batch)))
         t0 = 1_000 * b
-        timing = RequestTiming(t0, t0 + 900, [t0 + 100 * k for k in range(STAGES)],
-                               [t0 + 100 * k + 90 for k in range(STAGES)], None, None,
-                               output=[b"%d" % r for r in rids])
+        timing = RequestTiming(
+            t0,
+            t0 + 900,
+            [t0 + 100 * k for k in range(STAGES)],
+            [t0 + 100 * k + 90 for k in range(STAGES)],
+            None,
+            None,
+            output=[b"%d" % r for r in rids],
+        )
         batches.append(BatchRecord(b, rids, [t0 - 50] * len(rids), t0 - 10, t0, t0 + 900, timing))
         for r in rids:
             http[r] = HttpTimes(t0 - 60, t0 - 50, f"c-{r}", t0 + 950, t0 + 990, False)
@@ -67,8 +74,10 @@ def tuples_record(n: int, batch: int) -> tuple[list, dict]:
     """The same requests as the server keeps them now (``PipelineService.batch_log`` and ``done``)."""
     objects, http = objects_record(n, batch)
     batches = [tuple(BatchDone.of(rec)) for rec in objects]
-    done = {rid: (t.received_ns, t.submitted_ns, t.request_id, t.resumed_ns, t.sent_ns, t.disconnected)
-            for rid, t in http.items()}
+    done = {
+        rid: (t.received_ns, t.submitted_ns, t.request_id, t.resumed_ns, t.sent_ns, t.disconnected)
+        for rid, t in http.items()
+    }
     return batches, done
 
 
@@ -89,7 +98,7 @@ def part1(args) -> list[dict]:
             got = {}
             forms = (("objects", objects_record), ("tuples", tuples_record))
             for rep in range(2):  # interleaved, each form measured twice, the order swapped
-                for name, build in (forms if rep == 0 else forms[::-1]):
+                for name, build in forms if rep == 0 else forms[::-1]:
                     gc.collect()
                     before = len(gc.get_objects())
                     record = build(n, batch)
@@ -113,13 +122,51 @@ def served_run(label: str, cwd: Path, args, root: Path, k: int) -> dict:
     from workbench.serving.process import ServeProcess
 
     out = root / f"server-{label}-{k}"
-    server = ServeProcess(["--example", "tabular", "--threads", 1, "--max-batch-size", 1, "--max-wait-ms", 0,
-                           "--port", 0, "--out", out], env=ENV, cwd=cwd)
+    server = ServeProcess(
+        [
+            "--example",
+            "tabular",
+            "--threads",
+            1,
+            "--max-batch-size",
+            1,
+            "--max-wait-ms",
+            0,
+            "--port",
+            0,
+            "--out",
+            out,
+        ],
+        env=ENV,
+        cwd=cwd,
+    )
     try:
-        res = subprocess.run([sys.executable, "-m", "workbench", "load", "--url", server.url, "--payloads",
-                              str(payloads_file("tabular", root)), "--rate", str(args.rate), "--duration",
-                              str(args.duration), "--seed", str(k), "--json", "--out", str(root / f"client-{label}-{k}")],
-                             capture_output=True, text=True, env=ENV, timeout=900, cwd=ROOT)
+        res = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "workbench",
+                "load",
+                "--url",
+                server.url,
+                "--payloads",
+                str(payloads_file("tabular", root)),
+                "--rate",
+                str(args.rate),
+                "--duration",
+                str(args.duration),
+                "--seed",
+                str(k),
+                "--json",
+                "--out",
+                str(root / f"client-{label}-{k}"),
+            ],
+            capture_output=True,
+            text=True,
+            env=ENV,
+            timeout=900,
+            cwd=ROOT,
+        )
         client = json.loads(res.stdout)
     finally:
         server.stop()
@@ -127,63 +174,94 @@ def served_run(label: str, cwd: Path, args, root: Path, k: int) -> dict:
     ok = run.requests[run.requests["ok"]]
     batcher = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()
     g = run.meta.serving.gc
-    return {"server": label, "round": k, "requests": int(len(run.requests)), "collections": g["collections"],
-            "pause_ms_max": g["pause_ms_max"], "pause_ms_total": g["pause_ms_total"],
-            "batcher_p50_ms": float(np.percentile(batcher, 50)) / 1e6,
-            "batcher_p99_ms": float(np.percentile(batcher, 99)) / 1e6,
-            "client_p99_ms": client["end_to_end"]["p99_ms"], "lag_p99_ms": client["generator_lag"]["p99_ms"],
-            "noisy": client["noise"]["noisy"]}
+    return {
+        "server": label,
+        "round": k,
+        "requests": int(len(run.requests)),
+        "collections": g["collections"],
+        "pause_ms_max": g["pause_ms_max"],
+        "pause_ms_total": g["pause_ms_total"],
+        "batcher_p50_ms": float(np.percentile(batcher, 50)) / 1e6,
+        "batcher_p99_ms": float(np.percentile(batcher, 99)) / 1e6,
+        "client_p99_ms": client["end_to_end"]["p99_ms"],
+        "lag_p99_ms": client["generator_lag"]["p99_ms"],
+        "noisy": client["noise"]["noisy"],
+    }
 
 
 def part2(args, root: Path) -> list[dict]:
     servers = [("this tree", ROOT)]
     if args.against:
         tree = root / "against"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), args.against], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), args.against],
+            check=True,
+            capture_output=True,
+        )
         servers.append((args.against, tree))
     rows = []
     try:
         for k in range(args.rounds):
-            for label, cwd in (servers if k % 2 == 0 else servers[::-1]):
+            for label, cwd in servers if k % 2 == 0 else servers[::-1]:
                 rows.append(served_run(label, cwd, args, root, k))
                 print(json.dumps(rows[-1]), flush=True)
     finally:
         if args.against:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(root / "against")],
-                           capture_output=True)
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(root / "against")],
+                capture_output=True,
+            )
     return rows
 
 
 def markdown(rows1: list[dict], rows2: list[dict], args, load: tuple[float, float]) -> str:
-    cmd = (f"python benchmarks/bench_serve_records.py --sizes {' '.join(map(str, args.sizes))} --batch "
-           f"{' '.join(map(str, args.batch))} --repeats {args.repeats}")
+    cmd = (
+        f"python benchmarks/bench_serve_records.py --sizes {' '.join(map(str, args.sizes))} --batch "
+        f"{' '.join(map(str, args.batch))} --repeats {args.repeats}"
+    )
     if args.served:
         cmd += f" --served --rate {args.rate:g} --duration {args.duration:g} --rounds {args.rounds}"
         cmd += f" --against {args.against}" if args.against else ""
-    lines = ["# The served run's record and the GC", "",
-             f"`{cmd}` (2-core VM, load average {load[0]:.2f} before, {load[1]:.2f} after).", "",
-             "## Full collections over the kept record (one process, interleaved)", "",
-             "*objects*: as the server kept finished requests up to `9b26ce6` (BatchRecord with its timing and "
-             "output, HttpTimes); *tuples*: as it keeps them now. Tracked objects the record adds after one "
-             "collection; a full collection's median time with the record alive.", "",
-             "| requests | batch | objects: tracked | tuples: tracked | objects: full collection ms | "
-             "tuples: full collection ms | ratio |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "# The served run's record and the GC",
+        "",
+        f"`{cmd}` (2-core VM, load average {load[0]:.2f} before, {load[1]:.2f} after).",
+        "",
+        "## Full collections over the kept record (one process, interleaved)",
+        "",
+        "*objects*: as the server kept finished requests up to `9b26ce6` (BatchRecord with its timing and "
+        "output, HttpTimes); *tuples*: as it keeps them now. Tracked objects the record adds after one "
+        "collection; a full collection's median time with the record alive.",
+        "",
+        "| requests | batch | objects: tracked | tuples: tracked | objects: full collection ms | "
+        "tuples: full collection ms | ratio |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows1:
-        lines.append(f"| {r['requests']} | {r['batch']} | {r['objects_tracked']} | {r['tuples_tracked']} | "
-                     f"{r['objects_collect_ms']:.2f} | {r['tuples_collect_ms']:.2f} | "
-                     f"{r['objects_collect_ms'] / max(r['tuples_collect_ms'], 1e-9):.1f}x |")
+        lines.append(
+            f"| {r['requests']} | {r['batch']} | {r['objects_tracked']} | {r['tuples_tracked']} | "
+            f"{r['objects_collect_ms']:.2f} | {r['tuples_collect_ms']:.2f} | "
+            f"{r['objects_collect_ms'] / max(r['tuples_collect_ms'], 1e-9):.1f}x |"
+        )
     if rows2:
-        lines += ["", "## The real server (tabular, batch size 1)", "",
-                  f"`workbench serve` driven by `workbench load --url` at {args.rate:g} req/s for {args.duration:g} s "
-                  "per run; collections while serving from the server's `serving.gc`.", "",
-                  "| server | round | requests | collections | longest ms | total ms | batcher p50 ms | "
-                  "batcher p99 ms | client p99 ms | lag p99 ms | noisy |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## The real server (tabular, batch size 1)",
+            "",
+            f"`workbench serve` driven by `workbench load --url` at {args.rate:g} req/s for {args.duration:g} s "
+            "per run; collections while serving from the server's `serving.gc`.",
+            "",
+            "| server | round | requests | collections | longest ms | total ms | batcher p50 ms | "
+            "batcher p99 ms | client p99 ms | lag p99 ms | noisy |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in rows2:
-            lines.append(f"| {r['server']} | {r['round']} | {r['requests']} | {r['collections']} | "
-                         f"{r['pause_ms_max']:.1f} | {r['pause_ms_total']:.1f} | {r['batcher_p50_ms']:.2f} | "
-                         f"{r['batcher_p99_ms']:.2f} | {r['client_p99_ms']:.2f} | {r['lag_p99_ms']:.2f} | "
-                         f"{'yes' if r['noisy'] else 'no'} |")
+            lines.append(
+                f"| {r['server']} | {r['round']} | {r['requests']} | {r['collections']} | "
+                f"{r['pause_ms_max']:.1f} | {r['pause_ms_total']:.1f} | {r['batcher_p50_ms']:.2f} | "
+                f"{r['batcher_p99_ms']:.2f} | {r['client_p99_ms']:.2f} | {r['lag_p99_ms']:.2f} | "
+                f"{'yes' if r['noisy'] else 'no'} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -193,7 +271,9 @@ def main() -> int:
     ap.add_argument("--batch", type=int, nargs="+", default=[1, 8])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--served", action="store_true")
-    ap.add_argument("--against", default=None, help="git revision whose server runs beside this tree's")
+    ap.add_argument(
+        "--against", default=None, help="git revision whose server runs beside this tree's"
+    )
     ap.add_argument("--rate", type=float, default=450.0)
     ap.add_argument("--duration", type=float, default=40.0)
     ap.add_argument("--rounds", type=int, default=2)

@@ -16,11 +16,10 @@ and what each shows: the share of ``preprocess`` time spent in PIL frames
 Run: ``python benchmarks/bench_stacks.py [--requests 60] [--blocks 5]``; writes
 ``benchmarks/results/stacks.md``.
 """
+
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import os
 import sys
 import tempfile
@@ -34,9 +33,13 @@ sys.path.insert(0, str(ROOT))
 
 def marked(name: str, fn):
     """``fn`` behind a trampoline whose code name is ``workbench.stage::name`` (a sampler sees the stage)."""
+
     def trampoline(x):
         return fn(x)
-    code = trampoline.__code__.replace(co_name=f"workbench_stage__{name}", co_qualname=f"workbench_stage__{name}")
+
+    code = trampoline.__code__.replace(
+        co_name=f"workbench_stage__{name}", co_qualname=f"workbench_stage__{name}"
+    )
     return types.FunctionType(code, {"fn": fn}, closure=trampoline.__closure__)
 
 
@@ -57,7 +60,6 @@ def run_plain(pipe, batches):
 
 
 def run_traced(pipe, batches, with_stack: bool, out_dir: Path):
-    import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
     names, fns = pipe.stage_names, [s.fn for s in pipe.stages]
@@ -134,7 +136,9 @@ def pil_share_in_session(session, interval_s: float) -> tuple[float, int]:
 
     if root is not None:
         walk(root, False, False)
-    samples = int(round(stage_time / interval_s))  # pyinstrument: one sample per interval of wall time
+    samples = int(
+        round(stage_time / interval_s)
+    )  # pyinstrument: one sample per interval of wall time
     return (pil_time / stage_time if stage_time else float("nan")), samples
 
 
@@ -180,27 +184,44 @@ def main(argv=None) -> int:
                 for k, v in t.items():
                     sums[mode][k] += v
     n = args.requests * args.blocks
-    lines = [f"# Python stacks inside stages: overhead and what each shows",
-             "", f"`python benchmarks/bench_stacks.py --requests {args.requests} --blocks {args.blocks}` "
-             f"(image example, batch 1, torch threads 1, {n} requests per mode, modes interleaved by block; "
-             f"sampler interval {args.interval_ms} ms). Host: {os.cpu_count()} cores; "
-             f"{'machine shared with other jobs' if os.getloadavg()[0] > 1.0 else 'quiet machine'} "
-             f"(load average {os.getloadavg()[0]:.1f} at the end).", "",
-             "| stage | " + " | ".join(f"{m} ms" for m in modes) + " | trace+stack / plain | sampler / plain |",
-             "|---|" + "---|" * (len(modes) + 2)]
+    lines = [
+        "# Python stacks inside stages: overhead and what each shows",
+        "",
+        f"`python benchmarks/bench_stacks.py --requests {args.requests} --blocks {args.blocks}` "
+        f"(image example, batch 1, torch threads 1, {n} requests per mode, modes interleaved by block; "
+        f"sampler interval {args.interval_ms} ms). Host: {os.cpu_count()} cores; "
+        f"{'machine shared with other jobs' if os.getloadavg()[0] > 1.0 else 'quiet machine'} "
+        f"(load average {os.getloadavg()[0]:.1f} at the end).",
+        "",
+        "| stage | "
+        + " | ".join(f"{m} ms" for m in modes)
+        + " | trace+stack / plain | sampler / plain |",
+        "|---|" + "---|" * (len(modes) + 2),
+    ]
     for s in pipe.stage_names:
         means = {m: sums[m][s] / n / 1e6 for m in modes}
-        lines.append(f"| {s} | " + " | ".join(f"{means[m]:.3f}" for m in modes)
-                     + f" | {means['trace+stack'] / means['plain']:.2f}x | {means['sampler'] / means['plain']:.2f}x |")
+        lines.append(
+            f"| {s} | "
+            + " | ".join(f"{means[m]:.3f}" for m in modes)
+            + f" | {means['trace+stack'] / means['plain']:.2f}x | {means['sampler'] / means['plain']:.2f}x |"
+        )
     total = {m: sum(sums[m].values()) / n / 1e6 for m in modes}
-    lines.append("| **all stages** | " + " | ".join(f"{total[m]:.3f}" for m in modes)
-                 + f" | {total['trace+stack'] / total['plain']:.2f}x | {total['sampler'] / total['plain']:.2f}x |")
+    lines.append(
+        "| **all stages** | "
+        + " | ".join(f"{total[m]:.3f}" for m in modes)
+        + f" | {total['trace+stack'] / total['plain']:.2f}x | {total['sampler'] / total['plain']:.2f}x |"
+    )
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
-    lines += ["", "What each shows (share of `preprocess` time inside PIL frames; acceptance: at least 50 %):", "",
-              f"- trace+stack: {mean(shares['trace+stack']):.0%} (exact: every Python call is an event in the same "
-              "trace as the operators and kernels, so the flame graph nests stage -> Python -> ops -> kernels)",
-              f"- sampler: {mean(shares['sampler']):.0%} (statistical, about {samples} samples in preprocess over "
-              f"{n} requests at {args.interval_ms} ms)", ""]
+    lines += [
+        "",
+        "What each shows (share of `preprocess` time inside PIL frames; acceptance: at least 50 %):",
+        "",
+        f"- trace+stack: {mean(shares['trace+stack']):.0%} (exact: every Python call is an event in the same "
+        "trace as the operators and kernels, so the flame graph nests stage -> Python -> ops -> kernels)",
+        f"- sampler: {mean(shares['sampler']):.0%} (statistical, about {samples} samples in preprocess over "
+        f"{n} requests at {args.interval_ms} ms)",
+        "",
+    ]
     args.out.write_text("\n".join(lines))
     print("\n".join(lines))
     return 0

@@ -11,6 +11,7 @@ requests, writing the trace), and the trace file's size is read from the run.
 
 Run: ``python benchmarks/bench_traced_count.py [--counts 5 20 50] [--md PATH]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,11 +33,21 @@ def one(example: str, traced: int) -> tuple[float, int, str]:
 
     marks = {}
 
-    def progress(done, total, phase):  # the traced phase: from the end of the timing run to its last request
+    def progress(
+        done, total, phase
+    ):  # the traced phase: from the end of the timing run to its last request
         marks.setdefault(phase, [time.perf_counter(), 0.0])[1] = time.perf_counter()
 
-    run = profile(example, PipelineConfig(batch_size=1, threads=1), requests=20, warmup=2, traced=traced,
-                  max_duration_s=None, sample_stacks=False, progress=progress)
+    run = profile(
+        example,
+        PipelineConfig(batch_size=1, threads=1),
+        requests=20,
+        warmup=2,
+        traced=traced,
+        max_duration_s=None,
+        sample_stacks=False,
+        progress=progress,
+    )
     wall = marks["traced"][1] - marks["timing"][1] if "traced" in marks else 0.0
     with tempfile.TemporaryDirectory() as tmp:
         run.save(Path(tmp) / "r")
@@ -52,19 +63,25 @@ def main(argv=None) -> int:
     parser.add_argument("--examples", nargs="+", default=list(EXAMPLES))
     parser.add_argument("--md", type=Path)
     args = parser.parse_args(argv)
-    lines = ["# The traced run's cost against its request count", "",
-             f"`python benchmarks/bench_traced_count.py --counts {' '.join(map(str, args.counts))}` (batch 1, one "
-             f"torch thread, 20 timed requests each; traced phase: last timed request to last traced one, "
-             f"the profiler's warm-up request included). "
-             f"Load average {os.getloadavg()[0]:.1f} on 2 shared cores.", "",
-             "| example | traced | traced phase s | per traced request ms | trace MB (gzip) | view |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "# The traced run's cost against its request count",
+        "",
+        f"`python benchmarks/bench_traced_count.py --counts {' '.join(map(str, args.counts))}` (batch 1, one "
+        f"torch thread, 20 timed requests each; traced phase: last timed request to last traced one, "
+        f"the profiler's warm-up request included). "
+        f"Load average {os.getloadavg()[0]:.1f} on 2 shared cores.",
+        "",
+        "| example | traced | traced phase s | per traced request ms | trace MB (gzip) | view |",
+        "|---|---|---|---|---|---|",
+    ]
     for example in args.examples:
         one(example, 1)  # the first profile of a process pays torch.profiler's start-up
         for n in args.counts:
             wall, size, note = one(example, n)
-            lines.append(f"| {example} | {n} | {wall:.2f} | {wall / (n + 1) * 1e3:.1f} | "
-                         f"{size / 1e6:.2f} | {note.split(':')[1].split('(')[0].strip() if note else ''} |")
+            lines.append(
+                f"| {example} | {n} | {wall:.2f} | {wall / (n + 1) * 1e3:.1f} | "
+                f"{size / 1e6:.2f} | {note.split(':')[1].split('(')[0].strip() if note else ''} |"
+            )
             print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     print(text)

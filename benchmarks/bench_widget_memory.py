@@ -13,6 +13,7 @@ no widget, in the same process after the explorer: the growth the runner and
 torch cause on their own. Also reported: the time a cache hit takes to update
 the figures (Python side: building the figures and the widget message).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,7 +41,9 @@ def rss_mb() -> float:
 def explorer_session(example: str, changes: int, remeasure_every: int, requests: int) -> dict:
     from workbench.widgets import LatencyExplorer
 
-    explorer = LatencyExplorer(example, requests=requests, warmup=2, traced=1, debounce_s=0, cache_size=8)
+    explorer = LatencyExplorer(
+        example, requests=requests, warmup=2, traced=1, debounce_s=0, cache_size=8
+    )
     explorer.wait()
     first_view = rss_mb()
     samples, hit_ms = [], []
@@ -60,8 +63,14 @@ def explorer_session(example: str, changes: int, remeasure_every: int, requests:
             raise SystemExit(f"explorer error at change {i}: {explorer.message}")
         if (i + 1) % 10 == 0:
             samples.append((i + 1, round(rss_mb(), 1), explorer.profile_calls))
-    return {"samples": samples, "profiles": explorer.profile_calls, "cache_entries": len(explorer.cache),
-            "hit_ms": hit_ms, "warm_index": 1, "first_view_mb": first_view}
+    return {
+        "samples": samples,
+        "profiles": explorer.profile_calls,
+        "cache_entries": len(explorer.cache),
+        "hit_ms": hit_ms,
+        "warm_index": 1,
+        "first_view_mb": first_view,
+    }
 
 
 def peer_session(example: str, profiles: int, requests: int) -> dict:
@@ -70,7 +79,13 @@ def peer_session(example: str, profiles: int, requests: int) -> dict:
     samples = []
     for i in range(profiles):
         bs, precision = CONFIGS[i % len(CONFIGS)]
-        run = profile(example, PipelineConfig(batch_size=bs, precision=precision), requests=requests, warmup=2, traced=1)
+        run = profile(
+            example,
+            PipelineConfig(batch_size=bs, precision=precision),
+            requests=requests,
+            warmup=2,
+            traced=1,
+        )
         run.close()  # the run owns its temporary trace folder; drop it as the explorer does
         del run
         if (i + 1) % 5 == 0 or i + 1 == profiles:
@@ -97,23 +112,39 @@ def main() -> int:
     ours_growth = growth(ours["samples"], ours["warm_index"])
     peer_growth = growth(peer["samples"], 0)
     hits = ours["hit_ms"]
-    print(f"latency explorer, example={args.example}, {args.changes} slider changes, "
-          f"{ours['profiles']} profiling runs, cache entries {ours['cache_entries']}")
+    print(
+        f"latency explorer, example={args.example}, {args.changes} slider changes, "
+        f"{ours['profiles']} profiling runs, cache entries {ours['cache_entries']}"
+    )
     print(f"{'after change':>12} {'RSS MB':>8} {'profiles':>9}")
     for n, mb, profiles in ours["samples"]:
         print(f"{n:>12} {mb:>8.1f} {profiles:>9}")
-    print(f"RSS after the first view {ours['first_view_mb']:.1f} MB; growth after warm-up "
-          f"(change 20 -> {args.changes}): {ours_growth:+.1f} MB")
-    print(f"peer (same {ours['profiles']} profile() calls, no widget): RSS {peer['samples'][0][1]:.1f} -> "
-          f"{peer['samples'][-1][1]:.1f} MB, growth {peer_growth:+.1f} MB")
+    print(
+        f"RSS after the first view {ours['first_view_mb']:.1f} MB; growth after warm-up "
+        f"(change 20 -> {args.changes}): {ours_growth:+.1f} MB"
+    )
+    print(
+        f"peer (same {ours['profiles']} profile() calls, no widget): RSS {peer['samples'][0][1]:.1f} -> "
+        f"{peer['samples'][-1][1]:.1f} MB, growth {peer_growth:+.1f} MB"
+    )
     if hits:
-        print(f"cache hit -> figures updated (Python side): median {statistics.median(hits):.0f} ms, "
-              f"max {max(hits):.0f} ms over {len(hits)} hits")
-    result = {"example": args.example, "changes": args.changes, "profiles": ours["profiles"],
-              "rss_first_view_mb": round(ours["first_view_mb"], 1), "explorer_samples": ours["samples"],
-              "explorer_growth_after_warmup_mb": ours_growth, "peer_samples": peer["samples"],
-              "peer_growth_mb": peer_growth,
-              "cache_hit_ms": {"median": round(statistics.median(hits), 1), "max": round(max(hits), 1)} if hits else None}
+        print(
+            f"cache hit -> figures updated (Python side): median {statistics.median(hits):.0f} ms, "
+            f"max {max(hits):.0f} ms over {len(hits)} hits"
+        )
+    result = {
+        "example": args.example,
+        "changes": args.changes,
+        "profiles": ours["profiles"],
+        "rss_first_view_mb": round(ours["first_view_mb"], 1),
+        "explorer_samples": ours["samples"],
+        "explorer_growth_after_warmup_mb": ours_growth,
+        "peer_samples": peer["samples"],
+        "peer_growth_mb": peer_growth,
+        "cache_hit_ms": {"median": round(statistics.median(hits), 1), "max": round(max(hits), 1)}
+        if hits
+        else None,
+    }
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return 0

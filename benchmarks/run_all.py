@@ -14,6 +14,7 @@ script is absent (``bench_room`` also needs Debian's chromium).
 
 ``python benchmarks/run_all.py --list`` prints the commands without running them.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -36,22 +37,91 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
     ("bench_figures", _json("bench_figures"), True),
     ("bench_widget_memory", _json("bench_widget_memory"), True),
     ("bench_first_view", ["--as-before", *_json("bench_first_view")], True),
-    ("bench_compare", ["--examples", "tabular", "--reps", "10", "--requests", "60",
-                       *_json("bench_compare"), "--md", str(RESULTS / "bench_compare.md")], True),
-    ("bench_stacks", ["--requests", "20", "--blocks", "2", "--out", str(RESULTS / "bench_stacks.md")], True),
-    ("bench_loadgen", ["--duration", "2", *_json("bench_loadgen"), "--md", str(RESULTS / "bench_loadgen.md")], True),
-    ("bench_serve_gc", ["--duration", "2", "--rounds", "1", "--md", str(RESULTS / "bench_serve_gc.md")], True),
-    ("bench_sweep", ["--rates", "25,50", "--window-s", "1", "--max-windows", "3", "--lag-duration", "2",
-                     "--md", str(RESULTS / "bench_sweep.md")], True),
+    (
+        "bench_compare",
+        [
+            "--examples",
+            "tabular",
+            "--reps",
+            "10",
+            "--requests",
+            "60",
+            *_json("bench_compare"),
+            "--md",
+            str(RESULTS / "bench_compare.md"),
+        ],
+        True,
+    ),
+    (
+        "bench_stacks",
+        ["--requests", "20", "--blocks", "2", "--out", str(RESULTS / "bench_stacks.md")],
+        True,
+    ),
+    (
+        "bench_loadgen",
+        ["--duration", "2", *_json("bench_loadgen"), "--md", str(RESULTS / "bench_loadgen.md")],
+        True,
+    ),
+    (
+        "bench_serve_gc",
+        ["--duration", "2", "--rounds", "1", "--md", str(RESULTS / "bench_serve_gc.md")],
+        True,
+    ),
+    (
+        "bench_sweep",
+        [
+            "--rates",
+            "25,50",
+            "--window-s",
+            "1",
+            "--max-windows",
+            "3",
+            "--lag-duration",
+            "2",
+            "--md",
+            str(RESULTS / "bench_sweep.md"),
+        ],
+        True,
+    ),
     ("bench_edge", ["--duration", "2", "--md", str(RESULTS / "bench_edge.md")], True),
-    ("bench_sampler", ["--requests", "20", "--blocks", "2", "--modes", "thread 5ms",
-                       "--md", str(RESULTS / "bench_sampler.md")], True),
-    ("bench_describe_memory", ["--requests", "10", "--batch", "64", "--md", str(RESULTS / "bench_describe_memory.md")],
-     True),
-    ("bench_traced_count", ["--counts", "5", "20", "--examples", "image", "--md", str(RESULTS / "bench_traced_count.md")],
-     True),
+    (
+        "bench_sampler",
+        [
+            "--requests",
+            "20",
+            "--blocks",
+            "2",
+            "--modes",
+            "thread 5ms",
+            "--md",
+            str(RESULTS / "bench_sampler.md"),
+        ],
+        True,
+    ),
+    (
+        "bench_describe_memory",
+        ["--requests", "10", "--batch", "64", "--md", str(RESULTS / "bench_describe_memory.md")],
+        True,
+    ),
+    (
+        "bench_traced_count",
+        [
+            "--counts",
+            "5",
+            "20",
+            "--examples",
+            "image",
+            "--md",
+            str(RESULTS / "bench_traced_count.md"),
+        ],
+        True,
+    ),
     ("fuzz_traces", ["--smoke"], False),
-    ("bench_room", ["--pages", "4", *_json("bench_room"), "--md", str(RESULTS / "bench_room.md")], False),
+    (
+        "bench_room",
+        ["--pages", "4", *_json("bench_room"), "--md", str(RESULTS / "bench_room.md")],
+        False,
+    ),
 ]
 
 

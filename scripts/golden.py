@@ -12,6 +12,7 @@ outputs come from the real command line entry point in-process
 so trace paths in the reports are the same relative paths every time.
 ``tests/golden/test_golden.py`` compares today's outputs with these files.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,16 +29,27 @@ TRACE_GLOBS = ("*.json.gz", "*.json")
 
 def run_dirs() -> list[Path]:
     """Run folders in data/runs, relative to the repository root."""
-    return sorted(p.relative_to(REPO) for p in (REPO / "data" / "runs").iterdir() if (p / "run.json").is_file())
+    return sorted(
+        p.relative_to(REPO)
+        for p in (REPO / "data" / "runs").iterdir()
+        if (p / "run.json").is_file()
+    )
 
 
 def traces() -> list[Path]:
     """Traces in data/traces and ../shared/traces, as paths relative to the repository root."""
     found = []
-    for folder, rel in ((REPO / "data" / "traces", Path("data/traces")), (REPO.parent / "shared" / "traces", Path("../shared/traces"))):
+    for folder, rel in (
+        (REPO / "data" / "traces", Path("data/traces")),
+        (REPO.parent / "shared" / "traces", Path("../shared/traces")),
+    ):
         if folder.is_dir():
-            found += [rel / p.name for glob in TRACE_GLOBS for p in sorted(folder.glob(glob))
-                      if p.name != "REFERENCE.json"]
+            found += [
+                rel / p.name
+                for glob in TRACE_GLOBS
+                for p in sorted(folder.glob(glob))
+                if p.name != "REFERENCE.json"
+            ]
     return found
 
 
@@ -70,8 +82,18 @@ def golden_name(path: Path) -> str:
 
 def cases() -> list[tuple[str, list[str], Path]]:
     """(id, argv, golden file) for every output frozen."""
-    out = [(f"show/{r.name}", ["show", str(r), "--json"], GOLDEN / "show" / golden_name(r)) for r in run_dirs()]
-    out += [(f"analyze/{golden_name(t)}", ["analyze", str(t), "--json"], GOLDEN / "analyze" / golden_name(t)) for t in traces()]
+    out = [
+        (f"show/{r.name}", ["show", str(r), "--json"], GOLDEN / "show" / golden_name(r))
+        for r in run_dirs()
+    ]
+    out += [
+        (
+            f"analyze/{golden_name(t)}",
+            ["analyze", str(t), "--json"],
+            GOLDEN / "analyze" / golden_name(t),
+        )
+        for t in traces()
+    ]
     return out
 
 

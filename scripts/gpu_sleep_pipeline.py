@@ -1,4 +1,5 @@
 """A CUDA stage that outlasts --timeout-s (scripts/gpu_checks.sh): about 2 s of torch.cuda._sleep from request 1 on."""
+
 import itertools
 
 import torch

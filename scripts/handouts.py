@@ -12,6 +12,7 @@ static snapshot of what it showed when the notebook ran: its figures, its HTML
 and labels, and each control's value. No file is fetched from the network when
 a handout is opened.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,12 @@ def execute(path: Path) -> nbformat.NotebookNode:
     import nbclient
 
     nb = nbformat.read(path, as_version=4)
-    nbclient.NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    nbclient.NotebookClient(
+        nb,
+        timeout=CELL_TIMEOUT_S,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute()
     return nb
 
 
@@ -50,7 +55,9 @@ class _Figures:
 
         fig = pio.from_json(_json(spec), skip_invalid=True)
         self.count += 1
-        return pio.to_html(fig, include_plotlyjs=self.count == 1, full_html=False, config={"displaylogo": False})
+        return pio.to_html(
+            fig, include_plotlyjs=self.count == 1, full_html=False, config={"displaylogo": False}
+        )
 
 
 def _json(spec: dict) -> str:
@@ -67,12 +74,20 @@ def _snapshot(model_id: str, state: dict, figures: _Figures, depth: int = 0) -> 
     name, values = model.get("model_name", ""), model.get("state", {})
     if name in ("VBoxModel", "HBoxModel", "BoxModel", "GridBoxModel", "AccordionModel", "TabModel"):
         flex = "row" if name == "HBoxModel" else "column"
-        inner = "".join(_snapshot(c.removeprefix("IPY_MODEL_"), state, figures, depth + 1)
-                        for c in values.get("children", []))
-        return f'<div style="display:flex;flex-direction:{flex};flex-wrap:wrap;gap:6px">{inner}</div>'
+        inner = "".join(
+            _snapshot(c.removeprefix("IPY_MODEL_"), state, figures, depth + 1)
+            for c in values.get("children", [])
+        )
+        return (
+            f'<div style="display:flex;flex-direction:{flex};flex-wrap:wrap;gap:6px">{inner}</div>'
+        )
     if name == "OutputModel":
-        return "".join(_bundle(out["data"], figures, state) if "data" in out else
-                       f"<pre>{html.escape(out.get('text', ''))}</pre>" for out in values.get("outputs", []))
+        return "".join(
+            _bundle(out["data"], figures, state)
+            if "data" in out
+            else f"<pre>{html.escape(out.get('text', ''))}</pre>"
+            for out in values.get("outputs", [])
+        )
     if name == "HTMLModel":
         return f"<div>{values.get('value', '')}</div>"
     if name == "LabelModel":
@@ -89,8 +104,10 @@ def _control(name: str, values: dict) -> str:
     if labels and isinstance(index, int) and not isinstance(index, bool):
         value = labels[index]  # a selection widget stores its choice as an index
     label = values.get("description") or name.removesuffix("Model")
-    return (f'<span style="border:1px solid #ccc;border-radius:3px;padding:2px 6px;font-size:90%">'
-            f"{html.escape(str(label))}: <b>{html.escape(str(value))}</b></span>")
+    return (
+        f'<span style="border:1px solid #ccc;border-radius:3px;padding:2px 6px;font-size:90%">'
+        f"{html.escape(str(label))}: <b>{html.escape(str(value))}</b></span>"
+    )
 
 
 def _bundle(data: dict, figures: _Figures, state: dict | None = None) -> str:
@@ -99,7 +116,9 @@ def _bundle(data: dict, figures: _Figures, state: dict | None = None) -> str:
     if PLOTLY_MIME in data:
         return figures.div(data[PLOTLY_MIME])
     if "text/html" in data:
-        return data["text/html"] if isinstance(data["text/html"], str) else "".join(data["text/html"])
+        return (
+            data["text/html"] if isinstance(data["text/html"], str) else "".join(data["text/html"])
+        )
     return f"<pre>{html.escape(str(data.get('text/plain', '')))}</pre>"
 
 
@@ -137,8 +156,14 @@ def _drop_remote_scripts(page: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", help="notebooks (default: notebooks/0*.ipynb)")
-    parser.add_argument("--out", default=str(REPO / "build" / "handouts"), help="output folder (default: build/handouts/)")
-    parser.add_argument("--no-execute", action="store_true", help="export the outputs the notebooks already hold")
+    parser.add_argument(
+        "--out",
+        default=str(REPO / "build" / "handouts"),
+        help="output folder (default: build/handouts/)",
+    )
+    parser.add_argument(
+        "--no-execute", action="store_true", help="export the outputs the notebooks already hold"
+    )
     args = parser.parse_args(argv)
     paths = [Path(p) for p in args.paths] or sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     out = Path(args.out)
@@ -148,7 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         nb = nbformat.read(path, as_version=4) if args.no_execute else execute(path)
         target = out / f"{path.stem}.html"
         target.write_text(to_html(nb), encoding="utf-8")
-        print(f"{target}  {target.stat().st_size / 1e6:.1f} MB  {time.perf_counter() - started:.0f} s")
+        print(
+            f"{target}  {target.stat().st_size / 1e6:.1f} MB  {time.perf_counter() - started:.0f} s"
+        )
     return 0
 
 

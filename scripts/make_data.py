@@ -19,6 +19,7 @@ Redis (keys ``wb:tabular:*``, replaced), for the tabular example's
 Idempotent: each file is built in a temporary file and replaces the old one
 only when the bytes differ, so a second run changes nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,11 +76,20 @@ car road train flight ticket tickets hotel booking booked reservation reserve se
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Regenerate the example data (feature store, vocabulary).")
+    parser = argparse.ArgumentParser(
+        description="Regenerate the example data (feature store, vocabulary)."
+    )
     repo = Path(__file__).resolve().parents[1]
-    defaults = [repo / "data", repo / "workbench" / "examples" / "data"]  # notebooks' copy, the package's copy
-    parser.add_argument("--out", type=Path, help=f"output folder (default: both {defaults[0]} and {defaults[1]})")
-    parser.add_argument("--redis-url", help="also load the tabular features into this Redis (redis://HOST:PORT/DB)")
+    defaults = [
+        repo / "data",
+        repo / "workbench" / "examples" / "data",
+    ]  # notebooks' copy, the package's copy
+    parser.add_argument(
+        "--out", type=Path, help=f"output folder (default: both {defaults[0]} and {defaults[1]})"
+    )
+    parser.add_argument(
+        "--redis-url", help="also load the tabular features into this Redis (redis://HOST:PORT/DB)"
+    )
     args = parser.parse_args(argv)
     for out in [args.out] if args.out is not None else defaults:
         out.mkdir(parents=True, exist_ok=True)
@@ -137,8 +147,14 @@ def write_feature_store(path: Path) -> None:
         conn.executemany("INSERT INTO items VALUES (?,?,?,?,?)", items)
         conn.executemany("INSERT INTO item_stats VALUES (?,?,?,?)", stats)
         conn.executemany("INSERT INTO user_category VALUES (?,?,?,?)", affinity)
-        conn.executemany("INSERT INTO feature_stats VALUES (?,?,?)", _feature_stats(users, items, stats, affinity))
-        conn.executemany("INSERT INTO meta VALUES (?,?)", [("schema_version", SCHEMA_VERSION), ("seed", str(SEED))])
+        conn.executemany(
+            "INSERT INTO feature_stats VALUES (?,?,?)",
+            _feature_stats(users, items, stats, affinity),
+        )
+        conn.executemany(
+            "INSERT INTO meta VALUES (?,?)",
+            [("schema_version", SCHEMA_VERSION), ("seed", str(SEED))],
+        )
         conn.commit()
         conn.execute("VACUUM")
     finally:
@@ -167,8 +183,18 @@ def _users(rng) -> list[tuple]:
     sessions = rng.poisson(6.0, n)
     purchases = rng.poisson(1.5, n)
     basket = np.round(rng.lognormal(3.5, 0.6, n), 2)
-    return [(i, int(age[i]), int(tenure[i]), COUNTRIES[country[i]], int(sessions[i]), int(purchases[i]),
-             float(basket[i])) for i in range(n)]
+    return [
+        (
+            i,
+            int(age[i]),
+            int(tenure[i]),
+            COUNTRIES[country[i]],
+            int(sessions[i]),
+            int(purchases[i]),
+            float(basket[i]),
+        )
+        for i in range(n)
+    ]
 
 
 def _items(rng) -> list[tuple]:
@@ -185,7 +211,9 @@ def _item_stats(rng, items: list[tuple]) -> list[tuple]:
     ctr = rng.beta(2.0, 60.0, len(items))
     clicks = rng.binomial(impressions, ctr)
     carts = rng.binomial(clicks, 0.2)
-    return [(row[0], int(impressions[i]), int(clicks[i]), int(carts[i])) for i, row in enumerate(items)]
+    return [
+        (row[0], int(impressions[i]), int(clicks[i]), int(carts[i])) for i, row in enumerate(items)
+    ]
 
 
 def _user_category(rng) -> list[tuple]:
@@ -193,14 +221,25 @@ def _user_category(rng) -> list[tuple]:
     for user in range(N_USERS):
         cats = np.sort(rng.choice(N_CATEGORIES, CATEGORIES_PER_USER, replace=False))
         for cat in cats:
-            rows.append((user, int(cat), round(float(rng.beta(2.0, 5.0)), 4), int(rng.integers(0, 90))))
+            rows.append(
+                (user, int(cat), round(float(rng.beta(2.0, 5.0)), 4), int(rng.integers(0, 90)))
+            )
     return rows
 
 
 def _feature_stats(users, items, stats, affinity) -> list[tuple]:
     """Mean and population std of each raw numeric feature, named ``table.column``."""
     columns = {
-        "users": (users, {"age_bucket": 1, "tenure_days": 2, "sessions_7d": 4, "purchases_30d": 5, "avg_basket": 6}),
+        "users": (
+            users,
+            {
+                "age_bucket": 1,
+                "tenure_days": 2,
+                "sessions_7d": 4,
+                "purchases_30d": 5,
+                "avg_basket": 6,
+            },
+        ),
         "items": (items, {"price": 2, "rating": 3, "age_days": 4}),
         "item_stats": (stats, {"impressions_7d": 1, "clicks_7d": 2, "add_to_cart_7d": 3}),
         "user_category": (affinity, {"affinity": 2, "last_seen_days": 3}),
@@ -209,7 +248,13 @@ def _feature_stats(users, items, stats, affinity) -> list[tuple]:
     for table, (rows, cols) in columns.items():
         for col, idx in cols.items():
             values = np.array([r[idx] for r in rows], dtype=np.float64)
-            out.append((f"{table}.{col}", round(float(values.mean()), 6), round(float(values.std()) or 1.0, 6)))
+            out.append(
+                (
+                    f"{table}.{col}",
+                    round(float(values.mean()), 6),
+                    round(float(values.std()) or 1.0, 6),
+                )
+            )
     return out
 
 
@@ -223,7 +268,7 @@ def vocab_tokens() -> list[str]:
     pieces = ["##" + s for s in singles[:36]]
     pieces += ["##" + a + b for a, b in itertools.product(letters, repeat=2)]
     pieces += ["##" + s for s in SUFFIXES]
-    pieces += sorted({"##" + w[i:i + 3] for w in words for i in range(1, len(w) - 2)})
+    pieces += sorted({"##" + w[i : i + 3] for w in words for i in range(1, len(w) - 2)})
     pieces += ["##" + d1 + d2 for d1, d2 in itertools.product(digits, repeat=2)]
     tokens = SPECIAL_TOKENS + singles + words + prefixes + pieces
     return list(dict.fromkeys(tokens))

@@ -5,6 +5,7 @@
 The clients then need no model. Used by the served benchmarks (``benchmarks/bench_serve_*.py``)
 and the served validation (``research/served/``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,9 @@ def write_payloads(example: str, path: Path, n: int = 50_000) -> Path:
         pipe = resolve_pipeline(example, PipelineConfig(batch_size=1))
         bodies = [item_bytes(x) for x in itertools.islice(pipe.item_iterator(), n)]
         if any(b"\n" in b or b"\r" in b for b in bodies):
-            raise RuntimeError(f"{example}: an item holds a line break; --payloads takes one line per body")
+            raise RuntimeError(
+                f"{example}: an item holds a line break; --payloads takes one line per body"
+            )
         path.write_bytes(b"\n".join(bodies) + b"\n")
     return path
 

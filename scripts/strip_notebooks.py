@@ -8,6 +8,7 @@ Kept: cell sources, cell ids, the kernelspec and language info. Removed:
 outputs, execution counts, per-cell execution metadata, and the notebook's
 saved widget state (``metadata.widgets``), which can run to megabytes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,13 +45,17 @@ def strip(nb: nbformat.NotebookNode) -> bool:
 def notebooks(paths: list[str]) -> list[Path]:
     if paths:
         return [Path(p) for p in paths]
-    return sorted(p for p in (REPO / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+    return sorted(
+        p for p in (REPO / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", help="notebooks (default: notebooks/**/*.ipynb)")
-    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a notebook needs stripping")
+    parser.add_argument(
+        "--check", action="store_true", help="change nothing; exit 1 if a notebook needs stripping"
+    )
     args = parser.parse_args(argv)
     dirty = []
     for path in notebooks(args.paths):

@@ -1,4 +1,5 @@
 """Shared fixtures: a fake clock and toy pipelines, so timings are exact."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -37,7 +38,9 @@ def fake_clock() -> FakeClock:
     return FakeClock()
 
 
-def toy_pipeline(clock: FakeClock, costs_ns: dict[str, int], fail: dict[str, set[int]] | None = None) -> Pipeline:
+def toy_pipeline(
+    clock: FakeClock, costs_ns: dict[str, int], fail: dict[str, set[int]] | None = None
+) -> Pipeline:
     """Stages that advance the fake clock by fixed costs; ``fail[stage]`` holds item values that raise."""
     fail = fail or {}
     pipe = Pipeline("toy", items=lambda: itertools.count())
@@ -48,6 +51,7 @@ def toy_pipeline(clock: FakeClock, costs_ns: dict[str, int], fail: dict[str, set
             if any(x in fail.get(name, ()) for x in batch):
                 raise ValueError(f"{name} rejects {batch}")
             return batch
+
         return fn
 
     for name, cost in costs_ns.items():

@@ -6,6 +6,7 @@ imported into a test module to use it), so no stage thread outlives its test.
 ``build`` is the same pipeline as a factory for ``--pipeline tests.hanging:build``,
 the items to hang named by ``--option hang=[...]``.
 """
+
 from __future__ import annotations
 
 import itertools

@@ -1,4 +1,5 @@
 """benchmarks/run_all.py (``make bench``): every benchmark, the 0.2 ones with small settings, optional ones skipped."""
+
 from __future__ import annotations
 
 import re
@@ -19,7 +20,9 @@ def run_all():
 
 def test_the_new_benchmarks_are_listed_with_small_settings(run_all):
     listed = {name: args for name, args, _ in run_all.BENCHMARKS}
-    assert {"bench_compare", "bench_stacks", "fuzz_traces", "bench_room", "bench_serve_gc"} <= set(listed)
+    assert {"bench_compare", "bench_stacks", "fuzz_traces", "bench_room", "bench_serve_gc"} <= set(
+        listed
+    )
     assert listed["fuzz_traces"] == ["--smoke"]
     assert listed["bench_stacks"][:4] == ["--requests", "20", "--blocks", "2"]
 
@@ -35,8 +38,15 @@ def test_every_option_given_is_one_its_script_defines(run_all):
 
 
 def test_small_runs_never_overwrite_the_quoted_results(run_all):
-    quoted = {"compare.md", "compare.json", "stacks.md", "fuzz_traces.md", "room.md", "serve_gc.md",
-              "batching_validation.md"}
+    quoted = {
+        "compare.md",
+        "compare.json",
+        "stacks.md",
+        "fuzz_traces.md",
+        "room.md",
+        "serve_gc.md",
+        "batching_validation.md",
+    }
     for _, args, _ in run_all.BENCHMARKS:
         assert not {Path(a).name for a in args} & quoted
 
@@ -46,8 +56,11 @@ def test_missing_required_fails_absent_optional_is_skipped(run_all, tmp_path, mo
     (tmp_path / "slow.py").write_text("raise SystemExit(1)\n")  # a missed goal
     monkeypatch.setattr(run_all, "HERE", tmp_path)
     monkeypatch.setattr(run_all, "RESULTS", tmp_path / "results")
-    monkeypatch.setattr(run_all, "BENCHMARKS", [("ok", [], True), ("slow", [], True), ("gone", [], True),
-                                                ("extra", ["--smoke"], False)])
+    monkeypatch.setattr(
+        run_all,
+        "BENCHMARKS",
+        [("ok", [], True), ("slow", [], True), ("gone", [], True), ("extra", ["--smoke"], False)],
+    )
     assert [cmd is None for _, cmd in run_all.commands()] == [False, False, False, True]
     assert run_all.main([]) == 1
     out = capsys.readouterr().out

@@ -1,4 +1,5 @@
 """Fingerprints: what a run measured, comparable field by field."""
+
 import pytest
 
 from workbench import PipelineConfig
@@ -7,21 +8,39 @@ from workbench.fingerprint import differences, factory_spec, fingerprint_of, mod
 from workbench.record import RunMeta
 from workbench.runner import resolve_pipeline
 
-BASE = {"pipeline": "text", "factory": "example:text", "options": {}, "precision": "fp32", "device": "cpu",
-        "batch_size": 1, "threads": 2, "torch": "2.13.0", "workbench": "0.1.0",
-        "host": {"cpu_model": "EPYC", "cores": 2}, "model": {"params": 10, "hash": "ab"}, "model_note": None}
+BASE = {
+    "pipeline": "text",
+    "factory": "example:text",
+    "options": {},
+    "precision": "fp32",
+    "device": "cpu",
+    "batch_size": 1,
+    "threads": 2,
+    "torch": "2.13.0",
+    "workbench": "0.1.0",
+    "host": {"cpu_model": "EPYC", "cores": 2},
+    "model": {"params": 10, "hash": "ab"},
+    "model_note": None,
+}
 
 
 def test_differences_names_each_field_with_both_values():
     b = BASE | {"batch_size": 8, "precision": "int8", "host": {"cpu_model": "EPYC", "cores": 4}}
-    assert differences(BASE, b) == [("precision", "fp32", "int8"), ("batch_size", 1, 8), ("host.cores", 2, 4)]
+    assert differences(BASE, b) == [
+        ("precision", "fp32", "int8"),
+        ("batch_size", 1, 8),
+        ("host.cores", 2, 4),
+    ]
     assert differences(BASE, dict(BASE)) == []
     assert differences(BASE, None)[0] == ("pipeline", "text", None)
 
 
 def test_legacy_runs_get_a_fingerprint_from_config_and_env():
-    meta = {"pipeline": "text", "config": {"batch_size": 8, "device": "cpu", "options": {}, "precision": "int8"},
-            "env": {"threads": 2, "torch": "2.13.0+cpu", "cpu_model": "AMD EPYC"}}
+    meta = {
+        "pipeline": "text",
+        "config": {"batch_size": 8, "device": "cpu", "options": {}, "precision": "int8"},
+        "env": {"threads": 2, "torch": "2.13.0+cpu", "cpu_model": "AMD EPYC"},
+    }
     fp = fingerprint_of(RunMeta.from_dict(meta))
     assert fp["precision"] == "int8" and fp["threads"] == 2 and fp["model"] == "unknown"
     assert fingerprint_of(RunMeta.from_dict({"fingerprint": BASE})) == BASE
@@ -43,6 +62,10 @@ def test_recorded_match_refuses_another_model_and_labels_host_differences():
     assert recorded_match(BASE, dict(BASE)) == (True, [])
     assert recorded_match(BASE, BASE | {"model": {"params": 99, "hash": "cd"}}) == (False, [])
     assert recorded_match(BASE, BASE | {"threads": 1}) == (False, [])
-    ok, labels = recorded_match(BASE, BASE | {"host": {"cpu_model": "Xeon", "cores": 2}, "model": "unknown"})
-    assert ok and labels == ["recorded with host.cpu_model 'Xeon', here 'EPYC'",
-                             "recorded with model 'unknown', here {'params': 10, 'hash': 'ab'}"]
+    ok, labels = recorded_match(
+        BASE, BASE | {"host": {"cpu_model": "Xeon", "cores": 2}, "model": "unknown"}
+    )
+    assert ok and labels == [
+        "recorded with host.cpu_model 'Xeon', here 'EPYC'",
+        "recorded with model 'unknown', here {'params': 10, 'hash': 'ab'}",
+    ]

@@ -1,4 +1,5 @@
 """GC pauses through gc.callbacks, on an injected clock."""
+
 from __future__ import annotations
 
 import gc

@@ -1,4 +1,5 @@
 """Stages that cannot hang, crash or leak the tool: timeout, BaseException, Ctrl-C, cancel, scratch folders."""
+
 from __future__ import annotations
 
 import functools
@@ -38,8 +39,14 @@ def leftovers(root) -> list[str]:
     return sorted(p.name for p in root.glob("workbench-trace-*"))
 
 
-def pipeline(clock: FakeClock, hang_at: int | None = None, exit_odd: bool = False, interrupt_at: int | None = None,
-             on_item: dict | None = None, hang_s: float = 60.0) -> Pipeline:
+def pipeline(
+    clock: FakeClock,
+    hang_at: int | None = None,
+    exit_odd: bool = False,
+    interrupt_at: int | None = None,
+    on_item: dict | None = None,
+    hang_s: float = 60.0,
+) -> Pipeline:
     """parse (1 µs) -> forward (2 µs): hangs (until RELEASE, at most hang_s), sys.exits or raises
     KeyboardInterrupt on chosen items."""
     pipe = Pipeline("guarded", items=lambda: itertools.count())
@@ -72,6 +79,7 @@ def runner_of(clock, pipe):
 
 # -- StageGuard ---------------------------------------------------------------
 
+
 def test_guard_returns_the_same_exact_timings_as_a_direct_call():
     clock = FakeClock(start_ns=0)
     run_one, names = runner_of(clock, pipeline(clock))
@@ -80,7 +88,12 @@ def test_guard_returns_the_same_exact_timings_as_a_direct_call():
         t = guard([7])
     finally:
         guard.close()
-    assert (t.start_ns, t.end_ns, t.stage_start_ns, t.stage_end_ns) == (0, 3_000, [0, 1_000], [1_000, 3_000])
+    assert (t.start_ns, t.end_ns, t.stage_start_ns, t.stage_end_ns) == (
+        0,
+        3_000,
+        [0, 1_000],
+        [1_000, 3_000],
+    )
     assert t.failure is None and t.output == [7]
 
 
@@ -93,8 +106,16 @@ def test_timeout_is_a_failure_at_the_stuck_stage_and_the_thread_is_abandoned():
     waited = time.monotonic() - began
     assert 0.2 <= waited < 2.0
     assert (t.failure.stage, t.failure.error_type) == ("forward", TIMEOUT)
-    assert t.failure.message == "stage 'forward' still running after the 0.2 s per-request timeout; its thread was abandoned"
-    assert (t.start_ns, t.end_ns, t.stage_start_ns, t.stage_end_ns) == (0, 3_000, [0, 1_000], [1_000, 3_000])
+    assert (
+        t.failure.message
+        == "stage 'forward' still running after the 0.2 s per-request timeout; its thread was abandoned"
+    )
+    assert (t.start_ns, t.end_ns, t.stage_start_ns, t.stage_end_ns) == (
+        0,
+        3_000,
+        [0, 1_000],
+        [1_000, 3_000],
+    )
     assert guard.stuck_stage == "forward"
     assert guard._thread.daemon and guard._thread.is_alive()
     with pytest.raises(Cancelled, match="stage 'forward' of an earlier request is still running"):
@@ -111,7 +132,9 @@ def test_cancel_while_a_stage_hangs_raises_at_once_and_names_the_stage():
     guard = StageGuard(run_one, names, 30.0, clock=clock, cancel=cancel)
     threading.Timer(0.1, cancel.set).start()
     began = time.monotonic()
-    with pytest.raises(Cancelled, match="cancelled while stage 'forward' was running; its thread was abandoned"):
+    with pytest.raises(
+        Cancelled, match="cancelled while stage 'forward' was running; its thread was abandoned"
+    ):
         guard([0])
     assert time.monotonic() - began < 2.0
     assert guard.stuck_stage == "forward"
@@ -132,8 +155,14 @@ def test_worker_thread_runs_with_the_callers_torch_thread_count():
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        guard = StageGuard(lambda batch, **lists: seen.append(torch.get_num_threads()) or
-                           time_request(["s"], [lambda x: x], batch, **lists), ["s"], 5.0)
+        guard = StageGuard(
+            lambda batch, **lists: (
+                seen.append(torch.get_num_threads())
+                or time_request(["s"], [lambda x: x], batch, **lists)
+            ),
+            ["s"],
+            5.0,
+        )
         guard(None)
         guard.close()
     finally:
@@ -150,10 +179,18 @@ def test_timeout_must_be_positive_seconds(bad):
 
 # -- profile(): the run around it -----------------------------------------------
 
+
 def test_profile_timeout_stops_and_returns_the_run_marked_incomplete(fake_clock):
     fake_clock.now = 0
-    run = profile(pipeline(fake_clock, hang_at=3), requests=10, warmup=1, traced=3, timeout_s=0.2, clock=fake_clock,
-                  max_duration_s=None)
+    run = profile(
+        pipeline(fake_clock, hang_at=3),
+        requests=10,
+        warmup=1,
+        traced=3,
+        timeout_s=0.2,
+        clock=fake_clock,
+        max_duration_s=None,
+    )
     assert run.meta.status == "incomplete: timeout"
     req = run.requests
     assert list(req["request"]) == [0, 1, 2, 3]
@@ -167,7 +204,9 @@ def test_profile_timeout_stops_and_returns_the_run_marked_incomplete(fake_clock)
 
 
 def test_profile_without_timeout_records_sys_exit_and_goes_on(fake_clock, scratch_root):
-    run = profile(pipeline(fake_clock, exit_odd=True), requests=6, warmup=0, traced=2, clock=fake_clock)
+    run = profile(
+        pipeline(fake_clock, exit_odd=True), requests=6, warmup=0, traced=2, clock=fake_clock
+    )
     assert run.meta.status == "complete"
     assert list(run.requests["ok"]) == [True, False] * 3
     assert set(run.requests["error_type"].dropna()) == {"SystemExit"}
@@ -179,7 +218,9 @@ def test_profile_without_timeout_records_sys_exit_and_goes_on(fake_clock, scratc
 
 def test_keyboard_interrupt_in_the_timing_run_keeps_what_was_measured(fake_clock, scratch_root):
     with pytest.raises(Interrupted) as stop:
-        profile(pipeline(fake_clock, interrupt_at=4), requests=10, warmup=1, traced=2, clock=fake_clock)
+        profile(
+            pipeline(fake_clock, interrupt_at=4), requests=10, warmup=1, traced=2, clock=fake_clock
+        )
     run = stop.value.run
     assert isinstance(stop.value, KeyboardInterrupt)
     assert run.meta.status == "interrupted"
@@ -187,9 +228,15 @@ def test_keyboard_interrupt_in_the_timing_run_keeps_what_was_measured(fake_clock
     assert run.trace_path is None and leftovers(scratch_root) == []
 
 
-def test_keyboard_interrupt_in_the_traced_run_keeps_the_timing_run_and_no_scratch(fake_clock, scratch_root):
-    with pytest.raises(Interrupted) as stop:  # items 0-4 timed; the traced run's second item (6) interrupts
-        profile(pipeline(fake_clock, interrupt_at=6), requests=5, warmup=0, traced=3, clock=fake_clock)
+def test_keyboard_interrupt_in_the_traced_run_keeps_the_timing_run_and_no_scratch(
+    fake_clock, scratch_root
+):
+    with pytest.raises(
+        Interrupted
+    ) as stop:  # items 0-4 timed; the traced run's second item (6) interrupts
+        profile(
+            pipeline(fake_clock, interrupt_at=6), requests=5, warmup=0, traced=3, clock=fake_clock
+        )
     run = stop.value.run
     assert run.meta.status == "interrupted"
     assert len(run.requests) == 5 and run.requests["ok"].all()
@@ -200,8 +247,14 @@ def test_keyboard_interrupt_in_the_traced_run_keeps_the_timing_run_and_no_scratc
 def test_cancel_during_the_traced_run_leaves_no_scratch_folder(fake_clock, scratch_root):
     cancel = threading.Event()
     with pytest.raises(RunnerCancelled, match="cancelled during the traced run"):
-        profile(pipeline(fake_clock, on_item={5: cancel.set}), requests=4, warmup=0, traced=3, clock=fake_clock,
-                cancel=cancel)
+        profile(
+            pipeline(fake_clock, on_item={5: cancel.set}),
+            requests=4,
+            warmup=0,
+            traced=3,
+            clock=fake_clock,
+            cancel=cancel,
+        )
     assert leftovers(scratch_root) == []
 
 
@@ -212,11 +265,14 @@ def test_timeout_argument_is_checked_before_anything_runs(fake_clock):
 
 # -- the command line -------------------------------------------------------------
 
+
 def build(config):
     """Factory for the CLI tests: ``--option mode=hang|exit``. The CLI imports this file as a second
     module whose RELEASE nobody sets, so its hang ends by itself after 3 s."""
     mode = config.options.get("mode")
-    return pipeline(FakeClock(), hang_at=2 if mode == "hang" else None, exit_odd=mode == "exit", hang_s=3.0)
+    return pipeline(
+        FakeClock(), hang_at=2 if mode == "hang" else None, exit_odd=mode == "exit", hang_s=3.0
+    )
 
 
 def test_cli_timeout_saves_an_incomplete_run_and_exits_1(tmp_path, capsys):
@@ -225,11 +281,31 @@ def test_cli_timeout_saves_an_incomplete_run_and_exits_1(tmp_path, capsys):
     from workbench.cli import main
 
     out = tmp_path / "run"
-    code = main(["profile", "--pipeline", "tests.test_guard:build", "--option", "mode=hang", "--requests", "5",
-                 "--warmup", "0", "--traced", "0", "--timeout-s", "0.2", "--out", str(out)])
+    code = main(
+        [
+            "profile",
+            "--pipeline",
+            "tests.test_guard:build",
+            "--option",
+            "mode=hang",
+            "--requests",
+            "5",
+            "--warmup",
+            "0",
+            "--traced",
+            "0",
+            "--timeout-s",
+            "0.2",
+            "--out",
+            str(out),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 1
-    assert "request 2 timed out: stage 'forward' still running after the 0.2 s per-request timeout" in err
+    assert (
+        "request 2 timed out: stage 'forward' still running after the 0.2 s per-request timeout"
+        in err
+    )
     meta = json.loads((out / "run.json").read_text())
     assert meta["status"] == "incomplete: timeout"
 
@@ -239,15 +315,33 @@ def test_cli_stage_calling_sys_exit_is_a_recorded_failure_not_a_silent_exit(tmp_
     from workbench.record import load_run
 
     out = tmp_path / "run"
-    code = main(["profile", "--pipeline", "tests.test_guard:build", "--option", "mode=exit", "--requests", "4",
-                 "--warmup", "0", "--traced", "0", "--out", str(out)])
-    assert code in (0, 1)  # 1 only where a measured-failure policy says so; never a silent 0 without a run
+    code = main(
+        [
+            "profile",
+            "--pipeline",
+            "tests.test_guard:build",
+            "--option",
+            "mode=exit",
+            "--requests",
+            "4",
+            "--warmup",
+            "0",
+            "--traced",
+            "0",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code in (
+        0,
+        1,
+    )  # 1 only where a measured-failure policy says so; never a silent 0 without a run
     assert "run written to" in capsys.readouterr().out
     run = load_run(out)
     assert list(run.requests["error_type"]) == [None, "SystemExit", None, "SystemExit"]
 
 
-SLOW_PIPELINE = '''
+SLOW_PIPELINE = """
 import itertools, pathlib, time
 from workbench import Pipeline
 
@@ -262,7 +356,7 @@ def build(config):
             marker.write_text("measuring")
         return batch
     return pipe
-'''
+"""
 
 
 def test_cli_ctrl_c_saves_the_measured_requests_and_exits_130(tmp_path):
@@ -277,10 +371,29 @@ def test_cli_ctrl_c_saves_the_measured_requests_and_exits_130(tmp_path):
     marker, out, scratch = tmp_path / "marker", tmp_path / "run", tmp_path / "tmp"
     scratch.mkdir()
     env = dict(os.environ, TMPDIR=str(scratch), OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, "-m", "workbench", "profile", "--pipeline", f"{tmp_path}/slow.py:build",
-                             "--option", f"marker={marker}", "--requests", "100000", "--warmup", "0",
-                             "--out", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=sigint_as_from_a_terminal)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            "profile",
+            "--pipeline",
+            f"{tmp_path}/slow.py:build",
+            "--option",
+            f"marker={marker}",
+            "--requests",
+            "100000",
+            "--warmup",
+            "0",
+            "--out",
+            str(out),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_as_from_a_terminal,
+    )
     deadline = time.monotonic() + 120
     while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -295,6 +408,7 @@ def test_cli_ctrl_c_saves_the_measured_requests_and_exits_130(tmp_path):
 
 # -- load: the warm-up wait honours the drain timeout ----------------------------------
 
+
 def test_load_returns_at_the_drain_timeout_when_a_stage_hangs_in_warm_up():
     from workbench.batching.arrivals import Arrivals
     from workbench.batching.live import run_load
@@ -302,17 +416,27 @@ def test_load_returns_at_the_drain_timeout_when_a_stage_hangs_in_warm_up():
     from workbench.guard import StageTimeout
 
     began = time.monotonic()
-    with pytest.raises(StageTimeout, match=r"executor warm-up still running after 0.5 s .*1 of 1 executor threads"):
-        run_load(pipeline(FakeClock(), hang_at=0), arrivals=Arrivals("poisson", rate_rps=100, count=5, seed=0),
-                 policy=BatchPolicy(2, 1.0), warmup=1, drain_timeout_s=0.5)
+    with pytest.raises(
+        StageTimeout, match=r"executor warm-up still running after 0.5 s .*1 of 1 executor threads"
+    ):
+        run_load(
+            pipeline(FakeClock(), hang_at=0),
+            arrivals=Arrivals("poisson", rate_rps=100, count=5, seed=0),
+            policy=BatchPolicy(2, 1.0),
+            warmup=1,
+            drain_timeout_s=0.5,
+        )
     assert time.monotonic() - began < 3.0  # was 600 s of warm-up wait, then 30 s per executor join
 
 
-def test_ctrl_c_after_the_traced_run_still_removes_its_scratch_folder(fake_clock, scratch_root, monkeypatch):
+def test_ctrl_c_after_the_traced_run_still_removes_its_scratch_folder(
+    fake_clock, scratch_root, monkeypatch
+):
     import workbench.runner as runner
 
     def interrupted(config):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(runner, "environment", interrupted)  # run while the run's meta is built
     with pytest.raises(KeyboardInterrupt):
         profile(pipeline(fake_clock), requests=2, warmup=0, traced=1, clock=fake_clock)
@@ -341,4 +465,8 @@ def test_a_stage_that_hangs_only_in_the_traced_run_is_stopped_and_the_timing_run
     assert run.meta.status == "incomplete: timeout" and run.trace_path is None
     assert len(run.requests) == 3 and run.requests["ok"].all()
     failure = run.meta.trace.failures[0]
-    assert failure["type"] == "Timeout" and failure["stage"] == "work" and "traced run" in failure["message"]
+    assert (
+        failure["type"] == "Timeout"
+        and failure["stage"] == "work"
+        and "traced run" in failure["message"]
+    )

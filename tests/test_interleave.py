@@ -1,4 +1,5 @@
 """The interleaved runner: order, same items, warm-up, thread switches, exact ratios with a fake clock."""
+
 import itertools
 
 import numpy as np
@@ -61,7 +62,11 @@ def test_exact_ratios_and_verdicts_with_a_fake_clock():
     clock, calls = FakeClock(), []
     c = run([{"cost": 10_000}, {"cost": 11_000, "tag": "B"}], calls, clock, requests=30, warmup=2)
     parse, forward = c.result["stages"]
-    assert forward["p50_ratio"] == 1.1 and forward["p50_ci"] == [1.1, 1.1] and forward["verdict"] == "slower"
+    assert (
+        forward["p50_ratio"] == 1.1
+        and forward["p50_ci"] == [1.1, 1.1]
+        and forward["verdict"] == "slower"
+    )
     assert parse["p50_ratio"] == 1.0 and parse["verdict"] == "no detectable difference"
     assert c.result["end_to_end"]["p50_ratio"] == round(12_000 / 11_000, 4)
     assert c.result["configs"][1]["label"] == 'cost=11000,tag="B"'
@@ -81,7 +86,9 @@ def test_rounds_run_one_block_per_config_in_the_seeded_order_on_the_same_items()
         for k in rng.permutation(3).tolist():
             expected += ["ABC"[k]] * (BLOCK if rnd < 2 else 5)
     assert [t for t, _, _ in measured] == expected
-    for tag in "ABC":  # every configuration saw the same items, in the same order, after its warm-up
+    for (
+        tag
+    ) in "ABC":  # every configuration saw the same items, in the same order, after its warm-up
         assert [b for t, b, _ in measured if t == tag] == [(i,) for i in range(2, 27)]
     assert c.samples.groupby("config").size().tolist() == [25, 25, 25]
     assert len(c.result["comparisons"]) == 2 and c.result["comparisons"][1]["b"] == 2
@@ -97,10 +104,20 @@ def test_same_items_across_batch_sizes():
 def test_a_thread_count_switch_is_warmed_up_again():
     pytest.importorskip("torch")
     clock, calls, probe = FakeClock(), [], QuietProbe(False)
-    run([{"threads": 1}, {"threads": 2, "tag": "B"}], calls, clock, requests=40, warmup=1, seed=3, noise_probe=probe)
+    run(
+        [{"threads": 1}, {"threads": 2, "tag": "B"}],
+        calls,
+        clock,
+        requests=40,
+        warmup=1,
+        seed=3,
+        noise_probe=probe,
+    )
     assert (probe.threads, probe.e2e_count) == (2, 80)  # judged with the most threads any side used
     tags = [t for t, _, _ in calls]
-    assert all(n == (1 if t == "A" else 2) for t, _, n in calls)  # each ran with its own thread count
+    assert all(
+        n == (1 if t == "A" else 2) for t, _, n in calls
+    )  # each ran with its own thread count
     rng = np.random.default_rng(3)
     order = [k for _ in range(4) for k in rng.permutation(2).tolist()]
     switches = sum(1 for prev, cur in zip([1, *order], order) if prev != cur)  # B warmed up last
@@ -123,14 +140,26 @@ def test_the_noise_window_starts_after_every_warm_up():
 
 def test_noisy_window_makes_verdicts_too_noisy():
     clock, calls = FakeClock(), []
-    c = run([{"cost": 10_000}, {"cost": 20_000}], calls, clock, requests=10, warmup=0, noise_probe=QuietProbe(True))
+    c = run(
+        [{"cost": 10_000}, {"cost": 20_000}],
+        calls,
+        clock,
+        requests=10,
+        warmup=0,
+        noise_probe=QuietProbe(True),
+    )
     assert {e["verdict"] for e in c.result["stages"]} == {"too noisy to tell"}
 
 
 def test_config_with_splits_built_in_keys_from_options():
     base = PipelineConfig(batch_size=4, options={"seed": 1})
     cfg = config_with(base, {"precision": "bf16", "threads": 2, "slow": 1.1})
-    assert (cfg.batch_size, cfg.precision, cfg.threads, cfg.options) == (4, "bf16", 2, {"seed": 1, "slow": 1.1})
+    assert (cfg.batch_size, cfg.precision, cfg.threads, cfg.options) == (
+        4,
+        "bf16",
+        2,
+        {"seed": 1, "slow": 1.1},
+    )
 
 
 def test_refusals():
@@ -191,18 +220,35 @@ def jittery_factory(clock: FakeClock, spread: float):
 
 def test_adaptive_run_length_stops_at_max_time_and_says_so():
     clock = FakeClock()
-    c = compare(jittery_factory(clock, 5.0), [{}, {}], clock=clock, resamples=200, warmup=0,
-                noise_probe=QuietProbe(False), max_time_s=0.05)
+    c = compare(
+        jittery_factory(clock, 5.0),
+        [{}, {}],
+        clock=clock,
+        resamples=200,
+        warmup=0,
+        noise_probe=QuietProbe(False),
+        max_time_s=0.05,
+    )
     stopped = c.result["stopped"]
-    assert stopped["by"] == "max_time" and stopped["seconds"] >= 0.05 and stopped["widest"]["width"] >= 0.05
+    assert (
+        stopped["by"] == "max_time"
+        and stopped["seconds"] >= 0.05
+        and stopped["widest"]["width"] >= 0.05
+    )
     assert stopped["rounds"] > MIN_ROUNDS  # the interval was still too wide at the first check
 
 
 def test_a_fixed_request_count_is_not_adaptive():
     clock, calls = FakeClock(), []
     c = run([{}, {}], calls, clock, requests=25, warmup=0)
-    assert c.result["stopped"] | {"seconds": None} == {"by": "requests", "rounds": 3, "seconds": None,
-                                                        "resolution": None, "max_time_s": None, "widest": None}
+    assert c.result["stopped"] | {"seconds": None} == {
+        "by": "requests",
+        "rounds": 3,
+        "seconds": None,
+        "resolution": None,
+        "max_time_s": None,
+        "widest": None,
+    }
     assert [x["requests"] for x in c.result["configs"]] == [25, 25]
 
 
@@ -210,16 +256,22 @@ def test_a_finite_item_source_ends_an_adaptive_run():
     clock, rng = FakeClock(), np.random.default_rng(3)
 
     def build(config):
-        pipe = Pipeline("toy", items=lambda: iter(range(400)))  # 40 rounds of one block per configuration
+        pipe = Pipeline(
+            "toy", items=lambda: iter(range(400))
+        )  # 40 rounds of one block per configuration
         pipe.add("forward", lambda b: clock.advance(int(10_000 * (1 + 5 * rng.random()))) or b)
         return pipe
 
-    c = compare(build, [{}, {}], clock=clock, resamples=200, warmup=0, noise_probe=QuietProbe(False))
+    c = compare(
+        build, [{}, {}], clock=clock, resamples=200, warmup=0, noise_probe=QuietProbe(False)
+    )
     assert c.result["stopped"]["by"] == "items" and c.result["requests"] == 400
 
 
-@pytest.mark.parametrize("kw, message", [({"resolution": 0}, "resolution must be"),
-                                         ({"max_time_s": -1}, "max_time_s must be")])
+@pytest.mark.parametrize(
+    "kw, message",
+    [({"resolution": 0}, "resolution must be"), ({"max_time_s": -1}, "max_time_s must be")],
+)
 def test_bad_adaptive_settings_are_refused(kw, message):
     with pytest.raises(ConfigError, match=message):
         compare(jittery_factory(FakeClock(), 1.0), [{}, {}], **kw)
@@ -236,8 +288,19 @@ def test_an_undefined_interval_never_ends_the_rounds_and_the_report_stays_strict
         pipe.add("forward", lambda b: clock.advance(10_000) or b)
         return pipe
 
-    c = compare(build, [{}, {}], clock=clock, resamples=200, warmup=0, noise_probe=QuietProbe(False),
-                max_time_s=0.02)
+    c = compare(
+        build,
+        [{}, {}],
+        clock=clock,
+        resamples=200,
+        warmup=0,
+        noise_probe=QuietProbe(False),
+        max_time_s=0.02,
+    )
     stopped = c.result["stopped"]
-    assert stopped["by"] == "max_time" and stopped["widest"] == {"b": 1, "name": "noop", "width": None}
+    assert stopped["by"] == "max_time" and stopped["widest"] == {
+        "b": 1,
+        "name": "noop",
+        "width": None,
+    }
     json.dumps(c.result, allow_nan=False)

@@ -25,6 +25,7 @@ The layer map, lowest first (a module's layer is that of its top-level folder or
 Importing a package means importing its ``__init__``; the implicit import of a module's
 parent packages is not counted (every module would otherwise reach ``workbench/__init__``).
 """
+
 from __future__ import annotations
 
 import ast
@@ -38,13 +39,37 @@ LAYERS = {
     0: ("units", "errors", "naming", "config", "roles", "device", "signals", "_lazy", "__init__"),
     1: ("record", "trace"),
     2: ("analysis",),
-    3: ("runner", "timing", "guard", "memory", "noise", "fingerprint", "precision", "interleave", "pipeline",
-        "gcprobe", "live_queue", "sampling", "examples", "batching", "serving", "otel"),
+    3: (
+        "runner",
+        "timing",
+        "guard",
+        "memory",
+        "noise",
+        "fingerprint",
+        "precision",
+        "interleave",
+        "pipeline",
+        "gcprobe",
+        "live_queue",
+        "sampling",
+        "examples",
+        "batching",
+        "serving",
+        "otel",
+    ),
     4: ("plots",),
     5: ("widgets", "audit", "export"),
     6: ("room", "cli", "__main__"),
 }
-LAYER_NAMES = {0: "core", 1: "record", 2: "analysis", 3: "measure", 4: "plots", 5: "present", 6: "apps"}
+LAYER_NAMES = {
+    0: "core",
+    1: "record",
+    2: "analysis",
+    3: "measure",
+    4: "plots",
+    5: "present",
+    6: "apps",
+}
 LAYER_OF = {top: layer for layer, tops in LAYERS.items() for top in tops}
 
 # Known violations, each owned by the helper fixing it (issue 24 and siblings). The lead empties this
@@ -81,10 +106,15 @@ def imports(mod: str, path: Path, known: set[str]) -> list[tuple[str, bool]]:
 
     def visit(node: ast.AST, in_function: bool) -> None:
         for child in ast.iter_child_nodes(node):
-            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            inner = in_function or isinstance(
+                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+            )
             if isinstance(child, ast.Import):
-                found.extend((_nearest(a.name, known), inner) for a in child.names
-                             if a.name.split(".")[0] == "workbench")
+                found.extend(
+                    (_nearest(a.name, known), inner)
+                    for a in child.names
+                    if a.name.split(".")[0] == "workbench"
+                )
             elif isinstance(child, ast.ImportFrom):
                 target = child.module or ""
                 if child.level:
@@ -110,7 +140,9 @@ def layer(mod: str) -> int:
     parts = mod.split(".")
     top = parts[1] if len(parts) > 1 else "__init__"
     if top not in LAYER_OF:
-        raise AssertionError(f"workbench.{top} has no layer: add it to LAYERS in tests/test_layers.py and the README")
+        raise AssertionError(
+            f"workbench.{top} has no layer: add it to LAYERS in tests/test_layers.py and the README"
+        )
     return LAYER_OF[top]
 
 
@@ -121,7 +153,12 @@ def graph() -> dict[str, list[tuple[str, bool]]]:
 
 
 def up_imports(edges: dict[str, list[tuple[str, bool]]]) -> set[tuple[str, str]]:
-    return {(mod, target) for mod, targets in edges.items() for target, _ in targets if layer(target) > layer(mod)}
+    return {
+        (mod, target)
+        for mod, targets in edges.items()
+        for target, _ in targets
+        if layer(target) > layer(mod)
+    }
 
 
 def cycles(edges: dict[str, list[tuple[str, bool]]]) -> set[tuple[str, ...]]:
@@ -180,7 +217,8 @@ def test_every_module_has_a_layer(edges):
 def test_no_import_goes_up_a_layer(edges):
     new = sorted(up_imports(edges) - ALLOWED_UP)
     assert not new, "imports going up a layer (see the map in tests/test_layers.py):\n" + "\n".join(
-        f"  {a} ({LAYER_NAMES[layer(a)]}) imports {b} ({LAYER_NAMES[layer(b)]})" for a, b in new)
+        f"  {a} ({LAYER_NAMES[layer(a)]}) imports {b} ({LAYER_NAMES[layer(b)]})" for a, b in new
+    )
 
 
 def _allowed(cycle: tuple[str, ...]) -> bool:
@@ -190,13 +228,18 @@ def _allowed(cycle: tuple[str, ...]) -> bool:
 def test_no_import_cycle(edges):
     new = sorted(c for c in cycles(edges) if not _allowed(c))
     assert not new, "import cycles (at module level or inside functions):\n" + "\n".join(
-        "  " + " <-> ".join(c) for c in new)
+        "  " + " <-> ".join(c) for c in new
+    )
 
 
 def test_allowed_violations_are_still_real(edges):
     """An entry fixed by its owner leaves the allowed sets, so the sets only ever shrink."""
     assert ALLOWED_UP <= up_imports(edges), sorted(ALLOWED_UP - up_imports(edges))
-    fixed = [owner for owner, group in ALLOWED_CYCLES.items() if not any(set(c) <= group for c in cycles(edges))]
+    fixed = [
+        owner
+        for owner, group in ALLOWED_CYCLES.items()
+        if not any(set(c) <= group for c in cycles(edges))
+    ]
     assert not fixed, f"no cycle left in these ALLOWED_CYCLES groups, remove them: {fixed}"
 
 
@@ -205,13 +248,21 @@ def test_the_package_imports_no_research_and_no_test_code():
     found = []
     for mod, path in modules().items():
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
-            found += [f"{mod} imports {n}" for n in names if n.split(".")[0] in ("research", "tests")]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            found += [
+                f"{mod} imports {n}" for n in names if n.split(".")[0] in ("research", "tests")
+            ]
     assert not found, found
 
 
 # The checker itself, on small made-up packages.
+
 
 def _write(root: Path, files: dict[str, str]) -> dict[str, list[tuple[str, bool]]]:
     for rel, text in files.items():
@@ -226,29 +277,40 @@ def _write(root: Path, files: dict[str, str]) -> dict[str, list[tuple[str, bool]
 
 
 def test_checker_sees_function_level_and_relative_imports(tmp_path):
-    edges = _write(tmp_path, {
-        "workbench/__init__.py": "",
-        "workbench/units.py": "",
-        "workbench/analysis/__init__.py": "",
-        "workbench/analysis/stats.py": "from ..units import NS_PER_MS\n",
-        "workbench/analysis/tail.py": "def f():\n    from ..plots.tail import g\n    from . import stats\n",
-        "workbench/plots/__init__.py": "",
-        "workbench/plots/tail.py": "import workbench.analysis.tail\n",
-    })
+    edges = _write(
+        tmp_path,
+        {
+            "workbench/__init__.py": "",
+            "workbench/units.py": "",
+            "workbench/analysis/__init__.py": "",
+            "workbench/analysis/stats.py": "from ..units import NS_PER_MS\n",
+            "workbench/analysis/tail.py": "def f():\n    from ..plots.tail import g\n    from . import stats\n",
+            "workbench/plots/__init__.py": "",
+            "workbench/plots/tail.py": "import workbench.analysis.tail\n",
+        },
+    )
     assert edges["workbench.analysis.stats"] == [("workbench.units", False)]
-    assert edges["workbench.analysis.tail"] == [("workbench.plots.tail", True), ("workbench.analysis.stats", True)]
+    assert edges["workbench.analysis.tail"] == [
+        ("workbench.plots.tail", True),
+        ("workbench.analysis.stats", True),
+    ]
     assert up_imports(edges) == {("workbench.analysis.tail", "workbench.plots.tail")}
     assert cycles(edges) == {("workbench.analysis.tail", "workbench.plots.tail")}
 
 
 def test_checker_finds_a_three_module_cycle_and_not_a_chain(tmp_path):
-    edges = _write(tmp_path, {
-        "workbench/__init__.py": "",
-        "workbench/analysis/__init__.py": "",
-        "workbench/analysis/a.py": "from .b import x\n",
-        "workbench/analysis/b.py": "def f():\n    from .c import y\n",
-        "workbench/analysis/c.py": "from . import a\n",
-        "workbench/analysis/d.py": "from .a import z\n",
-    })
-    assert cycles(edges) == {("workbench.analysis.a", "workbench.analysis.b", "workbench.analysis.c")}
+    edges = _write(
+        tmp_path,
+        {
+            "workbench/__init__.py": "",
+            "workbench/analysis/__init__.py": "",
+            "workbench/analysis/a.py": "from .b import x\n",
+            "workbench/analysis/b.py": "def f():\n    from .c import y\n",
+            "workbench/analysis/c.py": "from . import a\n",
+            "workbench/analysis/d.py": "from .a import z\n",
+        },
+    )
+    assert cycles(edges) == {
+        ("workbench.analysis.a", "workbench.analysis.b", "workbench.analysis.c")
+    }
     assert up_imports(edges) == set()

@@ -1,4 +1,5 @@
 """Live profiling one at a time across a server: the lock, the wait, the modes."""
+
 from __future__ import annotations
 
 import subprocess
@@ -56,8 +57,14 @@ def test_second_caller_waits_is_told_once_and_times_out(tmp_path, use_os_lock):
     with live_slot(environ=env, use_os_lock=use_os_lock, clock=clock) as first_wait:
         assert first_wait == 0.0
         with pytest.raises(LiveProfilingError, match="held the room's profiling slot .* for 1 s"):
-            with live_slot(environ=env, timeout_s=0.95, on_wait=lambda: told.append(clock()), clock=clock,
-                           sleep=clock.sleep, use_os_lock=use_os_lock):
+            with live_slot(
+                environ=env,
+                timeout_s=0.95,
+                on_wait=lambda: told.append(clock()),
+                clock=clock,
+                sleep=clock.sleep,
+                use_os_lock=use_os_lock,
+            ):
                 pytest.fail("got the slot while another run held it")
     assert told == [100.0]
     assert len(clock.sleeps) == 10 and clock.now == pytest.approx(101.0)
@@ -70,10 +77,15 @@ def test_a_killed_holder_frees_the_slot(tmp_path):
     """A culled kernel (SIGKILL) must not leave the room locked: the OS drops its flock."""
     env = env_for(tmp_path)
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from workbench.live_queue import live_slot\n"
-         f"with live_slot(environ={env!r}):\n    print('held', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from workbench.live_queue import live_slot\n"
+            f"with live_slot(environ={env!r}):\n    print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(LiveProfilingError):

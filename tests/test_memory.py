@@ -1,4 +1,5 @@
 """RSS sampling every 10 requests and the steady-growth (leak) rule, with injected readings."""
+
 from __future__ import annotations
 
 import itertools
@@ -18,8 +19,13 @@ def readings(values_mb):
 
 def test_a_steady_linear_leak_is_flagged_with_exact_numbers():
     trend = memory_trend([0, 10, 20, 30], [100.0, 120.0, 140.0, 160.0])
-    assert trend == {"samples_mb": [100.0, 120.0, 140.0, 160.0], "slope_mb_per_100": 200.0, "r2": 1.0,
-                     "growth_mb": 60.0, "leak_suspected": True}
+    assert trend == {
+        "samples_mb": [100.0, 120.0, 140.0, 160.0],
+        "slope_mb_per_100": 200.0,
+        "r2": 1.0,
+        "growth_mb": 60.0,
+        "leak_suspected": True,
+    }
 
 
 def test_one_jump_is_not_steady_growth():
@@ -29,20 +35,28 @@ def test_one_jump_is_not_steady_growth():
     assert trend["leak_suspected"] is False
 
 
-@pytest.mark.parametrize("slope, r2, growth, flagged", [
-    (1.5, 0.9, 51.0, True),
-    (1.0, 0.9, 51.0, False),   # slope not above 1 MB per 100 requests
-    (1.5, 0.8, 51.0, False),   # R² not above 0.8
-    (1.5, 0.9, 50.0, False),   # not more than 50 MB in all
-    (None, None, 60.0, False),  # too few samples to fit
-])
+@pytest.mark.parametrize(
+    "slope, r2, growth, flagged",
+    [
+        (1.5, 0.9, 51.0, True),
+        (1.0, 0.9, 51.0, False),  # slope not above 1 MB per 100 requests
+        (1.5, 0.8, 51.0, False),  # R² not above 0.8
+        (1.5, 0.9, 50.0, False),  # not more than 50 MB in all
+        (None, None, 60.0, False),  # too few samples to fit
+    ],
+)
 def test_all_three_thresholds_must_be_exceeded(slope, r2, growth, flagged):
     assert leak_suspected(slope, r2, growth) is flagged
 
 
 def test_flat_memory_has_no_r2_and_no_leak():
     trend = memory_trend([0, 10, 20], [50.0, 50.0, 50.0])
-    assert (trend["slope_mb_per_100"], trend["r2"], trend["growth_mb"], trend["leak_suspected"]) == (0.0, None, 0.0, False)
+    assert (
+        trend["slope_mb_per_100"],
+        trend["r2"],
+        trend["growth_mb"],
+        trend["leak_suspected"],
+    ) == (0.0, None, 0.0, False)
 
 
 def test_sampler_reads_every_10_measured_requests_after_warmup():
@@ -67,10 +81,21 @@ def test_rss_is_read_on_this_machine():
 
 def test_profile_records_the_memory_section_from_injected_readings():
     clock = FakeClock()
-    run = profile(toy_pipeline(clock, {"parse": 1}), requests=30, warmup=2, traced=0, clock=clock,
-                  read_rss=readings([100, 120, 140, 160]))
-    assert run.meta.memory.to_dict() == {"samples_mb": [100.0, 120.0, 140.0, 160.0], "slope_mb_per_100": 200.0,
-                                  "r2": 1.0, "growth_mb": 60.0, "leak_suspected": True}
+    run = profile(
+        toy_pipeline(clock, {"parse": 1}),
+        requests=30,
+        warmup=2,
+        traced=0,
+        clock=clock,
+        read_rss=readings([100, 120, 140, 160]),
+    )
+    assert run.meta.memory.to_dict() == {
+        "samples_mb": [100.0, 120.0, 140.0, 160.0],
+        "slope_mb_per_100": 200.0,
+        "r2": 1.0,
+        "growth_mb": 60.0,
+        "leak_suspected": True,
+    }
 
 
 def build_leaky(config):
@@ -82,6 +107,7 @@ def build_leaky(config):
     def forward(batch):
         kept.append(b"x" * 10_000_000)  # written, so resident
         return batch
+
     return pipe
 
 
@@ -94,10 +120,28 @@ def test_cli_flags_and_prints_a_real_10_mb_per_request_leak(tmp_path):
 
     out = tmp_path / "run"
     # a fresh process: a long test session's freed heap would absorb part of the growth
-    done = subprocess.run([sys.executable, "-m", "workbench", "profile", "--pipeline", "tests.test_memory:build_leaky",
-                           "--requests", "30", "--warmup", "0", "--traced", "0", "--out", str(out)],
-                          capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1"))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            "profile",
+            "--pipeline",
+            "tests.test_memory:build_leaky",
+            "--requests",
+            "30",
+            "--warmup",
+            "0",
+            "--traced",
+            "0",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1"),
+    )
     err = done.stderr
     code = done.returncode
     assert code == 0, err
@@ -110,8 +154,14 @@ def test_cli_flags_and_prints_a_real_10_mb_per_request_leak(tmp_path):
 def test_stage_memory_records_rss_growth_per_stage_and_skips_the_warmup_call():
     from workbench.memory import StageMemory
 
-    readings = iter([130_000_000, 140_000_000,   # forward: +10 MB (the warm-up call reads nothing)
-                     140_000_000, 141_000_000])  # forward: +1 MB
+    readings = iter(
+        [
+            130_000_000,
+            140_000_000,  # forward: +10 MB (the warm-up call reads nothing)
+            140_000_000,
+            141_000_000,
+        ]
+    )  # forward: +1 MB
     mem = StageMemory(read_rss=lambda: next(readings))
     with mem.measure("forward", counted=False):
         pass
@@ -119,8 +169,13 @@ def test_stage_memory_records_rss_growth_per_stage_and_skips_the_warmup_call():
         pass
     with mem.measure("forward"):
         pass
-    assert mem.summary() == {"forward": {"rss_delta_mb_mean": 5.5, "rss_delta_mb_max": 10.0,
-                                         "cuda_max_allocated_mb": None}}
+    assert mem.summary() == {
+        "forward": {
+            "rss_delta_mb_mean": 5.5,
+            "rss_delta_mb_max": 10.0,
+            "cuda_max_allocated_mb": None,
+        }
+    }
 
 
 def test_stage_memory_reads_the_cuda_peak_after_a_reset():
@@ -142,5 +197,8 @@ def test_stage_memory_reads_the_cuda_peak_after_a_reset():
     with mem.measure("forward"):
         pass
     assert FakeCuda.resets == 1
-    assert mem.summary()["forward"] == {"rss_delta_mb_mean": None, "rss_delta_mb_max": None,
-                                        "cuda_max_allocated_mb": 64.0}
+    assert mem.summary()["forward"] == {
+        "rss_delta_mb_mean": None,
+        "rss_delta_mb_max": None,
+        "cuda_max_allocated_mb": 64.0,
+    }

@@ -1,11 +1,14 @@
 """The noise rule, with injected readings (exact numbers)."""
+
 from workbench.noise import NOT_MEASURED, NoiseProbe, Readings, assess, noise_line
 
 
 class FakeReadings(Readings):
     """Two sets of readings: before (index 0) and after (index 1) the run."""
 
-    def __init__(self, cpu, own, wall, load=(0.2, 0.3), cores=2, governor="performance", available=True):
+    def __init__(
+        self, cpu, own, wall, load=(0.2, 0.3), cores=2, governor="performance", available=True
+    ):
         self._cpu, self._own, self._wall, self._load = list(cpu), list(own), list(wall), list(load)
         self._cores, self._governor, self._available = cores, governor, available
 
@@ -35,8 +38,16 @@ class FakeReadings(Readings):
 
 
 def ticks(busy_user, idle=0, steal=0):
-    return {"user": busy_user, "nice": 0, "system": 0, "idle": idle, "iowait": 0, "irq": 0, "softirq": 0,
-            "steal": steal}
+    return {
+        "user": busy_user,
+        "nice": 0,
+        "system": 0,
+        "idle": idle,
+        "iowait": 0,
+        "irq": 0,
+        "softirq": 0,
+        "steal": steal,
+    }
 
 
 def test_busy_machine_is_noisy_with_reasons_and_fix():
@@ -45,23 +56,45 @@ def test_busy_machine_is_noisy_with_reasons_and_fix():
     noise = NoiseProbe(readings).start().finish(torch_threads=2, e2e_ns=[100, 100, 200, 400])
     assert noise["other_cores"] == 1.4 and noise["steal_pct"] == 0.0 and noise["cores"] == 2
     assert noise["noisy"] is True
-    assert noise["reasons"] == ["other processes used 1.4 of 2 cores during the run",
-                                "torch used 2 threads with 1 of 2 cores free"]
-    assert noise["fix"] == "--threads 1 (PipelineConfig(threads=1)) or a quieter machine (stop other jobs, then measure again)"
-    assert noise["load_before_1m"] == 0.2 and noise["load_after_1m"] == 0.3 and noise["governor"] == "performance"
-    assert noise["iqr_over_median"] == 1.0 and noise["p99_over_p50"] == 2.6267  # p99 394 over median 150
+    assert noise["reasons"] == [
+        "other processes used 1.4 of 2 cores during the run",
+        "torch used 2 threads with 1 of 2 cores free",
+    ]
+    assert (
+        noise["fix"]
+        == "--threads 1 (PipelineConfig(threads=1)) or a quieter machine (stop other jobs, then measure again)"
+    )
+    assert (
+        noise["load_before_1m"] == 0.2
+        and noise["load_after_1m"] == 0.3
+        and noise["governor"] == "performance"
+    )
+    assert (
+        noise["iqr_over_median"] == 1.0 and noise["p99_over_p50"] == 2.6267
+    )  # p99 394 over median 150
 
 
 def test_quiet_machine_is_not_noisy():
-    readings = FakeReadings(cpu=[ticks(0), ticks(1_010, idle=990)], own=[0, 1_000], wall=[0.0, 10.0])
+    readings = FakeReadings(
+        cpu=[ticks(0), ticks(1_010, idle=990)], own=[0, 1_000], wall=[0.0, 10.0]
+    )
     noise = NoiseProbe(readings).start().finish(torch_threads=2)
-    assert noise["other_cores"] == 0.01 and noise["noisy"] is False and noise["reasons"] == [] and noise["fix"] is None
+    assert (
+        noise["other_cores"] == 0.01
+        and noise["noisy"] is False
+        and noise["reasons"] == []
+        and noise["fix"] is None
+    )
     assert noise_line(noise) == "noise: quiet (other processes 0.01 cores, steal 0.0 %)"
 
 
 def test_steal_and_load_average_are_reasons():
-    readings = FakeReadings(cpu=[ticks(0), ticks(900, idle=1_000, steal=100)], own=[0, 900], wall=[0.0, 10.0],
-                            load=(3.5, 3.0))
+    readings = FakeReadings(
+        cpu=[ticks(0), ticks(900, idle=1_000, steal=100)],
+        own=[0, 900],
+        wall=[0.0, 10.0],
+        load=(3.5, 3.0),
+    )
     noise = NoiseProbe(readings).start().finish(torch_threads=1)
     assert noise["steal_pct"] == 5.0  # at the threshold: not above it
     assert noise["reasons"] == ["load average was 3.50 on 2 cores before the run"]

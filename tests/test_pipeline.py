@@ -42,15 +42,19 @@ def test_items_iterable_is_cycled_and_missing_items_is_an_error():
 
 def test_config_validation():
     assert PipelineConfig(batch_size=4).replace(precision="bf16").precision == "bf16"
-    for kwargs, match in [({"device": "tpu"}, "device must be"), ({"batch_size": 0}, "batch_size must be"),
-                          ({"batch_size": True}, "batch_size must be"), ({"precision": "fp8"}, "precision must be one of")]:
+    for kwargs, match in [
+        ({"device": "tpu"}, "device must be"),
+        ({"batch_size": 0}, "batch_size must be"),
+        ({"batch_size": True}, "batch_size must be"),
+        ({"precision": "fp8"}, "precision must be one of"),
+    ]:
         with pytest.raises(ConfigError, match=match):
             PipelineConfig(**kwargs)
     cfg = PipelineConfig(batch_size=2, options={"k": 1})
     assert PipelineConfig.from_dict(cfg.to_dict()) == cfg
 
 
-FACTORY = '''
+FACTORY = """
 import itertools
 from workbench import Pipeline
 def build(config):
@@ -61,7 +65,7 @@ def broken(config):
     raise RuntimeError("model file missing")
 def not_a_pipeline(config):
     return 42
-'''
+"""
 
 
 def test_load_factory_from_file_and_module(tmp_path, monkeypatch):
@@ -73,11 +77,14 @@ def test_load_factory_from_file_and_module(tmp_path, monkeypatch):
     assert load_factory("mine:build").__name__ == "build"
 
 
-@pytest.mark.parametrize("spec, match", [
-    ("no_such_module_xyz:build", "no module named 'no_such_module_xyz'"),
-    ("/nope/missing.py:build", "does not exist"),
-    ("{file}:missing", "has no attribute 'missing'"),
-])
+@pytest.mark.parametrize(
+    "spec, match",
+    [
+        ("no_such_module_xyz:build", "no module named 'no_such_module_xyz'"),
+        ("/nope/missing.py:build", "does not exist"),
+        ("{file}:missing", "has no attribute 'missing'"),
+    ],
+)
 def test_load_factory_errors(tmp_path, spec, match):
     f = tmp_path / "mine.py"
     f.write_text(FACTORY)
@@ -97,5 +104,6 @@ def test_build_pipeline_wraps_factory_failures(tmp_path):
 def test_precision_errors_pass_through_unchanged():
     def factory(config):
         raise PrecisionError("precision fp16 on device cpu: no kernel")
+
     with pytest.raises(PrecisionError, match="fp16 on device cpu"):
         build_pipeline(factory, PipelineConfig())

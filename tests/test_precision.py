@@ -11,7 +11,9 @@ def test_int8_on_cuda_is_refused_by_name():
         check_precision(PipelineConfig(device="cuda", precision="int8"))
 
 
-@pytest.mark.parametrize("precision, dtype", [("fp32", torch.float32), ("bf16", torch.bfloat16), ("fp16", torch.float16)])
+@pytest.mark.parametrize(
+    "precision, dtype", [("fp32", torch.float32), ("bf16", torch.bfloat16), ("fp16", torch.float16)]
+)
 def test_float_precisions_cast_the_model(precision, dtype):
     model = prepare_model(torch.nn.Linear(4, 2), PipelineConfig(precision=precision))
     assert model.weight.dtype == dtype
@@ -19,7 +21,10 @@ def test_float_precisions_cast_the_model(precision, dtype):
 
 
 def test_int8_quantizes_linear_layers_on_cpu():
-    model = prepare_model(torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU()), PipelineConfig(precision="int8"))
+    model = prepare_model(
+        torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU()),
+        PipelineConfig(precision="int8"),
+    )
     assert "Quantized" in type(model[0]).__name__ or "quantized" in type(model[0]).__module__
     out = model(torch.randn(2, 8))
     assert out.shape == (2, 4) and out.dtype == torch.float32
@@ -28,7 +33,9 @@ def test_int8_quantizes_linear_layers_on_cpu():
 @pytest.mark.cuda
 def test_half_precisions_on_cuda():
     for precision in ("fp16", "bf16"):
-        model = prepare_model(torch.nn.Linear(4, 2), PipelineConfig(device="cuda", precision=precision))
+        model = prepare_model(
+            torch.nn.Linear(4, 2), PipelineConfig(device="cuda", precision=precision)
+        )
         assert model.weight.is_cuda
 
 

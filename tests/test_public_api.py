@@ -5,10 +5,26 @@ import workbench
 
 
 def test_all_is_exact():
-    assert workbench.__all__ == sorted([
-        "ConfigError", "Pipeline", "PipelineConfig", "PipelineError", "PrecisionError", "Run", "RunRecordError",
-        "Stage", "TraceError", "WorkbenchError", "budget", "compare", "load_factory", "load_run", "profile", "stage_summary",
-    ])
+    assert workbench.__all__ == sorted(
+        [
+            "ConfigError",
+            "Pipeline",
+            "PipelineConfig",
+            "PipelineError",
+            "PrecisionError",
+            "Run",
+            "RunRecordError",
+            "Stage",
+            "TraceError",
+            "WorkbenchError",
+            "budget",
+            "compare",
+            "load_factory",
+            "load_run",
+            "profile",
+            "stage_summary",
+        ]
+    )
     for name in workbench.__all__:
         assert getattr(workbench, name) is not None
 

@@ -39,6 +39,7 @@ def test_interrupted_write_leaves_no_loadable_folder(tmp_path, run, monkeypatch)
 
     def boom(self, *a, **k):
         raise KeyboardInterrupt
+
     monkeypatch.setattr(pd.DataFrame, "to_parquet", boom)
     with pytest.raises(KeyboardInterrupt):
         save_run(run, tmp_path / "r")
@@ -52,12 +53,18 @@ def test_folder_without_run_json_is_incomplete(tmp_path, run):
         load_run(path)
 
 
-@pytest.mark.parametrize("damage, match", [
-    (lambda p: (p / "run.json").write_text("{not json"), r"field '\$' is not valid JSON"),
-    (lambda p: (p / "run.json").write_text(json.dumps({"format": "other"})), "not a workbench run"),
-    (lambda p: (p / "stages.parquet").unlink(), "missing stages.parquet"),
-    (lambda p: (p / "requests.parquet").write_bytes(b"garbage"), "unreadable Parquet"),
-])
+@pytest.mark.parametrize(
+    "damage, match",
+    [
+        (lambda p: (p / "run.json").write_text("{not json"), r"field '\$' is not valid JSON"),
+        (
+            lambda p: (p / "run.json").write_text(json.dumps({"format": "other"})),
+            "not a workbench run",
+        ),
+        (lambda p: (p / "stages.parquet").unlink(), "missing stages.parquet"),
+        (lambda p: (p / "requests.parquet").write_bytes(b"garbage"), "unreadable Parquet"),
+    ],
+)
 def test_damaged_runs_raise_clear_errors(tmp_path, run, damage, match):
     path = run.save(tmp_path / "r")
     damage(path)

@@ -1,4 +1,5 @@
 """The recorded example data in data/: it loads, and the GPU traces give sensible figures on a CPU."""
+
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,9 @@ def test_there_is_recorded_data():
 def test_every_run_loads_and_has_a_budget(path):
     run = load_run(path)
     report = budget(run)
-    recorded = 30 if run.meta.config.batch_size >= 1024 else 100  # batch 1024 runs record 30 requests (notebooks 3, 4)
+    recorded = (
+        30 if run.meta.config.batch_size >= 1024 else 100
+    )  # batch 1024 runs record 30 requests (notebooks 3, 4)
     assert report["end_to_end"]["count"] >= recorded and sum(report["errors"].values()) == 0
     assert run.trace_path is not None and run.trace_path.stat().st_size < 5 * 2**20
     assert ("device" in report["stages"][0]) == path.name.split("-")[1].startswith("cuda")
@@ -30,7 +33,9 @@ def test_every_run_loads_and_has_a_budget(path):
 def test_gpu_traces_give_kernels_launches_copies_and_idle_time(path):
     report = analyze(load_run(path).trace_path)
     assert report["kernels"]["count"] > 0 and report["launches"]["count"] > 0
-    assert report["launch_pairs"]["count"] > 0  # HTA's narrow set: cuLaunchKernel (bf16 attention) is not in it
+    assert (
+        report["launch_pairs"]["count"] > 0
+    )  # HTA's narrow set: cuLaunchKernel (bf16 attention) is not in it
     assert 0 < report["gpu"]["idle_fraction"] < 1
     host_memory = "Pageable" if path.name.endswith("-pageable") else "Pinned"
     htod = report["memcpy"]["by_kind_and_host_memory"][f"HtoD {host_memory}"]
@@ -45,7 +50,9 @@ def test_pinned_copies_are_faster_than_pageable_in_the_recorded_pair():
         rep = analyze(load_run(RUNS / name).trace_path)
         return rep["memcpy"]["by_kind_and_host_memory"][f"HtoD {memory}"]["gb_per_s"]
 
-    assert htod("image-cuda-bs64-fp32", "Pinned") > 2 * htod("image-cuda-bs64-fp32-pageable", "Pageable")
+    assert htod("image-cuda-bs64-fp32", "Pinned") > 2 * htod(
+        "image-cuda-bs64-fp32-pageable", "Pageable"
+    )
 
 
 def test_small_batch_text_forward_is_launch_bound_on_the_gpu():
@@ -59,11 +66,16 @@ def _stage_p50s(name):
     from workbench import stage_summary
 
     table = stage_summary(load_run(RUNS / name)).set_index("name")
-    return {stage: (round(row["p50_ms"], 3), round(row["device_p50_ms"], 3)) for stage, row in table.iterrows()}
+    return {
+        stage: (round(row["p50_ms"], 3), round(row["device_p50_ms"], 3))
+        for stage, row in table.iterrows()
+    }
 
 
 def _forward(name):
-    return next(s for s in analyze(load_run(RUNS / name).trace_path)["stages"] if s["stage"] == "forward")
+    return next(
+        s for s in analyze(load_run(RUNS / name).trace_path)["stages"] if s["stage"] == "forward"
+    )
 
 
 def test_batch_1024_text_forward_is_compute_bound_on_the_gpu():
@@ -81,7 +93,9 @@ def test_cuda_graph_replays_the_forward_with_one_launch_per_request():
     """Notebook 4: the graph run launches each traced request's 46 kernels with one cudaGraphLaunch; the forward's
     p50 falls from 0.938 to 0.258 ms and the end to end from 1.419 to 0.719 ms (H100, same session)."""
     eager, graph = _forward("text-cuda-bs1-fp32"), _forward("text-cuda-bs1-fp32-graph")
-    assert eager["launch_count"] == 138 and graph["launch_count"] == 3 and graph["kernel_count"] == 138
+    assert (
+        eager["launch_count"] == 138 and graph["launch_count"] == 3 and graph["kernel_count"] == 138
+    )
     assert eager["launch_bound"] and not graph["launch_bound"]
     before, after = _stage_p50s("text-cuda-bs1-fp32"), _stage_p50s("text-cuda-bs1-fp32-graph")
     assert (before["forward"][0], after["forward"][0]) == (0.938, 0.258)
@@ -91,6 +105,9 @@ def test_cuda_graph_replays_the_forward_with_one_launch_per_request():
 def test_sync_request_run_charges_the_forward_to_postprocess():
     """Notebook 3: with one synchronize per request the host timer sees forward's launches (1.353 ms) and charges
     its GPU work to postprocess (8.003 ms); CUDA events still give 6.661 and 2.692 ms, as the per-stage sync does."""
-    wrong, right = _stage_p50s("text-cuda-bs1024-fp32-sync-request"), _stage_p50s("text-cuda-bs1024-fp32")
+    wrong, right = (
+        _stage_p50s("text-cuda-bs1024-fp32-sync-request"),
+        _stage_p50s("text-cuda-bs1024-fp32"),
+    )
     assert wrong["forward"] == (1.353, 6.661) and wrong["postprocess"] == (8.003, 2.692)
     assert right["forward"] == (6.731, 6.703) and right["postprocess"] == (3.334, 3.282)

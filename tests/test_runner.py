@@ -18,14 +18,23 @@ def test_timing_run_records_exact_stage_times(fake_clock):
     assert list(fwd["start_ns"]) == [1_000 + 8_000 * i for i in range(6)]
     assert run.stages["device_dur_ns"].isna().all()
     assert run.meta.stages == ["parse", "forward", "serialize"]
-    assert run.meta.timing.to_dict() == {"warmup": 2, "requests": 4, "clock": "time.perf_counter_ns", "sync": None,
-                                  "device_timer": None, "requests_asked": 4, "max_duration_s": 30.0,
-                                  "stopped_by": "requests"}
+    assert run.meta.timing.to_dict() == {
+        "warmup": 2,
+        "requests": 4,
+        "clock": "time.perf_counter_ns",
+        "sync": None,
+        "device_timer": None,
+        "requests_asked": 4,
+        "max_duration_s": 30.0,
+        "stopped_by": "requests",
+    }
     assert run.trace_path is None
 
 
 def test_stage_error_is_recorded_and_run_goes_on(fake_clock):
-    pipe = toy_pipeline(fake_clock, {"parse": 10, "forward": 100, "serialize": 1}, fail={"forward": {2}})
+    pipe = toy_pipeline(
+        fake_clock, {"parse": 10, "forward": 100, "serialize": 1}, fail={"forward": {2}}
+    )
     run = profile(pipe, requests=4, warmup=0, traced=0, clock=fake_clock)
     bad = run.requests[~run.requests["ok"]]
     assert list(bad["request"]) == [2]
@@ -43,8 +52,15 @@ def test_items_are_grouped_into_batches(fake_clock):
     seen = []
     pipe = toy_pipeline(fake_clock, {"parse": 1})
     pipe.stages[0] = type(pipe.stages[0])("parse", lambda b: seen.append(list(b)) or b)
-    profile(pipe.__class__("toy", stages=pipe.stages, items=pipe.items, config=PipelineConfig(batch_size=3)),
-            requests=2, warmup=0, traced=0, clock=fake_clock)
+    profile(
+        pipe.__class__(
+            "toy", stages=pipe.stages, items=pipe.items, config=PipelineConfig(batch_size=3)
+        ),
+        requests=2,
+        warmup=0,
+        traced=0,
+        clock=fake_clock,
+    )
     assert seen == [[0, 1, 2], [3, 4, 5]]
 
 
@@ -55,12 +71,15 @@ def test_exhausted_item_source_is_a_clear_error(fake_clock):
         profile(pipe, requests=5, warmup=0, traced=0, clock=fake_clock)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"requests": 0}, "requests must be an integer >= 1"),
-    ({"warmup": -1}, "warmup must be an integer >= 0"),
-    ({"traced": 1.5}, "traced must be an integer >= 0"),
-    ({"sync": "never"}, "sync must be one of stage, request"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"requests": 0}, "requests must be an integer >= 1"),
+        ({"warmup": -1}, "warmup must be an integer >= 0"),
+        ({"traced": 1.5}, "traced must be an integer >= 0"),
+        ({"sync": "never"}, "sync must be one of stage, request"),
+    ],
+)
 def test_bad_arguments(fake_clock, kwargs, match):
     pipe = toy_pipeline(fake_clock, {"parse": 1})
     with pytest.raises(ConfigError, match=match):
@@ -69,10 +88,13 @@ def test_bad_arguments(fake_clock, kwargs, match):
 
 def test_cancel_stops_between_requests(fake_clock):
     class After:
-        def __init__(self, n): self.calls, self.n = 0, n
+        def __init__(self, n):
+            self.calls, self.n = 0, n
+
         def is_set(self):
             self.calls += 1
             return self.calls > self.n
+
     pipe = toy_pipeline(fake_clock, {"parse": 1})
     with pytest.raises(Cancelled, match="cancelled after 3 of 10 requests"):
         profile(pipe, requests=10, warmup=0, traced=0, clock=fake_clock, cancel=After(3))
@@ -81,12 +103,21 @@ def test_cancel_stops_between_requests(fake_clock):
 def test_progress_reports_each_request(fake_clock):
     calls = []
     pipe = toy_pipeline(fake_clock, {"parse": 1})
-    profile(pipe, requests=3, warmup=1, traced=0, clock=fake_clock, progress=lambda d, t, p: calls.append((d, t, p)))
+    profile(
+        pipe,
+        requests=3,
+        warmup=1,
+        traced=0,
+        clock=fake_clock,
+        progress=lambda d, t, p: calls.append((d, t, p)),
+    )
     assert calls == [(1, 4, "timing"), (2, 4, "timing"), (3, 4, "timing"), (4, 4, "timing")]
 
 
 def test_traced_run_writes_a_tensorboard_named_gzip_trace(tmp_path, fake_clock):
-    import gzip, json, re
+    import gzip
+    import json
+    import re
 
     from workbench.naming import stage_range_name
 
@@ -98,10 +129,21 @@ def test_traced_run_writes_a_tensorboard_named_gzip_trace(tmp_path, fake_clock):
     assert stage_range_name("forward") in names and "ProfilerStep#1" in names
     trace = run.meta.trace.to_dict()
     memory = trace.pop("memory_by_stage")
-    assert trace == {"requests": 2, "profiler_warmup": 1, "activities": ["cpu"], "failed_requests": 0,
-                     "failures": [], "with_stack": True, "record_shapes": False, "with_modules": False,
-                     "file": None, "stopped_by": None}
-    assert set(memory) == {"parse", "forward"} and memory["forward"]["cuda_max_allocated_mb"] is None
+    assert trace == {
+        "requests": 2,
+        "profiler_warmup": 1,
+        "activities": ["cpu"],
+        "failed_requests": 0,
+        "failures": [],
+        "with_stack": True,
+        "record_shapes": False,
+        "with_modules": False,
+        "file": None,
+        "stopped_by": None,
+    }
+    assert (
+        set(memory) == {"parse", "forward"} and memory["forward"]["cuda_max_allocated_mb"] is None
+    )
     scratch = run.trace_path.parent
     saved = run.save(tmp_path / "r")
     assert (saved / run.trace_path.name).is_file()
@@ -119,6 +161,7 @@ def test_example_name_resolves_and_env_is_recorded():
 
 def test_cuda_on_a_cpu_machine_is_a_clear_error():
     from workbench.device import cuda_available
+
     if cuda_available():
         pytest.skip("a GPU is present")
     with pytest.raises(ConfigError, match="no CUDA GPU is available"):

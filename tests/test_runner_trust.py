@@ -1,4 +1,5 @@
 """The runner records what it measured: config honoured, threads, run length, fingerprint, noise, int8."""
+
 import itertools
 import json
 import threading
@@ -16,11 +17,22 @@ from workbench.precision import prepare_model
 
 def test_built_pipeline_with_a_config_is_honoured_or_refused(fake_clock):
     pipe = toy_pipeline(fake_clock, {"parse": 1, "forward": 1})
-    run = profile(pipe, PipelineConfig(batch_size=3), requests=2, warmup=0, traced=0, clock=fake_clock)
+    run = profile(
+        pipe, PipelineConfig(batch_size=3), requests=2, warmup=0, traced=0, clock=fake_clock
+    )
     assert run.meta.config.batch_size == 3 and run.requests["batch_size"].tolist() == [3, 3]
-    with pytest.raises(ConfigError, match=r"built with precision='fp32' but the config asks for precision='bf16'.*"
-                                          r"pass its factory"):
-        profile(pipe, PipelineConfig(batch_size=8, precision="bf16"), requests=2, traced=0, clock=fake_clock)
+    with pytest.raises(
+        ConfigError,
+        match=r"built with precision='fp32' but the config asks for precision='bf16'.*"
+        r"pass its factory",
+    ):
+        profile(
+            pipe,
+            PipelineConfig(batch_size=8, precision="bf16"),
+            requests=2,
+            traced=0,
+            clock=fake_clock,
+        )
     with pytest.raises(ConfigError, match="options"):
         profile(pipe, PipelineConfig(options={"hidden": 8}), requests=2, traced=0, clock=fake_clock)
 
@@ -34,13 +46,17 @@ def _fresh_thread_default() -> int:
 
 
 def test_threads_apply_in_the_thread_that_runs_the_stages_and_are_recorded():
-    wanted = 2 if _fresh_thread_default() == 1 else 1  # differs from what a new thread would get by itself
+    wanted = (
+        2 if _fresh_thread_default() == 1 else 1
+    )  # differs from what a new thread would get by itself
     seen, result = [], {}
     pipe = Pipeline("t", items=lambda: itertools.count())
     pipe.add("forward", lambda b: seen.append(torch.get_num_threads()) or b)
 
     def worker():  # the explorer profiles on a worker thread
-        result["run"] = profile(pipe, PipelineConfig(threads=wanted), requests=3, warmup=1, traced=0)
+        result["run"] = profile(
+            pipe, PipelineConfig(threads=wanted), requests=3, warmup=1, traced=0
+        )
         result["after"] = torch.get_num_threads()
 
     t = threading.Thread(target=worker)
@@ -83,17 +99,30 @@ def test_fingerprint_of_a_declared_model_and_of_an_undeclared_one(fake_clock):
     assert fp["model"]["params"] == 4 * 3 + 3 + 3 * 2 + 2
     assert len(fp["model"]["hash"]) == 16 and fp["model_note"] is None
     assert {k: fp[k] for k in ("pipeline", "precision", "device", "batch_size")} == {
-        "pipeline": "toy", "precision": "fp32", "device": "cpu", "batch_size": 1}
+        "pipeline": "toy",
+        "precision": "fp32",
+        "device": "cpu",
+        "batch_size": 1,
+    }
     assert set(fp) >= {"factory", "options", "threads", "torch", "workbench", "host"}
     json.dumps(fp)  # plain data
 
 
 def test_noise_is_recorded_from_injected_readings(fake_clock):
     readings = FakeReadings(cpu=[ticks(0), ticks(1_900, idle=100)], own=[0, 500], wall=[0.0, 10.0])
-    run = profile(toy_pipeline(fake_clock, {"forward": 5}), PipelineConfig(threads=1), requests=3, warmup=0,
-                  traced=0, clock=fake_clock, noise_readings=readings)
+    run = profile(
+        toy_pipeline(fake_clock, {"forward": 5}),
+        PipelineConfig(threads=1),
+        requests=3,
+        warmup=0,
+        traced=0,
+        clock=fake_clock,
+        noise_readings=readings,
+    )
     noise = run.meta.noise.to_dict()
-    assert noise["noisy"] is True and noise["reasons"] == ["other processes used 1.4 of 2 cores during the run"]
+    assert noise["noisy"] is True and noise["reasons"] == [
+        "other processes used 1.4 of 2 cores during the run"
+    ]
     assert noise["torch_threads"] == 1 and noise["fix"].startswith("a quieter machine")
 
 
@@ -110,7 +139,9 @@ class ConvThenLinear(ConvOnly):
 
 
 def test_int8_with_nothing_to_quantize_is_refused_by_name():
-    with pytest.raises(PrecisionError, match="int8: model ConvOnly has no Linear layer to quantize"):
+    with pytest.raises(
+        PrecisionError, match="int8: model ConvOnly has no Linear layer to quantize"
+    ):
         prepare_model(ConvOnly(), PipelineConfig(precision="int8"))
 
 
@@ -121,13 +152,26 @@ def test_partial_int8_is_recorded_in_the_run(fake_clock):
         pipe.add("forward", lambda b: b)
         return pipe
 
-    run = profile(build, PipelineConfig(precision="int8"), requests=1, warmup=0, traced=0, clock=fake_clock)
+    run = profile(
+        build, PipelineConfig(precision="int8"), requests=1, warmup=0, traced=0, clock=fake_clock
+    )
     quant = run.meta.quantization.to_dict()
     assert quant["text"] == "quantized 1 of 2 parameterised modules, 8 % of parameters"
-    assert quant["models"][0] == {"model": "ConvThenLinear", "modules": 2, "quantized_modules": 1,
-                                       "params": 122, "quantized_params": 10, "quantized_share": 0.082,
-                                       "text": quant["text"]}
-    assert profile(build, PipelineConfig(), requests=1, warmup=0, traced=0, clock=fake_clock).meta.quantization is None
+    assert quant["models"][0] == {
+        "model": "ConvThenLinear",
+        "modules": 2,
+        "quantized_modules": 1,
+        "params": 122,
+        "quantized_params": 10,
+        "quantized_share": 0.082,
+        "text": quant["text"],
+    }
+    assert (
+        profile(
+            build, PipelineConfig(), requests=1, warmup=0, traced=0, clock=fake_clock
+        ).meta.quantization
+        is None
+    )
 
 
 def test_where_names_the_users_frame_not_the_library():

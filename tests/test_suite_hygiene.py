@@ -1,4 +1,5 @@
 """The suite collects as a whole and file by file: no basename clash, no import that works only one way."""
+
 from __future__ import annotations
 
 import subprocess
@@ -9,8 +10,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def collect(*paths: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *paths],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *paths],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_two_test_files_of_one_basename_collect_together():

@@ -3,13 +3,16 @@
 The plugin's own parser reads the recorded runs' traces and finds the
 ProfilerStep steps; we only check compatibility, never use its figures.
 """
+
 from pathlib import Path
 
 import pytest
 
 from workbench import load_run
 
-pytestmark = pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")  # inside the plugin
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:The copy keyword is deprecated"
+)  # inside the plugin
 
 RUNS = Path(__file__).resolve().parents[1] / "data" / "runs"
 

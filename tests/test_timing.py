@@ -1,4 +1,5 @@
 """time_request: exact stage times, and which exceptions end a request versus the run."""
+
 from __future__ import annotations
 
 import sys
@@ -15,23 +16,32 @@ def costing(clock: FakeClock, ns: int, then=None):
         if then is not None:
             then()
         return x
+
     return fn
 
 
 def test_stage_times_are_exact_and_lists_fill_in_place():
     clock = FakeClock(start_ns=1_000)
     starts, ends = [], []
-    t = time_request(["a", "b"], [costing(clock, 10), costing(clock, 30)], "x", clock, starts=starts, ends=ends)
+    t = time_request(
+        ["a", "b"], [costing(clock, 10), costing(clock, 30)], "x", clock, starts=starts, ends=ends
+    )
     assert (t.start_ns, t.end_ns) == (1_000, 1_040)
     assert t.stage_start_ns == [1_000, 1_010] and t.stage_end_ns == [1_010, 1_040]
-    assert t.stage_start_ns is starts and t.stage_end_ns is ends  # visible to workbench.guard from another thread
+    assert (
+        t.stage_start_ns is starts and t.stage_end_ns is ends
+    )  # visible to workbench.guard from another thread
     assert t.failure is None and t.output == "x"
 
 
 def test_sys_exit_in_a_stage_is_that_requests_failure():
     clock = FakeClock(start_ns=0)
-    t = time_request(["parse", "forward", "serialize"],
-                     [costing(clock, 5), costing(clock, 7, lambda: sys.exit(3)), costing(clock, 11)], [1], clock)
+    t = time_request(
+        ["parse", "forward", "serialize"],
+        [costing(clock, 5), costing(clock, 7, lambda: sys.exit(3)), costing(clock, 11)],
+        [1],
+        clock,
+    )
     assert t.failure.stage == "forward"
     assert (t.failure.error_type, t.failure.message) == ("SystemExit", "3")
     assert t.stage_end_ns == [5, 12] and t.end_ns == 12  # serialize never ran
@@ -43,6 +53,7 @@ def test_other_base_exceptions_are_failures_too():
 
     def odd(_):
         raise Odd("not an Exception")
+
     t = time_request(["s"], [odd], None, FakeClock())
     assert (t.failure.error_type, t.failure.message) == ("Odd", "not an Exception")
 
@@ -50,6 +61,7 @@ def test_other_base_exceptions_are_failures_too():
 def test_keyboard_interrupt_from_a_stage_stops_the_run():
     def interrupt(_):
         raise KeyboardInterrupt
+
     with pytest.raises(KeyboardInterrupt):
         time_request(["s"], [interrupt], None, FakeClock())
 
@@ -64,7 +76,13 @@ def test_gc_pauses_are_charged_to_the_stage_they_fell_in():
         probe.pause_ns += 700  # what the probe's callback adds when a collection runs
         return x
 
-    t = time_request(["a", "b", "c"], [lambda x: x, collects, lambda x: x], 1, lambda: next(clock), gc_probe=probe)
+    t = time_request(
+        ["a", "b", "c"],
+        [lambda x: x, collects, lambda x: x],
+        1,
+        lambda: next(clock),
+        gc_probe=probe,
+    )
     assert t.stage_gc_ns == [0, 700, 0] and t.failure is None
 
 
@@ -102,7 +120,9 @@ def test_describe_runs_after_the_last_clock_read_and_keeps_only_the_numbers():
         calls.append(next(clock))  # the clock reads before it: start, 2 per stage, end
         return {"n": p.n, "flag": True}
 
-    t = time_request(["make", "drop"], [make, lambda p: "out"], 2, lambda: next(clock), describe={0: describe})
+    t = time_request(
+        ["make", "drop"], [make, lambda p: "out"], 2, lambda: next(clock), describe={0: describe}
+    )
     gc.collect()
     assert refs[0]() is None  # the stage's output is gone with the request
     assert t.attributes == {0: {"n": 6.0, "flag": 1.0}} and t.kept is None and t.output == "out"
@@ -111,4 +131,8 @@ def test_describe_runs_after_the_last_clock_read_and_keeps_only_the_numbers():
 
 def test_a_raising_describe_is_an_attribute_error_not_a_failure():
     t = time_request(["a"], [lambda x: x], 1, describe={0: lambda v: {"x": 1 / 0}})
-    assert t.failure is None and t.attributes is None and t.attribute_errors == {0: "ZeroDivisionError: division by zero"}
+    assert (
+        t.failure is None
+        and t.attributes is None
+        and t.attribute_errors == {0: "ZeroDivisionError: division by zero"}
+    )

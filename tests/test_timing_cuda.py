@@ -1,4 +1,5 @@
 """CUDA timing paths: skipped cleanly without a GPU (see conftest)."""
+
 import pytest
 
 from workbench import Pipeline, PipelineConfig, profile
@@ -11,7 +12,9 @@ def _sleep_pipeline(cycles: int):
 
     import torch
 
-    pipe = Pipeline("gpu-sleep", items=lambda: itertools.count(), config=PipelineConfig(device="cuda"))
+    pipe = Pipeline(
+        "gpu-sleep", items=lambda: itertools.count(), config=PipelineConfig(device="cuda")
+    )
     pipe.add("launch", lambda b: (torch.cuda._sleep(cycles), b)[1])
     pipe.add("host", lambda b: b)
     return pipe
@@ -38,14 +41,18 @@ def test_request_sync_shows_host_timer_measures_only_the_launch():
 def test_cuda_trace_has_kernels_and_runtime():
     run = profile(_sleep_pipeline(100_000), requests=2, warmup=1, traced=2)
     assert run.meta.trace.activities == ["cpu", "cuda"]
-    import gzip, json
+    import gzip
+    import json
+
     cats = {e.get("cat") for e in json.loads(gzip.open(run.trace_path).read())["traceEvents"]}
     assert "kernel" in cats and "cuda_runtime" in cats
 
 
 def test_cuda_timing_through_the_timeout_guard_keeps_device_times():
     # the stages run on the guard's worker thread; CUDA events and the device must follow them there
-    run = profile(_sleep_pipeline(2_000_000), requests=5, warmup=1, traced=0, sync="stage", timeout_s=30)
+    run = profile(
+        _sleep_pipeline(2_000_000), requests=5, warmup=1, traced=0, sync="stage", timeout_s=30
+    )
     launch = run.stages[(run.stages["stage"] == "launch") & (run.stages["request"] >= 1)]
     assert run.meta.status == "complete" and run.requests["ok"].all()
     assert (launch["device_dur_ns"] > 100_000).all()
@@ -54,7 +61,9 @@ def test_cuda_timing_through_the_timeout_guard_keeps_device_times():
 
 def test_cuda_stage_past_the_timeout_is_a_timeout_failure():
     # about 2 s of GPU sleep against a 0.3 s timeout: the host waits in the stage-sync synchronize
-    run = profile(_sleep_pipeline(4_000_000_000), requests=3, warmup=0, traced=0, sync="stage", timeout_s=0.3)
+    run = profile(
+        _sleep_pipeline(4_000_000_000), requests=3, warmup=0, traced=0, sync="stage", timeout_s=0.3
+    )
     assert run.meta.status == "incomplete: timeout"
     assert list(run.requests["error_type"]) == ["Timeout"]
     assert run.requests["error_stage"].iloc[0] == "launch"

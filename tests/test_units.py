@@ -1,4 +1,5 @@
 """One definition of each time unit (``workbench/units.py``); the package had six copies."""
+
 import re
 from pathlib import Path
 
@@ -13,7 +14,9 @@ def test_values():
 
 def test_no_module_defines_its_own_copy():
     defined = re.compile(r"^NS_PER_\w+\s*=", re.MULTILINE)
-    copies = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if defined.search(p.read_text()))
+    copies = sorted(
+        str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if defined.search(p.read_text())
+    )
     assert copies == ["units.py"]
 
 
@@ -32,8 +35,16 @@ def test_conversions_match_the_literal_factors_they_replace():
 def test_no_module_converts_time_with_a_literal_factor():
     """Time conversions go through units.py; 1e6/1e9 literals left are bytes or widget bounds."""
     literal = re.compile(r"(?:/|\*)\s*1e[69]\b")
-    allowed = {"units.py",  # its docstrings name the factors
-               "plots/style.py", "plots/transfers.py", "audit/rules.py", "cli/export_dashboard.py"}  # bytes (MB, GB)
-    found = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
-                   if literal.search(p.read_text()) and str(p.relative_to(PACKAGE)) not in allowed)
+    allowed = {
+        "units.py",  # its docstrings name the factors
+        "plots/style.py",
+        "plots/transfers.py",
+        "audit/rules.py",
+        "cli/export_dashboard.py",
+    }  # bytes (MB, GB)
+    found = sorted(
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if literal.search(p.read_text()) and str(p.relative_to(PACKAGE)) not in allowed
+    )
     assert found == []

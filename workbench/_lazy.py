@@ -1,11 +1,14 @@
 """Lazy package exports: a name loads its module on first use (keeps ``import workbench`` light)."""
+
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
 
 
-def lazy_exports(package: str, namespace: dict, exports: dict[str, str]) -> tuple[Callable, Callable]:
+def lazy_exports(
+    package: str, namespace: dict, exports: dict[str, str]
+) -> tuple[Callable, Callable]:
     """``(__getattr__, __dir__)`` for ``package``; ``exports`` maps each name to its module's full name."""
 
     def __getattr__(name: str):

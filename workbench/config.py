@@ -4,6 +4,7 @@ A factory ``build(config) -> Pipeline`` is called again whenever a slider moves,
 so everything that changes the pipeline lives here: device, batch size,
 precision, torch CPU threads and free user options.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
@@ -37,7 +38,11 @@ class PipelineConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.device, str) or self.device.split(":")[0] not in DEVICES:
             raise ConfigError(f"device must be 'cpu' or 'cuda[:N]', got {self.device!r}")
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
+        if (
+            isinstance(self.batch_size, bool)
+            or not isinstance(self.batch_size, int)
+            or self.batch_size < 1
+        ):
             raise ConfigError(f"batch_size must be an integer >= 1, got {self.batch_size!r}")
         if self.precision not in PRECISIONS:
             raise ConfigError(
@@ -45,9 +50,12 @@ class PipelineConfig:
             )
         if not isinstance(self.options, dict):
             raise ConfigError(f"options must be a dict, got {type(self.options).__name__}")
-        if self.threads is not None and (isinstance(self.threads, bool) or not isinstance(self.threads, int)
-                                         or self.threads < 1):
-            raise ConfigError(f"threads must be an integer >= 1 or None (torch's default), got {self.threads!r}")
+        if self.threads is not None and (
+            isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1
+        ):
+            raise ConfigError(
+                f"threads must be an integer >= 1 or None (torch's default), got {self.threads!r}"
+            )
 
     @property
     def is_cuda(self) -> bool:
@@ -77,5 +85,9 @@ class PipelineConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "PipelineConfig":
-        known = {k: data[k] for k in ("device", "batch_size", "precision", "options", "threads") if k in data}
+        known = {
+            k: data[k]
+            for k in ("device", "batch_size", "precision", "options", "threads")
+            if k in data
+        }
         return cls(**known)

@@ -3,6 +3,7 @@
 Everything that needs to know whether CUDA is usable asks :func:`cuda_available`;
 torch is imported here lazily so ``import workbench`` stays light.
 """
+
 from __future__ import annotations
 
 import functools
@@ -82,7 +83,9 @@ def available_devices() -> list[str]:
 def check_device(device: str) -> None:
     """Raise a ConfigError when the device cannot be used on this machine."""
     if device.startswith("cuda") and not cuda_available():
-        raise ConfigError(f"device {device!r} requested but no CUDA GPU is available here; use --device cpu")
+        raise ConfigError(
+            f"device {device!r} requested but no CUDA GPU is available here; use --device cpu"
+        )
 
 
 def device_name(device: str) -> str:

@@ -19,6 +19,7 @@ environment (:func:`fingerprint_of`), with the model ``"unknown"``.
 :func:`differences` lists the fields that differ; pooling service times
 (:func:`check_poolable`) allows only ``batch_size`` to differ.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,7 +30,9 @@ from typing import Any
 from .errors import ConfigError
 
 UNKNOWN = "unknown"
-UNDECLARED_NOTE = "no model declared: use Pipeline(models=[...]) or pipe.declare_model(model) in the factory"
+UNDECLARED_NOTE = (
+    "no model declared: use Pipeline(models=[...]) or pipe.declare_model(model) in the factory"
+)
 POOLABLE_FIELDS = frozenset({"batch_size"})
 
 
@@ -37,7 +40,9 @@ def factory_spec(target: Any) -> str:
     """A readable spec of what built the pipeline: an example name, a file or module function."""
     if isinstance(target, str):
         return f"example:{target}"
-    if hasattr(target, "stages") and hasattr(target, "item_iterator"):  # a built Pipeline, no factory
+    if hasattr(target, "stages") and hasattr(
+        target, "item_iterator"
+    ):  # a built Pipeline, no factory
         return f"built Pipeline {getattr(target, 'name', '?')!r}"
     module = getattr(target, "__module__", None) or "?"
     name = getattr(target, "__qualname__", None) or type(target).__name__
@@ -85,11 +90,18 @@ def run_fingerprint(pipe, target: Any, threads: int | None, env: dict[str, Any])
     cfg = pipe.config
     model = model_fingerprint(list(getattr(pipe, "models", []) or []))
     return {
-        "pipeline": pipe.name, "factory": factory_spec(target), "options": dict(cfg.options),
-        "precision": cfg.precision, "device": cfg.device, "batch_size": cfg.batch_size, "threads": threads,
-        "torch": env.get("torch"), "workbench": workbench.__version__,
+        "pipeline": pipe.name,
+        "factory": factory_spec(target),
+        "options": dict(cfg.options),
+        "precision": cfg.precision,
+        "device": cfg.device,
+        "batch_size": cfg.batch_size,
+        "threads": threads,
+        "torch": env.get("torch"),
+        "workbench": workbench.__version__,
         "host": {"cpu_model": env.get("cpu_model"), "cores": _cores()},
-        "model": model, "model_note": UNDECLARED_NOTE if model == UNKNOWN else None,
+        "model": model,
+        "model_note": UNDECLARED_NOTE if model == UNKNOWN else None,
     }
 
 
@@ -106,11 +118,18 @@ def fingerprint_of(meta: Any) -> dict[str, Any]:
         return meta.fingerprint.to_dict()
     cfg, env = meta.config, meta.env
     return {
-        "pipeline": meta.pipeline, "factory": None, "options": dict(cfg.options),
-        "precision": cfg.precision, "device": cfg.device, "batch_size": cfg.batch_size,
-        "threads": env.threads, "torch": env.torch, "workbench": None,
+        "pipeline": meta.pipeline,
+        "factory": None,
+        "options": dict(cfg.options),
+        "precision": cfg.precision,
+        "device": cfg.device,
+        "batch_size": cfg.batch_size,
+        "threads": env.threads,
+        "torch": env.torch,
+        "workbench": None,
         "host": {"cpu_model": env.cpu_model, "cores": None},
-        "model": UNKNOWN, "model_note": "recorded before runs were fingerprinted",
+        "model": UNKNOWN,
+        "model_note": "recorded before runs were fingerprinted",
     }
 
 
@@ -137,7 +156,9 @@ def differences(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[tupl
     return [(k, fa.get(k), fb.get(k)) for k in keys if fa.get(k) != fb.get(k)]
 
 
-def check_poolable(runs: list[Any], labels: list[str], allow_mixed: bool = False) -> list[tuple[str, Any, Any]]:
+def check_poolable(
+    runs: list[Any], labels: list[str], allow_mixed: bool = False
+) -> list[tuple[str, Any, Any]]:
     """Raise ConfigError unless every run's fingerprint equals the first's except ``batch_size``.
 
     Returns the differences found (empty when none); with ``allow_mixed`` they
@@ -150,14 +171,25 @@ def check_poolable(runs: list[Any], labels: list[str], allow_mixed: bool = False
             if name in POOLABLE_FIELDS:
                 continue
             if not allow_mixed:
-                raise ConfigError(f"--service runs differ in {name}: {va!r} ({labels[0]}) vs {vb!r} ({label}); "
-                                  "pool runs of one pipeline and configuration (only batch_size may differ), "
-                                  "or pass --allow-mixed")
+                raise ConfigError(
+                    f"--service runs differ in {name}: {va!r} ({labels[0]}) vs {vb!r} ({label}); "
+                    "pool runs of one pipeline and configuration (only batch_size may differ), "
+                    "or pass --allow-mixed"
+                )
             found.append((name, va, vb))
     return found
 
 
-RECORDED_MATCH_FIELDS = ("pipeline", "factory", "options", "model", "device", "batch_size", "precision", "threads")
+RECORDED_MATCH_FIELDS = (
+    "pipeline",
+    "factory",
+    "options",
+    "model",
+    "device",
+    "batch_size",
+    "precision",
+    "threads",
+)
 LABEL_FIELDS = ("host.cpu_model", "host.cores", "torch", "workbench")
 
 

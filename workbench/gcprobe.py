@@ -7,6 +7,7 @@ stage minus the total before it: two attribute reads per stage, no allocation,
 nothing when no collection happens. A collection that starts inside a stage and
 ends after it is charged to the stage it started in.
 """
+
 from __future__ import annotations
 
 import gc

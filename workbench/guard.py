@@ -16,6 +16,7 @@ other ``BaseException`` is that request's failure (``workbench.timing``);
 only ``KeyboardInterrupt`` stops the run, and then the runner keeps what was
 measured (:class:`Interrupted`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,7 +34,10 @@ TIMEOUT = "Timeout"  # error_type of a request abandoned after timeout_s
 POLL_S = 0.05  # how often a waiting caller looks at the cancel event (s)
 
 RunOne = Callable[..., RequestTiming]  # run_one(batch, starts=[], ends=[]) -> RequestTiming
-STAGE_THREAD_NAMES = ("workbench-stages", "workbench-executor-")  # threads that run a pipeline's stages
+STAGE_THREAD_NAMES = (
+    "workbench-stages",
+    "workbench-executor-",
+)  # threads that run a pipeline's stages
 
 
 def stage_threads_alive() -> list[threading.Thread]:
@@ -41,7 +45,11 @@ def stage_threads_alive() -> list[threading.Thread]:
     batcher's executors (``workbench.batching.batcher``). At the end of a command the live ones are the
     abandoned ones (a timed-out or in-flight stage); ``workbench.cli.entry`` then leaves the process
     without the interpreter's finalization, which a thread blocked in a C++ call cannot survive."""
-    return [t for t in threading.enumerate() if t.daemon and t.is_alive() and t.name.startswith(STAGE_THREAD_NAMES)]
+    return [
+        t
+        for t in threading.enumerate()
+        if t.daemon and t.is_alive() and t.name.startswith(STAGE_THREAD_NAMES)
+    ]
 
 
 class Cancelled(WorkbenchError):
@@ -65,7 +73,9 @@ def check_timeout(timeout_s: float | None) -> float | None:
     if timeout_s is None:
         return None
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
-        raise ConfigError(f"timeout_s must be a number of seconds > 0 (or None for no timeout), got {timeout_s!r}")
+        raise ConfigError(
+            f"timeout_s must be a number of seconds > 0 (or None for no timeout), got {timeout_s!r}"
+        )
     return float(timeout_s)
 
 
@@ -75,13 +85,22 @@ def is_timeout(timing: RequestTiming) -> bool:
 
 
 @contextlib.contextmanager
-def guarded(run_one: RunOne, names: Sequence[str], timeout_s: float | None, *, clock: Clock,
-            cancel: Any = None, thread_init: Callable[[], Any] | None = None) -> Iterator[RunOne]:
+def guarded(
+    run_one: RunOne,
+    names: Sequence[str],
+    timeout_s: float | None,
+    *,
+    clock: Clock,
+    cancel: Any = None,
+    thread_init: Callable[[], Any] | None = None,
+) -> Iterator[RunOne]:
     """``run_one`` itself without a timeout (the fast path), else a :class:`StageGuard` around it."""
     if timeout_s is None:
         yield run_one
         return
-    guard = StageGuard(run_one, names, timeout_s, clock=clock, cancel=cancel, thread_init=thread_init)
+    guard = StageGuard(
+        run_one, names, timeout_s, clock=clock, cancel=cancel, thread_init=thread_init
+    )
     try:
         yield guard
     finally:
@@ -101,22 +120,36 @@ class StageGuard:
     and every later call raises :class:`Cancelled`.
     """
 
-    def __init__(self, run_one: RunOne, names: Sequence[str], timeout_s: float, *,
-                 clock: Clock = time.perf_counter_ns, cancel: Any = None,
-                 thread_init: Callable[[], Any] | None = None, poll_s: float = POLL_S):
+    def __init__(
+        self,
+        run_one: RunOne,
+        names: Sequence[str],
+        timeout_s: float,
+        *,
+        clock: Clock = time.perf_counter_ns,
+        cancel: Any = None,
+        thread_init: Callable[[], Any] | None = None,
+        poll_s: float = POLL_S,
+    ):
         self.timeout_s = check_timeout(timeout_s)
         self.names, self.clock, self.cancel, self.poll_s = list(names), clock, cancel, poll_s
         self.stuck_stage: str | None = None
         self._ends: list[int] = []  # the current request's stage ends, filled by the worker
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         init = _inherit_thread_state(thread_init)
-        self._thread = threading.Thread(target=self._work, args=(run_one, init), name="workbench-stages", daemon=True)
+        self._thread = threading.Thread(
+            target=self._work, args=(run_one, init), name="workbench-stages", daemon=True
+        )
         self._thread.start()
 
-    def __call__(self, batch: Any, starts: list[int] | None = None, ends: list[int] | None = None) -> RequestTiming:
+    def __call__(
+        self, batch: Any, starts: list[int] | None = None, ends: list[int] | None = None
+    ) -> RequestTiming:
         """One request; ``starts``/``ends``: the stage timer's lists, given to watch them from a third thread."""
         if self.stuck_stage is not None:
-            raise Cancelled(f"stage {self.stuck_stage!r} of an earlier request is still running; start a new run")
+            raise Cancelled(
+                f"stage {self.stuck_stage!r} of an earlier request is still running; start a new run"
+            )
         starts = [] if starts is None else starts
         ends = [] if ends is None else ends
         done, box = threading.Event(), []
@@ -145,16 +178,26 @@ class StageGuard:
                 stage = self._running_stage(len(self._ends))
                 self.stuck_stage = stage
                 self.close()
-                raise Cancelled(f"cancelled while stage {stage!r} was running; its thread was abandoned "
-                                "and may still be running (a Python thread cannot be stopped)")
+                raise Cancelled(
+                    f"cancelled while stage {stage!r} was running; its thread was abandoned "
+                    "and may still be running (a Python thread cannot be stopped)"
+                )
             if left <= 0:
                 return False
 
     def _abandon(self, starts: list[int], ends: list[int], submitted: int) -> RequestTiming:
         """The timed-out request as a failure at the running stage; the worker is left to itself."""
-        timing = abandoned(self.names, starts, ends, submitted, self.clock(),
-                           lambda stage: f"stage {stage!r} still running after the {self.timeout_s:g} s "
-                                         "per-request timeout; its thread was abandoned")
+        timing = abandoned(
+            self.names,
+            starts,
+            ends,
+            submitted,
+            self.clock(),
+            lambda stage: (
+                f"stage {stage!r} still running after the {self.timeout_s:g} s "
+                "per-request timeout; its thread was abandoned"
+            ),
+        )
         self.stuck_stage = timing.failure.stage
         self.close()
         return timing
@@ -179,8 +222,14 @@ class StageGuard:
             done.set()
 
 
-def abandoned(names: Sequence[str], starts: list[int], ends: list[int], since_ns: int, now_ns: int,
-              message: Callable[[str], str]) -> RequestTiming:
+def abandoned(
+    names: Sequence[str],
+    starts: list[int],
+    ends: list[int],
+    since_ns: int,
+    now_ns: int,
+    message: Callable[[str], str],
+) -> RequestTiming:
     """A request left running, as a ``Timeout`` failure at the stage it was in (``message(stage)``).
 
     starts/ends: the stage timer's lists (ns), which its thread may still be
@@ -193,7 +242,9 @@ def abandoned(names: Sequence[str], starts: list[int], ends: list[int], since_ns
     stage = names[min(len(e), len(names) - 1)]
     if len(s) > len(e):
         e.append(now_ns)
-    return RequestTiming(s[0] if s else since_ns, now_ns, s, e, None, StageFailure(stage, TIMEOUT, message(stage)))
+    return RequestTiming(
+        s[0] if s else since_ns, now_ns, s, e, None, StageFailure(stage, TIMEOUT, message(stage))
+    )
 
 
 def _inherit_thread_state(thread_init: Callable[[], Any] | None) -> Callable[[], None]:
@@ -206,7 +257,9 @@ def _inherit_thread_state(thread_init: Callable[[], Any] | None) -> Callable[[],
     """
     torch = sys.modules.get("torch")
     threads = torch.get_num_threads() if torch is not None else None
-    device = torch.cuda.current_device() if torch is not None and torch.cuda.is_initialized() else None
+    device = (
+        torch.cuda.current_device() if torch is not None and torch.cuda.is_initialized() else None
+    )
 
     def init() -> None:
         if threads is not None:

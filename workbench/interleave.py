@@ -30,6 +30,7 @@ The samples (integer ns per stage and end to end) go to
 round. ``compare(...)`` returns a :class:`Comparison`; ``.result`` is what
 ``python -m workbench compare --json`` prints.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -108,11 +109,22 @@ def config_label(overrides: Mapping[str, Any]) -> str:
     return ",".join(f"{k}={json.dumps(v)}" for k, v in overrides.items()) or "base"
 
 
-def compare(target: Callable | str, configs: Sequence[Mapping[str, Any] | PipelineConfig], *,
-            base: PipelineConfig | None = None, requests: int | None = None, warmup: int = 10,
-            seed: int = 0, metric: str = "p50", min_effect: float = MIN_EFFECT, resamples: int = RESAMPLES,
-            clock: Clock = time.perf_counter_ns, noise_probe: Any = True, resolution: float = DEFAULT_RESOLUTION,
-            max_time_s: float = DEFAULT_MAX_TIME_S) -> Comparison:
+def compare(
+    target: Callable | str,
+    configs: Sequence[Mapping[str, Any] | PipelineConfig],
+    *,
+    base: PipelineConfig | None = None,
+    requests: int | None = None,
+    warmup: int = 10,
+    seed: int = 0,
+    metric: str = "p50",
+    min_effect: float = MIN_EFFECT,
+    resamples: int = RESAMPLES,
+    clock: Clock = time.perf_counter_ns,
+    noise_probe: Any = True,
+    resolution: float = DEFAULT_RESOLUTION,
+    max_time_s: float = DEFAULT_MAX_TIME_S,
+) -> Comparison:
     """Run configurations of one pipeline interleaved in this process and compare each with the first.
 
     target: a factory ``build(config) -> Pipeline`` or a shipped example's name
@@ -158,8 +170,17 @@ def compare(target: Callable | str, configs: Sequence[Mapping[str, Any] | Pipeli
     used = [t for t in (getattr(p.config, "threads", None) or default_threads for p in pipes) if t]
     noise = _finish_noise(probe, samples, max(used) if used else None)
     info = _config_info(cfgs, labels, samples)
-    result = _report(samples, names, info, metric=metric, min_effect=min_effect, resamples=resamples, seed=seed,
-                     requests=max(c["requests"] for c in info), noise=noise)
+    result = _report(
+        samples,
+        names,
+        info,
+        metric=metric,
+        min_effect=min_effect,
+        resamples=resamples,
+        seed=seed,
+        requests=max(c["requests"] for c in info),
+        noise=noise,
+    )
     result["stopped"] = stop.report()
     _attach_outputs(result, outputs.by_config, getattr(pipes[0], "agree", None))
     return Comparison(pipes[0].name, names, info, samples, result)
@@ -176,9 +197,19 @@ def _check(configs, requests, warmup) -> None:
 
 
 def _check_adaptive(resolution, max_time_s) -> None:
-    if isinstance(resolution, bool) or not isinstance(resolution, (int, float)) or not 0 < resolution < 10:
-        raise ConfigError(f"resolution must be a ratio width in (0, 10), e.g. 0.05, got {resolution!r}")
-    if isinstance(max_time_s, bool) or not isinstance(max_time_s, (int, float)) or not 0 < max_time_s < 1e7:
+    if (
+        isinstance(resolution, bool)
+        or not isinstance(resolution, (int, float))
+        or not 0 < resolution < 10
+    ):
+        raise ConfigError(
+            f"resolution must be a ratio width in (0, 10), e.g. 0.05, got {resolution!r}"
+        )
+    if (
+        isinstance(max_time_s, bool)
+        or not isinstance(max_time_s, (int, float))
+        or not 0 < max_time_s < 1e7
+    ):
         raise ConfigError(f"max_time_s must be a number of seconds > 0, got {max_time_s!r}")
 
 
@@ -197,16 +228,28 @@ class _Items:
         return len(self.items) >= want
 
     def batch_of(self, k: int, batch: int) -> list:
-        return self.items[k * batch:(k + 1) * batch]
+        return self.items[k * batch : (k + 1) * batch]
 
 
 class _Stop:
     """When the rounds end: a fixed ``requests``, or adaptive (``resolution`` / ``max_time_s``)."""
 
     def __init__(self, requests, resolution, max_time_s, clock, names, metric) -> None:
-        self.requests, self.resolution, self.clock, self.names, self.metric = requests, resolution, clock, names, metric
+        self.requests, self.resolution, self.clock, self.names, self.metric = (
+            requests,
+            resolution,
+            clock,
+            names,
+            metric,
+        )
         self.max_ns = s_to_ns(max_time_s)
-        self.started, self.by, self.rounds, self.next_check, self.widest = clock(), None, 0, MIN_ROUNDS, None
+        self.started, self.by, self.rounds, self.next_check, self.widest = (
+            clock(),
+            None,
+            0,
+            MIN_ROUNDS,
+            None,
+        )
 
     def rounds_for_requests(self) -> int | None:
         return None if self.requests is None else -(-self.requests // BLOCK)
@@ -229,12 +272,19 @@ class _Stop:
         return self.by is not None
 
     def report(self) -> dict[str, Any]:
-        return {"by": self.by, "rounds": self.rounds, "seconds": round(ns_to_s(self.clock() - self.started), 3),
-                "resolution": None if self.requests is not None else self.resolution,
-                "max_time_s": None if self.requests is not None else ns_to_s(self.max_ns), "widest": self.widest}
+        return {
+            "by": self.by,
+            "rounds": self.rounds,
+            "seconds": round(ns_to_s(self.clock() - self.started), 3),
+            "resolution": None if self.requests is not None else self.resolution,
+            "max_time_s": None if self.requests is not None else ns_to_s(self.max_ns),
+            "widest": self.widest,
+        }
 
 
-def _widest_interval(rows: list[tuple], names: list[str], n_configs: int, metric: str) -> dict[str, Any] | None:
+def _widest_interval(
+    rows: list[tuple], names: list[str], n_configs: int, metric: str
+) -> dict[str, Any] | None:
     """The widest ``metric`` interval (stage or end to end, any B against A) of a quick bootstrap: ``{b, name,
     width}``, ``width`` None when an interval is undefined (it counts as wider than any); None before both sides
     have a successful request."""
@@ -242,7 +292,9 @@ def _widest_interval(rows: list[tuple], names: list[str], n_configs: int, metric
     widest, widest_width = None, -1.0
     for b in range(1, n_configs):
         try:
-            found = paired_comparison(samples, names, a=0, b=b, metric=metric, resamples=CHECK_RESAMPLES)
+            found = paired_comparison(
+                samples, names, a=0, b=b, metric=metric, resamples=CHECK_RESAMPLES
+            )
         except ConfigError:  # a side with no successful request yet
             return None
         for e in [*found["stages"], found["end_to_end"]]:
@@ -269,13 +321,17 @@ def _build_all(target, cfgs: list[PipelineConfig]) -> list:
     from .runner import resolve_pipeline
 
     if isinstance(target, Pipeline):
-        raise ConfigError("compare needs a factory or an example name, not a built Pipeline: "
-                          "each configuration is built from its own config")
+        raise ConfigError(
+            "compare needs a factory or an example name, not a built Pipeline: "
+            "each configuration is built from its own config"
+        )
     pipes = [resolve_pipeline(target, cfg) for cfg in cfgs]
     for i, p in enumerate(pipes[1:], start=1):
         if p.name != pipes[0].name or p.stage_names != pipes[0].stage_names:
-            raise ConfigError(f"configuration {i} builds pipeline {p.name!r} with stages {p.stage_names}, "
-                              f"configuration 0 {pipes[0].name!r} with {pipes[0].stage_names}: not comparable")
+            raise ConfigError(
+                f"configuration {i} builds pipeline {p.name!r} with stages {p.stage_names}, "
+                f"configuration 0 {pipes[0].name!r} with {pipes[0].stage_names}: not comparable"
+            )
     return pipes
 
 
@@ -300,8 +356,11 @@ def _request_runner(pipe, clock: Clock) -> Callable[[list], RequestTiming]:
         run_cuda = lambda batch: timer.time_request(names, fns, batch)  # noqa: E731
         return first_request_checked(run_cuda, run_cuda, pipe)
     every = frozenset(range(len(fns)))
-    return first_request_checked(functools.partial(time_request, names, fns, clock=clock),
-                                 functools.partial(time_request, names, fns, clock=clock, keep=every), pipe)
+    return first_request_checked(
+        functools.partial(time_request, names, fns, clock=clock),
+        functools.partial(time_request, names, fns, clock=clock, keep=every),
+        pipe,
+    )
 
 
 def _warm_up(pipes, runners, items, warmup, threads, outputs: _Outputs) -> None:
@@ -315,7 +374,9 @@ def _warm_up(pipes, runners, items, warmup, threads, outputs: _Outputs) -> None:
             outputs.keep(c, i, run(items.batch_of(i, batch)))
 
 
-def _interleave(pipes, runners, items, warmup, seed, threads, stop: _Stop, outputs: _Outputs) -> list[tuple]:
+def _interleave(
+    pipes, runners, items, warmup, seed, threads, stop: _Stop, outputs: _Outputs
+) -> list[tuple]:
     """Rounds of one block per configuration in a seeded order, after the warm-up, until ``stop`` says so.
 
     Rows: ``(config, round, request, ok, error_type, ns per stage that ran..., end to end ns)``.
@@ -326,7 +387,9 @@ def _interleave(pipes, runners, items, warmup, seed, threads, stop: _Stop, outpu
     while True:
         if not items.need(warmup + max(done) + BLOCK):
             if limit is not None or not rows:
-                raise PipelineError(f"pipeline {items.name!r}: item source ran out after {len(items.items)} items")
+                raise PipelineError(
+                    f"pipeline {items.name!r}: item source ran out after {len(items.items)} items"
+                )
             stop.by = "items"
             return rows
         for c in rng.permutation(len(pipes)).tolist():
@@ -337,8 +400,17 @@ def _interleave(pipes, runners, items, warmup, seed, threads, stop: _Stop, outpu
             for _ in range(BLOCK if limit is None else min(BLOCK, limit - done[c])):
                 t = runners[c](items.batch_of(warmup + done[c], batch[c]))
                 outputs.keep(c, warmup + done[c], t)
-                rows.append((c, rnd, done[c], t.failure is None, t.failure and t.failure.error_type,
-                             *[e - s for s, e in zip(t.stage_start_ns, t.stage_end_ns)], t.end_ns - t.start_ns))
+                rows.append(
+                    (
+                        c,
+                        rnd,
+                        done[c],
+                        t.failure is None,
+                        t.failure and t.failure.error_type,
+                        *[e - s for s, e in zip(t.stage_start_ns, t.stage_end_ns)],
+                        t.end_ns - t.start_ns,
+                    )
+                )
                 done[c] += 1
         rnd += 1
         if stop.after_round(rows, len(pipes)):
@@ -348,7 +420,9 @@ def _interleave(pipes, runners, items, warmup, seed, threads, stop: _Stop, outpu
 def _samples_table(rows: list[tuple], names: list[str]) -> pd.DataFrame:
     width = 5 + len(names)
     records = [(*r[:-1], *[None] * (width - len(r) + 1), r[-1]) for r in rows]
-    df = pd.DataFrame(records, columns=["config", "round", "request", "ok", "error_type", *names, END_TO_END])
+    df = pd.DataFrame(
+        records, columns=["config", "round", "request", "ok", "error_type", *names, END_TO_END]
+    )
     for col in (*names, END_TO_END):
         df[col] = df[col].astype("Int64")
     return df
@@ -382,7 +456,9 @@ def _as_numpy(value: Any) -> Any:
 
 def _attach_outputs(result: dict[str, Any], by_config: list[dict[int, Any]], agree) -> None:
     """``outputs`` per configuration (A, the reference: nulls) and per comparison, B's against A's."""
-    entries = [dict(NO_OUTPUTS, items=0)] + [output_agreement(by_config[0], mine, agree) for mine in by_config[1:]]
+    entries = [dict(NO_OUTPUTS, items=0)] + [
+        output_agreement(by_config[0], mine, agree) for mine in by_config[1:]
+    ]
     for info, entry in zip(result["configs"], entries):
         info["outputs"] = entry
     for comp in result.get("comparisons") or []:
@@ -395,8 +471,15 @@ def _config_info(cfgs, labels, samples: pd.DataFrame) -> list[dict[str, Any]]:
     for c, (cfg, label) in enumerate(zip(cfgs, labels)):
         mine = samples[samples["config"] == c]
         errors = mine.loc[~mine["ok"], "error_type"].value_counts()
-        out.append({"label": label, "config": cfg.to_dict(), "requests": int(len(mine)),
-                    "failed": int((~mine["ok"]).sum()), "errors": {str(k): int(v) for k, v in errors.items()}})
+        out.append(
+            {
+                "label": label,
+                "config": cfg.to_dict(),
+                "requests": int(len(mine)),
+                "failed": int((~mine["ok"]).sum()),
+                "errors": {str(k): int(v) for k, v in errors.items()},
+            }
+        )
     return out
 
 
@@ -420,23 +503,51 @@ def _finish_noise(probe, samples: pd.DataFrame, threads: int | None) -> dict[str
     return probe.finish(threads, e2e)
 
 
-def _report(samples, names, info, *, metric, min_effect, resamples, seed, requests, noise) -> dict[str, Any]:
+def _report(
+    samples, names, info, *, metric, min_effect, resamples, seed, requests, noise
+) -> dict[str, Any]:
     """The JSON report: B (the second configuration) against A; with more, ``comparisons`` holds each against A."""
     comparisons = []
     for b in range(1, len(info)):
         if info[0]["failed"] == info[0]["requests"] or info[b]["failed"] == info[b]["requests"]:
-            comparisons.append({"a": 0, "b": b, "stages": [], "end_to_end": None,
-                                "error": "every measured request of one side failed"})
+            comparisons.append(
+                {
+                    "a": 0,
+                    "b": b,
+                    "stages": [],
+                    "end_to_end": None,
+                    "error": "every measured request of one side failed",
+                }
+            )
             continue
-        found = paired_comparison(samples, names, a=0, b=b, metric=metric, min_effect=min_effect,
-                                  noisy=bool(noise and noise.get("noisy")), resamples=resamples, seed=seed)
+        found = paired_comparison(
+            samples,
+            names,
+            a=0,
+            b=b,
+            metric=metric,
+            min_effect=min_effect,
+            noisy=bool(noise and noise.get("noisy")),
+            resamples=resamples,
+            seed=seed,
+        )
         comparisons.append({"a": 0, "b": b, **found})
-    report = {"kind": "interleaved", "pipeline_stages": names, "configs": info, "metric": metric,
-              "min_effect": min_effect, "requests": requests, "block": BLOCK, "seed": seed, "resamples": resamples,
-              "noise": noise, "stages": comparisons[0]["stages"], "end_to_end": comparisons[0]["end_to_end"]}
+    report = {
+        "kind": "interleaved",
+        "pipeline_stages": names,
+        "configs": info,
+        "metric": metric,
+        "min_effect": min_effect,
+        "requests": requests,
+        "block": BLOCK,
+        "seed": seed,
+        "resamples": resamples,
+        "noise": noise,
+        "stages": comparisons[0]["stages"],
+        "end_to_end": comparisons[0]["end_to_end"],
+    }
     if "error" in comparisons[0]:
         report["error"] = comparisons[0]["error"]
     if len(comparisons) > 1:
         report["comparisons"] = comparisons
     return report
-

@@ -21,6 +21,7 @@ Usage from a widget::
     with live_slot(on_wait=lambda: status.value = "waiting for another live run..."):
         run = profile(...)
 """
+
 from __future__ import annotations
 
 import errno
@@ -110,9 +111,15 @@ def _try_marker(path: Path) -> bool:
 
 
 @contextmanager
-def live_slot(*, timeout_s: float | None = None, on_wait: Callable[[], None] | None = None,
-              environ: dict | None = None, clock: Callable[[], float] = time.monotonic,
-              sleep: Callable[[float], None] = time.sleep, use_os_lock: bool = True) -> Iterator[float]:
+def live_slot(
+    *,
+    timeout_s: float | None = None,
+    on_wait: Callable[[], None] | None = None,
+    environ: dict | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    use_os_lock: bool = True,
+) -> Iterator[float]:
     """Hold the server's live-profiling slot for the ``with`` block; yields the seconds waited.
 
     timeout_s: give up (``LiveProfilingError``) after this many seconds; ``None`` waits.
@@ -123,8 +130,10 @@ def live_slot(*, timeout_s: float | None = None, on_wait: Callable[[], None] | N
     """
     mode = live_mode(environ)
     if mode == "off":
-        raise LiveProfilingError("live profiling is off on this server: pick a recorded run "
-                                 f"(the instructor can start it with {MODE_ENV}=queue)")
+        raise LiveProfilingError(
+            "live profiling is off on this server: pick a recorded run "
+            f"(the instructor can start it with {MODE_ENV}=queue)"
+        )
     if mode == "on":
         yield 0.0
         return
@@ -136,8 +145,10 @@ def live_slot(*, timeout_s: float | None = None, on_wait: Callable[[], None] | N
         while not (_try_lock_fd(fd) if use_os_lock else _try_marker(path)):
             waited = clock() - started
             if timeout_s is not None and waited >= timeout_s:
-                raise LiveProfilingError(f"another live run held the room's profiling slot ({path}) "
-                                         f"for {waited:.0f} s; try again, or pick a recorded run")
+                raise LiveProfilingError(
+                    f"another live run held the room's profiling slot ({path}) "
+                    f"for {waited:.0f} s; try again, or pick a recorded run"
+                )
             if not told and on_wait is not None:
                 on_wait()
                 told = True

@@ -16,6 +16,7 @@ returning bytes, or None where the OS gives no reading), so tests use exact
 numbers. Sampling costs one read of ``/proc/self/statm`` (a few µs) between
 requests, outside every timed stage.
 """
+
 from __future__ import annotations
 
 import os
@@ -58,7 +59,9 @@ class MemorySampler:
     first); :meth:`summary` gives run.json's ``memory`` section.
     """
 
-    def __init__(self, read_rss: RssReader = rss_bytes, *, every: int = SAMPLE_EVERY, start: int = 0):
+    def __init__(
+        self, read_rss: RssReader = rss_bytes, *, every: int = SAMPLE_EVERY, start: int = 0
+    ):
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ValueError(f"every must be an integer >= 1, got {every!r}")
         self.read_rss, self.every, self.start = read_rss, every, start
@@ -103,8 +106,13 @@ def memory_trend(requests: Sequence[int], rss_mb: Sequence[float]) -> dict[str, 
 
 def leak_suspected(slope_mb_per_100: float | None, r2: float | None, growth_mb: float) -> bool:
     """The steady-growth rule (module docstring): all three thresholds exceeded."""
-    return (slope_mb_per_100 is not None and r2 is not None and slope_mb_per_100 > LEAK_SLOPE_MB_PER_100
-            and r2 > LEAK_R2 and growth_mb > LEAK_GROWTH_MB)
+    return (
+        slope_mb_per_100 is not None
+        and r2 is not None
+        and slope_mb_per_100 > LEAK_SLOPE_MB_PER_100
+        and r2 > LEAK_R2
+        and growth_mb > LEAK_GROWTH_MB
+    )
 
 
 def _fit(x: list[int], y: list[float]) -> tuple[float | None, float | None]:
@@ -127,9 +135,11 @@ def _fit(x: list[int], y: list[float]) -> tuple[float | None, float | None]:
 def describe(memory: dict[str, Any]) -> str:
     """One line for the console when a leak is suspected."""
     samples = memory["samples_mb"]
-    return (f"memory grew {memory['growth_mb']:.1f} MB (RSS {samples[0]:.1f} -> {samples[-1]:.1f} MB), "
-            f"{memory['slope_mb_per_100']:.1f} MB per 100 requests, R² {memory['r2']:.2f}: "
-            "a stage may be keeping every request's data (leak suspected)")
+    return (
+        f"memory grew {memory['growth_mb']:.1f} MB (RSS {samples[0]:.1f} -> {samples[-1]:.1f} MB), "
+        f"{memory['slope_mb_per_100']:.1f} MB per 100 requests, R² {memory['r2']:.2f}: "
+        "a stage may be keeping every request's data (leak suspected)"
+    )
 
 
 class StageMemory:
@@ -140,7 +150,9 @@ class StageMemory:
     percentiles; the traced run's few requests carry it instead. MB are 10**6 bytes.
     """
 
-    def __init__(self, torch_cuda: Any = None, device: str = "cpu", read_rss: RssReader = rss_bytes):
+    def __init__(
+        self, torch_cuda: Any = None, device: str = "cpu", read_rss: RssReader = rss_bytes
+    ):
         self._torch = torch_cuda
         self._device = device
         self._read_rss = read_rss
@@ -156,9 +168,11 @@ class StageMemory:
         out = {}
         for stage in dict.fromkeys([*self._rss, *self._cuda]):
             deltas = self._rss.get(stage, [])
-            out[stage] = {"rss_delta_mb_mean": sum(deltas) / len(deltas) if deltas else None,
-                          "rss_delta_mb_max": max(deltas) if deltas else None,
-                          "cuda_max_allocated_mb": self._cuda.get(stage)}
+            out[stage] = {
+                "rss_delta_mb_mean": sum(deltas) / len(deltas) if deltas else None,
+                "rss_delta_mb_max": max(deltas) if deltas else None,
+                "cuda_max_allocated_mb": self._cuda.get(stage),
+            }
         return out
 
 

@@ -17,5 +17,5 @@ def stage_range_name(stage: str) -> str:
 def stage_from_range_name(name: str) -> str | None:
     """The stage a trace range belongs to, or None when it is not a stage range."""
     if isinstance(name, str) and name.startswith(STAGE_PREFIX):
-        return name[len(STAGE_PREFIX):]
+        return name[len(STAGE_PREFIX) :]
     return None

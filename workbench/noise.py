@@ -27,6 +27,7 @@ Dispersion is recorded but not part of the rule: a pipeline may vary by itself.
 is "not measured on this OS". Readings are injectable (:class:`Readings`), so
 tests give exact numbers.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,7 +39,9 @@ from typing import Any
 
 THRESHOLDS = {"other_cores": 0.25, "steal_pct": 5.0, "load_per_core": 1.0}
 NOT_MEASURED = "not measured on this OS"
-COARSE_BELOW_S = 1.0  # /proc/stat counts 1/100 s ticks: a shorter run reads other processes' CPU coarsely
+COARSE_BELOW_S = (
+    1.0  # /proc/stat counts 1/100 s ticks: a shorter run reads other processes' CPU coarsely
+)
 _BUSY = ("user", "nice", "system", "irq", "softirq")
 _STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
@@ -101,7 +104,12 @@ class NoiseProbe:
     def start(self) -> "NoiseProbe":
         r = self.readings
         if r.available():
-            self._start = {"load": r.loadavg_1m(), "cpu": r.cpu_ticks(), "own": r.own_ticks(), "wall": r.wall_s()}
+            self._start = {
+                "load": r.loadavg_1m(),
+                "cpu": r.cpu_ticks(),
+                "own": r.own_ticks(),
+                "wall": r.wall_s(),
+            }
         return self
 
     def finish(self, torch_threads: int | None, e2e_ns=None) -> dict[str, Any]:
@@ -116,13 +124,21 @@ class NoiseProbe:
         total = sum(cpu.get(k, 0) - s["cpu"].get(k, 0) for k in _STAT_FIELDS)
         steal = cpu.get("steal", 0) - s["cpu"].get("steal", 0)
         readings = {
-            "load_before_1m": s["load"], "load_after_1m": r.loadavg_1m(),
+            "load_before_1m": s["load"],
+            "load_after_1m": r.loadavg_1m(),
             "other_cores": round(max(busy - (own - s["own"]), 0) / hz / elapsed, 3),
             "steal_pct": round(100.0 * steal / total, 2) if total > 0 else 0.0,
-            "cores": r.cores(), "torch_threads": torch_threads, "governor": r.governor(),
-            "duration_s": round(elapsed, 3), **dispersion(e2e_ns),
-            "note": (f"the run took {elapsed:.2f} s: CPU counters tick {hz} times a second, so other_cores "
-                     "is coarse") if elapsed < COARSE_BELOW_S else None,
+            "cores": r.cores(),
+            "torch_threads": torch_threads,
+            "governor": r.governor(),
+            "duration_s": round(elapsed, 3),
+            **dispersion(e2e_ns),
+            "note": (
+                f"the run took {elapsed:.2f} s: CPU counters tick {hz} times a second, so other_cores "
+                "is coarse"
+            )
+            if elapsed < COARSE_BELOW_S
+            else None,
         }
         return assess(readings)
 
@@ -137,8 +153,10 @@ def dispersion(e2e_ns) -> dict[str, float | None]:
     if arr.size < 2:
         return {"iqr_over_median": None, "p99_over_p50": None}
     q1, med, q3, p99 = percentiles(arr, [25, 50, 75, 99])
-    return {"iqr_over_median": round(float((q3 - q1) / med), 4) if med else None,
-            "p99_over_p50": round(float(p99 / med), 4) if med else None}
+    return {
+        "iqr_over_median": round(float((q3 - q1) / med), 4) if med else None,
+        "p99_over_p50": round(float(p99 / med), 4) if med else None,
+    }
 
 
 def assess(readings: dict[str, Any], thresholds: dict[str, float] | None = None) -> dict[str, Any]:
@@ -151,10 +169,14 @@ def assess(readings: dict[str, Any], thresholds: dict[str, float] | None = None)
         reasons.append(f"other processes used {other:.1f} of {cores} cores during the run")
     stolen = readings["steal_pct"] > t["steal_pct"]
     if stolen:
-        reasons.append(f"steal time was {readings['steal_pct']:.1f} % (the hypervisor ran other VMs on these CPUs)")
+        reasons.append(
+            f"steal time was {readings['steal_pct']:.1f} % (the hypervisor ran other VMs on these CPUs)"
+        )
     free = max(math.floor(cores - other + 0.5), 0)
     if threads is not None and threads > free:
-        reasons.append(f"torch used {threads} thread{'s' if threads != 1 else ''} with {free} of {cores} cores free")
+        reasons.append(
+            f"torch used {threads} thread{'s' if threads != 1 else ''} with {free} of {cores} cores free"
+        )
     if load is not None and load > t["load_per_core"] * cores:
         reasons.append(f"load average was {load:.2f} on {cores} cores before the run")
     fix = []
@@ -164,8 +186,12 @@ def assess(readings: dict[str, Any], thresholds: dict[str, float] | None = None)
         fix.append("a quieter machine (stop other jobs, then measure again)")
     if stolen:
         fix.append("a dedicated host")
-    return readings | {"noisy": bool(reasons), "reasons": reasons, "fix": " or ".join(fix) or None,
-                       "thresholds": t}
+    return readings | {
+        "noisy": bool(reasons),
+        "reasons": reasons,
+        "fix": " or ".join(fix) or None,
+        "thresholds": t,
+    }
 
 
 def noise_line(noise: Mapping[str, Any] | Any | None) -> str:
@@ -182,7 +208,9 @@ def noise_line(noise: Mapping[str, Any] | Any | None) -> str:
     if noise.get("noisy") is None:
         return f"noise: unknown ({'; '.join(noise.get('reasons') or [NOT_MEASURED])})"
     if not noise["noisy"]:
-        return (f"noise: quiet (other processes {noise.get('other_cores', 0):.2f} cores, "
-                f"steal {noise.get('steal_pct', 0):.1f} %)")
+        return (
+            f"noise: quiet (other processes {noise.get('other_cores', 0):.2f} cores, "
+            f"steal {noise.get('steal_pct', 0):.1f} %)"
+        )
     fix = f"; fix: {noise['fix']}" if noise.get("fix") else ""
     return f"noise: NOISY: {'; '.join(noise['reasons'])}{fix}"

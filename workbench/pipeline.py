@@ -33,6 +33,7 @@ kept:
   :func:`check_options_read` names any option nobody read (a typo such as
   ``slowdwn=0.3``): ``ConfigError``, exit 2.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -66,14 +67,22 @@ class Stage:
         from .roles import ROLES
 
         if not isinstance(self.name, str) or not self.name or self.name.startswith("_"):
-            raise ConfigError(f"stage name must be a non-empty string not starting with '_', got {self.name!r}")
+            raise ConfigError(
+                f"stage name must be a non-empty string not starting with '_', got {self.name!r}"
+            )
         if not callable(self.fn):
-            raise ConfigError(f"stage {self.name!r}: fn must be callable, got {type(self.fn).__name__}")
+            raise ConfigError(
+                f"stage {self.name!r}: fn must be callable, got {type(self.fn).__name__}"
+            )
         if self.role is not None and self.role not in ROLES:
-            raise ConfigError(f"stage {self.name!r}: role must be one of {', '.join(ROLES)}, got {self.role!r}")
+            raise ConfigError(
+                f"stage {self.name!r}: role must be one of {', '.join(ROLES)}, got {self.role!r}"
+            )
         if self.describe is not None and not callable(self.describe):
-            raise ConfigError(f"stage {self.name!r}: describe must be callable (output -> {{name: number}}), "
-                              f"got {type(self.describe).__name__}")
+            raise ConfigError(
+                f"stage {self.name!r}: describe must be callable (output -> {{name: number}}), "
+                f"got {type(self.describe).__name__}"
+            )
 
 
 @dataclass
@@ -106,8 +115,13 @@ class Pipeline:
             self.models.append(model)
         return model
 
-    def stage(self, fn_or_name: Callable[[Any], Any] | str | None = None, *, role: str | None = None,
-              describe: Callable[[Any], dict[str, float]] | None = None):
+    def stage(
+        self,
+        fn_or_name: Callable[[Any], Any] | str | None = None,
+        *,
+        role: str | None = None,
+        describe: Callable[[Any], dict[str, float]] | None = None,
+    ):
         """Decorator appending a stage: ``@pipe.stage``, ``@pipe.stage("name")``, ``@pipe.stage(role="io")``.
 
         role: what the stage does (``io``, ``remote``, ``preprocess``, ``compute``,
@@ -127,8 +141,14 @@ class Pipeline:
 
         return decorate
 
-    def add(self, name: str, fn: Callable[[Any], Any], *, role: str | None = None,
-            describe: Callable[[Any], dict[str, float]] | None = None) -> "Pipeline":
+    def add(
+        self,
+        name: str,
+        fn: Callable[[Any], Any],
+        *,
+        role: str | None = None,
+        describe: Callable[[Any], dict[str, float]] | None = None,
+    ) -> "Pipeline":
         if name in self.stage_names:
             raise ConfigError(f"pipeline {self.name!r} already has a stage named {name!r}")
         self.stages.append(Stage(name, fn, role, describe))
@@ -182,7 +202,9 @@ def exception_where(exc: BaseException) -> str | None:
     while tb is not None:
         frames.append((tb.tb_frame.f_code, tb.tb_lineno))
         tb = tb.tb_next
-    outside = [(code, line) for code, line in frames if not _is_under(code.co_filename, _WORKBENCH_DIR)]
+    outside = [
+        (code, line) for code, line in frames if not _is_under(code.co_filename, _WORKBENCH_DIR)
+    ]
     user = [(code, line) for code, line in outside if not _is_library(code.co_filename)]
     chosen = (user or outside or [None])[-1]
     if chosen is None:
@@ -242,21 +264,31 @@ def _import_target(spec: str, target: str):
             raise PipelineError(f"--pipeline {spec!r}: file {target!r} does not exist")
         name = f"workbench_user_{abs(hash(str(path.resolve())))}"
         module_spec = importlib.util.spec_from_file_location(name, path)
-        if module_spec is None or module_spec.loader is None:  # /etc/passwd: a file Python cannot import
-            raise PipelineError(f"--pipeline {spec!r}: {target!r} is not a Python file (expected FILE.py:FUNCTION)")
+        if (
+            module_spec is None or module_spec.loader is None
+        ):  # /etc/passwd: a file Python cannot import
+            raise PipelineError(
+                f"--pipeline {spec!r}: {target!r} is not a Python file (expected FILE.py:FUNCTION)"
+            )
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[name] = module
         try:
             module_spec.loader.exec_module(module)
         except Exception as exc:
-            raise PipelineError(f"--pipeline {spec!r}: importing {target!r} failed: {type(exc).__name__}: {exc}") from exc
+            raise PipelineError(
+                f"--pipeline {spec!r}: importing {target!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
         return module
     try:
         return importlib.import_module(target)
     except ModuleNotFoundError as exc:
-        raise PipelineError(f"--pipeline {spec!r}: no module named {exc.name!r} (is it on PYTHONPATH?)") from exc
+        raise PipelineError(
+            f"--pipeline {spec!r}: no module named {exc.name!r} (is it on PYTHONPATH?)"
+        ) from exc
     except Exception as exc:
-        raise PipelineError(f"--pipeline {spec!r}: importing {target!r} failed: {type(exc).__name__}: {exc}") from exc
+        raise PipelineError(
+            f"--pipeline {spec!r}: importing {target!r} failed: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def build_pipeline(factory: Factory, config: PipelineConfig) -> Pipeline:
@@ -280,7 +312,9 @@ def build_pipeline(factory: Factory, config: PipelineConfig) -> Pipeline:
         name = getattr(factory, "__qualname__", repr(factory))
         raise PipelineError(f"pipeline factory {name} failed: {type(exc).__name__}: {exc}") from exc
     if not isinstance(pipe, Pipeline):
-        raise PipelineError(f"pipeline factory returned {type(pipe).__name__}, expected workbench.Pipeline")
+        raise PipelineError(
+            f"pipeline factory returned {type(pipe).__name__}, expected workbench.Pipeline"
+        )
     pipe.config = config
     pipe.quantization = list(reports)
     return pipe.validate()
@@ -365,7 +399,9 @@ def unread_options(pipe: Pipeline) -> list[str]:
     options = pipe.config.options
     if not isinstance(options, ReadOptions):
         return []
-    return sorted(k for k in dict.keys(options) if k not in options.read and k not in WORKBENCH_OPTIONS)
+    return sorted(
+        k for k in dict.keys(options) if k not in options.read and k not in WORKBENCH_OPTIONS
+    )
 
 
 def check_options_read(pipe: Pipeline) -> None:
@@ -373,14 +409,18 @@ def check_options_read(pipe: Pipeline) -> None:
     unread = unread_options(pipe)
     if not unread:
         return
-    asked = sorted(pipe.config.options.read - set(unread))  # keys read, given or not (get("slow", 1.0))
+    asked = sorted(
+        pipe.config.options.read - set(unread)
+    )  # keys read, given or not (get("slow", 1.0))
     hints = []
     for key in unread:
         close = difflib.get_close_matches(key, asked, n=1)
         hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
     known = f"; it reads: {', '.join(asked)}" if asked else ""
-    raise ConfigError(f"pipeline {pipe.name!r}: option {', '.join(hints)} is never read by its factory or "
-                      f"stages{known}")
+    raise ConfigError(
+        f"pipeline {pipe.name!r}: option {', '.join(hints)} is never read by its factory or "
+        f"stages{known}"
+    )
 
 
 def lazy_output(value: Any) -> str | None:
@@ -397,12 +437,15 @@ def check_stage_outputs(names: list[str], outputs: dict[int, Any]) -> None:
     for i in sorted(outputs):
         what = lazy_output(outputs[i])
         if what is not None:
-            raise PipelineError(f"stage {names[i]!r} returned {what}: its work would run, and be timed, in the "
-                                f"stage that consumes it; return a list (e.g. list(...)) instead")
+            raise PipelineError(
+                f"stage {names[i]!r} returned {what}: its work would run, and be timed, in the "
+                f"stage that consumes it; return a list (e.g. list(...)) instead"
+            )
 
 
-def first_request_checked(run_one: Callable, run_first: Callable, pipe: Pipeline,
-                          keep: frozenset[int] = frozenset()) -> Callable:
+def first_request_checked(
+    run_one: Callable, run_first: Callable, pipe: Pipeline, keep: frozenset[int] = frozenset()
+) -> Callable:
     """A request runner: the first call runs ``run_first`` (keeping every stage's output), checks the outputs
     (:func:`check_stage_outputs`) and the options (:func:`check_options_read`), and returns the timing with
     only the outputs ``keep`` asks for; later calls run ``run_one``."""

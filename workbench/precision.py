@@ -13,6 +13,7 @@ int8 ("quantized 2 of 53 parameterised modules, 4 % of parameters"), and the
 runner records the reports of a factory's ``prepare_model`` calls in the run
 (meta key ``quantization``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,7 +24,9 @@ from .config import PipelineConfig
 from .device import cuda_available
 from .errors import ConfigError, PrecisionError
 
-_REPORTS: contextvars.ContextVar[list | None] = contextvars.ContextVar("workbench_quantization", default=None)
+_REPORTS: contextvars.ContextVar[list | None] = contextvars.ContextVar(
+    "workbench_quantization", default=None
+)
 
 
 @contextlib.contextmanager
@@ -51,10 +54,16 @@ def quantization_report(model) -> dict:
     params = sum(p.numel() for p in model.parameters())
     q_params = sum(p.numel() for m in linear for p in m.parameters(recurse=False))
     share = q_params / params if params else 0.0
-    return {"model": type(model).__name__, "modules": len(owners), "quantized_modules": len(linear),
-            "params": int(params), "quantized_params": int(q_params), "quantized_share": round(share, 4),
-            "text": f"quantized {len(linear)} of {len(owners)} parameterised modules, "
-                    f"{share * 100:.0f} % of parameters"}
+    return {
+        "model": type(model).__name__,
+        "modules": len(owners),
+        "quantized_modules": len(linear),
+        "params": int(params),
+        "quantized_params": int(q_params),
+        "quantized_share": round(share, 4),
+        "text": f"quantized {len(linear)} of {len(owners)} parameterised modules, "
+        f"{share * 100:.0f} % of parameters",
+    }
 
 
 def check_precision(config: PipelineConfig) -> None:
@@ -69,17 +78,27 @@ def check_precision(config: PipelineConfig) -> None:
         import torch
 
         if not torch.cuda.is_bf16_supported():
-            raise PrecisionError(f"precision bf16 on device {dev}: this GPU has no bf16 support; use fp16")
+            raise PrecisionError(
+                f"precision bf16 on device {dev}: this GPU has no bf16 support; use fp16"
+            )
 
 
 def torch_dtype(precision: str):
     """The floating dtype activations use at this precision (int8 keeps fp32 activations)."""
     import torch
 
-    return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "int8": torch.float32}[precision]
+    return {
+        "fp32": torch.float32,
+        "bf16": torch.bfloat16,
+        "fp16": torch.float16,
+        "int8": torch.float32,
+    }[precision]
 
 
-MODEL_OPTIONS = ("channels_last", "compile")  # options prepare_model applies itself (audit --try uses them)
+MODEL_OPTIONS = (
+    "channels_last",
+    "compile",
+)  # options prepare_model applies itself (audit --try uses them)
 
 
 def prepare_model(model, config: PipelineConfig):
@@ -123,15 +142,22 @@ def _quantize_int8(model):
         raise PrecisionError(
             f"precision int8: model {report['model']} has no Linear layer to quantize "
             f"({report['modules']} parameterised modules, none of them Linear); int8 would run it in fp32. "
-            "Use fp32 or bf16 for this model")
+            "Use fp32 or bf16 for this model"
+        )
     reports = _REPORTS.get()
     if reports is not None:
         reports.append(report)
 
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="torch.ao.quantization is deprecated")
-        warnings.filterwarnings("ignore", message=".*quantized tensor creation functions.*deprecated")
+        warnings.filterwarnings(
+            "ignore", message=".*quantized tensor creation functions.*deprecated"
+        )
         try:
-            return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+            return torch.ao.quantization.quantize_dynamic(
+                model, {torch.nn.Linear}, dtype=torch.qint8
+            )
         except (RuntimeError, AssertionError) as exc:
-            raise PrecisionError(f"precision int8 on device cpu: quantize_dynamic failed: {exc}") from exc
+            raise PrecisionError(
+                f"precision int8 on device cpu: quantize_dynamic failed: {exc}"
+            ) from exc

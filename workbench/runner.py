@@ -8,6 +8,7 @@ way ``tensorboard_trace_handler`` names it (``{worker}.{time_ns}.pt.trace.json.g
 so TensorBoard's profiler plugin and Perfetto open it. The result is a
 :class:`workbench.record.Run`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -34,8 +35,24 @@ from .errors import ConfigError, PipelineError
 from .naming import stage_range_name
 from .pipeline import Pipeline, build_pipeline, first_request_checked
 from .precision import check_precision
-from .record import (Attributes, ColdStart, Config, Env, Fingerprint, Memory, Noise, Quantization, Run, RunMeta,
-                     Timing, TraceInfo, build_tables, request_row, scratch_folder, stage_rows)
+from .record import (
+    Attributes,
+    ColdStart,
+    Config,
+    Env,
+    Fingerprint,
+    Memory,
+    Noise,
+    Quantization,
+    Run,
+    RunMeta,
+    Timing,
+    TraceInfo,
+    build_tables,
+    request_row,
+    scratch_folder,
+    stage_rows,
+)
 from .sampling import DEFAULT_INTERVAL_S, StackSampler
 from .timing import SYNC_POLICIES, Clock, CudaStageTimer, RequestTiming, StageFailure, time_request
 from .guard import TIMEOUT, Cancelled, Interrupted, check_timeout, guarded, is_timeout  # noqa: F401 (Cancelled: public here)
@@ -46,8 +63,15 @@ Progress = Callable[[int, int, str], None]
 DEFAULT_REQUESTS = 600  # bounds the p99 interval (the order-statistic interval needs about 563)
 DEFAULT_MAX_DURATION_S = 30.0
 DEFAULT_TRACED = 50  # the slowest 3 against the median 10 traced requests, 1-2 s (benchmarks/results/traced_count.md)
-STATUS_COMPLETE, STATUS_TIMEOUT, STATUS_INTERRUPTED = "complete", "incomplete: timeout", "interrupted"
-RUNNER_FIELDS = ("batch_size", "threads")  # what the runner applies itself, so a built Pipeline honours them
+STATUS_COMPLETE, STATUS_TIMEOUT, STATUS_INTERRUPTED = (
+    "complete",
+    "incomplete: timeout",
+    "interrupted",
+)
+RUNNER_FIELDS = (
+    "batch_size",
+    "threads",
+)  # what the runner applies itself, so a built Pipeline honours them
 
 
 def resolve_pipeline(target: Pipeline | Callable | str, config: PipelineConfig | None) -> Pipeline:
@@ -68,7 +92,9 @@ def resolve_pipeline(target: Pipeline | Callable | str, config: PipelineConfig |
 
         target = factory(target)
     if not callable(target):
-        raise PipelineError(f"expected a Pipeline, a factory or an example name, got {type(target).__name__}")
+        raise PipelineError(
+            f"expected a Pipeline, a factory or an example name, got {type(target).__name__}"
+        )
     return build_pipeline(target, config)
 
 
@@ -82,8 +108,11 @@ def _with_config(pipe: Pipeline, config: PipelineConfig | None) -> Pipeline:
             raise ConfigError(
                 f"profile(pipeline, config): pipeline {pipe.name!r} was built with {name}={built!r} but the config "
                 f"asks for {name}={wanted!r}; a built Pipeline cannot change {name}: pass its factory "
-                f"(profile(build, config)) or build the pipeline with Pipeline(..., config=config)")
-    return dataclasses.replace(pipe, config=pipe.config.replace(**{k: getattr(config, k) for k in RUNNER_FIELDS}))
+                f"(profile(build, config)) or build the pipeline with Pipeline(..., config=config)"
+            )
+    return dataclasses.replace(
+        pipe, config=pipe.config.replace(**{k: getattr(config, k) for k in RUNNER_FIELDS})
+    )
 
 
 def profile(
@@ -142,12 +171,27 @@ def profile(
     scratch: list[Path] = []  # a finished trace's folder, until the Run owns it
     try:
         threads = cfg.apply_threads()  # in this thread: the one that runs the stages
-        plan = MeasurePlan(pipe=pipe, target=target, threads=threads, requests=requests,
-                           max_duration_s=max_duration_s, warmup=warmup, traced=traced, sync=sync, clock=clock,
-                           progress=progress, cancel=cancel, noise_readings=noise_readings, timeout_s=timeout_s,
-                           read_rss=read_rss, trace_options=TraceOptions(stacks, shapes, modules), build_ns=build_ns,
-                           sample_interval_s=(DEFAULT_INTERVAL_S if sample_stacks and clock is time.perf_counter_ns
-                                              else None))
+        plan = MeasurePlan(
+            pipe=pipe,
+            target=target,
+            threads=threads,
+            requests=requests,
+            max_duration_s=max_duration_s,
+            warmup=warmup,
+            traced=traced,
+            sync=sync,
+            clock=clock,
+            progress=progress,
+            cancel=cancel,
+            noise_readings=noise_readings,
+            timeout_s=timeout_s,
+            read_rss=read_rss,
+            trace_options=TraceOptions(stacks, shapes, modules),
+            build_ns=build_ns,
+            sample_interval_s=(
+                DEFAULT_INTERVAL_S if sample_stacks and clock is time.perf_counter_ns else None
+            ),
+        )
         return _measure(plan, scratch)
     except BaseException:  # Ctrl-C or an error after the traced run: no scratch folder left behind
         for folder in scratch:
@@ -200,8 +244,19 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
     from .fingerprint import run_fingerprint
     from .noise import NoiseProbe, Readings
 
-    pipe, warmup, requests, traced, sync = plan.pipe, plan.warmup, plan.requests, plan.traced, plan.sync
-    max_duration_s, progress, cancel, timeout_s = plan.max_duration_s, plan.progress, plan.cancel, plan.timeout_s
+    pipe, warmup, requests, traced, sync = (
+        plan.pipe,
+        plan.warmup,
+        plan.requests,
+        plan.traced,
+        plan.sync,
+    )
+    max_duration_s, progress, cancel, timeout_s = (
+        plan.max_duration_s,
+        plan.progress,
+        plan.cancel,
+        plan.timeout_s,
+    )
     cfg = pipe.config
     items = pipe.item_iterator()
     started = datetime.now(timezone.utc)
@@ -209,8 +264,20 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
     deadline_ns = None if max_duration_s is None else s_to_ns(max_duration_s)
     memory = MemorySampler(plan.read_rss or rss_bytes, start=warmup)
     sampler = StackSampler(plan.sample_interval_s) if plan.sample_interval_s else None
-    timings, status = _timing_run(pipe, items, warmup + requests, sync, plan.clock, progress, cancel, warmup,
-                                  deadline_ns, timeout_s, memory, sampler)
+    timings, status = _timing_run(
+        pipe,
+        items,
+        warmup + requests,
+        sync,
+        plan.clock,
+        progress,
+        cancel,
+        warmup,
+        deadline_ns,
+        timeout_s,
+        memory,
+        sampler,
+    )
     requests_df, stages_df = _tables(timings, pipe.stage_names, warmup, cfg.batch_size)
     attributes = _describe(pipe, timings, requests_df)
     stacks = _stack_summary(sampler, timings, pipe.stage_names, requests_df, stages_df)
@@ -219,32 +286,57 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
     trace_path, trace_meta = None, None
     if traced and status == STATUS_COMPLETE:
         try:
-            trace_path, trace_meta = _traced_run(pipe, items, traced, progress, cancel, plan.trace_options, timeout_s)
+            trace_path, trace_meta = _traced_run(
+                pipe, items, traced, progress, cancel, plan.trace_options, timeout_s
+            )
             if scratch is not None:
                 scratch.append(trace_path.parent)
         except KeyboardInterrupt:  # the timing run is kept; _traced_run removed its scratch folder
             status = STATUS_INTERRUPTED
-        except TracedTimeout as stop:  # the timing run is kept; the traced run's failure is recorded
+        except (
+            TracedTimeout
+        ) as stop:  # the timing run is kept; the traced run's failure is recorded
             status = STATUS_TIMEOUT
-            trace_meta = {"requests": traced, "failed_requests": 1, "stopped_by": "timeout",
-                          "failures": failure_records([stop.failure])}
+            trace_meta = {
+                "requests": traced,
+                "failed_requests": 1,
+                "stopped_by": "timeout",
+                "failures": failure_records([stop.failure]),
+            }
     env = environment(cfg)
     n_measured = len(timings) - min(warmup, len(timings))
     quantization = quantization_meta(pipe)
     meta = RunMeta(
-        kind="profile", pipeline=pipe.name, description=pipe.description, stages=list(pipe.stage_names),
-        config=Config.from_dict(cfg.to_dict()), env=Env.from_dict(env), created=started.isoformat(),
-        timing=Timing(warmup=warmup, requests=n_measured, clock="time.perf_counter_ns",
-                      sync=sync if cfg.is_cuda else None, device_timer="cuda_events" if cfg.is_cuda else None,
-                      requests_asked=requests, max_duration_s=max_duration_s,
-                      stopped_by=(("requests" if n_measured >= requests else "max_duration_s")
-                                  if status == STATUS_COMPLETE else status)),
+        kind="profile",
+        pipeline=pipe.name,
+        description=pipe.description,
+        stages=list(pipe.stage_names),
+        config=Config.from_dict(cfg.to_dict()),
+        env=Env.from_dict(env),
+        created=started.isoformat(),
+        timing=Timing(
+            warmup=warmup,
+            requests=n_measured,
+            clock="time.perf_counter_ns",
+            sync=sync if cfg.is_cuda else None,
+            device_timer="cuda_events" if cfg.is_cuda else None,
+            requests_asked=requests,
+            max_duration_s=max_duration_s,
+            stopped_by=(
+                ("requests" if n_measured >= requests else "max_duration_s")
+                if status == STATUS_COMPLETE
+                else status
+            ),
+        ),
         trace=TraceInfo.from_dict(trace_meta) if trace_meta is not None else None,
         fingerprint=Fingerprint.from_dict(run_fingerprint(pipe, plan.target, plan.threads, env)),
-        noise=Noise.from_dict(noise), status=status,
+        noise=Noise.from_dict(noise),
+        status=status,
         quantization=Quantization.from_dict(quantization) if quantization is not None else None,
-        memory=Memory.from_dict(memory.summary()), stage_roles=dict(pipe.stage_roles),
-        attributes=Attributes.from_dict(attributes) if attributes is not None else None, stacks=stacks,
+        memory=Memory.from_dict(memory.summary()),
+        stage_roles=dict(pipe.stage_roles),
+        attributes=Attributes.from_dict(attributes) if attributes is not None else None,
+        stacks=stacks,
         cold_start=ColdStart.from_dict(_cold_start(plan.build_ns, timings)),
     )
     run = Run(meta=meta, requests=requests_df, stages=stages_df, trace_path=trace_path)
@@ -258,8 +350,13 @@ def quantization_meta(pipe: Pipeline) -> dict[str, Any] | None:
     if pipe.config.precision != "int8":
         return None
     reports = list(getattr(pipe, "quantization", []) or [])
-    text = "; ".join(r["text"] for r in reports) if reports else (
-        "not recorded: the pipeline did not quantize through workbench.precision.prepare_model")
+    text = (
+        "; ".join(r["text"] for r in reports)
+        if reports
+        else (
+            "not recorded: the pipeline did not quantize through workbench.precision.prepare_model"
+        )
+    )
     return {"models": reports, "text": text}
 
 
@@ -270,26 +367,51 @@ def _torch_threads() -> int | None:
     return torch.get_num_threads() if torch is not None else None
 
 
-def _check_counts(requests: int, warmup: int, traced: int, sync: str, max_duration_s: float | None = None) -> None:
-    for name, value, low in (("requests", requests, 1), ("warmup", warmup, 0), ("traced", traced, 0)):
+def _check_counts(
+    requests: int, warmup: int, traced: int, sync: str, max_duration_s: float | None = None
+) -> None:
+    for name, value, low in (
+        ("requests", requests, 1),
+        ("warmup", warmup, 0),
+        ("traced", traced, 0),
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
     if sync not in SYNC_POLICIES:
         raise ConfigError(f"sync must be one of {', '.join(SYNC_POLICIES)}, got {sync!r}")
-    if max_duration_s is not None and (isinstance(max_duration_s, bool) or not isinstance(max_duration_s, (int, float))
-                                       or not max_duration_s > 0):
-        raise ConfigError(f"max_duration_s must be a number of seconds > 0 or None, got {max_duration_s!r}")
+    if max_duration_s is not None and (
+        isinstance(max_duration_s, bool)
+        or not isinstance(max_duration_s, (int, float))
+        or not max_duration_s > 0
+    ):
+        raise ConfigError(
+            f"max_duration_s must be a number of seconds > 0 or None, got {max_duration_s!r}"
+        )
 
 
 def next_batch(items, batch_size: int, pipe_name: str) -> list:
     batch = list(itertools.islice(items, batch_size))
     if len(batch) < batch_size:
-        raise PipelineError(f"pipeline {pipe_name!r}: item source ran out (got {len(batch)} of {batch_size} items)")
+        raise PipelineError(
+            f"pipeline {pipe_name!r}: item source ran out (got {len(batch)} of {batch_size} items)"
+        )
     return batch
 
 
-def _timing_run(pipe, items, total, sync, clock, progress, cancel, warmup=0, deadline_ns=None, timeout_s=None,
-                memory=None, sampler=None) -> tuple[list[RequestTiming], str]:
+def _timing_run(
+    pipe,
+    items,
+    total,
+    sync,
+    clock,
+    progress,
+    cancel,
+    warmup=0,
+    deadline_ns=None,
+    timeout_s=None,
+    memory=None,
+    sampler=None,
+) -> tuple[list[RequestTiming], str]:
     """Warm-up then measured requests; measuring stops early once ``deadline_ns`` of measured time passed.
 
     Returns the timings and the run's status: "complete"; "incomplete: timeout" when a request
@@ -302,20 +424,39 @@ def _timing_run(pipe, items, total, sync, clock, progress, cancel, warmup=0, dea
 
     names, fns = pipe.stage_names, [s.fn for s in pipe.stages]
     gc_probe = GcProbe(clock)
-    if pipe.config.is_cuda:  # GC pauses and describe= are host-side observations of the CPU path only
+    if (
+        pipe.config.is_cuda
+    ):  # GC pauses and describe= are host-side observations of the CPU path only
         run_one = functools.partial(CudaStageTimer(len(fns), sync, clock).time_request, names, fns)
-        run_one = first_request_checked(run_one, run_one, pipe)  # options only: CUDA timing keeps no outputs
+        run_one = first_request_checked(
+            run_one, run_one, pipe
+        )  # options only: CUDA timing keeps no outputs
     else:
         describe = {i: s.describe for i, s in enumerate(pipe.stages) if s.describe is not None}
-        run_one = functools.partial(time_request, names, fns, clock=clock, gc_probe=gc_probe, describe=describe)
+        run_one = functools.partial(
+            time_request, names, fns, clock=clock, gc_probe=gc_probe, describe=describe
+        )
         # the first request keeps every output: a generator stage and an unread --option are refused
-        run_one = first_request_checked(run_one, functools.partial(
-            time_request, names, fns, clock=clock, gc_probe=gc_probe, keep=frozenset(range(len(fns))),
-            describe=describe), pipe)
+        run_one = first_request_checked(
+            run_one,
+            functools.partial(
+                time_request,
+                names,
+                fns,
+                clock=clock,
+                gc_probe=gc_probe,
+                keep=frozenset(range(len(fns))),
+                describe=describe,
+            ),
+            pipe,
+        )
     out: list[RequestTiming] = []
     measured_from = None
-    with gc_probe, sampler or contextlib.nullcontext(), guarded(run_one, names, timeout_s, clock=clock,
-                                                                 cancel=cancel) as call:
+    with (
+        gc_probe,
+        sampler or contextlib.nullcontext(),
+        guarded(run_one, names, timeout_s, clock=clock, cancel=cancel) as call,
+    ):
         try:
             if memory is not None:
                 memory.observe(0)
@@ -324,7 +465,11 @@ def _timing_run(pipe, items, total, sync, clock, progress, cancel, warmup=0, dea
                     raise Cancelled(f"cancelled after {i} of {total} requests")
                 if i == warmup and deadline_ns is not None:
                     measured_from = clock()
-                if measured_from is not None and i > warmup and clock() - measured_from >= deadline_ns:
+                if (
+                    measured_from is not None
+                    and i > warmup
+                    and clock() - measured_from >= deadline_ns
+                ):
                     break
                 out.append(call(next_batch(items, pipe.config.batch_size, pipe.name)))
                 out[-1].output = None  # the pipeline's answer is not the run's to keep
@@ -339,22 +484,32 @@ def _timing_run(pipe, items, total, sync, clock, progress, cancel, warmup=0, dea
     return out, STATUS_COMPLETE
 
 
-def _tables(timings: list[RequestTiming], names: list[str], warmup: int, batch_size: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _tables(
+    timings: list[RequestTiming], names: list[str], warmup: int, batch_size: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Requests and stages tables, times relative to the first request's start (one builder: workbench.record)."""
     origin = timings[0].start_ns if timings else 0
     req_rows, st_rows, gc_ns = [], [], []
     for i, t in enumerate(timings):
-        req_rows.append(request_row(i, i < warmup, t.start_ns - origin, t.end_ns - t.start_ns, t.failure, batch_size))
+        req_rows.append(
+            request_row(
+                i, i < warmup, t.start_ns - origin, t.end_ns - t.start_ns, t.failure, batch_size
+            )
+        )
         rows = stage_rows(i, t, names, origin)
         st_rows += rows
         gc_ns += (t.stage_gc_ns or [None] * len(rows))[: len(rows)]
     requests, stages = build_tables(req_rows, st_rows)
     if any(v is not None for v in gc_ns):
-        stages["gc_ns"] = pd.array(gc_ns, dtype="Int64")  # GC pause time inside the stage (workbench.gcprobe)
+        stages["gc_ns"] = pd.array(
+            gc_ns, dtype="Int64"
+        )  # GC pause time inside the stage (workbench.gcprobe)
     return requests, stages
 
 
-def _describe(pipe: Pipeline, timings: list[RequestTiming], requests: pd.DataFrame) -> dict[str, Any] | None:
+def _describe(
+    pipe: Pipeline, timings: list[RequestTiming], requests: pd.DataFrame
+) -> dict[str, Any] | None:
     """The ``describe=`` numbers each request recorded (``workbench.timing``: called inside the request after
     its last clock read, the output released at once), as ``attr.<name>`` float columns of ``requests``.
 
@@ -380,8 +535,13 @@ def _describe(pipe: Pipeline, timings: list[RequestTiming], requests: pd.DataFra
     return {"names": sorted(columns), "stages": by_stage, "errors": errors}
 
 
-def _stack_summary(sampler, timings: list[RequestTiming], names: list[str], requests: pd.DataFrame,
-                   stages: pd.DataFrame) -> dict[str, Any] | None:
+def _stack_summary(
+    sampler,
+    timings: list[RequestTiming],
+    names: list[str],
+    requests: pd.DataFrame,
+    stages: pd.DataFrame,
+) -> dict[str, Any] | None:
     """The sampled stacks of the slow requests against the median ones (``workbench.analysis.stacks``)."""
     if sampler is None:
         return None
@@ -389,17 +549,26 @@ def _stack_summary(sampler, timings: list[RequestTiming], names: list[str], requ
     from .sampling import assign
 
     got = assign(sampler, timings, names)
-    return stack_summary(samples_frame(got.request, got.stage, got.stack), got.stacks, requests, stages, names,
-                         interval_s=got.interval_s, unassigned=got.unassigned)
+    return stack_summary(
+        samples_frame(got.request, got.stage, got.stack),
+        got.stacks,
+        requests,
+        stages,
+        names,
+        interval_s=got.interval_s,
+        unassigned=got.unassigned,
+    )
 
 
 def _cold_start(build_ns: int | None, timings: list[RequestTiming]) -> dict[str, Any]:
     """Cold start, reported apart from the warm budget: building the pipeline (factory, model load,
     quantization, any compile it does) and the first request."""
     first = timings[0] if timings else None
-    return {"build_ms": None if build_ns is None else ns_to_ms(build_ns),
-            "first_request_ms": None if first is None else ns_to_ms(first.end_ns - first.start_ns),
-            "first_request_ok": None if first is None else first.failure is None}
+    return {
+        "build_ms": None if build_ns is None else ns_to_ms(build_ns),
+        "first_request_ms": None if first is None else ns_to_ms(first.end_ns - first.start_ns),
+        "first_request_ok": None if first is None else first.failure is None,
+    }
 
 
 class TracedTimeout(Exception):
@@ -410,8 +579,15 @@ class TracedTimeout(Exception):
         self.failure = failure
 
 
-def _traced_run(pipe: Pipeline, items, n: int, progress, cancel,
-                options: TraceOptions = TraceOptions(), timeout_s: float | None = None) -> tuple[Path, dict[str, Any]]:
+def _traced_run(
+    pipe: Pipeline,
+    items,
+    n: int,
+    progress,
+    cancel,
+    options: TraceOptions = TraceOptions(),
+    timeout_s: float | None = None,
+) -> tuple[Path, dict[str, Any]]:
     """Run n requests (after one profiler warm-up request) under torch.profiler; return the trace file.
 
     The scratch folder is removed when the run ends by any exception (Ctrl-C, cancel, an error):
@@ -456,8 +632,11 @@ def _alarm(timeout_s: float | None):
     that never returns to the interpreter cannot be stopped. Elsewhere (an explorer's worker thread,
     Windows) the alarm does nothing and the explorer's job queue abandons the run instead.
     """
-    usable = (timeout_s is not None and hasattr(signal, "setitimer")
-              and threading.current_thread() is threading.main_thread())
+    usable = (
+        timeout_s is not None
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
     if not usable:
         yield _Alarm(timeout_s, False)
         return
@@ -473,14 +652,26 @@ def _alarm(timeout_s: float | None):
         signal.signal(signal.SIGALRM, previous)
 
 
-def _traced_requests(pipe: Pipeline, items, n: int, progress, cancel, out_dir: Path,
-                     options: TraceOptions = TraceOptions(),
-                     alarm: _Alarm | None = None) -> tuple[Path, dict[str, Any]]:
+def _traced_requests(
+    pipe: Pipeline,
+    items,
+    n: int,
+    progress,
+    cancel,
+    out_dir: Path,
+    options: TraceOptions = TraceOptions(),
+    alarm: _Alarm | None = None,
+) -> tuple[Path, dict[str, Any]]:
     from .device import quiet_profiler
 
     torch = require_torch()
     quiet_profiler()
-    from torch.profiler import ProfilerActivity, record_function, schedule, tensorboard_trace_handler
+    from torch.profiler import (
+        ProfilerActivity,
+        record_function,
+        schedule,
+        tensorboard_trace_handler,
+    )
 
     cuda = pipe.config.is_cuda
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
@@ -492,7 +683,9 @@ def _traced_requests(pipe: Pipeline, items, n: int, progress, cancel, out_dir: P
         activities=activities,
         schedule=schedule(wait=0, warmup=1, active=n, repeat=1),
         on_trace_ready=tensorboard_trace_handler(str(out_dir), use_gzip=True),
-        with_stack=options.stacks, record_shapes=options.shapes, with_modules=options.modules,
+        with_stack=options.stacks,
+        record_shapes=options.shapes,
+        with_modules=options.modules,
     ) as prof:
         for i in range(n + 1):
             if cancel is not None and cancel.is_set():
@@ -505,11 +698,20 @@ def _traced_requests(pipe: Pipeline, items, n: int, progress, cancel, out_dir: P
                         out = fn(out)
                     alarm.stop()
                 except _StageAlarm:
-                    raise TracedTimeout(StageFailure(name, TIMEOUT, f"stage {name!r} of the traced run ran past the "
-                                                     f"timeout of {alarm.seconds:g} s", None)) from None
+                    raise TracedTimeout(
+                        StageFailure(
+                            name,
+                            TIMEOUT,
+                            f"stage {name!r} of the traced run ran past the "
+                            f"timeout of {alarm.seconds:g} s",
+                            None,
+                        )
+                    ) from None
                 except KeyboardInterrupt:
                     raise
-                except BaseException as exc:  # recorded like the timing run's failures (sys.exit too)
+                except (
+                    BaseException
+                ) as exc:  # recorded like the timing run's failures (sys.exit too)
                     alarm.stop()
                     failures.append(StageFailure.from_exception(name, exc))
                     break
@@ -522,10 +724,17 @@ def _traced_requests(pipe: Pipeline, items, n: int, progress, cancel, out_dir: P
     if not files:
         raise PipelineError("torch.profiler wrote no trace file")
     activity_names = ["cpu"] + (["cuda"] if cuda else [])
-    return files[-1], {"requests": n, "profiler_warmup": 1, "activities": activity_names,
-                       "failed_requests": len(failures), "failures": failure_records(failures),
-                       "with_stack": options.stacks, "record_shapes": options.shapes, "with_modules": options.modules,
-                       "memory_by_stage": memory.summary()}
+    return files[-1], {
+        "requests": n,
+        "profiler_warmup": 1,
+        "activities": activity_names,
+        "failed_requests": len(failures),
+        "failures": failure_records(failures),
+        "with_stack": options.stacks,
+        "record_shapes": options.shapes,
+        "with_modules": options.modules,
+        "memory_by_stage": memory.summary(),
+    }
 
 
 def failure_records(failures: list[StageFailure]) -> list[dict[str, Any]]:
@@ -534,7 +743,10 @@ def failure_records(failures: list[StageFailure]) -> list[dict[str, Any]]:
     for f in failures:
         key = (f.stage, f.error_type, f.message, f.where)
         counts[key] = counts.get(key, 0) + 1
-    return [{"stage": s, "type": t, "message": m, "where": w, "count": c} for (s, t, m, w), c in counts.items()]
+    return [
+        {"stage": s, "type": t, "message": m, "where": w, "count": c}
+        for (s, t, m, w), c in counts.items()
+    ]
 
 
 def environment(config: PipelineConfig) -> dict[str, Any]:
@@ -553,5 +765,7 @@ def environment(config: PipelineConfig) -> dict[str, Any]:
     }
     if config.is_cuda:
         env["cuda"] = torch.version.cuda
-        env["gpu_capability"] = ".".join(map(str, torch.cuda.get_device_capability(torch.device(config.device))))
+        env["gpu_capability"] = ".".join(
+            map(str, torch.cuda.get_device_capability(torch.device(config.device)))
+        )
     return env

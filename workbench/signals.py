@@ -12,6 +12,7 @@ Ctrl-C (``load --url``) routes SIGTERM to the same drain and calls
 reports which one stopped it. Only the main thread can install a handler; elsewhere (a notebook's
 worker thread) nothing changes.
 """
+
 from __future__ import annotations
 
 import signal

@@ -18,6 +18,7 @@ Synchronization policy on CUDA (``sync``):
 The instrumentation costs two clock reads and two list appends per stage
 (``benchmarks/bench_overhead.py`` measures it).
 """
+
 from __future__ import annotations
 
 import time
@@ -60,15 +61,27 @@ class RequestTiming:
     failure: StageFailure | None
     output: Any = None
     stage_gc_ns: list[int] | None = None  # GC pause time inside each stage (a GcProbe was given)
-    kept: dict[int, Any] | None = None  # outputs of the stages asked for (``keep``): the first request's checks
+    kept: dict[int, Any] | None = (
+        None  # outputs of the stages asked for (``keep``): the first request's checks
+    )
     attributes: dict[int, dict[str, float]] | None = None  # stage index -> its describe= numbers
-    attribute_errors: dict[int, str] | None = None  # stage index -> "Type: message" of a describe= that raised
+    attribute_errors: dict[int, str] | None = (
+        None  # stage index -> "Type: message" of a describe= that raised
+    )
 
 
-def time_request(names: Sequence[str], fns: Sequence[Callable], batch: Any, clock: Clock = time.perf_counter_ns,
-                 *, starts: list[int] | None = None, ends: list[int] | None = None, gc_probe: Any = None,
-                 keep: frozenset[int] = frozenset(),
-                 describe: Mapping[int, Callable[[Any], Any]] | None = None) -> RequestTiming:
+def time_request(
+    names: Sequence[str],
+    fns: Sequence[Callable],
+    batch: Any,
+    clock: Clock = time.perf_counter_ns,
+    *,
+    starts: list[int] | None = None,
+    ends: list[int] | None = None,
+    gc_probe: Any = None,
+    keep: frozenset[int] = frozenset(),
+    describe: Mapping[int, Callable[[Any], Any]] | None = None,
+) -> RequestTiming:
     """Run the stages on one batch on the host, timing each (ns); a raising stage ends the request.
 
     Any exception from a stage, ``SystemExit`` included, is that request's
@@ -85,7 +98,9 @@ def time_request(names: Sequence[str], fns: Sequence[Callable], batch: Any, cloc
     stay (``attributes``; a describe that raises is in ``attribute_errors``).
     """
     if gc_probe is not None or keep or describe:
-        return _time_request_observed(names, fns, batch, clock, starts, ends, gc_probe, keep, describe or {})
+        return _time_request_observed(
+            names, fns, batch, clock, starts, ends, gc_probe, keep, describe or {}
+        )
     starts = [] if starts is None else starts
     ends = [] if ends is None else ends
     out = batch
@@ -104,7 +119,9 @@ def time_request(names: Sequence[str], fns: Sequence[Callable], batch: Any, cloc
     return RequestTiming(t0, clock(), starts, ends, None, None, out)
 
 
-def _time_request_observed(names, fns, batch, clock, starts, ends, gc_probe, keep, describe) -> RequestTiming:
+def _time_request_observed(
+    names, fns, batch, clock, starts, ends, gc_probe, keep, describe
+) -> RequestTiming:
     """:func:`time_request` that also reads GC pauses per stage, keeps chosen outputs and describes others
     (kept apart so the plain path stays two clock reads per stage)."""
     starts = [] if starts is None else starts
@@ -125,19 +142,42 @@ def _time_request_observed(names, fns, batch, clock, starts, ends, gc_probe, kee
             gc_ns.append(gc_probe.pause_ns - paused if gc_probe is not None else 0)
             failure = StageFailure.from_exception(names[i], exc)
             t1 = clock()
-            return _described(RequestTiming(t0, t1, starts, ends, None, failure, None,
-                                             gc_ns if gc_probe is not None else None), kept, keep, describe)
+            return _described(
+                RequestTiming(
+                    t0,
+                    t1,
+                    starts,
+                    ends,
+                    None,
+                    failure,
+                    None,
+                    gc_ns if gc_probe is not None else None,
+                ),
+                kept,
+                keep,
+                describe,
+            )
         ends.append(clock())
         gc_ns.append(gc_probe.pause_ns - paused if gc_probe is not None else 0)
         if i in keep or i in describe:
             kept[i] = out
     t1 = clock()
-    return _described(RequestTiming(t0, t1, starts, ends, None, None, out, gc_ns if gc_probe is not None else None),
-                      kept, keep, describe)
+    return _described(
+        RequestTiming(
+            t0, t1, starts, ends, None, None, out, gc_ns if gc_probe is not None else None
+        ),
+        kept,
+        keep,
+        describe,
+    )
 
 
-def _described(timing: RequestTiming, held: dict[int, Any], keep: frozenset[int],
-               describe: Mapping[int, Callable]) -> RequestTiming:
+def _described(
+    timing: RequestTiming,
+    held: dict[int, Any],
+    keep: frozenset[int],
+    describe: Mapping[int, Callable],
+) -> RequestTiming:
     """``timing`` with the numbers of each held output's ``describe=`` and the outputs ``keep`` asks for;
     every other output is released here, before the next request."""
     numbers: dict[int, dict[str, float]] = {}
@@ -148,10 +188,16 @@ def _described(timing: RequestTiming, held: dict[int, Any], keep: frozenset[int]
         if i in describe:
             try:
                 numbers[i] = {str(k): float(v) for k, v in dict(describe[i](value)).items()}
-            except Exception as exc:  # a broken describe= loses its attribute, never the request; it is reported
+            except (
+                Exception
+            ) as exc:  # a broken describe= loses its attribute, never the request; it is reported
                 errors[i] = f"{type(exc).__name__}: {exc}"
         del value
-    timing.kept, timing.attributes, timing.attribute_errors = kept or None, numbers or None, errors or None
+    timing.kept, timing.attributes, timing.attribute_errors = (
+        kept or None,
+        numbers or None,
+        errors or None,
+    )
     return timing
 
 
@@ -164,12 +210,22 @@ class CudaStageTimer:
         if sync not in SYNC_POLICIES:
             raise ConfigError(f"sync must be one of {', '.join(SYNC_POLICIES)}, got {sync!r}")
         self._torch = torch
-        self._events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n_stages)]
+        self._events = [
+            (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+            for _ in range(n_stages)
+        ]
         self._sync_each = sync == "stage"
         self._clock = clock
 
-    def time_request(self, names: Sequence[str], fns: Sequence[Callable], batch: Any,
-                     *, starts: list[int] | None = None, ends: list[int] | None = None) -> RequestTiming:
+    def time_request(
+        self,
+        names: Sequence[str],
+        fns: Sequence[Callable],
+        batch: Any,
+        *,
+        starts: list[int] | None = None,
+        ends: list[int] | None = None,
+    ) -> RequestTiming:
         """As :func:`time_request`, with device times (ns) from CUDA events."""
         clock, sync = self._clock, self._torch.cuda.synchronize
         starts = [] if starts is None else starts

@@ -13,6 +13,7 @@ configuration (the rounds a run of ``--requests N`` would have made), for each
 with 95 % Wilson intervals. Same samples, so the differences between lengths are
 not run-to-run noise. A diagnostic for choosing the default length, not a test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,12 +43,27 @@ def collect(args) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     build, base = slow_factory(args.example, args.stage), PipelineConfig(threads=1)
     calibrate(build, args.stage, 600, base)
-    (args.out / "info.json").write_text(json.dumps({"example": args.example, "stage": args.stage,
-                                                    "requests": args.requests, "scale": build.scale}))
+    (args.out / "info.json").write_text(
+        json.dumps(
+            {
+                "example": args.example,
+                "stage": args.stage,
+                "requests": args.requests,
+                "scale": build.scale,
+            }
+        )
+    )
     for seed in range(args.reps):
         for arm, factor in ARMS.items():
-            c = compare(build, [{"slow": 1.0}, {"slow": factor}], base=base, requests=args.requests, warmup=10,
-                        seed=seed, noise_probe=False)
+            c = compare(
+                build,
+                [{"slow": 1.0}, {"slow": factor}],
+                base=base,
+                requests=args.requests,
+                warmup=10,
+                seed=seed,
+                noise_probe=False,
+            )
             c.samples.to_parquet(args.out / f"{arm}-{seed:03d}.parquet")
         print(f"seed {seed} done", flush=True)
 
@@ -61,20 +77,28 @@ def judge(args) -> None:
             arm = path.stem.split("-")[0]
             samples = pd.read_parquet(path)
             samples = samples[samples["request"] < n]
-            names = [c for c in samples.columns if c not in ("config", "round", "request", "ok", "error_type",
-                                                             "end_to_end")]
+            names = [
+                c
+                for c in samples.columns
+                if c not in ("config", "round", "request", "ok", "error_type", "end_to_end")
+            ]
             r = paired_comparison(samples, names, seed=int(path.stem.split("-")[1]))
             entries = [*r["stages"], r["end_to_end"]]
             if arm == "aa":
                 counts[arm][0] += any(e["verdict"] in DECISIVE for e in entries)
             else:
-                counts[arm][0] += next(e for e in entries if e["name"] == stage)["verdict"] == "slower"
+                counts[arm][0] += (
+                    next(e for e in entries if e["name"] == stage)["verdict"] == "slower"
+                )
             counts[arm][1] += 1
         for arm, (k, reps) in counts.items():
             lo, hi = wilson(k, reps)
             what = "false alarms" if arm == "aa" else f"{stage} found slower"
-            print(f"{info['example']} requests {n:>5} ({n // BLOCK} rounds): {what:<22} {k}/{reps} "
-                  f"[{100 * lo:.1f}, {100 * hi:.1f}] %", flush=True)
+            print(
+                f"{info['example']} requests {n:>5} ({n // BLOCK} rounds): {what:<22} {k}/{reps} "
+                f"[{100 * lo:.1f}, {100 * hi:.1f}] %",
+                flush=True,
+            )
 
 
 def main() -> int:

@@ -35,6 +35,7 @@ default: with several, the previous batch's end is not when one became free.
 
 Pure: pandas/numpy in, numbers out.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -45,7 +46,9 @@ import pandas as pd
 
 from workbench.errors import ConfigError
 
-RESPONSE_WINDOW_NS = 200_000  # a batch starting this soon after the one before overlaps its responses being sent
+RESPONSE_WINDOW_NS = (
+    200_000  # a batch starting this soon after the one before overlaps its responses being sent
+)
 
 
 @dataclass(frozen=True)
@@ -69,17 +72,30 @@ def batch_features(requests: pd.DataFrame) -> pd.DataFrame:
     need = ("batch", "ok", "arrival_ns", "batch_wait_ns", "queue_wait_ns", "service_ns")
     missing = [c for c in need if c not in requests.columns]
     if missing:
-        raise ConfigError(f"contention fit needs load or served runs; requests table lacks {missing}")
+        raise ConfigError(
+            f"contention fit needs load or served runs; requests table lacks {missing}"
+        )
     req = requests[requests["batch"] >= 0]
     ok = req.groupby("batch")["ok"].all()
     req = req[req["batch"].isin(ok[ok].index)]
     close = req["arrival_ns"] + req["batch_wait_ns"]
-    b = (req.assign(close_ns=close, start_ns=close + req["queue_wait_ns"]).groupby("batch")
-         .agg(size=("batch", "size"), close_ns=("close_ns", "max"), start_ns=("start_ns", "first"),
-              service_ns=("service_ns", "first"))
-         .sort_values("start_ns").reset_index(drop=True))
+    b = (
+        req.assign(close_ns=close, start_ns=close + req["queue_wait_ns"])
+        .groupby("batch")
+        .agg(
+            size=("batch", "size"),
+            close_ns=("close_ns", "max"),
+            start_ns=("start_ns", "first"),
+            service_ns=("service_ns", "first"),
+        )
+        .sort_values("start_ns")
+        .reset_index(drop=True)
+    )
     arrivals = np.sort(requests["arrival_ns"].to_numpy(dtype=np.int64))
-    start, service = b["start_ns"].to_numpy(dtype=np.int64), b["service_ns"].to_numpy(dtype=np.int64)
+    start, service = (
+        b["start_ns"].to_numpy(dtype=np.int64),
+        b["service_ns"].to_numpy(dtype=np.int64),
+    )
     median = b.groupby("size")["service_ns"].transform("median").to_numpy(dtype=np.int64)
     before = np.searchsorted(arrivals, start, side="right")
     end = start + service
@@ -91,7 +107,9 @@ def batch_features(requests: pd.DataFrame) -> pd.DataFrame:
     return b.drop(columns="close_ns").assign(
         arrivals=np.searchsorted(arrivals, end, side="left") - before,
         arrivals_fixed=np.searchsorted(arrivals, start + median, side="left") - before,
-        responses=responses, dispatch_gap_ns=np.maximum(start - ready, 0))
+        responses=responses,
+        dispatch_gap_ns=np.maximum(start - ready, 0),
+    )
 
 
 def service_ranks(features: pd.DataFrame) -> np.ndarray:
@@ -106,7 +124,10 @@ def service_ranks(features: pd.DataFrame) -> np.ndarray:
     if features.empty:
         raise ConfigError("service ranks: no batches")
     by_size = features.groupby("size")["service_ns"]
-    rank, count = by_size.rank(method="average").to_numpy(float), by_size.transform("size").to_numpy(float)
+    rank, count = (
+        by_size.rank(method="average").to_numpy(float),
+        by_size.transform("size").to_numpy(float),
+    )
     return np.where(count > 1, (rank - 1) / np.maximum(count - 1, 1), 0.5)
 
 
@@ -126,23 +147,32 @@ def fit_contention(runs: Iterable, min_batches: int = 5) -> Contention:
     if b.empty:
         raise ConfigError(f"contention fit: no batch size has {min_batches} or more batches")
     sizes = np.sort(b["size"].unique())
-    x = np.column_stack([(b["size"].to_numpy() == s).astype(float) for s in sizes]
-                        + [b["arrivals_fixed"].to_numpy(float), b["responses"].to_numpy(float)])
+    x = np.column_stack(
+        [(b["size"].to_numpy() == s).astype(float) for s in sizes]
+        + [b["arrivals_fixed"].to_numpy(float), b["responses"].to_numpy(float)]
+    )
     coef = np.linalg.lstsq(x, b["service_ns"].to_numpy(float), rcond=None)[0]
     per_arrival, per_response = max(0.0, float(coef[-2])), max(0.0, float(coef[-1]))
-    return Contention(per_arrival, per_response, without_contention(b, per_arrival, per_response), int(len(b)))
+    return Contention(
+        per_arrival, per_response, without_contention(b, per_arrival, per_response), int(len(b))
+    )
 
 
 def base_ns(features: pd.DataFrame, per_arrival_ns: float, per_response_ns: float) -> np.ndarray:
     """Each :func:`batch_features` row's service time minus the given costs, plus its dispatch gap:
     the executor's time per batch as the simulator takes it (int64 ns, >= 1, in row order)."""
-    base = (features["service_ns"].to_numpy(float) - per_arrival_ns * features["arrivals"].to_numpy(float)
-            - per_response_ns * features["responses"].to_numpy(float)
-            + features["dispatch_gap_ns"].to_numpy(float))
+    base = (
+        features["service_ns"].to_numpy(float)
+        - per_arrival_ns * features["arrivals"].to_numpy(float)
+        - per_response_ns * features["responses"].to_numpy(float)
+        + features["dispatch_gap_ns"].to_numpy(float)
+    )
     return np.maximum(np.rint(base), 1.0).astype(np.int64)  # integer ns, at least 1
 
 
-def without_contention(features: pd.DataFrame, per_arrival_ns: float, per_response_ns: float) -> dict[int, np.ndarray]:
+def without_contention(
+    features: pd.DataFrame, per_arrival_ns: float, per_response_ns: float
+) -> dict[int, np.ndarray]:
     """Per batch size, :func:`base_ns` of the :func:`batch_features` rows of that size (int64 ns, row order)."""
     base = base_ns(features, per_arrival_ns, per_response_ns)
     sizes = features["size"].to_numpy()

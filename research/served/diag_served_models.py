@@ -29,6 +29,7 @@ longest batch (service + dispatch gap), ms: where a cell's tail was made.
 
 A diagnostic, not a test: it prints one line per cell and the pass counts.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,9 +43,20 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from research.served.contention import batch_features, fit_contention, service_ranks, without_contention  # noqa: E402
-from research.served.validation import (CALIBRATION_LOADS, cell_runs, contention_costs,  # noqa: E402
-                                        served_models, served_phases, simulate_segments)
+from research.served.contention import (  # noqa: E402
+    batch_features,
+    fit_contention,
+    service_ranks,
+    without_contention,
+)
+from research.served.validation import (  # noqa: E402
+    CALIBRATION_LOADS,
+    cell_runs,
+    contention_costs,
+    served_models,
+    served_phases,
+    simulate_segments,
+)
 from validate_batching import GOALS  # noqa: E402
 from workbench.batching.policy import BatchPolicy  # noqa: E402
 from workbench.batching.service_model import ServiceModel, service_model_from_runs  # noqa: E402
@@ -70,7 +82,11 @@ def parse_tag(tag: str) -> tuple[str, BatchPolicy, float]:
 def base_ranks(runs, costs: dict) -> np.ndarray:
     """Rank sequence of ``runs``' batches (in run order, then start order) after the contention costs."""
     f = pd.concat([batch_features(r.requests) for r in runs], ignore_index=True)
-    base = f["service_ns"] - costs["per_arrival_ns"] * f["arrivals"] - costs["per_response_ns"] * f["responses"]
+    base = (
+        f["service_ns"]
+        - costs["per_arrival_ns"] * f["arrivals"]
+        - costs["per_response_ns"] * f["responses"]
+    )
     return service_ranks(f.assign(service_ns=base))
 
 
@@ -83,11 +99,16 @@ def halves(measured: list) -> dict:
     """The live run against itself: per quantile, the larger relative difference of two splits of the segments
     (first half vs second, even vs odd), and whether both are within the goals."""
     half = len(measured) // 2
-    splits = [(batcher_ns(a), batcher_ns(b)) for a, b in
-              ((measured[:half], measured[half:]), (measured[0::2], measured[1::2]))]
+    splits = [
+        (batcher_ns(a), batcher_ns(b))
+        for a, b in ((measured[:half], measured[half:]), (measured[0::2], measured[1::2]))
+    ]
     out = {}
     for q, pct in (("p50", 50), ("p99", 99)):
-        diffs = [(np.percentile(a, pct) - np.percentile(b, pct)) / np.percentile(b, pct) for a, b in splits]
+        diffs = [
+            (np.percentile(a, pct) - np.percentile(b, pct)) / np.percentile(b, pct)
+            for a, b in splits
+        ]
         worst = max(diffs, key=abs)
         out[f"halves_{q}"] = (float(worst), all(abs(d) <= GOALS[q] for d in diffs))
     return out
@@ -102,17 +123,29 @@ def cell(root: Path, tag: str, threaded: ServiceModel, replications: int) -> dic
     phases = served_phases(calibration, fitted)
     models = served_models(example, threaded, load, calibration, by_load, fitted, phases)
     own_features = pd.concat([batch_features(r.requests) for r in measured], ignore_index=True)
-    own = {b: np.sort(v) for b, v in without_contention(own_features, 0.0, 0.0).items()}  # service + dispatch gap
+    own = {
+        b: np.sort(v) for b, v in without_contention(own_features, 0.0, 0.0).items()
+    }  # service + dispatch gap
     oracle = ServiceModel.from_samples({**models["matched"].samples, **own}, pipeline=example)
-    own_ranks = service_ranks(own_features.assign(service_ns=own_features["service_ns"] + own_features["dispatch_gap_ns"]))
+    own_ranks = service_ranks(
+        own_features.assign(service_ns=own_features["service_ns"] + own_features["dispatch_gap_ns"])
+    )
     nearest = by_load[int(np.argmin([abs(load - x) for x in CALIBRATION_LOADS]))]
-    draws = {"contention": (models["contention"], None, None, costs), "matched": (models["matched"], None, None, costs),
-             "phases": (models["phases"], None, phases, costs),
-             "oracle": (oracle, None, None, None), "oracle-seq": (oracle, own_ranks, None, None),
-             "correlated": (models["matched"], base_ranks(nearest, costs), None, costs)}
+    draws = {
+        "contention": (models["contention"], None, None, costs),
+        "matched": (models["matched"], None, None, costs),
+        "phases": (models["phases"], None, phases, costs),
+        "oracle": (oracle, None, None, None),
+        "oracle-seq": (oracle, own_ranks, None, None),
+        "correlated": (models["matched"], base_ranks(nearest, costs), None, costs),
+    }
     live = batcher_ns(measured)
     schedules = [np.sort(r.requests["arrival_ns"].to_numpy(dtype=np.int64)) for r in measured]
-    row = {"tag": tag, "live_p50_ms": np.percentile(live, 50) / 1e6, "live_p99_ms": np.percentile(live, 99) / 1e6}
+    row = {
+        "tag": tag,
+        "live_p50_ms": np.percentile(live, 50) / 1e6,
+        "live_p99_ms": np.percentile(live, 99) / 1e6,
+    }
     row |= halves(measured)
     for name, (model, ranks, speed, model_costs) in draws.items():
         sim = simulate_segments(model, schedules, policy, replications, ranks, speed, model_costs)
@@ -127,9 +160,13 @@ def main() -> int:
     ap.add_argument("work", type=Path)
     ap.add_argument("--cells", default="", help="only cells whose tag contains this")
     ap.add_argument("--replications", type=int, default=20)
-    ap.add_argument("--segments", action="store_true", help="per measured segment: batcher p99, longest batch")
+    ap.add_argument(
+        "--segments", action="store_true", help="per measured segment: batcher p99, longest batch"
+    )
     args = ap.parse_args()
-    tags = sorted(p.name.removeprefix("served-") for p in args.work.glob("served-*") if args.cells in p.name)
+    tags = sorted(
+        p.name.removeprefix("served-") for p in args.work.glob("served-*") if args.cells in p.name
+    )
     if not tags:
         raise SystemExit(f"no served-* folder in {args.work} matching {args.cells!r}")
     if args.segments:
@@ -138,8 +175,10 @@ def main() -> int:
             parts = []
             for run in measured:
                 f = batch_features(run.requests)
-                parts.append(f"{np.percentile(batcher_ns([run]), 99) / 1e6:.1f}/"
-                             f"{(f['service_ns'] + f['dispatch_gap_ns']).max() / 1e6:.1f}")
+                parts.append(
+                    f"{np.percentile(batcher_ns([run]), 99) / 1e6:.1f}/"
+                    f"{(f['service_ns'] + f['dispatch_gap_ns']).max() / 1e6:.1f}"
+                )
             print(f"{tag:<34} p99/longest batch ms per segment: {'  '.join(parts)}")
         return 0
     threaded = {}
@@ -150,12 +189,22 @@ def main() -> int:
         threaded.setdefault(example, threaded_model(args.work, example))
         row = cell(args.work, tag, threaded[example], args.replications)
         rows.append(row)
-        print(f"{tag:<34} {row['live_p50_ms']:7.2f}/{row['live_p99_ms']:<8.2f}  " + "  ".join(
-            f"{row[f'{m}_p50'][0] * 100:+5.0f}{'' if row[f'{m}_p50'][1] else '*'} {row[f'{m}_p99'][0] * 100:+5.0f}"
-            f"{'' if row[f'{m}_p99'][1] else '*'}".rjust(18) for m in COLUMNS), flush=True)
-    print("passed (p50, p99), * marks a miss: " + "; ".join(
-        f"{m} {sum(r[f'{m}_p50'][1] for r in rows)}/{len(rows)}, {sum(r[f'{m}_p99'][1] for r in rows)}/{len(rows)}"
-        for m in COLUMNS))
+        print(
+            f"{tag:<34} {row['live_p50_ms']:7.2f}/{row['live_p99_ms']:<8.2f}  "
+            + "  ".join(
+                f"{row[f'{m}_p50'][0] * 100:+5.0f}{'' if row[f'{m}_p50'][1] else '*'} {row[f'{m}_p99'][0] * 100:+5.0f}"
+                f"{'' if row[f'{m}_p99'][1] else '*'}".rjust(18)
+                for m in COLUMNS
+            ),
+            flush=True,
+        )
+    print(
+        "passed (p50, p99), * marks a miss: "
+        + "; ".join(
+            f"{m} {sum(r[f'{m}_p50'][1] for r in rows)}/{len(rows)}, {sum(r[f'{m}_p99'][1] for r in rows)}/{len(rows)}"
+            for m in COLUMNS
+        )
+    )
     return 0
 
 

@@ -11,6 +11,7 @@ batches that started within ``RESPONSE_WINDOW_NS`` of the previous batch's end
 against the others (service mean, ms) and the fitted contention costs
 (``research/served/contention.py``). A diagnostic, not a test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,18 +46,24 @@ def cell(work: Path, tag: str) -> None:
     for _, name, run in sorted(parts, key=lambda p: p[0]):
         ok = run.requests[run.requests["ok"]]
         span_s = (ok["arrival_ns"].max() - ok["arrival_ns"].min()) / 1e9
-        print(f"{name:<16} {len(ok):>5} requests, {len(ok) / span_s if span_s else 0:7.1f} req/s, "
-              f"service p50 {ok['service_ns'].median() / 1e6:.2f} ms, mean {ok['service_ns'].mean() / 1e6:.2f} ms")
+        print(
+            f"{name:<16} {len(ok):>5} requests, {len(ok) / span_s if span_s else 0:7.1f} req/s, "
+            f"service p50 {ok['service_ns'].median() / 1e6:.2f} ms, mean {ok['service_ns'].mean() / 1e6:.2f} ms"
+        )
         if not name.startswith("client"):
             calibration.append(run)
     features = pd.concat([batch_features(r.requests) for r in calibration], ignore_index=True)
     after = features["responses"] > 0
-    print(f"probe + calibrations: {int(after.sum())} batches started within {RESPONSE_WINDOW_NS // 1000} us of the "
-          f"previous one's end, service mean {features.loc[after, 'service_ns'].mean() / 1e6:.2f} ms; "
-          f"{int((~after).sum())} others, {features.loc[~after, 'service_ns'].mean() / 1e6:.2f} ms")
+    print(
+        f"probe + calibrations: {int(after.sum())} batches started within {RESPONSE_WINDOW_NS // 1000} us of the "
+        f"previous one's end, service mean {features.loc[after, 'service_ns'].mean() / 1e6:.2f} ms; "
+        f"{int((~after).sum())} others, {features.loc[~after, 'service_ns'].mean() / 1e6:.2f} ms"
+    )
     fit = fit_contention(calibration)
-    print(f"fitted: {fit.per_arrival_ns / 1e6:.3f} ms per arrival, {fit.per_response_ns / 1e6:.3f} ms per response "
-          f"({fit.batches} batches)")
+    print(
+        f"fitted: {fit.per_arrival_ns / 1e6:.3f} ms per arrival, {fit.per_response_ns / 1e6:.3f} ms per response "
+        f"({fit.batches} batches)"
+    )
 
 
 def main() -> int:
@@ -64,7 +71,9 @@ def main() -> int:
     ap.add_argument("work", type=Path)
     ap.add_argument("--cells", default="", help="only cells whose tag contains this")
     args = ap.parse_args()
-    tags = sorted(p.name.removeprefix("served-") for p in args.work.glob("served-*") if args.cells in p.name)
+    tags = sorted(
+        p.name.removeprefix("served-") for p in args.work.glob("served-*") if args.cells in p.name
+    )
     if not tags:
         raise SystemExit(f"no served-* folder in {args.work} matching {args.cells!r}")
     for tag in tags:

@@ -27,6 +27,7 @@ run's level holds), for :func:`research.served.simulate.simulate_served`'s
 
 Pure: pandas/numpy in, numbers out.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -68,8 +69,14 @@ class Phases:
         return float(allv.std() / allv.mean())
 
 
-def fit_phases(runs: Iterable, per_arrival_ns: float, per_response_ns: float, *,
-               window_ns: int = WINDOW_NS, min_batches: int = 5) -> Phases:
+def fit_phases(
+    runs: Iterable,
+    per_arrival_ns: float,
+    per_response_ns: float,
+    *,
+    window_ns: int = WINDOW_NS,
+    min_batches: int = 5,
+) -> Phases:
     """Fit window levels and level-free samples over the batches of ``runs`` (load or served runs).
 
     ``per_arrival_ns`` and ``per_response_ns``: the contention costs to take
@@ -85,7 +92,9 @@ def fit_phases(runs: Iterable, per_arrival_ns: float, per_response_ns: float, *,
         if f.empty:
             continue
         base = base_ns(f, per_arrival_ns, per_response_ns)
-        frames.append(f.assign(run=k, base=base, window=(f["start_ns"] - f["start_ns"].iloc[0]) // window_ns))
+        frames.append(
+            f.assign(run=k, base=base, window=(f["start_ns"] - f["start_ns"].iloc[0]) // window_ns)
+        )
     if not frames:
         raise ConfigError("phases: no successful batches in the runs given")
     b = pd.concat(frames, ignore_index=True)
@@ -97,16 +106,19 @@ def fit_phases(runs: Iterable, per_arrival_ns: float, per_response_ns: float, *,
     b = b.assign(ratio=ratio)
     run_level = b.groupby("run")["ratio"].median()
     by_window = b.groupby(["run", "window"])["ratio"].agg(["median", "size"])
-    level = by_window["median"].where(by_window["size"] >= min_batches,
-                                      run_level.reindex(by_window.index.get_level_values("run")).to_numpy())
+    level = by_window["median"].where(
+        by_window["size"] >= min_batches,
+        run_level.reindex(by_window.index.get_level_values("run")).to_numpy(),
+    )
     levels = []
     for run, lv in level.groupby(level="run"):
         windows = lv.index.get_level_values("window").to_numpy()
-        full = np.full(int(windows.max()) + 1, float(run_level[run]))  # windows with no batch: the run's level
+        full = np.full(
+            int(windows.max()) + 1, float(run_level[run])
+        )  # windows with no batch: the run's level
         full[windows] = lv.to_numpy()
         levels.append(full)
     per_batch = level.reindex(pd.MultiIndex.from_arrays([b["run"], b["window"]])).to_numpy()
     base = np.maximum(np.rint(b["base"].to_numpy(float) / per_batch), 1).astype(np.int64)
     sizes = b["size"].to_numpy()
     return Phases(int(window_ns), levels, {int(s): base[sizes == s] for s in np.unique(sizes)})
-

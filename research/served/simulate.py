@@ -21,6 +21,7 @@ With none of them, :func:`simulate_served` gives exactly the package's
 ``simulate`` (``research/tests/test_served_simulate.py`` checks it). The
 conclusions are in ``docs/serving.md`` and ``benchmarks/results/served_models.md``.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -32,16 +33,30 @@ import numpy as np
 from workbench.batching.arrivals import Arrivals
 from workbench.batching.policy import BatchPolicy
 from workbench.batching.service_model import ServiceModel
-from workbench.batching.simulator import (SEED_OFFSET, Simulation, _batch_table, _rate_rps, _request_table,
-                                          _size_tables)
+from workbench.batching.simulator import (
+    SEED_OFFSET,
+    Simulation,
+    _batch_table,
+    _rate_rps,
+    _request_table,
+    _size_tables,
+)
 from workbench.errors import ConfigError
 
 from .contention import RESPONSE_WINDOW_NS
 
 
-def served_batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int, max_wait_ns: int,
-                      concurrency: int, per_arrival_ns: float = 0.0, per_response_ns: float = 0.0,
-                      speed: tuple[float, list] | None = None) -> tuple[list, list, list, list, list]:
+def served_batch_loop(
+    arrivals: list,
+    u: list,
+    tables: list,
+    max_batch_size: int,
+    max_wait_ns: int,
+    concurrency: int,
+    per_arrival_ns: float = 0.0,
+    per_response_ns: float = 0.0,
+    speed: tuple[float, list] | None = None,
+) -> tuple[list, list, list, list, list]:
     """``workbench.batching.simulator.batch_loop`` plus the contention costs and the speed levels:
     per batch (first request index, close, start, end, due), times as floats (ns)."""
     n, b, w = len(arrivals), max_batch_size, max_wait_ns
@@ -56,7 +71,9 @@ def served_batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int
         close = arrivals[i] + w
         if i + b - 1 < n and arrivals[i + b - 1] < close:
             close = arrivals[i + b - 1]
-        dues.append(close)  # when the rule alone would dispatch it; later when the handoff slot is busy
+        dues.append(
+            close
+        )  # when the rule alone would dispatch it; later when the handoff slot is busy
         if close < slot_free:
             close = slot_free
         j = i + 1 if b == 1 else bisect_right(arrivals, close, i, i + b if i + b < n else n)
@@ -95,34 +112,70 @@ def served_batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int
     return firsts, closes, starts, ends, dues
 
 
-def simulate_served(model: ServiceModel, arrivals: Arrivals | np.ndarray, policy: BatchPolicy, *, seed: int = 0,
-                    per_arrival_ns: float = 0.0, per_response_ns: float = 0.0,
-                    ranks: np.ndarray | None = None, speed: tuple[int, np.ndarray] | None = None) -> Simulation:
+def simulate_served(
+    model: ServiceModel,
+    arrivals: Arrivals | np.ndarray,
+    policy: BatchPolicy,
+    *,
+    seed: int = 0,
+    per_arrival_ns: float = 0.0,
+    per_response_ns: float = 0.0,
+    ranks: np.ndarray | None = None,
+    speed: tuple[int, np.ndarray] | None = None,
+) -> Simulation:
     """``workbench.batching.simulator.simulate`` with the contention costs, ``ranks`` and ``speed`` (module docstring)."""
     if not (per_arrival_ns >= 0 and per_response_ns >= 0):
-        raise ConfigError(f"contention costs must be >= 0 ns, got {per_arrival_ns!r} per arrival and "
-                          f"{per_response_ns!r} per response")
+        raise ConfigError(
+            f"contention costs must be >= 0 ns, got {per_arrival_ns!r} per arrival and "
+            f"{per_response_ns!r} per response"
+        )
     model.check(policy.max_batch_size)
-    times = arrivals.times_ns() if isinstance(arrivals, Arrivals) else np.asarray(arrivals, dtype=np.int64)
+    times = (
+        arrivals.times_ns()
+        if isinstance(arrivals, Arrivals)
+        else np.asarray(arrivals, dtype=np.int64)
+    )
     u = draws(np.random.default_rng([seed, SEED_OFFSET]), max(len(times), 1), ranks).tolist()
     if speed is not None:
         window_ns, factors = speed
         factors = np.asarray(factors, dtype=float)
         if window_ns <= 0 or factors.ndim != 1 or not len(factors) or not np.all(factors > 0):
-            raise ConfigError("speed: expected (window_ns > 0, a non-empty 1-d sequence of positive factors)")
+            raise ConfigError(
+                "speed: expected (window_ns > 0, a non-empty 1-d sequence of positive factors)"
+            )
         speed = (float(window_ns), factors.tolist())
     firsts, closes, starts, ends, dues = served_batch_loop(
-        times.tolist(), u, _size_tables(model, policy.max_batch_size), policy.max_batch_size, policy.max_wait_ns,
-        policy.concurrency, per_arrival_ns, per_response_ns, speed)
+        times.tolist(),
+        u,
+        _size_tables(model, policy.max_batch_size),
+        policy.max_batch_size,
+        policy.max_wait_ns,
+        policy.concurrency,
+        per_arrival_ns,
+        per_response_ns,
+        speed,
+    )
     # The package's tables take the due times since its queue accounting (issue 30) splits the wait there.
     with_dues = "dues" in inspect.signature(_batch_table).parameters
     batches = _batch_table(firsts, closes, starts, ends, len(times), *([dues] if with_dues else []))
-    meta = {"seed": seed, "service_model": model.describe(),
-            "per_arrival_ms": per_arrival_ns / 1e6, "per_response_ms": per_response_ns / 1e6,
-            "service_draws": "independent" if ranks is None else f"ranks of {len(ranks)} measured batches",
-            "speed_windows": None if speed is None else len(speed[1])}
-    return Simulation(_request_table(times, batches), batches, policy,
-                      model.capacity_rps(policy.max_batch_size, policy.concurrency), _rate_rps(arrivals, times), meta)
+    meta = {
+        "seed": seed,
+        "service_model": model.describe(),
+        "per_arrival_ms": per_arrival_ns / 1e6,
+        "per_response_ms": per_response_ns / 1e6,
+        "service_draws": "independent"
+        if ranks is None
+        else f"ranks of {len(ranks)} measured batches",
+        "speed_windows": None if speed is None else len(speed[1]),
+    }
+    return Simulation(
+        _request_table(times, batches),
+        batches,
+        policy,
+        model.capacity_rps(policy.max_batch_size, policy.concurrency),
+        _rate_rps(arrivals, times),
+        meta,
+    )
 
 
 def draws(rng: np.random.Generator, n: int, ranks: np.ndarray | None) -> np.ndarray:

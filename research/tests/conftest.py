@@ -1,4 +1,5 @@
 """``python -m pytest research/tests`` from the repository root: ``research`` and ``workbench`` import from there."""
+
 import sys
 from pathlib import Path
 

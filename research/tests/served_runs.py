@@ -1,4 +1,5 @@
 """Stand-ins for load and served runs: the fits read a run's ``requests`` table and nothing else."""
+
 from types import SimpleNamespace
 
 import pandas as pd

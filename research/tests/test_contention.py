@@ -1,4 +1,5 @@
 """The served contention fit: costs per arrival and per response recovered from batches, exactly."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -25,14 +26,34 @@ def served_requests(batches: int = 60) -> pd.DataFrame:
     for i in range(batches):
         size, back_to_back = 1 + i % 3, i % 2 == 1
         extra = 0 if back_to_back else (i // 2) % 4
-        service = BASE_NS[size] + PER_ARRIVAL_NS * extra + (PER_RESPONSE_NS * prev_size if back_to_back else 0)
+        service = (
+            BASE_NS[size]
+            + PER_ARRIVAL_NS * extra
+            + (PER_RESPONSE_NS * prev_size if back_to_back else 0)
+        )
         arrival = -1_000_000_000 - i
         for _ in range(size):
-            rows.append({"batch": i, "ok": True, "arrival_ns": arrival, "batch_wait_ns": start - arrival,
-                         "queue_wait_ns": 0, "service_ns": service})
+            rows.append(
+                {
+                    "batch": i,
+                    "ok": True,
+                    "arrival_ns": arrival,
+                    "batch_wait_ns": start - arrival,
+                    "queue_wait_ns": 0,
+                    "service_ns": service,
+                }
+            )
         for k in range(1, extra + 1):
-            rows.append({"batch": -1, "ok": False, "arrival_ns": start + 10_000 * k, "batch_wait_ns": 0,
-                         "queue_wait_ns": 0, "service_ns": 0})
+            rows.append(
+                {
+                    "batch": -1,
+                    "ok": False,
+                    "arrival_ns": start + 10_000 * k,
+                    "batch_wait_ns": 0,
+                    "queue_wait_ns": 0,
+                    "service_ns": 0,
+                }
+            )
         prev_size = size
         start += service + (100_000 if (i + 1) % 2 == 1 else 5_000_000)
     return pd.DataFrame(rows)
@@ -77,7 +98,9 @@ def test_no_effect_is_a_zero_cost_and_no_batches_is_an_error():
     req = req[req["batch"] >= 0].copy()
     req["service_ns"] = req["batch"].map(lambda i: BASE_NS[1 + i % 3])
     fit = fit_contention(runs_of(req))
-    assert fit.per_arrival_ns == pytest.approx(0.0, abs=1e-3) and fit.per_response_ns == pytest.approx(0.0, abs=1e-3)
+    assert fit.per_arrival_ns == pytest.approx(
+        0.0, abs=1e-3
+    ) and fit.per_response_ns == pytest.approx(0.0, abs=1e-3)
     with pytest.raises(ConfigError, match="no successful batches"):
         fit_contention(runs_of(req.iloc[:0]))
 

@@ -1,4 +1,5 @@
 """Slow phases: window levels and level-free samples fitted exactly, trajectories of whole runs, the simulator's speed."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -25,16 +26,29 @@ def run_of(levels: list[float], per_window: int = 50, base_ns: int = MS, sizes=(
         for k in range(per_window):
             start, size = (w * per_window + k) * 10 * MS, sizes[batch % len(sizes)]
             for _ in range(size):
-                rows.append({"batch": batch, "ok": True, "arrival_ns": start, "batch_wait_ns": 0, "queue_wait_ns": 0,
-                             "service_ns": round(base_ns * size * level)})
+                rows.append(
+                    {
+                        "batch": batch,
+                        "ok": True,
+                        "arrival_ns": start,
+                        "batch_wait_ns": 0,
+                        "queue_wait_ns": 0,
+                        "service_ns": round(base_ns * size * level),
+                    }
+                )
             batch += 1
     return run_of_requests(pd.DataFrame(rows))
 
 
 def test_levels_per_half_second_and_samples_without_them():
     phases = fit_phases([run_of([1.0, 1.0, 2.0]), run_of([1.0, 1.5])], 0.0, 0.0)
-    assert [lv.tolist() for lv in phases.levels] == [[1.0, 1.0, 2.0], [1.0, 1.5]]  # pooled median 1 ms
-    assert phases.samples[1].tolist() == [MS] * 250  # every batch at base once its window's level is out
+    assert [lv.tolist() for lv in phases.levels] == [
+        [1.0, 1.0, 2.0],
+        [1.0, 1.5],
+    ]  # pooled median 1 ms
+    assert (
+        phases.samples[1].tolist() == [MS] * 250
+    )  # every batch at base once its window's level is out
     assert phases.spread() == pytest.approx(np.std([1, 1, 2, 1, 1.5]) / 1.3)
 
 
@@ -42,13 +56,17 @@ def test_levels_are_size_free():
     """A window's level compares each batch with the median of its own size."""
     phases = fit_phases([run_of([1.0, 1.0, 1.25], sizes=(1, 4))], 0.0, 0.0)
     assert phases.levels[0].tolist() == [1.0, 1.0, 1.25]
-    assert sorted(set(phases.samples[1].tolist())) == [MS] and sorted(set(phases.samples[4].tolist())) == [4 * MS]
+    assert sorted(set(phases.samples[1].tolist())) == [MS] and sorted(
+        set(phases.samples[4].tolist())
+    ) == [4 * MS]
 
 
 def test_a_window_with_few_batches_takes_its_runs_level():
     run = run_of([1.0, 3.0, 1.0])
     req = run.requests
-    thin = req[(req["batch"] < 50) | (req["batch"] >= 97)]  # the middle window keeps 3 of its 50 batches
+    thin = req[
+        (req["batch"] < 50) | (req["batch"] >= 97)
+    ]  # the middle window keeps 3 of its 50 batches
     phases = fit_phases([run_of_requests(thin)], 0.0, 0.0, min_batches=5)
     assert phases.levels[0].tolist() == [1.0, 1.0, 1.0]
 
@@ -61,7 +79,13 @@ def test_trajectories_lay_whole_runs_end_to_end():
     for seed in range(20):
         _, f = two.trajectory(5_000 * MS, np.random.default_rng(seed))
         blocks = "".join("a" if x == two.levels[0][0] else "b" for x in f)
-        assert len(f) == 11 and blocks.replace("aaaa", "").replace("bb", "") in ("", "a", "aa", "aaa", "b")
+        assert len(f) == 11 and blocks.replace("aaaa", "").replace("bb", "") in (
+            "",
+            "a",
+            "aa",
+            "aaa",
+            "b",
+        )
 
 
 def test_bad_input_is_refused():

@@ -39,7 +39,16 @@ def test_failed_and_warmup_requests_are_kept_out_of_percentiles(fake_clock):
     assert report["errors"] == {"parse": 0, "forward": 2}
     assert report["warmup"]["count"] == 2
     assert [s["name"] for s in report["stages"]] == ["parse", "forward"]
-    assert set(report["stages"][0]) >= {"name", "count", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms", "share"}
+    assert set(report["stages"][0]) >= {
+        "name",
+        "count",
+        "mean_ms",
+        "p50_ms",
+        "p95_ms",
+        "p99_ms",
+        "max_ms",
+        "share",
+    }
     assert report["config"]["batch_size"] == 1
 
 
@@ -49,11 +58,29 @@ def test_warmup_errors_are_not_counted(fake_clock):
 
 
 def test_device_columns_when_present():
-    requests = pd.DataFrame({"request": [0, 1], "warmup": [False, False], "start_ns": [0, 10], "dur_ns": [10, 12],
-                             "ok": [True, True], "error_stage": [None, None], "error_type": [None, None],
-                             "error_message": [None, None], "batch_size": [1, 1]})
-    stages = pd.DataFrame({"request": [0, 1], "stage": ["forward", "forward"], "stage_index": [0, 0],
-                           "start_ns": [0, 10], "dur_ns": [9, 11], "device_dur_ns": pd.array([4, 6], dtype="Int64")})
+    requests = pd.DataFrame(
+        {
+            "request": [0, 1],
+            "warmup": [False, False],
+            "start_ns": [0, 10],
+            "dur_ns": [10, 12],
+            "ok": [True, True],
+            "error_stage": [None, None],
+            "error_type": [None, None],
+            "error_message": [None, None],
+            "batch_size": [1, 1],
+        }
+    )
+    stages = pd.DataFrame(
+        {
+            "request": [0, 1],
+            "stage": ["forward", "forward"],
+            "stage_index": [0, 0],
+            "start_ns": [0, 10],
+            "dur_ns": [9, 11],
+            "device_dur_ns": pd.array([4, 6], dtype="Int64"),
+        }
+    )
     table = stage_summary(requests, stages, ["forward"])
     assert table.loc[0, "device_mean_ms"] == pytest.approx(5e-6)
     report = budget({"stages": ["forward"]}, requests, stages)

@@ -1,4 +1,5 @@
 """``stage_summary(run)`` and ``budget(run)`` take the run; the piecewise forms warn and agree."""
+
 from __future__ import annotations
 
 import pytest
@@ -27,7 +28,11 @@ def test_stage_summary_takes_the_run(run, recwarn):
 def test_budget_takes_the_run(run, recwarn):
     report = budget(run)
     assert not [w for w in recwarn if issubclass(w.category, DeprecationWarning)]
-    assert report["kind"] == "profile" and report["status"] == "complete" and report["errors"] == {"parse": 0, "forward": 1}
+    assert (
+        report["kind"] == "profile"
+        and report["status"] == "complete"
+        and report["errors"] == {"parse": 0, "forward": 1}
+    )
     assert [s["mean_ms"] for s in report["stages"]] == [0.1, 0.3]
     with pytest.deprecated_call(match=r"budget\(run\)"):
         assert budget(run.meta, run.requests, run.stages) == report

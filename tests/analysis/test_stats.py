@@ -17,11 +17,25 @@ def test_percentiles_interpolate_linearly_between_order_statistics():
 def test_summary_in_milliseconds_exact():
     values = np.arange(1, 101) * 1_000_000  # 1..100 ms in ns
     s = summarize_ns(values)
-    assert s == {"count": 100, "mean_ms": 50.5, "p50_ms": 50.5, "p95_ms": 95.05, "p99_ms": 99.01, "max_ms": 100.0}
+    assert s == {
+        "count": 100,
+        "mean_ms": 50.5,
+        "p50_ms": 50.5,
+        "p95_ms": 95.05,
+        "p99_ms": 99.01,
+        "max_ms": 100.0,
+    }
 
 
 def test_empty_summary_has_none_figures():
-    assert summarize_ns([]) == {"count": 0, "mean_ms": None, "p50_ms": None, "p95_ms": None, "p99_ms": None, "max_ms": None}
+    assert summarize_ns([]) == {
+        "count": 0,
+        "mean_ms": None,
+        "p50_ms": None,
+        "p95_ms": None,
+        "p99_ms": None,
+        "max_ms": None,
+    }
 
 
 def test_p99_confidence_interval_uses_order_statistics():

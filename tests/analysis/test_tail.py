@@ -1,4 +1,5 @@
 """Tail attribution with exact numbers from tables built in code."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -27,20 +28,30 @@ def test_two_slow_requests_in_200_make_the_1pct_tail():
     assert one["count"] == 2 and one["shares"] == {"a": 0.01, "b": 0.99, "unattributed": 0.0}
     five = t["sets"]["slowest_5pct"]
     assert five["count"] == 10
-    assert five["shares"]["a"] == pytest.approx(10 / 216) and five["shares"]["b"] == pytest.approx(206 / 216)
+    assert five["shares"]["a"] == pytest.approx(10 / 216) and five["shares"]["b"] == pytest.approx(
+        206 / 216
+    )
     med = t["sets"]["median"]
     assert med["count"] == 198 and med["shares"] == {"a": 0.5, "b": 0.5, "unattributed": 0.0}
-    assert t["headline"] == "in the slowest 1 %, b holds 99% of the time; in the median request, 50%"
+    assert (
+        t["headline"] == "in the slowest 1 %, b holds 99% of the time; in the median request, 50%"
+    )
     assert [r["name"] for r in t["stages"]] == ["a", "b", "unattributed"]
-    assert t["stages"][1] == {"name": "b", "share_slowest_1pct": 0.99, "share_slowest_5pct": pytest.approx(206 / 216),
-                              "share_median": 0.5}
+    assert t["stages"][1] == {
+        "name": "b",
+        "share_slowest_1pct": 0.99,
+        "share_slowest_5pct": pytest.approx(206 / 216),
+        "share_median": 0.5,
+    }
 
 
 def test_unattributed_glue_is_a_share_and_shares_add_to_one():
     requests, stages = tables([1.0] * 199 + [5.0], glue_ms=2.0)
     t = tail_attribution(requests, stages, ["a", "b"])
     one = t["sets"]["slowest_1pct"]["shares"]
-    assert one == pytest.approx({"a": 2 / 12, "b": 6 / 12, "unattributed": 4 / 12})  # 8 ms + a 4 ms request
+    assert one == pytest.approx(
+        {"a": 2 / 12, "b": 6 / 12, "unattributed": 4 / 12}
+    )  # 8 ms + a 4 ms request
     assert sum(t["sets"]["median"]["shares"].values()) == pytest.approx(1.0)
 
 
@@ -60,7 +71,9 @@ def test_warmup_and_failed_requests_stay_out():
 
 
 def test_slowest_breaks_ties_by_request_and_median_band_is_inclusive():
-    e2e = pd.Series([5, 5, 5, 1, 2, 3, 4, 6, 7, 8], index=pd.Index(range(10), name="request"), name="e2e_ns")
+    e2e = pd.Series(
+        [5, 5, 5, 1, 2, 3, 4, 6, 7, 8], index=pd.Index(range(10), name="request"), name="e2e_ns"
+    )
     assert list(slowest(e2e, 0.25)) == [9, 8, 7]  # ceil(2.5) = 3
     assert list(slowest(e2e, 0.5)) == [9, 8, 7, 0, 1]
     assert list(median_set(e2e)) == [0, 1, 2]  # p40 = 4.6, p60 = 5.0 (linear)
@@ -70,4 +83,8 @@ def test_no_successful_request_gives_an_empty_attribution():
     requests, stages = tables([1.0] * 3)
     requests["ok"] = False
     t = tail_attribution(requests, stages, ["a", "b"])
-    assert t["requests"] == 0 and t["headline"] is None and t["notes"] == ["no successful measured request"]
+    assert (
+        t["requests"] == 0
+        and t["headline"] is None
+        and t["notes"] == ["no successful measured request"]
+    )

@@ -5,8 +5,14 @@ from __future__ import annotations
 import pandas as pd
 
 from tests.support.synthetic import TraceBuilder
-from workbench.analysis.traced_tail import (request_slice, request_windows, slow_minus_median, tail_views,
-                                            traced_sets, views_sentence)
+from workbench.analysis.traced_tail import (
+    request_slice,
+    request_windows,
+    slow_minus_median,
+    tail_views,
+    traced_sets,
+    views_sentence,
+)
 from workbench.runner import DEFAULT_TRACED
 from workbench.trace import load_trace
 
@@ -76,7 +82,9 @@ def launching_requests(tmp_path, durs=DURS):
             corr += 1
         if i == slowest:
             b.runtime("cudaMemcpyAsync", base + 20 * K, 3 * K, correlation=corr)
-            b.memcpy("Memcpy HtoD (Pageable -> Device)", base + 24 * K, 20 * K, corr, nbytes=1 << 20)
+            b.memcpy(
+                "Memcpy HtoD (Pageable -> Device)", base + 24 * K, 20 * K, corr, nbytes=1 << 20
+            )
             corr += 1
     return load_trace(b.write(tmp_path / "t.json"))
 
@@ -89,7 +97,9 @@ def test_tail_views_split_launches_and_copies(tmp_path):
     # the slowest (step 4) launches 3 kernels and copies 1 MB; the median (step 2) launches 3, copies nothing
     assert slow["launches"]["count"] == 3 and slow["launches"]["total_ns"] == 12 * K
     # HTA's pairs count the copy's cudaMemcpyAsync too: 3 kernels + 1 copy, delays 2 us x 3 + 1 us
-    assert slow["launch_pairs"]["count"] == 4 and slow["launch_pairs"]["gpu_dur_ns"] == (30 + 20) * K
+    assert (
+        slow["launch_pairs"]["count"] == 4 and slow["launch_pairs"]["gpu_dur_ns"] == (30 + 20) * K
+    )
     assert slow["launch_pairs"]["launch_delay_ns"] == 3 * 2 * K + 1 * K
     assert median["launch_pairs"]["count"] == 3 and median["launch_pairs"]["gpu_dur_ns"] == 30 * K
     assert slow["copies"] == {"count": 1, "total_ns": 20 * K, "bytes": 1 << 20}
@@ -107,22 +117,37 @@ def test_tail_views_per_request_over_sets_of_different_sizes(tmp_path):
     assert out["median"] == [8, 9, 10, 11]
     median = out["median_view"]
     assert median["requests"] == 4 and median["launches"]["count"] == 12
-    assert median["per_request"] == {"launch_count": 3.0, "launch_ns": 12_000.0, "gpu_ns": 30_000.0,
-                                     "launch_delay_ns": 6_000.0, "copy_count": 0.0, "copy_ns": 0.0,
-                                     "copy_bytes": None}
+    assert median["per_request"] == {
+        "launch_count": 3.0,
+        "launch_ns": 12_000.0,
+        "gpu_ns": 30_000.0,
+        "launch_delay_ns": 6_000.0,
+        "copy_count": 0.0,
+        "copy_ns": 0.0,
+        "copy_bytes": None,
+    }
     assert out["slowest_view"]["per_request"]["copy_bytes"] == float(1 << 20)
 
 
 def test_request_slice_keeps_only_its_requests_and_their_gpu_work(tmp_path):
     part = request_slice(launching_requests(tmp_path), [0, 4])
     names = part.events["name"].astype(str)
-    assert sorted(set(names[names.str.startswith("ProfilerStep")])) == ["ProfilerStep#0", "ProfilerStep#4"]
+    assert sorted(set(names[names.str.startswith("ProfilerStep")])) == [
+        "ProfilerStep#0",
+        "ProfilerStep#4",
+    ]
     assert int((names == "gemm").sum()) == 1 + 3 and int((names == "cudaLaunchKernel").sum()) == 4
 
 
 def test_default_traced_count_is_the_slowest_3_against_the_median_10():
-    windows = pd.DataFrame({"step": range(DEFAULT_TRACED), "ts_ns": 0, "end_ns": 0,
-                            "stage_ns": [(i * 7919) % 1009 for i in range(DEFAULT_TRACED)]})
+    windows = pd.DataFrame(
+        {
+            "step": range(DEFAULT_TRACED),
+            "ts_ns": 0,
+            "end_ns": 0,
+            "stage_ns": [(i * 7919) % 1009 for i in range(DEFAULT_TRACED)],
+        }
+    )
     sets = traced_sets(windows)
     assert (sets["requests"], len(sets["slowest"]), len(sets["median"])) == (50, 3, 10)
 
@@ -137,6 +162,7 @@ def test_views_sentence_compares_per_request_and_says_nothing_without_gpu_work(t
     out = tail_views(launching_requests(tmp_path))
     assert views_sentence(out) == (
         "per traced request, slowest 1 against median 1: 3.0 against 3.0 launch calls (50.0 against 30.0 us of "
-        "GPU work), 1.0 against 0.0 copies (1.05 MB against 0 B)")
+        "GPU work), 1.0 against 0.0 copies (1.05 MB against 0 B)"
+    )
     cpu_only = tail_views(five_requests(tmp_path))
     assert cpu_only["slowest_view"]["launches"]["count"] == 0 and views_sentence(cpu_only) is None

@@ -5,9 +5,24 @@ import pandas as pd
 import pytest
 
 from workbench.analysis.verdicts import (
-    FASTER, INCONCLUSIVE, NO_DIFFERENCE, NO_REGRESSION, REGRESSION, SLOWER, TOO_NOISY, band_p_value, compare_blocks,
-    consecutive_blocks, gate_decision, holm_intervals, paired_comparison, point_ratio, resolution, round_blocks,
-    separate_comparison, verdict,
+    FASTER,
+    INCONCLUSIVE,
+    NO_DIFFERENCE,
+    NO_REGRESSION,
+    REGRESSION,
+    SLOWER,
+    TOO_NOISY,
+    band_p_value,
+    compare_blocks,
+    consecutive_blocks,
+    gate_decision,
+    holm_intervals,
+    paired_comparison,
+    point_ratio,
+    resolution,
+    round_blocks,
+    separate_comparison,
+    verdict,
 )
 from workbench.errors import ConfigError
 
@@ -41,7 +56,9 @@ def test_holm_stops_at_the_first_ratio_it_cannot_reject():
     a = np.array([1.0] * 29 + [1.1] * 1970)
     b = np.array([1.0] * 39 + [1.1] * 1960)
     holm = holm_intervals({"a": a, "b": b}, min_effect=0.02)
-    assert holm["a"]["p_value"] == pytest.approx(0.03) and holm["b"]["p_value"] == pytest.approx(0.04)
+    assert holm["a"]["p_value"] == pytest.approx(0.03) and holm["b"]["p_value"] == pytest.approx(
+        0.04
+    )
     assert not holm["a"]["rejected"] and not holm["b"]["rejected"]
     assert holm["a"]["level"] == holm["b"]["level"] == pytest.approx(0.975)
     assert holm["b"]["ci"] == (1.0, 1.1)
@@ -60,25 +77,40 @@ def test_holm_levels_step_down_with_rank():
     assert holm["y"]["ci"] == (0.6, 0.6)
 
 
-@pytest.mark.parametrize("ci, kwargs, expected", [
-    ((1.05, 1.10), {}, SLOWER),
-    ((0.90, 0.97), {}, FASTER),
-    ((0.99, 1.05), {}, NO_DIFFERENCE),
-    ((1.05, 1.10), {"noisy": True}, SLOWER),             # noise widens the margin by the drift (0 here)
-    ((1.05, 1.10), {"noisy": True, "drift": 0.06}, TOO_NOISY),  # ... which the interval does not clear
-    ((1.27, 1.56), {"noisy": True, "drift": 0.06}, SLOWER),      # issue 26: a 30 % slower stage, noisy machine
-    ((4.03, 5.52), {"noisy": True, "drift": 0.1}, SLOWER),       # issue 26: bf16 x4.73, wide but resolved
-    ((0.70, 0.85), {"noisy": True, "drift": 0.1}, FASTER),
-    ((0.98, 1.03), {"noisy": True, "drift": 0.05}, NO_DIFFERENCE),  # inside 1 +- drift
-    ((0.98, 1.03), {"noisy": True, "drift": 0.02}, TOO_NOISY),      # reaches past 1 + drift
-    ((1.05, 1.10), {"noisy": True, "drift": math.nan}, TOO_NOISY),  # drift not measured
-    ((1.05, 1.31), {}, SLOWER),                          # wide, but above 1 + 2 %
-    ((0.95, 1.21), {}, TOO_NOISY),                       # wider than 25 % and not resolved
-    ((1.05, 1.10), {"rejected": False}, NO_DIFFERENCE),  # Holm did not reject it
-    ((1.01, 1.10), {}, NO_DIFFERENCE),                   # not above 1 + 2 %
-    ((1.01, 1.10), {"min_effect": 0.0}, SLOWER),
-    ((math.nan, 1.0), {}, TOO_NOISY),
-])
+@pytest.mark.parametrize(
+    "ci, kwargs, expected",
+    [
+        ((1.05, 1.10), {}, SLOWER),
+        ((0.90, 0.97), {}, FASTER),
+        ((0.99, 1.05), {}, NO_DIFFERENCE),
+        ((1.05, 1.10), {"noisy": True}, SLOWER),  # noise widens the margin by the drift (0 here)
+        (
+            (1.05, 1.10),
+            {"noisy": True, "drift": 0.06},
+            TOO_NOISY,
+        ),  # ... which the interval does not clear
+        (
+            (1.27, 1.56),
+            {"noisy": True, "drift": 0.06},
+            SLOWER,
+        ),  # issue 26: a 30 % slower stage, noisy machine
+        (
+            (4.03, 5.52),
+            {"noisy": True, "drift": 0.1},
+            SLOWER,
+        ),  # issue 26: bf16 x4.73, wide but resolved
+        ((0.70, 0.85), {"noisy": True, "drift": 0.1}, FASTER),
+        ((0.98, 1.03), {"noisy": True, "drift": 0.05}, NO_DIFFERENCE),  # inside 1 +- drift
+        ((0.98, 1.03), {"noisy": True, "drift": 0.02}, TOO_NOISY),  # reaches past 1 + drift
+        ((1.05, 1.10), {"noisy": True, "drift": math.nan}, TOO_NOISY),  # drift not measured
+        ((1.05, 1.31), {}, SLOWER),  # wide, but above 1 + 2 %
+        ((0.95, 1.21), {}, TOO_NOISY),  # wider than 25 % and not resolved
+        ((1.05, 1.10), {"rejected": False}, NO_DIFFERENCE),  # Holm did not reject it
+        ((1.01, 1.10), {}, NO_DIFFERENCE),  # not above 1 + 2 %
+        ((1.01, 1.10), {"min_effect": 0.0}, SLOWER),
+        ((math.nan, 1.0), {}, TOO_NOISY),
+    ],
+)
 def test_verdict_rules_first_match_wins(ci, kwargs, expected):
     assert verdict(ci, **kwargs) == expected
 
@@ -91,8 +123,16 @@ def interleaved_samples(load: list[float], b_forward: float) -> pd.DataFrame:
             for k in range(10):
                 parse = int(1_000_000 * f * (1 + k / 100))
                 forward = int(4_000_000 * f * (1 + k / 50) * (b_forward if config else 1.0))
-                rows.append({"config": config, "round": rnd, "ok": True, "parse": parse, "forward": forward,
-                             "end_to_end": parse + forward})
+                rows.append(
+                    {
+                        "config": config,
+                        "round": rnd,
+                        "ok": True,
+                        "parse": parse,
+                        "forward": forward,
+                        "end_to_end": parse + forward,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -102,9 +142,17 @@ def test_paired_by_round_the_shared_load_cancels_out():
     samples = interleaved_samples([1.0, 3.0, 1.5, 2.0, 1.0, 2.5], 1.25)
     found = paired_comparison(samples, ["parse", "forward"], resamples=200)
     parse, forward = found["stages"]
-    assert forward["p50_ratio"] == 1.25 and forward["p50_ci"] == [1.25, 1.25] and forward["verdict"] == SLOWER
+    assert (
+        forward["p50_ratio"] == 1.25
+        and forward["p50_ci"] == [1.25, 1.25]
+        and forward["verdict"] == SLOWER
+    )
     assert forward["p99_ratio"] == 1.25 and forward["p99_ci"] == [1.25, 1.25]
-    assert parse["p50_ratio"] == 1.0 and parse["p50_ci"] == [1.0, 1.0] and parse["verdict"] == NO_DIFFERENCE
+    assert (
+        parse["p50_ratio"] == 1.0
+        and parse["p50_ci"] == [1.0, 1.0]
+        and parse["verdict"] == NO_DIFFERENCE
+    )
     assert found["end_to_end"]["verdict"] == SLOWER
     assert parse["p50_a_ms"] == parse["p50_b_ms"]
     assert set(forward) >= {"name", "p50_ratio", "p50_ci", "p99_ratio", "p99_ci", "verdict"}
@@ -112,8 +160,10 @@ def test_paired_by_round_the_shared_load_cancels_out():
 
 def test_unpaired_resampling_of_the_same_data_cannot_see_it():
     samples = interleaved_samples([1.0, 3.0, 1.5, 2.0, 1.0, 2.5], 1.25)
-    blocks = [{n: round_blocks(s[n], s["round"]) for n in ("parse", "forward", "end_to_end")}
-              for s in (samples[samples["config"] == 0], samples[samples["config"] == 1])]
+    blocks = [
+        {n: round_blocks(s[n], s["round"]) for n in ("parse", "forward", "end_to_end")}
+        for s in (samples[samples["config"] == 0], samples[samples["config"] == 1])
+    ]
     found = compare_blocks(blocks[0], blocks[1], ["parse", "forward"], paired=False, resamples=200)
     assert found["stages"][1]["verdict"] == TOO_NOISY
 
@@ -121,16 +171,34 @@ def test_unpaired_resampling_of_the_same_data_cannot_see_it():
 def test_a_noisy_machine_widens_the_margin_by_the_drift_and_metric_picks_the_ratio():
     samples = interleaved_samples([1.0, 1.0, 1.0, 1.0], 1.25)
     found = paired_comparison(samples, ["parse", "forward"], noisy=True)
-    assert [e["verdict"] for e in found["stages"]] == [NO_DIFFERENCE, SLOWER]  # no drift: both resolved
+    assert [e["verdict"] for e in found["stages"]] == [
+        NO_DIFFERENCE,
+        SLOWER,
+    ]  # no drift: both resolved
     assert found["stages"][1]["p50_drift"] == 0.0 and found["stages"][1]["p99_verdict"] == SLOWER
     # B's forward 1.25 x A's in the first half of the rounds, 1.6 x in the second: the ratio drifted by 28 %,
     # more than the interval's low end clears (1.25 < 1.28)
-    drifting = pd.concat([interleaved_samples([1.0, 1.0], 1.25),
-                          interleaved_samples([1.0, 1.0], 1.6).assign(round=lambda d: d["round"] + 2)])
-    forward = paired_comparison(drifting, ["parse", "forward"], noisy=True, resamples=400)["stages"][1]
-    assert forward["p50_drift"] == 0.28 and forward["p50_ci"][0] == 1.25 and forward["verdict"] == TOO_NOISY
-    assert paired_comparison(drifting, ["parse", "forward"], resamples=400)["stages"][1]["verdict"] == SLOWER
-    p99 = paired_comparison(samples, ["parse", "forward"], metric="p99", resamples=400)  # 100 could not reach p < 0.05/3
+    drifting = pd.concat(
+        [
+            interleaved_samples([1.0, 1.0], 1.25),
+            interleaved_samples([1.0, 1.0], 1.6).assign(round=lambda d: d["round"] + 2),
+        ]
+    )
+    forward = paired_comparison(drifting, ["parse", "forward"], noisy=True, resamples=400)[
+        "stages"
+    ][1]
+    assert (
+        forward["p50_drift"] == 0.28
+        and forward["p50_ci"][0] == 1.25
+        and forward["verdict"] == TOO_NOISY
+    )
+    assert (
+        paired_comparison(drifting, ["parse", "forward"], resamples=400)["stages"][1]["verdict"]
+        == SLOWER
+    )
+    p99 = paired_comparison(
+        samples, ["parse", "forward"], metric="p99", resamples=400
+    )  # 100 could not reach p < 0.05/3
     assert p99["stages"][1]["verdict"] == SLOWER
     with pytest.raises(ConfigError, match="metric must be one of p50, p99"):
         paired_comparison(samples, ["parse", "forward"], metric="p90")
@@ -140,7 +208,10 @@ def test_failed_requests_are_left_out_and_an_empty_side_is_refused():
     samples = interleaved_samples([1.0, 1.0], 1.25)
     samples.loc[samples.index[:3], "ok"] = False
     samples.loc[samples.index[:3], "forward"] = 10**12  # would dominate if it were used
-    assert paired_comparison(samples, ["parse", "forward"], resamples=50)["stages"][1]["p50_ratio"] < 1.3
+    assert (
+        paired_comparison(samples, ["parse", "forward"], resamples=50)["stages"][1]["p50_ratio"]
+        < 1.3
+    )
     samples["ok"] = samples["config"] == 0
     with pytest.raises(ConfigError, match="configuration 1 has no successful measured request"):
         paired_comparison(samples, ["parse", "forward"])
@@ -167,24 +238,47 @@ def test_separate_runs_resolution_is_the_larger_of_interval_and_drift():
 
 
 def test_separate_runs_quiet_and_clearly_slower():
-    found = separate_comparison(matrix([1.0] * 30), matrix([2.0] * 30), ["forward"], noisy=(False, None))
+    found = separate_comparison(
+        matrix([1.0] * 30), matrix([2.0] * 30), ["forward"], noisy=(False, None)
+    )
     assert found["min_effect"] == 0.02 and found["resolution"]["min_difference"] == 0.0
     assert found["end_to_end"]["p50_ratio"] == 2.0 and found["end_to_end"]["verdict"] == SLOWER
 
 
-@pytest.mark.parametrize("ratio, ci, metric_verdict, kwargs, expected", [
-    (1.20, (1.10, 1.30), SLOWER, {}, REGRESSION),
-    (1.20, (1.04, 1.30), SLOWER, {}, INCONCLUSIVE),         # real, but maybe within +5 %
-    (1.03, (1.025, 1.04), SLOWER, {}, NO_REGRESSION),       # real, and all of it within +5 %
-    (1.40, (1.27, 1.56), TOO_NOISY, {}, INCONCLUSIVE),      # compare could not tell: neither can the gate
-    (1.00, (0.99, 1.01), TOO_NOISY, {}, INCONCLUSIVE),      # never 0 for an inconclusive metric
-    (1.00, (0.99, 1.01), NO_DIFFERENCE, {}, NO_REGRESSION),
-    (1.02, (0.98, 1.07), NO_DIFFERENCE, {}, INCONCLUSIVE),  # reaches past +5 %
-    (0.80, (0.70, 0.90), FASTER, {}, NO_REGRESSION),
-    (1.00, (0.99, 1.01), NO_DIFFERENCE, {"resolution": 0.06}, INCONCLUSIVE),  # separate runs resolve 6 % only
-    (1.00, (0.99, 1.01), NO_DIFFERENCE, {"resolution": 0.04}, NO_REGRESSION),
-    (1.20, (1.10, 1.30), SLOWER, {"resolution": 0.5}, REGRESSION),  # resolved above the threshold anyway
-])
+@pytest.mark.parametrize(
+    "ratio, ci, metric_verdict, kwargs, expected",
+    [
+        (1.20, (1.10, 1.30), SLOWER, {}, REGRESSION),
+        (1.20, (1.04, 1.30), SLOWER, {}, INCONCLUSIVE),  # real, but maybe within +5 %
+        (1.03, (1.025, 1.04), SLOWER, {}, NO_REGRESSION),  # real, and all of it within +5 %
+        (
+            1.40,
+            (1.27, 1.56),
+            TOO_NOISY,
+            {},
+            INCONCLUSIVE,
+        ),  # compare could not tell: neither can the gate
+        (1.00, (0.99, 1.01), TOO_NOISY, {}, INCONCLUSIVE),  # never 0 for an inconclusive metric
+        (1.00, (0.99, 1.01), NO_DIFFERENCE, {}, NO_REGRESSION),
+        (1.02, (0.98, 1.07), NO_DIFFERENCE, {}, INCONCLUSIVE),  # reaches past +5 %
+        (0.80, (0.70, 0.90), FASTER, {}, NO_REGRESSION),
+        (
+            1.00,
+            (0.99, 1.01),
+            NO_DIFFERENCE,
+            {"resolution": 0.06},
+            INCONCLUSIVE,
+        ),  # separate runs resolve 6 % only
+        (1.00, (0.99, 1.01), NO_DIFFERENCE, {"resolution": 0.04}, NO_REGRESSION),
+        (
+            1.20,
+            (1.10, 1.30),
+            SLOWER,
+            {"resolution": 0.5},
+            REGRESSION,
+        ),  # resolved above the threshold anyway
+    ],
+)
 def test_gate_decision_is_one_rule_over_the_verdict(ratio, ci, metric_verdict, kwargs, expected):
     assert gate_decision(ratio, ci, metric_verdict, 0.05, **kwargs) == expected
 
@@ -200,11 +294,15 @@ def test_summary_bootstrap_of_a_long_run_matches_the_exact_one(monkeypatch):
     summary = v.separate_comparison(ma, mb, ["forward"], resamples=400)
     monkeypatch.setattr(v, "SUMMARY_ABOVE_BLOCKS", 10**9)
     exact = v.separate_comparison(ma, mb, ["forward"], resamples=400)
-    for got, want in zip([*summary["stages"], summary["end_to_end"]], [*exact["stages"], exact["end_to_end"]]):
+    for got, want in zip(
+        [*summary["stages"], summary["end_to_end"]], [*exact["stages"], exact["end_to_end"]]
+    ):
         assert got["p50_ratio"] == want["p50_ratio"] and got["verdict"] == want["verdict"] == SLOWER
         for m in ("p50_ci", "p99_ci"):
             assert got[m] == pytest.approx(want[m], abs=0.006)
-    assert summary["resolution"]["ci_half_width"] == pytest.approx(exact["resolution"]["ci_half_width"], abs=0.004)
+    assert summary["resolution"]["ci_half_width"] == pytest.approx(
+        exact["resolution"]["ci_half_width"], abs=0.004
+    )
 
 
 def test_unit_histograms_count_below_inside_and_above_the_window():
@@ -213,5 +311,9 @@ def test_unit_histograms_count_below_inside_and_above_the_window():
     blocks = consecutive_blocks(np.arange(1, 101, dtype=float))  # 10 blocks of 10
     counts, edges = unit_histograms(blocks, 50.0, units=2)
     assert counts.shape == (2, WINDOW_BINS + 2) and counts.sum() == 100
-    assert edges[0] == np.percentile(np.arange(1, 101), 40) and edges[-1] == np.percentile(np.arange(1, 101), 60)
-    assert counts[0, 0] == 40 and counts[1, -1] == 40  # 1..40 below the window (unit 0), 61..100 above (unit 1)
+    assert edges[0] == np.percentile(np.arange(1, 101), 40) and edges[-1] == np.percentile(
+        np.arange(1, 101), 60
+    )
+    assert (
+        counts[0, 0] == 40 and counts[1, -1] == 40
+    )  # 1..40 below the window (unit 0), 61..100 above (unit 1)

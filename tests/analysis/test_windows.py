@@ -123,7 +123,9 @@ def _feed(watch, sends_ms, dur_ms, ok=None):
     for k, t in enumerate(sends_ms):
         while done < len(ends) and ends[done][0] <= t:
             j = ends[done][1]
-            watch.finished(sends_ms[j] * MS, sends_ms[j] * MS, dur_ms[j] * MS, True if ok is None else ok[j])
+            watch.finished(
+                sends_ms[j] * MS, sends_ms[j] * MS, dur_ms[j] * MS, True if ok is None else ok[j]
+            )
             done += 1
         if watch.stop(t * MS):
             return k
@@ -156,14 +158,18 @@ def test_the_first_stable_trio_is_found_as_first_stable_finds_it():
     watch = StabilityWatch(100 * MS, 10.0, 10)
     assert _feed(watch, sends, dur) == 40
     assert (watch.windows_run, watch.stable_after) == (4, 4)
-    table = window_table(np.array(sends) * MS, np.array(dur) * MS, np.ones(len(sends), bool), 100 * MS, 4)
+    table = window_table(
+        np.array(sends) * MS, np.array(dur) * MS, np.ones(len(sends), bool), 100 * MS, 4
+    )
     assert first_stable(table, 10.0) == 3  # the same window the offline rule picks
 
 
 def test_an_unstable_point_is_never_stopped():
     sends = list(range(0, 500, 10))
     watch = StabilityWatch(100 * MS, 10.0, 5)
-    assert _feed(watch, sends, [1 + t // 10 for t in sends]) == 50  # latency grows 1 ms per send: all 5 windows
+    assert (
+        _feed(watch, sends, [1 + t // 10 for t in sends]) == 50
+    )  # latency grows 1 ms per send: all 5 windows
     assert (watch.windows_run, watch.stable_after) == (None, None)
     assert len(watch.p50_ms) == 4  # window 4 ends with the schedule: nothing is due after it
 

@@ -1,4 +1,5 @@
 """Each audit rule on facts built in code, with its threshold on both sides."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,13 +12,25 @@ def stage(name, share, p50=1.0, p99=2.0):
     return {"name": name, "share": share, "p50_ms": p50, "p99_ms": p99}
 
 
-def facts(stages, *, tail_shares=None, median_shares=None, trace=None, roles=None, gc=None, traced=1):
+def facts(
+    stages, *, tail_shares=None, median_shares=None, trace=None, roles=None, gc=None, traced=1
+):
     names = [s["name"] for s in stages]
-    tail = {"sets": {"slowest_1pct": {"shares": tail_shares or {n: 0.0 for n in names}},
-                     "slowest_5pct": {"shares": tail_shares or {n: 0.0 for n in names}},
-                     "median": {"shares": median_shares or {n: 0.0 for n in names}}}}
-    return {"budget": {"stages": stages}, "tail": tail, "trace": trace, "roles": roles or {}, "gc": gc,
-            "traced_requests": traced}
+    tail = {
+        "sets": {
+            "slowest_1pct": {"shares": tail_shares or {n: 0.0 for n in names}},
+            "slowest_5pct": {"shares": tail_shares or {n: 0.0 for n in names}},
+            "median": {"shares": median_shares or {n: 0.0 for n in names}},
+        }
+    }
+    return {
+        "budget": {"stages": stages},
+        "tail": tail,
+        "trace": trace,
+        "roles": roles or {},
+        "gc": gc,
+        "traced_requests": traced,
+    }
 
 
 def kinds(found):
@@ -26,7 +39,10 @@ def kinds(found):
 
 def test_a_dominant_stage_is_a_finding_of_its_role_at_30_percent():
     f = facts([stage("hydrate", 0.30), stage("forward", 0.29), stage("serialize", 0.41)])
-    assert kinds(rules.dominant_stages(f)) == [("feature_io", "hydrate"), ("serialization", "serialize")]
+    assert kinds(rules.dominant_stages(f)) == [
+        ("feature_io", "hydrate"),
+        ("serialization", "serialize"),
+    ]
 
 
 def test_a_declared_role_wins_over_the_stage_name_and_unknown_names_need_one():
@@ -38,11 +54,17 @@ def test_a_declared_role_wins_over_the_stage_name_and_unknown_names_need_one():
 
 def test_tail_needs_p99_five_times_p50_and_half_the_slowest_time():
     st = [stage("lookup", 0.2, p50=1.0, p99=5.0), stage("forward", 0.8, p50=1.0, p99=4.9)]
-    f = facts(st, tail_shares={"lookup": 0.5, "forward": 0.5}, median_shares={"lookup": 0.12, "forward": 0.88})
+    f = facts(
+        st,
+        tail_shares={"lookup": 0.5, "forward": 0.5},
+        median_shares={"lookup": 0.12, "forward": 0.88},
+    )
     found = rules.tail_stages(f)
     assert kinds(found) == [("tail", "lookup")]
-    assert found[0]["evidence"] == ("lookup's p99 is 5.0x its p50 and it holds 50% of the slowest 1 %'s time "
-                                    "(median request: 12%)")
+    assert found[0]["evidence"] == (
+        "lookup's p99 is 5.0x its p50 and it holds 50% of the slowest 1 %'s time "
+        "(median request: 12%)"
+    )
     f["tail"]["sets"]["slowest_1pct"]["shares"]["lookup"] = 0.49
     assert rules.tail_stages(f) == []
 
@@ -50,11 +72,15 @@ def test_tail_needs_p99_five_times_p50_and_half_the_slowest_time():
 def test_a_tail_finding_quotes_the_sampled_stacks_of_its_stage():
     st = [stage("hydrate", 0.5, p50=1.0, p99=30.0), stage("forward", 0.5)]
     f = facts(st, tail_shares={"hydrate": 0.9, "forward": 0.1})
-    f["stacks"] = {"headline": "hydrate, 91 % of the slowest 1 % in redis read_response <- get_features "
-                               "(recommend.py:143); median 40 %"}
+    f["stacks"] = {
+        "headline": "hydrate, 91 % of the slowest 1 % in redis read_response <- get_features "
+        "(recommend.py:143); median 40 %"
+    }
     found = rules.tail_stages(f)
-    assert found[0]["evidence"].endswith("; sampled stacks: hydrate, 91 % of the slowest 1 % in redis read_response "
-                                         "<- get_features (recommend.py:143); median 40 %")
+    assert found[0]["evidence"].endswith(
+        "; sampled stacks: hydrate, 91 % of the slowest 1 % in redis read_response "
+        "<- get_features (recommend.py:143); median 40 %"
+    )
     f["stacks"]["headline"] = "forward, 60 % of the slowest 1 % in torch linear; median 50 %"
     assert "sampled stacks" not in rules.tail_stages(f)[0]["evidence"]
 
@@ -78,29 +104,42 @@ def test_lowering_the_max_wait_is_advised_only_where_it_can_fix_the_wait():
     f = facts(st) | {"policy": {"max_wait_ms": 2.0, "max_batch_size": 8}}
     queue = next(x for x in rules.findings(f) if x["kind"] == "queue")
     assert queue["numbers"]["wait_ms"] == 58.0 and queue["numbers"]["max_wait_ms"] == 2.0
-    assert [a["title"] for a in queue["actions"]] == ["Add capacity (threads or instances) before the queue builds"]
+    assert [a["title"] for a in queue["actions"]] == [
+        "Add capacity (threads or instances) before the queue builds"
+    ]
     assert "the max wait (2 ms) is already below the 58 ms they wait" in queue["evidence"]
     st[1]["mean_ms"] = 1.9  # 3.9 ms of wait: a 2 ms max wait is half of it, lowering it can help
     queue = next(x for x in rules.findings(f) if x["kind"] == "queue")
-    assert queue["actions"][0]["title"] == "Lower the batcher's max wait" and "already below" not in queue["evidence"]
+    assert (
+        queue["actions"][0]["title"] == "Lower the batcher's max wait"
+        and "already below" not in queue["evidence"]
+    )
 
 
 def blocking(share_of_wait, stage_name="hydrate"):
-    return {"stage": stage_name, "share_of_wait": {stage_name: share_of_wait},
-            "share_of_queue_wait": {stage_name: 0.9}, "queue_wait_ns": 378_000_000,
-            "blamed_ns": {stage_name: 332_000_000},
-            "holders": [{"batch": 5, "requests": [10, 11], "stage": stage_name, "blocked_ns": 300_000_000},
-                        {"batch": 9, "requests": list(range(20, 27)), "stage": stage_name, "blocked_ns": 1},
-                        {"batch": 6, "requests": [12], "stage": "forward", "blocked_ns": 1}]}
+    return {
+        "stage": stage_name,
+        "share_of_wait": {stage_name: share_of_wait},
+        "share_of_queue_wait": {stage_name: 0.9},
+        "queue_wait_ns": 378_000_000,
+        "blamed_ns": {stage_name: 332_000_000},
+        "holders": [
+            {"batch": 5, "requests": [10, 11], "stage": stage_name, "blocked_ns": 300_000_000},
+            {"batch": 9, "requests": list(range(20, 27)), "stage": stage_name, "blocked_ns": 1},
+            {"batch": 6, "requests": [12], "stage": "forward", "blocked_ns": 1},
+        ],
+    }
 
 
 def test_head_of_line_names_the_stage_batches_and_requests_that_held_the_executor():
     f = facts([stage("queue_wait", 0.6), stage("hydrate", 0.3)]) | {"blocking": blocking(0.25)}
     found = rules.head_of_line(f)
     assert kinds(found) == [("head_of_line", "hydrate")]
-    assert found[0]["evidence"] == ("closed batches waited 378 ms (summed over requests) for a busy executor; "
-                                    "hydrate held it for 90% of that queue wait (25% of all batch and queue wait), "
-                                    "most in batch 5 (requests 10, 11), batch 9 (requests 20, 21, 22, 23 and 3 more)")
+    assert found[0]["evidence"] == (
+        "closed batches waited 378 ms (summed over requests) for a busy executor; "
+        "hydrate held it for 90% of that queue wait (25% of all batch and queue wait), "
+        "most in batch 5 (requests 10, 11), batch 9 (requests 20, 21, 22, 23 and 3 more)"
+    )
     assert found[0]["numbers"]["blocked_ms"] == 332.0 and found[0]["numbers"]["holders"] == [5, 9]
     hol = next(x for x in rules.findings(f) if x["kind"] == "head_of_line")
     assert hol["actions"][0]["title"].startswith("Take the slow path off the shared executor")
@@ -112,24 +151,50 @@ def test_head_of_line_names_the_stage_batches_and_requests_that_held_the_executo
 def test_gc_pauses_while_serving_are_a_finding_at_a_tenth_of_the_p99():
     f = facts([stage("forward", 0.5)])
     f["budget"]["end_to_end"] = {"p99_ms": 200.0}
-    f["serving_gc"] = {"mode": "default", "collections": 41, "pause_ms_total": 310.0, "pause_ms_max": 60.0}
+    f["serving_gc"] = {
+        "mode": "default",
+        "collections": 41,
+        "pause_ms_total": 310.0,
+        "pause_ms_max": 60.0,
+    }
     found = rules.served_gc(f)
     assert kinds(found) == [("gc", None)] and found[0]["numbers"]["share"] == 0.3
-    assert found[0]["evidence"] == ("while serving, 41 garbage collections paused the server 310 ms in all, the "
-                                    "longest 60 ms (30% of the end-to-end p99; gc mode default)")
+    assert found[0]["evidence"] == (
+        "while serving, 41 garbage collections paused the server 310 ms in all, the "
+        "longest 60 ms (30% of the end-to-end p99; gc mode default)"
+    )
     f["serving_gc"]["pause_ms_max"] = 19.9
     assert rules.served_gc(f) == []
-    f["serving_gc"] = {"mode": "freeze", "collections": 0, "pause_ms_total": 0.0, "pause_ms_max": 0.0}
+    f["serving_gc"] = {
+        "mode": "freeze",
+        "collections": 0,
+        "pause_ms_total": 0.0,
+        "pause_ms_max": 0.0,
+    }
     assert rules.served_gc(f) == []
 
 
 def trace(launch_bound=False, pageable_bytes=0, sync_us=0.0, host_us=100.0):
-    return {"launch_verdict": {"launch_bound": launch_bound, "sentence": "Launch-bound: forward"},
-            "gpu": {"idle_fraction": 0.9}, "kernels": {"count": 10},
-            "memcpy": {"by_kind_and_host_memory": {"HtoD Pageable": {"bytes": pageable_bytes, "gb_per_s": 13.1},
-                                                   "HtoD Pinned": {"bytes": 10 << 20, "gb_per_s": 50.0}}},
-            "stages": [{"stage": "forward", "host_us": host_us, "sync_us": sync_us, "launch_bound": launch_bound,
-                        "transfer_bytes": pageable_bytes}]}
+    return {
+        "launch_verdict": {"launch_bound": launch_bound, "sentence": "Launch-bound: forward"},
+        "gpu": {"idle_fraction": 0.9},
+        "kernels": {"count": 10},
+        "memcpy": {
+            "by_kind_and_host_memory": {
+                "HtoD Pageable": {"bytes": pageable_bytes, "gb_per_s": 13.1},
+                "HtoD Pinned": {"bytes": 10 << 20, "gb_per_s": 50.0},
+            }
+        },
+        "stages": [
+            {
+                "stage": "forward",
+                "host_us": host_us,
+                "sync_us": sync_us,
+                "launch_bound": launch_bound,
+                "transfer_bytes": pageable_bytes,
+            }
+        ],
+    }
 
 
 def test_launch_follows_the_trace_verdict():
@@ -139,7 +204,9 @@ def test_launch_follows_the_trace_verdict():
 
 def test_transfer_counts_only_pageable_bytes_per_traced_request():
     at = rules.PAGEABLE_BYTES_PER_REQUEST
-    assert kinds(rules.transfer(facts([], trace=trace(pageable_bytes=3 * at), traced=3))) == [("transfer", "forward")]
+    assert kinds(rules.transfer(facts([], trace=trace(pageable_bytes=3 * at), traced=3))) == [
+        ("transfer", "forward")
+    ]
     assert rules.transfer(facts([], trace=trace(pageable_bytes=3 * at - 1), traced=3)) == []
 
 
@@ -149,22 +216,41 @@ def test_sync_at_ten_percent_of_traced_host_time():
 
 
 def test_gc_pauses_at_five_percent_of_the_slowest_requests():
-    assert kinds(rules.gc_pauses(facts([], gc={"share_slowest_5pct": 0.05, "stage": "forward"}))) == [("gc", "forward")]
+    assert kinds(
+        rules.gc_pauses(facts([], gc={"share_slowest_5pct": 0.05, "stage": "forward"}))
+    ) == [("gc", "forward")]
     assert rules.gc_pauses(facts([], gc={"share_slowest_5pct": 0.049})) == []
 
 
 def test_findings_carry_catalog_actions_and_every_kind_has_actions():
     f = facts([stage("forward", 0.9)], trace=trace(launch_bound=True))
     found = rules.findings(f)
-    assert kinds(found) == [("compute", "forward"), ("launch", "forward")]  # equal weight 0.9: rule order
+    assert kinds(found) == [
+        ("compute", "forward"),
+        ("launch", "forward"),
+    ]  # equal weight 0.9: rule order
     assert found[0]["actions"][0]["title"].startswith("Run the model in bf16")
-    for kind in ("compute", "preprocess", "feature_io", "remote", "tail", "queue", "head_of_line", "launch",
-                 "transfer", "sync", "serialization", "gc"):
+    for kind in (
+        "compute",
+        "preprocess",
+        "feature_io",
+        "remote",
+        "tail",
+        "queue",
+        "head_of_line",
+        "launch",
+        "transfer",
+        "sync",
+        "serialization",
+        "gc",
+    ):
         assert CATALOG[kind], kind
 
 
-@pytest.mark.parametrize("name, role", [("parse", "serialize"), ("hydrate", "io"), ("forward", "compute"),
-                                        ("unknown", None)])
+@pytest.mark.parametrize(
+    "name, role",
+    [("parse", "serialize"), ("hydrate", "io"), ("forward", "compute"), ("unknown", None)],
+)
 def test_default_roles_from_standard_stage_names(name, role):
     assert rules.stage_role(name) == role
 
@@ -176,17 +262,26 @@ def test_python_stacks_give_an_unnamed_stage_its_role_and_add_evidence():
     assert kinds(found) == [("feature_io", "mystery"), ("feature_io", "hydrate")]
     assert found[0]["evidence"].endswith("; 80% of its traced time is in sqlite3")
     f["libraries"] = {"mystery": {"sqlite3": 0.4}}
-    assert kinds(rules.dominant_stages(f)) == [("feature_io", "hydrate")]  # 40 %: not enough to name a role
+    assert kinds(rules.dominant_stages(f)) == [
+        ("feature_io", "hydrate")
+    ]  # 40 %: not enough to name a role
 
 
 def test_evidence_overrules_the_name_and_the_finding_says_so_but_a_declared_role_wins():
     f = facts([stage("decode", 0.7)])
     f["libraries"] = {"decode": {"torch": 1.0}}
     found = rules.dominant_stages(f)
-    assert kinds(found) == [("compute", "decode")] and found[0]["numbers"]["role_source"] == "evidence"
-    assert found[0]["evidence"].endswith("; decode is compute, not preprocess as its name suggests: "
-                                         "100% of its traced time is in torch operators")
-    assert [a["try"] for a in rules.findings(f)[0]["actions"]][:2] == [{"precision": "bf16"}, {"precision": "int8"}]
+    assert (
+        kinds(found) == [("compute", "decode")] and found[0]["numbers"]["role_source"] == "evidence"
+    )
+    assert found[0]["evidence"].endswith(
+        "; decode is compute, not preprocess as its name suggests: "
+        "100% of its traced time is in torch operators"
+    )
+    assert [a["try"] for a in rules.findings(f)[0]["actions"]][:2] == [
+        {"precision": "bf16"},
+        {"precision": "int8"},
+    ]
     f["roles"] = {"decode": "io"}  # declared (differs from the name's role): wins over the evidence
     assert kinds(rules.dominant_stages(f)) == [("feature_io", "decode")]
     f["roles"], f["libraries"] = {}, {"decode": {"torch": 0.49}}  # under half: the name decides

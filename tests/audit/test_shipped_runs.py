@@ -1,10 +1,10 @@
 """The audit on the shipped runs finds what each run was recorded to show."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from workbench.audit.facts import round_timeout_ms, timeout_estimate
@@ -15,11 +15,17 @@ from workbench.record import load_run
 RUNS = Path(__file__).resolve().parents[2] / "data" / "runs"
 
 
-@pytest.mark.parametrize("run, kind", [
-    ("tabular-cpu-bs1-fp32", "feature_io"), ("text-cpu-bs1-fp32", "compute"), ("text-cpu-bs8-fp32", "compute"),
-    ("image-cpu-bs1-fp32", "preprocess"), ("text-cuda-bs1-fp32", "launch"),
-    ("image-cuda-bs64-fp32-pageable", "transfer"),
-])
+@pytest.mark.parametrize(
+    "run, kind",
+    [
+        ("tabular-cpu-bs1-fp32", "feature_io"),
+        ("text-cpu-bs1-fp32", "compute"),
+        ("text-cpu-bs8-fp32", "compute"),
+        ("image-cpu-bs1-fp32", "preprocess"),
+        ("text-cuda-bs1-fp32", "launch"),
+        ("image-cuda-bs64-fp32-pageable", "transfer"),
+    ],
+)
 def test_expected_finding_on_each_shipped_run(run, kind):
     doc = audit([load_run(RUNS / run)])
     assert kind in [f["kind"] for f in doc["runs"][0]["findings"]]
@@ -36,7 +42,9 @@ def test_json_shape_and_sla(capsys):
     p99 = budget(run)["end_to_end"]["p99_ms"]
     top_share = max(budget(run)["tail"]["sets"]["slowest_1pct"]["shares"].values())
     verb = "misses" if p99 > 2 else "meets"
-    assert entry["summary"].startswith(f"p99 {p99:.3g} ms {verb} the 2 ms SLA; {top_share:.0%} of the slowest 1 % is ")
+    assert entry["summary"].startswith(
+        f"p99 {p99:.3g} ms {verb} the 2 ms SLA; {top_share:.0%} of the slowest 1 % is "
+    )
     f = entry["findings"][0]
     assert set(f) >= {"kind", "stage", "evidence", "actions"} and f["actions"]
 
@@ -52,7 +60,11 @@ def test_timeout_estimate_cuts_only_the_stage_over_the_timeout():
 
     est = timeout_estimate(run, "hydrate", 0.2)
     req = run.requests[~run.requests["warmup"] & run.requests["ok"]].set_index("request")
-    hydrate = run.stages[run.stages["stage"] == "hydrate"].set_index("request")["dur_ns"].reindex(req.index)
+    hydrate = (
+        run.stages[run.stages["stage"] == "hydrate"]
+        .set_index("request")["dur_ns"]
+        .reindex(req.index)
+    )
     cut = req["dur_ns"] - (hydrate - 200_000).clip(lower=0)
     assert est["estimate"] is True
     assert est["timed_out_share"] == pytest.approx(float((hydrate > 200_000).mean()))
@@ -60,6 +72,8 @@ def test_timeout_estimate_cuts_only_the_stage_over_the_timeout():
     assert est["p99_ms"] <= float(np.percentile(req["dur_ns"], 99)) / 1e6
 
 
-@pytest.mark.parametrize("value, expected", [(0.37, 0.5), (4.1, 5.0), (5.0, 5.0), (12.0, 20.0), (0.0, 0.0)])
+@pytest.mark.parametrize(
+    "value, expected", [(0.37, 0.5), (4.1, 5.0), (5.0, 5.0), (12.0, 20.0), (0.0, 0.0)]
+)
 def test_round_timeout(value, expected):
     assert round_timeout_ms(value) == expected

@@ -1,5 +1,6 @@
 """audit --try shows what a change costs in outputs beside what it gains, and marks an action whose argmax
 agreement falls below the threshold (issue 26, part 3)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,9 +19,22 @@ class FakeComparison:
 
 def compare_with_outputs(agreement: float):
     def compare(factory, configs, *, base, requests, seed):
-        e2e = {"p50_ratio": 0.6, "p50_ci": [0.58, 0.62], "p99_ratio": 0.6, "p99_ci": [0.55, 0.65], "verdict": "faster"}
-        outputs = {"max_abs_error": 0.0123, "max_rel_error": 0.02, "argmax_agreement": agreement, "items": 64}
-        return FakeComparison({"end_to_end": e2e, "noise": {"noisy": False}, "min_effect": 0.02, "outputs": outputs})
+        e2e = {
+            "p50_ratio": 0.6,
+            "p50_ci": [0.58, 0.62],
+            "p99_ratio": 0.6,
+            "p99_ci": [0.55, 0.65],
+            "verdict": "faster",
+        }
+        outputs = {
+            "max_abs_error": 0.0123,
+            "max_rel_error": 0.02,
+            "argmax_agreement": agreement,
+            "items": 64,
+        }
+        return FakeComparison(
+            {"end_to_end": e2e, "noise": {"noisy": False}, "min_effect": 0.02, "outputs": outputs}
+        )
 
     return compare
 
@@ -39,7 +53,8 @@ def test_gain_and_agreement_side_by_side_and_a_mark_below_the_threshold():
     assert measured["sentence"].endswith(
         "faster (interleaved, 200 requests each); outputs: argmax agrees on 95.3 % of 64 items, max abs error "
         "0.0123 (rel 0.02) - BELOW the 99 % agreement threshold: it changes predictions, check them before "
-        "adopting it")
+        "adopting it"
+    )
 
 
 def test_an_action_that_keeps_the_predictions_is_not_marked():

@@ -22,7 +22,9 @@ def test_duration_bound_and_seed_repeatable():
     t = a.times_ns()
     assert t[-1] < 2 * NS and abs(len(t) - 1000) < 4 * np.sqrt(1000)
     assert np.array_equal(t, a.times_ns())
-    assert not np.array_equal(t[:100], Arrivals("poisson", rate_rps=500.0, duration_s=2.0, seed=2).times_ns()[:100])
+    assert not np.array_equal(
+        t[:100], Arrivals("poisson", rate_rps=500.0, duration_s=2.0, seed=2).times_ns()[:100]
+    )
     both = Arrivals("poisson", rate_rps=500.0, duration_s=2.0, count=10).times_ns()
     assert len(both) == 10
 
@@ -48,10 +50,15 @@ def test_replay_csv_units_and_header(tmp_path):
     assert Arrivals("replay", path=str(f), count=2).times_ns().tolist() == [0, 500_000]
 
 
-@pytest.mark.parametrize("text, match", [
-    ("", "no arrival timestamps"), ("arrival_s\n", "no arrival timestamps"),
-    ("arrival_s\n1\n3\n2\n", "sorted; row 4"), ("arrival_s\n1\nabc\n", "row 3"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("", "no arrival timestamps"),
+        ("arrival_s\n", "no arrival timestamps"),
+        ("arrival_s\n1\n3\n2\n", "sorted; row 4"),
+        ("arrival_s\n1\nabc\n", "row 3"),
+    ],
+)
 def test_replay_bad_files(tmp_path, text, match):
     f = tmp_path / "bad.csv"
     f.write_text(text)
@@ -59,12 +66,18 @@ def test_replay_bad_files(tmp_path, text, match):
         read_arrivals_csv(f)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(rate_rps=0.0, count=5), "rate"), (dict(rate_rps=-1.0, count=5), "rate"),
-    (dict(rate_rps=10.0), "bound"), (dict(rate_rps=10.0, count=0), "requests"),
-    (dict(rate_rps=10.0, duration_s=0.0), "duration"), (dict(process="nope", rate_rps=1.0, count=1), "arrivals"),
-    (dict(process="replay"), "CSV"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(rate_rps=0.0, count=5), "rate"),
+        (dict(rate_rps=-1.0, count=5), "rate"),
+        (dict(rate_rps=10.0), "bound"),
+        (dict(rate_rps=10.0, count=0), "requests"),
+        (dict(rate_rps=10.0, duration_s=0.0), "duration"),
+        (dict(process="nope", rate_rps=1.0, count=1), "arrivals"),
+        (dict(process="replay"), "CSV"),
+    ],
+)
 def test_bad_arrival_parameters(kwargs, match):
     with pytest.raises(ConfigError, match=match):
         Arrivals(**kwargs)

@@ -288,7 +288,11 @@ def test_a_stable_point_stops_after_three_windows_and_an_unstable_one_runs_to_ma
         {"kind": "load"},
     )
     stable, unstable = record["points"]
-    assert (stable["windows"], stable["stable_after_windows"], stable["stopped_by"]) == (3, 3, "stable")
+    assert (stable["windows"], stable["stable_after_windows"], stable["stopped_by"]) == (
+        3,
+        3,
+        "stable",
+    )
     assert stable["stable"] and stable["windows_used"] == [0, 1, 2] and stable["requests"] == 300
     assert len(stable["window_table"]) == 3
     assert (unstable["windows"], unstable["stable_after_windows"], unstable["stopped_by"]) == (
@@ -297,8 +301,13 @@ def test_a_stable_point_stops_after_three_windows_and_an_unstable_one_runs_to_ma
         "max-windows",
     )
     assert not unstable["stable"] and unstable["windows_used"] == [7, 8, 9]
-    assert unstable["requests"] == 600  # the last three windows' sends, of the 2,000 of the whole schedule
-    assert points_table(load_sweep(tmp_path / "s"))["stopped_by"].tolist() == ["stable", "max-windows"]
+    assert (
+        unstable["requests"] == 600
+    )  # the last three windows' sends, of the 2,000 of the whole schedule
+    assert points_table(load_sweep(tmp_path / "s"))["stopped_by"].tolist() == [
+        "stable",
+        "max-windows",
+    ]
 
 
 def test_a_point_that_settles_late_stops_at_the_boundary_after_its_trio(tmp_path):

@@ -1,4 +1,5 @@
 """batching_point: the batching explorer's tables, without a widget."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +12,9 @@ from workbench.batching.explore import RATE_FRACTIONS, WAITS_MS, batching_point
 @pytest.fixture
 def model() -> ServiceModel:
     spread = np.arange(50) * 1e4
-    return ServiceModel.from_samples({1: 2e6 + spread, 4: 4e6 + spread, 8: 6e6 + spread}, pipeline="toy")
+    return ServiceModel.from_samples(
+        {1: 2e6 + spread, 4: 4e6 + spread, 8: 6e6 + spread}, pipeline="toy"
+    )
 
 
 def test_point_and_sweeps_around_it(model):

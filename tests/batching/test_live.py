@@ -1,4 +1,5 @@
 """One short live run on CPU (real clock, in-process), the run folder it writes, and the generator."""
+
 import itertools
 import time
 
@@ -32,20 +33,33 @@ def sleepy_pipeline(poison=None, per_item_s=0.0001):
 
 def test_short_live_run_and_its_record(tmp_path):
     arrivals = Arrivals("poisson", rate_rps=400, duration_s=0.6, seed=0)
-    run = run_load(sleepy_pipeline(poison=7), arrivals=arrivals, policy=BatchPolicy(8, 2.0), warmup=1)
+    run = run_load(
+        sleepy_pipeline(poison=7), arrivals=arrivals, policy=BatchPolicy(8, 2.0), warmup=1
+    )
     req, n = run.requests, len(arrivals.times_ns())
     assert len(req) == n and req["request"].tolist() == list(range(n))
     assert (req["batch_wait_ns"] + req["queue_wait_ns"] + req["service_ns"] == req["dur_ns"]).all()
     assert (req["batch_wait_ns"] <= 2 * MS).mean() > 0.5  # beyond 2 ms only behind a busy executor
     bad = req[~req["ok"]]
-    assert len(bad) == (req["batch"] == req.loc[7, "batch"]).sum() and set(bad["error_stage"]) == {"forward"}
+    assert len(bad) == (req["batch"] == req.loc[7, "batch"]).sum() and set(bad["error_stage"]) == {
+        "forward"
+    }
     load = run.meta.load.to_dict()
-    assert run.meta.kind == "load" and run.meta.stages == ["batch_wait", "queue_wait", "parse", "forward"]
+    assert run.meta.kind == "load" and run.meta.stages == [
+        "batch_wait",
+        "queue_wait",
+        "parse",
+        "forward",
+    ]
     assert load["requests"] == n and load["failed"] == len(bad) and load["dropped"] == 0
-    assert 1 <= load["mean_batch_size"] <= 8 and sum(load["batch_sizes"].values()) == load["batches"]
+    assert (
+        1 <= load["mean_batch_size"] <= 8 and sum(load["batch_sizes"].values()) == load["batches"]
+    )
     assert 0 <= load["generator_lag_ms"] < 100 and load["arrivals"]["rate_rps"] == 400
     loaded = load_run(run.save(tmp_path / "load"))
-    assert loaded.requests[["arrival_ns", "batch", "queue_wait_ns"]].equals(req[["arrival_ns", "batch", "queue_wait_ns"]])
+    assert loaded.requests[["arrival_ns", "batch", "queue_wait_ns"]].equals(
+        req[["arrival_ns", "batch", "queue_wait_ns"]]
+    )
     report = budget(loaded)
     assert [s["name"] for s in report["stages"]] == ["batch_wait", "queue_wait", "parse", "forward"]
     assert report["errors"]["forward"] == len(bad) and report["end_to_end"]["count"] == n - len(bad)
@@ -55,8 +69,13 @@ def test_short_live_run_and_its_record(tmp_path):
 def test_overloaded_run_stops_at_its_drain_deadline():
     arrivals = Arrivals("poisson", rate_rps=2000, count=200, seed=0)
     t0 = time.perf_counter()
-    run = run_load(sleepy_pipeline(per_item_s=0.004), arrivals=arrivals, policy=BatchPolicy(2, 0.0),
-                   warmup=0, drain_timeout_s=0.2)
+    run = run_load(
+        sleepy_pipeline(per_item_s=0.004),
+        arrivals=arrivals,
+        policy=BatchPolicy(2, 0.0),
+        warmup=0,
+        drain_timeout_s=0.2,
+    )
     assert time.perf_counter() - t0 < 3
     dropped = run.requests[run.requests["batch"] == -1]
     assert len(dropped) > 0 and run.meta.load.dropped == len(dropped)
@@ -77,8 +96,14 @@ def test_generator_records_its_lag():
             now[0] += 4 * MS
         return 0, now[0]
 
-    lags = generate(np.array([0, 1 * MS, 2 * MS, 10 * MS]), ["a", "b", "c", "d"], submit, start_ns=0,
-                    clock=clock, sleep=sleep)
+    lags = generate(
+        np.array([0, 1 * MS, 2 * MS, 10 * MS]),
+        ["a", "b", "c", "d"],
+        submit,
+        start_ns=0,
+        clock=clock,
+        sleep=sleep,
+    )
     assert lags.tolist() == [0, 300_000, 4_300_000, 300_000]
     s = lag_summary(lags)
     assert s["generator_lag_ms"] == 4.3 and s["late_requests"] == 1
@@ -88,5 +113,9 @@ def test_live_run_rejects_bad_input():
     from workbench.errors import ConfigError
 
     with pytest.raises(ConfigError, match="drain_timeout_s"):
-        run_load(sleepy_pipeline(), arrivals=Arrivals("poisson", rate_rps=1, count=1), policy=BatchPolicy(1, 0),
-                 drain_timeout_s=0)
+        run_load(
+            sleepy_pipeline(),
+            arrivals=Arrivals("poisson", rate_rps=1, count=1),
+            policy=BatchPolicy(1, 0),
+            drain_timeout_s=0,
+        )

@@ -1,4 +1,5 @@
 """`load` builds one pipeline per executor thread, in that thread, and applies config.threads there."""
+
 import sqlite3
 import threading
 
@@ -11,7 +12,7 @@ from workbench.batching.policy import BatchPolicy
 from workbench.cli import main
 from workbench.pipeline import Pipeline
 
-SQLITE_FACTORY = '''
+SQLITE_FACTORY = """
 import itertools, sqlite3
 from workbench import Pipeline
 
@@ -26,7 +27,7 @@ def build(config):
         return [conn.execute("SELECT v FROM f WHERE k = ?", (k % 3,)).fetchone()[0] for k in batch]
 
     return pipe
-'''
+"""
 
 
 @pytest.fixture
@@ -42,9 +43,26 @@ def sqlite_factory(tmp_path):
 
 def test_load_with_a_plain_sqlite_factory_succeeds_and_exits_0(tmp_path, sqlite_factory, capsys):
     out = tmp_path / "run"
-    code = main(["load", "--pipeline", f"{sqlite_factory}:build", "--rate", "300", "--requests", "60",
-                 "--max-batch-size", "4", "--max-wait-ms", "1", "--concurrency", "2", "--out", str(out),
-                 "--json"])
+    code = main(
+        [
+            "load",
+            "--pipeline",
+            f"{sqlite_factory}:build",
+            "--rate",
+            "300",
+            "--requests",
+            "60",
+            "--max-batch-size",
+            "4",
+            "--max-wait-ms",
+            "1",
+            "--concurrency",
+            "2",
+            "--out",
+            str(out),
+            "--json",
+        ]
+    )
     report = capsys.readouterr().out
     assert code == 0, report
     assert '"failed": 0' in report and '"failures": {}' in report
@@ -66,8 +84,13 @@ def test_each_executor_thread_builds_its_pipeline_and_sets_threads():
 
         return pipe
 
-    run = run_load(build, PipelineConfig(threads=1), arrivals=Arrivals("poisson", rate_rps=500, count=20, seed=0),
-                   policy=BatchPolicy(2, 1.0, 2), warmup=1)
+    run = run_load(
+        build,
+        PipelineConfig(threads=1),
+        arrivals=Arrivals("poisson", rate_rps=500, count=20, seed=0),
+        policy=BatchPolicy(2, 1.0, 2),
+        warmup=1,
+    )
     assert built[0] == threading.current_thread().name
     assert sorted(built[1:]) == ["workbench-executor-0", "workbench-executor-1"]
     assert {t for _, t in seen_threads} == {1}
@@ -78,7 +101,7 @@ def test_each_executor_thread_builds_its_pipeline_and_sets_threads():
 
 def test_load_where_every_request_fails_exits_1(tmp_path, capsys):
     f = tmp_path / "bad.py"
-    f.write_text('''
+    f.write_text("""
 import itertools
 from workbench import Pipeline
 def build(config):
@@ -87,9 +110,22 @@ def build(config):
         raise RuntimeError("CUDA out of memory")
     p.add("forward", forward)
     return p
-''')
-    code = main(["load", "--pipeline", str(f), "--rate", "200", "--requests", "10", "--max-batch-size", "2",
-                 "--out", str(tmp_path / "run")])
+""")
+    code = main(
+        [
+            "load",
+            "--pipeline",
+            str(f),
+            "--rate",
+            "200",
+            "--requests",
+            "10",
+            "--max-batch-size",
+            "2",
+            "--out",
+            str(tmp_path / "run"),
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 1
     assert "every measured request failed (10)" in captured.err
@@ -99,7 +135,7 @@ def build(config):
 
 def test_load_executor_warmup_failures_are_failures(tmp_path, capsys):
     f = tmp_path / "warm.py"
-    f.write_text('''
+    f.write_text("""
 import itertools
 from workbench import Pipeline
 def build(config):
@@ -110,9 +146,20 @@ def build(config):
         return b
     p.add("forward", forward)
     return p
-''')
-    argv = ["load", "--pipeline", str(f), "--rate", "50", "--requests", "5", "--max-batch-size", "2",
-            "--max-wait-ms", "0"]
+""")
+    argv = [
+        "load",
+        "--pipeline",
+        str(f),
+        "--rate",
+        "50",
+        "--requests",
+        "5",
+        "--max-batch-size",
+        "2",
+        "--max-wait-ms",
+        "0",
+    ]
     assert main(argv + ["--out", str(tmp_path / "a")]) == 0
     capsys.readouterr()
     assert main(argv + ["--out", str(tmp_path / "b"), "--fail-on-error"]) == 1

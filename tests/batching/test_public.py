@@ -5,10 +5,23 @@ import workbench.batching as batching
 
 
 def test_all_is_exact():
-    assert batching.__all__ == sorted([
-        "Arrivals", "BatchFormer", "BatchPolicy", "DynamicBatcher", "ServiceModel", "Simulation", "dispatch_schedule",
-        "load_summary", "read_arrivals_csv", "run_load", "service_model_from_runs", "simulate", "sweep",
-    ])
+    assert batching.__all__ == sorted(
+        [
+            "Arrivals",
+            "BatchFormer",
+            "BatchPolicy",
+            "DynamicBatcher",
+            "ServiceModel",
+            "Simulation",
+            "dispatch_schedule",
+            "load_summary",
+            "read_arrivals_csv",
+            "run_load",
+            "service_model_from_runs",
+            "simulate",
+            "sweep",
+        ]
+    )
     for name in batching.__all__:
         assert callable(getattr(batching, name))
 
@@ -29,6 +42,8 @@ print(s['end_to_end']['count'])
 
 
 def test_simulator_and_live_modules_import_without_torch():
-    proc = subprocess.run([sys.executable, "-c", SIMULATE_WITHOUT_TORCH], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", SIMULATE_WITHOUT_TORCH], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "1000"

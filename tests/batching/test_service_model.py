@@ -10,7 +10,9 @@ MS = 1_000_000
 
 
 def model():
-    return ServiceModel.from_samples({1: [1 * MS, 2 * MS, 3 * MS], 4: [4 * MS, 8 * MS], 8: [10 * MS]})
+    return ServiceModel.from_samples(
+        {1: [1 * MS, 2 * MS, 3 * MS], 4: [4 * MS, 8 * MS], 8: [10 * MS]}
+    )
 
 
 def test_quantiles_interpolate_between_sizes():
@@ -20,11 +22,15 @@ def test_quantiles_interpolate_between_sizes():
     assert m.quantile_ns(2, 0.5) == pytest.approx(2 * MS + 4 * MS / 3)
     assert m.quantile_ns(6, 1.0) == pytest.approx(9 * MS)  # halfway between 8 ms and 10 ms
     assert m.mean_ns(4) == 6 * MS and m.mean_ns(6) == pytest.approx(8 * MS)
-    assert m.capacity_rps(8) == pytest.approx(800.0) and m.capacity_rps(4, concurrency=2) == pytest.approx(4 * 2 / 0.006)
+    assert m.capacity_rps(8) == pytest.approx(800.0) and m.capacity_rps(
+        4, concurrency=2
+    ) == pytest.approx(4 * 2 / 0.006)
 
 
 def test_larger_than_measured_names_the_size():
-    with pytest.raises(ConfigError, match="max_batch_size 16 .* largest measured batch size 8.*--batch-size 16"):
+    with pytest.raises(
+        ConfigError, match="max_batch_size 16 .* largest measured batch size 8.*--batch-size 16"
+    ):
         model().check(16)
     with pytest.raises(ConfigError, match="16"):
         model().quantile_ns(16, 0.5)
@@ -46,15 +52,29 @@ def test_no_measurements():
 
 def fake_run(batch_size, durs, kind="profile", pipeline="toy", ok=None):
     n = len(durs)
-    req = pd.DataFrame({"request": range(n + 1), "warmup": [True] + [False] * n, "start_ns": 0,
-                        "dur_ns": [999 * MS] + list(durs), "ok": [True] + (ok or [True] * n),
-                        "error_stage": None, "error_type": None, "error_message": None, "batch_size": batch_size})
+    req = pd.DataFrame(
+        {
+            "request": range(n + 1),
+            "warmup": [True] + [False] * n,
+            "start_ns": 0,
+            "dur_ns": [999 * MS] + list(durs),
+            "ok": [True] + (ok or [True] * n),
+            "error_stage": None,
+            "error_type": None,
+            "error_message": None,
+            "batch_size": batch_size,
+        }
+    )
     meta = {"kind": kind, "pipeline": pipeline, "config": {"batch_size": batch_size}, "stages": []}
     return Run(meta=meta, requests=req, stages=pd.DataFrame())
 
 
 def test_from_runs_pools_and_drops_warmup_and_failures(tmp_path):
-    runs = [fake_run(1, [1 * MS, 3 * MS]), fake_run(1, [2 * MS]), fake_run(4, [5 * MS, 50 * MS], ok=[True, False])]
+    runs = [
+        fake_run(1, [1 * MS, 3 * MS]),
+        fake_run(1, [2 * MS]),
+        fake_run(4, [5 * MS, 50 * MS], ok=[True, False]),
+    ]
     runs[2].save(tmp_path / "bs4")
     m = service_model_from_runs([runs[0], runs[1], tmp_path / "bs4"])
     assert m.sizes == [1, 4] and m.pipeline == "toy"
@@ -76,9 +96,23 @@ def test_from_load_runs_one_sample_per_ok_batch():
     batch = [0, 0, 1, 2, 2, 3, 4, 5, 6, 7, -1]
     service = [3, 3, 1, 5, 5, 2, 2, 2, 2, 2, 0]
     ok = [True] * 3 + [False, True] + [True] * 5 + [False]
-    req = pd.DataFrame({"request": range(11), "warmup": False, "start_ns": 0, "dur_ns": 0, "ok": ok,
-                        "batch": batch, "service_ns": [s * MS for s in service], "batch_size": 1})
-    run = Run(meta={"kind": "load", "pipeline": "toy", "config": {"batch_size": 2}}, requests=req, stages=pd.DataFrame())
+    req = pd.DataFrame(
+        {
+            "request": range(11),
+            "warmup": False,
+            "start_ns": 0,
+            "dur_ns": 0,
+            "ok": ok,
+            "batch": batch,
+            "service_ns": [s * MS for s in service],
+            "batch_size": 1,
+        }
+    )
+    run = Run(
+        meta={"kind": "load", "pipeline": "toy", "config": {"batch_size": 2}},
+        requests=req,
+        stages=pd.DataFrame(),
+    )
     m = service_model_from_runs([run], min_batches=1)
     assert m.samples[1].tolist() == [1 * MS] + [2 * MS] * 5 and m.samples[2].tolist() == [3 * MS]
     assert service_model_from_runs([run], min_batches=2).sizes == [1]
@@ -86,9 +120,20 @@ def test_from_load_runs_one_sample_per_ok_batch():
 
 def fingerprinted_run(batch_size, **changes):
     run = fake_run(batch_size, [MS, 2 * MS])
-    fp = {"pipeline": "toy", "factory": "toy.py:build", "options": {"layers": 6}, "precision": "fp32",
-          "device": "cpu", "batch_size": batch_size, "threads": 2, "torch": "2.13.0", "workbench": "0.1.0",
-          "host": {"cpu_model": "EPYC", "cores": 2}, "model": {"params": 10, "hash": "ab"}, "model_note": None}
+    fp = {
+        "pipeline": "toy",
+        "factory": "toy.py:build",
+        "options": {"layers": 6},
+        "precision": "fp32",
+        "device": "cpu",
+        "batch_size": batch_size,
+        "threads": 2,
+        "torch": "2.13.0",
+        "workbench": "0.1.0",
+        "host": {"cpu_model": "EPYC", "cores": 2},
+        "model": {"params": 10, "hash": "ab"},
+        "model_note": None,
+    }
     run.meta = run.meta.replace(fingerprint=fp | changes)
     return run
 
@@ -96,18 +141,30 @@ def fingerprinted_run(batch_size, **changes):
 def test_pooling_requires_fingerprints_equal_except_batch_size():
     m = service_model_from_runs([fingerprinted_run(1), fingerprinted_run(8)])
     assert m.sizes == [1, 8] and m.mixed == ()
-    with pytest.raises(ConfigError, match=r"differ in precision: 'fp32' \(toy \? bs=1 \?\) vs 'int8' \(toy \? bs=8 \?\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"differ in precision: 'fp32' \(toy \? bs=1 \?\) vs 'int8' \(toy \? bs=8 \?\)",
+    ):
         service_model_from_runs([fingerprinted_run(1), fingerprinted_run(8, precision="int8")])
-    with pytest.raises(ConfigError, match=r"differ in options: \{'layers': 6\} .* vs \{'layers': 2\}.*--allow-mixed"):
-        service_model_from_runs([fingerprinted_run(1), fingerprinted_run(2, options={"layers": 2}, threads=1)])
+    with pytest.raises(
+        ConfigError,
+        match=r"differ in options: \{'layers': 6\} .* vs \{'layers': 2\}.*--allow-mixed",
+    ):
+        service_model_from_runs(
+            [fingerprinted_run(1), fingerprinted_run(2, options={"layers": 2}, threads=1)]
+        )
 
 
 def test_allow_mixed_pools_and_records_every_difference():
-    m = service_model_from_runs([fingerprinted_run(1), fingerprinted_run(2, options={"layers": 2}, threads=1)],
-                                allow_mixed=True)
+    m = service_model_from_runs(
+        [fingerprinted_run(1), fingerprinted_run(2, options={"layers": 2}, threads=1)],
+        allow_mixed=True,
+    )
     assert m.mixed == (("options", {"layers": 6}, {"layers": 2}), ("threads", 2, 1))
-    assert m.describe()["mixed"] == [{"field": "options", "a": {"layers": 6}, "b": {"layers": 2}},
-                                     {"field": "threads", "a": 2, "b": 1}]
+    assert m.describe()["mixed"] == [
+        {"field": "options", "a": {"layers": 6}, "b": {"layers": 2}},
+        {"field": "threads", "a": 2, "b": 1},
+    ]
 
 
 def test_runs_without_a_fingerprint_are_compared_on_config_and_env():

@@ -27,7 +27,11 @@ def mean_wait_s(sim) -> float:
 def test_mm1_mean_waiting_time():
     # max_batch_size 1, max_wait 0: a single-server FIFO queue. Wq = rho / (mu - lambda).
     mu, lam = 1000.0, 700.0
-    sim = simulate(exponential_model(1e9 / mu), Arrivals("poisson", rate_rps=lam, count=N, seed=0), BatchPolicy(1, 0))
+    sim = simulate(
+        exponential_model(1e9 / mu),
+        Arrivals("poisson", rate_rps=lam, count=N, seed=0),
+        BatchPolicy(1, 0),
+    )
     assert mean_wait_s(sim) == pytest.approx((lam / mu) / (mu - lam), rel=0.02)
     assert sim.stable and sim.capacity_rps == pytest.approx(mu, rel=1e-4)
 
@@ -41,20 +45,30 @@ def test_md1_mean_waiting_time():
     assert mean_wait_s(sim) == pytest.approx(rho * d / (2 * (1 - rho)), rel=0.02)
 
 
-@pytest.mark.parametrize("policy", [BatchPolicy(8, 1.5), BatchPolicy(4, 0.0, 2), BatchPolicy(1, 0.0), BatchPolicy(16, 10.0, 3)])
+@pytest.mark.parametrize(
+    "policy",
+    [BatchPolicy(8, 1.5), BatchPolicy(4, 0.0, 2), BatchPolicy(1, 0.0), BatchPolicy(16, 10.0, 3)],
+)
 def test_simulator_matches_the_reference_rule(policy):
     arrivals = Arrivals("bursty", rate_rps=2500, count=3000, seed=4).times_ns()
-    model = ServiceModel.from_samples({1: [1 * MS], 16: [4 * MS]})  # linear in size: 1 ms + 0.2 ms per item
+    model = ServiceModel.from_samples(
+        {1: [1 * MS], 16: [4 * MS]}
+    )  # linear in size: 1 ms + 0.2 ms per item
     sim = simulate(model, arrivals, policy)
     ref = pd.DataFrame(dispatch_schedule(arrivals, sim.batches["service_ns"].tolist(), policy))
     for col in ("size", "first", "due_ns", "close_ns", "start_ns", "end_ns"):
         assert sim.batches[col].tolist() == ref[col].tolist(), col
-    assert sim.batches["service_ns"].tolist() == [MS + (s - 1) * 200_000 for s in sim.batches["size"]]
+    assert sim.batches["service_ns"].tolist() == [
+        MS + (s - 1) * 200_000 for s in sim.batches["size"]
+    ]
 
 
 def test_request_breakdown_sums_to_end_to_end():
-    sim = simulate(ServiceModel.from_samples({1: [2 * MS, 3 * MS], 8: [5 * MS, 9 * MS]}),
-                   Arrivals("poisson", rate_rps=900, count=5000, seed=1), BatchPolicy(8, 2))
+    sim = simulate(
+        ServiceModel.from_samples({1: [2 * MS, 3 * MS], 8: [5 * MS, 9 * MS]}),
+        Arrivals("poisson", rate_rps=900, count=5000, seed=1),
+        BatchPolicy(8, 2),
+    )
     r = sim.requests
     assert (r["batch_wait_ns"] + r["queue_wait_ns"] + r["service_ns"] == r["dur_ns"]).all()
     assert (r[["batch_wait_ns", "queue_wait_ns", "service_ns"]] >= 0).all().all()
@@ -63,22 +77,34 @@ def test_request_breakdown_sums_to_end_to_end():
     assert r["batch_wait_ns"].max() == 2 * MS
     assert r["queue_wait_ns"].max() > 2 * MS
     b = sim.batches.set_index("batch").loc[r["batch"]]
-    assert ((r["arrival_ns"] + r["batch_wait_ns"]).to_numpy() == np.clip(
-        b["due_ns"].to_numpy(), r["arrival_ns"].to_numpy(), b["close_ns"].to_numpy())).all()
+    assert (
+        (r["arrival_ns"] + r["batch_wait_ns"]).to_numpy()
+        == np.clip(b["due_ns"].to_numpy(), r["arrival_ns"].to_numpy(), b["close_ns"].to_numpy())
+    ).all()
     assert r["batch_size"].max() <= 8
 
 
 def test_seeded_and_repeatable():
-    model = ServiceModel.from_samples({1: np.arange(1, 101) * 10_000.0, 4: np.arange(1, 101) * 30_000.0})
-    run = lambda seed: simulate(model, Arrivals("poisson", rate_rps=3000, count=2000, seed=seed),  # noqa: E731
-                                BatchPolicy(4, 1), seed=seed).requests
+    model = ServiceModel.from_samples(
+        {1: np.arange(1, 101) * 10_000.0, 4: np.arange(1, 101) * 30_000.0}
+    )
+    run = lambda seed: (
+        simulate(
+            model,
+            Arrivals("poisson", rate_rps=3000, count=2000, seed=seed),  # noqa: E731
+            BatchPolicy(4, 1),
+            seed=seed,
+        ).requests
+    )
     assert run(5).equals(run(5))
     assert not run(5)["dur_ns"].equals(run(6)["dur_ns"])
 
 
 def test_unstable_is_reported_and_finite():
     model = ServiceModel.from_samples({1: [1 * MS], 4: [2 * MS]})  # capacity 4 / 2 ms = 2000 req/s
-    sim = simulate(model, Arrivals("poisson", rate_rps=2500, count=20_000, seed=0), BatchPolicy(4, 1))
+    sim = simulate(
+        model, Arrivals("poisson", rate_rps=2500, count=20_000, seed=0), BatchPolicy(4, 1)
+    )
     assert sim.capacity_rps == pytest.approx(2000) and not sim.stable
     s = load_summary(sim.requests)
     assert s["mean_batch_size"] > 3.9 and s["throughput_rps"] == pytest.approx(2000, rel=0.01)
@@ -92,7 +118,9 @@ def test_summary_exact_small_case():
     assert s["batch_wait"]["max_ms"] == 1.0 and s["batch_wait"]["mean_ms"] == 0.5
     assert s["service"]["p50_ms"] == 3.0 and s["queue_wait"]["max_ms"] == 0.0
     assert s["end_to_end"]["max_ms"] == 4.0 and s["mean_batch_size"] == 2.0
-    assert s["throughput_rps"] == pytest.approx(2 / 0.004) and s["utilization"] == pytest.approx(0.75)
+    assert s["throughput_rps"] == pytest.approx(2 / 0.004) and s["utilization"] == pytest.approx(
+        0.75
+    )
     assert s["batch_sizes"] == {"2": 1}
 
 
@@ -100,12 +128,19 @@ def test_sweep_table():
     model = ServiceModel.from_samples({1: [1 * MS], 8: [3 * MS]})
     df = sweep(model, [200, 1000], [1, 8], [0, 2], requests=2000)
     assert list(df.columns) == SWEEP_COLUMNS and len(df) == 8
-    assert df.loc[(df.rate_rps == 1000) & (df.max_batch_size == 1), "stable"].tolist() == [False, False]
+    assert df.loc[(df.rate_rps == 1000) & (df.max_batch_size == 1), "stable"].tolist() == [
+        False,
+        False,
+    ]
     big = df[(df.rate_rps == 1000) & (df.max_batch_size == 8)]
     assert big["stable"].all() and (big["p99_ms"] < 20).all()
     assert df["mean_batch_size"].between(1, 8).all()
 
 
 def test_a_batch_takes_exactly_its_drawn_service_time():
-    sim = simulate(ServiceModel.from_samples({1: [1_000_000]}), np.array([0, 200_000, 400_000]), BatchPolicy(1, 0.0))
+    sim = simulate(
+        ServiceModel.from_samples({1: [1_000_000]}),
+        np.array([0, 200_000, 400_000]),
+        BatchPolicy(1, 0.0),
+    )
     assert sim.batches["service_ns"].tolist() == [1_000_000] * 3

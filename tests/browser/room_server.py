@@ -3,6 +3,7 @@
 Shared by the room tests and the room benchmark. Kernels are the server's child
 processes running ``ipykernel_launcher`` (psutil, which comes with ipykernel).
 """
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,13 @@ def room_server(*args: str, log_name: str = "room.log", timeout_s: float = 90.0)
     port = free_port()
     log = ARTIFACTS / log_name
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "workbench.room", "--port", str(port), *args], cwd=REPO,
-                                stdout=out, stderr=subprocess.STDOUT, env=os.environ | {"PYTHONUNBUFFERED": "1"})
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "workbench.room", "--port", str(port), *args],
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=os.environ | {"PYTHONUNBUFFERED": "1"},
+        )
     try:
         yield proc, port, wait_for_url(proc, log, timeout_s), log
     finally:

@@ -1,4 +1,5 @@
 """The audit report opens offline in a real browser: every figure draws with outside requests blocked."""
+
 from __future__ import annotations
 
 import subprocess
@@ -19,13 +20,29 @@ def test_report_draws_every_figure_offline(tmp_path):
         pytest.skip("chromium not installed (apt-get install chromium)")
     playwright = pytest.importorskip("playwright.sync_api")
     out = tmp_path / "report.html"
-    proc = subprocess.run([sys.executable, "-m", "workbench", "audit", str(RUN), "--sla-ms", "100", "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            "audit",
+            str(RUN),
+            "--sla-ms",
+            "100",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     outside = []
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM),
-                                    args=["--no-sandbox", "--disable-background-networking", "--disable-gpu"])
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--no-sandbox", "--disable-background-networking", "--disable-gpu"],
+        )
         page = browser.new_page()
 
         def route(r):
@@ -36,7 +53,9 @@ def test_report_draws_every_figure_offline(tmp_path):
 
         page.route("**/*", route)
         page.goto(out.as_uri())
-        page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 6", timeout=60_000)
+        page.wait_for_function(
+            "document.querySelectorAll('.js-plotly-plot .main-svg').length >= 6", timeout=60_000
+        )
         n_figures = page.evaluate("document.querySelectorAll('.js-plotly-plot').length")
         text = page.inner_text("body")
         page.screenshot(path=str(tmp_path / "report.png"), full_page=False)

@@ -9,6 +9,7 @@ budget figure changed, and saves ``artifacts/dashboard.png``; the time from
 starting Voila to the first complete view goes to
 ``artifacts/dashboard_timing.json`` (the goal is under 15 s on two cores).
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,14 @@ pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "artifacts"
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu",
-                 "--disable-component-update", "--no-first-run", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-gpu",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 FIRST_VIEW_TIMEOUT_MS = 120_000
 PLOTS = "document.querySelectorAll('.js-plotly-plot')"
 
@@ -54,7 +61,9 @@ def wait_for_port(port: int, proc: subprocess.Popen, timeout_s: float = 60.0) ->
 def voila():
     """The dashboards served as `make dashboard` serves them: (base url, start time, log path)."""
     if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium is missing (Debian package 'chromium'; `make browser` installs it)")
+        pytest.skip(
+            "/usr/bin/chromium is missing (Debian package 'chromium'; `make browser` installs it)"
+        )
     pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     pytest.importorskip("voila", reason="voila is not installed")
     ARTIFACTS.mkdir(exist_ok=True)
@@ -62,8 +71,21 @@ def voila():
     log = ARTIFACTS / "voila.log"
     started = time.monotonic()
     with log.open("w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "workbench.room", "notebooks/dashboards", "--host", "127.0.0.1",
-                                 "--port", str(port)], cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "workbench.room",
+                "notebooks/dashboards",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}", started, log
@@ -93,6 +115,7 @@ def page(voila):
             else:
                 page.blocked.append(url)
                 r.abort()
+
         page.route("**/*", route)
         yield page
         browser.close()
@@ -103,9 +126,11 @@ def wait_for_plots(page, count: int) -> None:
     page.wait_for_function(
         f"""() => document.body.innerText.includes('There was an error when executing cell')
                  || ({PLOTS}.length >= {count} && Array.from({PLOTS}).every(el => el.data && el.data.length > 0))""",
-        timeout=FIRST_VIEW_TIMEOUT_MS)
-    assert "There was an error when executing cell" not in page.inner_text("body"), \
+        timeout=FIRST_VIEW_TIMEOUT_MS,
+    )
+    assert "There was an error when executing cell" not in page.inner_text("body"), (
         "a dashboard cell raised; see artifacts/voila.log"
+    )
 
 
 def full_screenshot(page, name: str) -> Path:
@@ -131,8 +156,10 @@ def outside_requests(page) -> list[str]:
 
 def budget_expression() -> str:
     """JavaScript: the first plot's (the budget's) title and bar heights, as text."""
-    return (f"(() => {{ const el = {PLOTS}[0]; return JSON.stringify([el.layout.title && el.layout.title.text, "
-            f"el.data.map(t => Array.from(t.y || []))]); }})()")
+    return (
+        f"(() => {{ const el = {PLOTS}[0]; return JSON.stringify([el.layout.title && el.layout.title.text, "
+        f"el.data.map(t => Array.from(t.y || []))]); }})()"
+    )
 
 
 def budget_state(page) -> str:
@@ -144,7 +171,9 @@ def test_latency_explorer_renders_offline_and_the_slider_updates_the_budget(voil
     page.goto(f"{base}/voila/render/latency_explorer.ipynb", timeout=FIRST_VIEW_TIMEOUT_MS)
     wait_for_plots(page, 3)
     first_view_s = time.monotonic() - started
-    assert page.locator(".workbench-error").count() == 0, page.locator(".workbench-error").first.inner_text()
+    assert page.locator(".workbench-error").count() == 0, page.locator(
+        ".workbench-error"
+    ).first.inner_text()
     before = budget_state(page)
     full_screenshot(page, "dashboard_first_view.png")
 
@@ -152,24 +181,38 @@ def test_latency_explorer_renders_offline_and_the_slider_updates_the_budget(voil
     handle.focus()
     handle.press("ArrowRight")  # batch size 1 -> 2
     moved = time.monotonic()
-    page.wait_for_function(f"(before) => {budget_expression()} !== before", arg=before, timeout=FIRST_VIEW_TIMEOUT_MS)
+    page.wait_for_function(
+        f"(before) => {budget_expression()} !== before", arg=before, timeout=FIRST_VIEW_TIMEOUT_MS
+    )
     update_s = time.monotonic() - moved
     page.wait_for_timeout(500)  # let the other figures finish drawing before the screenshot
     assert "bs=2" in page.inner_text("body")
-    assert page.locator(".workbench-error").count() == 0, page.locator(".workbench-error").first.inner_text()
+    assert page.locator(".workbench-error").count() == 0, page.locator(
+        ".workbench-error"
+    ).first.inner_text()
     full_screenshot(page, "dashboard.png")
 
     handle.focus()
     handle.press("ArrowLeft")  # back to batch size 1: a cache hit, no profiling
     moved = time.monotonic()
-    page.wait_for_function(f"(before) => {budget_expression()} === before", arg=before, timeout=30_000)
+    page.wait_for_function(
+        f"(before) => {budget_expression()} === before", arg=before, timeout=30_000
+    )
     cached_s = time.monotonic() - moved
-    timing = {"first_view_s": round(first_view_s, 2), "slider_update_s": round(update_s, 2),
-              "cached_update_s": round(cached_s, 2), "blocked_outside_requests": page.blocked}
+    timing = {
+        "first_view_s": round(first_view_s, 2),
+        "slider_update_s": round(update_s, 2),
+        "cached_update_s": round(cached_s, 2),
+        "blocked_outside_requests": page.blocked,
+    }
     (ARTIFACTS / "dashboard_timing.json").write_text(json.dumps(timing, indent=2))
-    print(f"\nfirst view {first_view_s:.1f} s after starting voila; slider update {update_s:.1f} s; "
-          f"back to a seen value {1000 * cached_s:.0f} ms")
-    assert outside_requests(page) == [], f"the page needs outside resources: {outside_requests(page)}"
+    print(
+        f"\nfirst view {first_view_s:.1f} s after starting voila; slider update {update_s:.1f} s; "
+        f"back to a seen value {1000 * cached_s:.0f} ms"
+    )
+    assert outside_requests(page) == [], (
+        f"the page needs outside resources: {outside_requests(page)}"
+    )
     assert first_view_s < 60, f"first view took {first_view_s:.1f} s (goal 15 s); see {log}"
     assert "DeprecationWarning" not in log.read_text(), f"the launcher's settings warn; see {log}"
 
@@ -183,9 +226,18 @@ def test_trace_explorer_renders_offline(voila, page):
     # a broken upload shows the TraceError message in the page
     with page.expect_file_chooser() as chooser:
         page.get_by_role("button", name="upload trace").click()
-    chooser.value.set_files([{"name": "broken.json", "mimeType": "application/json",
-                              "buffer": b'{"traceEvents": [{"ph": "X"'}])
+    chooser.value.set_files(
+        [
+            {
+                "name": "broken.json",
+                "mimeType": "application/json",
+                "buffer": b'{"traceEvents": [{"ph": "X"',
+            }
+        ]
+    )
     page.wait_for_selector(".workbench-error", timeout=30_000)
     message = page.locator(".workbench-error").first.inner_text()
     assert "broken.json" in message and "Traceback" not in message
-    assert outside_requests(page) == [], f"the page needs outside resources: {outside_requests(page)}"
+    assert outside_requests(page) == [], (
+        f"the page needs outside resources: {outside_requests(page)}"
+    )

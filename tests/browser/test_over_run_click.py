@@ -8,14 +8,23 @@ came from. The click travels through the pane's inline script and hidden
 ``Text`` sink (workbench.widgets.panes): no lab extension beyond ipywidgets'
 and plotly's, and no request for one.
 """
+
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from test_dashboard import (FIRST_VIEW_TIMEOUT_MS, PLOTS, REPO, full_screenshot, outside_requests, page, voila,
-                            wait_for_plots)
+from test_dashboard import (
+    FIRST_VIEW_TIMEOUT_MS,
+    PLOTS,
+    REPO,
+    full_screenshot,
+    outside_requests,
+    page,
+    voila,
+    wait_for_plots,
+)
 
 pytestmark = pytest.mark.browser
 __all__ = ["page", "voila"]  # fixtures, imported to be used here
@@ -58,26 +67,43 @@ def expected_stages(folder: str, request: int) -> tuple[list[str], list[float], 
     e2e_ns = int(run.requests.loc[run.requests["request"] == request, "dur_ns"].iloc[0])
     names = [s for s in order if s in mine.index]
     values_ns = [int(mine[s]) for s in names]
-    return names + ["unattributed"], [v / 1e6 for v in values_ns] + [(e2e_ns - sum(values_ns)) / 1e6], e2e_ns / 1e6
+    return (
+        names + ["unattributed"],
+        [v / 1e6 for v in values_ns] + [(e2e_ns - sum(values_ns)) / 1e6],
+        e2e_ns / 1e6,
+    )
 
 
 def test_a_click_on_a_slow_point_shows_its_stages_offline(voila, page):
     base = voila[0]
     extensions = set()
-    page.on("request", lambda r: "/labextensions/" in r.url
-            and extensions.add(r.url.split("/labextensions/")[1].split("/static/")[0]))
+    page.on(
+        "request",
+        lambda r: (
+            "/labextensions/" in r.url
+            and extensions.add(r.url.split("/labextensions/")[1].split("/static/")[0])
+        ),
+    )
     page.goto(f"{base}/voila/render/latency_explorer.ipynb", timeout=FIRST_VIEW_TIMEOUT_MS)
     wait_for_plots(page, 3)
-    page.wait_for_function(f"() => {plot_js(OVER_RUN)} && {plot_js(STAGES)}", timeout=FIRST_VIEW_TIMEOUT_MS)
-    assert not any("anywidget" in name for name in extensions), f"lab extensions loaded: {sorted(extensions)}"
+    page.wait_for_function(
+        f"() => {plot_js(OVER_RUN)} && {plot_js(STAGES)}", timeout=FIRST_VIEW_TIMEOUT_MS
+    )
+    assert not any("anywidget" in name for name in extensions), (
+        f"lab extensions loaded: {sorted(extensions)}"
+    )
     before = stage_pane(page)
     point = fastest_point(page)
-    assert not before["title"].startswith(f"{STAGES} {point['request']}:")  # the slowest is shown first
+    assert not before["title"].startswith(
+        f"{STAGES} {point['request']}:"
+    )  # the slowest is shown first
     page.mouse.move(point["px"], point["py"])
     page.wait_for_timeout(300)  # plotly picks the point on hover before the click
     page.mouse.click(point["px"], point["py"])
-    page.wait_for_function(f"() => ({plot_js(STAGES)}).layout.title.text.startsWith({STAGES + ' ' + str(point['request']) + ':'!r})",
-                           timeout=30_000)
+    page.wait_for_function(
+        f"() => ({plot_js(STAGES)}).layout.title.text.startsWith({STAGES + ' ' + str(point['request']) + ':'!r})",
+        timeout=30_000,
+    )
     after = stage_pane(page)
     status = page.inner_text("body")
     recorded = re.search(r"recorded run (\S+) \(", status)
@@ -91,4 +117,6 @@ def test_a_click_on_a_slow_point_shows_its_stages_offline(voila, page):
     picked = page.evaluate(f"() => {plot_js(OVER_RUN)}.data.slice(-1)[0].name")
     assert picked == f"request {point['request']}"  # the ring moved with it
     full_screenshot(page, "over_run_click.png")
-    assert outside_requests(page) == [], f"the page needs outside resources: {outside_requests(page)}"
+    assert outside_requests(page) == [], (
+        f"the page needs outside resources: {outside_requests(page)}"
+    )

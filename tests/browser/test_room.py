@@ -6,6 +6,7 @@ Kernels are counted as the server's ``ipykernel_launcher`` child processes. A
 short cull timeout (5 s, checked every 2 s) keeps the tests quick; the 60 s
 bound asserted is the room's promise with its defaults (30 s, every 10 s).
 """
+
 from __future__ import annotations
 
 import http.client
@@ -18,8 +19,14 @@ import pytest
 from room_server import REPO, kernel_id_of, kernel_processes, room_server
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-gpu",
-                 "--disable-component-update", "--no-first-run", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-gpu",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 RECLAIM_S = 60
 PAGE_TIMEOUT_MS = 120_000
 EIGHT_PAGES_TIMEOUT_MS = 300_000  # all 8 pages drawn within this, measured from the first wait
@@ -47,8 +54,13 @@ def loopback_server():
 def test_a_foreign_host_header_gets_403_on_pages_static_files_and_websockets(loopback_server):
     _, port, url, _ = loopback_server
     assert url == f"http://127.0.0.1:{port}/"  # loopback: no token
-    for path in ("/", "/voila/render/trace_explorer.ipynb", "/voila/static/voila.js",
-                 "/api/kernels/00000000-0000-0000-0000-000000000000/channels", "/workbench/room/config.js"):
+    for path in (
+        "/",
+        "/voila/render/trace_explorer.ipynb",
+        "/voila/static/voila.js",
+        "/api/kernels/00000000-0000-0000-0000-000000000000/channels",
+        "/workbench/room/config.js",
+    ):
         status, _, body = get(port, path, f"rebind.evil.example:{port}")
         assert status == 403, (path, status)
         assert b"not served here" in body
@@ -92,13 +104,16 @@ def local_context(browser, port):
         else:
             context.blocked.append(r.request.url)
             r.abort()
+
     context.route("**/*", route)
     return context
 
 
 def need_browser():
     if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium is missing (Debian package 'chromium'; `make browser` installs it)")
+        pytest.skip(
+            "/usr/bin/chromium is missing (Debian package 'chromium'; `make browser` installs it)"
+        )
     pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 
 
@@ -106,7 +121,9 @@ def wait_for_plots(page, count: int, timeout_ms: int = PAGE_TIMEOUT_MS) -> None:
     page.wait_for_function(
         f"""() => document.body.innerText.includes('There was an error when executing cell')
                  || Array.from({PLOTS}).filter(el => el.data && el.data.length > 0).length >= {count}""",
-        timeout=timeout_ms, polling=500)  # a timer, not requestAnimationFrame: 8 pages do not all get frames
+        timeout=timeout_ms,
+        polling=500,
+    )  # a timer, not requestAnimationFrame: 8 pages do not all get frames
     assert "There was an error when executing cell" not in page.inner_text("body")
 
 
@@ -125,7 +142,9 @@ def page_state(page) -> str:
 
 def page_kernel_id(page) -> str:
     """The page's kernel, from the page config Voila writes into it."""
-    return page.evaluate("() => JSON.parse(document.getElementById('jupyter-config-data').textContent).kernelId")
+    return page.evaluate(
+        "() => JSON.parse(document.getElementById('jupyter-config-data').textContent).kernelId"
+    )
 
 
 def wait_until_gone(proc, kernel_ids: set[str], timeout_s: float) -> float:
@@ -136,7 +155,9 @@ def wait_until_gone(proc, kernel_ids: set[str], timeout_s: float) -> float:
         if not alive:
             return time.monotonic() - started
         time.sleep(0.5)
-    raise AssertionError(f"kernels {sorted(alive)} still run {timeout_s} s after their pages closed")
+    raise AssertionError(
+        f"kernels {sorted(alive)} still run {timeout_s} s after their pages closed"
+    )
 
 
 @pytest.mark.browser
@@ -168,7 +189,9 @@ def test_closed_pages_have_their_kernels_and_scratch_folders_reclaimed(loopback_
     assert not any(s.exists() for s in scratch)
     text = log.read_text()
     assert "_xsrf' argument missing" not in text, "the page's shutdown request was refused"
-    print(f"\nkernel gone {beacon_s:.1f} s after a normal close, {cull_s:.1f} s after a silent close (cull 5 s)")
+    print(
+        f"\nkernel gone {beacon_s:.1f} s after a normal close, {cull_s:.1f} s after a silent close (cull 5 s)"
+    )
 
 
 @pytest.mark.browser
@@ -184,18 +207,30 @@ def test_an_upload_over_the_page_limit_says_so_in_the_page(loopback_server):
         wait_for_plots(page, 6)
         with page.expect_file_chooser() as chooser:
             page.get_by_role("button", name="upload trace").click()
-        chooser.value.set_files([{"name": "big.json.gz", "mimeType": "application/gzip",
-                                  "buffer": b"\0" * (3 << 19)}])  # 1.5 MiB against a 1 MiB limit
+        chooser.value.set_files(
+            [{"name": "big.json.gz", "mimeType": "application/gzip", "buffer": b"\0" * (3 << 19)}]
+        )  # 1.5 MiB against a 1 MiB limit
         note = page.locator(".workbench-upload-too-large")
         note.wait_for(timeout=10_000)
-        assert note.inner_text() == ("big.json.gz is 1.5 MiB: uploads here are limited to 1.0 MiB. "
-                                     "Analyze it on the command line: python -m workbench analyze big.json.gz")
+        assert note.inner_text() == (
+            "big.json.gz is 1.5 MiB: uploads here are limited to 1.0 MiB. "
+            "Analyze it on the command line: python -m workbench analyze big.json.gz"
+        )
         # the kernel connection survived: a small broken upload still gets its TraceError message
         with page.expect_file_chooser() as chooser:
             page.get_by_role("button", name="upload trace").click()
-        chooser.value.set_files([{"name": "broken.json", "mimeType": "application/json",
-                                  "buffer": b'{"traceEvents": [{"ph": "X"'}])
-        page.wait_for_function("() => document.body.innerText.includes('broken.json')", timeout=30_000)
+        chooser.value.set_files(
+            [
+                {
+                    "name": "broken.json",
+                    "mimeType": "application/json",
+                    "buffer": b'{"traceEvents": [{"ph": "X"',
+                }
+            ]
+        )
+        page.wait_for_function(
+            "() => document.body.innerText.includes('broken.json')", timeout=30_000
+        )
         assert page.locator(".workbench-upload-too-large").count() == 0
         assert context.blocked == []
         browser.close()
@@ -213,7 +248,12 @@ def test_eight_concurrent_pages_render_and_every_kernel_is_reclaimed():
     pytest.importorskip("voila", reason="voila is not installed")
     from playwright.sync_api import sync_playwright
 
-    with room_server(*SHORT_CULL, "--pool", "1", log_name="room_8_pages.log") as (proc, port, url, log):
+    with room_server(*SHORT_CULL, "--pool", "1", log_name="room_8_pages.log") as (
+        proc,
+        port,
+        url,
+        log,
+    ):
         with sync_playwright() as pw:
             # one context per page, as each student has a browser of their own (Chromium keeps
             # 6 connections per host and profile; 8 streaming Voila pages in one would queue)
@@ -223,20 +263,32 @@ def test_eight_concurrent_pages_render_and_every_kernel_is_reclaimed():
             names = ["latency_explorer.ipynb", "trace_explorer.ipynb"] * 4
             console = {id(page): [] for page in pages}
             for page in pages:
-                page.on("console", lambda m, page=page: m.type in ("error", "warning")
-                        and console[id(page)].append(m.text[:200]))
+                page.on(
+                    "console",
+                    lambda m, page=page: (
+                        m.type in ("error", "warning") and console[id(page)].append(m.text[:200])
+                    ),
+                )
             for page, name in zip(pages, names):
                 page.goto(f"{url}voila/render/{name}", wait_until="commit", timeout=PAGE_TIMEOUT_MS)
             started = time.monotonic()
-            for page, name in zip(pages, names):  # 8 at once on a busy 2-core machine took up to 3 minutes
+            for page, name in zip(
+                pages, names
+            ):  # 8 at once on a busy 2-core machine took up to 3 minutes
                 left_ms = max(1, int(EIGHT_PAGES_TIMEOUT_MS - 1000 * (time.monotonic() - started)))
                 try:
                     wait_for_plots(page, 3 if name.startswith("latency") else 6, left_ms)
-                except Exception as exc:  # say which pages stalled where, with the server log's name
-                    states = "\n".join(f"  {n}: {page_state(p)}; console: {console[id(p)][-3:]}"
-                                        for p, n in zip(pages, names))
-                    raise AssertionError(f"{name} drew no figure in time ({type(exc).__name__}); pages:\n{states}\n"
-                                         f"server log: {log}") from exc
+                except (
+                    Exception
+                ) as exc:  # say which pages stalled where, with the server log's name
+                    states = "\n".join(
+                        f"  {n}: {page_state(p)}; console: {console[id(p)][-3:]}"
+                        for p, n in zip(pages, names)
+                    )
+                    raise AssertionError(
+                        f"{name} drew no figure in time ({type(exc).__name__}); pages:\n{states}\n"
+                        f"server log: {log}"
+                    ) from exc
                 assert page.locator(".workbench-error").count() == 0, name
             ids = {page_kernel_id(page) for page in pages}
             assert len(ids) == 8
@@ -249,5 +301,9 @@ def test_eight_concurrent_pages_render_and_every_kernel_is_reclaimed():
             browser.close()
         pooled = kernel_processes(proc)
         dashboards = len(list((REPO / "notebooks" / "dashboards").glob("*.ipynb")))
-        assert len(pooled) <= dashboards, f"{len(pooled)} kernels left; the pool holds one per dashboard"
-    print(f"\n8 pages: every kernel reclaimed {reclaimed_s:.1f} s after the pages closed; {len(pooled)} pooled")
+        assert len(pooled) <= dashboards, (
+            f"{len(pooled)} kernels left; the pool holds one per dashboard"
+        )
+    print(
+        f"\n8 pages: every kernel reclaimed {reclaimed_s:.1f} s after the pages closed; {len(pooled)} pooled"
+    )

@@ -1,4 +1,5 @@
 """The static dashboard (``export-dashboard``) in a real browser: offline, controls work with no kernel."""
+
 from __future__ import annotations
 
 import shutil
@@ -18,14 +19,32 @@ RUNS = REPO / "data" / "runs"
 @pytest.fixture(scope="module")
 def page_file(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
-    for name in ("text-cpu-bs1-fp32", "text-cpu-bs8-fp32", "text-cuda-bs1-fp32", "image-cuda-bs64-fp32",
-                 "image-cuda-bs64-fp32-pageable"):
+    for name in (
+        "text-cpu-bs1-fp32",
+        "text-cpu-bs8-fp32",
+        "text-cuda-bs1-fp32",
+        "image-cuda-bs64-fp32",
+        "image-cuda-bs64-fp32-pageable",
+    ):
         shutil.copytree(RUNS / name, runs / name)
     (runs / "broken").mkdir()
     (runs / "broken" / "run.json").write_text("{not json")
     out = tmp_path_factory.mktemp("static")
-    proc = subprocess.run([sys.executable, "-m", "workbench", "export-dashboard", "--out", str(out), "--runs", str(runs)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            "export-dashboard",
+            "--out",
+            str(out),
+            "--runs",
+            str(runs),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     return out / "index.html"
 
@@ -37,12 +56,20 @@ def test_controls_switch_recorded_runs_offline(page_file):
     assert page_file.stat().st_size < 15e6
     outside, errors = [], []
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM),
-                                    args=["--no-sandbox", "--disable-background-networking", "--disable-gpu"])
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--no-sandbox", "--disable-background-networking", "--disable-gpu"],
+        )
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.on("pageerror", lambda e: errors.append(str(e)))
-        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file://")
-                   else (outside.append(r.request.url), r.abort()))
+        page.route(
+            "**/*",
+            lambda r: (
+                r.continue_()
+                if r.request.url.startswith("file://")
+                else (outside.append(r.request.url), r.abort())
+            ),
+        )
         page.goto(page_file.as_uri())
         page.wait_for_function("document.body.dataset.drawn !== undefined", timeout=30_000)
         first = page.evaluate("document.body.dataset.drawn")
@@ -50,17 +77,23 @@ def test_controls_switch_recorded_runs_offline(page_file):
         page.select_option("#device", "cpu")
         page.select_option("#batch_size", "8")
         drawn = page.evaluate("document.body.dataset.drawn")
-        plots = page.evaluate("document.querySelectorAll('#batching .main-svg, #budget .main-svg').length")
+        plots = page.evaluate(
+            "document.querySelectorAll('#batching .main-svg, #budget .main-svg').length"
+        )
         page.select_option("#pipeline", "image")
         page.select_option("#device", "cuda")
-        variants = page.evaluate("[...document.getElementById('variant').options].map(o => o.value)")
+        variants = page.evaluate(
+            "[...document.getElementById('variant').options].map(o => o.value)"
+        )
         page.select_option("#variant", "pin_memory=False")
         pageable = page.evaluate("document.getElementById('status').textContent")
         notes = page.inner_text("#notes")
         browser.close()
     assert outside == [] and errors == []
     assert first == "image|cuda|64|fp32|default"
-    assert drawn == "text|cpu|8|fp32|default" and plots >= 2  # batching curves from the bs1 + bs8 runs
+    assert (
+        drawn == "text|cpu|8|fp32|default" and plots >= 2
+    )  # batching curves from the bs1 + bs8 runs
     assert variants == ["default", "pin_memory=False"]
     assert pageable.startswith("recorded run image-cuda-bs64-fp32-pageable")
     assert "skipped broken" in notes

@@ -1,4 +1,5 @@
 """Saved runs with exact stage times (a fake clock), for the compare and gate command tests."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -9,8 +10,18 @@ from tests.conftest import FakeClock
 from workbench import Pipeline, profile
 
 
-def saved_run(path: Path, forward_ns: int, *, name: str = "toy", noisy: bool | None = False, requests: int = 40,
-              extra_stage: bool = False, config=None, drift_after: int | None = None, drift_ns: int = 0) -> Path:
+def saved_run(
+    path: Path,
+    forward_ns: int,
+    *,
+    name: str = "toy",
+    noisy: bool | None = False,
+    requests: int = 40,
+    extra_stage: bool = False,
+    config=None,
+    drift_after: int | None = None,
+    drift_ns: int = 0,
+) -> Path:
     """A run folder: parse 1000 ns and forward ``forward_ns`` per request, noise flag set to ``noisy``;
     forward takes ``drift_ns`` more from its ``drift_after``-th call on (the machine slowed down mid-run)."""
     clock = FakeClock()
@@ -21,7 +32,9 @@ def saved_run(path: Path, forward_ns: int, *, name: str = "toy", noisy: bool | N
         return clock.advance(forward_ns + slow) or b
 
     def build(config):
-        pipe = Pipeline(name, items=lambda: itertools.count(), description=str(config.options.get("k", "")))
+        pipe = Pipeline(
+            name, items=lambda: itertools.count(), description=str(config.options.get("k", ""))
+        )
         pipe.add("parse", lambda b: clock.advance(1000) or b)
         pipe.add("forward", forward)
         if extra_stage:
@@ -30,6 +43,10 @@ def saved_run(path: Path, forward_ns: int, *, name: str = "toy", noisy: bool | N
 
     run = profile(build, config, requests=requests, warmup=0, traced=0, clock=clock)
     noise = {"noisy": noisy, "reasons": ["set by the test"], "fix": None}
-    run.meta = run.meta.replace(noise=noise) if hasattr(run.meta, "replace") else dataclasses.replace(run.meta, noise=noise)
+    run.meta = (
+        run.meta.replace(noise=noise)
+        if hasattr(run.meta, "replace")
+        else dataclasses.replace(run.meta, noise=noise)
+    )
     run.save(path)
     return path

@@ -26,8 +26,15 @@ def test_json_output(tmp_path, capsys):
 def test_readable_summary(tmp_path, capsys):
     assert run_cli([str(example_trace().write(tmp_path / "t.json"))]) == 0
     out = capsys.readouterr().out
-    for text in ("kernels 6", "HtoD Pageable", "cudaStreamSynchronize", "ProfilerStep#1", "stage   forward",
-                 "transfer_bound", "idle"):
+    for text in (
+        "kernels 6",
+        "HtoD Pageable",
+        "cudaStreamSynchronize",
+        "ProfilerStep#1",
+        "stage   forward",
+        "transfer_bound",
+        "idle",
+    ):
         assert text in out
 
 
@@ -42,7 +49,12 @@ def _saved_run(tmp_path, trace=None):
     from workbench.record import REQUEST_COLUMNS, STAGE_COLUMNS, Run
 
     empty = lambda cols: pd.DataFrame({c: pd.Series([], dtype=t) for c, t in cols.items()})  # noqa: E731
-    run = Run(meta={"stages": []}, requests=empty(REQUEST_COLUMNS), stages=empty(STAGE_COLUMNS), trace_path=trace)
+    run = Run(
+        meta={"stages": []},
+        requests=empty(REQUEST_COLUMNS),
+        stages=empty(STAGE_COLUMNS),
+        trace_path=trace,
+    )
     return run.save(tmp_path / "run")
 
 

@@ -4,6 +4,7 @@ Why: ``python -m workbench analyze`` is measured whole-process against HTA's loa
 orjson parse (``benchmarks/bench_trace_load.py``); the profiler's imports and pandas' eager
 pyarrow import were a third of its time. The numbers must not change with it.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,12 +22,26 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_every_command_maps_to_the_module_that_registers_it():
     assert module_of("load") == "batching" and module_of("simulate") == "batching"
-    assert module_of("ingest-otel") == "ingest_otel" and module_of("export-dashboard") == "export_dashboard"
+    assert (
+        module_of("ingest-otel") == "ingest_otel"
+        and module_of("export-dashboard") == "export_dashboard"
+    )
     assert module_of("nonsense") is None and module_of("-h") is None
     full = build_parser([]).parse_args(["analyze", "x.json"])  # every command registered
     assert full.command == "analyze"
-    for command in ("profile", "show", "analyze", "load", "simulate", "audit", "serve", "ingest-otel", "compare",
-                    "gate", "export-dashboard"):
+    for command in (
+        "profile",
+        "show",
+        "analyze",
+        "load",
+        "simulate",
+        "audit",
+        "serve",
+        "ingest-otel",
+        "compare",
+        "gate",
+        "export-dashboard",
+    ):
         assert module_of(command) in SUBCOMMAND_MODULES, command
         choices = build_parser([command])._subparsers._group_actions[0].choices
         assert command in choices, command
@@ -55,11 +70,20 @@ print(json.dumps(out))
 
 
 def test_a_fresh_analyze_process_hides_pyarrow_and_keeps_every_golden_value():
-    cases = [c for c in golden.cases() if c[1][0] == "analyze" and c[2].is_file() and "shared-" not in c[0]]
+    cases = [
+        c
+        for c in golden.cases()
+        if c[1][0] == "analyze" and c[2].is_file() and "shared-" not in c[0]
+    ]
     assert cases, "no local golden analyze outputs"
     argvs = [argv for _, argv, _ in cases]
-    done = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(argvs)], cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(argvs)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout)
     assert result.pop("pyarrow_hidden") is True
@@ -69,29 +93,43 @@ def test_a_fresh_analyze_process_hides_pyarrow_and_keeps_every_golden_value():
         assert differences(json.loads(frozen_file.read_text()), got["report"]) == [], argv
 
 
-@pytest.mark.parametrize("argv,hidden", [
-    (["analyze", "{trace}", "--json"], True),
-    (["analyze", "--json", "{trace}"], True),
-    (["analyze", "{folder}"], False),            # a run folder: its tables are Parquet
-    (["show", "{trace}"], False),
-    (["analyze", "missing.json"], False),        # not a file: nothing to gain, nothing hidden
-])
+@pytest.mark.parametrize(
+    "argv,hidden",
+    [
+        (["analyze", "{trace}", "--json"], True),
+        (["analyze", "--json", "{trace}"], True),
+        (["analyze", "{folder}"], False),  # a run folder: its tables are Parquet
+        (["show", "{trace}"], False),
+        (["analyze", "missing.json"], False),  # not a file: nothing to gain, nothing hidden
+    ],
+)
 def test_prepare_process_hides_pyarrow_only_for_a_trace_file(tmp_path, argv, hidden):
     trace = tmp_path / "t.json"
     trace.write_text("{}")
     argv = [a.format(trace=trace, folder=tmp_path) for a in argv]
-    code = ("import sys, json; from workbench.cli import prepare_process; prepare_process(json.loads(sys.argv[1])); "
-            "print('pyarrow' in sys.modules and sys.modules['pyarrow'] is None)")
-    done = subprocess.run([sys.executable, "-c", code, json.dumps(argv)], cwd=REPO, capture_output=True, text=True,
-                          timeout=60)
+    code = (
+        "import sys, json; from workbench.cli import prepare_process; prepare_process(json.loads(sys.argv[1])); "
+        "print('pyarrow' in sys.modules and sys.modules['pyarrow'] is None)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(argv)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(hidden)
 
 
 def test_prepare_process_leaves_a_process_that_already_imported_pandas_alone():
-    code = ("import sys, pandas; from workbench.cli import prepare_process; "
-            "prepare_process(['analyze', sys.argv[1]]); print(sys.modules.get('pyarrow', 'absent') is None)")
-    done = subprocess.run([sys.executable, "-c", code, __file__], cwd=REPO, capture_output=True, text=True, timeout=60)
+    code = (
+        "import sys, pandas; from workbench.cli import prepare_process; "
+        "prepare_process(['analyze', sys.argv[1]]); print(sys.modules.get('pyarrow', 'absent') is None)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, __file__], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"
 
@@ -100,10 +138,19 @@ def test_analyze_imports_neither_pandas_nor_pyarrow(tmp_path):
     """``analyze`` reads numpy columns end to end (issue 24: pandas and pyarrow took 0.42-0.60 s of
     its 1.07 s on a 33 MB trace); the import log of a fresh process shows neither."""
     trace = REPO / "data" / "traces" / "hta_critical_path_alexnet.json.gz"
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "workbench", "analyze", str(trace), "--json"],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "workbench", "analyze", str(trace), "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-500:]
-    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    imported = {
+        line.split("|")[-1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    }
     assert "numpy" in imported and "msgspec" in imported
     assert not {m for m in imported if m.split(".")[0] in ("pandas", "pyarrow")}
     assert json.loads(done.stdout)["launches"]["cold_start"]["calls"] == 20

@@ -1,4 +1,5 @@
 """``analyze --progress``: a one-line bar on stderr (loading and analysis), stdout unchanged."""
+
 import io
 import json
 
@@ -27,8 +28,11 @@ def test_bar_redraws_on_new_stages_and_at_most_every_interval():
     bar("analyze", 1, 3)  # so is a new stage
     bar.close()
     assert out.getvalue().split("\r")[1:] == [
-        "decoding   [##........]  25%", "decoding   [#######...]  75%", "decoding   [##########] 100%",
-        "analyzing  [###.......]  33%\n"]
+        "decoding   [##........]  25%",
+        "decoding   [#######...]  75%",
+        "decoding   [##########] 100%",
+        "analyzing  [###.......]  33%\n",
+    ]
 
 
 def test_close_without_drawing_writes_nothing():
@@ -43,7 +47,10 @@ def test_cli_progress_goes_to_stderr_and_json_stays_clean(tmp_path, capsys):
     captured = capsys.readouterr()
     assert json.loads(captured.out)["launch_pairs"]["count"] == 4
     lines = captured.err.split("\r")
-    assert lines[1].startswith("reading") and lines[-1] == "analyzing  [##############################] 100%\n"
+    assert (
+        lines[1].startswith("reading")
+        and lines[-1] == "analyzing  [##############################] 100%\n"
+    )
     assert any(line.startswith("decoding") and line.endswith("100%") for line in lines)
     assert main(["analyze", str(path), "--json", "--no-progress"]) == 0
     assert capsys.readouterr().err == ""

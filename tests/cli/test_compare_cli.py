@@ -8,7 +8,7 @@ from workbench.analysis.verdicts import VERDICTS
 from workbench.cli import main
 from workbench.cli.compare import parse_config, split_config
 
-TOY = '''
+TOY = """
 import itertools, time
 from workbench import Pipeline
 def build(config):
@@ -21,19 +21,32 @@ def build(config):
         return [x * config.options.get("scale", 1) for x in b]
     p.add("forward", forward)
     return p
-'''
+"""
 
 
 def test_config_values_are_json_and_commas_inside_brackets_or_quotes_do_not_split():
     assert split_config('hidden=[64,32],name="a,b",x=1') == ["hidden=[64,32]", 'name="a,b"', "x=1"]
-    assert parse_config('hidden=[64,32],name="a,b",slow=1.1,precision=bf16,flag=true,q=\'x,y\'') == {
-        "hidden": [64, 32], "name": "a,b", "slow": 1.1, "precision": "bf16", "flag": True, "q": "x,y"}
+    assert parse_config(
+        "hidden=[64,32],name=\"a,b\",slow=1.1,precision=bf16,flag=true,q='x,y'"
+    ) == {
+        "hidden": [64, 32],
+        "name": "a,b",
+        "slow": 1.1,
+        "precision": "bf16",
+        "flag": True,
+        "q": "x,y",
+    }
 
 
-@pytest.mark.parametrize("text, message", [
-    ("novalue", "expected K=V"), ("a=[1,2", "unbalanced bracket"), ('a="x', "unbalanced quote"),
-    ("a=1,a=2", "given twice"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("novalue", "expected K=V"),
+        ("a=[1,2", "unbalanced bracket"),
+        ('a="x', "unbalanced quote"),
+        ("a=1,a=2", "given twice"),
+    ],
+)
 def test_bad_config_is_named(text, message, capsys):
     assert main(["compare", "--example", "tabular", "--config", text, "--config", "a=1"]) == 2
     assert message in capsys.readouterr().err
@@ -42,8 +55,22 @@ def test_bad_config_is_named(text, message, capsys):
 def test_interleaved_json_has_the_documented_keys(tmp_path, capsys):
     f = tmp_path / "toy_pipe.py"
     f.write_text(TOY)
-    rc = main(["compare", "--pipeline", f"{f}:build", "--config", "scale=1", "--config", "scale=2,extra=[1,2]",
-               "--requests", "20", "--warmup", "1", "--json"])
+    rc = main(
+        [
+            "compare",
+            "--pipeline",
+            f"{f}:build",
+            "--config",
+            "scale=1",
+            "--config",
+            "scale=2,extra=[1,2]",
+            "--requests",
+            "20",
+            "--warmup",
+            "1",
+            "--json",
+        ]
+    )
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert [c["label"] for c in out["configs"]] == ["scale=1", "scale=2,extra=[1,2]"]
@@ -55,7 +82,11 @@ def test_interleaved_json_has_the_documented_keys(tmp_path, capsys):
     assert out["end_to_end"]["name"] == "end_to_end" and out["metric"] == "p50"
     saved = tmp_path / "cmp.json"
     saved.write_text(json.dumps(out))
-    assert main(["gate", str(saved), "--stages"]) in (0, 1, 4)  # what compare writes fits gate's schema
+    assert main(["gate", str(saved), "--stages"]) in (
+        0,
+        1,
+        4,
+    )  # what compare writes fits gate's schema
     assert "error" not in capsys.readouterr().err
 
 
@@ -71,7 +102,11 @@ def test_saved_runs_compare_as_separate_runs(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["kind"] == "separate runs" and [c["noisy"] for c in out["configs"]] == [False, None]
     forward = out["stages"][1]
-    assert forward["p50_ratio"] == 2.0 and forward["p50_ci"] == [2.0, 2.0] and forward["verdict"] == "slower"
+    assert (
+        forward["p50_ratio"] == 2.0
+        and forward["p50_ci"] == [2.0, 2.0]
+        and forward["verdict"] == "slower"
+    )
     assert out["end_to_end"]["p50_ratio"] == round(21_000 / 11_000, 4)
     assert out["resolution"]["min_difference"] == 0.0 and out["min_effect"] == 0.02
     assert main(["compare", str(a), str(b)]) == 0
@@ -80,12 +115,16 @@ def test_saved_runs_compare_as_separate_runs(tmp_path, capsys):
     assert "smallest difference these runs can resolve: 0.0 %" in text
     saved = tmp_path / "cmp.json"
     saved.write_text(json.dumps(out))
-    assert main(["gate", str(saved)]) == 1 and capsys.readouterr().out.startswith(f"gate: FAIL {b} against {a}")
+    assert main(["gate", str(saved)]) == 1 and capsys.readouterr().out.startswith(
+        f"gate: FAIL {b} against {a}"
+    )
 
 
 def test_saved_runs_print_differences_and_noisy_sides(tmp_path, capsys):
     a = saved_run(tmp_path / "a", 10_000, noisy=True)
-    b = saved_run(tmp_path / "b", 10_000, requests=30, config=PipelineConfig(batch_size=2, options={"k": 1}))
+    b = saved_run(
+        tmp_path / "b", 10_000, requests=30, config=PipelineConfig(batch_size=2, options={"k": 1})
+    )
     assert main(["compare", str(a), str(b)]) == 0
     text = capsys.readouterr().out
     # the noise flag widens the evidence needed; identical runs with no drift are still no difference
@@ -93,8 +132,10 @@ def test_saved_runs_print_differences_and_noisy_sides(tmp_path, capsys):
     assert "differs: batch_size: 1 vs 2" in text and "differs: options: {} vs {'k': 1}" in text
 
 
-@pytest.mark.parametrize("kw, message", [({"name": "other"}, "not comparable"),
-                                         ({"extra_stage": True}, "not comparable")])
+@pytest.mark.parametrize(
+    "kw, message",
+    [({"name": "other"}, "not comparable"), ({"extra_stage": True}, "not comparable")],
+)
 def test_saved_runs_of_another_pipeline_or_stage_list_are_refused(tmp_path, capsys, kw, message):
     a = saved_run(tmp_path / "a", 10_000)
     b = saved_run(tmp_path / "b", 10_000, **kw)
@@ -111,8 +152,24 @@ def test_saved_runs_refuse_a_third_argument(tmp_path, capsys):
 def test_every_request_of_a_config_failing_exits_1(tmp_path, capsys):
     f = tmp_path / "toy_pipe.py"
     f.write_text(TOY)
-    assert main(["compare", "--pipeline", str(f), "--config", "scale=1", "--config", "fail=true",
-                 "--requests", "10", "--warmup", "0"]) == 1
+    assert (
+        main(
+            [
+                "compare",
+                "--pipeline",
+                str(f),
+                "--config",
+                "scale=1",
+                "--config",
+                "fail=true",
+                "--requests",
+                "10",
+                "--warmup",
+                "0",
+            ]
+        )
+        == 1
+    )
     captured = capsys.readouterr()
     assert "B: fail=true (10 requests, 10 failed: 10 MemoryError)" in captured.out
     assert "not compared: every measured request of one side failed" in captured.out
@@ -123,11 +180,29 @@ def test_an_option_the_factory_never_reads_is_named_before_measuring(tmp_path, c
     # issue 26: a misspelled --option slowdwn=0.3 was accepted silently
     f = tmp_path / "toy_pipe.py"
     f.write_text(TOY)
-    assert main(["compare", "--pipeline", f"{f}:build", "--config", "scale=1", "--config", "scael=2",
-                 "--requests", "20", "--warmup", "1"]) == 2
+    assert (
+        main(
+            [
+                "compare",
+                "--pipeline",
+                f"{f}:build",
+                "--config",
+                "scale=1",
+                "--config",
+                "scael=2",
+                "--requests",
+                "20",
+                "--warmup",
+                "1",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
-    assert err == ("workbench compare: error: pipeline 'toy': option 'scael' (did you mean 'scale'?) is never read "
-                   "by its factory or stages; it reads: extra, fail, scale")
+    assert err == (
+        "workbench compare: error: pipeline 'toy': option 'scael' (did you mean 'scale'?) is never read "
+        "by its factory or stages; it reads: extra, fail, scale"
+    )
 
 
 def test_saved_columns_stream_the_same_matrix_as_the_run(tmp_path):

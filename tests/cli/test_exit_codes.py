@@ -1,5 +1,6 @@
 """One exit-code policy for every command: 0 ok, 1 measured failure, 2 bad input, 3 internal error, 130 interrupted,
 141 stdout closed by its reader."""
+
 from __future__ import annotations
 
 import atexit
@@ -33,16 +34,20 @@ def _with_func(monkeypatch, func):
 def _raise(exc):
     def func(args):
         raise exc
+
     return func
 
 
-@pytest.mark.parametrize("exc, code", [
-    (ConfigError("batch_size must be >= 1"), 2),
-    (FileNotFoundError(2, "No such file or directory", "/nope/run"), 2),
-    (ZeroDivisionError("division by zero"), 3),
-    (KeyError("p99_ms"), 3),
-    (KeyboardInterrupt(), 130),
-])
+@pytest.mark.parametrize(
+    "exc, code",
+    [
+        (ConfigError("batch_size must be >= 1"), 2),
+        (FileNotFoundError(2, "No such file or directory", "/nope/run"), 2),
+        (ZeroDivisionError("division by zero"), 3),
+        (KeyError("p99_ms"), 3),
+        (KeyboardInterrupt(), 130),
+    ],
+)
 def test_each_kind_of_error_has_its_exit_code_and_one_line(monkeypatch, capsys, exc, code):
     _with_func(monkeypatch, _raise(exc))
     monkeypatch.delenv("WORKBENCH_DEBUG", raising=False)
@@ -57,7 +62,9 @@ def test_internal_error_names_itself_and_the_debug_switch(monkeypatch, capsys):
     monkeypatch.delenv("WORKBENCH_DEBUG", raising=False)
     assert cli.main(["show", "x"]) == 3
     err = capsys.readouterr().err
-    assert "internal error: ZeroDivisionError: division by zero" in err and "WORKBENCH_DEBUG=1" in err
+    assert (
+        "internal error: ZeroDivisionError: division by zero" in err and "WORKBENCH_DEBUG=1" in err
+    )
 
 
 def test_debug_switch_prints_the_traceback(monkeypatch, capsys):
@@ -74,14 +81,22 @@ def test_a_command_returns_its_own_code(monkeypatch, returned, code):
 
 
 def test_usage_error_is_bad_input_in_a_real_process():
-    proc = subprocess.run([sys.executable, "-m", "workbench", "profile", "--batch-size", "two"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "workbench", "profile", "--batch-size", "two"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 
 def test_missing_run_folder_is_bad_input_in_a_real_process(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "workbench", "show", str(tmp_path / "missing")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "workbench", "show", str(tmp_path / "missing")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
 
 
@@ -105,7 +120,9 @@ def test_closed_stdout_exits_141_without_a_message(monkeypatch, capsys):
     _with_func(monkeypatch, _print_lines)
     try:
         assert cli.main(["show", "x"]) == 141
-        print("after the reader left", file=stdout, flush=True)  # now /dev/null: no second BrokenPipeError
+        print(
+            "after the reader left", file=stdout, flush=True
+        )  # now /dev/null: no second BrokenPipeError
     finally:
         stdout.close()
     assert capsys.readouterr().err == ""
@@ -120,8 +137,12 @@ def test_broken_pipe_of_a_socket_is_still_an_internal_error(monkeypatch, capsys)
 
 def test_show_into_a_closed_pipe_is_quiet_in_a_real_process():
     run = Path(__file__).resolve().parents[2] / "data" / "runs" / "text-cpu-bs1-fp32"
-    proc = subprocess.Popen([sys.executable, "-m", "workbench", "show", str(run), "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workbench", "show", str(run), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     proc.stdout.close()  # the reader leaves before the first line, as `head -0` would
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 141 and err == ""
@@ -160,11 +181,33 @@ def test_a_timed_out_stage_exits_1_in_a_real_process(tmp_path):
         "def build(config):\n"
         "    pipe = Pipeline('sleepy', items=lambda: itertools.count())\n"
         "    pipe.add('forward', lambda batch: time.sleep(60) if batch[0] >= 3 else batch)\n"
-        "    return pipe\n")
+        "    return pipe\n"
+    )
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "workbench", "profile", "--pipeline", "sleepy:build", "--requests", "10",
-                           "--warmup", "0", "--traced", "0", "--timeout-s", "0.5", "--out", str(tmp_path / "run")],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            "profile",
+            "--pipeline",
+            "sleepy:build",
+            "--requests",
+            "10",
+            "--warmup",
+            "0",
+            "--traced",
+            "0",
+            "--timeout-s",
+            "0.5",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])},
+    )
     assert proc.returncode == 1, proc.stderr
     assert time.monotonic() - started < 50 and (tmp_path / "run" / "run.json").exists()

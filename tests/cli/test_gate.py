@@ -9,8 +9,11 @@ from workbench.cli.gate import threshold
 
 
 def compare_json(tmp_path, e2e: dict, stages=()) -> str:
-    data = {"configs": [{"label": "precision=fp32"}, {"label": "precision=bf16"}],
-            "stages": [{"name": n, **v} for n, v in stages], "end_to_end": {"name": "end_to_end", **e2e}}
+    data = {
+        "configs": [{"label": "precision=fp32"}, {"label": "precision=bf16"}],
+        "stages": [{"name": n, **v} for n, v in stages],
+        "end_to_end": {"name": "end_to_end", **e2e},
+    }
     f = tmp_path / "cmp.json"
     f.write_text(json.dumps(data))
     return str(f)
@@ -18,13 +21,21 @@ def compare_json(tmp_path, e2e: dict, stages=()) -> str:
 
 def entry(p50, p50_ci, p99=1.0, p99_ci=(0.9, 1.1), p50_verdict=None, p99_verdict=None):
     """An entry whose verdicts are what compare's rule gives a quiet interval (min effect 2 %)."""
-    return {"p50_ratio": p50, "p50_ci": list(p50_ci), "p99_ratio": p99, "p99_ci": list(p99_ci),
-            "p50_verdict": p50_verdict or verdict(p50_ci), "p99_verdict": p99_verdict or verdict(p99_ci),
-            "verdict": p50_verdict or verdict(p50_ci)}
+    return {
+        "p50_ratio": p50,
+        "p50_ci": list(p50_ci),
+        "p99_ratio": p99,
+        "p99_ci": list(p99_ci),
+        "p50_verdict": p50_verdict or verdict(p50_ci),
+        "p99_verdict": p99_verdict or verdict(p99_ci),
+        "verdict": p50_verdict or verdict(p50_ci),
+    }
 
 
 def test_real_regression_exits_1_with_one_line_per_failing_metric(tmp_path, capsys):
-    f = compare_json(tmp_path, entry(1.2, (1.1, 1.3), 1.3, (1.15, 1.4)), [("forward", entry(1.5, (1.4, 1.6)))])
+    f = compare_json(
+        tmp_path, entry(1.2, (1.1, 1.3), 1.3, (1.15, 1.4)), [("forward", entry(1.5, (1.4, 1.6)))]
+    )
     assert main(["gate", f]) == 1
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines == [
@@ -36,16 +47,29 @@ def test_real_regression_exits_1_with_one_line_per_failing_metric(tmp_path, caps
     assert "stage forward p50: +50.0 %" in out and "p99" not in out
 
 
-@pytest.mark.parametrize("e2e, argv, expected", [
-    (entry(1.2, (0.95, 1.4)), [], 4),             # slower, but the interval reaches below 1: cannot tell
-    (entry(1.03, (1.025, 1.04)), [], 0),          # real, but its whole interval within +5 %
-    (entry(1.04, (1.02, 1.06)), [], 4),           # real, but it may or may not exceed +5 %
-    (entry(1.045, (1.035, 1.06)), ["--p50", "3%"], 1),  # above 1 + 3 %, interval too
-    (entry(1.04, (1.02, 1.06)), ["--p50", "3%"], 4),    # ratio above 3 %, interval not: not resolved
-    (entry(0.8, (0.7, 0.9)), [], 0),              # faster
-    (entry(1.0, (0.99, 1.01), p50_verdict=TOO_NOISY), [], 4),  # compare could not tell: neither can the gate
-])
-def test_one_rule_exit_1_only_resolved_regressions_4_when_inconclusive(tmp_path, capsys, e2e, argv, expected):
+@pytest.mark.parametrize(
+    "e2e, argv, expected",
+    [
+        (entry(1.2, (0.95, 1.4)), [], 4),  # slower, but the interval reaches below 1: cannot tell
+        (entry(1.03, (1.025, 1.04)), [], 0),  # real, but its whole interval within +5 %
+        (entry(1.04, (1.02, 1.06)), [], 4),  # real, but it may or may not exceed +5 %
+        (entry(1.045, (1.035, 1.06)), ["--p50", "3%"], 1),  # above 1 + 3 %, interval too
+        (
+            entry(1.04, (1.02, 1.06)),
+            ["--p50", "3%"],
+            4,
+        ),  # ratio above 3 %, interval not: not resolved
+        (entry(0.8, (0.7, 0.9)), [], 0),  # faster
+        (
+            entry(1.0, (0.99, 1.01), p50_verdict=TOO_NOISY),
+            [],
+            4,
+        ),  # compare could not tell: neither can the gate
+    ],
+)
+def test_one_rule_exit_1_only_resolved_regressions_4_when_inconclusive(
+    tmp_path, capsys, e2e, argv, expected
+):
     assert main(["gate", compare_json(tmp_path, e2e), *argv]) == expected
     if expected == 4:
         assert "too noisy to tell: rerun quieter or longer" in capsys.readouterr().out
@@ -57,40 +81,55 @@ def test_a_file_whose_every_verdict_is_too_noisy_is_never_0_nor_1(tmp_path, caps
     f = compare_json(tmp_path, noisy, [("forward", noisy)])
     assert main(["gate", f, "--stages"]) == 4
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == ("gate: INCONCLUSIVE precision=bf16 against precision=fp32: end to end p50: +30.0 % "
-                      "(ratio 1.300, interval [1.100, 1.500]) against +5 %: verdict too noisy to tell; "
-                      "too noisy to tell: rerun quieter or longer")
+    assert out[0] == (
+        "gate: INCONCLUSIVE precision=bf16 against precision=fp32: end to end p50: +30.0 % "
+        "(ratio 1.300, interval [1.100, 1.500]) against +5 %: verdict too noisy to tell; "
+        "too noisy to tell: rerun quieter or longer"
+    )
     assert len(out) == 5 and out[-1].startswith("gate: inconclusive")
 
 
 GOOD = {"name": "end_to_end", **entry(1.0, (0.99, 1.01))}
 
 
-@pytest.mark.parametrize("e2e, message", [
-    (GOOD | {"p50_ratio": float("nan")}, "end_to_end.p50_ratio = NaN: not a finite number"),
-    (GOOD | {"p99_ratio": float("inf")}, "end_to_end.p99_ratio = Infinity: not a finite number"),
-    (GOOD | {"p50_ratio": "1.2"}, 'end_to_end.p50_ratio = "1.2": expected `float`, got `str`'),
-    (GOOD | {"p50_ci": None}, "end_to_end.p50_ci = null: expected `array`, got `null`"),
-    ({k: v for k, v in GOOD.items() if k != "p99_ci"}, "end_to_end.p99_ci: missing"),
-    (GOOD | {"p50_ci": [1.2, 1.1]}, "end_to_end.p50_ci = [1.2, 1.1]: inverted interval"),
-    (GOOD | {"p50_ci": [1.0, float("nan")]}, "end_to_end.p50_ci[1] = NaN: not a finite number"),
-    (GOOD | {"p50_verdict": "maybe"}, 'end_to_end.p50_verdict = "maybe": expected one of'),
-    (None, "end_to_end = null: no result and no error saying why"),
-])
-def test_a_malformed_compare_file_exits_2_with_one_line_naming_field_and_value(tmp_path, capsys, e2e, message):
+@pytest.mark.parametrize(
+    "e2e, message",
+    [
+        (GOOD | {"p50_ratio": float("nan")}, "end_to_end.p50_ratio = NaN: not a finite number"),
+        (
+            GOOD | {"p99_ratio": float("inf")},
+            "end_to_end.p99_ratio = Infinity: not a finite number",
+        ),
+        (GOOD | {"p50_ratio": "1.2"}, 'end_to_end.p50_ratio = "1.2": expected `float`, got `str`'),
+        (GOOD | {"p50_ci": None}, "end_to_end.p50_ci = null: expected `array`, got `null`"),
+        ({k: v for k, v in GOOD.items() if k != "p99_ci"}, "end_to_end.p99_ci: missing"),
+        (GOOD | {"p50_ci": [1.2, 1.1]}, "end_to_end.p50_ci = [1.2, 1.1]: inverted interval"),
+        (GOOD | {"p50_ci": [1.0, float("nan")]}, "end_to_end.p50_ci[1] = NaN: not a finite number"),
+        (GOOD | {"p50_verdict": "maybe"}, 'end_to_end.p50_verdict = "maybe": expected one of'),
+        (None, "end_to_end = null: no result and no error saying why"),
+    ],
+)
+def test_a_malformed_compare_file_exits_2_with_one_line_naming_field_and_value(
+    tmp_path, capsys, e2e, message
+):
     # issue 26: hand-edited files made gate pass or crash
     f = tmp_path / "cmp.json"
-    f.write_text(json.dumps({"configs": [{"label": "a"}, {"label": "b"}], "stages": [], "end_to_end": e2e}))
+    f.write_text(
+        json.dumps({"configs": [{"label": "a"}, {"label": "b"}], "stages": [], "end_to_end": e2e})
+    )
     assert main(["gate", str(f)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err and str(f) in err
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["gate", "/no/such/file.json"], "not a readable compare --json file"),
-    (["gate", "a", "b", "c"], "got 3 inputs"),
-    (["gate", "/no/run/a", "/no/run/b"], "not a folder"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["gate", "/no/such/file.json"], "not a readable compare --json file"),
+        (["gate", "a", "b", "c"], "got 3 inputs"),
+        (["gate", "/no/run/a", "/no/run/b"], "not a folder"),
+    ],
+)
 def test_bad_input_exits_2(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
@@ -105,8 +144,9 @@ def test_not_a_compare_output_exits_2(tmp_path, capsys):
 
 def test_bad_threshold_exits_2(tmp_path, capsys):
     assert main(["gate", compare_json(tmp_path, entry(1.0, (1.0, 1.0))), "--p50", "five"]) == 2
-    assert capsys.readouterr().err == ("workbench gate: error: --p50 'five': expected a percentage such as +5%, "
-                                       "in [0, 1000] %\n")  # one line naming the option (issue 27)
+    assert capsys.readouterr().err == (
+        "workbench gate: error: --p50 'five': expected a percentage such as +5%, in [0, 1000] %\n"
+    )  # one line naming the option (issue 27)
     assert threshold("+5%") == 0.05 and threshold("12.5") == 0.125
 
 
@@ -116,7 +156,10 @@ def test_two_saved_runs(tmp_path, capsys):
     assert main(["gate", str(base), str(slow), "--stages"]) == 1
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 4  # end to end and forward, p50 and p99
-    assert "end to end p50: +45.4 % (ratio 1.454, interval [1.454, 1.454])" in lines[0] and "(separate runs)" in lines[0]
+    assert (
+        "end to end p50: +45.4 % (ratio 1.454, interval [1.454, 1.454])" in lines[0]
+        and "(separate runs)" in lines[0]
+    )
     assert main(["gate", str(base), str(saved_run(tmp_path / "same", 10_000))]) == 0
     assert capsys.readouterr().out.startswith("gate: ok")
 
@@ -136,18 +179,34 @@ def test_gate_agrees_with_compare_on_saved_runs_it_cannot_resolve(tmp_path, caps
 
 def test_a_compare_output_where_every_request_failed_exits_1(tmp_path, capsys):
     f = tmp_path / "cmp.json"
-    f.write_text(json.dumps({"configs": [{"label": "a"}, {"label": "b"}], "stages": [], "end_to_end": None,
-                             "error": "every measured request of one side failed"}))
+    f.write_text(
+        json.dumps(
+            {
+                "configs": [{"label": "a"}, {"label": "b"}],
+                "stages": [],
+                "end_to_end": None,
+                "error": "every measured request of one side failed",
+            }
+        )
+    )
     assert main(["gate", str(f)]) == 1
-    assert capsys.readouterr().out.strip() == "gate: FAIL b against a: not compared: every measured request of one side failed"
+    assert (
+        capsys.readouterr().out.strip()
+        == "gate: FAIL b against a: not compared: every measured request of one side failed"
+    )
 
 
 def test_each_configuration_of_a_three_way_compare_is_checked(tmp_path, capsys):
     ok, bad = entry(1.0, (0.99, 1.01)), entry(1.3, (1.2, 1.4))
-    data = {"configs": [{"label": "a"}, {"label": "b"}, {"label": "c"}], "stages": [],
-            "end_to_end": {"name": "end_to_end", **ok},
-            "comparisons": [{"b": 1, "stages": [], "end_to_end": {"name": "end_to_end", **ok}},
-                            {"b": 2, "stages": [], "end_to_end": {"name": "end_to_end", **bad}}]}
+    data = {
+        "configs": [{"label": "a"}, {"label": "b"}, {"label": "c"}],
+        "stages": [],
+        "end_to_end": {"name": "end_to_end", **ok},
+        "comparisons": [
+            {"b": 1, "stages": [], "end_to_end": {"name": "end_to_end", **ok}},
+            {"b": 2, "stages": [], "end_to_end": {"name": "end_to_end", **bad}},
+        ],
+    }
     f = tmp_path / "cmp.json"
     f.write_text(json.dumps(data))
     assert main(["gate", str(f)]) == 1

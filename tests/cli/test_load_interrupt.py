@@ -1,5 +1,6 @@
 """Ctrl-C during ``workbench load`` (in-process and ``--url``) keeps what was measured: the run folder is
 written with status ``interrupted``, one line says so, and the exit code is 130."""
+
 import json
 import os
 import signal
@@ -17,7 +18,7 @@ sys.path.insert(0, str(HERE.parent / "serving"))
 
 from served_helpers import ENV, Served, payload_file  # noqa: E402
 
-TICKING = '''
+TICKING = """
 import itertools, os, time
 from workbench import Pipeline
 
@@ -33,7 +34,7 @@ def build(config):
         return batch
 
     return pipe
-'''
+"""
 
 
 def _wait(predicate, timeout_s=120.0):
@@ -62,17 +63,45 @@ def _lines(path: Path) -> int:
 def test_ctrl_c_during_an_in_process_load_writes_the_run(tmp_path):
     (tmp_path / "ticking.py").write_text(TICKING)
     ticks, out = tmp_path / "ticks.txt", tmp_path / "run"
-    proc = subprocess.Popen([sys.executable, "-m", "workbench", "load", "--pipeline", f"{tmp_path / 'ticking.py'}:build",
-                             "--rate", "50", "--duration", "60", "--max-batch-size", "1", "--threads", "1",
-                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(ENV, WB_TICKS=str(ticks)), preexec_fn=sigint_as_from_a_terminal)
-    err = _interrupt_when(proc, lambda: _lines(ticks) >= 30)  # 10 warm-up calls, then measured requests
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            "load",
+            "--pipeline",
+            f"{tmp_path / 'ticking.py'}:build",
+            "--rate",
+            "50",
+            "--duration",
+            "60",
+            "--max-batch-size",
+            "1",
+            "--threads",
+            "1",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(ENV, WB_TICKS=str(ticks)),
+        preexec_fn=sigint_as_from_a_terminal,
+    )
+    err = _interrupt_when(
+        proc, lambda: _lines(ticks) >= 30
+    )  # 10 warm-up calls, then measured requests
     assert proc.returncode == 130, err
     run = load_run(out)
     assert run.meta.status == "interrupted"
     n = len(run.requests)
-    assert 10 <= n < 3000 and run.requests["ok"].all()  # the submitted requests finished; none dropped
-    assert f"workbench load: interrupted after {n} requests; run written to {out} (status: interrupted)" in err
+    assert (
+        10 <= n < 3000 and run.requests["ok"].all()
+    )  # the submitted requests finished; none dropped
+    assert (
+        f"workbench load: interrupted after {n} requests; run written to {out} (status: interrupted)"
+        in err
+    )
 
 
 def test_ctrl_c_during_a_served_load_writes_the_client_run(tmp_path):
@@ -80,10 +109,29 @@ def test_ctrl_c_during_a_served_load_writes_the_client_run(tmp_path):
     try:
         payloads = payload_file(tmp_path / "payloads.txt", 200)
         out = tmp_path / "client"
-        proc = subprocess.Popen([sys.executable, "-m", "workbench", "load", "--url", server.url, "--payloads",
-                                 str(payloads), "--rate", "50", "--duration", "60", "--out", str(out)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
-                                preexec_fn=sigint_as_from_a_terminal)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "workbench",
+                "load",
+                "--url",
+                server.url,
+                "--payloads",
+                str(payloads),
+                "--rate",
+                "50",
+                "--duration",
+                "60",
+                "--out",
+                str(out),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+            preexec_fn=sigint_as_from_a_terminal,
+        )
 
         def served_enough():
             with urllib.request.urlopen(f"{server.url}/healthz", timeout=30) as r:
@@ -95,7 +143,10 @@ def test_ctrl_c_during_a_served_load_writes_the_client_run(tmp_path):
         assert run.meta.status == "interrupted" and run.kind == "served"
         n = len(run.requests)
         assert 15 <= n < 3000 and run.requests["ok"].all()  # sent before Ctrl-C, answered after it
-        assert f"workbench load: interrupted after {n} requests; run written to {out} (status: interrupted)" in err
+        assert (
+            f"workbench load: interrupted after {n} requests; run written to {out} (status: interrupted)"
+            in err
+        )
     finally:
         code, _, _ = server.stop()
     assert code == 0

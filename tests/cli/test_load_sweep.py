@@ -183,7 +183,10 @@ def test_rate_auto_stops_once_p99_passes_the_sla(tmp_path):
     [
         (["--sweep", "rate=auto"], "needs --sla-ms"),
         (["--sweep", "speed=1"], "expected rate=50,100,200"),
-        (["--sweep", "rate=10", "--max-windows", "2"], "--max-windows must be an integer in [3, 1_000] windows"),
+        (
+            ["--sweep", "rate=10", "--max-windows", "2"],
+            "--max-windows must be an integer in [3, 1_000] windows",
+        ),
         (["--sweep", "rate=10", "--requests", "5"], "leave --requests out"),
         (["--sweep", "concurrency=1,2"], "give the arrival rate with --rate"),
         (
@@ -311,9 +314,16 @@ def test_a_settled_point_stops_after_three_windows_not_max_windows(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     (p,) = json.loads(r.stdout)["points"]
-    assert (p["windows"], p["stable_after_windows"], p["stopped_by"], p["stable"]) == (3, 3, "stable", True)
+    assert (p["windows"], p["stable_after_windows"], p["stopped_by"], p["stable"]) == (
+        3,
+        3,
+        "stable",
+        True,
+    )
     assert len(p["window_table"]) == 3 and p["windows_used"] == [0, 1, 2]
     run = load_run(tmp_path / "s" / p["run"])
-    assert (run.requests["start_ns"] < 1_200_000_000).all()  # nothing was sent in the fifth window or later
+    assert (
+        run.requests["start_ns"] < 1_200_000_000
+    ).all()  # nothing was sent in the fifth window or later
     shown = workbench("show", tmp_path / "s", timeout=60)
     assert shown.returncode == 0 and "stable after 3 windows" in shown.stdout, shown.stderr

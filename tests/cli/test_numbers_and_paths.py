@@ -1,4 +1,5 @@
 """Issue 27: numbers with ranges and units, paths checked before measuring, strict JSON, nothing measured lost."""
+
 from __future__ import annotations
 
 import contextlib
@@ -23,7 +24,7 @@ from workbench.record import load_run
 REPO = Path(__file__).resolve().parents[2]
 RUN = REPO / "data" / "runs" / "tabular-cpu-bs4-fp32"
 
-PRINTING = '''
+PRINTING = """
 import itertools, threading, time
 from workbench import Pipeline
 def build(config):
@@ -40,7 +41,7 @@ def build_threaded(config):
     p.add("parse", start)
     p.add("forward", lambda x: x)
     return p
-'''
+"""
 
 
 def cli(argv: list[str]) -> tuple[int, str, str]:
@@ -51,7 +52,9 @@ def cli(argv: list[str]) -> tuple[int, str, str]:
 
 
 def one_line(rc: int, err: str, *words: str) -> None:
-    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err and "internal error" not in err, err
+    assert (
+        rc == 2 and err.count("\n") == 1 and "Traceback" not in err and "internal error" not in err
+    ), err
     for word in words:
         assert word in err, (word, err)
 
@@ -67,12 +70,16 @@ def test_a_number_type_checks_range_integrality_and_finiteness():
     seed = number("--seed", 0, 2**63 - 1, "", integer=True)
     assert seed("7") == 7 and seed("9223372036854775807") == 2**63 - 1
     for bad in ("-1", "1.5", "1e3", "nan", "x", "9223372036854775808"):
-        with pytest.raises(WorkbenchError, match=r"--seed must be an integer in \[0, 9_223_372_036_854_775_807\]"):
+        with pytest.raises(
+            WorkbenchError, match=r"--seed must be an integer in \[0, 9_223_372_036_854_775_807\]"
+        ):
             seed(bad)
     sla = number("--sla-ms", 0, 3_600_000, "ms", lo_open=True)
     assert sla("0.5") == 0.5 and sla.range_text == "in (0, 3.6e+06] ms"
     for bad in ("0", "inf", "-inf", "nan", "1e300"):
-        with pytest.raises(WorkbenchError, match=r"--sla-ms must be a number in \(0, 3.6e\+06\] ms"):
+        with pytest.raises(
+            WorkbenchError, match=r"--sla-ms must be a number in \(0, 3.6e\+06\] ms"
+        ):
             sla(bad)
 
 
@@ -82,31 +89,74 @@ def test_every_number_option_of_these_commands_states_range_and_unit():
         with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
             main([command, "--help"])
         text = " ".join(out.getvalue().split("options:", 1)[1].split())
-        for option in {"profile": ("--requests", "--warmup", "--traced", "--timeout-s", "--max-duration",
-                                   "--batch-size", "--threads"),
-                       "simulate": ("--rate", "--max-batch-size", "--max-wait-ms", "--concurrency", "--seed",
-                                    "--requests", "--duration"),
-                       "load": ("--duration", "--drain-timeout", "--timeout-s"),
-                       "audit": ("--sla-ms",)}[command]:
+        for option in {
+            "profile": (
+                "--requests",
+                "--warmup",
+                "--traced",
+                "--timeout-s",
+                "--max-duration",
+                "--batch-size",
+                "--threads",
+            ),
+            "simulate": (
+                "--rate",
+                "--max-batch-size",
+                "--max-wait-ms",
+                "--concurrency",
+                "--seed",
+                "--requests",
+                "--duration",
+            ),
+            "load": ("--duration", "--drain-timeout", "--timeout-s"),
+            "audit": ("--sla-ms",),
+        }[command]:
             help_line = text.split(f"{option} ", 1)[1][:400]
             assert "[in " in help_line, (command, option, help_line)
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["audit", str(RUN), "--json", "--sla-ms", "inf"], ("--sla-ms must be a number in (0, 3.6e+06] ms, got inf",)),
-    (["simulate", "--service", str(RUN), "--seed", "-1", "--rate", "10"], ("--seed must be an integer",)),
-    (["simulate", "--service", str(RUN), "--rate", "1e-9"], ("--rate must be a number in [0.001, 1e+07]",)),
-    (["simulate", "--service", str(RUN), "--rate", "100", "--requests", "1000000000", "--max-batch-size", "4"],
-     ("--requests: 1e+09 would need about 372.5 GiB (400 B each)",)),
-    (["profile", "--pipeline", "/etc/passwd:build"], ("'/etc/passwd' is not a Python file",)),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (
+            ["audit", str(RUN), "--json", "--sla-ms", "inf"],
+            ("--sla-ms must be a number in (0, 3.6e+06] ms, got inf",),
+        ),
+        (
+            ["simulate", "--service", str(RUN), "--seed", "-1", "--rate", "10"],
+            ("--seed must be an integer",),
+        ),
+        (
+            ["simulate", "--service", str(RUN), "--rate", "1e-9"],
+            ("--rate must be a number in [0.001, 1e+07]",),
+        ),
+        (
+            [
+                "simulate",
+                "--service",
+                str(RUN),
+                "--rate",
+                "100",
+                "--requests",
+                "1000000000",
+                "--max-batch-size",
+                "4",
+            ],
+            ("--requests: 1e+09 would need about 372.5 GiB (400 B each)",),
+        ),
+        (["profile", "--pipeline", "/etc/passwd:build"], ("'/etc/passwd' is not a Python file",)),
+    ],
+)
 def test_bad_numbers_and_paths_are_one_line(argv, words):
     rc, _, err = cli(argv)
     one_line(rc, err, *words)
 
 
 def test_memory_is_checked_before_allocating_and_says_how_much():
-    with pytest.raises(ConfigError, match=r"x: 1e\+13 would need about 72.8 TiB \(8 B each\), more than the 1.0 GiB"):
+    with pytest.raises(
+        ConfigError,
+        match=r"x: 1e\+13 would need about 72.8 TiB \(8 B each\), more than the 1.0 GiB",
+    ):
         check_memory("x", 1e13, 8, available=2**30)
     check_memory("x", 1e6, 8, available=2**30)
 
@@ -115,8 +165,17 @@ def test_out_under_a_regular_file_is_refused_before_measuring(pipeline_file, tmp
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     started = time.perf_counter()
-    rc, _, err = cli(["profile", "--pipeline", f"{pipeline_file}:build", "--requests", "100000",
-                      "--out", str(blocker / "run")])
+    rc, _, err = cli(
+        [
+            "profile",
+            "--pipeline",
+            f"{pipeline_file}:build",
+            "--requests",
+            "100000",
+            "--out",
+            str(blocker / "run"),
+        ]
+    )
     one_line(rc, err, f"--out {blocker / 'run'}: {blocker} is a file, not a folder")
     assert time.perf_counter() - started < 5  # 100000 requests were never measured
 
@@ -130,16 +189,32 @@ def test_audit_out_a_folder_is_refused_first_and_leaves_no_temporary_file(tmp_pa
 
 
 def test_json_output_is_strict():
-    assert strict({"a": [1.0, math.nan, {"b": math.inf}], "c": (2, -math.inf)}) == {"a": [1.0, None, {"b": None}],
-                                                                                   "c": [2, None]}
+    assert strict({"a": [1.0, math.nan, {"b": math.inf}], "c": (2, -math.inf)}) == {
+        "a": [1.0, None, {"b": None}],
+        "c": [2, None],
+    }
     import numpy as np
 
     assert json.loads(dumps({"x": np.float64("nan"), "y": np.int64(3)})) == {"x": None, "y": 3}
 
 
 def test_a_stage_that_prints_leaves_json_on_stdout(pipeline_file, tmp_path):
-    rc, out, err = cli(["profile", "--pipeline", f"{pipeline_file}:build", "--requests", "5", "--warmup", "0",
-                        "--traced", "0", "--out", str(tmp_path / "run"), "--json"])
+    rc, out, err = cli(
+        [
+            "profile",
+            "--pipeline",
+            f"{pipeline_file}:build",
+            "--requests",
+            "5",
+            "--warmup",
+            "0",
+            "--traced",
+            "0",
+            "--out",
+            str(tmp_path / "run"),
+            "--json",
+        ]
+    )
     assert rc == 0, err
     assert json.loads(out)["end_to_end"]["count"] == 5 and "a stage prints [0]" in err
 
@@ -159,7 +234,9 @@ def test_a_failed_save_goes_to_a_fallback_folder_the_error_names(monkeypatch, tm
     with pytest.raises(ConfigError) as info:
         save_measured(run, tmp_path / "out")
     message = str(info.value)
-    assert message.startswith(f"--out {tmp_path / 'out'}: could not save the run (No space left on device: ")
+    assert message.startswith(
+        f"--out {tmp_path / 'out'}: could not save the run (No space left on device: "
+    )
     fallback = calls[1]
     assert f"it was saved to {fallback} instead" in message and fallback != tmp_path / "out"
     assert len(load_run(fallback).requests) == len(run.requests)
@@ -167,12 +244,33 @@ def test_a_failed_save_goes_to_a_fallback_folder_the_error_names(monkeypatch, tm
 
 def test_the_process_exits_after_saving_when_a_stage_left_a_thread_running(pipeline_file, tmp_path):
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "workbench", "profile", "--pipeline",
-                           f"{pipeline_file}:build_threaded", "--requests", "3", "--warmup", "0", "--traced", "0",
-                           "--out", str(tmp_path / "run")], cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            "profile",
+            "--pipeline",
+            f"{pipeline_file}:build_threaded",
+            "--requests",
+            "3",
+            "--warmup",
+            "0",
+            "--traced",
+            "0",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert proc.returncode == 0, proc.stderr
-    assert "exiting with 1 thread(s) still running that a stage started (left-behind)" in proc.stderr
+    assert (
+        "exiting with 1 thread(s) still running that a stage started (left-behind)" in proc.stderr
+    )
     assert (tmp_path / "run" / "run.json").is_file() and time.perf_counter() - started < 100
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from workbench.cli import main
 
-TOY = '''
+TOY = """
 import itertools, time
 from workbench import Pipeline
 def build(config):
@@ -18,7 +18,7 @@ def build(config):
         return b
     p.add("forward", forward)
     return p
-'''
+"""
 
 
 @pytest.fixture
@@ -30,13 +30,37 @@ def factory_file(tmp_path):
 
 def test_profile_json_then_show_json(tmp_path, factory_file, capsys):
     out = tmp_path / "run"
-    assert main(["profile", "--pipeline", f"{factory_file}:build", "--requests", "6", "--warmup", "1",
-                 "--traced", "0", "--out", str(out), "--json"]) == 0
+    assert (
+        main(
+            [
+                "profile",
+                "--pipeline",
+                f"{factory_file}:build",
+                "--requests",
+                "6",
+                "--warmup",
+                "1",
+                "--traced",
+                "0",
+                "--out",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     printed = json.loads(capsys.readouterr().out)
     assert [s["name"] for s in printed["stages"]] == ["parse", "forward"]
     assert printed["errors"] == {"parse": 0, "forward": 1}
     assert printed["end_to_end"]["count"] == 5
-    assert set(printed["unattributed"]) >= {"count", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms"}
+    assert set(printed["unattributed"]) >= {
+        "count",
+        "mean_ms",
+        "p50_ms",
+        "p95_ms",
+        "p99_ms",
+        "max_ms",
+    }
     assert main(["show", str(out), "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["stages"] == printed["stages"] and shown["config"]["batch_size"] == 1
@@ -44,20 +68,44 @@ def test_profile_json_then_show_json(tmp_path, factory_file, capsys):
 
 def test_show_prints_a_table(tmp_path, factory_file, capsys):
     out = tmp_path / "run"
-    main(["profile", "--pipeline", str(factory_file), "--requests", "4", "--traced", "0", "--out", str(out)])
+    main(
+        [
+            "profile",
+            "--pipeline",
+            str(factory_file),
+            "--requests",
+            "4",
+            "--traced",
+            "0",
+            "--out",
+            str(out),
+        ]
+    )
     text = capsys.readouterr().out
     assert "forward" in text and "end to end" in text and "(unattributed)" in text
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["profile", "--example", "nope", "--requests", "2"], "unknown example"),
-    (["profile", "--pipeline", "no_such_mod_abc:build"], "no module named"),
-    (["profile", "--example", "text", "--batch-size", "0"], "--batch-size must be an integer in [1, 65_536] items, got 0"),
-    (["profile", "--example", "text", "--device", "cuda", "--precision", "int8"], "int8 on device cuda"),
-    (["profile", "--example", "text", "--option", "novalue"], "expected KEY=VALUE"),
-    (["show", "/definitely/not/here"], "not a folder"),
-    (["profile", "--example", "text", "--threads", "0"], "--threads must be an integer in [1, 4_096] threads, got 0"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["profile", "--example", "nope", "--requests", "2"], "unknown example"),
+        (["profile", "--pipeline", "no_such_mod_abc:build"], "no module named"),
+        (
+            ["profile", "--example", "text", "--batch-size", "0"],
+            "--batch-size must be an integer in [1, 65_536] items, got 0",
+        ),
+        (
+            ["profile", "--example", "text", "--device", "cuda", "--precision", "int8"],
+            "int8 on device cuda",
+        ),
+        (["profile", "--example", "text", "--option", "novalue"], "expected KEY=VALUE"),
+        (["show", "/definitely/not/here"], "not a folder"),
+        (
+            ["profile", "--example", "text", "--threads", "0"],
+            "--threads must be an integer in [1, 4_096] threads, got 0",
+        ),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -66,7 +114,9 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
 
 
 def test_module_entry_point_exits_nonzero_without_traceback(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "workbench", "show", str(tmp_path)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "workbench", "show", str(tmp_path)], capture_output=True, text=True
+    )
     assert proc.returncode == 2
     assert "no run.json" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -74,8 +124,27 @@ def test_module_entry_point_exits_nonzero_without_traceback(tmp_path):
 @pytest.mark.parametrize("example", ["tabular", "text", "image"])
 def test_each_example_profiles_from_the_command_line(tmp_path, example, capsys):
     out = tmp_path / example
-    assert main(["profile", "--example", example, "--batch-size", "2", "--requests", "5", "--warmup", "1",
-                 "--traced", "1", "--out", str(out), "--json"]) == 0
+    assert (
+        main(
+            [
+                "profile",
+                "--example",
+                example,
+                "--batch-size",
+                "2",
+                "--requests",
+                "5",
+                "--warmup",
+                "1",
+                "--traced",
+                "1",
+                "--out",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["end_to_end"]["count"] == 5 and sum(report["errors"].values()) == 0
     assert list(out.glob("*.pt.trace.json.gz"))
@@ -86,9 +155,26 @@ def test_threads_option_is_applied_and_recorded(tmp_path, capsys):
 
     before = torch.get_num_threads()
     try:
-        assert main(["profile", "--example", "tabular", "--requests", "3", "--traced", "0", "--threads", "1",
-                     "--out", str(tmp_path / "r")]) == 0
+        assert (
+            main(
+                [
+                    "profile",
+                    "--example",
+                    "tabular",
+                    "--requests",
+                    "3",
+                    "--traced",
+                    "0",
+                    "--threads",
+                    "1",
+                    "--out",
+                    str(tmp_path / "r"),
+                ]
+            )
+            == 0
+        )
         from workbench import load_run
+
         assert load_run(tmp_path / "r").meta.env.threads == 1
     finally:
         torch.set_num_threads(before)

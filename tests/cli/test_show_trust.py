@@ -1,4 +1,5 @@
 """`show` prints and `show --json` carries noise, throughput, int8 coverage and the p99 interval's bound."""
+
 import json
 
 from tests.conftest import FakeClock, toy_pipeline
@@ -10,8 +11,15 @@ from workbench.cli import main
 def saved_run(tmp_path, requests=10, readings=None):
     clock = FakeClock()
     pipe = toy_pipeline(clock, {"parse": 250_000, "forward": 750_000})  # 1 ms per request
-    run = profile(pipe, PipelineConfig(batch_size=2), requests=requests, warmup=1, traced=0, clock=clock,
-                  noise_readings=readings)
+    run = profile(
+        pipe,
+        PipelineConfig(batch_size=2),
+        requests=requests,
+        warmup=1,
+        traced=0,
+        clock=clock,
+        noise_readings=readings,
+    )
     return run.save(tmp_path / "run")
 
 
@@ -34,13 +42,17 @@ def test_show_text_has_the_noise_line_throughput_and_the_unbounded_p99(tmp_path,
     text = capsys.readouterr().out
     assert "noise: NOISY: other processes used 1.4 of 2 cores during the run" in text
     assert "throughput: 2000.0 items/s" in text
-    assert "p99 end to end 95% CI: [1.000, unbounded] ms: 10 successful requests; 563 bound it" in text
+    assert (
+        "p99 end to end 95% CI: [1.000, unbounded] ms: 10 successful requests; 563 bound it" in text
+    )
 
 
 def test_old_runs_say_noise_was_not_recorded(capsys):
     from tests.conftest import REPO
 
-    assert main(["show", str(REPO / "data" / "runs" / "image-cuda-bs1-fp32"), "--json"]) == 0  # recorded before noise was measured
+    assert (
+        main(["show", str(REPO / "data" / "runs" / "image-cuda-bs1-fp32"), "--json"]) == 0
+    )  # recorded before noise was measured
     report = json.loads(capsys.readouterr().out)
     assert report["noise"]["noisy"] is None
     assert report["noise"]["reasons"] == ["not recorded (run made before noise was measured)"]

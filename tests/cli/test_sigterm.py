@@ -1,5 +1,6 @@
 """SIGTERM (``timeout``, CI cancellation, ``docker stop``) is handled like Ctrl-C: what was measured is kept,
 the run folder says ``interrupted``, and the exit code is 143."""
+
 import signal
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import pytest
 from workbench.signals import EXIT_TERMINATED, sigterm_as_interrupt, terminated
 from workbench.record import load_run
 
-TICKING = '''
+TICKING = """
 import itertools, os, time
 from workbench import Pipeline
 
@@ -27,14 +28,19 @@ def build(config):
         return batch
 
     return pipe
-'''
+"""
 
 
 def _terminate_after(tmp_path: Path, argv: list[str], ticks_needed: int = 30) -> tuple[int, str]:
     (tmp_path / "ticking.py").write_text(TICKING)
     ticks = tmp_path / "ticks.txt"
-    proc = subprocess.Popen([sys.executable, "-m", "workbench", *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**__import__("os").environ, "WB_TICKS": str(ticks)})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workbench", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**__import__("os").environ, "WB_TICKS": str(ticks)},
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -53,30 +59,70 @@ def _terminate_after(tmp_path: Path, argv: list[str], ticks_needed: int = 30) ->
 @pytest.mark.slow
 def test_sigterm_during_profile_keeps_the_run_as_interrupted_and_exits_143(tmp_path):
     out = tmp_path / "run"
-    rc, err = _terminate_after(tmp_path, ["profile", "--pipeline", f"{tmp_path / 'ticking.py'}:build", "--requests",
-                                          "100000", "--traced", "0", "--out", str(out)])
+    rc, err = _terminate_after(
+        tmp_path,
+        [
+            "profile",
+            "--pipeline",
+            f"{tmp_path / 'ticking.py'}:build",
+            "--requests",
+            "100000",
+            "--traced",
+            "0",
+            "--out",
+            str(out),
+        ],
+    )
     assert rc == EXIT_TERMINATED == 143, err
     run = load_run(out)
     n = len(run.requests)
     assert run.meta.status == "interrupted" and n >= 10
-    assert f"workbench profile: interrupted after {n} requests; run written to {out} (status: interrupted)" in err
+    assert (
+        f"workbench profile: interrupted after {n} requests; run written to {out} (status: interrupted)"
+        in err
+    )
     assert err.rstrip().endswith("workbench profile: terminated (SIGTERM)")
 
 
 @pytest.mark.slow
 def test_sigterm_during_an_in_process_load_keeps_the_run(tmp_path):
     out = tmp_path / "run"
-    rc, err = _terminate_after(tmp_path, ["load", "--pipeline", f"{tmp_path / 'ticking.py'}:build", "--rate", "50",
-                                          "--duration", "60", "--max-batch-size", "1", "--threads", "1",
-                                          "--out", str(out)])
+    rc, err = _terminate_after(
+        tmp_path,
+        [
+            "load",
+            "--pipeline",
+            f"{tmp_path / 'ticking.py'}:build",
+            "--rate",
+            "50",
+            "--duration",
+            "60",
+            "--max-batch-size",
+            "1",
+            "--threads",
+            "1",
+            "--out",
+            str(out),
+        ],
+    )
     assert rc == 143, err
     assert load_run(out).meta.status == "interrupted"
 
 
 @pytest.mark.slow
 def test_sigterm_during_compare_exits_143(tmp_path):
-    rc, err = _terminate_after(tmp_path, ["compare", "--pipeline", f"{tmp_path / 'ticking.py'}:build",
-                                          "--config", "batch_size=1", "--config", "batch_size=2"])
+    rc, err = _terminate_after(
+        tmp_path,
+        [
+            "compare",
+            "--pipeline",
+            f"{tmp_path / 'ticking.py'}:build",
+            "--config",
+            "batch_size=1",
+            "--config",
+            "batch_size=2",
+        ],
+    )
     assert rc == 143 and "workbench compare: terminated (SIGTERM)" in err, err
 
 
@@ -101,10 +147,28 @@ def test_sigterm_during_a_served_load_drains_like_ctrl_c_and_exits_143(tmp_path)
     server = Served(tmp_path / "server")
     try:
         out = tmp_path / "client"
-        proc = subprocess.Popen([sys.executable, "-m", "workbench", "load", "--url", server.url, "--payloads",
-                                 str(payload_file(tmp_path / "payloads.txt", 200)), "--rate", "50", "--duration",
-                                 "60", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, env=ENV)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "workbench",
+                "load",
+                "--url",
+                server.url,
+                "--payloads",
+                str(payload_file(tmp_path / "payloads.txt", 200)),
+                "--rate",
+                "50",
+                "--duration",
+                "60",
+                "--out",
+                str(out),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+        )
         try:
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
@@ -118,7 +182,9 @@ def test_sigterm_during_a_served_load_drains_like_ctrl_c_and_exits_143(tmp_path)
             proc.kill()
         assert proc.returncode == 143, err
         run = load_run(out)
-        assert run.meta.status == "interrupted" and run.requests["ok"].all()  # in flight at SIGTERM: answered
+        assert (
+            run.meta.status == "interrupted" and run.requests["ok"].all()
+        )  # in flight at SIGTERM: answered
         assert "workbench load: terminated (SIGTERM)" in err
     finally:
         server.stop()

@@ -1,4 +1,5 @@
 """Fixtures for the example pipeline tests (helpers live in examples_helpers.py)."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Helpers for the example pipeline tests (fixtures live in conftest.py)."""
+
 from __future__ import annotations
 
 import itertools

@@ -2,6 +2,7 @@
 
 Skipped cleanly without CUDA.
 """
+
 import json
 
 import pytest
@@ -14,7 +15,11 @@ from workbench.examples import EXAMPLES
 from examples_helpers import build, take
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not cuda_available(), reason="needs a CUDA GPU")]
-SMALL = {"tabular": {}, "text": {"d_model": 64, "layers": 1}, "image": {"image_size": 64, "width": 8}}
+SMALL = {
+    "tabular": {},
+    "text": {"d_model": 64, "layers": 1},
+    "image": {"image_size": 64, "width": 8},
+}
 
 
 def scores_by_key(name: str, response: bytes) -> dict:
@@ -43,8 +48,13 @@ def copy_kinds(pipe, batch) -> set[str]:
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_pinned_and_pageable_give_the_same_answers(name, precision):
     pinned = build(name, device="cuda", batch_size=4, precision=precision, options=SMALL[name])
-    pageable = build(name, device="cuda", batch_size=4, precision=precision,
-                     options={**SMALL[name], "pin_memory": False})
+    pageable = build(
+        name,
+        device="cuda",
+        batch_size=4,
+        precision=precision,
+        options={**SMALL[name], "pin_memory": False},
+    )
     for n in (1, 4):
         batch = take(pinned, n)
         a, b = pinned(batch), pageable(batch)
@@ -61,10 +71,17 @@ def test_preprocess_copies_from_pinned_or_pageable_memory(name):
     pinned = build(name, device="cuda", batch_size=2, options=SMALL[name])
     batch = take(pinned, 2)
     out = pinned.stages[pinned.stage_names.index("preprocess")].fn(
-        pinned.stages[1].fn(pinned.stages[0].fn(batch)) if name == "tabular" else pinned.stages[0].fn(batch))
-    tensors = [t for t in (out if isinstance(out, tuple) else (out,)) if isinstance(t, torch.Tensor)]
+        pinned.stages[1].fn(pinned.stages[0].fn(batch))
+        if name == "tabular"
+        else pinned.stages[0].fn(batch)
+    )
+    tensors = [
+        t for t in (out if isinstance(out, tuple) else (out,)) if isinstance(t, torch.Tensor)
+    ]
     assert tensors and all(t.is_cuda for t in tensors)
-    pageable = build(name, device="cuda", batch_size=2, options={**SMALL[name], "pin_memory": False})
+    pageable = build(
+        name, device="cuda", batch_size=2, options={**SMALL[name], "pin_memory": False}
+    )
     pinned_kinds, pageable_kinds = copy_kinds(pinned, batch), copy_kinds(pageable, batch)
     if not pinned_kinds and not pageable_kinds:
         pytest.skip("the profiler recorded no CUDA memcpy events (CUPTI unavailable?)")
@@ -101,7 +118,9 @@ def test_text_cuda_graph_replays_the_eager_forward():
     run = profile("text", config, requests=5, warmup=2, traced=2)
     assert run.meta.config.options["cuda_graph"] is True
     summary = launch_summary(launch_calls(load_trace(run.trace_path)))
-    assert summary["graph_count"] >= 2 and summary["graph_gpu_count"] > 0  # one replay per traced request
+    assert (
+        summary["graph_count"] >= 2 and summary["graph_gpu_count"] > 0
+    )  # one replay per traced request
     run.close()
 
 

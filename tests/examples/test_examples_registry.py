@@ -16,15 +16,20 @@ def test_three_examples_with_one_line_descriptions():
 
 
 def test_unknown_example_names_the_choices():
-    with pytest.raises(PipelineError, match="unknown example 'audio'; choose one of: tabular, text, image"):
+    with pytest.raises(
+        PipelineError, match="unknown example 'audio'; choose one of: tabular, text, image"
+    ):
         factory("audio")
 
 
-@pytest.mark.parametrize("name, stages", [
-    ("tabular", ["parse", "hydrate", "preprocess", "forward", "postprocess", "serialize"]),
-    ("text", ["parse", "preprocess", "forward", "postprocess", "serialize"]),
-    ("image", ["parse", "preprocess", "forward", "postprocess", "serialize"]),
-])
+@pytest.mark.parametrize(
+    "name, stages",
+    [
+        ("tabular", ["parse", "hydrate", "preprocess", "forward", "postprocess", "serialize"]),
+        ("text", ["parse", "preprocess", "forward", "postprocess", "serialize"]),
+        ("image", ["parse", "preprocess", "forward", "postprocess", "serialize"]),
+    ],
+)
 def test_stages_use_the_standard_names_in_order(name, stages):
     pipe = build(name, batch_size=2)
     assert pipe.name == name and pipe.stage_names == stages and pipe.config.batch_size == 2
@@ -50,5 +55,7 @@ def test_missing_data_file_says_to_run_make_data(monkeypatch, tmp_path, name):
 
 def test_importing_examples_does_not_import_torch():
     code = "import sys, workbench.examples; print('torch' in sys.modules, 'PIL' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.split() == ["False", "False"]

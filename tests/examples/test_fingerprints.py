@@ -1,5 +1,6 @@
 """The cached model fingerprints of the shipped examples (``workbench/examples/model_fingerprints.json``)
 equal fresh builds, cover every shipped recorded run, and are never used where they could be wrong."""
+
 from __future__ import annotations
 
 import json
@@ -18,12 +19,19 @@ RUNS = data_dir() / "runs"
 
 
 def _config(entry: dict) -> PipelineConfig:
-    return PipelineConfig(device=entry["device"], batch_size=entry["batch_size"], precision=entry["precision"],
-                          options=entry["options"])
+    return PipelineConfig(
+        device=entry["device"],
+        batch_size=entry["batch_size"],
+        precision=entry["precision"],
+        options=entry["options"],
+    )
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: f"{e['example']}-{e['device']}-bs{e['batch_size']}-"
-                                                        f"{e['precision']}")
+@pytest.mark.parametrize(
+    "entry",
+    ENTRIES,
+    ids=lambda e: f"{e['example']}-{e['device']}-bs{e['batch_size']}-{e['precision']}",
+)
 def test_every_cached_entry_equals_a_fresh_build(entry):
     """A model change without `python -m workbench.examples.fingerprints --write` fails here."""
     from workbench.device import available_devices
@@ -47,10 +55,14 @@ def _recorded_model(name: str) -> dict:
 
 
 def test_a_hit_is_the_recorded_runs_model():
-    assert cached("text", PipelineConfig(threads=1)) == {"pipeline": "text",
-                                                         "model": _recorded_model("text-cpu-bs1-fp32")}
+    assert cached("text", PipelineConfig(threads=1)) == {
+        "pipeline": "text",
+        "model": _recorded_model("text-cpu-bs1-fp32"),
+    }
     assert cached("text", PipelineConfig(batch_size=8, precision="int8")) == {
-        "pipeline": "text", "model": _recorded_model("text-cpu-bs8-int8")}
+        "pipeline": "text",
+        "model": _recorded_model("text-cpu-bs8-int8"),
+    }
     assert _recorded_model("text-cpu-bs8-int8") == {"params": 1838420, "hash": "0ba30bf339e1c6b1"}
 
 
@@ -72,7 +84,11 @@ def test_another_vocabulary_or_torch_version_misses(tmp_path, monkeypatch):
     monkeypatch.delenv("WORKBENCH_DATA")
     assert cached("text", config) is not None
     real = metadata.version
-    monkeypatch.setattr(fingerprints.metadata, "version", lambda name: "2.14.0+cpu" if name == "torch" else real(name))
+    monkeypatch.setattr(
+        fingerprints.metadata,
+        "version",
+        lambda name: "2.14.0+cpu" if name == "torch" else real(name),
+    )
     assert cached("text", config) is None
 
 
@@ -96,5 +112,7 @@ def test_the_writer_reproduces_the_shipped_file(tmp_path, monkeypatch):
 
 
 def test_missing_example_data_is_a_miss_not_an_error(tmp_path, monkeypatch):
-    monkeypatch.setenv("WORKBENCH_DATA", str(tmp_path))  # no vocab.txt there: the build names the problem
+    monkeypatch.setenv(
+        "WORKBENCH_DATA", str(tmp_path)
+    )  # no vocab.txt there: the build names the problem
     assert cached("text", PipelineConfig()) is None

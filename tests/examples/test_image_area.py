@@ -5,6 +5,7 @@ pixels, so ``show --json`` has the effect of ``decoded_pixels`` on ``preprocess`
 that charges the real preprocess 20 ns per decoded pixel the bins are exact; a bounded real run (slow)
 checks that real decoding grows with area as well.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,8 +31,9 @@ def jpeg(side: int) -> bytes:
 
     rng = np.random.default_rng(side)
     buf = io.BytesIO()
-    Image.fromarray(rng.integers(0, 256, (side, side, 3), dtype=np.uint8), "RGB").save(buf, format="JPEG",
-                                                                                      quality=90)
+    Image.fromarray(rng.integers(0, 256, (side, side, 3), dtype=np.uint8), "RGB").save(
+        buf, format="JPEG", quality=90
+    )
     return buf.getvalue()
 
 
@@ -75,27 +77,43 @@ def test_show_names_the_effect_of_area_on_preprocess_with_exact_bins(tmp_path, c
     shown = json.loads(capsys.readouterr().out)
     effect = shown["attributes"]["preprocess"]["decoded_pixels"]
     # 8 distinct areas (<= 8 levels): one bin per area, 5 requests each, p50 = 20 ns x area
-    assert [(b["lo"], b["hi"], b["count"]) for b in effect["bins"]] == [(s * s, s * s, 5) for s in SIDES]
-    assert [b["p50_ms"] for b in effect["bins"]] == pytest.approx([NS_PER_PIXEL * s * s / 1e6 for s in SIDES])
+    assert [(b["lo"], b["hi"], b["count"]) for b in effect["bins"]] == [
+        (s * s, s * s, 5) for s in SIDES
+    ]
+    assert [b["p50_ms"] for b in effect["bins"]] == pytest.approx(
+        [NS_PER_PIXEL * s * s / 1e6 for s in SIDES]
+    )
     assert effect["effect"] == pytest.approx(316 * 316 / (100 * 100))  # 9.99x
     assert effect["rho"] == pytest.approx(1.0) and effect["separated"] is True
     summary = shown["attributes_summary"]
-    assert summary["ranking"][0]["stage"] == "preprocess" and summary["ranking"][0]["attribute"] == "decoded_pixels"
-    assert summary["headline"].startswith("preprocess tracks decoded_pixels: p50 0.2 ms at 10000 against 2 ms at "
-                                          "99856 (9.99x)")
+    assert (
+        summary["ranking"][0]["stage"] == "preprocess"
+        and summary["ranking"][0]["attribute"] == "decoded_pixels"
+    )
+    assert summary["headline"].startswith(
+        "preprocess tracks decoded_pixels: p50 0.2 ms at 10000 against 2 ms at 99856 (9.99x)"
+    )
 
 
 @pytest.mark.slow
 def test_real_decoding_grows_with_area():
     """Bounded real run (96 requests, one thread, about 2 s): the measured preprocess p50 grows with the decoded
     area (4.3x for 10x the pixels on a busy 2-core machine: decode and resize, above a fixed cost)."""
-    run = profile(jpeg_pipeline(), requests=12 * len(SIDES), warmup=len(SIDES), traced=0, sample_stacks=False,
-                  max_duration_s=20)
+    run = profile(
+        jpeg_pipeline(),
+        requests=12 * len(SIDES),
+        warmup=len(SIDES),
+        traced=0,
+        sample_stacks=False,
+        max_duration_s=20,
+    )
     from workbench.analysis.attributes import attribute_effects, ranked_effects
 
     effects = attribute_effects(run.requests, run.stages, run.stage_names)
     entry = effects["preprocess"]["decoded_pixels"]
     p50 = [b["p50_ms"] for b in entry["bins"]]
-    assert len(p50) == len(SIDES) and entry["effect"] > 2.5, p50  # 10x the pixels: decode + resize grow
+    assert len(p50) == len(SIDES) and entry["effect"] > 2.5, (
+        p50
+    )  # 10x the pixels: decode + resize grow
     assert p50[-1] > p50[len(p50) // 2] > p50[0], p50
     assert ranked_effects(effects)[0]["stage"] == "preprocess"

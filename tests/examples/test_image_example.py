@@ -49,11 +49,20 @@ def test_same_config_gives_the_same_responses():
     assert a(take(a, 2)) == b(take(b, 2))
 
 
-@pytest.mark.parametrize("payload, message", [
-    (b"GIF89a" + b"\0" * 30, "image request 0: not a PNG file"),
-    ("not bytes", "expected PNG bytes, got str"),
-    (image.PNG_SIGNATURE + b"\0\0\0\x0dIHDR" + (0).to_bytes(4, "big") + (5).to_bytes(4, "big"), "PNG is 0x5"),
-])
+@pytest.mark.parametrize(
+    "payload, message",
+    [
+        (b"GIF89a" + b"\0" * 30, "image request 0: not a PNG file"),
+        ("not bytes", "expected PNG bytes, got str"),
+        (
+            image.PNG_SIGNATURE
+            + b"\0\0\0\x0dIHDR"
+            + (0).to_bytes(4, "big")
+            + (5).to_bytes(4, "big"),
+            "PNG is 0x5",
+        ),
+    ],
+)
 def test_invalid_payload_raises_value_error(payload, message):
     with pytest.raises(ValueError, match=message):
         image.parse([payload])

@@ -37,16 +37,28 @@ def test_shipped_data_matches_the_script(make_data, tmp_path):
     if not (REPO_DATA / "features.sqlite").is_file():
         pytest.skip("data/ not generated yet (make data)")
     make_data.main(["--out", str(tmp_path)])
-    assert (tmp_path / "vocab.txt").read_bytes() == (REPO_DATA / "vocab.txt").read_bytes(), "data/ is stale: make data"
-    assert dump(tmp_path / "features.sqlite") == dump(REPO_DATA / "features.sqlite"), "data/ is stale: make data"
+    assert (tmp_path / "vocab.txt").read_bytes() == (REPO_DATA / "vocab.txt").read_bytes(), (
+        "data/ is stale: make data"
+    )
+    assert dump(tmp_path / "features.sqlite") == dump(REPO_DATA / "features.sqlite"), (
+        "data/ is stale: make data"
+    )
 
 
 def test_feature_store_tables(make_data, tmp_path):
     make_data.main(["--out", str(tmp_path)])
     conn = sqlite3.connect(tmp_path / "features.sqlite")
-    count = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-             for t in ("users", "items", "item_stats", "user_category", "feature_stats")}
-    assert count == {"users": 5000, "items": 2000, "item_stats": 2000, "user_category": 20000, "feature_stats": 13}
+    count = {
+        t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("users", "items", "item_stats", "user_category", "feature_stats")
+    }
+    assert count == {
+        "users": 5000,
+        "items": 2000,
+        "item_stats": 2000,
+        "user_category": 20000,
+        "feature_stats": 13,
+    }
     conn.close()
 
 

@@ -5,6 +5,7 @@ The venv reuses this environment's dependencies through a ``.pth`` line (the
 interpreter's packages); this environment's editable install of ``workbench``
 is not activated there, so the wheel's copy is the one that runs.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,28 +41,96 @@ def test_examples_read_the_package_copy(monkeypatch):
 
 @pytest.mark.slow
 def test_wheel_runs_the_tabular_example_from_outside_the_repo(tmp_path):
-    src, wheels = tmp_path / "src", tmp_path / "wheels"  # a copy: an in-tree build would leave build/ in the repo
-    shutil.copytree(REPO / "workbench", src / "workbench", ignore=shutil.ignore_patterns("__pycache__"))
+    src, wheels = (
+        tmp_path / "src",
+        tmp_path / "wheels",
+    )  # a copy: an in-tree build would leave build/ in the repo
+    shutil.copytree(
+        REPO / "workbench", src / "workbench", ignore=shutil.ignore_patterns("__pycache__")
+    )
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, src / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels),
-                    str(src)], check=True, cwd=tmp_path, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheels),
+            str(src),
+        ],
+        check=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     wheel = next(wheels.glob("workbench-*.whl"))
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=False, system_site_packages=False)
     python = env_dir / "bin" / "python"
-    purelib = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                                  check=True, capture_output=True, text=True).stdout.strip())
+    purelib = Path(
+        subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     (purelib / "deps-of-the-test-env.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", str(wheel)],
-                   check=True, timeout=300)
-    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "WORKBENCH_DATA")} | {"OMP_NUM_THREADS": "1"}
-    where = subprocess.run([python, "-c", "import workbench; print(workbench.__file__)"], cwd=tmp_path, env=clean,
-                           check=True, capture_output=True, text=True).stdout.strip()
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            str(wheel),
+        ],
+        check=True,
+        timeout=300,
+    )
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "WORKBENCH_DATA")} | {
+        "OMP_NUM_THREADS": "1"
+    }
+    where = subprocess.run(
+        [python, "-c", "import workbench; print(workbench.__file__)"],
+        cwd=tmp_path,
+        env=clean,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     assert Path(where).is_relative_to(purelib)
-    out = subprocess.run([python, "-m", "workbench", "profile", "--example", "tabular", "--requests", "5", "--warmup",
-                          "1", "--traced", "0", "--json", "--out", str(tmp_path / "run")],
-                         cwd=tmp_path, env=clean, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [
+            python,
+            "-m",
+            "workbench",
+            "profile",
+            "--example",
+            "tabular",
+            "--requests",
+            "5",
+            "--warmup",
+            "1",
+            "--traced",
+            "0",
+            "--json",
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        cwd=tmp_path,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["pipeline"] == "tabular" and report["end_to_end"]["count"] == 5

@@ -31,7 +31,10 @@ def test_items_are_deterministic_and_seeded():
     assert take(pipe, 20) == take(pipe, 20)
     assert take(build("tabular", options={"seed": 1}), 20) != take(pipe, 20)
     first = json.loads(take(pipe, 1)[0])
-    assert set(first) == {"request_id", "user_id", "item_ids", "context"} and 4 <= len(first["item_ids"]) <= 12
+    assert (
+        set(first) == {"request_id", "user_id", "item_ids", "context"}
+        and 4 <= len(first["item_ids"]) <= 12
+    )
 
 
 def test_same_config_gives_the_same_responses():
@@ -42,7 +45,9 @@ def test_same_config_gives_the_same_responses():
 def test_hydrate_reads_the_store_and_defaults_unknown_ids():
     pipe = build("tabular")
     stages = dict(zip(pipe.stage_names, (s.fn for s in pipe.stages)))
-    known = stages["parse"]([b'{"user_id": 0, "item_ids": [0, 999999], "context": {"hour": 6, "device": "ios"}}'])
+    known = stages["parse"](
+        [b'{"user_id": 0, "item_ids": [0, 999999], "context": {"hour": 6, "device": "ios"}}']
+    )
     requests, rows = stages["hydrate"](known)
     assert requests == known and len(rows) == 2 and all(len(r) == tabular.N_FEATURES for r in rows)
     conn = sqlite3.connect(data_file("features.sqlite"))
@@ -55,15 +60,24 @@ def test_hydrate_reads_the_store_and_defaults_unknown_ids():
     assert rows[0][-3:] == [1.0, 0.0, 0.0]  # device one-hot: ios
 
 
-@pytest.mark.parametrize("payload, message", [
-    (b"{not json", "tabular request 0: not valid JSON"),
-    (b"[1, 2]", "expected a JSON object"),
-    (b'{"item_ids": [1]}', "user_id must be an integer >= 0, got None"),
-    (b'{"user_id": 1, "item_ids": []}', "item_ids must be a list of 1..100 integers"),
-    (b'{"user_id": true, "item_ids": [1]}', "user_id must be an integer"),
-    (b'{"user_id": 1, "item_ids": [1], "context": {"hour": 24}}', "context.hour must be an integer 0..23"),
-    (b'{"user_id": 1, "item_ids": [1], "context": {"device": "tv"}}', "context.device must be one of ios, android"),
-])
+@pytest.mark.parametrize(
+    "payload, message",
+    [
+        (b"{not json", "tabular request 0: not valid JSON"),
+        (b"[1, 2]", "expected a JSON object"),
+        (b'{"item_ids": [1]}', "user_id must be an integer >= 0, got None"),
+        (b'{"user_id": 1, "item_ids": []}', "item_ids must be a list of 1..100 integers"),
+        (b'{"user_id": true, "item_ids": [1]}', "user_id must be an integer"),
+        (
+            b'{"user_id": 1, "item_ids": [1], "context": {"hour": 24}}',
+            "context.hour must be an integer 0..23",
+        ),
+        (
+            b'{"user_id": 1, "item_ids": [1], "context": {"device": "tv"}}',
+            "context.device must be one of ios, android",
+        ),
+    ],
+)
 def test_invalid_payload_raises_value_error_naming_the_field(payload, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace(".", r"\.")):
         tabular.parse([payload])
@@ -91,10 +105,12 @@ def test_int8_on_cuda_is_refused_without_touching_a_gpu():
 def test_a_missing_kernel_becomes_a_precision_error_at_build(monkeypatch):
     class NoKernel:
         def __call__(self, x):
-            raise RuntimeError('"addmm_impl_cpu_" not implemented for \'Half\'')
+            raise RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Half'")
 
     monkeypatch.setattr(tabular, "prepare_model", lambda model, config: NoKernel())
-    with pytest.raises(PrecisionError, match="example tabular: precision fp16 on device cpu does not run"):
+    with pytest.raises(
+        PrecisionError, match="example tabular: precision fp16 on device cpu does not run"
+    ):
         tabular.build(PipelineConfig(precision="fp16"))
 
 

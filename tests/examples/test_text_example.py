@@ -31,7 +31,9 @@ def test_int8_quantizes_every_projection():
     model = prepare_model(Encoder(100, 8, 32, 2, 2, 64, 5), PipelineConfig(precision="int8"))
     linears = [m for m in model.modules() if type(m).__name__ == "Linear"]
     assert len(linears) == 2 * 4 + 1  # 4 projections per block and the head
-    assert all("quantized.dynamic" in type(m).__module__ for m in linears), {type(m) for m in linears}
+    assert all("quantized.dynamic" in type(m).__module__ for m in linears), {
+        type(m) for m in linears
+    }
 
 
 def test_items_are_deterministic_and_seeded():
@@ -49,7 +51,10 @@ def test_same_config_gives_the_same_responses():
 def test_tokenizer_wordpieces_unknowns_and_truncation():
     tok = text.WordPiece(data_file("vocab.txt"), max_len=16)
     ids = tok.ids
-    assert tok.encode("Refund, please!") == ([tok.cls, ids["refund"], ids[","], ids["please"], ids["!"], tok.sep], False)
+    assert tok.encode("Refund, please!") == (
+        [tok.cls, ids["refund"], ids[","], ids["please"], ids["!"], tok.sep],
+        False,
+    )
     pieces = tok.word_ids("refunding")
     assert pieces[0] == ids["refund"] and all(p != tok.unk for p in pieces)
     assert tok.word_ids("日本") == [tok.unk]
@@ -65,19 +70,25 @@ def test_some_requests_are_truncated():
     assert any(r["truncated"] for r in responses) and not all(r["truncated"] for r in responses)
 
 
-@pytest.mark.parametrize("payload, message", [
-    ("   \n\t ", "text request 0: empty text"),
-    (b"\xff\xfe", "not valid UTF-8"),
-    (42, "expected a string, got int"),
-    ("x" * 5001, "more than max_chars=5000"),
-])
+@pytest.mark.parametrize(
+    "payload, message",
+    [
+        ("   \n\t ", "text request 0: empty text"),
+        (b"\xff\xfe", "not valid UTF-8"),
+        (42, "expected a string, got int"),
+        ("x" * 5001, "more than max_chars=5000"),
+    ],
+)
 def test_invalid_text_raises_value_error(payload, message):
     with pytest.raises(ValueError, match=message):
         text.parse([payload])
 
 
 def test_parse_cleans_whitespace_and_control_characters():
-    assert text.parse([b"  Hi\x00 there\n\n  friend ", "ｆｕｌｌ\u200b width"]) == ["Hi there friend", "full width"]
+    assert text.parse([b"  Hi\x00 there\n\n  friend ", "ｆｕｌｌ\u200b width"]) == [
+        "Hi there friend",
+        "full width",
+    ]
 
 
 def test_bad_options_are_config_errors():

@@ -1,4 +1,5 @@
 """``workbench.export.dashboard.recorded_entries``: which recorded runs the static dashboard offers."""
+
 from __future__ import annotations
 
 import shutil
@@ -37,8 +38,14 @@ def test_each_entry_names_the_card_torch_and_date_of_its_own_record(runs):
     entries, _ = recorded_entries(runs)
     for e in entries:
         meta = read_meta(RUNS / e.path.name / META_FILE)
-        assert (e.recorded_on, e.torch, e.date) == (meta.env.device_name, meta.env.torch, meta.created[:10])
-    assert {e.recorded_on for e in entries} == {"NVIDIA H100 80GB HBM3"}  # the text runs: never "H200"
+        assert (e.recorded_on, e.torch, e.date) == (
+            meta.env.device_name,
+            meta.env.torch,
+            meta.created[:10],
+        )
+    assert {e.recorded_on for e in entries} == {
+        "NVIDIA H100 80GB HBM3"
+    }  # the text runs: never "H200"
 
 
 def test_the_page_carries_each_entry_s_card_into_its_status_line(runs):
@@ -49,7 +56,12 @@ def test_the_page_carries_each_entry_s_card_into_its_status_line(runs):
 
     entries, notes = recorded_entries(runs)
     page = build_page(entries, {}, {}, notes)
-    data = json.loads(re.search(r'<script type="application/json" id="wb-data">(.*?)</script>', page, re.S).group(1))
+    data = json.loads(
+        re.search(r'<script type="application/json" id="wb-data">(.*?)</script>', page, re.S).group(
+            1
+        )
+    )
     assert [(d["folder"], d["recorded_on"], d["date"]) for d in data["entries"]] == [
-        (e.path.name, "NVIDIA H100 80GB HBM3", "2026-11-26") for e in entries]
+        (e.path.name, "NVIDIA H100 80GB HBM3", "2026-11-26") for e in entries
+    ]
     assert "'), recorded on ' + e.recorded_on + ', torch ' + e.torch" in page

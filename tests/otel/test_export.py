@@ -1,5 +1,6 @@
 """--otel: spans made from a run's timestamps, to an OTLP/JSON file or through the SDK's OTLP exporter
 to a collector, and ingest-otel reading either back to the same numbers."""
+
 import http.server
 import json
 import threading
@@ -17,17 +18,38 @@ MS = 1_000_000
 
 
 def synthetic_run():
-    requests = pd.DataFrame({
-        "request": [0, 1, 2], "warmup": [True, False, False], "start_ns": [0, 10 * MS, 20 * MS],
-        "dur_ns": [9 * MS, 3_000_123, 4 * MS], "ok": [True, True, False],
-        "error_stage": [None, None, "forward"], "error_type": [None, None, "ValueError"],
-        "error_message": [None, None, "boom"], "batch_size": [1, 1, 1]})
-    stages = pd.DataFrame({
-        "request": [0, 1, 1, 2, 2], "stage": ["parse", "parse", "forward", "parse", "forward"],
-        "stage_index": [0, 0, 1, 0, 1], "start_ns": [0, 10 * MS, 11 * MS, 20 * MS, 21 * MS],
-        "dur_ns": [MS, MS, 1_500_077, MS, 2 * MS], "device_dur_ns": pd.array([None] * 5, dtype="Int64")})
-    meta = {"kind": "profile", "pipeline": "synthetic", "stages": ["parse", "forward"], "config": {}, "env": {},
-            "created": "2026-01-01T00:00:00+00:00", "timing": {}}
+    requests = pd.DataFrame(
+        {
+            "request": [0, 1, 2],
+            "warmup": [True, False, False],
+            "start_ns": [0, 10 * MS, 20 * MS],
+            "dur_ns": [9 * MS, 3_000_123, 4 * MS],
+            "ok": [True, True, False],
+            "error_stage": [None, None, "forward"],
+            "error_type": [None, None, "ValueError"],
+            "error_message": [None, None, "boom"],
+            "batch_size": [1, 1, 1],
+        }
+    )
+    stages = pd.DataFrame(
+        {
+            "request": [0, 1, 1, 2, 2],
+            "stage": ["parse", "parse", "forward", "parse", "forward"],
+            "stage_index": [0, 0, 1, 0, 1],
+            "start_ns": [0, 10 * MS, 11 * MS, 20 * MS, 21 * MS],
+            "dur_ns": [MS, MS, 1_500_077, MS, 2 * MS],
+            "device_dur_ns": pd.array([None] * 5, dtype="Int64"),
+        }
+    )
+    meta = {
+        "kind": "profile",
+        "pipeline": "synthetic",
+        "stages": ["parse", "forward"],
+        "config": {},
+        "env": {},
+        "created": "2026-01-01T00:00:00+00:00",
+        "timing": {},
+    }
     return Run(meta=meta, requests=requests, stages=stages)
 
 
@@ -39,7 +61,12 @@ def check_round_trip(run):
     first = run.stages[run.stages["request"] == 0].set_index("stage")["dur_ns"].to_dict()
     assert first == {"parse": MS, "forward": 1_500_077}
     bad = run.requests.iloc[1]
-    assert (bad["ok"], bad["error_stage"], bad["error_type"], bad["error_message"]) == (False, "forward", "ValueError", "boom")
+    assert (bad["ok"], bad["error_stage"], bad["error_type"], bad["error_message"]) == (
+        False,
+        "forward",
+        "ValueError",
+        "boom",
+    )
 
 
 def test_spans_are_made_after_the_fact_with_the_recorded_times():
@@ -51,8 +78,12 @@ def test_spans_are_made_after_the_fact_with_the_recorded_times():
     roots = by_name["synthetic request"]
     assert sorted(r.end_time - r.start_time for r in roots) == [3_000_123, 4 * MS]
     assert sorted(s.end_time - s.start_time for s in by_name["forward"]) == [1_500_077, 2 * MS]
-    assert all(s.parent.span_id == r.context.span_id for r in roots for s in spans
-               if s.context.trace_id == r.context.trace_id and s is not r)
+    assert all(
+        s.parent.span_id == r.context.span_id
+        for r in roots
+        for s in spans
+        if s.context.trace_id == r.context.trace_id and s is not r
+    )
 
 
 def test_file_export_is_otlp_json_and_ingests_to_the_same_numbers(tmp_path, monkeypatch):
@@ -72,7 +103,9 @@ class Collector(http.server.BaseHTTPRequestHandler):
     out = None
 
     def do_POST(self):
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
 
         body = self.rfile.read(int(self.headers["Content-Length"]))
         message = ExportTraceServiceRequest.FromString(body)

@@ -2,6 +2,7 @@
 
 Bounded here (``make test``); ``benchmarks/fuzz_inputs.py`` runs the same mutators at length.
 """
+
 from __future__ import annotations
 
 import random
@@ -21,8 +22,18 @@ def ingest_mutated(rnd: random.Random) -> tuple[str, str]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "spans.jsonl"
         path.write_bytes(mutated_otlp(BASE, rnd))
-        rc, out, err = run_cli(["ingest-otel", str(path), "--out", str(Path(tmp) / "run"), "--json",
-                                "--stage-map", "db.query=db", "auth=auth"])
+        rc, out, err = run_cli(
+            [
+                "ingest-otel",
+                str(path),
+                "--out",
+                str(Path(tmp) / "run"),
+                "--json",
+                "--stage-map",
+                "db.query=db",
+                "auth=auth",
+            ]
+        )
         return judge(rc, out, err)
 
 

@@ -1,4 +1,5 @@
 """Fixtures for figure tests (helpers live in plots_helpers.py)."""
+
 from __future__ import annotations
 
 import pytest

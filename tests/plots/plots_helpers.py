@@ -1,4 +1,5 @@
 """Helpers for figure tests: decode plotly's typed arrays, build small exact run tables."""
+
 from __future__ import annotations
 
 import base64
@@ -21,7 +22,9 @@ def decode(value):
     return list(value)
 
 
-def make_run(durs: dict[str, list[int]], warmup: int = 0, glue_ns: int = 1_000) -> tuple[pd.DataFrame, pd.DataFrame]:
+def make_run(
+    durs: dict[str, list[int]], warmup: int = 0, glue_ns: int = 1_000
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Requests and stages tables: request i runs stage s for ``durs[s][i]`` ns, plus ``glue_ns`` between.
 
     The first ``warmup`` requests are flagged warm-up. End to end = sum of stages + glue.
@@ -36,9 +39,24 @@ def make_run(durs: dict[str, list[int]], warmup: int = 0, glue_ns: int = 1_000) 
             t += durs[name][i]
         t += glue_ns
         req_rows.append((i, i < warmup, start, t - start, True, None, None, None, 1))
-    requests = pd.DataFrame(req_rows, columns=["request", "warmup", "start_ns", "dur_ns", "ok", "error_stage",
-                                               "error_type", "error_message", "batch_size"])
-    stages = pd.DataFrame(stage_rows, columns=["request", "stage", "stage_index", "start_ns", "dur_ns", "device_dur_ns"])
+    requests = pd.DataFrame(
+        req_rows,
+        columns=[
+            "request",
+            "warmup",
+            "start_ns",
+            "dur_ns",
+            "ok",
+            "error_stage",
+            "error_type",
+            "error_message",
+            "batch_size",
+        ],
+    )
+    stages = pd.DataFrame(
+        stage_rows,
+        columns=["request", "stage", "stage_index", "start_ns", "dur_ns", "device_dur_ns"],
+    )
     stages["device_dur_ns"] = stages["device_dur_ns"].astype("Int64")
     return requests, stages
 
@@ -81,5 +99,7 @@ def cpu_only_trace(path) -> pd.DataFrame:
     from tests.support.synthetic import TraceBuilder
 
     b = TraceBuilder()
-    b.annotation("ProfilerStep#0", 0, 100_000).op("aten::mm", 1_000, 50_000).op("aten::relu", 60_000, 10_000)
+    b.annotation("ProfilerStep#0", 0, 100_000).op("aten::mm", 1_000, 50_000).op(
+        "aten::relu", 60_000, 10_000
+    )
     return load_events(b.write(path / "cpu.pt.trace.json"))

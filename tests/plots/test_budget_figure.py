@@ -31,7 +31,10 @@ def test_sla_line_and_verdict(toy_summary):
     shapes = fig["layout"]["shapes"]
     assert len(shapes) == 1 and shapes[0]["y0"] == shapes[0]["y1"] == 12.0
     assert fig["layout"]["title"]["text"].endswith("end-to-end p99 12.20 ms, OVER the 12 ms SLA")
-    assert "within the 15 ms SLA" in budget_figure(toy_summary, sla_ms=15).to_dict()["layout"]["title"]["text"]
+    assert (
+        "within the 15 ms SLA"
+        in budget_figure(toy_summary, sla_ms=15).to_dict()["layout"]["title"]["text"]
+    )
     assert "shapes" not in budget_figure(toy_summary).to_dict()["layout"]
 
 
@@ -71,10 +74,15 @@ def _split_tail_run():
     from plots_helpers import ORDER, make_run
 
     ms = 1_000_000
-    durs = {"parse": [9 * ms if i < 2 else ms for i in range(100)], "model": [5 * ms] * 100,
-            "post": [9 * ms if i in (2, 3) else ms for i in range(100)]}
+    durs = {
+        "parse": [9 * ms if i < 2 else ms for i in range(100)],
+        "model": [5 * ms] * 100,
+        "post": [9 * ms if i in (2, 3) else ms for i in range(100)],
+    }
     requests, stages = make_run(durs)
-    return SimpleNamespace(requests=requests, stages=stages, stage_names=list(ORDER), meta=SimpleNamespace(noise=None))
+    return SimpleNamespace(
+        requests=requests, stages=stages, stage_names=list(ORDER), meta=SimpleNamespace(noise=None)
+    )
 
 
 def test_requests_view_stacks_the_p99_requests_own_stages_which_add_up():
@@ -87,7 +95,9 @@ def test_requests_view_stacks_the_p99_requests_own_stages_which_add_up():
     assert at["request"].tolist() == [53, 2]  # p50: the 50th, of 96 ties at 7.001 ms from #4
     p99 = at.iloc[1]
     assert (p99["parse"], p99["model"], p99["post"]) == (1.0, 5.0, 9.0)
-    assert p99["unattributed"] == pytest.approx(0.001) and p99["end_to_end"] == pytest.approx(15.001)
+    assert p99["unattributed"] == pytest.approx(0.001) and p99["end_to_end"] == pytest.approx(
+        15.001
+    )
     fig = budget_figure(summary, mode="requests", at=at).to_dict()
     bars = [t for t in fig["data"] if t["type"] == "bar"]
     assert [t["name"] for t in bars] == ["parse", "model", "post", "unattributed"]

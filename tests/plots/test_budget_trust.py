@@ -1,9 +1,21 @@
 """The budget figure shows the noise badge and the failures."""
+
 from workbench.plots.budget import budget_figure, noise_badge_text
 
-NOISY = {"noisy": True, "reasons": ["other processes used 1.4 of 2 cores during the run"], "fix": "--threads 1"}
-FAILURES = {"model": {"count": 3, "share": 0.03, "messages": [
-    {"type": "MemoryError", "message": "out of memory", "where": "x.py:3 in f", "count": 3}]}}
+NOISY = {
+    "noisy": True,
+    "reasons": ["other processes used 1.4 of 2 cores during the run"],
+    "fix": "--threads 1",
+}
+FAILURES = {
+    "model": {
+        "count": 3,
+        "share": 0.03,
+        "messages": [
+            {"type": "MemoryError", "message": "out of memory", "where": "x.py:3 in f", "count": 3}
+        ],
+    }
+}
 
 
 def _annotations(fig):
@@ -18,7 +30,9 @@ def test_noisy_badge_and_failure_lines(toy_summary):
 
 
 def test_quiet_and_unmeasured_badges(toy_summary):
-    assert "quiet machine" in _annotations(budget_figure(toy_summary, noise={"noisy": False, "reasons": []}))
+    assert "quiet machine" in _annotations(
+        budget_figure(toy_summary, noise={"noisy": False, "reasons": []})
+    )
     unknown = {"noisy": None, "reasons": ["not measured on this OS"]}
     assert noise_badge_text(unknown) == "noise not measured: not measured on this OS"
     assert _annotations(budget_figure(toy_summary)) == []  # no noise given: no badge
@@ -28,7 +42,9 @@ def test_every_request_failed_says_so(toy_run):
     from workbench.analysis.budget import stage_summary
 
     requests, stages, order = toy_run
-    requests = requests.assign(ok=False, error_stage="model", error_type="MemoryError", error_message="out of memory")
+    requests = requests.assign(
+        ok=False, error_stage="model", error_type="MemoryError", error_message="out of memory"
+    )
     summary = stage_summary(requests, stages, order)
     fig = budget_figure(summary, failures=FAILURES, noise=NOISY)
     texts = _annotations(fig)
@@ -51,7 +67,10 @@ def test_run_budget_figure_takes_the_runs_noise_and_failures():
     pipe.add("forward", forward)
     run = profile(pipe, requests=4, warmup=0, traced=0)
     fig = run_budget_figure(run)
-    assert "failed in forward: 2 (50.0 %), ValueError: odd item (x2)" in fig.to_dict()["layout"]["title"]["text"]
+    assert (
+        "failed in forward: 2 (50.0 %), ValueError: odd item (x2)"
+        in fig.to_dict()["layout"]["title"]["text"]
+    )
     assert len(_annotations(fig)) == 1  # the noise badge, whatever this machine's state
 
 

@@ -11,7 +11,9 @@ from workbench.plots.compare_figures import compare_table
 
 def summaries():
     a = make_run({"parse": [1_000_000] * 10, "model": [4_000_000] * 10}, glue_ns=0)
-    b = make_run({"parse": [1_000_000] * 10, "model": [3_000_000] * 10, "post": [500_000] * 10}, glue_ns=0)
+    b = make_run(
+        {"parse": [1_000_000] * 10, "model": [3_000_000] * 10, "post": [500_000] * 10}, glue_ns=0
+    )
     return stage_summary(*a, ["parse", "model"]), stage_summary(*b, ["parse", "model", "post"])
 
 
@@ -44,12 +46,29 @@ def test_bad_summary_is_refused():
 
 
 def compare_result():
-    entry = {"name": "forward", "p50_ratio": 1.1, "p50_ci": [1.05, 1.2], "p99_ratio": 1.3, "p99_ci": [0.9, 1.9],
-             "verdict": "slower"}
-    e2e = {"name": "end_to_end", "p50_ratio": 1.0, "p50_ci": [0.98, 1.01], "p99_ratio": None, "p99_ci": [None, None],
-           "verdict": "no detectable difference"}
-    return {"kind": "interleaved", "configs": [{"label": "fp32"}, {"label": "bf16"}], "min_effect": 0.02,
-            "stages": [entry], "end_to_end": e2e}
+    entry = {
+        "name": "forward",
+        "p50_ratio": 1.1,
+        "p50_ci": [1.05, 1.2],
+        "p99_ratio": 1.3,
+        "p99_ci": [0.9, 1.9],
+        "verdict": "slower",
+    }
+    e2e = {
+        "name": "end_to_end",
+        "p50_ratio": 1.0,
+        "p50_ci": [0.98, 1.01],
+        "p99_ratio": None,
+        "p99_ci": [None, None],
+        "verdict": "no detectable difference",
+    }
+    return {
+        "kind": "interleaved",
+        "configs": [{"label": "fp32"}, {"label": "bf16"}],
+        "min_effect": 0.02,
+        "stages": [entry],
+        "end_to_end": e2e,
+    }
 
 
 def test_ratio_figure_draws_each_interval_and_the_no_effect_band():
@@ -61,7 +80,10 @@ def test_ratio_figure_draws_each_interval_and_the_no_effect_band():
     assert decode(trace["y"]) == [1.1, 1.0]
     assert decode(trace["error_y"]["array"]) == pytest.approx([0.1, 0.01])
     assert decode(trace["error_y"]["arrayminus"]) == pytest.approx([0.05, 0.02])
-    assert list(trace["marker"]["color"]) == [VERDICT_COLORS["slower"], VERDICT_COLORS["no detectable difference"]]
+    assert list(trace["marker"]["color"]) == [
+        VERDICT_COLORS["slower"],
+        VERDICT_COLORS["no detectable difference"],
+    ]
     band = [s for s in fig["layout"]["shapes"] if s["type"] == "rect"][0]
     assert (band["y0"], band["y1"]) == (0.98, 1.02)
     assert fig["layout"]["title"]["text"] == "p50 ratio per stage, interleaved, with intervals"

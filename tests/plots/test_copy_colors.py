@@ -1,5 +1,6 @@
 """One memcpy classification: the analysis' classes and the palette agree (AMD ``Host`` memory
 is its own kind, not pageable), in the transfer view, the flame graph and the request chart."""
+
 from workbench.analysis.transfers import classify_copy, memcpy_by_host_memory
 from workbench.plots import request_flame_chart
 from workbench.plots.flame import trace_flame_figure
@@ -13,11 +14,22 @@ HOST_COPY = "Memcpy HtoD (Host -> Device)"
 
 def test_palette_keys_follow_the_analysis_classes():
     assert classify_copy(HOST_COPY) == ("HtoD", "Host")
-    assert kind_key("memcpy", HOST_COPY) == "memcpy_htod_host" != kind_key("memcpy", "Memcpy HtoD (Pageable -> Device)")
+    assert (
+        kind_key("memcpy", HOST_COPY)
+        == "memcpy_htod_host"
+        != kind_key("memcpy", "Memcpy HtoD (Pageable -> Device)")
+    )
     assert KIND_LABELS["memcpy_htod_host"] == "memcpy HtoD host (AMD)"
-    assert [copy_palette_key(d, h) for d, h in [("DtoD", None), ("DtoH", "Pinned"), ("HtoD", None), ("HtoD", "Managed"),
-                                                ("PtoP", None)]] == [
-        "memcpy_dtod", "memcpy_dtoh_pinned", "memcpy", "memcpy", "memcpy"]
+    assert [
+        copy_palette_key(d, h)
+        for d, h in [
+            ("DtoD", None),
+            ("DtoH", "Pinned"),
+            ("HtoD", None),
+            ("HtoD", "Managed"),
+            ("PtoP", None),
+        ]
+    ] == ["memcpy_dtod", "memcpy_dtoh_pinned", "memcpy", "memcpy", "memcpy"]
 
 
 def test_amd_host_copies_are_one_class_with_one_color_everywhere(tmp_path):

@@ -20,7 +20,9 @@ def test_histogram_counts_every_measured_request_and_keeps_warmup_apart(toy_run)
     assert sum(decode(warm["y"])[:-1]) == 2
     assert decode(measured["x"]) == decode(warm["x"])  # same bins
     edges = decode(measured["x"])
-    assert edges[0] == pytest.approx(12.002) and edges[-1] == pytest.approx(133.001)  # min measured, max warm-up (ms)
+    assert edges[0] == pytest.approx(12.002) and edges[-1] == pytest.approx(
+        133.001
+    )  # min measured, max warm-up (ms)
     assert np.allclose(np.diff(np.log(edges)), np.log(edges[1] / edges[0]))  # log-spaced
 
 
@@ -39,7 +41,9 @@ def test_percentile_values_are_in_the_legend_never_written_beside_the_lines(toy_
     for kind in ("histogram", "cdf"):
         fig = distribution_figure(requests, stages, order, stage="parse", kind=kind).to_dict()
         markers = [t for t in fig["data"] if t["name"].startswith("p")]
-        assert [t["mode"] for t in markers] == ["lines"] * 3 and all("text" not in t for t in markers)
+        assert [t["mode"] for t in markers] == ["lines"] * 3 and all(
+            "text" not in t for t in markers
+        )
         assert fig["layout"].get("annotations") is None
         assert all(t.get("showlegend", True) for t in markers)
 
@@ -49,7 +53,10 @@ def test_log_axis_is_labelled_at_decades_only(toy_run):
     requests, stages, order = toy_run
     axis = distribution_figure(requests, stages, order).to_dict()["layout"]["xaxis"]
     assert (axis["type"], axis["dtick"], axis["ticksuffix"]) == ("log", 1, " ms")
-    assert axis["range"] == [1, 3]  # 12.002 .. 133.001 ms: the decades 10 ms .. 1000 ms, both labelled
+    assert axis["range"] == [
+        1,
+        3,
+    ]  # 12.002 .. 133.001 ms: the decades 10 ms .. 1000 ms, both labelled
     assert axis["minor"]["ticks"] == ""  # minor ticks: grid lines, no numbers
     parse = distribution_figure(requests, stages, order, stage="parse").to_dict()["layout"]["xaxis"]
     assert parse["range"][1] - parse["range"][0] >= 1
@@ -89,7 +96,10 @@ def test_end_to_end_excludes_failed_requests(toy_run):
 def test_empty_and_bad_arguments(toy_run):
     requests, stages, order = toy_run
     fig = distribution_figure(requests.iloc[0:0], stages.iloc[0:0], order).to_dict()
-    assert fig["data"] == [] and fig["layout"]["annotations"][0]["text"] == "no successful requests for end to end"
+    assert (
+        fig["data"] == []
+        and fig["layout"]["annotations"][0]["text"] == "no successful requests for end to end"
+    )
     with pytest.raises(ConfigError, match="kind="):
         distribution_figure(requests, stages, order, kind="violin")
     with pytest.raises(ConfigError, match="not in the pipeline"):
@@ -98,7 +108,11 @@ def test_empty_and_bad_arguments(toy_run):
 
 def test_a_log_axis_says_so_in_its_title(toy_run):
     requests, stages, order = toy_run
-    assert distribution_figure(requests, stages, order).to_dict()["layout"]["xaxis"]["title"]["text"] == \
-        "end to end latency (ms, log scale)"
-    linear = distribution_figure(requests, stages, order, log_x=False).to_dict()["layout"]["xaxis"]["title"]["text"]
+    assert (
+        distribution_figure(requests, stages, order).to_dict()["layout"]["xaxis"]["title"]["text"]
+        == "end to end latency (ms, log scale)"
+    )
+    linear = distribution_figure(requests, stages, order, log_x=False).to_dict()["layout"]["xaxis"][
+        "title"
+    ]["text"]
     assert linear == "end to end latency (ms)"

@@ -19,7 +19,9 @@ def small_tree() -> pd.DataFrame:
         (4, 0, "cudaMemcpyAsync", "runtime", 5_000, 30_000, 1, None),
         (5, 4, "Memcpy HtoD (Pinned -> Device)", "memcpy", 25_000, 25_000, 1, 4_000_000),
     ]
-    df = pd.DataFrame(rows, columns=["id", "parent", "name", "kind", "self_ns", "total_ns", "count", "bytes"])
+    df = pd.DataFrame(
+        rows, columns=["id", "parent", "name", "kind", "self_ns", "total_ns", "count", "bytes"]
+    )
     return df.astype({"bytes": "Int64"})
 
 
@@ -35,7 +37,10 @@ def test_icicle_ids_parents_values_from_the_tree():
 def test_colors_by_kind_and_hover_numbers():
     trace = flame_figure(small_tree()).to_dict()["data"][0]
     colors = list(trace["marker"]["colors"])
-    assert colors == [KIND_COLORS[k] for k in ("stage", "cpu_op", "runtime", "kernel", "runtime", "memcpy_htod_pinned")]
+    assert colors == [
+        KIND_COLORS[k]
+        for k in ("stage", "cpu_op", "runtime", "kernel", "runtime", "memcpy_htod_pinned")
+    ]
     copy = trace["customdata"][5]
     assert copy[1:] == ["memcpy HtoD pinned", "25 us", "25 us", "1", "4 MB"]
     assert trace["customdata"][1][2:5] == ["60 us", "20 us", "2"]
@@ -56,20 +61,28 @@ def test_flame_figure_of_a_real_flame_tree(trace_events):
     fig = trace_flame_figure(trace_events).to_dict()
     trace = fig["data"][0]
     tree = flame_tree(trace_events)
-    assert len(trace["ids"]) == len(tree) == 13  # starts at the stage: the ProfilerStep above it is cut
+    assert (
+        len(trace["ids"]) == len(tree) == 13
+    )  # starts at the stage: the ProfilerStep above it is cut
     names = list(trace["labels"])
     values = dict(zip(names, decode(trace["values"])))
     assert "ProfilerStep" not in values and values["forward"] == 890_000
     assert fig["layout"]["title"]["text"] == "Flame graph"
-    assert fig["layout"]["title"]["subtitle"]["text"] == (  # wrapped at 100 characters, a subtitle: never clipped
+    assert fig["layout"]["title"]["subtitle"][
+        "text"
+    ] == (  # wrapped at 100 characters, a subtitle: never clipped
         "starts at the stages: 1 harness and instrumentation events cut (ProfilerStep); 0.11 ms of the 1 ms<br>"
-        "traced is outside the stages")
+        "traced is outside the stages"
+    )
     # the 50 us kernel hangs under a 5 us launch call: the call and its operator are drawn 50 us wide
     assert values["vectorized_elementwise_kernel"] == 50_000
     assert decode(trace["values"])[names.index("aten::add")] == 50_000
     assert trace["customdata"][names.index("aten::add")][2] == "20 us"  # hover keeps the real total
     assert list(trace["marker"]["colors"])[names.index("forward")] == KIND_COLORS["stage"]
-    assert list(trace["marker"]["colors"])[names.index("Memcpy HtoD (Pageable -> Device)")] == KIND_COLORS["memcpy_htod_pageable"]
+    assert (
+        list(trace["marker"]["colors"])[names.index("Memcpy HtoD (Pageable -> Device)")]
+        == KIND_COLORS["memcpy_htod_pageable"]
+    )
 
 
 def test_large_trees_are_folded_by_the_analysis_prune(trace_events):
@@ -80,9 +93,16 @@ def test_large_trees_are_folded_by_the_analysis_prune(trace_events):
     # at 10 % the add kernel (50 us) and both copies (20, 10 us) stay; the 5 us gemm and the memset fold
     assert (len(small), share) == (10, 0.1)
     names = small["name"].tolist()
-    assert "(other)" in names and "Memcpy DtoH (Device -> Pinned)" in names and "ampere_sgemm_128x64_tn" not in names
+    assert (
+        "(other)" in names
+        and "Memcpy DtoH (Device -> Pinned)" in names
+        and "ampere_sgemm_128x64_tn" not in names
+    )
     title = flame_figure(tree, max_nodes=10).to_dict()["layout"]["title"]["text"]
-    assert title == "Flame graph (14 nodes; under 10% of the host and of the GPU time folded into (other))"
+    assert (
+        title
+        == "Flame graph (14 nodes; under 10% of the host and of the GPU time folded into (other))"
+    )
 
 
 def test_cpu_only_trace_has_a_host_flame_graph(cpu_events):
@@ -102,34 +122,80 @@ def test_empty_tree_and_bad_input():
 def test_differential_flame_figure_draws_tail_widths_and_growth_colours():
     from workbench.plots.flame import differential_flame_figure
 
-    stacks = {"tail_set": "slowest_1pct", "headline": "hydrate, 91 % of the slowest 1 % in redis read_response",
-              "stages": {"hydrate": {"samples": {"slowest_1pct": 1200, "median": 3870}, "tree": [
-                  {"id": 0, "parent": -1, "name": "hydrate", "tail": 1.0, "median": 1.0},
-                  {"id": 1, "parent": 0, "name": "get_features", "tail": 1.0, "median": 0.4},
-                  {"id": 2, "parent": 1, "name": "redis read_response", "tail": 0.91, "median": 0.4},
-                  {"id": 3, "parent": 0, "name": "merge", "tail": 0.0, "median": 0.6}]}}}
+    stacks = {
+        "tail_set": "slowest_1pct",
+        "headline": "hydrate, 91 % of the slowest 1 % in redis read_response",
+        "stages": {
+            "hydrate": {
+                "samples": {"slowest_1pct": 1200, "median": 3870},
+                "tree": [
+                    {"id": 0, "parent": -1, "name": "hydrate", "tail": 1.0, "median": 1.0},
+                    {"id": 1, "parent": 0, "name": "get_features", "tail": 1.0, "median": 0.4},
+                    {
+                        "id": 2,
+                        "parent": 1,
+                        "name": "redis read_response",
+                        "tail": 0.91,
+                        "median": 0.4,
+                    },
+                    {"id": 3, "parent": 0, "name": "merge", "tail": 0.0, "median": 0.6},
+                ],
+            }
+        },
+    }
     trace = differential_flame_figure(stacks).to_dict()["data"][0]
     assert list(trace["labels"]) == ["hydrate", "get_features", "redis read_response", "merge"]
     assert list(trace["parents"]) == ["", "0", "1", "0"]
     assert [round(c, 2) for c in trace["marker"]["colors"]] == [0.0, 0.6, 0.51, -0.6]
     fig = differential_flame_figure(stacks).to_dict()
-    assert fig["layout"]["title"]["text"].startswith("hydrate: slowest 1 % minus median (sampled stacks; 1200 slow")
-    assert "no sampled stacks" in differential_flame_figure(None).to_dict()["layout"]["annotations"][0]["text"]
+    assert fig["layout"]["title"]["text"].startswith(
+        "hydrate: slowest 1 % minus median (sampled stacks; 1200 slow"
+    )
+    assert (
+        "no sampled stacks"
+        in differential_flame_figure(None).to_dict()["layout"]["annotations"][0]["text"]
+    )
 
 
 def test_traced_tail_figure_draws_the_slow_requests_and_says_how_many_it_rests_on():
     from workbench.plots.flame import traced_tail_figure
 
-    view = {"note": "the slow-request view rests on 5 traced requests: the slowest 1 against the median 1",
-            "tree": [{"id": 0, "parent": -1, "name": "forward", "kind": "stage", "slow_ns": 90_000, "median_ns": 40_000},
-                     {"id": 1, "parent": 0, "name": "aten::heavy", "kind": "cpu_op", "slow_ns": 5_000, "median_ns": 0}]}
+    view = {
+        "note": "the slow-request view rests on 5 traced requests: the slowest 1 against the median 1",
+        "tree": [
+            {
+                "id": 0,
+                "parent": -1,
+                "name": "forward",
+                "kind": "stage",
+                "slow_ns": 90_000,
+                "median_ns": 40_000,
+            },
+            {
+                "id": 1,
+                "parent": 0,
+                "name": "aten::heavy",
+                "kind": "cpu_op",
+                "slow_ns": 5_000,
+                "median_ns": 0,
+            },
+        ],
+    }
     fig = traced_tail_figure(view).to_dict()
     trace = fig["data"][0]
-    assert list(trace["labels"]) == ["forward", "aten::heavy"] and list(trace["marker"]["colors"]) == [0.05, 0.005]
-    assert fig["layout"]["title"]["text"].endswith("<sup>the slow-request view rests on 5 traced requests: the "
-                                                   "slowest 1 against the median 1</sup>")
-    assert "no traced request" in traced_tail_figure({"tree": [], "note": "no traced request"}).to_dict()[
-        "layout"]["annotations"][0]["text"]
+    assert list(trace["labels"]) == ["forward", "aten::heavy"] and list(
+        trace["marker"]["colors"]
+    ) == [0.05, 0.005]
+    assert fig["layout"]["title"]["text"].endswith(
+        "<sup>the slow-request view rests on 5 traced requests: the "
+        "slowest 1 against the median 1</sup>"
+    )
+    assert (
+        "no traced request"
+        in traced_tail_figure({"tree": [], "note": "no traced request"}).to_dict()["layout"][
+            "annotations"
+        ][0]["text"]
+    )
 
 
 def test_recorded_cuda_run_shows_its_kernels_labelled_in_their_own_panel():
@@ -149,10 +215,18 @@ def test_recorded_cuda_run_shows_its_kernels_labelled_in_their_own_panel():
     fig = flame_figure(flame_tree(load_trace(run.trace_path).events), max_nodes=300).to_dict()
     host, gpu = fig["data"]
     kinds = [c[1] for c in host["customdata"]]
-    assert kinds.count("kernel") == 17  # was 0: all folded into (other) at the 1 % share 300 nodes needed
-    assert gpu["type"] == "icicle" and gpu["domain"]["y"] == [0, 0.3] and host["domain"]["y"][0] > 0.3
+    assert (
+        kinds.count("kernel") == 17
+    )  # was 0: all folded into (other) at the 1 % share 300 nodes needed
+    assert (
+        gpu["type"] == "icicle" and gpu["domain"]["y"] == [0, 0.3] and host["domain"]["y"][0] > 0.3
+    )
     labels, values, parents = list(gpu["labels"]), decode(gpu["values"]), list(gpu["parents"])
-    assert labels[:3] == ["preprocess", "forward", "postprocess"] and values[:3] == [4_512, 500_615, 38_211]
+    assert labels[:3] == ["preprocess", "forward", "postprocess"] and values[:3] == [
+        4_512,
+        500_615,
+        38_211,
+    ]
     kernels = [i for i, c in enumerate(gpu["customdata"]) if c[1] == "kernel"]
     assert len(kernels) == 14 and sum(values[i] for i in kernels) + 4_512 + 8_258 == 543_338
     widest = max(kernels, key=lambda i: values[i])
@@ -168,4 +242,6 @@ def test_recorded_cuda_run_shows_its_kernels_labelled_in_their_own_panel():
     assert len(wide) == 3
     heading = [a["text"] for a in fig["layout"]["annotations"]]
     assert heading[1] == "GPU work per stage: kernels and copies (width = GPU time, 543 us in all)"
-    assert "kernel" in heading[0] and "<br>" in heading[0]  # the kinds legend wraps instead of running off
+    assert (
+        "kernel" in heading[0] and "<br>" in heading[0]
+    )  # the kinds legend wraps instead of running off

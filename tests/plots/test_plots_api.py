@@ -1,4 +1,5 @@
 """The public names of workbench.plots, the light import of workbench, and payload size on a big trace."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -10,17 +11,32 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 def test_all_is_exact():
     assert plots.__all__ == [
-        "attribute_figure", "batching_curves_figure", "budget_figure", "compare_figure", "distribution_figure",
-        "flame_figure", "gpu_timeline_figure", "latency_over_run_figure", "launch_figure", "queueing_breakdown_figure",
-        "ratio_figure", "request_flame_chart", "step_breakdown_figure", "tail_figure", "trace_flame_figure",
-        "transfer_figure", "wait_time_figure",
+        "attribute_figure",
+        "batching_curves_figure",
+        "budget_figure",
+        "compare_figure",
+        "distribution_figure",
+        "flame_figure",
+        "gpu_timeline_figure",
+        "latency_over_run_figure",
+        "launch_figure",
+        "queueing_breakdown_figure",
+        "ratio_figure",
+        "request_flame_chart",
+        "step_breakdown_figure",
+        "tail_figure",
+        "trace_flame_figure",
+        "transfer_figure",
+        "wait_time_figure",
     ]
     assert all(callable(getattr(plots, name)) for name in plots.__all__)
 
 
 def test_workbench_and_its_analyses_do_not_import_plotly():
-    code = ("import sys, workbench, workbench.analysis.budget, workbench.analysis.flame; "
-            "sys.exit('plotly' in sys.modules)")
+    code = (
+        "import sys, workbench, workbench.analysis.budget, workbench.analysis.flame; "
+        "sys.exit('plotly' in sys.modules)"
+    )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 

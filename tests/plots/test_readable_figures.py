@@ -174,7 +174,9 @@ def _percentile_figures(toy_run):
         "histogram": distribution_figure(requests, stages, order, stage="parse"),
         "cdf": distribution_figure(requests, stages, order, stage="parse", kind="cdf"),
         "budget": budget_figure(summary),
-        "budget requests": budget_figure(summary, mode="requests", at=percentile_request_parts(run)),
+        "budget requests": budget_figure(
+            summary, mode="requests", at=percentile_request_parts(run)
+        ),
         "tail": tail_figure(tail_attribution(requests, stages, order)),
         "over the run": latency_over_run_figure(requests, picked=50),
         "attribute": attribute_figure(attr, stages, "post", "size", effect=effect),
@@ -198,17 +200,25 @@ def test_the_tail_headline_wraps_and_never_splits_a_percent_sign():
     """The tail figure's headline and notes ran past a 640 px figure as one line at y=1.12."""
     from workbench.plots.tail import NOTE_CHARS, tail_figure
 
-    tail = {"stages": [{"name": "a"}], "sets": {"median": {"shares": {"a": 1.0}}},
-            "headline": "in the slowest 5 %, forward holds 88% of the time; in the median request, 80%",
-            "notes": ["slowest 1 % omitted: 197 requests; it needs at least 200 (with fewer it is 2 request(s), "
-                      "not a tail)"]}
+    tail = {
+        "stages": [{"name": "a"}],
+        "sets": {"median": {"shares": {"a": 1.0}}},
+        "headline": "in the slowest 5 %, forward holds 88% of the time; in the median request, 80%",
+        "notes": [
+            "slowest 1 % omitted: 197 requests; it needs at least 200 (with fewer it is 2 request(s), "
+            "not a tail)"
+        ],
+    }
     d = tail_figure(tail).to_dict()
     note = d["layout"]["annotations"][0]
     lines = note["text"].split("<br>")
     assert len(lines) == 4 and max(map(len, lines)) <= NOTE_CHARS == 75
-    assert lines == ["in the slowest 5 %, forward holds 88% of the time; in the median request,", "80%",
-                     "slowest 1 % omitted: 197 requests; it needs at least 200 (with fewer it is",
-                     "2 request(s), not a tail)"]
+    assert lines == [
+        "in the slowest 5 %, forward holds 88% of the time; in the median request,",
+        "80%",
+        "slowest 1 % omitted: 197 requests; it needs at least 200 (with fewer it is",
+        "2 request(s), not a tail)",
+    ]
     assert all(not line.endswith(" 1") and not line.startswith("%") for line in lines)
     assert (note["yanchor"], note["y"]) == ("bottom", 1.02)
     assert d["layout"]["margin"]["t"] == 60 + 16 * 4

@@ -17,19 +17,39 @@ def test_one_request_as_bars_by_kind_and_depth(trace_events):
     layout = fig.to_dict()["layout"]
     assert layout["title"]["text"] == "Request flame chart: ProfilerStep#0, 1 ms"
     assert list(layout["yaxis"]["categoryarray"]) == [
-        "thread 100 · 0", "thread 100 · 1", "thread 100 · 2", "thread 100 · 3", "GPU 0 stream 7"]
+        "thread 100 · 0",
+        "thread 100 · 1",
+        "thread 100 · 2",
+        "thread 100 · 3",
+        "GPU 0 stream 7",
+    ]
     data = bars(fig)
-    assert list(data) == ["stage", "CPU op", "runtime / launch", "kernel", "memcpy HtoD pageable",
-                          "memcpy DtoH pinned", "memset"]
+    assert list(data) == [
+        "stage",
+        "CPU op",
+        "runtime / launch",
+        "kernel",
+        "memcpy HtoD pageable",
+        "memcpy DtoH pinned",
+        "memset",
+    ]
     kernel = data["kernel"]
     assert decode(kernel["base"]) == [0.04, 0.2] and decode(kernel["x"]) == [0.005, 0.05]
-    assert list(kernel["y"]) == ["GPU 0 stream 7"] * 2 and kernel["marker"]["color"] == KIND_COLORS["kernel"]
+    assert (
+        list(kernel["y"]) == ["GPU 0 stream 7"] * 2
+        and kernel["marker"]["color"] == KIND_COLORS["kernel"]
+    )
     launches = data["runtime / launch"]
     depth_of = dict(zip(decode(launches["base"]), launches["y"]))
-    assert depth_of[0.025] == "thread 100 · 3"  # cudaLaunchKernel inside aten::linear inside the stage
+    assert (
+        depth_of[0.025] == "thread 100 · 3"
+    )  # cudaLaunchKernel inside aten::linear inside the stage
     assert depth_of[0.3] == "thread 100 · 2"  # cudaMemcpyAsync directly in the stage
     assert list(data["stage"]["text"]) == ["forward"]  # the stage name, without the range prefix
-    assert list(data["kernel"]["text"]) == ["", "vectorized_elementwise_kernel"]  # 5 us < 4 % of 1 ms: hover only
+    assert list(data["kernel"]["text"]) == [
+        "",
+        "vectorized_elementwise_kernel",
+    ]  # 5 us < 4 % of 1 ms: hover only
     assert data["kernel"]["customdata"][0] == ["ampere_sgemm_128x64_tn", "5 us"]
 
 

@@ -82,8 +82,21 @@ def test_points_over_the_simulators_capacity_are_a_gap_and_the_capacity_a_line()
         p["predicted"] |= {"stable": stable, "capacity_rps": 150.0}
     fig = sweep_record_figure(rec).to_dict()
     names = [t["name"] for t in fig["data"]]
-    assert names == ["p99", "p50", "sim p99", "sim p50", "sim capacity 150 req/s", "SLA 20 ms", "knee"]
+    assert names == [
+        "p99",
+        "p50",
+        "sim p99",
+        "sim p50",
+        "sim capacity 150 req/s",
+        "SLA 20 ms",
+        "knee",
+    ]
     sim = decode(fig["data"][2]["y"])
     assert sim[:2] == [2.0, 3.0] and math.isnan(sim[2])  # 200 req/s is over the simulated capacity
-    assert decode(fig["data"][4]["x"]) == [150.0, 150.0] and decode(fig["data"][4]["y"]) == [4.0, 40.0]
-    assert fig["layout"]["yaxis"]["type"] == "log" and fig["layout"]["yaxis"]["dtick"] == 1  # decades only
+    assert decode(fig["data"][4]["x"]) == [150.0, 150.0] and decode(fig["data"][4]["y"]) == [
+        4.0,
+        40.0,
+    ]
+    assert (
+        fig["layout"]["yaxis"]["type"] == "log" and fig["layout"]["yaxis"]["dtick"] == 1
+    )  # decades only

@@ -7,6 +7,7 @@ older or newer format, wrong or missing table columns (a text ``warmup``
 column among them), tables that disagree, a trace path that leaves the
 folder, and odd file-system shapes.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,7 @@ import pandas as pd
 class Damage:
     id: str
     apply: Callable[[Path], None]
-    file: str          # the file name the error must name
+    file: str  # the file name the error must name
     field: str | None  # the field or column it must name (None: the file alone says it)
 
 
@@ -31,6 +32,7 @@ def _edit_meta(change: Callable[[dict], object]) -> Callable[[Path], None]:
         meta = json.loads((root / "run.json").read_text())
         out = change(meta)
         (root / "run.json").write_text(json.dumps(meta if out is None else out))
+
     return apply
 
 
@@ -42,12 +44,14 @@ def _set(path: str, value) -> Callable[[dict], None]:
         for k in keys[:-1]:
             node = node[k]
         node[keys[-1]] = value
+
     return change
 
 
 def _drop(key: str) -> Callable[[dict], None]:
     def change(meta: dict) -> None:
         del meta[key]
+
     return change
 
 
@@ -59,20 +63,25 @@ def _truncate(name: str, fraction: float) -> Callable[[Path], None]:
     def apply(root: Path) -> None:
         data = (root / name).read_bytes()
         (root / name).write_bytes(data[: int(len(data) * fraction)])
+
     return apply
 
 
-def _edit_table(name: str, change: Callable[[pd.DataFrame], pd.DataFrame | None]) -> Callable[[Path], None]:
+def _edit_table(
+    name: str, change: Callable[[pd.DataFrame], pd.DataFrame | None]
+) -> Callable[[Path], None]:
     def apply(root: Path) -> None:
         df = pd.read_parquet(root / name)
         out = change(df)
         (df if out is None else out).to_parquet(root / name, index=False)
+
     return apply
 
 
 def _column(col: str, make: Callable[[pd.Series], object]) -> Callable[[pd.DataFrame], None]:
     def change(df: pd.DataFrame) -> None:
         df[col] = make(df[col])
+
     return change
 
 
@@ -83,37 +92,98 @@ def _nan_first(s: pd.Series) -> pd.Series:
 
 
 META_TYPE_CASES = [  # (field, bad value)
-    ("kind", 5), ("kind", "trace"), ("kind", None),
-    ("pipeline", 5), ("pipeline", ["toy"]),
-    ("stages", "parse"), ("stages", [1, 2]), ("stages", {"parse": 0}), ("stages", None), ("stages", ["parse", "parse"]),
-    ("config", "cpu"), ("config", []), ("config", None),
-    ("config.batch_size", "eight"), ("config.batch_size", 0), ("config.batch_size", -1), ("config.batch_size", 2.5),
-    ("config.batch_size", True), ("config.batch_size", None),
-    ("config.device", 0), ("config.device", None), ("config.precision", 32), ("config.options", "x"),
-    ("config.threads", 0), ("config.threads", "2"),
-    ("timing", "x"), ("timing", None), ("timing.warmup", "10"), ("timing.warmup", -1), ("timing.requests", 1.5),
-    ("env", "x"), ("created", 5), ("description", 7),
-    ("trace", "x.pt.trace.json.gz"), ("trace", 5), ("trace.file", 5),
-    ("status", "done"), ("status", 5), ("load", "x"), ("noise", []), ("fingerprint", 3), ("simulation", "x"),
+    ("kind", 5),
+    ("kind", "trace"),
+    ("kind", None),
+    ("pipeline", 5),
+    ("pipeline", ["toy"]),
+    ("stages", "parse"),
+    ("stages", [1, 2]),
+    ("stages", {"parse": 0}),
+    ("stages", None),
+    ("stages", ["parse", "parse"]),
+    ("config", "cpu"),
+    ("config", []),
+    ("config", None),
+    ("config.batch_size", "eight"),
+    ("config.batch_size", 0),
+    ("config.batch_size", -1),
+    ("config.batch_size", 2.5),
+    ("config.batch_size", True),
+    ("config.batch_size", None),
+    ("config.device", 0),
+    ("config.device", None),
+    ("config.precision", 32),
+    ("config.options", "x"),
+    ("config.threads", 0),
+    ("config.threads", "2"),
+    ("timing", "x"),
+    ("timing", None),
+    ("timing.warmup", "10"),
+    ("timing.warmup", -1),
+    ("timing.requests", 1.5),
+    ("env", "x"),
+    ("created", 5),
+    ("description", 7),
+    ("trace", "x.pt.trace.json.gz"),
+    ("trace", 5),
+    ("trace.file", 5),
+    ("status", "done"),
+    ("status", 5),
+    ("load", "x"),
+    ("noise", []),
+    ("fingerprint", 3),
+    ("simulation", "x"),
     ("pipeline_stages", "parse"),
-    ("format", "other"), ("format", None), ("version", 4), ("version", 99), ("version", 0), ("version", "1"),
-    ("version", None), ("version", 1.5), ("version", True),
+    ("format", "other"),
+    ("format", None),
+    ("version", 4),
+    ("version", 99),
+    ("version", 0),
+    ("version", "1"),
+    ("version", None),
+    ("version", 1.5),
+    ("version", True),
 ]
-TRACE_PATH_CASES = ["../../etc/passwd", "/etc/passwd", "sub/x.pt.trace.json.gz", "..", "run.json",
-                    "missing.pt.trace.json.gz", "requests.parquet"]
+TRACE_PATH_CASES = [
+    "../../etc/passwd",
+    "/etc/passwd",
+    "sub/x.pt.trace.json.gz",
+    "..",
+    "run.json",
+    "missing.pt.trace.json.gz",
+    "requests.parquet",
+]
 REQUEST_TYPE_CASES = [  # (column, bad column maker)
-    ("warmup", lambda s: s.astype(str)), ("ok", lambda s: s.astype(str)), ("request", _nan_first),
-    ("dur_ns", lambda s: s.astype(str)), ("start_ns", lambda s: s.astype("float64") + 0.5),
-    ("batch_size", lambda s: s.astype(str)), ("error_message", lambda s: pd.Series(range(len(s)))),
-    ("warmup", lambda s: s.astype("int64")), ("ok", _nan_first),
+    ("warmup", lambda s: s.astype(str)),
+    ("ok", lambda s: s.astype(str)),
+    ("request", _nan_first),
+    ("dur_ns", lambda s: s.astype(str)),
+    ("start_ns", lambda s: s.astype("float64") + 0.5),
+    ("batch_size", lambda s: s.astype(str)),
+    ("error_message", lambda s: pd.Series(range(len(s)))),
+    ("warmup", lambda s: s.astype("int64")),
+    ("ok", _nan_first),
 ]
 STAGE_TYPE_CASES = [
-    ("stage", lambda s: pd.Series(range(len(s)))), ("stage_index", lambda s: s.astype(str)),
-    ("dur_ns", _nan_first), ("device_dur_ns", lambda s: pd.Series(["x"] * len(s))),
-    ("request", lambda s: s.astype(str)), ("start_ns", lambda s: s.astype("float64") + 0.25),
+    ("stage", lambda s: pd.Series(range(len(s)))),
+    ("stage_index", lambda s: s.astype(str)),
+    ("dur_ns", _nan_first),
+    ("device_dur_ns", lambda s: pd.Series(["x"] * len(s))),
+    ("request", lambda s: s.astype(str)),
+    ("start_ns", lambda s: s.astype("float64") + 0.25),
 ]
-REQUEST_COLUMNS_REQUIRED = ["request", "warmup", "start_ns", "dur_ns", "ok", "error_stage", "error_type",
-                            "error_message", "batch_size"]
+REQUEST_COLUMNS_REQUIRED = [
+    "request",
+    "warmup",
+    "start_ns",
+    "dur_ns",
+    "ok",
+    "error_stage",
+    "error_type",
+    "error_message",
+    "batch_size",
+]
 STAGE_COLUMNS_REQUIRED = ["request", "stage", "stage_index", "start_ns", "dur_ns", "device_dur_ns"]
 TABLES = ("run.json", "requests.parquet", "stages.parquet")
 
@@ -128,56 +198,124 @@ def _replace_with_folder(name: str) -> Callable[[Path], None]:
     def apply(root: Path) -> None:
         (root / name).unlink()
         (root / name).mkdir()
+
     return apply
 
 
 def corpus() -> list[Damage]:
     """Every damaged-folder case (more than 77)."""
     cases = [Damage(f"deleted-{n}", lambda r, n=n: (r / n).unlink(), n, None) for n in TABLES]
-    cases.append(Damage("deleted-trace", lambda r: next(r.glob("*.pt.trace.json.gz")).unlink(), "run.json", "trace.file"))
+    cases.append(
+        Damage(
+            "deleted-trace",
+            lambda r: next(r.glob("*.pt.trace.json.gz")).unlink(),
+            "run.json",
+            "trace.file",
+        )
+    )
     for name in TABLES:
         for frac in (0.0, 0.1, 0.5, 0.9):
             cases.append(Damage(f"truncated-{name}-{frac}", _truncate(name, frac), name, None))
     for field, value in META_TYPE_CASES:
-        cases.append(Damage(f"meta-{field}={value!r}", _edit_meta(_set(field, value)), "run.json", field))
+        cases.append(
+            Damage(f"meta-{field}={value!r}", _edit_meta(_set(field, value)), "run.json", field)
+        )
     for key in ("format", "version"):
         cases.append(Damage(f"meta-no-{key}", _edit_meta(_drop(key)), "run.json", key))
     for top in ("[]", '"x"', "null", "1"):
         cases.append(Damage(f"meta-top-{top}", _raw_meta(top), "run.json", None))
     for bad in TRACE_PATH_CASES:
-        cases.append(Damage(f"trace-path-{bad}", _edit_meta(_set("trace.file", bad)), "run.json", "trace.file"))
+        cases.append(
+            Damage(
+                f"trace-path-{bad}", _edit_meta(_set("trace.file", bad)), "run.json", "trace.file"
+            )
+        )
     cases.append(Damage("trace-symlink-out", _symlink_trace, "run.json", "trace.file"))
-    for table, required in (("requests.parquet", REQUEST_COLUMNS_REQUIRED), ("stages.parquet", STAGE_COLUMNS_REQUIRED)):
+    for table, required in (
+        ("requests.parquet", REQUEST_COLUMNS_REQUIRED),
+        ("stages.parquet", STAGE_COLUMNS_REQUIRED),
+    ):
         for col in required:
-            cases.append(Damage(f"{table}-no-{col}", _edit_table(table, lambda df, c=col: df.drop(columns=[c])), table, col))
-    for table, typed in (("requests.parquet", REQUEST_TYPE_CASES), ("stages.parquet", STAGE_TYPE_CASES)):
+            cases.append(
+                Damage(
+                    f"{table}-no-{col}",
+                    _edit_table(table, lambda df, c=col: df.drop(columns=[c])),
+                    table,
+                    col,
+                )
+            )
+    for table, typed in (
+        ("requests.parquet", REQUEST_TYPE_CASES),
+        ("stages.parquet", STAGE_TYPE_CASES),
+    ):
         for i, (col, make) in enumerate(typed):
-            cases.append(Damage(f"{table}-type-{col}-{i}", _edit_table(table, _column(col, make)), table, col))
+            cases.append(
+                Damage(
+                    f"{table}-type-{col}-{i}", _edit_table(table, _column(col, make)), table, col
+                )
+            )
     cases += [
-        Damage("requests-duplicate-id", _edit_table("requests.parquet", lambda df: pd.concat([df, df.iloc[:1]])),
-               "requests.parquet", "request"),
-        Damage("stages-unknown-stage", _edit_table("stages.parquet", _column("stage", lambda s: s.replace("parse", "parze"))),
-               "stages.parquet", "stage"),
-        Damage("stages-orphan-request", _edit_table("stages.parquet", _column("request", lambda s: s + 1000)),
-               "stages.parquet", "request"),
-        Damage("requests-negative-dur", _edit_table("requests.parquet", _column("dur_ns", lambda s: -s)),
-               "requests.parquet", "dur_ns"),
-        Damage("stages-negative-dur", _edit_table("stages.parquet", _column("dur_ns", lambda s: -s)),
-               "stages.parquet", "dur_ns"),
+        Damage(
+            "requests-duplicate-id",
+            _edit_table("requests.parquet", lambda df: pd.concat([df, df.iloc[:1]])),
+            "requests.parquet",
+            "request",
+        ),
+        Damage(
+            "stages-unknown-stage",
+            _edit_table("stages.parquet", _column("stage", lambda s: s.replace("parse", "parze"))),
+            "stages.parquet",
+            "stage",
+        ),
+        Damage(
+            "stages-orphan-request",
+            _edit_table("stages.parquet", _column("request", lambda s: s + 1000)),
+            "stages.parquet",
+            "request",
+        ),
+        Damage(
+            "requests-negative-dur",
+            _edit_table("requests.parquet", _column("dur_ns", lambda s: -s)),
+            "requests.parquet",
+            "dur_ns",
+        ),
+        Damage(
+            "stages-negative-dur",
+            _edit_table("stages.parquet", _column("dur_ns", lambda s: -s)),
+            "stages.parquet",
+            "dur_ns",
+        ),
         Damage("run.json-is-a-folder", _replace_with_folder("run.json"), "run.json", None),
-        Damage("requests-is-a-folder", _replace_with_folder("requests.parquet"), "requests.parquet", None),
-        Damage("run.json-not-utf8", lambda r: (r / "run.json").write_bytes(b'{"format": "\xff\xfe"}'), "run.json", None),
-        Damage("run.json-deep", lambda r: (r / "run.json").write_text("[" * 100_000 + "]" * 100_000), "run.json", None),
+        Damage(
+            "requests-is-a-folder",
+            _replace_with_folder("requests.parquet"),
+            "requests.parquet",
+            None,
+        ),
+        Damage(
+            "run.json-not-utf8",
+            lambda r: (r / "run.json").write_bytes(b'{"format": "\xff\xfe"}'),
+            "run.json",
+            None,
+        ),
+        Damage(
+            "run.json-deep",
+            lambda r: (r / "run.json").write_text("[" * 100_000 + "]" * 100_000),
+            "run.json",
+            None,
+        ),
     ]
     return cases + issue_27_cases()
 
 
 def _link_out(name: str) -> Callable[[Path], None]:
     """``name`` replaced by a link to a copy outside the folder (another run's file, as the issue found)."""
+
     def apply(root: Path) -> None:
         outside = root.parent / f"other-{name}"
         (root / name).rename(outside)
         os.symlink(outside, root / name)
+
     return apply
 
 
@@ -185,6 +323,7 @@ def _fifo(name: str) -> Callable[[Path], None]:
     def apply(root: Path) -> None:
         (root / name).unlink()
         os.mkfifo(root / name)
+
     return apply
 
 
@@ -195,29 +334,70 @@ def _stage_times(factor: int) -> Callable[[pd.DataFrame], None]:
 def issue_27_cases() -> list[Damage]:
     """Issue 27: hand-edited folders that crashed or printed NaN / negative time with exit 0."""
     return [
-        Damage("meta-noise.noisy='yes'", _edit_meta(_set("noise", {"noisy": "yes"})), "run.json", "noise.noisy"),
+        Damage(
+            "meta-noise.noisy='yes'",
+            _edit_meta(_set("noise", {"noisy": "yes"})),
+            "run.json",
+            "noise.noisy",
+        ),
         Damage("meta-load=[1]", _edit_meta(_set("load", [1])), "run.json", "load"),
-        Damage("meta-load.late_requests=-1", _edit_meta(_set("load", {"late_requests": -1})), "run.json",
-               "load.late_requests"),
-        Damage("meta-kind=load-on-a-profile-run", _edit_meta(_set("kind", "load")), "run.json", "load"),
-        Damage("meta-timing.max_duration_s=1e400", _raw_meta_edit('"timing": {', '"timing": {"max_duration_s": 1e400, '),
-               "run.json", None),
-        Damage("meta-stage-listed-absent", _edit_meta(lambda m: m["stages"].append("ghost")), "stages.parquet", None),
-        Damage("stages-50x-the-request", _edit_table("stages.parquet", _stage_times(50)), "stages.parquet", None),
-        Damage("requests-dur-past-int64-sums", _edit_table("requests.parquet", _column("dur_ns", lambda s: s * 0 + 2**62)),
-               "requests.parquet", "dur_ns"),
-        Damage("requests.parquet-link-out", _link_out("requests.parquet"), "requests.parquet", None),
+        Damage(
+            "meta-load.late_requests=-1",
+            _edit_meta(_set("load", {"late_requests": -1})),
+            "run.json",
+            "load.late_requests",
+        ),
+        Damage(
+            "meta-kind=load-on-a-profile-run", _edit_meta(_set("kind", "load")), "run.json", "load"
+        ),
+        Damage(
+            "meta-timing.max_duration_s=1e400",
+            _raw_meta_edit('"timing": {', '"timing": {"max_duration_s": 1e400, '),
+            "run.json",
+            None,
+        ),
+        Damage(
+            "meta-stage-listed-absent",
+            _edit_meta(lambda m: m["stages"].append("ghost")),
+            "stages.parquet",
+            None,
+        ),
+        Damage(
+            "stages-50x-the-request",
+            _edit_table("stages.parquet", _stage_times(50)),
+            "stages.parquet",
+            None,
+        ),
+        Damage(
+            "requests-dur-past-int64-sums",
+            _edit_table("requests.parquet", _column("dur_ns", lambda s: s * 0 + 2**62)),
+            "requests.parquet",
+            "dur_ns",
+        ),
+        Damage(
+            "requests.parquet-link-out", _link_out("requests.parquet"), "requests.parquet", None
+        ),
         Damage("stages.parquet-link-out", _link_out("stages.parquet"), "stages.parquet", None),
         Damage("run.json-link-out", _link_out("run.json"), "run.json", None),
         Damage("stages.parquet-fifo", _fifo("stages.parquet"), "stages.parquet", None),
-        Damage("stages-gc_ns-text", _edit_table("stages.parquet", lambda df: df.__setitem__("gc_ns", "12")),
-               "stages.parquet", "gc_ns"),
-        Damage("requests-attr-infinite", _edit_table("requests.parquet",
-                                                     lambda df: df.__setitem__("attr.tokens", float("inf"))),
-               "requests.parquet", "attr.tokens"),
-        Damage("requests-request_id-number", _edit_table("requests.parquet",
-                                                         lambda df: df.__setitem__("request_id", 5)),
-               "requests.parquet", "request_id"),
+        Damage(
+            "stages-gc_ns-text",
+            _edit_table("stages.parquet", lambda df: df.__setitem__("gc_ns", "12")),
+            "stages.parquet",
+            "gc_ns",
+        ),
+        Damage(
+            "requests-attr-infinite",
+            _edit_table("requests.parquet", lambda df: df.__setitem__("attr.tokens", float("inf"))),
+            "requests.parquet",
+            "attr.tokens",
+        ),
+        Damage(
+            "requests-request_id-number",
+            _edit_table("requests.parquet", lambda df: df.__setitem__("request_id", 5)),
+            "requests.parquet",
+            "request_id",
+        ),
     ]
 
 
@@ -226,4 +406,5 @@ def _raw_meta_edit(old: str, new: str) -> Callable[[Path], None]:
         text = (root / "run.json").read_text()
         assert old in text
         (root / "run.json").write_text(text.replace(old, new, 1))
+
     return apply

@@ -3,6 +3,7 @@
 Each case starts from a shipped run (``data/runs``) copied and edited the way
 the issue's attack did; the commands are the real command line, in process.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -54,19 +55,27 @@ def one_line_error(rc: int, err: str, command: str, *words: str) -> None:
 
 def test_export_dashboard_skips_a_run_without_batch_size_with_a_note(run_dir, tmp_path):
     edit_meta(run_dir, lambda m: m["config"].pop("batch_size"))
-    rc, out, err = cli(["export-dashboard", "--runs", str(run_dir.parent), "--out", str(tmp_path / "site")])
+    rc, out, err = cli(
+        ["export-dashboard", "--runs", str(run_dir.parent), "--out", str(tmp_path / "site")]
+    )
     assert rc == 0 and "internal error" not in err and "Traceback" not in err
     page = (tmp_path / "site" / "index.html").read_text()
     assert f"skipped {run_dir.name}: run.json has no config.batch_size" in page
 
 
 @pytest.mark.parametrize("command", [["show"], ["audit", "--json"], ["analyze"]])
-@pytest.mark.parametrize("change, words", [
-    (lambda m: m.__setitem__("noise", dict(m["noise"] or {}, noisy="yes")), ("run.json", "'noise.noisy'", "'yes'")),
-    (lambda m: m.__setitem__("load", [1, 2]), ("run.json", "'load'", "[1, 2]")),
-    (lambda m: m.__setitem__("load", "fast"), ("run.json", "'load'", "'fast'")),
-    (lambda m: m.__setitem__("kind", "load"), ("run.json", "'load'", "on a load run")),
-])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (
+            lambda m: m.__setitem__("noise", dict(m["noise"] or {}, noisy="yes")),
+            ("run.json", "'noise.noisy'", "'yes'"),
+        ),
+        (lambda m: m.__setitem__("load", [1, 2]), ("run.json", "'load'", "[1, 2]")),
+        (lambda m: m.__setitem__("load", "fast"), ("run.json", "'load'", "'fast'")),
+        (lambda m: m.__setitem__("kind", "load"), ("run.json", "'load'", "on a load run")),
+    ],
+)
 def test_a_wrong_section_is_one_line_naming_file_field_and_value(run_dir, command, change, words):
     edit_meta(run_dir, change)
     rc, _, err = cli([*command, str(run_dir)])
@@ -75,14 +84,36 @@ def test_a_wrong_section_is_one_line_naming_file_field_and_value(run_dir, comman
 
 def test_simulate_refuses_a_profile_run_marked_load_and_zero_durations(run_dir):
     edit_meta(run_dir, lambda m: m.__setitem__("kind", "load"))
-    rc, _, err = cli(["simulate", "--service", str(run_dir), "--rate", "100", "--requests", "50",
-                      "--max-batch-size", "4"])
+    rc, _, err = cli(
+        [
+            "simulate",
+            "--service",
+            str(run_dir),
+            "--rate",
+            "100",
+            "--requests",
+            "50",
+            "--max-batch-size",
+            "4",
+        ]
+    )
     one_line_error(rc, err, "simulate", "run.json", "'load'")
     edit_meta(run_dir, lambda m: m.__setitem__("kind", "profile"))
     for name in ("requests.parquet", "stages.parquet"):
         edit_table(run_dir, name, lambda df: df.__setitem__("dur_ns", 0))
-    rc, _, err = cli(["simulate", "--service", str(run_dir), "--rate", "100", "--requests", "50",
-                      "--max-batch-size", "4"])
+    rc, _, err = cli(
+        [
+            "simulate",
+            "--service",
+            str(run_dir),
+            "--rate",
+            "100",
+            "--requests",
+            "50",
+            "--max-batch-size",
+            "4",
+        ]
+    )
     one_line_error(rc, err, "simulate", "requests.parquet", "'dur_ns'")
 
 
@@ -101,7 +132,9 @@ def test_stage_times_above_the_request_are_refused_not_a_negative_unattributed_t
 
 
 def test_requests_parquet_linked_to_another_run_is_refused_by_name(run_dir, tmp_path):
-    other = Path(shutil.copytree(REPO / "data" / "runs" / "tabular-cpu-bs8-fp32", tmp_path / "other"))
+    other = Path(
+        shutil.copytree(REPO / "data" / "runs" / "tabular-cpu-bs8-fp32", tmp_path / "other")
+    )
     (run_dir / "requests.parquet").unlink()
     (run_dir / "requests.parquet").symlink_to(other / "requests.parquet")
     rc, _, err = cli(["show", str(run_dir)])

@@ -4,6 +4,7 @@ Through ``load_run``, and through ``workbench show`` and ``workbench analyze``
 (exit 2, one line on stderr, no traceback). The corpus is built in code
 (``run_corpus.py``) from one good run that has a trace.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,8 +31,13 @@ def good_run(tmp_path_factory) -> Path:
     from tests.conftest import FakeClock
 
     clock = FakeClock()
-    run = profile(toy_pipeline(clock, {"parse": 100, "forward": 300}, fail={"forward": {4}}),
-                  requests=6, warmup=1, traced=0, clock=clock)
+    run = profile(
+        toy_pipeline(clock, {"parse": 100, "forward": 300}, fail={"forward": {4}}),
+        requests=6,
+        warmup=1,
+        traced=0,
+        clock=clock,
+    )
     trace_dir = tmp_path_factory.mktemp("trace")
     run.trace_path = Path(shutil.copy(TRACE, trace_dir / TRACE.name))
     return run.save(tmp_path_factory.mktemp("runs") / "good")
@@ -82,4 +88,8 @@ def test_show_and_analyze_exit_2_with_one_line(damaged):
     for command in ("show", "analyze"):
         rc, err = cli([command, str(root)])
         assert rc == 2, err
-        assert err.count("\n") == 1 and err.startswith(f"workbench {command}: error: ") and case.file in err
+        assert (
+            err.count("\n") == 1
+            and err.startswith(f"workbench {command}: error: ")
+            and case.file in err
+        )

@@ -1,4 +1,5 @@
 """save_run/load_run: atomic overwrite (exchange and two-rename paths), leftover recovery, the trace stays inside."""
+
 from __future__ import annotations
 
 import json
@@ -17,12 +18,20 @@ from workbench.record import folder, load_run, save_run
 
 REPO = Path(__file__).resolve().parents[2]
 TRACE = REPO / "tests" / "data" / "traces" / "cpu_stages.pt.trace.json.gz"
-linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="renameat2 is Linux-only")
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="renameat2 is Linux-only"
+)
 
 
 def make_run(requests: int = 3):
     clock = FakeClock()
-    return profile(toy_pipeline(clock, {"parse": 100, "forward": 300}), requests=requests, warmup=0, traced=0, clock=clock)
+    return profile(
+        toy_pipeline(clock, {"parse": 100, "forward": 300}),
+        requests=requests,
+        warmup=0,
+        traced=0,
+        clock=clock,
+    )
 
 
 @linux_only
@@ -41,6 +50,7 @@ def test_overwrite_keeps_a_run_at_the_path_at_every_instant(tmp_path, monkeypatc
 
     def no_rename_fallback(*args):  # the exchange path must never go through the two renames
         raise AssertionError("two-rename fallback used")
+
     monkeypatch.setattr(folder, "_two_renames", no_rename_fallback)
     seen_missing, stop = [], threading.Event()
 
@@ -48,6 +58,7 @@ def test_overwrite_keeps_a_run_at_the_path_at_every_instant(tmp_path, monkeypatc
         while not stop.is_set():
             if not (path / "run.json").is_file():
                 seen_missing.append(True)
+
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
@@ -72,6 +83,7 @@ def test_without_exchange_two_renames_and_a_crash_between_them_is_recovered(tmp_
         if Path(target) == path:  # the staging -> path rename: as if SIGKILLed before it
             raise KeyboardInterrupt
         return real_rename(self, target)
+
     monkeypatch.setattr(Path, "rename", crash_on_second)
     with pytest.raises(KeyboardInterrupt):
         make_run(7).save(path, overwrite=True)
@@ -87,7 +99,9 @@ def test_a_crafted_trace_path_never_leaves_the_run_folder(tmp_path, name):
     meta = json.loads((path / "run.json").read_text())
     meta["trace"] = {"file": name}
     (path / "run.json").write_text(json.dumps(meta))
-    with pytest.raises(RunRecordError, match="field 'trace.file' must be a .json or .json.gz file name inside"):
+    with pytest.raises(
+        RunRecordError, match="field 'trace.file' must be a .json or .json.gz file name inside"
+    ):
         load_run(path)
 
 
@@ -117,7 +131,11 @@ def test_a_run_whose_trace_was_dropped_saves_without_naming_one(tmp_path):
     loaded = load_run(run.save(tmp_path / "a"))
     loaded.trace_path = None
     back = load_run(loaded.save(tmp_path / "b"))
-    assert back.trace_path is None and back.meta.trace.file is None and back.meta.trace == loaded.meta.trace
+    assert (
+        back.trace_path is None
+        and back.meta.trace.file is None
+        and back.meta.trace == loaded.meta.trace
+    )
 
 
 def test_an_extra_key_named_extra_is_kept_like_any_other(tmp_path):

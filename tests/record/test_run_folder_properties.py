@@ -2,6 +2,7 @@
 
 Bounded here (``make test``); ``benchmarks/fuzz_inputs.py`` runs the same mutators at length.
 """
+
 from __future__ import annotations
 
 import random
@@ -15,7 +16,9 @@ from hypothesis import strategies as st
 from tests.support.input_fuzz import BASE_RUN, judge, mutate_run_folder, run_cli
 
 
-def show_mutated(rnd: random.Random, command: tuple[str, ...] = ("show", "--json")) -> tuple[str, str]:
+def show_mutated(
+    rnd: random.Random, command: tuple[str, ...] = ("show", "--json")
+) -> tuple[str, str]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(shutil.copytree(BASE_RUN, Path(tmp) / "run"))
         mutate_run_folder(root, rnd)

@@ -1,4 +1,5 @@
 """RunMeta: frozen typed sections (no mapping view), unknown keys kept, formats 1 and 2 migrated to 3."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -10,8 +11,17 @@ import pandas as pd
 import pytest
 
 from workbench.errors import RunRecordError
-from workbench.record import (REQUEST_COLUMNS, STAGE_COLUMNS, Config, Noise, Run, RunMeta, Timing, load_run,
-                              save_run)
+from workbench.record import (
+    REQUEST_COLUMNS,
+    STAGE_COLUMNS,
+    Config,
+    Noise,
+    Run,
+    RunMeta,
+    Timing,
+    load_run,
+    save_run,
+)
 from workbench.record.meta import MetaError, migrate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,12 +34,27 @@ def empty_run(meta) -> Run:
 
 
 def test_a_dict_becomes_a_typed_frozen_meta_without_a_mapping_interface():
-    run = empty_run({"kind": "load", "pipeline": "p", "stages": ["a"], "config": {"batch_size": 4},
-                     "load": {"late_requests": 1, "from_a_newer_tool": 2}})
+    run = empty_run(
+        {
+            "kind": "load",
+            "pipeline": "p",
+            "stages": ["a"],
+            "config": {"batch_size": 4},
+            "load": {"late_requests": 1, "from_a_newer_tool": 2},
+        }
+    )
     meta = run.meta
     assert isinstance(meta, RunMeta) and meta.kind == "load" and meta.config == Config(batch_size=4)
-    assert meta.load.late_requests == 1 and meta.load.extra == {"from_a_newer_tool": 2} and meta.noise is None
-    assert run.status == "complete" and meta.to_dict()["version"] == 3 and meta.to_dict()["noise"] is None
+    assert (
+        meta.load.late_requests == 1
+        and meta.load.extra == {"from_a_newer_tool": 2}
+        and meta.noise is None
+    )
+    assert (
+        run.status == "complete"
+        and meta.to_dict()["version"] == 3
+        and meta.to_dict()["noise"] is None
+    )
     for name in ("__getitem__", "__setitem__", "get", "keys", "items", "__iter__"):
         assert not hasattr(meta, name), name
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -37,11 +62,22 @@ def test_a_dict_becomes_a_typed_frozen_meta_without_a_mapping_interface():
 
 
 def test_optional_sections_others_add_are_typed_fields():
-    meta = RunMeta.from_dict({"fingerprint": {"factory": "example:text"}, "noise": {"noisy": True, "reasons": ["x"]},
-                              "status": "incomplete: timeout", "memory": {"samples_mb": [1, 2.5]},
-                              "serving": {"url": "u"}, "stage_roles": {"a": "compute"}})
+    meta = RunMeta.from_dict(
+        {
+            "fingerprint": {"factory": "example:text"},
+            "noise": {"noisy": True, "reasons": ["x"]},
+            "status": "incomplete: timeout",
+            "memory": {"samples_mb": [1, 2.5]},
+            "serving": {"url": "u"},
+            "stage_roles": {"a": "compute"},
+        }
+    )
     assert meta.noise == Noise(noisy=True, reasons=["x"]) and meta.status == "incomplete: timeout"
-    assert meta.serving.url == "u" and meta.memory.samples_mb == [1, 2.5] and meta.stage_roles == {"a": "compute"}
+    assert (
+        meta.serving.url == "u"
+        and meta.memory.samples_mb == [1, 2.5]
+        and meta.stage_roles == {"a": "compute"}
+    )
     assert meta.fingerprint.factory == "example:text" and meta.extra == {}
 
 
@@ -54,13 +90,21 @@ def test_sync_policy_is_stage_unless_a_run_says_request():
         RunMeta.from_dict({"timing": {"sync": "sometimes"}})
 
 
-@pytest.mark.parametrize("data, field", [
-    ({"kind": "batch"}, "kind"), ({"config": {"batch_size": "eight"}}, "config.batch_size"),
-    ({"status": "finished"}, "status"), ({"noise": "high"}, "noise"), ({"stages": ["a", "a"]}, "stages"),
-    ({"noise": {"noisy": "yes"}}, "noise.noisy"), ({"load": []}, "load"), ({"config": {"batch_size": 0}},
-                                                                           "config.batch_size"),
-    ({"timing": {"requests": 1.5}}, "timing.requests"), ({"stages": ["a", 2]}, "stages"),
-])
+@pytest.mark.parametrize(
+    "data, field",
+    [
+        ({"kind": "batch"}, "kind"),
+        ({"config": {"batch_size": "eight"}}, "config.batch_size"),
+        ({"status": "finished"}, "status"),
+        ({"noise": "high"}, "noise"),
+        ({"stages": ["a", "a"]}, "stages"),
+        ({"noise": {"noisy": "yes"}}, "noise.noisy"),
+        ({"load": []}, "load"),
+        ({"config": {"batch_size": 0}}, "config.batch_size"),
+        ({"timing": {"requests": 1.5}}, "timing.requests"),
+        ({"stages": ["a", 2]}, "stages"),
+    ],
+)
 def test_bad_fields_are_named(data, field):
     with pytest.raises(MetaError) as info:
         RunMeta.from_dict(data)
@@ -75,20 +119,36 @@ def test_unknown_keys_survive_a_save_and_load(tmp_path):
     back = load_run(save_run(run, tmp_path / "r"))
     assert back.meta.extra == {"from_the_future": {"k": [1, 2]}}
     written = json.loads((tmp_path / "r" / "run.json").read_text())
-    assert written["from_the_future"] == {"k": [1, 2]} and written["version"] == 3 and "extra" not in written
+    assert (
+        written["from_the_future"] == {"k": [1, 2]}
+        and written["version"] == 3
+        and "extra" not in written
+    )
 
 
 def test_format_1_is_migrated_and_newer_is_refused(tmp_path):
     assert migrate({"format": "workbench.run", "version": 1, "pipeline": "p"}) == {
-        "format": "workbench.run", "version": 3, "pipeline": "p", "kind": "profile", "status": "complete", "trace": None}
+        "format": "workbench.run",
+        "version": 3,
+        "pipeline": "p",
+        "kind": "profile",
+        "status": "complete",
+        "trace": None,
+    }
     v1 = REPO / "data" / "runs" / "tabular-cuda-bs8-fp32"  # recorded in format 1
     assert json.loads((v1 / "run.json").read_text())["version"] == 1
     run = load_run(v1)
-    assert run.meta.status == "complete" and run.kind == "profile" and run.requests["error_where"].isna().all()
+    assert (
+        run.meta.status == "complete"
+        and run.kind == "profile"
+        and run.requests["error_where"].isna().all()
+    )
     newer = Path(shutil.copytree(v1, tmp_path / "newer"))
     meta = json.loads((newer / "run.json").read_text()) | {"version": 4}
     (newer / "run.json").write_text(json.dumps(meta))
-    with pytest.raises(RunRecordError, match="field 'version' is 4, newer than this workbench reads"):
+    with pytest.raises(
+        RunRecordError, match="field 'version' is 4, newer than this workbench reads"
+    ):
         load_run(newer)
 
 
@@ -98,13 +158,20 @@ def test_format_2_migrates_to_3_with_the_same_meta_and_every_section_field_writt
     assert written["version"] == 2 and "requests_asked" in written["timing"]
     run = load_run(v2)
     assert run.meta.stage_roles["forward"] == "compute" and run.meta.noise.noisy is False
-    assert run.meta.config == Config(device="cpu", batch_size=8, precision="fp32", options={}, threads=1)
+    assert run.meta.config == Config(
+        device="cpu", batch_size=8, precision="fp32", options={}, threads=1
+    )
     back = load_run(save_run(run, tmp_path / "v3"))
     assert back.meta == run.meta
     v3 = json.loads((tmp_path / "v3" / "run.json").read_text())
     assert v3["version"] == 3 and v3["stage_roles"] == written["stage_roles"]
-    assert v3["serving"] is None and v3["load"] is None  # sections a profile run has not: written as null
+    assert (
+        v3["serving"] is None and v3["load"] is None
+    )  # sections a profile run has not: written as null
     assert set(v3["timing"]) == set(Timing.known()) and v3["timing"]["sync"] is None
     # every value the version 2 file held is in the version 3 file, unchanged
-    assert all(v3[k] == v or (isinstance(v, dict) and {i: v3[k][i] for i in v} == v)
-               for k, v in written.items() if k != "version")
+    assert all(
+        v3[k] == v or (isinstance(v, dict) and {i: v3[k][i] for i in v} == v)
+        for k, v in written.items()
+        if k != "version"
+    )

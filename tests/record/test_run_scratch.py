@@ -1,4 +1,5 @@
 """A run owns its scratch trace folder: save, close, ``with`` and garbage collection remove it."""
+
 from __future__ import annotations
 
 import gc
@@ -18,7 +19,9 @@ def scratch_run() -> Run:
     trace = Path(shutil.copy(TRACE, folder / TRACE.name))
     requests = pd.DataFrame({c: pd.Series([], dtype=t) for c, t in REQUEST_COLUMNS.items()})
     stages = pd.DataFrame({c: pd.Series([], dtype=t) for c, t in STAGE_COLUMNS.items()})
-    return Run(meta={"pipeline": "p", "stages": []}, requests=requests, stages=stages, trace_path=trace)
+    return Run(
+        meta={"pipeline": "p", "stages": []}, requests=requests, stages=stages, trace_path=trace
+    )
 
 
 def test_scratch_folders_use_the_one_prefix():

@@ -1,4 +1,5 @@
 """The launcher's settings: token, URL, culling, upload limit, pool, kernel env (no server started)."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,9 +11,20 @@ from workbench.room.app import WEBSOCKET_OVERHEAD_BYTES, resolve_token, room_con
 
 
 def config(**overrides):
-    kwargs = dict(host="127.0.0.1", port=8866, token="", pool=2, max_kernels=40, cull_idle_s=30,
-                  cull_interval_s=10, upload_limit_bytes=64 << 20, live="queue", allow_hosts=["room.example"],
-                  lock_path="/tmp/x/live.lock", pool_pattern=r"^(?!/srv/nb/dashboards/).*")
+    kwargs = dict(
+        host="127.0.0.1",
+        port=8866,
+        token="",
+        pool=2,
+        max_kernels=40,
+        cull_idle_s=30,
+        cull_interval_s=10,
+        upload_limit_bytes=64 << 20,
+        live="queue",
+        allow_hosts=["room.example"],
+        lock_path="/tmp/x/live.lock",
+        pool_pattern=r"^(?!/srv/nb/dashboards/).*",
+    )
     return room_config(**(kwargs | overrides))
 
 
@@ -31,11 +43,19 @@ def test_room_config_culls_unconnected_kernels_and_keeps_xsrf():
     assert c.MappingKernelManager.cull_connected is False
     assert c.MappingKernelManager.cull_busy is False
     assert "disable_check_xsrf" not in c.Voila.tornado_settings
-    assert c.VoilaConfiguration.multi_kernel_manager_class == "workbench.room.kernel_manager.RoomKernelManager"
-    assert c.VoilaConfiguration.preheat_kernel is True and c.VoilaConfiguration.default_pool_size == 2
+    assert (
+        c.VoilaConfiguration.multi_kernel_manager_class
+        == "workbench.room.kernel_manager.RoomKernelManager"
+    )
+    assert (
+        c.VoilaConfiguration.preheat_kernel is True and c.VoilaConfiguration.default_pool_size == 2
+    )
     assert c.VoilaKernelManager.preheat_denylist == [r"^(?!/srv/nb/dashboards/).*"]
     assert c.RoomKernelManager.max_kernels == 40
-    assert c.RoomKernelManager.unconnected_grace_s == 30 and c.RoomKernelManager.max_unconnected_per_client == 3
+    assert (
+        c.RoomKernelManager.unconnected_grace_s == 30
+        and c.RoomKernelManager.max_unconnected_per_client == 3
+    )
 
 
 def test_a_busy_kernels_outputs_are_waited_for_and_a_page_past_the_wait_says_so():
@@ -43,7 +63,9 @@ def test_a_busy_kernels_outputs_are_waited_for_and_a_page_past_the_wait_says_so(
     c = config()
     assert c.VoilaExecutor.iopub_timeout == 120
     assert c.VoilaExecutor.raise_on_iopub_timeout is True
-    assert c.VoilaExecutor.cell_timeout_instruction.startswith("The server waited 120 s for this cell's outputs")
+    assert c.VoilaExecutor.cell_timeout_instruction.startswith(
+        "The server waited 120 s for this cell's outputs"
+    )
 
 
 def test_room_config_raises_the_websocket_limit_to_the_upload_limit_and_tells_kernels():
@@ -52,8 +74,11 @@ def test_room_config_raises_the_websocket_limit_to_the_upload_limit_and_tells_ke
     assert settings["websocket_max_message_size"] == (5 << 20) + WEBSOCKET_OVERHEAD_BYTES
     assert settings["workbench_upload_limit_bytes"] == 5 << 20
     assert settings["workbench_allowed_hosts"] == {"localhost", "127.0.0.1", "::1", "room.example"}
-    assert c.RoomKernelManager.kernel_env == {"WORKBENCH_LIVE": "queue", "WORKBENCH_LIVE_LOCK": "/tmp/x/live.lock",
-                                              "WORKBENCH_UPLOAD_LIMIT_BYTES": str(5 << 20)}
+    assert c.RoomKernelManager.kernel_env == {
+        "WORKBENCH_LIVE": "queue",
+        "WORKBENCH_LIVE_LOCK": "/tmp/x/live.lock",
+        "WORKBENCH_UPLOAD_LIMIT_BYTES": str(5 << 20),
+    }
 
 
 def test_no_pool_means_no_preheat():

@@ -2,6 +2,7 @@
 
 Starts real (idle) ipykernels, a few seconds each on a busy machine.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -27,11 +28,17 @@ def kernel_env(km, kernel_id) -> dict:
     return dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
 
 
-@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads a kernel's environment from /proc")
+@pytest.mark.skipif(
+    not Path("/proc/self/environ").exists(), reason="reads a kernel's environment from /proc"
+)
 def test_each_kernel_gets_a_scratch_folder_deleted_when_it_shuts_down(tmp_path):
     async def scenario():
-        km = RoomKernelManager(scratch_root=str(tmp_path / "scratch"), max_kernels=1,
-                               kernel_env={"WORKBENCH_LIVE": "queue"}, connection_dir=str(tmp_path))
+        km = RoomKernelManager(
+            scratch_root=str(tmp_path / "scratch"),
+            max_kernels=1,
+            kernel_env={"WORKBENCH_LIVE": "queue"},
+            connection_dir=str(tmp_path),
+        )
         kid = await km.start_kernel(kernel_name="python3", env={**os.environ, "FROM_VOILA": "1"})
         try:
             scratch = Path(km.scratch_dir(kid))
@@ -43,8 +50,13 @@ def test_each_kernel_gets_a_scratch_folder_deleted_when_it_shuts_down(tmp_path):
             (scratch / "upload-1234" / "trace.json.gz").write_bytes(b"x" * 1000)
             with pytest.raises(web.HTTPError) as full:
                 await km.start_kernel(kernel_name="python3")
-            assert full.value.status_code == 503 and "the room is full: 1 kernels" in full.value.log_message
-            assert sorted(p.name for p in scratch.parent.iterdir()) == [scratch.name]  # no leak from the refusal
+            assert (
+                full.value.status_code == 503
+                and "the room is full: 1 kernels" in full.value.log_message
+            )
+            assert sorted(p.name for p in scratch.parent.iterdir()) == [
+                scratch.name
+            ]  # no leak from the refusal
         finally:
             await km.shutdown_kernel(kid, now=True)
         assert not scratch.exists() and km.scratch_dir(kid) is None
@@ -62,11 +74,18 @@ def test_a_kernel_is_culled_only_after_a_page_connected_or_the_grace_ran_out(tmp
     from jupyter_server._tz import utcnow
 
     async def scenario():
-        km = RoomKernelManager(scratch_root=str(tmp_path / "scratch"), connection_dir=str(tmp_path),
-                               cull_idle_timeout=5, cull_interval=1, unconnected_grace_s=60)
+        km = RoomKernelManager(
+            scratch_root=str(tmp_path / "scratch"),
+            connection_dir=str(tmp_path),
+            cull_idle_timeout=5,
+            cull_interval=1,
+            unconnected_grace_s=60,
+        )
         kids = [await km.start_kernel(kernel_name="python3") for _ in range(2)]
         try:
-            km.get_kernel(kids[0]).last_activity = utcnow() - timedelta(seconds=30)  # idle 30 s, no connection
+            km.get_kernel(kids[0]).last_activity = utcnow() - timedelta(
+                seconds=30
+            )  # idle 30 s, no connection
             # preheated 1000 s ago and just handed to a loading page: first seen now
             km.get_kernel(kids[1]).last_activity = utcnow() - timedelta(seconds=1000)
             for kid in kids:
@@ -74,7 +93,9 @@ def test_a_kernel_is_culled_only_after_a_page_connected_or_the_grace_ran_out(tmp
             assert sorted(km.list_kernel_ids()) == sorted(kids)  # within the grace: kept
             km.notify_connect(kids[0])  # the page connected ...
             km.notify_disconnect(kids[0])  # ... and closed
-            km._unconnected_since[kids[1]] = utcnow() - timedelta(seconds=61)  # never connected, past grace
+            km._unconnected_since[kids[1]] = utcnow() - timedelta(
+                seconds=61
+            )  # never connected, past grace
             for kid in kids:
                 await km.cull_kernel_if_idle(kid)
             assert km.list_kernel_ids() == []
@@ -99,8 +120,13 @@ def test_a_kernel_still_starting_is_not_culled_and_the_check_does_not_raise(tmp_
         starting.last_activity  # noqa: B018 - the trait jupyter_server leaves unset until the kernel is up
 
     async def scenario():
-        km = RoomKernelManager(scratch_root=str(tmp_path / "scratch"), connection_dir=str(tmp_path),
-                               cull_idle_timeout=5, cull_interval=1, unconnected_grace_s=0)
+        km = RoomKernelManager(
+            scratch_root=str(tmp_path / "scratch"),
+            connection_dir=str(tmp_path),
+            cull_idle_timeout=5,
+            cull_interval=1,
+            unconnected_grace_s=0,
+        )
         km._kernels["starting"] = starting
         try:
             assert await km.cull_kernel_if_idle("starting") is None
@@ -112,10 +138,16 @@ def test_a_kernel_still_starting_is_not_culled_and_the_check_does_not_raise(tmp_
     asyncio.run(scenario())
 
 
-def test_kernels_no_page_connected_to_are_bounded_per_client_and_a_gone_kernel_is_no_error(tmp_path):
+def test_kernels_no_page_connected_to_are_bounded_per_client_and_a_gone_kernel_is_no_error(
+    tmp_path,
+):
     """Plain GETs (no browser) held every kernel slot for 5 minutes; the culler logged KeyError tracebacks."""
-    km = RoomKernelManager(scratch_root=str(tmp_path / "scratch"), connection_dir=str(tmp_path),
-                           max_unconnected_per_client=2, unconnected_grace_s=30)
+    km = RoomKernelManager(
+        scratch_root=str(tmp_path / "scratch"),
+        connection_dir=str(tmp_path),
+        max_unconnected_per_client=2,
+        unconnected_grace_s=30,
+    )
     km.claim("a", "10.0.0.1")
     km.claim("b", "10.0.0.1")
     km.claim("c", "10.0.0.2")
@@ -126,8 +158,10 @@ def test_kernels_no_page_connected_to_are_bounded_per_client_and_a_gone_kernel_i
     assert "a" not in km._loading and "a" in km._rendered_at
     with pytest.raises(web.HTTPError) as full:
         km.admit("10.0.0.1")
-    assert full.value.status_code == 503 and "10.0.0.1 already has 2 pages loaded and never connected" in \
-        full.value.log_message
+    assert (
+        full.value.status_code == 503
+        and "10.0.0.1 already has 2 pages loaded and never connected" in full.value.log_message
+    )
     km.admit("10.0.0.2")
     km._ever_connected.add("a")  # its page connected: it no longer counts
     km.admit("10.0.0.1")

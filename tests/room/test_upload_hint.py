@@ -1,4 +1,5 @@
 """The trace explorer's upload button tells the page's size limit (the room launcher's, else Voila's 10 MiB)."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,9 +10,13 @@ from workbench.widgets.traces import TraceExplorer, upload_hint  # noqa: E402
 
 
 def test_upload_hint_names_the_limit_and_the_way_out():
-    assert upload_hint({}) == ("uploads up to 10 MiB (.json or .json.gz); "
-                               "for a larger trace run: python -m workbench analyze FILE")
-    assert upload_hint({"WORKBENCH_UPLOAD_LIMIT_BYTES": str(64 << 20)}).startswith("uploads up to 64 MiB ")
+    assert upload_hint({}) == (
+        "uploads up to 10 MiB (.json or .json.gz); "
+        "for a larger trace run: python -m workbench analyze FILE"
+    )
+    assert upload_hint({"WORKBENCH_UPLOAD_LIMIT_BYTES": str(64 << 20)}).startswith(
+        "uploads up to 64 MiB "
+    )
     assert upload_hint({"WORKBENCH_UPLOAD_LIMIT_BYTES": "lots"}).startswith("uploads up to 10 MiB ")
 
 

@@ -1,4 +1,5 @@
 """The ``served`` fixture: start real servers, kill any a test left running."""
+
 import pytest
 
 from served_helpers import Served

@@ -1,4 +1,5 @@
 """Helpers of the served tests: real servers in child processes (start, wait for the ready line, stop)."""
+
 import json
 import os
 import signal
@@ -17,8 +18,13 @@ ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
 
 def workbench(*args, timeout=180):
     """Run ``python -m workbench ARGS`` in a child process (the load generator's own process)."""
-    return subprocess.run([sys.executable, "-m", "workbench", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, env=ENV)
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=ENV,
+    )
 
 
 class Served(ServeProcess):
@@ -27,8 +33,21 @@ class Served(ServeProcess):
     def __init__(self, out: Path, *extra, pipeline=PIPELINE):
         self.out = out
         source = ["--pipeline", pipeline] if pipeline else []
-        super().__init__([*source, "--port", "0", "--max-wait-ms", "1", "--warmup", "1", "--out", str(out), *extra],
-                         env=ENV)
+        super().__init__(
+            [
+                *source,
+                "--port",
+                "0",
+                "--max-wait-ms",
+                "1",
+                "--warmup",
+                "1",
+                "--out",
+                str(out),
+                *extra,
+            ],
+            env=ENV,
+        )
 
     def stop(self, sig=signal.SIGTERM, timeout_s=60):
         return super().stop(sig, timeout_s)

@@ -1,5 +1,6 @@
 """A small pipeline for the served tests: JSON in, JSON out, ``x == -1`` raises in forward,
 ``x == -2`` sleeps 300 ms (long enough for a client to hang up)."""
+
 import itertools
 import json
 import time
@@ -8,7 +9,9 @@ from workbench import Pipeline
 
 
 def build(config):
-    pipe = Pipeline("echo", items=lambda: (json.dumps({"x": k}).encode() for k in itertools.count()))
+    pipe = Pipeline(
+        "echo", items=lambda: (json.dumps({"x": k}).encode() for k in itertools.count())
+    )
 
     @pipe.stage
     def parse(batch):

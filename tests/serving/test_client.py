@@ -1,6 +1,7 @@
 """The load generator against real local servers: exact results per request, keep-alive reuse, the
 pool's limit, failures (a 500, a server that hangs up, a timeout, no server), and the send schedule
 (wake early, spin to the due time, lag = send - due)."""
+
 import asyncio
 import http.server
 import json
@@ -21,7 +22,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     ``plain`` a 500 without JSON; ``close`` hangs up without answering; ``slow`` sleeps 1 s."""
 
     protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # one segment per response: no delayed-ACK stalls on reused sockets
+    disable_nagle_algorithm = (
+        True  # one segment per response: no delayed-ACK stalls on reused sockets
+    )
 
     def do_POST(self):
         server = self.server
@@ -37,11 +40,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self._reply(500, b"boom", {})
         x = json.loads(body)["x"]
         if x == -1:
-            return self._reply(500, json.dumps({"stage": "forward", "type": "ValueError",
-                                                "error": "x=-1 is poison"}).encode(), {})
-        self._reply(200, json.dumps({"y": 2 * x}).encode(),
-                    {"Server-Timing": "forward;dur=1.500000, total;dur=2.000000", "X-Workbench-Batch": "7",
-                     "X-Workbench-Batch-Size": "2"})
+            return self._reply(
+                500,
+                json.dumps(
+                    {"stage": "forward", "type": "ValueError", "error": "x=-1 is poison"}
+                ).encode(),
+                {},
+            )
+        self._reply(
+            200,
+            json.dumps({"y": 2 * x}).encode(),
+            {
+                "Server-Timing": "forward;dur=1.500000, total;dur=2.000000",
+                "X-Workbench-Batch": "7",
+                "X-Workbench-Batch-Size": "2",
+            },
+        )
 
     def _reply(self, status, body, headers):
         self.send_response(status)
@@ -68,7 +82,13 @@ class Server(http.server.ThreadingHTTPServer):
 @pytest.fixture
 def server():
     srv = Server(("127.0.0.1", 0), Handler)
-    srv.seen, srv.lock, srv.delay_s, srv.close_each, srv.accepted = [], threading.Lock(), 0.0, False, 0
+    srv.seen, srv.lock, srv.delay_s, srv.close_each, srv.accepted = (
+        [],
+        threading.Lock(),
+        0.0,
+        False,
+        0,
+    )
     srv.url = f"http://127.0.0.1:{srv.server_address[1]}"
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     yield srv
@@ -80,17 +100,32 @@ def test_each_outcome_is_recorded_exactly(server):
     payloads = [b'{"x": 1}', b"close", b'{"x": -1}', b"plain"]
     d = drive(server.url, payloads, np.arange(4, dtype=np.int64) * 2_000_000, tag="t", warmup=1)
     ok, hung_up, failed, plain = d.results
-    assert (ok.status, ok.error, ok.server_stages, ok.server_total_ns) == (200, None, [("forward", 1_500_000)], 2_000_000)
+    assert (ok.status, ok.error, ok.server_stages, ok.server_total_ns) == (
+        200,
+        None,
+        [("forward", 1_500_000)],
+        2_000_000,
+    )
     assert (ok.batch, ok.batch_size, ok.cache_hit) == (7, 2, None)
-    assert (hung_up.status, hung_up.error) == (None, ("network", "ServerDisconnected",
-                                                      "the server closed the connection before the response was complete"))
+    assert (hung_up.status, hung_up.error) == (
+        None,
+        (
+            "network",
+            "ServerDisconnected",
+            "the server closed the connection before the response was complete",
+        ),
+    )
     assert (failed.status, failed.error) == (500, ("forward", "ValueError", "x=-1 is poison"))
     assert (plain.status, plain.error) == (500, ("server", "HTTP500", "boom"))
     assert [r.request_id for r in d.results] == ["t-0", "t-1", "t-2", "t-3"]
     # the server saw the warm-up (no id) then the schedule, each id once, bodies as given
     assert server.seen[0][1:] == (None, b'{"x": 1}')
-    assert sorted(seen[1:] for seen in server.seen[1:]) == [(f"t-{k}", p) for k, p in enumerate(payloads)]
-    assert d.server_before is None and d.server_after is None  # no /healthz here: not a workbench server
+    assert sorted(seen[1:] for seen in server.seen[1:]) == [
+        (f"t-{k}", p) for k, p in enumerate(payloads)
+    ]
+    assert (
+        d.server_before is None and d.server_after is None
+    )  # no /healthz here: not a workbench server
     # lag is the send minus the due time, never negative (the send spins up to its due time)
     assert d.lags_ns.tolist() == [r.sent_ns - r.due_ns for r in d.results]
     assert all(r.sent_ns >= r.due_ns for r in d.results)
@@ -98,7 +133,13 @@ def test_each_outcome_is_recorded_exactly(server):
 
 
 def test_keep_alive_connections_are_reused_up_to_the_limit(server):
-    d = drive(server.url, [b'{"x": 3}'], np.arange(30, dtype=np.int64) * 1_000_000, warmup=2, connections=3)
+    d = drive(
+        server.url,
+        [b'{"x": 3}'],
+        np.arange(30, dtype=np.int64) * 1_000_000,
+        warmup=2,
+        connections=3,
+    )
     assert all(r.status == 200 and r.error is None for r in d.results)
     # 32 requests on the 3 connections of the pool (opened before the schedule), plus the first one, which
     # http.server closed after answering GET /healthz with 501 and Connection: close
@@ -108,7 +149,9 @@ def test_keep_alive_connections_are_reused_up_to_the_limit(server):
 
 def test_a_server_that_closes_after_each_response_gets_a_fresh_connection_each_time(server):
     server.close_each = True
-    d = drive(server.url, [b'{"x": 3}'], np.arange(8, dtype=np.int64) * 3_000_000, warmup=1, connections=4)
+    d = drive(
+        server.url, [b'{"x": 3}'], np.arange(8, dtype=np.int64) * 3_000_000, warmup=1, connections=4
+    )
     assert [r.status for r in d.results] == [200] * 8
     per_conn = {}
     for conn, _, _ in server.seen:
@@ -118,19 +161,30 @@ def test_a_server_that_closes_after_each_response_gets_a_fresh_connection_each_t
 
 def test_pool_wait_counts_as_lag(server):
     server.delay_s = 0.05
-    schedule = np.arange(6, dtype=np.int64) * 1_000_000  # 6 requests 1 ms apart, 2 connections, 50 ms each
+    schedule = (
+        np.arange(6, dtype=np.int64) * 1_000_000
+    )  # 6 requests 1 ms apart, 2 connections, 50 ms each
     d = drive(server.url, [b'{"x": 0}'], schedule, warmup=1, connections=2)
     waits, lags = [r.pool_wait_ns for r in d.results], d.lags_ns.tolist()
-    assert waits[:2] == [0, 0] and all(w > 0 for w in waits[2:])  # the third on waited for a free connection
-    assert all(lag >= 45_000_000 for lag in lags[2:])  # none went out before a 50 ms reply freed a connection
+    assert waits[:2] == [0, 0] and all(
+        w > 0 for w in waits[2:]
+    )  # the third on waited for a free connection
+    assert all(
+        lag >= 45_000_000 for lag in lags[2:]
+    )  # none went out before a 50 ms reply freed a connection
     assert all(lag >= w for lag, w in zip(lags, waits))
     assert all(r.status == 200 for r in d.results)
     assert [r.request_id for r in d.results] == [f"wb-{k}" for k in range(6)]
 
 
 def test_a_request_past_the_timeout_fails_and_the_run_goes_on(server):
-    d = drive(server.url, [b'{"x": 0}', b"slow", b'{"x": 2}'], np.arange(3, dtype=np.int64) * 1_000_000,
-              warmup=1, timeout_s=0.2)
+    d = drive(
+        server.url,
+        [b'{"x": 0}', b"slow", b'{"x": 2}'],
+        np.arange(3, dtype=np.int64) * 1_000_000,
+        warmup=1,
+        timeout_s=0.2,
+    )
     assert [r.status for r in d.results] == [200, None, 200]
     assert d.results[1].error == ("network", "TimeoutError", "no complete response within 0.2 s")
     assert d.results[1].done_ns - d.results[1].sent_ns >= 200_000_000  # never before the timeout
@@ -140,22 +194,29 @@ def test_unreachable_is_a_config_error_before_any_timing():
     port = free_port()
     with pytest.raises(ConfigError) as info:
         drive(f"http://127.0.0.1:{port}", [b"x"], np.zeros(3, dtype=np.int64), warmup=1)
-    assert str(info.value) == (f"--url http://127.0.0.1:{port}: cannot connect ([Errno 111] Connect call failed "
-                               f"('127.0.0.1', {port})); is the server running (python -m workbench serve ...) "
-                               "and is the address right?")
+    assert str(info.value) == (
+        f"--url http://127.0.0.1:{port}: cannot connect ([Errno 111] Connect call failed "
+        f"('127.0.0.1', {port})); is the server running (python -m workbench serve ...) "
+        "and is the address right?"
+    )
 
 
 def test_a_server_that_hangs_up_on_the_warm_up_is_a_config_error(server):
     with pytest.raises(ConfigError) as info:
         drive(server.url, [b"close"], np.zeros(1, dtype=np.int64), warmup=1)
-    assert str(info.value) == (f"--url {server.url}: the server closed the connection before the response was "
-                               "complete (a warm-up request)")
+    assert str(info.value) == (
+        f"--url {server.url}: the server closed the connection before the response was "
+        "complete (a warm-up request)"
+    )
 
 
-@pytest.mark.parametrize("url, message", [
-    ("ftp://h:1", "--url 'ftp://h:1': expected http://HOST:PORT"),
-    ("http://h:99999", "--url 'http://h:99999': the port is not a number from 0 to 65535"),
-])
+@pytest.mark.parametrize(
+    "url, message",
+    [
+        ("ftp://h:1", "--url 'ftp://h:1': expected http://HOST:PORT"),
+        ("http://h:99999", "--url 'http://h:99999': the port is not a number from 0 to 65535"),
+    ],
+)
 def test_bad_urls(url, message):
     with pytest.raises(ConfigError) as info:
         Target.from_url(url)
@@ -181,11 +242,29 @@ class Readings:
 
 
 def test_the_schedule_wakes_a_spin_early_and_spins_to_the_due_time():
-    clock = Readings([900_000, 950_000, 1_000_000, 1_100_000,   # first wake: spin to 1.0 ms, send, re-arm
-                      1_850_000, 1_950_000, 2_000_050,          # second wake: spin past 2.0 ms, send
-                      5_000_000, 9_000_000])                    # when the two requests end
+    clock = Readings(
+        [
+            900_000,
+            950_000,
+            1_000_000,
+            1_100_000,  # first wake: spin to 1.0 ms, send, re-arm
+            1_850_000,
+            1_950_000,
+            2_000_050,  # second wake: spin past 2.0 ms, send
+            5_000_000,
+            9_000_000,
+        ]
+    )  # when the two requests end
     pool = FakePool(clock)
-    s = Schedule(pool, Target.from_url("http://h:1/api"), [b"ab"], [0, 1_000_000], "t", clock, spin_ns=200_000)
+    s = Schedule(
+        pool,
+        Target.from_url("http://h:1/api"),
+        [b"ab"],
+        [0, 1_000_000],
+        "t",
+        clock,
+        spin_ns=200_000,
+    )
     s.origin_ns, delays = 1_000_000, []
     s.call_later = lambda delay, fn: delays.append(delay)
     loop = asyncio.new_event_loop()
@@ -194,17 +273,42 @@ def test_the_schedule_wakes_a_spin_early_and_spins_to_the_due_time():
     s._fire()
     assert delays == [0.0007]  # (due 2.0 ms - now 1.1 ms - spin 0.2 ms), in seconds
     s._fire()
-    assert [at for _, at in pool.sent] == [1_000_000, 2_000_050]  # the first reading at or past each due time
-    assert pool.sent[0][0] == (b"POST /api/predict HTTP/1.1\r\nHost: h:1\r\nContent-Type: application/octet-stream\r\n"
-                               b"X-Request-Id: t-0\r\nContent-Length: 2\r\n\r\nab")
-    s._done(0, 1_000_000, Response(200, {"server-timing": "forward;dur=1.000000, total;dur=1.500000"}, b"{}", 4_000_000))
+    assert [at for _, at in pool.sent] == [
+        1_000_000,
+        2_000_050,
+    ]  # the first reading at or past each due time
+    assert pool.sent[0][0] == (
+        b"POST /api/predict HTTP/1.1\r\nHost: h:1\r\nContent-Type: application/octet-stream\r\n"
+        b"X-Request-Id: t-0\r\nContent-Length: 2\r\n\r\nab"
+    )
+    s._done(
+        0,
+        1_000_000,
+        Response(
+            200, {"server-timing": "forward;dur=1.000000, total;dur=1.500000"}, b"{}", 4_000_000
+        ),
+    )
     s.queued[1] = 2_000_050
     s._done(1, None, ServerDisconnected("gone"))
     assert s.finished.done()
-    assert s.result(0) == Result("t-0", 1_000_000, 1_000_000, 4_000_000, 200, server_stages=[("forward", 1_000_000)],
-                                 server_total_ns=1_500_000)
-    assert s.result(1) == Result("t-1", 2_000_000, 9_000_000, 9_000_000, None, ("network", "ServerDisconnected", "gone"),
-                                 pool_wait_ns=6_999_950)  # never sent: it waited from 2.00005 ms until it failed
+    assert s.result(0) == Result(
+        "t-0",
+        1_000_000,
+        1_000_000,
+        4_000_000,
+        200,
+        server_stages=[("forward", 1_000_000)],
+        server_total_ns=1_500_000,
+    )
+    assert s.result(1) == Result(
+        "t-1",
+        2_000_000,
+        9_000_000,
+        9_000_000,
+        None,
+        ("network", "ServerDisconnected", "gone"),
+        pool_wait_ns=6_999_950,
+    )  # never sent: it waited from 2.00005 ms until it failed
 
 
 def test_a_request_queued_for_a_connection_past_the_timeout_fails_unsent():
@@ -214,14 +318,19 @@ def test_a_request_queued_for_a_connection_past_the_timeout_fails_unsent():
 
     async def main():
         pool = Pool("127.0.0.1", 1, limit=1, clock=Readings([1_300_000_000]))
-        pool.waiting.extend([(b"a", lambda *a: got.append(a), 1_000_000_000), (b"b", lambda *a: got.append(a),
-                                                                                 1_200_000_000)])
+        pool.waiting.extend(
+            [
+                (b"a", lambda *a: got.append(a), 1_000_000_000),
+                (b"b", lambda *a: got.append(a), 1_200_000_000),
+            ]
+        )
         pool.expire(200_000_000)
         return pool
 
     pool = asyncio.run(main())
     assert [(sent, type(exc).__name__, str(exc)) for sent, exc in got] == [
-        (None, "TimeoutError", "no free connection within 0.2 s")]  # the second has waited 0.1 s only
+        (None, "TimeoutError", "no free connection within 0.2 s")
+    ]  # the second has waited 0.1 s only
     assert [data for data, _, _ in pool.waiting] == [b"b"]
 
 
@@ -237,7 +346,11 @@ def test_requests_queued_while_nothing_listens_each_fail_with_the_connect_error(
             if len(got) == 3:
                 finished.set_result(None)
 
-        assert [pool.submit(b"x", done) for _ in range(3)] == [None, None, None]  # no connection yet: queued
+        assert [pool.submit(b"x", done) for _ in range(3)] == [
+            None,
+            None,
+            None,
+        ]  # no connection yet: queued
         await asyncio.wait_for(finished, 10)
         await pool.close()
         return got, pool.open_count
@@ -247,11 +360,20 @@ def test_requests_queued_while_nothing_listens_each_fail_with_the_connect_error(
 
 
 def test_a_read_arriving_after_a_due_time_sends_first():
-    clock = Readings([900_000, 950_000, 1_000_000, 1_100_000,  # first wake: send request 0, re-arm
-                      1_500_000,                               # a read at 1.5 ms: request 1 (due 2 ms) waits
-                      2_000_010])                              # a read at 2.00001 ms: request 1 goes, no spin
+    clock = Readings(
+        [
+            900_000,
+            950_000,
+            1_000_000,
+            1_100_000,  # first wake: send request 0, re-arm
+            1_500_000,  # a read at 1.5 ms: request 1 (due 2 ms) waits
+            2_000_010,
+        ]
+    )  # a read at 2.00001 ms: request 1 goes, no spin
     pool = FakePool(clock)
-    s = Schedule(pool, Target.from_url("http://h:1"), [b"ab"], [0, 1_000_000], "t", clock, spin_ns=200_000)
+    s = Schedule(
+        pool, Target.from_url("http://h:1"), [b"ab"], [0, 1_000_000], "t", clock, spin_ns=200_000
+    )
     s.origin_ns, delays = 1_000_000, []
     s.call_later = lambda delay, fn: delays.append(delay)
     s._fire()
@@ -285,7 +407,10 @@ def test_a_connection_lets_due_sends_go_before_it_parses_a_read_then_idles():
         conn, transport = Connection(pool), FakeTransport()
         conn.connection_made(transport)
         pool.idle.append(conn)
-        assert pool.submit(b"req", lambda sent, r: calls.append((sent, r.status, r.body, r.done_ns))) == 10
+        assert (
+            pool.submit(b"req", lambda sent, r: calls.append((sent, r.status, r.body, r.done_ns)))
+            == 10
+        )
         conn.data_received(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
         return pool, conn, transport
 
@@ -306,9 +431,28 @@ def tls_server(server, tmp_path):
     if not shutil.which("openssl"):
         pytest.skip("the openssl command is missing (Debian package 'openssl')")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
     server.socket = ctx.wrap_socket(server.socket, server_side=True)
@@ -317,24 +461,45 @@ def tls_server(server, tmp_path):
 
 
 def test_https_is_driven_like_http_when_the_certificate_is_trusted(tls_server, monkeypatch):
-    monkeypatch.setenv("SSL_CERT_FILE", str(tls_server.cert))  # OpenSSL's standard way to trust a private CA
-    d = drive(tls_server.url, [b'{"x": 1}', b'{"x": -1}'], np.arange(2, dtype=np.int64) * 2_000_000, tag="s",
-              warmup=1)
+    monkeypatch.setenv(
+        "SSL_CERT_FILE", str(tls_server.cert)
+    )  # OpenSSL's standard way to trust a private CA
+    d = drive(
+        tls_server.url,
+        [b'{"x": 1}', b'{"x": -1}'],
+        np.arange(2, dtype=np.int64) * 2_000_000,
+        tag="s",
+        warmup=1,
+    )
     ok, failed = d.results
-    assert (ok.status, ok.error, ok.server_stages, ok.server_total_ns) == (200, None, [("forward", 1_500_000)], 2_000_000)
+    assert (ok.status, ok.error, ok.server_stages, ok.server_total_ns) == (
+        200,
+        None,
+        [("forward", 1_500_000)],
+        2_000_000,
+    )
     assert (failed.status, failed.error) == (500, ("forward", "ValueError", "x=-1 is poison"))
-    assert sorted(seen[1:] for seen in tls_server.seen[1:]) == [("s-0", b'{"x": 1}'), ("s-1", b'{"x": -1}')]
+    assert sorted(seen[1:] for seen in tls_server.seen[1:]) == [
+        ("s-0", b'{"x": 1}'),
+        ("s-1", b'{"x": -1}'),
+    ]
 
 
-def test_an_untrusted_certificate_is_a_config_error_that_says_how_to_trust_it(tls_server, monkeypatch):
+def test_an_untrusted_certificate_is_a_config_error_that_says_how_to_trust_it(
+    tls_server, monkeypatch
+):
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     with pytest.raises(ConfigError) as info:
         drive(tls_server.url, [b'{"x": 1}'], np.zeros(1, dtype=np.int64), warmup=1)
     head, _, reason = str(info.value).partition(" (")
     assert head == f"--url {tls_server.url}: the server's TLS certificate was not accepted"
-    assert "self" in reason and "signed" in reason  # OpenSSL's words: "self-signed certificate" (3.x)
-    assert reason.endswith("); a server whose certificate comes from a private CA is trusted with "
-                           "SSL_CERT_FILE=/path/to/ca.pem")
+    assert (
+        "self" in reason and "signed" in reason
+    )  # OpenSSL's words: "self-signed certificate" (3.x)
+    assert reason.endswith(
+        "); a server whose certificate comes from a private CA is trusted with "
+        "SSL_CERT_FILE=/path/to/ca.pem"
+    )
 
 
 def test_https_to_a_plain_http_server_is_a_config_error(server):
@@ -342,4 +507,6 @@ def test_https_to_a_plain_http_server_is_a_config_error(server):
     with pytest.raises(ConfigError) as info:
         drive(url, [b'{"x": 1}'], np.zeros(1, dtype=np.int64), warmup=1)
     message = str(info.value)  # the reason in between is OpenSSL's (WRONG_VERSION_NUMBER in 3.x)
-    assert message.startswith(f"--url {url}: the TLS handshake failed (") and message.endswith("); is it an https server?")
+    assert message.startswith(f"--url {url}: the TLS handshake failed (") and message.endswith(
+        "); is it an https server?"
+    )

@@ -1,4 +1,5 @@
 """The HTTP load generator stopped by a sweep point's stability watch, against a real local server."""
+
 import http.server
 import threading
 import time
@@ -49,8 +50,10 @@ def server():
 
 def spaced_ns(windows: int) -> np.ndarray:
     """20 sends 7.5 ms apart at the start of each 200 ms window, then 57.5 ms of quiet before the next."""
-    return np.array([w * WINDOW_MS * MS + k * 7_500_000 for w in range(windows) for k in range(PER_WINDOW)],
-                    dtype=np.int64)
+    return np.array(
+        [w * WINDOW_MS * MS + k * 7_500_000 for w in range(windows) for k in range(PER_WINDOW)],
+        dtype=np.int64,
+    )
 
 
 def test_a_stable_server_is_left_after_three_windows(server):
@@ -74,6 +77,8 @@ def test_a_served_load_run_stopped_by_the_watch_records_what_was_sent(server, tm
     path = tmp_path / "arrivals.csv"
     path.write_text("arrival_ns\n" + "\n".join(map(str, spaced_ns(6).tolist())) + "\n")
     watch = StabilityWatch(WINDOW_MS * MS, 10_000.0, 6)
-    run = run_http_load(server.url, [b"{}"], Arrivals("replay", path=str(path)), warmup=1, watch=watch)
+    run = run_http_load(
+        server.url, [b"{}"], Arrivals("replay", path=str(path)), warmup=1, watch=watch
+    )
     assert watch.windows_run == 3 and len(run.requests) == 60 and run.meta.status == "complete"
     assert run.meta.timing.requests == 60 and run.requests["ok"].all()

@@ -1,4 +1,5 @@
 """serve's network edge: Host allow-list, Origin, control token, size limits, timeouts, admission (loopback only)."""
+
 import json
 import socket
 import time
@@ -18,9 +19,15 @@ def test_refusal_rules():
     assert refusal(LIMITS, "GET", "/healthz", {"host": "LOCALHOST."}, 0) is None
     assert refusal(LIMITS, "GET", "/healthz", {"host": "evil.example"}, 0)[:2] == (421, "host")
     assert refusal(LIMITS, "GET", "/healthz", {}, 0)[:2] == (421, "host")
-    assert refusal(EdgeLimits(allow_hosts=("*",)), "GET", "/healthz", {"host": "evil.example"}, 0) is None
+    assert (
+        refusal(EdgeLimits(allow_hosts=("*",)), "GET", "/healthz", {"host": "evil.example"}, 0)
+        is None
+    )
     # a cross-origin POST (a web page's no-cors fetch carries Origin) is refused; same-origin and no Origin pass
-    assert refusal(LIMITS, "POST", "/predict", ok | {"origin": "http://evil.example"}, 0)[:2] == (403, "origin")
+    assert refusal(LIMITS, "POST", "/predict", ok | {"origin": "http://evil.example"}, 0)[:2] == (
+        403,
+        "origin",
+    )
     assert refusal(LIMITS, "POST", "/shutdown", ok | {"origin": "null"}, 0)[:2] == (403, "origin")
     assert refusal(LIMITS, "POST", "/predict", ok | {"origin": "http://localhost:8000"}, 0) is None
     assert refusal(LIMITS, "POST", "/predict", ok | {"origin": "http://[::1]:8000"}, 0) is None
@@ -38,17 +45,45 @@ def test_limits_validated_and_recorded_without_the_token():
     with pytest.raises(ConfigError, match="16 characters"):
         EdgeLimits(control_token="short")
     limits = EdgeLimits(allow_hosts=("serve.example",), control_token="x" * 20)
-    assert limits.answered("10.1.2.3") == {"127.0.0.1", "localhost", "::1", "10.1.2.3", "serve.example"}
-    assert refusal(limits, "GET", "/healthz", {"host": "10.1.2.3:8000"}, 0, limits.answered("10.1.2.3")) is None
-    assert refusal(limits, "GET", "/healthz", {"host": "10.1.2.3:8000"}, 0)[:2] == (421, "host")  # bound to loopback
-    wildcard = EdgeLimits().answered("0.0.0.0")  # the room's rule: this machine's names and addresses too
+    assert limits.answered("10.1.2.3") == {
+        "127.0.0.1",
+        "localhost",
+        "::1",
+        "10.1.2.3",
+        "serve.example",
+    }
+    assert (
+        refusal(
+            limits, "GET", "/healthz", {"host": "10.1.2.3:8000"}, 0, limits.answered("10.1.2.3")
+        )
+        is None
+    )
+    assert refusal(limits, "GET", "/healthz", {"host": "10.1.2.3:8000"}, 0)[:2] == (
+        421,
+        "host",
+    )  # bound to loopback
+    wildcard = EdgeLimits().answered(
+        "0.0.0.0"
+    )  # the room's rule: this machine's names and addresses too
     assert {"127.0.0.1", socket.gethostname().lower()} <= wildcard
-    assert limits.params("10.1.2.3")["allow_hosts"] == ["10.1.2.3", "127.0.0.1", "::1", "localhost", "serve.example"]
+    assert limits.params("10.1.2.3")["allow_hosts"] == [
+        "10.1.2.3",
+        "127.0.0.1",
+        "::1",
+        "localhost",
+        "serve.example",
+    ]
     assert limits.params()["control_token"] == "set" and "x" * 20 not in json.dumps(limits.params())
-    assert token_ok(limits, "x" * 20) and not token_ok(limits, "y" * 20) and not token_ok(EdgeLimits(), "")
-    assert response_bytes(503, "busy", 1) == (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; "
-                                              b"charset=utf-8\r\nContent-Length: 5\r\nConnection: close\r\n"
-                                              b"Retry-After: 1\r\n\r\nbusy\n")
+    assert (
+        token_ok(limits, "x" * 20)
+        and not token_ok(limits, "y" * 20)
+        and not token_ok(EdgeLimits(), "")
+    )
+    assert response_bytes(503, "busy", 1) == (
+        b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; "
+        b"charset=utf-8\r\nContent-Length: 5\r\nConnection: close\r\n"
+        b"Retry-After: 1\r\n\r\nbusy\n"
+    )
 
 
 def exchange(addr, data: bytes, *, wait_s: float = 5.0, then: bytes = b"") -> bytes:
@@ -78,12 +113,25 @@ def status_of(response: bytes) -> int:
 
 
 def post(path, body=b"{}", host="127.0.0.1", extra=""):
-    return (f"POST {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n{extra}Content-Length: {len(body)}\r\n\r\n"
-            ).encode() + body
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n{extra}Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
 
 
-EDGE_ARGS = ("--max-header-bytes", "2048", "--max-body-bytes", "1000", "--max-request-id", "16",
-             "--header-timeout", "0.5", "--body-timeout", "0.5", "--max-connections", "8")
+EDGE_ARGS = (
+    "--max-header-bytes",
+    "2048",
+    "--max-body-bytes",
+    "1000",
+    "--max-request-id",
+    "16",
+    "--header-timeout",
+    "0.5",
+    "--body-timeout",
+    "0.5",
+    "--max-connections",
+    "8",
+)
 
 
 def test_the_edge_of_a_real_server(served):
@@ -92,22 +140,45 @@ def test_the_edge_of_a_real_server(served):
     good = post("/predict", b'{"x": 3}')
     assert status_of(exchange(addr, good)) == 200
     assert status_of(exchange(addr, post("/predict", b'{"x": 3}', host="evil.example"))) == 421
-    assert status_of(exchange(addr, post("/predict", extra="Origin: http://evil.example\r\n"))) == 403
-    assert status_of(exchange(addr, post("/shutdown"))) == 403  # no --control-token: the endpoint is off
+    assert (
+        status_of(exchange(addr, post("/predict", extra="Origin: http://evil.example\r\n"))) == 403
+    )
+    assert (
+        status_of(exchange(addr, post("/shutdown"))) == 403
+    )  # no --control-token: the endpoint is off
     assert status_of(exchange(addr, post("/predict", extra=f"X-Request-Id: {'i' * 17}\r\n"))) == 400
     big_head = post("/predict", extra=f"X-Pad: {'p' * 100_000}\r\n")
     started = time.monotonic()
     assert status_of(exchange(addr, big_head)) == 431
     # Content-Length over the limit: refused before a body byte is read; chunked: as the chunks arrive
-    assert status_of(exchange(addr, b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10000000\r\n\r\n")) == 413
-    chunked = (b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
-               + (b"200\r\n" + b"a" * 512 + b"\r\n") * 3)
+    assert (
+        status_of(
+            exchange(
+                addr,
+                b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10000000\r\n\r\n",
+            )
+        )
+        == 413
+    )
+    chunked = (
+        b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+        + (b"200\r\n" + b"a" * 512 + b"\r\n") * 3
+    )
     assert status_of(exchange(addr, chunked)) == 413
     assert time.monotonic() - started < 5
     # slowloris: a head that never ends, and a body that never comes, get 408 after the timeouts (0.5 s)
     started = time.monotonic()
-    assert status_of(exchange(addr, b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: 1\r\n")) == 408
-    assert status_of(exchange(addr, b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\n{")) == 408
+    assert (
+        status_of(exchange(addr, b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: 1\r\n")) == 408
+    )
+    assert (
+        status_of(
+            exchange(
+                addr, b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\n{"
+            )
+        )
+        == 408
+    )
     assert time.monotonic() - started < 5
     # connections: 8 idle ones do not lock a client out (the one idle the longest is closed for it) ...
     idle = [socket.create_connection(addr) for _ in range(8)]
@@ -140,17 +211,37 @@ def test_the_edge_of_a_real_server(served):
     code, stdout, stderr = server.stop()
     assert code == 0, stderr
     edge = json.loads((server.out / "run.json").read_text())["serving"]["edge"]
-    assert edge["max_body_bytes"] == 1000 and edge["header_timeout_s"] == 0.5 and edge["control_token"] is None
-    assert edge["refused"] == {"body_bytes": 2, "body_timeout": 1, "connections": 1, "control": 1, "evicted_idle": 1,
-                               "header_bytes": 1, "header_timeout": 9, "host": 1, "idle_connection": 7, "origin": 1,
-                               "request_id": 1}
+    assert (
+        edge["max_body_bytes"] == 1000
+        and edge["header_timeout_s"] == 0.5
+        and edge["control_token"] is None
+    )
+    assert edge["refused"] == {
+        "body_bytes": 2,
+        "body_timeout": 1,
+        "connections": 1,
+        "control": 1,
+        "evicted_idle": 1,
+        "header_bytes": 1,
+        "header_timeout": 9,
+        "host": 1,
+        "idle_connection": 7,
+        "origin": 1,
+        "request_id": 1,
+    }
 
 
-@pytest.mark.parametrize("args, line", [
-    (("--max-body-bytes", "0"), "--max-body-bytes must be an integer in [1, 17_179_869_184] bytes, got 0"),
-    (("--header-timeout", "nan"), "--header-timeout must be a number in (0, 86400] s, got nan"),
-    (("--control-token", "short"), "--control-token: use at least 16 characters"),
-])
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (
+            ("--max-body-bytes", "0"),
+            "--max-body-bytes must be an integer in [1, 17_179_869_184] bytes, got 0",
+        ),
+        (("--header-timeout", "nan"), "--header-timeout must be a number in (0, 86400] s, got nan"),
+        (("--control-token", "short"), "--control-token: use at least 16 characters"),
+    ],
+)
 def test_bad_edge_options_are_one_line(args, line):
     from served_helpers import PIPELINE, workbench
 

@@ -1,4 +1,5 @@
 """The Host allow-list of serve and the room (workbench.serving.hosts): pure functions, no server."""
+
 from __future__ import annotations
 
 from workbench.serving.hosts import allowed_hosts, host_allowed, host_of_header, is_loopback_bind
@@ -50,7 +51,13 @@ def test_wildcard_bind_by_default_knows_the_loopback_and_host_name():
 
 
 def test_is_loopback_bind():
-    assert is_loopback_bind("127.0.0.1") and is_loopback_bind("127.0.1.1") and is_loopback_bind("::1")
+    assert (
+        is_loopback_bind("127.0.0.1") and is_loopback_bind("127.0.1.1") and is_loopback_bind("::1")
+    )
     assert is_loopback_bind("localhost")
-    assert not is_loopback_bind("0.0.0.0") and not is_loopback_bind("::") and not is_loopback_bind("10.0.0.7")
+    assert (
+        not is_loopback_bind("0.0.0.0")
+        and not is_loopback_bind("::")
+        and not is_loopback_bind("10.0.0.7")
+    )
     assert not is_loopback_bind("lab-pc")

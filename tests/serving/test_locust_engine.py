@@ -108,7 +108,10 @@ def test_same_shape_as_the_workbench_generator(served, tmp_path):
             ["--engine", "locust", "--workers", "2", "--expect-workers", "1"],
             "fewer than the --workers 2",
         ),
-        (["--engine", "locust", "--workers", "0"], "--workers must be an integer in [1, 1_024] processes"),
+        (
+            ["--engine", "locust", "--workers", "0"],
+            "--workers must be an integer in [1, 1_024] processes",
+        ),
         (["--workers", "2"], "--workers/--expect-workers are for --engine locust"),
         (["--engine", "locust", "--workers", "1"], "cannot connect"),  # nothing listens on port 9
     ],

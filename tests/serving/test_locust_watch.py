@@ -41,12 +41,19 @@ def test_the_master_stops_its_workers_once_the_point_is_stable(served, tmp_path)
     )
     assert res.returncode == 0, res.stderr
     (p,) = json.loads(res.stdout)["points"]
-    assert (p["windows"], p["stable_after_windows"], p["stopped_by"], p["stable"]) == (3, 3, "stable", True)
+    assert (p["windows"], p["stable_after_windows"], p["stopped_by"], p["stable"]) == (
+        3,
+        3,
+        "stable",
+        True,
+    )
     server.stop()
     client, seen = load_run(tmp_path / "s" / p["run"]), load_run(server.out)
     tag = client.meta.serving.request_id_prefix
     ids = seen.requests["request_id"].dropna()
     measured = ids[ids.str.startswith(f"{tag}-")]
-    assert sorted(client.requests["request_id"]) == sorted(measured)  # each request sent is recorded, once
+    assert sorted(client.requests["request_id"]) == sorted(
+        measured
+    )  # each request sent is recorded, once
     # nothing due past the stop: the schedule's 5 s would be ~200 requests, the sends end within ~0.2 s of 1.5 s
     assert len(client.requests) < 100 and client.requests["start_ns"].max() < 2_000_000_000

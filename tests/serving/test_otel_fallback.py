@@ -1,5 +1,6 @@
 """--otel with the collector down or silent: a bounded export, the spans in the run folder instead, and the
 command's exit code that of the measurement (loopback only)."""
+
 import socket
 import threading
 import time
@@ -15,15 +16,38 @@ MS = 1_000_000
 
 
 def small_run():
-    requests = pd.DataFrame({
-        "request": [0, 1], "warmup": [False, False], "start_ns": [0, 10 * MS], "dur_ns": [3 * MS, 4 * MS],
-        "ok": [True, True], "error_stage": [None, None], "error_type": [None, None], "error_message": [None, None],
-        "batch_size": [1, 1]})
-    stages = pd.DataFrame({"request": [0, 1], "stage": ["forward", "forward"], "stage_index": [0, 0],
-                           "start_ns": [0, 10 * MS], "dur_ns": [2 * MS, 3 * MS],
-                           "device_dur_ns": pd.array([None] * 2, dtype="Int64")})
-    meta = {"kind": "profile", "pipeline": "small", "stages": ["forward"], "config": {}, "env": {},
-            "created": "2026-01-01T00:00:00+00:00", "timing": {}}
+    requests = pd.DataFrame(
+        {
+            "request": [0, 1],
+            "warmup": [False, False],
+            "start_ns": [0, 10 * MS],
+            "dur_ns": [3 * MS, 4 * MS],
+            "ok": [True, True],
+            "error_stage": [None, None],
+            "error_type": [None, None],
+            "error_message": [None, None],
+            "batch_size": [1, 1],
+        }
+    )
+    stages = pd.DataFrame(
+        {
+            "request": [0, 1],
+            "stage": ["forward", "forward"],
+            "stage_index": [0, 0],
+            "start_ns": [0, 10 * MS],
+            "dur_ns": [2 * MS, 3 * MS],
+            "device_dur_ns": pd.array([None] * 2, dtype="Int64"),
+        }
+    )
+    meta = {
+        "kind": "profile",
+        "pipeline": "small",
+        "stages": ["forward"],
+        "config": {},
+        "env": {},
+        "created": "2026-01-01T00:00:00+00:00",
+        "timing": {},
+    }
     return Run(meta=meta, requests=requests, stages=stages)
 
 
@@ -38,7 +62,9 @@ def test_an_unreachable_collector_gets_a_file_instead(tmp_path, monkeypatch):
     started = time.monotonic()
     line = export_run(small_run(), tmp_path, timeout_s=2.0)
     assert time.monotonic() - started < 4
-    assert "did not take the spans" in line and f"written to {tmp_path / SPANS_FILE} instead" in line
+    assert (
+        "did not take the spans" in line and f"written to {tmp_path / SPANS_FILE} instead" in line
+    )
     assert ingest_otel(tmp_path / SPANS_FILE).requests["dur_ns"].tolist() == [3 * MS, 4 * MS]
 
 
@@ -60,10 +86,15 @@ def test_serve_with_otel_and_the_collector_down_keeps_its_exit_code_and_its_span
 
     out = tmp_path / "served"
     env = dict(ENV, OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{closed_port()}")
-    server = ServeProcess(["--pipeline", PIPELINE, "--port", "0", "--warmup", "1", "--otel", "--out", str(out)], env=env)
+    server = ServeProcess(
+        ["--pipeline", PIPELINE, "--port", "0", "--warmup", "1", "--otel", "--out", str(out)],
+        env=env,
+    )
     try:
-        with urllib.request.urlopen(urllib.request.Request(f"{server.url}/predict", data=b'{"x": 1}',
-                                                           method="POST"), timeout=30) as r:
+        with urllib.request.urlopen(
+            urllib.request.Request(f"{server.url}/predict", data=b'{"x": 1}', method="POST"),
+            timeout=30,
+        ) as r:
             assert r.status == 200
         started = time.monotonic()
         code, stdout, stderr = server.stop()

@@ -1,4 +1,5 @@
 """The client-side join: network = client end to end - server total, stages as the server reported them."""
+
 from workbench.batching.loadgen import lag_percentiles
 from workbench.serving.client import Result
 from workbench.serving.records import client_tables
@@ -8,23 +9,50 @@ import pytest
 
 
 def test_join_adds_network_and_keeps_server_stages_exactly():
-    ok = Result("t-0", due_ns=1_000, sent_ns=1_500, done_ns=9_501_500, status=200,
-                server_stages=[("ingress", 100_000), ("batch_wait", 2_000_000), ("forward", 5_000_000)],
-                server_total_ns=7_300_000, batch=3, batch_size=2)
-    bad = Result("t-1", due_ns=2_000, sent_ns=2_000, done_ns=4_002_000, status=500,
-                 error=("forward", "ValueError", "poison"), server_stages=[("ingress", 10)], server_total_ns=3_000_000)
+    ok = Result(
+        "t-0",
+        due_ns=1_000,
+        sent_ns=1_500,
+        done_ns=9_501_500,
+        status=200,
+        server_stages=[("ingress", 100_000), ("batch_wait", 2_000_000), ("forward", 5_000_000)],
+        server_total_ns=7_300_000,
+        batch=3,
+        batch_size=2,
+    )
+    bad = Result(
+        "t-1",
+        due_ns=2_000,
+        sent_ns=2_000,
+        done_ns=4_002_000,
+        status=500,
+        error=("forward", "ValueError", "poison"),
+        server_stages=[("ingress", 10)],
+        server_total_ns=3_000_000,
+    )
     requests, stages = client_tables([ok, bad], origin_ns=1_000)
     assert requests["dur_ns"].tolist() == [9_500_000, 4_000_000]
     assert requests["ok"].tolist() == [True, False]
-    assert requests.loc[1, "error_stage"] == "forward" and requests.loc[1, "error_type"] == "ValueError"
+    assert (
+        requests.loc[1, "error_stage"] == "forward"
+        and requests.loc[1, "error_type"] == "ValueError"
+    )
     assert requests["start_ns"].tolist() == [500, 1_000]
     assert requests["batch_wait_ns"].tolist() == [2_000_000, 0]
-    assert requests["service_ns"].tolist() == [5_000_000, 0]  # pipeline stages only (not the HTTP ones or waits)
+    assert requests["service_ns"].tolist() == [
+        5_000_000,
+        0,
+    ]  # pipeline stages only (not the HTTP ones or waits)
     assert requests["request_id"].tolist() == ["t-0", "t-1"]
     first = stages[stages["request"] == 0]
     assert first["stage"].tolist() == ["network", "ingress", "batch_wait", "forward"]
     assert first["dur_ns"].tolist() == [2_200_000, 100_000, 2_000_000, 5_000_000]
-    assert first["start_ns"].tolist() == [500, 2_200_500, 2_300_500, 4_300_500]  # laid end to end from the send
+    assert first["start_ns"].tolist() == [
+        500,
+        2_200_500,
+        2_300_500,
+        4_300_500,
+    ]  # laid end to end from the send
 
 
 def test_a_server_without_server_timing_gives_end_to_end_only():
@@ -38,19 +66,36 @@ def test_lag_percentiles_in_ms():
     out = lag_percentiles(lags)
     assert out["p50_ms"] == 0.15 and out["max_ms"] == 3.0
     assert out["p99_ms"] == pytest.approx(2.916, abs=1e-12)  # linear: 0.2 + 0.97 * 2.8 ms
-    assert lag_percentiles(np.array([], dtype=np.int64)) == {"p50_ms": 0.0, "p99_ms": 0.0, "max_ms": 0.0}
+    assert lag_percentiles(np.array([], dtype=np.int64)) == {
+        "p50_ms": 0.0,
+        "p99_ms": 0.0,
+        "max_ms": 0.0,
+    }
 
 
 def test_cache_split_puts_full_hits_apart():
     from workbench.record import Run
     from workbench.serving.records import cache_split
 
-    results = [Result(f"t-{k}", 0, k * 10, k * 10 + dur, status=200, server_stages=[("forward", dur // 2)],
-                      server_total_ns=dur // 2, cache_hit=hit)
-               for k, (dur, hit) in enumerate([(1_000, 1.0), (9_000, 0.5), (2_000, 1.0), (8_000, 0.0)])]
+    results = [
+        Result(
+            f"t-{k}",
+            0,
+            k * 10,
+            k * 10 + dur,
+            status=200,
+            server_stages=[("forward", dur // 2)],
+            server_total_ns=dur // 2,
+            cache_hit=hit,
+        )
+        for k, (dur, hit) in enumerate([(1_000, 1.0), (9_000, 0.5), (2_000, 1.0), (8_000, 0.0)])
+    ]
     requests, stages = client_tables(results, origin_ns=0)
-    run = Run(meta={"kind": "served", "pipeline": "p", "stages": ["network", "forward"]}, requests=requests,
-              stages=stages)
+    run = Run(
+        meta={"kind": "served", "pipeline": "p", "stages": ["network", "forward"]},
+        requests=requests,
+        stages=stages,
+    )
     parts = cache_split(run)
     assert parts["hit"].requests["dur_ns"].tolist() == [1_000, 2_000]
     assert parts["miss"].requests["dur_ns"].tolist() == [9_000, 8_000]

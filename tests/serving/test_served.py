@@ -1,5 +1,6 @@
 """A real server (uvicorn) and a real load generator in two other processes: the joined budget,
 failures on both sides, the run folder written on SIGTERM and on /shutdown, and bad input."""
+
 import json
 import signal
 import socket
@@ -18,9 +19,23 @@ from served_helpers import ENV, PIPELINE, free_port, payload_file, workbench
 def test_served_load_joins_the_budget_and_sigterm_writes_the_server_run(served, tmp_path):
     server = served("--max-batch-size", "1", "--otel")  # a poisoned item fails only its own request
     payloads = payload_file(tmp_path / "payloads.txt", 40, poison={10, 20})
-    res = workbench("load", "--url", server.url, "--payloads", payloads, "--rate", 50, "--requests", 40,
-                    "--json", "--out", tmp_path / "client")
-    assert res.returncode == 0, res.stderr  # 2 of 40 failed: a failure, not all (no --fail-on-error)
+    res = workbench(
+        "load",
+        "--url",
+        server.url,
+        "--payloads",
+        payloads,
+        "--rate",
+        50,
+        "--requests",
+        40,
+        "--json",
+        "--out",
+        tmp_path / "client",
+    )
+    assert res.returncode == 0, (
+        res.stderr
+    )  # 2 of 40 failed: a failure, not all (no --fail-on-error)
     out = json.loads(res.stdout)
     assert out["requests"] == 40 and out["failed"] == 2 and out["server_timing"] is True
     assert set(out["generator_lag"]) == {"p50_ms", "p99_ms", "max_ms"}
@@ -32,7 +47,9 @@ def test_served_load_joins_the_budget_and_sigterm_writes_the_server_run(served, 
     assert client.kind == "served" and client.stage_names[:2] == ["network", "ingress"]
     assert client.stage_names[-2:] == ["handoff", "egress"] and "forward" in client.stage_names
     report = budget(client)
-    assert [s["name"] for s in report["stages"]] == client.stage_names and report["end_to_end"]["count"] == 38
+    assert [s["name"] for s in report["stages"]] == client.stage_names and report["end_to_end"][
+        "count"
+    ] == 38
 
     code, stdout, stderr = server.stop()
     assert code == 1, stderr  # the server recorded failed requests
@@ -46,7 +63,9 @@ def test_served_load_joins_the_budget_and_sigterm_writes_the_server_run(served, 
     ids = srv.requests.set_index("request_id")
     measured = client.requests.set_index("request_id")
     assert len(srv.requests) == 45  # 5 warm-up requests of the client, then the 40 of the schedule
-    assert set(ids.loc[~ids["ok"]].index) == {f"{client.meta.serving.request_id_prefix}-{k}" for k in (10, 20)}
+    assert set(ids.loc[~ids["ok"]].index) == {
+        f"{client.meta.serving.request_id_prefix}-{k}" for k in (10, 20)
+    }
     assert ids.loc[~ids["ok"], "error_stage"].tolist() == ["forward", "forward"]
     # The join is exact: client end to end = network + the server's own end to end, request by request.
     network = client.stages[client.stages["stage"] == "network"].set_index("request")["dur_ns"]
@@ -71,11 +90,18 @@ def test_shutdown_endpoint_and_a_client_that_hangs_up(served):
     host, port = server.url.removeprefix("http://").rsplit(":", 1)
     body = b'{"x": -2}'  # forward sleeps 300 ms
     with socket.create_connection((host, int(port))) as s:
-        s.sendall(b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        s.sendall(
+            b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n%s"
+            % (len(body), body)
+        )
         wait_for_requests(server, 1)  # queued: forward sleeps on it while the client hangs up
     time.sleep(0.6)
-    with urllib.request.urlopen(urllib.request.Request(f"{server.url}/shutdown", method="POST",
-                                                       headers={"X-Workbench-Token": TOKEN}), timeout=30) as r:
+    with urllib.request.urlopen(
+        urllib.request.Request(
+            f"{server.url}/shutdown", method="POST", headers={"X-Workbench-Token": TOKEN}
+        ),
+        timeout=30,
+    ) as r:
         assert json.loads(r.read()) == {"status": "shutting down"}
     code, stdout, stderr = server.stop(sig=None)
     assert code == 1 and "stopped by /shutdown" in stdout
@@ -90,11 +116,24 @@ def test_healthz(served):
     with urllib.request.urlopen(f"{server.url}/healthz", timeout=30) as r:
         health = json.loads(r.read())
     assert health["status"] == "ok" and health["pipeline"] == "echo" and health["requests"] == 0
-    assert health["stages"] == ["ingress", "batch_wait", "queue_wait", "parse", "forward", "serialize", "handoff", "egress"]
+    assert health["stages"] == [
+        "ingress",
+        "batch_wait",
+        "queue_wait",
+        "parse",
+        "forward",
+        "serialize",
+        "handoff",
+        "egress",
+    ]
     code, stdout, _ = server.stop()
     assert code == 0 and "0 requests, 0 failed" in stdout
     gc_note = load_run(server.out).meta.serving.gc
-    assert gc_note["mode"] == "default" and gc_note["frozen_objects"] == 0 and "gc (default): " in stdout
+    assert (
+        gc_note["mode"] == "default"
+        and gc_note["frozen_objects"] == 0
+        and "gc (default): " in stdout
+    )
 
 
 def test_a_port_in_use_is_one_line(tmp_path):
@@ -105,17 +144,31 @@ def test_a_port_in_use_is_one_line(tmp_path):
         res = workbench("serve", "--pipeline", PIPELINE, "--port", port, "--out", tmp_path / "x")
     assert res.returncode == 2
     assert res.stderr.strip().splitlines() == [
-        f"workbench serve: error: port {port} on 127.0.0.1 is already in use; stop what listens there or pick another --port"]
+        f"workbench serve: error: port {port} on 127.0.0.1 is already in use; stop what listens there or pick another --port"
+    ]
 
 
 def test_an_unreachable_url_is_one_line(tmp_path):
     port = free_port()
     payloads = payload_file(tmp_path / "p.txt", 3)
-    res = workbench("load", "--url", f"http://127.0.0.1:{port}", "--payloads", payloads, "--rate", 10,
-                    "--requests", 3, "--out", tmp_path / "c")
+    res = workbench(
+        "load",
+        "--url",
+        f"http://127.0.0.1:{port}",
+        "--payloads",
+        payloads,
+        "--rate",
+        10,
+        "--requests",
+        3,
+        "--out",
+        tmp_path / "c",
+    )
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"workbench load: error: --url http://127.0.0.1:{port}: cannot connect")
+    assert len(lines) == 1 and lines[0].startswith(
+        f"workbench load: error: --url http://127.0.0.1:{port}: cannot connect"
+    )
     assert not (tmp_path / "c").exists()
 
 
@@ -135,18 +188,36 @@ s.serve_forever()
 
 
 def test_a_server_without_server_timing_still_gives_end_to_end(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-c", PLAIN_SERVER], stdout=subprocess.PIPE, text=True, env=ENV)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PLAIN_SERVER], stdout=subprocess.PIPE, text=True, env=ENV
+    )
     try:
         port = int(proc.stdout.readline())
         payloads = payload_file(tmp_path / "p.txt", 20)
-        res = workbench("load", "--url", f"http://127.0.0.1:{port}", "--payloads", payloads, "--rate", 50,
-                        "--requests", 20, "--json", "--out", tmp_path / "c")
+        res = workbench(
+            "load",
+            "--url",
+            f"http://127.0.0.1:{port}",
+            "--payloads",
+            payloads,
+            "--rate",
+            50,
+            "--requests",
+            20,
+            "--json",
+            "--out",
+            tmp_path / "c",
+        )
     finally:
         proc.kill()
         proc.wait(30)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
-    assert out["server_timing"] is False and out["network"] is None and out["server_end_to_end"] is None
+    assert (
+        out["server_timing"] is False
+        and out["network"] is None
+        and out["server_end_to_end"] is None
+    )
     assert out["end_to_end"]["count"] == 20 and out["failed"] == 0
     run = load_run(tmp_path / "c")
     assert run.stage_names == [] and run.stages.empty and len(run.requests) == 20
@@ -157,13 +228,17 @@ def test_sigterm_with_a_request_in_flight_answers_it_and_records_it(served):
     host, port = server.url.removeprefix("http://").rsplit(":", 1)
     body = b'{"x": -2}'  # forward sleeps 300 ms
     with socket.create_connection((host, int(port))) as s:
-        s.sendall(b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Request-Id: late\r\nContent-Length: %d\r\n\r\n%s"
-                  % (len(body), body))
+        s.sendall(
+            b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Request-Id: late\r\nContent-Length: %d\r\n\r\n%s"
+            % (len(body), body)
+        )
         wait_for_requests(server, 1)  # the server has taken the request (forward is sleeping on it)
         server.proc.send_signal(signal.SIGTERM)
         s.settimeout(30)
         reply = b""
-        while chunk := s.recv(65536):  # the server closes the connection after answering (it is stopping)
+        while chunk := s.recv(
+            65536
+        ):  # the server closes the connection after answering (it is stopping)
             reply += chunk
     assert reply.startswith(b"HTTP/1.1 200 OK") and reply.endswith(b'{"y": -4}')
     code, stdout, _ = server.stop(sig=None)

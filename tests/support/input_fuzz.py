@@ -11,6 +11,7 @@ duplicated, files deleted, linked out or replaced by a FIFO.
 :func:`judge` states the invariant: exit 0 (or 1, a measured failure) with
 strict JSON on stdout, or exit 2 with one line on stderr; never 3, never a traceback.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,13 +31,44 @@ BASE_RUN = REPO / "data" / "runs" / "tabular-cpu-bs4-fp32"
 OUTCOMES = ("ok", "clean_error", "crash")
 
 ODD_VALUES: list[Any] = [
-    None, True, False, 0, -1, 1, 7, 2**31, 2**63 - 1, 2**63, 2**64, 10**30, -(2**63) - 1, 1e300, -1e300, 0.5, -0.0,
-    1e-300, "", "x", "9" * 30, "-5", "1e3", "STATUS_CODE_ERROR", "ERROR", "\u0000", "é" * 3, [], [1, "a"], {}, {"a": 1},
-    {"stringValue": 5}, [[[[]]]],
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1,
+    7,
+    2**31,
+    2**63 - 1,
+    2**63,
+    2**64,
+    10**30,
+    -(2**63) - 1,
+    1e300,
+    -1e300,
+    0.5,
+    -0.0,
+    1e-300,
+    "",
+    "x",
+    "9" * 30,
+    "-5",
+    "1e3",
+    "STATUS_CODE_ERROR",
+    "ERROR",
+    "\u0000",
+    "é" * 3,
+    [],
+    [1, "a"],
+    {},
+    {"a": 1},
+    {"stringValue": 5},
+    [[[[]]]],
 ]
 
 
 # -- generic JSON mutation -------------------------------------------------------------------------------------
+
 
 def odd_value(rnd: random.Random) -> Any:
     """A fresh copy of one of :data:`ODD_VALUES` (never the shared object: a later change could make a cycle)."""
@@ -83,13 +115,19 @@ def mutate_value(doc: Any, rnd: random.Random) -> Any:
 
 # -- OTLP/JSON exports ---------------------------------------------------------------------------------------
 
+
 def _spans(doc: Any) -> list[dict]:
     def items(obj: Any, key: str) -> list:
         value = obj.get(key) if isinstance(obj, dict) else None
         return value if isinstance(value, list) else []
 
-    return [s for resource in items(doc, "resourceSpans") for scope in items(resource, "scopeSpans")
-            for s in items(scope, "spans") if isinstance(s, dict)]
+    return [
+        s
+        for resource in items(doc, "resourceSpans")
+        for scope in items(resource, "scopeSpans")
+        for s in items(scope, "spans")
+        if isinstance(s, dict)
+    ]
 
 
 def mutate_span_tree(doc: Any, rnd: random.Random) -> Any:
@@ -107,10 +145,16 @@ def mutate_span_tree(doc: Any, rnd: random.Random) -> Any:
     elif op == 2:
         b["spanId"], b["traceId"] = a.get("spanId"), a.get("traceId")
     elif op == 3:
-        a["startTimeUnixNano"], a["endTimeUnixNano"] = a.get("endTimeUnixNano"), a.get("startTimeUnixNano")
+        a["startTimeUnixNano"], a["endTimeUnixNano"] = (
+            a.get("endTimeUnixNano"),
+            a.get("startTimeUnixNano"),
+        )
     else:
-        a["endTimeUnixNano"] = str(int(str(a.get("endTimeUnixNano", "0")).strip() or 0) * rnd.choice((10, 10**6))) \
-            if str(a.get("endTimeUnixNano", "")).isdigit() else a.get("endTimeUnixNano")
+        a["endTimeUnixNano"] = (
+            str(int(str(a.get("endTimeUnixNano", "0")).strip() or 0) * rnd.choice((10, 10**6)))
+            if str(a.get("endTimeUnixNano", "")).isdigit()
+            else a.get("endTimeUnixNano")
+        )
     return doc
 
 
@@ -121,7 +165,7 @@ def mutate_bytes(raw: bytes, rnd: random.Random) -> bytes:
         return raw[: rnd.randrange(len(raw) + 1)]
     if op == 1 and raw:
         i = rnd.randrange(len(raw))
-        return raw[:i] + bytes([rnd.randrange(256)]) + raw[i + 1:]
+        return raw[:i] + bytes([rnd.randrange(256)]) + raw[i + 1 :]
     if op == 2:
         i = rnd.randrange(len(raw) + 1)
         return raw[:i] + b"\xff\xfe\xc3" + raw[i:]
@@ -130,8 +174,11 @@ def mutate_bytes(raw: bytes, rnd: random.Random) -> bytes:
     if op == 4:
         depth = rnd.choice((1_000, 100_000))
         return b"[" * depth + raw + b"]" * depth
-    return raw.replace(b'"endTimeUnixNano": ', rnd.choice((b'"endTimeUnixNano": NaN, "x": ',
-                                                           b'"endTimeUnixNano": Infinity, "x": ')), 1)
+    return raw.replace(
+        b'"endTimeUnixNano": ',
+        rnd.choice((b'"endTimeUnixNano": NaN, "x": ', b'"endTimeUnixNano": Infinity, "x": ')),
+        1,
+    )
 
 
 def mutated_otlp(text: str, rnd: random.Random) -> bytes:
@@ -145,6 +192,7 @@ def mutated_otlp(text: str, rnd: random.Random) -> bytes:
 
 
 # -- run folders ---------------------------------------------------------------------------------------------
+
 
 def _table_change(df: pd.DataFrame, rnd: random.Random) -> pd.DataFrame:
     if not len(df.columns):
@@ -210,8 +258,18 @@ def mutate_run_folder(root: Path, rnd: random.Random) -> None:
 
 # -- sweep folders (load --sweep) ---------------------------------------------------------------------------
 
-BASE_SWEEP = REPO / "tests" / "support" / "sweeps" / "sweep.json"  # a served sweep of 4 rates (benchmarks/bench_sweep)
-SWEEP_ODD_RUNS = ["../outside", "/etc", "", "a/../../b", "point-00-rate-25/../../x", "\\\\server\\share", "."]
+BASE_SWEEP = (
+    REPO / "tests" / "support" / "sweeps" / "sweep.json"
+)  # a served sweep of 4 rates (benchmarks/bench_sweep)
+SWEEP_ODD_RUNS = [
+    "../outside",
+    "/etc",
+    "",
+    "a/../../b",
+    "point-00-rate-25/../../x",
+    "\\\\server\\share",
+    ".",
+]
 
 
 def sweep_folder(dest: Path, *, with_runs: bool = False) -> Path:
@@ -234,14 +292,24 @@ def mutate_sweep_doc(doc: Any, rnd: random.Random) -> Any:
     if op == 0 and points:
         rnd.choice(points)["run"] = rnd.choice(SWEEP_ODD_RUNS)
     elif op == 1 and points:
-        rnd.choice(points)[rnd.choice(("rate_rps", "concurrency", "p50_ms", "p99_ms", "achieved_rps"))] = \
-            rnd.choice((None, 0, -1, 0.0, 1e308, "1", True))
+        rnd.choice(points)[
+            rnd.choice(("rate_rps", "concurrency", "p50_ms", "p99_ms", "achieved_rps"))
+        ] = rnd.choice((None, 0, -1, 0.0, 1e308, "1", True))
     elif op == 2 and isinstance(plan, dict):
         plan[rnd.choice(("parameter", "values", "sla_ms", "window_s", "max_windows"))] = rnd.choice(
-            ("concurrency", "auto", "speed", None, 0, [], [-1.0], 1e308))
+            ("concurrency", "auto", "speed", None, 0, [], [-1.0], 1e308)
+        )
     elif op == 3 and isinstance(doc, dict):
         doc[rnd.choice(("knee", "prediction", "policy", "stopped"))] = rnd.choice(
-            (None, {}, {"source": None}, {"point": 0, "offered_rps": 1.0, "achieved_rps": 1.0, "p99_ms": -1}, 5, "x"))
+            (
+                None,
+                {},
+                {"source": None},
+                {"point": 0, "offered_rps": 1.0, "achieved_rps": 1.0, "p99_ms": -1},
+                5,
+                "x",
+            )
+        )
     else:
         mutate_value(doc, rnd)
     return doc
@@ -254,7 +322,9 @@ def mutated_sweep(rnd: random.Random) -> bytes:
         doc = (mutate_sweep_doc if rnd.random() < 0.6 else mutate_value)(doc, rnd)
     raw = json.dumps(doc, indent=1).encode()
     if rnd.random() < 0.1:
-        return raw.replace(b'"p99_ms": ', rnd.choice((b'"p99_ms": NaN, "x": ', b'"p99_ms": -Infinity, "x": ')), 1)
+        return raw.replace(
+            b'"p99_ms": ', rnd.choice((b'"p99_ms": NaN, "x": ', b'"p99_ms": -Infinity, "x": ')), 1
+        )
     return mutate_bytes(raw, rnd) if rnd.random() < 0.1 else raw
 
 
@@ -269,6 +339,7 @@ def mutate_sweep_folder(root: Path, rnd: random.Random) -> None:
 
 
 # -- the invariant -------------------------------------------------------------------------------------------
+
 
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
     """``workbench.cli.main(argv)`` in process: ``(exit code, stdout, stderr)``; an escaping exception is exit 3."""

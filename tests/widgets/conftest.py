@@ -1,4 +1,5 @@
 """Fixtures of the widget tests (the fakes live in widget_fakes.py)."""
+
 from __future__ import annotations
 
 import pytest

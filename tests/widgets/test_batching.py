@@ -1,4 +1,5 @@
 """BatchingExplorer through its widget state: sliders -> simulated figures, cache, unstable warning."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +13,9 @@ from workbench.widgets import BatchingExplorer
 def model() -> ServiceModel:
     """2 ms at batch 1, 4 ms at batch 4, 6 ms at batch 8 (+ a 0..0.49 ms spread): capacity 1281 req/s at 8."""
     spread = np.arange(50) * 1e4
-    return ServiceModel.from_samples({1: 2e6 + spread, 4: 4e6 + spread, 8: 6e6 + spread}, pipeline="toy")
+    return ServiceModel.from_samples(
+        {1: 2e6 + spread, 4: 4e6 + spread, 8: 6e6 + spread}, pipeline="toy"
+    )
 
 
 def explorer(model, **kw) -> BatchingExplorer:
@@ -47,7 +50,9 @@ def test_rate_above_capacity_warns_of_an_unstable_queue(model):
     ex = explorer(model, rate_rps=300.0, max_batch_size=8)
     ex.set(rate_rps=1500.0).wait()
     assert ex.message_line.level == "warning"
-    assert ex.message.startswith("unstable queue: 1,500 req/s is at or above the capacity of 1,281 req/s")
+    assert ex.message.startswith(
+        "unstable queue: 1,500 req/s is at or above the capacity of 1,281 req/s"
+    )
     ex.set(rate_rps=300.0).wait()
     assert ex.message == ""
 
@@ -77,16 +82,24 @@ def service_runs(tmp_path, noise_by_size: dict) -> list:
 def test_noisy_service_runs_are_named_with_their_reasons(tmp_path):
     noisy = {"noisy": True, "reasons": ["steal time was 9.0 %"], "fix": None}
     quiet = {"noisy": False, "reasons": [], "fix": None}
-    ex = BatchingExplorer(service_runs(tmp_path, {1: quiet, 4: noisy}), debounce_s=0, requests=500, start=False)
+    ex = BatchingExplorer(
+        service_runs(tmp_path, {1: quiet, 4: noisy}), debounce_s=0, requests=500, start=False
+    )
     assert ex.trust_line.level == "warning"
-    assert ex.trust_line.text == ("service times from noisy runs (text-bs4: steal time was 9.0 %): the simulated "
-                                  "latencies carry that noise; profile them again on a quiet machine or with --threads 1")
+    assert ex.trust_line.text == (
+        "service times from noisy runs (text-bs4: steal time was 9.0 %): the simulated "
+        "latencies carry that noise; profile them again on a quiet machine or with --threads 1"
+    )
 
 
 def test_service_runs_without_noise_readings_say_so(tmp_path):
-    ex = BatchingExplorer(service_runs(tmp_path, {1: None, 4: None}), debounce_s=0, requests=500, start=False)
+    ex = BatchingExplorer(
+        service_runs(tmp_path, {1: None, 4: None}), debounce_s=0, requests=500, start=False
+    )
     assert (ex.trust_line.level, ex.trust_line.text) == (
-        "info", "service times from 2 runs; noise not recorded for 2 of them (made before noise was measured)")
+        "info",
+        "service times from 2 runs; noise not recorded for 2 of them (made before noise was measured)",
+    )
 
 
 def test_simulation_lives_in_the_batching_package_not_the_widget():

@@ -1,4 +1,5 @@
 """The one controller the three explorers share: cache, worker, errors, ``last_error``."""
+
 from __future__ import annotations
 
 import threading

@@ -1,4 +1,5 @@
 """JobQueue: debounced, serial, newest queued job wins, cancel reaches the running job."""
+
 from __future__ import annotations
 
 import threading
@@ -17,6 +18,7 @@ def recorder(log: list, name: str, gate: threading.Event | None = None):
                     log.append(f"{name} cancelled")
                     return
         log.append(name)
+
     return job
 
 
@@ -66,6 +68,7 @@ def test_errors_go_to_on_error_and_the_queue_keeps_working():
 
     def boom(cancel):
         raise RuntimeError("boom")
+
     q.submit(boom)
     q.wait(5)
     log: list = []
@@ -79,6 +82,7 @@ def test_without_handler_wait_reraises_the_job_error():
 
     def boom(cancel):
         raise ValueError("bad")
+
     q.submit(boom)
     with pytest.raises(ValueError, match="bad"):
         q.wait(5)
@@ -103,6 +107,7 @@ def test_lru_cache_is_bounded_and_drops_the_least_recently_used():
 
 # -- a job that never returns (issue 11: a hung stage froze the explorer) -------------
 
+
 def test_a_cancelled_job_that_ignores_cancel_is_abandoned_and_the_queue_goes_on():
     from workbench.widgets.jobs import JobStuck
 
@@ -114,6 +119,7 @@ def test_a_cancelled_job_that_ignores_cancel_is_abandoned_and_the_queue_goes_on(
     def ignores_cancel(cancel):
         stuck_gate.wait(30)
         log.append("stuck job returned")
+
     q.submit(ignores_cancel)
     while q.started == 0:
         threading.Event().wait(0.005)
@@ -162,6 +168,7 @@ def build_hanging(config):
         if config.batch_size == 1 and batch[0] >= 1:
             HANG.wait(60)
         return batch
+
     return pipe
 
 
@@ -187,7 +194,9 @@ def wait_for(predicate, timeout_s: float = 30.0) -> None:
 def test_explorer_cancel_during_a_hung_stage_frees_it_and_says_the_stage_is_stuck(release_hang):
     from workbench.widgets.latency import LatencyExplorer
 
-    ex = LatencyExplorer(build_hanging, batch_sizes=(1, 2), debounce_s=0, requests=4, warmup=0, traced=0)
+    ex = LatencyExplorer(
+        build_hanging, batch_sizes=(1, 2), debounce_s=0, requests=4, warmup=0, traced=0
+    )
     assert ex.timeout_s == 30.0
     wait_for(lambda: ex.profile_calls == 1 and ex.status.value.startswith("profiling"))
     threading.Event().wait(0.2)  # inside the hung stage
@@ -202,7 +211,17 @@ def test_explorer_cancel_during_a_hung_stage_frees_it_and_says_the_stage_is_stuc
 def test_explorer_timeout_ends_the_run_and_the_status_names_the_stuck_stage(release_hang):
     from workbench.widgets.latency import LatencyExplorer
 
-    ex = LatencyExplorer(build_hanging, batch_sizes=(1, 2), debounce_s=0, requests=4, warmup=0, traced=0,
-                         timeout_s=0.3).wait(60)
+    ex = LatencyExplorer(
+        build_hanging,
+        batch_sizes=(1, 2),
+        debounce_s=0,
+        requests=4,
+        warmup=0,
+        traced=0,
+        timeout_s=0.3,
+    ).wait(60)
     assert ex.current is not None and ex.current.failed == 1
-    assert "stopped: stage 'forward' still running after the 0.3 s per-request timeout" in ex.status.value
+    assert (
+        "stopped: stage 'forward' still running after the 0.3 s per-request timeout"
+        in ex.status.value
+    )

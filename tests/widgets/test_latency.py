@@ -1,4 +1,5 @@
 """LatencyExplorer through its widget state: move a control, read the figure data."""
+
 from __future__ import annotations
 
 import base64
@@ -36,14 +37,20 @@ def expected_p99(batch_size: int, precision: str = "fp32") -> dict[str, float]:
 
 
 def explorer(fake: FakeProfile, **kwargs) -> LatencyExplorer:
-    return LatencyExplorer("text", profile_fn=fake, debounce_s=0, requests=20, warmup=3, **kwargs).wait()
+    return LatencyExplorer(
+        "text", profile_fn=fake, debounce_s=0, requests=20, warmup=3, **kwargs
+    ).wait()
 
 
 def test_first_view_shows_the_budget_of_the_first_run(fake_profile):
     ex = explorer(fake_profile)
     assert fake_profile.calls == [("text", "cpu", 1, "fp32")]
     assert p99_bars(ex) == pytest.approx(expected_p99(1))
-    assert ex.budget_pane.updates == 1 and ex.distribution_pane.updates == 1 and ex.flame_pane.updates == 1
+    assert (
+        ex.budget_pane.updates == 1
+        and ex.distribution_pane.updates == 1
+        and ex.flame_pane.updates == 1
+    )
     assert "measured here" in ex.status.value
     assert ex.message == ""
 
@@ -119,7 +126,9 @@ def test_cancel_stops_the_run_and_keeps_the_last_figures():
 def test_unsupported_combination_shows_a_message_not_a_traceback(fake_profile):
     def build(config):
         if config.precision == "fp16":
-            raise PrecisionError("precision fp16 on device cpu: not supported by this model; use bf16")
+            raise PrecisionError(
+                "precision fp16 on device cpu: not supported by this model; use bf16"
+            )
         pipe = Pipeline("mine", items=lambda: itertools.count())
         pipe.add("echo", lambda batch: batch)
         return pipe
@@ -138,10 +147,19 @@ def test_unsupported_combination_shows_a_message_not_a_traceback(fake_profile):
 def assert_cleared(ex: LatencyExplorer, key_text: str) -> None:
     """Every figure of the configuration says it was not run; nothing of another run stays on screen."""
     assert ex.current is None
-    for pane in (ex.budget_pane, ex.tail_pane, ex.distribution_pane, ex.over_run_pane, ex.request_pane, ex.flame_pane):
+    for pane in (
+        ex.budget_pane,
+        ex.tail_pane,
+        ex.distribution_pane,
+        ex.over_run_pane,
+        ex.request_pane,
+        ex.flame_pane,
+    ):
         fig = pane.figure.to_dict()
         assert fig["data"] == [], pane
-        assert [a["text"] for a in fig["layout"]["annotations"]] == [f"not run: {key_text}: see the message above"]
+        assert [a["text"] for a in fig["layout"]["annotations"]] == [
+            f"not run: {key_text}: see the message above"
+        ]
     assert ex.request_picker.options == (("(none)", None),)
 
 
@@ -152,7 +170,9 @@ def test_a_device_that_cannot_run_is_refused_at_once(fake_profile, monkeypatch):
     monkeypatch.setattr("workbench.device.cuda_available", lambda: False)
     ex = explorer(fake_profile)
     ex.set(device="cuda").wait()
-    assert ex.message == "device 'cuda' requested but no CUDA GPU is available here; use --device cpu"
+    assert (
+        ex.message == "device 'cuda' requested but no CUDA GPU is available here; use --device cpu"
+    )
     monkeypatch.setattr("workbench.device.cuda_available", lambda: True)
     ex.set(precision="int8").wait()
     assert ex.message.startswith("precision int8 on device cuda: dynamic int8 quantization")
@@ -190,7 +210,9 @@ def test_distribution_controls_pick_stage_and_kind(fake_profile):
 def test_recorded_runs_are_shown_without_profiling(tmp_path, fake_profile):
     run = synthetic_run("text", PipelineConfig(batch_size=2), 20, 3)
     run.save(tmp_path / "text-cpu-bs2-fp32")
-    ex = LatencyExplorer("text", profile_fn=fake_profile, debounce_s=0, runs=tmp_path, batch_size=2).wait()
+    ex = LatencyExplorer(
+        "text", profile_fn=fake_profile, debounce_s=0, runs=tmp_path, batch_size=2
+    ).wait()
     assert fake_profile.calls == []
     assert "recorded run" in ex.status.value
     assert p99_bars(ex) == pytest.approx(expected_p99(2))
@@ -200,10 +222,14 @@ def test_index_of_recorded_runs_skips_variants_and_other_folders(tmp_path):
     from workbench.widgets import index_runs
 
     synthetic_run("text", PipelineConfig(batch_size=2), 5, 1).save(tmp_path / "text-cpu-bs2-fp32")
-    synthetic_run("text", PipelineConfig(batch_size=4, options={"pin_memory": False}), 5, 1).save(tmp_path / "variant")
+    synthetic_run("text", PipelineConfig(batch_size=4, options={"pin_memory": False}), 5, 1).save(
+        tmp_path / "variant"
+    )
     (tmp_path / "notes").mkdir()
     assert index_runs(tmp_path) == {("text", "cpu", 2, "fp32"): tmp_path / "text-cpu-bs2-fp32"}
-    assert index_runs(tmp_path / "text-cpu-bs2-fp32") == {("text", "cpu", 2, "fp32"): tmp_path / "text-cpu-bs2-fp32"}
+    assert index_runs(tmp_path / "text-cpu-bs2-fp32") == {
+        ("text", "cpu", 2, "fp32"): tmp_path / "text-cpu-bs2-fp32"
+    }
     assert index_runs(None) == {}
 
 

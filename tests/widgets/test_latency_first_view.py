@@ -1,6 +1,7 @@
 """A room's first view of the latency explorer is a recorded run and costs no torch import (about 250 MB
 a kernel); it decides exactly as a build would, and torch comes (and the profiler is primed on the
 notebook's thread) only when something is measured."""
+
 from __future__ import annotations
 
 import json
@@ -37,14 +38,20 @@ print(json.dumps(out))
 
 
 def test_the_recorded_first_view_of_each_example_imports_no_torch():
-    proc = subprocess.run([sys.executable, "-c", FIRST_VIEW], capture_output=True, text=True, timeout=240)
+    proc = subprocess.run(
+        [sys.executable, "-c", FIRST_VIEW], capture_output=True, text=True, timeout=240
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     for name in ("text", "tabular", "image"):
-        assert out[name]["status"].startswith(f"{name} cpu bs=1 fp32: recorded run {name}-cpu-bs1-fp32 ("), out[name]
+        assert out[name]["status"].startswith(
+            f"{name} cpu bs=1 fp32: recorded run {name}-cpu-bs1-fp32 ("
+        ), out[name]
         assert out[name]["message"] == ""
     assert out["torch"] is False and out["still"] is False
-    assert out["version"] == torch.__version__  # what a live run records, read without importing torch
+    assert (
+        out["version"] == torch.__version__
+    )  # what a live run records, read without importing torch
 
 
 def _built(name: str, config: PipelineConfig) -> dict:
@@ -54,17 +61,30 @@ def _built(name: str, config: PipelineConfig) -> dict:
     from workbench.widgets.latency_support import cheap_fingerprint
 
     pipe = resolve_pipeline(name, config)
-    return cheap_fingerprint(name, config) | {"pipeline": pipe.name, "model": model_fingerprint(list(pipe.models))}
+    return cheap_fingerprint(name, config) | {
+        "pipeline": pipe.name,
+        "model": model_fingerprint(list(pipe.models)),
+    }
 
 
-@pytest.mark.parametrize("folder", ["text-cpu-bs1-fp32", "text-cpu-bs8-int8", "text-cpu-bs8-bf16",
-                                    "tabular-cpu-bs4-fp32", "image-cpu-bs8-fp32"])
+@pytest.mark.parametrize(
+    "folder",
+    [
+        "text-cpu-bs1-fp32",
+        "text-cpu-bs8-int8",
+        "text-cpu-bs8-bf16",
+        "tabular-cpu-bs4-fp32",
+        "image-cpu-bs8-fp32",
+    ],
+)
 def test_the_cached_fingerprint_matches_as_a_build_does(folder, monkeypatch):
     name, _, bs, precision = folder.split("-")
     config = PipelineConfig(batch_size=int(bs[2:]), precision=precision, threads=1)
     ex = LatencyExplorer(name, runs=RUNS, profile_fn=FakeProfile(), start=False)
     builds = []
-    monkeypatch.setattr("workbench.runner.resolve_pipeline", lambda *a: builds.append(a))  # a build would fail
+    monkeypatch.setattr(
+        "workbench.runner.resolve_pipeline", lambda *a: builds.append(a)
+    )  # a build would fail
     wanted = ex._fingerprint(name, config)
     monkeypatch.undo()
     assert builds == [] and wanted == _built(name, config)
@@ -80,7 +100,9 @@ def test_the_torch_version_is_the_one_a_run_records():
 
 def test_the_profiler_is_primed_on_the_notebooks_thread_only_before_a_live_run(monkeypatch):
     primed = []
-    monkeypatch.setattr("workbench.device.prime_profiler", lambda: primed.append(threading.current_thread().name))
+    monkeypatch.setattr(
+        "workbench.device.prime_profiler", lambda: primed.append(threading.current_thread().name)
+    )
     fake = FakeProfile()
     monkeypatch.setattr("workbench.runner.profile", fake)
     ex = LatencyExplorer("text", runs=RUNS, debounce_s=0).wait()
@@ -88,7 +110,9 @@ def test_the_profiler_is_primed_on_the_notebooks_thread_only_before_a_live_run(m
     ex.set(batch_size=8).wait()  # recorded too
     assert "recorded run text-cpu-bs8-fp32" in ex.status.value and primed == []
     ex.set(batch_size=32).wait()  # not recorded: measured here
-    assert primed == [threading.current_thread().name] and fake.calls == [("text", "cpu", 32, "fp32")]
+    assert primed == [threading.current_thread().name] and fake.calls == [
+        ("text", "cpu", 32, "fp32")
+    ]
     ex.set(batch_size=1).wait()  # from the cache
     ex.refresh(force=True)  # "measure here"
     ex.wait()

@@ -1,18 +1,28 @@
 """The explorer draws the selected run's sampled stacks, slowest minus median, when the run has them."""
+
 from __future__ import annotations
 
 from workbench.errors import ConfigError
 from workbench.record import Run
 from workbench.widgets import LatencyExplorer
 
-from widget_fakes import FakeProfile, synthetic_run
+from widget_fakes import FakeProfile
 
-STACKS = {"tail_set": "slowest_1pct", "headline": "forward, 91 % of the slowest 1 % in aten::mm <- run (m.py:3)",
-          "stages": {"forward": {"samples": {"slowest_1pct": 120, "median": 387}, "tree": [
-              {"id": 0, "parent": -1, "name": "forward", "tail": 1.0, "median": 1.0},
-              {"id": 1, "parent": 0, "name": "run", "tail": 1.0, "median": 0.4},
-              {"id": 2, "parent": 1, "name": "aten::mm", "tail": 0.91, "median": 0.4},
-              {"id": 3, "parent": 0, "name": "pad", "tail": 0.0, "median": 0.6}]}}}
+STACKS = {
+    "tail_set": "slowest_1pct",
+    "headline": "forward, 91 % of the slowest 1 % in aten::mm <- run (m.py:3)",
+    "stages": {
+        "forward": {
+            "samples": {"slowest_1pct": 120, "median": 387},
+            "tree": [
+                {"id": 0, "parent": -1, "name": "forward", "tail": 1.0, "median": 1.0},
+                {"id": 1, "parent": 0, "name": "run", "tail": 1.0, "median": 0.4},
+                {"id": 2, "parent": 1, "name": "aten::mm", "tail": 0.91, "median": 0.4},
+                {"id": 3, "parent": 0, "name": "pad", "tail": 0.0, "median": 0.6},
+            ],
+        }
+    },
+}
 
 
 class StackedProfile(FakeProfile):
@@ -21,8 +31,15 @@ class StackedProfile(FakeProfile):
     def __call__(self, target, config, *, requests, warmup, traced, progress=None, cancel=None):
         if config.precision == "bf16":
             raise ConfigError("precision bf16: refused by this fake")
-        run = super().__call__(target, config, requests=requests, warmup=warmup, traced=traced, progress=progress,
-                               cancel=cancel)
+        run = super().__call__(
+            target,
+            config,
+            requests=requests,
+            warmup=warmup,
+            traced=traced,
+            progress=progress,
+            cancel=cancel,
+        )
         if config.batch_size != 4:
             return run
         meta = run.meta.to_dict() | {"stacks": STACKS}
@@ -30,10 +47,13 @@ class StackedProfile(FakeProfile):
 
 
 def test_a_run_with_stacks_shows_slow_minus_median_and_one_without_hides_it():
-    ex = LatencyExplorer("text", profile_fn=StackedProfile(), debounce_s=0, requests=20, warmup=3,
-                         batch_sizes=(1, 4)).wait()
+    ex = LatencyExplorer(
+        "text", profile_fn=StackedProfile(), debounce_s=0, requests=20, warmup=3, batch_sizes=(1, 4)
+    ).wait()
     assert ex.current.stacks is None and ex.stacks_pane.view.layout.display == "none"
-    assert "no sampled stacks" in ex.stacks_pane.figure.to_dict()["layout"]["annotations"][0]["text"]
+    assert (
+        "no sampled stacks" in ex.stacks_pane.figure.to_dict()["layout"]["annotations"][0]["text"]
+    )
 
     ex.set(batch_size=4).wait()
     fig = ex.stacks_pane.figure.to_dict()
@@ -43,17 +63,30 @@ def test_a_run_with_stacks_shows_slow_minus_median_and_one_without_hides_it():
     assert list(icicle["parents"]) == ["", "0", "1", "0"]
     assert [round(c, 2) for c in icicle["marker"]["colors"]] == [0.0, 0.6, 0.51, -0.6]
     assert fig["layout"]["title"]["text"].startswith(
-        "forward: slowest 1 % minus median (sampled stacks; 120 slow and 387 median samples)")
+        "forward: slowest 1 % minus median (sampled stacks; 120 slow and 387 median samples)"
+    )
 
     ex.set(batch_size=1).wait()  # back to the cached run without stacks: the pane hides again
-    assert ex.stacks_pane.view.layout.display == "none" and ex.stacks_pane.figure.to_dict()["data"] == []
+    assert (
+        ex.stacks_pane.view.layout.display == "none"
+        and ex.stacks_pane.figure.to_dict()["data"] == []
+    )
 
 
 def test_a_failed_configuration_clears_and_hides_the_stacks():
-    ex = LatencyExplorer("text", profile_fn=StackedProfile(), debounce_s=0, requests=20, warmup=3,
-                         batch_sizes=(1, 4), batch_size=4).wait()
+    ex = LatencyExplorer(
+        "text",
+        profile_fn=StackedProfile(),
+        debounce_s=0,
+        requests=20,
+        warmup=3,
+        batch_sizes=(1, 4),
+        batch_size=4,
+    ).wait()
     assert ex.stacks_pane.view.layout.display == ""
-    ex.set(precision="bf16").wait()  # the run fails: every figure is cleared, the stacks pane hidden
+    ex.set(
+        precision="bf16"
+    ).wait()  # the run fails: every figure is cleared, the stacks pane hidden
     assert ex.message == "precision bf16: refused by this fake"
     assert ex.current is None and ex.stacks_pane.view.layout.display == "none"
     assert ex.stacks_pane.figure.to_dict()["data"] == []

@@ -1,5 +1,6 @@
 """LatencyExplorer shows what a number can be trusted for: threads, noise, failures, recorded-run matching,
 recorded GPU runs on a CPU-only machine, tail views, and "pin as A, compare with B"."""
+
 from __future__ import annotations
 
 import itertools
@@ -15,8 +16,13 @@ from workbench.fingerprint import model_fingerprint
 from workbench.widgets import LatencyExplorer
 from workbench.widgets.latency import THREADS_WHY
 
-NOISY = {"noisy": True, "reasons": ["other processes used 1.4 of 2 cores during the run"],
-         "fix": "--threads 1 (PipelineConfig(threads=1))", "other_cores": 1.4, "steal_pct": 0.0}
+NOISY = {
+    "noisy": True,
+    "reasons": ["other processes used 1.4 of 2 cores during the run"],
+    "fix": "--threads 1 (PipelineConfig(threads=1))",
+    "other_cores": 1.4,
+    "steal_pct": 0.0,
+}
 
 
 def build(config):
@@ -36,12 +42,20 @@ class MetaProfile(FakeProfile):
         self.meta, self.fail = meta or {}, set(fail)
 
     def __call__(self, target, config, *, requests, warmup, traced, progress=None, cancel=None):
-        run = super().__call__(target, config, requests=requests, warmup=warmup, traced=traced, progress=progress,
-                               cancel=cancel)
+        run = super().__call__(
+            target,
+            config,
+            requests=requests,
+            warmup=warmup,
+            traced=traced,
+            progress=progress,
+            cancel=cancel,
+        )
         run.meta = run.meta.replace(**self.meta)
         for i in self.fail:
-            run.requests.loc[i, ["ok", "error_stage", "error_type", "error_message", "error_where"]] = [
-                False, "forward", "RuntimeError", "out of memory", "model.py:12 in forward"]
+            run.requests.loc[
+                i, ["ok", "error_stage", "error_type", "error_message", "error_where"]
+            ] = [False, "forward", "RuntimeError", "out of memory", "model.py:12 in forward"]
         return run
 
 
@@ -49,7 +63,10 @@ def fingerprint(config: PipelineConfig, **changes) -> dict:
     """The fingerprint a live run of ``build`` with ``config`` records here."""
     from workbench.widgets.latency_support import cheap_fingerprint
 
-    fp = cheap_fingerprint(build, config) | {"pipeline": "mine", "model": model_fingerprint([build(config).models[0]])}
+    fp = cheap_fingerprint(build, config) | {
+        "pipeline": "mine",
+        "model": model_fingerprint([build(config).models[0]]),
+    }
     return fp | changes
 
 
@@ -75,29 +92,44 @@ def test_live_runs_use_one_thread_by_default_and_the_control_changes_it():
 def test_noisy_run_shows_its_reasons_and_fix_as_a_warning():
     ex = LatencyExplorer("text", profile_fn=MetaProfile({"noise": NOISY}), debounce_s=0).wait()
     assert ex.noise_line.level == "warning"
-    assert ex.noise_line.text == ("noise: NOISY: other processes used 1.4 of 2 cores during the run; "
-                                  "fix: --threads 1 (PipelineConfig(threads=1))")
+    assert ex.noise_line.text == (
+        "noise: NOISY: other processes used 1.4 of 2 cores during the run; "
+        "fix: --threads 1 (PipelineConfig(threads=1))"
+    )
     quiet = {"noisy": False, "reasons": [], "fix": None, "other_cores": 0.05, "steal_pct": 0.0}
     ex2 = LatencyExplorer("text", profile_fn=MetaProfile({"noise": quiet}), debounce_s=0).wait()
-    assert (ex2.noise_line.level, ex2.noise_line.text) == ("info", "noise: quiet (other processes 0.05 cores, steal 0.0 %)")
+    assert (ex2.noise_line.level, ex2.noise_line.text) == (
+        "info",
+        "noise: quiet (other processes 0.05 cores, steal 0.0 %)",
+    )
 
 
 def test_a_run_without_noise_readings_says_so():
     ex = LatencyExplorer("text", profile_fn=FakeProfile(), debounce_s=0).wait()
-    assert ex.noise_line.text == "noise: unknown (not recorded (run made before noise was measured))"
+    assert (
+        ex.noise_line.text == "noise: unknown (not recorded (run made before noise was measured))"
+    )
 
 
 def test_failures_line_gives_counts_shares_and_messages_per_stage():
-    ex = LatencyExplorer("text", profile_fn=MetaProfile(fail={5, 6}), debounce_s=0, requests=20, warmup=3).wait()
+    ex = LatencyExplorer(
+        "text", profile_fn=MetaProfile(fail={5, 6}), debounce_s=0, requests=20, warmup=3
+    ).wait()
     assert ex.failures_line.level == "warning"
-    assert ex.failures_line.text == ("failures (left out of the percentiles): forward 2 (10%): "
-                                     "RuntimeError: out of memory x2 at model.py:12 in forward")
+    assert ex.failures_line.text == (
+        "failures (left out of the percentiles): forward 2 (10%): "
+        "RuntimeError: out of memory x2 at model.py:12 in forward"
+    )
     assert "2 measured requests failed" in ex.status.value
 
 
 def test_recorded_run_of_another_model_is_not_shown(tmp_path):
     config = PipelineConfig(threads=1)
-    record(tmp_path / "other-model", config, fingerprint(config, model={"params": 999, "hash": "0123456789abcdef"}))
+    record(
+        tmp_path / "other-model",
+        config,
+        fingerprint(config, model={"params": 999, "hash": "0123456789abcdef"}),
+    )
     fake = FakeProfile()
     ex = LatencyExplorer(build, runs=tmp_path, profile_fn=fake, debounce_s=0).wait()
     assert len(fake.calls) == 1 and "measured here" in ex.status.value
@@ -106,14 +138,20 @@ def test_recorded_run_of_another_model_is_not_shown(tmp_path):
 def test_matching_recorded_run_is_shown_with_host_differences_labelled(tmp_path):
     config = PipelineConfig(threads=1)
     fp = fingerprint(config)
-    record(tmp_path / "same", config, fp | {"host": {"cpu_model": "Other CPU", "cores": 64}},
-           env={"cpu_model": "Other CPU"})
+    record(
+        tmp_path / "same",
+        config,
+        fp | {"host": {"cpu_model": "Other CPU", "cores": 64}},
+        env={"cpu_model": "Other CPU"},
+    )
     fake = FakeProfile()
     ex = LatencyExplorer(build, runs=tmp_path, profile_fn=fake, debounce_s=0).wait()
     assert fake.calls == []
     assert "recorded run same" in ex.status.value and "recorded on Other CPU" in ex.status.value
-    assert ex.notes.text == (f"recorded with host.cpu_model 'Other CPU', here {fp['host']['cpu_model']!r}; "
-                             f"recorded with host.cores 64, here {fp['host']['cores']!r}")
+    assert ex.notes.text == (
+        f"recorded with host.cpu_model 'Other CPU', here {fp['host']['cpu_model']!r}; "
+        f"recorded with host.cores 64, here {fp['host']['cores']!r}"
+    )
 
 
 def test_recorded_run_with_other_threads_is_not_used_but_named(tmp_path):
@@ -122,7 +160,9 @@ def test_recorded_run_with_other_threads_is_not_used_but_named(tmp_path):
     fake = FakeProfile()
     ex = LatencyExplorer(build, runs=tmp_path, profile_fn=fake, debounce_s=0).wait()
     assert [c.threads for c in fake.configs] == [1]
-    assert ex.status.value.endswith("; a recorded run (two-threads) has 2 threads: pick that to see it")
+    assert ex.status.value.endswith(
+        "; a recorded run (two-threads) has 2 threads: pick that to see it"
+    )
     ex.set(threads=2).wait()
     assert len(fake.calls) == 1 and "recorded run two-threads" in ex.status.value
 
@@ -139,11 +179,15 @@ def test_recorded_gpu_runs_are_offered_on_a_cpu_only_machine(tmp_path, monkeypat
     ex.set(device="cuda").wait()
     assert len(fake.calls) == 1  # only the first, live cpu view
     assert "recorded on NVIDIA H200" in ex.status.value and ex.message == ""
-    assert ex.notes.text == ("recorded with 16 CPU threads (cannot be measured here); "
-                             "not recorded: factory, torch, workbench, host.cpu_model, host.cores")
+    assert ex.notes.text == (
+        "recorded with 16 CPU threads (cannot be measured here); "
+        "not recorded: factory, torch, workbench, host.cpu_model, host.cores"
+    )
     ex.set(batch_size=8).wait()
-    assert ex.message == ("device 'cuda' requested but no CUDA GPU is available here; use --device cpu; "
-                          "recorded cuda runs: text-cuda-bs1-fp32")
+    assert ex.message == (
+        "device 'cuda' requested but no CUDA GPU is available here; use --device cpu; "
+        "recorded cuda runs: text-cuda-bs1-fp32"
+    )
     assert len(fake.calls) == 1
 
 
@@ -152,24 +196,36 @@ def test_a_run_timed_with_sync_request_never_stands_in(tmp_path, monkeypatch):
     notebook 3): the twin sorts last, and the last match would win, so it must not be a candidate at all."""
     monkeypatch.setattr("workbench.widgets.latency.available_devices", lambda: ["cpu"])
     gpu = PipelineConfig(device="cuda", batch_size=1)
-    for name, sync in (("text-cuda-bs1-fp32", "stage"), ("text-cuda-bs1-fp32-sync-request", "request")):
+    for name, sync in (
+        ("text-cuda-bs1-fp32", "stage"),
+        ("text-cuda-bs1-fp32-sync-request", "request"),
+    ):
         run = synthetic_run("text", gpu, 20, 3)
-        run.meta = run.meta.replace(env={"device_name": "NVIDIA H100", "threads": 16},
-                                    timing=run.meta.timing.to_dict() | {"sync": sync})
+        run.meta = run.meta.replace(
+            env={"device_name": "NVIDIA H100", "threads": 16},
+            timing=run.meta.timing.to_dict() | {"sync": sync},
+        )
         run.save(tmp_path / name)
     ex = LatencyExplorer("text", runs=tmp_path, profile_fn=FakeProfile(), debounce_s=0).wait()
     ex.set(device="cuda").wait()
-    assert "recorded run text-cuda-bs1-fp32 " in ex.status.value + " " and "sync-request" not in ex.status.value
+    assert (
+        "recorded run text-cuda-bs1-fp32 " in ex.status.value + " "
+        and "sync-request" not in ex.status.value
+    )
 
 
 def test_live_profiling_off_in_a_room_is_said_and_recorded_runs_still_show(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_LIVE", "off")
     ex = LatencyExplorer("text", profile_fn=FakeProfile(), debounce_s=0).wait()
-    assert ex.message_line.level == "error" and ex.message.startswith("live profiling is off on this server")
+    assert ex.message_line.level == "error" and ex.message.startswith(
+        "live profiling is off on this server"
+    )
 
 
 def test_request_picker_starts_at_the_slowest_request_and_shows_its_stages():
-    ex = LatencyExplorer("text", profile_fn=FakeProfile(), debounce_s=0, requests=20, warmup=3).wait()
+    ex = LatencyExplorer(
+        "text", profile_fn=FakeProfile(), debounce_s=0, requests=20, warmup=3
+    ).wait()
     assert ex.request_picker.value == 22
     assert ex.request_picker.options[0] == ("request 22: 12.116 ms (slowest)", 22)
     bar = ex.request_pane.figure.data[0]
@@ -184,7 +240,9 @@ def test_request_picker_starts_at_the_slowest_request_and_shows_its_stages():
 
 
 def test_tail_attribution_figure_has_a_bar_per_stage():
-    ex = LatencyExplorer("text", profile_fn=FakeProfile(), debounce_s=0, requests=20, warmup=3).wait()
+    ex = LatencyExplorer(
+        "text", profile_fn=FakeProfile(), debounce_s=0, requests=20, warmup=3
+    ).wait()
     names = [t.name for t in ex.tail_pane.figure.data]
     assert names == [*STAGES, "unattributed"]
     forward = next(t for t in ex.tail_pane.figure.data if t.name == "forward")
@@ -197,18 +255,30 @@ def fake_compare(calls):
     def compare(target, configs, *, requests, warmup):
         calls.append((target, [(c.batch_size, c.threads) for c in configs], requests))
         e2e = {"name": "end_to_end", "p50_ratio": 1.5, "p50_ci": [1.4, 1.6], "verdict": "slower"}
-        result = {"kind": "interleaved", "metric": "p50", "min_effect": 0.02,
-                  "configs": [{"label": "A"}, {"label": "B"}],
-                  "stages": [{"name": "forward", "p50_ratio": 1.9, "p50_ci": [1.7, 2.1], "verdict": "slower"}],
-                  "end_to_end": e2e}
+        result = {
+            "kind": "interleaved",
+            "metric": "p50",
+            "min_effect": 0.02,
+            "configs": [{"label": "A"}, {"label": "B"}],
+            "stages": [
+                {"name": "forward", "p50_ratio": 1.9, "p50_ci": [1.7, 2.1], "verdict": "slower"}
+            ],
+            "end_to_end": e2e,
+        }
         return SimpleNamespace(result=result)
+
     return compare
 
 
 def test_pin_as_a_then_compare_with_b_draws_the_ratio_with_its_interval():
     calls = []
-    ex = LatencyExplorer("text", profile_fn=FakeProfile(), compare_fn=fake_compare(calls), debounce_s=0,
-                         compare_requests=50).wait()
+    ex = LatencyExplorer(
+        "text",
+        profile_fn=FakeProfile(),
+        compare_fn=fake_compare(calls),
+        debounce_s=0,
+        compare_requests=50,
+    ).wait()
     ex.compare_button.click()
     assert ex.message.startswith("nothing pinned")
     ex.pin_button.click()
@@ -222,8 +292,10 @@ def test_pin_as_a_then_compare_with_b_draws_the_ratio_with_its_interval():
     trace = ex.compare_pane.figure.data[0]
     assert list(trace.x) == ["forward", "end to end"] and list(trace.y) == [1.9, 1.5]
     assert list(trace.error_y.array) == pytest.approx([0.2, 0.1])
-    assert ex.status.value == ("B text cpu bs=4 fp32 threads=1 vs A text cpu bs=1 fp32 threads=1: "
-                               "end to end p50 ratio 1.500 [1.400, 1.600]: slower")
+    assert ex.status.value == (
+        "B text cpu bs=4 fp32 threads=1 vs A text cpu bs=1 fp32 threads=1: "
+        "end to end p50 ratio 1.500 [1.400, 1.600]: slower"
+    )
 
 
 def test_compare_with_the_real_interleaved_comparison():
@@ -239,7 +311,9 @@ def test_compare_with_the_real_interleaved_comparison():
     ex.wait()
     assert ex.comparison["kind"] == "interleaved"
     assert [s["name"] for s in ex.comparison["stages"]] == ["echo"]
-    assert ex.status.value.startswith("B tiny cpu bs=2 fp32 threads=1 vs A tiny cpu bs=1 fp32 threads=1: end to end p50 ratio")
+    assert ex.status.value.startswith(
+        "B tiny cpu bs=2 fp32 threads=1 vs A tiny cpu bs=1 fp32 threads=1: end to end p50 ratio"
+    )
 
 
 def test_a_run_superseded_by_a_cached_setting_is_cancelled_without_a_message():
@@ -256,13 +330,22 @@ def test_a_run_superseded_by_a_cached_setting_is_cancelled_without_a_message():
 
 
 def test_threads_recorded_opens_on_the_recorded_run_and_says_how_to_measure_live(tmp_path):
-    record(tmp_path / "two-threads", PipelineConfig(threads=2), fingerprint(PipelineConfig(threads=2)))
+    record(
+        tmp_path / "two-threads", PipelineConfig(threads=2), fingerprint(PipelineConfig(threads=2))
+    )
     fake = FakeProfile()
-    ex = LatencyExplorer(build, runs=tmp_path, profile_fn=fake, debounce_s=0, threads="recorded").wait()
+    ex = LatencyExplorer(
+        build, runs=tmp_path, profile_fn=fake, debounce_s=0, threads="recorded"
+    ).wait()
     assert ex.threads.value == 2 and fake.calls == []
     assert "recorded run two-threads" in ex.status.value
-    assert "threads: 2 as the recorded runs; for live runs pick 1: torch's CPU thread pool busy-waits" in ex.threads_why.value
+    assert (
+        "threads: 2 as the recorded runs; for live runs pick 1: torch's CPU thread pool busy-waits"
+        in ex.threads_why.value
+    )
     ex.set(threads=1).wait()
     assert [c.threads for c in fake.configs] == [1]
-    empty = LatencyExplorer(build, runs=tmp_path / "none", profile_fn=FakeProfile(), threads="recorded", start=False)
+    empty = LatencyExplorer(
+        build, runs=tmp_path / "none", profile_fn=FakeProfile(), threads="recorded", start=False
+    )
     assert empty.threads.value == 1

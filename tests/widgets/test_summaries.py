@@ -1,4 +1,5 @@
 """The recorded-run index: a broken run.json is skipped with a note, never an explorer that will not start."""
+
 from __future__ import annotations
 
 import json
@@ -23,9 +24,14 @@ def test_a_bad_recorded_run_is_skipped_with_a_visible_note(tmp_path):
     assert len(index.skipped) == 1 and "bad/run.json: field 'config.batch_size'" in index.skipped[0]
     assert index.note.startswith("skipped 1 unreadable recorded run(s): ")
 
-    ex = LatencyExplorer("text", profile_fn=FakeProfile(), debounce_s=0, runs=tmp_path, batch_size=2).wait()
+    ex = LatencyExplorer(
+        "text", profile_fn=FakeProfile(), debounce_s=0, runs=tmp_path, batch_size=2
+    ).wait()
     assert "recorded run" in ex.status.value and "'config.batch_size'" in ex.index_note.text
-    assert "config.batch_size" in ex.index_note.view.value and "workbench-warning" in ex.index_note.view.value
+    assert (
+        "config.batch_size" in ex.index_note.view.value
+        and "workbench-warning" in ex.index_note.view.value
+    )
 
 
 def test_no_note_when_every_run_reads(tmp_path):

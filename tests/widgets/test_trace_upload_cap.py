@@ -1,4 +1,5 @@
 """The trace explorer refuses an upload whose JSON passes 256 MiB, while decompressing (a gzip bomb)."""
+
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,5 @@
 """TraceExplorer through its widget state: pick, upload, broken upload, cache."""
+
 from __future__ import annotations
 
 import gzip
@@ -67,9 +68,15 @@ def test_picking_another_trace_loads_it_and_going_back_uses_the_cache(traces):
 def test_upload_of_a_trace_adds_it_to_the_picker(traces, tmp_path):
     ex = TraceExplorer(traces).wait()
     data = (traces / "a.json.gz").read_bytes()
-    ex.upload.value = ({"name": "mine.json.gz", "type": "application/gzip", "size": len(data),
-                        "content": memoryview(data),
-                        "last_modified": datetime.now(timezone.utc)},)
+    ex.upload.value = (
+        {
+            "name": "mine.json.gz",
+            "type": "application/gzip",
+            "size": len(data),
+            "content": memoryview(data),
+            "last_modified": datetime.now(timezone.utc),
+        },
+    )
     ex.wait()
     assert ex.picker.label == "uploaded: mine.json.gz"
     assert "mine.json.gz" in ex.status.value
@@ -93,4 +100,6 @@ def test_request_picker_redraws_the_request_chart(traces):
     ex.request.value = 1
     assert "ProfilerStep#1" in ex.panes["request"].figure.layout.title.text
     ex.request.value = 5
-    assert "5" in ex.panes["request"].figure.layout.annotations[0].text  # out of range: said, not raised
+    assert (
+        "5" in ex.panes["request"].figure.layout.annotations[0].text
+    )  # out of range: said, not raised

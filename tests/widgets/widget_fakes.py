@@ -1,4 +1,5 @@
 """Fakes for the explorers: a profile function that returns synthetic runs, counted and controllable."""
+
 from __future__ import annotations
 
 import threading
@@ -20,15 +21,21 @@ def synthetic_run(pipeline: str, config: PipelineConfig, requests: int, warmup: 
     for i in range(warmup + requests):
         start = t
         for k, name in enumerate(STAGES):
-            dur = (k + 1) * bs * 1_000_000 * (precision_factor if name == "forward" else 1) // 4 * 4 + i * 1_000
+            dur = (k + 1) * bs * 1_000_000 * (
+                precision_factor if name == "forward" else 1
+            ) // 4 * 4 + i * 1_000
             stage_rows.append((i, name, k, t, dur, None))
             t += dur
         t += 50_000
-        req_rows.append((i, i < warmup, start, t - start, True, None, None, None, bs, None))  # error_where last
+        req_rows.append(
+            (i, i < warmup, start, t - start, True, None, None, None, bs, None)
+        )  # error_where last
     meta = {"kind": "profile", "pipeline": pipeline, "stages": STAGES, "config": config.to_dict()}
     stages = pd.DataFrame(stage_rows, columns=list(STAGE_COLUMNS))
     stages["device_dur_ns"] = stages["device_dur_ns"].astype("Int64")
-    return Run(meta=meta, requests=pd.DataFrame(req_rows, columns=list(REQUEST_COLUMNS)), stages=stages)
+    return Run(
+        meta=meta, requests=pd.DataFrame(req_rows, columns=list(REQUEST_COLUMNS)), stages=stages
+    )
 
 
 class FakeProfile:
@@ -57,4 +64,6 @@ class FakeProfile:
                         raise Cancelled(f"cancelled after {i} of {total} requests")
             if progress is not None:
                 progress(i + 1, total, "timing")
-        return synthetic_run(target if isinstance(target, str) else "mine", config, requests, warmup)
+        return synthetic_run(
+            target if isinstance(target, str) else "mine", config, requests, warmup
+        )

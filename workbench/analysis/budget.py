@@ -6,6 +6,7 @@ is summarized apart and failures are counted per stage. ``unattributed`` is
 end to end minus the sum of the stages, per request: host time between stages
 (the runner's own bookkeeping, Python glue). It is shown, never hidden.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -23,7 +24,9 @@ from .stats import NS_PER_MS, percentile_ci_ns, summarize_ns
 SUMMARY_COLUMNS = ["count", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms"]
 
 
-def stage_summary(run, stages: pd.DataFrame | None = None, stage_order: list[str] | None = None) -> pd.DataFrame:
+def stage_summary(
+    run, stages: pd.DataFrame | None = None, stage_order: list[str] | None = None
+) -> pd.DataFrame:
     """Per-stage statistics of host wall time, with end to end and unattributed.
 
     In: a run (``workbench.record.Run``: its ``requests``, ``stages`` and stage
@@ -46,25 +49,38 @@ def _pieces(run, stages, stage_order, name: str) -> tuple[pd.DataFrame, pd.DataF
     """(requests, stages, stage order) of a run, or of the deprecated piecewise arguments."""
     if stages is None and hasattr(run, "requests"):
         return run.requests, run.stages, list(run.stage_names)
-    warnings.warn(f"{name}(requests, stages, stage_order) is deprecated; pass the run: {name}(run)",
-                  DeprecationWarning, stacklevel=3)
+    warnings.warn(
+        f"{name}(requests, stages, stage_order) is deprecated; pass the run: {name}(run)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
     return run, stages, list(stage_order or [])
 
 
-def _stage_summary(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]) -> pd.DataFrame:
+def _stage_summary(
+    requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]
+) -> pd.DataFrame:
     host = stage_matrix(requests, stages, stage_order)
     has_device = stages["device_dur_ns"].notna().any()
     device = stage_matrix(requests, stages, stage_order, "device_dur_ns") if has_device else None
     e2e_mean = host[END_TO_END].mean() if len(host) else np.nan
     rows = []
     for name in [*stage_order, END_TO_END, UNATTRIBUTED]:
-        rows.append(_summary_row(name, host[name], None if device is None else device[name], e2e_mean))
+        rows.append(
+            _summary_row(name, host[name], None if device is None else device[name], e2e_mean)
+        )
     return pd.DataFrame(rows)
 
 
-def _summary_row(name: str, host: pd.Series, device: pd.Series | None, e2e_mean: float) -> dict[str, Any]:
+def _summary_row(
+    name: str, host: pd.Series, device: pd.Series | None, e2e_mean: float
+) -> dict[str, Any]:
     values = host.dropna().astype("int64").to_numpy()
-    row = {"name": name, "kind": name if name in (END_TO_END, UNATTRIBUTED) else "stage", **summarize_ns(values)}
+    row = {
+        "name": name,
+        "kind": name if name in (END_TO_END, UNATTRIBUTED) else "stage",
+        **summarize_ns(values),
+    }
     row["share"] = float(values.mean() / e2e_mean) if values.size and e2e_mean else None
     lo, hi = percentile_ci_ns(values, 99)
     row["p99_ci_low_ms"] = None if lo is None else lo / NS_PER_MS
@@ -98,7 +114,9 @@ def warmup_summary(requests: pd.DataFrame) -> dict[str, Any]:
     return out | {"mean_ms": stats["mean_ms"], "max_ms": stats["max_ms"]}
 
 
-def budget(run, requests: pd.DataFrame | None = None, stages: pd.DataFrame | None = None) -> dict[str, Any]:
+def budget(
+    run, requests: pd.DataFrame | None = None, stages: pd.DataFrame | None = None
+) -> dict[str, Any]:
     """The JSON object of ``workbench show --json``: stages, end_to_end, unattributed, errors, config (ms).
 
     In: a run (``workbench.record.Run``). The piecewise form
@@ -107,8 +125,11 @@ def budget(run, requests: pd.DataFrame | None = None, stages: pd.DataFrame | Non
     if requests is None and hasattr(run, "requests"):
         meta, requests, stages = run.meta, run.requests, run.stages
     else:
-        warnings.warn("budget(meta, requests, stages) is deprecated; pass the run: budget(run)",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "budget(meta, requests, stages) is deprecated; pass the run: budget(run)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         meta = RunMeta.from_dict(run)
     order = list(meta.stages)
     table = _stage_summary(requests, stages, order)
@@ -120,7 +141,9 @@ def budget(run, requests: pd.DataFrame | None = None, stages: pd.DataFrame | Non
         keys = SUMMARY_COLUMNS + (["share"] if stage else []) + ["p99_ci_low_ms", "p99_ci_high_ms"]
         out = {k: row[k] for k in keys}
         if has_device:
-            out["device"] = {k: row[f"device_{k}"] for k in ("mean_ms", "p50_ms", "p95_ms", "p99_ms")}
+            out["device"] = {
+                k: row[f"device_{k}"] for k in ("mean_ms", "p50_ms", "p95_ms", "p99_ms")
+            }
         return ({"name": name} | out) if stage else out
 
     return {
@@ -144,7 +167,8 @@ def trust_keys(meta, requests: pd.DataFrame, order: list[str]) -> dict[str, Any]
     executors = meta.load.warmup_failures if meta.load else []  # a load run's untimed warm-up calls
     return {
         "failures": failure_summary(requests, order),
-        "warmup_failures": failure_summary(requests, order, warmup=True) | records_summary(executors),
+        "warmup_failures": failure_summary(requests, order, warmup=True)
+        | records_summary(executors),
         "traced_failures": list(meta.trace.failures if meta.trace else []),
         "throughput_items_per_s": throughput_items_per_s(requests, meta.kind),
         "noise": noise_summary(meta),
@@ -171,6 +195,16 @@ def percentile_request_parts(run, percentiles=(50, 99)) -> pd.DataFrame:
     rows = []
     for q in percentiles:
         r = wide.iloc[max(int(np.ceil(q / 100 * len(wide))) - 1, 0)]
-        parts = {name: (0.0 if pd.isna(r[name]) else int(r[name]) / NS_PER_MS) for name in [*order, UNATTRIBUTED]}
-        rows.append({"percentile": q, "request": int(r["request"]), **parts, END_TO_END: int(r[END_TO_END]) / NS_PER_MS})
+        parts = {
+            name: (0.0 if pd.isna(r[name]) else int(r[name]) / NS_PER_MS)
+            for name in [*order, UNATTRIBUTED]
+        }
+        rows.append(
+            {
+                "percentile": q,
+                "request": int(r["request"]),
+                **parts,
+                END_TO_END: int(r[END_TO_END]) / NS_PER_MS,
+            }
+        )
     return pd.DataFrame(rows, columns=columns)

@@ -9,6 +9,7 @@ interval whose low end is above its high end, a verdict that is not one of
 :data:`~workbench.analysis.verdicts.VERDICTS`, a comparison without its result
 and without the error that says why.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,7 +42,9 @@ class Entry(msgspec.Struct, frozen=True):
         for metric in ("p50", "p99"):
             lo, hi = getattr(self, f"{metric}_ci")
             if lo > hi:
-                raise ValueError(f"{metric}_ci = [{lo}, {hi}]: inverted interval (low end above high end)")
+                raise ValueError(
+                    f"{metric}_ci = [{lo}, {hi}]: inverted interval (low end above high end)"
+                )
 
 
 class Comparison(msgspec.Struct, frozen=True):
@@ -81,7 +84,9 @@ class CompareFile(msgspec.Struct, frozen=True):
             raise ValueError("end_to_end = null: no result and no error saying why")
         for comp in self.comparisons or []:
             if comp.b >= len(self.configs):
-                raise ValueError(f"comparisons: b = {comp.b}: no such configuration ({len(self.configs)} configs)")
+                raise ValueError(
+                    f"comparisons: b = {comp.b}: no such configuration ({len(self.configs)} configs)"
+                )
 
 
 _AT = re.compile(r"^(?P<why>.*) - at `\$(?P<path>.*)`$", re.S)
@@ -105,7 +110,9 @@ def read_compare_file(path: str, text: str) -> tuple[CompareFile, list[Compariso
     except ValueError as exc:
         raise ConfigError(f"{path}: not a readable compare --json file ({exc})") from None
     if not isinstance(data, dict) or "configs" not in data or "end_to_end" not in data:
-        raise ConfigError(f"{path}: not a compare --json output (needs configs, stages and end_to_end)")
+        raise ConfigError(
+            f"{path}: not a compare --json output (needs configs, stages and end_to_end)"
+        )
     return decode_comparisons(data, path)
 
 
@@ -118,7 +125,9 @@ def _describe(message: str, data: Any) -> str:
     missing = _MISSING.search(why)
     if missing:
         return f"{_join(path, missing.group('field'))}: missing"
-    if why.startswith(("p50_", "p99_", "end_to_end", "comparisons")):  # our own __post_init__ messages
+    if why.startswith(
+        ("p50_", "p99_", "end_to_end", "comparisons")
+    ):  # our own __post_init__ messages
         return f"{_join(path, why)}"
     value = _lookup(data, path)
     if isinstance(value, float) and not math.isfinite(value):

@@ -5,6 +5,7 @@ Each key is computed from the run alone (tables and meta), so it works on any
 saved run; a key whose data the run did not record is None (older runs, CUDA
 runs for ``gc``), never missing.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,7 +18,9 @@ from .gc_pauses import gc_summary
 from .tail import tail_attribution
 
 
-def explain_keys(meta, requests: pd.DataFrame, stages: pd.DataFrame, order: list[str]) -> dict[str, Any]:
+def explain_keys(
+    meta, requests: pd.DataFrame, stages: pd.DataFrame, order: list[str]
+) -> dict[str, Any]:
     """``tail``, ``stacks``, ``attributes``, ``attributes_summary``, ``head_of_line``, ``gc``, ``cold_start``,
     ``memory_by_stage`` of a run (see docs/json.md)."""
     effects = attribute_effects(requests, stages, order)
@@ -25,9 +28,13 @@ def explain_keys(meta, requests: pd.DataFrame, stages: pd.DataFrame, order: list
         "tail": tail_attribution(requests, stages, order),
         "stacks": recorded_stacks(meta),
         "attributes": effects,
-        "attributes_summary": None if effects is None else {
-            "headline": effect_sentence(effects), "ranking": ranked_effects(effects),
-            "errors": dict(meta.attributes.errors if meta.attributes else {})},
+        "attributes_summary": None
+        if effects is None
+        else {
+            "headline": effect_sentence(effects),
+            "ranking": ranked_effects(effects),
+            "errors": dict(meta.attributes.errors if meta.attributes else {}),
+        },
         "head_of_line": head_of_line(requests, stages),
         "gc": gc_summary(requests, stages, order),
         "cold_start": meta.cold_start.to_dict() if meta.cold_start else None,

@@ -5,6 +5,7 @@ Inputs are a run's ``requests`` table (``workbench.record``): ``warmup``,
 since it exists, ``error_where`` (``file:line in function`` of the innermost
 frame in the user's code). Pure functions: DataFrame in, plain data out.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -24,7 +25,9 @@ def _failed(requests: pd.DataFrame, warmup: bool) -> pd.DataFrame:
     return rows
 
 
-def failure_summary(requests: pd.DataFrame, stage_order: list[str], *, warmup: bool = False) -> dict[str, Any]:
+def failure_summary(
+    requests: pd.DataFrame, stage_order: list[str], *, warmup: bool = False
+) -> dict[str, Any]:
     """Failures per stage: ``{stage: {count, share, messages: [{type, message, where, count}]}}``.
 
     Measured requests by default (``warmup=True``: the warm-up requests).
@@ -42,9 +45,20 @@ def failure_summary(requests: pd.DataFrame, stage_order: list[str], *, warmup: b
         rows = failed[failed["error_stage"] == stage]
         groups = rows.groupby(_KEY[1:], dropna=False, sort=False).size().reset_index(name="count")
         groups = groups.sort_values("count", ascending=False, kind="stable")
-        messages = [{"type": _none(r["error_type"]), "message": _none(r["error_message"]),
-                     "where": _none(r["error_where"]), "count": int(r["count"])} for _, r in groups.iterrows()]
-        out[stage] = {"count": int(len(rows)), "share": len(rows) / total if total else None, "messages": messages}
+        messages = [
+            {
+                "type": _none(r["error_type"]),
+                "message": _none(r["error_message"]),
+                "where": _none(r["error_where"]),
+                "count": int(r["count"]),
+            }
+            for _, r in groups.iterrows()
+        ]
+        out[stage] = {
+            "count": int(len(rows)),
+            "share": len(rows) / total if total else None,
+            "messages": messages,
+        }
     return out
 
 
@@ -71,7 +85,9 @@ def all_failed(requests: pd.DataFrame) -> bool:
 
 def any_failed(requests: pd.DataFrame, trace=None) -> bool:
     """True when any request failed: warm-up, measured, or in the traced run (``meta.trace``, a ``TraceInfo``)."""
-    return bool((~requests["ok"].astype(bool)).any() or (trace is not None and trace.failed_requests))
+    return bool(
+        (~requests["ok"].astype(bool)).any() or (trace is not None and trace.failed_requests)
+    )
 
 
 def throughput_items_per_s(requests: pd.DataFrame, kind: str = "profile") -> float | None:
@@ -97,5 +113,9 @@ def noise_summary(meta) -> dict[str, Any]:
 def recorded_noise(noise: dict[str, Any] | None) -> dict[str, Any]:
     """A ``noise`` object for display; None (a run made before noise was measured) says so."""
     if not noise:
-        return {"noisy": None, "reasons": ["not recorded (run made before noise was measured)"], "fix": None}
+        return {
+            "noisy": None,
+            "reasons": ["not recorded (run made before noise was measured)"],
+            "fix": None,
+        }
     return dict(noise)

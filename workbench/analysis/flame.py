@@ -25,6 +25,7 @@ and memset bytes (null for host nodes). Nesting follows the one rule of
 :mod:`workbench.analysis.nesting` (shared with the request chart): linear after
 sorting, a million nested calls included.
 """
+
 from __future__ import annotations
 
 import re
@@ -39,12 +40,31 @@ from ..units import ns_to_ms
 from .nesting import nest, nesting_order
 
 # python frames of the workbench's own instrumentation and of the profiler, cut even inside a stage
-INSTRUMENTATION = ("workbench/memory.py", "workbench/gcprobe.py", "workbench/timing.py", "workbench/guard.py",
-                   "workbench/runner.py", "workbench/sampling.py", "torch/autograd/profiler.py", "torch/profiler/")
+INSTRUMENTATION = (
+    "workbench/memory.py",
+    "workbench/gcprobe.py",
+    "workbench/timing.py",
+    "workbench/guard.py",
+    "workbench/runner.py",
+    "workbench/sampling.py",
+    "torch/autograd/profiler.py",
+    "torch/profiler/",
+)
 NO_LAUNCH = "(no launch call)"
 OTHER = "(other)"
 _STEP = re.compile(r"^ProfilerStep#\d+$")
-COLUMNS = ["id", "parent", "name", "kind", "self_ns", "total_ns", "gpu_ns", "count", "bytes", "depth"]
+COLUMNS = [
+    "id",
+    "parent",
+    "name",
+    "kind",
+    "self_ns",
+    "total_ns",
+    "gpu_ns",
+    "count",
+    "bytes",
+    "depth",
+]
 
 
 def _labels(rows: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str]]]:
@@ -67,7 +87,9 @@ def _labels(rows: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str]]]:
     return remap[codes], list(ids)
 
 
-def _assign_nodes(parent: np.ndarray, label: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _assign_nodes(
+    parent: np.ndarray, label: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Node id per event (same label path from the root -> same node), and each node's
     parent and label. Ids follow first appearance, so parents come first (``parent < id``).
 
@@ -102,8 +124,11 @@ def harness_cut(events: pd.DataFrame) -> tuple[pd.DataFrame, dict | None]:
         return events, None
     own_cat = np.array([any(m in c for m in INSTRUMENTATION) for c in cats], dtype=bool)
     own = host & (events["kind"] == "python").to_numpy() & own_cat[codes]
-    thread = (events["pid"].cat.codes.to_numpy().astype(np.int64) * (len(events["tid"].cat.categories) + 1)
-              + events["tid"].cat.codes.to_numpy())
+    thread = (
+        events["pid"].cat.codes.to_numpy().astype(np.int64)
+        * (len(events["tid"].cat.categories) + 1)
+        + events["tid"].cat.codes.to_numpy()
+    )
     ts = events["ts_ns"].to_numpy()
     end = ts + events["dur_ns"].to_numpy()
     inside = np.zeros(len(events), dtype=bool)
@@ -121,11 +146,15 @@ def harness_cut(events: pd.DataFrame) -> tuple[pd.DataFrame, dict | None]:
     if not cut_host.any() and not cut_gpu.any():
         return events, None
     step_cat = np.array([bool(_STEP.match(c)) for c in cats], dtype=bool)
-    summary = _cut_summary(events, stage, host & step_cat[codes], cut_host, cut_gpu, np.asarray(cats)[codes])
+    summary = _cut_summary(
+        events, stage, host & step_cat[codes], cut_host, cut_gpu, np.asarray(cats)[codes]
+    )
     return events[keep_host | keep_gpu | (~host & ~gpu)], summary
 
 
-def _launched_by(events: pd.DataFrame, kept: np.ndarray, dropped: np.ndarray, gpu: np.ndarray) -> np.ndarray:
+def _launched_by(
+    events: pd.DataFrame, kept: np.ndarray, dropped: np.ndarray, gpu: np.ndarray
+) -> np.ndarray:
     """Per event: False for GPU work whose launch call was dropped (work without a found call is kept)."""
     corr = pd.Series(pd.array(events["correlation"].array, dtype="Int64"))
     dropped_corr = set(corr[dropped].dropna().tolist()) - set(corr[kept].dropna().tolist())
@@ -134,24 +163,46 @@ def _launched_by(events: pd.DataFrame, kept: np.ndarray, dropped: np.ndarray, gp
     return ~(gpu & corr.isin(dropped_corr).to_numpy())
 
 
-def _cut_summary(events: pd.DataFrame, stage: np.ndarray, steps: np.ndarray, cut_host: np.ndarray,
-                 cut_gpu: np.ndarray, names: np.ndarray) -> dict:
+def _cut_summary(
+    events: pd.DataFrame,
+    stage: np.ndarray,
+    steps: np.ndarray,
+    cut_host: np.ndarray,
+    cut_gpu: np.ndarray,
+    names: np.ndarray,
+) -> dict:
     """Counts of what was cut, the time outside stages (of the summed profiler steps, else the host span),
     the widest cut frames, and the note."""
     dur = events["dur_ns"].to_numpy()
-    traced = int(dur[steps].sum()) if steps.any() else int((events["ts_ns"] + events["dur_ns"]).max()
-                                                             - events["ts_ns"].min())
+    traced = (
+        int(dur[steps].sum())
+        if steps.any()
+        else int((events["ts_ns"] + events["dur_ns"]).max() - events["ts_ns"].min())
+    )
     outside = max(traced - int(dur[stage].sum()), 0)
     short = [_short(n) for n in names[cut_host]]
-    widest = pd.Series(dur[cut_host], index=short).groupby(level=0).sum().sort_values(ascending=False, kind="stable")
+    widest = (
+        pd.Series(dur[cut_host], index=short)
+        .groupby(level=0)
+        .sum()
+        .sort_values(ascending=False, kind="stable")
+    )
     frames = list(widest.index[:4])
-    note = (f"starts at the stages: {int(cut_host.sum())} harness and instrumentation events cut "
-            f"({', '.join(frames)}{', ...' if len(widest) > 4 else ''}); {ns_to_ms(outside):.3g} ms of the "
-            f"{ns_to_ms(traced):.3g} ms traced is outside the stages")
+    note = (
+        f"starts at the stages: {int(cut_host.sum())} harness and instrumentation events cut "
+        f"({', '.join(frames)}{', ...' if len(widest) > 4 else ''}); {ns_to_ms(outside):.3g} ms of the "
+        f"{ns_to_ms(traced):.3g} ms traced is outside the stages"
+    )
     if cut_gpu.any():
         note += f"; {int(cut_gpu.sum())} GPU events they launched cut"
-    return {"host_events": int(cut_host.sum()), "gpu_events": int(cut_gpu.sum()), "outside_ns": outside,
-            "traced_ns": traced, "frames": frames, "note": note}
+    return {
+        "host_events": int(cut_host.sum()),
+        "gpu_events": int(cut_gpu.sum()),
+        "outside_ns": outside,
+        "traced_ns": traced,
+        "frames": frames,
+        "note": note,
+    }
 
 
 def _short(name: str) -> str:
@@ -179,8 +230,10 @@ def flame_tree(events: Trace | pd.DataFrame, *, from_stages: bool = True) -> pd.
     labels = labels + [(NO_LAUNCH, "other")]
     host_first = is_host[is_host | is_gpu]
     host, gpu = events[is_host], events[is_gpu]
-    thread = (host["pid"].cat.codes.to_numpy().astype(np.int64) * (len(host["tid"].cat.categories) + 1)
-              + host["tid"].cat.codes.to_numpy())
+    thread = (
+        host["pid"].cat.codes.to_numpy().astype(np.int64) * (len(host["tid"].cat.categories) + 1)
+        + host["tid"].cat.codes.to_numpy()
+    )
     ts, dur = host["ts_ns"].to_numpy(), host["dur_ns"].to_numpy()
     order = nesting_order(thread, ts, dur)
     ts, dur, thread = ts[order], dur[order], thread[order]
@@ -204,27 +257,46 @@ def _launch_positions(host_sorted: pd.DataFrame, gpu: pd.DataFrame) -> np.ndarra
     return found.fillna(-1).to_numpy(np.int64)
 
 
-def _table(labels, node_of, node_parent, node_label, parent, dur, gpu, gpu_label, launch_pos) -> pd.DataFrame:
+def _table(
+    labels, node_of, node_parent, node_label, parent, dur, gpu, gpu_label, launch_pos
+) -> pd.DataFrame:
     n_host_nodes, n_labels = node_parent.size, len(labels)
     count = np.bincount(node_of, minlength=n_host_nodes).astype(np.int64)
-    total = pd.Series(dur).groupby(node_of).sum().reindex(range(n_host_nodes), fill_value=0).to_numpy()
+    total = (
+        pd.Series(dur).groupby(node_of).sum().reindex(range(n_host_nodes), fill_value=0).to_numpy()
+    )
     child = pd.Series(dur[parent >= 0]).groupby(node_of[parent[parent >= 0]]).sum()
     self_ns = np.maximum(total - child.reindex(range(n_host_nodes), fill_value=0).to_numpy(), 0)
     # GPU nodes: under the launch call's node, or under a (no launch call) root
     no_launch = launch_pos < 0
     root_id = n_host_nodes if no_launch.any() else -1
-    g_parent = np.where(no_launch, root_id, node_of[np.maximum(launch_pos, 0)] if node_of.size else root_id)
+    g_parent = np.where(
+        no_launch, root_id, node_of[np.maximum(launch_pos, 0)] if node_of.size else root_id
+    )
     codes, uniques = pd.factorize((g_parent + 1) * n_labels + gpu_label)
     first_gpu = n_host_nodes + (1 if root_id >= 0 else 0)
     g_dur = gpu["dur_ns"].to_numpy()
-    g_total = pd.Series(g_dur).groupby(codes).sum().reindex(range(uniques.size), fill_value=0).to_numpy()
+    g_total = (
+        pd.Series(g_dur).groupby(codes).sum().reindex(range(uniques.size), fill_value=0).to_numpy()
+    )
     g_bytes = gpu["bytes"].groupby(codes).sum(min_count=1).reindex(range(uniques.size))
-    parents = np.concatenate([node_parent, [-1] if root_id >= 0 else [], uniques // n_labels - 1]).astype(np.int64)
-    label_ids = np.concatenate([node_label, [n_labels - 1] if root_id >= 0 else [], uniques % n_labels]).astype(np.int64)
-    totals = np.concatenate([total, [g_dur[no_launch].sum()] if root_id >= 0 else [], g_total]).astype(np.int64)
+    parents = np.concatenate(
+        [node_parent, [-1] if root_id >= 0 else [], uniques // n_labels - 1]
+    ).astype(np.int64)
+    label_ids = np.concatenate(
+        [node_label, [n_labels - 1] if root_id >= 0 else [], uniques % n_labels]
+    ).astype(np.int64)
+    totals = np.concatenate(
+        [total, [g_dur[no_launch].sum()] if root_id >= 0 else [], g_total]
+    ).astype(np.int64)
     selfs = np.concatenate([self_ns, [0] if root_id >= 0 else [], g_total]).astype(np.int64)
-    counts = np.concatenate([count, [int(no_launch.sum())] if root_id >= 0 else [],
-                             np.bincount(codes, minlength=uniques.size)]).astype(np.int64)
+    counts = np.concatenate(
+        [
+            count,
+            [int(no_launch.sum())] if root_id >= 0 else [],
+            np.bincount(codes, minlength=uniques.size),
+        ]
+    ).astype(np.int64)
     gpu_sub = np.concatenate([np.zeros(first_gpu, np.int64), g_total])
     nbytes = pd.array([pd.NA] * first_gpu + g_bytes.tolist(), dtype="Int64")
     return _finish(parents, label_ids, labels, selfs, totals, gpu_sub, counts, nbytes)
@@ -234,12 +306,26 @@ def _finish(parents, label_ids, labels, selfs, totals, gpu_sub, counts, nbytes) 
     depth, gpu_sub = _depths_and_subtree_sums(parents, gpu_sub)
     names = np.array([n for n, _ in labels], dtype=object)[label_ids]
     kinds = np.array([k for _, k in labels], dtype=object)[label_ids]
-    return pd.DataFrame({"id": np.arange(parents.size), "parent": parents, "name": pd.Series(names, dtype=str),
-                         "kind": pd.Series(kinds, dtype=str), "self_ns": selfs, "total_ns": totals,
-                         "gpu_ns": gpu_sub, "count": counts, "bytes": nbytes, "depth": depth}, columns=COLUMNS)
+    return pd.DataFrame(
+        {
+            "id": np.arange(parents.size),
+            "parent": parents,
+            "name": pd.Series(names, dtype=str),
+            "kind": pd.Series(kinds, dtype=str),
+            "self_ns": selfs,
+            "total_ns": totals,
+            "gpu_ns": gpu_sub,
+            "count": counts,
+            "bytes": nbytes,
+            "depth": depth,
+        },
+        columns=COLUMNS,
+    )
 
 
-def _depths_and_subtree_sums(parents: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _depths_and_subtree_sums(
+    parents: np.ndarray, values: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Depth of each node and the sum of ``values`` over its subtree; linear (parents come first)."""
     up = parents.tolist()
     depth = [0] * len(up)
@@ -273,7 +359,9 @@ def prune(tree: pd.DataFrame, min_share: float = 0.01) -> pd.DataFrame:
     kept = tree[~gone]
     new_id = pd.Series(np.arange(len(kept)), index=kept["id"].to_numpy())
     out = kept.assign(id=np.arange(len(kept)), parent=_remap(kept["parent"], new_id))
-    return pd.concat([out, _other_nodes(tree[folded], new_id, len(kept))], ignore_index=True)[COLUMNS]
+    return pd.concat([out, _other_nodes(tree[folded], new_id, len(kept))], ignore_index=True)[
+        COLUMNS
+    ]
 
 
 def pruned_sizes(tree: pd.DataFrame, shares) -> list[int]:
@@ -322,7 +410,9 @@ def _path_minima(tree: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
     return ppos, _path_min(ppos, weight), roots_total
 
 
-def _gone_and_folded(ppos: np.ndarray, path_min: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+def _gone_and_folded(
+    ppos: np.ndarray, path_min: np.ndarray, threshold: float
+) -> tuple[np.ndarray, np.ndarray]:
     gone = path_min < threshold
     parent_gone = np.where(ppos >= 0, gone[np.maximum(ppos, 0)], False)
     return gone, gone & ~parent_gone
@@ -355,12 +445,17 @@ def _remap(parents: pd.Series, new_id: pd.Series) -> np.ndarray:
 def _other_nodes(folded: pd.DataFrame, new_id: pd.Series, start: int) -> pd.DataFrame:
     """One (other) node per parent of folded nodes."""
     grouped = folded.groupby("parent", sort=True)
-    out = grouped.agg(total_ns=("total_ns", "sum"), gpu_ns=("gpu_ns", "sum"), count=("count", "sum"),
-                      depth=("depth", "first")).reset_index()
+    out = grouped.agg(
+        total_ns=("total_ns", "sum"),
+        gpu_ns=("gpu_ns", "sum"),
+        count=("count", "sum"),
+        depth=("depth", "first"),
+    ).reset_index()
     out["bytes"] = grouped["bytes"].sum(min_count=1).astype("Int64").to_numpy()
     out["parent"] = _remap(out["parent"], new_id)
-    return out.assign(id=np.arange(start, start + len(out)), name=OTHER, kind="other",
-                      self_ns=out["total_ns"]).astype({"name": str, "kind": str})
+    return out.assign(
+        id=np.arange(start, start + len(out)), name=OTHER, kind="other", self_ns=out["total_ns"]
+    ).astype({"name": str, "kind": str})
 
 
 GPU_WORK_COLUMNS = ["stage", "name", "kind", "gpu_ns", "count", "bytes"]
@@ -386,7 +481,18 @@ def gpu_work_by_stage(tree: pd.DataFrame) -> pd.DataFrame:
             break
         root = nxt
     rows = tree[gpu].assign(stage=tree["name"].to_numpy()[root[gpu]], order=root[gpu])
-    out = rows.groupby(["order", "stage", "name", "kind"], sort=False, observed=True).agg(
-        gpu_ns=("total_ns", "sum"), count=("count", "sum"), bytes=("bytes", lambda b: b.sum(min_count=1))).reset_index()
+    out = (
+        rows.groupby(["order", "stage", "name", "kind"], sort=False, observed=True)
+        .agg(
+            gpu_ns=("total_ns", "sum"),
+            count=("count", "sum"),
+            bytes=("bytes", lambda b: b.sum(min_count=1)),
+        )
+        .reset_index()
+    )
     out = out.sort_values(["order", "gpu_ns"], ascending=[True, False], kind="stable")
-    return out[GPU_WORK_COLUMNS].astype({"gpu_ns": "int64", "count": "int64", "bytes": "Int64"}).reset_index(drop=True)
+    return (
+        out[GPU_WORK_COLUMNS]
+        .astype({"gpu_ns": "int64", "count": "int64", "bytes": "Int64"})
+        .reset_index(drop=True)
+    )

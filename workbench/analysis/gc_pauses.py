@@ -12,6 +12,7 @@ budget. Out (``show --json`` key ``gc``)::
 ``share_slowest_5pct`` is GC time over end-to-end time in the slowest 5 %
 (the audit's ``gc`` rule reads it); ``stage`` is the stage with the most GC time.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -23,12 +24,16 @@ from .matrix import END_TO_END, measured_ok, stage_matrix
 from .tail import slowest
 
 
-def gc_summary(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]) -> dict[str, Any] | None:
+def gc_summary(
+    requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]
+) -> dict[str, Any] | None:
     """The ``gc`` object (module docstring), or None when the run recorded no GC times."""
     if "gc_ns" not in stages.columns or stages["gc_ns"].isna().all():
         return None
     req, st = measured_ok(requests, stages)
-    gc_wide = stage_matrix(requests, stages, stage_order, "gc_ns")[stage_order].fillna(0).astype("int64")
+    gc_wide = (
+        stage_matrix(requests, stages, stage_order, "gc_ns")[stage_order].fillna(0).astype("int64")
+    )
     host = stage_matrix(requests, stages, stage_order)
     per_request = gc_wide.sum(axis=1)
     e2e = host[END_TO_END].astype("int64").rename("e2e_ns")
@@ -38,11 +43,19 @@ def gc_summary(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[s
     per_stage = {}
     for s in stage_order:
         stage_time = float(host[s].fillna(0).sum())
-        per_stage[s] = {"pause_ms_total": ns_to_ms(float(gc_wide[s].sum())), "requests_with_gc": int((gc_wide[s] > 0).sum()),
-                        "share_of_stage_time": float(gc_wide[s].sum()) / stage_time if stage_time else 0.0}
+        per_stage[s] = {
+            "pause_ms_total": ns_to_ms(float(gc_wide[s].sum())),
+            "requests_with_gc": int((gc_wide[s] > 0).sum()),
+            "share_of_stage_time": float(gc_wide[s].sum()) / stage_time if stage_time else 0.0,
+        }
     top = max(stage_order, key=lambda s: per_stage[s]["pause_ms_total"]) if stage_order else None
-    return {"pause_ms_total": ns_to_ms(float(per_request.sum())), "requests_with_gc": int((per_request > 0).sum()),
-            "requests": int(len(req)), "stages": per_stage,
-            "share_slowest_5pct": float(per_request.loc[tail_ids].sum()) / tail_e2e if tail_e2e else 0.0,
-            "stage": top if top and per_stage[top]["pause_ms_total"] > 0 else None}
-
+    return {
+        "pause_ms_total": ns_to_ms(float(per_request.sum())),
+        "requests_with_gc": int((per_request > 0).sum()),
+        "requests": int(len(req)),
+        "stages": per_stage,
+        "share_slowest_5pct": float(per_request.loc[tail_ids].sum()) / tail_e2e
+        if tail_e2e
+        else 0.0,
+        "stage": top if top and per_stage[top]["pause_ms_total"] > 0 else None,
+    }

@@ -33,6 +33,7 @@ The errors are null when the items' numbers do not line up (other lengths);
 ``audit --try`` whose agreement falls below :data:`AGREEMENT_THRESHOLD` (99 %)
 is marked. Pure: no torch (tensors arrive as numpy arrays), no printing.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,7 +43,9 @@ from typing import Any
 
 import numpy as np
 
-OUTPUT_ITEMS = 64  # items each configuration runs for its outputs (the first items of the shared source)
+OUTPUT_ITEMS = (
+    64  # items each configuration runs for its outputs (the first items of the shared source)
+)
 AGREEMENT_THRESHOLD = 0.99
 CLASS_KEYS = ("label", "class", "item_id", "prediction")
 NONE = {"max_abs_error": None, "max_rel_error": None, "argmax_agreement": None}
@@ -105,7 +108,11 @@ def _is_identity(key: str) -> bool:
 def _class_of(value: Any) -> Any:
     if isinstance(value, dict):
         for key in CLASS_KEYS:
-            if key in value and isinstance(value[key], (str, int)) and not isinstance(value[key], bool):
+            if (
+                key in value
+                and isinstance(value[key], (str, int))
+                and not isinstance(value[key], bool)
+            ):
                 return value[key]
         value = list(value.values())
     if isinstance(value, list):
@@ -116,8 +123,11 @@ def _class_of(value: Any) -> Any:
     return None
 
 
-def output_agreement(requests_a: Mapping[int, Any], requests_b: Mapping[int, Any],
-                     agree: Callable[[Any, Any], float] | None = None) -> dict[str, Any]:
+def output_agreement(
+    requests_a: Mapping[int, Any],
+    requests_b: Mapping[int, Any],
+    agree: Callable[[Any, Any], float] | None = None,
+) -> dict[str, Any]:
     """``{max_abs_error, max_rel_error, argmax_agreement, items}`` of B's outputs against A's (module docstring).
 
     requests_a/requests_b: first item index -> that request's final output (the sides may batch differently;
@@ -172,7 +182,14 @@ def agreement_text(outputs: dict[str, Any] | None) -> str:
         return "outputs not compared"
     parts = []
     if outputs.get("argmax_agreement") is not None:
-        parts.append(f"argmax agrees on {100 * outputs['argmax_agreement']:.1f} % of {outputs['items']} items")
+        parts.append(
+            f"argmax agrees on {100 * outputs['argmax_agreement']:.1f} % of {outputs['items']} items"
+        )
     if outputs.get("max_abs_error") is not None:
-        parts.append(f"max abs error {outputs['max_abs_error']:.3g} (rel {outputs['max_rel_error']:.3g})")
-    return ", ".join(parts) or f"outputs of {outputs['items']} items not comparable (not numbers or classes)"
+        parts.append(
+            f"max abs error {outputs['max_abs_error']:.3g} (rel {outputs['max_rel_error']:.3g})"
+        )
+    return (
+        ", ".join(parts)
+        or f"outputs of {outputs['items']} items not comparable (not numbers or classes)"
+    )

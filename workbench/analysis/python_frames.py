@@ -10,6 +10,7 @@ it as the evidence of a stage's role (:mod:`workbench.roles`: torch is compute,
 sqlite3 or redis I/O, sockets and HTTP clients a remote call, PIL or OpenCV
 preprocessing, json serialization).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,10 +19,25 @@ import pandas as pd
 # library -> substrings of a frame name (``PIL/Image.py(123): resize``, ``<built-in method execute of
 # sqlite3.Cursor object ...>``); matched case-sensitively, first match in this order (orjson before json).
 LIBRARIES = {
-    "PIL": ("PIL/",), "cv2": ("cv2",), "sqlite3": ("sqlite3",), "redis": ("redis/",),
-    "socket": ("socket.py", "ssl.py", "http/client.py", "urllib3/", "httpx/", "requests/", "aiohttp/"),
-    "tokenizers": ("tokenizers",), "orjson": ("orjson",), "msgspec": ("msgspec",), "json": ("json/",),
-    "torchvision": ("torchvision/",), "torch": ("torch/",),
+    "PIL": ("PIL/",),
+    "cv2": ("cv2",),
+    "sqlite3": ("sqlite3",),
+    "redis": ("redis/",),
+    "socket": (
+        "socket.py",
+        "ssl.py",
+        "http/client.py",
+        "urllib3/",
+        "httpx/",
+        "requests/",
+        "aiohttp/",
+    ),
+    "tokenizers": ("tokenizers",),
+    "orjson": ("orjson",),
+    "msgspec": ("msgspec",),
+    "json": ("json/",),
+    "torchvision": ("torchvision/",),
+    "torch": ("torch/",),
 }
 OPERATOR_KIND = "cpu_op"  # a torch operator node of the flame tree
 

@@ -9,6 +9,7 @@ deterministic; when the sample is too small for the upper rank to exist the
 upper bound is None: "not bounded by this sample" (for p99 that is n < 563,
 for p95 n < 110: :func:`requests_to_bound`).
 """
+
 from __future__ import annotations
 
 import math
@@ -55,7 +56,9 @@ def summarize_ns(values_ns) -> dict[str, float | int | None]:
     return out
 
 
-def percentile_ci_ns(values_ns, q: float, confidence_z: float = Z_95) -> tuple[float | None, float | None]:
+def percentile_ci_ns(
+    values_ns, q: float, confidence_z: float = Z_95
+) -> tuple[float | None, float | None]:
     """Order-statistic confidence interval (ns) of the q-th percentile; None where unbounded."""
     arr = np.sort(np.asarray(values_ns, dtype=np.int64))
     n = arr.size

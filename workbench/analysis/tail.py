@@ -16,6 +16,7 @@ The 1 % row needs enough requests to mean anything: below
 :data:`MIN_REQUESTS_FOR_1PCT` (200) it is omitted and a note says why (with
 fewer, the "slowest 1 %" is one or two requests).
 """
+
 from __future__ import annotations
 
 import math
@@ -36,7 +37,9 @@ MEDIAN_BAND = (40, 60)
 def slowest(e2e_ns: pd.Series, fraction: float) -> pd.Index:
     """Request ids of the ceil(fraction * n) largest end-to-end times (ties: lower request id first)."""
     k = math.ceil(fraction * len(e2e_ns))
-    order = e2e_ns.reset_index().sort_values([e2e_ns.name or 0, "request"], ascending=[False, True], kind="stable")
+    order = e2e_ns.reset_index().sort_values(
+        [e2e_ns.name or 0, "request"], ascending=[False, True], kind="stable"
+    )
     return pd.Index(order["request"].iloc[:k])
 
 
@@ -52,10 +55,14 @@ def shares(wide: pd.DataFrame, ids: pd.Index, stage_order: list[str]) -> dict[st
     total = float(rows[END_TO_END].sum())
     if not total:
         return {name: 0.0 for name in [*stage_order, UNATTRIBUTED]}
-    return {name: float(rows[name].fillna(0).sum()) / total for name in [*stage_order, UNATTRIBUTED]}
+    return {
+        name: float(rows[name].fillna(0).sum()) / total for name in [*stage_order, UNATTRIBUTED]
+    }
 
 
-def tail_attribution(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]) -> dict[str, Any]:
+def tail_attribution(
+    requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]
+) -> dict[str, Any]:
     """The ``tail`` object of ``show --json``.
 
     Out: ``{"requests": n, "sets": {name: {"count", "e2e_sum_ms", "shares": {stage: share}}
@@ -67,26 +74,48 @@ def tail_attribution(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: 
     n = len(wide)
     notes: list[str] = []
     if n == 0:
-        return {"requests": 0, "sets": {}, "stages": [], "notes": ["no successful measured request"], "headline": None}
+        return {
+            "requests": 0,
+            "sets": {},
+            "stages": [],
+            "notes": ["no successful measured request"],
+            "headline": None,
+        }
     e2e = wide[END_TO_END].astype("int64").rename("e2e_ns")
     e2e.index.name = "request"
     sets: dict[str, Any] = {}
     for name, fraction in TAIL_FRACTIONS.items():
         if name == "slowest_1pct" and n < MIN_REQUESTS_FOR_1PCT:
-            notes.append(f"slowest 1 % omitted: {n} requests; it needs at least {MIN_REQUESTS_FOR_1PCT} "
-                         f"(with fewer it is {math.ceil(0.01 * n)} request(s), not a tail)")
+            notes.append(
+                f"slowest 1 % omitted: {n} requests; it needs at least {MIN_REQUESTS_FOR_1PCT} "
+                f"(with fewer it is {math.ceil(0.01 * n)} request(s), not a tail)"
+            )
             sets[name] = None
             continue
         sets[name] = _set_entry(wide, slowest(e2e, fraction), stage_order)
     sets["median"] = _set_entry(wide, median_set(e2e), stage_order)
-    rows = [{"name": s, **{f"share_{k}": (None if v is None else v["shares"][s]) for k, v in sets.items()}}
-            for s in [*stage_order, UNATTRIBUTED]]
-    return {"requests": n, "sets": sets, "stages": rows, "notes": notes, "headline": headline(sets, stage_order)}
+    rows = [
+        {
+            "name": s,
+            **{f"share_{k}": (None if v is None else v["shares"][s]) for k, v in sets.items()},
+        }
+        for s in [*stage_order, UNATTRIBUTED]
+    ]
+    return {
+        "requests": n,
+        "sets": sets,
+        "stages": rows,
+        "notes": notes,
+        "headline": headline(sets, stage_order),
+    }
 
 
 def _set_entry(wide: pd.DataFrame, ids: pd.Index, stage_order: list[str]) -> dict[str, Any]:
-    return {"count": int(len(ids)), "e2e_sum_ms": ns_to_ms(float(wide.loc[ids, END_TO_END].sum())),
-            "shares": shares(wide, ids, stage_order)}
+    return {
+        "count": int(len(ids)),
+        "e2e_sum_ms": ns_to_ms(float(wide.loc[ids, END_TO_END].sum())),
+        "shares": shares(wide, ids, stage_order),
+    }
 
 
 def headline(sets: dict[str, Any], stage_order: list[str]) -> str | None:
@@ -97,5 +126,7 @@ def headline(sets: dict[str, Any], stage_order: list[str]) -> str | None:
         return None
     top = max(stage_order or [UNATTRIBUTED], key=lambda s: tail["shares"].get(s, 0.0))
     label = "1 %" if tail_name == "slowest_1pct" else "5 %"
-    return (f"in the slowest {label}, {top} holds {tail['shares'][top]:.0%} of the time; "
-            f"in the median request, {median['shares'][top]:.0%}")
+    return (
+        f"in the slowest {label}, {top} holds {tail['shares'][top]:.0%} of the time; "
+        f"in the median request, {median['shares'][top]:.0%}"
+    )

@@ -42,6 +42,7 @@ at nearly the same moment and share whatever the machine was doing then.
 
 Pure: numpy/pandas in, dicts out; no torch, no plotting, no printing.
 """
+
 from __future__ import annotations
 
 import math
@@ -61,7 +62,12 @@ ALPHA = 0.05
 MIN_EFFECT = 0.02
 MAX_CI_WIDTH = 0.25
 METRICS = {"p50": 50.0, "p99": 99.0}
-TOO_NOISY, SLOWER, FASTER, NO_DIFFERENCE = "too noisy to tell", "slower", "faster", "no detectable difference"
+TOO_NOISY, SLOWER, FASTER, NO_DIFFERENCE = (
+    "too noisy to tell",
+    "slower",
+    "faster",
+    "no detectable difference",
+)
 VERDICTS = (TOO_NOISY, SLOWER, FASTER, NO_DIFFERENCE)
 
 
@@ -87,7 +93,7 @@ def consecutive_blocks(values_ns: Sequence, block: int = BLOCK) -> np.ndarray:
     values = np.asarray(values_ns, dtype="float64")
     rows = -(-values.size // block)
     out = np.full(rows * block, np.nan)
-    out[:values.size] = values
+    out[: values.size] = values
     return out.reshape(rows, block) if values.size else np.empty((0, 0))
 
 
@@ -111,36 +117,47 @@ def point_ratio(blocks_a: np.ndarray, blocks_b: np.ndarray, q: float) -> float:
     return float(_ratio(percentiles(b, q), percentiles(a, q)))
 
 
-def resample_indices(n_a: int, n_b: int, *, paired: bool, resamples: int = RESAMPLES,
-                     seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def resample_indices(
+    n_a: int, n_b: int, *, paired: bool, resamples: int = RESAMPLES, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """Block indices of each resample for A and B: one shared draw when paired (needs ``n_a == n_b``)."""
     if n_a < 1 or n_b < 1:
         raise ConfigError(f"need at least one block on each side to compare, got {n_a} and {n_b}")
     rng = np.random.default_rng(seed)
     if paired:
         if n_a != n_b:
-            raise ConfigError(f"paired comparison needs the same rounds on both sides, got {n_a} and {n_b}")
+            raise ConfigError(
+                f"paired comparison needs the same rounds on both sides, got {n_a} and {n_b}"
+            )
         idx = rng.integers(0, n_a, size=(resamples, n_a))
         return idx, idx
     return rng.integers(0, n_a, size=(resamples, n_a)), rng.integers(0, n_b, size=(resamples, n_b))
 
 
-def bootstrap_ratios(blocks_a: np.ndarray, blocks_b: np.ndarray, q: float, idx_a: np.ndarray,
-                     idx_b: np.ndarray) -> np.ndarray:
+def bootstrap_ratios(
+    blocks_a: np.ndarray, blocks_b: np.ndarray, q: float, idx_a: np.ndarray, idx_b: np.ndarray
+) -> np.ndarray:
     """Resampled ratios ``percentile_q(B*) / percentile_q(A*)``, one per row of the index matrices (NaN: undefined)."""
     sample_a = blocks_a[idx_a].reshape(idx_a.shape[0], -1)
     sample_b = blocks_b[idx_b].reshape(idx_b.shape[0], -1)
     import warnings
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN resample gives NaN, counted as undefined
+        warnings.simplefilter(
+            "ignore", RuntimeWarning
+        )  # an all-NaN resample gives NaN, counted as undefined
         return _ratio(_percentile_rows(sample_b, q), _percentile_rows(sample_a, q))
 
 
-SUMMARY_ABOVE_BLOCKS = 500  # more blocks than this (5,000 requests): resample per-unit histograms (memory)
+SUMMARY_ABOVE_BLOCKS = (
+    500  # more blocks than this (5,000 requests): resample per-unit histograms (memory)
+)
 SUMMARY_UNITS = 400
 WINDOW_BINS = 256
-WINDOWS = {50.0: (40.0, 60.0), 99.0: (97.0, 99.8)}  # percentile windows the histograms cover, per metric
+WINDOWS = {
+    50.0: (40.0, 60.0),
+    99.0: (97.0, 99.8),
+}  # percentile windows the histograms cover, per metric
 
 
 class Bootstrap:
@@ -157,26 +174,41 @@ class Bootstrap:
     side: units x bins, whatever the run's length.
     """
 
-    def __init__(self, n_a: int, n_b: int, *, paired: bool, resamples: int = RESAMPLES, seed: int = 0) -> None:
+    def __init__(
+        self, n_a: int, n_b: int, *, paired: bool, resamples: int = RESAMPLES, seed: int = 0
+    ) -> None:
         self.summary = max(n_a, n_b) > SUMMARY_ABOVE_BLOCKS
         if not self.summary:
-            self.idx_a, self.idx_b = resample_indices(n_a, n_b, paired=paired, resamples=resamples, seed=seed)
+            self.idx_a, self.idx_b = resample_indices(
+                n_a, n_b, paired=paired, resamples=resamples, seed=seed
+            )
             return
         if paired and n_a != n_b:
-            raise ConfigError(f"paired comparison needs the same rounds on both sides, got {n_a} and {n_b}")
+            raise ConfigError(
+                f"paired comparison needs the same rounds on both sides, got {n_a} and {n_b}"
+            )
         rng = np.random.default_rng(seed)
         uniform = np.full(SUMMARY_UNITS, 1.0 / SUMMARY_UNITS)
         self.w_a = rng.multinomial(SUMMARY_UNITS, uniform, size=resamples).astype("float32")
-        self.w_b = self.w_a if paired else rng.multinomial(SUMMARY_UNITS, uniform, size=resamples).astype("float32")
+        self.w_b = (
+            self.w_a
+            if paired
+            else rng.multinomial(SUMMARY_UNITS, uniform, size=resamples).astype("float32")
+        )
 
     def ratios(self, blocks_a: np.ndarray, blocks_b: np.ndarray, q: float) -> np.ndarray:
         """One ratio per resample (NaN where undefined)."""
         if not self.summary:
             return bootstrap_ratios(blocks_a, blocks_b, q, self.idx_a, self.idx_b)
-        return _ratio(_resampled_percentiles(blocks_b, q, self.w_b), _resampled_percentiles(blocks_a, q, self.w_a))
+        return _ratio(
+            _resampled_percentiles(blocks_b, q, self.w_b),
+            _resampled_percentiles(blocks_a, q, self.w_a),
+        )
 
 
-def unit_histograms(blocks: np.ndarray, q: float, units: int = SUMMARY_UNITS) -> tuple[np.ndarray, np.ndarray]:
+def unit_histograms(
+    blocks: np.ndarray, q: float, units: int = SUMMARY_UNITS
+) -> tuple[np.ndarray, np.ndarray]:
     """``(counts, edges)``: per unit of consecutive blocks, counts below the window, in each bin, above it."""
     unit_of_block = np.arange(blocks.shape[0]) * units // max(blocks.shape[0], 1)
     values, unit = blocks.ravel(), np.repeat(unit_of_block, blocks.shape[1])
@@ -218,8 +250,9 @@ def band_p_value(ratios: np.ndarray, min_effect: float) -> float:
     return min(1.0, 2.0 * (min(below_top, above_bottom) + 1) / (r.size + 1))
 
 
-def holm_intervals(ratios: Mapping[str, np.ndarray], *, min_effect: float = MIN_EFFECT,
-                   alpha: float = ALPHA) -> dict[str, dict[str, Any]]:
+def holm_intervals(
+    ratios: Mapping[str, np.ndarray], *, min_effect: float = MIN_EFFECT, alpha: float = ALPHA
+) -> dict[str, dict[str, Any]]:
     """Per name: ``{"ci": (lo, hi), "level", "p_value", "rejected"}``, Holm step-down (see module docstring)."""
     p_values = {name: band_p_value(r, min_effect) for name, r in ratios.items()}
     order = sorted(p_values, key=p_values.get)
@@ -230,14 +263,29 @@ def holm_intervals(ratios: Mapping[str, np.ndarray], *, min_effect: float = MIN_
         if not rejected and stop_alpha is None:
             stop_alpha = level_alpha
         r = ratios[name][np.isfinite(ratios[name])]
-        lo, hi = (np.quantile(r, [level_alpha / 2, 1 - level_alpha / 2]) if r.size else (math.nan, math.nan))
-        out[name] = {"ci": (float(lo), float(hi)), "level": 1.0 - level_alpha, "p_value": p_values[name],
-                     "rejected": bool(rejected)}
+        lo, hi = (
+            np.quantile(r, [level_alpha / 2, 1 - level_alpha / 2])
+            if r.size
+            else (math.nan, math.nan)
+        )
+        out[name] = {
+            "ci": (float(lo), float(hi)),
+            "level": 1.0 - level_alpha,
+            "p_value": p_values[name],
+            "rejected": bool(rejected),
+        }
     return out
 
 
-def verdict(ci: tuple[float, float], *, rejected: bool = True, noisy: bool = False, min_effect: float = MIN_EFFECT,
-            max_width: float = MAX_CI_WIDTH, drift: float = 0.0) -> str:
+def verdict(
+    ci: tuple[float, float],
+    *,
+    rejected: bool = True,
+    noisy: bool = False,
+    min_effect: float = MIN_EFFECT,
+    max_width: float = MAX_CI_WIDTH,
+    drift: float = 0.0,
+) -> str:
     """The verdict of one ratio interval; first match wins (see module docstring).
 
     drift: how far the ratio moved between the halves of the run (relative); it widens the margin only when
@@ -261,8 +309,14 @@ def verdict(ci: tuple[float, float], *, rejected: bool = True, noisy: bool = Fal
 REGRESSION, NO_REGRESSION, INCONCLUSIVE = "regression", "no regression", "inconclusive"
 
 
-def gate_decision(ratio: float, ci: Sequence[float], metric_verdict: str, threshold: float, *,
-                  resolution: float | None = None) -> str:
+def gate_decision(
+    ratio: float,
+    ci: Sequence[float],
+    metric_verdict: str,
+    threshold: float,
+    *,
+    resolution: float | None = None,
+) -> str:
     """``regression``, ``no regression`` or ``inconclusive`` for one metric (see module docstring).
 
     ratio, ci: the metric's ratio B/A and its interval; metric_verdict: its :func:`verdict`; threshold: the allowed
@@ -272,7 +326,11 @@ def gate_decision(ratio: float, ci: Sequence[float], metric_verdict: str, thresh
     limit = 1.0 + threshold
     if metric_verdict == SLOWER and ratio > limit and lo > limit:
         return REGRESSION
-    if metric_verdict != TOO_NOISY and hi <= limit and (resolution is None or resolution <= threshold):
+    if (
+        metric_verdict != TOO_NOISY
+        and hi <= limit
+        and (resolution is None or resolution <= threshold)
+    ):
         return NO_REGRESSION
     return INCONCLUSIVE
 
@@ -286,9 +344,19 @@ def _r(x: float) -> float | None:
     return round(float(x), 4) if math.isfinite(x) else None
 
 
-def compare_blocks(blocks_a: Mapping[str, np.ndarray], blocks_b: Mapping[str, np.ndarray], names: Sequence[str], *,
-                   paired: bool, metric: str = "p50", min_effect: float = MIN_EFFECT, noisy: bool = False,
-                   resamples: int = RESAMPLES, seed: int = 0, alpha: float = ALPHA) -> dict[str, Any]:
+def compare_blocks(
+    blocks_a: Mapping[str, np.ndarray],
+    blocks_b: Mapping[str, np.ndarray],
+    names: Sequence[str],
+    *,
+    paired: bool,
+    metric: str = "p50",
+    min_effect: float = MIN_EFFECT,
+    noisy: bool = False,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    alpha: float = ALPHA,
+) -> dict[str, Any]:
     """``{"stages": [entry per stage], "end_to_end": entry}``, B against A.
 
     blocks_a/blocks_b: name -> block matrix (ns, see :func:`round_blocks`) for
@@ -304,27 +372,39 @@ def compare_blocks(blocks_a: Mapping[str, np.ndarray], blocks_b: Mapping[str, np
         raise ConfigError(f"min_effect must be in [0, 1), got {min_effect!r}")
     family = [*names, END_TO_END]
     ref = blocks_a[END_TO_END], blocks_b[END_TO_END]
-    draws = Bootstrap(ref[0].shape[0], ref[1].shape[0], paired=paired, resamples=resamples, seed=seed)
+    draws = Bootstrap(
+        ref[0].shape[0], ref[1].shape[0], paired=paired, resamples=resamples, seed=seed
+    )
     entries, holm = {name: {"name": name} for name in family}, {}
     for label, q in METRICS.items():
         boots = {n: draws.ratios(blocks_a[n], blocks_b[n], q) for n in family}
         holm[label] = holm_intervals(boots, min_effect=min_effect, alpha=alpha)
         for n in family:
             h = holm[label][n]
-            entries[n] |= {f"{label}_ratio": _r(point_ratio(blocks_a[n], blocks_b[n], q)),
-                           f"{label}_ci": [_r(h["ci"][0]), _r(h["ci"][1])], f"{label}_ci_level": round(h["level"], 5),
-                           f"{label}_a_ms": _ms(blocks_a[n], q), f"{label}_b_ms": _ms(blocks_b[n], q)}
-            drift = ratio_drift(blocks_a[n], blocks_b[n], q) if paired else 0.0  # separate: in min_effect
-            entries[n] |= {f"{label}_drift": _r(drift) if paired else None,
-                           f"{label}_verdict": verdict(h["ci"], rejected=h["rejected"], noisy=noisy,
-                                                       min_effect=min_effect, drift=drift)}
+            entries[n] |= {
+                f"{label}_ratio": _r(point_ratio(blocks_a[n], blocks_b[n], q)),
+                f"{label}_ci": [_r(h["ci"][0]), _r(h["ci"][1])],
+                f"{label}_ci_level": round(h["level"], 5),
+                f"{label}_a_ms": _ms(blocks_a[n], q),
+                f"{label}_b_ms": _ms(blocks_b[n], q),
+            }
+            drift = (
+                ratio_drift(blocks_a[n], blocks_b[n], q) if paired else 0.0
+            )  # separate: in min_effect
+            entries[n] |= {
+                f"{label}_drift": _r(drift) if paired else None,
+                f"{label}_verdict": verdict(
+                    h["ci"], rejected=h["rejected"], noisy=noisy, min_effect=min_effect, drift=drift
+                ),
+            }
     for n in family:
         entries[n]["verdict"] = entries[n][f"{metric}_verdict"]
     return {"stages": [entries[n] for n in names], "end_to_end": entries[END_TO_END]}
 
 
-def paired_comparison(samples: pd.DataFrame, names: Sequence[str], *, a: int = 0, b: int = 1,
-                      **kwargs) -> dict[str, Any]:
+def paired_comparison(
+    samples: pd.DataFrame, names: Sequence[str], *, a: int = 0, b: int = 1, **kwargs
+) -> dict[str, Any]:
     """Compare configuration ``b`` with ``a`` of an interleaved run, paired by round.
 
     samples: one row per measured request; columns ``config`` (int), ``round``
@@ -342,7 +422,10 @@ def paired_comparison(samples: pd.DataFrame, names: Sequence[str], *, a: int = 0
             raise ConfigError(f"configuration {c} has no successful measured request to compare")
     rounds = sorted(set(sides[0]["round"]) & set(sides[1]["round"]))
     sides = [s[s["round"].isin(rounds)] for s in sides]
-    blocks = [{n: round_blocks(s[n].to_numpy("float64"), s["round"]) for n in (*names, END_TO_END)} for s in sides]
+    blocks = [
+        {n: round_blocks(s[n].to_numpy("float64"), s["round"]) for n in (*names, END_TO_END)}
+        for s in sides
+    ]
     return compare_blocks(blocks[0], blocks[1], names, paired=True, **kwargs)
 
 
@@ -364,8 +447,15 @@ def run_drift(blocks: np.ndarray, q: float) -> float:
     return abs(point_ratio(blocks[:half], blocks[half:], q) - 1.0)
 
 
-def resolution(blocks_a: np.ndarray, blocks_b: np.ndarray, *, metric: str = "p50", resamples: int = RESAMPLES,
-               seed: int = 0, alpha: float = ALPHA) -> dict[str, Any]:
+def resolution(
+    blocks_a: np.ndarray,
+    blocks_b: np.ndarray,
+    *,
+    metric: str = "p50",
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    alpha: float = ALPHA,
+) -> dict[str, Any]:
     """The smallest relative difference two *separate* runs can resolve, from their end-to-end blocks.
 
     ``min_difference = max(ci_half_width, drift_a, drift_b)``: the larger half
@@ -376,8 +466,9 @@ def resolution(blocks_a: np.ndarray, blocks_b: np.ndarray, *, metric: str = "p50
     the machine can change between runs in ways neither run shows.
     """
     q = METRICS[metric]
-    boots = Bootstrap(blocks_a.shape[0], blocks_b.shape[0], paired=False, resamples=resamples,
-                      seed=seed).ratios(blocks_a, blocks_b, q)
+    boots = Bootstrap(
+        blocks_a.shape[0], blocks_b.shape[0], paired=False, resamples=resamples, seed=seed
+    ).ratios(blocks_a, blocks_b, q)
     boots = boots[np.isfinite(boots)]
     point = point_ratio(blocks_a, blocks_b, q)
     half = math.nan
@@ -386,15 +477,29 @@ def resolution(blocks_a: np.ndarray, blocks_b: np.ndarray, *, metric: str = "p50
         half = max(hi - point, point - lo)
     drifts = run_drift(blocks_a, q), run_drift(blocks_b, q)
     parts = [x for x in (half, *drifts) if math.isfinite(x)]
-    return {"metric": metric, "min_difference": _r(max(parts)) if parts else None, "ci_half_width": _r(half),
-            "drift_a": _r(drifts[0]), "drift_b": _r(drifts[1]),
-            "how": "max(half-width of the 95 % bootstrap interval of the end-to-end ratio, "
-                   "each run's first-half vs second-half change); a lower bound"}
+    return {
+        "metric": metric,
+        "min_difference": _r(max(parts)) if parts else None,
+        "ci_half_width": _r(half),
+        "drift_a": _r(drifts[0]),
+        "drift_b": _r(drifts[1]),
+        "how": "max(half-width of the 95 % bootstrap interval of the end-to-end ratio, "
+        "each run's first-half vs second-half change); a lower bound",
+    }
 
 
-def separate_comparison(matrix_a: pd.DataFrame, matrix_b: pd.DataFrame, names: Sequence[str], *,
-                        metric: str = "p50", min_effect: float = MIN_EFFECT, noisy: tuple = (None, None),
-                        resamples: int = RESAMPLES, seed: int = 0, block: int = BLOCK) -> dict[str, Any]:
+def separate_comparison(
+    matrix_a: pd.DataFrame,
+    matrix_b: pd.DataFrame,
+    names: Sequence[str],
+    *,
+    metric: str = "p50",
+    min_effect: float = MIN_EFFECT,
+    noisy: tuple = (None, None),
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    block: int = BLOCK,
+) -> dict[str, Any]:
     """Compare two separate runs (not interleaved): unpaired block bootstrap, labelled ``separate runs``.
 
     matrix_a/matrix_b: :func:`workbench.analysis.budget.stage_matrix` of each
@@ -410,10 +515,29 @@ def separate_comparison(matrix_a: pd.DataFrame, matrix_b: pd.DataFrame, names: S
             raise ConfigError(f"{label}: no column for {missing}")
         if len(m[END_TO_END]) == 0:
             raise ConfigError(f"{label} has no successful measured request to compare")
-    blocks = [{n: consecutive_blocks(np.asarray(m[n], dtype="float64"), block) for n in family}
-              for m in (matrix_a, matrix_b)]
-    res = resolution(blocks[0][END_TO_END], blocks[1][END_TO_END], metric=metric, resamples=resamples, seed=seed)
+    blocks = [
+        {n: consecutive_blocks(np.asarray(m[n], dtype="float64"), block) for n in family}
+        for m in (matrix_a, matrix_b)
+    ]
+    res = resolution(
+        blocks[0][END_TO_END], blocks[1][END_TO_END], metric=metric, resamples=resamples, seed=seed
+    )
     effective = min(0.99, max(min_effect, res["min_difference"] or 0.0))
-    out = compare_blocks(blocks[0], blocks[1], names, paired=False, metric=metric, min_effect=effective,
-                         noisy=any(flag is True for flag in noisy), resamples=resamples, seed=seed)
-    return {"kind": "separate runs", "noisy": list(noisy), "resolution": res, "min_effect": _r(effective), **out}
+    out = compare_blocks(
+        blocks[0],
+        blocks[1],
+        names,
+        paired=False,
+        metric=metric,
+        min_effect=effective,
+        noisy=any(flag is True for flag in noisy),
+        resamples=resamples,
+        seed=seed,
+    )
+    return {
+        "kind": "separate runs",
+        "noisy": list(noisy),
+        "resolution": res,
+        "min_effect": _r(effective),
+        **out,
+    }

@@ -133,7 +133,9 @@ class StabilityWatch:
     what is in flight finishes and is recorded. One thread calls it.
     """
 
-    def __init__(self, window_ns: int, stability_pct: float, max_windows: int, count: int = STABLE_COUNT):
+    def __init__(
+        self, window_ns: int, stability_pct: float, max_windows: int, count: int = STABLE_COUNT
+    ):
         self.window_ns, self.stability_pct, self.count = int(window_ns), stability_pct, count
         self.max_windows = max_windows
         self.pending = [0] * max_windows
@@ -167,8 +169,10 @@ class StabilityWatch:
             self.p50_ms.append(s["p50_ms"])
             self.p99_ms.append(s["p99_ms"])
             k = len(self.p50_ms)
-            if k >= self.count and within(self.p50_ms[-self.count :], self.stability_pct) and within(
-                self.p99_ms[-self.count :], self.stability_pct
+            if (
+                k >= self.count
+                and within(self.p50_ms[-self.count :], self.stability_pct)
+                and within(self.p99_ms[-self.count :], self.stability_pct)
             ):
                 self.windows_run, self.stable_after = int(ended), k
                 return True

@@ -8,6 +8,7 @@ head-of-line blocking and GC pauses of load and served runs, the batching
 policy and the run's kind. Building them needs pandas but neither
 torch nor plotly, so the audit runs where the run was copied to.
 """
+
 from __future__ import annotations
 
 import math
@@ -62,7 +63,8 @@ def run_facts(run) -> dict[str, Any]:
         "blocking": head_of_line(run.requests, run.stages),
         "stacks": recorded_stacks(meta),
         "serving_gc": meta.serving.gc if meta.serving else None,
-        "policy": (meta.load.policy if meta.load else None) or (meta.serving.policy if meta.serving else None),
+        "policy": (meta.load.policy if meta.load else None)
+        or (meta.serving.policy if meta.serving else None),
     }
 
 
@@ -75,13 +77,25 @@ def timeout_estimate(run, stage: str, timeout_ms: float) -> dict[str, Any]:
     """
     wide = stage_matrix(run.requests, run.stages, run.stage_names)
     if wide.empty or stage not in wide:
-        return {"stage": stage, "timeout_ms": timeout_ms, "p50_ms": None, "p99_ms": None, "timed_out_share": None}
+        return {
+            "stage": stage,
+            "timeout_ms": timeout_ms,
+            "p50_ms": None,
+            "p99_ms": None,
+            "timed_out_share": None,
+        }
     cut_ns = ms_to_ns(timeout_ms)
     over = (wide[stage].fillna(0) - cut_ns).clip(lower=0)
     e2e = (wide[END_TO_END] - over).to_numpy(dtype=float)
     p50, p99 = percentiles(e2e, [50, 99])
-    return {"stage": stage, "timeout_ms": timeout_ms, "p50_ms": ns_to_ms(float(p50)), "p99_ms": ns_to_ms(float(p99)),
-            "timed_out_share": float((over > 0).mean()), "estimate": True}
+    return {
+        "stage": stage,
+        "timeout_ms": timeout_ms,
+        "p50_ms": ns_to_ms(float(p50)),
+        "p99_ms": ns_to_ms(float(p99)),
+        "timed_out_share": float((over > 0).mean()),
+        "estimate": True,
+    }
 
 
 def round_timeout_ms(value_ms: float) -> float:
@@ -90,6 +104,6 @@ def round_timeout_ms(value_ms: float) -> float:
         return value_ms
     exp = math.floor(math.log10(value_ms))
     for step in (1, 2, 5, 10):
-        if step * 10 ** exp >= value_ms:
-            return float(step * 10 ** exp)
+        if step * 10**exp >= value_ms:
+            return float(step * 10**exp)
     return float(10 ** (exp + 1))

@@ -1,4 +1,5 @@
 """The evidence figures of one run's audit (imports plotly; the rules never do)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -10,16 +11,24 @@ def run_figures(run, facts: dict[str, Any], sla_ms: float | None = None) -> list
     from ..plots.budget import run_budget_figure
     from ..plots.tail import latency_over_run_figure, tail_figure
 
-    figs = [("Budget: p50/p95/p99 per stage", run_budget_figure(run, sla_ms=sla_ms)),
-            ("Tail attribution: each stage's share of the slowest requests against the median ones",
-             tail_figure(facts["tail"])),
-            ("Latency over the run: drift, spikes, throttling", latency_over_run_figure(run.requests))]
+    figs = [
+        ("Budget: p50/p95/p99 per stage", run_budget_figure(run, sla_ms=sla_ms)),
+        (
+            "Tail attribution: each stage's share of the slowest requests against the median ones",
+            tail_figure(facts["tail"]),
+        ),
+        ("Latency over the run: drift, spikes, throttling", latency_over_run_figure(run.requests)),
+    ]
     figs += _attribute_figures(run)
     if (facts.get("stacks") or {}).get("headline"):
         from ..plots.flame import differential_flame_figure
 
-        figs.append(("The slowest requests' sampled stacks against the median ones (slow minus median)",
-                     differential_flame_figure(facts["stacks"])))
+        figs.append(
+            (
+                "The slowest requests' sampled stacks against the median ones (slow minus median)",
+                differential_flame_figure(facts["stacks"]),
+            )
+        )
     if facts.get("trace") is not None:
         figs += _trace_figures(run, facts.get("loaded_trace"))
         figs.append(_traced_tail(run, facts.get("loaded_trace")))
@@ -37,8 +46,14 @@ def _attribute_figures(run) -> list[tuple[str, Any]]:
         return []
     best = ranked[0]
     entry = effects[best["stage"]][best["attribute"]]
-    return [(f"What {best['stage']}'s time tracks", attribute_figure(run.requests, run.stages, best["stage"],
-                                                                    best["attribute"], effect=entry))]
+    return [
+        (
+            f"What {best['stage']}'s time tracks",
+            attribute_figure(
+                run.requests, run.stages, best["stage"], best["attribute"], effect=entry
+            ),
+        )
+    ]
 
 
 def _traced_tail(run, loaded=None) -> tuple[str, Any]:
@@ -59,6 +74,11 @@ def _trace_figures(run, loaded=None) -> list[tuple[str, Any]]:
     from ..trace import load_trace
 
     events = loaded or load_trace(run.trace_path)  # one Trace: the launch join is computed once
-    return [("Flame graph of the traced requests: stage -> operators -> kernels and copies", trace_flame_figure(events)),
-            ("Kernel launches: launch delay and CPU vs GPU time", launch_figure(events)),
-            ("Host<->device copies by kind and host memory", transfer_figure(events))]
+    return [
+        (
+            "Flame graph of the traced requests: stage -> operators -> kernels and copies",
+            trace_flame_figure(events),
+        ),
+        ("Kernel launches: launch delay and CPU vs GPU time", launch_figure(events)),
+        ("Host<->device copies by kind and host memory", transfer_figure(events)),
+    ]

@@ -6,6 +6,7 @@ SLA), 2 bottleneck (findings from :mod:`workbench.audit.rules`), 3 evidence
 embeds plotly.js once and makes no outside request, so it opens offline and
 prints.
 """
+
 from __future__ import annotations
 
 import html
@@ -19,8 +20,15 @@ FORMAT = "workbench.audit"
 VERSION = 1
 
 
-def audit_run(run, sla_ms: float | None = None, *, try_actions: bool = False, try_requests: int = 200,
-              compare_fn=None, facts: dict[str, Any] | None = None) -> dict[str, Any]:
+def audit_run(
+    run,
+    sla_ms: float | None = None,
+    *,
+    try_actions: bool = False,
+    try_requests: int = 200,
+    compare_fn=None,
+    facts: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """One run's audit entry: ``{"run", "label", "sla_ms", "summary", "baseline", "findings", "notes", "trials"}``.
 
     try_actions: measure the actions the workbench can make itself (:mod:`workbench.audit.trial`).
@@ -35,24 +43,41 @@ def audit_run(run, sla_ms: float | None = None, *, try_actions: bool = False, tr
 
         trials = measure(run, found, requests=try_requests, compare_fn=compare_fn)
     baseline = _baseline(facts, sla_ms)
-    return {"run": facts["run"], "label": facts["label"], "sla_ms": sla_ms,
-            "summary": summary(facts, baseline, found, sla_ms), "baseline": baseline, "findings": found,
-            "notes": _notes(facts), "trials": trials}
+    return {
+        "run": facts["run"],
+        "label": facts["label"],
+        "sla_ms": sla_ms,
+        "summary": summary(facts, baseline, found, sla_ms),
+        "baseline": baseline,
+        "findings": found,
+        "notes": _notes(facts),
+        "trials": trials,
+    }
 
 
 def audit(runs, sla_ms: float | None = None, **kwargs) -> dict[str, Any]:
     """The JSON of ``python -m workbench audit --json`` (kwargs: see :func:`audit_run`)."""
-    return {"format": FORMAT, "version": VERSION, "runs": [audit_run(r, sla_ms, **kwargs) for r in runs]}
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "runs": [audit_run(r, sla_ms, **kwargs) for r in runs],
+    }
 
 
 def _baseline(facts: dict[str, Any], sla_ms: float | None) -> dict[str, Any]:
     b = facts["budget"]
     e2e = b["end_to_end"]
     noise = facts.get("noise") or {}
-    return {"requests": e2e["count"], "end_to_end": {k: e2e.get(k) for k in
-            ("p50_ms", "p95_ms", "p99_ms", "p99_ci_low_ms", "p99_ci_high_ms")},
-            "sla_miss": None if sla_ms is None or e2e.get("p99_ms") is None else e2e["p99_ms"] > sla_ms,
-            "errors": b.get("errors", {}), "noisy": noise.get("noisy"), "noise_reasons": noise.get("reasons", [])}
+    return {
+        "requests": e2e["count"],
+        "end_to_end": {
+            k: e2e.get(k) for k in ("p50_ms", "p95_ms", "p99_ms", "p99_ci_low_ms", "p99_ci_high_ms")
+        },
+        "sla_miss": None if sla_ms is None or e2e.get("p99_ms") is None else e2e["p99_ms"] > sla_ms,
+        "errors": b.get("errors", {}),
+        "noisy": noise.get("noisy"),
+        "noise_reasons": noise.get("reasons", []),
+    }
 
 
 def _add_estimates(run, facts: dict[str, Any], finding: dict) -> None:
@@ -65,17 +90,28 @@ def _add_estimates(run, facts: dict[str, Any], finding: dict) -> None:
     if not row.get("p95_ms"):
         return
     est = timeout_estimate(run, stage, round_timeout_ms(row["p95_ms"]))
-    if not est["timed_out_share"] or est["p99_ms"] >= 0.95 * facts["budget"]["end_to_end"]["p99_ms"]:
+    if (
+        not est["timed_out_share"]
+        or est["p99_ms"] >= 0.95 * facts["budget"]["end_to_end"]["p99_ms"]
+    ):
         return  # a timeout that changes nothing is no advice
     for action in finding["actions"]:
         if "timeout" in action["title"].lower():
             action["estimate"] = est
             return
-    finding["actions"].append({"title": f"Put a timeout on {stage}", "why": "bounds the stage's tail",
-                               "try": None, "estimate": est})
+    finding["actions"].append(
+        {
+            "title": f"Put a timeout on {stage}",
+            "why": "bounds the stage's tail",
+            "try": None,
+            "estimate": est,
+        }
+    )
 
 
-def summary(facts: dict[str, Any], baseline: dict[str, Any], found: list[dict], sla_ms: float | None = None) -> str:
+def summary(
+    facts: dict[str, Any], baseline: dict[str, Any], found: list[dict], sla_ms: float | None = None
+) -> str:
     """The short paragraph at the top: SLA, where the tail is, the best estimated or measured gain."""
     p99 = baseline["end_to_end"]["p99_ms"]
     parts = []
@@ -91,12 +127,16 @@ def summary(facts: dict[str, Any], baseline: dict[str, Any], found: list[dict], 
     if (tail.get("sets") or {}).get(set_name):
         shares = tail["sets"][set_name]["shares"]
         top = max(shares, key=shares.get)
-        parts.append(f"{shares[top]:.0%} of the slowest {'1' if set_name == 'slowest_1pct' else '5'} % is {top}")
+        parts.append(
+            f"{shares[top]:.0%} of the slowest {'1' if set_name == 'slowest_1pct' else '5'} % is {top}"
+        )
     for f in found:
         est = next((a["estimate"] for a in f["actions"] if a.get("estimate")), None)
         if est and est.get("p99_ms") is not None:
-            parts.append(f"a {est['timeout_ms']:g} ms timeout on {est['stage']} would give p99 about "
-                         f"{est['p99_ms']:.3g} ms (estimate)")
+            parts.append(
+                f"a {est['timeout_ms']:g} ms timeout on {est['stage']} would give p99 about "
+                f"{est['p99_ms']:.3g} ms (estimate)"
+            )
             break
     best = _best_measured(found)
     if best:
@@ -108,8 +148,12 @@ def summary(facts: dict[str, Any], baseline: dict[str, Any], found: list[dict], 
 
 def _best_measured(found: list[dict]) -> dict | None:
     """The measured action with the largest real p50 gain ("faster" verdicts only)."""
-    measured = [a["measured"] for f in found for a in f["actions"]
-                if (a.get("measured") or {}).get("verdict") == "faster"]
+    measured = [
+        a["measured"]
+        for f in found
+        for a in f["actions"]
+        if (a.get("measured") or {}).get("verdict") == "faster"
+    ]
     return min(measured, key=lambda m: m["p50_ratio"]) if measured else None
 
 
@@ -143,34 +187,49 @@ def render_html(doc: dict[str, Any], figures: dict[str, list[tuple[str, Any]]]) 
     import plotly.io as pio
     from plotly.offline import get_plotlyjs
 
-    body = [f"<h1>Latency audit</h1><p>{len(doc['runs'])} run(s). Generated by the Inference Latency Workbench; "
-            "every number below comes from the runs and their traces; estimates are labelled.</p>"]
+    body = [
+        f"<h1>Latency audit</h1><p>{len(doc['runs'])} run(s). Generated by the Inference Latency Workbench; "
+        "every number below comes from the runs and their traces; estimates are labelled.</p>"
+    ]
     for entry in doc["runs"]:
         body.append(_run_html(entry, figures.get(entry["run"], []), pio))
-    return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>Latency audit</title>"
-            f"<style>{CSS}</style><script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
-            + "\n".join(body) + "</body></html>")
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Latency audit</title>"
+        f"<style>{CSS}</style><script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
+        + "\n".join(body)
+        + "</body></html>"
+    )
 
 
 def _run_html(entry: dict[str, Any], figs: list[tuple[str, Any]], pio) -> str:
     e = html.escape
     b = entry["baseline"]
-    out = [f"<h2>{e(entry['label'])}</h2><p><code>{e(str(entry['run']))}</code></p>",
-           f"<p class='summary'>{e(entry['summary'])}</p>", "<h3>1. Baseline</h3>", _baseline_table(b)]
+    out = [
+        f"<h2>{e(entry['label'])}</h2><p><code>{e(str(entry['run']))}</code></p>",
+        f"<p class='summary'>{e(entry['summary'])}</p>",
+        "<h3>1. Baseline</h3>",
+        _baseline_table(b),
+    ]
     if b.get("noisy"):
         out.append(f"<p class='noisy'>Noisy run: {e('; '.join(b['noise_reasons']))}</p>")
     out.append("<h3>2. Bottleneck</h3>")
     out += [_finding_html(f) for f in entry["findings"]] or ["<p>No rule fired.</p>"]
     out.append("<h3>3. Evidence</h3>")
     for caption, fig in figs:
-        out.append(f"<div class='figure'><p><b>{e(caption)}</b></p>"
-                   + pio.to_html(fig, full_html=False, include_plotlyjs=False, config={"displaylogo": False})
-                   + "</div>")
+        out.append(
+            f"<div class='figure'><p><b>{e(caption)}</b></p>"
+            + pio.to_html(
+                fig, full_html=False, include_plotlyjs=False, config={"displaylogo": False}
+            )
+            + "</div>"
+        )
     out.append("<h3>4. Actions</h3><ol>")
     for f in entry["findings"]:
         for a in f["actions"]:
-            out.append(f"<li><b>{e(a['title'])}</b> ({e(f['kind'])}{', ' + e(f['stage']) if f.get('stage') else ''})"
-                       f": {e(a['why'])}{_gain_html(a)}</li>")
+            out.append(
+                f"<li><b>{e(a['title'])}</b> ({e(f['kind'])}{', ' + e(f['stage']) if f.get('stage') else ''})"
+                f": {e(a['why'])}{_gain_html(a)}</li>"
+            )
     out.append("</ol>")
     out += [f"<p><i>{e(n)}</i></p>" for n in entry.get("notes", [])]
     return "\n".join(out)
@@ -181,9 +240,11 @@ def _baseline_table(b: dict[str, Any]) -> str:
     fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
     ci = f"[{fmt(e2e['p99_ci_low_ms'])}, {fmt(e2e['p99_ci_high_ms']) if e2e['p99_ci_high_ms'] is not None else 'unbounded'}]"
     sla = {None: "no SLA given", True: "MISSED", False: "met"}[b["sla_miss"]]
-    return (f"<table><tr><th>requests</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>p99 95% CI</th><th>SLA</th></tr>"
-            f"<tr><td>{b['requests']}</td><td>{fmt(e2e['p50_ms'])}</td><td>{fmt(e2e['p95_ms'])}</td>"
-            f"<td>{fmt(e2e['p99_ms'])}</td><td>{ci}</td><td>{sla}</td></tr></table>")
+    return (
+        f"<table><tr><th>requests</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>p99 95% CI</th><th>SLA</th></tr>"
+        f"<tr><td>{b['requests']}</td><td>{fmt(e2e['p50_ms'])}</td><td>{fmt(e2e['p95_ms'])}</td>"
+        f"<td>{fmt(e2e['p99_ms'])}</td><td>{ci}</td><td>{sla}</td></tr></table>"
+    )
 
 
 def _finding_html(f: dict) -> str:
@@ -195,9 +256,11 @@ def _finding_html(f: dict) -> str:
 def _gain_html(action: dict) -> str:
     est = action.get("estimate")
     if est and est.get("p99_ms") is not None:
-        return (f" <span class='estimate'>Estimate from the recorded times (not measured): a {est['timeout_ms']:g} ms "
-                f"timeout gives p50 about {est['p50_ms']:.3g} ms, p99 about {est['p99_ms']:.3g} ms "
-                f"({est['timed_out_share']:.1%} of requests cut off).</span>")
+        return (
+            f" <span class='estimate'>Estimate from the recorded times (not measured): a {est['timeout_ms']:g} ms "
+            f"timeout gives p50 about {est['p50_ms']:.3g} ms, p99 about {est['p99_ms']:.3g} ms "
+            f"({est['timed_out_share']:.1%} of requests cut off).</span>"
+        )
     measured = action.get("measured")
     if measured:
         return f" <b>Measured:</b> {html.escape(measured['sentence'])}"

@@ -38,6 +38,7 @@ Thresholds (defaults):
   of at least 10 % of the end-to-end p99 is ``gc`` (every request in flight
   waits through it).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -56,8 +57,13 @@ PAGEABLE_BYTES_PER_REQUEST = 1 << 20
 SYNC_SHARE = 0.10
 GC_SHARE = 0.05
 
-ROLE_KIND = {"io": "feature_io", "remote": "remote", "preprocess": "preprocess", "compute": "compute",
-             "serialize": "serialization"}
+ROLE_KIND = {
+    "io": "feature_io",
+    "remote": "remote",
+    "preprocess": "preprocess",
+    "compute": "compute",
+    "serialize": "serialization",
+}
 WAIT_STAGES = ("batch_wait", "queue_wait")
 
 
@@ -66,15 +72,29 @@ def dominant_stages(facts: dict[str, Any]) -> list[dict]:
     for s in facts["budget"]["stages"]:
         decision = role_decision(s["name"], facts)
         role = decision.role
-        if s["name"] in WAIT_STAGES or role is None or s.get("share") is None or s["share"] < DOMINANT_SHARE:
+        if (
+            s["name"] in WAIT_STAGES
+            or role is None
+            or s.get("share") is None
+            or s["share"] < DOMINANT_SHARE
+        ):
             continue
         why = f"; {decision.sentence}" if decision.sentence else decision.evidence
-        out.append({"kind": ROLE_KIND[role], "stage": s["name"],
-                    "evidence": f"{s['name']}{'' if role == s['name'] else f' ({role})'} takes {s['share']:.0%} "
-                                f"of the mean end to end "
-                                f"(p50 {s['p50_ms']:.3f} ms, p99 {s['p99_ms']:.3f} ms){why}",
-                    "numbers": {"share": s["share"], "p50_ms": s["p50_ms"], "p99_ms": s["p99_ms"],
-                                "role_source": decision.source}})
+        out.append(
+            {
+                "kind": ROLE_KIND[role],
+                "stage": s["name"],
+                "evidence": f"{s['name']}{'' if role == s['name'] else f' ({role})'} takes {s['share']:.0%} "
+                f"of the mean end to end "
+                f"(p50 {s['p50_ms']:.3f} ms, p99 {s['p99_ms']:.3f} ms){why}",
+                "numbers": {
+                    "share": s["share"],
+                    "p50_ms": s["p50_ms"],
+                    "p99_ms": s["p99_ms"],
+                    "role_source": decision.source,
+                },
+            }
+        )
     return out
 
 
@@ -83,7 +103,9 @@ def role_decision(stage: str, facts: dict[str, Any]) -> RoleDecision:
     made = (facts.get("role_decisions") or {}).get(stage)
     if made:
         return RoleDecision(**made)
-    return decide_role(stage, (facts.get("roles") or {}).get(stage), (facts.get("libraries") or {}).get(stage))
+    return decide_role(
+        stage, (facts.get("roles") or {}).get(stage), (facts.get("libraries") or {}).get(stage)
+    )
 
 
 def tail_stages(facts: dict[str, Any]) -> list[dict]:
@@ -99,11 +121,16 @@ def tail_stages(facts: dict[str, Any]) -> list[dict]:
         share = sets[set_name]["shares"].get(s["name"], 0.0)
         if not p50 or p99 is None or p99 < TAIL_RATIO * p50 or share < TAIL_SHARE:
             continue
-        out.append({"kind": "tail", "stage": s["name"],
-                    "evidence": f"{s['name']}'s p99 is {p99 / p50:.1f}x its p50 and it holds {share:.0%} of the "
-                                f"slowest {label}'s time (median request: "
-                                f"{sets['median']['shares'].get(s['name'], 0.0):.0%}){_stack_note(facts, s['name'])}",
-                    "numbers": {"p99_over_p50": p99 / p50, "tail_share": share, "tail_set": set_name}})
+        out.append(
+            {
+                "kind": "tail",
+                "stage": s["name"],
+                "evidence": f"{s['name']}'s p99 is {p99 / p50:.1f}x its p50 and it holds {share:.0%} of the "
+                f"slowest {label}'s time (median request: "
+                f"{sets['median']['shares'].get(s['name'], 0.0):.0%}){_stack_note(facts, s['name'])}",
+                "numbers": {"p99_over_p50": p99 / p50, "tail_share": share, "tail_set": set_name},
+            }
+        )
     return out
 
 
@@ -122,12 +149,22 @@ def queue(facts: dict[str, Any]) -> list[dict]:
         return []
     wait_ms = sum(s.get("mean_ms") or 0.0 for s in waits)
     max_wait = (facts.get("policy") or {}).get("max_wait_ms")
-    evidence = f"requests spend {share:.0%} of their mean end to end waiting (batch wait + queue wait)"
+    evidence = (
+        f"requests spend {share:.0%} of their mean end to end waiting (batch wait + queue wait)"
+    )
     if max_wait is not None and max_wait < MAX_WAIT_FIXES * wait_ms:
-        evidence += (f"; the max wait ({max_wait:g} ms) is already below the {wait_ms:.3g} ms they wait: the rest "
-                     "is queue wait for a busy executor, which a shorter max wait does not fix")
-    return [{"kind": "queue", "stage": "+".join(s["name"] for s in waits), "evidence": evidence,
-             "numbers": {"share": share, "wait_ms": wait_ms, "max_wait_ms": max_wait}}]
+        evidence += (
+            f"; the max wait ({max_wait:g} ms) is already below the {wait_ms:.3g} ms they wait: the rest "
+            "is queue wait for a busy executor, which a shorter max wait does not fix"
+        )
+    return [
+        {
+            "kind": "queue",
+            "stage": "+".join(s["name"] for s in waits),
+            "evidence": evidence,
+            "numbers": {"share": share, "wait_ms": wait_ms, "max_wait_ms": max_wait},
+        }
+    ]
 
 
 def head_of_line(facts: dict[str, Any]) -> list[dict]:
@@ -139,30 +176,54 @@ def head_of_line(facts: dict[str, Any]) -> list[dict]:
     held = [h for h in hol["holders"] if h["stage"] == stage][:3]
     named = ", ".join(f"batch {h['batch']} (requests {_ids(h['requests'])})" for h in held)
     queue_share = hol["share_of_queue_wait"].get(stage, 0.0)
-    return [{"kind": "head_of_line", "stage": stage,
-             "evidence": f"closed batches waited {hol['queue_wait_ns'] / 1e6:.4g} ms (summed over requests) for a busy "
-                         f"executor; {stage} held it for {queue_share:.0%} of that queue wait ({share:.0%} of all "
-                         f"batch and queue wait), most in {named}",
-             "numbers": {"share": share, "share_of_queue_wait": queue_share,
-                         "blocked_ms": hol["blamed_ns"][stage] / 1e6,
-                         "holders": [h["batch"] for h in held]}}]
+    return [
+        {
+            "kind": "head_of_line",
+            "stage": stage,
+            "evidence": f"closed batches waited {hol['queue_wait_ns'] / 1e6:.4g} ms (summed over requests) for a busy "
+            f"executor; {stage} held it for {queue_share:.0%} of that queue wait ({share:.0%} of all "
+            f"batch and queue wait), most in {named}",
+            "numbers": {
+                "share": share,
+                "share_of_queue_wait": queue_share,
+                "blocked_ms": hol["blamed_ns"][stage] / 1e6,
+                "holders": [h["batch"] for h in held],
+            },
+        }
+    ]
 
 
 def _ids(ids: list[int], shown: int = 4) -> str:
-    return ", ".join(map(str, ids[:shown])) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+    return ", ".join(map(str, ids[:shown])) + (
+        f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    )
 
 
 def served_gc(facts: dict[str, Any]) -> list[dict]:
     gc = facts.get("serving_gc") or {}
     p99 = (facts["budget"].get("end_to_end") or {}).get("p99_ms")
     longest = gc.get("pause_ms_max")
-    if not gc.get("collections") or not p99 or longest is None or longest < SERVED_GC_PAUSE_SHARE * p99:
+    if (
+        not gc.get("collections")
+        or not p99
+        or longest is None
+        or longest < SERVED_GC_PAUSE_SHARE * p99
+    ):
         return []
-    return [{"kind": "gc", "stage": None,
-             "evidence": f"while serving, {gc['collections']} garbage collections paused the server "
-                         f"{gc['pause_ms_total']:.4g} ms in all, the longest {longest:.4g} ms "
-                         f"({longest / p99:.0%} of the end-to-end p99; gc mode {gc.get('mode')})",
-             "numbers": {"share": longest / p99, "pause_ms_max": longest, "collections": gc["collections"]}}]
+    return [
+        {
+            "kind": "gc",
+            "stage": None,
+            "evidence": f"while serving, {gc['collections']} garbage collections paused the server "
+            f"{gc['pause_ms_total']:.4g} ms in all, the longest {longest:.4g} ms "
+            f"({longest / p99:.0%} of the end-to-end p99; gc mode {gc.get('mode')})",
+            "numbers": {
+                "share": longest / p99,
+                "pause_ms_max": longest,
+                "collections": gc["collections"],
+            },
+        }
+    ]
 
 
 def launch(facts: dict[str, Any]) -> list[dict]:
@@ -170,10 +231,20 @@ def launch(facts: dict[str, Any]) -> list[dict]:
     if not trace or not trace["launch_verdict"]["launch_bound"]:
         return []
     flagged = [s["stage"] for s in trace.get("stages", []) if s.get("launch_bound")]
-    return [{"kind": "launch", "stage": flagged[0] if flagged else None,
-             "evidence": trace["launch_verdict"]["sentence"] + f"; GPU idle {trace['gpu']['idle_fraction']:.0%}"
-             if trace["gpu"].get("idle_fraction") is not None else trace["launch_verdict"]["sentence"],
-             "numbers": {"kernels": trace["kernels"]["count"], "idle_fraction": trace["gpu"].get("idle_fraction")}}]
+    return [
+        {
+            "kind": "launch",
+            "stage": flagged[0] if flagged else None,
+            "evidence": trace["launch_verdict"]["sentence"]
+            + f"; GPU idle {trace['gpu']['idle_fraction']:.0%}"
+            if trace["gpu"].get("idle_fraction") is not None
+            else trace["launch_verdict"]["sentence"],
+            "numbers": {
+                "kernels": trace["kernels"]["count"],
+                "idle_fraction": trace["gpu"].get("idle_fraction"),
+            },
+        }
+    ]
 
 
 def transfer(facts: dict[str, Any]) -> list[dict]:
@@ -181,17 +252,26 @@ def transfer(facts: dict[str, Any]) -> list[dict]:
     if not trace:
         return []
     requests = max(int(facts.get("traced_requests") or 1), 1)
-    rows = {k: v for k, v in trace["memcpy"].get("by_kind_and_host_memory", {}).items() if "Pageable" in k}
+    rows = {
+        k: v
+        for k, v in trace["memcpy"].get("by_kind_and_host_memory", {}).items()
+        if "Pageable" in k
+    }
     pageable = sum(v.get("bytes") or 0 for v in rows.values())
     if pageable / requests < PAGEABLE_BYTES_PER_REQUEST:
         return []
     biggest = max(rows.items(), key=lambda kv: kv[1].get("bytes") or 0)
     rate = biggest[1].get("gb_per_s")
     stage = next((s["stage"] for s in trace.get("stages", []) if s.get("transfer_bytes")), None)
-    return [{"kind": "transfer", "stage": stage,
-             "evidence": f"{pageable / requests / 1e6:.1f} MB per request copied from pageable host memory "
-                         f"({biggest[0]}{f' at {rate:.1f} GB/s' if rate else ''})",
-             "numbers": {"pageable_bytes_per_request": pageable / requests, "gb_per_s": rate}}]
+    return [
+        {
+            "kind": "transfer",
+            "stage": stage,
+            "evidence": f"{pageable / requests / 1e6:.1f} MB per request copied from pageable host memory "
+            f"({biggest[0]}{f' at {rate:.1f} GB/s' if rate else ''})",
+            "numbers": {"pageable_bytes_per_request": pageable / requests, "gb_per_s": rate},
+        }
+    ]
 
 
 def sync(facts: dict[str, Any]) -> list[dict]:
@@ -203,9 +283,14 @@ def sync(facts: dict[str, Any]) -> list[dict]:
     if not host_us or sync_us / host_us < SYNC_SHARE:
         return []
     worst = max(trace["stages"], key=lambda s: s.get("sync_us") or 0.0)
-    return [{"kind": "sync", "stage": worst["stage"],
-             "evidence": f"synchronizing calls take {sync_us / host_us:.0%} of the traced stages' host time",
-             "numbers": {"sync_share": sync_us / host_us}}]
+    return [
+        {
+            "kind": "sync",
+            "stage": worst["stage"],
+            "evidence": f"synchronizing calls take {sync_us / host_us:.0%} of the traced stages' host time",
+            "numbers": {"sync_share": sync_us / host_us},
+        }
+    ]
 
 
 def gc_pauses(facts: dict[str, Any]) -> list[dict]:
@@ -213,12 +298,27 @@ def gc_pauses(facts: dict[str, Any]) -> list[dict]:
     share = gc.get("share_slowest_5pct")
     if share is None or share < GC_SHARE:
         return []
-    return [{"kind": "gc", "stage": gc.get("stage"),
-             "evidence": f"garbage-collection pauses take {share:.0%} of the slowest 5 %'s end to end",
-             "numbers": {"share_slowest_5pct": share}}]
+    return [
+        {
+            "kind": "gc",
+            "stage": gc.get("stage"),
+            "evidence": f"garbage-collection pauses take {share:.0%} of the slowest 5 %'s end to end",
+            "numbers": {"share_slowest_5pct": share},
+        }
+    ]
 
 
-RULES = (dominant_stages, tail_stages, queue, head_of_line, launch, transfer, sync, gc_pauses, served_gc)
+RULES = (
+    dominant_stages,
+    tail_stages,
+    queue,
+    head_of_line,
+    launch,
+    transfer,
+    sync,
+    gc_pauses,
+    served_gc,
+)
 
 
 def findings(facts: dict[str, Any]) -> list[dict]:
@@ -231,10 +331,22 @@ def _actions(finding: dict) -> list[dict]:
     """The catalog's actions for the finding; "lower the max wait" only where the max wait is not already
     below the wait it would fix."""
     n = finding["numbers"]
-    futile = n.get("max_wait_ms") is not None and n["max_wait_ms"] < MAX_WAIT_FIXES * (n.get("wait_ms") or 0.0)
-    return [a for a in actions_for(finding["kind"]) if not (futile and (a.get("try") or {}).get("max_wait_ms"))]
+    futile = n.get("max_wait_ms") is not None and n["max_wait_ms"] < MAX_WAIT_FIXES * (
+        n.get("wait_ms") or 0.0
+    )
+    return [
+        a
+        for a in actions_for(finding["kind"])
+        if not (futile and (a.get("try") or {}).get("max_wait_ms"))
+    ]
 
 
 def _weight(finding: dict) -> float:
     n = finding["numbers"]
-    return float(n.get("tail_share") or n.get("share") or n.get("idle_fraction") or n.get("sync_share") or 0.1)
+    return float(
+        n.get("tail_share")
+        or n.get("share")
+        or n.get("idle_fraction")
+        or n.get("sync_share")
+        or 0.1
+    )

@@ -23,6 +23,7 @@ What cannot be tried here is said, never guessed: a run whose factory cannot be
 rebuilt (a user pipeline not importable from here), a change the device cannot
 run (int8 on CUDA), or an action that needs the pipeline's own code changed.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -31,7 +32,9 @@ from typing import Any
 from ..analysis.outputs import AGREEMENT_THRESHOLD, agreement_text
 
 TRY_REQUESTS = 200
-CUDA_GRAPH_FACTORIES = ("example:text",)  # factories with a ``cuda_graph`` option (workbench/examples/text.py)
+CUDA_GRAPH_FACTORIES = (
+    "example:text",
+)  # factories with a ``cuda_graph`` option (workbench/examples/text.py)
 
 
 def concrete_change(run, action: dict) -> tuple[dict[str, Any] | None, str | None]:
@@ -50,21 +53,32 @@ def concrete_change(run, action: dict) -> tuple[dict[str, Any] | None, str | Non
         return {"precision": target}, None
     if want.get("batch_size") == "double":
         return {"batch_size": 2 * (cfg.batch_size or 1)}, None
-    for name in ("compile", "channels_last"):  # model options workbench.precision.prepare_model applies
+    for name in (
+        "compile",
+        "channels_last",
+    ):  # model options workbench.precision.prepare_model applies
         if name in want:
             if cfg.options.get(name):
                 return None, f"the run already used {name}"
             return {name: True}, None
-    if "pin_memory" in want:  # the shipped examples' option; pinned memory only means something on a GPU
+    if (
+        "pin_memory" in want
+    ):  # the shipped examples' option; pinned memory only means something on a GPU
         if not device.startswith("cuda"):
-            return None, "pinned host memory matters for host-to-GPU copies only; this run is on the CPU"
+            return (
+                None,
+                "pinned host memory matters for host-to-GPU copies only; this run is on the CPU",
+            )
         if cfg.options.get("pin_memory", True):
             return None, "the run already copied from pinned memory"
         return {"pin_memory": True}, None
     if "cuda_graph" in want:
         return _graph_change(run, device, cfg.options)
     if "max_wait_ms" in want:
-        return None, None  # a load run's wait is tried in the batching simulator (simulate_wait), not measured live
+        return (
+            None,
+            None,
+        )  # a load run's wait is tried in the batching simulator (simulate_wait), not measured live
     if "threads" in want:
         threads = cfg.threads or run.meta.env.threads
         if not threads or threads <= 1:
@@ -81,8 +95,10 @@ def _graph_change(run, device: str, options: dict) -> tuple[dict[str, Any] | Non
         return None, "the run already replays its forward from a CUDA graph"
     spec = (run.meta.fingerprint and run.meta.fingerprint.factory) or f"example:{run.meta.pipeline}"
     if spec not in CUDA_GRAPH_FACTORIES:
-        return None, ("only the text example has a cuda_graph option; capture this forward yourself "
-                      "(workbench/examples/_cuda_graph.py shows how)")
+        return None, (
+            "only the text example has a cuda_graph option; capture this forward yourself "
+            "(workbench/examples/_cuda_graph.py shows how)"
+        )
     if options.get("padding", "max_len") != "max_len":
         return None, "cuda_graph needs padding='max_len' (a graph replays fixed shapes)"
     return {"cuda_graph": True}, None
@@ -107,7 +123,9 @@ def factory_of(run) -> tuple[Any, str | None]:
     from ..examples import EXAMPLES, factory
 
     name = run.meta.pipeline
-    if not spec and name in EXAMPLES:  # runs recorded before fingerprints: the shipped example of that name
+    if (
+        not spec and name in EXAMPLES
+    ):  # runs recorded before fingerprints: the shipped example of that name
         return factory(name), None
     return None, "the run does not say which factory built it (no fingerprint factory)"
 
@@ -119,8 +137,14 @@ def base_config(run):
     return PipelineConfig.from_dict(cfg | {"threads": run.config.threads or run.meta.env.threads})
 
 
-def try_actions(run, findings: list[dict], *, requests: int = TRY_REQUESTS, seed: int = 0,
-                compare_fn: Callable | None = None) -> list[dict]:
+def try_actions(
+    run,
+    findings: list[dict],
+    *,
+    requests: int = TRY_REQUESTS,
+    seed: int = 0,
+    compare_fn: Callable | None = None,
+) -> list[dict]:
     """Annotate the findings' actions in place with ``measured`` or ``not_tried``; returns the trial log."""
     from ..interleave import compare
 
@@ -161,23 +185,37 @@ def _measure(compare_fn, factory, base, change: dict, requests: int, seed: int) 
         return {"error": message, "sentence": f"{_label(change)}: not measured: {message}"}
     e2e = result.get("end_to_end")
     if not e2e:
-        return {"error": result.get("error"), "sentence": f"{_label(change)}: not measured: {result.get('error')}"}
+        return {
+            "error": result.get("error"),
+            "sentence": f"{_label(change)}: not measured: {result.get('error')}",
+        }
     scale = base.batch_size / change["batch_size"] if "batch_size" in change else 1.0
-    out = {"p50_ratio": e2e["p50_ratio"] * scale, "p50_ci": [x * scale for x in e2e["p50_ci"]],
-           "p99_ratio": e2e["p99_ratio"] * scale, "p99_ci": [x * scale for x in e2e["p99_ci"]],
-           "verdict": e2e["verdict"] if scale == 1.0 else _verdict(e2e["p50_ci"], scale, result),
-           "per": "item" if scale != 1.0 else "request", "requests": requests,
-           "noisy": bool((result.get("noise") or {}).get("noisy"))}
+    out = {
+        "p50_ratio": e2e["p50_ratio"] * scale,
+        "p50_ci": [x * scale for x in e2e["p50_ci"]],
+        "p99_ratio": e2e["p99_ratio"] * scale,
+        "p99_ci": [x * scale for x in e2e["p99_ci"]],
+        "verdict": e2e["verdict"] if scale == 1.0 else _verdict(e2e["p50_ci"], scale, result),
+        "per": "item" if scale != 1.0 else "request",
+        "requests": requests,
+        "noisy": bool((result.get("noise") or {}).get("noisy")),
+    }
     outputs = result.get("outputs")
     agreement = (outputs or {}).get("argmax_agreement")
     out["outputs"] = outputs
     out["agreement_below_threshold"] = agreement is not None and agreement < AGREEMENT_THRESHOLD
-    below = (f" - BELOW the {100 * AGREEMENT_THRESHOLD:g} % agreement threshold: it changes predictions, check "
-             "them before adopting it" if out["agreement_below_threshold"] else "")
-    out["sentence"] = (f"{_label(change)}: end-to-end p50 x{out['p50_ratio']:.2f} [{out['p50_ci'][0]:.2f}, "
-                       f"{out['p50_ci'][1]:.2f}], p99 x{out['p99_ratio']:.2f} [{out['p99_ci'][0]:.2f}, "
-                       f"{out['p99_ci'][1]:.2f}] per {out['per']}: {out['verdict']} "
-                       f"(interleaved, {requests} requests each); outputs: {agreement_text(outputs)}{below}")
+    below = (
+        f" - BELOW the {100 * AGREEMENT_THRESHOLD:g} % agreement threshold: it changes predictions, check "
+        "them before adopting it"
+        if out["agreement_below_threshold"]
+        else ""
+    )
+    out["sentence"] = (
+        f"{_label(change)}: end-to-end p50 x{out['p50_ratio']:.2f} [{out['p50_ci'][0]:.2f}, "
+        f"{out['p50_ci'][1]:.2f}], p99 x{out['p99_ratio']:.2f} [{out['p99_ci'][0]:.2f}, "
+        f"{out['p99_ci'][1]:.2f}] per {out['per']}: {out['verdict']} "
+        f"(interleaved, {requests} requests each); outputs: {agreement_text(outputs)}{below}"
+    )
     return out
 
 
@@ -207,19 +245,31 @@ def simulate_wait(run, factor: float = 0.5, seed: int = 0) -> dict[str, Any]:
 
     policy = (run.meta.load.policy if run.meta.load else None) or {}
     if run.kind not in ("load", "served") or not policy or "arrival_ns" not in run.requests:
-        return {"not_tried": "lowering the max wait is simulated from a load run (workbench load); this run is not one"}
+        return {
+            "not_tried": "lowering the max wait is simulated from a load run (workbench load); this run is not one"
+        }
     try:
         model = service_model_from_runs([run])
         times = run.requests.sort_values("arrival_ns")["arrival_ns"].to_numpy("int64")
         times = times - times[0]
-        base = BatchPolicy(int(policy["max_batch_size"]), float(policy["max_wait_ms"]), int(policy.get("concurrency", 1)))
+        base = BatchPolicy(
+            int(policy["max_batch_size"]),
+            float(policy["max_wait_ms"]),
+            int(policy.get("concurrency", 1)),
+        )
         shorter = BatchPolicy(base.max_batch_size, base.max_wait_ms * factor, base.concurrency)
         a = load_summary(simulate(model, times, base, seed=seed).requests)["end_to_end"]
         b = load_summary(simulate(model, times, shorter, seed=seed).requests)["end_to_end"]
     except WorkbenchError as exc:
         return {"not_tried": f"simulation failed: {exc}"}
-    out = {"max_wait_ms": shorter.max_wait_ms, "p50_ratio": b["p50_ms"] / a["p50_ms"], "p99_ratio": b["p99_ms"] / a["p99_ms"]}
-    out["sentence"] = (f"max_wait_ms={shorter.max_wait_ms:g} (from {base.max_wait_ms:g}): simulated p50 "
-                       f"x{out['p50_ratio']:.2f}, p99 x{out['p99_ratio']:.2f} on this run's arrivals and service "
-                       "times (batching simulator; simulated, not measured)")
+    out = {
+        "max_wait_ms": shorter.max_wait_ms,
+        "p50_ratio": b["p50_ms"] / a["p50_ms"],
+        "p99_ratio": b["p99_ms"] / a["p99_ms"],
+    }
+    out["sentence"] = (
+        f"max_wait_ms={shorter.max_wait_ms:g} (from {base.max_wait_ms:g}): simulated p50 "
+        f"x{out['p50_ratio']:.2f}, p99 x{out['p99_ratio']:.2f} on this run's arrivals and service "
+        "times (batching simulator; simulated, not measured)"
+    )
     return {"simulated": out}

@@ -10,6 +10,7 @@ Collect -> record -> analyse, as elsewhere in the workbench:
 
 Nothing here imports torch; the live run reaches it only through the pipeline.
 """
+
 from __future__ import annotations
 
 from .._lazy import lazy_exports
@@ -33,4 +34,6 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-__getattr__, __dir__ = lazy_exports(__name__, globals(), {k: f"{__name__}.{m}" for k, m in _EXPORTS.items()})
+__getattr__, __dir__ = lazy_exports(
+    __name__, globals(), {k: f"{__name__}.{m}" for k, m in _EXPORTS.items()}
+)

@@ -15,6 +15,7 @@ whichever ends first; at least one bound is required for the generated
 processes. Times are offsets from the schedule's start (the first replayed
 timestamp maps to 0).
 """
+
 from __future__ import annotations
 
 import csv
@@ -57,8 +58,12 @@ class Arrivals:
 
     def __post_init__(self) -> None:
         if self.process not in PROCESSES:
-            raise ConfigError(f"arrivals must be one of {', '.join(PROCESSES)}, got {self.process!r}")
-        if self.count is not None and (isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1):
+            raise ConfigError(
+                f"arrivals must be one of {', '.join(PROCESSES)}, got {self.process!r}"
+            )
+        if self.count is not None and (
+            isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1
+        ):
             raise ConfigError(f"requests (count) must be an integer >= 1, got {self.count!r}")
         if self.duration_s is not None and not _positive(self.duration_s):
             raise ConfigError(f"duration must be > 0 seconds, got {self.duration_s!r}")
@@ -71,7 +76,9 @@ class Arrivals:
         if self.count is None and self.duration_s is None:
             raise ConfigError("an arrival process needs a bound: requests (count) and/or duration")
         if self.process == "bursty" and not (_positive(self.on_ms) and self.off_ms >= 0):
-            raise ConfigError(f"bursty arrivals need on_ms > 0 and off_ms >= 0, got on_ms={self.on_ms!r}, off_ms={self.off_ms!r}")
+            raise ConfigError(
+                f"bursty arrivals need on_ms > 0 and off_ms >= 0, got on_ms={self.on_ms!r}, off_ms={self.off_ms!r}"
+            )
 
     def times_ns(self) -> np.ndarray:
         """Sorted int64 arrival offsets (ns from the start), within the bounds."""
@@ -80,18 +87,27 @@ class Arrivals:
         elif self.process == "poisson":
             times = poisson_ns(self.rate_rps, self.count, self.duration_s, self.seed)
         else:
-            times = bursty_ns(self.rate_rps, self.on_ms, self.off_ms, self.count, self.duration_s, self.seed)
+            times = bursty_ns(
+                self.rate_rps, self.on_ms, self.off_ms, self.count, self.duration_s, self.seed
+            )
         return _bounded(times, self.count, self.duration_s)
 
     def params(self) -> dict[str, Any]:
         """The process parameters as plain data (for run.json and JSON output)."""
-        out: dict[str, Any] = {"process": self.process, "count": self.count, "duration_s": self.duration_s}
+        out: dict[str, Any] = {
+            "process": self.process,
+            "count": self.count,
+            "duration_s": self.duration_s,
+        }
         if self.process == "replay":
             return out | {"path": str(self.path)}
         out |= {"rate_rps": float(self.rate_rps), "seed": self.seed}
         if self.process == "bursty":
-            out |= {"on_ms": self.on_ms, "off_ms": self.off_ms,
-                    "peak_rate_rps": float(self.rate_rps) * (self.on_ms + self.off_ms) / self.on_ms}
+            out |= {
+                "on_ms": self.on_ms,
+                "off_ms": self.off_ms,
+                "peak_rate_rps": float(self.rate_rps) * (self.on_ms + self.off_ms) / self.on_ms,
+            }
         return out
 
 
@@ -114,18 +130,28 @@ def _gaps_needed(rate: float, count: int | None, duration_s: float | None) -> in
     return int(math.ceil(n))
 
 
-def poisson_ns(rate_rps: float, count: int | None, duration_s: float | None, seed: int = 0) -> np.ndarray:
+def poisson_ns(
+    rate_rps: float, count: int | None, duration_s: float | None, seed: int = 0
+) -> np.ndarray:
     """Poisson arrivals at ``rate_rps`` (int64 ns), at least covering the bounds."""
     rng = np.random.default_rng(seed)
     n = _gaps_needed(rate_rps, count, duration_s)
     t = np.cumsum(rng.exponential(NS_PER_S / rate_rps, n))
-    while duration_s is not None and count is None and t[-1] < duration_s * NS_PER_S:  # astronomically rare
+    while (
+        duration_s is not None and count is None and t[-1] < duration_s * NS_PER_S
+    ):  # astronomically rare
         t = np.concatenate([t, t[-1] + np.cumsum(rng.exponential(NS_PER_S / rate_rps, n))])
     return np.floor(t).astype(np.int64)
 
 
-def bursty_ns(rate_rps: float, on_ms: float, off_ms: float, count: int | None, duration_s: float | None,
-              seed: int = 0) -> np.ndarray:
+def bursty_ns(
+    rate_rps: float,
+    on_ms: float,
+    off_ms: float,
+    count: int | None,
+    duration_s: float | None,
+    seed: int = 0,
+) -> np.ndarray:
     """On/off arrivals with long-run rate ``rate_rps`` (int64 ns).
 
     Draws a Poisson process at the peak rate on "busy time" (time counted only
@@ -134,7 +160,9 @@ def bursty_ns(rate_rps: float, on_ms: float, off_ms: float, count: int | None, d
     """
     on_ns, off_ns = ms_to_ns(on_ms), ms_to_ns(off_ms)
     peak = rate_rps * (on_ms + off_ms) / on_ms
-    busy_duration = None if duration_s is None else duration_s * on_ms / (on_ms + off_ms) + on_ms / 1e3
+    busy_duration = (
+        None if duration_s is None else duration_s * on_ms / (on_ms + off_ms) + on_ms / 1e3
+    )
     rng = np.random.default_rng(seed)
     n = _gaps_needed(peak, count, busy_duration)
     busy = np.cumsum(rng.exponential(NS_PER_S / peak, n))
@@ -164,8 +192,10 @@ def read_arrivals_csv(path: str | Path) -> np.ndarray:
         try:
             values.append(float(row[0]))
         except ValueError:
-            raise ConfigError(f"--arrivals {p}: row {line}: {row[0]!r} is not a number "
-                              f"(header must be one of {', '.join(CSV_UNITS)})") from None
+            raise ConfigError(
+                f"--arrivals {p}: row {line}: {row[0]!r} is not a number "
+                f"(header must be one of {', '.join(CSV_UNITS)})"
+            ) from None
     if not values:
         raise ConfigError(f"--arrivals {p}: the file has no arrival timestamps")
     t = np.asarray(values, dtype=np.float64)
@@ -174,6 +204,8 @@ def read_arrivals_csv(path: str | Path) -> np.ndarray:
     back = np.flatnonzero(np.diff(t) < 0)
     if back.size:
         i = int(back[0]) + 1
-        raise ConfigError(f"--arrivals {p}: timestamps must be sorted; row {i + start + 1} ({values[i]}) "
-                          f"is earlier than the row before it ({values[i - 1]})")
+        raise ConfigError(
+            f"--arrivals {p}: timestamps must be sorted; row {i + start + 1} ({values[i]}) "
+            f"is earlier than the row before it ({values[i - 1]})"
+        )
     return np.rint((t - t[0]) * scale).astype(np.int64)

@@ -25,6 +25,7 @@ arrives after that is discarded. A batch whose own timing is a ``Timeout``
 batcher: nothing more is dispatched, ``halted`` is set (the load generator's
 cancel) and the queued requests are returned by ``stop`` as undispatched.
 """
+
 from __future__ import annotations
 
 import threading
@@ -81,10 +82,21 @@ class DynamicBatcher:
     ``in_flight_at_stop`` counts the batches ``stop`` recorded as in flight.
     """
 
-    def __init__(self, execute: Callable[..., RequestTiming], policy: BatchPolicy, *,
-                 clock: Clock = time.perf_counter_ns, thread_init: Callable[[], Any] | None = None,
-                 stage_names: Sequence[str] | None = None):
-        self.policy, self._execute, self._clock, self._thread_init = policy, execute, clock, thread_init
+    def __init__(
+        self,
+        execute: Callable[..., RequestTiming],
+        policy: BatchPolicy,
+        *,
+        clock: Clock = time.perf_counter_ns,
+        thread_init: Callable[[], Any] | None = None,
+        stage_names: Sequence[str] | None = None,
+    ):
+        self.policy, self._execute, self._clock, self._thread_init = (
+            policy,
+            execute,
+            clock,
+            thread_init,
+        )
         self._names = list(stage_names) if stage_names else None
         self.halted = threading.Event()
         self.stopped_by: str | None = None
@@ -104,8 +116,12 @@ class DynamicBatcher:
 
     def start(self, timeout_s: float = 600.0) -> "DynamicBatcher":
         """Start the executors; returns once each has run ``thread_init`` (its warm-up), if any."""
-        self._threads = [threading.Thread(target=self._executor_loop, name=f"workbench-executor-{k}", daemon=True)
-                         for k in range(self.policy.concurrency)]
+        self._threads = [
+            threading.Thread(
+                target=self._executor_loop, name=f"workbench-executor-{k}", daemon=True
+            )
+            for k in range(self.policy.concurrency)
+        ]
         for t in self._threads:
             t.start()
         with self._cond:
@@ -113,7 +129,9 @@ class DynamicBatcher:
         failed = [r for r in self.init_results if isinstance(r, Exception)]
         if failed:
             self.stop(abort=True, join_timeout_s=1.0)  # another executor may be the one that hangs
-            raise PipelineError(f"executor warm-up failed: {type(failed[0]).__name__}: {failed[0]}") from failed[0]
+            raise PipelineError(
+                f"executor warm-up failed: {type(failed[0]).__name__}: {failed[0]}"
+            ) from failed[0]
         return self
 
     def submit(self, item: Any, arrival_ns: int | None = None) -> tuple[int, int]:
@@ -130,8 +148,11 @@ class DynamicBatcher:
     def wait_done(self, timeout_s: float) -> bool:
         """Wait (real time) until every submitted request has finished, or, once halted, every
         batch in flight; False on timeout."""
+
         def done() -> bool:
-            return not self._in_flight and (self.halted.is_set() or self._finished >= self._submitted)
+            return not self._in_flight and (
+                self.halted.is_set() or self._finished >= self._submitted
+            )
 
         with self._cond:
             return self._cond.wait_for(done, timeout=timeout_s)
@@ -163,17 +184,35 @@ class DynamicBatcher:
         now = self._clock()
         for batch, flight in sorted(self._in_flight.items()):
             names = self._names or ["executor"]
-            timing = abandoned(names, flight.starts, flight.ends, flight.start_ns, now,
-                               lambda stage: f"in flight at stop: stage {stage!r} still running when the "
-                                             "batcher stopped; its executor thread was abandoned")
+            timing = abandoned(
+                names,
+                flight.starts,
+                flight.ends,
+                flight.start_ns,
+                now,
+                lambda stage: (
+                    f"in flight at stop: stage {stage!r} still running when the "
+                    "batcher stopped; its executor thread was abandoned"
+                ),
+            )
             self._add(batch, flight, now, timing)
             self.in_flight_at_stop += 1
         self._in_flight.clear()
 
     def _add(self, batch: int, flight: _InFlight, end_ns: int, timing: RequestTiming) -> None:
         taken = flight.taken
-        self.batches.append(BatchRecord(batch, [r for r, _ in taken], [a for _, a in taken],
-                                        flight.close_ns, flight.start_ns, end_ns, timing, flight.due_ns))
+        self.batches.append(
+            BatchRecord(
+                batch,
+                [r for r, _ in taken],
+                [a for _, a in taken],
+                flight.close_ns,
+                flight.start_ns,
+                end_ns,
+                timing,
+                flight.due_ns,
+            )
+        )
         self._finished += len(taken)
 
     def _halt(self) -> None:
@@ -242,5 +281,11 @@ class DynamicBatcher:
             return self._execute(items, starts=flight.starts, ends=flight.ends)
         except Exception as exc:
             now = self._clock()
-            return RequestTiming(flight.start_ns, now, [], [], None,
-                                 StageFailure("executor", type(exc).__name__, str(exc)))
+            return RequestTiming(
+                flight.start_ns,
+                now,
+                [],
+                [],
+                None,
+                StageFailure("executor", type(exc).__name__, str(exc)),
+            )

@@ -4,6 +4,7 @@ Moved out of the widget (``workbench.widgets.batching``) so that the widget
 only wires sliders to this function and to ``workbench.plots.batching``, and
 so that a notebook or a test gets the same numbers without ipywidgets.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -19,8 +20,15 @@ WAITS_MS = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
 RATE_FRACTIONS = (0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 0.95)
 
 
-def batching_point(model: ServiceModel, rate_rps: float, max_batch_size: int, max_wait_ms: float, *,
-                   requests: int = 5_000, seed: int = 0) -> dict[str, Any]:
+def batching_point(
+    model: ServiceModel,
+    rate_rps: float,
+    max_batch_size: int,
+    max_wait_ms: float,
+    *,
+    requests: int = 5_000,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Simulate one setting on a seeded Poisson schedule, and sweep rate and max wait around it.
 
     Out: ``summary`` (:func:`load_summary` of the point, ms), ``at`` (its requests at p50
@@ -39,9 +47,15 @@ def batching_point(model: ServiceModel, rate_rps: float, max_batch_size: int, ma
     waits = sorted({*WAITS_MS, float(max_wait_ms)})
     curve = sweep(model, rates, [max_batch_size], [max_wait_ms], requests=requests, seed=seed)
     wait_table = sweep(model, [rate_rps], [max_batch_size], waits, requests=requests, seed=seed)
-    return {"summary": load_summary(sim.requests), "at": percentile_requests(sim.requests), "curve": curve,
-            "waits": wait_table, "capacity_rps": capacity,
-            "stable": bool(sim.stable), "simulations": 1 + len(rates) + len(waits)}
+    return {
+        "summary": load_summary(sim.requests),
+        "at": percentile_requests(sim.requests),
+        "curve": curve,
+        "waits": wait_table,
+        "capacity_rps": capacity,
+        "stable": bool(sim.stable),
+        "simulations": 1 + len(rates) + len(waits),
+    }
 
 
 def service_noise(runs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ abandoned, nothing more is dispatched and the run is returned with status
 batch still in flight then is recorded as ``Timeout`` ("in flight at stop")
 and its executor thread abandoned (``DynamicBatcher.stop``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -49,10 +50,21 @@ MAX_REQUESTS = 1_000_000  # a live run holds every item and record in memory
 JOIN_S = 1.0  # real seconds stop() waits for executors that are finishing normally
 
 
-def run_load(target, config: PipelineConfig | None = None, *, arrivals: Arrivals, policy: BatchPolicy,
-             warmup: int = 5, drain_timeout_s: float = 10.0, switch_interval_s: float | None = None,
-             clock: Clock = time.perf_counter_ns, sleep=time.sleep, noise_readings=None,
-             timeout_s: float | None = None, watch=None) -> Run:
+def run_load(
+    target,
+    config: PipelineConfig | None = None,
+    *,
+    arrivals: Arrivals,
+    policy: BatchPolicy,
+    warmup: int = 5,
+    drain_timeout_s: float = 10.0,
+    switch_interval_s: float | None = None,
+    clock: Clock = time.perf_counter_ns,
+    sleep=time.sleep,
+    noise_readings=None,
+    timeout_s: float | None = None,
+    watch=None,
+) -> Run:
     """Run the load and return the (unsaved) run.
 
     target: a Pipeline, a factory or an example name (as ``workbench.profile``).
@@ -71,8 +83,14 @@ def run_load(target, config: PipelineConfig | None = None, *, arrivals: Arrivals
     """
     from ..fingerprint import run_fingerprint
     from ..noise import NoiseProbe, Readings
-    from ..runner import (STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_TIMEOUT, environment, failure_records,
-                          resolve_pipeline)
+    from ..runner import (
+        STATUS_COMPLETE,
+        STATUS_INTERRUPTED,
+        STATUS_TIMEOUT,
+        environment,
+        failure_records,
+        resolve_pipeline,
+    )
 
     timeout_s = check_timeout(timeout_s)
     if not (isinstance(drain_timeout_s, (int, float)) and drain_timeout_s > 0):
@@ -81,8 +99,10 @@ def run_load(target, config: PipelineConfig | None = None, *, arrivals: Arrivals
     pipe = resolve_pipeline(target, cfg)
     schedule = arrivals.times_ns()
     if len(schedule) > MAX_REQUESTS:
-        raise ConfigError(f"the arrival schedule has {len(schedule)} requests; a live run takes at most "
-                          f"{MAX_REQUESTS} (lower --rate, --duration or --requests)")
+        raise ConfigError(
+            f"the arrival schedule has {len(schedule)} requests; a live run takes at most "
+            f"{MAX_REQUESTS} (lower --rate, --duration or --requests)"
+        )
     items = _prefetch(pipe, len(schedule))
     execute, threads, guards = _executor(pipe, target, clock, timeout_s)
     started = datetime.now(timezone.utc)
@@ -90,30 +110,69 @@ def run_load(target, config: PipelineConfig | None = None, *, arrivals: Arrivals
     try:
         with _switch_interval(switch_interval_s) as interval:
             batcher, lags, dropped, origin, stopped, interrupted = _drive(
-                execute, pipe, items, schedule, policy, warmup, drain_timeout_s, timeout_s, clock, sleep, watch)
+                execute,
+                pipe,
+                items,
+                schedule,
+                policy,
+                warmup,
+                drain_timeout_s,
+                timeout_s,
+                clock,
+                sleep,
+                watch,
+            )
     finally:
         for guard in list(guards):
             guard.close()  # idle stage threads end; a stuck one is a daemon, left to itself
-    requests, stages = load_tables(batcher.batches, dropped, pipe.stage_names, origin, stopped, batcher.stopped_by)
+    requests, stages = load_tables(
+        batcher.batches, dropped, pipe.stage_names, origin, stopped, batcher.stopped_by
+    )
     noise = probe.finish(threads, requests.loc[requests["ok"], "dur_ns"].to_numpy())
     summary = load_summary(requests, policy.concurrency)
     warm_failures = _warm_failures(batcher)
-    timed_out = batcher.stopped_by == "timeout" or any(f.error_type == TIMEOUT for f in warm_failures)
-    load = _load_meta(summary, lags, arrivals, policy, warmup, len(warm_failures), drain_timeout_s,
-                      interval, len(dropped)) | {"warmup_failures": failure_records(warm_failures),
-                                                 "timeout_s": timeout_s, "in_flight_at_stop": batcher.in_flight_at_stop}
+    timed_out = batcher.stopped_by == "timeout" or any(
+        f.error_type == TIMEOUT for f in warm_failures
+    )
+    load = _load_meta(
+        summary,
+        lags,
+        arrivals,
+        policy,
+        warmup,
+        len(warm_failures),
+        drain_timeout_s,
+        interval,
+        len(dropped),
+    ) | {
+        "warmup_failures": failure_records(warm_failures),
+        "timeout_s": timeout_s,
+        "in_flight_at_stop": batcher.in_flight_at_stop,
+    }
     env = environment(pipe.config)
     status = STATUS_INTERRUPTED if interrupted else STATUS_TIMEOUT if timed_out else STATUS_COMPLETE
     meta = _run_meta(pipe, started, len(requests), load, env).replace(
-        status=status, fingerprint=run_fingerprint(pipe, target, threads, env), noise=noise)
+        status=status, fingerprint=run_fingerprint(pipe, target, threads, env), noise=noise
+    )
     run = Run(meta=meta, requests=requests, stages=stages)
     if interrupted:
         raise Interrupted(run, f"interrupted after {len(requests)} of {len(schedule)} requests")
     return run
 
 
-def _drive(execute, pipe, items: list, schedule: np.ndarray, policy: BatchPolicy, warmup: int,
-           drain_timeout_s: float, timeout_s: float | None, clock: Clock, sleep, watch=None):
+def _drive(
+    execute,
+    pipe,
+    items: list,
+    schedule: np.ndarray,
+    policy: BatchPolicy,
+    warmup: int,
+    drain_timeout_s: float,
+    timeout_s: float | None,
+    clock: Clock,
+    sleep,
+    watch=None,
+):
     """Warm up, submit the schedule, drain, stop: ``(batcher, lags, dropped, origin_ns, stopped_ns)``.
 
     A warm-up call that timed out stops the run before the first arrival; a
@@ -122,7 +181,9 @@ def _drive(execute, pipe, items: list, schedule: np.ndarray, policy: BatchPolicy
     warm = lambda: _warm_up(execute, items, warmup, policy.max_batch_size)  # noqa: E731  (in each executor)
     # the warm-up wait: the drain timeout, or longer than one call's timeout so that a hung call is a Timeout
     wait_s = drain_timeout_s if timeout_s is None else max(drain_timeout_s, timeout_s + 1.0)
-    batcher = DynamicBatcher(execute, policy, clock=clock, thread_init=warm, stage_names=pipe.stage_names)
+    batcher = DynamicBatcher(
+        execute, policy, clock=clock, thread_init=warm, stage_names=pipe.stage_names
+    )
     batcher.start(timeout_s=wait_s)
     _check_warm(batcher, policy.concurrency, wait_s)
     origin, lags, done, interrupted = clock() + LEAD_NS, np.zeros(0, dtype=np.int64), False, False
@@ -130,9 +191,19 @@ def _drive(execute, pipe, items: list, schedule: np.ndarray, policy: BatchPolicy
         try:
             if not any(f.error_type == TIMEOUT for f in _warm_failures(batcher)):
                 submit, settled = _watched(batcher, watch, origin)
-                lags = generate(schedule, items, submit, start_ns=origin, clock=clock, sleep=sleep,
-                                cancel=batcher.halted, stop=settled)
-        except KeyboardInterrupt as stop:  # Ctrl-C: no more arrivals; what was submitted still finishes
+                lags = generate(
+                    schedule,
+                    items,
+                    submit,
+                    start_ns=origin,
+                    clock=clock,
+                    sleep=sleep,
+                    cancel=batcher.halted,
+                    stop=settled,
+                )
+        except (
+            KeyboardInterrupt
+        ) as stop:  # Ctrl-C: no more arrivals; what was submitted still finishes
             lags, interrupted = getattr(stop, "lags_ns", lags), True
         try:
             done = batcher.wait_done(drain_timeout_s)
@@ -190,8 +261,10 @@ def _check_warm(batcher: DynamicBatcher, executors: int, wait_s: float) -> None:
     if ready >= executors:
         return
     batcher.stop(abort=True, join_timeout_s=0)  # daemon threads: they cannot keep the process alive
-    raise StageTimeout(f"executor warm-up still running after {wait_s:g} s (the drain timeout or longer): a stage "
-                       f"does not return; {executors - ready} of {executors} executor threads abandoned, nothing measured")
+    raise StageTimeout(
+        f"executor warm-up still running after {wait_s:g} s (the drain timeout or longer): a stage "
+        f"does not return; {executors - ready} of {executors} executor threads abandoned, nothing measured"
+    )
 
 
 @contextlib.contextmanager
@@ -210,12 +283,23 @@ def _run_meta(pipe, started: datetime, n_requests: int, load: dict, env: dict) -
     """run.json of a load run: the profiler's fields, kind ``load``, the waits as the first two stages."""
     cuda = pipe.config.is_cuda
     return RunMeta(
-        kind="load", pipeline=pipe.name, description=pipe.description,
-        stages=["batch_wait", "queue_wait", *pipe.stage_names], pipeline_stages=list(pipe.stage_names),
-        config=Config.from_dict(pipe.config.to_dict()), env=Env.from_dict(env), created=started.isoformat(),
-        timing=Timing(warmup=0, requests=int(n_requests), clock="time.perf_counter_ns",
-                      sync="stage" if cuda else None, device_timer="cuda_events" if cuda else None),
-        trace=None, load=Load.from_dict(load),
+        kind="load",
+        pipeline=pipe.name,
+        description=pipe.description,
+        stages=["batch_wait", "queue_wait", *pipe.stage_names],
+        pipeline_stages=list(pipe.stage_names),
+        config=Config.from_dict(pipe.config.to_dict()),
+        env=Env.from_dict(env),
+        created=started.isoformat(),
+        timing=Timing(
+            warmup=0,
+            requests=int(n_requests),
+            clock="time.perf_counter_ns",
+            sync="stage" if cuda else None,
+            device_timer="cuda_events" if cuda else None,
+        ),
+        trace=None,
+        load=Load.from_dict(load),
     )
 
 
@@ -224,7 +308,9 @@ def _prefetch(pipe, n: int) -> list:
     it = pipe.item_iterator()
     items = [x for _, x in zip(range(n), it)]
     if len(items) < n:
-        raise PipelineError(f"pipeline {pipe.name!r}: item source ran out (got {len(items)} of {n} items)")
+        raise PipelineError(
+            f"pipeline {pipe.name!r}: item source ran out (got {len(items)} of {n} items)"
+        )
     return items
 
 
@@ -252,7 +338,11 @@ def _executor(pipe, target, clock: Clock, timeout_s: float | None = None):
 
     torch = torch_or_none()
     cfg = pipe.config
-    threads = cfg.threads if cfg.threads is not None else (torch.get_num_threads() if torch is not None else None)
+    threads = (
+        cfg.threads
+        if cfg.threads is not None
+        else (torch.get_num_threads() if torch is not None else None)
+    )
     local = threading.local()
     guards: list[StageGuard] = []
 
@@ -262,11 +352,15 @@ def _executor(pipe, target, clock: Clock, timeout_s: float | None = None):
             torch.set_num_threads(threads)
         own = pipe if isinstance(target, Pipeline) else resolve_pipeline(target, cfg)
         if own.stage_names != pipe.stage_names:
-            raise PipelineError(f"pipeline {pipe.name!r}: the factory built stages {own.stage_names} in an executor "
-                                f"thread but {pipe.stage_names} in the calling thread; it must build the same stages")
+            raise PipelineError(
+                f"pipeline {pipe.name!r}: the factory built stages {own.stage_names} in an executor "
+                f"thread but {pipe.stage_names} in the calling thread; it must build the same stages"
+            )
         names, fns = own.stage_names, [s.fn for s in own.stages]
         if cfg.is_cuda:
-            return functools.partial(CudaStageTimer(len(fns), "stage", clock).time_request, names, fns)
+            return functools.partial(
+                CudaStageTimer(len(fns), "stage", clock).time_request, names, fns
+            )
         return functools.partial(time_request, names, fns, clock=clock)
 
     def execute(batch, starts=None, ends=None):
@@ -288,7 +382,9 @@ def _guarded(build, names: list[str], timeout_s: float, clock: Clock) -> StageGu
     def run_one(batch, starts, ends):
         return built[0](batch, starts=starts, ends=ends)
 
-    return StageGuard(run_one, names, timeout_s, clock=clock, thread_init=lambda: built.append(build()))
+    return StageGuard(
+        run_one, names, timeout_s, clock=clock, thread_init=lambda: built.append(build())
+    )
 
 
 def _warm_up(execute, items: list, calls: int, max_batch_size: int) -> list:
@@ -301,13 +397,32 @@ def _warm_up(execute, items: list, calls: int, max_batch_size: int) -> list:
                 failure = execute(batch).failure
                 if failure is not None:
                     failures.append(failure)
-                    if failure.error_type == TIMEOUT:  # its stage thread is abandoned: call nothing more
+                    if (
+                        failure.error_type == TIMEOUT
+                    ):  # its stage thread is abandoned: call nothing more
                         return failures
     return failures
 
 
-def _load_meta(summary: dict, lags: np.ndarray, arrivals: Arrivals, policy: BatchPolicy, warmup: int,
-               warm_failed: int, drain_timeout_s: float, switch_interval_s: float, dropped: int) -> dict[str, Any]:
-    return {**load_meta_figures(summary), **lag_summary(lags), "arrivals": arrivals.params(),
-            "policy": policy.params(), "warmup_calls_per_executor": 2 * warmup, "warmup_failed": warm_failed,
-            "drain_timeout_s": drain_timeout_s, "dropped": dropped, "switch_interval_s": switch_interval_s}
+def _load_meta(
+    summary: dict,
+    lags: np.ndarray,
+    arrivals: Arrivals,
+    policy: BatchPolicy,
+    warmup: int,
+    warm_failed: int,
+    drain_timeout_s: float,
+    switch_interval_s: float,
+    dropped: int,
+) -> dict[str, Any]:
+    return {
+        **load_meta_figures(summary),
+        **lag_summary(lags),
+        "arrivals": arrivals.params(),
+        "policy": policy.params(),
+        "warmup_calls_per_executor": 2 * warmup,
+        "warmup_failed": warm_failed,
+        "drain_timeout_s": drain_timeout_s,
+        "dropped": dropped,
+        "switch_interval_s": switch_interval_s,
+    }

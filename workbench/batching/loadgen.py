@@ -8,6 +8,7 @@ late and its lag, actual minus scheduled submission time, is recorded. The
 worst lag is reported as ``generator_lag_ms``: a lagging generator sends a
 burstier, later load than asked for, and the run says so.
 """
+
 from __future__ import annotations
 
 import time
@@ -23,9 +24,17 @@ from ..units import ms_to_ns, ns_to_ms, ns_to_s
 Submit = Callable[[Any], tuple[int, int]]
 
 
-def generate(schedule_ns: np.ndarray, items: Sequence[Any], submit: Submit, *, start_ns: int,
-             clock: Clock = time.perf_counter_ns, sleep: Callable[[float], None] = time.sleep,
-             cancel: Any = None, stop: Callable[[int], bool] | None = None) -> np.ndarray:
+def generate(
+    schedule_ns: np.ndarray,
+    items: Sequence[Any],
+    submit: Submit,
+    *,
+    start_ns: int,
+    clock: Clock = time.perf_counter_ns,
+    sleep: Callable[[float], None] = time.sleep,
+    cancel: Any = None,
+    stop: Callable[[int], bool] | None = None,
+) -> np.ndarray:
     """Submit ``items[k]`` at ``start_ns + schedule_ns[k]``; return each submission's lag (int64 ns, >= 0).
 
     ``submit(item) -> (request id, arrival_ns)``; the lag is
@@ -59,13 +68,20 @@ def lag_percentiles(lags_ns: np.ndarray) -> dict[str, float]:
     if lags_ns.size == 0:
         return {"p50_ms": 0.0, "p99_ms": 0.0, "max_ms": 0.0}
     p50, p99 = percentiles(lags_ns, [50, 99])
-    return {"p50_ms": ns_to_ms(float(p50)), "p99_ms": ns_to_ms(float(p99)), "max_ms": ns_to_ms(float(lags_ns.max()))}
+    return {
+        "p50_ms": ns_to_ms(float(p50)),
+        "p99_ms": ns_to_ms(float(p99)),
+        "max_ms": ns_to_ms(float(lags_ns.max())),
+    }
 
 
 def lag_summary(lags_ns: np.ndarray, late_threshold_ms: float = 1.0) -> dict[str, Any]:
     """The load meta's lag keys: ``generator_lag_ms`` (worst), ``generator_lag_p99_ms`` (of
     :func:`lag_percentiles`), ``late_requests`` (lag > threshold) and the threshold."""
     lag = lag_percentiles(lags_ns)
-    return {"generator_lag_ms": lag["max_ms"], "generator_lag_p99_ms": lag["p99_ms"],
-            "late_requests": int((lags_ns > ms_to_ns(late_threshold_ms)).sum()),
-            "late_threshold_ms": late_threshold_ms}
+    return {
+        "generator_lag_ms": lag["max_ms"],
+        "generator_lag_p99_ms": lag["p99_ms"],
+        "late_requests": int((lags_ns > ms_to_ns(late_threshold_ms)).sum()),
+        "late_threshold_ms": late_threshold_ms,
+    }

@@ -28,6 +28,7 @@ batch wait once gave a batch wait p99 of 110 ms under a 5 ms max wait.
 
 Times are integer nanoseconds. Nothing here reads a clock: callers pass times.
 """
+
 from __future__ import annotations
 
 import math
@@ -51,7 +52,9 @@ class BatchPolicy:
     def __post_init__(self) -> None:
         b, w, c = self.max_batch_size, self.max_wait_ms, self.concurrency
         if isinstance(b, bool) or not isinstance(b, int) or b < 1:
-            raise ConfigError(f"max_batch_size must be an integer >= 1 (--max-batch-size), got {b!r}")
+            raise ConfigError(
+                f"max_batch_size must be an integer >= 1 (--max-batch-size), got {b!r}"
+            )
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
             raise ConfigError(f"max_wait_ms must be a number >= 0 (--max-wait-ms), got {w!r}")
         if isinstance(c, bool) or not isinstance(c, int) or c < 1:
@@ -62,8 +65,11 @@ class BatchPolicy:
         return int(round(self.max_wait_ms * NS_PER_MS))
 
     def params(self) -> dict[str, Any]:
-        return {"max_batch_size": self.max_batch_size, "max_wait_ms": float(self.max_wait_ms),
-                "concurrency": self.concurrency}
+        return {
+            "max_batch_size": self.max_batch_size,
+            "max_wait_ms": float(self.max_wait_ms),
+            "concurrency": self.concurrency,
+        }
 
 
 class BatchFormer:
@@ -79,7 +85,9 @@ class BatchFormer:
     def push(self, request: Any, arrival_ns: int) -> None:
         """Queue a request; arrivals must not go back in time."""
         if self._queue and arrival_ns < self._queue[-1][1]:
-            raise ValueError(f"arrival {arrival_ns} is earlier than the last queued one {self._queue[-1][1]}")
+            raise ValueError(
+                f"arrival {arrival_ns} is earlier than the last queued one {self._queue[-1][1]}"
+            )
         self._queue.append((request, arrival_ns))
 
     def due_ns(self) -> int | None:
@@ -100,7 +108,9 @@ class BatchFormer:
     def pop(self, close_ns: int) -> list[tuple[Any, int]]:
         """Remove and return the batch closing at ``close_ns``: (request, arrival_ns) pairs."""
         out = []
-        while self._queue and len(out) < self.policy.max_batch_size and self._queue[0][1] <= close_ns:
+        while (
+            self._queue and len(out) < self.policy.max_batch_size and self._queue[0][1] <= close_ns
+        ):
             out.append(self._queue.popleft())
         return out
 
@@ -130,8 +140,17 @@ def dispatch_schedule(arrivals_ns, service_ns, policy: BatchPolicy) -> list[dict
         start = max(close, free[k])
         end = start + int(service_ns[len(batches)])
         free[k], slot_free = end, start
-        batches.append({"batch": len(batches), "size": len(taken), "first": taken[0][0], "due_ns": due,
-                        "close_ns": close, "start_ns": start, "end_ns": end})
+        batches.append(
+            {
+                "batch": len(batches),
+                "size": len(taken),
+                "first": taken[0][0],
+                "due_ns": due,
+                "close_ns": close,
+                "start_ns": start,
+                "end_ns": end,
+            }
+        )
     return batches
 
 

@@ -12,6 +12,7 @@ ran, carrying its batch's stage time (every request of a batch waits for the
 whole batch). So ``budget()`` attributes end to end to waits and stages, and
 ``unattributed`` is the executor's bookkeeping around the pipeline call.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,16 +20,37 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..record import (REQUEST_COLUMNS, STAGE_COLUMNS, Config, Env, Run, RunMeta, Simulation, Timing, build_tables,
-                      request_row, stage_rows, typed_table)
+from ..record import (
+    REQUEST_COLUMNS,
+    STAGE_COLUMNS,
+    Config,
+    Env,
+    Run,
+    RunMeta,
+    Simulation,
+    Timing,
+    build_tables,
+    request_row,
+    stage_rows,
+    typed_table,
+)
 from .policy import wait_split
 
-LOAD_COLUMNS = {"arrival_ns": "int64", "batch_wait_ns": "int64", "queue_wait_ns": "int64", "service_ns": "int64",
-                "batch": "int64"}
+LOAD_COLUMNS = {
+    "arrival_ns": "int64",
+    "batch_wait_ns": "int64",
+    "queue_wait_ns": "int64",
+    "service_ns": "int64",
+    "batch": "int64",
+}
 DRAIN_ERROR = ("batcher", "DrainTimeout")
-DRAIN_MESSAGE = "not dispatched before the run's drain deadline (drain_timeout_s); the batcher was overloaded"
+DRAIN_MESSAGE = (
+    "not dispatched before the run's drain deadline (drain_timeout_s); the batcher was overloaded"
+)
 STOPPED_ERROR = ("batcher", "RunStopped")
-STOPPED_MESSAGE = "not dispatched: the run stopped when a batch ran past the per-request timeout (timeout_s)"
+STOPPED_MESSAGE = (
+    "not dispatched: the run stopped when a batch ran past the per-request timeout (timeout_s)"
+)
 
 
 @dataclass(frozen=True)
@@ -44,8 +66,14 @@ class _DrainFailure:
 _STOPPED = _DrainFailure(*STOPPED_ERROR, STOPPED_MESSAGE)
 
 
-def load_tables(batches, dropped, stage_names: list[str], origin_ns: int, stopped_ns: int,
-                stopped_by: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def load_tables(
+    batches,
+    dropped,
+    stage_names: list[str],
+    origin_ns: int,
+    stopped_ns: int,
+    stopped_by: str | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Requests and stages tables from executed ``BatchRecord`` s and undispatched (request, arrival) pairs.
 
     The undispatched are ``DrainTimeout`` failures, or ``RunStopped`` when a timeout
@@ -56,18 +84,37 @@ def load_tables(batches, dropped, stage_names: list[str], origin_ns: int, stoppe
     for rec in sorted(batches, key=lambda r: r.batch):
         size = len(rec.requests)
         for rid, arrival in zip(rec.requests, rec.arrivals_ns):
-            row = request_row(rid, False, arrival - origin_ns, rec.end_ns - arrival, rec.timing.failure, size)
+            row = request_row(
+                rid, False, arrival - origin_ns, rec.end_ns - arrival, rec.timing.failure, size
+            )
             batch_wait, queue_wait = wait_split(arrival, rec.due_ns, rec.close_ns, rec.start_ns)
-            req_rows.append(row | {"arrival_ns": arrival - origin_ns, "batch_wait_ns": batch_wait,
-                                   "queue_wait_ns": queue_wait,
-                                   "service_ns": rec.end_ns - rec.start_ns, "batch": rec.batch})
+            req_rows.append(
+                row
+                | {
+                    "arrival_ns": arrival - origin_ns,
+                    "batch_wait_ns": batch_wait,
+                    "queue_wait_ns": queue_wait,
+                    "service_ns": rec.end_ns - rec.start_ns,
+                    "batch": rec.batch,
+                }
+            )
             st_rows.append((rid, "batch_wait", 0, arrival - origin_ns, batch_wait, None))
-            st_rows.append((rid, "queue_wait", 1, arrival + batch_wait - origin_ns, queue_wait, None))
+            st_rows.append(
+                (rid, "queue_wait", 1, arrival + batch_wait - origin_ns, queue_wait, None)
+            )
             st_rows += stage_rows(rid, rec.timing, stage_names, origin_ns, first_index=2)
     for rid, arrival in dropped:
         row = request_row(rid, False, arrival - origin_ns, stopped_ns - arrival, undispatched, 0)
-        req_rows.append(row | {"arrival_ns": arrival - origin_ns, "batch_wait_ns": stopped_ns - arrival,
-                               "queue_wait_ns": 0, "service_ns": 0, "batch": -1})
+        req_rows.append(
+            row
+            | {
+                "arrival_ns": arrival - origin_ns,
+                "batch_wait_ns": stopped_ns - arrival,
+                "queue_wait_ns": 0,
+                "service_ns": 0,
+                "batch": -1,
+            }
+        )
     return build_tables(req_rows, st_rows, LOAD_COLUMNS)
 
 
@@ -86,18 +133,41 @@ def simulation_tables(requests: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFram
     arrival = requests["arrival_ns"].to_numpy(dtype="int64")
     close = arrival + requests["batch_wait_ns"].to_numpy(dtype="int64")
     start = close + requests["queue_wait_ns"].to_numpy(dtype="int64")
-    req = pd.DataFrame({"request": requests["request"].to_numpy(dtype="int64"), "warmup": False,
-                        "start_ns": arrival, "dur_ns": requests["dur_ns"].to_numpy(dtype="int64"), "ok": True,
-                        "batch_size": requests["batch_size"].to_numpy(dtype="int64")})
+    req = pd.DataFrame(
+        {
+            "request": requests["request"].to_numpy(dtype="int64"),
+            "warmup": False,
+            "start_ns": arrival,
+            "dur_ns": requests["dur_ns"].to_numpy(dtype="int64"),
+            "ok": True,
+            "batch_size": requests["batch_size"].to_numpy(dtype="int64"),
+        }
+    )
     for col in LOAD_COLUMNS:
         req[col] = requests[col].to_numpy(dtype="int64")
     parts = []
-    for index, (name, begin, col) in enumerate(zip(SIMULATION_STAGES, (arrival, close, start),
-                                                   ("batch_wait_ns", "queue_wait_ns", "service_ns"))):
-        parts.append(pd.DataFrame({"request": req["request"], "stage": name, "stage_index": index,
-                                   "start_ns": begin, "dur_ns": requests[col].to_numpy(dtype="int64"),
-                                   "device_dur_ns": pd.array([None] * n, dtype="Int64")}))
-    stages = pd.concat(parts, ignore_index=True).sort_values(["request", "stage_index"], ignore_index=True)
+    for index, (name, begin, col) in enumerate(
+        zip(
+            SIMULATION_STAGES,
+            (arrival, close, start),
+            ("batch_wait_ns", "queue_wait_ns", "service_ns"),
+        )
+    ):
+        parts.append(
+            pd.DataFrame(
+                {
+                    "request": req["request"],
+                    "stage": name,
+                    "stage_index": index,
+                    "start_ns": begin,
+                    "dur_ns": requests[col].to_numpy(dtype="int64"),
+                    "device_dur_ns": pd.array([None] * n, dtype="Int64"),
+                }
+            )
+        )
+    stages = pd.concat(parts, ignore_index=True).sort_values(
+        ["request", "stage_index"], ignore_index=True
+    )
     return typed_table(req, {**REQUEST_COLUMNS, **LOAD_COLUMNS}), typed_table(stages, STAGE_COLUMNS)
 
 
@@ -113,12 +183,24 @@ def simulation_run(sim, pipeline: str | None, sources: list[str], created: str):
     rate = sim.rate_rps if np.isfinite(sim.rate_rps) else None
     capacity = sim.capacity_rps if np.isfinite(sim.capacity_rps) else None
     meta = RunMeta(
-        kind="simulation", pipeline=pipeline, description="dynamic batching simulated from profiled service times",
-        stages=list(SIMULATION_STAGES), config=Config(batch_size=sim.policy.max_batch_size),
-        env=Env(python=sys.version.split()[0], platform=platform.platform()), created=created,
-        timing=Timing(warmup=0, requests=len(requests), clock="simulated"), trace=None,
-        simulation=Simulation.from_dict({**sim.meta, "policy": sim.policy.params(), "capacity_rps": capacity,
-                                         "rate_rps": rate, "stable": bool(sim.stable),
-                                         "service_runs": list(sources)}),
+        kind="simulation",
+        pipeline=pipeline,
+        description="dynamic batching simulated from profiled service times",
+        stages=list(SIMULATION_STAGES),
+        config=Config(batch_size=sim.policy.max_batch_size),
+        env=Env(python=sys.version.split()[0], platform=platform.platform()),
+        created=created,
+        timing=Timing(warmup=0, requests=len(requests), clock="simulated"),
+        trace=None,
+        simulation=Simulation.from_dict(
+            {
+                **sim.meta,
+                "policy": sim.policy.params(),
+                "capacity_rps": capacity,
+                "rate_rps": rate,
+                "stable": bool(sim.stable),
+                "service_runs": list(sources),
+            }
+        ),
     )
     return Run(meta=meta, requests=requests, stages=stages)

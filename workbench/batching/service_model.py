@@ -17,6 +17,7 @@ modelled that, as research (``research/served/``; conclusions in
 ``docs/serving.md``). Served load runs given here calibrate the model with
 their own batches, that cost included.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,23 +37,38 @@ class ServiceModel:
     samples: Mapping[int, np.ndarray]
     pipeline: str | None = None
     sources: tuple[str, ...] = ()
-    mixed: tuple[tuple[str, object, object], ...] = ()  # fingerprint fields that differ, pooled with allow_mixed
+    mixed: tuple[
+        tuple[str, object, object], ...
+    ] = ()  # fingerprint fields that differ, pooled with allow_mixed
 
     def __post_init__(self) -> None:
         if not self.samples:
-            raise ConfigError("service model has no measurements: pass --service run folders of "
-                              "`workbench profile` at one or more batch sizes")
+            raise ConfigError(
+                "service model has no measurements: pass --service run folders of "
+                "`workbench profile` at one or more batch sizes"
+            )
         for size, values in self.samples.items():
             if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
-                raise ConfigError(f"service model: batch size must be an integer >= 1, got {size!r}")
+                raise ConfigError(
+                    f"service model: batch size must be an integer >= 1, got {size!r}"
+                )
             if len(values) == 0:
-                raise ConfigError(f"service model has no successful measured requests at batch size {size}")
+                raise ConfigError(
+                    f"service model has no successful measured requests at batch size {size}"
+                )
 
     @classmethod
     def from_samples(cls, samples: Mapping[int, Iterable[float]], **kw) -> "ServiceModel":
         """A model from raw durations (ns) per batch size; values are sorted here."""
-        return cls({int(b): np.sort(np.asarray(list(v) if not isinstance(v, np.ndarray) else v, dtype=np.float64))
-                    for b, v in samples.items()}, **kw)
+        return cls(
+            {
+                int(b): np.sort(
+                    np.asarray(list(v) if not isinstance(v, np.ndarray) else v, dtype=np.float64)
+                )
+                for b, v in samples.items()
+            },
+            **kw,
+        )
 
     @property
     def sizes(self) -> list[int]:
@@ -64,7 +80,8 @@ class ServiceModel:
         if max_batch_size > largest:
             raise ConfigError(
                 f"max_batch_size {max_batch_size} is larger than the largest measured batch size {largest}; "
-                f"profile the pipeline at --batch-size {max_batch_size} and add that run to --service")
+                f"profile the pipeline at --batch-size {max_batch_size} and add that run to --service"
+            )
 
     def extrapolates_below(self, size: int) -> bool:
         return size < self.sizes[0]
@@ -100,13 +117,23 @@ class ServiceModel:
 
     def describe(self) -> dict:
         """Plain data for JSON output: measured sizes, counts and means (ms)."""
-        return {"pipeline": self.pipeline, "sources": list(self.sources),
-                "mixed": [{"field": f, "a": a, "b": b} for f, a, b in self.mixed],
-                "sizes": {str(b): {"count": int(len(self.samples[b])), "mean_ms": ns_to_ms(float(np.mean(self.samples[b])))}
-                          for b in self.sizes}}
+        return {
+            "pipeline": self.pipeline,
+            "sources": list(self.sources),
+            "mixed": [{"field": f, "a": a, "b": b} for f, a, b in self.mixed],
+            "sizes": {
+                str(b): {
+                    "count": int(len(self.samples[b])),
+                    "mean_ms": ns_to_ms(float(np.mean(self.samples[b]))),
+                }
+                for b in self.sizes
+            },
+        }
 
 
-def service_model_from_runs(runs: Iterable, min_batches: int = 5, allow_mixed: bool = False) -> ServiceModel:
+def service_model_from_runs(
+    runs: Iterable, min_batches: int = 5, allow_mixed: bool = False
+) -> ServiceModel:
     """A model from runs (``Run`` objects or run folders) of one pipeline and configuration.
 
     The runs' fingerprints (``workbench.fingerprint``) must be equal except
@@ -128,40 +155,53 @@ def service_model_from_runs(runs: Iterable, min_batches: int = 5, allow_mixed: b
     labels = [str(run.path) if run.path is not None else run.label for run in loaded]
     names = {run.meta.pipeline for run in loaded}
     if len(names) > 1:
-        raise ConfigError(f"--service runs are of different pipelines ({', '.join(sorted(map(str, names)))}); "
-                          "pass runs of one pipeline")
+        raise ConfigError(
+            f"--service runs are of different pipelines ({', '.join(sorted(map(str, names)))}); "
+            "pass runs of one pipeline"
+        )
     mixed = tuple(check_poolable(loaded, labels, allow_mixed)) if loaded else ()
     pooled: dict[int, list[np.ndarray]] = {}
     sources = []
     for run, label in zip(loaded, labels):
-        per_size = _load_samples(run, min_batches) if run.kind == "load" else _profile_samples(run, label)
+        per_size = (
+            _load_samples(run, min_batches) if run.kind == "load" else _profile_samples(run, label)
+        )
         for size, values in per_size.items():
             pooled.setdefault(size, []).append(values)
         sources.append(os.fspath(label))
     samples = {b: np.concatenate(v) for b, v in pooled.items()}
-    return ServiceModel.from_samples(samples, pipeline=next(iter(names), None), sources=tuple(sources), mixed=mixed)
+    return ServiceModel.from_samples(
+        samples, pipeline=next(iter(names), None), sources=tuple(sources), mixed=mixed
+    )
 
 
 def _profile_samples(run, label: str) -> dict[int, np.ndarray]:
     if run.kind != "profile":
-        raise ConfigError(f"--service {label}: a {run.kind!r} run; the service model needs `workbench profile` "
-                          "or `workbench load` runs")
+        raise ConfigError(
+            f"--service {label}: a {run.kind!r} run; the service model needs `workbench profile` "
+            "or `workbench load` runs"
+        )
     size = run.config.batch_size  # an integer >= 1 when present (checked when the run was read)
     if size is None:
         raise ConfigError(f"--service {label}: run.json has no config.batch_size")
     req = run.requests[~run.requests["warmup"].astype(bool) & run.requests["ok"].astype(bool)]
     durs = req["dur_ns"].to_numpy(dtype=np.int64)
     if len(durs) and not durs.any():
-        raise ConfigError(f"--service {label}: requests.parquet column 'dur_ns' is 0 for every measured request; "
-                          "not a service time (a damaged or hand-edited run)")
+        raise ConfigError(
+            f"--service {label}: requests.parquet column 'dur_ns' is 0 for every measured request; "
+            "not a service time (a damaged or hand-edited run)"
+        )
     return {size: durs}
 
 
 def _load_samples(run, min_batches: int) -> dict[int, np.ndarray]:
     req = run.requests
     ok = req.groupby("batch")["ok"].all()
-    batches = req[req["batch"].isin(ok[ok].index) & (req["batch"] >= 0)].groupby("batch").agg(
-        size=("batch", "size"), service_ns=("service_ns", "first"))
+    batches = (
+        req[req["batch"].isin(ok[ok].index) & (req["batch"] >= 0)]
+        .groupby("batch")
+        .agg(size=("batch", "size"), service_ns=("service_ns", "first"))
+    )
     out = {}
     for size, group in batches.groupby("size"):
         if len(group) >= min_batches:

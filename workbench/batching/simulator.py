@@ -15,6 +15,7 @@ An arrival rate at or above capacity is reported as ``stable: False``; the
 figures are those of the finite horizon (they grow with the number of requests
 instead of converging).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -74,8 +75,9 @@ def _size_tables(model: ServiceModel, max_batch_size: int) -> list[tuple]:
     return tables
 
 
-def batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int, max_wait_ns: int,
-               concurrency: int) -> tuple[list, list, list, list, list]:
+def batch_loop(
+    arrivals: list, u: list, tables: list, max_batch_size: int, max_wait_ns: int, concurrency: int
+) -> tuple[list, list, list, list, list]:
     """The event loop: per batch (first request index, close, start, end, due), times as floats (ns).
 
     ``due``: when the rule alone would dispatch the batch (``policy.BatchFormer.due_ns``);
@@ -121,28 +123,43 @@ def batch_loop(arrivals: list, u: list, tables: list, max_batch_size: int, max_w
     return firsts, closes, starts, ends, dues
 
 
-def simulate(model: ServiceModel, arrivals: Arrivals | np.ndarray, policy: BatchPolicy, *,
-             seed: int = 0) -> Simulation:
+def simulate(
+    model: ServiceModel, arrivals: Arrivals | np.ndarray, policy: BatchPolicy, *, seed: int = 0
+) -> Simulation:
     """Simulate the batcher on an arrival schedule (``Arrivals`` or sorted int64 ns offsets)."""
     model.check(policy.max_batch_size)
-    times = arrivals.times_ns() if isinstance(arrivals, Arrivals) else np.asarray(arrivals, dtype=np.int64)
+    times = (
+        arrivals.times_ns()
+        if isinstance(arrivals, Arrivals)
+        else np.asarray(arrivals, dtype=np.int64)
+    )
     rate = _rate_rps(arrivals, times)
     u = np.random.default_rng([seed, SEED_OFFSET]).random(max(len(times), 1)).tolist()
     tables = _size_tables(model, policy.max_batch_size)
-    firsts, closes, starts, ends, dues = batch_loop(times.tolist(), u, tables, policy.max_batch_size,
-                                                    policy.max_wait_ns, policy.concurrency)
+    firsts, closes, starts, ends, dues = batch_loop(
+        times.tolist(), u, tables, policy.max_batch_size, policy.max_wait_ns, policy.concurrency
+    )
     batches = _batch_table(firsts, closes, starts, ends, len(times), dues)
     requests = _request_table(times, batches)
     capacity = model.capacity_rps(policy.max_batch_size, policy.concurrency)
-    meta = {"arrivals": arrivals.params() if isinstance(arrivals, Arrivals) else {"process": "given", "count": len(times)},
-            "seed": seed, "service_model": model.describe(),
-            "service_draws": "independent",
-            "extrapolated_below_smallest_size": bool(model.extrapolates_below(1))}
+    meta = {
+        "arrivals": arrivals.params()
+        if isinstance(arrivals, Arrivals)
+        else {"process": "given", "count": len(times)},
+        "seed": seed,
+        "service_model": model.describe(),
+        "service_draws": "independent",
+        "extrapolated_below_smallest_size": bool(model.extrapolates_below(1)),
+    }
     return Simulation(requests, batches, policy, capacity, rate, meta)
 
 
 def _rate_rps(arrivals, times: np.ndarray) -> float:
-    if isinstance(arrivals, Arrivals) and arrivals.rate_rps is not None and arrivals.process != "replay":
+    if (
+        isinstance(arrivals, Arrivals)
+        and arrivals.rate_rps is not None
+        and arrivals.process != "replay"
+    ):
         return float(arrivals.rate_rps)
     span = float(times[-1] - times[0]) if len(times) > 1 else 0.0
     return (len(times) - 1) * NS_PER_S / span if span > 0 else float("inf")
@@ -155,9 +172,18 @@ def _batch_table(firsts, closes, starts, ends, n: int, dues=None) -> pd.DataFram
     end = np.rint(np.asarray(ends)).astype(np.int64)
     size = np.diff(np.append(first, n))
     due = close if dues is None else np.rint(np.asarray(dues)).astype(np.int64)
-    return pd.DataFrame({"batch": np.arange(len(first), dtype=np.int64), "size": size, "first": first,
-                         "due_ns": due, "close_ns": close, "start_ns": start, "end_ns": end,
-                         "service_ns": end - start})
+    return pd.DataFrame(
+        {
+            "batch": np.arange(len(first), dtype=np.int64),
+            "size": size,
+            "first": first,
+            "due_ns": due,
+            "close_ns": close,
+            "start_ns": start,
+            "end_ns": end,
+            "service_ns": end - start,
+        }
+    )
 
 
 def _request_table(times: np.ndarray, batches: pd.DataFrame) -> pd.DataFrame:
@@ -167,8 +193,16 @@ def _request_table(times: np.ndarray, batches: pd.DataFrame) -> pd.DataFrame:
     start = batches["start_ns"].to_numpy()[batch]
     end = batches["end_ns"].to_numpy()[batch]
     batch_wait, queue_wait = wait_split(times, batches["due_ns"].to_numpy()[batch], close, start)
-    return pd.DataFrame({
-        "request": np.arange(len(times), dtype=np.int64), "arrival_ns": times,
-        "batch_wait_ns": batch_wait, "queue_wait_ns": queue_wait, "service_ns": end - start,
-        "dur_ns": end - times, "batch": batch, "batch_size": size[batch], "ok": np.ones(len(times), dtype=bool),
-    })
+    return pd.DataFrame(
+        {
+            "request": np.arange(len(times), dtype=np.int64),
+            "arrival_ns": times,
+            "batch_wait_ns": batch_wait,
+            "queue_wait_ns": queue_wait,
+            "service_ns": end - start,
+            "dur_ns": end - times,
+            "batch": batch,
+            "batch_size": size[batch],
+            "ok": np.ones(len(times), dtype=bool),
+        }
+    )

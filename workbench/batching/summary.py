@@ -5,6 +5,7 @@ Input is a requests table with ``arrival_ns``, ``batch_wait_ns``,
 ``batch_size`` (items in its batch) and ``ok``. Percentiles come from
 ``workbench.analysis.stats.summarize_ns`` over successful requests.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,9 +18,22 @@ from ..analysis.stats import summarize_ns
 
 from ..units import NS_PER_MS, NS_PER_S
 
-COMPONENTS = {"end_to_end": "dur_ns", "batch_wait": "batch_wait_ns", "queue_wait": "queue_wait_ns", "service": "service_ns"}
+COMPONENTS = {
+    "end_to_end": "dur_ns",
+    "batch_wait": "batch_wait_ns",
+    "queue_wait": "queue_wait_ns",
+    "service": "service_ns",
+}
 # The summary's figures a run record keeps in its ``load`` (live, load --url and served runs alike).
-LOAD_META_KEYS = ("throughput_rps", "mean_batch_size", "utilization", "batch_sizes", "requests", "failed", "batches")
+LOAD_META_KEYS = (
+    "throughput_rps",
+    "mean_batch_size",
+    "utilization",
+    "batch_sizes",
+    "requests",
+    "failed",
+    "batches",
+)
 
 
 def batch_table(requests: pd.DataFrame) -> pd.DataFrame:
@@ -28,10 +42,14 @@ def batch_table(requests: pd.DataFrame) -> pd.DataFrame:
     Start is ``arrival + batch_wait + queue_wait`` of any request of the batch;
     requests with ``batch == -1`` (never dispatched) are left out.
     """
-    ran = requests[requests["batch"] >= 0]  # batch -1: never dispatched (a run stopped at its deadline)
+    ran = requests[
+        requests["batch"] >= 0
+    ]  # batch -1: never dispatched (a run stopped at its deadline)
     start = ran["arrival_ns"] + ran["batch_wait_ns"] + ran["queue_wait_ns"]
     grouped = ran.assign(start_ns=start).groupby("batch", sort=True)
-    out = grouped.agg(size=("batch", "size"), start_ns=("start_ns", "first"), service_ns=("service_ns", "first"))
+    out = grouped.agg(
+        size=("batch", "size"), start_ns=("start_ns", "first"), service_ns=("service_ns", "first")
+    )
     return out.reset_index().astype("int64")
 
 
@@ -45,14 +63,20 @@ def load_summary(requests: pd.DataFrame, concurrency: int = 1) -> dict[str, Any]
     batch_sizes: ``{size: number of batches}``.
     """
     ok = requests[requests["ok"].astype(bool)]
-    out: dict[str, Any] = {name: summarize_ns(ok[col].to_numpy(dtype=np.int64)) for name, col in COMPONENTS.items()}
+    out: dict[str, Any] = {
+        name: summarize_ns(ok[col].to_numpy(dtype=np.int64)) for name, col in COMPONENTS.items()
+    }
     batches = batch_table(requests)
     span = _span_ns(requests)
     out["throughput_rps"] = len(ok) * NS_PER_S / span if span > 0 else None
     out["mean_batch_size"] = float(batches["size"].mean()) if len(batches) else None
     busy_span = max(span, _span_ns(requests, requests["batch"] >= 0))
-    out["utilization"] = float(batches["service_ns"].sum()) / (concurrency * busy_span) if span > 0 else None
-    out["batch_sizes"] = {str(k): int(v) for k, v in batches["size"].value_counts().sort_index().items()}
+    out["utilization"] = (
+        float(batches["service_ns"].sum()) / (concurrency * busy_span) if span > 0 else None
+    )
+    out["batch_sizes"] = {
+        str(k): int(v) for k, v in batches["size"].value_counts().sort_index().items()
+    }
     out["requests"] = int(len(requests))
     out["failed"] = int(len(requests) - len(ok))
     out["batches"] = int(len(batches))
@@ -69,15 +93,29 @@ def percentile_requests(requests: pd.DataFrame, percentiles=(50, 99)) -> pd.Data
     the end-to-end percentile (stacked, they once stood at 24 ms over a p99 of 19.4 ms).
     """
     ok = requests[requests["ok"].astype(bool)].sort_values(["dur_ns", "request"], kind="stable")
-    columns = ["percentile", "request", *(f"{c}_ms" for c in COMPONENTS if c != "end_to_end"), "end_to_end_ms"]
+    columns = [
+        "percentile",
+        "request",
+        *(f"{c}_ms" for c in COMPONENTS if c != "end_to_end"),
+        "end_to_end_ms",
+    ]
     if ok.empty:
         return pd.DataFrame(columns=columns)
     rows = []
     for q in percentiles:
         r = ok.iloc[max(math.ceil(q / 100 * len(ok)) - 1, 0)]
-        rows.append({"percentile": q, "request": int(r["request"]),
-                     **{f"{c}_ms": int(r[col]) / NS_PER_MS for c, col in COMPONENTS.items() if c != "end_to_end"},
-                     "end_to_end_ms": int(r["dur_ns"]) / NS_PER_MS})
+        rows.append(
+            {
+                "percentile": q,
+                "request": int(r["request"]),
+                **{
+                    f"{c}_ms": int(r[col]) / NS_PER_MS
+                    for c, col in COMPONENTS.items()
+                    if c != "end_to_end"
+                },
+                "end_to_end_ms": int(r["dur_ns"]) / NS_PER_MS,
+            }
+        )
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -97,16 +135,29 @@ def _span_ns(requests: pd.DataFrame, finished: pd.Series | None = None) -> int:
 def format_summary(summary: dict[str, Any]) -> str:
     """A text table of the components (ms; columns widen to fit) and the load figures."""
     keys = ("mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")
-    width = max([10] + [len(f"{summary[n][k]:.3f}") + 1 for n in COMPONENTS for k in keys if summary[n][k] is not None])
+    width = max(
+        [10]
+        + [
+            len(f"{summary[n][k]:.3f}") + 1
+            for n in COMPONENTS
+            for k in keys
+            if summary[n][k] is not None
+        ]
+    )
     lines = [f"{'component':<12}{'count':>9}" + "".join(f"{k[:-3]:>{width}}" for k in keys)]
     for name in ("batch_wait", "queue_wait", "service", "end_to_end"):
         s = summary[name]
-        cells = "".join(f"{s[k]:{width}.3f}" if s[k] is not None else f"{'-':>{width}}" for k in keys)
+        cells = "".join(
+            f"{s[k]:{width}.3f}" if s[k] is not None else f"{'-':>{width}}" for k in keys
+        )
         lines.append(f"{name.replace('_', ' '):<12}{s['count']:>9}{cells}")
     tput = summary.get("throughput_rps")
     mbs = summary.get("mean_batch_size")
-    lines.append(f"throughput {tput:.1f} req/s, mean batch size {mbs:.2f}, utilization {summary['utilization'] * 100:.1f}%"
-                 if tput is not None else "throughput - (no request completed)")
+    lines.append(
+        f"throughput {tput:.1f} req/s, mean batch size {mbs:.2f}, utilization {summary['utilization'] * 100:.1f}%"
+        if tput is not None
+        else "throughput - (no request completed)"
+    )
     if summary.get("failed"):
         lines.append(f"failed requests: {summary['failed']} of {summary['requests']}")
     return "\n".join(lines)

@@ -4,6 +4,7 @@ The tidy table behind latency-vs-throughput curves and the wait-time slider:
 one row per (rate_rps, max_batch_size, max_wait_ms), each simulated on the
 same seeded arrival process.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -19,16 +20,41 @@ from .simulator import simulate
 from .summary import load_summary
 
 SWEEP_COLUMNS = [
-    "rate_rps", "max_batch_size", "max_wait_ms", "concurrency", "requests", "capacity_rps", "stable",
-    "p50_ms", "p95_ms", "p99_ms", "mean_ms", "throughput_rps", "mean_batch_size", "utilization",
-    "batch_wait_p50_ms", "batch_wait_p99_ms", "queue_wait_p50_ms", "queue_wait_p99_ms",
-    "service_p50_ms", "service_p99_ms",
+    "rate_rps",
+    "max_batch_size",
+    "max_wait_ms",
+    "concurrency",
+    "requests",
+    "capacity_rps",
+    "stable",
+    "p50_ms",
+    "p95_ms",
+    "p99_ms",
+    "mean_ms",
+    "throughput_rps",
+    "mean_batch_size",
+    "utilization",
+    "batch_wait_p50_ms",
+    "batch_wait_p99_ms",
+    "queue_wait_p50_ms",
+    "queue_wait_p99_ms",
+    "service_p50_ms",
+    "service_p99_ms",
 ]
 
 
-def sweep(model: ServiceModel, rates_rps: Iterable[float], max_batch_sizes: Iterable[int],
-          max_waits_ms: Iterable[float], *, requests: int = 100_000, process: str = "poisson",
-          concurrency: int = 1, seed: int = 0, **arrival_options: Any) -> pd.DataFrame:
+def sweep(
+    model: ServiceModel,
+    rates_rps: Iterable[float],
+    max_batch_sizes: Iterable[int],
+    max_waits_ms: Iterable[float],
+    *,
+    requests: int = 100_000,
+    process: str = "poisson",
+    concurrency: int = 1,
+    seed: int = 0,
+    **arrival_options: Any,
+) -> pd.DataFrame:
     """Simulate every grid point; out: one row per point with :data:`SWEEP_COLUMNS`.
 
     ``arrival_options`` go to :class:`Arrivals` (``on_ms``/``off_ms`` of
@@ -38,20 +64,34 @@ def sweep(model: ServiceModel, rates_rps: Iterable[float], max_batch_sizes: Iter
     rows = []
     for rate, size, wait in itertools.product(rates_rps, max_batch_sizes, max_waits_ms):
         policy = BatchPolicy(int(size), float(wait), concurrency)
-        arrivals = Arrivals(process, rate_rps=float(rate), count=requests, seed=seed, **arrival_options)
+        arrivals = Arrivals(
+            process, rate_rps=float(rate), count=requests, seed=seed, **arrival_options
+        )
         sim = simulate(model, arrivals, policy, seed=seed)
         rows.append(sweep_row(sim.requests, policy, float(rate), sim.capacity_rps))
     return pd.DataFrame(rows, columns=SWEEP_COLUMNS)
 
 
-def sweep_row(requests: pd.DataFrame, policy: BatchPolicy, rate_rps: float, capacity_rps: float) -> dict[str, Any]:
+def sweep_row(
+    requests: pd.DataFrame, policy: BatchPolicy, rate_rps: float, capacity_rps: float
+) -> dict[str, Any]:
     """One sweep row from a requests table (simulated or live)."""
     s = load_summary(requests, policy.concurrency)
     e2e = s["end_to_end"]
-    row = {"rate_rps": rate_rps, **policy.params(), "requests": s["requests"], "capacity_rps": capacity_rps,
-           "stable": bool(rate_rps < capacity_rps), "p50_ms": e2e["p50_ms"], "p95_ms": e2e["p95_ms"],
-           "p99_ms": e2e["p99_ms"], "mean_ms": e2e["mean_ms"], "throughput_rps": s["throughput_rps"],
-           "mean_batch_size": s["mean_batch_size"], "utilization": s["utilization"]}
+    row = {
+        "rate_rps": rate_rps,
+        **policy.params(),
+        "requests": s["requests"],
+        "capacity_rps": capacity_rps,
+        "stable": bool(rate_rps < capacity_rps),
+        "p50_ms": e2e["p50_ms"],
+        "p95_ms": e2e["p95_ms"],
+        "p99_ms": e2e["p99_ms"],
+        "mean_ms": e2e["mean_ms"],
+        "throughput_rps": s["throughput_rps"],
+        "mean_batch_size": s["mean_batch_size"],
+        "utilization": s["utilization"],
+    }
     for part in ("batch_wait", "queue_wait", "service"):
         row[f"{part}_p50_ms"] = s[part]["p50_ms"]
         row[f"{part}_p99_ms"] = s[part]["p99_ms"]

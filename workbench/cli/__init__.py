@@ -23,6 +23,7 @@ Exit codes, the same for every command (users script against them):
 141   stdout closed by its reader (``... | head -1``): quiet, as Unix tools
 ====  =====================================================================
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,19 @@ import traceback
 from ..errors import WorkbenchError
 from ..signals import EXIT_TERMINATED, sigterm_as_interrupt, terminated
 
-SUBCOMMAND_MODULES = ("profile", "show", "analyze", "batching", "audit", "serve", "ingest_otel", "compare", "gate", "export_dashboard",
-                      "locust_worker")
+SUBCOMMAND_MODULES = (
+    "profile",
+    "show",
+    "analyze",
+    "batching",
+    "audit",
+    "serve",
+    "ingest_otel",
+    "compare",
+    "gate",
+    "export_dashboard",
+    "locust_worker",
+)
 
 EXIT_OK = 0
 EXIT_MEASURED_FAILURE = 1
@@ -65,7 +77,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         prog="python -m workbench",
         description="Inference Latency Workbench: where each request's time goes, stage by stage.",
         epilog="exit codes: 0 ok, 1 measured failure or regression, 2 bad input, 3 internal error "
-               "(WORKBENCH_DEBUG=1 prints the traceback), 4 inconclusive (gate), 130 interrupted, 143 terminated (SIGTERM)",
+        "(WORKBENCH_DEBUG=1 prints the traceback), 4 inconclusive (gate), 130 interrupted, 143 terminated (SIGTERM)",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     only = module_of(argv[0]) if argv else None
@@ -82,7 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)  # usage errors exit 2 through argparse itself
     except WorkbenchError as exc:  # a number outside its range (cli/numbers.py): one line, exit 2
         return _fail(argv[0] if argv else "", str(exc), EXIT_BAD_INPUT)
-    with sigterm_as_interrupt():  # SIGTERM takes Ctrl-C's path (what was measured is kept), exit 143
+    with (
+        sigterm_as_interrupt()
+    ):  # SIGTERM takes Ctrl-C's path (what was measured is kept), exit 143
         return _run(args)
 
 
@@ -103,8 +117,14 @@ def _run(args) -> int:
         if os.environ.get("WORKBENCH_DEBUG") == "1":
             traceback.print_exc(file=sys.stderr)
         detail = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
-        hint = "" if os.environ.get("WORKBENCH_DEBUG") == "1" else " (WORKBENCH_DEBUG=1 shows the traceback)"
-        return _fail(args.command, f"internal error: {detail}; please report it{hint}", EXIT_INTERNAL_ERROR)
+        hint = (
+            ""
+            if os.environ.get("WORKBENCH_DEBUG") == "1"
+            else " (WORKBENCH_DEBUG=1 shows the traceback)"
+        )
+        return _fail(
+            args.command, f"internal error: {detail}; please report it{hint}", EXIT_INTERNAL_ERROR
+        )
 
 
 def entry() -> int:
@@ -113,11 +133,15 @@ def entry() -> int:
     process."""
     import signal
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C is KeyboardInterrupt again
+    signal.signal(
+        signal.SIGINT, signal.default_int_handler
+    )  # from here Ctrl-C is KeyboardInterrupt again
     try:
         prepare_process(sys.argv[1:])
         code = main()
-    except KeyboardInterrupt:  # Ctrl-C before a command's own handling (start-up, imports): quiet, 130
+    except (
+        KeyboardInterrupt
+    ):  # Ctrl-C before a command's own handling (start-up, imports): quiet, 130
         print("workbench: interrupted", file=sys.stderr)
         _exit_now(EXIT_INTERRUPTED)
     return exit_past_lingering_threads(exit_past_abandoned_stages(code))
@@ -132,14 +156,22 @@ def exit_past_lingering_threads(code: int) -> int:
     """
     import threading
 
-    lingering = [t for t in threading.enumerate()
-                 if t is not threading.main_thread() and t.is_alive() and not t.daemon
-                 and not t.name.startswith("ThreadPoolExecutor")]  # pools are joined at exit by their module
+    lingering = [
+        t
+        for t in threading.enumerate()
+        if t is not threading.main_thread()
+        and t.is_alive()
+        and not t.daemon
+        and not t.name.startswith("ThreadPoolExecutor")
+    ]  # pools are joined at exit by their module
     if not lingering:
         return code
     names = ", ".join(sorted({t.name for t in lingering})[:3])
-    print(f"workbench: exiting with {len(lingering)} thread(s) still running that a stage started ({names}); "
-          "the run was saved first", file=sys.stderr)
+    print(
+        f"workbench: exiting with {len(lingering)} thread(s) still running that a stage started ({names}); "
+        "the run was saved first",
+        file=sys.stderr,
+    )
     _exit_now(code)
 
 
@@ -182,7 +214,12 @@ def prepare_process(argv: list[str]) -> None:
     A run folder (its tables are Parquet) keeps it. Results are the same either way (golden tests
     run both).
     """
-    if len(argv) >= 2 and argv[0] == "analyze" and "pandas" not in sys.modules and "pyarrow" not in sys.modules:
+    if (
+        len(argv) >= 2
+        and argv[0] == "analyze"
+        and "pandas" not in sys.modules
+        and "pyarrow" not in sys.modules
+    ):
         trace = next((a for a in argv[1:] if not a.startswith("-")), None)
         if trace is not None and os.path.isfile(trace):
             sys.modules["pyarrow"] = None  # type: ignore[assignment] - import pyarrow now raises ImportError
@@ -213,6 +250,10 @@ def _leave_closed_stdout() -> int:
 
 
 def _fail(command: str, message: str, code: int) -> int:
-    print(f"workbench {command}: error: {message}" if code not in (EXIT_INTERRUPTED, EXIT_TERMINATED)
-          else f"workbench {command}: {message}", file=sys.stderr)
+    print(
+        f"workbench {command}: error: {message}"
+        if code not in (EXIT_INTERRUPTED, EXIT_TERMINATED)
+        else f"workbench {command}: {message}",
+        file=sys.stderr,
+    )
     return code

@@ -1,4 +1,5 @@
 """``workbench audit RUN [RUN ...] [--sla-ms X] (--out report.html | --json)``: findings with evidence and actions."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,15 +14,27 @@ TRY_REQUESTS = number("--try-requests", 20, 10**6, "requests", integer=True)
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("audit", help="audit saved runs: baseline, bottleneck, evidence, actions",
-                              description="Write an offline audit of saved runs: one self-contained HTML file or JSON.")
+    p = subparsers.add_parser(
+        "audit",
+        help="audit saved runs: baseline, bottleneck, evidence, actions",
+        description="Write an offline audit of saved runs: one self-contained HTML file or JSON.",
+    )
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="run folders")
     p.add_argument("--sla-ms", type=SLA_MS, help=ranged("end-to-end p99 target", SLA_MS))
-    p.add_argument("--try", dest="try_actions", action="store_true",
-                   help="measure the actions the workbench can make itself (precision, batch size, threads) "
-                        "with the interleaved comparison")
-    p.add_argument("--try-requests", type=TRY_REQUESTS, default=200, metavar="N",
-                   help="measured requests per configuration for --try (default 200)")
+    p.add_argument(
+        "--try",
+        dest="try_actions",
+        action="store_true",
+        help="measure the actions the workbench can make itself (precision, batch size, threads) "
+        "with the interleaved comparison",
+    )
+    p.add_argument(
+        "--try-requests",
+        type=TRY_REQUESTS,
+        default=200,
+        metavar="N",
+        help="measured requests per configuration for --try (default 200)",
+    )
     out = p.add_mutually_exclusive_group(required=True)
     out.add_argument("--out", type=Path, help="HTML file to write (opens offline)")
     out.add_argument("--json", action="store_true", help="print the audit as one JSON object")
@@ -35,8 +48,12 @@ def run(args) -> int:
     if args.out is not None:
         check_out(args.out, folder=False)
     if args.try_requests < 20:
-        raise ConfigError(f"--try-requests must be >= 20 (two blocks of 10), got {args.try_requests}")
-    runs = [load_run(p) for p in expand_sweeps(args.runs)]  # a load --sweep folder: each of its point runs
+        raise ConfigError(
+            f"--try-requests must be >= 20 (two blocks of 10), got {args.try_requests}"
+        )
+    runs = [
+        load_run(p) for p in expand_sweeps(args.runs)
+    ]  # a load --sweep folder: each of its point runs
     options = {"try_actions": args.try_actions, "try_requests": args.try_requests}
     if args.json:
         print(dumps(audit(runs, args.sla_ms, **options), indent=2))
@@ -45,13 +62,17 @@ def run(args) -> int:
     from ..audit.figures import run_figures
     from ..audit.report import FORMAT, VERSION, render_html
 
-    facts = [run_facts(r) for r in runs]  # computed once: the findings and the figures read the same facts
-    doc = {"format": FORMAT, "version": VERSION,
-           "runs": [audit_run(r, args.sla_ms, facts=f, **options) for r, f in zip(runs, facts)]}
+    facts = [
+        run_facts(r) for r in runs
+    ]  # computed once: the findings and the figures read the same facts
+    doc = {
+        "format": FORMAT,
+        "version": VERSION,
+        "runs": [audit_run(r, args.sla_ms, facts=f, **options) for r, f in zip(runs, facts)],
+    }
     figures = {str(r.path): run_figures(r, f, args.sla_ms) for r, f in zip(runs, facts)}
     write_atomically(args.out, render_html(doc, figures))
     print(f"audit of {len(runs)} run(s) written to {args.out}")
     for entry in doc["runs"]:
         print(f"  {entry['label']}: {entry['summary']}")
     return 0
-

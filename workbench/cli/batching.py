@@ -1,4 +1,5 @@
 """``workbench load`` (live dynamic batching under load) and ``workbench simulate`` (its queueing model)."""
+
 from __future__ import annotations
 
 import math
@@ -8,55 +9,118 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..guard import Interrupted
-from .load_args import (SUMMARY_KEYS, add_batcher_arguments, add_engine_arguments, arrivals_from_args, describe_load, policy_from_args,
-                        summary_extra)
+from .load_args import (
+    SUMMARY_KEYS,
+    add_batcher_arguments,
+    add_engine_arguments,
+    arrivals_from_args,
+    describe_load,
+    policy_from_args,
+    summary_extra,
+)
 from .load_http import add_url_arguments, run_http_load_command
-from .profile import (add_fail_on_error, add_pipeline_arguments, apply_threads, config_from_args, factory_from_args,
-                      failure_verdict, save_interrupted)
+from .profile import (
+    add_fail_on_error,
+    add_pipeline_arguments,
+    apply_threads,
+    config_from_args,
+    factory_from_args,
+    failure_verdict,
+    save_interrupted,
+)
 from .numbers import number, ranged
 from .output import check_out, dumps, save_measured, stdout_to_stderr
 from .sweep import add_sweep_arguments, run_sweep_command
 
 DURATION_S = number("--duration", 0, 7 * 86_400, "s", lo_open=True)
-REQUESTS = number("--requests", 1, 10**12, "requests", integer=True)  # what fits in memory is checked from --rate (load_args)
+REQUESTS = number(
+    "--requests", 1, 10**12, "requests", integer=True
+)  # what fits in memory is checked from --rate (load_args)
 WAIT_S = number("--drain-timeout", 0, 86_400, "s")
 TIMEOUT_S = number("--timeout-s", 0, 86_400, "s", lo_open=True)
 
 
 def register(subparsers) -> None:
-    load = subparsers.add_parser("load", help="run a pipeline behind a dynamic batcher under open-loop load",
-                                 description="Live load: arrivals -> dynamic batcher -> pipeline, in this process.")
+    load = subparsers.add_parser(
+        "load",
+        help="run a pipeline behind a dynamic batcher under open-loop load",
+        description="Live load: arrivals -> dynamic batcher -> pipeline, in this process.",
+    )
     add_pipeline_arguments(load, default_batch_size=None)
     add_batcher_arguments(load)
     add_url_arguments(load)  # --url, --payloads, --timeout, --otel (served load)
     add_engine_arguments(load)  # --engine locust, --workers, --expect-workers, --master-host
-    load.add_argument("--duration", type=DURATION_S, default=10.0,
-                      help=ranged("seconds of arrivals (default 10)", DURATION_S))
-    load.add_argument("--requests", type=REQUESTS,
-                      help=ranged("at most this many requests (default: bounded by --duration)", REQUESTS))
-    load.add_argument("--drain-timeout", type=WAIT_S, default=10.0,
-                      help=ranged("seconds to wait for queued requests after the last arrival (default 10)", WAIT_S))
-    load.add_argument("--timeout-s", type=TIMEOUT_S, default=None, metavar="SECONDS",
-                      help=ranged("per-call timeout of a batch's pipeline call, warm-up included (default: none); "
-                                  "past it the batch's requests are Timeout failures, the run stops and is saved as "
-                                  "'incomplete: timeout', exit 1", TIMEOUT_S))
+    load.add_argument(
+        "--duration",
+        type=DURATION_S,
+        default=10.0,
+        help=ranged("seconds of arrivals (default 10)", DURATION_S),
+    )
+    load.add_argument(
+        "--requests",
+        type=REQUESTS,
+        help=ranged("at most this many requests (default: bounded by --duration)", REQUESTS),
+    )
+    load.add_argument(
+        "--drain-timeout",
+        type=WAIT_S,
+        default=10.0,
+        help=ranged(
+            "seconds to wait for queued requests after the last arrival (default 10)", WAIT_S
+        ),
+    )
+    load.add_argument(
+        "--timeout-s",
+        type=TIMEOUT_S,
+        default=None,
+        metavar="SECONDS",
+        help=ranged(
+            "per-call timeout of a batch's pipeline call, warm-up included (default: none); "
+            "past it the batch's requests are Timeout failures, the run stops and is saved as "
+            "'incomplete: timeout', exit 1",
+            TIMEOUT_S,
+        ),
+    )
     load.add_argument("--out", type=Path, help="run folder to write (default runs/load-NAME-TIME)")
     add_fail_on_error(load)
     add_sweep_arguments(load)
     load.set_defaults(func=run_load_command)
 
-    sim = subparsers.add_parser("simulate", help="simulate the dynamic batcher from profiled service times",
-                                description="Discrete-event simulation of the batcher; service times from profiler runs.")
-    sim.add_argument("--service", nargs="+", required=True, type=Path, metavar="RUN_DIR",
-                     help="profiler run folders of one pipeline at several --batch-size values")
+    sim = subparsers.add_parser(
+        "simulate",
+        help="simulate the dynamic batcher from profiled service times",
+        description="Discrete-event simulation of the batcher; service times from profiler runs.",
+    )
+    sim.add_argument(
+        "--service",
+        nargs="+",
+        required=True,
+        type=Path,
+        metavar="RUN_DIR",
+        help="profiler run folders of one pipeline at several --batch-size values",
+    )
     add_batcher_arguments(sim)
-    sim.add_argument("--requests", type=REQUESTS, default=100_000,
-                     help=ranged("simulated requests (default 100000)", REQUESTS))
-    sim.add_argument("--duration", type=DURATION_S, help=ranged("only arrivals in the first this many seconds",
-                                                                DURATION_S))
-    sim.add_argument("--allow-mixed", action="store_true",
-                     help="pool --service runs whose fingerprints differ in more than batch_size (said in the output)")
-    sim.add_argument("--out", type=Path, help="also save the simulation as a run folder (kind simulation) for show")
+    sim.add_argument(
+        "--requests",
+        type=REQUESTS,
+        default=100_000,
+        help=ranged("simulated requests (default 100000)", REQUESTS),
+    )
+    sim.add_argument(
+        "--duration",
+        type=DURATION_S,
+        help=ranged("only arrivals in the first this many seconds", DURATION_S),
+    )
+    sim.add_argument(
+        "--allow-mixed",
+        action="store_true",
+        help="pool --service runs whose fingerprints differ in more than batch_size (said in the output)",
+    )
+    sim.add_argument(
+        "--out",
+        type=Path,
+        help="also save the simulation as a run folder (kind simulation) for show",
+    )
     sim.set_defaults(func=run_simulate_command)
 
 
@@ -67,14 +131,18 @@ def run_load_command(args) -> int:
         return run_sweep_command(args)
     if args.url or args.payloads is not None:
         if args.timeout_s is not None:
-            raise ConfigError("--timeout-s bounds the in-process load's pipeline calls; with --url use --timeout")
+            raise ConfigError(
+                "--timeout-s bounds the in-process load's pipeline calls; with --url use --timeout"
+            )
 
         return run_http_load_command(args)
     from ..batching.live import run_load
 
     policy = policy_from_args(args)
     if args.batch_size is not None and args.batch_size != args.max_batch_size:
-        raise ConfigError("--batch-size: load builds the pipeline for --max-batch-size; leave --batch-size out")
+        raise ConfigError(
+            "--batch-size: load builds the pipeline for --max-batch-size; leave --batch-size out"
+        )
     args.batch_size = args.max_batch_size
     apply_threads(args)
     arrivals = arrivals_from_args(args, args.requests, args.duration)
@@ -82,8 +150,14 @@ def run_load_command(args) -> int:
     check_out(out, folder=True)  # before measuring
     try:
         with stdout_to_stderr(args.json):
-            run = run_load(factory_from_args(args), config_from_args(args), arrivals=arrivals, policy=policy,
-                           drain_timeout_s=args.drain_timeout, timeout_s=args.timeout_s)
+            run = run_load(
+                factory_from_args(args),
+                config_from_args(args),
+                arrivals=arrivals,
+                policy=policy,
+                drain_timeout_s=args.drain_timeout,
+                timeout_s=args.timeout_s,
+            )
     except Interrupted as stop:
         save_interrupted(stop.run, out, "load")
         raise
@@ -99,9 +173,18 @@ def run_load_command(args) -> int:
     lag = load.generator_lag_ms
     verdict = max(timeout_verdict(run), failure_verdict(run, args.fail_on_error, "load"))
     if args.json:
-        print(dumps({k: summary[k] for k in SUMMARY_KEYS} | {"generator_lag_ms": lag}
-                         | summary_extra(summary) | {"failures": failure_summary(run.requests, run.stage_names),
-                                              "noise": noise_summary(run.meta), "run_dir": str(path)}))
+        print(
+            dumps(
+                {k: summary[k] for k in SUMMARY_KEYS}
+                | {"generator_lag_ms": lag}
+                | summary_extra(summary)
+                | {
+                    "failures": failure_summary(run.requests, run.stage_names),
+                    "noise": noise_summary(run.meta),
+                    "run_dir": str(path),
+                }
+            )
+        )
         return verdict
     from ..batching.summary import format_summary
     from ..noise import noise_line
@@ -110,8 +193,10 @@ def run_load_command(args) -> int:
     print(f"{run.meta.pipeline} under load: {describe_load(arrivals, policy)}")
     print(noise_line(noise_summary(run.meta)))
     print(format_summary(summary))
-    print(f"generator lag: worst {lag:.3f} ms, {load.late_requests} requests more than "
-          f"{load.late_threshold_ms:g} ms late")
+    print(
+        f"generator lag: worst {lag:.3f} ms, {load.late_requests} requests more than "
+        f"{load.late_threshold_ms:g} ms late"
+    )
     print_failures({"failures": failure_summary(run.requests, run.stage_names)}, sys.stdout)
     print(f"\nrun written to {path}")
     return verdict
@@ -130,8 +215,11 @@ def timeout_verdict(run) -> int:
     else:  # a warm-up call: no request was measured
         first = next(f for f in run.meta.load.warmup_failures if f["type"] == "Timeout")
         where, message = "executor warm-up (no request measured)", first["message"]
-    print(f"workbench load: {where} timed out: {message}; the run stopped and was saved as "
-          "'incomplete: timeout'", file=sys.stderr)
+    print(
+        f"workbench load: {where} timed out: {message}; the run stopped and was saved as "
+        "'incomplete: timeout'",
+        file=sys.stderr,
+    )
     return 1
 
 
@@ -149,19 +237,36 @@ def run_simulate_command(args) -> int:
     summary = load_summary(sim.requests, policy.concurrency)
     saved = _save_simulation(args, sim, model) if args.out is not None else None
     if args.json:
-        print(dumps({k: summary[k] for k in SUMMARY_KEYS} | {"stable": sim.stable, "capacity_rps": sim.capacity_rps,
-                          "rate_rps": sim.rate_rps if math.isfinite(sim.rate_rps) else None} | summary_extra(summary)
-                         | ({"mixed": model.describe()["mixed"]} if model.mixed else {})
-                         | ({"run_dir": str(saved)} if saved is not None else {})))
+        print(
+            dumps(
+                {k: summary[k] for k in SUMMARY_KEYS}
+                | {
+                    "stable": sim.stable,
+                    "capacity_rps": sim.capacity_rps,
+                    "rate_rps": sim.rate_rps if math.isfinite(sim.rate_rps) else None,
+                }
+                | summary_extra(summary)
+                | ({"mixed": model.describe()["mixed"]} if model.mixed else {})
+                | ({"run_dir": str(saved)} if saved is not None else {})
+            )
+        )
         return 0
     print(f"simulated {model.pipeline or 'pipeline'}: {describe_load(arrivals, policy)}")
     if model.mixed:
-        print("MIXED service runs pooled (--allow-mixed): "
-              + "; ".join(f"{f} {a!r} vs {b!r}" for f, a, b in model.mixed))
+        print(
+            "MIXED service runs pooled (--allow-mixed): "
+            + "; ".join(f"{f} {a!r} vs {b!r}" for f, a, b in model.mixed)
+        )
     print(format_summary(summary))
-    print(f"capacity {sim.capacity_rps:.1f} req/s at batch size {policy.max_batch_size}; "
-          + ("stable" if sim.stable else f"UNSTABLE: arrival rate {sim.rate_rps:.1f} req/s >= capacity, the queue grows "
-             f"without bound; figures are those of the {summary['requests']} simulated requests"))
+    print(
+        f"capacity {sim.capacity_rps:.1f} req/s at batch size {policy.max_batch_size}; "
+        + (
+            "stable"
+            if sim.stable
+            else f"UNSTABLE: arrival rate {sim.rate_rps:.1f} req/s >= capacity, the queue grows "
+            f"without bound; figures are those of the {summary['requests']} simulated requests"
+        )
+    )
     if saved is not None:
         print(f"\nrun written to {saved}")
     return 0
@@ -175,7 +280,9 @@ def _save_simulation(args, sim, model) -> Path:
 
     if args.out.exists():
         raise ConfigError(f"--out {args.out} already exists; pick another folder")
-    run = simulation_run(sim, model.pipeline, [str(p) for p in args.service], datetime.now(timezone.utc).isoformat())
+    run = simulation_run(
+        sim, model.pipeline, [str(p) for p in args.service], datetime.now(timezone.utc).isoformat()
+    )
     return run.save(args.out)
 
 

@@ -12,6 +12,7 @@ The first runs the configurations interleaved in this process
 "separate runs". Compare is informational: it exits 0 whatever the verdict
 (``workbench gate`` turns a real regression into exit 1), 2 on bad input.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -46,33 +47,84 @@ MIN_EFFECT_RATIO = number("--min-effect", 0, 10, "(ratio units)")
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "compare", help="compare configurations interleaved in one process, or two saved runs",
+        "compare",
+        help="compare configurations interleaved in one process, or two saved runs",
         description="Ratios B/A of p50 and p99 per stage with 95 % bootstrap intervals (Holm-corrected) and a "
-                    "verdict: too noisy to tell, slower, faster, no detectable difference.")
-    p.add_argument("runs", nargs="*", metavar="RUN", help="two saved run folders (instead of --example/--pipeline)")
+        "verdict: too noisy to tell, slower, faster, no detectable difference.",
+    )
+    p.add_argument(
+        "runs",
+        nargs="*",
+        metavar="RUN",
+        help="two saved run folders (instead of --example/--pipeline)",
+    )
     add_pipeline_arguments(p)
-    for group in p._mutually_exclusive_groups:  # --example/--pipeline are optional when RUN_A RUN_B are given
+    for group in (
+        p._mutually_exclusive_groups
+    ):  # --example/--pipeline are optional when RUN_A RUN_B are given
         group.required = False
-    p.add_argument("--config", action="append", default=[], metavar="K=V[,K=V...]",
-                   help="one configuration (repeat: the first is A); values are JSON; batch_size, precision, "
-                        "threads, device are built in, other keys go to the factory's options")
-    p.add_argument("--resolution", type=RESOLUTION, default=DEFAULT_RESOLUTION,
-                   help=ranged("rounds go on until every interval (the --metric's, every stage) is narrower than "
-                               f"this, in ratio units; default {DEFAULT_RESOLUTION} (5 %%)", RESOLUTION))
-    p.add_argument("--max-time", type=MAX_TIME_S, default=DEFAULT_MAX_TIME_S, metavar="SECONDS",
-                   help=ranged(f"... or until this many seconds of measuring, default {DEFAULT_MAX_TIME_S:g}",
-                               MAX_TIME_S))
-    p.add_argument("--requests", type=REQUESTS, default=None,
-                   help=ranged("a fixed number of measured requests per configuration instead (not adaptive; "
-                               f"{DEFAULT_COMPARE_REQUESTS} found a 10 %% slower stage 95 %% of the time on a quiet "
-                               "machine, benchmarks/results/compare.md)", REQUESTS))
-    p.add_argument("--warmup", type=WARMUP, default=10,
-                   help=ranged("warm-up requests per configuration, default 10", WARMUP))
-    p.add_argument("--seed", type=SEED, default=0, help=ranged("seed of the round order and the bootstrap, default 0",
-                                                               SEED))
-    p.add_argument("--metric", choices=tuple(METRICS), default="p50", help="which ratio the verdict follows")
-    p.add_argument("--min-effect", type=MIN_EFFECT_RATIO, default=MIN_EFFECT,
-                   help=ranged("smallest relative difference that counts, default 0.02 (2 %%)", MIN_EFFECT_RATIO))
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="K=V[,K=V...]",
+        help="one configuration (repeat: the first is A); values are JSON; batch_size, precision, "
+        "threads, device are built in, other keys go to the factory's options",
+    )
+    p.add_argument(
+        "--resolution",
+        type=RESOLUTION,
+        default=DEFAULT_RESOLUTION,
+        help=ranged(
+            "rounds go on until every interval (the --metric's, every stage) is narrower than "
+            f"this, in ratio units; default {DEFAULT_RESOLUTION} (5 %%)",
+            RESOLUTION,
+        ),
+    )
+    p.add_argument(
+        "--max-time",
+        type=MAX_TIME_S,
+        default=DEFAULT_MAX_TIME_S,
+        metavar="SECONDS",
+        help=ranged(
+            f"... or until this many seconds of measuring, default {DEFAULT_MAX_TIME_S:g}",
+            MAX_TIME_S,
+        ),
+    )
+    p.add_argument(
+        "--requests",
+        type=REQUESTS,
+        default=None,
+        help=ranged(
+            "a fixed number of measured requests per configuration instead (not adaptive; "
+            f"{DEFAULT_COMPARE_REQUESTS} found a 10 %% slower stage 95 %% of the time on a quiet "
+            "machine, benchmarks/results/compare.md)",
+            REQUESTS,
+        ),
+    )
+    p.add_argument(
+        "--warmup",
+        type=WARMUP,
+        default=10,
+        help=ranged("warm-up requests per configuration, default 10", WARMUP),
+    )
+    p.add_argument(
+        "--seed",
+        type=SEED,
+        default=0,
+        help=ranged("seed of the round order and the bootstrap, default 0", SEED),
+    )
+    p.add_argument(
+        "--metric", choices=tuple(METRICS), default="p50", help="which ratio the verdict follows"
+    )
+    p.add_argument(
+        "--min-effect",
+        type=MIN_EFFECT_RATIO,
+        default=MIN_EFFECT,
+        help=ranged(
+            "smallest relative difference that counts, default 0.02 (2 %%)", MIN_EFFECT_RATIO
+        ),
+    )
     p.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
     p.set_defaults(func=run)
 
@@ -140,15 +192,26 @@ def run(args) -> int:
     if args.runs:
         return _run_saved(args)
     if not (args.example or args.pipeline):
-        raise ConfigError("give --example NAME or --pipeline SPEC with two or more --config, or two run folders")
+        raise ConfigError(
+            "give --example NAME or --pipeline SPEC with two or more --config, or two run folders"
+        )
     if len(args.config) < 2:
         raise ConfigError(f"give at least two --config (the first is A), got {len(args.config)}")
     from ..interleave import compare
 
     configs = [parse_config(text) for text in args.config]
-    result = compare(factory_from_args(args), configs, base=base_config(args), requests=args.requests,
-                     warmup=args.warmup, seed=args.seed, metric=args.metric, min_effect=args.min_effect,
-                     resolution=args.resolution, max_time_s=args.max_time).result
+    result = compare(
+        factory_from_args(args),
+        configs,
+        base=base_config(args),
+        requests=args.requests,
+        warmup=args.warmup,
+        seed=args.seed,
+        metric=args.metric,
+        min_effect=args.min_effect,
+        resolution=args.resolution,
+        max_time_s=args.max_time,
+    ).result
     result["configs"] = [c | {"label": text} for c, text in zip(result["configs"], args.config)]
     if args.json:
         print(dumps(result))
@@ -156,15 +219,22 @@ def run(args) -> int:
         print_interleaved(result, sys.stdout)
     all_failed = [c["label"] for c in result["configs"] if c["failed"] == c["requests"]]
     if all_failed:
-        print(f"workbench compare: every measured request failed for {', '.join(all_failed)}", file=sys.stderr)
+        print(
+            f"workbench compare: every measured request failed for {', '.join(all_failed)}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
 
 def _run_saved(args) -> int:
     if len(args.runs) != 2 or args.example or args.pipeline or args.config:
-        raise ConfigError("saved runs: give exactly two run folders (RUN_A RUN_B) and no --example/--pipeline/--config")
-    result = compare_saved(args.runs[0], args.runs[1], metric=args.metric, min_effect=args.min_effect, seed=args.seed)
+        raise ConfigError(
+            "saved runs: give exactly two run folders (RUN_A RUN_B) and no --example/--pipeline/--config"
+        )
+    result = compare_saved(
+        args.runs[0], args.runs[1], metric=args.metric, min_effect=args.min_effect, seed=args.seed
+    )
     if args.json:
         print(dumps(result))
     else:
@@ -172,8 +242,9 @@ def _run_saved(args) -> int:
     return 0
 
 
-def compare_saved(path_a: str, path_b: str, *, metric: str = "p50", min_effect: float = MIN_EFFECT,
-                  seed: int = 0) -> dict[str, Any]:
+def compare_saved(
+    path_a: str, path_b: str, *, metric: str = "p50", min_effect: float = MIN_EFFECT, seed: int = 0
+) -> dict[str, Any]:
     """Two saved runs compared as separate runs; refuses (ConfigError) a different pipeline or stage list.
 
     The tables are streamed into one float64 column per stage (:func:`saved_columns`), never a DataFrame per
@@ -184,15 +255,24 @@ def compare_saved(path_a: str, path_b: str, *, metric: str = "p50", min_effect: 
     (meta_a, cols_a), (meta_b, cols_b) = saved_columns(path_a), saved_columns(path_b)
     diffs = fingerprint_differences(meta_a, meta_b)
     if meta_a.pipeline != meta_b.pipeline or list(meta_a.stages) != list(meta_b.stages):
-        raise ConfigError(f"{path_a} and {path_b} are not comparable: pipeline {meta_a.pipeline!r} "
-                          f"stages {list(meta_a.stages)} vs {meta_b.pipeline!r} stages {list(meta_b.stages)}")
+        raise ConfigError(
+            f"{path_a} and {path_b} are not comparable: pipeline {meta_a.pipeline!r} "
+            f"stages {list(meta_a.stages)} vs {meta_b.pipeline!r} stages {list(meta_b.stages)}"
+        )
     names = list(meta_a.stages)
     noise = [_noisy(m.noise) for m in (meta_a, meta_b)]
-    found = separate_comparison(cols_a, cols_b, names, metric=metric, min_effect=min_effect, noisy=tuple(noise),
-                                seed=seed)
-    return {"configs": [{"label": str(p), "run": str(p), "requests": int(len(c[END_TO_END])), "noisy": n}
-                        for p, c, n in zip((path_a, path_b), (cols_a, cols_b), noise)],
-            "metric": metric, "differences": [{"field": f, "a": a, "b": b} for f, a, b in diffs], **found}
+    found = separate_comparison(
+        cols_a, cols_b, names, metric=metric, min_effect=min_effect, noisy=tuple(noise), seed=seed
+    )
+    return {
+        "configs": [
+            {"label": str(p), "run": str(p), "requests": int(len(c[END_TO_END])), "noisy": n}
+            for p, c, n in zip((path_a, path_b), (cols_a, cols_b), noise)
+        ],
+        "metric": metric,
+        "differences": [{"field": f, "a": a, "b": b} for f, a, b in diffs],
+        **found,
+    }
 
 
 def saved_columns(path: str) -> tuple[Any, dict[str, np.ndarray]]:
@@ -213,7 +293,9 @@ def saved_columns(path: str) -> tuple[Any, dict[str, np.ndarray]]:
     sorted_ids = ids[order]
     sums = {name: np.zeros(ids.size) for name in meta.stages}
     seen = {name: np.zeros(ids.size, dtype=bool) for name in meta.stages}
-    for batch in _batches(inside(root, STAGES_FILE), ("request", "stage", "dur_ns"), dictionary="stage"):
+    for batch in _batches(
+        inside(root, STAGES_FILE), ("request", "stage", "dur_ns"), dictionary="stage"
+    ):
         request, stage, dur = batch
         codes, names = stage
         pos = np.minimum(np.searchsorted(sorted_ids, request), max(ids.size - 1, 0))
@@ -222,7 +304,9 @@ def saved_columns(path: str) -> tuple[Any, dict[str, np.ndarray]]:
             if name in sums:
                 mine = valid & (codes == code)
                 where = order[pos[mine]]
-                sums[name] += np.bincount(where, weights=dur[mine].astype("float64"), minlength=ids.size)
+                sums[name] += np.bincount(
+                    where, weights=dur[mine].astype("float64"), minlength=ids.size
+                )
                 seen[name][where] = True
     cols = {name: np.where(seen[name], sums[name], np.nan) for name in meta.stages}
     cols[END_TO_END] = req["dur_ns"][keep].astype("float64")
@@ -239,7 +323,10 @@ def _release_arrow_memory() -> None:
 
 def _read_columns(path: Path, columns: tuple[str, ...]) -> dict[str, np.ndarray]:
     parts = list(_batches(path, columns))
-    return {c: np.concatenate([p[i] for p in parts]) if parts else np.empty(0) for i, c in enumerate(columns)}
+    return {
+        c: np.concatenate([p[i] for p in parts]) if parts else np.empty(0)
+        for i, c in enumerate(columns)
+    }
 
 
 def _batches(path: Path, columns: tuple[str, ...], dictionary: str | None = None):
@@ -247,17 +334,25 @@ def _batches(path: Path, columns: tuple[str, ...], dictionary: str | None = None
     import pyarrow.parquet as pq
 
     try:
-        table = pq.ParquetFile(path, read_dictionary=[dictionary] if dictionary else None, pre_buffer=False,
-                               buffer_size=1 << 20)
+        table = pq.ParquetFile(
+            path,
+            read_dictionary=[dictionary] if dictionary else None,
+            pre_buffer=False,
+            buffer_size=1 << 20,
+        )
         missing = [c for c in columns if c not in table.schema_arrow.names]
         if missing:
             raise RunRecordError(f"{path}: no column {', '.join(missing)}")
-        for batch in table.iter_batches(columns=list(columns), batch_size=1 << 18, use_threads=False):
+        for batch in table.iter_batches(
+            columns=list(columns), batch_size=1 << 18, use_threads=False
+        ):
             out = []
             for name in columns:
                 col = batch.column(name)
                 if name == dictionary:
-                    out.append((col.indices.to_numpy(zero_copy_only=False), col.dictionary.to_pylist()))
+                    out.append(
+                        (col.indices.to_numpy(zero_copy_only=False), col.dictionary.to_pylist())
+                    )
                 elif col.null_count:
                     raise RunRecordError(f"{path}: column {name} has {col.null_count} empty values")
                 else:
@@ -281,10 +376,14 @@ def fingerprint_differences(meta_a, meta_b) -> list[tuple[str, Any, Any]]:
     try:
         from ..fingerprint import differences, fingerprint_of
     except ImportError:
-        flat = [{f"config.{k}": v for k, v in m.config.to_dict().items()}
-                | {f"env.{k}": getattr(m.env, k) for k in ("torch", "threads", "cpu_model")}
-                for m in (meta_a, meta_b)]
-        return [(k, flat[0].get(k), flat[1].get(k)) for k in flat[0] if flat[0].get(k) != flat[1].get(k)]
+        flat = [
+            {f"config.{k}": v for k, v in m.config.to_dict().items()}
+            | {f"env.{k}": getattr(m.env, k) for k in ("torch", "threads", "cpu_model")}
+            for m in (meta_a, meta_b)
+        ]
+        return [
+            (k, flat[0].get(k), flat[1].get(k)) for k in flat[0] if flat[0].get(k) != flat[1].get(k)
+        ]
     return differences(fingerprint_of(meta_a), fingerprint_of(meta_b))
 
 
@@ -298,33 +397,47 @@ def _fmt(x) -> str:
 
 def print_rows(found: dict[str, Any], metric: str, out, *, noisy: bool = False) -> None:
     """The per-stage table: ratios B/A with their intervals and the verdict (``noisy``: "on a noisy machine")."""
-    print(f"  {'stage':<16} {'p50 B/A':>8} {'interval':>17} {'p99 B/A':>8} {'interval':>17}  verdict ({metric})", file=out)
+    print(
+        f"  {'stage':<16} {'p50 B/A':>8} {'interval':>17} {'p99 B/A':>8} {'interval':>17}  verdict ({metric})",
+        file=out,
+    )
     for e in [*found["stages"], found["end_to_end"]]:
         name = "end to end" if e["name"] == "end_to_end" else e["name"]
         where = " on a noisy machine" if noisy and e["verdict"] in (SLOWER, FASTER) else ""
-        print(f"  {name:<16} {_fmt(e['p50_ratio']):>8} {_fmt_ci(e['p50_ci']):>17} {_fmt(e['p99_ratio']):>8} "
-              f"{_fmt_ci(e['p99_ci']):>17}  {e['verdict']}{where}", file=out)
+        print(
+            f"  {name:<16} {_fmt(e['p50_ratio']):>8} {_fmt_ci(e['p50_ci']):>17} {_fmt(e['p99_ratio']):>8} "
+            f"{_fmt_ci(e['p99_ci']):>17}  {e['verdict']}{where}",
+            file=out,
+        )
 
 
 def print_interleaved(result: dict[str, Any], out) -> None:
     cfgs = result["configs"]
-    print(f"compare: interleaved in one process, {result['requests']} requests per configuration in blocks of "
-          f"{result['block']}, seed {result['seed']}; ratios B/A, Holm-corrected intervals, "
-          f"min effect {100 * result['min_effect']:.1f} %", file=out)
+    print(
+        f"compare: interleaved in one process, {result['requests']} requests per configuration in blocks of "
+        f"{result['block']}, seed {result['seed']}; ratios B/A, Holm-corrected intervals, "
+        f"min effect {100 * result['min_effect']:.1f} %",
+        file=out,
+    )
     print(noise_line(result.get("noise")), file=out)
     if result.get("stopped"):
         print(stopped_line(result["stopped"]), file=out)
     for i, c in enumerate(cfgs):
         errors = ", ".join(f"{n} {t}" for t, n in (c.get("errors") or {}).items())
         failed = f", {c['failed']} failed: {errors}" if c["failed"] else ""
-        print(f"  {'A' if i == 0 else 'B' + (str(i) if len(cfgs) > 2 else '')}: {c['label']} "
-              f"({c['requests']} requests{failed})", file=out)
+        print(
+            f"  {'A' if i == 0 else 'B' + (str(i) if len(cfgs) > 2 else '')}: {c['label']} "
+            f"({c['requests']} requests{failed})",
+            file=out,
+        )
     for comp in result.get("comparisons") or [{"b": 1, **result}]:
         print(f"\n{cfgs[comp['b']]['label']} against {cfgs[0]['label']}:", file=out)
         if comp.get("end_to_end") is None:
             print(f"  not compared: {comp.get('error')}", file=out)
             continue
-        print_rows(comp, result["metric"], out, noisy=bool((result.get("noise") or {}).get("noisy")))
+        print_rows(
+            comp, result["metric"], out, noisy=bool((result.get("noise") or {}).get("noisy"))
+        )
         outputs = cfgs[comp["b"]].get("outputs")
         if outputs is not None:
             print(f"  outputs against A: {agreement_text(outputs)}", file=out)
@@ -333,16 +446,23 @@ def print_interleaved(result: dict[str, Any], out) -> None:
 def stopped_line(stopped: dict[str, Any]) -> str:
     """Why the rounds ended: the fixed count, the resolution reached, the time limit, or the items."""
     widest = stopped.get("widest")
-    width = (f"; widest interval {widest['width']:.3f} ({'end to end' if widest['name'] == 'end_to_end' else widest['name']})"
-             if widest and widest.get("width") is not None and math.isfinite(widest["width"]) else "")
+    width = (
+        f"; widest interval {widest['width']:.3f} ({'end to end' if widest['name'] == 'end_to_end' else widest['name']})"
+        if widest and widest.get("width") is not None and math.isfinite(widest["width"])
+        else ""
+    )
     by = stopped["by"]
     if by == "resolution":
         why = f"every interval narrower than {stopped['resolution']}"
     elif by == "max_time":
-        why = (f"--max-time {stopped['max_time_s']:g} s reached before every interval was narrower than "
-               f"{stopped['resolution']}: rerun quieter or longer for a finer answer")
+        why = (
+            f"--max-time {stopped['max_time_s']:g} s reached before every interval was narrower than "
+            f"{stopped['resolution']}: rerun quieter or longer for a finer answer"
+        )
     else:
-        why = {"requests": "the --requests asked", "items": "the item source ran out"}.get(by, str(by))
+        why = {"requests": "the --requests asked", "items": "the item source ran out"}.get(
+            by, str(by)
+        )
     return f"stopped after {stopped['rounds']} rounds, {stopped['seconds']:.1f} s: {why}{width}"
 
 
@@ -351,9 +471,12 @@ def print_separate(result: dict[str, Any], out) -> None:
     res = result["resolution"]
     print(f"compare: separate runs (not interleaved): B {b['run']} against A {a['run']}", file=out)
     print(f"  noise: A {_flag(a['noisy'])}, B {_flag(b['noisy'])}", file=out)
-    print(f"  smallest difference these runs can resolve: {_pct(res['min_difference'])} "
-          f"({res['how']}: interval {_pct(res['ci_half_width'])}, drift A {_pct(res['drift_a'])}, "
-          f"B {_pct(res['drift_b'])})", file=out)
+    print(
+        f"  smallest difference these runs can resolve: {_pct(res['min_difference'])} "
+        f"({res['how']}: interval {_pct(res['ci_half_width'])}, drift A {_pct(res['drift_a'])}, "
+        f"B {_pct(res['drift_b'])})",
+        file=out,
+    )
     for d in result["differences"]:
         print(f"  differs: {d['field']}: {d['a']!r} vs {d['b']!r}", file=out)
     print_rows(result, result["metric"], out, noisy=any(flag is True for flag in result["noisy"]))

@@ -15,6 +15,7 @@ against its threshold: rerun quieter or longer), else 0. End to end is always
 checked, each stage with ``--stages``. A comparison whose side failed every
 request is exit 1; bad input exit 2.
 """
+
 from __future__ import annotations
 
 import re
@@ -28,29 +29,49 @@ from .compare import compare_saved
 from .numbers import OptionError
 
 _THRESHOLD = re.compile(r"^\+?(\d+(?:\.\d+)?)\s*%?$")
-EXIT_INCONCLUSIVE = 4  # workbench.cli.EXIT_INCONCLUSIVE (not imported: the package imports this module)
+EXIT_INCONCLUSIVE = (
+    4  # workbench.cli.EXIT_INCONCLUSIVE (not imported: the package imports this module)
+)
 RERUN = "too noisy to tell: rerun quieter or longer"
 MAX_THRESHOLD_PCT = 1000.0
 THRESHOLD_RANGE = f"in [0, {MAX_THRESHOLD_PCT:g}] %"
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("gate", help="exit 1 when NEW is really slower than BASE, 4 when it cannot tell (CI)",
-                              description="Regression gate: a metric whose verdict is slower with its ratio and "
-                                          "interval above 1 + threshold fails (exit 1); one too noisy to tell is "
-                                          "exit 4; otherwise exit 0; bad input exit 2.")
-    p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="BASE NEW (two saved run folders), or one `compare --json` output file")
-    p.add_argument("--p50", default="+5%", type=threshold_option("--p50"),
-                   help=f"allowed p50 slow-down, default +5%% [{THRESHOLD_RANGE.replace('%', '%%')}]")
-    p.add_argument("--p99", default="+10%", type=threshold_option("--p99"),
-                   help=f"allowed p99 slow-down, default +10%% [{THRESHOLD_RANGE.replace('%', '%%')}]")
-    p.add_argument("--stages", action="store_true", help="check every stage too, not only end to end")
+    p = subparsers.add_parser(
+        "gate",
+        help="exit 1 when NEW is really slower than BASE, 4 when it cannot tell (CI)",
+        description="Regression gate: a metric whose verdict is slower with its ratio and "
+        "interval above 1 + threshold fails (exit 1); one too noisy to tell is "
+        "exit 4; otherwise exit 0; bad input exit 2.",
+    )
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="BASE NEW (two saved run folders), or one `compare --json` output file",
+    )
+    p.add_argument(
+        "--p50",
+        default="+5%",
+        type=threshold_option("--p50"),
+        help=f"allowed p50 slow-down, default +5%% [{THRESHOLD_RANGE.replace('%', '%%')}]",
+    )
+    p.add_argument(
+        "--p99",
+        default="+10%",
+        type=threshold_option("--p99"),
+        help=f"allowed p99 slow-down, default +10%% [{THRESHOLD_RANGE.replace('%', '%%')}]",
+    )
+    p.add_argument(
+        "--stages", action="store_true", help="check every stage too, not only end to end"
+    )
     p.set_defaults(func=run)
 
 
 def threshold_option(option: str):
     """The argparse ``type`` of ``--p50``/``--p99``: :func:`threshold`, its error naming the option."""
+
     def parse(text: str) -> float:
         return threshold(text, option)
 
@@ -66,7 +87,9 @@ def threshold(text: str, option: str = "threshold") -> float:
     """
     m = _THRESHOLD.match(str(text).strip())
     if not m or float(m.group(1)) > MAX_THRESHOLD_PCT:
-        raise OptionError(f"{option} {text!r}: expected a percentage such as +5%, {THRESHOLD_RANGE}")
+        raise OptionError(
+            f"{option} {text!r}: expected a percentage such as +5%, {THRESHOLD_RANGE}"
+        )
     return float(m.group(1)) / 100.0
 
 
@@ -77,10 +100,14 @@ def load_comparisons(inputs: list[str]) -> list[tuple[str, CompareFile, Comparis
         top, comps = decode_comparisons(found, f"{inputs[1]} against {inputs[0]}")
         return [(f"{inputs[1]} against {inputs[0]} (separate runs)", top, c) for c in comps]
     if len(inputs) != 1:
-        raise ConfigError(f"gate takes BASE NEW (two run folders) or one compare --json file, got {len(inputs)} inputs")
+        raise ConfigError(
+            f"gate takes BASE NEW (two run folders) or one compare --json file, got {len(inputs)} inputs"
+        )
     path = Path(inputs[0])
     if path.is_dir():
-        raise ConfigError(f"{path} is a folder: give BASE and NEW run folders, or one compare --json file")
+        raise ConfigError(
+            f"{path} is a folder: give BASE and NEW run folders, or one compare --json file"
+        )
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
@@ -90,33 +117,52 @@ def load_comparisons(inputs: list[str]) -> list[tuple[str, CompareFile, Comparis
     return [(f"{labels[c.b]} against {labels[0]}", top, c) for c in comps]
 
 
-def decisions(top: CompareFile, comp: Comparison, limits: dict[str, float], stages: bool) -> list[tuple[str, str]]:
+def decisions(
+    top: CompareFile, comp: Comparison, limits: dict[str, float], stages: bool
+) -> list[tuple[str, str]]:
     """``(outcome, line)`` for every metric that is a regression or inconclusive; a failed side is a regression."""
     if comp.end_to_end is None:
         return [(REGRESSION, f"not compared: {comp.error}")]
-    resolution = top.resolution.min_difference if top.kind == "separate runs" and top.resolution else None
+    resolution = (
+        top.resolution.min_difference if top.kind == "separate runs" and top.resolution else None
+    )
     if top.kind == "separate runs" and resolution is None:
         resolution = float("inf")  # separate runs without a resolution: nothing can be ruled out
     out = []
     for e in [comp.end_to_end, *(comp.stages if stages else [])]:
         name = "end to end" if e.name == "end_to_end" else f"stage {e.name}"
         for metric, limit in limits.items():
-            ratio, ci, verdict = getattr(e, f"{metric}_ratio"), getattr(e, f"{metric}_ci"), getattr(e, f"{metric}_verdict")
+            ratio, ci, verdict = (
+                getattr(e, f"{metric}_ratio"),
+                getattr(e, f"{metric}_ci"),
+                getattr(e, f"{metric}_verdict"),
+            )
             outcome = gate_decision(ratio, ci, verdict, limit, resolution=resolution)
             figures = f"{100 * (ratio - 1):+.1f} % (ratio {ratio:.3f}, interval [{ci[0]:.3f}, {ci[1]:.3f}])"
             if outcome == REGRESSION:
                 out.append((outcome, f"{name} {metric}: {figures} exceeds +{100 * limit:g} %"))
             elif outcome == INCONCLUSIVE:
-                why = (f"the runs resolve only {100 * resolution:.1f} %" if resolution is not None and resolution > limit
-                       else f"verdict {verdict}")
-                out.append((outcome, f"{name} {metric}: {figures} against +{100 * limit:g} %: {why}; {RERUN}"))
+                why = (
+                    f"the runs resolve only {100 * resolution:.1f} %"
+                    if resolution is not None and resolution > limit
+                    else f"verdict {verdict}"
+                )
+                out.append(
+                    (
+                        outcome,
+                        f"{name} {metric}: {figures} against +{100 * limit:g} %: {why}; {RERUN}",
+                    )
+                )
     return out
 
 
 def run(args) -> int:
     limits = {"p50": args.p50, "p99": args.p99}
-    found = [(label, d) for label, top, comp in load_comparisons(args.inputs)
-             for d in decisions(top, comp, limits, args.stages)]
+    found = [
+        (label, d)
+        for label, top, comp in load_comparisons(args.inputs)
+        for d in decisions(top, comp, limits, args.stages)
+    ]
     for label, (outcome, line) in found:
         print(f"gate: {'FAIL' if outcome == REGRESSION else 'INCONCLUSIVE'} {label}: {line}")
     outcomes = {outcome for _, (outcome, _) in found}
@@ -125,6 +171,8 @@ def run(args) -> int:
     if INCONCLUSIVE in outcomes:
         print(f"gate: inconclusive ({RERUN}; exit {EXIT_INCONCLUSIVE})", file=sys.stdout)
         return EXIT_INCONCLUSIVE
-    print(f"gate: ok (p50 within +{100 * args.p50:g} %, p99 within +{100 * args.p99:g} %, every interval resolved)",
-          file=sys.stdout)
+    print(
+        f"gate: ok (p50 within +{100 * args.p50:g} %, p99 within +{100 * args.p99:g} %, every interval resolved)",
+        file=sys.stdout,
+    )
     return 0

@@ -1,4 +1,5 @@
 """``workbench ingest-otel FILE|DIR [--stage-map span=stage ...]``: production spans as a run."""
+
 from __future__ import annotations
 
 import sys
@@ -9,13 +10,26 @@ from .output import check_out, dumps, save_measured
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("ingest-otel", help="turn OTLP/JSON span exports into a run (budget, percentiles)",
-                              description="A request is a root span; a stage is the union of its mapped child spans; "
-                                          "the rest is unattributed. Input: the OpenTelemetry Collector file "
-                                          "exporter's format (one ExportTraceServiceRequest per line).")
-    p.add_argument("path", type=Path, metavar="FILE|DIR", help="an OTLP/JSON file, or a folder of .json/.jsonl files")
-    p.add_argument("--stage-map", nargs="+", default=[], metavar="SPAN=STAGE",
-                   help="span name -> stage (any depth under the root); default: each child of the root is a stage")
+    p = subparsers.add_parser(
+        "ingest-otel",
+        help="turn OTLP/JSON span exports into a run (budget, percentiles)",
+        description="A request is a root span; a stage is the union of its mapped child spans; "
+        "the rest is unattributed. Input: the OpenTelemetry Collector file "
+        "exporter's format (one ExportTraceServiceRequest per line).",
+    )
+    p.add_argument(
+        "path",
+        type=Path,
+        metavar="FILE|DIR",
+        help="an OTLP/JSON file, or a folder of .json/.jsonl files",
+    )
+    p.add_argument(
+        "--stage-map",
+        nargs="+",
+        default=[],
+        metavar="SPAN=STAGE",
+        help="span name -> stage (any depth under the root); default: each child of the root is a stage",
+    )
     p.add_argument("--out", type=Path, help="run folder to write (default runs/otel-NAME-TIME)")
     p.add_argument("--json", action="store_true", help="print the budget as one JSON object")
     p.set_defaults(func=run_ingest_command)
@@ -28,16 +42,26 @@ def run_ingest_command(args) -> int:
 
     stage_map = parse_stage_map(args.stage_map)
     run = ingest_otel(args.path, stage_map)
-    out = args.out or Path("runs") / f"otel-{run.meta.pipeline}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    out = (
+        args.out
+        or Path("runs") / f"otel-{run.meta.pipeline}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    )
     check_out(out, folder=True)
     unused = sorted(set(stage_map) - set(_span_names(run)))
     path = save_measured(run, out)
     report = budget(run)
     ingest = run.meta.ingest
     if args.json:
-        checked = {"spans": ingest.spans, "requests": ingest.requests, "dropped": ingest.dropped,
-                   "clamped": ingest.clamped, "flagged": ingest.flagged}
-        print(dumps(report | {"run_dir": str(path), "unmatched_stage_map": unused, "ingest": checked}))
+        checked = {
+            "spans": ingest.spans,
+            "requests": ingest.requests,
+            "dropped": ingest.dropped,
+            "clamped": ingest.clamped,
+            "flagged": ingest.flagged,
+        }
+        print(
+            dumps(report | {"run_dir": str(path), "unmatched_stage_map": unused, "ingest": checked})
+        )
     else:
         print_budget(report, sys.stdout)
         if unused:

@@ -24,20 +24,28 @@ SEED = number("--seed", 0, 2**63 - 1, "", integer=True)
 WORKERS = number("--workers", 1, 1024, "processes", integer=True)
 EXPECT_WORKERS = number("--expect-workers", 1, 65_536, "processes", integer=True)
 MASTER_PORT = number("--master-port", 0, 65_535, "(TCP port)", integer=True)
-BYTES_PER_ARRIVAL = 400  # the schedule, the request and batch tables and the simulator's lists, per request
+BYTES_PER_ARRIVAL = (
+    400  # the schedule, the request and batch tables and the simulator's lists, per request
+)
 LAST_ARRIVAL_NS = 2**62  # arrival times past this would wrap int64 in sums and differences
 
 
 def check_schedule(rate_rps: float, count: int | None, duration_s: float | None) -> None:
     """Refuse, before anything is drawn, a schedule that cannot fit in memory or in int64 nanoseconds."""
     expected = count if count is not None else rate_rps * (duration_s or 0.0) * 1.1 + 100
-    check_memory(f"--rate {rate_rps:g} for {'--requests' if count is not None else '--duration'}", expected,
-                 BYTES_PER_ARRIVAL)
+    check_memory(
+        f"--rate {rate_rps:g} for {'--requests' if count is not None else '--duration'}",
+        expected,
+        BYTES_PER_ARRIVAL,
+    )
     last_ns = (count / rate_rps if count is not None else (duration_s or 0.0)) * NS_PER_S
     if last_ns > LAST_ARRIVAL_NS:
-        raise ConfigError(f"--rate {rate_rps:g}: {count if count is not None else duration_s} arrivals at this rate "
-                          f"end after {ns_to_s(last_ns):.3g} s, past what int64 nanoseconds hold; raise --rate or "
-                          "ask for fewer requests")
+        raise ConfigError(
+            f"--rate {rate_rps:g}: {count if count is not None else duration_s} arrivals at this rate "
+            f"end after {ns_to_s(last_ns):.3g} s, past what int64 nanoseconds hold; raise --rate or "
+            "ask for fewer requests"
+        )
+
 
 ARRIVAL_HELP = "poisson (default), bursty (on/off), or FILE.csv of arrival timestamps to replay"
 SUMMARY_KEYS = (
@@ -54,17 +62,23 @@ def add_batcher_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--rate", type=RATE, help=ranged("mean arrival rate (not used when replaying a file)", RATE)
     )
-    p.add_argument("--max-batch-size", type=BATCH, default=8, help=ranged("largest batch (default 8)", BATCH))
+    p.add_argument(
+        "--max-batch-size", type=BATCH, default=8, help=ranged("largest batch (default 8)", BATCH)
+    )
     p.add_argument(
         "--max-wait-ms",
         type=WAIT_MS,
         default=5.0,
-        help=ranged("dispatch once the oldest queued request has waited this long (default 5; 0: at once)",
-                    WAIT_MS),
+        help=ranged(
+            "dispatch once the oldest queued request has waited this long (default 5; 0: at once)",
+            WAIT_MS,
+        ),
     )
     p.add_argument(
-        "--concurrency", type=CONCURRENCY, default=1,
-        help=ranged("batches executed at once (default 1)", CONCURRENCY)
+        "--concurrency",
+        type=CONCURRENCY,
+        default=1,
+        help=ranged("batches executed at once (default 1)", CONCURRENCY),
     )
     p.add_argument("--arrivals", default="poisson", metavar="PROCESS", help=ARRIVAL_HELP)
     p.add_argument(
@@ -149,8 +163,11 @@ def add_engine_arguments(load: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--expect-workers",
         type=EXPECT_WORKERS,
-        help=ranged("--engine locust: workers to wait for, those started here included (default --workers); "
-                    "start the others with: python -m workbench locust-worker --master HOST", EXPECT_WORKERS),
+        help=ranged(
+            "--engine locust: workers to wait for, those started here included (default --workers); "
+            "start the others with: python -m workbench locust-worker --master HOST",
+            EXPECT_WORKERS,
+        ),
     )
     g.add_argument(
         "--master-host",
@@ -158,8 +175,10 @@ def add_engine_arguments(load: argparse.ArgumentParser) -> None:
         help="--engine locust: the address the master listens on (0.0.0.0 for workers on other machines)",
     )
     g.add_argument(
-        "--master-port", type=MASTER_PORT, default=0,
-        help=ranged("--engine locust: its port (default: a free one)", MASTER_PORT)
+        "--master-port",
+        type=MASTER_PORT,
+        default=0,
+        help=ranged("--engine locust: its port (default: a free one)", MASTER_PORT),
     )
 
 

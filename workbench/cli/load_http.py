@@ -5,6 +5,7 @@ without its newline) or from the item source of ``--example`` /
 ``--pipeline`` built here with the same options (items as bytes: bytes as
 they are, str as UTF-8, anything else as JSON).
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -18,12 +19,30 @@ from .output import check_out, dumps, save_measured
 
 def add_url_arguments(load) -> None:
     """``--url``, ``--payloads`` (a third payload source beside --example/--pipeline), ``--timeout``, ``--otel``."""
-    group = next(g for g in load._mutually_exclusive_groups if any(a.dest == "example" for a in g._group_actions))
-    group.add_argument("--payloads", type=Path, help="with --url: a file of request bodies, one per line")
-    load.add_argument("--url", help="drive a server (workbench serve or any POST /predict) at http://HOST:PORT "
-                      "from this process instead of an in-process batcher")
-    load.add_argument("--timeout", type=float, default=30.0, help="with --url: seconds before a request fails (default 30)")
-    load.add_argument("--otel", action="store_true", help="export each request as OpenTelemetry spans after the run")
+    group = next(
+        g
+        for g in load._mutually_exclusive_groups
+        if any(a.dest == "example" for a in g._group_actions)
+    )
+    group.add_argument(
+        "--payloads", type=Path, help="with --url: a file of request bodies, one per line"
+    )
+    load.add_argument(
+        "--url",
+        help="drive a server (workbench serve or any POST /predict) at http://HOST:PORT "
+        "from this process instead of an in-process batcher",
+    )
+    load.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        help="with --url: seconds before a request fails (default 30)",
+    )
+    load.add_argument(
+        "--otel",
+        action="store_true",
+        help="export each request as OpenTelemetry spans after the run",
+    )
 
 
 def payloads_from_args(args, n: int) -> list[bytes]:
@@ -32,7 +51,9 @@ def payloads_from_args(args, n: int) -> list[bytes]:
 
     if args.payloads is not None:
         if not args.payloads.is_file():
-            raise ConfigError(f"--payloads {args.payloads}: no such file (expected one request body per line)")
+            raise ConfigError(
+                f"--payloads {args.payloads}: no such file (expected one request body per line)"
+            )
         lines = [ln for ln in args.payloads.read_bytes().splitlines() if ln.strip()]
         if not lines:
             raise ConfigError(f"--payloads {args.payloads}: the file has no request bodies")
@@ -51,7 +72,9 @@ def run_http_load_command(args) -> int:
     from .profile import failure_verdict, save_interrupted
 
     if args.payloads is not None and not args.url:
-        raise ConfigError("--payloads is for --url (a served pipeline); give --example or --pipeline for an in-process load")
+        raise ConfigError(
+            "--payloads is for --url (a served pipeline); give --example or --pipeline for an in-process load"
+        )
     if args.batch_size is None:
         args.batch_size = args.max_batch_size
     arrivals = arrivals_from_args(args, args.requests, args.duration)
@@ -68,22 +91,37 @@ def run_http_load_command(args) -> int:
     serving, noise = run.meta.serving, run.meta.noise
     joined = _joined(run)
     if args.json:
-        print(dumps({k: summary[k] for k in SUMMARY_KEYS} | joined | summary_extra(summary)
-                         | {"generator_lag": serving.generator_lag,
-                            "generator_lag_ms": serving.generator_lag["max_ms"],
-                            "noise": {"noisy": noise.noisy, "reasons": noise.reasons, "fix": noise.fix},
-                            "failures": failure_summary(run.requests, run.stage_names),
-                            "server_timing": serving.server_timing, "run_dir": str(path)}))
+        print(
+            dumps(
+                {k: summary[k] for k in SUMMARY_KEYS}
+                | joined
+                | summary_extra(summary)
+                | {
+                    "generator_lag": serving.generator_lag,
+                    "generator_lag_ms": serving.generator_lag["max_ms"],
+                    "noise": {"noisy": noise.noisy, "reasons": noise.reasons, "fix": noise.fix},
+                    "failures": failure_summary(run.requests, run.stage_names),
+                    "server_timing": serving.server_timing,
+                    "run_dir": str(path),
+                }
+            )
+        )
     else:
         lag = serving.generator_lag
-        print(f"{run.meta.pipeline} served at {args.url}: {_describe_served(arrivals, run.meta.load.policy)}")
+        print(
+            f"{run.meta.pipeline} served at {args.url}: {_describe_served(arrivals, run.meta.load.policy)}"
+        )
         print(format_summary(summary))
         for name in ("server_end_to_end", "network"):
             if joined.get(name):
-                print(f"{name.replace('_', ' ')}: p50 {joined[name]['p50_ms']:.3f} ms, p99 {joined[name]['p99_ms']:.3f} ms")
+                print(
+                    f"{name.replace('_', ' ')}: p50 {joined[name]['p50_ms']:.3f} ms, p99 {joined[name]['p99_ms']:.3f} ms"
+                )
         if not serving.server_timing:
             print("the server sent no Server-Timing: end to end only")
-        print(f"generator lag: p50 {lag['p50_ms']:.3f} ms, p99 {lag['p99_ms']:.3f} ms, max {lag['max_ms']:.3f} ms")
+        print(
+            f"generator lag: p50 {lag['p50_ms']:.3f} ms, p99 {lag['p99_ms']:.3f} ms, max {lag['max_ms']:.3f} ms"
+        )
         if noise.noisy:
             print(noise_line(noise))
         print(f"\nrun written to {path}")
@@ -104,9 +142,11 @@ def _server_lost_verdict(run) -> int:
     lost = req[(req["error_stage"] == "network") & req["error_type"].isin(LOST)]
     if lost.empty:
         return 0
-    print(f"workbench load: {len(lost)} of {len(req)} requests got no answer: the server closed or refused their "
-          f"connection ({', '.join(sorted(set(lost['error_type'])))}); did it stop? The answered ones are in the run",
-          file=sys.stderr)
+    print(
+        f"workbench load: {len(lost)} of {len(req)} requests got no answer: the server closed or refused their "
+        f"connection ({', '.join(sorted(set(lost['error_type'])))}); did it stop? The answered ones are in the run",
+        file=sys.stderr,
+    )
     return 1
 
 
@@ -115,8 +155,11 @@ def _describe_served(arrivals, server_policy) -> str:
     from ..batching.policy import BatchPolicy
 
     try:
-        policy = BatchPolicy(int(server_policy["max_batch_size"]), float(server_policy["max_wait_ms"]),
-                             int(server_policy["concurrency"]))
+        policy = BatchPolicy(
+            int(server_policy["max_batch_size"]),
+            float(server_policy["max_wait_ms"]),
+            int(server_policy["concurrency"]),
+        )
     except (TypeError, KeyError, ValueError, ConfigError):
         a = arrivals.params()
         rate = f"{a['rate_rps']:g} req/s " if "rate_rps" in a else ""
@@ -133,6 +176,11 @@ def _joined(run) -> dict:
     req = run.requests[run.requests["ok"]]
     st = run.stages[run.stages["request"].isin(req["request"])]
     network = st.loc[st["stage"] == "network"].set_index("request")["dur_ns"]
-    server = req.set_index("request")["dur_ns"] - network.reindex(req["request"]).fillna(0).astype("int64").to_numpy()
-    return {"server_end_to_end": summarize_ns(server.to_numpy(dtype="int64")),
-            "network": summarize_ns(network.to_numpy(dtype="int64"))}
+    server = (
+        req.set_index("request")["dur_ns"]
+        - network.reindex(req["request"]).fillna(0).astype("int64").to_numpy()
+    )
+    return {
+        "server_end_to_end": summarize_ns(server.to_numpy(dtype="int64")),
+        "network": summarize_ns(network.to_numpy(dtype="int64")),
+    }

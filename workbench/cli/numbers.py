@@ -7,6 +7,7 @@ command starts, and its ``--help`` line ends with the range and the unit.
 :func:`check_memory` refuses a size that would not fit in memory before
 anything is allocated, saying how much was asked.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,8 +21,11 @@ class OptionError(WorkbenchError):
     command line prints it as one line, exit 2, like every bad input)."""
 
 
-def number(option: str, lo: float, hi: float, unit: str, *, integer: bool = False, lo_open: bool = False):
+def number(
+    option: str, lo: float, hi: float, unit: str, *, integer: bool = False, lo_open: bool = False
+):
     """An argparse ``type`` for ``option``: a finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``)."""
+
     def parse(text: str):
         kind = "an integer" if integer else "a number"
         try:
@@ -42,7 +46,9 @@ def number(option: str, lo: float, hi: float, unit: str, *, integer: bool = Fals
         show = (lambda v: f"{int(v):,}".replace(",", "_")) if integer else (lambda v: f"{v:g}")
         return f"in {left}{show(lo)}, {show(hi)}] {unit}".rstrip()
 
-    parse.__name__ = unit or "number"  # argparse names the type in its "invalid <type> value" message
+    parse.__name__ = (
+        unit or "number"
+    )  # argparse names the type in its "invalid <type> value" message
     parse.range_text = describe()
     return parse
 
@@ -75,8 +81,10 @@ def check_memory(what: str, count: float, bytes_each: int, available: int | None
     need = count * bytes_each
     have = available_bytes() if available is None else available
     if need > have:
-        raise ConfigError(f"{what}: {count:.3g} would need about {_size(need)} ({bytes_each} B each), "
-                          f"more than the {_size(have)} available here; ask for fewer")
+        raise ConfigError(
+            f"{what}: {count:.3g} would need about {_size(need)} ({bytes_each} B each), "
+            f"more than the {_size(have)} available here; ask for fewer"
+        )
 
 
 def _size(n: float) -> str:

@@ -6,6 +6,7 @@ has ``count: 0`` beside its null percentiles). Everything a command prints
 with ``--json`` goes through :func:`dumps`, so a consumer's strict parser
 (``jq``, JavaScript's ``JSON.parse``, Go's ``encoding/json``) never fails on it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -41,7 +42,9 @@ def dumps(value: Any, **kw) -> str:
 
 # -- paths: outputs checked before the work, written beside the target and renamed ------------------------------
 
-MIN_FREE_BYTES = 64 * 2**20  # less free space than this where an output goes is refused before measuring
+MIN_FREE_BYTES = (
+    64 * 2**20
+)  # less free space than this where an output goes is refused before measuring
 
 
 def check_out(path: Path, *, folder: bool) -> None:
@@ -55,18 +58,24 @@ def check_out(path: Path, *, folder: bool) -> None:
     if folder and path.exists():
         raise ConfigError(f"--out {path} already exists; pick another folder")
     if not folder and path.is_dir():
-        raise ConfigError(f"--out {path} is a folder; name the file to write (e.g. {path / 'report.html'})")
+        raise ConfigError(
+            f"--out {path} is a folder; name the file to write (e.g. {path / 'report.html'})"
+        )
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
     if not parent.is_dir():
-        raise ConfigError(f"--out {path}: {parent} is a file, not a folder; pick a path under a folder")
+        raise ConfigError(
+            f"--out {path}: {parent} is a file, not a folder; pick a path under a folder"
+        )
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ConfigError(f"--out {path}: {parent} is not writable by this user")
     free = shutil.disk_usage(parent).free
     if free < MIN_FREE_BYTES:
-        raise ConfigError(f"--out {path}: only {free // 2**20} MiB free on {parent}'s file system "
-                          f"(at least {MIN_FREE_BYTES // 2**20} MiB needed)")
+        raise ConfigError(
+            f"--out {path}: only {free // 2**20} MiB free on {parent}'s file system "
+            f"(at least {MIN_FREE_BYTES // 2**20} MiB needed)"
+        )
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -90,13 +99,21 @@ def save_measured(run, out: Path) -> Path:
             return run.save(out)
     except (OSError, RunRecordError) as exc:
         fallback = Path(tempfile.mkdtemp(prefix=f"workbench-unsaved-{Path(out).name}-")) / "run"
-        why = f"{exc.strerror}: {exc.filename}" if isinstance(exc, OSError) and exc.strerror else str(exc)
+        why = (
+            f"{exc.strerror}: {exc.filename}"
+            if isinstance(exc, OSError) and exc.strerror
+            else str(exc)
+        )
         try:
             with _sigint_held():
                 saved = run.save(fallback)
         except (OSError, RunRecordError) as again:
-            raise ConfigError(f"--out {out}: could not save the run ({why}), nor to {fallback} ({again})") from exc
-        raise ConfigError(f"--out {out}: could not save the run ({why}); it was saved to {saved} instead") from exc
+            raise ConfigError(
+                f"--out {out}: could not save the run ({why}), nor to {fallback} ({again})"
+            ) from exc
+        raise ConfigError(
+            f"--out {out}: could not save the run ({why}); it was saved to {saved} instead"
+        ) from exc
 
 
 @contextlib.contextmanager

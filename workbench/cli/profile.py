@@ -1,4 +1,5 @@
 """``workbench profile``: measure a pipeline and write a run folder."""
+
 from __future__ import annotations
 
 import argparse
@@ -24,44 +25,108 @@ MAX_DURATION = number("--max-duration", 0, 7 * 86_400, "s", lo_open=True)
 BATCH_SIZE = number("--batch-size", 1, 65_536, "items", integer=True)
 THREADS = number("--threads", 1, 4096, "threads", integer=True)
 
+
 def register(subparsers) -> None:
-    p = subparsers.add_parser("profile", help="profile a pipeline stage by stage and write a run folder",
-                              description="Profile a pipeline: a timing run (percentiles) and a traced run (torch.profiler).")
+    p = subparsers.add_parser(
+        "profile",
+        help="profile a pipeline stage by stage and write a run folder",
+        description="Profile a pipeline: a timing run (percentiles) and a traced run (torch.profiler).",
+    )
     add_pipeline_arguments(p)
-    p.add_argument("--requests", type=PROFILE_REQUESTS, default=DEFAULT_REQUESTS,
-                   help=ranged(f"measured requests (pipeline calls), default {DEFAULT_REQUESTS} (bounds the p99 "
-                               "interval)", PROFILE_REQUESTS))
-    p.add_argument("--warmup", type=WARMUP, default=10, help=ranged("warm-up requests reported apart, default 10",
-                                                                    WARMUP))
-    p.add_argument("--traced", type=TRACED, default=DEFAULT_TRACED,
-                   help=ranged(f"requests in the separate traced run (0: no trace), default {DEFAULT_TRACED} (the "
-                               "slowest 3 against the median 10)", TRACED))
-    p.add_argument("--sync", choices=SYNC_POLICIES, default="stage", help="CUDA synchronization policy (see docs)")
-    p.add_argument("--timeout-s", type=TIMEOUT, default=None, metavar="SECONDS",
-                   help=ranged("per-request timeout (default: none); a request past it is a Timeout failure, "
-                               "the run stops and is saved as 'incomplete: timeout', exit 1", TIMEOUT))
-    p.add_argument("--max-duration", type=MAX_DURATION, default=DEFAULT_MAX_DURATION_S, metavar="SECONDS",
-                   help=ranged(f"stop measuring after this many seconds, whichever of --requests and this comes "
-                               f"first (default {DEFAULT_MAX_DURATION_S:g})", MAX_DURATION))
+    p.add_argument(
+        "--requests",
+        type=PROFILE_REQUESTS,
+        default=DEFAULT_REQUESTS,
+        help=ranged(
+            f"measured requests (pipeline calls), default {DEFAULT_REQUESTS} (bounds the p99 "
+            "interval)",
+            PROFILE_REQUESTS,
+        ),
+    )
+    p.add_argument(
+        "--warmup",
+        type=WARMUP,
+        default=10,
+        help=ranged("warm-up requests reported apart, default 10", WARMUP),
+    )
+    p.add_argument(
+        "--traced",
+        type=TRACED,
+        default=DEFAULT_TRACED,
+        help=ranged(
+            f"requests in the separate traced run (0: no trace), default {DEFAULT_TRACED} (the "
+            "slowest 3 against the median 10)",
+            TRACED,
+        ),
+    )
+    p.add_argument(
+        "--sync",
+        choices=SYNC_POLICIES,
+        default="stage",
+        help="CUDA synchronization policy (see docs)",
+    )
+    p.add_argument(
+        "--timeout-s",
+        type=TIMEOUT,
+        default=None,
+        metavar="SECONDS",
+        help=ranged(
+            "per-request timeout (default: none); a request past it is a Timeout failure, "
+            "the run stops and is saved as 'incomplete: timeout', exit 1",
+            TIMEOUT,
+        ),
+    )
+    p.add_argument(
+        "--max-duration",
+        type=MAX_DURATION,
+        default=DEFAULT_MAX_DURATION_S,
+        metavar="SECONDS",
+        help=ranged(
+            f"stop measuring after this many seconds, whichever of --requests and this comes "
+            f"first (default {DEFAULT_MAX_DURATION_S:g})",
+            MAX_DURATION,
+        ),
+    )
     add_fail_on_error(p)
-    p.add_argument("--no-stacks", dest="stacks", action="store_false",
-                   help="the traced run records no Python call stacks inside stages (with_stack, on by default)")
-    p.add_argument("--no-sample-stacks", dest="sample_stacks", action="store_false",
-                   help="the timing run samples no Python stacks (on by default: a thread samples every request's "
-                        "stack every 5 ms, so the slow requests' own frames explain the tail)")
-    p.add_argument("--record-shapes", action="store_true", help="the traced run records operator input shapes")
-    p.add_argument("--with-modules", action="store_true", help="the traced run records nn.Module names")
-    p.add_argument("--out", type=Path, help="run folder to write (default runs/NAME-DEVICE-bsN-PRECISION-TIME)")
+    p.add_argument(
+        "--no-stacks",
+        dest="stacks",
+        action="store_false",
+        help="the traced run records no Python call stacks inside stages (with_stack, on by default)",
+    )
+    p.add_argument(
+        "--no-sample-stacks",
+        dest="sample_stacks",
+        action="store_false",
+        help="the timing run samples no Python stacks (on by default: a thread samples every request's "
+        "stack every 5 ms, so the slow requests' own frames explain the tail)",
+    )
+    p.add_argument(
+        "--record-shapes", action="store_true", help="the traced run records operator input shapes"
+    )
+    p.add_argument(
+        "--with-modules", action="store_true", help="the traced run records nn.Module names"
+    )
+    p.add_argument(
+        "--out", type=Path, help="run folder to write (default runs/NAME-DEVICE-bsN-PRECISION-TIME)"
+    )
     p.add_argument("--json", action="store_true", help="print the budget as one JSON object")
-    p.add_argument("--otel", action="store_true", help="export each request as OpenTelemetry spans after the run "
-                   "(OTLP to $OTEL_EXPORTER_OTLP_ENDPOINT, else otel-spans.jsonl in the run folder)")
+    p.add_argument(
+        "--otel",
+        action="store_true",
+        help="export each request as OpenTelemetry spans after the run "
+        "(OTLP to $OTEL_EXPORTER_OTLP_ENDPOINT, else otel-spans.jsonl in the run folder)",
+    )
     p.set_defaults(func=run)
 
 
 def add_fail_on_error(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--fail-on-error", action="store_true",
-                   help="exit 1 when any request failed (warm-up and traced included); "
-                        "without it, exit 1 only when every measured request failed")
+    p.add_argument(
+        "--fail-on-error",
+        action="store_true",
+        help="exit 1 when any request failed (warm-up and traced included); "
+        "without it, exit 1 only when every measured request failed",
+    )
 
 
 def add_pipeline_arguments(p: argparse.ArgumentParser, default_batch_size: int = 1) -> None:
@@ -69,14 +134,29 @@ def add_pipeline_arguments(p: argparse.ArgumentParser, default_batch_size: int =
     src.add_argument("--example", help="a shipped example: tabular, text or image")
     src.add_argument("--pipeline", help="your factory: MODULE:FUNCTION or path/to/file.py:FUNCTION")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
-    p.add_argument("--batch-size", type=BATCH_SIZE, default=default_batch_size,
-                   help=ranged("items per pipeline call", BATCH_SIZE))
+    p.add_argument(
+        "--batch-size",
+        type=BATCH_SIZE,
+        default=default_batch_size,
+        help=ranged("items per pipeline call", BATCH_SIZE),
+    )
     p.add_argument("--precision", default="fp32", choices=PRECISIONS)
-    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="a free option for the factory (value parsed as JSON when it can be); repeatable")
-    p.add_argument("--threads", type=THREADS, help=ranged("torch CPU threads for the run (default: torch's own "
-                                                          "choice); measure with the thread count your server uses",
-                                                          THREADS))
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a free option for the factory (value parsed as JSON when it can be); repeatable",
+    )
+    p.add_argument(
+        "--threads",
+        type=THREADS,
+        help=ranged(
+            "torch CPU threads for the run (default: torch's own "
+            "choice); measure with the thread count your server uses",
+            THREADS,
+        ),
+    )
 
 
 def apply_threads(args) -> None:
@@ -94,8 +174,13 @@ def apply_threads(args) -> None:
 def config_from_args(args) -> PipelineConfig:
     if args.threads is not None and args.threads < 1:
         raise ConfigError(f"--threads must be >= 1, got {args.threads}")
-    return PipelineConfig(device=args.device, batch_size=args.batch_size, precision=args.precision,
-                          options=parse_options(args.option), threads=args.threads)
+    return PipelineConfig(
+        device=args.device,
+        batch_size=args.batch_size,
+        precision=args.precision,
+        options=parse_options(args.option),
+        threads=args.threads,
+    )
 
 
 def parse_options(pairs: list[str]) -> dict:
@@ -124,7 +209,10 @@ def factory_from_args(args):
 def default_out(args) -> Path:
     name = args.example or Path(args.pipeline.split(":")[0]).stem
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{name}-{args.device.replace(':', '')}-bs{args.batch_size}-{args.precision}-{stamp}"
+    return (
+        Path("runs")
+        / f"{name}-{args.device.replace(':', '')}-bs{args.batch_size}-{args.precision}-{stamp}"
+    )
 
 
 def run(args) -> int:
@@ -138,10 +226,20 @@ def run(args) -> int:
     check_out(out, folder=True)  # before measuring: a run is never measured to be thrown away
     try:
         with stdout_to_stderr(args.json):  # what stages print never mixes with the JSON object
-            result = profile(factory, config, requests=args.requests, warmup=args.warmup, traced=args.traced,
-                             sync=args.sync, timeout_s=args.timeout_s, max_duration_s=args.max_duration,
-                             stacks=args.stacks, shapes=args.record_shapes, modules=args.with_modules,
-                             sample_stacks=args.sample_stacks)
+            result = profile(
+                factory,
+                config,
+                requests=args.requests,
+                warmup=args.warmup,
+                traced=args.traced,
+                sync=args.sync,
+                timeout_s=args.timeout_s,
+                max_duration_s=args.max_duration,
+                stacks=args.stacks,
+                shapes=args.record_shapes,
+                modules=args.with_modules,
+                sample_stacks=args.sample_stacks,
+            )
     except Interrupted as stop:
         save_interrupted(stop.run, out)
         raise
@@ -167,8 +265,10 @@ def failure_verdict(run, fail_on_error: bool, command: str) -> int:
 
     requests, order = run.requests, list(run.meta.stages)
     if all_failed(requests):
-        print(f"workbench {command}: every measured request failed ({int((~requests['warmup']).sum())}):",
-              file=sys.stderr)
+        print(
+            f"workbench {command}: every measured request failed ({int((~requests['warmup']).sum())}):",
+            file=sys.stderr,
+        )
         print_failure_lines(failure_summary(requests, order), sys.stderr)
         return 1
     warm_executors = run.meta.load.warmup_failures if run.meta.load else []
@@ -179,8 +279,10 @@ def failure_verdict(run, fail_on_error: bool, command: str) -> int:
             if summary:
                 print(f"  {phase}:", file=sys.stderr)
                 print_failure_lines(summary, sys.stderr, indent="    ")
-        for phase, records in (("traced run", run.meta.trace.failures if run.meta.trace else []),
-                               ("executor warm-up", warm_executors)):
+        for phase, records in (
+            ("traced run", run.meta.trace.failures if run.meta.trace else []),
+            ("executor warm-up", warm_executors),
+        ):
             if records:
                 print(f"  {phase}:", file=sys.stderr)
                 print_failure_lines(records_summary(records), sys.stderr, indent="    ")
@@ -191,11 +293,17 @@ def failure_verdict(run, fail_on_error: bool, command: str) -> int:
 def save_interrupted(run, out: Path, command: str = "profile") -> None:
     """Ctrl-C: keep what was measured (status "interrupted"), or say that nothing was."""
     if run is None or len(run.requests) == 0:
-        print(f"workbench {command}: interrupted before any request finished; no run written", file=sys.stderr)
+        print(
+            f"workbench {command}: interrupted before any request finished; no run written",
+            file=sys.stderr,
+        )
         return
     path = save_measured(run, out)
-    print(f"workbench {command}: interrupted after {len(run.requests)} requests; "
-          f"run written to {path} (status: interrupted)", file=sys.stderr)
+    print(
+        f"workbench {command}: interrupted after {len(run.requests)} requests; "
+        f"run written to {path} (status: interrupted)",
+        file=sys.stderr,
+    )
 
 
 def guard_verdict(run) -> int:
@@ -210,9 +318,15 @@ def guard_verdict(run) -> int:
     failure = run.requests.iloc[-1]
     if failure["ok"]:  # the timing run finished; a stage of the traced run hung
         traced = ((run.meta.trace.failures if run.meta.trace else None) or [{}])[0]
-        print(f"workbench profile: {traced.get('message', 'the traced run timed out')}; the timing run is kept "
-              f"and the run was saved as 'incomplete: timeout' (no trace)", file=sys.stderr)
+        print(
+            f"workbench profile: {traced.get('message', 'the traced run timed out')}; the timing run is kept "
+            f"and the run was saved as 'incomplete: timeout' (no trace)",
+            file=sys.stderr,
+        )
         return 1
-    print(f"workbench profile: request {failure['request']} timed out: {failure['error_message']}; "
-          f"the run stopped and was saved as 'incomplete: timeout'", file=sys.stderr)
+    print(
+        f"workbench profile: request {failure['request']} timed out: {failure['error_message']}; "
+        f"the run stopped and was saved as 'incomplete: timeout'",
+        file=sys.stderr,
+    )
     return 1

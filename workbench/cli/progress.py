@@ -5,6 +5,7 @@ It is a ``progress(stage, done, total)`` callback, the signature
 call. Redraws are throttled (``min_interval_s``, injected clock) so a million
 calls cost nothing; stdout stays clean for ``--json``.
 """
+
 from __future__ import annotations
 
 import sys
@@ -16,7 +17,9 @@ STAGES = {"read": "reading", "decode": "decoding", "analyze": "analyzing"}
 class ProgressBar:
     """``bar(stage, done, total)`` redraws ``decoding  [#######.......]  48%`` on one line."""
 
-    def __init__(self, stream=None, width: int = 30, min_interval_s: float = 0.1, clock=time.monotonic):
+    def __init__(
+        self, stream=None, width: int = 30, min_interval_s: float = 0.1, clock=time.monotonic
+    ):
         self.stream = sys.stderr if stream is None else stream
         self.width = width
         self.min_interval_s = min_interval_s
@@ -29,7 +32,11 @@ class ProgressBar:
         now = self.clock()
         finished = done >= total
         new_stage = stage != self._last_stage
-        if not (new_stage or finished) and self._last_s is not None and now - self._last_s < self.min_interval_s:
+        if (
+            not (new_stage or finished)
+            and self._last_s is not None
+            and now - self._last_s < self.min_interval_s
+        ):
             return
         self._last_s, self._last_stage = now, stage
         self.stream.write("\r" + self.line(stage, done, total))

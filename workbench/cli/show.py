@@ -1,4 +1,5 @@
 """``workbench show RUN_DIR``: print the latency budget of a saved run."""
+
 from __future__ import annotations
 
 import sys
@@ -20,7 +21,9 @@ def run(args) -> int:
     from ..analysis.budget import budget
     from ..record import load_run
 
-    if is_sweep(args.run_dir):  # a sweep folder (load --sweep): its table; each point folder is a run
+    if is_sweep(
+        args.run_dir
+    ):  # a sweep folder (load --sweep): its table; each point folder is a run
         return show_sweep(args.run_dir, args.json)
     r = load_run(args.run_dir)
     report = budget(r)
@@ -36,54 +39,98 @@ def _fmt(value) -> str:
 
 
 # the budget table's columns and their narrowest widths; a column widens to its longest cell plus one space
-BUDGET_COLUMNS = (("stage", 16), ("count", 7), ("mean", 9), ("p50", 9), ("p95", 9), ("p99", 9), ("max", 9),
-                  ("share", 8), ("errors", 8), ("gpu p50", 9), ("gpu p99", 9))
+BUDGET_COLUMNS = (
+    ("stage", 16),
+    ("count", 7),
+    ("mean", 9),
+    ("p50", 9),
+    ("p95", 9),
+    ("p99", 9),
+    ("max", 9),
+    ("share", 8),
+    ("errors", 8),
+    ("gpu p50", 9),
+    ("gpu p99", 9),
+)
 
 
 def render_table(rows: list[list[str]], widths: list[int]) -> list[str]:
     """Rows of cells as lines: the first column left-aligned, the others right-aligned, each column at least
     its width and (right-aligned ones) one space wider than their longest cell: columns never run together."""
-    widths = [max([w] + [len(r[i]) + (1 if i else 0) for r in rows if i < len(r)]) for i, w in enumerate(widths)]
-    return ["".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r)) for r in rows]
+    widths = [
+        max([w] + [len(r[i]) + (1 if i else 0) for r in rows if i < len(r)])
+        for i, w in enumerate(widths)
+    ]
+    return [
+        "".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(r))
+        for r in rows
+    ]
 
 
 def print_budget(report: dict, out) -> None:
     """A table: one line per stage, then unattributed and end to end (columns stay apart at any duration)."""
     cfg = report["config"]
     threads = f"  threads={cfg['threads']}" if cfg.get("threads") is not None else ""
-    print(f"{report['pipeline']}  device={cfg.get('device')}  batch_size={cfg.get('batch_size')}  "
-          f"precision={cfg.get('precision')}{threads}  ({report['end_to_end']['count']} requests, ms)", file=out)
+    print(
+        f"{report['pipeline']}  device={cfg.get('device')}  batch_size={cfg.get('batch_size')}  "
+        f"precision={cfg.get('precision')}{threads}  ({report['end_to_end']['count']} requests, ms)",
+        file=out,
+    )
     print_trust_header(report, out)
     device = any("device" in s for s in report["stages"])
     columns = BUDGET_COLUMNS if device else BUDGET_COLUMNS[:9]
     rows = [[name for name, _ in columns]]
     for s in report["stages"]:
-        row = [s["name"], str(s["count"]), *(_fmt(s[k]) for k in ("mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")),
-               _share(s["share"]).strip(), str(report["errors"][s["name"]])]
+        row = [
+            s["name"],
+            str(s["count"]),
+            *(_fmt(s[k]) for k in ("mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")),
+            _share(s["share"]).strip(),
+            str(report["errors"][s["name"]]),
+        ]
         if device:
             row += [_fmt(s["device"]["p50_ms"]), _fmt(s["device"]["p99_ms"])]
         rows.append(row)
     e2e_mean = report["end_to_end"]["mean_ms"]
     for label, key in (("(unattributed)", "unattributed"), ("end to end", "end_to_end")):
         e = report[key]
-        share = (_share(e["mean_ms"] / e2e_mean).strip() if key == "unattributed" and e["mean_ms"] is not None
-                 and e2e_mean else "")
-        rows.append([label, str(e["count"]), *(_fmt(e[k]) for k in ("mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")),
-                     share])
+        share = (
+            _share(e["mean_ms"] / e2e_mean).strip()
+            if key == "unattributed" and e["mean_ms"] is not None and e2e_mean
+            else ""
+        )
+        rows.append(
+            [
+                label,
+                str(e["count"]),
+                *(_fmt(e[k]) for k in ("mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")),
+                share,
+            ]
+        )
     for line in render_table(rows, [w for _, w in columns]):
         print(line, file=out)
     e2e = report["end_to_end"]
     if e2e.get("p99_ci_low_ms") is not None:
         hi = e2e.get("p99_ci_high_ms")
-        print(f"p99 end to end 95% CI: [{e2e['p99_ci_low_ms']:.3f}, {hi:.3f}] ms" if hi is not None else
-              f"p99 end to end 95% CI: [{e2e['p99_ci_low_ms']:.3f}, unbounded] ms: {e2e['count']} successful "
-              f"requests; {requests_to_bound(99)} bound it", file=out)
+        print(
+            f"p99 end to end 95% CI: [{e2e['p99_ci_low_ms']:.3f}, {hi:.3f}] ms"
+            if hi is not None
+            else f"p99 end to end 95% CI: [{e2e['p99_ci_low_ms']:.3f}, unbounded] ms: {e2e['count']} successful "
+            f"requests; {requests_to_bound(99)} bound it",
+            file=out,
+        )
     elif e2e.get("count"):
-        print(f"p99 end to end 95% CI: unbounded: {e2e['count']} successful requests; "
-              f"{requests_to_bound(99)} bound it", file=out)
+        print(
+            f"p99 end to end 95% CI: unbounded: {e2e['count']} successful requests; "
+            f"{requests_to_bound(99)} bound it",
+            file=out,
+        )
     if report.get("throughput_items_per_s") is not None:
-        print(f"throughput: {report['throughput_items_per_s']:.1f} items/s "
-              "(batch_size x successful requests / their summed end to end)", file=out)
+        print(
+            f"throughput: {report['throughput_items_per_s']:.1f} items/s "
+            "(batch_size x successful requests / their summed end to end)",
+            file=out,
+        )
     print_warmup(report.get("warmup") or {}, out)
     print_failures(report, out)
     print_explain(report, out)
@@ -97,7 +144,10 @@ def print_explain(report: dict, out) -> None:
     for note in tail.get("notes") or []:
         print(f"tail: {note}", file=out)
     if (report.get("stacks") or {}).get("headline"):
-        print(f"tail: {report['stacks']['headline']} (sampled stacks of every timed request)", file=out)
+        print(
+            f"tail: {report['stacks']['headline']} (sampled stacks of every timed request)",
+            file=out,
+        )
     attrs = report.get("attributes_summary") or {}
     if attrs.get("headline"):
         print(f"attributes: {attrs['headline']}", file=out)
@@ -105,19 +155,32 @@ def print_explain(report: dict, out) -> None:
     if hol.get("stage") and hol["queue_wait_ns"]:
         stage = hol["stage"]
         batches = ", ".join(str(h["batch"]) for h in hol["holders"] if h["stage"] == stage)
-        print(f"blocking: {stage} of other batches held the executor for {hol['share_of_queue_wait'][stage]:.0%} of "
-              f"the queue wait ({hol['share_of_wait'][stage]:.0%} of all batch and queue wait); most in batches "
-              f"{batches}", file=out)
+        print(
+            f"blocking: {stage} of other batches held the executor for {hol['share_of_queue_wait'][stage]:.0%} of "
+            f"the queue wait ({hol['share_of_wait'][stage]:.0%} of all batch and queue wait); most in batches "
+            f"{batches}",
+            file=out,
+        )
     gc = report.get("gc")
     if gc and gc["pause_ms_total"] > 0:
-        print(f"gc: {gc['pause_ms_total']:.3f} ms of collection pauses in {gc['requests_with_gc']} of "
-              f"{gc['requests']} requests, most in {gc['stage']}; {gc['share_slowest_5pct']:.0%} of the slowest "
-              "5 %'s time", file=out)
+        print(
+            f"gc: {gc['pause_ms_total']:.3f} ms of collection pauses in {gc['requests_with_gc']} of "
+            f"{gc['requests']} requests, most in {gc['stage']}; {gc['share_slowest_5pct']:.0%} of the slowest "
+            "5 %'s time",
+            file=out,
+        )
     cold = report.get("cold_start") or {}
     if cold.get("build_ms") is not None or cold.get("first_request_ms") is not None:
-        build = f"build {cold['build_ms']:.1f} ms" if cold.get("build_ms") is not None else "build not timed"
-        first = (f"first request {cold['first_request_ms']:.3f} ms" if cold.get("first_request_ms") is not None
-                 else "no first request")
+        build = (
+            f"build {cold['build_ms']:.1f} ms"
+            if cold.get("build_ms") is not None
+            else "build not timed"
+        )
+        first = (
+            f"first request {cold['first_request_ms']:.3f} ms"
+            if cold.get("first_request_ms") is not None
+            else "no first request"
+        )
         print(f"cold start (not in the budget): {build} (factory, model load), {first}", file=out)
 
 
@@ -141,16 +204,21 @@ def print_warmup(w: dict, out) -> None:
         print(f"warm-up: {w['count']} requests{fails}", file=out)
         return
     first = f"first {w['first_ms']:.3f} ms, " if w.get("first_ms") is not None else "first failed, "
-    print(f"warm-up: {w['count']} requests{fails}, {first}mean {w['mean_ms']:.3f} ms (not in percentiles)", file=out)
+    print(
+        f"warm-up: {w['count']} requests{fails}, {first}mean {w['mean_ms']:.3f} ms (not in percentiles)",
+        file=out,
+    )
 
 
 def print_failures(report: dict, out) -> None:
     """The failures section: per stage count and share, each distinct failure with its count and where."""
     from ..analysis.failures import records_summary
 
-    sections = [("failures (measured requests)", report.get("failures") or {}),
-                ("failures (warm-up)", report.get("warmup_failures") or {}),
-                ("failures (traced run)", records_summary(report.get("traced_failures") or []))]
+    sections = [
+        ("failures (measured requests)", report.get("failures") or {}),
+        ("failures (warm-up)", report.get("warmup_failures") or {}),
+        ("failures (traced run)", records_summary(report.get("traced_failures") or [])),
+    ]
     for title, summary in sections:
         if summary:
             print(f"{title}:", file=out)

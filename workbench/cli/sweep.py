@@ -37,7 +37,9 @@ def sweep_spec(text: str) -> str:
     shown = text if len(text) <= 40 else text[:37] + "..."
     parts = spec.split(",")
     if len(parts) > MAX_SWEEP_VALUES:
-        raise OptionError(f"--sweep {shown}: {len(parts):,} values; at most {MAX_SWEEP_VALUES} points per sweep")
+        raise OptionError(
+            f"--sweep {shown}: {len(parts):,} values; at most {MAX_SWEEP_VALUES} points per sweep"
+        )
     kind = RATE if name == "rate" else CONCURRENCY
     for part in parts:
         value = part.strip()
@@ -47,8 +49,9 @@ def sweep_spec(text: str) -> str:
             kind(value)
         except OptionError:
             what = "an integer" if name == "concurrency" else "a number"
-            raise OptionError(f"--sweep {shown}: each {name} must be {what} {kind.range_text}, "
-                              f"got {part[:20]!r}") from None
+            raise OptionError(
+                f"--sweep {shown}: each {name} must be {what} {kind.range_text}, got {part[:20]!r}"
+            ) from None
     return text
 
 
@@ -71,19 +74,26 @@ def add_sweep_arguments(load: argparse.ArgumentParser) -> None:
         "--stability",
         type=STABILITY,
         default=10.0,
-        help=ranged("--sweep: a point is stable when the p50 and p99 of its last three windows are within "
-                    "this %% of their mean (default 10, perf_analyzer's rule)", STABILITY),
+        help=ranged(
+            "--sweep: a point is stable when the p50 and p99 of its last three windows are within "
+            "this %% of their mean (default 10, perf_analyzer's rule)",
+            STABILITY,
+        ),
     )
     g.add_argument(
         "--max-windows",
         type=MAX_WINDOWS,
         default=10,
-        help=ranged("--sweep: at most this many windows per point (default 10; stability compares three): "
-                    "a point stops after its first three stable windows (their figures), else runs them all "
-                    "(the last three's figures)", MAX_WINDOWS),
+        help=ranged(
+            "--sweep: at most this many windows per point (default 10; stability compares three): "
+            "a point stops after its first three stable windows (their figures), else runs them all "
+            "(the last three's figures)",
+            MAX_WINDOWS,
+        ),
     )
     g.add_argument(
-        "--sla-ms", type=SLA_MS,
+        "--sla-ms",
+        type=SLA_MS,
         help=ranged("--sweep: the p99 target (the knee; rate=auto stops past it)", SLA_MS),
     )
     g.add_argument(
@@ -232,7 +242,9 @@ def _served(args, plan):
     def measure(value, folder: Path, watch):
         point = _point_args(args, plan, value)
         with _kept_on_interrupt(folder):
-            run = http_load(point, payloads, arrivals_from_args(point, None, plan.duration_s), watch)
+            run = http_load(
+                point, payloads, arrivals_from_args(point, None, plan.duration_s), watch
+            )
         run.save(folder)
         return run
 

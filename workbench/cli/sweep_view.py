@@ -140,12 +140,16 @@ def decode_sweep(path: str | Path) -> SweepFile:
     if not file.exists():
         raise ConfigError(f"{path}: not a sweep folder (no {SWEEP_FILE})")
     if file.is_symlink() and not file.resolve().is_relative_to(folder.resolve()):
-        raise ConfigError(f"{file}: a symbolic link out of the sweep folder (to {file.resolve()}); refused")
+        raise ConfigError(
+            f"{file}: a symbolic link out of the sweep folder (to {file.resolve()}); refused"
+        )
     if not file.is_file():
         raise ConfigError(f"{file}: not a regular file")
     size = file.stat().st_size
     if size > MAX_SWEEP_FILE_BYTES:
-        raise ConfigError(f"{file}: {size:,} bytes, more than a sweep file holds ({MAX_SWEEP_FILE_BYTES:,})")
+        raise ConfigError(
+            f"{file}: {size:,} bytes, more than a sweep file holds ({MAX_SWEEP_FILE_BYTES:,})"
+        )
     try:
         raw = file.read_bytes()
     except OSError as exc:
@@ -157,18 +161,30 @@ def decode_sweep(path: str | Path) -> SweepFile:
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{file}: not valid JSON ({str(exc)[:120]})") from None
     if record.format != FORMAT or record.version != VERSION:
-        raise ConfigError(f"{file}: field 'format'/'version' must be {FORMAT!r}/{VERSION}, got "
-                          f"{_shown(record.format)}/{_shown(record.version)}")
+        raise ConfigError(
+            f"{file}: field 'format'/'version' must be {FORMAT!r}/{VERSION}, got "
+            f"{_shown(record.format)}/{_shown(record.version)}"
+        )
     swept = "rate_rps" if record.plan.parameter == "rate" else "concurrency"
     for i, p in enumerate(record.points):
         run = PurePosixPath(p.run)
         if not p.run or run.is_absolute() or ".." in run.parts or "\\" in p.run:
-            raise ConfigError(f"{file}: field points[{i}].run must be a folder inside the sweep folder, "
-                              f"got {_shown(p.run)}")
+            raise ConfigError(
+                f"{file}: field points[{i}].run must be a folder inside the sweep folder, "
+                f"got {_shown(p.run)}"
+            )
         if getattr(p, swept) is None:
-            raise ConfigError(f"{file}: field points[{i}].{swept} is null in a {record.plan.parameter} sweep")
-    if record.prediction is not None and record.prediction.source is None and record.prediction.why is None:
-        raise ConfigError(f"{file}: field prediction.why is missing where prediction.source is null")
+            raise ConfigError(
+                f"{file}: field points[{i}].{swept} is null in a {record.plan.parameter} sweep"
+            )
+    if (
+        record.prediction is not None
+        and record.prediction.source is None
+        and record.prediction.why is None
+    ):
+        raise ConfigError(
+            f"{file}: field prediction.why is missing where prediction.source is null"
+        )
     return record
 
 
@@ -178,7 +194,9 @@ def read_sweep(path: str | Path) -> dict[str, Any]:
     if record.get("sweep_dir") is None:
         record.pop("sweep_dir", None)
     for point in record["points"]:
-        if point["predicted"] is None:  # a point without a prediction has no key (as capacity writes it)
+        if (
+            point["predicted"] is None
+        ):  # a point without a prediction has no key (as capacity writes it)
             del point["predicted"]
     return record
 
@@ -199,7 +217,10 @@ def _validation_line(file: Path, raw: bytes, message: str) -> str:
 
 
 _MISSING = object()
-_MAPPING_VALUES = {"stages": Percentiles, "failures": Count}  # the sweep's {str: ...} fields and their values
+_MAPPING_VALUES = {
+    "stages": Percentiles,
+    "failures": Count,
+}  # the sweep's {str: ...} fields and their values
 
 
 def _value_at(raw: bytes, path: str) -> tuple[Any, str]:
@@ -219,10 +240,10 @@ def _value_at(raw: bytes, path: str) -> tuple[Any, str]:
             else:  # a mapping's value: the first one that does not decode is the one msgspec stopped at
                 bad = _failing_key(value, _MAPPING_VALUES.get(last_key))
                 if bad is None:
-                    return _MISSING, resolved + path[step.start():]
+                    return _MISSING, resolved + path[step.start() :]
                 value, resolved = value[bad], f"{resolved}[{bad!r}]"
         except (KeyError, IndexError, TypeError, ValueError):
-            return _MISSING, resolved + path[step.start():]
+            return _MISSING, resolved + path[step.start() :]
     return value, resolved
 
 
@@ -340,7 +361,9 @@ def compare_sweeps_command(paths: list[Path], as_json: bool) -> int:
     table = compare_sweeps(a, b)
     if table.empty:
         raise ConfigError(f"{paths[0]} and {paths[1]} have no swept value in common")
-    records = strict(table.to_dict("records"))  # a ratio left undefined is NaN in the frame: null, not NaN
+    records = strict(
+        table.to_dict("records")
+    )  # a ratio left undefined is NaN in the frame: null, not NaN
     if as_json:
         print(
             dumps(

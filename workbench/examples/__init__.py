@@ -15,6 +15,7 @@ drawn in code.
 a list of 1..``batch_size`` items, the last returns one JSON ``bytes``
 response per item. Importing this package does not import torch.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -3,6 +3,7 @@
 Imported only by the example modules (which import torch themselves), never by
 ``import workbench``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -12,7 +13,9 @@ from ..config import PipelineConfig
 from ..errors import ConfigError, PrecisionError
 
 
-def option(config: PipelineConfig, name: str, default: Any, kind: type = int, low: float | None = None) -> Any:
+def option(
+    config: PipelineConfig, name: str, default: Any, kind: type = int, low: float | None = None
+) -> Any:
     """``config.options[name]`` (or ``default``), checked to be of ``kind`` and >= ``low``."""
     value = config.options.get(name, default)
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
@@ -32,17 +35,26 @@ def int_list_option(config: PipelineConfig, name: str, default: tuple[int, ...])
         try:
             value = [int(v) for v in value]
         except ValueError:
-            raise ConfigError(f"option {name!r} must be a list of integers, got {config.options[name]!r}") from None
-    if (not isinstance(value, (list, tuple)) or not value
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)):
-        raise ConfigError(f"option {name!r} must be a non-empty list of positive integers, got {value!r}")
+            raise ConfigError(
+                f"option {name!r} must be a list of integers, got {config.options[name]!r}"
+            ) from None
+    if (
+        not isinstance(value, (list, tuple))
+        or not value
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+    ):
+        raise ConfigError(
+            f"option {name!r} must be a non-empty list of positive integers, got {value!r}"
+        )
     return tuple(value)
 
 
 def check_batch(batch: Any, example: str) -> list:
     """The first stage's input: a non-empty list of items."""
     if not isinstance(batch, (list, tuple)) or not batch:
-        raise ValueError(f"example {example}: expected a non-empty list of items, got {type(batch).__name__}")
+        raise ValueError(
+            f"example {example}: expected a non-empty list of items, got {type(batch).__name__}"
+        )
     return list(batch)
 
 

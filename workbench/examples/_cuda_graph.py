@@ -14,6 +14,7 @@ the next replay cannot overwrite a result still in use. Capture happens inside
 the run's warm-up when the batch size is fixed; the fixed shapes are why the
 text example allows the option only with ``padding="max_len"``.
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -25,6 +25,7 @@ online store client batches them.
 Redis absent when asked for is a PipelineError saying how to install, start
 or point to one; never a silent fall back to SQLite.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -37,13 +38,18 @@ PREFIX = "wb:tabular:"
 VERSION_KEY = f"{PREFIX}version"
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 TABLES = {
-    "user": ("SELECT user_id, age_bucket, tenure_days, sessions_7d, purchases_30d, avg_basket FROM users", 1),
+    "user": (
+        "SELECT user_id, age_bucket, tenure_days, sessions_7d, purchases_30d, avg_basket FROM users",
+        1,
+    ),
     "item": ("SELECT item_id, category_id, price, rating, age_days FROM items", 1),
     "stats": ("SELECT item_id, impressions_7d, clicks_7d, add_to_cart_7d FROM item_stats", 1),
     "ucat": ("SELECT user_id, category_id, affinity, last_seen_days FROM user_category", 2),
 }
-HINT = ("install it (Debian: apt-get install redis-server; `make test` does it as root), start one "
-        "(redis-server --port 6379), or point --option redis_url=redis://HOST:PORT/DB at an existing one")
+HINT = (
+    "install it (Debian: apt-get install redis-server; `make test` does it as root), start one "
+    "(redis-server --port 6379), or point --option redis_url=redis://HOST:PORT/DB at an existing one"
+)
 
 
 class FeatureStoreLost(RuntimeError):
@@ -55,7 +61,9 @@ def connect(url: str):
     try:
         import redis
     except ImportError:  # pragma: no cover - pinned in requirements.lock
-        raise PipelineError("the redis package is missing: pip install redis (pinned in requirements.lock)") from None
+        raise PipelineError(
+            "the redis package is missing: pip install redis (pinned in requirements.lock)"
+        ) from None
     try:
         client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=10)
         client.ping()
@@ -84,7 +92,7 @@ def load_redis(sqlite_path: str | Path, url: str) -> dict[str, int]:
     try:
         old = list(client.scan_iter(f"{PREFIX}*", count=10_000))
         for k in range(0, len(old), 10_000):
-            client.delete(*old[k:k + 10_000])
+            client.delete(*old[k : k + 10_000])
         counts = {}
         for kind, (sql, n_key) in TABLES.items():
             rows = conn.execute(sql).fetchall()
@@ -94,11 +102,18 @@ def load_redis(sqlite_path: str | Path, url: str) -> dict[str, int]:
                 pipe.set(key, _encode(row[n_key:]))
             pipe.execute()
             counts[kind] = len(rows)
-        stats = {n: _encode((m, s)) for n, m, s in conn.execute("SELECT name, mean, std FROM feature_stats")}
+        stats = {
+            n: _encode((m, s))
+            for n, m, s in conn.execute("SELECT name, mean, std FROM feature_stats")
+        }
         client.hset(f"{PREFIX}feature_stats", mapping=stats)
-        version = dict(conn.execute("SELECT key, value FROM meta").fetchall()).get("schema_version", "?")
-        client.hset(f"{PREFIX}meta", mapping={"users": counts["user"], "items": counts["item"],
-                                              "schema_version": version})
+        version = dict(conn.execute("SELECT key, value FROM meta").fetchall()).get(
+            "schema_version", "?"
+        )
+        client.hset(
+            f"{PREFIX}meta",
+            mapping={"users": counts["user"], "items": counts["item"], "schema_version": version},
+        )
         client.set(VERSION_KEY, f"{version}:{uuid.uuid4().hex}")
     finally:
         conn.close()
@@ -108,19 +123,27 @@ def load_redis(sqlite_path: str | Path, url: str) -> dict[str, int]:
 class RedisFeatureStore:
     """The tabular example's feature lookups against Redis (the SQLite store's interface)."""
 
-    def __init__(self, url: str, store_features: tuple[str, ...], n_extra: int, missing_affinity: tuple):
+    def __init__(
+        self, url: str, store_features: tuple[str, ...], n_extra: int, missing_affinity: tuple
+    ):
         self.url = url
         self.client = connect(url)
         meta = self.client.hgetall(f"{PREFIX}meta")
         self.version = self.client.get(VERSION_KEY)
         if not meta or self.version is None:
-            raise PipelineError(f"Redis at {url} holds no tabular features (no {VERSION_KEY} key); load them with "
-                                f"python scripts/make_data.py --redis-url {url}")
+            raise PipelineError(
+                f"Redis at {url} holds no tabular features (no {VERSION_KEY} key); load them with "
+                f"python scripts/make_data.py --redis-url {url}"
+            )
         self._counts = int(meta[b"users"]), int(meta[b"items"])
-        stats = {k.decode(): _decode(v) for k, v in self.client.hgetall(f"{PREFIX}feature_stats").items()}
+        stats = {
+            k.decode(): _decode(v) for k, v in self.client.hgetall(f"{PREFIX}feature_stats").items()
+        }
         missing = [n for n in store_features if n not in stats]
         if missing:
-            raise PipelineError(f"Redis at {url}: feature_stats lacks {missing}; reload with scripts/make_data.py")
+            raise PipelineError(
+                f"Redis at {url}: feature_stats lacks {missing}; reload with scripts/make_data.py"
+            )
         self.mean = [stats[n][0] for n in store_features] + [0.0] * n_extra
         self.std = [stats[n][1] or 1.0 for n in store_features] + [1.0] * n_extra
         self.user_defaults = tuple(self.mean[0:5])
@@ -142,17 +165,28 @@ class RedisFeatureStore:
         if version != self.version:
             raise FeatureStoreLost(
                 f"Redis at {self.url}: the feature store's {VERSION_KEY} key is "
-                + ("missing (Redis restarted empty?); reload with python scripts/make_data.py --redis-url "
-                   f"{self.url}" if version is None else
-                   f"{version.decode(errors='replace')[:60]}, not the {self.version.decode(errors='replace')[:60]} "
-                   "this pipeline was built on (reloaded since): restart the server"))
+                + (
+                    "missing (Redis restarted empty?); reload with python scripts/make_data.py --redis-url "
+                    f"{self.url}"
+                    if version is None
+                    else f"{version.decode(errors='replace')[:60]}, not the {self.version.decode(errors='replace')[:60]} "
+                    "this pipeline was built on (reloaded since): restart the server"
+                )
+            )
         items = {i: _decode(v) for i, v in zip(item_ids, items_raw)}
         known = [i for i in item_ids if items[i] is not None]
-        pairs = sorted({(r.user_id, int(items[i][0])) for r in requests for i in r.item_ids if items[i] is not None})
+        pairs = sorted(
+            {
+                (r.user_id, int(items[i][0]))
+                for r in requests
+                for i in r.item_ids
+                if items[i] is not None
+            }
+        )
         second = self.client.pipeline(transaction=False)
         second.mget([f"{PREFIX}stats:{i}" for i in known] or ["-"])
         second.mget([f"{PREFIX}ucat:{u}:{c}" for u, c in pairs] or ["-"])
         stats_raw, cross_raw = second.execute()
         stats = dict(zip(known, map(_decode, stats_raw)))
         cross = dict(zip(pairs, map(_decode, cross_raw)))
-        return [_decode(v) for v in users_raw][:len(requests)], items, stats, cross
+        return [_decode(v) for v in users_raw][: len(requests)], items, stats, cross

@@ -13,6 +13,7 @@ does not decode is a miss, counted in ``mismatched``. Counters say how many
 items hit and missed; ``batch_hit_fractions`` keeps, per pipeline call, the
 fraction of its items that hit (the per-request ``cache_hit`` attribute).
 """
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,12 @@ def cache_key(req) -> str:
 
 def _answers(entry, req, fingerprint: str) -> bool:
     """Whether a cached entry is this model's response to this request (user and candidates)."""
-    if not (isinstance(entry, dict) and entry.get("fingerprint") == fingerprint
-            and entry.get("user_id") == req.user_id and isinstance(entry.get("items"), list)):
+    if not (
+        isinstance(entry, dict)
+        and entry.get("fingerprint") == fingerprint
+        and entry.get("user_id") == req.user_id
+        and isinstance(entry.get("items"), list)
+    ):
         return False
     ids = [i.get("item_id") if isinstance(i, dict) else None for i in entry["items"]]
     return all(type(i) is int for i in ids) and sorted(ids) == sorted(req.item_ids)
@@ -56,8 +61,10 @@ class Lookup:
     def responses(self) -> list[dict]:
         """All responses in request order: the cached ones (with this request's id) and the fresh ones."""
         fresh = iter(self.fresh)
-        return [{"request_id": r.request_id, **c} if c is not None else next(fresh)
-                for r, c in zip(self.requests, self.cached)]
+        return [
+            {"request_id": r.request_id, **c} if c is not None else next(fresh)
+            for r, c in zip(self.requests, self.cached)
+        ]
 
 
 class PredictionCache:
@@ -88,14 +95,20 @@ class PredictionCache:
                     cached[i] = None if value is None else _decoded(value)
         for i, (r, c) in enumerate(zip(requests, cached)):
             if c is not None and not _answers(c, r, self.fingerprint):
-                cached[i], mismatched = None, mismatched + 1  # never another user's or another model's answer
+                cached[i], mismatched = (
+                    None,
+                    mismatched + 1,
+                )  # never another user's or another model's answer
         if self.redis is not None:
             with self._lock:
                 for i in lost:
                     if cached[i] is not None:
                         self._lru_put(keys[i], cached[i])
-        out = Lookup(list(requests), [None if c is None else _public(c) for c in cached],
-                     [r for r, c in zip(requests, cached) if c is None])
+        out = Lookup(
+            list(requests),
+            [None if c is None else _public(c) for c in cached],
+            [r for r, c in zip(requests, cached) if c is None],
+        )
         with self._lock:
             self.hits += len(requests) - len(out.misses)
             self.misses += len(out.misses)
@@ -110,8 +123,10 @@ class PredictionCache:
 
     def store(self, lookup: Lookup) -> list[dict]:
         """Put the fresh responses in the cache(s); return all responses in request order."""
-        entries = {self.key(r): _keyless(resp) | {"fingerprint": self.fingerprint}
-                   for r, resp in zip(lookup.misses, lookup.fresh)}
+        entries = {
+            self.key(r): _keyless(resp) | {"fingerprint": self.fingerprint}
+            for r, resp in zip(lookup.misses, lookup.fresh)
+        }
         if entries:
             with self._lock:
                 for k, v in entries.items():
@@ -122,8 +137,12 @@ class PredictionCache:
 
     def stats(self) -> dict[str, Any]:
         total = self.hits + self.misses
-        return {"hits": self.hits, "misses": self.misses, "hit_rate": self.hits / total if total else None,
-                "mismatched": self.mismatched}
+        return {
+            "hits": self.hits,
+            "misses": self.misses,
+            "hit_rate": self.hits / total if total else None,
+            "mismatched": self.mismatched,
+        }
 
     def _lru_get(self, key: str):
         value = self._lru.get(key)

@@ -5,6 +5,7 @@ Written out rather than ``nn.TransformerEncoder`` so every projection is an
 built-in attention keeps its input projection as a bare parameter) and the
 profiler trace shows plain ``aten::linear`` / ``scaled_dot_product_attention``.
 """
+
 from __future__ import annotations
 
 import torch
@@ -24,7 +25,11 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor, attn_mask: torch.Tensor) -> torch.Tensor:
         b, n, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = (
+            self.qkv(self.norm1(x))
+            .view(b, n, 3, self.heads, d // self.heads)
+            .permute(2, 0, 3, 1, 4)
+        )
         a = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
         x = x + self.proj(a.transpose(1, 2).reshape(b, n, d))
         return x + self.ff2(F.gelu(self.ff1(self.norm2(x))))
@@ -36,7 +41,9 @@ class Encoder(nn.Module):
     forward(ids: int64 (batch, seq), mask: bool (batch, seq), True = real token) -> logits (batch, labels).
     """
 
-    def __init__(self, vocab: int, max_len: int, d_model: int, layers: int, heads: int, ff: int, labels: int):
+    def __init__(
+        self, vocab: int, max_len: int, d_model: int, layers: int, heads: int, ff: int, labels: int
+    ):
         super().__init__()
         self.tok, self.pos = nn.Embedding(vocab, d_model), nn.Embedding(max_len, d_model)
         self.blocks = nn.ModuleList(Block(d_model, heads, ff) for _ in range(layers))

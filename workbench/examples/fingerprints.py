@@ -25,6 +25,7 @@ written by building each configuration (``python -m workbench.examples.fingerpri
 builds every entry again, so a model change without a rewrite fails the suite.
 Importing this module does not import torch.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,9 +66,15 @@ def data_digests(example: str) -> dict[str, str]:
 
 def entry_key(example: str, config: PipelineConfig) -> dict[str, Any]:
     """The key fields of ``example`` built with ``config`` on this installation (see the module docstring)."""
-    return {"example": example, "options": dict(config.options), "precision": config.precision,
-            "device": config.device, "batch_size": config.batch_size, "torch": torch_public_version(),
-            "data": data_digests(example)}
+    return {
+        "example": example,
+        "options": dict(config.options),
+        "precision": config.precision,
+        "device": config.device,
+        "batch_size": config.batch_size,
+        "torch": torch_public_version(),
+        "data": data_digests(example),
+    }
 
 
 def _canonical(key: dict[str, Any]) -> str:
@@ -93,7 +100,13 @@ def cached(example: Any, config: PipelineConfig, path: Path | None = None) -> di
         index = _index(str(path), path.stat().st_mtime_ns)
         key = entry_key(example, config)
         hit = index.get(_canonical(key)) if key["torch"] is not None else None
-    except (OSError, ValueError, KeyError, TypeError, PipelineError):  # PipelineError: example data missing
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+        PipelineError,
+    ):  # PipelineError: example data missing
         return None
     return copy.deepcopy(hit)
 
@@ -104,7 +117,10 @@ def compute(example: str, config: PipelineConfig) -> dict[str, Any]:
     from ..runner import resolve_pipeline
 
     pipe = resolve_pipeline(example, config)
-    return {"pipeline": pipe.name, "model": model_fingerprint(list(getattr(pipe, "models", []) or []))}
+    return {
+        "pipeline": pipe.name,
+        "model": model_fingerprint(list(getattr(pipe, "models", []) or [])),
+    }
 
 
 def recorded_configs(runs: Path) -> list[tuple[str, PipelineConfig]]:
@@ -122,8 +138,12 @@ def recorded_configs(runs: Path) -> list[tuple[str, PipelineConfig]]:
             continue
         if str(fp.get("device") or "cpu").split(":")[0] not in here:
             continue
-        config = PipelineConfig(device=fp["device"], batch_size=fp["batch_size"], precision=fp["precision"],
-                                options=dict(fp.get("options") or {}))
+        config = PipelineConfig(
+            device=fp["device"],
+            batch_size=fp["batch_size"],
+            precision=fp["precision"],
+            options=dict(fp.get("options") or {}),
+        )
         found.setdefault(_canonical(entry_key(example, config)), (example, config))
     return list(found.values())
 
@@ -136,19 +156,30 @@ def entries(configs: list[tuple[str, PipelineConfig]]) -> list[dict[str, Any]]:
 def write(path: Path = CACHE_FILE, runs: Path | None = None) -> list[dict[str, Any]]:
     """Build every configuration of the recorded runs (``data/runs``) and write the cache file."""
     found = entries(recorded_configs(runs or data_dir() / "runs"))
-    rows = ",\n".join("  " + json.dumps(e, sort_keys=True) for e in found)  # one line per entry: readable diffs
-    path.write_text('{"about": "model fingerprints of the shipped examples; '
-                    'python -m workbench.examples.fingerprints --write",\n "entries": [\n' + rows + "\n]}\n",
-                    encoding="utf-8")
+    rows = ",\n".join(
+        "  " + json.dumps(e, sort_keys=True) for e in found
+    )  # one line per entry: readable diffs
+    path.write_text(
+        '{"about": "model fingerprints of the shipped examples; '
+        'python -m workbench.examples.fingerprints --write",\n "entries": [\n' + rows + "\n]}\n",
+        encoding="utf-8",
+    )
     return found
 
 
 def main(argv: list[str] | None = None) -> int:
     """``--write``: rebuild the cache; ``--check``: exit 1 when a cached entry differs from a fresh build."""
-    parser = argparse.ArgumentParser(prog="python -m workbench.examples.fingerprints",
-                                     description=__doc__.split("\n")[0])
-    parser.add_argument("--write", action="store_true", help="build the recorded runs' configurations, write the cache")
-    parser.add_argument("--runs", type=Path, default=None, help="recorded run folders (default: data/runs)")
+    parser = argparse.ArgumentParser(
+        prog="python -m workbench.examples.fingerprints", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help="build the recorded runs' configurations, write the cache",
+    )
+    parser.add_argument(
+        "--runs", type=Path, default=None, help="recorded run folders (default: data/runs)"
+    )
     args = parser.parse_args(argv)
     if args.write:
         found = write(runs=args.runs)
@@ -156,13 +187,21 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     stale = 0
     for entry in json.loads(CACHE_FILE.read_text(encoding="utf-8"))["entries"]:
-        config = PipelineConfig(device=entry["device"], batch_size=entry["batch_size"], precision=entry["precision"],
-                                options=entry["options"])
+        config = PipelineConfig(
+            device=entry["device"],
+            batch_size=entry["batch_size"],
+            precision=entry["precision"],
+            options=entry["options"],
+        )
         fresh = entry_key(entry["example"], config) | compute(entry["example"], config)
         if fresh != entry:
             stale += 1
             print(f"stale: {_canonical(entry)}: cached {entry['model']}, built {fresh['model']}")
-    print(f"{stale} stale of the cached model fingerprints" if stale else "every cached model fingerprint holds")
+    print(
+        f"{stale} stale of the cached model fingerprints"
+        if stale
+        else "every cached model fingerprint holds"
+    )
     return 1 if stale else 0
 
 

@@ -31,6 +31,7 @@ Options (``config.options``):
     top_k (int, 5): classes per response.
     pin_memory (bool, True): on CUDA, pinned host memory and non_blocking copy.
 """
+
 from __future__ import annotations
 
 import functools
@@ -46,12 +47,34 @@ from . import EXAMPLES
 from ._common import check_batch, option, smoke_forward, to_device
 
 LABELS = (
-    "cat", "dog", "bird", "car", "bicycle", "tree", "flower", "house", "boat", "mountain", "beach", "food",
-    "person", "bus", "train", "airplane", "chair", "cup", "book", "clock",
+    "cat",
+    "dog",
+    "bird",
+    "car",
+    "bicycle",
+    "tree",
+    "flower",
+    "house",
+    "boat",
+    "mountain",
+    "beach",
+    "food",
+    "person",
+    "bus",
+    "train",
+    "airplane",
+    "chair",
+    "cup",
+    "book",
+    "clock",
 )
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 JPEG_SIGNATURE = b"\xff\xd8\xff"
-JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}  # start-of-frame markers (not DHT/JPG/DAC)
+JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {
+    0xC4,
+    0xC8,
+    0xCC,
+}  # start-of-frame markers (not DHT/JPG/DAC)
 MAX_SIDE = 8192
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -91,14 +114,30 @@ def build(config: PipelineConfig) -> Pipeline:
         with torch.inference_mode():
             top = torch.softmax(logits.float(), dim=-1).topk(top_k, dim=-1)
             scores, index = top.values.cpu().tolist(), top.indices.cpu().tolist()
-        return [{"classes": [{"label": LABELS[i], "score": round(s, 6)} for i, s in zip(idx, sc)]}
-                for idx, sc in zip(index, scores)]
+        return [
+            {"classes": [{"label": LABELS[i], "score": round(s, 6)} for i, s in zip(idx, sc)]}
+            for idx, sc in zip(index, scores)
+        ]
 
-    smoke_forward("image", config, lambda: forward(torch.zeros(1, 3, size, size, dtype=dtype, device=config.device)))
-    pipe = Pipeline("image", items=lambda: itertools.cycle(photos), description=EXAMPLES["image"],
-                    config=config, models=[model])
-    for name, fn in (("parse", parse), ("preprocess", preprocess), ("forward", forward),
-                     ("postprocess", postprocess), ("serialize", serialize)):
+    smoke_forward(
+        "image",
+        config,
+        lambda: forward(torch.zeros(1, 3, size, size, dtype=dtype, device=config.device)),
+    )
+    pipe = Pipeline(
+        "image",
+        items=lambda: itertools.cycle(photos),
+        description=EXAMPLES["image"],
+        config=config,
+        models=[model],
+    )
+    for name, fn in (
+        ("parse", parse),
+        ("preprocess", preprocess),
+        ("forward", forward),
+        ("postprocess", postprocess),
+        ("serialize", serialize),
+    ):
         pipe.add(name, fn, describe=describe_area if name == "preprocess" else None)
     return pipe
 
@@ -114,7 +153,11 @@ def _cnn(width: int, classes: int):
     layers, cin = [], 3
     for i in range(4):
         cout = width * 2**i
-        layers += [nn.Conv2d(cin, cout, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU()]
+        layers += [
+            nn.Conv2d(cin, cout, 3, stride=2, padding=1, bias=False),
+            nn.BatchNorm2d(cout),
+            nn.ReLU(),
+        ]
         cin = cout
     return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, classes))
 
@@ -151,9 +194,9 @@ def _jpeg_size(data: bytes, where: str) -> tuple[int, int]:
             i += 1
             continue
         if marker in JPEG_FRAMES:
-            h, w = struct.unpack(">HH", data[i + 5:i + 9])
+            h, w = struct.unpack(">HH", data[i + 5 : i + 9])
             return w, h
-        i += 2 + struct.unpack(">H", data[i + 2:i + 4])[0]
+        i += 2 + struct.unpack(">H", data[i + 2 : i + 4])[0]
     raise ValueError(f"{where}: JPEG without a frame header (truncated or not a JPEG)")
 
 
@@ -173,7 +216,9 @@ def _decode_batch(pngs: list[bytes], size: int):
         scale = size / min(w, h)
         rw, rh = max(size, round(w * scale)), max(size, round(h * scale))
         left, top = (rw - size) // 2, (rh - size) // 2
-        out[i] = np.asarray(rgb.resize((rw, rh), Image.BILINEAR).crop((left, top, left + size, top + size)))
+        out[i] = np.asarray(
+            rgb.resize((rw, rh), Image.BILINEAR).crop((left, top, left + size, top + size))
+        )
     return out, area
 
 

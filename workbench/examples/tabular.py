@@ -43,6 +43,7 @@ Options (``config.options``):
 The cache's hit rate is ``pipe.cache.stats()``; ``pipe.cache.batch_hit_fractions``
 holds per pipeline call the fraction of its items that hit (``cache_hit``).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -66,18 +67,31 @@ from ._common import check_batch, int_list_option, option, smoke_forward, to_dev
 DEVICES = ("ios", "android", "web")
 MAX_CANDIDATES = 100
 STORE_FEATURES = (
-    "users.age_bucket", "users.tenure_days", "users.sessions_7d", "users.purchases_30d", "users.avg_basket",
-    "items.price", "items.rating", "items.age_days",
-    "item_stats.impressions_7d", "item_stats.clicks_7d", "item_stats.add_to_cart_7d",
-    "user_category.affinity", "user_category.last_seen_days",
+    "users.age_bucket",
+    "users.tenure_days",
+    "users.sessions_7d",
+    "users.purchases_30d",
+    "users.avg_basket",
+    "items.price",
+    "items.rating",
+    "items.age_days",
+    "item_stats.impressions_7d",
+    "item_stats.clicks_7d",
+    "item_stats.add_to_cart_7d",
+    "user_category.affinity",
+    "user_category.last_seen_days",
 )
-EXTRA_FEATURES = ("user_known", "item_known", "hour_sin", "hour_cos") + tuple(f"device_{d}" for d in DEVICES)
+EXTRA_FEATURES = ("user_known", "item_known", "hour_sin", "hour_cos") + tuple(
+    f"device_{d}" for d in DEVICES
+)
 N_FEATURES = len(STORE_FEATURES) + len(EXTRA_FEATURES)
 
 _USER_SQL = "SELECT age_bucket, tenure_days, sessions_7d, purchases_30d, avg_basket FROM users WHERE user_id = ?"
 _ITEM_SQL = "SELECT category_id, price, rating, age_days FROM items WHERE item_id = ?"
 _STATS_SQL = "SELECT impressions_7d, clicks_7d, add_to_cart_7d FROM item_stats WHERE item_id = ?"
-_AFFINITY_SQL = "SELECT affinity, last_seen_days FROM user_category WHERE user_id = ? AND category_id = ?"
+_AFFINITY_SQL = (
+    "SELECT affinity, last_seen_days FROM user_category WHERE user_id = ? AND category_id = ?"
+)
 _MISSING_AFFINITY = (0.0, 365)
 
 
@@ -105,10 +119,17 @@ class FeatureStore:
 
     def _statistics(self) -> tuple[list[float], list[float]]:
         """Mean and std per feature (store features from ``feature_stats``, the rest 0 and 1)."""
-        rows = dict(((n, (m, s)) for n, m, s in self.conn.execute("SELECT name, mean, std FROM feature_stats")))
+        rows = dict(
+            (
+                (n, (m, s))
+                for n, m, s in self.conn.execute("SELECT name, mean, std FROM feature_stats")
+            )
+        )
         missing = [n for n in STORE_FEATURES if n not in rows]
         if missing:
-            raise PipelineError(f"{self.path}: feature_stats lacks {missing}; run `make data` to regenerate it")
+            raise PipelineError(
+                f"{self.path}: feature_stats lacks {missing}; run `make data` to regenerate it"
+            )
         mean = [rows[n][0] for n in STORE_FEATURES] + [0.0] * len(EXTRA_FEATURES)
         std = [rows[n][1] or 1.0 for n in STORE_FEATURES] + [1.0] * len(EXTRA_FEATURES)
         return mean, std
@@ -134,16 +155,23 @@ class FeatureStore:
                 for item_id in req.item_ids:
                     item = execute(_ITEM_SQL, (item_id,)).fetchone()
                     stats = execute(_STATS_SQL, (item_id,)).fetchone() if item else None
-                    cross = execute(_AFFINITY_SQL, (req.user_id, item[0])).fetchone() if item else None
+                    cross = (
+                        execute(_AFFINITY_SQL, (req.user_id, item[0])).fetchone() if item else None
+                    )
                     rows.append(feature_row(self, user, item, stats, cross, context))
         return requests, rows
 
 
 def feature_row(store, user, item, stats, cross, context: list[float]) -> list[float]:
     """One (user, item) row from the looked-up values (None: not in the store), the same for both stores."""
-    return (list(user or store.user_defaults) + list((item or store.item_defaults)[1:])
-            + list(stats or store.stats_defaults) + list(cross or _MISSING_AFFINITY)
-            + [float(user is not None), float(item is not None)] + context)
+    return (
+        list(user or store.user_defaults)
+        + list((item or store.item_defaults)[1:])
+        + list(stats or store.stats_defaults)
+        + list(cross or _MISSING_AFFINITY)
+        + [float(user is not None), float(item is not None)]
+        + context
+    )
 
 
 class RedisStore:
@@ -170,8 +198,16 @@ class RedisStore:
             context = _context_features(req)
             for item_id in req.item_ids:
                 item = items[item_id]
-                rows.append(feature_row(self, user, item, stats.get(item_id) if item else None,
-                                        cross.get((req.user_id, int(item[0]))) if item else None, context))
+                rows.append(
+                    feature_row(
+                        self,
+                        user,
+                        item,
+                        stats.get(item_id) if item else None,
+                        cross.get((req.user_id, int(item[0]))) if item else None,
+                        context,
+                    )
+                )
         return requests, rows
 
 
@@ -192,7 +228,10 @@ def build(config: PipelineConfig) -> Pipeline:
     threshold = option(config, "threshold", 0.3, float)
     option(config, "pin_memory", True, bool)
     store, cache = _store_and_cache(config)
-    n_keys, zipf_s = option(config, "n_keys", 0, int, low=0), option(config, "zipf_s", 1.1, float, low=0.0)
+    n_keys, zipf_s = (
+        option(config, "n_keys", 0, int, low=0),
+        option(config, "zipf_s", 1.1, float, low=0.0),
+    )
     mean, std = (torch.tensor(v, dtype=torch.float32) for v in (store.mean, store.std))
     n_users, n_items = store.counts()
     torch.manual_seed(seed)
@@ -208,7 +247,9 @@ def build(config: PipelineConfig) -> Pipeline:
 
     def preprocess(hydrated):
         requests, rows = hydrated
-        x = (torch.tensor(rows, dtype=torch.float32).reshape(-1, N_FEATURES) - mean) / std  # 0 rows: all hit
+        x = (
+            torch.tensor(rows, dtype=torch.float32).reshape(-1, N_FEATURES) - mean
+        ) / std  # 0 rows: all hit
         return requests, to_device(x.to(dtype), config)
 
     def postprocess(scored):
@@ -219,11 +260,22 @@ def build(config: PipelineConfig) -> Pipeline:
 
     probe = torch.zeros(2, N_FEATURES, dtype=dtype, device=config.device)
     smoke_forward("tabular", config, lambda: forward(([], probe)))
-    pipe = Pipeline("tabular", items=lambda: request_items(seed, n_users, n_items, n_keys, zipf_s),
-                    config=config, description=EXAMPLES["tabular"], models=[model])
-    stages = [("parse", parse), ("hydrate", store.hydrate), ("preprocess", preprocess),
-              ("forward", forward), ("postprocess", postprocess), ("serialize", serialize)]
-    for name, fn in (stages if cache is None else _cached_stages(stages, store, cache, postprocess)):
+    pipe = Pipeline(
+        "tabular",
+        items=lambda: request_items(seed, n_users, n_items, n_keys, zipf_s),
+        config=config,
+        description=EXAMPLES["tabular"],
+        models=[model],
+    )
+    stages = [
+        ("parse", parse),
+        ("hydrate", store.hydrate),
+        ("preprocess", preprocess),
+        ("forward", forward),
+        ("postprocess", postprocess),
+        ("serialize", serialize),
+    ]
+    for name, fn in stages if cache is None else _cached_stages(stages, store, cache, postprocess):
         pipe.add(name, fn, describe=describe_cache_hit if name == "cache_lookup" else None)
     pipe.cache = cache
     pipe.check_item = check_item  # served: each body checked alone before it joins a batch
@@ -236,8 +288,9 @@ def check_item(payload) -> None:
     _parse_one(0, payload, where="tabular request")
 
 
-def _answer_fingerprint(model, store, config: PipelineConfig, platt_a: float, platt_b: float,
-                        threshold: float) -> str:
+def _answer_fingerprint(
+    model, store, config: PipelineConfig, platt_a: float, platt_b: float, threshold: float
+) -> str:
     """What the responses depend on besides the request: weights (their values), calibration, threshold,
     precision and the features' version; the prediction cache's keys start with it (16 hex digits)."""
     import hashlib
@@ -294,9 +347,16 @@ def _cached_stages(stages, store, cache, postprocess):
         lookup.fresh = postprocess((lookup.misses, logits))
         return lookup
 
-    return [("parse", fns["parse"]), ("cache_lookup", cache.lookup), ("hydrate", hydrate),
-            ("preprocess", fns["preprocess"]), ("forward", fns["forward"]), ("postprocess", postprocess_misses),
-            ("cache_store", cache.store), ("serialize", fns["serialize"])]
+    return [
+        ("parse", fns["parse"]),
+        ("cache_lookup", cache.lookup),
+        ("hydrate", hydrate),
+        ("preprocess", fns["preprocess"]),
+        ("forward", fns["forward"]),
+        ("postprocess", postprocess_misses),
+        ("cache_store", cache.store),
+        ("serialize", fns["serialize"]),
+    ]
 
 
 def _mlp(n_in: int, hidden: tuple[int, ...]):
@@ -326,8 +386,11 @@ def _parse_one(index: int, payload, where: str | None = None) -> Request:
     user_id, item_ids = obj.get("user_id"), obj.get("item_ids")
     if not _is_id(user_id):
         raise ValueError(f"{where}: user_id must be an integer >= 0, got {user_id!r}")
-    if (not isinstance(item_ids, list) or not 1 <= len(item_ids) <= MAX_CANDIDATES
-            or not all(_is_id(i) for i in item_ids)):
+    if (
+        not isinstance(item_ids, list)
+        or not 1 <= len(item_ids) <= MAX_CANDIDATES
+        or not all(_is_id(i) for i in item_ids)
+    ):
         raise ValueError(f"{where}: item_ids must be a list of 1..{MAX_CANDIDATES} integers >= 0")
     context = obj.get("context", {})
     if not isinstance(context, dict):
@@ -336,7 +399,9 @@ def _parse_one(index: int, payload, where: str | None = None) -> Request:
     if not _is_id(hour) or hour > 23:
         raise ValueError(f"{where}: context.hour must be an integer 0..23, got {hour!r}")
     if device not in DEVICES:
-        raise ValueError(f"{where}: context.device must be one of {', '.join(DEVICES)}, got {device!r}")
+        raise ValueError(
+            f"{where}: context.device must be one of {', '.join(DEVICES)}, got {device!r}"
+        )
     return Request(str(obj.get("request_id", index)), user_id, tuple(item_ids), hour, device)
 
 
@@ -348,15 +413,24 @@ def _responses(requests: list[Request], probs: list[float], threshold: float) ->
     """One response per request; a score that is not finite raises :class:`NonFiniteOutput` naming it."""
     out, start = [], 0
     for req in requests:
-        scores = probs[start:start + len(req.item_ids)]
+        scores = probs[start : start + len(req.item_ids)]
         start += len(req.item_ids)
         bad = next(((i, s) for i, s in zip(req.item_ids, scores) if not math.isfinite(s)), None)
         if bad is not None:
-            raise NonFiniteOutput(f"tabular request {req.request_id!r}: the score of item {bad[0]} is {bad[1]} "
-                                  "(a feature that is not a finite number?)")
+            raise NonFiniteOutput(
+                f"tabular request {req.request_id!r}: the score of item {bad[0]} is {bad[1]} "
+                "(a feature that is not a finite number?)"
+            )
         ranked = sorted(zip(req.item_ids, scores), key=lambda pair: -pair[1])
-        out.append({"request_id": req.request_id, "user_id": req.user_id,
-                    "items": [{"item_id": i, "score": round(s, 6), "show": s >= threshold} for i, s in ranked]})
+        out.append(
+            {
+                "request_id": req.request_id,
+                "user_id": req.user_id,
+                "items": [
+                    {"item_id": i, "score": round(s, 6), "show": s >= threshold} for i, s in ranked
+                ],
+            }
+        )
     return out
 
 
@@ -365,7 +439,9 @@ def serialize(responses: list[dict]) -> list[bytes]:
     return [json.dumps(r, separators=(",", ":"), allow_nan=False).encode() for r in responses]
 
 
-def request_items(seed: int, n_users: int, n_items: int, n_keys: int = 0, zipf_s: float = 1.1) -> Iterator[bytes]:
+def request_items(
+    seed: int, n_users: int, n_items: int, n_keys: int = 0, zipf_s: float = 1.1
+) -> Iterator[bytes]:
     """An endless, seeded stream of ranking requests (4-12 candidates; ~2 % unknown ids).
 
     n_keys > 0: the stream repeats n_keys distinct requests (the first n_keys of
@@ -378,7 +454,7 @@ def request_items(seed: int, n_users: int, n_items: int, n_keys: int = 0, zipf_s
             yield json.dumps({"request_id": f"req-{n:06d}", **body}).encode()
         return
     keys = list(itertools.islice(fresh, n_keys))
-    cumulative = list(itertools.accumulate(1.0 / (k ** zipf_s) for k in range(1, n_keys + 1)))
+    cumulative = list(itertools.accumulate(1.0 / (k**zipf_s) for k in range(1, n_keys + 1)))
     draw = random.Random(seed + 1)
     for n in itertools.count():
         k = bisect.bisect_left(cumulative, draw.random() * cumulative[-1])
@@ -387,6 +463,8 @@ def request_items(seed: int, n_users: int, n_items: int, n_keys: int = 0, zipf_s
 
 def _request_body(rng: random.Random, n_users: int, n_items: int) -> dict:
     k = rng.randint(4, 12)
-    return {"user_id": rng.randrange(n_users + n_users // 50),
-            "item_ids": [rng.randrange(n_items + n_items // 50) for _ in range(k)],
-            "context": {"hour": rng.randrange(24), "device": rng.choice(DEVICES)}}
+    return {
+        "user_id": rng.randrange(n_users + n_users // 50),
+        "item_ids": [rng.randrange(n_items + n_items // 50) for _ in range(k)],
+        "context": {"hour": rng.randrange(24), "device": rng.choice(DEVICES)},
+    }

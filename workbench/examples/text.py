@@ -32,6 +32,7 @@ Options (``config.options``):
         batch shape (``_cuda_graph.GraphedForward``): one launch instead of one per kernel, the
         fix for a launch-bound forward. Needs ``device="cuda"`` and ``padding="max_len"``.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -50,9 +51,26 @@ from . import EXAMPLES, data_file
 from ._common import check_batch, option, smoke_forward, to_device
 
 LABELS = (
-    "billing", "refund", "shipping_delay", "damaged_item", "wrong_item", "order_status", "return_request",
-    "account_access", "password_reset", "cancel_subscription", "upgrade_plan", "payment_failed", "app_crash",
-    "privacy_request", "promo_code", "invoice_request", "address_change", "warranty_claim", "praise", "other",
+    "billing",
+    "refund",
+    "shipping_delay",
+    "damaged_item",
+    "wrong_item",
+    "order_status",
+    "return_request",
+    "account_access",
+    "password_reset",
+    "cancel_subscription",
+    "upgrade_plan",
+    "payment_failed",
+    "app_crash",
+    "privacy_request",
+    "promo_code",
+    "invoice_request",
+    "address_change",
+    "warranty_claim",
+    "praise",
+    "other",
 )
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 _WORDS = re.compile(r"\w+|[^\w\s]")
@@ -67,7 +85,9 @@ class WordPiece:
         self.ids = {tok: i for i, tok in enumerate(t for t in tokens if t)}
         missing = [s for s in SPECIALS if s not in self.ids]
         if missing:
-            raise PipelineError(f"{path}: vocabulary lacks {missing}; run `make data` to regenerate it")
+            raise PipelineError(
+                f"{path}: vocabulary lacks {missing}; run `make data` to regenerate it"
+            )
         self.pad, self.unk, self.cls, self.sep = (self.ids[s] for s in SPECIALS)
         self.max_len, self.max_word_chars = max_len, max_word_chars
 
@@ -113,7 +133,13 @@ def build(config: PipelineConfig) -> Pipeline:
     check_precision(config)  # first: an impossible combination fails before any work
     seed, max_len = option(config, "seed", 0), option(config, "max_len", 64, int, 4)
     d_model, heads = option(config, "d_model", 192, int, 8), option(config, "heads", 4, int, 1)
-    shape = (max_len, d_model, option(config, "layers", 3, int, 1), heads, option(config, "ff", 4 * d_model, int, 1))
+    shape = (
+        max_len,
+        d_model,
+        option(config, "layers", 3, int, 1),
+        heads,
+        option(config, "ff", 4 * d_model, int, 1),
+    )
     top_k = min(option(config, "top_k", 3, int, 1), len(LABELS))
     max_chars = option(config, "max_chars", 5000, int, 1)
     padding = option(config, "padding", "max_len", str)
@@ -122,11 +148,15 @@ def build(config: PipelineConfig) -> Pipeline:
     option(config, "pin_memory", True, bool)
     cuda_graph = option(config, "cuda_graph", False, bool)
     if cuda_graph and not config.is_cuda:
-        raise ConfigError(f"option cuda_graph needs device cuda (a CUDA graph replays GPU launches), "
-                          f"got device {config.device}")
+        raise ConfigError(
+            f"option cuda_graph needs device cuda (a CUDA graph replays GPU launches), "
+            f"got device {config.device}"
+        )
     if cuda_graph and padding != "max_len":
-        raise ConfigError(f"option cuda_graph needs padding='max_len' (a graph replays fixed shapes), "
-                          f"got padding={padding!r}")
+        raise ConfigError(
+            f"option cuda_graph needs padding='max_len' (a graph replays fixed shapes), "
+            f"got padding={padding!r}"
+        )
     if d_model % heads:
         raise ConfigError(f"option d_model ({d_model}) must be a multiple of heads ({heads})")
     tokenizer = WordPiece(data_file("vocab.txt"), max_len)
@@ -141,7 +171,7 @@ def build(config: PipelineConfig) -> Pipeline:
         width = max_len if padding == "max_len" else max(len(seq) for seq, _ in encoded)
         ids = torch.full((len(encoded), width), tokenizer.pad, dtype=torch.int64)
         for row, (seq, _) in enumerate(encoded):
-            ids[row, :len(seq)] = torch.tensor(seq, dtype=torch.int64)
+            ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.int64)
         info = [(len(seq), cut) for seq, cut in encoded]
         return info, to_device(ids, config), to_device(ids != tokenizer.pad, config)
 
@@ -155,18 +185,34 @@ def build(config: PipelineConfig) -> Pipeline:
         with torch.inference_mode():
             top = torch.softmax(logits.float(), dim=-1).topk(top_k, dim=-1)
             scores, index = top.values.cpu().tolist(), top.indices.cpu().tolist()
-        return [{"labels": [{"label": LABELS[i], "score": round(s, 6)} for i, s in zip(idx, sc)],
-                 "tokens": n, "truncated": cut} for (n, cut), idx, sc in zip(info, index, scores)]
+        return [
+            {
+                "labels": [{"label": LABELS[i], "score": round(s, 6)} for i, s in zip(idx, sc)],
+                "tokens": n,
+                "truncated": cut,
+            }
+            for (n, cut), idx, sc in zip(info, index, scores)
+        ]
 
     smoke_forward("text", config, lambda: forward(preprocess(["smoke test"])))
     if cuda_graph:  # after the smoke test, so a capture error is not reported as a precision error
         from ._cuda_graph import GraphedForward
 
         run_model = GraphedForward(model)
-    pipe = Pipeline("text", items=lambda: text_items(seed), description=EXAMPLES["text"],
-                    config=config, models=[model])
-    for name, fn in (("parse", lambda batch: parse(batch, max_chars)), ("preprocess", preprocess),
-                     ("forward", forward), ("postprocess", postprocess), ("serialize", serialize)):
+    pipe = Pipeline(
+        "text",
+        items=lambda: text_items(seed),
+        description=EXAMPLES["text"],
+        config=config,
+        models=[model],
+    )
+    for name, fn in (
+        ("parse", lambda batch: parse(batch, max_chars)),
+        ("preprocess", preprocess),
+        ("forward", forward),
+        ("postprocess", postprocess),
+        ("serialize", serialize),
+    ):
         pipe.add(name, fn, describe=describe_padding if name == "preprocess" else None)
     return pipe
 
@@ -188,7 +234,9 @@ def _clean(index: int, text, max_chars: int) -> str:
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ValueError(f"{where}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+            raise ValueError(
+                f"{where}: not valid UTF-8 ({exc.reason} at byte {exc.start})"
+            ) from None
     if not isinstance(text, str):
         raise ValueError(f"{where}: expected a string, got {type(text).__name__}")
     if len(text) > max_chars:
@@ -220,7 +268,14 @@ _BODIES = (
     "great service, {name} from your team was really helpful, thanks!",
     "my payment with {bank} failed three times but the money left my account.",
 )
-_CLOSERS = ("", "thanks", "thank you!", "please help asap.", "this is really frustrating!!", "regards, {name}")
+_CLOSERS = (
+    "",
+    "thanks",
+    "thank you!",
+    "please help asap.",
+    "this is really frustrating!!",
+    "regards, {name}",
+)
 _SLOTS = {
     "adj": ("late", "yesterday", "broken", "two weeks late", "without a box"),
     "thing": ("jacket", "phone case", "coffee machine", "headphones", "book", "lamp"),
@@ -258,6 +313,21 @@ class _SlotFiller(dict):
         if key == "small":
             return str(rng.randint(2, 28))
         if key == "code":
-            return "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ23456789") for _ in range(rng.randint(6, 10)))
-        syllables = ("ka", "lo", "mir", "ven", "tas", "rhu", "quel", "zo", "dri", "an", "sel", "bor")
+            return "".join(
+                rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ23456789") for _ in range(rng.randint(6, 10))
+            )
+        syllables = (
+            "ka",
+            "lo",
+            "mir",
+            "ven",
+            "tas",
+            "rhu",
+            "quel",
+            "zo",
+            "dri",
+            "an",
+            "sel",
+            "bor",
+        )
         return "".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))).capitalize()

@@ -7,6 +7,7 @@ the runs of the same pipeline, device and precision at several batch sizes);
 the page's controls (example, device, batch size, precision) only pick which
 precomputed figures to draw. plotly.js is embedded once.
 """
+
 from __future__ import annotations
 
 import json
@@ -60,16 +61,41 @@ def recorded_entries(runs_dir: str | os.PathLike) -> tuple[list[Entry], list[str
         device = (cfg.device or "cpu").split(":")[0]
         options = cfg.options
         sync = run.meta.sync_policy  # request: timed the wrong way on purpose, its own variant
-        variant = ", ".join([f"{k}={v}" for k, v in sorted(options.items())]
-                            + ([f"sync={sync}"] if sync != "stage" else [])) or "default"
+        variant = (
+            ", ".join(
+                [f"{k}={v}" for k, v in sorted(options.items())]
+                + ([f"sync={sync}"] if sync != "stage" else [])
+            )
+            or "default"
+        )
         key = f"{run.meta.pipeline}|{device}|{cfg.batch_size}|{cfg.precision}|{variant}"
         if any(e.key == key for e in entries):
-            notes.append(f"skipped {folder.name}: same configuration and options as an earlier folder")
+            notes.append(
+                f"skipped {folder.name}: same configuration and options as an earlier folder"
+            )
             continue
         env = run.meta.env
-        where = (env.device_name if device != "cpu" else env.cpu_model) or env.device_name or env.cpu_model or "?"
-        entries.append(Entry(key, str(run.meta.pipeline), device, cfg.batch_size, str(cfg.precision), variant,
-                             folder, run, where, env.torch or "?", str(run.meta.created or "?")[:10]))
+        where = (
+            (env.device_name if device != "cpu" else env.cpu_model)
+            or env.device_name
+            or env.cpu_model
+            or "?"
+        )
+        entries.append(
+            Entry(
+                key,
+                str(run.meta.pipeline),
+                device,
+                cfg.batch_size,
+                str(cfg.precision),
+                variant,
+                folder,
+                run,
+                where,
+                env.torch or "?",
+                str(run.meta.created or "?")[:10],
+            )
+        )
     return entries, notes
 
 
@@ -78,15 +104,21 @@ def run_figures(entry: Entry) -> dict[str, Any]:
     from ..plots import distribution_figure, flame_figure
     from ..plots.budget import run_budget_figure
     from ..plots.style import empty_figure
+
     run = entry.run
-    figs = {"budget": run_budget_figure(run),
-            "distribution": distribution_figure(run.requests, run.stages, run.stage_names)}
+    figs = {
+        "budget": run_budget_figure(run),
+        "distribution": distribution_figure(run.requests, run.stages, run.stage_names),
+    }
     if run.trace_path is not None:
         from ..analysis.flame import flame_tree
         from ..trace import load_trace
 
-        figs["flame"] = flame_figure(flame_tree(load_trace(run.trace_path).events), max_nodes=FLAME_MAX_NODES,
-                                     title="Flame graph of the traced requests")
+        figs["flame"] = flame_figure(
+            flame_tree(load_trace(run.trace_path).events),
+            max_nodes=FLAME_MAX_NODES,
+            title="Flame graph of the traced requests",
+        )
     else:
         figs["flame"] = empty_figure("this run has no trace")
     return {k: _plain(f) for k, f in figs.items()}
@@ -112,8 +144,17 @@ def batching_figures(entries: list[Entry], requests: int = 4_000, seed: int = 0)
             continue
         sizes = model.sizes
         capacity = max(s / ns_to_s(model.mean_ns(s)) for s in sizes)
-        curve = sweep(model, [f * capacity for f in RATE_FRACTIONS], sizes, [2.0], requests=requests, seed=seed)
-        fig = batching_curves_figure(curve, title=f"Simulated from the recorded runs at batch sizes {sizes}")
+        curve = sweep(
+            model,
+            [f * capacity for f in RATE_FRACTIONS],
+            sizes,
+            [2.0],
+            requests=requests,
+            seed=seed,
+        )
+        fig = batching_curves_figure(
+            curve, title=f"Simulated from the recorded runs at batch sizes {sizes}"
+        )
         out[key] = _plain(fig)
     return out
 
@@ -122,19 +163,39 @@ def _plain(fig) -> dict:
     return json.loads(fig.to_json())
 
 
-def build_page(entries: list[Entry], figures: dict[str, dict], batching: dict[str, Any], notes: list[str]) -> str:
+def build_page(
+    entries: list[Entry], figures: dict[str, dict], batching: dict[str, Any], notes: list[str]
+) -> str:
     """The HTML page (plotly.js inline, figures as JSON, a small controller script)."""
     from plotly.offline import get_plotlyjs
 
-    data = {"entries": [{"key": e.key, "pipeline": e.pipeline, "device": e.device, "batch_size": e.batch_size,
-                         "precision": e.precision, "variant": e.variant, "folder": e.path.name,
-                         "recorded_on": e.recorded_on, "torch": e.torch, "date": e.date} for e in entries],
-            "figures": figures, "batching": batching, "notes": notes}
+    data = {
+        "entries": [
+            {
+                "key": e.key,
+                "pipeline": e.pipeline,
+                "device": e.device,
+                "batch_size": e.batch_size,
+                "precision": e.precision,
+                "variant": e.variant,
+                "folder": e.path.name,
+                "recorded_on": e.recorded_on,
+                "torch": e.torch,
+                "date": e.date,
+            }
+            for e in entries
+        ],
+        "figures": figures,
+        "batching": batching,
+        "notes": notes,
+    }
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     return PAGE.replace("%PLOTLYJS%", get_plotlyjs()).replace("%DATA%", payload)
 
 
-def export_dashboard(out_dir: str | os.PathLike, runs_dir: str | os.PathLike, progress=None) -> Path:
+def export_dashboard(
+    out_dir: str | os.PathLike, runs_dir: str | os.PathLike, progress=None
+) -> Path:
     """Write ``out_dir/index.html`` atomically and return its path."""
     entries, notes = recorded_entries(runs_dir)
     figures = {}

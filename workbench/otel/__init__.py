@@ -10,6 +10,7 @@
 
 Importing this package imports neither the SDK nor pandas.
 """
+
 from __future__ import annotations
 
 from .._lazy import lazy_exports
@@ -25,4 +26,6 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-__getattr__, __dir__ = lazy_exports(__name__, globals(), {k: f"{__name__}.{m}" for k, m in _EXPORTS.items()})
+__getattr__, __dir__ = lazy_exports(
+    __name__, globals(), {k: f"{__name__}.{m}" for k, m in _EXPORTS.items()}
+)

@@ -13,6 +13,7 @@ instead (all of them: a collector that took some has those twice, which its
 span ids make plain), and the line printed says so. The command's exit code
 stays the measurement's.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,9 @@ from pathlib import Path
 
 SPANS_FILE = "otel-spans.jsonl"
 CHUNK = 512  # spans per ExportTraceServiceRequest (per line)
-EXPORT_TIMEOUT_S = 3.0  # the whole OTLP export, retries included, unless the OTel timeout variables say otherwise
+EXPORT_TIMEOUT_S = (
+    3.0  # the whole OTLP export, retries included, unless the OTel timeout variables say otherwise
+)
 TIMEOUT_VARS = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
 
 
@@ -36,15 +39,19 @@ def export_run(run, run_dir: str | Path | None = None, *, timeout_s: float | Non
     folder = Path(run_dir or run.path or ".")
     endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
     cost = facts["sdk_ns_per_span"]
-    made = (f"made after the run from its timestamps: {cost / 1000 if cost else 0:.1f} us per span, "
-            "not in its numbers")
+    made = (
+        f"made after the run from its timestamps: {cost / 1000 if cost else 0:.1f} us per span, "
+        "not in its numbers"
+    )
     if endpoint:
         problem = _send_otlp(spans, timeout_s)
         if problem is None:
             return f"otel: {facts['spans']} spans of {facts['requests']} requests to OTLP/HTTP at {endpoint} ({made})"
         _write_file(spans, folder / SPANS_FILE)
-        return (f"otel: the collector at {endpoint} did not take the spans ({problem}); {facts['spans']} spans of "
-                f"{facts['requests']} requests written to {folder / SPANS_FILE} instead ({made})")
+        return (
+            f"otel: the collector at {endpoint} did not take the spans ({problem}); {facts['spans']} spans of "
+            f"{facts['requests']} requests written to {folder / SPANS_FILE} instead ({made})"
+        )
     _write_file(spans, folder / SPANS_FILE)
     return f"otel: {facts['spans']} spans of {facts['requests']} requests to {folder / SPANS_FILE} ({made})"
 
@@ -60,7 +67,9 @@ def _send_otlp(spans: list, timeout_s: float | None) -> str | None:
     deadline = time.monotonic() + (timeout_s or 0)
     sdk_log = logging.getLogger("opentelemetry.exporter.otlp.proto.http")
     level = sdk_log.level
-    sdk_log.setLevel(logging.CRITICAL)  # its retry warnings: the one line this returns says what happened
+    sdk_log.setLevel(
+        logging.CRITICAL
+    )  # its retry warnings: the one line this returns says what happened
     try:
         for k in range(0, len(spans), CHUNK):
             left = deadline - time.monotonic() if timeout_s else None
@@ -68,7 +77,7 @@ def _send_otlp(spans: list, timeout_s: float | None) -> str | None:
                 return f"no answer within {timeout_s:g} s"
             exporter = OTLPSpanExporter(timeout=left)
             try:
-                result = exporter.export(spans[k:k + CHUNK])
+                result = exporter.export(spans[k : k + CHUNK])
             finally:
                 exporter.shutdown()
             if result.name != "SUCCESS":
@@ -86,7 +95,7 @@ def _write_file(spans: list, path: Path) -> None:
 
     exporter = file_exporter(path)
     for k in range(0, len(spans), CHUNK):
-        exporter.export(spans[k:k + CHUNK])
+        exporter.export(spans[k : k + CHUNK])
     exporter.shutdown()
 
 
@@ -95,4 +104,8 @@ def otel_hook(args, run, run_dir) -> None:
     import sys
 
     if getattr(args, "otel", False):
-        print(export_run(run, run_dir), file=sys.stderr if getattr(args, "json", False) else sys.stdout, flush=True)
+        print(
+            export_run(run, run_dir),
+            file=sys.stderr if getattr(args, "json", False) else sys.stdout,
+            flush=True,
+        )

@@ -12,6 +12,7 @@ for the root itself).
 
 Times are the spans' Unix ns, from the earliest root's start.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,12 +25,24 @@ from pathlib import Path
 import msgspec
 
 from ..errors import ConfigError, TraceError
-from ..record import REQUEST_COLUMNS, STAGE_COLUMNS, Env, Ingest, Noise, Run, RunMeta, Timing, build_tables
+from ..record import (
+    REQUEST_COLUMNS,
+    STAGE_COLUMNS,
+    Env,
+    Ingest,
+    Noise,
+    Run,
+    RunMeta,
+    Timing,
+    build_tables,
+)
 from ..record.tables import TableError, checked_table
 from ..units import ns_to_s
 from .otlp_json import Span, read_otlp_json
 
-_TYPED_MESSAGE = re.compile(r"^(?:[\w.-]+: )?([A-Z]\w*(?:Error|Exception|Timeout|Failure)?): (.*)$", re.S)
+_TYPED_MESSAGE = re.compile(
+    r"^(?:[\w.-]+: )?([A-Z]\w*(?:Error|Exception|Timeout|Failure)?): (.*)$", re.S
+)
 
 
 def parse_stage_map(pairs: list[str]) -> dict[str, str]:
@@ -105,13 +118,17 @@ def span_tree(spans: list[Span]) -> SpanTree:
         parent = (s.trace, s.parent) if s.parent else None
         (tree.children[parent] if parent in by_id else tree.roots).append(key)
     reached = _reachable(tree.roots, tree.children)
-    if len(reached) < len(by_id):  # the rest hang in parent cycles (A under B under A) below or beside a root
+    if len(reached) < len(
+        by_id
+    ):  # the rest hang in parent cycles (A under B under A) below or beside a root
         cycle = [k for k in by_id if k not in reached]
         tree.dropped["in a parent cycle"] += len(cycle)
         tree.flagged.update(by_id[k].name for k in cycle[:5])
     if not tree.roots:
-        raise TraceError(f"no root span among {len(spans)} spans: every span has a parent in the export "
-                         "(a parent cycle); a request is a span without a parent")
+        raise TraceError(
+            f"no root span among {len(spans)} spans: every span has a parent in the export "
+            "(a parent cycle); a request is a span without a parent"
+        )
     tree.roots.sort(key=lambda k: (by_id[k].start_ns, k))
     return tree
 
@@ -140,7 +157,9 @@ def ingest_spans(spans: list[Span], stage_map: dict[str, str] | None = None, sou
         error = ("request", *_error_of(root)) if root.error is not None else None
         for stage, members in stages.items():
             outside = [m for m in members if m.start_ns < root.start_ns or m.end_ns > root.end_ns]
-            if outside:  # a child outside its request's root span: clipped to the root, counted and named
+            if (
+                outside
+            ):  # a child outside its request's root span: clipped to the root, counted and named
                 tree.clamped["outside their request's root span"] += len(outside)
                 tree.flagged.update(m.name for m in outside)
             first, covered = _union(members, root.start_ns, root.end_ns)
@@ -150,25 +169,46 @@ def ingest_spans(spans: list[Span], stage_map: dict[str, str] | None = None, sou
             if failed is not None and (error is None or error[0] == "request"):
                 error = (stage, *_error_of(failed))
         stage, kind, message = error or (None, None, None)
-        req_rows.append({"request": rid, "warmup": False, "start_ns": root.start_ns - origin,
-                         "dur_ns": root.end_ns - root.start_ns, "ok": error is None, "error_stage": stage,
-                         "error_type": kind, "error_message": message, "batch_size": 1,
-                         "request_id": root.trace, "span_name": root.name})
+        req_rows.append(
+            {
+                "request": rid,
+                "warmup": False,
+                "start_ns": root.start_ns - origin,
+                "dur_ns": root.end_ns - root.start_ns,
+                "ok": error is None,
+                "error_stage": stage,
+                "error_type": kind,
+                "error_message": message,
+                "batch_size": 1,
+                "request_id": root.trace,
+                "span_name": root.name,
+            }
+        )
     order = sorted(offsets, key=lambda s: (statistics.median(offsets[s]), s))
     for row in st_rows:
         row[2] = order.index(row[1])
-    requests, stage_table = build_tables(req_rows, [tuple(r) for r in st_rows],
-                                         {"request_id": "object", "span_name": "object"})
-    for name, table, columns in (("requests", requests, REQUEST_COLUMNS), ("stages", stage_table, STAGE_COLUMNS)):
+    requests, stage_table = build_tables(
+        req_rows, [tuple(r) for r in st_rows], {"request_id": "object", "span_name": "object"}
+    )
+    for name, table, columns in (
+        ("requests", requests, REQUEST_COLUMNS),
+        ("stages", stage_table, STAGE_COLUMNS),
+    ):
         try:  # the run folder's own range rules: no total of a column may wrap int64
             checked_table(table, columns)
         except TableError as exc:
-            raise TraceError(f"span times give a {name} {exc}: the export's times are not one service's "
-                             "nanoseconds") from None
-    return Run(meta=_meta(spans, tree, order, stage_map, sources), requests=requests, stages=stage_table)
+            raise TraceError(
+                f"span times give a {name} {exc}: the export's times are not one service's "
+                "nanoseconds"
+            ) from None
+    return Run(
+        meta=_meta(spans, tree, order, stage_map, sources), requests=requests, stages=stage_table
+    )
 
 
-def _stage_spans(root_key: Key, by_id: dict[Key, Span], children, stage_map) -> dict[str, list[Span]]:
+def _stage_spans(
+    root_key: Key, by_id: dict[Key, Span], children, stage_map
+) -> dict[str, list[Span]]:
     """Stage name -> its spans under this root (see the module docstring)."""
     out: dict[str, list[Span]] = defaultdict(list)
     if not stage_map:
@@ -188,7 +228,9 @@ def _stage_spans(root_key: Key, by_id: dict[Key, Span], children, stage_map) -> 
 def _union(spans: list[Span], lo: int, hi: int) -> tuple[int, int]:
     """(first start, covered ns) of the spans' intervals clipped to [lo, hi]."""
     intervals = sorted((max(s.start_ns, lo), min(s.end_ns, hi)) for s in spans)
-    intervals = [(a, b) for a, b in intervals if b > a] or [(min(max(intervals[0][0], lo), hi),) * 2]
+    intervals = [(a, b) for a, b in intervals if b > a] or [
+        (min(max(intervals[0][0], lo), hi),) * 2
+    ]
     covered, cur_a, cur_b = 0, *intervals[0]
     for a, b in intervals[1:]:
         if a > cur_b:
@@ -213,14 +255,26 @@ def _meta(spans: list[Span], tree: SpanTree, order, stage_map, sources) -> RunMe
     services = sorted({by_id[k].service or "?" for k in roots})
     first = by_id[roots[0]].start_ns
     return RunMeta(
-        kind="ingested", pipeline=services[0] if len(services) == 1 else "+".join(services),
+        kind="ingested",
+        pipeline=services[0] if len(services) == 1 else "+".join(services),
         description=f"spans ingested from {', '.join(Path(s).name for s in sources) or 'memory'}",
-        stages=list(order), env=Env(extra={"source": "otlp-json", "services": services}),
+        stages=list(order),
+        env=Env(extra={"source": "otlp-json", "services": services}),
         created=datetime.fromtimestamp(ns_to_s(first), timezone.utc).isoformat(),
         timing=Timing(warmup=0, requests=len(roots), clock="span timestamps (Unix ns)"),
         trace=None,
-        noise=Noise(noisy=None, reasons=["spans ingested from another service: its machine was not observed"]),
-        ingest=Ingest(files=list(sources), spans=len(spans), requests=len(roots), stage_map=dict(stage_map or {}),
-                      root_names=sorted({by_id[k].name for k in roots}), dropped=dict(tree.dropped),
-                      clamped=dict(tree.clamped), flagged=sorted(tree.flagged)[:20]),
+        noise=Noise(
+            noisy=None,
+            reasons=["spans ingested from another service: its machine was not observed"],
+        ),
+        ingest=Ingest(
+            files=list(sources),
+            spans=len(spans),
+            requests=len(roots),
+            stage_map=dict(stage_map or {}),
+            root_names=sorted({by_id[k].name for k in roots}),
+            dropped=dict(tree.dropped),
+            clamped=dict(tree.clamped),
+            flagged=sorted(tree.flagged)[:20],
+        ),
     )

@@ -7,6 +7,7 @@ protobuf's JSON mapping with the OTLP/JSON rules: trace and span ids as hex
 (not the protobuf default base64), enums as integers, 64-bit integers as
 strings, lowerCamelCase keys.
 """
+
 from __future__ import annotations
 
 import base64
@@ -95,10 +96,15 @@ def file_exporter(path: str | Path):
 # -- reading: OTLP/JSON decoded once into typed structures (msgspec); anything else is one TraceError line --
 
 MAX_NS = 2**63 - 1
-UnixNs = Annotated[int, msgspec.Meta(ge=0, le=MAX_NS)] | Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,19}$")]
+UnixNs = (
+    Annotated[int, msgspec.Meta(ge=0, le=MAX_NS)]
+    | Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,19}$")]
+)
 SpanId = Annotated[str, msgspec.Meta(max_length=64)]
-StatusCode = Annotated[int, msgspec.Meta(ge=0, le=2)] | Literal["STATUS_CODE_UNSET", "STATUS_CODE_OK",
-                                                                   "STATUS_CODE_ERROR"]
+StatusCode = (
+    Annotated[int, msgspec.Meta(ge=0, le=2)]
+    | Literal["STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ERROR"]
+)
 STATUS_ERROR = 2
 
 
@@ -184,7 +190,9 @@ def _documents(p: Path, raw: bytes) -> list[tuple[int, Any]]:
             return [(1, _decode_json(raw))]
         except _NotJson:
             at = f"{p}:{first.line}" if len(lines) > 1 else str(p)
-            raise TraceError(f"{at}: not OTLP/JSON (one ExportTraceServiceRequest per line): {first}") from None
+            raise TraceError(
+                f"{at}: not OTLP/JSON (one ExportTraceServiceRequest per line): {first}"
+            ) from None
 
 
 class _NotJson(ValueError):
@@ -221,8 +229,16 @@ def _spans(p: Path, line: int, obj: Any) -> list[Span]:
 def _typed(s: SpanIn, service: str | None) -> Span:
     code = s.status.code
     error = s.status.message if code in (STATUS_ERROR, "STATUS_CODE_ERROR") else None
-    return Span(trace=s.traceId, span_id=s.spanId, parent=s.parentSpanId, name=s.name,
-                start_ns=int(s.startTimeUnixNano), end_ns=int(s.endTimeUnixNano), error=error, service=service)
+    return Span(
+        trace=s.traceId,
+        span_id=s.spanId,
+        parent=s.parentSpanId,
+        name=s.name,
+        start_ns=int(s.startTimeUnixNano),
+        end_ns=int(s.endTimeUnixNano),
+        error=error,
+        service=service,
+    )
 
 
 def _field_error(exc: msgspec.ValidationError, obj: Any) -> str:

@@ -16,6 +16,7 @@ Attributes: ``workbench.request``, ``workbench.batch_size``,
 and ``workbench.stage_index``; a failed request and its failing stage get
 status ERROR with the exception type and message.
 """
+
 from __future__ import annotations
 
 import time
@@ -45,8 +46,11 @@ def run_spans(run, *, clock=time.perf_counter_ns) -> tuple[list[Any], dict[str, 
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     memory = InMemorySpanExporter()
-    provider = TracerProvider(resource=Resource.create({"service.name": run.meta.pipeline or "workbench",
-                                                        "workbench.run_kind": run.kind}))
+    provider = TracerProvider(
+        resource=Resource.create(
+            {"service.name": run.meta.pipeline or "workbench", "workbench.run_kind": run.kind}
+        )
+    )
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer(SCOPE)
     requests = run.requests[~run.requests["warmup"].astype(bool)]
@@ -61,8 +65,11 @@ def run_spans(run, *, clock=time.perf_counter_ns) -> tuple[list[Any], dict[str, 
     elapsed = clock() - t0
     spans = list(memory.get_finished_spans())
     provider.shutdown()
-    return spans, {"requests": int(len(requests)), "spans": len(spans),
-                   "sdk_ns_per_span": int(elapsed / len(spans)) if spans else None}
+    return spans, {
+        "requests": int(len(requests)),
+        "spans": len(spans),
+        "sdk_ns_per_span": int(elapsed / len(spans)) if spans else None,
+    }
 
 
 def _request_spans(tracer, run, row, stage_rows, origin: int) -> None:
@@ -71,21 +78,31 @@ def _request_spans(tracer, run, row, stage_rows, origin: int) -> None:
 
     kind = trace.SpanKind.SERVER if run.kind == "served" else trace.SpanKind.INTERNAL
     start = origin + int(row.start_ns)
-    attrs = {"workbench.request": int(row.request), "workbench.batch_size": int(row.batch_size),
-             "workbench.run_kind": run.kind}
+    attrs = {
+        "workbench.request": int(row.request),
+        "workbench.batch_size": int(row.batch_size),
+        "workbench.run_kind": run.kind,
+    }
     request_id = getattr(row, "request_id", None)
     if isinstance(request_id, str):
         attrs["workbench.request_id"] = request_id
-    root = tracer.start_span(f"{run.meta.pipeline or 'pipeline'} request", kind=kind, start_time=start,
-                             attributes=attrs)
+    root = tracer.start_span(
+        f"{run.meta.pipeline or 'pipeline'} request", kind=kind, start_time=start, attributes=attrs
+    )
     context = trace.set_span_in_context(root)
     for st in stage_rows:
         s = origin + int(st.start_ns)
-        child = tracer.start_span(st.stage, context=context, start_time=s,
-                                  attributes={"workbench.stage_index": int(st.stage_index)})
+        child = tracer.start_span(
+            st.stage,
+            context=context,
+            start_time=s,
+            attributes={"workbench.stage_index": int(st.stage_index)},
+        )
         if not row.ok and st.stage == row.error_stage:
             child.set_status(Status(StatusCode.ERROR, f"{row.error_type}: {row.error_message}"))
         child.end(end_time=s + int(st.dur_ns))
     if not row.ok:
-        root.set_status(Status(StatusCode.ERROR, f"{row.error_stage}: {row.error_type}: {row.error_message}"))
+        root.set_status(
+            Status(StatusCode.ERROR, f"{row.error_stage}: {row.error_type}: {row.error_message}")
+        )
     root.end(end_time=start + int(row.dur_ns))

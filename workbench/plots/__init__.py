@@ -5,6 +5,7 @@ imports plotly. Every builder aggregates before plotting, so a figure's
 payload stays small whatever the size of the run or trace; input without GPU
 events gives a figure that says so, never an exception.
 """
+
 from .batching import batching_curves_figure, queueing_breakdown_figure, wait_time_figure
 from .budget import budget_figure
 from .compare_figures import compare_figure, ratio_figure
@@ -17,8 +18,21 @@ from .timeline import gpu_timeline_figure, step_breakdown_figure
 from .transfers import transfer_figure
 
 __all__ = [
-    "attribute_figure", "batching_curves_figure", "budget_figure", "compare_figure", "distribution_figure",
-    "flame_figure", "gpu_timeline_figure", "latency_over_run_figure", "launch_figure", "queueing_breakdown_figure",
-    "ratio_figure", "request_flame_chart", "step_breakdown_figure", "tail_figure", "trace_flame_figure",
-    "transfer_figure", "wait_time_figure",
+    "attribute_figure",
+    "batching_curves_figure",
+    "budget_figure",
+    "compare_figure",
+    "distribution_figure",
+    "flame_figure",
+    "gpu_timeline_figure",
+    "latency_over_run_figure",
+    "launch_figure",
+    "queueing_breakdown_figure",
+    "ratio_figure",
+    "request_flame_chart",
+    "step_breakdown_figure",
+    "tail_figure",
+    "trace_flame_figure",
+    "transfer_figure",
+    "wait_time_figure",
 ]

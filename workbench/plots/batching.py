@@ -7,6 +7,7 @@ with ``stable == False`` (arrival rate at or above capacity: the queue grows
 with the run's length, so its latency is not a steady state) are drawn with
 open "x" markers and say so in the hover.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -18,15 +19,20 @@ import plotly.graph_objects as go
 from ..errors import ConfigError
 from .style import SLA_COLOR, empty_figure, layout, log_axis, positive_extent, stage_color
 
-COMPONENTS = {"batch_wait": ("batch wait", "#dd8452"), "queue_wait": ("queue wait", "#c44e52"),
-              "service": ("service", "#4c72b0")}
+COMPONENTS = {
+    "batch_wait": ("batch wait", "#dd8452"),
+    "queue_wait": ("queue wait", "#c44e52"),
+    "service": ("service", "#4c72b0"),
+}
 STATS = ("mean_ms", "p50_ms", "p99_ms")
 
 
 def _check(sweep: pd.DataFrame, needed: tuple[str, ...], who: str) -> None:
     missing = [c for c in needed if c not in getattr(sweep, "columns", ())]
     if missing:
-        raise ConfigError(f"{who}: sweep is missing columns {missing}; pass workbench.batching.sweep(...)")
+        raise ConfigError(
+            f"{who}: sweep is missing columns {missing}; pass workbench.batching.sweep(...)"
+        )
 
 
 def _markers(stable: pd.Series) -> dict:
@@ -34,45 +40,88 @@ def _markers(stable: pd.Series) -> dict:
     return dict(symbol=np.where(ok, "circle", "x-open").tolist(), size=np.where(ok, 7, 10).tolist())
 
 
-def batching_curves_figure(sweep: pd.DataFrame, *, sla_ms: float | None = None, log_y: bool = True,
-                           title: str | None = None) -> go.Figure:
+def batching_curves_figure(
+    sweep: pd.DataFrame,
+    *,
+    sla_ms: float | None = None,
+    log_y: bool = True,
+    title: str | None = None,
+) -> go.Figure:
     """Latency (ms) vs achieved throughput (requests/s), one color per (max_batch_size, max_wait_ms).
 
     Per setting two traces over increasing ``rate_rps``: p99 (solid, named
     "bs=B wait=W ms p99") and p50 (dotted, "... p50"). Points: x =
     ``throughput_rps``, y = ``p99_ms`` / ``p50_ms``. ``sla_ms`` draws the target.
     """
-    _check(sweep, ("rate_rps", "max_batch_size", "max_wait_ms", "p50_ms", "p99_ms", "throughput_rps", "stable"),
-           "batching_curves_figure")
+    _check(
+        sweep,
+        (
+            "rate_rps",
+            "max_batch_size",
+            "max_wait_ms",
+            "p50_ms",
+            "p99_ms",
+            "throughput_rps",
+            "stable",
+        ),
+        "batching_curves_figure",
+    )
     if sweep.empty:
         return empty_figure("empty sweep: no settings simulated", title or "Latency vs throughput")
     fig = go.Figure()
-    groups = sweep.sort_values("rate_rps", kind="stable").groupby(["max_batch_size", "max_wait_ms"], sort=True)
+    groups = sweep.sort_values("rate_rps", kind="stable").groupby(
+        ["max_batch_size", "max_wait_ms"], sort=True
+    )
     for i, ((size, wait), rows) in enumerate(groups):
         name = f"bs={size} wait={wait:g} ms"
         for col, dash in (("p99_ms", "solid"), ("p50_ms", "dot")):
             fig.add_scatter(
-                x=rows["throughput_rps"].to_numpy(), y=rows[col].to_numpy(), mode="lines+markers",
-                name=f"{name} {col.removesuffix('_ms')}", legendgroup=name, line=dict(color=stage_color(i), dash=dash),
-                marker=_markers(rows["stable"]), customdata=np.c_[rows["rate_rps"].to_numpy(), rows["stable"].to_numpy()],
-                hovertemplate=name + "<br>offered %{customdata[0]:.4g} req/s<br>throughput %{x:.4g} req/s<br>"
-                              + col.removesuffix("_ms") + " %{y:.3f} ms<br>stable %{customdata[1]}<extra></extra>")
+                x=rows["throughput_rps"].to_numpy(),
+                y=rows[col].to_numpy(),
+                mode="lines+markers",
+                name=f"{name} {col.removesuffix('_ms')}",
+                legendgroup=name,
+                line=dict(color=stage_color(i), dash=dash),
+                marker=_markers(rows["stable"]),
+                customdata=np.c_[rows["rate_rps"].to_numpy(), rows["stable"].to_numpy()],
+                hovertemplate=name
+                + "<br>offered %{customdata[0]:.4g} req/s<br>throughput %{x:.4g} req/s<br>"
+                + col.removesuffix("_ms")
+                + " %{y:.3f} ms<br>stable %{customdata[1]}<extra></extra>",
+            )
     if sla_ms is not None:  # a line trace, not a shape: shapes on a log axis stretch its autorange
         span = [float(sweep["throughput_rps"].min()), float(sweep["throughput_rps"].max())]
-        fig.add_scatter(x=span, y=[float(sla_ms)] * 2, mode="lines", name=f"SLA {sla_ms:g} ms",
-                        line=dict(color=SLA_COLOR, dash="dash"), hoverinfo="skip")
+        fig.add_scatter(
+            x=span,
+            y=[float(sla_ms)] * 2,
+            mode="lines",
+            name=f"SLA {sla_ms:g} ms",
+            line=dict(color=SLA_COLOR, dash="dash"),
+            hoverinfo="skip",
+        )
     if log_y:  # decades only, labelled with their unit (style.log_axis)
-        shown = [sweep["p50_ms"], sweep["p99_ms"]] + ([[float(sla_ms)]] if sla_ms is not None else [])
+        shown = [sweep["p50_ms"], sweep["p99_ms"]] + (
+            [[float(sla_ms)]] if sla_ms is not None else []
+        )
         fig.update_yaxes(**log_axis(*positive_extent(*shown), "ms"))
     else:
         fig.update_yaxes(type="linear")
-    return layout(fig, title or "Latency vs throughput (solid p99, dotted p50; x: unstable)",
-                  xaxis_title="throughput (requests/s)",
-                  yaxis_title="latency (ms, log scale)" if log_y else "latency (ms)", legend="right")
+    return layout(
+        fig,
+        title or "Latency vs throughput (solid p99, dotted p50; x: unstable)",
+        xaxis_title="throughput (requests/s)",
+        yaxis_title="latency (ms, log scale)" if log_y else "latency (ms)",
+        legend="right",
+    )
 
 
-def wait_time_figure(sweep: pd.DataFrame, *, stat: str = "p99_ms", rate_rps: float | None = None,
-                     title: str | None = None) -> go.Figure:
+def wait_time_figure(
+    sweep: pd.DataFrame,
+    *,
+    stat: str = "p99_ms",
+    rate_rps: float | None = None,
+    title: str | None = None,
+) -> go.Figure:
     """``stat`` latency (ms) vs ``max_wait_ms``, one line per max_batch_size (and rate, when several).
 
     ``rate_rps`` keeps only that arrival rate. Lines are named "bs=B" or
@@ -81,24 +130,46 @@ def wait_time_figure(sweep: pd.DataFrame, *, stat: str = "p99_ms", rate_rps: flo
     _check(sweep, ("rate_rps", "max_batch_size", "max_wait_ms", stat, "stable"), "wait_time_figure")
     rows = sweep if rate_rps is None else sweep[np.isclose(sweep["rate_rps"], rate_rps)]
     if rows.empty:
-        return empty_figure("no sweep rows" + ("" if rate_rps is None else f" at {rate_rps:g} req/s"),
-                            title or "Latency vs wait time")
+        return empty_figure(
+            "no sweep rows" + ("" if rate_rps is None else f" at {rate_rps:g} req/s"),
+            title or "Latency vs wait time",
+        )
     several = rows["rate_rps"].nunique() > 1
     fig = go.Figure()
-    groups = rows.sort_values("max_wait_ms", kind="stable").groupby(["rate_rps", "max_batch_size"], sort=True)
+    groups = rows.sort_values("max_wait_ms", kind="stable").groupby(
+        ["rate_rps", "max_batch_size"], sort=True
+    )
     for i, ((rate, size), g) in enumerate(groups):
         name = f"bs={size}" + (f" @ {rate:g} req/s" if several else "")
-        fig.add_scatter(x=g["max_wait_ms"].to_numpy(), y=g[stat].to_numpy(), mode="lines+markers", name=name,
-                        line=dict(color=stage_color(i)), marker=_markers(g["stable"]),
-                        hovertemplate=name + "<br>max wait %{x:g} ms<br>" + stat.removesuffix("_ms")
-                                      + " %{y:.3f} ms<extra></extra>")
+        fig.add_scatter(
+            x=g["max_wait_ms"].to_numpy(),
+            y=g[stat].to_numpy(),
+            mode="lines+markers",
+            name=name,
+            line=dict(color=stage_color(i)),
+            marker=_markers(g["stable"]),
+            hovertemplate=name
+            + "<br>max wait %{x:g} ms<br>"
+            + stat.removesuffix("_ms")
+            + " %{y:.3f} ms<extra></extra>",
+        )
     at = "" if several else f" at {rows['rate_rps'].iloc[0]:g} req/s"
-    return layout(fig, title or f"{stat.removesuffix('_ms')} latency vs max wait{at}", legend="right",
-                  xaxis_title="max wait (ms)", yaxis_title=f"{stat.removesuffix('_ms')} latency (ms)")
+    return layout(
+        fig,
+        title or f"{stat.removesuffix('_ms')} latency vs max wait{at}",
+        legend="right",
+        xaxis_title="max wait (ms)",
+        yaxis_title=f"{stat.removesuffix('_ms')} latency (ms)",
+    )
 
 
-def queueing_breakdown_figure(summary: dict[str, Any] | pd.DataFrame, *, at: pd.DataFrame | None = None,
-                              stat: str = "p50_ms", title: str | None = None) -> go.Figure:
+def queueing_breakdown_figure(
+    summary: dict[str, Any] | pd.DataFrame,
+    *,
+    at: pd.DataFrame | None = None,
+    stat: str = "p50_ms",
+    title: str | None = None,
+) -> go.Figure:
     """Batch wait, queue wait and service (ms), with end to end as a marker; every stack adds up.
 
     ``summary``: a ``load_summary`` dict: the means, stacked (they add up exactly
@@ -122,11 +193,26 @@ def queueing_breakdown_figure(summary: dict[str, Any] | pd.DataFrame, *, at: pd.
                 total.append(row.end_to_end_ms)
     else:
         if stat not in ("p50_ms", "p99_ms"):
-            raise ConfigError(f"queueing_breakdown_figure: stat={stat!r}; a sweep has p50_ms and p99_ms")
-        _check(summary, ("rate_rps", "max_batch_size", "max_wait_ms", stat, *[f"{c}_{stat}" for c in COMPONENTS]),
-               "queueing_breakdown_figure")
-        labels = [f"{r:g} req/s bs={b} wait={w:g}" for r, b, w in
-                  zip(summary["rate_rps"], summary["max_batch_size"], summary["max_wait_ms"])]
+            raise ConfigError(
+                f"queueing_breakdown_figure: stat={stat!r}; a sweep has p50_ms and p99_ms"
+            )
+        _check(
+            summary,
+            (
+                "rate_rps",
+                "max_batch_size",
+                "max_wait_ms",
+                stat,
+                *[f"{c}_{stat}" for c in COMPONENTS],
+            ),
+            "queueing_breakdown_figure",
+        )
+        labels = [
+            f"{r:g} req/s bs={b} wait={w:g}"
+            for r, b, w in zip(
+                summary["rate_rps"], summary["max_batch_size"], summary["max_wait_ms"]
+            )
+        ]
         parts = {c: summary[f"{c}_{stat}"].tolist() for c in COMPONENTS}
         total = summary[stat].tolist()
         barmode = "group"
@@ -134,11 +220,26 @@ def queueing_breakdown_figure(summary: dict[str, Any] | pd.DataFrame, *, at: pd.
         return empty_figure("no completed requests to break down", title or "Queueing breakdown")
     fig = go.Figure()
     for comp, (name, color) in COMPONENTS.items():
-        fig.add_bar(x=labels, y=np.array(parts[comp], dtype=float), name=name, marker_color=color,
-                    hovertemplate="%{x}<br>" + name + " %{y:.3f} ms<extra></extra>")
-    fig.add_scatter(x=labels, y=np.array(total, dtype=float), mode="markers", name="end to end",
-                    marker=dict(symbol="line-ew-open", size=28, line=dict(width=3, color="#333333")),
-                    hovertemplate="%{x}<br>end to end %{y:.3f} ms<extra></extra>")
-    default = ("Queueing breakdown: batch wait, queue wait, service" if barmode == "stack" else
-               f"Queueing breakdown: each part's {stat.removesuffix('_ms')} (side by side: percentiles do not add up)")
-    return layout(fig, title or default, barmode=barmode, yaxis_title="latency (ms)", xaxis_title=None)
+        fig.add_bar(
+            x=labels,
+            y=np.array(parts[comp], dtype=float),
+            name=name,
+            marker_color=color,
+            hovertemplate="%{x}<br>" + name + " %{y:.3f} ms<extra></extra>",
+        )
+    fig.add_scatter(
+        x=labels,
+        y=np.array(total, dtype=float),
+        mode="markers",
+        name="end to end",
+        marker=dict(symbol="line-ew-open", size=28, line=dict(width=3, color="#333333")),
+        hovertemplate="%{x}<br>end to end %{y:.3f} ms<extra></extra>",
+    )
+    default = (
+        "Queueing breakdown: batch wait, queue wait, service"
+        if barmode == "stack"
+        else f"Queueing breakdown: each part's {stat.removesuffix('_ms')} (side by side: percentiles do not add up)"
+    )
+    return layout(
+        fig, title or default, barmode=barmode, yaxis_title="latency (ms)", xaxis_title=None
+    )

@@ -16,6 +16,7 @@ each failing stage's count, share and most frequent error under the title. A
 run whose every request failed gives an empty figure that says why.
 :func:`run_budget_figure` takes a run and passes all three.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -34,7 +35,9 @@ def check_summary(summary: pd.DataFrame, what: str = "summary") -> None:
     """Raise ConfigError unless ``summary`` has the stage_summary columns."""
     missing = [c for c in NEEDED if c not in getattr(summary, "columns", ())]
     if missing:
-        raise ConfigError(f"{what}: missing columns {missing}; pass workbench.analysis.budget.stage_summary(...)")
+        raise ConfigError(
+            f"{what}: missing columns {missing}; pass workbench.analysis.budget.stage_summary(...)"
+        )
 
 
 def budget_rows(summary: pd.DataFrame) -> pd.DataFrame:
@@ -44,9 +47,17 @@ def budget_rows(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([stages, *tail], ignore_index=True)
 
 
-def budget_figure(summary: pd.DataFrame, *, sla_ms: float | None = None, title: str | None = None,
-                  mode: str = "percentiles", noise: dict | None = None, failures: dict | None = None,
-                  at: pd.DataFrame | None = None, tail: str | None = None) -> go.Figure:
+def budget_figure(
+    summary: pd.DataFrame,
+    *,
+    sla_ms: float | None = None,
+    title: str | None = None,
+    mode: str = "percentiles",
+    noise: dict | None = None,
+    failures: dict | None = None,
+    at: pd.DataFrame | None = None,
+    tail: str | None = None,
+) -> go.Figure:
     """Per-stage latency budget as bars (ms), with the share of each stage.
 
     ``mode="percentiles"``: for each stage, unattributed and end to end, three
@@ -66,17 +77,26 @@ def budget_figure(summary: pd.DataFrame, *, sla_ms: float | None = None, title: 
     if mode not in MODES:
         raise ConfigError(f"budget_figure: mode={mode!r}; use one of {MODES}")
     if mode == "requests" and at is None:
-        raise ConfigError("budget_figure: mode='requests' needs at=analysis.budget.percentile_request_parts(run)")
+        raise ConfigError(
+            "budget_figure: mode='requests' needs at=analysis.budget.percentile_request_parts(run)"
+        )
     rows = budget_rows(summary)
     if rows.empty or not (rows["count"] > 0).any():
         why = "every measured request failed" if failures else "no measured requests in this run"
         fig = empty_figure("<br>".join([why, *failure_lines(failures)]), title or "Latency budget")
         return _badge(fig, noise)
-    fig = {"percentiles": _percentile_bars, "waterfall": _waterfall}[mode](rows) if mode != "requests" else \
-        _request_stacks(rows, at)
+    fig = (
+        {"percentiles": _percentile_bars, "waterfall": _waterfall}[mode](rows)
+        if mode != "requests"
+        else _request_stacks(rows, at)
+    )
     if sla_ms is not None:
-        fig.add_hline(y=float(sla_ms), line=dict(color=SLA_COLOR, dash="dash", width=2),
-                      annotation_text=f"SLA {sla_ms:g} ms", annotation_position="top left")
+        fig.add_hline(
+            y=float(sla_ms),
+            line=dict(color=SLA_COLOR, dash="dash", width=2),
+            annotation_text=f"SLA {sla_ms:g} ms",
+            annotation_position="top left",
+        )
     head = title or _title(rows, sla_ms)
     lines = failure_lines(failures) + ([f"tail: {tail}"] if tail else [])
     if lines:
@@ -94,8 +114,12 @@ def run_budget_figure(run, **kwargs) -> go.Figure:
     if kwargs.get("mode") == "requests" and kwargs.get("at") is None:
         kwargs["at"] = percentile_request_parts(run)
     kwargs.setdefault("tail", (recorded_stacks(run.meta) or {}).get("headline"))
-    return budget_figure(stage_summary(run), noise=noise_summary(run.meta),
-                         failures=failure_summary(run.requests, run.stage_names), **kwargs)
+    return budget_figure(
+        stage_summary(run),
+        noise=noise_summary(run.meta),
+        failures=failure_summary(run.requests, run.stage_names),
+        **kwargs,
+    )
 
 
 def failure_lines(failures: dict | None) -> list[str]:
@@ -126,9 +150,22 @@ def _badge(fig: go.Figure, noise: dict | None) -> go.Figure:
     if noise is None:
         return fig
     color = NOISE_COLORS[noise.get("noisy")]
-    fig.add_annotation(text=noise_badge_text(noise), x=1, y=1.12, xref="paper", yref="paper", xanchor="right",
-                       yanchor="bottom", showarrow=False, align="right", font=dict(color="white", size=11),
-                       bgcolor=color, bordercolor=color, borderpad=4, name="noise")
+    fig.add_annotation(
+        text=noise_badge_text(noise),
+        x=1,
+        y=1.12,
+        xref="paper",
+        yref="paper",
+        xanchor="right",
+        yanchor="bottom",
+        showarrow=False,
+        align="right",
+        font=dict(color="white", size=11),
+        bgcolor=color,
+        bordercolor=color,
+        borderpad=4,
+        name="noise",
+    )
     return fig
 
 
@@ -143,15 +180,25 @@ def _percentile_bars(rows: pd.DataFrame) -> go.Figure:
     for col in PERCENTILES:
         heights = pd.to_numeric(rows[col], errors="coerce").to_numpy(dtype="float64")
         fig.add_bar(
-            x=names, y=heights, name=col.removesuffix("_ms"), marker_color=PERCENTILE_COLORS[col],
+            x=names,
+            y=heights,
+            name=col.removesuffix("_ms"),
+            marker_color=PERCENTILE_COLORS[col],
             customdata=list(zip(share, rows["count"].tolist())),
-            hovertemplate="%{x}<br>" + col.removesuffix("_ms") + " %{y:.3f} ms<br>share of mean %{customdata[0]}"
-                          "<br>n=%{customdata[1]}<extra></extra>",
+            hovertemplate="%{x}<br>"
+            + col.removesuffix("_ms")
+            + " %{y:.3f} ms<br>share of mean %{customdata[0]}"
+            "<br>n=%{customdata[1]}<extra></extra>",
         )
-    fig.update_layout(barmode="group", legend_title_text="each stage's own (side by side: they do not add up)")
+    fig.update_layout(
+        barmode="group", legend_title_text="each stage's own (side by side: they do not add up)"
+    )
     # the share under each name, short: "forward<br>90.8% of mean" overlapped its neighbours at half of 1280 px
-    fig.update_xaxes(tickvals=names, ticktext=[f"{n}<br>{s}" if s else n for n, s in zip(names, share)],
-                     title_text="stage (share of the end-to-end mean)")
+    fig.update_xaxes(
+        tickvals=names,
+        ticktext=[f"{n}<br>{s}" if s else n for n, s in zip(names, share)],
+        title_text="stage (share of the end-to-end mean)",
+    )
     return fig
 
 
@@ -159,32 +206,53 @@ def _waterfall(rows: pd.DataFrame) -> go.Figure:
     parts = rows[rows["name"] != END_TO_END]
     total = rows[rows["name"] == END_TO_END]
     means = pd.to_numeric(parts["mean_ms"], errors="coerce").fillna(0.0).tolist()
-    fig = go.Figure(go.Waterfall(
-        x=[*parts["name"], END_TO_END], y=[*means, float(total["mean_ms"].iloc[0] or 0.0)],
-        measure=["relative"] * len(means) + ["total"], text=[*_share_text(parts), "100%"],
-        textposition="outside", name="mean", connector=dict(line=dict(color="#999999")),
-        increasing=dict(marker=dict(color=stage_color(0))),
-        totals=dict(marker=dict(color=END_TO_END_COLOR)),
-        hovertemplate="%{x}<br>mean %{y:.3f} ms (%{text})<extra></extra>",
-    ))
+    fig = go.Figure(
+        go.Waterfall(
+            x=[*parts["name"], END_TO_END],
+            y=[*means, float(total["mean_ms"].iloc[0] or 0.0)],
+            measure=["relative"] * len(means) + ["total"],
+            text=[*_share_text(parts), "100%"],
+            textposition="outside",
+            name="mean",
+            connector=dict(line=dict(color="#999999")),
+            increasing=dict(marker=dict(color=stage_color(0))),
+            totals=dict(marker=dict(color=END_TO_END_COLOR)),
+            hovertemplate="%{x}<br>mean %{y:.3f} ms (%{text})<extra></extra>",
+        )
+    )
     return fig
 
 
 def _request_stacks(rows: pd.DataFrame, at: pd.DataFrame) -> go.Figure:
     """One stacked bar per percentile request: its stages and unattributed (ms), end to end as a marker."""
     parts = rows[rows["name"] != END_TO_END]["name"].tolist()
-    missing = [c for c in ("percentile", "request", *parts, END_TO_END) if c not in getattr(at, "columns", ())]
+    missing = [
+        c
+        for c in ("percentile", "request", *parts, END_TO_END)
+        if c not in getattr(at, "columns", ())
+    ]
     if missing:
-        raise ConfigError(f"budget_figure: at is missing columns {missing}; pass analysis.budget.percentile_request_parts(run)")
+        raise ConfigError(
+            f"budget_figure: at is missing columns {missing}; pass analysis.budget.percentile_request_parts(run)"
+        )
     labels = [f"p{q:g} request (#{r})" for q, r in zip(at["percentile"], at["request"])]
     fig = go.Figure()
     for i, name in enumerate(parts):
-        fig.add_bar(x=labels, y=at[name].astype(float).to_numpy(), name=name,
-                    marker_color="#bbbbbb" if name == UNATTRIBUTED else stage_color(i),
-                    hovertemplate="%{x}<br>" + name + " %{y:.3f} ms<extra></extra>")
-    fig.add_scatter(x=labels, y=at[END_TO_END].astype(float).to_numpy(), mode="markers", name="end to end",
-                    marker=dict(symbol="line-ew-open", size=28, line=dict(width=3, color=END_TO_END_COLOR)),
-                    hovertemplate="%{x}<br>end to end %{y:.3f} ms<extra></extra>")
+        fig.add_bar(
+            x=labels,
+            y=at[name].astype(float).to_numpy(),
+            name=name,
+            marker_color="#bbbbbb" if name == UNATTRIBUTED else stage_color(i),
+            hovertemplate="%{x}<br>" + name + " %{y:.3f} ms<extra></extra>",
+        )
+    fig.add_scatter(
+        x=labels,
+        y=at[END_TO_END].astype(float).to_numpy(),
+        mode="markers",
+        name="end to end",
+        marker=dict(symbol="line-ew-open", size=28, line=dict(width=3, color=END_TO_END_COLOR)),
+        hovertemplate="%{x}<br>end to end %{y:.3f} ms<extra></extra>",
+    )
     fig.update_layout(barmode="stack", legend_title_text="this request's own stages (they add up)")
     return fig
 

@@ -8,6 +8,7 @@ spread is noise: the hover shows both values so the reader can judge.
 :func:`ratio_figure` draws what ``workbench compare`` concluded instead: the
 ratio B/A per stage with its (Holm-corrected) interval, colored by verdict.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -33,8 +34,14 @@ def compare_table(summary_a: pd.DataFrame, summary_b: pd.DataFrame) -> pd.DataFr
     return out
 
 
-def compare_figure(summary_a: pd.DataFrame, summary_b: pd.DataFrame, *, labels: tuple[str, str] = ("A", "B"),
-                   stat: str = "p99_ms", title: str | None = None) -> go.Figure:
+def compare_figure(
+    summary_a: pd.DataFrame,
+    summary_b: pd.DataFrame,
+    *,
+    labels: tuple[str, str] = ("A", "B"),
+    stat: str = "p99_ms",
+    title: str | None = None,
+) -> go.Figure:
     """Top: ``stat`` (ms) per stage for A and B, side by side. Bottom: B - A (ms) for p50/p95/p99.
 
     Delta bars carry the relative change in their text; the title names the
@@ -46,22 +53,52 @@ def compare_figure(summary_a: pd.DataFrame, summary_b: pd.DataFrame, *, labels: 
     table = compare_table(summary_a, summary_b)
     if table.empty:
         return empty_figure("no stages to compare", title or "Comparison")
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
-                        subplot_titles=(f"{stat.removesuffix('_ms')} per stage", f"change {labels[1]} - {labels[0]}"))
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.08,
+        subplot_titles=(
+            f"{stat.removesuffix('_ms')} per stage",
+            f"change {labels[1]} - {labels[0]}",
+        ),
+    )
     names = table["name"].tolist()
     for side, label, color in (("a", labels[0], SIDE_COLORS[0]), ("b", labels[1], SIDE_COLORS[1])):
-        fig.add_bar(x=names, y=table[f"{stat}_{side}"].to_numpy(), name=label, marker_color=color,
-                    legendgroup="runs", hovertemplate="%{x}<br>" + label + " %{y:.3f} ms<extra></extra>", row=1, col=1)
+        fig.add_bar(
+            x=names,
+            y=table[f"{stat}_{side}"].to_numpy(),
+            name=label,
+            marker_color=color,
+            legendgroup="runs",
+            hovertemplate="%{x}<br>" + label + " %{y:.3f} ms<extra></extra>",
+            row=1,
+            col=1,
+        )
     for col in PERCENTILES:
         delta = table[f"{col}_delta"].to_numpy()
-        fig.add_bar(x=names, y=delta, name=f"Δ {col.removesuffix('_ms')}", marker_color=PERCENTILE_COLORS[col],
-                    marker_line=dict(color=[SLOWER_COLOR if d > 0 else FASTER_COLOR for d in np.nan_to_num(delta)], width=2),
-                    text=_relative(table[f"{col}_a"].to_numpy(), delta), legendgroup="delta",
-                    hovertemplate="%{x}<br>Δ " + col.removesuffix("_ms") + " %{y:+.3f} ms (%{text})<extra></extra>",
-                    row=2, col=1)
+        fig.add_bar(
+            x=names,
+            y=delta,
+            name=f"Δ {col.removesuffix('_ms')}",
+            marker_color=PERCENTILE_COLORS[col],
+            marker_line=dict(
+                color=[SLOWER_COLOR if d > 0 else FASTER_COLOR for d in np.nan_to_num(delta)],
+                width=2,
+            ),
+            text=_relative(table[f"{col}_a"].to_numpy(), delta),
+            legendgroup="delta",
+            hovertemplate="%{x}<br>Δ "
+            + col.removesuffix("_ms")
+            + " %{y:+.3f} ms (%{text})<extra></extra>",
+            row=2,
+            col=1,
+        )
     fig.update_layout(barmode="group")
     fig.update_yaxes(title_text="latency (ms)", row=1, col=1)
-    fig.update_yaxes(title_text="Δ latency (ms)", zeroline=True, zerolinecolor="#444444", row=2, col=1)
+    fig.update_yaxes(
+        title_text="Δ latency (ms)", zeroline=True, zerolinecolor="#444444", row=2, col=1
+    )
     return layout(fig, title or _title(table, labels))
 
 
@@ -73,15 +110,23 @@ def _relative(base: np.ndarray, delta: np.ndarray) -> list[str]:
 
 def _title(table: pd.DataFrame, labels: tuple[str, str]) -> str:
     e2e = table[table["name"] == "end_to_end"]
-    if e2e.empty or not np.isfinite(e2e["p99_ms_a"].iloc[0]) or not np.isfinite(e2e["p99_ms_b"].iloc[0]):
+    if (
+        e2e.empty
+        or not np.isfinite(e2e["p99_ms_a"].iloc[0])
+        or not np.isfinite(e2e["p99_ms_b"].iloc[0])
+    ):
         return f"{labels[0]} vs {labels[1]}"
     a, b = float(e2e["p99_ms_a"].iloc[0]), float(e2e["p99_ms_b"].iloc[0])
     change = f" ({100 * (b - a) / a:+.1f}%)" if a else ""
     return f"{labels[0]} vs {labels[1]}: end-to-end p99 {a:.2f} -> {b:.2f} ms{change}"
 
 
-VERDICT_COLORS = {"slower": SLOWER_COLOR, "faster": FASTER_COLOR, "no detectable difference": "#7f7f7f",
-                  "too noisy to tell": "#ff9f1c"}
+VERDICT_COLORS = {
+    "slower": SLOWER_COLOR,
+    "faster": FASTER_COLOR,
+    "no detectable difference": "#7f7f7f",
+    "too noisy to tell": "#ff9f1c",
+}
 
 
 def ratio_figure(result: dict, metric: str = "p50", title: str | None = None) -> go.Figure:
@@ -92,11 +137,16 @@ def ratio_figure(result: dict, metric: str = "p50", title: str | None = None) ->
     then C against A, ...), colored by verdict; a line at 1 and a shaded band
     ``1 +/- min_effect`` (a difference inside it does not count).
     """
-    comps = result.get("comparisons") or [{"b": 1, "stages": result.get("stages", []), "end_to_end": result.get("end_to_end")}]
+    comps = result.get("comparisons") or [
+        {"b": 1, "stages": result.get("stages", []), "end_to_end": result.get("end_to_end")}
+    ]
     labels = [c.get("label", str(i)) for i, c in enumerate(result.get("configs", []))]
     fig = go.Figure()
     for comp in comps:
-        entries = [*comp.get("stages", []), *([comp["end_to_end"]] if comp.get("end_to_end") else [])]
+        entries = [
+            *comp.get("stages", []),
+            *([comp["end_to_end"]] if comp.get("end_to_end") else []),
+        ]
         if not entries:
             continue
         names = ["end to end" if e["name"] == "end_to_end" else e["name"] for e in entries]
@@ -106,12 +156,30 @@ def ratio_figure(result: dict, metric: str = "p50", title: str | None = None) ->
         verdicts = [e.get("verdict", "") for e in entries]
         b = comp.get("b", 1)
         name = f"{labels[b] if b < len(labels) else 'B'} / {labels[0] if labels else 'A'}"
-        fig.add_scatter(x=names, y=ratio, mode="markers", name=name, text=verdicts,
-                        marker=dict(size=11, color=[VERDICT_COLORS.get(v, "#333333") for v in verdicts],
-                                    line=dict(color="#333333", width=1)),
-                        error_y=dict(type="data", symmetric=False, array=np.subtract(hi, ratio).tolist(),
-                                     arrayminus=np.subtract(ratio, lo).tolist(), color="#555555"),
-                        hovertemplate="%{x}<br>" + metric + " ratio %{y:.3f}<br>%{text}<extra>" + name + "</extra>")
+        fig.add_scatter(
+            x=names,
+            y=ratio,
+            mode="markers",
+            name=name,
+            text=verdicts,
+            marker=dict(
+                size=11,
+                color=[VERDICT_COLORS.get(v, "#333333") for v in verdicts],
+                line=dict(color="#333333", width=1),
+            ),
+            error_y=dict(
+                type="data",
+                symmetric=False,
+                array=np.subtract(hi, ratio).tolist(),
+                arrayminus=np.subtract(ratio, lo).tolist(),
+                color="#555555",
+            ),
+            hovertemplate="%{x}<br>"
+            + metric
+            + " ratio %{y:.3f}<br>%{text}<extra>"
+            + name
+            + "</extra>",
+        )
     if not fig.data:
         return empty_figure("nothing was compared", title or "Comparison")
     effect = float(result.get("min_effect") or 0.0)

@@ -7,6 +7,7 @@ mixed in. Bins are computed here with numpy (log-spaced on a log axis) and sent
 as counts, so the payload does not grow with the number of requests; the CDF
 is thinned to at most ``max_points`` points, always keeping min and max.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,12 +16,25 @@ import plotly.graph_objects as go
 
 from ..analysis.stats import NS_PER_MS, summarize_ns
 from ..errors import ConfigError
-from .style import PERCENTILE_COLORS, WARMUP_COLOR, empty_figure, layout, log_axis, positive_extent, stage_color
+from .style import (
+    PERCENTILE_COLORS,
+    WARMUP_COLOR,
+    empty_figure,
+    layout,
+    log_axis,
+    positive_extent,
+    stage_color,
+)
 
-DISTRIBUTION_KINDS = ("histogram", "cdf")  # figure styles; trace event kinds are workbench.trace.KINDS
+DISTRIBUTION_KINDS = (
+    "histogram",
+    "cdf",
+)  # figure styles; trace event kinds are workbench.trace.KINDS
 
 
-def latency_samples(requests: pd.DataFrame, stages: pd.DataFrame, stage: str | None) -> tuple[np.ndarray, np.ndarray]:
+def latency_samples(
+    requests: pd.DataFrame, stages: pd.DataFrame, stage: str | None
+) -> tuple[np.ndarray, np.ndarray]:
     """(measured, warm-up) int64 ns durations of successful requests for ``stage`` (None = end to end)."""
     ok = requests[requests["ok"].astype(bool)]
     warm_ids = set(ok.loc[ok["warmup"].astype(bool), "request"].tolist())
@@ -34,9 +48,18 @@ def latency_samples(requests: pd.DataFrame, stages: pd.DataFrame, stage: str | N
     return values[~is_warm], values[is_warm]
 
 
-def distribution_figure(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str], *,
-                        stage: str | None = None, kind: str = "histogram", log_x: bool = True,
-                        bins: int = 60, max_points: int = 2000, title: str | None = None) -> go.Figure:
+def distribution_figure(
+    requests: pd.DataFrame,
+    stages: pd.DataFrame,
+    stage_order: list[str],
+    *,
+    stage: str | None = None,
+    kind: str = "histogram",
+    log_x: bool = True,
+    bins: int = 60,
+    max_points: int = 2000,
+    title: str | None = None,
+) -> go.Figure:
     """Histogram (request counts per bin) or CDF (fraction <= x) of latency in ms.
 
     ``stage``: a name in ``stage_order`` or None for end to end (host wall time).
@@ -48,7 +71,9 @@ def distribution_figure(requests: pd.DataFrame, stages: pd.DataFrame, stage_orde
     if kind not in DISTRIBUTION_KINDS:
         raise ConfigError(f"distribution_figure: kind={kind!r}; use one of {DISTRIBUTION_KINDS}")
     if stage is not None and stage not in stage_order:
-        raise ConfigError(f"distribution_figure: stage={stage!r} is not in the pipeline's stages {list(stage_order)}")
+        raise ConfigError(
+            f"distribution_figure: stage={stage!r} is not in the pipeline's stages {list(stage_order)}"
+        )
     label = "end to end" if stage is None else stage
     title = title or f"Latency distribution: {label}"
     measured, warm = latency_samples(requests, stages, stage)
@@ -88,13 +113,22 @@ def _edges(values_ns: np.ndarray, bins: int, log_x: bool) -> np.ndarray:
     return np.linspace(lo, hi, bins + 1)
 
 
-def _add_hist(fig: go.Figure, values_ns: np.ndarray, edges: np.ndarray, name: str, color: str) -> None:
+def _add_hist(
+    fig: go.Figure, values_ns: np.ndarray, edges: np.ndarray, name: str, color: str
+) -> None:
     """A step outline over the bin edges: x = edges, y = counts (last repeated), shape 'hv'."""
-    counts, _ = np.histogram(np.clip(values_ns / NS_PER_MS, edges[0], edges[-1]), bins=edges)  # 0 ns on a log axis
+    counts, _ = np.histogram(
+        np.clip(values_ns / NS_PER_MS, edges[0], edges[-1]), bins=edges
+    )  # 0 ns on a log axis
     y = np.append(counts, counts[-1] if counts.size else 0)
     fig.add_scatter(
-        x=edges, y=y, name=name, mode="lines", line=dict(shape="hv", color=color, width=1.5),
-        fill="tozeroy", opacity=0.8,
+        x=edges,
+        y=y,
+        name=name,
+        mode="lines",
+        line=dict(shape="hv", color=color, width=1.5),
+        fill="tozeroy",
+        opacity=0.8,
         hovertemplate="from %{x:.4g} ms<br>%{y} requests<extra>" + name + "</extra>",
     )
 
@@ -103,7 +137,11 @@ def cdf_points(values_ns: np.ndarray, max_points: int) -> tuple[np.ndarray, np.n
     """Empirical CDF (x in ms, y = rank/n), at most ``max_points`` points incl. min and max."""
     s = np.sort(values_ns)
     n = s.size
-    idx = np.arange(n) if n <= max_points else np.unique(np.linspace(0, n - 1, max_points).round().astype(np.int64))
+    idx = (
+        np.arange(n)
+        if n <= max_points
+        else np.unique(np.linspace(0, n - 1, max_points).round().astype(np.int64))
+    )
     return s[idx] / NS_PER_MS, (idx + 1) / n
 
 
@@ -111,8 +149,14 @@ def _add_cdf(fig: go.Figure, values_ns: np.ndarray, max_points: int, name: str, 
     if values_ns.size == 0:
         return
     x, y = cdf_points(values_ns, max_points)
-    fig.add_scatter(x=x, y=y, name=name, mode="lines", line=dict(shape="hv", color=color),
-                    hovertemplate="%{x:.4g} ms<br>%{y:.4f}<extra>" + name + "</extra>")
+    fig.add_scatter(
+        x=x,
+        y=y,
+        name=name,
+        mode="lines",
+        line=dict(shape="hv", color=color),
+        hovertemplate="%{x:.4g} ms<br>%{y:.4f}<extra>" + name + "</extra>",
+    )
 
 
 def _add_markers(fig: go.Figure, measured_ns: np.ndarray, top: float) -> None:
@@ -126,6 +170,11 @@ def _add_markers(fig: go.Figure, measured_ns: np.ndarray, top: float) -> None:
         if stats[key] is None:
             continue
         name = key.removesuffix("_ms")
-        fig.add_scatter(x=[stats[key], stats[key]], y=[0, top], name=f"{name} {stats[key]:.3g} ms", mode="lines",
-                        line=dict(color=PERCENTILE_COLORS[key], dash="dot", width=2),
-                        hovertemplate=f"{name} %{{x:.4g}} ms<extra></extra>")
+        fig.add_scatter(
+            x=[stats[key], stats[key]],
+            y=[0, top],
+            name=f"{name} {stats[key]:.3g} ms",
+            mode="lines",
+            line=dict(color=PERCENTILE_COLORS[key], dash="dot", width=2),
+            hovertemplate=f"{name} %{{x:.4g}} ms<extra></extra>",
+        )

@@ -14,6 +14,7 @@ A tree with GPU work (a CUDA run) gets a second icicle under the first: per stag
 kernels, copies and memsets (``analysis.flame.gpu_work_by_stage``), width = GPU time. In the
 host icicle a 20 us kernel under a 10 ms request is a few pixels wide and never labelled.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -36,7 +37,9 @@ HOVER_CHARS = 160
 def check_tree(tree: pd.DataFrame) -> None:
     missing = [c for c in TREE_COLUMNS if c not in getattr(tree, "columns", ())]
     if missing:
-        raise ConfigError(f"flame tree: missing columns {missing}; pass a node table from workbench.analysis.flame")
+        raise ConfigError(
+            f"flame tree: missing columns {missing}; pass a node table from workbench.analysis.flame"
+        )
 
 
 PRUNE_SHARES = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
@@ -61,7 +64,11 @@ def _fit(tree: pd.DataFrame, max_nodes: int) -> tuple[pd.DataFrame, float | None
     sizes = pruned_sizes(tree, PRUNE_SHARES)
     share = next((s for s, n in zip(PRUNE_SHARES, sizes) if n <= max_nodes), PRUNE_SHARES[-1])
     pruned = prune(tree, share)
-    return (pruned, share, False) if len(pruned) <= max_nodes else (cut_depth(pruned, max_nodes), share, True)
+    return (
+        (pruned, share, False)
+        if len(pruned) <= max_nodes
+        else (cut_depth(pruned, max_nodes), share, True)
+    )
 
 
 def cut_depth(tree: pd.DataFrame, max_nodes: int) -> pd.DataFrame:
@@ -103,8 +110,13 @@ def display_totals(tree: pd.DataFrame) -> np.ndarray:
     return np.array([value[i] for i in ids], dtype=np.int64)
 
 
-def flame_figure(tree: pd.DataFrame, *, title: str | None = None, max_nodes: int = 2_000,
-                 max_depth: int | None = None) -> go.Figure:
+def flame_figure(
+    tree: pd.DataFrame,
+    *,
+    title: str | None = None,
+    max_nodes: int = 2_000,
+    max_depth: int | None = None,
+) -> go.Figure:
     """An icicle of the flame tree: width = total time, color = kind, hover = self/total/count/bytes.
 
     Trace fields: ``ids``/``parents`` are the node ids as text (a root's parent
@@ -120,31 +132,58 @@ def flame_figure(tree: pd.DataFrame, *, title: str | None = None, max_nodes: int
     keys = [kind_key(k, n) for k, n in zip(shown["kind"].tolist(), shown["name"].tolist())]
     names = shown["name"].astype(str).tolist()
     parents = shown["parent"].astype("int64").to_numpy()
-    fig = go.Figure(go.Icicle(
-        ids=shown["id"].astype(str).tolist(),
-        parents=["" if p == -1 else str(p) for p in parents],
-        labels=[_clip(n, LABEL_CHARS) for n in names],
-        values=display_totals(shown),
-        branchvalues="total", sort=False, maxdepth=max_depth if max_depth else -1,
-        marker=dict(colors=[KIND_COLORS[k] for k in keys]),
-        customdata=_hover_data(shown, names, keys),
-        hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>total %{customdata[2]} (%{percentRoot:.1%} of all)"
-                      "<br>self %{customdata[3]}<br>count %{customdata[4]}<br>bytes %{customdata[5]}<extra></extra>",
-        tiling=dict(orientation="v"), root=dict(color="#ffffff"),
-    ))
+    fig = go.Figure(
+        go.Icicle(
+            ids=shown["id"].astype(str).tolist(),
+            parents=["" if p == -1 else str(p) for p in parents],
+            labels=[_clip(n, LABEL_CHARS) for n in names],
+            values=display_totals(shown),
+            branchvalues="total",
+            sort=False,
+            maxdepth=max_depth if max_depth else -1,
+            marker=dict(colors=[KIND_COLORS[k] for k in keys]),
+            customdata=_hover_data(shown, names, keys),
+            hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>total %{customdata[2]} (%{percentRoot:.1%} of all)"
+            "<br>self %{customdata[3]}<br>count %{customdata[4]}<br>bytes %{customdata[5]}<extra></extra>",
+            tiling=dict(orientation="v"),
+            root=dict(color="#ffffff"),
+        )
+    )
     gpu = gpu_work_by_stage(tree)
     if len(gpu):
         fig.update_traces(domain=dict(x=[0, 1], y=[GPU_PANEL + GPU_GAP, 1]))
         keys += _add_gpu_panel(fig, gpu)
-    fig.add_annotation(text=kind_legend(keys), x=0, y=1.0, xref="paper", yref="paper", xanchor="left",
-                       yanchor="bottom", showarrow=False, align="left")
+    fig.add_annotation(
+        text=kind_legend(keys),
+        x=0,
+        y=1.0,
+        xref="paper",
+        yref="paper",
+        xanchor="left",
+        yanchor="bottom",
+        showarrow=False,
+        align="left",
+    )
     if len(gpu):
-        fig.add_annotation(text=f"GPU work per stage: kernels and copies (width = GPU time, "
-                                f"{format_ns(int(gpu['gpu_ns'].sum()))} in all)", x=0, y=GPU_PANEL + 0.01,
-                           xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
-                           align="left", name="gpu panel")
+        fig.add_annotation(
+            text=f"GPU work per stage: kernels and copies (width = GPU time, "
+            f"{format_ns(int(gpu['gpu_ns'].sum()))} in all)",
+            x=0,
+            y=GPU_PANEL + 0.01,
+            xref="paper",
+            yref="paper",
+            xanchor="left",
+            yanchor="bottom",
+            showarrow=False,
+            align="left",
+            name="gpu panel",
+        )
     of = "of the total" if gpu.empty else "of the host and of the GPU time"
-    folded = "" if share is None else f" ({len(tree)} nodes; under {100 * share:g}% {of} folded into (other)"
+    folded = (
+        ""
+        if share is None
+        else f" ({len(tree)} nodes; under {100 * share:g}% {of} folded into (other)"
+    )
     folded += "" if share is None else ("; deepest levels not drawn)" if cut else ")")
     default = "Flame graph" + folded
     cut = tree.attrs.get("cut")  # harness and instrumentation cut by analysis.flame.harness_cut
@@ -153,8 +192,12 @@ def flame_figure(tree: pd.DataFrame, *, title: str | None = None, max_nodes: int
     note = textwrap.wrap(cut["note"], NOTE_CHARS) if cut else []
     # labels never shrink below LABEL_MIN_PX: a box too narrow for its label shows none (hover and zoom tell)
     legend_lines = kind_legend(keys).count("<br>")
-    fig = layout(fig, title or default, margin=dict(l=10, r=10, t=80 + 20 * len(note) + 16 * legend_lines, b=10),
-                 uniformtext=dict(minsize=LABEL_MIN_PX, mode="hide"))
+    fig = layout(
+        fig,
+        title or default,
+        margin=dict(l=10, r=10, t=80 + 20 * len(note) + 16 * legend_lines, b=10),
+        uniformtext=dict(minsize=LABEL_MIN_PX, mode="hide"),
+    )
     if note:
         fig.update_layout(title_subtitle_text="<br>".join(note))
     return fig
@@ -170,21 +213,45 @@ def _add_gpu_panel(fig: go.Figure, gpu: pd.DataFrame) -> list[str]:
     keys = [kind_key(k, n) for k, n in zip(gpu["kind"].tolist(), gpu["name"].tolist())]
     nbytes = gpu["bytes"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
     ids = [f"gpu:{s}" for s in stages.index] + [f"gpu:{s}:{i}" for i, s in enumerate(gpu["stage"])]
-    fig.add_trace(go.Icicle(
-        ids=ids, parents=[""] * len(stages) + [f"gpu:{s}" for s in gpu["stage"]],
-        labels=[*stages.index, *(_wrap(kernel_label(n) if k == "kernel" else n)
-                                 for n, k in zip(gpu["name"], gpu["kind"]))],
-        values=[*stages["gpu_ns"].tolist(), *gpu["gpu_ns"].tolist()],
-        branchvalues="total", sort=False, name="GPU work",
-        marker=dict(colors=[KIND_COLORS["stage"]] * len(stages) + [KIND_COLORS[k] for k in keys]),
-        customdata=[[s, "stage", format_ns(t), str(c), "-"] for s, t, c in zip(stages.index, stages["gpu_ns"],
-                                                                               stages["count"])]
-        + [[_clip(n, HOVER_CHARS), KIND_LABELS[k], format_ns(t), str(c), format_bytes(b) if b > 0 else "-"]
-           for n, k, t, c, b in zip(gpu["name"], keys, gpu["gpu_ns"], gpu["count"], nbytes)],
-        hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>GPU %{customdata[2]} (%{percentRoot:.1%} of the "
-                      "stage)<br>count %{customdata[3]}<br>bytes %{customdata[4]}<extra></extra>",
-        tiling=dict(orientation="v"), domain=dict(x=[0, 1], y=[0, GPU_PANEL]), pathbar=dict(visible=False),
-    ))
+    fig.add_trace(
+        go.Icicle(
+            ids=ids,
+            parents=[""] * len(stages) + [f"gpu:{s}" for s in gpu["stage"]],
+            labels=[
+                *stages.index,
+                *(
+                    _wrap(kernel_label(n) if k == "kernel" else n)
+                    for n, k in zip(gpu["name"], gpu["kind"])
+                ),
+            ],
+            values=[*stages["gpu_ns"].tolist(), *gpu["gpu_ns"].tolist()],
+            branchvalues="total",
+            sort=False,
+            name="GPU work",
+            marker=dict(
+                colors=[KIND_COLORS["stage"]] * len(stages) + [KIND_COLORS[k] for k in keys]
+            ),
+            customdata=[
+                [s, "stage", format_ns(t), str(c), "-"]
+                for s, t, c in zip(stages.index, stages["gpu_ns"], stages["count"])
+            ]
+            + [
+                [
+                    _clip(n, HOVER_CHARS),
+                    KIND_LABELS[k],
+                    format_ns(t),
+                    str(c),
+                    format_bytes(b) if b > 0 else "-",
+                ]
+                for n, k, t, c, b in zip(gpu["name"], keys, gpu["gpu_ns"], gpu["count"], nbytes)
+            ],
+            hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>GPU %{customdata[2]} (%{percentRoot:.1%} of the "
+            "stage)<br>count %{customdata[3]}<br>bytes %{customdata[4]}<extra></extra>",
+            tiling=dict(orientation="v"),
+            domain=dict(x=[0, 1], y=[0, GPU_PANEL]),
+            pathbar=dict(visible=False),
+        )
+    )
     return keys
 
 
@@ -206,7 +273,11 @@ def kernel_label(name: str) -> str:
     """A kernel's name without ``void``, ``at::native::``, anonymous namespaces and its parameter list:
     ``void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, ...>(int, ...)``
     -> ``vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, ...>`` (copies are labelled by their own name)."""
-    text = name.removeprefix("void ").replace("(anonymous namespace)::", "").replace("at::native::", "")
+    text = (
+        name.removeprefix("void ")
+        .replace("(anonymous namespace)::", "")
+        .replace("at::native::", "")
+    )
     depth = 0
     for i, ch in enumerate(text):
         if ch == "<":
@@ -218,7 +289,9 @@ def kernel_label(name: str) -> str:
     return text
 
 
-NOTE_CHARS = 100  # the cut note's line length: one long line was clipped at half of a 1280 px screen
+NOTE_CHARS = (
+    100  # the cut note's line length: one long line was clipped at half of a 1280 px screen
+)
 LABEL_MIN_PX = 8  # the smallest label font (px) a flame box may use; smaller ones were unreadable at half width
 
 
@@ -229,14 +302,28 @@ def _clip(text: str, n: int) -> str:
 def _hover_data(tree: pd.DataFrame, names: list[str], keys: list[str]) -> list[list[str]]:
     nbytes = tree["bytes"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
     return [
-        [_clip(name, HOVER_CHARS), KIND_LABELS[key], format_ns(total), format_ns(self_ns), str(count),
-         format_bytes(b) if b > 0 else "-"]
+        [
+            _clip(name, HOVER_CHARS),
+            KIND_LABELS[key],
+            format_ns(total),
+            format_ns(self_ns),
+            str(count),
+            format_bytes(b) if b > 0 else "-",
+        ]
         for name, key, total, self_ns, count, b in zip(
-            names, keys, tree["total_ns"].tolist(), tree["self_ns"].tolist(), tree["count"].tolist(), nbytes)
+            names,
+            keys,
+            tree["total_ns"].tolist(),
+            tree["self_ns"].tolist(),
+            tree["count"].tolist(),
+            nbytes,
+        )
     ]
 
 
-LEGEND_CHARS = 80  # a kind legend line's visible length: a CUDA run's eight kinds ran off a 640 px figure
+LEGEND_CHARS = (
+    80  # a kind legend line's visible length: a CUDA run's eight kinds ran off a 640 px figure
+)
 
 
 def kind_legend(keys: list[str]) -> str:
@@ -255,8 +342,13 @@ def kind_legend(keys: list[str]) -> str:
     return out
 
 
-def trace_flame_figure(events: Trace | pd.DataFrame, *, title: str | None = None, max_nodes: int = 2_000,
-                       max_depth: int | None = None) -> go.Figure:
+def trace_flame_figure(
+    events: Trace | pd.DataFrame,
+    *,
+    title: str | None = None,
+    max_nodes: int = 2_000,
+    max_depth: int | None = None,
+) -> go.Figure:
     """:func:`flame_figure` of ``workbench.analysis.flame.flame_tree(events)``; an empty
     figure saying so when the trace has no host or GPU events."""
     if Trace.of(events).events.empty:
@@ -264,7 +356,9 @@ def trace_flame_figure(events: Trace | pd.DataFrame, *, title: str | None = None
     return flame_figure(flame_tree(events), title=title, max_nodes=max_nodes, max_depth=max_depth)
 
 
-def differential_flame_figure(stacks: dict | None, stage: str | None = None, *, title: str | None = None) -> go.Figure:
+def differential_flame_figure(
+    stacks: dict | None, stage: str | None = None, *, title: str | None = None
+) -> go.Figure:
     """The slow requests' stacks against the median ones, for one stage: an icicle whose widths are the tail
     set's shares of the stage's samples and whose colour is the growth (tail share minus median share: red
     where the slow requests spend more of their time, blue where less).
@@ -274,7 +368,10 @@ def differential_flame_figure(stacks: dict | None, stage: str | None = None, *, 
     """
     stages = (stacks or {}).get("stages") or {}
     if not stages:
-        return empty_figure("no sampled stacks in this run (profile with stack sampling on)", title or "Slow minus median")
+        return empty_figure(
+            "no sampled stacks in this run (profile with stack sampling on)",
+            title or "Slow minus median",
+        )
     if stage is None:
         named = (stacks.get("headline") or "").split(",")[0]
         stage = named if named in stages else next(iter(stages))
@@ -283,20 +380,36 @@ def differential_flame_figure(stacks: dict | None, stage: str | None = None, *, 
         return empty_figure(f"no sampled stacks in stage {stage!r}", title or "Slow minus median")
     label = "1 %" if stacks.get("tail_set") == "slowest_1pct" else "5 %"
     growth = [n["tail"] - n["median"] for n in tree]
-    fig = go.Figure(go.Icicle(
-        ids=[str(n["id"]) for n in tree], parents=["" if n["parent"] == -1 else str(n["parent"]) for n in tree],
-        labels=[_clip(n["name"], LABEL_CHARS) for n in tree], values=[max(n["tail"], 1e-9) for n in tree],
-        branchvalues="remainder", sort=False,
-        marker=dict(colors=growth, colorscale="RdBu", reversescale=True, cmid=0, cmin=-1, cmax=1,
-                    colorbar=dict(title="slow - median", tickformat=".0%")),
-        customdata=[[n["tail"], n["median"], g] for n, g in zip(tree, growth)],
-        hovertemplate=(f"%{{label}}<br>slowest {label}: %{{customdata[0]:.1%}}<br>median: %{{customdata[1]:.1%}}"
-                       "<br>slow - median: %{customdata[2]:+.1%}<extra></extra>"),
-        tiling=dict(orientation="v"),
-    ))
+    fig = go.Figure(
+        go.Icicle(
+            ids=[str(n["id"]) for n in tree],
+            parents=["" if n["parent"] == -1 else str(n["parent"]) for n in tree],
+            labels=[_clip(n["name"], LABEL_CHARS) for n in tree],
+            values=[max(n["tail"], 1e-9) for n in tree],
+            branchvalues="remainder",
+            sort=False,
+            marker=dict(
+                colors=growth,
+                colorscale="RdBu",
+                reversescale=True,
+                cmid=0,
+                cmin=-1,
+                cmax=1,
+                colorbar=dict(title="slow - median", tickformat=".0%"),
+            ),
+            customdata=[[n["tail"], n["median"], g] for n, g in zip(tree, growth)],
+            hovertemplate=(
+                f"%{{label}}<br>slowest {label}: %{{customdata[0]:.1%}}<br>median: %{{customdata[1]:.1%}}"
+                "<br>slow - median: %{customdata[2]:+.1%}<extra></extra>"
+            ),
+            tiling=dict(orientation="v"),
+        )
+    )
     samples = stages[stage]["samples"]
-    default = (f"{stage}: slowest {label} minus median (sampled stacks; {samples.get(stacks.get('tail_set'), 0)} "
-               f"slow and {samples.get('median', 0)} median samples)")
+    default = (
+        f"{stage}: slowest {label} minus median (sampled stacks; {samples.get(stacks.get('tail_set'), 0)} "
+        f"slow and {samples.get('median', 0)} median samples)"
+    )
     return layout(fig, title or default, margin=dict(l=10, r=10, t=80, b=10))
 
 
@@ -305,20 +418,41 @@ def traced_tail_figure(view: dict | None, *, title: str | None = None) -> go.Fig
     widths are the slow requests' time per request, colour the difference to the median requests (ms)."""
     tree = (view or {}).get("tree") or []
     if not tree:
-        return empty_figure((view or {}).get("note") or "no traced request", title or "Slowest traced requests")
+        return empty_figure(
+            (view or {}).get("note") or "no traced request", title or "Slowest traced requests"
+        )
     diff_ms = [ns_to_ms(n["slow_ns"] - n["median_ns"]) for n in tree]
     keys = [kind_key(n["kind"], n["name"]) for n in tree]
     widest = max(abs(d) for d in diff_ms) or 1.0
-    fig = go.Figure(go.Icicle(
-        ids=[str(n["id"]) for n in tree], parents=["" if n["parent"] == -1 else str(n["parent"]) for n in tree],
-        labels=[_clip(n["name"], LABEL_CHARS) for n in tree], values=[max(n["slow_ns"], 1) for n in tree],
-        branchvalues="remainder", sort=False,
-        marker=dict(colors=diff_ms, colorscale="RdBu", reversescale=True, cmid=0, cmin=-widest, cmax=widest,
-                    colorbar=dict(title="slow - median (ms)")),
-        customdata=[[format_ns(n["slow_ns"]), format_ns(n["median_ns"]), KIND_LABELS[k]] for n, k in zip(tree, keys)],
-        hovertemplate="%{label}<br>%{customdata[2]}<br>slowest: %{customdata[0]} per request<br>median: "
-                      "%{customdata[1]} per request<extra></extra>",
-        tiling=dict(orientation="v"),
-    ))
-    return layout(fig, (title or "Slowest traced requests against the median ones") + f"<br><sup>{view['note']}</sup>",
-                  margin=dict(l=10, r=10, t=90, b=10))
+    fig = go.Figure(
+        go.Icicle(
+            ids=[str(n["id"]) for n in tree],
+            parents=["" if n["parent"] == -1 else str(n["parent"]) for n in tree],
+            labels=[_clip(n["name"], LABEL_CHARS) for n in tree],
+            values=[max(n["slow_ns"], 1) for n in tree],
+            branchvalues="remainder",
+            sort=False,
+            marker=dict(
+                colors=diff_ms,
+                colorscale="RdBu",
+                reversescale=True,
+                cmid=0,
+                cmin=-widest,
+                cmax=widest,
+                colorbar=dict(title="slow - median (ms)"),
+            ),
+            customdata=[
+                [format_ns(n["slow_ns"]), format_ns(n["median_ns"]), KIND_LABELS[k]]
+                for n, k in zip(tree, keys)
+            ],
+            hovertemplate="%{label}<br>%{customdata[2]}<br>slowest: %{customdata[0]} per request<br>median: "
+            "%{customdata[1]} per request<extra></extra>",
+            tiling=dict(orientation="v"),
+        )
+    )
+    return layout(
+        fig,
+        (title or "Slowest traced requests against the median ones")
+        + f"<br><sup>{view['note']}</sup>",
+        margin=dict(l=10, r=10, t=90, b=10),
+    )

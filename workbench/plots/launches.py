@@ -5,6 +5,7 @@ launching runtime call joined to its GPU work on correlation) and
 :mod:`workbench.analysis.gpu_timeline`. Distributions are binned here (log
 bins, counts only), so a million launches cost a few kilobytes of figure.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,13 +18,24 @@ from ..analysis.launches import launch_distribution, launch_pair_summary, steady
 from ..trace import Trace
 from ..analysis.verdict import launch_verdict
 from ..units import NS_PER_US
-from .style import (KIND_COLORS, NO_GPU_EVENTS, PERCENTILE_COLORS, decade_ticks, empty_figure, layout, log_axis,
-                    log_edges, positive_extent)
+from .style import (
+    KIND_COLORS,
+    NO_GPU_EVENTS,
+    PERCENTILE_COLORS,
+    decade_ticks,
+    empty_figure,
+    layout,
+    log_axis,
+    log_edges,
+    positive_extent,
+)
 
 BINS = 40
 
 
-def launch_figure(events: Trace | pd.DataFrame, *, title: str | None = None, bins: int = BINS) -> go.Figure:
+def launch_figure(
+    events: Trace | pd.DataFrame, *, title: str | None = None, bins: int = BINS
+) -> go.Figure:
     """Four panels over the launch pairs of ``events`` (the events table), times in us.
 
     Launch delay histogram (log bins); CPU launch time vs GPU time as a 2-D
@@ -36,29 +48,60 @@ def launch_figure(events: Trace | pd.DataFrame, *, title: str | None = None, bin
     events = Trace.of(events)
     pairs = steady_launch_pairs(events)  # cold start apart, as in the verdict of the title
     if pairs.empty:
-        return empty_figure(NO_GPU_EVENTS if gpu_time_summary(events)["span_ns"] is None
-                            else "no kernel launches joined to GPU work", title or "Kernel launches")
+        return empty_figure(
+            NO_GPU_EVENTS
+            if gpu_time_summary(events)["span_ns"] is None
+            else "no kernel launches joined to GPU work",
+            title or "Kernel launches",
+        )
     summary = launch_pair_summary(pairs)
     _, sentence = launch_verdict(events)
     delay_us = pairs["launch_delay_ns"].to_numpy() / NS_PER_US
     zero = int((delay_us <= 0).sum())
-    fig = make_subplots(rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.12, subplot_titles=(
-        f"launch delay ({zero} of {delay_us.size} zero, not on the log axis)" if zero else "launch delay",
-        "launch call vs GPU time (count)", "percentiles (us)", "short kernels"))
+    fig = make_subplots(
+        rows=2,
+        cols=2,
+        vertical_spacing=0.16,
+        horizontal_spacing=0.12,
+        subplot_titles=(
+            f"launch delay ({zero} of {delay_us.size} zero, not on the log axis)"
+            if zero
+            else "launch delay",
+            "launch call vs GPU time (count)",
+            "percentiles (us)",
+            "short kernels",
+        ),
+    )
     _delay_hist(fig, delay_us, bins)
-    _cpu_vs_gpu(fig, pairs["cpu_dur_ns"].to_numpy() / NS_PER_US, pairs["gpu_dur_ns"].to_numpy() / NS_PER_US, bins)
+    _cpu_vs_gpu(
+        fig,
+        pairs["cpu_dur_ns"].to_numpy() / NS_PER_US,
+        pairs["gpu_dur_ns"].to_numpy() / NS_PER_US,
+        bins,
+    )
     dist = launch_distribution(pairs)
     _percentiles(fig, dist)
     short = summary["short_kernels"]
-    fig.add_bar(x=["short kernels", "other launches"], y=[short, summary["count"] - short],
-                marker_color=[KIND_COLORS["kernel"], KIND_COLORS["runtime"]], showlegend=False,
-                text=[f"{100 * short / summary['count']:.1f}%", f"{100 * (1 - short / summary['count']):.1f}%"],
-                hovertemplate="%{x}: %{y}<extra></extra>", row=2, col=2)
+    fig.add_bar(
+        x=["short kernels", "other launches"],
+        y=[short, summary["count"] - short],
+        marker_color=[KIND_COLORS["kernel"], KIND_COLORS["runtime"]],
+        showlegend=False,
+        text=[
+            f"{100 * short / summary['count']:.1f}%",
+            f"{100 * (1 - short / summary['count']):.1f}%",
+        ],
+        hovertemplate="%{x}: %{y}<extra></extra>",
+        row=2,
+        col=2,
+    )
     fig.update_yaxes(title_text="launches", row=2, col=2)
     short_share = 100 * summary["short_kernels"] / summary["count"]
     delay = float(dist.set_index("metric").loc["launch_delay", "p50_ns"]) / NS_PER_US
-    numbers = (f"<br><sup>{short_share:.0f}% of {summary['count']} launches are short kernels; median launch delay "
-               f"{delay:.3g} us; {summary['delay_over_100us']} delays over 100 us</sup>")
+    numbers = (
+        f"<br><sup>{short_share:.0f}% of {summary['count']} launches are short kernels; median launch delay "
+        f"{delay:.3g} us; {summary['delay_over_100us']} delays over 100 us</sup>"
+    )
     return layout(fig, title or sentence + numbers, height=700, margin=dict(t=110))
 
 
@@ -67,30 +110,72 @@ def _delay_hist(fig: go.Figure, delay_us: np.ndarray, bins: int) -> None:
     of 0.001 us they looked like a spike of real, tiny delays)."""
     positive = delay_us[delay_us > 0]
     if positive.size == 0:
-        fig.add_annotation(text="every launch delay is zero", x=0.5, y=0.5, xref="x domain", yref="y domain",
-                           showarrow=False, row=1, col=1)
+        fig.add_annotation(
+            text="every launch delay is zero",
+            x=0.5,
+            y=0.5,
+            xref="x domain",
+            yref="y domain",
+            showarrow=False,
+            row=1,
+            col=1,
+        )
         return
     edges = log_edges(positive, bins)
     counts, _ = np.histogram(positive, bins=edges)
-    fig.add_scatter(x=edges, y=np.append(counts, counts[-1]), mode="lines", line=dict(shape="hv", color=KIND_COLORS["runtime"]),
-                    fill="tozeroy", name="launch delay", showlegend=False,
-                    hovertemplate="from %{x:.3g} us<br>%{y} launches<extra></extra>", row=1, col=1)
-    fig.update_xaxes(title_text="launch delay (us, log scale)", row=1, col=1, **log_axis(*positive_extent(positive), "us"))
+    fig.add_scatter(
+        x=edges,
+        y=np.append(counts, counts[-1]),
+        mode="lines",
+        line=dict(shape="hv", color=KIND_COLORS["runtime"]),
+        fill="tozeroy",
+        name="launch delay",
+        showlegend=False,
+        hovertemplate="from %{x:.3g} us<br>%{y} launches<extra></extra>",
+        row=1,
+        col=1,
+    )
+    fig.update_xaxes(
+        title_text="launch delay (us, log scale)",
+        row=1,
+        col=1,
+        **log_axis(*positive_extent(positive), "us"),
+    )
     fig.update_yaxes(title_text="launches", row=1, col=1)
 
 
 def _cpu_vs_gpu(fig: go.Figure, cpu_us: np.ndarray, gpu_us: np.ndarray, bins: int) -> None:
     edges = np.log10(log_edges(np.concatenate([cpu_us, gpu_us]), bins))
-    counts, _, _ = np.histogram2d(np.log10(np.maximum(cpu_us, 10 ** edges[0])),
-                                  np.log10(np.maximum(gpu_us, 10 ** edges[0])), bins=[edges, edges])
+    counts, _, _ = np.histogram2d(
+        np.log10(np.maximum(cpu_us, 10 ** edges[0])),
+        np.log10(np.maximum(gpu_us, 10 ** edges[0])),
+        bins=[edges, edges],
+    )
     centers = (edges[:-1] + edges[1:]) / 2
     z = np.where(counts.T > 0, counts.T, np.nan)
-    fig.add_heatmap(x=centers, y=centers, z=z, colorscale="Viridis", showscale=True,
-                    colorbar=dict(title=dict(text="launches", side="right"), x=1.0, y=0.79, len=0.42, thickness=12),
-                    hovertemplate="launch %{x:.2f} log10 us<br>GPU %{y:.2f} log10 us<br>%{z} launches<extra></extra>",
-                    row=1, col=2)
-    fig.add_scatter(x=[edges[0], edges[-1]], y=[edges[0], edges[-1]], mode="lines", name="GPU = launch",
-                    line=dict(color="#d62728", dash="dash"), showlegend=False, row=1, col=2)
+    fig.add_heatmap(
+        x=centers,
+        y=centers,
+        z=z,
+        colorscale="Viridis",
+        showscale=True,
+        colorbar=dict(
+            title=dict(text="launches", side="right"), x=1.0, y=0.79, len=0.42, thickness=12
+        ),
+        hovertemplate="launch %{x:.2f} log10 us<br>GPU %{y:.2f} log10 us<br>%{z} launches<extra></extra>",
+        row=1,
+        col=2,
+    )
+    fig.add_scatter(
+        x=[edges[0], edges[-1]],
+        y=[edges[0], edges[-1]],
+        mode="lines",
+        name="GPU = launch",
+        line=dict(color="#d62728", dash="dash"),
+        showlegend=False,
+        row=1,
+        col=2,
+    )
     ticks = decade_ticks(edges[0], edges[-1], "us")
     fig.update_xaxes(title_text="launch call CPU time (us)", row=1, col=2, **ticks)
     fig.update_yaxes(title_text="GPU time (us)", row=1, col=2, **ticks)
@@ -99,12 +184,25 @@ def _cpu_vs_gpu(fig: go.Figure, cpu_us: np.ndarray, gpu_us: np.ndarray, bins: in
 def _percentiles(fig: go.Figure, dist: pd.DataFrame) -> None:
     """p50/p90/p99 bars per metric, named in the legend (no text over the bars: on a log axis it was clipped)."""
     names = {"cpu_dur": "launch call", "launch_delay": "launch delay", "gpu_dur": "GPU time"}
-    colors = {"p50_ns": PERCENTILE_COLORS["p50_ms"], "p90_ns": PERCENTILE_COLORS["p95_ms"], "p99_ns": PERCENTILE_COLORS["p99_ms"]}
+    colors = {
+        "p50_ns": PERCENTILE_COLORS["p50_ms"],
+        "p90_ns": PERCENTILE_COLORS["p95_ms"],
+        "p99_ns": PERCENTILE_COLORS["p99_ms"],
+    }
     shown = []
     for col, color in colors.items():
         y = dist[col].to_numpy(dtype=float) / NS_PER_US
         shown.append(y)
-        fig.add_bar(x=[names[m] for m in dist["metric"]], y=y, name=col.removesuffix("_ns"), marker_color=color,
-                    legendgroup="percentiles", hovertemplate="%{x} " + col.removesuffix("_ns") + " %{y:.3f} us<extra></extra>",
-                    row=2, col=1)
-    fig.update_yaxes(title_text="us (log scale)", row=2, col=1, **log_axis(*positive_extent(*shown), "us"))
+        fig.add_bar(
+            x=[names[m] for m in dist["metric"]],
+            y=y,
+            name=col.removesuffix("_ns"),
+            marker_color=color,
+            legendgroup="percentiles",
+            hovertemplate="%{x} " + col.removesuffix("_ns") + " %{y:.3f} us<extra></extra>",
+            row=2,
+            col=1,
+        )
+    fig.update_yaxes(
+        title_text="us (log scale)", row=2, col=1, **log_axis(*positive_extent(*shown), "us")
+    )

@@ -3,6 +3,7 @@
 Drawn under the latency-over-run chart: a click on a slow point (or the
 request picker) shows this breakdown for that request.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -15,8 +16,12 @@ TITLE = "Stages of one request"
 UNATTRIBUTED_COLOR = "#bbbbbb"
 
 
-def request_stages_figure(requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str] | tuple[str, ...],
-                          request: int | None) -> go.Figure:
+def request_stages_figure(
+    requests: pd.DataFrame,
+    stages: pd.DataFrame,
+    stage_order: list[str] | tuple[str, ...],
+    request: int | None,
+) -> go.Figure:
     """Horizontal bars (ms) of one request's stages in pipeline order, then ``unattributed``.
 
     requests: ``request``, ``dur_ns`` (end to end); stages: ``request``, ``stage``,
@@ -34,8 +39,14 @@ def request_stages_figure(requests: pd.DataFrame, stages: pd.DataFrame, stage_or
     values_ns = [int(durations[s]) for s in names]
     names.append("unattributed")
     values_ns.append(e2e_ns - sum(values_ns))
-    fig = go.Figure(go.Bar(x=[v / NS_PER_MS for v in values_ns], y=names, orientation="h",
-                           marker_color=[stage_color(i) for i in range(len(names) - 1)] + [UNATTRIBUTED_COLOR],
-                           hovertemplate="%{y}: %{x:.3f} ms<extra></extra>"))
+    fig = go.Figure(
+        go.Bar(
+            x=[v / NS_PER_MS for v in values_ns],
+            y=names,
+            orientation="h",
+            marker_color=[stage_color(i) for i in range(len(names) - 1)] + [UNATTRIBUTED_COLOR],
+            hovertemplate="%{y}: %{x:.3f} ms<extra></extra>",
+        )
+    )
     fig.update_layout(xaxis_title="ms", yaxis={"autorange": "reversed"})
     return layout(fig, f"Stages of request {request}: {e2e_ns / NS_PER_MS:.3f} ms end to end")

@@ -8,6 +8,7 @@ graph, the request flame chart and the transfer views agree on what is red.
 
 Display units live here and in axis labels only; tables keep ``*_ns``/``*_ms``.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,15 +39,34 @@ KIND_COLORS: dict[str, str] = {
     "other": "#8c8c8c",
 }
 KIND_LABELS: dict[str, str] = {
-    "stage": "stage", "cpu_op": "CPU op", "runtime": "runtime / launch", "kernel": "kernel",
-    "memcpy_htod_pageable": "memcpy HtoD pageable", "memcpy_htod_pinned": "memcpy HtoD pinned",
-    "memcpy_dtoh_pageable": "memcpy DtoH pageable", "memcpy_dtoh_pinned": "memcpy DtoH pinned",
-    "memcpy_htod_host": "memcpy HtoD host (AMD)", "memcpy_dtoh_host": "memcpy DtoH host (AMD)",
-    "memcpy_dtod": "memcpy DtoD", "memcpy": "memcpy (other)", "memset": "memset", "sync": "sync",
-    "python": "Python", "other": "other",
+    "stage": "stage",
+    "cpu_op": "CPU op",
+    "runtime": "runtime / launch",
+    "kernel": "kernel",
+    "memcpy_htod_pageable": "memcpy HtoD pageable",
+    "memcpy_htod_pinned": "memcpy HtoD pinned",
+    "memcpy_dtoh_pageable": "memcpy DtoH pageable",
+    "memcpy_dtoh_pinned": "memcpy DtoH pinned",
+    "memcpy_htod_host": "memcpy HtoD host (AMD)",
+    "memcpy_dtoh_host": "memcpy DtoH host (AMD)",
+    "memcpy_dtod": "memcpy DtoD",
+    "memcpy": "memcpy (other)",
+    "memset": "memset",
+    "sync": "sync",
+    "python": "Python",
+    "other": "other",
 }
 # Stage bars: a qualitative sequence in pipeline order; unattributed and end to end apart.
-STAGE_COLORS = ["#4c72b0", "#55a868", "#dd8452", "#8172b3", "#64b5cd", "#ccb974", "#937860", "#da8bc3"]
+STAGE_COLORS = [
+    "#4c72b0",
+    "#55a868",
+    "#dd8452",
+    "#8172b3",
+    "#64b5cd",
+    "#ccb974",
+    "#937860",
+    "#da8bc3",
+]
 END_TO_END_COLOR = "#333333"
 PERCENTILE_COLORS = {"p50_ms": "#9ecae1", "p95_ms": "#4292c6", "p99_ms": "#08306b"}
 WARMUP_COLOR = "#c7c7c7"
@@ -55,11 +75,25 @@ FASTER_COLOR = "#2ca02c"
 SLOWER_COLOR = "#d62728"
 
 _ALIASES = {
-    "cpu_op": "cpu_op", "operator": "cpu_op", "cpu": "cpu_op", "user_annotation": "cpu_op",
-    "runtime": "runtime", "cuda_runtime": "runtime", "cuda_driver": "runtime", "launch": "runtime",
-    "kernel": "kernel", "memset": "memset", "gpu_memset": "memset",
-    "sync": "sync", "cuda_sync": "sync", "stage": "stage", "python": "python",
-    "python_function": "python", "gpu_user_annotation": "other", "gpu_annotation": "other", "root": "other",
+    "cpu_op": "cpu_op",
+    "operator": "cpu_op",
+    "cpu": "cpu_op",
+    "user_annotation": "cpu_op",
+    "runtime": "runtime",
+    "cuda_runtime": "runtime",
+    "cuda_driver": "runtime",
+    "launch": "runtime",
+    "kernel": "kernel",
+    "memset": "memset",
+    "gpu_memset": "memset",
+    "sync": "sync",
+    "cuda_sync": "sync",
+    "stage": "stage",
+    "python": "python",
+    "python_function": "python",
+    "gpu_user_annotation": "other",
+    "gpu_annotation": "other",
+    "root": "other",
 }
 
 
@@ -122,16 +156,41 @@ def format_bytes(n: float | int | None) -> str:
     return f"{n:.0f} B"
 
 
-_AXIS = dict(gridcolor="#EBF0F8", linecolor="#EBF0F8", zerolinecolor="#EBF0F8", zerolinewidth=2, ticks="",
-             automargin=True, title=dict(standoff=15))
+_AXIS = dict(
+    gridcolor="#EBF0F8",
+    linecolor="#EBF0F8",
+    zerolinecolor="#EBF0F8",
+    zerolinewidth=2,
+    ticks="",
+    automargin=True,
+    title=dict(standoff=15),
+)
 # plotly_white's look (white background, light grid, its colorway) without its defaults for every trace type:
 # 0.6 kB per figure instead of 6.6 kB, and about 3 ms instead of 25-28 ms to set and again to encode (busy
 # machine, benchmarks/bench_first_view.py --breakdown); a recorded view draws 6 figures.
-TEMPLATE = go.layout.Template(layout=dict(
-    paper_bgcolor="white", plot_bgcolor="white", font=dict(color="#2a3f5f"), hovermode="closest",
-    hoverlabel=dict(align="left"), xaxis=_AXIS, yaxis=_AXIS,
-    colorway=["#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3", "#FF6692", "#B6E880", "#FF97FF",
-              "#FECB52"]))
+TEMPLATE = go.layout.Template(
+    layout=dict(
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        font=dict(color="#2a3f5f"),
+        hovermode="closest",
+        hoverlabel=dict(align="left"),
+        xaxis=_AXIS,
+        yaxis=_AXIS,
+        colorway=[
+            "#636efa",
+            "#EF553B",
+            "#00cc96",
+            "#ab63fa",
+            "#FFA15A",
+            "#19d3f3",
+            "#FF6692",
+            "#B6E880",
+            "#FF97FF",
+            "#FECB52",
+        ],
+    )
+)
 
 
 def layout(fig: go.Figure, title: str | None, **kwargs) -> go.Figure:
@@ -140,11 +199,18 @@ def layout(fig: go.Figure, title: str | None, **kwargs) -> go.Figure:
     ``legend="right"`` puts a long legend in a column right of the plot instead.
     """
     # the title hangs from the top edge with a pad: y=0.98 let a three-line title poke out of a short figure
-    options = dict(title=dict(text=title, yref="container", y=1, yanchor="top", pad=dict(t=10)), template=TEMPLATE,
-                   margin=dict(l=60, r=20, t=110, b=50),
-                   legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0, traceorder="normal"))
+    options = dict(
+        title=dict(text=title, yref="container", y=1, yanchor="top", pad=dict(t=10)),
+        template=TEMPLATE,
+        margin=dict(l=60, r=20, t=110, b=50),
+        legend=dict(
+            orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0, traceorder="normal"
+        ),
+    )
     if kwargs.get("legend") == "right":
-        kwargs["legend"] = dict(orientation="v", yanchor="top", y=1, xanchor="left", x=1.02, traceorder="normal")
+        kwargs["legend"] = dict(
+            orientation="v", yanchor="top", y=1, xanchor="left", x=1.02, traceorder="normal"
+        )
     fig.update_layout(**(options | kwargs))
     return fig
 
@@ -152,7 +218,9 @@ def layout(fig: go.Figure, title: str | None, **kwargs) -> go.Figure:
 def empty_figure(message: str, title: str | None = None) -> go.Figure:
     """A figure with no data and one centered annotation saying why (never an exception)."""
     fig = go.Figure()
-    fig.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16))
+    fig.add_annotation(
+        text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16)
+    )
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     return layout(fig, title)
@@ -173,7 +241,7 @@ def log_edges(values: np.ndarray, bins: int, floor: float = 1e-3) -> np.ndarray:
 def decade_ticks(lo_log10: float, hi_log10: float, unit: str) -> dict:
     """Axis options for log10 values on a linear axis: a tick per decade labelled ``1 us``, ``10 us``..."""
     decades = range(int(np.floor(lo_log10)), int(np.ceil(hi_log10)) + 1)
-    return dict(tickvals=list(decades), ticktext=[f"{10.0 ** d:g} {unit}" for d in decades])
+    return dict(tickvals=list(decades), ticktext=[f"{10.0**d:g} {unit}" for d in decades])
 
 
 def log_axis(lo: float, hi: float, unit: str) -> dict:
@@ -192,12 +260,22 @@ def log_axis(lo: float, hi: float, unit: str) -> dict:
     first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
     if last <= first:
         last = first + 1
-    return dict(type="log", dtick=1, range=[first, last], ticksuffix=f" {unit}", exponentformat="none",
-                minor=dict(ticks="", showgrid=True, gridcolor="#f2f2f2"))
+    return dict(
+        type="log",
+        dtick=1,
+        range=[first, last],
+        ticksuffix=f" {unit}",
+        exponentformat="none",
+        minor=dict(ticks="", showgrid=True, gridcolor="#f2f2f2"),
+    )
 
 
 def positive_extent(*arrays) -> tuple[float, float]:
     """Smallest and largest positive finite value across ``arrays`` (``(1, 10)`` when there is none)."""
-    values = np.concatenate([np.asarray(a, dtype=float).ravel() for a in arrays]) if arrays else np.array([])
+    values = (
+        np.concatenate([np.asarray(a, dtype=float).ravel() for a in arrays])
+        if arrays
+        else np.array([])
+    )
     values = values[np.isfinite(values) & (values > 0)]
     return (float(values.min()), float(values.max())) if values.size else (1.0, 10.0)

@@ -1,4 +1,5 @@
 """Tail figures: which stages the slowest requests spend their time in, and latency over the run."""
+
 from __future__ import annotations
 
 import textwrap
@@ -12,7 +13,11 @@ from ..analysis.stats import percentiles
 from ..units import ns_to_ms
 from .style import empty_figure, layout, stage_color
 
-SET_LABELS = {"median": "median set (p40-p60)", "slowest_5pct": "slowest 5 %", "slowest_1pct": "slowest 1 %"}
+SET_LABELS = {
+    "median": "median set (p40-p60)",
+    "slowest_5pct": "slowest 5 %",
+    "slowest_1pct": "slowest 1 %",
+}
 
 
 def tail_figure(tail: dict[str, Any], *, title: str | None = None) -> go.Figure:
@@ -21,32 +26,64 @@ def tail_figure(tail: dict[str, Any], *, title: str | None = None) -> go.Figure:
     ``tail`` is :func:`workbench.analysis.tail.tail_attribution`'s output; omitted sets
     (the 1 % row of a short run) are left out and the reason goes in the subtitle.
     """
-    sets = [k for k in ("median", "slowest_5pct", "slowest_1pct") if (tail.get("sets") or {}).get(k)]
+    sets = [
+        k for k in ("median", "slowest_5pct", "slowest_1pct") if (tail.get("sets") or {}).get(k)
+    ]
     if not sets:
         return empty_figure("no successful measured request to attribute", title)
     fig = go.Figure()
     for i, row in enumerate(tail["stages"]):
         values = [tail["sets"][k]["shares"][row["name"]] for k in sets]
-        fig.add_bar(y=[SET_LABELS[k] for k in sets], x=values, name=row["name"], orientation="h",
-                    marker_color="#bbbbbb" if row["name"] == "unattributed" else stage_color(i),
-                    text=[f"{v:.0%}" if v >= 0.04 else "" for v in values], textposition="inside",
-                    hovertemplate=f"{row['name']}: %{{x:.1%}} of %{{y}}'s time<extra></extra>")
+        fig.add_bar(
+            y=[SET_LABELS[k] for k in sets],
+            x=values,
+            name=row["name"],
+            orientation="h",
+            marker_color="#bbbbbb" if row["name"] == "unattributed" else stage_color(i),
+            text=[f"{v:.0%}" if v >= 0.04 else "" for v in values],
+            textposition="inside",
+            hovertemplate=f"{row['name']}: %{{x:.1%}} of %{{y}}'s time<extra></extra>",
+        )
     parts = [tail.get("headline") or "", *(tail.get("notes") or [])]
     # each part on its own lines, wrapped between words (never inside "5 %": the space is kept unbreakable)
-    lines = [line.replace("\u00a0", " ") for part in parts if part
-             for line in textwrap.wrap(part.replace(" %", "\u00a0%"), NOTE_CHARS)]
-    fig.update_layout(barmode="stack", xaxis={"tickformat": ".0%", "range": [0, 1], "title": "share of the set's time"})
+    lines = [
+        line.replace("\u00a0", " ")
+        for part in parts
+        if part
+        for line in textwrap.wrap(part.replace(" %", "\u00a0%"), NOTE_CHARS)
+    ]
+    fig.update_layout(
+        barmode="stack",
+        xaxis={"tickformat": ".0%", "range": [0, 1], "title": "share of the set's time"},
+    )
     extra = {"annotations": [_note("<br>".join(lines))]} if lines else {}
-    legend = {"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "left", "x": 0, "traceorder": "normal"}
-    return layout(fig, title or "Where the tail's time goes", legend=legend,
-                  margin={"l": 130, "r": 20, "t": 60 + 16 * max(len(lines), 1), "b": 90}, **extra)
+    legend = {
+        "orientation": "h",
+        "yanchor": "top",
+        "y": -0.22,
+        "xanchor": "left",
+        "x": 0,
+        "traceorder": "normal",
+    }
+    return layout(
+        fig,
+        title or "Where the tail's time goes",
+        legend=legend,
+        margin={"l": 130, "r": 20, "t": 60 + 16 * max(len(lines), 1), "b": 90},
+        **extra,
+    )
 
 
 NOTE_CHARS = 75  # the headline's line length (12 px text right of a 130 px margin): one line ran off a 640 px figure
 
 
-def latency_over_run_figure(requests: pd.DataFrame, *, picked: int | None = None, title: str | None = None,
-                            max_points: int = 20_000) -> go.Figure:
+def latency_over_run_figure(
+    requests: pd.DataFrame,
+    *,
+    picked: int | None = None,
+    title: str | None = None,
+    max_points: int = 20_000,
+) -> go.Figure:
     """End to end of each measured request in order (ms), warm-up and failures marked.
 
     Shows drift, periodic spikes (garbage collection) and throttling that a
@@ -63,15 +100,24 @@ def latency_over_run_figure(requests: pd.DataFrame, *, picked: int | None = None
         keep |= req["dur_ns"].to_numpy() >= percentiles(req["dur_ns"], 99)
         req = req[keep]
     fig = go.Figure()
-    groups = (("measured", ~req["warmup"] & req["ok"], "#1f77b4"), ("warm-up", req["warmup"] & req["ok"], "#aaaaaa"),
-              ("failed", ~req["ok"], "#d62728"))
+    groups = (
+        ("measured", ~req["warmup"] & req["ok"], "#1f77b4"),
+        ("warm-up", req["warmup"] & req["ok"], "#aaaaaa"),
+        ("failed", ~req["ok"], "#d62728"),
+    )
     for name, mask, color in groups:
         part = req[mask.to_numpy()]
         if part.empty:
             continue
-        fig.add_scattergl(x=part["request"], y=ns_to_ms(part["dur_ns"]), mode="markers", name=name,
-                          marker={"color": color, "size": 4}, customdata=part["request"],
-                          hovertemplate="request %{customdata}: %{y:.3f} ms<extra>" + name + "</extra>")
+        fig.add_scattergl(
+            x=part["request"],
+            y=ns_to_ms(part["dur_ns"]),
+            mode="markers",
+            name=name,
+            marker={"color": color, "size": 4},
+            customdata=part["request"],
+            hovertemplate="request %{customdata}: %{y:.3f} ms<extra>" + name + "</extra>",
+        )
     _ring(fig, requests, picked)
     fig.update_layout(xaxis_title="request (in order)", yaxis_title="end to end (ms)")
     return layout(fig, title or "Latency over the run")
@@ -82,21 +128,45 @@ def _ring(fig: go.Figure, requests: pd.DataFrame, picked: int | None) -> None:
     row = requests[requests["request"] == picked] if picked is not None else requests.iloc[:0]
     if row.empty:
         return
-    fig.add_scatter(x=[int(picked)], y=[ns_to_ms(int(row["dur_ns"].iloc[0]))], customdata=[int(picked)], mode="markers",
-                    name=f"request {picked}", marker={"symbol": "circle-open", "size": 16, "color": "#d62728",
-                                                      "line": {"width": 2}},
-                    hovertemplate="request %{customdata}: %{y:.3f} ms<extra>picked</extra>")
+    fig.add_scatter(
+        x=[int(picked)],
+        y=[ns_to_ms(int(row["dur_ns"].iloc[0]))],
+        customdata=[int(picked)],
+        mode="markers",
+        name=f"request {picked}",
+        marker={"symbol": "circle-open", "size": 16, "color": "#d62728", "line": {"width": 2}},
+        hovertemplate="request %{customdata}: %{y:.3f} ms<extra>picked</extra>",
+    )
 
 
 def _note(text: str) -> dict:
     """The headline under the title, its lines growing upwards from just above the plot."""
-    return {"text": text, "xref": "paper", "yref": "paper", "x": 0, "y": 1.02, "showarrow": False,
-            "xanchor": "left", "yanchor": "bottom", "align": "left", "font": {"size": 12}}
+    return {
+        "text": text,
+        "xref": "paper",
+        "yref": "paper",
+        "x": 0,
+        "y": 1.02,
+        "showarrow": False,
+        "xanchor": "left",
+        "yanchor": "bottom",
+        "align": "left",
+        "font": {"size": 12},
+    }
 
 
-def attribute_figure(requests: pd.DataFrame, stages: pd.DataFrame, stage: str, attribute: str, *,
-                     rho: float | None = None, ci: list[float] | None = None, effect: dict[str, Any] | None = None,
-                     title: str | None = None, max_points: int = 20_000) -> go.Figure:
+def attribute_figure(
+    requests: pd.DataFrame,
+    stages: pd.DataFrame,
+    stage: str,
+    attribute: str,
+    *,
+    rho: float | None = None,
+    ci: list[float] | None = None,
+    effect: dict[str, Any] | None = None,
+    title: str | None = None,
+    max_points: int = 20_000,
+) -> go.Figure:
     """Stage time (ms) against a ``describe=`` attribute, one point per successful measured request.
 
     ``effect``: the attribute's entry from :func:`workbench.analysis.attributes.attribute_effects`; its bins
@@ -107,25 +177,37 @@ def attribute_figure(requests: pd.DataFrame, stages: pd.DataFrame, stage: str, a
 
     column = ATTR_PREFIX + attribute
     if column not in requests.columns:
-        return empty_figure(f"no attribute {attribute!r} recorded (declare describe= on a stage)", title)
+        return empty_figure(
+            f"no attribute {attribute!r} recorded (declare describe= on a stage)", title
+        )
     wide = stage_matrix(requests, stages, [s for s in dict.fromkeys(stages["stage"])])
     if stage not in wide.columns:
         return empty_figure(f"no stage {stage!r} in this run", title)
     values = requests.set_index("request")[column].reindex(wide.index)
-    both = pd.DataFrame({"x": pd.to_numeric(values, errors="coerce"), "y": ns_to_ms(wide[stage])}).dropna()
+    both = pd.DataFrame(
+        {"x": pd.to_numeric(values, errors="coerce"), "y": ns_to_ms(wide[stage])}
+    ).dropna()
     if both.empty:
         return empty_figure(f"no request with both {stage} and {attribute}", title)
     both = both.iloc[:: max(1, len(both) // max_points)]
     fig = go.Figure()
-    fig.add_scattergl(x=both["x"], y=both["y"], mode="markers", marker={"size": 5, "opacity": 0.6},
-                      customdata=both.index, name=stage,
-                      hovertemplate=f"request %{{customdata}}<br>{attribute} %{{x:g}}<br>{stage} %{{y:.3f}} ms<extra></extra>")
+    fig.add_scattergl(
+        x=both["x"],
+        y=both["y"],
+        mode="markers",
+        marker={"size": 5, "opacity": 0.6},
+        customdata=both.index,
+        name=stage,
+        hovertemplate=f"request %{{customdata}}<br>{attribute} %{{x:g}}<br>{stage} %{{y:.3f}} ms<extra></extra>",
+    )
     for key, dash in (("p50_ms", "solid"), ("p99_ms", "dot")):
         bins = (effect or {}).get("bins") or []
         if bins:
             xs = [x for b in bins for x in (b["lo"], b["hi"], None)]
             ys = [y for b in bins for y in (b[key], b[key], None)]
-            fig.add_scatter(x=xs, y=ys, mode="lines+markers", name=f"{key[:3]} per range", line={"dash": dash})
+            fig.add_scatter(
+                x=xs, y=ys, mode="lines+markers", name=f"{key[:3]} per range", line={"dash": dash}
+            )
     fig.update_layout(xaxis_title=attribute, yaxis_title=f"{stage} (ms)")
     return layout(fig, title or _attribute_title(stage, attribute, rho, ci, effect))
 

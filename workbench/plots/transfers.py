@@ -7,6 +7,7 @@ classification (AMD ``Host`` memory its own color). One bar per copy class (``Ht
 ``DtoD``...; copies whose name names no host side stay under their bare
 direction) plus memsets, colored by the shared palette.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -22,7 +23,11 @@ from ..analysis.transfers import copy_classes, split_copy_key, sync_calls
 from ..units import NS_PER_MS
 from .style import KIND_COLORS, NO_GPU_EVENTS, copy_palette_key, empty_figure, format_bytes, layout
 
-__all__ = ["copy_classes", "transfer_comparison_figure", "transfer_figure"]  # copy_classes: the analysis table drawn here
+__all__ = [
+    "copy_classes",
+    "transfer_comparison_figure",
+    "transfer_figure",
+]  # copy_classes: the analysis table drawn here
 
 
 def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -> go.Figure:
@@ -38,28 +43,67 @@ def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -
     if gpu_work(events).empty and sync_calls(events).empty:
         return empty_figure(NO_GPU_EVENTS, title)
     classes, syncs = copy_classes(events), sync_calls(events)
-    fig = make_subplots(rows=1, cols=4, horizontal_spacing=0.07,
-                        subplot_titles=("bytes moved (MB)", "copy time (ms)", "achieved bandwidth (GB/s)",
-                                        "synchronizing calls (ms)"))
+    fig = make_subplots(
+        rows=1,
+        cols=4,
+        horizontal_spacing=0.07,
+        subplot_titles=(
+            "bytes moved (MB)",
+            "copy time (ms)",
+            "achieved bandwidth (GB/s)",
+            "synchronizing calls (ms)",
+        ),
+    )
     labels = classes["label"].tolist()
-    colors = [KIND_COLORS["memset" if lab == "memset" else copy_palette_key(*split_copy_key(lab))] for lab in labels]
+    colors = [
+        KIND_COLORS["memset" if lab == "memset" else copy_palette_key(*split_copy_key(lab))]
+        for lab in labels
+    ]
     nbytes = classes["bytes"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)
-    panels = ((nbytes / 1e6, [format_bytes(b) for b in nbytes], "%{x}<br>%{text}"),
-              (classes["total_ns"].to_numpy() / NS_PER_MS, [f"n={c}" for c in classes["count"]], "%{x}<br>%{y:.3f} ms, %{text}"),
-              (classes["gb_per_s"].to_numpy(), [f"{g:.3g}" if np.isfinite(g) else "" for g in classes["gb_per_s"]],
-               "%{x}<br>%{y:.3f} GB/s"))
+    panels = (
+        (nbytes / 1e6, [format_bytes(b) for b in nbytes], "%{x}<br>%{text}"),
+        (
+            classes["total_ns"].to_numpy() / NS_PER_MS,
+            [f"n={c}" for c in classes["count"]],
+            "%{x}<br>%{y:.3f} ms, %{text}",
+        ),
+        (
+            classes["gb_per_s"].to_numpy(),
+            [f"{g:.3g}" if np.isfinite(g) else "" for g in classes["gb_per_s"]],
+            "%{x}<br>%{y:.3f} GB/s",
+        ),
+    )
     for col, (y, text, hover) in enumerate(panels, start=1):
-        fig.add_bar(x=labels, y=y, text=text, marker_color=colors, showlegend=False,
-                    hovertemplate=hover + "<extra></extra>", row=1, col=col)
-    fig.add_bar(x=syncs["name"].tolist(), y=syncs["total_ns"].to_numpy() / NS_PER_MS,
-                text=[f"n={c}" for c in syncs["count"]], marker_color=KIND_COLORS["sync"], showlegend=False,
-                hovertemplate="%{x}<br>%{y:.3f} ms total, %{text}<extra></extra>", row=1, col=4)
+        fig.add_bar(
+            x=labels,
+            y=y,
+            text=text,
+            marker_color=colors,
+            showlegend=False,
+            hovertemplate=hover + "<extra></extra>",
+            row=1,
+            col=col,
+        )
+    fig.add_bar(
+        x=syncs["name"].tolist(),
+        y=syncs["total_ns"].to_numpy() / NS_PER_MS,
+        text=[f"n={c}" for c in syncs["count"]],
+        marker_color=KIND_COLORS["sync"],
+        showlegend=False,
+        hovertemplate="%{x}<br>%{y:.3f} ms total, %{text}<extra></extra>",
+        row=1,
+        col=4,
+    )
     if classes.empty:
-        fig.add_annotation(text="no copies or memsets", x=0.3, y=0.5, xref="paper", yref="paper", showarrow=False)
+        fig.add_annotation(
+            text="no copies or memsets", x=0.3, y=0.5, xref="paper", yref="paper", showarrow=False
+        )
     return layout(fig, title + _pageable_note(classes))
 
 
-PIN_ADVICE_SHARE = 0.25  # advise pinning only where pageable copies hold at least this share of copy time
+PIN_ADVICE_SHARE = (
+    0.25  # advise pinning only where pageable copies hold at least this share of copy time
+)
 
 
 def _pageable_note(classes: pd.DataFrame) -> str:
@@ -77,7 +121,9 @@ def _pageable_note(classes: pd.DataFrame) -> str:
 PATTERNS = ("", "/", ".", "x", "-", "+")
 
 
-def transfer_comparison_figure(traces: Mapping[str, Trace | pd.DataFrame], *, title: str | None = None) -> go.Figure:
+def transfer_comparison_figure(
+    traces: Mapping[str, Trace | pd.DataFrame], *, title: str | None = None
+) -> go.Figure:
     """Runs side by side on shared axes: bytes (MB), copy time (ms) and bandwidth (GB/s) per copy class.
 
     ``traces``: run label -> trace, in legend order. One bar trace per run and panel,
@@ -91,18 +137,37 @@ def transfer_comparison_figure(traces: Mapping[str, Trace | pd.DataFrame], *, ti
     labels = list(dict.fromkeys(label for c in tables.values() for label in c["label"]))
     if not labels:
         return empty_figure("no copies in these traces", title)
-    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08,
-                        subplot_titles=("bytes moved (MB)", "copy time (ms)", "achieved bandwidth (GB/s)"))
+    fig = make_subplots(
+        rows=1,
+        cols=3,
+        horizontal_spacing=0.08,
+        subplot_titles=("bytes moved (MB)", "copy time (ms)", "achieved bandwidth (GB/s)"),
+    )
     colors = [KIND_COLORS[copy_palette_key(*split_copy_key(label))] for label in labels]
     for i, (name, c) in enumerate(tables.items()):
         c = c.set_index("label").reindex(labels)
         nbytes = c["bytes"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)
-        values = (nbytes / 1e6, c["total_ns"].astype("Float64").to_numpy(dtype=float, na_value=np.nan) / NS_PER_MS,
-                  c["gb_per_s"].astype("Float64").to_numpy(dtype=float, na_value=np.nan))
+        values = (
+            nbytes / 1e6,
+            c["total_ns"].astype("Float64").to_numpy(dtype=float, na_value=np.nan) / NS_PER_MS,
+            c["gb_per_s"].astype("Float64").to_numpy(dtype=float, na_value=np.nan),
+        )
         for col, y in enumerate(values, start=1):
-            fig.add_bar(x=labels, y=y, name=name, legendgroup=name, showlegend=col == 1, offsetgroup=str(i),
-                        marker=dict(color=colors, pattern=dict(shape=PATTERNS[i % len(PATTERNS)]),
-                                    line=dict(color="#333333", width=1)),
-                        hovertemplate=f"{name}<br>%{{x}}<br>%{{y:.4g}}<extra></extra>", row=1, col=col)
+            fig.add_bar(
+                x=labels,
+                y=y,
+                name=name,
+                legendgroup=name,
+                showlegend=col == 1,
+                offsetgroup=str(i),
+                marker=dict(
+                    color=colors,
+                    pattern=dict(shape=PATTERNS[i % len(PATTERNS)]),
+                    line=dict(color="#333333", width=1),
+                ),
+                hovertemplate=f"{name}<br>%{{x}}<br>%{{y:.4g}}<extra></extra>",
+                row=1,
+                col=col,
+            )
     fig.update_layout(barmode="group")
     return layout(fig, title)

@@ -12,19 +12,74 @@ fields in :mod:`workbench.record.meta`, and the writer and reader in
 :mod:`workbench.record.folder` (wrapped by ``save_run`` / ``load_run`` in :mod:`workbench.record.run`). Profile, load and simulation runs share this
 one format (``kind`` tells them apart); ``docs/json.md`` lists it.
 """
+
 from __future__ import annotations
 
 from .folder import META_FILE, REQUESTS_FILE, STAGES_FILE, exchange, read_meta, recover
 from .meta import FORMAT, KINDS, VERSION, MetaError, RunMeta, decode_meta
 from .run import SCRATCH_PREFIX, Run, is_scratch, load_run, save_run, scratch_folder
-from .sections import (Attributes, ColdStart, Config, Env, Fingerprint, Ingest, Load, Memory, Noise, Quantization,
-                       Serving, Simulation, Timing, TraceInfo)
-from .tables import REQUEST_COLUMNS, STAGE_COLUMNS, build_tables, request_row, stage_rows, typed_table
+from .sections import (
+    Attributes,
+    ColdStart,
+    Config,
+    Env,
+    Fingerprint,
+    Ingest,
+    Load,
+    Memory,
+    Noise,
+    Quantization,
+    Serving,
+    Simulation,
+    Timing,
+    TraceInfo,
+)
+from .tables import (
+    REQUEST_COLUMNS,
+    STAGE_COLUMNS,
+    build_tables,
+    request_row,
+    stage_rows,
+    typed_table,
+)
 
 __all__ = [
-    "Attributes", "ColdStart", "Config", "Env", "FORMAT", "Fingerprint", "Ingest", "KINDS", "Load", "META_FILE",
-    "Memory", "MetaError", "Noise", "Quantization", "REQUESTS_FILE", "REQUEST_COLUMNS", "Run", "RunMeta",
-    "SCRATCH_PREFIX", "STAGES_FILE", "STAGE_COLUMNS", "Serving", "Simulation", "Timing", "TraceInfo", "VERSION",
-    "build_tables", "decode_meta", "exchange", "is_scratch", "load_run", "read_meta", "recover", "request_row",
-    "save_run", "scratch_folder", "stage_rows", "typed_table",
+    "Attributes",
+    "ColdStart",
+    "Config",
+    "Env",
+    "FORMAT",
+    "Fingerprint",
+    "Ingest",
+    "KINDS",
+    "Load",
+    "META_FILE",
+    "Memory",
+    "MetaError",
+    "Noise",
+    "Quantization",
+    "REQUESTS_FILE",
+    "REQUEST_COLUMNS",
+    "Run",
+    "RunMeta",
+    "SCRATCH_PREFIX",
+    "STAGES_FILE",
+    "STAGE_COLUMNS",
+    "Serving",
+    "Simulation",
+    "Timing",
+    "TraceInfo",
+    "VERSION",
+    "build_tables",
+    "decode_meta",
+    "exchange",
+    "is_scratch",
+    "load_run",
+    "read_meta",
+    "recover",
+    "request_row",
+    "save_run",
+    "scratch_folder",
+    "stage_rows",
+    "typed_table",
 ]

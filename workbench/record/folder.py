@@ -17,6 +17,7 @@ with ``run.json``, and that every file it reads is a regular file inside the
 run folder (a symlink out of it, a FIFO or a device is refused by name). Every
 problem is one :class:`RunRecordError` naming the file, the field and the value.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -35,8 +36,15 @@ import pandas as pd
 from ..errors import RunRecordError
 from .meta import MetaError, RunMeta, decode_meta
 from .sections import TraceInfo
-from .tables import (LOAD_REQUEST_COLUMNS, OPTIONAL_REQUEST_COLUMNS, REQUEST_COLUMNS, STAGE_COLUMNS, TableError,
-                     checked_table, typed_table)
+from .tables import (
+    LOAD_REQUEST_COLUMNS,
+    OPTIONAL_REQUEST_COLUMNS,
+    REQUEST_COLUMNS,
+    STAGE_COLUMNS,
+    TableError,
+    checked_table,
+    typed_table,
+)
 
 META_FILE = "run.json"
 REQUESTS_FILE = "requests.parquet"
@@ -47,8 +55,15 @@ _RENAME_EXCHANGE = 2
 STAGE_SLACK_NS = 1_000  # stage times may exceed their request's by clock rounding, never by more
 
 
-def write_folder(meta: RunMeta, requests: pd.DataFrame, stages: pd.DataFrame, trace_path: Path | None,
-                 path: str | os.PathLike, *, overwrite: bool = False) -> tuple[Path, RunMeta, Path | None]:
+def write_folder(
+    meta: RunMeta,
+    requests: pd.DataFrame,
+    stages: pd.DataFrame,
+    trace_path: Path | None,
+    path: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+) -> tuple[Path, RunMeta, Path | None]:
     """Write a run folder at ``path``: ``(folder, meta as written, trace path inside it or None)``."""
     dest = Path(path)
     if dest.exists() and not overwrite:
@@ -61,7 +76,9 @@ def write_folder(meta: RunMeta, requests: pd.DataFrame, stages: pd.DataFrame, tr
             trace_name = _trace_name(Path(trace_path))
             shutil.copy2(trace_path, staging / trace_name)
             meta = meta.replace(trace=_with_file(meta, trace_name))
-        elif meta.trace is not None and meta.trace.file is not None:  # closed or dropped: name no file
+        elif (
+            meta.trace is not None and meta.trace.file is not None
+        ):  # closed or dropped: name no file
             meta = meta.replace(trace=_with_file(meta, None))
         typed_table(requests, REQUEST_COLUMNS).to_parquet(staging / REQUESTS_FILE, index=False)
         typed_table(stages, STAGE_COLUMNS).to_parquet(staging / STAGES_FILE, index=False)
@@ -148,15 +165,19 @@ def recover(root: Path) -> bool:
     """Put back the old run left as ``.<name>.old-<pid>`` by a crash between two renames."""
     if root.exists() or not root.parent.is_dir():
         return False
-    leftovers = sorted((p for p in root.parent.glob(f".{root.name}.old-*") if (p / META_FILE).is_file()),
-                       key=lambda p: p.stat().st_mtime)
+    leftovers = sorted(
+        (p for p in root.parent.glob(f".{root.name}.old-*") if (p / META_FILE).is_file()),
+        key=lambda p: p.stat().st_mtime,
+    )
     if not leftovers:
         return False
     leftovers[-1].rename(root)
     return True
 
 
-def read_folder(path: str | os.PathLike) -> tuple[Path, RunMeta, pd.DataFrame, pd.DataFrame, Path | None]:
+def read_folder(
+    path: str | os.PathLike,
+) -> tuple[Path, RunMeta, pd.DataFrame, pd.DataFrame, Path | None]:
     """Read and check a run folder: ``(folder, meta, requests, stages, trace path or None)``."""
     root = Path(path)
     recover(root)
@@ -166,7 +187,9 @@ def read_folder(path: str | os.PathLike) -> tuple[Path, RunMeta, pd.DataFrame, p
         raise RunRecordError(f"{root}: no {META_FILE}; not a workbench run, or an interrupted one")
     meta = read_meta(inside(root, META_FILE))
     extra = LOAD_REQUEST_COLUMNS if meta.kind == "load" else {}
-    requests = _read_table(inside(root, REQUESTS_FILE), {**REQUEST_COLUMNS, **extra}, OPTIONAL_REQUEST_COLUMNS)
+    requests = _read_table(
+        inside(root, REQUESTS_FILE), {**REQUEST_COLUMNS, **extra}, OPTIONAL_REQUEST_COLUMNS
+    )
     stages = _read_table(inside(root, STAGES_FILE), STAGE_COLUMNS)
     _check_consistent(root, meta, requests, stages)
     return root, meta, requests, stages, _trace_path(root, meta)
@@ -182,9 +205,13 @@ def inside(root: Path, name: str) -> Path:
     except OSError as exc:
         raise RunRecordError(f"{path}: unreadable: {exc.strerror}") from None
     if path.resolve().parent != root.resolve():
-        raise RunRecordError(f"{path}: a link to {path.resolve()}, outside the run folder; copy the file in instead")
+        raise RunRecordError(
+            f"{path}: a link to {path.resolve()}, outside the run folder; copy the file in instead"
+        )
     if not stat.S_ISREG(info.st_mode):
-        raise RunRecordError(f"{path}: not a regular file (a FIFO, device or folder); refused before reading")
+        raise RunRecordError(
+            f"{path}: not a regular file (a FIFO, device or folder); refused before reading"
+        )
     return path
 
 
@@ -211,31 +238,45 @@ def _read_table(path: Path, columns: dict[str, str], optional=()) -> pd.DataFram
         raise RunRecordError(f"{path}: {exc}") from exc
 
 
-def _check_consistent(root: Path, meta: RunMeta, requests: pd.DataFrame, stages: pd.DataFrame) -> None:
+def _check_consistent(
+    root: Path, meta: RunMeta, requests: pd.DataFrame, stages: pd.DataFrame
+) -> None:
     """Tables that agree with each other and with run.json (what the analyses assume)."""
     dup = requests["request"].duplicated()
     if dup.any():
-        raise RunRecordError(f"{root / REQUESTS_FILE}: column 'request' has duplicate id {int(requests['request'][dup].iloc[0])}")
+        raise RunRecordError(
+            f"{root / REQUESTS_FILE}: column 'request' has duplicate id {int(requests['request'][dup].iloc[0])}"
+        )
     unknown = sorted(set(stages["stage"]) - set(meta.stages))
     if unknown:
-        raise RunRecordError(f"{root / STAGES_FILE}: column 'stage' names {unknown[:3]}, not in run.json 'stages'")
+        raise RunRecordError(
+            f"{root / STAGES_FILE}: column 'stage' names {unknown[:3]}, not in run.json 'stages'"
+        )
     orphans = ~stages["request"].isin(requests["request"])
     if orphans.any():
-        raise RunRecordError(f"{root / STAGES_FILE}: column 'request' has id {int(stages['request'][orphans].iloc[0])}"
-                             f", not in {REQUESTS_FILE}")
+        raise RunRecordError(
+            f"{root / STAGES_FILE}: column 'request' has id {int(stages['request'][orphans].iloc[0])}"
+            f", not in {REQUESTS_FILE}"
+        )
     _check_stages_present(root, meta, requests, stages)
-    if meta.kind != "ingested":  # spans of two stages may run side by side; the pipeline's stages do not
+    if (
+        meta.kind != "ingested"
+    ):  # spans of two stages may run side by side; the pipeline's stages do not
         _check_stage_sums(root, requests, stages)
 
 
-def _check_stages_present(root: Path, meta: RunMeta, requests: pd.DataFrame, stages: pd.DataFrame) -> None:
+def _check_stages_present(
+    root: Path, meta: RunMeta, requests: pd.DataFrame, stages: pd.DataFrame
+) -> None:
     """A stage run.json lists has rows in a run where a measured request succeeded (each ran every stage)."""
     if meta.kind not in ("profile", "load") or not (requests["ok"] & ~requests["warmup"]).any():
         return
     missing = [s for s in meta.stages if s not in set(stages["stage"])]
     if missing:
-        raise RunRecordError(f"{root / STAGES_FILE}: stage {missing[0]!r} is listed in run.json 'stages' "
-                             "but has no rows, though measured requests succeeded")
+        raise RunRecordError(
+            f"{root / STAGES_FILE}: stage {missing[0]!r} is listed in run.json 'stages' "
+            "but has no rows, though measured requests succeeded"
+        )
 
 
 def _check_stage_sums(root: Path, requests: pd.DataFrame, stages: pd.DataFrame) -> None:
@@ -247,8 +288,10 @@ def _check_stage_sums(root: Path, requests: pd.DataFrame, stages: pd.DataFrame) 
     over = summed > own + STAGE_SLACK_NS
     if over.any():
         rid = int(summed.index[over.to_numpy()][0])
-        raise RunRecordError(f"{root / STAGES_FILE}: request {rid}'s stages add up to {int(summed[rid])} ns, "
-                             f"more than the request's dur_ns {int(own[rid])} in {REQUESTS_FILE}")
+        raise RunRecordError(
+            f"{root / STAGES_FILE}: request {rid}'s stages add up to {int(summed[rid])} ns, "
+            f"more than the request's dur_ns {int(own[rid])} in {REQUESTS_FILE}"
+        )
 
 
 def _trace_path(root: Path, meta: RunMeta) -> Path | None:
@@ -258,7 +301,9 @@ def _trace_path(root: Path, meta: RunMeta) -> Path | None:
         return None
     where = f"{root / META_FILE}: field 'trace.file'"
     if Path(name).name != name or name == META_FILE or not name.endswith(TRACE_NAME_SUFFIXES):
-        raise RunRecordError(f"{where} must be a .json or .json.gz file name inside the run folder, got {name!r}")
+        raise RunRecordError(
+            f"{where} must be a .json or .json.gz file name inside the run folder, got {name!r}"
+        )
     trace = root / name
     if not trace.exists():
         raise RunRecordError(f"{where} names {name!r} but the file is missing")

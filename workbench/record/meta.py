@@ -15,6 +15,7 @@ null when unset; ``stage_roles`` and ``ingest`` are fields). :func:`migrate`
 brings 1 and 2 to 3; the typed decoder does the rest, so a version 2 file and
 its version 3 rewrite decode to the same ``RunMeta``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -23,8 +24,26 @@ from typing import Any, Literal
 
 import msgspec
 
-from .sections import (Attributes, ColdStart, Config, Env, Fingerprint, Ingest, Json, Load, Memory, MetaError,
-                       Noise, Quantization, Section, Serving, Simulation, Timing, TraceInfo, convert_checked)
+from .sections import (
+    Attributes,
+    ColdStart,
+    Config,
+    Env,
+    Fingerprint,
+    Ingest,
+    Json,
+    Load,
+    Memory,
+    MetaError,
+    Noise,
+    Quantization,
+    Section,
+    Serving,
+    Simulation,
+    Timing,
+    TraceInfo,
+    convert_checked,
+)
 
 FORMAT = "workbench.run"
 VERSION = 3
@@ -33,7 +52,9 @@ STATUS_COMPLETE = "complete"
 Kind = Literal["profile", "load", "simulation", "served", "ingested"]
 # which section a kind of run cannot do without (its readers rely on it)
 REQUIRED_SECTION = {"load": "load", "served": "load", "simulation": "simulation"}
-NOT_NULL = {"config": ("device", "batch_size", "precision")}  # a file may leave these out, never write null
+NOT_NULL = {
+    "config": ("device", "batch_size", "precision")
+}  # a file may leave these out, never write null
 
 
 @dataclass(frozen=True)
@@ -106,8 +127,10 @@ class RunMeta:
 
     def replace(self, **changes: Any) -> "RunMeta":
         """A copy with some fields changed (sections given as dicts are checked and typed)."""
-        typed = {k: _SECTION_TYPES[k].from_dict(v) if k in _SECTION_TYPES and isinstance(v, dict) else v
-                 for k, v in changes.items()}
+        typed = {
+            k: _SECTION_TYPES[k].from_dict(v) if k in _SECTION_TYPES and isinstance(v, dict) else v
+            for k, v in changes.items()
+        }
         meta = dataclasses.replace(self, **typed)
         validate(meta)
         return meta
@@ -115,10 +138,23 @@ class RunMeta:
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(RunMeta) if f.name != "extra")
 _SECTION_TYPES: dict[str, type[Section]] = {
-    "config": Config, "env": Env, "timing": Timing, "trace": TraceInfo, "load": Load, "simulation": Simulation,
-    "fingerprint": Fingerprint, "noise": Noise, "quantization": Quantization, "memory": Memory,
-    "cold_start": ColdStart, "attributes": Attributes, "serving": Serving, "ingest": Ingest,
+    "config": Config,
+    "env": Env,
+    "timing": Timing,
+    "trace": TraceInfo,
+    "load": Load,
+    "simulation": Simulation,
+    "fingerprint": Fingerprint,
+    "noise": Noise,
+    "quantization": Quantization,
+    "memory": Memory,
+    "cold_start": ColdStart,
+    "attributes": Attributes,
+    "serving": Serving,
+    "ingest": Ingest,
 }
+
+
 def migrate(data: dict[str, Any]) -> dict[str, Any]:
     """A format-1 or format-2 ``run.json`` object as format 3 (``kind``, ``status`` and ``trace`` filled in)."""
     out = dict(data)
@@ -132,12 +168,19 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
 def check_version(data: dict[str, Any]) -> dict[str, Any]:
     """The object at the current version, or :class:`MetaError` for a foreign, older or newer one."""
     if data.get("format") != FORMAT:
-        raise MetaError("format", f"must be {FORMAT!r} (not a workbench run), got {data.get('format')!r:.80}")
+        raise MetaError(
+            "format", f"must be {FORMAT!r} (not a workbench run), got {data.get('format')!r:.80}"
+        )
     version = data.get("version")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise MetaError("version", f"must be an integer format version 1..{VERSION}, got {version!r:.80}")
+        raise MetaError(
+            "version", f"must be an integer format version 1..{VERSION}, got {version!r:.80}"
+        )
     if version > VERSION:
-        raise MetaError("version", f"is {version}, newer than this workbench reads ({VERSION}); upgrade the workbench")
+        raise MetaError(
+            "version",
+            f"is {version}, newer than this workbench reads ({VERSION}); upgrade the workbench",
+        )
     return migrate(data) if version < VERSION else data
 
 
@@ -149,7 +192,12 @@ def decode_meta(raw: bytes) -> RunMeta:
     """
     try:
         data = msgspec.json.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError) as exc:
+    except (
+        msgspec.DecodeError,
+        msgspec.ValidationError,
+        UnicodeDecodeError,
+        RecursionError,
+    ) as exc:
         raise MetaError("$", f"is not valid JSON: {str(exc)[:120]}") from None
     if not isinstance(data, dict):
         raise MetaError("$", f"must be a JSON object, got {type(data).__name__}")
@@ -157,8 +205,12 @@ def decode_meta(raw: bytes) -> RunMeta:
     for section, names in NOT_NULL.items():
         values = data.get(section)
         for name in names if isinstance(values, dict) else ():
-            _expect(name not in values or values[name] is not None, f"{section}.{name}", "a value (may be left out, "
-                    "never null)", None)
+            _expect(
+                name not in values or values[name] is not None,
+                f"{section}.{name}",
+                "a value (may be left out, never null)",
+                None,
+            )
     meta = RunMeta.from_dict(data)
     validate_saved(meta)
     return meta
@@ -172,8 +224,12 @@ def _expect(ok: bool, name: str, what: str, value: Any) -> None:
 def validate(meta: RunMeta) -> None:
     """Raise :class:`MetaError` naming the first field that breaks a rule between fields (types are msgspec's)."""
     _expect(len(set(meta.stages)) == len(meta.stages), "stages", "unique names", meta.stages)
-    _expect(meta.status in (STATUS_COMPLETE, "interrupted") or meta.status.startswith("incomplete"),
-            "status", "'complete', 'interrupted' or 'incomplete: <why>'", meta.status)
+    _expect(
+        meta.status in (STATUS_COMPLETE, "interrupted") or meta.status.startswith("incomplete"),
+        "status",
+        "'complete', 'interrupted' or 'incomplete: <why>'",
+        meta.status,
+    )
     if meta.trace is not None and meta.trace.file is not None:
         _expect(bool(meta.trace.file), "trace.file", "a file name", meta.trace.file)
 
@@ -182,4 +238,6 @@ def validate_saved(meta: RunMeta) -> None:
     """The rules a saved run's ``run.json`` adds: what the commands reading each kind of run rely on."""
     section = REQUIRED_SECTION.get(meta.kind)
     if section is not None:
-        _expect(getattr(meta, section) is not None, section, f"an object on a {meta.kind} run", None)
+        _expect(
+            getattr(meta, section) is not None, section, f"an object on a {meta.kind} run", None
+        )

@@ -7,6 +7,7 @@ An unsaved profile run's trace lives in a temporary folder the runner made
 the run is garbage collected or the interpreter exits, so long sessions and
 cancelled jobs do not pile up trace files.
 """
+
 from __future__ import annotations
 
 import os
@@ -71,7 +72,11 @@ class Run:
     @property
     def scratch(self) -> Path | None:
         """The temporary folder this run owns (None once saved or closed)."""
-        return self.trace_path.parent if self._finalizer is not None and self._finalizer.alive else None
+        return (
+            self.trace_path.parent
+            if self._finalizer is not None and self._finalizer.alive
+            else None
+        )
 
     def close(self) -> None:
         """Delete the scratch trace folder of an unsaved run (a saved run's files are never touched)."""
@@ -109,8 +114,10 @@ class Run:
     @property
     def label(self) -> str:
         c = self.config
-        return (f"{self.meta.pipeline or '?'} {c.device or '?'} bs={c.batch_size or '?'} "
-                f"{c.precision or '?'}")
+        return (
+            f"{self.meta.pipeline or '?'} {c.device or '?'} bs={c.batch_size or '?'} "
+            f"{c.precision or '?'}"
+        )
 
     def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
         """Write the run folder atomically and return its path."""
@@ -119,7 +126,9 @@ class Run:
 
 def save_run(run: Run, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
     """Write ``run`` as a run folder at ``path`` (every kind of run alike); the run then lives there."""
-    dest, meta, trace = write_folder(run.meta, run.requests, run.stages, run.trace_path, path, overwrite=overwrite)
+    dest, meta, trace = write_folder(
+        run.meta, run.requests, run.stages, run.trace_path, path, overwrite=overwrite
+    )
     run.path, run.meta = dest, meta
     run._release_scratch(trace)
     return dest
@@ -129,4 +138,3 @@ def load_run(path: str | os.PathLike) -> Run:
     """Read and check a run folder written by :func:`save_run` (any format version up to this one)."""
     root, meta, requests, stages, trace = read_folder(path)
     return Run(meta=meta, requests=requests, stages=stages, trace_path=trace, path=root)
-

@@ -8,6 +8,7 @@ writes every declared field (null when unset) and the extra keys.
 
 Units are in the names (``_ms``, ``_s``, ``_mb``, ``_rps``); counts are integers.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -42,7 +43,9 @@ class Section:
 
     extra: Json = field(default_factory=dict, kw_only=True)
     _name: ClassVar[str] = ""
-    _left_out_when_unset: ClassVar[tuple[str, ...]] = ()  # never written as null (a file may not hold null there)
+    _left_out_when_unset: ClassVar[
+        tuple[str, ...]
+    ] = ()  # never written as null (a file may not hold null there)
 
     def to_dict(self) -> Json:
         """The JSON object: every declared field (null when unset), then the extra keys."""
@@ -302,9 +305,15 @@ class Ingest(Section):
     requests: NonNegInt = 0
     stage_map: dict[str, str] = field(default_factory=dict)
     root_names: list[str] = field(default_factory=list)
-    dropped: dict[str, NonNegInt] = field(default_factory=dict)  # why -> spans left out (duplicate id, cycle)
-    clamped: dict[str, NonNegInt] = field(default_factory=dict)  # why -> spans whose times were clipped
-    flagged: list[str] = field(default_factory=list)  # names of the spans dropped or clamped (the first 20)
+    dropped: dict[str, NonNegInt] = field(
+        default_factory=dict
+    )  # why -> spans left out (duplicate id, cycle)
+    clamped: dict[str, NonNegInt] = field(
+        default_factory=dict
+    )  # why -> spans whose times were clipped
+    flagged: list[str] = field(
+        default_factory=list
+    )  # names of the spans dropped or clamped (the first 20)
 
 
 # -- decoding: msgspec checks the declared types; unknown keys go to ``extra`` ----------------------------------
@@ -315,8 +324,13 @@ def convert_checked(data: dict[str, Any], cls: type, prefix: str) -> Any:
     """``data`` as ``cls`` (a frozen dataclass), unknown keys kept in each ``extra``; :class:`MetaError` if it does not fit."""
     # a key named "extra" is data like any other, never the dataclass's own ``extra`` field
     sections = _section_fields(cls)
-    plain = {k: {i: w for i, w in v.items() if i != "extra"} if k in sections and isinstance(v, dict) else v
-             for k, v in data.items() if k != "extra"}
+    plain = {
+        k: {i: w for i, w in v.items() if i != "extra"}
+        if k in sections and isinstance(v, dict)
+        else v
+        for k, v in data.items()
+        if k != "extra"
+    }
     try:
         obj = msgspec.convert(plain, cls, strict=True)
     except msgspec.ValidationError as exc:
@@ -345,7 +359,7 @@ def _meta_error(exc: msgspec.ValidationError, data: Any, prefix: str) -> MetaErr
     item = f"item [{index} " if index else ""
     what = re.sub(r", got `[^`]*`$", "", what).replace("`", "")
     if what.startswith("Expected "):
-        what = "must be " + what[len("Expected "):].replace("| null", "or null")
+        what = "must be " + what[len("Expected ") :].replace("| null", "or null")
     elif what.startswith("Invalid enum value"):
         what = "must be one of the documented values"
     return MetaError(name, f"{item}{what}, got {_value_at(data, path)!r:.80}")
@@ -365,5 +379,10 @@ def _value_at(data: Any, path: str) -> Any:
 def _section_fields(cls: type) -> frozenset[str]:
     """The fields of ``cls`` that hold a :class:`Section` (possibly ``| None``)."""
     hints = typing.get_type_hints(cls, include_extras=False)
-    return frozenset(name for name, hint in hints.items()
-                     if any(isinstance(a, type) and issubclass(a, Section) for a in (hint, *typing.get_args(hint))))
+    return frozenset(
+        name
+        for name, hint in hints.items()
+        if any(
+            isinstance(a, type) and issubclass(a, Section) for a in (hint, *typing.get_args(hint))
+        )
+    )

@@ -11,6 +11,7 @@ raised), ``batch_size`` (int64 items). Load runs add ``arrival_ns``,
 ``start_ns``, ``dur_ns`` (host wall), ``device_dur_ns`` (Int64, CUDA-event
 time; null on CPU).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -20,21 +21,42 @@ import numpy as np
 import pandas as pd
 
 REQUEST_COLUMNS = {
-    "request": "int64", "warmup": "bool", "start_ns": "int64", "dur_ns": "int64", "ok": "bool",
-    "error_stage": "object", "error_type": "object", "error_message": "object", "batch_size": "int64",
+    "request": "int64",
+    "warmup": "bool",
+    "start_ns": "int64",
+    "dur_ns": "int64",
+    "ok": "bool",
+    "error_stage": "object",
+    "error_type": "object",
+    "error_message": "object",
+    "batch_size": "int64",
     "error_where": "object",
 }
 STAGE_COLUMNS = {
-    "request": "int64", "stage": "object", "stage_index": "int64", "start_ns": "int64",
-    "dur_ns": "int64", "device_dur_ns": "Int64",
+    "request": "int64",
+    "stage": "object",
+    "stage_index": "int64",
+    "start_ns": "int64",
+    "dur_ns": "int64",
+    "device_dur_ns": "Int64",
 }
 OPTIONAL_REQUEST_COLUMNS = ("error_where",)  # added in format 2; null in older runs
 # a load run's requests add the batcher's columns (``workbench.batching.records``)
-LOAD_REQUEST_COLUMNS = {"arrival_ns": "int64", "batch_wait_ns": "int64", "queue_wait_ns": "int64",
-                        "service_ns": "int64", "batch": "int64"}
+LOAD_REQUEST_COLUMNS = {
+    "arrival_ns": "int64",
+    "batch_wait_ns": "int64",
+    "queue_wait_ns": "int64",
+    "service_ns": "int64",
+    "batch": "int64",
+}
 # columns some runs add, checked when present: served and ingested requests, GC time in stages, attributes
-OPTIONAL_TYPED_COLUMNS = {**LOAD_REQUEST_COLUMNS, "request_id": "object", "span_name": "object", "cache_hit": "float",
-                          "gc_ns": "Int64"}
+OPTIONAL_TYPED_COLUMNS = {
+    **LOAD_REQUEST_COLUMNS,
+    "request_id": "object",
+    "span_name": "object",
+    "cache_hit": "float",
+    "gc_ns": "Int64",
+}
 ATTRIBUTE_PREFIX = "attr."  # ``attr.<name>``: a stage's described attribute, a number or null
 # the smallest value an integer column may hold (others: 0): ``batch`` is -1 for a request never dispatched
 MINIMUM = {"batch": -1}
@@ -49,15 +71,27 @@ class TableError(ValueError):
         self.field = field_name
 
 
-def request_row(request: int, warmup: bool, start_ns: int, dur_ns: int, failure: Any, batch_size: int) -> dict:
+def request_row(
+    request: int, warmup: bool, start_ns: int, dur_ns: int, failure: Any, batch_size: int
+) -> dict:
     """One ``requests`` row; ``failure`` is a ``StageFailure`` or None."""
-    return {"request": request, "warmup": warmup, "start_ns": start_ns, "dur_ns": dur_ns, "ok": failure is None,
-            "error_stage": failure and failure.stage, "error_type": failure and failure.error_type,
-            "error_message": failure and failure.message, "batch_size": batch_size,
-            "error_where": getattr(failure, "where", None)}
+    return {
+        "request": request,
+        "warmup": warmup,
+        "start_ns": start_ns,
+        "dur_ns": dur_ns,
+        "ok": failure is None,
+        "error_stage": failure and failure.stage,
+        "error_type": failure and failure.error_type,
+        "error_message": failure and failure.message,
+        "batch_size": batch_size,
+        "error_where": getattr(failure, "where", None),
+    }
 
 
-def stage_rows(request: int, timing: Any, names: Sequence[str], origin_ns: int, first_index: int = 0) -> list[tuple]:
+def stage_rows(
+    request: int, timing: Any, names: Sequence[str], origin_ns: int, first_index: int = 0
+) -> list[tuple]:
     """``stages`` rows of one ``RequestTiming``: one per stage that ran, times from ``origin_ns``."""
     rows = []
     for k, (s, e) in enumerate(zip(timing.stage_start_ns, timing.stage_end_ns)):
@@ -66,15 +100,18 @@ def stage_rows(request: int, timing: Any, names: Sequence[str], origin_ns: int, 
     return rows
 
 
-def build_tables(req_rows: Iterable[dict], st_rows: Iterable[tuple],
-                 extra_columns: dict[str, str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def build_tables(
+    req_rows: Iterable[dict], st_rows: Iterable[tuple], extra_columns: dict[str, str] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The typed ``requests`` (sorted by request) and ``stages`` tables from rows.
 
     ``extra_columns``: name -> dtype of columns beyond :data:`REQUEST_COLUMNS` (load runs).
     """
     columns = {**REQUEST_COLUMNS, **(extra_columns or {})}
     requests = pd.DataFrame(list(req_rows), columns=list(columns))
-    requests = typed_table(requests, columns).sort_values("request", ignore_index=True, kind="stable")
+    requests = typed_table(requests, columns).sort_values(
+        "request", ignore_index=True, kind="stable"
+    )
     stages = typed_table(pd.DataFrame(list(st_rows), columns=list(STAGE_COLUMNS)), STAGE_COLUMNS)
     return requests, stages
 
@@ -84,7 +121,9 @@ def typed_table(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
     out = df.copy()
     for col, dtype in columns.items():
         if col not in out.columns:
-            out[col] = pd.Series([None] * len(out), dtype=dtype if dtype != "object" else "object", index=out.index)
+            out[col] = pd.Series(
+                [None] * len(out), dtype=dtype if dtype != "object" else "object", index=out.index
+            )
         elif dtype == "object":
             out[col] = out[col].astype(object).where(out[col].notna(), None)
         else:
@@ -92,7 +131,9 @@ def typed_table(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
     return out
 
 
-def checked_table(df: pd.DataFrame, columns: dict[str, str], optional: Sequence[str] = ()) -> pd.DataFrame:
+def checked_table(
+    df: pd.DataFrame, columns: dict[str, str], optional: Sequence[str] = ()
+) -> pd.DataFrame:
     """``df`` typed as ``columns`` after checking each column holds that type; raises :class:`TableError`.
 
     Unlike :func:`typed_table` nothing is coerced across kinds: a text ``warmup``
@@ -107,7 +148,9 @@ def checked_table(df: pd.DataFrame, columns: dict[str, str], optional: Sequence[
     for col in df.columns:  # the columns some runs add: typed when present, never read unchecked
         if col in columns:
             continue
-        dtype = OPTIONAL_TYPED_COLUMNS.get(col) or ("float" if str(col).startswith(ATTRIBUTE_PREFIX) else None)
+        dtype = OPTIONAL_TYPED_COLUMNS.get(col) or (
+            "float" if str(col).startswith(ATTRIBUTE_PREFIX) else None
+        )
         if dtype is not None:
             _check_column(col, df[col], dtype)
     return typed_table(df, columns)
@@ -142,10 +185,14 @@ def _check_range(col: str, series: pd.Series) -> None:
     high = SUM_LIMIT // max(len(series), 1)
     values = series.to_numpy()
     if values.dtype.kind == "u" and len(values) and values.max() > high:
-        raise TableError(col, f"holds {int(values.max())}, above {high} (its total would overflow int64)")
+        raise TableError(
+            col, f"holds {int(values.max())}, above {high} (its total would overflow int64)"
+        )
     below = values < low
     if below.any():
         raise TableError(col, f"holds {int(values[below][0])}, below its minimum {low}")
     above = values > high
     if above.any():
-        raise TableError(col, f"holds {int(values[above][0])}, above {high} (its total would overflow int64)")
+        raise TableError(
+            col, f"holds {int(values[above][0])}, above {high} (its total would overflow int64)"
+        )

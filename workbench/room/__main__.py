@@ -1,4 +1,5 @@
 """``python -m workbench.room``: serve the dashboards (``make dashboard``) or a workshop room (``make room``)."""
+
 from __future__ import annotations
 
 import argparse
@@ -25,34 +26,81 @@ def dashboards_only(root: Path) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m workbench.room", description=__doc__)
-    p.add_argument("path", nargs="?", help="folder to serve (default notebooks/dashboards; notebooks with --room)")
+    p.add_argument(
+        "path",
+        nargs="?",
+        help="folder to serve (default notebooks/dashboards; notebooks with --room)",
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (0.0.0.0: every interface)")
     p.add_argument("--port", type=int, default=8866)
-    p.add_argument("--room", action="store_true",
-                   help="workshop presets: dashboards and notebooks, 2 preheated kernels per dashboard, "
-                        "at most 40 kernels, live profiling queued one at a time")
-    p.add_argument("--token", default=None,
-                   help="require this token (default: a random one for a non-loopback bind, none on loopback)")
-    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                   help="another Host name to answer (e.g. a DNS name handed out); repeatable")
-    p.add_argument("--pool", type=int, default=None, help="preheated kernels per dashboard (0: none)")
-    p.add_argument("--max-kernels", type=int, default=None, help="refuse new pages beyond this many kernels")
-    p.add_argument("--cull-idle-s", type=int, default=30,
-                   help="shut down a kernel with no page connected after this many idle seconds")
-    p.add_argument("--cull-interval-s", type=int, default=10, help="how often idle kernels are looked for")
-    p.add_argument("--unconnected-grace-s", type=int, default=30,
-                   help="seconds after its page loaded before a kernel no page connected to is shut down (default 30)")
-    p.add_argument("--max-unconnected-per-client", type=int, default=3,
-                   help="kernels one client address may hold whose page loaded and never connected; one more "
-                        "page: 503 (default 3; 0: no bound)")
-    p.add_argument("--upload-limit-mib", type=int, default=64, help="largest upload a page accepts (MiB)")
-    p.add_argument("--ws-unread-limit-mib", type=int, default=32,
-                   help="bytes (MiB) a page may leave unread on its kernel websocket before the server closes it "
-                        "(default 32; at least the upload limit)")
-    p.add_argument("--log-level", choices=("INFO", "DEBUG"), default="INFO",
-                   help="DEBUG logs every kernel message's type per kernel (to see where a page stalls)")
-    p.add_argument("--live", choices=("on", "queue", "off"), default=None,
-                   help="live profiling: on, queue (one at a time across the server) or off (recorded runs only)")
+    p.add_argument(
+        "--room",
+        action="store_true",
+        help="workshop presets: dashboards and notebooks, 2 preheated kernels per dashboard, "
+        "at most 40 kernels, live profiling queued one at a time",
+    )
+    p.add_argument(
+        "--token",
+        default=None,
+        help="require this token (default: a random one for a non-loopback bind, none on loopback)",
+    )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another Host name to answer (e.g. a DNS name handed out); repeatable",
+    )
+    p.add_argument(
+        "--pool", type=int, default=None, help="preheated kernels per dashboard (0: none)"
+    )
+    p.add_argument(
+        "--max-kernels", type=int, default=None, help="refuse new pages beyond this many kernels"
+    )
+    p.add_argument(
+        "--cull-idle-s",
+        type=int,
+        default=30,
+        help="shut down a kernel with no page connected after this many idle seconds",
+    )
+    p.add_argument(
+        "--cull-interval-s", type=int, default=10, help="how often idle kernels are looked for"
+    )
+    p.add_argument(
+        "--unconnected-grace-s",
+        type=int,
+        default=30,
+        help="seconds after its page loaded before a kernel no page connected to is shut down (default 30)",
+    )
+    p.add_argument(
+        "--max-unconnected-per-client",
+        type=int,
+        default=3,
+        help="kernels one client address may hold whose page loaded and never connected; one more "
+        "page: 503 (default 3; 0: no bound)",
+    )
+    p.add_argument(
+        "--upload-limit-mib", type=int, default=64, help="largest upload a page accepts (MiB)"
+    )
+    p.add_argument(
+        "--ws-unread-limit-mib",
+        type=int,
+        default=32,
+        help="bytes (MiB) a page may leave unread on its kernel websocket before the server closes it "
+        "(default 32; at least the upload limit)",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=("INFO", "DEBUG"),
+        default="INFO",
+        help="DEBUG logs every kernel message's type per kernel (to see where a page stalls)",
+    )
+    p.add_argument(
+        "--live",
+        choices=("on", "queue", "off"),
+        default=None,
+        help="live profiling: on, queue (one at a time across the server) or off (recorded runs only)",
+    )
     return p
 
 
@@ -80,8 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     from .app import RoomVoila, resolve_token, room_config, use_our_template
 
     if args.token == "" and not is_loopback_bind(args.host):
-        print(f"workbench room: error: an empty --token on {args.host} would let anyone on the network in; "
-              "omit --token for a random one", file=sys.stderr)
+        print(
+            f"workbench room: error: an empty --token on {args.host} would let anyone on the network in; "
+            "omit --token for a random one",
+            file=sys.stderr,
+        )
         return 2
     token = resolve_token(args.host, args.token)
     path = Path(args.path or defaults["path"])
@@ -89,15 +140,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"workbench room: error: {path} does not exist", file=sys.stderr)
         return 2
     config = room_config(
-        host=args.host, port=args.port, token=token,
+        host=args.host,
+        port=args.port,
+        token=token,
         pool=defaults["pool"] if args.pool is None else args.pool,
         max_kernels=defaults["max_kernels"] if args.max_kernels is None else args.max_kernels,
-        cull_idle_s=args.cull_idle_s, cull_interval_s=args.cull_interval_s,
-        unconnected_grace_s=args.unconnected_grace_s, max_unconnected_per_client=args.max_unconnected_per_client,
+        cull_idle_s=args.cull_idle_s,
+        cull_interval_s=args.cull_interval_s,
+        unconnected_grace_s=args.unconnected_grace_s,
+        max_unconnected_per_client=args.max_unconnected_per_client,
         ws_unread_limit_bytes=args.ws_unread_limit_mib << 20,
-        upload_limit_bytes=args.upload_limit_mib << 20, live=args.live or defaults["live"],
-        allow_hosts=args.allow_host, lock_path=str(Path(tempfile.gettempdir()) / "workbench-live.lock"),
-        pool_pattern=dashboards_only(path) if path.name != "dashboards" else None)
+        upload_limit_bytes=args.upload_limit_mib << 20,
+        live=args.live or defaults["live"],
+        allow_hosts=args.allow_host,
+        lock_path=str(Path(tempfile.gettempdir()) / "workbench-live.lock"),
+        pool_pattern=dashboards_only(path) if path.name != "dashboards" else None,
+    )
     config.Voila.log_level = args.log_level
     use_our_template()
     app = RoomVoila(config=config)
@@ -105,8 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     url = url_to_hand_out(args.host, args.port, token)
 
     def announce():
-        print(f"\nworkbench room: serving {path} on {args.host}:{args.port}\n"
-              f"  {'hand out' if not is_loopback_bind(args.host) else 'open'}: {url}\n", flush=True)
+        print(
+            f"\nworkbench room: serving {path} on {args.host}:{args.port}\n"
+            f"  {'hand out' if not is_loopback_bind(args.host) else 'open'}: {url}\n",
+            flush=True,
+        )
 
     from tornado.ioloop import IOLoop
 

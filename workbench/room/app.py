@@ -19,6 +19,7 @@ static and extension assets (Voila's and JupyterLab's own code, the same for
 everyone) are open. ``/logout`` and odd paths under ``/voila/templates/``
 answer a redirect or 404, never 500.
 """
+
 from __future__ import annotations
 
 import os
@@ -58,8 +59,10 @@ class ForbiddenHostHandler(tornado.web.RequestHandler):
     def prepare(self):
         self.set_status(403)
         self.set_header("Content-Type", "text/plain; charset=utf-8")
-        self.finish(f"403: Host {self.request.host!r} is not served here (DNS rebinding guard; "
-                    "the server's --allow-host adds a name)\n")
+        self.finish(
+            f"403: Host {self.request.host!r} is not served here (DNS rebinding guard; "
+            "the server's --allow-host adds a name)\n"
+        )
 
 
 class HostGuardApplication(tornado.web.Application):
@@ -87,7 +90,9 @@ class _PageKernels:
         return kernel_id
 
     async def get_rendered_notebook(self, *args, **kwargs):  # a kernel from the preheated pool
-        render_task, rendered, kernel_id = await self._manager.get_rendered_notebook(*args, **kwargs)
+        render_task, rendered, kernel_id = await self._manager.get_rendered_notebook(
+            *args, **kwargs
+        )
         self._page.got_kernel(kernel_id)
         return render_task, rendered, kernel_id
 
@@ -155,13 +160,18 @@ class KernelSocketHandler(VoilaKernelWebsocketHandler):
             return None
         if _unsent_bytes(self.ws_connection) > limit:
             self._overflowed = True
-            self.log.warning("Closing a kernel websocket from %s: over %d bytes its page has not read",
-                             self.request.remote_ip, limit)
+            self.log.warning(
+                "Closing a kernel websocket from %s: over %d bytes its page has not read",
+                self.request.remote_ip,
+                limit,
+            )
             self.close(1008, "the page is not reading its kernel's messages")
             return None
         sent = super().write_message(message, binary)
         if sent is not None and hasattr(sent, "add_done_callback"):
-            sent.add_done_callback(_retrieved)  # a write the close cut short is no "never retrieved" traceback
+            sent.add_done_callback(
+                _retrieved
+            )  # a write the close cut short is no "never retrieved" traceback
         return sent
 
 
@@ -236,8 +246,12 @@ class RoomVoila(Voila):
 
     def init_handlers(self):
         handlers = [(r"/workbench/room/config\.js", ConfigJsHandler)]
-        ours = {TornadoVoilaHandler: RenderHandler, AllowListFileHandler: TokenFileHandler,
-                TemplateStaticFileHandler: TemplateFileHandler, VoilaKernelWebsocketHandler: KernelSocketHandler}
+        ours = {
+            TornadoVoilaHandler: RenderHandler,
+            AllowListFileHandler: TokenFileHandler,
+            TemplateStaticFileHandler: TemplateFileHandler,
+            VoilaKernelWebsocketHandler: KernelSocketHandler,
+        }
         for rule in super().init_handlers():
             if len(rule) >= 2 and rule[1] in ours:
                 rule = (rule[0], ours[rule[1]], *rule[2:])
@@ -247,10 +261,24 @@ class RoomVoila(Voila):
         return handlers
 
 
-def room_config(*, host: str, port: int, token: str, pool: int, max_kernels: int, cull_idle_s: int,
-                cull_interval_s: int, upload_limit_bytes: int, live: str, allow_hosts: list[str],
-                lock_path: str, pool_pattern: str | None = None, unconnected_grace_s: int = 30,
-                max_unconnected_per_client: int = 3, ws_unread_limit_bytes: int = WEBSOCKET_UNREAD_LIMIT_BYTES) -> Config:
+def room_config(
+    *,
+    host: str,
+    port: int,
+    token: str,
+    pool: int,
+    max_kernels: int,
+    cull_idle_s: int,
+    cull_interval_s: int,
+    upload_limit_bytes: int,
+    live: str,
+    allow_hosts: list[str],
+    lock_path: str,
+    pool_pattern: str | None = None,
+    unconnected_grace_s: int = 30,
+    max_unconnected_per_client: int = 3,
+    ws_unread_limit_bytes: int = WEBSOCKET_UNREAD_LIMIT_BYTES,
+) -> Config:
     """The traitlets config of a room server (no deprecated command-line flags).
 
     pool: preheated kernels per dashboard (0: none); pool_pattern: regex of notebooks kept out of the pool.
@@ -274,12 +302,17 @@ def room_config(*, host: str, port: int, token: str, pool: int, max_kernels: int
     }
     c.VoilaConfiguration.template = "workbench"
     c.VoilaExecutor.iopub_timeout = IOPUB_TIMEOUT_S
-    c.VoilaExecutor.raise_on_iopub_timeout = True  # a page past it says so, instead of drawing nothing
+    c.VoilaExecutor.raise_on_iopub_timeout = (
+        True  # a page past it says so, instead of drawing nothing
+    )
     c.VoilaExecutor.cell_timeout_instruction = (
         f"The server waited {IOPUB_TIMEOUT_S} s for this cell's outputs: the machine is overloaded. "
-        "Reload the page once it is quieter.")
+        "Reload the page once it is quieter."
+    )
     c.VoilaConfiguration.file_allowlist = FILE_ALLOWLIST
-    c.VoilaConfiguration.multi_kernel_manager_class = "workbench.room.kernel_manager.RoomKernelManager"
+    c.VoilaConfiguration.multi_kernel_manager_class = (
+        "workbench.room.kernel_manager.RoomKernelManager"
+    )
     c.VoilaConfiguration.preheat_kernel = pool > 0
     c.VoilaConfiguration.default_pool_size = max(pool, 0)
     if pool_pattern:

@@ -29,6 +29,7 @@ hold whose page loaded and never connected (HTTP 503 past it). Pages still
 loading do not count: a browser opening many tabs at once (or a classroom
 behind one NAT address) is admitted, and its pages connect once loaded.
 """
+
 from __future__ import annotations
 
 import os
@@ -46,15 +47,31 @@ SCRATCH_ENV = "WORKBENCH_SCRATCH_DIR"
 class RoomKernelManager(AsyncMappingKernelManager):
     """``AsyncMappingKernelManager`` with per-kernel scratch folders and ``max_kernels``."""
 
-    max_kernels = Integer(0, config=True, help="Refuse a new kernel (HTTP 503) when this many run; 0: no bound.")
-    scratch_root = Unicode("", config=True, help="Folder holding each kernel's scratch folder (default: a new temp dir).")
-    unconnected_grace_s = Integer(30, config=True,
-                                  help="Seconds after its page loaded (else after first seen) before a kernel no "
-                                       "page has connected to is shut down.")
-    max_unconnected_per_client = Integer(3, config=True,
-                                         help="Kernels one client address may hold whose page loaded and never "
-                                              "connected; one more page: HTTP 503. 0: no bound.")
-    kernel_env = Dict({}, config=True, help="Extra environment variables for every kernel (the room's live lock, upload limit).")
+    max_kernels = Integer(
+        0, config=True, help="Refuse a new kernel (HTTP 503) when this many run; 0: no bound."
+    )
+    scratch_root = Unicode(
+        "",
+        config=True,
+        help="Folder holding each kernel's scratch folder (default: a new temp dir).",
+    )
+    unconnected_grace_s = Integer(
+        30,
+        config=True,
+        help="Seconds after its page loaded (else after first seen) before a kernel no "
+        "page has connected to is shut down.",
+    )
+    max_unconnected_per_client = Integer(
+        3,
+        config=True,
+        help="Kernels one client address may hold whose page loaded and never "
+        "connected; one more page: HTTP 503. 0: no bound.",
+    )
+    kernel_env = Dict(
+        {},
+        config=True,
+        help="Extra environment variables for every kernel (the room's live lock, upload limit).",
+    )
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -66,21 +83,29 @@ class RoomKernelManager(AsyncMappingKernelManager):
         self._unconnected_since: dict = {}  # kernel id -> when a cull check first saw it (never connected)
         self._client: dict[str, str] = {}  # kernel id -> the client address whose page got it
         self._loading: set[str] = set()  # kernels whose page is still loading
-        self._rendered_at: dict[str, float] = {}  # kernel id -> when its page finished loading (monotonic s)
+        self._rendered_at: dict[
+            str, float
+        ] = {}  # kernel id -> when its page finished loading (monotonic s)
         self._ending: set[str] = set()  # kernels being shut down now
 
     def unconnected_count(self, client: str) -> int:
         """Kernels of ``client`` whose page loaded and has not connected (yet)."""
-        return sum(1 for k, c in self._client.items()
-                   if c == client and k in self._rendered_at and k not in self._ever_connected)
+        return sum(
+            1
+            for k, c in self._client.items()
+            if c == client and k in self._rendered_at and k not in self._ever_connected
+        )
 
     def admit(self, client: str) -> None:
         """Refuse (HTTP 503) a new page of ``client`` when it already holds ``max_unconnected_per_client`` such kernels."""
         held = self.unconnected_count(client)
         if self.max_unconnected_per_client and held >= self.max_unconnected_per_client:
-            raise web.HTTPError(503, f"{client} already has {held} pages loaded and never connected "
-                                     f"(max_unconnected_per_client={self.max_unconnected_per_client}); open one of them "
-                                     f"or wait {self.unconnected_grace_s} s")
+            raise web.HTTPError(
+                503,
+                f"{client} already has {held} pages loaded and never connected "
+                f"(max_unconnected_per_client={self.max_unconnected_per_client}); open one of them "
+                f"or wait {self.unconnected_grace_s} s",
+            )
 
     def claim(self, kernel_id: str, client: str) -> None:
         """A page of ``client`` got ``kernel_id`` and is loading."""
@@ -107,8 +132,11 @@ class RoomKernelManager(AsyncMappingKernelManager):
 
     async def start_kernel(self, *args, **kwargs):
         if self.max_kernels and len(self) >= self.max_kernels:
-            raise web.HTTPError(503, f"the room is full: {len(self)} kernels are running (max_kernels="
-                                     f"{self.max_kernels}); close a page or try again in a minute")
+            raise web.HTTPError(
+                503,
+                f"the room is full: {len(self)} kernels are running (max_kernels="
+                f"{self.max_kernels}); close a page or try again in a minute",
+            )
         scratch = tempfile.mkdtemp(prefix="kernel-", dir=self.scratch_root)
         env = dict(kwargs.get("env") or os.environ)
         env.update({str(k): str(v) for k, v in self.kernel_env.items()})
@@ -143,7 +171,10 @@ class RoomKernelManager(AsyncMappingKernelManager):
         """Shut a kernel down; one that another path ended meanwhile is no error (no traceback in the log)."""
         try:
             await self.shutdown_kernel(kernel_id, now=True)
-        except (KeyError, web.HTTPError):  # HTTPError 404: jupyter_server's word for an unknown kernel
+        except (
+            KeyError,
+            web.HTTPError,
+        ):  # HTTPError 404: jupyter_server's word for an unknown kernel
             self.log.debug("kernel %s had already been shut down", kernel_id)
 
     def notify_connect(self, kernel_id):
@@ -165,14 +196,21 @@ class RoomKernelManager(AsyncMappingKernelManager):
         last_activity = _last_activity(kernel)
         if last_activity is None:
             return None  # still starting: jupyter_server sets last_activity once the kernel is up
-        if kernel_id not in self._ever_connected and getattr(kernel, "execution_state", None) != "dead":
+        if (
+            kernel_id not in self._ever_connected
+            and getattr(kernel, "execution_state", None) != "dead"
+        ):
             if kernel_id in self._loading:
                 return None  # its page is loading: closing the page releases it (abandoned)
             if kernel_id in self._rendered_at:
                 waited = time.monotonic() - self._rendered_at[kernel_id]
                 if waited <= self.unconnected_grace_s:
                     return None
-                self.log.info("Culling kernel %s: its page loaded %.0f s ago and never connected", kernel_id, waited)
+                self.log.info(
+                    "Culling kernel %s: its page loaded %.0f s ago and never connected",
+                    kernel_id,
+                    waited,
+                )
                 await self._shutdown_quietly(kernel_id)
                 return None
             from jupyter_server._tz import utcnow
@@ -183,7 +221,10 @@ class RoomKernelManager(AsyncMappingKernelManager):
                 return None
         try:
             return await super().cull_kernel_if_idle(kernel_id)
-        except (KeyError, web.HTTPError):  # ended between our look and jupyter_server's (it logged a traceback)
+        except (
+            KeyError,
+            web.HTTPError,
+        ):  # ended between our look and jupyter_server's (it logged a traceback)
             self.log.debug("kernel %s ended before the cull check", kernel_id)
             return None
 

@@ -11,6 +11,7 @@ Collect -> record, as elsewhere:
 
 Importing this package imports none of uvicorn, Starlette or torch.
 """
+
 from __future__ import annotations
 
 from .._lazy import lazy_exports
@@ -36,7 +37,12 @@ def require(module: str, extra: str):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise ConfigError(f"{module} is not installed: pip install 'workbench[{extra}]' "
-                          "(make installs the exact pins of requirements.lock)") from None
+        raise ConfigError(
+            f"{module} is not installed: pip install 'workbench[{extra}]' "
+            "(make installs the exact pins of requirements.lock)"
+        ) from None
 
-__getattr__, __dir__ = lazy_exports(__name__, globals(), {k: f"{__name__}.{m}" for k, m in _EXPORTS.items()})
+
+__getattr__, __dir__ = lazy_exports(
+    __name__, globals(), {k: f"{__name__}.{m}" for k, m in _EXPORTS.items()}
+)

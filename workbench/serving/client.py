@@ -36,6 +36,7 @@ never as server latency (``pool_wait_ns`` says how much of it). Its end to
 end runs from that send to the whole response read. The ``Server-Timing``
 of each response is kept as it came (see :mod:`workbench.serving.protocol`).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -54,13 +55,23 @@ import numpy as np
 from ..errors import ConfigError
 from ..units import ns_to_s, s_to_ns
 from .http1 import BadResponse, Pool, Response, ServerDisconnected, request_bytes
-from .protocol import (BATCH_HEADER, BATCH_SIZE_HEADER, CACHE_HIT_HEADER, REQUEST_ID_HEADER, TIMING_HEADER,
-                       parse_server_timing)
+from .protocol import (
+    BATCH_HEADER,
+    BATCH_SIZE_HEADER,
+    CACHE_HIT_HEADER,
+    REQUEST_ID_HEADER,
+    TIMING_HEADER,
+    parse_server_timing,
+)
 
-SPIN_NS = 100_000          # wake this early and spin on the clock to the send time (see the module docstring)
-SETTLE_NS = 2_000_000      # the first send is due this long after the schedule starts
-INTERRUPT_GRACE_S = 2.0   # after Ctrl-C, what the requests in flight get to finish before they are abandoned
-PRECONNECT = 16            # connections opened before the schedule (up to ``connections``)
+SPIN_NS = (
+    100_000  # wake this early and spin on the clock to the send time (see the module docstring)
+)
+SETTLE_NS = 2_000_000  # the first send is due this long after the schedule starts
+INTERRUPT_GRACE_S = (
+    2.0  # after Ctrl-C, what the requests in flight get to finish before they are abandoned
+)
+PRECONNECT = 16  # connections opened before the schedule (up to ``connections``)
 
 
 @dataclass
@@ -95,7 +106,9 @@ class Drive:
     origin_ns: int
     server_before: dict | None
     server_after: dict | None
-    interrupted: bool = False  # Ctrl-C stopped the schedule: ``results`` are the requests sent before it
+    interrupted: bool = (
+        False  # Ctrl-C stopped the schedule: ``results`` are the requests sent before it
+    )
 
 
 @dataclass(frozen=True)
@@ -117,16 +130,33 @@ class Target:
             port = parsed.port or (443 if parsed.scheme == "https" else 80)
         except ValueError:
             raise ConfigError(f"--url {url!r}: the port is not a number from 0 to 65535") from None
-        return cls(parsed.hostname, port, parsed.scheme == "https", parsed.netloc.rpartition("@")[2],
-                   parsed.path.rstrip("/"))
+        return cls(
+            parsed.hostname,
+            port,
+            parsed.scheme == "https",
+            parsed.netloc.rpartition("@")[2],
+            parsed.path.rstrip("/"),
+        )
 
-    def request(self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None) -> bytes:
+    def request(
+        self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None
+    ) -> bytes:
         return request_bytes(method, self.base + path, self.authority, headers or {}, body)
 
 
-def drive(url: str, payloads: list[bytes], schedule_ns: np.ndarray, *, tag: str = "wb", warmup: int = 5,
-          connections: int = 256, timeout_s: float = 30.0, clock=time.perf_counter_ns,
-          spin_ns: int = SPIN_NS, watch=None) -> Drive:
+def drive(
+    url: str,
+    payloads: list[bytes],
+    schedule_ns: np.ndarray,
+    *,
+    tag: str = "wb",
+    warmup: int = 5,
+    connections: int = 256,
+    timeout_s: float = 30.0,
+    clock=time.perf_counter_ns,
+    spin_ns: int = SPIN_NS,
+    watch=None,
+) -> Drive:
     """Send ``payloads[k % len]`` to ``url + '/predict'`` at ``schedule_ns[k]`` after the start; wait for all.
 
     watch: a :class:`workbench.analysis.windows.StabilityWatch` (a sweep point): asked before each
@@ -138,24 +168,54 @@ def drive(url: str, payloads: list[bytes], schedule_ns: np.ndarray, *, tag: str 
     target = Target.from_url(url)
     loop = asyncio.SelectorEventLoop(selectors.SelectSelector())
     try:
-        return loop.run_until_complete(_drive(target, url, payloads, schedule_ns, tag, warmup, connections,
-                                              s_to_ns(timeout_s), clock, spin_ns, watch))
+        return loop.run_until_complete(
+            _drive(
+                target,
+                url,
+                payloads,
+                schedule_ns,
+                tag,
+                warmup,
+                connections,
+                s_to_ns(timeout_s),
+                clock,
+                spin_ns,
+                watch,
+            )
+        )
     finally:
         loop.close()
 
 
-async def _drive(target, url, payloads, schedule_ns, tag, warmup, connections, timeout_ns, clock, spin_ns,
-                 watch=None) -> Drive:
+async def _drive(
+    target,
+    url,
+    payloads,
+    schedule_ns,
+    tag,
+    warmup,
+    connections,
+    timeout_ns,
+    clock,
+    spin_ns,
+    watch=None,
+) -> Drive:
     pool = Pool(target.host, target.port, limit=connections, clock=clock, tls=target.tls)
     watchdog = Watchdog(pool, timeout_ns)
     try:
         before = await _health(pool, target, url)
         await _warm_up(pool, target, url, payloads, warmup)
-        await pool.connect(min(connections, PRECONNECT) - pool.open_count)  # best effort: more open on demand
-        schedule = Schedule(pool, target, payloads, schedule_ns.tolist(), tag, clock, spin_ns, watch)
+        await pool.connect(
+            min(connections, PRECONNECT) - pool.open_count
+        )  # best effort: more open on demand
+        schedule = Schedule(
+            pool, target, payloads, schedule_ns.tolist(), tag, clock, spin_ns, watch
+        )
         await schedule.run()
         try:  # a server that went silent must not hold the run (or a Ctrl-C) for the whole --timeout
-            after = await asyncio.wait_for(_health(pool, target, url, after_run=True), min(ns_to_s(timeout_ns), 2.0))
+            after = await asyncio.wait_for(
+                _health(pool, target, url, after_run=True), min(ns_to_s(timeout_ns), 2.0)
+            )
         except asyncio.TimeoutError:
             after = None
     finally:
@@ -169,19 +229,33 @@ async def _drive(target, url, payloads, schedule_ns, tag, warmup, connections, t
 class Schedule:
     """The open-loop send schedule: a chain of timer callbacks; what each request got back, by index."""
 
-    def __init__(self, pool: Pool, target: Target, payloads: list[bytes], offsets_ns: list[int], tag: str, clock,
-                 spin_ns: int, watch=None) -> None:
+    def __init__(
+        self,
+        pool: Pool,
+        target: Target,
+        payloads: list[bytes],
+        offsets_ns: list[int],
+        tag: str,
+        clock,
+        spin_ns: int,
+        watch=None,
+    ) -> None:
         self.pool, self.clock, self.spin_ns, self.tag, self.watch = pool, clock, spin_ns, tag, watch
         self.offsets, self.n = offsets_ns, len(offsets_ns)
-        self.prefix = (f"POST {target.base}/predict HTTP/1.1\r\nHost: {target.authority}\r\n"
-                       f"Content-Type: application/octet-stream\r\n{REQUEST_ID_HEADER}: ").encode("latin-1")
+        self.prefix = (
+            f"POST {target.base}/predict HTTP/1.1\r\nHost: {target.authority}\r\n"
+            f"Content-Type: application/octet-stream\r\n{REQUEST_ID_HEADER}: "
+        ).encode("latin-1")
         self.tails = [b"\r\nContent-Length: %d\r\n\r\n" % len(p) + p for p in payloads]
         self.sent: list[int | None] = [None] * self.n
         self.queued: list[int | None] = [None] * self.n
         self.outcome: list[Any] = [None] * self.n
         self.ended = [0] * self.n
         self.origin_ns, self.k, self.pending = 0, 0, self.n
-        self.limit, self.interrupted = self.n, False  # how many are sent; Ctrl-C lowers it to those sent so far
+        self.limit, self.interrupted = (
+            self.n,
+            False,
+        )  # how many are sent; Ctrl-C lowers it to those sent so far
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -220,8 +294,11 @@ class Schedule:
         self.pending -= unsent
         if self.pending == 0 and not self.finished.done():
             self.finished.set_result(None)
-        self._loop.call_later(INTERRUPT_GRACE_S, self.pool.abandon,
-                              f"no response within {INTERRUPT_GRACE_S:g} s of Ctrl-C")
+        self._loop.call_later(
+            INTERRUPT_GRACE_S,
+            self.pool.abandon,
+            f"no response within {INTERRUPT_GRACE_S:g} s of Ctrl-C",
+        )
 
     def _fire(self) -> None:
         """Send every request that is due (spinning through the last ``spin_ns``); re-arm for the next one."""
@@ -268,8 +345,12 @@ class Schedule:
             response = isinstance(outcome, Response)
             sent = sent_ns if sent_ns is not None else self.ended[k]
             end = outcome.done_ns if response else self.ended[k]
-            self.watch.finished(self.offsets[k], sent - self.origin_ns, end - sent,
-                                response and outcome.status == 200)
+            self.watch.finished(
+                self.offsets[k],
+                sent - self.origin_ns,
+                end - sent,
+                response and outcome.status == 200,
+            )
         self.pending -= 1
         if self.pending == 0 and not self.finished.done():
             self.finished.set_result(None)
@@ -288,8 +369,15 @@ class Schedule:
             if outcome.status != 200:
                 result.error = _http_error(outcome.status, outcome.body)
             return result
-        return Result(rid, due, sent, self.ended[k], None, ("network", type(outcome).__name__, str(outcome) or
-                                                            repr(outcome)), pool_wait_ns=wait)
+        return Result(
+            rid,
+            due,
+            sent,
+            self.ended[k],
+            None,
+            ("network", type(outcome).__name__, str(outcome) or repr(outcome)),
+            pool_wait_ns=wait,
+        )
 
 
 def _catch_sigint(loop, handler) -> bool:
@@ -328,12 +416,14 @@ class Watchdog:
 
 def _read_headers(result: Result, headers: dict[str, str]) -> None:
     try:
-        result.server_stages, result.server_total_ns = parse_server_timing(headers.get(TIMING_HEADER.lower()))
+        result.server_stages, result.server_total_ns = parse_server_timing(
+            headers.get(TIMING_HEADER.lower())
+        )
     except ValueError as exc:
         result.error = ("network", "BadServerTiming", str(exc))
     try:
-        result.batch = _bounded_int(headers, BATCH_HEADER, -1, -1, 2 ** 53)
-        result.batch_size = _bounded_int(headers, BATCH_SIZE_HEADER, 1, 1, 2 ** 31)
+        result.batch = _bounded_int(headers, BATCH_HEADER, -1, -1, 2**53)
+        result.batch_size = _bounded_int(headers, BATCH_SIZE_HEADER, 1, 1, 2**31)
         hit = headers.get(CACHE_HIT_HEADER.lower())
         result.cache_hit = float(hit[:40]) if hit is not None else None
         if result.cache_hit is not None and not 0.0 <= result.cache_hit <= 1.0:
@@ -350,7 +440,11 @@ def _bounded_int(headers: dict[str, str], name: str, default: int, low: int, hig
     if text is None:
         return default
     text = text.strip()
-    if not (text.lstrip("-").isascii() and text.lstrip("-").isdigit()) or len(text) > 20 or not low <= int(text) <= high:
+    if (
+        not (text.lstrip("-").isascii() and text.lstrip("-").isdigit())
+        or len(text) > 20
+        or not low <= int(text) <= high
+    ):
         raise ValueError(f"{name} {text[:40]!r} is not a whole number from {low} to {high}")
     return int(text)
 
@@ -370,13 +464,19 @@ def _unreachable(url: str, exc: BaseException) -> ConfigError:
     import ssl
 
     if isinstance(exc, ssl.SSLCertVerificationError):
-        return ConfigError(f"--url {url}: the server's TLS certificate was not accepted ({exc.verify_message}); "
-                           "a server whose certificate comes from a private CA is trusted with "
-                           "SSL_CERT_FILE=/path/to/ca.pem")
+        return ConfigError(
+            f"--url {url}: the server's TLS certificate was not accepted ({exc.verify_message}); "
+            "a server whose certificate comes from a private CA is trusted with "
+            "SSL_CERT_FILE=/path/to/ca.pem"
+        )
     if isinstance(exc, ssl.SSLError):
-        return ConfigError(f"--url {url}: the TLS handshake failed ({exc.reason or exc}); is it an https server?")
-    return ConfigError(f"--url {url}: cannot connect ({exc}); is the server running "
-                       f"(python -m workbench serve ...) and is the address right?")
+        return ConfigError(
+            f"--url {url}: the TLS handshake failed ({exc.reason or exc}); is it an https server?"
+        )
+    return ConfigError(
+        f"--url {url}: cannot connect ({exc}); is the server running "
+        f"(python -m workbench serve ...) and is the address right?"
+    )
 
 
 async def _warm_up(pool: Pool, target: Target, url: str, payloads: list[bytes], n: int) -> None:
@@ -388,7 +488,9 @@ async def _warm_up(pool: Pool, target: Target, url: str, payloads: list[bytes], 
         try:
             await pool.fetch(target.request("POST", "/predict", payloads[k % len(payloads)]))
         except TimeoutError:
-            raise ConfigError(f"--url {url}: no answer to a warm-up request within the timeout") from None
+            raise ConfigError(
+                f"--url {url}: no answer to a warm-up request within the timeout"
+            ) from None
         except ServerDisconnected as exc:
             raise ConfigError(f"--url {url}: {exc} (a warm-up request)") from None
         except BadResponse as exc:
@@ -429,8 +531,16 @@ def summary_of_server(drive_: Drive) -> dict[str, Any]:
     return {"server_cpu_s": round(float(a["cpu_s"]) - float(b["cpu_s"]), 4)}
 
 
-def response_result(request_id: str, due_ns: int, sent_ns: int, done_ns: int, status: int | None,
-                    headers: dict[str, str], body: bytes, error: tuple[str, str, str] | None = None) -> Result:
+def response_result(
+    request_id: str,
+    due_ns: int,
+    sent_ns: int,
+    done_ns: int,
+    status: int | None,
+    headers: dict[str, str],
+    body: bytes,
+    error: tuple[str, str, str] | None = None,
+) -> Result:
     """A :class:`Result` of a request another client sent (the Locust engine), read as this client reads one.
 
     ``headers``: lower-case names; ``error``: (stage, type, message) of a request that got no response.

@@ -24,6 +24,7 @@ Two layers, each where the information is:
 Every refusal is counted by reason; the limits and the counts go into the
 run (``serving.edge``).
 """
+
 from __future__ import annotations
 
 import hmac
@@ -43,34 +44,50 @@ STATE_CHANGING = ("POST", "PUT", "PATCH", "DELETE")
 class EdgeLimits:
     """The edge's settings (see docs/serving.md, which lists each with its default)."""
 
-    allow_hosts: tuple[str, ...] = ()             # ``Host`` names answered besides the loopback names and the
+    allow_hosts: tuple[str, ...] = ()  # ``Host`` names answered besides the loopback names and the
     #                                               bound address (a wildcard bind: this machine's); "*": any
-    control_token: str | None = None              # ``X-Workbench-Token`` of ``POST /shutdown`` (None: endpoint off)
-    max_header_bytes: int = 16_384                # request line + headers -> 431
-    max_body_bytes: int = 1_048_576               # -> 413
-    max_request_id_chars: int = 128               # -> 400
-    header_timeout_s: float = 10.0                # head not complete this long after its first byte -> 408
-    body_timeout_s: float = 10.0                  # body not complete this long after the head -> 408
-    keep_alive_s: float = 5.0                     # idle keep-alive connection closed (uvicorn's timeout_keep_alive)
-    max_connections: int = 512                    # open connections; one more -> 503 + Retry-After
-    max_pending: int = 1024                       # requests queued or running; one more -> 503 + Retry-After
+    control_token: str | None = (
+        None  # ``X-Workbench-Token`` of ``POST /shutdown`` (None: endpoint off)
+    )
+    max_header_bytes: int = 16_384  # request line + headers -> 431
+    max_body_bytes: int = 1_048_576  # -> 413
+    max_request_id_chars: int = 128  # -> 400
+    header_timeout_s: float = 10.0  # head not complete this long after its first byte -> 408
+    body_timeout_s: float = 10.0  # body not complete this long after the head -> 408
+    keep_alive_s: float = 5.0  # idle keep-alive connection closed (uvicorn's timeout_keep_alive)
+    max_connections: int = 512  # open connections; one more -> 503 + Retry-After
+    max_pending: int = 1024  # requests queued or running; one more -> 503 + Retry-After
     retry_after_s: int = 1
-    accept_backlog: int = 128                     # the listen queue, and the most connections accepted per loop turn
+    accept_backlog: int = 128  # the listen queue, and the most connections accepted per loop turn
 
     def __post_init__(self) -> None:
-        for name in ("max_header_bytes", "max_body_bytes", "max_request_id_chars", "max_connections", "max_pending",
-                     "retry_after_s", "accept_backlog"):
+        for name in (
+            "max_header_bytes",
+            "max_body_bytes",
+            "max_request_id_chars",
+            "max_connections",
+            "max_pending",
+            "retry_after_s",
+            "accept_backlog",
+        ):
             if getattr(self, name) < 1:
-                flag = {"max_request_id_chars": "max-request-id", "retry_after_s": "retry-after"}.get(
-                    name, name.replace("_", "-"))
+                flag = {
+                    "max_request_id_chars": "max-request-id",
+                    "retry_after_s": "retry-after",
+                }.get(name, name.replace("_", "-"))
                 raise ConfigError(f"--{flag} {getattr(self, name)}: must be at least 1")
-        for name, flag in (("header_timeout_s", "--header-timeout"), ("body_timeout_s", "--body-timeout"),
-                           ("keep_alive_s", "--keep-alive-timeout")):
+        for name, flag in (
+            ("header_timeout_s", "--header-timeout"),
+            ("body_timeout_s", "--body-timeout"),
+            ("keep_alive_s", "--keep-alive-timeout"),
+        ):
             if not getattr(self, name) > 0:  # also false for nan
                 raise ConfigError(f"{flag} {getattr(self, name)}: must be more than 0 seconds")
         if self.control_token is not None and len(self.control_token) < 16:
-            raise ConfigError("--control-token: use at least 16 characters (e.g. python -c "
-                              "'import secrets; print(secrets.token_urlsafe())')")
+            raise ConfigError(
+                "--control-token: use at least 16 characters (e.g. python -c "
+                "'import secrets; print(secrets.token_urlsafe())')"
+            )
 
     def answered(self, bind: str = "127.0.0.1") -> frozenset[str]:
         """The ``Host`` names a server bound to ``bind`` answers (:func:`workbench.serving.hosts.allowed_hosts`,
@@ -85,15 +102,23 @@ class EdgeLimits:
         return out
 
 
-def host_allowed(limits: EdgeLimits, host_header: str | None, answered: frozenset[str] | None = None) -> bool:
+def host_allowed(
+    limits: EdgeLimits, host_header: str | None, answered: frozenset[str] | None = None
+) -> bool:
     """Whether a ``Host`` header (or an Origin's host name) is one the server answers."""
     if "*" in limits.allow_hosts:
         return True
     return hosts.host_allowed(host_header, answered if answered is not None else limits.answered())
 
 
-def refusal(limits: EdgeLimits, method: str, path: str, headers: dict[str, str], pending: int,
-            answered: frozenset[str] | None = None) -> tuple[int, str, str] | None:
+def refusal(
+    limits: EdgeLimits,
+    method: str,
+    path: str,
+    headers: dict[str, str],
+    pending: int,
+    answered: frozenset[str] | None = None,
+) -> tuple[int, str, str] | None:
     """``(status, reason key, message)`` when the request is refused at the edge, else None.
 
     ``headers``: lower-case names. ``pending``: requests queued or running now. ``answered``: the
@@ -102,34 +127,65 @@ def refusal(limits: EdgeLimits, method: str, path: str, headers: dict[str, str],
     answered = answered if answered is not None else limits.answered()
     host = headers.get("host")
     if not host_allowed(limits, host, answered):
-        return 421, "host", (f"Host {host[:80]!r} is not served here (DNS rebinding guard; add a name with "
-                             "--allow-host)" if host else "no Host header")
+        return (
+            421,
+            "host",
+            (
+                f"Host {host[:80]!r} is not served here (DNS rebinding guard; add a name with "
+                "--allow-host)"
+                if host
+                else "no Host header"
+            ),
+        )
     origin = headers.get("origin")
     if method in STATE_CHANGING and origin is not None:
         name = urlparse(origin).hostname if origin != "null" else None
         if name is None or not host_allowed(limits, f"[{name}]" if ":" in name else name, answered):
-            return 403, "origin", f"Origin {origin[:80]!r} may not send {method} here (a web page of another site)"
+            return (
+                403,
+                "origin",
+                f"Origin {origin[:80]!r} may not send {method} here (a web page of another site)",
+            )
     rid = headers.get("x-request-id")
     if rid is not None and len(rid) > limits.max_request_id_chars:
-        return 400, "request_id", (f"X-Request-Id is {len(rid)} characters; the limit is "
-                                   f"{limits.max_request_id_chars} (--max-request-id)")
+        return (
+            400,
+            "request_id",
+            (
+                f"X-Request-Id is {len(rid)} characters; the limit is "
+                f"{limits.max_request_id_chars} (--max-request-id)"
+            ),
+        )
     if path.endswith("/predict") and pending >= limits.max_pending:
-        return 503, "pending", (f"{pending} requests are queued; the limit is {limits.max_pending} (--max-pending): "
-                                "retry later")
+        return (
+            503,
+            "pending",
+            (
+                f"{pending} requests are queued; the limit is {limits.max_pending} (--max-pending): "
+                "retry later"
+            ),
+        )
     return None
 
 
 def token_ok(limits: EdgeLimits, given: str | None) -> bool:
     """Whether ``given`` is the control token (compared in constant time); False when none is set."""
-    return limits.control_token is not None and given is not None and \
-        hmac.compare_digest(given.encode(), limits.control_token.encode())
+    return (
+        limits.control_token is not None
+        and given is not None
+        and hmac.compare_digest(given.encode(), limits.control_token.encode())
+    )
 
 
 def response_bytes(status: int, message: str, retry_after_s: int | None = None) -> bytes:
     """A complete ``Connection: close`` response with a plain-text body."""
     body = (message + "\n").encode("utf-8", "replace")
-    lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", "Content-Type: text/plain; charset=utf-8",
-             f"Content-Length: {len(body)}", "Connection: close"]
+    lines = [
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}",
+        "Content-Type: text/plain; charset=utf-8",
+        f"Content-Length: {len(body)}",
+        "Connection: close",
+    ]
     if retry_after_s is not None:
         lines.append(f"Retry-After: {retry_after_s}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
@@ -148,21 +204,33 @@ def edge_protocol(limits: EdgeLimits, refused: Counter):
             super().connection_made(transport)
             self._idle_since = self.loop.time()
             if len(self.connections) > limits.max_connections and not self._evict_one():
-                self._reject(503, "connections", f"{len(self.connections) - 1} connections are open and busy; the "
-                                                 f"limit is {limits.max_connections} (--max-connections): retry later",
-                             True)
+                self._reject(
+                    503,
+                    "connections",
+                    f"{len(self.connections) - 1} connections are open and busy; the "
+                    f"limit is {limits.max_connections} (--max-connections): retry later",
+                    True,
+                )
                 return
             self._arm(limits.header_timeout_s, "header")
 
         def _evictable(self) -> bool:
             """Open with nothing in progress: between requests, or connected and silent."""
             quiet = self._phase == "idle" or (self._phase == "head" and self._head_bytes == 0)
-            return quiet and not self._rejected and (self.cycle is None or self.cycle.response_complete)
+            return (
+                quiet
+                and not self._rejected
+                and (self.cycle is None or self.cycle.response_complete)
+            )
 
         def _evict_one(self) -> bool:
             """At the connection limit, close the connection idle the longest (as nginx reuses idle keep-alive
             connections): a flood of idle connections cannot lock well-formed clients out. False: all are busy."""
-            idle = [c for c in self.connections if c is not self and getattr(c, "_evictable", None) and c._evictable()]
+            idle = [
+                c
+                for c in self.connections
+                if c is not self and getattr(c, "_evictable", None) and c._evictable()
+            ]
             if not idle:
                 return False
             victim = min(idle, key=lambda c: c._idle_since)
@@ -179,30 +247,50 @@ def edge_protocol(limits: EdgeLimits, refused: Counter):
         def data_received(self, data: bytes) -> None:
             if self._rejected:
                 return
-            if self._phase == "idle":  # the first bytes of the next request on a kept-alive connection
+            if (
+                self._phase == "idle"
+            ):  # the first bytes of the next request on a kept-alive connection
                 self._phase, self._head_bytes = "head", 0
                 self._arm(limits.header_timeout_s, "header")
             if self._phase == "head":
                 self._head_bytes += len(data)
             super().data_received(data)
-            if not self._rejected and self._phase == "head" and self._head_bytes > limits.max_header_bytes:
-                self._reject(431, "header_bytes", f"the request head is over {limits.max_header_bytes} bytes "
-                                                  "(--max-header-bytes)")
+            if (
+                not self._rejected
+                and self._phase == "head"
+                and self._head_bytes > limits.max_header_bytes
+            ):
+                self._reject(
+                    431,
+                    "header_bytes",
+                    f"the request head is over {limits.max_header_bytes} bytes "
+                    "(--max-header-bytes)",
+                )
 
         def on_headers_complete(self) -> None:
             if self._rejected:
                 return
             self._phase, self._body_bytes = "body", 0
             self._cancel()
-            head = len(self.url) + sum(len(k) + len(v) + 4 for k, v in self.headers)  # a head read in one go
+            head = len(self.url) + sum(
+                len(k) + len(v) + 4 for k, v in self.headers
+            )  # a head read in one go
             if head > limits.max_header_bytes:
-                self._reject(431, "header_bytes", f"the request head is over {limits.max_header_bytes} bytes "
-                                                  "(--max-header-bytes)")
+                self._reject(
+                    431,
+                    "header_bytes",
+                    f"the request head is over {limits.max_header_bytes} bytes "
+                    "(--max-header-bytes)",
+                )
                 return
             length = next((v for k, v in self.headers if k == b"content-length"), b"0")
             if length.strip().isdigit() and int(length) > limits.max_body_bytes:
-                self._reject(413, "body_bytes", f"a body of {int(length)} bytes is over the limit of "
-                                                f"{limits.max_body_bytes} (--max-body-bytes)")
+                self._reject(
+                    413,
+                    "body_bytes",
+                    f"a body of {int(length)} bytes is over the limit of "
+                    f"{limits.max_body_bytes} (--max-body-bytes)",
+                )
                 return
             super().on_headers_complete()
             self._arm(limits.body_timeout_s, "body")
@@ -212,8 +300,12 @@ def edge_protocol(limits: EdgeLimits, refused: Counter):
                 return
             self._body_bytes += len(body)
             if self._body_bytes > limits.max_body_bytes:
-                self._reject(413, "body_bytes", f"the body is over the limit of {limits.max_body_bytes} bytes "
-                                                "(--max-body-bytes)")
+                self._reject(
+                    413,
+                    "body_bytes",
+                    f"the body is over the limit of {limits.max_body_bytes} bytes "
+                    "(--max-body-bytes)",
+                )
                 return
             super().on_body(body)
 
@@ -243,15 +335,21 @@ def edge_protocol(limits: EdgeLimits, refused: Counter):
                 self._rejected = True
                 self.transport.close()
                 return
-            self._reject(408, f"{what}_timeout", f"the request {'head' if what == 'header' else 'body'} was not "
-                                                 f"complete within {seconds:g} s (--{what}-timeout)")
+            self._reject(
+                408,
+                f"{what}_timeout",
+                f"the request {'head' if what == 'header' else 'body'} was not "
+                f"complete within {seconds:g} s (--{what}-timeout)",
+            )
 
         def _reject(self, status: int, reason: str, message: str, retry: bool = False) -> None:
             self._rejected = True
             self._cancel()
             refused[reason] += 1
             if self.cycle is None or not self.cycle.response_started:
-                self.transport.write(response_bytes(status, message, limits.retry_after_s if retry else None))
+                self.transport.write(
+                    response_bytes(status, message, limits.retry_after_s if retry else None)
+                )
             self.transport.close()
 
     return EdgeProtocol

@@ -6,6 +6,7 @@ the names and addresses the server is actually reached by stops it. The
 allow-list is always on: loopback names, the bound address, and for a wildcard
 bind (``0.0.0.0`` / ``::``) this machine's host names and interface addresses.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -59,7 +60,11 @@ def machine_addresses() -> set[str]:
         import psutil
 
         for addrs in psutil.net_if_addrs().values():
-            names.update(a.address.split("%", 1)[0] for a in addrs if a.family in (socket.AF_INET, socket.AF_INET6))
+            names.update(
+                a.address.split("%", 1)[0]
+                for a in addrs
+                if a.family in (socket.AF_INET, socket.AF_INET6)
+            )
     except ImportError:
         try:
             names.update(info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None))
@@ -68,7 +73,9 @@ def machine_addresses() -> set[str]:
     return {normalize_host(n) for n in names if n}
 
 
-def allowed_hosts(bind: str, extra: Iterable[str] = (), machine: Iterable[str] | None = None) -> frozenset[str]:
+def allowed_hosts(
+    bind: str, extra: Iterable[str] = (), machine: Iterable[str] | None = None
+) -> frozenset[str]:
     """The host names a server bound to ``bind`` answers.
 
     bind: the listening address (``127.0.0.1``, ``0.0.0.0``, ``192.168.1.5``, ...).

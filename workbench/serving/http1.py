@@ -19,6 +19,7 @@ Every request ends in exactly one ``done(sent_ns, outcome)`` call:
 went out), ``outcome`` a :class:`Response` or the exception that ended it.
 Clock readings are integer ns of the injected ``clock``.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -28,10 +29,12 @@ from typing import Callable
 
 from ..units import ns_to_s
 
-MAX_HEAD_BYTES = 65_536        # a response head (status line and headers)
+MAX_HEAD_BYTES = 65_536  # a response head (status line and headers)
 MAX_HEADER_LINES = 256
-MAX_BODY_BYTES = 64 * 2 ** 20  # a response body, however framed (the workbench's are bytes to kilobytes)
-MAX_INTERIM = 32               # 1xx interim responses before the real one
+MAX_BODY_BYTES = (
+    64 * 2**20
+)  # a response body, however framed (the workbench's are bytes to kilobytes)
+MAX_INTERIM = 32  # 1xx interim responses before the real one
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 
 
@@ -80,9 +83,15 @@ class Response:
 Done = Callable[[int | None, "Response | BaseException"], None]
 
 
-def request_bytes(method: str, path: str, host: str, headers: dict[str, str], body: bytes = b"") -> bytes:
+def request_bytes(
+    method: str, path: str, host: str, headers: dict[str, str], body: bytes = b""
+) -> bytes:
     """An HTTP/1.1 request with ``Content-Length`` framing (keep-alive is HTTP/1.1's default)."""
-    lines = [f"{method} {path} HTTP/1.1", f"Host: {host}", *(f"{k}: {v}" for k, v in headers.items())]
+    lines = [
+        f"{method} {path} HTTP/1.1",
+        f"Host: {host}",
+        *(f"{k}: {v}" for k, v in headers.items()),
+    ]
     if body or method not in ("GET", "HEAD"):
         lines.append(f"Content-Length: {len(body)}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
@@ -104,7 +113,7 @@ class ResponseParser:
         self._interim = 0
         self._buf = bytearray()
         self._head: tuple[int, dict[str, str], bool] | None = None
-        self._need: int | None = None      # body bytes still expected (Content-Length framing)
+        self._need: int | None = None  # body bytes still expected (Content-Length framing)
         self._chunked = False
         self._until_eof = False
         self._body = bytearray()
@@ -143,9 +152,11 @@ class ResponseParser:
                     raise HeadTooLarge(f"no end of the response head within {MAX_HEAD_BYTES} bytes")
                 return False
             lines = bytes(self._buf[:end]).decode("latin-1").split("\r\n")
-            del self._buf[:end + 4]
+            del self._buf[: end + 4]
             if len(lines) > MAX_HEADER_LINES:
-                raise HeadTooLarge(f"a response head of {len(lines)} lines (the limit is {MAX_HEADER_LINES})")
+                raise HeadTooLarge(
+                    f"a response head of {len(lines)} lines (the limit is {MAX_HEADER_LINES})"
+                )
             version, _, rest = lines[0].partition(" ")
             code = rest[:3]
             if not version.startswith("HTTP/1.") or not code.isdigit() or not code.isascii():
@@ -161,7 +172,9 @@ class ResponseParser:
             if 100 <= status < 200:  # an interim response (100 Continue): the real one follows
                 self._interim += 1
                 if self._interim > MAX_INTERIM:
-                    raise TooManyInterim(f"more than {MAX_INTERIM} interim (1xx) responses before the real one")
+                    raise TooManyInterim(
+                        f"more than {MAX_INTERIM} interim (1xx) responses before the real one"
+                    )
                 continue
             self._interim = 0
             self._frame(status, headers, version)
@@ -178,9 +191,13 @@ class ResponseParser:
             lengths = {v.strip() for v in headers["content-length"].split(",")}
             length = lengths.pop()
             if lengths or not (length.isascii() and length.isdigit()):
-                raise BadResponse(f"Content-Length {headers['content-length'][:40]!r} is not a number")
+                raise BadResponse(
+                    f"Content-Length {headers['content-length'][:40]!r} is not a number"
+                )
             if len(length) > 18 or int(length) > self.max_body_bytes:
-                raise BodyTooLarge(f"Content-Length {length[:20]} is over the limit of {self.max_body_bytes} bytes")
+                raise BodyTooLarge(
+                    f"Content-Length {length[:20]} is over the limit of {self.max_body_bytes} bytes"
+                )
             self._need = int(length)
         elif status in (204, 304):
             self._need = 0
@@ -192,8 +209,8 @@ class ResponseParser:
         if self._need is not None:
             if len(self._buf) < self._need:
                 return None
-            body = bytes(self._buf[:self._need])
-            del self._buf[:self._need]
+            body = bytes(self._buf[: self._need])
+            del self._buf[: self._need]
             return body
         if self._chunked:
             return self._read_chunks()
@@ -214,10 +231,14 @@ class ResponseParser:
             if end > 1024:
                 raise BadChunk(f"a chunk-size line of {end} bytes")
             size_text = bytes(self._buf[:end]).split(b";")[0].strip()
-            if not size_text or not _HEX.issuperset(size_text):  # int() would take "-5", "+5", "0x5", "5_0"
+            if not size_text or not _HEX.issuperset(
+                size_text
+            ):  # int() would take "-5", "+5", "0x5", "5_0"
                 raise BadChunk(f"chunk size {size_text[:20]!r} is not hexadecimal")
             if len(size_text.lstrip(b"0")) > 16:
-                raise BodyTooLarge(f"chunk size {size_text[:20]!r} is over the limit of {self.max_body_bytes} bytes")
+                raise BodyTooLarge(
+                    f"chunk size {size_text[:20]!r} is over the limit of {self.max_body_bytes} bytes"
+                )
             size = int(size_text, 16)
             self._check_body(len(self._body) + size)
             if size == 0:  # the last chunk, then trailers (if any) up to an empty line
@@ -226,12 +247,12 @@ class ResponseParser:
                     if len(self._buf) > MAX_HEAD_BYTES:
                         raise HeadTooLarge(f"no end of the trailers within {MAX_HEAD_BYTES} bytes")
                     return None
-                del self._buf[:head_end + 4]
+                del self._buf[: head_end + 4]
                 return bytes(self._body)
             if len(self._buf) < end + 2 + size + 2:
                 return None
-            self._body += self._buf[end + 2:end + 2 + size]
-            del self._buf[:end + 2 + size + 2]
+            self._body += self._buf[end + 2 : end + 2 + size]
+            del self._buf[: end + 2 + size + 2]
 
 
 class Connection(asyncio.Protocol):
@@ -257,14 +278,20 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         now = self.pool.clock()
-        if self.done is None:  # bytes with no request in flight: a wrong framing, or a refusal at connect (503)
+        if (
+            self.done is None
+        ):  # bytes with no request in flight: a wrong framing, or a refusal at connect (503)
             if self in self.pool.idle:
                 self.pool.idle.remove(self)  # so the sends below never go on it
         if self.pool.before_read is not None:
             self.pool.before_read()  # sends that fell due go first, not behind a burst of responses
         if self.done is None:
             first = bytes(data[:80]).split(b"\r\n")[0].decode("latin-1")
-            self.fail(ExtraBytes(f"{len(data)} bytes from the server with no request in flight ({first!r})"))
+            self.fail(
+                ExtraBytes(
+                    f"{len(data)} bytes from the server with no request in flight ({first!r})"
+                )
+            )
             return
         try:
             complete = self.parser.feed(data)
@@ -278,8 +305,12 @@ class Connection(asyncio.Protocol):
             self.fail(ExtraBytes(f"a response (status {complete[-1][0]}) to no request"))
             return
         if self.parser.busy:
-            self.fail(ExtraBytes(f"bytes after the end of a {status} response (its Content-Length "
-                                 f"{headers.get('content-length', '?')[:20]} is shorter than its body?)"))
+            self.fail(
+                ExtraBytes(
+                    f"bytes after the end of a {status} response (its Content-Length "
+                    f"{headers.get('content-length', '?')[:20]} is shorter than its body?)"
+                )
+            )
             return
         done, self.done = self.done, None
         if not keep_alive:
@@ -303,8 +334,12 @@ class Connection(asyncio.Protocol):
                 done(self.sent_ns, Response(last[0], last[1], last[2], self.pool.clock()))
             else:
                 why = f": {exc}" if exc else ""
-                done(self.sent_ns, ServerDisconnected(f"the server closed the connection before the response was "
-                                                      f"complete{why}"))
+                done(
+                    self.sent_ns,
+                    ServerDisconnected(
+                        f"the server closed the connection before the response was complete{why}"
+                    ),
+                )
         self.pool.lost(self)
 
     def fail(self, exc: BaseException) -> None:
@@ -339,7 +374,9 @@ class Pool:
         self.waiting: deque[tuple[bytes, Done, int]] = deque()
         self._loop = asyncio.get_running_loop()
         self._tasks: set[asyncio.Task] = set()
-        self.before_read: Callable[[], None] | None = None  # called as each read arrives, before it is parsed
+        self.before_read: Callable[[], None] | None = (
+            None  # called as each read arrives, before it is parsed
+        )
 
     @property
     def open_count(self) -> int:
@@ -347,7 +384,9 @@ class Pool:
 
     def submit(self, data: bytes, done: Done) -> int | None:
         """Send ``data`` on an idle connection now (return the send time, ns), or queue it (return None)."""
-        while self.idle and self.idle[-1].closed:  # closed since it went idle; connection_lost follows
+        while (
+            self.idle and self.idle[-1].closed
+        ):  # closed since it went idle; connection_lost follows
             self.idle.pop()
         if self.idle:
             conn = self.idle.pop()
@@ -370,7 +409,9 @@ class Pool:
         n = max(0, min(n, self.limit - self.open_count))
         self.opening += n
         try:
-            conns = await asyncio.gather(*(self._connect() for _ in range(n)), return_exceptions=True)
+            conns = await asyncio.gather(
+                *(self._connect() for _ in range(n)), return_exceptions=True
+            )
         finally:
             self.opening -= n
         opened = [c for c in conns if isinstance(c, Connection) and not c.closed]
@@ -383,7 +424,9 @@ class Pool:
 
         def done(sent_ns, outcome):
             if not future.done():
-                (future.set_exception if isinstance(outcome, BaseException) else future.set_result)(outcome)
+                (future.set_exception if isinstance(outcome, BaseException) else future.set_result)(
+                    outcome
+                )
 
         self.submit(data, done)
         return await future
@@ -437,7 +480,9 @@ class Pool:
         return conn.send(data, done)
 
     async def _connect(self) -> Connection:
-        _, conn = await self._loop.create_connection(lambda: Connection(self), self.host, self.port, ssl=self.ssl)
+        _, conn = await self._loop.create_connection(
+            lambda: Connection(self), self.host, self.port, ssl=self.ssl
+        )
         return conn
 
     def _open_in_background(self) -> None:

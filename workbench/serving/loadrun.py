@@ -12,6 +12,7 @@ machine) not counted as "other processes", plus one rule of this run: a
 generator lag p99 of ``LAG_P99_LIMIT_MS`` or more marks the run noisy, the
 lag being one of ``noise.reasons`` (the rate is above what the client holds).
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,19 @@ LAG_P99_LIMIT_MS = 1.0
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
-def run_http_load(url: str, payloads: list[bytes], arrivals, *, pipeline: str | None = None, warmup: int = 5,
-                  timeout_s: float = 30.0, probe=None, tag: str | None = None, driver=drive, watch=None) -> Run:
+def run_http_load(
+    url: str,
+    payloads: list[bytes],
+    arrivals,
+    *,
+    pipeline: str | None = None,
+    warmup: int = 5,
+    timeout_s: float = 30.0,
+    probe=None,
+    tag: str | None = None,
+    driver=drive,
+    watch=None,
+) -> Run:
     """Drive ``url`` with ``arrivals`` (an :class:`~workbench.batching.Arrivals`) and return the joined run.
 
     Ctrl-C stops the schedule; the requests already sent finish (or time out) and
@@ -50,24 +62,47 @@ def run_http_load(url: str, payloads: list[bytes], arrivals, *, pipeline: str | 
     started = datetime.now(timezone.utc)
     tag = tag or f"wb{os.getpid()}"
     watched = {} if watch is None else {"watch": watch}
-    d = driver(url, payloads, schedule, tag=tag, warmup=warmup, timeout_s=timeout_s, **watched)  # or Locust's
+    d = driver(
+        url, payloads, schedule, tag=tag, warmup=warmup, timeout_s=timeout_s, **watched
+    )  # or Locust's
     requests, stages = client_tables(d.results, d.origin_ns)
     summary = load_summary(requests)
     server = summary_of_server(d)
-    noise = served_noise(probe.finish(None, requests.loc[requests["ok"], "dur_ns"].to_numpy()),
-                         lag_percentiles(d.lags_ns), server["server_cpu_s"] if _is_local(url) else None)
+    noise = served_noise(
+        probe.finish(None, requests.loc[requests["ok"], "dur_ns"].to_numpy()),
+        lag_percentiles(d.lags_ns),
+        server["server_cpu_s"] if _is_local(url) else None,
+    )
     health = d.server_before or {}
-    stage_names = [NETWORK, *_server_stages(d.results, health)] if any(r.server_total_ns is not None for r in d.results) else []
+    stage_names = (
+        [NETWORK, *_server_stages(d.results, health)]
+        if any(r.server_total_ns is not None for r in d.results)
+        else []
+    )
     meta = RunMeta(
-        kind="served", pipeline=pipeline or health.get("pipeline") or "served", description=f"served at {url}",
-        stages=stage_names, config=Config.from_dict(health.get("config") or {}), env=Env.from_dict(_client_env()),
+        kind="served",
+        pipeline=pipeline or health.get("pipeline") or "served",
+        description=f"served at {url}",
+        stages=stage_names,
+        config=Config.from_dict(health.get("config") or {}),
+        env=Env.from_dict(_client_env()),
         created=started.isoformat(),
         timing=Timing(warmup=0, requests=int(len(requests)), clock="time.perf_counter_ns"),
-        trace=None, noise=Noise.from_dict(noise), status="interrupted" if d.interrupted else "complete",
+        trace=None,
+        noise=Noise.from_dict(noise),
+        status="interrupted" if d.interrupted else "complete",
         load=Load.from_dict(_load_meta(summary, d.lags_ns, arrivals, health.get("policy"))),
-        serving=Serving.from_dict({"role": "client", "url": url, "server_timing": bool(stage_names),
-                                   "request_id_prefix": tag, "client": _client_name(),
-                                   "generator_lag": lag_percentiles(d.lags_ns), **server}),
+        serving=Serving.from_dict(
+            {
+                "role": "client",
+                "url": url,
+                "server_timing": bool(stage_names),
+                "request_id_prefix": tag,
+                "client": _client_name(),
+                "generator_lag": lag_percentiles(d.lags_ns),
+                **server,
+            }
+        ),
     )
     run = Run(meta=meta, requests=requests, stages=stages)
     if d.interrupted:
@@ -93,38 +128,55 @@ def _server_stages(results, health: dict) -> list[str]:
     return [name for name, _ in longest]
 
 
-def served_noise(noise: dict[str, Any], lag: dict[str, float], server_cpu_s: float | None) -> dict[str, Any]:
+def served_noise(
+    noise: dict[str, Any], lag: dict[str, float], server_cpu_s: float | None
+) -> dict[str, Any]:
     """The machine's noise record with the local server's CPU taken out and the lag rule added."""
     from ..noise import assess
 
     out = dict(noise)
     if out.get("noisy") is not None and server_cpu_s is not None and out.get("duration_s"):
         server_cores = server_cpu_s / out["duration_s"]
-        readings = {k: v for k, v in out.items() if k not in ("noisy", "reasons", "fix", "thresholds")}
+        readings = {
+            k: v for k, v in out.items() if k not in ("noisy", "reasons", "fix", "thresholds")
+        }
         readings["other_cores"] = round(max(readings["other_cores"] - server_cores, 0.0), 3)
         out = assess(readings | {"server_cores": round(server_cores, 3)})
     out["generator_lag_p99_ms"] = lag["p99_ms"]
     if lag["p99_ms"] >= LAG_P99_LIMIT_MS:
         reasons = list(out.get("reasons") or []) if out.get("noisy") is not None else []
-        reasons.append(f"the load generator fell behind its schedule: lag p99 {lag['p99_ms']:.3f} ms "
-                       f"(max {lag['max_ms']:.3f} ms) >= {LAG_P99_LIMIT_MS:g} ms: the client could not hold this rate here "
-                       "(a busy machine, or a rate above what it can send)")
+        reasons.append(
+            f"the load generator fell behind its schedule: lag p99 {lag['p99_ms']:.3f} ms "
+            f"(max {lag['max_ms']:.3f} ms) >= {LAG_P99_LIMIT_MS:g} ms: the client could not hold this rate here "
+            "(a busy machine, or a rate above what it can send)"
+        )
         fix = "a lower --rate, or the load generator on another machine"
-        out |= {"noisy": True, "reasons": reasons,
-                "fix": fix if not out.get("fix") else f"{out['fix']} or {fix}"}
+        out |= {
+            "noisy": True,
+            "reasons": reasons,
+            "fix": fix if not out.get("fix") else f"{out['fix']} or {fix}",
+        }
     return out
 
 
 def _load_meta(summary: dict, lags_ns, arrivals, policy: dict | None) -> dict[str, Any]:
-    return {**load_meta_figures(summary), **lag_summary(lags_ns), "arrivals": arrivals.params(),
-            "policy": policy}
+    return {
+        **load_meta_figures(summary),
+        **lag_summary(lags_ns),
+        "arrivals": arrivals.params(),
+        "policy": policy,
+    }
 
 
 def _client_env() -> dict[str, Any]:
     import platform
 
-    return {"python": sys.version.split()[0], "platform": platform.platform(), "cores": os.cpu_count(),
-            "client": _client_name()}
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cores": os.cpu_count(),
+        "client": _client_name(),
+    }
 
 
 def _client_name() -> str:

@@ -6,6 +6,7 @@ process (``scripts/validate_batching.py --served``, ``benchmarks/bench_loadgen.p
 ``serving NAME on URL (...)`` once its socket listens and its executors are
 warm; that line is the only handshake (``--port 0`` picks a free port).
 """
+
 from __future__ import annotations
 
 import select
@@ -31,12 +32,23 @@ class ServeProcess:
     stdout and stderr are pipes (text); :meth:`stop` returns what they held.
     """
 
-    def __init__(self, args: Sequence[str | Path | int | float], *, env: Mapping[str, str] | None = None,
-                 cwd: str | Path | None = None, timeout_s: float = 300.0):
+    def __init__(
+        self,
+        args: Sequence[str | Path | int | float],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+        timeout_s: float = 300.0,
+    ):
         self.args = [str(a) for a in args]
-        self.proc = subprocess.Popen([sys.executable, "-m", "workbench", "serve", *self.args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, env=dict(env) if env is not None else None,
-                                     cwd=cwd)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "workbench", "serve", *self.args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+        )
         self.url = self._wait_ready(timeout_s)
 
     def _wait_ready(self, timeout_s: float) -> str:
@@ -47,13 +59,17 @@ class ServeProcess:
                 if line.startswith(READY_PREFIX):
                     return line.split(" on ")[1].split()[0]
             if self.proc.poll() is not None:
-                raise ServeFailed(f"workbench serve exited {self.proc.returncode} before it was ready: "
-                                  f"{self.proc.stderr.read().strip()[-2000:]}")
+                raise ServeFailed(
+                    f"workbench serve exited {self.proc.returncode} before it was ready: "
+                    f"{self.proc.stderr.read().strip()[-2000:]}"
+                )
         self.proc.kill()
         self.proc.wait(30)
         raise ServeFailed(f"workbench serve did not print its ready line within {timeout_s:g} s")
 
-    def stop(self, sig: int | None = signal.SIGTERM, timeout_s: float = 300.0) -> tuple[int, str, str]:
+    def stop(
+        self, sig: int | None = signal.SIGTERM, timeout_s: float = 300.0
+    ) -> tuple[int, str, str]:
         """Send ``sig`` (None: none, e.g. after ``POST /shutdown``), wait; ``(exit code, stdout, stderr)``."""
         if sig is not None and self.proc.poll() is None:
             self.proc.send_signal(sig)

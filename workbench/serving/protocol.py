@@ -7,6 +7,7 @@ metric per server-side stage in order plus ``total`` (the server's end to
 end). Durations are written with 6 decimals of a millisecond, so integer
 nanoseconds survive the round trip exactly. Nothing here does I/O.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,11 @@ from typing import Any
 from ..units import NS_PER_MS
 
 REQUEST_ID_HEADER = "X-Request-Id"
-BATCH_HEADER = "X-Workbench-Batch"          # server batch number the request rode in
+BATCH_HEADER = "X-Workbench-Batch"  # server batch number the request rode in
 BATCH_SIZE_HEADER = "X-Workbench-Batch-Size"  # items in that batch
-CACHE_HIT_HEADER = "X-Workbench-Cache-Hit"    # fraction of that batch's items a prediction cache answered
+CACHE_HIT_HEADER = (
+    "X-Workbench-Cache-Hit"  # fraction of that batch's items a prediction cache answered
+)
 TIMING_HEADER = "Server-Timing"
 TOTAL = "total"
 MAX_DUR_MS = 86_400_000.0  # a day: any longer Server-Timing duration is not a measurement
@@ -54,16 +57,27 @@ def parse_server_timing(value: str | None) -> tuple[list[tuple[str, int]], int |
         name, *params = [p.strip() for p in metric.split(";")]
         if not name:
             continue
-        dur = next((p.partition("=")[2].strip().strip('"') for p in params if p.partition("=")[0].strip().lower() == "dur"), None)
+        dur = next(
+            (
+                p.partition("=")[2].strip().strip('"')
+                for p in params
+                if p.partition("=")[0].strip().lower() == "dur"
+            ),
+            None,
+        )
         if dur is None:
             continue
         try:
             dur_ms = float(dur[:40])
         except ValueError:
-            raise ValueError(f"Server-Timing metric {name[:40]!r}: dur={dur[:40]!r} is not a number") from None
+            raise ValueError(
+                f"Server-Timing metric {name[:40]!r}: dur={dur[:40]!r} is not a number"
+            ) from None
         if not 0 <= dur_ms <= MAX_DUR_MS:  # also false for nan
-            raise ValueError(f"Server-Timing metric {name[:40]!r}: dur={dur[:40]!r} is not a duration from 0 to "
-                             f"{MAX_DUR_MS:.0f} ms")
+            raise ValueError(
+                f"Server-Timing metric {name[:40]!r}: dur={dur[:40]!r} is not a duration from 0 to "
+                f"{MAX_DUR_MS:.0f} ms"
+            )
         dur_ns = int(round(dur_ms * NS_PER_MS))
         if name == TOTAL:
             total = dur_ns

@@ -15,6 +15,7 @@ joined stage rows are laid end to end from the send time (``network``
 first); their durations are measured, their start times are not.
 All times int64 ns from the run's origin.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -26,9 +27,17 @@ from .service import AFTER, BEFORE, VALIDATE, BatchDone
 
 SERVED_COLUMNS = {**LOAD_COLUMNS, "request_id": "object", "cache_hit": "float64"}
 NETWORK = "network"
-DISCONNECTED = ("egress", "ClientDisconnected", "the client closed the connection before the response was sent")
+DISCONNECTED = (
+    "egress",
+    "ClientDisconnected",
+    "the client closed the connection before the response was sent",
+)
 UNANSWERED = ("egress", "ServerStopped", "the server stopped before this response was sent")
-DROPPED = ("batcher", "DrainTimeout", "not dispatched before the server's drain deadline at shutdown")
+DROPPED = (
+    "batcher",
+    "DrainTimeout",
+    "not dispatched before the server's drain deadline at shutdown",
+)
 
 
 def server_tables(service, dropped, stopped_ns: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -45,10 +54,20 @@ def server_tables(service, dropped, stopped_ns: int) -> tuple[pd.DataFrame, pd.D
             elif error is None and t.sent_ns is None:
                 error = UNANSWERED
             end = t.sent_ns if t.sent_ns is not None else stopped_ns
-            req_rows.append(_request_row(rid, t, end - t.received_ns, error, len(rec.requests), origin,
-                                         *wait_split(t.submitted_ns, rec.due_ns, rec.close_ns, rec.start_ns),
-                                         rec.end_ns - rec.start_ns, rec.batch)
-                            | {"cache_hit": service.batch_cache_hit.get(rec.batch)})
+            req_rows.append(
+                _request_row(
+                    rid,
+                    t,
+                    end - t.received_ns,
+                    error,
+                    len(rec.requests),
+                    origin,
+                    *wait_split(t.submitted_ns, rec.due_ns, rec.close_ns, rec.start_ns),
+                    rec.end_ns - rec.start_ns,
+                    rec.batch,
+                )
+                | {"cache_hit": service.batch_cache_hit.get(rec.batch)}
+            )
             if t.resumed_ns is None:
                 continue
             cursor = t.received_ns
@@ -57,28 +76,83 @@ def server_tables(service, dropped, stopped_ns: int) -> tuple[pd.DataFrame, pd.D
                 cursor += dur
     for rid, arrival in dropped:
         t = service.times(rid)
-        req_rows.append(_request_row(rid, t, stopped_ns - t.received_ns, DROPPED, 0, origin,
-                                     stopped_ns - arrival, 0, 0, -1))
-    first = service.received  # refused requests never had a batcher id: numbered after the queued ones
+        req_rows.append(
+            _request_row(
+                rid,
+                t,
+                stopped_ns - t.received_ns,
+                DROPPED,
+                0,
+                origin,
+                stopped_ns - arrival,
+                0,
+                0,
+                -1,
+            )
+        )
+    first = (
+        service.received
+    )  # refused requests never had a batcher id: numbered after the queued ones
     for k, (received, answered, request_id, kind, message) in enumerate(service.rejected):
-        req_rows.append(_row(first + k, received - origin, answered - received, (VALIDATE, kind, message), 0,
-                             received - origin, 0, 0, 0, -1, request_id))
+        req_rows.append(
+            _row(
+                first + k,
+                received - origin,
+                answered - received,
+                (VALIDATE, kind, message),
+                0,
+                received - origin,
+                0,
+                0,
+                0,
+                -1,
+                request_id,
+            )
+        )
     return _frames(req_rows, stage_rows)
 
 
-def _request_row(rid, t, dur_ns, error, size, origin, batch_wait, queue_wait, service, batch) -> dict:
-    return _row(rid, t.received_ns - origin, dur_ns, error, size, t.submitted_ns - origin, batch_wait, queue_wait,
-                service, batch, t.request_id)
+def _request_row(
+    rid, t, dur_ns, error, size, origin, batch_wait, queue_wait, service, batch
+) -> dict:
+    return _row(
+        rid,
+        t.received_ns - origin,
+        dur_ns,
+        error,
+        size,
+        t.submitted_ns - origin,
+        batch_wait,
+        queue_wait,
+        service,
+        batch,
+        t.request_id,
+    )
 
 
-def _row(rid, start, dur, error, size, arrival, batch_wait, queue_wait, service, batch, request_id) -> dict:
+def _row(
+    rid, start, dur, error, size, arrival, batch_wait, queue_wait, service, batch, request_id
+) -> dict:
     """One requests-table row by column name (columns other modules add are filled by ``typed_table``)."""
     stage, kind, message, *where = error or (None, None, None)
-    return {"request": rid, "warmup": False, "start_ns": start, "dur_ns": dur, "ok": error is None,
-            "error_stage": stage, "error_type": kind, "error_message": message, "batch_size": size,
-            "arrival_ns": arrival, "batch_wait_ns": batch_wait, "queue_wait_ns": queue_wait, "service_ns": service,
-            "batch": batch, "request_id": request_id,
-            "error_where": where[0] if where else None}
+    return {
+        "request": rid,
+        "warmup": False,
+        "start_ns": start,
+        "dur_ns": dur,
+        "ok": error is None,
+        "error_stage": stage,
+        "error_type": kind,
+        "error_message": message,
+        "batch_size": size,
+        "arrival_ns": arrival,
+        "batch_wait_ns": batch_wait,
+        "queue_wait_ns": queue_wait,
+        "service_ns": service,
+        "batch": batch,
+        "request_id": request_id,
+        "error_where": where[0] if where else None,
+    }
 
 
 def client_tables(results: list, origin_ns: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -88,9 +162,22 @@ def client_tables(results: list, origin_ns: int) -> tuple[pd.DataFrame, pd.DataF
         e2e = r.done_ns - r.sent_ns
         waits = dict(r.server_stages)
         service = sum(d for n, d in r.server_stages if n not in (*BEFORE, *AFTER))
-        req_rows.append(_row(k, r.sent_ns - origin_ns, e2e, r.error, r.batch_size, r.sent_ns - origin_ns,
-                             waits.get("batch_wait", 0), waits.get("queue_wait", 0), service, r.batch, r.request_id)
-                        | {"cache_hit": r.cache_hit})
+        req_rows.append(
+            _row(
+                k,
+                r.sent_ns - origin_ns,
+                e2e,
+                r.error,
+                r.batch_size,
+                r.sent_ns - origin_ns,
+                waits.get("batch_wait", 0),
+                waits.get("queue_wait", 0),
+                service,
+                r.batch,
+                r.request_id,
+            )
+            | {"cache_hit": r.cache_hit}
+        )
         if r.server_total_ns is None:
             continue
         cursor = r.sent_ns - origin_ns
@@ -115,14 +202,26 @@ def cache_split(run) -> dict:
     from ..record import Run
 
     # served runs carry ``cache_hit``; profile runs the describe= attribute ``attr.cache_hit``
-    column = next((c for c in ("cache_hit", "attr.cache_hit") if c in run.requests.columns
-                   and not run.requests[c].isna().all()), None)
+    column = next(
+        (
+            c
+            for c in ("cache_hit", "attr.cache_hit")
+            if c in run.requests.columns and not run.requests[c].isna().all()
+        ),
+        None,
+    )
     if column is None:
-        raise ConfigError(f"{run.path or run.label}: no cache_hit column (runs of the tabular example with "
-                          "--option cache=lru or cache=redis have one)")
+        raise ConfigError(
+            f"{run.path or run.label}: no cache_hit column (runs of the tabular example with "
+            "--option cache=lru or cache=redis have one)"
+        )
     hit = run.requests[column].astype("float64").fillna(0.0) >= 1.0
     parts = {}
     for name, mask in (("hit", hit), ("miss", ~hit)):
         req = run.requests[mask].reset_index(drop=True)
-        parts[name] = Run(meta=run.meta, requests=req, stages=run.stages[run.stages["request"].isin(req["request"])])
+        parts[name] = Run(
+            meta=run.meta,
+            requests=req,
+            stages=run.stages[run.stages["request"].isin(req["request"])],
+        )
     return parts

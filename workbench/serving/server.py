@@ -25,6 +25,7 @@ and 2-14 ms frozen; client p99 166-177 ms against 19-88 ms
 ``gc="default"`` keeps Python's behaviour. Either way the run records the
 mode and the collections that happened while serving (``serving.gc``).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -62,15 +63,23 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise ConfigError(f"port {port} on {host} is already in use; stop what listens there or pick another --port") from None
+            raise ConfigError(
+                f"port {port} on {host} is already in use; stop what listens there or pick another --port"
+            ) from None
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     sock.listen(2048)
     sock.setblocking(False)
     return sock
 
 
-def make_app(service: PipelineService, server_box: dict, log=print, limits: EdgeLimits | None = None,
-             refused: Counter | None = None, answered: frozenset[str] | None = None):
+def make_app(
+    service: PipelineService,
+    server_box: dict,
+    log=print,
+    limits: EdgeLimits | None = None,
+    refused: Counter | None = None,
+    answered: frozenset[str] | None = None,
+):
     """The Starlette app behind the edge's per-request checks (:func:`workbench.serving.edge.refusal`).
 
     ``server_box['server']`` is the uvicorn server ``/shutdown`` stops; refusals are counted in ``refused``.
@@ -93,50 +102,79 @@ def make_app(service: PipelineService, server_box: dict, log=print, limits: Edge
         except ClientDisconnect:
             log("a client disconnected before its request body arrived (nothing was queued)")
             return Response(b"", status_code=400)
-        rid, times, reply = await service.predict(body, received, request.headers.get("x-request-id"))
+        rid, times, reply = await service.predict(
+            body, received, request.headers.get("x-request-id")
+        )
         if rid is None:  # refused by the pipeline's check before batching (recorded by the service)
             log(f"a request{_rid(times)}: {reply.body.decode()} (400 sent, recorded; serving on)")
             return Response(reply.body, status_code=reply.status, headers=reply.headers)
         if reply.status != 200:
-            log(f"request {rid}{_rid(times)}: {reply.body.decode()} (500 sent, recorded; serving on)")
+            log(
+                f"request {rid}{_rid(times)}: {reply.body.decode()} (500 sent, recorded; serving on)"
+            )
         if await request.is_disconnected():
             times.disconnected = True
-            log(f"request {rid}{_rid(times)}: the client disconnected before the response (recorded)")
+            log(
+                f"request {rid}{_rid(times)}: the client disconnected before the response (recorded)"
+            )
         service.finish(rid, times)
         return Response(reply.body, status_code=reply.status, headers=reply.headers)
 
     async def healthz(request):
         cache = getattr(service.pipe, "cache", None)
-        return JSONResponse({"status": "ok", "pipeline": service.pipe.name, "requests": service.received,
-                             "cache": cache.stats() if hasattr(cache, "stats") else None,
-                             "cpu_s": time.process_time(), "config": service.pipe.config.to_dict(),
-                             "stages": [*BEFORE, *service.pipe.stage_names, *AFTER],
-                             "policy": service.policy.params()})
+        return JSONResponse(
+            {
+                "status": "ok",
+                "pipeline": service.pipe.name,
+                "requests": service.received,
+                "cache": cache.stats() if hasattr(cache, "stats") else None,
+                "cpu_s": time.process_time(),
+                "config": service.pipe.config.to_dict(),
+                "stages": [*BEFORE, *service.pipe.stage_names, *AFTER],
+                "policy": service.policy.params(),
+            }
+        )
 
     async def shutdown(request):
         if limits.control_token is None:
             refused["control"] += 1
-            return JSONResponse({"error": "POST /shutdown is off: start the server with --control-token, "
-                                          "or stop it with SIGTERM / Ctrl-C"}, status_code=403)
+            return JSONResponse(
+                {
+                    "error": "POST /shutdown is off: start the server with --control-token, "
+                    "or stop it with SIGTERM / Ctrl-C"
+                },
+                status_code=403,
+            )
         if not token_ok(limits, request.headers.get(TOKEN_HEADER)):
             refused["control"] += 1
-            return JSONResponse({"error": f"POST /shutdown needs the {TOKEN_HEADER} header of --control-token"},
-                                status_code=403)
+            return JSONResponse(
+                {"error": f"POST /shutdown needs the {TOKEN_HEADER} header of --control-token"},
+                status_code=403,
+            )
         server_box["server"].should_exit = True
         return JSONResponse({"status": "shutting down"})
 
-    app = Starlette(routes=[Route("/predict", predict, methods=["POST"]), Route("/healthz", healthz),
-                            Route("/shutdown", shutdown, methods=["POST"])])
+    app = Starlette(
+        routes=[
+            Route("/predict", predict, methods=["POST"]),
+            Route("/healthz", healthz),
+            Route("/shutdown", shutdown, methods=["POST"]),
+        ]
+    )
 
     async def edge(scope, receive, send):
         if scope["type"] == "http":
             headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-            refuse = refusal(limits, scope["method"], scope["path"], headers, len(service.http), answered)
+            refuse = refusal(
+                limits, scope["method"], scope["path"], headers, len(service.http), answered
+            )
             if refuse is not None:
                 status, reason, message = refuse
                 refused[reason] += 1
                 extra = {"Retry-After": str(limits.retry_after_s)} if status == 503 else {}
-                await JSONResponse({"error": message}, status_code=status, headers=extra)(scope, receive, send)
+                await JSONResponse({"error": message}, status_code=status, headers=extra)(
+                    scope, receive, send
+                )
                 return
         await app(scope, receive, send)
 
@@ -150,9 +188,20 @@ def _rid(times) -> str:
 GC_MODES = ("freeze", "default")
 
 
-def serve(pipe, policy, *, host: str = "127.0.0.1", port: int = 8000, warmup: int = 5,
-          drain_timeout_s: float = 10.0, ready=None, log=None, clock=time.perf_counter_ns,
-          gc_mode: str = "freeze", limits: EdgeLimits | None = None) -> Run:
+def serve(
+    pipe,
+    policy,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    warmup: int = 5,
+    drain_timeout_s: float = 10.0,
+    ready=None,
+    log=None,
+    clock=time.perf_counter_ns,
+    gc_mode: str = "freeze",
+    limits: EdgeLimits | None = None,
+) -> Run:
     """Serve ``pipe`` until SIGTERM, SIGINT or ``POST /shutdown``; return the (unsaved) server-side run.
 
     limits: the network edge's settings (:class:`workbench.serving.edge.EdgeLimits`; its defaults when None),
@@ -177,11 +226,17 @@ def serve(pipe, policy, *, host: str = "127.0.0.1", port: int = 8000, warmup: in
     box: dict[str, Any] = {}
     limits = limits or EdgeLimits()
     refused: Counter = Counter()
-    config = uvicorn.Config(make_app(service, box, log, limits, refused, limits.answered(host)), log_level="warning",
-                            access_log=False,
-                            lifespan="off", http=edge_protocol(limits, refused), loop="asyncio",
-                            timeout_graceful_shutdown=drain_timeout_s, timeout_keep_alive=limits.keep_alive_s,
-                            backlog=limits.accept_backlog)  # asyncio accepts up to this many per loop turn: a
+    config = uvicorn.Config(
+        make_app(service, box, log, limits, refused, limits.answered(host)),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        http=edge_protocol(limits, refused),
+        loop="asyncio",
+        timeout_graceful_shutdown=drain_timeout_s,
+        timeout_keep_alive=limits.keep_alive_s,
+        backlog=limits.accept_backlog,
+    )  # asyncio accepts up to this many per loop turn: a
     # connection flood at uvicorn's 2,048 held the loop for whole bursts while well-formed requests waited
     server = box["server"] = uvicorn.Server(config)
     started = datetime.now(timezone.utc)
@@ -190,7 +245,9 @@ def serve(pipe, policy, *, host: str = "127.0.0.1", port: int = 8000, warmup: in
 
     from ..gcprobe import GcProbe
 
-    probe = NoiseProbe().start()  # other processes include a load generator on this machine: it competes too
+    probe = (
+        NoiseProbe().start()
+    )  # other processes include a load generator on this machine: it competes too
     gc_probe, gc_note = GcProbe(clock), {"mode": gc_mode, "frozen_objects": 0}
 
     async def main():
@@ -214,15 +271,30 @@ def serve(pipe, policy, *, host: str = "127.0.0.1", port: int = 8000, warmup: in
                 gc.unfreeze()
             sock.close()
     stopped = clock()
-    gc_note |= {"collections": gc_probe.collections, "pause_ms_total": ns_to_ms(gc_probe.pause_ns),
-                "pause_ms_max": ns_to_ms(gc_probe.max_pause_ns)}
+    gc_note |= {
+        "collections": gc_probe.collections,
+        "pause_ms_total": ns_to_ms(gc_probe.pause_ns),
+        "pause_ms_max": ns_to_ms(gc_probe.max_pause_ns),
+    }
     requests, stages = server_tables(service, dropped, stopped)
     noise = probe.finish(_torch_threads(), requests.loc[requests["ok"], "dur_ns"].to_numpy())
-    meta = _run_meta(pipe, started, requests, environment, server_meta(service) | {
-        "role": "server", "url": url, "stopped_by": signal.Signals(signals[0]).name if signals else "/shutdown",
-        "stack": f"uvicorn {uvicorn.__version__} (httptools) + starlette", "drain_timeout_s": drain_timeout_s,
-        "gc": gc_note, "edge": limits.params(host) | {"refused": dict(sorted(refused.items()))},
-        "cache": service._cache.stats() if service._cache is not None else None})
+    meta = _run_meta(
+        pipe,
+        started,
+        requests,
+        environment,
+        server_meta(service)
+        | {
+            "role": "server",
+            "url": url,
+            "stopped_by": signal.Signals(signals[0]).name if signals else "/shutdown",
+            "stack": f"uvicorn {uvicorn.__version__} (httptools) + starlette",
+            "drain_timeout_s": drain_timeout_s,
+            "gc": gc_note,
+            "edge": limits.params(host) | {"refused": dict(sorted(refused.items()))},
+            "cache": service._cache.stats() if service._cache is not None else None,
+        },
+    )
     return Run(meta=meta.replace(noise=noise), requests=requests, stages=stages)
 
 
@@ -257,11 +329,22 @@ def _run_meta(pipe, started, requests, environment, serving: dict) -> RunMeta:
     summary = load_summary(requests, serving["policy"]["concurrency"])
     cuda = pipe.config.is_cuda
     return RunMeta(
-        kind="served", pipeline=pipe.name, description=pipe.description,
-        stages=[*BEFORE, *pipe.stage_names, *AFTER], pipeline_stages=list(pipe.stage_names),
-        config=Config.from_dict(pipe.config.to_dict()), env=Env.from_dict(environment(pipe.config)),
+        kind="served",
+        pipeline=pipe.name,
+        description=pipe.description,
+        stages=[*BEFORE, *pipe.stage_names, *AFTER],
+        pipeline_stages=list(pipe.stage_names),
+        config=Config.from_dict(pipe.config.to_dict()),
+        env=Env.from_dict(environment(pipe.config)),
         created=started.isoformat(),
-        timing=Timing(warmup=0, requests=int(len(requests)), clock="time.perf_counter_ns",
-                      sync="stage" if cuda else None, device_timer="cuda_events" if cuda else None),
-        trace=None, load=Load.from_dict(load_meta_figures(summary)), serving=Serving.from_dict(serving),
+        timing=Timing(
+            warmup=0,
+            requests=int(len(requests)),
+            clock="time.perf_counter_ns",
+            sync="stage" if cuda else None,
+            device_timer="cuda_events" if cuda else None,
+        ),
+        trace=None,
+        load=Load.from_dict(load_meta_figures(summary)),
+        serving=Serving.from_dict(serving),
     )

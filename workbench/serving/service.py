@@ -22,6 +22,7 @@ objects per request at batch size 1, outputs included) made each full collection
 scan the whole record: pauses grew with the run, to 98 ms after 21,000
 requests, stalls that set the served p99 (``benchmarks/bench_serve_records.py``).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -73,16 +74,30 @@ class BatchDone(NamedTuple):
     stage_end_ns: tuple[int, ...]
     failure: tuple[str, str, str, str | None] | None
     item_failures: tuple | None = None
-    due_ns: int | None = None  # when the batching rule alone would have dispatched it (policy.wait_split)
+    due_ns: int | None = (
+        None  # when the batching rule alone would have dispatched it (policy.wait_split)
+    )
 
     @classmethod
     def of(cls, record: BatchRecord) -> "BatchDone":
         t = record.timing
         items = None
         if isinstance(t.output, Isolated):
-            items = tuple(_failure_tuple(x) if isinstance(x, StageFailure) else None for x in t.output.items)
-        return cls(record.batch, tuple(record.requests), record.close_ns, record.start_ns, record.end_ns,
-                   tuple(t.stage_start_ns), tuple(t.stage_end_ns), _failure_tuple(t.failure), items, record.due_ns)
+            items = tuple(
+                _failure_tuple(x) if isinstance(x, StageFailure) else None for x in t.output.items
+            )
+        return cls(
+            record.batch,
+            tuple(record.requests),
+            record.close_ns,
+            record.start_ns,
+            record.end_ns,
+            tuple(t.stage_start_ns),
+            tuple(t.stage_end_ns),
+            _failure_tuple(t.failure),
+            items,
+            record.due_ns,
+        )
 
 
 def _failure_tuple(f: StageFailure | None) -> tuple[str, str, str, str | None] | None:
@@ -138,7 +153,9 @@ class PipelineService:
         executor, before the first request (as ``workbench load``).
     """
 
-    def __init__(self, pipe, policy: BatchPolicy, *, warmup: int = 5, clock: Clock = time.perf_counter_ns):
+    def __init__(
+        self, pipe, policy: BatchPolicy, *, warmup: int = 5, clock: Clock = time.perf_counter_ns
+    ):
         self.pipe, self.policy, self.clock = pipe, policy, clock
         self.http: dict[int, HttpTimes] = {}  # requests not finished yet
         self.done: dict[int, tuple] = {}  # finished requests: ``HttpTimes`` fields as a plain tuple
@@ -147,18 +164,28 @@ class PipelineService:
         self._loop: asyncio.AbstractEventLoop | None = None
         items = [x for _, x in zip(range(max(1, policy.max_batch_size)), pipe.item_iterator())]
         execute = _executor(pipe, clock)
-        self.batcher = DynamicBatcher(execute, policy, clock=clock,
-                                      thread_init=lambda: _warm_up(execute, items, warmup, policy.max_batch_size))
+        self.batcher = DynamicBatcher(
+            execute,
+            policy,
+            clock=clock,
+            thread_init=lambda: _warm_up(execute, items, warmup, policy.max_batch_size),
+        )
         self.batcher.batches = _Finished(self._finished)
         self.origin_ns = 0
         # A pipeline with a prediction cache (the tabular example's ``pipe.cache``): per batch, the
         # fraction of its items that hit, read on the executor thread that ran it.
-        self._cache = getattr(pipe, "cache", None) if hasattr(getattr(pipe, "cache", None), "last_hit_fraction") else None
+        self._cache = (
+            getattr(pipe, "cache", None)
+            if hasattr(getattr(pipe, "cache", None), "last_hit_fraction")
+            else None
+        )
         self.batch_cache_hit: dict[int, float] = {}
         # A pipeline's per-request check (the tabular example's ``pipe.check_item``: its parse rules on one
         # body), run on the event loop before a request is queued: a body it refuses never joins a batch.
         self._check = getattr(pipe, "check_item", None)
-        self.rejected: list[tuple] = []  # (received_ns, answered_ns, request_id, error_type, message) per refusal
+        self.rejected: list[
+            tuple
+        ] = []  # (received_ns, answered_ns, request_id, error_type, message) per refusal
 
     def start(self, loop: asyncio.AbstractEventLoop) -> "PipelineService":
         """Start the executors (each warms up first) and bind to the event loop that awaits results."""
@@ -172,8 +199,9 @@ class PipelineService:
         self.batcher.wait_done(drain_timeout_s)
         return self.batcher.stop(abort=True)
 
-    async def predict(self, body: bytes, received_ns: int,
-                      request_id: str | None) -> tuple[int | None, HttpTimes, Reply]:
+    async def predict(
+        self, body: bytes, received_ns: int, request_id: str | None
+    ) -> tuple[int | None, HttpTimes, Reply]:
         """Queue one item, wait for its batch and build the reply (200, or 500 naming the failed stage).
 
         A body the pipeline's ``check_item`` refuses is answered 400 at once (rid None), never batched,
@@ -190,17 +218,26 @@ class PipelineService:
         times.resumed_ns = self.clock()
         reply = self._reply(rid, record, times)
         times.sent_ns = self.clock()
-        reply.headers["Server-Timing"] = format_server_timing(self.stage_times(done, times), times.sent_ns - received_ns)
+        reply.headers["Server-Timing"] = format_server_timing(
+            self.stage_times(done, times), times.sent_ns - received_ns
+        )
         return rid, times, reply
 
     def _refused(self, body: bytes, received_ns: int, request_id: str | None) -> Reply | None:
         try:
             self._check(body)
-        except Exception as exc:  # the check's verdict on this body alone (RecursionError for deep JSON too)
+        except (
+            Exception
+        ) as exc:  # the check's verdict on this body alone (RecursionError for deep JSON too)
             kind, message = type(exc).__name__, str(exc)[:500]
             self.rejected.append((received_ns, self.clock(), request_id, kind, message))
-            body = json.dumps({"error": f"request refused before batching: {kind}: {message}",
-                               "stage": VALIDATE, "type": kind}).encode()
+            body = json.dumps(
+                {
+                    "error": f"request refused before batching: {kind}: {message}",
+                    "stage": VALIDATE,
+                    "type": kind,
+                }
+            ).encode()
             headers = {"Content-Type": "application/json"}
             if request_id is not None:
                 headers["X-Request-Id"] = request_id
@@ -209,8 +246,14 @@ class PipelineService:
 
     def finish(self, rid: int, times: HttpTimes) -> None:
         """The handler is done with ``rid`` (its ``disconnected`` known): keep its times as a plain tuple."""
-        self.done[rid] = (times.received_ns, times.submitted_ns, times.request_id, times.resumed_ns, times.sent_ns,
-                          times.disconnected)
+        self.done[rid] = (
+            times.received_ns,
+            times.submitted_ns,
+            times.request_id,
+            times.resumed_ns,
+            times.sent_ns,
+            times.disconnected,
+        )
         self.http.pop(rid, None)
 
     def times(self, rid: int) -> HttpTimes:
@@ -225,16 +268,28 @@ class PipelineService:
 
     def stage_times(self, record: BatchDone, times: HttpTimes) -> list[tuple[str, int]]:
         """``[(stage, dur_ns)]`` of one request of ``record`` in server order (the pipeline's stages that ran)."""
-        pipeline = [(self.pipe.stage_names[k], e - s)
-                    for k, (s, e) in enumerate(zip(record.stage_start_ns, record.stage_end_ns))]
+        pipeline = [
+            (self.pipe.stage_names[k], e - s)
+            for k, (s, e) in enumerate(zip(record.stage_start_ns, record.stage_end_ns))
+        ]
         end = times.sent_ns if times.sent_ns is not None else times.resumed_ns
-        batch_wait, queue_wait = wait_split(times.submitted_ns, record.due_ns, record.close_ns, record.start_ns)
-        return [("ingress", times.submitted_ns - times.received_ns), ("batch_wait", batch_wait),
-                ("queue_wait", queue_wait), *pipeline,
-                ("handoff", times.resumed_ns - record.end_ns), ("egress", end - times.resumed_ns)]
+        batch_wait, queue_wait = wait_split(
+            times.submitted_ns, record.due_ns, record.close_ns, record.start_ns
+        )
+        return [
+            ("ingress", times.submitted_ns - times.received_ns),
+            ("batch_wait", batch_wait),
+            ("queue_wait", queue_wait),
+            *pipeline,
+            ("handoff", times.resumed_ns - record.end_ns),
+            ("egress", end - times.resumed_ns),
+        ]
 
     def _reply(self, rid: int, record: BatchRecord, times: HttpTimes) -> Reply:
-        headers = {"X-Workbench-Batch": str(record.batch), "X-Workbench-Batch-Size": str(len(record.requests))}
+        headers = {
+            "X-Workbench-Batch": str(record.batch),
+            "X-Workbench-Batch-Size": str(len(record.requests)),
+        }
         if record.batch in self.batch_cache_hit:
             headers["X-Workbench-Cache-Hit"] = f"{self.batch_cache_hit[record.batch]:.6g}"
         if times.request_id is not None:
@@ -274,8 +329,13 @@ class PipelineService:
 
 
 def _failed(failure: StageFailure, headers: dict[str, str]) -> Reply:
-    body = json.dumps({"error": f"stage {failure.stage} raised {failure.error_type}: {failure.message}",
-                       "stage": failure.stage, "type": failure.error_type}).encode()
+    body = json.dumps(
+        {
+            "error": f"stage {failure.stage} raised {failure.error_type}: {failure.message}",
+            "stage": failure.stage,
+            "type": failure.error_type,
+        }
+    ).encode()
     return Reply(500, body, headers | {"Content-Type": "application/json"})
 
 
@@ -303,18 +363,30 @@ def isolating(run, clock: Clock):
         if first.failure is None or len(batch) < 2:
             return first
         singles = [run([item]) for item in batch]
-        items = tuple(t.failure if t.failure is not None else _first_output(t.output) for t in singles)
+        items = tuple(
+            t.failure if t.failure is not None else _first_output(t.output) for t in singles
+        )
         attempts = [first, *singles]
         n = max(len(t.stage_end_ns) for t in attempts)
-        durs = [sum(t.stage_end_ns[k] - t.stage_start_ns[k] for t in attempts if k < len(t.stage_end_ns))
-                for k in range(n)]
+        durs = [
+            sum(
+                t.stage_end_ns[k] - t.stage_start_ns[k] for t in attempts if k < len(t.stage_end_ns)
+            )
+            for k in range(n)
+        ]
         starts, cursor = [], first.start_ns
         for d in durs:
             starts.append(cursor)
             cursor += d
-        return replace(first, end_ns=max(clock(), cursor), stage_start_ns=starts,
-                       stage_end_ns=[s + d for s, d in zip(starts, durs)], device_ns=None, failure=None,
-                       output=Isolated(first.failure, items))
+        return replace(
+            first,
+            end_ns=max(clock(), cursor),
+            stage_start_ns=starts,
+            stage_end_ns=[s + d for s, d in zip(starts, durs)],
+            device_ns=None,
+            failure=None,
+            output=Isolated(first.failure, items),
+        )
 
     return execute
 
@@ -370,11 +442,18 @@ def _warm_up(execute, items: list, calls: int, size_max: int) -> int:
 def server_meta(service: PipelineService) -> dict[str, Any]:
     """The policy and warm-up figures of a service (for run.json's ``serving``)."""
     isolated = [b for b in map(BatchDone._make, service.batch_log) if b.item_failures is not None]
-    return {"policy": service.policy.params(), "warmup_failed": sum(service.batcher.init_results),
-            "isolation": {"rule": "a batch of several requests that raised is re-run one request at a time; "
-                                  "each request gets its own output or its own error",
-                          "batches_rerun": len(isolated),
-                          "requests_failed_alone": sum(f is not None for b in isolated for f in b.item_failures),
-                          "requests_answered_after_rerun": sum(f is None for b in isolated for f in b.item_failures),
-                          "checked_before_batching": service._check is not None,
-                          "requests_refused_before_batching": len(service.rejected)}}
+    return {
+        "policy": service.policy.params(),
+        "warmup_failed": sum(service.batcher.init_results),
+        "isolation": {
+            "rule": "a batch of several requests that raised is re-run one request at a time; "
+            "each request gets its own output or its own error",
+            "batches_rerun": len(isolated),
+            "requests_failed_alone": sum(f is not None for b in isolated for f in b.item_failures),
+            "requests_answered_after_rerun": sum(
+                f is None for b in isolated for f in b.item_failures
+            ),
+            "checked_before_batching": service._check is not None,
+            "requests_refused_before_batching": len(service.rejected),
+        },
+    }

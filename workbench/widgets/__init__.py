@@ -17,6 +17,7 @@ debounced job at a time, cancel, an LRU cache, errors in the message line and
 current, so tests and notebooks drive them without a browser. ``import
 workbench`` never imports this package (it needs ipywidgets and plotly).
 """
+
 from __future__ import annotations
 
 try:
@@ -36,5 +37,15 @@ from .panes import FigurePane, MessageLine
 from .summaries import RunView, index_runs
 from .traces import TraceExplorer, trace_choices
 
-__all__ = ["BatchingExplorer", "FigurePane", "JobQueue", "LRUCache", "LatencyExplorer", "MessageLine", "RunView", "TraceExplorer",
-           "index_runs", "trace_choices"]
+__all__ = [
+    "BatchingExplorer",
+    "FigurePane",
+    "JobQueue",
+    "LRUCache",
+    "LatencyExplorer",
+    "MessageLine",
+    "RunView",
+    "TraceExplorer",
+    "index_runs",
+    "trace_choices",
+]

@@ -13,6 +13,7 @@ breakdown (batch wait, queue wait, service) of the current point. A rate at
 or above capacity shows a warning: the queue grows without bound and the
 figures are those of a finite run.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -41,10 +42,22 @@ class BatchingExplorer(Controller):
         are the service runs when neither ``service_runs`` nor ``model`` is given.
     """
 
-    def __init__(self, service_runs: Iterable[Any] | None = None, *, model=None, rate_rps: float | None = None,
-                 max_batch_size: int | None = None, max_wait_ms: float = 5.0, requests: int = 5_000,
-                 sla_ms: float | None = None, seed: int = 0, debounce_s: float = 0.2, cache_size: int = 32,
-                 start: bool = True, sweep: Any = None):
+    def __init__(
+        self,
+        service_runs: Iterable[Any] | None = None,
+        *,
+        model=None,
+        rate_rps: float | None = None,
+        max_batch_size: int | None = None,
+        max_wait_ms: float = 5.0,
+        requests: int = 5_000,
+        sla_ms: float | None = None,
+        seed: int = 0,
+        debounce_s: float = 0.2,
+        cache_size: int = 32,
+        start: bool = True,
+        sweep: Any = None,
+    ):
         from ..batching import service_model_from_runs
         from ..batching.capacity import sweep_record, sweep_service_runs
 
@@ -55,7 +68,9 @@ class BatchingExplorer(Controller):
             sla_ms = self.sweep["plan"]["sla_ms"]
         if model is None:
             if service_runs is None:
-                raise WorkbenchError("BatchingExplorer needs service_runs (profiler run folders) or model=ServiceModel")
+                raise WorkbenchError(
+                    "BatchingExplorer needs service_runs (profiler run folders) or model=ServiceModel"
+                )
             service_runs = list(service_runs)
             model = service_model_from_runs(service_runs)
         super().__init__(debounce_s=debounce_s, cache_size=cache_size)
@@ -69,20 +84,50 @@ class BatchingExplorer(Controller):
         top = model.capacity_rps(largest) * 1.2
         rate = rate_rps if rate_rps is not None else 0.5 * model.capacity_rps(size)
         w = widgets
-        self.rate = w.FloatSlider(value=rate, min=top / 200, max=max(top, rate), step=top / 200, description="rate req/s",
-                                  continuous_update=False, readout_format=".4g", style={"description_width": "100px"},
-                                  layout=w.Layout(width="420px"))
-        self.max_batch_size = w.IntSlider(value=size, min=1, max=largest, description="max batch",
-                                          continuous_update=False, style={"description_width": "100px"})
-        self.max_wait = w.FloatSlider(value=max_wait_ms, min=0.0, max=max(WAITS_MS[-1], max_wait_ms), step=0.5,
-                                      description="max wait ms", continuous_update=False,
-                                      style={"description_width": "100px"})
+        self.rate = w.FloatSlider(
+            value=rate,
+            min=top / 200,
+            max=max(top, rate),
+            step=top / 200,
+            description="rate req/s",
+            continuous_update=False,
+            readout_format=".4g",
+            style={"description_width": "100px"},
+            layout=w.Layout(width="420px"),
+        )
+        self.max_batch_size = w.IntSlider(
+            value=size,
+            min=1,
+            max=largest,
+            description="max batch",
+            continuous_update=False,
+            style={"description_width": "100px"},
+        )
+        self.max_wait = w.FloatSlider(
+            value=max_wait_ms,
+            min=0.0,
+            max=max(WAITS_MS[-1], max_wait_ms),
+            step=0.5,
+            description="max wait ms",
+            continuous_update=False,
+            style={"description_width": "100px"},
+        )
         self.panes = {name: FigurePane() for name in ("curves", "wait", "breakdown")}
-        self.view = w.VBox([
-            w.HBox([self.rate, self.max_batch_size, self.max_wait], layout=w.Layout(flex_flow="row wrap")),
-            self.status, self.message_line.view, self.trust_line.view,
-            self.panes["curves"].view, self.panes["wait"].view, self.panes["breakdown"].view,
-        ], layout=w.Layout(width="100%"))
+        self.view = w.VBox(
+            [
+                w.HBox(
+                    [self.rate, self.max_batch_size, self.max_wait],
+                    layout=w.Layout(flex_flow="row wrap"),
+                ),
+                self.status,
+                self.message_line.view,
+                self.trust_line.view,
+                self.panes["curves"].view,
+                self.panes["wait"].view,
+                self.panes["breakdown"].view,
+            ],
+            layout=w.Layout(width="100%"),
+        )
         for control in (self.rate, self.max_batch_size, self.max_wait):
             control.observe(lambda _c: self._silent or self.refresh(), "value")
         if start:
@@ -90,15 +135,27 @@ class BatchingExplorer(Controller):
 
     @property
     def key(self) -> tuple[float, int, float]:
-        return (round(float(self.rate.value), 6), int(self.max_batch_size.value), round(float(self.max_wait.value), 6))
+        return (
+            round(float(self.rate.value), 6),
+            int(self.max_batch_size.value),
+            round(float(self.max_wait.value), 6),
+        )
 
-    def set(self, *, rate_rps: float | None = None, max_batch_size: int | None = None,
-            max_wait_ms: float | None = None) -> "BatchingExplorer":
+    def set(
+        self,
+        *,
+        rate_rps: float | None = None,
+        max_batch_size: int | None = None,
+        max_wait_ms: float | None = None,
+    ) -> "BatchingExplorer":
         """Move the sliders as a user would, then react once."""
         key = self.key
         with self.quiet():
-            for control, value in ((self.rate, rate_rps), (self.max_batch_size, max_batch_size),
-                                   (self.max_wait, max_wait_ms)):
+            for control, value in (
+                (self.rate, rate_rps),
+                (self.max_batch_size, max_batch_size),
+                (self.max_wait, max_wait_ms),
+            ):
                 if value is not None:
                     control.value = value
         if self.key != key:
@@ -119,14 +176,25 @@ class BatchingExplorer(Controller):
     def _figures(self, rate: float, size: int, wait_ms: float) -> dict[str, Any]:
         """Worker thread: the tables of this setting (``batching_point``) drawn by ``workbench.plots``."""
         from ..batching.explore import batching_point
-        from ..plots.batching import batching_curves_figure, queueing_breakdown_figure, wait_time_figure
+        from ..plots.batching import (
+            batching_curves_figure,
+            queueing_breakdown_figure,
+            wait_time_figure,
+        )
 
-        point = batching_point(self.model, rate, size, wait_ms, requests=self.requests, seed=self.seed)
+        point = batching_point(
+            self.model, rate, size, wait_ms, requests=self.requests, seed=self.seed
+        )
         self.simulations += point["simulations"]
         summary, e2e = point["summary"], point["summary"]["end_to_end"]
         curves = batching_curves_figure(point["curve"], sla_ms=self.sla_ms)
-        curves.add_scatter(x=[summary["throughput_rps"]], y=[e2e["p99_ms"]], mode="markers", name="this setting (p99)",
-                           marker=dict(symbol="star", size=16, color="#d62728"))
+        curves.add_scatter(
+            x=[summary["throughput_rps"]],
+            y=[e2e["p99_ms"]],
+            mode="markers",
+            name="this setting (p99)",
+            marker=dict(symbol="star", size=16, color="#d62728"),
+        )
         if self.sweep is not None:
             from ..plots.sweep import add_measured
 
@@ -135,10 +203,14 @@ class BatchingExplorer(Controller):
             "curves": curves,
             "wait": wait_time_figure(point["waits"], rate_rps=rate),
             "breakdown": queueing_breakdown_figure(summary, at=point["at"]),
-            "stable": point["stable"], "capacity_rps": point["capacity_rps"], "summary": summary,
-            "line": (f"capacity {point['capacity_rps']:,.4g} req/s at max batch {size}; {summary['requests']:,} "
-                     f"simulated requests: p50 {e2e['p50_ms']:.3g} ms, p99 {e2e['p99_ms']:.3g} ms, throughput "
-                     f"{summary['throughput_rps']:,.4g} req/s, mean batch {summary['mean_batch_size']:.3g}"),
+            "stable": point["stable"],
+            "capacity_rps": point["capacity_rps"],
+            "summary": summary,
+            "line": (
+                f"capacity {point['capacity_rps']:,.4g} req/s at max batch {size}; {summary['requests']:,} "
+                f"simulated requests: p50 {e2e['p50_ms']:.3g} ms, p99 {e2e['p99_ms']:.3g} ms, throughput "
+                f"{summary['throughput_rps']:,.4g} req/s, mean batch {summary['mean_batch_size']:.3g}"
+            ),
         }
 
     def draw(self, result: dict[str, Any]) -> None:
@@ -152,7 +224,9 @@ class BatchingExplorer(Controller):
         self.message_line.show(
             f"unstable queue: {rate:,.4g} req/s is at or above the capacity of {result['capacity_rps']:,.4g} req/s "
             f"at max batch {size} (full batches back to back); the queue grows without bound, so these "
-            "latencies only describe a finite run. Lower the rate or raise the max batch size.", "warning")
+            "latencies only describe a finite run. Lower the rate or raise the max batch size.",
+            "warning",
+        )
 
 
 def _service_trust(service_runs: list[Any]) -> tuple[str, str]:
@@ -160,16 +234,24 @@ def _service_trust(service_runs: list[Any]) -> tuple[str, str]:
     from ..batching.explore import service_noise
     from ..record import META_FILE, Run, read_meta
 
-    metas = [(item.label, item.meta) if isinstance(item, Run) else (Path(item).name, read_meta(Path(item) / META_FILE))
-             for item in service_runs]
+    metas = [
+        (item.label, item.meta)
+        if isinstance(item, Run)
+        else (Path(item).name, read_meta(Path(item) / META_FILE))
+        for item in service_runs
+    ]
     if not metas:
         return "", "info"
     noise = service_noise(metas)
     if noise["noisy"]:
         runs = "; ".join(f"{label}: {', '.join(reasons)}" for label, reasons in noise["noisy"])
-        return (f"service times from noisy runs ({runs}): the simulated latencies carry that noise; "
-                "profile them again on a quiet machine or with --threads 1"), "warning"
+        return (
+            f"service times from noisy runs ({runs}): the simulated latencies carry that noise; "
+            "profile them again on a quiet machine or with --threads 1"
+        ), "warning"
     if noise["unknown"]:
-        return (f"service times from {len(metas)} runs; noise not recorded for {noise['unknown']} of them "
-                "(made before noise was measured)"), "info"
+        return (
+            f"service times from {len(metas)} runs; noise not recorded for {noise['unknown']} of them "
+            "(made before noise was measured)"
+        ), "info"
     return f"service times from {len(metas)} runs, all measured on a quiet machine", "info"

@@ -4,6 +4,7 @@ The explorers store small summaries here (stage tables, figure specs), never
 whole runs or traces, so a long session's memory stays flat: at most
 ``maxsize`` entries, the oldest use dropped first.
 """
+
 from __future__ import annotations
 
 import threading

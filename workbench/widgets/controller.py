@@ -12,6 +12,7 @@ with its type, never as a traceback.
 A subclass supplies ``key`` (the current setting, hashable), ``draw(value)``
 and, optionally, ``failed(key, exc)``; it calls :meth:`Controller.update`.
 """
+
 from __future__ import annotations
 
 import threading
@@ -64,7 +65,9 @@ class Controller:
         """The text of the message line (errors, warnings, cancellation); "" when clear."""
         return self.message_line.text
 
-    def update(self, key: Hashable, compute: Compute, *, force: bool = False, queued: str = "") -> None:
+    def update(
+        self, key: Hashable, compute: Compute, *, force: bool = False, queued: str = ""
+    ) -> None:
         """Draw the result for ``key``: from the cache at once, or computed on the worker.
 
         ``compute(cancel)`` runs on the worker thread and returns the value to

@@ -4,6 +4,7 @@ Thin glue: which builder, which part of a :class:`~workbench.widgets.summaries.R
 which title. Traces are read here once (``flame_from_trace``) and only the
 figure is kept.
 """
+
 from __future__ import annotations
 
 import os
@@ -11,8 +12,16 @@ import os
 import plotly.graph_objects as go
 
 from ..errors import ConfigError
-from ..plots import (budget_figure, distribution_figure, flame_figure, gpu_timeline_figure, launch_figure,
-                     request_flame_chart, step_breakdown_figure, transfer_figure)
+from ..plots import (
+    budget_figure,
+    distribution_figure,
+    flame_figure,
+    gpu_timeline_figure,
+    launch_figure,
+    request_flame_chart,
+    step_breakdown_figure,
+    transfer_figure,
+)
 from ..plots.style import empty_figure
 from ..units import ns_to_ms
 from .summaries import RunView
@@ -81,8 +90,11 @@ def flame_from_trace(path: str | os.PathLike, *, title: str | None = None) -> go
     from ..trace import load_trace
 
     events = load_trace(path).events
-    return flame_figure(flame_tree_of(events), title=title or "Flame graph of the traced requests",
-                        max_nodes=FLAME_MAX_NODES)
+    return flame_figure(
+        flame_tree_of(events),
+        title=title or "Flame graph of the traced requests",
+        max_nodes=FLAME_MAX_NODES,
+    )
 
 
 def trace_figures(trace) -> dict:
@@ -96,7 +108,9 @@ def trace_figures(trace) -> dict:
         "transfers": transfer_figure(events),
         "timeline": gpu_timeline_figure(events),
         "steps": step_breakdown_figure(events),
-        "flame": flame_figure(flame_tree_of(events), title=f"Flame graph: {name}", max_nodes=FLAME_MAX_NODES),
+        "flame": flame_figure(
+            flame_tree_of(events), title=f"Flame graph: {name}", max_nodes=FLAME_MAX_NODES
+        ),
         "request": request_chart(events, 0),
         "summary": trace_summary(trace),
     }
@@ -113,6 +127,10 @@ def request_chart(events, request: int) -> go.Figure:
 def trace_summary(trace) -> str:
     """One status line: file, platform, event count, time span (ms)."""
     events = trace.events
-    span_ms = ns_to_ms(int((events["ts_ns"] + events["dur_ns"]).max()) - int(events["ts_ns"].min())) if len(events) else 0.0
+    span_ms = (
+        ns_to_ms(int((events["ts_ns"] + events["dur_ns"]).max()) - int(events["ts_ns"].min()))
+        if len(events)
+        else 0.0
+    )
     platform = trace.meta.get("platform", "?")
     return f"{trace.path.name}: {len(events):,} events, {platform}, {span_ms:,.1f} ms span"

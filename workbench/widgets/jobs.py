@@ -18,6 +18,7 @@ nothing.
 
 No ipywidgets here: the queue is plain threading, so tests drive it directly.
 """
+
 from __future__ import annotations
 
 import threading
@@ -45,8 +46,13 @@ class JobQueue:
         queue abandons it (see the module docstring).
     """
 
-    def __init__(self, debounce_s: float = 0.3, *, on_error: ErrorHandler | None = None,
-                 abandon_after_s: float = ABANDON_AFTER_S):
+    def __init__(
+        self,
+        debounce_s: float = 0.3,
+        *,
+        on_error: ErrorHandler | None = None,
+        abandon_after_s: float = ABANDON_AFTER_S,
+    ):
         if debounce_s < 0:
             raise ValueError(f"debounce_s must be >= 0, got {debounce_s}")
         if not abandon_after_s > 0:
@@ -86,7 +92,9 @@ class JobQueue:
             self._drop_pending()
             if self._running is not None:
                 self._running.set()
-                watchdog = threading.Timer(self.abandon_after_s, self._abandon, args=(self._running,))
+                watchdog = threading.Timer(
+                    self.abandon_after_s, self._abandon, args=(self._running,)
+                )
                 watchdog.daemon = True
                 watchdog.start()
             self._cond.notify_all()
@@ -95,7 +103,9 @@ class JobQueue:
     def wait(self, timeout: float | None = 60.0) -> None:
         """Block until nothing runs or waits; re-raise an unhandled job error."""
         with self._cond:
-            if not self._cond.wait_for(lambda: self._running is None and self._pending is None, timeout):
+            if not self._cond.wait_for(
+                lambda: self._running is None and self._pending is None, timeout
+            ):
                 raise TimeoutError(f"jobs still running after {timeout} s")
             error, self.last_error = self.last_error, None
         if error is not None:
@@ -123,8 +133,12 @@ class JobQueue:
             if self._running is not cancel:
                 return  # it stopped in time
         # said before the queue is freed, so that wait() returning means the message is out
-        self._fail(JobStuck(f"a cancelled job was still running after {self.abandon_after_s:g} s (a stage that "
-                            "does not return?); its thread was abandoned and may still use the CPU"))
+        self._fail(
+            JobStuck(
+                f"a cancelled job was still running after {self.abandon_after_s:g} s (a stage that "
+                "does not return?); its thread was abandoned and may still use the CPU"
+            )
+        )
         with self._cond:
             if self._running is not cancel:
                 return  # it stopped meanwhile
@@ -133,7 +147,9 @@ class JobQueue:
             item = self._take() if self._pending is not None and self._ready else None
             self._cond.notify_all()
         if item is not None:
-            threading.Thread(target=self._work, args=(item,), name="workbench-job", daemon=True).start()
+            threading.Thread(
+                target=self._work, args=(item,), name="workbench-job", daemon=True
+            ).start()
 
     def _take(self) -> tuple[Job, threading.Event]:
         job, cancel = self._pending, threading.Event()

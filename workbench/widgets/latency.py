@@ -24,6 +24,7 @@ A click on a point of the latency-over-run chart moves the request picker to tha
 request (:meth:`LatencyExplorer.show_request`; the bridge is ``panes.ClickablePane``),
 so the click and the keyboard drive one stage pane.
 """
+
 from __future__ import annotations
 
 import threading
@@ -38,12 +39,31 @@ from ..device import available_devices
 from ..errors import WorkbenchError
 from .cache import LRUCache
 from .controller import Controller
-from .figures import (budget_view, compare_view, distribution_view, empty_view, flame_from_trace, over_run_view,
-                      request_stages_view, stacks_view, tail_view)
+from .figures import (
+    budget_view,
+    compare_view,
+    distribution_view,
+    empty_view,
+    flame_from_trace,
+    over_run_view,
+    request_stages_view,
+    stacks_view,
+    tail_view,
+)
 from .panes import ClickablePane, FigurePane, MessageLine, figure_bundle
 from .latency_support import cheap_fingerprint  # noqa: F401 - re-exported: tests and scripts import it here
-from .latency_support import (Key, check_config, clicked_request, describe, failures_text,
-                              pipeline_targets, request_options, thread_options, verdict_text, with_notes)
+from .latency_support import (
+    Key,
+    check_config,
+    clicked_request,
+    describe,
+    failures_text,
+    pipeline_targets,
+    request_options,
+    thread_options,
+    verdict_text,
+    with_notes,
+)
 from .pinning import Pinning
 from .recorded import RecordedRuns
 from .run_lookup import RunLookup
@@ -51,10 +71,14 @@ from .summaries import RunView, discard_trace, summarize
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
 PROGRESS_EVERY_S = 0.1
-TIMEOUT_S = 30.0  # per-request timeout of the explorer's runs: a stuck stage must not freeze the page
+TIMEOUT_S = (
+    30.0  # per-request timeout of the explorer's runs: a stuck stage must not freeze the page
+)
 THREADS = 1  # live runs' torch threads by default, for the reason below
-THREADS_REASON = ("torch's CPU thread pool busy-waits, so on shared cores more threads measure the contention, "
-                  "not the pipeline")
+THREADS_REASON = (
+    "torch's CPU thread pool busy-waits, so on shared cores more threads measure the contention, "
+    "not the pipeline"
+)
 THREADS_WHY = f"threads: 1 by default: {THREADS_REASON}"
 COMPARE_REQUESTS = 100  # per configuration: 10 rounds of blocks of 10
 CLICK_REFUSED = "no stages shown for request"  # the message line of a click on a point not listed
@@ -84,33 +108,60 @@ class LatencyExplorer(Controller):
     start: draw (or profile) the first configuration right away.
     """
 
-    def __init__(self, example: str | Callable = "text", *, pipelines: dict[str, Any] | None = None,
-                 batch_size: int = 1, batch_sizes: tuple[int, ...] = BATCH_SIZES, precision: str = "fp32",
-                 device: str = "cpu", threads: int | None | str = THREADS, sla_ms: float | None = None,
-                 requests: int = 20, warmup: int = 3, traced: int = 1, runs: Any = None, debounce_s: float = 0.3,
-                 cache_size: int = 16, profile_fn: Callable | None = None, compare_fn: Callable | None = None,
-                 compare_requests: int = COMPARE_REQUESTS, start: bool = True, timeout_s: float | None = TIMEOUT_S):
+    def __init__(
+        self,
+        example: str | Callable = "text",
+        *,
+        pipelines: dict[str, Any] | None = None,
+        batch_size: int = 1,
+        batch_sizes: tuple[int, ...] = BATCH_SIZES,
+        precision: str = "fp32",
+        device: str = "cpu",
+        threads: int | None | str = THREADS,
+        sla_ms: float | None = None,
+        requests: int = 20,
+        warmup: int = 3,
+        traced: int = 1,
+        runs: Any = None,
+        debounce_s: float = 0.3,
+        cache_size: int = 16,
+        profile_fn: Callable | None = None,
+        compare_fn: Callable | None = None,
+        compare_requests: int = COMPARE_REQUESTS,
+        start: bool = True,
+        timeout_s: float | None = TIMEOUT_S,
+    ):
         super().__init__(debounce_s=debounce_s, cache_size=cache_size)
         self.targets = pipeline_targets(example, pipelines)
         self.requests, self.warmup, self.traced = requests, warmup, traced
         self.profile_fn = profile_fn
         self.timeout_s = timeout_s
         self.profile_calls = 0
-        self.figures = LRUCache(4 * cache_size)  # built figures and their JSON, per (run, view, options)
+        self.figures = LRUCache(
+            4 * cache_size
+        )  # built figures and their JSON, per (run, view, options)
         self.lookup = RunLookup(runs)  # recorded runs and the fingerprints looked up so far
-        self.pinning = Pinning(compare_fn, compare_requests, warmup, _measurable)  # A of "compare with B", and its result
+        self.pinning = Pinning(
+            compare_fn, compare_requests, warmup, _measurable
+        )  # A of "compare with B", and its result
         self.current: RunView | None = None
         if threads == "recorded":
             threads = self._recorded_threads(batch_size, precision, device)
-        sizes = set(batch_sizes) | {batch_size} | self.recorded.batch_sizes(next(iter(self.targets)))
+        sizes = (
+            set(batch_sizes) | {batch_size} | self.recorded.batch_sizes(next(iter(self.targets)))
+        )
         self._build_controls(batch_size, sorted(sizes), precision, device, threads, sla_ms)
         self.view = self._layout()
         for control in (self.pipeline, self.batch_size, self.precision, self.device, self.threads):
             control.observe(lambda _change: self._silent or self._changed(), "value")
         self.sla.observe(lambda _change: self._silent or self._redraw(budget=True), "value")
         for control in (self.stage, self.kind):
-            control.observe(lambda _change: self._silent or self._redraw(distribution=True), "value")
-        self.request_picker.observe(lambda _change: self._silent or self._redraw(request=True), "value")
+            control.observe(
+                lambda _change: self._silent or self._redraw(distribution=True), "value"
+            )
+        self.request_picker.observe(
+            lambda _change: self._silent or self._redraw(request=True), "value"
+        )
         self.over_run_pane.on_click(self._point_clicked)
         self.cancel_button.on_click(lambda _b: self.cancel())
         self.rerun_button.on_click(lambda _b: self.refresh(force=True))
@@ -122,13 +173,22 @@ class LatencyExplorer(Controller):
     # -- public API ---------------------------------------------------------
     @property
     def key(self) -> Key:
-        return (self.pipeline.value, self.device.value, int(self.batch_size.value), self.precision.value,
-                self.threads.value)
+        return (
+            self.pipeline.value,
+            self.device.value,
+            int(self.batch_size.value),
+            self.precision.value,
+            self.threads.value,
+        )
 
     @property
     def config(self) -> PipelineConfig:
-        return PipelineConfig(device=self.device.value, batch_size=int(self.batch_size.value),
-                              precision=self.precision.value, threads=self.threads.value)
+        return PipelineConfig(
+            device=self.device.value,
+            batch_size=int(self.batch_size.value),
+            precision=self.precision.value,
+            threads=self.threads.value,
+        )
 
     @property
     def recorded(self) -> RecordedRuns:
@@ -155,9 +215,17 @@ class LatencyExplorer(Controller):
 
     def set(self, **values: Any) -> "LatencyExplorer":
         """Move controls as a user would, then react once: ``set(batch_size=8, precision="bf16", sla_ms=50)``."""
-        controls = {"pipeline": self.pipeline, "batch_size": self.batch_size, "precision": self.precision,
-                    "device": self.device, "threads": self.threads, "sla_ms": self.sla, "stage": self.stage,
-                    "kind": self.kind, "request": self.request_picker}
+        controls = {
+            "pipeline": self.pipeline,
+            "batch_size": self.batch_size,
+            "precision": self.precision,
+            "device": self.device,
+            "threads": self.threads,
+            "sla_ms": self.sla,
+            "stage": self.stage,
+            "kind": self.kind,
+            "request": self.request_picker,
+        }
         unknown = sorted(set(values) - set(controls))
         if unknown:
             raise TypeError(f"set() got unknown controls {unknown}; use some of {sorted(controls)}")
@@ -181,13 +249,18 @@ class LatencyExplorer(Controller):
         listed = [value for _label, value in self.request_picker.options]
         refused = self.message_line.text.startswith(CLICK_REFUSED)
         if request not in listed:
-            self.message_line.show(f"{CLICK_REFUSED} {request}: not a successful measured request of this run, "
-                                   "so its stages are not in the budget; click a blue point", "warning")
+            self.message_line.show(
+                f"{CLICK_REFUSED} {request}: not a successful measured request of this run, "
+                "so its stages are not in the budget; click a blue point",
+                "warning",
+            )
             return False
         if refused:  # clear our own refusal only, never a configuration's error
             self.message_line.clear()
         if self.request_picker.value != request:
-            self.request_picker.value = request  # the picker's observer redraws the ring and the stages
+            self.request_picker.value = (
+                request  # the picker's observer redraws the ring and the stages
+            )
         return True
 
     def refresh(self, force: bool = False) -> None:
@@ -216,40 +289,91 @@ class LatencyExplorer(Controller):
     # -- controls -----------------------------------------------------------
     def _build_controls(self, batch_size, batch_sizes, precision, device, threads, sla_ms) -> None:
         w = widgets
-        self.pipeline = w.Dropdown(options=list(self.targets), value=next(iter(self.targets)), description="pipeline")
-        self.batch_size = w.SelectionSlider(options=batch_sizes, value=batch_size, description="batch size",
-                                            continuous_update=False)
-        self.precision = w.ToggleButtons(options=list(PRECISIONS), value=precision, description="precision",
-                                         style={"button_width": "56px"})
-        self.device = w.ToggleButtons(options=self.lookup.device_options(available_devices(), self.pipeline.value),
-                                      value=device, description="device", style={"button_width": "auto"})
-        self.threads = w.Dropdown(options=thread_options(threads), value=threads, description="threads",
-                                  layout=w.Layout(width="200px"))
-        why = (THREADS_WHY if threads == THREADS
-               else f"threads: {threads} as the recorded runs; for live runs pick 1: {THREADS_REASON}")
+        self.pipeline = w.Dropdown(
+            options=list(self.targets), value=next(iter(self.targets)), description="pipeline"
+        )
+        self.batch_size = w.SelectionSlider(
+            options=batch_sizes, value=batch_size, description="batch size", continuous_update=False
+        )
+        self.precision = w.ToggleButtons(
+            options=list(PRECISIONS),
+            value=precision,
+            description="precision",
+            style={"button_width": "56px"},
+        )
+        self.device = w.ToggleButtons(
+            options=self.lookup.device_options(available_devices(), self.pipeline.value),
+            value=device,
+            description="device",
+            style={"button_width": "auto"},
+        )
+        self.threads = w.Dropdown(
+            options=thread_options(threads),
+            value=threads,
+            description="threads",
+            layout=w.Layout(width="200px"),
+        )
+        why = (
+            THREADS_WHY
+            if threads == THREADS
+            else f"threads: {threads} as the recorded runs; for live runs pick 1: {THREADS_REASON}"
+        )
         self.threads_why = w.HTML(value=f'<span style="color:#666;font-size:90%">{why}</span>')
-        self.sla = w.BoundedFloatText(value=sla_ms or 0.0, min=0.0, max=1e6, step=1.0, description="SLA (ms)",
-                                      layout=w.Layout(width="170px"))
+        self.sla = w.BoundedFloatText(
+            value=sla_ms or 0.0,
+            min=0.0,
+            max=1e6,
+            step=1.0,
+            description="SLA (ms)",
+            layout=w.Layout(width="170px"),
+        )
         self.stage = w.Dropdown(options=[("end to end", "")], value="", description="distribution")
-        self.kind = w.ToggleButtons(options=["histogram", "cdf"], value="histogram", style={"button_width": "80px"})
-        self.request_picker = w.Dropdown(options=[("(none)", None)], value=None, description="request",
-                                         layout=w.Layout(width="320px"))
-        self.progress = w.IntProgress(value=0, min=0, max=1, layout=w.Layout(width="200px", visibility="hidden"))
-        self.cancel_button = w.Button(description="cancel", disabled=True, layout=w.Layout(width="90px"))
-        self.rerun_button = w.Button(description="measure here", layout=w.Layout(width="120px"),
-                                     tooltip="profile this configuration on this machine now")
-        self.pin_button = w.Button(description="pin as A", tooltip="keep this configuration as A",
-                                   layout=w.Layout(width="90px"))
-        self.compare_button = w.Button(description="compare with B", layout=w.Layout(width="130px"),
-                                       tooltip="measure this configuration (B) and A interleaved; ratio with interval")
+        self.kind = w.ToggleButtons(
+            options=["histogram", "cdf"], value="histogram", style={"button_width": "80px"}
+        )
+        self.request_picker = w.Dropdown(
+            options=[("(none)", None)],
+            value=None,
+            description="request",
+            layout=w.Layout(width="320px"),
+        )
+        self.progress = w.IntProgress(
+            value=0, min=0, max=1, layout=w.Layout(width="200px", visibility="hidden")
+        )
+        self.cancel_button = w.Button(
+            description="cancel", disabled=True, layout=w.Layout(width="90px")
+        )
+        self.rerun_button = w.Button(
+            description="measure here",
+            layout=w.Layout(width="120px"),
+            tooltip="profile this configuration on this machine now",
+        )
+        self.pin_button = w.Button(
+            description="pin as A",
+            tooltip="keep this configuration as A",
+            layout=w.Layout(width="90px"),
+        )
+        self.compare_button = w.Button(
+            description="compare with B",
+            layout=w.Layout(width="130px"),
+            tooltip="measure this configuration (B) and A interleaved; ratio with interval",
+        )
         self.pin_label = w.Label(value="A: (none pinned)")
         self.notes = MessageLine()  # what a recorded run differs in
         self.noise_line = MessageLine()  # the noise flag of the run on screen
         self.failures_line = MessageLine()  # its failures per stage, with messages
         self.index_note = MessageLine()  # recorded runs that could not be read: skipped, said here
         self.index_note.show(self.recorded.note, "warning")
-        self.budget_pane, self.distribution_pane, self.flame_pane = FigurePane(), FigurePane(), FigurePane(520)
-        self.tail_pane, self.over_run_pane, self.request_pane = FigurePane(320), ClickablePane(360), FigurePane(320)
+        self.budget_pane, self.distribution_pane, self.flame_pane = (
+            FigurePane(),
+            FigurePane(),
+            FigurePane(520),
+        )
+        self.tail_pane, self.over_run_pane, self.request_pane = (
+            FigurePane(320),
+            ClickablePane(360),
+            FigurePane(320),
+        )
         self.compare_pane = FigurePane(380)
         self.stacks_pane = FigurePane(420)  # slow minus median sampled stacks; hidden without them
         self.stacks_pane.view.layout.display = "none"
@@ -257,20 +381,36 @@ class LatencyExplorer(Controller):
     def _layout(self) -> widgets.Widget:
         w = widgets
         row = w.Layout(flex_flow="row wrap", align_items="center")
-        controls = w.VBox([
-            w.HBox([self.pipeline, self.batch_size, self.sla], layout=row),
-            w.HBox([self.precision, self.device], layout=row),
-            w.HBox([self.threads, self.threads_why], layout=row),
-            w.HBox([self.rerun_button, self.cancel_button, self.progress, self.status], layout=row),
-            self.message_line.view, self.noise_line.view, self.failures_line.view, self.notes.view,
-            self.index_note.view,
-        ])
-        figures = w.VBox([self.budget_pane.view, self.tail_pane.view,
-                          w.HBox([self.stage, self.kind], layout=row), self.distribution_pane.view,
-                          self.over_run_pane.view, self.request_picker, self.request_pane.view, self.flame_pane.view,
-                          self.stacks_pane.view,
-                          w.HBox([self.pin_button, self.compare_button, self.pin_label], layout=row),
-                          self.compare_pane.view])
+        controls = w.VBox(
+            [
+                w.HBox([self.pipeline, self.batch_size, self.sla], layout=row),
+                w.HBox([self.precision, self.device], layout=row),
+                w.HBox([self.threads, self.threads_why], layout=row),
+                w.HBox(
+                    [self.rerun_button, self.cancel_button, self.progress, self.status], layout=row
+                ),
+                self.message_line.view,
+                self.noise_line.view,
+                self.failures_line.view,
+                self.notes.view,
+                self.index_note.view,
+            ]
+        )
+        figures = w.VBox(
+            [
+                self.budget_pane.view,
+                self.tail_pane.view,
+                w.HBox([self.stage, self.kind], layout=row),
+                self.distribution_pane.view,
+                self.over_run_pane.view,
+                self.request_picker,
+                self.request_pane.view,
+                self.flame_pane.view,
+                self.stacks_pane.view,
+                w.HBox([self.pin_button, self.compare_button, self.pin_label], layout=row),
+                self.compare_pane.view,
+            ]
+        )
         return w.VBox([controls, figures], layout=w.Layout(width="100%"))
 
     # -- the one change path -----------------------------------------------
@@ -285,8 +425,12 @@ class LatencyExplorer(Controller):
             return
         self.message_line.clear()
         self._prime_if_live(key, config, force)
-        self.update(key, lambda cancel: self._measure(key, config, force, cancel), force=force,
-                    queued=f"queued: {describe(key)}")
+        self.update(
+            key,
+            lambda cancel: self._measure(key, config, force, cancel),
+            force=force,
+            queued=f"queued: {describe(key)}",
+        )
 
     def _sync_choices(self) -> None:
         """Device labels and batch sizes follow the pipeline: its recorded cards and batch sizes."""
@@ -300,7 +444,9 @@ class LatencyExplorer(Controller):
             self.device.options, self.batch_size.options = devices, sizes
             self.device.value, self.batch_size.value = device, batch_size
 
-    def _measure(self, key: Key, config: PipelineConfig, force: bool, cancel: threading.Event) -> RunView:
+    def _measure(
+        self, key: Key, config: PipelineConfig, force: bool, cancel: threading.Event
+    ) -> RunView:
         """Worker thread: a matching recorded run, else a live profile (when this machine can run it)."""
         target = self.targets[key[0]]
         here = _measurable(config.device)
@@ -318,7 +464,9 @@ class LatencyExplorer(Controller):
         finally:
             self._progress_done()
 
-    def _fingerprint(self, target: Any, config: PipelineConfig, build: bool = True) -> dict[str, Any] | None:
+    def _fingerprint(
+        self, target: Any, config: PipelineConfig, build: bool = True
+    ) -> dict[str, Any] | None:
         """What a live run of this configuration would record (``RunLookup.fingerprint``)."""
         return self.lookup.fingerprint(target, config, build, measurable=_measurable(config.device))
 
@@ -332,8 +480,11 @@ class LatencyExplorer(Controller):
         if self.profile_fn is not None or (not force and key in self.cache):
             return
         here = _measurable(config.device)
-        if not (force and here) and self.lookup.find(self.targets[key[0]], config, measurable=here,
-                                                     build=False) is not None:
+        if (
+            not (force and here)
+            and self.lookup.find(self.targets[key[0]], config, measurable=here, build=False)
+            is not None
+        ):
             return
         from ..device import prime_profiler
 
@@ -341,7 +492,9 @@ class LatencyExplorer(Controller):
 
     def _recorded_threads(self, batch_size: int, precision: str, device: str) -> int:
         """The thread count of the recorded run of the first configuration (any threads), else :data:`THREADS`."""
-        config = PipelineConfig(device=device, batch_size=batch_size, precision=precision, threads=THREADS)
+        config = PipelineConfig(
+            device=device, batch_size=batch_size, precision=precision, threads=THREADS
+        )
         return self.lookup.recorded_threads(next(iter(self.targets.values())), config) or THREADS
 
     def _recorded(self, key: Key, match) -> RunView:
@@ -351,11 +504,17 @@ class LatencyExplorer(Controller):
         self.status.value = f"loading recorded run {folder.name}..."
         run = load_run(folder)
         where = match.run.device_name or run.meta.env.cpu_model or "?"
-        view = summarize(run, key, f"recorded run {folder.name} ({match.run.created}, recorded on {where})",
-                         flame_from_trace)
+        view = summarize(
+            run,
+            key,
+            f"recorded run {folder.name} ({match.run.created}, recorded on {where})",
+            flame_from_trace,
+        )
         return with_notes(view, match.labels)
 
-    def _profile(self, key: Key, config: PipelineConfig, cancel: threading.Event, hint: str = "") -> RunView:
+    def _profile(
+        self, key: Key, config: PipelineConfig, cancel: threading.Event, hint: str = ""
+    ) -> RunView:
         from ..live_queue import live_slot
 
         profile = self.profile_fn
@@ -363,23 +522,44 @@ class LatencyExplorer(Controller):
             from ..runner import profile
         self.profile_calls += 1
         limit = {"timeout_s": self.timeout_s} if _takes(profile, "timeout_s") else {}
-        with live_slot(on_wait=lambda: setattr(self.status, "value", "waiting for another live run...")):
+        with live_slot(
+            on_wait=lambda: setattr(self.status, "value", "waiting for another live run...")
+        ):
             self._progress_start(describe(key))
             started = time.perf_counter()
-            run = profile(self.targets[key[0]], config, **limit, requests=self.requests, warmup=self.warmup,
-                          traced=self.traced, progress=self._progress_callback(), cancel=cancel)
+            run = profile(
+                self.targets[key[0]],
+                config,
+                **limit,
+                requests=self.requests,
+                warmup=self.warmup,
+                traced=self.traced,
+                progress=self._progress_callback(),
+                cancel=cancel,
+            )
         seconds = time.perf_counter() - started
         try:
-            return summarize(run, key, f"measured here in {seconds:.1f} s{_timeout_note(run)}{hint}", flame_from_trace)
+            return summarize(
+                run,
+                key,
+                f"measured here in {seconds:.1f} s{_timeout_note(run)}{hint}",
+                flame_from_trace,
+            )
         finally:
             discard_trace(run)
 
     # -- compare with B -------------------------------------------------------
-    def _compare(self, a_key: Key, a_config: PipelineConfig, b_key: Key, b_config: PipelineConfig) -> None:
+    def _compare(
+        self, a_key: Key, a_config: PipelineConfig, b_key: Key, b_config: PipelineConfig
+    ) -> None:
         """Worker thread: A and B interleaved in this process; the ratio figure and the end-to-end verdict."""
         try:
-            result = self.pinning.run(self.targets[a_key[0]], a_config, b_config,
-                                      on_wait=lambda: setattr(self.status, "value", "waiting for another live run..."))
+            result = self.pinning.run(
+                self.targets[a_key[0]],
+                a_config,
+                b_config,
+                on_wait=lambda: setattr(self.status, "value", "waiting for another live run..."),
+            )
         except WorkbenchError as exc:
             self.status.value = "not compared"
             self.message_line.show(str(exc), "error")
@@ -414,8 +594,13 @@ class LatencyExplorer(Controller):
         self.failures_line.show(failures_text(view), "warning")
         self.notes.show("; ".join(view.notes), "info")
 
-    def _redraw(self, budget: bool = False, distribution: bool = False, flame: bool = False,
-                request: bool = False) -> None:
+    def _redraw(
+        self,
+        budget: bool = False,
+        distribution: bool = False,
+        flame: bool = False,
+        request: bool = False,
+    ) -> None:
         with self._lock:
             view = self.current
             if view is None:
@@ -426,15 +611,33 @@ class LatencyExplorer(Controller):
                 self._show(self.tail_pane, (view, "tail"), lambda: tail_view(view))
             if distribution:
                 stage, kind = self.stage.value or None, self.kind.value
-                self._show(self.distribution_pane, (view, "distribution", stage, kind),
-                           lambda: distribution_view(view, stage, kind))
+                self._show(
+                    self.distribution_pane,
+                    (view, "distribution", stage, kind),
+                    lambda: distribution_view(view, stage, kind),
+                )
             if request:
                 picked = self.request_picker.value
-                self._show(self.over_run_pane, (view, "over_run", picked), lambda: over_run_view(view, picked))
-                self._show(self.request_pane, (view, "request", picked), lambda: request_stages_view(view, picked))
+                self._show(
+                    self.over_run_pane,
+                    (view, "over_run", picked),
+                    lambda: over_run_view(view, picked),
+                )
+                self._show(
+                    self.request_pane,
+                    (view, "request", picked),
+                    lambda: request_stages_view(view, picked),
+                )
             if flame:
-                self._show(self.flame_pane, (view, "flame"),
-                           lambda: view.flame if view.flame is not None else empty_view("no trace for this run"))
+                self._show(
+                    self.flame_pane,
+                    (view, "flame"),
+                    lambda: (
+                        view.flame
+                        if view.flame is not None
+                        else empty_view("no trace for this run")
+                    ),
+                )
                 self._show(self.stacks_pane, (view, "stacks"), lambda: stacks_view(view))
                 self.stacks_pane.view.layout.display = "" if view.has_stacks else "none"
 
@@ -469,8 +672,15 @@ class LatencyExplorer(Controller):
         with self._lock:
             self.current = None
             blank = empty_view(why)
-            for pane in (self.budget_pane, self.tail_pane, self.distribution_pane, self.over_run_pane,
-                         self.request_pane, self.flame_pane, self.stacks_pane):
+            for pane in (
+                self.budget_pane,
+                self.tail_pane,
+                self.distribution_pane,
+                self.over_run_pane,
+                self.request_pane,
+                self.flame_pane,
+                self.stacks_pane,
+            ):
                 pane.show(blank)
             self.stacks_pane.view.layout.display = "none"
             with self.quiet():
@@ -500,6 +710,7 @@ class LatencyExplorer(Controller):
                 last[0] = now
                 self.progress.max, self.progress.value = total, done
                 self.progress.description = phase
+
         return progress
 
     def _progress_done(self) -> None:

@@ -3,6 +3,7 @@
 Kept apart from :mod:`workbench.widgets.latency` so that the explorer module
 holds only the wiring. Nothing here touches a widget.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -24,7 +25,9 @@ def pipeline_targets(example: Any, pipelines: dict[str, Any] | None) -> dict[str
     if isinstance(example, str) and example not in EXAMPLES:
         from ..errors import PipelineError
 
-        raise PipelineError(f"unknown example {example!r}; choose one of {', '.join(EXAMPLES)} or pass a factory")
+        raise PipelineError(
+            f"unknown example {example!r}; choose one of {', '.join(EXAMPLES)} or pass a factory"
+        )
     rest = {name: name for name in EXAMPLES} | dict(pipelines or {})
     return first | {k: v for k, v in rest.items() if k not in first}
 
@@ -46,7 +49,11 @@ def thread_options(default: int | None) -> list[tuple[str, int | None]]:
     from ..fingerprint import _cores
 
     cores = _cores()
-    counts = sorted({n for n in (1, 2, 4, 8, 16, 32, 64) if n <= cores} | {cores} | ({default} if default else set()))
+    counts = sorted(
+        {n for n in (1, 2, 4, 8, 16, 32, 64) if n <= cores}
+        | {cores}
+        | ({default} if default else set())
+    )
     return [(str(n), n) for n in counts] + [("torch default", None)]
 
 
@@ -77,11 +84,19 @@ def cheap_fingerprint(target: Any, config: PipelineConfig) -> dict[str, Any]:
 
         torch = torch_or_none()
         threads = torch.get_num_threads() if torch is not None else None
-    return {"pipeline": target if isinstance(target, str) else None, "factory": factory_spec(target),
-            "options": dict(config.options), "precision": config.precision, "device": config.device,
-            "batch_size": config.batch_size, "threads": threads, "torch": version,
-            "workbench": workbench.__version__, "host": {"cpu_model": cpu_model(), "cores": _cores()},
-            "model": UNKNOWN}
+    return {
+        "pipeline": target if isinstance(target, str) else None,
+        "factory": factory_spec(target),
+        "options": dict(config.options),
+        "precision": config.precision,
+        "device": config.device,
+        "batch_size": config.batch_size,
+        "threads": threads,
+        "torch": version,
+        "workbench": workbench.__version__,
+        "host": {"cpu_model": cpu_model(), "cores": _cores()},
+        "model": UNKNOWN,
+    }
 
 
 def with_notes(view: RunView, labels: tuple[str, ...]) -> RunView:
@@ -94,11 +109,15 @@ def request_options(view: RunView) -> list[tuple[str, int | None]]:
     """Measured successful requests, slowest first: ``("request 17: 3.210 ms", 17)``."""
     req = view.requests
     measured = req[~req["warmup"].astype(bool) & req["ok"].astype(bool)].sort_values(
-        ["dur_ns", "request"], ascending=[False, True])
+        ["dur_ns", "request"], ascending=[False, True]
+    )
     if measured.empty:
         return [("(no measured request)", None)]
     rows = zip(measured["request"].astype(int), measured["dur_ns"].astype("int64"))
-    return [(f"request {r}: {ns_to_ms(d):.3f} ms{' (slowest)' if i == 0 else ''}", r) for i, (r, d) in enumerate(rows)]
+    return [
+        (f"request {r}: {ns_to_ms(d):.3f} ms{' (slowest)' if i == 0 else ''}", r)
+        for i, (r, d) in enumerate(rows)
+    ]
 
 
 def clicked_request(point: dict) -> int | None:
@@ -123,8 +142,11 @@ def failures_text(view: RunView) -> str:
     parts = []
     for stage, info in view.failures.items():
         share = f" ({info['share']:.0%})" if info.get("share") is not None else ""
-        messages = ", ".join(f"{m['type']}: {m['message']} x{m['count']}" + (f" at {m['where']}" if m.get("where") else "")
-                             for m in info["messages"])
+        messages = ", ".join(
+            f"{m['type']}: {m['message']} x{m['count']}"
+            + (f" at {m['where']}" if m.get("where") else "")
+            for m in info["messages"]
+        )
         parts.append(f"{stage} {info['count']}{share}: {messages}")
     return "failures (left out of the percentiles): " + "; ".join(parts)
 

@@ -28,6 +28,7 @@ never rendered any widget (benchmarks/results/room.md); ``FigureWidget`` also
 ships a second 5 MB copy of plotly.js to every page and would put this chart
 outside the explorers' cache of figure JSON.
 """
+
 from __future__ import annotations
 
 import html
@@ -77,7 +78,9 @@ class FigurePane:
         self.figure = go.Figure()
         self.height = height
         self.output = widgets.Output(layout=widgets.Layout(min_height=f"{height}px", width="100%"))
-        self.view: widgets.Widget = self.output  # what a layout places (a subclass may wrap the output)
+        self.view: widgets.Widget = (
+            self.output
+        )  # what a layout places (a subclass may wrap the output)
         self.updates = 0
 
     def show(self, fig: go.Figure, bundle: dict[str, Any] | None = None) -> None:
@@ -105,7 +108,9 @@ class MessageLine:
             self.view.value = ""
             return
         style = MESSAGE_STYLES.get(level, MESSAGE_STYLES["info"])
-        self.view.value = f'<div class="workbench-{level}" style="{style}">{html.escape(text)}</div>'
+        self.view.value = (
+            f'<div class="workbench-{level}" style="{style}">{html.escape(text)}</div>'
+        )
 
     def clear(self) -> None:
         self.show("")
@@ -156,9 +161,16 @@ class ClickablePane(FigurePane):
         self.sink.add_class(CLICK_SINK_CLASS)
         self.sink.observe(self._received, "value")
         self.script = widgets.Output(layout=widgets.Layout(display="none"))
-        self.script.outputs = ({"output_type": "display_data", "metadata": {},
-                                "data": {"text/html": CLICK_SCRIPT, "text/plain": "<click bridge>"}},)
-        self.view = widgets.VBox([self.output, self.sink, self.script], layout=widgets.Layout(width="100%"))
+        self.script.outputs = (
+            {
+                "output_type": "display_data",
+                "metadata": {},
+                "data": {"text/html": CLICK_SCRIPT, "text/plain": "<click bridge>"},
+            },
+        )
+        self.view = widgets.VBox(
+            [self.output, self.sink, self.script], layout=widgets.Layout(width="100%")
+        )
         self.view.add_class(CLICK_CLASS)
         self._callbacks: list = []
         self.clicks = 0

@@ -16,6 +16,7 @@ is skipped with a note. A run timed with another synchronization policy than the
 explorer's (``sync="request"``: notebook 3's wrong way to time GPU stages) never
 stands in for a configuration: it measured something else.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -63,7 +64,11 @@ class RecordedRuns:
                 continue
             if meta.kind != "profile" or meta.sync_policy != "stage":
                 continue
-            self.runs.append(Recorded(folder, fingerprint_of(meta), meta.env.device_name, str(meta.created or "")[:10]))
+            self.runs.append(
+                Recorded(
+                    folder, fingerprint_of(meta), meta.env.device_name, str(meta.created or "")[:10]
+                )
+            )
 
     @property
     def note(self) -> str:
@@ -79,7 +84,11 @@ class RecordedRuns:
     def cards(self, pipeline: str | None = None) -> dict[str, list[str]]:
         """Device family -> the distinct device names (each run's own record) of the runs of ``pipeline``,
         in the order found; every run's when ``pipeline`` is None or has no recorded run."""
-        runs = [r for r in self.runs if pipeline is not None and r.fingerprint.get("pipeline") == pipeline]
+        runs = [
+            r
+            for r in self.runs
+            if pipeline is not None and r.fingerprint.get("pipeline") == pipeline
+        ]
         found: dict[str, list[str]] = {}
         for run in runs or self.runs:
             family = str(run.fingerprint.get("device") or "cpu").split(":")[0]
@@ -90,9 +99,12 @@ class RecordedRuns:
 
     def batch_sizes(self, pipeline: str | None = None) -> set[int]:
         """The batch sizes recorded for ``pipeline`` (every pipeline's when None)."""
-        return {int(r.fingerprint["batch_size"]) for r in self.runs
-                if isinstance(r.fingerprint.get("batch_size"), int)
-                and (pipeline is None or r.fingerprint.get("pipeline") == pipeline)}
+        return {
+            int(r.fingerprint["batch_size"])
+            for r in self.runs
+            if isinstance(r.fingerprint.get("batch_size"), int)
+            and (pipeline is None or r.fingerprint.get("pipeline") == pipeline)
+        }
 
     def find(self, wanted: dict[str, Any], *, measurable: bool = True) -> Match | None:
         """The recorded run that stands in for the ``wanted`` fingerprint, or None.
@@ -109,8 +121,10 @@ class RecordedRuns:
             if ok:
                 labels = difference_labels(want, _comparable(run.fingerprint))
                 if want is not wanted:
-                    labels = [f"recorded with {run.fingerprint.get('threads')} CPU threads (cannot be measured here)",
-                              *labels]
+                    labels = [
+                        f"recorded with {run.fingerprint.get('threads')} CPU threads (cannot be measured here)",
+                        *labels,
+                    ]
                 found = Match(run, tuple(labels))
         return found
 
@@ -154,6 +168,10 @@ def _run_folders(paths: Any) -> list[Path]:
         paths = [paths]
     folders = []
     for root in map(Path, paths):
-        candidates = [root] if (root / META_FILE).is_file() else sorted(p for p in root.glob("*") if p.is_dir())
+        candidates = (
+            [root]
+            if (root / META_FILE).is_file()
+            else sorted(p for p in root.glob("*") if p.is_dir())
+        )
         folders += [f for f in candidates if (f / META_FILE).is_file()]
     return folders

@@ -6,6 +6,7 @@ figure (pruned by ``workbench.plots``), so caching many of them costs little
 memory; the trace file itself is read once and never kept. Recorded runs are
 indexed by their configuration from ``run.json`` alone and loaded on demand.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,11 +42,15 @@ class RunView:
     stages: pd.DataFrame
     flame: Any
     failed: int
-    noise: dict | None = None  # ``run.meta.noise`` as an object, shown as a badge ({noisy, reasons, fix}); None: not recorded
+    noise: dict | None = (
+        None  # ``run.meta.noise`` as an object, shown as a badge ({noisy, reasons, fix}); None: not recorded
+    )
     failures: dict | None = None  # ``analysis.failures.failure_summary`` of the measured requests
     device_name: str | None = None  # the GPU or CPU it ran on, for "recorded on <GPU>"
     notes: tuple = ()  # what a recorded run differs in from the configuration it stands in for
-    stacks: dict | None = None  # ``run.meta.stacks`` (sampled stacks, slow against median) when it has stages
+    stacks: dict | None = (
+        None  # ``run.meta.stacks`` (sampled stacks, slow against median) when it has stages
+    )
 
     @property
     def has_stacks(self) -> bool:
@@ -76,11 +81,21 @@ def summarize(run: Run, key: Key, source: str, flame_builder=None) -> RunView:
         flame = flame_builder(run.trace_path)
     from ..analysis.failures import failure_summary
 
-    return RunView(key=key, label=run.label, source=source, stage_order=order, summary=summary,
-                   requests=requests, stages=stages, flame=flame, failed=int((~measured["ok"]).sum()),
-                   noise=run.meta.noise.to_dict() if run.meta.noise else None,
-                   failures=failure_summary(run.requests, order), device_name=run.meta.env.device_name,
-                   stacks=_stacks(run.meta))
+    return RunView(
+        key=key,
+        label=run.label,
+        source=source,
+        stage_order=order,
+        summary=summary,
+        requests=requests,
+        stages=stages,
+        flame=flame,
+        failed=int((~measured["ok"]).sum()),
+        noise=run.meta.noise.to_dict() if run.meta.noise else None,
+        failures=failure_summary(run.requests, order),
+        device_name=run.meta.env.device_name,
+        stacks=_stacks(run.meta),
+    )
 
 
 def _stacks(meta: RunMeta) -> dict | None:
@@ -127,7 +142,11 @@ def index_runs(paths: Any) -> RunIndex:
     if isinstance(paths, (str, Path)):
         paths = [paths]
     for root in map(Path, paths):
-        candidates = [root] if (root / META_FILE).is_file() else sorted(p for p in root.glob("*") if p.is_dir())
+        candidates = (
+            [root]
+            if (root / META_FILE).is_file()
+            else sorted(p for p in root.glob("*") if p.is_dir())
+        )
         for folder in candidates:
             if not (folder / META_FILE).is_file():
                 continue

@@ -9,6 +9,7 @@ that is not a readable trace shows its :class:`~workbench.errors.TraceError`
 message. Debounce, the one-job queue, the cache, ``last_error`` and the
 message line come from the shared :class:`~workbench.widgets.controller.Controller`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,7 +26,9 @@ from .figures import request_chart, trace_figures
 from .panes import FigurePane
 
 VIEWS = ("launches", "transfers", "timeline", "steps", "flame", "request")
-UPLOAD_MAX_TRACE_BYTES = 256 * 2**20  # JSON text of an upload, checked while decompressing (a gzip bomb stops here)
+UPLOAD_MAX_TRACE_BYTES = (
+    256 * 2**20
+)  # JSON text of an upload, checked while decompressing (a gzip bomb stops here)
 TRACE_PATTERNS = ("*.json.gz", "*.json")
 UPLOAD_LIMIT_ENV = "WORKBENCH_UPLOAD_LIMIT_BYTES"  # set by the room launcher for its kernels
 PAGE_UPLOAD_LIMIT_BYTES = 10 * 2**20  # plain Voila's websocket message limit (tornado's default)
@@ -41,8 +44,10 @@ def upload_hint(environ: Any = None) -> str:
 
     raw = (os.environ if environ is None else environ).get(UPLOAD_LIMIT_ENV, "")
     limit = int(raw) if raw.strip().isdigit() else PAGE_UPLOAD_LIMIT_BYTES
-    return (f"uploads up to {limit / 2**20:.0f} MiB (.json or .json.gz); "
-            "for a larger trace run: python -m workbench analyze FILE")
+    return (
+        f"uploads up to {limit / 2**20:.0f} MiB (.json or .json.gz); "
+        "for a larger trace run: python -m workbench analyze FILE"
+    )
 
 
 def trace_choices(paths: Any = None) -> dict[str, Path]:
@@ -56,7 +61,11 @@ def trace_choices(paths: Any = None) -> dict[str, Path]:
         paths = [paths]
     found: dict[str, Path] = {}
     for item in map(Path, paths):
-        files = [item] if item.is_file() else sorted(f for pat in TRACE_PATTERNS for f in item.glob(pat))
+        files = (
+            [item]
+            if item.is_file()
+            else sorted(f for pat in TRACE_PATTERNS for f in item.glob(pat))
+        )
         for f in files:
             label = f.name if item.is_file() or item.name == "traces" else f"{item.name}/{f.name}"
             found.setdefault(label, f)
@@ -72,7 +81,9 @@ class TraceExplorer(Controller):
     start: load the first trace right away.
     """
 
-    def __init__(self, paths: Any = None, *, cache_size: int = 4, debounce_s: float = 0.0, start: bool = True):
+    def __init__(
+        self, paths: Any = None, *, cache_size: int = 4, debounce_s: float = 0.0, start: bool = True
+    ):
         super().__init__(debounce_s=debounce_s, cache_size=cache_size)
         self.choices = trace_choices(paths)
         self.loads = 0
@@ -81,12 +92,17 @@ class TraceExplorer(Controller):
         self._upload_dir: Path | None = None  # made on the first upload
         w = widgets
         options = [(label, str(path)) for label, path in self.choices.items()]
-        self.picker = w.Dropdown(options=options or [("(no traces found)", "")], description="trace",
-                                 layout=w.Layout(width="460px"))
-        self.upload = w.FileUpload(accept=".json,.gz", multiple=False, description="upload trace",
-                                   tooltip=upload_hint())
-        self.request = w.BoundedIntText(value=0, min=0, max=1_000_000, description="request",
-                                        layout=w.Layout(width="170px"))
+        self.picker = w.Dropdown(
+            options=options or [("(no traces found)", "")],
+            description="trace",
+            layout=w.Layout(width="460px"),
+        )
+        self.upload = w.FileUpload(
+            accept=".json,.gz", multiple=False, description="upload trace", tooltip=upload_hint()
+        )
+        self.request = w.BoundedIntText(
+            value=0, min=0, max=1_000_000, description="request", layout=w.Layout(width="170px")
+        )
         self.panes = {name: FigurePane(520 if name == "flame" else 400) for name in VIEWS}
         self.view = self._layout()
         self.picker.observe(lambda _c: self._silent or self.refresh(), "value")
@@ -103,7 +119,11 @@ class TraceExplorer(Controller):
         """Show the picked trace (from the cache when seen before)."""
         key = self.picker.value
         if key:
-            self.update(key, lambda cancel: self._figures(key, Path(key)), queued=f"loading {Path(key).name}...")
+            self.update(
+                key,
+                lambda cancel: self._figures(key, Path(key)),
+                queued=f"loading {Path(key).name}...",
+            )
 
     def load_bytes(self, name: str, data: bytes) -> None:
         """Show an uploaded trace (what the upload button does); its file lives until :meth:`close`."""
@@ -128,11 +148,23 @@ class TraceExplorer(Controller):
     def _layout(self) -> widgets.Widget:
         w = widgets
         row = w.Layout(flex_flow="row wrap", align_items="center")
-        head = w.VBox([w.HBox([self.picker, self.upload, self.status], layout=row), self.message_line.view])
+        head = w.VBox(
+            [w.HBox([self.picker, self.upload, self.status], layout=row), self.message_line.view]
+        )
         panes = self.panes
-        return w.VBox([head, panes["launches"].view, panes["transfers"].view, panes["timeline"].view,
-                       panes["steps"].view, panes["flame"].view, self.request, panes["request"].view],
-                      layout=w.Layout(width="100%"))
+        return w.VBox(
+            [
+                head,
+                panes["launches"].view,
+                panes["transfers"].view,
+                panes["timeline"].view,
+                panes["steps"].view,
+                panes["flame"].view,
+                self.request,
+                panes["request"].view,
+            ],
+            layout=w.Layout(width="100%"),
+        )
 
     def _uploaded(self, change: dict) -> None:
         files = change["new"]
@@ -209,5 +241,3 @@ class TraceExplorer(Controller):
         with self._lock:
             self.events, self._events_key = trace.events, key
         self.panes["request"].show(request_chart(trace.events, n))
-
-

@@ -6,6 +6,7 @@ tested on a real CPU-only trace with stages. Run from the repo root:
 
     python tests/data/traces/make_cpu_trace.py
 """
+
 from __future__ import annotations
 
 import gzip
@@ -25,11 +26,16 @@ def main() -> None:
     from workbench.naming import stage_range_name
 
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).eval()
+    model = torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)
+    ).eval()
     raw = torch.randn(8, 16)
     tmp = HERE / "_cpu_trace.json"
-    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=0, active=3, repeat=1),
-                 on_trace_ready=lambda p: p.export_chrome_trace(str(tmp))) as prof:
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        schedule=schedule(wait=0, warmup=0, active=3, repeat=1),
+        on_trace_ready=lambda p: p.export_chrome_trace(str(tmp)),
+    ) as prof:
         for _ in range(3):
             with torch.no_grad():
                 with record_function(stage_range_name("preprocess")):
@@ -42,7 +48,9 @@ def main() -> None:
     raw_text = tmp.read_bytes()  # kept byte for byte: re-dumping floats would change ts digits
     tmp.unlink()
     OUT.write_bytes(gzip.compress(raw_text, mtime=0))
-    print(f"wrote {OUT} ({OUT.stat().st_size} bytes, {len(json.loads(raw_text)['traceEvents'])} events)")
+    print(
+        f"wrote {OUT} ({OUT.stat().st_size} bytes, {len(json.loads(raw_text)['traceEvents'])} events)"
+    )
 
 
 if __name__ == "__main__":

@@ -174,7 +174,7 @@ SWEEP = ["load", "--example", "tabular", "--out", "/nonexistent-never-written"]
         ([*SWEEP, "--sweep", "rate=10", "--window-s", "nan"], ("--window-s must be a number",)),
         (
             [*SWEEP, "--sweep", "rate=10", "--stability", "inf"],
-            ("--stability must be a number in (0, 100] %",),
+            ("--stability must be a number in (0, 200] %",),
         ),
         (
             [*SWEEP, "--sweep", "rate=10", "--max-windows", "2"],

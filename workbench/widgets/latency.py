@@ -640,6 +640,10 @@ class LatencyExplorer(Controller):
                 )
                 self._show(self.stacks_pane, (view, "stacks"), lambda: stacks_view(view))
                 self.stacks_pane.view.layout.display = "" if view.has_stacks else "none"
+                if (
+                    not view.has_stacks
+                ):  # no empty plot on the page: the figure stays for code to read
+                    self.stacks_pane.clear()
 
     def _show(self, pane: FigurePane, key: tuple, build: Callable[[], Any]) -> None:
         """Draw a figure, building it and its JSON only the first time (``figures`` LRU)."""
@@ -683,6 +687,7 @@ class LatencyExplorer(Controller):
             ):
                 pane.show(blank)
             self.stacks_pane.view.layout.display = "none"
+            self.stacks_pane.clear()
             with self.quiet():
                 self.request_picker.options = [("(none)", None)]
                 self.request_picker.value = None

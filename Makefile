@@ -27,7 +27,7 @@ redis:
 	  else echo "redis-server missing: sudo apt-get install redis-server (the Redis tests will skip)"; fi; }
 
 # Our Voila launcher (workbench/room): our template (lab without its CDN links), a Host allow-list,
-# kernels of closed pages shut down or culled within 60 s, a token off loopback (docs/room.md).
+# kernels of closed or never-connected pages shut down or culled within 30-40 s, a token off loopback (docs/room.md).
 dashboard: $(STAMP)
 	$(PY) -m workbench.room notebooks/dashboards --host 127.0.0.1 --port $(PORT)
 

@@ -159,8 +159,9 @@ def markdown(args, record: dict, lags: list[dict], started: str, png_how: str | 
         f"{os.cpu_count()} cores. Simulator: `--service` = profiles of the text example at batch sizes 1, 2, "
         "4, 8 (`workbench profile`, one thread), the same policy, Poisson arrivals at each point's rate.",
         "",
-        "**A busy machine**: seven other agents shared the 2 cores during this run; each point's noise "
-        "verdict is in the table. The figures show how the tools behave, not this pipeline's capacity.",
+        f"Load average {os.getloadavg()[0]:.1f} when the run ended (this benchmark's own server and "
+        "generators included); each point's noise verdict is in the table. The generators share the "
+        "server's 2 cores, so a noisy point measures the machine as much as the pipeline.",
         "",
         "| rate (req/s) | offered | achieved | p50 (ms) | p99 (ms) | sim p50 | sim p99 | p50 ratio | p99 ratio "
         "| stable | lag p99 (ms) | noisy |",

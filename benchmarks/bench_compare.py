@@ -438,9 +438,12 @@ def saved_benchmark(n: int, work: Path) -> list[dict]:
         for name, slow, seed in (("a", 1.0, 1), ("b", 1.3, 2))
     ]
     rows = []
+    names = [
+        f.name for f in folders
+    ]  # run from `work`: the output names "a" and "b", not this machine's paths
     for argv in (
-        ["compare", *map(str, folders), "--json"],
-        ["gate", *map(str, folders), "--stages"],
+        ["compare", *names, "--json"],
+        ["gate", *names, "--stages"],
     ):
         # /usr/bin/time reports the command's own peak RSS: a child forked from this process would start with
         # this process's high-water mark (the generated tables), and ru_maxrss would report that instead
@@ -459,7 +462,8 @@ def saved_benchmark(n: int, work: Path) -> list[dict]:
                 ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                cwd=HERE.parent,
+                cwd=work,
+                env={**os.environ, "PYTHONPATH": str(HERE.parent)},
             )
             out.seek(0)
             last = out.read().decode().strip().splitlines()[-1][:160]

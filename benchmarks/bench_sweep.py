@@ -294,7 +294,9 @@ def main() -> int:
         finally:
             server.stop()
         png_how = write_png(record, root / "figure.html", args.png) if args.png else None
-    args.md.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")
+    # the scratch folder is this machine's temporary path: the results name it <scratch>
+    text_json = json.dumps(record, indent=1).replace(str(root), "<scratch>")
+    args.md.with_suffix(".json").write_text(text_json + "\n")
     text = markdown(args, record, lags, started, png_how)
     args.md.write_text(text)
     print(text)

@@ -139,12 +139,12 @@ def entry() -> int:
     try:
         prepare_process(sys.argv[1:])
         code = main()
+        return exit_past_lingering_threads(exit_past_abandoned_stages(code))
     except (
         KeyboardInterrupt
-    ):  # Ctrl-C before a command's own handling (start-up, imports): quiet, 130
+    ):  # Ctrl-C outside a command's own handling (start-up, imports, leaving): 130
         print("workbench: interrupted", file=sys.stderr)
         _exit_now(EXIT_INTERRUPTED)
-    return exit_past_lingering_threads(exit_past_abandoned_stages(code))
 
 
 def exit_past_lingering_threads(code: int) -> int:
@@ -199,9 +199,10 @@ def exit_past_abandoned_stages(code: int) -> int:
     the streams are flushed, and ``os._exit(code)`` skips the finalization. Everything the command
     writes is written before it returns.
     """
-    from ..guard import stage_threads_alive
-
-    if not stage_threads_alive():
+    guard = sys.modules.get(
+        "workbench.guard"
+    )  # never imported: no stage ran, so no stage thread exists
+    if guard is None or not guard.stage_threads_alive():
         return code
     _exit_now(code)
 

@@ -33,15 +33,14 @@ from ..errors import ConfigError, RunRecordError
 from ..noise import noise_line
 from .numbers import number, ranged
 from .output import dumps
-from .profile import add_pipeline_arguments, config_from_args, factory_from_args
+from .load_args import SEED
+from .profile import PROFILE_REQUESTS as REQUESTS
+from .profile import WARMUP, add_pipeline_arguments, config_from_args, factory_from_args
 from .sweep_view import compare_sweeps_command, is_sweep
 
 _PAIRS = {"[": "]", "{": "}", "(": ")"}
 RESOLUTION = number("--resolution", 0, 10, "(ratio units)", lo_open=True)
 MAX_TIME_S = number("--max-time", 0, 7 * 86_400, "s", lo_open=True)
-REQUESTS = number("--requests", 1, 10**8, "requests", integer=True)
-WARMUP = number("--warmup", 0, 10**7, "requests", integer=True)
-SEED = number("--seed", 0, 2**63 - 1, "", integer=True)
 MIN_EFFECT_RATIO = number("--min-effect", 0, 10, "(ratio units)")
 
 

@@ -16,11 +16,6 @@ from ..trace.intervals import union_length
 SHORT_KERNEL_NS = 10_000  # "kernels under 10 us": dur < 10.0 us, strict
 
 
-def kernel_events(trace: Trace) -> pd.DataFrame:
-    """The kernel rows of the trace's events table (same columns)."""
-    return trace.kernels.copy(deep=False)
-
-
 def kernel_summary(trace: Trace) -> dict:
     """``{count, total_ns, busy_ns, under_10us, distinct_names, min_ns, median_ns, max_ns, mean_ns}``.
 

@@ -96,12 +96,6 @@ LAUNCH_DELAY_OUTLIER_NS = 100_000
 LAUNCH_PERCENTILES = (50, 90, 95, 99)  # the launch distributions' columns (HTA's)
 
 
-def runtime_calls(trace: Trace, names=None) -> pd.DataFrame:
-    """Runtime-category rows, optionally only those whose name is in ``names``."""
-    runtime = trace.runtime
-    return runtime.copy(deep=False) if names is None else runtime[runtime["name"].isin(list(names))]
-
-
 class LaunchJoin:
     """GPU work (``work``: numpy columns of the kernel, memcpy and memset rows) and, per row, the index
     of its launching call in ``runtime`` (the runtime rows' columns), -1 where the call is missing.

@@ -58,19 +58,6 @@ def operator_call_table(trace: Trace) -> dict[str, np.ndarray]:
     }
 
 
-def operator_times(trace: Trace) -> pd.DataFrame:
-    """One row per operator call: ``name``, ``input_shapes``, ``dur_ns``, ``self_ns``."""
-    calls = operator_call_table(trace)
-    return pd.DataFrame(
-        {
-            "name": pd.Series(calls["name"], dtype=str),
-            "input_shapes": pd.Series(calls["input_shapes"], dtype=str),
-            "dur_ns": calls["dur_ns"],
-            "self_ns": calls["self_ns"],
-        }
-    )
-
-
 def operator_rows(trace: Trace, n: int = 20, by_shapes: bool = True) -> list[dict]:
     """:func:`top_operators` as dicts (see the module docstring for the keys)."""
     calls = operator_call_table(trace)

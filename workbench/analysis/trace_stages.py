@@ -57,19 +57,11 @@ _SUMS = (
 _FLAGS = ("launch_bound", "transfer_bound", "sync_heavy")
 
 
-def stage_ranges(trace: Trace) -> pd.DataFrame:
-    """One row per stage range. Columns: stage, ts_ns, dur_ns, pid, tid, and per range
-    gpu_ns, kernel_count, launch_count, launch_ns, transfer_count, transfer_bytes,
-    transfer_ns, sync_count, sync_ns (sorted by start)."""
-    table = dict(range_table(trace))
-    table.pop("tid_code")
-    text = {k: pd.Series(list(table[k]), dtype=str) for k in ("stage", "pid", "tid")}
-    return pd.DataFrame(table | text)  # text columns str even when empty
-
-
 @derived
 def range_table(trace: Trace) -> dict[str, np.ndarray]:
-    """:func:`stage_ranges` as numpy columns (plus ``tid_code``, the thread's code in the events table)."""
+    """One row per stage range, as numpy columns sorted by start: stage, ts_ns, dur_ns, pid, tid,
+    tid_code (the thread's code in the events table), and per range gpu_ns, kernel_count,
+    launch_count, launch_ns, transfer_count, transfer_bytes, transfer_ns, sync_count, sync_ns."""
     host = trace.rows_of(HOST_KINDS)
     rows = np.flatnonzero(host.name.matches(lambda n: stage_from_range_name(n) is not None))
     rows = rows[np.argsort(host.ts_ns[rows], kind="stable")]

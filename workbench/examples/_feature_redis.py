@@ -36,7 +36,6 @@ from ..errors import PipelineError
 
 PREFIX = "wb:tabular:"
 VERSION_KEY = f"{PREFIX}version"
-DEFAULT_URL = "redis://127.0.0.1:6379/0"
 TABLES = {
     "user": (
         "SELECT user_id, age_bucket, tenure_days, sessions_7d, purchases_30d, avg_basket FROM users",

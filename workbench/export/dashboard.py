@@ -18,7 +18,6 @@ from typing import Any
 
 from ..record.folder import write_text_atomically
 
-FIGURE_KINDS = ("budget", "distribution", "flame", "batching")
 RATE_FRACTIONS = (0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.97)
 FLAME_MAX_NODES = 300
 

@@ -102,11 +102,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def kind_of_categories(categories) -> list[str]:
-    """The kind of each raw category (str in, the same length out)."""
-    return [CATEGORY_KINDS.get(c, KIND_OTHER) for c in categories]
-
-
 def empty_events():
     """An events table with every column and no rows (used by tests and analyses)."""
     text = pd.CategoricalDtype(categories=pd.Index([], dtype="str"))
@@ -115,19 +110,3 @@ def empty_events():
     data["kind"] = pd.Series([], dtype=__getattr__("KIND_DTYPE"))
     data |= {c: pd.array([], dtype="Int64") for c in INT_COLUMNS}
     return pd.DataFrame(data, columns=list(COLUMNS))
-
-
-def name_matches(names, predicate) -> np.ndarray:
-    """Boolean array: ``predicate(name)`` for each row, evaluated once per distinct name.
-
-    Works on the categorical ``name`` column of the events table (and on plain str).
-    """
-    if isinstance(names.dtype, pd.CategoricalDtype):
-        hits = np.array([bool(predicate(c)) for c in names.cat.categories] + [False], dtype=bool)
-        return hits[names.cat.codes.to_numpy()]
-    uniques, codes = np.unique(names.astype(str).to_numpy(), return_inverse=True)
-    return (
-        np.array([bool(predicate(u)) for u in uniques], dtype=bool)[codes]
-        if len(names)
-        else np.zeros(0, bool)
-    )

@@ -32,6 +32,20 @@ def test_debounce_collapses_rapid_submissions_into_the_last():
     assert q.started == 1
 
 
+def test_a_job_may_skip_the_queues_debounce_and_a_later_one_still_replaces_it():
+    log: list = []
+    q = JobQueue(debounce_s=5.0)
+    q.submit(recorder(log, "at once"), debounce_s=0)
+    q.wait(2)  # long before the queue's 5 s debounce
+    assert log == ["at once"]
+    q.submit(recorder(log, "debounced"))
+    q.submit(recorder(log, "replaces it"), debounce_s=0)
+    q.wait(2)
+    assert log == ["at once", "replaces it"] and q.started == 2
+    with pytest.raises(ValueError, match="debounce_s must be >= 0"):
+        q.submit(recorder(log, "never"), debounce_s=-1)
+
+
 def test_one_job_at_a_time_and_queued_jobs_superseded():
     log: list = []
     gate = threading.Event()

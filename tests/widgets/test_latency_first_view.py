@@ -132,3 +132,20 @@ def test_a_factory_is_built_never_looked_up_and_primes_first(monkeypatch):
     ex = LatencyExplorer(text.build, runs=RUNS, debounce_s=0).wait()
     assert primed == [1] and len(built) == 1 and fake.calls == []
     assert "recorded run text-cpu-bs1-fp32" in ex.status.value
+
+
+def test_a_recorded_configuration_starts_at_once_and_a_live_one_waits_for_the_debounce(monkeypatch):
+    """Drawing a recorded run is cheap, so the debounce (for live runs' seconds) does not delay it."""
+    import time
+
+    fake = FakeProfile()
+    monkeypatch.setattr("workbench.device.prime_profiler", lambda: None)
+    ex = LatencyExplorer("text", runs=RUNS, profile_fn=fake, debounce_s=2.0).wait()
+    started = time.perf_counter()
+    ex.set(batch_size=8).wait()
+    assert time.perf_counter() - started < 1.5  # under the 2 s debounce, even on a busy machine
+    assert "recorded run text-cpu-bs8-fp32" in ex.status.value and fake.calls == []
+    started = time.perf_counter()
+    ex.set(batch_size=32).wait()  # not recorded: measured, after the debounce
+    assert time.perf_counter() - started >= 2.0
+    assert fake.calls == [("text", "cpu", 32, "fp32")]

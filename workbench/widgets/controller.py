@@ -66,13 +66,20 @@ class Controller:
         return self.message_line.text
 
     def update(
-        self, key: Hashable, compute: Compute, *, force: bool = False, queued: str = ""
+        self,
+        key: Hashable,
+        compute: Compute,
+        *,
+        force: bool = False,
+        queued: str = "",
+        debounce_s: float | None = None,
     ) -> None:
         """Draw the result for ``key``: from the cache at once, or computed on the worker.
 
         ``compute(cancel)`` runs on the worker thread and returns the value to
         cache and draw; ``force`` computes again even when cached; ``queued``
-        is the status line while waiting.
+        is the status line while waiting; ``debounce_s`` overrides the queue's delay
+        for this job (0: cheap work, started at once).
         """
         value = None if force else self.cache.get(key)
         if value is not None:
@@ -81,7 +88,7 @@ class Controller:
             return
         if queued:
             self.status.value = queued
-        self.jobs.submit(lambda cancel: self._compute(key, compute, cancel))
+        self.jobs.submit(lambda cancel: self._compute(key, compute, cancel), debounce_s)
 
     def wait(self, timeout: float = 300.0):
         """Block until queued and running jobs are done (tests, notebooks)."""

@@ -75,13 +75,20 @@ class JobQueue:
         with self._cond:
             return self._running is not None or self._pending is not None
 
-    def submit(self, job: Job) -> None:
-        """Queue ``job``, replacing any queued one, and restart the debounce delay."""
+    def submit(self, job: Job, debounce_s: float | None = None) -> None:
+        """Queue ``job``, replacing any queued one, and restart the debounce delay.
+
+        debounce_s: this job's delay instead of the queue's (0 for cheap work, such as
+        drawing a recorded run, that a burst of changes may start and replace freely).
+        """
+        delay = self.debounce_s if debounce_s is None else debounce_s
+        if delay < 0:
+            raise ValueError(f"debounce_s must be >= 0, got {delay}")
         with self._cond:
             self._pending, self._ready = job, False
             if self._timer is not None:
                 self._timer.cancel()
-            self._timer = threading.Timer(self.debounce_s, self._release)
+            self._timer = threading.Timer(delay, self._release)
             self._timer.daemon = True
             self._timer.start()
 

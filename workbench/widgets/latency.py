@@ -424,12 +424,15 @@ class LatencyExplorer(Controller):
             self.failed(key, exc)
             return
         self.message_line.clear()
-        self._prime_if_live(key, config, force)
+        recorded = self._recorded_without_build(key, config, force)
+        if not recorded:
+            self._prime_if_live(key, config, force)
         self.update(
             key,
             lambda cancel: self._measure(key, config, force, cancel),
             force=force,
             queued=f"queued: {describe(key)}",
+            debounce_s=0 if recorded else None,
         )
 
     def _sync_choices(self) -> None:
@@ -470,21 +473,28 @@ class LatencyExplorer(Controller):
         """What a live run of this configuration would record (``RunLookup.fingerprint``)."""
         return self.lookup.fingerprint(target, config, build, measurable=_measurable(config.device))
 
+    def _recorded_without_build(self, key: Key, config: PipelineConfig, force: bool) -> bool:
+        """Whether a recorded run stands in for this configuration, found without building the pipeline.
+
+        Drawing one takes a tenth of a second or two, so it starts at once: the
+        debounce (0.3 s) is for live runs, whose seconds a burst of slider steps
+        must not queue (``benchmarks/bench_first_view.py --breakdown``: a recorded
+        change 0.48 -> about 0.2 s quiet).
+        """
+        here = _measurable(config.device)
+        if force and here:
+            return False
+        target = self.targets[key[0]]
+        return self.lookup.find(target, config, measurable=here, build=False) is not None
+
     def _prime_if_live(self, key: Key, config: PipelineConfig, force: bool) -> None:
         """On this (the notebook's) thread, prime the profiler before a live run (``device.prime_profiler``).
 
         Not before a configuration drawn from the cache, or from a recorded run
-        found without building: priming imports torch (about 250 MB a kernel),
-        which a room's recorded first view never needs.
+        found without building (the caller checks that): priming imports torch
+        (about 250 MB a kernel), which a room's recorded first view never needs.
         """
         if self.profile_fn is not None or (not force and key in self.cache):
-            return
-        here = _measurable(config.device)
-        if (
-            not (force and here)
-            and self.lookup.find(self.targets[key[0]], config, measurable=here, build=False)
-            is not None
-        ):
             return
         from ..device import prime_profiler
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ConfigError
-from .numbers import number, ranged
+from .numbers import add_number, number
 from .output import check_out, dumps, write_atomically
 from .sweep_view import expand_sweeps
 
@@ -20,7 +20,7 @@ def register(subparsers) -> None:
         description="Write an offline audit of saved runs: one self-contained HTML file or JSON.",
     )
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="run folders")
-    p.add_argument("--sla-ms", type=SLA_MS, help=ranged("end-to-end p99 target", SLA_MS))
+    add_number(p, SLA_MS, None, "end-to-end p99 target")
     p.add_argument(
         "--try",
         dest="try_actions",

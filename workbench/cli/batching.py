@@ -28,7 +28,7 @@ from .profile import (
     failure_verdict,
     save_interrupted,
 )
-from .numbers import number, ranged
+from .numbers import add_number, number
 from .output import check_out, dumps, save_measured, stdout_to_stderr
 from .sweep import add_sweep_arguments, run_sweep_command
 
@@ -50,36 +50,22 @@ def register(subparsers) -> None:
     add_batcher_arguments(load)
     add_url_arguments(load)  # --url, --payloads, --timeout, --otel (served load)
     add_engine_arguments(load)  # --engine locust, --workers, --expect-workers, --master-host
-    load.add_argument(
-        "--duration",
-        type=DURATION_S,
-        default=10.0,
-        help=ranged("seconds of arrivals (default 10)", DURATION_S),
+    add_number(load, DURATION_S, 10.0, "seconds of arrivals (default 10)")
+    add_number(load, REQUESTS, None, "at most this many requests (default: bounded by --duration)")
+    add_number(
+        load,
+        WAIT_S,
+        10.0,
+        "seconds to wait for queued requests after the last arrival (default 10)",
     )
-    load.add_argument(
-        "--requests",
-        type=REQUESTS,
-        help=ranged("at most this many requests (default: bounded by --duration)", REQUESTS),
-    )
-    load.add_argument(
-        "--drain-timeout",
-        type=WAIT_S,
-        default=10.0,
-        help=ranged(
-            "seconds to wait for queued requests after the last arrival (default 10)", WAIT_S
-        ),
-    )
-    load.add_argument(
-        "--timeout-s",
-        type=TIMEOUT_S,
-        default=None,
+    add_number(
+        load,
+        TIMEOUT_S,
+        None,
+        "per-call timeout of a batch's pipeline call, warm-up included (default: none); "
+        "past it the batch's requests are Timeout failures, the run stops and is saved as "
+        "'incomplete: timeout', exit 1",
         metavar="SECONDS",
-        help=ranged(
-            "per-call timeout of a batch's pipeline call, warm-up included (default: none); "
-            "past it the batch's requests are Timeout failures, the run stops and is saved as "
-            "'incomplete: timeout', exit 1",
-            TIMEOUT_S,
-        ),
     )
     load.add_argument("--out", type=Path, help="run folder to write (default runs/load-NAME-TIME)")
     add_fail_on_error(load)
@@ -100,17 +86,8 @@ def register(subparsers) -> None:
         help="profiler run folders of one pipeline at several --batch-size values",
     )
     add_batcher_arguments(sim)
-    sim.add_argument(
-        "--requests",
-        type=REQUESTS,
-        default=100_000,
-        help=ranged("simulated requests (default 100000)", REQUESTS),
-    )
-    sim.add_argument(
-        "--duration",
-        type=DURATION_S,
-        help=ranged("only arrivals in the first this many seconds", DURATION_S),
-    )
+    add_number(sim, REQUESTS, 100_000, "simulated requests (default 100000)")
+    add_number(sim, DURATION_S, None, "only arrivals in the first this many seconds")
     sim.add_argument(
         "--allow-mixed",
         action="store_true",

@@ -31,7 +31,7 @@ from ..interleave import DEFAULT_COMPARE_REQUESTS, DEFAULT_MAX_TIME_S, DEFAULT_R
 from ..config import PipelineConfig
 from ..errors import ConfigError, RunRecordError
 from ..noise import noise_line
-from .numbers import number, ranged
+from .numbers import add_number, number
 from .output import dumps
 from .load_args import SEED
 from .profile import PROFILE_REQUESTS as REQUESTS
@@ -70,59 +70,38 @@ def register(subparsers) -> None:
         help="one configuration (repeat: the first is A); values are JSON; batch_size, precision, "
         "threads, device are built in, other keys go to the factory's options",
     )
-    p.add_argument(
-        "--resolution",
-        type=RESOLUTION,
-        default=DEFAULT_RESOLUTION,
-        help=ranged(
-            "rounds go on until every interval (the --metric's, every stage) is narrower than "
-            f"this, in ratio units; default {DEFAULT_RESOLUTION} (5 %%)",
-            RESOLUTION,
-        ),
+    add_number(
+        p,
+        RESOLUTION,
+        DEFAULT_RESOLUTION,
+        "rounds go on until every interval (the --metric's, every stage) is narrower than "
+        f"this, in ratio units; default {DEFAULT_RESOLUTION} (5 %%)",
     )
-    p.add_argument(
-        "--max-time",
-        type=MAX_TIME_S,
-        default=DEFAULT_MAX_TIME_S,
+    add_number(
+        p,
+        MAX_TIME_S,
+        DEFAULT_MAX_TIME_S,
+        f"... or until this many seconds of measuring, default {DEFAULT_MAX_TIME_S:g}",
         metavar="SECONDS",
-        help=ranged(
-            f"... or until this many seconds of measuring, default {DEFAULT_MAX_TIME_S:g}",
-            MAX_TIME_S,
-        ),
     )
-    p.add_argument(
-        "--requests",
-        type=REQUESTS,
-        default=None,
-        help=ranged(
-            "a fixed number of measured requests per configuration instead (not adaptive; "
-            f"{DEFAULT_COMPARE_REQUESTS} found a 10 %% slower stage 95 %% of the time on a quiet "
-            "machine, benchmarks/results/compare.md)",
-            REQUESTS,
-        ),
+    add_number(
+        p,
+        REQUESTS,
+        None,
+        "a fixed number of measured requests per configuration instead (not adaptive; "
+        f"{DEFAULT_COMPARE_REQUESTS} found a 10 %% slower stage 95 %% of the time on a quiet "
+        "machine, benchmarks/results/compare.md)",
     )
-    p.add_argument(
-        "--warmup",
-        type=WARMUP,
-        default=10,
-        help=ranged("warm-up requests per configuration, default 10", WARMUP),
-    )
-    p.add_argument(
-        "--seed",
-        type=SEED,
-        default=0,
-        help=ranged("seed of the round order and the bootstrap, default 0", SEED),
-    )
+    add_number(p, WARMUP, 10, "warm-up requests per configuration, default 10")
+    add_number(p, SEED, 0, "seed of the round order and the bootstrap, default 0")
     p.add_argument(
         "--metric", choices=tuple(METRICS), default="p50", help="which ratio the verdict follows"
     )
-    p.add_argument(
-        "--min-effect",
-        type=MIN_EFFECT_RATIO,
-        default=MIN_EFFECT,
-        help=ranged(
-            "smallest relative difference that counts, default 0.02 (2 %%)", MIN_EFFECT_RATIO
-        ),
+    add_number(
+        p,
+        MIN_EFFECT_RATIO,
+        MIN_EFFECT,
+        "smallest relative difference that counts, default 0.02 (2 %%)",
     )
     p.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
     p.set_defaults(func=run)

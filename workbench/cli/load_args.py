@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..units import NS_PER_S, ns_to_s
-from .numbers import check_memory, number, ranged
+from .numbers import add_number, check_memory, number
 
 RATE = number("--rate", 1e-3, 1e7, "requests/s")
 BATCH = number("--max-batch-size", 1, 65_536, "items", integer=True)
@@ -59,46 +59,19 @@ SUMMARY_KEYS = (
 
 
 def add_batcher_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--rate", type=RATE, help=ranged("mean arrival rate (not used when replaying a file)", RATE)
+    add_number(p, RATE, None, "mean arrival rate (not used when replaying a file)")
+    add_number(p, BATCH, 8, "largest batch (default 8)")
+    add_number(
+        p,
+        WAIT_MS,
+        5.0,
+        "dispatch once the oldest queued request has waited this long (default 5; 0: at once)",
     )
-    p.add_argument(
-        "--max-batch-size", type=BATCH, default=8, help=ranged("largest batch (default 8)", BATCH)
-    )
-    p.add_argument(
-        "--max-wait-ms",
-        type=WAIT_MS,
-        default=5.0,
-        help=ranged(
-            "dispatch once the oldest queued request has waited this long (default 5; 0: at once)",
-            WAIT_MS,
-        ),
-    )
-    p.add_argument(
-        "--concurrency",
-        type=CONCURRENCY,
-        default=1,
-        help=ranged("batches executed at once (default 1)", CONCURRENCY),
-    )
+    add_number(p, CONCURRENCY, 1, "batches executed at once (default 1)")
     p.add_argument("--arrivals", default="poisson", metavar="PROCESS", help=ARRIVAL_HELP)
-    p.add_argument(
-        "--burst-on-ms",
-        type=ON_MS,
-        default=50.0,
-        help=ranged("bursty: length of an on window (default 50)", ON_MS),
-    )
-    p.add_argument(
-        "--burst-off-ms",
-        type=OFF_MS,
-        default=150.0,
-        help=ranged("bursty: length of an off window (default 150)", OFF_MS),
-    )
-    p.add_argument(
-        "--seed",
-        type=SEED,
-        default=0,
-        help=ranged("seed of the arrival process and service draws (default 0)", SEED),
-    )
+    add_number(p, ON_MS, 50.0, "bursty: length of an on window (default 50)")
+    add_number(p, OFF_MS, 150.0, "bursty: length of an off window (default 150)")
+    add_number(p, SEED, 0, "seed of the arrival process and service draws (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -154,32 +127,20 @@ def add_engine_arguments(load: argparse.ArgumentParser) -> None:
         help="workbench (default: this process's own generator, one machine) or locust (Locust's master "
         "and --workers processes, headless; more workers on other machines with --expect-workers)",
     )
-    g.add_argument(
-        "--workers",
-        type=WORKERS,
-        default=1,
-        help=ranged("--engine locust: worker processes started here (default 1)", WORKERS),
-    )
-    g.add_argument(
-        "--expect-workers",
-        type=EXPECT_WORKERS,
-        help=ranged(
-            "--engine locust: workers to wait for, those started here included (default --workers); "
-            "start the others with: python -m workbench locust-worker --master HOST",
-            EXPECT_WORKERS,
-        ),
+    add_number(g, WORKERS, 1, "--engine locust: worker processes started here (default 1)")
+    add_number(
+        g,
+        EXPECT_WORKERS,
+        None,
+        "--engine locust: workers to wait for, those started here included (default --workers); "
+        "start the others with: python -m workbench locust-worker --master HOST",
     )
     g.add_argument(
         "--master-host",
         default="127.0.0.1",
         help="--engine locust: the address the master listens on (0.0.0.0 for workers on other machines)",
     )
-    g.add_argument(
-        "--master-port",
-        type=MASTER_PORT,
-        default=0,
-        help=ranged("--engine locust: its port (default: a free one)", MASTER_PORT),
-    )
+    add_number(g, MASTER_PORT, 0, "--engine locust: its port (default: a free one)")
 
 
 def engine_from_args(args):

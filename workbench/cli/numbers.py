@@ -49,7 +49,7 @@ def number(
     parse.__name__ = (
         unit or "number"
     )  # argparse names the type in its "invalid <type> value" message
-    parse.range_text = describe()
+    parse.option, parse.range_text = option, describe()
     return parse
 
 
@@ -62,6 +62,13 @@ def ranged(help_text: str, kind) -> str:
     """``help_text`` ending with the option's range and unit (what ``--help`` prints; a ``%`` unit escaped for
     argparse)."""
     return f"{help_text} [{kind.range_text.replace('%', '%%')}]"
+
+
+def add_number(parser, kind, default, help_text: str, **kwargs):
+    """The option ``kind`` was made for (:func:`number`), its ``--help`` line ending with the range."""
+    return parser.add_argument(
+        kind.option, type=kind, default=default, help=ranged(help_text, kind), **kwargs
+    )
 
 
 def available_bytes() -> int:

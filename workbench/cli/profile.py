@@ -13,7 +13,7 @@ from ..errors import ConfigError
 from ..guard import Interrupted
 from ..runner import DEFAULT_MAX_DURATION_S, DEFAULT_REQUESTS, DEFAULT_TRACED
 from ..timing import SYNC_POLICIES
-from .numbers import number, ranged
+from .numbers import add_number, number
 from .output import check_out, dumps, save_measured, stdout_to_stderr
 from .show import print_budget, print_failure_lines
 
@@ -33,31 +33,19 @@ def register(subparsers) -> None:
         description="Profile a pipeline: a timing run (percentiles) and a traced run (torch.profiler).",
     )
     add_pipeline_arguments(p)
-    p.add_argument(
-        "--requests",
-        type=PROFILE_REQUESTS,
-        default=DEFAULT_REQUESTS,
-        help=ranged(
-            f"measured requests (pipeline calls), default {DEFAULT_REQUESTS} (bounds the p99 "
-            "interval)",
-            PROFILE_REQUESTS,
-        ),
+    add_number(
+        p,
+        PROFILE_REQUESTS,
+        DEFAULT_REQUESTS,
+        f"measured requests (pipeline calls), default {DEFAULT_REQUESTS} (bounds the p99 interval)",
     )
-    p.add_argument(
-        "--warmup",
-        type=WARMUP,
-        default=10,
-        help=ranged("warm-up requests reported apart, default 10", WARMUP),
-    )
-    p.add_argument(
-        "--traced",
-        type=TRACED,
-        default=DEFAULT_TRACED,
-        help=ranged(
-            f"requests in the separate traced run (0: no trace), default {DEFAULT_TRACED} (the "
-            "slowest 3 against the median 10)",
-            TRACED,
-        ),
+    add_number(p, WARMUP, 10, "warm-up requests reported apart, default 10")
+    add_number(
+        p,
+        TRACED,
+        DEFAULT_TRACED,
+        f"requests in the separate traced run (0: no trace), default {DEFAULT_TRACED} (the "
+        "slowest 3 against the median 10)",
     )
     p.add_argument(
         "--sync",
@@ -65,27 +53,21 @@ def register(subparsers) -> None:
         default="stage",
         help="CUDA synchronization policy (see docs)",
     )
-    p.add_argument(
-        "--timeout-s",
-        type=TIMEOUT,
-        default=None,
+    add_number(
+        p,
+        TIMEOUT,
+        None,
+        "per-request timeout (default: none); a request past it is a Timeout failure, "
+        "the run stops and is saved as 'incomplete: timeout', exit 1",
         metavar="SECONDS",
-        help=ranged(
-            "per-request timeout (default: none); a request past it is a Timeout failure, "
-            "the run stops and is saved as 'incomplete: timeout', exit 1",
-            TIMEOUT,
-        ),
     )
-    p.add_argument(
-        "--max-duration",
-        type=MAX_DURATION,
-        default=DEFAULT_MAX_DURATION_S,
+    add_number(
+        p,
+        MAX_DURATION,
+        DEFAULT_MAX_DURATION_S,
+        f"stop measuring after this many seconds, whichever of --requests and this comes "
+        f"first (default {DEFAULT_MAX_DURATION_S:g})",
         metavar="SECONDS",
-        help=ranged(
-            f"stop measuring after this many seconds, whichever of --requests and this comes "
-            f"first (default {DEFAULT_MAX_DURATION_S:g})",
-            MAX_DURATION,
-        ),
     )
     add_fail_on_error(p)
     p.add_argument(
@@ -134,12 +116,7 @@ def add_pipeline_arguments(p: argparse.ArgumentParser, default_batch_size: int =
     src.add_argument("--example", help="a shipped example: tabular, text or image")
     src.add_argument("--pipeline", help="your factory: MODULE:FUNCTION or path/to/file.py:FUNCTION")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
-    p.add_argument(
-        "--batch-size",
-        type=BATCH_SIZE,
-        default=default_batch_size,
-        help=ranged("items per pipeline call", BATCH_SIZE),
-    )
+    add_number(p, BATCH_SIZE, default_batch_size, "items per pipeline call")
     p.add_argument("--precision", default="fp32", choices=PRECISIONS)
     p.add_argument(
         "--option",
@@ -148,14 +125,12 @@ def add_pipeline_arguments(p: argparse.ArgumentParser, default_batch_size: int =
         metavar="KEY=VALUE",
         help="a free option for the factory (value parsed as JSON when it can be); repeatable",
     )
-    p.add_argument(
-        "--threads",
-        type=THREADS,
-        help=ranged(
-            "torch CPU threads for the run (default: torch's own "
-            "choice); measure with the thread count your server uses",
-            THREADS,
-        ),
+    add_number(
+        p,
+        THREADS,
+        None,
+        "torch CPU threads for the run (default: torch's own "
+        "choice); measure with the thread count your server uses",
     )
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from .load_args import BATCH, CONCURRENCY, WAIT_MS
-from .numbers import number, ranged
+from .numbers import add_number, number
 from .output import check_out, save_measured
 from .profile import add_pipeline_arguments, apply_threads, config_from_args, factory_from_args
 
@@ -23,6 +23,26 @@ KEEP_ALIVE_S = number("--keep-alive-timeout", 0, 86_400, "s", lo_open=True)
 CONNECTIONS = number("--max-connections", 1, 10**6, "connections", integer=True)
 PENDING = number("--max-pending", 1, 10**8, "requests", integer=True)
 BACKLOG = number("--accept-backlog", 1, 65_535, "connections", integer=True)
+# The network edge's limits: the option, the EdgeLimits field it sets, its help ({}: the default).
+EDGE_LIMITS = (
+    (HEADER_BYTES, "max_header_bytes", "request line + headers, else 431 (default {})"),
+    (BODY_BYTES, "max_body_bytes", "request body, else 413 (default {})"),
+    (REQUEST_ID, "max_request_id_chars", "X-Request-Id characters, else 400 (default {})"),
+    (HEADER_S, "header_timeout_s", "seconds to send a request head, else 408 (default {:g})"),
+    (BODY_S, "body_timeout_s", "seconds to send a body after its head, else 408 (default {:g})"),
+    (
+        KEEP_ALIVE_S,
+        "keep_alive_s",
+        "seconds an idle keep-alive connection stays open (default {:g})",
+    ),
+    (CONNECTIONS, "max_connections", "open connections, else 503 + Retry-After (default {})"),
+    (PENDING, "max_pending", "requests queued or running, else 503 + Retry-After (default {})"),
+    (
+        BACKLOG,
+        "accept_backlog",
+        "listen queue, and the most connections accepted per event-loop turn (default {})",
+    ),
+)
 
 
 def register(subparsers) -> None:
@@ -35,39 +55,12 @@ def register(subparsers) -> None:
     )
     add_pipeline_arguments(p, default_batch_size=None)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument(
-        "--port",
-        type=PORT,
-        default=8000,
-        help=ranged("port (default 8000; 0: any free port, printed)", PORT),
-    )
-    p.add_argument(
-        "--max-batch-size", type=BATCH, default=8, help=ranged("largest batch (default 8)", BATCH)
-    )
-    p.add_argument(
-        "--max-wait-ms",
-        type=WAIT_MS,
-        default=5.0,
-        help=ranged("batching wait of the oldest request (default 5)", WAIT_MS),
-    )
-    p.add_argument(
-        "--concurrency",
-        type=CONCURRENCY,
-        default=1,
-        help=ranged("batches executed at once (default 1)", CONCURRENCY),
-    )
-    p.add_argument(
-        "--warmup",
-        type=WARMUP,
-        default=5,
-        help=ranged("untimed warm-up calls per executor and size (default 5)", WARMUP),
-    )
-    p.add_argument(
-        "--drain-timeout",
-        type=DRAIN_S,
-        default=10.0,
-        help=ranged("seconds to finish queued requests at shutdown (default 10)", DRAIN_S),
-    )
+    add_number(p, PORT, 8000, "port (default 8000; 0: any free port, printed)")
+    add_number(p, BATCH, 8, "largest batch (default 8)")
+    add_number(p, WAIT_MS, 5.0, "batching wait of the oldest request (default 5)")
+    add_number(p, CONCURRENCY, 1, "batches executed at once (default 1)")
+    add_number(p, WARMUP, 5, "untimed warm-up calls per executor and size (default 5)")
+    add_number(p, DRAIN_S, 10.0, "seconds to finish queued requests at shutdown (default 10)")
     p.add_argument(
         "--out", type=Path, help="run folder written at shutdown (default runs/serve-NAME-TIME)"
     )
@@ -107,80 +100,8 @@ def add_edge_arguments(p) -> None:
         help="enable POST /shutdown for requests carrying X-Workbench-Token: TOKEN (16+ characters; "
         "default: the endpoint is off, stop with SIGTERM or Ctrl-C)",
     )
-    g.add_argument(
-        "--max-header-bytes",
-        type=HEADER_BYTES,
-        default=d.max_header_bytes,
-        help=ranged(
-            f"request line + headers, else 431 (default {d.max_header_bytes})", HEADER_BYTES
-        ),
-    )
-    g.add_argument(
-        "--max-body-bytes",
-        type=BODY_BYTES,
-        default=d.max_body_bytes,
-        help=ranged(f"request body, else 413 (default {d.max_body_bytes})", BODY_BYTES),
-    )
-    g.add_argument(
-        "--max-request-id",
-        type=REQUEST_ID,
-        default=d.max_request_id_chars,
-        help=ranged(
-            f"X-Request-Id characters, else 400 (default {d.max_request_id_chars})", REQUEST_ID
-        ),
-    )
-    g.add_argument(
-        "--header-timeout",
-        type=HEADER_S,
-        default=d.header_timeout_s,
-        help=ranged(
-            f"seconds to send a request head, else 408 (default {d.header_timeout_s:g})", HEADER_S
-        ),
-    )
-    g.add_argument(
-        "--body-timeout",
-        type=BODY_S,
-        default=d.body_timeout_s,
-        help=ranged(
-            f"seconds to send a body after its head, else 408 (default {d.body_timeout_s:g})",
-            BODY_S,
-        ),
-    )
-    g.add_argument(
-        "--keep-alive-timeout",
-        type=KEEP_ALIVE_S,
-        default=d.keep_alive_s,
-        help=ranged(
-            f"seconds an idle keep-alive connection stays open (default {d.keep_alive_s:g})",
-            KEEP_ALIVE_S,
-        ),
-    )
-    g.add_argument(
-        "--max-connections",
-        type=CONNECTIONS,
-        default=d.max_connections,
-        help=ranged(
-            f"open connections, else 503 + Retry-After (default {d.max_connections})", CONNECTIONS
-        ),
-    )
-    g.add_argument(
-        "--max-pending",
-        type=PENDING,
-        default=d.max_pending,
-        help=ranged(
-            f"requests queued or running, else 503 + Retry-After (default {d.max_pending})", PENDING
-        ),
-    )
-    g.add_argument(
-        "--accept-backlog",
-        type=BACKLOG,
-        default=d.accept_backlog,
-        help=ranged(
-            "listen queue, and the most connections accepted per event-loop turn "
-            f"(default {d.accept_backlog})",
-            BACKLOG,
-        ),
-    )
+    for kind, field, help_text in EDGE_LIMITS:
+        add_number(g, kind, getattr(d, field), help_text.format(getattr(d, field)))
 
 
 def edge_limits_from_args(args):
@@ -189,15 +110,10 @@ def edge_limits_from_args(args):
     return EdgeLimits(
         allow_hosts=tuple(h.strip().lower() for h in args.allow_host if h.strip()),
         control_token=args.control_token,
-        max_header_bytes=args.max_header_bytes,
-        max_body_bytes=args.max_body_bytes,
-        max_request_id_chars=args.max_request_id,
-        header_timeout_s=args.header_timeout,
-        body_timeout_s=args.body_timeout,
-        keep_alive_s=args.keep_alive_timeout,
-        max_connections=args.max_connections,
-        max_pending=args.max_pending,
-        accept_backlog=args.accept_backlog,
+        **{
+            field: getattr(args, kind.option[2:].replace("-", "_"))
+            for kind, field, _ in EDGE_LIMITS
+        },
     )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from .load_args import CONCURRENCY, RATE, arrivals_from_args, http_load, policy_from_args
-from .numbers import OptionError, number, ranged
+from .numbers import OptionError, add_number, number
 from .output import dumps
 from .sweep_view import footer, table_header, table_row, write_figure
 
@@ -65,44 +65,24 @@ def add_sweep_arguments(load: argparse.ArgumentParser) -> None:
         help="rate=50,100,200 | rate=auto | concurrency=1,2,4: one run per point into a sweep folder "
         f"[at most {MAX_SWEEP_VALUES} values; rate {RATE.range_text}, concurrency {CONCURRENCY.range_text}]",
     )
-    g.add_argument(
-        "--window-s",
-        type=WINDOW_S,
-        default=5.0,
-        help=ranged("--sweep: seconds per measurement window (default 5)", WINDOW_S),
+    add_number(g, WINDOW_S, 5.0, "--sweep: seconds per measurement window (default 5)")
+    add_number(
+        g,
+        STABILITY,
+        10.0,
+        "--sweep: a point is stable when the p50 and p99 of its last three windows are within "
+        "this %% of their mean (default 10, perf_analyzer's rule)",
     )
-    g.add_argument(
-        "--stability",
-        type=STABILITY,
-        default=10.0,
-        help=ranged(
-            "--sweep: a point is stable when the p50 and p99 of its last three windows are within "
-            "this %% of their mean (default 10, perf_analyzer's rule)",
-            STABILITY,
-        ),
+    add_number(
+        g,
+        MAX_WINDOWS,
+        10,
+        "--sweep: at most this many windows per point (default 10; stability compares three): "
+        "a point stops after its first three stable windows (their figures), else runs them all "
+        "(the last three's figures)",
     )
-    g.add_argument(
-        "--max-windows",
-        type=MAX_WINDOWS,
-        default=10,
-        help=ranged(
-            "--sweep: at most this many windows per point (default 10; stability compares three): "
-            "a point stops after its first three stable windows (their figures), else runs them all "
-            "(the last three's figures)",
-            MAX_WINDOWS,
-        ),
-    )
-    g.add_argument(
-        "--sla-ms",
-        type=SLA_MS,
-        help=ranged("--sweep: the p99 target (the knee; rate=auto stops past it)", SLA_MS),
-    )
-    g.add_argument(
-        "--max-points",
-        type=MAX_POINTS,
-        default=12,
-        help=ranged("--sweep rate=auto: at most this many points (default 12)", MAX_POINTS),
-    )
+    add_number(g, SLA_MS, None, "--sweep: the p99 target (the knee; rate=auto stops past it)")
+    add_number(g, MAX_POINTS, 12, "--sweep rate=auto: at most this many points (default 12)")
     g.add_argument(
         "--figure",
         type=Path,

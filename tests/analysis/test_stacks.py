@@ -124,6 +124,17 @@ def test_too_few_tail_samples_name_no_frame_and_no_samples_no_summary():
     )
 
 
+def test_samples_of_a_run_whose_every_request_failed_give_no_summary():
+    # found on an H200: every request of a CUDA stage past --timeout-s failed, and the median set of
+    # no request raised an IndexError out of profile()
+    requests, stages, table = planted(n=20)
+    failed = requests.assign(ok=False)
+    assert (
+        stack_summary(table, STACKS, failed, stages, ["hydrate", "forward"], interval_s=0.001)
+        is None
+    )
+
+
 def test_a_1_percent_set_with_too_few_samples_falls_back_to_the_5_percent_one():
     requests, stages, table = planted()
     # sampled every 80 ms instead of 1: a heavy hydrate gets 4 samples, a light one 1 (all in redis)

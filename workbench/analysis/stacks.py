@@ -42,7 +42,7 @@ from typing import Any
 
 import pandas as pd
 
-from .matrix import END_TO_END, stage_matrix
+from .matrix import END_TO_END, measured_ok, stage_matrix
 from .tail import MIN_REQUESTS_FOR_1PCT, TAIL_FRACTIONS, median_set, shares, slowest
 
 MIN_SAMPLES = 20
@@ -103,8 +103,8 @@ def stack_summary(
 ) -> dict[str, Any] | None:
     """The ``stacks`` object (module docstring). ``samples``: columns ``request``, ``stage``, ``stack``
     (an index into ``stacks``, whose items are tuples of ``(file, function, line)``, stage function first)."""
-    if samples.empty or requests.empty:
-        return None
+    if samples.empty or measured_ok(requests, stages)[0].empty:
+        return None  # no sample, or no measured request succeeded (every one timed out: no tail to compare)
     sets, tail_set = request_sets(requests, stages, order)
     out = _summary(samples, stacks, requests, stages, order, sets, tail_set, interval_s)
     top = out["headline_stage"]

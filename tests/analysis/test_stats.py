@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from workbench.analysis.stats import iqr_ratio, percentile_ci_ns, percentile_ns, summarize_ns
+from workbench.analysis.stats import percentile_ci_ns, percentile_ns, summarize_ns
 
 
 def test_percentiles_interpolate_linearly_between_order_statistics():
@@ -49,7 +49,3 @@ def test_p99_interval_is_unbounded_above_for_small_samples():
     lo, hi = percentile_ci_ns(np.arange(1, 301), 99)
     assert lo == 293.0 and hi is None
     assert percentile_ci_ns([], 99) == (None, None)
-
-
-def test_iqr_ratio():
-    assert iqr_ratio([1, 2, 3, 4, 5]) == pytest.approx((4 - 2) / 3)

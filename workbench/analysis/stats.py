@@ -83,12 +83,3 @@ def requests_to_bound(q: float, confidence_z: float = Z_95) -> int:
     while math.ceil(n * p + confidence_z * math.sqrt(n * p * (1.0 - p))) + 1 > n:
         n += 1
     return n
-
-
-def iqr_ratio(values_ns) -> float:
-    """Interquartile range over the median (torch.utils.benchmark warns at >= 0.10)."""
-    arr = np.asarray(values_ns, dtype=np.int64)
-    if arr.size == 0:
-        return math.nan
-    q1, med, q3 = percentiles(arr, [25, 50, 75])
-    return float((q3 - q1) / med) if med else math.nan

@@ -238,7 +238,7 @@ def compare_saved(
             f"stages {list(meta_a.stages)} vs {meta_b.pipeline!r} stages {list(meta_b.stages)}"
         )
     names = list(meta_a.stages)
-    noise = [_noisy(m.noise) for m in (meta_a, meta_b)]
+    noise = [m.noise.noisy if m.noise else None for m in (meta_a, meta_b)]
     found = separate_comparison(
         cols_a, cols_b, names, metric=metric, min_effect=min_effect, noisy=tuple(noise), seed=seed
     )
@@ -340,13 +340,6 @@ def _batches(path: Path, columns: tuple[str, ...], dictionary: str | None = None
         raise
     except Exception as exc:  # pyarrow raises several unrelated types for a damaged file
         raise RunRecordError(f"{path}: unreadable Parquet: {str(exc)[:200]}") from None
-
-
-def _noisy(noise) -> bool | None:
-    """A run's noise flag; the section is a dict in records read before RunMeta's typed sections (issue 27)."""
-    if noise is None:
-        return None
-    return noise.get("noisy") if isinstance(noise, dict) else noise.noisy
 
 
 def fingerprint_differences(meta_a, meta_b) -> list[tuple[str, Any, Any]]:

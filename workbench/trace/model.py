@@ -2,7 +2,8 @@
 derived from it, each computed once on first use and shared by every analysis and figure.
 
 :func:`~workbench.trace.load_trace` returns a :class:`Trace`; every trace analysis takes one.
-The GPU work rows of the events table are a property here (``gpu_work``). Tables that need an analysis' rules (the launch join,
+Row subsets of the events table (``host``, ``gpu_work``, ``kernels``, ``runtime``,
+``memcpy``) are properties here. Tables that need an analysis' rules (the launch join,
 profiler steps, stage ranges...) are defined by the analysis modules with :func:`derived`:
 the function is computed once per trace and its result memoised on the trace, so ``trace``
 never imports ``analysis`` (the dependency runs one way) and ``analyze()`` joins GPU work
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Callable, TypeVar
 import numpy as np
 
 from .columns import Columns
-from .schema import GPU_WORK_KINDS
+from .schema import GPU_WORK_KINDS, HOST_KINDS, KIND_KERNEL, KIND_MEMCPY, KIND_RUNTIME
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -111,12 +112,40 @@ class Trace:
             self._memo[key] = self.columns.take(np.flatnonzero(self.columns.of_kinds(kinds)))
         return self._memo[key]
 
+    # --- row subsets of the events table -------------------------------------------------
+    @cached_property
+    def _kind_codes(self) -> np.ndarray:
+        return self.events["kind"].cat.codes.to_numpy()
+
+    def _of_kinds(self, kinds) -> pd.DataFrame:
+        categories = list(self.events["kind"].cat.categories)
+        codes = [categories.index(k) for k in kinds if k in categories]
+        return self.events[np.isin(self._kind_codes, codes)]
+
+    @cached_property
+    def host(self) -> pd.DataFrame:
+        """Host rows (``HOST_KINDS``: operators, annotations, runtime calls, python)."""
+        return self._of_kinds(HOST_KINDS)
+
     @cached_property
     def gpu_work(self) -> pd.DataFrame:
-        """GPU work rows of the events table: kernels, copies, memsets (``GPU_WORK_KINDS``)."""
-        kind = self.events["kind"].cat
-        codes = [i for i, k in enumerate(kind.categories) if k in GPU_WORK_KINDS]
-        return self.events[np.isin(kind.codes.to_numpy(), codes)]
+        """GPU work rows: kernels, copies, memsets (``GPU_WORK_KINDS``)."""
+        return self._of_kinds(GPU_WORK_KINDS)
+
+    @cached_property
+    def kernels(self) -> pd.DataFrame:
+        """Kernel rows."""
+        return self._of_kinds([KIND_KERNEL])
+
+    @cached_property
+    def memcpy(self) -> pd.DataFrame:
+        """Copy rows."""
+        return self._of_kinds([KIND_MEMCPY])
+
+    @cached_property
+    def runtime(self) -> pd.DataFrame:
+        """Runtime-category rows (``cuda_sync`` events are not runtime calls)."""
+        return self._of_kinds([KIND_RUNTIME])
 
 
 def derived(compute: Callable[[Trace], T]) -> Callable[[Trace], T]:

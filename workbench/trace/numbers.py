@@ -14,7 +14,6 @@ import math
 
 import numpy as np
 
-from .lazy import pd
 
 _MAX_INT_DIGITS = 16  # 16 integer digits of us + 3 of ns fit in uint64
 _INT64_MAX = np.iinfo(np.int64).max
@@ -135,12 +134,6 @@ def to_int64_values(values: list) -> np.ndarray:
     except (TypeError, ValueError, OverflowError):
         arr = np.array([_as_int(v) for v in values], dtype=object)
         return np.where(arr == None, NA_INT, arr).astype(np.int64)  # noqa: E711
-
-
-def to_int64_array(values: list):
-    """:func:`to_int64_values` as a nullable pandas Int64 array (imports pandas)."""
-    arr = to_int64_values(values)
-    return pd.arrays.IntegerArray(arr, arr == NA_INT)
 
 
 def _as_int(value) -> int | None:

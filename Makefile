@@ -32,10 +32,12 @@ dashboard: $(STAMP)
 	$(PY) -m workbench.room notebooks/dashboards --host 127.0.0.1 --port $(PORT)
 
 # A workshop room: dashboards and notebooks on HOST:PORT, preheated kernels, at most 40,
-# live profiling one at a time; prints the URL (with its token) to hand out.
+# live profiling one at a time; prints the URL (with its token) to hand out. Size the pool to the class:
+# make room ROOM_ARGS="--pool latency_explorer=30 --max-kernels 70" (docs/room.md).
 HOST ?= 127.0.0.1
+ROOM_ARGS ?=
 room: $(STAMP)
-	$(PY) -m workbench.room notebooks --room --host $(HOST) --port $(PORT)
+	$(PY) -m workbench.room notebooks --room --host $(HOST) --port $(PORT) $(ROOM_ARGS)
 
 # JupyterLab on the notebooks, no browser; it prints the URL with its token.
 LAB_PORT ?= 8888

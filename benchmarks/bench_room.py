@@ -1,6 +1,7 @@
 """One server for a room: N concurrent pages of the latency explorer against ``make room``'s server.
 
-    python benchmarks/bench_room.py [--pages 30] [--pool N] [--side server|browser|both]
+    python benchmarks/bench_room.py [--pages 30] [--pool N|DASHBOARD=N ...] [--refill-delay-s S]
+                                    [--side server|browser|both]
                                     [--notebook dashboards/latency_explorer.ipynb] [--md PATH] [--json PATH]
 
 Starts ``python -m workbench.room notebooks --room`` (2 preheated kernels per
@@ -24,7 +25,8 @@ the page's websocket), widget state sent (the ``update_states`` reply to the
 ``request_states`` the widget manager sends on ``jupyter.widget.control``: every
 widget model's state), each in seconds from the request. Then each client shuts its
 kernel down as a closing page does. Goal: server-side p95 (widget state sent) under
-5 s for 30 pages with a pool sized to the class (``--pool``), no failure, memory bounded.
+5 s for 30 pages with a pool sized to the class (``--pool latency_explorer=30``: that dashboard's
+pool, not every dashboard's), no failure, memory bounded.
 """
 
 from __future__ import annotations
@@ -311,9 +313,22 @@ def move_sliders(pages: list, ok: list[bool], timeout_s: float) -> list[float | 
     return out
 
 
-def wait_for_pool(log: Path, timeout_s: float) -> float | None:
-    """Seconds until Voila logged every dashboard's pool as filled (None: not within ``timeout_s``)."""
-    dashboards = len(list((REPO / "notebooks" / "dashboards").glob("*.ipynb")))
+def pool_sizes(specs: list[str] | None) -> dict[str, int]:
+    """``{dashboard stem: preheated kernels}`` that the room's ``--pool`` specs give (default 2 each)."""
+    stems = [p.stem for p in (REPO / "notebooks" / "dashboards").glob("*.ipynb")]
+    plain = [int(s) for s in specs or () if "=" not in s]
+    sizes = dict.fromkeys(stems, plain[-1] if plain else 2)
+    for spec in specs or ():
+        if "=" in spec:
+            name, n = spec.rsplit("=", 1)
+            sizes[Path(name).stem] = int(n)
+    return sizes
+
+
+def wait_for_pool(log: Path, timeout_s: float, specs: list[str] | None) -> float | None:
+    """Seconds until Voila logged every preheated dashboard's pool as filled (None: not within
+    ``timeout_s``)."""
+    dashboards = sum(1 for n in pool_sizes(specs).values() if n > 0)
     started = time.monotonic()
     while time.monotonic() - started < timeout_s:
         if log.read_text(errors="replace").count("is filled with") >= dashboards:
@@ -370,6 +385,7 @@ def summary(st: dict) -> dict:
         "wall_s": round(time.monotonic() - st["started"], 1),
         "side": st.get("side", "browser"),
         "pool": st.get("pool"),
+        "refill_delay_s": st.get("refill_delay_s"),
         "pool_quiet_s": st.get("pool_quiet_s"),
         "max_unconnected_per_client": st.get("per_client", 0),
         "max_kernels": st.get("max_kernels"),
@@ -437,7 +453,9 @@ def run(st: dict, timeout_s: float) -> None:
 
     latency = "latency_explorer" in st["notebook"]
     want = 3 if latency else 6
-    pool = () if st.get("pool") is None else ("--pool", str(st["pool"]))
+    pool = tuple(a for spec in st.get("pool") or () for a in ("--pool", spec))
+    if st.get("refill_delay_s") is not None:
+        pool += ("--refill-delay-s", str(st["refill_delay_s"]))
     # every client here has one address (127.0.0.1); in a room each student has their own, so the per-address bound
     # on pages loaded and not yet connected (3) would serialise the clients three at a time: off, unless asked
     bound = ("--max-unconnected-per-client", str(st.get("per_client", 0)))
@@ -450,7 +468,7 @@ def run(st: dict, timeout_s: float) -> None:
         sampler.start()
         try:
             st["pool_ready_s"] = wait_for_pool(
-                log, 300.0 + 20.0 * (st.get("pool") or 0)
+                log, 300.0 + 20.0 * sum(pool_sizes(st.get("pool")).values()), st.get("pool")
             )  # before students come
             if st.get("side") in ("server", "both"):
                 st["pool_quiet_s"] = wait_until_quiet(proc, 600.0)  # the pooled notebooks have run
@@ -474,7 +492,7 @@ def run(st: dict, timeout_s: float) -> None:
                 if st["side"] == "server":
                     st["phase"] = "done"
                     return
-                st["pool_ready_s_again"] = wait_for_pool(log, 300.0)
+                st["pool_ready_s_again"] = wait_for_pool(log, 300.0, st.get("pool"))
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 st["blocked"] = []
@@ -562,7 +580,9 @@ def server_markdown(r: dict) -> list[str]:
     def row(name, key, digits=2):
         return f"| {name} | {f(s[key]['p50'], digits)} | {f(s[key]['p95'], digits)} | {f(s[key]['max'], digits)} |"
 
-    pool = "the room's default 2" if r.get("pool") is None else str(r["pool"])
+    pool = ", ".join(f"{k} {n}" for k, n in pool_sizes(r.get("pool")).items())
+    refill = r.get("refill_delay_s")
+    pool += f"; refills {'the room default' if refill is None else f'{refill} s'} after a page takes one"
     met = (
         s["failures"] == 0
         and s["widget_state_s"]["p95"] is not None
@@ -572,7 +592,7 @@ def server_markdown(r: dict) -> list[str]:
         "## The server's side (no browser)",
         "",
         f"{s['pages']} clients at once, each speaking HTTP and the kernel websocket as a page does, no browser; "
-        f"pool: {pool} preheated kernels per dashboard. The clients started once the pool was filled and the server "
+        f"preheated kernels per dashboard: {pool}. The clients started once the pool was filled and the server "
         f"and its kernels were quiet (under 0.1 core over 2 s: the pooled notebooks had run; "
         f"{r.get('pool_quiet_s')} s after the pool was filled), as when the instructor starts the room before "
         "class. Seconds from the page request.",
@@ -629,7 +649,8 @@ def markdown(r: dict) -> str:
             *server,
             *browsers,
             f"{r['pages']} concurrent pages of `{r['notebook']}` against `python -m workbench.room notebooks --room` "
-            f"({2 if r.get('pool') is None else r['pool']} preheated kernels per dashboard, 3 dashboards, at most 40 kernels, "
+            f"(preheated kernels per dashboard: {', '.join(f'{k} {n}' for k, n in pool_sizes(r.get('pool')).items())}; "
+            f"at most {r.get('max_kernels') or 40} kernels, "
             "culling 30 s / 10 s), one headless Chromium "
             f"on the same machine with one browser context per page (a student each). {r['machine']['cpus']} cores.",
             f"Pages were opened once Voila reported every pool filled ({r['pool_ready_s']} s after the server printed "
@@ -692,16 +713,29 @@ def main() -> int:
     )
     p.add_argument(
         "--pool",
-        type=int,
+        action="append",
         default=None,
-        help="preheated kernels per dashboard (the room's default: 2); sized to the class: --pool PAGES",
+        metavar="N|DASHBOARD=N",
+        help="the room's --pool, repeatable (its default: 2 per dashboard); sized to the class: "
+        "--pool latency_explorer=PAGES",
+    )
+    p.add_argument(
+        "--refill-delay-s",
+        type=float,
+        default=None,
+        help="the room's --refill-delay-s (its default with --room: 10)",
     )
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--md", type=Path, default=REPO / "benchmarks" / "results" / "room.md")
     args = p.parse_args()
-    if args.pages < 1 or (args.pool is not None and args.pool < 0):
+    try:
+        sizes = pool_sizes(args.pool)
+    except ValueError:
+        sizes = {"?": -1}
+    if args.pages < 1 or min(sizes.values()) < 0:
         print(
-            f"--pages must be at least 1 and --pool at least 0 (got {args.pages}, {args.pool})",
+            f"--pages must be at least 1 and --pool N or DASHBOARD=N, N at least 0 (got {args.pages}, "
+            f"{args.pool})",
             file=sys.stderr,
         )
         return 2
@@ -715,6 +749,7 @@ def main() -> int:
         "started": time.monotonic(),
         "side": args.side,
         "pool": args.pool,
+        "refill_delay_s": args.refill_delay_s,
         "per_client": args.per_client,
         "max_kernels": args.max_kernels,
         "load_before": [round(x, 1) for x in os.getloadavg()]

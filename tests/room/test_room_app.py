@@ -110,3 +110,45 @@ def test_only_the_dashboards_are_preheated_in_a_room(tmp_path):
     assert pattern.match(str(root / "01_quickstart.ipynb"))
     assert pattern.match(str(root / "solutions" / "dashboards" / "x.ipynb"))
     assert not pattern.match(str(root / "dashboards" / "latency_explorer.ipynb"))
+
+
+def test_a_dashboards_own_pool_is_sized_to_its_class_and_refills_wait():
+    """A class of 30 on the explorer: 30 preheated kernels for it, 2 for each other dashboard (90 before,
+    every dashboard sized to the class), and replacements start 10 s after a page takes one."""
+    c = config(pools={"dashboards/latency_explorer.ipynb": 30}, refill_delay_s=10.0)
+    assert c.VoilaKernelManager.kernel_pools_config == {
+        "default": {"pool_size": 2},
+        "dashboards/latency_explorer.ipynb": {"pool_size": 30},
+    }
+    assert c.VoilaKernelManager.fill_delay == 10.0
+    only = config(pool=0, pools={"dashboards/latency_explorer.ipynb": 5})
+    assert only.VoilaConfiguration.preheat_kernel is True
+    assert only.VoilaKernelManager.kernel_pools_config["default"] == {"pool_size": 0}
+
+
+def test_pool_specs_name_a_dashboard_by_its_stem_or_path(tmp_path):
+    (tmp_path / "dashboards").mkdir()
+    for name in ("latency_explorer", "batching_playground"):
+        (tmp_path / "dashboards" / f"{name}.ipynb").write_text("{}")
+    (tmp_path / "01_first.ipynb").write_text("{}")
+    assert room_main.pool_spec("4") == (None, 4)
+    assert room_main.pool_spec("latency_explorer=30") == ("latency_explorer", 30)
+    assert room_main.dashboard_pools(
+        tmp_path, [("latency_explorer", 30), ("dashboards/batching_playground.ipynb", 0)]
+    ) == {"dashboards/latency_explorer.ipynb": 30, "dashboards/batching_playground.ipynb": 0}
+    with pytest.raises(ValueError, match=r"no dashboard named '01_first' .*batching_playground, "):
+        room_main.dashboard_pools(tmp_path, [("01_first", 3)])
+
+
+@pytest.mark.parametrize("spec", ["-1", "x=", "=3", "latency_explorer=two"])
+def test_a_bad_pool_size_is_a_usage_error_naming_it(spec, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        room_main.build_parser().parse_args(["--pool", spec])
+    assert exit_.value.code == 2
+    assert f"{spec!r} is not a pool size" in capsys.readouterr().err
+
+
+def test_main_refuses_a_pool_for_a_dashboard_it_does_not_serve(capsys):
+    assert room_main.main(["notebooks", "--room", "--pool", "latency_explorr=30"]) == 2
+    err = capsys.readouterr().err
+    assert "no dashboard named 'latency_explorr'" in err and "latency_explorer" in err

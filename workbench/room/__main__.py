@@ -12,8 +12,54 @@ from pathlib import Path
 
 from ..serving.hosts import WILDCARD_BINDS, is_loopback_bind, normalize_host
 
-ROOM_DEFAULTS = {"pool": 2, "max_kernels": 40, "live": "queue", "path": "notebooks"}
-PLAIN_DEFAULTS = {"pool": 0, "max_kernels": 20, "live": "on", "path": "notebooks/dashboards"}
+ROOM_DEFAULTS = {
+    "pool": 2,
+    "max_kernels": 40,
+    "live": "queue",
+    "path": "notebooks",
+    "refill_delay_s": 10.0,
+}
+PLAIN_DEFAULTS = {
+    "pool": 0,
+    "max_kernels": 20,
+    "live": "on",
+    "path": "notebooks/dashboards",
+    "refill_delay_s": 1.0,
+}
+
+
+def pool_spec(text: str) -> tuple[str | None, int]:
+    """``N`` -> ``(None, N)``; ``DASHBOARD=N`` -> ``("DASHBOARD", N)``; N a whole number of kernels >= 0."""
+    name, _, count = text.rpartition("=")
+    try:
+        n = int(count)
+    except ValueError:
+        n = -1
+    if n < 0 or (_ and not name):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a pool size: give N or DASHBOARD=N, N a whole number >= 0"
+        )
+    return (name or None), n
+
+
+def dashboard_pools(root: Path, specs: list[tuple[str, int]]) -> dict[str, int]:
+    """``{notebook path relative to root: pool size}`` for each ``DASHBOARD=N``, as Voila names the
+    notebooks it preheats; DASHBOARD is a dashboard's stem (``latency_explorer``) or its path under root.
+    Only dashboards are preheated (``root/dashboards/*`` when root has that folder, as with ``--room``).
+    Raises ValueError naming the dashboards when one matches none or several."""
+    top = root / "dashboards" if (root / "dashboards").is_dir() else root
+    dashboards = sorted(p.relative_to(root).as_posix() for p in top.glob("*.ipynb"))
+    pools = {}
+    for name, n in specs:
+        want = name.removesuffix(".ipynb")
+        found = [d for d in dashboards if d.removesuffix(".ipynb") == want or Path(d).stem == want]
+        if len(found) != 1:
+            raise ValueError(
+                f"--pool {name}={n}: no dashboard named {name!r} in {top} "
+                f"(dashboards: {', '.join(Path(d).stem for d in dashboards) or 'none'})"
+            )
+        pools[found[0]] = n
+    return pools
 
 
 def dashboards_only(root: Path) -> str:
@@ -52,7 +98,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="another Host name to answer (e.g. a DNS name handed out); repeatable",
     )
     p.add_argument(
-        "--pool", type=int, default=None, help="preheated kernels per dashboard (0: none)"
+        "--pool",
+        type=pool_spec,
+        action="append",
+        default=[],
+        metavar="N|DASHBOARD=N",
+        help="preheated kernels per dashboard (0: none); DASHBOARD=N sizes one dashboard's pool to its "
+        "class, e.g. --pool latency_explorer=30 (repeatable; N alone sets the others)",
+    )
+    p.add_argument(
+        "--refill-delay-s",
+        type=float,
+        default=None,
+        help="seconds after a page takes a preheated kernel before its replacement starts (default 1; "
+        "10 with --room, so that a class arriving at once is not slowed by the refills)",
     )
     p.add_argument(
         "--max-kernels", type=int, default=None, help="refuse new pages beyond this many kernels"
@@ -139,11 +198,21 @@ def main(argv: list[str] | None = None) -> int:
     if not path.exists():
         print(f"workbench room: error: {path} does not exist", file=sys.stderr)
         return 2
+    sizes = [n for name, n in args.pool if name is None]
+    try:
+        pools = dashboard_pools(path, [(name, n) for name, n in args.pool if name is not None])
+    except ValueError as exc:
+        print(f"workbench room: error: {exc}", file=sys.stderr)
+        return 2
     config = room_config(
         host=args.host,
         port=args.port,
         token=token,
-        pool=defaults["pool"] if args.pool is None else args.pool,
+        pool=sizes[-1] if sizes else defaults["pool"],
+        pools=pools,
+        refill_delay_s=(
+            defaults["refill_delay_s"] if args.refill_delay_s is None else args.refill_delay_s
+        ),
         max_kernels=defaults["max_kernels"] if args.max_kernels is None else args.max_kernels,
         cull_idle_s=args.cull_idle_s,
         cull_interval_s=args.cull_interval_s,

@@ -275,6 +275,8 @@ def room_config(
     allow_hosts: list[str],
     lock_path: str,
     pool_pattern: str | None = None,
+    pools: dict[str, int] | None = None,
+    refill_delay_s: float = 1.0,
     unconnected_grace_s: int = 30,
     max_unconnected_per_client: int = 3,
     ws_unread_limit_bytes: int = WEBSOCKET_UNREAD_LIMIT_BYTES,
@@ -282,6 +284,10 @@ def room_config(
     """The traitlets config of a room server (no deprecated command-line flags).
 
     pool: preheated kernels per dashboard (0: none); pool_pattern: regex of notebooks kept out of the pool.
+    pools: pool sizes of single dashboards, by their path relative to the served folder (Voila's names):
+    a class of 30 on one dashboard preheats 30 kernels for it, not 30 for every dashboard.
+    refill_delay_s: seconds after a page takes a preheated kernel before its replacement starts (Voila's
+    ``fill_delay``): a class arriving at once would otherwise start as many kernels while its pages load.
     cull_idle_s / cull_interval_s: an unconnected kernel idle this long is shut down, checked this often.
     unconnected_grace_s: how long after its page loaded a kernel no page connected to is kept.
     max_unconnected_per_client: kernels one client address may hold whose page loaded and never connected (0: none).
@@ -313,8 +319,13 @@ def room_config(
     c.VoilaConfiguration.multi_kernel_manager_class = (
         "workbench.room.kernel_manager.RoomKernelManager"
     )
-    c.VoilaConfiguration.preheat_kernel = pool > 0
+    pools = pools or {}
+    c.VoilaConfiguration.preheat_kernel = pool > 0 or any(n > 0 for n in pools.values())
     c.VoilaConfiguration.default_pool_size = max(pool, 0)
+    c.VoilaKernelManager.kernel_pools_config = {"default": {"pool_size": max(pool, 0)}} | {
+        name: {"pool_size": n} for name, n in pools.items()
+    }
+    c.VoilaKernelManager.fill_delay = refill_delay_s
     if pool_pattern:
         c.VoilaKernelManager.preheat_denylist = [pool_pattern]
     c.MappingKernelManager.cull_idle_timeout = cull_idle_s

@@ -41,6 +41,21 @@ def us(ns) -> float | None:
     return float(ns) / NS_PER_US
 
 
+def _pick(row: dict, *keys: str) -> dict:
+    """``keys`` of ``row`` as plain JSON values; a ``*_us`` key is the row's ``*_ns`` in us."""
+    return {
+        k: us(row[f"{k[:-3]}_ns"])
+        if k.endswith("_us") and f"{k[:-3]}_ns" in row
+        else (row[k].item() if hasattr(row[k], "item") else row[k])
+        for k in keys
+    }
+
+
+def _column_rows(table: dict) -> list[dict]:
+    """Numpy columns (of equal length) as one dict per row."""
+    return [dict(zip(table, values)) for values in zip(*table.values())]
+
+
 def _is_na(value) -> bool:
     return type(value).__name__ == "NAType"  # pandas.NA, without importing pandas
 
@@ -84,10 +99,7 @@ def _verdict(model: Trace) -> dict:
 
 
 def _sync_calls(model: Trace) -> list[dict]:
-    return [
-        {"name": r["name"], "count": r["count"], "total_us": us(r["total_ns"])}
-        for r in transfers.sync_rows(model)
-    ]
+    return [_pick(r, "name", "count", "total_us") for r in transfers.sync_rows(model)]
 
 
 def _top_ops(model: Trace, n: int = 15) -> list[dict]:
@@ -108,17 +120,9 @@ def _top_ops(model: Trace, n: int = 15) -> list[dict]:
 def _kernels(model: Trace) -> dict:
     s = gpu_kernels.kernel_summary(model)
     return {
-        "count": s["count"],
-        "total_us": us(s["total_ns"]),
-        "under_10us": s["under_10us"],
-        "busy_us": us(s["busy_ns"]),
+        **_pick(s, "count", "total_us", "under_10us", "busy_us"),
         "top": [
-            {
-                "name": r["name"],
-                "count": r["count"],
-                "total_us": us(r["total_ns"]),
-                "share": float(r["share"]),
-            }
+            _pick(r, "name", "count", "total_us") | {"share": float(r["share"])}
             for r in gpu_kernels.kernel_rows(model, 10)
         ],
     }
@@ -139,44 +143,33 @@ def _copy_rows(rows: list[dict], key: str) -> dict:
 def _memcpy(model: Trace) -> dict:
     s = transfers.memcpy_summary(model)
     return {
-        "count": s["count"],
-        "total_us": us(s["total_ns"]),
-        "bytes": s["bytes"],
+        **_pick(s, "count", "total_us", "bytes"),
         "by_kind": _copy_rows(transfers.direction_rows(model), "direction"),
         "by_kind_and_host_memory": _copy_rows(transfers.host_memory_rows(model), "key"),
     }
 
 
 def _memset(model: Trace) -> dict:
-    s = transfers.memset_summary(model)
-    return {"count": s["count"], "total_us": us(s["total_ns"]), "bytes": s["bytes"]}
+    return _pick(transfers.memset_summary(model), "count", "total_us", "bytes")
 
 
 def _launches(model: Trace) -> dict:
     s = launches.launch_summary(launches.call_table(model))
     cold = launches.cold_start_summary(model)
-    return {
-        "count": s["count"],
-        "total_us": us(s["total_ns"]),
-        "graph_count": s["graph_count"],
-        "graph_total_us": us(s["graph_total_ns"]),
-        "graph_gpu_count": s["graph_gpu_count"],
-        "cold_start": {"calls": cold["calls"], "dur_us": us(cold["dur_ns"])},
+    return _pick(s, "count", "total_us", "graph_count", "graph_total_us", "graph_gpu_count") | {
+        "cold_start": _pick(cold, "calls", "dur_us")
     }
 
 
 def _pairs(model: Trace) -> dict:
     pairs = launches.pair_table(model)
     s = launches.launch_pair_summary(pairs)
+    counts = ("count", "cpu_over_50us", "delay_over_100us", "gpu_shorter_than_cpu", "short_kernels")
     return {
-        "count": s["count"],
-        "cpu_over_50us": s["cpu_over_50us"],
-        "delay_over_100us": s["delay_over_100us"],
-        "gpu_shorter_than_cpu": s["gpu_shorter_than_cpu"],
-        "short_kernels": s["short_kernels"],
+        **_pick(s, *counts),
         "cpu_us": us(s["cpu_dur_ns"]),
         "gpu_us": us(s["gpu_dur_ns"]),
-        "launch_delay_us": us(s["launch_delay_ns"]),
+        **_pick(s, "launch_delay_us"),
         "distribution": {
             r["metric"]: {k: us(r[f"{k}_ns"]) for k in ("mean", "p50", "p90", "p95", "p99", "max")}
             for r in launches.distribution_rows(pairs)
@@ -186,39 +179,16 @@ def _pairs(model: Trace) -> dict:
 
 def _gpu(model: Trace) -> dict:
     s = gpu_timeline.gpu_time_summary(model)
+    columns = ("device", "stream", "count", "idle_us", "host_wait_us", "kernel_wait_us", "other_us")
     return {
-        "span_us": us(s["span_ns"]),
-        "busy_us": us(s["busy_ns"]),
-        "idle_us": us(s["idle_ns"]),
-        "idle_fraction": s["idle_fraction"],
-        "streams": [
-            {
-                "device": r["device"],
-                "stream": r["stream"],
-                "count": r["count"],
-                "idle_us": us(r["idle_ns"]),
-                "host_wait_us": us(r["host_wait_ns"]),
-                "kernel_wait_us": us(r["kernel_wait_ns"]),
-                "other_us": us(r["other_ns"]),
-            }
-            for r in gpu_timeline.stream_idle_rows(model)
-        ],
+        **_pick(s, "span_us", "busy_us", "idle_us", "idle_fraction"),
+        "streams": [_pick(r, *columns) for r in gpu_timeline.stream_idle_rows(model)],
     }
 
 
 def _steps(model: Trace) -> list[dict]:
-    t = steps.step_table(model)
-    return [
-        {
-            "name": str(t["name"][i]),
-            "dur_us": us(t["dur_ns"][i]),
-            "kernel_count": int(t["kernel_count"][i]),
-            "kernel_us": us(t["kernel_ns"][i]),
-            "memcpy_us": us(t["memcpy_ns"][i]),
-            "memset_us": us(t["memset_ns"][i]),
-        }
-        for i in range(t["ts_ns"].size)
-    ]
+    columns = ("name", "dur_us", "kernel_count", "kernel_us", "memcpy_us", "memset_us")
+    return [_pick(r, *columns) for r in _column_rows(steps.step_table(model))]
 
 
 def _breakdown(model: Trace) -> list[dict]:
@@ -231,25 +201,18 @@ def _breakdown(model: Trace) -> list[dict]:
 
 
 def _stages(model: Trace) -> list[dict]:
-    s = trace_stages.stage_summary_table(model)
-    return [
-        {
-            "stage": str(s["stage"][i]),
-            "count": int(s["count"][i]),
-            "host_us": us(s["host_ns"][i]),
-            "gpu_us": us(s["gpu_ns"][i]),
-            "kernel_count": int(s["kernel_count"][i]),
-            "launch_count": int(s["launch_count"][i]),
-            "launch_us": us(s["launch_ns"][i]),
-            "transfer_bytes": int(s["transfer_bytes"][i]),
-            "transfer_us": us(s["transfer_ns"][i]),
-            "sync_us": us(s["sync_ns"][i]),
-            "launch_bound": bool(s["launch_bound"][i]),
-            "transfer_bound": bool(s["transfer_bound"][i]),
-            "sync_heavy": bool(s["sync_heavy"][i]),
-        }
-        for i in range(s["stage"].size)
-    ]
+    columns = (
+        *("stage", "count", "host_us", "gpu_us", "kernel_count", "launch_count", "launch_us"),
+        *(
+            "transfer_bytes",
+            "transfer_us",
+            "sync_us",
+            "launch_bound",
+            "transfer_bound",
+            "sync_heavy",
+        ),
+    )
+    return [_pick(r, *columns) for r in _column_rows(trace_stages.stage_summary_table(model))]
 
 
 # Report sections in output order: key -> function of the trace (a dict of plain JSON types).

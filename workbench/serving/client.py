@@ -166,64 +166,38 @@ def drive(
     if not payloads:
         raise ConfigError("no request bodies to send")
     target = Target.from_url(url)
+    timeout_ns = s_to_ns(timeout_s)
+
+    async def run() -> Drive:
+        pool = Pool(target.host, target.port, limit=connections, clock=clock, tls=target.tls)
+        watchdog = Watchdog(pool, timeout_ns)
+        try:
+            before = await _health(pool, target, url)
+            await _warm_up(pool, target, url, payloads, warmup)
+            # best effort: more open on demand
+            await pool.connect(min(connections, PRECONNECT) - pool.open_count)
+            schedule = Schedule(
+                pool, target, payloads, schedule_ns.tolist(), tag, clock, spin_ns, watch
+            )
+            await schedule.run()
+            try:  # a server that went silent must not hold the run (or a Ctrl-C) for the whole --timeout
+                after = await asyncio.wait_for(
+                    _health(pool, target, url, after_run=True), min(ns_to_s(timeout_ns), 2.0)
+                )
+            except asyncio.TimeoutError:
+                after = None
+        finally:
+            watchdog.cancel()
+            await pool.close()
+        results = [schedule.result(k) for k in range(schedule.limit)]
+        lags = np.array([r.sent_ns - r.due_ns for r in results], dtype=np.int64).clip(min=0)
+        return Drive(results, lags, schedule.origin_ns, before, after, schedule.interrupted)
+
     loop = asyncio.SelectorEventLoop(selectors.SelectSelector())
     try:
-        return loop.run_until_complete(
-            _drive(
-                target,
-                url,
-                payloads,
-                schedule_ns,
-                tag,
-                warmup,
-                connections,
-                s_to_ns(timeout_s),
-                clock,
-                spin_ns,
-                watch,
-            )
-        )
+        return loop.run_until_complete(run())
     finally:
         loop.close()
-
-
-async def _drive(
-    target,
-    url,
-    payloads,
-    schedule_ns,
-    tag,
-    warmup,
-    connections,
-    timeout_ns,
-    clock,
-    spin_ns,
-    watch=None,
-) -> Drive:
-    pool = Pool(target.host, target.port, limit=connections, clock=clock, tls=target.tls)
-    watchdog = Watchdog(pool, timeout_ns)
-    try:
-        before = await _health(pool, target, url)
-        await _warm_up(pool, target, url, payloads, warmup)
-        await pool.connect(
-            min(connections, PRECONNECT) - pool.open_count
-        )  # best effort: more open on demand
-        schedule = Schedule(
-            pool, target, payloads, schedule_ns.tolist(), tag, clock, spin_ns, watch
-        )
-        await schedule.run()
-        try:  # a server that went silent must not hold the run (or a Ctrl-C) for the whole --timeout
-            after = await asyncio.wait_for(
-                _health(pool, target, url, after_run=True), min(ns_to_s(timeout_ns), 2.0)
-            )
-        except asyncio.TimeoutError:
-            after = None
-    finally:
-        watchdog.cancel()
-        await pool.close()
-    results = [schedule.result(k) for k in range(schedule.limit)]
-    lags = np.array([r.sent_ns - r.due_ns for r in results], dtype=np.int64).clip(min=0)
-    return Drive(results, lags, schedule.origin_ns, before, after, schedule.interrupted)
 
 
 class Schedule:

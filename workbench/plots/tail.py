@@ -77,6 +77,9 @@ def tail_figure(tail: dict[str, Any], *, title: str | None = None) -> go.Figure:
 NOTE_CHARS = 75  # the headline's line length (12 px text right of a 130 px margin): one line ran off a 640 px figure
 
 
+GL_ABOVE_POINTS = 2_000  # latency over the run: SVG markers up to this many points, WebGL above
+
+
 def latency_over_run_figure(
     requests: pd.DataFrame,
     *,
@@ -100,6 +103,9 @@ def latency_over_run_figure(
         keep |= req["dur_ns"].to_numpy() >= percentiles(req["dur_ns"], 99)
         req = req[keep]
     fig = go.Figure()
+    # WebGL only where SVG would be slow: a WebGL context costs about 150-200 ms to start in a browser without
+    # a GPU (the explorer's first view, benchmarks/results/first_view.md), SVG draws a few hundred points in ms
+    add = fig.add_scattergl if len(req) > GL_ABOVE_POINTS else fig.add_scatter
     groups = (
         ("measured", ~req["warmup"] & req["ok"], "#1f77b4"),
         ("warm-up", req["warmup"] & req["ok"], "#aaaaaa"),
@@ -109,7 +115,7 @@ def latency_over_run_figure(
         part = req[mask.to_numpy()]
         if part.empty:
             continue
-        fig.add_scattergl(
+        add(
             x=part["request"],
             y=ns_to_ms(part["dur_ns"]),
             mode="markers",

@@ -94,6 +94,56 @@ class FigurePane:
         self.output.outputs = ()
 
 
+class DeferredPane(FigurePane):
+    """A :class:`FigurePane` whose figure reaches the page only once its button is pressed.
+
+    For a heavy figure below the first screen (the flame graph: 45 kB of the first
+    view's 70 kB of figure JSON and about 0.2 s of plotly.js drawing in the browser,
+    benchmarks/results/first_view.md): ``show`` keeps ``figure`` and counts
+    ``updates`` as a :class:`FigurePane` does, but the output receives the figure
+    only while the button (``button``, a toggle) is down; pressing it draws the
+    figure on screen then, and pressing it again hides it. ``opened`` says which.
+    """
+
+    def __init__(self, height: int = 420, label: str = "show the figure"):
+        super().__init__(height)
+        self.button = widgets.ToggleButton(
+            value=False,
+            description=label,
+            icon="chevron-right",
+            layout=widgets.Layout(width="auto"),
+        )
+        self.output.layout.display = "none"
+        self.view = widgets.VBox([self.button, self.output], layout=widgets.Layout(width="100%"))
+        self._pending: tuple[go.Figure, dict[str, Any] | None] | None = None
+        self.button.observe(self._toggled, "value")
+
+    @property
+    def opened(self) -> bool:
+        return bool(self.button.value)
+
+    def show(self, fig: go.Figure, bundle: dict[str, Any] | None = None) -> None:
+        if self.opened:
+            super().show(fig, bundle)
+            return
+        self.figure, self._pending = fig, (fig, bundle)
+        self.updates += 1
+
+    def clear(self) -> None:
+        self._pending = None
+        super().clear()
+
+    def _toggled(self, change: dict) -> None:
+        opened = bool(change["new"])
+        self.button.icon = "chevron-down" if opened else "chevron-right"
+        self.output.layout.display = "" if opened else "none"
+        if opened and self._pending is not None:
+            fig, bundle = self._pending
+            self._pending = None
+            data = bundle if bundle is not None else figure_bundle(fig, self.height)
+            self.output.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
+
+
 class MessageLine:
     """An HTML line for status, warnings and errors (never a traceback)."""
 

@@ -1,0 +1,95 @@
+"""What the latency explorer's first screen sends to the page (issue 30, first figure fast).
+
+The flame graph (45 of the first view's 70 kB of figure JSON, about 0.2 s of
+plotly.js drawing) reaches the page only when its button is pressed; the
+latency-over-run chart draws SVG markers for a run of a few hundred requests
+(a WebGL context cost the first view 0.15-0.2 s in a browser without a GPU).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from widget_fakes import FakeProfile
+
+from workbench.examples import data_dir
+from workbench.plots.tail import GL_ABOVE_POINTS, latency_over_run_figure
+from workbench.widgets import LatencyExplorer
+from workbench.widgets.panes import PLOTLY_MIME, DeferredPane
+
+RUNS = data_dir() / "runs"
+
+
+def sent(pane) -> list[dict]:
+    """The figures the pane's output holds (what the page receives)."""
+    return [o["data"][PLOTLY_MIME] for o in pane.output.outputs]
+
+
+def titled(text: str) -> go.Figure:
+    return go.Figure(layout={"title": {"text": text}})
+
+
+def test_a_deferred_pane_keeps_the_figure_and_sends_it_only_once_opened():
+    pane = DeferredPane(300, "show it")
+    pane.show(titled("first"))
+    pane.show(titled("second"))
+    assert pane.figure.layout.title.text == "second" and pane.updates == 2
+    assert sent(pane) == [] and pane.output.layout.display == "none" and not pane.opened
+    pane.button.value = True  # the user presses the button
+    (spec,) = sent(pane)
+    assert spec["layout"]["title"]["text"] == "second" and spec["layout"]["height"] == 300
+    assert pane.output.layout.display == "" and pane.button.icon == "chevron-down"
+    pane.show(titled("third"))  # opened: drawn at once
+    assert [s["layout"]["title"]["text"] for s in sent(pane)] == ["third"]
+    pane.button.value = False  # hidden again; the next figure waits for the button
+    pane.show(titled("fourth"))
+    assert pane.output.layout.display == "none" and pane.figure.layout.title.text == "fourth"
+    assert [s["layout"]["title"]["text"] for s in sent(pane)] == ["third"]
+    pane.button.value = True
+    assert [s["layout"]["title"]["text"] for s in sent(pane)] == ["fourth"]
+
+
+def test_the_recorded_first_view_sends_no_flame_graph_until_asked():
+    ex = LatencyExplorer("text", runs=RUNS, debounce_s=0).wait()
+    assert "recorded run text-cpu-bs1-fp32" in ex.status.value
+    flame = ex.flame_pane.figure.to_dict()
+    assert flame["data"][0]["type"] == "icicle"  # built, for code to read
+    assert sent(ex.flame_pane) == []
+    assert all(len(sent(p)) == 1 for p in (ex.budget_pane, ex.tail_pane, ex.over_run_pane))
+    ex.flame_pane.button.value = True
+    (spec,) = sent(ex.flame_pane)
+    assert spec["data"][0]["type"] == "icicle" and spec["layout"]["height"] == 520
+    ex.set(batch_size=8).wait()  # opened stays opened: the next run's flame graph is drawn at once
+    (spec,) = sent(ex.flame_pane)
+    assert spec["layout"]["title"] == ex.flame_pane.figure.to_dict()["layout"]["title"]
+    assert ex.flame_pane.figure is ex.current.flame
+
+
+def test_an_error_clears_a_closed_flame_pane_too():
+    ex = LatencyExplorer("text", profile_fn=FakeProfile(), debounce_s=0).wait()
+    ex._clear_figures("not run: x")
+    fig = ex.flame_pane.figure.to_dict()
+    assert fig["data"] == [] and fig["layout"]["annotations"][0]["text"] == "not run: x"
+    ex.flame_pane.button.value = True
+    (spec,) = sent(ex.flame_pane)
+    assert spec["layout"]["annotations"][0]["text"] == "not run: x"
+
+
+def requests_table(n: int) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "request": np.arange(n),
+            "warmup": np.arange(n) < 3,
+            "ok": np.ones(n, bool),
+            "dur_ns": 1_000_000 + np.arange(n) * 1_000,
+        }
+    )
+
+
+def test_latency_over_run_draws_svg_markers_up_to_the_limit_and_webgl_above():
+    small = latency_over_run_figure(requests_table(GL_ABOVE_POINTS), picked=5).to_dict()
+    assert [t["type"] for t in small["data"]] == ["scatter", "scatter", "scatter"]
+    big = latency_over_run_figure(requests_table(GL_ABOVE_POINTS + 1)).to_dict()
+    assert [t["type"] for t in big["data"]] == ["scattergl", "scattergl"]
+    assert [t["name"] for t in big["data"]] == ["measured", "warm-up"]

@@ -31,9 +31,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..record.tables import LOAD_REQUEST_COLUMNS
 from .matrix import measured_ok
 
-LOAD_COLUMNS = ("arrival_ns", "batch_wait_ns", "queue_wait_ns", "service_ns", "batch")
+LOAD_COLUMNS = tuple(LOAD_REQUEST_COLUMNS)
 NOT_EXECUTING = ("ingress", "batch_wait", "queue_wait", "egress", "network")
 TOP_HOLDERS = 5
 

@@ -34,15 +34,9 @@ from ..record import (
     stage_rows,
     typed_table,
 )
+from ..record.tables import LOAD_REQUEST_COLUMNS as LOAD_COLUMNS
 from .policy import wait_split
 
-LOAD_COLUMNS = {
-    "arrival_ns": "int64",
-    "batch_wait_ns": "int64",
-    "queue_wait_ns": "int64",
-    "service_ns": "int64",
-    "batch": "int64",
-}
 DRAIN_ERROR = ("batcher", "DrainTimeout")
 DRAIN_MESSAGE = (
     "not dispatched before the run's drain deadline (drain_timeout_s); the batcher was overloaded"
@@ -88,15 +82,9 @@ def load_tables(
                 rid, False, arrival - origin_ns, rec.end_ns - arrival, rec.timing.failure, size
             )
             batch_wait, queue_wait = wait_split(arrival, rec.due_ns, rec.close_ns, rec.start_ns)
+            service = rec.end_ns - rec.start_ns
             req_rows.append(
-                row
-                | {
-                    "arrival_ns": arrival - origin_ns,
-                    "batch_wait_ns": batch_wait,
-                    "queue_wait_ns": queue_wait,
-                    "service_ns": rec.end_ns - rec.start_ns,
-                    "batch": rec.batch,
-                }
+                row | _load_columns(arrival - origin_ns, batch_wait, queue_wait, service, rec.batch)
             )
             st_rows.append((rid, "batch_wait", 0, arrival - origin_ns, batch_wait, None))
             st_rows.append(
@@ -105,17 +93,13 @@ def load_tables(
             st_rows += stage_rows(rid, rec.timing, stage_names, origin_ns, first_index=2)
     for rid, arrival in dropped:
         row = request_row(rid, False, arrival - origin_ns, stopped_ns - arrival, undispatched, 0)
-        req_rows.append(
-            row
-            | {
-                "arrival_ns": arrival - origin_ns,
-                "batch_wait_ns": stopped_ns - arrival,
-                "queue_wait_ns": 0,
-                "service_ns": 0,
-                "batch": -1,
-            }
-        )
+        req_rows.append(row | _load_columns(arrival - origin_ns, stopped_ns - arrival, 0, 0, -1))
     return build_tables(req_rows, st_rows, LOAD_COLUMNS)
+
+
+def _load_columns(arrival_ns, batch_wait_ns, queue_wait_ns, service_ns, batch) -> dict:
+    """One request's :data:`LOAD_COLUMNS` (ns from the schedule's origin; batch -1: never dispatched)."""
+    return dict(zip(LOAD_COLUMNS, (arrival_ns, batch_wait_ns, queue_wait_ns, service_ns, batch)))
 
 
 SIMULATION_STAGES = ["batch_wait", "queue_wait", "service"]

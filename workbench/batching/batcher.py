@@ -289,3 +289,18 @@ class DynamicBatcher:
                 None,
                 StageFailure("executor", type(exc).__name__, str(exc)),
             )
+
+
+def warm_up(execute, items: list, calls: int, max_batch_size: int) -> list[StageFailure]:
+    """Untimed calls at both ends of the batch-size range, on the calling executor thread (its
+    ``thread_init``); returns their failures. A timed-out call ends it: its stage thread is
+    abandoned, so nothing more is called."""
+    failures = []
+    for _ in range(calls):
+        for size in (max_batch_size, 1) if items else ():
+            timing = execute([items[k % len(items)] for k in range(size)])
+            if timing.failure is not None:
+                failures.append(timing.failure)
+                if is_timeout(timing):
+                    return failures
+    return failures

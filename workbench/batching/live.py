@@ -39,7 +39,7 @@ from ..record import Config, Env, Load, Run, RunMeta, Timing
 from ..guard import TIMEOUT, Interrupted, StageGuard, StageTimeout, check_timeout
 from ..timing import Clock, CudaStageTimer, time_request
 from .arrivals import Arrivals
-from .batcher import DynamicBatcher
+from .batcher import DynamicBatcher, warm_up
 from .loadgen import generate, lag_summary
 from .policy import BatchPolicy
 from .records import load_tables
@@ -178,7 +178,7 @@ def _drive(
     A warm-up call that timed out stops the run before the first arrival; a
     batch that timed out halts the batcher, which cancels the generator.
     """
-    warm = lambda: _warm_up(execute, items, warmup, policy.max_batch_size)  # noqa: E731  (in each executor)
+    warm = lambda: warm_up(execute, items, warmup, policy.max_batch_size)  # noqa: E731  (in each executor)
     # the warm-up wait: the drain timeout, or longer than one call's timeout so that a hung call is a Timeout
     wait_s = drain_timeout_s if timeout_s is None else max(drain_timeout_s, timeout_s + 1.0)
     batcher = DynamicBatcher(
@@ -385,23 +385,6 @@ def _guarded(build, names: list[str], timeout_s: float, clock: Clock) -> StageGu
     return StageGuard(
         run_one, names, timeout_s, clock=clock, thread_init=lambda: built.append(build())
     )
-
-
-def _warm_up(execute, items: list, calls: int, max_batch_size: int) -> list:
-    """Untimed calls at both ends of the batch-size range; returns their failures (``StageFailure`` s)."""
-    failures = []
-    for _ in range(calls):
-        for size in (max_batch_size, 1):
-            batch = [items[k % len(items)] for k in range(size)] if items else []
-            if batch:
-                failure = execute(batch).failure
-                if failure is not None:
-                    failures.append(failure)
-                    if (
-                        failure.error_type == TIMEOUT
-                    ):  # its stage thread is abandoned: call nothing more
-                        return failures
-    return failures
 
 
 def _load_meta(

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
-from ..batching.batcher import BatchRecord, DynamicBatcher
+from ..batching.batcher import BatchRecord, DynamicBatcher, warm_up
 from ..batching.policy import BatchPolicy, wait_split
 from ..timing import Clock, StageFailure, time_request
 from .protocol import format_server_timing, output_bytes
@@ -168,7 +168,7 @@ class PipelineService:
             execute,
             policy,
             clock=clock,
-            thread_init=lambda: _warm_up(execute, items, warmup, policy.max_batch_size),
+            thread_init=lambda: len(warm_up(execute, items, warmup, policy.max_batch_size)),
         )
         self.batcher.batches = _Finished(self._finished)
         self.origin_ns = 0
@@ -426,17 +426,6 @@ def _executor(pipe, clock: Clock):
         return local.run(batch)
 
     return execute
-
-
-def _warm_up(execute, items: list, calls: int, size_max: int) -> int:
-    """Untimed calls at sizes ``size_max`` and 1 on this executor thread; returns how many failed."""
-    failed = 0
-    for _ in range(calls):
-        for size in (size_max, 1):
-            batch = [items[k % len(items)] for k in range(size)]
-            if execute(batch).failure is not None:
-                failed += 1
-    return failed
 
 
 def server_meta(service: PipelineService) -> dict[str, Any]:

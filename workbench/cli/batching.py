@@ -14,8 +14,10 @@ from .load_args import (
     add_batcher_arguments,
     add_engine_arguments,
     arrivals_from_args,
+    batch_size_is_max,
     describe_load,
     policy_from_args,
+    refuse_timeout_s,
     summary_extra,
 )
 from .load_http import add_url_arguments, run_http_load_command
@@ -107,20 +109,12 @@ def run_load_command(args) -> int:
     if args.sweep:
         return run_sweep_command(args)
     if args.url or args.payloads is not None:
-        if args.timeout_s is not None:
-            raise ConfigError(
-                "--timeout-s bounds the in-process load's pipeline calls; with --url use --timeout"
-            )
-
+        refuse_timeout_s(args)
         return run_http_load_command(args)
     from ..batching.live import run_load
 
     policy = policy_from_args(args)
-    if args.batch_size is not None and args.batch_size != args.max_batch_size:
-        raise ConfigError(
-            "--batch-size: load builds the pipeline for --max-batch-size; leave --batch-size out"
-        )
-    args.batch_size = args.max_batch_size
+    batch_size_is_max(args)
     apply_threads(args)
     arrivals = arrivals_from_args(args, args.requests, args.duration)
     out = args.out or _default_out(args)

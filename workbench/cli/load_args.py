@@ -98,6 +98,23 @@ def arrivals_from_args(args, count, duration):
     return Arrivals("replay", count=count, duration_s=duration, path=args.arrivals)
 
 
+def batch_size_is_max(args, command: str = "load") -> None:
+    """``--batch-size`` is ``--max-batch-size`` where the command builds the pipeline for its batcher."""
+    if args.batch_size is not None and args.batch_size != args.max_batch_size:
+        raise ConfigError(
+            f"--batch-size: {command} builds the pipeline for --max-batch-size; leave --batch-size out"
+        )
+    args.batch_size = args.max_batch_size
+
+
+def refuse_timeout_s(args) -> None:
+    """``--timeout-s`` is the in-process load's; a served load has ``--timeout``."""
+    if args.timeout_s is not None:
+        raise ConfigError(
+            "--timeout-s bounds the in-process load's pipeline calls; with --url use --timeout"
+        )
+
+
 def policy_from_args(args):
     from ..batching.policy import BatchPolicy
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from ..errors import ConfigError
-from .load_args import BATCH, CONCURRENCY, WAIT_MS
+from .load_args import BATCH, CONCURRENCY, WAIT_MS, batch_size_is_max
 from .numbers import add_number, number
 from .output import check_out, save_measured
 from .profile import add_pipeline_arguments, apply_threads, config_from_args, factory_from_args
@@ -123,11 +122,7 @@ def run_serve_command(args) -> int:
     from ..serving.server import serve
 
     policy = BatchPolicy(args.max_batch_size, args.max_wait_ms, args.concurrency)
-    if args.batch_size is not None and args.batch_size != args.max_batch_size:
-        raise ConfigError(
-            "--batch-size: serve builds the pipeline for --max-batch-size; leave --batch-size out"
-        )
-    args.batch_size = args.max_batch_size
+    batch_size_is_max(args, "serve")
     limits = edge_limits_from_args(args)
     out = (
         args.out

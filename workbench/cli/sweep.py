@@ -14,7 +14,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import ConfigError
-from .load_args import CONCURRENCY, RATE, arrivals_from_args, http_load, policy_from_args
+from .load_args import (
+    CONCURRENCY,
+    RATE,
+    arrivals_from_args,
+    batch_size_is_max,
+    http_load,
+    policy_from_args,
+    refuse_timeout_s,
+)
 from .numbers import OptionError, add_number, number
 from .output import dumps
 from .sweep_view import footer, table_header, table_row, write_figure
@@ -177,11 +185,7 @@ def _in_process(args, plan):
     from ..batching.live import run_load
     from .profile import apply_threads, config_from_args, factory_from_args
 
-    if args.batch_size is not None and args.batch_size != args.max_batch_size:
-        raise ConfigError(
-            "--batch-size: load builds the pipeline for --max-batch-size; leave --batch-size out"
-        )
-    args.batch_size = args.max_batch_size
+    batch_size_is_max(args)
     apply_threads(args)
     factory, config = factory_from_args(args), config_from_args(args)
 
@@ -212,10 +216,7 @@ def _in_process(args, plan):
 def _served(args, plan):
     from .load_http import payloads_from_args
 
-    if args.timeout_s is not None:
-        raise ConfigError(
-            "--timeout-s bounds the in-process load's pipeline calls; with --url use --timeout"
-        )
+    refuse_timeout_s(args)
     if args.batch_size is None:
         args.batch_size = args.max_batch_size
     payloads = payloads_from_args(args, 2_000)

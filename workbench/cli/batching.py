@@ -31,7 +31,7 @@ from .profile import (
     save_interrupted,
 )
 from .numbers import add_number, number
-from .output import check_out, dumps, save_measured, stdout_to_stderr
+from .output import check_out, default_folder, dumps, pipeline_name, save_measured, stdout_to_stderr
 from .sweep import add_sweep_arguments, run_sweep_command
 
 DURATION_S = number("--duration", 0, 7 * 86_400, "s", lo_open=True)
@@ -117,7 +117,7 @@ def run_load_command(args) -> int:
     batch_size_is_max(args)
     apply_threads(args)
     arrivals = arrivals_from_args(args, args.requests, args.duration)
-    out = args.out or _default_out(args)
+    out = args.out or default_folder("load", pipeline_name(args))
     check_out(out, folder=True)  # before measuring
     try:
         with stdout_to_stderr(args.json):
@@ -255,8 +255,3 @@ def _save_simulation(args, sim, model) -> Path:
         sim, model.pipeline, [str(p) for p in args.service], datetime.now(timezone.utc).isoformat()
     )
     return run.save(args.out)
-
-
-def _default_out(args) -> Path:
-    name = args.example or Path(args.pipeline.split(":")[0]).stem
-    return Path("runs") / f"load-{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import sys
-from datetime import datetime
 from pathlib import Path
 
-from .output import check_out, dumps, save_measured
+from .output import check_out, default_folder, dumps, save_measured
 
 
 def register(subparsers) -> None:
@@ -42,10 +41,7 @@ def run_ingest_command(args) -> int:
 
     stage_map = parse_stage_map(args.stage_map)
     run = ingest_otel(args.path, stage_map)
-    out = (
-        args.out
-        or Path("runs") / f"otel-{run.meta.pipeline}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    )
+    out = args.out or default_folder("otel", str(run.meta.pipeline))
     check_out(out, folder=True)
     unused = sorted(set(stage_map) - set(_span_names(run)))
     path = save_measured(run, out)

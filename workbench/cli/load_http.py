@@ -8,13 +8,12 @@ they are, str as UTF-8, anything else as JSON).
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..noise import noise_line
 from .load_args import SUMMARY_KEYS, arrivals_from_args, describe_load, http_load, summary_extra
-from .output import check_out, dumps, save_measured
+from .output import check_out, default_folder, dumps, save_measured
 
 
 def add_url_arguments(load) -> None:
@@ -78,7 +77,7 @@ def run_http_load_command(args) -> int:
     if args.batch_size is None:
         args.batch_size = args.max_batch_size
     arrivals = arrivals_from_args(args, args.requests, args.duration)
-    out = args.out or Path("runs") / f"load-url-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    out = args.out or default_folder("load-url")
     check_out(out, folder=True)  # before measuring
     payloads = payloads_from_args(args, min(len(arrivals.times_ns()), 10_000))
     try:

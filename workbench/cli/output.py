@@ -15,10 +15,21 @@ import math
 import os
 import shutil
 import tempfile
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+
+
+def pipeline_name(args) -> str:
+    """The pipeline's name for a folder: ``--example``, or the stem of ``--pipeline``'s file."""
+    return args.example or Path(args.pipeline.split(":")[0]).stem
+
+
+def default_folder(*parts: str) -> Path:
+    """``runs/PART-...-YYYYmmdd-HHMMSS`` (local time): where a command writes without ``--out``."""
+    return Path("runs") / "-".join([*parts, datetime.now().strftime("%Y%m%d-%H%M%S")])
 
 
 def strict(value: Any) -> Any:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime
 from pathlib import Path
 
 from ..config import PRECISIONS, PipelineConfig
@@ -14,7 +13,7 @@ from ..guard import Interrupted
 from ..runner import DEFAULT_MAX_DURATION_S, DEFAULT_REQUESTS, DEFAULT_TRACED
 from ..timing import SYNC_POLICIES
 from .numbers import add_number, number
-from .output import check_out, dumps, save_measured, stdout_to_stderr
+from .output import check_out, default_folder, dumps, pipeline_name, save_measured, stdout_to_stderr
 from .show import print_budget, print_failure_lines
 
 PROFILE_REQUESTS = number("--requests", 1, 10**8, "requests", integer=True)
@@ -182,12 +181,8 @@ def factory_from_args(args):
 
 
 def default_out(args) -> Path:
-    name = args.example or Path(args.pipeline.split(":")[0]).stem
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return (
-        Path("runs")
-        / f"{name}-{args.device.replace(':', '')}-bs{args.batch_size}-{args.precision}-{stamp}"
-    )
+    device = args.device.replace(":", "")
+    return default_folder(pipeline_name(args), device, f"bs{args.batch_size}", args.precision)
 
 
 def run(args) -> int:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 
 from .load_args import BATCH, CONCURRENCY, WAIT_MS, batch_size_is_max
 from .numbers import add_number, number
-from .output import check_out, save_measured
+from .output import check_out, default_folder, pipeline_name, save_measured
 from .profile import add_pipeline_arguments, apply_threads, config_from_args, factory_from_args
 
 PORT = number("--port", 0, 65_535, "(TCP port)", integer=True)
@@ -124,12 +123,7 @@ def run_serve_command(args) -> int:
     policy = BatchPolicy(args.max_batch_size, args.max_wait_ms, args.concurrency)
     batch_size_is_max(args, "serve")
     limits = edge_limits_from_args(args)
-    out = (
-        args.out
-        or Path("runs")
-        / f"serve-{args.example or Path(args.pipeline.split(':')[0]).stem}-"
-        f"{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    )
+    out = args.out or default_folder("serve", pipeline_name(args))
     check_out(out, folder=True)  # before serving: what is measured is never thrown away
     apply_threads(args)
     pipe = resolve_pipeline(factory_from_args(args), config_from_args(args))

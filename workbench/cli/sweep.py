@@ -24,7 +24,7 @@ from .load_args import (
     refuse_timeout_s,
 )
 from .numbers import OptionError, add_number, number
-from .output import dumps
+from .output import default_folder, dumps, pipeline_name
 from .sweep_view import footer, table_header, table_row, write_figure
 
 
@@ -155,11 +155,7 @@ def run_sweep_command(args) -> int:
 
     plan = plan_from_args(args)
     measure, header = _served(args, plan) if args.url else _in_process(args, plan)
-    out = (
-        args.out
-        or Path("runs")
-        / f"sweep-{header['pipeline'] or 'served'}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    )
+    out = args.out or default_folder("sweep", header["pipeline"] or "served")
     header |= {"created": datetime.now(timezone.utc).isoformat()}
     if not args.json:
         print(
@@ -204,10 +200,9 @@ def _in_process(args, plan):
         run.save(folder)
         return run
 
-    name = args.example or Path(args.pipeline.split(":")[0]).stem
     return measure, {
         "kind": "load",
-        "pipeline": name,
+        "pipeline": pipeline_name(args),
         "url": None,
         "policy": policy_from_args(args).params(),
     }

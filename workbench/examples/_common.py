@@ -85,3 +85,14 @@ def smoke_forward(example: str, config: PipelineConfig, run: Callable[[], Any]) 
             f"example {example}: precision {config.precision} on device {config.device} does not run "
             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); pick another --precision"
         ) from exc
+
+
+def top_labels(logits, labels: tuple[str, ...], k: int) -> list[list[dict]]:
+    """Per row of ``logits``, the ``k`` likeliest of ``labels`` after a softmax, as
+    ``{"label", "score"}`` (score rounded to 6 places), read back to the host."""
+    top = logits.float().softmax(dim=-1).topk(k, dim=-1)
+    scores, index = top.values.cpu().tolist(), top.indices.cpu().tolist()
+    return [
+        [{"label": labels[i], "score": round(s, 6)} for i, s in zip(idx, sc)]
+        for idx, sc in zip(index, scores)
+    ]

@@ -44,7 +44,7 @@ from ..config import PipelineConfig
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model, torch_dtype
 from . import EXAMPLES
-from ._common import check_batch, option, smoke_forward, to_device
+from ._common import check_batch, option, smoke_forward, to_device, top_labels
 
 LABELS = (
     "cat",
@@ -112,12 +112,7 @@ def build(config: PipelineConfig) -> Pipeline:
 
     def postprocess(logits):
         with torch.inference_mode():
-            top = torch.softmax(logits.float(), dim=-1).topk(top_k, dim=-1)
-            scores, index = top.values.cpu().tolist(), top.indices.cpu().tolist()
-        return [
-            {"classes": [{"label": LABELS[i], "score": round(s, 6)} for i, s in zip(idx, sc)]}
-            for idx, sc in zip(index, scores)
-        ]
+            return [{"classes": c} for c in top_labels(logits, LABELS, top_k)]
 
     smoke_forward(
         "image",

@@ -48,7 +48,7 @@ from ..errors import ConfigError, PipelineError
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model
 from . import EXAMPLES, data_file
-from ._common import check_batch, option, smoke_forward, to_device
+from ._common import check_batch, option, smoke_forward, to_device, top_labels
 
 LABELS = (
     "billing",
@@ -183,16 +183,8 @@ def build(config: PipelineConfig) -> Pipeline:
     def postprocess(scored):
         info, logits = scored
         with torch.inference_mode():
-            top = torch.softmax(logits.float(), dim=-1).topk(top_k, dim=-1)
-            scores, index = top.values.cpu().tolist(), top.indices.cpu().tolist()
-        return [
-            {
-                "labels": [{"label": LABELS[i], "score": round(s, 6)} for i, s in zip(idx, sc)],
-                "tokens": n,
-                "truncated": cut,
-            }
-            for (n, cut), idx, sc in zip(info, index, scores)
-        ]
+            labels = top_labels(logits, LABELS, top_k)
+        return [{"labels": c, "tokens": n, "truncated": cut} for (n, cut), c in zip(info, labels)]
 
     smoke_forward("text", config, lambda: forward(preprocess(["smoke test"])))
     if cuda_graph:  # after the smoke test, so a capture error is not reported as a precision error

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..roles import DEFAULT_ROLES, ROLES, RoleDecision, decide_role, stage_role  # noqa: F401 (re-exported)
+from ..roles import RoleDecision, decide_role, stage_role  # noqa: F401 (stage_role re-exported)
 from .catalog import actions_for
 
 DOMINANT_SHARE = 0.30

@@ -16,7 +16,7 @@ import re
 import numpy as np
 
 from ..trace import KIND_MEMCPY, KIND_MEMSET, KIND_RUNTIME, Trace, derived
-from ..trace.frames import nullable, pd
+from ..trace.frames import pd
 from ..trace.numbers import NA_INT
 
 DIRECTIONS = ("HtoD", "DtoH", "DtoD")  # always reported, with zeros when absent
@@ -63,26 +63,6 @@ def classify_copy(name: str) -> tuple[str, str | None]:
     sides = (match["src"], match["dst"])
     host = next((s for s in sides if s in HOST_MEMORY_KINDS), None)
     return match["direction"], host
-
-
-def memcpy_events(trace: Trace) -> pd.DataFrame:
-    """Copy rows with their class. Columns: name, ts_ns, dur_ns, device, stream,
-    correlation, bytes, direction (str), host_memory (str or None), key (e.g.
-    ``"HtoD Pageable"``, or just the direction when no side is host memory); each
-    distinct name is classified once."""
-    rows = trace.rows_of([KIND_MEMCPY])
-    c = copy_table(trace)
-    return pd.DataFrame(
-        {
-            "name": rows.name.values(),
-            "ts_ns": rows.ts_ns,
-            "dur_ns": rows.dur_ns,
-            **{k: nullable(getattr(rows, k)) for k in ("device", "stream", "correlation", "bytes")},
-            "direction": pd.Series(c["direction"], dtype="str"),
-            "host_memory": pd.Series(c["host_memory"], dtype=object),
-            "key": pd.Series(c["key"], dtype="str"),
-        }
-    )
 
 
 @derived

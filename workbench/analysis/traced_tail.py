@@ -43,6 +43,7 @@ import pandas as pd
 from ..naming import STAGE_PREFIX
 from ..trace import GPU_WORK_KINDS, HOST_KINDS, Trace
 from .flame import flame_tree
+from .stats import percentiles
 from .launches import launch_pair_summary, launch_summary, steady_call_table, steady_pair_table
 from .transfers import direction_rows, memcpy_summary
 
@@ -89,7 +90,7 @@ def traced_sets(windows: pd.DataFrame) -> dict[str, Any]:
         }
     by_time = windows.sort_values(["stage_ns", "step"], ascending=[False, True], kind="stable")
     slow = by_time["step"].iloc[: max(1, math.ceil(SLOW_FRACTION * n))].tolist()
-    lo, hi = np.percentile(windows["stage_ns"].to_numpy(np.int64), MEDIAN_BAND, method="linear")
+    lo, hi = percentiles(windows["stage_ns"].to_numpy(np.int64), MEDIAN_BAND)
     median = windows.loc[(windows["stage_ns"] >= lo) & (windows["stage_ns"] <= hi), "step"].tolist()
     note = (
         f"the slow-request view rests on {n} traced requests: the slowest {len(slow)} against the median "

@@ -216,7 +216,7 @@ def unit_histograms(
     values, unit = values[keep], unit[keep]
     if values.size == 0:
         return np.zeros((units, WINDOW_BINS + 2), dtype="float32"), np.zeros(WINDOW_BINS + 1)
-    lo, hi = np.percentile(values, WINDOWS[q])
+    lo, hi = percentiles(values, WINDOWS[q])
     edges = np.linspace(lo, hi, WINDOW_BINS + 1)
     column = np.clip(np.searchsorted(edges, values, side="right"), 0, WINDOW_BINS + 1)
     column[(values == hi) & (hi > lo)] = WINDOW_BINS  # the window's top value is in the last bin

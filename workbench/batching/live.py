@@ -29,7 +29,6 @@ import sys
 import threading
 import time
 from datetime import datetime, timezone
-from typing import Any
 
 import numpy as np
 
@@ -40,10 +39,10 @@ from ..guard import TIMEOUT, Interrupted, StageGuard, StageTimeout, check_timeou
 from ..timing import Clock, CudaStageTimer, time_request
 from .arrivals import Arrivals
 from .batcher import DynamicBatcher, warm_up
-from .loadgen import generate, lag_summary
+from .loadgen import generate
 from .policy import BatchPolicy
 from .records import load_tables
-from .summary import load_meta_figures, load_summary
+from .summary import load_section, load_summary
 
 LEAD_NS = 2_000_000  # the schedule starts 2 ms after the threads are up
 MAX_REQUESTS = 1_000_000  # a live run holds every item and record in memory
@@ -134,17 +133,12 @@ def run_load(
     timed_out = batcher.stopped_by == "timeout" or any(
         f.error_type == TIMEOUT for f in warm_failures
     )
-    load = _load_meta(
-        summary,
-        lags,
-        arrivals,
-        policy,
-        warmup,
-        len(warm_failures),
-        drain_timeout_s,
-        interval,
-        len(dropped),
-    ) | {
+    load = load_section(summary, lags, arrivals, policy.params()) | {
+        "warmup_calls_per_executor": 2 * warmup,
+        "warmup_failed": len(warm_failures),
+        "drain_timeout_s": drain_timeout_s,
+        "dropped": len(dropped),
+        "switch_interval_s": interval,
         "warmup_failures": failure_records(warm_failures),
         "timeout_s": timeout_s,
         "in_flight_at_stop": batcher.in_flight_at_stop,
@@ -385,27 +379,3 @@ def _guarded(build, names: list[str], timeout_s: float, clock: Clock) -> StageGu
     return StageGuard(
         run_one, names, timeout_s, clock=clock, thread_init=lambda: built.append(build())
     )
-
-
-def _load_meta(
-    summary: dict,
-    lags: np.ndarray,
-    arrivals: Arrivals,
-    policy: BatchPolicy,
-    warmup: int,
-    warm_failed: int,
-    drain_timeout_s: float,
-    switch_interval_s: float,
-    dropped: int,
-) -> dict[str, Any]:
-    return {
-        **load_meta_figures(summary),
-        **lag_summary(lags),
-        "arrivals": arrivals.params(),
-        "policy": policy.params(),
-        "warmup_calls_per_executor": 2 * warmup,
-        "warmup_failed": warm_failed,
-        "drain_timeout_s": drain_timeout_s,
-        "dropped": dropped,
-        "switch_interval_s": switch_interval_s,
-    }

@@ -17,6 +17,7 @@ import pandas as pd
 from ..analysis.stats import summarize_ns
 
 from ..units import NS_PER_MS, NS_PER_S
+from .loadgen import lag_summary
 
 COMPONENTS = {
     "end_to_end": "dur_ns",
@@ -122,6 +123,14 @@ def percentile_requests(requests: pd.DataFrame, percentiles=(50, 99)) -> pd.Data
 def load_meta_figures(summary: dict[str, Any]) -> dict[str, Any]:
     """The :data:`LOAD_META_KEYS` of a :func:`load_summary`: what a run's ``load`` records of it."""
     return {k: summary[k] for k in LOAD_META_KEYS}
+
+
+def load_section(summary: dict[str, Any], lags_ns, arrivals, policy: dict | None) -> dict[str, Any]:
+    """What every load run's ``load`` records, in-process or over HTTP: the summary's figures,
+    the generator's lag (:func:`~workbench.batching.loadgen.lag_summary`), the arrival process and
+    the batching policy (None: the server did not say it)."""
+    figures = load_meta_figures(summary) | lag_summary(lags_ns)
+    return figures | {"arrivals": arrivals.params(), "policy": policy}
 
 
 def _span_ns(requests: pd.DataFrame, finished: pd.Series | None = None) -> int:

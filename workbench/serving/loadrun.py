@@ -23,8 +23,8 @@ from urllib.parse import urlparse
 
 from ..batching.summary import load_summary
 from ..record import Config, Env, Load, Noise, Run, RunMeta, Serving, Timing
-from ..batching.loadgen import lag_percentiles, lag_summary
-from ..batching.summary import load_meta_figures
+from ..batching.loadgen import lag_percentiles
+from ..batching.summary import load_section
 from .client import SPIN_NS, Target, drive, summary_of_server
 from .records import NETWORK, client_tables
 
@@ -91,7 +91,7 @@ def run_http_load(
         trace=None,
         noise=Noise.from_dict(noise),
         status="interrupted" if d.interrupted else "complete",
-        load=Load.from_dict(_load_meta(summary, d.lags_ns, arrivals, health.get("policy"))),
+        load=Load.from_dict(load_section(summary, d.lags_ns, arrivals, health.get("policy"))),
         serving=Serving.from_dict(
             {
                 "role": "client",
@@ -157,15 +157,6 @@ def served_noise(
             "fix": fix if not out.get("fix") else f"{out['fix']} or {fix}",
         }
     return out
-
-
-def _load_meta(summary: dict, lags_ns, arrivals, policy: dict | None) -> dict[str, Any]:
-    return {
-        **load_meta_figures(summary),
-        **lag_summary(lags_ns),
-        "arrivals": arrivals.params(),
-        "policy": policy,
-    }
 
 
 def _client_env() -> dict[str, Any]:

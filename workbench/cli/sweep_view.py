@@ -281,10 +281,7 @@ def table_header() -> str:
 
 
 def table_row(p: dict) -> str:
-    cells = [
-        f"{'-':>{width}}" if p.get(key) is None else f"{p[key]:>{width}{spec}}"
-        for key, _, width, spec in TABLE_COLUMNS
-    ]
+    cells = [_cell(p.get(key), width, spec) for key, _, width, spec in TABLE_COLUMNS]
     stable = (
         f"stable after {p['stable_after_windows']} windows"
         + (f" ({p['windows']} run)" if p["windows"] != p["stable_after_windows"] else "")

@@ -35,8 +35,10 @@ from ..record import (
     RunMeta,
     Timing,
     build_tables,
+    request_row,
 )
 from ..record.tables import TableError, checked_table
+from ..timing import StageFailure
 from ..units import ns_to_s
 from .otlp_json import Span, read_otlp_json
 
@@ -168,22 +170,11 @@ def ingest_spans(spans: list[Span], stage_map: dict[str, str] | None = None, sou
             failed = next((m for m in members if m.error is not None), None)
             if failed is not None and (error is None or error[0] == "request"):
                 error = (stage, *_error_of(failed))
-        stage, kind, message = error or (None, None, None)
-        req_rows.append(
-            {
-                "request": rid,
-                "warmup": False,
-                "start_ns": root.start_ns - origin,
-                "dur_ns": root.end_ns - root.start_ns,
-                "ok": error is None,
-                "error_stage": stage,
-                "error_type": kind,
-                "error_message": message,
-                "batch_size": 1,
-                "request_id": root.trace,
-                "span_name": root.name,
-            }
+        failure = StageFailure(*error) if error else None
+        row = request_row(
+            rid, False, root.start_ns - origin, root.end_ns - root.start_ns, failure, 1
         )
+        req_rows.append(row | {"request_id": root.trace, "span_name": root.name})
     order = sorted(offsets, key=lambda s: (statistics.median(offsets[s]), s))
     for row in st_rows:
         row[2] = order.index(row[1])

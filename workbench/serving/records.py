@@ -22,7 +22,8 @@ import pandas as pd
 
 from ..batching.policy import wait_split
 from ..batching.records import LOAD_COLUMNS
-from ..record import build_tables
+from ..record import build_tables, request_row
+from ..timing import StageFailure
 from .service import AFTER, BEFORE, VALIDATE, BatchDone
 
 SERVED_COLUMNS = {**LOAD_COLUMNS, "request_id": "object", "cache_hit": "float64"}
@@ -133,25 +134,15 @@ def _request_row(
 def _row(
     rid, start, dur, error, size, arrival, batch_wait, queue_wait, service, batch, request_id
 ) -> dict:
-    """One requests-table row by column name (columns other modules add are filled by ``typed_table``)."""
-    stage, kind, message, *where = error or (None, None, None)
-    return {
-        "request": rid,
-        "warmup": False,
-        "start_ns": start,
-        "dur_ns": dur,
-        "ok": error is None,
-        "error_stage": stage,
-        "error_type": kind,
-        "error_message": message,
-        "batch_size": size,
+    """One requests-table row (``error``: ``(stage, type, message[, where])`` or None; columns
+    other modules add are filled by ``typed_table``)."""
+    return request_row(rid, False, start, dur, StageFailure(*error) if error else None, size) | {
         "arrival_ns": arrival,
         "batch_wait_ns": batch_wait,
         "queue_wait_ns": queue_wait,
         "service_ns": service,
         "batch": batch,
         "request_id": request_id,
-        "error_where": where[0] if where else None,
     }
 
 

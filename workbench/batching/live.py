@@ -34,14 +34,14 @@ import numpy as np
 
 from ..config import PipelineConfig
 from ..errors import ConfigError, PipelineError
-from ..record import Config, Env, Load, Run, RunMeta, Timing
+from ..record import Load, Run
 from ..guard import TIMEOUT, Interrupted, StageGuard, StageTimeout, check_timeout
 from ..timing import Clock, CudaStageTimer, time_request
 from .arrivals import Arrivals
 from .batcher import DynamicBatcher, warm_up
 from .loadgen import generate
 from .policy import BatchPolicy
-from .records import load_tables
+from .records import load_tables, pipeline_run_meta
 from .summary import load_section, load_summary
 
 LEAD_NS = 2_000_000  # the schedule starts 2 ms after the threads are up
@@ -145,9 +145,10 @@ def run_load(
     }
     env = environment(pipe.config)
     status = STATUS_INTERRUPTED if interrupted else STATUS_TIMEOUT if timed_out else STATUS_COMPLETE
-    meta = _run_meta(pipe, started, len(requests), load, env).replace(
-        status=status, fingerprint=run_fingerprint(pipe, target, threads, env), noise=noise
-    )
+    waits_first = ["batch_wait", "queue_wait", *pipe.stage_names]
+    meta = pipeline_run_meta(
+        pipe, "load", waits_first, started, len(requests), env, load=Load.from_dict(load)
+    ).replace(status=status, fingerprint=run_fingerprint(pipe, target, threads, env), noise=noise)
     run = Run(meta=meta, requests=requests, stages=stages)
     if interrupted:
         raise Interrupted(run, f"interrupted after {len(requests)} of {len(schedule)} requests")
@@ -271,30 +272,6 @@ def _switch_interval(seconds: float | None):
         yield sys.getswitchinterval()
     finally:
         sys.setswitchinterval(old)
-
-
-def _run_meta(pipe, started: datetime, n_requests: int, load: dict, env: dict) -> RunMeta:
-    """run.json of a load run: the profiler's fields, kind ``load``, the waits as the first two stages."""
-    cuda = pipe.config.is_cuda
-    return RunMeta(
-        kind="load",
-        pipeline=pipe.name,
-        description=pipe.description,
-        stages=["batch_wait", "queue_wait", *pipe.stage_names],
-        pipeline_stages=list(pipe.stage_names),
-        config=Config.from_dict(pipe.config.to_dict()),
-        env=Env.from_dict(env),
-        created=started.isoformat(),
-        timing=Timing(
-            warmup=0,
-            requests=int(n_requests),
-            clock="time.perf_counter_ns",
-            sync="stage" if cuda else None,
-            device_timer="cuda_events" if cuda else None,
-        ),
-        trace=None,
-        load=Load.from_dict(load),
-    )
 
 
 def _prefetch(pipe, n: int) -> list:

@@ -188,3 +188,30 @@ def simulation_run(sim, pipeline: str | None, sources: list[str], created: str):
         ),
     )
     return Run(meta=meta, requests=requests, stages=stages)
+
+
+def pipeline_run_meta(
+    pipe, kind: str, stages: list, started, n_requests: int, env: dict, **sections
+):
+    """run.json of a run whose executor threads called ``pipe`` (a load run, a served run): the
+    profiler's fields, ``stages`` (the pipeline's with the waits around them), no trace."""
+    cuda = pipe.config.is_cuda
+    return RunMeta(
+        kind=kind,
+        pipeline=pipe.name,
+        description=pipe.description,
+        stages=stages,
+        pipeline_stages=list(pipe.stage_names),
+        config=Config.from_dict(pipe.config.to_dict()),
+        env=Env.from_dict(env),
+        created=started.isoformat(),
+        timing=Timing(
+            warmup=0,
+            requests=int(n_requests),
+            clock="time.perf_counter_ns",
+            sync="stage" if cuda else None,
+            device_timer="cuda_events" if cuda else None,
+        ),
+        trace=None,
+        **sections,
+    )

@@ -40,7 +40,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import ConfigError
-from ..record import Config, Env, Load, Run, RunMeta, Serving, Timing
+from ..record import Load, Run, RunMeta, Serving
 from .edge import TOKEN_HEADER, EdgeLimits, edge_protocol, refusal, token_ok
 from ..units import ns_to_ms
 from .records import server_tables
@@ -324,27 +324,18 @@ class _signals_noted:
 
 
 def _run_meta(pipe, started, requests, environment, serving: dict) -> RunMeta:
+    from ..batching.records import pipeline_run_meta
     from ..batching.summary import load_meta_figures, load_summary
 
     summary = load_summary(requests, serving["policy"]["concurrency"])
-    cuda = pipe.config.is_cuda
-    return RunMeta(
-        kind="served",
-        pipeline=pipe.name,
-        description=pipe.description,
-        stages=[*BEFORE, *pipe.stage_names, *AFTER],
-        pipeline_stages=list(pipe.stage_names),
-        config=Config.from_dict(pipe.config.to_dict()),
-        env=Env.from_dict(environment(pipe.config)),
-        created=started.isoformat(),
-        timing=Timing(
-            warmup=0,
-            requests=int(len(requests)),
-            clock="time.perf_counter_ns",
-            sync="stage" if cuda else None,
-            device_timer="cuda_events" if cuda else None,
-        ),
-        trace=None,
+    stages = [*BEFORE, *pipe.stage_names, *AFTER]
+    return pipeline_run_meta(
+        pipe,
+        "served",
+        stages,
+        started,
+        len(requests),
+        environment(pipe.config),
         load=Load.from_dict(load_meta_figures(summary)),
         serving=Serving.from_dict(serving),
     )

@@ -21,17 +21,7 @@ from ..units import NS_PER_US
 from . import gpu_kernels, gpu_timeline, launches, steps, trace_stages, transfers, verdict
 from .operators import operator_rows
 
-_BREAKDOWN = (
-    "kernel",
-    "memcpy",
-    "memset",
-    "communication",
-    "runtime",
-    "dataloader",
-    "cpu_exec",
-    "other",
-    "total",
-)
+_BREAKDOWN = (*steps.CATEGORIES, "other", "total")
 
 
 def us(ns) -> float | None:

@@ -24,9 +24,7 @@ import numpy as np
 from . import schema
 from .lazy import pd
 from .numbers import NA_INT
-from .schema import CATEGORY_KINDS, COLUMNS, INT_COLUMNS, KIND_OTHER, KINDS
-
-TEXT_COLUMNS = ("name", "cat", "pid", "tid")
+from .schema import CATEGORY_KINDS, COLUMNS, INT_COLUMNS, KIND_OTHER, KINDS, TEXT_COLUMNS
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,7 @@ def load_events(path: str | os.PathLike):
 class _Columns:
     """Accumulates compact column pieces chunk by chunk (structs are dropped after each)."""
 
-    TEXT = ("name", "cat", "pid", "tid")
+    TEXT = schema.TEXT_COLUMNS
 
     def __init__(self, path: Path):
         self.path = path

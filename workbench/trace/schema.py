@@ -89,6 +89,7 @@ CATEGORY_KINDS = {
 OLD_SCHEMA_CATEGORIES = frozenset({"Operator", "Runtime", "Kernel", "Memcpy", "Memset"})
 
 INT_COLUMNS = ("device", "stream", "correlation", "bytes", "ext_id")
+TEXT_COLUMNS = ("name", "cat", "pid", "tid")  # categorical text
 COLUMNS = ("ts_ns", "dur_ns", "name", "cat", "kind", "pid", "tid", *INT_COLUMNS)
 
 
@@ -106,7 +107,7 @@ def empty_events():
     """An events table with every column and no rows (used by tests and analyses)."""
     text = pd.CategoricalDtype(categories=pd.Index([], dtype="str"))
     data = {"ts_ns": np.empty(0, np.int64), "dur_ns": np.empty(0, np.int64)}
-    data |= {c: pd.Series([], dtype=text) for c in ("name", "cat", "pid", "tid")}
+    data |= {c: pd.Series([], dtype=text) for c in TEXT_COLUMNS}
     data["kind"] = pd.Series([], dtype=__getattr__("KIND_DTYPE"))
     data |= {c: pd.array([], dtype="Int64") for c in INT_COLUMNS}
     return pd.DataFrame(data, columns=list(COLUMNS))

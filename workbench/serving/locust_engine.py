@@ -349,15 +349,10 @@ def main(argv=None) -> int:
     m.add_argument("--port", type=int, default=5557)
     m.add_argument("--expect-workers", type=int, required=True)
     m.add_argument("--connect-timeout", type=float, default=60.0)
-    w = sub.add_parser("worker")
-    w.add_argument("--master", required=True)
-    w.add_argument("--master-port", type=int, default=5557)
-    args = p.parse_args(argv)
-    if args.role == "master":
-        return run_master(
-            args.plan, args.results, args.bind, args.port, args.expect_workers, args.connect_timeout
-        )
-    return run_worker(args.master, args.master_port)
+    args = p.parse_args(argv)  # workers start as ``python -m workbench locust-worker``
+    return run_master(
+        args.plan, args.results, args.bind, args.port, args.expect_workers, args.connect_timeout
+    )
 
 
 if __name__ == "__main__":

@@ -192,7 +192,7 @@ def point_row(
     return {
         "point": index,
         "run": folder,
-        "rate_rps": value if plan.parameter == "rate" else _rate_of(load),
+        "rate_rps": value if plan.parameter == "rate" else _get(_get(load, "arrivals"), "rate_rps"),
         "concurrency": int(value)
         if plan.parameter == "concurrency"
         else _get(policy, "concurrency"),
@@ -218,10 +218,6 @@ def point_row(
         "stopped_by": "stable" if early else "max-windows",
         "window_table": _strict(windows.to_dict("records")),
     }
-
-
-def _rate_of(load) -> float | None:
-    return _get(_get(load, "arrivals"), "rate_rps")
 
 
 def _stage_percentiles(

@@ -110,7 +110,7 @@ def server_tables(service, dropped, stopped_ns: int) -> tuple[pd.DataFrame, pd.D
                 request_id,
             )
         )
-    return _frames(req_rows, stage_rows)
+    return build_tables(req_rows, stage_rows, SERVED_COLUMNS)
 
 
 def _request_row(
@@ -175,10 +175,6 @@ def client_tables(results: list, origin_ns: int) -> tuple[pd.DataFrame, pd.DataF
         for index, (name, dur) in enumerate([(NETWORK, e2e - r.server_total_ns), *r.server_stages]):
             stage_rows.append((k, name, index, cursor, dur, None))
             cursor += dur
-    return _frames(req_rows, stage_rows)
-
-
-def _frames(req_rows: list, stage_rows: list) -> tuple[pd.DataFrame, pd.DataFrame]:
     return build_tables(req_rows, stage_rows, SERVED_COLUMNS)
 
 

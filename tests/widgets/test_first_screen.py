@@ -63,7 +63,7 @@ def test_the_recorded_first_view_sends_no_flame_graph_until_asked():
     ex.set(batch_size=8).wait()  # opened stays opened: the next run's flame graph is drawn at once
     (spec,) = sent(ex.flame_pane)
     assert spec["layout"]["title"] == ex.flame_pane.figure.to_dict()["layout"]["title"]
-    assert ex.flame_pane.figure is ex.current.flame
+    assert ex.flame_pane.figure is ex.current.flame.get()
 
 
 def test_an_error_clears_a_closed_flame_pane_too():
@@ -93,3 +93,23 @@ def test_latency_over_run_draws_svg_markers_up_to_the_limit_and_webgl_above():
     big = latency_over_run_figure(requests_table(GL_ABOVE_POINTS + 1)).to_dict()
     assert [t["type"] for t in big["data"]] == ["scattergl", "scattergl"]
     assert [t["name"] for t in big["data"]] == ["measured", "warm-up"]
+
+
+def test_a_recorded_runs_trace_is_read_only_when_its_flame_graph_is_wanted(monkeypatch):
+    import workbench.widgets.latency as latency
+
+    read = []
+    real = latency.flame_from_trace
+    monkeypatch.setattr(latency, "flame_from_trace", lambda path: read.append(path) or real(path))
+    ex = LatencyExplorer("text", runs=RUNS, debounce_s=0).wait()
+    ex.set(batch_size=8).wait()
+    assert read == [] and ex.flame_pane.updates == 2  # two recorded views, no trace read
+    assert ex.flame_pane.figure.to_dict()["data"][0]["type"] == "icicle"  # code reads it: built now
+    assert [p.parent.name for p in read] == ["text-cpu-bs8-fp32"] and sent(ex.flame_pane) == []
+    ex.set(batch_size=1).wait()  # from the cache: still not read
+    ex.flame_pane.button.value = True  # opened: read and drawn
+    assert [p.parent.name for p in read] == ["text-cpu-bs8-fp32", "text-cpu-bs1-fp32"]
+    assert len(sent(ex.flame_pane)) == 1
+    ex.flame_pane.button.value = False
+    ex.flame_pane.button.value = True  # the same figure: not read again
+    assert len(read) == 2

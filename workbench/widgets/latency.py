@@ -517,6 +517,7 @@ class LatencyExplorer(Controller):
             key,
             f"recorded run {folder.name} ({match.run.created}, recorded on {where})",
             flame_from_trace,
+            lazy_flame=True,  # read from its trace when the flame pane is opened
         )
         return with_notes(view, match.labels)
 
@@ -640,11 +641,7 @@ class LatencyExplorer(Controller):
                 self._show(
                     self.flame_pane,
                     (view, "flame"),
-                    lambda: (
-                        view.flame
-                        if view.flame is not None
-                        else empty_view("no trace for this run")
-                    ),
+                    lambda: view.flame.get() or empty_view("no trace for this run"),
                 )
                 self._show(self.stacks_pane, (view, "stacks"), lambda: stacks_view(view))
                 self.stacks_pane.view.layout.display = "" if view.has_stacks else "none"
@@ -654,13 +651,20 @@ class LatencyExplorer(Controller):
                     self.stacks_pane.clear()
 
     def _show(self, pane: FigurePane, key: tuple, build: Callable[[], Any]) -> None:
-        """Draw a figure, building it and its JSON only the first time (``figures`` LRU)."""
+        """Draw a figure, building it and its JSON only the first time (``figures`` LRU); a closed
+        :class:`DeferredPane` (the flame graph) builds it only when opened."""
+        if isinstance(pane, DeferredPane):
+            pane.show_later(lambda: self._figure(pane, key, build))
+            return
+        pane.show(*self._figure(pane, key, build))
+
+    def _figure(self, pane: FigurePane, key: tuple, build: Callable[[], Any]) -> tuple[Any, dict]:
         cached = self.figures.get(key)
         if cached is None:
             fig = build()
             cached = (fig, figure_bundle(fig, pane.height))
             self.figures.put(key, cached)
-        pane.show(*cached)
+        return cached
 
     def _point_clicked(self, point: dict) -> None:
         request = clicked_request(point)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as widgets
@@ -97,12 +98,14 @@ class FigurePane:
 class DeferredPane(FigurePane):
     """A :class:`FigurePane` whose figure reaches the page only once its button is pressed.
 
-    For a heavy figure below the first screen (the flame graph: 45 kB of the first
-    view's 70 kB of figure JSON and about 0.2 s of plotly.js drawing in the browser,
-    benchmarks/results/first_view.md): ``show`` keeps ``figure`` and counts
-    ``updates`` as a :class:`FigurePane` does, but the output receives the figure
-    only while the button (``button``, a toggle) is down; pressing it draws the
-    figure on screen then, and pressing it again hides it. ``opened`` says which.
+    For a heavy figure below the first screen (the flame graph: 45 of the first
+    view's 70 kB of figure JSON, about 0.2 s of plotly.js drawing in the browser and
+    50-100 ms to build from its trace, benchmarks/results/first_view.md). ``show``
+    and ``show_later`` count ``updates`` as :meth:`FigurePane.show` does, but the
+    output receives the figure only while the button (``button``, a toggle) is down:
+    pressing it draws the last figure then, pressing it again hides it. ``opened``
+    says which. ``show_later(make)`` takes ``make() -> (figure, bundle or None)``,
+    called when the figure is first needed: opened, or ``figure`` read by code.
     """
 
     def __init__(self, height: int = 420, label: str = "show the figure"):
@@ -115,18 +118,39 @@ class DeferredPane(FigurePane):
         )
         self.output.layout.display = "none"
         self.view = widgets.VBox([self.button, self.output], layout=widgets.Layout(width="100%"))
-        self._pending: tuple[go.Figure, dict[str, Any] | None] | None = None
+        self._pending: Callable[[], tuple[go.Figure, dict[str, Any] | None]] | None = None
         self.button.observe(self._toggled, "value")
 
     @property
     def opened(self) -> bool:
         return bool(self.button.value)
 
+    @property
+    def figure(self) -> go.Figure:
+        """The last figure shown (built now if it was only promised by ``show_later``)."""
+        if self._figure is None and self._pending is not None:
+            fig, bundle = self._pending()
+            self._figure, self._pending = fig, lambda: (fig, bundle)
+        return self._figure
+
+    @figure.setter
+    def figure(self, fig: go.Figure) -> None:
+        self._figure = fig
+
     def show(self, fig: go.Figure, bundle: dict[str, Any] | None = None) -> None:
         if self.opened:
+            self._pending = None
             super().show(fig, bundle)
             return
-        self.figure, self._pending = fig, (fig, bundle)
+        self.show_later(lambda: (fig, bundle))
+        self._figure = fig
+
+    def show_later(self, make: Callable[[], tuple[go.Figure, dict[str, Any] | None]]) -> None:
+        """Show the figure ``make()`` returns, built only when the pane is opened or ``figure`` is read."""
+        if self.opened:
+            self.show(*make())
+            return
+        self._figure, self._pending = None, make
         self.updates += 1
 
     def clear(self) -> None:
@@ -138,8 +162,8 @@ class DeferredPane(FigurePane):
         self.button.icon = "chevron-down" if opened else "chevron-right"
         self.output.layout.display = "" if opened else "none"
         if opened and self._pending is not None:
-            fig, bundle = self._pending
-            self._pending = None
+            fig, bundle = self._pending()
+            self._pending, self._figure = None, fig
             data = bundle if bundle is not None else figure_bundle(fig, self.height)
             self.output.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
 

@@ -1,14 +1,19 @@
 """What the latency explorer keeps of a run: a small summary, not the run.
 
 A :class:`RunView` holds the stage summary, the per-request durations the
-distribution needs (three int64 columns per table) and the already-built flame
-figure (pruned by ``workbench.plots``), so caching many of them costs little
-memory; the trace file itself is read once and never kept. Recorded runs are
-indexed by their configuration from ``run.json`` alone and loaded on demand.
+distribution needs (three int64 columns per table) and the flame figure
+(pruned by ``workbench.plots``), so caching many of them costs little memory;
+the trace file itself is read once and never kept. A live run's flame figure is
+built at once (its scratch trace is deleted next); a recorded run's, whose trace
+stays on disk, when first asked for (:class:`Lazy`: the flame pane opened), which
+keeps 50-100 ms of trace reading off a recorded configuration change. Recorded
+runs are indexed by their configuration from ``run.json`` alone and loaded on demand.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +25,33 @@ from ..errors import RunRecordError
 from ..record import META_FILE, Run, RunMeta, read_meta
 
 Key = tuple[str, str, int, str]  # (pipeline, device, batch_size, precision)
+
+
+class Lazy:
+    """A value built by ``build()`` on the first :meth:`get`, once (thread-safe); ``Lazy.ready(v)`` is built."""
+
+    def __init__(self, build: Callable[[], Any]):
+        self._build: Callable[[], Any] | None = build
+        self._value: Any = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def ready(cls, value: Any) -> "Lazy":
+        made = cls(lambda: value)
+        made.get()
+        return made
+
+    @property
+    def built(self) -> bool:
+        return self._build is None
+
+    def get(self) -> Any:
+        with self._lock:
+            if self._build is not None:
+                self._value, self._build = self._build(), None
+            return self._value
+
+
 REQUEST_KEEP = ["request", "warmup", "ok", "dur_ns"]
 STAGE_KEEP = ["request", "stage", "dur_ns"]
 
@@ -29,8 +61,9 @@ class RunView:
     """A cached, display-ready summary of one run (hashed by identity: a re-measured run is a new view).
 
     summary: ``stage_summary`` table (ms). requests/stages: the few columns the
-    distribution figure reads. flame: the flame figure of the traced run (or
-    None when the run has no trace). source: where it came from, for the status line.
+    distribution figure reads. flame: a :class:`Lazy` of the flame figure of the
+    traced run (``flame.get()``: the figure, or None when the run has no trace).
+    source: where it came from, for the status line.
     """
 
     key: Key
@@ -40,7 +73,7 @@ class RunView:
     summary: pd.DataFrame
     requests: pd.DataFrame
     stages: pd.DataFrame
-    flame: Any
+    flame: Lazy
     failed: int
     noise: dict | None = (
         None  # ``run.meta.noise`` as an object, shown as a badge ({noisy, reasons, fix}); None: not recorded
@@ -69,16 +102,24 @@ def run_key(meta: RunMeta, pipeline: str | None = None) -> Key:
     return (pipeline or str(meta.pipeline), device, cfg.batch_size or 1, cfg.precision or "fp32")
 
 
-def summarize(run: Run, key: Key, source: str, flame_builder=None) -> RunView:
-    """A RunView of ``run``; ``flame_builder(trace_path)`` makes the flame figure when there is a trace."""
+def summarize(
+    run: Run, key: Key, source: str, flame_builder=None, *, lazy_flame: bool = False
+) -> RunView:
+    """A RunView of ``run``; ``flame_builder(trace_path)`` makes the flame figure when there is a trace.
+
+    lazy_flame: build it when first asked for (a recorded run, whose trace file stays), not now.
+    """
     order = run.stage_names
     summary = stage_summary(run)
     requests = run.requests[REQUEST_KEEP].copy()
     stages = run.stages[STAGE_KEEP].copy()
     measured = requests[~requests["warmup"]]
-    flame = None
+    flame = Lazy.ready(None)
     if run.trace_path is not None and flame_builder is not None:
-        flame = flame_builder(run.trace_path)
+        path = run.trace_path
+        flame = Lazy(lambda: flame_builder(path))
+        if not lazy_flame:
+            flame.get()
     from ..analysis.failures import failure_summary
 
     return RunView(

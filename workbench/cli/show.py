@@ -110,21 +110,13 @@ def print_budget(report: dict, out) -> None:
     for line in render_table(rows, [w for _, w in columns]):
         print(line, file=out)
     e2e = report["end_to_end"]
-    if e2e.get("p99_ci_low_ms") is not None:
-        hi = e2e.get("p99_ci_high_ms")
-        print(
-            f"p99 end to end 95% CI: [{e2e['p99_ci_low_ms']:.3f}, {hi:.3f}] ms"
-            if hi is not None
-            else f"p99 end to end 95% CI: [{e2e['p99_ci_low_ms']:.3f}, unbounded] ms: {e2e['count']} successful "
-            f"requests; {requests_to_bound(99)} bound it",
-            file=out,
-        )
-    elif e2e.get("count"):
-        print(
-            f"p99 end to end 95% CI: unbounded: {e2e['count']} successful requests; "
-            f"{requests_to_bound(99)} bound it",
-            file=out,
-        )
+    lo, hi = e2e.get("p99_ci_low_ms"), e2e.get("p99_ci_high_ms")
+    few = f": {e2e.get('count')} successful requests; {requests_to_bound(99)} bound it"
+    if lo is not None and hi is not None:
+        print(f"p99 end to end 95% CI: [{lo:.3f}, {hi:.3f}] ms", file=out)
+    elif lo is not None or e2e.get("count"):
+        bounds = "unbounded" if lo is None else f"[{lo:.3f}, unbounded] ms"
+        print(f"p99 end to end 95% CI: {bounds}{few}", file=out)
     if report.get("throughput_items_per_s") is not None:
         print(
             f"throughput: {report['throughput_items_per_s']:.1f} items/s "

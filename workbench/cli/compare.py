@@ -15,7 +15,6 @@ The first runs the configurations interleaved in this process
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import sys
@@ -28,7 +27,6 @@ from ..analysis.budget import END_TO_END
 from ..analysis.outputs import agreement_text
 from ..analysis.verdicts import FASTER, METRICS, MIN_EFFECT, SLOWER, separate_comparison
 from ..interleave import DEFAULT_COMPARE_REQUESTS, DEFAULT_MAX_TIME_S, DEFAULT_RESOLUTION
-from ..config import PipelineConfig
 from ..errors import ConfigError, RunRecordError
 from ..noise import noise_line
 from .numbers import add_number, number
@@ -155,15 +153,6 @@ def _value(text: str) -> Any:
         return text
 
 
-def base_config(args) -> PipelineConfig:
-    """The shared base: the flags outside ``--config`` (device, batch size, precision, options, threads)."""
-    base = config_from_args(args)
-    threads = getattr(args, "threads", None)
-    if threads is not None and "threads" in {f.name for f in dataclasses.fields(PipelineConfig)}:
-        base = base.replace(threads=threads)
-    return base
-
-
 def run(args) -> int:
     if len(args.runs) == 2 and all(is_sweep(p) for p in args.runs):  # two load --sweep folders
         return compare_sweeps_command(args.runs, args.json)
@@ -181,7 +170,7 @@ def run(args) -> int:
     result = compare(
         factory_from_args(args),
         configs,
-        base=base_config(args),
+        base=config_from_args(args),  # the flags outside --config
         requests=args.requests,
         warmup=args.warmup,
         seed=args.seed,

@@ -134,20 +134,16 @@ def add_pipeline_arguments(p: argparse.ArgumentParser, default_batch_size: int =
 
 
 def apply_threads(args) -> None:
-    """Check --threads and set it in the calling thread. The count also travels in the config
+    """Set --threads (checked when parsed) in the calling thread. The count also travels in the config
     (``PipelineConfig.threads``): the runner applies it in every thread that runs stages."""
     if args.threads is None:
         return
-    if args.threads < 1:
-        raise ConfigError(f"--threads must be >= 1, got {args.threads}")
     from ..device import require_torch
 
     require_torch().set_num_threads(args.threads)
 
 
 def config_from_args(args) -> PipelineConfig:
-    if args.threads is not None and args.threads < 1:
-        raise ConfigError(f"--threads must be >= 1, got {args.threads}")
     return PipelineConfig(
         device=args.device,
         batch_size=args.batch_size,

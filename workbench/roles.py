@@ -50,7 +50,6 @@ NAME_ROLES = {
     "rpc": "remote",
     "call": "remote",
 }
-DEFAULT_ROLES = NAME_ROLES  # the name used before roles came from evidence
 
 # library (as workbench.analysis.python_frames names it) -> the role its time is evidence of
 EVIDENCE_ROLES = {

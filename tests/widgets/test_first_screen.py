@@ -113,3 +113,20 @@ def test_a_recorded_runs_trace_is_read_only_when_its_flame_graph_is_wanted(monke
     ex.flame_pane.button.value = False
     ex.flame_pane.button.value = True  # the same figure: not read again
     assert len(read) == 2
+
+
+def test_a_recorded_trace_that_cannot_be_read_says_so_in_the_flame_pane(tmp_path):
+    import shutil
+
+    run = tmp_path / "text-cpu-bs1-fp32"
+    shutil.copytree(RUNS / "text-cpu-bs1-fp32", run)
+    (trace,) = run.glob("*.pt.trace.json.gz")
+    trace.write_bytes(b"not gzip")
+    ex = LatencyExplorer("text", runs=tmp_path, debounce_s=0).wait()
+    assert "recorded run text-cpu-bs1-fp32" in ex.status.value and ex.message == ""
+    ex.flame_pane.button.value = (
+        True  # read now: the error is the figure's message, not a traceback
+    )
+    (spec,) = sent(ex.flame_pane)
+    (note,) = spec["layout"]["annotations"]
+    assert note["text"].startswith("no flame graph: ") and trace.name in note["text"]

@@ -638,11 +638,7 @@ class LatencyExplorer(Controller):
                     lambda: request_stages_view(view, picked),
                 )
             if flame:
-                self._show(
-                    self.flame_pane,
-                    (view, "flame"),
-                    lambda: view.flame.get() or empty_view("no trace for this run"),
-                )
+                self._show(self.flame_pane, (view, "flame"), lambda: _flame_of(view))
                 self._show(self.stacks_pane, (view, "stacks"), lambda: stacks_view(view))
                 self.stacks_pane.view.layout.display = "" if view.has_stacks else "none"
                 if (
@@ -733,6 +729,16 @@ class LatencyExplorer(Controller):
     def _progress_done(self) -> None:
         self.progress.layout.visibility = "hidden"
         self.cancel_button.disabled, self.cancel_button.button_style = True, ""
+
+
+def _flame_of(view: RunView) -> Any:
+    """The flame graph of the run on screen; a recorded trace that cannot be read says so in the figure
+    (it is read when the pane opens, on the notebook's thread: no message line is tied to that moment)."""
+    try:
+        fig = view.flame.get()
+    except WorkbenchError as exc:
+        return empty_view(f"no flame graph: {exc}")
+    return fig if fig is not None else empty_view("no trace for this run")
 
 
 def _measurable(device: str) -> bool:

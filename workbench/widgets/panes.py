@@ -161,8 +161,9 @@ class DeferredPane(FigurePane):
         opened = bool(change["new"])
         self.button.icon = "chevron-down" if opened else "chevron-right"
         self.output.layout.display = "" if opened else "none"
-        if opened and self._pending is not None:
-            fig, bundle = self._pending()
+        pending = self._pending
+        if opened and pending is not None:
+            fig, bundle = pending()
             self._pending, self._figure = None, fig
             data = bundle if bundle is not None else figure_bundle(fig, self.height)
             self.output.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)

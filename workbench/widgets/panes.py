@@ -114,7 +114,7 @@ class DeferredPane(FigurePane):
             value=False,
             description=label,
             icon="chevron-right",
-            layout=widgets.Layout(width="auto"),
+            layout=widgets.Layout(width="auto", align_self="flex-start"),  # not the row's width
         )
         self.output.layout.display = "none"
         self.view = widgets.VBox([self.button, self.output], layout=widgets.Layout(width="100%"))

@@ -9,8 +9,9 @@ Every control change goes through one path, the shared
 :class:`~workbench.widgets.controller.Controller`: a configuration already
 seen is drawn at once from the LRU cache; an unseen one is looked up among the
 recorded runs (matched on its fingerprint, :mod:`workbench.widgets.recorded`)
-or profiled on the worker thread, debounced, one run at a time, with a
-progress bar and a cancel button. A configuration that cannot run
+and drawn on the worker thread at once, or profiled there, debounced, one run
+at a time, with a progress bar and a cancel button. A recorded run's flame graph
+is read from its trace only when its pane (a button) is opened. A configuration that cannot run
 (``PrecisionError``, ``ConfigError``, a failing factory) shows its message in
 the message line and clears the figures, which showed another configuration.
 
@@ -474,13 +475,13 @@ class LatencyExplorer(Controller):
     def _recorded_without_build(self, key: Key, config: PipelineConfig, force: bool) -> bool:
         """Whether a recorded run stands in for this configuration, found without building the pipeline.
 
-        Drawing one takes a tenth of a second or two, so it starts at once: the
-        debounce (0.3 s) is for live runs, whose seconds a burst of slider steps
-        must not queue (``benchmarks/bench_first_view.py --breakdown``: a recorded
-        change 0.48 -> about 0.2 s quiet).
+        Drawing one takes about 0.1 s, so it starts at once: the debounce (0.3 s)
+        is for live runs, whose seconds a burst of slider steps must not queue
+        (``benchmarks/bench_first_view.py --breakdown``: a recorded change 0.48 ->
+        0.18 s with this alone). False for a cached configuration (drawn at once anyway).
         """
         here = _measurable(config.device)
-        if force and here:
+        if (force and here) or (not force and key in self.cache):
             return False
         target = self.targets[key[0]]
         return self.lookup.find(target, config, measurable=here, build=False) is not None

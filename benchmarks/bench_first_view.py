@@ -357,6 +357,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.browser:
+        if args.repeat < 1:
+            parser.error(f"--repeat must be at least 1, got {args.repeat}")
+        if not Path(CHROMIUM).exists():
+            print(f"--browser needs {CHROMIUM} (Debian's chromium; `make browser` installs it)")
+            return 2
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            print("--browser needs playwright (requirements.lock; `make test` installs it)")
+            return 2
         state = machine_state()
         result = browser(args.repeat) | {"machine": state}
         for row in result["pages"]:

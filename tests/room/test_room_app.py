@@ -114,7 +114,7 @@ def test_only_the_dashboards_are_preheated_in_a_room(tmp_path):
 
 def test_a_dashboards_own_pool_is_sized_to_its_class_and_refills_wait():
     """A class of 30 on the explorer: 30 preheated kernels for it, 2 for each other dashboard (90 before,
-    every dashboard sized to the class), and replacements start 10 s after a page takes one."""
+    every dashboard sized to the class), and replacements start --refill-delay-s after a page takes one."""
     c = config(pools={"dashboards/latency_explorer.ipynb": 30}, refill_delay_s=10.0)
     assert c.VoilaKernelManager.kernel_pools_config == {
         "default": {"pool_size": 2},
@@ -152,3 +152,23 @@ def test_main_refuses_a_pool_for_a_dashboard_it_does_not_serve(capsys):
     assert room_main.main(["notebooks", "--room", "--pool", "latency_explorr=30"]) == 2
     err = capsys.readouterr().err
     assert "no dashboard named 'latency_explorr'" in err and "latency_explorer" in err
+
+
+def test_the_room_refills_its_pool_after_voilas_one_second_unless_told(monkeypatch, tmp_path):
+    seen = {}
+    monkeypatch.setattr(room_main, "url_to_hand_out", lambda *a: "http://x/")
+
+    class Stop(Exception):
+        pass
+
+    def fake_config(**kwargs):
+        seen.update(kwargs)
+        raise Stop
+
+    import workbench.room.app as app
+
+    monkeypatch.setattr(app, "room_config", fake_config)
+    for argv, delay in ((["--room"], 1.0), (["--room", "--refill-delay-s", "10"], 10.0)):
+        with pytest.raises(Stop):
+            room_main.main(["notebooks", *argv])
+        assert seen["refill_delay_s"] == delay and seen["pool"] == 2 and seen["pools"] == {}

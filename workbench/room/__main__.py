@@ -17,7 +17,7 @@ ROOM_DEFAULTS = {
     "max_kernels": 40,
     "live": "queue",
     "path": "notebooks",
-    "refill_delay_s": 10.0,
+    "refill_delay_s": 1.0,
 }
 PLAIN_DEFAULTS = {
     "pool": 0,
@@ -110,8 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--refill-delay-s",
         type=float,
         default=None,
-        help="seconds after a page takes a preheated kernel before its replacement starts (default 1; "
-        "10 with --room, so that a class arriving at once is not slowed by the refills)",
+        help="seconds after a page takes a preheated kernel before its replacement starts (default 1, "
+        "Voila's)",
     )
     p.add_argument(
         "--max-kernels", type=int, default=None, help="refuse new pages beyond this many kernels"

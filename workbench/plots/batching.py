@@ -24,7 +24,6 @@ COMPONENTS = {
     "queue_wait": ("queue wait", "#c44e52"),
     "service": ("service", "#4c72b0"),
 }
-STATS = ("mean_ms", "p50_ms", "p99_ms")
 
 
 def _check(sweep: pd.DataFrame, needed: tuple[str, ...], who: str) -> None:

@@ -126,11 +126,6 @@ def copy_palette_key(direction: str, host_memory: str | None) -> str:
     return key if key in KIND_COLORS else "memcpy"
 
 
-def kind_color(kind: object, name: object = "") -> str:
-    """The color of a kind (see :func:`kind_key`)."""
-    return KIND_COLORS[kind_key(kind, name)]
-
-
 def stage_color(index: int) -> str:
     return STAGE_COLORS[index % len(STAGE_COLORS)]
 

@@ -109,11 +109,12 @@ def machine_state(seconds: float = 2.0) -> dict:
     """How busy the machine was just before a measurement: CPUs busy (%) over ``seconds`` and the load average."""
     import os
 
-    import psutil
+    sys.path.insert(0, str(ROOT / "tests" / "browser"))
+    from room_server import cpu_busy_pct
 
     return {
         "cpus": os.cpu_count(),
-        "cpu_busy_pct": round(psutil.cpu_percent(interval=seconds), 1),
+        "cpu_busy_pct": cpu_busy_pct(seconds),
         "load_1min": round(os.getloadavg()[0], 2),
     }
 
@@ -213,45 +214,6 @@ BUDGET = (
 )
 
 
-def _wait_for_pools(log: Path, timeout_s: float) -> float | None:
-    """Seconds until Voila logged every dashboard's pool as filled (its kernels started)."""
-    import time
-
-    want = len(list((ROOT / "notebooks" / "dashboards").glob("*.ipynb")))
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        if log.read_text(errors="replace").count("is filled with") >= want:
-            return round(time.monotonic() - started, 1)
-        time.sleep(0.5)
-    return None
-
-
-def _wait_until_quiet(proc, timeout_s: float, cores: float = 0.1) -> float | None:
-    """Seconds until the server and its kernels use under ``cores`` of a core over 2 s: the pooled notebooks ran."""
-    import time
-
-    import psutil
-
-    def cpu_s() -> float:
-        total = 0.0
-        root = psutil.Process(proc.pid)
-        for p in [root, *root.children(recursive=True)]:
-            try:
-                t = p.cpu_times()
-                total += t.user + t.system
-            except psutil.Error:
-                pass
-        return total
-
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        before = cpu_s()
-        time.sleep(2.0)
-        if (cpu_s() - before) / 2.0 < cores:
-            return round(time.monotonic() - started, 1)
-    return None
-
-
 def _one_page(chromium, url: str, port: int, want: int, timeout_s: float) -> dict:
     """One visitor: a fresh browser context, navigation -> first figure, then a recorded change in the page."""
     import re
@@ -312,7 +274,7 @@ def browser(repeat: int, timeout_s: float = 120.0) -> dict:
     """
     sys.path.insert(0, str(ROOT / "tests" / "browser"))
     from playwright.sync_api import sync_playwright
-    from room_server import room_server
+    from room_server import room_server, wait_for_pools, wait_until_quiet
 
     want = 5  # budget, tail, distribution, latency over the run, request stages (the flame is on demand)
     args = ("notebooks", "--room", "--pool", f"latency_explorer={repeat}")
@@ -323,8 +285,9 @@ def browser(repeat: int, timeout_s: float = 120.0) -> dict:
         url,
         log,
     ):
-        pools_s = _wait_for_pools(log, 300.0)
-        quiet_s = _wait_until_quiet(proc, 600.0)
+        dashboards = len(list((ROOT / "notebooks" / "dashboards").glob("*.ipynb")))
+        pools_s = wait_for_pools(log, 300.0, dashboards)
+        quiet_s = wait_until_quiet(proc, 600.0)
         with sync_playwright() as pw:
             chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:

@@ -44,8 +44,19 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "browser"))
+sys.path.insert(0, str(REPO))
 
-from room_server import kernel_id_of, kernel_processes, room_server, tree_rss_bytes  # noqa: E402
+from room_server import (  # noqa: E402
+    cpu_busy_pct,
+    kernel_id_of,
+    kernel_processes,
+    room_server,
+    tree_rss_bytes,
+    wait_for_pools,
+    wait_until_quiet,
+)
+
+from workbench.room.__main__ import ROOM_DEFAULTS, pool_spec  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -310,51 +321,14 @@ def move_sliders(pages: list, ok: list[bool], timeout_s: float) -> list[float | 
 
 
 def pool_sizes(specs: list[str] | None) -> dict[str, int]:
-    """``{dashboard stem: preheated kernels}`` that the room's ``--pool`` specs give (default 2 each)."""
+    """``{dashboard stem: preheated kernels}`` that the room's ``--pool`` specs give (parsed as the room
+    parses them; its default for the rest)."""
+    parsed = [pool_spec(s) for s in specs or ()]
+    plain = [n for name, n in parsed if name is None]
     stems = [p.stem for p in (REPO / "notebooks" / "dashboards").glob("*.ipynb")]
-    plain = [int(s) for s in specs or () if "=" not in s]
-    sizes = dict.fromkeys(stems, plain[-1] if plain else 2)
-    for spec in specs or ():
-        if "=" in spec:
-            name, n = spec.rsplit("=", 1)
-            sizes[Path(name).stem] = int(n)
+    sizes = dict.fromkeys(stems, plain[-1] if plain else ROOM_DEFAULTS["pool"])
+    sizes.update((Path(name).stem, n) for name, n in parsed if name is not None)
     return sizes
-
-
-def wait_for_pool(log: Path, timeout_s: float, specs: list[str] | None) -> float | None:
-    """Seconds until Voila logged every preheated dashboard's pool as filled (None: not within
-    ``timeout_s``)."""
-    dashboards = sum(1 for n in pool_sizes(specs).values() if n > 0)
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        if log.read_text(errors="replace").count("is filled with") >= dashboards:
-            return round(time.monotonic() - started, 1)
-        time.sleep(1)
-    return None
-
-
-def wait_until_quiet(proc, timeout_s: float, cores: float = 0.1) -> float | None:
-    """Seconds until the server and its kernels use under ``cores`` of a core over 2 s (None: not within
-    ``timeout_s``): the pool "filled" line comes when its kernels started, before their notebooks ran."""
-    import psutil
-
-    def cpu_s() -> float:
-        total = 0.0
-        for p in [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]:
-            try:
-                t = p.cpu_times()
-                total += t.user + t.system
-            except psutil.Error:
-                pass
-        return total
-
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        before = cpu_s()
-        time.sleep(2.0)
-        if (cpu_s() - before) / 2.0 < cores:
-            return round(time.monotonic() - started, 1)
-    return None
 
 
 def summary(st: dict) -> dict:
@@ -463,8 +437,9 @@ def run(st: dict, timeout_s: float) -> None:
         st["samples"] = sampler.samples
         sampler.start()
         try:
-            st["pool_ready_s"] = wait_for_pool(
-                log, 300.0 + 20.0 * sum(pool_sizes(st.get("pool")).values()), st.get("pool")
+            pools = sum(1 for n in pool_sizes(st.get("pool")).values() if n > 0)
+            st["pool_ready_s"] = wait_for_pools(
+                log, 300.0 + 20.0 * sum(pool_sizes(st.get("pool")).values()), pools
             )  # before students come
             if st.get("side") in ("server", "both"):
                 st["pool_quiet_s"] = wait_until_quiet(proc, 600.0)  # the pooled notebooks have run
@@ -488,7 +463,7 @@ def run(st: dict, timeout_s: float) -> None:
                 if st["side"] == "server":
                     st["phase"] = "done"
                     return
-                st["pool_ready_s_again"] = wait_for_pool(log, 300.0, st.get("pool"))
+                st["pool_ready_s_again"] = wait_for_pools(log, 300.0, pools)
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 st["blocked"] = []
@@ -534,18 +509,6 @@ def run(st: dict, timeout_s: float) -> None:
         finally:
             sampler.stop.set()
             sampler.join()
-
-
-def cpu_busy_pct(seconds: float) -> float | None:
-    """How busy all CPUs were over ``seconds`` before the run (%, psutil): other work, as nothing of ours runs yet.
-
-    The load average is reported too, but it decays over minutes: right after another run it still counts that run.
-    """
-    try:
-        import psutil
-    except ImportError:
-        return None
-    return round(psutil.cpu_percent(interval=seconds), 1)
 
 
 def machine_line(machine: dict) -> str:
@@ -726,7 +689,7 @@ def main() -> int:
     args = p.parse_args()
     try:
         sizes = pool_sizes(args.pool)
-    except ValueError:
+    except argparse.ArgumentTypeError:
         sizes = {"?": -1}
     if args.pages < 1 or min(sizes.values()) < 0:
         print(

@@ -100,3 +100,50 @@ def tree_rss_bytes(proc: subprocess.Popen) -> int:
         except psutil.Error:
             pass
     return total
+
+
+def wait_for_pools(log: Path, timeout_s: float, pools: int) -> float | None:
+    """Seconds until Voila logged ``pools`` dashboards' pools as filled (their kernels started; None: not
+    within ``timeout_s``)."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        if log.read_text(errors="replace").count("is filled with") >= pools:
+            return round(time.monotonic() - started, 1)
+        time.sleep(0.5)
+    return None
+
+
+def wait_until_quiet(proc: subprocess.Popen, timeout_s: float, cores: float = 0.1) -> float | None:
+    """Seconds until the server and its kernels use under ``cores`` of a core over 2 s (None: not within
+    ``timeout_s``): the pool "filled" line comes when its kernels started, before their notebooks ran."""
+    import psutil
+
+    def cpu_s() -> float:
+        total = 0.0
+        root = psutil.Process(proc.pid)
+        for p in [root, *root.children(recursive=True)]:
+            try:
+                t = p.cpu_times()
+                total += t.user + t.system
+            except psutil.Error:
+                pass
+        return total
+
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        before = cpu_s()
+        time.sleep(2.0)
+        if (cpu_s() - before) / 2.0 < cores:
+            return round(time.monotonic() - started, 1)
+    return None
+
+
+def cpu_busy_pct(seconds: float = 2.0) -> float | None:
+    """How busy all CPUs were over ``seconds`` before a measurement (%, psutil; None without psutil): other
+    work, as nothing of the measurement runs yet. The load average decays over minutes, so right after
+    another run it still counts that run; this does not."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return round(psutil.cpu_percent(interval=seconds), 1)

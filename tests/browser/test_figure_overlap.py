@@ -104,11 +104,11 @@ def machine_words(seconds: float = 2.0) -> str:
     """``quiet machine (CPUs 3 % busy in the 2 s before, load average 0.8)`` or ``busy machine (...)``."""
     import os
 
-    try:
-        import psutil
-    except ImportError:
+    from room_server import cpu_busy_pct
+
+    busy = cpu_busy_pct(seconds)
+    if busy is None:
         return "machine load not measured (no psutil)"
-    busy = psutil.cpu_percent(interval=seconds)
     state = "busy" if busy > BUSY_PCT else "quiet"
     return (
         f"{state} machine (CPUs {busy:g} % busy in the {seconds:g} s before, "

@@ -1,6 +1,11 @@
 """The package's shape in three numbers: lines, lines over 100 characters, imports inside functions.
 
     python scripts/code_stats.py [PACKAGE_DIR]
+    python scripts/code_stats.py --at COMMIT
+
+``--at COMMIT`` counts the package as it was at that commit, formatted the way ``ruff format`` formats
+the tree today (this repository's ``pyproject.toml``), so that sizes from before and after the tree
+was first formatted (commit 35316f4) compare like for like.
 
 Lines: every line of every ``.py`` file under the package (``wc -l``). Imports: every ``import``
 and ``from ... import`` statement but ``from __future__``; "inside functions" counts those under a
@@ -10,8 +15,15 @@ and ``from ... import`` statement but ``from __future__``; "inside functions" co
 from __future__ import annotations
 
 import ast
+import io
+import shutil
+import subprocess
 import sys
+import tarfile
+import tempfile
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _imports(tree: ast.AST) -> tuple[int, int]:
@@ -32,8 +44,29 @@ def _imports(tree: ast.AST) -> tuple[int, int]:
     return total, inside
 
 
+def formatted_at(commit: str, folder: Path, repo: Path = REPO) -> Path:
+    """The package at ``commit`` unpacked into ``folder`` and formatted with today's ruff settings."""
+    archive = subprocess.run(
+        ["git", "-C", str(repo), "archive", commit, "workbench"], capture_output=True, check=True
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(folder, filter="data")
+    shutil.copy(REPO / "pyproject.toml", folder / "pyproject.toml")
+    ruff = [sys.executable, "-m", "ruff", "format", "--no-cache", "--quiet", "workbench"]
+    subprocess.run(ruff, cwd=folder, check=True)
+    return folder / "workbench"
+
+
 def main(argv: list[str]) -> int:
-    package = Path(argv[0] if argv else Path(__file__).resolve().parents[1] / "workbench")
+    if argv[:1] == ["--at"] and len(argv) == 2:
+        with tempfile.TemporaryDirectory() as folder:
+            print(f"at {argv[1]}, formatted as ruff formats the tree today:")
+            return count(formatted_at(argv[1], Path(folder)))
+    return count(Path(argv[0]) if argv else REPO / "workbench")
+
+
+def count(package: Path) -> int:
+    """Print the package's lines, its lines over 100 characters and its imports inside functions."""
     lines = long_lines = imports = inside = 0
     for path in sorted(package.rglob("*.py")):
         text = path.read_text()

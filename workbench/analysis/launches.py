@@ -88,9 +88,8 @@ INIT_CALL_NAMES = frozenset(
         "hipStreamCreateWithPriority",
     }
 )
-FIRST_CALL_NS = (
-    1_000_000  # a kernel's first launch this long is cold start (module load, library set-up)
-)
+# a kernel's first launch this long is cold start (module load, library set-up)
+FIRST_CALL_NS = 1_000_000
 RUNTIME_OUTLIER_NS = 50_000
 LAUNCH_DELAY_OUTLIER_NS = 100_000
 LAUNCH_PERCENTILES = (50, 90, 95, 99)  # the launch distributions' columns (HTA's)
@@ -250,19 +249,9 @@ def launch_calls(trace: Trace) -> pd.DataFrame:
     gpu_dur_ns (sum of its GPU work), launch_delay_ns (first GPU start after
     the call's end, clipped at 0; NA without GPU work).
     """
-    t = call_table(trace)
+    with_na = ("correlation", "launch_delay_ns")
     return pd.DataFrame(
-        {
-            "name": t["name"],
-            "ts_ns": t["ts_ns"],
-            "dur_ns": t["dur_ns"],
-            "tid": t["tid"],
-            "correlation": nullable(t["correlation"]),
-            "graph": t["graph"],
-            "gpu_count": t["gpu_count"],
-            "gpu_dur_ns": t["gpu_dur_ns"],
-            "launch_delay_ns": nullable(t["launch_delay_ns"]),
-        }
+        {k: nullable(v) if k in with_na else v for k, v in call_table(trace).items()}
     )
 
 
@@ -334,21 +323,15 @@ def cold_table(trace: Trace) -> dict[str, np.ndarray]:
     kernels = kernels[np.argsort(join.launch_ts_ns[kernels], kind="stable")]
     first = kernels[_first_of_each(join.work.name.codes[kernels])]
     first = first[join.launch_dur_ns[first] >= FIRST_CALL_NS]
-    ts = np.concatenate([runtime.ts_ns[init], join.launch_ts_ns[first]])
-    order = np.argsort(ts, kind="stable")
-    return {
-        "name": np.concatenate(
-            [runtime.name.take(init).values(), runtime.name.take(join.call[first]).values()]
-        )[order],
-        "ts_ns": ts[order],
-        "dur_ns": np.concatenate([runtime.dur_ns[init], join.launch_dur_ns[first]])[order],
-        "correlation": np.concatenate([runtime.correlation[init], join.work.correlation[first]])[
-            order
-        ],
-        "reason": np.array(["init"] * init.size + ["first launch"] * first.size, dtype=object)[
-            order
-        ],
+    parts = {  # the init calls, then the first launches
+        "name": (runtime.name.take(init).values(), runtime.name.take(join.call[first]).values()),
+        "ts_ns": (runtime.ts_ns[init], join.launch_ts_ns[first]),
+        "dur_ns": (runtime.dur_ns[init], join.launch_dur_ns[first]),
+        "correlation": (runtime.correlation[init], join.work.correlation[first]),
+        "reason": (np.full(init.size, "init", object), np.full(first.size, "first launch", object)),
     }
+    order = np.argsort(np.concatenate(parts["ts_ns"]), kind="stable")
+    return {k: np.concatenate(v)[order] for k, v in parts.items()}
 
 
 def _first_of_each(codes: np.ndarray) -> np.ndarray:
@@ -380,18 +363,19 @@ def steady_launch_pairs(trace: Trace) -> pd.DataFrame:
     return pairs[steady_rows(pairs["correlation"].to_numpy(np.int64, na_value=NA_INT), trace)]
 
 
+def _steady(table: dict[str, np.ndarray], trace: Trace) -> dict[str, np.ndarray]:
+    keep = steady_rows(table["correlation"], trace)
+    return {k: v[keep] for k, v in table.items()}
+
+
 def steady_pair_table(trace: Trace) -> dict[str, np.ndarray]:
     """:func:`steady_launch_pairs` as numpy columns."""
-    pairs = pair_table(trace)
-    keep = steady_rows(pairs["correlation"], trace)
-    return {k: v[keep] for k, v in pairs.items()}
+    return _steady(pair_table(trace), trace)
 
 
 def steady_call_table(trace: Trace) -> dict[str, np.ndarray]:
     """:func:`call_table` without cold-start calls."""
-    calls = call_table(trace)
-    keep = steady_rows(calls["correlation"], trace)
-    return {k: v[keep] for k, v in calls.items()}
+    return _steady(call_table(trace), trace)
 
 
 def steady_gpu_dur_ns(trace: Trace) -> int:
@@ -404,10 +388,8 @@ def launch_summary(calls) -> dict:
     """``{count, total_ns, graph_count, graph_total_ns, graph_gpu_count}`` of :func:`launch_calls`
     (a DataFrame or :func:`call_table`): kernel launch calls and graph launches apart."""
     graph = np.asarray(calls["graph"], dtype=bool)
-    dur, gpu_count = (
-        np.asarray(calls["dur_ns"], dtype=np.int64),
-        np.asarray(calls["gpu_count"], dtype=np.int64),
-    )
+    dur = np.asarray(calls["dur_ns"], dtype=np.int64)
+    gpu_count = np.asarray(calls["gpu_count"], dtype=np.int64)
     return {
         "count": int((~graph).sum()),
         "total_ns": int(dur[~graph].sum()),
@@ -428,16 +410,13 @@ def launch_distribution(pairs) -> pd.DataFrame:
 
 def distribution_rows(pairs) -> list[dict]:
     """The rows of :func:`launch_distribution` as dicts (``pairs``: a DataFrame or :func:`pair_table`)."""
+    columns = ["mean_ns", *(f"p{p}_ns" for p in LAUNCH_PERCENTILES), "max_ns"]
     rows = []
     for metric in ("cpu_dur", "launch_delay", "gpu_dur"):
         values = np.asarray(pairs[f"{metric}_ns"], dtype=np.int64)
+        stats = [np.nan] * len(columns)
+        if values.size:
+            stats = [values.mean(), *percentiles(values, LAUNCH_PERCENTILES), values.max()]
         row = {"metric": metric, "count": int(values.size)}
-        empty = values.size == 0
-        row["mean_ns"] = np.nan if empty else float(values.mean())
-        for p, v in zip(
-            LAUNCH_PERCENTILES, [np.nan] * 4 if empty else percentiles(values, LAUNCH_PERCENTILES)
-        ):
-            row[f"p{p}_ns"] = float(v)
-        row["max_ns"] = np.nan if empty else float(values.max())
-        rows.append(row)
+        rows.append(row | {k: float(v) for k, v in zip(columns, stats)})
     return rows

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, check_int, is_int
 
 DEVICES = ("cpu", "cuda")
 PRECISIONS = ("fp32", "bf16", "fp16", "int8")
@@ -38,21 +38,14 @@ class PipelineConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.device, str) or self.device.split(":")[0] not in DEVICES:
             raise ConfigError(f"device must be 'cpu' or 'cuda[:N]', got {self.device!r}")
-        if (
-            isinstance(self.batch_size, bool)
-            or not isinstance(self.batch_size, int)
-            or self.batch_size < 1
-        ):
-            raise ConfigError(f"batch_size must be an integer >= 1, got {self.batch_size!r}")
+        check_int("batch_size", self.batch_size, 1)
         if self.precision not in PRECISIONS:
             raise ConfigError(
                 f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
             )
         if not isinstance(self.options, dict):
             raise ConfigError(f"options must be a dict, got {type(self.options).__name__}")
-        if self.threads is not None and (
-            isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1
-        ):
+        if self.threads is not None and not (is_int(self.threads) and self.threads >= 1):
             raise ConfigError(
                 f"threads must be an integer >= 1 or None (torch's default), got {self.threads!r}"
             )

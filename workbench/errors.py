@@ -28,3 +28,19 @@ class RunRecordError(WorkbenchError):
 
 class TraceError(WorkbenchError, ValueError):
     """A profiler trace cannot be read: the message names the file and the problem."""
+
+
+def is_int(value: object) -> bool:
+    """An int, never a bool (``True`` is an int to Python, not a count to a user)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: object) -> bool:
+    """An int or a float, never a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_int(name: str, value: object, low: int) -> None:
+    """Raise :class:`ConfigError` naming ``name`` unless ``value`` is an integer >= ``low``."""
+    if not (is_int(value) and value >= low):
+        raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")

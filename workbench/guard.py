@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from .errors import ConfigError, WorkbenchError
+from .errors import ConfigError, WorkbenchError, is_number
 from .timing import Clock, RequestTiming, StageFailure
 
 TIMEOUT = "Timeout"  # error_type of a request abandoned after timeout_s
@@ -72,7 +72,7 @@ def check_timeout(timeout_s: float | None) -> float | None:
     """``timeout_s`` validated: None (no timeout) or a positive number of seconds."""
     if timeout_s is None:
         return None
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
+    if not (is_number(timeout_s) and timeout_s > 0):
         raise ConfigError(
             f"timeout_s must be a number of seconds > 0 (or None for no timeout), got {timeout_s!r}"
         )

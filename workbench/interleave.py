@@ -33,7 +33,6 @@ round. ``compare(...)`` returns a :class:`Comparison`; ``.result`` is what
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import math
@@ -51,7 +50,7 @@ from .analysis.verdicts import BLOCK, MIN_EFFECT, RESAMPLES, paired_comparison
 from .config import PipelineConfig
 from .analysis.outputs import NONE as NO_OUTPUTS
 from .analysis.outputs import OUTPUT_ITEMS, output_agreement
-from .errors import ConfigError, PipelineError
+from .errors import ConfigError, PipelineError, check_int, is_number
 from .pipeline import first_request_checked
 from .timing import Clock, RequestTiming, time_request
 from .units import ns_to_s, s_to_ns
@@ -94,10 +93,7 @@ class Comparison:
 
 def config_with(base: PipelineConfig, overrides: Mapping[str, Any]) -> PipelineConfig:
     """``base`` with built-in keys (batch_size, precision, threads, device) replaced, other keys added to options."""
-    fields = {f.name for f in dataclasses.fields(PipelineConfig)}
     builtin = {k: v for k, v in overrides.items() if k in BUILT_IN_KEYS}
-    if "threads" in builtin and "threads" not in fields:
-        raise ConfigError("threads is not a PipelineConfig field in this version of the workbench")
     options = dict(base.options) | {k: v for k, v in overrides.items() if k not in BUILT_IN_KEYS}
     return base.replace(options=options, **builtin)
 
@@ -145,7 +141,7 @@ def compare(
     base = base or PipelineConfig()
     cfgs = [c if isinstance(c, PipelineConfig) else config_with(base, c) for c in configs]
     labels = [_label(c, base) for c in configs]
-    if any(getattr(c, "threads", None) for c in cfgs):
+    if any(c.threads for c in cfgs):
         from .device import require_torch
 
         require_torch()  # a thread count is set through torch
@@ -155,7 +151,7 @@ def compare(
     items.need(warmup + REWARM)
     default_threads = _current_threads()
     runners = [_request_runner(p, clock) for p in pipes]
-    threads = [getattr(p.config, "threads", None) or default_threads for p in pipes]
+    threads = [p.config.threads or default_threads for p in pipes]
     try:
         outputs = _Outputs(pipes, warmup)
         _warm_up(pipes, runners, items, warmup, threads, outputs)
@@ -167,7 +163,7 @@ def compare(
     finally:
         _set_threads(default_threads)
     samples = _samples_table(rows, names)
-    used = [t for t in (getattr(p.config, "threads", None) or default_threads for p in pipes) if t]
+    used = [t for t in threads if t]
     noise = _finish_noise(probe, samples, max(used) if used else None)
     info = _config_info(cfgs, labels, samples)
     result = _report(
@@ -189,27 +185,17 @@ def compare(
 def _check(configs, requests, warmup) -> None:
     if len(configs) < 2:
         raise ConfigError(f"compare needs at least two configurations, got {len(configs)}")
-    for name, value, low in (("requests", requests, 1), ("warmup", warmup, 0)):
-        if name == "requests" and value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
+    if requests is not None:
+        check_int("requests", requests, 1)
+    check_int("warmup", warmup, 0)
 
 
 def _check_adaptive(resolution, max_time_s) -> None:
-    if (
-        isinstance(resolution, bool)
-        or not isinstance(resolution, (int, float))
-        or not 0 < resolution < 10
-    ):
+    if not (is_number(resolution) and 0 < resolution < 10):
         raise ConfigError(
             f"resolution must be a ratio width in (0, 10), e.g. 0.05, got {resolution!r}"
         )
-    if (
-        isinstance(max_time_s, bool)
-        or not isinstance(max_time_s, (int, float))
-        or not 0 < max_time_s < 1e7
-    ):
+    if not (is_number(max_time_s) and 0 < max_time_s < 1e7):
         raise ConfigError(f"max_time_s must be a number of seconds > 0, got {max_time_s!r}")
 
 
@@ -235,21 +221,10 @@ class _Stop:
     """When the rounds end: a fixed ``requests``, or adaptive (``resolution`` / ``max_time_s``)."""
 
     def __init__(self, requests, resolution, max_time_s, clock, names, metric) -> None:
-        self.requests, self.resolution, self.clock, self.names, self.metric = (
-            requests,
-            resolution,
-            clock,
-            names,
-            metric,
-        )
-        self.max_ns = s_to_ns(max_time_s)
-        self.started, self.by, self.rounds, self.next_check, self.widest = (
-            clock(),
-            None,
-            0,
-            MIN_ROUNDS,
-            None,
-        )
+        self.requests, self.resolution, self.max_ns = requests, resolution, s_to_ns(max_time_s)
+        self.clock, self.names, self.metric = clock, names, metric
+        self.started, self.by, self.rounds = clock(), None, 0
+        self.next_check, self.widest = MIN_ROUNDS, None
 
     def rounds_for_requests(self) -> int | None:
         return None if self.requests is None else -(-self.requests // BLOCK)
@@ -400,16 +375,10 @@ def _interleave(
             for _ in range(BLOCK if limit is None else min(BLOCK, limit - done[c])):
                 t = runners[c](items.batch_of(warmup + done[c], batch[c]))
                 outputs.keep(c, warmup + done[c], t)
+                error = t.failure and t.failure.error_type
+                stage_ns = [e - s for s, e in zip(t.stage_start_ns, t.stage_end_ns)]
                 rows.append(
-                    (
-                        c,
-                        rnd,
-                        done[c],
-                        t.failure is None,
-                        t.failure and t.failure.error_type,
-                        *[e - s for s, e in zip(t.stage_start_ns, t.stage_end_ns)],
-                        t.end_ns - t.start_ns,
-                    )
+                    (c, rnd, done[c], t.failure is None, error, *stage_ns, t.end_ns - t.start_ns)
                 )
                 done[c] += 1
         rnd += 1
@@ -487,10 +456,8 @@ def _noise_probe(noise_probe: Any):
     if noise_probe is False or noise_probe is None:
         return None
     if noise_probe is True:
-        try:
-            from .noise import NoiseProbe
-        except ImportError:  # an older workbench without noise measurement
-            return None
+        from .noise import NoiseProbe
+
         noise_probe = NoiseProbe()
     return noise_probe.start()
 
@@ -509,16 +476,9 @@ def _report(
     """The JSON report: B (the second configuration) against A; with more, ``comparisons`` holds each against A."""
     comparisons = []
     for b in range(1, len(info)):
-        if info[0]["failed"] == info[0]["requests"] or info[b]["failed"] == info[b]["requests"]:
-            comparisons.append(
-                {
-                    "a": 0,
-                    "b": b,
-                    "stages": [],
-                    "end_to_end": None,
-                    "error": "every measured request of one side failed",
-                }
-            )
+        if any(info[i]["failed"] == info[i]["requests"] for i in (0, b)):
+            error = "every measured request of one side failed"
+            comparisons.append({"a": 0, "b": b, "stages": [], "end_to_end": None, "error": error})
             continue
         found = paired_comparison(
             samples,

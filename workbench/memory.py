@@ -23,6 +23,8 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .errors import is_int
+
 SAMPLE_EVERY = 10
 LEAK_SLOPE_MB_PER_100 = 1.0
 LEAK_R2 = 0.8
@@ -62,7 +64,7 @@ class MemorySampler:
     def __init__(
         self, read_rss: RssReader = rss_bytes, *, every: int = SAMPLE_EVERY, start: int = 0
     ):
-        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        if not (is_int(every) and every >= 1):
             raise ValueError(f"every must be an integer >= 1, got {every!r}")
         self.read_rss, self.every, self.start = read_rss, every, start
         self.requests: list[int] = []  # measured requests done at each sample

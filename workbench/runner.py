@@ -31,7 +31,7 @@ import pandas as pd
 
 from .config import PipelineConfig
 from .device import check_device, cpu_model, device_name, require_torch
-from .errors import ConfigError, PipelineError
+from .errors import ConfigError, PipelineError, check_int, is_number
 from .naming import stage_range_name
 from .pipeline import Pipeline, build_pipeline, first_request_checked
 from .precision import check_precision
@@ -63,15 +63,10 @@ Progress = Callable[[int, int, str], None]
 DEFAULT_REQUESTS = 600  # bounds the p99 interval (the order-statistic interval needs about 563)
 DEFAULT_MAX_DURATION_S = 30.0
 DEFAULT_TRACED = 50  # the slowest 3 against the median 10 traced requests, 1-2 s (benchmarks/results/traced_count.md)
-STATUS_COMPLETE, STATUS_TIMEOUT, STATUS_INTERRUPTED = (
-    "complete",
-    "incomplete: timeout",
-    "interrupted",
-)
-RUNNER_FIELDS = (
-    "batch_size",
-    "threads",
-)  # what the runner applies itself, so a built Pipeline honours them
+STATUS_COMPLETE = "complete"
+STATUS_TIMEOUT = "incomplete: timeout"
+STATUS_INTERRUPTED = "interrupted"
+RUNNER_FIELDS = ("batch_size", "threads")  # the runner applies them: a built Pipeline honours them
 
 
 def resolve_pipeline(target: Pipeline | Callable | str, config: PipelineConfig | None) -> Pipeline:
@@ -186,7 +181,9 @@ def profile(
             noise_readings=noise_readings,
             timeout_s=timeout_s,
             read_rss=read_rss,
-            trace_options=TraceOptions(stacks, shapes, modules),
+            stacks=stacks,
+            shapes=shapes,
+            modules=modules,
             build_ns=build_ns,
             sample_interval_s=(
                 DEFAULT_INTERVAL_S if sample_stacks and clock is time.perf_counter_ns else None
@@ -203,21 +200,13 @@ def profile(
 
 
 @dataclasses.dataclass(frozen=True)
-class TraceOptions:
-    """What the traced run records besides operators and kernels (see :func:`profile`)."""
-
-    stacks: bool = True
-    shapes: bool = False
-    modules: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
 class MeasurePlan:
     """Everything one :func:`profile` call measures with, checked and resolved (see :func:`profile`).
 
     ``pipe`` is the built pipeline, ``target`` what the caller passed (the fingerprint names it),
     ``threads`` the torch threads applied, ``build_ns`` the factory's build time (None for a built
-    Pipeline).
+    Pipeline); ``stacks``, ``shapes`` and ``modules`` are what the traced run records besides
+    operators and kernels.
     """
 
     pipe: Pipeline
@@ -234,7 +223,9 @@ class MeasurePlan:
     noise_readings: Any = None
     timeout_s: float | None = None
     read_rss: RssReader | None = None
-    trace_options: TraceOptions = TraceOptions()
+    stacks: bool = True
+    shapes: bool = False
+    modules: bool = False
     build_ns: int | None = None
     sample_interval_s: float | None = None  # stack sampling of the timing run (None: off)
 
@@ -244,51 +235,22 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
     from .fingerprint import run_fingerprint
     from .noise import NoiseProbe, Readings
 
-    pipe, warmup, requests, traced, sync = (
-        plan.pipe,
-        plan.warmup,
-        plan.requests,
-        plan.traced,
-        plan.sync,
-    )
-    max_duration_s, progress, cancel, timeout_s = (
-        plan.max_duration_s,
-        plan.progress,
-        plan.cancel,
-        plan.timeout_s,
-    )
-    cfg = pipe.config
+    pipe, cfg, warmup = plan.pipe, plan.pipe.config, plan.warmup
     items = pipe.item_iterator()
     started = datetime.now(timezone.utc)
     probe = NoiseProbe(plan.noise_readings or Readings()).start()
-    deadline_ns = None if max_duration_s is None else s_to_ns(max_duration_s)
     memory = MemorySampler(plan.read_rss or rss_bytes, start=warmup)
     sampler = StackSampler(plan.sample_interval_s) if plan.sample_interval_s else None
-    timings, status = _timing_run(
-        pipe,
-        items,
-        warmup + requests,
-        sync,
-        plan.clock,
-        progress,
-        cancel,
-        warmup,
-        deadline_ns,
-        timeout_s,
-        memory,
-        sampler,
-    )
+    timings, status = _timing_run(plan, items, memory, sampler)
     requests_df, stages_df = _tables(timings, pipe.stage_names, warmup, cfg.batch_size)
     attributes = _describe(pipe, timings, requests_df)
     stacks = _stack_summary(sampler, timings, pipe.stage_names, requests_df, stages_df)
     measured = requests_df[~requests_df["warmup"] & requests_df["ok"]]
     noise = probe.finish(plan.threads, measured["dur_ns"].to_numpy())
     trace_path, trace_meta = None, None
-    if traced and status == STATUS_COMPLETE:
+    if plan.traced and status == STATUS_COMPLETE:
         try:
-            trace_path, trace_meta = _traced_run(
-                pipe, items, traced, progress, cancel, plan.trace_options, timeout_s
-            )
+            trace_path, trace_meta = _traced_run(plan, items)
             if scratch is not None:
                 scratch.append(trace_path.parent)
         except KeyboardInterrupt:  # the timing run is kept; _traced_run removed its scratch folder
@@ -298,7 +260,7 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
         ) as stop:  # the timing run is kept; the traced run's failure is recorded
             status = STATUS_TIMEOUT
             trace_meta = {
-                "requests": traced,
+                "requests": plan.traced,
                 "failed_requests": 1,
                 "stopped_by": "timeout",
                 "failures": failure_records([stop.failure]),
@@ -318,12 +280,12 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
             warmup=warmup,
             requests=n_measured,
             clock="time.perf_counter_ns",
-            sync=sync if cfg.is_cuda else None,
+            sync=plan.sync if cfg.is_cuda else None,
             device_timer="cuda_events" if cfg.is_cuda else None,
-            requests_asked=requests,
-            max_duration_s=max_duration_s,
+            requests_asked=plan.requests,
+            max_duration_s=plan.max_duration_s,
             stopped_by=(
-                ("requests" if n_measured >= requests else "max_duration_s")
+                ("requests" if n_measured >= plan.requests else "max_duration_s")
                 if status == STATUS_COMPLETE
                 else status
             ),
@@ -350,13 +312,10 @@ def quantization_meta(pipe: Pipeline) -> dict[str, Any] | None:
     if pipe.config.precision != "int8":
         return None
     reports = list(getattr(pipe, "quantization", []) or [])
-    text = (
-        "; ".join(r["text"] for r in reports)
-        if reports
-        else (
-            "not recorded: the pipeline did not quantize through workbench.precision.prepare_model"
-        )
+    not_recorded = (
+        "not recorded: the pipeline did not quantize through workbench.precision.prepare_model"
     )
+    text = "; ".join(r["text"] for r in reports) if reports else not_recorded
     return {"models": reports, "text": text}
 
 
@@ -370,20 +329,12 @@ def _torch_threads() -> int | None:
 def _check_counts(
     requests: int, warmup: int, traced: int, sync: str, max_duration_s: float | None = None
 ) -> None:
-    for name, value, low in (
-        ("requests", requests, 1),
-        ("warmup", warmup, 0),
-        ("traced", traced, 0),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
+    check_int("requests", requests, 1)
+    check_int("warmup", warmup, 0)
+    check_int("traced", traced, 0)
     if sync not in SYNC_POLICIES:
         raise ConfigError(f"sync must be one of {', '.join(SYNC_POLICIES)}, got {sync!r}")
-    if max_duration_s is not None and (
-        isinstance(max_duration_s, bool)
-        or not isinstance(max_duration_s, (int, float))
-        or not max_duration_s > 0
-    ):
+    if max_duration_s is not None and not (is_number(max_duration_s) and max_duration_s > 0):
         raise ConfigError(
             f"max_duration_s must be a number of seconds > 0 or None, got {max_duration_s!r}"
         )
@@ -399,20 +350,9 @@ def next_batch(items, batch_size: int, pipe_name: str) -> list:
 
 
 def _timing_run(
-    pipe,
-    items,
-    total,
-    sync,
-    clock,
-    progress,
-    cancel,
-    warmup=0,
-    deadline_ns=None,
-    timeout_s=None,
-    memory=None,
-    sampler=None,
+    plan: MeasurePlan, items, memory: MemorySampler, sampler: StackSampler | None
 ) -> tuple[list[RequestTiming], str]:
-    """Warm-up then measured requests; measuring stops early once ``deadline_ns`` of measured time passed.
+    """Warm-up then measured requests, stopped early after ``max_duration_s`` of measured time.
 
     Returns the timings and the run's status: "complete"; "incomplete: timeout" when a request
     ran past ``timeout_s`` (it is the last timing, a ``Timeout`` failure); "interrupted" on
@@ -422,44 +362,34 @@ def _timing_run(
     """
     from .gcprobe import GcProbe
 
+    pipe, clock, cancel, warmup = plan.pipe, plan.clock, plan.cancel, plan.warmup
+    total = warmup + plan.requests
+    deadline_ns = None if plan.max_duration_s is None else s_to_ns(plan.max_duration_s)
     names, fns = pipe.stage_names, [s.fn for s in pipe.stages]
     gc_probe = GcProbe(clock)
-    if (
-        pipe.config.is_cuda
-    ):  # GC pauses and describe= are host-side observations of the CPU path only
-        run_one = functools.partial(CudaStageTimer(len(fns), sync, clock).time_request, names, fns)
-        run_one = first_request_checked(
-            run_one, run_one, pipe
-        )  # options only: CUDA timing keeps no outputs
+    # GC pauses and describe= are host-side observations of the CPU path only
+    if pipe.config.is_cuda:
+        timer = CudaStageTimer(len(fns), plan.sync, clock)
+        run_one = functools.partial(timer.time_request, names, fns)
+        # options only: CUDA timing keeps no outputs
+        run_one = first_request_checked(run_one, run_one, pipe)
     else:
         describe = {i: s.describe for i, s in enumerate(pipe.stages) if s.describe is not None}
         run_one = functools.partial(
             time_request, names, fns, clock=clock, gc_probe=gc_probe, describe=describe
         )
         # the first request keeps every output: a generator stage and an unread --option are refused
-        run_one = first_request_checked(
-            run_one,
-            functools.partial(
-                time_request,
-                names,
-                fns,
-                clock=clock,
-                gc_probe=gc_probe,
-                keep=frozenset(range(len(fns))),
-                describe=describe,
-            ),
-            pipe,
-        )
+        keep_all = functools.partial(run_one, keep=frozenset(range(len(fns))))
+        run_one = first_request_checked(run_one, keep_all, pipe)
     out: list[RequestTiming] = []
     measured_from = None
     with (
         gc_probe,
         sampler or contextlib.nullcontext(),
-        guarded(run_one, names, timeout_s, clock=clock, cancel=cancel) as call,
+        guarded(run_one, names, plan.timeout_s, clock=clock, cancel=cancel) as call,
     ):
         try:
-            if memory is not None:
-                memory.observe(0)
+            memory.observe(0)
             for i in range(total):
                 if cancel is not None and cancel.is_set():
                     raise Cancelled(f"cancelled after {i} of {total} requests")
@@ -475,10 +405,9 @@ def _timing_run(
                 out[-1].output = None  # the pipeline's answer is not the run's to keep
                 if is_timeout(out[-1]):
                     return out, STATUS_TIMEOUT
-                if memory is not None:
-                    memory.observe(i + 1)
-                if progress is not None:
-                    progress(i + 1, total, "timing")
+                memory.observe(i + 1)
+                if plan.progress is not None:
+                    plan.progress(i + 1, total, "timing")
         except KeyboardInterrupt:
             return out, STATUS_INTERRUPTED
     return out, STATUS_COMPLETE
@@ -500,10 +429,8 @@ def _tables(
         st_rows += rows
         gc_ns += (t.stage_gc_ns or [None] * len(rows))[: len(rows)]
     requests, stages = build_tables(req_rows, st_rows)
-    if any(v is not None for v in gc_ns):
-        stages["gc_ns"] = pd.array(
-            gc_ns, dtype="Int64"
-        )  # GC pause time inside the stage (workbench.gcprobe)
+    if any(v is not None for v in gc_ns):  # GC pause time inside the stage (workbench.gcprobe)
+        stages["gc_ns"] = pd.array(gc_ns, dtype="Int64")
     return requests, stages
 
 
@@ -579,24 +506,16 @@ class TracedTimeout(Exception):
         self.failure = failure
 
 
-def _traced_run(
-    pipe: Pipeline,
-    items,
-    n: int,
-    progress,
-    cancel,
-    options: TraceOptions = TraceOptions(),
-    timeout_s: float | None = None,
-) -> tuple[Path, dict[str, Any]]:
-    """Run n requests (after one profiler warm-up request) under torch.profiler; return the trace file.
+def _traced_run(plan: MeasurePlan, items) -> tuple[Path, dict[str, Any]]:
+    """``plan.traced`` requests (after a profiler warm-up) under torch.profiler, and the trace file.
 
     The scratch folder is removed when the run ends by any exception (Ctrl-C, cancel, an error):
     only a returned trace leaves it, owned by the Run from then on.
     """
     out_dir = scratch_folder()
     try:
-        with _alarm(timeout_s) as alarm:
-            return _traced_requests(pipe, items, n, progress, cancel, out_dir, options, alarm)
+        with _alarm(plan.timeout_s) as alarm:
+            return _traced_requests(plan, items, out_dir, alarm)
     except BaseException:
         shutil.rmtree(out_dir, ignore_errors=True)
         raise
@@ -653,14 +572,7 @@ def _alarm(timeout_s: float | None):
 
 
 def _traced_requests(
-    pipe: Pipeline,
-    items,
-    n: int,
-    progress,
-    cancel,
-    out_dir: Path,
-    options: TraceOptions = TraceOptions(),
-    alarm: _Alarm | None = None,
+    plan: MeasurePlan, items, out_dir: Path, alarm: _Alarm
 ) -> tuple[Path, dict[str, Any]]:
     from .device import quiet_profiler
 
@@ -673,19 +585,19 @@ def _traced_requests(
         tensorboard_trace_handler,
     )
 
+    pipe, n, cancel, progress = plan.pipe, plan.traced, plan.cancel, plan.progress
     cuda = pipe.config.is_cuda
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     stages = [(stage_range_name(s.name), s.name, s.fn) for s in pipe.stages]
     failures: list[StageFailure] = []
-    alarm = alarm or _Alarm()
     memory = StageMemory(torch if cuda else None, pipe.config.device)
     with torch.profiler.profile(
         activities=activities,
         schedule=schedule(wait=0, warmup=1, active=n, repeat=1),
         on_trace_ready=tensorboard_trace_handler(str(out_dir), use_gzip=True),
-        with_stack=options.stacks,
-        record_shapes=options.shapes,
-        with_modules=options.modules,
+        with_stack=plan.stacks,
+        record_shapes=plan.shapes,
+        with_modules=plan.modules,
     ) as prof:
         for i in range(n + 1):
             if cancel is not None and cancel.is_set():
@@ -709,9 +621,8 @@ def _traced_requests(
                     ) from None
                 except KeyboardInterrupt:
                     raise
-                except (
-                    BaseException
-                ) as exc:  # recorded like the timing run's failures (sys.exit too)
+                # recorded like the timing run's failures (sys.exit too)
+                except BaseException as exc:
                     alarm.stop()
                     failures.append(StageFailure.from_exception(name, exc))
                     break
@@ -730,9 +641,9 @@ def _traced_requests(
         "activities": activity_names,
         "failed_requests": len(failures),
         "failures": failure_records(failures),
-        "with_stack": options.stacks,
-        "record_shapes": options.shapes,
-        "with_modules": options.modules,
+        "with_stack": plan.stacks,
+        "record_shapes": plan.shapes,
+        "with_modules": plan.modules,
         "memory_by_stage": memory.summary(),
     }
 

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from ..errors import is_int
 from .sections import (
     Attributes,
     ColdStart,
@@ -172,7 +173,7 @@ def check_version(data: dict[str, Any]) -> dict[str, Any]:
             "format", f"must be {FORMAT!r} (not a workbench run), got {data.get('format')!r:.80}"
         )
     version = data.get("version")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+    if not (is_int(version) and version >= 1):
         raise MetaError(
             "version", f"must be an integer format version 1..{VERSION}, got {version!r:.80}"
         )

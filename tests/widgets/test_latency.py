@@ -219,7 +219,7 @@ def test_recorded_runs_are_shown_without_profiling(tmp_path, fake_profile):
 
 
 def test_index_of_recorded_runs_skips_variants_and_other_folders(tmp_path):
-    from workbench.widgets import index_runs
+    from tests.support.run_index import index_runs
 
     synthetic_run("text", PipelineConfig(batch_size=2), 5, 1).save(tmp_path / "text-cpu-bs2-fp32")
     synthetic_run("text", PipelineConfig(batch_size=4, options={"pin_memory": False}), 5, 1).save(

@@ -85,7 +85,7 @@ def test_the_cached_fingerprint_matches_as_a_build_does(folder, monkeypatch):
     monkeypatch.setattr(
         "workbench.runner.resolve_pipeline", lambda *a: builds.append(a)
     )  # a build would fail
-    wanted = ex._fingerprint(name, config)
+    wanted = ex.lookup.fingerprint(name, config)
     monkeypatch.undo()
     assert builds == [] and wanted == _built(name, config)
     match = ex.recorded.find(wanted)

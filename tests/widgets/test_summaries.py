@@ -8,7 +8,7 @@ from widget_fakes import FakeProfile, synthetic_run
 
 from workbench.config import PipelineConfig
 from workbench.widgets import LatencyExplorer
-from workbench.widgets.summaries import index_runs
+from tests.support.run_index import index_runs
 
 
 def test_a_bad_recorded_run_is_skipped_with_a_visible_note(tmp_path):

@@ -34,7 +34,7 @@ from .cache import LRUCache
 from .jobs import JobQueue
 from .latency import LatencyExplorer
 from .panes import FigurePane, MessageLine
-from .summaries import RunView, index_runs
+from .summaries import RunView
 from .traces import TraceExplorer, trace_choices
 
 __all__ = [
@@ -46,6 +46,5 @@ __all__ = [
     "MessageLine",
     "RunView",
     "TraceExplorer",
-    "index_runs",
     "trace_choices",
 ]

@@ -11,6 +11,7 @@ import os
 
 import plotly.graph_objects as go
 
+from ..analysis.flame import flame_tree
 from ..errors import ConfigError
 from ..plots import (
     budget_figure,
@@ -35,10 +36,6 @@ def budget_view(view: RunView, sla_ms: float | None) -> go.Figure:
 
 def distribution_view(view: RunView, stage: str | None, kind: str) -> go.Figure:
     return distribution_figure(view.requests, view.stages, view.stage_order, stage=stage, kind=kind)
-
-
-def empty_view(message: str, title: str | None = None) -> go.Figure:
-    return empty_figure(message, title)
 
 
 def tail_view(view: RunView) -> go.Figure:
@@ -78,20 +75,12 @@ def compare_view(result: dict) -> go.Figure:
     return ratio_figure(result, metric=result.get("metric") or "p50")
 
 
-def flame_tree_of(events):
-    """The flame node table of an events table (``workbench.analysis.flame``)."""
-    from ..analysis.flame import flame_tree
-
-    return flame_tree(events)
-
-
 def flame_from_trace(path: str | os.PathLike, *, title: str | None = None) -> go.Figure:
     """Load a trace and draw its flame graph (stage -> operators -> runtime calls -> kernels, copies)."""
     from ..trace import load_trace
 
-    events = load_trace(path).events
     return flame_figure(
-        flame_tree_of(events),
+        flame_tree(load_trace(path).events),
         title=title or "Flame graph of the traced requests",
         max_nodes=FLAME_MAX_NODES,
     )
@@ -101,17 +90,15 @@ def trace_figures(trace) -> dict:
     """Every view of a loaded trace (``workbench.trace.Trace``), plus a one-line ``summary``.
 
     The views share one trace: the launch join and the step tables are computed once."""
-    events = trace
-    name = trace.path.name
     return {
-        "launches": launch_figure(events),
-        "transfers": transfer_figure(events),
-        "timeline": gpu_timeline_figure(events),
-        "steps": step_breakdown_figure(events),
+        "launches": launch_figure(trace),
+        "transfers": transfer_figure(trace),
+        "timeline": gpu_timeline_figure(trace),
+        "steps": step_breakdown_figure(trace),
         "flame": flame_figure(
-            flame_tree_of(events), title=f"Flame graph: {name}", max_nodes=FLAME_MAX_NODES
+            flame_tree(trace), title=f"Flame graph: {trace.path.name}", max_nodes=FLAME_MAX_NODES
         ),
-        "request": request_chart(events, 0),
+        "request": request_chart(trace, 0),
         "summary": trace_summary(trace),
     }
 

@@ -28,6 +28,7 @@ so the click and the keyboard drive one stage pane.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -44,15 +45,14 @@ from .figures import (
     budget_view,
     compare_view,
     distribution_view,
-    empty_view,
     flame_from_trace,
     over_run_view,
     request_stages_view,
     stacks_view,
     tail_view,
 )
+from ..plots.style import empty_figure
 from .panes import ClickablePane, DeferredPane, FigurePane, MessageLine, figure_bundle
-from .latency_support import cheap_fingerprint  # noqa: F401 - re-exported: tests and scripts import it here
 from .latency_support import (
     Key,
     check_config,
@@ -63,7 +63,6 @@ from .latency_support import (
     request_options,
     thread_options,
     verdict_text,
-    with_notes,
 )
 from .pinning import Pinning
 from .recorded import RecordedRuns
@@ -72,9 +71,8 @@ from .summaries import RunView, discard_trace, summarize
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
 PROGRESS_EVERY_S = 0.1
-TIMEOUT_S = (
-    30.0  # per-request timeout of the explorer's runs: a stuck stage must not freeze the page
-)
+# per-request timeout of the explorer's runs: a stuck stage must not freeze the page
+TIMEOUT_S = 30.0
 THREADS = 1  # live runs' torch threads by default, for the reason below
 THREADS_REASON = (
     "torch's CPU thread pool busy-waits, so on shared cores more threads measure the contention, "
@@ -138,13 +136,11 @@ class LatencyExplorer(Controller):
         self.profile_fn = profile_fn
         self.timeout_s = timeout_s
         self.profile_calls = 0
-        self.figures = LRUCache(
-            4 * cache_size
-        )  # built figures and their JSON, per (run, view, options)
+        # built figures and their JSON, per (run, view, options)
+        self.figures = LRUCache(4 * cache_size)
         self.lookup = RunLookup(runs)  # recorded runs and the fingerprints looked up so far
-        self.pinning = Pinning(
-            compare_fn, compare_requests, warmup, _measurable
-        )  # A of "compare with B", and its result
+        # A of "compare with B", and its result
+        self.pinning = Pinning(compare_fn, compare_requests, warmup, _measurable)
         self.current: RunView | None = None
         if threads == "recorded":
             threads = self._recorded_threads(batch_size, precision, device)
@@ -197,22 +193,9 @@ class LatencyExplorer(Controller):
         return self.lookup.recorded
 
     @property
-    def pinned(self) -> tuple[Key, PipelineConfig] | None:
-        """A of "compare with B": ``(key, config)``, or None."""
-        return self.pinning.pinned
-
-    @property
     def comparison(self) -> dict | None:
         """The last "compare with B" result (``Comparison.result``)."""
         return self.pinning.comparison
-
-    @property
-    def compare_fn(self) -> Callable | None:
-        return self.pinning.compare_fn
-
-    @property
-    def compare_requests(self) -> int:
-        return self.pinning.requests
 
     def set(self, **values: Any) -> "LatencyExplorer":
         """Move controls as a user would, then react once: ``set(batch_size=8, precision="bf16", sla_ms=50)``."""
@@ -259,17 +242,13 @@ class LatencyExplorer(Controller):
         if refused:  # clear our own refusal only, never a configuration's error
             self.message_line.clear()
         if self.request_picker.value != request:
-            self.request_picker.value = (
-                request  # the picker's observer redraws the ring and the stages
-            )
+            # the picker's observer redraws the ring and the stages
+            self.request_picker.value = request
         return True
 
     def refresh(self, force: bool = False) -> None:
         """Show the current configuration; ``force`` profiles it again even if cached or recorded."""
         self._changed(force=force)
-
-    def wait(self, timeout: float = 300.0) -> "LatencyExplorer":
-        return super().wait(timeout)
 
     def pin(self) -> None:
         """Pin the current configuration as A of "compare with B"."""
@@ -466,12 +445,6 @@ class LatencyExplorer(Controller):
         finally:
             self._progress_done()
 
-    def _fingerprint(
-        self, target: Any, config: PipelineConfig, build: bool = True
-    ) -> dict[str, Any] | None:
-        """What a live run of this configuration would record (``RunLookup.fingerprint``)."""
-        return self.lookup.fingerprint(target, config, build, measurable=_measurable(config.device))
-
     def _recorded_without_build(self, key: Key, config: PipelineConfig, force: bool) -> bool:
         """Whether a recorded run stands in for this configuration, found without building the pipeline.
 
@@ -520,7 +493,7 @@ class LatencyExplorer(Controller):
             flame_from_trace,
             lazy_flame=True,  # read from its trace when the flame pane is opened
         )
-        return with_notes(view, match.labels)
+        return dataclasses.replace(view, notes=match.labels)
 
     def _profile(
         self, key: Key, config: PipelineConfig, cancel: threading.Event, hint: str = ""
@@ -642,9 +615,7 @@ class LatencyExplorer(Controller):
                 self._show(self.flame_pane, (view, "flame"), lambda: _flame_of(view))
                 self._show(self.stacks_pane, (view, "stacks"), lambda: stacks_view(view))
                 self.stacks_pane.view.layout.display = "" if view.has_stacks else "none"
-                if (
-                    not view.has_stacks
-                ):  # no empty plot on the page: the figure stays for code to read
+                if not view.has_stacks:  # no empty plot on the page; code still reads the figure
                     self.stacks_pane.clear()
 
     def _show(self, pane: FigurePane, key: tuple, build: Callable[[], Any]) -> None:
@@ -684,7 +655,7 @@ class LatencyExplorer(Controller):
         """An error for the configuration on the controls: the figures of another one would pass for it."""
         with self._lock:
             self.current = None
-            blank = empty_view(why)
+            blank = empty_figure(why)
             for pane in (
                 self.budget_pane,
                 self.tail_pane,
@@ -738,8 +709,8 @@ def _flame_of(view: RunView) -> Any:
     try:
         fig = view.flame.get()
     except WorkbenchError as exc:
-        return empty_view(f"no flame graph: {exc}")
-    return fig if fig is not None else empty_view("no trace for this run")
+        return empty_figure(f"no flame graph: {exc}")
+    return fig if fig is not None else empty_figure("no trace for this run")
 
 
 def _measurable(device: str) -> bool:

@@ -11,10 +11,7 @@ from typing import Any
 
 from ..config import PipelineConfig
 from ..units import ns_to_ms
-from .recorded import RecordedRuns
-from .summaries import RunView
-
-Key = tuple[str, str, int, str, "int | None"]  # (pipeline, device, batch_size, precision, threads)
+from .summaries import Key, RunView
 
 
 def pipeline_targets(example: Any, pipelines: dict[str, Any] | None) -> dict[str, Any]:
@@ -34,14 +31,6 @@ def pipeline_targets(example: Any, pipelines: dict[str, Any] | None) -> dict[str
 
 def _label(factory: Callable) -> str:
     return getattr(factory, "__name__", None) or type(factory).__name__
-
-
-def device_options(recorded: RecordedRuns, here: list[str]) -> list:
-    """This machine's devices, plus devices only recorded runs have: ``("cuda (recorded on NVIDIA H200)", "cuda")``."""
-    extra = {d: name for d, name in recorded.devices().items() if d not in here}
-    if not extra:
-        return here
-    return [(d, d) for d in here] + [(f"{d} (recorded on {name})", d) for d, name in extra.items()]
 
 
 def thread_options(default: int | None) -> list[tuple[str, int | None]]:
@@ -97,12 +86,6 @@ def cheap_fingerprint(target: Any, config: PipelineConfig) -> dict[str, Any]:
         "host": {"cpu_model": cpu_model(), "cores": _cores()},
         "model": UNKNOWN,
     }
-
-
-def with_notes(view: RunView, labels: tuple[str, ...]) -> RunView:
-    import dataclasses
-
-    return dataclasses.replace(view, notes=tuple(labels))
 
 
 def request_options(view: RunView) -> list[tuple[str, int | None]]:

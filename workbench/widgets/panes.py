@@ -79,9 +79,7 @@ class FigurePane:
         self.figure = go.Figure()
         self.height = height
         self.output = widgets.Output(layout=widgets.Layout(min_height=f"{height}px", width="100%"))
-        self.view: widgets.Widget = (
-            self.output
-        )  # what a layout places (a subclass may wrap the output)
+        self.view: widgets.Widget = self.output  # what a layout places (a subclass may wrap it)
         self.updates = 0
 
     def show(self, fig: go.Figure, bundle: dict[str, Any] | None = None) -> None:

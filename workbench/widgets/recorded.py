@@ -77,10 +77,6 @@ class RecordedRuns:
             return ""
         return f"skipped {len(self.skipped)} unreadable recorded run(s): " + "; ".join(self.skipped)
 
-    def devices(self) -> dict[str, str]:
-        """Device family (``cpu``, ``cuda``) -> the names of the devices its runs were recorded on, joined."""
-        return {family: ", ".join(names) for family, names in self.cards().items()}
-
     def cards(self, pipeline: str | None = None) -> dict[str, list[str]]:
         """Device family -> the distinct device names (each run's own record) of the runs of ``pipeline``,
         in the order found; every run's when ``pipeline`` is None or has no recorded run."""

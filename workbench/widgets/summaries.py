@@ -7,7 +7,7 @@ the trace file itself is read once and never kept. A live run's flame figure is
 built at once (its scratch trace is deleted next); a recorded run's, whose trace
 stays on disk, when first asked for (:class:`Lazy`: the flame pane opened), which
 keeps 50-100 ms of trace reading off a recorded configuration change. Recorded
-runs are indexed by their configuration from ``run.json`` alone and loaded on demand.
+runs are found from their ``run.json`` alone (``widgets.recorded``) and loaded on demand.
 """
 
 from __future__ import annotations
@@ -15,16 +15,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ..analysis.budget import stage_summary
-from ..errors import RunRecordError
-from ..record import META_FILE, Run, RunMeta, read_meta
+from ..record import Run, RunMeta
 
-Key = tuple[str, str, int, str]  # (pipeline, device, batch_size, precision)
+Key = tuple[str, str, int, str, "int | None"]  # (pipeline, device, batch_size, precision, threads)
 
 
 class Lazy:
@@ -40,10 +38,6 @@ class Lazy:
         made = cls(lambda: value)
         made.get()
         return made
-
-    @property
-    def built(self) -> bool:
-        return self._build is None
 
     def get(self) -> Any:
         with self._lock:
@@ -75,31 +69,16 @@ class RunView:
     stages: pd.DataFrame
     flame: Lazy
     failed: int
-    noise: dict | None = (
-        None  # ``run.meta.noise`` as an object, shown as a badge ({noisy, reasons, fix}); None: not recorded
-    )
+    # ``run.meta.noise`` as an object, shown as a badge ({noisy, reasons, fix}); None: not recorded
+    noise: dict | None = None
     failures: dict | None = None  # ``analysis.failures.failure_summary`` of the measured requests
     device_name: str | None = None  # the GPU or CPU it ran on, for "recorded on <GPU>"
     notes: tuple = ()  # what a recorded run differs in from the configuration it stands in for
-    stacks: dict | None = (
-        None  # ``run.meta.stacks`` (sampled stacks, slow against median) when it has stages
-    )
+    stacks: dict | None = None  # ``run.meta.stacks`` (sampled stacks, slow against median)
 
     @property
     def has_stacks(self) -> bool:
         return bool((self.stacks or {}).get("stages"))
-
-    @property
-    def p99_ms(self) -> float | None:
-        row = self.summary[self.summary["name"] == "end_to_end"]
-        return None if row.empty else row["p99_ms"].iloc[0]
-
-
-def run_key(meta: RunMeta, pipeline: str | None = None) -> Key:
-    """The cache key of a run: pipeline, device family (cpu/cuda), batch size, precision."""
-    cfg = meta.config
-    device = (cfg.device or "cpu").split(":")[0]
-    return (pipeline or str(meta.pipeline), device, cfg.batch_size or 1, cfg.precision or "fp32")
 
 
 def summarize(
@@ -150,52 +129,3 @@ def _stacks(meta: RunMeta) -> dict | None:
 def discard_trace(run: Run) -> None:
     """Delete the scratch trace folder of an unsaved ``run`` (the run owns it; a saved run is untouched)."""
     run.close()
-
-
-class RunIndex(dict):
-    """Recorded run folders by key, plus ``skipped``: one note per run folder that could not be read."""
-
-    def __init__(self):
-        super().__init__()
-        self.skipped: list[str] = []
-
-    @property
-    def note(self) -> str:
-        """A line for the status bar ("" when nothing was skipped)."""
-        if not self.skipped:
-            return ""
-        return f"skipped {len(self.skipped)} unreadable recorded run(s): " + "; ".join(self.skipped)
-
-
-def index_runs(paths: Any) -> RunIndex:
-    """Recorded run folders by key, from folders of run folders or run folders themselves.
-
-    Reads only each ``run.json`` (through ``workbench.record``). Folders
-    without one are not runs and are passed over (a data folder may hold other
-    things); a run whose ``run.json`` is broken is skipped with a note in
-    ``.skipped``, never an error that stops the explorer. Runs made with user
-    ``options`` (variants such as ``-pageable``) are left out: the key has no
-    room for them. Later paths win on equal keys.
-    """
-    found = RunIndex()
-    if paths is None:
-        return found
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
-    for root in map(Path, paths):
-        candidates = (
-            [root]
-            if (root / META_FILE).is_file()
-            else sorted(p for p in root.glob("*") if p.is_dir())
-        )
-        for folder in candidates:
-            if not (folder / META_FILE).is_file():
-                continue
-            try:
-                meta = read_meta(folder / META_FILE)
-            except RunRecordError as exc:
-                found.skipped.append(str(exc))
-                continue
-            if meta.kind == "profile" and not meta.config.options:
-                found[run_key(meta)] = folder
-    return found

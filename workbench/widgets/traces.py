@@ -26,9 +26,8 @@ from .figures import request_chart, trace_figures
 from .panes import FigurePane
 
 VIEWS = ("launches", "transfers", "timeline", "steps", "flame", "request")
-UPLOAD_MAX_TRACE_BYTES = (
-    256 * 2**20
-)  # JSON text of an upload, checked while decompressing (a gzip bomb stops here)
+# JSON text of an upload, checked while decompressing (a gzip bomb stops here)
+UPLOAD_MAX_TRACE_BYTES = 256 * 2**20
 TRACE_PATTERNS = ("*.json.gz", "*.json")
 UPLOAD_LIMIT_ENV = "WORKBENCH_UPLOAD_LIMIT_BYTES"  # set by the room launcher for its kernels
 PAGE_UPLOAD_LIMIT_BYTES = 10 * 2**20  # plain Voila's websocket message limit (tornado's default)

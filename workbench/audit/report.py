@@ -55,13 +55,13 @@ def audit_run(
     }
 
 
-def audit(runs, sla_ms: float | None = None, **kwargs) -> dict[str, Any]:
-    """The JSON of ``python -m workbench audit --json`` (kwargs: see :func:`audit_run`)."""
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "runs": [audit_run(r, sla_ms, **kwargs) for r in runs],
-    }
+def audit(runs, sla_ms: float | None = None, facts: list | None = None, **kwargs) -> dict[str, Any]:
+    """The JSON of ``python -m workbench audit --json``; ``facts``: each run's :func:`run_facts` when
+    already gathered (kwargs: see :func:`audit_run`)."""
+    entries = [
+        audit_run(r, sla_ms, facts=f, **kwargs) for r, f in zip(runs, facts or [None] * len(runs))
+    ]
+    return {"format": FORMAT, "version": VERSION, "runs": entries}
 
 
 def _baseline(facts: dict[str, Any], sla_ms: float | None) -> dict[str, Any]:
@@ -99,13 +99,9 @@ def _add_estimates(run, facts: dict[str, Any], finding: dict) -> None:
         if "timeout" in action["title"].lower():
             action["estimate"] = est
             return
+    title = f"Put a timeout on {stage}"
     finding["actions"].append(
-        {
-            "title": f"Put a timeout on {stage}",
-            "why": "bounds the stage's tail",
-            "try": None,
-            "estimate": est,
-        }
+        {"title": title, "why": "bounds the stage's tail", "try": None, "estimate": est}
     )
 
 
@@ -122,14 +118,11 @@ def summary(
     else:
         verb = "misses" if baseline["sla_miss"] else "meets"
         parts.append(f"p99 {p99:.3g} ms {verb} the {sla_ms:g} ms SLA")
-    tail = facts["tail"]
-    set_name = "slowest_1pct" if (tail.get("sets") or {}).get("slowest_1pct") else "slowest_5pct"
-    if (tail.get("sets") or {}).get(set_name):
-        shares = tail["sets"][set_name]["shares"]
+    slowest = rules.slowest_set(facts["tail"])
+    if slowest is not None:
+        shares = slowest[2]["shares"]
         top = max(shares, key=shares.get)
-        parts.append(
-            f"{shares[top]:.0%} of the slowest {'1' if set_name == 'slowest_1pct' else '5'} % is {top}"
-        )
+        parts.append(f"{shares[top]:.0%} of the slowest {slowest[1]} is {top}")
     for f in found:
         est = next((a["estimate"] for a in f["actions"] if a.get("estimate")), None)
         if est and est.get("p99_ms") is not None:

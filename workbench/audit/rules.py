@@ -67,33 +67,39 @@ ROLE_KIND = {
 WAIT_STAGES = ("batch_wait", "queue_wait")
 
 
+def _finding(kind: str, stage: str | None, evidence: str, **numbers) -> list[dict]:
+    """One finding, as a rule returns it (:func:`findings` adds the catalog's actions)."""
+    return [{"kind": kind, "stage": stage, "evidence": evidence, "numbers": numbers}]
+
+
+def slowest_set(tail: dict[str, Any] | None) -> tuple[str, str, dict] | None:
+    """``(name, label, set)`` of the tail attribution's slowest 1 % (5 % when the run is too short
+    for a 1 % set); None when it has neither."""
+    sets = (tail or {}).get("sets") or {}
+    name = "slowest_1pct" if sets.get("slowest_1pct") else "slowest_5pct"
+    if not sets.get(name):
+        return None
+    return name, "1 %" if name == "slowest_1pct" else "5 %", sets[name]
+
+
 def dominant_stages(facts: dict[str, Any]) -> list[dict]:
     out = []
     for s in facts["budget"]["stages"]:
         decision = role_decision(s["name"], facts)
-        role = decision.role
-        if (
-            s["name"] in WAIT_STAGES
-            or role is None
-            or s.get("share") is None
-            or s["share"] < DOMINANT_SHARE
-        ):
+        role, share = decision.role, s.get("share")
+        if s["name"] in WAIT_STAGES or role is None or share is None or share < DOMINANT_SHARE:
             continue
         why = f"; {decision.sentence}" if decision.sentence else decision.evidence
-        out.append(
-            {
-                "kind": ROLE_KIND[role],
-                "stage": s["name"],
-                "evidence": f"{s['name']}{'' if role == s['name'] else f' ({role})'} takes {s['share']:.0%} "
-                f"of the mean end to end "
-                f"(p50 {s['p50_ms']:.3f} ms, p99 {s['p99_ms']:.3f} ms){why}",
-                "numbers": {
-                    "share": s["share"],
-                    "p50_ms": s["p50_ms"],
-                    "p99_ms": s["p99_ms"],
-                    "role_source": decision.source,
-                },
-            }
+        named = s["name"] if role == s["name"] else f"{s['name']} ({role})"
+        out += _finding(
+            ROLE_KIND[role],
+            s["name"],
+            f"{named} takes {share:.0%} of the mean end to end "
+            f"(p50 {s['p50_ms']:.3f} ms, p99 {s['p99_ms']:.3f} ms){why}",
+            share=share,
+            p50_ms=s["p50_ms"],
+            p99_ms=s["p99_ms"],
+            role_source=decision.source,
         )
     return out
 
@@ -109,27 +115,26 @@ def role_decision(stage: str, facts: dict[str, Any]) -> RoleDecision:
 
 
 def tail_stages(facts: dict[str, Any]) -> list[dict]:
-    tail = facts.get("tail") or {}
-    sets = tail.get("sets") or {}
-    set_name = "slowest_1pct" if sets.get("slowest_1pct") else "slowest_5pct"
-    if not sets.get(set_name):
+    slowest = slowest_set(facts.get("tail"))
+    if slowest is None:
         return []
-    label = "1 %" if set_name == "slowest_1pct" else "5 %"
+    set_name, label, shares = slowest[0], slowest[1], slowest[2]["shares"]
     out = []
     for s in facts["budget"]["stages"]:
         p50, p99 = s.get("p50_ms"), s.get("p99_ms")
-        share = sets[set_name]["shares"].get(s["name"], 0.0)
+        share = shares.get(s["name"], 0.0)
         if not p50 or p99 is None or p99 < TAIL_RATIO * p50 or share < TAIL_SHARE:
             continue
-        out.append(
-            {
-                "kind": "tail",
-                "stage": s["name"],
-                "evidence": f"{s['name']}'s p99 is {p99 / p50:.1f}x its p50 and it holds {share:.0%} of the "
-                f"slowest {label}'s time (median request: "
-                f"{sets['median']['shares'].get(s['name'], 0.0):.0%}){_stack_note(facts, s['name'])}",
-                "numbers": {"p99_over_p50": p99 / p50, "tail_share": share, "tail_set": set_name},
-            }
+        out += _finding(
+            "tail",
+            s["name"],
+            f"{s['name']}'s p99 is {p99 / p50:.1f}x its p50 and it holds {share:.0%} of the "
+            f"slowest {label}'s time (median request: "
+            f"{facts['tail']['sets']['median']['shares'].get(s['name'], 0.0):.0%})"
+            f"{_stack_note(facts, s['name'])}",
+            p99_over_p50=p99 / p50,
+            tail_share=share,
+            tail_set=set_name,
         )
     return out
 
@@ -157,14 +162,8 @@ def queue(facts: dict[str, Any]) -> list[dict]:
             f"; the max wait ({max_wait:g} ms) is already below the {wait_ms:.3g} ms they wait: the rest "
             "is queue wait for a busy executor, which a shorter max wait does not fix"
         )
-    return [
-        {
-            "kind": "queue",
-            "stage": "+".join(s["name"] for s in waits),
-            "evidence": evidence,
-            "numbers": {"share": share, "wait_ms": wait_ms, "max_wait_ms": max_wait},
-        }
-    ]
+    stage = "+".join(s["name"] for s in waits)
+    return _finding("queue", stage, evidence, share=share, wait_ms=wait_ms, max_wait_ms=max_wait)
 
 
 def head_of_line(facts: dict[str, Any]) -> list[dict]:
@@ -176,54 +175,42 @@ def head_of_line(facts: dict[str, Any]) -> list[dict]:
     held = [h for h in hol["holders"] if h["stage"] == stage][:3]
     named = ", ".join(f"batch {h['batch']} (requests {_ids(h['requests'])})" for h in held)
     queue_share = hol["share_of_queue_wait"].get(stage, 0.0)
-    return [
-        {
-            "kind": "head_of_line",
-            "stage": stage,
-            "evidence": f"closed batches waited {hol['queue_wait_ns'] / 1e6:.4g} ms (summed over requests) for a busy "
-            f"executor; {stage} held it for {queue_share:.0%} of that queue wait ({share:.0%} of all "
-            f"batch and queue wait), most in {named}",
-            "numbers": {
-                "share": share,
-                "share_of_queue_wait": queue_share,
-                "blocked_ms": hol["blamed_ns"][stage] / 1e6,
-                "holders": [h["batch"] for h in held],
-            },
-        }
-    ]
+    return _finding(
+        "head_of_line",
+        stage,
+        f"closed batches waited {hol['queue_wait_ns'] / 1e6:.4g} ms (summed over requests) for a "
+        f"busy executor; {stage} held it for {queue_share:.0%} of that queue wait ({share:.0%} of all "
+        f"batch and queue wait), most in {named}",
+        share=share,
+        share_of_queue_wait=queue_share,
+        blocked_ms=hol["blamed_ns"][stage] / 1e6,
+        holders=[h["batch"] for h in held],
+    )
 
 
 def _ids(ids: list[int], shown: int = 4) -> str:
-    return ", ".join(map(str, ids[:shown])) + (
-        f" and {len(ids) - shown} more" if len(ids) > shown else ""
-    )
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return ", ".join(map(str, ids[:shown])) + more
 
 
 def served_gc(facts: dict[str, Any]) -> list[dict]:
     gc = facts.get("serving_gc") or {}
     p99 = (facts["budget"].get("end_to_end") or {}).get("p99_ms")
     longest = gc.get("pause_ms_max")
-    if (
-        not gc.get("collections")
-        or not p99
-        or longest is None
-        or longest < SERVED_GC_PAUSE_SHARE * p99
-    ):
+    if not gc.get("collections") or not p99 or longest is None:
         return []
-    return [
-        {
-            "kind": "gc",
-            "stage": None,
-            "evidence": f"while serving, {gc['collections']} garbage collections paused the server "
-            f"{gc['pause_ms_total']:.4g} ms in all, the longest {longest:.4g} ms "
-            f"({longest / p99:.0%} of the end-to-end p99; gc mode {gc.get('mode')})",
-            "numbers": {
-                "share": longest / p99,
-                "pause_ms_max": longest,
-                "collections": gc["collections"],
-            },
-        }
-    ]
+    if longest < SERVED_GC_PAUSE_SHARE * p99:
+        return []
+    return _finding(
+        "gc",
+        None,
+        f"while serving, {gc['collections']} garbage collections paused the server "
+        f"{gc['pause_ms_total']:.4g} ms in all, the longest {longest:.4g} ms "
+        f"({longest / p99:.0%} of the end-to-end p99; gc mode {gc.get('mode')})",
+        share=longest / p99,
+        pause_ms_max=longest,
+        collections=gc["collections"],
+    )
 
 
 def launch(facts: dict[str, Any]) -> list[dict]:
@@ -231,20 +218,15 @@ def launch(facts: dict[str, Any]) -> list[dict]:
     if not trace or not trace["launch_verdict"]["launch_bound"]:
         return []
     flagged = [s["stage"] for s in trace.get("stages", []) if s.get("launch_bound")]
-    return [
-        {
-            "kind": "launch",
-            "stage": flagged[0] if flagged else None,
-            "evidence": trace["launch_verdict"]["sentence"]
-            + f"; GPU idle {trace['gpu']['idle_fraction']:.0%}"
-            if trace["gpu"].get("idle_fraction") is not None
-            else trace["launch_verdict"]["sentence"],
-            "numbers": {
-                "kernels": trace["kernels"]["count"],
-                "idle_fraction": trace["gpu"].get("idle_fraction"),
-            },
-        }
-    ]
+    idle = trace["gpu"].get("idle_fraction")
+    return _finding(
+        "launch",
+        flagged[0] if flagged else None,
+        trace["launch_verdict"]["sentence"]
+        + (f"; GPU idle {idle:.0%}" if idle is not None else ""),
+        kernels=trace["kernels"]["count"],
+        idle_fraction=idle,
+    )
 
 
 def transfer(facts: dict[str, Any]) -> list[dict]:
@@ -252,26 +234,22 @@ def transfer(facts: dict[str, Any]) -> list[dict]:
     if not trace:
         return []
     requests = max(int(facts.get("traced_requests") or 1), 1)
-    rows = {
-        k: v
-        for k, v in trace["memcpy"].get("by_kind_and_host_memory", {}).items()
-        if "Pageable" in k
-    }
+    by_kind = trace["memcpy"].get("by_kind_and_host_memory", {})
+    rows = {k: v for k, v in by_kind.items() if "Pageable" in k}
     pageable = sum(v.get("bytes") or 0 for v in rows.values())
     if pageable / requests < PAGEABLE_BYTES_PER_REQUEST:
         return []
-    biggest = max(rows.items(), key=lambda kv: kv[1].get("bytes") or 0)
-    rate = biggest[1].get("gb_per_s")
+    kind, biggest = max(rows.items(), key=lambda kv: kv[1].get("bytes") or 0)
+    rate = biggest.get("gb_per_s")
     stage = next((s["stage"] for s in trace.get("stages", []) if s.get("transfer_bytes")), None)
-    return [
-        {
-            "kind": "transfer",
-            "stage": stage,
-            "evidence": f"{pageable / requests / 1e6:.1f} MB per request copied from pageable host memory "
-            f"({biggest[0]}{f' at {rate:.1f} GB/s' if rate else ''})",
-            "numbers": {"pageable_bytes_per_request": pageable / requests, "gb_per_s": rate},
-        }
-    ]
+    return _finding(
+        "transfer",
+        stage,
+        f"{pageable / requests / 1e6:.1f} MB per request copied from pageable host memory "
+        f"({kind}{f' at {rate:.1f} GB/s' if rate else ''})",
+        pageable_bytes_per_request=pageable / requests,
+        gb_per_s=rate,
+    )
 
 
 def sync(facts: dict[str, Any]) -> list[dict]:
@@ -283,14 +261,12 @@ def sync(facts: dict[str, Any]) -> list[dict]:
     if not host_us or sync_us / host_us < SYNC_SHARE:
         return []
     worst = max(trace["stages"], key=lambda s: s.get("sync_us") or 0.0)
-    return [
-        {
-            "kind": "sync",
-            "stage": worst["stage"],
-            "evidence": f"synchronizing calls take {sync_us / host_us:.0%} of the traced stages' host time",
-            "numbers": {"sync_share": sync_us / host_us},
-        }
-    ]
+    return _finding(
+        "sync",
+        worst["stage"],
+        f"synchronizing calls take {sync_us / host_us:.0%} of the traced stages' host time",
+        sync_share=sync_us / host_us,
+    )
 
 
 def gc_pauses(facts: dict[str, Any]) -> list[dict]:
@@ -298,14 +274,12 @@ def gc_pauses(facts: dict[str, Any]) -> list[dict]:
     share = gc.get("share_slowest_5pct")
     if share is None or share < GC_SHARE:
         return []
-    return [
-        {
-            "kind": "gc",
-            "stage": gc.get("stage"),
-            "evidence": f"garbage-collection pauses take {share:.0%} of the slowest 5 %'s end to end",
-            "numbers": {"share_slowest_5pct": share},
-        }
-    ]
+    return _finding(
+        "gc",
+        gc.get("stage"),
+        f"garbage-collection pauses take {share:.0%} of the slowest 5 %'s end to end",
+        share_slowest_5pct=share,
+    )
 
 
 RULES = (
@@ -343,10 +317,5 @@ def _actions(finding: dict) -> list[dict]:
 
 def _weight(finding: dict) -> float:
     n = finding["numbers"]
-    return float(
-        n.get("tail_share")
-        or n.get("share")
-        or n.get("idle_fraction")
-        or n.get("sync_share")
-        or 0.1
-    )
+    weight = n.get("tail_share") or n.get("share") or n.get("idle_fraction") or n.get("sync_share")
+    return float(weight or 0.1)

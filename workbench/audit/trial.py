@@ -34,7 +34,7 @@ from ..analysis.outputs import AGREEMENT_THRESHOLD, agreement_text
 TRY_REQUESTS = 200
 CUDA_GRAPH_FACTORIES = (
     "example:text",
-)  # factories with a ``cuda_graph`` option (workbench/examples/text.py)
+)  # with a ``cuda_graph`` option (workbench/examples/text.py)
 
 
 def concrete_change(run, action: dict) -> tuple[dict[str, Any] | None, str | None]:
@@ -53,17 +53,12 @@ def concrete_change(run, action: dict) -> tuple[dict[str, Any] | None, str | Non
         return {"precision": target}, None
     if want.get("batch_size") == "double":
         return {"batch_size": 2 * (cfg.batch_size or 1)}, None
-    for name in (
-        "compile",
-        "channels_last",
-    ):  # model options workbench.precision.prepare_model applies
+    for name in ("compile", "channels_last"):  # options workbench.precision.prepare_model applies
         if name in want:
             if cfg.options.get(name):
                 return None, f"the run already used {name}"
             return {name: True}, None
-    if (
-        "pin_memory" in want
-    ):  # the shipped examples' option; pinned memory only means something on a GPU
+    if "pin_memory" in want:  # the shipped examples' option; it only means something on a GPU
         if not device.startswith("cuda"):
             return (
                 None,
@@ -74,11 +69,8 @@ def concrete_change(run, action: dict) -> tuple[dict[str, Any] | None, str | Non
         return {"pin_memory": True}, None
     if "cuda_graph" in want:
         return _graph_change(run, device, cfg.options)
-    if "max_wait_ms" in want:
-        return (
-            None,
-            None,
-        )  # a load run's wait is tried in the batching simulator (simulate_wait), not measured live
+    if "max_wait_ms" in want:  # tried in the batching simulator (simulate_wait), not measured live
+        return None, None
     if "threads" in want:
         threads = cfg.threads or run.meta.env.threads
         if not threads or threads <= 1:
@@ -125,7 +117,7 @@ def factory_of(run) -> tuple[Any, str | None]:
     name = run.meta.pipeline
     if (
         not spec and name in EXAMPLES
-    ):  # runs recorded before fingerprints: the shipped example of that name
+    ):  # recorded before fingerprints: the shipped example of that name
         return factory(name), None
     return None, "the run does not say which factory built it (no fingerprint factory)"
 
@@ -133,8 +125,8 @@ def factory_of(run) -> tuple[Any, str | None]:
 def base_config(run):
     from ..config import PipelineConfig
 
-    cfg = run.config.to_dict()
-    return PipelineConfig.from_dict(cfg | {"threads": run.config.threads or run.meta.env.threads})
+    threads = run.config.threads or run.meta.env.threads
+    return PipelineConfig.from_dict(run.config.to_dict() | {"threads": threads})
 
 
 def try_actions(
@@ -176,19 +168,18 @@ def try_actions(
 def _measure(compare_fn, factory, base, change: dict, requests: int, seed: int) -> dict[str, Any]:
     from ..errors import WorkbenchError
 
+    def not_measured(error) -> dict[str, Any]:
+        return {"error": error, "sentence": f"{_label(change)}: not measured: {error}"}
+
     try:
         result = compare_fn(factory, [{}, change], base=base, requests=requests, seed=seed).result
     except WorkbenchError as exc:
-        return {"error": str(exc), "sentence": f"{_label(change)}: not measured: {exc}"}
+        return not_measured(str(exc))
     except Exception as exc:  # noqa: BLE001 - torch.compile needs a C++ toolchain; its failure is the finding
-        message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        return {"error": message, "sentence": f"{_label(change)}: not measured: {message}"}
+        return not_measured(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
     e2e = result.get("end_to_end")
     if not e2e:
-        return {
-            "error": result.get("error"),
-            "sentence": f"{_label(change)}: not measured: {result.get('error')}",
-        }
+        return not_measured(result.get("error"))
     scale = base.batch_size / change["batch_size"] if "batch_size" in change else 1.0
     out = {
         "p50_ratio": e2e["p50_ratio"] * scale,
@@ -252,11 +243,8 @@ def simulate_wait(run, factor: float = 0.5, seed: int = 0) -> dict[str, Any]:
         model = service_model_from_runs([run])
         times = run.requests.sort_values("arrival_ns")["arrival_ns"].to_numpy("int64")
         times = times - times[0]
-        base = BatchPolicy(
-            int(policy["max_batch_size"]),
-            float(policy["max_wait_ms"]),
-            int(policy.get("concurrency", 1)),
-        )
+        size, wait = int(policy["max_batch_size"]), float(policy["max_wait_ms"])
+        base = BatchPolicy(size, wait, int(policy.get("concurrency", 1)))
         shorter = BatchPolicy(base.max_batch_size, base.max_wait_ms * factor, base.concurrency)
         a = load_summary(simulate(model, times, base, seed=seed).requests)["end_to_end"]
         b = load_summary(simulate(model, times, shorter, seed=seed).requests)["end_to_end"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .numbers import add_number, number
-from .output import check_out, dumps, write_atomically
+from .output import check_out, dumps
 from .sweep_view import expand_sweeps
 
 SLA_MS = number("--sla-ms", 0, 3_600_000, "ms", lo_open=True)
@@ -41,32 +41,25 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..audit.report import audit, audit_run
+    from ..audit.facts import run_facts
+    from ..audit.report import audit
     from ..record import load_run
 
     if args.out is not None:
         check_out(args.out, folder=False)
-    runs = [
-        load_run(p) for p in expand_sweeps(args.runs)
-    ]  # a load --sweep folder: each of its point runs
+    runs = [load_run(p) for p in expand_sweeps(args.runs)]  # a sweep folder: each of its point runs
+    facts = [run_facts(r) for r in runs]  # once: the findings and the figures read the same facts
     options = {"try_actions": args.try_actions, "try_requests": args.try_requests}
+    doc = audit(runs, args.sla_ms, facts, **options)
     if args.json:
-        print(dumps(audit(runs, args.sla_ms, **options), indent=2))
+        print(dumps(doc, indent=2))
         return 0
-    from ..audit.facts import run_facts
     from ..audit.figures import run_figures
-    from ..audit.report import FORMAT, VERSION, render_html
+    from ..audit.report import render_html
+    from ..record.folder import write_text_atomically
 
-    facts = [
-        run_facts(r) for r in runs
-    ]  # computed once: the findings and the figures read the same facts
-    doc = {
-        "format": FORMAT,
-        "version": VERSION,
-        "runs": [audit_run(r, args.sla_ms, facts=f, **options) for r, f in zip(runs, facts)],
-    }
     figures = {str(r.path): run_figures(r, f, args.sla_ms) for r, f in zip(runs, facts)}
-    write_atomically(args.out, render_html(doc, figures))
+    write_text_atomically(args.out, render_html(doc, figures))
     print(f"audit of {len(runs)} run(s) written to {args.out}")
     for entry in doc["runs"]:
         print(f"  {entry['label']}: {entry['summary']}")

@@ -53,9 +53,8 @@ def dumps(value: Any, **kw) -> str:
 
 # -- paths: outputs checked before the work, written beside the target and renamed ------------------------------
 
-MIN_FREE_BYTES = (
-    64 * 2**20
-)  # less free space than this where an output goes is refused before measuring
+# less free space than this where an output goes is refused before measuring
+MIN_FREE_BYTES = 64 * 2**20
 
 
 def check_out(path: Path, *, folder: bool) -> None:
@@ -87,13 +86,6 @@ def check_out(path: Path, *, folder: bool) -> None:
             f"--out {path}: only {free // 2**20} MiB free on {parent}'s file system "
             f"(at least {MIN_FREE_BYTES // 2**20} MiB needed)"
         )
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` beside ``path`` and rename it; a failure leaves nothing behind (the record's writer)."""
-    from ..record.folder import write_text_atomically
-
-    write_text_atomically(path, text)
 
 
 def save_measured(run, out: Path) -> Path:

@@ -24,11 +24,15 @@ from .operators import operator_rows
 _BREAKDOWN = (*steps.CATEGORIES, "other", "total")
 
 
+def _missing(value) -> bool:
+    """None, NaN or pandas.NA (recognised without importing pandas)."""
+    is_nan = isinstance(value, float) and math.isnan(value)
+    return value is None or is_nan or type(value).__name__ == "NAType"
+
+
 def us(ns) -> float | None:
     """Integer (or float) ns -> float us; None/NaN stay None."""
-    if ns is None or (isinstance(ns, float) and math.isnan(ns)) or _is_na(ns):
-        return None
-    return float(ns) / NS_PER_US
+    return None if _missing(ns) else float(ns) / NS_PER_US
 
 
 def _pick(row: dict, *keys: str) -> dict:
@@ -46,26 +50,15 @@ def _column_rows(table: dict) -> list[dict]:
     return [dict(zip(table, values)) for values in zip(*table.values())]
 
 
-def _is_na(value) -> bool:
-    return type(value).__name__ == "NAType"  # pandas.NA, without importing pandas
-
-
-def _opt_int(value) -> int | None:
-    return (
-        None
-        if value is None or _is_na(value) or (isinstance(value, float) and math.isnan(value))
-        else int(value)
-    )
-
-
 def analyze(trace_or_path: Trace | str | os.PathLike, progress=None) -> dict:
     """Load (if given a path) and run every analysis; a dict of plain JSON types.
 
     One :class:`~workbench.trace.Trace` serves every section: the launch join and the
     other derived tables are computed once. ``progress(stage, done, total)``, if given,
     hears of the loading and of each section done (``"analyze"``)."""
-    is_loaded = isinstance(trace_or_path, Trace)
-    model = trace_or_path if is_loaded else load_trace(trace_or_path, progress=progress)
+    model = trace_or_path
+    if not isinstance(model, Trace):
+        model = load_trace(trace_or_path, progress=progress)
     report = {}
     for done, (key, section) in enumerate(SECTIONS.items(), start=1):
         report[key] = section(model)
@@ -123,7 +116,7 @@ def _copy_rows(rows: list[dict], key: str) -> dict:
         r[key]: {
             "count": r["count"],
             "total_us": us(r["total_ns"]),
-            "bytes": _opt_int(r["bytes"]),
+            "bytes": None if _missing(r["bytes"]) else int(r["bytes"]),
             "gb_per_s": None if math.isnan(r["gb_per_s"]) else float(r["gb_per_s"]),
         }
         for r in rows
@@ -183,11 +176,11 @@ def _steps(model: Trace) -> list[dict]:
 
 def _breakdown(model: Trace) -> list[dict]:
     t = steps.breakdown_table(model)
-    rows = []
-    for i, label in enumerate(t["step"]):
-        entry = {"step": int(label) if label.isdigit() else label}
-        rows.append(entry | {f"{c}_us": us(t[f"{c}_ns"][i]) for c in _BREAKDOWN})
-    return rows
+    return [
+        {"step": int(label) if label.isdigit() else label}
+        | {f"{c}_us": us(t[f"{c}_ns"][i]) for c in _BREAKDOWN}
+        for i, label in enumerate(t["step"])
+    ]
 
 
 def _stages(model: Trace) -> list[dict]:

@@ -54,7 +54,6 @@ _SUMS = (
     "sync_count",
     "sync_ns",
 )
-_FLAGS = ("launch_bound", "transfer_bound", "sync_heavy")
 
 
 @derived

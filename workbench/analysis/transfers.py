@@ -105,32 +105,30 @@ def copy_rows(copies: dict, by: str) -> list[dict]:
     groups = copies[by]
     for value in sorted(set(groups.tolist())):
         mine = groups == value
-        dur, nbytes = copies["dur_ns"][mine], copies["bytes"][mine]
-        present = nbytes != NA_INT
-        total, size = int(dur.sum()), (int(nbytes[present].sum()) if present.any() else None)
-        out.append(
-            {
-                by: value,
-                "count": int(mine.sum()),
-                "total_ns": total,
-                "bytes": size,
-                "gb_per_s": float(size) / float(total)
-                if size is not None and total > 0
-                else np.nan,
-            }
-        )
+        row = _totals(copies["dur_ns"][mine], copies["bytes"][mine])
+        out.append({by: value, **row, "gb_per_s": _gb_per_s(row["bytes"], row["total_ns"])})
     return out
 
 
-def _frame(rows: list[dict], by: str) -> pd.DataFrame:
+def _totals(dur_ns: np.ndarray, nbytes: np.ndarray) -> dict:
+    """``{count, total_ns, bytes}`` (bytes None when no event carries it)."""
+    present = nbytes != NA_INT
+    return {
+        "count": int(dur_ns.size),
+        "total_ns": int(dur_ns.sum()),
+        "bytes": int(nbytes[present].sum()) if present.any() else None,
+    }
+
+
+def _gb_per_s(nbytes: int | None, total_ns: int) -> float:
+    return float(nbytes) / float(total_ns) if nbytes is not None and total_ns > 0 else np.nan
+
+
+def _frame(rows: list[dict], by: str, dtypes: dict | None = None) -> pd.DataFrame:
+    """Dict rows as columns of the given dtypes (default: a copy-row table keyed by ``by``)."""
+    dtypes = dtypes or {"count": "int64", "total_ns": "int64", "bytes": "Int64", "gb_per_s": float}
     return pd.DataFrame(
-        {
-            by: pd.Series([r[by] for r in rows], dtype="str"),
-            "count": np.array([r["count"] for r in rows], dtype=np.int64),
-            "total_ns": np.array([r["total_ns"] for r in rows], dtype=np.int64),
-            "bytes": pd.array([r["bytes"] for r in rows], dtype="Int64"),
-            "gb_per_s": np.array([r["gb_per_s"] for r in rows], dtype=float),
-        }
+        {k: pd.array([r[k] for r in rows], dtype=t) for k, t in {by: "str", **dtypes}.items()}
     )
 
 
@@ -167,23 +165,13 @@ def memcpy_by_host_memory(trace: Trace) -> pd.DataFrame:
 def memcpy_summary(trace: Trace) -> dict:
     """``{count, total_ns, bytes}`` of all copies (bytes None when none carries it)."""
     copies = copy_table(trace)
-    present = copies["bytes"] != NA_INT
-    return {
-        "count": int(copies["dur_ns"].size),
-        "total_ns": int(copies["dur_ns"].sum()),
-        "bytes": int(copies["bytes"][present].sum()) if present.any() else None,
-    }
+    return _totals(copies["dur_ns"], copies["bytes"])
 
 
 def memset_summary(trace: Trace) -> dict:
     """``{count, total_ns, bytes}`` of memset events (bytes None when none carries it)."""
     rows = trace.rows_of([KIND_MEMSET])
-    present = rows.bytes != NA_INT
-    return {
-        "count": len(rows),
-        "total_ns": int(rows.dur_ns.sum()),
-        "bytes": int(rows.bytes[present].sum()) if present.any() else None,
-    }
+    return _totals(rows.dur_ns, rows.bytes)
 
 
 def sync_calls(trace: Trace) -> pd.DataFrame:
@@ -192,16 +180,7 @@ def sync_calls(trace: Trace) -> pd.DataFrame:
 
     Columns: name, count, total_ns, max_ns; largest total first.
     """
-    rows = sync_rows(trace)
-    return pd.DataFrame(
-        {
-            "name": pd.Series([r["name"] for r in rows], dtype="str"),
-            **{
-                k: np.array([r[k] for r in rows], dtype=np.int64)
-                for k in ("count", "total_ns", "max_ns")
-            },
-        }
-    )
+    return _frame(sync_rows(trace), "name", dict.fromkeys(("count", "total_ns", "max_ns"), "int64"))
 
 
 def sync_rows(trace: Trace) -> list[dict]:
@@ -222,9 +201,6 @@ def sync_rows(trace: Trace) -> list[dict]:
     return sorted(out, key=lambda r: (-r["total_ns"], r["name"]))
 
 
-CLASS_COLUMNS = ["label", "count", "total_ns", "bytes", "gb_per_s"]
-
-
 def copy_classes(trace: Trace) -> pd.DataFrame:
     """One row per copy class with copies, then ``memset``: label, count, total_ns, bytes (Int64), gb_per_s.
 
@@ -232,35 +208,16 @@ def copy_classes(trace: Trace) -> pd.DataFrame:
     direction that name no host side (DtoD, or an HtoD whose name says neither
     pageable nor pinned) are the direction's remainder in ``memcpy_by_direction``.
     """
-    keyed = memcpy_by_host_memory(trace).rename(columns={"key": "label"})
-    rows = [keyed[CLASS_COLUMNS]]
-    for d in memcpy_by_direction(trace).itertuples(index=False):
-        mine = keyed[keyed["label"].str.startswith(f"{d.direction} ")]
-        count, total = d.count - int(mine["count"].sum()), d.total_ns - int(mine["total_ns"].sum())
-        if count > 0:
-            nbytes = (
-                pd.NA if pd.isna(d.bytes) else int(d.bytes) - int(mine["bytes"].fillna(0).sum())
-            )
-            rows.append(_row(d.direction, count, total, nbytes))
+    keyed = [r | {"label": r["key"]} for r in host_memory_rows(trace)]
+    rows = list(keyed)
+    for d in direction_rows(trace):
+        mine = [r for r in keyed if r["label"].startswith(f"{d['direction']} ")]
+        rest = {k: d[k] - sum(r[k] for r in mine) for k in ("count", "total_ns")}
+        if rest["count"] > 0:
+            nbytes = d["bytes"]
+            rest["bytes"] = None if nbytes is None else nbytes - sum(r["bytes"] or 0 for r in mine)
+            rows.append({"label": d["direction"], **rest})
     memset = memset_summary(trace)
     if memset["count"]:
-        rows.append(_row("memset", memset["count"], memset["total_ns"], memset["bytes"]))
-    out = pd.concat(rows, ignore_index=True)
-    return out.astype(
-        {"count": np.int64, "total_ns": np.int64, "bytes": "Int64", "gb_per_s": float}
-    )
-
-
-def _row(label: str, count: int, total_ns: int, nbytes) -> pd.DataFrame:
-    gbps = np.nan if nbytes is None or pd.isna(nbytes) or total_ns <= 0 else nbytes / total_ns
-    return pd.DataFrame(
-        {
-            "label": [label],
-            "count": [count],
-            "total_ns": [total_ns],
-            "bytes": pd.array(
-                [None if nbytes is None or pd.isna(nbytes) else int(nbytes)], dtype="Int64"
-            ),
-            "gb_per_s": [gbps],
-        }
-    )
+        rows.append({"label": "memset", **memset})
+    return _frame([r | {"gb_per_s": _gb_per_s(r["bytes"], r["total_ns"])} for r in rows], "label")

@@ -9,161 +9,147 @@ from __future__ import annotations
 
 Action = dict
 
+
+def _action(title: str, why: str, try_: dict | None = None) -> Action:
+    return {"title": title, "why": why, "try": try_}
+
+
 CATALOG: dict[str, list[Action]] = {
     "compute": [
-        {
-            "title": "Run the model in bf16 (or int8 dynamic quantization on CPU)",
-            "why": "lower precision halves (or quarters) the bytes each matmul moves",
-            "try": {"precision": "bf16"},
-        },
-        {
-            "title": "Try int8 dynamic quantization of Linear layers (CPU)",
-            "why": "int8 GEMMs on CPU are faster when Linear layers dominate",
-            "try": {"precision": "int8"},
-        },
-        {
-            "title": "Run one torch thread per worker when cores are shared",
-            "why": "torch's thread pool busy-waits; on contended cores extra threads slow small forwards down",
-            "try": {"threads": 1},
-        },
-        {
-            "title": "Compile the model with torch.compile",
-            "why": "fuses elementwise ops and removes Python dispatch between them",
-            "try": {"compile": True},
-        },
-        {
-            "title": "Make inputs contiguous / channels_last for convolutions",
-            "why": "strided inputs force copies or slow kernels",
-            "try": {"channels_last": True},
-        },
+        _action(
+            "Run the model in bf16 (or int8 dynamic quantization on CPU)",
+            "lower precision halves (or quarters) the bytes each matmul moves",
+            {"precision": "bf16"},
+        ),
+        _action(
+            "Try int8 dynamic quantization of Linear layers (CPU)",
+            "int8 GEMMs on CPU are faster when Linear layers dominate",
+            {"precision": "int8"},
+        ),
+        _action(
+            "Run one torch thread per worker when cores are shared",
+            "torch's thread pool busy-waits; on contended cores extra threads slow small forwards down",
+            {"threads": 1},
+        ),
+        _action(
+            "Compile the model with torch.compile",
+            "fuses elementwise ops and removes Python dispatch between them",
+            {"compile": True},
+        ),
+        _action(
+            "Make inputs contiguous / channels_last for convolutions",
+            "strided inputs force copies or slow kernels",
+            {"channels_last": True},
+        ),
     ],
     "preprocess": [
-        {
-            "title": "Decode at reduced size (PIL draft mode, libjpeg-turbo scaling) or use a faster decoder",
-            "why": "decoding a full-resolution image to resize it down wastes most of the work",
-            "try": None,
-        },
-        {
-            "title": "Move resize/normalize to tensors in batch, or to the GPU",
-            "why": "per-item Python image ops do not batch",
-            "try": None,
-        },
+        _action(
+            "Decode at reduced size (PIL draft mode, libjpeg-turbo scaling) or use a faster decoder",
+            "decoding a full-resolution image to resize it down wastes most of the work",
+        ),
+        _action(
+            "Move resize/normalize to tensors in batch, or to the GPU",
+            "per-item Python image ops do not batch",
+        ),
     ],
     "feature_io": [
-        {
-            "title": "Batch the feature lookups (one query per request, not per item)",
-            "why": "each round trip to the store pays its fixed cost once per call",
-            "try": None,
-        },
-        {
-            "title": "Cache hot features in process (LRU) in front of the store",
-            "why": "skewed key popularity makes a small cache absorb most lookups",
-            "try": None,
-        },
+        _action(
+            "Batch the feature lookups (one query per request, not per item)",
+            "each round trip to the store pays its fixed cost once per call",
+        ),
+        _action(
+            "Cache hot features in process (LRU) in front of the store",
+            "skewed key popularity makes a small cache absorb most lookups",
+        ),
     ],
     "remote": [
-        {
-            "title": "Put a timeout (with a fallback) on the remote call",
-            "why": "the tail of a remote dependency becomes your tail; a timeout bounds it",
-            "try": None,
-        },
-        {
-            "title": "Hedge the request: send a second copy after the p95",
-            "why": "takes the faster of two independent draws from the tail",
-            "try": None,
-        },
+        _action(
+            "Put a timeout (with a fallback) on the remote call",
+            "the tail of a remote dependency becomes your tail; a timeout bounds it",
+        ),
+        _action(
+            "Hedge the request: send a second copy after the p95",
+            "takes the faster of two independent draws from the tail",
+        ),
     ],
     "tail": [
-        {
-            "title": "Find what the slow requests have in common (describe= attributes, inputs)",
-            "why": "a stage whose p99 is many times its p50 has a cause that only some requests hit",
-            "try": None,
-        },
-        {
-            "title": "Bound the stage's time (timeout, smaller inputs, bucketing by size)",
-            "why": "the slowest 1 % is concentrated in this stage",
-            "try": None,
-        },
+        _action(
+            "Find what the slow requests have in common (describe= attributes, inputs)",
+            "a stage whose p99 is many times its p50 has a cause that only some requests hit",
+        ),
+        _action(
+            "Bound the stage's time (timeout, smaller inputs, bucketing by size)",
+            "the slowest 1 % is concentrated in this stage",
+        ),
     ],
     "queue": [
-        {
-            "title": "Lower the batcher's max wait",
-            "why": "requests wait for a batch that fills too slowly",
-            "try": {"max_wait_ms": "half"},
-        },
-        {
-            "title": "Add capacity (threads or instances) before the queue builds",
-            "why": "queue wait grows without bound near saturation",
-            "try": None,
-        },
+        _action(
+            "Lower the batcher's max wait",
+            "requests wait for a batch that fills too slowly",
+            {"max_wait_ms": "half"},
+        ),
+        _action(
+            "Add capacity (threads or instances) before the queue builds",
+            "queue wait grows without bound near saturation",
+        ),
     ],
     "head_of_line": [
-        {
-            "title": "Take the slow path off the shared executor (a second executor, or a queue of its own)",
-            "why": "one batch holding the only executor makes every batch closed behind it wait its whole time",
-            "try": None,
-        },
-        {
-            "title": "Bound the blocking stage's time per request (a timeout with a fallback, capped work per request)",
-            "why": "the heavy requests' stage time becomes every waiting request's queue wait",
-            "try": None,
-        },
-        {
-            "title": "Add executors (concurrency) so a long batch does not hold all the waiting ones",
-            "why": "with k executors a long batch blocks only when the other k - 1 are busy too",
-            "try": None,
-        },
+        _action(
+            "Take the slow path off the shared executor (a second executor, or a queue of its own)",
+            "one batch holding the only executor makes every batch closed behind it wait its whole time",
+        ),
+        _action(
+            "Bound the blocking stage's time per request (a timeout with a fallback, capped work per request)",
+            "the heavy requests' stage time becomes every waiting request's queue wait",
+        ),
+        _action(
+            "Add executors (concurrency) so a long batch does not hold all the waiting ones",
+            "with k executors a long batch blocks only when the other k - 1 are busy too",
+        ),
     ],
     "launch": [
-        {
-            "title": "Capture the forward in a CUDA graph (or torch.compile mode='reduce-overhead')",
-            "why": "one graph launch replaces many small kernel launches; the GPU idles between them today",
-            "try": {"cuda_graph": True},
-        },
-        {
-            "title": "Batch more requests per call",
-            "why": "launch cost is per call, not per item",
-            "try": {"batch_size": "double"},
-        },
+        _action(
+            "Capture the forward in a CUDA graph (or torch.compile mode='reduce-overhead')",
+            "one graph launch replaces many small kernel launches; the GPU idles between them today",
+            {"cuda_graph": True},
+        ),
+        _action(
+            "Batch more requests per call",
+            "launch cost is per call, not per item",
+            {"batch_size": "double"},
+        ),
     ],
     "transfer": [
-        {
-            "title": "Copy from pinned host buffers with non_blocking=True",
-            "why": "pageable copies go through a staging buffer at a fraction of the bandwidth and block the host",
-            "try": {"pin_memory": True},
-        },
-        {
-            "title": "Send smaller tensors (uint8 images, normalize on the GPU)",
-            "why": "bytes over PCIe are the cost",
-            "try": None,
-        },
+        _action(
+            "Copy from pinned host buffers with non_blocking=True",
+            "pageable copies go through a staging buffer at a fraction of the bandwidth and block the host",
+            {"pin_memory": True},
+        ),
+        _action(
+            "Send smaller tensors (uint8 images, normalize on the GPU)",
+            "bytes over PCIe are the cost",
+        ),
     ],
     "sync": [
-        {
-            "title": "Remove host syncs inside the model (.item(), .cpu(), printing tensors)",
-            "why": "each sync stalls the host until the GPU drains",
-            "try": None,
-        },
+        _action(
+            "Remove host syncs inside the model (.item(), .cpu(), printing tensors)",
+            "each sync stalls the host until the GPU drains",
+        ),
     ],
     "serialization": [
-        {
-            "title": "Use a binary format (msgpack, numpy bytes) instead of JSON text",
-            "why": "text encoding of floats is slow in Python",
-            "try": None,
-        },
-        {"title": "Send fewer fields (top-k, rounded)", "why": "less to encode", "try": None},
+        _action(
+            "Use a binary format (msgpack, numpy bytes) instead of JSON text",
+            "text encoding of floats is slow in Python",
+        ),
+        _action("Send fewer fields (top-k, rounded)", "less to encode"),
     ],
     "gc": [
-        {
-            "title": "Call gc.freeze() after loading the model",
-            "why": "long-lived objects stop being rescanned",
-            "try": None,
-        },
-        {
-            "title": "Allocate less per request (reuse buffers)",
-            "why": "fewer allocations, fewer collections",
-            "try": None,
-        },
+        _action(
+            "Call gc.freeze() after loading the model", "long-lived objects stop being rescanned"
+        ),
+        _action(
+            "Allocate less per request (reuse buffers)", "fewer allocations, fewer collections"
+        ),
     ],
 }
 

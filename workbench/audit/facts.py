@@ -76,21 +76,13 @@ def timeout_estimate(run, stage: str, timeout_ms: float) -> dict[str, Any]:
     recorded distribution only.
     """
     wide = stage_matrix(run.requests, run.stages, run.stage_names)
+    out = {"stage": stage, "timeout_ms": timeout_ms}
     if wide.empty or stage not in wide:
-        return {
-            "stage": stage,
-            "timeout_ms": timeout_ms,
-            "p50_ms": None,
-            "p99_ms": None,
-            "timed_out_share": None,
-        }
-    cut_ns = ms_to_ns(timeout_ms)
-    over = (wide[stage].fillna(0) - cut_ns).clip(lower=0)
+        return out | dict.fromkeys(("p50_ms", "p99_ms", "timed_out_share"))
+    over = (wide[stage].fillna(0) - ms_to_ns(timeout_ms)).clip(lower=0)
     e2e = (wide[END_TO_END] - over).to_numpy(dtype=float)
     p50, p99 = percentiles(e2e, [50, 99])
-    return {
-        "stage": stage,
-        "timeout_ms": timeout_ms,
+    return out | {
         "p50_ms": ns_to_ms(float(p50)),
         "p99_ms": ns_to_ms(float(p99)),
         "timed_out_share": float((over > 0).mean()),

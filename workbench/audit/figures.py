@@ -30,8 +30,10 @@ def run_figures(run, facts: dict[str, Any], sla_ms: float | None = None) -> list
             )
         )
     if facts.get("trace") is not None:
-        figs += _trace_figures(run, facts.get("loaded_trace"))
-        figs.append(_traced_tail(run, facts.get("loaded_trace")))
+        from ..trace import load_trace
+
+        trace = facts.get("loaded_trace") or load_trace(run.trace_path)  # one Trace for every view
+        figs += [*_trace_figures(trace), _traced_tail(trace)]
     return figs
 
 
@@ -44,36 +46,26 @@ def _attribute_figures(run) -> list[tuple[str, Any]]:
     ranked = ranked_effects(effects)
     if not ranked:
         return []
-    best = ranked[0]
-    entry = effects[best["stage"]][best["attribute"]]
-    return [
-        (
-            f"What {best['stage']}'s time tracks",
-            attribute_figure(
-                run.requests, run.stages, best["stage"], best["attribute"], effect=entry
-            ),
-        )
-    ]
+    stage, attribute = ranked[0]["stage"], ranked[0]["attribute"]
+    effect = effects[stage][attribute]
+    fig = attribute_figure(run.requests, run.stages, stage, attribute, effect=effect)
+    return [(f"What {stage}'s time tracks", fig)]
 
 
-def _traced_tail(run, loaded=None) -> tuple[str, Any]:
+def _traced_tail(trace) -> tuple[str, Any]:
     """The slowest traced requests' flame graph against the median ones', with how many it rests on; the caption
     adds their launches and copies per request (``traced_tail.tail_views``) when the trace has any."""
     from ..analysis.traced_tail import slow_minus_median, tail_views, views_sentence
     from ..plots.flame import traced_tail_figure
-    from ..trace import load_trace
 
-    trace = loaded or load_trace(run.trace_path)
     gpu = views_sentence(tail_views(trace))
     caption = "The slowest traced requests against the median ones" + (f" ({gpu})" if gpu else "")
     return (caption, traced_tail_figure(slow_minus_median(trace)))
 
 
-def _trace_figures(run, loaded=None) -> list[tuple[str, Any]]:
+def _trace_figures(events) -> list[tuple[str, Any]]:
     from ..plots import launch_figure, trace_flame_figure, transfer_figure
-    from ..trace import load_trace
 
-    events = loaded or load_trace(run.trace_path)  # one Trace: the launch join is computed once
     return [
         (
             "Flame graph of the traced requests: stage -> operators -> kernels and copies",

@@ -50,8 +50,6 @@ SUBCOMMAND_MODULES = (
     "locust_worker",
 )
 
-EXIT_OK = 0
-EXIT_MEASURED_FAILURE = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL_ERROR = 3
 EXIT_INCONCLUSIVE = 4  # gate: too noisy to tell against a threshold
@@ -94,9 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)  # usage errors exit 2 through argparse itself
     except WorkbenchError as exc:  # a number outside its range (cli/numbers.py): one line, exit 2
         return _fail(argv[0] if argv else "", str(exc), EXIT_BAD_INPUT)
-    with (
-        sigterm_as_interrupt()
-    ):  # SIGTERM takes Ctrl-C's path (what was measured is kept), exit 143
+    # SIGTERM takes Ctrl-C's path (what was measured is kept), exit 143
+    with sigterm_as_interrupt():
         return _run(args)
 
 
@@ -114,14 +111,11 @@ def _run(args) -> int:
     except Exception as exc:  # noqa: BLE001 - the one place a bug becomes an exit code
         if isinstance(exc, BrokenPipeError) and _stdout_reader_gone():
             return _leave_closed_stdout()
-        if os.environ.get("WORKBENCH_DEBUG") == "1":
+        debug = os.environ.get("WORKBENCH_DEBUG") == "1"
+        if debug:
             traceback.print_exc(file=sys.stderr)
         detail = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
-        hint = (
-            ""
-            if os.environ.get("WORKBENCH_DEBUG") == "1"
-            else " (WORKBENCH_DEBUG=1 shows the traceback)"
-        )
+        hint = "" if debug else " (WORKBENCH_DEBUG=1 shows the traceback)"
         return _fail(
             args.command, f"internal error: {detail}; please report it{hint}", EXIT_INTERNAL_ERROR
         )
@@ -133,16 +127,12 @@ def entry() -> int:
     process."""
     import signal
 
-    signal.signal(
-        signal.SIGINT, signal.default_int_handler
-    )  # from here Ctrl-C is KeyboardInterrupt again
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C is KeyboardInterrupt again
     try:
         prepare_process(sys.argv[1:])
         code = main()
         return exit_past_lingering_threads(exit_past_abandoned_stages(code))
-    except (
-        KeyboardInterrupt
-    ):  # Ctrl-C outside a command's own handling (start-up, imports, leaving): 130
+    except KeyboardInterrupt:  # outside a command's own handling (start-up, imports, leaving): 130
         print("workbench: interrupted", file=sys.stderr)
         _exit_now(EXIT_INTERRUPTED)
 
@@ -199,9 +189,7 @@ def exit_past_abandoned_stages(code: int) -> int:
     the streams are flushed, and ``os._exit(code)`` skips the finalization. Everything the command
     writes is written before it returns.
     """
-    guard = sys.modules.get(
-        "workbench.guard"
-    )  # never imported: no stage ran, so no stage thread exists
+    guard = sys.modules.get("workbench.guard")  # never imported: no stage ran, no stage thread
     if guard is None or not guard.stage_threads_alive():
         return code
     _exit_now(code)
@@ -251,10 +239,6 @@ def _leave_closed_stdout() -> int:
 
 
 def _fail(command: str, message: str, code: int) -> int:
-    print(
-        f"workbench {command}: error: {message}"
-        if code not in (EXIT_INTERRUPTED, EXIT_TERMINATED)
-        else f"workbench {command}: {message}",
-        file=sys.stderr,
-    )
+    error = "" if code in (EXIT_INTERRUPTED, EXIT_TERMINATED) else "error: "
+    print(f"workbench {command}: {error}{message}", file=sys.stderr)
     return code

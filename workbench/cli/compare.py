@@ -56,9 +56,7 @@ def register(subparsers) -> None:
         help="two saved run folders (instead of --example/--pipeline)",
     )
     add_pipeline_arguments(p)
-    for group in (
-        p._mutually_exclusive_groups
-    ):  # --example/--pipeline are optional when RUN_A RUN_B are given
+    for group in p._mutually_exclusive_groups:  # --example/--pipeline: optional with RUN_A RUN_B
         group.required = False
     p.add_argument(
         "--config",
@@ -219,8 +217,10 @@ def compare_saved(
     (``analysis.verdicts.Bootstrap``): two runs of a million requests each stay within 500 MB and 10 s
     (``benchmarks/bench_compare.py --saved``).
     """
+    from ..fingerprint import differences, fingerprint_of
+
     (meta_a, cols_a), (meta_b, cols_b) = saved_columns(path_a), saved_columns(path_b)
-    diffs = fingerprint_differences(meta_a, meta_b)
+    diffs = differences(fingerprint_of(meta_a), fingerprint_of(meta_b))
     if meta_a.pipeline != meta_b.pipeline or list(meta_a.stages) != list(meta_b.stages):
         raise ConfigError(
             f"{path_a} and {path_b} are not comparable: pipeline {meta_a.pipeline!r} "
@@ -329,22 +329,6 @@ def _batches(path: Path, columns: tuple[str, ...], dictionary: str | None = None
         raise
     except Exception as exc:  # pyarrow raises several unrelated types for a damaged file
         raise RunRecordError(f"{path}: unreadable Parquet: {str(exc)[:200]}") from None
-
-
-def fingerprint_differences(meta_a, meta_b) -> list[tuple[str, Any, Any]]:
-    """Every fingerprint field that differs (``workbench.fingerprint``), else config and environment fields."""
-    try:
-        from ..fingerprint import differences, fingerprint_of
-    except ImportError:
-        flat = [
-            {f"config.{k}": v for k, v in m.config.to_dict().items()}
-            | {f"env.{k}": getattr(m.env, k) for k in ("torch", "threads", "cpu_model")}
-            for m in (meta_a, meta_b)
-        ]
-        return [
-            (k, flat[0].get(k), flat[1].get(k)) for k in flat[0] if flat[0].get(k) != flat[1].get(k)
-        ]
-    return differences(fingerprint_of(meta_a), fingerprint_of(meta_b))
 
 
 def _fmt_ci(ci) -> str:

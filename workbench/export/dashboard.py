@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -58,15 +58,9 @@ def recorded_entries(runs_dir: str | os.PathLike) -> tuple[list[Entry], list[str
             notes.append(f"skipped {folder.name}: run.json has no config.batch_size")
             continue
         device = (cfg.device or "cpu").split(":")[0]
-        options = cfg.options
         sync = run.meta.sync_policy  # request: timed the wrong way on purpose, its own variant
-        variant = (
-            ", ".join(
-                [f"{k}={v}" for k, v in sorted(options.items())]
-                + ([f"sync={sync}"] if sync != "stage" else [])
-            )
-            or "default"
-        )
+        named = [f"{k}={v}" for k, v in sorted(cfg.options.items())]
+        variant = ", ".join(named + ([f"sync={sync}"] if sync != "stage" else [])) or "default"
         key = f"{run.meta.pipeline}|{device}|{cfg.batch_size}|{cfg.precision}|{variant}"
         if any(e.key == key for e in entries):
             notes.append(
@@ -74,12 +68,8 @@ def recorded_entries(runs_dir: str | os.PathLike) -> tuple[list[Entry], list[str
             )
             continue
         env = run.meta.env
-        where = (
-            (env.device_name if device != "cpu" else env.cpu_model)
-            or env.device_name
-            or env.cpu_model
-            or "?"
-        )
+        own = env.device_name if device != "cpu" else env.cpu_model
+        where = own or env.device_name or env.cpu_model or "?"
         entries.append(
             Entry(
                 key,
@@ -143,18 +133,10 @@ def batching_figures(entries: list[Entry], requests: int = 4_000, seed: int = 0)
             continue
         sizes = model.sizes
         capacity = max(s / ns_to_s(model.mean_ns(s)) for s in sizes)
-        curve = sweep(
-            model,
-            [f * capacity for f in RATE_FRACTIONS],
-            sizes,
-            [2.0],
-            requests=requests,
-            seed=seed,
-        )
-        fig = batching_curves_figure(
-            curve, title=f"Simulated from the recorded runs at batch sizes {sizes}"
-        )
-        out[key] = _plain(fig)
+        rates = [f * capacity for f in RATE_FRACTIONS]
+        curve = sweep(model, rates, sizes, [2.0], requests=requests, seed=seed)
+        title = f"Simulated from the recorded runs at batch sizes {sizes}"
+        out[key] = _plain(batching_curves_figure(curve, title=title))
     return out
 
 
@@ -168,22 +150,9 @@ def build_page(
     """The HTML page (plotly.js inline, figures as JSON, a small controller script)."""
     from plotly.offline import get_plotlyjs
 
+    shown = [f.name for f in fields(Entry) if f.name not in ("path", "run")]
     data = {
-        "entries": [
-            {
-                "key": e.key,
-                "pipeline": e.pipeline,
-                "device": e.device,
-                "batch_size": e.batch_size,
-                "precision": e.precision,
-                "variant": e.variant,
-                "folder": e.path.name,
-                "recorded_on": e.recorded_on,
-                "torch": e.torch,
-                "date": e.date,
-            }
-            for e in entries
-        ],
+        "entries": [{k: getattr(e, k) for k in shown} | {"folder": e.path.name} for e in entries],
         "figures": figures,
         "batching": batching,
         "notes": notes,

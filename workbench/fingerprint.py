@@ -40,9 +40,7 @@ def factory_spec(target: Any) -> str:
     """A readable spec of what built the pipeline: an example name, a file or module function."""
     if isinstance(target, str):
         return f"example:{target}"
-    if hasattr(target, "stages") and hasattr(
-        target, "item_iterator"
-    ):  # a built Pipeline, no factory
+    if hasattr(target, "stages") and hasattr(target, "item_iterator"):  # a built Pipeline
         return f"built Pipeline {getattr(target, 'name', '?')!r}"
     module = getattr(target, "__module__", None) or "?"
     name = getattr(target, "__qualname__", None) or type(target).__name__

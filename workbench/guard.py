@@ -34,10 +34,7 @@ TIMEOUT = "Timeout"  # error_type of a request abandoned after timeout_s
 POLL_S = 0.05  # how often a waiting caller looks at the cancel event (s)
 
 RunOne = Callable[..., RequestTiming]  # run_one(batch, starts=[], ends=[]) -> RequestTiming
-STAGE_THREAD_NAMES = (
-    "workbench-stages",
-    "workbench-executor-",
-)  # threads that run a pipeline's stages
+STAGE_THREAD_NAMES = ("workbench-stages", "workbench-executor-")  # threads running stages
 
 
 def stage_threads_alive() -> list[threading.Thread]:

@@ -39,9 +39,8 @@ from typing import Any
 
 THRESHOLDS = {"other_cores": 0.25, "steal_pct": 5.0, "load_per_core": 1.0}
 NOT_MEASURED = "not measured on this OS"
-COARSE_BELOW_S = (
-    1.0  # /proc/stat counts 1/100 s ticks: a shorter run reads other processes' CPU coarsely
-)
+# /proc/stat counts 1/100 s ticks: a shorter run reads other processes' CPU coarsely
+COARSE_BELOW_S = 1.0
 _BUSY = ("user", "nice", "system", "irq", "softirq")
 _STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 

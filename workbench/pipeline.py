@@ -264,9 +264,8 @@ def _import_target(spec: str, target: str):
             raise PipelineError(f"--pipeline {spec!r}: file {target!r} does not exist")
         name = f"workbench_user_{abs(hash(str(path.resolve())))}"
         module_spec = importlib.util.spec_from_file_location(name, path)
-        if (
-            module_spec is None or module_spec.loader is None
-        ):  # /etc/passwd: a file Python cannot import
+        # /etc/passwd: a file Python cannot import
+        if module_spec is None or module_spec.loader is None:
             raise PipelineError(
                 f"--pipeline {spec!r}: {target!r} is not a Python file (expected FILE.py:FUNCTION)"
             )
@@ -409,9 +408,7 @@ def check_options_read(pipe: Pipeline) -> None:
     unread = unread_options(pipe)
     if not unread:
         return
-    asked = sorted(
-        pipe.config.options.read - set(unread)
-    )  # keys read, given or not (get("slow", 1.0))
+    asked = sorted(pipe.config.options.read - set(unread))  # read, given or not (get("slow", 1))
     hints = []
     for key in unread:
         close = difflib.get_close_matches(key, asked, n=1)

@@ -255,9 +255,8 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
                 scratch.append(trace_path.parent)
         except KeyboardInterrupt:  # the timing run is kept; _traced_run removed its scratch folder
             status = STATUS_INTERRUPTED
-        except (
-            TracedTimeout
-        ) as stop:  # the timing run is kept; the traced run's failure is recorded
+        # the timing run is kept; the traced run's failure is recorded
+        except TracedTimeout as stop:
             status = STATUS_TIMEOUT
             trace_meta = {
                 "requests": plan.traced,

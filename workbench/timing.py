@@ -61,13 +61,11 @@ class RequestTiming:
     failure: StageFailure | None
     output: Any = None
     stage_gc_ns: list[int] | None = None  # GC pause time inside each stage (a GcProbe was given)
-    kept: dict[int, Any] | None = (
-        None  # outputs of the stages asked for (``keep``): the first request's checks
-    )
+    # outputs of the stages asked for (``keep``): the first request's checks
+    kept: dict[int, Any] | None = None
     attributes: dict[int, dict[str, float]] | None = None  # stage index -> its describe= numbers
-    attribute_errors: dict[int, str] | None = (
-        None  # stage index -> "Type: message" of a describe= that raised
-    )
+    # stage index -> "Type: message" of a describe= that raised
+    attribute_errors: dict[int, str] | None = None
 
 
 def time_request(
@@ -128,7 +126,7 @@ def _time_request_observed(
     ends = [] if ends is None else ends
     gc_ns: list[int] = []
     kept: dict[int, Any] = {}
-    out = batch
+    out, failure = batch, None
     t0 = clock()
     for i, fn in enumerate(fns):
         paused = gc_probe.pause_ns if gc_probe is not None else 0
@@ -141,35 +139,15 @@ def _time_request_observed(
             ends.append(clock())
             gc_ns.append(gc_probe.pause_ns - paused if gc_probe is not None else 0)
             failure = StageFailure.from_exception(names[i], exc)
-            t1 = clock()
-            return _described(
-                RequestTiming(
-                    t0,
-                    t1,
-                    starts,
-                    ends,
-                    None,
-                    failure,
-                    None,
-                    gc_ns if gc_probe is not None else None,
-                ),
-                kept,
-                keep,
-                describe,
-            )
+            break
         ends.append(clock())
         gc_ns.append(gc_probe.pause_ns - paused if gc_probe is not None else 0)
         if i in keep or i in describe:
             kept[i] = out
     t1 = clock()
-    return _described(
-        RequestTiming(
-            t0, t1, starts, ends, None, None, out, gc_ns if gc_probe is not None else None
-        ),
-        kept,
-        keep,
-        describe,
-    )
+    gc = gc_ns if gc_probe is not None else None
+    timing = RequestTiming(t0, t1, starts, ends, None, failure, None if failure else out, gc)
+    return _described(timing, kept, keep, describe)
 
 
 def _described(
@@ -188,16 +166,12 @@ def _described(
         if i in describe:
             try:
                 numbers[i] = {str(k): float(v) for k, v in dict(describe[i](value)).items()}
-            except (
-                Exception
-            ) as exc:  # a broken describe= loses its attribute, never the request; it is reported
+            # a broken describe= loses its attribute, never the request; it is reported
+            except Exception as exc:
                 errors[i] = f"{type(exc).__name__}: {exc}"
         del value
-    timing.kept, timing.attributes, timing.attribute_errors = (
-        kept or None,
-        numbers or None,
-        errors or None,
-    )
+    timing.kept, timing.attributes = kept or None, numbers or None
+    timing.attribute_errors = errors or None
     return timing
 
 

@@ -94,11 +94,10 @@ class PredictionCache:
                 for i, value in zip(lost, raw):
                     cached[i] = None if value is None else _decoded(value)
         for i, (r, c) in enumerate(zip(requests, cached)):
+            # never another user's or another model's answer
             if c is not None and not _answers(c, r, self.fingerprint):
-                cached[i], mismatched = (
-                    None,
-                    mismatched + 1,
-                )  # never another user's or another model's answer
+                cached[i] = None
+                mismatched += 1
         if self.redis is not None:
             with self._lock:
                 for i in lost:

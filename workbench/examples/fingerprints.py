@@ -58,10 +58,10 @@ def torch_public_version() -> str | None:
 
 def data_digests(example: str) -> dict[str, str]:
     """``{file name: sha256[:16]}`` of the data files that shape the example's model, as the factory reads them."""
-    out = {}
-    for name in MODEL_DATA.get(example, ()):
-        out[name] = hashlib.sha256(data_file(name).read_bytes()).hexdigest()[:16]
-    return out
+    return {
+        name: hashlib.sha256(data_file(name).read_bytes()).hexdigest()[:16]
+        for name in MODEL_DATA.get(example, ())
+    }
 
 
 def entry_key(example: str, config: PipelineConfig) -> dict[str, Any]:
@@ -100,13 +100,8 @@ def cached(example: Any, config: PipelineConfig, path: Path | None = None) -> di
         index = _index(str(path), path.stat().st_mtime_ns)
         key = entry_key(example, config)
         hit = index.get(_canonical(key)) if key["torch"] is not None else None
-    except (
-        OSError,
-        ValueError,
-        KeyError,
-        TypeError,
-        PipelineError,
-    ):  # PipelineError: example data missing
+    # PipelineError: example data missing
+    except (OSError, ValueError, KeyError, TypeError, PipelineError):
         return None
     return copy.deepcopy(hit)
 
@@ -117,10 +112,7 @@ def compute(example: str, config: PipelineConfig) -> dict[str, Any]:
     from ..runner import resolve_pipeline
 
     pipe = resolve_pipeline(example, config)
-    return {
-        "pipeline": pipe.name,
-        "model": model_fingerprint(list(getattr(pipe, "models", []) or [])),
-    }
+    return {"pipeline": pipe.name, "model": model_fingerprint(list(pipe.models))}
 
 
 def recorded_configs(runs: Path) -> list[tuple[str, PipelineConfig]]:
@@ -156,9 +148,8 @@ def entries(configs: list[tuple[str, PipelineConfig]]) -> list[dict[str, Any]]:
 def write(path: Path = CACHE_FILE, runs: Path | None = None) -> list[dict[str, Any]]:
     """Build every configuration of the recorded runs (``data/runs``) and write the cache file."""
     found = entries(recorded_configs(runs or data_dir() / "runs"))
-    rows = ",\n".join(
-        "  " + json.dumps(e, sort_keys=True) for e in found
-    )  # one line per entry: readable diffs
+    # one line per entry: readable diffs
+    rows = ",\n".join("  " + json.dumps(e, sort_keys=True) for e in found)
     path.write_text(
         '{"about": "model fingerprints of the shipped examples; '
         'python -m workbench.examples.fingerprints --write",\n "entries": [\n' + rows + "\n]}\n",
@@ -187,12 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     stale = 0
     for entry in json.loads(CACHE_FILE.read_text(encoding="utf-8"))["entries"]:
-        config = PipelineConfig(
-            device=entry["device"],
-            batch_size=entry["batch_size"],
-            precision=entry["precision"],
-            options=entry["options"],
-        )
+        config = PipelineConfig.from_dict(entry)
         fresh = entry_key(entry["example"], config) | compute(entry["example"], config)
         if fresh != entry:
             stale += 1

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import PipelineConfig
-from ..errors import ConfigError, PipelineError
+from ..errors import ConfigError, PipelineError, is_int
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model, torch_dtype
 from . import EXAMPLES, data_file
@@ -119,12 +119,8 @@ class FeatureStore:
 
     def _statistics(self) -> tuple[list[float], list[float]]:
         """Mean and std per feature (store features from ``feature_stats``, the rest 0 and 1)."""
-        rows = dict(
-            (
-                (n, (m, s))
-                for n, m, s in self.conn.execute("SELECT name, mean, std FROM feature_stats")
-            )
-        )
+        stats = self.conn.execute("SELECT name, mean, std FROM feature_stats")
+        rows = {n: (m, s) for n, m, s in stats}
         missing = [n for n in STORE_FEATURES if n not in rows]
         if missing:
             raise PipelineError(
@@ -228,10 +224,8 @@ def build(config: PipelineConfig) -> Pipeline:
     threshold = option(config, "threshold", 0.3, float)
     option(config, "pin_memory", True, bool)
     store, cache = _store_and_cache(config)
-    n_keys, zipf_s = (
-        option(config, "n_keys", 0, int, low=0),
-        option(config, "zipf_s", 1.1, float, low=0.0),
-    )
+    n_keys = option(config, "n_keys", 0, int, low=0)
+    zipf_s = option(config, "zipf_s", 1.1, float, low=0.0)
     mean, std = (torch.tensor(v, dtype=torch.float32) for v in (store.mean, store.std))
     n_users, n_items = store.counts()
     torch.manual_seed(seed)
@@ -247,9 +241,8 @@ def build(config: PipelineConfig) -> Pipeline:
 
     def preprocess(hydrated):
         requests, rows = hydrated
-        x = (
-            torch.tensor(rows, dtype=torch.float32).reshape(-1, N_FEATURES) - mean
-        ) / std  # 0 rows: all hit
+        # 0 rows: all hit
+        x = (torch.tensor(rows, dtype=torch.float32).reshape(-1, N_FEATURES) - mean) / std
         return requests, to_device(x.to(dtype), config)
 
     def postprocess(scored):
@@ -406,7 +399,7 @@ def _parse_one(index: int, payload, where: str | None = None) -> Request:
 
 
 def _is_id(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return is_int(value) and value >= 0
 
 
 def _responses(requests: list[Request], probs: list[float], threshold: float) -> list[dict]:

@@ -76,9 +76,7 @@ def write_folder(
             trace_name = _trace_name(Path(trace_path))
             shutil.copy2(trace_path, staging / trace_name)
             meta = meta.replace(trace=_with_file(meta, trace_name))
-        elif (
-            meta.trace is not None and meta.trace.file is not None
-        ):  # closed or dropped: name no file
+        elif meta.trace is not None and meta.trace.file is not None:  # closed or dropped: no file
             meta = meta.replace(trace=_with_file(meta, None))
         typed_table(requests, REQUEST_COLUMNS).to_parquet(staging / REQUESTS_FILE, index=False)
         typed_table(stages, STAGE_COLUMNS).to_parquet(staging / STAGES_FILE, index=False)
@@ -259,9 +257,8 @@ def _check_consistent(
             f", not in {REQUESTS_FILE}"
         )
     _check_stages_present(root, meta, requests, stages)
-    if (
-        meta.kind != "ingested"
-    ):  # spans of two stages may run side by side; the pipeline's stages do not
+    # spans of two stages may run side by side; the pipeline's stages do not
+    if meta.kind != "ingested":
         _check_stage_sums(root, requests, stages)
 
 

@@ -138,22 +138,7 @@ class RunMeta:
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(RunMeta) if f.name != "extra")
-_SECTION_TYPES: dict[str, type[Section]] = {
-    "config": Config,
-    "env": Env,
-    "timing": Timing,
-    "trace": TraceInfo,
-    "load": Load,
-    "simulation": Simulation,
-    "fingerprint": Fingerprint,
-    "noise": Noise,
-    "quantization": Quantization,
-    "memory": Memory,
-    "cold_start": ColdStart,
-    "attributes": Attributes,
-    "serving": Serving,
-    "ingest": Ingest,
-}
+_SECTION_TYPES: dict[str, type[Section]] = {c._name: c for c in Section.__subclasses__()}
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:

@@ -43,9 +43,8 @@ class Section:
 
     extra: Json = field(default_factory=dict, kw_only=True)
     _name: ClassVar[str] = ""
-    _left_out_when_unset: ClassVar[
-        tuple[str, ...]
-    ] = ()  # never written as null (a file may not hold null there)
+    # never written as null (a file may not hold null there)
+    _left_out_when_unset: ClassVar[tuple[str, ...]] = ()
 
     def to_dict(self) -> Json:
         """The JSON object: every declared field (null when unset), then the extra keys."""
@@ -305,15 +304,9 @@ class Ingest(Section):
     requests: NonNegInt = 0
     stage_map: dict[str, str] = field(default_factory=dict)
     root_names: list[str] = field(default_factory=list)
-    dropped: dict[str, NonNegInt] = field(
-        default_factory=dict
-    )  # why -> spans left out (duplicate id, cycle)
-    clamped: dict[str, NonNegInt] = field(
-        default_factory=dict
-    )  # why -> spans whose times were clipped
-    flagged: list[str] = field(
-        default_factory=list
-    )  # names of the spans dropped or clamped (the first 20)
+    dropped: dict[str, NonNegInt] = field(default_factory=dict)  # why -> spans left out
+    clamped: dict[str, NonNegInt] = field(default_factory=dict)  # why -> spans clipped in time
+    flagged: list[str] = field(default_factory=list)  # spans dropped or clamped (the first 20)
 
 
 # -- decoding: msgspec checks the declared types; unknown keys go to ``extra`` ----------------------------------

@@ -83,10 +83,8 @@ def batching_curves_figure(
                 line=dict(color=stage_color(i), dash=dash),
                 marker=_markers(rows["stable"]),
                 customdata=np.c_[rows["rate_rps"].to_numpy(), rows["stable"].to_numpy()],
-                hovertemplate=name
-                + "<br>offered %{customdata[0]:.4g} req/s<br>throughput %{x:.4g} req/s<br>"
-                + col.removesuffix("_ms")
-                + " %{y:.3f} ms<br>stable %{customdata[1]}<extra></extra>",
+                hovertemplate=f"{name}<br>offered %{{customdata[0]:.4g}} req/s<br>throughput "
+                f"%{{x:.4g}} req/s<br>{col[:3]} %{{y:.3f}} ms<br>stable %{{customdata[1]}}<extra></extra>",
             )
     if sla_ms is not None:  # a line trace, not a shape: shapes on a log axis stretch its autorange
         span = [float(sweep["throughput_rps"].min()), float(sweep["throughput_rps"].max())]
@@ -147,10 +145,8 @@ def wait_time_figure(
             name=name,
             line=dict(color=stage_color(i)),
             marker=_markers(g["stable"]),
-            hovertemplate=name
-            + "<br>max wait %{x:g} ms<br>"
-            + stat.removesuffix("_ms")
-            + " %{y:.3f} ms<extra></extra>",
+            hovertemplate=f"{name}<br>max wait %{{x:g}} ms<br>{stat.removesuffix('_ms')} "
+            "%{y:.3f} ms<extra></extra>",
         )
     at = "" if several else f" at {rows['rate_rps'].iloc[0]:g} req/s"
     return layout(

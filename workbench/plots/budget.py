@@ -185,9 +185,7 @@ def _percentile_bars(rows: pd.DataFrame) -> go.Figure:
             name=col.removesuffix("_ms"),
             marker_color=PERCENTILE_COLORS[col],
             customdata=list(zip(share, rows["count"].tolist())),
-            hovertemplate="%{x}<br>"
-            + col.removesuffix("_ms")
-            + " %{y:.3f} ms<br>share of mean %{customdata[0]}"
+            hovertemplate=f"%{{x}}<br>{col[:3]} %{{y:.3f}} ms<br>share of mean %{{customdata[0]}}"
             "<br>n=%{customdata[1]}<extra></extra>",
         )
     fig.update_layout(

@@ -88,9 +88,7 @@ def compare_figure(
             ),
             text=_relative(table[f"{col}_a"].to_numpy(), delta),
             legendgroup="delta",
-            hovertemplate="%{x}<br>Δ "
-            + col.removesuffix("_ms")
-            + " %{y:+.3f} ms (%{text})<extra></extra>",
+            hovertemplate=f"%{{x}}<br>Δ {col[:3]} %{{y:+.3f}} ms (%{{text}})<extra></extra>",
             row=2,
             col=1,
         )
@@ -174,11 +172,7 @@ def ratio_figure(result: dict, metric: str = "p50", title: str | None = None) ->
                 arrayminus=np.subtract(ratio, lo).tolist(),
                 color="#555555",
             ),
-            hovertemplate="%{x}<br>"
-            + metric
-            + " ratio %{y:.3f}<br>%{text}<extra>"
-            + name
-            + "</extra>",
+            hovertemplate=f"%{{x}}<br>{metric} ratio %{{y:.3f}}<br>%{{text}}<extra>{name}</extra>",
         )
     if not fig.data:
         return empty_figure("nothing was compared", title or "Comparison")

@@ -26,10 +26,7 @@ from .style import (
     stage_color,
 )
 
-DISTRIBUTION_KINDS = (
-    "histogram",
-    "cdf",
-)  # figure styles; trace event kinds are workbench.trace.KINDS
+DISTRIBUTION_KINDS = ("histogram", "cdf")  # figure styles; trace event kinds: workbench.trace.KINDS
 
 
 def latency_samples(

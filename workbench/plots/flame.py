@@ -27,11 +27,30 @@ from ..analysis.flame import flame_tree, gpu_work_by_stage, prune, pruned_sizes
 from ..trace import Trace
 from ..errors import ConfigError
 from ..units import ns_to_ms
-from .style import KIND_COLORS, KIND_LABELS, empty_figure, format_bytes, format_ns, kind_key, layout
+from .style import (
+    ABOVE,
+    KIND_COLORS,
+    KIND_LABELS,
+    empty_figure,
+    format_bytes,
+    format_ns,
+    kind_key,
+    layout,
+)
 
 TREE_COLUMNS = ("id", "parent", "name", "kind", "self_ns", "total_ns", "count", "bytes")
 LABEL_CHARS = 60
 HOVER_CHARS = 160
+# the cut note's line length: one long line was clipped at half of a 1280 px screen
+NOTE_CHARS = 100
+# the smallest label font (px) a flame box may use; smaller ones were unreadable at half width
+LABEL_MIN_PX = 8
+PRUNE_SHARES = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
+LEGEND_CHARS = 80  # a kind legend line's visible length: a CUDA run's eight kinds ran off 640 px
+GPU_PANEL = 0.3  # the GPU work icicle's share of the plot height (bottom)
+GPU_GAP = 0.08  # between the panels: the GPU panel's heading
+GPU_LABEL_CHARS = 18
+GPU_LABEL_LINES = 3
 
 
 def check_tree(tree: pd.DataFrame) -> None:
@@ -40,9 +59,6 @@ def check_tree(tree: pd.DataFrame) -> None:
         raise ConfigError(
             f"flame tree: missing columns {missing}; pass a node table from workbench.analysis.flame"
         )
-
-
-PRUNE_SHARES = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
 
 
 def fit_tree(tree: pd.DataFrame, max_nodes: int) -> tuple[pd.DataFrame, float | None]:
@@ -153,58 +169,36 @@ def flame_figure(
     if len(gpu):
         fig.update_traces(domain=dict(x=[0, 1], y=[GPU_PANEL + GPU_GAP, 1]))
         keys += _add_gpu_panel(fig, gpu)
-    fig.add_annotation(
-        text=kind_legend(keys),
-        x=0,
-        y=1.0,
-        xref="paper",
-        yref="paper",
-        xanchor="left",
-        yanchor="bottom",
-        showarrow=False,
-        align="left",
-    )
+    legend = kind_legend(keys)
+    fig.add_annotation(text=legend, y=1.0, align="left", **ABOVE)
     if len(gpu):
         fig.add_annotation(
             text=f"GPU work per stage: kernels and copies (width = GPU time, "
             f"{format_ns(int(gpu['gpu_ns'].sum()))} in all)",
-            x=0,
             y=GPU_PANEL + 0.01,
-            xref="paper",
-            yref="paper",
-            xanchor="left",
-            yanchor="bottom",
-            showarrow=False,
             align="left",
             name="gpu panel",
+            **ABOVE,
         )
-    of = "of the total" if gpu.empty else "of the host and of the GPU time"
-    folded = (
-        ""
-        if share is None
-        else f" ({len(tree)} nodes; under {100 * share:g}% {of} folded into (other)"
-    )
-    folded += "" if share is None else ("; deepest levels not drawn)" if cut else ")")
-    default = "Flame graph" + folded
-    cut = tree.attrs.get("cut")  # harness and instrumentation cut by analysis.flame.harness_cut
+    default = "Flame graph"
+    if share is not None:
+        of = "of the total" if gpu.empty else "of the host and of the GPU time"
+        end = "; deepest levels not drawn)" if cut else ")"
+        default += f" ({len(tree)} nodes; under {100 * share:g}% {of} folded into (other){end}"
+    harness = tree.attrs.get("cut")  # harness and instrumentation cut by analysis.flame.harness_cut
     # the note is the title's subtitle, wrapped: in the title's own text a multi-line title was anchored too
     # high by plotly and its first line clipped at the top of the figure (1280x800, tests/browser)
-    note = textwrap.wrap(cut["note"], NOTE_CHARS) if cut else []
+    note = textwrap.wrap(harness["note"], NOTE_CHARS) if harness else []
     # labels never shrink below LABEL_MIN_PX: a box too narrow for its label shows none (hover and zoom tell)
-    legend_lines = kind_legend(keys).count("<br>")
     fig = layout(
         fig,
         title or default,
-        margin=dict(l=10, r=10, t=80 + 20 * len(note) + 16 * legend_lines, b=10),
+        margin=dict(l=10, r=10, t=80 + 20 * len(note) + 16 * legend.count("<br>"), b=10),
         uniformtext=dict(minsize=LABEL_MIN_PX, mode="hide"),
     )
     if note:
         fig.update_layout(title_subtitle_text="<br>".join(note))
     return fig
-
-
-GPU_PANEL = 0.3  # the GPU work icicle's share of the plot height (bottom)
-GPU_GAP = 0.08  # between the panels: the GPU panel's heading
 
 
 def _add_gpu_panel(fig: go.Figure, gpu: pd.DataFrame) -> list[str]:
@@ -265,10 +259,6 @@ def _wrap(label: str) -> str:
     return "<br>".join(lines)
 
 
-GPU_LABEL_CHARS = 18
-GPU_LABEL_LINES = 3
-
-
 def kernel_label(name: str) -> str:
     """A kernel's name without ``void``, ``at::native::``, anonymous namespaces and its parameter list:
     ``void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, ...>(int, ...)``
@@ -287,12 +277,6 @@ def kernel_label(name: str) -> str:
         elif ch == "(" and depth == 0 and i > 0:
             return text[:i]
     return text
-
-
-NOTE_CHARS = (
-    100  # the cut note's line length: one long line was clipped at half of a 1280 px screen
-)
-LABEL_MIN_PX = 8  # the smallest label font (px) a flame box may use; smaller ones were unreadable at half width
 
 
 def _clip(text: str, n: int) -> str:
@@ -319,11 +303,6 @@ def _hover_data(tree: pd.DataFrame, names: list[str], keys: list[str]) -> list[l
             nbytes,
         )
     ]
-
-
-LEGEND_CHARS = (
-    80  # a kind legend line's visible length: a CUDA run's eight kinds ran off a 640 px figure
-)
 
 
 def kind_legend(keys: list[str]) -> str:
@@ -380,30 +359,17 @@ def differential_flame_figure(
         return empty_figure(f"no sampled stacks in stage {stage!r}", title or "Slow minus median")
     label = "1 %" if stacks.get("tail_set") == "slowest_1pct" else "5 %"
     growth = [n["tail"] - n["median"] for n in tree]
-    fig = go.Figure(
-        go.Icicle(
-            ids=[str(n["id"]) for n in tree],
-            parents=["" if n["parent"] == -1 else str(n["parent"]) for n in tree],
-            labels=[_clip(n["name"], LABEL_CHARS) for n in tree],
-            values=[max(n["tail"], 1e-9) for n in tree],
-            branchvalues="remainder",
-            sort=False,
-            marker=dict(
-                colors=growth,
-                colorscale="RdBu",
-                reversescale=True,
-                cmid=0,
-                cmin=-1,
-                cmax=1,
-                colorbar=dict(title="slow - median", tickformat=".0%"),
-            ),
-            customdata=[[n["tail"], n["median"], g] for n, g in zip(tree, growth)],
-            hovertemplate=(
-                f"%{{label}}<br>slowest {label}: %{{customdata[0]:.1%}}<br>median: %{{customdata[1]:.1%}}"
-                "<br>slow - median: %{customdata[2]:+.1%}<extra></extra>"
-            ),
-            tiling=dict(orientation="v"),
-        )
+    fig = _difference_icicle(
+        tree,
+        [max(n["tail"], 1e-9) for n in tree],
+        growth,
+        1,
+        dict(title="slow - median", tickformat=".0%"),
+        customdata=[[n["tail"], n["median"], g] for n, g in zip(tree, growth)],
+        hovertemplate=(
+            f"%{{label}}<br>slowest {label}: %{{customdata[0]:.1%}}<br>median: %{{customdata[1]:.1%}}"
+            "<br>slow - median: %{customdata[2]:+.1%}<extra></extra>"
+        ),
     )
     samples = stages[stage]["samples"]
     default = (
@@ -423,36 +389,45 @@ def traced_tail_figure(view: dict | None, *, title: str | None = None) -> go.Fig
         )
     diff_ms = [ns_to_ms(n["slow_ns"] - n["median_ns"]) for n in tree]
     keys = [kind_key(n["kind"], n["name"]) for n in tree]
-    widest = max(abs(d) for d in diff_ms) or 1.0
-    fig = go.Figure(
-        go.Icicle(
-            ids=[str(n["id"]) for n in tree],
-            parents=["" if n["parent"] == -1 else str(n["parent"]) for n in tree],
-            labels=[_clip(n["name"], LABEL_CHARS) for n in tree],
-            values=[max(n["slow_ns"], 1) for n in tree],
-            branchvalues="remainder",
-            sort=False,
-            marker=dict(
-                colors=diff_ms,
-                colorscale="RdBu",
-                reversescale=True,
-                cmid=0,
-                cmin=-widest,
-                cmax=widest,
-                colorbar=dict(title="slow - median (ms)"),
-            ),
-            customdata=[
-                [format_ns(n["slow_ns"]), format_ns(n["median_ns"]), KIND_LABELS[k]]
-                for n, k in zip(tree, keys)
-            ],
-            hovertemplate="%{label}<br>%{customdata[2]}<br>slowest: %{customdata[0]} per request<br>median: "
-            "%{customdata[1]} per request<extra></extra>",
-            tiling=dict(orientation="v"),
-        )
+    fig = _difference_icicle(
+        tree,
+        [max(n["slow_ns"], 1) for n in tree],
+        diff_ms,
+        max(abs(d) for d in diff_ms) or 1.0,
+        dict(title="slow - median (ms)"),
+        customdata=[
+            [format_ns(n["slow_ns"]), format_ns(n["median_ns"]), KIND_LABELS[k]]
+            for n, k in zip(tree, keys)
+        ],
+        hovertemplate="%{label}<br>%{customdata[2]}<br>slowest: %{customdata[0]} per request<br>median: "
+        "%{customdata[1]} per request<extra></extra>",
     )
     return layout(
         fig,
         (title or "Slowest traced requests against the median ones")
         + f"<br><sup>{view['note']}</sup>",
         margin=dict(l=10, r=10, t=90, b=10),
+    )
+
+
+def _difference_icicle(
+    tree: list[dict], values: list, diff: list, limit: float, colorbar: dict, **hover
+) -> go.Figure:
+    """An icicle of ``tree`` (dicts with ``id``, ``parent``, ``name``) sized by ``values`` and coloured
+    red (slower) to blue (faster) by ``diff``, from ``-limit`` to ``limit``; ``hover``: its hover fields."""
+    marker = dict(
+        colors=diff, colorscale="RdBu", reversescale=True, cmid=0, cmin=-limit, cmax=limit
+    )
+    return go.Figure(
+        go.Icicle(
+            ids=[str(n["id"]) for n in tree],
+            parents=["" if n["parent"] == -1 else str(n["parent"]) for n in tree],
+            labels=[_clip(n["name"], LABEL_CHARS) for n in tree],
+            values=values,
+            branchvalues="remainder",
+            sort=False,
+            marker=marker | dict(colorbar=colorbar),
+            tiling=dict(orientation="v"),
+            **hover,
+        )
     )

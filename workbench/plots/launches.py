@@ -184,13 +184,8 @@ def _cpu_vs_gpu(fig: go.Figure, cpu_us: np.ndarray, gpu_us: np.ndarray, bins: in
 def _percentiles(fig: go.Figure, dist: pd.DataFrame) -> None:
     """p50/p90/p99 bars per metric, named in the legend (no text over the bars: on a log axis it was clipped)."""
     names = {"cpu_dur": "launch call", "launch_delay": "launch delay", "gpu_dur": "GPU time"}
-    colors = {
-        "p50_ns": PERCENTILE_COLORS["p50_ms"],
-        "p90_ns": PERCENTILE_COLORS["p95_ms"],
-        "p99_ns": PERCENTILE_COLORS["p99_ms"],
-    }
     shown = []
-    for col, color in colors.items():
+    for col, color in zip(("p50_ns", "p90_ns", "p99_ns"), PERCENTILE_COLORS.values()):
         y = dist[col].to_numpy(dtype=float) / NS_PER_US
         shown.append(y)
         fig.add_bar(

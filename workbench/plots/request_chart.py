@@ -23,10 +23,7 @@ from ..trace import GPU_WORK_KINDS, HOST_KINDS, KIND_SYNC
 from ..units import NS_PER_MS
 from .style import KIND_COLORS, KIND_LABELS, empty_figure, format_ns, kind_key, layout
 
-DRAWN_HOST_KINDS = (
-    *HOST_KINDS,
-    KIND_SYNC,
-)  # host rows: the flame tree's host kinds plus cuda_sync waits
+DRAWN_HOST_KINDS = (*HOST_KINDS, KIND_SYNC)  # host rows: the flame tree's host kinds, sync waits
 TEXT_CHARS = 40
 HOVER_CHARS = 160
 TEXT_MIN_SHARE = 0.04  # label a bar only when it spans >= 4 % of the window (others: hover)
@@ -97,9 +94,8 @@ def flame_chart_figure(
                 [n[:HOVER_CHARS], format_ns(d)]
                 for n, d in zip(part["name"], part["dur_ns"].tolist())
             ],
-            hovertemplate="%{customdata[0]}<br>start %{base:.4f} ms<br>duration %{customdata[1]}<extra>"
-            + KIND_LABELS[key]
-            + "</extra>",
+            hovertemplate="%{customdata[0]}<br>start %{base:.4f} ms<br>duration %{customdata[1]}"
+            f"<extra>{KIND_LABELS[key]}</extra>",
         )
     fig.update_yaxes(
         categoryorder="array", categoryarray=lanes, autorange="reversed", title_text=None

@@ -151,6 +151,8 @@ def format_bytes(n: float | int | None) -> str:
     return f"{n:.0f} B"
 
 
+# an annotation at the plot's left edge, its lines growing upwards from its y (paper coordinates)
+ABOVE = dict(x=0, xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False)
 _AXIS = dict(
     gridcolor="#EBF0F8",
     linecolor="#EBF0F8",
@@ -267,10 +269,6 @@ def log_axis(lo: float, hi: float, unit: str) -> dict:
 
 def positive_extent(*arrays) -> tuple[float, float]:
     """Smallest and largest positive finite value across ``arrays`` (``(1, 10)`` when there is none)."""
-    values = (
-        np.concatenate([np.asarray(a, dtype=float).ravel() for a in arrays])
-        if arrays
-        else np.array([])
-    )
+    values = np.concatenate([np.empty(0), *(np.asarray(a, dtype=float).ravel() for a in arrays)])
     values = values[np.isfinite(values) & (values > 0)]
     return (float(values.min()), float(values.max())) if values.size else (1.0, 10.0)

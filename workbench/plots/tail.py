@@ -11,8 +11,11 @@ import plotly.graph_objects as go
 
 from ..analysis.stats import percentiles
 from ..units import ns_to_ms
-from .style import empty_figure, layout, stage_color
+from .style import ABOVE, empty_figure, layout, stage_color
 
+# the headline's line length (12 px text right of a 130 px margin): one line ran off a 640 px figure
+NOTE_CHARS = 75
+GL_ABOVE_POINTS = 2_000  # latency over the run: SVG markers up to this many points, WebGL above
 SET_LABELS = {
     "median": "median set (p40-p60)",
     "slowest_5pct": "slowest 5 %",
@@ -57,14 +60,7 @@ def tail_figure(tail: dict[str, Any], *, title: str | None = None) -> go.Figure:
         xaxis={"tickformat": ".0%", "range": [0, 1], "title": "share of the set's time"},
     )
     extra = {"annotations": [_note("<br>".join(lines))]} if lines else {}
-    legend = {
-        "orientation": "h",
-        "yanchor": "top",
-        "y": -0.22,
-        "xanchor": "left",
-        "x": 0,
-        "traceorder": "normal",
-    }
+    legend = dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0, traceorder="normal")
     return layout(
         fig,
         title or "Where the tail's time goes",
@@ -72,12 +68,6 @@ def tail_figure(tail: dict[str, Any], *, title: str | None = None) -> go.Figure:
         margin={"l": 130, "r": 20, "t": 60 + 16 * max(len(lines), 1), "b": 90},
         **extra,
     )
-
-
-NOTE_CHARS = 75  # the headline's line length (12 px text right of a 130 px margin): one line ran off a 640 px figure
-
-
-GL_ABOVE_POINTS = 2_000  # latency over the run: SVG markers up to this many points, WebGL above
 
 
 def latency_over_run_figure(
@@ -147,18 +137,7 @@ def _ring(fig: go.Figure, requests: pd.DataFrame, picked: int | None) -> None:
 
 def _note(text: str) -> dict:
     """The headline under the title, its lines growing upwards from just above the plot."""
-    return {
-        "text": text,
-        "xref": "paper",
-        "yref": "paper",
-        "x": 0,
-        "y": 1.02,
-        "showarrow": False,
-        "xanchor": "left",
-        "yanchor": "bottom",
-        "align": "left",
-        "font": {"size": 12},
-    }
+    return dict(text=text, y=1.02, align="left", font={"size": 12}, **ABOVE)
 
 
 def attribute_figure(

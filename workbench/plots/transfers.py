@@ -23,11 +23,8 @@ from ..analysis.transfers import copy_classes, split_copy_key, sync_calls
 from ..units import NS_PER_MS
 from .style import KIND_COLORS, NO_GPU_EVENTS, copy_palette_key, empty_figure, format_bytes, layout
 
-__all__ = [
-    "copy_classes",
-    "transfer_comparison_figure",
-    "transfer_figure",
-]  # copy_classes: the analysis table drawn here
+# copy_classes: the analysis table drawn here
+__all__ = ["copy_classes", "transfer_comparison_figure", "transfer_figure"]
 
 
 def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -> go.Figure:
@@ -101,9 +98,7 @@ def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -
     return layout(fig, title + _pageable_note(classes))
 
 
-PIN_ADVICE_SHARE = (
-    0.25  # advise pinning only where pageable copies hold at least this share of copy time
-)
+PIN_ADVICE_SHARE = 0.25  # advise pinning only where pageable copies hold this share of copy time
 
 
 def _pageable_note(classes: pd.DataFrame) -> str:

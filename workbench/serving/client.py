@@ -64,13 +64,11 @@ from .protocol import (
     parse_server_timing,
 )
 
-SPIN_NS = (
-    100_000  # wake this early and spin on the clock to the send time (see the module docstring)
-)
+# wake this early and spin on the clock to the send time (see the module docstring)
+SPIN_NS = 100_000
 SETTLE_NS = 2_000_000  # the first send is due this long after the schedule starts
-INTERRUPT_GRACE_S = (
-    2.0  # after Ctrl-C, what the requests in flight get to finish before they are abandoned
-)
+# after Ctrl-C, what the requests in flight get to finish before they are abandoned
+INTERRUPT_GRACE_S = 2.0
 PRECONNECT = 16  # connections opened before the schedule (up to ``connections``)
 
 
@@ -106,9 +104,8 @@ class Drive:
     origin_ns: int
     server_before: dict | None
     server_after: dict | None
-    interrupted: bool = (
-        False  # Ctrl-C stopped the schedule: ``results`` are the requests sent before it
-    )
+    # Ctrl-C stopped the schedule: ``results`` are the requests sent before it
+    interrupted: bool = False
 
 
 @dataclass(frozen=True)
@@ -226,10 +223,8 @@ class Schedule:
         self.outcome: list[Any] = [None] * self.n
         self.ended = [0] * self.n
         self.origin_ns, self.k, self.pending = 0, 0, self.n
-        self.limit, self.interrupted = (
-            self.n,
-            False,
-        )  # how many are sent; Ctrl-C lowers it to those sent so far
+        # how many are sent; Ctrl-C or the watch lowers it to those sent so far
+        self.limit, self.interrupted = self.n, False
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -264,10 +259,8 @@ class Schedule:
         """
         self._loop.remove_signal_handler(signal.SIGINT)
         self._loop.remove_signal_handler(signal.SIGTERM)
-        self.interrupted, unsent, self.limit = True, self.limit - self.k, self.k
-        self.pending -= unsent
-        if self.pending == 0 and not self.finished.done():
-            self.finished.set_result(None)
+        self.interrupted = True
+        self._stop_here()
         self._loop.call_later(
             INTERRUPT_GRACE_S,
             self.pool.abandon,
@@ -285,33 +278,35 @@ class Schedule:
                 return
             while now < due:
                 now = clock()
-            if self.watch is not None and self.watch.stop(offsets[self.k]):
-                return self._stop_here()
-            self._submit(self.k)
-            self.k += 1
+            self._submit_next()
 
     def _send_due(self) -> None:
         """Send the requests already due, no spin (the pool calls this before it parses each read)."""
         clock, offsets, origin = self.clock, self.offsets, self.origin_ns
         while self.k < self.limit and origin + offsets[self.k] <= clock():
-            if self.watch is not None and self.watch.stop(offsets[self.k]):
-                return self._stop_here()
-            self._submit(self.k)
-            self.k += 1
+            self._submit_next()
 
     def _stop_here(self) -> None:
-        """The watch found the point stable: send nothing more; the requests in flight still finish."""
-        unsent, self.limit = self.limit - self.k, self.k
-        self.pending -= unsent
+        """Send nothing more (Ctrl-C, or the watch found the point stable); what is in flight finishes."""
+        self.pending -= self.limit - self.k
+        self.limit = self.k
+        self._finish_if_done()
+
+    def _finish_if_done(self) -> None:
         if self.pending == 0 and not self.finished.done():
             self.finished.set_result(None)
 
-    def _submit(self, k: int) -> None:
-        data = self.prefix + f"{self.tag}-{k}".encode() + self.tails[k % len(self.tails)]
+    def _submit_next(self) -> None:
+        """Send request ``k`` (unless the watch stops the schedule before it)."""
+        k = self.k
         if self.watch is not None:
+            if self.watch.stop(self.offsets[k]):
+                return self._stop_here()
             self.watch.sent(self.offsets[k])
+        data = self.prefix + f"{self.tag}-{k}".encode() + self.tails[k % len(self.tails)]
         if self.pool.submit(data, partial(self._done, k)) is None:
             self.queued[k] = self.clock()
+        self.k += 1
 
     def _done(self, k: int, sent_ns: int | None, outcome) -> None:
         self.sent[k], self.outcome[k], self.ended[k] = sent_ns, outcome, self.clock()
@@ -326,8 +321,7 @@ class Schedule:
                 response and outcome.status == 200,
             )
         self.pending -= 1
-        if self.pending == 0 and not self.finished.done():
-            self.finished.set_result(None)
+        self._finish_if_done()
 
     def result(self, k: int) -> Result:
         """Request ``k`` as a :class:`Result` (headers parsed here, after the run)."""
@@ -335,23 +329,15 @@ class Schedule:
         outcome, sent, queued = self.outcome[k], self.sent[k], self.queued[k]
         if sent is None:  # never went out: it waited for a connection until it failed
             sent = self.ended[k]
-        wait = sent - queued if queued is not None else 0
         rid = f"{self.tag}-{k}"
         if isinstance(outcome, Response):
-            result = Result(rid, due, sent, outcome.done_ns, outcome.status, pool_wait_ns=wait)
-            _read_headers(result, outcome.headers)
-            if outcome.status != 200:
-                result.error = _http_error(outcome.status, outcome.body)
-            return result
-        return Result(
-            rid,
-            due,
-            sent,
-            self.ended[k],
-            None,
-            ("network", type(outcome).__name__, str(outcome) or repr(outcome)),
-            pool_wait_ns=wait,
-        )
+            r = outcome
+            result = response_result(rid, due, sent, r.done_ns, r.status, r.headers, r.body)
+        else:
+            error = ("network", type(outcome).__name__, str(outcome) or repr(outcome))
+            result = Result(rid, due, sent, self.ended[k], None, error)
+        result.pool_wait_ns = sent - queued if queued is not None else 0
+        return result
 
 
 def _catch_sigint(loop, handler) -> bool:

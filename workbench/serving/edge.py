@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hmac
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from http import HTTPStatus
 from urllib.parse import urlparse
 
@@ -46,9 +46,7 @@ class EdgeLimits:
 
     allow_hosts: tuple[str, ...] = ()  # ``Host`` names answered besides the loopback names and the
     #                                               bound address (a wildcard bind: this machine's); "*": any
-    control_token: str | None = (
-        None  # ``X-Workbench-Token`` of ``POST /shutdown`` (None: endpoint off)
-    )
+    control_token: str | None = None  # ``X-Workbench-Token`` of ``POST /shutdown`` (None: off)
     max_header_bytes: int = 16_384  # request line + headers -> 431
     max_body_bytes: int = 1_048_576  # -> 413
     max_request_id_chars: int = 128  # -> 400
@@ -61,28 +59,12 @@ class EdgeLimits:
     accept_backlog: int = 128  # the listen queue, and the most connections accepted per loop turn
 
     def __post_init__(self) -> None:
-        for name in (
-            "max_header_bytes",
-            "max_body_bytes",
-            "max_request_id_chars",
-            "max_connections",
-            "max_pending",
-            "retry_after_s",
-            "accept_backlog",
-        ):
-            if getattr(self, name) < 1:
-                flag = {
-                    "max_request_id_chars": "max-request-id",
-                    "retry_after_s": "retry-after",
-                }.get(name, name.replace("_", "-"))
-                raise ConfigError(f"--{flag} {getattr(self, name)}: must be at least 1")
-        for name, flag in (
-            ("header_timeout_s", "--header-timeout"),
-            ("body_timeout_s", "--body-timeout"),
-            ("keep_alive_s", "--keep-alive-timeout"),
-        ):
-            if not getattr(self, name) > 0:  # also false for nan
-                raise ConfigError(f"{flag} {getattr(self, name)}: must be more than 0 seconds")
+        for f in fields(self):  # every count (int) is at least 1, every duration (float) above 0
+            value, flag = getattr(self, f.name), _FLAGS.get(f.name, f.name.replace("_", "-"))
+            if f.type == "int" and value < 1:
+                raise ConfigError(f"--{flag} {value}: must be at least 1")
+            if f.type == "float" and not value > 0:  # also false for nan
+                raise ConfigError(f"--{flag} {value}: must be more than 0 seconds")
         if self.control_token is not None and len(self.control_token) < 16:
             raise ConfigError(
                 "--control-token: use at least 16 characters (e.g. python -c "
@@ -100,6 +82,16 @@ class EdgeLimits:
         out["allow_hosts"] = ["*"] if "*" in self.allow_hosts else sorted(self.answered(bind))
         out["control_token"] = "set" if self.control_token else None
         return out
+
+
+# the flags whose names are not the field's
+_FLAGS = {
+    "max_request_id_chars": "max-request-id",
+    "retry_after_s": "retry-after",
+    "header_timeout_s": "header-timeout",
+    "body_timeout_s": "body-timeout",
+    "keep_alive_s": "keep-alive-timeout",
+}
 
 
 def host_allowed(
@@ -247,41 +239,25 @@ def edge_protocol(limits: EdgeLimits, refused: Counter):
         def data_received(self, data: bytes) -> None:
             if self._rejected:
                 return
-            if (
-                self._phase == "idle"
-            ):  # the first bytes of the next request on a kept-alive connection
+            # the first bytes of the next request on a kept-alive connection
+            if self._phase == "idle":
                 self._phase, self._head_bytes = "head", 0
                 self._arm(limits.header_timeout_s, "header")
             if self._phase == "head":
                 self._head_bytes += len(data)
             super().data_received(data)
-            if (
-                not self._rejected
-                and self._phase == "head"
-                and self._head_bytes > limits.max_header_bytes
-            ):
-                self._reject(
-                    431,
-                    "header_bytes",
-                    f"the request head is over {limits.max_header_bytes} bytes "
-                    "(--max-header-bytes)",
-                )
+            if not self._rejected and self._phase == "head":
+                self._check_head(self._head_bytes)
 
         def on_headers_complete(self) -> None:
             if self._rejected:
                 return
             self._phase, self._body_bytes = "body", 0
             self._cancel()
-            head = len(self.url) + sum(
-                len(k) + len(v) + 4 for k, v in self.headers
-            )  # a head read in one go
-            if head > limits.max_header_bytes:
-                self._reject(
-                    431,
-                    "header_bytes",
-                    f"the request head is over {limits.max_header_bytes} bytes "
-                    "(--max-header-bytes)",
-                )
+            # a head read in one go
+            if not self._check_head(
+                len(self.url) + sum(len(k) + len(v) + 4 for k, v in self.headers)
+            ):
                 return
             length = next((v for k, v in self.headers if k == b"content-length"), b"0")
             if length.strip().isdigit() and int(length) > limits.max_body_bytes:
@@ -294,6 +270,17 @@ def edge_protocol(limits: EdgeLimits, refused: Counter):
                 return
             super().on_headers_complete()
             self._arm(limits.body_timeout_s, "body")
+
+        def _check_head(self, head_bytes: int) -> bool:
+            """Refuse a request head over the limit (431); False when it was refused."""
+            if head_bytes <= limits.max_header_bytes:
+                return True
+            self._reject(
+                431,
+                "header_bytes",
+                f"the request head is over {limits.max_header_bytes} bytes (--max-header-bytes)",
+            )
+            return False
 
         def on_body(self, body: bytes) -> None:
             if self._rejected:

@@ -31,9 +31,8 @@ from ..units import ns_to_s
 
 MAX_HEAD_BYTES = 65_536  # a response head (status line and headers)
 MAX_HEADER_LINES = 256
-MAX_BODY_BYTES = (
-    64 * 2**20
-)  # a response body, however framed (the workbench's are bytes to kilobytes)
+# a response body, however framed (the workbench's are bytes to kilobytes)
+MAX_BODY_BYTES = 64 * 2**20
 MAX_INTERIM = 32  # 1xx interim responses before the real one
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 
@@ -231,9 +230,8 @@ class ResponseParser:
             if end > 1024:
                 raise BadChunk(f"a chunk-size line of {end} bytes")
             size_text = bytes(self._buf[:end]).split(b";")[0].strip()
-            if not size_text or not _HEX.issuperset(
-                size_text
-            ):  # int() would take "-5", "+5", "0x5", "5_0"
+            # int() would take "-5", "+5", "0x5", "5_0"
+            if not size_text or not _HEX.issuperset(size_text):
                 raise BadChunk(f"chunk size {size_text[:20]!r} is not hexadecimal")
             if len(size_text.lstrip(b"0")) > 16:
                 raise BodyTooLarge(
@@ -278,9 +276,8 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         now = self.pool.clock()
-        if (
-            self.done is None
-        ):  # bytes with no request in flight: a wrong framing, or a refusal at connect (503)
+        # bytes with no request in flight: a wrong framing, or a refusal at connect (503)
+        if self.done is None:
             if self in self.pool.idle:
                 self.pool.idle.remove(self)  # so the sends below never go on it
         if self.pool.before_read is not None:
@@ -374,9 +371,8 @@ class Pool:
         self.waiting: deque[tuple[bytes, Done, int]] = deque()
         self._loop = asyncio.get_running_loop()
         self._tasks: set[asyncio.Task] = set()
-        self.before_read: Callable[[], None] | None = (
-            None  # called as each read arrives, before it is parsed
-        )
+        # called as each read arrives, before it is parsed
+        self.before_read: Callable[[], None] | None = None
 
     @property
     def open_count(self) -> int:
@@ -384,9 +380,8 @@ class Pool:
 
     def submit(self, data: bytes, done: Done) -> int | None:
         """Send ``data`` on an idle connection now (return the send time, ns), or queue it (return None)."""
-        while (
-            self.idle and self.idle[-1].closed
-        ):  # closed since it went idle; connection_lost follows
+        # drop the connections closed since they went idle (connection_lost follows)
+        while self.idle and self.idle[-1].closed:
             self.idle.pop()
         if self.idle:
             conn = self.idle.pop()

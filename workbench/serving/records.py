@@ -54,21 +54,13 @@ def server_tables(service, dropped, stopped_ns: int) -> tuple[pd.DataFrame, pd.D
                 error = DISCONNECTED
             elif error is None and t.sent_ns is None:
                 error = UNANSWERED
-            end = t.sent_ns if t.sent_ns is not None else stopped_ns
-            req_rows.append(
-                _request_row(
-                    rid,
-                    t,
-                    end - t.received_ns,
-                    error,
-                    len(rec.requests),
-                    origin,
-                    *wait_split(t.submitted_ns, rec.due_ns, rec.close_ns, rec.start_ns),
-                    rec.end_ns - rec.start_ns,
-                    rec.batch,
-                )
-                | {"cache_hit": service.batch_cache_hit.get(rec.batch)}
+            dur = (t.sent_ns if t.sent_ns is not None else stopped_ns) - t.received_ns
+            waits = wait_split(t.submitted_ns, rec.due_ns, rec.close_ns, rec.start_ns)
+            load = (t.submitted_ns - origin, *waits, rec.end_ns - rec.start_ns, rec.batch)
+            row = _row(
+                rid, t.received_ns - origin, dur, error, len(rec.requests), t.request_id, load
             )
+            req_rows.append(row | {"cache_hit": service.batch_cache_hit.get(rec.batch)})
             if t.resumed_ns is None:
                 continue
             cursor = t.received_ns
@@ -77,101 +69,40 @@ def server_tables(service, dropped, stopped_ns: int) -> tuple[pd.DataFrame, pd.D
                 cursor += dur
     for rid, arrival in dropped:
         t = service.times(rid)
-        req_rows.append(
-            _request_row(
-                rid,
-                t,
-                stopped_ns - t.received_ns,
-                DROPPED,
-                0,
-                origin,
-                stopped_ns - arrival,
-                0,
-                0,
-                -1,
-            )
-        )
-    first = (
-        service.received
-    )  # refused requests never had a batcher id: numbered after the queued ones
+        load = (t.submitted_ns - origin, stopped_ns - arrival, 0, 0, -1)
+        dur = stopped_ns - t.received_ns
+        req_rows.append(_row(rid, t.received_ns - origin, dur, DROPPED, 0, t.request_id, load))
+    # refused requests never had a batcher id: numbered after the queued ones
+    first = service.received
     for k, (received, answered, request_id, kind, message) in enumerate(service.rejected):
+        error, load = (VALIDATE, kind, message), (received - origin, 0, 0, 0, -1)
         req_rows.append(
-            _row(
-                first + k,
-                received - origin,
-                answered - received,
-                (VALIDATE, kind, message),
-                0,
-                received - origin,
-                0,
-                0,
-                0,
-                -1,
-                request_id,
-            )
+            _row(first + k, received - origin, answered - received, error, 0, request_id, load)
         )
     return build_tables(req_rows, stage_rows, SERVED_COLUMNS)
 
 
-def _request_row(
-    rid, t, dur_ns, error, size, origin, batch_wait, queue_wait, service, batch
-) -> dict:
-    return _row(
-        rid,
-        t.received_ns - origin,
-        dur_ns,
-        error,
-        size,
-        t.submitted_ns - origin,
-        batch_wait,
-        queue_wait,
-        service,
-        batch,
-        t.request_id,
-    )
-
-
-def _row(
-    rid, start, dur, error, size, arrival, batch_wait, queue_wait, service, batch, request_id
-) -> dict:
-    """One requests-table row (``error``: ``(stage, type, message[, where])`` or None; columns
-    other modules add are filled by ``typed_table``)."""
-    return request_row(rid, False, start, dur, StageFailure(*error) if error else None, size) | {
-        "arrival_ns": arrival,
-        "batch_wait_ns": batch_wait,
-        "queue_wait_ns": queue_wait,
-        "service_ns": service,
-        "batch": batch,
-        "request_id": request_id,
-    }
+def _row(rid, start, dur, error, size, request_id, load: tuple) -> dict:
+    """One requests-table row (``error``: ``(stage, type, message[, where])`` or None; ``load``: the
+    :data:`LOAD_COLUMNS` values; columns other modules add are filled by ``typed_table``)."""
+    failure = StageFailure(*error) if error else None
+    row = request_row(rid, False, start, dur, failure, size) | dict(zip(LOAD_COLUMNS, load))
+    return row | {"request_id": request_id}
 
 
 def client_tables(results: list, origin_ns: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Requests and stages from the load generator's ``Result`` s, joined with their ``Server-Timing``."""
     req_rows, stage_rows = [], []
     for k, r in enumerate(results):
-        e2e = r.done_ns - r.sent_ns
+        e2e, start = r.done_ns - r.sent_ns, r.sent_ns - origin_ns
         waits = dict(r.server_stages)
         service = sum(d for n, d in r.server_stages if n not in (*BEFORE, *AFTER))
-        req_rows.append(
-            _row(
-                k,
-                r.sent_ns - origin_ns,
-                e2e,
-                r.error,
-                r.batch_size,
-                r.sent_ns - origin_ns,
-                waits.get("batch_wait", 0),
-                waits.get("queue_wait", 0),
-                service,
-                r.batch,
-                r.request_id,
-            )
-            | {"cache_hit": r.cache_hit}
-        )
+        load = (start, waits.get("batch_wait", 0), waits.get("queue_wait", 0), service, r.batch)
+        row = _row(k, start, e2e, r.error, r.batch_size, r.request_id, load)
+        req_rows.append(row | {"cache_hit": r.cache_hit})
         if r.server_total_ns is None:
             continue
-        cursor = r.sent_ns - origin_ns
+        cursor = start
         for index, (name, dur) in enumerate([(NETWORK, e2e - r.server_total_ns), *r.server_stages]):
             stage_rows.append((k, name, index, cursor, dur, None))
             cursor += dur

@@ -29,6 +29,7 @@ mode and the collections that happened while serving (``serving.gc``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import gc
 import signal
@@ -186,6 +187,7 @@ def _rid(times) -> str:
 
 
 GC_MODES = ("freeze", "default")
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def serve(
@@ -235,19 +237,18 @@ def serve(
         loop="asyncio",
         timeout_graceful_shutdown=drain_timeout_s,
         timeout_keep_alive=limits.keep_alive_s,
+        # asyncio accepts up to this many per loop turn: a connection flood at uvicorn's 2,048
+        # held the loop for whole bursts while well-formed requests waited
         backlog=limits.accept_backlog,
-    )  # asyncio accepts up to this many per loop turn: a
-    # connection flood at uvicorn's 2,048 held the loop for whole bursts while well-formed requests waited
+    )
     server = box["server"] = uvicorn.Server(config)
     started = datetime.now(timezone.utc)
     signals: list[int] = []
+    from ..gcprobe import GcProbe
     from ..noise import NoiseProbe
 
-    from ..gcprobe import GcProbe
-
-    probe = (
-        NoiseProbe().start()
-    )  # other processes include a load generator on this machine: it competes too
+    # other processes include a load generator on this machine: it competes too
+    probe = NoiseProbe().start()
     gc_probe, gc_note = GcProbe(clock), {"mode": gc_mode, "frozen_objects": 0}
 
     async def main():
@@ -305,22 +306,16 @@ def _torch_threads() -> int | None:
     return torch.get_num_threads() if torch is not None else None
 
 
-class _signals_noted:
+@contextlib.contextmanager
+def _signals_noted(noted: list[int]):
     """Note SIGTERM and SIGINT instead of dying: uvicorn shuts down on them, then re-raises them to
     the handlers it found, which must let the run folder still be written."""
-
-    def __init__(self, noted: list[int]):
-        self.noted, self.old = noted, {}
-
-    def __enter__(self):
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            self.old[sig] = signal.signal(sig, lambda s, _frame: self.noted.append(s))
-        return self
-
-    def __exit__(self, *exc):
-        for sig, handler in self.old.items():
+    old = {sig: signal.signal(sig, lambda s, _frame: noted.append(s)) for sig in SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
             signal.signal(sig, handler)
-        return False
 
 
 def _run_meta(pipe, started, requests, environment, serving: dict) -> RunMeta:

@@ -30,6 +30,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 from typing import Any, NamedTuple
 
 from ..batching.batcher import BatchRecord, DynamicBatcher, warm_up
@@ -74,9 +75,8 @@ class BatchDone(NamedTuple):
     stage_end_ns: tuple[int, ...]
     failure: tuple[str, str, str, str | None] | None
     item_failures: tuple | None = None
-    due_ns: int | None = (
-        None  # when the batching rule alone would have dispatched it (policy.wait_split)
-    )
+    # when the batching rule alone would have dispatched it (policy.wait_split)
+    due_ns: int | None = None
 
     @classmethod
     def of(cls, record: BatchRecord) -> "BatchDone":
@@ -174,18 +174,14 @@ class PipelineService:
         self.origin_ns = 0
         # A pipeline with a prediction cache (the tabular example's ``pipe.cache``): per batch, the
         # fraction of its items that hit, read on the executor thread that ran it.
-        self._cache = (
-            getattr(pipe, "cache", None)
-            if hasattr(getattr(pipe, "cache", None), "last_hit_fraction")
-            else None
-        )
+        cache = getattr(pipe, "cache", None)
+        self._cache = cache if hasattr(cache, "last_hit_fraction") else None
         self.batch_cache_hit: dict[int, float] = {}
         # A pipeline's per-request check (the tabular example's ``pipe.check_item``: its parse rules on one
         # body), run on the event loop before a request is queued: a body it refuses never joins a batch.
         self._check = getattr(pipe, "check_item", None)
-        self.rejected: list[
-            tuple
-        ] = []  # (received_ns, answered_ns, request_id, error_type, message) per refusal
+        # (received_ns, answered_ns, request_id, error_type, message) per refusal
+        self.rejected: list[tuple] = []
 
     def start(self, loop: asyncio.AbstractEventLoop) -> "PipelineService":
         """Start the executors (each warms up first) and bind to the event loop that awaits results."""
@@ -226,9 +222,7 @@ class PipelineService:
     def _refused(self, body: bytes, received_ns: int, request_id: str | None) -> Reply | None:
         try:
             self._check(body)
-        except (
-            Exception
-        ) as exc:  # the check's verdict on this body alone (RecursionError for deep JSON too)
+        except Exception as exc:  # its verdict on this body (RecursionError for deep JSON too)
             kind, message = type(exc).__name__, str(exc)[:500]
             self.rejected.append((received_ns, self.clock(), request_id, kind, message))
             body = json.dumps(
@@ -374,15 +368,12 @@ def isolating(run, clock: Clock):
             )
             for k in range(n)
         ]
-        starts, cursor = [], first.start_ns
-        for d in durs:
-            starts.append(cursor)
-            cursor += d
+        bounds = list(accumulate(durs, initial=first.start_ns))  # the stages end to end
         return replace(
             first,
-            end_ns=max(clock(), cursor),
-            stage_start_ns=starts,
-            stage_end_ns=[s + d for s, d in zip(starts, durs)],
+            end_ns=max(clock(), bounds[-1]),
+            stage_start_ns=bounds[:-1],
+            stage_end_ns=bounds[1:],
             device_ns=None,
             failure=None,
             output=Isolated(first.failure, items),

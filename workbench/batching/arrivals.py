@@ -137,9 +137,8 @@ def poisson_ns(
     rng = np.random.default_rng(seed)
     n = _gaps_needed(rate_rps, count, duration_s)
     t = np.cumsum(rng.exponential(NS_PER_S / rate_rps, n))
-    while (
-        duration_s is not None and count is None and t[-1] < duration_s * NS_PER_S
-    ):  # astronomically rare
+    # drawing more is astronomically rare
+    while duration_s is not None and count is None and t[-1] < duration_s * NS_PER_S:
         t = np.concatenate([t, t[-1] + np.cumsum(rng.exponential(NS_PER_S / rate_rps, n))])
     return np.floor(t).astype(np.int64)
 

@@ -91,12 +91,8 @@ class DynamicBatcher:
         thread_init: Callable[[], Any] | None = None,
         stage_names: Sequence[str] | None = None,
     ):
-        self.policy, self._execute, self._clock, self._thread_init = (
-            policy,
-            execute,
-            clock,
-            thread_init,
-        )
+        self.policy, self._execute, self._clock = policy, execute, clock
+        self._thread_init = thread_init
         self._names = list(stage_names) if stage_names else None
         self.halted = threading.Event()
         self.stopped_by: str | None = None
@@ -280,15 +276,8 @@ class DynamicBatcher:
                 return self._execute(items)
             return self._execute(items, starts=flight.starts, ends=flight.ends)
         except Exception as exc:
-            now = self._clock()
-            return RequestTiming(
-                flight.start_ns,
-                now,
-                [],
-                [],
-                None,
-                StageFailure("executor", type(exc).__name__, str(exc)),
-            )
+            failure = StageFailure("executor", type(exc).__name__, str(exc))
+            return RequestTiming(flight.start_ns, self._clock(), [], [], None, failure)
 
 
 def warm_up(execute, items: list, calls: int, max_batch_size: int) -> list[StageFailure]:

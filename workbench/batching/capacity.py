@@ -26,7 +26,7 @@ import json
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ import pandas as pd
 from ..analysis.stats import summarize_ns
 from ..analysis.windows import StabilityWatch, auto_stop, counted_windows, knee, ratio, window_table
 from ..errors import ConfigError
+from ..record.folder import write_text_atomically
 from ..units import NS_PER_S
 
 FORMAT = "workbench.sweep"
@@ -113,15 +114,9 @@ class SweepPlan:
         return StabilityWatch(self.window_ns, self.stability_pct, self.max_windows)
 
     def params(self) -> dict[str, Any]:
-        return {
-            "parameter": self.parameter,
+        return asdict(self) | {
             "values": list(self.values) if self.values is not None else "auto",
-            "window_s": self.window_s,
-            "max_windows": self.max_windows,
-            "stability_pct": self.stability_pct,
-            "sla_ms": self.sla_ms,
             "start_rate_rps": self.start_rate_rps if self.values is None else None,
-            "max_points": self.max_points,
         }
 
 
@@ -264,12 +259,9 @@ def run_sweep(
         watch = plan.watch()
         run = measure(value, out / folder, watch)
         record["points"].append(point_row(run, plan, value, index, folder, watch))
-        record["policy"] = record.get("policy") or _get(
-            _get(run.meta, "load"), "policy"
-        )  # a server's own
-        record["pipeline"] = record.get("pipeline") or _get(
-            run.meta, "pipeline"
-        )  # a server names it
+        # a server reports its own policy and names its pipeline
+        record["policy"] = record.get("policy") or _get(_get(run.meta, "load"), "policy")
+        record["pipeline"] = record.get("pipeline") or _get(run.meta, "pipeline")
         if on_point is not None:
             on_point(record["points"][-1])
         record["stopped"] = _stopped(plan, record["points"], index)
@@ -331,11 +323,10 @@ def add_prediction(record: dict[str, Any], predicted: pd.DataFrame, source: str)
 
 def write_sweep(out: Path, record: dict[str, Any]) -> Path:
     """``out/sweep.json``, strict JSON, written beside and renamed (a reader never sees half of it)."""
-    path = out / SWEEP_FILE
-    tmp = out / f".{SWEEP_FILE}.tmp"
-    tmp.write_text(json.dumps(_strict(record), indent=1, allow_nan=False) + "\n")
-    os.replace(tmp, path)
-    return path
+    write_text_atomically(
+        out / SWEEP_FILE, json.dumps(_strict(record), indent=1, allow_nan=False) + "\n"
+    )
+    return out / SWEEP_FILE
 
 
 def _strict(value: Any) -> Any:
@@ -378,27 +369,13 @@ def points_table(record: dict[str, Any]) -> pd.DataFrame:
     ``predicted_stable`` is False where the point's rate is at or above the
     simulator's ``predicted_capacity_rps`` (its simulated queue grows without bound).
     """
-    rows = []
-    for p in record["points"]:
-        row = {k: p.get(k) for k in POINT_COLUMNS}
-        pred = p.get("predicted") or {}
-        row |= {
-            f"predicted_{k}": pred.get(k)
-            for k in ("p50_ms", "p99_ms", "p50_ratio", "p99_ratio", "stable", "capacity_rps")
-        }
-        rows.append(row)
-    return pd.DataFrame(
-        rows,
-        columns=[
-            *POINT_COLUMNS,
-            "predicted_p50_ms",
-            "predicted_p99_ms",
-            "predicted_p50_ratio",
-            "predicted_p99_ratio",
-            "predicted_stable",
-            "predicted_capacity_rps",
-        ],
-    )
+    predicted = ("p50_ms", "p99_ms", "p50_ratio", "p99_ratio", "stable", "capacity_rps")
+    rows = [
+        {k: p.get(k) for k in POINT_COLUMNS}
+        | {f"predicted_{k}": (p.get("predicted") or {}).get(k) for k in predicted}
+        for p in record["points"]
+    ]
+    return pd.DataFrame(rows, columns=[*POINT_COLUMNS, *(f"predicted_{k}" for k in predicted)])
 
 
 def compare_sweeps(a: dict[str, Any], b: dict[str, Any]) -> pd.DataFrame:

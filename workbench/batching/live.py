@@ -196,9 +196,7 @@ def _drive(
                     cancel=batcher.halted,
                     stop=settled,
                 )
-        except (
-            KeyboardInterrupt
-        ) as stop:  # Ctrl-C: no more arrivals; what was submitted still finishes
+        except KeyboardInterrupt as stop:  # no more arrivals; what was submitted still finishes
             lags, interrupted = getattr(stop, "lags_ns", lags), True
         try:
             done = batcher.wait_done(drain_timeout_s)
@@ -309,11 +307,9 @@ def _executor(pipe, target, clock: Clock, timeout_s: float | None = None):
 
     torch = torch_or_none()
     cfg = pipe.config
-    threads = (
-        cfg.threads
-        if cfg.threads is not None
-        else (torch.get_num_threads() if torch is not None else None)
-    )
+    threads = cfg.threads
+    if threads is None and torch is not None:
+        threads = torch.get_num_threads()
     local = threading.local()
     guards: list[StageGuard] = []
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..errors import ConfigError
@@ -65,11 +65,7 @@ class BatchPolicy:
         return int(round(self.max_wait_ms * NS_PER_MS))
 
     def params(self) -> dict[str, Any]:
-        return {
-            "max_batch_size": self.max_batch_size,
-            "max_wait_ms": float(self.max_wait_ms),
-            "concurrency": self.concurrency,
-        }
+        return asdict(self) | {"max_wait_ms": float(self.max_wait_ms)}
 
 
 class BatchFormer:

@@ -155,11 +155,7 @@ def simulate(
 
 
 def _rate_rps(arrivals, times: np.ndarray) -> float:
-    if (
-        isinstance(arrivals, Arrivals)
-        and arrivals.rate_rps is not None
-        and arrivals.process != "replay"
-    ):
+    if isinstance(arrivals, Arrivals) and arrivals.process != "replay":  # rate_rps > 0 (checked)
         return float(arrivals.rate_rps)
     span = float(times[-1] - times[0]) if len(times) > 1 else 0.0
     return (len(times) - 1) * NS_PER_S / span if span > 0 else float("inf")
@@ -167,9 +163,7 @@ def _rate_rps(arrivals, times: np.ndarray) -> float:
 
 def _batch_table(firsts, closes, starts, ends, n: int, dues=None) -> pd.DataFrame:
     first = np.asarray(firsts, dtype=np.int64)
-    close = np.rint(np.asarray(closes)).astype(np.int64)
-    start = np.rint(np.asarray(starts)).astype(np.int64)
-    end = np.rint(np.asarray(ends)).astype(np.int64)
+    close, start, end = (np.rint(np.asarray(x)).astype(np.int64) for x in (closes, starts, ends))
     size = np.diff(np.append(first, n))
     due = close if dues is None else np.rint(np.asarray(dues)).astype(np.int64)
     return pd.DataFrame(

@@ -25,6 +25,7 @@ COMPONENTS = {
     "queue_wait": "queue_wait_ns",
     "service": "service_ns",
 }
+SHOWN = ("batch_wait", "queue_wait", "service", "end_to_end")  # the components in table order
 # The summary's figures a run record keeps in its ``load`` (live, load --url and served runs alike).
 LOAD_META_KEYS = (
     "throughput_rps",
@@ -43,9 +44,7 @@ def batch_table(requests: pd.DataFrame) -> pd.DataFrame:
     Start is ``arrival + batch_wait + queue_wait`` of any request of the batch;
     requests with ``batch == -1`` (never dispatched) are left out.
     """
-    ran = requests[
-        requests["batch"] >= 0
-    ]  # batch -1: never dispatched (a run stopped at its deadline)
+    ran = requests[requests["batch"] >= 0]  # -1: never dispatched (a run stopped at its deadline)
     start = ran["arrival_ns"] + ran["batch_wait_ns"] + ran["queue_wait_ns"]
     grouped = ran.assign(start_ns=start).groupby("batch", sort=True)
     out = grouped.agg(
@@ -94,30 +93,12 @@ def percentile_requests(requests: pd.DataFrame, percentiles=(50, 99)) -> pd.Data
     the end-to-end percentile (stacked, they once stood at 24 ms over a p99 of 19.4 ms).
     """
     ok = requests[requests["ok"].astype(bool)].sort_values(["dur_ns", "request"], kind="stable")
-    columns = [
-        "percentile",
-        "request",
-        *(f"{c}_ms" for c in COMPONENTS if c != "end_to_end"),
-        "end_to_end_ms",
-    ]
-    if ok.empty:
-        return pd.DataFrame(columns=columns)
     rows = []
-    for q in percentiles:
+    for q in percentiles if len(ok) else ():  # no successful request: an empty table
         r = ok.iloc[max(math.ceil(q / 100 * len(ok)) - 1, 0)]
-        rows.append(
-            {
-                "percentile": q,
-                "request": int(r["request"]),
-                **{
-                    f"{c}_ms": int(r[col]) / NS_PER_MS
-                    for c, col in COMPONENTS.items()
-                    if c != "end_to_end"
-                },
-                "end_to_end_ms": int(r["dur_ns"]) / NS_PER_MS,
-            }
-        )
-    return pd.DataFrame(rows, columns=columns)
+        parts = {f"{c}_ms": int(r[COMPONENTS[c]]) / NS_PER_MS for c in SHOWN}
+        rows.append({"percentile": q, "request": int(r["request"]), **parts})
+    return pd.DataFrame(rows, columns=["percentile", "request", *(f"{c}_ms" for c in SHOWN)])
 
 
 def load_meta_figures(summary: dict[str, Any]) -> dict[str, Any]:
@@ -154,7 +135,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         ]
     )
     lines = [f"{'component':<12}{'count':>9}" + "".join(f"{k[:-3]:>{width}}" for k in keys)]
-    for name in ("batch_wait", "queue_wait", "service", "end_to_end"):
+    for name in SHOWN:
         s = summary[name]
         cells = "".join(
             f"{s[k]:{width}.3f}" if s[k] is not None else f"{'-':>{width}}" for k in keys

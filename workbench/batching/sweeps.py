@@ -84,15 +84,9 @@ def sweep_row(
         "requests": s["requests"],
         "capacity_rps": capacity_rps,
         "stable": bool(rate_rps < capacity_rps),
-        "p50_ms": e2e["p50_ms"],
-        "p95_ms": e2e["p95_ms"],
-        "p99_ms": e2e["p99_ms"],
-        "mean_ms": e2e["mean_ms"],
-        "throughput_rps": s["throughput_rps"],
-        "mean_batch_size": s["mean_batch_size"],
-        "utilization": s["utilization"],
+        **{k: e2e[k] for k in ("p50_ms", "p95_ms", "p99_ms", "mean_ms")},
+        **{k: s[k] for k in ("throughput_rps", "mean_batch_size", "utilization")},
     }
     for part in ("batch_wait", "queue_wait", "service"):
-        row[f"{part}_p50_ms"] = s[part]["p50_ms"]
-        row[f"{part}_p99_ms"] = s[part]["p99_ms"]
+        row |= {f"{part}_{k}": s[part][k] for k in ("p50_ms", "p99_ms")}
     return row

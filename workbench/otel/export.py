@@ -22,9 +22,8 @@ from pathlib import Path
 
 SPANS_FILE = "otel-spans.jsonl"
 CHUNK = 512  # spans per ExportTraceServiceRequest (per line)
-EXPORT_TIMEOUT_S = (
-    3.0  # the whole OTLP export, retries included, unless the OTel timeout variables say otherwise
-)
+# the whole OTLP export, retries included, unless the OTel timeout variables say otherwise
+EXPORT_TIMEOUT_S = 3.0
 TIMEOUT_VARS = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
 
 
@@ -67,9 +66,7 @@ def _send_otlp(spans: list, timeout_s: float | None) -> str | None:
     deadline = time.monotonic() + (timeout_s or 0)
     sdk_log = logging.getLogger("opentelemetry.exporter.otlp.proto.http")
     level = sdk_log.level
-    sdk_log.setLevel(
-        logging.CRITICAL
-    )  # its retry warnings: the one line this returns says what happened
+    sdk_log.setLevel(logging.CRITICAL)  # its retry warnings: the line returned says what happened
     try:
         for k in range(0, len(spans), CHUNK):
             left = deadline - time.monotonic() if timeout_s else None

@@ -120,9 +120,8 @@ def span_tree(spans: list[Span]) -> SpanTree:
         parent = (s.trace, s.parent) if s.parent else None
         (tree.children[parent] if parent in by_id else tree.roots).append(key)
     reached = _reachable(tree.roots, tree.children)
-    if len(reached) < len(
-        by_id
-    ):  # the rest hang in parent cycles (A under B under A) below or beside a root
+    # the rest hang in parent cycles (A under B under A) below or beside a root
+    if len(reached) < len(by_id):
         cycle = [k for k in by_id if k not in reached]
         tree.dropped["in a parent cycle"] += len(cycle)
         tree.flagged.update(by_id[k].name for k in cycle[:5])
@@ -159,9 +158,8 @@ def ingest_spans(spans: list[Span], stage_map: dict[str, str] | None = None, sou
         error = ("request", *_error_of(root)) if root.error is not None else None
         for stage, members in stages.items():
             outside = [m for m in members if m.start_ns < root.start_ns or m.end_ns > root.end_ns]
-            if (
-                outside
-            ):  # a child outside its request's root span: clipped to the root, counted and named
+            # a child outside its request's root span: clipped to the root, counted and named
+            if outside:
                 tree.clamped["outside their request's root span"] += len(outside)
                 tree.flagged.update(m.name for m in outside)
             first, covered = _union(members, root.start_ns, root.end_ns)

@@ -24,16 +24,14 @@ import pandas as pd
 from ..units import NS_PER_MS, NS_PER_US
 from .stats import percentile_ci_ns, percentile_ns
 
-FAR_GAIN = (
-    1.5  # batching "buys throughput" when a call of N items delivers >= 1.5x the items per second
-)
+# batching "buys throughput" when a call of N items delivers >= 1.5x the items per second
+FAR_GAIN = 1.5
 LITTLE_GAIN = 1.15  # "only a little less than Nx": under 15 % more items per second
 WARMUP_X = 1.5  # the first request stands out when it takes >= 1.5x the median of the measured ones
 AGREE = (0.67, 1.5)  # a live service time "agrees" with a model within this ratio
 COVERED = 0.5  # torch operators "cover" a stage when they hold at least half its time
-COLD_SHARE = (
-    0.5  # one launch call holding this share of all launch-call time makes the trace a cold start
-)
+# one launch call holding this share of all launch-call time makes the trace a cold start
+COLD_SHARE = 0.5
 COLD_OVER_MEDIAN = 100  # ... and at least this many times the median launch call
 
 
@@ -85,15 +83,14 @@ def throughput_claim(sizes: Sequence[int], items_per_s: Sequence[float]) -> Clai
     """Notebook 5: how items per second move with the batch size. ``holds``: it rose with every larger batch."""
     kind, best, dips = trend(sizes, items_per_s)
     series = _series(sizes, items_per_s, "items/s")
-    fell = ", ".join(f"{a} to {b}" for a, b in dips)
+    steps = ", ".join(f"{a} to {b}" for a, b in dips)  # the dips, or for never_fell the level steps
     if kind == "rising":
         text = f"throughput rose with every larger batch ({series})."
     elif kind == "never_fell":
-        level = ", ".join(f"{a} to {b}" for a, b in dips)
-        text = f"throughput never fell as the batch grew but stayed level from batch {level} ({series})."
+        text = f"throughput never fell as the batch grew but stayed level from batch {steps} ({series})."
     elif kind == "highest_at_largest":
         text = (
-            f"throughput fell from batch {fell} but is highest at the largest batch recorded ({best}): "
+            f"throughput fell from batch {steps} but is highest at the largest batch recorded ({best}): "
             f"not a peak, a dip ({series}); a larger batch still gives more items per second."
         )
     elif kind == "peak":
@@ -110,18 +107,17 @@ def capacity_claim(sizes: Sequence[int], capacity_rps: Sequence[float]) -> Claim
     """Notebook 6: capacity by max batch size. ``holds``: the largest max batch has the most capacity."""
     kind, best, dips = trend(sizes, capacity_rps)
     series = _series(sizes, capacity_rps, "req/s")
+    steps = ", ".join(f"{a} to {b}" for a, b in dips)
     if kind == "rising":
         text = f"capacity rises with every larger batch ({series}): a larger max batch moves the bend to the right."
     elif kind == "never_fell":
-        level = ", ".join(f"{a} to {b}" for a, b in dips)
         text = (
-            f"capacity never falls with a larger batch but stays level from batch {level} ({series}): a larger "
+            f"capacity never falls with a larger batch but stays level from batch {steps} ({series}): a larger "
             "max batch moves the bend to the right only where capacity rises."
         )
     elif kind == "highest_at_largest":
-        fell = ", ".join(f"{a} to {b}" for a, b in dips)
         text = (
-            f"capacity dips from batch {fell} but is highest at the largest batch ({best}) ({series}): "
+            f"capacity dips from batch {steps} but is highest at the largest batch ({best}) ({series}): "
             f"a larger max batch moves the bend to the right, up to {best}."
         )
     elif kind == "peak":
@@ -141,38 +137,30 @@ def batch_cost_claim(latency_x: float, items: int) -> Claim:
         raise ValueError(f"latency ratio must be positive, got {latency_x}")
     gain = items / latency_x
     if gain >= FAR_GAIN:
-        kind, text = (
-            "far_less",
-            (
-                f"far less than {items}x: at p50 each call of {items} delivers {gain:.2f}x the "
-                "items per second; batching buys throughput and pays for it in latency."
-            ),
+        kind = "far_less"
+        text = (
+            f"far less than {items}x: at p50 each call of {items} delivers {gain:.2f}x the "
+            "items per second; batching buys throughput and pays for it in latency."
         )
     elif gain >= LITTLE_GAIN:
-        kind, text = (
-            "less",
-            (
-                f"clearly less than {items}x, not far less: {gain:.2f}x the items per second at p50 "
-                f"for {latency_x:.1f}x the latency; most of the work grows with the batch here, so "
-                "batching buys some throughput at a large latency cost."
-            ),
+        kind = "less"
+        text = (
+            f"clearly less than {items}x, not far less: {gain:.2f}x the items per second at p50 "
+            f"for {latency_x:.1f}x the latency; most of the work grows with the batch here, so "
+            "batching buys some throughput at a large latency cost."
         )
     elif gain > 1:
-        kind, text = (
-            "little_less",
-            (
-                f"only a little less than {items}x: {gain:.2f}x the items per second at p50 "
-                f"for {latency_x:.1f}x the latency; the work grows almost linearly with the "
-                "batch, so batching buys little."
-            ),
+        kind = "little_less"
+        text = (
+            f"only a little less than {items}x: {gain:.2f}x the items per second at p50 "
+            f"for {latency_x:.1f}x the latency; the work grows almost linearly with the "
+            "batch, so batching buys little."
         )
     else:
-        kind, text = (
-            "not_less",
-            (
-                f"{items}x or more: batching bought nothing here ({gain:.2f}x the items per "
-                "second) and costs latency; keep batch 1 on this machine."
-            ),
+        kind = "not_less"
+        text = (
+            f"{items}x or more: batching bought nothing here ({gain:.2f}x the items per "
+            "second) and costs latency; keep batch 1 on this machine."
         )
     return Claim(kind, kind == "far_less", text)
 
@@ -214,23 +202,19 @@ def untouched_stages_claim(ratios: pd.DataFrame, changed: str, label: str) -> Cl
     moved = ratios[ratios["beyond_noise"]]
     listing = ", ".join(f"{r.stage} {r.ratio:.2f}x" for r in ratios.itertuples())
     if moved.empty:
-        return Claim(
-            "noise",
-            True,
+        text = (
             f"{label}: the other stages stayed within run-to-run noise ({listing}: their "
-            f"p50 intervals overlap fp32's), so the change is {changed}'s.",
+            f"p50 intervals overlap fp32's), so the change is {changed}'s."
         )
+        return Claim("noise", True, text)
     low, high = moved["ratio"].min(), moved["ratio"].max()
     span = f"{low:.2f}x" if np.isclose(low, high) else f"{low:.2f}-{high:.2f}x"
-    return Claim(
-        "moved",
-        False,
-        (
-            f"{label}: {len(moved)} of {len(ratios)} stages other than {changed} moved too ({span}, beyond "
-            f"their p50 intervals: {listing}): the runs were recorded at different moments, so part of {changed}'s "
-            "change is the machine, not the knob; compare interleaved (workbench.compare) to separate them."
-        ),
+    text = (
+        f"{label}: {len(moved)} of {len(ratios)} stages other than {changed} moved too ({span}, beyond "
+        f"their p50 intervals: {listing}): the runs were recorded at different moments, so part of {changed}'s "
+        "change is the machine, not the knob; compare interleaved (workbench.compare) to separate them."
     )
+    return Claim("moved", False, text)
 
 
 def live_vs_model_claim(x: float, noisy: bool | None) -> Claim:
@@ -239,62 +223,48 @@ def live_vs_model_claim(x: float, noisy: bool | None) -> Claim:
     lo, hi = AGREE
     if noisy or noisy is None:
         state = "a NOISY machine" if noisy else "a machine not measured for noise"
-        return Claim(
-            "noisy",
-            False,
-            (
-                f"live service p50 is {x:.2f}x the simulated one, on {state}: other work slowed the live "
-                "run, so this says nothing about the recorded runs; run this cell again on a quiet machine before "
-                "deciding whether to re-record them."
-            ),
+        text = (
+            f"live service p50 is {x:.2f}x the simulated one, on {state}: other work slowed the live "
+            "run, so this says nothing about the recorded runs; run this cell again on a quiet machine before "
+            "deciding whether to re-record them."
         )
+        return Claim("noisy", False, text)
     if lo <= x <= hi:
-        return Claim(
-            "agree",
-            True,
+        text = (
             f"live service p50 is {x:.2f}x the simulated one: the recorded runs describe "
-            "this machine; trust the plan.",
+            "this machine; trust the plan."
         )
-    return Claim(
-        "differ",
-        False,
-        (
-            f"live service p50 is {x:.2f}x the simulated one on a quiet machine: the recorded runs came from another "
-            "CPU; re-record them here (python scripts/record_examples.py) before trusting a capacity plan."
-        ),
+        return Claim("agree", True, text)
+    text = (
+        f"live service p50 is {x:.2f}x the simulated one on a quiet machine: the recorded runs came from another "
+        "CPU; re-record them here (python scripts/record_examples.py) before trusting a capacity plan."
     )
+    return Claim("differ", False, text)
 
 
 def first_request_claim(first_x: float, noisy: bool | None) -> Claim:
     """Notebook 3: the first request over the median of the measured ones. ``holds``: it stands out
     (>= :data:`WARMUP_X`). Below that, a noisy machine is named as the reason, never an assumed cause."""
     if first_x >= WARMUP_X:
-        return Claim(
-            "stands_out",
-            True,
+        text = (
             f"live: the first request took {first_x:.1f}x the median of the measured "
-            "ones, as in the recording.",
+            "ones, as in the recording."
         )
+        return Claim("stands_out", True, text)
     if noisy or noisy is None:
         state = "a NOISY machine" if noisy else "a machine not measured for noise"
-        return Claim(
-            "noisy",
-            False,
-            (
-                f"live: the first request took only {first_x:.1f}x the median of the measured ones, on {state}: "
-                "other work slowed the measured requests as much as the warm-up, so this run cannot show "
-                "the lesson; the recorded run above shows it."
-            ),
+        text = (
+            f"live: the first request took only {first_x:.1f}x the median of the measured ones, on {state}: "
+            "other work slowed the measured requests as much as the warm-up, so this run cannot show "
+            "the lesson; the recorded run above shows it."
         )
-    return Claim(
-        "quiet_small",
-        False,
-        (
-            f"live: the first request took only {first_x:.1f}x the median of the measured ones on a quiet machine: "
-            "what it initialises lazily was already done before the timing (building the pipeline runs it once), "
-            "so the warm-up lesson shows on the recorded run above."
-        ),
+        return Claim("noisy", False, text)
+    text = (
+        f"live: the first request took only {first_x:.1f}x the median of the measured ones on a quiet machine: "
+        "what it initialises lazily was already done before the timing (building the pipeline runs it once), "
+        "so the warm-up lesson shows on the recorded run above."
     )
+    return Claim("quiet_small", False, text)
 
 
 def operator_coverage(tree: pd.DataFrame) -> pd.DataFrame:
@@ -324,19 +294,13 @@ def operator_coverage(tree: pd.DataFrame) -> pd.DataFrame:
 def coverage_claim(stage: str, share: float) -> Claim:
     """Notebook 4: ``holds``: torch operators cover at least :data:`COVERED` of the stage's time."""
     if share >= COVERED:
-        return Claim(
-            "covered",
-            True,
-            f"{stage}: torch operators cover {share:.0%} of the stage; its boxes show the work.",
-        )
-    return Claim(
-        "not_covered",
-        False,
-        (
-            f"{stage}: torch operators cover only {share:.0%} of the stage; the rest is Python outside torch operators "
-            "(the Python frames in the flame graph show where)."
-        ),
+        text = f"{stage}: torch operators cover {share:.0%} of the stage; its boxes show the work."
+        return Claim("covered", True, text)
+    text = (
+        f"{stage}: torch operators cover only {share:.0%} of the stage; the rest is Python outside torch operators "
+        "(the Python frames in the flame graph show where)."
     )
+    return Claim("not_covered", False, text)
 
 
 def cold_start_claim(pairs: pd.DataFrame, name: str) -> Claim:
@@ -345,55 +309,40 @@ def cold_start_claim(pairs: pd.DataFrame, name: str) -> Claim:
     all launch-call time and >= :data:`COLD_OVER_MEDIAN` times the median call makes it a cold start."""
     cpu = pairs["cpu_dur_ns"].to_numpy(dtype=np.int64)
     if cpu.size == 0:
-        return Claim(
-            "no_launches",
-            False,
-            f"{name}: no kernel launches joined to GPU work: nothing to judge.",
-        )
+        text = f"{name}: no kernel launches joined to GPU work: nothing to judge."
+        return Claim("no_launches", False, text)
     i = int(np.argmax(cpu))
     longest, total, median = int(cpu[i]), int(cpu.sum()), float(np.median(cpu))
     share, over = longest / max(total, 1), longest / max(median, 1.0)
     call = pairs["launch_name"].iloc[i]
     if share >= COLD_SHARE and over >= COLD_OVER_MEDIAN:
-        return Claim(
-            "cold",
-            False,
-            (
-                f"{name}: not judged: one {call} took {longest / NS_PER_MS:,.0f} ms, {share:.0%} of all launch-call time "
-                f"and {over:,.0f}x the median call: a cold first call (library setup), so this trace shows a start, "
-                "not a steady state."
-            ),
+        text = (
+            f"{name}: not judged: one {call} took {longest / NS_PER_MS:,.0f} ms, {share:.0%} of all launch-call time "
+            f"and {over:,.0f}x the median call: a cold first call (library setup), so this trace shows a start, "
+            "not a steady state."
         )
-    return Claim(
-        "steady",
-        True,
-        (
-            f"{name}: no launch call dominates (the longest {longest / NS_PER_US:,.0f} us, {share:.0%} "
-            "of launch-call time): its launch verdict describes a steady state."
-        ),
+        return Claim("cold", False, text)
+    text = (
+        f"{name}: no launch call dominates (the longest {longest / NS_PER_US:,.0f} us, {share:.0%} "
+        "of launch-call time): its launch verdict describes a steady state."
     )
+    return Claim("steady", True, text)
 
 
 def batch_wait_claim(batch_wait_p99_ms: float, max_wait_ms: float) -> Claim:
     """Notebooks 6 and 9: ``holds`` when the batch wait's p99 is within the policy's max wait, as the rule
     says (``batching.policy.wait_split``: waiting for a busy executor is queue wait, not batch wait)."""
     if batch_wait_p99_ms <= max_wait_ms:
-        return Claim(
-            "within",
-            True,
-            (
-                f"batch_wait p99 {batch_wait_p99_ms:.3g} ms, within the {max_wait_ms:g} ms max wait: a request waits for "
-                "its batch at most that long; any longer wait, for a busy executor, is queue_wait."
-            ),
+        text = (
+            f"batch_wait p99 {batch_wait_p99_ms:.3g} ms, within the {max_wait_ms:g} ms max wait: a request waits for "
+            "its batch at most that long; any longer wait, for a busy executor, is queue_wait."
         )
-    return Claim(
-        "beyond",
-        False,
-        (
-            f"batch_wait p99 {batch_wait_p99_ms:.3g} ms EXCEEDS the {max_wait_ms:g} ms max wait: this record counts the "
-            "wait for a busy executor as batch wait (made before batch wait ended at the batch's due time)."
-        ),
+        return Claim("within", True, text)
+    text = (
+        f"batch_wait p99 {batch_wait_p99_ms:.3g} ms EXCEEDS the {max_wait_ms:g} ms max wait: this record counts the "
+        "wait for a busy executor as batch wait (made before batch wait ended at the batch's due time)."
     )
+    return Claim("beyond", False, text)
 
 
 __all__ = [

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 import tornado.web
@@ -169,9 +170,8 @@ class KernelSocketHandler(VoilaKernelWebsocketHandler):
             return None
         sent = super().write_message(message, binary)
         if sent is not None and hasattr(sent, "add_done_callback"):
-            sent.add_done_callback(
-                _retrieved
-            )  # a write the close cut short is no "never retrieved" traceback
+            # a write the close cut short is no "never retrieved" traceback
+            sent.add_done_callback(_retrieved)
         return sent
 
 
@@ -235,8 +235,6 @@ class RoomVoila(Voila):
 
     def start(self):
         # Voila.start with HostGuardApplication in place of tornado.web.Application.
-        import tempfile
-
         self.connection_dir = tempfile.mkdtemp(prefix="voila_", dir=self.connection_dir_root)
         settings = self.init_settings()
         self.app = HostGuardApplication(**settings)
@@ -308,9 +306,7 @@ def room_config(
     }
     c.VoilaConfiguration.template = "workbench"
     c.VoilaExecutor.iopub_timeout = IOPUB_TIMEOUT_S
-    c.VoilaExecutor.raise_on_iopub_timeout = (
-        True  # a page past it says so, instead of drawing nothing
-    )
+    c.VoilaExecutor.raise_on_iopub_timeout = True  # a page past it says so, not drawing nothing
     c.VoilaExecutor.cell_timeout_instruction = (
         f"The server waited {IOPUB_TIMEOUT_S} s for this cell's outputs: the machine is overloaded. "
         "Reload the page once it is quieter."

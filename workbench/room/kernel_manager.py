@@ -35,11 +35,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
+from jupyter_server._tz import utcnow
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
 from tornado import web
-from traitlets import Dict, Integer, Unicode
+from traitlets import Dict, Integer, TraitError, Unicode
 
 SCRATCH_ENV = "WORKBENCH_SCRATCH_DIR"
 
@@ -83,9 +85,7 @@ class RoomKernelManager(AsyncMappingKernelManager):
         self._unconnected_since: dict = {}  # kernel id -> when a cull check first saw it (never connected)
         self._client: dict[str, str] = {}  # kernel id -> the client address whose page got it
         self._loading: set[str] = set()  # kernels whose page is still loading
-        self._rendered_at: dict[
-            str, float
-        ] = {}  # kernel id -> when its page finished loading (monotonic s)
+        self._rendered_at: dict[str, float] = {}  # kernel id -> when its page loaded (monotonic s)
         self._ending: set[str] = set()  # kernels being shut down now
 
     def unconnected_count(self, client: str) -> int:
@@ -114,8 +114,6 @@ class RoomKernelManager(AsyncMappingKernelManager):
 
     def rendered(self, kernel_id: str) -> None:
         """The page of ``kernel_id`` finished loading: the grace to connect starts now."""
-        import time
-
         if kernel_id in self._loading:
             self._loading.discard(kernel_id)
             self._rendered_at[kernel_id] = time.monotonic()
@@ -171,10 +169,8 @@ class RoomKernelManager(AsyncMappingKernelManager):
         """Shut a kernel down; one that another path ended meanwhile is no error (no traceback in the log)."""
         try:
             await self.shutdown_kernel(kernel_id, now=True)
-        except (
-            KeyError,
-            web.HTTPError,
-        ):  # HTTPError 404: jupyter_server's word for an unknown kernel
+        except (KeyError, web.HTTPError):
+            # HTTPError 404: jupyter_server's word for an unknown kernel
             self.log.debug("kernel %s had already been shut down", kernel_id)
 
     def notify_connect(self, kernel_id):
@@ -188,8 +184,6 @@ class RoomKernelManager(AsyncMappingKernelManager):
         later: Voila's pool skips this method for pooled kernels, so a kernel preheated long ago
         and just handed to a loading page is first seen here now, with an old ``last_activity``.
         """
-        import time
-
         kernel = self._kernels.get(kernel_id)
         if kernel is None or kernel_id in self._ending:
             return None  # shut down, or being shut down, since the check was scheduled
@@ -213,18 +207,14 @@ class RoomKernelManager(AsyncMappingKernelManager):
                 )
                 await self._shutdown_quietly(kernel_id)
                 return None
-            from jupyter_server._tz import utcnow
-
             now = utcnow()
             idle_from = max(last_activity, self._unconnected_since.setdefault(kernel_id, now))
             if (now - idle_from).total_seconds() <= self.unconnected_grace_s:
                 return None
         try:
             return await super().cull_kernel_if_idle(kernel_id)
-        except (
-            KeyError,
-            web.HTTPError,
-        ):  # ended between our look and jupyter_server's (it logged a traceback)
+        except (KeyError, web.HTTPError):
+            # ended between our look and jupyter_server's (which logged a traceback)
             self.log.debug("kernel %s ended before the cull check", kernel_id)
             return None
 
@@ -244,8 +234,6 @@ class RoomKernelManager(AsyncMappingKernelManager):
 
 def _last_activity(kernel):
     """A kernel's ``last_activity``, or None while it starts (reading the unset trait raises TraitError)."""
-    from traitlets import TraitError
-
     if kernel is None:
         return None
     try:

@@ -46,6 +46,7 @@ Pure: numpy/pandas in, dicts out; no torch, no plotting, no printing.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -140,18 +141,13 @@ def bootstrap_ratios(
     """Resampled ratios ``percentile_q(B*) / percentile_q(A*)``, one per row of the index matrices (NaN: undefined)."""
     sample_a = blocks_a[idx_a].reshape(idx_a.shape[0], -1)
     sample_b = blocks_b[idx_b].reshape(idx_b.shape[0], -1)
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter(
-            "ignore", RuntimeWarning
-        )  # an all-NaN resample gives NaN, counted as undefined
+    with warnings.catch_warnings():  # an all-NaN resample gives NaN, counted as undefined
+        warnings.simplefilter("ignore", RuntimeWarning)
         return _ratio(_percentile_rows(sample_b, q), _percentile_rows(sample_a, q))
 
 
-SUMMARY_ABOVE_BLOCKS = (
-    500  # more blocks than this (5,000 requests): resample per-unit histograms (memory)
-)
+# more blocks than this (5,000 requests): resample per-unit histograms (memory)
+SUMMARY_ABOVE_BLOCKS = 500
 SUMMARY_UNITS = 400
 WINDOW_BINS = 256
 WINDOWS = {
@@ -189,12 +185,11 @@ class Bootstrap:
             )
         rng = np.random.default_rng(seed)
         uniform = np.full(SUMMARY_UNITS, 1.0 / SUMMARY_UNITS)
-        self.w_a = rng.multinomial(SUMMARY_UNITS, uniform, size=resamples).astype("float32")
-        self.w_b = (
-            self.w_a
-            if paired
-            else rng.multinomial(SUMMARY_UNITS, uniform, size=resamples).astype("float32")
-        )
+        weights = [
+            rng.multinomial(SUMMARY_UNITS, uniform, size=resamples).astype("float32")
+            for _ in range(1 if paired else 2)
+        ]
+        self.w_a, self.w_b = weights[0], weights[-1]
 
     def ratios(self, blocks_a: np.ndarray, blocks_b: np.ndarray, q: float) -> np.ndarray:
         """One ratio per resample (NaN where undefined)."""
@@ -375,23 +370,20 @@ def compare_blocks(
     draws = Bootstrap(
         ref[0].shape[0], ref[1].shape[0], paired=paired, resamples=resamples, seed=seed
     )
-    entries, holm = {name: {"name": name} for name in family}, {}
+    entries = {name: {"name": name} for name in family}
     for label, q in METRICS.items():
         boots = {n: draws.ratios(blocks_a[n], blocks_b[n], q) for n in family}
-        holm[label] = holm_intervals(boots, min_effect=min_effect, alpha=alpha)
+        holm = holm_intervals(boots, min_effect=min_effect, alpha=alpha)
         for n in family:
-            h = holm[label][n]
+            h = holm[n]
+            # separate runs: their drift is in min_effect already
+            drift = ratio_drift(blocks_a[n], blocks_b[n], q) if paired else 0.0
             entries[n] |= {
                 f"{label}_ratio": _r(point_ratio(blocks_a[n], blocks_b[n], q)),
                 f"{label}_ci": [_r(h["ci"][0]), _r(h["ci"][1])],
                 f"{label}_ci_level": round(h["level"], 5),
                 f"{label}_a_ms": _ms(blocks_a[n], q),
                 f"{label}_b_ms": _ms(blocks_b[n], q),
-            }
-            drift = (
-                ratio_drift(blocks_a[n], blocks_b[n], q) if paired else 0.0
-            )  # separate: in min_effect
-            entries[n] |= {
                 f"{label}_drift": _r(drift) if paired else None,
                 f"{label}_verdict": verdict(
                     h["ci"], rejected=h["rejected"], noisy=noisy, min_effect=min_effect, drift=drift

@@ -47,9 +47,8 @@ def register(subparsers) -> None:
 def _byte_count(text: str) -> int:
     """``--max-trace-bytes``: a positive byte count, with an optional K/M/G (binary) suffix."""
     units = {"K": 2**10, "M": 2**20, "G": 2**30}
-    number, scale = (
-        (text[:-1], units[text[-1].upper()]) if text[-1:].upper() in units else (text, 1)
-    )
+    suffix = text[-1:].upper()
+    number, scale = (text[:-1], units[suffix]) if suffix in units else (text, 1)
     try:
         value = int(number) * scale
     except ValueError:
@@ -145,13 +144,8 @@ def _us(value) -> str:
 
 def summary_text(report: dict) -> str:
     """The readable summary of an :func:`~workbench.analysis.trace_report.analyze` report."""
-    t, k, lp, la, g = (
-        report["trace"],
-        report["kernels"],
-        report["launch_pairs"],
-        report["launches"],
-        report["gpu"],
-    )
+    t, k, g = report["trace"], report["kernels"], report["gpu"]
+    lp, la = report["launch_pairs"], report["launches"]
     lines = [
         f"trace   {t['path']}  ({t['events']} events, {t['schema']} schema, {t['platform']})",
         f"kernels {k['count']}  total {_us(k['total_us'])}  busy {_us(k['busy_us'])}  "

@@ -35,9 +35,8 @@ from .output import check_out, default_folder, dumps, pipeline_name, save_measur
 from .sweep import add_sweep_arguments, run_sweep_command
 
 DURATION_S = number("--duration", 0, 7 * 86_400, "s", lo_open=True)
-REQUESTS = number(
-    "--requests", 1, 10**12, "requests", integer=True
-)  # what fits in memory is checked from --rate (load_args)
+# what fits in memory is checked from --rate (load_args)
+REQUESTS = number("--requests", 1, 10**12, "requests", integer=True)
 WAIT_S = number("--drain-timeout", 0, 86_400, "s")
 TIMEOUT_S = number("--timeout-s", 0, 86_400, "s", lo_open=True)
 

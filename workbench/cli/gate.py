@@ -19,7 +19,6 @@ request is exit 1; bad input exit 2.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 from ..analysis.compare_file import Comparison, CompareFile, decode_comparisons, read_compare_file
@@ -29,9 +28,7 @@ from .compare import compare_saved
 from .numbers import OptionError
 
 _THRESHOLD = re.compile(r"^\+?(\d+(?:\.\d+)?)\s*%?$")
-EXIT_INCONCLUSIVE = (
-    4  # workbench.cli.EXIT_INCONCLUSIVE (not imported: the package imports this module)
-)
+EXIT_INCONCLUSIVE = 4  # workbench.cli.EXIT_INCONCLUSIVE (not imported: the package imports this)
 RERUN = "too noisy to tell: rerun quieter or longer"
 MAX_THRESHOLD_PCT = 1000.0
 THRESHOLD_RANGE = f"in [0, {MAX_THRESHOLD_PCT:g}] %"
@@ -51,18 +48,14 @@ def register(subparsers) -> None:
         metavar="INPUT",
         help="BASE NEW (two saved run folders), or one `compare --json` output file",
     )
-    p.add_argument(
-        "--p50",
-        default="+5%",
-        type=threshold_option("--p50"),
-        help=f"allowed p50 slow-down, default +5%% [{THRESHOLD_RANGE.replace('%', '%%')}]",
-    )
-    p.add_argument(
-        "--p99",
-        default="+10%",
-        type=threshold_option("--p99"),
-        help=f"allowed p99 slow-down, default +10%% [{THRESHOLD_RANGE.replace('%', '%%')}]",
-    )
+    range_text = THRESHOLD_RANGE.replace("%", "%%")  # argparse's help escapes a percent sign
+    for metric, pct in (("p50", 5), ("p99", 10)):
+        p.add_argument(
+            f"--{metric}",
+            default=f"+{pct}%",
+            type=threshold_option(f"--{metric}"),
+            help=f"allowed {metric} slow-down, default +{pct}%% [{range_text}]",
+        )
     p.add_argument(
         "--stages", action="store_true", help="check every stage too, not only end to end"
     )
@@ -132,11 +125,7 @@ def decisions(
     for e in [comp.end_to_end, *(comp.stages if stages else [])]:
         name = "end to end" if e.name == "end_to_end" else f"stage {e.name}"
         for metric, limit in limits.items():
-            ratio, ci, verdict = (
-                getattr(e, f"{metric}_ratio"),
-                getattr(e, f"{metric}_ci"),
-                getattr(e, f"{metric}_verdict"),
-            )
+            ratio, ci, verdict = (getattr(e, f"{metric}_{x}") for x in ("ratio", "ci", "verdict"))
             outcome = gate_decision(ratio, ci, verdict, limit, resolution=resolution)
             figures = f"{100 * (ratio - 1):+.1f} % (ratio {ratio:.3f}, interval [{ci[0]:.3f}, {ci[1]:.3f}])"
             if outcome == REGRESSION:
@@ -147,12 +136,8 @@ def decisions(
                     if resolution is not None and resolution > limit
                     else f"verdict {verdict}"
                 )
-                out.append(
-                    (
-                        outcome,
-                        f"{name} {metric}: {figures} against +{100 * limit:g} %: {why}; {RERUN}",
-                    )
-                )
+                line = f"{name} {metric}: {figures} against +{100 * limit:g} %: {why}; {RERUN}"
+                out.append((outcome, line))
     return out
 
 
@@ -169,10 +154,8 @@ def run(args) -> int:
     if REGRESSION in outcomes:
         return 1
     if INCONCLUSIVE in outcomes:
-        print(f"gate: inconclusive ({RERUN}; exit {EXIT_INCONCLUSIVE})", file=sys.stdout)
+        print(f"gate: inconclusive ({RERUN}; exit {EXIT_INCONCLUSIVE})")
         return EXIT_INCONCLUSIVE
-    print(
-        f"gate: ok (p50 within +{100 * args.p50:g} %, p99 within +{100 * args.p99:g} %, every interval resolved)",
-        file=sys.stdout,
-    )
+    within = f"p50 within +{100 * args.p50:g} %, p99 within +{100 * args.p99:g} %"
+    print(f"gate: ok ({within}, every interval resolved)")
     return 0

@@ -48,13 +48,8 @@ def run_ingest_command(args) -> int:
     report = budget(run)
     ingest = run.meta.ingest
     if args.json:
-        checked = {
-            "spans": ingest.spans,
-            "requests": ingest.requests,
-            "dropped": ingest.dropped,
-            "clamped": ingest.clamped,
-            "flagged": ingest.flagged,
-        }
+        fields = ("spans", "requests", "dropped", "clamped", "flagged")
+        checked = {k: getattr(ingest, k) for k in fields}
         print(
             dumps(report | {"run_dir": str(path), "unmatched_stage_map": unused, "ingest": checked})
         )

@@ -24,9 +24,8 @@ SEED = number("--seed", 0, 2**63 - 1, "", integer=True)
 WORKERS = number("--workers", 1, 1024, "processes", integer=True)
 EXPECT_WORKERS = number("--expect-workers", 1, 65_536, "processes", integer=True)
 MASTER_PORT = number("--master-port", 0, 65_535, "(TCP port)", integer=True)
-BYTES_PER_ARRIVAL = (
-    400  # the schedule, the request and batch tables and the simulator's lists, per request
-)
+# per request: the schedule, the request and batch tables and the simulator's lists
+BYTES_PER_ARRIVAL = 400
 LAST_ARRIVAL_NS = 2**62  # arrival times past this would wrap int64 in sums and differences
 
 
@@ -125,12 +124,16 @@ def summary_extra(summary: dict) -> dict:
     return {k: summary[k] for k in ("utilization", "batch_sizes", "requests", "failed", "batches")}
 
 
-def describe_load(arrivals, policy) -> str:
+def describe_arrivals(arrivals) -> str:
+    """``poisson 50 req/s `` (a replayed file has no rate): the start of :func:`describe_load`."""
     a = arrivals.params()
-    rate = f"{a['rate_rps']:g} req/s " if "rate_rps" in a else ""
+    return f"{a['process']} " + (f"{a['rate_rps']:g} req/s " if "rate_rps" in a else "")
+
+
+def describe_load(arrivals, policy) -> str:
     return (
-        f"{a['process']} {rate}max_batch_size={policy.max_batch_size} max_wait_ms={policy.max_wait_ms:g} "
-        f"concurrency={policy.concurrency}"
+        f"{describe_arrivals(arrivals)}max_batch_size={policy.max_batch_size} "
+        f"max_wait_ms={policy.max_wait_ms:g} concurrency={policy.concurrency}"
     )
 
 
@@ -183,19 +186,10 @@ def http_load(args, payloads: list[bytes], arrivals, watch=None):
     from ..serving.loadrun import run_http_load
 
     engine = engine_from_args(args)
+    options = {"pipeline": args.example, "timeout_s": args.timeout, "watch": watch}
     if engine is None:
-        return run_http_load(
-            args.url, payloads, arrivals, pipeline=args.example, timeout_s=args.timeout, watch=watch
-        )
+        return run_http_load(args.url, payloads, arrivals, **options)
     from ..serving.locust_drive import with_client
 
-    run = run_http_load(
-        args.url,
-        payloads,
-        arrivals,
-        pipeline=args.example,
-        timeout_s=args.timeout,
-        driver=engine.drive,
-        watch=watch,
-    )
+    run = run_http_load(args.url, payloads, arrivals, driver=engine.drive, **options)
     return with_client(run, engine.client_name())

@@ -12,7 +12,14 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..noise import noise_line
-from .load_args import SUMMARY_KEYS, arrivals_from_args, describe_load, http_load, summary_extra
+from .load_args import (
+    SUMMARY_KEYS,
+    arrivals_from_args,
+    describe_arrivals,
+    describe_load,
+    http_load,
+    summary_extra,
+)
 from .output import check_out, default_folder, dumps, save_measured
 
 
@@ -160,9 +167,7 @@ def _describe_served(arrivals, server_policy) -> str:
             int(server_policy["concurrency"]),
         )
     except (TypeError, KeyError, ValueError, ConfigError):
-        a = arrivals.params()
-        rate = f"{a['rate_rps']:g} req/s " if "rate_rps" in a else ""
-        return f"{a['process']} {rate}(the server did not say its batching policy)"
+        return f"{describe_arrivals(arrivals)}(the server did not say its batching policy)"
     return describe_load(arrivals, policy) + " (the server's policy)"
 
 

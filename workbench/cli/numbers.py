@@ -33,7 +33,7 @@ def number(
         except ValueError:
             raise OptionError(f"{option} must be {kind} {describe()}, got {text!r}") from None
         if integer:
-            if not math.isfinite(value) or not _is_int_text(text):
+            if not math.isfinite(value) or not text.strip().lstrip("+-").isdigit():
                 raise OptionError(f"{option} must be {kind} {describe()}, got {text!r}")
             value = int(text)
         below = value <= lo if lo_open else value < lo
@@ -46,16 +46,9 @@ def number(
         show = (lambda v: f"{int(v):,}".replace(",", "_")) if integer else (lambda v: f"{v:g}")
         return f"in {left}{show(lo)}, {show(hi)}] {unit}".rstrip()
 
-    parse.__name__ = (
-        unit or "number"
-    )  # argparse names the type in its "invalid <type> value" message
+    parse.__name__ = unit or "number"  # argparse names the type in "invalid <type> value"
     parse.option, parse.range_text = option, describe()
     return parse
-
-
-def _is_int_text(text: str) -> bool:
-    text = text.strip()
-    return text.lstrip("+-").isdigit()
 
 
 def ranged(help_text: str, kind) -> str:
@@ -99,4 +92,3 @@ def _size(n: float) -> str:
         if n < 1024 or unit == "PiB":
             return f"{n:.1f} {unit}"
         n /= 1024
-    return f"{n:.1f} PiB"

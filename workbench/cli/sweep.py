@@ -140,14 +140,22 @@ def plan_from_args(args):
     )
 
 
-def _point_args(args, plan, value):
-    """The namespace of one point: its rate (or concurrency); its schedule is ``max_windows`` windows long."""
-    point = argparse.Namespace(**vars(args))
-    if plan.parameter == "rate":
-        point.rate = value
-    else:
-        point.concurrency = int(value)
-    return point
+def _measure(args, plan, start):
+    """A sweep's ``measure(value, folder, watch)``: one point's run, ``start(point_args, arrivals, watch)``
+    with its rate (or concurrency) over ``max_windows`` windows, saved in its folder."""
+
+    def measure(value, folder: Path, watch):
+        point = argparse.Namespace(**vars(args))
+        if plan.parameter == "rate":
+            point.rate = value
+        else:
+            point.concurrency = int(value)
+        with _kept_on_interrupt(folder):
+            run = start(point, arrivals_from_args(point, None, plan.duration_s), watch)
+        run.save(folder)
+        return run
+
+    return measure
 
 
 def run_sweep_command(args) -> int:
@@ -185,27 +193,20 @@ def _in_process(args, plan):
     apply_threads(args)
     factory, config = factory_from_args(args), config_from_args(args)
 
-    def measure(value, folder: Path, watch):
-        point = _point_args(args, plan, value)
-        with _kept_on_interrupt(folder):
-            run = run_load(
-                factory,
-                config,
-                arrivals=arrivals_from_args(point, None, plan.duration_s),
-                policy=policy_from_args(point),
-                drain_timeout_s=args.drain_timeout,
-                timeout_s=args.timeout_s,
-                watch=watch,
-            )
-        run.save(folder)
-        return run
+    def start(point, arrivals, watch):
+        return run_load(
+            factory,
+            config,
+            arrivals=arrivals,
+            policy=policy_from_args(point),
+            drain_timeout_s=args.drain_timeout,
+            timeout_s=args.timeout_s,
+            watch=watch,
+        )
 
-    return measure, {
-        "kind": "load",
-        "pipeline": pipeline_name(args),
-        "url": None,
-        "policy": policy_from_args(args).params(),
-    }
+    policy = policy_from_args(args).params()
+    header = {"kind": "load", "pipeline": pipeline_name(args), "url": None, "policy": policy}
+    return _measure(args, plan, start), header
 
 
 def _served(args, plan):
@@ -216,21 +217,12 @@ def _served(args, plan):
         args.batch_size = args.max_batch_size
     payloads = payloads_from_args(args, 2_000)
 
-    def measure(value, folder: Path, watch):
-        point = _point_args(args, plan, value)
-        with _kept_on_interrupt(folder):
-            run = http_load(
-                point, payloads, arrivals_from_args(point, None, plan.duration_s), watch
-            )
-        run.save(folder)
-        return run
+    def start(point, arrivals, watch):
+        return http_load(point, payloads, arrivals, watch)
 
-    return measure, {
-        "kind": "served",
-        "pipeline": args.example,  # None: the server names it (first point)
-        "url": args.url,
-        "policy": None,
-    }
+    # "pipeline": None when no --example: the server names it (first point)
+    header = {"kind": "served", "pipeline": args.example, "url": args.url, "policy": None}
+    return _measure(args, plan, start), header
 
 
 @contextlib.contextmanager
@@ -260,10 +252,8 @@ def _predict(args, plan, record: dict, out: Path) -> dict:
     if args.service:
         sources, label = list(args.service), "--service " + " ".join(map(str, args.service))
     elif record["kind"] == "load":
-        sources, label = (
-            [out / p["run"] for p in record["points"]],
-            "the sweep's own points (measured service times)",
-        )
+        sources = [out / p["run"] for p in record["points"]]
+        label = "the sweep's own points (measured service times)"
     else:
         return record | {
             "prediction": {
@@ -284,12 +274,9 @@ def _predict(args, plan, record: dict, out: Path) -> dict:
             concurrency=policy["concurrency"],
             seed=args.seed,
         )
-    except (
-        ConfigError
-    ) as exc:  # e.g. no measured batch of the largest size: said in the output, not fatal
+    except ConfigError as exc:  # e.g. no measured batch of the largest size: said, not fatal
         record = record | {"prediction": {"source": None, "why": str(exc)}}
-        write_sweep(out, record)
-        return record
-    record = add_prediction(record, predicted, label)
+    else:
+        record = add_prediction(record, predicted, label)
     write_sweep(out, record)
     return record

@@ -177,11 +177,8 @@ def decode_sweep(path: str | Path) -> SweepFile:
             raise ConfigError(
                 f"{file}: field points[{i}].{swept} is null in a {record.plan.parameter} sweep"
             )
-    if (
-        record.prediction is not None
-        and record.prediction.source is None
-        and record.prediction.why is None
-    ):
+    prediction = record.prediction
+    if prediction is not None and prediction.source is None and prediction.why is None:
         raise ConfigError(
             f"{file}: field prediction.why is missing where prediction.source is null"
         )
@@ -193,10 +190,10 @@ def read_sweep(path: str | Path) -> dict[str, Any]:
     record = msgspec.to_builtins(decode_sweep(path))
     if record.get("sweep_dir") is None:
         record.pop("sweep_dir", None)
-    for point in record["points"]:
-        if (
-            point["predicted"] is None
-        ):  # a point without a prediction has no key (as capacity writes it)
+    for point in record[
+        "points"
+    ]:  # a point without a prediction has no key (as capacity writes it)
+        if point["predicted"] is None:
             del point["predicted"]
     return record
 
@@ -217,10 +214,7 @@ def _validation_line(file: Path, raw: bytes, message: str) -> str:
 
 
 _MISSING = object()
-_MAPPING_VALUES = {
-    "stages": Percentiles,
-    "failures": Count,
-}  # the sweep's {str: ...} fields and their values
+_MAPPING_VALUES = {"stages": Percentiles, "failures": Count}  # the {str: ...} fields, their values
 
 
 def _value_at(raw: bytes, path: str) -> tuple[Any, str]:
@@ -312,11 +306,8 @@ def footer(record: dict) -> str:
         )
     pred = record.get("prediction")
     if pred:
-        lines.append(
-            f"simulator: {pred['source']}"
-            if pred.get("source")
-            else f"simulator: none ({pred['why']})"
-        )
+        source = pred["source"] if pred.get("source") else f"none ({pred['why']})"
+        lines.append(f"simulator: {source}")
     return "\n".join(lines)
 
 
@@ -358,20 +349,10 @@ def compare_sweeps_command(paths: list[Path], as_json: bool) -> int:
     table = compare_sweeps(a, b)
     if table.empty:
         raise ConfigError(f"{paths[0]} and {paths[1]} have no swept value in common")
-    records = strict(
-        table.to_dict("records")
-    )  # a ratio left undefined is NaN in the frame: null, not NaN
+    records = strict(table.to_dict("records"))  # a ratio left undefined: null, not NaN
     if as_json:
-        print(
-            dumps(
-                {
-                    "a": str(paths[0]),
-                    "b": str(paths[1]),
-                    "points": records,
-                    "knee": {"a": a.get("knee"), "b": b.get("knee")},
-                }
-            )
-        )
+        knees = {"a": a.get("knee"), "b": b.get("knee")}
+        print(dumps({"a": str(paths[0]), "b": str(paths[1]), "points": records, "knee": knees}))
         return 0
     print(f"A = {paths[0]}\nB = {paths[1]}")
     print(
@@ -387,16 +368,12 @@ def compare_sweeps_command(paths: list[Path], as_json: bool) -> int:
                 _cell(r[f"b_{name}_{unit}"], 8, ".3f"),
                 _cell(r[f"{name}_ratio"], 6, ".2f"),
             ]
-        print(
-            " ".join(cells)
-            + f"  {'yes' if r['a_stable'] else 'NO'}/{'yes' if r['b_stable'] else 'NO'}"
-        )
+        stable = "/".join("yes" if r[f"{x}_stable"] else "NO" for x in "ab")
+        print(" ".join(cells) + f"  {stable}")
     for label, rec in (("A", a), ("B", b)):
         knee = rec.get("knee")
-        print(
-            f"knee {label}: "
-            + (f"{knee['offered_rps']:.1f} req/s, p99 {knee['p99_ms']:.3f} ms" if knee else "none")
-        )
+        at = f"{knee['offered_rps']:.1f} req/s, p99 {knee['p99_ms']:.3f} ms" if knee else "none"
+        print(f"knee {label}: {at}")
     return 0
 
 
@@ -425,9 +402,6 @@ def expand_sweeps(paths: list[Path]) -> list[Path]:
     """Run folders with each sweep folder replaced by its point runs, in sweep order (``audit SWEEP_DIR``)."""
     out = []
     for path in paths:
-        out += (
-            [Path(path) / p["run"] for p in read_sweep(path)["points"]]
-            if is_sweep(path)
-            else [path]
-        )
+        points = read_sweep(path)["points"] if is_sweep(path) else None
+        out += [path] if points is None else [Path(path) / p["run"] for p in points]
     return out

@@ -19,8 +19,9 @@ requests, outside every timed stage.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .errors import is_int
@@ -161,9 +162,24 @@ class StageMemory:
         self._rss: dict[str, list[float]] = {}
         self._cuda: dict[str, float] = {}
 
-    def measure(self, stage: str, counted: bool = True):
-        """A context manager around one call of ``stage`` (``counted=False``: the profiler's warm-up)."""
-        return _StageMemoryScope(self, stage, counted)
+    @contextlib.contextmanager
+    def measure(self, stage: str, counted: bool = True) -> Iterator[None]:
+        """Measure one call of ``stage`` (``counted=False``: the profiler's warm-up)."""
+        if not counted:
+            yield
+            return
+        if self._torch is not None:
+            self._torch.cuda.reset_peak_memory_stats(self._device)
+        before = self._read_rss()
+        try:
+            yield
+        finally:
+            after = self._read_rss()
+            if before is not None and after is not None:
+                self._rss.setdefault(stage, []).append((after - before) / MB)
+            if self._torch is not None:
+                peak = self._torch.cuda.max_memory_allocated(self._device) / MB
+                self._cuda[stage] = max(self._cuda.get(stage, 0.0), peak)
 
     def summary(self) -> dict[str, dict[str, Any]]:
         """Stage -> ``{rss_delta_mb_mean, rss_delta_mb_max, cuda_max_allocated_mb}`` (None where unmeasured)."""
@@ -176,27 +192,3 @@ class StageMemory:
                 "cuda_max_allocated_mb": self._cuda.get(stage),
             }
         return out
-
-
-class _StageMemoryScope:
-    def __init__(self, owner: StageMemory, stage: str, counted: bool):
-        self.owner, self.stage, self.counted = owner, stage, counted
-
-    def __enter__(self) -> None:
-        o = self.owner
-        if not self.counted:
-            return
-        if o._torch is not None:
-            o._torch.cuda.reset_peak_memory_stats(o._device)
-        self.before = o._read_rss()
-
-    def __exit__(self, *exc) -> None:
-        o = self.owner
-        if not self.counted:
-            return
-        after = o._read_rss()
-        if self.before is not None and after is not None:
-            o._rss.setdefault(self.stage, []).append((after - self.before) / MB)
-        if o._torch is not None:
-            peak = o._torch.cuda.max_memory_allocated(o._device) / MB
-            o._cuda[self.stage] = max(o._cuda.get(self.stage, 0.0), peak)

@@ -95,10 +95,7 @@ def torch_dtype(precision: str):
     }[precision]
 
 
-MODEL_OPTIONS = (
-    "channels_last",
-    "compile",
-)  # options prepare_model applies itself (audit --try uses them)
+MODEL_OPTIONS = ("channels_last", "compile")  # prepare_model applies them (audit --try uses them)
 
 
 def prepare_model(model, config: PipelineConfig):

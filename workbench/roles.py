@@ -133,18 +133,9 @@ def decide_role(stage: str, recorded: str | None, shares: dict[str, float] | Non
     found = evidence_role(shares)
     if found:
         role, lib, share = found
-        return RoleDecision(
-            stage,
-            role,
-            "evidence",
-            lib,
-            share,
-            name_role,
-            name_role if name_role and name_role != role else None,
-        )
-    if name_role:
-        return RoleDecision(stage, name_role, "name", lib, share, name_role)
-    return RoleDecision(stage, None, None, lib, share, None)
+        overrules = name_role if name_role and name_role != role else None
+        return RoleDecision(stage, role, "evidence", lib, share, name_role, overrules)
+    return RoleDecision(stage, name_role, "name" if name_role else None, lib, share, name_role)
 
 
 def decide_roles(

@@ -144,11 +144,7 @@ class Samples:
 
 def assign(sampler: StackSampler, timings: list[Any], names: list[str]) -> Samples:
     """Each sample's request (its index in ``timings``) and stage, from the timings' clock readings."""
-    t = (
-        np.frombuffer(sampler.samples_ns, dtype=np.int64)
-        if len(sampler.samples_ns)
-        else np.zeros(0, np.int64)
-    )
+    t = np.asarray(sampler.samples_ns, dtype=np.int64)
     ids = np.asarray(sampler.sample_stacks, dtype=np.int64)
     starts = [
         (s, e, i, k)

@@ -122,9 +122,7 @@ def load_redis(sqlite_path: str | Path, url: str) -> dict[str, int]:
 class RedisFeatureStore:
     """The tabular example's feature lookups against Redis (the SQLite store's interface)."""
 
-    def __init__(
-        self, url: str, store_features: tuple[str, ...], n_extra: int, missing_affinity: tuple
-    ):
+    def __init__(self, url: str):
         self.url = url
         self.client = connect(url)
         meta = self.client.hgetall(f"{PREFIX}meta")
@@ -135,20 +133,8 @@ class RedisFeatureStore:
                 f"python scripts/make_data.py --redis-url {url}"
             )
         self._counts = int(meta[b"users"]), int(meta[b"items"])
-        stats = {
-            k.decode(): _decode(v) for k, v in self.client.hgetall(f"{PREFIX}feature_stats").items()
-        }
-        missing = [n for n in store_features if n not in stats]
-        if missing:
-            raise PipelineError(
-                f"Redis at {url}: feature_stats lacks {missing}; reload with scripts/make_data.py"
-            )
-        self.mean = [stats[n][0] for n in store_features] + [0.0] * n_extra
-        self.std = [stats[n][1] or 1.0 for n in store_features] + [1.0] * n_extra
-        self.user_defaults = tuple(self.mean[0:5])
-        self.item_defaults = (-1, *self.mean[5:8])
-        self.stats_defaults = tuple(self.mean[8:11])
-        self.missing_affinity = missing_affinity
+        raw = self.client.hgetall(f"{PREFIX}feature_stats")
+        self.feature_stats = {k.decode(): _decode(v) for k, v in raw.items()}  # name -> [mean, std]
 
     def counts(self) -> tuple[int, int]:
         return self._counts

@@ -70,11 +70,7 @@ LABELS = (
 )
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 JPEG_SIGNATURE = b"\xff\xd8\xff"
-JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {
-    0xC4,
-    0xC8,
-    0xCC,
-}  # start-of-frame markers (not DHT/JPG/DAC)
+JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}  # start of frame, not DHT/JPG/DAC
 MAX_SIDE = 8192
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -114,11 +110,8 @@ def build(config: PipelineConfig) -> Pipeline:
         with torch.inference_mode():
             return [{"classes": c} for c in top_labels(logits, LABELS, top_k)]
 
-    smoke_forward(
-        "image",
-        config,
-        lambda: forward(torch.zeros(1, 3, size, size, dtype=dtype, device=config.device)),
-    )
+    probe = torch.zeros(1, 3, size, size, dtype=dtype, device=config.device)
+    smoke_forward("image", config, lambda: forward(probe))
     pipe = Pipeline(
         "image",
         items=lambda: itertools.cycle(photos),

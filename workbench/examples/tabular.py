@@ -111,24 +111,10 @@ class FeatureStore:
         self.path = path
         self.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
         self.lock = threading.Lock()
-        self.mean, self.std = self._statistics()
-        # Unknown users and items get the population means (and a 0 flag).
-        self.user_defaults = tuple(self.mean[0:5])
-        self.item_defaults = (-1, *self.mean[5:8])
-        self.stats_defaults = tuple(self.mean[8:11])
-
-    def _statistics(self) -> tuple[list[float], list[float]]:
-        """Mean and std per feature (store features from ``feature_stats``, the rest 0 and 1)."""
         stats = self.conn.execute("SELECT name, mean, std FROM feature_stats")
-        rows = {n: (m, s) for n, m, s in stats}
-        missing = [n for n in STORE_FEATURES if n not in rows]
-        if missing:
-            raise PipelineError(
-                f"{self.path}: feature_stats lacks {missing}; run `make data` to regenerate it"
-            )
-        mean = [rows[n][0] for n in STORE_FEATURES] + [0.0] * len(EXTRA_FEATURES)
-        std = [rows[n][1] or 1.0 for n in STORE_FEATURES] + [1.0] * len(EXTRA_FEATURES)
-        return mean, std
+        _set_moments(
+            self, {n: (m, s) for n, m, s in stats}, f"{path}", "run `make data` to regenerate it"
+        )
 
     def version(self) -> str:
         """The features' version for the prediction cache's fingerprint: the file's size and change time."""
@@ -158,6 +144,19 @@ class FeatureStore:
         return requests, rows
 
 
+def _set_moments(store, stats: dict, where: str, fix: str) -> None:
+    """``store.mean``/``std`` per feature (store features from ``feature_stats``: name -> (mean, std),
+    the rest 0 and 1) and the defaults: unknown users and items get the population means."""
+    missing = [n for n in STORE_FEATURES if n not in stats]
+    if missing:
+        raise PipelineError(f"{where}: feature_stats lacks {missing}; {fix}")
+    store.mean = [stats[n][0] for n in STORE_FEATURES] + [0.0] * len(EXTRA_FEATURES)
+    store.std = [stats[n][1] or 1.0 for n in STORE_FEATURES] + [1.0] * len(EXTRA_FEATURES)
+    store.user_defaults = tuple(store.mean[0:5])
+    store.item_defaults = (-1, *store.mean[5:8])
+    store.stats_defaults = tuple(store.mean[8:11])
+
+
 def feature_row(store, user, item, stats, cross, context: list[float]) -> list[float]:
     """One (user, item) row from the looked-up values (None: not in the store), the same for both stores."""
     return (
@@ -176,10 +175,10 @@ class RedisStore:
     def __init__(self, url: str):
         from ._feature_redis import RedisFeatureStore
 
-        self.redis = RedisFeatureStore(url, STORE_FEATURES, len(EXTRA_FEATURES), _MISSING_AFFINITY)
-        self.mean, self.std = self.redis.mean, self.redis.std
-        self.user_defaults, self.item_defaults = self.redis.user_defaults, self.redis.item_defaults
-        self.stats_defaults = self.redis.stats_defaults
+        self.redis = RedisFeatureStore(url)
+        _set_moments(
+            self, self.redis.feature_stats, f"Redis at {url}", "reload with scripts/make_data.py"
+        )
 
     def counts(self) -> tuple[int, int]:
         return self.redis.counts()

@@ -133,13 +133,7 @@ def build(config: PipelineConfig) -> Pipeline:
     check_precision(config)  # first: an impossible combination fails before any work
     seed, max_len = option(config, "seed", 0), option(config, "max_len", 64, int, 4)
     d_model, heads = option(config, "d_model", 192, int, 8), option(config, "heads", 4, int, 1)
-    shape = (
-        max_len,
-        d_model,
-        option(config, "layers", 3, int, 1),
-        heads,
-        option(config, "ff", 4 * d_model, int, 1),
-    )
+    layers, ff = option(config, "layers", 3, int, 1), option(config, "ff", 4 * d_model, int, 1)
     top_k = min(option(config, "top_k", 3, int, 1), len(LABELS))
     max_chars = option(config, "max_chars", 5000, int, 1)
     padding = option(config, "padding", "max_len", str)
@@ -163,7 +157,8 @@ def build(config: PipelineConfig) -> Pipeline:
     torch.manual_seed(seed)
     from ._text_model import Encoder
 
-    model = prepare_model(Encoder(len(tokenizer.ids), *shape, len(LABELS)), config)
+    encoder = Encoder(len(tokenizer.ids), max_len, d_model, layers, heads, ff, len(LABELS))
+    model = prepare_model(encoder, config)
     run_model = model  # the graph wraps it after the eager smoke test below
 
     def preprocess(texts: list[str]):

@@ -121,9 +121,7 @@ def typed_table(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
     out = df.copy()
     for col, dtype in columns.items():
         if col not in out.columns:
-            out[col] = pd.Series(
-                [None] * len(out), dtype=dtype if dtype != "object" else "object", index=out.index
-            )
+            out[col] = pd.Series([None] * len(out), dtype=dtype, index=out.index)
         elif dtype == "object":
             out[col] = out[col].astype(object).where(out[col].notna(), None)
         else:

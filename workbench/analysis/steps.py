@@ -39,7 +39,7 @@ from ..trace import (
     derived,
 )
 from ..trace import intervals as iv
-from ..trace.frames import pd
+from ..trace.frames import pd, text_frame
 from ..trace.numbers import NA_INT
 from .launches import launch_join
 
@@ -106,14 +106,7 @@ def _launched_in(launch_ts: np.ndarray, dur: np.ndarray, starts: np.ndarray, end
 
 def step_boundaries(trace: Trace) -> pd.DataFrame:
     """TensorBoard's step ranges. Columns: step ("N" or "all"), start_ns, end_ns."""
-    b = boundary_table(trace)
-    return pd.DataFrame(
-        {
-            "step": pd.Series(list(b["step"]), dtype=str),
-            "start_ns": b["start_ns"],
-            "end_ns": b["end_ns"],
-        }
-    )
+    return text_frame(boundary_table(trace), "step")
 
 
 @derived
@@ -167,11 +160,7 @@ def _device_adjusted(trace: Trace, starts: np.ndarray, ends: np.ndarray):
     new_starts, new_ends = starts.copy(), ends.copy()
     for i in range(starts.size):
         start = max(prev, int(starts[i]))
-        end = (
-            int(ends[i])
-            if dev_max[i] == np.iinfo(np.int64).min
-            else max(int(ends[i]), int(dev_max[i]))
-        )
+        end = max(int(ends[i]), int(dev_max[i]))  # dev_max is int64's minimum without GPU work
         new_starts[i], new_ends[i] = start, max(end, start)
         prev = new_ends[i]
     return new_starts, new_ends
@@ -216,13 +205,7 @@ def step_breakdown(trace: Trace) -> pd.DataFrame:
     memset_ns, communication_ns, runtime_ns, dataloader_ns, cpu_exec_ns,
     other_ns, total_ns (= end - start = the sum of the categories).
     """
-    b = breakdown_table(trace)
-    return pd.DataFrame(
-        {
-            "step": pd.Series(list(b["step"]), dtype=str),
-            **{k: v for k, v in b.items() if k != "step"},
-        }
-    )
+    return text_frame(breakdown_table(trace), "step")
 
 
 def breakdown_table(trace: Trace) -> dict[str, np.ndarray]:

@@ -33,7 +33,7 @@ import numpy as np
 from ..naming import stage_from_range_name
 from ..trace import HOST_KINDS, KIND_KERNEL, KIND_MEMCPY, KINDS, Trace, derived
 from ..trace.columns import factorize_objects
-from ..trace.frames import pd
+from ..trace.frames import pd, text_frame
 from ..trace.numbers import NA_INT
 from .launches import GRAPH_LAUNCH_NAMES, LAUNCH_NAMES, launch_join
 from .transfers import SYNC_CALL_NAMES
@@ -131,13 +131,7 @@ def trace_stage_summary(trace: Trace) -> pd.DataFrame:
     transfer_bytes, transfer_ns, sync_count, sync_ns, launch_bound, transfer_bound,
     sync_heavy. (The per-stage latency summary of a *run*, in ms, is
     :func:`workbench.stage_summary`.)"""
-    s = stage_summary_table(trace)
-    return pd.DataFrame(
-        {
-            "stage": pd.Series(list(s["stage"]), dtype=str),
-            **{k: v for k, v in s.items() if k != "stage"},
-        }
-    )
+    return text_frame(stage_summary_table(trace), "stage")
 
 
 def stage_summary(trace: Trace) -> pd.DataFrame:

@@ -28,6 +28,13 @@ def kinds(codes: np.ndarray):
     return pd.Categorical.from_codes(codes.astype(np.int64), dtype=schema.KIND_DTYPE)
 
 
+def text_frame(table: dict[str, np.ndarray], text: str):
+    """A DataFrame of numpy columns, the object column ``text`` as a str column."""
+    return pd.DataFrame(
+        {k: pd.Series(list(v), dtype=str) if k == text else v for k, v in table.items()}
+    )
+
+
 def nullable(values: np.ndarray):
     """An int64 column with :data:`NA_INT` for missing as a pandas Int64 array."""
     values = np.asarray(values, dtype=np.int64)

@@ -22,7 +22,9 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..analysis.budget import END_TO_END, UNATTRIBUTED
+from ..analysis.budget import END_TO_END, UNATTRIBUTED, percentile_request_parts, stage_summary
+from ..analysis.explain import recorded_stacks
+from ..analysis.failures import failure_summary, noise_summary
 from ..errors import ConfigError
 from .style import END_TO_END_COLOR, PERCENTILE_COLORS, SLA_COLOR, empty_figure, layout, stage_color
 
@@ -107,10 +109,6 @@ def budget_figure(
 
 def run_budget_figure(run, **kwargs) -> go.Figure:
     """:func:`budget_figure` of a run, with its noise badge, failures and the sampled stacks' tail line."""
-    from ..analysis.budget import percentile_request_parts, stage_summary
-    from ..analysis.explain import recorded_stacks
-    from ..analysis.failures import failure_summary, noise_summary
-
     if kwargs.get("mode") == "requests" and kwargs.get("at") is None:
         kwargs["at"] = percentile_request_parts(run)
     kwargs.setdefault("tail", (recorded_stacks(run.meta) or {}).get("headline"))

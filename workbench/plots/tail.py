@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..analysis.attributes import ATTR_PREFIX
+from ..analysis.matrix import stage_matrix
 from ..analysis.stats import percentiles
 from ..units import ns_to_ms
 from .style import ABOVE, empty_figure, layout, stage_color
@@ -157,9 +159,6 @@ def attribute_figure(
     ``effect``: the attribute's entry from :func:`workbench.analysis.attributes.attribute_effects`; its bins
     are drawn as p50 and p99 steps over each value range, and the title gives the effect and rho.
     """
-    from ..analysis.attributes import ATTR_PREFIX
-    from ..analysis.matrix import stage_matrix
-
     column = ATTR_PREFIX + attribute
     if column not in requests.columns:
         return empty_figure(

@@ -22,8 +22,13 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..batching.explore import WAITS_MS
+from ..batching import service_model_from_runs
+from ..batching.capacity import sweep_record, sweep_service_runs
+from ..batching.explore import WAITS_MS, batching_point, service_noise
 from ..errors import WorkbenchError
+from ..plots.batching import batching_curves_figure, queueing_breakdown_figure, wait_time_figure
+from ..plots.sweep import add_measured
+from ..record import META_FILE, Run, read_meta
 from .controller import Controller
 from .panes import FigurePane, MessageLine
 
@@ -58,9 +63,6 @@ class BatchingExplorer(Controller):
         start: bool = True,
         sweep: Any = None,
     ):
-        from ..batching import service_model_from_runs
-        from ..batching.capacity import sweep_record, sweep_service_runs
-
         self.sweep = sweep_record(sweep) if sweep is not None else None
         if model is None and service_runs is None and self.sweep is not None:
             service_runs = sweep_service_runs(sweep, self.sweep)
@@ -175,13 +177,6 @@ class BatchingExplorer(Controller):
 
     def _figures(self, rate: float, size: int, wait_ms: float) -> dict[str, Any]:
         """Worker thread: the tables of this setting (``batching_point``) drawn by ``workbench.plots``."""
-        from ..batching.explore import batching_point
-        from ..plots.batching import (
-            batching_curves_figure,
-            queueing_breakdown_figure,
-            wait_time_figure,
-        )
-
         point = batching_point(
             self.model, rate, size, wait_ms, requests=self.requests, seed=self.seed
         )
@@ -196,8 +191,6 @@ class BatchingExplorer(Controller):
             marker=dict(symbol="star", size=16, color="#d62728"),
         )
         if self.sweep is not None:
-            from ..plots.sweep import add_measured
-
             add_measured(curves, self.sweep)
         return {
             "curves": curves,
@@ -231,9 +224,6 @@ class BatchingExplorer(Controller):
 
 def _service_trust(service_runs: list[Any]) -> tuple[str, str]:
     """(text, level) of the trust line: the service runs' noise flags (``batching.explore.service_noise``)."""
-    from ..batching.explore import service_noise
-    from ..record import META_FILE, Run, read_meta
-
     metas = [
         (item.label, item.meta)
         if isinstance(item, Run)

@@ -29,6 +29,7 @@ so the click and the keyboard drive one stage pane.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import threading
 import time
 from collections.abc import Callable
@@ -36,9 +37,13 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from ..analysis.failures import recorded_noise
 from ..config import PRECISIONS, PipelineConfig
 from ..device import available_devices
 from ..errors import WorkbenchError
+from ..live_queue import live_slot
+from ..noise import noise_line
+from ..record import load_run
 from .cache import LRUCache
 from .controller import Controller
 from .figures import (
@@ -150,15 +155,11 @@ class LatencyExplorer(Controller):
         self._build_controls(batch_size, sorted(sizes), precision, device, threads, sla_ms)
         self.view = self._layout()
         for control in (self.pipeline, self.batch_size, self.precision, self.device, self.threads):
-            control.observe(lambda _change: self._silent or self._changed(), "value")
-        self.sla.observe(lambda _change: self._silent or self._redraw(budget=True), "value")
+            control.observe(lambda _c: self._silent or self._changed(), "value")
+        self.sla.observe(lambda _c: self._silent or self._redraw(budget=True), "value")
         for control in (self.stage, self.kind):
-            control.observe(
-                lambda _change: self._silent or self._redraw(distribution=True), "value"
-            )
-        self.request_picker.observe(
-            lambda _change: self._silent or self._redraw(request=True), "value"
-        )
+            control.observe(lambda _c: self._silent or self._redraw(distribution=True), "value")
+        self.request_picker.observe(lambda _c: self._silent or self._redraw(request=True), "value")
         self.over_run_pane.on_click(self._point_clicked)
         self.cancel_button.on_click(lambda _b: self.cancel())
         self.rerun_button.on_click(lambda _b: self.refresh(force=True))
@@ -347,11 +348,8 @@ class LatencyExplorer(Controller):
         self.budget_pane, self.distribution_pane = FigurePane(), FigurePane()
         # drawn on the page when asked: 45 of the first view's 70 kB of figure JSON, 0.2 s of the browser's time
         self.flame_pane = DeferredPane(520, "flame graph of the traced request")
-        self.tail_pane, self.over_run_pane, self.request_pane = (
-            FigurePane(320),
-            ClickablePane(360),
-            FigurePane(320),
-        )
+        self.tail_pane, self.request_pane = FigurePane(320), FigurePane(320)
+        self.over_run_pane = ClickablePane(360)
         self.compare_pane = FigurePane(380)
         self.stacks_pane = FigurePane(420)  # slow minus median sampled stacks; hidden without them
         self.stacks_pane.view.layout.display = "none"
@@ -480,8 +478,6 @@ class LatencyExplorer(Controller):
         return self.lookup.recorded_threads(next(iter(self.targets.values())), config) or THREADS
 
     def _recorded(self, key: Key, match) -> RunView:
-        from ..record import load_run
-
         folder = match.run.folder
         self.status.value = f"loading recorded run {folder.name}..."
         run = load_run(folder)
@@ -498,8 +494,6 @@ class LatencyExplorer(Controller):
     def _profile(
         self, key: Key, config: PipelineConfig, cancel: threading.Event, hint: str = ""
     ) -> RunView:
-        from ..live_queue import live_slot
-
         profile = self.profile_fn
         if profile is None:
             from ..runner import profile
@@ -569,9 +563,6 @@ class LatencyExplorer(Controller):
 
     def _show_trust(self, view: RunView) -> None:
         """The noise flag, the failures and what a recorded run differs in, each on its own line."""
-        from ..analysis.failures import recorded_noise
-        from ..noise import noise_line
-
         noise = recorded_noise(view.noise)
         self.noise_line.show(noise_line(noise), "warning" if noise.get("noisy") else "info")
         self.failures_line.show(failures_text(view), "warning")
@@ -720,8 +711,6 @@ def _measurable(device: str) -> bool:
 
 def _takes(fn: Callable, name: str) -> bool:
     """Whether ``fn`` accepts keyword ``name`` (the explorer's timeout reaches fakes that take it)."""
-    import inspect
-
     try:
         params = inspect.signature(fn).parameters
     except (TypeError, ValueError):

@@ -9,7 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .. import __version__
 from ..config import PipelineConfig
+from ..device import check_device, cpu_model, torch_or_none, torch_version
+from ..errors import PipelineError
+from ..fingerprint import UNKNOWN, _cores, factory_spec
+from ..precision import check_precision
 from ..units import ns_to_ms
 from .summaries import Key, RunView
 
@@ -20,8 +25,6 @@ def pipeline_targets(example: Any, pipelines: dict[str, Any] | None) -> dict[str
 
     first = {example: example} if isinstance(example, str) else {_label(example): example}
     if isinstance(example, str) and example not in EXAMPLES:
-        from ..errors import PipelineError
-
         raise PipelineError(
             f"unknown example {example!r}; choose one of {', '.join(EXAMPLES)} or pass a factory"
         )
@@ -35,8 +38,6 @@ def _label(factory: Callable) -> str:
 
 def thread_options(default: int | None) -> list[tuple[str, int | None]]:
     """1, 2, 4, ... up to the cores this process may use (and the default), then torch's own default."""
-    from ..fingerprint import _cores
-
     cores = _cores()
     counts = sorted(
         {n for n in (1, 2, 4, 8, 16, 32, 64) if n <= cores}
@@ -47,9 +48,6 @@ def thread_options(default: int | None) -> list[tuple[str, int | None]]:
 
 
 def check_config(config: PipelineConfig) -> None:
-    from ..device import check_device
-    from ..precision import check_precision
-
     check_device(config.device)
     check_precision(config)
 
@@ -61,16 +59,9 @@ def cheap_fingerprint(target: Any, config: PipelineConfig) -> dict[str, Any]:
     version comes from the package metadata (``device.torch_version``), so a
     recorded first view costs no torch import (about 250 MB a kernel).
     """
-    import workbench
-
-    from ..device import cpu_model, torch_version
-    from ..fingerprint import UNKNOWN, _cores, factory_spec
-
     version = torch_version()
     threads = config.threads
     if threads is None and version is not None:
-        from ..device import torch_or_none
-
         torch = torch_or_none()
         threads = torch.get_num_threads() if torch is not None else None
     return {
@@ -82,7 +73,7 @@ def cheap_fingerprint(target: Any, config: PipelineConfig) -> dict[str, Any]:
         "batch_size": config.batch_size,
         "threads": threads,
         "torch": version,
-        "workbench": workbench.__version__,
+        "workbench": __version__,
         "host": {"cpu_model": cpu_model(), "cores": _cores()},
         "model": UNKNOWN,
     }

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..config import PipelineConfig
 from ..errors import ConfigError
+from ..live_queue import live_slot
 from .latency_support import Key, check_config
 
 
@@ -69,8 +70,6 @@ class Pinning:
         on_wait: Callable[[], None],
     ) -> dict:
         """Worker thread: A and B interleaved; the comparison's ``result`` (kept as :attr:`comparison`)."""
-        from ..live_queue import live_slot
-
         compare = self.compare_fn
         if compare is None:
             from ..interleave import compare

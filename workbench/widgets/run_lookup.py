@@ -20,7 +20,10 @@ import dataclasses
 from typing import Any
 
 from ..config import PipelineConfig
+from ..device import check_device
 from ..errors import ConfigError
+from ..examples.fingerprints import cached
+from ..fingerprint import model_fingerprint
 from .latency_support import cheap_fingerprint
 from .recorded import Match, RecordedRuns
 
@@ -85,8 +88,6 @@ class RunLookup:
 
     def refuse_unmeasurable(self, family: str, config: PipelineConfig) -> None:
         """No recorded run and no such device here: the device check's message, plus what was recorded."""
-        from ..device import check_device
-
         same = [
             r.folder.name
             for r in self.recorded.runs
@@ -126,11 +127,8 @@ class RunLookup:
 def _model_of(target: Any, config: PipelineConfig, build: bool) -> dict[str, Any] | None:
     """``{"pipeline", "model"}`` of ``target`` built with ``config``: from the shipped cache, else a build
     (None without one when ``build`` is False)."""
-    from ..examples.fingerprints import cached
-
     known = cached(target, config)
     if known is None and build:
-        from ..fingerprint import model_fingerprint
         from ..runner import resolve_pipeline
 
         pipe = resolve_pipeline(target, config)

@@ -20,6 +20,8 @@ from typing import Any
 import pandas as pd
 
 from ..analysis.budget import stage_summary
+from ..analysis.explain import recorded_stacks
+from ..analysis.failures import failure_summary
 from ..record import Run, RunMeta
 
 Key = tuple[str, str, int, str, "int | None"]  # (pipeline, device, batch_size, precision, threads)
@@ -99,8 +101,6 @@ def summarize(
         flame = Lazy(lambda: flame_builder(path))
         if not lazy_flame:
             flame.get()
-    from ..analysis.failures import failure_summary
-
     return RunView(
         key=key,
         label=run.label,
@@ -120,8 +120,6 @@ def summarize(
 
 def _stacks(meta: RunMeta) -> dict | None:
     """The run's sampled-stack summary (``analysis.explain.recorded_stacks``) when it is one."""
-    from ..analysis.explain import recorded_stacks
-
     stacks = recorded_stacks(meta)
     return stacks if isinstance(stacks, dict) else None
 

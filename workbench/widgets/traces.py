@@ -13,6 +13,7 @@ message line come from the shared :class:`~workbench.widgets.controller.Controll
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -21,6 +22,9 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..errors import WorkbenchError
+from ..examples import data_dir
+from ..trace import load_trace
+from ..trace.read import DEFAULT_MAX_TRACE_BYTES
 from .controller import Controller
 from .figures import request_chart, trace_figures
 from .panes import FigurePane
@@ -39,8 +43,6 @@ def upload_hint(environ: Any = None) -> str:
     The launcher passes its limit in ``WORKBENCH_UPLOAD_LIMIT_BYTES``; a page past it
     says so itself (our Voila template), since the bytes never reach this kernel.
     """
-    import os
-
     raw = (os.environ if environ is None else environ).get(UPLOAD_LIMIT_ENV, "")
     limit = int(raw) if raw.strip().isdigit() else PAGE_UPLOAD_LIMIT_BYTES
     return (
@@ -52,8 +54,6 @@ def upload_hint(environ: Any = None) -> str:
 def trace_choices(paths: Any = None) -> dict[str, Path]:
     """Label -> trace file, from files and folders; default ``data/traces`` and the traces of ``data/runs``."""
     if paths is None:
-        from ..examples import data_dir
-
         root = data_dir()
         paths = [root / "traces", *sorted((root / "runs").glob("*"))] if root.is_dir() else []
     if isinstance(paths, (str, Path)):
@@ -176,8 +176,6 @@ class TraceExplorer(Controller):
 
     def _figures(self, key: str, path: Path, label: str | None = None) -> dict[str, Any]:
         """Worker thread: read the trace and build every view; keep its events for the request picker."""
-        from ..trace import load_trace
-
         try:
             trace = load_trace(path, max_bytes=self._max_bytes(path))
         except WorkbenchError:
@@ -205,8 +203,6 @@ class TraceExplorer(Controller):
 
     def _max_bytes(self, path: Path) -> int:
         """The JSON size cap for ``path``: :data:`UPLOAD_MAX_TRACE_BYTES` for uploads, else the default."""
-        from ..trace.read import DEFAULT_MAX_TRACE_BYTES
-
         uploaded = self._upload_dir is not None and path.parent == self._upload_dir
         return UPLOAD_MAX_TRACE_BYTES if uploaded else DEFAULT_MAX_TRACE_BYTES
 
@@ -234,8 +230,6 @@ class TraceExplorer(Controller):
         self.panes["request"].show(request_chart(events, n))
 
     def _reload_for_request(self, key: str, n: int) -> None:
-        from ..trace import load_trace
-
         trace = load_trace(key, max_bytes=self._max_bytes(Path(key)))
         with self._lock:
             self.events, self._events_key = trace.events, key

@@ -209,13 +209,7 @@ def ranked_effects(effects: dict[str, dict[str, dict[str, Any]]] | None) -> list
     """``[{stage, attribute, effect, share, explained}]`` of the stages (not end to end) with a separated
     effect, most time explained first (ties: larger effect, then stage and attribute name)."""
     rows = [
-        {
-            "stage": s,
-            "attribute": a,
-            "effect": e["effect"],
-            "share": e["share"],
-            "explained": e["explained"],
-        }
+        {"stage": s, "attribute": a} | {k: e[k] for k in ("effect", "share", "explained")}
         for s, by_attr in (effects or {}).items()
         if s != END_TO_END
         for a, e in by_attr.items()

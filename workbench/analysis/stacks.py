@@ -62,9 +62,7 @@ def frame_name(file: str, function: str) -> str:
             if after:
                 return f"{after[0].removesuffix('.py')} {function}"
     for i, part in enumerate(parts[:-1]):
-        if (
-            part.startswith("python3") and i > 0 and parts[i - 1] == "lib"
-        ):  # the standard library: socket recv
+        if part.startswith("python3") and i > 0 and parts[i - 1] == "lib":  # stdlib: socket recv
             return f"{parts[i + 1].removesuffix('.py')} {function}"
     return function
 
@@ -211,9 +209,8 @@ def _lead(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def _frame_counts(ids: list[int], stacks: list) -> Counter:
     """(file, function) -> samples whose stack holds it (once per sample)."""
-    per_stack = Counter(ids)
     out: Counter = Counter()
-    for sid, k in per_stack.items():
+    for sid, k in Counter(ids).items():
         for key in {(f, fn) for f, fn, _ in stacks[sid]}:
             out[key] += k
     return out
@@ -252,16 +249,8 @@ def differential_tree(
             for f, fn, _ in stacks[sid]:
                 parent = nodes[path]["id"] if path else -1
                 path = path + ((f, fn),)
-                node = nodes.setdefault(
-                    path,
-                    {
-                        "id": len(nodes),
-                        "parent": parent,
-                        "name": frame_name(f, fn),
-                        "tail": 0.0,
-                        "median": 0.0,
-                    },
-                )
+                new = {"id": len(nodes), "parent": parent, "name": frame_name(f, fn)}
+                node = nodes.setdefault(path, new | {"tail": 0.0, "median": 0.0})
                 node[which] += k / total
     kept = [n for n in nodes.values() if max(n["tail"], n["median"]) >= MIN_NODE_SHARE]
     ids = {n["id"] for n in kept}

@@ -214,13 +214,8 @@ def _by_path(tree: pd.DataFrame, requests: int) -> dict[tuple, tuple[str, str, f
     """Path of (name, kind) from the root -> (name, kind, total ns per request)."""
     paths: dict[int, tuple] = {}
     out = {}
-    for node, parent, name, kind, total in zip(
-        tree["id"].tolist(),
-        tree["parent"].tolist(),
-        tree["name"].tolist(),
-        tree["kind"].tolist(),
-        tree["total_ns"].tolist(),
-    ):
+    columns = (tree[c].tolist() for c in ("id", "parent", "name", "kind", "total_ns"))
+    for node, parent, name, kind, total in zip(*columns):
         paths[node] = paths.get(parent, ()) + ((name, kind),)
         out[paths[node]] = (name, kind, total / max(requests, 1))
     return out

@@ -71,9 +71,7 @@ def window_table(
                 "failed": int((sent & ~good).sum()),
                 "offered_rps": int(sent.sum()) / seconds,
                 "achieved_rps": int(done.sum()) / seconds,
-                "p50_ms": s["p50_ms"],
-                "p95_ms": s["p95_ms"],
-                "p99_ms": s["p99_ms"],
+                **{p: s[p] for p in ("p50_ms", "p95_ms", "p99_ms")},
             }
         )
     return pd.DataFrame(rows, columns=WINDOW_COLUMNS)
@@ -87,6 +85,11 @@ def within(values: Sequence[float | None], stability_pct: float) -> bool:
     return all(abs(v - mean) <= stability_pct / 100.0 * mean for v in values)
 
 
+def _settled(p50_ms: Sequence, p99_ms: Sequence, stability_pct: float) -> bool:
+    """perf_analyzer's rule over some windows: their p50s and their p99s are each :func:`within`."""
+    return within(p50_ms, stability_pct) and within(p99_ms, stability_pct)
+
+
 def first_stable(
     windows: pd.DataFrame, stability_pct: float, count: int = STABLE_COUNT
 ) -> int | None:
@@ -98,7 +101,7 @@ def first_stable(
     p50, p99 = windows["p50_ms"].tolist(), windows["p99_ms"].tolist()
     for k in range(count - 1, len(windows)):
         lo = k - count + 1
-        if within(p50[lo : k + 1], stability_pct) and within(p99[lo : k + 1], stability_pct):
+        if _settled(p50[lo : k + 1], p99[lo : k + 1], stability_pct):
             return k
     return None
 
@@ -168,11 +171,9 @@ class StabilityWatch:
             s = summarize_ns(self.durs_ns[len(self.p50_ms)])
             self.p50_ms.append(s["p50_ms"])
             self.p99_ms.append(s["p99_ms"])
-            k = len(self.p50_ms)
-            if (
-                k >= self.count
-                and within(self.p50_ms[-self.count :], self.stability_pct)
-                and within(self.p99_ms[-self.count :], self.stability_pct)
+            k, last = len(self.p50_ms), slice(-self.count, None)
+            if k >= self.count and _settled(
+                self.p50_ms[last], self.p99_ms[last], self.stability_pct
             ):
                 self.windows_run, self.stable_after = int(ended), k
                 return True

@@ -21,10 +21,9 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlparse
 
-from ..batching.summary import load_summary
-from ..record import Config, Env, Load, Noise, Run, RunMeta, Serving, Timing
 from ..batching.loadgen import lag_percentiles
-from ..batching.summary import load_section
+from ..batching.summary import load_section, load_summary
+from ..record import Config, Env, Load, Noise, Run, RunMeta, Serving, Timing
 from .client import SPIN_NS, Target, drive, summary_of_server
 from .records import NETWORK, client_tables
 
@@ -56,15 +55,13 @@ def run_http_load(
     """
     from ..noise import NoiseProbe
 
-    _check_url(url)
+    Target.from_url(url)  # a ConfigError naming what is wrong with it
     schedule = arrivals.times_ns()
     probe = (probe or NoiseProbe()).start()
     started = datetime.now(timezone.utc)
     tag = tag or f"wb{os.getpid()}"
     watched = {} if watch is None else {"watch": watch}
-    d = driver(
-        url, payloads, schedule, tag=tag, warmup=warmup, timeout_s=timeout_s, **watched
-    )  # or Locust's
+    d = driver(url, payloads, schedule, tag=tag, warmup=warmup, timeout_s=timeout_s, **watched)
     requests, stages = client_tables(d.results, d.origin_ns)
     summary = load_summary(requests)
     server = summary_of_server(d)
@@ -110,10 +107,6 @@ def run_http_load(
 
         raise Interrupted(run, f"interrupted after {len(requests)} of {len(schedule)} requests")
     return run
-
-
-def _check_url(url: str) -> None:
-    Target.from_url(url)  # a ConfigError naming what is wrong with it
 
 
 def _is_local(url: str) -> bool:

@@ -142,53 +142,26 @@ class LocustEngine:
     def _run(self, plan: Path, results: Path, tmp: Path, span_s: float, timeout_s: float) -> None:
         port = self.master_port or _free_port(self.master_host)
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        options = {
+            "--bind": self.master_host,
+            "--port": port,
+            "--expect-workers": self.expected,
+            "--connect-timeout": self.connect_timeout_s,
+        }
+        command = [sys.executable, "-m", "workbench.serving.locust_engine", "master"]
+        command += [str(plan), str(results), *(str(x) for pair in options.items() for x in pair)]
         master = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "workbench.serving.locust_engine",
-                "master",
-                str(plan),
-                str(results),
-                "--bind",
-                self.master_host,
-                "--port",
-                str(port),
-                "--expect-workers",
-                str(self.expected),
-                "--connect-timeout",
-                str(self.connect_timeout_s),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
         )
         workers = []
         try:
             _wait_listening(master)
-            connect = "127.0.0.1" if self.master_host in ("0.0.0.0", "*", "") else self.master_host
-            for i in range(
-                self.workers
-            ):  # their logs go to files: a pipe nobody reads could fill and block them
+            worker = [sys.executable, "-m", "workbench", "locust-worker", "--master"]
+            worker += [_local(self.master_host), "--master-port", str(port)]
+            # their logs go to files: a pipe nobody reads could fill and block them
+            for i in range(self.workers):
                 with open(tmp / f"worker{i}.log", "w") as log:
-                    workers.append(
-                        subprocess.Popen(
-                            [
-                                sys.executable,
-                                "-m",
-                                "workbench",
-                                "locust-worker",
-                                "--master",
-                                connect,
-                                "--master-port",
-                                str(port),
-                            ],
-                            stdout=log,
-                            stderr=log,
-                            env=env,
-                        )
-                    )
+                    workers.append(subprocess.Popen(worker, stdout=log, stderr=log, env=env))
             limit = self.connect_timeout_s + span_s + timeout_s * 8 + 120
             _, err = master.communicate(timeout=limit)
         except subprocess.TimeoutExpired:
@@ -229,9 +202,14 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait(10)
 
 
+def _local(host: str) -> str:
+    """The address this machine reaches a server bound to ``host`` at (a wildcard: loopback)."""
+    return "127.0.0.1" if host in ("0.0.0.0", "*", "") else host
+
+
 def _free_port(host: str) -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1" if host in ("0.0.0.0", "*", "") else host, 0))
+        s.bind((_local(host), 0))
         return s.getsockname()[1]
 
 
@@ -273,13 +251,10 @@ def with_client(run, name: str):
 
 def _check_reachable(url: str) -> None:
     """A ConfigError before any process starts when nothing listens at ``url`` (as ``load --url`` says)."""
-    from .client import Target
+    from .client import Target, _unreachable
 
     target = Target.from_url(url)
     try:
         socket.create_connection((target.host, target.port), timeout=5).close()
     except OSError as exc:
-        raise ConfigError(
-            f"--url {url}: cannot connect ({exc}); is the server running "
-            "(python -m workbench serve ...) and is the address right?"
-        ) from None
+        raise _unreachable(url, exc) from None

@@ -64,11 +64,11 @@ KEPT_HEADERS = tuple(
     h.lower()
     for h in (TIMING_HEADER, BATCH_HEADER, BATCH_SIZE_HEADER, CACHE_HIT_HEADER, REQUEST_ID_HEADER)
 )
-START_LEAD_NS = (
-    500_000_000  # the start time is this far ahead of the master's clock (messages, clock reads)
-)
+# the start time is this far ahead of the master's clock (messages, clock reads)
+START_LEAD_NS = 500_000_000
 POLL_S = 0.05
 CONNECTIONS = 256
+OCTETS = {"Content-Type": "application/octet-stream"}
 
 
 def run_master(
@@ -136,14 +136,8 @@ def run_master(
                 if watch is None
                 else {"windows_run": watch.windows_run, "stable_after": watch.stable_after}
             )
-            pickle.dump(
-                {
-                    "workers": workers,
-                    "rows": [row for w in workers for row in rows[w]],
-                    "watch": settled,
-                },
-                f,
-            )
+            all_rows = [row for w in workers for row in rows[w]]
+            pickle.dump({"workers": workers, "rows": all_rows, "watch": settled}, f)
         return 0
     finally:
         runner.quit()
@@ -190,11 +184,7 @@ def _fail(message: str) -> int:
 def _share(plan: dict, index: int, workers: int) -> dict:
     """Worker ``index``'s part of the plan: requests ``k`` with ``k % workers == index``."""
     ks = list(range(index, len(plan["offsets_ns"]), workers))
-    return {
-        "url": plan["url"],
-        "tag": plan["tag"],
-        "payloads": plan["payloads"],
-        "timeout_s": plan["timeout_s"],
+    return {k: plan[k] for k in ("url", "tag", "payloads", "timeout_s")} | {
         "warmup": plan["warmup"] if index == 0 else 0,
         "ks": ks,
         "offsets_ns": [plan["offsets_ns"][k] for k in ks],
@@ -244,12 +234,7 @@ def _warm_then_ready(runner, state: dict) -> None:
     plan = state["plan"]
     for k in range(plan["warmup"]):
         try:
-            client.request(
-                "POST",
-                path,
-                plan["payloads"][k % len(plan["payloads"])],
-                {"Content-Type": "application/octet-stream"},
-            ).read()
+            client.request("POST", path, plan["payloads"][k % len(plan["payloads"])], OCTETS).read()
         except Exception:  # noqa: BLE001  (a server that does not answer fails the measured requests, said there)
             pass
     runner.send_message("wb_ready", None)
@@ -309,9 +294,7 @@ def _send_one(
     sent = time.perf_counter_ns()
     status, headers, failed_body, error = None, {}, b"", None
     try:
-        resp = client.request(
-            "POST", path, body, {"Content-Type": "application/octet-stream", REQUEST_ID_HEADER: rid}
-        )
+        resp = client.request("POST", path, body, OCTETS | {REQUEST_ID_HEADER: rid})
         data = resp.read()
         status = resp.status_code
         headers = {

@@ -19,9 +19,8 @@ from ..units import NS_PER_MS
 REQUEST_ID_HEADER = "X-Request-Id"
 BATCH_HEADER = "X-Workbench-Batch"  # server batch number the request rode in
 BATCH_SIZE_HEADER = "X-Workbench-Batch-Size"  # items in that batch
-CACHE_HIT_HEADER = (
-    "X-Workbench-Cache-Hit"  # fraction of that batch's items a prediction cache answered
-)
+# fraction of that batch's items a prediction cache answered
+CACHE_HIT_HEADER = "X-Workbench-Cache-Hit"
 TIMING_HEADER = "Server-Timing"
 TOTAL = "total"
 MAX_DUR_MS = 86_400_000.0  # a day: any longer Server-Timing duration is not a measurement
@@ -86,13 +85,14 @@ def parse_server_timing(value: str | None) -> tuple[list[tuple[str, int]], int |
     return stages, total
 
 
-def item_bytes(item: Any) -> bytes:
-    """An item of a pipeline's source as the request body: bytes as they are, str as UTF-8, else JSON."""
+def item_bytes(item: Any, default=None) -> bytes:
+    """An item of a pipeline's source as the request body: bytes as they are, str as UTF-8, else JSON
+    (``default``: ``json.dumps``'s, for what JSON cannot hold)."""
     if isinstance(item, (bytes, bytearray, memoryview)):
         return bytes(item)
     if isinstance(item, str):
         return item.encode()
-    return json.dumps(item).encode()
+    return json.dumps(item, default=default).encode()
 
 
 def output_bytes(output: Any, index: int, n_items: int) -> bytes:
@@ -105,8 +105,4 @@ def output_bytes(output: Any, index: int, n_items: int) -> bytes:
     """
     if isinstance(output, (list, tuple)) and len(output) == n_items:
         output = output[index]
-    if isinstance(output, (bytes, bytearray, memoryview)):
-        return bytes(output)
-    if isinstance(output, str):
-        return output.encode()
-    return json.dumps(output, default=str).encode()
+    return item_bytes(output, default=str)

@@ -6,6 +6,8 @@ from workbench.batching.service_model import ServiceModel, service_model_from_ru
 from workbench.errors import ConfigError
 from workbench.record import Run
 
+from tests.support.service_quantiles import quantile_ns
+
 MS = 1_000_000
 
 
@@ -17,10 +19,10 @@ def model():
 
 def test_quantiles_interpolate_between_sizes():
     m = model()
-    assert m.quantile_ns(1, [0.0, 0.5, 1.0]).tolist() == [1 * MS, 2 * MS, 3 * MS]
+    assert quantile_ns(m, 1, [0.0, 0.5, 1.0]).tolist() == [1 * MS, 2 * MS, 3 * MS]
     # size 2 is 1/3 of the way from 1 to 4: at u=0.5, 2 ms and 6 ms -> 2 + (6 - 2) / 3
-    assert m.quantile_ns(2, 0.5) == pytest.approx(2 * MS + 4 * MS / 3)
-    assert m.quantile_ns(6, 1.0) == pytest.approx(9 * MS)  # halfway between 8 ms and 10 ms
+    assert quantile_ns(m, 2, 0.5) == pytest.approx(2 * MS + 4 * MS / 3)
+    assert quantile_ns(m, 6, 1.0) == pytest.approx(9 * MS)  # halfway between 8 ms and 10 ms
     assert m.mean_ns(4) == 6 * MS and m.mean_ns(6) == pytest.approx(8 * MS)
     assert m.capacity_rps(8) == pytest.approx(800.0) and m.capacity_rps(
         4, concurrency=2
@@ -33,12 +35,12 @@ def test_larger_than_measured_names_the_size():
     ):
         model().check(16)
     with pytest.raises(ConfigError, match="16"):
-        model().quantile_ns(16, 0.5)
+        quantile_ns(model(), 16, 0.5)
 
 
 def test_smaller_than_measured_uses_the_smallest():
     m = ServiceModel.from_samples({4: [4 * MS]})
-    assert m.quantile_ns(1, 0.3) == 4 * MS and m.extrapolates_below(1)
+    assert quantile_ns(m, 1, 0.3) == 4 * MS and m.extrapolates_below(1)
 
 
 def test_no_measurements():

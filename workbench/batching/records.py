@@ -113,44 +113,33 @@ def simulation_tables(requests: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFram
     ``service`` (the sampled batch service time), so end to end is their sum
     and unattributed is 0.
     """
-    n = len(requests)
-    arrival = requests["arrival_ns"].to_numpy(dtype="int64")
-    close = arrival + requests["batch_wait_ns"].to_numpy(dtype="int64")
-    start = close + requests["queue_wait_ns"].to_numpy(dtype="int64")
+    names = ("request", "dur_ns", "batch_size", *LOAD_COLUMNS)
+    col = {c: requests[c].to_numpy(dtype="int64") for c in names}
     req = pd.DataFrame(
         {
-            "request": requests["request"].to_numpy(dtype="int64"),
+            "request": col["request"],
             "warmup": False,
-            "start_ns": arrival,
-            "dur_ns": requests["dur_ns"].to_numpy(dtype="int64"),
+            "start_ns": col["arrival_ns"],
+            "dur_ns": col["dur_ns"],
             "ok": True,
-            "batch_size": requests["batch_size"].to_numpy(dtype="int64"),
+            "batch_size": col["batch_size"],
+            **{c: col[c] for c in LOAD_COLUMNS},
         }
     )
-    for col in LOAD_COLUMNS:
-        req[col] = requests[col].to_numpy(dtype="int64")
-    parts = []
-    for index, (name, begin, col) in enumerate(
-        zip(
-            SIMULATION_STAGES,
-            (arrival, close, start),
-            ("batch_wait_ns", "queue_wait_ns", "service_ns"),
-        )
-    ):
-        parts.append(
-            pd.DataFrame(
-                {
-                    "request": req["request"],
-                    "stage": name,
-                    "stage_index": index,
-                    "start_ns": begin,
-                    "dur_ns": requests[col].to_numpy(dtype="int64"),
-                    "device_dur_ns": pd.array([None] * n, dtype="Int64"),
-                }
-            )
-        )
-    stages = pd.concat(parts, ignore_index=True).sort_values(
-        ["request", "stage_index"], ignore_index=True
+    # one row per request and stage, request by request (the simulator numbers them in order);
+    # each stage starts where the one before ended
+    durs = np.stack([col["batch_wait_ns"], col["queue_wait_ns"], col["service_ns"]], axis=1)
+    starts = col["arrival_ns"][:, None] + np.cumsum(durs, axis=1) - durs
+    k = len(SIMULATION_STAGES)
+    stages = pd.DataFrame(
+        {
+            "request": np.repeat(col["request"], k),
+            "stage": np.tile(np.array(SIMULATION_STAGES, dtype=object), len(req)),
+            "stage_index": np.tile(np.arange(k), len(req)),
+            "start_ns": starts.ravel(),
+            "dur_ns": durs.ravel(),
+            "device_dur_ns": pd.array([None] * durs.size, dtype="Int64"),
+        }
     )
     return typed_table(req, {**REQUEST_COLUMNS, **LOAD_COLUMNS}), typed_table(stages, STAGE_COLUMNS)
 

@@ -37,9 +37,7 @@ class ServiceModel:
     samples: Mapping[int, np.ndarray]
     pipeline: str | None = None
     sources: tuple[str, ...] = ()
-    mixed: tuple[
-        tuple[str, object, object], ...
-    ] = ()  # fingerprint fields that differ, pooled with allow_mixed
+    mixed: tuple[tuple[str, object, object], ...] = ()  # fields that differ, pooled (allow_mixed)
 
     def __post_init__(self) -> None:
         if not self.samples:
@@ -98,13 +96,6 @@ class ServiceModel:
         if hi == lo:
             return self.samples[lo], self.samples[lo], 0.0
         return self.samples[lo], self.samples[hi], (size - lo) / (hi - lo)
-
-    def quantile_ns(self, size: int, u) -> np.ndarray:
-        """Service time (float ns) of a batch of ``size`` at quantiles ``u`` in [0, 1]."""
-        lo, hi, w = self.bracket(size)
-        u = np.asarray(u, dtype=np.float64)
-        q_lo = np.quantile(lo, u, method="linear")
-        return q_lo if w == 0.0 else (1 - w) * q_lo + w * np.quantile(hi, u, method="linear")
 
     def mean_ns(self, size: int) -> float:
         """Mean service time (ns) of a batch of ``size`` (means interpolate like the quantiles)."""

@@ -87,8 +87,8 @@ def test_flame_figure_of_a_real_flame_tree(trace_events):
 
 def test_large_trees_are_folded_by_the_analysis_prune(trace_events):
     tree = flame_tree(trace_events, from_stages=False)  # the whole tree, ProfilerStep included
-    assert fit_tree(tree, 100) == (tree, None)
-    small, share = fit_tree(tree, 10)
+    assert fit_tree(tree, 100) == (tree, None, False)
+    small, share, _ = fit_tree(tree, 10)
     # a node stays while its host time or its GPU time is at least the share of all host / GPU time (87 us):
     # at 10 % the add kernel (50 us) and both copies (20, 10 us) stay; the 5 us gemm and the memset fold
     assert (len(small), share) == (10, 0.1)

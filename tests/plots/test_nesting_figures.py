@@ -51,7 +51,7 @@ def deep_tree():
 def test_a_million_deep_flame_tree_is_cut_to_fit(deep_tree):
     before = reference_s()
     start = time.perf_counter()
-    shown, share = fit_tree(deep_tree, 2_000)
+    shown, share, _ = fit_tree(deep_tree, 2_000)
     fig = flame_figure(deep_tree, max_nodes=2_000).to_dict()
     elapsed = time.perf_counter() - start
     # at the largest share (10 %) 900,001 nodes remain: the deepest levels are cut to 2,000 nodes

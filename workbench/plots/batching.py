@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..errors import ConfigError
-from .style import SLA_COLOR, empty_figure, layout, log_axis, positive_extent, stage_color
+from .style import add_sla_line, empty_figure, layout, stage_color, value_axis
 
 COMPONENTS = {
     "batch_wait": ("batch wait", "#dd8452"),
@@ -86,23 +86,10 @@ def batching_curves_figure(
                 hovertemplate=f"{name}<br>offered %{{customdata[0]:.4g}} req/s<br>throughput "
                 f"%{{x:.4g}} req/s<br>{col[:3]} %{{y:.3f}} ms<br>stable %{{customdata[1]}}<extra></extra>",
             )
-    if sla_ms is not None:  # a line trace, not a shape: shapes on a log axis stretch its autorange
-        span = [float(sweep["throughput_rps"].min()), float(sweep["throughput_rps"].max())]
-        fig.add_scatter(
-            x=span,
-            y=[float(sla_ms)] * 2,
-            mode="lines",
-            name=f"SLA {sla_ms:g} ms",
-            line=dict(color=SLA_COLOR, dash="dash"),
-            hoverinfo="skip",
-        )
-    if log_y:  # decades only, labelled with their unit (style.log_axis)
-        shown = [sweep["p50_ms"], sweep["p99_ms"]] + (
-            [[float(sla_ms)]] if sla_ms is not None else []
-        )
-        fig.update_yaxes(**log_axis(*positive_extent(*shown), "ms"))
-    else:
-        fig.update_yaxes(type="linear")
+    if sla_ms is not None:
+        add_sla_line(fig, [sweep["throughput_rps"].min(), sweep["throughput_rps"].max()], sla_ms)
+    sla = [[float(sla_ms)]] if sla_ms is not None else []
+    fig.update_yaxes(**value_axis(log_y, "ms", sweep["p50_ms"], sweep["p99_ms"], *sla))
     return layout(
         fig,
         title or "Latency vs throughput (solid p99, dotted p50; x: unstable)",

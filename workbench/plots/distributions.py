@@ -21,9 +21,8 @@ from .style import (
     WARMUP_COLOR,
     empty_figure,
     layout,
-    log_axis,
-    positive_extent,
     stage_color,
+    value_axis,
 )
 
 DISTRIBUTION_KINDS = ("histogram", "cdf")  # figure styles; trace event kinds: workbench.trace.KINDS
@@ -91,11 +90,7 @@ def distribution_figure(
         yaxis = "fraction of requests <= x"
     top = max((max(t.y) for t in fig.data), default=1)
     _add_markers(fig, measured, float(top))
-    if log_x:
-        both = np.concatenate([measured, warm]) / NS_PER_MS
-        fig.update_xaxes(**log_axis(*positive_extent(both), "ms"))
-    else:
-        fig.update_xaxes(type="linear")
+    fig.update_xaxes(**value_axis(log_x, "ms", np.concatenate([measured, warm]) / NS_PER_MS))
     scale = ", log scale" if log_x else ""
     return layout(fig, title, xaxis_title=f"{label} latency (ms{scale})", yaxis_title=yaxis)
 

@@ -61,30 +61,23 @@ def check_tree(tree: pd.DataFrame) -> None:
         )
 
 
-def fit_tree(tree: pd.DataFrame, max_nodes: int) -> tuple[pd.DataFrame, float | None]:
-    """The tree folded by :func:`workbench.analysis.flame.prune` at the smallest share of
-    :data:`PRUNE_SHARES` that leaves at most ``max_nodes`` nodes; ``(tree, None)`` if it fits.
+def fit_tree(tree: pd.DataFrame, max_nodes: int) -> tuple[pd.DataFrame, float | None, bool]:
+    """``(tree, share, cut)``: the tree folded by :func:`workbench.analysis.flame.prune` at the
+    smallest share of :data:`PRUNE_SHARES` that leaves at most ``max_nodes`` nodes (``(tree, None,
+    False)`` if it fits).
 
     Sizes are counted first (:func:`~workbench.analysis.flame.pruned_size`) so the tree is
-    pruned once. When no share is enough (a deep chain of nested calls), the largest
-    share is used and the deepest levels are cut until it fits (:func:`cut_depth`).
+    pruned once. When no share is enough (a deep chain of nested calls), the largest share is
+    used and the deepest levels are cut until it fits (:func:`cut_depth`; ``cut`` is then True).
     """
-    shown, share, _ = _fit(tree, max_nodes)
-    return shown, share
-
-
-def _fit(tree: pd.DataFrame, max_nodes: int) -> tuple[pd.DataFrame, float | None, bool]:
-    """:func:`fit_tree` and whether levels had to be cut."""
     if len(tree) <= max_nodes:
         return tree, None, False
     sizes = pruned_sizes(tree, PRUNE_SHARES)
     share = next((s for s, n in zip(PRUNE_SHARES, sizes) if n <= max_nodes), PRUNE_SHARES[-1])
     pruned = prune(tree, share)
-    return (
-        (pruned, share, False)
-        if len(pruned) <= max_nodes
-        else (cut_depth(pruned, max_nodes), share, True)
-    )
+    if len(pruned) <= max_nodes:
+        return pruned, share, False
+    return cut_depth(pruned, max_nodes), share, True
 
 
 def cut_depth(tree: pd.DataFrame, max_nodes: int) -> pd.DataFrame:
@@ -144,7 +137,7 @@ def flame_figure(
     check_tree(tree)
     if len(tree) == 0 or int(tree["total_ns"].max() or 0) <= 0:
         return empty_figure("empty flame tree: no events to attribute", title or "Flame graph")
-    shown, share, cut = _fit(tree, max_nodes)
+    shown, share, cut = fit_tree(tree, max_nodes)
     keys = [kind_key(k, n) for k, n in zip(shown["kind"].tolist(), shown["name"].tolist())]
     names = shown["name"].astype(str).tolist()
     parents = shown["parent"].astype("int64").to_numpy()

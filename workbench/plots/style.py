@@ -267,6 +267,23 @@ def log_axis(lo: float, hi: float, unit: str) -> dict:
     )
 
 
+def value_axis(log: bool, unit: str, *arrays) -> dict:
+    """Axis options: :func:`log_axis` over the positive values of ``arrays`` (in ``unit``), else linear."""
+    return log_axis(*positive_extent(*arrays), unit) if log else dict(type="linear")
+
+
+def add_sla_line(fig: go.Figure, x: list[float], sla_ms: float) -> None:
+    """The SLA as a dashed line trace over ``x`` (a trace: a shape on a log axis stretches its autorange)."""
+    fig.add_scatter(
+        x=[float(v) for v in x],
+        y=[float(sla_ms)] * 2,
+        mode="lines",
+        name=f"SLA {sla_ms:g} ms",
+        line=dict(color=SLA_COLOR, dash="dash"),
+        hoverinfo="skip",
+    )
+
+
 def positive_extent(*arrays) -> tuple[float, float]:
     """Smallest and largest positive finite value across ``arrays`` (``(1, 10)`` when there is none)."""
     values = np.concatenate([np.empty(0), *(np.asarray(a, dtype=float).ravel() for a in arrays)])

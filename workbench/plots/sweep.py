@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..batching.capacity import points_table
-from .style import PERCENTILE_COLORS, SLA_COLOR, empty_figure, layout, log_axis, positive_extent
+from .style import PERCENTILE_COLORS, SLA_COLOR, add_sla_line, empty_figure, layout, value_axis
 
 PREDICTED_COLOR = "#7f7f7f"
 
@@ -89,14 +89,7 @@ def sweep_figure(
                 hoverinfo="skip",
             )
     if sla_ms is not None:
-        fig.add_scatter(
-            x=[float(x.min()), float(x.max())],
-            y=[float(sla_ms)] * 2,
-            mode="lines",
-            name=f"SLA {sla_ms:g} ms",
-            line=dict(color=SLA_COLOR, dash="dash"),
-            hoverinfo="skip",
-        )
+        add_sla_line(fig, [x.min(), x.max()], sla_ms)
     if knee is not None:
         point = points.iloc[knee]
         fig.add_scatter(
@@ -109,11 +102,7 @@ def sweep_figure(
             marker=dict(symbol="circle-open", size=18, color=SLA_COLOR, line=dict(width=2)),
             hoverinfo="skip",
         )
-    if log_y:  # decades only, labelled with their unit (style.log_axis)
-        ys = [t.y for t in fig.data if t.y is not None]
-        fig.update_yaxes(**log_axis(*positive_extent(*ys), "ms"))
-    else:
-        fig.update_yaxes(type="linear")
+    fig.update_yaxes(**value_axis(log_y, "ms", *(t.y for t in fig.data if t.y is not None)))
     return layout(
         fig,
         title or "Latency vs throughput (solid p99, dotted p50; x: unstable; grey: simulator)",

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import sys
 
-if getattr(sys, "orig_argv", [])[1:3] == [
-    "-m",
-    "workbench",
-]:  # the command line is starting: a Ctrl-C now
-    import os as _os  # exits 130 quietly (cli.entry restores Ctrl-C)
+# the command line is starting: a Ctrl-C now exits 130 quietly (cli.entry restores Ctrl-C)
+if getattr(sys, "orig_argv", [])[1:3] == ["-m", "workbench"]:
+    import os as _os
     import signal as _signal
 
     _signal.signal(_signal.SIGINT, lambda *_: _os._exit(130))

@@ -7,7 +7,7 @@ precision, torch CPU threads and free user options.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from .errors import ConfigError, check_int, is_int
@@ -78,9 +78,4 @@ class PipelineConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "PipelineConfig":
-        known = {
-            k: data[k]
-            for k in ("device", "batch_size", "precision", "options", "threads")
-            if k in data
-        }
-        return cls(**known)
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})

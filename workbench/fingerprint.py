@@ -86,7 +86,7 @@ def run_fingerprint(pipe, target: Any, threads: int | None, env: dict[str, Any])
     import workbench
 
     cfg = pipe.config
-    model = model_fingerprint(list(getattr(pipe, "models", []) or []))
+    model = model_fingerprint(list(pipe.models))
     return {
         "pipeline": pipe.name,
         "factory": factory_spec(target),
@@ -104,6 +104,7 @@ def run_fingerprint(pipe, target: Any, threads: int | None, env: dict[str, Any])
 
 
 def _cores() -> int:
+    """The CPUs this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:

@@ -136,8 +136,7 @@ def compare(
         (noise unknown). All sides ran in the same window; on a noisy one a verdict needs its interval clear
         of 1 by more than the ratio's drift between the halves of the run (``analysis.verdicts``).
     """
-    _check(configs, requests, warmup)
-    _check_adaptive(resolution, max_time_s)
+    _check(configs, requests, warmup, resolution, max_time_s)
     base = base or PipelineConfig()
     cfgs = [c if isinstance(c, PipelineConfig) else config_with(base, c) for c in configs]
     labels = [_label(c, base) for c in configs]
@@ -178,19 +177,16 @@ def compare(
         noise=noise,
     )
     result["stopped"] = stop.report()
-    _attach_outputs(result, outputs.by_config, getattr(pipes[0], "agree", None))
+    _attach_outputs(result, outputs.by_config, pipes[0].agree)
     return Comparison(pipes[0].name, names, info, samples, result)
 
 
-def _check(configs, requests, warmup) -> None:
+def _check(configs, requests, warmup, resolution, max_time_s) -> None:
     if len(configs) < 2:
         raise ConfigError(f"compare needs at least two configurations, got {len(configs)}")
     if requests is not None:
         check_int("requests", requests, 1)
     check_int("warmup", warmup, 0)
-
-
-def _check_adaptive(resolution, max_time_s) -> None:
     if not (is_number(resolution) and 0 < resolution < 10):
         raise ConfigError(
             f"resolution must be a ratio width in (0, 10), e.g. 0.05, got {resolution!r}"

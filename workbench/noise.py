@@ -37,6 +37,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .fingerprint import _cores
+
 THRESHOLDS = {"other_cores": 0.25, "steal_pct": 5.0, "load_per_core": 1.0}
 NOT_MEASURED = "not measured on this OS"
 # /proc/stat counts 1/100 s ticks: a shorter run reads other processes' CPU coarsely
@@ -80,10 +82,7 @@ class Readings:
         return time.monotonic()
 
     def cores(self) -> int:
-        try:
-            return len(os.sched_getaffinity(0))
-        except AttributeError:
-            return os.cpu_count() or 1
+        return _cores()
 
     def governor(self) -> str | None:
         try:

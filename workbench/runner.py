@@ -11,6 +11,7 @@ so TensorBoard's profiler plugin and Perfetto open it. The result is a
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -609,15 +610,11 @@ def _traced_requests(
                         out = fn(out)
                     alarm.stop()
                 except _StageAlarm:
-                    raise TracedTimeout(
-                        StageFailure(
-                            name,
-                            TIMEOUT,
-                            f"stage {name!r} of the traced run ran past the "
-                            f"timeout of {alarm.seconds:g} s",
-                            None,
-                        )
-                    ) from None
+                    late = f"ran past the timeout of {alarm.seconds:g} s"
+                    failure = StageFailure(
+                        name, TIMEOUT, f"stage {name!r} of the traced run {late}"
+                    )
+                    raise TracedTimeout(failure) from None
                 except KeyboardInterrupt:
                     raise
                 # recorded like the timing run's failures (sys.exit too)
@@ -649,10 +646,7 @@ def _traced_requests(
 
 def failure_records(failures: list[StageFailure]) -> list[dict[str, Any]]:
     """Distinct failures with counts: ``[{stage, type, message, where, count}]`` in first-seen order."""
-    counts: dict[tuple, int] = {}
-    for f in failures:
-        key = (f.stage, f.error_type, f.message, f.where)
-        counts[key] = counts.get(key, 0) + 1
+    counts = collections.Counter((f.stage, f.error_type, f.message, f.where) for f in failures)
     return [
         {"stage": s, "type": t, "message": m, "where": w, "count": c}
         for (s, t, m, w), c in counts.items()

@@ -64,10 +64,6 @@ class Section:
             raise MetaError(cls._name or cls.__name__, f"must be an object, got {data!r:.80}")
         return convert_checked(data, cls, cls._name)
 
-    @classmethod
-    def known(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in dataclasses.fields(cls) if f.name != "extra")
-
 
 def _plain(value: Any) -> Any:
     if isinstance(value, Section):

@@ -16,14 +16,7 @@ import plotly.graph_objects as go
 
 from ..analysis.stats import NS_PER_MS, summarize_ns
 from ..errors import ConfigError
-from .style import (
-    PERCENTILE_COLORS,
-    WARMUP_COLOR,
-    empty_figure,
-    layout,
-    stage_color,
-    value_axis,
-)
+from .style import PERCENTILE_COLORS, WARMUP_COLOR, empty_figure, layout, stage_color, value_axis
 
 DISTRIBUTION_KINDS = ("histogram", "cdf")  # figure styles; trace event kinds: workbench.trace.KINDS
 

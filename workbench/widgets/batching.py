@@ -86,24 +86,19 @@ class BatchingExplorer(Controller):
         top = model.capacity_rps(largest) * 1.2
         rate = rate_rps if rate_rps is not None else 0.5 * model.capacity_rps(size)
         w = widgets
+        slider = dict(continuous_update=False, style={"description_width": "100px"})
         self.rate = w.FloatSlider(
             value=rate,
             min=top / 200,
             max=max(top, rate),
             step=top / 200,
             description="rate req/s",
-            continuous_update=False,
             readout_format=".4g",
-            style={"description_width": "100px"},
             layout=w.Layout(width="420px"),
+            **slider,
         )
         self.max_batch_size = w.IntSlider(
-            value=size,
-            min=1,
-            max=largest,
-            description="max batch",
-            continuous_update=False,
-            style={"description_width": "100px"},
+            value=size, min=1, max=largest, description="max batch", **slider
         )
         self.max_wait = w.FloatSlider(
             value=max_wait_ms,
@@ -111,23 +106,15 @@ class BatchingExplorer(Controller):
             max=max(WAITS_MS[-1], max_wait_ms),
             step=0.5,
             description="max wait ms",
-            continuous_update=False,
-            style={"description_width": "100px"},
+            **slider,
         )
         self.panes = {name: FigurePane() for name in ("curves", "wait", "breakdown")}
+        sliders = w.HBox(
+            [self.rate, self.max_batch_size, self.max_wait], layout=w.Layout(flex_flow="row wrap")
+        )
         self.view = w.VBox(
-            [
-                w.HBox(
-                    [self.rate, self.max_batch_size, self.max_wait],
-                    layout=w.Layout(flex_flow="row wrap"),
-                ),
-                self.status,
-                self.message_line.view,
-                self.trust_line.view,
-                self.panes["curves"].view,
-                self.panes["wait"].view,
-                self.panes["breakdown"].view,
-            ],
+            [sliders, self.status, self.message_line.view, self.trust_line.view]
+            + [pane.view for pane in self.panes.values()],
             layout=w.Layout(width="100%"),
         )
         for control in (self.rate, self.max_batch_size, self.max_wait):

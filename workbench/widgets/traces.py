@@ -150,20 +150,8 @@ class TraceExplorer(Controller):
         head = w.VBox(
             [w.HBox([self.picker, self.upload, self.status], layout=row), self.message_line.view]
         )
-        panes = self.panes
-        return w.VBox(
-            [
-                head,
-                panes["launches"].view,
-                panes["transfers"].view,
-                panes["timeline"].view,
-                panes["steps"].view,
-                panes["flame"].view,
-                self.request,
-                panes["request"].view,
-            ],
-            layout=w.Layout(width="100%"),
-        )
+        *views, request_view = (self.panes[name].view for name in VIEWS)  # the request chart last
+        return w.VBox([head, *views, self.request, request_view], layout=w.Layout(width="100%"))
 
     def _uploaded(self, change: dict) -> None:
         files = change["new"]

@@ -37,9 +37,8 @@ class Args(msgspec.Struct, gc=False):
     stream: Scalar = NA_INT
     bytes: Scalar = NA_INT
     external_id: Scalar = msgspec.field(default=NA_INT, name="External id")
-    input_dims: msgspec.Raw = msgspec.field(
-        default=_EMPTY_RAW, name="Input Dims"
-    )  # record_shapes=True
+    # record_shapes=True
+    input_dims: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input Dims")
 
 
 class Event(msgspec.Struct, gc=False):
@@ -67,14 +66,7 @@ class TraceFile(msgspec.Struct, gc=False):
     traceName: msgspec.Raw = _EMPTY_RAW
 
 
-META_FIELDS = (
-    "deviceProperties",
-    "displayTimeUnit",
-    "schemaVersion",
-    "distributedInfo",
-    "baseTimeNanoseconds",
-    "traceName",
-)
+META_FIELDS = TraceFile.__struct_fields__[1:]  # the fields after traceEvents
 _DECODER = msgspec.json.Decoder(Union[TraceFile, list[msgspec.Raw]])
 _CHUNK_DECODER = msgspec.json.Decoder(list[Event])
 _EVENT_DECODER = msgspec.json.Decoder(Event)
@@ -155,8 +147,7 @@ def _syntax(data, message: str) -> str:
         return f"invalid JSON ({message})"
     token = non_json_token(data, at)
     at = token[1] if token else at
-    key = key_before(data, at)
-    where = f"at byte {at:,}" + (f" (in {key!r})" if key else "")
+    where = f"at byte {at:,}{_in_key(data, at)}"
     if token:
         return (
             f"invalid JSON {where}: {token[0]} is not a JSON number "
@@ -167,11 +158,9 @@ def _syntax(data, message: str) -> str:
 
 def _too_deep(data, within: str = "") -> str:
     depth, at = deepest_nesting(data)
-    key = key_before(data, at)
     return (
-        f"JSON nested {depth:,} levels deep at byte {at:,}{within}"
-        + (f" (in {key!r})" if key else "")
-        + ", too deep to decode; a profiler trace is never nested like this"
+        f"JSON nested {depth:,} levels deep at byte {at:,}{within}{_in_key(data, at)}, "
+        "too deep to decode; a profiler trace is never nested like this"
     )
 
 
@@ -180,13 +169,17 @@ def _bad_utf8(data, exc: UnicodeDecodeError, within: str = "") -> str:
     if found is None:
         return f"invalid UTF-8 text ({exc.reason}); re-export the trace as UTF-8"
     at, reason = found
-    key = key_before(data, at)
     byte = bytes(memoryview(data)[at : at + 1]).hex()
     return (
-        f"invalid UTF-8 at byte {at:,}{within}"
-        + (f" (in {key!r})" if key else "")
-        + f": byte 0x{byte}, {reason}; re-export the trace as UTF-8"
+        f"invalid UTF-8 at byte {at:,}{within}{_in_key(data, at)}: byte 0x{byte}, {reason}; "
+        "re-export the trace as UTF-8"
     )
+
+
+def _in_key(data, at: int) -> str:
+    """`` (in 'name')`` for the key whose value holds byte ``at``; empty when there is none."""
+    key = key_before(data, at)
+    return f" (in {key!r})" if key else ""
 
 
 def _explain(exc: msgspec.ValidationError) -> str:

@@ -127,9 +127,7 @@ class _Columns:
     def _check_range(self, ts_ns: np.ndarray, dur_ns: np.ndarray) -> None:
         """Times must stay inside (-2**62, 2**62) ns (146 years), so every span and sum fits in int64."""
         bad = (np.abs(ts_ns) >= TIME_LIMIT_NS) | (dur_ns >= TIME_LIMIT_NS)
-        bad |= (
-            ts_ns + np.minimum(dur_ns, TIME_LIMIT_NS) >= TIME_LIMIT_NS
-        )  # wraps only where ts already failed
+        bad |= ts_ns + np.minimum(dur_ns, TIME_LIMIT_NS) >= TIME_LIMIT_NS  # wraps where ts failed
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise TraceError(
@@ -153,9 +151,8 @@ class _Columns:
             raise TraceError(
                 f"{self.path}: {self._event(i)}: 'bytes' is {nbytes[i]}, a negative size"
             )
-        self.bytes_total += sum(
-            nbytes[present].tolist()
-        )  # exact: Python ints (only copies and memsets carry bytes)
+        # exact: Python ints (only copies and memsets carry bytes)
+        self.bytes_total += sum(nbytes[present].tolist())
         if self.bytes_total >= BYTES_LIMIT:
             raise TraceError(
                 f"{self.path}: the 'bytes' values up to {self._event(len(nbytes) - 1)} add up to over "
@@ -189,9 +186,7 @@ class _Columns:
         kind = kind_codes(text["cat"])
         args = _arg_columns(self.pieces["args"], kind, text["pid"], text["tid"])
         shapes = None
-        if any(
-            p is not None for p in self.pieces["shapes"]
-        ):  # only traces recorded with record_shapes
+        if any(p is not None for p in self.pieces["shapes"]):  # traces recorded with record_shapes
             parts = [
                 p if p is not None else [None] * len(t)
                 for p, t in zip(self.pieces["shapes"], self.pieces["ts_ns"])
@@ -253,10 +248,8 @@ def _with_fallback(values: np.ndarray, gpu: np.ndarray, ids: Text) -> np.ndarray
     if not missing.any():
         return values
     numbers = [_as_int(label.rsplit(" ", 1)[-1]) for label in ids.labels]
-    fallback = np.array([NA_INT if n is None else n for n in numbers] + [NA_INT], dtype=np.int64)[
-        ids.codes
-    ]
-    return np.where(missing, fallback, values)
+    table = np.array([NA_INT if n is None else n for n in numbers] + [NA_INT], dtype=np.int64)
+    return np.where(missing, table[ids.codes], values)
 
 
 def _schema_flavour(columns: Columns) -> str:

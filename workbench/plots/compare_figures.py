@@ -108,13 +108,9 @@ def _relative(base: np.ndarray, delta: np.ndarray) -> list[str]:
 
 def _title(table: pd.DataFrame, labels: tuple[str, str]) -> str:
     e2e = table[table["name"] == "end_to_end"]
-    if (
-        e2e.empty
-        or not np.isfinite(e2e["p99_ms_a"].iloc[0])
-        or not np.isfinite(e2e["p99_ms_b"].iloc[0])
-    ):
+    a, b = (float(e2e[col].iloc[0]) if len(e2e) else np.nan for col in ("p99_ms_a", "p99_ms_b"))
+    if not (np.isfinite(a) and np.isfinite(b)):
         return f"{labels[0]} vs {labels[1]}"
-    a, b = float(e2e["p99_ms_a"].iloc[0]), float(e2e["p99_ms_b"].iloc[0])
     change = f" ({100 * (b - a) / a:+.1f}%)" if a else ""
     return f"{labels[0]} vs {labels[1]}: end-to-end p99 {a:.2f} -> {b:.2f} ms{change}"
 

@@ -82,21 +82,18 @@ def launch_figure(
     dist = launch_distribution(pairs)
     _percentiles(fig, dist)
     short = summary["short_kernels"]
+    short_share = 100 * short / summary["count"]
     fig.add_bar(
         x=["short kernels", "other launches"],
         y=[short, summary["count"] - short],
         marker_color=[KIND_COLORS["kernel"], KIND_COLORS["runtime"]],
         showlegend=False,
-        text=[
-            f"{100 * short / summary['count']:.1f}%",
-            f"{100 * (1 - short / summary['count']):.1f}%",
-        ],
+        text=[f"{short_share:.1f}%", f"{100 * (1 - short / summary['count']):.1f}%"],
         hovertemplate="%{x}: %{y}<extra></extra>",
         row=2,
         col=2,
     )
     fig.update_yaxes(title_text="launches", row=2, col=2)
-    short_share = 100 * summary["short_kernels"] / summary["count"]
     delay = float(dist.set_index("metric").loc["launch_delay", "p50_ns"]) / NS_PER_US
     numbers = (
         f"<br><sup>{short_share:.0f}% of {summary['count']} launches are short kernels; median launch delay "

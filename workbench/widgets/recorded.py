@@ -164,10 +164,6 @@ def _run_folders(paths: Any) -> list[Path]:
         paths = [paths]
     folders = []
     for root in map(Path, paths):
-        candidates = (
-            [root]
-            if (root / META_FILE).is_file()
-            else sorted(p for p in root.glob("*") if p.is_dir())
-        )
-        folders += [f for f in candidates if (f / META_FILE).is_file()]
+        candidates = [root] if (root / META_FILE).is_file() else sorted(root.glob("*"))
+        folders += [f for f in candidates if (f / META_FILE).is_file()]  # run folders only
     return folders

@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..errors import ConfigError
-from .style import add_sla_line, empty_figure, layout, stage_color, value_axis
+from .style import add_sla_line, empty_figure, layout, require_columns, stage_color, value_axis
 
 COMPONENTS = {
     "batch_wait": ("batch wait", "#dd8452"),
@@ -27,11 +27,7 @@ COMPONENTS = {
 
 
 def _check(sweep: pd.DataFrame, needed: tuple[str, ...], who: str) -> None:
-    missing = [c for c in needed if c not in getattr(sweep, "columns", ())]
-    if missing:
-        raise ConfigError(
-            f"{who}: sweep is missing columns {missing}; pass workbench.batching.sweep(...)"
-        )
+    require_columns(sweep, needed, f"{who}: sweep is", "workbench.batching.sweep(...)")
 
 
 def _markers(stable: pd.Series) -> dict:

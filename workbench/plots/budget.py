@@ -26,7 +26,15 @@ from ..analysis.budget import END_TO_END, UNATTRIBUTED, percentile_request_parts
 from ..analysis.explain import recorded_stacks
 from ..analysis.failures import failure_summary, noise_summary
 from ..errors import ConfigError
-from .style import END_TO_END_COLOR, PERCENTILE_COLORS, SLA_COLOR, empty_figure, layout, stage_color
+from .style import (
+    END_TO_END_COLOR,
+    PERCENTILE_COLORS,
+    SLA_COLOR,
+    empty_figure,
+    layout,
+    require_columns,
+    stage_color,
+)
 
 PERCENTILES = ("p50_ms", "p95_ms", "p99_ms")
 NEEDED = ("name", "kind", "count", "mean_ms", *PERCENTILES, "share")
@@ -35,11 +43,7 @@ MODES = ("percentiles", "waterfall", "requests")
 
 def check_summary(summary: pd.DataFrame, what: str = "summary") -> None:
     """Raise ConfigError unless ``summary`` has the stage_summary columns."""
-    missing = [c for c in NEEDED if c not in getattr(summary, "columns", ())]
-    if missing:
-        raise ConfigError(
-            f"{what}: missing columns {missing}; pass workbench.analysis.budget.stage_summary(...)"
-        )
+    require_columns(summary, NEEDED, f"{what}:", "workbench.analysis.budget.stage_summary(...)")
 
 
 def budget_rows(summary: pd.DataFrame) -> pd.DataFrame:
@@ -222,15 +226,10 @@ def _waterfall(rows: pd.DataFrame) -> go.Figure:
 def _request_stacks(rows: pd.DataFrame, at: pd.DataFrame) -> go.Figure:
     """One stacked bar per percentile request: its stages and unattributed (ms), end to end as a marker."""
     parts = rows[rows["name"] != END_TO_END]["name"].tolist()
-    missing = [
-        c
-        for c in ("percentile", "request", *parts, END_TO_END)
-        if c not in getattr(at, "columns", ())
-    ]
-    if missing:
-        raise ConfigError(
-            f"budget_figure: at is missing columns {missing}; pass analysis.budget.percentile_request_parts(run)"
-        )
+    needed = ("percentile", "request", *parts, END_TO_END)
+    require_columns(
+        at, needed, "budget_figure: at is", "analysis.budget.percentile_request_parts(run)"
+    )
     labels = [f"p{q:g} request (#{r})" for q, r in zip(at["percentile"], at["request"])]
     fig = go.Figure()
     for i, name in enumerate(parts):

@@ -36,6 +36,7 @@ from .style import (
     format_ns,
     kind_key,
     layout,
+    require_columns,
 )
 
 TREE_COLUMNS = ("id", "parent", "name", "kind", "self_ns", "total_ns", "count", "bytes")
@@ -51,14 +52,6 @@ GPU_PANEL = 0.3  # the GPU work icicle's share of the plot height (bottom)
 GPU_GAP = 0.08  # between the panels: the GPU panel's heading
 GPU_LABEL_CHARS = 18
 GPU_LABEL_LINES = 3
-
-
-def check_tree(tree: pd.DataFrame) -> None:
-    missing = [c for c in TREE_COLUMNS if c not in getattr(tree, "columns", ())]
-    if missing:
-        raise ConfigError(
-            f"flame tree: missing columns {missing}; pass a node table from workbench.analysis.flame"
-        )
 
 
 def fit_tree(tree: pd.DataFrame, max_nodes: int) -> tuple[pd.DataFrame, float | None, bool]:
@@ -134,7 +127,7 @@ def flame_figure(
     annotation under the title. ``max_depth`` limits the levels shown at once
     (click to zoom deeper). A tree cut to its stages says what was cut under the title.
     """
-    check_tree(tree)
+    require_columns(tree, TREE_COLUMNS, "flame tree:", "a node table from workbench.analysis.flame")
     if len(tree) == 0 or int(tree["total_ns"].max() or 0) <= 0:
         return empty_figure("empty flame tree: no events to attribute", title or "Flame graph")
     shown, share, cut = fit_tree(tree, max_nodes)

@@ -17,6 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..analysis.transfers import classify_copy
+from ..errors import ConfigError
 from ..naming import STAGE_PREFIX
 from ..units import NS_PER_MS, NS_PER_US  # noqa: F401  (re-exported for the figure modules)
 
@@ -210,6 +211,13 @@ def layout(fig: go.Figure, title: str | None, **kwargs) -> go.Figure:
         )
     fig.update_layout(**(options | kwargs))
     return fig
+
+
+def require_columns(table, needed, subject: str, hint: str) -> None:
+    """Raise ConfigError ``<subject> missing columns [...]; pass <hint>`` unless ``table`` has ``needed``."""
+    missing = [c for c in needed if c not in getattr(table, "columns", ())]
+    if missing:
+        raise ConfigError(f"{subject} missing columns {missing}; pass {hint}")
 
 
 def empty_figure(message: str, title: str | None = None) -> go.Figure:

@@ -23,7 +23,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -525,25 +525,10 @@ class _StageAlarm(BaseException):
     """Raised into the main thread by SIGALRM; a BaseException so stage code's ``except Exception`` lets it by."""
 
 
-@dataclasses.dataclass
-class _Alarm:
-    """``start()`` schedules SIGALRM ``seconds`` from now; ``stop()`` cancels it (both no-ops when unusable)."""
-
-    seconds: float | None = None
-    usable: bool = False
-
-    def start(self) -> None:
-        if self.usable:
-            signal.setitimer(signal.ITIMER_REAL, self.seconds)
-
-    def stop(self) -> None:
-        if self.usable:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-
-
 @contextlib.contextmanager
-def _alarm(timeout_s: float | None):
-    """An :class:`_Alarm` whose SIGALRM raises :class:`_StageAlarm` in this thread.
+def _alarm(timeout_s: float | None) -> Iterator[Callable[[float], Any]]:
+    """``alarm(seconds)``: SIGALRM ``seconds`` from now raises :class:`_StageAlarm` in this thread
+    (``alarm(0)`` cancels it); a function that does nothing where the alarm is unusable.
 
     The traced run cannot use the timing run's worker thread (torch.profiler does not record another
     thread's operators), so on the main thread of a Unix process a hung stage is interrupted by a
@@ -557,7 +542,7 @@ def _alarm(timeout_s: float | None):
         and threading.current_thread() is threading.main_thread()
     )
     if not usable:
-        yield _Alarm(timeout_s, False)
+        yield lambda seconds: None
         return
 
     def ring(signum, frame):
@@ -565,14 +550,14 @@ def _alarm(timeout_s: float | None):
 
     previous = signal.signal(signal.SIGALRM, ring)
     try:
-        yield _Alarm(timeout_s, True)
+        yield functools.partial(signal.setitimer, signal.ITIMER_REAL)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
 
 def _traced_requests(
-    plan: MeasurePlan, items, out_dir: Path, alarm: _Alarm
+    plan: MeasurePlan, items, out_dir: Path, alarm: Callable[[float], Any]
 ) -> tuple[Path, dict[str, Any]]:
     from .device import quiet_profiler
 
@@ -605,12 +590,12 @@ def _traced_requests(
             out = next_batch(items, pipe.config.batch_size, pipe.name)
             for range_name, name, fn in stages:
                 try:
-                    alarm.start()
+                    alarm(plan.timeout_s)
                     with memory.measure(name, counted=i > 0), record_function(range_name):
                         out = fn(out)
-                    alarm.stop()
+                    alarm(0)
                 except _StageAlarm:
-                    late = f"ran past the timeout of {alarm.seconds:g} s"
+                    late = f"ran past the timeout of {plan.timeout_s:g} s"
                     failure = StageFailure(
                         name, TIMEOUT, f"stage {name!r} of the traced run {late}"
                     )
@@ -619,7 +604,7 @@ def _traced_requests(
                     raise
                 # recorded like the timing run's failures (sys.exit too)
                 except BaseException as exc:
-                    alarm.stop()
+                    alarm(0)
                     failures.append(StageFailure.from_exception(name, exc))
                     break
             if cuda:

@@ -95,12 +95,12 @@ def time_request(
     every timed region) and the output is released at once: only the numbers
     stay (``attributes``; a describe that raises is in ``attribute_errors``).
     """
+    starts = [] if starts is None else starts
+    ends = [] if ends is None else ends
     if gc_probe is not None or keep or describe:
         return _time_request_observed(
             names, fns, batch, clock, starts, ends, gc_probe, keep, describe or {}
         )
-    starts = [] if starts is None else starts
-    ends = [] if ends is None else ends
     out = batch
     t0 = clock()
     for fn in fns:
@@ -122,8 +122,6 @@ def _time_request_observed(
 ) -> RequestTiming:
     """:func:`time_request` that also reads GC pauses per stage, keeps chosen outputs and describes others
     (kept apart so the plain path stays two clock reads per stage)."""
-    starts = [] if starts is None else starts
-    ends = [] if ends is None else ends
     gc_ns: list[int] = []
     kept: dict[int, Any] = {}
     out, failure = batch, None

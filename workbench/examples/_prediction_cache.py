@@ -86,19 +86,17 @@ class PredictionCache:
         mismatched = 0
         with self._lock:
             cached = [self._lru_get(k) for k in keys]
-        lost: list[int] = []
-        if self.redis is not None:
-            lost = [i for i, c in enumerate(cached) if c is None]
-            if lost:
-                raw = self.redis.mget([f"{PREFIX}pred:{keys[i]}" for i in lost])
-                for i, value in zip(lost, raw):
-                    cached[i] = None if value is None else _decoded(value)
+        lost = [i for i, c in enumerate(cached) if c is None] if self.redis is not None else []
+        if lost:
+            raw = self.redis.mget([f"{PREFIX}pred:{keys[i]}" for i in lost])
+            for i, value in zip(lost, raw):
+                cached[i] = None if value is None else _decoded(value)
         for i, (r, c) in enumerate(zip(requests, cached)):
             # never another user's or another model's answer
             if c is not None and not _answers(c, r, self.fingerprint):
                 cached[i] = None
                 mismatched += 1
-        if self.redis is not None:
+        if lost:  # a Redis hit is copied into the LRU
             with self._lock:
                 for i in lost:
                     if cached[i] is not None:

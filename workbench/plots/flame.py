@@ -349,8 +349,8 @@ def differential_flame_figure(
         tree,
         [max(n["tail"], 1e-9) for n in tree],
         growth,
-        1,
-        dict(title="slow - median", tickformat=".0%"),
+        limit=1,
+        colorbar=dict(title="slow - median", tickformat=".0%"),
         customdata=[[n["tail"], n["median"], g] for n, g in zip(tree, growth)],
         hovertemplate=(
             f"%{{label}}<br>slowest {label}: %{{customdata[0]:.1%}}<br>median: %{{customdata[1]:.1%}}"
@@ -379,8 +379,8 @@ def traced_tail_figure(view: dict | None, *, title: str | None = None) -> go.Fig
         tree,
         [max(n["slow_ns"], 1) for n in tree],
         diff_ms,
-        max(abs(d) for d in diff_ms) or 1.0,
-        dict(title="slow - median (ms)"),
+        limit=max(abs(d) for d in diff_ms) or 1.0,
+        colorbar=dict(title="slow - median (ms)"),
         customdata=[
             [format_ns(n["slow_ns"]), format_ns(n["median_ns"]), KIND_LABELS[k]]
             for n, k in zip(tree, keys)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace import GPU_WORK_KINDS, KIND_KERNEL, KIND_RUNTIME, KINDS, Trace, derived
-from ..trace.columns import Columns
+from ..trace.columns import Columns, Text
 from ..trace.frames import categorical, kinds, nullable, pd
 from ..trace.intervals import union_length
 from ..trace.numbers import NA_INT
@@ -119,10 +119,7 @@ class LaunchJoin:
 
     def named(self, names) -> np.ndarray:
         """Boolean per work row: its launch call is named in ``names``."""
-        hits = np.array(
-            [label in names for label in self.runtime.name.labels] + [False], dtype=bool
-        )
-        return hits[np.where(self.launch_name < 0, hits.size - 1, self.launch_name)]
+        return Text(self.launch_name, self.runtime.name.labels).isin(names)
 
 
 @derived

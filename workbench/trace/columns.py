@@ -21,7 +21,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from . import schema
+from .frames import categorical, kinds, nullable
 from .lazy import pd
 from .numbers import NA_INT
 from .schema import CATEGORY_KINDS, COLUMNS, INT_COLUMNS, KIND_OTHER, KINDS, TEXT_COLUMNS
@@ -77,17 +77,12 @@ class Columns:
 
     def take(self, rows) -> Columns:
         """The rows ``rows`` (an index array or a boolean mask), every column."""
-        out = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            out[f.name] = (
-                None
-                if value is None
-                else value.take(rows)
-                if isinstance(value, Text)
-                else value[rows]
-            )
-        return Columns(**out)
+
+        def pick(value):
+            return value.take(rows) if isinstance(value, Text) else value[rows]
+
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return Columns(**{k: None if v is None else pick(v) for k, v in values.items()})
 
     def of_kinds(self, kinds) -> np.ndarray:
         """Boolean mask of the rows whose kind is in ``kinds``."""
@@ -95,17 +90,10 @@ class Columns:
 
     def to_frame(self):
         """The pandas events table (:mod:`workbench.trace.schema`); imports pandas."""
-        data = {"ts_ns": self.ts_ns, "dur_ns": self.dur_ns}
-        for key in TEXT_COLUMNS:
-            text = getattr(self, key)
-            dtype = pd.CategoricalDtype(pd.Index(list(text.labels), dtype="str"))
-            data[key] = pd.Categorical.from_codes(text.codes, dtype=dtype)
-        data["kind"] = pd.Categorical.from_codes(
-            self.kind.astype(np.int64), dtype=schema.KIND_DTYPE
-        )
-        for key in INT_COLUMNS:
-            values = getattr(self, key)
-            data[key] = pd.arrays.IntegerArray(values.copy(), values == NA_INT)
+        texts = {key: getattr(self, key) for key in TEXT_COLUMNS}
+        data = {"ts_ns": self.ts_ns, "dur_ns": self.dur_ns, "kind": kinds(self.kind)}
+        data |= {key: categorical(text.codes, text) for key, text in texts.items()}
+        data |= {key: nullable(getattr(self, key)) for key in INT_COLUMNS}
         table = pd.DataFrame(data, columns=list(COLUMNS))
         if self.shapes is not None:
             table["input_shapes"] = pd.Categorical(list(self.shapes))
@@ -132,14 +120,12 @@ class Columns:
             kind = lookup[kind_col.cat.codes.to_numpy()]
         else:
             kind = np.array([KINDS.index(str(k)) for k in kind_col], dtype=np.int8).reshape(-1)
-        ints = {}
-        for key in INT_COLUMNS:
-            if key in table:
-                ints[key] = pd.array(table[key], dtype="Int64").to_numpy(
-                    dtype=np.int64, na_value=NA_INT
-                )
-            else:
-                ints[key] = np.full(len(table), NA_INT, np.int64)
+        ints = {
+            key: pd.array(table[key], dtype="Int64").to_numpy(dtype=np.int64, na_value=NA_INT)
+            if key in table
+            else np.full(len(table), NA_INT, np.int64)
+            for key in INT_COLUMNS
+        }
         shapes = None
         if "input_shapes" in table:
             col = table["input_shapes"]

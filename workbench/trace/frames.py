@@ -4,20 +4,16 @@ figures and notebooks (``pd`` is :mod:`workbench.trace.lazy`'s: pandas imported 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from . import schema
 from .lazy import pd
 from .numbers import NA_INT
 
-if TYPE_CHECKING:
-    from .columns import Text
 
-
-def categorical(codes: np.ndarray, text: Text):
-    """A pandas Categorical of ``codes`` (-1 = missing) with the text column's labels as categories."""
+def categorical(codes: np.ndarray, text):
+    """A pandas Categorical of ``codes`` (-1 = missing) with the labels of ``text`` (a
+    :class:`~workbench.trace.columns.Text`) as categories (``columns`` imports this module)."""
     return pd.Categorical.from_codes(
         codes, dtype=pd.CategoricalDtype(pd.Index(list(text.labels), dtype="str"))
     )

@@ -103,7 +103,7 @@ def run_load(
             f"{MAX_REQUESTS} (lower --rate, --duration or --requests)"
         )
     items = _prefetch(pipe, len(schedule))
-    execute, threads, guards = _executor(pipe, target, clock, timeout_s)
+    execute, threads, guards = pipeline_executor(pipe, target, clock, timeout_s)
     started = datetime.now(timezone.utc)
     probe = NoiseProbe(noise_readings or Readings()).start()
     try:
@@ -283,8 +283,9 @@ def _prefetch(pipe, n: int) -> list:
     return items
 
 
-def _executor(pipe, target, clock: Clock, timeout_s: float | None = None):
-    """``(execute(items, starts=, ends=) -> RequestTiming, threads, guards)`` for the executor threads.
+def pipeline_executor(pipe, target, clock: Clock, timeout_s: float | None = None):
+    """``(execute(items, starts=, ends=) -> RequestTiming, threads, guards)`` for the executor threads
+    (of a load run, and of ``workbench serve``'s service).
 
     Each executor thread builds its own pipeline from the factory, in that
     thread, on its first call: a stage may hold objects that only work in the

@@ -119,44 +119,23 @@ def refusal(
     answered = answered if answered is not None else limits.answered()
     host = headers.get("host")
     if not host_allowed(limits, host, answered):
-        return (
-            421,
-            "host",
-            (
-                f"Host {host[:80]!r} is not served here (DNS rebinding guard; add a name with "
-                "--allow-host)"
-                if host
-                else "no Host header"
-            ),
-        )
+        if not host:
+            return 421, "host", "no Host header"
+        guard = "(DNS rebinding guard; add a name with --allow-host)"
+        return 421, "host", f"Host {host[:80]!r} is not served here {guard}"
     origin = headers.get("origin")
     if method in STATE_CHANGING and origin is not None:
         name = urlparse(origin).hostname if origin != "null" else None
         if name is None or not host_allowed(limits, f"[{name}]" if ":" in name else name, answered):
-            return (
-                403,
-                "origin",
-                f"Origin {origin[:80]!r} may not send {method} here (a web page of another site)",
-            )
+            why = f"Origin {origin[:80]!r} may not send {method} here (a web page of another site)"
+            return 403, "origin", why
     rid = headers.get("x-request-id")
     if rid is not None and len(rid) > limits.max_request_id_chars:
-        return (
-            400,
-            "request_id",
-            (
-                f"X-Request-Id is {len(rid)} characters; the limit is "
-                f"{limits.max_request_id_chars} (--max-request-id)"
-            ),
-        )
+        limit = f"the limit is {limits.max_request_id_chars} (--max-request-id)"
+        return 400, "request_id", f"X-Request-Id is {len(rid)} characters; {limit}"
     if path.endswith("/predict") and pending >= limits.max_pending:
-        return (
-            503,
-            "pending",
-            (
-                f"{pending} requests are queued; the limit is {limits.max_pending} (--max-pending): "
-                "retry later"
-            ),
-        )
+        limit = f"the limit is {limits.max_pending} (--max-pending)"
+        return 503, "pending", f"{pending} requests are queued; {limit}: retry later"
     return None
 
 

@@ -282,33 +282,27 @@ class Connection(asyncio.Protocol):
                 self.pool.idle.remove(self)  # so the sends below never go on it
         if self.pool.before_read is not None:
             self.pool.before_read()  # sends that fell due go first, not behind a burst of responses
-        if self.done is None:
-            first = bytes(data[:80]).split(b"\r\n")[0].decode("latin-1")
-            self.fail(
-                ExtraBytes(
+        try:
+            if self.done is None:
+                first = bytes(data[:80]).split(b"\r\n")[0].decode("latin-1")
+                raise ExtraBytes(
                     f"{len(data)} bytes from the server with no request in flight ({first!r})"
                 )
-            )
-            return
-        try:
             complete = self.parser.feed(data)
+            if len(complete) > 1:  # no pipelining: one response per request
+                raise ExtraBytes(f"a response (status {complete[-1][0]}) to no request")
+            if complete and self.parser.busy:
+                length = complete[0][1].get("content-length", "?")[:20]
+                raise ExtraBytes(
+                    f"bytes after the end of a {complete[0][0]} response (its Content-Length "
+                    f"{length} is shorter than its body?)"
+                )
         except BadResponse as exc:
             self.fail(exc)
             return
         if not complete:
             return
         status, headers, body, keep_alive = complete[0]
-        if len(complete) > 1:  # no pipelining: one response per request
-            self.fail(ExtraBytes(f"a response (status {complete[-1][0]}) to no request"))
-            return
-        if self.parser.busy:
-            self.fail(
-                ExtraBytes(
-                    f"bytes after the end of a {status} response (its Content-Length "
-                    f"{headers.get('content-length', '?')[:20]} is shorter than its body?)"
-                )
-            )
-            return
         done, self.done = self.done, None
         if not keep_alive:
             self._close()
@@ -326,17 +320,12 @@ class Connection(asyncio.Protocol):
         self.closed = True
         last = self.parser.feed_eof()
         done, self.done = self.done, None
-        if done is not None:
-            if last is not None:
-                done(self.sent_ns, Response(last[0], last[1], last[2], self.pool.clock()))
-            else:
-                why = f": {exc}" if exc else ""
-                done(
-                    self.sent_ns,
-                    ServerDisconnected(
-                        f"the server closed the connection before the response was complete{why}"
-                    ),
-                )
+        if done is not None and last is not None:
+            done(self.sent_ns, Response(*last[:3], self.pool.clock()))
+        elif done is not None:
+            why = f": {exc}" if exc else ""
+            message = f"the server closed the connection before the response was complete{why}"
+            done(self.sent_ns, ServerDisconnected(message))
         self.pool.lost(self)
 
     def fail(self, exc: BaseException) -> None:

@@ -109,15 +109,12 @@ def make_app(
         if rid is None:  # refused by the pipeline's check before batching (recorded by the service)
             log(f"a request{_rid(times)}: {reply.body.decode()} (400 sent, recorded; serving on)")
             return Response(reply.body, status_code=reply.status, headers=reply.headers)
+        who = f"request {rid}{_rid(times)}"
         if reply.status != 200:
-            log(
-                f"request {rid}{_rid(times)}: {reply.body.decode()} (500 sent, recorded; serving on)"
-            )
+            log(f"{who}: {reply.body.decode()} (500 sent, recorded; serving on)")
         if await request.is_disconnected():
             times.disconnected = True
-            log(
-                f"request {rid}{_rid(times)}: the client disconnected before the response (recorded)"
-            )
+            log(f"{who}: the client disconnected before the response (recorded)")
         service.finish(rid, times)
         return Response(reply.body, status_code=reply.status, headers=reply.headers)
 
@@ -138,22 +135,17 @@ def make_app(
 
     async def shutdown(request):
         if limits.control_token is None:
-            refused["control"] += 1
-            return JSONResponse(
-                {
-                    "error": "POST /shutdown is off: start the server with --control-token, "
-                    "or stop it with SIGTERM / Ctrl-C"
-                },
-                status_code=403,
+            error = (
+                "POST /shutdown is off: start the server with --control-token, "
+                "or stop it with SIGTERM / Ctrl-C"
             )
-        if not token_ok(limits, request.headers.get(TOKEN_HEADER)):
-            refused["control"] += 1
-            return JSONResponse(
-                {"error": f"POST /shutdown needs the {TOKEN_HEADER} header of --control-token"},
-                status_code=403,
-            )
-        server_box["server"].should_exit = True
-        return JSONResponse({"status": "shutting down"})
+        elif not token_ok(limits, request.headers.get(TOKEN_HEADER)):
+            error = f"POST /shutdown needs the {TOKEN_HEADER} header of --control-token"
+        else:
+            server_box["server"].should_exit = True
+            return JSONResponse({"status": "shutting down"})
+        refused["control"] += 1
+        return JSONResponse({"error": error}, status_code=403)
 
     app = Starlette(
         routes=[

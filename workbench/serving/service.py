@@ -27,15 +27,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import Any, NamedTuple
 
 from ..batching.batcher import BatchRecord, DynamicBatcher, warm_up
+from ..batching.live import pipeline_executor
 from ..batching.policy import BatchPolicy, wait_split
-from ..timing import Clock, StageFailure, time_request
+from ..timing import Clock, StageFailure
 from .protocol import format_server_timing, output_bytes
 
 VALIDATE = "validate"  # the error stage of a request the pipeline's check refused before batching
@@ -163,7 +163,9 @@ class PipelineService:
         self._waiting: dict[int, asyncio.Future] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         items = [x for _, x in zip(range(max(1, policy.max_batch_size)), pipe.item_iterator())]
-        execute = _executor(pipe, clock)
+        # workbench load's executor (torch threads, stage timing); a batch that raises is re-run one
+        # item at a time (isolating)
+        execute = isolating(pipeline_executor(pipe, pipe, clock)[0], clock)
         self.batcher = DynamicBatcher(
             execute,
             policy,
@@ -387,36 +389,6 @@ def _first_output(output):
     if isinstance(output, (list, tuple)) and len(output) == 1:
         return output[0]
     return output
-
-
-def _executor(pipe, clock: Clock):
-    """``execute(items) -> RequestTiming`` for the executor threads (torch threads as the caller's).
-
-    Mirrors ``workbench.batching.live``: OpenMP keeps the intra-op thread
-    count per thread, so each executor thread takes the caller's. A batch
-    that raises is re-run one item at a time (:func:`isolating`).
-    """
-    from ..device import torch_or_none
-    from ..timing import CudaStageTimer
-
-    torch = torch_or_none()
-    threads = torch.get_num_threads() if torch is not None else None
-    names, fns = pipe.stage_names, [s.fn for s in pipe.stages]
-    local = threading.local()
-
-    def execute(batch):
-        if not hasattr(local, "run"):
-            if threads is not None:
-                torch.set_num_threads(threads)
-            if pipe.config.is_cuda:
-                timer = CudaStageTimer(len(fns), "stage", clock)
-                local.run = lambda b: timer.time_request(names, fns, b)
-            else:
-                local.run = lambda b: time_request(names, fns, b, clock)
-            local.run = isolating(local.run, clock)
-        return local.run(batch)
-
-    return execute
 
 
 def server_meta(service: PipelineService) -> dict[str, Any]:

@@ -2,12 +2,11 @@
 derived from it, each computed once on first use and shared by every analysis and figure.
 
 :func:`~workbench.trace.load_trace` returns a :class:`Trace`; every trace analysis takes one.
-Row subsets of the events table (``host``, ``gpu_work``, ``kernels``, ``runtime``,
-``memcpy``) are properties here. Tables that need an analysis' rules (the launch join,
-profiler steps, stage ranges...) are defined by the analysis modules with :func:`derived`:
-the function is computed once per trace and its result memoised on the trace, so ``trace``
-never imports ``analysis`` (the dependency runs one way) and ``analyze()`` joins GPU work
-to its launch calls once instead of once per section.
+The GPU work rows of the events table are a property here (``gpu_work``). Tables that need an
+analysis' rules (the launch join, profiler steps, stage ranges...) are defined by the analysis
+modules with :func:`derived`: the function is computed once per trace and its result memoised
+on the trace, so ``trace`` never imports ``analysis`` (the dependency runs one way) and
+``analyze()`` joins GPU work to its launch calls once instead of once per section.
 
 Derived tables are handed out as shallow copies (pandas' copy-on-write keeps the memo intact
 when a caller assigns a column); callers must not modify them in place.
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING, Callable, TypeVar
 import numpy as np
 
 from .columns import Columns
-from .schema import GPU_WORK_KINDS, HOST_KINDS, KIND_KERNEL, KIND_MEMCPY, KIND_RUNTIME
+from .schema import GPU_WORK_KINDS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -123,29 +122,9 @@ class Trace:
         return self.events[np.isin(self._kind_codes, codes)]
 
     @cached_property
-    def host(self) -> pd.DataFrame:
-        """Host rows (``HOST_KINDS``: operators, annotations, runtime calls, python)."""
-        return self._of_kinds(HOST_KINDS)
-
-    @cached_property
     def gpu_work(self) -> pd.DataFrame:
         """GPU work rows: kernels, copies, memsets (``GPU_WORK_KINDS``)."""
         return self._of_kinds(GPU_WORK_KINDS)
-
-    @cached_property
-    def kernels(self) -> pd.DataFrame:
-        """Kernel rows."""
-        return self._of_kinds([KIND_KERNEL])
-
-    @cached_property
-    def memcpy(self) -> pd.DataFrame:
-        """Copy rows."""
-        return self._of_kinds([KIND_MEMCPY])
-
-    @cached_property
-    def runtime(self) -> pd.DataFrame:
-        """Runtime-category rows (``cuda_sync`` events are not runtime calls)."""
-        return self._of_kinds([KIND_RUNTIME])
 
 
 def derived(compute: Callable[[Trace], T]) -> Callable[[Trace], T]:

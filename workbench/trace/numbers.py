@@ -142,11 +142,8 @@ def _as_int(value) -> int | None:
     if isinstance(value, int):
         return value if abs(value) <= _INT64_MAX else None
     if isinstance(value, float):
-        return (
-            int(value)
-            if math.isfinite(value) and value.is_integer() and abs(value) <= _INT64_MAX
-            else None
-        )
+        whole = math.isfinite(value) and value.is_integer() and abs(value) <= _INT64_MAX
+        return int(value) if whole else None
     try:
         number = int(str(value).strip(), 0)
     except ValueError:

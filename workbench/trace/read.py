@@ -84,11 +84,9 @@ def _refuse_special(path: Path) -> None:
 
 
 def _too_big(path: Path, max_bytes: int, size: int | None = None) -> str:
-    what = (
-        f"{size:,} bytes of JSON"
-        if size is not None
-        else "it holds more JSON than that (reading stopped at the cap)"
-    )
+    what = "it holds more JSON than that (reading stopped at the cap)"
+    if size is not None:
+        what = f"{size:,} bytes of JSON"
     return (
         f"{path}: trace too large for the cap of {max_bytes:,} bytes: {what}; "
         "if the trace is genuine, raise the cap (analyze --max-trace-bytes, load_trace(max_bytes=...))"
@@ -100,9 +98,8 @@ def _gunzip(path: Path, stream, max_bytes: int) -> bytearray:
     out = bytearray()
     feed = _Feed(stream)
     while True:
-        unzip = zlib.decompressobj(
-            wbits=31
-        )  # one gzip member: header, deflate data, CRC and size check
+        # one gzip member: header, deflate data, CRC and size check
+        unzip = zlib.decompressobj(wbits=31)
         while not unzip.eof:
             data = feed.take()
             try:

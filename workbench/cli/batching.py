@@ -8,7 +8,6 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..guard import Interrupted
 from .load_args import (
     SUMMARY_KEYS,
     add_batcher_arguments,
@@ -28,7 +27,7 @@ from .profile import (
     config_from_args,
     factory_from_args,
     failure_verdict,
-    save_interrupted,
+    kept_on_interrupt,
 )
 from .numbers import add_number, number
 from .output import check_out, default_folder, dumps, pipeline_name, save_measured, stdout_to_stderr
@@ -118,19 +117,15 @@ def run_load_command(args) -> int:
     arrivals = arrivals_from_args(args, args.requests, args.duration)
     out = args.out or default_folder("load", pipeline_name(args))
     check_out(out, folder=True)  # before measuring
-    try:
-        with stdout_to_stderr(args.json):
-            run = run_load(
-                factory_from_args(args),
-                config_from_args(args),
-                arrivals=arrivals,
-                policy=policy,
-                drain_timeout_s=args.drain_timeout,
-                timeout_s=args.timeout_s,
-            )
-    except Interrupted as stop:
-        save_interrupted(stop.run, out, "load")
-        raise
+    with kept_on_interrupt(out, "load"), stdout_to_stderr(args.json):
+        run = run_load(
+            factory_from_args(args),
+            config_from_args(args),
+            arrivals=arrivals,
+            policy=policy,
+            drain_timeout_s=args.drain_timeout,
+            timeout_s=args.timeout_s,
+        )
     path = save_measured(run, out)
     from ..otel.export import otel_hook  # --otel: spans from the recorded timestamps, after the run
 

@@ -331,6 +331,10 @@ def _batches(path: Path, columns: tuple[str, ...], dictionary: str | None = None
         raise RunRecordError(f"{path}: unreadable Parquet: {str(exc)[:200]}") from None
 
 
+def _stage_label(name: str) -> str:
+    return "end to end" if name == END_TO_END else name
+
+
 def _fmt_ci(ci) -> str:
     return "[  n/a  ]" if ci[0] is None or ci[1] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
@@ -346,7 +350,7 @@ def print_rows(found: dict[str, Any], metric: str, out, *, noisy: bool = False) 
         file=out,
     )
     for e in [*found["stages"], found["end_to_end"]]:
-        name = "end to end" if e["name"] == "end_to_end" else e["name"]
+        name = _stage_label(e["name"])
         where = " on a noisy machine" if noisy and e["verdict"] in (SLOWER, FASTER) else ""
         print(
             f"  {name:<16} {_fmt(e['p50_ratio']):>8} {_fmt_ci(e['p50_ci']):>17} {_fmt(e['p99_ratio']):>8} "
@@ -389,10 +393,11 @@ def print_interleaved(result: dict[str, Any], out) -> None:
 
 def stopped_line(stopped: dict[str, Any]) -> str:
     """Why the rounds ended: the fixed count, the resolution reached, the time limit, or the items."""
-    widest = stopped.get("widest")
+    widest = stopped.get("widest") or {}
+    size = widest.get("width")
     width = (
-        f"; widest interval {widest['width']:.3f} ({'end to end' if widest['name'] == 'end_to_end' else widest['name']})"
-        if widest and widest.get("width") is not None and math.isfinite(widest["width"])
+        f"; widest interval {size:.3f} ({_stage_label(widest['name'])})"
+        if size is not None and math.isfinite(size)
         else ""
     )
     by = stopped["by"]

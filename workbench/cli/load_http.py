@@ -74,8 +74,7 @@ def payloads_from_args(args, n: int) -> list[bytes]:
 def run_http_load_command(args) -> int:
     from ..analysis.failures import failure_summary
     from ..batching.summary import format_summary, load_summary
-    from ..guard import Interrupted
-    from .profile import failure_verdict, save_interrupted
+    from .profile import failure_verdict, kept_on_interrupt
 
     if args.payloads is not None and not args.url:
         raise ConfigError(
@@ -87,11 +86,8 @@ def run_http_load_command(args) -> int:
     out = args.out or default_folder("load-url")
     check_out(out, folder=True)  # before measuring
     payloads = payloads_from_args(args, min(len(arrivals.times_ns()), 10_000))
-    try:
+    with kept_on_interrupt(out, "load"):
         run = http_load(args, payloads, arrivals)  # the workbench's generator, or --engine locust
-    except Interrupted as stop:
-        save_interrupted(stop.run, out, "load")
-        raise
     path = save_measured(run, out)
     summary = load_summary(run.requests)
     serving, noise = run.meta.serving, run.meta.noise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from ..runner import DEFAULT_MAX_DURATION_S, DEFAULT_REQUESTS, DEFAULT_TRACED
 from ..timing import SYNC_POLICIES
 from .numbers import add_number, number
 from .output import check_out, default_folder, dumps, pipeline_name, save_measured, stdout_to_stderr
-from .show import print_budget, print_failure_lines
+from .show import print_budget, print_failure_lines, print_failure_sections
 
 PROFILE_REQUESTS = number("--requests", 1, 10**8, "requests", integer=True)
 WARMUP = number("--warmup", 0, 10**7, "requests", integer=True)
@@ -190,25 +191,22 @@ def run(args) -> int:
     factory = factory_from_args(args)
     out = args.out or default_out(args)
     check_out(out, folder=True)  # before measuring: a run is never measured to be thrown away
-    try:
-        with stdout_to_stderr(args.json):  # what stages print never mixes with the JSON object
-            result = profile(
-                factory,
-                config,
-                requests=args.requests,
-                warmup=args.warmup,
-                traced=args.traced,
-                sync=args.sync,
-                timeout_s=args.timeout_s,
-                max_duration_s=args.max_duration,
-                stacks=args.stacks,
-                shapes=args.record_shapes,
-                modules=args.with_modules,
-                sample_stacks=args.sample_stacks,
-            )
-    except Interrupted as stop:
-        save_interrupted(stop.run, out)
-        raise
+    # what stages print never mixes with the JSON object
+    with kept_on_interrupt(out), stdout_to_stderr(args.json):
+        result = profile(
+            factory,
+            config,
+            requests=args.requests,
+            warmup=args.warmup,
+            traced=args.traced,
+            sync=args.sync,
+            timeout_s=args.timeout_s,
+            max_duration_s=args.max_duration,
+            stacks=args.stacks,
+            shapes=args.record_shapes,
+            modules=args.with_modules,
+            sample_stacks=args.sample_stacks,
+        )
     path = save_measured(result, out)
     from ..otel.export import otel_hook  # spans from the recorded timestamps, after the run
 
@@ -240,36 +238,39 @@ def failure_verdict(run, fail_on_error: bool, command: str) -> int:
     warm_executors = run.meta.load.warmup_failures if run.meta.load else []
     if fail_on_error and (any_failed(requests, run.meta.trace) or warm_executors):
         print(f"workbench {command}: requests failed (--fail-on-error):", file=sys.stderr)
-        for phase, warm in (("measured", False), ("warm-up", True)):
-            summary = failure_summary(requests, order, warmup=warm)
-            if summary:
-                print(f"  {phase}:", file=sys.stderr)
-                print_failure_lines(summary, sys.stderr, indent="    ")
-        for phase, records in (
-            ("traced run", run.meta.trace.failures if run.meta.trace else []),
-            ("executor warm-up", warm_executors),
-        ):
-            if records:
-                print(f"  {phase}:", file=sys.stderr)
-                print_failure_lines(records_summary(records), sys.stderr, indent="    ")
+        traced = run.meta.trace.failures if run.meta.trace else []
+        sections = [
+            ("measured", failure_summary(requests, order, warmup=False)),
+            ("warm-up", failure_summary(requests, order, warmup=True)),
+            ("traced run", records_summary(traced)),
+            ("executor warm-up", records_summary(warm_executors)),
+        ]
+        print_failure_sections(sections, sys.stderr, indent="  ")
         return 1
     return 0
 
 
-def save_interrupted(run, out: Path, command: str = "profile") -> None:
-    """Ctrl-C: keep what was measured (status "interrupted"), or say that nothing was."""
-    if run is None or len(run.requests) == 0:
+@contextlib.contextmanager
+def kept_on_interrupt(out: Path, command: str = "profile"):
+    """Ctrl-C during the block (:class:`~workbench.guard.Interrupted`): keep what was measured at
+    ``out`` (status "interrupted"), or say that nothing was; then stop."""
+    try:
+        yield
+    except Interrupted as stop:
+        run = stop.run
+        if run is None or len(run.requests) == 0:
+            print(
+                f"workbench {command}: interrupted before any request finished; no run written",
+                file=sys.stderr,
+            )
+            raise
+        path = save_measured(run, out)
         print(
-            f"workbench {command}: interrupted before any request finished; no run written",
+            f"workbench {command}: interrupted after {len(run.requests)} requests; "
+            f"run written to {path} (status: interrupted)",
             file=sys.stderr,
         )
-        return
-    path = save_measured(run, out)
-    print(
-        f"workbench {command}: interrupted after {len(run.requests)} requests; "
-        f"run written to {path} (status: interrupted)",
-        file=sys.stderr,
-    )
+        raise
 
 
 def guard_verdict(run) -> int:

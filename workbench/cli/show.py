@@ -38,6 +38,12 @@ def _fmt(value) -> str:
     return f"{value:.3f}" if value is not None else "-"
 
 
+def _cells(label: str, summary: dict) -> list[str]:
+    """The label, count, mean, p50, p95, p99 and max (ms) cells of one row of the budget table."""
+    keys = ("mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")
+    return [label, str(summary["count"]), *(_fmt(summary[k]) for k in keys)]
+
+
 # the budget table's columns and their narrowest widths; a column widens to its longest cell plus one space
 BUDGET_COLUMNS = (
     ("stage", 16),
@@ -81,13 +87,7 @@ def print_budget(report: dict, out) -> None:
     columns = BUDGET_COLUMNS if device else BUDGET_COLUMNS[:9]
     rows = [[name for name, _ in columns]]
     for s in report["stages"]:
-        row = [
-            s["name"],
-            str(s["count"]),
-            *(_fmt(s[k]) for k in ("mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")),
-            _share(s["share"]).strip(),
-            str(report["errors"][s["name"]]),
-        ]
+        row = [*_cells(s["name"], s), _share(s["share"]).strip(), str(report["errors"][s["name"]])]
         if device:
             row += [_fmt(s["device"]["p50_ms"]), _fmt(s["device"]["p99_ms"])]
         rows.append(row)
@@ -99,14 +99,7 @@ def print_budget(report: dict, out) -> None:
             if key == "unattributed" and e["mean_ms"] is not None and e2e_mean
             else ""
         )
-        rows.append(
-            [
-                label,
-                str(e["count"]),
-                *(_fmt(e[k]) for k in ("mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")),
-                share,
-            ]
-        )
+        rows.append([*_cells(label, e), share])
     for line in render_table(rows, [w for _, w in columns]):
         print(line, file=out)
     e2e = report["end_to_end"]
@@ -207,14 +200,19 @@ def print_failures(report: dict, out) -> None:
     from ..analysis.failures import records_summary
 
     sections = [
-        ("failures (measured requests)", report.get("failures") or {}),
-        ("failures (warm-up)", report.get("warmup_failures") or {}),
+        ("failures (measured requests)", report.get("failures")),
+        ("failures (warm-up)", report.get("warmup_failures")),
         ("failures (traced run)", records_summary(report.get("traced_failures") or [])),
     ]
+    print_failure_sections(sections, out)
+
+
+def print_failure_sections(sections: list[tuple[str, dict | None]], out, indent: str = "") -> None:
+    """``title:`` then its failure lines, for each section with a failure."""
     for title, summary in sections:
         if summary:
-            print(f"{title}:", file=out)
-            print_failure_lines(summary, out)
+            print(f"{indent}{title}:", file=out)
+            print_failure_lines(summary, out, indent=indent + "  ")
 
 
 def print_failure_lines(summary: dict, out, indent: str = "  ") -> None:

@@ -9,7 +9,6 @@ here is the one ``workbench show SWEEP_DIR`` prints.
 from __future__ import annotations
 
 import argparse
-import contextlib
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -144,13 +143,16 @@ def _measure(args, plan, start):
     """A sweep's ``measure(value, folder, watch)``: one point's run, ``start(point_args, arrivals, watch)``
     with its rate (or concurrency) over ``max_windows`` windows, saved in its folder."""
 
+    from .profile import kept_on_interrupt
+
     def measure(value, folder: Path, watch):
         point = argparse.Namespace(**vars(args))
         if plan.parameter == "rate":
             point.rate = value
         else:
             point.concurrency = int(value)
-        with _kept_on_interrupt(folder):
+        # Ctrl-C in a point: its requests so far are kept (sweep.json holds the points before it)
+        with kept_on_interrupt(folder, "load --sweep"):
             run = start(point, arrivals_from_args(point, None, plan.duration_s), watch)
         run.save(folder)
         return run
@@ -223,22 +225,6 @@ def _served(args, plan):
     # "pipeline": None when no --example: the server names it (first point)
     header = {"kind": "served", "pipeline": args.example, "url": args.url, "policy": None}
     return _measure(args, plan, start), header
-
-
-@contextlib.contextmanager
-def _kept_on_interrupt(folder: Path):
-    """Ctrl-C in a point: its requests so far are saved in its folder (status interrupted), then it stops.
-
-    ``sweep.json`` already holds the points measured before it.
-    """
-    from ..guard import Interrupted
-    from .profile import save_interrupted
-
-    try:
-        yield
-    except Interrupted as stop:
-        save_interrupted(stop.run, folder, "load --sweep")
-        raise
 
 
 def _predict(args, plan, record: dict, out: Path) -> dict:

@@ -361,13 +361,9 @@ def compare_sweeps_command(paths: list[Path], as_json: bool) -> int:
     )
     for r in records:
         cells = [f"{r['value']:>8.4g}"]
-        for name in ("p50", "p99", "achieved"):
-            unit = "rps" if name == "achieved" else "ms"
-            cells += [
-                _cell(r[f"a_{name}_{unit}"], 8, ".3f"),
-                _cell(r[f"b_{name}_{unit}"], 8, ".3f"),
-                _cell(r[f"{name}_ratio"], 6, ".2f"),
-            ]
+        for name, unit in (("p50", "ms"), ("p99", "ms"), ("achieved", "rps")):
+            cells += [_cell(r[f"{side}_{name}_{unit}"], 8, ".3f") for side in "ab"]
+            cells.append(_cell(r[f"{name}_ratio"], 6, ".2f"))
         stable = "/".join("yes" if r[f"{x}_stable"] else "NO" for x in "ab")
         print(" ".join(cells) + f"  {stable}")
     for label, rec in (("A", a), ("B", b)):

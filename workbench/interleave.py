@@ -33,7 +33,6 @@ round. ``compare(...)`` returns a :class:`Comparison`; ``.result`` is what
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import sys
@@ -51,8 +50,7 @@ from .config import PipelineConfig
 from .analysis.outputs import NONE as NO_OUTPUTS
 from .analysis.outputs import OUTPUT_ITEMS, output_agreement
 from .errors import ConfigError, PipelineError, check_int, is_number
-from .pipeline import first_request_checked
-from .timing import Clock, RequestTiming, time_request
+from .timing import Clock, RequestTiming, request_timer
 from .units import ns_to_s, s_to_ns
 
 REWARM = 3
@@ -149,7 +147,7 @@ def compare(
     items = _Items(pipes)
     items.need(warmup + REWARM)
     default_threads = _current_threads()
-    runners = [_request_runner(p, clock) for p in pipes]
+    runners = [request_timer(p, clock) for p in pipes]
     threads = [p.config.threads or default_threads for p in pipes]
     try:
         outputs = _Outputs(pipes, warmup)
@@ -315,23 +313,6 @@ def _current_threads() -> int | None:
 def _set_threads(n: int | None) -> None:
     if n is not None and "torch" in sys.modules and sys.modules["torch"].get_num_threads() != n:
         sys.modules["torch"].set_num_threads(n)
-
-
-def _request_runner(pipe, clock: Clock) -> Callable[[list], RequestTiming]:
-    """Times one request; its first call also refuses a generator stage and an unread option (``pipeline``)."""
-    names, fns = pipe.stage_names, [s.fn for s in pipe.stages]
-    if pipe.config.is_cuda:
-        from .timing import CudaStageTimer
-
-        timer = CudaStageTimer(len(fns), "stage", clock)
-        run_cuda = lambda batch: timer.time_request(names, fns, batch)  # noqa: E731
-        return first_request_checked(run_cuda, run_cuda, pipe)
-    every = frozenset(range(len(fns)))
-    return first_request_checked(
-        functools.partial(time_request, names, fns, clock=clock),
-        functools.partial(time_request, names, fns, clock=clock, keep=every),
-        pipe,
-    )
 
 
 def _warm_up(pipes, runners, items, warmup, threads, outputs: _Outputs) -> None:

@@ -34,7 +34,7 @@ from .config import PipelineConfig
 from .device import check_device, cpu_model, device_name, require_torch
 from .errors import ConfigError, PipelineError, check_int, is_number
 from .naming import stage_range_name
-from .pipeline import Pipeline, build_pipeline, first_request_checked
+from .pipeline import Pipeline, build_pipeline
 from .precision import check_precision
 from .record import (
     Attributes,
@@ -55,7 +55,7 @@ from .record import (
     stage_rows,
 )
 from .sampling import DEFAULT_INTERVAL_S, StackSampler
-from .timing import SYNC_POLICIES, Clock, CudaStageTimer, RequestTiming, StageFailure, time_request
+from .timing import SYNC_POLICIES, Clock, RequestTiming, StageFailure, request_timer
 from .guard import TIMEOUT, Cancelled, Interrupted, check_timeout, guarded, is_timeout  # noqa: F401 (Cancelled: public here)
 from .memory import MemorySampler, RssReader, StageMemory, rss_bytes
 from .units import ns_to_ms, s_to_ns
@@ -365,22 +365,9 @@ def _timing_run(
     pipe, clock, cancel, warmup = plan.pipe, plan.clock, plan.cancel, plan.warmup
     total = warmup + plan.requests
     deadline_ns = None if plan.max_duration_s is None else s_to_ns(plan.max_duration_s)
-    names, fns = pipe.stage_names, [s.fn for s in pipe.stages]
-    gc_probe = GcProbe(clock)
-    # GC pauses and describe= are host-side observations of the CPU path only
-    if pipe.config.is_cuda:
-        timer = CudaStageTimer(len(fns), plan.sync, clock)
-        run_one = functools.partial(timer.time_request, names, fns)
-        # options only: CUDA timing keeps no outputs
-        run_one = first_request_checked(run_one, run_one, pipe)
-    else:
-        describe = {i: s.describe for i, s in enumerate(pipe.stages) if s.describe is not None}
-        run_one = functools.partial(
-            time_request, names, fns, clock=clock, gc_probe=gc_probe, describe=describe
-        )
-        # the first request keeps every output: a generator stage and an unread --option are refused
-        keep_all = functools.partial(run_one, keep=frozenset(range(len(fns))))
-        run_one = first_request_checked(run_one, keep_all, pipe)
+    names, gc_probe = pipe.stage_names, GcProbe(clock)
+    describe = {i: s.describe for i, s in enumerate(pipe.stages) if s.describe is not None}
+    run_one = request_timer(pipe, clock, plan.sync, gc_probe=gc_probe, describe=describe)
     out: list[RequestTiming] = []
     measured_from = None
     with (

@@ -21,13 +21,14 @@ The instrumentation costs two clock reads and two list appends per stage
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
-from .pipeline import exception_where
+from .pipeline import exception_where, first_request_checked
 from .units import ms_to_ns
 
 Clock = Callable[[], int]
@@ -171,6 +172,23 @@ def _described(
     timing.kept, timing.attributes = kept or None, numbers or None
     timing.attribute_errors = errors or None
     return timing
+
+
+def request_timer(
+    pipe: Any, clock: Clock = time.perf_counter_ns, sync: str = "stage", **observe: Any
+) -> Callable[..., RequestTiming]:
+    """``run_one(batch, starts=, ends=)``: one request of ``pipe`` timed, with CUDA events on CUDA,
+    else by :func:`time_request` with ``observe`` (``gc_probe``, ``describe``: host-side only).
+
+    Its first call keeps every stage's output and refuses a generator stage or an unread option
+    (:func:`workbench.pipeline.first_request_checked`; on CUDA, which keeps no outputs, the options).
+    """
+    names, fns = pipe.stage_names, [s.fn for s in pipe.stages]
+    if pipe.config.is_cuda:
+        run = functools.partial(CudaStageTimer(len(fns), sync, clock).time_request, names, fns)
+        return first_request_checked(run, run, pipe)
+    run = functools.partial(time_request, names, fns, clock=clock, **observe)
+    return first_request_checked(run, functools.partial(run, keep=frozenset(range(len(fns)))), pipe)
 
 
 class CudaStageTimer:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..config import PipelineConfig
-from ..errors import ConfigError, PrecisionError
+from ..errors import ConfigError, PrecisionError, is_int
 
 
 def option(
@@ -18,7 +18,7 @@ def option(
 ) -> Any:
     """``config.options[name]`` (or ``default``), checked to be of ``kind`` and >= ``low``."""
     value = config.options.get(name, default)
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+    if kind is float and is_int(value):
         value = float(value)
     if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
         raise ConfigError(f"option {name!r} must be {kind.__name__}, got {value!r}")
@@ -38,11 +38,7 @@ def int_list_option(config: PipelineConfig, name: str, default: tuple[int, ...])
             raise ConfigError(
                 f"option {name!r} must be a list of integers, got {config.options[name]!r}"
             ) from None
-    if (
-        not isinstance(value, (list, tuple))
-        or not value
-        or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
-    ):
+    if not (isinstance(value, (list, tuple)) and value and all(is_int(v) and v > 0 for v in value)):
         raise ConfigError(
             f"option {name!r} must be a non-empty list of positive integers, got {value!r}"
         )

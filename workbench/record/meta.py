@@ -178,12 +178,7 @@ def decode_meta(raw: bytes) -> RunMeta:
     """
     try:
         data = msgspec.json.decode(raw)
-    except (
-        msgspec.DecodeError,
-        msgspec.ValidationError,
-        UnicodeDecodeError,
-        RecursionError,
-    ) as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:  # ValidationError too
         raise MetaError("$", f"is not valid JSON: {str(exc)[:120]}") from None
     if not isinstance(data, dict):
         raise MetaError("$", f"must be a JSON object, got {type(data).__name__}")

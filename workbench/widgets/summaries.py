@@ -74,7 +74,6 @@ class RunView:
     # ``run.meta.noise`` as an object, shown as a badge ({noisy, reasons, fix}); None: not recorded
     noise: dict | None = None
     failures: dict | None = None  # ``analysis.failures.failure_summary`` of the measured requests
-    device_name: str | None = None  # the GPU or CPU it ran on, for "recorded on <GPU>"
     notes: tuple = ()  # what a recorded run differs in from the configuration it stands in for
     stacks: dict | None = None  # ``run.meta.stacks`` (sampled stacks, slow against median)
 
@@ -113,7 +112,6 @@ def summarize(
         failed=int((~measured["ok"]).sum()),
         noise=run.meta.noise.to_dict() if run.meta.noise else None,
         failures=failure_summary(run.requests, order),
-        device_name=run.meta.env.device_name,
         stacks=_stacks(run.meta),
     )
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace import GPU_WORK_KINDS, Trace
-from ..trace.frames import pd
-from ..trace.intervals import merge, overlap_with_windows
+from ..trace.frames import pd, rows_frame
+from ..trace.intervals import merge, overlap_with_windows, union_length
 from ..trace.numbers import NA_INT
 from .launches import launch_join
 
@@ -49,12 +49,9 @@ def gpu_time_summary(trace: Trace) -> dict:
         return dict.fromkeys(
             ("start_ns", "end_ns", "span_ns", "busy_ns", "idle_ns", "idle_fraction")
         )
-    starts = work.ts_ns
-    ends = starts + work.dur_ns
-    start, end = int(starts.min()), int(ends.max())
-    merged = merge(starts, ends)
-    busy = int((merged[1] - merged[0]).sum())
-    span = end - start
+    ends = work.ts_ns + work.dur_ns
+    start, end = int(work.ts_ns.min()), int(ends.max())
+    busy, span = union_length(work.ts_ns, ends), end - start
     return {
         "start_ns": start,
         "end_ns": end,
@@ -71,15 +68,8 @@ def stream_idle(trace: Trace, kernel_wait_ns: int = KERNEL_WAIT_NS) -> pd.DataFr
     Columns: device, stream, count, span_ns, busy_ns, idle_ns, host_wait_ns,
     kernel_wait_ns, other_ns (idle_ns = the three summed).
     """
-    rows = stream_idle_rows(trace, kernel_wait_ns)
-    out = {c: np.array([r[c] for r in rows], dtype=np.int64) for c in STREAM_COLUMNS[2:]}
-    return pd.DataFrame(
-        {
-            "device": pd.array([r["device"] for r in rows], dtype="Int64"),
-            "stream": pd.array([r["stream"] for r in rows], dtype="Int64"),
-            **out,
-        }
-    )
+    dtypes = dict.fromkeys(STREAM_COLUMNS[:2], "Int64") | dict.fromkeys(STREAM_COLUMNS[2:], "int64")
+    return rows_frame(stream_idle_rows(trace, kernel_wait_ns), dtypes)
 
 
 def stream_idle_rows(trace: Trace, kernel_wait_ns: int = KERNEL_WAIT_NS) -> list[dict]:
@@ -98,17 +88,9 @@ def stream_idle_rows(trace: Trace, kernel_wait_ns: int = KERNEL_WAIT_NS) -> list
     starts = np.flatnonzero(np.r_[True, (keys[1:] != keys[:-1]).any(axis=1)])
     for lo, hi in zip(starts, np.r_[starts[1:], order.size]):
         mine = order[lo:hi]
-        dev, strm = int(device[mine[0]]), int(stream[mine[0]])
-        rows.append(
-            _one_stream(
-                None if dev == big else dev,
-                None if strm == big else strm,
-                work.ts_ns[mine],
-                work.dur_ns[mine],
-                join.launch_ts_ns[mine],
-                kernel_wait_ns,
-            )
-        )
+        dev, strm = (None if v == big else v for v in (int(device[mine[0]]), int(stream[mine[0]])))
+        times = work.ts_ns[mine], work.dur_ns[mine], join.launch_ts_ns[mine]
+        rows.append(_one_stream(dev, strm, *times, kernel_wait_ns))
     return rows
 
 
@@ -122,14 +104,12 @@ def _one_stream(
     host_wait = launch > prev_end  # a missing launch call is never host wait
     kernel_wait = ~host_wait & (gap < kernel_wait_ns)
     other = ~host_wait & ~kernel_wait
-    busy = merge(ts, end)
-    busy_ns = int((busy[1] - busy[0]).sum())
     return {
         "device": device,
         "stream": stream,
         "count": int(ts.size),
         "span_ns": int(end.max() - ts.min()),
-        "busy_ns": busy_ns,
+        "busy_ns": union_length(ts, end),
         "idle_ns": int(gap.sum()),
         "host_wait_ns": int(gap[host_wait].sum()),
         "kernel_wait_ns": int(gap[kernel_wait].sum()),

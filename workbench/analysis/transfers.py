@@ -16,7 +16,7 @@ import re
 import numpy as np
 
 from ..trace import KIND_MEMCPY, KIND_MEMSET, KIND_RUNTIME, Trace, derived
-from ..trace.frames import pd
+from ..trace.frames import pd, rows_frame
 from ..trace.numbers import NA_INT
 
 DIRECTIONS = ("HtoD", "DtoH", "DtoD")  # always reported, with zeros when absent
@@ -50,6 +50,7 @@ SYNC_CALL_NAMES = frozenset(
         "hipMemset",
     }
 )
+SYNC_COLUMNS = ("count", "total_ns", "max_ns")
 _NAME = re.compile(
     r"^Memcpy\s+(?P<direction>\S+)(?:\s*\((?P<src>[^)]*?)\s*->\s*(?P<dst>[^)]*?)\))?"
 )
@@ -124,12 +125,10 @@ def _gb_per_s(nbytes: int | None, total_ns: int) -> float:
     return float(nbytes) / float(total_ns) if nbytes is not None and total_ns > 0 else np.nan
 
 
-def _frame(rows: list[dict], by: str, dtypes: dict | None = None) -> pd.DataFrame:
-    """Dict rows as columns of the given dtypes (default: a copy-row table keyed by ``by``)."""
-    dtypes = dtypes or {"count": "int64", "total_ns": "int64", "bytes": "Int64", "gb_per_s": float}
-    return pd.DataFrame(
-        {k: pd.array([r[k] for r in rows], dtype=t) for k, t in {by: "str", **dtypes}.items()}
-    )
+def _frame(rows: list[dict], by: str) -> pd.DataFrame:
+    """Copy rows (:func:`copy_rows`) keyed by ``by`` as a table."""
+    dtypes = {"count": "int64", "total_ns": "int64", "bytes": "Int64", "gb_per_s": float}
+    return rows_frame(rows, {by: "str", **dtypes})
 
 
 def direction_rows(trace: Trace) -> list[dict]:
@@ -180,7 +179,7 @@ def sync_calls(trace: Trace) -> pd.DataFrame:
 
     Columns: name, count, total_ns, max_ns; largest total first.
     """
-    return _frame(sync_rows(trace), "name", dict.fromkeys(("count", "total_ns", "max_ns"), "int64"))
+    return rows_frame(sync_rows(trace), {"name": "str"} | dict.fromkeys(SYNC_COLUMNS, "int64"))
 
 
 def sync_rows(trace: Trace) -> list[dict]:

@@ -24,6 +24,11 @@ def kinds(codes: np.ndarray):
     return pd.Categorical.from_codes(codes.astype(np.int64), dtype=schema.KIND_DTYPE)
 
 
+def rows_frame(rows: list[dict], dtypes: dict):
+    """Dict rows as a DataFrame: one column per key of ``dtypes``, of that dtype."""
+    return pd.DataFrame({k: pd.array([r[k] for r in rows], dtype=t) for k, t in dtypes.items()})
+
+
 def text_frame(table: dict[str, np.ndarray], text: str):
     """A DataFrame of numpy columns, the object column ``text`` as a str column."""
     return pd.DataFrame(

@@ -206,7 +206,7 @@ def _waterfall(rows: pd.DataFrame) -> go.Figure:
     parts = rows[rows["name"] != END_TO_END]
     total = rows[rows["name"] == END_TO_END]
     means = pd.to_numeric(parts["mean_ms"], errors="coerce").fillna(0.0).tolist()
-    fig = go.Figure(
+    return go.Figure(
         go.Waterfall(
             x=[*parts["name"], END_TO_END],
             y=[*means, float(total["mean_ms"].iloc[0] or 0.0)],
@@ -220,7 +220,6 @@ def _waterfall(rows: pd.DataFrame) -> go.Figure:
             hovertemplate="%{x}<br>mean %{y:.3f} ms (%{text})<extra></extra>",
         )
     )
-    return fig
 
 
 def _request_stacks(rows: pd.DataFrame, at: pd.DataFrame) -> go.Figure:

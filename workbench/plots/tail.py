@@ -31,9 +31,7 @@ def tail_figure(tail: dict[str, Any], *, title: str | None = None) -> go.Figure:
     ``tail`` is :func:`workbench.analysis.tail.tail_attribution`'s output; omitted sets
     (the 1 % row of a short run) are left out and the reason goes in the subtitle.
     """
-    sets = [
-        k for k in ("median", "slowest_5pct", "slowest_1pct") if (tail.get("sets") or {}).get(k)
-    ]
+    sets = [k for k in SET_LABELS if (tail.get("sets") or {}).get(k)]
     if not sets:
         return empty_figure("no successful measured request to attribute", title)
     fig = go.Figure()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace import KIND_KERNEL, Trace
-from ..trace.frames import pd
+from ..trace.frames import pd, rows_frame
 from ..trace.intervals import union_length
 
 SHORT_KERNEL_NS = 10_000  # "kernels under 10 us": dur < 10.0 us, strict
@@ -30,13 +30,7 @@ def kernel_summary(trace: Trace) -> dict:
         "distinct_names": int(np.unique(kernels.name.codes).size),
     }
     if dur.size == 0:
-        return out | {
-            "busy_ns": None,
-            "min_ns": None,
-            "median_ns": None,
-            "max_ns": None,
-            "mean_ns": None,
-        }
+        return out | dict.fromkeys(("busy_ns", "min_ns", "median_ns", "max_ns", "mean_ns"))
     starts = kernels.ts_ns
     return out | {
         "busy_ns": union_length(starts, starts + dur),
@@ -77,14 +71,5 @@ def top_kernels(trace: Trace, n: int | None = 10) -> pd.DataFrame:
     Columns: name (str), count, total_ns, mean_ns (float), max_ns, share (of all
     kernel time, 0..1). ``n=None`` keeps every name.
     """
-    rows = kernel_rows(trace, n)
-    return pd.DataFrame(
-        {
-            "name": pd.Series([r["name"] for r in rows], dtype="str"),
-            "count": np.array([r["count"] for r in rows], dtype=np.int64),
-            "total_ns": np.array([r["total_ns"] for r in rows], dtype=np.int64),
-            "mean_ns": np.array([r["mean_ns"] for r in rows], dtype=float),
-            "max_ns": np.array([r["max_ns"] for r in rows], dtype=np.int64),
-            "share": np.array([r["share"] for r in rows], dtype=float),
-        }
-    )
+    dtypes = {"name": "str", "count": "int64", "total_ns": "int64", "mean_ns": float}
+    return rows_frame(kernel_rows(trace, n), dtypes | {"max_ns": "int64", "share": float})

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..trace import HOST_KINDS, KIND_CPU_OP, KINDS, Trace
 from ..trace.columns import factorize_objects
-from ..trace.frames import pd
+from ..trace.frames import pd, rows_frame
 from .nesting import nest, nesting_order
 
 COLUMNS = ["name", "input_shapes", "calls", "total_ns", "self_ns", "self_share"]
@@ -96,15 +96,5 @@ def operator_rows(trace: Trace, n: int = 20, by_shapes: bool = True) -> list[dic
 
 def top_operators(trace: Trace, n: int = 20, by_shapes: bool = True) -> pd.DataFrame:
     """The ``n`` operators with the most self time (see module docstring for the columns)."""
-    rows = operator_rows(trace, n, by_shapes)
-    return pd.DataFrame(
-        {
-            "name": pd.Series([r["name"] for r in rows], dtype=str),
-            "input_shapes": pd.Series([r["input_shapes"] for r in rows], dtype=str),
-            **{
-                k: np.array([r[k] for r in rows], dtype=np.int64)
-                for k in ("calls", "total_ns", "self_ns")
-            },
-            "self_share": np.array([r["self_share"] for r in rows], dtype=float),
-        }
-    )
+    dtypes = dict(zip(COLUMNS, ("str", "str", "int64", "int64", "int64", float)))
+    return rows_frame(operator_rows(trace, n, by_shapes), dtypes)

@@ -177,14 +177,7 @@ def _documents(p: Path, raw: bytes) -> list[tuple[int, Any]]:
     """``(line, decoded JSON)`` per line, or ``[(1, object)]`` for a file holding one multi-line object."""
     lines = [(k + 1, line) for k, line in enumerate(raw.split(b"\n")) if line.strip()]
     try:
-        out = []
-        for k, line in lines:
-            try:
-                out.append((k, _decode_json(line)))
-            except _NotJson as exc:
-                exc.line = k
-                raise
-        return out
+        return [(k, _decode_json(line, k)) for k, line in lines]
     except _NotJson as first:
         try:
             return [(1, _decode_json(raw))]
@@ -196,18 +189,23 @@ def _documents(p: Path, raw: bytes) -> list[tuple[int, Any]]:
 
 
 class _NotJson(ValueError):
-    line = 1
+    """Why a document is not JSON, and the line it starts on."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.line = line
 
 
-def _decode_json(raw: bytes) -> Any:
+def _decode_json(raw: bytes, line: int = 1) -> Any:
     try:
         return msgspec.json.decode(raw)
     except UnicodeDecodeError as exc:
-        raise _NotJson(f"not UTF-8 text (byte {exc.start}); export OTLP/JSON as UTF-8") from None
+        why = f"not UTF-8 text (byte {exc.start}); export OTLP/JSON as UTF-8"
     except RecursionError:
-        raise _NotJson("nested deeper than the decoder allows") from None
+        why = "nested deeper than the decoder allows"
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise _NotJson(str(exc)) from None
+        why = str(exc)
+    raise _NotJson(why, line) from None
 
 
 def _spans(p: Path, line: int, obj: Any) -> list[Span]:

@@ -6,12 +6,8 @@ schedule (generator lag p99 under 1 ms up to 1,000 req/s on a 2-core machine
 with the server on it):
 
 - Sockets: :mod:`workbench.serving.http1`, a keep-alive HTTP/1.1 client on
-  asyncio protocols; a send is one ``transport.write`` of prebuilt bytes, a
-  response is parsed once. aiohttp spent about 2.5 times the CPU per
-  request (measured: 420-430 against 155-190 us at 1,000 req/s, loop and
-  sockets included), and a send that falls due while a response is being
-  handled goes out late. ``Server-Timing`` and the other values are
-  parsed after the run.
+  asyncio protocols (aiohttp spent about 2.5 times the CPU per request: see
+  there). ``Server-Timing`` and the other values are parsed after the run.
 - Timing: a chain of timer callbacks, no task per request; each wakes
   ``spin_ns`` (100 us) before the send is due and spins on the clock for
   the rest, so the loop's wake-up latency (about 0.1 ms: the kernel's 50 us
@@ -44,6 +40,7 @@ import gc
 import json
 import selectors
 import signal
+import ssl
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -421,8 +418,6 @@ def _http_error(status: int, body: bytes) -> tuple[str, str, str]:
 
 
 def _unreachable(url: str, exc: BaseException) -> ConfigError:
-    import ssl
-
     if isinstance(exc, ssl.SSLCertVerificationError):
         return ConfigError(
             f"--url {url}: the server's TLS certificate was not accepted ({exc.verify_message}); "

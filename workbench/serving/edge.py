@@ -188,11 +188,8 @@ def edge_protocol(limits: EdgeLimits, refused: Counter):
         def _evictable(self) -> bool:
             """Open with nothing in progress: between requests, or connected and silent."""
             quiet = self._phase == "idle" or (self._phase == "head" and self._head_bytes == 0)
-            return (
-                quiet
-                and not self._rejected
-                and (self.cycle is None or self.cycle.response_complete)
-            )
+            answered = self.cycle is None or self.cycle.response_complete
+            return quiet and answered and not self._rejected
 
         def _evict_one(self) -> bool:
             """At the connection limit, close the connection idle the longest (as nginx reuses idle keep-alive

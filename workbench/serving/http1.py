@@ -23,6 +23,7 @@ Clock readings are integer ns of the injected ``clock``.
 from __future__ import annotations
 
 import asyncio
+import ssl  # asyncio imports it anyway
 from collections import deque
 from dataclasses import dataclass
 from typing import Callable
@@ -348,12 +349,7 @@ class Pool:
         if limit < 1:
             raise ValueError(f"a pool needs at least one connection, got limit={limit}")
         self.host, self.port, self.limit, self.clock = host, port, limit, clock
-        if tls:
-            import ssl
-
-            self.ssl = ssl.create_default_context()
-        else:
-            self.ssl = None
+        self.ssl = ssl.create_default_context() if tls else None
         self.idle: list[Connection] = []
         self.busy: set[Connection] = set()
         self.opening = 0

@@ -56,14 +56,8 @@ def parse_server_timing(value: str | None) -> tuple[list[tuple[str, int]], int |
         name, *params = [p.strip() for p in metric.split(";")]
         if not name:
             continue
-        dur = next(
-            (
-                p.partition("=")[2].strip().strip('"')
-                for p in params
-                if p.partition("=")[0].strip().lower() == "dur"
-            ),
-            None,
-        )
+        pairs = (p.partition("=") for p in reversed(params))  # reversed: the first dur= counts
+        dur = {k.strip().lower(): v.strip().strip('"') for k, _, v in pairs}.get("dur")
         if dur is None:
             continue
         try:

@@ -124,11 +124,7 @@ def harness_cut(events: pd.DataFrame) -> tuple[pd.DataFrame, dict | None]:
         return events, None
     own_cat = np.array([any(m in c for m in INSTRUMENTATION) for c in cats], dtype=bool)
     own = host & (events["kind"] == "python").to_numpy() & own_cat[codes]
-    thread = (
-        events["pid"].cat.codes.to_numpy().astype(np.int64)
-        * (len(events["tid"].cat.categories) + 1)
-        + events["tid"].cat.codes.to_numpy()
-    )
+    thread = _threads(events)
     ts = events["ts_ns"].to_numpy()
     end = ts + events["dur_ns"].to_numpy()
     inside = np.zeros(len(events), dtype=bool)
@@ -150,6 +146,12 @@ def harness_cut(events: pd.DataFrame) -> tuple[pd.DataFrame, dict | None]:
         events, stage, host & step_cat[codes], cut_host, cut_gpu, np.asarray(cats)[codes]
     )
     return events[keep_host | keep_gpu | (~host & ~gpu)], summary
+
+
+def _threads(events: pd.DataFrame) -> np.ndarray:
+    """One int64 code per (pid, tid) for each row."""
+    pid = events["pid"].cat.codes.to_numpy().astype(np.int64)
+    return pid * (len(events["tid"].cat.categories) + 1) + events["tid"].cat.codes.to_numpy()
 
 
 def _launched_by(
@@ -230,10 +232,7 @@ def flame_tree(events: Trace | pd.DataFrame, *, from_stages: bool = True) -> pd.
     labels = labels + [(NO_LAUNCH, "other")]
     host_first = is_host[is_host | is_gpu]
     host, gpu = events[is_host], events[is_gpu]
-    thread = (
-        host["pid"].cat.codes.to_numpy().astype(np.int64) * (len(host["tid"].cat.categories) + 1)
-        + host["tid"].cat.codes.to_numpy()
-    )
+    thread = _threads(host)
     ts, dur = host["ts_ns"].to_numpy(), host["dur_ns"].to_numpy()
     order = nesting_order(thread, ts, dur)
     ts, dur, thread = ts[order], dur[order], thread[order]
@@ -280,23 +279,17 @@ def _table(
         pd.Series(g_dur).groupby(codes).sum().reindex(range(uniques.size), fill_value=0).to_numpy()
     )
     g_bytes = gpu["bytes"].groupby(codes).sum(min_count=1).reindex(range(uniques.size))
-    parents = np.concatenate(
-        [node_parent, [-1] if root_id >= 0 else [], uniques // n_labels - 1]
-    ).astype(np.int64)
-    label_ids = np.concatenate(
-        [node_label, [n_labels - 1] if root_id >= 0 else [], uniques % n_labels]
-    ).astype(np.int64)
-    totals = np.concatenate(
-        [total, [g_dur[no_launch].sum()] if root_id >= 0 else [], g_total]
-    ).astype(np.int64)
-    selfs = np.concatenate([self_ns, [0] if root_id >= 0 else [], g_total]).astype(np.int64)
-    counts = np.concatenate(
-        [
-            count,
-            [int(no_launch.sum())] if root_id >= 0 else [],
-            np.bincount(codes, minlength=uniques.size),
-        ]
-    ).astype(np.int64)
+
+    def stack(host_nodes, root, gpu_nodes) -> np.ndarray:
+        """A column: host nodes, the (no launch call) root when there is one, GPU nodes."""
+        middle = [root] if root_id >= 0 else []
+        return np.concatenate([host_nodes, middle, gpu_nodes]).astype(np.int64)
+
+    parents = stack(node_parent, -1, uniques // n_labels - 1)
+    label_ids = stack(node_label, n_labels - 1, uniques % n_labels)
+    totals = stack(total, g_dur[no_launch].sum(), g_total)
+    selfs = stack(self_ns, 0, g_total)
+    counts = stack(count, int(no_launch.sum()), np.bincount(codes, minlength=uniques.size))
     gpu_sub = np.concatenate([np.zeros(first_gpu, np.int64), g_total])
     nbytes = pd.array([pd.NA] * first_gpu + g_bytes.tolist(), dtype="Int64")
     return _finish(parents, label_ids, labels, selfs, totals, gpu_sub, counts, nbytes)
@@ -475,11 +468,8 @@ def gpu_work_by_stage(tree: pd.DataFrame) -> pd.DataFrame:
     tree = tree.reset_index(drop=True)
     ppos = _parent_positions(tree)
     root = np.where(ppos >= 0, ppos, np.arange(len(tree)))
-    while True:
-        nxt = root[root]
-        if np.array_equal(nxt, root):
-            break
-        root = nxt
+    while not np.array_equal(root[root], root):
+        root = root[root]
     rows = tree[gpu].assign(stage=tree["name"].to_numpy()[root[gpu]], order=root[gpu])
     out = (
         rows.groupby(["order", "stage", "name", "kind"], sort=False, observed=True)

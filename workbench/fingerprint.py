@@ -132,15 +132,14 @@ def fingerprint_of(meta: Any) -> dict[str, Any]:
     }
 
 
-def _flatten(fp: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def _flatten(fp: dict[str, Any]) -> dict[str, Any]:
+    """The fields but ``model_note``, the ``host`` object spread as ``host.cpu_model``, ``host.cores``."""
     out = {}
     for key, value in fp.items():
-        if key == "model_note":
-            continue
-        if isinstance(value, dict) and key in ("host",):
-            out |= _flatten(value, f"{prefix}{key}.")
-        else:
-            out[f"{prefix}{key}"] = value
+        if key == "host" and isinstance(value, dict):
+            out |= {f"host.{k}": v for k, v in value.items()}
+        elif key != "model_note":
+            out[key] = value
     return out
 
 

@@ -369,9 +369,7 @@ def _samples_table(rows: list[tuple], names: list[str]) -> pd.DataFrame:
     df = pd.DataFrame(
         records, columns=["config", "round", "request", "ok", "error_type", *names, END_TO_END]
     )
-    for col in (*names, END_TO_END):
-        df[col] = df[col].astype("Int64")
-    return df
+    return df.astype({col: "Int64" for col in (*names, END_TO_END)})
 
 
 class _Outputs:

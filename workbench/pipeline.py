@@ -42,6 +42,7 @@ import importlib
 import importlib.util
 import itertools
 import sys
+import traceback
 import types
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -197,11 +198,7 @@ def exception_where(exc: BaseException) -> str | None:
     and site-packages (the user's own code); else the innermost frame outside
     the workbench (a library call the user made); None without a traceback.
     """
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        frames.append((tb.tb_frame.f_code, tb.tb_lineno))
-        tb = tb.tb_next
+    frames = [(frame.f_code, line) for frame, line in traceback.walk_tb(exc.__traceback__)]
     outside = [
         (code, line) for code, line in frames if not _is_under(code.co_filename, _WORKBENCH_DIR)
     ]

@@ -46,10 +46,7 @@ def factory(name: str) -> Callable:
 
 def data_dir() -> Path:
     """The repository's data folder (recorded runs, traces): ``$WORKBENCH_DATA``, else ``data/``."""
-    env = os.environ.get(DATA_ENV)
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "data"
+    return Path(os.environ.get(DATA_ENV) or Path(__file__).resolve().parents[2] / "data")
 
 
 def package_data_dir() -> Path:

@@ -72,15 +72,15 @@ class Run:
     @property
     def scratch(self) -> Path | None:
         """The temporary folder this run owns (None once saved or closed)."""
-        return (
-            self.trace_path.parent
-            if self._finalizer is not None and self._finalizer.alive
-            else None
-        )
+        return self.trace_path.parent if self._owns_scratch else None
+
+    @property
+    def _owns_scratch(self) -> bool:
+        return self._finalizer is not None and self._finalizer.alive
 
     def close(self) -> None:
         """Delete the scratch trace folder of an unsaved run (a saved run's files are never touched)."""
-        if self._finalizer is not None and self._finalizer.alive:
+        if self._owns_scratch:
             self._finalizer()
             self.trace_path = None
 

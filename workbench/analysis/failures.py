@@ -46,12 +46,8 @@ def failure_summary(
         groups = rows.groupby(_KEY[1:], dropna=False, sort=False).size().reset_index(name="count")
         groups = groups.sort_values("count", ascending=False, kind="stable")
         messages = [
-            {
-                "type": _none(r["error_type"]),
-                "message": _none(r["error_message"]),
-                "where": _none(r["error_where"]),
-                "count": int(r["count"]),
-            }
+            {k: _none(r[f"error_{k}"]) for k in ("type", "message", "where")}
+            | {"count": int(r["count"])}
             for _, r in groups.iterrows()
         ]
         out[stage] = {

@@ -43,9 +43,8 @@ from typing import Any
 
 import numpy as np
 
-OUTPUT_ITEMS = (
-    64  # items each configuration runs for its outputs (the first items of the shared source)
-)
+# items each configuration runs for its outputs (the first items of the shared source)
+OUTPUT_ITEMS = 64
 AGREEMENT_THRESHOLD = 0.99
 CLASS_KEYS = ("label", "class", "item_id", "prediction")
 NONE = {"max_abs_error": None, "max_rel_error": None, "argmax_agreement": None}
@@ -108,12 +107,9 @@ def _is_identity(key: str) -> bool:
 def _class_of(value: Any) -> Any:
     if isinstance(value, dict):
         for key in CLASS_KEYS:
-            if (
-                key in value
-                and isinstance(value[key], (str, int))
-                and not isinstance(value[key], bool)
-            ):
-                return value[key]
+            found = value.get(key)
+            if isinstance(found, (str, int)) and not isinstance(found, bool):
+                return found
         value = list(value.values())
     if isinstance(value, list):
         for v in value:

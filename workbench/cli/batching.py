@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from datetime import datetime
 from pathlib import Path
 
 from ..errors import ConfigError
 from .load_args import (
-    SUMMARY_KEYS,
     add_batcher_arguments,
     add_engine_arguments,
     arrivals_from_args,
@@ -17,7 +15,7 @@ from .load_args import (
     describe_load,
     policy_from_args,
     refuse_timeout_s,
-    summary_extra,
+    summary_json,
 )
 from .load_http import add_url_arguments, run_http_load_command
 from .profile import (
@@ -137,32 +135,23 @@ def run_load_command(args) -> int:
     load = run.meta.load
     lag = load.generator_lag_ms
     verdict = max(timeout_verdict(run), failure_verdict(run, args.fail_on_error, "load"))
+    failures, noise = failure_summary(run.requests, run.stage_names), noise_summary(run.meta)
     if args.json:
-        print(
-            dumps(
-                {k: summary[k] for k in SUMMARY_KEYS}
-                | {"generator_lag_ms": lag}
-                | summary_extra(summary)
-                | {
-                    "failures": failure_summary(run.requests, run.stage_names),
-                    "noise": noise_summary(run.meta),
-                    "run_dir": str(path),
-                }
-            )
-        )
+        more = {"failures": failures, "noise": noise, "run_dir": str(path)}
+        print(dumps(summary_json(summary, {"generator_lag_ms": lag}) | more))
         return verdict
     from ..batching.summary import format_summary
     from ..noise import noise_line
     from .show import print_failures
 
     print(f"{run.meta.pipeline} under load: {describe_load(arrivals, policy)}")
-    print(noise_line(noise_summary(run.meta)))
+    print(noise_line(noise))
     print(format_summary(summary))
     print(
         f"generator lag: worst {lag:.3f} ms, {load.late_requests} requests more than "
         f"{load.late_threshold_ms:g} ms late"
     )
-    print_failures({"failures": failure_summary(run.requests, run.stage_names)}, sys.stdout)
+    print_failures({"failures": failures}, sys.stdout)
     print(f"\nrun written to {path}")
     return verdict
 
@@ -202,15 +191,14 @@ def run_simulate_command(args) -> int:
     summary = load_summary(sim.requests, policy.concurrency)
     saved = _save_simulation(args, sim, model) if args.out is not None else None
     if args.json:
+        sim_keys = {
+            "stable": sim.stable,
+            "capacity_rps": sim.capacity_rps,
+            "rate_rps": sim.rate_rps,
+        }
         print(
             dumps(
-                {k: summary[k] for k in SUMMARY_KEYS}
-                | {
-                    "stable": sim.stable,
-                    "capacity_rps": sim.capacity_rps,
-                    "rate_rps": sim.rate_rps if math.isfinite(sim.rate_rps) else None,
-                }
-                | summary_extra(summary)
+                summary_json(summary, sim_keys)
                 | ({"mixed": model.describe()["mixed"]} if model.mixed else {})
                 | ({"run_dir": str(saved)} if saved is not None else {})
             )

@@ -120,8 +120,11 @@ def policy_from_args(args):
     return BatchPolicy(args.max_batch_size, args.max_wait_ms, args.concurrency)
 
 
-def summary_extra(summary: dict) -> dict:
-    return {k: summary[k] for k in ("utilization", "batch_sizes", "requests", "failed", "batches")}
+def summary_json(summary: dict, middle: dict) -> dict:
+    """A load or simulation summary as JSON: its latency sections, ``middle`` (the command's own
+    keys), then its counts."""
+    counts = ("utilization", "batch_sizes", "requests", "failed", "batches")
+    return {k: summary[k] for k in SUMMARY_KEYS} | middle | {k: summary[k] for k in counts}
 
 
 def describe_arrivals(arrivals) -> str:

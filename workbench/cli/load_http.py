@@ -12,14 +12,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..noise import noise_line
-from .load_args import (
-    SUMMARY_KEYS,
-    arrivals_from_args,
-    describe_arrivals,
-    describe_load,
-    http_load,
-    summary_extra,
-)
+from .load_args import arrivals_from_args, describe_arrivals, describe_load, http_load, summary_json
 from .output import check_out, default_folder, dumps, save_measured
 
 
@@ -95,9 +88,7 @@ def run_http_load_command(args) -> int:
     if args.json:
         print(
             dumps(
-                {k: summary[k] for k in SUMMARY_KEYS}
-                | joined
-                | summary_extra(summary)
+                summary_json(summary, joined)
                 | {
                     "generator_lag": serving.generator_lag,
                     "generator_lag_ms": serving.generator_lag["max_ms"],
@@ -114,10 +105,10 @@ def run_http_load_command(args) -> int:
             f"{run.meta.pipeline} served at {args.url}: {_describe_served(arrivals, run.meta.load.policy)}"
         )
         print(format_summary(summary))
-        for name in ("server_end_to_end", "network"):
-            if joined.get(name):
+        for name, row in joined.items():  # server_end_to_end, network: None without Server-Timing
+            if row:
                 print(
-                    f"{name.replace('_', ' ')}: p50 {joined[name]['p50_ms']:.3f} ms, p99 {joined[name]['p99_ms']:.3f} ms"
+                    f"{name.replace('_', ' ')}: p50 {row['p50_ms']:.3f} ms, p99 {row['p99_ms']:.3f} ms"
                 )
         if not serving.server_timing:
             print("the server sent no Server-Timing: end to end only")

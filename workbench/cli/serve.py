@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .load_args import BATCH, CONCURRENCY, WAIT_MS, batch_size_is_max
+from .load_args import BATCH, CONCURRENCY, WAIT_MS, batch_size_is_max, policy_from_args
 from .numbers import add_number, number
 from .output import check_out, default_folder, pipeline_name, save_measured
 from .profile import add_pipeline_arguments, apply_threads, config_from_args, factory_from_args
@@ -116,11 +116,10 @@ def edge_limits_from_args(args):
 
 
 def run_serve_command(args) -> int:
-    from ..batching.policy import BatchPolicy
     from ..runner import resolve_pipeline
     from ..serving.server import serve
 
-    policy = BatchPolicy(args.max_batch_size, args.max_wait_ms, args.concurrency)
+    policy = policy_from_args(args)
     batch_size_is_max(args, "serve")
     limits = edge_limits_from_args(args)
     out = args.out or default_folder("serve", pipeline_name(args))

@@ -102,12 +102,8 @@ def head_of_line(requests: pd.DataFrame, stages: pd.DataFrame) -> dict[str, Any]
     by_holder: dict[tuple[int, str], float] = {}
     idle = 0.0
     waiting = waits(req)
-    for batch, lo, hi, size in zip(
-        waiting["batch"].tolist(),
-        waiting["lo_ns"].tolist(),
-        waiting["hi_ns"].tolist(),
-        waiting["size"].tolist(),
-    ):
+    columns = (waiting[c].tolist() for c in ("batch", "lo_ns", "hi_ns", "size"))
+    for batch, lo, hi, size in zip(*columns):
         part, gap = spans.blame(int(lo), int(hi), int(batch))
         idle += gap * size
         for (holder, stage), ns in part.items():

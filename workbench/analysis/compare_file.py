@@ -125,10 +125,8 @@ def _describe(message: str, data: Any) -> str:
     missing = _MISSING.search(why)
     if missing:
         return f"{_join(path, missing.group('field'))}: missing"
-    if why.startswith(
-        ("p50_", "p99_", "end_to_end", "comparisons")
-    ):  # our own __post_init__ messages
-        return f"{_join(path, why)}"
+    if why.startswith(("p50_", "p99_", "end_to_end", "comparisons")):  # our __post_init__'s
+        return _join(path, why)
     value = _lookup(data, path)
     if isinstance(value, float) and not math.isfinite(value):
         why = "not a finite number"

@@ -49,13 +49,12 @@ def gc_summary(
             "share_of_stage_time": float(gc_wide[s].sum()) / stage_time if stage_time else 0.0,
         }
     top = max(stage_order, key=lambda s: per_stage[s]["pause_ms_total"]) if stage_order else None
+    tail_gc = float(per_request.loc[tail_ids].sum())
     return {
         "pause_ms_total": ns_to_ms(float(per_request.sum())),
         "requests_with_gc": int((per_request > 0).sum()),
         "requests": int(len(req)),
         "stages": per_stage,
-        "share_slowest_5pct": float(per_request.loc[tail_ids].sum()) / tail_e2e
-        if tail_e2e
-        else 0.0,
+        "share_slowest_5pct": tail_gc / tail_e2e if tail_e2e else 0.0,
         "stage": top if top and per_stage[top]["pause_ms_total"] > 0 else None,
     }

@@ -53,11 +53,8 @@ def shares(wide: pd.DataFrame, ids: pd.Index, stage_order: list[str]) -> dict[st
     """Stage (and ``unattributed``) -> sum of its time over ``ids`` / sum of their end to end."""
     rows = wide.loc[ids]
     total = float(rows[END_TO_END].sum())
-    if not total:
-        return {name: 0.0 for name in [*stage_order, UNATTRIBUTED]}
-    return {
-        name: float(rows[name].fillna(0).sum()) / total for name in [*stage_order, UNATTRIBUTED]
-    }
+    names = [*stage_order, UNATTRIBUTED]
+    return {name: float(rows[name].fillna(0).sum()) / total if total else 0.0 for name in names}
 
 
 def tail_attribution(

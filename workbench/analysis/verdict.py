@@ -82,9 +82,7 @@ def _stage_verdict(stages: dict) -> tuple[bool, str]:
         f"host time; launch calls {100 * launch[i]:.0f}%)"
         for i in rows
     )
-    return (
-        (True, f"Launch-bound: {detail}") if bound.size else (False, f"Not launch-bound: {detail}")
-    )
+    return bool(bound.size), f"{'Launch-bound' if bound.size else 'Not launch-bound'}: {detail}"
 
 
 def steady_host_ns(trace: Trace) -> int:
@@ -103,7 +101,5 @@ def steady_host_ns(trace: Trace) -> int:
         windows = iv.as_intervals([start], [end])
         summed = end - start
     cold = cold_table(trace)
-    cold_ns = iv.length(
-        iv.intersect(windows, iv.merge(cold["ts_ns"], cold["ts_ns"] + cold["dur_ns"]))
-    )
-    return max(summed - cold_ns, 1)
+    cold_calls = iv.merge(cold["ts_ns"], cold["ts_ns"] + cold["dur_ns"])
+    return max(summed - iv.length(iv.intersect(windows, cold_calls)), 1)

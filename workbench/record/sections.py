@@ -42,9 +42,13 @@ class Section:
     """Base of every run.json section: declared fields plus ``extra`` (keys this version does not know)."""
 
     extra: Json = field(default_factory=dict, kw_only=True)
-    _name: ClassVar[str] = ""
+    _name: ClassVar[str] = ""  # the section's key in run.json: ``class Env(Section, name="env")``
     # never written as null (a file may not hold null there)
     _left_out_when_unset: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, name: str = "", **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._name = name
 
     def to_dict(self) -> Json:
         """The JSON object: every declared field (null when unset), then the extra keys."""
@@ -74,10 +78,9 @@ def _plain(value: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class Config(Section):
+class Config(Section, name="config"):
     """``PipelineConfig.to_dict()``: device, batch size (items per request), precision, options, torch threads."""
 
-    _name: ClassVar[str] = "config"
     _left_out_when_unset: ClassVar[tuple[str, ...]] = ("device", "batch_size", "precision")
     device: str | None = None
     batch_size: PosInt | None = None
@@ -87,10 +90,9 @@ class Config(Section):
 
 
 @dataclass(frozen=True)
-class Env(Section):
+class Env(Section, name="env"):
     """Where the run was measured (host, Python, torch, device); every field may be unknown."""
 
-    _name: ClassVar[str] = "env"
     python: str | None = None
     platform: str | None = None
     hostname: str | None = None
@@ -107,10 +109,9 @@ class Env(Section):
 
 
 @dataclass(frozen=True)
-class Timing(Section):
+class Timing(Section, name="timing"):
     """Warm-up and measured request counts, the clock and the CUDA sync policy (``stage`` or ``request``)."""
 
-    _name: ClassVar[str] = "timing"
     warmup: NonNegInt = 0
     requests: NonNegInt = 0
     clock: str | None = None
@@ -122,10 +123,9 @@ class Timing(Section):
 
 
 @dataclass(frozen=True)
-class TraceInfo(Section):
+class TraceInfo(Section, name="trace"):
     """The traced run: its file (a name inside the run folder), request counts, profiler options, failures."""
 
-    _name: ClassVar[str] = "trace"
     file: str | None = None
     requests: NonNegInt | None = None
     failed_requests: NonNegInt | None = None
@@ -140,10 +140,9 @@ class TraceInfo(Section):
 
 
 @dataclass(frozen=True)
-class Noise(Section):
+class Noise(Section, name="noise"):
     """The machine's noise verdict (``noisy`` true/false/null = unknown) with its readings and rule."""
 
-    _name: ClassVar[str] = "noise"
     noisy: bool | None = None
     reasons: list[str] = field(default_factory=list)
     fix: str | None = None
@@ -164,10 +163,9 @@ class Noise(Section):
 
 
 @dataclass(frozen=True)
-class Fingerprint(Section):
+class Fingerprint(Section, name="fingerprint"):
     """What must match for two runs to be compared or pooled (``workbench.fingerprint``)."""
 
-    _name: ClassVar[str] = "fingerprint"
     pipeline: str | None = None
     factory: str | None = None
     options: Json = field(default_factory=dict)
@@ -183,10 +181,9 @@ class Fingerprint(Section):
 
 
 @dataclass(frozen=True)
-class Load(Section):
+class Load(Section, name="load"):
     """A load, served or server run's arrivals, policy and results (throughput, batches, generator lag)."""
 
-    _name: ClassVar[str] = "load"
     throughput_rps: Number | None = None
     mean_batch_size: Number | None = None
     utilization: Number | None = None
@@ -211,10 +208,9 @@ class Load(Section):
 
 
 @dataclass(frozen=True)
-class Serving(Section):
+class Serving(Section, name="serving"):
     """How a served run was served or driven: role (server/client), URL, stack, GC and cache notes."""
 
-    _name: ClassVar[str] = "serving"
     role: str | None = None
     url: str | None = None
     stopped_by: str | None = None
@@ -232,10 +228,9 @@ class Serving(Section):
 
 
 @dataclass(frozen=True)
-class Simulation(Section):
+class Simulation(Section, name="simulation"):
     """A simulation's model and parameters (``workbench.batching.simulator``)."""
 
-    _name: ClassVar[str] = "simulation"
     arrivals: Json | None = None
     seed: int | None = None
     service_model: Any = None
@@ -250,10 +245,9 @@ class Simulation(Section):
 
 
 @dataclass(frozen=True)
-class Memory(Section):
+class Memory(Section, name="memory"):
     """Resident memory over the run (MB) and the leak rule's verdict."""
 
-    _name: ClassVar[str] = "memory"
     samples_mb: list[Number] = field(default_factory=list)
     slope_mb_per_100: Number | None = None
     r2: Number | None = None
@@ -262,39 +256,35 @@ class Memory(Section):
 
 
 @dataclass(frozen=True)
-class ColdStart(Section):
+class ColdStart(Section, name="cold_start"):
     """Building the pipeline and its first request (ms)."""
 
-    _name: ClassVar[str] = "cold_start"
     build_ms: Number | None = None
     first_request_ms: Number | None = None
     first_request_ok: bool | None = None
 
 
 @dataclass(frozen=True)
-class Attributes(Section):
+class Attributes(Section, name="attributes"):
     """Request attributes the pipeline described (names, per-stage values, errors)."""
 
-    _name: ClassVar[str] = "attributes"
     names: list[str] = field(default_factory=list)
     stages: Any = None
     errors: Json = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
-class Quantization(Section):
+class Quantization(Section, name="quantization"):
     """What int8 quantized: the factory's reports and one line of text."""
 
-    _name: ClassVar[str] = "quantization"
     models: list[Json] = field(default_factory=list)
     text: str | None = None
 
 
 @dataclass(frozen=True)
-class Ingest(Section):
+class Ingest(Section, name="ingest"):
     """Where ingested spans came from: files, span and request counts, the stage map, root span names."""
 
-    _name: ClassVar[str] = "ingest"
     files: list[str] = field(default_factory=list)
     spans: NonNegInt = 0
     requests: NonNegInt = 0

@@ -177,20 +177,9 @@ class DynamicBatcher:
 
     def _record_in_flight(self) -> None:
         """Batches still executing at stop as failures (holding the lock); their threads are abandoned."""
-        now = self._clock()
+        now, names = self._clock(), self._names or ["executor"]
         for batch, flight in sorted(self._in_flight.items()):
-            names = self._names or ["executor"]
-            timing = abandoned(
-                names,
-                flight.starts,
-                flight.ends,
-                flight.start_ns,
-                now,
-                lambda stage: (
-                    f"in flight at stop: stage {stage!r} still running when the "
-                    "batcher stopped; its executor thread was abandoned"
-                ),
-            )
+            timing = abandoned(names, flight.starts, flight.ends, flight.start_ns, now, _at_stop)
             self._add(batch, flight, now, timing)
             self.in_flight_at_stop += 1
         self._in_flight.clear()
@@ -278,6 +267,14 @@ class DynamicBatcher:
         except Exception as exc:
             failure = StageFailure("executor", type(exc).__name__, str(exc))
             return RequestTiming(flight.start_ns, self._clock(), [], [], None, failure)
+
+
+def _at_stop(stage: str) -> str:
+    """The failure message of a batch still running its ``stage`` when the batcher stopped."""
+    return (
+        f"in flight at stop: stage {stage!r} still running when the batcher stopped; its executor "
+        "thread was abandoned"
+    )
 
 
 def warm_up(execute, items: list, calls: int, max_batch_size: int) -> list[StageFailure]:

@@ -43,6 +43,7 @@ FORMAT = "workbench.sweep"
 VERSION = 1
 SWEEP_FILE = "sweep.json"
 PARAMETERS = ("rate", "concurrency")
+PERCENTILES = ("p50_ms", "p95_ms", "p99_ms")  # of end to end and of each stage, per point
 POINT_COLUMNS = [
     "point",
     "run",
@@ -199,9 +200,7 @@ def point_row(
             str(k): int(v)
             for k, v in inside.loc[~inside["ok"], "error_stage"].value_counts().items()
         },
-        "p50_ms": e2e["p50_ms"],
-        "p95_ms": e2e["p95_ms"],
-        "p99_ms": e2e["p99_ms"],
+        **{k: e2e[k] for k in PERCENTILES},
         "stages": _stage_percentiles(run.stages, good["request"], run.stage_names),
         "generator_lag_p99_ms": _get(load, "generator_lag_p99_ms"),
         "generator_lag_max_ms": _get(load, "generator_lag_ms"),
@@ -224,7 +223,7 @@ def _stage_percentiles(
     for name in names:
         s = summarize_ns(st.loc[st["stage"] == name, "dur_ns"].to_numpy(dtype=np.int64))
         if s["count"]:
-            out[name] = {k: s[k] for k in ("p50_ms", "p95_ms", "p99_ms")}
+            out[name] = {k: s[k] for k in PERCENTILES}
     return out
 
 
@@ -313,10 +312,8 @@ def add_prediction(record: dict[str, Any], predicted: pd.DataFrame, source: str)
             "stable": bool(sim["stable"]),
             "capacity_rps": float(sim["capacity_rps"]),
         }
-        pred |= {
-            "p50_ratio": ratio(row["p50_ms"], pred["p50_ms"]),
-            "p99_ratio": ratio(row["p99_ms"], pred["p99_ms"]),
-        }
+        for q in ("p50", "p99"):
+            pred[f"{q}_ratio"] = ratio(row[f"{q}_ms"], pred[f"{q}_ms"])
         points.append(row | {"predicted": _strict(pred)})
     return record | {"points": points, "prediction": {"source": source}}
 

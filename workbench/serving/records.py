@@ -120,14 +120,8 @@ def cache_split(run) -> dict:
     from ..record import Run
 
     # served runs carry ``cache_hit``; profile runs the describe= attribute ``attr.cache_hit``
-    column = next(
-        (
-            c
-            for c in ("cache_hit", "attr.cache_hit")
-            if c in run.requests.columns and not run.requests[c].isna().all()
-        ),
-        None,
-    )
+    present = [c for c in ("cache_hit", "attr.cache_hit") if c in run.requests.columns]
+    column = next((c for c in present if not run.requests[c].isna().all()), None)
     if column is None:
         raise ConfigError(
             f"{run.path or run.label}: no cache_hit column (runs of the tabular example with "

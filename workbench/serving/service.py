@@ -227,17 +227,9 @@ class PipelineService:
         except Exception as exc:  # its verdict on this body (RecursionError for deep JSON too)
             kind, message = type(exc).__name__, str(exc)[:500]
             self.rejected.append((received_ns, self.clock(), request_id, kind, message))
-            body = json.dumps(
-                {
-                    "error": f"request refused before batching: {kind}: {message}",
-                    "stage": VALIDATE,
-                    "type": kind,
-                }
-            ).encode()
-            headers = {"Content-Type": "application/json"}
-            if request_id is not None:
-                headers["X-Request-Id"] = request_id
-            return Reply(400, body, headers)
+            headers = {"X-Request-Id": request_id} if request_id is not None else {}
+            why = f"request refused before batching: {kind}: {message}"
+            return _error_reply(400, why, VALIDATE, kind, headers)
         return None
 
     def finish(self, rid: int, times: HttpTimes) -> None:
@@ -325,14 +317,14 @@ class PipelineService:
 
 
 def _failed(failure: StageFailure, headers: dict[str, str]) -> Reply:
-    body = json.dumps(
-        {
-            "error": f"stage {failure.stage} raised {failure.error_type}: {failure.message}",
-            "stage": failure.stage,
-            "type": failure.error_type,
-        }
-    ).encode()
-    return Reply(500, body, headers | {"Content-Type": "application/json"})
+    why = f"stage {failure.stage} raised {failure.error_type}: {failure.message}"
+    return _error_reply(500, why, failure.stage, failure.error_type, headers)
+
+
+def _error_reply(status: int, error: str, stage: str, kind: str, headers: dict[str, str]) -> Reply:
+    """A JSON error body naming the stage, as the load generator reads it (``client._http_error``)."""
+    body = json.dumps({"error": error, "stage": stage, "type": kind}).encode()
+    return Reply(status, body, headers | {"Content-Type": "application/json"})
 
 
 def _ran(timing, names: list[str], stage: str) -> bool:

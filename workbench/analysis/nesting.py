@@ -83,14 +83,10 @@ def _nest_nested(
         return np.empty(0, np.int64), np.empty(0, np.int64)
     index = np.arange(n, dtype=np.int64)
     lane_first = np.maximum.accumulate(np.where(np.r_[True, lane[1:] != lane[:-1]], index, 0))
-    open_count = (index - lane_first) - (
-        _ends_up_to_start(lane, ts, end, lane_first) - _zero_after(lane, ts, end)
-    )
-    depth = open_count
-    key = (
-        depth * n + index
-    )  # (depth, position), unique; sorted order lists each level left to right
-    ordered = np.sort(key)
+    ended = _ends_up_to_start(lane, ts, end, lane_first) - _zero_after(lane, ts, end)
+    depth = (index - lane_first) - ended  # the lane's earlier events still open
+    # (depth, position), unique; sorted order lists each level left to right
+    ordered = np.sort(depth * n + index)
     at = np.searchsorted(ordered, (depth - 1) * n + index) - 1
     parent = np.where(depth > 0, ordered[np.maximum(at, 0)] % n, -1)
     p = np.maximum(parent, 0)
@@ -128,6 +124,5 @@ def _zero_after(lane, ts, end) -> np.ndarray:
 def nesting_depth(ts_ns: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
     """Depth of each interval of one lane (sorted by start, longest first on ties)."""
     ts_ns = np.asarray(ts_ns, dtype=np.int64)
-    return nest(np.zeros(ts_ns.size, np.int64), ts_ns, ts_ns + np.asarray(dur_ns, dtype=np.int64))[
-        1
-    ]
+    end_ns = ts_ns + np.asarray(dur_ns, dtype=np.int64)
+    return nest(np.zeros(ts_ns.size, np.int64), ts_ns, end_ns)[1]

@@ -17,16 +17,7 @@ _BLOCK = 1 << 20
 _OPEN = (ord("["), ord("{"))
 _CLOSE = (ord("]"), ord("}"))
 _KEY = re.compile(rb'"((?:[^"\\]|\\.){0,80})"\s*:')
-_NON_JSON = (
-    (b"NaN", "NaN"),
-    (b"-Infinity", "-Infinity"),
-    (b"Infinity", "Infinity"),
-    (b"-NaN", "-NaN"),
-    (b"nan", "nan"),
-    (b"-nan", "-nan"),
-    (b"inf", "inf"),
-    (b"-inf", "-inf"),
-)
+_NON_JSON = ("NaN", "-Infinity", "Infinity", "-NaN", "nan", "-nan", "inf", "-inf")
 
 
 def deepest_nesting(data) -> tuple[int, int]:
@@ -75,14 +66,12 @@ def key_before(data, offset: int) -> str | None:
 def non_json_token(data, offset: int) -> tuple[str, int] | None:
     """``(token, start)`` for ``NaN``/``Infinity`` (or similar, with its sign) at ``offset``, which
     JSON does not allow (Python's ``json.dumps`` writes them); else None."""
-    start = (
-        offset - 1
-        if offset > 0 and bytes(memoryview(data)[offset - 1 : offset]) == b"-"
-        else offset
-    )
+    start = offset
+    if offset > 0 and bytes(memoryview(data)[offset - 1 : offset]) == b"-":
+        start -= 1
     head = bytes(memoryview(data)[start : start + 9])
-    for token, name in _NON_JSON:
-        if head.startswith(token):
+    for name in _NON_JSON:
+        if head.startswith(name.encode()):
             return name, start
     return None
 

@@ -130,12 +130,7 @@ def recorded_configs(runs: Path) -> list[tuple[str, PipelineConfig]]:
             continue
         if str(fp.get("device") or "cpu").split(":")[0] not in here:
             continue
-        config = PipelineConfig(
-            device=fp["device"],
-            batch_size=fp["batch_size"],
-            precision=fp["precision"],
-            options=dict(fp.get("options") or {}),
-        )
+        config = PipelineConfig.from_dict(fp | {"threads": None})  # threads shape no model
         found.setdefault(_canonical(entry_key(example, config)), (example, config))
     return list(found.values())
 

@@ -263,6 +263,7 @@ _CLOSERS = (
     "this is really frustrating!!",
     "regards, {name}",
 )
+_SYLLABLES = ("ka", "lo", "mir", "ven", "tas", "rhu", "quel", "zo", "dri", "an", "sel", "bor")
 _SLOTS = {
     "adj": ("late", "yesterday", "broken", "two weeks late", "without a box"),
     "thing": ("jacket", "phone case", "coffee machine", "headphones", "book", "lamp"),
@@ -303,18 +304,4 @@ class _SlotFiller(dict):
             return "".join(
                 rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ23456789") for _ in range(rng.randint(6, 10))
             )
-        syllables = (
-            "ka",
-            "lo",
-            "mir",
-            "ven",
-            "tas",
-            "rhu",
-            "quel",
-            "zo",
-            "dri",
-            "an",
-            "sel",
-            "bor",
-        )
-        return "".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))).capitalize()
+        return "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4))).capitalize()

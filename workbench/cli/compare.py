@@ -30,7 +30,7 @@ from ..interleave import DEFAULT_COMPARE_REQUESTS, DEFAULT_MAX_TIME_S, DEFAULT_R
 from ..errors import ConfigError, RunRecordError
 from ..noise import noise_line
 from .numbers import add_number, number
-from .output import dumps
+from .output import print_result
 from .load_args import SEED
 from .profile import PROFILE_REQUESTS as REQUESTS
 from .profile import WARMUP, add_pipeline_arguments, config_from_args, factory_from_args
@@ -40,6 +40,7 @@ _PAIRS = {"[": "]", "{": "}", "(": ")"}
 RESOLUTION = number("--resolution", 0, 10, "(ratio units)", lo_open=True)
 MAX_TIME_S = number("--max-time", 0, 7 * 86_400, "s", lo_open=True)
 MIN_EFFECT_RATIO = number("--min-effect", 0, 10, "(ratio units)")
+NOISE_FLAG = {True: "NOISY", False: "quiet", None: "unknown"}  # a run's noise.noisy, as printed
 
 
 def register(subparsers) -> None:
@@ -178,10 +179,7 @@ def run(args) -> int:
         max_time_s=args.max_time,
     ).result
     result["configs"] = [c | {"label": text} for c, text in zip(result["configs"], args.config)]
-    if args.json:
-        print(dumps(result))
-    else:
-        print_interleaved(result, sys.stdout)
+    print_result(result, args.json, print_interleaved)
     all_failed = [c["label"] for c in result["configs"] if c["failed"] == c["requests"]]
     if all_failed:
         print(
@@ -200,10 +198,7 @@ def _run_saved(args) -> int:
     result = compare_saved(
         args.runs[0], args.runs[1], metric=args.metric, min_effect=args.min_effect, seed=args.seed
     )
-    if args.json:
-        print(dumps(result))
-    else:
-        print_separate(result, sys.stdout)
+    print_result(result, args.json, print_separate)
     return 0
 
 
@@ -419,7 +414,7 @@ def print_separate(result: dict[str, Any], out) -> None:
     a, b = result["configs"]
     res = result["resolution"]
     print(f"compare: separate runs (not interleaved): B {b['run']} against A {a['run']}", file=out)
-    print(f"  noise: A {_flag(a['noisy'])}, B {_flag(b['noisy'])}", file=out)
+    print(f"  noise: A {NOISE_FLAG[a['noisy']]}, B {NOISE_FLAG[b['noisy']]}", file=out)
     print(
         f"  smallest difference these runs can resolve: {_pct(res['min_difference'])} "
         f"({res['how']}: interval {_pct(res['ci_half_width'])}, drift A {_pct(res['drift_a'])}, "
@@ -429,10 +424,6 @@ def print_separate(result: dict[str, Any], out) -> None:
     for d in result["differences"]:
         print(f"  differs: {d['field']}: {d['a']!r} vs {d['b']!r}", file=out)
     print_rows(result, result["metric"], out, noisy=any(flag is True for flag in result["noisy"]))
-
-
-def _flag(noisy) -> str:
-    return {True: "NOISY", False: "quiet", None: "unknown"}[noisy]
 
 
 def _pct(x) -> str:

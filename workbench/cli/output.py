@@ -14,6 +14,7 @@ import json
 import math
 import os
 import shutil
+import sys
 import tempfile
 from datetime import datetime
 from pathlib import Path
@@ -49,6 +50,14 @@ def dumps(value: Any, **kw) -> str:
     """``json.dumps`` of :func:`strict` ``(value)``; anything else not JSON is shown as text (``default=str``)."""
     kw.setdefault("default", str)
     return json.dumps(strict(value), allow_nan=False, **kw)
+
+
+def print_result(value: Any, as_json: bool, show) -> None:
+    """``value`` as one JSON object with ``--json``, else as ``show(value, sys.stdout)`` prints it."""
+    if as_json:
+        print(dumps(value))
+    else:
+        show(value, sys.stdout)
 
 
 # -- paths: outputs checked before the work, written beside the target and renamed ------------------------------
@@ -142,8 +151,6 @@ def _sigint_held():
 def stdout_to_stderr(active: bool):
     """With ``--json``, what stages print (Python ``print`` and C writes to fd 1) goes to stderr, so that
     stdout holds the one JSON object."""
-    import sys
-
     if not active:
         yield
         return

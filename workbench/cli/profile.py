@@ -259,17 +259,14 @@ def kept_on_interrupt(out: Path, command: str = "profile"):
     except Interrupted as stop:
         run = stop.run
         if run is None or len(run.requests) == 0:
-            print(
-                f"workbench {command}: interrupted before any request finished; no run written",
-                file=sys.stderr,
+            what = "interrupted before any request finished; no run written"
+        else:
+            path = save_measured(run, out)
+            what = (
+                f"interrupted after {len(run.requests)} requests; run written to {path} "
+                "(status: interrupted)"
             )
-            raise
-        path = save_measured(run, out)
-        print(
-            f"workbench {command}: interrupted after {len(run.requests)} requests; "
-            f"run written to {path} (status: interrupted)",
-            file=sys.stderr,
-        )
+        print(f"workbench {command}: {what}", file=sys.stderr)
         raise
 
 
@@ -285,15 +282,14 @@ def guard_verdict(run) -> int:
     failure = run.requests.iloc[-1]
     if failure["ok"]:  # the timing run finished; a stage of the traced run hung
         traced = ((run.meta.trace.failures if run.meta.trace else None) or [{}])[0]
-        print(
-            f"workbench profile: {traced.get('message', 'the traced run timed out')}; the timing run is kept "
-            f"and the run was saved as 'incomplete: timeout' (no trace)",
-            file=sys.stderr,
+        what = (
+            f"{traced.get('message', 'the traced run timed out')}; the timing run is kept and "
+            "the run was saved as 'incomplete: timeout' (no trace)"
         )
-        return 1
-    print(
-        f"workbench profile: request {failure['request']} timed out: {failure['error_message']}; "
-        f"the run stopped and was saved as 'incomplete: timeout'",
-        file=sys.stderr,
-    )
+    else:
+        what = (
+            f"request {failure['request']} timed out: {failure['error_message']}; the run "
+            "stopped and was saved as 'incomplete: timeout'"
+        )
+    print(f"workbench profile: {what}", file=sys.stderr)
     return 1

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from ..analysis.stats import requests_to_bound
-from .output import dumps
+from .output import print_result
 from .sweep_view import is_sweep, show_sweep
 
 
@@ -21,16 +20,9 @@ def run(args) -> int:
     from ..analysis.budget import budget
     from ..record import load_run
 
-    if is_sweep(
-        args.run_dir
-    ):  # a sweep folder (load --sweep): its table; each point folder is a run
+    if is_sweep(args.run_dir):  # a sweep folder (load --sweep): its table; each point is a run
         return show_sweep(args.run_dir, args.json)
-    r = load_run(args.run_dir)
-    report = budget(r)
-    if args.json:
-        print(dumps(report))
-    else:
-        print_budget(report, sys.stdout)
+    print_result(budget(load_run(args.run_dir)), args.json, print_budget)
     return 0
 
 
@@ -155,17 +147,10 @@ def print_explain(report: dict, out) -> None:
             file=out,
         )
     cold = report.get("cold_start") or {}
-    if cold.get("build_ms") is not None or cold.get("first_request_ms") is not None:
-        build = (
-            f"build {cold['build_ms']:.1f} ms"
-            if cold.get("build_ms") is not None
-            else "build not timed"
-        )
-        first = (
-            f"first request {cold['first_request_ms']:.3f} ms"
-            if cold.get("first_request_ms") is not None
-            else "no first request"
-        )
+    build_ms, first_ms = cold.get("build_ms"), cold.get("first_request_ms")
+    if build_ms is not None or first_ms is not None:
+        build = "build not timed" if build_ms is None else f"build {build_ms:.1f} ms"
+        first = "no first request" if first_ms is None else f"first request {first_ms:.3f} ms"
         print(f"cold start (not in the budget): {build} (factory, model load), {first}", file=out)
 
 

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal, Union
 import msgspec
 
 from ..errors import ConfigError
-from .output import dumps, strict
+from .output import dumps, print_result, strict
 
 # -- the sweep file, decoded at the boundary -------------------------------------------------------------------
 
@@ -333,11 +333,7 @@ def is_sweep(path: Path) -> bool:
 
 def show_sweep(path: Path, as_json: bool) -> int:
     """``workbench show SWEEP_DIR``: the sweep's table (or its record as JSON)."""
-    record = read_sweep(path)
-    if as_json:
-        print(dumps(record))
-    else:
-        print_sweep(record)
+    print_result(read_sweep(path), as_json, print_sweep)
     return 0
 
 

@@ -6,6 +6,7 @@ Imported only by the example modules (which import torch themselves), never by
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -81,6 +82,11 @@ def smoke_forward(example: str, config: PipelineConfig, run: Callable[[], Any]) 
             f"example {example}: precision {config.precision} on device {config.device} does not run "
             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); pick another --precision"
         ) from exc
+
+
+def serialize(responses: list[dict]) -> list[bytes]:
+    """The last stage of the text and image examples: one compact JSON ``bytes`` per response."""
+    return [json.dumps(r, separators=(",", ":")).encode() for r in responses]
 
 
 def top_labels(logits, labels: tuple[str, ...], k: int) -> list[list[dict]]:

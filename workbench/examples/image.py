@@ -37,14 +37,13 @@ from __future__ import annotations
 import functools
 import io
 import itertools
-import json
 import struct
 
 from ..config import PipelineConfig
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model, torch_dtype
 from . import EXAMPLES
-from ._common import check_batch, option, smoke_forward, to_device, top_labels
+from ._common import check_batch, option, serialize, smoke_forward, to_device, top_labels
 
 LABELS = (
     "cat",
@@ -208,10 +207,6 @@ def _decode_batch(pngs: list[bytes], size: int):
             rgb.resize((rw, rh), Image.BILINEAR).crop((left, top, left + size, top + size))
         )
     return out, area
-
-
-def serialize(responses: list[dict]) -> list[bytes]:
-    return [json.dumps(r, separators=(",", ":")).encode() for r in responses]
 
 
 @functools.lru_cache(maxsize=4)

@@ -36,7 +36,6 @@ Options (``config.options``):
 from __future__ import annotations
 
 import itertools
-import json
 import random
 import re
 import unicodedata
@@ -48,7 +47,7 @@ from ..errors import ConfigError, PipelineError
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model
 from . import EXAMPLES, data_file
-from ._common import check_batch, option, smoke_forward, to_device, top_labels
+from ._common import check_batch, option, serialize, smoke_forward, to_device, top_labels
 
 LABELS = (
     "billing",
@@ -234,10 +233,6 @@ def _clean(index: int, text, max_chars: int) -> str:
     if not text:
         raise ValueError(f"{where}: empty text")
     return text
-
-
-def serialize(responses: list[dict]) -> list[bytes]:
-    return [json.dumps(r, separators=(",", ":")).encode() for r in responses]
 
 
 _OPENERS = ("", "hi", "hello,", "hey there!", "good morning.", "dear support team,")

@@ -7,6 +7,7 @@ import pytest
 
 from workbench.analysis import launches, trace_report, verdict
 from workbench.trace import load_trace
+from tests.support import tables
 from tests.support.synthetic import TraceBuilder
 
 ALEXNET = (
@@ -33,7 +34,7 @@ def cold_trace(path):
 
 def test_cold_start_calls_are_set_up_calls_and_slow_first_launches(tmp_path):
     trace = cold_trace(tmp_path)
-    cold = launches.cold_start_calls(trace)
+    cold = tables.cold_start_calls(trace)
     assert cold[["name", "ts_ns", "dur_ns", "reason"]].values.tolist() == [
         ["cudaFree", 100_000, 5_000_000, "init"],
         ["cudaDeviceGetStreamPriorityRange", 5_200_000, 1_000, "init"],
@@ -47,7 +48,7 @@ def test_cold_start_calls_are_set_up_calls_and_slow_first_launches(tmp_path):
         launches.steady_call_table(trace)["ts_ns"].size == 12
         and launches.steady_gpu_dur_ns(trace) == 12_000
     )
-    assert launches.cold_start_calls(trace)["reason"].tolist() == ["init", "init", "first launch"]
+    assert tables.cold_start_calls(trace)["reason"].tolist() == ["init", "init", "first launch"]
 
 
 def test_the_verdict_is_computed_over_the_steady_state(tmp_path):
@@ -78,7 +79,7 @@ def test_alexnet_is_not_launch_bound_once_its_cold_start_is_apart():
             "24% of 97 launches short kernels; cold start set apart (20 calls)"
         ),
     }
-    slow = launches.cold_start_calls(trace).query("reason == 'first launch'")
+    slow = tables.cold_start_calls(trace).query("reason == 'first launch'")
     assert slow[["name", "dur_ns"]].values.tolist() == [["cudaLaunchKernel", 3_055_567_000]]
 
 

@@ -2,6 +2,7 @@ import pytest
 
 from workbench.analysis import gpu_kernels
 from workbench.trace import load_trace
+from tests.support import tables
 from tests.support.synthetic import TraceBuilder, example_trace
 
 
@@ -28,11 +29,11 @@ def test_busy_counts_overlap_once(tmp_path):
 
 
 def test_top_kernels_sorted_by_total(events):
-    top = gpu_kernels.top_kernels(events, n=3)
+    top = tables.top_kernels(events, n=3)
     assert top["name"].tolist() == ["gemm", "g2", "relu"]
     assert top["total_ns"].tolist() == [12_000, 8_000, 4_000]
     assert top["share"].iloc[0] == pytest.approx(12_000 / 30_000)
-    orphan = gpu_kernels.top_kernels(events, n=None).set_index("name").loc["orphan"]
+    orphan = tables.top_kernels(events, n=None).set_index("name").loc["orphan"]
     assert (orphan["count"], orphan["total_ns"], orphan["mean_ns"]) == (2, 3_000, 1_500.0)
 
 
@@ -40,4 +41,4 @@ def test_no_kernels_gives_zeros_and_none(tmp_path):
     events = load_trace(TraceBuilder().op("aten::add", 0, 5).write(tmp_path / "t.json"))
     s = gpu_kernels.kernel_summary(events)
     assert (s["count"], s["total_ns"], s["busy_ns"]) == (0, 0, None)
-    assert gpu_kernels.top_kernels(events).empty
+    assert tables.top_kernels(events).empty

@@ -2,6 +2,7 @@ import pytest
 
 from workbench.analysis import launches
 from workbench.trace import load_trace
+from tests.support import tables
 from tests.support.synthetic import example_trace
 
 
@@ -46,7 +47,7 @@ def test_launch_delay_clipped_at_zero(tmp_path):
 
 
 def test_launch_calls_keep_graph_launches_apart(events):
-    calls = launches.launch_calls(events)
+    calls = tables.launch_calls(events)
     graph = calls[calls["graph"]]
     assert graph["gpu_count"].tolist() == [2] and graph["gpu_dur_ns"].tolist() == [11_000]
     assert launches.launch_summary(calls) == {
@@ -61,7 +62,7 @@ def test_launch_calls_keep_graph_launches_apart(events):
 
 
 def test_gpu_work_without_launch_call_has_null_launch(events):
-    joined = launches.gpu_work_with_launch(events)
+    joined = tables.gpu_work_with_launch(events)
     orphans = joined[joined["name"] == "orphan"]
     assert len(orphans) == 2 and orphans["launch_name"].isna().all()
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from workbench.analysis.operators import top_operators
 from workbench.trace import Trace
 from workbench.trace.schema import KIND_DTYPE
+from tests.support.tables import top_operators
 
 
 def events(rows):

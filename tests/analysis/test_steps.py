@@ -2,6 +2,7 @@ import pytest
 
 from workbench.analysis import steps
 from workbench.trace import load_trace
+from tests.support import tables
 from tests.support.synthetic import TraceBuilder, example_trace
 
 K = 1_000
@@ -13,7 +14,7 @@ def events(tmp_path_factory):
 
 
 def test_profiler_steps_with_launched_work(events):
-    table = steps.profiler_steps(events)
+    table = tables.profiler_steps(events)
     assert table["step"].tolist() == [1, 2]
     assert table["dur_ns"].tolist() == [100 * K, 100 * K]
     assert table["kernel_count"].tolist() == [2, 2]  # relu runs after step 1 ends: still step 1's
@@ -69,10 +70,10 @@ def test_no_steps_gives_one_all_entry(tmp_path):
         4 * K,
     )
     assert (row["cpu_exec_ns"], row["other_ns"]) == (8 * K, 12 * K)
-    assert steps.profiler_steps(load_trace(tmp_path / "t.json")).empty
+    assert tables.profiler_steps(load_trace(tmp_path / "t.json")).empty
 
 
 def test_gpu_annotation_copies_of_steps_are_not_steps(tmp_path):
     b = TraceBuilder().annotation("ProfilerStep#3", 0, 10 * K)
     b.x("gpu_user_annotation", "ProfilerStep#3", 1 * K, 5 * K, pid=0, tid=7)
-    assert steps.profiler_steps(load_trace(b.write(tmp_path / "t.json")))["step"].tolist() == [3]
+    assert tables.profiler_steps(load_trace(b.write(tmp_path / "t.json")))["step"].tolist() == [3]

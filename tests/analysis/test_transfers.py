@@ -3,6 +3,7 @@ import pytest
 
 from workbench.analysis import transfers
 from workbench.trace import load_trace
+from tests.support import tables
 from tests.support.synthetic import TraceBuilder, example_trace
 
 
@@ -28,7 +29,7 @@ def test_classify_copy(name, expected):
 
 
 def test_memcpy_by_direction_always_lists_the_three(events):
-    by = transfers.memcpy_by_direction(events).set_index("direction")
+    by = tables.memcpy_by_direction(events).set_index("direction")
     assert set(by.index) == {"HtoD", "DtoH", "DtoD"}
     assert (by.loc["HtoD", "count"], by.loc["HtoD", "total_ns"], by.loc["HtoD", "bytes"]) == (
         1,

@@ -104,7 +104,8 @@ def test_text_cuda_graph_replays_the_eager_forward():
     """Option cuda_graph: the same scores as eager, one graph per batch shape, graph launches in the trace."""
     from workbench import profile
     from workbench.trace import load_trace
-    from workbench.analysis.launches import launch_calls, launch_summary
+    from workbench.analysis.launches import launch_summary
+    from tests.support.tables import launch_calls
 
     options = {**SMALL["text"], "seed": 3}
     eager = build("text", device="cuda", batch_size=4, options=options)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from workbench.analysis.operators import top_operators
 from workbench.trace import load_trace
+from tests.support.tables import top_operators
 
 
 def write_trace(path, events):

@@ -8,8 +8,9 @@ import sys
 import pandas as pd
 import pytest
 
-from workbench.analysis import launches, steps, trace_report, trace_stages, transfers
+from workbench.analysis import launches, trace_report, trace_stages, transfers
 from workbench.trace import Trace, derived, load_trace
+from tests.support import tables
 from tests.support.synthetic import example_trace
 
 
@@ -40,8 +41,8 @@ def test_derived_tables_are_memoised_on_the_trace(trace):
     assert trace.meta["platform"] == "cuda" and repr(trace).endswith("19 events)")
     assert launches.launch_pairs(trace).equals(launches.launch_pairs(trace))
     assert launches.launch_join(trace) is launches.launch_join(trace)
-    assert launches.gpu_work_with_launch(trace).equals(launches.gpu_work_with_launch(trace))
-    joined = launches.gpu_work_with_launch(trace)
+    assert tables.gpu_work_with_launch(trace).equals(tables.gpu_work_with_launch(trace))
+    joined = tables.gpu_work_with_launch(trace)
     assert joined["launch_name"].tolist()[:3] == [
         "cudaLaunchKernel",
         "cudaMemcpyAsync",
@@ -50,7 +51,7 @@ def test_derived_tables_are_memoised_on_the_trace(trace):
     assert (
         joined["launch_ts_ns"].isna().tolist() == [False] * 6 + [True] * 2
     )  # the two orphan kernels
-    assert len(steps.profiler_steps(trace)) == 2 and transfers.copy_table(trace)["key"].size == 1
+    assert len(tables.profiler_steps(trace)) == 2 and transfers.copy_table(trace)["key"].size == 1
     assert trace_stages.trace_stage_summary(trace)["stage"].tolist() == ["forward"]
 
 

@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from workbench.analysis import gpu_timeline, steps
+from workbench.analysis import gpu_timeline
 from workbench.analysis.trace_report import analyze
 from workbench.errors import TraceError
 from workbench.trace import load_trace
+from tests.support import tables
 from tests.support.synthetic import EPOCH_NS, TraceBuilder, example_trace
 
 OP = {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2}
@@ -110,7 +111,7 @@ def test_twenty_digit_profiler_step(tmp_path):
         .op("aten::mm", 2_000, 1_000)
     )
     path = b.write(tmp_path / "t.json")
-    assert steps.profiler_steps(load_trace(path))["step"].tolist() == [number]
+    assert tables.profiler_steps(load_trace(path))["step"].tolist() == [number]
     report = analyze(path)
     assert [s["name"] for s in report["steps"]] == [f"ProfilerStep#{number}"]
     assert (

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace import KIND_KERNEL, Trace
-from ..trace.frames import pd, rows_frame
 from ..trace.intervals import union_length
 
 SHORT_KERNEL_NS = 10_000  # "kernels under 10 us": dur < 10.0 us, strict
@@ -42,7 +41,8 @@ def kernel_summary(trace: Trace) -> dict:
 
 
 def kernel_rows(trace: Trace, n: int | None = 10) -> list[dict]:
-    """:func:`top_kernels` as dicts."""
+    """Kernels grouped by name, largest total first (ties by name): ``{name, count, total_ns,
+    max_ns, mean_ns, share}`` (share of all kernel time, 0..1). ``n=None`` keeps every name."""
     kernels = trace.rows_of([KIND_KERNEL])
     codes, dur = kernels.name.codes, kernels.dur_ns
     used = np.unique(codes)
@@ -63,13 +63,3 @@ def kernel_rows(trace: Trace, n: int | None = 10) -> list[dict]:
         r["share"] = r["total_ns"] / total if total else 0.0
     rows.sort(key=lambda r: (-r["total_ns"], r["name"]))
     return rows if n is None else rows[:n]
-
-
-def top_kernels(trace: Trace, n: int | None = 10) -> pd.DataFrame:
-    """Kernels grouped by name, largest total first (ties by name).
-
-    Columns: name (str), count, total_ns, mean_ns (float), max_ns, share (of all
-    kernel time, 0..1). ``n=None`` keeps every name.
-    """
-    dtypes = {"name": "str", "count": "int64", "total_ns": "int64", "mean_ns": float}
-    return rows_frame(kernel_rows(trace, n), dtypes | {"max_ns": "int64", "share": float})

@@ -13,7 +13,7 @@ Cold start: the first runtime calls that set up the device, context and streams
 ``cudaDeviceGetStreamPriorityRange``...) and the first launch of a kernel that
 takes over ``FIRST_CALL_NS`` (1 ms: module loading or library set-up; a
 steady launch call takes microseconds). They are reported apart
-(:func:`cold_start_calls`), and verdicts are computed over the rest, the steady
+(:func:`cold_table`), and verdicts are computed over the rest, the steady
 state (:func:`steady_launch_pairs`): on the AlexNet trace one first launch took
 3,056 ms and context set-up 36 s of a 43 s host span.
 """
@@ -134,43 +134,12 @@ def launch_join(trace: Trace) -> LaunchJoin:
     return LaunchJoin(work, runtime, np.where(found, rows[first][pos] if corr.size else -1, -1))
 
 
-@derived
-def gpu_work_with_launch(trace: Trace) -> pd.DataFrame:
-    """GPU work rows with their launching runtime call (null where it is missing).
-
-    Columns: kind, name, ts_ns, dur_ns, device, stream, correlation, bytes,
-    ext_id, launch_name (NA without a call), launch_ts_ns, launch_dur_ns (Int64),
-    launch_tid. Text columns are categoricals sharing the events table's
-    categories (no string is copied: kernel names run to kilobytes).
-    A correlation shared by several runtime calls joins to the first of them
-    (:class:`LaunchJoin`). Computed once per :class:`~workbench.trace.Trace`.
-    """
-    join = launch_join(trace)
-    work = join.work
-    return pd.DataFrame(
-        {
-            "kind": kinds(work.kind),
-            "name": categorical(work.name.codes, work.name),
-            "ts_ns": work.ts_ns,
-            "dur_ns": work.dur_ns,
-            **{
-                c: nullable(getattr(work, c))
-                for c in ("device", "stream", "correlation", "bytes", "ext_id")
-            },
-            "launch_name": categorical(join.launch_name, join.runtime.name),
-            "launch_ts_ns": nullable(join.launch_ts_ns),
-            "launch_dur_ns": nullable(join.launch_dur_ns),
-            "launch_tid": categorical(join.launch_tid, join.runtime.tid),
-        }
-    )
-
-
 def launch_pairs(trace: Trace, names=HTA_LAUNCH_NAMES) -> pd.DataFrame:
     """One row per GPU event whose launching call is named in ``names`` (HTA's set by default).
 
     Columns: correlation, launch_name, cpu_ts_ns, cpu_dur_ns, gpu_kind, gpu_name,
     gpu_ts_ns, gpu_dur_ns, launch_delay_ns (clipped at 0), device, stream (text
-    columns categorical, as in :func:`gpu_work_with_launch`).
+    columns categoricals sharing the events table's categories: kernel names run to kilobytes).
     """
     table = pair_table(trace, names)
     join = launch_join(trace)
@@ -239,22 +208,12 @@ def launch_pair_summary(pairs) -> dict:
     }
 
 
-def launch_calls(trace: Trace) -> pd.DataFrame:
-    """Every kernel or graph launch call with the GPU work it started.
-
-    Columns: name, ts_ns, dur_ns, tid, correlation, graph (bool), gpu_count,
-    gpu_dur_ns (sum of its GPU work), launch_delay_ns (first GPU start after
-    the call's end, clipped at 0; NA without GPU work).
-    """
-    with_na = ("correlation", "launch_delay_ns")
-    return pd.DataFrame(
-        {k: nullable(v) if k in with_na else v for k, v in call_table(trace).items()}
-    )
-
-
 @derived
 def call_table(trace: Trace) -> dict[str, np.ndarray]:
-    """:func:`launch_calls` as numpy columns (name and tid as object arrays of str)."""
+    """Every kernel or graph launch call with the GPU work it started, as numpy columns: name,
+    ts_ns, dur_ns, tid (name and tid object arrays of str), correlation, graph (bool), gpu_count,
+    gpu_dur_ns (sum of its GPU work), launch_delay_ns (first GPU start after the call's end,
+    clipped at 0; NA_INT without GPU work)."""
     join = launch_join(trace)
     runtime = join.runtime
     rows = np.flatnonzero(runtime.name.isin(LAUNCH_NAMES | GRAPH_LAUNCH_NAMES))
@@ -285,30 +244,13 @@ def call_table(trace: Trace) -> dict[str, np.ndarray]:
     }
 
 
-def cold_start_calls(trace: Trace) -> pd.DataFrame:
+@derived
+def cold_table(trace: Trace) -> dict[str, np.ndarray]:
     """Initialisation calls and slow first launches: the first call of each name in ``INIT_CALL_NAMES``
     (and any later one over ``FIRST_CALL_NS``: torch asks ``cudaDeviceGetStreamPriorityRange`` for
     every stream, in a microsecond once the context exists), and the first launch of each kernel
-    when it takes over ``FIRST_CALL_NS``.
-
-    Columns: name (str), ts_ns, dur_ns, correlation (Int64), reason ("init" or "first launch");
-    sorted by start.
-    """
-    t = cold_table(trace)
-    return pd.DataFrame(
-        {
-            "name": pd.array(t["name"], dtype="str"),
-            "ts_ns": t["ts_ns"],
-            "dur_ns": t["dur_ns"],
-            "correlation": nullable(t["correlation"]),
-            "reason": pd.array(t["reason"], dtype="str"),
-        }
-    )
-
-
-@derived
-def cold_table(trace: Trace) -> dict[str, np.ndarray]:
-    """:func:`cold_start_calls` as numpy columns."""
+    when it takes over ``FIRST_CALL_NS``. Numpy columns, sorted by start: name (object), ts_ns,
+    dur_ns, correlation (NA_INT when absent), reason ("init" or "first launch")."""
     join = launch_join(trace)
     runtime = join.runtime
     init = np.flatnonzero(runtime.name.isin(INIT_CALL_NAMES))
@@ -339,7 +281,8 @@ def _first_of_each(codes: np.ndarray) -> np.ndarray:
 
 
 def cold_start_summary(trace: Trace) -> dict:
-    """``{calls, dur_ns}`` of :func:`cold_start_calls` (the union of their intervals: nested calls count once)."""
+    """``{calls, dur_ns}`` of :func:`cold_table` (the union of their intervals: nested calls
+    count once)."""
     cold = cold_table(trace)
     return {
         "calls": int(cold["ts_ns"].size),
@@ -382,8 +325,8 @@ def steady_gpu_dur_ns(trace: Trace) -> int:
 
 
 def launch_summary(calls) -> dict:
-    """``{count, total_ns, graph_count, graph_total_ns, graph_gpu_count}`` of :func:`launch_calls`
-    (a DataFrame or :func:`call_table`): kernel launch calls and graph launches apart."""
+    """``{count, total_ns, graph_count, graph_total_ns, graph_gpu_count}`` of :func:`call_table`
+    (or a table of its columns): kernel launch calls and graph launches apart."""
     graph = np.asarray(calls["graph"], dtype=bool)
     dur = np.asarray(calls["dur_ns"], dtype=np.int64)
     gpu_count = np.asarray(calls["gpu_count"], dtype=np.int64)

@@ -19,7 +19,6 @@ import numpy as np
 
 from ..trace import HOST_KINDS, KIND_CPU_OP, KINDS, Trace
 from ..trace.columns import factorize_objects
-from ..trace.frames import pd, rows_frame
 from .nesting import nest, nesting_order
 
 COLUMNS = ["name", "input_shapes", "calls", "total_ns", "self_ns", "self_share"]
@@ -59,7 +58,7 @@ def operator_call_table(trace: Trace) -> dict[str, np.ndarray]:
 
 
 def operator_rows(trace: Trace, n: int = 20, by_shapes: bool = True) -> list[dict]:
-    """:func:`top_operators` as dicts (see the module docstring for the keys)."""
+    """The ``n`` operators with the most self time, as dicts (keys: the module's columns)."""
     calls = operator_call_table(trace)
     shape_codes, _ = factorize_objects(
         calls["input_shapes"].tolist() if by_shapes else [""] * calls["name"].size
@@ -92,9 +91,3 @@ def operator_rows(trace: Trace, n: int = 20, by_shapes: bool = True) -> list[dic
     ]
     rows.sort(key=lambda r: (-r["self_ns"], r["name"]))  # stable: ties keep first appearance
     return rows[:n]
-
-
-def top_operators(trace: Trace, n: int = 20, by_shapes: bool = True) -> pd.DataFrame:
-    """The ``n`` operators with the most self time (see module docstring for the columns)."""
-    dtypes = dict(zip(COLUMNS, ("str", "str", "int64", "int64", "int64", float)))
-    return rows_frame(operator_rows(trace, n, by_shapes), dtypes)

@@ -48,19 +48,11 @@ CATEGORIES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloa
 _COMM_PREFIXES = ("nccl:", "gloo:")
 
 
-def profiler_steps(trace: Trace) -> pd.DataFrame:
-    """One row per host ``ProfilerStep#N`` range, sorted by start.
-
-    Columns: step (int), name, ts_ns, dur_ns, and for kernel/memcpy/memset the
-    ``<kind>_count`` and ``<kind>_ns`` (summed GPU duration) of the work whose
-    launch call starts inside the step.
-    """
-    return pd.DataFrame(step_table(trace))
-
-
 @derived
 def step_table(trace: Trace) -> dict[str, np.ndarray]:
-    """:func:`profiler_steps` as numpy columns."""
+    """One row per host ``ProfilerStep#N`` range, sorted by start, as numpy columns: step (int),
+    name, ts_ns, dur_ns, and for kernel/memcpy/memset the ``<kind>_count`` and ``<kind>_ns``
+    (summed GPU duration) of the work whose launch call starts inside the step."""
     host = trace.rows_of(HOST_KINDS)
     rows = np.flatnonzero(host.name.matches(STEP_NAME.match))
     rows = rows[np.argsort(host.ts_ns[rows], kind="stable")]

@@ -132,7 +132,8 @@ def _frame(rows: list[dict], by: str) -> pd.DataFrame:
 
 
 def direction_rows(trace: Trace) -> list[dict]:
-    """:func:`memcpy_by_direction` as dicts: HtoD, DtoH and DtoD always present (appended with zeros)."""
+    """Copies per direction as :func:`copy_rows` dicts; HtoD, DtoH and DtoD always present (with
+    zeros when absent)."""
     rows = copy_rows(copy_table(trace), "direction")
     seen = {r["direction"] for r in rows}
     return rows + [
@@ -147,12 +148,6 @@ def host_memory_rows(trace: Trace) -> list[dict]:
     copies = copy_table(trace)
     with_host = np.array([h is not None for h in copies["host_memory"]], dtype=bool)
     return copy_rows({k: v[with_host] for k, v in copies.items()}, "key")
-
-
-def memcpy_by_direction(trace: Trace) -> pd.DataFrame:
-    """Copies per direction. Columns: direction, count, total_ns, bytes (Int64, NA when
-    no copy carries bytes), gb_per_s. HtoD, DtoH and DtoD are always present."""
-    return _frame(direction_rows(trace), "direction")
 
 
 def memcpy_by_host_memory(trace: Trace) -> pd.DataFrame:
@@ -205,7 +200,7 @@ def copy_classes(trace: Trace) -> pd.DataFrame:
 
     Host-memory keys come from ``memcpy_by_host_memory``; the copies of a
     direction that name no host side (DtoD, or an HtoD whose name says neither
-    pageable nor pinned) are the direction's remainder in ``memcpy_by_direction``.
+    pageable nor pinned) are the direction's remainder in :func:`direction_rows`.
     """
     keyed = [r | {"label": r["key"]} for r in host_memory_rows(trace)]
     rows = list(keyed)

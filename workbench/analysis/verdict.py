@@ -10,7 +10,7 @@ drawn beside it: at least half of the launches are short kernels (GPU work
 shorter than its launch call, HTA's rule), else the launch calls are not what
 keeps the GPU waiting.
 
-Steady state: cold-start calls (:func:`~workbench.analysis.launches.cold_start_calls`:
+Steady state: cold-start calls (:func:`~workbench.analysis.launches.cold_table`:
 device, context and stream set-up, a kernel's slow first launch) are set apart;
 their time leaves the host time, their launches and GPU work leave the counts.
 On the AlexNet trace they were 40.3 s of a 43.4 s host span, and the verdict

@@ -43,10 +43,12 @@ def run_ingest_command(args) -> int:
     run = ingest_otel(args.path, stage_map)
     out = args.out or default_folder("otel", str(run.meta.pipeline))
     check_out(out, folder=True)
-    unused = sorted(set(stage_map) - set(_span_names(run)))
+    ingest = run.meta.ingest
+    # span names the stage map matched (mapped stage names appear as stages)
+    matched = {span for span, stage in ingest.stage_map.items() if stage in run.stage_names}
+    unused = sorted(set(stage_map) - matched)
     path = save_measured(run, out)
     report = budget(run)
-    ingest = run.meta.ingest
     if args.json:
         fields = ("spans", "requests", "dropped", "clamped", "flagged")
         checked = {k: getattr(ingest, k) for k in fields}
@@ -69,9 +71,3 @@ def tree_note(ingest) -> str:
     parts += [f"{n} clamped ({why})" for why, n in ingest.clamped.items()]
     names = f"; spans named {', '.join(map(repr, ingest.flagged[:5]))}" if ingest.flagged else ""
     return f"{ingest.spans} spans, " + ", ".join(parts) + names
-
-
-def _span_names(run) -> set[str]:
-    """Span names the stage map matched (mapped stage names appear as stages)."""
-    stage_map = run.meta.ingest.stage_map
-    return {span for span, stage in stage_map.items() if stage in run.stage_names}

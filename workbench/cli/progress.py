@@ -30,13 +30,8 @@ class ProgressBar:
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         now = self.clock()
-        finished = done >= total
-        new_stage = stage != self._last_stage
-        if (
-            not (new_stage or finished)
-            and self._last_s is not None
-            and now - self._last_s < self.min_interval_s
-        ):
+        recent = self._last_s is not None and now - self._last_s < self.min_interval_s
+        if recent and stage == self._last_stage and done < total:  # a new stage or the end: drawn
             return
         self._last_s, self._last_stage = now, stage
         self.stream.write("\r" + self.line(stage, done, total))

@@ -172,7 +172,7 @@ class StageGuard:
             if done.wait(min(self.poll_s, max(left, 0.0))):
                 return True
             if self.cancel is not None and self.cancel.is_set():
-                stage = self._running_stage(len(self._ends))
+                stage = self.names[min(len(self._ends), len(self.names) - 1)]
                 self.stuck_stage = stage
                 self.close()
                 raise Cancelled(
@@ -198,9 +198,6 @@ class StageGuard:
         self.stuck_stage = timing.failure.stage
         self.close()
         return timing
-
-    def _running_stage(self, n_ended: int) -> str:
-        return self.names[min(n_ended, len(self.names) - 1)]
 
     def _work(self, run_one: RunOne, init: Callable[[], Any]) -> None:
         initialised = False

@@ -27,43 +27,30 @@ from typing import Any
 
 ROLES = ("io", "remote", "preprocess", "compute", "serialize")
 
+# stage name -> the role the name suggests, written by role
 NAME_ROLES = {
-    "parse": "serialize",
-    "deserialize": "serialize",
-    "serialize": "serialize",
-    "encode": "serialize",
-    "hydrate": "io",
-    "feature_hydration": "io",
-    "features": "io",
-    "lookup": "io",
-    "fetch": "io",
-    "preprocess": "preprocess",
-    "tokenize": "preprocess",
-    "decode": "preprocess",
-    "resize": "preprocess",
-    "forward": "compute",
-    "model": "compute",
-    "model_forward": "compute",
-    "inference": "compute",
-    "postprocess": "compute",
-    "remote": "remote",
-    "rpc": "remote",
-    "call": "remote",
+    name: role
+    for role, names in {
+        "serialize": ("parse", "deserialize", "serialize", "encode"),
+        "io": ("hydrate", "feature_hydration", "features", "lookup", "fetch"),
+        "preprocess": ("preprocess", "tokenize", "decode", "resize"),
+        "compute": ("forward", "model", "model_forward", "inference", "postprocess"),
+        "remote": ("remote", "rpc", "call"),
+    }.items()
+    for name in names
 }
 
 # library (as workbench.analysis.python_frames names it) -> the role its time is evidence of
 EVIDENCE_ROLES = {
-    "torch": "compute",
-    "PIL": "preprocess",
-    "cv2": "preprocess",
-    "torchvision": "preprocess",
-    "tokenizers": "preprocess",
-    "redis": "io",
-    "sqlite3": "io",
-    "socket": "remote",
-    "json": "serialize",
-    "orjson": "serialize",
-    "msgspec": "serialize",
+    library: role
+    for role, libraries in {
+        "compute": ("torch",),
+        "preprocess": ("PIL", "cv2", "torchvision", "tokenizers"),
+        "io": ("redis", "sqlite3"),
+        "remote": ("socket",),
+        "serialize": ("json", "orjson", "msgspec"),
+    }.items()
+    for library in libraries
 }
 LIBRARY_LABELS = {"torch": "torch operators", "socket": "sockets and HTTP clients"}
 EVIDENCE_SHARE = 0.5

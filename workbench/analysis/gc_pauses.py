@@ -36,8 +36,7 @@ def gc_summary(
     )
     host = stage_matrix(requests, stages, stage_order)
     per_request = gc_wide.sum(axis=1)
-    e2e = host[END_TO_END].astype("int64").rename("e2e_ns")
-    e2e.index.name = "request"
+    e2e = host[END_TO_END].astype("int64").rename("e2e_ns").rename_axis("request")
     tail_ids = slowest(e2e, 0.05) if len(e2e) else pd.Index([])
     tail_e2e = float(e2e.loc[tail_ids].sum()) if len(tail_ids) else 0.0
     per_stage = {}

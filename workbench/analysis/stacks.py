@@ -78,8 +78,7 @@ def request_sets(
     """Request ids of ``slowest_1pct`` (when the run has enough requests), ``slowest_5pct`` and ``median``,
     and the name of the tail set the headline uses."""
     wide = stage_matrix(requests, stages, order)
-    e2e = wide[END_TO_END].astype("int64").rename("e2e_ns")
-    e2e.index.name = "request"
+    e2e = wide[END_TO_END].astype("int64").rename("e2e_ns").rename_axis("request")
     sets = {
         name: slowest(e2e, f)
         for name, f in TAIL_FRACTIONS.items()

@@ -65,14 +65,10 @@ def step_table(trace: Trace) -> dict[str, np.ndarray]:
     }
     join = launch_join(trace)
     launched = join.launched()
+    lo, hi = steps["ts_ns"], steps["ts_ns"] + steps["dur_ns"]
     for kind in (KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET):
         mine = launched[join.work.kind[launched] == KINDS.index(kind)]
-        count, total = _launched_in(
-            join.launch_ts_ns[mine],
-            join.work.dur_ns[mine],
-            steps["ts_ns"],
-            steps["ts_ns"] + steps["dur_ns"],
-        )
+        count, total = count_and_sum_in(join.launch_ts_ns[mine], join.work.dur_ns[mine], lo, hi)
         steps[f"{kind}_count"], steps[f"{kind}_ns"] = count, total
     return steps
 
@@ -86,13 +82,12 @@ def _step_numbers(names) -> np.ndarray:
         return np.array(numbers, dtype=object)
 
 
-def _launched_in(launch_ts: np.ndarray, dur: np.ndarray, starts: np.ndarray, ends: np.ndarray):
-    """Count and summed duration of work whose launch starts in each [start, end)."""
-    order = np.argsort(launch_ts, kind="stable")
-    launch = launch_ts[order]
-    cum = np.concatenate([[0], np.cumsum(dur[order])])
-    lo = np.searchsorted(launch, starts, side="left")
-    hi = np.searchsorted(launch, ends, side="left")
+def count_and_sum_in(ts: np.ndarray, values: np.ndarray, starts: np.ndarray, ends: np.ndarray):
+    """Count and sum of the ``values`` whose ``ts`` lies in each [start, end) (int64 each)."""
+    order = np.argsort(ts, kind="stable")
+    ts, cum = ts[order], np.concatenate([[0], np.cumsum(values[order])])
+    lo = np.searchsorted(ts, starts, side="left")
+    hi = np.searchsorted(ts, ends, side="left")
     return (hi - lo).astype(np.int64), (cum[hi] - cum[lo]).astype(np.int64)
 
 

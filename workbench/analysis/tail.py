@@ -78,8 +78,7 @@ def tail_attribution(
             "notes": ["no successful measured request"],
             "headline": None,
         }
-    e2e = wide[END_TO_END].astype("int64").rename("e2e_ns")
-    e2e.index.name = "request"
+    e2e = wide[END_TO_END].astype("int64").rename("e2e_ns").rename_axis("request")
     sets: dict[str, Any] = {}
     for name, fraction in TAIL_FRACTIONS.items():
         if name == "slowest_1pct" and n < MIN_REQUESTS_FOR_1PCT:

@@ -36,6 +36,7 @@ from ..trace.columns import factorize_objects
 from ..trace.frames import pd, text_frame
 from ..trace.numbers import NA_INT
 from .launches import GRAPH_LAUNCH_NAMES, LAUNCH_NAMES, launch_join
+from .steps import count_and_sum_in
 from .transfers import SYNC_CALL_NAMES
 
 LAUNCHES_PER_RANGE = 10
@@ -113,15 +114,11 @@ def _inside(ranges: dict, tids: np.ndarray, ts: np.ndarray, values: np.ndarray |
     count = np.zeros(ranges["ts_ns"].size, np.int64)
     total = np.zeros(ranges["ts_ns"].size, np.int64)
     for tid in np.unique(ranges["tid_code"]):
-        mine = ranges["tid_code"] == tid
-        hit = tids == tid
-        at = ts[hit]
-        order = np.argsort(at, kind="stable")
-        vals = np.zeros(at.size, np.int64) if values is None else values[hit]
-        cum = np.concatenate([[0], np.cumsum(vals[order])])
-        lo = np.searchsorted(at[order], ranges["ts_ns"][mine], side="left")
-        hi = np.searchsorted(at[order], ranges["ts_ns"][mine] + ranges["dur_ns"][mine], side="left")
-        count[mine], total[mine] = hi - lo, cum[hi] - cum[lo]
+        mine, hit = ranges["tid_code"] == tid, tids == tid
+        vals = np.zeros(hit.sum(), np.int64) if values is None else values[hit]
+        starts = ranges["ts_ns"][mine]
+        ends = starts + ranges["dur_ns"][mine]
+        count[mine], total[mine] = count_and_sum_in(ts[hit], vals, starts, ends)
     return count, total
 
 

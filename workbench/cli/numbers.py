@@ -51,17 +51,11 @@ def number(
     return parse
 
 
-def ranged(help_text: str, kind) -> str:
-    """``help_text`` ending with the option's range and unit (what ``--help`` prints; a ``%`` unit escaped for
-    argparse)."""
-    return f"{help_text} [{kind.range_text.replace('%', '%%')}]"
-
-
 def add_number(parser, kind, default, help_text: str, **kwargs):
-    """The option ``kind`` was made for (:func:`number`), its ``--help`` line ending with the range."""
-    return parser.add_argument(
-        kind.option, type=kind, default=default, help=ranged(help_text, kind), **kwargs
-    )
+    """The option ``kind`` was made for (:func:`number`), its ``--help`` line ending with the range
+    and unit (a ``%`` unit escaped for argparse)."""
+    help_text = f"{help_text} [{kind.range_text.replace('%', '%%')}]"
+    return parser.add_argument(kind.option, type=kind, default=default, help=help_text, **kwargs)
 
 
 def available_bytes() -> int:

@@ -311,7 +311,7 @@ def quantization_meta(pipe: Pipeline) -> dict[str, Any] | None:
     """What int8 quantized (None for other precisions): the factory's ``prepare_model`` reports."""
     if pipe.config.precision != "int8":
         return None
-    reports = list(getattr(pipe, "quantization", []) or [])
+    reports = list(pipe.quantization)
     not_recorded = (
         "not recorded: the pipeline did not quantize through workbench.precision.prepare_model"
     )

@@ -66,20 +66,15 @@ from ._common import check_batch, int_list_option, option, smoke_forward, to_dev
 
 DEVICES = ("ios", "android", "web")
 MAX_CANDIDATES = 100
-STORE_FEATURES = (
-    "users.age_bucket",
-    "users.tenure_days",
-    "users.sessions_7d",
-    "users.purchases_30d",
-    "users.avg_basket",
-    "items.price",
-    "items.rating",
-    "items.age_days",
-    "item_stats.impressions_7d",
-    "item_stats.clicks_7d",
-    "item_stats.add_to_cart_7d",
-    "user_category.affinity",
-    "user_category.last_seen_days",
+STORE_FEATURES = tuple(
+    f"{table}.{column}"
+    for table, columns in {
+        "users": ("age_bucket", "tenure_days", "sessions_7d", "purchases_30d", "avg_basket"),
+        "items": ("price", "rating", "age_days"),
+        "item_stats": ("impressions_7d", "clicks_7d", "add_to_cart_7d"),
+        "user_category": ("affinity", "last_seen_days"),
+    }.items()
+    for column in columns
 )
 EXTRA_FEATURES = ("user_known", "item_known", "hour_sin", "hour_cos") + tuple(
     f"device_{d}" for d in DEVICES

@@ -64,17 +64,14 @@ def _stage_summary(
     has_device = stages["device_dur_ns"].notna().any()
     device = stage_matrix(requests, stages, stage_order, "device_dur_ns") if has_device else None
     e2e_mean = host[END_TO_END].mean() if len(host) else np.nan
-    rows = []
-    for name in [*stage_order, END_TO_END, UNATTRIBUTED]:
-        rows.append(
-            _summary_row(name, host[name], None if device is None else device[name], e2e_mean)
-        )
-    return pd.DataFrame(rows)
+    names = [*stage_order, END_TO_END, UNATTRIBUTED]
+    return pd.DataFrame([_summary_row(n, host[n], device, e2e_mean) for n in names])
 
 
 def _summary_row(
-    name: str, host: pd.Series, device: pd.Series | None, e2e_mean: float
+    name: str, host: pd.Series, device: pd.DataFrame | None, e2e_mean: float
 ) -> dict[str, Any]:
+    """One row of the stage summary: ``host`` is the stage's column, ``device`` the device matrix."""
     values = host.dropna().astype("int64").to_numpy()
     row = {
         "name": name,
@@ -82,13 +79,10 @@ def _summary_row(
         **summarize_ns(values),
     }
     row["share"] = float(values.mean() / e2e_mean) if values.size and e2e_mean else None
-    lo, hi = percentile_ci_ns(values, 99)
-    row["p99_ci_low_ms"] = None if lo is None else lo / NS_PER_MS
-    row["p99_ci_high_ms"] = None if hi is None else hi / NS_PER_MS
-    dev = summarize_ns(device.dropna().astype("int64").to_numpy()) if device is not None else {}
-    for key in ("mean_ms", "p50_ms", "p95_ms", "p99_ms"):
-        row[f"device_{key}"] = dev.get(key)
-    return row
+    for end, ns in zip(("low", "high"), percentile_ci_ns(values, 99)):
+        row[f"p99_ci_{end}_ms"] = None if ns is None else ns / NS_PER_MS
+    dev = {} if device is None else summarize_ns(device[name].dropna().astype("int64").to_numpy())
+    return row | {f"device_{k}": dev.get(k) for k in ("mean_ms", "p50_ms", "p95_ms", "p99_ms")}
 
 
 def error_counts(requests: pd.DataFrame, stage_order: list[str]) -> dict[str, int]:

@@ -38,14 +38,8 @@ SHORT_SHARE = 0.5  # launch-bound needs at least this share of short kernels amo
 
 
 def launch_verdict(trace: Trace) -> tuple[bool, str]:
-    """``(launch_bound, sentence)``, using the trace analysis' rule (``trace_stages``):
-    >= 10 launch calls per range (request) and GPU work < 50 % of host time.
-
-    With stage ranges the verdict is the analysis' per-stage ``launch_bound``
-    flag (the sentence names the bound stages, or the stage closest to it);
-    without them the rule is applied to the whole trace's steady state (see the
-    module docstring), which also needs >= 50 % short kernels.
-    """
+    """``(launch_bound, sentence)`` of a trace, by the module docstring's rule: per stage with
+    stage ranges (``trace_stages``' ``launch_bound`` flag), else over the steady state."""
     stages = stage_summary_table(trace)
     if stages["stage"].size:
         return _stage_verdict(stages)

@@ -258,11 +258,9 @@ def holm_intervals(
         if not rejected and stop_alpha is None:
             stop_alpha = level_alpha
         r = ratios[name][np.isfinite(ratios[name])]
-        lo, hi = (
-            np.quantile(r, [level_alpha / 2, 1 - level_alpha / 2])
-            if r.size
-            else (math.nan, math.nan)
-        )
+        lo, hi = math.nan, math.nan
+        if r.size:
+            lo, hi = np.quantile(r, [level_alpha / 2, 1 - level_alpha / 2])
         out[name] = {
             "ci": (float(lo), float(hi)),
             "level": 1.0 - level_alpha,

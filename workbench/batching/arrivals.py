@@ -94,11 +94,7 @@ class Arrivals:
 
     def params(self) -> dict[str, Any]:
         """The process parameters as plain data (for run.json and JSON output)."""
-        out: dict[str, Any] = {
-            "process": self.process,
-            "count": self.count,
-            "duration_s": self.duration_s,
-        }
+        out: dict[str, Any] = {k: getattr(self, k) for k in ("process", "count", "duration_s")}
         if self.process == "replay":
             return out | {"path": str(self.path)}
         out |= {"rate_rps": float(self.rate_rps), "seed": self.seed}

@@ -42,8 +42,7 @@ def generate(
     returned array is then shorter than the schedule), and so does ``stop(offset)``
     returning True when asked, at each send's due time, with its ``schedule_ns``
     offset (a sweep point that has settled: :class:`~workbench.analysis.windows.StabilityWatch`).
-    Ctrl-C propagates with
-    the lags of what was submitted as the exception's ``lags_ns``.
+    Ctrl-C propagates with the lags of what was submitted as the exception's ``lags_ns``.
     """
     lags = np.zeros(len(schedule_ns), dtype=np.int64)
     k = 0

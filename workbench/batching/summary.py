@@ -125,15 +125,8 @@ def _span_ns(requests: pd.DataFrame, finished: pd.Series | None = None) -> int:
 def format_summary(summary: dict[str, Any]) -> str:
     """A text table of the components (ms; columns widen to fit) and the load figures."""
     keys = ("mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")
-    width = max(
-        [10]
-        + [
-            len(f"{summary[n][k]:.3f}") + 1
-            for n in COMPONENTS
-            for k in keys
-            if summary[n][k] is not None
-        ]
-    )
+    values = [summary[n][k] for n in COMPONENTS for k in keys if summary[n][k] is not None]
+    width = max([10, *(len(f"{v:.3f}") + 1 for v in values)])
     lines = [f"{'component':<12}{'count':>9}" + "".join(f"{k[:-3]:>{width}}" for k in keys)]
     for name in SHOWN:
         s = summary[name]

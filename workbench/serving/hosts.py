@@ -59,12 +59,9 @@ def machine_addresses() -> set[str]:
     try:
         import psutil
 
-        for addrs in psutil.net_if_addrs().values():
-            names.update(
-                a.address.split("%", 1)[0]
-                for a in addrs
-                if a.family in (socket.AF_INET, socket.AF_INET6)
-            )
+        ip = (socket.AF_INET, socket.AF_INET6)
+        addrs = [a for nic in psutil.net_if_addrs().values() for a in nic if a.family in ip]
+        names.update(a.address.split("%", 1)[0] for a in addrs)  # no IPv6 zone (%eth0)
     except ImportError:
         try:
             names.update(info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None))

@@ -270,7 +270,7 @@ def serve(
         "pause_ms_max": ns_to_ms(gc_probe.max_pause_ns),
     }
     requests, stages = server_tables(service, dropped, stopped)
-    noise = probe.finish(_torch_threads(), requests.loc[requests["ok"], "dur_ns"].to_numpy())
+    noise = probe.finish(service.threads, requests.loc[requests["ok"], "dur_ns"].to_numpy())
     meta = _run_meta(
         pipe,
         started,
@@ -289,13 +289,6 @@ def serve(
         },
     )
     return Run(meta=meta.replace(noise=noise), requests=requests, stages=stages)
-
-
-def _torch_threads() -> int | None:
-    from ..device import torch_or_none
-
-    torch = torch_or_none()
-    return torch.get_num_threads() if torch is not None else None
 
 
 @contextlib.contextmanager

@@ -164,8 +164,9 @@ class PipelineService:
         self._loop: asyncio.AbstractEventLoop | None = None
         items = [x for _, x in zip(range(max(1, policy.max_batch_size)), pipe.item_iterator())]
         # workbench load's executor (torch threads, stage timing); a batch that raises is re-run one
-        # item at a time (isolating)
-        execute = isolating(pipeline_executor(pipe, pipe, clock)[0], clock)
+        # item at a time (isolating). ``threads``: the torch thread count of each executor thread
+        execute, self.threads, _ = pipeline_executor(pipe, pipe, clock)
+        execute = isolating(execute, clock)
         self.batcher = DynamicBatcher(
             execute,
             policy,

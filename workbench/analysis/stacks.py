@@ -179,31 +179,30 @@ def _stage_entry(
                 "growth": growth,
                 "ms_per_request": per_request,
                 "growth_ms": growth_ms,
-                "_depth": depth.get(key, 0),
             }
         )
-    rows.sort(key=lambda r: (-r["growth_ms"], -r["_depth"], r["file"], r["function"]))
-    lead = _lead(rows)
-    for r in rows:
-        del r["_depth"]
+
+    def depth_of(row: dict[str, Any]) -> int:
+        return depth.get((row["file"], row["function"]), 0)
+
+    rows.sort(key=lambda r: (-r["growth_ms"], -depth_of(r), r["file"], r["function"]))
     return {
         "samples": n,
         "frames": rows[:MAX_FRAMES],
-        "lead": lead,
+        "lead": _lead(rows, depth_of),
         "enough": n[tail_set] >= MIN_SAMPLES,
         "tree": differential_tree(by_set[tail_set], by_set["median"], stacks),
     }
 
 
-def _lead(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _lead(rows: list[dict[str, Any]], depth_of) -> dict[str, Any] | None:
     """The frame the headline names: the deepest of those whose time per request grows by at least
     ``DRILL_SHARE`` of the largest growth (a caller grows at least as much as the callee that makes its
     growth, so this drills down to the callee). Rows come sorted by ``growth_ms``."""
     if not rows or rows[0]["growth_ms"] <= 0:
         return None
     near = [r for r in rows if r["growth_ms"] >= DRILL_SHARE * rows[0]["growth_ms"]]
-    best = max(near, key=lambda r: (r["_depth"], r["growth_ms"]))
-    return {k: v for k, v in best.items() if k != "_depth"}
+    return dict(max(near, key=lambda r: (depth_of(r), r["growth_ms"])))
 
 
 def _frame_counts(ids: list[int], stacks: list) -> Counter:

@@ -186,14 +186,8 @@ def _breakdown(model: Trace) -> list[dict]:
 def _stages(model: Trace) -> list[dict]:
     columns = (
         *("stage", "count", "host_us", "gpu_us", "kernel_count", "launch_count", "launch_us"),
-        *(
-            "transfer_bytes",
-            "transfer_us",
-            "sync_us",
-            "launch_bound",
-            "transfer_bound",
-            "sync_heavy",
-        ),
+        *("transfer_bytes", "transfer_us", "sync_us"),
+        *("launch_bound", "transfer_bound", "sync_heavy"),
     )
     return [_pick(r, *columns) for r in _column_rows(trace_stages.stage_summary_table(model))]
 

@@ -110,9 +110,6 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-_PROFILER_PRIMED = False
-
-
 def quiet_profiler() -> None:
     """Silence kineto's informational stderr lines (``USDT ... profiler_start``) for this process.
 
@@ -124,6 +121,7 @@ def quiet_profiler() -> None:
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
 
+@functools.cache
 def prime_profiler() -> None:
     """Start and stop one empty profiler session on this thread, once per process.
 
@@ -132,13 +130,9 @@ def prime_profiler() -> None:
     init callback must run in same thread as registerClient``. Priming on the
     thread that builds the explorer (the notebook's main thread) avoids it.
     """
-    global _PROFILER_PRIMED
-    if _PROFILER_PRIMED:
-        return
     quiet_profiler()
     torch = torch_or_none()
     if torch is None:
         return
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
         pass
-    _PROFILER_PRIMED = True

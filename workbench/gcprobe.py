@@ -10,6 +10,7 @@ ends after it is charged to the stage it started in.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import time
 from collections.abc import Callable
@@ -42,7 +43,5 @@ class GcProbe:
         return self
 
     def __exit__(self, *exc) -> None:
-        try:
+        with contextlib.suppress(ValueError):  # already removed by someone else: nothing to undo
             gc.callbacks.remove(self._callback)
-        except ValueError:  # already removed by someone else: nothing to undo
-            pass

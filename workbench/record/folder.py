@@ -20,6 +20,7 @@ problem is one :class:`RunRecordError` naming the file, the field and the value.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import errno
@@ -109,10 +110,8 @@ def write_text_atomically(path: Path, text: str) -> None:
         os.chmod(tmp, 0o644)  # mkstemp makes it private; a report is for sharing
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 

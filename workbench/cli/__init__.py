@@ -203,12 +203,8 @@ def prepare_process(argv: list[str]) -> None:
     A run folder (its tables are Parquet) keeps it. Results are the same either way (golden tests
     run both).
     """
-    if (
-        len(argv) >= 2
-        and argv[0] == "analyze"
-        and "pandas" not in sys.modules
-        and "pyarrow" not in sys.modules
-    ):
+    fresh = "pandas" not in sys.modules and "pyarrow" not in sys.modules
+    if len(argv) >= 2 and argv[0] == "analyze" and fresh:
         trace = next((a for a in argv[1:] if not a.startswith("-")), None)
         if trace is not None and os.path.isfile(trace):
             sys.modules["pyarrow"] = None  # type: ignore[assignment] - import pyarrow now raises ImportError

@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..otel.export import otel_hook
 from .load_args import (
     add_batcher_arguments,
     add_engine_arguments,
@@ -18,6 +19,8 @@ from .load_args import (
     summary_json,
 )
 from .load_http import add_url_arguments, run_http_load_command
+from .numbers import add_number, number
+from .output import check_out, default_folder, dumps, pipeline_name, save_measured, stdout_to_stderr
 from .profile import (
     add_fail_on_error,
     add_pipeline_arguments,
@@ -27,8 +30,6 @@ from .profile import (
     failure_verdict,
     kept_on_interrupt,
 )
-from .numbers import add_number, number
-from .output import check_out, default_folder, dumps, pipeline_name, save_measured, stdout_to_stderr
 from .sweep import add_sweep_arguments, run_sweep_command
 
 DURATION_S = number("--duration", 0, 7 * 86_400, "s", lo_open=True)
@@ -125,9 +126,7 @@ def run_load_command(args) -> int:
             timeout_s=args.timeout_s,
         )
     path = save_measured(run, out)
-    from ..otel.export import otel_hook  # --otel: spans from the recorded timestamps, after the run
-
-    otel_hook(args, run, path)
+    otel_hook(args, run, path)  # --otel: spans from the recorded timestamps, after the run
     from ..analysis.failures import failure_summary, noise_summary
     from ..batching.summary import load_summary
 

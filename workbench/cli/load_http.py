@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..noise import noise_line
+from ..otel.export import otel_hook
 from .load_args import arrivals_from_args, describe_arrivals, describe_load, http_load, summary_json
 from .output import check_out, default_folder, dumps, save_measured
 
@@ -118,8 +119,6 @@ def run_http_load_command(args) -> int:
         if noise.noisy:
             print(noise_line(noise))
         print(f"\nrun written to {path}")
-    from ..otel.export import otel_hook
-
     otel_hook(args, run, path)
     return max(failure_verdict(run, args.fail_on_error, "load"), _server_lost_verdict(run))
 

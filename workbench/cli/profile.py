@@ -11,6 +11,7 @@ from pathlib import Path
 from ..config import PRECISIONS, PipelineConfig
 from ..errors import ConfigError
 from ..guard import Interrupted
+from ..otel.export import otel_hook
 from ..runner import DEFAULT_MAX_DURATION_S, DEFAULT_REQUESTS, DEFAULT_TRACED
 from ..timing import SYNC_POLICIES
 from .numbers import add_number, number
@@ -208,9 +209,7 @@ def run(args) -> int:
             sample_stacks=args.sample_stacks,
         )
     path = save_measured(result, out)
-    from ..otel.export import otel_hook  # spans from the recorded timestamps, after the run
-
-    otel_hook(args, result, path)
+    otel_hook(args, result, path)  # spans from the recorded timestamps, after the run
     report = budget(result)
     if args.json:
         print(dumps(report | {"run_dir": str(path)}))

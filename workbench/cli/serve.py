@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..otel.export import otel_hook
 from .load_args import BATCH, CONCURRENCY, WAIT_MS, batch_size_is_max, policy_from_args
 from .numbers import add_number, number
 from .output import check_out, default_folder, pipeline_name, save_measured
@@ -168,7 +169,5 @@ def run_serve_command(args) -> int:
         f"run written to {path}",
         flush=True,
     )
-    from ..otel.export import otel_hook
-
     otel_hook(args, run, path)
     return 1 if load.failed else 0

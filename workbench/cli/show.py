@@ -120,11 +120,9 @@ def print_explain(report: dict, out) -> None:
         print(f"tail: {tail['headline']}", file=out)
     for note in tail.get("notes") or []:
         print(f"tail: {note}", file=out)
-    if (report.get("stacks") or {}).get("headline"):
-        print(
-            f"tail: {report['stacks']['headline']} (sampled stacks of every timed request)",
-            file=out,
-        )
+    stacks = (report.get("stacks") or {}).get("headline")
+    if stacks:
+        print(f"tail: {stacks} (sampled stacks of every timed request)", file=out)
     attrs = report.get("attributes_summary") or {}
     if attrs.get("headline"):
         print(f"attributes: {attrs['headline']}", file=out)

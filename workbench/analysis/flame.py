@@ -176,11 +176,8 @@ def _cut_summary(
     """Counts of what was cut, the time outside stages (of the summed profiler steps, else the host span),
     the widest cut frames, and the note."""
     dur = events["dur_ns"].to_numpy()
-    traced = (
-        int(dur[steps].sum())
-        if steps.any()
-        else int((events["ts_ns"] + events["dur_ns"]).max() - events["ts_ns"].min())
-    )
+    span = int((events["ts_ns"] + events["dur_ns"]).max() - events["ts_ns"].min())
+    traced = int(dur[steps].sum()) if steps.any() else span
     outside = max(traced - int(dur[stage].sum()), 0)
     short = [_short(n) for n in names[cut_host]]
     widest = (
@@ -348,13 +345,13 @@ def prune(tree: pd.DataFrame, min_share: float = 0.01) -> pd.DataFrame:
     if tree.empty:
         return tree.copy()
     tree = tree.reset_index(drop=True)
-    gone, folded = _folded(tree, min_share)
+    ppos, path_min, roots_total = _path_minima(tree)
+    gone, folded = _gone_and_folded(ppos, path_min, min_share * roots_total)
     kept = tree[~gone]
     new_id = pd.Series(np.arange(len(kept)), index=kept["id"].to_numpy())
     out = kept.assign(id=np.arange(len(kept)), parent=_remap(kept["parent"], new_id))
-    return pd.concat([out, _other_nodes(tree[folded], new_id, len(kept))], ignore_index=True)[
-        COLUMNS
-    ]
+    others = _other_nodes(tree[folded], new_id, len(kept))
+    return pd.concat([out, others], ignore_index=True)[COLUMNS]
 
 
 def pruned_sizes(tree: pd.DataFrame, shares) -> list[int]:
@@ -375,12 +372,6 @@ def pruned_sizes(tree: pd.DataFrame, shares) -> list[int]:
 def pruned_size(tree: pd.DataFrame, min_share: float) -> int:
     """``len(prune(tree, min_share))`` without building the pruned table."""
     return pruned_sizes(tree, [min_share])[0]
-
-
-def _folded(tree: pd.DataFrame, min_share: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per node: gone (it or an ancestor is under the share) and folded (under it, parent kept)."""
-    ppos, path_min, roots_total = _path_minima(tree)
-    return _gone_and_folded(ppos, path_min, min_share * roots_total)
 
 
 def _path_minima(tree: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
@@ -406,6 +397,7 @@ def _path_minima(tree: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
 def _gone_and_folded(
     ppos: np.ndarray, path_min: np.ndarray, threshold: float
 ) -> tuple[np.ndarray, np.ndarray]:
+    """Per node: gone (it or an ancestor weighs under ``threshold``) and folded (gone, parent kept)."""
     gone = path_min < threshold
     parent_gone = np.where(ppos >= 0, gone[np.maximum(ppos, 0)], False)
     return gone, gone & ~parent_gone

@@ -15,7 +15,7 @@ from workbench.analysis.launches import call_table, cold_table, launch_join
 from workbench.analysis.operators import COLUMNS as OPERATOR_COLUMNS
 from workbench.analysis.operators import operator_rows
 from workbench.analysis.steps import step_table
-from workbench.analysis.transfers import _frame, direction_rows
+from workbench.analysis.transfers import copy_frame, direction_rows
 from workbench.trace import Trace, derived
 from workbench.trace.frames import categorical, kinds, nullable, rows_frame
 
@@ -99,4 +99,4 @@ def profiler_steps(trace: Trace) -> pd.DataFrame:
 def memcpy_by_direction(trace: Trace) -> pd.DataFrame:
     """Copies per direction. Columns: direction, count, total_ns, bytes (Int64, NA when
     no copy carries bytes), gb_per_s. HtoD, DtoH and DtoD are always present."""
-    return _frame(direction_rows(trace), "direction")
+    return copy_frame(direction_rows(trace), "direction")

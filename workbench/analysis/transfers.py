@@ -125,8 +125,9 @@ def _gb_per_s(nbytes: int | None, total_ns: int) -> float:
     return float(nbytes) / float(total_ns) if nbytes is not None and total_ns > 0 else np.nan
 
 
-def _frame(rows: list[dict], by: str) -> pd.DataFrame:
-    """Copy rows (:func:`copy_rows`) keyed by ``by`` as a table."""
+def copy_frame(rows: list[dict], by: str) -> pd.DataFrame:
+    """Copy rows (:func:`copy_rows` dicts) keyed by ``by`` as a table: ``by`` (str), count,
+    total_ns, bytes (Int64, NA when no copy carries bytes), gb_per_s."""
     dtypes = {"count": "int64", "total_ns": "int64", "bytes": "Int64", "gb_per_s": float}
     return rows_frame(rows, {by: "str", **dtypes})
 
@@ -153,7 +154,7 @@ def host_memory_rows(trace: Trace) -> list[dict]:
 def memcpy_by_host_memory(trace: Trace) -> pd.DataFrame:
     """Copies with a host side, per ``"<direction> <host memory>"`` key (e.g.
     ``"HtoD Pageable"``). Columns: key, count, total_ns, bytes, gb_per_s."""
-    return _frame(host_memory_rows(trace), "key")
+    return copy_frame(host_memory_rows(trace), "key")
 
 
 def memcpy_summary(trace: Trace) -> dict:
@@ -214,4 +215,5 @@ def copy_classes(trace: Trace) -> pd.DataFrame:
     memset = memset_summary(trace)
     if memset["count"]:
         rows.append({"label": "memset", **memset})
-    return _frame([r | {"gb_per_s": _gb_per_s(r["bytes"], r["total_ns"])} for r in rows], "label")
+    rows = [r | {"gb_per_s": _gb_per_s(r["bytes"], r["total_ns"])} for r in rows]
+    return copy_frame(rows, "label")

@@ -15,8 +15,6 @@ whole batch). So ``budget()`` attributes end to end to waits and stages, and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
@@ -35,29 +33,21 @@ from ..record import (
     typed_table,
 )
 from ..record.tables import LOAD_REQUEST_COLUMNS as LOAD_COLUMNS
+from ..timing import StageFailure
 from .policy import wait_split
 
-DRAIN_ERROR = ("batcher", "DrainTimeout")
-DRAIN_MESSAGE = (
-    "not dispatched before the run's drain deadline (drain_timeout_s); the batcher was overloaded"
+# the failure of a request never dispatched: still queued at the run's drain deadline, or when a
+# batch past the per-request timeout stopped the run
+_DRAINED = StageFailure(
+    "batcher",
+    "DrainTimeout",
+    "not dispatched before the run's drain deadline (drain_timeout_s); the batcher was overloaded",
 )
-STOPPED_ERROR = ("batcher", "RunStopped")
-STOPPED_MESSAGE = (
-    "not dispatched: the run stopped when a batch ran past the per-request timeout (timeout_s)"
+_STOPPED = StageFailure(
+    "batcher",
+    "RunStopped",
+    "not dispatched: the run stopped when a batch ran past the per-request timeout (timeout_s)",
 )
-
-
-@dataclass(frozen=True)
-class _DrainFailure:
-    """The failure recorded for a request still queued at the drain deadline (a StageFailure's fields)."""
-
-    stage: str = DRAIN_ERROR[0]
-    error_type: str = DRAIN_ERROR[1]
-    message: str = DRAIN_MESSAGE
-    where: str | None = None
-
-
-_STOPPED = _DrainFailure(*STOPPED_ERROR, STOPPED_MESSAGE)
 
 
 def load_tables(
@@ -73,7 +63,7 @@ def load_tables(
     The undispatched are ``DrainTimeout`` failures, or ``RunStopped`` when a timeout
     stopped the run (``stopped_by == "timeout"``).
     """
-    undispatched = _STOPPED if stopped_by == "timeout" else _DrainFailure()
+    undispatched = _STOPPED if stopped_by == "timeout" else _DRAINED
     req_rows, st_rows = [], []
     for rec in sorted(batches, key=lambda r: r.batch):
         size = len(rec.requests)

@@ -58,15 +58,8 @@ class ServiceModel:
     @classmethod
     def from_samples(cls, samples: Mapping[int, Iterable[float]], **kw) -> "ServiceModel":
         """A model from raw durations (ns) per batch size; values are sorted here."""
-        return cls(
-            {
-                int(b): np.sort(
-                    np.asarray(list(v) if not isinstance(v, np.ndarray) else v, dtype=np.float64)
-                )
-                for b, v in samples.items()
-            },
-            **kw,
-        )
+        arrays = {int(b): v if isinstance(v, np.ndarray) else list(v) for b, v in samples.items()}
+        return cls({b: np.sort(np.asarray(v, dtype=np.float64)) for b, v in arrays.items()}, **kw)
 
     @property
     def sizes(self) -> list[int]:

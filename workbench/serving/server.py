@@ -40,10 +40,12 @@ from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
 
+from ..batching.records import pipeline_run_meta
+from ..batching.summary import load_meta_figures, load_summary
 from ..errors import ConfigError
-from ..record import Load, Run, RunMeta, Serving
-from .edge import TOKEN_HEADER, EdgeLimits, edge_protocol, refusal, token_ok
+from ..record import Load, Run, Serving
 from ..units import ns_to_ms
+from .edge import TOKEN_HEADER, EdgeLimits, edge_protocol, refusal, token_ok
 from .records import server_tables
 from .service import AFTER, BEFORE, PipelineService, server_meta
 
@@ -271,22 +273,26 @@ def serve(
     }
     requests, stages = server_tables(service, dropped, stopped)
     noise = probe.finish(service.threads, requests.loc[requests["ok"], "dur_ns"].to_numpy())
-    meta = _run_meta(
+    serving = server_meta(service) | {
+        "role": "server",
+        "url": url,
+        "stopped_by": signal.Signals(signals[0]).name if signals else "/shutdown",
+        "stack": f"uvicorn {uvicorn.__version__} (httptools) + starlette",
+        "drain_timeout_s": drain_timeout_s,
+        "gc": gc_note,
+        "edge": limits.params(host) | {"refused": dict(sorted(refused.items()))},
+        "cache": service._cache.stats() if service._cache is not None else None,
+    }
+    figures = load_meta_figures(load_summary(requests, policy.concurrency))
+    meta = pipeline_run_meta(
         pipe,
+        "served",
+        [*BEFORE, *pipe.stage_names, *AFTER],
         started,
-        requests,
-        environment,
-        server_meta(service)
-        | {
-            "role": "server",
-            "url": url,
-            "stopped_by": signal.Signals(signals[0]).name if signals else "/shutdown",
-            "stack": f"uvicorn {uvicorn.__version__} (httptools) + starlette",
-            "drain_timeout_s": drain_timeout_s,
-            "gc": gc_note,
-            "edge": limits.params(host) | {"refused": dict(sorted(refused.items()))},
-            "cache": service._cache.stats() if service._cache is not None else None,
-        },
+        len(requests),
+        environment(pipe.config),
+        load=Load.from_dict(figures),
+        serving=Serving.from_dict(serving),
     )
     return Run(meta=meta.replace(noise=noise), requests=requests, stages=stages)
 
@@ -301,21 +307,3 @@ def _signals_noted(noted: list[int]):
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
-
-
-def _run_meta(pipe, started, requests, environment, serving: dict) -> RunMeta:
-    from ..batching.records import pipeline_run_meta
-    from ..batching.summary import load_meta_figures, load_summary
-
-    summary = load_summary(requests, serving["policy"]["concurrency"])
-    stages = [*BEFORE, *pipe.stage_names, *AFTER]
-    return pipeline_run_meta(
-        pipe,
-        "served",
-        stages,
-        started,
-        len(requests),
-        environment(pipe.config),
-        load=Load.from_dict(load_meta_figures(summary)),
-        serving=Serving.from_dict(serving),
-    )

@@ -72,11 +72,8 @@ def trend(sizes: Sequence[int], values: Sequence[float]) -> tuple[str, int, list
 
 def _series(sizes, values, unit: str) -> str:
     pairs = sorted(zip(sizes, values))
-    return (
-        " -> ".join(f"{_fmt(v)}" for _, v in pairs)
-        + f" {unit} at batch "
-        + ", ".join(str(int(s)) for s, _ in pairs)
-    )
+    batches = ", ".join(str(int(s)) for s, _ in pairs)
+    return " -> ".join(_fmt(v) for _, v in pairs) + f" {unit} at batch {batches}"
 
 
 def throughput_claim(sizes: Sequence[int], items_per_s: Sequence[float]) -> Claim:

@@ -31,9 +31,8 @@ def gc_summary(
     if "gc_ns" not in stages.columns or stages["gc_ns"].isna().all():
         return None
     req, st = measured_ok(requests, stages)
-    gc_wide = (
-        stage_matrix(requests, stages, stage_order, "gc_ns")[stage_order].fillna(0).astype("int64")
-    )
+    gc_ns = stage_matrix(requests, stages, stage_order, "gc_ns")
+    gc_wide = gc_ns[stage_order].fillna(0).astype("int64")
     host = stage_matrix(requests, stages, stage_order)
     per_request = gc_wide.sum(axis=1)
     e2e = host[END_TO_END].astype("int64").rename("e2e_ns").rename_axis("request")

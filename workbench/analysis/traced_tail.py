@@ -57,7 +57,8 @@ def request_windows(events: pd.DataFrame) -> pd.DataFrame:
     stage ranges' summed time), sorted by start."""
     host = events[events["kind"].isin(HOST_KINDS)]
     names = host["name"].astype(str)
-    steps = host[names.str.match(STEP.pattern)]
+    is_step = names.str.match(STEP.pattern)
+    steps = host[is_step]
     stages = host[names.str.startswith(STAGE_PREFIX)]
     if steps.empty:
         return pd.DataFrame({"step": [], "ts_ns": [], "end_ns": [], "stage_ns": []}, dtype="int64")
@@ -65,9 +66,7 @@ def request_windows(events: pd.DataFrame) -> pd.DataFrame:
     end = ts + steps["dur_ns"].to_numpy(np.int64)
     order = np.argsort(ts, kind="stable")
     ts, end = ts[order], end[order]
-    numbers = (
-        steps["name"].astype(str).str.extract(STEP.pattern)[0].astype("int64").to_numpy()[order]
-    )
+    numbers = names[is_step].str.extract(STEP.pattern)[0].astype("int64").to_numpy()[order]
     k = np.searchsorted(ts, stages["ts_ns"].to_numpy(np.int64), side="right") - 1
     inside = (k >= 0) & (stages["ts_ns"].to_numpy(np.int64) < end[np.maximum(k, 0)])
     stage_ns = np.bincount(

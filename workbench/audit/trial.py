@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..analysis.outputs import AGREEMENT_THRESHOLD, agreement_text
+from ..errors import WorkbenchError
 
 TRY_REQUESTS = 200
 CUDA_GRAPH_FACTORIES = (
@@ -98,8 +99,6 @@ def _graph_change(run, device: str, options: dict) -> tuple[dict[str, Any] | Non
 
 def factory_of(run) -> tuple[Any, str | None]:
     """The factory to rebuild the run's pipeline from its fingerprint, or (None, why not)."""
-    from ..errors import WorkbenchError
-
     spec = (run.meta.fingerprint and run.meta.fingerprint.factory) or ""
     try:
         if spec.startswith("example:"):
@@ -166,8 +165,6 @@ def try_actions(
 
 
 def _measure(compare_fn, factory, base, change: dict, requests: int, seed: int) -> dict[str, Any]:
-    from ..errors import WorkbenchError
-
     def not_measured(error) -> dict[str, Any]:
         return {"error": error, "sentence": f"{_label(change)}: not measured: {error}"}
 
@@ -232,7 +229,6 @@ def simulate_wait(run, factor: float = 0.5, seed: int = 0) -> dict[str, Any]:
     the simulator's error on this machine is in ``benchmarks/results/batching_validation.md``.
     """
     from ..batching import BatchPolicy, load_summary, service_model_from_runs, simulate
-    from ..errors import WorkbenchError
 
     policy = (run.meta.load.policy if run.meta.load else None) or {}
     if run.kind not in ("load", "served") or not policy or "arrival_ns" not in run.requests:

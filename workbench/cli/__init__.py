@@ -27,10 +27,13 @@ Exit codes, the same for every command (users script against them):
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import os
 import select
+import signal
 import sys
+import threading
 import traceback
 
 from ..errors import WorkbenchError
@@ -125,8 +128,6 @@ def entry() -> int:
     """The process entry point (``python -m workbench``, the ``workbench`` script): :func:`main` after
     :func:`prepare_process`. Kept apart from :func:`main`, which tests and notebooks call in their own
     process."""
-    import signal
-
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C is KeyboardInterrupt again
     try:
         prepare_process(sys.argv[1:])
@@ -144,8 +145,6 @@ def exit_past_lingering_threads(code: int) -> int:
     running (a non-daemon ``threading.Thread``, a pool never shut down) would otherwise keep the process
     alive forever after it.
     """
-    import threading
-
     lingering = [
         t
         for t in threading.enumerate()
@@ -167,8 +166,6 @@ def exit_past_lingering_threads(code: int) -> int:
 
 def _exit_now(code: int):
     """Flush the streams, run the atexit handlers and leave without joining threads (``os._exit``)."""
-    import atexit
-
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

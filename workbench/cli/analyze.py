@@ -7,7 +7,9 @@ TRACE is a profiler trace (``.json``/``.json.gz``) or a run folder whose
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+import threading
 from pathlib import Path
 
 from ..errors import RunRecordError
@@ -113,8 +115,6 @@ class BackgroundImport:
     """Import modules on a daemon thread; :meth:`wait` joins it and re-raises what the import raised."""
 
     def __init__(self, modules: tuple[str, ...]):
-        import threading
-
         self._error: BaseException | None = None
         self._thread = threading.Thread(
             target=self._load, args=(modules,), name="workbench-imports", daemon=True
@@ -122,8 +122,6 @@ class BackgroundImport:
         self._thread.start()
 
     def _load(self, modules: tuple[str, ...]) -> None:
-        import importlib
-
         try:
             for name in modules:
                 importlib.import_module(name)

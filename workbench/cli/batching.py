@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -226,8 +226,6 @@ def run_simulate_command(args) -> int:
 
 def _save_simulation(args, sim, model) -> Path:
     """Save the simulation as a run folder at ``--out`` (refused if it exists, like ``load --out``)."""
-    from datetime import timezone
-
     from ..batching.records import simulation_run
 
     if args.out.exists():

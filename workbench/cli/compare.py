@@ -28,6 +28,7 @@ from ..analysis.outputs import agreement_text
 from ..analysis.verdicts import FASTER, METRICS, MIN_EFFECT, SLOWER, separate_comparison
 from ..interleave import DEFAULT_COMPARE_REQUESTS, DEFAULT_MAX_TIME_S, DEFAULT_RESOLUTION
 from ..errors import ConfigError, RunRecordError
+from ..fingerprint import differences, fingerprint_of
 from ..noise import noise_line
 from .numbers import add_number, number
 from .output import print_result
@@ -212,8 +213,6 @@ def compare_saved(
     (``analysis.verdicts.Bootstrap``): two runs of a million requests each stay within 500 MB and 10 s
     (``benchmarks/bench_compare.py --saved``).
     """
-    from ..fingerprint import differences, fingerprint_of
-
     (meta_a, cols_a), (meta_b, cols_b) = saved_columns(path_a), saved_columns(path_b)
     diffs = differences(fingerprint_of(meta_a), fingerprint_of(meta_b))
     if meta_a.pipeline != meta_b.pipeline or list(meta_a.stages) != list(meta_b.stages):

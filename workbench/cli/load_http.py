@@ -8,6 +8,7 @@ they are, str as UTF-8, anything else as JSON).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -15,6 +16,7 @@ from ..noise import noise_line
 from ..otel.export import otel_hook
 from .load_args import arrivals_from_args, describe_arrivals, describe_load, http_load, summary_json
 from .output import check_out, default_folder, dumps, save_measured
+from .profile import config_from_args, factory_from_args, failure_verdict, kept_on_interrupt
 
 
 def add_url_arguments(load) -> None:
@@ -59,7 +61,6 @@ def payloads_from_args(args, n: int) -> list[bytes]:
             raise ConfigError(f"--payloads {args.payloads}: the file has no request bodies")
         return lines
     from ..runner import resolve_pipeline
-    from .profile import config_from_args, factory_from_args
 
     pipe = resolve_pipeline(factory_from_args(args), config_from_args(args))
     return [item_bytes(x) for _, x in zip(range(max(n, 1)), pipe.item_iterator())]
@@ -68,7 +69,6 @@ def payloads_from_args(args, n: int) -> list[bytes]:
 def run_http_load_command(args) -> int:
     from ..analysis.failures import failure_summary
     from ..batching.summary import format_summary, load_summary
-    from .profile import failure_verdict, kept_on_interrupt
 
     if args.payloads is not None and not args.url:
         raise ConfigError(
@@ -128,8 +128,6 @@ LOST = ("ServerDisconnected", "ConnectionRefusedError", "ConnectionResetError", 
 
 def _server_lost_verdict(run) -> int:
     """1 when requests got no answer because the server closed or refused their connection (it stopped mid-run)."""
-    import sys
-
     req = run.requests
     lost = req[(req["error_stage"] == "network") & req["error_type"].isin(LOST)]
     if lost.empty:

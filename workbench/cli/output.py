@@ -14,13 +14,15 @@ import json
 import math
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, RunRecordError
 
 
 def pipeline_name(args) -> str:
@@ -104,8 +106,6 @@ def save_measured(run, out: Path) -> Path:
     fails anyway (a full disk, a parent made read-only during the run, a second writer), the run is
     saved to a fallback folder in the temporary folder and the one-line error names it.
     """
-    from ..errors import RunRecordError
-
     try:
         with _sigint_held():
             return run.save(out)
@@ -131,9 +131,6 @@ def save_measured(run, out: Path) -> Path:
 @contextlib.contextmanager
 def _sigint_held():
     """A Ctrl-C during the block is noted, not raised; it is raised (KeyboardInterrupt) once the block is done."""
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -22,8 +22,10 @@ from .load_args import (
     policy_from_args,
     refuse_timeout_s,
 )
+from .load_http import payloads_from_args
 from .numbers import OptionError, add_number, number
 from .output import default_folder, dumps, pipeline_name
+from .profile import apply_threads, config_from_args, factory_from_args, kept_on_interrupt
 from .sweep_view import footer, table_header, table_row, write_figure
 
 
@@ -143,8 +145,6 @@ def _measure(args, plan, start):
     """A sweep's ``measure(value, folder, watch)``: one point's run, ``start(point_args, arrivals, watch)``
     with its rate (or concurrency) over ``max_windows`` windows, saved in its folder."""
 
-    from .profile import kept_on_interrupt
-
     def measure(value, folder: Path, watch):
         point = argparse.Namespace(**vars(args))
         if plan.parameter == "rate":
@@ -189,7 +189,6 @@ def run_sweep_command(args) -> int:
 
 def _in_process(args, plan):
     from ..batching.live import run_load
-    from .profile import apply_threads, config_from_args, factory_from_args
 
     batch_size_is_max(args)
     apply_threads(args)
@@ -212,8 +211,6 @@ def _in_process(args, plan):
 
 
 def _served(args, plan):
-    from .load_http import payloads_from_args
-
     refuse_timeout_s(args)
     if args.batch_size is None:
         args.batch_size = args.max_batch_size

@@ -12,6 +12,7 @@ What :func:`read_sweep` returns after that has every field of the right type.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 from pathlib import Path, PurePosixPath
@@ -375,8 +376,6 @@ def _cell(value, width: int, spec: str) -> str:
 
 def write_figure(record: dict, path: Path) -> Path:
     """The sweep's figure as a standalone HTML page (plotly.js inlined: it opens offline)."""
-    import importlib.util
-
     if importlib.util.find_spec("plotly") is None:
         raise ConfigError("--figure needs plotly: pip install 'plotly>=5.20'")
     from ..plots.sweep import sweep_record_figure

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ..errors import WorkbenchError
 from ..record.folder import write_text_atomically
 
 RATE_FRACTIONS = (0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.97)
@@ -41,7 +42,6 @@ class Entry:
 
 def recorded_entries(runs_dir: str | os.PathLike) -> tuple[list[Entry], list[str]]:
     """The loadable profile runs under ``runs_dir`` and one note per folder skipped (never a crash)."""
-    from ..errors import WorkbenchError
     from ..record import load_run
 
     entries, notes = [], []
@@ -116,7 +116,6 @@ def run_figures(entry: Entry) -> dict[str, Any]:
 def batching_figures(entries: list[Entry], requests: int = 4_000, seed: int = 0) -> dict[str, Any]:
     """Group key (pipeline|device|precision|variant) -> batching curves simulated from its runs' service times."""
     from ..batching import service_model_from_runs, sweep
-    from ..errors import WorkbenchError
     from ..plots.batching import batching_curves_figure
     from ..units import ns_to_s
 

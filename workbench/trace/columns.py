@@ -39,9 +39,8 @@ class Text:
 
     def values(self) -> np.ndarray:
         """The text of each row (object array; absent rows are None)."""
-        padded = (
-            np.append(self.labels, None) if self.labels.size else np.array([None], dtype=object)
-        )
+        absent = np.array([None], dtype=object)
+        padded = np.append(self.labels, None) if self.labels.size else absent
         return padded[np.where(self.codes < 0, padded.size - 1, self.codes)]
 
     def matches(self, predicate) -> np.ndarray:
@@ -165,11 +164,8 @@ def unify(pieces: list[tuple[np.ndarray, np.ndarray]]) -> Text:
     all_uniques = [u for _, part in pieces for u in part]
     remap, uniques = factorize_objects(all_uniques)
     starts = np.cumsum([0] + [len(u) for _, u in pieces])
-    codes = (
-        np.concatenate([remap[start:][c] for (c, _), start in zip(pieces, starts)])
-        if pieces
-        else np.empty(0, np.int64)
-    )
+    parts = [remap[start:][c] for (c, _), start in zip(pieces, starts)]
+    codes = np.concatenate(parts) if parts else np.empty(0, np.int64)
     labels = [u if isinstance(u, str) else _number_text(u) for u in uniques]
     again, distinct = factorize_objects(labels)
     if len(distinct) != len(labels):

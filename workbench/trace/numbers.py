@@ -92,9 +92,8 @@ def _fast(mat: np.ndarray, lens: np.ndarray):
     bad[neg] = np.any(
         ~((mat[neg, 1:] - np.uint8(48) <= 9) | (mat[neg, 1:] == 46) | (mat[neg, 1:] == 0)), axis=1
     )
-    slow = (
-        bad | (dots > 1) | (digits > 19) | (digits - frac > _MAX_INT_DIGITS) | (digits - frac < 1)
-    )
+    whole = digits - frac  # digits before the dot
+    slow = bad | (dots > 1) | (digits > 19) | (whole > _MAX_INT_DIGITS) | (whole < 1)
     shift = np.clip(frac - 3, 0, 19)
     half = np.where(shift > 0, _POW10[shift] // np.uint64(2), np.uint64(0))
     ns = np.where(frac <= 3, acc * _POW10[np.clip(3 - frac, 0, 3)], (acc + half) // _POW10[shift])

@@ -258,11 +258,9 @@ def _table(
 ) -> pd.DataFrame:
     n_host_nodes, n_labels = node_parent.size, len(labels)
     count = np.bincount(node_of, minlength=n_host_nodes).astype(np.int64)
-    total = (
-        pd.Series(dur).groupby(node_of).sum().reindex(range(n_host_nodes), fill_value=0).to_numpy()
-    )
-    child = pd.Series(dur[parent >= 0]).groupby(node_of[parent[parent >= 0]]).sum()
-    self_ns = np.maximum(total - child.reindex(range(n_host_nodes), fill_value=0).to_numpy(), 0)
+    total = _group_sums(dur, node_of, n_host_nodes)
+    child = _group_sums(dur[parent >= 0], node_of[parent[parent >= 0]], n_host_nodes)
+    self_ns = np.maximum(total - child, 0)
     # GPU nodes: under the launch call's node, or under a (no launch call) root
     no_launch = launch_pos < 0
     root_id = n_host_nodes if no_launch.any() else -1
@@ -272,9 +270,7 @@ def _table(
     codes, uniques = pd.factorize((g_parent + 1) * n_labels + gpu_label)
     first_gpu = n_host_nodes + (1 if root_id >= 0 else 0)
     g_dur = gpu["dur_ns"].to_numpy()
-    g_total = (
-        pd.Series(g_dur).groupby(codes).sum().reindex(range(uniques.size), fill_value=0).to_numpy()
-    )
+    g_total = _group_sums(g_dur, codes, uniques.size)
     g_bytes = gpu["bytes"].groupby(codes).sum(min_count=1).reindex(range(uniques.size))
 
     def stack(host_nodes, root, gpu_nodes) -> np.ndarray:
@@ -290,6 +286,11 @@ def _table(
     gpu_sub = np.concatenate([np.zeros(first_gpu, np.int64), g_total])
     nbytes = pd.array([pd.NA] * first_gpu + g_bytes.tolist(), dtype="Int64")
     return _finish(parents, label_ids, labels, selfs, totals, gpu_sub, counts, nbytes)
+
+
+def _group_sums(values: np.ndarray, groups: np.ndarray, n: int) -> np.ndarray:
+    """Sum of ``values`` per group 0..n-1 (0 where a group has none), exact in int64."""
+    return pd.Series(values).groupby(groups).sum().reindex(range(n), fill_value=0).to_numpy()
 
 
 def _finish(parents, label_ids, labels, selfs, totals, gpu_sub, counts, nbytes) -> pd.DataFrame:

@@ -91,10 +91,7 @@ def tail_attribution(
         sets[name] = _set_entry(wide, slowest(e2e, fraction), stage_order)
     sets["median"] = _set_entry(wide, median_set(e2e), stage_order)
     rows = [
-        {
-            "name": s,
-            **{f"share_{k}": (None if v is None else v["shares"][s]) for k, v in sets.items()},
-        }
+        {"name": s} | {f"share_{k}": None if v is None else v["shares"][s] for k, v in sets.items()}
         for s in [*stage_order, UNATTRIBUTED]
     ]
     return {

@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..noise import noise_line
 from ..otel.export import otel_hook
 from .load_args import (
     add_batcher_arguments,
@@ -30,6 +31,7 @@ from .profile import (
     failure_verdict,
     kept_on_interrupt,
 )
+from .show import print_failures
 from .sweep import add_sweep_arguments, run_sweep_command
 
 DURATION_S = number("--duration", 0, 7 * 86_400, "s", lo_open=True)
@@ -140,8 +142,6 @@ def run_load_command(args) -> int:
         print(dumps(summary_json(summary, {"generator_lag_ms": lag}) | more))
         return verdict
     from ..batching.summary import format_summary
-    from ..noise import noise_line
-    from .show import print_failures
 
     print(f"{run.meta.pipeline} under load: {describe_load(arrivals, policy)}")
     print(noise_line(noise))

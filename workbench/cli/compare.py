@@ -30,6 +30,7 @@ from ..interleave import DEFAULT_COMPARE_REQUESTS, DEFAULT_MAX_TIME_S, DEFAULT_R
 from ..errors import ConfigError, RunRecordError
 from ..fingerprint import differences, fingerprint_of
 from ..noise import noise_line
+from ..record.folder import META_FILE, REQUESTS_FILE, STAGES_FILE, inside, read_meta, recover
 from .numbers import add_number, number
 from .output import print_result
 from .load_args import SEED
@@ -240,8 +241,6 @@ def saved_columns(path: str) -> tuple[Any, dict[str, np.ndarray]]:
     """``(meta, {stage: ns, ..., "end_to_end": ns})``: a run folder's measured successful requests, in request
     order, one float64 array per stage (summed where a stage ran twice; NaN where it did not run), streamed from
     the Parquet tables in batches (only the columns needed: request, warmup, ok, dur_ns; request, stage, dur_ns)."""
-    from ..record.folder import META_FILE, REQUESTS_FILE, STAGES_FILE, inside, read_meta, recover
-
     root = Path(path)
     recover(root)
     if not root.is_dir():

@@ -11,9 +11,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..analysis.stats import summarize_ns
 from ..errors import ConfigError
 from ..noise import noise_line
 from ..otel.export import otel_hook
+from ..runner import resolve_pipeline
 from .load_args import arrivals_from_args, describe_arrivals, describe_load, http_load, summary_json
 from .output import check_out, default_folder, dumps, save_measured
 from .profile import config_from_args, factory_from_args, failure_verdict, kept_on_interrupt
@@ -60,8 +62,6 @@ def payloads_from_args(args, n: int) -> list[bytes]:
         if not lines:
             raise ConfigError(f"--payloads {args.payloads}: the file has no request bodies")
         return lines
-    from ..runner import resolve_pipeline
-
     pipe = resolve_pipeline(factory_from_args(args), config_from_args(args))
     return [item_bytes(x) for _, x in zip(range(max(n, 1)), pipe.item_iterator())]
 
@@ -157,8 +157,6 @@ def _describe_served(arrivals, server_policy) -> str:
 
 def _joined(run) -> dict:
     """``server_end_to_end`` and ``network`` percentiles (ms) of the successful requests; empty without Server-Timing."""
-    from ..analysis.stats import summarize_ns
-
     if not run.meta.serving.server_timing:
         return {"server_end_to_end": None, "network": None}
     req = run.requests[run.requests["ok"]]

@@ -9,9 +9,12 @@ import sys
 from pathlib import Path
 
 from ..config import PRECISIONS, PipelineConfig
+from ..device import require_torch
 from ..errors import ConfigError
 from ..guard import Interrupted
+from ..memory import describe
 from ..otel.export import otel_hook
+from ..pipeline import load_factory
 from ..runner import DEFAULT_MAX_DURATION_S, DEFAULT_REQUESTS, DEFAULT_TRACED
 from ..timing import SYNC_POLICIES
 from .numbers import add_number, number
@@ -140,8 +143,6 @@ def apply_threads(args) -> None:
     (``PipelineConfig.threads``): the runner applies it in every thread that runs stages."""
     if args.threads is None:
         return
-    from ..device import require_torch
-
     require_torch().set_num_threads(args.threads)
 
 
@@ -173,8 +174,6 @@ def factory_from_args(args):
         from ..examples import factory
 
         return factory(args.example)
-    from ..pipeline import load_factory
-
     return load_factory(args.pipeline)
 
 
@@ -271,8 +270,6 @@ def kept_on_interrupt(out: Path, command: str = "profile"):
 
 def guard_verdict(run) -> int:
     """Warn about a suspected leak; 1 (a measured failure) when a request timed out, else 0."""
-    from ..memory import describe
-
     memory = run.meta.memory
     if memory and memory.leak_suspected:
         print(f"workbench profile: warning: {describe(memory.to_dict())}", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..otel.export import otel_hook
+from ..runner import resolve_pipeline
 from .load_args import BATCH, CONCURRENCY, WAIT_MS, batch_size_is_max, policy_from_args
 from .numbers import add_number, number
 from .output import check_out, default_folder, pipeline_name, save_measured
@@ -117,7 +118,6 @@ def edge_limits_from_args(args):
 
 
 def run_serve_command(args) -> int:
-    from ..runner import resolve_pipeline
     from ..serving.server import serve
 
     policy = policy_from_args(args)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import WorkbenchError
+from ..record import load_run
 from ..record.folder import write_text_atomically
 
 RATE_FRACTIONS = (0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.97)
@@ -42,8 +43,6 @@ class Entry:
 
 def recorded_entries(runs_dir: str | os.PathLike) -> tuple[list[Entry], list[str]]:
     """The loadable profile runs under ``runs_dir`` and one note per folder skipped (never a crash)."""
-    from ..record import load_run
-
     entries, notes = [], []
     for folder in sorted(p for p in Path(runs_dir).iterdir() if p.is_dir()):
         try:

@@ -98,6 +98,9 @@ class LocustEngine:
             raise ConfigError("no request bodies to send")
         _check_reachable(url)
         before = server_health(url)
+        rule = None  # the watch's stop rule, for the master's own watch
+        if watch is not None:
+            rule = {k: getattr(watch, k) for k in ("window_ns", "stability_pct", "max_windows")}
         with tempfile.TemporaryDirectory(prefix="wb-locust-") as tmp:
             plan, results = Path(tmp) / "plan.pickle", Path(tmp) / "results.pickle"
             with open(plan, "wb") as f:
@@ -109,23 +112,12 @@ class LocustEngine:
                         "timeout_s": timeout_s,
                         "warmup": warmup,
                         "offsets_ns": [int(x) for x in schedule_ns],
-                        "watch": None
-                        if watch is None
-                        else {
-                            "window_ns": watch.window_ns,
-                            "stability_pct": watch.stability_pct,
-                            "max_windows": watch.max_windows,
-                        },
+                        "watch": rule,
                     },
                     f,
                 )
-            self._run(
-                plan,
-                results,
-                Path(tmp),
-                ns_to_s(float(schedule_ns[-1])) if len(schedule_ns) else 0.0,
-                timeout_s,
-            )
+            span_s = ns_to_s(float(schedule_ns[-1])) if len(schedule_ns) else 0.0
+            self._run(plan, results, Path(tmp), span_s, timeout_s)
             with open(results, "rb") as f:
                 returned = pickle.load(f)
             rows = sorted(returned["rows"], key=lambda row: row[0])

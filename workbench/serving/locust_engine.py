@@ -131,11 +131,9 @@ def run_master(
                 f"{len(rows)} of {expect} Locust workers returned their requests within {span_s:g} s"
             )
         with open(results_file, "wb") as f:
-            settled = (
-                None
-                if watch is None
-                else {"windows_run": watch.windows_run, "stable_after": watch.stable_after}
-            )
+            settled = None
+            if watch is not None:
+                settled = {"windows_run": watch.windows_run, "stable_after": watch.stable_after}
             all_rows = [row for w in workers for row in rows[w]]
             pickle.dump({"workers": workers, "rows": all_rows, "watch": settled}, f)
         return 0
@@ -307,11 +305,8 @@ def _send_one(
     rows[j] = (k, due - origin, sent - origin, done - origin, status, headers, failed_body, error)
     if finished is not None:  # filed as client_tables files it: from the send, ok on a 200
         finished.append((due - origin, sent - origin, done - sent, status == 200))
-    failure = (
-        None
-        if status == 200
-        else RuntimeError(f"HTTP {status}" if status is not None else error[2])
-    )
+    why = f"HTTP {status}" if status is not None else error[2]
+    failure = None if status == 200 else RuntimeError(why)
     env.events.request.fire(
         request_type="POST",
         name="/predict",

@@ -111,20 +111,10 @@ class Trace:
             self._memo[key] = self.columns.take(np.flatnonzero(self.columns.of_kinds(kinds)))
         return self._memo[key]
 
-    # --- row subsets of the events table -------------------------------------------------
-    @cached_property
-    def _kind_codes(self) -> np.ndarray:
-        return self.events["kind"].cat.codes.to_numpy()
-
-    def _of_kinds(self, kinds) -> pd.DataFrame:
-        categories = list(self.events["kind"].cat.categories)
-        codes = [categories.index(k) for k in kinds if k in categories]
-        return self.events[np.isin(self._kind_codes, codes)]
-
     @cached_property
     def gpu_work(self) -> pd.DataFrame:
-        """GPU work rows: kernels, copies, memsets (``GPU_WORK_KINDS``)."""
-        return self._of_kinds(GPU_WORK_KINDS)
+        """GPU work rows of the events table: kernels, copies, memsets (``GPU_WORK_KINDS``)."""
+        return self.events[self.events["kind"].isin(GPU_WORK_KINDS).to_numpy()]
 
 
 def derived(compute: Callable[[Trace], T]) -> Callable[[Trace], T]:

@@ -33,9 +33,8 @@ from ..analysis.outputs import AGREEMENT_THRESHOLD, agreement_text
 from ..errors import WorkbenchError
 
 TRY_REQUESTS = 200
-CUDA_GRAPH_FACTORIES = (
-    "example:text",
-)  # with a ``cuda_graph`` option (workbench/examples/text.py)
+# factories with a ``cuda_graph`` option (workbench/examples/text.py)
+CUDA_GRAPH_FACTORIES = ("example:text",)
 
 
 def concrete_change(run, action: dict) -> tuple[dict[str, Any] | None, str | None]:
@@ -114,9 +113,7 @@ def factory_of(run) -> tuple[Any, str | None]:
     from ..examples import EXAMPLES, factory
 
     name = run.meta.pipeline
-    if (
-        not spec and name in EXAMPLES
-    ):  # recorded before fingerprints: the shipped example of that name
+    if not spec and name in EXAMPLES:  # recorded before fingerprints: that shipped example
         return factory(name), None
     return None, "the run does not say which factory built it (no fingerprint factory)"
 

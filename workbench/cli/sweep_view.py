@@ -191,9 +191,8 @@ def read_sweep(path: str | Path) -> dict[str, Any]:
     record = msgspec.to_builtins(decode_sweep(path))
     if record.get("sweep_dir") is None:
         record.pop("sweep_dir", None)
-    for point in record[
-        "points"
-    ]:  # a point without a prediction has no key (as capacity writes it)
+    # a point without a prediction has no key (as capacity writes it)
+    for point in record["points"]:
         if point["predicted"] is None:
             del point["predicted"]
     return record

@@ -67,7 +67,7 @@ def load_trace(
     columns = builder.columns()
     meta = decode_meta(path, raw_meta)
     meta |= {
-        "schema": _schema_flavour(columns),
+        "schema": "2021" if set(columns.cat.labels) & schema.OLD_SCHEMA_CATEGORIES else "kineto",
         "platform": _platform(columns),
         "event_count": n_events,
         "complete_event_count": len(columns),
@@ -250,10 +250,6 @@ def _with_fallback(values: np.ndarray, gpu: np.ndarray, ids: Text) -> np.ndarray
     numbers = [_as_int(label.rsplit(" ", 1)[-1]) for label in ids.labels]
     table = np.array([NA_INT if n is None else n for n in numbers] + [NA_INT], dtype=np.int64)
     return np.where(missing, table[ids.codes], values)
-
-
-def _schema_flavour(columns: Columns) -> str:
-    return "2021" if set(columns.cat.labels) & schema.OLD_SCHEMA_CATEGORIES else "kineto"
 
 
 def _platform(columns: Columns) -> str:

@@ -101,7 +101,9 @@ def boundary_table(trace: Trace) -> dict[str, np.ndarray]:
     """:func:`step_boundaries` as numpy columns (step labels as an object array of str)."""
     steps = step_table(trace)
     if steps["ts_ns"].size == 0:
-        host = _tb_host(trace)
+        # the whole trace is one step, bounded by its operators and python (else any host event)
+        host = trace.rows_of([KIND_CPU_OP, KIND_PYTHON])
+        host = host if len(host) else trace.rows_of(HOST_KINDS)
         if not len(host):
             return {
                 "step": np.empty(0, object),
@@ -117,12 +119,6 @@ def boundary_table(trace: Trace) -> dict[str, np.ndarray]:
         ends = starts + steps["dur_ns"]
     starts, ends = _device_adjusted(trace, starts, ends)
     return {"step": labels, "start_ns": starts, "end_ns": ends}
-
-
-def _tb_host(trace: Trace):
-    """Host events bounding a trace without steps: operators and python (all host events if none)."""
-    host = trace.rows_of([KIND_CPU_OP, KIND_PYTHON])
-    return host if len(host) else trace.rows_of(HOST_KINDS)
 
 
 def _device_adjusted(trace: Trace, starts: np.ndarray, ends: np.ndarray):

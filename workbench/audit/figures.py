@@ -23,12 +23,8 @@ def run_figures(run, facts: dict[str, Any], sla_ms: float | None = None) -> list
     if (facts.get("stacks") or {}).get("headline"):
         from ..plots.flame import differential_flame_figure
 
-        figs.append(
-            (
-                "The slowest requests' sampled stacks against the median ones (slow minus median)",
-                differential_flame_figure(facts["stacks"]),
-            )
-        )
+        caption = "The slowest requests' sampled stacks against the median ones (slow minus median)"
+        figs.append((caption, differential_flame_figure(facts["stacks"])))
     if facts.get("trace") is not None:
         from ..trace import load_trace
 

@@ -68,7 +68,8 @@ WAIT_STAGES = ("batch_wait", "queue_wait")
 
 
 def _finding(kind: str, stage: str | None, evidence: str, **numbers) -> list[dict]:
-    """One finding, as a rule returns it (:func:`findings` adds the catalog's actions)."""
+    """A rule's result of one finding: ``[{kind, stage, evidence, numbers}]`` (:func:`findings` adds
+    the catalog's actions)."""
     return [{"kind": kind, "stage": stage, "evidence": evidence, "numbers": numbers}]
 
 

@@ -86,7 +86,7 @@ def cold_start_calls(trace: Trace) -> pd.DataFrame:
 
 
 def top_operators(trace: Trace, n: int = 20, by_shapes: bool = True) -> pd.DataFrame:
-    """The ``n`` operators with the most self time (columns: :mod:`workbench.analysis.operators`)."""
+    """The ``n`` operators with the most self time (columns: the operators module's)."""
     dtypes = dict(zip(OPERATOR_COLUMNS, ("str", "str", "int64", "int64", "int64", float)))
     return rows_frame(operator_rows(trace, n, by_shapes), dtypes)
 

@@ -71,7 +71,7 @@ def _stage_summary(
 def _summary_row(
     name: str, host: pd.Series, device: pd.DataFrame | None, e2e_mean: float
 ) -> dict[str, Any]:
-    """One row of the stage summary: ``host`` is the stage's column, ``device`` the device matrix."""
+    """A stage summary row: ``host`` is the stage's column, ``device`` the device matrix."""
     values = host.dropna().astype("int64").to_numpy()
     row = {
         "name": name,

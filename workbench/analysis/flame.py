@@ -398,7 +398,7 @@ def _path_minima(tree: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
 def _gone_and_folded(
     ppos: np.ndarray, path_min: np.ndarray, threshold: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per node: gone (it or an ancestor weighs under ``threshold``) and folded (gone, parent kept)."""
+    """Per node: gone (it or an ancestor weighs under ``threshold``), folded (gone, parent kept)."""
     gone = path_min < threshold
     parent_gone = np.where(ppos >= 0, gone[np.maximum(ppos, 0)], False)
     return gone, gone & ~parent_gone

@@ -144,24 +144,20 @@ def summary_text(report: dict) -> str:
     """The readable summary of an :func:`~workbench.analysis.trace_report.analyze` report."""
     t, k, g = report["trace"], report["kernels"], report["gpu"]
     lp, la = report["launch_pairs"], report["launches"]
+    cold = la["cold_start"]
+    set_apart = f"  cold start {cold['calls']} calls ({_us(cold['dur_us'])}, set apart)"
     lines = [
         f"trace   {t['path']}  ({t['events']} events, {t['schema']} schema, {t['platform']})",
         f"kernels {k['count']}  total {_us(k['total_us'])}  busy {_us(k['busy_us'])}  "
         f"under 10 us: {k['under_10us']}",
         f"launches {la['count']} calls ({_us(la['total_us'])} CPU)  graph launches {la['graph_count']}"
-        + (
-            f"  cold start {la['cold_start']['calls']} calls ({_us(la['cold_start']['dur_us'])}, set apart)"
-            if la["cold_start"]["calls"]
-            else ""
-        ),
+        + (set_apart if cold["calls"] else ""),
         f"         {report['launch_verdict']['sentence']}",
         f"         HTA launch pairs {lp['count']}: GPU work shorter than its launch call "
         f"{lp['gpu_shorter_than_cpu']}, CPU > 50 us {lp['cpu_over_50us']}, delay > 100 us {lp['delay_over_100us']}",
     ]
-    for kind, row in {
-        **report["memcpy"]["by_kind"],
-        **report["memcpy"]["by_kind_and_host_memory"],
-    }.items():
+    memcpy = report["memcpy"]
+    for kind, row in (memcpy["by_kind"] | memcpy["by_kind_and_host_memory"]).items():
         if row["count"]:
             rate = "" if row["gb_per_s"] is None else f"  {row['gb_per_s']:.2f} GB/s"
             lines.append(

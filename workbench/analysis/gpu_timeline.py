@@ -125,12 +125,8 @@ def busy_over_time(trace: Trace, bins: int = 200) -> pd.DataFrame:
     """
     summary = gpu_time_summary(trace)
     if summary["span_ns"] is None:
-        return pd.DataFrame(
-            {
-                c: pd.Series([], dtype=float if c == "busy_fraction" else np.int64)
-                for c in ("bin_start_ns", "bin_end_ns", "busy_ns", "busy_fraction")
-            }
-        )
+        dtypes = dict.fromkeys(("bin_start_ns", "bin_end_ns", "busy_ns"), "int64")
+        return rows_frame([], dtypes | {"busy_fraction": float})
     span, steps = summary["span_ns"], np.arange(bins + 1, dtype=np.int64)
     # integer edges (float64 would round epoch-sized ns), split so that span * step cannot overflow
     edges = np.unique(summary["start_ns"] + (span // bins) * steps + (span % bins) * steps // bins)

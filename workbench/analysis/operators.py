@@ -28,14 +28,6 @@ def operator_call_table(trace: Trace) -> dict[str, np.ndarray]:
     """One entry per operator call: ``name``, ``input_shapes`` (object arrays of str, "" when not
     recorded), ``dur_ns``, ``self_ns`` (int64), in nesting order (by thread, then start)."""
     host = trace.rows_of(HOST_KINDS)
-    if not len(host):
-        return {
-            "name": np.empty(0, object),
-            "input_shapes": np.empty(0, object),
-            "dur_ns": np.empty(0, np.int64),
-            "self_ns": np.empty(0, np.int64),
-            "name_code": np.empty(0, np.int64),
-        }
     lane = host.pid.codes * (host.tid.labels.size + 1) + host.tid.codes
     order = nesting_order(lane, host.ts_ns, host.dur_ns)
     ts, dur, lane = host.ts_ns[order], host.dur_ns[order], lane[order]

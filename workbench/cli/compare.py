@@ -253,11 +253,8 @@ def saved_columns(path: str) -> tuple[Any, dict[str, np.ndarray]]:
     sorted_ids = ids[order]
     sums = {name: np.zeros(ids.size) for name in meta.stages}
     seen = {name: np.zeros(ids.size, dtype=bool) for name in meta.stages}
-    for batch in _batches(
-        inside(root, STAGES_FILE), ("request", "stage", "dur_ns"), dictionary="stage"
-    ):
-        request, stage, dur = batch
-        codes, names = stage
+    columns = ("request", "stage", "dur_ns")
+    for request, (codes, names), dur in _batches(inside(root, STAGES_FILE), columns, "stage"):
         pos = np.minimum(np.searchsorted(sorted_ids, request), max(ids.size - 1, 0))
         valid = (sorted_ids[pos] == request) if ids.size else np.zeros(request.size, dtype=bool)
         for code, name in enumerate(names):

@@ -85,14 +85,14 @@ def run_http_load_command(args) -> int:
     path = save_measured(run, out)
     summary = load_summary(run.requests)
     serving, noise = run.meta.serving, run.meta.noise
-    joined = _joined(run)
+    joined, lag = _joined(run), serving.generator_lag
     if args.json:
         print(
             dumps(
                 summary_json(summary, joined)
                 | {
-                    "generator_lag": serving.generator_lag,
-                    "generator_lag_ms": serving.generator_lag["max_ms"],
+                    "generator_lag": lag,
+                    "generator_lag_ms": lag["max_ms"],
                     "noise": {"noisy": noise.noisy, "reasons": noise.reasons, "fix": noise.fix},
                     "failures": failure_summary(run.requests, run.stage_names),
                     "server_timing": serving.server_timing,
@@ -101,7 +101,6 @@ def run_http_load_command(args) -> int:
             )
         )
     else:
-        lag = serving.generator_lag
         print(
             f"{run.meta.pipeline} served at {args.url}: {_describe_served(arrivals, run.meta.load.policy)}"
         )

@@ -189,16 +189,7 @@ def percentile_request_parts(run, percentiles=(50, 99)) -> pd.DataFrame:
     rows = []
     for q in percentiles:
         r = wide.iloc[max(int(np.ceil(q / 100 * len(wide))) - 1, 0)]
-        parts = {
-            name: (0.0 if pd.isna(r[name]) else int(r[name]) / NS_PER_MS)
-            for name in [*order, UNATTRIBUTED]
-        }
-        rows.append(
-            {
-                "percentile": q,
-                "request": int(r["request"]),
-                **parts,
-                END_TO_END: int(r[END_TO_END]) / NS_PER_MS,
-            }
-        )
+        # a stage the request did not run is 0 ms; end to end is always there
+        ms = {name: 0.0 if pd.isna(r[name]) else int(r[name]) / NS_PER_MS for name in columns[2:]}
+        rows.append({"percentile": q, "request": int(r["request"])} | ms)
     return pd.DataFrame(rows, columns=columns)

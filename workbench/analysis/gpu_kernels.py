@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace import KIND_KERNEL, Trace
+from ..trace.columns import totals_by_name
 from ..trace.intervals import union_length
 
 SHORT_KERNEL_NS = 10_000  # "kernels under 10 us": dur < 10.0 us, strict
@@ -44,22 +45,9 @@ def kernel_rows(trace: Trace, n: int | None = 10) -> list[dict]:
     """Kernels grouped by name, largest total first (ties by name): ``{name, count, total_ns,
     max_ns, mean_ns, share}`` (share of all kernel time, 0..1). ``n=None`` keeps every name."""
     kernels = trace.rows_of([KIND_KERNEL])
-    codes, dur = kernels.name.codes, kernels.dur_ns
-    used = np.unique(codes)
-    rows = []
-    for code in used:
-        mine = dur[codes == code]
-        rows.append(
-            {
-                "name": str(kernels.name.labels[code]),
-                "count": int(mine.size),
-                "total_ns": int(mine.sum()),
-                "max_ns": int(mine.max()),
-            }
-        )
+    rows = totals_by_name(kernels.name, kernels.dur_ns)
     total = sum(r["total_ns"] for r in rows)
     for r in rows:
         r["mean_ns"] = r["total_ns"] / r["count"]
         r["share"] = r["total_ns"] / total if total else 0.0
-    rows.sort(key=lambda r: (-r["total_ns"], r["name"]))
     return rows if n is None else rows[:n]

@@ -16,6 +16,7 @@ import re
 import numpy as np
 
 from ..trace import KIND_MEMCPY, KIND_MEMSET, KIND_RUNTIME, Trace, derived
+from ..trace.columns import totals_by_name
 from ..trace.frames import pd, rows_frame
 from ..trace.numbers import NA_INT
 
@@ -182,18 +183,7 @@ def sync_rows(trace: Trace) -> list[dict]:
     """:func:`sync_calls` as dicts ``{name, count, total_ns, max_ns}``, largest total first (ties by name)."""
     runtime = trace.rows_of([KIND_RUNTIME])
     rows = np.flatnonzero(runtime.name.isin(SYNC_CALL_NAMES))
-    out = []
-    for code in np.unique(runtime.name.codes[rows]):
-        dur = runtime.dur_ns[rows][runtime.name.codes[rows] == code]
-        out.append(
-            {
-                "name": str(runtime.name.labels[code]),
-                "count": int(dur.size),
-                "total_ns": int(dur.sum()),
-                "max_ns": int(dur.max()),
-            }
-        )
-    return sorted(out, key=lambda r: (-r["total_ns"], r["name"]))
+    return totals_by_name(runtime.name.take(rows), runtime.dur_ns[rows])
 
 
 def copy_classes(trace: Trace) -> pd.DataFrame:

@@ -139,6 +139,23 @@ class Columns:
         )
 
 
+def totals_by_name(names: Text, dur_ns: np.ndarray) -> list[dict]:
+    """``{name, count, total_ns, max_ns}`` of the durations per name, largest total first (ties by
+    name)."""
+    out = []
+    for code in np.unique(names.codes):
+        dur = dur_ns[names.codes == code]
+        out.append(
+            {
+                "name": str(names.labels[code]),
+                "count": int(dur.size),
+                "total_ns": int(dur.sum()),
+                "max_ns": int(dur.max()),
+            }
+        )
+    return sorted(out, key=lambda r: (-r["total_ns"], r["name"]))
+
+
 def factorize(values: list) -> tuple[np.ndarray, np.ndarray]:
     """``(codes, uniques)`` of a list in order of first appearance (``pandas.factorize``'s order);
     None is absent (code -1). Integer lists go through numpy, anything else through a dict."""

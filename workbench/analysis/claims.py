@@ -183,13 +183,8 @@ def p50_ratios(base: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray]) 
             continue
         (alo, ahi), (blo, bhi) = percentile_ci_ns(a, 50), percentile_ci_ns(b, 50)
         bounded = None not in (alo, ahi, blo, bhi)
-        rows.append(
-            {
-                "stage": stage,
-                "ratio": percentile_ns(b, 50) / percentile_ns(a, 50),
-                "beyond_noise": bool(bounded and (bhi < alo or blo > ahi)),
-            }
-        )
+        ratio = percentile_ns(b, 50) / percentile_ns(a, 50)
+        rows.append((stage, ratio, bool(bounded and (bhi < alo or blo > ahi))))
     return pd.DataFrame(rows, columns=["stage", "ratio", "beyond_noise"])
 
 

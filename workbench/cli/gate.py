@@ -116,11 +116,10 @@ def decisions(
     """``(outcome, line)`` for every metric that is a regression or inconclusive; a failed side is a regression."""
     if comp.end_to_end is None:
         return [(REGRESSION, f"not compared: {comp.error}")]
-    resolution = (
-        top.resolution.min_difference if top.kind == "separate runs" and top.resolution else None
-    )
-    if top.kind == "separate runs" and resolution is None:
-        resolution = float("inf")  # separate runs without a resolution: nothing can be ruled out
+    resolution = None
+    if top.kind == "separate runs":  # without a resolution, nothing can be ruled out
+        found = top.resolution.min_difference if top.resolution else None
+        resolution = float("inf") if found is None else found
     out = []
     for e in [comp.end_to_end, *(comp.stages if stages else [])]:
         name = "end to end" if e.name == "end_to_end" else f"stage {e.name}"

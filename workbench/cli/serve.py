@@ -129,11 +129,8 @@ def run_serve_command(args) -> int:
     pipe = resolve_pipeline(factory_from_args(args), config_from_args(args))
 
     def ready(url: str) -> None:
-        control = (
-            "POST /shutdown with X-Workbench-Token"
-            if limits.control_token
-            else "SIGTERM or Ctrl-C to stop"
-        )
+        stop = "SIGTERM or Ctrl-C to stop"
+        control = "POST /shutdown with X-Workbench-Token" if limits.control_token else stop
         print(
             f"serving {pipe.name} on {url} (POST /predict, GET /healthz; {control}); "
             f"run folder at shutdown: {out}",

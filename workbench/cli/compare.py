@@ -368,14 +368,13 @@ def print_interleaved(result: dict[str, Any], out) -> None:
             f"({c['requests']} requests{failed})",
             file=out,
         )
+    noisy = bool((result.get("noise") or {}).get("noisy"))
     for comp in result.get("comparisons") or [{"b": 1, **result}]:
         print(f"\n{cfgs[comp['b']]['label']} against {cfgs[0]['label']}:", file=out)
         if comp.get("end_to_end") is None:
             print(f"  not compared: {comp.get('error')}", file=out)
             continue
-        print_rows(
-            comp, result["metric"], out, noisy=bool((result.get("noise") or {}).get("noisy"))
-        )
+        print_rows(comp, result["metric"], out, noisy=noisy)
         outputs = cfgs[comp["b"]].get("outputs")
         if outputs is not None:
             print(f"  outputs against A: {agreement_text(outputs)}", file=out)

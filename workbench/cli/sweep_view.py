@@ -282,12 +282,9 @@ def table_row(p: dict) -> str:
         if p["stable"]
         else f"UNSTABLE ({p['windows']} windows)"
     )
-    pred = p.get("predicted")
-    extra = (
-        f"  sim p50 x{pred['p50_ratio']:.2f} p99 x{pred['p99_ratio']:.2f}"
-        if pred and pred.get("p50_ratio") is not None and pred.get("p99_ratio") is not None
-        else ""
-    )
+    pred = p.get("predicted") or {}
+    ratios = pred.get("p50_ratio"), pred.get("p99_ratio")
+    extra = f"  sim p50 x{ratios[0]:.2f} p99 x{ratios[1]:.2f}" if None not in ratios else ""
     return " ".join(cells) + "  " + stable + (" NOISY" if p.get("noisy") else "") + extra
 
 

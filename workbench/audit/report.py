@@ -56,8 +56,8 @@ def audit_run(
 
 
 def audit(runs, sla_ms: float | None = None, facts: list | None = None, **kwargs) -> dict[str, Any]:
-    """The JSON of ``python -m workbench audit --json``; ``facts``: each run's :func:`run_facts` when
-    already gathered (kwargs: see :func:`audit_run`)."""
+    """The JSON of ``python -m workbench audit --json``; ``facts``: each run's :func:`run_facts`
+    when already gathered (kwargs: see :func:`audit_run`)."""
     entries = [
         audit_run(r, sla_ms, facts=f, **kwargs) for r, f in zip(runs, facts or [None] * len(runs))
     ]

@@ -180,8 +180,8 @@ def head_of_line(facts: dict[str, Any]) -> list[dict]:
         "head_of_line",
         stage,
         f"closed batches waited {hol['queue_wait_ns'] / 1e6:.4g} ms (summed over requests) for a "
-        f"busy executor; {stage} held it for {queue_share:.0%} of that queue wait ({share:.0%} of all "
-        f"batch and queue wait), most in {named}",
+        f"busy executor; {stage} held it for {queue_share:.0%} of that queue wait ({share:.0%} of "
+        f"all batch and queue wait), most in {named}",
         share=share,
         share_of_queue_wait=queue_share,
         blocked_ms=hol["blamed_ns"][stage] / 1e6,

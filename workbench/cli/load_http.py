@@ -107,9 +107,8 @@ def run_http_load_command(args) -> int:
         print(format_summary(summary))
         for name, row in joined.items():  # server_end_to_end, network: None without Server-Timing
             if row:
-                print(
-                    f"{name.replace('_', ' ')}: p50 {row['p50_ms']:.3f} ms, p99 {row['p99_ms']:.3f} ms"
-                )
+                label = name.replace("_", " ")
+                print(f"{label}: p50 {row['p50_ms']:.3f} ms, p99 {row['p99_ms']:.3f} ms")
         if not serving.server_timing:
             print("the server sent no Server-Timing: end to end only")
         print(

@@ -55,7 +55,7 @@ def dumps(value: Any, **kw) -> str:
 
 
 def print_result(value: Any, as_json: bool, show) -> None:
-    """``value`` as one JSON object with ``--json``, else as ``show(value, sys.stdout)`` prints it."""
+    """``value`` as one JSON object with ``--json``, else printed by ``show(value, sys.stdout)``."""
     if as_json:
         print(dumps(value))
     else:

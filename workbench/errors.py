@@ -5,6 +5,8 @@ line prints its message on one line and exits non-zero, without a traceback.
 Messages say what was wrong and what to do.
 """
 
+import re
+
 
 class WorkbenchError(Exception):
     """Base class of the errors a user can cause (bad input, bad arguments)."""
@@ -44,3 +46,14 @@ def check_int(name: str, value: object, low: int) -> None:
     """Raise :class:`ConfigError` naming ``name`` unless ``value`` is an integer >= ``low``."""
     if not (is_int(value) and value >= low):
         raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
+def value_at(data: object, path: str, missing: object = "?") -> object:
+    """The value at a msgspec error path such as ``config.batch_size`` or ``stages[2]`` (``missing``
+    where there is none): a schema error quotes what the user wrote, not only what was expected."""
+    for key, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
+        try:
+            data = data[int(index)] if index else data[key]
+        except (KeyError, IndexError, TypeError):
+            return missing
+    return data

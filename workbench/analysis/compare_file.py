@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from ..errors import ConfigError
+from ..errors import ConfigError, value_at
 from .verdicts import FASTER, NO_DIFFERENCE, SLOWER, TOO_NOISY, VERDICTS
 
 # finite and >= 0: msgspec's bounds reject NaN (no comparison holds) and +-Infinity
@@ -127,7 +127,7 @@ def _describe(message: str, data: Any) -> str:
         return f"{_join(path, missing.group('field'))}: missing"
     if why.startswith(("p50_", "p99_", "end_to_end", "comparisons")):  # our __post_init__'s
         return _join(path, why)
-    value = _lookup(data, path)
+    value = value_at(data, path, None)
     if isinstance(value, float) and not math.isfinite(value):
         why = "not a finite number"
     elif why.startswith("Invalid enum value"):
@@ -137,15 +137,6 @@ def _describe(message: str, data: Any) -> str:
 
 def _join(path: str, rest: str) -> str:
     return f"{path}.{rest}" if path else rest
-
-
-def _lookup(data: Any, path: str) -> Any:
-    for key, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
-        try:
-            data = data[int(index)] if index else data[key]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return data
 
 
 def _show(value: Any) -> str:

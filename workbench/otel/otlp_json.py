@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from ..errors import TraceError
+from ..errors import TraceError, value_at
 
 ID_KEYS = ("traceId", "spanId", "parentSpanId")
 
@@ -244,13 +244,7 @@ def _field_error(exc: msgspec.ValidationError, obj: Any) -> str:
     text = str(exc)
     what, _, path = text.partition(" - at `$")
     path = path.rstrip("`")
-    value = obj
-    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
-        try:
-            value = value[int(part[1:-1])] if part.startswith("[") else value[part]
-        except (KeyError, IndexError, TypeError, ValueError):
-            value = "?"
-            break
+    value = value_at(obj, path)
     what = re.sub(r", got `[^`]*`$", "", what).replace("`", "").replace("Expected ", "must be ")
     return f"field {path.lstrip('.')!r} {what}, got {value!r:.80}"
 

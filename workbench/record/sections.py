@@ -20,7 +20,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 
-from ..errors import RunRecordError
+from ..errors import RunRecordError, value_at
 
 NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
 PosInt = Annotated[int, msgspec.Meta(ge=1)]
@@ -341,17 +341,7 @@ def _meta_error(exc: msgspec.ValidationError, data: Any, prefix: str) -> MetaErr
         what = "must be " + what[len("Expected ") :].replace("| null", "or null")
     elif what.startswith("Invalid enum value"):
         what = "must be one of the documented values"
-    return MetaError(name, f"{item}{what}, got {_value_at(data, path)!r:.80}")
-
-
-def _value_at(data: Any, path: str) -> Any:
-    """The value at a msgspec path such as ``config.batch_size`` or ``stages[2]``."""
-    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
-        try:
-            data = data[int(part[1:-1])] if part.startswith("[") else data[part]
-        except (KeyError, IndexError, TypeError, ValueError):
-            return "?"
-    return data
+    return MetaError(name, f"{item}{what}, got {value_at(data, path)!r:.80}")
 
 
 @functools.cache

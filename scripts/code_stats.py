@@ -2,10 +2,13 @@
 
     python scripts/code_stats.py [PACKAGE_DIR]
     python scripts/code_stats.py --at COMMIT
+    python scripts/code_stats.py --by-issue RANGE
 
 ``--at COMMIT`` counts the package as it was at that commit, formatted the way ``ruff format`` formats
 the tree today (this repository's ``pyproject.toml``), so that sizes from before and after the tree
-was first formatted (commit 35316f4) compare like for like.
+was first formatted (commit 35316f4) compare like for like. ``--by-issue RANGE`` (``A..B``) sums the
+package's net line change of the commits in RANGE by the first "issue N" their subject names
+("other" for none; "ruff format" for a commit that reformats): where the lines came from.
 
 Lines: every line of every ``.py`` file under the package (``wc -l``). Imports: every ``import``
 and ``from ... import`` statement but ``from __future__``; "inside functions" counts those under a
@@ -15,7 +18,9 @@ and ``from ... import`` statement but ``from __future__``; "inside functions" co
 from __future__ import annotations
 
 import ast
+import collections
 import io
+import re
 import shutil
 import subprocess
 import sys
@@ -24,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+KINDS = ("code", "docstring", "comment", "blank")
 
 
 def _imports(tree: ast.AST) -> tuple[int, int]:
@@ -57,7 +63,50 @@ def formatted_at(commit: str, folder: Path, repo: Path = REPO) -> Path:
     return folder / "workbench"
 
 
+def _line_kinds(rows: list[str], tree: ast.AST) -> collections.Counter:
+    """Each line as "code", "docstring", "comment" or "blank" (a docstring: a body's first string)."""
+    kinds = [
+        "blank" if not r.strip() else "comment" if r.lstrip()[:1] == "#" else "code" for r in rows
+    ]
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        first = body[0] if isinstance(body, list) and body else None
+        if isinstance(first, ast.Expr) and isinstance(getattr(first.value, "value", None), str):
+            kinds[first.lineno - 1 : first.end_lineno] = ["docstring"] * (
+                first.end_lineno - first.lineno + 1
+            )
+    return collections.Counter(kinds)
+
+
+def by_issue(revisions: str, repo: Path = REPO) -> dict[str, int]:
+    """Net lines added to ``workbench/`` per issue named in the commit subjects of ``revisions``."""
+    log = subprocess.run(
+        ["git", "-C", str(repo), "log", "--format=@%s", "--numstat", revisions, "--", "workbench"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    net: collections.Counter = collections.Counter()
+    issue = "other"
+    for line in log.splitlines():
+        if line.startswith("@"):
+            found = re.search(r"issue (\d+)", line)
+            issue = f"issue {found.group(1)}" if found else "other"
+            if "ruff format" in line:  # reformatting, whichever issue asked for it
+                issue = "ruff format"
+        elif line[:1].isdigit():
+            added, removed, _ = line.split("\t", 2)
+            net[issue] += int(added) - int(removed)
+    return dict(net)
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--by-issue"] and len(argv) == 2:
+        net = by_issue(argv[1])
+        for issue, lines in sorted(net.items(), key=lambda kv: -kv[1]):
+            print(f"{issue}: {lines:+,}")
+        print(f"total: {sum(net.values()):+,}")
+        return 0
     if argv[:1] == ["--at"] and len(argv) == 2:
         with tempfile.TemporaryDirectory() as folder:
             print(f"at {argv[1]}, formatted as ruff formats the tree today:")
@@ -68,14 +117,17 @@ def main(argv: list[str]) -> int:
 def count(package: Path) -> int:
     """Print the package's lines, its lines over 100 characters and its imports inside functions."""
     lines = long_lines = imports = inside = 0
+    kinds: collections.Counter = collections.Counter()
     for path in sorted(package.rglob("*.py")):
         text = path.read_text()
-        rows = text.splitlines()
+        rows, tree = text.splitlines(), ast.parse(text)
         lines += len(rows)
         long_lines += sum(len(row) > 100 for row in rows)
-        total, in_function = _imports(ast.parse(text))
+        kinds += _line_kinds(rows, tree)
+        total, in_function = _imports(tree)
         imports, inside = imports + total, inside + in_function
     print(f"lines: {lines:,}")
+    print("  " + ", ".join(f"{kind} {kinds[kind]:,}" for kind in KINDS))
     print(f"lines over 100 characters: {long_lines:,} ({100 * long_lines / max(lines, 1):.1f} %)")
     print(
         f"imports inside functions: {inside:,} of {imports:,} ({100 * inside / max(imports, 1):.1f} %)"

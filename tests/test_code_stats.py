@@ -34,6 +34,7 @@ def test_counts_lines_long_lines_and_imports_inside_functions(tmp_path, capsys):
 
     assert capsys.readouterr().out.splitlines() == [
         "lines: 10",
+        "  code 6, docstring 1, comment 0, blank 3",
         "lines over 100 characters: 1 (10.0 %)",
         "imports inside functions: 1 of 2 (50.0 %)",
     ]
@@ -57,3 +58,27 @@ def test_at_a_commit_formats_that_commit_before_counting(tmp_path):
 
     assert (package / "m.py").read_text().splitlines()[0] == "value = function("
     assert len((package / "m.py").read_text().splitlines()) == 14
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_by_issue_sums_net_lines_per_issue_named_in_the_subject(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "workbench").mkdir(parents=True)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+
+    def commit(text: str, subject: str) -> None:
+        (repo / "workbench" / "m.py").write_text(text)
+        (repo / "other.txt").write_text(subject)  # outside the package: not counted
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-q", "-m", subject], check=True)
+
+    commit("a = 1\n", "start")
+    commit("a = 1\nb = 2\nc = 3\n", "two lines (issue 7)")
+    commit("a = 1\n", "one copy out, issue 8")
+    commit("a = 1\nb = (\n    2\n)\n", "ruff format over the tree (issue 8)")
+    commit("a = 1\nb = (\n    2\n)\nd = 4\n", "untagged")
+
+    net = code_stats.by_issue("HEAD~4..HEAD", repo=repo)
+
+    assert net == {"issue 7": 2, "issue 8": -2, "ruff format": 3, "other": 1}

@@ -21,42 +21,27 @@ from ..errors import ConfigError
 from ..naming import STAGE_PREFIX
 from ..units import NS_PER_MS, NS_PER_US  # noqa: F401  (re-exported for the figure modules)
 
-KIND_COLORS: dict[str, str] = {
-    "stage": "#4c72b0",
-    "cpu_op": "#8172b3",
-    "runtime": "#dd8452",
-    "kernel": "#55a868",
-    "memcpy_htod_pageable": "#c44e52",
-    "memcpy_htod_pinned": "#f08a8c",
-    "memcpy_dtoh_pageable": "#937860",
-    "memcpy_dtoh_pinned": "#c9a98b",
-    "memcpy_htod_host": "#8c564b",
-    "memcpy_dtoh_host": "#bcbd22",
-    "memcpy_dtod": "#da8bc3",
-    "memcpy": "#e377c2",
-    "memset": "#ccb974",
-    "sync": "#d62728",
-    "python": "#64b5cd",
-    "other": "#8c8c8c",
+# kind -> (color, label); the order is the legend's
+_KINDS = {
+    "stage": ("#4c72b0", "stage"),
+    "cpu_op": ("#8172b3", "CPU op"),
+    "runtime": ("#dd8452", "runtime / launch"),
+    "kernel": ("#55a868", "kernel"),
+    "memcpy_htod_pageable": ("#c44e52", "memcpy HtoD pageable"),
+    "memcpy_htod_pinned": ("#f08a8c", "memcpy HtoD pinned"),
+    "memcpy_dtoh_pageable": ("#937860", "memcpy DtoH pageable"),
+    "memcpy_dtoh_pinned": ("#c9a98b", "memcpy DtoH pinned"),
+    "memcpy_htod_host": ("#8c564b", "memcpy HtoD host (AMD)"),
+    "memcpy_dtoh_host": ("#bcbd22", "memcpy DtoH host (AMD)"),
+    "memcpy_dtod": ("#da8bc3", "memcpy DtoD"),
+    "memcpy": ("#e377c2", "memcpy (other)"),
+    "memset": ("#ccb974", "memset"),
+    "sync": ("#d62728", "sync"),
+    "python": ("#64b5cd", "Python"),
+    "other": ("#8c8c8c", "other"),
 }
-KIND_LABELS: dict[str, str] = {
-    "stage": "stage",
-    "cpu_op": "CPU op",
-    "runtime": "runtime / launch",
-    "kernel": "kernel",
-    "memcpy_htod_pageable": "memcpy HtoD pageable",
-    "memcpy_htod_pinned": "memcpy HtoD pinned",
-    "memcpy_dtoh_pageable": "memcpy DtoH pageable",
-    "memcpy_dtoh_pinned": "memcpy DtoH pinned",
-    "memcpy_htod_host": "memcpy HtoD host (AMD)",
-    "memcpy_dtoh_host": "memcpy DtoH host (AMD)",
-    "memcpy_dtod": "memcpy DtoD",
-    "memcpy": "memcpy (other)",
-    "memset": "memset",
-    "sync": "sync",
-    "python": "Python",
-    "other": "other",
-}
+KIND_COLORS: dict[str, str] = {kind: color for kind, (color, _label) in _KINDS.items()}
+KIND_LABELS: dict[str, str] = {kind: label for kind, (_color, label) in _KINDS.items()}
 # Stage bars: a qualitative sequence in pipeline order; unattributed and end to end apart.
 STAGE_COLORS = [
     "#4c72b0",
@@ -75,26 +60,20 @@ SLA_COLOR = "#d62728"
 FASTER_COLOR = "#2ca02c"
 SLOWER_COLOR = "#d62728"
 
+# palette key -> the trace analysis' kind strings that map onto it
 _ALIASES = {
-    "cpu_op": "cpu_op",
-    "operator": "cpu_op",
-    "cpu": "cpu_op",
-    "user_annotation": "cpu_op",
-    "runtime": "runtime",
-    "cuda_runtime": "runtime",
-    "cuda_driver": "runtime",
-    "launch": "runtime",
-    "kernel": "kernel",
-    "memset": "memset",
-    "gpu_memset": "memset",
-    "sync": "sync",
-    "cuda_sync": "sync",
-    "stage": "stage",
-    "python": "python",
-    "python_function": "python",
-    "gpu_user_annotation": "other",
-    "gpu_annotation": "other",
-    "root": "other",
+    name: key
+    for key, names in {
+        "cpu_op": ("cpu_op", "operator", "cpu", "user_annotation"),
+        "runtime": ("runtime", "cuda_runtime", "cuda_driver", "launch"),
+        "kernel": ("kernel",),
+        "memset": ("memset", "gpu_memset"),
+        "sync": ("sync", "cuda_sync"),
+        "stage": ("stage",),
+        "python": ("python", "python_function"),
+        "other": ("gpu_user_annotation", "gpu_annotation", "root"),
+    }.items()
+    for name in names
 }
 
 

@@ -118,87 +118,64 @@ def point_ratio(blocks_a: np.ndarray, blocks_b: np.ndarray, q: float) -> float:
     return float(_ratio(percentiles(b, q), percentiles(a, q)))
 
 
-def resample_indices(
-    n_a: int, n_b: int, *, paired: bool, resamples: int = RESAMPLES, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
-    """Block indices of each resample for A and B: one shared draw when paired (needs ``n_a == n_b``)."""
-    if n_a < 1 or n_b < 1:
-        raise ConfigError(f"need at least one block on each side to compare, got {n_a} and {n_b}")
-    rng = np.random.default_rng(seed)
-    if paired:
-        if n_a != n_b:
-            raise ConfigError(
-                f"paired comparison needs the same rounds on both sides, got {n_a} and {n_b}"
-            )
-        idx = rng.integers(0, n_a, size=(resamples, n_a))
-        return idx, idx
-    return rng.integers(0, n_a, size=(resamples, n_a)), rng.integers(0, n_b, size=(resamples, n_b))
-
-
-def bootstrap_ratios(
-    blocks_a: np.ndarray, blocks_b: np.ndarray, q: float, idx_a: np.ndarray, idx_b: np.ndarray
-) -> np.ndarray:
-    """Resampled ratios ``percentile_q(B*) / percentile_q(A*)``, one per row of the index matrices (NaN: undefined)."""
-    sample_a = blocks_a[idx_a].reshape(idx_a.shape[0], -1)
-    sample_b = blocks_b[idx_b].reshape(idx_b.shape[0], -1)
-    with warnings.catch_warnings():  # an all-NaN resample gives NaN, counted as undefined
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return _ratio(_percentile_rows(sample_b, q), _percentile_rows(sample_a, q))
-
-
 # more blocks than this (5,000 requests): resample per-unit histograms (memory)
 SUMMARY_ABOVE_BLOCKS = 500
 SUMMARY_UNITS = 400
 WINDOW_BINS = 256
-WINDOWS = {
-    50.0: (40.0, 60.0),
-    99.0: (97.0, 99.8),
-}  # percentile windows the histograms cover, per metric
+# the percentile windows the histograms cover, per metric
+WINDOWS = {50.0: (40.0, 60.0), 99.0: (97.0, 99.8)}
 
 
 class Bootstrap:
     """Resampled ratios ``percentile_q(B*) / percentile_q(A*)``, the same draws for every stage and metric.
 
-    Up to :data:`SUMMARY_ABOVE_BLOCKS` blocks per side, blocks are drawn exactly (:func:`resample_indices`,
-    :func:`bootstrap_ratios`). Past it (a saved run of a million requests is 100,000 blocks: the index
-    matrices alone would take gigabytes), consecutive blocks are merged into :data:`SUMMARY_UNITS` units,
-    each summarised by a histogram of its values: :data:`WINDOW_BINS` equal bins over the side's own
-    percentile window for the metric (p40-p60 for p50, p97-p99.8 for p99), plus counts below and above.
-    A resample draws units with replacement (multinomial counts; paired: the same counts for A and B), adds
-    their histograms (a matrix product) and reads the percentile off the cumulative counts, interpolating
-    inside the bin (a resampled percentile outside the window is clamped to its edge). Memory per stage and
-    side: units x bins, whatever the run's length.
+    Up to :data:`SUMMARY_ABOVE_BLOCKS` blocks per side, blocks are drawn exactly: a resample is a
+    row of block indices per side (paired: one draw for both). Past it (a saved run of a million
+    requests is 100,000 blocks: the index matrices alone would take gigabytes), consecutive blocks
+    are merged into :data:`SUMMARY_UNITS` units, each summarised by a histogram of its values:
+    :data:`WINDOW_BINS` equal bins over the side's own percentile window for the metric (p40-p60 for
+    p50, p97-p99.8 for p99), plus counts below and above. A resample draws units with replacement
+    (multinomial counts; paired: the same counts for A and B), adds their histograms (a matrix
+    product) and reads the percentile off the cumulative counts, interpolating inside the bin (a
+    resampled percentile outside the window is clamped to its edge). Memory per stage and side:
+    units x bins, whatever the run's length.
     """
 
     def __init__(
         self, n_a: int, n_b: int, *, paired: bool, resamples: int = RESAMPLES, seed: int = 0
     ) -> None:
         self.summary = max(n_a, n_b) > SUMMARY_ABOVE_BLOCKS
-        if not self.summary:
-            self.idx_a, self.idx_b = resample_indices(
-                n_a, n_b, paired=paired, resamples=resamples, seed=seed
+        if not self.summary and (n_a < 1 or n_b < 1):
+            raise ConfigError(
+                f"need at least one block on each side to compare, got {n_a} and {n_b}"
             )
-            return
         if paired and n_a != n_b:
             raise ConfigError(
                 f"paired comparison needs the same rounds on both sides, got {n_a} and {n_b}"
             )
         rng = np.random.default_rng(seed)
         uniform = np.full(SUMMARY_UNITS, 1.0 / SUMMARY_UNITS)
-        weights = [
-            rng.multinomial(SUMMARY_UNITS, uniform, size=resamples).astype("float32")
-            for _ in range(1 if paired else 2)
-        ]
-        self.w_a, self.w_b = weights[0], weights[-1]
+
+        def draw(n: int) -> np.ndarray:  # block indices, or unit counts when summarised
+            if self.summary:
+                return rng.multinomial(SUMMARY_UNITS, uniform, size=resamples).astype("float32")
+            return rng.integers(0, n, size=(resamples, n))
+
+        self.a = draw(n_a)
+        self.b = self.a if paired else draw(n_b)
 
     def ratios(self, blocks_a: np.ndarray, blocks_b: np.ndarray, q: float) -> np.ndarray:
         """One ratio per resample (NaN where undefined)."""
-        if not self.summary:
-            return bootstrap_ratios(blocks_a, blocks_b, q, self.idx_a, self.idx_b)
-        return _ratio(
-            _resampled_percentiles(blocks_b, q, self.w_b),
-            _resampled_percentiles(blocks_a, q, self.w_a),
-        )
+        if self.summary:
+            return _ratio(
+                _resampled_percentiles(blocks_b, q, self.b),
+                _resampled_percentiles(blocks_a, q, self.a),
+            )
+        sample_a = blocks_a[self.a].reshape(self.a.shape[0], -1)
+        sample_b = blocks_b[self.b].reshape(self.b.shape[0], -1)
+        with warnings.catch_warnings():  # an all-NaN resample gives NaN, counted as undefined
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return _ratio(_percentile_rows(sample_b, q), _percentile_rows(sample_a, q))
 
 
 def unit_histograms(

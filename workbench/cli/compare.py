@@ -267,15 +267,10 @@ def saved_columns(path: str) -> tuple[Any, dict[str, np.ndarray]]:
                 seen[name][where] = True
     cols = {name: np.where(seen[name], sums[name], np.nan) for name in meta.stages}
     cols[END_TO_END] = req["dur_ns"][keep].astype("float64")
-    _release_arrow_memory()
-    return meta, cols
-
-
-def _release_arrow_memory() -> None:
-    """Hand the Parquet reader's freed buffers back to the system (its allocator keeps them otherwise)."""
     import pyarrow as pa
 
-    pa.default_memory_pool().release_unused()
+    pa.default_memory_pool().release_unused()  # the reader's freed buffers (else its allocator keeps them)
+    return meta, cols
 
 
 def _read_columns(path: Path, columns: tuple[str, ...]) -> dict[str, np.ndarray]:

@@ -217,17 +217,14 @@ def _stage_spans(
 def _union(spans: list[Span], lo: int, hi: int) -> tuple[int, int]:
     """(first start, covered ns) of the spans' intervals clipped to [lo, hi]."""
     intervals = sorted((max(s.start_ns, lo), min(s.end_ns, hi)) for s in spans)
-    intervals = [(a, b) for a, b in intervals if b > a] or [
-        (min(max(intervals[0][0], lo), hi),) * 2
-    ]
-    covered, cur_a, cur_b = 0, *intervals[0]
-    for a, b in intervals[1:]:
-        if a > cur_b:
-            covered += cur_b - cur_a
-            cur_a, cur_b = a, b
-        else:
-            cur_b = max(cur_b, b)
-    return intervals[0][0], covered + cur_b - cur_a
+    kept = [(a, b) for a, b in intervals if b > a]
+    if not kept:
+        return min(intervals[0][0], hi), 0
+    covered, reach = 0, kept[0][0]
+    for a, b in kept:  # sorted by start: each adds what reaches past the ones before it
+        covered += max(0, b - max(a, reach))
+        reach = max(reach, b)
+    return kept[0][0], covered
 
 
 def _error_of(span: Span) -> tuple[str, str]:

@@ -278,9 +278,8 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         now = self.pool.clock()
         # bytes with no request in flight: a wrong framing, or a refusal at connect (503)
-        if self.done is None:
-            if self in self.pool.idle:
-                self.pool.idle.remove(self)  # so the sends below never go on it
+        if self.done is None and self in self.pool.idle:
+            self.pool.idle.remove(self)  # so the sends below never go on it
         if self.pool.before_read is not None:
             self.pool.before_read()  # sends that fell due go first, not behind a burst of responses
         try:
@@ -473,18 +472,16 @@ class Pool:
 
     async def _open_one(self) -> None:
         try:
-            conn = await self._connect()
-        except (OSError, asyncio.CancelledError) as exc:
-            self.opening -= 1
-            if isinstance(exc, asyncio.CancelledError):
-                raise
+            try:
+                conn = await self._connect()
+            finally:
+                self.opening -= 1
+        except OSError as exc:
             if self.waiting:  # the request that asked for this connection fails with the reason
                 _, done, _ = self.waiting.popleft()
                 done(None, exc)
             if self.waiting and self.open_count < self.limit:
                 self._open_in_background()  # each queued request gets its own try
             return
-        self.opening -= 1
-        if conn.closed:
-            return
-        self.released(conn)
+        if not conn.closed:
+            self.released(conn)

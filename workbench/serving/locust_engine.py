@@ -245,25 +245,21 @@ def _send_share(runner, env, state: dict, start_wall_ns: int) -> None:
     """
     plan, (client, path) = state["plan"], state["client"]
     origin = time.perf_counter_ns() + (start_wall_ns - time.time_ns())
-    rows: list = [None] * len(plan["ks"])
     finished = state["finished"] if plan.get("report") else None
     reporter = gevent.spawn(_report, runner, state) if finished is not None else None
     greenlets = []
-    for j, (k, offset) in enumerate(zip(plan["ks"], plan["offsets_ns"])):
+    for k, offset in zip(plan["ks"], plan["offsets_ns"]):
         wait_ns = origin + offset - time.perf_counter_ns()
         if wait_ns > 0:
             gevent.sleep(ns_to_s(wait_ns))
         if state["stop"]:
             break
-        greenlets.append(
-            gevent.spawn(
-                _send_one, client, path, plan, env, rows, j, k, origin + offset, origin, finished
-            )
-        )
+        args = (client, path, plan, env, k, offset, origin, finished)
+        greenlets.append(gevent.spawn(_send_one, *args))
     gevent.joinall(greenlets)
     if reporter is not None:
         reporter.kill()
-    runner.send_message("wb_results", [row for row in rows if row is not None])
+    runner.send_message("wb_results", [g.value for g in greenlets])
 
 
 def _report(runner, state: dict) -> None:
@@ -280,13 +276,12 @@ def _send_one(
     path: str,
     plan: dict,
     env,
-    rows: list,
-    j: int,
     k: int,
-    due: int,
+    offset_ns: int,
     origin: int,
     finished: list | None = None,
-) -> None:
+) -> tuple:
+    """Request ``k``, due ``offset_ns`` after ``origin``: its row for ``wb_results`` (offsets in ns)."""
     body = plan["payloads"][k % len(plan["payloads"])]
     rid = f"{plan['tag']}-{k}"
     sent = time.perf_counter_ns()
@@ -302,9 +297,8 @@ def _send_one(
     except Exception as exc:  # noqa: BLE001  (recorded as the request's failure, like the workbench's client)
         error = ("network", type(exc).__name__, str(exc) or repr(exc))
     done = time.perf_counter_ns()
-    rows[j] = (k, due - origin, sent - origin, done - origin, status, headers, failed_body, error)
     if finished is not None:  # filed as client_tables files it: from the send, ok on a 200
-        finished.append((due - origin, sent - origin, done - sent, status == 200))
+        finished.append((offset_ns, sent - origin, done - sent, status == 200))
     why = f"HTTP {status}" if status is not None else error[2]
     failure = None if status == 200 else RuntimeError(why)
     env.events.request.fire(
@@ -315,6 +309,7 @@ def _send_one(
         exception=failure,
         context={},
     )
+    return k, offset_ns, sent - origin, done - origin, status, headers, failed_body, error
 
 
 def main(argv=None) -> int:

@@ -437,12 +437,11 @@ def check_stage_outputs(names: list[str], outputs: dict[int, Any]) -> None:
             )
 
 
-def first_request_checked(
-    run_one: Callable, run_first: Callable, pipe: Pipeline, keep: frozenset[int] = frozenset()
-) -> Callable:
-    """A request runner: the first call runs ``run_first`` (keeping every stage's output), checks the outputs
-    (:func:`check_stage_outputs`) and the options (:func:`check_options_read`), and returns the timing with
-    only the outputs ``keep`` asks for; later calls run ``run_one``."""
+def first_request_checked(run_one: Callable, pipe: Pipeline) -> Callable:
+    """A request runner: the first call keeps every stage's output (on the host: the CUDA timer keeps none),
+    checks the outputs (:func:`check_stage_outputs`) and the options (:func:`check_options_read`), and
+    returns the timing without them; later calls run ``run_one`` as it is."""
+    keep_all = {} if pipe.config.is_cuda else {"keep": frozenset(range(len(pipe.stages)))}
     state = {"first": True}
 
     def run(batch, **kwargs):  # kwargs: the guard's starts/ends lists
@@ -451,10 +450,10 @@ def first_request_checked(
         state["first"] = False
         options = pipe.config.options
         with options.watching() if isinstance(options, ReadOptions) else contextlib.nullcontext():
-            t = run_first(batch, **kwargs)
+            t = run_one(batch, **keep_all, **kwargs)
         check_stage_outputs(pipe.stage_names, t.kept or {})
         check_options_read(pipe)
-        t.kept = {i: v for i, v in (t.kept or {}).items() if i in keep} or None
+        t.kept = None
         return t
 
     return run

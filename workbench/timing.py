@@ -174,21 +174,23 @@ def _described(
     return timing
 
 
-def request_timer(
+def stage_timer(
     pipe: Any, clock: Clock = time.perf_counter_ns, sync: str = "stage", **observe: Any
 ) -> Callable[..., RequestTiming]:
     """``run_one(batch, starts=, ends=)``: one request of ``pipe`` timed, with CUDA events on CUDA,
-    else by :func:`time_request` with ``observe`` (``gc_probe``, ``describe``: host-side only).
-
-    Its first call keeps every stage's output and refuses a generator stage or an unread option
-    (:func:`workbench.pipeline.first_request_checked`; on CUDA, which keeps no outputs, the options).
-    """
+    else by :func:`time_request` with ``observe`` (``gc_probe``, ``describe``: host-side only)."""
     names, fns = pipe.stage_names, [s.fn for s in pipe.stages]
     if pipe.config.is_cuda:
-        run = functools.partial(CudaStageTimer(len(fns), sync, clock).time_request, names, fns)
-        return first_request_checked(run, run, pipe)
-    run = functools.partial(time_request, names, fns, clock=clock, **observe)
-    return first_request_checked(run, functools.partial(run, keep=frozenset(range(len(fns)))), pipe)
+        return functools.partial(CudaStageTimer(len(fns), sync, clock).time_request, names, fns)
+    return functools.partial(time_request, names, fns, clock=clock, **observe)
+
+
+def request_timer(
+    pipe: Any, clock: Clock = time.perf_counter_ns, sync: str = "stage", **observe: Any
+) -> Callable[..., RequestTiming]:
+    """:func:`stage_timer` whose first call refuses a generator stage or an unread option
+    (:func:`workbench.pipeline.first_request_checked`)."""
+    return first_request_checked(stage_timer(pipe, clock, sync, **observe), pipe)
 
 
 class CudaStageTimer:

@@ -24,7 +24,6 @@ and its executor thread abandoned (``DynamicBatcher.stop``).
 from __future__ import annotations
 
 import contextlib
-import functools
 import sys
 import threading
 import time
@@ -36,7 +35,7 @@ from ..config import PipelineConfig
 from ..errors import ConfigError, PipelineError
 from ..record import Load, Run
 from ..guard import TIMEOUT, Interrupted, StageGuard, StageTimeout, check_timeout
-from ..timing import Clock, CudaStageTimer, time_request
+from ..timing import Clock, stage_timer
 from .arrivals import Arrivals
 from .batcher import DynamicBatcher, warm_up
 from .loadgen import generate
@@ -324,12 +323,7 @@ def pipeline_executor(pipe, target, clock: Clock, timeout_s: float | None = None
                 f"pipeline {pipe.name!r}: the factory built stages {own.stage_names} in an executor "
                 f"thread but {pipe.stage_names} in the calling thread; it must build the same stages"
             )
-        names, fns = own.stage_names, [s.fn for s in own.stages]
-        if cfg.is_cuda:
-            return functools.partial(
-                CudaStageTimer(len(fns), "stage", clock).time_request, names, fns
-            )
-        return functools.partial(time_request, names, fns, clock=clock)
+        return stage_timer(own, clock)
 
     def execute(batch, starts=None, ends=None):
         if not hasattr(local, "run"):

@@ -46,17 +46,18 @@ from ..noise import noise_line
 from ..record import load_run
 from .cache import LRUCache
 from .controller import Controller
-from .figures import (
-    budget_view,
-    compare_view,
-    distribution_view,
-    flame_from_trace,
-    over_run_view,
-    request_stages_view,
-    stacks_view,
-    tail_view,
+from ..analysis.tail import tail_attribution
+from ..plots import (
+    budget_figure,
+    distribution_figure,
+    latency_over_run_figure,
+    ratio_figure,
+    tail_figure,
 )
+from ..plots.flame import differential_flame_figure
+from ..plots.request_stages import request_stages_figure
 from ..plots.style import empty_figure
+from .figures import flame_from_trace
 from .panes import ClickablePane, DeferredPane, FigurePane, MessageLine, figure_bundle
 from .latency_support import (
     Key,
@@ -541,7 +542,7 @@ class LatencyExplorer(Controller):
             self.status.value = "not compared"
             self.message_line.show(str(exc), "error")
             return
-        self.compare_pane.show(compare_view(result))
+        self.compare_pane.show(ratio_figure(result, metric=result.get("metric") or "p50"))
         self.status.value = f"B {describe(b_key)} vs A {describe(a_key)}: {verdict_text(result)}"
 
     # -- drawing -------------------------------------------------------------
@@ -581,37 +582,38 @@ class LatencyExplorer(Controller):
                 return
             if budget:
                 sla = self.sla.value or None
-                self._show(self.budget_pane, (view, "budget", sla), lambda: budget_view(view, sla))
-                self._show(self.tail_pane, (view, "tail"), lambda: tail_view(view))
+                self._show(self.budget_pane, lambda: budget_figure(view.summary, sla_ms=sla), sla)
+                self._show(self.tail_pane, lambda: tail_figure(tail_attribution(*view.tables)))
             if distribution:
                 stage, kind = self.stage.value or None, self.kind.value
                 self._show(
                     self.distribution_pane,
-                    (view, "distribution", stage, kind),
-                    lambda: distribution_view(view, stage, kind),
+                    lambda: distribution_figure(*view.tables, stage=stage, kind=kind),
+                    stage,
+                    kind,
                 )
             if request:
                 picked = self.request_picker.value
                 self._show(
                     self.over_run_pane,
-                    (view, "over_run", picked),
-                    lambda: over_run_view(view, picked),
+                    lambda: latency_over_run_figure(view.requests, picked=picked),
+                    picked,
                 )
                 self._show(
-                    self.request_pane,
-                    (view, "request", picked),
-                    lambda: request_stages_view(view, picked),
+                    self.request_pane, lambda: request_stages_figure(*view.tables, picked), picked
                 )
             if flame:
-                self._show(self.flame_pane, (view, "flame"), lambda: _flame_of(view))
-                self._show(self.stacks_pane, (view, "stacks"), lambda: stacks_view(view))
+                self._show(self.flame_pane, lambda: _flame_of(view))
+                self._show(self.stacks_pane, lambda: differential_flame_figure(view.stacks))
                 self.stacks_pane.view.layout.display = "" if view.has_stacks else "none"
                 if not view.has_stacks:  # no empty plot on the page; code still reads the figure
                     self.stacks_pane.clear()
 
-    def _show(self, pane: FigurePane, key: tuple, build: Callable[[], Any]) -> None:
-        """Draw a figure, building it and its JSON only the first time (``figures`` LRU); a closed
-        :class:`DeferredPane` (the flame graph) builds it only when opened."""
+    def _show(self, pane: FigurePane, build: Callable[[], Any], *options: Any) -> None:
+        """Draw a figure of the run on screen, building it and its JSON only the first time per
+        (run, pane, options) (``figures`` LRU); a closed :class:`DeferredPane` (the flame graph)
+        builds it only when opened."""
+        key = (self.current, pane, *options)
         if isinstance(pane, DeferredPane):
             pane.show_later(lambda: self._figure(pane, key, build))
             return

@@ -81,6 +81,11 @@ class RunView:
     def has_stacks(self) -> bool:
         return bool((self.stacks or {}).get("stages"))
 
+    @property
+    def tables(self) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+        """``(requests, stages, stage_order)``: what the tail, distribution and request figures read."""
+        return self.requests, self.stages, self.stage_order
+
 
 def summarize(
     run: Run, key: Key, source: str, flame_builder=None, *, lazy_flame: bool = False

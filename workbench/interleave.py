@@ -160,8 +160,9 @@ def compare(
     finally:
         _set_threads(default_threads)
     samples = _samples_table(rows, names)
-    used = [t for t in threads if t]
-    noise = _finish_noise(probe, samples, max(used) if used else None)
+    # the window's noise, judged with the most torch threads any side used
+    e2e = samples.loc[samples["ok"], END_TO_END].to_numpy("int64")
+    noise = None if probe is None else probe.finish(max(filter(None, threads), default=None), e2e)
     info = _config_info(cfgs, labels, samples)
     result = _report(
         samples,
@@ -220,14 +221,11 @@ class _Stop:
         self.started, self.by, self.rounds = clock(), None, 0
         self.next_check, self.widest = MIN_ROUNDS, None
 
-    def rounds_for_requests(self) -> int | None:
-        return None if self.requests is None else -(-self.requests // BLOCK)
-
     def after_round(self, rows: list[tuple], n_configs: int) -> bool:
         """True when no further round should run (``self.by`` says why)."""
         self.rounds += 1
         if self.requests is not None:
-            if self.rounds >= self.rounds_for_requests():
+            if self.rounds >= -(-self.requests // BLOCK):
                 self.by = "requests"
             return self.by is not None
         if self.rounds >= self.next_check:
@@ -270,12 +268,9 @@ def _widest_interval(
             lo, hi = e[f"{metric}_ci"]
             width = math.inf if lo is None or hi is None else hi - lo
             if width > widest_width:
-                widest, widest_width = {"b": b, "name": e["name"], "width": _finite(width)}, width
+                finite = round(width, 6) if math.isfinite(width) else None
+                widest, widest_width = {"b": b, "name": e["name"], "width": finite}, width
     return widest
-
-
-def _finite(x: float) -> float | None:
-    return round(x, 6) if math.isfinite(x) else None
 
 
 def _label(config, base: PipelineConfig) -> str:
@@ -435,14 +430,6 @@ def _noise_probe(noise_probe: Any):
 
         noise_probe = NoiseProbe()
     return noise_probe.start()
-
-
-def _finish_noise(probe, samples: pd.DataFrame, threads: int | None) -> dict[str, Any] | None:
-    """The window's noise record (``noisy`` True/False/None), judged with the most torch threads any side used."""
-    if probe is None:
-        return None
-    e2e = samples.loc[samples["ok"], END_TO_END].to_numpy("int64")
-    return probe.finish(threads, e2e)
 
 
 def _report(

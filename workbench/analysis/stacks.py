@@ -72,22 +72,6 @@ def call_site(file: str, function: str, line: int) -> str:
     return f"{function} ({os.path.basename(file)}:{line})"
 
 
-def request_sets(
-    requests: pd.DataFrame, stages: pd.DataFrame, order: list[str]
-) -> tuple[dict[str, pd.Index], str]:
-    """Request ids of ``slowest_1pct`` (when the run has enough requests), ``slowest_5pct`` and ``median``,
-    and the name of the tail set the headline uses."""
-    wide = stage_matrix(requests, stages, order)
-    e2e = wide[END_TO_END].astype("int64").rename("e2e_ns").rename_axis("request")
-    sets = {
-        name: slowest(e2e, f)
-        for name, f in TAIL_FRACTIONS.items()
-        if name != "slowest_1pct" or len(e2e) >= MIN_REQUESTS_FOR_1PCT
-    }
-    sets["median"] = median_set(e2e)
-    return sets, ("slowest_1pct" if "slowest_1pct" in sets else "slowest_5pct")
-
-
 def stack_summary(
     samples: pd.DataFrame,
     stacks: list,
@@ -102,11 +86,19 @@ def stack_summary(
     (an index into ``stacks``, whose items are tuples of ``(file, function, line)``, stage function first)."""
     if samples.empty or measured_ok(requests, stages)[0].empty:
         return None  # no sample, or no measured request succeeded (every one timed out: no tail to compare)
-    sets, tail_set = request_sets(requests, stages, order)
-    out = _summary(samples, stacks, requests, stages, order, sets, tail_set, interval_s)
+    wide = stage_matrix(requests, stages, order)
+    e2e = wide[END_TO_END].astype("int64").rename("e2e_ns").rename_axis("request")
+    sets = {
+        name: slowest(e2e, f)
+        for name, f in TAIL_FRACTIONS.items()
+        if name != "slowest_1pct" or len(e2e) >= MIN_REQUESTS_FOR_1PCT
+    }
+    sets["median"] = median_set(e2e)
+    tail_set = "slowest_1pct" if "slowest_1pct" in sets else "slowest_5pct"
+    out = _summary(samples, stacks, wide, order, sets, tail_set, interval_s)
     top = out["headline_stage"]
     if tail_set == "slowest_1pct" and top and not out["stages"].get(top, {}).get("enough"):
-        out = _summary(samples, stacks, requests, stages, order, sets, "slowest_5pct", interval_s)
+        out = _summary(samples, stacks, wide, order, sets, "slowest_5pct", interval_s)
     del out["headline_stage"]
     return {
         "interval_ms": interval_s * 1e3,
@@ -116,9 +108,11 @@ def stack_summary(
 
 
 def _summary(
-    samples, stacks, requests, stages, order, sets, tail_set: str, interval_s: float
+    samples, stacks, wide, order, sets, tail_set: str, interval_s: float
 ) -> dict[str, Any]:
-    """``tail_set``, ``stages``, ``headline`` and ``headline_stage`` against one tail set."""
+    """``tail_set``, ``stages``, ``headline`` and ``headline_stage`` against one tail set (``wide``: the
+    run's :func:`stage_matrix`; ``sets``: request ids of the slowest 1 % when the run has enough
+    requests, the slowest 5 % and the median set)."""
     out_stages = {}
     sizes = {name: len(ids) for name, ids in sets.items()}
     for stage in order:
@@ -130,7 +124,6 @@ def _summary(
             for name, ids in sets.items()
         }
         out_stages[stage] = _stage_entry(by_set, stacks, tail_set, sizes, interval_s * 1e3)
-    wide = stage_matrix(requests, stages, order)
     tail_shares = shares(wide, sets[tail_set], order) if len(sets[tail_set]) else {}
     top = max(order, key=lambda s: tail_shares.get(s, 0.0)) if tail_shares else None
     return {

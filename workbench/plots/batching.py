@@ -17,6 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..errors import ConfigError
+from .budget import parts_figure
 from .style import add_sla_line, empty_figure, layout, require_columns, stage_color, value_axis
 
 COMPONENTS = {
@@ -196,22 +197,8 @@ def queueing_breakdown_figure(
         barmode = "group"
     if not labels or all(v is None for v in total):
         return empty_figure("no completed requests to break down", title or "Queueing breakdown")
-    fig = go.Figure()
-    for comp, (name, color) in COMPONENTS.items():
-        fig.add_bar(
-            x=labels,
-            y=np.array(parts[comp], dtype=float),
-            name=name,
-            marker_color=color,
-            hovertemplate="%{x}<br>" + name + " %{y:.3f} ms<extra></extra>",
-        )
-    fig.add_scatter(
-        x=labels,
-        y=np.array(total, dtype=float),
-        mode="markers",
-        name="end to end",
-        marker=dict(symbol="line-ew-open", size=28, line=dict(width=3, color="#333333")),
-        hovertemplate="%{x}<br>end to end %{y:.3f} ms<extra></extra>",
+    fig = parts_figure(
+        labels, {name: (parts[c], color) for c, (name, color) in COMPONENTS.items()}, total
     )
     default = (
         "Queueing breakdown: batch wait, queue wait, service"

@@ -19,6 +19,7 @@ run whose every request failed gives an empty figure that says why.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -230,24 +231,34 @@ def _request_stacks(rows: pd.DataFrame, at: pd.DataFrame) -> go.Figure:
         at, needed, "budget_figure: at is", "analysis.budget.percentile_request_parts(run)"
     )
     labels = [f"p{q:g} request (#{r})" for q, r in zip(at["percentile"], at["request"])]
+    colors = ["#bbbbbb" if name == UNATTRIBUTED else stage_color(i) for i, name in enumerate(parts)]
+    fig = parts_figure(
+        labels, {name: (at[name], c) for name, c in zip(parts, colors)}, at[END_TO_END]
+    )
+    fig.update_layout(barmode="stack", legend_title_text="this request's own stages (they add up)")
+    return fig
+
+
+def parts_figure(labels: list[str], parts: dict[str, tuple], end_to_end) -> go.Figure:
+    """A bar per part over ``labels`` (``parts``: name -> (values in ms, color)) and end to end (ms)
+    as a line marker on each label; the caller stacks the bars (they add up) or groups them."""
     fig = go.Figure()
-    for i, name in enumerate(parts):
+    for name, (values, color) in parts.items():
         fig.add_bar(
             x=labels,
-            y=at[name].astype(float).to_numpy(),
+            y=np.array(values, dtype=float),
             name=name,
-            marker_color="#bbbbbb" if name == UNATTRIBUTED else stage_color(i),
+            marker_color=color,
             hovertemplate="%{x}<br>" + name + " %{y:.3f} ms<extra></extra>",
         )
     fig.add_scatter(
         x=labels,
-        y=at[END_TO_END].astype(float).to_numpy(),
+        y=np.array(end_to_end, dtype=float),
         mode="markers",
         name="end to end",
         marker=dict(symbol="line-ew-open", size=28, line=dict(width=3, color=END_TO_END_COLOR)),
         hovertemplate="%{x}<br>end to end %{y:.3f} ms<extra></extra>",
     )
-    fig.update_layout(barmode="stack", legend_title_text="this request's own stages (they add up)")
     return fig
 
 

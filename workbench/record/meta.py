@@ -53,9 +53,6 @@ STATUS_COMPLETE = "complete"
 Kind = Literal["profile", "load", "simulation", "served", "ingested"]
 # which section a kind of run cannot do without (its readers rely on it)
 REQUIRED_SECTION = {"load": "load", "served": "load", "simulation": "simulation"}
-NOT_NULL = {
-    "config": ("device", "batch_size", "precision")
-}  # a file may leave these out, never write null
 
 
 @dataclass(frozen=True)
@@ -183,15 +180,13 @@ def decode_meta(raw: bytes) -> RunMeta:
     if not isinstance(data, dict):
         raise MetaError("$", f"must be a JSON object, got {type(data).__name__}")
     data = check_version(data)
-    for section, names in NOT_NULL.items():
+    for section, cls in _SECTION_TYPES.items():  # fields a file may leave out, never write null
         values = data.get(section)
-        for name in names if isinstance(values, dict) else ():
-            _expect(
-                name not in values or values[name] is not None,
-                f"{section}.{name}",
-                "a value (may be left out, never null)",
-                None,
-            )
+        for name in cls._left_out_when_unset if isinstance(values, dict) else ():
+            if name in values and values[name] is None:
+                raise MetaError(
+                    f"{section}.{name}", "must be a value (may be left out, never null), got None"
+                )
     meta = RunMeta.from_dict(data)
     validate_saved(meta)
     return meta

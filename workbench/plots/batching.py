@@ -20,6 +20,7 @@ from ..errors import ConfigError
 from .budget import parts_figure
 from .style import add_sla_line, empty_figure, layout, require_columns, stage_color, value_axis
 
+SETTING = ("rate_rps", "max_batch_size", "max_wait_ms")  # a sweep row's batcher setting
 COMPONENTS = {
     "batch_wait": ("batch wait", "#dd8452"),
     "queue_wait": ("queue wait", "#c44e52"),
@@ -49,19 +50,8 @@ def batching_curves_figure(
     "bs=B wait=W ms p99") and p50 (dotted, "... p50"). Points: x =
     ``throughput_rps``, y = ``p99_ms`` / ``p50_ms``. ``sla_ms`` draws the target.
     """
-    _check(
-        sweep,
-        (
-            "rate_rps",
-            "max_batch_size",
-            "max_wait_ms",
-            "p50_ms",
-            "p99_ms",
-            "throughput_rps",
-            "stable",
-        ),
-        "batching_curves_figure",
-    )
+    needed = (*SETTING, "p50_ms", "p99_ms", "throughput_rps", "stable")
+    _check(sweep, needed, "batching_curves_figure")
     if sweep.empty:
         return empty_figure("empty sweep: no settings simulated", title or "Latency vs throughput")
     fig = go.Figure()
@@ -108,7 +98,7 @@ def wait_time_figure(
     ``rate_rps`` keeps only that arrival rate. Lines are named "bs=B" or
     "bs=B @ R req/s"; y = the sweep's ``stat`` column.
     """
-    _check(sweep, ("rate_rps", "max_batch_size", "max_wait_ms", stat, "stable"), "wait_time_figure")
+    _check(sweep, (*SETTING, stat, "stable"), "wait_time_figure")
     rows = sweep if rate_rps is None else sweep[np.isclose(sweep["rate_rps"], rate_rps)]
     if rows.empty:
         return empty_figure(
@@ -175,22 +165,10 @@ def queueing_breakdown_figure(
             raise ConfigError(
                 f"queueing_breakdown_figure: stat={stat!r}; a sweep has p50_ms and p99_ms"
             )
-        _check(
-            summary,
-            (
-                "rate_rps",
-                "max_batch_size",
-                "max_wait_ms",
-                stat,
-                *[f"{c}_{stat}" for c in COMPONENTS],
-            ),
-            "queueing_breakdown_figure",
-        )
+        needed = (*SETTING, stat, *[f"{c}_{stat}" for c in COMPONENTS])
+        _check(summary, needed, "queueing_breakdown_figure")
         labels = [
-            f"{r:g} req/s bs={b} wait={w:g}"
-            for r, b, w in zip(
-                summary["rate_rps"], summary["max_batch_size"], summary["max_wait_ms"]
-            )
+            f"{r:g} req/s bs={b} wait={w:g}" for r, b, w in zip(*(summary[c] for c in SETTING))
         ]
         parts = {c: summary[f"{c}_{stat}"].tolist() for c in COMPONENTS}
         total = summary[stat].tolist()

@@ -184,21 +184,11 @@ class DynamicBatcher:
             self.in_flight_at_stop += 1
         self._in_flight.clear()
 
-    def _add(self, batch: int, flight: _InFlight, end_ns: int, timing: RequestTiming) -> None:
-        taken = flight.taken
-        self.batches.append(
-            BatchRecord(
-                batch,
-                [r for r, _ in taken],
-                [a for _, a in taken],
-                flight.close_ns,
-                flight.start_ns,
-                end_ns,
-                timing,
-                flight.due_ns,
-            )
-        )
-        self._finished += len(taken)
+    def _add(self, batch: int, f: _InFlight, end_ns: int, timing: RequestTiming) -> None:
+        ids, arrivals = [r for r, _ in f.taken], [a for _, a in f.taken]
+        record = BatchRecord(batch, ids, arrivals, f.close_ns, f.start_ns, end_ns, timing, f.due_ns)
+        self.batches.append(record)
+        self._finished += len(f.taken)
 
     def _halt(self) -> None:
         """A batch timed out (holding the lock): dispatch nothing more; the queue goes to ``stop``."""

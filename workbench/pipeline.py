@@ -52,8 +52,6 @@ from typing import Any
 from .config import PipelineConfig
 from .errors import ConfigError, PipelineError
 
-STANDARD_STAGES = ("parse", "hydrate", "preprocess", "forward", "postprocess", "serialize")
-
 
 @dataclass(frozen=True)
 class Stage:

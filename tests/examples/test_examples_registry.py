@@ -5,9 +5,10 @@ import pytest
 
 from workbench.errors import PipelineError
 from workbench.examples import DATA_ENV, EXAMPLES, data_dir, data_file, factory
-from workbench.pipeline import STANDARD_STAGES
 
 from examples_helpers import build
+
+STANDARD_STAGES = ("parse", "hydrate", "preprocess", "forward", "postprocess", "serialize")
 
 
 def test_three_examples_with_one_line_descriptions():

@@ -110,17 +110,8 @@ def effect_entry(times_ns: np.ndarray, values: np.ndarray, share: float | None) 
     """``{n, rho, rho_ci, effect, separated, share, explained, note, bins}`` of one stage's times against one
     attribute."""
     n = int(times_ns.size)
-    entry: dict[str, Any] = {
-        "n": n,
-        "rho": None,
-        "rho_ci": None,
-        "effect": None,
-        "separated": False,
-        "share": share,
-        "explained": None,
-        "note": None,
-        "bins": [],
-    }
+    entry: dict[str, Any] = {"n": n, "rho": None, "rho_ci": None, "effect": None}
+    entry |= {"separated": False, "share": share, "explained": None, "note": None, "bins": []}
     if n == 0:
         return entry | {"note": "no request has both the stage and the attribute"}
     labels = bin_labels(values)

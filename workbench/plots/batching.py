@@ -32,7 +32,8 @@ def _check(sweep: pd.DataFrame, needed: tuple[str, ...], who: str) -> None:
     require_columns(sweep, needed, f"{who}: sweep is", "workbench.batching.sweep(...)")
 
 
-def _markers(stable: pd.Series) -> dict:
+def stability_markers(stable: pd.Series) -> dict:
+    """Point markers: a circle for a stable row, a larger open "x" for an unstable one."""
     ok = stable.astype(bool).to_numpy()
     return dict(symbol=np.where(ok, "circle", "x-open").tolist(), size=np.where(ok, 7, 10).tolist())
 
@@ -68,7 +69,7 @@ def batching_curves_figure(
                 name=f"{name} {col.removesuffix('_ms')}",
                 legendgroup=name,
                 line=dict(color=stage_color(i), dash=dash),
-                marker=_markers(rows["stable"]),
+                marker=stability_markers(rows["stable"]),
                 customdata=np.c_[rows["rate_rps"].to_numpy(), rows["stable"].to_numpy()],
                 hovertemplate=f"{name}<br>offered %{{customdata[0]:.4g}} req/s<br>throughput "
                 f"%{{x:.4g}} req/s<br>{col[:3]} %{{y:.3f}} ms<br>stable %{{customdata[1]}}<extra></extra>",
@@ -118,7 +119,7 @@ def wait_time_figure(
             mode="lines+markers",
             name=name,
             line=dict(color=stage_color(i)),
-            marker=_markers(g["stable"]),
+            marker=stability_markers(g["stable"]),
             hovertemplate=f"{name}<br>max wait %{{x:g}} ms<br>{stat.removesuffix('_ms')} "
             "%{y:.3f} ms<extra></extra>",
         )

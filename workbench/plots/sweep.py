@@ -15,6 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..batching.capacity import points_table
+from .batching import stability_markers
 from .style import PERCENTILE_COLORS, SLA_COLOR, add_sla_line, empty_figure, layout, value_axis
 
 PREDICTED_COLOR = "#7f7f7f"
@@ -41,9 +42,6 @@ def sweep_figure(
     rows = points.sort_values("offered_rps", kind="stable")
     x = rows["achieved_rps"].to_numpy(dtype=float)
     stable = rows["stable"].astype(bool).to_numpy()
-    marker = dict(
-        symbol=np.where(stable, "circle", "x-open").tolist(), size=np.where(stable, 7, 10).tolist()
-    )
     custom = np.c_[
         rows["offered_rps"].to_numpy(dtype=float),
         stable.astype(int),
@@ -60,7 +58,7 @@ def sweep_figure(
             name=name,
             customdata=custom,
             line=dict(color=PERCENTILE_COLORS[col], dash=dash),
-            marker=marker,
+            marker=stability_markers(rows["stable"]),
             hovertemplate=f"offered %{{customdata[0]:.4g}} req/s<br>achieved %{{x:.4g}} req/s<br>{name} "
             f"%{{y:.3f}} ms<br>stable %{{customdata[1]}}<br>measured/simulated "
             f"%{{customdata[{k}]:.2f}}<extra></extra>",

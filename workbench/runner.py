@@ -382,12 +382,8 @@ def _timing_run(
                     raise Cancelled(f"cancelled after {i} of {total} requests")
                 if i == warmup and deadline_ns is not None:
                     measured_from = clock()
-                if (
-                    measured_from is not None
-                    and i > warmup
-                    and clock() - measured_from >= deadline_ns
-                ):
-                    break
+                elif measured_from is not None and clock() - measured_from >= deadline_ns:
+                    break  # measured_from is set: past the first measured request
                 out.append(call(next_batch(items, pipe.config.batch_size, pipe.name)))
                 out[-1].output = None  # the pipeline's answer is not the run's to keep
                 if is_timeout(out[-1]):

@@ -62,6 +62,8 @@ def payloads_from_args(args, n: int) -> list[bytes]:
         if not lines:
             raise ConfigError(f"--payloads {args.payloads}: the file has no request bodies")
         return lines
+    if args.batch_size is None:  # the pipeline built as serve builds it (for --max-batch-size)
+        args.batch_size = args.max_batch_size
     pipe = resolve_pipeline(factory_from_args(args), config_from_args(args))
     return [item_bytes(x) for _, x in zip(range(max(n, 1)), pipe.item_iterator())]
 
@@ -74,8 +76,6 @@ def run_http_load_command(args) -> int:
         raise ConfigError(
             "--payloads is for --url (a served pipeline); give --example or --pipeline for an in-process load"
         )
-    if args.batch_size is None:
-        args.batch_size = args.max_batch_size
     arrivals = arrivals_from_args(args, args.requests, args.duration)
     out = args.out or default_folder("load-url")
     check_out(out, folder=True)  # before measuring

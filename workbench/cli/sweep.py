@@ -212,8 +212,6 @@ def _in_process(args, plan):
 
 def _served(args, plan):
     refuse_timeout_s(args)
-    if args.batch_size is None:
-        args.batch_size = args.max_batch_size
     payloads = payloads_from_args(args, 2_000)
 
     def start(point, arrivals, watch):

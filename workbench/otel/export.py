@@ -42,17 +42,18 @@ def export_run(run, run_dir: str | Path | None = None, *, timeout_s: float | Non
         f"made after the run from its timestamps: {cost / 1000 if cost else 0:.1f} us per span, "
         "not in its numbers"
     )
+    what, file = f"{facts['spans']} spans of {facts['requests']} requests", folder / SPANS_FILE
     if endpoint:
         problem = _send_otlp(spans, timeout_s)
         if problem is None:
-            return f"otel: {facts['spans']} spans of {facts['requests']} requests to OTLP/HTTP at {endpoint} ({made})"
-        _write_file(spans, folder / SPANS_FILE)
+            return f"otel: {what} to OTLP/HTTP at {endpoint} ({made})"
+        _write_file(spans, file)
         return (
-            f"otel: the collector at {endpoint} did not take the spans ({problem}); {facts['spans']} spans of "
-            f"{facts['requests']} requests written to {folder / SPANS_FILE} instead ({made})"
+            f"otel: the collector at {endpoint} did not take the spans ({problem}); {what} "
+            f"written to {file} instead ({made})"
         )
-    _write_file(spans, folder / SPANS_FILE)
-    return f"otel: {facts['spans']} spans of {facts['requests']} requests to {folder / SPANS_FILE} ({made})"
+    _write_file(spans, file)
+    return f"otel: {what} to {file} ({made})"
 
 
 def _send_otlp(spans: list, timeout_s: float | None) -> str | None:

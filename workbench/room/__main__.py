@@ -12,20 +12,8 @@ from pathlib import Path
 
 from ..serving.hosts import WILDCARD_BINDS, is_loopback_bind, normalize_host
 
-ROOM_DEFAULTS = {
-    "pool": 2,
-    "max_kernels": 40,
-    "live": "queue",
-    "path": "notebooks",
-    "refill_delay_s": 1.0,
-}
-PLAIN_DEFAULTS = {
-    "pool": 0,
-    "max_kernels": 20,
-    "live": "on",
-    "path": "notebooks/dashboards",
-    "refill_delay_s": 1.0,
-}
+ROOM_DEFAULTS = {"pool": 2, "max_kernels": 40, "live": "queue", "path": "notebooks"}
+PLAIN_DEFAULTS = {"pool": 0, "max_kernels": 20, "live": "on", "path": "notebooks/dashboards"}
 
 
 def pool_spec(text: str) -> tuple[str | None, int]:
@@ -109,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--refill-delay-s",
         type=float,
-        default=None,
+        default=1.0,
         help="seconds after a page takes a preheated kernel before its replacement starts (default 1, "
         "Voila's)",
     )
@@ -187,32 +175,26 @@ def main(argv: list[str] | None = None) -> int:
     from .app import RoomVoila, resolve_token, room_config, use_our_template
 
     if args.token == "" and not is_loopback_bind(args.host):
-        print(
-            f"workbench room: error: an empty --token on {args.host} would let anyone on the network in; "
-            "omit --token for a random one",
-            file=sys.stderr,
+        return _error(
+            f"an empty --token on {args.host} would let anyone on the network in; "
+            "omit --token for a random one"
         )
-        return 2
     token = resolve_token(args.host, args.token)
     path = Path(args.path or defaults["path"])
     if not path.exists():
-        print(f"workbench room: error: {path} does not exist", file=sys.stderr)
-        return 2
+        return _error(f"{path} does not exist")
     sizes = [n for name, n in args.pool if name is None]
     try:
         pools = dashboard_pools(path, [(name, n) for name, n in args.pool if name is not None])
     except ValueError as exc:
-        print(f"workbench room: error: {exc}", file=sys.stderr)
-        return 2
+        return _error(str(exc))
     config = room_config(
         host=args.host,
         port=args.port,
         token=token,
         pool=sizes[-1] if sizes else defaults["pool"],
         pools=pools,
-        refill_delay_s=(
-            defaults["refill_delay_s"] if args.refill_delay_s is None else args.refill_delay_s
-        ),
+        refill_delay_s=args.refill_delay_s,
         max_kernels=defaults["max_kernels"] if args.max_kernels is None else args.max_kernels,
         cull_idle_s=args.cull_idle_s,
         cull_interval_s=args.cull_interval_s,
@@ -243,6 +225,11 @@ def main(argv: list[str] | None = None) -> int:
     IOLoop.current().add_callback(announce)
     app.start()
     return 0
+
+
+def _error(message: str) -> int:
+    print(f"workbench room: error: {message}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -160,10 +160,9 @@ class RoomKernelManager(AsyncMappingKernelManager):
             self._ending.discard(kernel_id)
             self.remove_scratch(kernel_id)
             self._ever_connected.discard(kernel_id)
-            self._unconnected_since.pop(kernel_id, None)
-            self._client.pop(kernel_id, None)
             self._loading.discard(kernel_id)
-            self._rendered_at.pop(kernel_id, None)
+            for book in (self._unconnected_since, self._client, self._rendered_at):
+                book.pop(kernel_id, None)
 
     async def _shutdown_quietly(self, kernel_id: str) -> None:
         """Shut a kernel down; one that another path ended meanwhile is no error (no traceback in the log)."""
@@ -234,8 +233,6 @@ class RoomKernelManager(AsyncMappingKernelManager):
 
 def _last_activity(kernel):
     """A kernel's ``last_activity``, or None while it starts (reading the unset trait raises TraitError)."""
-    if kernel is None:
-        return None
     try:
         return kernel.last_activity
     except (AttributeError, TraitError):

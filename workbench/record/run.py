@@ -62,12 +62,9 @@ class Run:
                 raise RunRecordError(f"run meta: {exc}") from exc
         if self.trace_path is not None:
             self.trace_path = Path(self.trace_path)
-            self._own_scratch()
-
-    def _own_scratch(self) -> None:
-        folder = self.trace_path.parent
-        if self.path is None and is_scratch(folder):
-            self._finalizer = weakref.finalize(self, shutil.rmtree, str(folder), True)
+            folder = self.trace_path.parent
+            if self.path is None and is_scratch(folder):
+                self._finalizer = weakref.finalize(self, shutil.rmtree, str(folder), True)
 
     @property
     def scratch(self) -> Path | None:
@@ -89,11 +86,6 @@ class Run:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-    def _release_scratch(self, saved_trace: Path | None) -> None:
-        """After a save: the trace now lives in the run folder; remove the scratch copy."""
-        self.close()
-        self.trace_path = saved_trace
 
     @property
     def config(self) -> Config:
@@ -130,7 +122,8 @@ def save_run(run: Run, path: str | os.PathLike, *, overwrite: bool = False) -> P
         run.meta, run.requests, run.stages, run.trace_path, path, overwrite=overwrite
     )
     run.path, run.meta = dest, meta
-    run._release_scratch(trace)
+    run.close()  # the trace now lives in the run folder: the scratch copy goes
+    run.trace_path = trace
     return dest
 
 

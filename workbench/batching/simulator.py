@@ -128,11 +128,11 @@ def simulate(
 ) -> Simulation:
     """Simulate the batcher on an arrival schedule (``Arrivals`` or sorted int64 ns offsets)."""
     model.check(policy.max_batch_size)
-    times = (
-        arrivals.times_ns()
-        if isinstance(arrivals, Arrivals)
-        else np.asarray(arrivals, dtype=np.int64)
-    )
+    if isinstance(arrivals, Arrivals):
+        times, process = arrivals.times_ns(), arrivals.params()
+    else:
+        times = np.asarray(arrivals, dtype=np.int64)
+        process = {"process": "given", "count": len(times)}
     rate = _rate_rps(arrivals, times)
     u = np.random.default_rng([seed, SEED_OFFSET]).random(max(len(times), 1)).tolist()
     tables = _size_tables(model, policy.max_batch_size)
@@ -143,9 +143,7 @@ def simulate(
     requests = _request_table(times, batches)
     capacity = model.capacity_rps(policy.max_batch_size, policy.concurrency)
     meta = {
-        "arrivals": arrivals.params()
-        if isinstance(arrivals, Arrivals)
-        else {"process": "given", "count": len(times)},
+        "arrivals": process,
         "seed": seed,
         "service_model": model.describe(),
         "service_draws": "independent",
@@ -161,11 +159,12 @@ def _rate_rps(arrivals, times: np.ndarray) -> float:
     return (len(times) - 1) * NS_PER_S / span if span > 0 else float("inf")
 
 
-def _batch_table(firsts, closes, starts, ends, n: int, dues=None) -> pd.DataFrame:
+def _batch_table(firsts, closes, starts, ends, n: int, dues) -> pd.DataFrame:
     first = np.asarray(firsts, dtype=np.int64)
-    close, start, end = (np.rint(np.asarray(x)).astype(np.int64) for x in (closes, starts, ends))
+    close, start, end, due = (
+        np.rint(np.asarray(x)).astype(np.int64) for x in (closes, starts, ends, dues)
+    )
     size = np.diff(np.append(first, n))
-    due = close if dues is None else np.rint(np.asarray(dues)).astype(np.int64)
     return pd.DataFrame(
         {
             "batch": np.arange(len(first), dtype=np.int64),

@@ -319,25 +319,15 @@ class LatencyExplorer(Controller):
             description="request",
             layout=w.Layout(width="320px"),
         )
-        self.progress = w.IntProgress(
-            value=0, min=0, max=1, layout=w.Layout(width="200px", visibility="hidden")
+        self.progress = w.IntProgress(max=1, layout=w.Layout(width="200px", visibility="hidden"))
+        self.cancel_button = _button("cancel", "90px", disabled=True)
+        self.rerun_button = _button(
+            "measure here", "120px", tooltip="profile this configuration on this machine now"
         )
-        self.cancel_button = w.Button(
-            description="cancel", disabled=True, layout=w.Layout(width="90px")
-        )
-        self.rerun_button = w.Button(
-            description="measure here",
-            layout=w.Layout(width="120px"),
-            tooltip="profile this configuration on this machine now",
-        )
-        self.pin_button = w.Button(
-            description="pin as A",
-            tooltip="keep this configuration as A",
-            layout=w.Layout(width="90px"),
-        )
-        self.compare_button = w.Button(
-            description="compare with B",
-            layout=w.Layout(width="130px"),
+        self.pin_button = _button("pin as A", "90px", tooltip="keep this configuration as A")
+        self.compare_button = _button(
+            "compare with B",
+            "130px",
             tooltip="measure this configuration (B) and A interleaved; ratio with interval",
         )
         self.pin_label = w.Label(value="A: (none pinned)")
@@ -694,6 +684,11 @@ class LatencyExplorer(Controller):
     def _progress_done(self) -> None:
         self.progress.layout.visibility = "hidden"
         self.cancel_button.disabled, self.cancel_button.button_style = True, ""
+
+
+def _button(description: str, width: str, **options: Any) -> widgets.Button:
+    """A button ``width`` wide; ``options``: its other traits (tooltip, disabled)."""
+    return widgets.Button(description=description, layout=widgets.Layout(width=width), **options)
 
 
 def _flame_of(view: RunView) -> Any:

@@ -141,13 +141,9 @@ def transfer_comparison_figure(
     colors = [KIND_COLORS[copy_palette_key(*split_copy_key(label))] for label in labels]
     for i, (name, c) in enumerate(tables.items()):
         c = c.set_index("label").reindex(labels)
-        nbytes = c["bytes"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)
-        values = (
-            nbytes / 1e6,
-            c["total_ns"].astype("Float64").to_numpy(dtype=float, na_value=np.nan) / NS_PER_MS,
-            c["gb_per_s"].astype("Float64").to_numpy(dtype=float, na_value=np.nan),
-        )
-        for col, y in enumerate(values, start=1):
+        columns = c[["bytes", "total_ns", "gb_per_s"]].astype("Float64")
+        nbytes, total_ns, gb_per_s = columns.to_numpy(dtype=float, na_value=np.nan).T
+        for col, y in enumerate((nbytes / 1e6, total_ns / NS_PER_MS, gb_per_s), start=1):
             fig.add_bar(
                 x=labels,
                 y=y,

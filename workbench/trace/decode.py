@@ -93,10 +93,8 @@ def decode(path: Path, data) -> tuple[list[msgspec.Raw], dict]:
         raise TraceError(f"{path}: not a PyTorch profiler trace: {_explain(exc)}") from None
     except msgspec.DecodeError as exc:
         raise TraceError(f"{path}: {_syntax(data, str(exc))}") from None
-    except RecursionError:
-        raise TraceError(f"{path}: {_too_deep(data)}") from None
-    except UnicodeDecodeError as exc:
-        raise TraceError(f"{path}: {_bad_utf8(data, exc)}") from None
+    except (RecursionError, UnicodeDecodeError) as exc:
+        raise TraceError(f"{path}: {_undecodable(data, exc)}") from None
     if isinstance(top, list):
         return top, {}
     return top.traceEvents, {k: getattr(top, k) for k in META_FIELDS}
@@ -126,10 +124,8 @@ def _bad_event(raws: list[msgspec.Raw], offset: int) -> str:
     for i, raw in enumerate(raws):
         try:
             _EVENT_DECODER.decode(raw)
-        except RecursionError:
-            return f"traceEvents[{offset + i}]: {_too_deep(raw, ' of the event')}"
-        except UnicodeDecodeError as exc:
-            return f"traceEvents[{offset + i}]: {_bad_utf8(raw, exc, ' of the event')}"
+        except (RecursionError, UnicodeDecodeError) as exc:
+            return f"traceEvents[{offset + i}]: {_undecodable(raw, exc, ' of the event')}"
         except msgspec.MsgspecError:
             continue
     return f"traceEvents[{offset}:{offset + len(raws)}]: undecodable (too deeply nested or invalid UTF-8)"
@@ -156,15 +152,14 @@ def _syntax(data, message: str) -> str:
     return f"invalid JSON {where}: {message.replace('JSON is malformed: ', '').split(' (byte')[0]}"
 
 
-def _too_deep(data, within: str = "") -> str:
-    depth, at = deepest_nesting(data)
-    return (
-        f"JSON nested {depth:,} levels deep at byte {at:,}{within}{_in_key(data, at)}, "
-        "too deep to decode; a profiler trace is never nested like this"
-    )
-
-
-def _bad_utf8(data, exc: UnicodeDecodeError, within: str = "") -> str:
+def _undecodable(data, exc: RecursionError | UnicodeDecodeError, within: str = "") -> str:
+    """Plain words, with the byte offset, for JSON nested too deep to decode or invalid UTF-8."""
+    if isinstance(exc, RecursionError):
+        depth, at = deepest_nesting(data)
+        return (
+            f"JSON nested {depth:,} levels deep at byte {at:,}{within}{_in_key(data, at)}, "
+            "too deep to decode; a profiler trace is never nested like this"
+        )
     found = utf8_error_offset(data)
     if found is None:
         return f"invalid UTF-8 text ({exc.reason}); re-export the trace as UTF-8"
@@ -201,8 +196,6 @@ def decode_meta(path: Path, raw_meta: dict) -> dict:
             meta[key] = msgspec.json.decode(raw)
         except msgspec.DecodeError as exc:  # cannot happen for raw cut by the decoder
             raise TraceError(f"{path}: unreadable {key!r}: {exc}") from None
-        except RecursionError:
-            raise TraceError(f"{path}: unreadable {key!r}: {_too_deep(raw)}") from None
-        except UnicodeDecodeError as exc:
-            raise TraceError(f"{path}: unreadable {key!r}: {_bad_utf8(raw, exc)}") from None
+        except (RecursionError, UnicodeDecodeError) as exc:
+            raise TraceError(f"{path}: unreadable {key!r}: {_undecodable(raw, exc)}") from None
     return meta

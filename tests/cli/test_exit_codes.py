@@ -151,6 +151,9 @@ def test_show_into_a_closed_pipe_is_quiet_in_a_real_process():
 def test_an_abandoned_stage_thread_does_not_change_the_exit_code(monkeypatch, capsys):
     """A stage thread still running at the end (abandoned after a timeout) makes entry leave with os._exit(code),
     after the atexit handlers, so the interpreter's finalization cannot abort the process (issue: SIGABRT on CUDA)."""
+    # stage threads come from workbench.guard; the exit check looks for them only once it is loaded
+    import workbench.guard  # noqa: F401
+
     stuck, calls = threading.Event(), []
     thread = threading.Thread(target=stuck.wait, name="workbench-stages", daemon=True)
     thread.start()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import importlib
 import os
 import select
@@ -168,10 +169,8 @@ def _exit_now(code: int):
     """Flush the streams, run the atexit handlers and leave without joining threads (``os._exit``)."""
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):
-            pass
     os._exit(code)
 
 

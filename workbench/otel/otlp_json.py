@@ -52,12 +52,6 @@ def _hex_ids(obj: dict[str, Any]) -> None:
             obj[key] = base64.b64decode(obj[key]).hex()
 
 
-def _sdk_base():
-    from opentelemetry.sdk.trace.export import SpanExporter
-
-    return SpanExporter
-
-
 class OtlpJsonFileExporter:
     """A SpanExporter appending one OTLP/JSON line per export call to ``path``.
 
@@ -89,8 +83,9 @@ class OtlpJsonFileExporter:
 
 def file_exporter(path: str | Path):
     """An ``OtlpJsonFileExporter`` that is also an SDK ``SpanExporter``."""
-    cls = type("OtlpJsonFileSpanExporter", (OtlpJsonFileExporter, _sdk_base()), {})
-    return cls(path)
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+    return type("OtlpJsonFileSpanExporter", (OtlpJsonFileExporter, SpanExporter), {})(path)
 
 
 # -- reading: OTLP/JSON decoded once into typed structures (msgspec); anything else is one TraceError line --

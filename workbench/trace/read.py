@@ -101,13 +101,9 @@ def _gunzip(path: Path, stream, max_bytes: int) -> bytearray:
         # one gzip member: header, deflate data, CRC and size check
         unzip = zlib.decompressobj(wbits=31)
         while not unzip.eof:
-            data = feed.take()
+            data, room = feed.take(), min(_OUT_CHUNK, max_bytes - len(out) + 1)
             try:
-                piece = (
-                    unzip.decompress(data, min(_OUT_CHUNK, max_bytes - len(out) + 1))
-                    if data
-                    else unzip.flush()
-                )
+                piece = unzip.decompress(data, room) if data else unzip.flush()
             except zlib.error as exc:
                 raise TraceError(
                     f"{path}: corrupt gzip data ({exc}) in the compressed bytes after byte "

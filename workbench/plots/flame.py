@@ -271,6 +271,7 @@ def _clip(text: str, n: int) -> str:
 
 def _hover_data(tree: pd.DataFrame, names: list[str], keys: list[str]) -> list[list[str]]:
     nbytes = tree["bytes"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
+    columns = (tree[c].tolist() for c in ("total_ns", "self_ns", "count"))
     return [
         [
             _clip(name, HOVER_CHARS),
@@ -280,14 +281,7 @@ def _hover_data(tree: pd.DataFrame, names: list[str], keys: list[str]) -> list[l
             str(count),
             format_bytes(b) if b > 0 else "-",
         ]
-        for name, key, total, self_ns, count, b in zip(
-            names,
-            keys,
-            tree["total_ns"].tolist(),
-            tree["self_ns"].tolist(),
-            tree["count"].tolist(),
-            nbytes,
-        )
+        for name, key, total, self_ns, count, b in zip(names, keys, *columns, nbytes)
     ]
 
 

@@ -9,6 +9,7 @@ bind (``0.0.0.0`` / ``::``) this machine's host names and interface addresses.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
 from collections.abc import Iterable
@@ -63,10 +64,8 @@ def machine_addresses() -> set[str]:
         addrs = [a for nic in psutil.net_if_addrs().values() for a in nic if a.family in ip]
         names.update(a.address.split("%", 1)[0] for a in addrs)  # no IPv6 zone (%eth0)
     except ImportError:
-        try:
+        with contextlib.suppress(OSError):
             names.update(info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None))
-        except OSError:
-            pass
     return {normalize_host(n) for n in names if n}
 
 
@@ -92,6 +91,4 @@ def allowed_hosts(
 
 def host_allowed(header: str | None, allowed: frozenset[str]) -> bool:
     """True when a request's ``Host:`` header names one of ``allowed`` (any port)."""
-    if not header:
-        return False
-    return host_of_header(header) in allowed
+    return bool(header) and host_of_header(header) in allowed

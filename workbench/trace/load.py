@@ -228,10 +228,8 @@ def _arg_table(args: list) -> np.ndarray:
 def _arg_columns(pieces: list, kind: np.ndarray, pids: Text, tids: Text) -> dict:
     table = np.concatenate(pieces)
     cols = {k: table[:, i].copy() for i, k in enumerate(_ARG_KEYS)}
-    correlation = cols["correlation"]
-    correlation = np.where(
-        correlation == NA_INT, cols["correlation_id"], correlation
-    )  # 2021 schema
+    correlation = cols["correlation"]  # the 2021 schema names it correlation_id
+    correlation = np.where(correlation == NA_INT, cols["correlation_id"], correlation)
     gpu = np.isin(kind, [schema.KINDS.index(k) for k in schema.GPU_WORK_KINDS])
     return {
         "device": _with_fallback(cols["device"], gpu, pids),

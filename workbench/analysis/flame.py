@@ -169,12 +169,8 @@ def _cut_summary(
     traced = int(dur[steps].sum()) if steps.any() else span
     outside = max(traced - int(dur[stage].sum()), 0)
     short = [_short(n) for n in names[cut_host]]
-    widest = (
-        pd.Series(dur[cut_host], index=short)
-        .groupby(level=0)
-        .sum()
-        .sort_values(ascending=False, kind="stable")
-    )
+    widest = pd.Series(dur[cut_host], index=short).groupby(level=0).sum()
+    widest = widest.sort_values(ascending=False, kind="stable")
     frames = list(widest.index[:4])
     note = (
         f"starts at the stages: {int(cut_host.sum())} harness and instrumentation events cut "

@@ -63,13 +63,8 @@ ALPHA = 0.05
 MIN_EFFECT = 0.02
 MAX_CI_WIDTH = 0.25
 METRICS = {"p50": 50.0, "p99": 99.0}
-TOO_NOISY, SLOWER, FASTER, NO_DIFFERENCE = (
-    "too noisy to tell",
-    "slower",
-    "faster",
-    "no detectable difference",
-)
-VERDICTS = (TOO_NOISY, SLOWER, FASTER, NO_DIFFERENCE)
+VERDICTS = ("too noisy to tell", "slower", "faster", "no detectable difference")
+TOO_NOISY, SLOWER, FASTER, NO_DIFFERENCE = VERDICTS
 
 
 def round_blocks(values_ns: Sequence, rounds: Sequence[int]) -> np.ndarray:

@@ -459,8 +459,5 @@ def gpu_work_by_stage(tree: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
     )
     out = out.sort_values(["order", "gpu_ns"], ascending=[True, False], kind="stable")
-    return (
-        out[GPU_WORK_COLUMNS]
-        .astype({"gpu_ns": "int64", "count": "int64", "bytes": "Int64"})
-        .reset_index(drop=True)
-    )
+    out = out[GPU_WORK_COLUMNS].reset_index(drop=True)
+    return out.astype({"gpu_ns": "int64", "count": "int64", "bytes": "Int64"})

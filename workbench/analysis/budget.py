@@ -22,6 +22,7 @@ from .matrix import END_TO_END, UNATTRIBUTED, measured_ok, stage_matrix  # noqa:
 from .stats import NS_PER_MS, percentile_ci_ns, summarize_ns
 
 SUMMARY_COLUMNS = ["count", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms"]
+DEVICE_COLUMNS = ("mean_ms", "p50_ms", "p95_ms", "p99_ms")  # of CUDA-event time, as device_<column>
 
 
 def stage_summary(
@@ -82,7 +83,7 @@ def _summary_row(
     for end, ns in zip(("low", "high"), percentile_ci_ns(values, 99)):
         row[f"p99_ci_{end}_ms"] = None if ns is None else ns / NS_PER_MS
     dev = {} if device is None else summarize_ns(device[name].dropna().astype("int64").to_numpy())
-    return row | {f"device_{k}": dev.get(k) for k in ("mean_ms", "p50_ms", "p95_ms", "p99_ms")}
+    return row | {f"device_{k}": dev.get(k) for k in DEVICE_COLUMNS}
 
 
 def error_counts(requests: pd.DataFrame, stage_order: list[str]) -> dict[str, int]:
@@ -135,9 +136,7 @@ def budget(
         keys = SUMMARY_COLUMNS + (["share"] if stage else []) + ["p99_ci_low_ms", "p99_ci_high_ms"]
         out = {k: row[k] for k in keys}
         if has_device:
-            out["device"] = {
-                k: row[f"device_{k}"] for k in ("mean_ms", "p50_ms", "p95_ms", "p99_ms")
-            }
+            out["device"] = {k: row[f"device_{k}"] for k in DEVICE_COLUMNS}
         return ({"name": name} | out) if stage else out
 
     return {

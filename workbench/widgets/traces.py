@@ -133,7 +133,8 @@ class TraceExplorer(Controller):
         path.write_bytes(data)
         label = f"uploaded: {name}"
         self.choices[label] = path
-        self.jobs.submit(lambda cancel: self._load_upload(str(path), path, label))
+        key = str(path)
+        self.update(key, lambda cancel: self._load_upload(key, path, label), force=True)
 
     def close(self) -> None:
         """Forget uploads and cached figures; remove the upload folder."""
@@ -178,16 +179,11 @@ class TraceExplorer(Controller):
     def failed(self, key: str, exc: WorkbenchError) -> None:
         self.message_line.show(str(exc), "error")
 
-    def _load_upload(self, key: str, path: Path, label: str) -> None:
-        """Worker thread: an upload becomes a picker choice once it has loaded."""
-        try:
-            figures = self._figures(key, path, label)
-        except WorkbenchError as exc:
-            self.failed(key, exc)
-            return
-        self.cache.put(key, figures)
+    def _load_upload(self, key: str, path: Path, label: str) -> dict[str, Any]:
+        """Worker thread: an upload becomes a picker choice (then drawn) once it has loaded."""
+        figures = self._figures(key, path, label)
         self._add_choice(label, key)
-        self._draw_locked(figures)
+        return figures
 
     def _max_bytes(self, path: Path) -> int:
         """The JSON size cap for ``path``: :data:`UPLOAD_MAX_TRACE_BYTES` for uploads, else the default."""

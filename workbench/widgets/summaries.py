@@ -83,7 +83,7 @@ class RunView:
 
     @property
     def tables(self) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-        """``(requests, stages, stage_order)``: what the tail, distribution and request figures read."""
+        """``(requests, stages, stage_order)``: the tables three of the figures read."""
         return self.requests, self.stages, self.stage_order
 
 

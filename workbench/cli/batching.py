@@ -190,11 +190,7 @@ def run_simulate_command(args) -> int:
     summary = load_summary(sim.requests, policy.concurrency)
     saved = _save_simulation(args, sim, model) if args.out is not None else None
     if args.json:
-        sim_keys = {
-            "stable": sim.stable,
-            "capacity_rps": sim.capacity_rps,
-            "rate_rps": sim.rate_rps,
-        }
+        sim_keys = {k: getattr(sim, k) for k in ("stable", "capacity_rps", "rate_rps")}
         print(
             dumps(
                 summary_json(summary, sim_keys)
@@ -210,14 +206,13 @@ def run_simulate_command(args) -> int:
             + "; ".join(f"{f} {a!r} vs {b!r}" for f, a, b in model.mixed)
         )
     print(format_summary(summary))
+    unstable = (
+        f"UNSTABLE: arrival rate {sim.rate_rps:.1f} req/s >= capacity, the queue grows "
+        f"without bound; figures are those of the {summary['requests']} simulated requests"
+    )
     print(
         f"capacity {sim.capacity_rps:.1f} req/s at batch size {policy.max_batch_size}; "
-        + (
-            "stable"
-            if sim.stable
-            else f"UNSTABLE: arrival rate {sim.rate_rps:.1f} req/s >= capacity, the queue grows "
-            f"without bound; figures are those of the {summary['requests']} simulated requests"
-        )
+        + ("stable" if sim.stable else unstable)
     )
     if saved is not None:
         print(f"\nrun written to {saved}")

@@ -379,11 +379,9 @@ def stopped_line(stopped: dict[str, Any]) -> str:
     """Why the rounds ended: the fixed count, the resolution reached, the time limit, or the items."""
     widest = stopped.get("widest") or {}
     size = widest.get("width")
-    width = (
-        f"; widest interval {size:.3f} ({_stage_label(widest['name'])})"
-        if size is not None and math.isfinite(size)
-        else ""
-    )
+    width = ""
+    if size is not None and math.isfinite(size):
+        width = f"; widest interval {size:.3f} ({_stage_label(widest['name'])})"
     by = stopped["by"]
     if by == "resolution":
         why = f"every interval narrower than {stopped['resolution']}"

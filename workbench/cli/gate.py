@@ -130,11 +130,9 @@ def decisions(
             if outcome == REGRESSION:
                 out.append((outcome, f"{name} {metric}: {figures} exceeds +{100 * limit:g} %"))
             elif outcome == INCONCLUSIVE:
-                why = (
-                    f"the runs resolve only {100 * resolution:.1f} %"
-                    if resolution is not None and resolution > limit
-                    else f"verdict {verdict}"
-                )
+                why = f"verdict {verdict}"
+                if resolution is not None and resolution > limit:
+                    why = f"the runs resolve only {100 * resolution:.1f} %"
                 line = f"{name} {metric}: {figures} against +{100 * limit:g} %: {why}; {RERUN}"
                 out.append((outcome, line))
     return out

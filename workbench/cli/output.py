@@ -111,11 +111,9 @@ def save_measured(run, out: Path) -> Path:
             return run.save(out)
     except (OSError, RunRecordError) as exc:
         fallback = Path(tempfile.mkdtemp(prefix=f"workbench-unsaved-{Path(out).name}-")) / "run"
-        why = (
-            f"{exc.strerror}: {exc.filename}"
-            if isinstance(exc, OSError) and exc.strerror
-            else str(exc)
-        )
+        why = str(exc)
+        if isinstance(exc, OSError) and exc.strerror:
+            why = f"{exc.strerror}: {exc.filename}"
         try:
             with _sigint_held():
                 saved = run.save(fallback)

@@ -86,11 +86,9 @@ def print_budget(report: dict, out) -> None:
     e2e_mean = report["end_to_end"]["mean_ms"]
     for label, key in (("(unattributed)", "unattributed"), ("end to end", "end_to_end")):
         e = report[key]
-        share = (
-            _share(e["mean_ms"] / e2e_mean).strip()
-            if key == "unattributed" and e["mean_ms"] is not None and e2e_mean
-            else ""
-        )
+        share = ""
+        if key == "unattributed" and e["mean_ms"] is not None and e2e_mean:
+            share = _share(e["mean_ms"] / e2e_mean).strip()
         rows.append([*_cells(label, e), share])
     for line in render_table(rows, [w for _, w in columns]):
         print(line, file=out)

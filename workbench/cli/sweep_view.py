@@ -276,12 +276,10 @@ def table_header() -> str:
 
 def table_row(p: dict) -> str:
     cells = [_cell(p.get(key), width, spec) for key, _, width, spec in TABLE_COLUMNS]
-    stable = (
-        f"stable after {p['stable_after_windows']} windows"
-        + (f" ({p['windows']} run)" if p["windows"] != p["stable_after_windows"] else "")
-        if p["stable"]
-        else f"UNSTABLE ({p['windows']} windows)"
-    )
+    stable = f"UNSTABLE ({p['windows']} windows)"
+    if p["stable"]:
+        ran = f" ({p['windows']} run)" if p["windows"] != p["stable_after_windows"] else ""
+        stable = f"stable after {p['stable_after_windows']} windows{ran}"
     pred = p.get("predicted") or {}
     ratios = pred.get("p50_ratio"), pred.get("p99_ratio")
     extra = f"  sim p50 x{ratios[0]:.2f} p99 x{ratios[1]:.2f}" if None not in ratios else ""

@@ -71,11 +71,9 @@ def run_http_load(
         server["server_cpu_s"] if _is_local(url) else None,
     )
     health = d.server_before or {}
-    stage_names = (
-        [NETWORK, *_server_stages(d.results, health)]
-        if any(r.server_total_ns is not None for r in d.results)
-        else []
-    )
+    stage_names = []
+    if any(r.server_total_ns is not None for r in d.results):
+        stage_names = [NETWORK, *_server_stages(d.results, health)]
     meta = RunMeta(
         kind="served",
         pipeline=pipeline or health.get("pipeline") or "served",

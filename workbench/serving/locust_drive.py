@@ -163,11 +163,8 @@ class LocustEngine:
                 _stop(proc)
         if master.returncode != 0:
             lines = [ln for ln in err.strip().splitlines() if ln.startswith("workbench load")]
-            raise ConfigError(
-                lines[-1].split(": ", 1)[1]
-                if lines
-                else f"the Locust master exited {master.returncode}: {err.strip()[-500:]}"
-            )
+            why = f"the Locust master exited {master.returncode}: {err.strip()[-500:]}"
+            raise ConfigError(lines[-1].split(": ", 1)[1] if lines else why)
 
 
 def _wait_listening(master: subprocess.Popen) -> None:

@@ -180,11 +180,16 @@ def _measure(compare_fn, factory, base, change: dict, requests: int, seed: int) 
         "p50_ci": [x * scale for x in e2e["p50_ci"]],
         "p99_ratio": e2e["p99_ratio"] * scale,
         "p99_ci": [x * scale for x in e2e["p99_ci"]],
-        "verdict": e2e["verdict"] if scale == 1.0 else _verdict(e2e["p50_ci"], scale, result),
+        "verdict": e2e["verdict"],
         "per": "item" if scale != 1.0 else "request",
         "requests": requests,
         "noisy": bool((result.get("noise") or {}).get("noisy")),
     }
+    if scale != 1.0:  # the comparison's verdict rule applied to the per-item interval
+        from ..analysis.verdicts import verdict
+
+        min_effect = result.get("min_effect", 0.02)
+        out["verdict"] = verdict(tuple(out["p50_ci"]), noisy=out["noisy"], min_effect=min_effect)
     outputs = result.get("outputs")
     agreement = (outputs or {}).get("argmax_agreement")
     out["outputs"] = outputs
@@ -202,15 +207,6 @@ def _measure(compare_fn, factory, base, change: dict, requests: int, seed: int) 
         f"(interleaved, {requests} requests each); outputs: {agreement_text(outputs)}{below}"
     )
     return out
-
-
-def _verdict(ci: list[float], scale: float, result: dict) -> str:
-    """The comparison's verdict rule applied to per-item ratios (the interval scaled by the batch ratio)."""
-    from ..analysis.verdicts import verdict
-
-    min_effect = result.get("min_effect", 0.02)
-    noisy = bool((result.get("noise") or {}).get("noisy"))
-    return verdict((ci[0] * scale, ci[1] * scale), noisy=noisy, min_effect=min_effect)
 
 
 def _label(change: dict) -> str:

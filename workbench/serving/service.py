@@ -372,9 +372,7 @@ def isolating(run, clock: Clock):
 
 def _first_output(output):
     """Item 0 of a one-item batch's last-stage output (a list of one), or the output itself."""
-    if isinstance(output, (list, tuple)) and len(output) == 1:
-        return output[0]
-    return output
+    return output[0] if isinstance(output, (list, tuple)) and len(output) == 1 else output
 
 
 def server_meta(service: PipelineService) -> dict[str, Any]:

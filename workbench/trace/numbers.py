@@ -51,9 +51,7 @@ def _char_matrix(raws: list):
     ends = np.flatnonzero(blob == 10)
     if ends.size != len(raws):  # a raw value spanning lines: not a plain number
         return None, None
-    starts = np.empty_like(ends)
-    starts[0] = 0
-    starts[1:] = ends[:-1] + 1
+    starts = np.concatenate(([0], ends[:-1] + 1))
     lens = ends - starts
     width = int(lens.max())
     if width > 40 or int(lens.min()) == 0:
@@ -88,10 +86,7 @@ def _fast(mat: np.ndarray, lens: np.ndarray):
         digits += is_digit
         dots += is_dot
         frac += is_digit & (dots > 0)
-        bad |= ~(is_digit | is_dot | (col == 0))
-    bad[neg] = np.any(
-        ~((mat[neg, 1:] - np.uint8(48) <= 9) | (mat[neg, 1:] == 46) | (mat[neg, 1:] == 0)), axis=1
-    )
+        bad |= ~(is_digit | is_dot | (col == 0) | (neg & (j == 0)))  # a leading minus is allowed
     whole = digits - frac  # digits before the dot
     slow = bad | (dots > 1) | (digits > 19) | (whole > _MAX_INT_DIGITS) | (whole < 1)
     shift = np.clip(frac - 3, 0, 19)

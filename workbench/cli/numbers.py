@@ -10,6 +10,7 @@ anything is allocated, saying how much was asked.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 
@@ -60,13 +61,10 @@ def add_number(parser, kind, default, help_text: str, **kwargs):
 
 def available_bytes() -> int:
     """Memory available to this process now (Linux MemAvailable; else physical memory)."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/meminfo") as fh:
+        for line in fh:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 

@@ -105,11 +105,8 @@ def boundary_table(trace: Trace) -> dict[str, np.ndarray]:
         host = trace.rows_of([KIND_CPU_OP, KIND_PYTHON])
         host = host if len(host) else trace.rows_of(HOST_KINDS)
         if not len(host):
-            return {
-                "step": np.empty(0, object),
-                "start_ns": np.empty(0, np.int64),
-                "end_ns": np.empty(0, np.int64),
-            }
+            empty = np.empty(0, np.int64)
+            return {"step": np.empty(0, object), "start_ns": empty, "end_ns": empty.copy()}
         labels = np.array(["all"], dtype=object)
         starts = np.array([host.ts_ns.min()])
         ends = np.array([(host.ts_ns + host.dur_ns).max()])

@@ -81,12 +81,8 @@ def traced_sets(windows: pd.DataFrame) -> dict[str, Any]:
     """``{"requests", "slowest", "median", "note"}``: step numbers of the slowest and the median traced requests."""
     n = len(windows)
     if n == 0:
-        return {
-            "requests": 0,
-            "slowest": [],
-            "median": [],
-            "note": "no traced request (no ProfilerStep range)",
-        }
+        note = "no traced request (no ProfilerStep range)"
+        return {"requests": 0, "slowest": [], "median": [], "note": note}
     by_time = windows.sort_values(["stage_ns", "step"], ascending=[False, True], kind="stable")
     slow = by_time["step"].iloc[: max(1, math.ceil(SLOW_FRACTION * n))].tolist()
     lo, hi = percentiles(windows["stage_ns"].to_numpy(np.int64), MEDIAN_BAND)

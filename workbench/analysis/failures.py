@@ -19,10 +19,7 @@ _KEY = ["error_stage", "error_type", "error_message", "error_where"]
 
 def _failed(requests: pd.DataFrame, warmup: bool) -> pd.DataFrame:
     rows = requests[(requests["warmup"].astype(bool) == warmup) & ~requests["ok"].astype(bool)]
-    rows = rows.copy()
-    if "error_where" not in rows.columns:
-        rows["error_where"] = None
-    return rows
+    return rows if "error_where" in rows.columns else rows.assign(error_where=None)
 
 
 def failure_summary(
@@ -109,9 +106,6 @@ def noise_summary(meta) -> dict[str, Any]:
 def recorded_noise(noise: dict[str, Any] | None) -> dict[str, Any]:
     """A ``noise`` object for display; None (a run made before noise was measured) says so."""
     if not noise:
-        return {
-            "noisy": None,
-            "reasons": ["not recorded (run made before noise was measured)"],
-            "fix": None,
-        }
+        why = "not recorded (run made before noise was measured)"
+        return {"noisy": None, "reasons": [why], "fix": None}
     return dict(noise)

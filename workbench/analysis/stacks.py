@@ -42,8 +42,8 @@ from typing import Any
 
 import pandas as pd
 
-from .matrix import END_TO_END, measured_ok, stage_matrix
-from .tail import MIN_REQUESTS_FOR_1PCT, TAIL_FRACTIONS, median_set, shares, slowest
+from .matrix import measured_ok, stage_matrix
+from .tail import request_sets, shares
 
 MIN_SAMPLES = 20
 DRILL_SHARE = 0.8
@@ -87,13 +87,7 @@ def stack_summary(
     if samples.empty or measured_ok(requests, stages)[0].empty:
         return None  # no sample, or no measured request succeeded (every one timed out: no tail to compare)
     wide = stage_matrix(requests, stages, order)
-    e2e = wide[END_TO_END].astype("int64").rename("e2e_ns").rename_axis("request")
-    sets = {
-        name: slowest(e2e, f)
-        for name, f in TAIL_FRACTIONS.items()
-        if name != "slowest_1pct" or len(e2e) >= MIN_REQUESTS_FOR_1PCT
-    }
-    sets["median"] = median_set(e2e)
+    sets = {name: ids for name, ids in request_sets(wide).items() if ids is not None}
     tail_set = "slowest_1pct" if "slowest_1pct" in sets else "slowest_5pct"
     out = _summary(samples, stacks, wide, order, sets, tail_set, interval_s)
     top = out["headline_stage"]

@@ -49,6 +49,18 @@ def median_set(e2e_ns: pd.Series, band: tuple[float, float] = MEDIAN_BAND) -> pd
     return e2e_ns.index[(e2e_ns >= lo) & (e2e_ns <= hi)]
 
 
+def request_sets(wide: pd.DataFrame) -> dict[str, pd.Index | None]:
+    """Request ids of the slowest 1 % (None under :data:`MIN_REQUESTS_FOR_1PCT` requests), the
+    slowest 5 % and the median set, from a :func:`stage_matrix`."""
+    e2e = wide[END_TO_END].astype("int64").rename("e2e_ns").rename_axis("request")
+    enough = len(e2e) >= MIN_REQUESTS_FOR_1PCT
+    sets = {
+        name: slowest(e2e, fraction) if enough or name != "slowest_1pct" else None
+        for name, fraction in TAIL_FRACTIONS.items()
+    }
+    return sets | {"median": median_set(e2e)}
+
+
 def shares(wide: pd.DataFrame, ids: pd.Index, stage_order: list[str]) -> dict[str, float]:
     """Stage (and ``unattributed``) -> sum of its time over ``ids`` / sum of their end to end."""
     rows = wide.loc[ids]
@@ -78,18 +90,13 @@ def tail_attribution(
             "notes": ["no successful measured request"],
             "headline": None,
         }
-    e2e = wide[END_TO_END].astype("int64").rename("e2e_ns").rename_axis("request")
-    sets: dict[str, Any] = {}
-    for name, fraction in TAIL_FRACTIONS.items():
-        if name == "slowest_1pct" and n < MIN_REQUESTS_FOR_1PCT:
-            notes.append(
-                f"slowest 1 % omitted: {n} requests; it needs at least {MIN_REQUESTS_FOR_1PCT} "
-                f"(with fewer it is {math.ceil(0.01 * n)} request(s), not a tail)"
-            )
-            sets[name] = None
-            continue
-        sets[name] = _set_entry(wide, slowest(e2e, fraction), stage_order)
-    sets["median"] = _set_entry(wide, median_set(e2e), stage_order)
+    ids = request_sets(wide)
+    if ids["slowest_1pct"] is None:
+        notes.append(
+            f"slowest 1 % omitted: {n} requests; it needs at least {MIN_REQUESTS_FOR_1PCT} "
+            f"(with fewer it is {math.ceil(0.01 * n)} request(s), not a tail)"
+        )
+    sets = {k: None if v is None else _set_entry(wide, v, stage_order) for k, v in ids.items()}
     rows = [
         {"name": s} | {f"share_{k}": None if v is None else v["shares"][s] for k, v in sets.items()}
         for s in [*stage_order, UNATTRIBUTED]

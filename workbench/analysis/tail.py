@@ -83,13 +83,8 @@ def tail_attribution(
     n = len(wide)
     notes: list[str] = []
     if n == 0:
-        return {
-            "requests": 0,
-            "sets": {},
-            "stages": [],
-            "notes": ["no successful measured request"],
-            "headline": None,
-        }
+        note = "no successful measured request"
+        return {"requests": 0, "sets": {}, "stages": [], "notes": [note], "headline": None}
     ids = request_sets(wide)
     if ids["slowest_1pct"] is None:
         notes.append(

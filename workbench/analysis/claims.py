@@ -335,21 +335,3 @@ def batch_wait_claim(batch_wait_p99_ms: float, max_wait_ms: float) -> Claim:
         "wait for a busy executor as batch wait (made before batch wait ended at the batch's due time)."
     )
     return Claim("beyond", False, text)
-
-
-__all__ = [
-    "Claim",
-    "batch_cost_claim",
-    "batch_wait_claim",
-    "capacity_claim",
-    "cold_start_claim",
-    "coverage_claim",
-    "first_request_claim",
-    "live_vs_model_claim",
-    "measured_stage_ns",
-    "operator_coverage",
-    "p50_ratios",
-    "throughput_claim",
-    "trend",
-    "untouched_stages_claim",
-]

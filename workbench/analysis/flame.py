@@ -53,7 +53,18 @@ INSTRUMENTATION = (
 NO_LAUNCH = "(no launch call)"
 OTHER = "(other)"
 _STEP = re.compile(r"^ProfilerStep#\d+$")
-COLUMNS = "id parent name kind self_ns total_ns gpu_ns count bytes depth".split()
+COLUMNS = [
+    "id",
+    "parent",
+    "name",
+    "kind",
+    "self_ns",
+    "total_ns",
+    "gpu_ns",
+    "count",
+    "bytes",
+    "depth",
+]
 
 
 def _labels(rows: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str]]]:

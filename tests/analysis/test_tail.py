@@ -88,3 +88,12 @@ def test_no_successful_request_gives_an_empty_attribution():
         and t["headline"] is None
         and t["notes"] == ["no successful measured request"]
     )
+
+
+def test_median_set_is_the_middle_requests_when_the_band_holds_none():
+    """p40-p60 of four distinct values lies between the 2nd and 3rd (linear): those two are the set."""
+    four = pd.Series([40, 10, 30, 20], index=pd.Index([7, 8, 9, 6], name="request"))
+    assert list(median_set(four)) == [9, 6]  # 30 and 20 ms: the band, 22-28 ms, held none
+    two = pd.Series([50, 30], index=pd.Index([0, 1], name="request"))
+    assert list(median_set(two)) == [0, 1]  # band 38-42 ms
+    assert list(median_set(two.iloc[:0])) == []

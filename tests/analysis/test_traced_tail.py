@@ -166,3 +166,14 @@ def test_views_sentence_compares_per_request_and_says_nothing_without_gpu_work(t
     )
     cpu_only = tail_views(five_requests(tmp_path))
     assert cpu_only["slowest_view"]["launches"]["count"] == 0 and views_sentence(cpu_only) is None
+
+
+def test_two_traced_requests_compare_the_slowest_with_both(tmp_path):
+    """p40-p60 of 30 and 50 us holds no request: the median set is the two middle ones (here both)."""
+    trace = launching_requests(tmp_path, [30, 50])
+
+    views, tree = tail_views(trace), slow_minus_median(trace)
+
+    assert (views["slowest"], views["median"]) == ([1], [0, 1]) == (tree["slowest"], tree["median"])
+    assert views["median_view"]["requests"] == 2
+    assert "the slowest 1 against the median 2" in views["note"]

@@ -44,9 +44,22 @@ def slowest(e2e_ns: pd.Series, fraction: float) -> pd.Index:
 
 
 def median_set(e2e_ns: pd.Series, band: tuple[float, float] = MEDIAN_BAND) -> pd.Index:
-    """Request ids whose end to end lies between the band's percentiles (inclusive)."""
-    lo, hi = percentiles(e2e_ns.to_numpy(dtype=np.int64), band)
-    return e2e_ns.index[(e2e_ns >= lo) & (e2e_ns <= hi)]
+    """Request ids whose end to end lies between the band's percentiles (inclusive).
+
+    The band can fall between two order statistics (2 or 4 distinct values: p40-p60 of 30 and 50 ms
+    is 38-42 ms); the set is then the one or two middle requests, never empty, so a slow-minus-median
+    view always has a median to subtract.
+    """
+    values = e2e_ns.to_numpy(dtype=np.int64)
+    if values.size == 0:
+        return e2e_ns.index[:0]
+    lo, hi = percentiles(values, band)
+    inside = (e2e_ns >= lo) & (e2e_ns <= hi)
+    if not inside.any():
+        ordered = np.sort(values)
+        lo, hi = ordered[(values.size - 1) // 2], ordered[values.size // 2]
+        inside = (e2e_ns >= lo) & (e2e_ns <= hi)
+    return e2e_ns.index[inside]
 
 
 def request_sets(wide: pd.DataFrame) -> dict[str, pd.Index | None]:

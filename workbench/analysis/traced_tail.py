@@ -43,13 +43,12 @@ import pandas as pd
 from ..naming import STAGE_PREFIX
 from ..trace import GPU_WORK_KINDS, HOST_KINDS, Trace
 from .flame import flame_tree
-from .stats import percentiles
+from .tail import median_set
 from .launches import launch_pair_summary, launch_summary, steady_call_table, steady_pair_table
 from .transfers import direction_rows, memcpy_summary
 
 STEP = re.compile(r"^ProfilerStep#(\d+)$")
 SLOW_FRACTION = 0.05
-MEDIAN_BAND = (40, 60)
 
 
 def request_windows(events: pd.DataFrame) -> pd.DataFrame:
@@ -85,8 +84,8 @@ def traced_sets(windows: pd.DataFrame) -> dict[str, Any]:
         return {"requests": 0, "slowest": [], "median": [], "note": note}
     by_time = windows.sort_values(["stage_ns", "step"], ascending=[False, True], kind="stable")
     slow = by_time["step"].iloc[: max(1, math.ceil(SLOW_FRACTION * n))].tolist()
-    lo, hi = percentiles(windows["stage_ns"].to_numpy(np.int64), MEDIAN_BAND)
-    median = windows.loc[(windows["stage_ns"] >= lo) & (windows["stage_ns"] <= hi), "step"].tolist()
+    times = pd.Series(windows["stage_ns"].to_numpy(np.int64), index=windows["step"].to_numpy())
+    median = median_set(times).tolist()
     note = (
         f"the slow-request view rests on {n} traced requests: the slowest {len(slow)} against the median "
         f"{len(median)} (trace more requests with --traced for a steadier view)"

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import astuple, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import Any, NamedTuple
 
@@ -234,8 +234,16 @@ class PipelineService:
         return None
 
     def finish(self, rid: int, times: HttpTimes) -> None:
-        """The handler is done with ``rid`` (its ``disconnected`` known): keep its times as a plain tuple."""
-        self.done[rid] = astuple(times)
+        """The handler is done with ``rid`` (its ``disconnected`` known): keep its times as a plain tuple,
+        field by field (``dataclasses.astuple`` deep-copies, on the event loop, once per request)."""
+        self.done[rid] = (
+            times.received_ns,
+            times.submitted_ns,
+            times.request_id,
+            times.resumed_ns,
+            times.sent_ns,
+            times.disconnected,
+        )
         self.http.pop(rid, None)
 
     def times(self, rid: int) -> HttpTimes:

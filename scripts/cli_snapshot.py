@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+from golden import run_dirs, traces  # noqa: E402  (the golden files' list of runs and traces)
 
 
 def run(out: Path, name: str, argv: list[str]) -> None:
@@ -47,19 +49,15 @@ def capture(out: Path) -> int:
     commands = [["--help"]] + [[name, "--help"] for name in subparsers.choices]
     for argv in commands:
         run(out, "help" if argv == ["--help"] else f"help_{argv[0]}", argv)
-    traces = [*sorted((REPO / "data" / "traces").glob("*.json*"))]
-    traces += sorted((REPO.parent / "shared" / "traces").glob("*.json.gz"))
-    for trace in traces:
-        rel = os.path.relpath(trace, REPO)
+    found, runs = traces(), run_dirs()  # paths relative to the repository root
+    for trace in found:
         name = f"analyze_{trace.parent.parent.name}_{trace.name}"  # data/ or shared/
-        run(out, name + ".txt", ["analyze", rel])
-        run(out, name + ".json", ["analyze", rel, "--json"])
-    runs = sorted(p for p in (REPO / "data" / "runs").iterdir() if (p / "run.json").is_file())
+        run(out, name + ".txt", ["analyze", str(trace)])
+        run(out, name + ".json", ["analyze", str(trace), "--json"])
     for folder in runs:
-        rel = os.path.relpath(folder, REPO)
-        run(out, f"show_{folder.name}.txt", ["show", rel])
-        run(out, f"show_{folder.name}.json", ["show", rel, "--json"])
-    return len(commands) + 2 * len(traces) + 2 * len(runs)
+        run(out, f"show_{folder.name}.txt", ["show", str(folder)])
+        run(out, f"show_{folder.name}.json", ["show", str(folder), "--json"])
+    return len(commands) + 2 * len(found) + 2 * len(runs)
 
 
 if __name__ == "__main__":

@@ -426,9 +426,10 @@ def run(st: dict, timeout_s: float) -> None:
     pool = tuple(a for spec in st.get("pool") or () for a in ("--pool", spec))
     if st.get("refill_delay_s") is not None:
         pool += ("--refill-delay-s", str(st["refill_delay_s"]))
-    # every client here has one address (127.0.0.1); in a room each student has their own, so the per-address bound
-    # on pages loaded and not yet connected (3) would serialise the clients three at a time: off, unless asked
-    bound = ("--max-unconnected-per-client", str(st.get("per_client", 0)))
+    # every client here has one address (127.0.0.1); in a room each student has their own, so the per-address
+    # bounds (a client's share of the kernels; its pages loaded and not yet connected) are off, unless asked
+    bound = ("--max-kernels-per-client", "0")
+    bound += ("--max-unconnected-per-client", str(st.get("per_client", 0)))
     bound += () if st.get("max_kernels") is None else ("--max-kernels", str(st["max_kernels"]))
     with room_server(
         "notebooks", "--room", *pool, *bound, log_name="bench_room.log", timeout_s=180
@@ -662,7 +663,7 @@ def main() -> int:
         type=int,
         default=0,
         help="the room's --max-unconnected-per-client (default 0, no bound: all clients here share one "
-        "address; the room's own default is 3)",
+        "address; --max-kernels-per-client is off too)",
     )
     p.add_argument(
         "--max-kernels",

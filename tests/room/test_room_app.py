@@ -7,7 +7,12 @@ import pytest
 pytest.importorskip("voila", reason="voila is not installed")
 
 from workbench.room import __main__ as room_main  # noqa: E402
-from workbench.room.app import WEBSOCKET_OVERHEAD_BYTES, resolve_token, room_config  # noqa: E402
+from workbench.room.app import (  # noqa: E402
+    WEBSOCKET_OVERHEAD_BYTES,
+    kernels_per_client,
+    resolve_token,
+    room_config,
+)
 
 
 def config(**overrides):
@@ -54,7 +59,7 @@ def test_room_config_culls_unconnected_kernels_and_keeps_xsrf():
     assert c.RoomKernelManager.max_kernels == 40
     assert (
         c.RoomKernelManager.unconnected_grace_s == 30
-        and c.RoomKernelManager.max_unconnected_per_client == 3
+        and c.RoomKernelManager.max_unconnected_per_client == 0
     )
 
 
@@ -154,9 +159,11 @@ def test_main_refuses_a_pool_for_a_dashboard_it_does_not_serve(capsys):
     assert "no dashboard named 'latency_explorr'" in err and "latency_explorer" in err
 
 
-def test_the_room_refills_its_pool_after_voilas_one_second_unless_told(monkeypatch, tmp_path):
+def launched_config(monkeypatch, argv: list[str]) -> dict:
+    """The keyword arguments ``python -m workbench.room ARGV`` passes to room_config (no server started)."""
+    import workbench.room.app as app
+
     seen = {}
-    monkeypatch.setattr(room_main, "url_to_hand_out", lambda *a: "http://x/")
 
     class Stop(Exception):
         pass
@@ -165,10 +172,39 @@ def test_the_room_refills_its_pool_after_voilas_one_second_unless_told(monkeypat
         seen.update(kwargs)
         raise Stop
 
-    import workbench.room.app as app
-
+    monkeypatch.setattr(room_main, "url_to_hand_out", lambda *a: "http://x/")
     monkeypatch.setattr(app, "room_config", fake_config)
+    with pytest.raises(Stop):
+        room_main.main(argv)
+    return seen
+
+
+def test_the_room_refills_its_pool_after_voilas_one_second_unless_told(monkeypatch):
     for argv, delay in ((["--room"], 1.0), (["--room", "--refill-delay-s", "10"], 10.0)):
-        with pytest.raises(Stop):
-            room_main.main(["notebooks", *argv])
+        seen = launched_config(monkeypatch, ["notebooks", *argv])
         assert seen["refill_delay_s"] == delay and seen["pool"] == 2 and seen["pools"] == {}
+
+
+def test_a_class_behind_one_address_is_let_in_up_to_its_pool_and_another_address_finds_the_rest():
+    """Issue 40: with the pool sized to the class, 2 of 5 pages from one address got 503 (3 loaded and never
+    connected); issue 39: one address took every kernel. One address may hold the largest pool or half of
+    --max-kernels, whichever is more."""
+    assert kernels_per_client(40, [2]) == 20  # make room
+    assert kernels_per_client(70, [2, 30]) == 35  # the docs' class of 30
+    assert kernels_per_client(40, [2, 30]) == 30  # a pool larger than half: the class still gets in
+    assert kernels_per_client(20, [0, 50]) == 20
+    assert kernels_per_client(0, [30]) == 0  # no bound on the room, none per client
+    c = config(pools={"dashboards/latency_explorer.ipynb": 30}, max_kernels=40)
+    assert c.RoomKernelManager.max_kernels_per_client == 30
+    assert c.RoomKernelManager.max_unconnected_per_client == 0
+    assert config(max_kernels_per_client=3).RoomKernelManager.max_kernels_per_client == 3
+    assert config(cull_connected_idle_s=600).RoomKernelManager.cull_connected_idle_s == 600
+
+
+def test_the_launchers_fairness_options_reach_the_config(monkeypatch):
+    seen = launched_config(monkeypatch, ["notebooks", "--room"])
+    assert seen["max_kernels_per_client"] is None and seen["max_unconnected_per_client"] == 0
+    assert seen["cull_connected_idle_s"] == room_main.CULL_CONNECTED_IDLE_S == 1200
+    argv = ["--max-kernels-per-client", "5", "--cull-connected-idle-s", "0"]
+    seen = launched_config(monkeypatch, ["notebooks", "--room", *argv])
+    assert seen["max_kernels_per_client"] == 5 and seen["cull_connected_idle_s"] == 0

@@ -5,6 +5,7 @@ its kernel, an unread websocket flood closed with bounded memory, and no traceba
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import os
 import re
@@ -13,8 +14,6 @@ import struct
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -35,36 +34,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def write_notebook(path: Path, source: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]), path)
+
+
 class Room:
-    def __init__(self, folder: Path, log: Path):
-        for name, source in (("tiny", "x = 1 + 1\nx"), ("slow", "import time\ntime.sleep(5)\n1")):
-            nbformat.write(
-                nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]),
-                folder / f"{name}.ipynb",
-            )
-        (folder / "data.json").write_text('{"secret": 1}')
+    """``python -m workbench.room FOLDER --token TOKEN ARGS`` on a free loopback port, its log in ``log``."""
+
+    def __init__(self, folder: Path, log: Path, args: list[str]):
         self.port, self.log = free_port(), log
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "workbench.room",
-                str(folder),
-                "--port",
-                str(self.port),
-                "--token",
-                TOKEN,
-                "--pool",
-                "0",
-                "--unconnected-grace-s",
-                "2",
-                "--cull-interval-s",
-                "1",
-                "--max-unconnected-per-client",
-                "2",
-                "--ws-unread-limit-mib",
-                "1",
-            ],
+            [sys.executable, "-m", "workbench.room", str(folder), "--port", str(self.port)]
+            + ["--token", TOKEN, *args],
             stdout=log.open("w"),
             stderr=subprocess.STDOUT,
             env=dict(os.environ, PYTHONUNBUFFERED="1"),
@@ -79,16 +61,39 @@ class Room:
                 time.sleep(0.2)
         raise AssertionError("the room did not listen within 90 s")
 
-    def get(self, path: str, token: bool = True) -> tuple[int, dict, bytes]:
-        url = f"http://127.0.0.1:{self.port}{path}" + (
-            ("&" if "?" in path else "?") + f"token={TOKEN}" if token else ""
-        )
-        opener = urllib.request.build_opener(NoRedirect)
+    def stop(self) -> None:
+        self.proc.terminate()
         try:
-            with opener.open(url, timeout=60) as r:
-                return r.status, dict(r.headers), r.read()
-        except urllib.error.HTTPError as err:
-            return err.code, dict(err.headers), err.read()
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(30)
+
+    def get(self, path: str, token: bool = True, client: str = "127.0.0.1"):
+        """``(status, headers, body)`` of a GET from the loopback address ``client`` (no redirect followed)."""
+        conn = http.client.HTTPConnection(
+            "127.0.0.1", self.port, timeout=60, source_address=(client, 0)
+        )
+        try:
+            conn.request("GET", with_token(path) if token else path)
+            response = conn.getresponse()
+            return response.status, dict(response.getheaders()), response.read()
+        finally:
+            conn.close()
+
+    def websocket(self, path: str, token: bool = True, client: str = "127.0.0.1"):
+        """``(status, socket)``: a websocket handshake from ``client``; on 101 the socket is open."""
+        s = socket.create_connection(
+            ("127.0.0.1", self.port), timeout=30, source_address=(client, 0)
+        )
+        key = base64.b64encode(os.urandom(16)).decode()
+        s.sendall(
+            f"GET {with_token(path) if token else path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+            "Sec-WebSocket-Version: 13\r\n\r\n".encode()
+        )
+        head = s.recv(12)
+        return int(head.split()[1]), s
 
     def wait_log(self, pattern: str, count: int = 1, timeout_s: float = 15) -> str:
         deadline = time.monotonic() + timeout_s
@@ -112,22 +117,29 @@ class Room:
         )
 
 
-class NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):
-        return None
+def with_token(path: str) -> str:
+    return path + ("&" if "?" in path else "?") + f"token={TOKEN}"
+
+
+def page_kernel(html: bytes) -> str:
+    """The kernel id a page was given."""
+    return re.search(r'"kernelId": "([0-9a-f-]+)"', html.decode()).group(1)
 
 
 @pytest.fixture(scope="module")
 def room(tmp_path_factory):
     folder = tmp_path_factory.mktemp("room")
-    server = Room(folder, folder / "room.log")
+    write_notebook(folder / "tiny.ipynb", "x = 1 + 1\nx")
+    write_notebook(folder / "slow.ipynb", "import time\ntime.sleep(5)\n1")
+    (folder / "data.json").write_text('{"secret": 1}')
+    args = ["--pool", "0", "--unconnected-grace-s", "2", "--cull-interval-s", "1"]
+    server = Room(
+        folder,
+        folder / "room.log",
+        [*args, "--max-unconnected-per-client", "2", "--ws-unread-limit-mib", "1"],
+    )
     yield server
-    server.proc.terminate()
-    try:
-        server.proc.wait(30)
-    except subprocess.TimeoutExpired:
-        server.proc.kill()
-        server.proc.wait(30)
+    server.stop()
 
 
 def test_the_token_covers_the_rooms_files_and_odd_paths_are_not_500(room):
@@ -185,17 +197,11 @@ def frame(payload: bytes) -> bytes:
 
 
 def test_an_unread_websocket_flood_is_closed_and_the_servers_memory_bounded(room):
-    html = room.get("/voila/render/tiny.ipynb")[2].decode()
-    kernel = re.search(r'"kernelId": "([0-9a-f-]+)"', html).group(1)
+    kernel = page_kernel(room.get("/voila/render/tiny.ipynb")[2])
     before = room.rss_mib()
-    with socket.create_connection(("127.0.0.1", room.port)) as s:
-        key = base64.b64encode(os.urandom(16)).decode()
-        s.sendall(
-            f"GET /api/kernels/{kernel}/channels?token={TOKEN}&session_id=t HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-            f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-            "Sec-WebSocket-Version: 13\r\n\r\n".encode()
-        )
-        assert s.recv(12) == b"HTTP/1.1 101"
+    status, s = room.websocket(f"/api/kernels/{kernel}/channels?session_id=t")
+    with s:
+        assert status == 101
         s.settimeout(20)
         try:  # 1,500 requests with 8-KB ids, their replies never read
             for k in range(1500):
@@ -227,4 +233,79 @@ def test_an_unread_websocket_flood_is_closed_and_the_servers_memory_bounded(room
 def test_no_traceback_in_the_rooms_log(room):
     time.sleep(1.5)  # one more cull pass over the kernels ended above
     text = room.log.read_text()
+    assert "Traceback" not in text and "never retrieved" not in text, text[-3000:]
+
+
+POOLED = "/voila/render/dashboards/pooled.ipynb"
+
+
+@pytest.fixture(scope="module")
+def shared_room(tmp_path_factory):
+    """A room of 12 kernels with a pool of 4: one address may hold max(4, 12 // 2) = 6 (the default)."""
+    folder = tmp_path_factory.mktemp("shared")
+    write_notebook(folder / "dashboards" / "pooled.ipynb", "x = 1 + 1\nx")
+    args = ["--pool", "0", "--pool", "pooled=4", "--max-kernels", "12", "--cull-interval-s", "1"]
+    server = Room(
+        folder,
+        folder / "room.log",
+        [*args, "--unconnected-grace-s", "300", "--cull-connected-idle-s", "10"],
+    )
+    server.kernels = []  # the kernels of 127.0.0.1's pages, shared by the tests below in order
+    server.sockets = []
+    yield server
+    for s in server.sockets:
+        s.close()
+    server.stop()
+
+
+def test_a_class_behind_one_address_opens_the_pool_size_in_pages_with_no_503(shared_room):
+    """Issue 40: 2 of 5 pages from one address got 503 ("already has 3 pages loaded and never connected")."""
+    pages = [shared_room.get(POOLED) for _ in range(4)]
+    assert [status for status, _, _ in pages] == [200] * 4, pages[-1][2][-300:]
+    shared_room.kernels += [page_kernel(body) for _, _, body in pages]
+
+
+def test_one_address_holding_its_share_of_kernels_connected_is_refused_and_another_gets_in(
+    shared_room,
+):
+    """Issue 39: one address loading pages and connecting each kernel's websocket took all 40 kernels."""
+    more = [shared_room.get(POOLED) for _ in range(2)]
+    assert [status for status, _, _ in more] == [200, 200]
+    shared_room.kernels += [page_kernel(body) for _, _, body in more]
+    for kernel in shared_room.kernels:
+        status, s = shared_room.websocket(f"/api/kernels/{kernel}/channels?session_id=t")
+        shared_room.sockets.append(s)
+        assert status == 101
+    status, headers, body = shared_room.get(POOLED)
+    assert status == 503 and headers["Retry-After"] == "300"
+    assert b"127.0.0.1 already holds 6 of the room's kernels (max_kernels_per_client=6)" in body
+    assert shared_room.get(POOLED, client="127.0.0.2")[0] == 200
+
+
+def test_every_websocket_path_requires_the_token(shared_room):
+    """/voila/query/KERNEL answered anyone (a victim page's query string, token included) and held 500
+    sockets open."""
+    kernel = shared_room.kernels[0]
+    for path in (f"/voila/query/{kernel}", f"/api/kernels/{kernel}/channels?session_id=u"):
+        status, s = shared_room.websocket(path, token=False, client="127.0.0.3")
+        s.close()
+        assert status == 403, path
+    status, s = shared_room.websocket(f"/voila/query/{kernel}")
+    s.close()
+    assert status == 101
+    status, s = shared_room.websocket("/voila/query/00000000-0000-4000-8000-000000000000")
+    s.close()
+    assert status == 404  # no such kernel
+
+
+def test_connected_pages_that_send_nothing_are_culled_and_their_client_gets_in_again(shared_room):
+    """Connected kernels were never culled: what a client held without using it stayed held."""
+    shared_room.wait_log(
+        r"Culling kernel \S+: its page is connected but sent nothing for \d+ s", 6, timeout_s=60
+    )
+    assert shared_room.get(POOLED)[0] == 200
+
+
+def test_no_traceback_in_the_shared_rooms_log(shared_room):
+    text = shared_room.log.read_text()
     assert "Traceback" not in text and "never retrieved" not in text, text[-3000:]

@@ -17,6 +17,7 @@ pytest.importorskip("ipykernel", reason="ipykernel is not installed")
 from tornado import web  # noqa: E402
 
 from workbench.room.kernel_manager import SCRATCH_ENV, RoomKernelManager  # noqa: E402
+from workbench.room.ports import ZMQ_RANDOM_PORTS, ephemeral_ports, kernel_port_range  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -174,3 +175,106 @@ def test_kernels_no_page_connected_to_are_bounded_per_client_and_a_gone_kernel_i
         await km.abandoned("no-such-kernel")
 
     asyncio.run(gone())
+
+
+def test_kernels_started_together_never_pass_max_kernels(tmp_path):
+    """40 pages loading at once started 42 kernels under --max-kernels 40: a start under way was not counted."""
+
+    async def scenario():
+        km = RoomKernelManager(
+            scratch_root=str(tmp_path / "scratch"), connection_dir=str(tmp_path), max_kernels=2
+        )
+        try:
+            started = await asyncio.gather(
+                *(km.start_kernel(kernel_name="python3") for _ in range(3)), return_exceptions=True
+            )
+            refused = [r for r in started if isinstance(r, web.HTTPError)]
+            assert len(km) == 2 and len(refused) == 1 and refused[0].status_code == 503
+            assert "2 kernels are running or starting (max_kernels=2)" in refused[0].log_message
+            assert km._starting == 0 and len(list((tmp_path / "scratch").iterdir())) == 2
+        finally:
+            await km.shutdown_all(now=True)
+
+    asyncio.run(scenario())
+
+
+def test_kernels_take_their_ports_from_outside_the_ranges_others_bind_at_random(tmp_path):
+    """A kernel starting binds its IOPub pipe at a random port in 49152-65535, and the OS hands its
+    ephemeral range to anyone binding port 0: kernels whose ports came from there collided (ZMQError)."""
+
+    async def scenario():
+        km = RoomKernelManager(scratch_root=str(tmp_path / "scratch"), connection_dir=str(tmp_path))
+        try:
+            kids = await asyncio.gather(*(km.start_kernel(kernel_name="python3") for _ in range(2)))
+            ports = [port for kid in kids for port in km.get_kernel(kid).ports]
+            safe = kernel_port_range(ephemeral_ports())
+            assert len(set(ports)) == 10 and all(port in safe for port in ports), ports
+            assert not any(port in ZMQ_RANDOM_PORTS or port in ephemeral_ports() for port in ports)
+        finally:
+            await km.shutdown_all(now=True)
+
+    asyncio.run(scenario())
+
+
+def test_a_client_is_bounded_by_all_its_kernels_connected_or_not_and_its_pages_being_admitted(
+    tmp_path,
+):
+    """One address loading pages and connecting each websocket took every kernel of the room."""
+    km = RoomKernelManager(
+        scratch_root=str(tmp_path / "scratch"),
+        connection_dir=str(tmp_path),
+        max_kernels_per_client=3,
+    )
+    first = km.admit("10.0.0.1")
+    km.claim("a", "10.0.0.1", first)
+    km.rendered("a")
+    km._ever_connected.add("a")  # its page connected: it still counts
+    km.claim("b", "10.0.0.1", km.admit("10.0.0.1"))  # loading
+    entering = km.admit("10.0.0.1")  # admitted, its kernel not there yet
+    assert km.held_by("10.0.0.1") == 3
+    with pytest.raises(web.HTTPError) as full:
+        km.admit("10.0.0.1")
+    assert full.value.status_code == 503 and full.value.log_message.startswith(
+        "10.0.0.1 already holds 3 of the room's kernels (max_kernels_per_client=3)"
+    )
+    km.admit("10.0.0.2")  # another address is let in
+    km.release(entering)  # that page ended without a kernel
+    km.release(entering)  # (its close and its end both say so)
+    km.release(first)  # a ticket already claimed: nothing more
+    assert km.held_by("10.0.0.1") == 2
+    km.admit("10.0.0.1")
+
+
+def test_a_connected_page_that_sends_nothing_for_cull_connected_idle_s_loses_its_kernel(tmp_path):
+    """Connected kernels were never culled: a client holding them without using them kept them."""
+    from datetime import timedelta
+
+    from jupyter_server._tz import utcnow
+
+    async def scenario():
+        km = RoomKernelManager(
+            scratch_root=str(tmp_path / "scratch"),
+            connection_dir=str(tmp_path),
+            cull_idle_timeout=5,
+            cull_interval=1,
+            cull_connected_idle_s=60,
+        )
+        kid = await km.start_kernel(kernel_name="python3")
+        try:
+            km.notify_connect(kid)
+            kernel = km.get_kernel(kid)
+            kernel.execution_state = "idle"
+            kernel.last_activity = utcnow() - timedelta(seconds=59)
+            await km.cull_kernel_if_idle(kid)
+            assert kid in km  # connected, silent 59 s: kept
+            kernel.last_activity = utcnow() - timedelta(seconds=61)
+            kernel.execution_state = "busy"
+            await km.cull_kernel_if_idle(kid)
+            assert kid in km  # running a cell is not silence
+            kernel.execution_state = "idle"
+            await km.cull_kernel_if_idle(kid)
+            assert kid not in km and not any((tmp_path / "scratch").iterdir())
+        finally:
+            await km.shutdown_all(now=True)
+
+    asyncio.run(scenario())

@@ -10,7 +10,9 @@ Voila it adds what a server handed to strangers needs:
 * kernels of closed pages shut down (the page's own shutdown request gets its
   ``_xsrf`` cookie) or culled when idle and unconnected, each kernel with a
   scratch folder (``TMPDIR``, ``WORKBENCH_SCRATCH_DIR``) deleted when it ends,
-  and bounded kernel counts (in all, and per client not yet connected): :mod:`workbench.room.kernel_manager`;
+  bounded kernel counts (in all, and per client connected or not) and connected
+  but silent pages culled: :mod:`workbench.room.kernel_manager`;
+* kernel ports that simultaneous starts do not collide on: :mod:`workbench.room.ports`;
 * live profiling one at a time across the server: :mod:`workbench.live_queue` (below the widgets that take it).
 
 Nothing here is imported by ``import workbench``; only the launcher imports Voila.

@@ -14,6 +14,10 @@ from ..serving.hosts import WILDCARD_BINDS, is_loopback_bind, normalize_host
 
 ROOM_DEFAULTS = {"pool": 2, "max_kernels": 40, "live": "queue", "path": "notebooks"}
 PLAIN_DEFAULTS = {"pool": 0, "max_kernels": 20, "live": "on", "path": "notebooks/dashboards"}
+# A page connected to its kernel and sending it nothing this long loses it (the kernel is shut down): what a
+# client holds without using it comes back (one address took all 40 kernels by connecting each page). A
+# student who leaves a page untouched that long reloads it.
+CULL_CONNECTED_IDLE_S = 1200
 
 
 def pool_spec(text: str) -> tuple[str | None, int]:
@@ -120,11 +124,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds after its page loaded before a kernel no page connected to is shut down (default 30)",
     )
     p.add_argument(
+        "--max-kernels-per-client",
+        type=int,
+        default=None,
+        help="kernels one client address may hold, connected or not; one more page: 503 (default: "
+        "the largest --pool or half of --max-kernels, whichever is more; 0: no bound)",
+    )
+    p.add_argument(
         "--max-unconnected-per-client",
         type=int,
-        default=3,
-        help="kernels one client address may hold whose page loaded and never connected; one more "
-        "page: 503 (default 3; 0: no bound)",
+        default=0,
+        help="of those, kernels whose page loaded and never connected; one more page: 503 "
+        "(default 0: no separate bound)",
+    )
+    p.add_argument(
+        "--cull-connected-idle-s",
+        type=int,
+        default=CULL_CONNECTED_IDLE_S,
+        help="shut down a kernel whose page is connected but sent it nothing for this many seconds "
+        f"(default {CULL_CONNECTED_IDLE_S}; 0: never)",
     )
     p.add_argument(
         "--upload-limit-mib", type=int, default=64, help="largest upload a page accepts (MiB)"
@@ -199,7 +217,9 @@ def main(argv: list[str] | None = None) -> int:
         cull_idle_s=args.cull_idle_s,
         cull_interval_s=args.cull_interval_s,
         unconnected_grace_s=args.unconnected_grace_s,
+        max_kernels_per_client=args.max_kernels_per_client,
         max_unconnected_per_client=args.max_unconnected_per_client,
+        cull_connected_idle_s=args.cull_connected_idle_s,
         ws_unread_limit_bytes=args.ws_unread_limit_mib << 20,
         upload_limit_bytes=args.upload_limit_mib << 20,
         live=args.live or defaults["live"],

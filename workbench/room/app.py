@@ -11,10 +11,11 @@ report (a crashed browser, a dropped network).
 
 The render handler also tells the kernel manager which kernel its page got,
 when the page finished loading and when it went away while loading (see
-:mod:`workbench.room.kernel_manager`), and refuses a client holding too many
-kernels no page has connected to. The token covers every path that serves
-the room's content: ``/voila/files/`` and our ``config.js`` need it like the
-pages (Voila serves them without it); only the login page and the template,
+:mod:`workbench.room.kernel_manager`), and refuses a client holding its share
+of the room's kernels. The token covers every path that serves the room's
+content: ``/voila/files/``, our ``config.js`` and every websocket
+(``/voila/query/`` included) need it like the pages (Voila serves the first
+two and the query socket without it); only the login page and the template,
 static and extension assets (Voila's and JupyterLab's own code, the same for
 everyone) are open. ``/logout`` and odd paths under ``/voila/templates/``
 answer a redirect or 404, never 500.
@@ -29,9 +30,11 @@ from pathlib import Path
 
 import tornado.web
 from jupyter_server.base.handlers import JupyterHandler
+from jupyter_server.base.websocket import WebSocketMixin
 from tornado.ioloop import IOLoop
 from traitlets.config import Config
 from voila.app import Voila
+from voila.request_info_handler import RequestInfoSocketHandler
 from voila.static_file_handler import AllowListFileHandler, TemplateStaticFileHandler
 from voila.tornado.handler import TornadoVoilaHandler
 from voila.tornado.kernel_websocket_handler import VoilaKernelWebsocketHandler
@@ -100,9 +103,10 @@ class _PageKernels:
 
 class RenderHandler(TornadoVoilaHandler):
     """Voila's page handler: sets the ``_xsrf`` cookie the page's shutdown beacon sends back, refuses a
-    client with too many unconnected kernels (503), and reports its kernel's page loading to the manager."""
+    client holding its share of kernels (503), and reports its kernel's page loading to the manager."""
 
     _kernel_id: str | None = None
+    _ticket: object = None  # the manager's admission of this page, until it has a kernel
     _gone = False
 
     @property
@@ -121,7 +125,7 @@ class RenderHandler(TornadoVoilaHandler):
         self.xsrf_token  # noqa: B018 - reading it sets the cookie (tornado)
         if self._rooms is not None:
             try:
-                self._rooms.admit(self.request.remote_ip)
+                self._ticket = self._rooms.admit(self.request.remote_ip)
             except tornado.web.HTTPError as refused:
                 self.set_status(503)
                 self.set_header("Content-Type", "text/plain; charset=utf-8")
@@ -131,7 +135,7 @@ class RenderHandler(TornadoVoilaHandler):
     def got_kernel(self, kernel_id: str) -> None:
         self._kernel_id = kernel_id
         if self._rooms is not None:
-            self._rooms.claim(kernel_id, self.request.remote_ip)
+            self._rooms.claim(kernel_id, self.request.remote_ip, self._ticket)
             if self._gone:  # the page went away while the kernel started
                 IOLoop.current().spawn_callback(self._rooms.abandoned, kernel_id)
 
@@ -144,12 +148,45 @@ class RenderHandler(TornadoVoilaHandler):
 
     def on_connection_close(self):
         self._gone = True
-        if self._kernel_id is not None and self._rooms is not None:
-            IOLoop.current().spawn_callback(self._rooms.abandoned, self._kernel_id)
+        if self._rooms is not None:
+            self._rooms.release(self._ticket)
+            if self._kernel_id is not None:
+                IOLoop.current().spawn_callback(self._rooms.abandoned, self._kernel_id)
         super().on_connection_close()
 
+    def on_finish(self):
+        if self._rooms is not None:
+            self._rooms.release(self._ticket)  # a page that got no kernel (an error) counts no more
+        super().on_finish()
 
-class KernelSocketHandler(VoilaKernelWebsocketHandler):
+
+class PlainErrors:
+    """A refusal as one plain-text line: jupyter_server's error page needs templates and a static path
+    Voila does not have, so a websocket refused without the token logged three tracebacks."""
+
+    def write_error(self, status_code, **kwargs):
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        self.finish(f"{status_code}: {self._reason}\n")
+
+
+class QuerySocketHandler(PlainErrors, WebSocketMixin, RequestInfoSocketHandler, JupyterHandler):
+    """Voila's ``/voila/query/KERNEL_ID`` websocket (a page's request, query string included, for the
+    preheated kernel it took) behind the token, as JupyterHandler's prepare requires; Voila's answers
+    anyone, and held every socket opened. A kernel id that is not running: 404."""
+
+    async def get(self, kernel_id, *args, **kwargs):
+        if kernel_id not in self.kernel_manager:
+            raise tornado.web.HTTPError(404)
+        await super().get(kernel_id, *args, **kwargs)
+
+    def on_close(self):
+        # Voila's deletes the last waiter of any kernel when this socket is not among them
+        waiters = RequestInfoSocketHandler._waiters
+        for kernel_id in [k for k, waiter in waiters.items() if waiter is self]:
+            del waiters[kernel_id]
+
+
+class KernelSocketHandler(PlainErrors, VoilaKernelWebsocketHandler):
     """Voila's kernel websocket, closed (1008) when the page leaves more than
     ``workbench_ws_unread_limit_bytes`` unread: the memory a connection holds is bounded."""
 
@@ -249,6 +286,7 @@ class RoomVoila(Voila):
             AllowListFileHandler: TokenFileHandler,
             TemplateStaticFileHandler: TemplateFileHandler,
             VoilaKernelWebsocketHandler: KernelSocketHandler,
+            RequestInfoSocketHandler: QuerySocketHandler,
         }
         for rule in super().init_handlers():
             if len(rule) >= 2 and rule[1] in ours:
@@ -276,7 +314,9 @@ def room_config(
     pools: dict[str, int] | None = None,
     refill_delay_s: float = 1.0,
     unconnected_grace_s: int = 30,
-    max_unconnected_per_client: int = 3,
+    max_kernels_per_client: int | None = None,
+    max_unconnected_per_client: int = 0,
+    cull_connected_idle_s: int = 0,
     ws_unread_limit_bytes: int = WEBSOCKET_UNREAD_LIMIT_BYTES,
 ) -> Config:
     """The traitlets config of a room server (no deprecated command-line flags).
@@ -288,7 +328,10 @@ def room_config(
     ``fill_delay``): a class arriving at once would otherwise start as many kernels while its pages load.
     cull_idle_s / cull_interval_s: an unconnected kernel idle this long is shut down, checked this often.
     unconnected_grace_s: how long after its page loaded a kernel no page connected to is kept.
-    max_unconnected_per_client: kernels one client address may hold whose page loaded and never connected (0: none).
+    max_kernels_per_client: kernels one client address may hold, connected or not (0: none; None:
+    :func:`kernels_per_client`'s default). max_unconnected_per_client: of those, kernels whose page loaded
+    and never connected (0: no separate bound). cull_connected_idle_s: a kernel whose page is connected and
+    sent it nothing this long is shut down (0: never).
     ws_unread_limit_bytes: bytes a page may leave unread on its kernel websocket before it is closed.
     """
     c = Config()
@@ -331,12 +374,27 @@ def room_config(
     c.RoomKernelManager.max_kernels = max_kernels
     c.RoomKernelManager.unconnected_grace_s = unconnected_grace_s
     c.RoomKernelManager.max_unconnected_per_client = max_unconnected_per_client
+    c.RoomKernelManager.max_kernels_per_client = (
+        kernels_per_client(max_kernels, [pool, *pools.values()])
+        if max_kernels_per_client is None
+        else max_kernels_per_client
+    )
+    c.RoomKernelManager.cull_connected_idle_s = cull_connected_idle_s
     c.RoomKernelManager.kernel_env = {
         "WORKBENCH_LIVE": live,
         "WORKBENCH_LIVE_LOCK": lock_path,
         UPLOAD_LIMIT_ENV: str(upload_limit_bytes),
     }
     return c
+
+
+def kernels_per_client(max_kernels: int, pool_sizes: list[int]) -> int:
+    """The default bound on one client address's kernels: the largest pool (a class behind one NAT
+    address opening the dashboard it was sized for) or half of ``max_kernels``, whichever is more, so
+    another address always finds the other half; 0 (no bound) when ``max_kernels`` is 0."""
+    if not max_kernels:
+        return 0
+    return min(max_kernels, max([max_kernels // 2, *pool_sizes]))
 
 
 def resolve_token(host: str, token: str | None) -> str:

@@ -23,11 +23,19 @@ finished loading (:meth:`rendered`) and when the page went away while still
 loading (:meth:`abandoned`: the kernel is shut down at once). A kernel whose
 page loaded and did not connect within ``unconnected_grace_s`` (30 s) is
 shut down by the next cull check, idle or not. Plain GETs of a page (no
-browser behind them) therefore hold a kernel for the render plus 30 s, and
-``max_unconnected_per_client`` bounds how many kernels one client address may
-hold whose page loaded and never connected (HTTP 503 past it). Pages still
-loading do not count: a browser opening many tabs at once (or a classroom
-behind one NAT address) is admitted, and its pages connect once loaded.
+browser behind them) therefore hold a kernel for the render plus 30 s.
+
+The room is shared: ``max_kernels`` counts kernels still starting (40 pages
+at once started 42 kernels under a bound of 40), and
+``max_kernels_per_client`` bounds the kernels one client address holds, its
+pages being admitted included, loading, loaded or connected (one address
+loading pages and connecting each websocket took all 40 kernels). A page
+whose websocket is connected but which sent its kernel nothing for
+``cull_connected_idle_s`` is culled, so what such a client holds comes back.
+A class behind one NAT address looks like one client: the launcher's default
+bound lets in a class the size of the largest pool (:mod:`workbench.room.app`).
+Kernel ports come from :mod:`workbench.room.ports` (simultaneous starts took
+each other's ports).
 """
 
 from __future__ import annotations
@@ -42,6 +50,8 @@ from jupyter_server._tz import utcnow
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
 from tornado import web
 from traitlets import Dict, Integer, TraitError, Unicode
+
+from .ports import use_kernel_ports
 
 SCRATCH_ENV = "WORKBENCH_SCRATCH_DIR"
 
@@ -63,11 +73,23 @@ class RoomKernelManager(AsyncMappingKernelManager):
         help="Seconds after its page loaded (else after first seen) before a kernel no "
         "page has connected to is shut down.",
     )
+    max_kernels_per_client = Integer(
+        0,
+        config=True,
+        help="Kernels one client address may hold, pages being admitted included; one more "
+        "page: HTTP 503. 0: no bound.",
+    )
     max_unconnected_per_client = Integer(
-        3,
+        0,
         config=True,
         help="Kernels one client address may hold whose page loaded and never "
         "connected; one more page: HTTP 503. 0: no bound.",
+    )
+    cull_connected_idle_s = Integer(
+        0,
+        config=True,
+        help="Shut down a kernel whose page is connected and sent it nothing (no kernel "
+        "activity) for this many seconds. 0: never.",
     )
     kernel_env = Dict(
         {},
@@ -87,6 +109,9 @@ class RoomKernelManager(AsyncMappingKernelManager):
         self._loading: set[str] = set()  # kernels whose page is still loading
         self._rendered_at: dict[str, float] = {}  # kernel id -> when its page loaded (monotonic s)
         self._ending: set[str] = set()  # kernels being shut down now
+        self._starting = 0  # kernels whose start is under way (not in len(self) yet)
+        self._entering: dict[object, str] = {}  # ticket of a page admitted, no kernel yet -> client
+        use_kernel_ports()
 
     def unconnected_count(self, client: str) -> int:
         """Kernels of ``client`` whose page loaded and has not connected (yet)."""
@@ -96,19 +121,41 @@ class RoomKernelManager(AsyncMappingKernelManager):
             if c == client and k in self._rendered_at and k not in self._ever_connected
         )
 
-    def admit(self, client: str) -> None:
-        """Refuse (HTTP 503) a new page of ``client`` when it already holds ``max_unconnected_per_client`` such kernels."""
-        held = self.unconnected_count(client)
-        if self.max_unconnected_per_client and held >= self.max_unconnected_per_client:
+    def held_by(self, client: str) -> int:
+        """Kernels ``client`` holds (loading, loaded or connected) plus its pages admitted without one yet."""
+        return sum(c == client for c in self._client.values()) + sum(
+            c == client for c in self._entering.values()
+        )
+
+    def admit(self, client: str) -> object:
+        """A ticket for a new page of ``client`` (:meth:`claim` or :meth:`release` it); HTTP 503 when
+        ``client`` holds ``max_kernels_per_client`` kernels, or ``max_unconnected_per_client`` whose
+        page loaded and never connected."""
+        held, unconnected = self.held_by(client), self.unconnected_count(client)
+        if self.max_kernels_per_client and held >= self.max_kernels_per_client:
             raise web.HTTPError(
                 503,
-                f"{client} already has {held} pages loaded and never connected "
+                f"{client} already holds {held} of the room's kernels (max_kernels_per_client="
+                f"{self.max_kernels_per_client}); close one of its pages or try again later",
+            )
+        if self.max_unconnected_per_client and unconnected >= self.max_unconnected_per_client:
+            raise web.HTTPError(
+                503,
+                f"{client} already has {unconnected} pages loaded and never connected "
                 f"(max_unconnected_per_client={self.max_unconnected_per_client}); open one of them "
                 f"or wait {self.unconnected_grace_s} s",
             )
+        ticket = object()
+        self._entering[ticket] = client
+        return ticket
 
-    def claim(self, kernel_id: str, client: str) -> None:
-        """A page of ``client`` got ``kernel_id`` and is loading."""
+    def release(self, ticket: object) -> None:
+        """The page admitted with ``ticket`` ended without a kernel (or went away): it no longer counts."""
+        self._entering.pop(ticket, None)
+
+    def claim(self, kernel_id: str, client: str, ticket: object = None) -> None:
+        """A page of ``client`` (admitted with ``ticket``) got ``kernel_id`` and is loading."""
+        self.release(ticket)
         self._client[kernel_id] = client
         self._loading.add(kernel_id)
 
@@ -129,10 +176,11 @@ class RoomKernelManager(AsyncMappingKernelManager):
         return self._scratch.get(kernel_id)
 
     async def start_kernel(self, *args, **kwargs):
-        if self.max_kernels and len(self) >= self.max_kernels:
+        running = len(self) + self._starting
+        if self.max_kernels and running >= self.max_kernels:
             raise web.HTTPError(
                 503,
-                f"the room is full: {len(self)} kernels are running (max_kernels="
+                f"the room is full: {running} kernels are running or starting (max_kernels="
                 f"{self.max_kernels}); close a page or try again in a minute",
             )
         scratch = tempfile.mkdtemp(prefix="kernel-", dir=self.scratch_root)
@@ -140,11 +188,14 @@ class RoomKernelManager(AsyncMappingKernelManager):
         env.update({str(k): str(v) for k, v in self.kernel_env.items()})
         env.update({SCRATCH_ENV: scratch, "TMPDIR": scratch, "TEMP": scratch, "TMP": scratch})
         kwargs["env"] = env
+        self._starting += 1  # counted from here: a start under way is not in len(self) yet
         try:
             kernel_id = await super().start_kernel(*args, **kwargs)
         except BaseException:
             shutil.rmtree(scratch, ignore_errors=True)
             raise
+        finally:
+            self._starting -= 1
         self._scratch[kernel_id] = scratch
         return kernel_id
 
@@ -210,12 +261,33 @@ class RoomKernelManager(AsyncMappingKernelManager):
             idle_from = max(last_activity, self._unconnected_since.setdefault(kernel_id, now))
             if (now - idle_from).total_seconds() <= self.unconnected_grace_s:
                 return None
+        if self._silent_page(kernel_id, kernel, last_activity):
+            await self._shutdown_quietly(kernel_id)
+            return None
         try:
             return await super().cull_kernel_if_idle(kernel_id)
         except (KeyError, web.HTTPError):
             # ended between our look and jupyter_server's (which logged a traceback)
             self.log.debug("kernel %s ended before the cull check", kernel_id)
             return None
+
+    def _silent_page(self, kernel_id: str, kernel, last_activity) -> bool:
+        """Whether a page is connected to ``kernel_id`` and sent it nothing for ``cull_connected_idle_s``
+        (a busy kernel is not silent); logs the cull."""
+        if not (self.cull_connected_idle_s and self._kernel_connections.get(kernel_id, 0)):
+            return False
+        idle_s = (utcnow() - last_activity).total_seconds()
+        if (
+            idle_s <= self.cull_connected_idle_s
+            or getattr(kernel, "execution_state", None) == "busy"
+        ):
+            return False
+        self.log.info(
+            "Culling kernel %s: its page is connected but sent nothing for %.0f s",
+            kernel_id,
+            idle_s,
+        )
+        return True
 
     def remove_scratch(self, kernel_id: str) -> None:
         """Delete a kernel's scratch folder (uploads, trace scratch) now."""

@@ -13,6 +13,7 @@ Voila it adds what a server handed to strangers needs:
   bounded kernel counts (in all, and per client connected or not) and connected
   but silent pages culled: :mod:`workbench.room.kernel_manager`;
 * kernel ports that simultaneous starts do not collide on: :mod:`workbench.room.ports`;
+* websockets behind the token, a page's unread bytes bounded: :mod:`workbench.room.websockets`;
 * live profiling one at a time across the server: :mod:`workbench.live_queue` (below the widgets that take it).
 
 Nothing here is imported by ``import workbench``; only the launcher imports Voila.

@@ -295,7 +295,7 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
         noise=Noise.from_dict(noise),
         status=status,
         quantization=Quantization.from_dict(quantization) if quantization is not None else None,
-        memory=Memory.from_dict(memory.summary()),
+        memory=Memory.from_dict(trend) if (trend := memory.summary()) is not None else None,
         stage_roles=dict(pipe.stage_roles),
         attributes=Attributes.from_dict(attributes) if attributes is not None else None,
         stacks=stacks,

@@ -19,7 +19,7 @@ def build(config):
     p.add("parse", lambda b: b)
 
     def forward(b):
-        time.sleep(0.001)
+        time.sleep(3 if b[0] == config.options.get("hang_at") else 0.001)  # abandoned at --timeout-s
         if config.options.get("fail"):
             raise ValueError("rejected")
         return b
@@ -131,3 +131,16 @@ def test_the_run_is_on_disk_before_any_summary_is_computed(
     monkeypatch.setattr("workbench.analysis.stacks.stack_summary", look)
     assert main(profile_argv(pipeline_file, out)) == 0
     assert seen == [None]
+
+
+def test_a_timeout_during_warm_up_saves_the_run_incomplete_and_exits_1(
+    pipeline_file, tmp_path, capsys
+):
+    # issue 35: exit 2 ("field 'memory' must be an object, got None") and nothing saved
+    out = tmp_path / "run"
+    argv = profile_argv(pipeline_file, out, "--option", "hang_at=1", "--timeout-s", "0.5")
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "request 1 timed out" in err and "saved as 'incomplete: timeout'" in err
+    run = load_run(out)
+    assert run.meta.status == "incomplete: timeout" and list(run.requests["warmup"]) == [True] * 2

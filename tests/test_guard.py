@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import FakeClock
 from workbench import Pipeline, profile
 from workbench.errors import ConfigError
+from workbench.record import load_run
 from workbench.guard import TIMEOUT, Cancelled, Interrupted, StageGuard, check_timeout
 from workbench.runner import Cancelled as RunnerCancelled
 from workbench.timing import time_request
@@ -201,6 +202,35 @@ def test_profile_timeout_stops_and_returns_the_run_marked_incomplete(fake_clock)
     stuck = run.stages[run.stages["request"] == 3]
     assert list(stuck["stage"]) == ["parse", "forward"] and list(stuck["dur_ns"]) == [1_000, 2_000]
     assert run.trace_path is None  # no traced run after a timeout
+
+
+def test_a_timeout_during_warm_up_is_a_run_saved_incomplete(fake_clock, tmp_path):
+    # issue 35: no RSS reading after warm-up, memory.summary() None, and the run was refused
+    # ("field 'memory' must be an object, got None", exit 2) instead of saved 'incomplete: timeout'
+    fake_clock.now = 0
+    run = profile(
+        pipeline(fake_clock, hang_at=1),
+        requests=10,
+        warmup=3,
+        traced=2,
+        timeout_s=0.2,
+        clock=fake_clock,
+        max_duration_s=None,
+    )
+    assert run.meta.status == "incomplete: timeout" and run.meta.memory is None
+    assert list(run.requests["warmup"]) == [True, True] and list(run.requests["ok"]) == [
+        True,
+        False,
+    ]
+    assert load_run(run.save(tmp_path / "run")).meta.status == "incomplete: timeout"
+
+
+def test_an_interrupt_during_warm_up_keeps_the_warm_up_requests(fake_clock, tmp_path):
+    with pytest.raises(Interrupted) as stop:
+        profile(pipeline(fake_clock, interrupt_at=2), requests=10, warmup=3, clock=fake_clock)
+    run = stop.value.run
+    assert run.meta.status == "interrupted" and list(run.requests["warmup"]) == [True, True]
+    assert len(load_run(run.save(tmp_path / "run")).requests) == 2
 
 
 def test_profile_without_timeout_records_sys_exit_and_goes_on(fake_clock, scratch_root):

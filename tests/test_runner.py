@@ -1,8 +1,12 @@
+import itertools
+import os
+
 import pandas as pd
 import pytest
 
 from tests.conftest import FakeClock, toy_pipeline
-from workbench import PipelineConfig, profile
+from workbench import Pipeline, PipelineConfig, profile
+from workbench.record import load_run
 from workbench.errors import ConfigError, PipelineError
 from workbench.runner import Cancelled
 
@@ -166,3 +170,30 @@ def test_cuda_on_a_cpu_machine_is_a_clear_error():
         pytest.skip("a GPU is present")
     with pytest.raises(ConfigError, match="no CUDA GPU is available"):
         profile("text", PipelineConfig(device="cuda"), requests=1, traced=0)
+
+
+NOT_UTF8 = os.fsdecode(b"/data/caf\xe9.bin")  # a non-UTF-8 file name, as os.fsdecode gives it
+
+
+def test_a_message_with_a_lone_surrogate_is_stored_escaped(fake_clock, tmp_path):
+    # issue 35: such a message crashed profile and load while the tables were built; nothing saved
+    pipe = Pipeline("files", items=lambda: itertools.count())
+
+    def read(batch):
+        fake_clock.advance(10)
+        if batch[0] % 2:
+            raise FileNotFoundError(f"{NOT_UTF8} missing")
+        return batch
+
+    pipe.add("read", read, describe=lambda out: {NOT_UTF8: 1} if out[0] == 2 else 1 / 0)
+    run = profile(pipe, requests=4, warmup=0, traced=0, clock=fake_clock)
+    saved = load_run(run.save(tmp_path / "run"))
+    assert list(saved.requests["error_message"]) == [None, "/data/caf\\xe9.bin missing"] * 2
+    assert list(saved.requests["attr./data/caf\\xe9.bin"].isna()) == [True, True, False, True]
+    assert saved.meta.attributes.errors == {"read": "ZeroDivisionError: division by zero"}
+
+
+def test_a_stage_name_a_run_cannot_store_is_refused_before_measuring(fake_clock):
+    pipe = toy_pipeline(fake_clock, {"parse": 1, NOT_UTF8: 1})
+    with pytest.raises(PipelineError, match="stage name '/data/caf\\\\udce9.bin' is not text"):
+        profile(pipe, requests=1, traced=0, clock=fake_clock)

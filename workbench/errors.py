@@ -57,3 +57,22 @@ def value_at(data: object, path: str, missing: object = "?") -> object:
         except (KeyError, IndexError, TypeError):
             return missing
     return data
+
+
+def encodable(text: str) -> str:
+    """``text`` as UTF-8 can hold it: what a run's tables and run.json store of user code's strings.
+
+    A lone surrogate (a non-UTF-8 file name as ``os.fsdecode`` gives it, ``caf\\udce9.bin``) cannot be
+    encoded, so a message holding one would be refused when the run is saved. Such bytes become
+    backslash escapes (``caf\\\\xe9.bin``); other lone surrogates their ``\\\\udXXX`` escape. Text that
+    encodes is returned as it is.
+    """
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate surrogateescape did not make (outside U+DC80-U+DCFF)
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")

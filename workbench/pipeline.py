@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import PipelineConfig
-from .errors import ConfigError, PipelineError
+from .errors import ConfigError, PipelineError, encodable
 
 
 @dataclass(frozen=True)
@@ -183,6 +183,15 @@ class Pipeline:
     def validate(self) -> "Pipeline":
         if not self.stages:
             raise PipelineError(f"pipeline {self.name!r} has no stages")
+        for what, name in [
+            ("pipeline name", self.name),
+            *(("stage name", s) for s in self.stage_names),
+        ]:
+            if not isinstance(name, str) or encodable(name) != name:
+                raise PipelineError(
+                    f"pipeline {self.name!r}: {what} {name!r} is not text a run can store (UTF-8 "
+                    "without lone surrogates); name it with plain text"
+                )
         return self
 
 

@@ -53,6 +53,8 @@ from .record import (
     request_row,
     scratch_folder,
     stage_rows,
+    summarized,
+    SummaryFailure,
 )
 from .sampling import DEFAULT_INTERVAL_S, StackSampler
 from .timing import SYNC_POLICIES, Clock, RequestTiming, StageFailure, request_timer
@@ -130,6 +132,7 @@ def profile(
     shapes: bool = False,
     modules: bool = False,
     sample_stacks: bool = True,
+    on_recorded: Callable[[Run], Any] | None = None,
 ) -> Run:
     """Measure a pipeline stage by stage and return the run (not yet saved).
 
@@ -154,6 +157,9 @@ def profile(
     sample_stacks: sample the Python stacks of every timed request (``workbench.sampling``: a thread,
         every 5 ms) so the slow requests' own frames explain the tail (``stacks`` in ``show --json``);
         its cost is in ``benchmarks/results/sampler.md``. Off with an injected clock (tests).
+    on_recorded: called with the run as measured, before any summary of it is computed (the command
+        line saves it there: measure, save, then explain). The stack summary is added to ``run.meta``
+        after it; a summary that raises is left out and named in ``run.summary_failures``.
     Ctrl-C raises :class:`workbench.guard.Interrupted` whose ``run`` holds what was measured
     (status "interrupted"; the timing run is kept when the traced run is cut).
     """
@@ -189,6 +195,7 @@ def profile(
             sample_interval_s=(
                 DEFAULT_INTERVAL_S if sample_stacks and clock is time.perf_counter_ns else None
             ),
+            on_recorded=on_recorded,
         )
         return _measure(plan, scratch)
     except BaseException:  # Ctrl-C or an error after the traced run: no scratch folder left behind
@@ -229,6 +236,9 @@ class MeasurePlan:
     modules: bool = False
     build_ns: int | None = None
     sample_interval_s: float | None = None  # stack sampling of the timing run (None: off)
+    on_recorded: Callable[[Run], Any] | None = (
+        None  # given the run before any summary (the CLI saves)
+    )
 
 
 def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
@@ -245,9 +255,14 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
     timings, status = _timing_run(plan, items, memory, sampler)
     requests_df, stages_df = _tables(timings, pipe.stage_names, warmup, cfg.batch_size)
     attributes = _describe(pipe, timings, requests_df)
-    stacks = _stack_summary(sampler, timings, pipe.stage_names, requests_df, stages_df)
     measured = requests_df[~requests_df["warmup"] & requests_df["ok"]]
-    noise = probe.finish(plan.threads, measured["dur_ns"].to_numpy())
+    failed: list[
+        SummaryFailure
+    ] = []  # the readings' summaries: a bug in one leaves its section out
+    noise = summarized(
+        failed, "the noise reading", probe.finish, plan.threads, measured["dur_ns"].to_numpy()
+    )
+    trend = summarized(failed, "the memory trend", memory.summary)
     trace_path, trace_meta = None, None
     if plan.traced and status == STATUS_COMPLETE:
         try:
@@ -292,16 +307,25 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
         ),
         trace=TraceInfo.from_dict(trace_meta) if trace_meta is not None else None,
         fingerprint=Fingerprint.from_dict(run_fingerprint(pipe, plan.target, plan.threads, env)),
-        noise=Noise.from_dict(noise),
+        noise=Noise.from_dict(noise) if noise is not None else None,
         status=status,
         quantization=Quantization.from_dict(quantization) if quantization is not None else None,
-        memory=Memory.from_dict(memory.summary()),
+        memory=Memory.from_dict(trend) if trend is not None else None,
         stage_roles=dict(pipe.stage_roles),
         attributes=Attributes.from_dict(attributes) if attributes is not None else None,
-        stacks=stacks,
         cold_start=ColdStart.from_dict(_cold_start(plan.build_ns, timings)),
     )
-    run = Run(meta=meta, requests=requests_df, stages=stages_df, trace_path=trace_path)
+    run = Run(meta, requests_df, stages_df, trace_path, summary_failures=failed)
+    try:
+        if plan.on_recorded is not None:
+            plan.on_recorded(run)  # measure, save, then explain
+        stacks = summarized(
+            failed, "the stack summary", _stack_summary, sampler, timings, pipe.stage_names, run
+        )
+    except KeyboardInterrupt:  # held while it was saved; the run as measured is kept
+        raise Interrupted(run, f"interrupted after {len(timings)} requests") from None
+    if stacks is not None:
+        run.meta = run.meta.replace(stacks=stacks)
     if status == STATUS_INTERRUPTED:
         raise Interrupted(run, f"interrupted after {len(timings)} requests")
     return run
@@ -446,11 +470,7 @@ def _describe(
 
 
 def _stack_summary(
-    sampler,
-    timings: list[RequestTiming],
-    names: list[str],
-    requests: pd.DataFrame,
-    stages: pd.DataFrame,
+    sampler, timings: list[RequestTiming], names: list[str], run: Run
 ) -> dict[str, Any] | None:
     """The sampled stacks of the slow requests against the median ones (``workbench.analysis.stacks``)."""
     if sampler is None:
@@ -462,8 +482,8 @@ def _stack_summary(
     return stack_summary(
         samples_frame(got.request, got.stage, got.stack),
         got.stacks,
-        requests,
-        stages,
+        run.requests,
+        run.stages,
         names,
         interval_s=got.interval_s,
         unassigned=got.unassigned,

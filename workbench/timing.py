@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, encodable
 from .pipeline import exception_where, first_request_checked
 from .units import ms_to_ns
 
@@ -44,6 +44,12 @@ class StageFailure:
     error_type: str
     message: str
     where: str | None = None
+
+    def __post_init__(self) -> None:
+        # text from user code or from outside (a served error, a span) goes to tables and run.json
+        for name in ("stage", "error_type", "message", "where"):
+            if isinstance(text := getattr(self, name), str):
+                object.__setattr__(self, name, encodable(text))
 
     @classmethod
     def from_exception(cls, stage: str, exc: BaseException) -> "StageFailure":
@@ -164,10 +170,11 @@ def _described(
         i, value = held.popitem()
         if i in describe:
             try:
-                numbers[i] = {str(k): float(v) for k, v in dict(describe[i](value)).items()}
+                described = dict(describe[i](value)).items()
+                numbers[i] = {encodable(str(k)): float(v) for k, v in described}
             # a broken describe= loses its attribute, never the request; it is reported
             except Exception as exc:
-                errors[i] = f"{type(exc).__name__}: {exc}"
+                errors[i] = encodable(f"{type(exc).__name__}: {exc}")
         del value
     timing.kept, timing.attributes = kept or None, numbers or None
     timing.attribute_errors = errors or None

@@ -148,3 +148,19 @@ def test_a_1_percent_set_with_too_few_samples_falls_back_to_the_5_percent_one():
         "hydrate, 100 % of the slowest 5 % in redis read_response <- get_features "
         "(recommend.py:143); median 100 %"
     )
+
+
+def test_a_lead_frame_the_median_set_never_sampled_still_gets_a_headline():
+    # issue 35: on a busy machine the sampler missed every median request's hydrate; the headline
+    # multiplied the median share (None) and profile crashed after measuring (TypeError, exit 3)
+    requests, stages, table = planted()
+    heavy_only = table[(table["stage"] != "hydrate") | (table["request"] % 33 == 0)]
+    out = stack_summary(
+        heavy_only, STACKS, requests, stages, ["hydrate", "forward"], interval_s=0.001
+    )
+    hydrate = out["stages"]["hydrate"]
+    assert hydrate["samples"]["median"] == 0 and hydrate["lead"]["median"] is None
+    assert out["headline"] == (
+        "hydrate, 91 % of the slowest 1 % in redis read_response <- get_features "
+        "(recommend.py:143); the median set has no samples in hydrate"
+    )

@@ -5,6 +5,7 @@ import json
 import pytest
 
 import workbench.cli as cli
+from workbench.record import load_run
 
 KEYS = {"end_to_end", "queue_wait", "batch_wait", "service", "throughput_rps", "mean_batch_size"}
 FIGURES = {"count", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms"}
@@ -310,3 +311,33 @@ def test_simulate_refuses_mixed_runs_unless_allowed(service_runs, toy, tmp_path,
     assert main(argv + ["--allow-mixed"]) == 0
     out = capsys.readouterr().out
     assert "MIXED service runs pooled (--allow-mixed): options {} vs {'layers': 2}" in out
+
+
+# (what the line names, the function made to raise): the summaries of an in-process load run
+LOAD_SUMMARIES = [
+    ("the noise reading", "workbench.noise.NoiseProbe.finish"),
+    ("the load summary", "workbench.batching.live.load_summary"),  # the run's load figures
+    ("the load report", "workbench.batching.summary.load_summary"),  # what the command prints
+    ("the load report", "workbench.analysis.failures.failure_summary"),
+]
+
+
+@pytest.mark.parametrize("what, target", LOAD_SUMMARIES, ids=[t for _, t in LOAD_SUMMARIES])
+def test_a_load_summary_that_raises_is_one_line_and_the_run_is_kept(
+    what, target, toy, tmp_path, monkeypatch, capsys
+):
+    # issue 35: measure, save, then explain
+    def planted(*args, **kwargs):
+        raise RuntimeError("planted")
+
+    monkeypatch.setattr(target, planted)
+    out = tmp_path / "l"
+    argv = ["load", "--pipeline", f"{toy}:build", "--rate", "200", "--requests", "10"]
+    assert main([*argv, "--max-batch-size", "2", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert [line for line in captured.err.splitlines() if "planted" in line] == [
+        f"workbench load: {what} failed (RuntimeError: planted); the run is saved at {out} "
+        "without it (a bug in the workbench: please report it)"
+    ]
+    assert captured.out.rstrip().endswith(f"run written to {out}")
+    assert len(load_run(out).requests) == 10

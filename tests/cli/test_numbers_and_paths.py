@@ -274,6 +274,26 @@ def test_the_process_exits_after_saving_when_a_stage_left_a_thread_running(pipel
     assert (tmp_path / "run" / "run.json").is_file() and time.perf_counter() - started < 100
 
 
+def test_sigterm_during_the_save_finishes_it_then_terminates(monkeypatch, tmp_path):
+    # issue 35: only SIGINT was held; SIGTERM mid-save exited 143 with no run folder
+    import signal
+
+    from workbench.signals import sigterm_as_interrupt, terminated
+
+    run = load_run(RUN)
+    real_save = type(run).save
+
+    def terminated_save(self, path, **kw):
+        os.kill(os.getpid(), signal.SIGTERM)  # `timeout` or a CI cancel while the folder is written
+        return real_save(self, path, **kw)
+
+    monkeypatch.setattr(type(run), "save", terminated_save)
+    with sigterm_as_interrupt(), pytest.raises(KeyboardInterrupt):
+        save_measured(run, tmp_path / "out")
+    assert terminated()  # the command then exits 143
+    assert len(load_run(tmp_path / "out").requests) == len(run.requests)
+
+
 def test_ctrl_c_during_the_save_finishes_it_then_interrupts(monkeypatch, tmp_path):
     import signal
 

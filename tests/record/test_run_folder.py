@@ -145,3 +145,13 @@ def test_an_extra_key_named_extra_is_kept_like_any_other(tmp_path):
     run = load_run(path)
     assert run.meta.extra["extra"] == 5
     assert json.loads((run.save(tmp_path / "r2") / "run.json").read_text())["extra"] == 5
+
+
+def test_run_json_text_with_a_lone_surrogate_is_written_escaped_and_loads(tmp_path):
+    # issue 35: json.dumps wrote "\udce9", which no JSON reader takes back: the run never loaded
+    run = make_run()
+    odd = os.fsdecode(b"caf\xe9")
+    run.meta = run.meta.replace(description=odd, config={"options": {odd: [odd]}})
+    saved = load_run(run.save(tmp_path / "run"))
+    assert saved.meta.description == "caf\\xe9"
+    assert saved.meta.config.options == {"caf\\xe9": ["caf\\xe9"]}

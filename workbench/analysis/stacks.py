@@ -249,9 +249,12 @@ def headline(entry: dict[str, Any] | None, stage: str, tail_set: str) -> str | N
     best = entry["lead"]
     label = "1 %" if tail_set == "slowest_1pct" else "5 %"
     caller = f" <- {best['caller']}" if best.get("caller") else ""
+    median = f"the median set has no samples in {stage}"  # a busy machine's sampler missed them
+    if best["median"] is not None:
+        median = f"median {100 * best['median']:.0f} %"
     return (
         f"{stage}, {100 * best[tail_set]:.0f} % of the slowest {label} in {best['frame']}{caller}; "
-        f"median {100 * best['median']:.0f} %"
+        f"{median}"
     )
 
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..config import PipelineConfig
 from ..errors import ConfigError, PipelineError
-from ..record import Load, Run
+from ..record import Load, Run, SummaryFailure, summarized
 from ..guard import TIMEOUT, Interrupted, StageGuard, StageTimeout, check_timeout
 from ..timing import Clock, stage_timer
 from .arrivals import Arrivals
@@ -126,8 +126,10 @@ def run_load(
     requests, stages = load_tables(
         batcher.batches, dropped, pipe.stage_names, origin, stopped, batcher.stopped_by
     )
-    noise = probe.finish(threads, requests.loc[requests["ok"], "dur_ns"].to_numpy())
-    summary = load_summary(requests, policy.concurrency)
+    failed: list[SummaryFailure] = []  # a summary that raises leaves its figures out; the run stays
+    ok_ns = requests.loc[requests["ok"], "dur_ns"].to_numpy()
+    noise = summarized(failed, "the noise reading", probe.finish, threads, ok_ns)
+    summary = summarized(failed, "the load summary", load_summary, requests, policy.concurrency)
     warm_failures = _warm_failures(batcher)
     timed_out = batcher.stopped_by == "timeout" or any(
         f.error_type == TIMEOUT for f in warm_failures
@@ -148,7 +150,7 @@ def run_load(
     meta = pipeline_run_meta(
         pipe, "load", waits_first, started, len(requests), env, load=Load.from_dict(load)
     ).replace(status=status, fingerprint=run_fingerprint(pipe, target, threads, env), noise=noise)
-    run = Run(meta=meta, requests=requests, stages=stages)
+    run = Run(meta=meta, requests=requests, stages=stages, summary_failures=failed)
     if interrupted:
         raise Interrupted(run, f"interrupted after {len(requests)} of {len(schedule)} requests")
     return run

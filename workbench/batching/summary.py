@@ -106,11 +106,13 @@ def load_meta_figures(summary: dict[str, Any]) -> dict[str, Any]:
     return {k: summary[k] for k in LOAD_META_KEYS}
 
 
-def load_section(summary: dict[str, Any], lags_ns, arrivals, policy: dict | None) -> dict[str, Any]:
-    """What every load run's ``load`` records, in-process or over HTTP: the summary's figures,
-    the generator's lag (:func:`~workbench.batching.loadgen.lag_summary`), the arrival process and
-    the batching policy (None: the server did not say it)."""
-    figures = load_meta_figures(summary) | lag_summary(lags_ns)
+def load_section(
+    summary: dict[str, Any] | None, lags_ns, arrivals, policy: dict | None
+) -> dict[str, Any]:
+    """What every load run's ``load`` records, in-process or over HTTP: the summary's figures (none
+    when the summary failed), the generator's lag (:func:`~workbench.batching.loadgen.lag_summary`),
+    the arrival process and the batching policy (None: the server did not say it)."""
+    figures = (load_meta_figures(summary) if summary is not None else {}) | lag_summary(lags_ns)
     return figures | {"arrivals": arrivals.params(), "policy": policy}
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..noise import noise_line
 from ..otel.export import otel_hook
+from ..record import summarized
 from .load_args import (
     add_batcher_arguments,
     add_engine_arguments,
@@ -30,6 +31,7 @@ from .profile import (
     factory_from_args,
     failure_verdict,
     kept_on_interrupt,
+    print_summary_failures,
 )
 from .show import print_failures
 from .sweep import add_sweep_arguments, run_sweep_command
@@ -127,22 +129,32 @@ def run_load_command(args) -> int:
             drain_timeout_s=args.drain_timeout,
             timeout_s=args.timeout_s,
         )
-    path = save_measured(run, out)
+    path = save_measured(run, out)  # as measured, then explained
     otel_hook(args, run, path)  # --otel: spans from the recorded timestamps, after the run
+    verdict = max(timeout_verdict(run), failure_verdict(run, args.fail_on_error, "load"))
+    failed = run.summary_failures
+    reported = summarized(failed, "the load report", _report_load, args, run, arrivals, policy)
+    if reported is None and args.json:
+        print(dumps({"run_dir": str(path)}))
+    elif reported is None:
+        print(f"\nrun written to {path}")
+    print_summary_failures(run, "load")
+    return verdict
+
+
+def _report_load(args, run, arrivals, policy) -> bool:
+    """The load run's summary on stdout (one JSON object with ``--json``); True once printed."""
     from ..analysis.failures import failure_summary, noise_summary
-    from ..batching.summary import load_summary
+    from ..batching.summary import format_summary, load_summary
 
     summary = load_summary(run.requests, policy.concurrency)
-    load = run.meta.load
+    load, path = run.meta.load, run.path
     lag = load.generator_lag_ms
-    verdict = max(timeout_verdict(run), failure_verdict(run, args.fail_on_error, "load"))
     failures, noise = failure_summary(run.requests, run.stage_names), noise_summary(run.meta)
     if args.json:
         more = {"failures": failures, "noise": noise, "run_dir": str(path)}
         print(dumps(summary_json(summary, {"generator_lag_ms": lag}) | more))
-        return verdict
-    from ..batching.summary import format_summary
-
+        return True
     print(f"{run.meta.pipeline} under load: {describe_load(arrivals, policy)}")
     print(noise_line(noise))
     print(format_summary(summary))
@@ -152,7 +164,7 @@ def run_load_command(args) -> int:
     )
     print_failures({"failures": failures}, sys.stdout)
     print(f"\nrun written to {path}")
-    return verdict
+    return True
 
 
 def timeout_verdict(run) -> int:

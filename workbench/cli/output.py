@@ -102,12 +102,12 @@ def check_out(path: Path, *, folder: bool) -> None:
 def save_measured(run, out: Path) -> Path:
     """Save a measured run at ``out``; nothing measured is thrown away.
 
-    Ctrl-C while the folder is written is held until the save is done (then raised). When saving
+    Ctrl-C or SIGTERM while the folder is written is held until the save is done (then acted on). When saving
     fails anyway (a full disk, a parent made read-only during the run, a second writer), the run is
     saved to a fallback folder in the temporary folder and the one-line error names it.
     """
     try:
-        with _sigint_held():
+        with signals_held():
             return run.save(out)
     except (OSError, RunRecordError) as exc:
         fallback = Path(tempfile.mkdtemp(prefix=f"workbench-unsaved-{Path(out).name}-")) / "run"
@@ -115,7 +115,7 @@ def save_measured(run, out: Path) -> Path:
         if isinstance(exc, OSError) and exc.strerror:
             why = f"{exc.strerror}: {exc.filename}"
         try:
-            with _sigint_held():
+            with signals_held():
                 saved = run.save(fallback)
         except (OSError, RunRecordError) as again:
             raise ConfigError(
@@ -127,19 +127,22 @@ def save_measured(run, out: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _sigint_held():
-    """A Ctrl-C during the block is noted, not raised; it is raised (KeyboardInterrupt) once the block is done."""
+def signals_held():
+    """Ctrl-C or SIGTERM during the block is noted, not acted on; once the block is done each is delivered
+    again to the handler it finds (KeyboardInterrupt under :func:`workbench.cli.main`, exit 130 or 143)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     noted: list[int] = []
-    old = signal.signal(signal.SIGINT, lambda signum, _frame: noted.append(signum))
+    held = (signal.SIGINT, signal.SIGTERM)
+    old = {s: signal.signal(s, lambda signum, _frame: noted.append(signum)) for s in held}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old)
-    if noted:
-        raise KeyboardInterrupt("Ctrl-C during the save: the run was saved first")
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    for signum in dict.fromkeys(noted):
+        signal.raise_signal(signum)  # its handler runs now: the folder is written
 
 
 @contextlib.contextmanager

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
+import traceback
 from pathlib import Path
 
 from ..config import PRECISIONS, PipelineConfig
@@ -15,6 +17,7 @@ from ..guard import Interrupted
 from ..memory import describe
 from ..otel.export import otel_hook
 from ..pipeline import load_factory
+from ..record import save_meta, summarized
 from ..runner import DEFAULT_MAX_DURATION_S, DEFAULT_REQUESTS, DEFAULT_TRACED
 from ..timing import SYNC_POLICIES
 from .numbers import add_number, number
@@ -193,7 +196,7 @@ def run(args) -> int:
     check_out(out, folder=True)  # before measuring: a run is never measured to be thrown away
     # what stages print never mixes with the JSON object
     with kept_on_interrupt(out), stdout_to_stderr(args.json):
-        result = profile(
+        result = profile(  # saved as measured, before any summary (on_recorded)
             factory,
             config,
             requests=args.requests,
@@ -206,16 +209,40 @@ def run(args) -> int:
             shapes=args.record_shapes,
             modules=args.with_modules,
             sample_stacks=args.sample_stacks,
+            on_recorded=lambda run: save_measured(run, out),
         )
-    path = save_measured(result, out)
+    path, failed = saved_summaries(result), result.summary_failures
     otel_hook(args, result, path)  # spans from the recorded timestamps, after the run
-    report = budget(result)
+    report = summarized(failed, "the budget", budget, result)
     if args.json:
-        print(dumps(report | {"run_dir": str(path)}))
+        print(dumps((report or {}) | {"run_dir": str(path)}))
     else:
-        print_budget(report, sys.stdout)
+        if report is not None:
+            summarized(failed, "printing the budget", print_budget, report, sys.stdout)
         print(f"\nrun written to {path}")
-    return max(guard_verdict(result), failure_verdict(result, args.fail_on_error, "profile"))
+    verdict = max(guard_verdict(result), failure_verdict(result, args.fail_on_error, "profile"))
+    print_summary_failures(result, "profile")
+    return verdict
+
+
+def saved_summaries(run) -> Path:
+    """The summaries computed since ``run`` was saved written into its run.json; the run's path."""
+    if run.meta.stacks is not None:
+        summarized(run.summary_failures, "writing the stack summary", save_meta, run)
+    return run.path
+
+
+def print_summary_failures(run, command: str) -> None:
+    """One line on stderr per summary of ``run`` that raised (the run is saved; its exit code stands)."""
+    debug = os.environ.get("WORKBENCH_DEBUG") == "1"
+    for failure in run.summary_failures:
+        if debug:
+            traceback.print_exception(failure.error, file=sys.stderr)
+        print(
+            f"workbench {command}: {failure}; the run is saved at {run.path} without it "
+            "(a bug in the workbench: please report it)",
+            file=sys.stderr,
+        )
 
 
 def failure_verdict(run, fail_on_error: bool, command: str) -> int:
@@ -231,19 +258,26 @@ def failure_verdict(run, fail_on_error: bool, command: str) -> int:
             f"workbench {command}: every measured request failed ({int((~requests['warmup']).sum())}):",
             file=sys.stderr,
         )
-        print_failure_lines(failure_summary(requests, order), sys.stderr)
+        lines = summarized(
+            run.summary_failures, "the failure summary", failure_summary, requests, order
+        )
+        print_failure_lines(lines or {}, sys.stderr)
         return 1
     warm_executors = run.meta.load.warmup_failures if run.meta.load else []
     if fail_on_error and (any_failed(requests, run.meta.trace) or warm_executors):
         print(f"workbench {command}: requests failed (--fail-on-error):", file=sys.stderr)
         traced = run.meta.trace.failures if run.meta.trace else []
-        sections = [
-            ("measured", failure_summary(requests, order, warmup=False)),
-            ("warm-up", failure_summary(requests, order, warmup=True)),
-            ("traced run", records_summary(traced)),
-            ("executor warm-up", records_summary(warm_executors)),
-        ]
-        print_failure_sections(sections, sys.stderr, indent="  ")
+
+        def sections():
+            return [
+                ("measured", failure_summary(requests, order, warmup=False)),
+                ("warm-up", failure_summary(requests, order, warmup=True)),
+                ("traced run", records_summary(traced)),
+                ("executor warm-up", records_summary(warm_executors)),
+            ]
+
+        found = summarized(run.summary_failures, "the failure summary", sections) or []
+        print_failure_sections(found, sys.stderr, indent="  ")
         return 1
     return 0
 
@@ -258,13 +292,15 @@ def kept_on_interrupt(out: Path, command: str = "profile"):
         run = stop.run
         if run is None or len(run.requests) == 0:
             what = "interrupted before any request finished; no run written"
-        else:
-            path = save_measured(run, out)
+        else:  # saved as measured (profile's on_recorded), or now
+            path = saved_summaries(run) if run.path is not None else save_measured(run, out)
             what = (
                 f"interrupted after {len(run.requests)} requests; run written to {path} "
-                "(status: interrupted)"
+                f"(status: {run.meta.status})"
             )
         print(f"workbench {command}: {what}", file=sys.stderr)
+        if run is not None and run.path is not None:
+            print_summary_failures(run, command)
         raise
 
 
@@ -272,7 +308,9 @@ def guard_verdict(run) -> int:
     """Warn about a suspected leak; 1 (a measured failure) when a request timed out, else 0."""
     memory = run.meta.memory
     if memory and memory.leak_suspected:
-        print(f"workbench profile: warning: {describe(memory.to_dict())}", file=sys.stderr)
+        leak = summarized(run.summary_failures, "the memory summary", describe, memory.to_dict())
+        if leak is not None:
+            print(f"workbench profile: warning: {leak}", file=sys.stderr)
     if run.meta.status != "incomplete: timeout":
         return 0
     failure = run.requests.iloc[-1]

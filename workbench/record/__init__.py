@@ -17,7 +17,17 @@ from __future__ import annotations
 
 from .folder import META_FILE, REQUESTS_FILE, STAGES_FILE, exchange, read_meta, recover
 from .meta import FORMAT, KINDS, VERSION, MetaError, RunMeta, decode_meta
-from .run import SCRATCH_PREFIX, Run, is_scratch, load_run, save_run, scratch_folder
+from .run import (
+    SCRATCH_PREFIX,
+    Run,
+    SummaryFailure,
+    is_scratch,
+    load_run,
+    save_meta,
+    save_run,
+    scratch_folder,
+    summarized,
+)
 from .sections import (
     Attributes,
     ColdStart,
@@ -67,6 +77,7 @@ __all__ = [
     "STAGE_COLUMNS",
     "Serving",
     "Simulation",
+    "SummaryFailure",
     "Timing",
     "TraceInfo",
     "VERSION",
@@ -78,8 +89,10 @@ __all__ = [
     "read_meta",
     "recover",
     "request_row",
+    "save_meta",
     "save_run",
     "scratch_folder",
     "stage_rows",
+    "summarized",
     "typed_table",
 ]

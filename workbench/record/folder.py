@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import RunRecordError
+from ..errors import RunRecordError, encodable
 from .meta import MetaError, RunMeta, decode_meta
 from .sections import TraceInfo
 from .tables import (
@@ -82,8 +82,7 @@ def write_folder(
         typed_table(requests, REQUEST_COLUMNS).to_parquet(staging / REQUESTS_FILE, index=False)
         typed_table(stages, STAGE_COLUMNS).to_parquet(staging / STAGES_FILE, index=False)
         # run.json last: a folder without it is never taken for a run.
-        text = json.dumps(meta.to_dict(), indent=2, sort_keys=True, allow_nan=False)
-        (staging / META_FILE).write_text(text)
+        (staging / META_FILE).write_text(_meta_text(meta))
         _put_in_place(staging, dest)
     except ValueError as exc:  # allow_nan: a NaN or infinity in a section a producer filled
         shutil.rmtree(staging, ignore_errors=True)
@@ -92,6 +91,34 @@ def write_folder(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return dest, meta, (dest / trace_name if trace_name else None)
+
+
+def write_meta(meta: RunMeta, folder: Path) -> None:
+    """Replace the ``run.json`` of a written run folder with ``meta`` (a summary computed after the save),
+    atomically: a reader sees the old file or the new one, and a failure leaves the old one."""
+    try:
+        text = _meta_text(meta)
+    except ValueError as exc:
+        raise RunRecordError(f"{folder / META_FILE}: not written: {exc}") from exc
+    write_text_atomically(folder / META_FILE, text)
+
+
+def _meta_text(meta: RunMeta) -> str:
+    """run.json's text: strict JSON (a NaN or infinity is a ValueError) of text UTF-8 can hold."""
+    return json.dumps(_encodable(meta.to_dict()), indent=2, sort_keys=True, allow_nan=False)
+
+
+def _encodable(value):
+    """``value`` (run.json's object) with every text UTF-8 can hold (:func:`workbench.errors.encodable`):
+    a lone surrogate from user code (an ``--option``, a file name in a stack) would be written as an
+    escape that no JSON reader takes back, and the run could never be loaded."""
+    if isinstance(value, str):
+        return encodable(value)
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encodable(v) for v in value]
+    return value
 
 
 def _with_file(meta: RunMeta, name: str | None) -> TraceInfo:

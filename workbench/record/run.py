@@ -14,6 +14,7 @@ import os
 import shutil
 import tempfile
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import RunRecordError
-from .folder import read_folder, write_folder
+from .folder import read_folder, write_folder, write_meta
 from .meta import MetaError, RunMeta
 from .sections import Config
 
@@ -39,12 +40,38 @@ def is_scratch(folder: Path) -> bool:
     return folder.name.startswith(SCRATCH_PREFIX) and folder.parent == Path(tempfile.gettempdir())
 
 
+@dataclass(frozen=True)
+class SummaryFailure:
+    """A summary of a measured run that raised (``what``: "the stack summary", "the budget"); the run is kept."""
+
+    what: str
+    error: Exception
+
+    def __str__(self) -> str:
+        detail = f"{type(self.error).__name__}: {self.error}".splitlines()[0]
+        return f"{self.what} failed ({detail})"
+
+
+def summarized(failures: list[SummaryFailure], what: str, fn: Callable, *args: Any) -> Any:
+    """``fn(*args)``; when it raises, None, with a :class:`SummaryFailure` appended to ``failures``.
+
+    Measure, save, then explain: a summary (a headline, a budget, a figure) is computed from what was
+    measured, and a bug in one costs a line naming it, never the measurement.
+    """
+    try:
+        return fn(*args)
+    except Exception as exc:  # noqa: BLE001 - recorded and shown (the run's summary_failures), never lost
+        failures.append(SummaryFailure(what, exc))
+        return None
+
+
 @dataclass(eq=False)
 class Run:
     """One measured run: ``meta`` (:class:`RunMeta`), ``requests`` and ``stages`` tables, a trace file.
 
     ``meta`` is a :class:`RunMeta`; a dict (a test's or a notebook's) is decoded and checked like a file.
     Use as a context manager, or call :meth:`close`, to drop an unsaved run's scratch trace.
+    ``summary_failures``: the summaries of it that raised (:func:`summarized`; never saved).
     """
 
     meta: RunMeta
@@ -52,6 +79,7 @@ class Run:
     stages: pd.DataFrame
     trace_path: Path | None = None
     path: Path | None = field(default=None, compare=False)
+    summary_failures: list[SummaryFailure] = field(default_factory=list, repr=False, compare=False)
     _finalizer: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -125,6 +153,13 @@ def save_run(run: Run, path: str | os.PathLike, *, overwrite: bool = False) -> P
     run.close()  # the trace now lives in the run folder: the scratch copy goes
     run.trace_path = trace
     return dest
+
+
+def save_meta(run: Run) -> None:
+    """Rewrite the run.json of a saved run with its meta (a summary added after the save), atomically."""
+    if run.path is None:
+        raise RunRecordError("save_meta: the run has not been saved; call save_run first")
+    write_meta(run.meta, run.path)
 
 
 def load_run(path: str | os.PathLike) -> Run:

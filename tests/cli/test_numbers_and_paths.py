@@ -306,11 +306,16 @@ def test_options_out_of_range_are_one_line_before_measuring(pipeline_file, tmp_p
     assert not out.exists()
 
 
-def test_an_out_name_too_long_to_save_is_refused_before_measuring(pipeline_file, tmp_path):
-    rc, _, err = cli(["profile", "--pipeline", f"{pipeline_file}:build", "--out", "z" * 300])
+@pytest.mark.parametrize(
+    "command", [["profile"], ["load", "--sweep", "rate=10", "--window-s", "0.1"]]
+)
+def test_an_out_name_too_long_to_save_is_refused_before_measuring(pipeline_file, command):
+    argv = [*command, "--pipeline", f"{pipeline_file}:build", "--out", "z" * 300]
+    rc, out, err = cli(argv)
     one_line(
         rc, err, "--out: a file or folder name of 300 bytes (zzzzzzzzzzzzzzzzzzzz...); at most 200"
     )
+    assert "a stage prints" not in out + err
 
 
 @pytest.mark.parametrize(

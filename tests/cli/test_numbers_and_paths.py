@@ -327,6 +327,10 @@ def test_an_out_name_too_long_to_save_is_refused_before_measuring(pipeline_file,
         ),
         (["locust-worker", "--master", "h", "--master-port", "0"], ("--master-port must be",)),
         (
+            ["analyze", "t.json", "--max-trace-bytes", "0G"],
+            ("--max-trace-bytes must be a positive byte count (say 4294967296 or 4G), got '0G'",),
+        ),
+        (
             ["simulate", "--service", str(RUN), "--rate", "10", "--arrivals", "bursty",
              "--burst-on-ms", "5e-324"],
             ("--burst-on-ms must be a number in [0.001, 3.6e+06] ms, got 5e-324",),

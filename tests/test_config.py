@@ -16,7 +16,7 @@ from workbench.pipeline import build_pipeline, unread_options
 def test_a_range_holds_finite_numbers_of_its_kind_within_its_bounds():
     keys = Range(0, 100_000, integer=True)
     assert keys.holds(0) and keys.holds(100_000)
-    assert not any(keys.holds(v) for v in (-1, 100_001, 10**20, 1.0, True, "3", None))
+    assert not any(keys.holds(v) for v in (-1, 100_001, 10**400, 1.0, True, "3", None))
     window = Range(0, 5, unit="ms", lo_open=True)
     assert window.holds(5) and window.holds(1e-9)
     assert not any(window.holds(v) for v in (0, math.nan, math.inf, 5.1))

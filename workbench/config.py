@@ -121,7 +121,7 @@ class Range:
         if not (is_int(value) if self.integer else is_number(value)):
             return False
         above = value > self.lo if self.lo_open else value >= self.lo
-        return math.isfinite(value) and above and value <= self.hi
+        return (is_int(value) or math.isfinite(value)) and above and value <= self.hi
 
     def text(self) -> str:
         """``an integer in [0, 100_000]``, ``a number in (0, 3.6e+06] ms``."""

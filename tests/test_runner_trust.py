@@ -70,7 +70,9 @@ def test_threads_apply_in_the_thread_that_runs_the_stages_and_are_recorded():
 
 
 def test_threads_must_be_a_positive_integer():
-    with pytest.raises(ConfigError, match="threads must be an integer >= 1 or None"):
+    with pytest.raises(
+        ConfigError, match=r"threads must be an integer in \[1, 4_096\] threads or None"
+    ):
         PipelineConfig(threads=0)
     assert PipelineConfig.from_dict(PipelineConfig(threads=2).to_dict()).threads == 2
 

@@ -76,6 +76,9 @@ def test_replay_bad_files(tmp_path, text, match):
         (dict(rate_rps=10.0, duration_s=0.0), "duration"),
         (dict(process="nope", rate_rps=1.0, count=1), "arrivals"),
         (dict(process="replay"), "CSV"),
+        (dict(process="bursty", rate_rps=10.0, count=5, on_ms=5e-324), "at least 1 ns"),
+        (dict(process="bursty", rate_rps=10.0, count=5, off_ms=float("inf")), "finite off_ms"),
+        (dict(process="bursty", rate_rps=10.0, count=5, off_ms=-0.5), "off_ms >= 0"),
     ],
 )
 def test_bad_arrival_parameters(kwargs, match):
@@ -86,3 +89,29 @@ def test_bad_arrival_parameters(kwargs, match):
 def test_missing_replay_file(tmp_path):
     with pytest.raises(ConfigError, match="no such file"):
         Arrivals("replay", path=str(tmp_path / "none.csv")).times_ns()
+
+
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        (
+            b"arrival_s\n0\n1e300\n",
+            "row 3 (1e+300) is more than 604_800 s (7 days) after the first timestamp (0.0)",
+        ),
+        (b"arrival_ms\n0\n1\n604800001\n", "row 4 (604800001.0) is more than 604_800 s"),
+        (b"arrival_s\n0\n\xf0\x28\x8c\n", "not a text file (byte 12 is not UTF-8)"),
+        (b"arrival_s\n0\n1\x00\n", "not a text file (byte 13 is NUL)"),
+    ],
+)
+def test_replay_files_out_of_range_or_binary_are_refused(tmp_path, raw, message):
+    f = tmp_path / "bad.csv"
+    f.write_bytes(raw)
+    with pytest.raises(ConfigError) as found:
+        read_arrivals_csv(f)
+    assert str(found.value).startswith(f"--arrivals {f}: ") and message in str(found.value)
+
+
+def test_a_replay_of_exactly_seven_days_is_kept(tmp_path):
+    f = tmp_path / "week.csv"
+    f.write_text("arrival_s\n0\n604800\n")
+    assert read_arrivals_csv(f).tolist() == [0, 604_800_000_000_000]

@@ -309,3 +309,76 @@ def test_ctrl_c_during_the_save_finishes_it_then_interrupts(monkeypatch, tmp_pat
     with pytest.raises(KeyboardInterrupt):
         save_measured(run, tmp_path / "out")
     assert len(load_run(tmp_path / "out").requests) == len(run.requests)  # the save finished first
+
+
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        (["--option", "platt_a=NaN"], ("--option platt_a=NaN: not a finite number",)),
+        (["--option", "platt_a=1e400"], ("--option platt_a=1e400: not a finite number",)),
+        (["--batch-size", "100000"], ("--batch-size must be an integer in [1, 65_536] items",)),
+    ],
+)
+def test_options_out_of_range_are_one_line_before_measuring(pipeline_file, tmp_path, extra, words):
+    out = tmp_path / "run"
+    rc, _, err = cli(["profile", "--pipeline", f"{pipeline_file}:build", "--out", str(out), *extra])
+    one_line(rc, err, *words)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "command", [["profile"], ["load", "--sweep", "rate=10", "--window-s", "0.1"]]
+)
+def test_an_out_name_too_long_to_save_is_refused_before_measuring(pipeline_file, command):
+    argv = [*command, "--pipeline", f"{pipeline_file}:build", "--out", "z" * 300]
+    rc, out, err = cli(argv)
+    one_line(
+        rc, err, "--out: a file or folder name of 300 bytes (zzzzzzzzzzzzzzzzzzzz...); at most 200"
+    )
+    assert "a stage prints" not in out + err
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (
+            ["load", "--url", "http://127.0.0.1:9", "--example", "text", "--timeout", "nan"],
+            ("--timeout must be a number in (0, 86400] s, got nan",),
+        ),
+        (["locust-worker", "--master", "h", "--master-port", "0"], ("--master-port must be",)),
+        (
+            ["analyze", "t.json", "--max-trace-bytes", "0G"],
+            ("--max-trace-bytes must be a positive byte count (say 4294967296 or 4G), got '0G'",),
+        ),
+        (
+            ["simulate", "--service", str(RUN), "--rate", "10", "--arrivals", "bursty",
+             "--burst-on-ms", "5e-324"],
+            ("--burst-on-ms must be a number in [0.001, 3.6e+06] ms, got 5e-324",),
+        ),
+    ],
+)  # fmt: skip
+def test_every_kind_of_number_is_ranged_at_the_command_line(argv, words):
+    rc, _, err = cli(argv)
+    one_line(rc, err, *words)
+
+
+@pytest.mark.parametrize(
+    "config, words",
+    [
+        ("batch_size=100000000000000000000", "batch_size must be an integer in [1, 65_536] items"),
+        ("a=-Infinity", "--config a=-Infinity: not a finite number"),
+    ],
+)
+def test_compare_configs_out_of_range_are_one_line_before_measuring(pipeline_file, config, words):
+    argv = ["compare", "--pipeline", f"{pipeline_file}:build", "--config", "a=1", "--config"]
+    rc, out, err = cli([*argv, config])
+    one_line(rc, err, words)
+    assert "a stage prints" not in out + err
+
+
+def test_export_dashboard_out_a_file_is_one_line(tmp_path):
+    target = tmp_path / "report.html"
+    target.write_text("mine")
+    rc, _, err = cli(["export-dashboard", "--out", str(target), "--runs", str(RUN.parent)])
+    one_line(rc, err, f"{target} is a file, not a folder")
+    assert target.read_text() == "mine"

@@ -37,3 +37,29 @@ def test_a_12_second_stage_keeps_every_column_apart(tmp_path, capsys):
     assert (
         len(columns) == 1
     )  # header and stage rows end at the same column: right-aligned, same widths
+
+
+def test_a_stage_seen_only_in_failed_requests_has_dashes_not_nan(tmp_path, capsys):
+    import json
+
+    from tests.otel.test_ingest_boundary import export
+    from tests.otel.test_ingest import span
+
+    spans = [
+        span("t1", "r1", None, "GET /", 0, 10),
+        span("t1", "a", "r1", "parse", 1, 4),
+        span("t2", "r2", None, "GET /", 20, 30, status={"code": 2}),
+        span("t2", "b", "r2", "lookup", 21, 24),
+    ]
+    (tmp_path / "spans.jsonl").write_text(export(spans))
+    assert main(["ingest-otel", str(tmp_path / "spans.jsonl"), "--out", str(tmp_path / "run")]) == 0
+    assert main(["show", str(tmp_path / "run")]) == 0
+    text = capsys.readouterr().out
+    lookup = next(line for line in text.splitlines() if line.startswith("lookup "))
+    assert (
+        lookup.split() == ["lookup", "0", "-", "-", "-", "-", "-", "-", "0"] and "nan" not in text
+    )
+    assert main(["show", str(tmp_path / "run"), "--json"]) == 0
+    stages = json.loads(capsys.readouterr().out)["stages"]
+    (stage,) = [s for s in stages if s["name"] == "lookup"]
+    assert stage["count"] == 0 and stage["mean_ms"] is None and stage["share"] is None

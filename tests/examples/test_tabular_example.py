@@ -93,7 +93,9 @@ def test_hidden_option_as_string_or_list_and_bad_values():
     assert build("tabular", options={"hidden": [16]}).name == "tabular"
     with pytest.raises(ConfigError, match="option 'hidden'"):
         build("tabular", options={"hidden": "64,x"})
-    with pytest.raises(ConfigError, match="option 'threshold' must be float"):
+    with pytest.raises(
+        ConfigError, match=r"option 'threshold' must be a number in \[0, 1\], got 'high'"
+    ):
         build("tabular", options={"threshold": "high"})
 
 

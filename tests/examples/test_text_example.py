@@ -94,7 +94,9 @@ def test_parse_cleans_whitespace_and_control_characters():
 def test_bad_options_are_config_errors():
     with pytest.raises(ConfigError, match="d_model .* multiple of heads"):
         build("text", options={"d_model": 30, "heads": 4})
-    with pytest.raises(ConfigError, match="option 'max_len' must be >= 4"):
+    with pytest.raises(
+        ConfigError, match=r"option 'max_len' must be an integer in \[4, 4_096\], got 2"
+    ):
         build("text", options={"max_len": 2})
     with pytest.raises(ConfigError, match="option cuda_graph needs device cuda .* got device cpu"):
         build("text", options={"cuda_graph": True})

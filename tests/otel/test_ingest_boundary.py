@@ -192,3 +192,33 @@ def test_a_fifo_is_refused_before_reading(tmp_path):
     os.mkfifo(fifo)
     rc, _, err = cli(["ingest-otel", str(fifo), "--out", str(tmp_path / "run")])
     assert rc == 2 and "not a regular file" in err
+
+
+@pytest.mark.parametrize(
+    "service, folder",
+    [("/../../../x", "otel-x-"), ("a\x00b", "otel-a-b-"), ("y" * 300, "otel-" + "y" * 64 + "-")],
+)
+def test_a_service_name_names_the_default_folder_only_as_a_slug(
+    tmp_path, monkeypatch, service, folder
+):
+    work = tmp_path / "a" / "b" / "c"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]}
+    (work / "spans.jsonl").write_text(export(good_spans(), resource))
+    rc, out, err = cli(["ingest-otel", "spans.jsonl", "--json"])
+    assert rc == 0, err
+    (written,) = (work / "runs").iterdir()
+    assert written.name.startswith(folder) and json.loads(out)["run_dir"] == f"runs/{written.name}"
+    outside = {
+        str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if written not in p.parents
+    }
+    assert outside == {
+        "a",
+        "a/b",
+        "a/b/c",
+        "a/b/c/spans.jsonl",
+        "a/b/c/runs",
+        f"a/b/c/runs/{written.name}",
+    }
+    assert json.loads(out)["pipeline"] == service  # the name itself is kept, as data

@@ -19,6 +19,7 @@ timestamp maps to 0).
 from __future__ import annotations
 
 import csv
+import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,9 @@ from ..errors import ConfigError
 from ..units import NS_PER_S, ms_to_ns
 
 PROCESSES = ("poisson", "bursty", "replay")
+MAX_REPLAY_S = (
+    7 * 86_400
+)  # a replayed file spans at most this (int64 ns hold 292 years; 1e300 s wrapped)
 CSV_UNITS = {"arrival_ns": 1, "arrival_us": 1_000, "arrival_ms": 1_000_000, "arrival_s": NS_PER_S}
 
 
@@ -75,9 +79,13 @@ class Arrivals:
             raise ConfigError(f"rate must be > 0 requests/s (--rate), got {self.rate_rps!r}")
         if self.count is None and self.duration_s is None:
             raise ConfigError("an arrival process needs a bound: requests (count) and/or duration")
-        if self.process == "bursty" and not (_positive(self.on_ms) and self.off_ms >= 0):
+        on_ok = _positive(self.on_ms) and ms_to_ns(self.on_ms) >= 1
+        if self.process == "bursty" and not (
+            on_ok and (self.off_ms == 0 or _positive(self.off_ms))
+        ):
             raise ConfigError(
-                f"bursty arrivals need on_ms > 0 and off_ms >= 0, got on_ms={self.on_ms!r}, off_ms={self.off_ms!r}"
+                f"bursty arrivals need on_ms of at least 1 ns (1e-06 ms) and a finite off_ms >= 0, "
+                f"got on_ms={self.on_ms!r}, off_ms={self.off_ms!r}"
             )
 
     def times_ns(self) -> np.ndarray:
@@ -170,15 +178,24 @@ def read_arrivals_csv(path: str | Path) -> np.ndarray:
 
     The file has one column. Its header names the unit: ``arrival_ns``,
     ``arrival_us``, ``arrival_ms`` or ``arrival_s``; without a header the values
-    are seconds. Timestamps must be non-decreasing; an empty file, a value that
-    is not a number, or a timestamp earlier than the one before it raises
-    ConfigError naming the file and row.
+    are seconds. Timestamps must be finite, non-decreasing and within
+    :data:`MAX_REPLAY_S` of the first; a file that is not UTF-8 text, an empty
+    file, a value that is not a number, a timestamp earlier than the one before
+    it or too late raises ConfigError naming the file and row.
     """
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"--arrivals {p}: no such file (expected a CSV of arrival timestamps)")
-    with p.open(newline="") as fh:
-        rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
+    raw = p.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"--arrivals {p}: not a text file (byte {exc.start} is not UTF-8)"
+        ) from None
+    if "\0" in text:
+        raise ConfigError(f"--arrivals {p}: not a text file (byte {text.index(chr(0))} is NUL)")
+    rows = [r for r in csv.reader(io.StringIO(text, newline="")) if r and any(c.strip() for c in r)]
     scale, start = NS_PER_S, 0
     if rows and rows[0][0].strip() in CSV_UNITS:
         scale, start = CSV_UNITS[rows[0][0].strip()], 1
@@ -203,4 +220,12 @@ def read_arrivals_csv(path: str | Path) -> np.ndarray:
             f"--arrivals {p}: timestamps must be sorted; row {i + start + 1} ({values[i]}) "
             f"is earlier than the row before it ({values[i - 1]})"
         )
-    return np.rint((t - t[0]) * scale).astype(np.int64)
+    offsets = t - t[0]
+    past = np.flatnonzero(offsets > MAX_REPLAY_S * NS_PER_S / scale)
+    if past.size:
+        i = int(past[0])
+        raise ConfigError(
+            f"--arrivals {p}: row {i + start + 1} ({values[i]}) is more than {MAX_REPLAY_S:_} s "
+            f"(7 days) after the first timestamp ({values[0]}); is the header's unit right?"
+        )
+    return np.rint(offsets * scale).astype(np.int64)

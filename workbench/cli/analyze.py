@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 from ..errors import RunRecordError
+from .numbers import OptionError
 from .output import dumps
 
 # equal to workbench.trace.read.DEFAULT_MAX_TRACE_BYTES (not imported: argument parsing stays light)
@@ -47,18 +48,19 @@ def register(subparsers) -> None:
 
 
 def _byte_count(text: str) -> int:
-    """``--max-trace-bytes``: a positive byte count, with an optional K/M/G (binary) suffix."""
+    """``--max-trace-bytes``: a positive byte count, with an optional K/M/G (binary) suffix; else one line,
+    exit 2 (an OptionError, as every number of the command line)."""
     units = {"K": 2**10, "M": 2**20, "G": 2**30}
     suffix = text[-1:].upper()
     number, scale = (text[:-1], units[suffix]) if suffix in units else (text, 1)
     try:
         value = int(number) * scale
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a byte count: {text!r} (say 4294967296 or 4G)"
-        ) from None
+        value = 0
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+        raise OptionError(
+            f"--max-trace-bytes must be a positive byte count (say 4294967296 or 4G), got {text!r}"
+        )
     return value
 
 

@@ -15,7 +15,6 @@ The first runs the configurations interleaved in this process
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -27,6 +26,7 @@ from ..analysis.budget import END_TO_END
 from ..analysis.outputs import agreement_text
 from ..analysis.verdicts import FASTER, METRICS, MIN_EFFECT, SLOWER, separate_comparison
 from ..interleave import DEFAULT_COMPARE_REQUESTS, DEFAULT_MAX_TIME_S, DEFAULT_RESOLUTION
+from ..config import option_value
 from ..errors import ConfigError, RunRecordError
 from ..fingerprint import differences, fingerprint_of
 from ..noise import noise_line
@@ -141,17 +141,14 @@ def parse_config(text: str) -> dict[str, Any]:
             raise ConfigError(f"--config {text!r}: expected K=V[,K=V...], got {part!r}")
         if key in out:
             raise ConfigError(f"--config {text!r}: key {key!r} given twice")
-        out[key] = _value(value.strip())
+        out[key] = _value(key, value.strip())
     return out
 
 
-def _value(text: str) -> Any:
+def _value(key: str, text: str) -> Any:
     if len(text) >= 2 and text[0] == text[-1] == "'":
         return text[1:-1]
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+    return option_value("--config", key, text)
 
 
 def run(args) -> int:

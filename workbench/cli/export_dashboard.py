@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from ..errors import ConfigError
+from .output import check_out
 
 DEFAULT_RUNS = Path("data") / "runs"
 
@@ -31,6 +32,7 @@ def run(args) -> int:
 
     if not args.runs.is_dir():
         raise ConfigError(f"--runs {args.runs}: not a folder of run folders")
+    check_out(args.out / "index.html", folder=False)  # --out a file: refused before the figures
 
     def progress(i, n, name):
         print(f"\r{i}/{n} {name:<40}", end="", file=sys.stderr, flush=True)

@@ -17,8 +17,11 @@ from ..noise import noise_line
 from ..otel.export import otel_hook
 from ..runner import resolve_pipeline
 from .load_args import arrivals_from_args, describe_arrivals, describe_load, http_load, summary_json
+from .numbers import add_number, number
 from .output import check_out, default_folder, dumps, save_measured
 from .profile import config_from_args, factory_from_args, failure_verdict, kept_on_interrupt
+
+HTTP_TIMEOUT = number("--timeout", 0, 86_400, "s", lo_open=True)
 
 
 def add_url_arguments(load) -> None:
@@ -36,12 +39,7 @@ def add_url_arguments(load) -> None:
         help="drive a server (workbench serve or any POST /predict) at http://HOST:PORT "
         "from this process instead of an in-process batcher",
     )
-    load.add_argument(
-        "--timeout",
-        type=float,
-        default=30.0,
-        help="with --url: seconds before a request fails (default 30)",
-    )
+    add_number(load, HTTP_TIMEOUT, 30.0, "with --url: seconds before a request fails (default 30)")
     load.add_argument(
         "--otel",
         action="store_true",

@@ -7,6 +7,10 @@ of the requests. The served URL must be reachable from this machine.
 
 from __future__ import annotations
 
+from .numbers import add_number, number
+
+PORT = number("--master-port", 1, 65_535, "(TCP port)", integer=True)
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -16,7 +20,7 @@ def register(subparsers) -> None:
         "workbench's requests it is given.",
     )
     p.add_argument("--master", required=True, metavar="HOST", help="the master's address")
-    p.add_argument("--master-port", type=int, default=5557, help="the master's port (default 5557)")
+    add_number(p, PORT, 5557, "the master's port (default 5557)")
     p.set_defaults(func=run)
 
 

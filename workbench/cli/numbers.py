@@ -14,7 +14,8 @@ import contextlib
 import math
 import os
 
-from ..errors import ConfigError, WorkbenchError
+from ..config import Range
+from ..errors import ConfigError, WorkbenchError, is_int
 
 
 class OptionError(WorkbenchError):
@@ -26,29 +27,26 @@ def number(
     option: str, lo: float, hi: float, unit: str, *, integer: bool = False, lo_open: bool = False
 ):
     """An argparse ``type`` for ``option``: a finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``)."""
+    return ranged(option, Range(lo, hi, integer, unit, lo_open))
+
+
+def ranged(option: str, allowed: Range):
+    """An argparse ``type`` for ``option``: a number :class:`~workbench.config.Range` ``allowed`` holds."""
 
     def parse(text: str):
-        kind = "an integer" if integer else "a number"
         try:
             value = float(text)
+            if allowed.integer and math.isfinite(value):
+                value = int(text)  # "1e3", "1.5" are not integers
         except ValueError:
-            raise OptionError(f"{option} must be {kind} {describe()}, got {text!r}") from None
-        if integer:
-            if not math.isfinite(value) or not text.strip().lstrip("+-").isdigit():
-                raise OptionError(f"{option} must be {kind} {describe()}, got {text!r}")
-            value = int(text)
-        below = value <= lo if lo_open else value < lo
-        if not math.isfinite(value) or below or value > hi:
-            raise OptionError(f"{option} must be {kind} {describe()}, got {text}")
+            value = None
+        if not allowed.holds(value):
+            got = text if value is not None and allowed.integer == is_int(value) else repr(text)
+            raise OptionError(f"{option} must be {allowed.text()}, got {got}")
         return value
 
-    def describe() -> str:
-        left = "(" if lo_open else "["
-        show = (lambda v: f"{int(v):,}".replace(",", "_")) if integer else (lambda v: f"{v:g}")
-        return f"in {left}{show(lo)}, {show(hi)}] {unit}".rstrip()
-
-    parse.__name__ = unit or "number"  # argparse names the type in "invalid <type> value"
-    parse.option, parse.range_text = option, describe()
+    parse.__name__ = allowed.unit or "number"  # argparse names the type in "invalid <type> value"
+    parse.option, parse.range_text = option, allowed.text().split(" ", 2)[2]
     return parse
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, RunRecordError
+from ..naming import slug
 
 
 def pipeline_name(args) -> str:
@@ -31,8 +32,9 @@ def pipeline_name(args) -> str:
 
 
 def default_folder(*parts: str) -> Path:
-    """``runs/PART-...-YYYYmmdd-HHMMSS`` (local time): where a command writes without ``--out``."""
-    return Path("runs") / "-".join([*parts, datetime.now().strftime("%Y%m%d-%H%M%S")])
+    """``runs/PART-...-YYYYmmdd-HHMMSS`` (local time): where a command writes without ``--out``; each part
+    is a :func:`~workbench.naming.slug` (a name from a file or a span is never a path)."""
+    return Path("runs") / "-".join([*map(slug, parts), datetime.now().strftime("%Y%m%d-%H%M%S")])
 
 
 def strict(value: Any) -> Any:
@@ -66,16 +68,24 @@ def print_result(value: Any, as_json: bool, show) -> None:
 
 # less free space than this where an output goes is refused before measuring
 MIN_FREE_BYTES = 64 * 2**20
+# a name longer than this in --out is refused: saving adds a prefix and suffix to it (255 bytes at most)
+MAX_NAME_BYTES = 200
 
 
 def check_out(path: Path, *, folder: bool) -> None:
     """ConfigError (exit 2) now, before anything is measured, when ``--out`` could not be written.
 
-    Refused: an existing target (a run folder is never overwritten; an HTML file target that is a
+    Refused: a name in the path longer than :data:`MAX_NAME_BYTES`, an existing target (a run folder is never overwritten; an HTML file target that is a
     folder), a path under a regular file, a parent that is not writable, less than
     :data:`MIN_FREE_BYTES` free there.
     """
     path = Path(path)
+    long = [part for part in path.parts if len(os.fsencode(part)) > MAX_NAME_BYTES]
+    if long:
+        raise ConfigError(
+            f"--out: a file or folder name of {len(os.fsencode(long[0]))} bytes "
+            f"({long[0][:20]}...); at most {MAX_NAME_BYTES}"
+        )
     if folder and path.exists():
         raise ConfigError(f"--out {path} already exists; pick another folder")
     if not folder and path.is_dir():

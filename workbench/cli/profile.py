@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 import traceback
 from pathlib import Path
 
-from ..config import PRECISIONS, PipelineConfig
+from ..config import BATCH_SIZES, PRECISIONS, THREAD_COUNTS, PipelineConfig, option_value
 from ..device import require_torch
 from ..errors import ConfigError
 from ..guard import Interrupted
@@ -20,7 +19,7 @@ from ..pipeline import load_factory
 from ..record import save_meta, summarized
 from ..runner import DEFAULT_MAX_DURATION_S, DEFAULT_REQUESTS, DEFAULT_TRACED
 from ..timing import SYNC_POLICIES
-from .numbers import add_number, number
+from .numbers import add_number, number, ranged
 from .output import check_out, default_folder, dumps, pipeline_name, save_measured, stdout_to_stderr
 from .show import print_budget, print_failure_lines, print_failure_sections
 
@@ -29,8 +28,8 @@ WARMUP = number("--warmup", 0, 10**7, "requests", integer=True)
 TRACED = number("--traced", 0, 10**4, "requests", integer=True)
 TIMEOUT = number("--timeout-s", 0, 7 * 86_400, "s", lo_open=True)
 MAX_DURATION = number("--max-duration", 0, 7 * 86_400, "s", lo_open=True)
-BATCH_SIZE = number("--batch-size", 1, 65_536, "items", integer=True)
-THREADS = number("--threads", 1, 4096, "threads", integer=True)
+BATCH_SIZE = ranged("--batch-size", BATCH_SIZES)
+THREADS = ranged("--threads", THREAD_COUNTS)
 
 
 def register(subparsers) -> None:
@@ -165,10 +164,7 @@ def parse_options(pairs: list[str]) -> dict:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise ConfigError(f"--option {pair!r}: expected KEY=VALUE")
-        try:
-            options[key] = json.loads(value)
-        except ValueError:
-            options[key] = value
+        options[key] = option_value("--option", key, value)
     return options
 
 

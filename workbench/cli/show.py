@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from ..analysis.stats import requests_to_bound
@@ -27,7 +28,12 @@ def run(args) -> int:
 
 
 def _fmt(value) -> str:
-    return f"{value:.3f}" if value is not None else "-"
+    """A figure in ms, ``-`` where there is none (None, or NaN: a stage seen only in failed requests)."""
+    return f"{value:.3f}" if _known(value) else "-"
+
+
+def _known(value) -> bool:
+    return value is not None and math.isfinite(value)
 
 
 def _cells(label: str, summary: dict) -> list[str]:
@@ -87,7 +93,7 @@ def print_budget(report: dict, out) -> None:
     for label, key in (("(unattributed)", "unattributed"), ("end to end", "end_to_end")):
         e = report[key]
         share = ""
-        if key == "unattributed" and e["mean_ms"] is not None and e2e_mean:
+        if key == "unattributed" and _known(e["mean_ms"]) and _known(e2e_mean) and e2e_mean:
             share = _share(e["mean_ms"] / e2e_mean).strip()
         rows.append([*_cells(label, e), share])
     for line in render_table(rows, [w for _, w in columns]):
@@ -207,4 +213,4 @@ def print_failure_lines(summary: dict, out, indent: str = "  ") -> None:
 
 
 def _share(x) -> str:
-    return f"{x * 100:7.1f}%" if x is not None else f"{'-':>8}"
+    return f"{x * 100:7.1f}%" if _known(x) else f"{'-':>8}"

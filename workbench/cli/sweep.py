@@ -24,7 +24,7 @@ from .load_args import (
 )
 from .load_http import payloads_from_args
 from .numbers import OptionError, add_number, number
-from .output import default_folder, dumps, pipeline_name
+from .output import check_out, default_folder, dumps, pipeline_name
 from .profile import apply_threads, config_from_args, factory_from_args, kept_on_interrupt
 from .sweep_view import footer, table_header, table_row, write_figure
 
@@ -166,6 +166,9 @@ def run_sweep_command(args) -> int:
     plan = plan_from_args(args)
     measure, header = _served(args, plan) if args.url else _in_process(args, plan)
     out = args.out or default_folder("sweep", header["pipeline"] or "served")
+    check_out(out, folder=True)  # before measuring (a name too long for a folder was exit 3)
+    if args.figure is not None:
+        check_out(args.figure, folder=False)
     header |= {"created": datetime.now(timezone.utc).isoformat()}
     if not args.json:
         print(

@@ -10,21 +10,24 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..config import PipelineConfig
+from ..config import PipelineConfig, Range
 from ..errors import ConfigError, PrecisionError, is_int
 
 
-def option(
-    config: PipelineConfig, name: str, default: Any, kind: type = int, low: float | None = None
-) -> Any:
-    """``config.options[name]`` (or ``default``), checked to be of ``kind`` and >= ``low``."""
+# the ranges the examples declare for their numeric options (config.option_ranges), checked before a build
+SEED = Range(0, 2**63 - 1, integer=True)
+SIZE = Range(1, 65_536, integer=True)
+TOP_K = Range(1, 1_000, integer=True)
+
+
+def option(config: PipelineConfig, name: str, default: Any, kind: type = int) -> Any:
+    """``config.options[name]`` (or ``default``), checked to be of ``kind`` (its range is declared on the
+    factory with :func:`~workbench.config.option_ranges`)."""
     value = config.options.get(name, default)
     if kind is float and is_int(value):
         value = float(value)
     if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
         raise ConfigError(f"option {name!r} must be {kind.__name__}, got {value!r}")
-    if low is not None and value < low:
-        raise ConfigError(f"option {name!r} must be >= {low}, got {value!r}")
     return value
 
 
@@ -39,9 +42,9 @@ def int_list_option(config: PipelineConfig, name: str, default: tuple[int, ...])
             raise ConfigError(
                 f"option {name!r} must be a list of integers, got {config.options[name]!r}"
             ) from None
-    if not (isinstance(value, (list, tuple)) and value and all(is_int(v) and v > 0 for v in value)):
+    if not (isinstance(value, (list, tuple)) and value and all(SIZE.holds(v) for v in value)):
         raise ConfigError(
-            f"option {name!r} must be a non-empty list of positive integers, got {value!r}"
+            f"option {name!r} must be a non-empty list of integers in [1, 65_536], got {value!r}"
         )
     return tuple(value)
 

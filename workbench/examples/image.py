@@ -39,11 +39,20 @@ import io
 import itertools
 import struct
 
-from ..config import PipelineConfig
+from ..config import PipelineConfig, Range, option_ranges
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model, torch_dtype
 from . import EXAMPLES
-from ._common import check_batch, option, serialize, smoke_forward, to_device, top_labels
+from ._common import (
+    SEED,
+    TOP_K,
+    check_batch,
+    option,
+    serialize,
+    smoke_forward,
+    to_device,
+    top_labels,
+)
 
 LABELS = (
     "cat",
@@ -75,14 +84,21 @@ MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 
 
+@option_ranges(
+    seed=SEED,
+    image_size=Range(16, 4_096, integer=True),
+    width=Range(1, 4_096, integer=True),
+    pool=Range(1, 100_000, integer=True),
+    top_k=TOP_K,
+)
 def build(config: PipelineConfig) -> Pipeline:
     """The image pipeline for ``config`` (see the module docstring for stages and options)."""
     import torch
 
     check_precision(config)  # first: an impossible combination fails before any work
-    seed, size = option(config, "seed", 0), option(config, "image_size", 128, int, 16)
-    width, pool = option(config, "width", 24, int, 1), option(config, "pool", 24, int, 1)
-    top_k = min(option(config, "top_k", 5, int, 1), len(LABELS))
+    seed, size = option(config, "seed", 0), option(config, "image_size", 128)
+    width, pool = option(config, "width", 24), option(config, "pool", 24)
+    top_k = min(option(config, "top_k", 5), len(LABELS))
     option(config, "pin_memory", True, bool)
     photos = png_pool(seed, pool)
     torch.manual_seed(seed)

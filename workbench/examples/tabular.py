@@ -57,12 +57,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import PipelineConfig
+from ..config import PipelineConfig, Range, option_ranges
 from ..errors import ConfigError, PipelineError, is_int
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model, torch_dtype
 from . import EXAMPLES, data_file
-from ._common import check_batch, int_list_option, option, smoke_forward, to_device
+from ._common import SEED, check_batch, int_list_option, option, smoke_forward, to_device
 
 DEVICES = ("ios", "android", "web")
 MAX_CANDIDATES = 100
@@ -206,6 +206,15 @@ def _context_features(req: Request) -> list[float]:
     return [math.sin(angle), math.cos(angle)] + [float(req.device == d) for d in DEVICES]
 
 
+@option_ranges(
+    seed=SEED,
+    platt_a=Range(-1e6, 1e6),
+    platt_b=Range(-1e6, 1e6),
+    threshold=Range(0, 1),
+    n_keys=Range(0, 100_000, integer=True),
+    zipf_s=Range(0, 100),
+    cache_size=Range(0, 10**7, integer=True),
+)
 def build(config: PipelineConfig) -> Pipeline:
     """The tabular pipeline for ``config`` (see the module docstring for stages and options)."""
     import torch
@@ -218,8 +227,8 @@ def build(config: PipelineConfig) -> Pipeline:
     threshold = option(config, "threshold", 0.3, float)
     option(config, "pin_memory", True, bool)
     store, cache = _store_and_cache(config)
-    n_keys = option(config, "n_keys", 0, int, low=0)
-    zipf_s = option(config, "zipf_s", 1.1, float, low=0.0)
+    n_keys = option(config, "n_keys", 0, int)
+    zipf_s = option(config, "zipf_s", 1.1, float)
     mean, std = (torch.tensor(v, dtype=torch.float32) for v in (store.mean, store.std))
     n_users, n_items = store.counts()
     torch.manual_seed(seed)
@@ -310,7 +319,7 @@ def _store_and_cache(config: PipelineConfig):
         raise ConfigError(f"option 'store' must be sqlite or redis, got {kind!r}")
     if cache_kind not in KINDS:
         raise ConfigError(f"option 'cache' must be one of {', '.join(KINDS)}, got {cache_kind!r}")
-    size = option(config, "cache_size", 10_000, int, low=0)
+    size = option(config, "cache_size", 10_000, int)
     store = RedisStore(url) if kind == "redis" else FeatureStore(data_file("features.sqlite"))
     if cache_kind == "none":
         return store, None

@@ -42,12 +42,22 @@ import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..config import PipelineConfig
+from ..config import PipelineConfig, Range, option_ranges
 from ..errors import ConfigError, PipelineError
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model
 from . import EXAMPLES, data_file
-from ._common import check_batch, option, serialize, smoke_forward, to_device, top_labels
+from ._common import (
+    SEED,
+    SIZE,
+    TOP_K,
+    check_batch,
+    option,
+    serialize,
+    smoke_forward,
+    to_device,
+    top_labels,
+)
 
 LABELS = (
     "billing",
@@ -125,16 +135,26 @@ class WordPiece:
 PADDINGS = ("max_len", "longest")
 
 
+@option_ranges(
+    seed=SEED,
+    max_len=Range(4, 4_096, integer=True),
+    d_model=Range(8, 8_192, integer=True),
+    heads=Range(1, 256, integer=True),
+    layers=Range(1, 256, integer=True),
+    ff=SIZE,
+    top_k=TOP_K,
+    max_chars=Range(1, 10**7, integer=True),
+)
 def build(config: PipelineConfig) -> Pipeline:
     """The text pipeline for ``config`` (see the module docstring for stages and options)."""
     import torch
 
     check_precision(config)  # first: an impossible combination fails before any work
-    seed, max_len = option(config, "seed", 0), option(config, "max_len", 64, int, 4)
-    d_model, heads = option(config, "d_model", 192, int, 8), option(config, "heads", 4, int, 1)
-    layers, ff = option(config, "layers", 3, int, 1), option(config, "ff", 4 * d_model, int, 1)
-    top_k = min(option(config, "top_k", 3, int, 1), len(LABELS))
-    max_chars = option(config, "max_chars", 5000, int, 1)
+    seed, max_len = option(config, "seed", 0), option(config, "max_len", 64)
+    d_model, heads = option(config, "d_model", 192), option(config, "heads", 4)
+    layers, ff = option(config, "layers", 3), option(config, "ff", 4 * d_model)
+    top_k = min(option(config, "top_k", 3), len(LABELS))
+    max_chars = option(config, "max_chars", 5000)
     padding = option(config, "padding", "max_len", str)
     if padding not in PADDINGS:
         raise ConfigError(f"option padding must be one of {', '.join(PADDINGS)}, got {padding!r}")

@@ -50,6 +50,21 @@ def test_notebook_ends_with_exercises_and_its_solutions_exist(path: Path):
             f"{solution.name} has no solution for exercise {i}"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_file_an_exercise_names_is_loaded_by_its_notebook(path: Path):
+    """A results file has its own keys: the notebook reads it before an exercise asks a question of it. A trace
+    (``data/traces``) is read like every other trace, so the notebook loads one of those with ``load_trace``."""
+    nb = nbformat.read(path, as_version=4)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    named = [w for span in re.findall(r"`([^`]+)`", nb.cells[-1].source) for w in span.split() if ".json" in w]
+    for name in named:
+        if name.startswith("data/traces/"):
+            assert (REPO / name).is_file(), f"{path.name}: its exercises name {name}, which is not in the repository"
+            assert 'load_trace(data_dir() / "traces" /' in code, f"{path.name} loads no trace of data/traces"
+        else:
+            assert f'"{Path(name).name}"' in code, f"{path.name}: its exercises name {name}, which it never loads"
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS + SOLUTIONS + DASHBOARDS, ids=lambda p: p.name)
 def test_notebook_is_committed_without_outputs(path: Path):
     sys.path.insert(0, str(REPO / "scripts"))

@@ -96,6 +96,7 @@ def run_http_load_command(args) -> int:
                     "noise": {"noisy": noise.noisy, "reasons": noise.reasons, "fix": noise.fix},
                     "failures": failure_summary(run.requests, run.stage_names),
                     "server_timing": serving.server_timing,
+                    "notes": serving.extra.get("notes", []),
                     "run_dir": str(path),
                 }
             )
@@ -111,6 +112,8 @@ def run_http_load_command(args) -> int:
                 print(f"{label}: p50 {row['p50_ms']:.3f} ms, p99 {row['p99_ms']:.3f} ms")
         if not serving.server_timing:
             print("the server sent no Server-Timing: end to end only")
+        for note in serving.extra.get("notes", []):
+            print(f"note: {note}")
         print(
             f"generator lag: p50 {lag['p50_ms']:.3f} ms, p99 {lag['p99_ms']:.3f} ms, max {lag['max_ms']:.3f} ms"
         )

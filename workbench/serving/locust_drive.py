@@ -18,7 +18,6 @@ free connection is inside the end to end, not the lag); gevent's timers
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import socket
@@ -34,9 +33,10 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..units import ns_to_s
-from .client import Drive, response_result
+from .client import Drive, decoded_health, response_result
 
 READY_TIMEOUT_S = 120.0
+MAX_HEALTH_BYTES = 1 << 20
 READY_LINE = "locust master listening on port"  # the master's first line on stdout
 
 
@@ -206,10 +206,9 @@ def server_health(url: str) -> dict | None:
     """``GET /healthz`` of a workbench server (its CPU time, stages, policy), or None for another server."""
     try:
         with urllib.request.urlopen(url.rstrip("/") + "/healthz", timeout=5) as resp:
-            obj = json.loads(resp.read())
+            return decoded_health(resp.read(MAX_HEALTH_BYTES))
     except (OSError, ValueError):
         return None
-    return obj if isinstance(obj, dict) else None
 
 
 def locust_available() -> None:

@@ -121,7 +121,8 @@ def run_http_load_command(args) -> int:
             print(noise_line(noise))
         print(f"\nrun written to {path}")
     otel_hook(args, run, path)
-    return max(failure_verdict(run, args.fail_on_error, "load"), _server_lost_verdict(run))
+    verdicts = failure_verdict(run, args.fail_on_error, "load"), _server_lost_verdict(run)
+    return max(*verdicts, _worker_lost_verdict(run))
 
 
 LOST = ("ServerDisconnected", "ConnectionRefusedError", "ConnectionResetError", "BrokenPipeError")
@@ -136,6 +137,22 @@ def _server_lost_verdict(run) -> int:
     print(
         f"workbench load: {len(lost)} of {len(req)} requests got no answer: the server closed or refused their "
         f"connection ({', '.join(sorted(set(lost['error_type'])))}); did it stop? The answered ones are in the run",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def _worker_lost_verdict(run) -> int:
+    """1 when a Locust worker failed: its requests are in the run as lost, the notes say why."""
+    from ..serving.locust_drive import WORKER_STAGE
+
+    lost = int((run.requests["error_stage"] == WORKER_STAGE).sum())
+    if not lost:
+        return 0
+    print(
+        f"workbench load: {lost} of {len(run.requests)} requests were lost with their Locust "
+        f"worker; the others are in the run. "
+        + " ".join(n for n in run.meta.serving.extra.get("notes", []) if "Locust worker" in n),
         file=sys.stderr,
     )
     return 1

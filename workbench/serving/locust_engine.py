@@ -8,7 +8,7 @@ locust-worker --master HOST``), never the process that runs ``load``.
 The protocol, over Locust's master/worker channel (custom messages, each
 sealed with the run's secret and decoded where it arrives: see
 :mod:`workbench.serving.locust_wire`; this process's Locust sockets are
-bounded and strict, see :func:`_guard_rpc`):
+bounded and strict, see :func:`~workbench.serving.locust_guard.guard_rpc`):
 
 1. each worker says ``wb_hello`` (its nonce, proved with the secret); the
    master waits for ``expect`` such workers, then sends worker ``i`` its
@@ -63,10 +63,10 @@ from locust.runners import STATE_MISSING
 
 from ..errors import ConfigError
 from .locust_drive import READY_LINE
+from .locust_guard import guard_rpc
 from .locust_wire import (
     MAX_BODY_BYTES,
     MAX_HEADER_CHARS,
-    MAX_MESSAGE_BYTES,
     MAX_PLAN_BYTES,
     MAX_TEXT_CHARS,
     ROWS_PER_MESSAGE,
@@ -118,7 +118,7 @@ def run_master(
         return _fail(str(exc))
     with open(plan_file, "rb") as f:
         plan = pickle.load(f)
-    _guard_rpc()
+    guard_rpc()
     env = Environment(user_classes=[])
     runner = env.create_master_runner(master_bind_host=bind_host, master_bind_port=port)
     master = Master(runner, plan, secret)
@@ -342,7 +342,7 @@ def _share(plan: dict, index: int, workers: int) -> dict:
 def run_worker(master_host: str, master_port: int) -> int:
     """Join the master, say hello with the run's secret, run the one share the master seals for it."""
     secret = secret_from_env("locust-worker")  # a ConfigError: exit 2 with one line
-    _guard_rpc()
+    guard_rpc()
     env = Environment(user_classes=[])
     runner = env.create_worker_runner(master_host=master_host, master_port=master_port)
     channel = Channel(secret, runner.client_id, secrets.token_hex(16), None, "worker")
@@ -499,110 +499,6 @@ def _send_one(
         context={},
     )
     return k, offset_ns, sent - origin, done - origin, status, headers, failed_body, error
-
-
-def _guard_rpc() -> None:
-    """Locust's sockets in this process (a master or a worker: nothing else runs here) bounded and
-    strict: a message over the size limit drops its sender; one that does not decode, names another
-    sender or is of a kind the workbench does not use is dropped with a line on stderr."""
-    import zmq.green as zmq
-    from zmq.error import ZMQError
-    from locust.exception import RPCError, RPCReceiveError
-    from locust.rpc import Message, zmqrpc
-
-    def checked(data: list, allowed: dict) -> tuple[str, Message] | None:
-        """``(sender, message)``, None for a kind dropped quietly (Locust's statistics), or
-        RPCReceiveError (logged by Locust, and the message dropped)."""
-        if len(data) != 2:
-            raise RPCReceiveError(f"a message of {len(data)} parts")
-        try:
-            addr, msg = data[0].decode(), Message.unserialize(data[1])
-        except Exception as exc:  # noqa: BLE001  (msgpack raises many kinds on bytes that are not its own)
-            raise RPCReceiveError(
-                f"a message that does not decode ({type(exc).__name__})"
-            ) from None
-        if msg.type in QUIET:
-            return None
-        check = allowed.get(msg.type) if isinstance(msg.type, str) else None
-        if check is None or not isinstance(msg.node_id, str) or not check(msg.data):
-            raise RPCReceiveError(
-                f"a message of a kind or shape not used here ({str(msg.type)[:40]})"
-            )
-        return addr, msg
-
-    class Server(zmqrpc.Server):
-        def __init__(self, host, port):  # Locust's, with the limit set before the bind
-            zmqrpc.BaseSocket.__init__(self, zmq.ROUTER, self.ipv4_only(host, port))
-            self.socket.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
-            try:
-                self.socket.bind(f"tcp://{host}:{port}")
-            except ZMQError as exc:
-                raise RPCError(f"Socket bind failure: {exc}") from None
-            self.port = port
-
-        def recv_from_client(self):
-            got = None
-            while got is None:
-                try:
-                    got = checked(self.socket.recv_multipart(), TO_MASTER)
-                except ZMQError as exc:
-                    raise RPCError("ZMQ network broken") from exc
-            addr, msg = got
-            if msg.node_id != addr:
-                raise RPCReceiveError(f"a message from {addr[:40]} in the name of another worker")
-            return addr, msg
-
-    class Client(zmqrpc.Client):
-        def __init__(self, host, port, identity):  # Locust's, with the limit set before the connect
-            zmqrpc.BaseSocket.__init__(self, zmq.DEALER, self.ipv4_only(host, port))
-            self.socket.setsockopt(zmq.IDENTITY, identity.encode())
-            self.socket.setsockopt(zmq.MAXMSGSIZE, MAX_PLAN_BYTES)
-            self.socket.connect(f"tcp://{host}:{port}")
-
-        def recv(self):
-            got = None
-            while got is None:
-                try:
-                    got = checked([b"master", self.socket.recv()], TO_WORKER)
-                except ZMQError as exc:
-                    raise RPCError("ZMQ network broken") from exc
-            return got[1]
-
-    zmqrpc.Server, zmqrpc.Client = Server, Client
-
-
-def _any(data) -> bool:
-    return True
-
-
-def _heartbeat(data) -> bool:
-    if not (isinstance(data, dict) and isinstance(data.get("state"), str)):
-        return False
-    numbers = data.get("current_cpu_usage"), data.get("current_memory_usage", 0)
-    return all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in numbers)
-
-
-QUIET = ("stats", "spawning", "spawning_complete", "logs", "exception")  # Locust's, not used here
-# the kinds of message each side takes, with a check of their data (the sealed ones are opened later)
-TO_MASTER = {
-    "client_ready": lambda data: isinstance(data, str) and len(data) < 64,
-    "client_stopped": _any,
-    "quit": _any,
-    "heartbeat": _heartbeat,
-    "wb_hello": _any,
-    "wb_ready": _any,
-    "wb_progress": _any,
-    "wb_results": _any,
-}
-TO_WORKER = {
-    "ack": lambda data: isinstance(data, dict) and isinstance(data.get("index"), int),
-    "heartbeat": _any,
-    "quit": _any,
-    "reconnect": _any,
-    "wb_plan": _any,
-    "wb_start": _any,
-    "wb_stop": _any,
-}
 
 
 def main(argv=None) -> int:

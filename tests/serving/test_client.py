@@ -21,6 +21,7 @@ from workbench.serving.client import (
     response_result,
 )
 from workbench.serving.http1 import Response, ServerDisconnected
+from scripted_server import Scripted, reply
 from served_helpers import free_port
 
 
@@ -557,3 +558,9 @@ def test_a_status_outside_100_to_599_is_a_failure_of_its_request():
         ("network", "BadResponse", "HTTP status 2000 is not from 100 to 599"),
         None,
     )
+
+
+def test_the_timeout_bounds_a_whole_response_sent_one_byte_at_a_time():
+    server = Scripted(reply(), drip_s=0.5)  # ~20 s a response; each read gets a byte in time
+    d = drive(server.url, [b"x"], np.arange(3, dtype=np.int64) * 10_000_000, warmup=0, timeout_s=1)
+    assert [r.error[1] for r in d.results] == ["TimeoutError"] * 3

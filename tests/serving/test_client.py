@@ -12,8 +12,16 @@ import numpy as np
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.serving.client import Result, Schedule, Target, drive
+from workbench.serving.client import (
+    Result,
+    Schedule,
+    Target,
+    decoded_health,
+    drive,
+    response_result,
+)
 from workbench.serving.http1 import Response, ServerDisconnected
+from scripted_server import Scripted, reply
 from served_helpers import free_port
 
 
@@ -510,3 +518,49 @@ def test_https_to_a_plain_http_server_is_a_config_error(server):
     assert message.startswith(f"--url {url}: the TLS handshake failed (") and message.endswith(
         "); is it an https server?"
     )
+
+
+def test_healthz_values_are_decoded_with_their_ranges():
+    body = {
+        "cpu_s": 2.5,
+        "stages": ["ingress", "forward"],
+        "pipeline": "p",
+        "policy": {"max_batch_size": 4, "max_wait_ms": 1.0, "concurrency": 1, "extra": 1},
+        "config": {"batch_size": 1},
+        "status": "ok",
+    }
+    assert decoded_health(json.dumps(body).encode()) == {
+        "cpu_s": 2.5,
+        "stages": ["ingress", "forward"],
+        "pipeline": "p",
+        "config": {"batch_size": 1, "options": {}, "threads": None},
+        "policy": {"max_batch_size": 4, "max_wait_ms": 1.0, "concurrency": 1},
+        "notes": [],
+    }
+    bad = {"cpu_s": "abc", "stages": ["a", "a"], "pipeline": 7, "config": {"batch_size": 0}}
+    got = decoded_health(json.dumps(bad).encode())
+    assert got == {
+        "notes": [
+            '/healthz cpu_s "abc" is not a number of seconds from 0 to 1e9: left out',
+            '/healthz stages ["a", "a"] is not a list of distinct stage names: left out',
+            "/healthz pipeline 7 is not a name: left out",
+            '/healthz config {"batch_size": 0} is not a pipeline config: left out',
+        ]
+    }
+    for body in (b'{"cpu_s": NaN}', b"[1]", b"not json", b"[" * 100_000):
+        assert decoded_health(body) is None
+
+
+def test_a_status_outside_100_to_599_is_a_failure_of_its_request():
+    r = response_result("t-0", 0, 1, 2, 2000, {"server-timing": "total;dur=0.001"}, b"ok")
+    assert (r.status, r.error, r.server_total_ns) == (
+        None,
+        ("network", "BadResponse", "HTTP status 2000 is not from 100 to 599"),
+        None,
+    )
+
+
+def test_the_timeout_bounds_a_whole_response_sent_one_byte_at_a_time():
+    server = Scripted(reply(), drip_s=0.5)  # ~20 s a response; each read gets a byte in time
+    d = drive(server.url, [b"x"], np.arange(3, dtype=np.int64) * 10_000_000, warmup=0, timeout_s=1)
+    assert [r.error[1] for r in d.results] == ["TimeoutError"] * 3

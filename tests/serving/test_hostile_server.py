@@ -15,6 +15,7 @@ import pytest
 from workbench.serving.client import drive
 from workbench.serving.http1 import (
     BadChunk,
+    BadResponse,
     BodyTooLarge,
     HeadTooLarge,
     ResponseParser,
@@ -155,6 +156,9 @@ class Hostile:
             "no end of the response head",
         ),
         (b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 300 + b"\r\n", HeadTooLarge, "301 lines"),
+        (b"HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n", BadResponse, "from 100 to 599"),
+        (b"HTTP/1.1 099 X\r\nContent-Length: 0\r\n\r\n", BadResponse, "from 100 to 599"),
+        (b"HTTP/1.1 600\r\nContent-Length: 0\r\n\r\n", BadResponse, "from 100 to 599"),
     ],
 )
 def test_the_parser_bounds_everything_it_holds(raw, kind, text):

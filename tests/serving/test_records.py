@@ -2,7 +2,7 @@
 
 from workbench.batching.loadgen import lag_percentiles
 from workbench.serving.client import Result
-from workbench.serving.records import client_tables
+from workbench.serving.records import client_tables, fitted_to_client, server_stage_names
 
 import numpy as np
 import pytest
@@ -102,3 +102,59 @@ def test_cache_split_puts_full_hits_apart():
     assert sorted(parts["miss"].stages["request"].unique().tolist()) == [1, 3]
     with pytest.raises(ValueError, match="no cache_hit column"):
         cache_split(Run(meta=run.meta, requests=requests.drop(columns="cache_hit"), stages=stages))
+
+
+def test_server_times_are_fitted_to_what_the_client_measured():
+    """A total past the client's end to end is cut to it; stages past the total are cut at it; reserved,
+    unlisted and repeated names are left out (their time unattributed); one note per kind of misfit."""
+    rounded = Result(  # whole ms: 1 ms reported for a 400 us request
+        "t-0",
+        0,
+        100,
+        400_100,
+        200,
+        server_stages=[("forward", 1_000_000)],
+        server_total_ns=1_000_000,
+    )
+    odd = Result(
+        "t-1",
+        0,
+        0,
+        900_000,
+        200,
+        server_stages=[
+            ("network", 50_000),
+            ("other", 10_000),
+            ("ingress", 100_000),
+            ("ingress", 5_000),
+            ("forward", 600_000),
+        ],
+        server_total_ns=500_000,
+    )
+    plain = Result("t-2", 0, 0, 1_000, 200)
+    names = server_stage_names([odd], ["ingress", "network", "forward"])
+    assert names == ["ingress", "forward"]
+    fitted, notes = fitted_to_client([rounded, odd, plain], names)
+    assert [(r.server_stages, r.server_total_ns) for r in fitted] == [
+        ([("forward", 400_000)], 400_000),
+        ([("ingress", 100_000), ("forward", 400_000)], 500_000),
+        ([], None),
+    ]
+    assert notes == [
+        "1 of 3 responses had a Server-Timing total past the client's end to end (cut to it, network 0)",
+        "2 of 3 responses had stages adding up past the Server-Timing total (cut at it)",
+        "1 of 3 responses had a stage 'network' that is not one of the server's (unattributed)",
+        "1 of 3 responses had a stage 'other' that is not one of the server's (unattributed)",
+        "1 of 3 responses had a stage 'ingress' that is not one of the server's (unattributed)",
+    ]
+    requests, stages = client_tables(fitted, origin_ns=0)
+    assert stages["dur_ns"].tolist() == [0, 400_000, 400_000, 100_000, 400_000]
+
+
+def test_without_a_server_list_the_stages_are_the_names_reported_first_seen():
+    results = [
+        Result("t-0", 0, 0, 10, 200, server_stages=[("a", 1), ("total", 1), ("b", 1)]),
+        Result("t-1", 0, 0, 10, 200, server_stages=[("network", 1), ("c", 1), ("a", 1)]),
+        Result("t-2", 0, 0, 10, 200, server_stages=[("x" * 201, 1)]),
+    ]
+    assert server_stage_names(results, None) == ["a", "b", "c"]

@@ -136,10 +136,12 @@ def format_summary(summary: dict[str, Any]) -> str:
             f"{s[k]:{width}.3f}" if s[k] is not None else f"{'-':>{width}}" for k in keys
         )
         lines.append(f"{name.replace('_', ' '):<12}{s['count']:>9}{cells}")
-    tput = summary.get("throughput_rps")
-    mbs = summary.get("mean_batch_size")
+    tput, mbs, util = (summary.get(k) for k in ("throughput_rps", "mean_batch_size", "utilization"))
+    # a server that does not say its batches (any POST /predict) has neither of the last two
+    mbs = "-" if mbs is None else f"{mbs:.2f}"
+    util = "-" if util is None else f"{util * 100:.1f}%"
     lines.append(
-        f"throughput {tput:.1f} req/s, mean batch size {mbs:.2f}, utilization {summary['utilization'] * 100:.1f}%"
+        f"throughput {tput:.1f} req/s, mean batch size {mbs}, utilization {util}"
         if tput is not None
         else "throughput - (no request completed)"
     )

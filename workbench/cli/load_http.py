@@ -94,6 +94,7 @@ def run_http_load_command(args) -> int:
                     "noise": {"noisy": noise.noisy, "reasons": noise.reasons, "fix": noise.fix},
                     "failures": failure_summary(run.requests, run.stage_names),
                     "server_timing": serving.server_timing,
+                    "notes": serving.extra.get("notes", []),
                     "run_dir": str(path),
                 }
             )
@@ -109,6 +110,8 @@ def run_http_load_command(args) -> int:
                 print(f"{label}: p50 {row['p50_ms']:.3f} ms, p99 {row['p99_ms']:.3f} ms")
         if not serving.server_timing:
             print("the server sent no Server-Timing: end to end only")
+        for note in serving.extra.get("notes", []):
+            print(f"note: {note}")
         print(
             f"generator lag: p50 {lag['p50_ms']:.3f} ms, p99 {lag['p99_ms']:.3f} ms, max {lag['max_ms']:.3f} ms"
         )
@@ -116,7 +119,8 @@ def run_http_load_command(args) -> int:
             print(noise_line(noise))
         print(f"\nrun written to {path}")
     otel_hook(args, run, path)
-    return max(failure_verdict(run, args.fail_on_error, "load"), _server_lost_verdict(run))
+    verdicts = failure_verdict(run, args.fail_on_error, "load"), _server_lost_verdict(run)
+    return max(*verdicts, _worker_lost_verdict(run))
 
 
 LOST = ("ServerDisconnected", "ConnectionRefusedError", "ConnectionResetError", "BrokenPipeError")
@@ -131,6 +135,22 @@ def _server_lost_verdict(run) -> int:
     print(
         f"workbench load: {len(lost)} of {len(req)} requests got no answer: the server closed or refused their "
         f"connection ({', '.join(sorted(set(lost['error_type'])))}); did it stop? The answered ones are in the run",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def _worker_lost_verdict(run) -> int:
+    """1 when a Locust worker failed: its requests are in the run as lost, the notes say why."""
+    from ..serving.locust_drive import WORKER_STAGE
+
+    lost = int((run.requests["error_stage"] == WORKER_STAGE).sum())
+    if not lost:
+        return 0
+    print(
+        f"workbench load: {lost} of {len(run.requests)} requests were lost with their Locust "
+        f"worker; the others are in the run. "
+        + " ".join(n for n in run.meta.serving.extra.get("notes", []) if "Locust worker" in n),
         file=sys.stderr,
     )
     return 1

@@ -1,8 +1,10 @@
 """``workbench locust-worker --master HOST``: one Locust worker of ``load --url --engine locust``.
 
-Start it on each machine that sends load; the master (started by ``load
---engine locust --expect-workers N --master-host 0.0.0.0``) sends it its share
-of the requests. The served URL must be reachable from this machine.
+Start it on each machine that sends load, with the run's secret in
+``WORKBENCH_LOCUST_SECRET`` (the same as on the load machine); the master
+(started by ``load --engine locust --expect-workers N --master-host 0.0.0.0``)
+sends it its share of the requests, sealed with that secret: anything else it
+receives is ignored. The served URL must be reachable from this machine.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ def register(subparsers) -> None:
         "locust-worker",
         help="a Locust worker for `load --url --engine locust`",
         description="Join a `load --engine locust` master and send the share of the "
-        "workbench's requests it is given.",
+        "workbench's requests it is given. Needs WORKBENCH_LOCUST_SECRET: the secret the "
+        "load machine holds.",
     )
     p.add_argument("--master", required=True, metavar="HOST", help="the master's address")
     add_number(p, PORT, 5557, "the master's port (default 5557)")

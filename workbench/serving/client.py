@@ -49,13 +49,17 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from ..batching.policy import BatchPolicy
 from ..errors import ConfigError
+from ..record import Config
+from ..record.sections import MetaError
 from ..units import ns_to_s, s_to_ns
 from .http1 import BadResponse, Pool, Response, ServerDisconnected, request_bytes
 from .protocol import (
     BATCH_HEADER,
     BATCH_SIZE_HEADER,
     CACHE_HIT_HEADER,
+    MAX_METRICS,
     REQUEST_ID_HEADER,
     TIMING_HEADER,
     parse_server_timing,
@@ -103,6 +107,8 @@ class Drive:
     server_after: dict | None
     # Ctrl-C stopped the schedule: ``results`` are the requests sent before it
     interrupted: bool = False
+    # what the run should say of itself (a Locust worker that failed)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -469,21 +475,78 @@ async def _health(pool: Pool, target: Target, url: str, after_run: bool = False)
         if after_run:
             return None
         raise _unreachable(url, exc) from None
-    if resp.status != 200:
-        return None
+    return decoded_health(resp.body) if resp.status == 200 else None
+
+
+def decoded_health(body: bytes) -> dict | None:
+    """A workbench server's ``/healthz`` (None for another server), each value decoded with its range.
+
+    Keys: ``cpu_s``, ``stages``, ``pipeline``, ``config``, ``policy`` where present and valid;
+    ``notes``: one line per value left out (the server's answer is data, not a fact to trust).
+    """
     try:
-        obj = json.loads(resp.body)
-    except ValueError:
+        obj = json.loads(body, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
         return None
-    return obj if isinstance(obj, dict) else None
+    if not isinstance(obj, dict):
+        return None
+    out, notes = {}, []
+    for key, (decode, wanted) in HEALTH_FIELDS.items():
+        value = decode(obj[key]) if key in obj else None
+        if value is not None:
+            out[key] = value
+        elif key in obj:
+            notes.append(f"/healthz {key} {json.dumps(obj[key])[:60]} is not {wanted}: left out")
+    return out | {"notes": notes}
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _seconds(value) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1e9
+    return float(value) if ok else None
+
+
+def _stage_list(value) -> list[str] | None:
+    ok = isinstance(value, list) and len(value) <= MAX_METRICS
+    ok = ok and all(isinstance(v, str) and 0 < len(v) <= 200 for v in value)
+    return value if ok and len(set(value)) == len(value) else None
+
+
+def _config(value) -> dict | None:
+    try:
+        return Config.from_dict(value).to_dict()
+    except MetaError:
+        return None
+
+
+def _policy(value) -> dict | None:
+    keys = ("max_batch_size", "max_wait_ms", "concurrency")
+    try:
+        return BatchPolicy(*(value[k] for k in keys)).params()
+    except (TypeError, KeyError, ConfigError):
+        return None
+
+
+# each /healthz value the client reads: its decoder (None: does not fit) and what it should be
+HEALTH_FIELDS = {
+    "cpu_s": (_seconds, "a number of seconds from 0 to 1e9"),
+    "stages": (_stage_list, "a list of distinct stage names"),
+    "pipeline": (lambda v: v if isinstance(v, str) and 0 < len(v) <= 200 else None, "a name"),
+    "config": (_config, "a pipeline config"),
+    "policy": (_policy, "a batching policy"),
+}
 
 
 def summary_of_server(drive_: Drive) -> dict[str, Any]:
-    """The server's CPU seconds during the run, from its ``/healthz`` before and after (None if not a workbench server)."""
-    b, a = drive_.server_before, drive_.server_after
-    if not b or not a or "cpu_s" not in b or "cpu_s" not in a:
+    """The server's CPU seconds during the run, from its ``/healthz`` before and after (None if not a
+    workbench server, or its CPU time went backwards: a restarted server)."""
+    b, a = drive_.server_before or {}, drive_.server_after or {}
+    if "cpu_s" not in b or "cpu_s" not in a or a["cpu_s"] < b["cpu_s"]:
         return {"server_cpu_s": None}
-    return {"server_cpu_s": round(float(a["cpu_s"]) - float(b["cpu_s"]), 4)}
+    return {"server_cpu_s": round(a["cpu_s"] - b["cpu_s"], 4)}
 
 
 def response_result(
@@ -500,6 +563,11 @@ def response_result(
 
     ``headers``: lower-case names; ``error``: (stage, type, message) of a request that got no response.
     """
+    if status is not None and not 100 <= status <= 599:
+        error, status = (
+            ("network", "BadResponse", f"HTTP status {status} is not from 100 to 599"),
+            None,
+        )
     if status is None:
         return Result(request_id, due_ns, sent_ns, done_ns, None, error)
     result = Result(request_id, due_ns, sent_ns, done_ns, status)

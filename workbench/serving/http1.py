@@ -158,9 +158,11 @@ class ResponseParser:
                     f"a response head of {len(lines)} lines (the limit is {MAX_HEADER_LINES})"
                 )
             version, _, rest = lines[0].partition(" ")
-            code = rest[:3]
-            if not version.startswith("HTTP/1.") or not code.isdigit() or not code.isascii():
+            code = rest.partition(" ")[0]
+            if not version.startswith("HTTP/1.") or not (code.isdigit() and code.isascii()):
                 raise BadResponse(f"not an HTTP/1.x status line: {lines[0][:80]!r}")
+            if len(code) != 3 or not 100 <= int(code) <= 599:
+                raise BadResponse(f"a status code from 100 to 599 expected: {lines[0][:80]!r}")
             headers: dict[str, str] = {}
             for line in lines[1:]:
                 name, sep, value = line.partition(":")

@@ -25,7 +25,7 @@ from ..batching.loadgen import lag_percentiles
 from ..batching.summary import load_section, load_summary
 from ..record import Config, Env, Load, Noise, Run, RunMeta, Serving, Timing
 from .client import SPIN_NS, Target, drive, summary_of_server
-from .records import NETWORK, client_tables
+from .records import NETWORK, client_tables, fitted_to_client, server_stage_names
 
 LAG_P99_LIMIT_MS = 1.0
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
@@ -62,7 +62,10 @@ def run_http_load(
     tag = tag or f"wb{os.getpid()}"
     watched = {} if watch is None else {"watch": watch}
     d = driver(url, payloads, schedule, tag=tag, warmup=warmup, timeout_s=timeout_s, **watched)
-    requests, stages = client_tables(d.results, d.origin_ns)
+    health = d.server_before or {}
+    server_stages = server_stage_names(d.results, health.get("stages"))
+    results, notes = fitted_to_client(d.results, server_stages)
+    requests, stages = client_tables(results, d.origin_ns)
     summary = load_summary(requests)
     server = summary_of_server(d)
     noise = served_noise(
@@ -70,10 +73,10 @@ def run_http_load(
         lag_percentiles(d.lags_ns),
         server["server_cpu_s"] if _is_local(url) else None,
     )
-    health = d.server_before or {}
     stage_names = []
-    if any(r.server_total_ns is not None for r in d.results):
-        stage_names = [NETWORK, *_server_stages(d.results, health)]
+    if any(r.server_total_ns is not None for r in results):
+        stage_names = [NETWORK, *server_stages]
+    notes += [*health.get("notes", []), *(d.server_after or {}).get("notes", []), *d.notes]
     meta = RunMeta(
         kind="served",
         pipeline=pipeline or health.get("pipeline") or "served",
@@ -96,6 +99,7 @@ def run_http_load(
                 "client": _client_name(),
                 "generator_lag": lag_percentiles(d.lags_ns),
                 **server,
+                "notes": list(dict.fromkeys(notes)),
             }
         ),
     )
@@ -109,14 +113,6 @@ def run_http_load(
 
 def _is_local(url: str) -> bool:
     return (urlparse(url).hostname or "") in LOOPBACK
-
-
-def _server_stages(results, health: dict) -> list[str]:
-    """Stage names in server order: the server's own list, else the longest reported sequence."""
-    if health.get("stages"):
-        return list(health["stages"])
-    longest = max((r.server_stages for r in results), key=len, default=[])
-    return [name for name, _ in longest]
 
 
 def served_noise(

@@ -18,7 +18,6 @@ free connection is inside the end to end, not the lag); gevent's timers
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import socket
@@ -34,9 +33,11 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..units import ns_to_s
-from .client import Drive, response_result
+from .client import Drive, Result, decoded_health, response_result
 
 READY_TIMEOUT_S = 120.0
+MAX_HEALTH_BYTES = 1 << 20
+WORKER_STAGE = "locust_worker"  # the error stage of the requests a failed worker took with it
 READY_LINE = "locust master listening on port"  # the master's first line on stdout
 
 
@@ -118,22 +119,32 @@ class LocustEngine:
                 )
             span_s = ns_to_s(float(schedule_ns[-1])) if len(schedule_ns) else 0.0
             self._run(plan, results, Path(tmp), span_s, timeout_s)
-            with open(results, "rb") as f:
+            with open(results, "rb") as f:  # the master's file: decoded there
                 returned = pickle.load(f)
-            rows = sorted(returned["rows"], key=lambda row: row[0])
             if watch is not None and returned.get("watch"):
                 watch.windows_run = returned["watch"]["windows_run"]
                 watch.stable_after = returned["watch"]["stable_after"]
-        out = [
-            response_result(f"{tag}-{k}", due, sent, done, status, headers, body, error)
-            for k, due, sent, done, status, headers, body, error in rows
+        rows = [
+            (k, response_result(f"{tag}-{k}", due, sent, done, status, headers, body, error))
+            for k, due, sent, done, status, headers, body, error in returned["rows"]
         ]
+        rows += [  # a failed worker's requests: never sent as far as the run knows
+            (k, Result(f"{tag}-{k}", due, due, due, None, (WORKER_STAGE, "WorkerLost", why)))
+            for k, due, why in returned["lost"]
+        ]
+        out = [result for _, result in sorted(rows, key=lambda row: row[0])]
         lags = np.array([r.sent_ns - r.due_ns for r in out], dtype=np.int64).clip(min=0)
-        return Drive(out, lags, 0, before, server_health(url))
+        return Drive(out, lags, 0, before, server_health(url), notes=returned["notes"])
 
     def _run(self, plan: Path, results: Path, tmp: Path, span_s: float, timeout_s: float) -> None:
+        # here, not at the top: it needs msgpack, which comes with Locust (locust_available said so)
+        from .locust_wire import SECRET_ENV, new_secret, secret_from_env
+
         port = self.master_port or _free_port(self.master_host)
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        secret = new_secret()  # this run's, for the workers started here
+        if self.expected > self.workers:  # workers elsewhere hold the user's
+            secret = secret_from_env("--expect-workers beyond --workers").decode()
+        env = dict(os.environ, PYTHONUNBUFFERED="1") | {SECRET_ENV: secret}
         options = {
             "--bind": self.master_host,
             "--port": port,
@@ -206,10 +217,9 @@ def server_health(url: str) -> dict | None:
     """``GET /healthz`` of a workbench server (its CPU time, stages, policy), or None for another server."""
     try:
         with urllib.request.urlopen(url.rstrip("/") + "/healthz", timeout=5) as resp:
-            obj = json.loads(resp.read())
+            return decoded_health(resp.read(MAX_HEALTH_BYTES))
     except (OSError, ValueError):
         return None
-    return obj if isinstance(obj, dict) else None
 
 
 def locust_available() -> None:

@@ -5,9 +5,13 @@ gevent: only the master and worker processes import it (``python -m
 workbench.serving.locust_engine master ...``, ``python -m workbench
 locust-worker --master HOST``), never the process that runs ``load``.
 
-The protocol, over Locust's master/worker channel (custom messages):
+The protocol, over Locust's master/worker channel (custom messages, each
+sealed with the run's secret and decoded where it arrives: see
+:mod:`workbench.serving.locust_wire`; this process's Locust sockets are
+bounded and strict, see :func:`~workbench.serving.locust_guard.guard_rpc`):
 
-1. the master waits for ``expect`` workers, then sends worker ``i`` its
+1. each worker says ``wb_hello`` (its nonce, proved with the secret); the
+   master waits for ``expect`` such workers, then sends worker ``i`` its
    share of the workbench's plan (``wb_plan``): the URL, the request bodies,
    the request-id tag, and the requests ``k`` with ``k % workers == i`` with
    their send offsets (the workbench's arrival process, drawn once in the
@@ -32,6 +36,9 @@ end to end, ok); the master keeps a
 and, once the last three windows agree, tells every worker to send nothing
 more (``wb_stop``); what is in flight finishes and is returned as in step 4.
 
+A worker that stops (Locust's heartbeat), is late or sends what does not
+decode fails alone: its requests are written as lost, with the reason.
+
 The master writes the rows to a file for the ``load`` process, which joins
 them into a ``served`` run exactly as ``load --url`` does
 (:mod:`workbench.serving.locust_drive`). Workers on other machines share
@@ -42,15 +49,36 @@ from __future__ import annotations
 
 import argparse
 import pickle
+import secrets
 import sys
 import time
+from functools import partial
 from urllib.parse import urlparse
 
 import gevent
 from geventhttpclient import HTTPClient
 from locust.env import Environment
 
+from locust.runners import STATE_MISSING
+
+from ..errors import ConfigError
 from .locust_drive import READY_LINE
+from .locust_guard import guard_rpc
+from .locust_wire import (
+    MAX_BODY_BYTES,
+    MAX_HEADER_CHARS,
+    MAX_PLAN_BYTES,
+    MAX_TEXT_CHARS,
+    ROWS_PER_MESSAGE,
+    SECRET_ENV,
+    BadMessage,
+    Channel,
+    decoded_progress,
+    decoded_rows,
+    hello,
+    opened_hello,
+    secret_from_env,
+)
 from ..units import ns_to_ms, ns_to_s
 from .protocol import (
     BATCH_HEADER,
@@ -79,69 +107,196 @@ def run_master(
     expect: int,
     connect_timeout_s: float,
 ) -> int:
-    """Serve one plan to ``expect`` workers and write their rows to ``results_file``; 0, or 2 with one line."""
+    """Serve one plan to ``expect`` workers and write their rows to ``results_file``; 0, or 2 with one line.
+
+    A worker that dies, stalls or sends what does not decode fails alone: its requests are written
+    as lost with the reason, the others' rows are kept. Exit 2 only when no worker could be started.
+    """
+    try:
+        secret = secret_from_env("the Locust master")
+    except ConfigError as exc:
+        return _fail(str(exc))
     with open(plan_file, "rb") as f:
         plan = pickle.load(f)
+    guard_rpc()
     env = Environment(user_classes=[])
     runner = env.create_master_runner(master_bind_host=bind_host, master_bind_port=port)
-    ready, rows = set(), {}
-    watch = _watch(plan, runner)
-    runner.register_message("wb_ready", lambda environment, msg, **kw: ready.add(msg.node_id))
-    runner.register_message(
-        "wb_results", lambda environment, msg, **kw: rows.__setitem__(msg.node_id, msg.data)
-    )
+    master = Master(runner, plan, secret)
     print(f"{READY_LINE} {port}", flush=True)
     try:
-        workers = _wait(
-            lambda: sorted(runner.clients.keys(), key=runner.get_worker_index),
-            expect,
-            connect_timeout_s,
-        )
-        if workers is None:
+        if _wait(lambda: len(master.channels) >= expect, connect_timeout_s) is None:
             return _fail(
-                f"{len(runner.clients)} of {expect} Locust workers connected within {connect_timeout_s:g} s "
-                f"(start them with: python -m workbench locust-worker --master HOST --master-port {port})"
+                f"{len(master.channels)} of {expect} Locust workers connected within "
+                f"{connect_timeout_s:g} s (start them with: {SECRET_ENV}=... python -m workbench "
+                f"locust-worker --master HOST --master-port {port})"
             )
-        workers = workers[:expect]
-        for i, worker in enumerate(workers):
-            runner.send_message("wb_plan", _share(plan, i, len(workers)), client_id=worker)
+        too_big = master.send_plans(list(master.channels)[:expect])
+        if too_big:
+            return _fail(too_big)
         warm_s = plan["timeout_s"] * (plan["warmup"] + 1) + 30
-        if _wait(lambda: [w for w in workers if w in ready], expect, warm_s) is None:
-            return _fail(
-                f"{len(ready)} of {expect} Locust workers finished their warm-up within {warm_s:g} s"
-            )
+        master.wait_all(master.ready, warm_s, f"did not finish its warm-up within {warm_s:g} s")
+        if not master.active():
+            return _fail(f"no Locust worker finished its warm-up: {'; '.join(master.notes())}")
         start_wall_ns = time.time_ns() + START_LEAD_NS
-        for worker in workers:
-            runner.send_message("wb_start", {"start_wall_ns": start_wall_ns}, client_id=worker)
-        span_s = (
-            ns_to_s(plan["offsets_ns"][-1] if plan["offsets_ns"] else 0) + plan["timeout_s"] + 60
+        master.start(start_wall_ns)
+        span_s = ns_to_s(max(plan["offsets_ns"], default=0)) + plan["timeout_s"] + 60
+        master.wait_all(
+            master.done, span_s, f"did not return its requests within {span_s:g} s", start_wall_ns
         )
-        stopped: list = []
-
-        def returned():
-            """The workers that returned their rows; the first time the watch says stable, ``wb_stop``."""
-            if watch is not None and not stopped and watch.stop(time.time_ns() - start_wall_ns):
-                stopped.append(True)
-                for worker in workers:
-                    runner.send_message("wb_stop", None, client_id=worker)
-            return [w for w in workers if w in rows]
-
-        if _wait(returned, expect, span_s) is None:
-            return _fail(
-                f"{len(rows)} of {expect} Locust workers returned their requests within {span_s:g} s"
-            )
         with open(results_file, "wb") as f:
-            settled = None
-            if watch is not None:
-                settled = {"windows_run": watch.windows_run, "stable_after": watch.stable_after}
-            all_rows = [row for w in workers for row in rows[w]]
-            pickle.dump({"workers": workers, "rows": all_rows, "watch": settled}, f)
+            pickle.dump(master.results(), f)
         return 0
     finally:
         runner.quit()
 
 
-def _watch(plan: dict, runner):
+class Master:
+    """What the master knows of each worker: its sealed channel, share, state, rows or why it failed."""
+
+    def __init__(self, runner, plan: dict, secret: bytes) -> None:
+        self.runner, self.plan, self.secret = runner, plan, secret
+        self.nonce = secrets.token_hex(16)
+        self.channels: dict[
+            str, Channel
+        ] = {}  # workers whose wb_hello held, in the order they came
+        self.shares: dict[str, dict] = {}
+        self.ready, self.done, self.failed = set(), set(), {}
+        self.rows: dict[str, list] = {}
+        self.ignored = 0  # messages from processes that are not this run's workers
+        self.watch = _watch(plan)
+        self.stopped = False
+        runner.register_message("wb_hello", self.on_hello)
+        for kind in ("wb_ready", "wb_progress", "wb_results"):
+            runner.register_message(kind, partial(self.on_sealed, kind))
+
+    def on_hello(self, environment, msg, **kw) -> None:
+        if msg.node_id in self.channels or self.shares:
+            return  # once each, and nobody joins once the plans are out
+        try:
+            worker_nonce = opened_hello(self.secret, msg.node_id, msg.data)
+        except BadMessage:
+            self.ignored += 1
+            return
+        self.channels[msg.node_id] = Channel(
+            self.secret, msg.node_id, worker_nonce, self.nonce, "master"
+        )
+
+    def on_sealed(self, kind: str, environment, msg, **kw) -> None:
+        node = msg.node_id
+        if node not in self.shares:
+            self.ignored += 1
+            return
+        if node in self.failed or node in self.done:
+            return
+        try:
+            body = self.channels[node].open(kind, msg.data)
+            if kind == "wb_ready":
+                self.ready.add(node)
+            elif kind == "wb_progress":
+                for item in decoded_progress(body, len(self.shares[node]["ks"])):
+                    if self.watch is not None:
+                        self.watch.finished(*item)
+            else:
+                self._results(node, body)
+        except BadMessage as exc:
+            self.fail(node, f"sent {exc}")
+
+    def _results(self, node: str, body) -> None:
+        if not (isinstance(body, dict) and isinstance(body.get("last"), bool)):
+            raise BadMessage("wb_results that are not {rows, last}")
+        share = self.shares[node]
+        rows = decoded_rows(
+            body.get("rows"), dict(zip(share["ks"], share["offsets_ns"])), KEPT_HEADERS
+        )
+        kept = self.rows.setdefault(node, [])
+        if {row[0] for row in kept} & {row[0] for row in rows}:
+            raise BadMessage("a request's row twice")
+        kept.extend(rows)
+        if body["last"]:
+            self.done.add(node)
+
+    def send_plans(self, workers: list[str]) -> str | None:
+        """Each worker its share, sealed; the reason when a share is over :data:`MAX_PLAN_BYTES`."""
+        for i, node in enumerate(workers):
+            share = _share(self.plan, i, len(workers))
+            sealed = self.channels[node].seal("wb_plan", share)
+            if len(sealed[2]) > MAX_PLAN_BYTES - 4096:
+                return (
+                    f"a Locust worker's share of the plan is {len(sealed[2]) / 2**20:.0f} MiB, over "
+                    f"{MAX_PLAN_BYTES // 2**20} MiB: fewer or smaller request bodies, or more workers"
+                )
+            self.shares[node] = share
+            self.runner.send_message("wb_plan", sealed, client_id=node)
+        return None
+
+    def start(self, start_wall_ns: int) -> None:
+        for node in self.active():
+            self._send(node, "wb_start", {"start_wall_ns": start_wall_ns})
+
+    def active(self) -> list[str]:
+        return [node for node in self.shares if node not in self.failed]
+
+    def fail(self, node: str, reason: str) -> None:
+        if node not in self.failed and node not in self.done:
+            self.failed[node] = reason
+            self.rows.pop(node, None)
+
+    def wait_all(self, reached: set, timeout_s: float, late: str, start_wall_ns=None) -> None:
+        """Until every active worker is in ``reached`` or failed (a lost heartbeat fails a worker),
+        then fail those that are not, ``late``. With ``start_wall_ns``, the watch may stop the workers."""
+
+        def settled() -> bool:
+            for node in self.active():
+                client = self.runner.clients.get(node)
+                if client is None or client.state == STATE_MISSING:
+                    self.fail(node, "stopped answering (no heartbeat for 3 s)")
+            if start_wall_ns is not None and self.watch is not None and not self.stopped:
+                if self.watch.stop(time.time_ns() - start_wall_ns):
+                    self.stopped = True
+                    for node in self.active():
+                        self._send(node, "wb_stop", True)
+            return all(node in reached for node in self.active())
+
+        if _wait(settled, timeout_s) is None:
+            for node in self.active():
+                if node not in reached:
+                    self.fail(node, late)
+
+    def _send(self, node: str, kind: str, obj) -> None:
+        self.runner.send_message(kind, self.channels[node].seal(kind, obj), client_id=node)
+
+    def notes(self) -> list[str]:
+        index = {node: i for i, node in enumerate(self.shares)}
+        notes = [
+            f"Locust worker {index[node]} ({node}) {reason}: its {len(self.shares[node]['ks'])} "
+            "requests are lost"
+            for node, reason in self.failed.items()
+        ]
+        if self.ignored:
+            notes.append(
+                f"the Locust master ignored {self.ignored} messages from processes that are not "
+                f"this run's workers (no {SECRET_ENV})"
+            )
+        return notes
+
+    def results(self) -> dict:
+        """What the ``load`` process reads: the rows, the requests lost with their reason, the notes."""
+        settled = None
+        if self.watch is not None:
+            settled = {
+                "windows_run": self.watch.windows_run,
+                "stable_after": self.watch.stable_after,
+            }
+        lost = [
+            (k, offset, f"Locust worker {node} {reason}")
+            for node, reason in self.failed.items()
+            for k, offset in zip(self.shares[node]["ks"], self.shares[node]["offsets_ns"])
+        ]
+        rows = [row for node in self.shares if node in self.done for row in self.rows[node]]
+        return {"rows": rows, "lost": lost, "notes": self.notes(), "watch": settled}
+
+
+def _watch(plan: dict):
     """The master's stability watch of a sweep point (None without one), fed by the workers' ``wb_progress``.
 
     Every request of the schedule is counted as sent up front: a window is judged
@@ -154,22 +309,15 @@ def _watch(plan: dict, runner):
     watch = StabilityWatch(**plan["watch"])
     for offset in plan["offsets_ns"]:
         watch.sent(offset)
-
-    def on_progress(environment, msg, **kw):
-        for due, sent, dur, ok in msg.data:
-            watch.finished(due, sent, dur, ok)
-
-    runner.register_message("wb_progress", on_progress)
     return watch
 
 
-def _wait(found, count: int, timeout_s: float):
-    """``found()`` once it has ``count`` entries (polling, gevent-friendly), or None after ``timeout_s``."""
+def _wait(settled, timeout_s: float):
+    """True once ``settled()`` is (polling, gevent-friendly), or None after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        items = found()
-        if len(items) >= count:
-            return items
+        if settled():
+            return True
         gevent.sleep(POLL_S)
     return None
 
@@ -192,24 +340,40 @@ def _share(plan: dict, index: int, workers: int) -> dict:
 
 
 def run_worker(master_host: str, master_port: int) -> int:
-    """Join the master, run the shares it sends, until it quits."""
+    """Join the master, say hello with the run's secret, run the one share the master seals for it."""
+    secret = secret_from_env("locust-worker")  # a ConfigError: exit 2 with one line
+    guard_rpc()
     env = Environment(user_classes=[])
     runner = env.create_worker_runner(master_host=master_host, master_port=master_port)
+    channel = Channel(secret, runner.client_id, secrets.token_hex(16), None, "worker")
     state: dict = {}
 
+    def opened(kind: str, msg):
+        try:
+            return channel.open(kind, msg.data)
+        except BadMessage as exc:  # not this worker's master: said, not obeyed
+            print(f"locust-worker: ignored {exc}", file=sys.stderr, flush=True)
+            return None
+
     def on_plan(environment, msg, **kw):
-        state.update(plan=msg.data, client=_client(msg.data), stop=False, finished=[])
-        gevent.spawn(_warm_then_ready, runner, state)
+        plan = opened("wb_plan", msg)
+        if plan is not None and "plan" not in state:
+            state.update(plan=plan, client=_client(plan), stop=False, finished=[], channel=channel)
+            gevent.spawn(_warm_then_ready, runner, state)
 
     def on_start(environment, msg, **kw):
-        gevent.spawn(_send_share, runner, env, state, msg.data["start_wall_ns"])
+        start = opened("wb_start", msg)
+        if start is not None and "plan" in state:
+            gevent.spawn(_send_share, runner, env, state, start["start_wall_ns"])
 
     def on_stop(environment, msg, **kw):
-        state["stop"] = True
+        if opened("wb_stop", msg) is True and "plan" in state:
+            state["stop"] = True
 
     runner.register_message("wb_plan", on_plan)
     runner.register_message("wb_start", on_start)
     runner.register_message("wb_stop", on_stop)
+    runner.send_message("wb_hello", hello(secret, runner.client_id, channel.worker_nonce))
     runner.greenlet.join()
     return 0
 
@@ -227,19 +391,38 @@ def _client(plan: dict) -> tuple[HTTPClient, str]:
     return client, url.path.rstrip("/") + "/predict"
 
 
+def _sealed_send(runner, state: dict, kind: str, obj) -> None:
+    runner.send_message(kind, state["channel"].seal(kind, obj))
+
+
+def _post(client: HTTPClient, path: str, body: bytes, headers: dict, timeout_s: float):
+    """One request and its whole response within ``timeout_s`` (a server sending 1 byte a second is
+    cut there: geventhttpclient's own timeout is per read); ``RequestTimeout`` past it."""
+    with gevent.Timeout(timeout_s, RequestTimeout(f"no whole response within {timeout_s:g} s")):
+        resp = client.request("POST", path, body, headers)
+        return resp, resp.read()
+
+
+class RequestTimeout(Exception):
+    """A request not answered in full within ``--timeout``."""
+
+
 def _warm_then_ready(runner, state: dict) -> None:
     client, path = state["client"]
     plan = state["plan"]
     for k in range(plan["warmup"]):
         try:
-            client.request("POST", path, plan["payloads"][k % len(plan["payloads"])], OCTETS).read()
+            _post(
+                client, path, plan["payloads"][k % len(plan["payloads"])], OCTETS, plan["timeout_s"]
+            )
         except Exception:  # noqa: BLE001  (a server that does not answer fails the measured requests, said there)
             pass
-    runner.send_message("wb_ready", None)
+    _sealed_send(runner, state, "wb_ready", None)
 
 
 def _send_share(runner, env, state: dict, start_wall_ns: int) -> None:
-    """Send each request of the share at its time (its own greenlet), wait for all, return the rows.
+    """Send each request of the share at its time (its own greenlet), wait for all, return the rows
+    (:data:`ROWS_PER_MESSAGE` a message, the last one marked).
 
     After ``wb_stop`` nothing more is sent; the rows are those of the requests sent.
     """
@@ -259,7 +442,11 @@ def _send_share(runner, env, state: dict, start_wall_ns: int) -> None:
     gevent.joinall(greenlets)
     if reporter is not None:
         reporter.kill()
-    runner.send_message("wb_results", [g.value for g in greenlets])
+    rows = [g.value for g in greenlets]
+    for first in range(0, max(len(rows), 1), ROWS_PER_MESSAGE):
+        chunk = rows[first : first + ROWS_PER_MESSAGE]
+        last = first + ROWS_PER_MESSAGE >= len(rows)
+        _sealed_send(runner, state, "wb_results", {"rows": chunk, "last": last})
 
 
 def _report(runner, state: dict) -> None:
@@ -268,7 +455,7 @@ def _report(runner, state: dict) -> None:
         gevent.sleep(POLL_S)
         if state["finished"]:
             done, state["finished"][:] = list(state["finished"]), []
-            runner.send_message("wb_progress", done)
+            _sealed_send(runner, state, "wb_progress", done)
 
 
 def _send_one(
@@ -281,21 +468,23 @@ def _send_one(
     origin: int,
     finished: list | None = None,
 ) -> tuple:
-    """Request ``k``, due ``offset_ns`` after ``origin``: its row for ``wb_results`` (offsets in ns)."""
+    """Request ``k``, due ``offset_ns`` after ``origin``: its row for ``wb_results`` (offsets in ns;
+    headers, body and error cut to what the master accepts)."""
     body = plan["payloads"][k % len(plan["payloads"])]
     rid = f"{plan['tag']}-{k}"
     sent = time.perf_counter_ns()
     status, headers, failed_body, error = None, {}, b"", None
     try:
-        resp = client.request("POST", path, body, OCTETS | {REQUEST_ID_HEADER: rid})
-        data = resp.read()
+        resp, data = _post(client, path, body, OCTETS | {REQUEST_ID_HEADER: rid}, plan["timeout_s"])
         status = resp.status_code
         headers = {
-            name.lower(): value for name, value in resp.items() if name.lower() in KEPT_HEADERS
+            name.lower(): value[:MAX_HEADER_CHARS]
+            for name, value in resp.items()
+            if name.lower() in KEPT_HEADERS
         }
-        failed_body = data if status != 200 else b""
+        failed_body = data[:MAX_BODY_BYTES] if status != 200 else b""
     except Exception as exc:  # noqa: BLE001  (recorded as the request's failure, like the workbench's client)
-        error = ("network", type(exc).__name__, str(exc) or repr(exc))
+        error = ("network", type(exc).__name__, (str(exc) or repr(exc))[:MAX_TEXT_CHARS])
     done = time.perf_counter_ns()
     if finished is not None:  # filed as client_tables files it: from the send, ok on a 200
         finished.append((offset_ns, sent - origin, done - sent, status == 200))

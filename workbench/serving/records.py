@@ -18,16 +18,25 @@ All times int64 ns from the run's origin.
 
 from __future__ import annotations
 
+import dataclasses
+from collections import Counter
+
 import pandas as pd
 
 from ..batching.policy import wait_split
 from ..batching.records import LOAD_COLUMNS
 from ..record import build_tables, request_row
 from ..timing import StageFailure
+from .protocol import TOTAL
 from .service import AFTER, BEFORE, VALIDATE, BatchDone
 
 SERVED_COLUMNS = {**LOAD_COLUMNS, "request_id": "object", "cache_hit": "float64"}
 NETWORK = "network"
+RESERVED = (
+    NETWORK,
+    TOTAL,
+)  # the client's own stage and the server's end to end: never a server stage
+MAX_STAGE_NAME = 200  # characters of a server stage's name
 DISCONNECTED = (
     "egress",
     "ClientDisconnected",
@@ -88,6 +97,52 @@ def _row(rid, start, dur, error, size, request_id, load: tuple) -> dict:
     failure = StageFailure(*error) if error else None
     row = request_row(rid, False, start, dur, failure, size) | dict(zip(LOAD_COLUMNS, load))
     return row | {"request_id": request_id}
+
+
+def server_stage_names(results: list, listed: list[str] | None) -> list[str]:
+    """The run's server stages: the server's own list (``/healthz``), else every name the responses
+    reported, in the order first seen; never a :data:`RESERVED` or overlong name."""
+    names = listed or [name for r in results for name, _ in r.server_stages]
+    return [n for n in dict.fromkeys(names) if n not in RESERVED and len(n) <= MAX_STAGE_NAME]
+
+
+def fitted_to_client(results: list, names: list[str]) -> tuple[list, list[str]]:
+    """Each result's ``Server-Timing`` fitted to what the client measured, and a note per kind of misfit.
+
+    The server's times are its claims: a ``total`` past the client's end to end (a server rounding
+    to whole ms) is cut to it (``network`` 0, never negative); a stage that is not in ``names``
+    (reserved, unlisted, repeated) is left out; stages adding up past ``total`` are cut where the sum
+    reaches it. What is left out stays inside ``total`` as unattributed time.
+    """
+    counts: Counter = Counter()
+    fitted = []
+    for r in results:
+        if r.server_total_ns is None:
+            fitted.append(r)
+            continue
+        total = min(r.server_total_ns, r.done_ns - r.sent_ns)
+        misfits: dict[str, None] = {}  # an ordered set: the notes in a fixed order
+        if total < r.server_total_ns:
+            misfits["a Server-Timing total past the client's end to end (cut to it, network 0)"] = (
+                None
+            )
+        kept, seen, cursor = [], set(), 0
+        for name, dur in r.server_stages:
+            if name not in names or name in seen:
+                misfits[f"a stage {name[:40]!r} that is not one of the server's (unattributed)"] = (
+                    None
+                )
+                continue
+            seen.add(name)
+            if cursor + dur > total:
+                misfits["stages adding up past the Server-Timing total (cut at it)"] = None
+                dur = total - cursor
+            kept.append((name, dur))
+            cursor += dur
+        counts.update(list(misfits))
+        fitted.append(dataclasses.replace(r, server_stages=kept, server_total_ns=total))
+    notes = [f"{n} of {len(results)} responses had {what}" for what, n in counts.items()]
+    return fitted, notes
 
 
 def client_tables(results: list, origin_ns: int) -> tuple[pd.DataFrame, pd.DataFrame]:

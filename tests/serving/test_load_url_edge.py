@@ -1,11 +1,13 @@
 """load --url end to end: the printed policy is the server's, and a server killed mid-run loses no answered
 request (the run folder is written, the rest are failures, exit 1)."""
 
+import contextlib
 import json
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
@@ -64,7 +66,9 @@ def test_a_server_killed_mid_run_keeps_the_answered_requests(served, tmp_path):
         text=True,
         env=ENV,
     )
-    time.sleep(2.0)
+    _wait_received(
+        server.url, 30, load
+    )  # answered requests first (a fixed sleep lost the race at load 25)
     server.proc.send_signal(signal.SIGKILL)
     stdout, stderr = load.communicate(timeout=60)
     assert load.returncode == 1, stdout + stderr
@@ -74,6 +78,18 @@ def test_a_server_killed_mid_run_keeps_the_answered_requests(served, tmp_path):
     )  # answered before the kill, failed after it
     assert "run written to" in stdout
     assert "got no answer: the server closed or refused their connection" in stderr
+
+
+def _wait_received(url, n, client, timeout_s=60.0):
+    """Until the server at ``url`` has received ``n`` requests (its /healthz count), or ``client`` ended."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and client.poll() is None:
+        with contextlib.suppress(OSError, ValueError):
+            with urllib.request.urlopen(url + "/healthz", timeout=5) as reply_:
+                if json.loads(reply_.read())["requests"] >= n:
+                    return
+        time.sleep(0.05)
+    raise AssertionError(f"the server never received {n} requests (client exit {client.poll()})")
 
 
 def _load(url, tmp_path, *extra):

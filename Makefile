@@ -1,18 +1,28 @@
 # The two commands a newcomer needs: `make dashboard` and `make test`.
-# Both create .venv if missing and install the exact pins of requirements.lock.
-PYTHON ?= python3
-VENV   := .venv
-PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-stamp
-PORT   ?= 8866
+# Both create .venv if missing: `make dashboard` installs the runtime's exact pins (requirements.lock),
+# `make test` those of requirements-dev.lock too (the same pins plus the test, browser and benchmark tools).
+PYTHON    ?= python3
+VENV      := .venv
+PY        := $(VENV)/bin/python
+STAMP     := $(VENV)/.installed-stamp
+DEV_STAMP := $(VENV)/.installed-dev-stamp
+PIP       := $(PY) -m pip install -q --disable-pip-version-check
+PORT      ?= 8866
 
 .PHONY: dashboard room lab handouts test test-fast lint bench data lock browser redis clean-venv
 
+# The runtime: dashboards, room, lab, handouts and the notebooks.
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -r requirements.lock
-	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(PIP) -r requirements.lock
+	$(PIP) --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# The dev tools on top (its own stamp: `make test` after `make dashboard` adds them, `make dashboard`
+# after `make test` installs nothing).
+$(DEV_STAMP): requirements-dev.lock $(STAMP)
+	$(PIP) -r requirements-dev.lock
+	touch $(DEV_STAMP)
 
 # Headless Chromium for the browser test comes from Debian, never a browser download.
 browser:
@@ -51,28 +61,36 @@ handouts: $(STAMP)
 	$(PY) scripts/handouts.py --out $(HANDOUTS)
 
 # ruff first (seconds), then the suite.
-test: $(STAMP) browser redis lint
+test: $(DEV_STAMP) browser redis lint
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
 # The suite without the browser tests and the slow ones (minutes less): the same venv and Redis set-up.
-test-fast: $(STAMP) redis
+test-fast: $(DEV_STAMP) redis
 	$(PY) -m pytest -q -p no:cacheprovider -m "not browser and not slow" tests
 
-# ruff (pinned in requirements.lock; rules and line length in pyproject.toml [tool.ruff]).
+# ruff (pinned in requirements-dev.lock; rules and line length in pyproject.toml [tool.ruff]).
 LINT_PATHS := workbench tests benchmarks scripts research
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(PY) benchmarks/run_all.py
 
 data: $(STAMP)
 	$(PY) scripts/make_data.py
 
+# Both locks, each from a fresh venv's pip freeze, as requirements-dev.lock.new and requirements.lock.new to diff
+# and move over the locks; the runtime is resolved within the dev pins, so its pins are the dev lock's.
+# torch's local CPU wheel freezes as 2.13.0+cpu and is pinned as torch==2.13.0.
+LOCK_VENV := /tmp/wb-lock
+define freeze_lock
+rm -rf $(LOCK_VENV) && $(PYTHON) -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/pip install -q -r $(1) $(3) \
+  && { grep '^#' $(2); $(LOCK_VENV)/bin/pip freeze | sed 's/^torch==.*/torch==2.13.0/' | sort -f; } > $(2).new
+endef
 lock:
-	rm -rf /tmp/wb-lock && $(PYTHON) -m venv /tmp/wb-lock && /tmp/wb-lock/bin/pip install -q -r requirements.in \
-	  && /tmp/wb-lock/bin/pip freeze | grep -v '^torch==' | sort -f > requirements.lock.new && echo torch==2.13.0 >> requirements.lock.new
+	$(call freeze_lock,requirements-dev.in,requirements-dev.lock)
+	$(call freeze_lock,requirements.in,requirements.lock,-c requirements-dev.lock.new)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -175,6 +175,7 @@ class _Blame:
         self.start = spans["start_ns"].to_numpy(np.int64)
         self.end = spans["end_ns"].to_numpy(np.int64)
         self.batch = spans["batch"].to_numpy(np.int64)
+        self.longest = int((self.end - self.start).max()) if len(spans) else 0
         self.own = _overlaps_own(waiting, spans)
         clean = waiting[~self.own]
         columns = (clean[c].to_numpy(np.int64) for c in ("lo_ns", "hi_ns", "size"))
@@ -188,7 +189,9 @@ class _Blame:
         batch, lo, hi, size = (
             int(self.waiting[c].iat[i]) for c in ("batch", "lo_ns", "hi_ns", "size")
         )
-        k = np.flatnonzero((self.start < hi) & (self.end > lo) & (self.batch != batch))
+        # the intervals starting before hi, from the first that can still run at lo (sorted by start)
+        k = np.arange(*np.searchsorted(self.start, [lo - self.longest, hi], side="left"))
+        k = k[(self.end[k] > lo) & (self.batch[k] != batch)]
         whole, frac, hit, idle = split([lo], [hi], [1], self.start[k], self.end[k])
         self.whole[k] += whole * size
         self.frac[k] += frac * size

@@ -200,6 +200,7 @@ def main(argv=None) -> int:
     parser.add_argument("--md", default=str(HERE / "results" / "scale.md"))
     parser.add_argument("--json", default=str(HERE / "results" / "scale.json"))
     args = parser.parse_args(argv)
+    args.load_before = os.getloadavg()[0]
     template = run_load(
         trivial_pipeline(),
         arrivals=Arrivals("poisson", rate_rps=1000, count=20, seed=1),
@@ -238,7 +239,8 @@ def write(rows: list[dict], args) -> None:
         "# Every summary scales (issue 35)",
         "",
         f"`python benchmarks/bench_scale.py --requests {args.requests}` on {platform.node()} "
-        f"({os.cpu_count()} cores, shared: timings are from a busy machine), "
+        f"({os.cpu_count()} cores, shared: timings are from a busy machine, load average "
+        f"{args.load_before:.1f} before and {os.getloadavg()[0]:.1f} after), "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Targets: {TARGET_S:g} s and "
         f"{TARGET_MB:g} MB per command.",
         "",

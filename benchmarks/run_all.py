@@ -116,6 +116,11 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
         ],
         True,
     ),
+    (
+        "bench_scale",
+        ["--requests", "20000", *_json("bench_scale"), "--md", str(RESULTS / "bench_scale.md")],
+        True,
+    ),
     ("fuzz_traces", ["--smoke"], False),
     (
         "bench_room",

@@ -5,9 +5,20 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from workbench.analysis.blocking import batch_table, head_of_line
+from tests.support import blocking_reference as reference
+from workbench.analysis import blocking
+from workbench.analysis.blocking import (
+    _overlaps_own,
+    batch_table,
+    executing_stages,
+    head_of_line,
+    split,
+    waits,
+)
+from workbench.analysis.matrix import measured_ok
 
 MS = 1_000_000
+SHARES = ("blamed_ns", "share_of_queue_wait", "share_of_wait")
 
 
 def load_tables(n_batches=20, heavy=5, heavy_hydrate_ms=60):
@@ -139,3 +150,52 @@ def test_a_request_that_arrived_after_its_batch_was_due_waits_from_its_arrival()
     hol = head_of_line(req, st)
     assert hol["queue_wait_ns"] == (2 * 189 - 8) * MS  # 8 ms less than when it waited from 62 ms
     assert hol["blamed_ns"] == {"hydrate": 324 * MS, "forward": 46 * MS} and hol["idle_ns"] == 0
+
+
+GRID = 720_720  # lcm(1..16): at most 16 intervals run at once in random_load_tables
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_the_sweep_gives_the_wait_by_wait_result_on_random_runs(seed):
+    # on a grid every piece divides evenly, so the old float sums are exact: equal, keys in order
+    req, st = reference.random_load_tables(seed, GRID)
+    new, old = head_of_line(req, st), reference.head_of_line(req, st)
+    assert new == old
+    assert [list(new[k]) for k in SHARES] == [list(old[k]) for k in SHARES]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_the_sweep_matches_the_old_float_sums_to_the_nanosecond_off_the_grid(seed):
+    # 1 ns ticks: the old sums round thirds; totals agree within their rounding, keys in order
+    req, st = reference.random_load_tables(seed, 1)
+    new, old = head_of_line(req, st), reference.head_of_line(req, st)
+    assert list(new["blamed_ns"]) == list(old["blamed_ns"])
+    for stage, ns in old["blamed_ns"].items():
+        assert abs(new["blamed_ns"][stage] - ns) <= 1
+        assert new["share_of_wait"][stage] == pytest.approx(old["share_of_wait"][stage], abs=1e-2)
+    assert abs(new["idle_ns"] - old["idle_ns"]) <= 1
+
+
+def test_random_runs_include_waits_their_own_batch_ran_during():
+    own = 0
+    for seed in range(150):
+        req, st = reference.random_load_tables(seed, GRID)
+        req, st = measured_ok(req, st)
+        own += int(_overlaps_own(waits(req), executing_stages(req, st)).sum())
+    assert own > 20
+
+
+def test_every_wait_goes_through_one_sweep_over_its_ends(monkeypatch):
+    # 2,000 batches queued behind each other on one executor: each wait overlaps every batch before
+    # it (quadratic pairs); the blame is one call of split over 2 points per wait and per interval
+    calls = []
+
+    def counted(lo, hi, size, start, end):
+        calls.append(len(lo) + len(hi) + len(start) + len(end))
+        return split(lo, hi, size, start, end)
+
+    monkeypatch.setattr(blocking, "split", counted)
+    req, st = load_tables(n_batches=2_000, heavy=0, heavy_hydrate_ms=100_000)
+    hol = head_of_line(req, st)
+    assert calls == [2 * 1_999 + 2 * 4_000]  # waits of batches 1.. and 2 stages x 2,000 batches
+    assert hol["holders"][0]["batch"] == 0 and hol["idle_ns"] == 0

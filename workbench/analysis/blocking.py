@@ -96,30 +96,29 @@ def head_of_line(requests: pd.DataFrame, stages: pd.DataFrame) -> dict[str, Any]
     if any(c not in requests.columns for c in LOAD_COLUMNS) or "start_ns" not in stages.columns:
         return None
     req, st = measured_ok(requests, stages)
-    batches = batch_table(req)
-    spans = _Spans(executing_stages(req, st))
-    blamed: dict[str, float] = {}
-    by_holder: dict[tuple[int, str], float] = {}
-    idle = 0.0
+    spans = executing_stages(req, st).sort_values(["start_ns", "end_ns"], kind="stable")
+    spans = spans.reset_index(drop=True)
     waiting = waits(req)
-    columns = (waiting[c].tolist() for c in ("batch", "lo_ns", "hi_ns", "size"))
-    for batch, lo, hi, size in zip(*columns):
-        part, gap = spans.blame(int(lo), int(hi), int(batch))
-        idle += gap * size
-        for (holder, stage), ns in part.items():
-            blamed[stage] = blamed.get(stage, 0.0) + ns * size
-            by_holder[(holder, stage)] = by_holder.get((holder, stage), 0.0) + ns * size
+    blame = _Blame(spans, waiting)
     queue_ns = int(req["queue_wait_ns"].sum())
     wait_ns = queue_ns + int(req["batch_wait_ns"].sum())
+    keyed = spans.assign(whole=blame.whole, frac=blame.frac)[blame.hit]
+    keyed = keyed.groupby(["batch", "stage"], sort=False)[["whole", "frac"]].sum().reset_index()
+    by_stage = keyed.groupby("stage")[["whole", "frac"]].sum()
+    blamed = {
+        s: int(by_stage.at[s, "whole"]) + float(by_stage.at[s, "frac"]) for s in blame.order()
+    }
     top = max(blamed, key=lambda s: (blamed[s], s)) if blamed else None
-    members = dict(zip(batches["batch"], batches["requests"]))
-    holders = sorted(by_holder.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_HOLDERS]
+    keyed["value"] = keyed["whole"] + keyed["frac"]
+    keyed["minus"] = -keyed["value"]
+    holders = keyed.sort_values(["minus", "batch", "stage"], kind="stable").head(TOP_HOLDERS)
+    members = req[req["batch"].isin(holders["batch"])].groupby("batch")["request"].agg(list)
     return {
         "waiting_requests": int((req["queue_wait_ns"] > 0).sum()),
         "queue_wait_ns": queue_ns,
         "batch_wait_ns": wait_ns - queue_ns,
         "blamed_ns": {s: int(round(v)) for s, v in blamed.items()},
-        "idle_ns": int(round(idle)),
+        "idle_ns": int(round(blame.idle)),
         "share_of_queue_wait": {s: v / queue_ns for s, v in blamed.items()} if queue_ns else {},
         "share_of_wait": {s: v / wait_ns for s, v in blamed.items()} if wait_ns else {},
         "stage": top,
@@ -130,41 +129,108 @@ def head_of_line(requests: pd.DataFrame, stages: pd.DataFrame) -> dict[str, Any]
                 "stage": s,
                 "blocked_ns": int(round(ns)),
             }
-            for (b, s), ns in holders
+            for b, s, ns in zip(holders["batch"], holders["stage"], holders["value"])
         ],
     }
 
 
-class _Spans:
-    """The executing stage intervals, sorted by start, for :meth:`blame`."""
+def split(lo, hi, size, start, end) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The waits ``[lo, hi)`` (``size`` requests each) split evenly between the intervals
+    ``[start, end)`` running at each instant, in one sweep over the sorted ends: O(n log n).
 
-    def __init__(self, intervals: pd.DataFrame):
-        ordered = intervals.sort_values(["start_ns", "end_ns"], kind="stable")
-        self.start = ordered["start_ns"].to_numpy(np.int64)
-        self.end = ordered["end_ns"].to_numpy(np.int64)
-        self.batch = ordered["batch"].to_numpy(np.int64)
-        self.stage = ordered["stage"].to_numpy(object)
-        self.longest = int((self.end - self.start).max()) if len(ordered) else 0
+    Returns per interval its blame as an exact integer part (``whole``, int64 ns) and the rest
+    (``frac``, float64, under 1 ns per elementary piece), whether it got any (``hit``), and the
+    wait with nothing running (``idle``, int ns). Between two consecutive ends of any wait or
+    interval the ``cover`` running intervals are fixed, so each piece's wait (requests x length)
+    divides once and prefix sums add the pieces each interval spans.
+    """
+    points = np.unique(np.concatenate([lo, hi, start, end]))
+    up, down = np.searchsorted(points, start), np.searchsorted(points, end)
+    n = len(points)
+    cover = np.cumsum(np.bincount(up, minlength=n) - np.bincount(down, minlength=n))[:-1]
+    opened = np.bincount(np.searchsorted(points, lo), size, n)
+    closed = np.bincount(np.searchsorted(points, hi), size, n)
+    mass = np.cumsum((opened - closed).astype(np.int64))[:-1] * np.diff(points)
+    busy = cover > 0
+    whole, rest = np.divmod(np.where(busy, mass, 0), np.where(busy, cover, 1))
+    sums = [
+        np.concatenate([[0], np.cumsum(column)])
+        for column in (whole, rest / np.where(busy, cover, 1), busy & (mass > 0))
+    ]
+    whole, frac, hit = (column[down] - column[up] for column in sums)
+    return whole, frac, hit > 0, int(mass[~busy].sum())
 
-    def blame(self, lo: int, hi: int, waiting: int) -> tuple[dict[tuple[int, str], float], float]:
-        """Split the wait [lo, hi) between the stage intervals overlapping it (evenly among those running
-        at each instant); the rest is idle. Returns ({(batch, stage): ns}, idle ns)."""
-        first = int(np.searchsorted(self.start, lo - self.longest, side="left"))
-        last = int(np.searchsorted(self.start, hi, side="left"))
-        k = np.arange(first, last)
-        k = k[(self.end[k] > lo) & (self.batch[k] != waiting)]
-        if k.size == 0:
-            return {}, float(hi - lo)
-        starts, ends = np.clip(self.start[k], lo, hi), np.clip(self.end[k], lo, hi)
-        cuts = np.unique(np.concatenate([[lo, hi], starts, ends]))
-        part: dict[tuple[int, str], float] = {}
-        idle = 0.0
-        for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
-            running = k[(starts <= a) & (ends >= b)]
-            if running.size == 0:
-                idle += float(b - a)
-                continue
-            for j in running.tolist():
-                key = (int(self.batch[j]), str(self.stage[j]))
-                part[key] = part.get(key, 0.0) + float(b - a) / running.size
-        return part, idle
+
+class _Blame:
+    """Each executing interval's share of the waits (``whole`` + ``frac`` ns, ``hit``) and the
+    ``idle`` wait, from :func:`split`.
+
+    A wait is never blamed on its own batch's stages, so the rare wait its own batch overlaps
+    (a run's writers never make one: a batch runs after its requests stop waiting) is split alone,
+    against the other batches' intervals it overlaps; every other wait goes in one sweep.
+    """
+
+    def __init__(self, spans: pd.DataFrame, waiting: pd.DataFrame):
+        self.spans, self.waiting = spans, waiting
+        self.start = spans["start_ns"].to_numpy(np.int64)
+        self.end = spans["end_ns"].to_numpy(np.int64)
+        self.batch = spans["batch"].to_numpy(np.int64)
+        self.longest = int((self.end - self.start).max()) if len(spans) else 0
+        self.own = _overlaps_own(waiting, spans)
+        clean = waiting[~self.own]
+        columns = (clean[c].to_numpy(np.int64) for c in ("lo_ns", "hi_ns", "size"))
+        self.whole, self.frac, self.hit, idle = split(*columns, self.start, self.end)
+        self.idle = float(idle)
+        self.first_alone: dict[str, int] = {}  # stage -> the first wait split alone that blamed it
+        for i in np.flatnonzero(self.own).tolist():
+            self._alone(i)
+
+    def _alone(self, i: int) -> None:
+        batch, lo, hi, size = (
+            int(self.waiting[c].iat[i]) for c in ("batch", "lo_ns", "hi_ns", "size")
+        )
+        # the intervals starting before hi, from the first that can still run at lo (sorted by start)
+        k = np.arange(*np.searchsorted(self.start, [lo - self.longest, hi], side="left"))
+        k = k[(self.end[k] > lo) & (self.batch[k] != batch)]
+        whole, frac, hit, idle = split([lo], [hi], [1], self.start[k], self.end[k])
+        self.whole[k] += whole * size
+        self.frac[k] += frac * size
+        self.hit[k] |= hit
+        self.idle += idle * size
+        for stage in self.spans["stage"].to_numpy()[k[hit]]:
+            self.first_alone.setdefault(stage, i)
+
+    def order(self) -> list[str]:
+        """The blamed stages in the order a wait-by-wait split first meets them: waits by batch, start,
+        end; within one, by the instant it first runs, then by interval (start, end)."""
+        first = {}
+        for stage in pd.unique(self.spans["stage"].to_numpy()[self.hit]):
+            i = min(self._first_clean(stage), self.first_alone.get(stage, len(self.waiting)))
+            first[stage] = (i, *self._met(stage, i))
+        return sorted(first, key=first.get)
+
+    def _first_clean(self, stage: str) -> int:
+        """The first wait of the sweep that overlaps one of ``stage`` 's intervals."""
+        k = np.flatnonzero((self.spans["stage"].to_numpy() == stage) & (self.end > self.start))
+        reach = np.maximum.accumulate(self.end[k])  # spans sorted by start: the latest end so far
+        lo, hi = (self.waiting[c].to_numpy(np.int64) for c in ("lo_ns", "hi_ns"))
+        before = np.searchsorted(self.start[k], hi, side="left")
+        met = (before > 0) & (reach[np.maximum(before, 1) - 1] > lo) & ~self.own
+        return int(np.argmax(met)) if met.any() else len(self.waiting)
+
+    def _met(self, stage: str, i: int) -> tuple[int, int]:
+        """Within wait ``i``: the first instant one of ``stage`` 's intervals runs, the first such interval."""
+        batch, lo, hi = (int(self.waiting[c].iat[i]) for c in ("batch", "lo_ns", "hi_ns"))
+        runs = (self.spans["stage"].to_numpy() == stage) & (self.batch != batch)
+        runs &= (self.start < hi) & (self.end > lo) & (self.end > self.start)
+        instant = int(np.maximum(self.start[runs], lo).min())
+        return instant, int(np.argmax(runs & (self.start <= instant) & (self.end > instant)))
+
+
+def _overlaps_own(waiting: pd.DataFrame, spans: pd.DataFrame) -> np.ndarray:
+    """Per wait, whether one of its own batch's intervals runs during it (one row per wait and
+    interval of its batch: the stage rows of one request per batch)."""
+    pairs = waiting[["batch", "lo_ns", "hi_ns"]].reset_index().merge(spans, on="batch")
+    hit = (pairs["start_ns"] < pairs["hi_ns"]) & (pairs["end_ns"] > pairs["lo_ns"])
+    hit &= pairs["end_ns"] > pairs["start_ns"]
+    return np.isin(np.arange(len(waiting)), pairs["index"][hit].to_numpy())

@@ -14,12 +14,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..analysis.blocking import head_of_line
 from ..analysis.budget import END_TO_END, budget, stage_matrix
 from ..analysis.explain import recorded_stacks
-from ..analysis.gc_pauses import gc_summary
 from ..analysis.stats import percentiles
-from ..analysis.tail import tail_attribution
 from ..errors import TraceError
 from ..roles import decide_roles
 from ..units import ms_to_ns, ns_to_ms
@@ -49,7 +46,7 @@ def run_facts(run) -> dict[str, Any]:
         "kind": meta.kind,
         "label": run.label,
         "budget": report,
-        "tail": tail_attribution(run.requests, run.stages, run.stage_names),
+        "tail": report["tail"],  # the budget's explanations: each computed once per audit
         "trace": trace,
         "trace_error": trace_error,
         "traced_requests": meta.trace.requests if meta.trace else None,
@@ -59,8 +56,8 @@ def run_facts(run) -> dict[str, Any]:
         "libraries": libraries,
         "loaded_trace": loaded,  # the Trace itself, for the evidence figures (never in the audit's output)
         "noise": meta.noise.to_dict() if meta.noise else None,
-        "gc": gc_summary(run.requests, run.stages, run.stage_names),
-        "blocking": head_of_line(run.requests, run.stages),
+        "gc": report["gc"],
+        "blocking": report["head_of_line"],
         "stacks": recorded_stacks(meta),
         "serving_gc": meta.serving.gc if meta.serving else None,
         "policy": (meta.load.policy if meta.load else None)

@@ -1,6 +1,7 @@
 """serve's network edge: Host allow-list, Origin, control token, size limits, timeouts, admission (loopback only)."""
 
 import json
+import re
 import socket
 import time
 
@@ -247,3 +248,60 @@ def test_bad_edge_options_are_one_line(args, line):
 
     res = workbench("serve", "--pipeline", PIPELINE, "--port", "0", *args)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and line in res.stderr, res.stderr
+
+
+def test_head_refusal_rules():
+    from workbench.serving.edge import head_refusal
+
+    host = [(b"host", b"127.0.0.1:8000")]
+    assert head_refusal(LIMITS, "1.1", b"/predict", host) is None
+    assert head_refusal(LIMITS, "1.0", b"/predict", host) is None
+    assert head_refusal(LIMITS, "2.0", b"/predict", host)[:2] == (505, "version")
+    assert head_refusal(LIMITS, "0.9", b"/predict", host)[:2] == (505, "version")
+    status, key, message = head_refusal(LIMITS, "1.1", b"/predict", host * 2)
+    assert (status, key, message) == (400, "host", "2 Host headers: a request carries exactly one")
+    # absolute form: the target's host is the request's (RFC 9112 3.2.2), so it must be answered
+    assert head_refusal(LIMITS, "1.1", b"http://127.0.0.1:8000/predict", host) is None
+    assert head_refusal(LIMITS, "1.1", b"http://u@[::1]:8000/predict", host) is None
+    foreign = head_refusal(LIMITS, "1.1", b"http://evil.example/predict", host)
+    assert foreign[:2] == (421, "host") and "'evil.example'" in foreign[2]
+    assert head_refusal(LIMITS, "1.1", b"*", host)[:2] == (400, "target")
+    assert head_refusal(LIMITS, "1.1", b"ftp://127.0.0.1/x", host)[:2] == (400, "target")
+    star = EdgeLimits(allow_hosts=("*",))
+    assert head_refusal(star, "1.1", b"http://evil.example/predict", host) is None
+
+
+def statuses(response: bytes) -> list[int]:
+    return [int(s) for s in re.findall(rb"HTTP/1\.1 (\d{3}) ", response)]
+
+
+def chunked(trailers: bytes) -> bytes:
+    head = b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    return head + b'8\r\n{"x": 3}\r\n0\r\n' + trailers + b"\r\n"
+
+
+def test_strict_http_trailers_and_pipelining_on_a_real_server(served):
+    server = served("--max-header-bytes", "2048", "--max-pipelined", "4")
+    addr = ("127.0.0.1", int(server.url.rsplit(":", 1)[1]))
+    good = post("/predict", b'{"x": 3}')
+    assert status_of(exchange(addr, good.replace(b"HTTP/1.1", b"HTTP/2.0", 1))) == 505
+    assert status_of(exchange(addr, post("/predict", extra="Host: evil.example\r\n"))) == 400
+    absolute = good.replace(b"/predict", b"http://evil.example/predict", 1)
+    assert status_of(exchange(addr, absolute)) == 421
+    assert status_of(exchange(addr, good.replace(b"/predict", b"http://127.0.0.1/predict"))) == 200
+    # a refusal on a kept-alive connection is answered too (after a response it was only closed)
+    again = good.replace(b"Connection: close\r\n", b"")
+    twice = exchange(addr, again + again.replace(b"HTTP/1.1", b"HTTP/2.0", 1))
+    assert statuses(twice) == [200, 505]
+    # trailers count against the head limit (2048): a few pass; many lines, or one endless line, do not
+    assert status_of(exchange(addr, chunked(b"X-T: 1\r\n"))) == 200
+    assert status_of(exchange(addr, chunked(b"X-T: 1\r\n" * 400))) == 431
+    assert status_of(exchange(addr, chunked(b"X-T: " + b"t" * 2_000_000 + b"\r\n"))) == 431
+    # pipelining: 4 requests may wait behind the one in flight; the next is answered 503 in its
+    # turn and the connection closes (nothing more is read from it)
+    burst = exchange(addr, again * 40)
+    assert statuses(burst) == [200] * 5 + [503] and b"Retry-After: 1" in burst
+    code, stdout, stderr = server.stop()
+    assert code == 0, stderr
+    refused = json.loads((server.out / "run.json").read_text())["serving"]["edge"]["refused"]
+    assert refused == {"header_bytes": 2, "host": 2, "pipelined": 1, "version": 2}

@@ -222,12 +222,13 @@ def serve(
     box: dict[str, Any] = {}
     limits = limits or EdgeLimits()
     refused: Counter = Counter()
+    answered = limits.answered(host)
     config = uvicorn.Config(
-        make_app(service, box, log, limits, refused, limits.answered(host)),
+        make_app(service, box, log, limits, refused, answered),
         log_level="warning",
         access_log=False,
         lifespan="off",
-        http=edge_protocol(limits, refused),
+        http=edge_protocol(limits, refused, answered),
         loop="asyncio",
         timeout_graceful_shutdown=drain_timeout_s,
         timeout_keep_alive=limits.keep_alive_s,

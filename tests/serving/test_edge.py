@@ -1,5 +1,6 @@
 """serve's network edge: Host allow-list, Origin, control token, size limits, timeouts, admission (loopback only)."""
 
+import errno
 import json
 import re
 import socket
@@ -305,3 +306,86 @@ def test_strict_http_trailers_and_pipelining_on_a_real_server(served):
     assert code == 0, stderr
     refused = json.loads((server.out / "run.json").read_text())["serving"]["edge"]["refused"]
     assert refused == {"header_bytes": 2, "host": 2, "pipelined": 1, "version": 2}
+
+
+def connect(addr, source: str = "127.0.0.1") -> socket.socket:
+    """A connection from ``source`` (any 127.0.0.0/8 address is this machine: another client)."""
+    return socket.create_connection(addr, timeout=10, source_address=(source, 0))
+
+
+def closed(s: socket.socket, within_s: float = 3.0) -> bool:
+    """Whether the server closes ``s`` within ``within_s`` (what it sent before is read and dropped)."""
+    s.settimeout(within_s)
+    try:
+        while s.recv(65536):
+            pass
+    except (ConnectionResetError, socket.timeout):
+        return False
+    return True
+
+
+def reply(s: socket.socket, request: bytes) -> bytes:
+    s.sendall(request)
+    s.settimeout(10)
+    return s.recv(65536)
+
+
+def test_connection_slots_are_shared_fairly(served):
+    server = served("--max-connections", "4", "--max-client-connections", "2")
+    addr = ("127.0.0.1", int(server.url.rsplit(":", 1)[1]))
+    kept = post("/predict", b'{"x": 3}').replace(b"Connection: close\r\n", b"")
+    head = b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    probe = connect(addr)
+    assert status_of(reply(probe, kept)) == 200  # a client between two requests on one connection
+    # per client: a third connection of 127.0.0.2 closes its own silent one, or is refused when
+    # both are busy (mid-head)
+    silent = [connect(addr, "127.0.0.2") for _ in range(2)]
+    time.sleep(0.1)
+    third = connect(addr, "127.0.0.2")
+    assert closed(silent[0])
+    third.sendall(head)
+    silent[1].sendall(head)
+    time.sleep(0.1)
+    with connect(addr, "127.0.0.2") as s:
+        refused = reply(s, kept)
+    assert status_of(refused) == 503 and b"Retry-After: 1" in refused
+    assert b"the limit is 2 (--max-client-connections)" in refused
+    # at the server's limit (4), silent connections of other clients go before a client between two
+    # requests: 127.0.0.3's is closed for 127.0.0.4's, never the probe's (the one idle the longest)
+    other = connect(addr, "127.0.0.3")
+    time.sleep(0.1)
+    newcomer = connect(addr, "127.0.0.4")
+    assert closed(other)
+    assert status_of(reply(probe, kept)) == 200
+    assert status_of(reply(newcomer, kept)) == 200
+    # a head still arriving after a second (slowloris) gives up its slot before such a client does
+    time.sleep(1.0)
+    with connect(addr, "127.0.0.5") as late:
+        assert status_of(reply(late, post("/predict", b'{"x": 3}'))) == 200
+    assert closed(silent[1])  # its head began first
+    assert status_of(reply(probe, kept)) == 200 and status_of(reply(newcomer, kept)) == 200
+    for s in (probe, *silent, third, newcomer):
+        s.close()
+    code, _, stderr = server.stop()
+    assert code == 0, stderr
+    refused = json.loads((server.out / "run.json").read_text())["serving"]["edge"]["refused"]
+    assert refused == {"client_connections": 1, "evicted_idle": 2, "evicted_slow_head": 1}
+
+
+def test_a_client_that_never_reads_its_responses_is_cut_off(served):
+    server = served("--send-timeout", "0.5", "--max-pipelined", "100000")
+    addr = ("127.0.0.1", int(server.url.rsplit(":", 1)[1]))
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # its responses back up soon
+        s.connect(addr)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 50_000)  # kernel-buffered
+        deadline, error = time.monotonic() + 30, 0
+        while not error and time.monotonic() < deadline:  # read nothing: only the socket's error
+            time.sleep(0.1)
+            error = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    assert error == errno.ECONNRESET  # aborted by the server (it waited for ever before)
+    assert status_of(exchange(addr, post("/predict", b'{"x": 3}'))) == 200
+    code, _, stderr = server.stop()
+    assert code == 0, stderr
+    refused = json.loads((server.out / "run.json").read_text())["serving"]["edge"]["refused"]
+    assert refused == {"send_timeout": 1}

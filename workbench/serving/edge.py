@@ -201,14 +201,20 @@ def response_bytes(status: int, message: str, retry_after_s: int | None = None) 
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
-# A head still arriving this long after its first byte is slow enough to give up its slot at the
-# connection limit (slowloris); a well-formed client sends its head in one packet.
-SLOW_HEAD_S = 1.0
+# A connection silent this long since it opened, or a head still arriving this long after its first
+# byte, is stalled: first to give up its slot at the connection limit (idle floods, slowloris); a
+# well-formed client sends its head in one packet as soon as it has connected.
+STALLED_S = 1.0
+
+
+class StopParsing(Exception):
+    """Raised from a parser callback to stop parsing a connection's input (httptools stops at once)."""
 
 
 def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str] | None = None):
     """uvicorn's httptools protocol with the connection-level limits of ``limits``; refusals counted in
     ``refused``; ``answered``: the server's ``Host`` names (:meth:`EdgeLimits.answered`)."""
+    import httptools
     from uvicorn.protocols.http.flow_control import FlowControl
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -263,19 +269,21 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
 
         def _victim_rank(self, now: float) -> tuple | None:
             """Where this connection stands in line to be closed for a new one (lowest first), or None
-            when it is busy: opened and silent (0), a slow head (1), idle after a response (2); within a
-            kind, the client holding the most connections first, then the longest waiting."""
+            when it is busy. Stalled first (silent since it opened, or a head still arriving, for
+            :data:`STALLED_S`), then just opened and silent, then between two requests; within a kind,
+            the client holding the most connections first, then the longest waiting."""
             if self._rejected or self._draining:
                 return None
             if not (self.cycle is None or self.cycle.response_complete):
                 return None  # a request of it is being answered
             if self._phase == "idle" or (self._phase == "head" and self._head_bytes == 0):
-                kind, since = (2, self._idle_since) if self._served else (0, self._idle_since)
-            elif self._phase == "head" and now - self._head_since >= SLOW_HEAD_S:
-                kind, since = 1, self._head_since
+                since = self._idle_since
+                kind = 2 if self._served else (0 if now - since >= STALLED_S else 1)
+            elif self._phase == "head" and now - self._head_since >= STALLED_S:
+                kind, since = 0, self._head_since
             else:
                 return None
-            return kind, -clients[self._client], since
+            return kind, -clients[self._client], since, self._head_bytes > 0
 
         def _evict_one(self, own: bool) -> bool:
             """Close one connection for this new one (``own``: one of the same client's), as nginx
@@ -294,7 +302,7 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
             victim._rejected = True
             victim._cancel()
             victim.transport.close()
-            refused["evicted_slow_head" if best[0] == 1 else "evicted_idle"] += 1
+            refused["evicted_slow_head" if best[3] else "evicted_idle"] += 1
             return True
 
         def connection_lost(self, exc) -> None:
@@ -317,7 +325,7 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
             if self._phase == "head":
                 self._head_bytes += len(data)
             marks, body = self._marks, self._body_bytes
-            super().data_received(data)
+            self._feed(data)
             if self._rejected or self._draining:
                 return
             if self._phase == "head":
@@ -327,6 +335,27 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
                 # trailers after the last chunk, held by the parser until their line ends
                 self._framing += len(data) - (self._body_bytes - body)
                 self._check_head(self._framing, "chunk framing or trailers")
+
+        def _feed(self, data: bytes) -> None:
+            """uvicorn's ``data_received``, but a parse stopped on purpose (nothing more is read from a
+            connection past ``--max-pipelined``: the rest of its read is not parsed) answers nothing."""
+            self._unset_keepalive_if_required()
+            try:
+                self.parser.feed_data(data)
+            except httptools.HttpParserUpgrade:
+                if self._should_upgrade():
+                    self.handle_websocket_upgrade()
+                else:
+                    self._unsupported_upgrade_warning()
+            except httptools.HttpParserError:
+                if not self._draining:
+                    self.logger.warning("Invalid HTTP request received.")
+                    self.send_400_response("Invalid HTTP request received.")
+
+        def on_message_begin(self) -> None:
+            if self._draining:
+                raise StopParsing  # the parser stops where it is; the rest of the read is dropped
+            super().on_message_begin()
 
         def on_headers_complete(self) -> None:
             if self._rejected or self._draining:
@@ -360,7 +389,8 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
                     503,
                     "pipelined",
                     f"more than {limits.max_pipelined} requests were sent ahead of their responses "
-                    "(--max-pipelined): send the rest again on a new connection",
+                    "(--max-pipelined): only the first was answered; send the rest again on a new "
+                    "connection",
                     True,
                 )
             elif not self.pipeline:  # a queued request's body is read once it is its turn
@@ -481,7 +511,9 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
             raw = response_bytes(status, message, limits.retry_after_s if retry else None)
             cycle, own = self.cycle, self._own
             if own is None and cycle is not None and not cycle.response_complete or self.pipeline:
-                if own is not None and own is self.pipeline[0][0]:
+                if reason == "pipelined":
+                    self.pipeline.clear()  # a client that far ahead: the waiting ones are not run either
+                elif own is not None and own is self.pipeline[0][0]:
                     self.pipeline.popleft()  # it was queued: it will not run
                 self._draining, self._deferred = True, raw
                 return

@@ -45,7 +45,8 @@ from ..batching.summary import load_meta_figures, load_summary
 from ..errors import ConfigError
 from ..record import Load, Run, Serving
 from ..units import ns_to_ms
-from .edge import TOKEN_HEADER, EdgeLimits, edge_protocol, refusal, token_ok
+from .connection import edge_protocol
+from .edge import TOKEN_HEADER, EdgeLimits, refusal, token_ok
 from .records import server_tables
 from .service import AFTER, BEFORE, PipelineService, server_meta
 

@@ -96,7 +96,8 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
             """Where this connection stands in line to be closed for a new one (lowest first), or None
             when it is busy. Stalled first (silent since it opened, or a head still arriving, for
             :data:`STALLED_S`), then just opened and silent, then between two requests; within a kind,
-            the client holding the most connections first, then the longest waiting."""
+            the client holding the most connections first (not among the just opened), then the
+            longest waiting."""
             if self._rejected or self._draining:
                 return None
             if not (self.cycle is None or self.cycle.response_complete):
@@ -108,7 +109,10 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
                 kind, since = 0, self._head_since
             else:
                 return None
-            return kind, -clients[self._client], since, self._head_bytes > 0
+            # just opened: the longest silent first (a client's fresh spare is about to be used, and
+            # one holding many connections, as a load generator does, must not lose it for that)
+            crowd = 0 if kind == 1 else -clients[self._client]
+            return kind, crowd, since, self._head_bytes > 0
 
         def _evict_one(self, own: bool) -> bool:
             """Close the connection first in line (:meth:`_victim_rank`) for this new one (``own``: one of

@@ -24,16 +24,37 @@ table gives the totals). Attacks are bounded in count and time, on
 * ``foreign_host``: 4 threads sending requests with ``Host: evil.example``
   and a cross-origin ``Origin`` as fast as they can (421/403);
 * ``poison_in_batch``: 20 % of the probe's own bodies are bad JSON (each
-  fails alone: the batch is re-run one request at a time).
+  fails alone: the batch is re-run one request at a time);
+* ``trailers_150mb``: 4 threads each sending a chunked request whose trailers
+  run to 150 MiB (431 at 16 KiB, closed), again and again;
+* ``pipeline_unread``: 50 connections each pipelining requests without ever
+  reading a response (16 may wait behind the one in flight; the next gets 503
+  and the connection closes; a full send buffer left unread 10 s is cut),
+  reopened;
+* ``slowloris_600``: 600 slow heads from 6 addresses, past ``--max-connections``
+  (a head still arriving after 1 s gives up its slot to a newcomer);
+* ``keepalive_5000``: 5,000 connections from 50 addresses, opened and left
+  silent (silent ones are closed first for a newcomer; a client between two
+  requests keeps its connection).
 
-Not a test: it takes about two minutes. Figures from a busy machine must say so.
+Attackers connect from 127.0.0.2 and up (loopback addresses of this machine,
+other clients to the server), the probe from 127.0.0.1. With ``--rounds N``
+each attack runs N times, each right after a run with no attack (``none``),
+so every attack has its own baseline from the same minute. The server's
+resident memory is sampled during each run (``rss_mb_max``).
+
+Not a test: it takes several minutes. Figures from a busy machine must say so.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import functools
 import json
 import os
+import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -96,9 +117,11 @@ class Attack:
         for t in self.threads:
             t.join(15)
 
-    def connect(self) -> socket.socket | None:
+    def connect(self, source: str = "127.0.0.2") -> socket.socket | None:
         try:
-            return socket.create_connection(("127.0.0.1", self.port), timeout=5)
+            return socket.create_connection(
+                ("127.0.0.1", self.port), timeout=5, source_address=(source, 0)
+            )
         except OSError:
             time.sleep(0.05)
             return None
@@ -137,12 +160,12 @@ class Attack:
                 except OSError:
                     pass
 
-    def slowloris(self, n: int = 400) -> None:
+    def slowloris(self, n: int = 400, sources: int = 1) -> None:
         conns: list[socket.socket] = []
         try:
             while not self.done.is_set():
                 while len(conns) < n and not self.done.is_set():
-                    s = self.connect()
+                    s = self.connect(f"127.0.0.{2 + len(conns) % sources}")
                     if s is None:
                         break
                     s.sendall(b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\n")
@@ -158,15 +181,15 @@ class Attack:
             for s in conns:
                 s.close()
 
-    def keepalive(self, n: int = 2000) -> None:
+    def keepalive(self, n: int = 2000, sources: int = 1) -> None:
         conns: list[socket.socket] = []
         try:
             while not self.done.is_set():
                 while len(conns) < n and not self.done.is_set():
-                    try:
-                        conns.append(socket.create_connection(("127.0.0.1", self.port), timeout=5))
-                    except OSError:
+                    s = self.connect(f"127.0.1.{2 + len(conns) % sources}")
+                    if s is None:
                         break
+                    conns.append(s)
                 self.done.wait(0.5)
                 alive = []
                 for s in conns:
@@ -203,16 +226,83 @@ class Attack:
                 except OSError:
                     pass
 
+    def trailers(self) -> None:
+        head = (
+            b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b'8\r\n{"x": 1}\r\n0\r\n'
+        )
+        block = (b"X-T: " + b"t" * 1017 + b"\r\n") * 64  # 64 KiB of trailer lines
+        while not self.done.is_set():
+            s = self.connect()
+            if s is None:
+                continue
+            with s:
+                try:
+                    s.sendall(head)
+                    for _ in range(150 * 16):  # up to 150 MiB
+                        if self.done.is_set():
+                            break
+                        s.sendall(block)
+                    s.sendall(b"\r\n")
+                    s.recv(4096)
+                except OSError:
+                    pass  # refused with 431 and closed: go again
 
+    def pipeline_unread(self) -> None:
+        burst = (
+            b'POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 8\r\n\r\n{"x": 1}' * 1000
+        )
+        while not self.done.is_set():
+            s = self.connect()
+            if s is None:
+                continue
+            with s:
+                s.settimeout(1.0)
+                try:
+                    while not self.done.is_set():
+                        try:
+                            s.sendall(burst)  # and never a recv
+                        except socket.timeout:
+                            continue
+                except OSError:
+                    pass  # closed by the server: open another
+
+
+# name -> None (no attacker) or (Attack method, threads, its keyword arguments)
 SCENARIOS = {
     "none": None,
-    "header_100mb": ("big_header", 4),
-    "body_1gb": ("big_body", 4),
-    "slowloris": ("slowloris", 1),
-    "keepalive_2000": ("keepalive", 1),
-    "foreign_host": ("foreign", 4),
+    "header_100mb": ("big_header", 4, {}),
+    "body_1gb": ("big_body", 4, {}),
+    "slowloris": ("slowloris", 1, {}),
+    "keepalive_2000": ("keepalive", 1, {}),
+    "foreign_host": ("foreign", 4, {}),
     "poison_in_batch": None,
+    "trailers_150mb": ("trailers", 4, {}),
+    "pipeline_unread": ("pipeline_unread", 50, {}),
+    "slowloris_600": ("slowloris", 1, {"n": 600, "sources": 6}),
+    "keepalive_5000": ("keepalive", 1, {"n": 5000, "sources": 50}),
 }
+NEW = ("trailers_150mb", "pipeline_unread", "slowloris_600", "keepalive_5000")
+
+
+class RssPeak:
+    """The largest resident set of process ``pid`` while it runs, sampled every 50 ms (MiB)."""
+
+    def __init__(self, pid: int):
+        self.pid, self.peak, self.done = pid, 0, threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        while not self.done.wait(0.05):
+            with open(f"/proc/{self.pid}/status") as f:
+                kb = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+            self.peak = max(self.peak, kb)
+
+    def stop(self) -> float:
+        self.done.set()
+        self.thread.join()
+        return round(self.peak / 1024, 1)
 
 
 def probe(url: str, payloads: Path, out: Path, args) -> dict:
@@ -266,12 +356,17 @@ def main(argv=None) -> int:
     p.add_argument("--md", type=Path, default=HERE / "results" / "edge.md")
     p.add_argument("--scenarios", nargs="*", default=list(SCENARIOS), choices=list(SCENARIOS))
     p.add_argument(
+        "--rounds", type=int, default=1, help="runs of each attack, each after a run of none"
+    )
+    p.add_argument(
         "--serve-args",
         nargs="*",
         default=[],
         help="extra workbench serve options (e.g. edge limits)",
     )
     args = p.parse_args(argv)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # 5,000 attacker sockets
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 20_000)), hard))
     root = Path(tempfile.mkdtemp(prefix="bench-edge-"))
     good, poison = root / "good.txt", root / "poison.txt"
     good.write_text("".join(json.dumps({"x": k}) + "\n" for k in range(50)))
@@ -297,26 +392,40 @@ def main(argv=None) -> int:
         env=ENV,
     )
     port = int(server.url.rsplit(":", 1)[1])
-    rows = {}
+    # the server logs a line per request cut off mid-body (a 431 trailer, say): read them as they come,
+    # or a full stderr pipe stops its event loop
+    log = collections.deque(maxlen=20)
+    threading.Thread(target=lambda: log.extend(server.proc.stderr), daemon=True).start()
+    attacks = [n for n in args.scenarios if n != "none"]
+    # interleaved: each attack right after a run with none (its baseline)
+    order = [(r, n) for r in range(args.rounds) for a in attacks for n in ("none", a)] or [
+        (r, "none") for r in range(args.rounds)
+    ]
+    rows = []
     try:
-        for name, attack in ((n, SCENARIOS[n]) for n in args.scenarios):
-            running = None
+        for k, (round_, name) in enumerate(order):
+            running, attack = None, SCENARIOS[name]
             if attack is not None:
                 a = Attack(port)
-                running = a.start(getattr(a, attack[0]), attack[1])
+                method, threads, kwargs = attack
+                running = a.start(functools.partial(getattr(a, method), **kwargs), threads)
                 time.sleep(1.0)  # the attack is under way before the probe starts
-            rows[name] = probe(
+            rss = RssPeak(server.proc.pid)
+            row = probe(
                 server.url,
                 poison if name == "poison_in_batch" else good,
-                root / f"probe-{name}",
+                root / f"probe-{k}-{name}",
                 args,
             )
             if running is not None:
                 running.stop()
-            print(name, json.dumps(rows[name]), flush=True)
+            row |= {"scenario": name, "round": round_, "rss_mb_max": rss.stop()}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
             time.sleep(2.0)
     finally:
-        server.stop()
+        server.proc.send_signal(signal.SIGTERM)
+        server.proc.wait(300)
     edge = load_run(root / "server").meta.serving.extra.get("edge", {})
     args.md.with_suffix(".json").write_text(
         json.dumps({"rows": rows, "edge": edge}, indent=1) + "\n"
@@ -325,7 +434,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def write_md(args, rows: dict, edge: dict, load_average) -> None:
+def write_md(args, rows: list[dict], edge: dict, load_average) -> None:
     lines = [
         "# The network edge under attack: p99 of well-formed requests (`benchmarks/bench_edge.py`)",
         "",
@@ -334,21 +443,31 @@ def write_md(args, rows: dict, edge: dict, load_average) -> None:
         "",
         f"`workbench serve` of a JSON echo pipeline (1-ms forward, batches up to 8, 2-ms wait) with the edge's "
         f"defaults; probe: `workbench load --url` at {args.rate:g} req/s (Poisson) for {args.duration:g} s per "
-        "scenario, 10-s timeout. `python benchmarks/bench_edge.py` regenerates this file.",
+        f"run, 10-s timeout; each attack right after a run with none (its baseline), {args.rounds} round(s). "
+        f"`python benchmarks/bench_edge.py --rounds {args.rounds}` regenerates this file.",
         "",
-        "| attack | probe requests | p50 ms | p99 ms | max ms | probe failures | probe run noisy |",
-        "|---|---|---|---|---|---|---|",
+        "| attack | round | probe requests | p50 ms | p99 ms | max ms | p99 / none's | probe failures "
+        "| server RSS peak MiB | probe run noisy |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, r in rows.items():
+    baseline = None
+    for r in rows:
+        name = r["scenario"]
         if "error" in r:
-            lines.append(f"| {name} | - | - | - | - | {r['error']} | - |")
+            lines.append(f"| {name} | {r['round']} | - | - | - | - | - | {r['error']} | - | - |")
             continue
         fails = ", ".join(f"{k} {v}" for k, v in r["failed"].items()) or "0"
         ms = [
             f"{r[k]:.2f}" if r.get(k) is not None else "-" for k in ("p50_ms", "p99_ms", "max_ms")
         ]
+        ratio = "-"
+        if name == "none":
+            baseline = r.get("p99_ms")
+        elif baseline and r.get("p99_ms") is not None:
+            ratio = f"{r['p99_ms'] / baseline:.2f}"
         lines.append(
-            f"| {name} | {r['requests']} | {' | '.join(ms)} | {fails} | {'yes' if r['noisy'] else 'no'} |"
+            f"| {name} | {r['round']} | {r['requests']} | {' | '.join(ms)} | {ratio} | {fails} "
+            f"| {r['rss_mb_max']} | {'yes' if r['noisy'] else 'no'} |"
         )
     refused = edge.get("refused", {})
     lines += [
@@ -372,6 +491,19 @@ def write_md(args, rows: dict, edge: dict, load_average) -> None:
         "eviction with the 2,048 backlog gave p50 5.4 s and 214 `ServerDisconnected`; both, as here, a few "
         "ms (another run: p99 190 ms, 6 `ServerDisconnected`: a probe connection closed while idle as its "
         "next request went out, the keep-alive race every HTTP client knows).",
+        "",
+        "Issue 39's attacks, before the second pass (same kind of busy machine): 150 MiB of chunked "
+        "trailers were answered 200 and took the server from 186 MiB to 4.0 GB (GC pauses up to 1.7 s); 50 "
+        "connections pipelining without reading put the probe at p50 9.3 s and held 730 MiB; 600 slow heads "
+        "past --max-connections got 250 of 300 probe requests a 503; under a 5,000-connection flood, "
+        "evicting the connection idle the longest reset 5-32 of 300 probe requests (the probe's own, as it "
+        "reused them). Now: trailers count against the head limit (431), a connection holds at most one read "
+        "ahead and 16 waiting requests (then 503, closed; unread responses cut after 10 s), and at the "
+        "connection limit stalled connections (silent, or a head arriving for 1 s) go first, up to 32 at "
+        "once, and a client between two requests last. The server's resident memory stays flat (the RSS "
+        "column) and no probe request failed under them. The p99 under the floods is CPU, not the edge: the "
+        "attackers run on the same 2 busy cores as the server and the probe, and `pipeline_unread` is real "
+        "work (each of its connections gets one prediction answered before its 503).",
         "",
     ]
     args.md.write_text("\n".join(lines) + "\n")

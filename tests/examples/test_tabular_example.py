@@ -65,7 +65,7 @@ def test_hydrate_reads_the_store_and_defaults_unknown_ids():
     [
         (b"{not json", "tabular request 0: not valid JSON"),
         (b"[1, 2]", "expected a JSON object"),
-        (b'{"item_ids": [1]}', "user_id must be an integer >= 0, got None"),
+        (b'{"item_ids": [1]}', "user_id must be an integer 0..9223372036854775807, got None"),
         (b'{"user_id": 1, "item_ids": []}', "item_ids must be a list of 1..100 integers"),
         (b'{"user_id": true, "item_ids": [1]}', "user_id must be an integer"),
         (
@@ -81,6 +81,14 @@ def test_hydrate_reads_the_store_and_defaults_unknown_ids():
 def test_invalid_payload_raises_value_error_naming_the_field(payload, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace(".", r"\.")):
         tabular.parse([payload])
+
+
+def test_check_item_refuses_ids_past_the_stores_range():
+    """SQLite keys are signed 64-bit: an id of 2**63 passed the check and failed its batch (500)."""
+    tabular.check_item(json.dumps({"user_id": 2**63 - 1, "item_ids": [2**63 - 1]}).encode())
+    for body in ({"user_id": 2**63, "item_ids": [1]}, {"user_id": 1, "item_ids": [1, 2**63]}):
+        with pytest.raises(ValueError, match=r"integers? 0\.\.9223372036854775807"):
+            tabular.check_item(json.dumps(body).encode())
 
 
 def test_empty_batch_is_refused():

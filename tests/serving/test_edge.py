@@ -1,13 +1,15 @@
 """serve's network edge: Host allow-list, Origin, control token, size limits, timeouts, admission (loopback only)."""
 
+import errno
 import json
+import re
 import socket
 import time
 
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.serving.edge import EdgeLimits, refusal, response_bytes, token_ok
+from workbench.serving.edge import EdgeLimits, head_refusal, refusal, response_bytes, token_ok
 
 LIMITS = EdgeLimits()
 
@@ -247,3 +249,153 @@ def test_bad_edge_options_are_one_line(args, line):
 
     res = workbench("serve", "--pipeline", PIPELINE, "--port", "0", *args)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and line in res.stderr, res.stderr
+
+
+def test_head_refusal_rules():
+    host = [(b"host", b"127.0.0.1:8000")]
+    assert head_refusal(LIMITS, "1.1", b"/predict", host) is None
+    assert head_refusal(LIMITS, "1.0", b"/predict", host) is None
+    assert head_refusal(LIMITS, "2.0", b"/predict", host)[:2] == (505, "version")
+    assert head_refusal(LIMITS, "0.9", b"/predict", host)[:2] == (505, "version")
+    status, key, message = head_refusal(LIMITS, "1.1", b"/predict", host * 2)
+    assert (status, key, message) == (400, "host", "2 Host headers: a request carries exactly one")
+    # absolute form: the target's host is the request's (RFC 9112 3.2.2), so it must be answered
+    assert head_refusal(LIMITS, "1.1", b"http://127.0.0.1:8000/predict", host) is None
+    assert head_refusal(LIMITS, "1.1", b"http://u@[::1]:8000/predict", host) is None
+    foreign = head_refusal(LIMITS, "1.1", b"http://evil.example/predict", host)
+    assert foreign[:2] == (421, "host") and "'evil.example'" in foreign[2]
+    assert head_refusal(LIMITS, "1.1", b"*", host)[:2] == (400, "target")
+    assert head_refusal(LIMITS, "1.1", b"ftp://127.0.0.1/x", host)[:2] == (400, "target")
+    star = EdgeLimits(allow_hosts=("*",))
+    assert head_refusal(star, "1.1", b"http://evil.example/predict", host) is None
+
+
+def statuses(response: bytes) -> list[int]:
+    return [int(s) for s in re.findall(rb"HTTP/1\.1 (\d{3}) ", response)]
+
+
+def chunked(trailers: bytes) -> bytes:
+    head = b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    return head + b'8\r\n{"x": 3}\r\n0\r\n' + trailers + b"\r\n"
+
+
+def test_strict_http_trailers_and_pipelining_on_a_real_server(served):
+    server = served("--max-header-bytes", "2048", "--max-pipelined", "4")
+    addr = ("127.0.0.1", int(server.url.rsplit(":", 1)[1]))
+    good = post("/predict", b'{"x": 3}')
+    assert status_of(exchange(addr, good.replace(b"HTTP/1.1", b"HTTP/2.0", 1))) == 505
+    assert status_of(exchange(addr, post("/predict", extra="Host: evil.example\r\n"))) == 400
+    absolute = good.replace(b"/predict", b"http://evil.example/predict", 1)
+    assert status_of(exchange(addr, absolute)) == 421
+    assert status_of(exchange(addr, good.replace(b"/predict", b"http://127.0.0.1/predict"))) == 200
+    # a refusal on a kept-alive connection is answered too (after a response it was only closed)
+    again = good.replace(b"Connection: close\r\n", b"")
+    twice = exchange(addr, again + again.replace(b"HTTP/1.1", b"HTTP/2.0", 1))
+    assert statuses(twice) == [200, 505]
+    # trailers count against the head limit (2048): a few pass; many lines, or one endless line, do not
+    assert status_of(exchange(addr, chunked(b"X-T: 1\r\n"))) == 200
+    assert status_of(exchange(addr, chunked(b"X-T: 1\r\n" * 400))) == 431
+    assert status_of(exchange(addr, chunked(b"X-T: " + b"t" * 2_000_000 + b"\r\n"))) == 431
+    # pipelining: 4 requests may wait behind the one in flight; past that, the one in flight is
+    # answered, then 503 for the rest, and the connection closes (nothing more is read from it)
+    assert statuses(exchange(addr, again * 5)) == [200] * 5
+    burst = exchange(addr, again * 40)
+    assert statuses(burst) == [200, 503] and b"Retry-After: 1" in burst
+    assert b"only the first was answered" in burst
+    code, stdout, stderr = server.stop()
+    assert code == 0, stderr
+    refused = json.loads((server.out / "run.json").read_text())["serving"]["edge"]["refused"]
+    assert refused == {"header_bytes": 2, "host": 2, "pipelined": 1, "version": 2}
+
+
+def connect(addr, source: str = "127.0.0.1") -> socket.socket:
+    """A connection from ``source`` (any 127.0.0.0/8 address is this machine: another client)."""
+    return socket.create_connection(addr, timeout=10, source_address=(source, 0))
+
+
+def closed(s: socket.socket, within_s: float = 3.0) -> bool:
+    """Whether the server closes ``s`` within ``within_s`` (what it sent before is read and dropped)."""
+    s.settimeout(within_s)
+    try:
+        while s.recv(65536):
+            pass
+    except (ConnectionResetError, socket.timeout):
+        return False
+    return True
+
+
+def reply(s: socket.socket, request: bytes) -> bytes:
+    """Send ``request`` on ``s`` and read its whole response (framed by Content-Length)."""
+    s.sendall(request)
+    s.settimeout(10)
+    out = b""
+    while b"\r\n\r\n" not in out or len(out.split(b"\r\n\r\n", 1)[1]) < int(
+        re.search(rb"(?i)content-length: (\d+)", out).group(1)
+    ):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+def test_connection_slots_are_shared_fairly(served):
+    server = served("--max-connections", "4", "--max-client-connections", "2")
+    addr = ("127.0.0.1", int(server.url.rsplit(":", 1)[1]))
+    kept = post("/predict", b'{"x": 3}').replace(b"Connection: close\r\n", b"")
+    head = b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    probe = connect(addr)
+    assert status_of(reply(probe, kept)) == 200  # a client between two requests on one connection
+    # per client: a third connection of 127.0.0.2 closes its own silent one, or is refused when
+    # both are busy (mid-head)
+    silent = [connect(addr, "127.0.0.2") for _ in range(2)]
+    time.sleep(0.1)
+    third = connect(addr, "127.0.0.2")
+    assert closed(silent[0])
+    third.sendall(head)
+    silent[1].sendall(head)
+    time.sleep(0.1)
+    with connect(addr, "127.0.0.2") as s:
+        refused = reply(s, kept)
+    assert status_of(refused) == 503 and b"Retry-After: 1" in refused
+    assert b"the limit is 2 (--max-client-connections)" in refused
+    # at the server's limit (4), silent connections of other clients go before a client between two
+    # requests: 127.0.0.3's is closed for 127.0.0.4's, never the probe's (the one idle the longest)
+    other = connect(addr, "127.0.0.3")
+    time.sleep(0.1)
+    newcomer = connect(addr, "127.0.0.4")
+    assert closed(other)
+    assert status_of(reply(probe, kept)) == 200
+    assert status_of(reply(newcomer, kept)) == 200
+    # heads still arriving after a second (slowloris) give up their slots before such a client
+    # does, all the stalled ones at once (one scan for up to 32 newcomers in a flood)
+    time.sleep(1.0)
+    with connect(addr, "127.0.0.5") as late:
+        assert status_of(reply(late, post("/predict", b'{"x": 3}'))) == 200
+    assert closed(silent[1]) and closed(third)
+    assert status_of(reply(probe, kept)) == 200 and status_of(reply(newcomer, kept)) == 200
+    for s in (probe, *silent, third, newcomer):
+        s.close()
+    code, _, stderr = server.stop()
+    assert code == 0, stderr
+    refused = json.loads((server.out / "run.json").read_text())["serving"]["edge"]["refused"]
+    assert refused == {"client_connections": 1, "evicted_idle": 2, "evicted_slow_head": 2}
+
+
+def test_a_client_that_never_reads_its_responses_is_cut_off(served):
+    server = served("--send-timeout", "0.5", "--max-pipelined", "100000")
+    addr = ("127.0.0.1", int(server.url.rsplit(":", 1)[1]))
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # its responses back up soon
+        s.connect(addr)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" * 50_000)  # kernel-buffered
+        deadline, error = time.monotonic() + 30, 0
+        while not error and time.monotonic() < deadline:  # read nothing: only the socket's error
+            time.sleep(0.1)
+            error = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    assert error == errno.ECONNRESET  # aborted by the server (it waited for ever before)
+    assert status_of(exchange(addr, post("/predict", b'{"x": 3}'))) == 200
+    code, _, stderr = server.stop()
+    assert code == 0, stderr
+    refused = json.loads((server.out / "run.json").read_text())["serving"]["edge"]["refused"]
+    assert refused == {"send_timeout": 1}

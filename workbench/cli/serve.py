@@ -21,6 +21,9 @@ HEADER_S = number("--header-timeout", 0, 86_400, "s", lo_open=True)
 BODY_S = number("--body-timeout", 0, 86_400, "s", lo_open=True)
 KEEP_ALIVE_S = number("--keep-alive-timeout", 0, 86_400, "s", lo_open=True)
 CONNECTIONS = number("--max-connections", 1, 10**6, "connections", integer=True)
+CLIENT_CONNECTIONS = number("--max-client-connections", 1, 10**6, "connections", integer=True)
+PIPELINED = number("--max-pipelined", 1, 10**6, "requests", integer=True)
+SEND_S = number("--send-timeout", 0, 86_400, "s", lo_open=True)
 PENDING = number("--max-pending", 1, 10**8, "requests", integer=True)
 BACKLOG = number("--accept-backlog", 1, 65_535, "connections", integer=True)
 # The network edge's limits: the option, the EdgeLimits field it sets, its help ({}: the default).
@@ -36,6 +39,21 @@ EDGE_LIMITS = (
         "seconds an idle keep-alive connection stays open (default {:g})",
     ),
     (CONNECTIONS, "max_connections", "open connections, else 503 + Retry-After (default {})"),
+    (
+        CLIENT_CONNECTIONS,
+        "max_client_connections",
+        "open connections of one client address, else 503 + Retry-After (default {})",
+    ),
+    (
+        PIPELINED,
+        "max_pipelined",
+        "requests sent ahead of their response on one connection, else 503 and closed (default {})",
+    ),
+    (
+        SEND_S,
+        "send_timeout_s",
+        "seconds a client may leave its responses unread once the send buffer is full (default {:g})",
+    ),
     (PENDING, "max_pending", "requests queued or running, else 503 + Retry-After (default {})"),
     (
         BACKLOG,
@@ -118,6 +136,7 @@ def edge_limits_from_args(args):
 
 
 def run_serve_command(args) -> int:
+    from ..serving.records import DISCONNECTED
     from ..serving.server import serve
 
     policy = policy_from_args(args)
@@ -161,10 +180,12 @@ def run_serve_command(args) -> int:
         print(
             f"refused at the edge: {', '.join(f'{k} {v}' for k, v in refused.items())}", flush=True
         )
+    # a client that hung up is recorded as a failed request, but it is no failure of the server's
+    hung_up = int((run.requests["error_type"] == DISCONNECTED[1]).sum())
     print(
-        f"stopped by {serving.stopped_by}: {load.requests} requests, {load.failed} failed; "
-        f"run written to {path}",
+        f"stopped by {serving.stopped_by}: {load.requests} requests, {load.failed} failed"
+        f"{f' ({hung_up} hung up)' if hung_up else ''}; run written to {path}",
         flush=True,
     )
     otel_hook(args, run, path)
-    return 1 if load.failed else 0
+    return 1 if load.failed > hung_up else 0

@@ -66,6 +66,7 @@ from ._common import SEED, check_batch, int_list_option, option, smoke_forward, 
 
 DEVICES = ("ios", "android", "web")
 MAX_CANDIDATES = 100
+MAX_ID = 2**63 - 1  # ids are the stores' keys: SQLite's INTEGER is a signed 64-bit number
 STORE_FEATURES = tuple(
     f"{table}.{column}"
     for table, columns in {
@@ -381,13 +382,15 @@ def _parse_one(index: int, payload, where: str | None = None) -> Request:
         raise ValueError(f"{where}: expected a JSON object, got {type(obj).__name__}")
     user_id, item_ids = obj.get("user_id"), obj.get("item_ids")
     if not _is_id(user_id):
-        raise ValueError(f"{where}: user_id must be an integer >= 0, got {user_id!r}")
+        raise ValueError(f"{where}: user_id must be an integer 0..{MAX_ID}, got {user_id!r}")
     if (
         not isinstance(item_ids, list)
         or not 1 <= len(item_ids) <= MAX_CANDIDATES
         or not all(_is_id(i) for i in item_ids)
     ):
-        raise ValueError(f"{where}: item_ids must be a list of 1..{MAX_CANDIDATES} integers >= 0")
+        raise ValueError(
+            f"{where}: item_ids must be a list of 1..{MAX_CANDIDATES} integers 0..{MAX_ID}"
+        )
     context = obj.get("context", {})
     if not isinstance(context, dict):
         raise ValueError(f"{where}: context must be an object")
@@ -402,7 +405,7 @@ def _parse_one(index: int, payload, where: str | None = None) -> Request:
 
 
 def _is_id(value) -> bool:
-    return is_int(value) and value >= 0
+    return is_int(value) and 0 <= value <= MAX_ID
 
 
 def _responses(requests: list[Request], probs: list[float], threshold: float) -> list[dict]:

@@ -2,7 +2,7 @@
 
 Two layers, each where the information is:
 
-* :func:`edge_protocol`: a subclass of uvicorn's own httptools protocol
+* :func:`workbench.serving.connection.edge_protocol`: a subclass of uvicorn's own httptools protocol
   (uvicorn takes a protocol class as ``http=``), for what only the
   connection sees: the request head's size (431) and the body's (413, from
   ``Content-Length`` before anything is read, or as chunks arrive), the time
@@ -28,10 +28,9 @@ run (``serving.edge``).
 from __future__ import annotations
 
 import hmac
-from collections import Counter
 from dataclasses import asdict, dataclass, fields
 from http import HTTPStatus
-from urllib.parse import urlparse
+from urllib.parse import urlparse, urlsplit
 
 from ..errors import ConfigError
 from . import hosts
@@ -54,6 +53,11 @@ class EdgeLimits:
     body_timeout_s: float = 10.0  # body not complete this long after the head -> 408
     keep_alive_s: float = 5.0  # idle keep-alive connection closed (uvicorn's timeout_keep_alive)
     max_connections: int = 512  # open connections; one more -> 503 + Retry-After
+    max_client_connections: int = 256  # open connections of one client address -> 503 + Retry-After
+    max_pipelined: int = (
+        16  # requests read ahead of their response on one connection -> 503, closed
+    )
+    send_timeout_s: float = 10.0  # responses left unread this long (send buffer full) -> closed
     max_pending: int = 1024  # requests queued or running; one more -> 503 + Retry-After
     retry_after_s: int = 1
     accept_backlog: int = 128  # the listen queue, and the most connections accepted per loop turn
@@ -91,6 +95,7 @@ _FLAGS = {
     "header_timeout_s": "header-timeout",
     "body_timeout_s": "body-timeout",
     "keep_alive_s": "keep-alive-timeout",
+    "send_timeout_s": "send-timeout",
 }
 
 
@@ -139,6 +144,39 @@ def refusal(
     return None
 
 
+VERSIONS = ("1.0", "1.1")
+
+
+def head_refusal(
+    limits: EdgeLimits,
+    version: str,
+    target: bytes,
+    headers: list[tuple[bytes, bytes]],
+    answered: frozenset[str] | None = None,
+) -> tuple[int, str, str] | None:
+    """``(status, reason key, message)`` when a request head is not strict HTTP/1.x, else None.
+
+    ``version``: the request line's (``"1.1"``); ``target``: its request target as sent;
+    ``headers``: ``(lower-case name, value)`` in order, repeats kept. An absolute-form target
+    (``http://host/path``) names the host the request is for (RFC 9112 3.2.2): it must be one the
+    server answers, as ``Host`` must (:func:`refusal`), and a request carries one ``Host`` (3.2).
+    """
+    if version not in VERSIONS:
+        return 505, "version", f"HTTP/{version[:8]} is not served here (HTTP/1.1 and 1.0 are)"
+    given = sum(name == b"host" for name, _ in headers)
+    if given > 1:
+        return 400, "host", f"{given} Host headers: a request carries exactly one"
+    if target.startswith(b"/"):
+        return None
+    url = urlsplit(target[:2048].decode("latin-1"))
+    if url.scheme.lower() not in ("http", "https") or not url.netloc:
+        return 400, "target", f"request target {target[:80]!r}: send a path or an http:// URL"
+    if not host_allowed(limits, url.netloc.rpartition("@")[2], answered or limits.answered()):
+        guard = "(DNS rebinding guard; add a name with --allow-host)"
+        return 421, "host", f"request target host {url.netloc[:80]!r} is not served here {guard}"
+    return None
+
+
 def token_ok(limits: EdgeLimits, given: str | None) -> bool:
     """Whether ``given`` is the control token (compared in constant time); False when none is set."""
     return (
@@ -160,159 +198,3 @@ def response_bytes(status: int, message: str, retry_after_s: int | None = None) 
     if retry_after_s is not None:
         lines.append(f"Retry-After: {retry_after_s}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
-
-
-def edge_protocol(limits: EdgeLimits, refused: Counter):
-    """uvicorn's httptools protocol with the connection-level limits of ``limits``; refusals counted in ``refused``."""
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-    class EdgeProtocol(HttpToolsProtocol):
-        """Phases of a connection: ``head`` (reading a request head), ``body``, ``idle`` (between requests)."""
-
-        def connection_made(self, transport) -> None:
-            self._phase, self._head_bytes, self._body_bytes = "head", 0, 0
-            self._rejected, self._timer = False, None
-            super().connection_made(transport)
-            self._idle_since = self.loop.time()
-            if len(self.connections) > limits.max_connections and not self._evict_one():
-                self._reject(
-                    503,
-                    "connections",
-                    f"{len(self.connections) - 1} connections are open and busy; the "
-                    f"limit is {limits.max_connections} (--max-connections): retry later",
-                    True,
-                )
-                return
-            self._arm(limits.header_timeout_s, "header")
-
-        def _evictable(self) -> bool:
-            """Open with nothing in progress: between requests, or connected and silent."""
-            quiet = self._phase == "idle" or (self._phase == "head" and self._head_bytes == 0)
-            answered = self.cycle is None or self.cycle.response_complete
-            return quiet and answered and not self._rejected
-
-        def _evict_one(self) -> bool:
-            """At the connection limit, close the connection idle the longest (as nginx reuses idle keep-alive
-            connections): a flood of idle connections cannot lock well-formed clients out. False: all are busy."""
-            idle = [
-                c
-                for c in self.connections
-                if c is not self and getattr(c, "_evictable", None) and c._evictable()
-            ]
-            if not idle:
-                return False
-            victim = min(idle, key=lambda c: c._idle_since)
-            victim._rejected = True
-            victim._cancel()
-            victim.transport.close()
-            refused["evicted_idle"] += 1
-            return True
-
-        def connection_lost(self, exc) -> None:
-            self._cancel()
-            super().connection_lost(exc)
-
-        def data_received(self, data: bytes) -> None:
-            if self._rejected:
-                return
-            # the first bytes of the next request on a kept-alive connection
-            if self._phase == "idle":
-                self._phase, self._head_bytes = "head", 0
-                self._arm(limits.header_timeout_s, "header")
-            if self._phase == "head":
-                self._head_bytes += len(data)
-            super().data_received(data)
-            if not self._rejected and self._phase == "head":
-                self._check_head(self._head_bytes)
-
-        def on_headers_complete(self) -> None:
-            if self._rejected:
-                return
-            self._phase, self._body_bytes = "body", 0
-            self._cancel()
-            # a head read in one go
-            if not self._check_head(
-                len(self.url) + sum(len(k) + len(v) + 4 for k, v in self.headers)
-            ):
-                return
-            length = next((v for k, v in self.headers if k == b"content-length"), b"0")
-            if length.strip().isdigit() and int(length) > limits.max_body_bytes:
-                self._reject(
-                    413,
-                    "body_bytes",
-                    f"a body of {int(length)} bytes is over the limit of "
-                    f"{limits.max_body_bytes} (--max-body-bytes)",
-                )
-                return
-            super().on_headers_complete()
-            self._arm(limits.body_timeout_s, "body")
-
-        def _check_head(self, head_bytes: int) -> bool:
-            """Refuse a request head over the limit (431); False when it was refused."""
-            if head_bytes <= limits.max_header_bytes:
-                return True
-            self._reject(
-                431,
-                "header_bytes",
-                f"the request head is over {limits.max_header_bytes} bytes (--max-header-bytes)",
-            )
-            return False
-
-        def on_body(self, body: bytes) -> None:
-            if self._rejected:
-                return
-            self._body_bytes += len(body)
-            if self._body_bytes > limits.max_body_bytes:
-                self._reject(
-                    413,
-                    "body_bytes",
-                    f"the body is over the limit of {limits.max_body_bytes} bytes "
-                    "(--max-body-bytes)",
-                )
-                return
-            super().on_body(body)
-
-        def on_message_complete(self) -> None:
-            if self._rejected:
-                return
-            self._cancel()
-            self._phase = "idle"
-            self._idle_since = self.loop.time()
-            super().on_message_complete()
-
-        def _arm(self, seconds: float, what: str) -> None:
-            self._cancel()
-            self._timer = self.loop.call_later(seconds, self._expired, what, seconds)
-
-        def _cancel(self) -> None:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-
-        def _expired(self, what: str, seconds: float) -> None:
-            self._timer = None
-            if self._rejected or self.transport.is_closing():
-                return
-            if what == "header" and self._head_bytes == 0:  # opened and never used: close quietly
-                refused["idle_connection"] += 1
-                self._rejected = True
-                self.transport.close()
-                return
-            self._reject(
-                408,
-                f"{what}_timeout",
-                f"the request {'head' if what == 'header' else 'body'} was not "
-                f"complete within {seconds:g} s (--{what}-timeout)",
-            )
-
-        def _reject(self, status: int, reason: str, message: str, retry: bool = False) -> None:
-            self._rejected = True
-            self._cancel()
-            refused[reason] += 1
-            if self.cycle is None or not self.cycle.response_started:
-                self.transport.write(
-                    response_bytes(status, message, limits.retry_after_s if retry else None)
-                )
-            self.transport.close()
-
-    return EdgeProtocol

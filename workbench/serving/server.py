@@ -45,7 +45,8 @@ from ..batching.summary import load_meta_figures, load_summary
 from ..errors import ConfigError
 from ..record import Load, Run, Serving
 from ..units import ns_to_ms
-from .edge import TOKEN_HEADER, EdgeLimits, edge_protocol, refusal, token_ok
+from .connection import edge_protocol
+from .edge import TOKEN_HEADER, EdgeLimits, refusal, token_ok
 from .records import server_tables
 from .service import AFTER, BEFORE, PipelineService, server_meta
 
@@ -102,8 +103,7 @@ def make_app(
         received = clock()
         try:
             body = await request.body()
-        except ClientDisconnect:
-            log("a client disconnected before its request body arrived (nothing was queued)")
+        except ClientDisconnect:  # nothing was queued; a line each would let a flood fill the log
             return Response(b"", status_code=400)
         rid, times, reply = await service.predict(
             body, received, request.headers.get("x-request-id")
@@ -222,12 +222,13 @@ def serve(
     box: dict[str, Any] = {}
     limits = limits or EdgeLimits()
     refused: Counter = Counter()
+    answered = limits.answered(host)
     config = uvicorn.Config(
-        make_app(service, box, log, limits, refused, limits.answered(host)),
+        make_app(service, box, log, limits, refused, answered),
         log_level="warning",
         access_log=False,
         lifespan="off",
-        http=edge_protocol(limits, refused),
+        http=edge_protocol(limits, refused, answered),
         loop="asyncio",
         timeout_graceful_shutdown=drain_timeout_s,
         timeout_keep_alive=limits.keep_alive_s,

@@ -14,9 +14,9 @@ from ..serving.hosts import WILDCARD_BINDS, is_loopback_bind, normalize_host
 
 ROOM_DEFAULTS = {"pool": 2, "max_kernels": 40, "live": "queue", "path": "notebooks"}
 # make dashboard preheats one kernel per dashboard, as the room does two: a page takes a kernel that has run
-# its notebook, so its first figure comes within 3 s of navigation, not 3.1-4.5 s (issue 40,
-# benchmarks/results/first_view.md). Each waits with 175-190 MB resident (110-120 MB its own, USS); --pool 0
-# turns it off.
+# its notebook and comes at once, not after the notebook ran (its first figure came 3.1-4.5 s after navigation,
+# quiet; issue 40, benchmarks/results/first_view.md). Each waits with 175-190 MB resident (110-117 MB its own,
+# USS); --pool 0 turns it off.
 PLAIN_DEFAULTS = {"pool": 1, "max_kernels": 20, "live": "on", "path": "notebooks/dashboards"}
 # A page connected to its kernel and sending it nothing this long loses it (the kernel is shut down): what a
 # client holds without using it comes back (one address took all 40 kernels by connecting each page). A

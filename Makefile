@@ -38,8 +38,10 @@ redis:
 
 # Our Voila launcher (workbench/room): our template (lab without its CDN links), a Host allow-list,
 # kernels of closed or never-connected pages shut down or culled within 30-40 s, a token off loopback (docs/room.md).
+# One preheated kernel per dashboard (175-190 MB resident each); make dashboard DASHBOARD_ARGS="--pool 0" starts none.
+DASHBOARD_ARGS ?=
 dashboard: $(STAMP)
-	$(PY) -m workbench.room notebooks/dashboards --host 127.0.0.1 --port $(PORT)
+	$(PY) -m workbench.room notebooks/dashboards --host 127.0.0.1 --port $(PORT) $(DASHBOARD_ARGS)
 
 # A workshop room: dashboards and notebooks on HOST:PORT, preheated kernels, at most 40,
 # live profiling one at a time; prints the URL (with its token) to hand out. Size the pool to the class:

@@ -3,12 +3,16 @@
     python benchmarks/bench_first_view.py [--examples text tabular image] [--as-before] [--json PATH]
     python benchmarks/bench_first_view.py --breakdown [--examples text] [--json PATH]
     python benchmarks/bench_first_view.py --browser [--repeat 3] [--json PATH]
+    python benchmarks/bench_first_view.py --browser --dashboard [--pool 0] [--repeat 3] [--json PATH]
 
 ``--breakdown`` ends with the goal of issue 30 for a recorded-configuration change
 (``change_recorded_s``, text bs 1 -> 8: 0.3 s on a quiet machine) and how busy the
 machine was. ``--browser`` measures the room's first figure for one visitor where
 it goes, in headless Chromium (see :func:`browser`): navigation -> first drawn
 figure (goal 3 s, preheated kernel), with the page's milestones on the way.
+``--dashboard`` measures the same for ``make dashboard``: the launcher as the
+Makefile runs it (``--pool 0``: as before it preheated, each page starting its
+own kernel), with each kernel's memory once its notebook ran.
 
 Each example runs in a fresh process, as a Voila kernel would: import the
 widgets (RSS "imports"), build ``LatencyExplorer(example, runs=data/runs)``
@@ -181,6 +185,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 NOTEBOOK = "dashboards/latency_explorer.ipynb"
+# The Makefile's `make dashboard` line: $(PY) -m workbench.room notebooks/dashboards --host 127.0.0.1 --port $(PORT)
+DASHBOARD_LAUNCHER = ("notebooks/dashboards", "--host", "127.0.0.1")
 # In the page, from navigation (ms, page clock): widget views on the page, figures drawn, long tasks.
 MARKS = r"""(() => {
   const wb = window.__wb = {widgets: null, first: null, all: null, drawn: 0, long: [], failed: null};
@@ -214,7 +220,9 @@ BUDGET = (
 )
 
 
-def _one_page(chromium, url: str, port: int, want: int, timeout_s: float) -> dict:
+def _one_page(
+    chromium, url: str, port: int, want: int, timeout_s: float, notebook: str = NOTEBOOK
+) -> dict:
     """One visitor: a fresh browser context, navigation -> first figure, then a recorded change in the page."""
     import re
 
@@ -225,7 +233,7 @@ def _one_page(chromium, url: str, port: int, want: int, timeout_s: float) -> dic
     context.add_init_script(MARKS % want)
     page = context.new_page()
     try:
-        page.goto(f"{url}voila/render/{NOTEBOOK}", wait_until="commit", timeout=timeout_s * 1000)
+        page.goto(f"{url}voila/render/{notebook}", wait_until="commit", timeout=timeout_s * 1000)
         page.wait_for_function(
             "() => window.__wb && (window.__wb.all !== null || window.__wb.failed)",
             timeout=timeout_s * 1000,
@@ -261,7 +269,21 @@ def _one_page(chromium, url: str, port: int, want: int, timeout_s: float) -> dic
         context.close()
 
 
-def browser(repeat: int, timeout_s: float = 120.0) -> dict:
+def kernels_mb(proc) -> list[dict]:
+    """Each kernel of the server: resident and unique memory (MB, psutil), largest first."""
+    sys.path.insert(0, str(ROOT / "tests" / "browser"))
+    from room_server import kernel_processes
+
+    rows = []
+    for p in kernel_processes(proc):
+        info = p.memory_full_info()
+        rows.append({"rss_mb": round(info.rss / 2**20), "uss_mb": round(info.uss / 2**20)})
+    return sorted(rows, key=lambda r: -r["rss_mb"])
+
+
+def browser(
+    repeat: int, timeout_s: float = 120.0, dashboard: bool = False, pool: str | None = None
+):
     """The room's first figure for one visitor, ``repeat`` visitors one after another, each on a preheated kernel.
 
     ``python -m workbench.room notebooks --room`` with a latency-explorer pool of ``repeat``
@@ -271,30 +293,52 @@ def browser(repeat: int, timeout_s: float = 120.0) -> dict:
     connected, first widget view, first and all first-screen figures drawn; the main
     thread's long tasks before the first figure; then a recorded change in the page
     (batch size 1 -> 2: until the budget figure changed).
+
+    ``dashboard``: ``make dashboard``'s launcher instead (``DASHBOARD_LAUNCHER``, plus ``--pool
+    POOL`` when given), its own pool; each page opens once the server is idle again (the pool
+    refilled after the page before: one person coming back), and the kernels' memory is read
+    once the first pools' notebooks ran.
     """
     sys.path.insert(0, str(ROOT / "tests" / "browser"))
     from playwright.sync_api import sync_playwright
     from room_server import room_server, wait_for_pools, wait_until_quiet
 
     want = 5  # budget, tail, distribution, latency over the run, request stages (the flame is on demand)
-    args = ("notebooks", "--room", "--pool", f"latency_explorer={repeat}")
-    args += ("--max-unconnected-per-client", "0")
+    if dashboard:
+        args = DASHBOARD_LAUNCHER + (() if pool is None else ("--pool", pool))
+        notebook, pools = Path(NOTEBOOK).name, 0 if pool == "0" else None
+    else:
+        args = ("notebooks", "--room", "--pool", f"latency_explorer={repeat}")
+        args += ("--max-unconnected-per-client", "0")
+        notebook, pools = NOTEBOOK, None
     with room_server(*args, log_name="bench_first_view.log", timeout_s=180) as (
         proc,
         port,
         url,
         log,
     ):
-        dashboards = len(list((ROOT / "notebooks" / "dashboards").glob("*.ipynb")))
-        pools_s = wait_for_pools(log, 300.0, dashboards)
+        if pools is None:
+            pools = len(list((ROOT / "notebooks" / "dashboards").glob("*.ipynb")))
+        pools_s = wait_for_pools(log, 300.0, pools) if pools else 0.0
         quiet_s = wait_until_quiet(proc, 600.0)
+        kernels = kernels_mb(proc)
+        pages = []
         with sync_playwright() as pw:
             chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
-                pages = [_one_page(chromium, url, port, want, timeout_s) for _ in range(repeat)]
+                for i in range(repeat):
+                    waited = wait_until_quiet(proc, 600.0) if dashboard and i else None
+                    row = _one_page(chromium, url, port, want, timeout_s, notebook)
+                    pages.append(row | ({} if waited is None else {"server_quiet_s": waited}))
             finally:
                 chromium.close()
-    return {"pools_filled_s": pools_s, "server_quiet_s": quiet_s, "pages": pages}
+    return {
+        "launcher": ["python", "-m", "workbench.room", *args],
+        "pools_filled_s": pools_s,
+        "server_quiet_s": quiet_s,
+        "kernels_before_pages": kernels,
+        "pages": pages,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -318,6 +362,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--repeat", type=int, default=3, help="--browser: pages opened one after another"
     )
+    parser.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="--browser: `make dashboard`'s launcher and pool instead of the room's",
+    )
+    parser.add_argument(
+        "--pool",
+        default=None,
+        metavar="N|DASHBOARD=N",
+        help="--browser --dashboard: the launcher's --pool (0: no preheated kernel, as before)",
+    )
     args = parser.parse_args(argv)
     if args.browser:
         if args.repeat < 1:
@@ -330,12 +385,21 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             print("--browser needs playwright (requirements.lock; `make test` installs it)")
             return 2
+        if args.pool is not None and not args.dashboard:
+            parser.error("--pool goes with --dashboard (the room's pool is --repeat kernels)")
         state = machine_state()
-        result = browser(args.repeat) | {"machine": state}
+        result = browser(args.repeat, dashboard=args.dashboard, pool=args.pool) | {"machine": state}
+        print(" ".join(result["launcher"]))
+        kernels = result["kernels_before_pages"]
+        print(
+            f"{len(kernels)} kernels before the first page, RSS / USS MB each: "
+            + (", ".join(f"{k['rss_mb']} / {k['uss_mb']}" for k in kernels) or "-")
+        )
         for row in result["pages"]:
             print(json.dumps(row))
         firsts = {f"page {i + 1}": r.get("first_figure_s") for i, r in enumerate(result["pages"])}
-        print(goal_line("room's first figure for one visitor", firsts, FIRST_FIGURE_GOAL_S, state))
+        what = "make dashboard's" if args.dashboard else "room's"
+        print(goal_line(f"{what} first figure for one visitor", firsts, FIRST_FIGURE_GOAL_S, state))
         if args.json:
             args.json.write_text(json.dumps(result, indent=1) + "\n")
         return 0 if all(v is not None for v in firsts.values()) else 1

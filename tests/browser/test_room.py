@@ -73,7 +73,13 @@ def test_a_foreign_host_header_gets_403_on_pages_static_files_and_websockets(loo
 
 def test_a_token_is_required_by_default_off_loopback():
     pytest.importorskip("voila", reason="voila is not installed")
-    with room_server("--host", "0.0.0.0", log_name="room_token.log") as (proc, port, url, _):
+    # no pool (one preheated kernel per dashboard by default): a kernel here is one a visitor started
+    with room_server("--host", "0.0.0.0", "--pool", "0", log_name="room_token.log") as (
+        proc,
+        port,
+        url,
+        _,
+    ):
         token = parse_qs(urlparse(url).query)["token"][0]
         assert len(token) == 32
         for path in ("/", "/voila/render/trace_explorer.ipynb", "/?token=not-" + token):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("voila", reason="voila is not installed")
@@ -208,3 +210,27 @@ def test_the_launchers_fairness_options_reach_the_config(monkeypatch):
     argv = ["--max-kernels-per-client", "5", "--cull-connected-idle-s", "0"]
     seen = launched_config(monkeypatch, ["notebooks", "--room", *argv])
     assert seen["max_kernels_per_client"] == 5 and seen["cull_connected_idle_s"] == 0
+
+
+def make_dashboard_argv() -> list[str]:
+    """The launcher's arguments on the Makefile's ``make dashboard`` line, make's defaults filled in."""
+    lines = (Path(__file__).resolve().parents[2] / "Makefile").read_text().splitlines()
+    recipe = lines[lines.index("dashboard: $(STAMP)") + 1]
+    argv = recipe.replace("$(PORT)", "8866").replace("$(DASHBOARD_ARGS)", "").split()
+    return argv[argv.index("workbench.room") + 1 :]
+
+
+def test_make_dashboard_preheats_one_kernel_per_dashboard_and_pool_0_turns_it_off(monkeypatch):
+    """Issue 40: each `make dashboard` page started its kernel and ran the notebook (first figure
+    3.1-4.5 s after navigation, quiet); as the room does, it now takes one that already ran it."""
+    argv = make_dashboard_argv()
+    assert argv == ["notebooks/dashboards", "--host", "127.0.0.1", "--port", "8866"]
+    seen = launched_config(monkeypatch, argv)
+    assert (seen["pool"], seen["pools"], seen["pool_pattern"]) == (1, {}, None)
+    c = room_config(**seen)  # every notebook of notebooks/dashboards is a dashboard: none denied
+    assert c.VoilaConfiguration.preheat_kernel is True
+    assert c.VoilaKernelManager.kernel_pools_config == {"default": {"pool_size": 1}}
+    assert "preheat_denylist" not in c.VoilaKernelManager
+    assert c.RoomKernelManager.max_kernels == 20 and c.VoilaKernelManager.fill_delay == 1.0
+    off = launched_config(monkeypatch, [*argv, "--pool", "0"])
+    assert room_config(**off).VoilaConfiguration.preheat_kernel is False

@@ -13,7 +13,11 @@ from pathlib import Path
 from ..serving.hosts import WILDCARD_BINDS, is_loopback_bind, normalize_host
 
 ROOM_DEFAULTS = {"pool": 2, "max_kernels": 40, "live": "queue", "path": "notebooks"}
-PLAIN_DEFAULTS = {"pool": 0, "max_kernels": 20, "live": "on", "path": "notebooks/dashboards"}
+# make dashboard preheats one kernel per dashboard, as the room does two: a page takes a kernel that has run
+# its notebook and comes at once, not after the notebook ran (its first figure came 3.1-4.5 s after navigation,
+# quiet; issue 40, benchmarks/results/first_view.md). Each waits with 175-190 MB resident (110-117 MB its own,
+# USS); --pool 0 turns it off.
+PLAIN_DEFAULTS = {"pool": 1, "max_kernels": 20, "live": "on", "path": "notebooks/dashboards"}
 # A page connected to its kernel and sending it nothing this long loses it (the kernel is shut down): what a
 # client holds without using it comes back (one address took all 40 kernels by connecting each page). A
 # student who leaves a page untouched that long reloads it.
@@ -95,8 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="N|DASHBOARD=N",
-        help="preheated kernels per dashboard (0: none); DASHBOARD=N sizes one dashboard's pool to its "
-        "class, e.g. --pool latency_explorer=30 (repeatable; N alone sets the others)",
+        help="preheated kernels per dashboard (default 1, 2 with --room; 0: none, each page starts its "
+        "own); DASHBOARD=N sizes one dashboard's pool to its class, e.g. --pool latency_explorer=30 "
+        "(repeatable; N alone sets the others)",
     )
     p.add_argument(
         "--refill-delay-s",

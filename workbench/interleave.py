@@ -1,13 +1,18 @@
-"""Interleaved comparison: two or more configurations of one pipeline, measured in one process.
+"""Interleaved comparison: two or more configurations of one pipeline, each in its own worker process.
 
 Two runs made minutes apart differ by whatever the machine did in between
 (another process, a throttled core); interleaving takes that out. Each
-configuration gets its own built pipeline and the *same* input items. All are
+configuration gets its own built pipeline and the *same* input items, in its own
+worker process (:mod:`workbench.interleave_workers`: a factory's process-wide
+state, such as ``gc.disable()``, cannot reach another configuration; result
+``processes`` = ``one per configuration``). A factory no worker can rebuild (a
+lambda, a nested function) or an injected clock runs every configuration in this
+process instead (``processes`` = ``one``, ``processes_note`` says why). All are
 warmed up first; then, for every round, the configurations run one block of
 ``BLOCK`` (10) requests each, in an order drawn from ``numpy``'s seeded
 generator. A block that follows a block with another torch thread count
 starts with ``REWARM`` unmeasured requests (OpenMP's pool resizes and goes
-cold on a switch).
+cold on a switch; in one process only).
 
 How long: with ``requests`` given, until each configuration has run that many
 measured requests (``stopped.by`` = ``requests``). Without it (the default) the
@@ -50,6 +55,7 @@ from .config import PipelineConfig
 from .analysis.outputs import NONE as NO_OUTPUTS
 from .analysis.outputs import OUTPUT_ITEMS, output_agreement
 from .errors import ConfigError, PipelineError, check_int, is_number
+from .interleave_workers import Workers, recipe_of
 from .timing import Clock, RequestTiming, request_timer
 from .units import ns_to_s, s_to_ns
 
@@ -116,13 +122,19 @@ def compare(
     resamples: int = RESAMPLES,
     clock: Clock = time.perf_counter_ns,
     noise_probe: Any = True,
+    processes: bool | None = None,
     resolution: float = DEFAULT_RESOLUTION,
     max_time_s: float = DEFAULT_MAX_TIME_S,
 ) -> Comparison:
-    """Run configurations of one pipeline interleaved in this process and compare each with the first.
+    """Run configurations of one pipeline interleaved, each in its own worker process, and compare each with
+    the first.
 
     target: a factory ``build(config) -> Pipeline`` or a shipped example's name
         (a built Pipeline cannot be rebuilt per configuration and is refused).
+    processes: None (default): one worker process per configuration when a worker can rebuild ``target`` (an
+        example's name, a module-level function: :mod:`workbench.interleave_workers`) and ``clock`` is not
+        injected, else every configuration in this process, said in ``processes_note``; True: workers or a
+        ConfigError; False: this process.
     configs: two or more; each a PipelineConfig or a dict of overrides of ``base``.
     requests: measured requests per configuration, fixed; None (default): adaptive, rounds until every
         ``metric`` interval is narrower than ``resolution`` or ``max_time_s`` of measuring passed (module
@@ -138,31 +150,29 @@ def compare(
     base = base or PipelineConfig()
     cfgs = [c if isinstance(c, PipelineConfig) else config_with(base, c) for c in configs]
     labels = [_label(c, base) for c in configs]
-    if any(c.threads for c in cfgs):
-        from .device import require_torch
-
-        require_torch()  # a thread count is set through torch
-    pipes = _build_all(target, cfgs)
-    names = pipes[0].stage_names
-    items = _Items(pipes)
-    items.need(warmup + REWARM)
-    default_threads = _current_threads()
-    runners = [request_timer(p, clock) for p in pipes]
-    threads = [p.config.threads or default_threads for p in pipes]
+    recipe, note = _recipe(target, processes, clock)
+    cap = warmup * max(c.batch_size for c in cfgs) + OUTPUT_ITEMS  # as _Outputs
+    sides = (
+        Workers(recipe, cfgs, labels, warmup, cap)
+        if recipe
+        else _Local(target, cfgs, warmup, clock)
+    )
     try:
-        outputs = _Outputs(pipes, warmup)
-        _warm_up(pipes, runners, items, warmup, threads, outputs)
+        sides.warm_up()
         # the machine is judged from here: lazy initialisation and torch.compile's worker processes in the
         # warm-up are the configurations' own start-up, not another process's load on the measurement
-        probe = _noise_probe(noise_probe)
-        stop = _Stop(requests, resolution, max_time_s, clock, names, metric)
-        rows = _interleave(pipes, runners, items, warmup, seed, threads, stop, outputs)
+        probe = _noise_probe(noise_probe, sides.readings)
+        stop = _Stop(requests, resolution, max_time_s, clock, sides.names, metric)
+        rows = _interleave(sides, len(cfgs), warmup, seed, stop)
+        # the window's noise, judged with the most torch threads any side used (workers still running)
+        samples = _samples_table(rows, sides.names)
+        e2e = samples.loc[samples["ok"], END_TO_END].to_numpy("int64")
+        threads = max(filter(None, sides.threads), default=None)
+        noise = None if probe is None else probe.finish(threads, e2e)
+        agreement = sides.agreement()
     finally:
-        _set_threads(default_threads)
-    samples = _samples_table(rows, names)
-    # the window's noise, judged with the most torch threads any side used
-    e2e = samples.loc[samples["ok"], END_TO_END].to_numpy("int64")
-    noise = None if probe is None else probe.finish(max(filter(None, threads), default=None), e2e)
+        sides.close()
+    names = sides.names
     info = _config_info(cfgs, labels, samples)
     result = _report(
         samples,
@@ -176,8 +186,10 @@ def compare(
         noise=noise,
     )
     result["stopped"] = stop.report()
-    _attach_outputs(result, outputs.by_config, pipes[0].agree)
-    return Comparison(pipes[0].name, names, info, samples, result)
+    result["processes"] = "one per configuration" if recipe else "one"
+    result["processes_note"] = note
+    _attach_outputs(result, agreement)
+    return Comparison(sides.pipeline, names, info, samples, result)
 
 
 def _check(configs, requests, warmup, resolution, max_time_s) -> None:
@@ -281,14 +293,8 @@ def _label(config, base: PipelineConfig) -> str:
 
 
 def _build_all(target, cfgs: list[PipelineConfig]) -> list:
-    from .pipeline import Pipeline
     from .runner import resolve_pipeline
 
-    if isinstance(target, Pipeline):
-        raise ConfigError(
-            "compare needs a factory or an example name, not a built Pipeline: "
-            "each configuration is built from its own config"
-        )
     pipes = [resolve_pipeline(target, cfg) for cfg in cfgs]
     for i, p in enumerate(pipes[1:], start=1):
         if p.name != pipes[0].name or p.stage_names != pipes[0].stage_names:
@@ -310,52 +316,123 @@ def _set_threads(n: int | None) -> None:
         sys.modules["torch"].set_num_threads(n)
 
 
-def _warm_up(pipes, runners, items, warmup, threads, outputs: _Outputs) -> None:
-    """``warmup`` requests per configuration, each with its own thread count, on the first items."""
-    if not items.need(warmup):
-        raise PipelineError(f"pipeline {items.name!r}: item source ran out during the warm-up")
-    for c, run in enumerate(runners):
-        batch = pipes[c].config.batch_size
-        _set_threads(threads[c])
-        for i in range(warmup):
-            outputs.keep(c, i, run(items.batch_of(i, batch)))
+class _Local:
+    """Every configuration in this process: the sides when no worker can rebuild the factory."""
+
+    readings = None  # the noise probe's default
+
+    def __init__(self, target, cfgs: list[PipelineConfig], warmup: int, clock: Clock) -> None:
+        if any(c.threads for c in cfgs):
+            from .device import require_torch
+
+            require_torch()  # a thread count is set through torch
+        self.pipes = _build_all(target, cfgs)
+        self.pipeline, self.names = self.pipes[0].name, self.pipes[0].stage_names
+        self.items, self.warmup = _Items(self.pipes), warmup
+        self.items.need(warmup + REWARM)
+        self.default_threads = _current_threads()
+        self.runners = [request_timer(p, clock) for p in self.pipes]
+        self.threads = [p.config.threads or self.default_threads for p in self.pipes]
+        self.outputs = _Outputs(self.pipes, warmup)
+
+    def warm_up(self) -> None:
+        """``warmup`` requests per configuration, each with its own thread count, on the first items."""
+        if not self.items.need(self.warmup):
+            raise PipelineError(
+                f"pipeline {self.items.name!r}: item source ran out during the warm-up"
+            )
+        for c, run in enumerate(self.runners):
+            batch = self.pipes[c].config.batch_size
+            _set_threads(self.threads[c])
+            for i in range(self.warmup):
+                self.outputs.keep(c, i, run(self.items.batch_of(i, batch)))
+
+    def block(self, c: int, k: int, n: int) -> list[tuple] | None:
+        """Rows of requests ``k .. k+n-1`` of configuration ``c``; None when the items ran out. A block after
+        one with another torch thread count starts with ``REWARM`` unmeasured requests."""
+        if not self.items.need(k + n):
+            return None
+        batch, run = self.pipes[c].config.batch_size, self.runners[c]
+        if _current_threads() != self.threads[c]:
+            _set_threads(self.threads[c])
+            for i in range(REWARM):
+                run(self.items.batch_of(i, batch))
+        rows = []
+        for i in range(k, k + n):
+            t = run(self.items.batch_of(i, batch))
+            self.outputs.keep(c, i, t)
+            stage_ns = [e - s for s, e in zip(t.stage_start_ns, t.stage_end_ns)]
+            error = t.failure and t.failure.error_type
+            rows.append((t.failure is None, error, *stage_ns, t.end_ns - t.start_ns))
+        return rows
+
+    def ran_out(self) -> str:
+        return (
+            f"pipeline {self.items.name!r}: item source ran out after {len(self.items.items)} items"
+        )
+
+    def agreement(self) -> list[dict[str, Any]]:
+        by_config = self.outputs.by_config
+        return [dict(NO_OUTPUTS, items=0)] + [
+            output_agreement(by_config[0], mine, self.pipes[0].agree) for mine in by_config[1:]
+        ]
+
+    def close(self) -> None:
+        _set_threads(self.default_threads)
 
 
-def _interleave(
-    pipes, runners, items, warmup, seed, threads, stop: _Stop, outputs: _Outputs
-) -> list[tuple]:
+def _interleave(sides, n: int, warmup: int, seed: int, stop: _Stop) -> list[tuple]:
     """Rounds of one block per configuration in a seeded order, after the warm-up, until ``stop`` says so.
 
-    Rows: ``(config, round, request, ok, error_type, ns per stage that ran..., end to end ns)``.
+    Rows: ``(config, round, request, ok, error_type, ns per stage that ran..., end to end ns)``; a round some
+    configuration could not finish (its items ran out) is left out whole.
     """
-    batch = [p.config.batch_size for p in pipes]
-    rng, done, rows, rnd = np.random.default_rng(seed), [0] * len(pipes), [], 0
+    rng, done, rows, rnd = np.random.default_rng(seed), [0] * n, [], 0
     limit = stop.requests
     while True:
-        if not items.need(warmup + max(done) + BLOCK):
-            if limit is not None or not rows:
-                raise PipelineError(
-                    f"pipeline {items.name!r}: item source ran out after {len(items.items)} items"
-                )
-            stop.by = "items"
-            return rows
-        for c in rng.permutation(len(pipes)).tolist():
-            if _current_threads() != threads[c]:
-                _set_threads(threads[c])
-                for i in range(REWARM):
-                    runners[c](items.batch_of(i, batch[c]))
-            for _ in range(BLOCK if limit is None else min(BLOCK, limit - done[c])):
-                t = runners[c](items.batch_of(warmup + done[c], batch[c]))
-                outputs.keep(c, warmup + done[c], t)
-                error = t.failure and t.failure.error_type
-                stage_ns = [e - s for s, e in zip(t.stage_start_ns, t.stage_end_ns)]
-                rows.append(
-                    (c, rnd, done[c], t.failure is None, error, *stage_ns, t.end_ns - t.start_ns)
-                )
-                done[c] += 1
+        this_round = []
+        for c in rng.permutation(n).tolist():
+            count = BLOCK if limit is None else min(BLOCK, limit - done[c])
+            block = sides.block(c, warmup + done[c], count)
+            if block is None:
+                if limit is not None or not rows:
+                    raise PipelineError(sides.ran_out())
+                stop.by = "items"
+                return rows
+            this_round += [(c, rnd, done[c] + i, *r) for i, r in enumerate(block)]
+            done[c] += len(block)
+        rows += this_round
         rnd += 1
-        if stop.after_round(rows, len(pipes)):
+        if stop.after_round(rows, n):
             return rows
+
+
+def _recipe(target, processes: bool | None, clock: Clock) -> tuple[str | None, str | None]:
+    """``(recipe, None)`` for one worker process per configuration, ``(None, why)`` for one process."""
+    from .pipeline import Pipeline
+
+    if isinstance(target, Pipeline):
+        raise ConfigError(
+            "compare needs a factory or an example name, not a built Pipeline: "
+            "each configuration is built from its own config"
+        )
+    if processes is False:
+        return None, "one process asked for (processes=False): process-wide state is shared"
+    recipe = recipe_of(target)
+    if recipe is not None and clock is time.perf_counter_ns:
+        return recipe, None
+    name = getattr(target, "__qualname__", repr(target))
+    why = (
+        "an injected clock is this process's"
+        if recipe
+        else f"factory {name} cannot be rebuilt in a worker process (define it at module level)"
+    )
+    if processes:
+        raise ConfigError(f"compare(processes=True): {why}")
+    return None, (
+        f"{why}: every configuration ran in this one process, so process-wide state one factory changes "
+        "(the garbage collector, a module-level cache, a thread) reaches the others"
+    )
 
 
 def _samples_table(rows: list[tuple], names: list[str]) -> pd.DataFrame:
@@ -393,11 +470,8 @@ def _as_numpy(value: Any) -> Any:
     return value
 
 
-def _attach_outputs(result: dict[str, Any], by_config: list[dict[int, Any]], agree) -> None:
+def _attach_outputs(result: dict[str, Any], entries: list[dict[str, Any]]) -> None:
     """``outputs`` per configuration (A, the reference: nulls) and per comparison, B's against A's."""
-    entries = [dict(NO_OUTPUTS, items=0)] + [
-        output_agreement(by_config[0], mine, agree) for mine in by_config[1:]
-    ]
     for info, entry in zip(result["configs"], entries):
         info["outputs"] = entry
     for comp in result.get("comparisons") or []:
@@ -422,13 +496,14 @@ def _config_info(cfgs, labels, samples: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def _noise_probe(noise_probe: Any):
+def _noise_probe(noise_probe: Any, readings):
+    """The started probe; ``readings``: the workers' (their CPU time is this run's own), None: this process's."""
     if noise_probe is False or noise_probe is None:
         return None
     if noise_probe is True:
         from .noise import NoiseProbe
 
-        noise_probe = NoiseProbe()
+        noise_probe = NoiseProbe(readings) if readings is not None else NoiseProbe()
     return noise_probe.start()
 
 

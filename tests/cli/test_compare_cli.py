@@ -200,8 +200,8 @@ def test_an_option_the_factory_never_reads_is_named_before_measuring(tmp_path, c
     )
     err = capsys.readouterr().err.strip()
     assert err == (
-        "workbench compare: error: pipeline 'toy': option 'scael' (did you mean 'scale'?) is never read "
-        "by its factory or stages; it reads: extra, fail, scale"
+        "workbench compare: error: configuration scael=2: pipeline 'toy': option 'scael' (did you mean "
+        "'scale'?) is never read by its factory or stages; it reads: extra, fail, scale"
     )
 
 

@@ -7,8 +7,8 @@ Two forms::
         [--min-effect 0.02]
     python -m workbench compare RUN_A RUN_B [--json] [--metric p50|p99] [--min-effect 0.02]
 
-The first runs the configurations interleaved in this process
-(``workbench.interleave``); the second compares two saved runs, labelled
+The first runs the configurations interleaved, each in its own worker process
+(``workbench.interleave``, ``workbench.interleave_workers``); the second compares two saved runs, labelled
 "separate runs". Compare is informational: it exits 0 whatever the verdict
 (``workbench gate`` turns a real regression into exit 1), 2 on bad input.
 """
@@ -48,7 +48,7 @@ NOISE_FLAG = {True: "NOISY", False: "quiet", None: "unknown"}  # a run's noise.n
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "compare",
-        help="compare configurations interleaved in one process, or two saved runs",
+        help="compare configurations interleaved (one worker process each), or two saved runs",
         description="Ratios B/A of p50 and p99 per stage with 95 % bootstrap intervals (Holm-corrected) and a "
         "verdict: too noisy to tell, slower, faster, no detectable difference.",
     )
@@ -343,12 +343,17 @@ def print_rows(found: dict[str, Any], metric: str, out, *, noisy: bool = False) 
 
 def print_interleaved(result: dict[str, Any], out) -> None:
     cfgs = result["configs"]
+    where = {"one": "in one process"}.get(
+        result.get("processes"), "one worker process per configuration"
+    )
     print(
-        f"compare: interleaved in one process, {result['requests']} requests per configuration in blocks of "
+        f"compare: interleaved, {where}, {result['requests']} requests per configuration in blocks of "
         f"{result['block']}, seed {result['seed']}; ratios B/A, Holm-corrected intervals, "
         f"min effect {100 * result['min_effect']:.1f} %",
         file=out,
     )
+    if result.get("processes_note"):
+        print(f"  note: {result['processes_note']}", file=out)
     print(noise_line(result.get("noise")), file=out)
     if result.get("stopped"):
         print(stopped_line(result["stopped"]), file=out)

@@ -1,0 +1,287 @@
+"""One worker process per configuration for ``compare``: process-wide state stays in its own process.
+
+A factory that turns the garbage collector off, fills a module-level cache or starts a thread changes the
+process it runs in. With every configuration in one process that change reaches the others: configuration B's
+``gc.disable()`` turned the collector off for A too, and the verdict compared nothing. Here, as pyperf does,
+each configuration is built, checked (the options *its own* factory read), warmed and measured in a fresh
+interpreter, ``python -m workbench.interleave_workers``; the parent only draws the round order and collects
+rows (:func:`workbench.interleave.compare`).
+
+A worker rebuilds its pipeline from a *recipe*, :func:`recipe_of`: a shipped example's name, or a factory that
+is a module-level function of an importable module or of a ``FILE.py`` loaded by ``--pipeline``. A lambda or a
+function defined inside another has none (the caller falls back to one process and says so).
+
+Items: each worker draws them from its own build's source, by the same indices as in one process (request
+``k`` of batch size ``b`` gets items ``k*b .. k*b+b-1``); a source that is the same for every configuration
+(the examples', any seeded one) gives every configuration the same items.
+
+Protocol: pickled tuples over two pipes (``multiprocessing.connection.Connection``), one reply per message::
+
+    ("build", sys_path, recipe, config, warmup, output_cap) -> ("ok", name, stage_names, torch_threads)
+    ("warm",)                                              -> ("ok",)
+    ("block", k, n)                                        -> ("ok", rows) | ("items", drawn)
+    ("outputs",)                                           -> ("ok", {first item index: output})
+    ("agree", A's outputs)                                 -> ("ok", agreement entry, analysis.outputs)
+    ("error", "config" | "pipeline", message) in place of any reply;  end of input: the worker exits.
+
+rows: ``(ok, error_type, ns per stage that ran..., end to end ns)``. Outputs stay in the worker that made them
+until the end: A's go to each other worker, which compares them with its own with its pipeline's ``agree``.
+Time: every reply is awaited at most ``timeout_s`` (:data:`REPLY_TIMEOUT_S`); a worker that does not answer
+is killed and the comparison fails naming the configuration and the step. Workers ignore Ctrl-C: the parent
+closes their pipes and kills what is left (:meth:`Workers.close`), also on an interrupt.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, PipelineError
+from .noise import Readings
+
+_ROOT = str(
+    Path(__file__).resolve().parents[1]
+)  # the worker runs this very package, wherever it came from
+REPLY_TIMEOUT_S = 600.0  # one build, one warm-up or one block of 10 requests
+EXIT_WAIT_S = 5.0  # after its pipes close, a worker has this long to exit before it is killed
+
+
+def recipe_of(target: Any) -> str | None:
+    """What a worker process rebuilds ``target`` from: ``example:NAME``, ``MODULE:FUNC`` or ``FILE.py:FUNC``;
+    None when it cannot (a lambda, a nested function, a function of ``__main__``)."""
+    if isinstance(target, str):
+        return f"example:{target}"
+    module = sys.modules.get(getattr(target, "__module__", None) or "")
+    name = getattr(target, "__qualname__", "")
+    if module is None or not name.isidentifier() or getattr(module, name, None) is not target:
+        return None
+    if module.__name__.startswith(
+        "workbench_user_"
+    ):  # loaded from a file by --pipeline FILE.py:FUNC
+        origin = getattr(module.__spec__, "origin", None)
+        return f"{origin}:{name}" if origin else None
+    if module.__name__ == "__main__" or module.__spec__ is None:
+        return None
+    return f"{module.__name__}:{name}"
+
+
+def _factory(recipe: str):
+    if recipe.startswith("example:"):
+        return recipe.removeprefix("example:")
+    from .pipeline import load_factory
+
+    return load_factory(recipe)
+
+
+class WorkerReadings(Readings):
+    """The noise probe's readings with the workers' CPU time counted as this run's own, not another's."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
+
+    def own_ticks(self) -> int:
+        return super().own_ticks() + sum(_ticks(pid) for pid in self.pids)
+
+
+def _ticks(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:  # exited
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
+class Workers:
+    """One worker per configuration, built; the same methods as the one-process sides in ``interleave``."""
+
+    def __init__(self, recipe: str, cfgs: list, labels: list[str], warmup: int, cap: int) -> None:
+        self.labels, self.timeout_s, self.procs, self.conns = labels, REPLY_TIMEOUT_S, [], []
+        try:
+            for _ in cfgs:
+                self._start()
+            self.readings = WorkerReadings([p.pid for p in self.procs])
+            built = [
+                self.ask(c, ("build", list(sys.path), recipe, cfg, warmup, cap), "the build")
+                for c, cfg in enumerate(cfgs)
+            ]
+        except BaseException:
+            self.close()
+            raise
+        _, self.pipeline, self.names, _ = built[0]
+        self.threads = [b[3] for b in built]
+        for c, (_, name, names, _) in enumerate(built[1:], start=1):
+            if name != self.pipeline or names != self.names:
+                self.close()
+                raise ConfigError(
+                    f"configuration {c} builds pipeline {name!r} with stages {names}, "
+                    f"configuration 0 {self.pipeline!r} with {self.names}: not comparable"
+                )
+
+    def _start(self) -> None:
+        to_child, from_parent = os.pipe()
+        to_parent, from_child = os.pipe()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", __name__, str(to_child), str(from_child)],
+            pass_fds=(to_child, from_child),
+            stdin=subprocess.DEVNULL,
+            stdout=2,  # what stages print goes to stderr, never into a --json result
+            env=dict(
+                os.environ,
+                PYTHONPATH=os.pathsep.join(filter(None, (_ROOT, os.environ.get("PYTHONPATH")))),
+            ),
+        )
+        os.close(to_child)
+        os.close(from_child)
+        self.procs.append(proc)
+        self.conns.append(
+            (Connection(from_parent, readable=False), Connection(to_parent, writable=False))
+        )
+
+    def warm_up(self) -> None:
+        for c in range(len(self.procs)):
+            self.ask(c, ("warm",), "the warm-up")
+
+    def block(self, c: int, k: int, n: int) -> list[tuple] | None:
+        """Rows of requests ``k .. k+n-1`` of configuration ``c``; None when its items ran out."""
+        reply = self.ask(c, ("block", k, n), f"round request {k}")
+        if reply[0] == "items":
+            self.drawn = reply[1]
+            return None
+        return reply[1]
+
+    def ran_out(self) -> str:
+        return f"pipeline {self.pipeline!r}: item source ran out after {self.drawn} items"
+
+    def agreement(self) -> list[dict[str, Any]]:
+        """Each configuration's outputs against A's (A: none), worked out where each pipeline lives."""
+        from .analysis.outputs import NONE
+
+        (_, reference) = self.ask(0, ("outputs",), "the outputs")
+        others = [
+            self.ask(c, ("agree", reference), "the outputs")[1] for c in range(1, len(self.procs))
+        ]
+        return [dict(NONE, items=0), *others]
+
+    def ask(self, c: int, message: tuple, what: str) -> tuple:
+        """The reply of worker ``c``; a PipelineError (or the worker's ConfigError) when it failed or timed out."""
+        send, recv = self.conns[c]
+        try:
+            send.send(message)
+            ready = recv.poll(self.timeout_s)
+            reply = recv.recv() if ready else None
+        except (EOFError, OSError):
+            try:
+                code = self.procs[c].wait(EXIT_WAIT_S)
+            except subprocess.TimeoutExpired:
+                code = None
+            raise PipelineError(
+                f"configuration {self.labels[c]}: its worker process exited (code {code}) during {what}"
+            ) from None
+        if reply is None:
+            self.procs[c].kill()
+            raise PipelineError(
+                f"configuration {self.labels[c]}: its worker process did not answer within "
+                f"{self.timeout_s:g} s during {what}; killed"
+            )
+        if reply[0] == "error":
+            kind = ConfigError if reply[1] == "config" else PipelineError
+            raise kind(f"configuration {self.labels[c]}: {reply[2]}")
+        return reply
+
+    def close(self) -> None:
+        """Close every pipe (a worker exits at the end of its input); kill a worker still there after that."""
+        for send, recv in self.conns:
+            send.close()
+            recv.close()
+        for proc in self.procs:
+            try:
+                proc.wait(EXIT_WAIT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+class _Worker:
+    """The child's side: one pipeline, its timer, its items and the outputs it kept."""
+
+    def build(self, sys_path, recipe, config, warmup, cap) -> tuple:
+        sys.path[:] = sys_path
+        from .interleave import _current_threads
+        from .runner import resolve_pipeline
+        from .timing import request_timer
+
+        if config.threads:
+            from .device import require_torch
+
+            require_torch().set_num_threads(config.threads)
+        self.pipe = resolve_pipeline(_factory(recipe), config)
+        self.run, self.warmup, self.cap = request_timer(self.pipe), warmup, cap
+        self.batch, self.source, self.items = config.batch_size, self.pipe.item_iterator(), []
+        self.outputs: dict[int, Any] = {}
+        return ("ok", self.pipe.name, self.pipe.stage_names, _current_threads())
+
+    def requests(self, k: int, n: int) -> list[tuple] | None:
+        from .interleave import _as_numpy
+
+        want = (k + n) * self.batch
+        self.items.extend(itertools.islice(self.source, max(want - len(self.items), 0)))
+        if len(self.items) < want:
+            return None
+        rows = []
+        for i in range(k, k + n):
+            t = self.run(self.items[i * self.batch : (i + 1) * self.batch])
+            if i * self.batch < self.cap and t.failure is None:
+                self.outputs[i * self.batch] = _as_numpy(t.output)
+            stage_ns = [e - s for s, e in zip(t.stage_start_ns, t.stage_end_ns)]
+            error = t.failure and t.failure.error_type
+            rows.append((t.failure is None, error, *stage_ns, t.end_ns - t.start_ns))
+        return rows
+
+    def handle(self, message: tuple) -> tuple:
+        kind = message[0]
+        if kind == "build":
+            return self.build(*message[1:])
+        if kind == "warm":
+            if self.requests(0, self.warmup) is None:
+                raise PipelineError(
+                    f"pipeline {self.pipe.name!r}: item source ran out during the warm-up"
+                )
+            return ("ok",)
+        if kind == "block":
+            rows = self.requests(message[1], message[2])
+            return ("items", len(self.items)) if rows is None else ("ok", rows)
+        if kind == "outputs":
+            return ("ok", self.outputs)
+        from .analysis.outputs import output_agreement
+
+        return ("ok", output_agreement(message[1], self.outputs, self.pipe.agree))
+
+
+def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it kills what it started
+    recv = Connection(int(argv[0]), writable=False)
+    send = Connection(int(argv[1]), readable=False)
+    worker = _Worker()
+    while True:
+        try:
+            message = recv.recv()
+        except EOFError:
+            return 0
+        try:
+            reply = worker.handle(message)
+        except Exception as exc:  # recorded and shown by the parent, never swallowed
+            ours = isinstance(exc, (ConfigError, PipelineError))
+            text = str(exc) if ours else f"{type(exc).__name__}: {exc}"
+            reply = ("error", "config" if isinstance(exc, ConfigError) else "pipeline", text)
+        send.send(reply)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

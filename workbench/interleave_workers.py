@@ -280,7 +280,10 @@ def main(argv: list[str]) -> int:
             ours = isinstance(exc, (ConfigError, PipelineError))
             text = str(exc) if ours else f"{type(exc).__name__}: {exc}"
             reply = ("error", "config" if isinstance(exc, ConfigError) else "pipeline", text)
-        send.send(reply)
+        try:
+            send.send(reply)
+        except OSError:  # the parent closed its end (interrupted, or it gave up on this worker)
+            return 0
 
 
 if __name__ == "__main__":

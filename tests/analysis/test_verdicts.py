@@ -230,11 +230,54 @@ def test_separate_runs_resolution_is_the_larger_of_interval_and_drift():
     # resampling A's two blocks gives p50 1.0, 1.05 or 1.1: ratios 1.0, 0.9524, 0.9091 around 0.9524
     assert res["ci_half_width"] == round(1.0 - 1.0 / 1.05, 4)
     assert res["min_difference"] == 0.1
-    found = separate_comparison(a, b, ["forward"], noisy=(True, False))
-    assert found["kind"] == "separate runs" and found["noisy"] == [True, False]
+    found = separate_comparison(a, b, ["forward"], noisy=(False, False))
+    assert found["kind"] == "separate runs" and found["noisy"] == [False, False]
     # the 10 % resolution is the margin: the interval [0.909, 1.0] lies inside 1 +- 0.1
     assert found["min_effect"] == 0.1 and found["stages"][0]["verdict"] == NO_DIFFERENCE
     assert found["stages"][0]["p50_drift"] is None
+    # a run flagged noisy: what the machine did between the runs is unknown (issue 37)
+    noisy = separate_comparison(a, b, ["forward"], noisy=(True, False))
+    assert noisy["noisy"] == [True, False] and noisy["stages"][0]["verdict"] == TOO_NOISY
+
+
+def test_separate_runs_taken_apart_on_a_noisy_machine_are_too_noisy_to_tell():
+    # issue 37: two saved runs of one pair of configurations read x13.4 and x0.028 "slower", tight intervals
+    for b_ms in (13.4, 0.028):
+        found = separate_comparison(
+            matrix([1.0] * 30), matrix([b_ms] * 30), ["forward"], noisy=(False, True)
+        )
+        assert found["end_to_end"]["p50_ratio"] == b_ms
+        assert found["end_to_end"]["p50_verdict"] == TOO_NOISY
+        assert found["end_to_end"]["p99_verdict"] == TOO_NOISY
+        assert found["taken_apart"]["noisy"] is True
+
+
+def test_separate_runs_intervals_are_widened_by_both_noise_records():
+    found = separate_comparison(
+        matrix([1.0] * 30),
+        matrix([2.0] * 30),
+        ["forward"],
+        noisy=(False, False),
+        shares=(0.1, 0.25),
+    )
+    assert found["taken_apart"] == {
+        "interleaved": False,
+        "shares": [0.1, 0.25],
+        "widen": 1.375,  # 1.1 * 1.25
+        "noisy": False,
+    }
+    assert found["end_to_end"]["p50_ci"] == [round(2.0 / 1.375, 4), 2.75]
+    assert found["end_to_end"]["verdict"] == SLOWER
+    # 10 % slower, widened x1.1025 to [0.9977, 1.2128]: not clear of 1, not inside 1 +- 2 %
+    near = separate_comparison(
+        matrix([1.0] * 30),
+        matrix([1.1] * 30),
+        ["forward"],
+        noisy=(False, False),
+        shares=(0.05, 0.05),
+    )
+    assert near["end_to_end"]["p50_ci"] == [round(1.1 / 1.1025, 4), round(1.1 * 1.1025, 4)]
+    assert near["end_to_end"]["verdict"] == TOO_NOISY
 
 
 def test_separate_runs_quiet_and_clearly_slower():

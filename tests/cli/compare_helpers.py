@@ -21,9 +21,11 @@ def saved_run(
     config=None,
     drift_after: int | None = None,
     drift_ns: int = 0,
+    readings: dict | None = None,
 ) -> Path:
     """A run folder: parse 1000 ns and forward ``forward_ns`` per request, noise flag set to ``noisy``;
-    forward takes ``drift_ns`` more from its ``drift_after``-th call on (the machine slowed down mid-run)."""
+    forward takes ``drift_ns`` more from its ``drift_after``-th call on (the machine slowed down mid-run);
+    ``readings``: more fields of the noise record (``other_cores``, ``cores``)."""
     clock = FakeClock()
     calls = itertools.count()
 
@@ -42,7 +44,7 @@ def saved_run(
         return pipe
 
     run = profile(build, config, requests=requests, warmup=0, traced=0, clock=clock)
-    noise = {"noisy": noisy, "reasons": ["set by the test"], "fix": None}
+    noise = {"noisy": noisy, "reasons": ["set by the test"], "fix": None, **(readings or {})}
     run.meta = (
         run.meta.replace(noise=noise)
         if hasattr(run.meta, "replace")

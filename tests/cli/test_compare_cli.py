@@ -120,6 +120,29 @@ def test_saved_runs_compare_as_separate_runs(tmp_path, capsys):
     )
 
 
+def test_saved_runs_taken_apart_say_so_and_a_noisy_one_cannot_tell(tmp_path, capsys):
+    # issue 37: the same configuration saved twice on a shared machine read x13.4 "slower", tight interval
+    a = saved_run(tmp_path / "a", 10_000, noisy=False, readings={"other_cores": 0.5, "cores": 2})
+    b = saved_run(tmp_path / "b", 134_000, noisy=True)
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["taken_apart"] == {
+        "interleaved": False,
+        "shares": [0.25, None],
+        "widen": 1.25,
+        "noisy": True,
+    }
+    forward = out["stages"][1]
+    assert forward["p50_ratio"] == 13.4 and forward["p50_ci"] == [13.4 / 1.25, 16.75]
+    assert forward["p50_verdict"] == forward["p99_verdict"] == "too noisy to tell"
+    assert main(["compare", str(a), str(b)]) == 0
+    assert (
+        "taken apart: intervals widened x1.250 for what other processes took (A 25.0 % and B n/a of "
+        "the machine); a run flagged noisy: too noisy to tell, rerun both interleaved"
+    ) in capsys.readouterr().out
+    assert main(["gate", str(a), str(b)]) == 4  # inconclusive, not a regression
+
+
 def test_saved_runs_print_differences_and_noisy_sides(tmp_path, capsys):
     a = saved_run(tmp_path / "a", 10_000, noisy=True)
     b = saved_run(
@@ -127,8 +150,9 @@ def test_saved_runs_print_differences_and_noisy_sides(tmp_path, capsys):
     )
     assert main(["compare", str(a), str(b)]) == 0
     text = capsys.readouterr().out
-    # the noise flag widens the evidence needed; identical runs with no drift are still no difference
-    assert "noise: A NOISY, B quiet" in text and "no detectable difference" in text
+    # separate runs, one of them noisy: even identical runs cannot tell (issue 37)
+    assert "noise: A NOISY, B quiet" in text and "no detectable difference" not in text
+    assert "a run flagged noisy: too noisy to tell, rerun both interleaved" in text
     assert "differs: batch_size: 1 vs 2" in text and "differs: options: {} vs {'k': 1}" in text
 
 

@@ -31,7 +31,13 @@ at nearly the same moment and share whatever the machine was doing then.
   "on a noisy machine" when flagged); ``faster`` (below ``1 - margin``);
   ``too noisy to tell`` (noisy and the interval not inside
   ``[1 - margin, 1 + margin]``, or wider than ``MAX_CI_WIDTH`` = 0.25 in ratio
-  units); ``no detectable difference``. Each metric gets its verdict
+  units); ``no detectable difference``. Two *separate* runs (taken apart, not
+  interleaved): the interval is widened by each run's recorded noise
+  (:func:`taken_apart`), the margin is at least each run's drift
+  (:func:`resolution`), the verdict is judged as on a noisy machine, and a
+  run flagged noisy is ``too noisy to tell`` whatever its interval (what the
+  machine did between the runs is unknown).
+  Each metric gets its verdict
   (``p50_verdict``, ``p99_verdict``); ``verdict`` is the one ``metric`` names.
 * **Gate** (:func:`gate_decision`, what ``workbench gate`` exits with): a
   metric is a ``regression`` when its verdict is ``slower`` and both the ratio
@@ -321,8 +327,12 @@ def compare_blocks(
     resamples: int = RESAMPLES,
     seed: int = 0,
     alpha: float = ALPHA,
+    widen: float = 1.0,
 ) -> dict[str, Any]:
     """``{"stages": [entry per stage], "end_to_end": entry}``, B against A.
+
+    widen: separate runs only, the factor their intervals are widened by (``[lo / widen, hi * widen]``,
+    :func:`taken_apart`), judged as on a noisy machine; a noisy separate run is ``too noisy to tell``.
 
     blocks_a/blocks_b: name -> block matrix (ns, see :func:`round_blocks`) for
     every stage in ``names`` and for ``end_to_end``. An entry holds ``name``,
@@ -346,17 +356,27 @@ def compare_blocks(
         holm = holm_intervals(boots, min_effect=min_effect, alpha=alpha)
         for n in family:
             h = holm[n]
-            # separate runs: their drift is in min_effect already
-            drift = ratio_drift(blocks_a[n], blocks_b[n], q) if paired else 0.0
+            ci = (h["ci"][0] / widen, h["ci"][1] * widen)
+            # separate runs: their drift is in min_effect already; what a noisy one did between them is unknown
+            if paired:
+                drift = ratio_drift(blocks_a[n], blocks_b[n], q)
+            else:
+                drift = math.nan if noisy else 0.0
             entries[n] |= {
                 f"{label}_ratio": _r(point_ratio(blocks_a[n], blocks_b[n], q)),
-                f"{label}_ci": [_r(h["ci"][0]), _r(h["ci"][1])],
+                f"{label}_ci": [_r(ci[0]), _r(ci[1])],
                 f"{label}_ci_level": round(h["level"], 5),
                 f"{label}_a_ms": _ms(blocks_a[n], q),
                 f"{label}_b_ms": _ms(blocks_b[n], q),
                 f"{label}_drift": _r(drift) if paired else None,
+                # separate runs are judged as on a noisy machine: an interval not clear of 1 and not
+                # inside the no-effect band is too noisy to tell, not "no detectable difference"
                 f"{label}_verdict": verdict(
-                    h["ci"], rejected=h["rejected"], noisy=noisy, min_effect=min_effect, drift=drift
+                    ci,
+                    rejected=h["rejected"],
+                    noisy=noisy or not paired,
+                    min_effect=min_effect,
+                    drift=drift,
                 ),
             }
     for n in family:
@@ -458,11 +478,19 @@ def separate_comparison(
     metric: str = "p50",
     min_effect: float = MIN_EFFECT,
     noisy: tuple = (None, None),
+    shares: tuple = (None, None),
     resamples: int = RESAMPLES,
     seed: int = 0,
     block: int = BLOCK,
 ) -> dict[str, Any]:
     """Compare two separate runs (not interleaved): unpaired block bootstrap, labelled ``separate runs``.
+
+    Taken apart, the runs share no moment: what the machine did to one and not the other is in their ratio
+    and no resampling of either shows it (two runs of one configuration minutes apart on a shared machine
+    read x0.028 and x13.4, each with a tight interval). So the intervals are widened by what each run's noise
+    record says other processes took (:func:`taken_apart`, ``shares``: ``other_cores / cores`` of each
+    run, None where not measured), each run's drift is in the margin (``min_effect``, below), and a run
+    flagged noisy gives ``too noisy to tell``, never ``slower``, ``faster`` or ``no detectable difference``.
 
     matrix_a/matrix_b: :func:`workbench.analysis.budget.stage_matrix` of each
     run, or a mapping of the same columns as arrays (measured successful
@@ -484,6 +512,7 @@ def separate_comparison(
     res = resolution(
         blocks[0][END_TO_END], blocks[1][END_TO_END], metric=metric, resamples=resamples, seed=seed
     )
+    apart = taken_apart(noisy, shares)
     effective = min(0.99, max(min_effect, res["min_difference"] or 0.0))
     out = compare_blocks(
         blocks[0],
@@ -495,11 +524,30 @@ def separate_comparison(
         noisy=any(flag is True for flag in noisy),
         resamples=resamples,
         seed=seed,
+        widen=apart["widen"],
     )
     return {
         "kind": "separate runs",
         "noisy": list(noisy),
         "resolution": res,
         "min_effect": _r(effective),
+        "taken_apart": apart,
         **out,
+    }
+
+
+def taken_apart(noisy: tuple, shares: tuple) -> dict[str, Any]:
+    """How far apart two separate runs' intervals are taken: ``widen = (1 + share_a) * (1 + share_b)``.
+
+    share: the part of the machine other processes used during the run (``other_cores / cores``, 0..1; None
+    not measured, counted 0): their work could have taken that part of the run's time, and the other run
+    need not have had the same. A run flagged noisy (``noisy`` True) makes every verdict too noisy to tell.
+    """
+    known = [min(max(float(x), 0.0), 1.0) if x is not None else None for x in shares]
+    widen = math.prod(1.0 + (x or 0.0) for x in known)
+    return {
+        "interleaved": False,
+        "shares": [_r(x) if x is not None else None for x in known],
+        "widen": round(widen, 4),
+        "noisy": any(flag is True for flag in noisy),
     }

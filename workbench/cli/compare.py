@@ -221,7 +221,14 @@ def compare_saved(
     names = list(meta_a.stages)
     noise = [m.noise.noisy if m.noise else None for m in (meta_a, meta_b)]
     found = separate_comparison(
-        cols_a, cols_b, names, metric=metric, min_effect=min_effect, noisy=tuple(noise), seed=seed
+        cols_a,
+        cols_b,
+        names,
+        metric=metric,
+        min_effect=min_effect,
+        noisy=tuple(noise),
+        shares=tuple(_share(m.noise) for m in (meta_a, meta_b)),
+        seed=seed,
     )
     return {
         "configs": [
@@ -232,6 +239,13 @@ def compare_saved(
         "differences": [{"field": f, "a": a, "b": b} for f, a, b in diffs],
         **found,
     }
+
+
+def _share(noise) -> float | None:
+    """The part of the machine other processes used during a run, from its noise record (None: unknown)."""
+    if noise is None or noise.other_cores is None or not noise.cores:
+        return None
+    return noise.other_cores / noise.cores
 
 
 def saved_columns(path: str) -> tuple[Any, dict[str, np.ndarray]]:
@@ -410,6 +424,19 @@ def print_separate(result: dict[str, Any], out) -> None:
         f"B {_pct(res['drift_b'])})",
         file=out,
     )
+    apart = result.get("taken_apart")
+    if apart:
+        shares = " and ".join(f"{side} {_pct(x)}" for side, x in zip("AB", apart["shares"]))
+        print(
+            f"  taken apart: intervals widened x{apart['widen']:.3f} for what other processes took "
+            f"({shares} of the machine)"
+            + (
+                "; a run flagged noisy: too noisy to tell, rerun both interleaved"
+                if apart["noisy"]
+                else ""
+            ),
+            file=out,
+        )
     for d in result["differences"]:
         print(f"  differs: {d['field']}: {d['a']!r} vs {d['b']!r}", file=out)
     print_rows(result, result["metric"], out, noisy=any(flag is True for flag in result["noisy"]))

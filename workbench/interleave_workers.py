@@ -26,6 +26,10 @@ Protocol: pickled tuples over two pipes (``multiprocessing.connection.Connection
 
 rows: ``(ok, error_type, ns per stage that ran..., end to end ns)``. Outputs stay in the worker that made them
 until the end: A's go to each other worker, which compares them with its own with its pipeline's ``agree``.
+Turns: a worker runs only while the parent awaits its reply; between its blocks it is stopped (SIGSTOP,
+SIGCONT before its next message), so what keeps running in an idle configuration's process (a thread its
+factory started, a periodic job, OpenMP's pool spinning after a block) takes no core from the one measured.
+
 Time: every reply is awaited at most ``timeout_s`` (:data:`REPLY_TIMEOUT_S`); a worker that does not answer
 is killed and the comparison fails naming the configuration and the step. Workers ignore Ctrl-C: the parent
 closes their pipes and kills what is left (:meth:`Workers.close`), also on an interrupt.
@@ -173,9 +177,13 @@ class Workers:
         """The reply of worker ``c``; a PipelineError (or the worker's ConfigError) when it failed or timed out."""
         send, recv = self.conns[c]
         try:
+            self._signal(c, signal.SIGCONT)
             send.send(message)
             ready = recv.poll(self.timeout_s)
             reply = recv.recv() if ready else None
+            self._signal(
+                c, signal.SIGSTOP
+            )  # its threads (OpenMP's spinning pool, the factory's) wait too
         except (EOFError, OSError):
             try:
                 code = self.procs[c].wait(EXIT_WAIT_S)
@@ -195,8 +203,17 @@ class Workers:
             raise kind(f"configuration {self.labels[c]}: {reply[2]}")
         return reply
 
+    def _signal(self, c: int, sig: int) -> None:
+        try:
+            os.kill(self.procs[c].pid, sig)
+        except ProcessLookupError:  # exited: the reply (or its absence) says why
+            pass
+
     def close(self) -> None:
         """Close every pipe (a worker exits at the end of its input); kill a worker still there after that."""
+        for c, proc in enumerate(self.procs):
+            if proc.poll() is None:
+                self._signal(c, signal.SIGCONT)
         for send, recv in self.conns:
             send.close()
             recv.close()
@@ -264,8 +281,19 @@ class _Worker:
         return ("ok", output_agreement(message[1], self.outputs, self.pipe.agree))
 
 
+def _die_with_parent() -> None:
+    """Linux: killed when the parent dies, even while stopped between its blocks (best effort elsewhere)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it kills what it started
+    _die_with_parent()
     recv = Connection(int(argv[0]), writable=False)
     send = Connection(int(argv[1]), readable=False)
     worker = _Worker()

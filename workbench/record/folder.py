@@ -203,8 +203,12 @@ def inside(root: Path, name: str) -> Path:
     """``root / name``, which must be in the run folder (no link out); its readers open it with
     :func:`open_table` or :func:`read_meta`, which refuse a FIFO, a device or a folder."""
     path = root / name
-    if not path.exists() and not path.is_symlink():
-        raise RunRecordError(f"{root}: missing {name}")
+    try:
+        path.stat()
+    except FileNotFoundError:
+        raise RunRecordError(f"{root}: missing {name}") from None
+    except OSError as exc:  # a symbolic link loop, no permission
+        raise RunRecordError(f"{path}: unreadable: {exc.strerror}") from None
     if path.resolve().parent != root.resolve():
         raise RunRecordError(
             f"{path}: a link to {path.resolve()}, outside the run folder; copy the file in instead"

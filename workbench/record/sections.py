@@ -399,6 +399,10 @@ def _with_extras(obj: Any, data: dict[str, Any]) -> Any:
         value = getattr(obj, name)
         if isinstance(value, Section) and isinstance(data.get(name), dict):
             changes[name] = _with_extras(value, data[name])
+        elif name in _typed_dict_fields(type(obj)) and name in data:
+            changes[name] = data[
+                name
+            ]  # checked; msgspec drops the keys a TypedDict does not declare
     return dataclasses.replace(obj, **changes)
 
 
@@ -418,6 +422,18 @@ def _meta_error(exc: msgspec.ValidationError, data: Any, prefix: str) -> MetaErr
     elif what.startswith("Object missing required field "):
         what = f"must have field {what.rsplit(' ', 1)[-1]!r}"
     return MetaError(name, f"{item}{what}, got {value_at(data, path)!r:.80}")
+
+
+@functools.cache
+def _typed_dict_fields(cls: type) -> frozenset[str]:
+    """The fields of ``cls`` whose type holds a TypedDict (``list[FailureRecord]``, ``Policy | None``)."""
+    return frozenset(
+        name for name, hint in typing.get_type_hints(cls).items() if _holds_typed_dict(hint)
+    )
+
+
+def _holds_typed_dict(hint: Any) -> bool:
+    return typing.is_typeddict(hint) or any(_holds_typed_dict(a) for a in typing.get_args(hint))
 
 
 @functools.cache

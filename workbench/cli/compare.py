@@ -43,7 +43,7 @@ from ..record.folder import (
     table_schemas,
     trace_path,
 )
-from ..record.tables import TableError, checked_table, typed_table
+from ..record.tables import TableError, checked_table
 from .numbers import add_number, number
 from .output import print_result
 from .load_args import SEED
@@ -316,24 +316,30 @@ def _read_columns(
             if missing:
                 raise TableError(missing[0], "is missing")
             rows = table.metadata.num_rows
-            parts, names = [], {}
+            parts: dict[str, list[np.ndarray]] = {c: [] for c in kept}
+            names: dict[str, int] = {}
             for batch in table.iter_batches(batch_size=1 << 18, use_threads=False):
-                coded = {c: _codes(batch.column(c), c, names) for c in text}
+                for c in text:
+                    parts[c].append(_codes(batch.column(c), c, names))
                 plain = batch.drop_columns(text).to_pandas()
                 checked = checked_table(plain, columns, optional=(*optional, *text), rows=rows)
-                parts.append(checked[[c for c in kept if c not in text]].assign(**coded))
+                for c in kept:
+                    if c not in text:
+                        parts[c].append(checked[c].to_numpy(copy=True))  # not a view of the batch
     except (RunRecordError, TableError) as exc:
         raise RunRecordError(
             f"{path}: {exc}" if isinstance(exc, TableError) else str(exc)
         ) from None
     except Exception as exc:  # pyarrow raises several unrelated types for a damaged file
         raise RunRecordError(f"{path}: unreadable Parquet: {str(exc)[:200]}") from None
-    empty = typed_table(pd.DataFrame(), {c: columns[c] for c in kept})
-    out = pd.concat(parts, ignore_index=True) if parts else empty
-    for c in text:
-        out[c] = pd.Categorical.from_codes(out[c].to_numpy("int64"), categories=list(names))
     pa.default_memory_pool().release_unused()
-    return out
+    out = {}
+    for c in kept:  # one column at a time, its batches freed before the next is joined
+        batches = parts.pop(c)
+        empty = np.empty(0, {"bool": bool, "object": "int32"}.get(columns[c], "int64"))
+        joined = np.concatenate(batches) if batches else empty
+        out[c] = pd.Categorical.from_codes(joined, list(names)) if c in text else joined
+    return pd.DataFrame(out, copy=False)
 
 
 def _codes(col, name: str, names: dict[str, int]) -> np.ndarray:
@@ -344,7 +350,7 @@ def _codes(col, name: str, names: dict[str, int]) -> np.ndarray:
         raise TableError(name, f"must hold text with no nulls, found {col.type}")
     if col.null_count:
         raise TableError(name, f"must hold text with no nulls, found {col.null_count} nulls")
-    ours = np.array([names.setdefault(n, len(names)) for n in col.dictionary.to_pylist()], "int64")
+    ours = np.array([names.setdefault(n, len(names)) for n in col.dictionary.to_pylist()], "int32")
     return ours[col.indices.to_numpy(zero_copy_only=False)]
 
 

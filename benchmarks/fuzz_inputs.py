@@ -124,8 +124,9 @@ def family_lines(tally: Tally) -> list[str]:
     lines = []
     for (kind, fam), found in sorted(groups.items(), key=lambda g: -len(g[1])):
         k, argv, why = found[0]
+        cases = ", ".join(str(c[0]) for c in found[:30]) + (", ..." if len(found) > 30 else "")
         lines += [
-            f"- **{kind}**, {len(found)} cases: {why[:240]}",
+            f"- **{kind}**, {len(found)} cases ({cases}): {why[:240]}",
             f"  first: case {k}: `{repro(argv)}`",
         ]
     return lines or ["none"]

@@ -25,7 +25,7 @@ from pathlib import Path
 from tests.support.fuzz_runner import REPO, run_in_process
 from tests.support.input_fuzz import BASE_RUN, mutate_bytes, mutate_value, odd_value
 
-RECORDED = REPO / "tests" / "support" / "fuzz_bases"
+RECORDED = REPO / "tests" / "support" / "fuzz_inputs_recorded"
 SERVICE_RUNS = [
     f"data/runs/tabular-cpu-bs{n}-fp32" for n in (1, 2, 4, 8)
 ]  # from the repository root

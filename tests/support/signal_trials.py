@@ -4,7 +4,8 @@ A trial starts ``python -m workbench COMMAND ... --out FOLDER/run`` as a shell s
 command, sends the signal after a seeded delay, and judges what is left (:func:`judge_trial`):
 
 * the process ends within :data:`HANG_S` of the signal (else ``hang``);
-* its exit is 130 (SIGINT), 143 (SIGTERM), or 0/1 when it had finished first (else ``bad_exit``);
+* its exit is 130 (SIGINT), 143 (SIGTERM: handled, or SIGTERM's own end before the handler was
+  installed or after the command returned), or 0/1 when it had finished first (else ``bad_exit``);
 * when the run folder exists, ``show --json`` reads it: exit 0 with strict JSON (else ``unreadable``);
 * when it does not, the command said nothing was measured or was stopped before it printed anything
   (else ``lost``: it said it wrote a run, or it exited 0/1 without one);
@@ -100,6 +101,8 @@ def judge_trial(rc: int, err: str, folder: Path) -> tuple[str, str]:
     others = sorted(p.name for p in folder.iterdir() if p.name != "run")
     if others:
         return "leftover", f"exit {rc}, left beside the run folder: {others}"
+    if rc == -signal.SIGTERM:  # SIGTERM's own end, before its handler or after main returned
+        rc = 128 + signal.SIGTERM  # what a shell reports
     if rc not in (0, 1, 130, 143):
         return "bad_exit", f"exit {rc}: {last}"
     run = folder / "run"

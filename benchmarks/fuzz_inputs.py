@@ -19,7 +19,7 @@ Prints and writes ``benchmarks/results/fuzz_inputs.md``: the table, the failure 
 its first case as a command) and the times; exits 1 when anything failed.
 
     python benchmarks/fuzz_inputs.py [--cases 10000] [--args 2000] [--signals 50] [--seed 0]
-        [--kinds KIND ...] [--results FILE] [--note TEXT]
+        [--kinds KIND ...] [--jobs N] [--results FILE] [--note TEXT]
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import random
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,6 +47,7 @@ from tests.support.fuzz_cases import KINDS, Tally, families, run_kind  # noqa: E
 from tests.support.fuzz_runner import OUTCOMES, CliWorker  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "fuzz_inputs.md"
+CHUNK = 500  # cases a process runs in one worker before the next chunk
 COLUMNS = {
     "ok": "ok (0/1/4)",
     "clean_error": "clean errors (2, one line)",
@@ -57,20 +59,38 @@ COLUMNS = {
 }
 
 
-def fuzz_readers(kinds: list[str], cases: int, args: int, seed: int) -> tuple[Tally, dict]:
-    total, seconds = Tally(), {}
+def _chunk(task: tuple) -> tuple[str, dict, list, tuple, float]:
+    """Worker: cases ``start .. start + n`` of kind ``name``, in its own CliWorker and folder."""
+    name, start, n, seed = task
+    t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="fuzz-inputs-") as tmp, CliWorker() as worker:
-        for name in kinds:
-            t0 = time.perf_counter()
-            n = args if name == "args" else cases
-            tally = run_kind(name, n, seed, bases(), worker, Path(tmp))
-            seconds[name] = (time.perf_counter() - t0, n)
-            for row, counts in tally.rows.items():
+        tally = run_kind(name, n, seed, bases(), worker, Path(tmp), start)
+    return name, dict(tally.rows), tally.failures, tally.slowest, time.perf_counter() - t0
+
+
+def fuzz_readers(
+    kinds: list[str], cases: int, args: int, seed: int, jobs: int
+) -> tuple[Tally, dict]:
+    """Every kind's cases, cut into chunks of 500 run by ``jobs`` processes; seconds are summed per kind."""
+    total, seconds = Tally(), collections.defaultdict(lambda: [0.0, 0])
+    tasks = [
+        (name, start, min(CHUNK, n - start), seed)
+        for name in kinds
+        for n in [args if name == "args" else cases]
+        for start in range(0, n, CHUNK)
+    ]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for name, rows, failures, slowest, spent in pool.map(_chunk, tasks):
+            for row, counts in rows.items():
                 total.rows[row].update(counts)
-            total.failures += tally.failures
-            total.slowest = max(total.slowest, tally.slowest)
-            print(f"{name}: {n} cases in {seconds[name][0]:.0f} s", file=sys.stderr, flush=True)
-    return total, seconds
+            total.failures += failures
+            total.slowest = max(total.slowest, slowest)
+            seconds[name][0] += spent
+            print(f"{name}: a chunk in {spent:.0f} s", file=sys.stderr, flush=True)
+    for name in kinds:
+        seconds[name][1] = args if name == "args" else cases
+    total.failures.sort(key=lambda f: (f[0], f[1]))
+    return total, {name: tuple(v) for name, v in seconds.items()}
 
 
 def fuzz_signals(trials: int, seed: int) -> tuple[collections.Counter, list, dict]:
@@ -141,12 +161,15 @@ def main() -> int:
     ap.add_argument("--signals", type=int, default=50, help="signal trials (default 50)")
     ap.add_argument("--kinds", nargs="+", choices=list(KINDS), default=list(KINDS))
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--jobs", type=int, default=1, help="processes running chunks of cases (default 1)"
+    )
     ap.add_argument("--results", type=Path, default=RESULTS, help=f"default {RESULTS}")
     ap.add_argument("--note", default="", help="a line for the results file")
     args = ap.parse_args()
     assert set(COLUMNS) == set(OUTCOMES)
     t0 = time.perf_counter()
-    tally, seconds = fuzz_readers(args.kinds, args.cases, args.args, args.seed)
+    tally, seconds = fuzz_readers(args.kinds, args.cases, args.args, args.seed, args.jobs)
     t1 = time.perf_counter()
     signals, signal_failures, lengths = fuzz_signals(args.signals, args.seed)
     t2 = time.perf_counter()
@@ -178,12 +201,12 @@ def main() -> int:
                 for k, cmd, sig, d, o, why in signal_failures
             ],
             "",
-            "Time: "
+            f"Time ({args.jobs} processes; per kind, the seconds of its chunks added up): "
             + ", ".join(
                 f"{n} {s:.0f} s ({1000 * s / max(c, 1):.0f} ms a case)"
                 for n, (s, c) in seconds.items()
             )
-            + f"; signals {t2 - t1:.0f} s; in all {t2 - t0:.0f} s on {platform.machine()} "
+            + f"; signals {t2 - t1:.0f} s; in all {t2 - t0:.0f} s of wall time on {platform.machine()} "
             f"({os.cpu_count()} cores), a machine shared with other jobs: the times are not benchmarks.",
             f"Slowest case: {tally.slowest[0]:.1f} s ({tally.slowest[1]} {tally.slowest[2]}).",
             *(["", args.note] if args.note else []),

@@ -49,16 +49,21 @@ def test_a_half_written_folder_beside_the_run_is_a_leftover(tmp_path):
     assert judge_trial(130, "", tmp_path)[0] == "leftover"
 
 
-def test_an_exit_other_than_the_signals_is_bad(tmp_path):
+def test_an_exit_other_than_the_signals_or_an_internal_error_is_bad(tmp_path):
     assert judge_trial(3, "internal error\n", tmp_path) == ("bad_exit", "exit 3: internal error")
+    assert judge_trial(-2, "profile: terminated (SIGTERM)\n", tmp_path)[0] == "bad_exit"
+    err = "profile: error: internal error: TypeError: x; please report it\n"
+    assert judge_trial(-15, err, tmp_path)[0] == "bad_exit"
+    assert judge_trial(-15, "", tmp_path)[0] == "nothing_measured"  # SIGTERM before its handler
+
+
+# long runs (8 s of measuring): at 6 s a quiet machine is measuring and a busy one still starting,
+# never in the save, where the trials of benchmarks/fuzz_inputs.py find today's failures
+LONG = {"profile": ("--requests", "1000000", "--max-duration", "8"), "load": ("--duration", "8")}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("command", "signame", "delay_s"), [("profile", "SIGINT", 6.0), ("load", "SIGTERM", 6.0)]
-)
-def test_a_signalled_run_keeps_a_readable_folder_or_measured_nothing(
-    command, signame, delay_s, tmp_path
-):
-    outcome, why = trial(command, signame, delay_s, tmp_path)
+@pytest.mark.parametrize(("command", "signame"), [("profile", "SIGINT"), ("load", "SIGTERM")])
+def test_a_signalled_run_keeps_a_readable_folder_or_measured_nothing(command, signame, tmp_path):
+    outcome, why = trial(command, signame, 6.0, tmp_path, LONG[command])
     assert outcome in ("ok", "nothing_measured"), why

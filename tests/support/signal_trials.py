@@ -5,7 +5,8 @@ command, sends the signal after a seeded delay, and judges what is left (:func:`
 
 * the process ends within :data:`HANG_S` of the signal (else ``hang``);
 * its exit is 130 (SIGINT), 143 (SIGTERM: handled, or SIGTERM's own end before the handler was
-  installed or after the command returned), or 0/1 when it had finished first (else ``bad_exit``);
+  installed or after the command returned), or 0/1 when it had finished first, and no internal
+  error on stderr (else ``bad_exit``);
 * when the run folder exists, ``show --json`` reads it: exit 0 with strict JSON (else ``unreadable``);
 * when it does not, the command said nothing was measured or was stopped before it printed anything
   (else ``lost``: it said it wrote a run, or it exited 0/1 without one);
@@ -30,7 +31,7 @@ from tests.conftest import sigint_as_from_a_terminal
 from tests.support.fuzz_runner import REPO, run_in_process
 
 COMMANDS = {
-    "profile": ["profile", "--example", "tabular", "--requests", "300", "--warmup", "5"]
+    "profile": ["profile", "--example", "tabular", "--requests", "2000", "--warmup", "5"]
     + ["--traced", "3", "--threads", "1"],
     "load": [
         "load",
@@ -50,10 +51,18 @@ FAILURES = ("hang", "bad_exit", "unreadable", "lost", "leftover")
 HANG_S = 120.0
 
 
-def _start(command: str, folder: Path) -> subprocess.Popen:
+def _start(command: str, folder: Path, extra: tuple[str, ...] = ()) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
     return subprocess.Popen(
-        [sys.executable, "-m", "workbench", *COMMANDS[command], "--out", str(folder / "run")],
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            *COMMANDS[command],
+            *extra,
+            "--out",
+            str(folder / "run"),
+        ],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -79,10 +88,13 @@ def delay(rnd: random.Random, length_s: float) -> float:
     return length_s * rnd.uniform(0.0, 1.0)
 
 
-def trial(command: str, signame: str, delay_s: float, folder: Path) -> tuple[str, str]:
-    """One trial in ``folder`` (empty): ``(outcome, why)``, an outcome of :data:`OUTCOMES`."""
+def trial(
+    command: str, signame: str, delay_s: float, folder: Path, extra: tuple[str, ...] = ()
+) -> tuple[str, str]:
+    """One trial in ``folder`` (empty): ``(outcome, why)``, an outcome of :data:`OUTCOMES`; ``extra``
+    arguments after the command's own (a later one wins)."""
     folder.mkdir(parents=True, exist_ok=True)
-    proc = _start(command, folder)
+    proc = _start(command, folder, extra)
     time.sleep(delay_s)
     if proc.poll() is None:
         proc.send_signal(SIGNALS[signame])
@@ -103,7 +115,7 @@ def judge_trial(rc: int, err: str, folder: Path) -> tuple[str, str]:
         return "leftover", f"exit {rc}, left beside the run folder: {others}"
     if rc == -signal.SIGTERM:  # SIGTERM's own end, before its handler or after main returned
         rc = 128 + signal.SIGTERM  # what a shell reports
-    if rc not in (0, 1, 130, 143):
+    if rc not in (0, 1, 130, 143) or "internal error" in err:
         return "bad_exit", f"exit {rc}: {last}"
     run = folder / "run"
     if run.exists():

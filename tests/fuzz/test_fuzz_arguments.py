@@ -44,7 +44,13 @@ def test_a_fuzzed_set_changes_the_base_and_names_no_path_outside_its_folder(tmp_
         assert all(a.startswith(str(tmp_path)) for a in new), argv
 
 
-@pytest.mark.parametrize("start", [0])
-def test_fuzzed_arguments_get_a_result_or_one_line(start, fuzz_worker, fuzz_bases, tmp_path):
-    tally = run_kind("args", len(arg_fuzz.BASES), 0, fuzz_bases, fuzz_worker, tmp_path, start)
+# (seed, first set, sets): one set per base command; a set that fails today joins once its fix lands
+SLICE = [(0, 0, len(arg_fuzz.BASES))]
+
+
+@pytest.mark.parametrize(("seed", "start", "n"), SLICE)
+def test_fuzzed_arguments_get_a_result_or_one_line(
+    seed, start, n, fuzz_worker, fuzz_bases, tmp_path
+):
+    tally = run_kind("args", n, seed, fuzz_bases, fuzz_worker, tmp_path, start)
     assert tally.failures == []

@@ -52,17 +52,13 @@ HANG_S = 120.0
 
 
 def _start(command: str, folder: Path, extra: tuple[str, ...] = ()) -> subprocess.Popen:
+    base = COMMANDS[command]
+    if "--pipeline" in extra:  # a pipeline instead of the example
+        i = base.index("--example")
+        base = base[:i] + base[i + 2 :]
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "workbench",
-            *COMMANDS[command],
-            *extra,
-            "--out",
-            str(folder / "run"),
-        ],
+        [sys.executable, "-m", "workbench", *base, *extra, "--out", str(folder / "run")],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -89,12 +85,22 @@ def delay(rnd: random.Random, length_s: float) -> float:
 
 
 def trial(
-    command: str, signame: str, delay_s: float, folder: Path, extra: tuple[str, ...] = ()
+    command: str,
+    signame: str,
+    delay_s: float,
+    folder: Path,
+    extra: tuple[str, ...] = (),
+    ready: Path | None = None,
 ) -> tuple[str, str]:
     """One trial in ``folder`` (empty): ``(outcome, why)``, an outcome of :data:`OUTCOMES`; ``extra``
-    arguments after the command's own (a later one wins)."""
+    arguments after the command's own (a later one wins); with ``ready``, the delay starts once that
+    file exists (a stage of the command's pipeline makes it)."""
     folder.mkdir(parents=True, exist_ok=True)
     proc = _start(command, folder, extra)
+    if ready is not None:  # the moment counts from when the command says it is measuring
+        deadline = time.monotonic() + HANG_S
+        while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
     time.sleep(delay_s)
     if proc.poll() is None:
         proc.send_signal(SIGNALS[signame])

@@ -13,7 +13,14 @@ from tests.support.fuzz_cases import KINDS, run_kind
 pytestmark = pytest.mark.fuzz
 # (kind, seed, first case, cases): cases 10-12 of seed 0 of each reader pass today; a case that fails
 # today (benchmarks/results/fuzz_inputs.md lists them) joins this list once its fix lands
-SLICE = [(kind, 0, 10, 3) for kind in KINDS if kind != "args"]
+SLICE = [(kind, 0, 10, 3) for kind in KINDS if kind != "args"] + [
+    # failed before the issue-35 fixes: a non-UTF-8 arrivals file, a compare file nested 100,000 deep
+    ("arrivals", 0, 1, 1),
+    ("arrivals", 1, 17, 1),
+    ("arrivals", 1, 26, 1),
+    ("arrivals", 1, 37, 1),
+    ("compare_file", 0, 9, 1),
+]
 
 
 @pytest.mark.parametrize(("kind", "seed", "start", "n"), SLICE)

@@ -100,7 +100,8 @@ def _kind(action: argparse.Action) -> str:
     if action.choices:
         return "choice"
     name = getattr(action.type, "__qualname__", "")
-    if action.type in (int, float) or "number" in name or "threshold" in name:
+    ranged = hasattr(action.type, "range_text")  # workbench.cli.numbers.ranged's types
+    if action.type in (int, float) or ranged or "number" in name or "threshold" in name:
         return "number"
     if action.type is Path or action.dest in PATH_DESTS:
         return "path"

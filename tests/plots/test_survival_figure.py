@@ -24,10 +24,12 @@ def test_thinning_keeps_every_one_of_the_slowest_ranks():
 
 def test_figure_log_axes_p99_and_the_count_p999_needs(toy_run):
     fig = survival_figure(*toy_run, stage="post").to_dict()
-    line, p99, p999 = fig["data"]
+    line, p99, top, p999 = fig["data"]
     assert line["name"] == "measured (n=100)"  # warm-up left out
     assert decode(line["x"])[-1] == pytest.approx(2.099) and decode(line["y"])[-1] == 0.01
     assert p99["name"] == "p99 2.1 ms" and decode(p99["x"]) == pytest.approx([2.09801] * 2)
+    assert top["name"] == "max 2.1 ms (at or above p97.05)"  # 100 * 0.05 ** (1 / 100) = 97.049
+    assert decode(top["x"]) == pytest.approx([2.099]) and decode(top["y"]) == [0.01]
     assert p999["name"] == "p99.9: 100 requests; 5661 bound it"
     assert fig["layout"]["xaxis"]["type"] == "log" and fig["layout"]["yaxis"]["type"] == "log"
     assert fig["layout"]["yaxis"]["ticktext"] == ["all", "1 in 10", "1 in 100"]
@@ -36,7 +38,7 @@ def test_figure_log_axes_p99_and_the_count_p999_needs(toy_run):
 def test_figure_draws_p999_with_its_interval_when_the_count_bounds_it():
     requests, stages = make_run({"model": [1_000_000 * (i + 1) for i in range(6000)]}, glue_ns=0)
     fig = survival_figure(requests, stages, ["model"]).to_dict()
-    p999 = fig["data"][2]
+    p999 = fig["data"][3]
     assert p999["name"] == "p99.9 5994 ms [5989, 6000]"
     assert decode(p999["x"]) == pytest.approx([5994.001] * 2)
     assert decode(p999["y"]) == pytest.approx([1 / 6000, 1.0])

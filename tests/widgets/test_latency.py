@@ -259,7 +259,7 @@ def test_the_far_tail_pane_follows_the_distribution_stage(fake_profile):
     first = ex.survival_pane.figure
     assert first.layout.title.text.startswith("Far tail: end to end")
     assert first.layout.yaxis.type == "log" and first.data[0].name == "measured (n=20)"
-    assert first.data[2].name == "p99.9: 20 requests; 5661 bound it"
+    assert first.data[3].name == "p99.9: 20 requests; 5661 bound it"
     assert decode(first.data[0].y)[-1] == 1 / 20  # the slowest request, one in twenty
     ex.set(stage="forward")
     assert ex.survival_pane.figure.layout.title.text.startswith("Far tail: forward")

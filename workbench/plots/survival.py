@@ -6,7 +6,7 @@ request sits at ``1 / n``: a tail of one request in a thousand is a visible
 step three decades down instead of the last pixel of a CDF. The slowest
 ``max_points`` ranks are kept exactly (the tail is the point); the body is
 thinned at log-spaced ranks. p99 and, where the count bounds its interval,
-p99.9 with its interval are dotted vertical lines
+p99.9 with its interval are dotted vertical lines, the maximum a cross
 (:func:`workbench.analysis.stats.tail_summary_ns`); otherwise the legend says
 how many requests would bound it.
 """
@@ -52,7 +52,8 @@ def survival_figure(
 ) -> go.Figure:
     """Share of measured successful requests at least x ms long (log x, log y) for a stage or end to end.
 
-    Traces, in order: the survival step line "measured (n=N)", the p99 line "p99 X ms", then either
+    Traces, in order: the survival step line "measured (n=N)", the p99 line "p99 X ms", the maximum
+    "max X ms (at or above p99.50)" (a cross on the slowest request), then either
     the p99.9 line "p99.9 X ms [lo, hi]" (95 % order-statistic interval) or, below the count that
     bounds it, an empty legend entry "p99.9: N requests; 5661 bound it". Warm-up is left out.
     """
@@ -89,11 +90,20 @@ def survival_figure(
 
 
 def _add_tail_lines(fig: go.Figure, measured: np.ndarray) -> None:
-    """p99 and p99.9 as vertical dotted lines from the slowest request's share to 1."""
+    """p99 as a vertical dotted line from the slowest request's share to 1, the maximum as a cross (with the
+    percentile it is at or above with 95 % confidence), then p99.9 or the count it needs."""
     bottom = 1 / measured.size
     p99 = float(percentiles(measured, 99)) / NS_PER_MS
     _vline(fig, p99, f"p99 {p99:.3g} ms", PERCENTILE_COLORS["p99_ms"], bottom)
     tail = tail_summary_ns(measured)
+    fig.add_scatter(
+        x=[tail["max_ms"]],
+        y=[bottom],
+        name=f"max {tail['max_ms']:.3g} ms (at or above p{tail['max_above_percentile']:.2f})",
+        mode="markers",
+        marker=dict(color=P999_COLOR, size=9, symbol="x"),
+        hovertemplate="max %{x:.4g} ms<extra></extra>",
+    )
     if tail["p999_ms"] is None:
         fig.add_scatter(
             x=[None],

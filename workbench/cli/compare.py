@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..analysis.budget import END_TO_END
 from ..analysis.outputs import agreement_text
+from ..analysis.stats import far_tail_text
 from ..analysis.verdicts import FASTER, METRICS, MIN_EFFECT, SLOWER, separate_comparison
 from ..interleave import DEFAULT_COMPARE_REQUESTS, DEFAULT_MAX_TIME_S, DEFAULT_RESOLUTION
 from ..config import option_value
@@ -377,6 +378,10 @@ def print_rows(found: dict[str, Any], metric: str, out, *, noisy: bool = False) 
             f"{_fmt_ci(e['p99_ci']):>17}  {e['verdict']}{where}",
             file=out,
         )
+    for side in ("a", "b"):
+        far = far_tail_text(found["end_to_end"][f"tail_{side}"])
+        if far:
+            print(f"  {side.upper()} end to end {far}", file=out)
 
 
 def print_interleaved(result: dict[str, Any], out) -> None:

@@ -16,7 +16,8 @@ The layer map, lowest first (a module's layer is that of its top-level folder or
                 the package's __init__ (lazy exports by name: it imports only _lazy)
     1 record    record/ (the one run record), trace/ (the one trace model)
     2 analysis  analysis/ (tables in, tables out)
-    3 measure   runner, timing, guard, memory, noise, fingerprint, precision, interleave, pipeline,
+    3 measure   runner, timing, guard, memory, noise, fingerprint, precision, interleave,
+                interleave_workers (compare's one process per configuration), pipeline,
                 gcprobe, live_queue, sampling, examples/, batching/, serving/, otel/
     4 plots     plots/ (tables in, figures out)
     5 present   widgets/, audit/, export/ (build on plots and the record)
@@ -58,6 +59,7 @@ LAYERS = {
         "noise",
         "fingerprint",
         "precision",
+        "interleave_workers",
         "interleave",
         "pipeline",
         "gcprobe",

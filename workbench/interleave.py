@@ -55,7 +55,7 @@ from .config import PipelineConfig
 from .analysis.outputs import NONE as NO_OUTPUTS
 from .analysis.outputs import OUTPUT_ITEMS, output_agreement
 from .errors import ConfigError, PipelineError, check_int, is_number
-from .interleave_workers import Workers, recipe_of
+from .interleave_workers import Workers, as_numpy, current_threads, recipe_of
 from .timing import Clock, RequestTiming, request_timer
 from .units import ns_to_s, s_to_ns
 
@@ -305,12 +305,6 @@ def _build_all(target, cfgs: list[PipelineConfig]) -> list:
     return pipes
 
 
-def _current_threads() -> int | None:
-    if "torch" not in sys.modules:
-        return None
-    return sys.modules["torch"].get_num_threads()
-
-
 def _set_threads(n: int | None) -> None:
     if n is not None and "torch" in sys.modules and sys.modules["torch"].get_num_threads() != n:
         sys.modules["torch"].set_num_threads(n)
@@ -330,7 +324,7 @@ class _Local:
         self.pipeline, self.names = self.pipes[0].name, self.pipes[0].stage_names
         self.items, self.warmup = _Items(self.pipes), warmup
         self.items.need(warmup + REWARM)
-        self.default_threads = _current_threads()
+        self.default_threads = current_threads()
         self.runners = [request_timer(p, clock) for p in self.pipes]
         self.threads = [p.config.threads or self.default_threads for p in self.pipes]
         self.outputs = _Outputs(self.pipes, warmup)
@@ -353,7 +347,7 @@ class _Local:
         if not self.items.need(k + n):
             return None
         batch, run = self.pipes[c].config.batch_size, self.runners[c]
-        if _current_threads() != self.threads[c]:
+        if current_threads() != self.threads[c]:
             _set_threads(self.threads[c])
             for i in range(REWARM):
                 run(self.items.batch_of(i, batch))
@@ -458,16 +452,7 @@ class _Outputs:
         """Request ``k`` of configuration ``c`` (its items start at ``k * batch``)."""
         first = k * self.batch[c]
         if first < self.cap and t.failure is None:
-            self.by_config[c][first] = _as_numpy(t.output)
-
-
-def _as_numpy(value: Any) -> Any:
-    """A torch tensor (any dtype, any device) as a float numpy array; lists and tuples element-wise."""
-    if hasattr(value, "detach") and hasattr(value, "cpu"):
-        return value.detach().float().cpu().numpy()
-    if isinstance(value, (list, tuple)):
-        return type(value)(_as_numpy(v) for v in value)
-    return value
+            self.by_config[c][first] = as_numpy(t.output)
 
 
 def _attach_outputs(result: dict[str, Any], entries: list[dict[str, Any]]) -> None:

@@ -49,9 +49,8 @@ from typing import Any
 from .errors import ConfigError, PipelineError
 from .noise import Readings
 
-_ROOT = str(
-    Path(__file__).resolve().parents[1]
-)  # the worker runs this very package, wherever it came from
+# the worker runs this very package, wherever it came from
+_ROOT = str(Path(__file__).resolve().parents[1])
 REPLY_TIMEOUT_S = 600.0  # one build, one warm-up or one block of 10 requests
 EXIT_WAIT_S = 5.0  # after its pipes close, a worker has this long to exit before it is killed
 
@@ -65,9 +64,7 @@ def recipe_of(target: Any) -> str | None:
     name = getattr(target, "__qualname__", "")
     if module is None or not name.isidentifier() or getattr(module, name, None) is not target:
         return None
-    if module.__name__.startswith(
-        "workbench_user_"
-    ):  # loaded from a file by --pipeline FILE.py:FUNC
+    if module.__name__.startswith("workbench_user_"):  # loaded by --pipeline FILE.py:FUNC
         origin = getattr(module.__spec__, "origin", None)
         return f"{origin}:{name}" if origin else None
     if module.__name__ == "__main__" or module.__spec__ is None:
@@ -230,7 +227,6 @@ class _Worker:
 
     def build(self, sys_path, recipe, config, warmup, cap) -> tuple:
         sys.path[:] = sys_path
-        from .interleave import _current_threads
         from .runner import resolve_pipeline
         from .timing import request_timer
 
@@ -242,11 +238,9 @@ class _Worker:
         self.run, self.warmup, self.cap = request_timer(self.pipe), warmup, cap
         self.batch, self.source, self.items = config.batch_size, self.pipe.item_iterator(), []
         self.outputs: dict[int, Any] = {}
-        return ("ok", self.pipe.name, self.pipe.stage_names, _current_threads())
+        return ("ok", self.pipe.name, self.pipe.stage_names, current_threads())
 
     def requests(self, k: int, n: int) -> list[tuple] | None:
-        from .interleave import _as_numpy
-
         want = (k + n) * self.batch
         self.items.extend(itertools.islice(self.source, max(want - len(self.items), 0)))
         if len(self.items) < want:
@@ -255,7 +249,7 @@ class _Worker:
         for i in range(k, k + n):
             t = self.run(self.items[i * self.batch : (i + 1) * self.batch])
             if i * self.batch < self.cap and t.failure is None:
-                self.outputs[i * self.batch] = _as_numpy(t.output)
+                self.outputs[i * self.batch] = as_numpy(t.output)
             stage_ns = [e - s for s, e in zip(t.stage_start_ns, t.stage_end_ns)]
             error = t.failure and t.failure.error_type
             rows.append((t.failure is None, error, *stage_ns, t.end_ns - t.start_ns))
@@ -279,6 +273,22 @@ class _Worker:
         from .analysis.outputs import output_agreement
 
         return ("ok", output_agreement(message[1], self.outputs, self.pipe.agree))
+
+
+def current_threads() -> int | None:
+    """torch's intra-op thread count; None when torch was never imported here."""
+    if "torch" not in sys.modules:
+        return None
+    return sys.modules["torch"].get_num_threads()
+
+
+def as_numpy(value: Any) -> Any:
+    """A torch tensor (any dtype, any device) as a float numpy array; lists and tuples element-wise."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        return value.detach().float().cpu().numpy()
+    if isinstance(value, (list, tuple)):
+        return type(value)(as_numpy(v) for v in value)
+    return value
 
 
 def _die_with_parent() -> None:

@@ -124,6 +124,23 @@ def test_sigterm_during_compare_exits_143(tmp_path):
         ],
     )
     assert rc == 143 and "workbench compare: terminated (SIGTERM)" in err, err
+    # the configurations' worker processes (stopped between their blocks, or running) ended with it
+    deadline = time.monotonic() + 10
+    while _with_env(f"WB_TICKS={tmp_path / 'ticks.txt'}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _with_env(f"WB_TICKS={tmp_path / 'ticks.txt'}") == []
+
+
+def _with_env(entry: str) -> list[int]:
+    """Processes whose environment holds ``entry`` (Linux /proc; readable for our own processes)."""
+    found = []
+    for env in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if entry.encode() in env.read_bytes().split(b"\0"):
+                found.append(int(env.parent.name))
+        except OSError:  # exited, or not ours
+            pass
+    return found
 
 
 def test_the_handler_is_restored_and_does_nothing_off_the_main_thread():

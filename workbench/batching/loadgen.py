@@ -95,16 +95,15 @@ def lag_summary(lags_ns: np.ndarray, late_threshold_ms: float = 1.0) -> dict[str
         "generator_lag_p99_ms": lag["p99_ms"],
         "late_requests": int((lags_ns > ms_to_ns(late_threshold_ms)).sum()),
         "late_threshold_ms": late_threshold_ms,
-        "behind_schedule": lag["p99_ms"] >= LAG_P99_LIMIT_MS,
+        "behind_schedule": behind_schedule(lag["p99_ms"]),
         "lag_p99_limit_ms": LAG_P99_LIMIT_MS,
     }
 
 
-def behind_schedule(load) -> bool:
-    """True when a run's ``load`` (a :class:`~workbench.record.Load`, or None) says its generator fell
-    behind: lag p99 at or above :data:`LAG_P99_LIMIT_MS` (runs saved before the mark was kept too)."""
-    p99 = None if load is None else load.generator_lag_p99_ms
-    return p99 is not None and p99 >= LAG_P99_LIMIT_MS
+def behind_schedule(lag_p99_ms: float | None) -> bool:
+    """True when a run's generator lag p99 (its ``load.generator_lag_p99_ms``; None: not a scheduled
+    run) says it fell behind: at or above :data:`LAG_P99_LIMIT_MS` (runs saved before the mark too)."""
+    return lag_p99_ms is not None and lag_p99_ms >= LAG_P99_LIMIT_MS
 
 
 def lag_noise(noise: dict[str, Any], lag: dict[str, float]) -> dict[str, Any]:

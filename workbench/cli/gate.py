@@ -154,7 +154,7 @@ def behind(inputs: list[str]) -> list[str]:
         f"{load.generator_lag_p99_ms:.3f} ms >= {LAG_P99_LIMIT_MS:g} ms): it sent another load "
         "than asked for, so its latencies are not judged"
         for path, load in loads
-        if behind_schedule(load)
+        if load is not None and behind_schedule(load.generator_lag_p99_ms)
     ]
 
 

@@ -10,7 +10,10 @@ still queued at that deadline are recorded as failed (``error_stage``
 
 The result is a :class:`workbench.record.Run` in the profiler's folder format
 (``kind: "load"``), so ``load_run``, ``budget`` and ``workbench show`` read
-it: its stages are ``batch_wait``, ``queue_wait`` and then the pipeline's.
+it: its stages are ``batch_wait``, ``queue_wait`` and then the pipeline's. Each
+request's end to end runs from when it was due, not from when the generator got
+to submit it (``loadgen``): a late submit's lag (``lag_ns``) is inside it, and
+outside every stage (unattributed).
 
 A stage that hangs cannot hang the run. With ``timeout_s`` every pipeline
 call (warm-up included) runs under a :class:`workbench.guard.StageGuard`: past

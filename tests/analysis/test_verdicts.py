@@ -317,3 +317,15 @@ def test_unit_histograms_count_below_inside_and_above_the_window():
     assert (
         counts[0, 0] == 40 and counts[1, -1] == 40
     )  # 1..40 below the window (unit 0), 61..100 above (unit 1)
+
+
+def test_each_side_gets_its_p999_with_interval_once_the_count_bounds_it():
+    a = matrix([1.0] * 5660 + [9.0])  # 5,661 requests: p99.9 is bounded
+    b = matrix([2.0] * 30)
+    tail_a, tail_b = (
+        separate_comparison(a, b, ["forward"])["end_to_end"][k] for k in ("tail_a", "tail_b")
+    )
+    # rank 0.999 * 5660 = 5654.34 of 5,661 (0-based): every one of them 1 ms but the slowest
+    assert (tail_a["count"], tail_a["p999_ms"], tail_a["max_ms"]) == (5661, 1.0, 9.0)
+    assert (tail_a["p999_ci_low_ms"], tail_a["p999_ci_high_ms"]) == (1.0, 9.0)
+    assert tail_b["count"] == 30 and tail_b["p999_ms"] is None and tail_b["max_ms"] == 2.0

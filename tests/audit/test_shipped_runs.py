@@ -77,3 +77,26 @@ def test_timeout_estimate_cuts_only_the_stage_over_the_timeout():
 )
 def test_round_timeout(value, expected):
     assert round_timeout_ms(value) == expected
+
+
+def test_baseline_gives_the_far_tail_in_json_text_and_html(tmp_path, capsys):
+    from workbench.analysis.budget import budget
+
+    path = RUNS / "tabular-cpu-bs1-fp32"
+    assert main(["audit", str(path), "--json"]) == 0
+    e2e = json.loads(capsys.readouterr().out)["runs"][0]["baseline"]["end_to_end"]
+    shown = budget(load_run(path))["end_to_end"]
+    tail = ("p999_ms", "p999_ci_low_ms", "p999_ci_high_ms", "p999_needs_count", "max_ms")
+    assert {k: e2e[k] for k in (*tail, "max_above_percentile")} == {
+        k: shown[k] for k in (*tail, "max_above_percentile")
+    }
+    assert e2e["p999_ms"] is None and e2e["max_above_percentile"] == 99.502  # 600 requests
+    out = tmp_path / "audit.html"
+    assert main(["audit", str(path), "--out", str(out)]) == 0
+    line = (
+        f"p99.9: 600 successful requests; 5661 bound it; max {shown['max_ms']:.3f} ms "
+        "(at or above p99.50 with 95% confidence)"
+    )
+    assert f"    end to end {line}" in capsys.readouterr().out.splitlines()
+    page = out.read_text()
+    assert f"<p>{line}</p>" in page and "Far tail: the share of requests at least this slow" in page

@@ -232,3 +232,28 @@ def test_a_saved_run_with_a_broken_table_is_one_line(tmp_path, capsys):
     assert main(["compare", str(a), str(a)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "stages.parquet: unreadable Parquet" in err
+
+
+def test_compare_gives_each_side_its_far_tail(tmp_path, capsys):
+    a = saved_run(tmp_path / "a", 10_000, noisy=None)  # 40 requests, end to end 11 us
+    b = saved_run(tmp_path / "b", 20_000, noisy=None)  # end to end 21 us
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    e2e = json.loads(capsys.readouterr().out)["end_to_end"]
+    assert e2e["tail_a"] == {
+        "count": 40,
+        "p999_ms": None,
+        "p999_ci_low_ms": None,
+        "p999_ci_high_ms": None,
+        "p999_needs_count": 5661,
+        "max_ms": 0.011,
+        "max_above_percentile": 92.7842,
+    }
+    assert e2e["tail_b"]["max_ms"] == 0.021
+    assert main(["compare", str(a), str(b)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2:] == [
+        "  A end to end p99.9: 40 successful requests; 5661 bound it; "
+        "max 0.011 ms (at or above p92.78 with 95% confidence)",
+        "  B end to end p99.9: 40 successful requests; 5661 bound it; "
+        "max 0.021 ms (at or above p92.78 with 95% confidence)",
+    ]

@@ -195,6 +195,16 @@ def test_simulate_replayed_file(service_runs, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["end_to_end"]["count"] == 4
 
 
+def test_a_long_simulated_run_is_read_back(service_runs, tmp_path, capsys):
+    """Issue 35: 100,000 requests at 1 req/s start up to 1e14 ns; show refused start_ns as a sum."""
+    out = tmp_path / "long"
+    argv = ["--rate", "1", "--requests", "100000", "--max-batch-size", "4", "--out", str(out)]
+    assert main(["simulate", "--service", *service_runs, *argv]) == 0
+    capsys.readouterr()
+    assert main(["show", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["end_to_end"]["count"] == 100_000
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -139,6 +139,13 @@ def test_served_sweep_of_the_text_example(tmp_path):
     assert code == 0, err
 
 
+# The SLA sits between the sleepy pipeline's p99 below capacity (10 ms a request: 25 and 50 req/s) and
+# past it (200 req/s), with a margin shown at load 14 (9 busy loops beside it on this 2-core machine,
+# two sweeps of 25-400 req/s): below capacity p99 29-112 ms, at 100 req/s 117-601 ms, at 200 req/s
+# 823-3336 ms. At 60 ms (before) a neighbour's stall put the first point past the SLA (issue 35).
+SWEEP_SLA_MS = 300
+
+
 @pytest.mark.slow
 def test_rate_auto_stops_once_p99_passes_the_sla(tmp_path):
     f = tmp_path / "sleepy.py"
@@ -156,7 +163,7 @@ def test_rate_auto_stops_once_p99_passes_the_sla(tmp_path):
         "--sweep",
         "rate=auto",
         "--sla-ms",
-        "60",
+        SWEEP_SLA_MS,
         "--window-s",
         "0.3",
         "--max-windows",
@@ -170,12 +177,12 @@ def test_rate_auto_stops_once_p99_passes_the_sla(tmp_path):
     rates = [p["rate_rps"] for p in record["points"]]
     assert rates == [25.0 * 2**k for k in range(len(rates))] and len(rates) >= 2
     assert record["stopped"] == "p99 passed the SLA"
-    assert record["points"][-1]["p99_ms"] > 60 and all(
-        p["p99_ms"] <= 60 for p in record["points"][:-1]
+    assert record["points"][-1]["p99_ms"] > SWEEP_SLA_MS and all(
+        p["p99_ms"] <= SWEEP_SLA_MS for p in record["points"][:-1]
     )
     assert (
         rates[-1] >= 100
-    )  # the pipeline holds 100 req/s at most: p99 passes 60 ms at or after capacity
+    )  # the pipeline holds 100 req/s at most: p99 passes the SLA at or after capacity
 
 
 @pytest.mark.parametrize(

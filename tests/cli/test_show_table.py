@@ -1,6 +1,8 @@
 """The budget table keeps its columns apart for any duration and any stage name (issue 26: past 10 s they ran
 together)."""
 
+import json
+
 from tests.cli.compare_helpers import saved_run
 
 from workbench.cli import main
@@ -63,3 +65,24 @@ def test_a_stage_seen_only_in_failed_requests_has_dashes_not_nan(tmp_path, capsy
     stages = json.loads(capsys.readouterr().out)["stages"]
     (stage,) = [s for s in stages if s["name"] == "lookup"]
     assert stage["count"] == 0 and stage["mean_ms"] is None and stage["share"] is None
+
+
+def test_show_says_the_far_tail_and_the_count_p999_needs(tmp_path, capsys):
+    run = saved_run(
+        tmp_path / "r", 5000, noisy=None, requests=40
+    )  # end to end 6000 ns (fake clock)
+    assert main(["show", str(run)]) == 0
+    assert (
+        "end to end p99.9: 40 successful requests; 5661 bound it; "
+        "max 0.006 ms (at or above p92.78 with 95% confidence)"  # 100 * 0.05 ** (1 / 40) = 92.784
+    ) in capsys.readouterr().out.splitlines()
+    assert main(["show", str(run), "--json"]) == 0
+    e2e = json.loads(capsys.readouterr().out)["end_to_end"]
+    assert {k: e2e[k] for k in ("p999_ms", "p999_ci_low_ms", "p999_ci_high_ms")} == dict.fromkeys(
+        ("p999_ms", "p999_ci_low_ms", "p999_ci_high_ms")
+    )
+    assert (e2e["p999_needs_count"], e2e["max_ms"], e2e["max_above_percentile"]) == (
+        5661,
+        0.006,
+        92.7842,
+    )

@@ -2,8 +2,8 @@
 
 JPEGs whose area varies 10x (100x100 to 316x316): ``preprocess`` declares ``describe=`` for the decoded
 pixels, so ``show --json`` has the effect of ``decoded_pixels`` on ``preprocess``. With an injected clock
-that charges the real preprocess 20 ns per decoded pixel the bins are exact; a bounded real run (slow)
-checks that real decoding grows with area as well.
+that charges the real preprocess 20 ns per decoded pixel the bins are exact; a bounded real run (slow),
+timed by the thread's CPU clock, checks that real decoding grows with area as well.
 """
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ import dataclasses
 import io
 import itertools
 import json
+import time
 
 import pytest
 
 from tests.conftest import FakeClock
 from workbench import PipelineConfig
+from workbench.analysis.attributes import attribute_effects, ranked_effects
 from workbench.cli import main
 from workbench.examples import image
 from workbench.runner import profile
@@ -97,8 +99,15 @@ def test_show_names_the_effect_of_area_on_preprocess_with_exact_bins(tmp_path, c
 
 @pytest.mark.slow
 def test_real_decoding_grows_with_area():
-    """Bounded real run (96 requests, one thread, about 2 s): the measured preprocess p50 grows with the decoded
-    area (4.3x for 10x the pixels on a busy 2-core machine: decode and resize, above a fixed cost)."""
+    """Bounded real run (96 requests, one thread, about 2 s): the preprocess p50 grows with the decoded area.
+
+    Timed by the thread's CPU clock, not the wall clock: a request descheduled by a neighbour process costs
+    no CPU time, so the bins keep their order under load. Wall-clock p50s of 12 requests per bin did not:
+    at load 11 on this 2-core machine (9 busy loops beside it) two of three runs had bins out of order and
+    one an effect of 172x (its top bin's median preempted). Thread CPU time, same load, three runs: every
+    bin above the one before, effect 2.61-2.88x (3.6-3.9x at load 1.5; 4.3x on a quiet machine), so the
+    effect bound of 2 keeps a margin of 30 % at load 11.
+    """
     run = profile(
         jpeg_pipeline(),
         requests=12 * len(SIDES),
@@ -106,13 +115,12 @@ def test_real_decoding_grows_with_area():
         traced=0,
         sample_stacks=False,
         max_duration_s=20,
+        clock=time.thread_time_ns,
     )
-    from workbench.analysis.attributes import attribute_effects, ranked_effects
-
     effects = attribute_effects(run.requests, run.stages, run.stage_names)
     entry = effects["preprocess"]["decoded_pixels"]
     p50 = [b["p50_ms"] for b in entry["bins"]]
-    assert len(p50) == len(SIDES) and entry["effect"] > 2.5, (
+    assert len(p50) == len(SIDES) and entry["effect"] > 2, (
         p50
     )  # 10x the pixels: decode + resize grow
     assert p50[-1] > p50[len(p50) // 2] > p50[0], p50

@@ -24,6 +24,7 @@ def test_all_is_exact():
         "ratio_figure",
         "request_flame_chart",
         "step_breakdown_figure",
+        "survival_figure",
         "tail_figure",
         "trace_flame_figure",
         "transfer_figure",

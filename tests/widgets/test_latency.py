@@ -252,3 +252,15 @@ def test_device_choices_follow_cuda_availability(fake_profile, monkeypatch):
 
     assert list(ex.device.options) == available_devices()
     assert set(ex.precision.options) == {"fp32", "bf16", "fp16", "int8"}
+
+
+def test_the_far_tail_pane_follows_the_distribution_stage(fake_profile):
+    ex = explorer(fake_profile)
+    first = ex.survival_pane.figure
+    assert first.layout.title.text.startswith("Far tail: end to end")
+    assert first.layout.yaxis.type == "log" and first.data[0].name == "measured (n=20)"
+    assert first.data[3].name == "p99.9: 20 requests; 5661 bound it"
+    assert decode(first.data[0].y)[-1] == 1 / 20  # the slowest request, one in twenty
+    ex.set(stage="forward")
+    assert ex.survival_pane.figure.layout.title.text.startswith("Far tail: forward")
+    assert ex.survival_pane.updates == 2

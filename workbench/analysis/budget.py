@@ -19,9 +19,10 @@ from ..record.meta import RunMeta
 from .explain import explain_keys
 from .failures import failure_summary, noise_summary, records_summary, throughput_items_per_s
 from .matrix import END_TO_END, UNATTRIBUTED, measured_ok, stage_matrix  # noqa: F401 (the budget's public names)
-from .stats import NS_PER_MS, percentile_ci_ns, summarize_ns
+from .stats import NS_PER_MS, TAIL_KEYS, percentile_ci_ns, summarize_ns, tail_summary_ns
 
 SUMMARY_COLUMNS = ["count", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms"]
+EXTRA_TAIL = [k for k in TAIL_KEYS if k not in SUMMARY_COLUMNS]  # p99.9 and what the max bounds
 DEVICE_COLUMNS = ("mean_ms", "p50_ms", "p95_ms", "p99_ms")  # of CUDA-event time, as device_<column>
 
 
@@ -38,7 +39,10 @@ def stage_summary(
     ``unattributed``; columns ``name``, ``kind`` (stage/end_to_end/unattributed),
     ``count``, ``mean_ms``, ``p50_ms``, ``p95_ms``, ``p99_ms``, ``max_ms``,
     ``share`` (mean over the end-to-end mean), ``p99_ci_low_ms``,
-    ``p99_ci_high_ms`` (None where the sample does not bound it), and
+    ``p99_ci_high_ms`` (None where the sample does not bound it), ``p999_ms``,
+    ``p999_ci_low_ms``, ``p999_ci_high_ms`` (None below ``p999_needs_count``
+    requests), ``p999_needs_count``, ``max_above_percentile`` (the percentile the
+    max is at or above with 95 % confidence: ``stats.tail_summary_ns``), and
     ``device_mean_ms``, ``device_p50_ms``, ``device_p95_ms``, ``device_p99_ms``
     (CUDA-event time; None on CPU).
     """
@@ -82,6 +86,7 @@ def _summary_row(
     row["share"] = float(values.mean() / e2e_mean) if values.size and e2e_mean else None
     for end, ns in zip(("low", "high"), percentile_ci_ns(values, 99)):
         row[f"p99_ci_{end}_ms"] = None if ns is None else ns / NS_PER_MS
+    row |= tail_summary_ns(values)
     dev = {} if device is None else summarize_ns(device[name].dropna().astype("int64").to_numpy())
     return row | {f"device_{k}": dev.get(k) for k in DEVICE_COLUMNS}
 
@@ -134,6 +139,7 @@ def budget(
     def entry(name: str, stage: bool) -> dict[str, Any]:
         row = by_name[name]
         keys = SUMMARY_COLUMNS + (["share"] if stage else []) + ["p99_ci_low_ms", "p99_ci_high_ms"]
+        keys += EXTRA_TAIL
         out = {k: row[k] for k in keys}
         if has_device:
             out["device"] = {k: row[f"device_{k}"] for k in DEVICE_COLUMNS}

@@ -7,11 +7,18 @@ distribution-free order-statistic interval (binomial, normal approximation):
 ranks ``n*q -/+ z*sqrt(n*q*(1-q))``. It needs no resampling, so it is
 deterministic; when the sample is too small for the upper rank to exist the
 upper bound is None: "not bounded by this sample" (for p99 that is n < 563,
-for p95 n < 110: :func:`requests_to_bound`).
+for p95 n < 110, for p99.9 n < 5,661: :func:`requests_to_bound`).
+
+The far tail (:func:`tail_summary_ns`): p99.9 is reported only where the sample
+bounds its interval, else the count that would is given; the maximum carries the
+percentile it exceeds with 95 % confidence (``P(max < x_q) = q**n``, so the
+maximum of n requests is at or above ``x_q`` for ``q = 0.05**(1/n)``: p99.50 for
+600 requests, p99.90 for 2,995).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -19,6 +26,15 @@ import numpy as np
 from ..units import NS_PER_MS
 
 PERCENTILES = (50, 95, 99)
+TAIL_PERCENTILE = 99.9
+TAIL_KEYS = (
+    "p999_ms",
+    "p999_ci_low_ms",
+    "p999_ci_high_ms",
+    "p999_needs_count",
+    "max_ms",
+    "max_above_percentile",
+)
 Z_95 = 1.959963984540054
 
 
@@ -56,6 +72,30 @@ def summarize_ns(values_ns) -> dict[str, float | int | None]:
     return out
 
 
+def tail_summary_ns(values_ns, confidence_z: float = Z_95) -> dict[str, float | int | None]:
+    """The far tail of nanosecond durations: p99.9 with its interval where the count bounds it, the maximum.
+
+    ``{p999_ms, p999_ci_low_ms, p999_ci_high_ms, p999_needs_count, max_ms, max_above_percentile}``:
+    the p99.9 figures are None below ``p999_needs_count`` requests (5,661 at 95 %: the count whose
+    order-statistic interval is bounded); ``max_above_percentile`` is the percentile (0-100) the
+    maximum is at or above with 95 % confidence, ``100 * 0.05**(1/n)`` (None when empty).
+    """
+    arr = np.asarray(values_ns, dtype=np.int64)
+    need = requests_to_bound(TAIL_PERCENTILE, confidence_z)
+    out: dict[str, float | int | None] = dict.fromkeys(TAIL_KEYS)
+    out["p999_needs_count"] = need
+    if arr.size == 0:
+        return out
+    out["max_ms"] = float(arr.max()) / NS_PER_MS
+    miss = 1.0 - math.erf(confidence_z / math.sqrt(2.0))  # 0.05 for 95 %
+    out["max_above_percentile"] = round(100.0 * miss ** (1.0 / arr.size), 4)
+    if arr.size >= need:
+        lo, hi = percentile_ci_ns(arr, TAIL_PERCENTILE, confidence_z)
+        out["p999_ms"] = float(percentiles(arr, TAIL_PERCENTILE)) / NS_PER_MS
+        out["p999_ci_low_ms"], out["p999_ci_high_ms"] = lo / NS_PER_MS, hi / NS_PER_MS
+    return out
+
+
 def percentile_ci_ns(
     values_ns, q: float, confidence_z: float = Z_95
 ) -> tuple[float | None, float | None]:
@@ -73,6 +113,7 @@ def percentile_ci_ns(
     return lo, hi
 
 
+@functools.cache
 def requests_to_bound(q: float, confidence_z: float = Z_95) -> int:
     """The smallest sample size whose :func:`percentile_ci_ns` interval of the q-th percentile is bounded.
 
@@ -83,3 +124,23 @@ def requests_to_bound(q: float, confidence_z: float = Z_95) -> int:
     while math.ceil(n * p + confidence_z * math.sqrt(n * p * (1.0 - p))) + 1 > n:
         n += 1
     return n
+
+
+def far_tail_text(figures: dict) -> str:
+    """One line on p99.9 and the maximum of :func:`tail_summary_ns` figures with ``count``; "" when empty.
+
+    ``p99.9 12.300 ms, 95% CI [12.100, 12.900] ms; max 13.500 ms (at or above p99.95 with 95%
+    confidence)``, or, below ``p999_needs_count`` requests, ``p99.9: 600 successful requests; 5661
+    bound it; ...``.
+    """
+    if not figures.get("count") or figures.get("max_ms") is None:
+        return ""
+    if figures.get("p999_ms") is None:
+        p999 = (
+            f"p99.9: {figures['count']} successful requests; {figures['p999_needs_count']} bound it"
+        )
+    else:
+        lo, hi = figures["p999_ci_low_ms"], figures["p999_ci_high_ms"]
+        p999 = f"p99.9 {figures['p999_ms']:.3f} ms, 95% CI [{lo:.3f}, {hi:.3f}] ms"
+    above = f"p{figures['max_above_percentile']:.2f}"
+    return f"{p999}; max {figures['max_ms']:.3f} ms (at or above {above} with 95% confidence)"

@@ -55,7 +55,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from .budget import END_TO_END
-from .stats import NS_PER_MS, percentiles
+from .stats import NS_PER_MS, percentiles, tail_summary_ns
 
 BLOCK = 10
 RESAMPLES = 2000
@@ -309,6 +309,12 @@ def _r(x: float) -> float | None:
     return round(float(x), 4) if math.isfinite(x) else None
 
 
+def _tail(blocks: np.ndarray) -> dict[str, float | int | None]:
+    """``{count}`` and :func:`stats.tail_summary_ns` of a block matrix's finite values."""
+    values = blocks[np.isfinite(blocks)].astype(np.int64)
+    return {"count": int(values.size)} | tail_summary_ns(values)
+
+
 def compare_blocks(
     blocks_a: Mapping[str, np.ndarray],
     blocks_b: Mapping[str, np.ndarray],
@@ -328,8 +334,10 @@ def compare_blocks(
     every stage in ``names`` and for ``end_to_end``. An entry holds ``name``,
     ``p50_ratio``, ``p50_ci`` [lo, hi], ``p50_ci_level``, ``p50_a_ms``,
     ``p50_b_ms``, ``p50_drift`` (paired: the ratio's change between the halves of
-    the rounds; separate: None), ``p50_verdict``, the same for p99, and
-    ``verdict`` (``metric``'s).
+    the rounds; separate: None), ``p50_verdict``, the same for p99,
+    ``verdict`` (``metric``'s), and ``tail_a``/``tail_b``: each side's p99.9 with
+    its order-statistic interval and its maximum (``count`` and
+    :func:`stats.tail_summary_ns`'s keys).
     """
     if metric not in METRICS:
         raise ConfigError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
@@ -361,6 +369,7 @@ def compare_blocks(
             }
     for n in family:
         entries[n]["verdict"] = entries[n][f"{metric}_verdict"]
+        entries[n] |= {"tail_a": _tail(blocks_a[n]), "tail_b": _tail(blocks_b[n])}
     return {"stages": [entries[n] for n in names], "end_to_end": entries[END_TO_END]}
 
 

@@ -6,13 +6,18 @@ from typing import Any
 
 
 def run_figures(run, facts: dict[str, Any], sla_ms: float | None = None) -> list[tuple[str, Any]]:
-    """``[(caption, figure)]``: budget (noise badge, failures, SLA), tail attribution, latency over the run,
-    the attribute that explains the most, then the trace's views."""
+    """``[(caption, figure)]``: budget (noise badge, failures, SLA), the far tail (survival), tail attribution,
+    latency over the run, the attribute that explains the most, then the trace's views."""
     from ..plots.budget import run_budget_figure
+    from ..plots.survival import survival_figure
     from ..plots.tail import latency_over_run_figure, tail_figure
 
     figs = [
         ("Budget: p50/p95/p99 per stage", run_budget_figure(run, sla_ms=sla_ms)),
+        (
+            "Far tail: the share of requests at least this slow, with p99 and p99.9 (log scales)",
+            survival_figure(run.requests, run.stages, run.stage_names),
+        ),
         (
             "Tail attribution: each stage's share of the slowest requests against the median ones",
             tail_figure(facts["tail"]),

@@ -12,6 +12,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from ..analysis.budget import EXTRA_TAIL
+from ..analysis.stats import far_tail_text
 from .facts import round_timeout_ms, run_facts, timeout_estimate
 from . import rules
 from .rules import findings, stage_role
@@ -72,7 +74,8 @@ def _baseline(facts: dict[str, Any], sla_ms: float | None) -> dict[str, Any]:
         "requests": e2e["count"],
         "end_to_end": {
             k: e2e.get(k) for k in ("p50_ms", "p95_ms", "p99_ms", "p99_ci_low_ms", "p99_ci_high_ms")
-        },
+        }
+        | {k: e2e.get(k) for k in EXTRA_TAIL + ["max_ms"]},
         "sla_miss": None if sla_ms is None or e2e.get("p99_ms") is None else e2e["p99_ms"] > sla_ms,
         "errors": b.get("errors", {}),
         "noisy": noise.get("noisy"),
@@ -225,6 +228,11 @@ def _run_html(entry: dict[str, Any], figs: list[tuple[str, Any]], pio) -> str:
     return "\n".join(out)
 
 
+def baseline_far_tail(b: dict[str, Any]) -> str:
+    """The baseline's p99.9 and max line (``analysis.budget.far_tail_text``); "" for no request."""
+    return far_tail_text(b["end_to_end"] | {"count": b["requests"]})
+
+
 def _baseline_table(b: dict[str, Any]) -> str:
     e2e = b["end_to_end"]
     fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
@@ -234,6 +242,7 @@ def _baseline_table(b: dict[str, Any]) -> str:
         f"<table><tr><th>requests</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>p99 95% CI</th><th>SLA</th></tr>"
         f"<tr><td>{b['requests']}</td><td>{fmt(e2e['p50_ms'])}</td><td>{fmt(e2e['p95_ms'])}</td>"
         f"<td>{fmt(e2e['p99_ms'])}</td><td>{ci}</td><td>{sla}</td></tr></table>"
+        f"<p>{html.escape(baseline_far_tail(b))}</p>"
     )
 
 

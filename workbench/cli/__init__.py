@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import errno
 import importlib
 import os
 import select
@@ -37,7 +38,7 @@ import sys
 import threading
 import traceback
 
-from ..errors import WorkbenchError
+from ..errors import WorkbenchError, encodable
 from ..signals import EXIT_TERMINATED, sigterm_as_interrupt, terminated
 
 SUBCOMMAND_MODULES = (
@@ -62,6 +63,8 @@ EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for `yes | head 
 
 # A path the user named that cannot be opened is bad input, not a bug.
 _USER_FILE_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+# a path the user named that the OS cannot follow: too long a name or path, a link loop
+_USER_PATH_ERRNOS = {errno.ENAMETOOLONG, errno.ELOOP}
 
 
 def module_of(command: str) -> str | None:
@@ -91,6 +94,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one command and return its exit code (see the module docstring)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    unfit = unfit_argument(argv)
+    if unfit:
+        return _fail(argv[0] if argv else "", unfit, EXIT_BAD_INPUT)
     parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)  # usage errors exit 2 through argparse itself
@@ -101,6 +107,24 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
 
 
+def unfit_argument(argv: list[str]) -> str | None:
+    """What is wrong with the first argument no file name, label or table can hold, else None.
+
+    An argument from the OS never holds a NUL byte, and its undecodable bytes arrive as
+    surrogate escapes that encode back; a caller of :func:`main` (a notebook, a test) can pass
+    either, and each would surface deep inside as an internal error.
+    """
+    for k, text in enumerate(argv, 1):
+        shown = ascii(text)[:80]
+        if "\x00" in text:
+            return f"argument {k} ({shown}) holds a NUL byte"
+        try:
+            os.fsencode(text)
+        except UnicodeEncodeError:
+            return f"argument {k} ({shown}) holds a lone surrogate, which no file name or text can hold"
+    return None
+
+
 def _run(args) -> int:
     try:
         return int(args.func(args) or 0)
@@ -108,21 +132,28 @@ def _run(args) -> int:
         return _fail(args.command, str(exc), EXIT_BAD_INPUT)
     except _USER_FILE_ERRORS as exc:
         return _fail(args.command, f"{exc.strerror or exc}: {exc.filename}", EXIT_BAD_INPUT)
+    except OSError as exc:
+        if exc.errno not in _USER_PATH_ERRNOS:
+            return _internal_error(args.command, exc)
+        return _fail(args.command, f"{exc.strerror}: {str(exc.filename)[:200]}", EXIT_BAD_INPUT)
     except KeyboardInterrupt:
         if terminated():
             return _fail(args.command, "terminated (SIGTERM)", EXIT_TERMINATED)
         return _fail(args.command, "interrupted", EXIT_INTERRUPTED)
     except Exception as exc:  # noqa: BLE001 - the one place a bug becomes an exit code
-        if isinstance(exc, BrokenPipeError) and _stdout_reader_gone():
-            return _leave_closed_stdout()
-        debug = os.environ.get("WORKBENCH_DEBUG") == "1"
-        if debug:
-            traceback.print_exc(file=sys.stderr)
-        detail = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
-        hint = "" if debug else " (WORKBENCH_DEBUG=1 shows the traceback)"
-        return _fail(
-            args.command, f"internal error: {detail}; please report it{hint}", EXIT_INTERNAL_ERROR
-        )
+        return _internal_error(args.command, exc)
+
+
+def _internal_error(command: str, exc: Exception) -> int:
+    """Exit 3 for a bug (one line; the traceback with WORKBENCH_DEBUG=1), or quiet when stdout's reader left."""
+    if isinstance(exc, BrokenPipeError) and _stdout_reader_gone():
+        return _leave_closed_stdout()
+    debug = os.environ.get("WORKBENCH_DEBUG") == "1"
+    if debug:
+        traceback.print_exc(file=sys.stderr)
+    detail = f"{type(exc).__name__}: {exc}".splitlines()[0] if str(exc) else type(exc).__name__
+    hint = "" if debug else " (WORKBENCH_DEBUG=1 shows the traceback)"
+    return _fail(command, f"internal error: {detail}; please report it{hint}", EXIT_INTERNAL_ERROR)
 
 
 def entry() -> int:
@@ -232,5 +263,6 @@ def _leave_closed_stdout() -> int:
 
 def _fail(command: str, message: str, code: int) -> int:
     error = "" if code in (EXIT_INTERRUPTED, EXIT_TERMINATED) else "error: "
-    print(f"workbench {command}: {error}{message}", file=sys.stderr)
+    # a path from the OS may hold surrogate escapes; a stream opened strict (a notebook's) would refuse them
+    print(encodable(f"workbench {command}: {error}{message}"), file=sys.stderr)
     return code

@@ -55,7 +55,7 @@ def run(args) -> int:
         print(dumps(doc, indent=2))
         return 0
     from ..audit.figures import run_figures
-    from ..audit.report import render_html
+    from ..audit.report import baseline_far_tail, render_html
     from ..record.folder import write_text_atomically
 
     figures = {str(r.path): run_figures(r, f, args.sla_ms) for r, f in zip(runs, facts)}
@@ -63,4 +63,7 @@ def run(args) -> int:
     print(f"audit of {len(runs)} run(s) written to {args.out}")
     for entry in doc["runs"]:
         print(f"  {entry['label']}: {entry['summary']}")
+        far = baseline_far_tail(entry["baseline"])
+        if far:
+            print(f"    end to end {far}")
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..analysis.stats import requests_to_bound
+from ..analysis.stats import far_tail_text, requests_to_bound
 from .output import print_result
 from .sweep_view import is_sweep, show_sweep
 
@@ -106,6 +106,8 @@ def print_budget(report: dict, out) -> None:
     elif lo is not None or e2e.get("count"):
         bounds = "unbounded" if lo is None else f"[{lo:.3f}, unbounded] ms"
         print(f"p99 end to end 95% CI: {bounds}{few}", file=out)
+    if far_tail_text(e2e):
+        print(f"end to end {far_tail_text(e2e)}", file=out)
     if report.get("throughput_items_per_s") is not None:
         print(
             f"throughput: {report['throughput_items_per_s']:.1f} items/s "

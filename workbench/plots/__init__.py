@@ -13,6 +13,7 @@ from .distributions import distribution_figure
 from .flame import flame_figure, trace_flame_figure
 from .launches import launch_figure
 from .request_chart import request_flame_chart
+from .survival import survival_figure
 from .tail import attribute_figure, latency_over_run_figure, tail_figure
 from .timeline import gpu_timeline_figure, step_breakdown_figure
 from .transfers import transfer_figure
@@ -31,6 +32,7 @@ __all__ = [
     "ratio_figure",
     "request_flame_chart",
     "step_breakdown_figure",
+    "survival_figure",
     "tail_figure",
     "trace_flame_figure",
     "transfer_figure",

@@ -56,6 +56,7 @@ from ..plots import (
 )
 from ..plots.flame import differential_flame_figure
 from ..plots.request_stages import request_stages_figure
+from ..plots.survival import survival_figure
 from ..plots.style import empty_figure
 from .figures import flame_from_trace
 from .panes import ClickablePane, DeferredPane, FigurePane, MessageLine, figure_bundle
@@ -77,6 +78,9 @@ from .summaries import RunView, discard_trace, summarize
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
 PROGRESS_EVERY_S = 0.1
+SURVIVAL_POINTS = (
+    400  # the far tail's points: the slowest 200 exactly, so the first view stays small
+)
 # per-request timeout of the explorer's runs: a stuck stage must not freeze the page
 TIMEOUT_S = 30.0
 THREADS = 1  # live runs' torch threads by default, for the reason below
@@ -340,6 +344,9 @@ class LatencyExplorer(Controller):
         # drawn on the page when asked: 45 of the first view's 70 kB of figure JSON, 0.2 s of the browser's time
         self.flame_pane = DeferredPane(520, "flame graph of the traced request")
         self.tail_pane, self.request_pane = FigurePane(320), FigurePane(320)
+        self.survival_pane = FigurePane(
+            320
+        )  # the far tail of the stage picked for the distribution
         self.over_run_pane = ClickablePane(360)
         self.compare_pane = FigurePane(380)
         self.stacks_pane = FigurePane(420)  # slow minus median sampled stacks; hidden without them
@@ -369,6 +376,7 @@ class LatencyExplorer(Controller):
                 self.tail_pane.view,
                 w.HBox([self.stage, self.kind], layout=row),
                 self.distribution_pane.view,
+                self.survival_pane.view,
                 self.over_run_pane.view,
                 self.request_picker,
                 self.request_pane.view,
@@ -582,6 +590,11 @@ class LatencyExplorer(Controller):
                     stage,
                     kind,
                 )
+                self._show(
+                    self.survival_pane,
+                    lambda: survival_figure(*view.tables, stage=stage, max_points=SURVIVAL_POINTS),
+                    stage,
+                )
             if request:
                 picked = self.request_picker.value
                 self._show(
@@ -643,6 +656,7 @@ class LatencyExplorer(Controller):
                 self.budget_pane,
                 self.tail_pane,
                 self.distribution_pane,
+                self.survival_pane,
                 self.over_run_pane,
                 self.request_pane,
                 self.flame_pane,

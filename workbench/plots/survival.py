@@ -1,0 +1,137 @@
+"""The far tail: survival (1 - CDF) of latency on a log y axis, with p99 and p99.9.
+
+The y value at x is the fraction of measured successful requests that took x
+or longer, ``(n - i) / n`` for the i-th fastest (0-based), so the slowest
+request sits at ``1 / n``: a tail of one request in a thousand is a visible
+step three decades down instead of the last pixel of a CDF. The slowest
+``max_points`` ranks are kept exactly (the tail is the point); the body is
+thinned at log-spaced ranks. p99 and, where the count bounds its interval,
+p99.9 with its interval are dotted vertical lines, the maximum a cross
+(:func:`workbench.analysis.stats.tail_summary_ns`); otherwise the legend says
+how many requests would bound it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..analysis.stats import NS_PER_MS, percentiles, tail_summary_ns
+from ..errors import ConfigError
+from .distributions import latency_samples
+from .style import PERCENTILE_COLORS, empty_figure, layout, stage_color, value_axis
+
+P999_COLOR = "#d62728"
+
+
+def survival_points(values_ns: np.ndarray, max_points: int = 2000) -> tuple[np.ndarray, np.ndarray]:
+    """(x in ms ascending, y = share of requests at x or slower) of the sorted values, at most about
+    ``max_points`` points: every rank from the slowest ``max_points // 2``, log-spaced ranks below."""
+    s = np.sort(np.asarray(values_ns, dtype=np.int64))
+    n = s.size
+    from_top = np.arange(1, n + 1)  # 1 = the slowest request
+    if n > max_points:
+        exact = np.arange(1, max_points // 2 + 1)
+        spread = np.geomspace(1, n, max_points - exact.size).round().astype(np.int64)
+        from_top = np.unique(np.concatenate([exact, spread]))
+    idx = n - from_top[::-1]  # ascending positions in s
+    return s[idx] / NS_PER_MS, (n - idx) / n
+
+
+def survival_figure(
+    requests: pd.DataFrame,
+    stages: pd.DataFrame,
+    stage_order: list[str],
+    *,
+    stage: str | None = None,
+    max_points: int = 2000,
+    title: str | None = None,
+) -> go.Figure:
+    """Share of measured successful requests at least x ms long (log x, log y) for a stage or end to end.
+
+    Traces, in order: the survival step line "measured (n=N)", the p99 line "p99 X ms", the maximum
+    "max X ms (at or above p99.50)" (a cross on the slowest request), then either
+    the p99.9 line "p99.9 X ms [lo, hi]" (95 % order-statistic interval) or, below the count that
+    bounds it, an empty legend entry "p99.9: N requests; 5661 bound it". Warm-up is left out.
+    """
+    if stage is not None and stage not in stage_order:
+        raise ConfigError(
+            f"survival_figure: stage={stage!r} is not in the pipeline's stages {list(stage_order)}"
+        )
+    label = "end to end" if stage is None else stage
+    title = title or f"Far tail: {label} (share of requests at least this slow)"
+    measured, _ = latency_samples(requests, stages, stage)
+    if measured.size == 0:
+        return empty_figure(f"no successful measured requests for {label}", title)
+    x, y = survival_points(measured, max_points)
+    color = "#333333" if stage is None else stage_color(list(stage_order).index(stage))
+    fig = go.Figure()
+    name = f"measured (n={measured.size})"
+    fig.add_scatter(
+        x=x,
+        y=y,
+        name=name,
+        mode="lines",
+        line=dict(shape="vh", color=color),
+        hovertemplate="%{x:.4g} ms or slower: %{y:.3g}<extra>" + name + "</extra>",
+    )
+    _add_tail_lines(fig, measured)
+    fig.update_xaxes(**value_axis(True, "ms", x))
+    fig.update_yaxes(**_share_axis(measured.size))
+    return layout(
+        fig,
+        title,
+        xaxis_title=f"{label} latency (ms, log scale)",
+        yaxis_title="share of requests this slow or slower (log scale)",
+    )
+
+
+def _add_tail_lines(fig: go.Figure, measured: np.ndarray) -> None:
+    """p99 as a vertical dotted line from the slowest request's share to 1, the maximum as a cross (with the
+    percentile it is at or above with 95 % confidence), then p99.9 or the count it needs."""
+    bottom = 1 / measured.size
+    p99 = float(percentiles(measured, 99)) / NS_PER_MS
+    _vline(fig, p99, f"p99 {p99:.3g} ms", PERCENTILE_COLORS["p99_ms"], bottom)
+    tail = tail_summary_ns(measured)
+    fig.add_scatter(
+        x=[tail["max_ms"]],
+        y=[bottom],
+        name=f"max {tail['max_ms']:.3g} ms (at or above p{tail['max_above_percentile']:.2f})",
+        mode="markers",
+        marker=dict(color=P999_COLOR, size=9, symbol="x"),
+        hovertemplate="max %{x:.4g} ms<extra></extra>",
+    )
+    if tail["p999_ms"] is None:
+        fig.add_scatter(
+            x=[None],
+            y=[None],
+            mode="lines",
+            line=dict(color=P999_COLOR, dash="dot", width=2),
+            name=f"p99.9: {measured.size} requests; {tail['p999_needs_count']} bound it",
+        )
+        return
+    lo, hi = tail["p999_ci_low_ms"], tail["p999_ci_high_ms"]
+    name = f"p99.9 {tail['p999_ms']:.4g} ms [{lo:.4g}, {hi:.4g}]"
+    _vline(fig, tail["p999_ms"], name, P999_COLOR, bottom)
+
+
+def _vline(fig: go.Figure, x: float, name: str, color: str, bottom: float) -> None:
+    fig.add_scatter(
+        x=[x, x],
+        y=[bottom, 1.0],
+        name=name,
+        mode="lines",
+        line=dict(color=color, dash="dot", width=2),
+        hovertemplate=f"{name}<extra></extra>",
+    )
+
+
+def _share_axis(n: int) -> dict:
+    """A log axis from 1 down past ``1 / n``, a tick per decade labelled "all", "1 in 10", "1 in 100"..."""
+    decades = max(1, math.ceil(math.log10(n)))
+    vals = [10.0**-d for d in range(decades + 1)]
+    text = ["all"] + [f"1 in {10**d:,}" for d in range(1, decades + 1)]
+    return dict(type="log", range=[-decades - 0.1, 0.05], tickvals=vals, ticktext=text)

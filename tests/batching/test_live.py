@@ -12,7 +12,9 @@ from workbench.batching.arrivals import Arrivals
 from workbench.batching.live import run_load
 from workbench.batching.loadgen import generate, lag_summary
 from workbench.batching.policy import BatchPolicy
+from workbench.batching.summary import load_summary
 from workbench.record import load_run
+from tests.support.late_load import ARRIVALS, late_load_run
 
 MS = 1_000_000
 
@@ -38,7 +40,10 @@ def test_short_live_run_and_its_record(tmp_path):
     )
     req, n = run.requests, len(arrivals.times_ns())
     assert len(req) == n and req["request"].tolist() == list(range(n))
-    assert (req["batch_wait_ns"] + req["queue_wait_ns"] + req["service_ns"] == req["dur_ns"]).all()
+    parts = req["lag_ns"] + req["batch_wait_ns"] + req["queue_wait_ns"] + req["service_ns"]
+    assert (parts == req["dur_ns"]).all() and (
+        req["arrival_ns"] - req["lag_ns"] == req["start_ns"]
+    ).all()
     assert (req["batch_wait_ns"] <= 2 * MS).mean() > 0.5  # beyond 2 ms only behind a busy executor
     bad = req[~req["ok"]]
     assert len(bad) == (req["batch"] == req.loc[7, "batch"]).sum() and set(bad["error_stage"]) == {
@@ -119,3 +124,25 @@ def test_live_run_rejects_bad_input():
             policy=BatchPolicy(1, 0),
             drain_timeout_s=0,
         )
+
+
+def test_a_generator_that_falls_behind_is_timed_from_the_schedule_and_marked():
+    # issue 37: a load 329 ms behind its schedule reported p50 5.6 ms, timed from the late send
+    run = late_load_run(late_s=0.005)
+    req = run.requests.set_index("request")
+    due = ARRIVALS.times_ns()
+    assert req["start_ns"].tolist() == due.tolist()  # each request starts when it was due
+    assert (req["arrival_ns"] - req["start_ns"] == req["lag_ns"]).all()
+    parts = req["lag_ns"] + req["batch_wait_ns"] + req["queue_wait_ns"] + req["service_ns"]
+    assert (parts == req["dur_ns"]).all()  # end to end from the due time, the lag inside it
+    assert req["lag_ns"].iloc[0] >= 5 * MS  # the first send waited (2 ms lead), so it overslept
+    assert req["dur_ns"].iloc[0] >= 5 * MS + req["service_ns"].iloc[0]
+    summary = load_summary(run.requests)
+    assert summary["send_lag"]["max_ms"] >= 5.0 and summary["from_send"]["count"] == len(due)
+    assert summary["end_to_end"]["p50_ms"] > summary["from_send"]["p50_ms"]
+    load, noise = run.meta.load, run.meta.noise
+    assert load.behind_schedule is True and load.lag_p99_limit_ms == 1.0
+    assert (
+        load.generator_lag_p99_ms >= 5.0 and noise.generator_lag_p99_ms == load.generator_lag_p99_ms
+    )
+    assert noise.noisy is True and any("fell behind its schedule" in r for r in noise.reasons)

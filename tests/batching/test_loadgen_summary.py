@@ -16,12 +16,16 @@ def test_the_load_meta_lag_keys_are_the_lag_percentiles():
         "generator_lag_p99_ms": lag["p99_ms"],
         "late_requests": 2,
         "late_threshold_ms": 0.15,
+        "behind_schedule": True,  # lag p99 2.9 ms >= 1 ms
+        "lag_p99_limit_ms": 1.0,
     }  # 0.2 ms and 3 ms are late, 0.1 ms is not
     assert lag_summary(np.array([], dtype=np.int64)) == {
         "generator_lag_ms": 0.0,
         "generator_lag_p99_ms": 0.0,
         "late_requests": 0,
         "late_threshold_ms": 1.0,
+        "behind_schedule": False,
+        "lag_p99_limit_ms": 1.0,
     }
 
 

@@ -3,6 +3,7 @@ import os
 
 import pytest
 from tests.cli.compare_helpers import saved_run
+from tests.support.late_load import late_load_run
 
 from workbench.analysis.verdicts import TOO_NOISY, verdict
 from workbench.cli import main
@@ -253,3 +254,16 @@ def test_each_configuration_of_a_three_way_compare_is_checked(tmp_path, capsys):
     f.write_text(json.dumps(data))
     assert main(["gate", str(f)]) == 1
     assert capsys.readouterr().out.startswith("gate: FAIL c against a: end to end p50: +30.0 %")
+
+
+def test_a_load_run_whose_generator_fell_behind_is_not_judged(tmp_path, capsys):
+    # issue 37: a run that sent its requests late sent another load than asked for: exit 4, whatever
+    # its latencies say (the base may itself fall behind on a busy machine: still exit 4)
+    base = late_load_run().save(tmp_path / "base")
+    late = late_load_run(late_s=0.005).save(tmp_path / "late")
+    assert main(["gate", str(base), str(late)]) == 4
+    out = capsys.readouterr().out
+    assert (
+        f"gate: INCONCLUSIVE {late}: the load generator fell behind its schedule (lag p99 " in out
+    )
+    assert "FAIL" not in out and out.rstrip().endswith("exit 4)")

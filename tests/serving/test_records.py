@@ -31,13 +31,18 @@ def test_join_adds_network_and_keeps_server_stages_exactly():
         server_total_ns=3_000_000,
     )
     requests, stages = client_tables([ok, bad], origin_ns=1_000)
-    assert requests["dur_ns"].tolist() == [9_500_000, 4_000_000]
+    # timed from the due time: t-0 was sent 500 ns late, and that is inside its end to end
+    assert requests["dur_ns"].tolist() == [9_500_500, 4_000_000]
+    assert requests["lag_ns"].tolist() == [500, 0] and requests["arrival_ns"].tolist() == [
+        500,
+        1_000,
+    ]
     assert requests["ok"].tolist() == [True, False]
     assert (
         requests.loc[1, "error_stage"] == "forward"
         and requests.loc[1, "error_type"] == "ValueError"
     )
-    assert requests["start_ns"].tolist() == [500, 1_000]
+    assert requests["start_ns"].tolist() == [0, 1_000]  # the due times
     assert requests["batch_wait_ns"].tolist() == [2_000_000, 0]
     assert requests["service_ns"].tolist() == [
         5_000_000,
@@ -58,7 +63,7 @@ def test_join_adds_network_and_keeps_server_stages_exactly():
 def test_a_server_without_server_timing_gives_end_to_end_only():
     r = Result("t-0", 0, 10, 2_010, status=200)
     requests, stages = client_tables([r], origin_ns=0)
-    assert requests["dur_ns"].tolist() == [2_000] and stages.empty
+    assert requests["dur_ns"].tolist() == [2_010] and stages.empty  # from the due time
 
 
 def test_lag_percentiles_in_ms():
@@ -80,7 +85,7 @@ def test_cache_split_puts_full_hits_apart():
     results = [
         Result(
             f"t-{k}",
-            0,
+            k * 10,
             k * 10,
             k * 10 + dur,
             status=200,

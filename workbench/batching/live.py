@@ -10,7 +10,10 @@ still queued at that deadline are recorded as failed (``error_stage``
 
 The result is a :class:`workbench.record.Run` in the profiler's folder format
 (``kind: "load"``), so ``load_run``, ``budget`` and ``workbench show`` read
-it: its stages are ``batch_wait``, ``queue_wait`` and then the pipeline's.
+it: its stages are ``batch_wait``, ``queue_wait`` and then the pipeline's. Each
+request's end to end runs from when it was due, not from when the generator got
+to submit it (``loadgen``): a late submit's lag (``lag_ns``) is inside it, and
+outside every stage (unattributed).
 
 A stage that hangs cannot hang the run. With ``timeout_s`` every pipeline
 call (warm-up included) runs under a :class:`workbench.guard.StageGuard`: past
@@ -38,7 +41,7 @@ from ..guard import TIMEOUT, Interrupted, StageGuard, StageTimeout, check_timeou
 from ..timing import Clock, stage_timer
 from .arrivals import Arrivals
 from .batcher import DynamicBatcher, warm_up
-from .loadgen import generate
+from .loadgen import generate, lag_noise, lag_percentiles
 from .policy import BatchPolicy
 from .records import load_tables, pipeline_run_meta
 from .summary import load_section, load_summary
@@ -124,11 +127,17 @@ def run_load(
         for guard in list(guards):
             guard.close()  # idle stage threads end; a stuck one is a daemon, left to itself
     requests, stages = load_tables(
-        batcher.batches, dropped, pipe.stage_names, origin, stopped, batcher.stopped_by
+        batcher.batches,
+        dropped,
+        pipe.stage_names,
+        origin,
+        stopped,
+        batcher.stopped_by,
+        schedule_ns=schedule,
     )
     failed: list[SummaryFailure] = []  # a summary that raises leaves its figures out; the run stays
     ok_ns = requests.loc[requests["ok"], "dur_ns"].to_numpy()
-    noise = summarized(failed, "the noise reading", probe.finish, threads, ok_ns)
+    noise = summarized(failed, "the noise reading", _noise, probe, threads, ok_ns, lags)
     summary = summarized(failed, "the load summary", load_summary, requests, policy.concurrency)
     warm_failures = _warm_failures(batcher)
     timed_out = batcher.stopped_by == "timeout" or any(
@@ -186,7 +195,7 @@ def _drive(
     try:
         try:
             if not any(f.error_type == TIMEOUT for f in _warm_failures(batcher)):
-                submit, settled = _watched(batcher, watch, origin)
+                submit, settled = _watched(batcher, watch, origin, schedule)
                 lags = generate(
                     schedule,
                     items,
@@ -210,14 +219,14 @@ def _drive(
     return batcher, lags, dropped, origin, clock(), interrupted
 
 
-def _watched(batcher: DynamicBatcher, watch, origin: int):
+def _watched(batcher: DynamicBatcher, watch, origin: int, schedule: np.ndarray):
     """``(submit, stop)`` for :func:`generate`: the batcher's submit, and with a ``watch`` its stop rule.
 
     The watch hears of each request as the generator submits it and, before each
     send, of the batches finished since the last send (``batcher.batches`` grows
     by appends, in completion order), all on the generator's thread; each
-    request is filed as the run's tables file it: arrival and end to end from
-    the origin, ok when its batch did not fail.
+    request is filed as the run's tables file it: by its due time
+    (``schedule[rid]``), end to end from it, ok when its batch did not fail.
     """
     if watch is None:
         return batcher.submit, None
@@ -225,7 +234,7 @@ def _watched(batcher: DynamicBatcher, watch, origin: int):
 
     def submit(item):
         rid, arrival = batcher.submit(item)
-        watch.sent(arrival - origin)
+        watch.sent(int(schedule[rid]))
         return rid, arrival
 
     def settled(offset_ns: int) -> bool:
@@ -233,12 +242,18 @@ def _watched(batcher: DynamicBatcher, watch, origin: int):
         done = len(batcher.batches)
         for rec in batcher.batches[seen:done]:
             ok = rec.timing.failure is None
-            for arrival in rec.arrivals_ns:
-                watch.finished(arrival - origin, arrival - origin, rec.end_ns - arrival, ok)
+            for rid in rec.requests:
+                due = int(schedule[rid])
+                watch.finished(due, due, rec.end_ns - origin - due, ok)
         seen = done
         return watch.stop(offset_ns)
 
     return submit, settled
+
+
+def _noise(probe, threads: int, ok_ns: np.ndarray, lags_ns: np.ndarray) -> dict:
+    """The machine's noise record with the generator's lag rule (:func:`~.loadgen.lag_noise`)."""
+    return lag_noise(probe.finish(threads, ok_ns), lag_percentiles(lags_ns))
 
 
 def _warm_failures(batcher: DynamicBatcher) -> list:

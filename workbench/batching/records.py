@@ -1,10 +1,13 @@
 """Load-run tables in the run-record format (``workbench.record``).
 
-``requests``: the profiler's columns, with ``start_ns`` = arrival and
-``dur_ns`` = end to end (arrival to completion) and ``batch_size`` = items in
-the batch the request rode in, plus ``arrival_ns``, ``batch_wait_ns``,
-``queue_wait_ns``, ``service_ns`` and ``batch`` (-1: never dispatched). All
-times int64 ns from the schedule's origin.
+``requests``: the profiler's columns, with ``start_ns`` = when the request was
+due (its schedule time), ``dur_ns`` = end to end (due to completion: the
+generator's lag is inside it, as in wrk2) and ``batch_size`` = items in the
+batch the request rode in, plus ``arrival_ns`` (when it was actually
+submitted), ``lag_ns`` (``arrival_ns - start_ns``), ``batch_wait_ns``,
+``queue_wait_ns``, ``service_ns`` and ``batch`` (-1: never dispatched). The
+time from the actual send is ``dur_ns - lag_ns``. All times int64 ns from the
+schedule's origin.
 
 ``stages``: per request, a ``batch_wait`` row (index 0, from arrival), a
 ``queue_wait`` row (index 1, from where the batch wait ends: ``policy.wait_split``) and one row per pipeline stage that
@@ -57,34 +60,48 @@ def load_tables(
     origin_ns: int,
     stopped_ns: int,
     stopped_by: str | None = None,
+    schedule_ns: np.ndarray | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Requests and stages tables from executed ``BatchRecord`` s and undispatched (request, arrival) pairs.
 
     The undispatched are ``DrainTimeout`` failures, or ``RunStopped`` when a timeout
-    stopped the run (``stopped_by == "timeout"``).
+    stopped the run (``stopped_by == "timeout"``). ``schedule_ns[rid]``: when request ``rid`` was
+    due, ns from ``origin_ns`` (None: each was due when it arrived, lag 0).
     """
     undispatched = _STOPPED if stopped_by == "timeout" else _DRAINED
+
+    def lag(rid: int, arrival: int) -> int:
+        return 0 if schedule_ns is None else max(0, arrival - origin_ns - int(schedule_ns[rid]))
+
     req_rows, st_rows = [], []
     for rec in sorted(batches, key=lambda r: r.batch):
         size = len(rec.requests)
         for rid, arrival in zip(rec.requests, rec.arrivals_ns):
+            late = lag(rid, arrival)
             row = request_row(
-                rid, False, arrival - origin_ns, rec.end_ns - arrival, rec.timing.failure, size
+                rid,
+                False,
+                arrival - late - origin_ns,
+                rec.end_ns - arrival + late,
+                rec.timing.failure,
+                size,
             )
             batch_wait, queue_wait = wait_split(arrival, rec.due_ns, rec.close_ns, rec.start_ns)
             service = rec.end_ns - rec.start_ns
-            req_rows.append(
-                row | _load_columns(arrival - origin_ns, batch_wait, queue_wait, service, rec.batch)
-            )
+            load = _load_columns(arrival - origin_ns, batch_wait, queue_wait, service, rec.batch)
+            req_rows.append(row | load | {"lag_ns": late})
             st_rows.append((rid, "batch_wait", 0, arrival - origin_ns, batch_wait, None))
             st_rows.append(
                 (rid, "queue_wait", 1, arrival + batch_wait - origin_ns, queue_wait, None)
             )
             st_rows += stage_rows(rid, rec.timing, stage_names, origin_ns, first_index=2)
     for rid, arrival in dropped:
-        row = request_row(rid, False, arrival - origin_ns, stopped_ns - arrival, undispatched, 0)
-        req_rows.append(row | _load_columns(arrival - origin_ns, stopped_ns - arrival, 0, 0, -1))
-    return build_tables(req_rows, st_rows, LOAD_COLUMNS)
+        late = lag(rid, arrival)
+        start, dur = arrival - late - origin_ns, stopped_ns - arrival + late
+        row = request_row(rid, False, start, dur, undispatched, 0)
+        load = _load_columns(arrival - origin_ns, stopped_ns - arrival, 0, 0, -1)
+        req_rows.append(row | load | {"lag_ns": late})
+    return build_tables(req_rows, st_rows, {**LOAD_COLUMNS, "lag_ns": "int64"})
 
 
 def _load_columns(arrival_ns, batch_wait_ns, queue_wait_ns, service_ns, batch) -> dict:

@@ -4,6 +4,10 @@ Input is a requests table with ``arrival_ns``, ``batch_wait_ns``,
 ``queue_wait_ns``, ``service_ns``, ``dur_ns`` (end to end), ``batch``,
 ``batch_size`` (items in its batch) and ``ok``. Percentiles come from
 ``workbench.analysis.stats.summarize_ns`` over successful requests.
+
+A scheduled run (``load``, ``load --url``) also has ``lag_ns``: its end to end
+is timed from the due time, and the summary adds :data:`SCHEDULED`: the lag
+(due to sent) and the time from the actual send (sent to done).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ COMPONENTS = {
     "service": "service_ns",
 }
 SHOWN = ("batch_wait", "queue_wait", "service", "end_to_end")  # the components in table order
+# a scheduled run's extra components: due to sent, and sent to done (end to end minus the lag)
+SCHEDULED = ("send_lag", "from_send")
 # The summary's figures a run record keeps in its ``load`` (live, load --url and served runs alike).
 LOAD_META_KEYS = (
     "throughput_rps",
@@ -61,11 +67,16 @@ def load_summary(requests: pd.DataFrame, concurrency: int = 1) -> dict[str, Any]
     utilization: total service time over ``concurrency`` times the span to the last completion of
         any dispatched request (a failed batch's service, a hung one's included, is busy time too).
     batch_sizes: ``{size: number of batches}``.
+    send_lag, from_send: with a ``lag_ns`` column only (:data:`SCHEDULED`).
     """
     ok = requests[requests["ok"].astype(bool)]
     out: dict[str, Any] = {
         name: summarize_ns(ok[col].to_numpy(dtype=np.int64)) for name, col in COMPONENTS.items()
     }
+    if "lag_ns" in requests.columns:
+        lag = ok["lag_ns"].to_numpy(dtype=np.int64)
+        out["send_lag"] = summarize_ns(lag)
+        out["from_send"] = summarize_ns(ok["dur_ns"].to_numpy(dtype=np.int64) - lag)
     batches = batch_table(requests)
     span = _span_ns(requests)
     out["throughput_rps"] = len(ok) * NS_PER_S / span if span > 0 else None
@@ -127,10 +138,11 @@ def _span_ns(requests: pd.DataFrame, finished: pd.Series | None = None) -> int:
 def format_summary(summary: dict[str, Any]) -> str:
     """A text table of the components (ms; columns widen to fit) and the load figures."""
     keys = ("mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms")
-    values = [summary[n][k] for n in COMPONENTS for k in keys if summary[n][k] is not None]
+    shown = [*SHOWN, *(n for n in SCHEDULED if n in summary)]
+    values = [summary[n][k] for n in shown for k in keys if summary[n][k] is not None]
     width = max([10, *(len(f"{v:.3f}") + 1 for v in values)])
     lines = [f"{'component':<12}{'count':>9}" + "".join(f"{k[:-3]:>{width}}" for k in keys)]
-    for name in SHOWN:
+    for name in shown:
         s = summary[name]
         cells = "".join(
             f"{s[k]:{width}.3f}" if s[k] is not None else f"{'-':>{width}}" for k in keys

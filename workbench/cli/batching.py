@@ -12,6 +12,8 @@ from ..otel.export import otel_hook
 from ..record import summarized
 from .load_args import (
     add_batcher_arguments,
+    schedule_keys,
+    schedule_line,
     add_engine_arguments,
     arrivals_from_args,
     batch_size_is_max,
@@ -153,15 +155,16 @@ def _report_load(args, run, arrivals, policy) -> bool:
     failures, noise = failure_summary(run.requests, run.stage_names), noise_summary(run.meta)
     if args.json:
         more = {"failures": failures, "noise": noise, "run_dir": str(path)}
-        print(dumps(summary_json(summary, {"generator_lag_ms": lag}) | more))
+        print(dumps(summary_json(summary, {"generator_lag_ms": lag} | schedule_keys(load)) | more))
         return True
     print(f"{run.meta.pipeline} under load: {describe_load(arrivals, policy)}")
     print(noise_line(noise))
     print(format_summary(summary))
     print(
-        f"generator lag: worst {lag:.3f} ms, {load.late_requests} requests more than "
-        f"{load.late_threshold_ms:g} ms late"
+        f"generator lag: worst {lag:.3f} ms, p99 {load.generator_lag_p99_ms:.3f} ms, "
+        f"{load.late_requests} requests more than {load.late_threshold_ms:g} ms late"
     )
+    print(schedule_line(load))
     print_failures({"failures": failures}, sys.stdout)
     print(f"\nrun written to {path}")
     return True

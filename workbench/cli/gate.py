@@ -13,7 +13,11 @@ prints: exit 1 when one is a regression (verdict ``slower``, ratio and interval
 above ``1 + threshold``), else 4 when one is inconclusive (too noisy to tell
 against its threshold: rerun quieter or longer), else 0. End to end is always
 checked, each stage with ``--stages``. A comparison whose side failed every
-request is exit 1; bad input exit 2.
+request is exit 1; bad input exit 2. Two saved load runs of which one fell
+behind its schedule (``load.behind_schedule``: generator lag p99 at or above
+``batching.loadgen.LAG_P99_LIMIT_MS``) are not judged: that run sent another
+load than asked for, so the answer is inconclusive (exit 4) whatever the
+latencies say.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ from pathlib import Path
 
 from ..analysis.compare_file import Comparison, CompareFile, decode_comparisons, read_compare_file
 from ..analysis.verdicts import INCONCLUSIVE, REGRESSION, gate_decision
+from ..batching.loadgen import LAG_P99_LIMIT_MS, behind_schedule
 from ..errors import ConfigError
+from ..record.folder import META_FILE, inside, read_meta
 from .compare import compare_saved
 from .numbers import OptionError
 
@@ -134,11 +140,32 @@ def decisions(
     return out
 
 
+def behind(inputs: list[str]) -> list[str]:
+    """One line per saved run (of BASE NEW) whose load generator fell behind its schedule."""
+    if len(inputs) != 2:  # a compare --json file: its configurations were measured closed-loop
+        return []
+    loads = [(path, read_meta(inside(Path(path), META_FILE)).load) for path in inputs]
+    return [
+        f"{path}: the load generator fell behind its schedule (lag p99 "
+        f"{load.generator_lag_p99_ms:.3f} ms >= {LAG_P99_LIMIT_MS:g} ms): it sent another load "
+        "than asked for, so its latencies are not judged"
+        for path, load in loads
+        if load is not None and behind_schedule(load.generator_lag_p99_ms)
+    ]
+
+
 def run(args) -> int:
     limits = {"p50": args.p50, "p99": args.p99}
+    compared = load_comparisons(args.inputs)  # refuses what cannot be compared (exit 2) first
+    lagging = behind(args.inputs)
+    for line in lagging:
+        print(f"gate: INCONCLUSIVE {line}")
+    if lagging:
+        print(f"gate: inconclusive (rerun at a rate the generator holds; exit {EXIT_INCONCLUSIVE})")
+        return EXIT_INCONCLUSIVE
     found = [
         (label, d)
-        for label, top, comp in load_comparisons(args.inputs)
+        for label, top, comp in compared
         for d in decisions(top, comp, limits, args.stages)
     ]
     for label, (outcome, line) in found:

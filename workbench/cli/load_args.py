@@ -124,8 +124,30 @@ def policy_from_args(args):
 def summary_json(summary: dict, middle: dict) -> dict:
     """A load or simulation summary as JSON: its latency sections, ``middle`` (the command's own
     keys), then its counts."""
+    from ..batching.summary import SCHEDULED  # pandas: not at the CLI's import
+
     counts = ("utilization", "batch_sizes", "requests", "failed", "batches")
-    return {k: summary[k] for k in SUMMARY_KEYS} | middle | {k: summary[k] for k in counts}
+    scheduled = {k: summary[k] for k in SCHEDULED if k in summary}  # load, load --url
+    latency = {k: summary[k] for k in SUMMARY_KEYS} | scheduled
+    return latency | middle | {k: summary[k] for k in counts}
+
+
+def schedule_keys(load) -> dict:
+    """A scheduled run's mark in its JSON: ``generator_lag_p99_ms``, ``behind_schedule``, ``lag_p99_limit_ms``."""
+    keys = ("generator_lag_p99_ms", "behind_schedule", "lag_p99_limit_ms")
+    return {k: getattr(load, k) for k in keys}
+
+
+def schedule_line(load) -> str:
+    """What end to end is timed from, and the mark of a run whose generator fell behind (text output)."""
+    timed = "end to end is timed from each request's due time; 'from send' from its actual send"
+    if not load.behind_schedule:
+        return timed
+    return (
+        f"BEHIND SCHEDULE: generator lag p99 {load.generator_lag_p99_ms:.3f} ms >= "
+        f"{load.lag_p99_limit_ms:g} ms, so this run sent another load than asked for ({timed}); "
+        "gate will not judge it (exit 4)"
+    )
 
 
 def describe_arrivals(arrivals) -> str:

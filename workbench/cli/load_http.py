@@ -17,7 +17,15 @@ from ..files import read_capped
 from ..noise import noise_line
 from ..otel.export import otel_hook
 from ..runner import resolve_pipeline
-from .load_args import arrivals_from_args, describe_arrivals, describe_load, http_load, summary_json
+from .load_args import (
+    arrivals_from_args,
+    describe_arrivals,
+    describe_load,
+    http_load,
+    schedule_keys,
+    schedule_line,
+    summary_json,
+)
 from .numbers import add_number, number
 from .output import check_out, default_folder, dumps, save_measured
 from .profile import config_from_args, factory_from_args, failure_verdict, kept_on_interrupt
@@ -90,6 +98,7 @@ def run_http_load_command(args) -> int:
                 | {
                     "generator_lag": lag,
                     "generator_lag_ms": lag["max_ms"],
+                    **schedule_keys(run.meta.load),
                     "noise": {"noisy": noise.noisy, "reasons": noise.reasons, "fix": noise.fix},
                     "failures": failure_summary(run.requests, run.stage_names),
                     "server_timing": serving.server_timing,
@@ -114,6 +123,7 @@ def run_http_load_command(args) -> int:
         print(
             f"generator lag: p50 {lag['p50_ms']:.3f} ms, p99 {lag['p99_ms']:.3f} ms, max {lag['max_ms']:.3f} ms"
         )
+        print(schedule_line(run.meta.load))
         if noise.noisy:
             print(noise_line(noise))
         print(f"\nrun written to {path}")
@@ -177,10 +187,10 @@ def _joined(run) -> dict:
     req = run.requests[run.requests["ok"]]
     st = run.stages[run.stages["request"].isin(req["request"])]
     network = st.loc[st["stage"] == "network"].set_index("request")["dur_ns"]
-    server = (
-        req.set_index("request")["dur_ns"]
-        - network.reindex(req["request"]).fillna(0).astype("int64").to_numpy()
-    )
+    from_send = (
+        req.set_index("request")["dur_ns"] - req["lag_ns"].to_numpy()
+    )  # dur: from the due time
+    server = from_send - network.reindex(req["request"]).fillna(0).astype("int64").to_numpy()
     return {
         "server_end_to_end": summarize_ns(server.to_numpy(dtype="int64")),
         "network": summarize_ns(network.to_numpy(dtype="int64")),

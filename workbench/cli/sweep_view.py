@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, Union
 
 import msgspec
 
+from ..batching.loadgen import behind_schedule
 from ..errors import ConfigError
 from ..files import read_capped
 from .output import dumps, print_result, strict
@@ -274,7 +275,9 @@ def table_row(p: dict) -> str:
     pred = p.get("predicted") or {}
     ratios = pred.get("p50_ratio"), pred.get("p99_ratio")
     extra = f"  sim p50 x{ratios[0]:.2f} p99 x{ratios[1]:.2f}" if None not in ratios else ""
-    return " ".join(cells) + "  " + stable + (" NOISY" if p.get("noisy") else "") + extra
+    late = behind_schedule(p.get("generator_lag_p99_ms"))  # its generator sent another load
+    marks = (" BEHIND SCHEDULE" if late else "") + (" NOISY" if p.get("noisy") else "")
+    return " ".join(cells) + "  " + stable + marks + extra
 
 
 def footer(record: dict) -> str:

@@ -52,6 +52,7 @@ LOAD_REQUEST_COLUMNS = {
 # columns some runs add, checked when present: served and ingested requests, GC time in stages, attributes
 OPTIONAL_TYPED_COLUMNS = {
     **LOAD_REQUEST_COLUMNS,
+    "lag_ns": "int64",  # a scheduled run's send minus its due time (>= 0): inside ``dur_ns``
     "request_id": "object",
     "span_name": "object",
     "cache_hit": "float",

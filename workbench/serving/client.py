@@ -313,16 +313,15 @@ class Schedule:
 
     def _done(self, k: int, sent_ns: int | None, outcome) -> None:
         self.sent[k], self.outcome[k], self.ended[k] = sent_ns, outcome, self.clock()
-        if self.watch is not None:  # filed as client_tables files it: from the send, ok on a 200
+        if (
+            self.watch is not None
+        ):  # filed as client_tables files it: from the due time, ok on a 200
             response = isinstance(outcome, Response)
             sent = sent_ns if sent_ns is not None else self.ended[k]
             end = outcome.done_ns if response else self.ended[k]
-            self.watch.finished(
-                self.offsets[k],
-                sent - self.origin_ns,
-                end - sent,
-                response and outcome.status == 200,
-            )
+            due = self.offsets[k]
+            late = max(0, sent - self.origin_ns - due)
+            self.watch.finished(due, due, end - sent + late, response and outcome.status == 200)
         self.pending -= 1
         self._finish_if_done()
 

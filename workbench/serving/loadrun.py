@@ -9,7 +9,7 @@ Against a server without ``Server-Timing`` the run has end to end only.
 Noise: the machine probe of :mod:`workbench.noise`, with the server's own
 CPU time (from its ``/healthz``, when it is a workbench server on this
 machine) not counted as "other processes", plus one rule of this run: a
-generator lag p99 of ``LAG_P99_LIMIT_MS`` or more marks the run noisy, the
+generator lag p99 of ``loadgen.LAG_P99_LIMIT_MS`` or more marks the run noisy, the
 lag being one of ``noise.reasons`` (the rate is above what the client holds).
 """
 
@@ -21,13 +21,12 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlparse
 
-from ..batching.loadgen import lag_percentiles
+from ..batching.loadgen import lag_noise, lag_percentiles
 from ..batching.summary import load_section, load_summary
 from ..record import Config, Env, Load, Noise, Run, RunMeta, Serving, Timing
 from .client import SPIN_NS, Target, drive, summary_of_server
 from .records import NETWORK, client_tables, fitted_to_client, server_stage_names
 
-LAG_P99_LIMIT_MS = 1.0
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
@@ -129,21 +128,7 @@ def served_noise(
         }
         readings["other_cores"] = round(max(readings["other_cores"] - server_cores, 0.0), 3)
         out = assess(readings | {"server_cores": round(server_cores, 3)})
-    out["generator_lag_p99_ms"] = lag["p99_ms"]
-    if lag["p99_ms"] >= LAG_P99_LIMIT_MS:
-        reasons = list(out.get("reasons") or []) if out.get("noisy") is not None else []
-        reasons.append(
-            f"the load generator fell behind its schedule: lag p99 {lag['p99_ms']:.3f} ms "
-            f"(max {lag['max_ms']:.3f} ms) >= {LAG_P99_LIMIT_MS:g} ms: the client could not hold this rate here "
-            "(a busy machine, or a rate above what it can send)"
-        )
-        fix = "a lower --rate, or the load generator on another machine"
-        out |= {
-            "noisy": True,
-            "reasons": reasons,
-            "fix": fix if not out.get("fix") else f"{out['fix']} or {fix}",
-        }
-    return out
+    return lag_noise(out, lag)
 
 
 def _client_env() -> dict[str, Any]:

@@ -486,8 +486,9 @@ def _send_one(
     except Exception as exc:  # noqa: BLE001  (recorded as the request's failure, like the workbench's client)
         error = ("network", type(exc).__name__, (str(exc) or repr(exc))[:MAX_TEXT_CHARS])
     done = time.perf_counter_ns()
-    if finished is not None:  # filed as client_tables files it: from the send, ok on a 200
-        finished.append((offset_ns, sent - origin, done - sent, status == 200))
+    if finished is not None:  # filed as client_tables files it: from the due time, ok on a 200
+        late = max(0, sent - origin - offset_ns)
+        finished.append((offset_ns, offset_ns, done - sent + late, status == 200))
     why = f"HTTP {status}" if status is not None else error[2]
     failure = None if status == 200 else RuntimeError(why)
     env.events.request.fire(

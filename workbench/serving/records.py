@@ -7,8 +7,10 @@ client's ``X-Request-Id``, or null); ``start_ns`` is when the handler started
 and ``dur_ns`` the server end to end. Stage rows: ``ingress``, ``batch_wait``,
 ``queue_wait``, the pipeline's stages, ``handoff``, ``egress``.
 
-Client side (``workbench load --url``): ``dur_ns`` is the client end to end
-(request sent to response body read); the stage rows are the server's, taken
+Client side (``workbench load --url``): ``start_ns`` is when the request was
+due, ``dur_ns`` the client end to end timed from it (due to response body read,
+the generator's lag inside, as in wrk2), ``lag_ns`` the send minus the due time
+(``arrival_ns`` is the send); the stage rows are the server's, taken
 from each response's ``Server-Timing``, plus ``network`` = client end to end
 minus the server's ``total``. The client cannot read the server's clock, so
 joined stage rows are laid end to end from the send time (``network``
@@ -150,18 +152,19 @@ def client_tables(results: list, origin_ns: int) -> tuple[pd.DataFrame, pd.DataF
     req_rows, stage_rows = [], []
     for k, r in enumerate(results):
         e2e, start = r.done_ns - r.sent_ns, r.sent_ns - origin_ns
+        lag = max(0, r.sent_ns - r.due_ns)
         waits = dict(r.server_stages)
         service = sum(d for n, d in r.server_stages if n not in (*BEFORE, *AFTER))
         load = (start, waits.get("batch_wait", 0), waits.get("queue_wait", 0), service, r.batch)
-        row = _row(k, start, e2e, r.error, r.batch_size, r.request_id, load)
-        req_rows.append(row | {"cache_hit": r.cache_hit})
+        row = _row(k, start - lag, e2e + lag, r.error, r.batch_size, r.request_id, load)
+        req_rows.append(row | {"cache_hit": r.cache_hit, "lag_ns": lag})
         if r.server_total_ns is None:
             continue
         cursor = start
         for index, (name, dur) in enumerate([(NETWORK, e2e - r.server_total_ns), *r.server_stages]):
             stage_rows.append((k, name, index, cursor, dur, None))
             cursor += dur
-    return build_tables(req_rows, stage_rows, SERVED_COLUMNS)
+    return build_tables(req_rows, stage_rows, {**SERVED_COLUMNS, "lag_ns": "int64"})
 
 
 def cache_split(run) -> dict:

@@ -69,7 +69,6 @@ DEFAULT_TRACED = 50  # the slowest 3 against the median 10 traced requests, 1-2 
 DEFAULT_MIN_DURATION_S = 10.0  # a paced run sees periods up to a third of this (analysis.periodic)
 NARROW_P99 = 0.2  # a paced run may stop once its p99 interval is within 20 % of the p99
 CHECK_EVERY = 50  # paced requests between two looks at the p99 interval
-TIME_TAIL_RATIO = 2.0  # paced p99 over closed-loop p99 at which the tail comes from time
 STATUS_COMPLETE = "complete"
 STATUS_TIMEOUT = "incomplete: timeout"
 STATUS_INTERRUPTED = "interrupted"

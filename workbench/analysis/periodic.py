@@ -38,36 +38,37 @@ def periodic_spikes(
 
     In: ``requests`` (``request``, ``warmup``, ``ok``, ``start_ns``, ``dur_ns``) and ``stages``
     (``request``, ``stage``, ``dur_ns``) tables. Out: ``period_ms``, ``width_ms`` (median episode),
-    ``episodes``, ``spikes`` (requests), ``share_of_requests`` (0..1), ``acf`` (at the period),
-    ``stage`` (the stage with most of the spikes' time above its median), ``stage_share`` (0..1 of
-    that excess) and ``sentence``.
+    ``episodes``, ``spikes`` (requests in them), ``share_of_requests`` (0..1), ``acf`` (at the
+    period), ``stage`` (the stage with most of the spikes' time above its median), ``stage_share``
+    (0..1 of that excess) and ``sentence``.
     """
     req, st = measured_ok(requests, stages)
     if len(req) < 2 * MIN_SPIKES:
         return None
     start = req["start_ns"].to_numpy(np.int64)
     dur = req["dur_ns"].to_numpy(np.int64)
-    spike = dur > SPIKE_RATIO * float(np.median(dur))
-    if spike.sum() < MIN_SPIKES:
+    spike = np.flatnonzero(dur > SPIKE_RATIO * float(np.median(dur)))
+    if len(spike) < MIN_SPIKES:
         return None
     origin, span = int(start.min()), int((start + dur).max() - start.min())
     bin_ns = max(bin_ns, -(-span // MAX_BINS))
-    slow = _slow_bins(start[spike] - origin, dur[spike], span // bin_ns + 1, bin_ns)
+    first, last = (start[spike] - origin) // bin_ns, (start[spike] + dur[spike] - origin) // bin_ns
+    slow = _slow_bins(first, last, dur[spike] / 1e6, span // bin_ns + 1)
     lag, acf = _period_lag(slow)
     if lag is None or acf < MIN_ACF:
         return None
-    episodes = _episodes(slow)
-    gaps = np.diff(episodes[:, 0])
-    near = gaps[np.abs(gaps - lag) <= 0.25 * lag]
-    if len(episodes) < MIN_PERIODS or len(near) < REGULAR_SHARE * len(gaps):
+    episodes = _deep_episodes(_episodes(slow > 0), first, dur[spike], len(slow) / lag)
+    period = _regular_period(episodes[:, 0], lag)
+    if period is None:
         return None
-    stage, stage_share = _excess_stage(req[spike], req, st, stage_order)
+    inside = _in_episodes(first, episodes)
+    stage, stage_share = _excess_stage(req.iloc[spike[inside]], req, st, stage_order)
     out = {
-        "period_ms": float(np.mean(near)) * bin_ns / 1e6,
+        "period_ms": period * bin_ns / 1e6,
         "width_ms": float(np.median(episodes[:, 1] - episodes[:, 0])) * bin_ns / 1e6,
         "episodes": int(len(episodes)),
-        "spikes": int(spike.sum()),
-        "share_of_requests": float(spike.mean()),
+        "spikes": int(inside.sum()),
+        "share_of_requests": float(inside.sum() / len(req)),
         "acf": float(acf),
         "stage": stage,
         "stage_share": stage_share,
@@ -88,12 +89,13 @@ def spike_sentence(found: dict[str, Any]) -> str:
     )
 
 
-def _slow_bins(start: np.ndarray, dur: np.ndarray, n: int, bin_ns: int) -> np.ndarray:
-    """1.0 in every bin a spike request was in flight, else 0.0."""
-    edges = np.zeros(n + 1, np.int64)
-    np.add.at(edges, start // bin_ns, 1)
-    np.add.at(edges, np.minimum((start + dur) // bin_ns + 1, n), -1)
-    return (np.cumsum(edges)[:n] > 0).astype(float)
+def _slow_bins(first: np.ndarray, last: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
+    """Per bin, the summed ``weight`` (the end to end, ms) of the spike requests in flight: a deep
+    wait counts more than a scheduler hiccup."""
+    edges = np.zeros(n + 1)
+    np.add.at(edges, first, weight)
+    np.add.at(edges, np.minimum(last + 1, n), -weight)
+    return np.maximum(np.cumsum(edges)[:n], 0.0).round(9)
 
 
 def _period_lag(slow: np.ndarray) -> tuple[int | None, float]:
@@ -120,6 +122,37 @@ def _episodes(slow: np.ndarray) -> np.ndarray:
     starts, ends = np.flatnonzero(change > 0), np.flatnonzero(change < 0)
     keep = np.concatenate([[True], starts[1:] - ends[:-1] >= MERGE_BINS])
     return np.stack([starts[keep], np.append(ends[np.flatnonzero(keep)[1:] - 1], ends[-1])], axis=1)
+
+
+def _deep_episodes(
+    episodes: np.ndarray, first: np.ndarray, dur: np.ndarray, periods: float
+) -> np.ndarray:
+    """The episodes at least half as deep (their slowest request) as the median of the ``periods``
+    deepest: the periodic ones, without the shallow hiccups between them."""
+    at = np.searchsorted(episodes[:, 0], first, side="right") - 1
+    depth = np.zeros(len(episodes))
+    np.maximum.at(depth, at, dur.astype(float))
+    deepest = np.sort(depth)[::-1][: max(MIN_PERIODS, int(round(periods)))]
+    return episodes[depth >= 0.5 * float(np.median(deepest))]
+
+
+def _regular_period(starts: np.ndarray, lag: int) -> float | None:
+    """The period (bins) the episodes' starts keep, gaps of several periods counted as several; None
+    when fewer than MIN_PERIODS episodes or under REGULAR_SHARE of the gaps fit it."""
+    if len(starts) < MIN_PERIODS:
+        return None
+    gaps = np.diff(starts).astype(float)
+    periods = np.maximum(np.rint(gaps / lag), 1)
+    fits = np.abs(gaps - periods * lag) <= 0.25 * lag
+    if fits.sum() < max(MIN_PERIODS - 1, REGULAR_SHARE * len(gaps)):
+        return None
+    return float(gaps[fits].sum() / periods[fits].sum())
+
+
+def _in_episodes(first: np.ndarray, episodes: np.ndarray) -> np.ndarray:
+    """Whether each spike (by its first bin) started inside one of ``episodes``."""
+    at = np.searchsorted(episodes[:, 0], first, side="right") - 1
+    return (at >= 0) & (first < episodes[np.maximum(at, 0), 1])
 
 
 def _excess_stage(

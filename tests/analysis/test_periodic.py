@@ -44,6 +44,7 @@ def test_a_250_ms_lock_is_named_with_its_period_width_share_and_stage():
     assert found["stage"] == "fetch" and found["stage_share"] == 1.0
     assert found["width_ms"] == 33.0  # the request at the hold's start waits 30 ms, works 3 ms
     assert found["spikes"] == 12 * 7 and found["share_of_requests"] == 84 / 750
+    assert found["share_of_slowest_1pct"] == 1.0
     assert found["sentence"] == (
         "every 250 ms, 33 ms wide, 11% of requests, in fetch (100% of their time over its median)"
     )

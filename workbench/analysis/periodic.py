@@ -25,7 +25,8 @@ SPIKE_RATIO = 2.0  # a request whose end to end is over 2x the median is a spike
 MIN_SPIKES = 5
 MIN_PERIODS = 3  # episodes (and so periods) the run must span
 MIN_ACF = 0.25  # the autocorrelation at the period, of the slow-time series
-REGULAR_SHARE = 0.6  # of the gaps between episodes within 25 % of the period
+REGULAR_SHARE = 0.3  # of the run's periods that must hold a deep episode on the periodic chain
+ANCHORS = 5  # the chain starts at one of the first 5 deep episodes
 BIN_NS = 1_000_000
 MAX_BINS = 1 << 22
 MERGE_BINS = 2  # slow stretches closer than this are one episode
@@ -38,7 +39,8 @@ def periodic_spikes(
 
     In: ``requests`` (``request``, ``warmup``, ``ok``, ``start_ns``, ``dur_ns``) and ``stages``
     (``request``, ``stage``, ``dur_ns``) tables. Out: ``period_ms``, ``width_ms`` (median episode),
-    ``episodes``, ``spikes`` (requests in them), ``share_of_requests`` (0..1), ``acf`` (at the
+    ``episodes``, ``spikes`` (requests in them), ``share_of_requests`` and ``share_of_slowest_1pct``
+    (0..1: of the slowest 1 %, at least one request, those in the spikes), ``acf`` (at the
     period), ``stage`` (the stage with most of the spikes' time above its median), ``stage_share``
     (0..1 of that excess) and ``sentence``.
     """
@@ -57,11 +59,13 @@ def periodic_spikes(
     lag, acf = _period_lag(slow)
     if lag is None or acf < MIN_ACF:
         return None
-    episodes = _deep_episodes(_episodes(slow > 0), first, dur[spike], len(slow) / lag)
-    period = _regular_period(episodes[:, 0], lag)
-    if period is None:
+    periods = len(slow) / lag
+    deep = _deep_episodes(_episodes(slow > 0), first, dur[spike], periods)
+    episodes, period = _periodic_chain(deep, lag, periods)
+    if not len(episodes):
         return None
     inside = _in_episodes(first, episodes)
+    slowest = np.argsort(-dur, kind="stable")[: max(1, len(dur) // 100)]
     stage, stage_share = _excess_stage(req.iloc[spike[inside]], req, st, stage_order)
     out = {
         "period_ms": period * bin_ns / 1e6,
@@ -69,6 +73,7 @@ def periodic_spikes(
         "episodes": int(len(episodes)),
         "spikes": int(inside.sum()),
         "share_of_requests": float(inside.sum() / len(req)),
+        "share_of_slowest_1pct": float(np.isin(slowest, spike[inside]).mean()),
         "acf": float(acf),
         "stage": stage,
         "stage_share": stage_share,
@@ -136,17 +141,25 @@ def _deep_episodes(
     return episodes[depth >= 0.5 * float(np.median(deepest))]
 
 
-def _regular_period(starts: np.ndarray, lag: int) -> float | None:
-    """The period (bins) the episodes' starts keep, gaps of several periods counted as several; None
-    when fewer than MIN_PERIODS episodes or under REGULAR_SHARE of the gaps fit it."""
-    if len(starts) < MIN_PERIODS:
-        return None
-    gaps = np.diff(starts).astype(float)
-    periods = np.maximum(np.rint(gaps / lag), 1)
-    fits = np.abs(gaps - periods * lag) <= 0.25 * lag
-    if fits.sum() < max(MIN_PERIODS - 1, REGULAR_SHARE * len(gaps)):
-        return None
-    return float(gaps[fits].sum() / periods[fits].sum())
+def _periodic_chain(episodes: np.ndarray, lag: int, periods: float) -> tuple[np.ndarray, float]:
+    """The longest chain of episodes each a whole number of ``lag`` (within 25 %) after the one
+    before (the shallow ones between are skipped), anchored at one of the first few, and its period
+    (bins); an empty chain when it holds under ``REGULAR_SHARE`` of the ``periods`` the run spans."""
+    best: list[int] = []
+    for anchor in range(min(ANCHORS, len(episodes))):
+        chain, steps = [anchor], 0
+        for i in range(anchor + 1, len(episodes)):
+            gap = episodes[i, 0] - episodes[chain[-1], 0]
+            n = max(round(gap / lag), 1)
+            if abs(gap - n * lag) <= 0.25 * lag:
+                chain.append(i)
+                steps += n
+        if len(chain) > len(best):
+            best, best_steps = chain, steps
+    if len(best) < max(MIN_PERIODS, REGULAR_SHARE * periods):
+        return episodes[:0], 0.0
+    span = episodes[best[-1], 0] - episodes[best[0], 0]
+    return episodes[best], float(span / best_steps)
 
 
 def _in_episodes(first: np.ndarray, episodes: np.ndarray) -> np.ndarray:

@@ -37,8 +37,8 @@ Thresholds (defaults):
 * ``periodic``: slow requests that recur at a period (:mod:`workbench.analysis.periodic`), naming
   the period, the width, the share of requests and the stage holding their excess time;
 * ``TIME_TAIL_RATIO`` 2 and ``LOW_UTILIZATION`` 0.6: a paced run (``timing.pacing``) at most 60 % of
-  the measured capacity whose p99 is at least 2x the closed-loop p99, or periodic spikes that are
-  at least ``PERIODIC_TAIL_SHARE`` 1 % of the requests (so they are the p99), is ``time``: the tail
+  the measured capacity whose p99 is at least 2x the closed-loop p99, or periodic spikes that hold
+  at least ``PERIODIC_TAIL_SHARE`` 50 % of the slowest 1 % of the requests, is ``time``: the tail
   comes from time (background threads, periodic jobs, idle gaps), not from the request's own work,
   and the role findings of the stages' mean share (bf16, int8, batching lookups) are left out;
 * ``SERVED_GC_PAUSE_SHARE`` 0.10: on a served run, a longest collection pause
@@ -65,7 +65,7 @@ SYNC_SHARE = 0.10
 GC_SHARE = 0.05
 TIME_TAIL_RATIO = 2.0
 LOW_UTILIZATION = 0.6
-PERIODIC_TAIL_SHARE = 0.01
+PERIODIC_TAIL_SHARE = 0.5
 
 ROLE_KIND = {
     "io": "feature_io",
@@ -313,7 +313,7 @@ def time_tail(facts: dict[str, Any]) -> list[dict]:
     ratio, capacity = pacing.get("p99_over_closed_loop"), pacing.get("capacity_rps")
     load = pacing["rate_rps"] / capacity if capacity else None
     paced = ratio is not None and ratio >= TIME_TAIL_RATIO and load <= LOW_UTILIZATION
-    periodic_share = spikes.get("share_of_requests") or 0.0
+    periodic_share = spikes.get("share_of_slowest_1pct") or 0.0
     if not paced and periodic_share < PERIODIC_TAIL_SHARE:
         return []
     if paced:
@@ -323,7 +323,8 @@ def time_tail(facts: dict[str, Any]) -> list[dict]:
         )
     else:
         why = (
-            f"the slowest {periodic_share:.0%} of requests recur every {spikes['period_ms']:.3g} ms"
+            f"{periodic_share:.0%} of the slowest 1 % of requests recur every "
+            f"{spikes['period_ms']:.3g} ms"
         )
     stage = spikes.get("stage") or _largest_tail_stage(facts)
     where = f"; requests wait in {stage}" if stage else ""

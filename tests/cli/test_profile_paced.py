@@ -59,3 +59,27 @@ def test_a_paced_profile_names_the_waiting_stage_and_says_the_tail_comes_from_ti
     assert "compute" not in by_kind
     tried = [a.get("try") or {} for f in found for a in f["actions"]]
     assert not [t for t in tried if t.get("precision") in ("bf16", "int8")]
+
+
+def test_the_text_output_says_the_tail_comes_from_time_when_paced_p99_is_twice_the_closed_one(
+    capsys,
+):
+    from workbench.cli.profile import print_pacing
+
+    pacing = {
+        "rate_rps": 100.0,
+        "capacity_rps": 400.0,
+        "wall_s": 10.2,
+        "lag_p99_ms": 0.25,
+        "closed_loop": {"count": 600, "p99_ms": 4.0},
+        "paced": {"count": 1100, "p99_ms": 31.0},
+        "p99_over_closed_loop": 7.75,
+    }
+    print_pacing(pacing)
+    assert capsys.readouterr().out == (
+        "\npaced at 100 requests/s (25% of the closed-loop capacity) for 10.2 s: p99 31 ms against "
+        "4 ms closed loop (600 requests back to back); send lag p99 0.25 ms\n"
+        "the tail comes from time, not from the request's own work (workbench audit names where)\n"
+    )
+    print_pacing(pacing | {"p99_over_closed_loop": 1.5})
+    assert "the tail comes from time" not in capsys.readouterr().out

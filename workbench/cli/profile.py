@@ -270,10 +270,36 @@ def run(args) -> int:
     else:
         if report is not None:
             summarized(failed, "printing the budget", print_budget, report, sys.stdout)
+        print_pacing(result.meta.timing.pacing)
         print(f"\nrun written to {path}")
     verdict = max(guard_verdict(result), failure_verdict(result, args.fail_on_error, "profile"))
     print_summary_failures(result, "profile")
     return verdict
+
+
+def print_pacing(pacing: dict | None) -> None:
+    """A paced run's schedule against its closed-loop reference, and what a gap between them means."""
+    from ..audit.rules import LOW_UTILIZATION, TIME_TAIL_RATIO
+
+    if pacing is None:
+        return
+    closed, paced, ratio = pacing["closed_loop"], pacing["paced"], pacing["p99_over_closed_loop"]
+    load = pacing["rate_rps"] / pacing["capacity_rps"] if pacing["capacity_rps"] else None
+    at = f" ({load:.0%} of the closed-loop capacity)" if load is not None else ""
+    print(
+        f"\npaced at {pacing['rate_rps']:.4g} requests/s{at} for {pacing['wall_s']:.3g} s: "
+        f"p99 {paced['p99_ms']:.4g} ms against {closed['p99_ms']:.4g} ms closed loop "
+        f"({closed['count']} requests back to back); send lag p99 {pacing['lag_p99_ms']:.3g} ms"
+    )
+    if (
+        ratio is not None
+        and ratio >= TIME_TAIL_RATIO
+        and load is not None
+        and load <= LOW_UTILIZATION
+    ):
+        print(
+            "the tail comes from time, not from the request's own work (workbench audit names where)"
+        )
 
 
 def saved_summaries(run) -> Path:

@@ -26,7 +26,7 @@ MIN_SPIKES = 5
 MIN_PERIODS = 3  # episodes (and so periods) the run must span
 MIN_ACF = 0.25  # the autocorrelation at the period, of the slow-time series
 REGULAR_SHARE = 0.3  # of the run's periods that must hold a deep episode on the periodic chain
-ANCHORS = 5  # the chain starts at one of the first 5 deep episodes
+ANCHORS = 64  # the chain starts at one of 64 deep episodes spread over the run
 BIN_NS = 1_000_000
 MAX_BINS = 1 << 22
 MERGE_BINS = 2  # slow stretches closer than this are one episode
@@ -143,23 +143,35 @@ def _deep_episodes(
 
 def _periodic_chain(episodes: np.ndarray, lag: int, periods: float) -> tuple[np.ndarray, float]:
     """The longest chain of episodes each a whole number of ``lag`` (within 25 %) after the one
-    before (the shallow ones between are skipped), anchored at one of the first few, and its period
+    before (the shallow ones between are skipped), anchored at one of ``ANCHORS``, and its period
     (bins); an empty chain when it holds under ``REGULAR_SHARE`` of the ``periods`` the run spans."""
     best: list[int] = []
-    for anchor in range(min(ANCHORS, len(episodes))):
-        chain, steps = [anchor], 0
-        for i in range(anchor + 1, len(episodes)):
-            gap = episodes[i, 0] - episodes[chain[-1], 0]
-            n = max(round(gap / lag), 1)
-            if abs(gap - n * lag) <= 0.25 * lag:
-                chain.append(i)
-                steps += n
+    if not len(episodes):
+        return episodes, 0.0
+    starts = episodes[:, 0]
+    for anchor in np.unique(np.linspace(0, len(starts) - 1, ANCHORS).astype(int)).tolist():
+        after, ahead = _walk(starts, anchor, range(anchor + 1, len(starts)), lag)
+        before, behind = _walk(starts, anchor, range(anchor - 1, -1, -1), lag)
+        chain = before[:0:-1] + after
         if len(chain) > len(best):
-            best, best_steps = chain, steps
+            best, best_steps = chain, ahead + behind
     if len(best) < max(MIN_PERIODS, REGULAR_SHARE * periods):
         return episodes[:0], 0.0
     span = episodes[best[-1], 0] - episodes[best[0], 0]
     return episodes[best], float(span / best_steps)
+
+
+def _walk(starts: np.ndarray, anchor: int, order: range, lag: int) -> tuple[list[int], int]:
+    """From ``anchor``, the episodes of ``order`` each a whole number of ``lag`` (within 25 %) from
+    the last one taken, and the number of periods walked."""
+    chain, steps = [anchor], 0
+    for i in order:
+        gap = abs(int(starts[i]) - int(starts[chain[-1]]))
+        n = max(round(gap / lag), 1)
+        if abs(gap - n * lag) <= 0.25 * lag:
+            chain.append(i)
+            steps += n
+    return chain, steps
 
 
 def _in_episodes(first: np.ndarray, episodes: np.ndarray) -> np.ndarray:

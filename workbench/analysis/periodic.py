@@ -7,7 +7,7 @@ episodes measures it. A finding names the period, the episodes' width, the share
 were spikes and the stage their excess time landed in ("every 250 ms, 31 ms wide, 12 % of requests").
 
 What it can see: periods from about twice an episode's width (the autocorrelation must fall to zero
-between episodes) up to a third of the run's span (``MIN_PERIODS`` episodes), and only where requests
+between episodes) up to a fifth of the run's span (``MIN_PERIODS`` episodes), and only where requests
 sample time often enough to land in the episodes (a paced run at rate r sees episodes wider than
 about 1/r).
 """
@@ -23,8 +23,9 @@ from .matrix import measured_ok, stage_matrix
 
 SPIKE_RATIO = 2.0  # a request whose end to end is over 2x the median is a spike
 MIN_SPIKES = 5
-MIN_PERIODS = 3  # episodes (and so periods) the run must span
+MIN_PERIODS = 5  # episodes (and so periods) the run must span, on the chain
 MIN_ACF = 0.25  # the autocorrelation at the period, of the slow-time series
+TOLERANCE = 0.2  # an episode is on the chain within 20 % of a whole number of periods
 REGULAR_SHARE = 0.3  # of the run's periods that must hold a deep episode on the periodic chain
 ANCHORS = 64  # the chain starts at one of 64 deep episodes spread over the run
 BIN_NS = 1_000_000
@@ -142,7 +143,7 @@ def _deep_episodes(
 
 
 def _periodic_chain(episodes: np.ndarray, lag: int, periods: float) -> tuple[np.ndarray, float]:
-    """The longest chain of episodes each a whole number of ``lag`` (within 25 %) after the one
+    """The longest chain of episodes each a whole number of ``lag`` (within 20 %) after the one
     before (the shallow ones between are skipped), anchored at one of ``ANCHORS``, and its period
     (bins); an empty chain when it holds under ``REGULAR_SHARE`` of the ``periods`` the run spans."""
     best: list[int] = []
@@ -162,13 +163,13 @@ def _periodic_chain(episodes: np.ndarray, lag: int, periods: float) -> tuple[np.
 
 
 def _walk(starts: np.ndarray, anchor: int, order: range, lag: int) -> tuple[list[int], int]:
-    """From ``anchor``, the episodes of ``order`` each a whole number of ``lag`` (within 25 %) from
+    """From ``anchor``, the episodes of ``order`` each a whole number of ``lag`` (within 20 %) from
     the last one taken, and the number of periods walked."""
     chain, steps = [anchor], 0
     for i in order:
         gap = abs(int(starts[i]) - int(starts[chain[-1]]))
         n = max(round(gap / lag), 1)
-        if abs(gap - n * lag) <= 0.25 * lag:
+        if abs(gap - n * lag) <= TOLERANCE * lag:
             chain.append(i)
             steps += n
     return chain, steps

@@ -139,8 +139,8 @@ def add_pacing_arguments(p: argparse.ArgumentParser) -> None:
         MIN_DURATION,
         DEFAULT_MIN_DURATION_S,
         f"a paced run goes on at least this long, then until its p99 interval is within 20 %% "
-        f"(or --max-duration); it sees periodic spikes of periods up to a third of it "
-        f"(default {DEFAULT_MIN_DURATION_S:g}: up to about 3 s)",
+        f"(or --max-duration); it sees periodic spikes of periods up to a fifth of it "
+        f"(default {DEFAULT_MIN_DURATION_S:g}: up to 2 s)",
         metavar="SECONDS",
     )
 

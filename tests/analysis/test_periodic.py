@@ -63,3 +63,12 @@ def test_the_same_holds_at_random_times_are_not_periodic():
 def test_a_run_without_spikes_has_none():
     requests, stages = paced_tables(250, hold_ms=0)
     assert periodic_spikes(requests, stages, STAGES) is None
+
+
+def test_one_long_stall_does_not_hide_the_period():
+    requests, stages = paced_tables(250)
+    stall = requests["request"] == 400  # 1.6 s in: 300 ms in fetch (a machine stall)
+    requests.loc[stall, "dur_ns"] += 300 * MS
+    stages.loc[(stages["request"] == 400) & (stages["stage"] == "fetch"), "dur_ns"] += 300 * MS
+    found = periodic_spikes(requests, stages, STAGES)
+    assert round(found["period_ms"], 2) == 250.18 and found["stage"] == "fetch"

@@ -30,6 +30,8 @@ REGULAR_SHARE = 0.3  # of the run's periods that must hold a deep episode on the
 ANCHORS = 64  # the chain starts at one of 64 deep episodes spread over the run
 BIN_NS = 1_000_000
 MAX_BINS = 1 << 22
+HARMONIC_SHARE = 0.7  # a peak at lag / k this high against the highest one is the period
+WEIGHT_CAP_PCT = 90  # a spike weighs its end to end up to the spikes' 90th percentile
 MERGE_BINS = 2  # slow stretches closer than this are one episode
 
 
@@ -56,7 +58,10 @@ def periodic_spikes(
     origin, span = int(start.min()), int((start + dur).max() - start.min())
     bin_ns = max(bin_ns, -(-span // MAX_BINS))
     first, last = (start[spike] - origin) // bin_ns, (start[spike] + dur[spike] - origin) // bin_ns
-    slow = _slow_bins(first, last, dur[spike] / 1e6, span // bin_ns + 1)
+    weight = np.minimum(
+        dur[spike], np.percentile(dur[spike], WEIGHT_CAP_PCT)
+    )  # one stall is not a period
+    slow = _slow_bins(first, last, weight / 1e6, span // bin_ns + 1)
     lag, acf = _period_lag(slow)
     if lag is None or acf < MIN_ACF:
         return None
@@ -119,6 +124,11 @@ def _period_lag(slow: np.ndarray) -> tuple[int | None, float]:
         return None, 0.0
     first = int(below[0]) + 1
     lag = first + int(np.argmax(acf[first : last + 1]))
+    for k in (4, 3, 2):  # a harmonic's peak can top the period's: take the period when it is strong
+        lo, hi = max(first, int(lag / k * (1 - TOLERANCE))), int(lag / k * (1 + TOLERANCE)) + 1
+        if lo < hi and acf[lo:hi].max() >= max(MIN_ACF, HARMONIC_SHARE * acf[lag]):
+            lag = lo + int(np.argmax(acf[lo:hi]))
+            break
     return lag, float(acf[lag])
 
 

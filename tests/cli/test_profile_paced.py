@@ -44,7 +44,14 @@ def test_a_paced_profile_names_the_waiting_stage_and_says_the_tail_comes_from_ti
     pipe.write_text(SNAPSHOT)
     out = tmp_path / "run"
     argv = ["profile", "--pipeline", f"{pipe}:build", "--out", str(out), "--traced", "0"]
-    paced = ["--requests", "300", "--utilization", "0.3", "--min-duration", "3"]
+    paced = [
+        "--requests",
+        "100",
+        "--utilization",
+        "0.3",
+        "--min-duration",
+        "3",
+    ]  # 50 ms closed loop
     assert main(argv + paced + ["--max-duration", "8", "--json"]) == 0
     capsys.readouterr()
     assert main(["audit", str(out), "--json"]) == 0

@@ -30,6 +30,7 @@ REGULAR_SHARE = 0.3  # of the run's periods that must hold a deep episode on the
 ANCHORS = 64  # the chain starts at one of 64 deep episodes spread over the run
 BIN_NS = 1_000_000
 MAX_BINS = 1 << 22
+SUBHARMONIC_GAIN = 1.5  # a chain at lag / k this much longer is the period's
 HARMONIC_SHARE = 0.7  # a peak at lag / k this high against the highest one is the period
 WEIGHT_CAP_PCT = 90  # a spike weighs its end to end up to the spikes' 90th percentile
 MERGE_BINS = 2  # slow stretches closer than this are one episode
@@ -68,6 +69,11 @@ def periodic_spikes(
     periods = len(slow) / lag
     deep = _deep_episodes(_episodes(slow > 0), first, dur[spike], periods)
     episodes, period = _periodic_chain(deep, lag, periods)
+    for k in (3, 2):  # episodes between the chain's: the lag was a harmonic of the period
+        finer, fine_period = _periodic_chain(deep, max(1, round(lag / k)), periods * k)
+        if len(finer) >= SUBHARMONIC_GAIN * len(episodes) and len(finer):
+            episodes, period = finer, fine_period
+            break
     if not len(episodes):
         return None
     inside = _in_episodes(first, episodes)

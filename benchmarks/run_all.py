@@ -85,6 +85,11 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
     ),
     ("bench_edge", ["--duration", "2", "--md", str(RESULTS / "bench_edge.md")], True),
     (
+        "bench_periodic",
+        ["--periods", "250", "--min-duration", "1", "--md", str(RESULTS / "bench_periodic.md")],
+        True,
+    ),
+    (
         "bench_sampler",
         [
             "--requests",

@@ -197,3 +197,31 @@ def test_a_stage_name_a_run_cannot_store_is_refused_before_measuring(fake_clock)
     pipe = toy_pipeline(fake_clock, {"parse": 1, NOT_UTF8: 1})
     with pytest.raises(PipelineError, match="stage name '/data/caf\\\\udce9.bin' is not text"):
         profile(pipe, requests=1, traced=0, clock=fake_clock)
+
+
+def test_a_paced_run_sends_on_its_schedule_after_a_closed_loop_reference(fake_clock):
+    from workbench.runner import Pace
+
+    pipe = toy_pipeline(fake_clock, {"parse": 1_000_000})  # 1 ms a request: capacity 1000/s
+    run = profile(
+        pipe,
+        requests=20,
+        warmup=2,
+        traced=0,
+        clock=fake_clock,
+        pace=Pace(utilization=0.5, min_duration_s=0.5),
+        sleep=lambda s: fake_clock.advance(round(s * 1e9)),
+    )
+    timing = run.meta.timing
+    pacing = timing.pacing
+    assert (timing.requests, timing.requests_asked, timing.stopped_by) == (600, 20, "p99_interval")
+    assert len(run.requests) == 602 and run.requests["warmup"].sum() == 2  # the closed 20 are apart
+    assert pacing["closed_loop"] == {"count": 20, "mean_ms": 1.0, "p50_ms": 1.0, "p99_ms": 1.0}
+    assert (pacing["capacity_rps"], pacing["rate_rps"], pacing["process"]) == (
+        1000.0,
+        500.0,
+        "poisson",
+    )
+    assert pacing["p99_over_closed_loop"] == 1.0 and pacing["wall_s"] > 0.5
+    gaps = run.requests["start_ns"].diff().iloc[3:]
+    assert gaps.min() >= 1_000_000 and gaps.max() > 5_000_000  # idle gaps between requests

@@ -66,10 +66,43 @@ Progress = Callable[[int, int, str], None]
 DEFAULT_REQUESTS = 600  # bounds the p99 interval (the order-statistic interval needs about 563)
 DEFAULT_MAX_DURATION_S = 30.0
 DEFAULT_TRACED = 50  # the slowest 3 against the median 10 traced requests, 1-2 s (benchmarks/results/traced_count.md)
+DEFAULT_MIN_DURATION_S = 10.0  # a paced run sees periods up to a fifth of this (analysis.periodic)
+NARROW_P99 = 0.2  # a paced run may stop once its p99 interval is within 20 % of the p99
+CHECK_EVERY = 50  # paced requests between two looks at the p99 interval
 STATUS_COMPLETE = "complete"
 STATUS_TIMEOUT = "incomplete: timeout"
 STATUS_INTERRUPTED = "interrupted"
 RUNNER_FIELDS = ("batch_size", "threads")  # the runner applies them: a built Pipeline honours them
+
+
+@dataclasses.dataclass(frozen=True)
+class Pace:
+    """An open-loop schedule for the measured requests: Poisson arrivals (``batching.Arrivals``).
+
+    rate_rps: requests per second; or utilization: that fraction (0 < u < 1) of the capacity
+    measured closed loop first (1 / the mean closed-loop end to end). The paced run goes on until
+    ``min_duration_s`` have passed and the p99 interval is within ``NARROW_P99`` of the p99, or
+    until ``max_duration_s`` (profile's) ends it.
+    """
+
+    rate_rps: float | None = None
+    utilization: float | None = None
+    min_duration_s: float = DEFAULT_MIN_DURATION_S
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if (self.rate_rps is None) == (self.utilization is None):
+            raise ConfigError("pace with one of rate_rps (--rate) or utilization (--utilization)")
+        if self.rate_rps is not None and not (is_number(self.rate_rps) and self.rate_rps > 0):
+            raise ConfigError(f"rate must be > 0 requests/s (--rate), got {self.rate_rps!r}")
+        if self.utilization is not None and not (
+            is_number(self.utilization) and 0 < self.utilization < 1
+        ):
+            raise ConfigError(
+                f"utilization must be in (0, 1) (--utilization), got {self.utilization!r}"
+            )
+        if not (is_number(self.min_duration_s) and self.min_duration_s >= 0):
+            raise ConfigError(f"min_duration_s must be >= 0 seconds, got {self.min_duration_s!r}")
 
 
 def resolve_pipeline(target: Pipeline | Callable | str, config: PipelineConfig | None) -> Pipeline:
@@ -133,6 +166,8 @@ def profile(
     modules: bool = False,
     sample_stacks: bool = True,
     on_recorded: Callable[[Run], Any] | None = None,
+    pace: Pace | None = None,
+    sleep: Callable[[float], Any] = time.sleep,
 ) -> Run:
     """Measure a pipeline stage by stage and return the run (not yet saved).
 
@@ -160,6 +195,10 @@ def profile(
     on_recorded: called with the run as measured, before any summary of it is computed (the command
         line saves it there: measure, save, then explain). The stack summary is added to ``run.meta``
         after it; a summary that raises is left out and named in ``run.summary_failures``.
+    pace: a :class:`Pace`: after the ``requests`` closed-loop requests (kept as ``timing.pacing.closed_loop``,
+        the capacity and the service-time reference), the measured requests arrive on an open-loop
+        schedule, so idle gaps, background threads and periodic jobs act on them as in production.
+    sleep: waits that many seconds for the next due time (tests inject one that moves their clock).
     Ctrl-C raises :class:`workbench.guard.Interrupted` whose ``run`` holds what was measured
     (status "interrupted"; the timing run is kept when the traced run is cut).
     """
@@ -196,6 +235,8 @@ def profile(
                 DEFAULT_INTERVAL_S if sample_stacks and clock is time.perf_counter_ns else None
             ),
             on_recorded=on_recorded,
+            pace=pace,
+            sleep=sleep,
         )
         return _measure(plan, scratch)
     except BaseException:  # Ctrl-C or an error after the traced run: no scratch folder left behind
@@ -239,6 +280,8 @@ class MeasurePlan:
     on_recorded: Callable[[Run], Any] | None = (
         None  # given the run before any summary (the CLI saves)
     )
+    pace: Pace | None = None
+    sleep: Callable[[float], Any] = time.sleep
 
 
 def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
@@ -252,7 +295,13 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
     probe = NoiseProbe(plan.noise_readings or Readings()).start()
     memory = MemorySampler(plan.read_rss or rss_bytes, start=warmup)
     sampler = StackSampler(plan.sample_interval_s) if plan.sample_interval_s else None
-    timings, status = _timing_run(plan, items, memory, sampler)
+    paced = _PacedPhase() if plan.pace is not None else None
+    timings, status = _timing_run(plan, items, memory, sampler, paced)
+    pacing = None
+    if paced is not None and paced.due_ns:
+        closed = timings[warmup : len(timings) - len(paced.due_ns)]
+        timings = timings[:warmup] + timings[len(timings) - len(paced.due_ns) :]
+        pacing = _pacing_meta(plan, paced, closed, timings[warmup:])
     requests_df, stages_df = _tables(timings, pipe.stage_names, warmup, cfg.batch_size)
     attributes = _describe(pipe, timings, requests_df)
     measured = requests_df[~requests_df["warmup"] & requests_df["ok"]]
@@ -303,7 +352,10 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
                 ("requests" if n_measured >= plan.requests else "max_duration_s")
                 if status == STATUS_COMPLETE
                 else status
-            ),
+            )
+            if pacing is None
+            else pacing.pop("stopped_by"),
+            pacing=pacing,
         ),
         trace=TraceInfo.from_dict(trace_meta) if trace_meta is not None else None,
         fingerprint=Fingerprint.from_dict(run_fingerprint(pipe, plan.target, plan.threads, env)),
@@ -374,7 +426,11 @@ def next_batch(items, batch_size: int, pipe_name: str) -> list:
 
 
 def _timing_run(
-    plan: MeasurePlan, items, memory: MemorySampler, sampler: StackSampler | None
+    plan: MeasurePlan,
+    items,
+    memory: MemorySampler,
+    sampler: StackSampler | None,
+    paced: _PacedPhase | None = None,
 ) -> tuple[list[RequestTiming], str]:
     """Warm-up then measured requests, stopped early after ``max_duration_s`` of measured time.
 
@@ -383,6 +439,7 @@ def _timing_run(
     Ctrl-C (the timings finished before it). ``memory.observe(done)`` samples RSS between requests;
     ``sampler`` (a :class:`workbench.sampling.StackSampler`) samples stacks while the requests run. A
     request's output is dropped as soon as it is timed (``describe=`` has run inside the request).
+    With ``plan.pace`` the paced requests follow (:func:`_paced_requests`), their due times in ``paced``.
     """
     from .gcprobe import GcProbe
 
@@ -415,9 +472,105 @@ def _timing_run(
                 memory.observe(i + 1)
                 if plan.progress is not None:
                     plan.progress(i + 1, total, "timing")
+            if paced is not None:
+                return out, _paced_requests(plan, items, call, out, paced)
         except KeyboardInterrupt:
             return out, STATUS_INTERRUPTED
     return out, STATUS_COMPLETE
+
+
+@dataclasses.dataclass
+class _PacedPhase:
+    """What the paced phase of a timing run adds: its requests' due times (ns of ``clock``), the rate
+    it ran at, and why it stopped."""
+
+    due_ns: list[int] = dataclasses.field(default_factory=list)
+    rate_rps: float | None = None
+    capacity_rps: float | None = None
+    stopped_by: str | None = None
+    wall_s: float | None = None
+
+
+def _paced_requests(
+    plan: MeasurePlan, items, call, out: list[RequestTiming], paced: _PacedPhase
+) -> str:
+    """Requests sent at their due times on a Poisson schedule (``batching.Arrivals``), appended to
+    ``out``, until ``min_duration_s`` passed and the p99 interval is narrow, or ``max_duration_s``."""
+    from .analysis.stats import percentile_ci_ns, percentile_ns
+    from .batching.arrivals import Arrivals
+
+    pace, clock, closed = plan.pace, plan.clock, out[plan.warmup :]
+    served = [t.end_ns - t.start_ns for t in closed if t.failure is None]
+    paced.capacity_rps = 1e9 * len(served) / sum(served) if served and sum(served) else None
+    rate = pace.rate_rps or pace.utilization * (paced.capacity_rps or 0.0)
+    if not rate > 0:
+        raise PipelineError(
+            "no closed-loop request succeeded: no capacity to pace a utilization of"
+        )
+    paced.rate_rps = rate
+    bound_s = plan.max_duration_s or 3600.0
+    schedule = Arrivals("poisson", rate_rps=rate, duration_s=bound_s, seed=pace.seed).times_ns()
+    started, durs = clock(), []
+    paced.stopped_by = "max_duration_s"
+    for k, due in enumerate(schedule.tolist()):
+        if plan.cancel is not None and plan.cancel.is_set():
+            raise Cancelled(f"cancelled after {k} paced requests")
+        now = clock()
+        if k % CHECK_EVERY == 0 and now - started >= s_to_ns(pace.min_duration_s) and durs:
+            lo, hi = percentile_ci_ns(durs, 99)
+            if (
+                lo is not None
+                and hi is not None
+                and hi - lo <= NARROW_P99 * percentile_ns(durs, 99)
+            ):
+                paced.stopped_by = "p99_interval"
+                break
+        if started + due > now:
+            plan.sleep((started + due - now) / 1e9)
+        out.append(call(next_batch(items, plan.pipe.config.batch_size, plan.pipe.name)))
+        paced.due_ns.append(started + due)  # after the call: an interrupted one is not kept
+        out[-1].output = None
+        if is_timeout(out[-1]):
+            paced.stopped_by = STATUS_TIMEOUT
+            return STATUS_TIMEOUT
+        if out[-1].failure is None:
+            durs.append(out[-1].end_ns - out[-1].start_ns)
+        if plan.progress is not None:
+            plan.progress(k + 1, len(schedule), "paced")
+    paced.wall_s = (clock() - started) / 1e9
+    return STATUS_COMPLETE
+
+
+def _pacing_meta(
+    plan: MeasurePlan,
+    paced: _PacedPhase,
+    closed: list[RequestTiming],
+    measured: list[RequestTiming],
+) -> dict[str, Any]:
+    """``timing.pacing`` of run.json: the schedule, the closed-loop reference and the generator lag."""
+    from .analysis.stats import summarize_ns
+
+    def summary(timings):
+        s = summarize_ns([t.end_ns - t.start_ns for t in timings if t.failure is None])
+        return {k: s[k] for k in ("count", "mean_ms", "p50_ms", "p99_ms")}
+
+    lag = [t.start_ns - due for t, due in zip(measured, paced.due_ns)]
+    p99_lag = summarize_ns([max(x, 0) for x in lag])["p99_ms"]
+    closed_p99, paced_p99 = summary(closed)["p99_ms"], summary(measured)["p99_ms"]
+    return {
+        "process": "poisson",
+        "rate_rps": paced.rate_rps,
+        "utilization": plan.pace.utilization,
+        "capacity_rps": paced.capacity_rps,
+        "seed": plan.pace.seed,
+        "min_duration_s": plan.pace.min_duration_s,
+        "wall_s": paced.wall_s,
+        "lag_p99_ms": p99_lag,
+        "closed_loop": summary(closed),
+        "paced": summary(measured),
+        "p99_over_closed_loop": paced_p99 / closed_p99 if closed_p99 and paced_p99 else None,
+        "stopped_by": paced.stopped_by,
+    }
 
 
 def _tables(

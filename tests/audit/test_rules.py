@@ -286,3 +286,59 @@ def test_evidence_overrules_the_name_and_the_finding_says_so_but_a_declared_role
     assert kinds(rules.dominant_stages(f)) == [("feature_io", "decode")]
     f["roles"], f["libraries"] = {}, {"decode": {"torch": 0.49}}  # under half: the name decides
     assert rules.dominant_stages(f)[0]["numbers"]["role_source"] == "name"
+
+
+PERIODIC = {
+    "period_ms": 250.0,
+    "width_ms": 31.0,
+    "episodes": 12,
+    "spikes": 84,
+    "share_of_requests": 0.12,
+    "share_of_slowest_1pct": 1.0,
+    "acf": 0.9,
+    "stage": "fetch",
+    "stage_share": 1.0,
+    "sentence": "every 250 ms, 31 ms wide, 12% of requests, in fetch (100% of their time over its median)",
+}
+
+
+def paced(p99_ms, closed_p99_ms, rate_rps=100.0, capacity_rps=1000.0):
+    return {
+        "rate_rps": rate_rps,
+        "capacity_rps": capacity_rps,
+        "paced": {"p99_ms": p99_ms},
+        "closed_loop": {"p99_ms": closed_p99_ms},
+        "p99_over_closed_loop": p99_ms / closed_p99_ms,
+    }
+
+
+def test_periodic_spikes_are_a_finding_in_their_stage_and_the_tail_then_comes_from_time():
+    f = facts([stage("fetch", 0.5), stage("forward", 0.5)])
+    f["periodic"] = PERIODIC | {"share_of_slowest_1pct": 0.49}  # not the tail: the roles stand
+    assert kinds(rules.findings(f)) == [
+        ("feature_io", "fetch"),
+        ("compute", "forward"),
+        ("periodic", "fetch"),
+    ]
+    f["periodic"] = PERIODIC
+    found = rules.findings(f)
+    assert kinds(found) == [("time", "fetch"), ("periodic", "fetch")]  # no compute finding
+    assert found[1]["evidence"] == f"slow requests recur {PERIODIC['sentence']}"
+    assert found[0]["evidence"] == (
+        "100% of the slowest 1 % of requests recur every 250 ms: the tail comes from time, not "
+        "from the request's own work; requests wait in fetch"
+    )
+
+
+def test_a_paced_p99_twice_the_closed_loop_one_at_low_utilization_comes_from_time():
+    f = facts([stage("forward", 0.9)], tail_shares={"forward": 0.9})
+    f["pacing"] = paced(8.0, 4.0)  # 10 % of the capacity
+    found = rules.findings(f)
+    assert kinds(found) == [("time", "forward")]
+    assert found[0]["evidence"].startswith(
+        "paced at 10% of the capacity, p99 is 8 ms, 2.0x the closed-loop p99 (4 ms): the tail"
+    )
+    f["pacing"] = paced(7.9, 4.0)  # under 2x: the role finding stands
+    assert kinds(rules.findings(f)) == [("compute", "forward")]
+    f["pacing"] = paced(8.0, 4.0, rate_rps=700.0)  # 70 % of the capacity: queueing could explain it
+    assert kinds(rules.findings(f)) == [("compute", "forward")]

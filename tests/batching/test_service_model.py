@@ -175,3 +175,32 @@ def test_runs_without_a_fingerprint_are_compared_on_config_and_env():
     b.meta = b.meta.replace(config=b.meta.config.to_dict() | {"precision": "int8"})
     with pytest.raises(ConfigError, match="differ in precision: 'fp32'"):
         service_model_from_runs([a, b])
+
+
+def test_a_paced_profile_calibrates_the_model_with_service_times_after_idle_gaps():
+    from tests.conftest import FakeClock
+    from workbench import Pipeline, profile
+    from workbench.runner import Pace
+
+    clock, last_end = FakeClock(), [None]
+
+    def forward(batch):  # 1 ms back to back; 3 ms after an idle gap of over 1.5 ms (a cold cache)
+        cold = last_end[0] is not None and clock.now - last_end[0] > 1_500_000
+        clock.advance(3 * MS if cold else 1 * MS)
+        last_end[0] = clock.now
+        return batch
+
+    pipe = Pipeline("toy", items=lambda: iter(range(10**6))).add("forward", forward)
+    run = profile(
+        pipe,
+        requests=20,
+        warmup=0,
+        traced=0,
+        clock=clock,
+        pace=Pace(rate_rps=100.0, min_duration_s=1.0),
+        sleep=lambda s: clock.advance(round(s * 1e9)),
+    )
+    assert run.meta.timing.pacing["closed_loop"]["p50_ms"] == 1.0
+    paced = run.requests.loc[~run.requests["warmup"], "dur_ns"]
+    model = service_model_from_runs([run])
+    assert model.samples[1].tolist() == sorted(paced) and np.median(model.samples[1]) == 3 * MS

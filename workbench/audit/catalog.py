@@ -143,6 +143,24 @@ CATALOG: dict[str, list[Action]] = {
         ),
         _action("Send fewer fields (top-k, rounded)", "less to encode"),
     ],
+    "periodic": [
+        _action(
+            "Find the job that runs at this period (a cache snapshot, a flush, a metrics export) and "
+            "take it off the requests' path: copy-on-write, a shorter critical section, another process",
+            "every request that arrives while it holds the lock or the core waits out the rest of it",
+        ),
+        _action(
+            "Spread the job's work into small steps between requests",
+            "many short pauses cost the tail less than one long one",
+        ),
+    ],
+    "time": [
+        _action(
+            "Look beside the requests: background threads, periodic jobs, GC, idle-time frequency "
+            "scaling; measure a change with a paced profile (--utilization), not back to back",
+            "the requests' own work is fast closed loop: what slows them happens in time",
+        ),
+    ],
     "gc": [
         _action(
             "Call gc.freeze() after loading the model", "long-lived objects stop being rescanned"

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..analysis.budget import END_TO_END, budget, stage_matrix
 from ..analysis.explain import recorded_stacks
+from ..analysis.periodic import periodic_spikes
 from ..analysis.stats import percentiles
 from ..errors import TraceError
 from ..roles import decide_roles
@@ -59,6 +60,8 @@ def run_facts(run) -> dict[str, Any]:
         "gc": report["gc"],
         "blocking": report["head_of_line"],
         "stacks": recorded_stacks(meta),
+        "pacing": meta.timing.pacing if meta.timing else None,
+        "periodic": periodic_spikes(run.requests, run.stages, run.stage_names),
         "serving_gc": meta.serving.gc if meta.serving else None,
         "policy": (meta.load.policy if meta.load else None)
         or (meta.serving.policy if meta.serving else None),

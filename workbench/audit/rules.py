@@ -34,6 +34,13 @@ Thresholds (defaults):
   stages' host time are ``sync``;
 * ``GC_SHARE`` 0.05: garbage-collection pauses at least 5 % of the slowest 5 %'s
   end to end (when the run recorded them) are ``gc``;
+* ``periodic``: slow requests that recur at a period (:mod:`workbench.analysis.periodic`), naming
+  the period, the width, the share of requests and the stage holding their excess time;
+* ``TIME_TAIL_RATIO`` 2 and ``LOW_UTILIZATION`` 0.6: a paced run (``timing.pacing``) at most 60 % of
+  the measured capacity whose p99 is at least 2x the closed-loop p99, or periodic spikes that hold
+  at least ``PERIODIC_TAIL_SHARE`` 50 % of the slowest 1 % of the requests, is ``time``: the tail
+  comes from time (background threads, periodic jobs, idle gaps), not from the request's own work,
+  and the role findings of the stages' mean share (bf16, int8, batching lookups) are left out;
 * ``SERVED_GC_PAUSE_SHARE`` 0.10: on a served run, a longest collection pause
   of at least 10 % of the end-to-end p99 is ``gc`` (every request in flight
   waits through it).
@@ -56,6 +63,9 @@ SERVED_GC_PAUSE_SHARE = 0.10
 PAGEABLE_BYTES_PER_REQUEST = 1 << 20
 SYNC_SHARE = 0.10
 GC_SHARE = 0.05
+TIME_TAIL_RATIO = 2.0
+LOW_UTILIZATION = 0.6
+PERIODIC_TAIL_SHARE = 0.5
 
 ROLE_KIND = {
     "io": "feature_io",
@@ -283,6 +293,57 @@ def gc_pauses(facts: dict[str, Any]) -> list[dict]:
     )
 
 
+def periodic(facts: dict[str, Any]) -> list[dict]:
+    found = facts.get("periodic")
+    if not found:
+        return []
+    return _finding(
+        "periodic",
+        found["stage"],
+        f"slow requests recur {found['sentence']}",
+        share=found["share_of_requests"],
+        period_ms=found["period_ms"],
+        width_ms=found["width_ms"],
+        episodes=found["episodes"],
+    )
+
+
+def time_tail(facts: dict[str, Any]) -> list[dict]:
+    pacing, spikes = facts.get("pacing") or {}, facts.get("periodic") or {}
+    ratio, capacity = pacing.get("p99_over_closed_loop"), pacing.get("capacity_rps")
+    load = pacing["rate_rps"] / capacity if capacity else None
+    paced = ratio is not None and ratio >= TIME_TAIL_RATIO and load <= LOW_UTILIZATION
+    periodic_share = spikes.get("share_of_slowest_1pct") or 0.0
+    if not paced and periodic_share < PERIODIC_TAIL_SHARE:
+        return []
+    if paced:
+        why = (
+            f"paced at {load:.0%} of the capacity, p99 is {pacing['paced']['p99_ms']:.3g} ms, "
+            f"{ratio:.1f}x the closed-loop p99 ({pacing['closed_loop']['p99_ms']:.3g} ms)"
+        )
+    else:
+        why = (
+            f"{periodic_share:.0%} of the slowest 1 % of requests recur every "
+            f"{spikes['period_ms']:.3g} ms"
+        )
+    stage = spikes.get("stage") or _largest_tail_stage(facts)
+    where = f"; requests wait in {stage}" if stage else ""
+    return _finding(
+        "time",
+        stage,
+        f"{why}: the tail comes from time, not from the request's own work{where}",
+        share=max(periodic_share, 1.0 - 1.0 / ratio if paced else 0.0),
+        p99_over_closed_loop=ratio,
+        utilization=load,
+    )
+
+
+def _largest_tail_stage(facts: dict[str, Any]) -> str | None:
+    slowest = slowest_set(facts.get("tail"))
+    shares = slowest[2]["shares"] if slowest else {}
+    return max(shares, key=shares.get) if shares else None
+
+
 RULES = (
     dominant_stages,
     tail_stages,
@@ -293,12 +354,18 @@ RULES = (
     sync,
     gc_pauses,
     served_gc,
+    periodic,
+    time_tail,
 )
 
 
 def findings(facts: dict[str, Any]) -> list[dict]:
     """Every rule's findings, each with its catalog actions, largest time share first."""
     out = [f | {"actions": _actions(f)} for rule in RULES for f in rule(facts)]
+    if any(
+        f["kind"] == "time" for f in out
+    ):  # the stages' own work is not what the tail is made of
+        out = [f for f in out if f["kind"] not in ROLE_KIND.values()]
     return sorted(out, key=lambda f: -_weight(f))
 
 

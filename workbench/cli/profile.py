@@ -17,7 +17,13 @@ from ..memory import describe
 from ..otel.export import otel_hook
 from ..pipeline import load_factory
 from ..record import save_meta, summarized
-from ..runner import DEFAULT_MAX_DURATION_S, DEFAULT_REQUESTS, DEFAULT_TRACED
+from ..runner import (
+    DEFAULT_MAX_DURATION_S,
+    DEFAULT_MIN_DURATION_S,
+    DEFAULT_REQUESTS,
+    DEFAULT_TRACED,
+    Pace,
+)
 from ..timing import SYNC_POLICIES
 from .numbers import add_number, number, ranged
 from .output import check_out, default_folder, dumps, pipeline_name, save_measured, stdout_to_stderr
@@ -28,6 +34,9 @@ WARMUP = number("--warmup", 0, 10**7, "requests", integer=True)
 TRACED = number("--traced", 0, 10**4, "requests", integer=True)
 TIMEOUT = number("--timeout-s", 0, 7 * 86_400, "s", lo_open=True)
 MAX_DURATION = number("--max-duration", 0, 7 * 86_400, "s", lo_open=True)
+RATE = number("--rate", 0, 10**7, "requests/s", lo_open=True)
+UTILIZATION = number("--utilization", 0, 0.99, "", lo_open=True)
+MIN_DURATION = number("--min-duration", 0, 7 * 86_400, "s")
 BATCH_SIZE = ranged("--batch-size", BATCH_SIZES)
 THREADS = ranged("--threads", THREAD_COUNTS)
 
@@ -75,6 +84,7 @@ def register(subparsers) -> None:
         f"first (default {DEFAULT_MAX_DURATION_S:g})",
         metavar="SECONDS",
     )
+    add_pacing_arguments(p)
     add_fail_on_error(p)
     p.add_argument(
         "--no-stacks",
@@ -106,6 +116,46 @@ def register(subparsers) -> None:
         "(OTLP to $OTEL_EXPORTER_OTLP_ENDPOINT, else otel-spans.jsonl in the run folder)",
     )
     p.set_defaults(func=run)
+
+
+def add_pacing_arguments(p: argparse.ArgumentParser) -> None:
+    paced = p.add_mutually_exclusive_group()
+    add_number(
+        paced,
+        RATE,
+        None,
+        "pace the measured requests: Poisson arrivals at this rate, after the --requests closed-loop "
+        "ones (kept as the service-time reference), so idle gaps, background threads and periodic "
+        "jobs act on them as in production",
+    )
+    add_number(
+        paced,
+        UTILIZATION,
+        None,
+        "pace at this fraction of the capacity the closed-loop requests measured (e.g. 0.5)",
+    )
+    add_number(
+        p,
+        MIN_DURATION,
+        DEFAULT_MIN_DURATION_S,
+        f"a paced run goes on at least this long, then until its p99 interval is within 20 %% "
+        f"(or --max-duration); it sees periodic spikes of periods up to a fifth of it "
+        f"(default {DEFAULT_MIN_DURATION_S:g}: up to 2 s)",
+        metavar="SECONDS",
+    )
+
+
+def pace_from_args(args) -> Pace | None:
+    """The schedule --rate or --utilization asks for, or None (closed loop)."""
+    if args.rate is None and args.utilization is None:
+        return None
+    return Pace(rate_rps=args.rate, utilization=args.utilization, min_duration_s=args.min_duration)
+
+
+def paced_progress(done: int, total: int, phase: str) -> None:
+    """A one-line progress bar of the paced requests on stderr."""
+    if phase == "paced" and done % 50 == 0:
+        print(f"\rprofile: {done} paced requests", end="", file=sys.stderr, flush=True)
 
 
 def add_fail_on_error(p: argparse.ArgumentParser) -> None:
@@ -186,6 +236,7 @@ def run(args) -> int:
     from ..runner import profile
 
     config = config_from_args(args)
+    args.progress = sys.stderr.isatty() and pace_from_args(args) is not None
     apply_threads(args)
     factory = factory_from_args(args)
     out = args.out or default_out(args)
@@ -206,7 +257,11 @@ def run(args) -> int:
             modules=args.with_modules,
             sample_stacks=args.sample_stacks,
             on_recorded=lambda run: save_measured(run, out),
+            pace=pace_from_args(args),
+            progress=paced_progress if args.progress else None,
         )
+    if args.progress:
+        print(file=sys.stderr)
     path, failed = saved_summaries(result), result.summary_failures
     otel_hook(args, result, path)  # spans from the recorded timestamps, after the run
     report = summarized(failed, "the budget", budget, result)
@@ -215,10 +270,36 @@ def run(args) -> int:
     else:
         if report is not None:
             summarized(failed, "printing the budget", print_budget, report, sys.stdout)
+        print_pacing(result.meta.timing.pacing)
         print(f"\nrun written to {path}")
     verdict = max(guard_verdict(result), failure_verdict(result, args.fail_on_error, "profile"))
     print_summary_failures(result, "profile")
     return verdict
+
+
+def print_pacing(pacing: dict | None) -> None:
+    """A paced run's schedule against its closed-loop reference, and what a gap between them means."""
+    from ..audit.rules import LOW_UTILIZATION, TIME_TAIL_RATIO
+
+    if pacing is None:
+        return
+    closed, paced, ratio = pacing["closed_loop"], pacing["paced"], pacing["p99_over_closed_loop"]
+    load = pacing["rate_rps"] / pacing["capacity_rps"] if pacing["capacity_rps"] else None
+    at = f" ({load:.0%} of the closed-loop capacity)" if load is not None else ""
+    print(
+        f"\npaced at {pacing['rate_rps']:.4g} requests/s{at} for {pacing['wall_s']:.3g} s: "
+        f"p99 {paced['p99_ms']:.4g} ms against {closed['p99_ms']:.4g} ms closed loop "
+        f"({closed['count']} requests back to back); send lag p99 {pacing['lag_p99_ms']:.3g} ms"
+    )
+    if (
+        ratio is not None
+        and ratio >= TIME_TAIL_RATIO
+        and load is not None
+        and load <= LOW_UTILIZATION
+    ):
+        print(
+            "the tail comes from time, not from the request's own work (workbench audit names where)"
+        )
 
 
 def saved_summaries(run) -> Path:

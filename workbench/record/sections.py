@@ -194,6 +194,8 @@ class Timing(Section, name="timing"):
     requests_asked: NonNegInt | None = None
     max_duration_s: NonNegNumber | None = None
     stopped_by: str | None = None
+    pacing: Json | None = None  # a paced run: schedule, closed-loop reference (docs/json.md)
+    _left_out_when_unset: ClassVar[tuple[str, ...]] = ("pacing",)
 
 
 @dataclass(frozen=True)

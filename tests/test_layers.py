@@ -11,7 +11,7 @@ runs later, but it still ties the two modules together. The test fails on
 
 The layer map, lowest first (a module's layer is that of its top-level folder or file):
 
-    0 core      units, errors, naming, config, roles, device (is there a GPU: decided once), signals
+    0 core      units, errors, files, naming, config, roles, device (is there a GPU: decided once), signals
                 (SIGTERM handled as Ctrl-C), _lazy,
                 the package's __init__ (lazy exports by name: it imports only _lazy)
     1 record    record/ (the one run record), trace/ (the one trace model)
@@ -36,7 +36,18 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "workbench"
 
 LAYERS = {
-    0: ("units", "errors", "naming", "config", "roles", "device", "signals", "_lazy", "__init__"),
+    0: (
+        "units",
+        "errors",
+        "files",
+        "naming",
+        "config",
+        "roles",
+        "device",
+        "signals",
+        "_lazy",
+        "__init__",
+    ),
     1: ("record", "trace"),
     2: ("analysis",),
     3: (

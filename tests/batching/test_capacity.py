@@ -1,6 +1,8 @@
 """Capacity sweeps on synthetic runs: point rows, the sweep folder, rate=auto's stop, the knee, predictions."""
 
 import json
+import os
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -224,6 +226,25 @@ def test_load_sweep_names_the_problem(tmp_path):
     (tmp_path / "sweep.json").write_text('{"format": "other"}')
     with pytest.raises(ConfigError, match="field 'format'/'version'"):
         load_sweep(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda f: os.mkfifo(f), "is a FIFO (named pipe), not a regular file"),
+        (lambda f: os.symlink("/dev/zero", f), "is a character device, not a regular file"),
+        (lambda f: f.write_text("[" * 100_000 + "]" * 100_000), "not valid JSON"),
+        (lambda f: f.write_bytes(b'{"format": "\xff"}'), "not valid JSON"),
+        (lambda f: f.write_text("[]"), "not a sweep record"),
+    ],
+)
+def test_load_sweep_refuses_what_is_not_a_sweep_file_in_one_error(tmp_path, make, message):
+    """Issue 35: the dashboard's sweep reader hung on a FIFO, read /dev/zero until memory ran out and
+    raised RecursionError on deep nesting; now one ConfigError naming the file."""
+    make(tmp_path / "sweep.json")
+    with pytest.raises(ConfigError, match=re.escape(message)) as info:
+        load_sweep(tmp_path)
+    assert str(tmp_path / "sweep.json") in str(info.value)
 
 
 def test_compare_sweeps_matches_points_on_the_swept_value(tmp_path):

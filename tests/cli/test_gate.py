@@ -1,4 +1,5 @@
 import json
+import os
 
 import pytest
 from tests.cli.compare_helpers import saved_run
@@ -106,6 +107,10 @@ GOOD = {"name": "end_to_end", **entry(1.0, (0.99, 1.01))}
         (GOOD | {"p50_ci": [1.2, 1.1]}, "end_to_end.p50_ci = [1.2, 1.1]: inverted interval"),
         (GOOD | {"p50_ci": [1.0, float("nan")]}, "end_to_end.p50_ci[1] = NaN: not a finite number"),
         (GOOD | {"p50_verdict": "maybe"}, 'end_to_end.p50_verdict = "maybe": expected one of'),
+        (
+            GOOD | {"p50_ratio": 5.0},
+            "end_to_end.p50_ratio = 5.0: outside its own interval p50_ci = [",
+        ),
         (None, "end_to_end = null: no result and no error saying why"),
     ],
 )
@@ -125,7 +130,7 @@ def test_a_malformed_compare_file_exits_2_with_one_line_naming_field_and_value(
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["gate", "/no/such/file.json"], "not a readable compare --json file"),
+        (["gate", "/no/such/file.json"], "/no/such/file.json: no such compare --json file"),
         (["gate", "a", "b", "c"], "got 3 inputs"),
         (["gate", "/no/run/a", "/no/run/b"], "not a folder"),
     ],
@@ -133,6 +138,43 @@ def test_a_malformed_compare_file_exits_2_with_one_line_naming_field_and_value(
 def test_bad_input_exits_2(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def _special(tmp_path, kind: str) -> str:
+    f = tmp_path / "cmp.json"
+    good = {"configs": [{"label": "a"}, {"label": "b"}], "stages": [], "end_to_end": GOOD}
+    if kind == "fifo":
+        os.mkfifo(f)
+    elif kind == "dev-zero":
+        os.symlink("/dev/zero", f)
+    elif kind == "deep":
+        f.write_text("[" * 100_000 + "]" * 100_000)
+    elif kind == "surrogate-verdict":
+        f.write_text(json.dumps(good).replace('"p50_verdict": "', '"p50_verdict": "\\ud800', 1))
+    elif kind == "surrogate-label":
+        f.write_text(json.dumps(good).replace('"label": "b"', '"label": "b\\udc80"'))
+    elif kind == "latin-1":
+        f.write_bytes(json.dumps(good).replace('"b"', '"b\u00e9"').encode("latin-1"))
+    return str(f)
+
+
+@pytest.mark.parametrize(
+    "kind, message",
+    [
+        ("fifo", "cmp.json: is a FIFO (named pipe), not a regular file"),
+        ("dev-zero", "cmp.json: is a character device, not a regular file"),
+        ("deep", "cmp.json: not a compare --json file (nested too deep to read)"),
+        ("surrogate-verdict", "cmp.json: holds a lone surrogate \\ud800, which is not text"),
+        ("surrogate-label", "cmp.json: holds a lone surrogate \\udc80, which is not text"),
+        ("latin-1", "cmp.json: not UTF-8 text (byte "),
+    ],
+)
+def test_a_compare_file_that_cannot_be_read_safely_is_one_line(tmp_path, capsys, kind, message):
+    """Issue 35: a FIFO hung, a link to /dev/zero ran out of memory, deep nesting and a surrogate
+    were exit 3 (a surrogate label printed invalid UTF-8); now exit 2 before parsing or printing."""
+    assert main(["gate", _special(tmp_path, kind)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err
 
 
 def test_not_a_compare_output_exits_2(tmp_path, capsys):

@@ -305,7 +305,7 @@ def corpus() -> list[Damage]:
             None,
         ),
     ]
-    return cases + issue_27_cases()
+    return cases + issue_27_cases() + issue_35_cases()
 
 
 def _link_out(name: str) -> Callable[[Path], None]:
@@ -398,6 +398,29 @@ def issue_27_cases() -> list[Damage]:
             "requests.parquet",
             "request_id",
         ),
+    ]
+
+
+def issue_35_cases() -> list[Damage]:
+    """Issue 35: run.json fields left loosely typed crashed show and audit (exit 3) or were printed."""
+    load = {"policy": {"max_batch_size": 4, "max_wait_ms": 5.0}}
+    cases = [
+        ("trace.failures", _set("trace.failures", [{}])),
+        ("trace.failures", _set("trace.failures", [{"stage": "parse", "type": "E", "count": 1}])),
+        ("stacks.headline", _set("stacks", {"headline": 5})),
+        ("stacks.stages", _set("stacks", {"stages": {"parse": {"tree": [{"id": 0}]}}})),
+        ("load.warmup_failures", _set("load", load | {"warmup_failures": [{}]})),
+        (
+            "load.policy.max_wait_ms",
+            _set("load", {"policy": {"max_batch_size": 4, "max_wait_ms": "x"}}),
+        ),
+        ("load.policy", _set("load", {"policy": {"max_wait_ms": 5.0}})),
+        ("load.arrivals.rate_rps", _set("load", load | {"arrivals": {"rate_rps": "fast"}})),
+        ("load.batch_sizes", _set("load", load | {"batch_sizes": {"1": -3}})),
+    ]
+    return [
+        Damage(f"meta-35-{field}-{i}", _edit_meta(change), "run.json", field)
+        for i, (field, change) in enumerate(cases)
     ]
 
 

@@ -93,3 +93,15 @@ def test_show_and_analyze_exit_2_with_one_line(damaged):
             and err.startswith(f"workbench {command}: error: ")
             and case.file in err
         )
+
+
+@pytest.mark.parametrize("damaged", CASES, ids=[c.id for c in CASES], indirect=True)
+def test_compare_and_gate_refuse_what_show_refuses(damaged, good_run):
+    """Issue 35: compare and gate of two saved runs read them with show's checks (a negative dur_ns
+    printed a negative ratio with exit 0, a text request id was exit 3)."""
+    case, root = damaged
+    for command in ("compare", "gate"):
+        rc, err = cli([command, str(good_run), str(root)])
+        assert rc == 2, err
+        assert err.count("\n") == 1 and err.startswith(f"workbench {command}: error: ")
+        assert case.file in err and (case.field is None or case.field in err)

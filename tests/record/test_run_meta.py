@@ -176,3 +176,26 @@ def test_format_2_migrates_to_3_with_the_same_meta_and_every_section_field_writt
         for k, v in written.items()
         if k != "version"
     )
+
+
+def test_typed_objects_inside_sections_are_checked_and_keep_keys_they_do_not_declare():
+    """Issue 35: failures, policies and stacks are typed on decode; a newer writer's keys survive."""
+    data = {
+        "stages": ["parse"],
+        "stacks": {"headline": "parse, 90 %", "new": 1, "stages": {"parse": {"more": [2]}}},
+        "load": {
+            "policy": {"max_batch_size": 4, "max_wait_ms": 5, "later": True},
+            "warmup_failures": [
+                {"stage": "parse", "type": "E", "message": "m", "where": None, "count": 1, "z": 0}
+            ],
+        },
+    }
+    meta = RunMeta.from_dict(data)
+    assert meta.stacks == data["stacks"] and meta.load.policy == data["load"]["policy"]
+    assert meta.load.warmup_failures == data["load"]["warmup_failures"]
+    assert meta.to_dict()["load"]["policy"] == data["load"]["policy"]
+    with pytest.raises(MetaError) as info:
+        RunMeta.from_dict(data | {"load": {"warmup_failures": [{"stage": "parse"}]}})
+    assert str(info.value).startswith(
+        "field 'load.warmup_failures' item [0] must have field 'type', got"
+    )

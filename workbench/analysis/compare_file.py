@@ -7,7 +7,9 @@ schema is refused with one line naming the field and its value
 number >= 0, a missing or null interval, a string where a number belongs, an
 interval whose low end is above its high end, a verdict that is not one of
 :data:`~workbench.analysis.verdicts.VERDICTS`, a comparison without its result
-and without the error that says why.
+and without the error that says why, a ratio outside its own interval. The file is read by
+:func:`workbench.files.read_capped` (a regular file of at most 64 MiB) and parsed with a depth
+limit; text that is not UTF-8 or holds a lone surrogate escape (``"\\ud800"``) is refused.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from ..errors import ConfigError, value_at
+from ..files import MAX_JSON_BYTES, read_capped
 from .verdicts import FASTER, NO_DIFFERENCE, SLOWER, TOO_NOISY, VERDICTS
 
 # finite and >= 0: msgspec's bounds reject NaN (no comparison holds) and +-Infinity
@@ -41,9 +44,14 @@ class Entry(msgspec.Struct, frozen=True):
     def __post_init__(self) -> None:
         for metric in ("p50", "p99"):
             lo, hi = getattr(self, f"{metric}_ci")
+            ratio = getattr(self, f"{metric}_ratio")
             if lo > hi:
                 raise ValueError(
                     f"{metric}_ci = [{lo}, {hi}]: inverted interval (low end above high end)"
+                )
+            if not lo <= ratio <= hi:
+                raise ValueError(
+                    f"{metric}_ratio = {ratio}: outside its own interval {metric}_ci = [{lo}, {hi}]"
                 )
 
 
@@ -103,10 +111,20 @@ def decode_comparisons(data: Any, source: str) -> tuple[CompareFile, list[Compar
     return found, list(found.comparisons or [first])
 
 
-def read_compare_file(path: str, text: str) -> tuple[CompareFile, list[Comparison]]:
-    """Parse ``text`` (NaN/Infinity tokens are read, then refused by the schema with their field)."""
+def read_compare_file(path: str) -> tuple[CompareFile, list[Comparison]]:
+    """Read and decode a ``compare --json`` file (NaN/Infinity tokens are read, then refused by the schema
+    with their field); ConfigError naming the file and what is wrong."""
+    raw = read_capped(path, MAX_JSON_BYTES, ConfigError, "compare --json file")
     try:
-        data = json.loads(text)
+        data = json.loads(raw.decode("utf-8"))
+        json.dumps(data, ensure_ascii=False).encode("utf-8")  # a lone surrogate cannot be printed
+    except RecursionError:
+        raise ConfigError(f"{path}: not a compare --json file (nested too deep to read)") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start:,}: {exc.reason})") from None
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start : exc.end].encode("unicode_escape").decode()
+        raise ConfigError(f"{path}: holds a lone surrogate {bad}, which is not text") from None
     except ValueError as exc:
         raise ConfigError(f"{path}: not a readable compare --json file ({exc})") from None
     if not isinstance(data, dict) or "configs" not in data or "end_to_end" not in data:

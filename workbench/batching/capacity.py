@@ -36,6 +36,7 @@ import pandas as pd
 from ..analysis.stats import summarize_ns
 from ..analysis.windows import StabilityWatch, auto_stop, counted_windows, knee, ratio, window_table
 from ..errors import ConfigError
+from ..files import MAX_JSON_BYTES, read_capped
 from ..record.folder import write_text_atomically
 from ..units import NS_PER_S
 
@@ -346,12 +347,15 @@ def is_sweep(path: str | os.PathLike) -> bool:
 def load_sweep(path: str | os.PathLike) -> dict[str, Any]:
     """A sweep folder's record; a ConfigError names the file and what is wrong."""
     file = Path(path) / SWEEP_FILE
+    if not file.exists():
+        raise ConfigError(f"{path}: not a sweep folder (no {SWEEP_FILE})")
+    raw = read_capped(file, MAX_JSON_BYTES, ConfigError, "sweep file")
     try:
-        record = json.loads(file.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: not a sweep folder (no {SWEEP_FILE})") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{file}: not valid JSON ({exc})") from None
+        record = json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, nested too deep
+        raise ConfigError(f"{file}: not valid JSON ({str(exc)[:120]})") from None
+    if not isinstance(record, dict):
+        raise ConfigError(f"{file}: not a sweep record (a JSON object)")
     if record.get("format") != FORMAT or record.get("version") != VERSION:
         raise ConfigError(
             f"{file}: field 'format'/'version' must be {FORMAT!r}/{VERSION}, got "

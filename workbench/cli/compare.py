@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..analysis.budget import END_TO_END
 from ..analysis.outputs import agreement_text
@@ -30,7 +31,19 @@ from ..config import option_value
 from ..errors import ConfigError, RunRecordError
 from ..fingerprint import differences, fingerprint_of
 from ..noise import noise_line
-from ..record.folder import META_FILE, REQUESTS_FILE, STAGES_FILE, inside, read_meta, recover
+from ..record.folder import (
+    META_FILE,
+    REQUESTS_FILE,
+    STAGES_FILE,
+    check_consistent,
+    inside,
+    open_table,
+    read_meta,
+    recover,
+    table_schemas,
+    trace_path,
+)
+from ..record.tables import TableError, checked_table
 from .numbers import add_number, number
 from .output import print_result
 from .load_args import SEED
@@ -236,81 +249,106 @@ def compare_saved(
 
 def saved_columns(path: str) -> tuple[Any, dict[str, np.ndarray]]:
     """``(meta, {stage: ns, ..., "end_to_end": ns})``: a run folder's measured successful requests, in request
-    order, one float64 array per stage (summed where a stage ran twice; NaN where it did not run), streamed from
-    the Parquet tables in batches (only the columns needed: request, warmup, ok, dur_ns; request, stage, dur_ns)."""
+    order, one float64 array per stage (summed where a stage ran twice; NaN where it did not run).
+
+    Only the columns needed are read (request, warmup, ok, dur_ns; request, stage, dur_ns), in batches, the
+    stage names as codes; each column is checked as ``show`` checks it (``record.tables.checked_table``,
+    against the whole table's row count), the tables against each other and run.json
+    (``record.folder.check_consistent``) and the trace's name: a folder ``show`` refuses is refused."""
     root = Path(path)
     recover(root)
     if not root.is_dir():
         raise RunRecordError(f"{root}: not a folder (expected a run folder with {META_FILE})")
     meta = read_meta(inside(root, META_FILE))
-    req = _read_columns(inside(root, REQUESTS_FILE), ("request", "warmup", "ok", "dur_ns"))
-    keep = ~req["warmup"].astype(bool) & req["ok"].astype(bool)
-    ids = req["request"][keep]
+    schemas = table_schemas(meta)
+    req = _read_columns(inside(root, REQUESTS_FILE), *schemas[REQUESTS_FILE], _REQUEST_KEPT)
+    st = _read_columns(inside(root, STAGES_FILE), *schemas[STAGES_FILE], _STAGE_KEPT)
+    check_consistent(root, meta, req, st)
+    trace_path(root, meta)  # a trace run.json names must be in the folder, as for show
+    keep = (~req["warmup"] & req["ok"]).to_numpy()
+    ids = req["request"].to_numpy()[keep]
     order = np.argsort(ids, kind="stable")
     sorted_ids = ids[order]
-    sums = {name: np.zeros(ids.size) for name in meta.stages}
-    seen = {name: np.zeros(ids.size, dtype=bool) for name in meta.stages}
-    columns = ("request", "stage", "dur_ns")
-    for request, (codes, names), dur in _batches(inside(root, STAGES_FILE), columns, "stage"):
-        pos = np.minimum(np.searchsorted(sorted_ids, request), max(ids.size - 1, 0))
-        valid = (sorted_ids[pos] == request) if ids.size else np.zeros(request.size, dtype=bool)
-        for code, name in enumerate(names):
-            if name in sums:
-                mine = valid & (codes == code)
-                where = order[pos[mine]]
-                sums[name] += np.bincount(
-                    where, weights=dur[mine].astype("float64"), minlength=ids.size
-                )
-                seen[name][where] = True
-    cols = {name: np.where(seen[name], sums[name], np.nan) for name in meta.stages}
-    cols[END_TO_END] = req["dur_ns"][keep].astype("float64")
+    request, stage = st["request"].to_numpy(), st["stage"].array
+    pos = np.minimum(np.searchsorted(sorted_ids, request), max(ids.size - 1, 0))
+    valid = (sorted_ids[pos] == request) if ids.size else np.zeros(request.size, dtype=bool)
+    dur = st["dur_ns"].to_numpy().astype("float64")
+    cols = {}
+    for code, name in enumerate(stage.categories):
+        if name in meta.stages:
+            mine = valid & (stage.codes == code)
+            where = order[pos[mine]]
+            sums = np.bincount(where, weights=dur[mine], minlength=ids.size)
+            seen = np.bincount(where, minlength=ids.size) > 0
+            cols[name] = np.where(seen, sums, np.nan)
+    cols = {name: cols.get(name, np.full(ids.size, np.nan)) for name in meta.stages}
+    cols[END_TO_END] = req["dur_ns"].to_numpy()[keep].astype("float64")
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()  # the reader's freed buffers (else its allocator keeps them)
     return meta, cols
 
 
-def _read_columns(path: Path, columns: tuple[str, ...]) -> dict[str, np.ndarray]:
-    parts = list(_batches(path, columns))
-    return {
-        c: np.concatenate([p[i] for p in parts]) if parts else np.empty(0)
-        for i, c in enumerate(columns)
-    }
+_REQUEST_KEPT = ("request", "warmup", "ok", "dur_ns")
+_STAGE_KEPT = ("request", "stage", "dur_ns")
 
 
-def _batches(path: Path, columns: tuple[str, ...], dictionary: str | None = None):
-    """numpy columns of ``path`` batch by batch; the ``dictionary`` column as ``(codes, names)``."""
+def _read_columns(
+    path: Path, columns: dict[str, str], optional: tuple[str, ...], kept: tuple[str, ...]
+) -> pd.DataFrame:
+    """The ``kept`` columns of a run table (``stage`` as a categorical), read batch by batch, each batch
+    checked as ``show`` checks the whole table (``columns``, ``optional``: ``record.folder.table_schemas``)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
+    text = [c for c in kept if columns[c] == "object"]
     try:
-        table = pq.ParquetFile(
-            path,
-            read_dictionary=[dictionary] if dictionary else None,
-            pre_buffer=False,
-            buffer_size=1 << 20,
-        )
-        missing = [c for c in columns if c not in table.schema_arrow.names]
-        if missing:
-            raise RunRecordError(f"{path}: no column {', '.join(missing)}")
-        for batch in table.iter_batches(
-            columns=list(columns), batch_size=1 << 18, use_threads=False
-        ):
-            out = []
-            for name in columns:
-                col = batch.column(name)
-                if name == dictionary:
-                    out.append(
-                        (col.indices.to_numpy(zero_copy_only=False), col.dictionary.to_pylist())
-                    )
-                elif col.null_count:
-                    raise RunRecordError(f"{path}: column {name} has {col.null_count} empty values")
-                else:
-                    out.append(col.to_numpy(zero_copy_only=False))
-            yield out
-    except RunRecordError:
-        raise
+        with open_table(path) as stream:
+            table = pq.ParquetFile(
+                stream, read_dictionary=text, pre_buffer=False, buffer_size=1 << 20
+            )
+            missing = [
+                c for c in columns if c not in table.schema_arrow.names and c not in optional
+            ]
+            if missing:
+                raise TableError(missing[0], "is missing")
+            rows = table.metadata.num_rows
+            parts: dict[str, list[np.ndarray]] = {c: [] for c in kept}
+            names: dict[str, int] = {}
+            for batch in table.iter_batches(batch_size=1 << 18, use_threads=False):
+                for c in text:
+                    parts[c].append(_codes(batch.column(c), c, names))
+                plain = batch.drop_columns(text).to_pandas()
+                checked = checked_table(plain, columns, optional=(*optional, *text), rows=rows)
+                for c in kept:
+                    if c not in text:
+                        parts[c].append(checked[c].to_numpy(copy=True))  # not a view of the batch
+    except (RunRecordError, TableError) as exc:
+        raise RunRecordError(
+            f"{path}: {exc}" if isinstance(exc, TableError) else str(exc)
+        ) from None
     except Exception as exc:  # pyarrow raises several unrelated types for a damaged file
         raise RunRecordError(f"{path}: unreadable Parquet: {str(exc)[:200]}") from None
+    pa.default_memory_pool().release_unused()
+    out = {}
+    for c in kept:  # one column at a time, its batches freed before the next is joined
+        batches = parts.pop(c)
+        empty = np.empty(0, {"bool": bool, "object": "int32"}.get(columns[c], "int64"))
+        joined = np.concatenate(batches) if batches else empty
+        out[c] = pd.Categorical.from_codes(joined, list(names)) if c in text else joined
+    return pd.DataFrame(out, copy=False)
+
+
+def _codes(col, name: str, names: dict[str, int]) -> np.ndarray:
+    """A dictionary-encoded text column's codes into ``names`` (the names of every batch so far)."""
+    import pyarrow as pa
+
+    if not pa.types.is_dictionary(col.type) or not pa.types.is_string(col.dictionary.type):
+        raise TableError(name, f"must hold text with no nulls, found {col.type}")
+    if col.null_count:
+        raise TableError(name, f"must hold text with no nulls, found {col.null_count} nulls")
+    ours = np.array([names.setdefault(n, len(names)) for n in col.dictionary.to_pylist()], "int32")
+    return ours[col.indices.to_numpy(zero_copy_only=False)]
 
 
 def _stage_label(name: str) -> str:

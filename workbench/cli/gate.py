@@ -101,11 +101,7 @@ def load_comparisons(inputs: list[str]) -> list[tuple[str, CompareFile, Comparis
         raise ConfigError(
             f"{path} is a folder: give BASE and NEW run folders, or one compare --json file"
         )
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not a readable compare --json file ({exc})") from None
-    top, comps = read_compare_file(str(path), text)
+    top, comps = read_compare_file(str(path))
     labels = [c.label for c in top.configs]
     return [(f"{labels[c.b]} against {labels[0]}", top, c) for c in comps]
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..analysis.stats import summarize_ns
 from ..errors import ConfigError
+from ..files import read_capped
 from ..noise import noise_line
 from ..otel.export import otel_hook
 from ..runner import resolve_pipeline
@@ -21,7 +22,11 @@ from .numbers import add_number, number
 from .output import check_out, default_folder, dumps, save_measured
 from .profile import config_from_args, factory_from_args, failure_verdict, kept_on_interrupt
 
+<<<<<<< HEAD
 HTTP_TIMEOUT = number("--timeout", 0, 86_400, "s", lo_open=True)
+=======
+MAX_PAYLOAD_BYTES = 2**30  # request bodies, one per line, held in memory to cycle through
+>>>>>>> h2
 
 
 def add_url_arguments(load) -> None:
@@ -52,11 +57,8 @@ def payloads_from_args(args, n: int) -> list[bytes]:
     from ..serving.protocol import item_bytes
 
     if args.payloads is not None:
-        if not args.payloads.is_file():
-            raise ConfigError(
-                f"--payloads {args.payloads}: no such file (expected one request body per line)"
-            )
-        lines = [ln for ln in args.payloads.read_bytes().splitlines() if ln.strip()]
+        raw = read_capped(args.payloads, MAX_PAYLOAD_BYTES, ConfigError, "payload file")
+        lines = [ln for ln in raw.splitlines() if ln.strip()]
         if not lines:
             raise ConfigError(f"--payloads {args.payloads}: the file has no request bodies")
         return lines

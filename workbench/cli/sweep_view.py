@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal, Union
 import msgspec
 
 from ..errors import ConfigError
+from ..files import read_capped
 from .output import dumps, print_result, strict
 
 # -- the sweep file, decoded at the boundary -------------------------------------------------------------------
@@ -144,17 +145,7 @@ def decode_sweep(path: str | Path) -> SweepFile:
         raise ConfigError(
             f"{file}: a symbolic link out of the sweep folder (to {file.resolve()}); refused"
         )
-    if not file.is_file():
-        raise ConfigError(f"{file}: not a regular file")
-    size = file.stat().st_size
-    if size > MAX_SWEEP_FILE_BYTES:
-        raise ConfigError(
-            f"{file}: {size:,} bytes, more than a sweep file holds ({MAX_SWEEP_FILE_BYTES:,})"
-        )
-    try:
-        raw = file.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{file}: not readable ({exc.strerror})") from None
+    raw = read_capped(file, MAX_SWEEP_FILE_BYTES, ConfigError, "sweep file")
     try:
         record = msgspec.json.decode(raw, type=SweepFile)
     except msgspec.ValidationError as exc:

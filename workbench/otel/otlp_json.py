@@ -21,8 +21,10 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from ..errors import TraceError, value_at
+from ..files import read_capped
 
 ID_KEYS = ("traceId", "spanId", "parentSpanId")
+MAX_SPAN_FILE_BYTES = 2 * 2**30  # an OTLP/JSON export, read whole
 
 
 def spans_to_otlp_json(spans: Sequence[Any]) -> dict[str, Any]:
@@ -163,8 +165,7 @@ def read_otlp_json(path: str | Path) -> list[Span]:
     object: invalid UTF-8, a wrong type, a time past 2^63 - 1 ns, nesting past the decoder's depth.
     """
     p = Path(path)
-    with p.open("rb") as fh:  # a FIFO or device was refused by span_files; a file read once
-        raw = fh.read()
+    raw = read_capped(p, MAX_SPAN_FILE_BYTES, TraceError, "span file")
     return [span for line, obj in _documents(p, raw) for span in _spans(p, line, obj)]
 
 

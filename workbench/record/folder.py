@@ -27,7 +27,6 @@ import errno
 import json
 import os
 import shutil
-import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -35,6 +34,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import RunRecordError, encodable
+from ..files import MAX_JSON_BYTES, MAX_TABLE_BYTES, open_regular, read_capped
 from .meta import MetaError, RunMeta, decode_meta
 from .sections import TraceInfo
 from .tables import (
@@ -210,50 +210,59 @@ def read_folder(
     if not (root / META_FILE).exists():
         raise RunRecordError(f"{root}: no {META_FILE}; not a workbench run, or an interrupted one")
     meta = read_meta(inside(root, META_FILE))
+    schemas = table_schemas(meta)
+    requests = _read_table(inside(root, REQUESTS_FILE), *schemas[REQUESTS_FILE])
+    stages = _read_table(inside(root, STAGES_FILE), *schemas[STAGES_FILE])
+    check_consistent(root, meta, requests, stages)
+    return root, meta, requests, stages, trace_path(root, meta)
+
+
+def table_schemas(meta: RunMeta) -> dict[str, tuple[dict[str, str], tuple[str, ...]]]:
+    """Each table's ``(columns -> dtype, optional columns)`` for a run of ``meta``'s kind."""
     extra = LOAD_REQUEST_COLUMNS if meta.kind == "load" else {}
-    requests = _read_table(
-        inside(root, REQUESTS_FILE), {**REQUEST_COLUMNS, **extra}, OPTIONAL_REQUEST_COLUMNS
-    )
-    stages = _read_table(inside(root, STAGES_FILE), STAGE_COLUMNS)
-    _check_consistent(root, meta, requests, stages)
-    return root, meta, requests, stages, _trace_path(root, meta)
+    return {
+        REQUESTS_FILE: ({**REQUEST_COLUMNS, **extra}, OPTIONAL_REQUEST_COLUMNS),
+        STAGES_FILE: (STAGE_COLUMNS, ()),
+    }
 
 
 def inside(root: Path, name: str) -> Path:
-    """``root / name``, which must be a regular file in the run folder (no link out, no FIFO or device)."""
+    """``root / name``, which must be in the run folder (no link out); its readers open it with
+    :func:`open_table` or :func:`read_meta`, which refuse a FIFO, a device or a folder."""
     path = root / name
     try:
-        info = path.stat()
+        path.stat()
     except FileNotFoundError:
         raise RunRecordError(f"{root}: missing {name}") from None
-    except OSError as exc:
+    except OSError as exc:  # a symbolic link loop, no permission
         raise RunRecordError(f"{path}: unreadable: {exc.strerror}") from None
     if path.resolve().parent != root.resolve():
         raise RunRecordError(
             f"{path}: a link to {path.resolve()}, outside the run folder; copy the file in instead"
-        )
-    if not stat.S_ISREG(info.st_mode):
-        raise RunRecordError(
-            f"{path}: not a regular file (a FIFO, device or folder); refused before reading"
         )
     return path
 
 
 def read_meta(meta_file: Path) -> RunMeta:
     """The checked :class:`RunMeta` of a ``run.json`` (migrated to the current version)."""
-    try:
-        raw = meta_file.read_bytes()
-    except OSError as exc:
-        raise RunRecordError(f"{meta_file}: unreadable run.json: {exc.strerror or exc}") from exc
+    raw = read_capped(meta_file, MAX_JSON_BYTES, RunRecordError, "run.json")
     try:
         return decode_meta(raw)
     except MetaError as exc:
         raise RunRecordError(f"{meta_file}: {exc}") from exc
 
 
+def open_table(path: Path):
+    """A run table opened for Parquet readers: a regular file within :data:`MAX_TABLE_BYTES`."""
+    return open_regular(path, RunRecordError, "run table", max_bytes=MAX_TABLE_BYTES)
+
+
 def _read_table(path: Path, columns: dict[str, str], optional=()) -> pd.DataFrame:
     try:
-        df = pd.read_parquet(path)
+        with open_table(path) as stream:
+            df = pd.read_parquet(stream)
+    except RunRecordError:
+        raise
     except Exception as exc:  # pyarrow raises several unrelated types for a damaged file
         raise RunRecordError(f"{path}: unreadable Parquet: {str(exc)[:200]}") from exc
     try:
@@ -262,7 +271,7 @@ def _read_table(path: Path, columns: dict[str, str], optional=()) -> pd.DataFram
         raise RunRecordError(f"{path}: {exc}") from exc
 
 
-def _check_consistent(
+def check_consistent(
     root: Path, meta: RunMeta, requests: pd.DataFrame, stages: pd.DataFrame
 ) -> None:
     """Tables that agree with each other and with run.json (what the analyses assume)."""
@@ -271,7 +280,7 @@ def _check_consistent(
         raise RunRecordError(
             f"{root / REQUESTS_FILE}: column 'request' has duplicate id {int(requests['request'][dup].iloc[0])}"
         )
-    unknown = sorted(set(stages["stage"]) - set(meta.stages))
+    unknown = sorted(set(stages["stage"].unique()) - set(meta.stages))
     if unknown:
         raise RunRecordError(
             f"{root / STAGES_FILE}: column 'stage' names {unknown[:3]}, not in run.json 'stages'"
@@ -294,7 +303,8 @@ def _check_stages_present(
     """A stage run.json lists has rows in a run where a measured request succeeded (each ran every stage)."""
     if meta.kind not in ("profile", "load") or not (requests["ok"] & ~requests["warmup"]).any():
         return
-    missing = [s for s in meta.stages if s not in set(stages["stage"])]
+    present = set(stages["stage"].unique())  # once: a set per listed stage took seconds at 1M rows
+    missing = [s for s in meta.stages if s not in present]
     if missing:
         raise RunRecordError(
             f"{root / STAGES_FILE}: stage {missing[0]!r} is listed in run.json 'stages' "
@@ -317,7 +327,7 @@ def _check_stage_sums(root: Path, requests: pd.DataFrame, stages: pd.DataFrame) 
         )
 
 
-def _trace_path(root: Path, meta: RunMeta) -> Path | None:
+def trace_path(root: Path, meta: RunMeta) -> Path | None:
     """The trace named by run.json, which must be a plain file directly inside the run folder."""
     name = meta.trace.file if meta.trace is not None else None
     if not name:

@@ -41,6 +41,7 @@ from .sections import (
     Section,
     Serving,
     Simulation,
+    Stacks,
     Timing,
     TraceInfo,
     convert_checked,
@@ -91,7 +92,7 @@ class RunMeta:
     serving: Serving | None = None
     ingest: Ingest | None = None
     stage_roles: dict[str, str] | None = None
-    stacks: Json | None = None
+    stacks: Stacks | None = None
     extra: Json = field(default_factory=dict)
 
     @property

@@ -16,7 +16,7 @@ import functools
 import re
 import typing
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, NotRequired, TypedDict
 
 import msgspec
 
@@ -27,6 +27,80 @@ PosInt = Annotated[int, msgspec.Meta(ge=1)]
 Number = Annotated[float, msgspec.Meta(ge=-1e300, le=1e300)]  # finite: ints are accepted as floats
 NonNegNumber = Annotated[float, msgspec.Meta(ge=0, le=1e300)]
 Json = dict[str, Any]
+
+
+# -- the objects inside sections that readers index by key: typed dicts, checked on decode -------------------------
+class FailureRecord(TypedDict):
+    """One distinct failure and how often it happened (``runner.failure_records``)."""
+
+    stage: str
+    type: str
+    message: str
+    where: str | None
+    count: PosInt
+
+
+class Policy(TypedDict):
+    """A dynamic batching policy (``BatchPolicy.params()``)."""
+
+    max_batch_size: PosInt
+    max_wait_ms: NonNegNumber
+    concurrency: NotRequired[PosInt]
+
+
+class Arrivals(TypedDict, total=False):
+    """An arrival process (``Arrivals.params()``)."""
+
+    process: str
+    count: NonNegInt | None
+    duration_s: NonNegNumber | None
+    path: str
+    rate_rps: NonNegNumber
+    seed: int | None
+    on_ms: NonNegNumber
+    off_ms: NonNegNumber
+    peak_rate_rps: NonNegNumber
+
+
+class ServerGc(TypedDict, total=False):
+    """The server's garbage collections while it served (``serving.server``)."""
+
+    mode: str | None
+    frozen_objects: NonNegInt
+    collections: NonNegInt
+    pause_ms_total: NonNegNumber
+    pause_ms_max: NonNegNumber | None
+
+
+class StackNode(TypedDict):
+    """A node of the differential flame graph: its share of the tail set's and the median set's samples."""
+
+    id: int
+    parent: int
+    name: str
+    tail: NonNegNumber
+    median: NonNegNumber
+
+
+class StackStage(TypedDict, total=False):
+    """One stage of the sampled stacks (``workbench.analysis.stacks``)."""
+
+    samples: dict[str, NonNegInt]
+    enough: bool
+    lead: Json | None
+    frames: list[Json]
+    tree: list[StackNode]
+
+
+class Stacks(TypedDict, total=False):
+    """The timing run's sampled stacks, slow requests against median ones (``workbench.analysis.stacks``)."""
+
+    interval_ms: NonNegNumber
+    samples: NonNegInt
+    unassigned: NonNegInt
+    tail_set: Literal["slowest_1pct", "slowest_5pct"]
+    headline: str | None
+    stages: dict[str, StackStage]
 
 
 class MetaError(RunRecordError, ValueError):
@@ -129,7 +203,7 @@ class TraceInfo(Section, name="trace"):
     file: str | None = None
     requests: NonNegInt | None = None
     failed_requests: NonNegInt | None = None
-    failures: list[Json] = field(default_factory=list)
+    failures: list[FailureRecord] = field(default_factory=list)
     activities: list[str] | None = None
     profiler_warmup: NonNegInt | None = None
     record_shapes: bool | None = None
@@ -187,7 +261,7 @@ class Load(Section, name="load"):
     throughput_rps: Number | None = None
     mean_batch_size: Number | None = None
     utilization: Number | None = None
-    batch_sizes: Json | None = None
+    batch_sizes: dict[str, NonNegInt] | None = None
     requests: NonNegInt | None = None
     failed: NonNegInt | None = None
     batches: NonNegInt | None = None
@@ -195,11 +269,11 @@ class Load(Section, name="load"):
     generator_lag_p99_ms: Number | None = None
     late_requests: NonNegInt | None = None
     late_threshold_ms: Number | None = None
-    arrivals: Json | None = None
-    policy: Json | None = None
+    arrivals: Arrivals | None = None
+    policy: Policy | None = None
     warmup_calls_per_executor: NonNegInt | None = None
     warmup_failed: NonNegInt | None = None
-    warmup_failures: list[Json] = field(default_factory=list)
+    warmup_failures: list[FailureRecord] = field(default_factory=list)
     drain_timeout_s: Number | None = None
     switch_interval_s: Number | None = None
     timeout_s: Number | None = None
@@ -215,10 +289,10 @@ class Serving(Section, name="serving"):
     url: str | None = None
     stopped_by: str | None = None
     stack: str | None = None
-    policy: Json | None = None
+    policy: Policy | None = None
     warmup_failed: NonNegInt | None = None
     drain_timeout_s: Number | None = None
-    gc: Json | None = None
+    gc: ServerGc | None = None
     cache: Json | None = None
     server_timing: bool | None = None
     request_id_prefix: str | None = None
@@ -237,7 +311,7 @@ class Simulation(Section, name="simulation"):
     service_draws: str | None = None
     speed_windows: NonNegInt | None = None
     extrapolated_below_smallest_size: bool | None = None
-    policy: Json | None = None
+    policy: Policy | None = None
     capacity_rps: Number | None = None
     rate_rps: Number | None = None
     stable: bool | None = None
@@ -325,6 +399,10 @@ def _with_extras(obj: Any, data: dict[str, Any]) -> Any:
         value = getattr(obj, name)
         if isinstance(value, Section) and isinstance(data.get(name), dict):
             changes[name] = _with_extras(value, data[name])
+        elif name in _typed_dict_fields(type(obj)) and name in data:
+            changes[name] = data[
+                name
+            ]  # checked; msgspec drops the keys a TypedDict does not declare
     return dataclasses.replace(obj, **changes)
 
 
@@ -341,7 +419,21 @@ def _meta_error(exc: msgspec.ValidationError, data: Any, prefix: str) -> MetaErr
         what = "must be " + what[len("Expected ") :].replace("| null", "or null")
     elif what.startswith("Invalid enum value"):
         what = "must be one of the documented values"
+    elif what.startswith("Object missing required field "):
+        what = f"must have field {what.rsplit(' ', 1)[-1]!r}"
     return MetaError(name, f"{item}{what}, got {value_at(data, path)!r:.80}")
+
+
+@functools.cache
+def _typed_dict_fields(cls: type) -> frozenset[str]:
+    """The fields of ``cls`` whose type holds a TypedDict (``list[FailureRecord]``, ``Policy | None``)."""
+    return frozenset(
+        name for name, hint in typing.get_type_hints(cls).items() if _holds_typed_dict(hint)
+    )
+
+
+def _holds_typed_dict(hint: Any) -> bool:
+    return typing.is_typeddict(hint) or any(_holds_typed_dict(a) for a in typing.get_args(hint))
 
 
 @functools.cache

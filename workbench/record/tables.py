@@ -60,7 +60,13 @@ OPTIONAL_TYPED_COLUMNS = {
 ATTRIBUTE_PREFIX = "attr."  # ``attr.<name>``: a stage's described attribute, a number or null
 # the smallest value an integer column may hold (others: 0): ``batch`` is -1 for a request never dispatched
 MINIMUM = {"batch": -1}
-SUM_LIMIT = 2**62  # any column's total must stay below this, so sums in int64 cannot wrap
+# Two range rules for integer columns. A timestamp or an id is never summed: each value stays below
+# VALUE_LIMIT (146 years of ns), so a timestamp plus a duration still fits int64. Any other column
+# (durations, sizes) is summed by the analyses: its values stay below SUM_LIMIT / rows, so the total
+# cannot wrap (a rule on the total applied to timestamps refused every run longer than 12.8 h / rows).
+VALUE_LIMIT = 2**62
+SUM_LIMIT = 2**62
+VALUE_COLUMNS = frozenset({"request", "start_ns", "arrival_ns", "stage_index", "batch"})
 
 
 class TableError(ValueError):
@@ -130,19 +136,21 @@ def typed_table(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
 
 
 def checked_table(
-    df: pd.DataFrame, columns: dict[str, str], optional: Sequence[str] = ()
+    df: pd.DataFrame, columns: dict[str, str], optional: Sequence[str] = (), rows: int | None = None
 ) -> pd.DataFrame:
     """``df`` typed as ``columns`` after checking each column holds that type; raises :class:`TableError`.
 
     Unlike :func:`typed_table` nothing is coerced across kinds: a text ``warmup``
-    column would turn every row into a warm-up by ``astype(bool)``.
+    column would turn every row into a warm-up by ``astype(bool)``. ``rows``: the
+    whole table's row count when ``df`` is one batch of it (the range of a summed column).
     """
+    rows = len(df) if rows is None else rows
     for col, dtype in columns.items():
         if col not in df.columns:
             if col in optional:
                 continue
             raise TableError(col, "is missing")
-        _check_column(col, df[col], dtype)
+        _check_column(col, df[col], dtype, rows)
     for col in df.columns:  # the columns some runs add: typed when present, never read unchecked
         if col in columns:
             continue
@@ -150,11 +158,11 @@ def checked_table(
             "float" if str(col).startswith(ATTRIBUTE_PREFIX) else None
         )
         if dtype is not None:
-            _check_column(col, df[col], dtype)
+            _check_column(col, df[col], dtype, rows)
     return typed_table(df, columns)
 
 
-def _check_column(col: str, series: pd.Series, dtype: str) -> None:
+def _check_column(col: str, series: pd.Series, dtype: str, rows: int) -> None:
     kind = series.dtype.kind
     if dtype == "bool":
         ok = kind == "b" and not series.isna().any()
@@ -174,23 +182,23 @@ def _check_column(col: str, series: pd.Series, dtype: str) -> None:
     if not ok:
         raise TableError(col, f"must hold {want}, found {series.dtype}")
     if dtype in ("int64", "Int64") and series.notna().any():
-        _check_range(col, series.dropna())
+        _check_range(col, series.dropna(), rows)
 
 
-def _check_range(col: str, series: pd.Series) -> None:
-    """Integers within ``[MINIMUM, SUM_LIMIT / rows]``: no negative time or size, no total that wraps."""
+def _check_range(col: str, series: pd.Series, rows: int) -> None:
+    """Integers from :data:`MINIMUM` (0 by default) up to :data:`VALUE_LIMIT` for a timestamp or an
+    id, up to ``SUM_LIMIT / rows`` for a summed column: no negative time or size, nothing that wraps."""
     low = MINIMUM.get(col, 0)
-    high = SUM_LIMIT // max(len(series), 1)
+    if col in VALUE_COLUMNS:
+        high, why = VALUE_LIMIT, "beyond int64 once a duration is added"
+    else:
+        high, why = SUM_LIMIT // max(rows, 1), "its total would overflow int64"
     values = series.to_numpy()
     if values.dtype.kind == "u" and len(values) and values.max() > high:
-        raise TableError(
-            col, f"holds {int(values.max())}, above {high} (its total would overflow int64)"
-        )
+        raise TableError(col, f"holds {int(values.max())}, above {high} ({why})")
     below = values < low
     if below.any():
         raise TableError(col, f"holds {int(values[below][0])}, below its minimum {low}")
     above = values > high
     if above.any():
-        raise TableError(
-            col, f"holds {int(values[above][0])}, above {high} (its total would overflow int64)"
-        )
+        raise TableError(col, f"holds {int(values[above][0])}, above {high} ({why})")

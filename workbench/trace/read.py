@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import codecs
 import os
-import stat
 import zlib
 from pathlib import Path
 
 from ..errors import TraceError
+from ..files import open_regular
 
 DEFAULT_MAX_TRACE_BYTES = 4 * 2**30  # 4 GiB of JSON: a 1 GB trace still loads
 GZIP_MAGIC = b"\x1f\x8b"
@@ -38,9 +38,9 @@ def read_bytes(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_TRACE_BYTES
     raises :class:`TraceError` before its text is held in memory.
     """
     path = Path(path)
-    _refuse_special(path)
+    hint = "save the trace to a file and give that"
     try:
-        with open(path, "rb") as stream:
+        with open_regular(path, TraceError, "trace file", hint) as stream:
             if stream.peek(2)[:2] == GZIP_MAGIC:  # peek: pipes cannot seek back
                 data = _gunzip(path, stream, max_bytes)
             else:
@@ -50,37 +50,9 @@ def read_bytes(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_TRACE_BYTES
                 data = stream.read(max_bytes + 1)  # a file growing while it is read
                 if len(data) > max_bytes:
                     raise TraceError(_too_big(path, max_bytes))
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such trace file") from None
-    except IsADirectoryError:
-        raise TraceError(
-            f"{path}: is a folder, not a trace file (give the .json or .json.gz inside)"
-        ) from None
     except OSError as exc:
         raise TraceError(f"{path}: cannot read the trace file ({exc.strerror or exc})") from None
     return as_utf8(path, data)
-
-
-_SPECIAL = (
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-def _refuse_special(path: Path) -> None:
-    """Refuse what is not a regular file before opening it: opening a FIFO with no writer blocks
-    forever, and a device such as /dev/zero never ends. Folders and missing files get their own words."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return  # open() below names the problem (missing, unreadable, a folder)
-    for test, what in _SPECIAL:
-        if test(mode):
-            raise TraceError(
-                f"{path}: is {what}, not a regular file; save the trace to a file and give that"
-            )
 
 
 def _too_big(path: Path, max_bytes: int, size: int | None = None) -> str:

@@ -22,11 +22,8 @@ from .numbers import add_number, number
 from .output import check_out, default_folder, dumps, save_measured
 from .profile import config_from_args, factory_from_args, failure_verdict, kept_on_interrupt
 
-<<<<<<< HEAD
 HTTP_TIMEOUT = number("--timeout", 0, 86_400, "s", lo_open=True)
-=======
 MAX_PAYLOAD_BYTES = 2**30  # request bodies, one per line, held in memory to cycle through
->>>>>>> h2
 
 
 def add_url_arguments(load) -> None:

@@ -155,3 +155,12 @@ def test_run_json_text_with_a_lone_surrogate_is_written_escaped_and_loads(tmp_pa
     saved = load_run(run.save(tmp_path / "run"))
     assert saved.meta.description == "caf\\xe9"
     assert saved.meta.config.options == {"caf\\xe9": ["caf\\xe9"]}
+
+
+def test_a_loaded_run_holds_one_string_per_stage_name(tmp_path):
+    """Issue 35: the stage names are read as a dictionary, not as a string a row (607 MB at 1M requests)."""
+    run = load_run(make_run(50).save(tmp_path / "r"))
+    assert run.stages["stage"].dtype == object
+    assert run.stages["stage"].value_counts().to_dict() == {"parse": 50, "forward": 50}
+    assert len({id(name) for name in run.stages["stage"]}) == 2
+    assert run.requests["error_type"].tolist() == [None] * 50

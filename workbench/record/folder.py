@@ -268,7 +268,8 @@ def open_table(path: Path):
 def _read_table(path: Path, columns: dict[str, str], optional=()) -> pd.DataFrame:
     try:
         with open_table(path) as stream:
-            text = [f.name for f in pyarrow.parquet.read_schema(stream) if _is_text(f.type)]
+            schema = pyarrow.parquet.read_schema(stream)
+            text = [f.name for f in schema if _is_text(f.type) and columns.get(f.name) == "object"]
             stream.seek(0)
             table = pyarrow.parquet.read_table(stream, read_dictionary=text)
         df = table.to_pandas(**ARROW_TO_PANDAS)

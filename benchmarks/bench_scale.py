@@ -14,9 +14,10 @@ writer the CLI uses), not by measuring for real:
   trivial pipeline, made here).
 
 Each pair is A and B (B's ``forward`` 3 % slower, another seed). Then, one subprocess each,
-``show A --json``, ``audit A --json``, ``compare A B --json`` and ``gate A B``: wall time and
-peak RSS of that process (``os.wait4``), and its exit code. Targets (issue 35): 10 s and 1 GB
-each. A command past ``--timeout`` is killed and reported as such.
+``show A --json``, ``audit A --json``, ``compare A B --json`` and ``gate A B``: wall time, CPU
+time (user + system) and peak RSS of that process (``/usr/bin/time``), and its exit code. On a
+shared machine the CPU seconds are the steadier figure: wall time includes waiting for a core.
+Targets (issue 35): 10 s and 1 GB each. A command past ``--timeout`` is killed and reported as such.
 """
 
 from __future__ import annotations
@@ -155,13 +156,13 @@ def load_run(n: int, seed: int, slower: float, template) -> Run:
 
 def timed(args: list[str], timeout: float) -> dict:
     """One CLI command in its own process under ``/usr/bin/time`` (whose peak RSS is the command's
-    alone, not this process's, which a forked child would inherit): wall seconds, peak RSS (MB),
-    exit code."""
+    alone, not this process's, which a forked child would inherit): wall seconds, CPU seconds (user
+    + system), peak RSS (MB), exit code."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as report:
         command = [
             "/usr/bin/time",
             "-f",
-            "%M",
+            "%U %S %M",
             "-o",
             report.name,
             sys.executable,
@@ -184,9 +185,11 @@ def timed(args: list[str], timeout: float) -> dict:
         kb = report.read().split()
     killed = proc.returncode < 0
     lines = err.decode(errors="replace").strip().splitlines()
+    usage = kb[-3:] if len(kb) >= 3 and kb[-1].isdigit() else None  # user s, system s, peak KB
     return {
         "wall_s": round(wall, 2),
-        "peak_rss_mb": round(int(kb[-1]) / 1024, 1) if kb and kb[-1].isdigit() else None,
+        "cpu_s": round(float(usage[0]) + float(usage[1]), 2) if usage else None,
+        "peak_rss_mb": round(int(usage[2]) / 1024, 1) if usage else None,
         "exit": None if killed else proc.returncode,
         "timed_out": killed,
         "stderr_tail": lines[-1] if lines and proc.returncode not in (0, 1, 4) else None,
@@ -244,13 +247,14 @@ def write(rows: list[dict], args) -> None:
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. Targets: {TARGET_S:g} s and "
         f"{TARGET_MB:g} MB per command.",
         "",
-        "| shape | command | wall s | peak RSS MB | exit | within target |",
-        "|---|---|---|---|---|---|",
+        "| shape | command | wall s | CPU s (user + sys) | peak RSS MB | exit | within target |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         wall = f"killed at {args.timeout:g}" if r["timed_out"] else f"{r['wall_s']:.2f}"
         lines.append(
-            f"| {r['shape']} | {r['command']} | {wall} | {r['peak_rss_mb'] or '?'} | {r['exit']} | "
+            f"| {r['shape']} | {r['command']} | {wall} | {r['cpu_s'] or '?'} | "
+            f"{r['peak_rss_mb'] or '?'} | {r['exit']} | "
             f"{'no' if over(r) else 'yes'} |"
         )
     Path(args.md).write_text("\n".join(lines) + "\n")

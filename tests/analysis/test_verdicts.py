@@ -372,3 +372,20 @@ def test_each_side_gets_its_p999_with_interval_once_the_count_bounds_it():
     assert (tail_a["count"], tail_a["p999_ms"], tail_a["max_ms"]) == (5661, 1.0, 9.0)
     assert (tail_a["p999_ci_low_ms"], tail_a["p999_ci_high_ms"]) == (1.0, 9.0)
     assert tail_b["count"] == 30 and tail_b["p999_ms"] is None and tail_b["max_ms"] == 2.0
+
+
+def test_unit_histograms_place_every_value_where_a_search_of_all_edges_does():
+    """Issue 35: only the values inside the window are searched; the others (and ties on the window's
+    edges: whole numbers, many equal to its bottom or top) land where searching every value put them."""
+    from workbench.analysis.verdicts import WINDOW_BINS, unit_histograms
+
+    values = np.round(np.random.default_rng(3).normal(50, 10, 1_000))
+    for q, window in ((50.0, (40, 60)), (99.0, (97, 99.8))):
+        lo, hi = np.percentile(values, window)
+        edges = np.linspace(lo, hi, WINDOW_BINS + 1)
+        column = np.clip(np.searchsorted(edges, values, side="right"), 0, WINDOW_BINS + 1)
+        column[(values == hi) & (hi > lo)] = WINDOW_BINS
+        want = np.zeros((4, WINDOW_BINS + 2))
+        np.add.at(want, (np.repeat(np.arange(100) * 4 // 100, 10), column), 1)
+        counts, got_edges = unit_histograms(values.reshape(100, 10), q, units=4)
+        assert (got_edges == edges).all() and (counts == want).all()

@@ -9,6 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tests.conftest import FakeClock, toy_pipeline
@@ -155,3 +156,22 @@ def test_run_json_text_with_a_lone_surrogate_is_written_escaped_and_loads(tmp_pa
     saved = load_run(run.save(tmp_path / "run"))
     assert saved.meta.description == "caf\\xe9"
     assert saved.meta.config.options == {"caf\\xe9": ["caf\\xe9"]}
+
+
+def test_a_loaded_run_holds_one_string_per_stage_name(tmp_path):
+    """Issue 35: the stage names are read as a dictionary, not as a string a row (607 MB at 1M requests)."""
+    run = load_run(make_run(50).save(tmp_path / "r"))
+    assert run.stages["stage"].dtype == object
+    assert run.stages["stage"].value_counts().to_dict() == {"parse": 50, "forward": 50}
+    assert len({id(name) for name in run.stages["stage"]}) == 2
+    assert run.requests["error_type"].tolist() == [None] * 50
+
+
+def test_a_table_that_stores_an_index_is_read_as_pandas_reads_it(tmp_path):
+    """Issue 35: tables are read a column at a time, except a file with a stored pandas index."""
+    path = make_run(4).save(tmp_path / "r")
+    stages = pd.read_parquet(path / "stages.parquet")
+    stages.set_axis(stages.index + 1_000).to_parquet(path / "stages.parquet")
+    run = load_run(path)
+    assert run.stages.index.tolist() == list(range(1_000, 1_008))
+    assert run.stages["stage"].tolist() == ["parse", "forward"] * 4

@@ -64,11 +64,15 @@ def _one_row_per_cell(
     rows = pd.Index(ids).get_indexer(st["request"].to_numpy())
     kept = rows >= 0
     codes, names = pd.factorize(st["stage"].to_numpy())  # hashes each text once, not per stage
-    rows, codes = rows[kept], codes[kept]
     cols = pd.Index(stage_order).get_indexer(names)[codes]
-    if (codes < 0).any() or (cols < 0).any():
+    if (((codes < 0) | (cols < 0)) & kept).any():
         return None
-    cell = rows * len(stage_order) + cols
+    del codes  # an array a stage row is 48 MB at 1,000,000 requests: few at a time, reused in place
+    cell = rows
+    cell *= len(stage_order)
+    cell += cols
+    del cols
+    cell = cell[kept]
     if not pd.Index(cell).is_unique:
         return None
     ran = np.zeros(len(ids) * len(stage_order), bool)

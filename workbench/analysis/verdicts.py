@@ -191,7 +191,11 @@ def unit_histograms(
         return np.zeros((units, WINDOW_BINS + 2), dtype="float32"), np.zeros(WINDOW_BINS + 1)
     lo, hi = percentiles(values, WINDOWS[q])
     edges = np.linspace(lo, hi, WINDOW_BINS + 1)
-    column = np.clip(np.searchsorted(edges, values, side="right"), 0, WINDOW_BINS + 1)
+    # below the window: column 0, above it: the last; only the values inside are searched (20 % for
+    # p50's window, 3 % for p99's), the columns searchsorted gives every value
+    column = np.where(values < lo, 0, WINDOW_BINS + 1)
+    inside = (values >= lo) & (values <= hi)
+    column[inside] = np.searchsorted(edges, values[inside], side="right")
     column[(values == hi) & (hi > lo)] = WINDOW_BINS  # the window's top value is in the last bin
     counts = np.bincount(unit * (WINDOW_BINS + 2) + column, minlength=units * (WINDOW_BINS + 2))
     return counts.reshape(units, WINDOW_BINS + 2).astype("float32"), edges

@@ -222,8 +222,8 @@ def compare_saved(
 
     The tables are streamed into one float64 column per stage (:func:`saved_columns`), never a DataFrame per
     request and stage, and the bootstrap of a long run resamples per-unit summaries
-    (``analysis.verdicts.Bootstrap``): two runs of a million requests each stay within 500 MB and 10 s
-    (``benchmarks/bench_compare.py --saved``).
+    (``analysis.verdicts.Bootstrap``): two runs of a million requests each stay within 1 GB and 10 s
+    (``benchmarks/bench_scale.py``: 600 MB and 5-6 s CPU, busy machine).
     """
     (meta_a, cols_a), (meta_b, cols_b) = saved_columns(path_a), saved_columns(path_b)
     diffs = differences(fingerprint_of(meta_a), fingerprint_of(meta_b))
@@ -330,7 +330,7 @@ def _read_columns(
             rows = table.metadata.num_rows
             parts: dict[str, list[np.ndarray]] = {c: [] for c in kept}
             names: dict[str, int] = {}
-            for batch in table.iter_batches(batch_size=1 << 18, use_threads=False):
+            for batch in table.iter_batches(batch_size=1 << 19, use_threads=False):
                 for c in text:
                     parts[c].append(_codes(batch.column(c), c, names))
                 plain = batch.drop_columns(text).to_pandas()

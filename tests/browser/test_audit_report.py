@@ -54,15 +54,16 @@ def test_report_draws_every_figure_offline(tmp_path):
         page.route("**/*", route)
         page.goto(out.as_uri())
         page.wait_for_function(
-            "document.querySelectorAll('.js-plotly-plot .main-svg').length >= 7", timeout=60_000
+            "document.querySelectorAll('.js-plotly-plot .main-svg').length >= 8", timeout=60_000
         )
         n_figures = page.evaluate("document.querySelectorAll('.js-plotly-plot').length")
         text = page.inner_text("body")
         page.screenshot(path=str(tmp_path / "report.png"), full_page=False)
         browser.close()
     assert outside == []
-    # budget, tail, latency over run, flame, launches, transfers, slowest traced requests against the median
-    assert n_figures == 7
+    # budget, survival, tail, latency over run, flame, launches, transfers, slowest traced requests
+    # against the median
+    assert n_figures == 8
     assert "p99 284 ms misses the 100 ms SLA" in text
     for section in ("1. Baseline", "2. Bottleneck", "3. Evidence", "4. Actions"):
         assert section in text

@@ -28,8 +28,12 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    # imported here, not at the top: importing Locust monkey-patches the whole process for gevent, which
-    # only this subcommand's process may have
+    # imported here, not at the top: msgpack is the Locust wing's; the secret is checked before Locust is
+    # imported, since importing it monkey-patches the whole process for gevent (with warnings where
+    # threads already run: a notebook's, a test's), which only a worker's own process may have
+    from ..serving.locust_wire import secret_from_env
+
+    secret = secret_from_env("locust-worker")  # a ConfigError: exit 2 with one line
     from ..serving.locust_engine import run_worker
 
-    return run_worker(args.master, args.master_port)
+    return run_worker(args.master, args.master_port, secret)

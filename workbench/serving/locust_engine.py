@@ -339,9 +339,8 @@ def _share(plan: dict, index: int, workers: int) -> dict:
     }
 
 
-def run_worker(master_host: str, master_port: int) -> int:
-    """Join the master, say hello with the run's secret, run the one share the master seals for it."""
-    secret = secret_from_env("locust-worker")  # a ConfigError: exit 2 with one line
+def run_worker(master_host: str, master_port: int, secret: str) -> int:
+    """Join the master, say hello with the run's ``secret``, run the one share the master seals for it."""
     guard_rpc()
     env = Environment(user_classes=[])
     runner = env.create_worker_runner(master_host=master_host, master_port=master_port)

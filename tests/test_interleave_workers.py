@@ -48,7 +48,10 @@ def collector_on():
     gc.enable()  # a one-process comparison of gc_sensitive turns it off here
 
 
-def test_a_factory_that_disables_gc_in_one_configuration_gets_the_right_verdict():
+def test_a_factory_that_disables_gc_in_one_configuration_runs_in_workers():
+    # The verdict itself is not asserted: beside the suite the p50 ratio of this pair ranged 0.63-1.00
+    # between runs (the collector's cost in A's process varies), so a timed assertion would flake;
+    # test_a_configurations_gc_disable_stays_in_its_own_process checks the isolation exactly.
     result = compare(
         gc_sensitive,
         [{}, {"gc_off": True}],
@@ -60,9 +63,7 @@ def test_a_factory_that_disables_gc_in_one_configuration_gets_the_right_verdict(
     assert result["processes"] == "one per configuration"
     assert result["processes_note"] is None
     assert gc.isenabled()  # nothing the factories did reached this process
-    # in one process B's gc.disable() turned the collector off for A too: "no detectable difference"
-    assert result["end_to_end"]["p50_verdict"] == "faster"
-    assert result["end_to_end"]["p50_ratio"] < 0.9
+    assert result["end_to_end"]["p50_verdict"] != "slower"
     assert [c["requests"] for c in result["configs"]] == [100, 100]
 
 
@@ -122,3 +123,21 @@ def test_a_worker_that_does_not_answer_is_killed_and_named(monkeypatch):
     ):
         compare(hanging.build, [{}, {"hang": [15]}], requests=20, warmup=2, noise_probe=False)
     assert time.monotonic() - started < 40  # not the stage's 60 s
+
+
+def gc_state(config) -> Pipeline:
+    """Answers whether the collector is on in the process running it; option ``gc_off`` turns it off there."""
+    if config.options.get("gc_off"):
+        gc.disable()
+    pipe = Pipeline("gc_state", items=lambda: itertools.count())
+    pipe.add("probe", lambda batch: [float(gc.isenabled())] * len(batch))
+    return pipe
+
+
+def test_a_configurations_gc_disable_stays_in_its_own_process():
+    result = compare(
+        gc_state, [{}, {"gc_off": True}], requests=20, warmup=2, noise_probe=False
+    ).result
+    assert gc.isenabled()
+    # A's process answered 1.0 (collector on) for every item, B's 0.0: in one process both say 0.0
+    assert result["outputs"]["max_abs_error"] == 1.0

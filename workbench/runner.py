@@ -60,7 +60,7 @@ from .sampling import DEFAULT_INTERVAL_S, StackSampler
 from .timing import SYNC_POLICIES, Clock, RequestTiming, StageFailure, request_timer
 from .guard import TIMEOUT, Cancelled, Interrupted, check_timeout, guarded, is_timeout  # noqa: F401 (Cancelled: public here)
 from .memory import MemorySampler, RssReader, StageMemory, rss_bytes
-from .units import ns_to_ms, s_to_ns
+from .units import ns_to_ms, ns_to_s, s_to_ns
 
 Progress = Callable[[int, int, str], None]
 DEFAULT_REQUESTS = 600  # bounds the p99 interval (the order-statistic interval needs about 563)
@@ -501,7 +501,7 @@ def _paced_requests(
 
     pace, clock, closed = plan.pace, plan.clock, out[plan.warmup :]
     served = [t.end_ns - t.start_ns for t in closed if t.failure is None]
-    paced.capacity_rps = 1e9 * len(served) / sum(served) if served and sum(served) else None
+    paced.capacity_rps = len(served) / ns_to_s(sum(served)) if served and sum(served) else None
     rate = pace.rate_rps or pace.utilization * (paced.capacity_rps or 0.0)
     if not rate > 0:
         raise PipelineError(
@@ -526,7 +526,7 @@ def _paced_requests(
                 paced.stopped_by = "p99_interval"
                 break
         if started + due > now:
-            plan.sleep((started + due - now) / 1e9)
+            plan.sleep(ns_to_s(started + due - now))
         out.append(call(next_batch(items, plan.pipe.config.batch_size, plan.pipe.name)))
         paced.due_ns.append(started + due)  # after the call: an interrupted one is not kept
         out[-1].output = None
@@ -537,7 +537,7 @@ def _paced_requests(
             durs.append(out[-1].end_ns - out[-1].start_ns)
         if plan.progress is not None:
             plan.progress(k + 1, len(schedule), "paced")
-    paced.wall_s = (clock() - started) / 1e9
+    paced.wall_s = ns_to_s(clock() - started)
     return STATUS_COMPLETE
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..units import ns_to_ms
 from .matrix import measured_ok, stage_matrix
 
 SPIKE_RATIO = 2.0  # a request whose end to end is over 2x the median is a spike
@@ -62,7 +63,7 @@ def periodic_spikes(
     weight = np.minimum(
         dur[spike], np.percentile(dur[spike], WEIGHT_CAP_PCT)
     )  # one stall is not a period
-    slow = _slow_bins(first, last, weight / 1e6, span // bin_ns + 1)
+    slow = _slow_bins(first, last, ns_to_ms(weight), span // bin_ns + 1)
     lag, acf = _period_lag(slow)
     if lag is None or acf < MIN_ACF:
         return None
@@ -80,8 +81,8 @@ def periodic_spikes(
     slowest = np.argsort(-dur, kind="stable")[: max(1, len(dur) // 100)]
     stage, stage_share = _excess_stage(req.iloc[spike[inside]], req, st, stage_order)
     out = {
-        "period_ms": period * bin_ns / 1e6,
-        "width_ms": float(np.median(episodes[:, 1] - episodes[:, 0])) * bin_ns / 1e6,
+        "period_ms": ns_to_ms(period * bin_ns),
+        "width_ms": ns_to_ms(float(np.median(episodes[:, 1] - episodes[:, 0])) * bin_ns),
         "episodes": int(len(episodes)),
         "spikes": int(inside.sum()),
         "share_of_requests": float(inside.sum() / len(req)),

@@ -14,8 +14,6 @@ argparse's usage block, for a usage error); never exit 3, never a traceback, nev
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -26,6 +24,8 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.support.input_fuzz import run_cli as run_in_process  # main() in process: (rc, out, err)
 
 REPO = Path(__file__).resolve().parents[2]
 # what a case can come to; the table of benchmarks/fuzz_inputs.py has one column each
@@ -46,22 +46,6 @@ class Result:
     seconds: float
     stopped: bool = False  # the deadline passed and SIGTERM was sent
     hung: bool = False  # ... and it did not stop within GRACE_S
-
-
-def run_in_process(argv: list[str]) -> tuple[int, str, str]:
-    """``workbench.cli.main(argv)``: ``(exit code, stdout, stderr)``; an escaping exception is exit 3."""
-    from workbench.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main(argv)
-        except SystemExit as exc:  # argparse
-            rc = exc.code if isinstance(exc.code, int) else 2
-        except BaseException as exc:  # noqa: BLE001 - what the invariant forbids, reported as a crash
-            err.write(f"escaped: {type(exc).__name__}: {exc}\n")
-            rc = 3
-    return rc, out.getvalue(), err.getvalue()
 
 
 def serve_cases(fd: int) -> None:

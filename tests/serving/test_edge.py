@@ -399,3 +399,33 @@ def test_a_client_that_never_reads_its_responses_is_cut_off(served):
     assert code == 0, stderr
     refused = json.loads((server.out / "run.json").read_text())["serving"]["edge"]["refused"]
     assert refused == {"send_timeout": 1}
+
+
+def test_a_client_refused_again_and_again_has_its_new_connections_held(served):
+    server = served("--max-header-bytes", "2048", "--client-strikes", "3", "--client-penalty", "1")
+    addr = ("127.0.0.1", int(server.url.rsplit(":", 1)[1]))
+    good = post("/predict", b'{"x": 3}')
+    oversized = good.replace(b"Host:", b"X-Pad: " + b"p" * 4000 + b"\r\nHost:", 1)
+    for _ in range(3):  # three 431s within a second: 127.0.0.2 is penalized
+        with connect(addr, "127.0.0.2") as s:
+            s.sendall(oversized)
+            assert status_of(s.recv(65536)) == 431
+    held = connect(addr, "127.0.0.2")
+    held.sendall(good)
+    held.settimeout(0.3)
+    with pytest.raises(socket.timeout):  # nothing is read from it, so nothing is answered
+        held.recv(65536)
+    with connect(addr, "127.0.0.1") as other:  # another client is answered as ever
+        assert status_of(reply(other, good)) == 200
+    held.settimeout(
+        3.0
+    )  # when the penalty ends it is closed, unanswered (reset: its request unread)
+    with pytest.raises(ConnectionResetError):
+        held.recv(65536)
+    held.close()
+    with connect(addr, "127.0.0.2") as again:  # and the client is answered again
+        assert status_of(reply(again, good)) == 200
+    code, _, stderr = server.stop()
+    assert code == 0, stderr
+    refused = json.loads((server.out / "run.json").read_text())["serving"]["edge"]["refused"]
+    assert refused == {"client_penalized": 1, "client_penalty": 1, "header_bytes": 3}

@@ -26,6 +26,8 @@ PIPELINED = number("--max-pipelined", 1, 10**6, "requests", integer=True)
 SEND_S = number("--send-timeout", 0, 86_400, "s", lo_open=True)
 PENDING = number("--max-pending", 1, 10**8, "requests", integer=True)
 BACKLOG = number("--accept-backlog", 1, 65_535, "connections", integer=True)
+STRIKES = number("--client-strikes", 1, 10**6, "refusals", integer=True)
+PENALTY_S = number("--client-penalty", 0, 86_400, "s", lo_open=True)
 # The network edge's limits: the option, the EdgeLimits field it sets, its help ({}: the default).
 EDGE_LIMITS = (
     (HEADER_BYTES, "max_header_bytes", "request line + headers, else 431 (default {})"),
@@ -59,6 +61,18 @@ EDGE_LIMITS = (
         BACKLOG,
         "accept_backlog",
         "listen queue, and the most connections accepted per event-loop turn (default {})",
+    ),
+    (
+        STRIKES,
+        "client_strikes",
+        "refusals of one client address (4xx, pipelining, unread replies, slow heads) within "
+        "--client-penalty seconds after which its new connections are held unread (default {})",
+    ),
+    (
+        PENALTY_S,
+        "client_penalty_s",
+        "seconds a client past --client-strikes has its new connections held unread, then closed "
+        "(default {:g})",
     ),
 )
 

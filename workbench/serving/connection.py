@@ -9,7 +9,12 @@ requests (503, closed), responses left unread (aborted), and the connection
 slots, per client address and in all: at a limit a new connection closes a
 stalled one, or a silent one, before a client between two requests
 (:meth:`EdgeProtocol._victim_rank`), and gets 503 with ``Retry-After`` only
-when all are busy.
+when all are busy. A client refused ``--client-strikes`` times within
+``--client-penalty`` seconds (oversized heads or bodies, pipelining past the
+limit, unread replies, slow heads, foreign hosts) has its new connections held
+unread for that long (:class:`Strikes`): reconnecting in a loop then costs the
+server an accept, not a parse and a prediction, and the attacker's own
+threads wait on their unread sockets.
 """
 
 from __future__ import annotations
@@ -24,6 +29,47 @@ from .edge import EdgeLimits, head_refusal, response_bytes
 # well-formed client sends its head in one packet as soon as it has connected.
 STALLED_S = 1.0
 DRAIN = 32  # the most connections one eviction closes (the first in line, then stalled ones)
+SPARE_S = 0.05  # how long the rest of one scan's line serves the next newcomers (a burst: one scan)
+TRACKED = 65_536  # client addresses whose strikes are remembered (the oldest forgotten first)
+NOT_STRIKES = frozenset(
+    {"connections", "client_connections"}
+)  # the server is full: not the client's fault
+
+
+class Strikes:
+    """Refusals per client address within a window; past the limit, the address is penalized until a
+    time (event-loop seconds). Memory is bounded: at most :data:`TRACKED` addresses are remembered."""
+
+    def __init__(self, limit: int, window_s: float):
+        self.limit, self.window_s = limit, window_s
+        self.counts: dict[str, tuple[int, float]] = {}  # address -> (refusals, first of the window)
+        self.until: dict[str, float] = {}  # address -> end of its penalty
+
+    def add(self, client: str, now: float) -> bool:
+        """Count one refusal of ``client`` at ``now``; True when it starts a penalty."""
+        count, since = self.counts.pop(client, (0, now))
+        if now - since > self.window_s:
+            count, since = 0, now
+        if count + 1 >= self.limit:
+            self.until[client] = now + self.window_s
+            self._bound(self.until)
+            return True
+        self.counts[client] = (count + 1, since)  # re-inserted: the dict's order is last use
+        self._bound(self.counts)
+        return False
+
+    def held_until(self, client: str, now: float) -> float | None:
+        """When ``client``'s penalty ends, or None when it has none."""
+        end = self.until.get(client)
+        if end is not None and end <= now:
+            del self.until[client]
+            return None
+        return end
+
+    @staticmethod
+    def _bound(table: dict) -> None:
+        while len(table) > TRACKED:
+            del table[next(iter(table))]
 
 
 class StopParsing(Exception):
@@ -40,6 +86,9 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
     answered = answered if answered is not None else limits.answered()
     clients: Counter = Counter()  # open connections per client address
     closing: set = set()  # connections the edge closed that the event loop has not let go of yet
+    strikes = Strikes(limits.client_strikes, limits.client_penalty_s)
+    line: list = []  # the rest of the last scan's line to be closed, last first (see SPARE_S)
+    line_at = [0.0]
 
     class Flow(FlowControl):
         """Reading stays paused while a request waits behind the one in flight (pipelining), so a
@@ -58,14 +107,15 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
 
         def connection_made(self, transport) -> None:
             self._phase, self._head_bytes, self._body_bytes = "head", 0, 0
-            self._rejected, self._draining, self._deferred = False, False, None
+            self._rejected, self._draining, self._deferred, self._held = False, False, None, False
             self._timer = self._send_timer = None
             self._served, self._marks, self._framing, self._head_size, self._own = 0, 0, 0, 0, None
             super().connection_made(transport)
             self.flow = Flow(transport, self)
-            self._client = self.client[0] if self.client else ""
+            self._client = self._addr = self.client[0] if self.client else ""
             clients[self._client] += 1
             self._idle_since = self._head_since = self.loop.time()
+            held_until = strikes.held_until(self._addr, self._idle_since)
             # over its own limit, a client makes room among its own connections; else over the server's
             own = clients[self._client] > limits.max_client_connections
             if own and not self._evict_one(True):
@@ -90,7 +140,28 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
                     True,
                 )
                 return
+            if held_until is not None:
+                self._hold(held_until - self._idle_since)
+                return
             self._arm(limits.header_timeout_s, "header")
+
+        def _hold(self, seconds: float) -> None:
+            """A penalized client's connection: nothing is read from it; it is closed when the penalty
+            ends, or first of all at a connection limit."""
+            self._held = True
+            refused["client_penalty"] += 1
+            self.transport.pause_reading()
+            self._timer = self.loop.call_later(seconds, self._close_held)
+
+        def _close_held(self) -> None:
+            self._timer = None
+            self._rejected = True
+            self._release()
+            self.transport.abort()
+
+        def _strike(self) -> None:
+            if strikes.add(self._addr, self.loop.time()):
+                refused["client_penalized"] += 1
 
         def _victim_rank(self, now: float) -> tuple | None:
             """Where this connection stands in line to be closed for a new one (lowest first), or None
@@ -98,6 +169,8 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
             :data:`STALLED_S`), then just opened and silent, then between two requests; within a kind,
             the client holding the most connections first (not among the just opened), then the
             longest waiting."""
+            if self._held:
+                return -1, 0, self._idle_since, False
             if self._rejected or self._draining:
                 return None
             if not (self.cycle is None or self.cycle.response_complete):
@@ -120,8 +193,16 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
             requests while a stalled or silent one is there: a flood of idle connections or slow heads
             cannot lock well-formed clients out. Up to ``DRAIN - 1`` more stalled ones go with it (nginx
             drains 32 reusable connections at once): one scan per 32 newcomers in a flood, not one each.
-            False: all are busy."""
+            The rest of that line serves the next newcomers for :data:`SPARE_S` (a burst of
+            connections costs one scan, not one each). False: all are busy."""
             now, ranked = self.loop.time(), []
+            while not own and line and now - line_at[0] < SPARE_S:
+                rank, victim = line.pop()
+                if victim.transport is not None and not victim.transport.is_closing():
+                    if victim._victim_rank(now) is not None:
+                        self._close_victim(victim, rank)
+                        return True
+            line.clear()
             for c in self.connections:
                 if c is not self and not (own and getattr(c, "_client", None) != self._client):
                     rank = c._victim_rank(now) if hasattr(c, "_victim_rank") else None
@@ -129,15 +210,28 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
                         ranked.append((rank, id(c), c))
             if not ranked:
                 return False
-            for k, (rank, _, victim) in enumerate(heapq.nsmallest(DRAIN, ranked)):
-                if k and rank[0] != 0:
-                    break  # only stalled ones beyond the first
-                victim._rejected = True
-                victim._cancel()
-                victim._release()
-                victim.transport.close()
-                refused["evicted_slow_head" if rank[3] else "evicted_idle"] += 1
+            first = heapq.nsmallest(DRAIN, ranked)
+            for k, (rank, _, victim) in enumerate(first):
+                if k and rank[0] > 0:  # only stalled (or held) ones beyond the first
+                    if not own:
+                        line.extend((r, v) for r, _, v in reversed(first[k:]))
+                        line_at[0] = now
+                    break
+                self._close_victim(victim, rank)
             return True
+
+        def _close_victim(self, victim, rank: tuple) -> None:
+            victim._rejected = True
+            victim._cancel()
+            victim._release()
+            victim.transport.close()
+            if rank[0] < 0:
+                refused["evicted_held"] += 1
+            elif rank[3]:
+                refused["evicted_slow_head"] += 1
+                victim._strike()
+            else:
+                refused["evicted_idle"] += 1
 
         def _release(self) -> None:
             """The connection no longer counts against the limits (closed by the edge, or gone)."""
@@ -156,6 +250,8 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
+            if self._held:
+                return
             if self._draining:  # past --max-pipelined: nothing more is read from this connection
                 self.transport.pause_reading()
             if self._rejected or self._draining:
@@ -316,6 +412,7 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
         def _unread(self) -> None:
             self._send_timer = None
             refused["send_timeout"] += 1
+            self._strike()
             self._rejected = True
             self._cancel()
             self.transport.abort()  # close() would wait for the unread bytes to be taken
@@ -350,6 +447,8 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
             they go first: nothing more is read, and the refusal is sent after the last of them."""
             self._cancel()
             refused[reason] += 1
+            if reason not in NOT_STRIKES:
+                self._strike()
             raw = response_bytes(status, message, limits.retry_after_s if retry else None)
             cycle, own = self.cycle, self._own
             if own is None and cycle is not None and not cycle.response_complete or self.pipeline:

@@ -61,6 +61,12 @@ class EdgeLimits:
     max_pending: int = 1024  # requests queued or running; one more -> 503 + Retry-After
     retry_after_s: int = 1
     accept_backlog: int = 128  # the listen queue, and the most connections accepted per loop turn
+    client_strikes: int = (
+        16  # refusals of one client address (4xx, pipelining, unread, slow head) ...
+    )
+    client_penalty_s: float = (
+        10.0  # ... within this long hold its new connections unread for this long
+    )
 
     def __post_init__(self) -> None:
         for f in fields(self):  # every count (int) is at least 1, every duration (float) above 0
@@ -96,6 +102,7 @@ _FLAGS = {
     "body_timeout_s": "body-timeout",
     "keep_alive_s": "keep-alive-timeout",
     "send_timeout_s": "send-timeout",
+    "client_penalty_s": "client-penalty",
 }
 
 

@@ -103,3 +103,18 @@ def test_request_picker_redraws_the_request_chart(traces):
     assert (
         "5" in ex.panes["request"].figure.layout.annotations[0].text
     )  # out of range: said, not raised
+
+
+@pytest.mark.parametrize(
+    "name", ["../../up.json.gz", "a\x00b.json.gz", "x" * 300 + ".json.gz", ".."]
+)
+def test_an_uploaded_name_is_not_a_path(traces, name):
+    """The browser sends the file's name: a NUL, 300 characters or ``..`` used to raise or name no file."""
+    ex = TraceExplorer(traces).wait()
+    ex.load_bytes(name, (traces / "a.json.gz").read_bytes())
+    ex.wait()
+    assert ex.message_line.level != "error", ex.message
+    (written,) = ex._upload_dir.iterdir()
+    assert written.is_file() and len(written.name) <= 13 + 64  # the digest, "-", the slug
+    assert ex.picker.label == f"uploaded: {name}"
+    ex.close()

@@ -23,6 +23,7 @@ import ipywidgets as widgets
 
 from ..errors import WorkbenchError
 from ..examples import data_dir
+from ..naming import slug
 from ..trace import load_trace
 from ..trace.read import DEFAULT_MAX_TRACE_BYTES
 from .controller import Controller
@@ -129,7 +130,7 @@ class TraceExplorer(Controller):
         digest = hashlib.sha1(data).hexdigest()[:12]
         if self._upload_dir is None:
             self._upload_dir = Path(tempfile.mkdtemp(prefix="workbench-uploads-"))
-        path = self._upload_dir / f"{digest}-{Path(name).name}"
+        path = self._upload_dir / f"{digest}-{slug(name)}"  # a name from the browser is not a path
         path.write_bytes(data)
         label = f"uploaded: {name}"
         self.choices[label] = path

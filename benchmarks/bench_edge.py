@@ -43,6 +43,11 @@ each attack runs N times, each right after a run with no attack (``none``),
 so every attack has its own baseline from the same minute. The server's
 resident memory is sampled during each run (``rss_mb_max``).
 
+The attacker threads run on the last CPU and the server and the probe on the
+others (``--split-cpus``, the default where there are two or more): an
+attacker is another machine, so its own CPU (its connects, its 5,000-socket
+polls) must not be charged to the server. ``--no-split-cpus`` shares them all.
+
 Not a test: it takes several minutes. Figures from a busy machine must say so.
 """
 
@@ -106,8 +111,13 @@ class Attack:
     def __init__(self, port: int):
         self.port, self.done, self.threads = port, threading.Event(), []
 
-    def start(self, target, n: int) -> "Attack":
-        self.threads = [threading.Thread(target=target, daemon=True) for _ in range(n)]
+    def start(self, target, n: int, cpus: set[int] | None = None) -> "Attack":
+        def run() -> None:
+            if cpus:
+                os.sched_setaffinity(0, cpus)  # this thread only (Linux: 0 is the calling thread)
+            target()
+
+        self.threads = [threading.Thread(target=run, daemon=True) for _ in range(n)]
         for t in self.threads:
             t.start()
         return self
@@ -364,7 +374,18 @@ def main(argv=None) -> int:
         default=[],
         help="extra workbench serve options (e.g. edge limits)",
     )
+    p.add_argument(
+        "--split-cpus",
+        action=argparse.BooleanOptionalAction,
+        default=len(os.sched_getaffinity(0)) >= 2,
+        help="attackers on the last CPU, server and probe on the others (default: 2+ CPUs)",
+    )
     args = p.parse_args(argv)
+    load_start = os.getloadavg()[0]
+    cpus = sorted(os.sched_getaffinity(0))
+    attacker_cpus = {cpus[-1]} if args.split_cpus else None
+    if args.split_cpus:  # the server and the probes (children) inherit this
+        os.sched_setaffinity(0, set(cpus[:-1]))
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # 5,000 attacker sockets
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 20_000)), hard))
     root = Path(tempfile.mkdtemp(prefix="bench-edge-"))
@@ -408,7 +429,9 @@ def main(argv=None) -> int:
             if attack is not None:
                 a = Attack(port)
                 method, threads, kwargs = attack
-                running = a.start(functools.partial(getattr(a, method), **kwargs), threads)
+                running = a.start(
+                    functools.partial(getattr(a, method), **kwargs), threads, attacker_cpus
+                )
                 time.sleep(1.0)  # the attack is under way before the probe starts
             rss = RssPeak(server.proc.pid)
             row = probe(
@@ -430,16 +453,24 @@ def main(argv=None) -> int:
     args.md.with_suffix(".json").write_text(
         json.dumps({"rows": rows, "edge": edge}, indent=1) + "\n"
     )
-    write_md(args, rows, edge, load_average=os.getloadavg())
+    write_md(args, rows, edge, (load_start, os.getloadavg()[0]), cpus)
     return 0
 
 
-def write_md(args, rows: list[dict], edge: dict, load_average) -> None:
+def write_md(args, rows: list[dict], edge: dict, loads: tuple[float, float], cpus: list) -> None:
+    quiet = max(loads) < 1.5  # the run's own work adds about 1
+    where = (
+        f"the attacker threads on CPU {cpus[-1]}, the server and the probe on CPU "
+        f"{', '.join(map(str, cpus[:-1]))} (`--split-cpus`: an attacker is another machine)"
+        if args.split_cpus
+        else "the attacker threads, the probe and the server sharing them all"
+    )
     lines = [
         "# The network edge under attack: p99 of well-formed requests (`benchmarks/bench_edge.py`)",
         "",
-        f"**Busy machine**: 2 shared cores, load average {load_average[0]:.1f} at the end (other jobs running), "
-        "the attacker threads, the probe and the server all on it. Read the figures as shapes, not benchmarks.",
+        f"**{'Quiet' if quiet else 'Busy'} machine**: {len(cpus)} cores, load average {loads[0]:.1f} at "
+        f"the start and {loads[1]:.1f} at the end{'' if quiet else ' (other jobs running)'}; {where}."
+        + ("" if quiet else " Read the figures as shapes, not benchmarks."),
         "",
         f"`workbench serve` of a JSON echo pipeline (1-ms forward, batches up to 8, 2-ms wait) with the edge's "
         f"defaults; probe: `workbench load --url` at {args.rate:g} req/s (Poisson) for {args.duration:g} s per "

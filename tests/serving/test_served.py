@@ -2,6 +2,7 @@
 failures on both sides, the run folder written on SIGTERM and on /shutdown, and bad input."""
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -12,6 +13,7 @@ import urllib.request
 from workbench.analysis.budget import budget
 from workbench.otel.ingest import ingest_otel
 from workbench.record import load_run
+from workbench.serving.process import ServeProcess
 
 from served_helpers import ENV, PIPELINE, free_port, payload_file, workbench
 
@@ -259,3 +261,29 @@ def wait_for_requests(server, n, timeout_s=30):
                 return
         time.sleep(0.01)
     raise AssertionError(f"the server did not take {n} requests in {timeout_s} s")
+
+
+def test_a_served_summary_that_raises_is_one_line_and_the_run_is_kept(tmp_path):
+    """issue 35: the served run is saved before its summary; a summary that raises costs one line."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import workbench.batching.summary as s\n"
+        "def planted(*a, **k):\n    raise RuntimeError('planted')\n"
+        "s.load_summary = planted\n"
+    )
+    env = ENV | {"PYTHONPATH": f"{site}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    out = tmp_path / "s"
+    server = ServeProcess(["--pipeline", PIPELINE, "--port", "0", "--out", str(out)], env=env)
+    with urllib.request.urlopen(
+        urllib.request.Request(f"{server.url}/predict", data=b'{"x": 3}', method="POST"), timeout=30
+    ) as r:
+        assert r.status == 200
+    code, stdout, stderr = server.stop(signal.SIGTERM, 60)
+    assert code == 0, stderr
+    assert [line for line in stderr.splitlines() if "planted" in line] == [
+        f"workbench serve: the load summary failed (RuntimeError: planted); the run is saved at "
+        f"{out} without it (a bug in the workbench: please report it)"
+    ]
+    assert "stopped by SIGTERM: 1 requests, 0 failed" in stdout
+    assert load_run(out).requests["ok"].tolist() == [True]

@@ -9,7 +9,14 @@ from ..runner import resolve_pipeline
 from .load_args import BATCH, CONCURRENCY, WAIT_MS, batch_size_is_max, policy_from_args
 from .numbers import add_number, number
 from .output import check_out, default_folder, pipeline_name, save_measured
-from .profile import add_pipeline_arguments, apply_threads, config_from_args, factory_from_args
+from ..record.run import summarized
+from .profile import (
+    add_pipeline_arguments,
+    apply_threads,
+    config_from_args,
+    factory_from_args,
+    print_summary_failures,
+)
 
 PORT = number("--port", 0, 65_535, "(TCP port)", integer=True)
 WARMUP = number("--warmup", 0, 10**6, "calls", integer=True)
@@ -181,8 +188,19 @@ def run_serve_command(args) -> int:
         gc_mode=args.gc,
         limits=limits,
     )
-    path = save_measured(run, out)
-    load, serving = run.meta.load, run.meta.serving
+    path = save_measured(run, out)  # as measured, then explained
+    # a client that hung up is recorded as a failed request, but it is no failure of the server's
+    failed = int((~run.requests["ok"].astype(bool)).sum())
+    hung_up = int((run.requests["error_type"] == DISCONNECTED[1]).sum())
+    summarized(run.summary_failures, "the serve report", _report_serve, run, path, hung_up)
+    print_summary_failures(run, "serve")
+    otel_hook(args, run, path)
+    return 1 if failed > hung_up else 0
+
+
+def _report_serve(run, path, hung_up: int) -> None:
+    """The served run's closing lines on stdout: GC while serving, the edge's refusals, the counts."""
+    serving, requests = run.meta.serving, run.requests
     gc_note = serving.gc
     print(
         f"gc ({gc_note['mode']}): {gc_note['collections']} collections while serving, "
@@ -194,12 +212,9 @@ def run_serve_command(args) -> int:
         print(
             f"refused at the edge: {', '.join(f'{k} {v}' for k, v in refused.items())}", flush=True
         )
-    # a client that hung up is recorded as a failed request, but it is no failure of the server's
-    hung_up = int((run.requests["error_type"] == DISCONNECTED[1]).sum())
+    failed = int((~requests["ok"].astype(bool)).sum())
     print(
-        f"stopped by {serving.stopped_by}: {load.requests} requests, {load.failed} failed"
+        f"stopped by {serving.stopped_by}: {len(requests)} requests, {failed} failed"
         f"{f' ({hung_up} hung up)' if hung_up else ''}; run written to {path}",
         flush=True,
     )
-    otel_hook(args, run, path)
-    return 1 if load.failed > hung_up else 0

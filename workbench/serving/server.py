@@ -44,6 +44,7 @@ from ..batching.records import pipeline_run_meta
 from ..batching.summary import load_meta_figures, load_summary
 from ..errors import ConfigError
 from ..record import Load, Run, Serving
+from ..record.run import summarized
 from ..units import ns_to_ms
 from .connection import edge_protocol
 from .edge import TOKEN_HEADER, EdgeLimits, refusal, token_ok
@@ -284,7 +285,9 @@ def serve(
         "edge": limits.params(host) | {"refused": dict(sorted(refused.items()))},
         "cache": service._cache.stats() if service._cache is not None else None,
     }
-    figures = load_meta_figures(load_summary(requests, policy.concurrency))
+    failed: list = []  # the run is returned (and saved) whether or not its summary could be made
+    summary = summarized(failed, "the load summary", load_summary, requests, policy.concurrency)
+    figures = load_meta_figures(summary) if summary is not None else {}
     meta = pipeline_run_meta(
         pipe,
         "served",
@@ -295,7 +298,9 @@ def serve(
         load=Load.from_dict(figures),
         serving=Serving.from_dict(serving),
     )
-    return Run(meta=meta.replace(noise=noise), requests=requests, stages=stages)
+    return Run(
+        meta=meta.replace(noise=noise), requests=requests, stages=stages, summary_failures=failed
+    )
 
 
 @contextlib.contextmanager

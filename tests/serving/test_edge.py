@@ -3,6 +3,8 @@
 import errno
 import json
 import re
+import shutil
+import subprocess
 import socket
 import time
 
@@ -429,3 +431,19 @@ def test_a_client_refused_again_and_again_has_its_new_connections_held(served):
     assert code == 0, stderr
     refused = json.loads((server.out / "run.json").read_text())["serving"]["edge"]["refused"]
     assert refused == {"client_penalized": 1, "client_penalty": 1, "header_bytes": 3}
+
+
+@pytest.mark.skipif(
+    shutil.which("ss") is None, reason="needs ss (iproute2) to read the listen queue"
+)
+def test_the_listen_queue_is_the_accept_backlog_while_a_turn_takes_few(served):
+    """asyncio listens with its per-turn accept count (16 here); the kernel's queue is re-set after."""
+    server = served("--accept-backlog", "300")
+    port = server.url.rsplit(":", 1)[1]
+    deadline, queue = time.monotonic() + 10, None
+    while queue != "300" and time.monotonic() < deadline:
+        out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True)
+        queue = out.stdout.split()[2] if out.stdout.split() else None
+        time.sleep(0.05)
+    assert queue == "300"
+    assert server.stop()[0] == 0

@@ -160,8 +160,18 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
             self.transport.abort()
 
         def _strike(self) -> None:
-            if strikes.add(self._addr, self.loop.time()):
-                refused["client_penalized"] += 1
+            """Count a refusal against this connection's client; when that starts its penalty, its
+            other connections not being answered (silent, between requests, a head arriving) are
+            held too: a slowloris client's trickle is no longer read."""
+            now = self.loop.time()
+            if not strikes.add(self._addr, now):
+                return
+            refused["client_penalized"] += 1
+            for c in list(self.connections):
+                if c is not self and getattr(c, "_addr", None) == self._addr and not c._held:
+                    if c._victim_rank(now) is not None:
+                        c._cancel()
+                        c._hold(limits.client_penalty_s)
 
         def _victim_rank(self, now: float) -> tuple | None:
             """Where this connection stands in line to be closed for a new one (lowest first), or None

@@ -215,3 +215,17 @@ def test_a_stage_quadratic_in_an_attribute_is_said_with_its_exponent(tmp_path, c
     assert "faster than linearly" in _titles(attr)
     assert "normalize grows as words^" in shown["attributes_summary"]["headline"]
     assert "normalize grows as words^" in entry["summary"]  # the largest evidence is the headline
+
+
+def test_a_load_run_of_the_cyclic_pipeline_names_the_same_generation_2_pauses(tmp_path, capsys):
+    pipe = tmp_path / "planted.py"
+    pipe.write_text(CYCLIC)
+    out = tmp_path / "load"
+    argv = ["load", "--pipeline", f"{pipe}:build", "--rate", "200", "--duration", "1.5"]
+    assert main(argv + ["--max-batch-size", "1", "--out", str(out), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["audit", str(out), "--json"]) == 0
+    found = {f["kind"]: f for f in json.loads(capsys.readouterr().out)["runs"][0]["findings"]}
+    gc = found["gc"]
+    assert gc["stage"] == "parse" and "paused by garbage collection" in gc["evidence"]
+    assert "gen 2: " in gc["evidence"] and "gc.freeze() after warm-up" in _titles(gc)

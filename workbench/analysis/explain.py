@@ -28,7 +28,9 @@ def explain_keys(
     return {
         "tail": tail_attribution(requests, stages, order),
         "stacks": recorded_stacks(meta),
-        "waits": wait_summary(getattr(meta, "sampled", None), requests, stages, order),
+        "waits": wait_summary(
+            getattr(meta, "sampled", None), requests, stages, order, meta.pipeline_stages
+        ),
         "attributes": effects,
         "attributes_summary": None
         if effects is None

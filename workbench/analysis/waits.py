@@ -2,7 +2,9 @@
 
 Input: ``RunMeta.sampled`` (the raw rows of :mod:`workbench.sampling`: every thread, every sample,
 each sample of a thread inside a stage with its class, :mod:`workbench.wait_classes`) and the run's
-tables. A stage sample belongs to the request and stage whose ``[start, end)`` holds its time; it
+tables (a ``profile`` or ``load`` run). A stage sample belongs to the request and stage whose
+``[start, end)`` holds its time (in a load run whose batches hold several requests, or whose
+executors overlap, the one that started last before it: an approximation there); it
 stands for the time since the previous sample (``dt_ns``), so a late sample after a long collection
 counts for all of it. The sets are the tail attribution's (slowest 1 % when it has
 :data:`MIN_SAMPLES` samples, else 5 %; the median set p40-p60).
@@ -59,13 +61,16 @@ def wait_summary(
     requests: pd.DataFrame,
     stages: pd.DataFrame,
     order: list[str],
+    pipeline_stages: list[str] | None = None,
 ) -> dict[str, Any] | None:
-    """The ``waits`` object (module docstring); None without recorded rows or a measured request."""
+    """The ``waits`` object (module docstring); None without recorded rows or a measured request.
+    ``pipeline_stages``: the stages a thread runs (a load or served run's, without its waits)."""
     if not sampled or not sampled["rows"]["t_ns"]:
         return None
     req, st = measured_ok(requests, stages)
     if req.empty:
         return None
+    st = st[st["stage"].isin(pipeline_stages or order)]
     rows = pd.DataFrame(sampled["rows"])
     mine = _assigned(rows[rows["in_stage"] == 1], st)
     sets = {

@@ -2,66 +2,13 @@
 
 from __future__ import annotations
 
-import copy
-
+from tests.support.waits import lock_sampled, lock_tables
 from workbench.analysis.waits import gc_events, wait_summary
-from workbench.record.tables import build_tables, request_row
-from workbench.wait_classes import CODE
-
-MS = 1_000_000
-SLOW = (10, 20, 30, 40, 50)  # 40 ms in record, the others 1 ms: the slowest 5 % of 100
-
-
-def _tables():
-    req_rows, st_rows = [], []
-    for i in range(100):
-        dur = 40 * MS if i in SLOW else MS
-        req_rows.append(request_row(i, False, i * 100 * MS, dur, None, 1))
-        st_rows.append((i, "record", 0, i * 100 * MS, dur, None))
-    return build_tables(req_rows, st_rows)
-
-
-def _sampled():
-    """Each slow request: 8 samples 5 ms apart waiting on the lock at app.py:83 while 'snapshot' ran a
-    deepcopy 4 ms of each 5; one median request: one sample on CPU. One generation-2 collection."""
-    rows = {c: [] for c in ("t_ns", "dt_ns", "thread", "stack", "cpu_ns", "rq_ns", "cls", "site")}
-    rows["in_stage"] = []
-
-    def add(t, thread, stack, cpu, cls, site, in_stage):
-        for column, value in zip(rows, (t, 5 * MS, thread, stack, cpu, 0, cls, site, in_stage)):
-            rows[column].append(value)
-
-    for i in SLOW:
-        for k in range(8):
-            t = i * 100 * MS + k * 5 * MS + MS // 2
-            add(t, 0, 0, 0, CODE["lock"], 0, 1)
-            add(t, 1, 1, 4 * MS, CODE["cpu"], -1, 0)
-    add(60 * 100 * MS + MS // 2, 0, 0, 5 * MS, CODE["cpu"], 0, 1)
-    return {
-        "interval_ns": 5 * MS,
-        "cpu_source": "schedstat",
-        "classes": list(CODE),
-        "threads": ["MainThread", "snapshot"],
-        "frames": [
-            ("/srv/app/app.py", "record", 83),
-            ("/srv/app/app.py", "snapshot_forever", 45),
-            (copy.__file__, "deepcopy", 128),
-        ],
-        "stacks": [[0], [1, 2]],
-        "rows": rows,
-        "gc": {
-            "start_ns": [0],
-            "dur_ns": [30 * MS],
-            "generation": [2],
-            "thread": [1],
-            "collected": [9],
-        },
-    }
 
 
 def test_the_slowest_requests_wait_on_the_lock_while_the_other_thread_copies():
-    requests, stages = _tables()
-    out = wait_summary(_sampled(), requests, stages, ["record"])
+    requests, stages = lock_tables()
+    out = wait_summary(lock_sampled(), requests, stages, ["record"])
     assert out["tail_set"] == "slowest_5pct" and out["samples"]["slowest_5pct"] == 40
     assert out["classes"]["slowest_5pct"] == {"lock": 40.0}
     assert out["causes"] == [
@@ -89,7 +36,7 @@ def test_the_slowest_requests_wait_on_the_lock_while_the_other_thread_copies():
 
 
 def test_collections_by_generation_and_triggering_thread():
-    assert gc_events(_sampled()) == {
+    assert gc_events(lock_sampled()) == {
         "collections": 1,
         "pause_ms_total": 30.0,
         "pause_ms_max": 30.0,
@@ -99,5 +46,5 @@ def test_collections_by_generation_and_triggering_thread():
 
 
 def test_a_run_without_raw_samples_has_no_waits():
-    requests, stages = _tables()
+    requests, stages = lock_tables()
     assert wait_summary(None, requests, stages, ["record"]) is None

@@ -55,6 +55,7 @@ import numpy as np
 
 from . import timing
 from .errors import ConfigError
+from .units import s_to_ns
 from .wait_classes import CLASSES, call_kind, classify
 
 # benchmarks/bench_sampler.py (interleaved, 3 examples): at 1 and 2 ms the tabular example paid +6 to +8 %;
@@ -200,7 +201,7 @@ class StackSampler:
     def sample(self, skip_thread: int | None = None) -> None:
         """Take one sample now (the thread calls this; tests call it directly)."""
         t = self._clock()
-        dt = t - self._last_ns if self._last_ns is not None else int(self.interval_s * 1e9)
+        dt = t - self._last_ns if self._last_ns is not None else s_to_ns(self.interval_s)
         self._last_ns = t
         self.ticks += 1
         frames = {k: f for k, f in sys._current_frames().items() if k != skip_thread}
@@ -276,7 +277,7 @@ class StackSampler:
             self._thread_of(i) for i in self.gc.thread
         ]  # may name threads: before the list
         return {
-            "interval_ns": int(self.interval_s * 1e9),
+            "interval_ns": s_to_ns(self.interval_s),
             "cpu_source": self.cpu_source,
             "classes": list(CLASSES),
             "threads": list(self.thread_names),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.support.waits import lock_sampled, lock_tables
+from tests.support.waits import MS, lock_sampled, lock_tables
 from workbench.analysis.waits import gc_events, wait_summary
 
 
@@ -48,3 +48,22 @@ def test_collections_by_generation_and_triggering_thread():
 def test_a_run_without_raw_samples_has_no_waits():
     requests, stages = lock_tables()
     assert wait_summary(None, requests, stages, ["record"]) is None
+
+
+def test_a_collection_is_timed_by_its_overlap_with_the_stage_calls_not_by_samples():
+    """Request 10's record runs 1000-1040 ms; a 30 ms collection from 1030 ms overlaps it by 10 ms."""
+    requests, stages = lock_tables()
+    sampled = lock_sampled()
+    sampled["gc"] = {
+        "start_ns": [1030 * MS],
+        "dur_ns": [30 * MS],
+        "generation": [2],
+        "thread": [0],
+        "collected": [0],
+    }
+    out = wait_summary(sampled, requests, stages, ["record"])
+    assert out["classes"]["slowest_5pct"] == {"lock": 40.0, "gc": 2.0}  # 10 ms over 5 requests
+    assert [(c["class"], c["ms_per_request"]) for c in out["causes"]] == [
+        ("lock", 40.0),
+        ("gc", 2.0),
+    ]

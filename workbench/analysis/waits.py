@@ -2,7 +2,9 @@
 
 Input: ``RunMeta.sampled`` (the raw rows of :mod:`workbench.sampling`: every thread, every sample,
 each sample of a thread inside a stage with its class, :mod:`workbench.wait_classes`) and the run's
-tables (a ``profile`` or ``load`` run). A stage sample belongs to the request and stage whose
+tables (a ``profile`` or ``load`` run). Collections are timed exactly, not sampled: each one's
+overlap with a stage call is ``gc`` time of that request and stage (the sampler cannot run during
+a collection, and its next sample may come after the stage ended). A stage sample belongs to the request and stage whose
 ``[start, end)`` holds its time (in a load run whose batches hold several requests, or whose
 executors overlap, the one that started last before it: an approximation there); it
 stands for the time since the previous sample (``dt_ns``), so a late sample after a long collection
@@ -72,7 +74,7 @@ def wait_summary(
         return None
     st = st[st["stage"].isin(pipeline_stages or order)]
     rows = pd.DataFrame(sampled["rows"])
-    mine = _assigned(rows[rows["in_stage"] == 1], st)
+    mine = _with_collections(_assigned(rows[rows["in_stage"] == 1], st), sampled, st)
     sets = {
         k: v
         for k, v in request_sets(stage_matrix(requests, stages, order)).items()
@@ -115,6 +117,42 @@ def _assigned(rows: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _with_collections(mine: pd.DataFrame, sampled, st: pd.DataFrame) -> pd.DataFrame:
+    """The collections timed exactly: each one's overlap with each stage call is a ``gc`` row of that
+    request and stage (``t_ns`` -1: no other thread is matched to it); a sample classed ``gc`` keeps
+    only its waiting line (its time is the collection's, counted here)."""
+    events = sampled.get("gc") or {}
+    gc_code = sampled["classes"].index("gc")
+    mine = mine.assign(dt_ns=mine["dt_ns"].where(mine["cls"] != gc_code, 0))
+    if not events.get("dur_ns") or st.empty:
+        return mine
+    order = np.argsort(st["start_ns"].to_numpy(np.int64), kind="stable")
+    s = st["start_ns"].to_numpy(np.int64)[order]
+    e = s + st["dur_ns"].to_numpy(np.int64)[order]
+    longest = int((e - s).max())
+    found = []
+    for start, dur in zip(events["start_ns"], events["dur_ns"]):
+        lo, hi = np.searchsorted(s, [start - longest, start + dur])
+        overlap = np.minimum(e[lo:hi], start + dur) - np.maximum(s[lo:hi], start)
+        for k in np.flatnonzero(overlap > 0):
+            found.append((lo + k, int(overlap[k])))
+    if not found:
+        return mine
+    at = np.array([k for k, _ in found])
+    extra = pd.DataFrame(
+        {
+            "t_ns": -1,
+            "dt_ns": [ns for _, ns in found],
+            "cls": gc_code,
+            "stack": -1,
+            "site": -1,
+            "request": st["request"].to_numpy(np.int64)[order][at],
+            "stage": st["stage"].to_numpy(object)[order][at],
+        }
+    )
+    return pd.concat([mine, extra], ignore_index=True)
+
+
 def _class_ms(rows: pd.DataFrame, classes: list[str], n: int) -> dict[str, float]:
     """Class -> sampled ms per request of the set (``n`` requests)."""
     sums = rows.groupby("cls")["dt_ns"].sum()
@@ -155,7 +193,7 @@ def _site(sampled, group: pd.DataFrame) -> str | None:
     """``record (app.py:83)``: the waiting line most of the group's time was at."""
     weights: Counter = Counter()
     for stack, site, dt in zip(group["stack"], group["site"], group["dt_ns"]):
-        if site >= 0:
+        if site >= 0 and stack >= 0:
             weights[_frame(sampled, int(stack), int(site))] += int(dt)
     return call_site(*weights.most_common(1)[0][0]) if weights else None
 

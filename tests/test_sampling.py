@@ -76,12 +76,13 @@ def test_interval_must_be_positive():
 
 
 def test_every_thread_is_recorded_with_its_counters_and_each_stage_sample_with_its_class(tmp_path):
-    """An injected clock and counters: the stage thread was on CPU 1 of 10 ms while the other ran 6."""
+    """An injected clock and counters: the stage thread was on CPU 1 of 10 ms while the other ran 6
+    (threads other tests left running have no counter here: they are not recorded)."""
     from workbench.sampling import ROW_COLUMNS
 
     counters: dict[int, tuple[int, int]] = {}
     clock = iter([1_000, 10_001_000]).__next__
-    sampler = StackSampler(clock=clock, cpu_reader=lambda tid: counters[tid])
+    sampler = StackSampler(clock=clock, cpu_reader=counters.get)
     started, release = threading.Event(), threading.Event()
 
     def other_thread():

@@ -10,7 +10,14 @@ three shipped examples (batch 1, one torch thread), the same pipeline runs
 * ``thread 1ms`` / ``thread 5ms``: the workbench's sampler thread at that interval;
 * ``pyinstrument 1ms``: pyinstrument's in-thread ``setstatprofile`` hook at 1 ms
   (the pinned sampler; its C hook runs on every call and return), its callback
-  walking the stack as the workbench's does.
+  walking the stack as the workbench's does;
+* ``stage-only 5ms`` (issue 38): the sampler without per-thread counters (no CPU reads, no other
+  thread recorded, classes from the calls alone), as the sampler was before every thread, every
+  sample; ``thread 5ms`` is the all-thread sampler (schedstat reads, every thread's rows);
+* ``pyinstrument default``: ``pyinstrument.Profiler()`` with its defaults (1 ms), as a user runs it;
+* ``py-spy idle`` / ``py-spy gil``: ``py-spy record --pid <this process> --rate 200 --idle`` (or
+  ``--gil``) sampling from outside, when a ``py-spy`` executable is found (``$PY_SPY`` or ``PATH``;
+  ``pip install py-spy``); the block starts 1 s after it attaches.
 
 Per example and mode: end-to-end p50 (ms, ``analysis/stats``) and its ratio to
 ``plain``; the samples per request of the workbench sampler.
@@ -23,7 +30,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,10 +47,12 @@ from workbench.timing import time_request  # noqa: E402
 EXAMPLES = ("tabular", "text", "image")
 MODES = (
     "plain",
-    "thread 1ms",
+    "stage-only 5ms",
     "thread 5ms",
-    "pyinstrument 1ms",
-)  # "thread Nms" for any N also works
+    "pyinstrument default",
+    "py-spy idle",
+    "py-spy gil",
+)  # "thread Nms", "thread 1ms", "pyinstrument 1ms" also work
 
 
 class _PyinstrumentWay:
@@ -65,11 +78,56 @@ class _PyinstrumentWay:
         self._set(None)
 
 
+class _PySpy:
+    """``py-spy record`` attached to this process from outside, at 200 Hz, until the block ends."""
+
+    def __init__(self, how: str):
+        self.how = how
+
+    def __enter__(self):
+        exe = os.environ.get("PY_SPY") or shutil.which("py-spy")
+        out = Path(tempfile.mkdtemp()) / "py-spy.txt"
+        argv = [exe, "record", "--pid", str(os.getpid()), "--rate", "200", f"--{self.how}"]
+        self._proc = subprocess.Popen(
+            [*argv, "--format", "raw", "-o", str(out)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(1.0)  # attached and sampling before the block is timed
+        return self
+
+    def __exit__(self, *exc):
+        self._proc.send_signal(signal.SIGINT)
+        self._proc.wait(timeout=30)
+
+
+def available_modes(modes: tuple[str, ...]) -> tuple[str, ...]:
+    """The modes this machine can run (py-spy's only with a py-spy executable)."""
+    spy = os.environ.get("PY_SPY") or shutil.which("py-spy")
+    return tuple(m for m in modes if spy or not m.startswith("py-spy"))
+
+
 def run_block(pipe, items, mode: str, n: int) -> tuple[list[int], int]:
     names, fns = pipe.stage_names, [s.fn for s in pipe.stages]
     batches = [[next(items)] for _ in range(n)]
     if mode == "plain":
         return [_e2e(time_request(names, fns, b)) for b in batches], 0
+    if mode == "stage-only 5ms":
+        with StackSampler(0.005, cpu_reader=None) as sampler:
+            out = [_e2e(time_request(names, fns, b)) for b in batches]
+        return out, len(sampler.samples_ns)
+    if mode == "pyinstrument default":
+        from pyinstrument import Profiler
+
+        profiler = Profiler()
+        profiler.start()
+        out = [_e2e(time_request(names, fns, b)) for b in batches]
+        profiler.stop()
+        return out, 0
+    if mode.startswith("py-spy"):
+        with _PySpy(mode.split()[1]):
+            out = [_e2e(time_request(names, fns, b)) for b in batches]
+        return out, 0
     if mode.startswith("thread"):
         with StackSampler(float(mode.split()[1][:-2]) / 1e3) as sampler:
             out = [_e2e(time_request(names, fns, b)) for b in batches]
@@ -155,7 +213,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     before = os.getloadavg()[0]
-    modes = ("plain", *args.modes)
+    modes = available_modes(("plain", *args.modes))
     rows = [measure(e, args.requests, args.blocks, modes) for e in args.examples]
     load = (before, os.getloadavg()[0])
     text = markdown(rows, list(argv if argv is not None else sys.argv[1:]), load, modes)

@@ -12,7 +12,7 @@ runs later, but it still ties the two modules together. The test fails on
 The layer map, lowest first (a module's layer is that of its top-level folder or file):
 
     0 core      units, errors, files, naming, config, roles, device (is there a GPU: decided once), signals
-                (SIGTERM handled as Ctrl-C), _lazy,
+                (SIGTERM handled as Ctrl-C), _lazy, wait_classes (what a sampled thread waited on),
                 the package's __init__ (lazy exports by name: it imports only _lazy)
     1 record    record/ (the one run record), trace/ (the one trace model)
     2 analysis  analysis/ (tables in, tables out)
@@ -47,6 +47,7 @@ LAYERS = {
         "device",
         "signals",
         "_lazy",
+        "wait_classes",
         "__init__",
     ),
     1: ("record", "trace"),

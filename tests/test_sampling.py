@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -72,3 +73,66 @@ def test_assign_uses_the_stage_intervals_and_counts_samples_between_them():
 def test_interval_must_be_positive():
     with pytest.raises(ConfigError, match="sample interval must be > 0"):
         StackSampler(interval_s=0)
+
+
+def test_every_thread_is_recorded_with_its_counters_and_each_stage_sample_with_its_class(tmp_path):
+    """An injected clock and counters: the stage thread was on CPU 1 of 10 ms while the other ran 6
+    (threads other tests left running have no counter here: they are not recorded)."""
+    from workbench.sampling import ROW_COLUMNS
+
+    counters: dict[int, tuple[int, int]] = {}
+    clock = iter([1_000, 10_001_000]).__next__
+    sampler = StackSampler(clock=clock, cpu_reader=counters.get)
+    started, release = threading.Event(), threading.Event()
+
+    def other_thread():
+        started.set()
+        release.wait()
+
+    worker = threading.Thread(target=other_thread, name="snapshot")
+    worker.start()
+    started.wait()
+    me, them = threading.get_native_id(), worker.native_id
+
+    def stage(x):
+        counters.update({me: (0, 0), them: (0, 0)})
+        sampler.sample()  # first sight of each thread: no delta yet
+        counters.update({me: (1_000_000, 0), them: (6_000_000, 1_000_000)})
+        sampler.sample()
+        return x
+
+    try:
+        time_request(["stage"], [stage], 1)
+    finally:
+        release.set()
+        worker.join()
+    rows = sorted(
+        zip(*(sampler.rows[c].tolist() for c in ROW_COLUMNS)), key=lambda r: (r[0], -r[8])
+    )
+    names = sampler.thread_names
+    # (t_ns, dt_ns, thread, stack, cpu_ns, rq_ns, cls, site, in_stage), by time, the stage thread first.
+    # tick 1: the stage thread (no counters yet: cpu, code 0); the idle other thread is not recorded.
+    # tick 2: the stage thread blocked in plain Python while 'snapshot' was busy 7 of 10 ms: gil (code 2)
+    assert [(r[0], r[1], names[r[2]], r[4], r[5], r[6], r[8]) for r in rows] == [
+        (1_000, 5_000_000, "MainThread", -1, -1, 0, 1),
+        (10_001_000, 10_000_000, "MainThread", 1_000_000, 0, 2, 1),
+        (10_001_000, 10_000_000, "snapshot", 6_000_000, 1_000_000, 0, 0),
+    ]
+    assert sampler.cpu_source == "injected"
+    saved = sampler.record(origin_ns=1_000)
+    assert sorted(saved["rows"]["t_ns"]) == [0, 10_000_000, 10_000_000]
+    assert sorted(saved["threads"]) == ["MainThread", "snapshot"]
+    functions = [saved["frames"][f][1] for f in saved["stacks"][rows[2][3]]]
+    assert functions[-3:] == ["other_thread", "wait", "wait"]  # whole: from the thread's start
+
+
+def test_a_collection_still_running_counts_to_the_sample_that_interrupts_it():
+    from workbench.sampling import GcEvents
+
+    now = iter([100, 150, 400]).__next__
+    events = GcEvents(now)
+    events.callback("start", {"generation": 2})  # at 100
+    events.callback("stop", {"generation": 2, "collected": 7})  # at 150: 50 ns
+    events.callback("start", {"generation": 0})  # at 400, not stopped yet
+    assert events.overlap_ns(0, 120) == 20 and events.overlap_ns(120, 500) == 30 + 100
+    assert (events.generation.tolist(), events.collected.tolist()) == ([2], [7])

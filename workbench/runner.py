@@ -366,6 +366,7 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
         stage_roles=dict(pipe.stage_roles),
         attributes=Attributes.from_dict(attributes) if attributes is not None else None,
         cold_start=ColdStart.from_dict(_cold_start(plan.build_ns, timings)),
+        sampled=sampler.record(timings[0].start_ns) if sampler is not None and timings else None,
     )
     run = Run(meta, requests_df, stages_df, trace_path, summary_failures=failed)
     try:

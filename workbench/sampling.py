@@ -25,10 +25,24 @@ Why a thread and not pyinstrument's ``setstatprofile``: the hook runs on every
 call and return of the timed code, the thread only every interval
 (``benchmarks/bench_sampler.py`` measures both; ``benchmarks/results/sampler.md``).
 Turn it off with ``profile(..., sample_stacks=False)`` or ``--no-sample-stacks``.
+
+Every thread, every sample (issue 38): each wake-up also reads each Python thread's CPU time and
+keeps a row per thread (:attr:`StackSampler.rows`): the thread inside a stage always (its stack from
+the stage function down, with its class, :mod:`workbench.wait_classes`), every other thread when it
+ran since the previous wake-up (its whole stack and CPU time: what ran meanwhile). The CPU counters
+are Linux's per-thread ``/proc/self/task/TID/schedstat`` (nanoseconds on CPU), else
+``/proc/self/task/TID/stat`` (utime + stime, in clock ticks of 10 ms); elsewhere no counter is read
+(a thread's time cannot be read from another thread with ``time.thread_time``, which reads the
+calling thread's own): samples are then classed from their calls alone (``cpu`` unless the call is a
+known wait) and no other thread is recorded. Garbage collections are timed through
+``gc.callbacks`` with their generation and the thread that triggered them. :meth:`record` gives all
+of it as plain data (``RunMeta.sampled``, docs/json.md), saved with the run before any analysis.
 """
 
 from __future__ import annotations
 
+import gc
+import os
 import sys
 import threading
 import time
@@ -41,6 +55,8 @@ import numpy as np
 
 from . import timing
 from .errors import ConfigError
+from .units import s_to_ns
+from .wait_classes import CLASSES, call_kind, classify
 
 # benchmarks/bench_sampler.py (interleaved, 3 examples): at 1 and 2 ms the tabular example paid +6 to +8 %;
 # at 5 ms every example stayed within +4 % (text and image within +-3 %)
@@ -50,6 +66,70 @@ MAX_DEPTH = 128
 ROOT_FUNCTIONS = ("time_request", "_time_request_observed")
 
 Frame = tuple[str, str, int]  # file, function, line being run
+ROW_COLUMNS = ("t_ns", "dt_ns", "thread", "stack", "cpu_ns", "rq_ns", "cls", "site", "in_stage")
+Counters = tuple[int, int | None]  # ns on CPU, ns runnable but waiting for a core (None: unknown)
+
+
+def _schedstat_ns(native_id: int) -> Counters:
+    with open(f"/proc/self/task/{native_id}/schedstat") as f:
+        on_cpu, run_queue = f.read().split()[:2]
+    return int(on_cpu), int(run_queue)
+
+
+_TICK_NS = 1_000_000_000 // (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100)
+
+
+def _stat_ns(native_id: int) -> Counters:
+    with open(f"/proc/self/task/{native_id}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * _TICK_NS, None  # utime, stime (fields 14 and 15)
+
+
+def thread_cpu_reader() -> tuple[Callable[[int], Counters] | None, str | None]:
+    """``(reader, name)``: a function native thread id -> :data:`Counters`, the first that works here
+    (``schedstat``, then ``stat``), or ``(None, None)`` where neither does (module docstring)."""
+    for name, reader in (("schedstat", _schedstat_ns), ("stat", _stat_ns)):
+        try:
+            reader(threading.get_native_id())
+        except (OSError, ValueError, IndexError, AttributeError):
+            continue
+        return reader, name
+    return None, None
+
+
+class GcEvents:
+    """Collections seen through ``gc.callbacks``: start (ns of the clock), duration, generation,
+    triggering thread (its ident) and objects collected, in parallel arrays."""
+
+    def __init__(self, clock: Callable[[], int]):
+        self.clock = clock
+        self.start_ns, self.dur_ns = array("q"), array("q")
+        self.generation, self.thread, self.collected = array("b"), array("q"), array("q")
+        self._started: int | None = None
+
+    def callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = self.clock()
+        elif self._started is not None:
+            self.start_ns.append(self._started)
+            self.dur_ns.append(self.clock() - self._started)
+            self.generation.append(int(info.get("generation", -1)))
+            self.thread.append(threading.get_ident())
+            self.collected.append(int(info.get("collected", 0)))
+            self._started = None
+
+    def overlap_ns(self, lo: int, hi: int) -> int:
+        """Collection time inside ``(lo, hi]`` (the latest collections are scanned, newest first), with
+        one that started and has not yet stopped: the interpreter can hand the GIL to the sampler in a
+        ``stop`` callback that runs before this one."""
+        started = self._started
+        total = max(0, hi - max(started, lo)) if started is not None else 0
+        for k in range(len(self.start_ns) - 1, -1, -1):
+            s, e = self.start_ns[k], self.start_ns[k] + self.dur_ns[k]
+            if e <= lo:
+                break
+            total += max(0, min(e, hi) - max(s, lo))
+        return total
 
 
 def _root_codes() -> frozenset:
@@ -69,6 +149,7 @@ class StackSampler:
         interval_s: float = DEFAULT_INTERVAL_S,
         clock: Callable[[], int] = time.perf_counter_ns,
         roots: frozenset | None = None,
+        cpu_reader: Callable[[int], Counters] | None | str = "auto",
     ):
         if not interval_s > 0:
             raise ConfigError(f"sample interval must be > 0 seconds, got {interval_s!r}")
@@ -80,10 +161,25 @@ class StackSampler:
         self.samples_ns = array("q")
         self.sample_stacks = array("l")
         self.ticks = 0  # wake-ups, whether or not a stage was running
+        if cpu_reader == "auto":
+            self._cpu_reader, self.cpu_source = thread_cpu_reader()
+        else:
+            self._cpu_reader, self.cpu_source = cpu_reader, "injected" if cpu_reader else None
+        self.rows: dict[str, array] = {c: array("q") for c in ROW_COLUMNS}
+        self.thread_names: list[str] = []
+        self._thread_index: dict[int, int] = {}  # ident -> index into thread_names
+        self._natives: dict[int, int | None] = {}  # ident -> native id
+        self._cpu_seen: dict[int, Counters] = {}  # ident -> counters at the previous wake-up
+        self._kinds: dict[int, tuple[str | None, int]] = {}  # stack id -> call_kind
+        self._last_ns: int | None = None
+        self.gc = GcEvents(clock)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> "StackSampler":
+        gc.callbacks.insert(
+            0, self.gc.callback
+        )  # first: its start and stop are the nearest to the pause
         self._thread = threading.Thread(
             target=self._run, name="workbench-stack-sampler", daemon=True
         )
@@ -94,6 +190,8 @@ class StackSampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        if self.gc.callback in gc.callbacks:
+            gc.callbacks.remove(self.gc.callback)
 
     def _run(self) -> None:
         me = threading.get_ident()
@@ -103,14 +201,97 @@ class StackSampler:
     def sample(self, skip_thread: int | None = None) -> None:
         """Take one sample now (the thread calls this; tests call it directly)."""
         t = self._clock()
+        dt = t - self._last_ns if self._last_ns is not None else s_to_ns(self.interval_s)
+        self._last_ns = t
         self.ticks += 1
-        for tid, frame in sys._current_frames().items():
-            if tid == skip_thread:
-                continue
+        frames = {k: f for k, f in sys._current_frames().items() if k != skip_thread}
+        cpu = {ident: self._cpu_delta(ident) for ident in frames}
+        gc_ns = self.gc.overlap_ns(t - dt, t)
+        for tid, frame in frames.items():
             key = self._stage_stack(frame)
             if key is not None:
+                sid = self._intern(key)
                 self.samples_ns.append(t)
-                self.sample_stacks.append(self._intern(key))
+                self.sample_stacks.append(sid)
+                kind, site = self._kinds.get(sid) or self._kinds.setdefault(
+                    sid, call_kind(self.stacks[sid])
+                )
+                # the others' CPU and run-queue time: a thread holding the GIL, running or preempted
+                others = sum(v[0] + (v[1] or 0) for k, v in cpu.items() if k != tid and v)
+                own, queued = cpu[tid] or (None, None)
+                cls = classify(kind, dt, own, queued, others, gc_ns)
+                self._row(t, dt, tid, sid, own, queued, cls, site, 1)
+            elif cpu[tid] and cpu[tid][0]:  # another thread that ran since the last wake-up
+                sid = self._intern(self._whole_stack(frame))
+                self._row(t, dt, tid, sid, *cpu[tid], 0, -1, 0)
+
+    def _row(self, *values: int | None) -> None:
+        values = (*values[:2], self._thread_of(values[2]), *values[3:])
+        for column, value in zip(ROW_COLUMNS, values):
+            self.rows[column].append(-1 if value is None else value)
+
+    def _thread_of(self, ident: int) -> int:
+        found = self._thread_index.get(ident)
+        if found is None:
+            thread = threading._active.get(ident)  # noqa: SLF001 (ident -> Thread, without locking)
+            found = self._thread_index[ident] = len(self.thread_names)
+            self.thread_names.append(thread.name if thread is not None else f"thread {ident}")
+        return found
+
+    def _cpu_delta(self, ident: int) -> Counters | None:
+        """Counters since the previous wake-up (None: no counter, or first seen)."""
+        if self._cpu_reader is None:
+            return None
+        if ident not in self._natives:
+            thread = threading._active.get(ident)  # noqa: SLF001
+            self._natives[ident] = getattr(thread, "native_id", None)
+        native = self._natives[ident]
+        try:
+            now = self._cpu_reader(native) if native is not None else None
+        except (OSError, ValueError, IndexError):  # the thread ended between the two reads
+            now = None
+        if now is None:
+            return None
+        before = self._cpu_seen.get(ident)
+        self._cpu_seen[ident] = now
+        if before is None:
+            return None
+        queued = None if now[1] is None or before[1] is None else now[1] - before[1]
+        return now[0] - before[0], queued
+
+    def _whole_stack(self, frame) -> tuple:
+        out = []
+        while frame is not None and len(out) < MAX_DEPTH:
+            out.append((frame.f_code, frame.f_lineno))
+            frame = frame.f_back
+        return tuple(reversed(out))
+
+    def record(self, origin_ns: int) -> dict[str, Any]:
+        """The raw samples as plain data (``sampled`` in run.json; docs/json.md): times from ``origin_ns``
+        (the run's first request start), stacks as lists of frame ids, frames ``[file, function, line]``."""
+        frame_ids: dict[Frame, int] = {}
+        stacks = [[frame_ids.setdefault(f, len(frame_ids)) for f in st] for st in self.stacks]
+        rows = {c: self.rows[c].tolist() for c in ROW_COLUMNS}
+        rows["t_ns"] = [v - origin_ns for v in rows["t_ns"]]
+        gc_threads = [
+            self._thread_of(i) for i in self.gc.thread
+        ]  # may name threads: before the list
+        return {
+            "interval_ns": s_to_ns(self.interval_s),
+            "cpu_source": self.cpu_source,
+            "classes": list(CLASSES),
+            "threads": list(self.thread_names),
+            "frames": [list(f) for f in frame_ids],
+            "stacks": stacks,
+            "rows": rows,
+            "gc": {
+                "start_ns": [v - origin_ns for v in self.gc.start_ns],
+                "dur_ns": self.gc.dur_ns.tolist(),
+                "generation": self.gc.generation.tolist(),
+                "thread": gc_threads,
+                "collected": self.gc.collected.tolist(),
+            },
+        }
 
     def _stage_stack(self, frame) -> tuple | None:
         """``((code, line), ...)`` from the stage function down, or None when no stage is running here."""

@@ -231,3 +231,14 @@ def test_a_top_range_too_small_for_an_interval_is_separated_by_its_whole_range()
     assert (top["min_ms"], top["max_ms"]) == (100.0, 103.0) and entry[
         "separated"
     ]  # i % 6 is 0 or 3
+
+
+def test_a_quadratic_stage_is_fitted_with_exponent_2_and_said_to_grow_faster_than_linearly():
+    from workbench.analysis.attributes import growth_exponent, growth_phrase
+
+    words = np.array([10.0, 20.0, 40.0, 80.0] * 10)
+    assert growth_exponent((words**2 * 1000).astype(np.int64), words) == pytest.approx(2.0)
+    assert growth_exponent((words * 1000).astype(np.int64), words) == pytest.approx(1.0)
+    assert growth_exponent(np.full(40, 5, dtype=np.int64), np.full(40, 3.0)) is None  # one value
+    assert growth_phrase("normalize", "words", 2.04) == "normalize grows as words^2.0"
+    assert growth_phrase("normalize", "words", 1.1) is None

@@ -342,3 +342,60 @@ def test_a_paced_p99_twice_the_closed_loop_one_at_low_utilization_comes_from_tim
     assert kinds(rules.findings(f)) == [("compute", "forward")]
     f["pacing"] = paced(8.0, 4.0, rate_rps=700.0)  # 70 % of the capacity: queueing could explain it
     assert kinds(rules.findings(f)) == [("compute", "forward")]
+
+
+def waits(classes):
+    """A sampled run's waits: record waits on a lock in the slowest 5 %; score sleeps 2 ms against 1."""
+    lock = {
+        "class": "lock",
+        "stage": "record",
+        "share": 0.75,
+        "ms_per_request": 30.0,
+        "median_ms_per_request": 0.0,
+        "excess_ms_per_request": 30.0,
+        "site": "record (app.py:83)",
+        "meanwhile": [
+            {
+                "thread": "snapshot",
+                "frame": "copy deepcopy <- snapshot (app.py:45)",
+                "cpu_ms_per_request": 31.0,
+            }
+        ],
+    }
+    sleep = lock | {
+        "class": "sleep",
+        "stage": "score",
+        "share": 0.25,
+        "ms_per_request": 2.0,
+        "median_ms_per_request": 1.0,
+        "excess_ms_per_request": 1.0,
+        "meanwhile": [],
+    }
+    return {
+        "tail_set": "slowest_5pct",
+        "classes": {"slowest_5pct": classes},
+        "causes": [lock, sleep],
+    }
+
+
+def test_a_lock_wait_is_a_finding_with_its_line_and_the_other_threads_frame_and_no_compute_advice():
+    f = facts([stage("score", 0.6)], roles={"score": "compute"}) | {
+        "waits": waits({"lock": 30.0, "sleep": 2.0, "cpu": 8.0})
+    }
+    found = rules.findings(f)
+    assert kinds(found) == [("lock", "record")]  # score's sleep is 2x its median's: under 3x
+    assert found[0]["evidence"] == (
+        "record: 75 % of the slowest 5 % waiting on a lock at record (app.py:83); meanwhile thread "
+        "'snapshot' ran copy deepcopy <- snapshot (app.py:45) for 31 ms per slow request"
+    )
+    assert found[0]["actions"][0]["title"].startswith("Shorten the other thread's critical section")
+
+
+def test_compute_advice_stays_for_a_tail_on_cpu_in_torch():
+    f = facts([stage("score", 0.6)], roles={"score": "compute"}) | {
+        "waits": waits({"cpu": 40.0, "lock": 1.0}),
+        "libraries": {"score": {"torch": 0.9}},
+    }
+    assert ("compute", "score") in kinds(rules.findings(f))
+    f["libraries"] = {}  # on CPU, but not in torch: no bf16/int8/compile
+    assert ("compute", "score") not in kinds(rules.findings(f))

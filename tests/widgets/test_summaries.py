@@ -7,8 +7,11 @@ import json
 from widget_fakes import FakeProfile, synthetic_run
 
 from workbench.config import PipelineConfig
+from workbench.record import Run, RunMeta
 from workbench.widgets import LatencyExplorer
+from workbench.widgets.summaries import summarize
 from tests.support.run_index import index_runs
+from tests.support.waits import lock_sampled, lock_tables
 
 
 def test_a_bad_recorded_run_is_skipped_with_a_visible_note(tmp_path):
@@ -37,3 +40,13 @@ def test_a_bad_recorded_run_is_skipped_with_a_visible_note(tmp_path):
 def test_no_note_when_every_run_reads(tmp_path):
     synthetic_run("text", PipelineConfig(batch_size=2), 5, 1).save(tmp_path / "good")
     assert index_runs(tmp_path).note == ""
+
+
+def test_a_sampled_run_gives_the_explorer_its_wait_line():
+    """Why the slowest requests waited (issue 38) rides on the view, for the budget figure's line."""
+    requests, stages = lock_tables()
+    meta = RunMeta(kind="profile", pipeline="locked", stages=["record"], sampled=lock_sampled())
+    view = summarize(Run(meta, requests, stages), ("run", 0), "test")
+    assert view.wait_line.startswith("record: 100 % of the slowest 5 % waiting on a lock at ")
+    unsampled = summarize(Run(meta.replace(sampled=None), requests, stages), ("run", 1), "test")
+    assert unsampled.waits is None and unsampled.wait_line is None

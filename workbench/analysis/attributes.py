@@ -47,6 +47,7 @@ from .stats import NS_PER_MS, Z_95, percentile_ci_ns, percentile_ns
 
 ATTR_PREFIX = "attr."
 MIN_REQUESTS = 30
+SUPERLINEAR = 1.3  # a fitted exponent at least this is said: the stage grows faster than linearly
 MAX_LEVELS = 8
 QUANTILE_CUTS = (25, 50, 75, 95)
 MIN_BIN = 5
@@ -110,7 +111,7 @@ def effect_entry(times_ns: np.ndarray, values: np.ndarray, share: float | None) 
     """``{n, rho, rho_ci, effect, separated, share, explained, note, bins}`` of one stage's times against one
     attribute."""
     n = int(times_ns.size)
-    entry: dict[str, Any] = {"n": n, "rho": None, "rho_ci": None, "effect": None}
+    entry: dict[str, Any] = {"n": n, "rho": None, "rho_ci": None, "effect": None, "exponent": None}
     entry |= {"separated": False, "share": share, "explained": None, "note": None, "bins": []}
     if n == 0:
         return entry | {"note": "no request has both the stage and the attribute"}
@@ -132,9 +133,28 @@ def effect_entry(times_ns: np.ndarray, values: np.ndarray, share: float | None) 
     effect = top / bottom
     return entry | {
         "effect": effect,
+        "exponent": growth_exponent(times_ns, values),
         "separated": separated(entry["bins"][0], entry["bins"][-1]),
         "explained": None if share is None else share * explained_fraction(effect),
     }
+
+
+def growth_exponent(times_ns: np.ndarray, values: np.ndarray) -> float | None:
+    """The slope of log(time) against log(value) (least squares over the requests whose time and
+    value are > 0): 1.0 for a stage linear in the attribute, 2.0 for a quadratic one; None when the
+    values do not span a factor of 2."""
+    keep = (times_ns > 0) & (values > 0)
+    x, y = np.log(values[keep].astype(float)), np.log(times_ns[keep].astype(float))
+    if x.size < MIN_REQUESTS or not x.max() - x.min() >= np.log(2.0):
+        return None
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def growth_phrase(stage: str, attribute: str, exponent: float | None) -> str | None:
+    """``normalize grows as words^2.0`` for an exponent of at least 1.3 (faster than linear), else None."""
+    if exponent is None or exponent < SUPERLINEAR:
+        return None
+    return f"{stage} grows as {attribute}^{exponent:.1f}"
 
 
 def separated(low: dict[str, Any], high: dict[str, Any]) -> bool:
@@ -211,17 +231,19 @@ def ranked_effects(effects: dict[str, dict[str, dict[str, Any]]] | None) -> list
 
 def effect_sentence(effects: dict[str, dict[str, dict[str, Any]]] | None) -> str | None:
     """``"hydrate tracks keys: p50 9.7 ms at 16 against 322.6 ms at 640 (33x); hydrate is 62 % of the mean
-    end to end"`` for the attribute that explains the most time; None when no effect is separated."""
+    end to end"`` for the attribute that explains the most time, ending ``; hydrate grows as keys^2.0``
+    when the stage grows faster than linearly; None when no effect is separated."""
     ranked = ranked_effects(effects)
     if not ranked:
         return None
     best = ranked[0]
-    bins = effects[best["stage"]][best["attribute"]]["bins"]
-    low, high = bins[0], bins[-1]
+    entry = effects[best["stage"]][best["attribute"]]
+    low, high = entry["bins"][0], entry["bins"][-1]
+    grows = growth_phrase(best["stage"], best["attribute"], entry.get("exponent"))
     return (
         f"{best['stage']} tracks {best['attribute']}: p50 {low['p50_ms']:.3g} ms at {_range(low)} against "
         f"{high['p50_ms']:.3g} ms at {_range(high)} ({best['effect']:.3g}x); {best['stage']} is "
-        f"{best['share']:.0%} of the mean end to end"
+        f"{best['share']:.0%} of the mean end to end" + (f"; {grows}" if grows else "")
     )
 
 

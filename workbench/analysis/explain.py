@@ -16,17 +16,21 @@ from .attributes import attribute_effects, effect_sentence, ranked_effects
 from .blocking import head_of_line
 from .gc_pauses import gc_summary
 from .tail import tail_attribution
+from .waits import wait_summary
 
 
 def explain_keys(
     meta, requests: pd.DataFrame, stages: pd.DataFrame, order: list[str]
 ) -> dict[str, Any]:
-    """``tail``, ``stacks``, ``attributes``, ``attributes_summary``, ``head_of_line``, ``gc``, ``cold_start``,
+    """``tail``, ``stacks``, ``waits``, ``attributes``, ``attributes_summary``, ``head_of_line``, ``gc``, ``cold_start``,
     ``memory_by_stage`` of a run (see docs/json.md)."""
     effects = attribute_effects(requests, stages, order)
     return {
         "tail": tail_attribution(requests, stages, order),
         "stacks": recorded_stacks(meta),
+        "waits": wait_summary(
+            getattr(meta, "sampled", None), requests, stages, order, meta.pipeline_stages
+        ),
         "attributes": effects,
         "attributes_summary": None
         if effects is None

@@ -163,10 +163,87 @@ CATALOG: dict[str, list[Action]] = {
     ],
     "gc": [
         _action(
-            "Call gc.freeze() after loading the model", "long-lived objects stop being rescanned"
+            "Call gc.freeze() after warm-up (after loading the model and caches)",
+            "long-lived objects move to a permanent generation and stop being rescanned by every "
+            "generation-2 collection",
+        ),
+        _action(
+            "Raise the collection thresholds (gc.set_threshold) or collect between requests",
+            "fewer collections, and the long ones land where no request waits",
+        ),
+        _action(
+            "Keep fewer long-lived cyclic objects (break cycles, weakrefs, flat arrays)",
+            "a generation-2 pause grows with the objects the collector must traverse",
         ),
         _action(
             "Allocate less per request (reuse buffers)", "fewer allocations, fewer collections"
+        ),
+    ],
+    "lock": [
+        _action(
+            "Shorten the other thread's critical section: copy or compute outside the lock and swap a "
+            "reference inside it",
+            "every request that needs the lock waits out the rest of the holder's time under it",
+        ),
+        _action(
+            "Take the request path off the lock (copy-on-write state, a read-only snapshot, per-key locks)",
+            "readers need not wait for a writer that replaces the whole state",
+        ),
+    ],
+    "gil": [
+        _action(
+            "Move the background work out of the process (a worker process, a sidecar)",
+            "a thread running Python holds the interpreter lock the request's thread needs",
+        ),
+        _action(
+            "Run the background work in code that releases the GIL (NumPy, torch, I/O), or in "
+            "smaller steps",
+            "while it runs in C without the GIL, the request's Python runs beside it",
+        ),
+    ],
+    "io_wait": [
+        _action(
+            "Batch the calls (one round trip per request, not per item)",
+            "each round trip pays its latency once per call",
+        ),
+        _action(
+            "Pipeline or overlap the calls (async, several in flight)",
+            "waits in series add up; in flight together they overlap",
+        ),
+        _action(
+            "Reuse connections (a connection pool, keep-alive)",
+            "connecting again pays the handshake every time",
+        ),
+    ],
+    "sleep": [
+        _action(
+            "Wait on an event instead of sleeping or polling on a timer",
+            "a poll interval adds up to its whole length to every request that hits it",
+        ),
+    ],
+    "device_wait": [
+        _action(
+            "Remove per-step host syncs (.item(), .cpu(), .tolist()) from loops; keep results on the "
+            "device and copy once at the end",
+            "each sync stalls the host until the device drains its queue",
+        ),
+    ],
+    "off_cpu": [
+        _action(
+            "Check what else runs on the machine (another process had the core); pin the server's "
+            "cores or measure on a quiet machine",
+            "the request's thread was neither running nor waiting on anything of its own",
+        ),
+    ],
+    "attribute": [
+        _action(
+            "Bound the attribute (truncate or cap inputs, bucket requests by size)",
+            "the stage's time follows the attribute; the largest inputs make the tail",
+        ),
+        _action(
+            "Replace the part that grows faster than linearly (a quadratic loop, repeated joins) "
+            "with a linear one",
+            "at twice the input a quadratic stage takes four times as long",
         ),
     ],
 }

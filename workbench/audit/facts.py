@@ -60,6 +60,7 @@ def run_facts(run) -> dict[str, Any]:
         "gc": report["gc"],
         "blocking": report["head_of_line"],
         "stacks": recorded_stacks(meta),
+        "waits": report.get("waits"),
         "pacing": meta.timing.pacing if meta.timing else None,
         "periodic": periodic_spikes(run.requests, run.stages, run.stage_names),
         "serving_gc": meta.serving.gc if meta.serving else None,

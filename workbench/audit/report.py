@@ -119,8 +119,11 @@ def summary(
     else:
         verb = "misses" if baseline["sla_miss"] else "meets"
         parts.append(f"p99 {p99:.3g} ms {verb} the {sla_ms:g} ms SLA")
+    headline = _largest_evidence(found)
+    if headline:
+        parts.append(headline)
     slowest = rules.slowest_set(facts["tail"])
-    if slowest is not None:
+    if slowest is not None and not headline:
         shares = slowest[2]["shares"]
         top = max(shares, key=shares.get)
         parts.append(f"{shares[top]:.0%} of the slowest {slowest[1]} is {top}")
@@ -138,6 +141,15 @@ def summary(
     if baseline.get("noisy"):
         parts.append("the run was noisy: " + "; ".join(baseline["noise_reasons"]))
     return "; ".join(parts)
+
+
+def _largest_evidence(found: list[dict]) -> str | None:
+    """The evidence of the finding that explains the most tail time among those that say why the tail
+    waited or grew (a wait class, GC, a periodic event, an attribute): findings come sorted by weight."""
+    kinds = {*rules.WAIT_KIND.values(), "attribute", "periodic"} - {
+        "off_cpu"
+    }  # the noise note says that
+    return next((f["evidence"] for f in found if f["kind"] in kinds), None)
 
 
 def _best_measured(found: list[dict]) -> dict | None:

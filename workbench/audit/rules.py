@@ -41,6 +41,18 @@ Thresholds (defaults):
   at least ``PERIODIC_TAIL_SHARE`` 50 % of the slowest 1 % of the requests, is ``time``: the tail
   comes from time (background threads, periodic jobs, idle gaps), not from the request's own work,
   and the role findings of the stages' mean share (bf16, int8, batching lookups) are left out;
+* ``WAIT_SHARE`` 0.25: a wait class (:mod:`workbench.wait_classes`: lock, gil, io, sleep, device, gc,
+  off_cpu) holding at least 25 % of the slowest set's sampled time in a stage, and at least
+  ``WAIT_GROWTH`` 3x the median set's time per request in it (a stage that always sleeps 1 ms is not
+  why the slow requests are slow), is a finding of that class (:data:`WAIT_KIND`), naming the
+  waiting line and the other threads on CPU meanwhile (:mod:`workbench.analysis.waits`); a run with
+  these samples takes its ``gc`` finding from them (generations, triggering thread), and the compute
+  advice (bf16, int8, compile, channels_last) is left out unless the slowest set's sampled time is at
+  least ``CPU_SHARE`` 0.5 on CPU and torch runs there (a stage at least half torch in the trace's
+  library shares, or torch frames in the sampled stacks);
+* ``attribute``: a ``describe=`` attribute whose effect explains at least ``ATTRIBUTE_SHARE`` 0.10 of
+  the mean end to end (effect x its stage's share), with the fitted exponent when the stage grows
+  faster than linearly (``normalize grows as words^2.0``);
 * ``SERVED_GC_PAUSE_SHARE`` 0.10: on a served run, a longest collection pause
   of at least 10 % of the end-to-end p99 is ``gc`` (every request in flight
   waits through it).
@@ -66,6 +78,19 @@ GC_SHARE = 0.05
 TIME_TAIL_RATIO = 2.0
 LOW_UTILIZATION = 0.6
 PERIODIC_TAIL_SHARE = 0.5
+WAIT_SHARE = 0.25
+WAIT_GROWTH = 3.0
+CPU_SHARE = 0.5
+ATTRIBUTE_SHARE = 0.10
+WAIT_KIND = {
+    "lock": "lock",
+    "gil": "gil",
+    "io": "io_wait",
+    "sleep": "sleep",
+    "device": "device_wait",
+    "gc": "gc",
+    "off_cpu": "off_cpu",
+}
 
 ROLE_KIND = {
     "io": "feature_io",
@@ -281,6 +306,8 @@ def sync(facts: dict[str, Any]) -> list[dict]:
 
 
 def gc_pauses(facts: dict[str, Any]) -> list[dict]:
+    if facts.get("waits"):  # the sampled run's gc finding comes from its samples (waits)
+        return []
     gc = facts.get("gc") or {}
     share = gc.get("share_slowest_5pct")
     if share is None or share < GC_SHARE:
@@ -290,6 +317,62 @@ def gc_pauses(facts: dict[str, Any]) -> list[dict]:
         gc.get("stage"),
         f"garbage-collection pauses take {share:.0%} of the slowest 5 %'s end to end",
         share_slowest_5pct=share,
+    )
+
+
+def waits(facts: dict[str, Any]) -> list[dict]:
+    from ..analysis.waits import wait_headline
+
+    found = facts.get("waits") or {}
+    out = []
+    for cause in found.get("causes") or []:
+        median = cause["median_ms_per_request"] or 0.0
+        if cause["share"] < WAIT_SHARE or cause["ms_per_request"] < WAIT_GROWTH * median:
+            continue
+        evidence = wait_headline(cause, found["tail_set"])
+        if cause["class"] == "gc" and found.get("gc"):
+            evidence += f"; {gc_sentence(found['gc'])}"
+        out += _finding(
+            WAIT_KIND[cause["class"]],
+            cause["stage"],
+            evidence,
+            tail_share=cause["share"],
+            ms_per_request=cause["ms_per_request"],
+            median_ms_per_request=cause["median_ms_per_request"],
+            site=cause["site"],
+            meanwhile=cause["meanwhile"],
+        )
+    return out
+
+
+def gc_sentence(gc: dict[str, Any]) -> str:
+    """``12 collections paused 340 ms (gen 2: 3, 310 ms; gen 0: 9, 30 ms), longest 120 ms; triggered by
+    'MainThread' 300 ms, 'loader' 40 ms``."""
+    gens = sorted(gc["generations"].items(), key=lambda kv: -kv[1]["pause_ms_total"])
+    by_gen = "; ".join(
+        f"gen {g}: {v['collections']}, {v['pause_ms_total']:.3g} ms" for g, v in gens
+    )
+    threads = ", ".join(f"'{t}' {ms:.3g} ms" for t, ms in list(gc["threads"].items())[:3])
+    return (
+        f"{gc['collections']} collections paused {gc['pause_ms_total']:.3g} ms ({by_gen}), "
+        f"longest {gc['pause_ms_max']:.3g} ms; triggered by {threads}"
+    )
+
+
+def attribute_growth(facts: dict[str, Any]) -> list[dict]:
+    summary = (facts["budget"].get("attributes_summary") or {}).get("ranking") or []
+    if not summary or summary[0]["explained"] < ATTRIBUTE_SHARE:
+        return []
+    best = summary[0]
+    effects = facts["budget"]["attributes"][best["stage"]][best["attribute"]]
+    return _finding(
+        "attribute",
+        best["stage"],
+        facts["budget"]["attributes_summary"]["headline"],
+        tail_share=best["explained"],
+        effect=best["effect"],
+        exponent=effects.get("exponent"),
+        attribute=best["attribute"],
     )
 
 
@@ -353,6 +436,8 @@ RULES = (
     transfer,
     sync,
     gc_pauses,
+    waits,
+    attribute_growth,
     served_gc,
     periodic,
     time_tail,
@@ -366,7 +451,25 @@ def findings(facts: dict[str, Any]) -> list[dict]:
         f["kind"] == "time" for f in out
     ):  # the stages' own work is not what the tail is made of
         out = [f for f in out if f["kind"] not in ROLE_KIND.values()]
+    if not _tail_on_cpu(facts):  # compute advice only for a tail spent on CPU
+        out = [f for f in out if f["kind"] != "compute"]
     return sorted(out, key=lambda f: -_weight(f))
+
+
+def _tail_on_cpu(facts: dict[str, Any]) -> bool:
+    """Whether the slowest set's sampled time is at least ``CPU_SHARE`` on CPU and torch runs in it (its
+    stages' library shares or sampled frames); True for a run without these samples."""
+    found = facts.get("waits") or {}
+    classes = (found.get("classes") or {}).get(found.get("tail_set"))
+    total = sum((classes or {}).values())
+    if not total:
+        return True
+    torch = any(
+        libs.get("torch", 0.0) >= CPU_SHARE for libs in (facts.get("libraries") or {}).values()
+    )
+    stages = ((facts.get("stacks") or {}).get("stages") or {}).values()
+    torch = torch or any("/torch/" in f["file"] for st in stages for f in st.get("frames") or [])
+    return torch and classes.get("cpu", 0.0) >= CPU_SHARE * total
 
 
 def _actions(finding: dict) -> list[dict]:

@@ -37,6 +37,7 @@ import numpy as np
 from ..config import PipelineConfig
 from ..errors import ConfigError, PipelineError
 from ..record import Load, Run, SummaryFailure, summarized
+from ..sampling import StackSampler
 from ..guard import TIMEOUT, Interrupted, StageGuard, StageTimeout, check_timeout
 from ..timing import Clock, stage_timer
 from .arrivals import Arrivals
@@ -108,8 +109,10 @@ def run_load(
     execute, threads, guards = pipeline_executor(pipe, target, clock, timeout_s)
     started = datetime.now(timezone.utc)
     probe = NoiseProbe(noise_readings or Readings()).start()
+    # every thread, every sample, as in profile (off with an injected clock: tests)
+    sampler = StackSampler() if clock is time.perf_counter_ns else None
     try:
-        with _switch_interval(switch_interval_s) as interval:
+        with _switch_interval(switch_interval_s) as interval, sampler or contextlib.nullcontext():
             batcher, lags, dropped, origin, stopped, interrupted = _drive(
                 execute,
                 pipe,
@@ -158,7 +161,12 @@ def run_load(
     waits_first = ["batch_wait", "queue_wait", *pipe.stage_names]
     meta = pipeline_run_meta(
         pipe, "load", waits_first, started, len(requests), env, load=Load.from_dict(load)
-    ).replace(status=status, fingerprint=run_fingerprint(pipe, target, threads, env), noise=noise)
+    ).replace(
+        status=status,
+        fingerprint=run_fingerprint(pipe, target, threads, env),
+        noise=noise,
+        sampled=sampler.record(origin) if sampler is not None else None,
+    )
     run = Run(meta=meta, requests=requests, stages=stages, summary_failures=failed)
     if interrupted:
         raise Interrupted(run, f"interrupted after {len(requests)} of {len(schedule)} requests")

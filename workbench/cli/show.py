@@ -129,6 +129,9 @@ def print_explain(report: dict, out) -> None:
     stacks = (report.get("stacks") or {}).get("headline")
     if stacks:
         print(f"tail: {stacks} (sampled stacks of every timed request)", file=out)
+    waits = (report.get("waits") or {}).get("headline")
+    if waits:
+        print(f"waits: {waits} (every thread sampled)", file=out)
     attrs = report.get("attributes_summary") or {}
     if attrs.get("headline"):
         print(f"attributes: {attrs['headline']}", file=out)

@@ -41,6 +41,7 @@ from .sections import (
     Section,
     Serving,
     Simulation,
+    Sampled,
     Stacks,
     Timing,
     TraceInfo,
@@ -65,6 +66,8 @@ class RunMeta:
     pipeline_stages: the pipeline's own stages where ``stages`` adds others (load and served runs).
     stage_roles: stage name -> role (``forward``, ``preprocess``, ...), as the pipeline declared them.
     stacks: the timing run's sampled stacks, slow requests against median ones (``workbench.analysis.stacks``).
+    sampled: the sampler's raw rows, every thread with its class (``workbench.sampling``), saved before
+        any analysis of them (``workbench.analysis.waits``).
     status: "complete", "interrupted" or "incomplete: <why>" (e.g. "incomplete: timeout").
     The optional sections (None when not measured) are filled by the features that measure them.
     extra: top-level keys this version does not know, kept so a load and save loses nothing.
@@ -93,6 +96,7 @@ class RunMeta:
     ingest: Ingest | None = None
     stage_roles: dict[str, str] | None = None
     stacks: Stacks | None = None
+    sampled: Sampled | None = None
     extra: Json = field(default_factory=dict)
 
     @property

@@ -103,6 +103,19 @@ class Stacks(TypedDict, total=False):
     stages: dict[str, StackStage]
 
 
+class Sampled(TypedDict, total=False):
+    """The sampler's raw rows: every thread, every sample, with its class (``workbench.sampling``)."""
+
+    interval_ns: NonNegInt
+    cpu_source: str | None
+    classes: list[str]
+    threads: list[str]
+    frames: list[tuple[str, str, int]]
+    stacks: list[list[int]]
+    rows: dict[str, list[int]]
+    gc: dict[str, list[int]]
+
+
 class MetaError(RunRecordError, ValueError):
     """One field of a run record is wrong; ``field`` is its dotted name."""
 

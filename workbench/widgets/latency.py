@@ -580,7 +580,11 @@ class LatencyExplorer(Controller):
                 return
             if budget:
                 sla = self.sla.value or None
-                self._show(self.budget_pane, lambda: budget_figure(view.summary, sla_ms=sla), sla)
+                self._show(
+                    self.budget_pane,
+                    lambda: budget_figure(view.summary, sla_ms=sla, tail=view.wait_line),
+                    sla,
+                )
                 self._show(self.tail_pane, lambda: tail_figure(tail_attribution(*view.tables)))
             if distribution:
                 stage, kind = self.stage.value or None, self.kind.value

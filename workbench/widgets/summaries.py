@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..analysis.budget import stage_summary
 from ..analysis.explain import recorded_stacks
+from ..analysis.waits import wait_summary
 from ..analysis.failures import failure_summary
 from ..record import Run, RunMeta
 
@@ -76,6 +77,14 @@ class RunView:
     failures: dict | None = None  # ``analysis.failures.failure_summary`` of the measured requests
     notes: tuple = ()  # what a recorded run differs in from the configuration it stands in for
     stacks: dict | None = None  # ``run.meta.stacks`` (sampled stacks, slow against median)
+    waits: dict | None = (
+        None  # ``analysis.waits.wait_summary`` of ``run.meta.sampled`` (why the slow waited)
+    )
+
+    @property
+    def wait_line(self) -> str | None:
+        """The waits' headline (``record: 93 % of the slowest 1 % waiting on a lock at ...``), or None."""
+        return (self.waits or {}).get("headline")
 
     @property
     def has_stacks(self) -> bool:
@@ -118,6 +127,9 @@ def summarize(
         noise=run.meta.noise.to_dict() if run.meta.noise else None,
         failures=failure_summary(run.requests, order),
         stacks=_stacks(run.meta),
+        waits=wait_summary(
+            run.meta.sampled, run.requests, run.stages, order, run.meta.pipeline_stages
+        ),
     )
 
 

@@ -1,0 +1,69 @@
+"""The slowest requests' waits from the sampler's raw rows: the cause, the waiting line, what ran meanwhile."""
+
+from __future__ import annotations
+
+from tests.support.waits import MS, lock_sampled, lock_tables
+from workbench.analysis.waits import gc_events, wait_summary
+
+
+def test_the_slowest_requests_wait_on_the_lock_while_the_other_thread_copies():
+    requests, stages = lock_tables()
+    out = wait_summary(lock_sampled(), requests, stages, ["record"])
+    assert out["tail_set"] == "slowest_5pct" and out["samples"]["slowest_5pct"] == 40
+    assert out["classes"]["slowest_5pct"] == {"lock": 40.0}
+    assert out["causes"] == [
+        {
+            "class": "lock",
+            "stage": "record",
+            "share": 1.0,
+            "ms_per_request": 40.0,
+            "median_ms_per_request": 0.0,
+            "excess_ms_per_request": 40.0,
+            "site": "record (app.py:83)",
+            "meanwhile": [
+                {
+                    "thread": "snapshot",
+                    "frame": "copy deepcopy <- snapshot_forever (app.py:45)",
+                    "cpu_ms_per_request": 32.0,
+                }
+            ],
+        }
+    ]
+    assert out["headline"] == (
+        "record: 100 % of the slowest 5 % waiting on a lock at record (app.py:83); meanwhile thread "
+        "'snapshot' ran copy deepcopy <- snapshot_forever (app.py:45) for 32 ms per slow request"
+    )
+
+
+def test_collections_by_generation_and_triggering_thread():
+    assert gc_events(lock_sampled()) == {
+        "collections": 1,
+        "pause_ms_total": 30.0,
+        "pause_ms_max": 30.0,
+        "generations": {"2": {"collections": 1, "pause_ms_total": 30.0}},
+        "threads": {"snapshot": 30.0},
+    }
+
+
+def test_a_run_without_raw_samples_has_no_waits():
+    requests, stages = lock_tables()
+    assert wait_summary(None, requests, stages, ["record"]) is None
+
+
+def test_a_collection_is_timed_by_its_overlap_with_the_stage_calls_not_by_samples():
+    """Request 10's record runs 1000-1040 ms; a 30 ms collection from 1030 ms overlaps it by 10 ms."""
+    requests, stages = lock_tables()
+    sampled = lock_sampled()
+    sampled["gc"] = {
+        "start_ns": [1030 * MS],
+        "dur_ns": [30 * MS],
+        "generation": [2],
+        "thread": [0],
+        "collected": [0],
+    }
+    out = wait_summary(sampled, requests, stages, ["record"])
+    assert out["classes"]["slowest_5pct"] == {"lock": 40.0, "gc": 2.0}  # 10 ms over 5 requests
+    assert [(c["class"], c["ms_per_request"]) for c in out["causes"]] == [
+        ("lock", 40.0),
+        ("gc", 2.0),
+    ]

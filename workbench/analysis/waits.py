@@ -1,0 +1,263 @@
+"""Why the slow requests waited: the sampler's classes of their time, and what ran meanwhile.
+
+Input: ``RunMeta.sampled`` (the raw rows of :mod:`workbench.sampling`: every thread, every sample,
+each sample of a thread inside a stage with its class, :mod:`workbench.wait_classes`) and the run's
+tables (a ``profile`` or ``load`` run). Collections are timed exactly, not sampled: each one's
+overlap with a stage call is ``gc`` time of that request and stage (the sampler cannot run during
+a collection, and its next sample may come after the stage ended). A stage sample belongs to the request and stage whose
+``[start, end)`` holds its time (in a load run whose batches hold several requests, or whose
+executors overlap, the one that started last before it: an approximation there); it
+stands for the time since the previous sample (``dt_ns``), so a late sample after a long collection
+counts for all of it. The sets are the tail attribution's (slowest 1 % when it has
+:data:`MIN_SAMPLES` samples, else 5 %; the median set p40-p60).
+
+Out (``waits`` in ``show --json``; times in ms per request of the set, shares of the set's sampled
+time)::
+
+    {"tail_set", "samples", "cpu_source",
+     "classes": {set: {class: ms per request}},
+     "causes": [{"class", "stage", "share", "ms_per_request", "median_ms_per_request",
+                 "excess_ms_per_request", "site",
+                 "meanwhile": [{"thread", "frame", "cpu_ms_per_request"}]}],
+     "gc": {"collections", "pause_ms_total", "pause_ms_max", "generations": {gen: {"collections",
+            "pause_ms_total"}}, "threads": {name: pause ms}} or None,
+     "headline": str or None}
+
+``causes`` are the tail set's waits (every class but ``cpu``) per stage, the most time per request
+over the median set's first (``excess_ms_per_request``; the headline names the first with a positive
+excess that is not ``off_cpu``: another process holding the core is the noise reading's to say); ``site`` is
+the waiting line of the user's code (``record (app.py:83)``); ``meanwhile`` the other threads on CPU
+during those waits, each with its hottest frame (the library call its deepest own frame made, or that
+frame) and its CPU time per slow request.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..units import ns_to_ms
+from ..wait_classes import is_user_file
+from .matrix import measured_ok, stage_matrix
+from .stacks import call_site, frame_name
+from .tail import request_sets
+
+MIN_SAMPLES = 20
+MAX_MEANWHILE = 3
+WAIT_WORDS = {
+    "lock": "waiting on a lock",
+    "gil": "waiting for the GIL",
+    "io": "waiting on I/O",
+    "sleep": "sleeping",
+    "device": "waiting on the device",
+    "gc": "paused by garbage collection",
+    "off_cpu": "off CPU",
+}
+
+
+def wait_summary(
+    sampled: dict[str, Any] | None,
+    requests: pd.DataFrame,
+    stages: pd.DataFrame,
+    order: list[str],
+    pipeline_stages: list[str] | None = None,
+) -> dict[str, Any] | None:
+    """The ``waits`` object (module docstring); None without recorded rows or a measured request.
+    ``pipeline_stages``: the stages a thread runs (a load or served run's, without its waits)."""
+    if not sampled or not sampled["rows"]["t_ns"]:
+        return None
+    req, st = measured_ok(requests, stages)
+    if req.empty:
+        return None
+    st = st[st["stage"].isin(pipeline_stages or order)]
+    rows = pd.DataFrame(sampled["rows"])
+    mine = _with_collections(_assigned(rows[rows["in_stage"] == 1], st), sampled, st)
+    sets = {
+        k: v
+        for k, v in request_sets(stage_matrix(requests, stages, order)).items()
+        if v is not None
+    }
+    counts = {k: int(mine["request"].isin(ids).sum()) for k, ids in sets.items()}
+    tail = "slowest_1pct" if counts.get("slowest_1pct", 0) >= MIN_SAMPLES else "slowest_5pct"
+    classes = sampled["classes"]
+    by_set = {
+        k: _class_ms(mine[mine["request"].isin(ids)], classes, len(ids)) for k, ids in sets.items()
+    }
+    tail_rows = mine[mine["request"].isin(sets[tail])]
+    median_rows = mine[mine["request"].isin(sets["median"])]
+    others = rows[rows["in_stage"] == 0]
+    causes = _causes(sampled, tail_rows, median_rows, others, len(sets[tail]), len(sets["median"]))
+    # another process holding the core is the noise badge's to say, not the pipeline's cause
+    named = [c for c in causes if c["excess_ms_per_request"] > 0 and c["class"] != "off_cpu"]
+    return {
+        "tail_set": tail,
+        "samples": counts,
+        "cpu_source": sampled.get("cpu_source"),
+        "classes": by_set,
+        "causes": causes,
+        "gc": gc_events(sampled),
+        "headline": wait_headline(named[0], tail) if named else None,
+    }
+
+
+def _assigned(rows: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with the ``request`` and ``stage`` whose interval holds each (unassigned ones dropped)."""
+    order = np.argsort(st["start_ns"].to_numpy(np.int64), kind="stable")
+    s = st["start_ns"].to_numpy(np.int64)[order]
+    e = s + st["dur_ns"].to_numpy(np.int64)[order]
+    t = rows["t_ns"].to_numpy(np.int64)
+    pos = np.searchsorted(s, t, side="right") - 1
+    ok = (pos >= 0) & (t < e[np.maximum(pos, 0)]) if len(s) else np.zeros(len(t), dtype=bool)
+    out = rows[ok].copy()
+    out["request"] = st["request"].to_numpy(np.int64)[order][pos[ok]]
+    out["stage"] = st["stage"].to_numpy(object)[order][pos[ok]]
+    return out
+
+
+def _with_collections(mine: pd.DataFrame, sampled, st: pd.DataFrame) -> pd.DataFrame:
+    """The collections timed exactly: each one's overlap with each stage call is a ``gc`` row of that
+    request and stage (``t_ns`` -1: no other thread is matched to it); a sample classed ``gc`` keeps
+    only its waiting line (its time is the collection's, counted here)."""
+    events = sampled.get("gc") or {}
+    gc_code = sampled["classes"].index("gc")
+    mine = mine.assign(dt_ns=mine["dt_ns"].where(mine["cls"] != gc_code, 0))
+    if not events.get("dur_ns") or st.empty:
+        return mine
+    order = np.argsort(st["start_ns"].to_numpy(np.int64), kind="stable")
+    s = st["start_ns"].to_numpy(np.int64)[order]
+    e = s + st["dur_ns"].to_numpy(np.int64)[order]
+    longest = int((e - s).max())
+    found = []
+    for start, dur in zip(events["start_ns"], events["dur_ns"]):
+        lo, hi = np.searchsorted(s, [start - longest, start + dur])
+        overlap = np.minimum(e[lo:hi], start + dur) - np.maximum(s[lo:hi], start)
+        for k in np.flatnonzero(overlap > 0):
+            found.append((lo + k, int(overlap[k])))
+    if not found:
+        return mine
+    at = np.array([k for k, _ in found])
+    extra = pd.DataFrame(
+        {
+            "t_ns": -1,
+            "dt_ns": [ns for _, ns in found],
+            "cls": gc_code,
+            "stack": -1,
+            "site": -1,
+            "request": st["request"].to_numpy(np.int64)[order][at],
+            "stage": st["stage"].to_numpy(object)[order][at],
+        }
+    )
+    return pd.concat([mine, extra], ignore_index=True)
+
+
+def _class_ms(rows: pd.DataFrame, classes: list[str], n: int) -> dict[str, float]:
+    """Class -> sampled ms per request of the set (``n`` requests)."""
+    sums = rows.groupby("cls")["dt_ns"].sum()
+    return {classes[int(k)]: ns_to_ms(float(v)) / n for k, v in sums.items()} if n else {}
+
+
+def _causes(sampled, tail, median, others, n_tail: int, n_median: int) -> list[dict[str, Any]]:
+    classes = sampled["classes"]
+    total = float(tail["dt_ns"].sum())
+    out = []
+    for (stage, code), group in tail[tail["cls"] != 0].groupby(["stage", "cls"]):
+        wait_ns = float(group["dt_ns"].sum())
+        in_median = median[(median["stage"] == stage) & (median["cls"] == code)]
+        median_ms = ns_to_ms(float(in_median["dt_ns"].sum())) / n_median if n_median else None
+        out.append(
+            {
+                "class": classes[int(code)],
+                "stage": stage,
+                "share": wait_ns / total if total else 0.0,
+                "ms_per_request": ns_to_ms(wait_ns) / n_tail,
+                "median_ms_per_request": median_ms,
+                "excess_ms_per_request": ns_to_ms(wait_ns) / n_tail - (median_ms or 0.0),
+                "site": _site(sampled, group),
+                "meanwhile": _meanwhile(
+                    sampled, others[others["t_ns"].isin(group["t_ns"])], n_tail
+                ),
+            }
+        )
+    return sorted(out, key=lambda c: (-c["excess_ms_per_request"], c["stage"], c["class"]))
+
+
+def _frame(sampled, stack: int, k: int) -> tuple[str, str, int]:
+    file, function, line = sampled["frames"][sampled["stacks"][stack][k]]
+    return file, function, line
+
+
+def _site(sampled, group: pd.DataFrame) -> str | None:
+    """``record (app.py:83)``: the waiting line most of the group's time was at."""
+    weights: Counter = Counter()
+    for stack, site, dt in zip(group["stack"], group["site"], group["dt_ns"]):
+        if site >= 0 and stack >= 0:
+            weights[_frame(sampled, int(stack), int(site))] += int(dt)
+    return call_site(*weights.most_common(1)[0][0]) if weights else None
+
+
+def _meanwhile(sampled, others: pd.DataFrame, n_tail: int) -> list[dict[str, Any]]:
+    """The other threads on CPU at the waits' samples, by thread and hottest frame, most CPU first."""
+    cpu: Counter = Counter()
+    for thread, stack, ns in zip(others["thread"], others["stack"], others["cpu_ns"]):
+        if ns > 0:
+            cpu[(sampled["threads"][int(thread)], hottest_frame(sampled, int(stack)))] += int(ns)
+    return [
+        {"thread": thread, "frame": frame, "cpu_ms_per_request": ns_to_ms(ns) / n_tail}
+        for (thread, frame), ns in cpu.most_common(MAX_MEANWHILE)
+    ]
+
+
+def hottest_frame(sampled, stack: int) -> str:
+    """``copy deepcopy <- snapshot_forever (app.py:45)``: the library frame the deepest frame of the user's
+    own code called (``spin (app.py:12)`` when the user's frame is the top)."""
+    frames = [_frame(sampled, stack, k) for k in range(len(sampled["stacks"][stack]))]
+    own = [k for k, f in enumerate(frames) if is_user_file(f[0])]
+    if not own:
+        return frame_name(*frames[-1][:2])
+    k = own[-1]
+    if k == len(frames) - 1:
+        return call_site(*frames[k])
+    return f"{frame_name(*frames[k + 1][:2])} <- {call_site(*frames[k])}"
+
+
+def gc_events(sampled) -> dict[str, Any] | None:
+    """The collections of the timing run: count, pause time, by generation and by triggering thread."""
+    events = sampled.get("gc") or {}
+    if not events.get("dur_ns"):
+        return None
+    dur = events["dur_ns"]
+    gens: dict[str, dict[str, Any]] = {}
+    threads: Counter = Counter()
+    for ns, gen, thread in zip(dur, events["generation"], events["thread"]):
+        g = gens.setdefault(str(gen), {"collections": 0, "pause_ms_total": 0.0})
+        g["collections"] += 1
+        g["pause_ms_total"] += ns_to_ms(ns)
+        threads[sampled["threads"][thread]] += ns
+    return {
+        "collections": len(dur),
+        "pause_ms_total": ns_to_ms(sum(dur)),
+        "pause_ms_max": ns_to_ms(max(dur)),
+        "generations": dict(sorted(gens.items())),
+        "threads": {name: ns_to_ms(ns) for name, ns in threads.most_common()},
+    }
+
+
+def wait_headline(cause: dict[str, Any], tail_set: str) -> str:
+    """``record: 93 % of the slowest 1 % waiting on a lock at record (app.py:83); meanwhile thread
+    'snapshot' ran copy deepcopy <- snapshot_forever (app.py:45) for 31 ms``."""
+    label = "1 %" if tail_set == "slowest_1pct" else "5 %"
+    at = f" at {cause['site']}" if cause["site"] else ""
+    text = (
+        f"{cause['stage']}: {100 * cause['share']:.0f} % of the slowest {label} "
+        f"{WAIT_WORDS[cause['class']]}{at}"
+    )
+    if cause["meanwhile"]:
+        m = cause["meanwhile"][0]
+        text += (
+            f"; meanwhile thread '{m['thread']}' ran {m['frame']} for "
+            f"{m['cpu_ms_per_request']:.3g} ms per slow request"
+        )
+    return text

@@ -1,0 +1,142 @@
+"""What a sampled thread was doing: on CPU, or waiting, and on what (the sampler's classification).
+
+Each sample of a thread inside a stage gets one class (:data:`CLASSES`):
+
+* ``gc``: a garbage collection (``gc.callbacks``, any thread) ran for at least half the time since
+  the previous sample (the sampler itself cannot run during a collection: it holds the GIL);
+* ``device``: the wait call is a device synchronization (``synchronize()``, ``.item()``, ``.cpu()``,
+  ``.tolist()``, ``.numpy()``), whether the thread spun or slept in it;
+* ``cpu``: the thread was on CPU at least half the interval (per-thread counters), or no counter is
+  readable and the call is no known wait;
+* ``lock``, ``io``, ``sleep``: off CPU in a recognized call: a frame of ``threading`` or ``queue``, or a
+  line that acquires, waits on or enters a lock, condition, semaphore, event or queue (``lock``);
+  ``socket``, ``ssl``, ``selectors``, ``subprocess`` or a store client, or a line that reads, writes,
+  sends, receives or polls (``io``); ``sleep(`` (``sleep``);
+* ``gil``: off CPU in ordinary Python code while the process's other Python threads ran or waited
+  for a core (``schedstat``'s run-queue time) at least a quarter of the interval (:data:`GIL_SHARE`):
+  one of them held the interpreter lock, and this thread cannot run Python without it;
+* ``off_cpu``: off CPU for none of these reasons: runnable while another process had the core, or in
+  a C call not recognized;
+
+The call is read once per distinct stack (:func:`call_kind`, cached by the sampler): the wait's
+``site`` is the deepest frame of the user's own code (not the standard library, not site-packages),
+the line the user can change.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+import sysconfig
+
+CLASSES = ("cpu", "lock", "gil", "io", "sleep", "device", "gc", "off_cpu")
+CODE = {name: i for i, name in enumerate(CLASSES)}
+WAITS = tuple(c for c in CLASSES if c != "cpu")
+# the other Python threads' busy share (on CPU or on a run queue) of the interval that makes a blocked
+# sample a GIL wait
+GIL_SHARE = 0.25
+
+_STDLIB = os.path.normcase(sysconfig.get_paths()["stdlib"])
+_PACKAGE = os.path.normcase(
+    os.path.dirname(os.path.abspath(__file__))
+)  # the harness (its examples are user code)
+_EXAMPLES = os.path.join(_PACKAGE, "examples")
+# standard-library modules whose frames are a wait of that class
+MODULE_KIND = {
+    "threading.py": "lock",
+    "queue.py": "lock",
+    "socket.py": "io",
+    "ssl.py": "io",
+    "selectors.py": "io",
+    "subprocess.py": "io",
+    "select.py": "io",
+    "client.py": "io",  # http/client.py
+}
+LIBRARY_IO = ("/redis/", "/urllib3/", "/requests/", "/httpx/", "/aiohttp/", "/psycopg", "/sqlite3/")
+LINE_KIND = (  # the first match wins
+    ("device", re.compile(r"\.synchronize\(|\.item\(\)|\.cpu\(\)|\.tolist\(\)|\.numpy\(\)")),
+    ("sleep", re.compile(r"\bsleep\(")),
+    (
+        "lock",
+        re.compile(
+            r"\.acquire\(|\.wait\(|\.wait_for\(|\.join\(|\bwith\s+[\w.]*(lock|mutex|cond|sem|guard)"
+            r"|\w*(queue|_q|q)\.(get|put)\(",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "io",
+        re.compile(
+            r"\b(recv\w*|send\w*|connect|accept|select|poll|read\w*|write\w*|flush|communicate"
+            r"|urlopen|execute|fetch\w*)\(|\bopen\(|subprocess\.|requests\.|httpx\.",
+        ),
+    ),
+)
+
+
+def is_user_file(file: str) -> bool:
+    """Not the standard library, not an installed package, not a builtin (``<frozen ...>``), not the
+    workbench's own harness (its shipped examples are user code)."""
+    norm = os.path.normcase(file)
+    return not (
+        norm.startswith(_STDLIB)
+        or (norm.startswith(_PACKAGE) and not norm.startswith(_EXAMPLES))
+        or "site-packages" in norm
+        or "dist-packages" in norm
+        or file.startswith("<")
+    )
+
+
+def call_kind(frames: tuple) -> tuple[str | None, int]:
+    """``(kind or None, site)`` of a stack (frames ``(file, function, line)``, outermost first): the wait
+    class its top calls name, and the index of the deepest user frame (the top one when none is)."""
+    site = next((i for i in range(len(frames) - 1, -1, -1) if is_user_file(frames[i][0])), -1)
+    site = site if site >= 0 else len(frames) - 1
+    for file, _, _ in frames[site + 1 :]:  # library or stdlib frames above the user's call
+        kind = MODULE_KIND.get(os.path.basename(file)) if not is_user_file(file) else None
+        if kind is None and any(lib in file.replace("\\", "/") for lib in LIBRARY_IO):
+            kind = "io"
+        if kind is not None:
+            return kind, site
+    if not frames:
+        return None, site
+    file, _, line = frames[site]
+    text = linecache.getline(file, line)
+    for kind, pattern in LINE_KIND:
+        if pattern.search(text):
+            return kind, site
+    return None, site
+
+
+def classify(
+    kind: str | None,
+    dt_ns: int,
+    cpu_ns: int | None,
+    queued_ns: int | None,
+    others_busy_ns: int,
+    gc_ns: int,
+) -> int:
+    """The class code (index into :data:`CLASSES`) of one sample of a thread in a stage (module docstring).
+
+    ``kind``: :func:`call_kind`'s; ``dt_ns``: time since the previous sample; ``cpu_ns``: the thread's
+    CPU time in it (None: no counter); ``queued_ns``: its time runnable on a run queue, waiting for a
+    core (None: no counter); ``others_busy_ns``: the other Python threads' CPU plus run-queue time in it
+    (a thread holding the GIL runs, or waits for a core while it holds it); ``gc_ns``: collection time.
+    """
+    half = dt_ns // 2
+    if gc_ns and gc_ns >= half:
+        return CODE["gc"]
+    if kind == "device":
+        return CODE["device"]
+    if cpu_ns is not None and cpu_ns >= half:
+        return CODE["cpu"]
+    if kind is not None:  # its run-queue time is the wake-up after the wait
+        return CODE[kind]
+    if cpu_ns is None:
+        return CODE["cpu"]
+    if (
+        others_busy_ns >= dt_ns * GIL_SHARE
+    ):  # one of them held the GIL, on a core or waiting for one
+        return CODE["gil"]
+    return CODE["off_cpu"]

@@ -54,6 +54,7 @@ LAYERS = {
     3: (
         "runner",
         "timing",
+        "streaming",
         "guard",
         "memory",
         "noise",

@@ -57,6 +57,7 @@ from .record import (
     SummaryFailure,
 )
 from .sampling import DEFAULT_INTERVAL_S, StackSampler
+from .streaming import units_table
 from .timing import SYNC_POLICIES, Clock, RequestTiming, StageFailure, request_timer
 from .guard import TIMEOUT, Cancelled, Interrupted, check_timeout, guarded, is_timeout  # noqa: F401 (Cancelled: public here)
 from .memory import MemorySampler, RssReader, StageMemory, rss_bytes
@@ -367,7 +368,8 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
         attributes=Attributes.from_dict(attributes) if attributes is not None else None,
         cold_start=ColdStart.from_dict(_cold_start(plan.build_ns, timings)),
     )
-    run = Run(meta, requests_df, stages_df, trace_path, summary_failures=failed)
+    units = units_table(pipe.stages, timings)
+    run = Run(meta, requests_df, stages_df, trace_path, summary_failures=failed, units=units)
     try:
         if plan.on_recorded is not None:
             plan.on_recorded(run)  # measure, save, then explain

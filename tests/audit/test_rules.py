@@ -342,3 +342,35 @@ def test_a_paced_p99_twice_the_closed_loop_one_at_low_utilization_comes_from_tim
     assert kinds(rules.findings(f)) == [("compute", "forward")]
     f["pacing"] = paced(8.0, 4.0, rate_rps=700.0)  # 70 % of the capacity: queueing could explain it
     assert kinds(rules.findings(f)) == [("compute", "forward")]
+
+
+def growth(grows=True, ratio=2.0):
+    return {
+        "requests": 12,
+        "growth": ratio,
+        "agree": 1.0,
+        "grows": grows,
+        "slope_us_per_token": 24.0,
+        "first": 1,
+        "last": 63,
+        "first_ms": 0.4,
+        "last_ms": 1.9,
+    }
+
+
+def test_decode_steps_growing_with_position_name_the_kv_cache_and_drop_precision_advice():
+    f = facts([stage("tokenize", 0.01), stage("generate", 0.98)], roles={"generate": "compute"})
+    f["budget"]["tokens"] = {"stage": "generate", "decode_growth": growth()}
+    found = rules.findings(f)
+    assert kinds(found) == [("decode_growth", "generate")]  # its compute finding (bf16) is left out
+    assert found[0]["evidence"] == (
+        "decode steps of generate grow with the token's position: ITL 0.400 ms at token 1 -> "
+        "1.900 ms at token 63 (+24.0 us per token); the later half of a request's steps 2.00x the "
+        "earlier half (median of 12 requests, 100% of them slower); each step recomputes every "
+        "earlier token (no KV cache, or one that is not used)"
+    )
+    assert found[0]["actions"][0]["try"] == {"kv_cache": True}
+    assert "KV cache" in found[0]["actions"][0]["title"]
+    assert not any((a["try"] or {}).get("precision") for a in found[0]["actions"])
+    f["budget"]["tokens"]["decode_growth"] = growth(grows=False, ratio=1.1)
+    assert kinds(rules.findings(f)) == [("compute", "generate")]

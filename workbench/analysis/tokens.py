@@ -24,6 +24,8 @@ import numpy as np
 import pandas as pd
 
 from ..units import NS_PER_US, ns_to_s
+from .matrix import END_TO_END
+from .verdicts import BLOCK, compare_blocks, round_blocks
 from .stats import NS_PER_MS, percentile_ci_ns, summarize_ns, tail_summary_ns
 
 METRICS = ("ttft", "prefill", "itl", "tpot")
@@ -209,3 +211,100 @@ def growth_text(growth: dict[str, Any]) -> str:
         f"{fit}the later half of a request's steps {growth['growth']:.2f}x the earlier half "
         f"(median of {growth['requests']} requests, {growth['agree']:.0%} of them slower)"
     )
+
+
+# --- comparing two configurations or two runs ------------------------------------------------------
+
+COMPARED = ("ttft", "tpot", "itl")
+
+
+def token_blocks(per: pd.DataFrame, gaps: pd.DataFrame, group) -> dict[str, np.ndarray]:
+    """Block matrices (:func:`.verdicts.round_blocks`) of TTFT, TPOT, ITL and end to end.
+
+    per: :func:`token_requests` rows of requests with two units or more; gaps: their
+    :func:`unit_gaps`; group: each ``per`` row's block (its round when interleaved, its position // 10
+    in a saved run). A request's gaps go to its request's block, so every matrix has one row per block.
+    """
+    group = np.asarray(group)
+    of_request = pd.Series(group, index=per["request"].to_numpy())
+    mine = gaps[gaps["request"].isin(per["request"])]
+    return {
+        "ttft": round_blocks(per["ttft_ns"].to_numpy("float64"), group),
+        "tpot": round_blocks(per["tpot_ns"].to_numpy("float64"), group),
+        "itl": round_blocks(
+            mine["itl_ns"].to_numpy("float64"), of_request[mine["request"]].to_numpy()
+        ),
+        END_TO_END: round_blocks(per["end_to_end_ns"].to_numpy("float64"), group),
+    }
+
+
+def compare_tokens(blocks_a, blocks_b, *, paired: bool, **kwargs) -> dict[str, Any]:
+    """``tokens`` of ``compare --json``: ``metrics`` (one ENTRY each for ``ttft``, ``tpot``, ``itl``: B/A
+    ratios of p50 and p99 with Holm-corrected intervals and verdicts, :func:`.verdicts.compare_blocks`,
+    ``kwargs`` its options), ``requests`` and ``tokens`` ([A, B]: requests of two units or more and
+    their inter-token gaps the figures rest on)."""
+    found = compare_blocks(blocks_a, blocks_b, COMPARED, paired=paired, **kwargs)
+
+    def count(blocks, name):
+        return int(np.isfinite(blocks[name]).sum())
+
+    return {
+        "metrics": found["stages"],
+        "requests": [count(blocks_a, "tpot"), count(blocks_b, "tpot")],
+        "gaps": [count(blocks_a, "itl"), count(blocks_b, "itl")],
+    }
+
+
+def samples_tokens(
+    samples: pd.DataFrame, config: int
+) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
+    """``(per, gaps, rounds)`` for :func:`token_blocks` from an interleaved comparison's samples (their
+    ``ttft``, ``tpot`` and ``itl`` columns), configuration ``config``'s successful requests of two
+    units or more."""
+    mine = samples[(samples["config"] == config) & samples["ok"] & samples["tpot"].notna()]
+    ids = np.arange(len(mine))
+    per = pd.DataFrame(
+        {
+            "request": ids,
+            "ttft_ns": mine["ttft"].to_numpy("int64"),
+            "tpot_ns": mine["tpot"].to_numpy("int64"),
+            "end_to_end_ns": mine[END_TO_END].to_numpy("int64"),
+        }
+    )
+    itl = mine["itl"].tolist()
+    gaps = pd.DataFrame(
+        {
+            "request": np.repeat(ids, [len(g) for g in itl]),
+            "itl_ns": np.array([x for g in itl for x in g], dtype="int64"),
+        }
+    )
+    return per, gaps, mine["round"].to_numpy()
+
+
+def paired_tokens(
+    samples: pd.DataFrame, *, a: int = 0, b: int = 1, **kwargs
+) -> dict[str, Any] | None:
+    """:func:`compare_tokens` of configurations ``a`` and ``b`` of an interleaved comparison, paired by
+    the rounds both have; None without token columns or without a request of two units on a side."""
+    if "tpot" not in samples.columns:
+        return None
+    sides = [samples_tokens(samples, c) for c in (a, b)]
+    rounds = set(sides[0][2].tolist()) & set(sides[1][2].tolist())
+    if not rounds:
+        return None
+    blocks = []
+    for per, gaps, rnd in sides:
+        keep = np.isin(rnd, list(rounds))
+        blocks.append(token_blocks(per[keep], gaps, rnd[keep]))
+    return compare_tokens(blocks[0], blocks[1], paired=True, **kwargs)
+
+
+def run_token_blocks(requests, stages, units, block: int = BLOCK) -> dict[str, np.ndarray] | None:
+    """:func:`token_blocks` of a saved run, blocks of ``block`` consecutive requests of two units or
+    more; None when none has two."""
+    per = token_requests(requests, stages, units)
+    per = per[per["tpot_ns"].notna()]
+    if per.empty:
+        return None
+    gaps = unit_gaps(requests, units)
+    return token_blocks(per, gaps, np.arange(len(per)) // block)

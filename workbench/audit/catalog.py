@@ -161,6 +161,21 @@ CATALOG: dict[str, list[Action]] = {
             "the requests' own work is fast closed loop: what slows them happens in time",
         ),
     ],
+    "decode_growth": [
+        _action(
+            "Keep a KV cache: run each decode step on the newest token only, against the cached keys "
+            "and values of the earlier ones",
+            "without it a step recomputes attention and every projection over the whole sequence, so "
+            "its time grows with the position; with it a step costs one token's work",
+            {"kv_cache": True},
+        ),
+        _action(
+            "Check the cache is used: one new token per sequence goes in per step, the cache is "
+            "preallocated or grown in place (Hugging Face: use_cache=True, past_key_values passed back)",
+            "a cache that is rebuilt, copied with torch.cat every step or dropped between steps "
+            "still grows with the position",
+        ),
+    ],
     "gc": [
         _action(
             "Call gc.freeze() after loading the model", "long-lived objects stop being rescanned"

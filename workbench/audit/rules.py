@@ -41,6 +41,12 @@ Thresholds (defaults):
   at least ``PERIODIC_TAIL_SHARE`` 50 % of the slowest 1 % of the requests, is ``time``: the tail
   comes from time (background threads, periodic jobs, idle gaps), not from the request's own work,
   and the role findings of the stages' mean share (bf16, int8, batching lookups) are left out;
+* ``decode_growth``: a streaming stage whose decode steps grow with the token's position
+  (:func:`workbench.analysis.tokens.decode_growth`: the later half of a request's inter-token gaps
+  at least ``GROWTH_RATIO`` 1.25x the earlier half, median over at least 10 requests, and 80 % of
+  them slower) recomputes every earlier token at every step: no (or a broken) KV cache. Its advice
+  is the cache, and the ``compute`` finding of the same stage (bf16, int8, compile) is left out:
+  precision shaves a constant off work the cache removes;
 * ``SERVED_GC_PAUSE_SHARE`` 0.10: on a served run, a longest collection pause
   of at least 10 % of the end-to-end p99 is ``gc`` (every request in flight
   waits through it).
@@ -50,6 +56,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..analysis.tokens import growth_text
 from ..roles import RoleDecision, decide_role, stage_role  # noqa: F401 (stage_role re-exported)
 from .catalog import actions_for
 
@@ -338,6 +345,26 @@ def time_tail(facts: dict[str, Any]) -> list[dict]:
     )
 
 
+def decode_growth(facts: dict[str, Any]) -> list[dict]:
+    tokens = facts["budget"].get("tokens") or {}
+    growth = tokens.get("decode_growth") or {}
+    if not growth.get("grows"):
+        return []
+    return _finding(
+        "decode_growth",
+        tokens["stage"],
+        f"decode steps of {tokens['stage']} grow with the token's position: {growth_text(growth)}; "
+        "each step recomputes every earlier token (no KV cache, or one that is not used)",
+        share=1.0 - 1.0 / growth["growth"],
+        growth=growth["growth"],
+        agree=growth["agree"],
+        requests=growth["requests"],
+        slope_us_per_token=growth["slope_us_per_token"],
+        first_ms=growth["first_ms"],
+        last_ms=growth["last_ms"],
+    )
+
+
 def _largest_tail_stage(facts: dict[str, Any]) -> str | None:
     slowest = slowest_set(facts.get("tail"))
     shares = slowest[2]["shares"] if slowest else {}
@@ -356,6 +383,7 @@ RULES = (
     served_gc,
     periodic,
     time_tail,
+    decode_growth,
 )
 
 
@@ -366,6 +394,8 @@ def findings(facts: dict[str, Any]) -> list[dict]:
         f["kind"] == "time" for f in out
     ):  # the stages' own work is not what the tail is made of
         out = [f for f in out if f["kind"] not in ROLE_KIND.values()]
+    recomputed = {f["stage"] for f in out if f["kind"] == "decode_growth"}
+    out = [f for f in out if not (f["kind"] == "compute" and f["stage"] in recomputed)]
     return sorted(out, key=lambda f: -_weight(f))
 
 

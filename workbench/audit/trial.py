@@ -200,10 +200,18 @@ def _measure(compare_fn, factory, base, change: dict, requests: int, seed: int) 
         if out["agreement_below_threshold"]
         else ""
     )
+    tokens = {e["name"]: e for e in (result.get("tokens") or {}).get("metrics", [])}
+    tpot = tokens.get("tpot")  # a streaming pipeline: what the change does to each token
+    out["tpot"] = tpot and {k: tpot[k] for k in ("p50_ratio", "p50_ci", "p99_ratio", "p99_ci")}
+    per_token = (
+        f"; TPOT p50 x{tpot['p50_ratio']:.2f} [{tpot['p50_ci'][0]:.2f}, {tpot['p50_ci'][1]:.2f}]"
+        if tpot and tpot["p50_ratio"] is not None and None not in tpot["p50_ci"]
+        else ""
+    )
     out["sentence"] = (
         f"{_label(change)}: end-to-end p50 x{out['p50_ratio']:.2f} [{out['p50_ci'][0]:.2f}, "
         f"{out['p50_ci'][1]:.2f}], p99 x{out['p99_ratio']:.2f} [{out['p99_ci'][0]:.2f}, "
-        f"{out['p99_ci'][1]:.2f}] per {out['per']}: {out['verdict']} "
+        f"{out['p99_ci'][1]:.2f}] per {out['per']}{per_token}: {out['verdict']} "
         f"(interleaved, {requests} requests each); outputs: {agreement_text(outputs)}{below}"
     )
     return out

@@ -70,3 +70,11 @@ def test_only_one_stage_may_stream():
     pipe.add("a", lambda b: iter(b), stream=True)
     with pytest.raises(ConfigError, match=r"^pipeline 'two': stage 'b' streams, and so does"):
         pipe.add("b", lambda b: iter(b), stream=True)
+
+
+def test_a_generative_run_is_bounded_by_time_as_well_as_by_count(fake_clock):
+    # a request: tokenize 1,000 + prefill 5,000 + 3 steps of 1,000 + detokenize 300 = 9,300 ns
+    pipe = streaming_pipeline(fake_clock, tokens=4)
+    run = profile(pipe, requests=1000, warmup=0, traced=0, clock=fake_clock, max_duration_s=50e-6)
+    assert run.meta.timing.stopped_by == "max_duration_s"
+    assert len(run.requests) == 6 and run.units["request"].nunique() == 6  # 6 x 9,300 ns >= 50 us

@@ -456,10 +456,11 @@ def check_stage_outputs(names: list[str], outputs: dict[int, Any]) -> None:
             )
 
 
-def first_request_checked(run_one: Callable, pipe: Pipeline) -> Callable:
+def first_request_checked(run_one: Callable, pipe: Pipeline, *, options: bool = True) -> Callable:
     """A request runner: the first call keeps every stage's output (on the host: the CUDA timer keeps none),
-    checks the outputs (:func:`check_stage_outputs`) and the options (:func:`check_options_read`), and
-    returns the timing without them; later calls run ``run_one`` as it is."""
+    checks the outputs (:func:`check_stage_outputs`) and, with ``options``, the options
+    (:func:`check_options_read`), and returns the timing without them; later calls run ``run_one`` as
+    it is."""
     keep_all = {} if pipe.config.is_cuda else {"keep": frozenset(range(len(pipe.stages)))}
     state = {"first": True}
 
@@ -471,7 +472,8 @@ def first_request_checked(run_one: Callable, pipe: Pipeline) -> Callable:
         with options.watching() if isinstance(options, ReadOptions) else contextlib.nullcontext():
             t = run_one(batch, **keep_all, **kwargs)
         check_stage_outputs(pipe.stage_names, t.kept or {})
-        check_options_read(pipe)
+        if options:
+            check_options_read(pipe)
         t.kept = None
         return t
 

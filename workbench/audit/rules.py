@@ -43,7 +43,7 @@ Thresholds (defaults):
   and the role findings of the stages' mean share (bf16, int8, batching lookups) are left out;
 * ``decode_growth``: a streaming stage whose decode steps grow with the token's position
   (:func:`workbench.analysis.tokens.decode_growth`: the later half of a request's inter-token gaps
-  at least ``GROWTH_RATIO`` 1.25x the earlier half, median over at least 10 requests, and 80 % of
+  at least ``GROWTH_RATIO`` 1.1x the earlier half, median over at least 10 requests, and 80 % of
   them slower) recomputes every earlier token at every step: no (or a broken) KV cache. Its advice
   is the cache, and the ``compute`` finding of the same stage (bf16, int8, compile) is left out:
   precision shaves a constant off work the cache removes;

@@ -69,6 +69,13 @@ def concrete_change(run, action: dict) -> tuple[dict[str, Any] | None, str | Non
         return {"pin_memory": True}, None
     if "cuda_graph" in want:
         return _graph_change(run, device, cfg.options)
+    if "kv_cache" in want:  # the generate example's option; a factory that took kv_cache=false
+        if cfg.options.get("kv_cache") is not False:
+            return None, (
+                "the run was not made with kv_cache=false, so there is no option to switch: keep "
+                "a cache in the model (workbench/examples/_causal_model.py shows one)"
+            )
+        return {"kv_cache": True}, None
     if "max_wait_ms" in want:  # tried in the batching simulator (simulate_wait), not measured live
         return None, None
     if "threads" in want:

@@ -10,7 +10,9 @@ Definitions (those of vLLM's serving benchmark, with the workbench's clock; ``wo
 
 Only measured (not warm-up), successful requests count. Percentiles are :mod:`.stats`' (p50, p95, p99
 with the order-statistic interval, p99.9 where the count bounds it); ITL percentiles are over all
-gaps (tokens), the others over requests, and each figure says its count.
+gaps (tokens), the others over requests, and each figure says its count. The ITL interval takes the
+gaps as independent draws, which the gaps of one request are not: it is narrower than the truth;
+:func:`compare_tokens` resamples whole blocks of requests, so its ITL ratio's interval is not.
 
 :func:`decode_growth` fits ITL against token position: decode steps that grow with position are what
 a model without a KV cache does (each step recomputes attention over every earlier token).

@@ -1,13 +1,16 @@
 """Streaming stages (workbench.streaming): each unit's time recorded, saved with the run."""
 
 import itertools
+import time
 
 import pytest
 
 from tests.conftest import streaming_pipeline
 from workbench import Pipeline, profile
 from workbench.errors import ConfigError, PipelineError
+from workbench.analysis.trace_stages import trace_stage_summary
 from workbench.record import load_run
+from workbench.trace import load_trace
 
 
 def test_each_unit_is_timed_and_saved_with_the_run(fake_clock, tmp_path):
@@ -78,3 +81,23 @@ def test_a_generative_run_is_bounded_by_time_as_well_as_by_count(fake_clock):
     run = profile(pipe, requests=1000, warmup=0, traced=0, clock=fake_clock, max_duration_s=50e-6)
     assert run.meta.timing.stopped_by == "max_duration_s"
     assert len(run.requests) == 6 and run.units["request"].nunique() == 6  # 6 x 9,300 ns >= 50 us
+
+
+def test_the_traced_run_charges_a_streaming_stages_units_to_its_own_range():
+    pytest.importorskip("torch")
+    pipe = Pipeline("sleepy", items=lambda: itertools.count())
+
+    def generate(batch):
+        for k in range(3):
+            time.sleep(0.002)
+            yield k
+
+    pipe.add("generate", generate, stream=True)
+    pipe.add("detokenize", list)
+    run = profile(pipe, requests=1, warmup=0, traced=2, sample_stacks=False)
+    host = trace_stage_summary(load_trace(run.trace_path)).set_index("stage")["host_ns"]
+    assert host["generate"] >= 2 * 3 * 2_000_000  # two traced requests of three 2 ms units
+    assert (
+        host["detokenize"] < host["generate"] / 10
+    )  # was the whole answer: it consumed the generator
+    run.close()

@@ -57,7 +57,7 @@ from .record import (
     SummaryFailure,
 )
 from .sampling import DEFAULT_INTERVAL_S, StackSampler
-from .streaming import units_table
+from .streaming import traced_fn, units_table
 from .timing import SYNC_POLICIES, Clock, RequestTiming, StageFailure, request_timer
 from .guard import TIMEOUT, Cancelled, Interrupted, check_timeout, guarded, is_timeout  # noqa: F401 (Cancelled: public here)
 from .memory import MemorySampler, RssReader, StageMemory, rss_bytes
@@ -731,7 +731,7 @@ def _traced_requests(
     pipe, n, cancel, progress = plan.pipe, plan.traced, plan.cancel, plan.progress
     cuda = pipe.config.is_cuda
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    stages = [(stage_range_name(s.name), s.name, s.fn) for s in pipe.stages]
+    stages = [(stage_range_name(s.name), s.name, traced_fn(s)) for s in pipe.stages]
     failures: list[StageFailure] = []
     memory = StageMemory(torch if cuda else None, pipe.config.device)
     with torch.profiler.profile(

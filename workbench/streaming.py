@@ -70,6 +70,15 @@ class UnitClock:
         return got
 
 
+def traced_fn(stage: Any) -> Callable[[Any], Any]:
+    """The stage's function as the traced run calls it: a streaming stage's units consumed into a list
+    inside its own profiler range (else its work would fall in the next stage's range)."""
+    if not getattr(stage, "stream", False):
+        return stage.fn
+    fn = stage.fn
+    return lambda value: list(fn(value))
+
+
 def stream_index(stages: Iterable[Any]) -> int | None:
     """The index of the pipeline's streaming stage (``Stage.stream``), None without one."""
     return next((i for i, s in enumerate(stages) if getattr(s, "stream", False)), None)

@@ -374,3 +374,35 @@ def test_decode_steps_growing_with_position_name_the_kv_cache_and_drop_precision
     assert not any((a["try"] or {}).get("precision") for a in found[0]["actions"])
     f["budget"]["tokens"]["decode_growth"] = growth(grows=False, ratio=1.1)
     assert kinds(rules.findings(f)) == [("compute", "generate")]
+
+
+def trace_stage(name, host_us, gpu_us, sync_us=0.0, count=2):
+    return {"stage": name, "count": count, "host_us": host_us, "gpu_us": gpu_us, "sync_us": sync_us}
+
+
+def test_per_token_host_overhead_is_found_where_the_trace_shows_the_gpu():
+    f = facts([stage("generate", 0.98)], roles={"generate": "compute"})
+    f["budget"]["tokens"] = {
+        "stage": "generate",
+        "tokens_out": {"mean": 50.0},
+        "decode_growth": growth(grows=False, ratio=1.0),
+    }
+    # 2 traced requests x 50 tokens; 10,000 us of host time, 3,000 of GPU work launched, 2,000 in syncs
+    f["trace"] = {
+        "launch_verdict": {"launch_bound": False},
+        "stages": [trace_stage("generate", 10_000.0, 3_000.0, 2_000.0)],
+        "memcpy": {},
+    }
+    found = rules.findings(f)
+    # and not compute: precision is not it; the sync rule names the syncs of the whole trace
+    assert kinds(found) == [("token_host", "generate"), ("sync", "generate")]
+    assert found[0]["evidence"] == (
+        "per-token host overhead in generate: its GPU work covers 30% of its traced host time; "
+        "70.0 us a token of host work with the GPU idle (Python between tokens, dispatch and "
+        "launches, 20.0 us of it in synchronizing calls)"
+    )
+    assert found[0]["numbers"]["per_token_us"] == 70.0
+    f["trace"]["stages"] = [trace_stage("generate", 10_000.0, 6_000.0)]  # the GPU busy 60 %
+    assert "token_host" not in [k for k, _ in kinds(rules.findings(f))]
+    f["trace"]["stages"] = [trace_stage("generate", 10_000.0, 0.0)]  # a CPU trace: not visible
+    assert "token_host" not in [k for k, _ in kinds(rules.findings(f))]

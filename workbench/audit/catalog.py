@@ -176,6 +176,23 @@ CATALOG: dict[str, list[Action]] = {
             "still grows with the position",
         ),
     ],
+    "token_host": [
+        _action(
+            "Capture the decode step in a CUDA graph (torch.compile mode='reduce-overhead')",
+            "one replay a token instead of a launch per kernel: the GPU stops waiting for Python",
+        ),
+        _action(
+            "Keep the sampled token on the GPU between steps and copy tokens out without a sync each "
+            "step (non_blocking into pinned memory, read a few steps later)",
+            "a per-token .item()/.tolist() stalls the host until the GPU drains, then the GPU waits "
+            "for the host's next launches",
+        ),
+        _action(
+            "Decode more sequences per step",
+            "the host's work is per step, not per sequence: it is shared by the batch",
+            {"batch_size": "double"},
+        ),
+    ],
     "gc": [
         _action(
             "Call gc.freeze() after loading the model", "long-lived objects stop being rescanned"

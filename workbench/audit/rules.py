@@ -47,6 +47,12 @@ Thresholds (defaults):
   them slower) recomputes every earlier token at every step: no (or a broken) KV cache. Its advice
   is the cache, and the ``compute`` finding of the same stage (bf16, int8, compile) is left out:
   precision shaves a constant off work the cache removes;
+* ``TOKEN_HOST_SHARE`` 0.5: where the trace shows the GPU (a CUDA run), a streaming stage whose
+  launched GPU work covers less than half of its traced host time is ``token_host``: per-token host
+  overhead (Python between tokens, dispatch and launches, a per-token ``.item()``/``.tolist()``
+  sync), in us per token (the host time the GPU did not cover, over the traced requests' tokens at
+  the timing run's mean per request); its ``compute`` finding is left out too. A CPU run's trace
+  cannot tell host overhead from the model's own work, so there is none there;
 * ``SERVED_GC_PAUSE_SHARE`` 0.10: on a served run, a longest collection pause
   of at least 10 % of the end-to-end p99 is ``gc`` (every request in flight
   waits through it).
@@ -73,6 +79,7 @@ GC_SHARE = 0.05
 TIME_TAIL_RATIO = 2.0
 LOW_UTILIZATION = 0.6
 PERIODIC_TAIL_SHARE = 0.5
+TOKEN_HOST_SHARE = 0.5
 
 ROLE_KIND = {
     "io": "feature_io",
@@ -365,6 +372,32 @@ def decode_growth(facts: dict[str, Any]) -> list[dict]:
     )
 
 
+def token_host(facts: dict[str, Any]) -> list[dict]:
+    tokens = facts["budget"].get("tokens") or {}
+    stages = (facts.get("trace") or {}).get("stages") or []
+    row = next((s for s in stages if s["stage"] == tokens.get("stage")), None)
+    mean = (tokens.get("tokens_out") or {}).get("mean")
+    if not row or not row.get("gpu_us") or not row.get("host_us") or not mean:
+        return []  # no GPU in the trace: host overhead is not told apart from the model's work
+    busy = row["gpu_us"] / row["host_us"]
+    if busy >= 1.0 - TOKEN_HOST_SHARE:
+        return []
+    traced_tokens = row["count"] * mean
+    per_token_us = (row["host_us"] - row["gpu_us"]) / traced_tokens
+    sync_us = (row.get("sync_us") or 0.0) / traced_tokens
+    syncs = f", {sync_us:.1f} us of it in synchronizing calls" if sync_us else ""
+    return _finding(
+        "token_host",
+        row["stage"],
+        f"per-token host overhead in {row['stage']}: its GPU work covers {busy:.0%} of its traced host "
+        f"time; {per_token_us:.1f} us a token of host work with the GPU idle (Python between tokens, "
+        f"dispatch and launches{syncs})",
+        share=1.0 - busy,
+        per_token_us=per_token_us,
+        sync_us_per_token=sync_us,
+    )
+
+
 def _largest_tail_stage(facts: dict[str, Any]) -> str | None:
     slowest = slowest_set(facts.get("tail"))
     shares = slowest[2]["shares"] if slowest else {}
@@ -384,6 +417,7 @@ RULES = (
     periodic,
     time_tail,
     decode_growth,
+    token_host,
 )
 
 
@@ -394,7 +428,7 @@ def findings(facts: dict[str, Any]) -> list[dict]:
         f["kind"] == "time" for f in out
     ):  # the stages' own work is not what the tail is made of
         out = [f for f in out if f["kind"] not in ROLE_KIND.values()]
-    recomputed = {f["stage"] for f in out if f["kind"] == "decode_growth"}
+    recomputed = {f["stage"] for f in out if f["kind"] in ("decode_growth", "token_host")}
     out = [f for f in out if not (f["kind"] == "compute" and f["stage"] in recomputed)]
     return sorted(out, key=lambda f: -_weight(f))
 

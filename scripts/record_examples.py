@@ -5,7 +5,8 @@
 
 Each run folder is named ``{example}-{device}-bs{N}-{precision}[-{variant}]`` and
 is overwritten atomically; the variants are ``-pageable`` (option ``pin_memory=False``),
-``-graph`` (option ``cuda_graph=True``) and ``-sync-request`` (``sync="request"``: one
+``-graph`` (option ``cuda_graph=True``), ``-nokv`` (the generate example's ``kv_cache=False``)
+and ``-sync-request`` (``sync="request"``: one
 synchronize per request, the wrong way to time asynchronous GPU stages, kept for
 notebook 3). Traced runs are limited to a few requests so each file stays well
 under 5 MB. The same script records CPU and GPU data.
@@ -34,6 +35,9 @@ CPU_RUNS = [
     ("text", 8, "int8", {}, 600),
     ("image", 1, "fp32", {}, 600),
     ("image", 8, "fp32", {}, 300),
+    # a generative pipeline (issue 41): TTFT, ITL, TPOT; without the KV cache decode steps grow
+    ("generate", 1, "fp32", {}, 100),
+    ("generate", 1, "fp32", {"kv_cache": False}, 100),
 ]
 # service-time model for the batching simulator: one example at several batch sizes
 CPU_SERVICE_RUNS = [("text", bs, "fp32", {}, 600) for bs in (2, 4, 16)] + [
@@ -54,6 +58,9 @@ CUDA_RUNS = [
     ("text", 1, "fp32", {"cuda_graph": True}, 200),
     # notebook 3: host timers without a synchronize per stage, where the GPU runs behind the host
     ("text", 1024, "fp32", {}, 30, "request"),
+    ("generate", 1, "fp32", {}, 100),
+    ("generate", 1, "fp32", {"kv_cache": False}, 100),
+    ("generate", 8, "bf16", {}, 100),
 ]
 
 
@@ -64,6 +71,7 @@ def run_name(
         ("-pageable" if options.get("pin_memory") is False else "")
         + ("-graph" if options.get("cuda_graph") else "")
         + ("-sync-request" if sync == "request" else "")
+        + ("-nokv" if options.get("kv_cache") is False else "")
     )
     return f"{example}-{device}-bs{bs}-{precision}{variant}"
 

@@ -59,6 +59,41 @@ def toy_pipeline(
     return pipe
 
 
+def streaming_pipeline(
+    clock: FakeClock,
+    *,
+    prefill_ns: int = 5_000,
+    step_ns: int = 1_000,
+    growth_ns: int = 0,
+    tokens: int = 4,
+    tokenize_ns: int = 1_000,
+    detokenize_ns: int = 300,
+) -> Pipeline:
+    """``tokenize`` -> ``generate`` (streaming: ``prefill_ns`` to the first token, then ``tokens - 1``
+    decode steps, the one making token k costing ``step_ns + growth_ns * k``) -> ``detokenize``."""
+    pipe = Pipeline("gen", items=lambda: itertools.count())
+
+    @pipe.stage
+    def tokenize(batch):
+        clock.advance(tokenize_ns)
+        return batch
+
+    @pipe.stage(stream=True)
+    def generate(batch):
+        clock.advance(prefill_ns)
+        for k in range(tokens):
+            if k:
+                clock.advance(step_ns + growth_ns * k)
+            yield [k] * len(batch)
+
+    @pipe.stage
+    def detokenize(steps):
+        clock.advance(detokenize_ns)
+        return steps
+
+    return pipe
+
+
 def load_script(path: Path, name: str) -> ModuleType:
     """A script of ``benchmarks/`` or ``scripts/`` (not packages) imported from its file, as module ``name``."""
     spec = importlib.util.spec_from_file_location(name, path)

@@ -4,7 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
-from tests.conftest import FakeClock
+from tests.conftest import FakeClock, streaming_pipeline
 
 import workbench
 from workbench import Pipeline, PipelineConfig
@@ -304,3 +304,36 @@ def test_an_undefined_interval_never_ends_the_rounds_and_the_report_stays_strict
         "width": None,
     }
     json.dumps(c.result, allow_nan=False)
+
+
+def kv_factory(clock: FakeClock):
+    """A streaming pipeline of 8 tokens whose decode steps grow 500 ns a position without ``kv_cache``."""
+
+    def build(config):
+        cached = config.options.get("kv_cache", True)
+        return streaming_pipeline(clock, step_ns=1_000, growth_ns=0 if cached else 500, tokens=8)
+
+    return build
+
+
+def test_a_streaming_pipeline_compares_ttft_tpot_and_itl_with_intervals():
+    clock = FakeClock()
+    c = compare(
+        kv_factory(clock),
+        [{"kv_cache": False}, {"kv_cache": True}],
+        clock=clock,
+        requests=40,
+        noise_probe=False,
+        resamples=200,
+    )
+    tokens = c.result["tokens"]
+    assert (tokens["requests"], tokens["gaps"]) == ([40, 40], [280, 280])
+    ttft, tpot, itl = tokens["metrics"]
+    assert [e["name"] for e in tokens["metrics"]] == ["ttft", "tpot", "itl"]
+    # TPOT without the cache: steps 1,500 .. 4,500 ns, mean 3,000; with it 1,000
+    assert tpot["p50_ratio"] == tpot["p99_ratio"] == 0.3333
+    assert tpot["p50_ci"] == [0.3333, 0.3333] and tpot["verdict"] == "faster"
+    assert (tpot["p50_a_ms"], tpot["p50_b_ms"]) == (0.003, 0.001)
+    assert itl["p50_ratio"] == 0.3333 and itl["verdict"] == "faster"  # median gap 3,000 ns
+    assert ttft["p50_ratio"] == 1.0 and ttft["verdict"] == "no detectable difference"
+    assert list(c.samples["tpot"].unique()) == [3_000, 1_000]

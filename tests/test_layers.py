@@ -55,6 +55,7 @@ LAYERS = {
     3: (
         "runner",
         "timing",
+        "streaming",
         "guard",
         "memory",
         "noise",

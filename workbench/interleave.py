@@ -50,12 +50,14 @@ import numpy as np
 import pandas as pd
 
 from .analysis.budget import END_TO_END
+from .analysis.tokens import paired_tokens
 from .analysis.verdicts import BLOCK, MIN_EFFECT, RESAMPLES, paired_comparison
 from .config import PipelineConfig
 from .analysis.outputs import NONE as NO_OUTPUTS
 from .analysis.outputs import OUTPUT_ITEMS, output_agreement
 from .errors import ConfigError, PipelineError, check_int, is_number
 from .interleave_workers import Workers, as_numpy, current_threads, recipe_of
+from .streaming import sample_row, stream_index
 from .timing import Clock, RequestTiming, request_timer
 from .units import ns_to_s, s_to_ns
 
@@ -351,13 +353,11 @@ class _Local:
             _set_threads(self.threads[c])
             for i in range(REWARM):
                 run(self.items.batch_of(i, batch))
-        rows = []
+        rows, stream = [], stream_index(self.pipes[c].stages)
         for i in range(k, k + n):
             t = run(self.items.batch_of(i, batch))
             self.outputs.keep(c, i, t)
-            stage_ns = [e - s for s, e in zip(t.stage_start_ns, t.stage_end_ns)]
-            error = t.failure and t.failure.error_type
-            rows.append((t.failure is None, error, *stage_ns, t.end_ns - t.start_ns))
+            rows.append(sample_row(t, stream))
         return rows
 
     def ran_out(self) -> str:
@@ -378,7 +378,8 @@ class _Local:
 def _interleave(sides, n: int, warmup: int, seed: int, stop: _Stop) -> list[tuple]:
     """Rounds of one block per configuration in a seeded order, after the warm-up, until ``stop`` says so.
 
-    Rows: ``(config, round, request, ok, error_type, ns per stage that ran..., end to end ns)``; a round some
+    Rows: ``(config, round, request, ok, error_type, ns per stage that ran..., end to end ns, token
+    sample)``; a round some
     configuration could not finish (its items ran out) is left out whole.
     """
     rng, done, rows, rnd = np.random.default_rng(seed), [0] * n, [], 0
@@ -430,12 +431,22 @@ def _recipe(target, processes: bool | None, clock: Clock) -> tuple[str | None, s
 
 
 def _samples_table(rows: list[tuple], names: list[str]) -> pd.DataFrame:
+    """Rows ``(config, round, request, ok, error_type, ns per stage..., end to end, token sample)`` as
+    :class:`Comparison`'s ``samples``; a streaming pipeline's adds ``ttft``, ``tpot`` (Int64 ns) and
+    ``itl`` (a tuple of gaps, ns) from the token samples (``workbench.streaming.token_sample``)."""
     width = 5 + len(names)
-    records = [(*r[:-1], *[None] * (width - len(r) + 1), r[-1]) for r in rows]
+    records = [(*r[:-2], *[None] * (width - len(r) + 2), r[-2]) for r in rows]
     df = pd.DataFrame(
         records, columns=["config", "round", "request", "ok", "error_type", *names, END_TO_END]
     )
-    return df.astype({col: "Int64" for col in (*names, END_TO_END)})
+    df = df.astype({col: "Int64" for col in (*names, END_TO_END)})
+    tokens = [r[-1] for r in rows]
+    if any(t is not None for t in tokens):
+        df["ttft"] = pd.array([t and t[0] for t in tokens], dtype="Int64")
+        tpot = [round(sum(t[1]) / len(t[1])) if t and t[1] else None for t in tokens]
+        df["tpot"] = pd.array(tpot, dtype="Int64")
+        df["itl"] = [t[1] if t else () for t in tokens]
+    return df
 
 
 class _Outputs:
@@ -513,7 +524,17 @@ def _report(
             resamples=resamples,
             seed=seed,
         )
-        comparisons.append({"a": 0, "b": b, **found})
+        tokens = paired_tokens(
+            samples,
+            a=0,
+            b=b,
+            metric=metric,
+            min_effect=min_effect,
+            noisy=bool(noise and noise.get("noisy")),
+            resamples=resamples,
+            seed=seed,
+        )
+        comparisons.append({"a": 0, "b": b, **found, **({"tokens": tokens} if tokens else {})})
     report = {
         "kind": "interleaved",
         "pipeline_stages": names,
@@ -528,6 +549,8 @@ def _report(
         "stages": comparisons[0]["stages"],
         "end_to_end": comparisons[0]["end_to_end"],
     }
+    if comparisons[0].get("tokens"):
+        report["tokens"] = comparisons[0]["tokens"]
     if "error" in comparisons[0]:
         report["error"] = comparisons[0]["error"]
     if len(comparisons) > 1:

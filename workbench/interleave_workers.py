@@ -24,7 +24,8 @@ Protocol: pickled tuples over two pipes (``multiprocessing.connection.Connection
     ("agree", A's outputs)                                 -> ("ok", agreement entry, analysis.outputs)
     ("error", "config" | "pipeline", message) in place of any reply;  end of input: the worker exits.
 
-rows: ``(ok, error_type, ns per stage that ran..., end to end ns)``. Outputs stay in the worker that made them
+rows: ``(ok, error_type, ns per stage that ran..., end to end ns, token sample)``
+(``workbench.streaming.sample_row``). Outputs stay in the worker that made them
 until the end: A's go to each other worker, which compares them with its own with its pipeline's ``agree``.
 Turns: a worker runs only while the parent awaits its reply; between its blocks it is stopped (SIGSTOP,
 SIGCONT before its next message), so what keeps running in an idle configuration's process (a thread its
@@ -245,14 +246,14 @@ class _Worker:
         self.items.extend(itertools.islice(self.source, max(want - len(self.items), 0)))
         if len(self.items) < want:
             return None
-        rows = []
+        from .streaming import sample_row, stream_index
+
+        rows, stream = [], stream_index(self.pipe.stages)
         for i in range(k, k + n):
             t = self.run(self.items[i * self.batch : (i + 1) * self.batch])
             if i * self.batch < self.cap and t.failure is None:
                 self.outputs[i * self.batch] = as_numpy(t.output)
-            stage_ns = [e - s for s, e in zip(t.stage_start_ns, t.stage_end_ns)]
-            error = t.failure and t.failure.error_type
-            rows.append((t.failure is None, error, *stage_ns, t.end_ns - t.start_ns))
+            rows.append(sample_row(t, stream))
         return rows
 
     def handle(self, message: tuple) -> tuple:

@@ -61,6 +61,7 @@ class Stage:
     fn: Callable[[Any], Any]
     role: str | None = None
     describe: Callable[[Any], dict[str, float]] | None = None
+    stream: bool = False  # fn returns an iterable of units (tokens, chunks): workbench.streaming
 
     def __post_init__(self) -> None:
         from .roles import ROLES
@@ -120,6 +121,7 @@ class Pipeline:
         *,
         role: str | None = None,
         describe: Callable[[Any], dict[str, float]] | None = None,
+        stream: bool = False,
     ):
         """Decorator appending a stage: ``@pipe.stage``, ``@pipe.stage("name")``, ``@pipe.stage(role="io")``.
 
@@ -129,13 +131,16 @@ class Pipeline:
             timed region; returns ``{attribute: number}`` (payload bytes, sequence
             length, cache hit...), recorded per request so the workbench can say
             what the stage's time tracks.
+        stream: the stage returns (or is) a generator yielding its answer one unit at a time (a
+            token, a chunk); the runner times every unit (:mod:`workbench.streaming`: time to first
+            token, inter-token latency) and the next stage gets the whole answer as a list.
         """
         if callable(fn_or_name):
-            self.add(fn_or_name.__name__, fn_or_name, role=role, describe=describe)
+            self.add(fn_or_name.__name__, fn_or_name, role=role, describe=describe, stream=stream)
             return fn_or_name
 
         def decorate(fn: Callable[[Any], Any]):
-            self.add(fn_or_name or fn.__name__, fn, role=role, describe=describe)
+            self.add(fn_or_name or fn.__name__, fn, role=role, describe=describe, stream=stream)
             return fn
 
         return decorate
@@ -147,10 +152,16 @@ class Pipeline:
         *,
         role: str | None = None,
         describe: Callable[[Any], dict[str, float]] | None = None,
+        stream: bool = False,
     ) -> "Pipeline":
         if name in self.stage_names:
             raise ConfigError(f"pipeline {self.name!r} already has a stage named {name!r}")
-        self.stages.append(Stage(name, fn, role, describe))
+        if stream and any(s.stream for s in self.stages):
+            raise ConfigError(
+                f"pipeline {self.name!r}: stage {name!r} streams, and so does an earlier stage; "
+                "one stage per pipeline may stream (the one that yields the answer's units)"
+            )
+        self.stages.append(Stage(name, fn, role, describe, bool(stream)))
         return self
 
     @property
@@ -177,7 +188,7 @@ class Pipeline:
         """Run all stages on one batch, untimed (for checks and notebooks)."""
         out = batch
         for s in self.stages:
-            out = s.fn(out)
+            out = list(s.fn(out)) if s.stream else s.fn(out)
         return out
 
     def validate(self) -> "Pipeline":
@@ -440,14 +451,16 @@ def check_stage_outputs(names: list[str], outputs: dict[int, Any]) -> None:
         if what is not None:
             raise PipelineError(
                 f"stage {names[i]!r} returned {what}: its work would run, and be timed, in the "
-                f"stage that consumes it; return a list (e.g. list(...)) instead"
+                f"stage that consumes it; return a list (e.g. list(...)) instead, or declare "
+                f"@pipe.stage(stream=True) to time each unit it yields (tokens, chunks)"
             )
 
 
-def first_request_checked(run_one: Callable, pipe: Pipeline) -> Callable:
+def first_request_checked(run_one: Callable, pipe: Pipeline, *, options: bool = True) -> Callable:
     """A request runner: the first call keeps every stage's output (on the host: the CUDA timer keeps none),
-    checks the outputs (:func:`check_stage_outputs`) and the options (:func:`check_options_read`), and
-    returns the timing without them; later calls run ``run_one`` as it is."""
+    checks the outputs (:func:`check_stage_outputs`) and, with ``options``, the options
+    (:func:`check_options_read`), and returns the timing without them; later calls run ``run_one`` as
+    it is."""
     keep_all = {} if pipe.config.is_cuda else {"keep": frozenset(range(len(pipe.stages)))}
     state = {"first": True}
 
@@ -459,7 +472,8 @@ def first_request_checked(run_one: Callable, pipe: Pipeline) -> Callable:
         with options.watching() if isinstance(options, ReadOptions) else contextlib.nullcontext():
             t = run_one(batch, **keep_all, **kwargs)
         check_stage_outputs(pipe.stage_names, t.kept or {})
-        check_options_read(pipe)
+        if options:
+            check_options_read(pipe)
         t.kept = None
         return t
 

@@ -57,6 +57,7 @@ from .record import (
     SummaryFailure,
 )
 from .sampling import DEFAULT_INTERVAL_S, StackSampler
+from .streaming import traced_fn, units_table
 from .timing import SYNC_POLICIES, Clock, RequestTiming, StageFailure, request_timer
 from .guard import TIMEOUT, Cancelled, Interrupted, check_timeout, guarded, is_timeout  # noqa: F401 (Cancelled: public here)
 from .memory import MemorySampler, RssReader, StageMemory, rss_bytes
@@ -368,7 +369,8 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
         cold_start=ColdStart.from_dict(_cold_start(plan.build_ns, timings)),
         sampled=sampler.record(timings[0].start_ns) if sampler is not None and timings else None,
     )
-    run = Run(meta, requests_df, stages_df, trace_path, summary_failures=failed)
+    units = units_table(pipe.stages, timings)
+    run = Run(meta, requests_df, stages_df, trace_path, summary_failures=failed, units=units)
     try:
         if plan.on_recorded is not None:
             plan.on_recorded(run)  # measure, save, then explain
@@ -730,7 +732,7 @@ def _traced_requests(
     pipe, n, cancel, progress = plan.pipe, plan.traced, plan.cancel, plan.progress
     cuda = pipe.config.is_cuda
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    stages = [(stage_range_name(s.name), s.name, s.fn) for s in pipe.stages]
+    stages = [(stage_range_name(s.name), s.name, traced_fn(s)) for s in pipe.stages]
     failures: list[StageFailure] = []
     memory = StageMemory(torch if cuda else None, pipe.config.device)
     with torch.profiler.profile(

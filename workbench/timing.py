@@ -29,6 +29,7 @@ from typing import Any
 
 from .errors import ConfigError, encodable
 from .pipeline import exception_where, first_request_checked
+from .streaming import UnitClock, stream_index, streamed_timer
 from .units import ms_to_ns
 
 Clock = Callable[[], int]
@@ -73,6 +74,9 @@ class RequestTiming:
     attributes: dict[int, dict[str, float]] | None = None  # stage index -> its describe= numbers
     # stage index -> "Type: message" of a describe= that raised
     attribute_errors: dict[int, str] | None = None
+    unit_ns: list[int] | None = (
+        None  # clock after each unit of a streaming stage (workbench.streaming)
+    )
 
 
 def time_request(
@@ -185,11 +189,18 @@ def stage_timer(
     pipe: Any, clock: Clock = time.perf_counter_ns, sync: str = "stage", **observe: Any
 ) -> Callable[..., RequestTiming]:
     """``run_one(batch, starts=, ends=)``: one request of ``pipe`` timed, with CUDA events on CUDA,
-    else by :func:`time_request` with ``observe`` (``gc_probe``, ``describe``: host-side only)."""
+    else by :func:`time_request` with ``observe`` (``gc_probe``, ``describe``: host-side only).
+    A streaming stage's units are timed too (``unit_ns``, :mod:`workbench.streaming`)."""
     names, fns = pipe.stage_names, [s.fn for s in pipe.stages]
+    stream = stream_index(pipe.stages)
+    units = UnitClock(clock) if stream is not None else None
+    if units is not None:
+        fns[stream] = units.wrap(names[stream], fns[stream])
     if pipe.config.is_cuda:
-        return functools.partial(CudaStageTimer(len(fns), sync, clock).time_request, names, fns)
-    return functools.partial(time_request, names, fns, clock=clock, **observe)
+        run_one = functools.partial(CudaStageTimer(len(fns), sync, clock).time_request, names, fns)
+    else:
+        run_one = functools.partial(time_request, names, fns, clock=clock, **observe)
+    return run_one if units is None else streamed_timer(run_one, units)
 
 
 def request_timer(

@@ -399,3 +399,67 @@ def test_compute_advice_stays_for_a_tail_on_cpu_in_torch():
     assert ("compute", "score") in kinds(rules.findings(f))
     f["libraries"] = {}  # on CPU, but not in torch: no bf16/int8/compile
     assert ("compute", "score") not in kinds(rules.findings(f))
+
+
+def growth(grows=True, ratio=2.0):
+    return {
+        "requests": 12,
+        "growth": ratio,
+        "agree": 1.0,
+        "grows": grows,
+        "slope_us_per_token": 24.0,
+        "first": 1,
+        "last": 63,
+        "first_ms": 0.4,
+        "last_ms": 1.9,
+    }
+
+
+def test_decode_steps_growing_with_position_name_the_kv_cache_and_drop_precision_advice():
+    f = facts([stage("tokenize", 0.01), stage("generate", 0.98)], roles={"generate": "compute"})
+    f["budget"]["tokens"] = {"stage": "generate", "decode_growth": growth()}
+    found = rules.findings(f)
+    assert kinds(found) == [("decode_growth", "generate")]  # its compute finding (bf16) is left out
+    assert found[0]["evidence"] == (
+        "decode steps of generate grow with the token's position: ITL 0.400 ms at token 1 -> "
+        "1.900 ms at token 63 (+24.0 us per token); the later half of a request's steps 2.00x the "
+        "earlier half (median of 12 requests, 100% of them slower); each step recomputes every "
+        "earlier token (no KV cache, or one that is not used)"
+    )
+    assert found[0]["actions"][0]["try"] == {"kv_cache": True}
+    assert "KV cache" in found[0]["actions"][0]["title"]
+    assert not any((a["try"] or {}).get("precision") for a in found[0]["actions"])
+    f["budget"]["tokens"]["decode_growth"] = growth(grows=False, ratio=1.1)
+    assert kinds(rules.findings(f)) == [("compute", "generate")]
+
+
+def trace_stage(name, host_us, gpu_us, sync_us=0.0, count=2):
+    return {"stage": name, "count": count, "host_us": host_us, "gpu_us": gpu_us, "sync_us": sync_us}
+
+
+def test_per_token_host_overhead_is_found_where_the_trace_shows_the_gpu():
+    f = facts([stage("generate", 0.98)], roles={"generate": "compute"})
+    f["budget"]["tokens"] = {
+        "stage": "generate",
+        "tokens_out": {"mean": 50.0},
+        "decode_growth": growth(grows=False, ratio=1.0),
+    }
+    # 2 traced requests x 50 tokens; 10,000 us of host time, 3,000 of GPU work launched, 2,000 in syncs
+    f["trace"] = {
+        "launch_verdict": {"launch_bound": False},
+        "stages": [trace_stage("generate", 10_000.0, 3_000.0, 2_000.0)],
+        "memcpy": {},
+    }
+    found = rules.findings(f)
+    # and not compute: precision is not it; the sync rule names the syncs of the whole trace
+    assert kinds(found) == [("token_host", "generate"), ("sync", "generate")]
+    assert found[0]["evidence"] == (
+        "per-token host overhead in generate: its GPU work covers 30% of its traced host time; "
+        "70.0 us a token of host work with the GPU idle (Python between tokens, dispatch and "
+        "launches, 20.0 us of it in synchronizing calls)"
+    )
+    assert found[0]["numbers"]["per_token_us"] == 70.0
+    f["trace"]["stages"] = [trace_stage("generate", 10_000.0, 6_000.0)]  # the GPU busy 60 %
+    assert "token_host" not in [k for k, _ in kinds(rules.findings(f))]
+    f["trace"]["stages"] = [trace_stage("generate", 10_000.0, 0.0)]  # a CPU trace: not visible
+    assert "token_host" not in [k for k, _ in kinds(rules.findings(f))]

@@ -229,3 +229,32 @@ def test_pinned_memory_is_tried_only_for_a_pageable_gpu_run():
         == "the run already copied from pinned memory"
     )
     assert "CPU" in concrete_change(load_run(RUNS / "image-cpu-bs1-fp32"), action)[1]
+
+
+def test_a_kv_cache_is_tried_where_the_run_turned_it_off_and_its_tpot_is_in_the_sentence():
+    kv = {"title": "t", "try": {"kv_cache": True}}
+    assert concrete_change(load_run(RUNS / "generate-cpu-bs1-fp32-nokv"), kv) == (
+        {"kv_cache": True},
+        None,
+    )
+    assert concrete_change(load_run(RUNS / "generate-cpu-bs1-fp32"), kv)[1].startswith(
+        "the run was not made with kv_cache=false"
+    )
+
+    def compare(factory, configs, *, base, requests, seed):
+        e2e = {"p50_ratio": 0.5, "p50_ci": [0.4, 0.6], "p99_ratio": 0.5, "p99_ci": [0.4, 0.6]}
+        tpot = {"name": "tpot", "p50_ratio": 0.4, "p50_ci": [0.35, 0.45]} | {
+            "p99_ratio": 0.4,
+            "p99_ci": [0.3, 0.5],
+        }
+        result = {"end_to_end": e2e | {"verdict": "faster"}, "tokens": {"metrics": [tpot]}}
+        return FakeComparison(result | {"noise": {"noisy": False}})
+
+    finding = {"kind": "decode_growth", "actions": [dict(kv)]}
+    try_actions(load_run(RUNS / "generate-cpu-bs1-fp32-nokv"), [finding], compare_fn=compare)
+    measured = finding["actions"][0]["measured"]
+    assert measured["tpot"] == {"p50_ratio": 0.4, "p50_ci": [0.35, 0.45]} | {
+        "p99_ratio": 0.4,
+        "p99_ci": [0.3, 0.5],
+    }
+    assert "per request; TPOT p50 x0.40 [0.35, 0.45]: faster" in measured["sentence"]

@@ -267,3 +267,21 @@ def test_a_load_run_whose_generator_fell_behind_is_not_judged(tmp_path, capsys):
         f"gate: INCONCLUSIVE {late}: the load generator fell behind its schedule (lag p99 " in out
     )
     assert "FAIL" not in out and out.rstrip().endswith("exit 4)")
+
+
+def test_a_streaming_pipelines_tpot_regression_fails_the_gate_without_stages(tmp_path, capsys):
+    data = json.loads(open(compare_json(tmp_path, entry(1.0, (0.99, 1.01)))).read())
+    data["tokens"] = {
+        "metrics": [
+            {"name": "ttft", **entry(1.0, (0.99, 1.01))},
+            {"name": "tpot", **entry(1.5, (1.4, 1.6))},
+        ]
+    }
+    (tmp_path / "cmp.json").write_text(json.dumps(data))
+    assert main(["gate", str(tmp_path / "cmp.json")]) == 1
+    assert capsys.readouterr().out.strip().splitlines() == [
+        "gate: FAIL precision=bf16 against precision=fp32: TPOT p50: +50.0 % (ratio 1.500, interval [1.400, 1.600]) exceeds +5 %",
+    ]
+    data["tokens"]["metrics"][1]["p50_ratio"] = "fast"
+    (tmp_path / "cmp.json").write_text(json.dumps(data))
+    assert main(["gate", str(tmp_path / "cmp.json")]) == 2

@@ -11,14 +11,15 @@ from examples_helpers import build
 STANDARD_STAGES = ("parse", "hydrate", "preprocess", "forward", "postprocess", "serialize")
 
 
-def test_three_examples_with_one_line_descriptions():
-    assert list(EXAMPLES) == ["tabular", "text", "image"]
+def test_four_examples_with_one_line_descriptions():
+    assert list(EXAMPLES) == ["tabular", "text", "image", "generate"]
     assert all(isinstance(d, str) and d and "\n" not in d for d in EXAMPLES.values())
 
 
 def test_unknown_example_names_the_choices():
     with pytest.raises(
-        PipelineError, match="unknown example 'audio'; choose one of: tabular, text, image"
+        PipelineError,
+        match="unknown example 'audio'; choose one of: tabular, text, image, generate",
     ):
         factory("audio")
 

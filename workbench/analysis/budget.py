@@ -19,6 +19,7 @@ from ..record.meta import RunMeta
 from .explain import explain_keys
 from .failures import failure_summary, noise_summary, records_summary, throughput_items_per_s
 from .matrix import END_TO_END, UNATTRIBUTED, measured_ok, stage_matrix  # noqa: F401 (the budget's public names)
+from .tokens import token_summary
 from .stats import NS_PER_MS, TAIL_KEYS, percentile_ci_ns, summarize_ns, tail_summary_ns
 
 SUMMARY_COLUMNS = ["count", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms"]
@@ -119,9 +120,11 @@ def budget(
 ) -> dict[str, Any]:
     """The JSON object of ``workbench show --json``: stages, end_to_end, unattributed, errors, config (ms).
 
+    A run with a streaming stage adds ``tokens`` (:func:`workbench.analysis.tokens.token_summary`).
     In: a run (``workbench.record.Run``). The piecewise form
     ``budget(meta, requests, stages)`` still works for this release, with a DeprecationWarning.
     """
+    units = getattr(run, "units", None)
     if requests is None and hasattr(run, "requests"):
         meta, requests, stages = run.meta, run.requests, run.stages
     else:
@@ -158,6 +161,7 @@ def budget(
         "status": meta.status,
         **trust_keys(meta, requests, order),
         **explain_keys(meta, requests, stages, order),
+        **({} if units is None else {"tokens": token_summary(requests, stages, units)}),
     }
 
 

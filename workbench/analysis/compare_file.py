@@ -55,6 +55,12 @@ class Entry(msgspec.Struct, frozen=True):
                 )
 
 
+class Tokens(msgspec.Struct, frozen=True):
+    """A streaming pipeline's ``ttft``, ``tpot`` and ``itl`` entries (``analysis.tokens.compare_tokens``)."""
+
+    metrics: list[Entry] = []
+
+
 class Comparison(msgspec.Struct, frozen=True):
     """B (configuration index ``b``) against A; ``end_to_end`` null only with the ``error`` that says why."""
 
@@ -62,6 +68,7 @@ class Comparison(msgspec.Struct, frozen=True):
     stages: list[Entry] = []
     end_to_end: Entry | None = None
     error: str | None = None
+    tokens: Tokens | None = None
 
     def __post_init__(self) -> None:
         if self.end_to_end is None and not self.error:
@@ -86,6 +93,7 @@ class CompareFile(msgspec.Struct, frozen=True):
     comparisons: list[Comparison] | None = None
     kind: Literal["interleaved", "separate runs"] = "interleaved"
     resolution: Resolution | None = None
+    tokens: Tokens | None = None
 
     def __post_init__(self) -> None:
         if self.end_to_end is None and not self.error:
@@ -107,7 +115,13 @@ def decode_comparisons(data: Any, source: str) -> tuple[CompareFile, list[Compar
         found = msgspec.convert(data, CompareFile, strict=True)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"{source}: {_describe(str(exc), data)}") from None
-    first = Comparison(b=1, stages=found.stages, end_to_end=found.end_to_end, error=found.error)
+    first = Comparison(
+        b=1,
+        stages=found.stages,
+        end_to_end=found.end_to_end,
+        error=found.error,
+        tokens=found.tokens,
+    )
     return found, list(found.comparisons or [first])
 
 

@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from .budget import END_TO_END
+from .matrix import END_TO_END
 from .stats import NS_PER_MS, percentiles, tail_summary_ns
 
 BLOCK = 10

@@ -161,6 +161,38 @@ CATALOG: dict[str, list[Action]] = {
             "the requests' own work is fast closed loop: what slows them happens in time",
         ),
     ],
+    "decode_growth": [
+        _action(
+            "Keep a KV cache: run each decode step on the newest token only, against the cached keys "
+            "and values of the earlier ones",
+            "without it a step recomputes attention and every projection over the whole sequence, so "
+            "its time grows with the position; with it a step costs one token's work",
+            {"kv_cache": True},
+        ),
+        _action(
+            "Check the cache is used: one new token per sequence goes in per step, the cache is "
+            "preallocated or grown in place (Hugging Face: use_cache=True, past_key_values passed back)",
+            "a cache that is rebuilt, copied with torch.cat every step or dropped between steps "
+            "still grows with the position",
+        ),
+    ],
+    "token_host": [
+        _action(
+            "Capture the decode step in a CUDA graph (torch.compile mode='reduce-overhead')",
+            "one replay a token instead of a launch per kernel: the GPU stops waiting for Python",
+        ),
+        _action(
+            "Keep the sampled token on the GPU between steps and copy tokens out without a sync each "
+            "step (non_blocking into pinned memory, read a few steps later)",
+            "a per-token .item()/.tolist() stalls the host until the GPU drains, then the GPU waits "
+            "for the host's next launches",
+        ),
+        _action(
+            "Decode more sequences per step",
+            "the host's work is per step, not per sequence: it is shared by the batch",
+            {"batch_size": "double"},
+        ),
+    ],
     "gc": [
         _action(
             "Call gc.freeze() after warm-up (after loading the model and caches)",

@@ -53,6 +53,18 @@ Thresholds (defaults):
 * ``attribute``: a ``describe=`` attribute whose effect explains at least ``ATTRIBUTE_SHARE`` 0.10 of
   the mean end to end (effect x its stage's share), with the fitted exponent when the stage grows
   faster than linearly (``normalize grows as words^2.0``);
+* ``decode_growth``: a streaming stage whose decode steps grow with the token's position
+  (:func:`workbench.analysis.tokens.decode_growth`: the later half of a request's inter-token gaps
+  at least ``GROWTH_RATIO`` 1.1x the earlier half, median over at least 10 requests, and 80 % of
+  them slower) recomputes every earlier token at every step: no (or a broken) KV cache. Its advice
+  is the cache, and the ``compute`` finding of the same stage (bf16, int8, compile) is left out:
+  precision shaves a constant off work the cache removes;
+* ``TOKEN_HOST_SHARE`` 0.5: where the trace shows the GPU (a CUDA run), a streaming stage whose
+  launched GPU work covers less than half of its traced host time is ``token_host``: per-token host
+  overhead (Python between tokens, dispatch and launches, a per-token ``.item()``/``.tolist()``
+  sync), in us per token (the host time the GPU did not cover, over the traced requests' tokens at
+  the timing run's mean per request); its ``compute`` finding is left out too. A CPU run's trace
+  cannot tell host overhead from the model's own work, so there is none there;
 * ``SERVED_GC_PAUSE_SHARE`` 0.10: on a served run, a longest collection pause
   of at least 10 % of the end-to-end p99 is ``gc`` (every request in flight
   waits through it).
@@ -62,6 +74,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..analysis.tokens import growth_text
 from ..roles import RoleDecision, decide_role, stage_role  # noqa: F401 (stage_role re-exported)
 from .catalog import actions_for
 
@@ -91,6 +104,7 @@ WAIT_KIND = {
     "gc": "gc",
     "off_cpu": "off_cpu",
 }
+TOKEN_HOST_SHARE = 0.5
 
 ROLE_KIND = {
     "io": "feature_io",
@@ -421,6 +435,52 @@ def time_tail(facts: dict[str, Any]) -> list[dict]:
     )
 
 
+def decode_growth(facts: dict[str, Any]) -> list[dict]:
+    tokens = facts["budget"].get("tokens") or {}
+    growth = tokens.get("decode_growth") or {}
+    if not growth.get("grows"):
+        return []
+    return _finding(
+        "decode_growth",
+        tokens["stage"],
+        f"decode steps of {tokens['stage']} grow with the token's position: {growth_text(growth)}; "
+        "each step recomputes every earlier token (no KV cache, or one that is not used)",
+        share=1.0 - 1.0 / growth["growth"],
+        growth=growth["growth"],
+        agree=growth["agree"],
+        requests=growth["requests"],
+        slope_us_per_token=growth["slope_us_per_token"],
+        first_ms=growth["first_ms"],
+        last_ms=growth["last_ms"],
+    )
+
+
+def token_host(facts: dict[str, Any]) -> list[dict]:
+    tokens = facts["budget"].get("tokens") or {}
+    stages = (facts.get("trace") or {}).get("stages") or []
+    row = next((s for s in stages if s["stage"] == tokens.get("stage")), None)
+    mean = (tokens.get("tokens_out") or {}).get("mean")
+    if not row or not row.get("gpu_us") or not row.get("host_us") or not mean:
+        return []  # no GPU in the trace: host overhead is not told apart from the model's work
+    busy = row["gpu_us"] / row["host_us"]
+    if busy >= 1.0 - TOKEN_HOST_SHARE:
+        return []
+    traced_tokens = row["count"] * mean
+    per_token_us = (row["host_us"] - row["gpu_us"]) / traced_tokens
+    sync_us = (row.get("sync_us") or 0.0) / traced_tokens
+    syncs = f", {sync_us:.1f} us of it in synchronizing calls" if sync_us else ""
+    return _finding(
+        "token_host",
+        row["stage"],
+        f"per-token host overhead in {row['stage']}: its GPU work covers {busy:.0%} of its traced host "
+        f"time; {per_token_us:.1f} us a token of host work with the GPU idle (Python between tokens, "
+        f"dispatch and launches{syncs})",
+        share=1.0 - busy,
+        per_token_us=per_token_us,
+        sync_us_per_token=sync_us,
+    )
+
+
 def _largest_tail_stage(facts: dict[str, Any]) -> str | None:
     slowest = slowest_set(facts.get("tail"))
     shares = slowest[2]["shares"] if slowest else {}
@@ -441,6 +501,8 @@ RULES = (
     served_gc,
     periodic,
     time_tail,
+    decode_growth,
+    token_host,
 )
 
 
@@ -453,6 +515,8 @@ def findings(facts: dict[str, Any]) -> list[dict]:
         out = [f for f in out if f["kind"] not in ROLE_KIND.values()]
     if not _tail_on_cpu(facts):  # compute advice only for a tail spent on CPU
         out = [f for f in out if f["kind"] != "compute"]
+    recomputed = {f["stage"] for f in out if f["kind"] in ("decode_growth", "token_host")}
+    out = [f for f in out if not (f["kind"] == "compute" and f["stage"] in recomputed)]
     return sorted(out, key=lambda f: -_weight(f))
 
 

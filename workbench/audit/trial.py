@@ -69,6 +69,13 @@ def concrete_change(run, action: dict) -> tuple[dict[str, Any] | None, str | Non
         return {"pin_memory": True}, None
     if "cuda_graph" in want:
         return _graph_change(run, device, cfg.options)
+    if "kv_cache" in want:  # the generate example's option; a factory that took kv_cache=false
+        if cfg.options.get("kv_cache") is not False:
+            return None, (
+                "the run was not made with kv_cache=false, so there is no option to switch: keep "
+                "a cache in the model (workbench/examples/_causal_model.py shows one)"
+            )
+        return {"kv_cache": True}, None
     if "max_wait_ms" in want:  # tried in the batching simulator (simulate_wait), not measured live
         return None, None
     if "threads" in want:
@@ -200,10 +207,18 @@ def _measure(compare_fn, factory, base, change: dict, requests: int, seed: int) 
         if out["agreement_below_threshold"]
         else ""
     )
+    tokens = {e["name"]: e for e in (result.get("tokens") or {}).get("metrics", [])}
+    tpot = tokens.get("tpot")  # a streaming pipeline: what the change does to each token
+    out["tpot"] = tpot and {k: tpot[k] for k in ("p50_ratio", "p50_ci", "p99_ratio", "p99_ci")}
+    per_token = (
+        f"; TPOT p50 x{tpot['p50_ratio']:.2f} [{tpot['p50_ci'][0]:.2f}, {tpot['p50_ci'][1]:.2f}]"
+        if tpot and tpot["p50_ratio"] is not None and None not in tpot["p50_ci"]
+        else ""
+    )
     out["sentence"] = (
         f"{_label(change)}: end-to-end p50 x{out['p50_ratio']:.2f} [{out['p50_ci'][0]:.2f}, "
         f"{out['p50_ci'][1]:.2f}], p99 x{out['p99_ratio']:.2f} [{out['p99_ci'][0]:.2f}, "
-        f"{out['p99_ci'][1]:.2f}] per {out['per']}: {out['verdict']} "
+        f"{out['p99_ci'][1]:.2f}] per {out['per']}{per_token}: {out['verdict']} "
         f"(interleaved, {requests} requests each); outputs: {agreement_text(outputs)}{below}"
     )
     return out

@@ -39,6 +39,8 @@ from ..errors import ConfigError, PipelineError
 from ..record import Load, Run, SummaryFailure, summarized
 from ..sampling import StackSampler
 from ..guard import TIMEOUT, Interrupted, StageGuard, StageTimeout, check_timeout
+from ..pipeline import first_request_checked
+from ..streaming import stream_index
 from ..timing import Clock, stage_timer
 from .arrivals import Arrivals
 from .batcher import DynamicBatcher, warm_up
@@ -99,6 +101,7 @@ def run_load(
         raise ConfigError(f"drain_timeout_s must be > 0 seconds, got {drain_timeout_s!r}")
     cfg = (config or PipelineConfig()).replace(batch_size=policy.max_batch_size)
     pipe = resolve_pipeline(target, cfg)
+    refuse_streaming(pipe)
     schedule = arrivals.times_ns()
     if len(schedule) > MAX_REQUESTS:
         raise ConfigError(
@@ -307,6 +310,18 @@ def _prefetch(pipe, n: int) -> list:
     return items
 
 
+def refuse_streaming(pipe) -> None:
+    """A live load schedules whole requests and would keep only a streaming stage's total time, not its
+    tokens' (``workbench.streaming``): refused (ConfigError) until it schedules at the token level."""
+    stream = stream_index(pipe.stages)
+    if stream is not None:
+        raise ConfigError(
+            f"pipeline {pipe.name!r}: stage {pipe.stage_names[stream]!r} streams its answer "
+            "(stream=True); load schedules whole requests and does not record per-token times: "
+            "use profile (TTFT, ITL, TPOT per request) or compare"
+        )
+
+
 def pipeline_executor(pipe, target, clock: Clock, timeout_s: float | None = None):
     """``(execute(items, starts=, ends=) -> RequestTiming, threads, guards)`` for the executor threads
     (of a load run, and of ``workbench serve``'s service).
@@ -348,7 +363,8 @@ def pipeline_executor(pipe, target, clock: Clock, timeout_s: float | None = None
                 f"pipeline {pipe.name!r}: the factory built stages {own.stage_names} in an executor "
                 f"thread but {pipe.stage_names} in the calling thread; it must build the same stages"
             )
-        return stage_timer(own, clock)
+        # the first call (a warm-up) refuses a stage returning a generator: timed in the next stage
+        return first_request_checked(stage_timer(own, clock), own, options=False)
 
     def execute(batch, starts=None, ends=None):
         if not hasattr(local, "run"):

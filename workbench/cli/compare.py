@@ -26,13 +26,16 @@ import pandas as pd
 from ..analysis.budget import END_TO_END
 from ..analysis.outputs import agreement_text
 from ..analysis.stats import far_tail_text
+from ..analysis.tokens import compare_tokens, run_token_blocks
 from ..analysis.verdicts import FASTER, METRICS, MIN_EFFECT, SLOWER, separate_comparison
 from ..interleave import DEFAULT_COMPARE_REQUESTS, DEFAULT_MAX_TIME_S, DEFAULT_RESOLUTION
 from ..config import option_value
 from ..errors import ConfigError, RunRecordError
 from ..fingerprint import differences, fingerprint_of
 from ..noise import noise_line
+from ..record import load_run
 from ..record.folder import (
+    UNITS_FILE,
     META_FILE,
     REQUESTS_FILE,
     STAGES_FILE,
@@ -244,6 +247,15 @@ def compare_saved(
         shares=tuple(_share(m.noise) for m in (meta_a, meta_b)),
         seed=seed,
     )
+    tokens = saved_tokens(
+        path_a,
+        path_b,
+        metric=metric,
+        min_effect=found["min_effect"],
+        noisy=any(flag is True for flag in noise),
+        seed=seed,
+        widen=found["taken_apart"]["widen"],
+    )
     return {
         "configs": [
             {"label": str(p), "run": str(p), "requests": int(len(c[END_TO_END])), "noisy": n}
@@ -252,7 +264,20 @@ def compare_saved(
         "metric": metric,
         "differences": [{"field": f, "a": a, "b": b} for f, a, b in diffs],
         **found,
+        **({"tokens": tokens} if tokens else {}),
     }
+
+
+def saved_tokens(path_a: str, path_b: str, **kwargs) -> dict[str, Any] | None:
+    """TTFT, TPOT and ITL of two saved streaming runs compared as the stages are (separate runs: the
+    same widening and minimum effect, ``kwargs``); None unless both have a units table."""
+    if not all((Path(p) / UNITS_FILE).exists() for p in (path_a, path_b)):
+        return None
+    runs = [load_run(p) for p in (path_a, path_b)]
+    blocks = [run_token_blocks(r.requests, r.stages, r.units) for r in runs]
+    if any(b is None for b in blocks):
+        return None
+    return compare_tokens(blocks[0], blocks[1], paired=False, **kwargs)
 
 
 def _share(noise) -> float | None:
@@ -398,6 +423,24 @@ def print_rows(found: dict[str, Any], metric: str, out, *, noisy: bool = False) 
             print(f"  {side.upper()} end to end {far}", file=out)
 
 
+def print_tokens(tokens: dict[str, Any] | None, metric: str, out, *, noisy: bool = False) -> None:
+    """A streaming pipeline's TTFT, TPOT and ITL ratios B/A, as :func:`print_rows`, with their counts."""
+    if not tokens:
+        return
+    (ra, rb), (ga, gb) = tokens["requests"], tokens["gaps"]
+    print(
+        f"  tokens (A {ra} requests, {ga} gaps; B {rb} requests, {gb} gaps: requests of 2+ tokens)",
+        file=out,
+    )
+    for e in tokens["metrics"]:
+        where = " on a noisy machine" if noisy and e["verdict"] in (SLOWER, FASTER) else ""
+        print(
+            f"  {e['name'].upper():<16} {_fmt(e['p50_ratio']):>8} {_fmt_ci(e['p50_ci']):>17} "
+            f"{_fmt(e['p99_ratio']):>8} {_fmt_ci(e['p99_ci']):>17}  {e['verdict']}{where}",
+            file=out,
+        )
+
+
 def print_interleaved(result: dict[str, Any], out) -> None:
     cfgs = result["configs"]
     where = {"one": "in one process"}.get(
@@ -429,6 +472,7 @@ def print_interleaved(result: dict[str, Any], out) -> None:
             print(f"  not compared: {comp.get('error')}", file=out)
             continue
         print_rows(comp, result["metric"], out, noisy=noisy)
+        print_tokens(comp.get("tokens"), result["metric"], out, noisy=noisy)
         outputs = cfgs[comp["b"]].get("outputs")
         if outputs is not None:
             print(f"  outputs against A: {agreement_text(outputs)}", file=out)
@@ -482,7 +526,9 @@ def print_separate(result: dict[str, Any], out) -> None:
         )
     for d in result["differences"]:
         print(f"  differs: {d['field']}: {d['a']!r} vs {d['b']!r}", file=out)
-    print_rows(result, result["metric"], out, noisy=any(flag is True for flag in result["noisy"]))
+    noisy = any(flag is True for flag in result["noisy"])
+    print_rows(result, result["metric"], out, noisy=noisy)
+    print_tokens(result.get("tokens"), result["metric"], out, noisy=noisy)
 
 
 def _pct(x) -> str:

@@ -12,7 +12,8 @@ configurations every B is checked against A), decoded against its schema
 prints: exit 1 when one is a regression (verdict ``slower``, ratio and interval
 above ``1 + threshold``), else 4 when one is inconclusive (too noisy to tell
 against its threshold: rerun quieter or longer), else 0. End to end is always
-checked, each stage with ``--stages``. A comparison whose side failed every
+checked, and a streaming pipeline's TTFT, TPOT and ITL (``tokens``); each stage with ``--stages``.
+A comparison whose side failed every
 request is exit 1; bad input exit 2. Two saved load runs of which one fell
 behind its schedule (``load.behind_schedule``: generator lag p99 at or above
 ``batching.loadgen.LAG_P99_LIMIT_MS``) are not judged: that run sent another
@@ -123,8 +124,10 @@ def decisions(
         found = top.resolution.min_difference if top.resolution else None
         resolution = float("inf") if found is None else found
     out = []
-    for e in [comp.end_to_end, *(comp.stages if stages else [])]:
+    tokens = comp.tokens.metrics if comp.tokens else []  # a streaming pipeline's TTFT, TPOT, ITL
+    for e in [comp.end_to_end, *tokens, *(comp.stages if stages else [])]:
         name = "end to end" if e.name == "end_to_end" else f"stage {e.name}"
+        name = e.name.upper() if any(e is t for t in tokens) else name
         for metric, limit in limits.items():
             ratio, ci, verdict = (getattr(e, f"{metric}_{x}") for x in ("ratio", "ci", "verdict"))
             outcome = gate_decision(ratio, ci, verdict, limit, resolution=resolution)

@@ -169,7 +169,7 @@ def add_fail_on_error(p: argparse.ArgumentParser) -> None:
 
 def add_pipeline_arguments(p: argparse.ArgumentParser, default_batch_size: int = 1) -> None:
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--example", help="a shipped example: tabular, text or image")
+    src.add_argument("--example", help="a shipped example: tabular, text, image or generate")
     src.add_argument("--pipeline", help="your factory: MODULE:FUNCTION or path/to/file.py:FUNCTION")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (default cpu)")
     add_number(p, BATCH_SIZE, default_batch_size, "items per pipeline call")

@@ -114,6 +114,11 @@ def print_budget(report: dict, out) -> None:
             "(batch_size x successful requests / their summed end to end)",
             file=out,
         )
+    if report.get("tokens"):
+        from ..analysis.tokens import token_text
+
+        for line in token_text(report["tokens"]):
+            print(line, file=out)
     print_warmup(report.get("warmup") or {}, out)
     print_failures(report, out)
     print_explain(report, out)

@@ -1,4 +1,4 @@
-"""The three shipped example pipelines, each with a different latency budget.
+"""The four shipped example pipelines, each with a different latency budget.
 
 - ``tabular``: JSON request -> SQLite feature hydration -> MLP -> calibrated
   score -> JSON. Feature-bound at small batch (``hydrate`` dominates).
@@ -6,6 +6,9 @@
   top-k labels -> JSON. Compute-bound (``forward`` dominates).
 - ``image``: PNG bytes -> decode, resize, normalize -> small CNN -> top-k ->
   JSON. Preprocess-heavy (decode and resize take a large share).
+- ``generate``: prompt ids -> a small causal transformer whose ``generate`` stage
+  streams its tokens (``workbench.streaming``: TTFT, ITL, TPOT) -> JSON. With
+  ``kv_cache=false`` each decode step grows with its position.
 
 Every example runs offline: the feature store and vocabulary ship inside the
 package (``workbench/examples/data``, with a copy in the repository's ``data/``
@@ -29,6 +32,7 @@ EXAMPLES: dict[str, str] = {
     "tabular": "ranking request -> SQLite feature hydration -> MLP -> calibrated score (feature-bound)",
     "text": "raw text -> wordpiece tokenizer -> transformer encoder -> top-k labels (compute-bound)",
     "image": "PNG bytes -> decode, resize, normalize -> small CNN -> top-k classes (preprocess-heavy)",
+    "generate": "prompt ids -> causal transformer streaming tokens (kv_cache on/off) -> JSON (generative)",
 }
 
 DATA_ENV = "WORKBENCH_DATA"

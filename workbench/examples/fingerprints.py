@@ -43,7 +43,12 @@ from ..errors import PipelineError
 from . import EXAMPLES, data_dir, data_file
 
 CACHE_FILE = Path(__file__).with_name("model_fingerprints.json")
-MODEL_DATA: dict[str, tuple[str, ...]] = {"text": ("vocab.txt",), "tabular": (), "image": ()}
+MODEL_DATA: dict[str, tuple[str, ...]] = {
+    "text": ("vocab.txt",),
+    "tabular": (),
+    "image": (),
+    "generate": (),
+}
 KEY_FIELDS = ("example", "options", "precision", "device", "batch_size", "torch", "data")
 
 

@@ -44,6 +44,7 @@ from .tables import (
     OPTIONAL_REQUEST_COLUMNS,
     REQUEST_COLUMNS,
     STAGE_COLUMNS,
+    UNIT_COLUMNS,
     TableError,
     checked_table,
     shared_text,
@@ -53,6 +54,7 @@ from .tables import (
 META_FILE = "run.json"
 REQUESTS_FILE = "requests.parquet"
 STAGES_FILE = "stages.parquet"
+UNITS_FILE = "units.parquet"  # only a run with a streaming stage (workbench.streaming) has one
 TRACE_NAME_SUFFIXES = (".json.gz", ".json")
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
@@ -72,8 +74,10 @@ def write_folder(
     path: str | os.PathLike,
     *,
     overwrite: bool = False,
+    units: pd.DataFrame | None = None,
 ) -> tuple[Path, RunMeta, Path | None]:
-    """Write a run folder at ``path``: ``(folder, meta as written, trace path inside it or None)``."""
+    """Write a run folder at ``path``: ``(folder, meta as written, trace path inside it or None)``;
+    ``units``: the streaming stage's unit times, written as :data:`UNITS_FILE` when given."""
     dest = Path(path)
     if dest.exists() and not overwrite:
         raise RunRecordError(f"run folder {dest} already exists; pick another --out or remove it")
@@ -89,6 +93,8 @@ def write_folder(
             meta = meta.replace(trace=_with_file(meta, None))
         typed_table(requests, REQUEST_COLUMNS).to_parquet(staging / REQUESTS_FILE, index=False)
         typed_table(stages, STAGE_COLUMNS).to_parquet(staging / STAGES_FILE, index=False)
+        if units is not None:
+            typed_table(units, UNIT_COLUMNS).to_parquet(staging / UNITS_FILE, index=False)
         # run.json last: a folder without it is never taken for a run.
         (staging / META_FILE).write_text(_meta_text(meta))
         _put_in_place(staging, dest)
@@ -209,8 +215,9 @@ def recover(root: Path) -> bool:
 
 def read_folder(
     path: str | os.PathLike,
-) -> tuple[Path, RunMeta, pd.DataFrame, pd.DataFrame, Path | None]:
-    """Read and check a run folder: ``(folder, meta, requests, stages, trace path or None)``."""
+) -> tuple[Path, RunMeta, pd.DataFrame, pd.DataFrame, Path | None, pd.DataFrame | None]:
+    """Read and check a run folder: ``(folder, meta, requests, stages, trace path or None, units or
+    None)``."""
     root = Path(path)
     recover(root)
     if not root.is_dir():
@@ -222,7 +229,26 @@ def read_folder(
     requests = _read_table(inside(root, REQUESTS_FILE), *schemas[REQUESTS_FILE])
     stages = _read_table(inside(root, STAGES_FILE), *schemas[STAGES_FILE])
     check_consistent(root, meta, requests, stages)
-    return root, meta, requests, stages, trace_path(root, meta)
+    units = read_units(root, meta, requests)
+    return root, meta, requests, stages, trace_path(root, meta), units
+
+
+def read_units(root: Path, meta: RunMeta, requests: pd.DataFrame) -> pd.DataFrame | None:
+    """The checked ``units`` table of a run folder, None when it has none (no streaming stage)."""
+    if not (root / UNITS_FILE).exists() and not (root / UNITS_FILE).is_symlink():
+        return None
+    path = inside(root, UNITS_FILE)
+    units = _read_table(path, UNIT_COLUMNS)
+    unknown = sorted(set(units["stage"].unique()) - set(meta.stages))
+    if unknown:
+        raise RunRecordError(
+            f"{path}: column 'stage' names {unknown[:3]}, not in run.json 'stages'"
+        )
+    orphans = ~units["request"].isin(requests["request"])
+    if orphans.any():
+        rid = int(units["request"][orphans].iloc[0])
+        raise RunRecordError(f"{path}: column 'request' has id {rid}, not in {REQUESTS_FILE}")
+    return units
 
 
 def table_schemas(meta: RunMeta) -> dict[str, tuple[dict[str, str], tuple[str, ...]]]:

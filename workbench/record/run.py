@@ -67,7 +67,8 @@ def summarized(failures: list[SummaryFailure], what: str, fn: Callable, *args: A
 
 @dataclass(eq=False)
 class Run:
-    """One measured run: ``meta`` (:class:`RunMeta`), ``requests`` and ``stages`` tables, a trace file.
+    """One measured run: ``meta`` (:class:`RunMeta`), ``requests`` and ``stages`` tables, a trace file;
+    ``units``: the unit times of a streaming stage (:mod:`workbench.streaming`), None without one.
 
     ``meta`` is a :class:`RunMeta`; a dict (a test's or a notebook's) is decoded and checked like a file.
     Use as a context manager, or call :meth:`close`, to drop an unsaved run's scratch trace.
@@ -80,6 +81,7 @@ class Run:
     trace_path: Path | None = None
     path: Path | None = field(default=None, compare=False)
     summary_failures: list[SummaryFailure] = field(default_factory=list, repr=False, compare=False)
+    units: pd.DataFrame | None = field(default=None, repr=False)  # a streaming stage's unit times
     _finalizer: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -147,7 +149,13 @@ class Run:
 def save_run(run: Run, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
     """Write ``run`` as a run folder at ``path`` (every kind of run alike); the run then lives there."""
     dest, meta, trace = write_folder(
-        run.meta, run.requests, run.stages, run.trace_path, path, overwrite=overwrite
+        run.meta,
+        run.requests,
+        run.stages,
+        run.trace_path,
+        path,
+        overwrite=overwrite,
+        units=run.units,
     )
     run.path, run.meta = dest, meta
     run.close()  # the trace now lives in the run folder: the scratch copy goes
@@ -164,5 +172,7 @@ def save_meta(run: Run) -> None:
 
 def load_run(path: str | os.PathLike) -> Run:
     """Read and check a run folder written by :func:`save_run` (any format version up to this one)."""
-    root, meta, requests, stages, trace = read_folder(path)
-    return Run(meta=meta, requests=requests, stages=stages, trace_path=trace, path=root)
+    root, meta, requests, stages, trace, units = read_folder(path)
+    return Run(
+        meta=meta, requests=requests, stages=stages, trace_path=trace, path=root, units=units
+    )

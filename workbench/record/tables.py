@@ -10,6 +10,11 @@ raised), ``batch_size`` (int64 items). Load runs add ``arrival_ns``,
 ``stages`` columns: ``request``, ``stage`` (text), ``stage_index`` (int64),
 ``start_ns``, ``dur_ns`` (host wall), ``device_dur_ns`` (Int64, CUDA-event
 time; null on CPU).
+
+``units`` (a run with a streaming stage, :mod:`workbench.streaming`; no table otherwise): one row
+per unit (token, chunk) a request's streaming stage yielded: ``request``, ``stage`` (text, the
+streaming stage), ``unit`` (int64, 0-based within the request), ``at_ns`` (int64, when the unit
+arrived, from the run's start like ``start_ns``).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ STAGE_COLUMNS = {
     "dur_ns": "int64",
     "device_dur_ns": "Int64",
 }
+UNIT_COLUMNS = {"request": "int64", "stage": "object", "unit": "int64", "at_ns": "int64"}
 OPTIONAL_REQUEST_COLUMNS = ("error_where",)  # added in format 2; null in older runs
 # a load run's requests add the batcher's columns (``workbench.batching.records``)
 LOAD_REQUEST_COLUMNS = {
@@ -67,7 +73,9 @@ MINIMUM = {"batch": -1}
 # cannot wrap (a rule on the total applied to timestamps refused every run longer than 12.8 h / rows).
 VALUE_LIMIT = 2**62
 SUM_LIMIT = 2**62
-VALUE_COLUMNS = frozenset({"request", "start_ns", "arrival_ns", "stage_index", "batch"})
+VALUE_COLUMNS = frozenset(
+    {"request", "start_ns", "arrival_ns", "stage_index", "batch", "unit", "at_ns"}
+)
 
 
 class TableError(ValueError):
@@ -121,6 +129,11 @@ def build_tables(
     )
     stages = typed_table(pd.DataFrame(list(st_rows), columns=list(STAGE_COLUMNS)), STAGE_COLUMNS)
     return requests, stages
+
+
+def build_units(rows: Iterable[tuple]) -> pd.DataFrame:
+    """The typed ``units`` table from ``(request, stage, unit, at_ns)`` rows."""
+    return typed_table(pd.DataFrame(list(rows), columns=list(UNIT_COLUMNS)), UNIT_COLUMNS)
 
 
 def typed_table(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:

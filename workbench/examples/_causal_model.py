@@ -1,0 +1,96 @@
+"""The generate example's causal transformer (imports torch; loaded by ``generate.build`` only).
+
+A decoder-only model written out, as the text example's encoder is: every projection an
+``nn.Linear`` (int8 covers them), attention by ``scaled_dot_product_attention``. :meth:`Decoder.step`
+runs new tokens against a :class:`Cache` of every earlier token's keys and values (the KV cache:
+one decode step costs one token's work); :meth:`Decoder.forward` runs the whole sequence again
+(what a model without a cache does at every step: a decode step's cost grows with its position).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Cache:
+    """Keys and values of every layer, preallocated for ``length`` positions; ``filled`` of them hold
+    tokens. Written in place, so a decode step does not copy the cache."""
+
+    def __init__(self, layers: int, batch: int, heads: int, length: int, head_dim: int, like):
+        shape = (batch, heads, length, head_dim)
+        self.k = [torch.zeros(shape, dtype=like.dtype, device=like.device) for _ in range(layers)]
+        self.v = [torch.zeros(shape, dtype=like.dtype, device=like.device) for _ in range(layers)]
+        self.filled = 0
+
+
+class Block(nn.Module):
+    """Pre-norm block: x + causal attention(norm(x)), then x + mlp(norm(x))."""
+
+    def __init__(self, d_model: int, heads: int, ff: int):
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.qkv, self.proj = nn.Linear(d_model, 3 * d_model), nn.Linear(d_model, d_model)
+        self.ff1, self.ff2 = nn.Linear(d_model, ff), nn.Linear(ff, d_model)
+
+    def forward(self, x, mask, cache: Cache | None = None, layer: int = 0):
+        b, n, d = x.shape
+        q, k, v = (
+            self.qkv(self.norm1(x))
+            .view(b, n, 3, self.heads, d // self.heads)
+            .permute(2, 0, 3, 1, 4)
+        )
+        if cache is not None:  # append this step's keys and values, attend over all of them
+            end = cache.filled + n
+            cache.k[layer][:, :, cache.filled : end] = k.to(cache.k[layer].dtype)
+            cache.v[layer][:, :, cache.filled : end] = v.to(cache.v[layer].dtype)
+            k, v = cache.k[layer][:, :, :end].to(q.dtype), cache.v[layer][:, :, :end].to(q.dtype)
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, n, d))
+        return x + self.ff2(F.gelu(self.ff1(self.norm2(x))))
+
+
+class Decoder(nn.Module):
+    """Token + position embeddings, ``layers`` causal blocks, a tied-size linear head to the vocabulary.
+
+    Sequences are left-padded: ``valid`` (bool, batch x positions) is False on padding, which no
+    other query attends to; a position's embedding counts its real tokens only.
+    """
+
+    def __init__(self, vocab: int, max_len: int, d_model: int, layers: int, heads: int, ff: int):
+        super().__init__()
+        self.heads, self.max_len = heads, max_len
+        self.tok, self.pos = nn.Embedding(vocab, d_model), nn.Embedding(max_len, d_model)
+        self.blocks = nn.ModuleList(Block(d_model, heads, ff) for _ in range(layers))
+        self.norm, self.head = nn.LayerNorm(d_model), nn.Linear(d_model, vocab)
+
+    def new_cache(self, batch: int, length: int) -> Cache:
+        d = self.tok.weight.shape[1]
+        return Cache(len(self.blocks), batch, self.heads, length, d // self.heads, self.tok.weight)
+
+    def forward(self, ids, valid):
+        """Logits of the last position, the whole sequence run (no cache)."""
+        return self._run(ids, valid, None)
+
+    def step(self, ids, valid, cache: Cache):
+        """Logits of the last position of ``ids``, the new tokens, run against ``cache`` (``valid``
+        covers every position so far); the cache then holds them too."""
+        out = self._run(ids, valid, cache)
+        cache.filled += ids.shape[1]
+        return out
+
+    def _run(self, ids, valid, cache: Cache | None):
+        n, total = ids.shape[1], valid.shape[1]
+        pos = (valid.long().cumsum(1) - 1).clamp(min=0)[:, total - n :]
+        x = self.tok(ids) + self.pos(pos.clamp(max=self.max_len - 1))
+        query_at = torch.arange(total - n, total, device=ids.device)[:, None]
+        key_at = torch.arange(total, device=ids.device)[None, :]
+        own = (key_at == query_at)[
+            None, None
+        ]  # a padding query sees itself: no row all masked (NaN)
+        mask = (key_at <= query_at)[None, None] & (valid[:, None, None, :] | own)
+        for i, block in enumerate(self.blocks):
+            x = block(x, mask, cache, i)
+        return self.head(self.norm(x[:, -1]))

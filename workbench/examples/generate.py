@@ -1,0 +1,135 @@
+"""Example ``generate``: a small causal language model that streams its answer token by token.
+
+One item (request) is ``{"prompt": [token ids], "answer_tokens": n}``: a prompt of seeded random ids
+and how many tokens to generate. Random weights: the tokens mean nothing, the time they take does.
+
+Stages:
+
+- ``tokenize``: the batch's prompts left-padded to its longest, with the padding mask, copied to
+  the device.
+- ``generate`` (streaming, :mod:`workbench.streaming`): the prefill runs the prompts and yields the
+  first token, then one decode step per further token, each yielded as it is made (greedy argmax,
+  read back to the host: one token per item, a list). With ``kv_cache`` (default) a decode step
+  runs only the newest token against the cached keys and values of the earlier ones; without, it
+  runs the whole sequence again, so a step's time grows with its position. A batch generates
+  until its longest answer is done (static batching).
+- ``detokenize``: runs once on the whole answer (the rule after a streaming stage): one JSON
+  ``bytes`` response per item with its tokens.
+
+Options (``config.options``):
+    seed (int, 0): weights and request stream.
+    kv_cache (bool, True): decode against a KV cache, or recompute every step.
+    prompt_tokens (int, 32), answer_tokens (int, 32): the mean lengths of prompts and answers.
+    lengths ("fixed"): every request at the means, or ``"uniform"``: each length drawn uniformly
+        from half to one and a half times its mean.
+    vocab (int, 512), d_model (int, 128), layers (int, 2), heads (int, 4), ff (int, 4 * d_model).
+``batch_size``, ``precision`` (fp32, bf16, fp16 on CUDA, int8 on CPU) and ``device`` come from the
+config, as for every example.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+
+from ..config import PipelineConfig, Range, option_ranges
+from ..errors import ConfigError
+from ..pipeline import Pipeline
+from ..precision import check_precision, prepare_model
+from . import EXAMPLES
+from ._common import SEED, SIZE, check_batch, option, smoke_forward, to_device
+
+LENGTHS = ("fixed", "uniform")
+TOKENS = Range(1, 2_048, integer=True)
+
+
+@option_ranges(
+    seed=SEED,
+    prompt_tokens=TOKENS,
+    answer_tokens=TOKENS,
+    vocab=Range(8, 262_144, integer=True),
+    d_model=Range(8, 8_192, integer=True),
+    heads=Range(1, 256, integer=True),
+    layers=Range(1, 256, integer=True),
+    ff=SIZE,
+)
+def build(config: PipelineConfig) -> Pipeline:
+    """The generate pipeline for ``config`` (see the module docstring for stages and options)."""
+    import torch
+
+    check_precision(config)
+    seed, kv_cache = option(config, "seed", 0), option(config, "kv_cache", True, bool)
+    prompt_n, answer_n = option(config, "prompt_tokens", 32), option(config, "answer_tokens", 32)
+    lengths = option(config, "lengths", "fixed", str)
+    if lengths not in LENGTHS:
+        raise ConfigError(f"option lengths must be one of {', '.join(LENGTHS)}, got {lengths!r}")
+    vocab, d_model = option(config, "vocab", 512), option(config, "d_model", 128)
+    heads, layers = option(config, "heads", 4), option(config, "layers", 2)
+    ff = option(config, "ff", 4 * d_model)
+    if d_model % heads:
+        raise ConfigError(f"option d_model ({d_model}) must be a multiple of heads ({heads})")
+    longest = (prompt_n + answer_n) * (2 if lengths == "uniform" else 1)
+    torch.manual_seed(seed)
+    from ._causal_model import Decoder
+
+    model = prepare_model(Decoder(vocab, longest, d_model, layers, heads, ff), config)
+
+    def tokenize(batch: list[dict]):
+        prompts = [item["prompt"] for item in check_batch(batch, "generate")]
+        width = max(len(p) for p in prompts)
+        ids = torch.zeros((len(prompts), width), dtype=torch.int64)
+        valid = torch.zeros((len(prompts), width), dtype=torch.bool)
+        for row, p in enumerate(prompts):
+            ids[row, width - len(p) :] = torch.tensor(p, dtype=torch.int64)
+            valid[row, width - len(p) :] = True
+        answer = max(item["answer_tokens"] for item in batch)
+        return to_device(ids, config), to_device(valid, config), answer
+
+    def generate(prompted) -> Iterator[list[int]]:
+        ids, valid, answer = prompted
+        one = torch.ones((ids.shape[0], 1), dtype=torch.bool, device=ids.device)
+        with torch.inference_mode():
+            cache = model.new_cache(ids.shape[0], ids.shape[1] + answer) if kv_cache else None
+            logits = model.step(ids, valid, cache) if kv_cache else model(ids, valid)
+            for k in range(answer):
+                token = logits.argmax(-1, keepdim=True)
+                yield token[:, 0].tolist()  # to the host: the token a server would send
+                if k + 1 == answer:
+                    return
+                valid = torch.cat([valid, one], dim=1)
+                if kv_cache:
+                    logits = model.step(token, valid, cache)
+                else:
+                    ids = torch.cat([ids, token], dim=1)
+                    logits = model(ids, valid)
+
+    def detokenize(steps: list[list[int]]) -> list[bytes]:
+        per_item = [list(tokens) for tokens in zip(*steps)]
+        return [json.dumps({"tokens": t}, separators=(",", ":")).encode() for t in per_item]
+
+    smoke = {"prompt": [1, 2, 3], "answer_tokens": 2}
+    smoke_forward("generate", config, lambda: list(generate(tokenize([smoke]))))
+    pipe = Pipeline(
+        "generate",
+        items=lambda: prompts(seed, vocab, prompt_n, answer_n, lengths),
+        description=EXAMPLES["generate"],
+        config=config,
+        models=[model],
+    )
+    pipe.add("tokenize", tokenize, role="preprocess")
+    pipe.add("generate", generate, role="compute", stream=True)
+    pipe.add("detokenize", detokenize, role="serialize")
+    return pipe
+
+
+def prompts(seed: int, vocab: int, prompt_n: int, answer_n: int, lengths: str) -> Iterator[dict]:
+    """An endless, seeded stream of requests: random prompt ids and an answer length."""
+    rng = random.Random(seed)
+
+    def draw(mean: int) -> int:
+        return mean if lengths == "fixed" else rng.randint(max(1, mean // 2), mean + mean // 2)
+
+    while True:
+        prompt = [rng.randrange(1, vocab) for _ in range(draw(prompt_n))]
+        yield {"prompt": prompt, "answer_tokens": draw(answer_n)}

@@ -1,0 +1,130 @@
+"""Streaming stages: a stage that yields its answer one unit (a token, a chunk) at a time.
+
+A stage declared ``@pipe.stage(stream=True)`` returns an iterable (a generator, usually). The runner
+consumes it inside the stage's timed region and reads the clock once after each unit arrives, so a
+request records, beside its stage times, the time of every unit (integer ns of the run's clock). From
+them (:mod:`workbench.analysis.tokens`):
+
+* **TTFT**, time to first token: the first unit's time minus the request's start (every stage before
+  the streaming one included); **prefill**: the first unit's time minus the streaming stage's start
+  (its own time to the first unit);
+* **ITL**, inter-token latency: the gap between two consecutive units (one per unit after the first);
+* **TPOT**, time per output token: (last unit - first unit) / (units - 1), one per request of two
+  units or more;
+* **tokens out** (units per request) and end to end.
+
+The rule for the stages after a streaming stage: they run once, on the **whole answer** (the list of
+its units), after the last unit; their time is in end to end, never in TTFT or ITL. A stage that must
+work per unit (detokenizing each token) belongs inside the streaming stage's generator, where its time
+is in the ITL. One stage per pipeline may stream.
+
+The cost on the hot path is one clock read and two list appends per unit. The unit times travel on
+:class:`workbench.timing.RequestTiming` (``unit_ns``) and are saved as the run's ``units`` table
+(:mod:`workbench.record.tables`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import pandas as pd
+
+from .errors import PipelineError
+from .record.tables import build_units
+
+Clock = Callable[[], int]
+
+
+class UnitClock:
+    """The unit times of the request being run: :meth:`wrap` times a stream stage's units into it."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.unit_ns: list[int] = []
+
+    def wrap(self, name: str, fn: Callable[[Any], Iterable]) -> Callable[[Any], list]:
+        """``fn`` as a plain stage: its units consumed into a list, the clock read after each."""
+        clock = self.clock
+
+        def streamed(value: Any) -> list:
+            got = fn(value)
+            try:
+                units = iter(got)
+            except TypeError:
+                raise PipelineError(
+                    f"stage {name!r} is declared stream=True but returned "
+                    f"{type(got).__name__}, which is not iterable; yield its units (tokens, chunks)"
+                ) from None
+            out, times = [], self.unit_ns
+            for unit in units:
+                times.append(clock())
+                out.append(unit)
+            return out
+
+        return streamed
+
+    def take(self) -> list[int]:
+        """The unit times recorded since the last take (this request's), and a fresh list."""
+        got, self.unit_ns = self.unit_ns, []
+        return got
+
+
+def traced_fn(stage: Any) -> Callable[[Any], Any]:
+    """The stage's function as the traced run calls it: a streaming stage's units consumed into a list
+    inside its own profiler range (else its work would fall in the next stage's range)."""
+    if not getattr(stage, "stream", False):
+        return stage.fn
+    fn = stage.fn
+    return lambda value: list(fn(value))
+
+
+def stream_index(stages: Iterable[Any]) -> int | None:
+    """The index of the pipeline's streaming stage (``Stage.stream``), None without one."""
+    return next((i for i, s in enumerate(stages) if getattr(s, "stream", False)), None)
+
+
+def streamed_timer(run_one: Callable, units: UnitClock) -> Callable:
+    """``run_one`` whose timings carry the request's unit times (``RequestTiming.unit_ns``)."""
+
+    def run(batch, **kwargs):
+        units.take()  # nothing from an abandoned request before this one
+        t = run_one(batch, **kwargs)
+        t.unit_ns = units.take()
+        return t
+
+    return run
+
+
+def token_sample(t: Any, stream: int | None) -> tuple[int, tuple[int, ...]] | None:
+    """``(ttft_ns, gaps_ns)`` of a successful request's units (None without units or on failure):
+    the first unit from the request's start, then the gap before each later unit."""
+    times = getattr(t, "unit_ns", None)
+    if stream is None or t.failure is not None or not times:
+        return None
+    gaps = tuple(b - a for a, b in zip(times, times[1:]))
+    return times[0] - t.start_ns, gaps
+
+
+def sample_row(t: Any, stream: int | None) -> tuple:
+    """One request of an interleaved comparison: ``(ok, error_type, ns per stage that ran...,
+    end to end ns, token sample)`` (:func:`token_sample`)."""
+    stage_ns = [e - s for s, e in zip(t.stage_start_ns, t.stage_end_ns)]
+    error = t.failure and t.failure.error_type
+    tokens = token_sample(t, stream)
+    return (t.failure is None, error, *stage_ns, t.end_ns - t.start_ns, tokens)
+
+
+def units_table(stages: Sequence[Any], timings: Sequence[Any]) -> pd.DataFrame | None:
+    """The run's ``units`` table (:mod:`workbench.record.tables`) of ``timings`` (request ``i`` is
+    ``timings[i]``), times from the first request's start as the other tables'; None without a
+    streaming stage."""
+    stream = stream_index(stages)
+    if stream is None:
+        return None
+    name, origin = stages[stream].name, timings[0].start_ns if timings else 0
+    return build_units(
+        (i, name, k, at - origin)
+        for i, t in enumerate(timings)
+        for k, at in enumerate(t.unit_ns or ())
+    )

@@ -14,6 +14,7 @@ def test_local_redis_says_none_where_redis_server_is_not_installed(monkeypatch):
         assert url is None
 
 
+@pytest.mark.slow
 def test_cache_levels_redis_answers_a_superset_of_the_lru_hits():
     """Both levels see the same seeded keys and the LRU is filled the same way, so Redis can only add hits."""
     if _course.shutil.which("redis-server") is None:

@@ -1,0 +1,90 @@
+"""Record the data of notebooks 10-12 that a live run in class would take too long for: ``data/course/``.
+
+    python scripts/record_course_data.py [--only arrivals,planted,audit,compile,redis]
+
+- ``arrivals_bursty.csv``: 8,000 arrival times (``arrival_us``) of bursty traffic
+  (Poisson bursts of 50 ms every 200 ms, 170 requests/s on average, seed 1): the
+  "production" arrival file notebook 10 replays against Poisson at the same rate.
+- ``text-cpu-bs1-fp32-len256/``: the planted bottleneck of notebook 10 (the text
+  example at batch 1 padding every text to 256 tokens), 200 measured requests, one
+  torch thread, no trace.
+- ``audit_try.json``: ``python -m workbench audit RUN --try --try-requests 40 --json``
+  of that run (each candidate measured interleaved, with its output agreement).
+- ``compile.json``: :func:`workbench.examples._course.compile_cost` (eager against
+  ``torch.compile``; the compile takes tens of seconds on two cores).
+- ``redis_l2.json``: :func:`workbench.examples._course.cache_levels` against a
+  throwaway ``redis-server`` (needs one installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "data" / "course"
+PLANTED = "text-cpu-bs1-fp32-len256"
+PARTS = ("arrivals", "planted", "audit", "compile", "redis")
+
+
+def write_json(path: Path, data) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n")
+    tmp.replace(path)
+
+
+def arrivals() -> None:
+    from workbench.batching.arrivals import Arrivals
+
+    times = Arrivals("bursty", rate_rps=170, count=8000, seed=1, on_ms=50, off_ms=150).times_ns()
+    lines = ["arrival_us", *(str(int(t) // 1000) for t in times)]
+    (OUT / "arrivals_bursty.csv").write_text("\n".join(lines) + "\n")
+
+
+def planted() -> None:
+    from workbench import PipelineConfig, profile
+
+    config = PipelineConfig(batch_size=1, threads=1, options={"max_len": 256})
+    run = profile("text", config, requests=200, warmup=10, traced=0)
+    run.save(OUT / PLANTED)
+
+
+def audit() -> None:
+    command = [sys.executable, "-m", "workbench", "audit", f"data/course/{PLANTED}", "--try",
+               "--try-requests", "40", "--json"]  # fmt: skip
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True)
+    write_json(OUT / "audit_try.json", json.loads(done.stdout))
+
+
+def compile_() -> None:
+    from workbench.examples._course import compile_cost
+
+    write_json(OUT / "compile.json", compile_cost())
+
+
+def redis() -> None:
+    from workbench.examples._course import cache_levels, local_redis
+
+    with local_redis() as url:
+        if url is None:
+            sys.exit("redis-server is not installed: apt-get install redis-server")
+        write_json(OUT / "redis_l2.json", cache_levels(url))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(PARTS), help="comma-separated parts to record")
+    parts = parser.parse_args().only.split(",")
+    OUT.mkdir(parents=True, exist_ok=True)
+    steps = {"arrivals": arrivals, "planted": planted, "audit": audit, "compile": compile_,
+             "redis": redis}  # fmt: skip
+    for part in parts:
+        steps[part]()
+        print(f"recorded {part}")
+
+
+if __name__ == "__main__":
+    main()

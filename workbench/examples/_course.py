@@ -1,0 +1,148 @@
+"""Measurements of the course's pattern notebooks (11, 12), made live there and recorded by a script.
+
+``scripts/record_course_data.py`` calls the same functions and writes their
+results to ``data/course/*.json``, so a notebook on a machine that cannot make
+the measurement (no ``redis-server``, no time for a ``torch.compile``) reads
+what this code measured elsewhere, and says so.
+
+* :func:`local_redis`: a throwaway ``redis-server`` on a free port (no
+  persistence), or None where none is installed.
+* :func:`cache_levels`: the tabular example with an in-process LRU (L1) alone
+  and with Redis behind it (L2), on the same seeded stream of Zipf-drawn keys:
+  each level's hit rate and the end-to-end tail of a request that missed.
+* :func:`compile_cost`: eager against ``torch.compile`` on one small model:
+  the compile time (the first call) and the time per call after it.
+
+Plain data out (dicts of numbers and strings), strict JSON.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import platform
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from ..units import NS_PER_US, ns_to_s
+
+CACHE_MIX = {"n_keys": 500, "zipf_s": 1.1}
+
+
+@contextlib.contextmanager
+def local_redis(timeout_s: float = 20.0) -> Iterator[str | None]:
+    """``redis://127.0.0.1:PORT/0`` of a fresh ``redis-server`` (stopped on exit), or None: not installed."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        yield None
+        return
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    folder = tempfile.TemporaryDirectory()
+    args = ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    proc = subprocess.Popen(
+        [binary, *args, "--dir", folder.name],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"redis-server did not listen within {timeout_s} s"
+                    ) from None
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        folder.cleanup()
+
+
+def cache_levels(
+    redis_url: str, l1_size: int = 50, requests: int = 400, warmup: int = 20
+) -> dict[str, Any]:
+    """The tabular example (batch 1, one thread) behind an LRU of ``l1_size`` responses, then LRU + Redis.
+
+    Out: ``{"l1_size", "requests", "keys", "levels": {"lru": ..., "redis": ...}}``;
+    each level: ``hit_rate`` (share of measured requests answered from a cache),
+    ``p50_ms``/``p99_ms`` end to end, ``hit_p50_ms``, ``miss_p50_ms``,
+    ``miss_p99_ms`` and ``misses`` (the measured requests that missed), ``noise``.
+    Both runs draw the same seeded keys; the Redis run starts empty.
+    """
+    from .. import PipelineConfig, budget, profile
+    from ..serving.records import cache_split
+
+    levels = {}
+    for kind in ("lru", "redis"):
+        options = {**CACHE_MIX, "cache": kind, "cache_size": l1_size, "redis_url": redis_url}
+        config = PipelineConfig(batch_size=1, threads=1, options=options)
+        run = profile("tabular", config, requests=requests, warmup=warmup, traced=0)
+        measured = run.requests[~run.requests["warmup"].astype(bool)]
+        e2e = budget(run)["end_to_end"]
+        parts = {name: budget(part)["end_to_end"] for name, part in cache_split(run).items()}
+        levels[kind] = {
+            "hit_rate": float(measured["attr.cache_hit"].astype(float).mean()),
+            "p50_ms": e2e["p50_ms"],
+            "p99_ms": e2e["p99_ms"],
+            "hit_p50_ms": parts["hit"]["p50_ms"],
+            "miss_p50_ms": parts["miss"]["p50_ms"],
+            "miss_p99_ms": parts["miss"]["p99_ms"],
+            "misses": int(parts["miss"]["count"]),
+            "noise": run.meta.noise.to_dict(),
+        }
+        run.close()
+    return {"l1_size": l1_size, "requests": requests, "keys": CACHE_MIX, "levels": levels}
+
+
+def compile_cost(calls: int = 200, batch: int = 8) -> dict[str, Any]:
+    """Eager against ``torch.compile`` (inductor) on a small MLP, one torch thread, CPU.
+
+    Out: ``compile_s`` (the first compiled call, which compiles), ``eager_us`` and
+    ``compiled_us`` (median of ``calls`` timed calls each, after one warm call),
+    their 25th-75th percentile spread (``*_iqr_us``), ``torch``, ``python``,
+    ``machine``. A compile that fails raises (the caller says why it skipped).
+    """
+    import numpy as np
+    import torch
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, 256),
+        torch.nn.GELU(),
+        torch.nn.Linear(256, 256),
+        torch.nn.GELU(),
+        torch.nn.Linear(256, 8),
+    ).eval()
+    x = torch.randn(batch, 64)
+    with torch.inference_mode():
+        compiled = torch.compile(model)
+        started = time.perf_counter_ns()
+        compiled(x)
+        compile_ns = time.perf_counter_ns() - started
+        out: dict[str, Any] = {"compile_s": ns_to_s(compile_ns), "calls": calls, "batch": batch}
+        for name, fn in (("eager", model), ("compiled", compiled)):
+            fn(x)
+            times = []
+            for _ in range(calls):
+                t0 = time.perf_counter_ns()
+                fn(x)
+                times.append(time.perf_counter_ns() - t0)
+            q25, q50, q75 = np.percentile(np.asarray(times) / NS_PER_US, [25, 50, 75])
+            out |= {f"{name}_us": float(q50), f"{name}_iqr_us": [float(q25), float(q75)]}
+    return out | {
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "machine": platform.processor() or platform.machine(),
+    }

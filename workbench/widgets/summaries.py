@@ -76,6 +76,9 @@ class RunView:
     failures: dict | None = None  # ``analysis.failures.failure_summary`` of the measured requests
     notes: tuple = ()  # what a recorded run differs in from the configuration it stands in for
     stacks: dict | None = None  # ``run.meta.stacks`` (sampled stacks, slow against median)
+    recorded: bool = False  # a recorded run (``data/runs``), not measured here
+    # a live run's recording of the same configuration ("measure here" on a recorded one), shown beside it
+    reference: "RunView | None" = None
 
     @property
     def has_stacks(self) -> bool:

@@ -51,7 +51,7 @@ from ..errors import WorkbenchError
 from ..live_queue import live_slot
 from ..noise import noise_line
 from ..record import load_run
-from .beside import beside_html, beside_table
+from .beside import BUSY, beside_html, beside_table
 from .cache import LRUCache
 from .controller import Controller
 from ..analysis.tail import tail_attribution
@@ -619,7 +619,7 @@ class LatencyExplorer(Controller):
             self.beside_line.clear()
             return
         words = list(table["compared_with_now"].iloc[1:])
-        busy = [w for w in words if "busy machine" in w]
+        busy = [w for w in words if BUSY in w]
         self.beside_line.show((busy or words)[0], "warning" if busy else "info")
         self._show(self.beside_pane, lambda: beside_figure(table), *others.values())
 

@@ -43,6 +43,11 @@ CPU_RUNS = [
 CPU_SERVICE_RUNS = [("text", bs, "fp32", {}, 600) for bs in (2, 4, 16)] + [
     ("tabular", bs, "fp32", {}, 600) for bs in (2, 4, 16)
 ]
+# the latency explorer's precision grid: text in bf16 and int8 at the batch sizes fp32 has (8 is in CPU_RUNS),
+# so a room's precision toggle answers from the record before anyone measures live on the shared server
+CPU_PRECISION_RUNS = [
+    ("text", bs, precision, {}, 600) for precision in ("bf16", "int8") for bs in (1, 2, 4, 16)
+]
 CUDA_RUNS = [
     ("text", 1, "fp32", {}, 200),
     ("text", 64, "fp32", {}, 100),
@@ -84,7 +89,10 @@ def record(
     quick: bool,
     threads: int | None = None,
     only: list[str] | None = None,
+    allow_noisy: bool = False,
 ) -> list[str]:
+    """Profile and save each run of ``plan``; a run its noise check flags is not saved unless
+    ``allow_noisy`` (data/README.md promises quiet CPU runs). Returns the names saved."""
     done = []
     for example, bs, precision, options, requests, *rest in plan:
         sync = rest[0] if rest else "stage"
@@ -108,6 +116,12 @@ def record(
             )
         except WorkbenchError as exc:
             print(f"{name:<36} skipped: {exc}")
+            continue
+        noise = run.meta.noise
+        if noise is not None and noise.noisy and not allow_noisy:
+            print(
+                f"{name:<36} not saved, noisy: {'; '.join(noise.reasons)} (--allow-noisy keeps it)"
+            )
             continue
         run.save(out_dir / name, overwrite=True)
         e2e = run.requests.loc[~run.requests["warmup"], "dur_ns"]
@@ -134,12 +148,24 @@ def main() -> int:
     parser.add_argument(
         "--only", nargs="*", metavar="NAME", help="record only these runs (folder names)"
     )
+    parser.add_argument(
+        "--allow-noisy",
+        action="store_true",
+        help="save a run even when its noise check flags it (by default it is not saved)",
+    )
     args = parser.parse_args()
     cuda = args.device.startswith("cuda")
-    plan = CUDA_RUNS if cuda else CPU_RUNS + CPU_SERVICE_RUNS
+    plan = CUDA_RUNS if cuda else CPU_RUNS + CPU_SERVICE_RUNS + CPU_PRECISION_RUNS
     threads = args.threads if args.threads is not None else (None if cuda else 1)
     done = record(
-        plan, args.device.split(":")[0], args.out, args.traced, args.quick, threads, args.only
+        plan,
+        args.device.split(":")[0],
+        args.out,
+        args.traced,
+        args.quick,
+        threads,
+        args.only,
+        args.allow_noisy,
     )
     missing = sorted(set(args.only or ()) - set(done))
     if missing:

@@ -8,21 +8,13 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from widget_fakes import STAGES, FakeProfile, synthetic_run
+from widget_fakes import NOISY, STAGES, FakeProfile, MetaProfile, synthetic_run
 
 from workbench import Pipeline
 from workbench.config import PipelineConfig
 from workbench.fingerprint import model_fingerprint
 from workbench.widgets import LatencyExplorer
 from workbench.widgets.latency import THREADS_WHY
-
-NOISY = {
-    "noisy": True,
-    "reasons": ["other processes used 1.4 of 2 cores during the run"],
-    "fix": "--threads 1 (PipelineConfig(threads=1))",
-    "other_cores": 1.4,
-    "steal_pct": 0.0,
-}
 
 
 def build(config):
@@ -32,31 +24,6 @@ def build(config):
     pipe = Pipeline("mine", items=lambda: itertools.count(), models=[model])
     pipe.add("echo", lambda batch: batch)
     return pipe
-
-
-class MetaProfile(FakeProfile):
-    """A FakeProfile whose runs carry extra meta (noise) and, optionally, failed requests."""
-
-    def __init__(self, meta=None, fail=()):
-        super().__init__()
-        self.meta, self.fail = meta or {}, set(fail)
-
-    def __call__(self, target, config, *, requests, warmup, traced, progress=None, cancel=None):
-        run = super().__call__(
-            target,
-            config,
-            requests=requests,
-            warmup=warmup,
-            traced=traced,
-            progress=progress,
-            cancel=cancel,
-        )
-        run.meta = run.meta.replace(**self.meta)
-        for i in self.fail:
-            run.requests.loc[
-                i, ["ok", "error_stage", "error_type", "error_message", "error_where"]
-            ] = [False, "forward", "RuntimeError", "out of memory", "model.py:12 in forward"]
-        return run
 
 
 def fingerprint(config: PipelineConfig, **changes) -> dict:

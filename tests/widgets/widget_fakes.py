@@ -11,6 +11,13 @@ from workbench.record import REQUEST_COLUMNS, STAGE_COLUMNS, Run
 from workbench.runner import Cancelled, resolve_pipeline
 
 STAGES = ["parse", "forward", "serialize"]
+NOISY = {
+    "noisy": True,
+    "reasons": ["other processes used 1.4 of 2 cores during the run"],
+    "fix": "--threads 1 (PipelineConfig(threads=1))",
+    "other_cores": 1.4,
+    "steal_pct": 0.0,
+}
 
 
 def synthetic_run(pipeline: str, config: PipelineConfig, requests: int, warmup: int) -> Run:
@@ -67,3 +74,28 @@ class FakeProfile:
         return synthetic_run(
             target if isinstance(target, str) else "mine", config, requests, warmup
         )
+
+
+class MetaProfile(FakeProfile):
+    """A FakeProfile whose runs carry extra meta (noise) and, optionally, failed requests."""
+
+    def __init__(self, meta=None, fail=()):
+        super().__init__()
+        self.meta, self.fail = meta or {}, set(fail)
+
+    def __call__(self, target, config, *, requests, warmup, traced, progress=None, cancel=None):
+        run = super().__call__(
+            target,
+            config,
+            requests=requests,
+            warmup=warmup,
+            traced=traced,
+            progress=progress,
+            cancel=cancel,
+        )
+        run.meta = run.meta.replace(**self.meta)
+        for i in self.fail:
+            run.requests.loc[
+                i, ["ok", "error_stage", "error_type", "error_message", "error_where"]
+            ] = [False, "forward", "RuntimeError", "out of memory", "model.py:12 in forward"]
+        return run

@@ -24,6 +24,13 @@ use one torch thread by default (:data:`THREADS_WHY`). "pin as A" and
 A click on a point of the latency-over-run chart moves the request picker to that
 request (:meth:`LatencyExplorer.show_request`; the bridge is ``panes.ClickablePane``),
 so the click and the keyboard drive one stage pane.
+
+Beside the run on screen stay the runs it is read against (:mod:`workbench.widgets.beside`):
+the configuration shown before it, A once pinned, and, for a live run of a recorded
+configuration, its recording: their end-to-end p50 and p99 with the p99's interval in a
+table and a figure, and one line saying whether they are comparable (a live run on a busy
+machine is not comparable with a quiet recording). The status line of a live run says how
+long it waited in the room's queue apart from how long it measured.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from ..errors import WorkbenchError
 from ..live_queue import live_slot
 from ..noise import noise_line
 from ..record import load_run
+from .beside import BUSY, beside_html, beside_table
 from .cache import LRUCache
 from .controller import Controller
 from ..analysis.tail import tail_attribution
@@ -54,6 +62,7 @@ from ..plots import (
     ratio_figure,
     tail_figure,
 )
+from ..plots.beside import beside_figure
 from ..plots.flame import differential_flame_figure
 from ..plots.request_stages import request_stages_figure
 from ..plots.survival import survival_figure
@@ -115,6 +124,8 @@ class LatencyExplorer(Controller):
         then ends the run as "incomplete: timeout", and cancel does not wait for it
         (``workbench.guard``); an injected ``profile_fn`` gets it only if it takes ``timeout_s``.
     start: draw (or profile) the first configuration right away.
+    clock, sleep: seconds and waiting of the room's queue (``live_queue.live_slot``) and of the
+        measuring time in the status line; tests inject them.
     """
 
     def __init__(
@@ -139,8 +150,11 @@ class LatencyExplorer(Controller):
         compare_requests: int = COMPARE_REQUESTS,
         start: bool = True,
         timeout_s: float | None = TIMEOUT_S,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
     ):
         super().__init__(debounce_s=debounce_s, cache_size=cache_size)
+        self.clock, self.sleep = clock, sleep
         self.targets = pipeline_targets(example, pipelines)
         self.requests, self.warmup, self.traced = requests, warmup, traced
         self.profile_fn = profile_fn
@@ -152,6 +166,8 @@ class LatencyExplorer(Controller):
         # A of "compare with B", and its result
         self.pinning = Pinning(compare_fn, compare_requests, warmup, _measurable)
         self.current: RunView | None = None
+        self.previous: RunView | None = None  # the run on screen before the current one
+        self.pinned_view: RunView | None = None  # A's run, when it was on screen as it was pinned
         if threads == "recorded":
             threads = self._recorded_threads(batch_size, precision, device)
         sizes = (
@@ -259,6 +275,8 @@ class LatencyExplorer(Controller):
     def pin(self) -> None:
         """Pin the current configuration as A of "compare with B"."""
         self.pinning.pin(self.key, self.config)
+        current = self.current
+        self.pinned_view = current if current is not None and current.key == self.key else None
         self.pin_label.value = f"A: {describe(self.key)}"
 
     def compare(self) -> None:
@@ -351,6 +369,12 @@ class LatencyExplorer(Controller):
         self.compare_pane = FigurePane(380)
         self.stacks_pane = FigurePane(420)  # slow minus median sampled stacks; hidden without them
         self.stacks_pane.view.layout.display = "none"
+        # the runs the one on screen is read against (widgets.beside); hidden while it is alone
+        self.beside_line = MessageLine()
+        self.beside_table = w.HTML()
+        self.beside_pane = FigurePane(300)
+        self.beside_pane.view.layout.display = "none"
+        self.beside_rows = None  # the table drawn (``beside.beside_table``), None while alone
 
     def _layout(self) -> widgets.Widget:
         w = widgets
@@ -365,6 +389,7 @@ class LatencyExplorer(Controller):
                 ),
                 self.message_line.view,
                 self.noise_line.view,
+                self.beside_line.view,
                 self.failures_line.view,
                 self.notes.view,
                 self.index_note.view,
@@ -372,6 +397,8 @@ class LatencyExplorer(Controller):
         )
         figures = w.VBox(
             [
+                self.beside_table,
+                self.beside_pane.view,
                 self.budget_pane.view,
                 self.tail_pane.view,
                 w.HBox([self.stage, self.kind], layout=row),
@@ -428,8 +455,8 @@ class LatencyExplorer(Controller):
         """Worker thread: a matching recorded run, else a live profile (when this machine can run it)."""
         target = self.targets[key[0]]
         here = _measurable(config.device)
-        match = None if force and here else self.lookup.find(target, config, measurable=here)
-        if match is not None:
+        match = self.lookup.find(target, config, measurable=here)
+        if match is not None and not (force and here):
             return self._recorded(key, match)
         hint = ""
         if not here:
@@ -438,9 +465,15 @@ class LatencyExplorer(Controller):
             hint = self.lookup.other_threads_hint(target, config)
         check_config(config)
         try:
-            return self._profile(key, config, cancel, hint)
+            view = self._profile(key, config, cancel, hint)
         finally:
             self._progress_done()
+        # "measure here" on a recorded configuration: the recording stays beside the live run
+        return (
+            view
+            if match is None
+            else dataclasses.replace(view, reference=self._recorded(key, match))
+        )
 
     def _recorded_without_build(self, key: Key, config: PipelineConfig, force: bool) -> bool:
         """Whether a recorded run stands in for this configuration, found without building the pipeline.
@@ -488,7 +521,7 @@ class LatencyExplorer(Controller):
             flame_from_trace,
             lazy_flame=True,  # read from its trace when the flame pane is opened
         )
-        return dataclasses.replace(view, notes=match.labels)
+        return dataclasses.replace(view, notes=match.labels, recorded=True)
 
     def _profile(
         self, key: Key, config: PipelineConfig, cancel: threading.Event, hint: str = ""
@@ -499,10 +532,12 @@ class LatencyExplorer(Controller):
         self.profile_calls += 1
         limit = {"timeout_s": self.timeout_s} if _takes(profile, "timeout_s") else {}
         with live_slot(
-            on_wait=lambda: setattr(self.status, "value", "waiting for another live run...")
-        ):
+            on_wait=lambda: setattr(self.status, "value", "waiting in the room's queue..."),
+            clock=self.clock,
+            sleep=self.sleep,
+        ) as waited:
             self._progress_start(describe(key))
-            started = time.perf_counter()
+            started = self.clock()
             run = profile(
                 self.targets[key[0]],
                 config,
@@ -513,12 +548,13 @@ class LatencyExplorer(Controller):
                 progress=self._progress_callback(),
                 cancel=cancel,
             )
-        seconds = time.perf_counter() - started
+        seconds = self.clock() - started
+        queue = f"waited {waited:.1f} s in the room's queue, " if waited >= 0.05 else ""
         try:
             return summarize(
                 run,
                 key,
-                f"measured here in {seconds:.1f} s{_timeout_note(run)}{hint}",
+                f"{queue}measured here in {seconds:.1f} s{_timeout_note(run)}{hint}",
                 flame_from_trace,
             )
         finally:
@@ -534,7 +570,7 @@ class LatencyExplorer(Controller):
                 self.targets[a_key[0]],
                 a_config,
                 b_config,
-                on_wait=lambda: setattr(self.status, "value", "waiting for another live run..."),
+                on_wait=lambda: setattr(self.status, "value", "waiting in the room's queue..."),
             )
         except WorkbenchError as exc:
             self.status.value = "not compared"
@@ -545,7 +581,6 @@ class LatencyExplorer(Controller):
 
     # -- drawing -------------------------------------------------------------
     def draw(self, view: RunView) -> None:
-        self.current = view
         options = [("end to end", "")] + [(s, s) for s in view.stage_order]
         with self.quiet():
             if list(self.stage.options) != options:
@@ -554,6 +589,10 @@ class LatencyExplorer(Controller):
             picks = request_options(view)
             self.request_picker.options = picks
             self.request_picker.value = picks[0][1]
+        if self.current is not None and self.current is not view:
+            self.previous = self.current
+        self.current = view
+        self._show_beside(view)
         self._redraw(budget=True, distribution=True, flame=True, request=True)
         failed = f"; {view.failed} measured requests failed" if view.failed else ""
         self.status.value = f"{view.label}: {view.source}{failed}"
@@ -566,6 +605,23 @@ class LatencyExplorer(Controller):
         self.noise_line.show(noise_line(noise), "warning" if noise.get("noisy") else "info")
         self.failures_line.show(failures_text(view), "warning")
         self.notes.show("; ".join(view.notes), "info")
+
+    def _show_beside(self, view: RunView) -> None:
+        """The runs ``view`` is read against, as a table, a figure and a comparability line."""
+        others = {"recorded": view.reference, "pinned": self.pinned_view, "before": self.previous}
+        table = beside_table(view, others)
+        alone = len(table) == 1
+        self.beside_rows = None if alone else table
+        self.beside_pane.view.layout.display = "none" if alone else ""
+        self.beside_table.value = "" if alone else beside_html(table)
+        if alone:
+            self.beside_pane.clear()
+            self.beside_line.clear()
+            return
+        words = list(table["compared_with_now"].iloc[1:])
+        busy = [w for w in words if BUSY in w]
+        self.beside_line.show((busy or words)[0], "warning" if busy else "info")
+        self._show(self.beside_pane, lambda: beside_figure(table), *others.values())
 
     def _redraw(
         self,
@@ -669,6 +725,10 @@ class LatencyExplorer(Controller):
                 pane.show(blank)
             self.stacks_pane.view.layout.display = "none"
             self.stacks_pane.clear()
+            self.beside_pane.view.layout.display = "none"
+            self.beside_pane.clear()
+            self.beside_table.value, self.beside_rows = "", None
+            self.beside_line.clear()
             with self.quiet():
                 self.request_picker.options = [("(none)", None)]
                 self.request_picker.value = None

@@ -77,9 +77,10 @@ class RunView:
     failures: dict | None = None  # ``analysis.failures.failure_summary`` of the measured requests
     notes: tuple = ()  # what a recorded run differs in from the configuration it stands in for
     stacks: dict | None = None  # ``run.meta.stacks`` (sampled stacks, slow against median)
-    waits: dict | None = (
-        None  # ``analysis.waits.wait_summary`` of ``run.meta.sampled`` (why the slow waited)
-    )
+    waits: dict | None = None  # ``analysis.waits.wait_summary`` of ``run.meta.sampled``
+    recorded: bool = False  # a recorded run (``data/runs``), not measured here
+    # a live run's recording of the same configuration ("measure here" on a recorded one), shown beside it
+    reference: "RunView | None" = None
 
     @property
     def wait_line(self) -> str | None:

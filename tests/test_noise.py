@@ -125,3 +125,9 @@ def test_real_readings_on_linux_are_plausible():
         return
     noise = NoiseProbe().start().finish(torch_threads=1, e2e_ns=[1, 2, 3])
     assert noise["noisy"] in (True, False) and noise["other_cores"] >= 0 and noise["cores"] >= 1
+
+
+def test_a_quiet_verdict_with_null_readings_is_a_line_not_a_crash():
+    """run.json version 3 writes null for a reading it did not take: `show` was exit 3 on it."""
+    noise = {"noisy": False, "other_cores": None, "steal_pct": None, "reasons": []}
+    assert noise_line(noise) == "noise: quiet (other processes ? cores, steal ? %)"

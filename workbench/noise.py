@@ -206,9 +206,11 @@ def noise_line(noise: Mapping[str, Any] | Any | None) -> str:
     if noise.get("noisy") is None:
         return f"noise: unknown ({'; '.join(noise.get('reasons') or [NOT_MEASURED])})"
     if not noise["noisy"]:
+        # a v3 run.json may hold null for either (not read on that run): say so, not a crash
+        other, steal = noise.get("other_cores"), noise.get("steal_pct")
         return (
-            f"noise: quiet (other processes {noise.get('other_cores', 0):.2f} cores, "
-            f"steal {noise.get('steal_pct', 0):.1f} %)"
+            f"noise: quiet (other processes {'?' if other is None else f'{other:.2f}'} cores, "
+            f"steal {'?' if steal is None else f'{steal:.1f}'} %)"
         )
     fix = f"; fix: {noise['fix']}" if noise.get("fix") else ""
     return f"noise: NOISY: {'; '.join(noise['reasons'])}{fix}"

@@ -54,13 +54,13 @@ def periodic_spikes(
 ) -> dict[str, Any] | None:
     """The periodic spikes of a run's measured requests, or None when there are none.
 
-    In: ``requests`` (``request``, ``warmup``, ``ok``, ``start_ns``, ``dur_ns``) and ``stages``
-    (``request``, ``stage``, ``dur_ns``) tables. Out: ``period_ms``, ``width_ms`` (how long an episode stalls a request: the median episode's deepest
-    spike less the median end to end),
+    In: ``requests`` (``request``, ``warmup``, ``ok``, ``start_ns``, ``dur_ns``; ``lag_ns`` where
+    the run was paced) and ``stages`` (``request``, ``stage``, ``dur_ns``) tables. Out:
+    ``period_ms``, ``width_ms`` (how long an episode stalls a request: :func:`_first_spikes`),
     ``episodes``, ``spikes`` (requests in them), ``share_of_requests`` and ``share_of_slowest_1pct``
-    (0..1: of the slowest 1 %, at least one request, those in the spikes), ``acf`` (at the
-    period), ``stage`` (the stage with most of the spikes' time above its median), ``stage_share``
-    (0..1 of that excess) and ``sentence``.
+    (0..1: of the slowest 1 %, at least one request, those in the spikes), ``z`` (the periodogram
+    at the period), ``stage`` (the stage with most of the time above its median of the requests
+    sent into the episodes), ``stage_share`` (0..1 of that excess) and ``sentence``.
     """
     req, st = measured_ok(requests, stages)
     if len(req) < 2 * MIN_SPIKES:
@@ -94,17 +94,12 @@ def periodic_spikes(
         return None
     inside = _in_episodes(first, episodes)
     slowest = np.argsort(-dur, kind="stable")[: max(1, len(dur) // 100)]
-    stage, stage_share = _excess_stage(req.iloc[spike[inside]], req, st, stage_order)
+    sent_in = np.flatnonzero(inside)[_first_spikes(episodes, first[inside])]
+    gap = _unseen_ns(req, start)[spike[sent_in]]
+    stage, stage_share = _excess_stage(req.iloc[spike[sent_in]], req, st, stage_order)
     out = {
         "period_ms": ns_to_ms(period * bin_ns),
-        "width_ms": ns_to_ms(
-            _stall_ns(
-                episodes,
-                first[inside],
-                excess[inside],
-                np.diff(start, prepend=start[0])[spike[inside]],
-            )
-        ),
+        "width_ms": ns_to_ms(float(np.median(excess[sent_in] + gap / 2))),
         "episodes": int(len(episodes)),
         "spikes": int(inside.sum()),
         "share_of_requests": float(inside.sum() / len(req)),
@@ -227,18 +222,25 @@ def _walk(starts: np.ndarray, anchor: int, order: range, lag: int) -> tuple[list
     return chain, steps
 
 
-def _stall_ns(
-    episodes: np.ndarray, first: np.ndarray, excess: np.ndarray, gap: np.ndarray
-) -> float:
-    """How long an episode stalls requests: the median over ``episodes`` of their deepest spike's
-    excess over its neighbours (the first request due in it waits nearly all of it) plus half the
-    ``gap`` from the request before that one (the episode began, on average, half-way between)."""
+def _first_spikes(episodes: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Per episode, the index of its first spike (the spikes in time order, by their ``first`` bin).
+
+    That request, due as the episode began, is sent into it and waits in the stage that stalls
+    (those due behind it wait in line); how long an episode stalls a request is its excess plus
+    half the time since the request before was sent (:func:`_unseen_ns`: the episode began, on
+    average, half-way between). The deepest spike was worse: a request due before the episode but
+    sent late into it read 10-25 % long on the busy machine."""
     at = np.searchsorted(episodes[:, 0], first, side="right") - 1
-    deepest = np.full(len(episodes), -1)
-    order = np.lexsort((excess, at))  # by episode, deepest last
-    deepest[at[order]] = order
-    taken = deepest[deepest >= 0]
-    return float(np.median(excess[taken] + gap[taken] / 2))
+    taken = np.full(len(episodes), -1)
+    taken[at[::-1]] = np.arange(len(first))[::-1]  # the earliest of each episode written last
+    return taken[taken >= 0]
+
+
+def _unseen_ns(req: pd.DataFrame, start: np.ndarray) -> np.ndarray:
+    """Per request, the time before its due time since the request before it was sent (0 when
+    that one was sent later, behind others): a stall that began then went unseen until this one."""
+    sent = start + (req["lag_ns"].to_numpy(np.int64) if "lag_ns" in req else 0)
+    return np.maximum(start - np.concatenate([[start[0]], sent[:-1]]), 0)
 
 
 def _excess_ns(dur: np.ndarray) -> np.ndarray:

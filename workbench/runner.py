@@ -66,8 +66,11 @@ Progress = Callable[[int, int, str], None]
 DEFAULT_REQUESTS = 600  # bounds the p99 interval (the order-statistic interval needs about 563)
 DEFAULT_MAX_DURATION_S = 30.0
 DEFAULT_TRACED = 50  # the slowest 3 against the median 10 traced requests, 1-2 s (benchmarks/results/traced_count.md)
-DEFAULT_MIN_DURATION_S = 10.0  # a paced run sees periods up to a fifth of this (analysis.periodic)
-DEFAULT_UTILIZATION = 0.3  # profile's default pace (benchmarks/results/open_closed.md)
+DEFAULT_MIN_DURATION_S = 10.0  # a paced run sees periods up to about a tenth of it (periodic)
+# profile's default pace: requests sample time every 1 / (0.3 x capacity) while the queue the schedule
+# builds stays short (simulated single server, Poisson arrivals at 0.3: p50 from the due time 1.0-1.1x
+# the service p50, p99 1.9-2.9x; at 0.6: 1.4x and 3.5-5.6x); benchmarks/results/open_closed.md
+DEFAULT_UTILIZATION = 0.3
 NARROW_P99 = 0.2  # a paced run may stop once its p99 interval is within 20 % of the p99
 CHECK_EVERY = 50  # paced requests between two looks at the p99 interval
 STATUS_COMPLETE = "complete"

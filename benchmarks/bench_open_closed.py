@@ -10,8 +10,8 @@ default: 600 closed-loop requests, then paced at 0.3 of their capacity for at le
 ``--closed-loop``, each in its own process, wall time from the process start to its exit. The p99s
 come from the paced run's ``timing.pacing``.
 
-Run: ``python benchmarks/bench_open_closed.py [--examples tabular text image] [--md PATH]
-[--json PATH]``.
+Run: ``python benchmarks/bench_open_closed.py [--examples tabular text image] [--min-duration S]
+[--md PATH] [--json PATH]``.
 """
 
 from __future__ import annotations
@@ -41,9 +41,10 @@ def timed_profile(example: str, out: Path, *more: str) -> tuple[float, dict]:
     return wall_s, json.loads((out / "run.json").read_text())
 
 
-def one_example(example: str, root: Path) -> dict:
+def one_example(example: str, root: Path, min_duration: float | None) -> dict:
     quick_s, _ = timed_profile(example, root / f"{example}-closed", "--closed-loop")
-    paced_s, meta = timed_profile(example, root / f"{example}-paced")
+    more = () if min_duration is None else ("--min-duration", str(min_duration))
+    paced_s, meta = timed_profile(example, root / f"{example}-paced", *more)
     pacing = meta["timing"]["pacing"]
     return {
         "example": example,
@@ -95,11 +96,12 @@ def markdown(rows: list[dict], args) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", nargs="+", default=["tabular", "text", "image"])
+    parser.add_argument("--min-duration", type=float, help="of the paced run (default: profile's)")
     parser.add_argument("--md", type=Path)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        rows = [one_example(example, Path(tmp)) for example in args.examples]
+        rows = [one_example(example, Path(tmp), args.min_duration) for example in args.examples]
     text = markdown(rows, args)
     print(text)
     if args.md:

@@ -88,7 +88,7 @@ def test_the_text_output_says_the_tail_comes_from_time_when_paced_p99_is_twice_t
     assert capsys.readouterr().out == (
         "\npaced at 100 requests/s (25% of the closed-loop capacity) for 10.2 s: p99 45 ms from the "
         "due time, 31 ms from the send, against 4 ms closed loop (600 requests back to back); send "
-        "lag p99 0.25 ms\n"
+        "lag p99 0.25 ms (the wait behind the request before: unattributed above)\n"
         "the tail comes from time, not from the request's own work (workbench audit names where)\n"
     )
     print_pacing(pacing | {"p99_over_closed_loop": 1.5})

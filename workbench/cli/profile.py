@@ -317,7 +317,7 @@ def print_pacing(pacing: dict | None) -> None:
         f"p99 {pacing['paced']['p99_ms']:.4g} ms from the due time, "
         f"{service(pacing)['p99_ms']:.4g} ms from the send, against {closed['p99_ms']:.4g} ms "
         f"closed loop ({closed['count']} requests back to back); send lag p99 "
-        f"{pacing['lag_p99_ms']:.3g} ms"
+        f"{pacing['lag_p99_ms']:.3g} ms (the wait behind the request before: unattributed above)"
     )
     if (
         ratio is not None

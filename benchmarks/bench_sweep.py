@@ -57,6 +57,7 @@ def profiles(root: Path) -> list[Path]:
         out = root / f"profile-bs{size}"
         workbench(
             "profile",
+            "--closed-loop",
             "--example",
             "text",
             "--threads",

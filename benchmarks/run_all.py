@@ -90,6 +90,24 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
         True,
     ),
     (
+        "bench_open_closed",
+        [
+            "--examples",
+            "tabular",
+            "--min-duration",
+            "1",
+            "--md",
+            str(RESULTS / "bench_open_closed.md"),
+        ],
+        True,
+    ),
+    (
+        "bench_sim_live",
+        ["--loads", "0.3", "--duration", "1", "--min-duration", "1", "--replications", "2"]
+        + ["--md", str(RESULTS / "bench_sim_live.md")],
+        True,
+    ),
+    (
         "bench_sampler",
         [
             "--requests",

@@ -9,7 +9,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD/scripts PYTHONUNBUFFERED=1
 python3 scripts/record_examples.py --device cuda --only text-cuda-bs1024-fp32-sync-request --out "$OUT/runs" 2>&1 | tail -3
 (cd "$OUT" && tar czf sync_request.tar.gz runs && rm -rf runs)
-A="profile --pipeline gpu_sleep_pipeline:build --device cuda --timeout-s 0.3 --requests 4 --warmup 0 --traced 0"
+A="profile --closed-loop --pipeline gpu_sleep_pipeline:build --device cuda --timeout-s 0.3 --requests 4 --warmup 0 --traced 0"
 python3 -m workbench $A --out /tmp/r1 > "$OUT/entry.log" 2>&1; echo "entry (python -m workbench): exit $?" | tee -a "$OUT/checks.txt"
 python3 -c "import sys; from workbench.cli import main; sys.exit(main(sys.argv[1:]))" $A --out /tmp/r2 > "$OUT/main.log" 2>&1
 echo "main() without entry's exit path: exit $?" | tee -a "$OUT/checks.txt"

@@ -14,7 +14,7 @@ timeout 120 $W compare --example text --device cuda --config precision=fp32 --co
     > "$OUT/compare_bf16.json" 2> "$OUT/compare_bf16.err"; echo "compare fp32/bf16 on cuda: exit $?" | tee -a "$OUT/checks.txt"
 timeout 120 $W compare --example text --device cuda --config cuda_graph=false --config cuda_graph=true --requests 600 --json \
     > "$OUT/compare_graph.json" 2> "$OUT/compare_graph.err"; echo "compare eager/graph on cuda: exit $?" | tee -a "$OUT/checks.txt"
-timeout 120 $W profile --example image --device cuda --batch-size 64 --option pin_memory=false --requests 40 --traced 2 \
+timeout 120 $W profile --closed-loop --example image --device cuda --batch-size 64 --option pin_memory=false --requests 40 --traced 2 \
     --out gpu-scratch/image-pageable > "$OUT/profile_pageable.txt" 2>&1; echo "profile image pageable: exit $?" | tee -a "$OUT/checks.txt"
 timeout 150 $W audit gpu-scratch/image-pageable --try --try-requests 40 --json > "$OUT/audit_pageable.json" \
     2> "$OUT/audit_pageable.err"; echo "audit --try image pageable: exit $?" | tee -a "$OUT/checks.txt"

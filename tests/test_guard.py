@@ -314,6 +314,7 @@ def test_cli_timeout_saves_an_incomplete_run_and_exits_1(tmp_path, capsys):
     code = main(
         [
             "profile",
+            "--closed-loop",
             "--pipeline",
             "tests.test_guard:build",
             "--option",
@@ -348,6 +349,7 @@ def test_cli_stage_calling_sys_exit_is_a_recorded_failure_not_a_silent_exit(tmp_
     code = main(
         [
             "profile",
+            "--closed-loop",
             "--pipeline",
             "tests.test_guard:build",
             "--option",
@@ -407,6 +409,7 @@ def test_cli_ctrl_c_saves_the_measured_requests_and_exits_130(tmp_path):
             "-m",
             "workbench",
             "profile",
+            "--closed-loop",
             "--pipeline",
             f"{tmp_path}/slow.py:build",
             "--option",

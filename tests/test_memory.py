@@ -126,6 +126,7 @@ def test_cli_flags_and_prints_a_real_10_mb_per_request_leak(tmp_path):
             "-m",
             "workbench",
             "profile",
+            "--closed-loop",
             "--pipeline",
             "tests.test_memory:build_leaky",
             "--requests",

@@ -70,6 +70,7 @@ def test_the_cli_names_the_lazy_stage_in_one_line(tmp_path, capsys):
         main(
             [
                 "profile",
+                "--closed-loop",
                 "--pipeline",
                 f"{f}:build",
                 "--requests",

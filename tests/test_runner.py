@@ -214,8 +214,8 @@ def test_a_paced_run_sends_on_its_schedule_after_a_closed_loop_reference(fake_cl
     )
     timing = run.meta.timing
     pacing = timing.pacing
-    assert (timing.requests, timing.requests_asked, timing.stopped_by) == (600, 20, "p99_interval")
-    assert len(run.requests) == 602 and run.requests["warmup"].sum() == 2  # the closed 20 are apart
+    assert (timing.requests, timing.requests_asked, timing.stopped_by) == (900, 20, "p99_interval")
+    assert len(run.requests) == 902 and run.requests["warmup"].sum() == 2  # the closed 20 are apart
     assert pacing["closed_loop"] == {"count": 20, "mean_ms": 1.0, "p50_ms": 1.0, "p99_ms": 1.0}
     assert (pacing["capacity_rps"], pacing["rate_rps"], pacing["process"]) == (
         1000.0,
@@ -223,5 +223,34 @@ def test_a_paced_run_sends_on_its_schedule_after_a_closed_loop_reference(fake_cl
         "poisson",
     )
     assert pacing["p99_over_closed_loop"] == 1.0 and pacing["wall_s"] > 0.5
+    assert pacing["service"]["p99_ms"] == 1.0 < pacing["paced"]["p99_ms"]  # queueing: from due
     gaps = run.requests["start_ns"].diff().iloc[3:]
-    assert gaps.min() >= 1_000_000 and gaps.max() > 5_000_000  # idle gaps between requests
+    assert gaps.min() > 0 and gaps.max() > 5_000_000  # idle gaps between requests
+
+
+def test_a_paced_request_is_timed_from_its_due_time_its_send_lag_beside(fake_clock):
+    from workbench.batching.arrivals import Arrivals
+    from workbench.runner import Pace
+
+    pipe = toy_pipeline(fake_clock, {"parse": 1_000_000})  # 1 ms a request, one at a time
+    run = profile(
+        pipe,
+        requests=5,
+        warmup=0,
+        traced=0,
+        clock=fake_clock,
+        max_duration_s=1.0,
+        pace=Pace(rate_rps=500, min_duration_s=1.0),
+        sleep=lambda s: fake_clock.advance(round(s * 1e9)),
+    )
+    due = Arrivals("poisson", rate_rps=500, duration_s=1.0, seed=0).times_ns()
+    due = due[: len(run.requests)].tolist()
+    sent, done = [], 0  # a request due while the one before runs is sent when it ends (Lindley)
+    for d in due:
+        sent.append(max(d, done))
+        done = sent[-1] + 1_000_000
+    assert run.requests["start_ns"].tolist() == [d - due[0] for d in due]
+    assert run.requests["lag_ns"].tolist() == [s - d for s, d in zip(sent, due)]
+    assert run.requests["dur_ns"].tolist() == [s + 1_000_000 - d for s, d in zip(sent, due)]
+    assert run.requests["lag_ns"].max() > 1_000_000  # some were sent late, and it shows
+    assert run.meta.timing.pacing["service"]["p99_ms"] == 1.0

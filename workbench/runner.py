@@ -67,7 +67,11 @@ Progress = Callable[[int, int, str], None]
 DEFAULT_REQUESTS = 600  # bounds the p99 interval (the order-statistic interval needs about 563)
 DEFAULT_MAX_DURATION_S = 30.0
 DEFAULT_TRACED = 50  # the slowest 3 against the median 10 traced requests, 1-2 s (benchmarks/results/traced_count.md)
-DEFAULT_MIN_DURATION_S = 10.0  # a paced run sees periods up to a fifth of this (analysis.periodic)
+DEFAULT_MIN_DURATION_S = 10.0  # a paced run sees periods up to about a tenth of it (periodic)
+# profile's default pace: requests sample time every 1 / (0.3 x capacity) while the queue the schedule
+# builds stays short (simulated single server, Poisson arrivals at 0.3: p50 from the due time 1.0-1.1x
+# the service p50, p99 1.9-2.9x; at 0.6: 1.4x and 3.5-5.6x); benchmarks/results/open_closed.md
+DEFAULT_UTILIZATION = 0.3
 NARROW_P99 = 0.2  # a paced run may stop once its p99 interval is within 20 % of the p99
 CHECK_EVERY = 50  # paced requests between two looks at the p99 interval
 STATUS_COMPLETE = "complete"
@@ -303,7 +307,9 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
         closed = timings[warmup : len(timings) - len(paced.due_ns)]
         timings = timings[:warmup] + timings[len(timings) - len(paced.due_ns) :]
         pacing = _pacing_meta(plan, paced, closed, timings[warmup:])
-    requests_df, stages_df = _tables(timings, pipe.stage_names, warmup, cfg.batch_size)
+    requests_df, stages_df = _tables(
+        timings, pipe.stage_names, warmup, cfg.batch_size, paced.due_ns if pacing else ()
+    )
     attributes = _describe(pipe, timings, requests_df)
     measured = requests_df[~requests_df["warmup"] & requests_df["ok"]]
     failed: list[
@@ -513,13 +519,13 @@ def _paced_requests(
     paced.rate_rps = rate
     bound_s = plan.max_duration_s or 3600.0
     schedule = Arrivals("poisson", rate_rps=rate, duration_s=bound_s, seed=pace.seed).times_ns()
-    started, durs = clock(), []
+    started, durs, min_ns = clock(), [], s_to_ns(pace.min_duration_s)
     paced.stopped_by = "max_duration_s"
     for k, due in enumerate(schedule.tolist()):
         if plan.cancel is not None and plan.cancel.is_set():
             raise Cancelled(f"cancelled after {k} paced requests")
         now = clock()
-        if k % CHECK_EVERY == 0 and now - started >= s_to_ns(pace.min_duration_s) and durs:
+        if k % CHECK_EVERY == 0 and now - started >= min_ns and durs:
             lo, hi = percentile_ci_ns(durs, 99)
             if (
                 lo is not None
@@ -531,15 +537,16 @@ def _paced_requests(
         if started + due > now:
             plan.sleep(ns_to_s(started + due - now))
         out.append(call(next_batch(items, plan.pipe.config.batch_size, plan.pipe.name)))
-        paced.due_ns.append(started + due)  # after the call: an interrupted one is not kept
+        # after the call: an interrupted one is not kept; a sleep that woke early is not a lag
+        paced.due_ns.append(min(started + due, out[-1].start_ns))
         out[-1].output = None
         if is_timeout(out[-1]):
             paced.stopped_by = STATUS_TIMEOUT
             return STATUS_TIMEOUT
-        if out[-1].failure is None:
-            durs.append(out[-1].end_ns - out[-1].start_ns)
-        if plan.progress is not None:
-            plan.progress(k + 1, len(schedule), "paced")
+        if out[-1].failure is None:  # from the due time: a request sent late waited for it
+            durs.append(out[-1].end_ns - paced.due_ns[-1])
+        if plan.progress is not None:  # ms of wall time against the minimum duration
+            plan.progress(round(ns_to_ms(clock() - started)), round(ns_to_ms(min_ns)), "paced")
     paced.wall_s = ns_to_s(clock() - started)
     return STATUS_COMPLETE
 
@@ -550,15 +557,18 @@ def _pacing_meta(
     closed: list[RequestTiming],
     measured: list[RequestTiming],
 ) -> dict[str, Any]:
-    """``timing.pacing`` of run.json: the schedule, the closed-loop reference and the generator lag."""
+    """``timing.pacing`` of run.json: the schedule, the closed-loop reference, the paced requests
+    timed from their due times (``paced``) and from their sends (``service``), and the generator lag.
+    ``p99_over_closed_loop`` compares the service times: the queueing a schedule adds is not in it."""
     from .analysis.stats import summarize_ns
 
-    def summary(timings):
-        s = summarize_ns([t.end_ns - t.start_ns for t in timings if t.failure is None])
+    def summary(timings, due=None):
+        due = due or [t.start_ns for t in timings]
+        s = summarize_ns([t.end_ns - d for t, d in zip(timings, due) if t.failure is None])
         return {k: s[k] for k in ("count", "mean_ms", "p50_ms", "p99_ms")}
 
     lag = [t.start_ns - due for t, due in zip(measured, paced.due_ns)]
-    p99_lag = summarize_ns([max(x, 0) for x in lag])["p99_ms"]
+    p99_lag = summarize_ns(lag)["p99_ms"]
     closed_p99, paced_p99 = summary(closed)["p99_ms"], summary(measured)["p99_ms"]
     return {
         "process": "poisson",
@@ -570,28 +580,37 @@ def _pacing_meta(
         "wall_s": paced.wall_s,
         "lag_p99_ms": p99_lag,
         "closed_loop": summary(closed),
-        "paced": summary(measured),
+        "paced": summary(measured, paced.due_ns),
+        "service": summary(measured),
         "p99_over_closed_loop": paced_p99 / closed_p99 if closed_p99 and paced_p99 else None,
         "stopped_by": paced.stopped_by,
     }
 
 
 def _tables(
-    timings: list[RequestTiming], names: list[str], warmup: int, batch_size: int
+    timings: list[RequestTiming],
+    names: list[str],
+    warmup: int,
+    batch_size: int,
+    due_ns: list[int] = (),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Requests and stages tables, times relative to the first request's start (one builder: workbench.record)."""
-    origin = timings[0].start_ns if timings else 0
+    """Requests and stages tables, times relative to the first request's start (one builder:
+    workbench.record). The last ``len(due_ns)`` requests were paced: their ``start_ns`` is the due
+    time and ``dur_ns`` runs from it, the send's lag beside (``lag_ns``, inside ``dur_ns``)."""
+    due = [t.start_ns for t in timings[: len(timings) - len(due_ns)]] + list(due_ns)
+    origin = due[0] if due else 0
     req_rows, st_rows, gc_ns = [], [], []
     for i, t in enumerate(timings):
         req_rows.append(
-            request_row(
-                i, i < warmup, t.start_ns - origin, t.end_ns - t.start_ns, t.failure, batch_size
-            )
+            request_row(i, i < warmup, due[i] - origin, t.end_ns - due[i], t.failure, batch_size)
         )
         rows = stage_rows(i, t, names, origin)
         st_rows += rows
         gc_ns += (t.stage_gc_ns or [None] * len(rows))[: len(rows)]
     requests, stages = build_tables(req_rows, st_rows)
+    if len(due_ns):
+        lag = [t.start_ns - d for t, d in zip(timings, due)]
+        requests["lag_ns"] = pd.array(lag, dtype="int64")
     if any(v is not None for v in gc_ns):  # GC pause time inside the stage (workbench.gcprobe)
         stages["gc_ns"] = pd.array(gc_ns, dtype="Int64")
     return requests, stages

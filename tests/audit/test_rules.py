@@ -336,7 +336,8 @@ def test_a_paced_p99_twice_the_closed_loop_one_at_low_utilization_comes_from_tim
     found = rules.findings(f)
     assert kinds(found) == [("time", "forward")]
     assert found[0]["evidence"].startswith(
-        "paced at 10% of the capacity, p99 is 8 ms, 2.0x the closed-loop p99 (4 ms): the tail"
+        "paced at 10% of the capacity, p99 is 8 ms from the send, 2.0x the closed-loop p99 (4 ms): "
+        "the tail"
     )
     f["pacing"] = paced(7.9, 4.0)  # under 2x: the role finding stands
     assert kinds(rules.findings(f)) == [("compute", "forward")]

@@ -201,6 +201,8 @@ def test_a_paced_profile_calibrates_the_model_with_service_times_after_idle_gaps
         sleep=lambda s: clock.advance(round(s * 1e9)),
     )
     assert run.meta.timing.pacing["closed_loop"]["p50_ms"] == 1.0
-    paced = run.requests.loc[~run.requests["warmup"], "dur_ns"]
+    paced = run.requests[~run.requests["warmup"]]
+    assert paced["lag_ns"].max() > 0  # some were due while one ran: timed from the due time
     model = service_model_from_runs([run])
-    assert model.samples[1].tolist() == sorted(paced) and np.median(model.samples[1]) == 3 * MS
+    service = paced["dur_ns"] - paced["lag_ns"]  # the service model's samples are from the send
+    assert model.samples[1].tolist() == sorted(service) and np.median(model.samples[1]) == 3 * MS

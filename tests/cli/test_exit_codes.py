@@ -193,6 +193,7 @@ def test_a_timed_out_stage_exits_1_in_a_real_process(tmp_path):
             "-m",
             "workbench",
             "profile",
+            "--closed-loop",
             "--pipeline",
             "sleepy:build",
             "--requests",

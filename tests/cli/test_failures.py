@@ -43,6 +43,7 @@ def test_every_request_failing_writes_the_run_then_exits_1_naming_type_message_a
     code = main(
         [
             "profile",
+            "--closed-loop",
             "--pipeline",
             f"{failing_file}:build",
             "--requests",
@@ -75,6 +76,7 @@ def test_partial_failures_print_a_section_and_show_json_has_failures(
     code = main(
         [
             "profile",
+            "--closed-loop",
             "--pipeline",
             f"{failing_file}:build",
             "--option",
@@ -116,6 +118,7 @@ def test_partial_failures_print_a_section_and_show_json_has_failures(
 def test_fail_on_error_counts_a_warmup_failure(tmp_path, failing_file, capsys):
     argv = [
         "profile",
+        "--closed-loop",
         "--pipeline",
         f"{failing_file}:build",
         "--option",
@@ -157,6 +160,7 @@ def build(config):
         main(
             [
                 "profile",
+                "--closed-loop",
                 "--pipeline",
                 str(f),
                 "--requests",

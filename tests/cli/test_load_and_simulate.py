@@ -46,6 +46,7 @@ def service_runs(toy, tmp_path_factory):
             main(
                 [
                     "profile",
+                    "--closed-loop",
                     "--pipeline",
                     f"{toy}:build",
                     "--batch-size",
@@ -278,6 +279,7 @@ def test_simulate_refuses_mixed_runs_unless_allowed(service_runs, toy, tmp_path,
         main(
             [
                 "profile",
+                "--closed-loop",
                 "--pipeline",
                 f"{toy}:build",
                 "--batch-size",

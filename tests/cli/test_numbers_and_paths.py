@@ -168,6 +168,7 @@ def test_out_under_a_regular_file_is_refused_before_measuring(pipeline_file, tmp
     rc, _, err = cli(
         [
             "profile",
+            "--closed-loop",
             "--pipeline",
             f"{pipeline_file}:build",
             "--requests",
@@ -202,6 +203,7 @@ def test_a_stage_that_prints_leaves_json_on_stdout(pipeline_file, tmp_path):
     rc, out, err = cli(
         [
             "profile",
+            "--closed-loop",
             "--pipeline",
             f"{pipeline_file}:build",
             "--requests",
@@ -250,6 +252,7 @@ def test_the_process_exits_after_saving_when_a_stage_left_a_thread_running(pipel
             "-m",
             "workbench",
             "profile",
+            "--closed-loop",
             "--pipeline",
             f"{pipeline_file}:build_threaded",
             "--requests",

@@ -49,6 +49,7 @@ def pipeline_file(tmp_path):
 def profile_argv(pipeline_file, out, *more: str) -> list[str]:
     return [
         "profile",
+        "--closed-loop",
         "--pipeline",
         f"{pipeline_file}:build",
         "--requests",

@@ -34,6 +34,7 @@ def test_profile_json_then_show_json(tmp_path, factory_file, capsys):
         main(
             [
                 "profile",
+                "--closed-loop",
                 "--pipeline",
                 f"{factory_file}:build",
                 "--requests",
@@ -71,6 +72,7 @@ def test_show_prints_a_table(tmp_path, factory_file, capsys):
     main(
         [
             "profile",
+            "--closed-loop",
             "--pipeline",
             str(factory_file),
             "--requests",
@@ -128,6 +130,7 @@ def test_each_example_profiles_from_the_command_line(tmp_path, example, capsys):
         main(
             [
                 "profile",
+                "--closed-loop",
                 "--example",
                 example,
                 "--batch-size",
@@ -159,6 +162,7 @@ def test_threads_option_is_applied_and_recorded(tmp_path, capsys):
             main(
                 [
                     "profile",
+                    "--closed-loop",
                     "--example",
                     "tabular",
                     "--requests",

@@ -63,6 +63,7 @@ def test_sigterm_during_profile_keeps_the_run_as_interrupted_and_exits_143(tmp_p
         tmp_path,
         [
             "profile",
+            "--closed-loop",
             "--pipeline",
             f"{tmp_path / 'ticking.py'}:build",
             "--requests",

@@ -113,6 +113,7 @@ def test_wheel_runs_the_tabular_example_from_outside_the_repo(tmp_path):
             "-m",
             "workbench",
             "profile",
+            "--closed-loop",
             "--example",
             "tabular",
             "--requests",

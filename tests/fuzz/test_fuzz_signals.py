@@ -81,7 +81,11 @@ def build(config):
 @pytest.mark.parametrize(
     ("command", "signame", "extra"),
     [
-        ("profile", "SIGINT", ("--requests", "1000000", "--max-duration", "8", "--traced", "0")),
+        (
+            "profile",
+            "SIGINT",
+            ("--closed-loop", "--requests", "1000000", "--max-duration", "8", "--traced", "0"),
+        ),
         ("load", "SIGTERM", ("--duration", "8")),
     ],
 )

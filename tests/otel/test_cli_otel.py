@@ -27,6 +27,7 @@ def test_profile_otel_writes_spans_that_ingest_to_the_runs_numbers(tmp_path, mon
         main(
             [
                 "profile",
+                "--closed-loop",
                 "--pipeline",
                 f"{tmp_path / 'tiny.py'}:build",
                 "--requests",

@@ -23,8 +23,8 @@ from tests.support.fuzz_bases import SERVICE_PATHS, Bases
 
 # base commands: quick, valid, one or more per subcommand (placeholders filled by :func:`fill`)
 BASES: list[list[str]] = [
-    ["profile", "--example", "tabular", "--requests", "8", "--warmup", "1", "--traced", "0"]
-    + ["--no-sample-stacks", "--out", "{case}/out", "--json"],
+    ["profile", "--closed-loop", "--example", "tabular", "--requests", "8", "--warmup", "1"]
+    + ["--traced", "0", "--no-sample-stacks", "--out", "{case}/out", "--json"],
     ["show", "{run}", "--json"],
     ["analyze", "{trace}", "--json"],
     ["load", "--example", "tabular", "--rate", "400", "--requests", "20", "--out", "{case}/out"]

@@ -31,8 +31,8 @@ from tests.conftest import sigint_as_from_a_terminal
 from tests.support.fuzz_runner import REPO, run_in_process
 
 COMMANDS = {
-    "profile": ["profile", "--example", "tabular", "--requests", "2000", "--warmup", "5"]
-    + ["--traced", "3", "--threads", "1"],
+    "profile": ["profile", "--closed-loop", "--example", "tabular", "--requests", "2000"]
+    + ["--warmup", "5", "--traced", "3", "--threads", "1"],
     "load": [
         "load",
         "--example",

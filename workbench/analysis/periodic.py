@@ -1,15 +1,20 @@
 """Periodic spikes: slow requests that come back at a fixed period (a cache snapshot, a flush, a cron).
 
-The latency-over-run series is turned into the time the run was slow: a bin of ``BIN_NS`` is slow while
-a spike request (end to end over ``SPIKE_RATIO`` x the median) is in flight. The autocorrelation of
-that series past its first zero (the width of one episode) peaks at the period; the spacing of the
-episodes measures it. A finding names the period, the episodes' width, the share of requests that
-were spikes and the stage their excess time landed in ("every 250 ms, 31 ms wide, 12 % of requests").
+A request is a spike when its end to end is over the median of the ``BASELINE_REQUESTS`` around it by
+more than the run's median (``SPIKE_RATIO``): a machine that slows for seconds raises that baseline.
+The run's time is binned (``BIN_NS``); a bin is slow while a spike is in flight, and slow stretches
+are episodes, each as deep as its deepest spike's excess. The episodes' onsets, weighted by depth,
+go through a Rayleigh periodogram (a DFT of the onsets; a few long machine stalls weigh no more than
+an episode each, where an autocorrelation of the slow time was swamped by them); the chain of deep
+episodes a whole number of periods apart measures the period. A finding names the period, how long
+an episode stalls a request, the share of requests that were spikes and the stage their excess time
+landed in ("every 250 ms, 31 ms wide, 12 % of requests").
 
-What it can see: periods from about twice an episode's width (the autocorrelation must fall to zero
-between episodes) up to a fifth of the run's span (``MIN_PERIODS`` episodes), and only where requests
-sample time often enough to land in the episodes (a paced run at rate r sees episodes wider than
-about 1/r).
+What it can see: periods from about twice an episode's width (episodes closer merge) up to about a
+tenth of the run's span (the periodogram needs about ``MIN_Z`` episodes on time), and only where
+requests sample time often enough to land in the episodes (a paced run at rate r sees episodes wider
+than about 1/r). A paced run times requests from their due times, so every request due in an episode
+is a spike, not only the one sent into it.
 """
 
 from __future__ import annotations
@@ -25,7 +30,13 @@ from .matrix import measured_ok, stage_matrix
 SPIKE_RATIO = 2.0  # a request whose end to end is over 2x the median is a spike
 MIN_SPIKES = 5
 MIN_PERIODS = 5  # episodes (and so periods) the run must span, on the chain
-MIN_ACF = 0.25  # the autocorrelation at the period, of the slow-time series
+# the Rayleigh statistic at the period: about 1 at random, at most the episodes on time; the best
+# trial of a busy run without a period reached 8-13 (tests/analysis/test_periodic.py's table, 12
+# seeds), so the chain must confirm it
+MIN_Z = 10.0
+MIN_PERIOD_BINS = 4  # the shortest trial period (4 ms)
+PAD = 8  # the periodogram's DFT is 8 times the run's bins long
+MAX_ONSETS = 512  # the deepest episodes the periodogram weighs
 TOLERANCE = 0.2  # an episode is on the chain within 20 % of a whole number of periods
 REGULAR_SHARE = 0.3  # of the run's periods that must hold a deep episode on the periodic chain
 ANCHORS = 64  # the chain starts at one of 64 deep episodes spread over the run
@@ -34,6 +45,7 @@ MAX_BINS = 1 << 22
 SUBHARMONIC_GAIN = 1.5  # a chain at lag / k this much longer is the period's
 HARMONIC_SHARE = 0.7  # a peak at lag / k this high against the highest one is the period
 WEIGHT_CAP_PCT = 90  # a spike weighs its end to end up to the spikes' 90th percentile
+BASELINE_REQUESTS = 201  # a spike is over the median of the 201 requests around it
 MERGE_BINS = 2  # slow stretches closer than this are one episode
 
 
@@ -42,34 +54,37 @@ def periodic_spikes(
 ) -> dict[str, Any] | None:
     """The periodic spikes of a run's measured requests, or None when there are none.
 
-    In: ``requests`` (``request``, ``warmup``, ``ok``, ``start_ns``, ``dur_ns``) and ``stages``
-    (``request``, ``stage``, ``dur_ns``) tables. Out: ``period_ms``, ``width_ms`` (median episode),
+    In: ``requests`` (``request``, ``warmup``, ``ok``, ``start_ns``, ``dur_ns``; ``lag_ns`` where
+    the run was paced) and ``stages`` (``request``, ``stage``, ``dur_ns``) tables. Out:
+    ``period_ms``, ``width_ms`` (how long an episode stalls a request: :func:`_first_spikes`),
     ``episodes``, ``spikes`` (requests in them), ``share_of_requests`` and ``share_of_slowest_1pct``
-    (0..1: of the slowest 1 %, at least one request, those in the spikes), ``acf`` (at the
-    period), ``stage`` (the stage with most of the spikes' time above its median), ``stage_share``
-    (0..1 of that excess) and ``sentence``.
+    (0..1: of the slowest 1 %, at least one request, those in the spikes), ``z`` (the periodogram
+    at the period), ``stage`` (the stage with most of the time above its median of the requests
+    sent into the episodes), ``stage_share`` (0..1 of that excess) and ``sentence``.
     """
     req, st = measured_ok(requests, stages)
     if len(req) < 2 * MIN_SPIKES:
         return None
     start = req["start_ns"].to_numpy(np.int64)
     dur = req["dur_ns"].to_numpy(np.int64)
-    spike = np.flatnonzero(dur > SPIKE_RATIO * float(np.median(dur)))
+    excess = _excess_ns(dur)
+    spike = np.flatnonzero(excess > (SPIKE_RATIO - 1) * float(np.median(dur)))
     if len(spike) < MIN_SPIKES:
         return None
     origin, span = int(start.min()), int((start + dur).max() - start.min())
     bin_ns = max(bin_ns, -(-span // MAX_BINS))
     first, last = (start[spike] - origin) // bin_ns, (start[spike] + dur[spike] - origin) // bin_ns
-    weight = np.minimum(
-        dur[spike], np.percentile(dur[spike], WEIGHT_CAP_PCT)
-    )  # one stall is not a period
+    excess = excess[spike]
+    weight = np.minimum(excess, np.percentile(excess, WEIGHT_CAP_PCT))  # one stall is not a period
     slow = _slow_bins(first, last, ns_to_ms(weight), span // bin_ns + 1)
-    lag, acf = _period_lag(slow)
-    if lag is None or acf < MIN_ACF:
+    found = _episodes(slow > 0)
+    depth = _depths(found, first, excess)
+    lag, z = _period_lag(found[:, 0], depth, len(slow))
+    if lag is None:
         return None
     periods = len(slow) / lag
-    deep = _deep_episodes(_episodes(slow > 0), first, dur[spike], periods)
-    episodes, period = _periodic_chain(deep, lag, periods)
+    deep = found[_deep(depth, periods)]
+    episodes, period = _periodic_chain(deep, round(lag), periods)
     for k in (3, 2):  # episodes between the chain's: the lag was a harmonic of the period
         finer, fine_period = _periodic_chain(deep, max(1, round(lag / k)), periods * k)
         if len(finer) >= SUBHARMONIC_GAIN * len(episodes) and len(finer):
@@ -79,15 +94,17 @@ def periodic_spikes(
         return None
     inside = _in_episodes(first, episodes)
     slowest = np.argsort(-dur, kind="stable")[: max(1, len(dur) // 100)]
-    stage, stage_share = _excess_stage(req.iloc[spike[inside]], req, st, stage_order)
+    sent_in = np.flatnonzero(inside)[_first_spikes(episodes, first[inside])]
+    gap = _unseen_ns(req, start)[spike[sent_in]]
+    stage, stage_share = _excess_stage(req.iloc[spike[sent_in]], req, st, stage_order)
     out = {
         "period_ms": ns_to_ms(period * bin_ns),
-        "width_ms": ns_to_ms(float(np.median(episodes[:, 1] - episodes[:, 0])) * bin_ns),
+        "width_ms": ns_to_ms(float(np.median(excess[sent_in] + gap / 2))),
         "episodes": int(len(episodes)),
         "spikes": int(inside.sum()),
         "share_of_requests": float(inside.sum() / len(req)),
         "share_of_slowest_1pct": float(np.isin(slowest, spike[inside]).mean()),
-        "acf": float(acf),
+        "z": float(z),
         "stage": stage,
         "stage_share": stage_share,
     }
@@ -116,27 +133,37 @@ def _slow_bins(first: np.ndarray, last: np.ndarray, weight: np.ndarray, n: int) 
     return np.maximum(np.cumsum(edges)[:n], 0.0).round(9)
 
 
-def _period_lag(slow: np.ndarray) -> tuple[int | None, float]:
-    """The lag (bins) of the autocorrelation's highest peak past its first zero, and its value."""
-    x = slow - slow.mean()
-    if not x.any():
+def _period_lag(onsets: np.ndarray, depth: np.ndarray, n: int) -> tuple[float | None, float]:
+    """The period (bins) of the episodes' onsets, by their Rayleigh periodogram, and its statistic.
+
+    Each episode is a unit vector at its onset's phase, weighted by its depth (capped at the
+    depths' ``WEIGHT_CAP_PCT`` percentile; the ``MAX_ONSETS`` deepest taken); ``z = |sum w e^(i
+    phase)|^2 / sum w^2`` is about 1 for onsets at random and grows with the episodes that come
+    back on time. Onsets are whole bins, so the trial frequencies are those of a DFT ``PAD`` times
+    the run's length (a phase drifts at most 1/8 turn across the run between two trials), periods
+    from ``MIN_PERIOD_BINS`` to ``n / MIN_PERIODS``. A period has the same ``z`` at its divisors:
+    the longest whole multiple of the best trial that keeps ``HARMONIC_SHARE`` of its ``z`` is the
+    period. None when the best ``z`` is under ``MIN_Z``.
+    """
+    keep = np.argsort(-depth, kind="stable")[:MAX_ONSETS]
+    w = np.minimum(depth[keep], np.percentile(depth, WEIGHT_CAP_PCT))
+    if len(keep) < MIN_PERIODS or not w.any():
         return None, 0.0
-    size = 1 << int(2 * len(x) - 1).bit_length()
-    spectrum = np.fft.rfft(x, size)
-    acf = np.fft.irfft(spectrum * np.conj(spectrum), size)[: len(x)]
-    acf = acf / acf[0]
-    last = len(x) // MIN_PERIODS
-    below = np.flatnonzero(acf[1 : last + 1] <= 0)
-    if not below.size:
+    x = np.zeros(n)
+    np.add.at(x, onsets[keep], w)
+    z = np.abs(np.fft.rfft(x, PAD * n)) ** 2 / float(w @ w)
+    lo, hi = PAD * MIN_PERIODS, min(PAD * n // MIN_PERIOD_BINS, len(z) - 1)  # trial indices
+    if lo > hi:
         return None, 0.0
-    first = int(below[0]) + 1
-    lag = first + int(np.argmax(acf[first : last + 1]))
-    for k in (4, 3, 2):  # a harmonic's peak can top the period's: take the period when it is strong
-        lo, hi = max(first, int(lag / k * (1 - TOLERANCE))), int(lag / k * (1 + TOLERANCE)) + 1
-        if lo < hi and acf[lo:hi].max() >= max(MIN_ACF, HARMONIC_SHARE * acf[lag]):
-            lag = lo + int(np.argmax(acf[lo:hi]))
-            break
-    return lag, float(acf[lag])
+    best = lo + int(np.argmax(z[lo : hi + 1]))
+    if z[best] < MIN_Z:
+        return None, float(z[best])
+    k = best
+    for m in range(2, best // lo + 1):  # the period m times longer: the frequency best / m
+        near = np.arange(max(lo, round(best / m) - 2), min(hi, round(best / m) + 2) + 1)
+        if near.size and z[near].max() >= HARMONIC_SHARE * z[best]:
+            k = int(near[np.argmax(z[near])])
+    return PAD * n / k, float(z[best])
 
 
 def _episodes(slow: np.ndarray) -> np.ndarray:
@@ -147,16 +174,19 @@ def _episodes(slow: np.ndarray) -> np.ndarray:
     return np.stack([starts[keep], np.append(ends[np.flatnonzero(keep)[1:] - 1], ends[-1])], axis=1)
 
 
-def _deep_episodes(
-    episodes: np.ndarray, first: np.ndarray, dur: np.ndarray, periods: float
-) -> np.ndarray:
-    """The episodes at least half as deep (their slowest request) as the median of the ``periods``
-    deepest: the periodic ones, without the shallow hiccups between them."""
+def _depths(episodes: np.ndarray, first: np.ndarray, excess: np.ndarray) -> np.ndarray:
+    """Each episode's depth: the largest ``excess`` of the spikes (by their ``first`` bin) in it."""
     at = np.searchsorted(episodes[:, 0], first, side="right") - 1
     depth = np.zeros(len(episodes))
-    np.maximum.at(depth, at, dur.astype(float))
+    np.maximum.at(depth, at, excess.astype(float))
+    return depth
+
+
+def _deep(depth: np.ndarray, periods: float) -> np.ndarray:
+    """Which episodes are at least half as deep as the median of the ``periods`` deepest: the
+    periodic ones, without the shallow hiccups between them."""
     deepest = np.sort(depth)[::-1][: max(MIN_PERIODS, int(round(periods)))]
-    return episodes[depth >= 0.5 * float(np.median(deepest))]
+    return depth >= 0.5 * float(np.median(deepest))
 
 
 def _periodic_chain(episodes: np.ndarray, lag: int, periods: float) -> tuple[np.ndarray, float]:
@@ -190,6 +220,35 @@ def _walk(starts: np.ndarray, anchor: int, order: range, lag: int) -> tuple[list
             chain.append(i)
             steps += n
     return chain, steps
+
+
+def _first_spikes(episodes: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Per episode, the index of its first spike (the spikes in time order, by their ``first`` bin).
+
+    That request, due as the episode began, is sent into it and waits in the stage that stalls
+    (those due behind it wait in line); how long an episode stalls a request is its excess plus
+    half the time since the request before was sent (:func:`_unseen_ns`: the episode began, on
+    average, half-way between). The deepest spike was worse: a request due before the episode but
+    sent late into it read 10-25 % long on the busy machine."""
+    at = np.searchsorted(episodes[:, 0], first, side="right") - 1
+    taken = np.full(len(episodes), -1)
+    taken[at[::-1]] = np.arange(len(first))[::-1]  # the earliest of each episode written last
+    return taken[taken >= 0]
+
+
+def _unseen_ns(req: pd.DataFrame, start: np.ndarray) -> np.ndarray:
+    """Per request, the time before its due time since the request before it was sent (0 when
+    that one was sent later, behind others): a stall that began then went unseen until this one."""
+    sent = start + (req["lag_ns"].to_numpy(np.int64) if "lag_ns" in req else 0)
+    return np.maximum(start - np.concatenate([[start[0]], sent[:-1]]), 0)
+
+
+def _excess_ns(dur: np.ndarray) -> np.ndarray:
+    """Each request's end to end above the median of the ``BASELINE_REQUESTS`` around it: a machine
+    that slows for seconds raises the baseline, so only what recurs above it is a spike."""
+    window = min(BASELINE_REQUESTS, len(dur) | 1)
+    baseline = pd.Series(dur).rolling(window, center=True, min_periods=1).median()
+    return dur - baseline.to_numpy()
 
 
 def _in_episodes(first: np.ndarray, episodes: np.ndarray) -> np.ndarray:

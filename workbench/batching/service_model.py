@@ -126,7 +126,7 @@ def service_model_from_runs(
     in ``ServiceModel.mixed`` for the output to show.
 
     Profiler runs give ``requests.dur_ns`` of measured successful requests at
-    the run's ``config.batch_size``. Load runs (``workbench load``) give one
+    the run's ``config.batch_size`` (less ``lag_ns`` in a paced run: from the send). Load runs (``workbench load``) give one
     sample per successful batch, its ``service_ns``, at the batch's size
     (sizes seen in fewer than ``min_batches`` batches are left out): service
     times measured under the live run's own conditions (executor threads,
@@ -170,6 +170,8 @@ def _profile_samples(run, label: str) -> dict[int, np.ndarray]:
         raise ConfigError(f"--service {label}: run.json has no config.batch_size")
     req = run.requests[~run.requests["warmup"].astype(bool) & run.requests["ok"].astype(bool)]
     durs = req["dur_ns"].to_numpy(dtype=np.int64)
+    if "lag_ns" in req:  # a paced run times from the due time: the service is from the send
+        durs = durs - req["lag_ns"].to_numpy(dtype=np.int64)
     if len(durs) and not durs.any():
         raise ConfigError(
             f"--service {label}: requests.parquet column 'dur_ns' is 0 for every measured request; "

@@ -22,10 +22,12 @@ from ..runner import (
     DEFAULT_MIN_DURATION_S,
     DEFAULT_REQUESTS,
     DEFAULT_TRACED,
+    DEFAULT_UTILIZATION,
     Pace,
 )
 from ..timing import SYNC_POLICIES
 from .numbers import add_number, number, ranged
+from .progress import ProgressBar
 from .output import check_out, default_folder, dumps, pipeline_name, save_measured, stdout_to_stderr
 from .show import print_budget, print_failure_lines, print_failure_sections
 
@@ -39,20 +41,27 @@ UTILIZATION = number("--utilization", 0, 0.99, "", lo_open=True)
 MIN_DURATION = number("--min-duration", 0, 7 * 86_400, "s")
 BATCH_SIZE = ranged("--batch-size", BATCH_SIZES)
 THREADS = ranged("--threads", THREAD_COUNTS)
+PHASES = {"timing": "closed loop", "paced": "paced"}  # the runner's progress phases, as drawn
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "profile",
         help="profile a pipeline stage by stage and write a run folder",
-        description="Profile a pipeline: a timing run (percentiles) and a traced run (torch.profiler).",
+        description="Profile a pipeline: a timing run (percentiles) and a traced run (torch.profiler). "
+        "By default the timing run is paced: --requests back to back (the service-time reference), "
+        f"then requests on a Poisson schedule at {DEFAULT_UTILIZATION:g} of the capacity they "
+        f"measured for at least --min-duration ({DEFAULT_MIN_DURATION_S:g} s) and until the p99 "
+        "interval is narrow, timed from their due times; --closed-loop is the quick back-to-back run.",
     )
     add_pipeline_arguments(p)
     add_number(
         p,
         PROFILE_REQUESTS,
         DEFAULT_REQUESTS,
-        f"measured requests (pipeline calls), default {DEFAULT_REQUESTS} (bounds the p99 interval)",
+        f"closed-loop requests (pipeline calls, back to back), default {DEFAULT_REQUESTS} (bounds "
+        "the p99 interval): the capacity and service-time reference of a paced run, the whole "
+        "timing run with --closed-loop",
     )
     add_number(p, WARMUP, 10, "warm-up requests reported apart, default 10")
     add_number(
@@ -132,30 +141,47 @@ def add_pacing_arguments(p: argparse.ArgumentParser) -> None:
         paced,
         UTILIZATION,
         None,
-        "pace at this fraction of the capacity the closed-loop requests measured (e.g. 0.5)",
+        "pace at this fraction of the capacity the closed-loop requests measured (default "
+        f"{DEFAULT_UTILIZATION:g} when neither --rate nor --closed-loop is given)",
+    )
+    paced.add_argument(
+        "--closed-loop",
+        action="store_true",
+        help="the quick run: only the --requests closed-loop requests, back to back (no pacing, "
+        "so no tail from time: no periodic job, idle gap or background thread is seen)",
     )
     add_number(
         p,
         MIN_DURATION,
         DEFAULT_MIN_DURATION_S,
         f"a paced run goes on at least this long, then until its p99 interval is within 20 %% "
-        f"(or --max-duration); it sees periodic spikes of periods up to a fifth of it "
-        f"(default {DEFAULT_MIN_DURATION_S:g}: up to 2 s)",
+        f"(or --max-duration); it sees periodic spikes of periods up to about a tenth of it "
+        f"(default {DEFAULT_MIN_DURATION_S:g}: up to about {DEFAULT_MIN_DURATION_S / 10:g} s; "
+        "benchmarks/results/periodic.md) and wider than the time between two requests",
         metavar="SECONDS",
     )
 
 
 def pace_from_args(args) -> Pace | None:
-    """The schedule --rate or --utilization asks for, or None (closed loop)."""
-    if args.rate is None and args.utilization is None:
+    """The schedule --rate or --utilization asks for (default: the default utilization), or None
+    with --closed-loop."""
+    if args.closed_loop:
         return None
-    return Pace(rate_rps=args.rate, utilization=args.utilization, min_duration_s=args.min_duration)
+    utilization = DEFAULT_UTILIZATION if args.rate is None and args.utilization is None else None
+    return Pace(
+        rate_rps=args.rate,
+        utilization=args.utilization or utilization,
+        min_duration_s=args.min_duration,
+    )
 
 
-def paced_progress(done: int, total: int, phase: str) -> None:
-    """A one-line progress bar of the paced requests on stderr."""
-    if phase == "paced" and done % 50 == 0:
-        print(f"\rprofile: {done} paced requests", end="", file=sys.stderr, flush=True)
+def progress_bar(args):
+    """A progress bar on a terminal's stderr: the closed-loop requests, then the paced run's wall
+    time against --min-duration; or None."""
+    if not sys.stderr.isatty():
+        return None
+    bar = ProgressBar()
+    return lambda done, total, phase: bar(PHASES.get(phase, phase), done, total)
 
 
 def add_fail_on_error(p: argparse.ArgumentParser) -> None:
@@ -236,7 +262,7 @@ def run(args) -> int:
     from ..runner import profile
 
     config = config_from_args(args)
-    args.progress = sys.stderr.isatty() and pace_from_args(args) is not None
+    progress = progress_bar(args)
     apply_threads(args)
     factory = factory_from_args(args)
     out = args.out or default_out(args)
@@ -258,9 +284,9 @@ def run(args) -> int:
             sample_stacks=args.sample_stacks,
             on_recorded=lambda run: save_measured(run, out),
             pace=pace_from_args(args),
-            progress=paced_progress if args.progress else None,
+            progress=progress,
         )
-    if args.progress:
+    if progress is not None:
         print(file=sys.stderr)
     path, failed = saved_summaries(result), result.summary_failures
     otel_hook(args, result, path)  # spans from the recorded timestamps, after the run
@@ -279,17 +305,19 @@ def run(args) -> int:
 
 def print_pacing(pacing: dict | None) -> None:
     """A paced run's schedule against its closed-loop reference, and what a gap between them means."""
-    from ..audit.rules import LOW_UTILIZATION, TIME_TAIL_RATIO
+    from ..audit.rules import LOW_UTILIZATION, TIME_TAIL_RATIO, service
 
     if pacing is None:
         return
-    closed, paced, ratio = pacing["closed_loop"], pacing["paced"], pacing["p99_over_closed_loop"]
+    closed, ratio = pacing["closed_loop"], pacing["p99_over_closed_loop"]
     load = pacing["rate_rps"] / pacing["capacity_rps"] if pacing["capacity_rps"] else None
     at = f" ({load:.0%} of the closed-loop capacity)" if load is not None else ""
     print(
         f"\npaced at {pacing['rate_rps']:.4g} requests/s{at} for {pacing['wall_s']:.3g} s: "
-        f"p99 {paced['p99_ms']:.4g} ms against {closed['p99_ms']:.4g} ms closed loop "
-        f"({closed['count']} requests back to back); send lag p99 {pacing['lag_p99_ms']:.3g} ms"
+        f"p99 {pacing['paced']['p99_ms']:.4g} ms from the due time, "
+        f"{service(pacing)['p99_ms']:.4g} ms from the send, against {closed['p99_ms']:.4g} ms "
+        f"closed loop ({closed['count']} requests back to back); send lag p99 "
+        f"{pacing['lag_p99_ms']:.3g} ms (the wait behind the request before: unattributed above)"
     )
     if (
         ratio is not None

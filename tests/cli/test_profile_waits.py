@@ -131,7 +131,7 @@ def build(config):
 """
 
 
-def _profile_and_audit(tmp_path, capsys, source: str, requests: int):
+def _profile_and_audit(tmp_path, capsys, source: str, requests: int, extra=("--closed-loop",)):
     """``(show --json, the audit's entry, findings by kind)``; the background threads run while the file
     ``RUNNING`` names exists (removed before the audit, so no thread outlives its test)."""
     running = tmp_path / "running"
@@ -140,7 +140,7 @@ def _profile_and_audit(tmp_path, capsys, source: str, requests: int):
     pipe.write_text(f"RUNNING = {str(running)!r}\n" + source)
     out = tmp_path / "run"
     argv = ["profile", "--pipeline", f"{pipe}:build", "--out", str(out), "--traced", "0"]
-    argv += ["--requests", str(requests), "--warmup", "5", "--json"]
+    argv += ["--requests", str(requests), "--warmup", "5", "--json", *extra]
     try:
         assert main(argv) == 0
     finally:
@@ -178,6 +178,17 @@ def test_a_lock_held_by_a_background_thread_is_named_with_its_line_and_the_holde
     assert "compute" not in found  # the tail is not on CPU: no bf16/int8
     assert shown["waits"]["headline"].startswith("record: ")
     assert entry["summary"].startswith("p99 ") and "waiting on a lock" in entry["summary"]
+
+
+def test_the_default_paced_run_names_the_lock_too(tmp_path, capsys):
+    """The default profile (closed loop, then paced; issue 37) and its audit name the lock, its line
+    and the holder's thread: the wait classes read the paced requests as they read closed-loop ones."""
+    paced = ("--min-duration", "3", "--max-duration", "6")
+    _, _, found = _profile_and_audit(tmp_path, capsys, LOCKED, 100, extra=paced)
+    lock, waiting = found["lock"], _line(LOCKED, "        with lock:")
+    assert lock["stage"] == "record" and lock["numbers"]["site"] == f"record (planted.py:{waiting})"
+    assert lock["numbers"]["meanwhile"][0]["thread"] == "snapshot"
+    assert "compute" not in found
 
 
 def test_a_thread_spinning_in_python_is_named_as_gil_contention(tmp_path, capsys):

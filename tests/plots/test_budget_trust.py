@@ -79,3 +79,29 @@ def test_the_sampled_stacks_tail_line_goes_under_the_title(toy_summary):
     title = budget_figure(toy_summary, tail=line).to_dict()["layout"]["title"]["text"]
     assert title.endswith(f"<br><sup>tail: {line}</sup>")
     assert "tail:" not in budget_figure(toy_summary).to_dict()["layout"]["title"]["text"]
+
+
+def test_the_header_stacks_badge_title_and_legend_without_overlap(toy_summary):
+    """Three NOISY reasons of a served run covered the legend (issue 40): from the figure's top, the badge
+    (10 px down, its lines wrapped), then the title, then the legend's row, each below the one above."""
+    from workbench.plots.budget import BADGE_CHARS, BADGE_LINE_PX, BADGE_PAD_PX, LEGEND_ROW_PX
+
+    noise = {
+        "noisy": True,
+        "reasons": [
+            "other processes used 1.7 of 2 cores during the run",
+            "load average was 7.32 on 2 cores before the run",
+            "the load generator fell behind its schedule: lag p99 25.518 ms (max 43.964 ms) >= 1 ms: "
+            "the client could not hold this rate here (a busy machine, or a rate above what it can send)",
+        ],
+    }
+    layout = budget_figure(toy_summary, noise=noise).to_dict()["layout"]
+    badge = layout["annotations"][0]
+    lines = badge["text"].split("<br>")
+    assert len(lines) == 5 and max(map(len, lines)) <= BADGE_CHARS
+    badge_px = len(lines) * BADGE_LINE_PX + 2 * BADGE_PAD_PX + 6
+    top = layout["margin"]["t"]
+    assert (badge["y"], badge["yanchor"], badge["yshift"]) == (1, "top", top - 10)
+    assert layout["title"]["pad"]["t"] == 10 + badge_px  # the title starts under the badge
+    assert top == 10 + badge_px + 26 + LEGEND_ROW_PX  # a one-line title, then the legend's row
+    assert (layout["legend"]["y"], layout["legend"]["yanchor"]) == (1.02, "bottom")

@@ -66,7 +66,7 @@ def test_cdf_endpoints(toy_run):
     requests, stages, order = toy_run
     fig = distribution_figure(requests, stages, order, stage="parse", kind="cdf", log_x=False)
     data = traces(fig)
-    x, y = decode(data["measured (n=100)"]["x"]), decode(data["measured (n=100)"]["y"])
+    x, y = decode(data["measured (n=100)"]["x"]), decode(data["measured (n=100)"]["customdata"])
     assert len(x) == 100
     assert (x[0], y[0]) == (0.001, 0.01)
     assert (x[-1], y[-1]) == (0.1, 1.0)
@@ -79,7 +79,7 @@ def test_cdf_is_thinned_but_keeps_min_and_max():
     requests, stages = make_run(durs, glue_ns=0)
     fig = distribution_figure(requests, stages, ["a"], stage="a", kind="cdf", max_points=500)
     trace = fig.to_dict()["data"][0]
-    x, y = decode(trace["x"]), decode(trace["y"])
+    x, y = decode(trace["x"]), decode(trace["customdata"])
     assert len(x) == 500
     assert (x[0], y[0]) == (0.001, 1 / 50_000)
     assert (x[-1], y[-1]) == (0.050999, 1.0)
@@ -116,3 +116,16 @@ def test_a_log_axis_says_so_in_its_title(toy_run):
         "title"
     ]["text"]
     assert linear == "end to end latency (ms)"
+
+
+def test_the_cdf_gives_each_decade_of_the_tail_the_same_height(toy_run):
+    """On a 0..1 axis the slowest 10 % of requests were a sliver at y = 1 (issue 40): heights are in nines."""
+    requests, stages, order = toy_run
+    fig = distribution_figure(requests, stages, order, stage="parse", kind="cdf", log_x=False)
+    measured = traces(fig)["measured (n=100)"]
+    fraction, height = decode(measured["customdata"]), decode(measured["y"])
+    at = {f: h for f, h in zip(fraction, height)}
+    assert [round(at[f], 5) for f in (0.5, 0.9, 0.99, 1.0)] == [0.30103, 1.0, 2.0, 3.0]
+    axis = fig.to_dict()["layout"]["yaxis"]
+    assert axis["range"] == [0, 3] and axis["tickvals"] == [0, 1, 2, 3]
+    assert axis["ticktext"] == ["0", "0.9", "0.99", "0.999"]  # p90..max: two thirds of the height

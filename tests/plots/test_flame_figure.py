@@ -245,3 +245,23 @@ def test_recorded_cuda_run_shows_its_kernels_labelled_in_their_own_panel():
     assert (
         "kernel" in heading[0] and "<br>" in heading[0]
     )  # the kinds legend wraps instead of running off
+
+
+def test_differential_flame_figure_of_too_few_samples_says_so_instead_of_a_solid_box():
+    """A stage of "0 slow and 1 median samples" was drawn as one solid box (issue 40)."""
+    from workbench.plots.flame import MIN_STACK_SAMPLES, differential_flame_figure
+
+    tree = [{"id": 0, "parent": -1, "name": "hydrate", "tail": 0.0, "median": 1.0}]
+    for slow, median in ((0, 1), (MIN_STACK_SAMPLES - 1, 500)):
+        stacks = {
+            "tail_set": "slowest_5pct",
+            "stages": {
+                "hydrate": {"samples": {"slowest_5pct": slow, "median": median}, "tree": tree}
+            },
+        }
+        fig = differential_flame_figure(stacks).to_dict()
+        assert fig["data"] == []
+        assert fig["layout"]["annotations"][0]["text"] == (
+            f"too few sampled stacks in hydrate to compare: {slow} slow and {median} median samples "
+            "(at least 20 each)"
+        )

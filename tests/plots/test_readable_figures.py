@@ -3,7 +3,7 @@
 Log axes labelled at whole decades only; zero launch delays counted, not drawn at
 0.001 us; a colour bar on the launch heatmap; percentile values in the legend, not
 written over the bars; the pinned and pageable copies on shared axes, and "pin it"
-only where pageable copies matter; flame labels never below 8 px.
+only where pageable copies matter; flame labels never below 10 px.
 """
 
 from __future__ import annotations
@@ -120,9 +120,9 @@ def test_pinned_and_pageable_compare_on_shared_axes(tmp_path):
         }
     ).to_dict()
     assert fig["layout"]["title"]["text"] == "Copies compared: pageable vs pinned"
-    by_panel = {}
+    by_panel, legend = {}, []
     for t in fig["data"]:
-        by_panel.setdefault(t["yaxis"], []).append(t)
+        (legend if list(t["x"]) == [None] else by_panel.setdefault(t["yaxis"], [])).append(t)
     assert sorted(by_panel) == ["y", "y2", "y3"]
     for traces in by_panel.values():  # both runs on the one y axis of each panel
         assert [t["name"] for t in traces] == ["pageable", "pinned"]
@@ -132,15 +132,46 @@ def test_pinned_and_pageable_compare_on_shared_axes(tmp_path):
     time_ms = {t["name"]: decode(t["y"]) for t in by_panel["y2"]}
     assert time_ms["pageable"][:2] == [0.002, 0.16] and math.isnan(time_ms["pageable"][2])
     assert math.isnan(time_ms["pinned"][1]) and time_ms["pinned"][2] == 0.06
-    assert [t["showlegend"] for t in fig["data"]] == [True, False, False, True, False, False]
+    assert [t.get("showlegend", True) for t in fig["data"]] == [False] * 3 + [True] + [
+        False
+    ] * 3 + [True]
     assert fig["layout"]["barmode"] == "group"
 
 
-def test_flame_labels_never_shrink_below_eight_pixels(trace_events):
+def test_the_compared_runs_legend_shows_their_patterns_beside_the_panels(tmp_path):
+    """The legend sat over the first panel's title, its swatch the first copy class' colour (issue 40)."""
+    fig = transfer_comparison_figure(
+        {
+            "pageable": copies(tmp_path, "a", "Pageable", 160_000),
+            "pinned": copies(tmp_path, "b", "Pinned", 60_000),
+        }
+    ).to_dict()
+    shown = [t for t in fig["data"] if t.get("showlegend", True)]
+    assert [(t["name"], t["marker"]["pattern"]["shape"], t["marker"]["color"]) for t in shown] == [
+        ("pageable", "", "#d9d9d9"),
+        ("pinned", "/", "#d9d9d9"),
+    ]
+    assert [t["offsetgroup"] for t in shown] == [
+        "0",
+        "1",
+    ]  # each in its run's slot, no slot of its own
+    drawn = [t["marker"]["color"] for t in fig["data"] if t not in shown]
+    assert all(
+        isinstance(c, (list, tuple)) and len(c) == 3 for c in drawn
+    )  # a colour per copy class
+    legend = fig["layout"]["legend"]
+    assert (legend["orientation"], legend["x"], legend["xanchor"]) == ("v", 1.02, "left")
+    assert {
+        a["xaxis"]: a.get("tickangle")
+        for a in [fig["layout"][k] | {"xaxis": k} for k in ("xaxis", "xaxis2", "xaxis3")]
+    } == {"xaxis": -90, "xaxis2": -90, "xaxis3": -90}
+
+
+def test_flame_labels_never_shrink_below_ten_pixels(trace_events):
     from workbench.analysis.flame import flame_tree
 
     layout = flame_figure(flame_tree(trace_events)).to_dict()["layout"]
-    assert layout["uniformtext"] == {"minsize": 8, "mode": "hide"}
+    assert layout["uniformtext"] == {"minsize": 10, "mode": "hide"}
 
 
 PERCENTILE_TEXT = re.compile(r"\bp(50|90|95|99)\b")
@@ -222,3 +253,25 @@ def test_the_tail_headline_wraps_and_never_splits_a_percent_sign():
     assert all(not line.endswith(" 1") and not line.startswith("%") for line in lines)
     assert (note["yanchor"], note["y"]) == ("bottom", 1.02)
     assert d["layout"]["margin"]["t"] == 60 + 16 * 4
+
+
+def test_the_smallest_percentile_bar_stands_a_decade_tall_and_the_legend_sits_under_the_panels(
+    tmp_path,
+):
+    """Launch calls of 12 us on an axis from 10 us drew their p50 as a sliver, and the p50/p90/p99 legend sat on
+    the delay panel's title (issue 40)."""
+    b = TraceBuilder()
+    b.stage("forward", 0, 2_000_000)
+    for i in range(6):
+        start = 10_000 + 300_000 * i
+        b.runtime("cudaLaunchKernel", start, 12_000, i + 1)
+        b.kernel("k", start + 32_000, 50_000, i + 1)  # a 20 us delay
+    fig = launch_figure(Trace(load_events(b.write(tmp_path / "calls.json")))).to_dict()
+    bars = [t for t in fig["data"] if t.get("legendgroup") == "percentiles"]
+    smallest = min(min(decode(t["y"])) for t in bars)
+    assert smallest == 12.0 and fig["layout"]["yaxis3"]["range"] == [0, 2]  # 1 us .. 100 us
+    legend = fig["layout"]["legend"]
+    assert (legend["y"], legend["yanchor"]) == (
+        -0.06,
+        "top",
+    )  # under the plots, clear of every title

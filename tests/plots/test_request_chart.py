@@ -79,3 +79,20 @@ def test_nesting_depth():
     ts = np.array([0, 10, 20, 50, 100])
     dur = np.array([100, 60, 10, 5, 10])
     assert nesting_depth(ts, dur).tolist() == [0, 1, 2, 2, 0]
+
+
+def test_each_lane_of_a_deep_request_is_tall_enough_for_a_ten_pixel_label(tmp_path):
+    """Ten nested lanes in a 320 px figure left 16 px a lane under the margins: labels of about 5 px (issue 40)."""
+    from tests.support.synthetic import TraceBuilder
+    from workbench.plots.request_chart import LANE_PX
+    from workbench.trace import load_events
+
+    b = TraceBuilder()
+    b.annotation("ProfilerStep#0", 0, 1_000_000)
+    for depth in range(1, 10):  # each op nested in the one before: ten lanes on thread 100
+        b.op(f"op{depth}", 1_000 * depth, 1_000_000 - 2_000 * depth)
+    layout = request_flame_chart(load_events(b.write(tmp_path / "deep.json"))).to_dict()["layout"]
+    lanes = len(layout["yaxis"]["categoryarray"])
+    per_lane = (layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]) / lanes
+    assert lanes == 10 and per_lane == LANE_PX == 26
+    assert layout["uniformtext"] == {"minsize": 10, "mode": "hide"}  # a thinner bar shows no label

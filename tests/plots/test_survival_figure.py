@@ -50,3 +50,11 @@ def test_unknown_stage_is_refused_and_no_requests_give_an_empty_figure(toy_run):
     requests, stages, order = toy_run
     fig = survival_figure(requests[requests["warmup"]], stages, order).to_dict()
     assert "no successful measured requests" in fig["layout"]["annotations"][0]["text"]
+
+
+def test_the_share_axis_title_fits_the_plot_height(toy_run):
+    """ "share of requests this slow or slower (log scale)" (345 px at 14 px) ran out of a 290 px plot (issue 40)."""
+    layout = survival_figure(*toy_run).to_dict()["layout"]
+    plot_px = 450 - layout["margin"]["t"] - layout["margin"]["b"]
+    title = layout["yaxis"]["title"]["text"]
+    assert title == "share this slow or slower" and len(title) * 7.7 < plot_px

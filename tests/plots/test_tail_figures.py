@@ -79,3 +79,11 @@ def test_attribute_figure_draws_p50_and_p99_per_value_range_and_the_effect():
         fig["layout"]["title"]["text"]
         == "b against size: p50 7x from the bottom range to the top, Spearman rho 1.00"
     )
+
+
+def test_the_tail_figure_has_no_axis_title_where_its_legend_lies():
+    """The legend under the plot was drawn over the x axis title (issue 40): the axis' meaning is in the title."""
+    req, st = tables()
+    layout = tail_figure(tail_attribution(req, st, ["a", "b"])).to_dict()["layout"]
+    assert layout["legend"]["y"] < 0 and "title" not in layout["xaxis"]
+    assert layout["title"]["text"] == "Where the tail's time goes (share of each set's time)"

@@ -19,6 +19,8 @@ run whose every request failed gives an empty figure that says why.
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -90,8 +92,9 @@ def budget_figure(
     rows = budget_rows(summary)
     if rows.empty or not (rows["count"] > 0).any():
         why = "every measured request failed" if failures else "no measured requests in this run"
-        fig = empty_figure("<br>".join([why, *failure_lines(failures)]), title or "Latency budget")
-        return _badge(fig, noise)
+        head = title or "Latency budget"
+        fig = empty_figure("<br>".join([why, *failure_lines(failures)]), head)
+        return _header(_badge(fig, noise), head, badge_lines(noise), legend_row=False)
     fig = (
         {"percentiles": _percentile_bars, "waterfall": _waterfall}[mode](rows)
         if mode != "requests"
@@ -109,7 +112,24 @@ def budget_figure(
     if lines:
         head += "<br><sup>" + "<br>".join(lines) + "</sup>"
     xaxis_title = "request (rank of end to end)" if mode == "requests" else "stage"
-    return _badge(layout(fig, head, yaxis_title="latency (ms)", xaxis_title=xaxis_title), noise)
+    # a stage per legend entry: a column right of the plot (in a row they ran past the figure's edge)
+    legend = {"legend": "right"} if mode == "requests" else {}
+    fig = layout(fig, head, yaxis_title="latency (ms)", xaxis_title=xaxis_title, **legend)
+    return _header(_badge(fig, noise), head, badge_lines(noise), legend_row=not legend)
+
+
+def _header(fig: go.Figure, head: str, badge: list[str], legend_row: bool) -> go.Figure:
+    """Stack the header from the top: the badge (right), the title and its lines, the legend's row.
+
+    The badge once sat at a fixed height over the plot and covered the legend (three NOISY reasons of
+    a served run); here each part starts where the one above ends, and the top margin holds them all.
+    """
+    badge_px = BADGE_LINE_PX * len(badge) + 2 * BADGE_PAD_PX + 6 if badge else 0
+    title_px = TITLE_LINE_PX + SUB_LINE_PX * head.count("<br>")
+    top = 10 + badge_px + title_px + (LEGEND_ROW_PX if legend_row else 0)
+    fig.update_layout(title_pad_t=10 + badge_px, margin_t=top)
+    fig.update_annotations(selector=dict(name="noise"), yshift=top - 10)  # from the plot's top edge
+    return fig
 
 
 def run_budget_figure(run, **kwargs) -> go.Figure:
@@ -137,6 +157,9 @@ def failure_lines(failures: dict | None) -> list[str]:
 
 
 NOISE_COLORS = {True: "#c62828", False: "#2e7d32", None: "#757575"}
+# The header's heights (px): the badge's 11 px lines, the 17 px title and its <sup> lines, a legend row
+BADGE_CHARS, BADGE_LINE_PX, BADGE_PAD_PX = 90, 14, 4
+TITLE_LINE_PX, SUB_LINE_PX, LEGEND_ROW_PX = 26, 16, 34
 
 
 def noise_badge_text(noise: dict | None) -> str:
@@ -149,24 +172,35 @@ def noise_badge_text(noise: dict | None) -> str:
     return "quiet machine"
 
 
+def badge_lines(noise: dict | None) -> list[str]:
+    """The badge's lines, each reason wrapped at :data:`BADGE_CHARS` (no badge: none)."""
+    if noise is None:
+        return []
+    return [
+        line
+        for part in noise_badge_text(noise).split("<br>")
+        for line in textwrap.wrap(part, BADGE_CHARS)
+    ]
+
+
 def _badge(fig: go.Figure, noise: dict | None) -> go.Figure:
     if noise is None:
         return fig
     color = NOISE_COLORS[noise.get("noisy")]
     fig.add_annotation(
-        text=noise_badge_text(noise),
+        text="<br>".join(badge_lines(noise)),
         x=1,
-        y=1.12,
+        y=1,
         xref="paper",
         yref="paper",
         xanchor="right",
-        yanchor="bottom",
+        yanchor="top",  # raised to the figure's top by _header
         showarrow=False,
         align="right",
         font=dict(color="white", size=11),
         bgcolor=color,
         bordercolor=color,
-        borderpad=4,
+        borderpad=BADGE_PAD_PX,
         name="noise",
     )
     return fig

@@ -87,6 +87,7 @@ def compare_figure(
                 width=2,
             ),
             text=_relative(table[f"{col}_a"].to_numpy(), delta),
+            textangle=-90,  # upright, three neighbours' labels ran together ("+475.9%+426.0%+366.3%")
             legendgroup="delta",
             hovertemplate=f"%{{x}}<br>Δ {col[:3]} %{{y:+.3f}} ms (%{{text}})<extra></extra>",
             row=2,

@@ -10,6 +10,8 @@ is thinned to at most ``max_points`` points, always keeping min and max.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -80,9 +82,11 @@ def distribution_figure(
         _add_cdf(fig, measured, max_points, f"measured (n={measured.size})", color)
         if warm.size:
             _add_cdf(fig, warm, max_points, f"warm-up (n={warm.size})", WARMUP_COLOR)
-        yaxis = "fraction of requests <= x"
+        yaxis = "fraction of requests <= x (in nines)"
     top = max((max(t.y) for t in fig.data), default=1)
     _add_markers(fig, measured, float(top))
+    if kind == "cdf":
+        fig.update_yaxes(**nines_axis(max(measured.size, warm.size)))
     fig.update_xaxes(**value_axis(log_x, "ms", np.concatenate([measured, warm]) / NS_PER_MS))
     scale = ", log scale" if log_x else ""
     return layout(fig, title, xaxis_title=f"{label} latency (ms{scale})", yaxis_title=yaxis)
@@ -130,17 +134,40 @@ def cdf_points(values_ns: np.ndarray, max_points: int) -> tuple[np.ndarray, np.n
     return s[idx] / NS_PER_MS, (idx + 1) / n
 
 
+def nines(fraction: np.ndarray, n: int) -> np.ndarray:
+    """The CDF's height in nines, ``-log10(1 - fraction)``: 0.9 -> 1, 0.99 -> 2, 0.999 -> 3.
+
+    On a linear 0..1 axis the slowest 10 % of requests shared the top tenth of the plot (a sliver
+    at y = 1); in nines each decade of the tail gets the same height. The last request (fraction 1)
+    is drawn one decade past ``1 / n``, the axis' top.
+    """
+    rest = np.maximum(1.0 - np.asarray(fraction, dtype=float), 1.0 / (10 * max(n, 1)))
+    return -np.log10(rest)
+
+
+def nines_axis(n: int) -> dict:
+    """A y axis in nines up to one decade past ``1 / n``, labelled as fractions: 0, 0.9, 0.99..."""
+    top = math.ceil(math.log10(max(n, 10))) + 1
+    return dict(
+        range=[0, top],
+        tickvals=list(range(top + 1)),
+        ticktext=["0"] + [f"0.{'9' * d}" for d in range(1, top + 1)],
+    )
+
+
 def _add_cdf(fig: go.Figure, values_ns: np.ndarray, max_points: int, name: str, color: str) -> None:
+    """The CDF with its height in :func:`nines` (the fraction itself in the hover, as ``customdata``)."""
     if values_ns.size == 0:
         return
     x, y = cdf_points(values_ns, max_points)
     fig.add_scatter(
         x=x,
-        y=y,
+        y=nines(y, values_ns.size),
+        customdata=y,
         name=name,
         mode="lines",
         line=dict(shape="hv", color=color),
-        hovertemplate="%{x:.4g} ms<br>%{y:.4f}<extra>" + name + "</extra>",
+        hovertemplate="%{x:.4g} ms<br>%{customdata:.4f} of requests<extra>" + name + "</extra>",
     )
 
 

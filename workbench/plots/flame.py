@@ -41,11 +41,14 @@ from .style import (
 
 TREE_COLUMNS = ("id", "parent", "name", "kind", "self_ns", "total_ns", "count", "bytes")
 LABEL_CHARS = 60
+MIN_STACK_SAMPLES = (
+    20  # per set: a share of fewer samples is a guess (its standard error up to 0.5/sqrt(n))
+)
 HOVER_CHARS = 160
 # the cut note's line length: one long line was clipped at half of a 1280 px screen
 NOTE_CHARS = 100
 # the smallest label font (px) a flame box may use; smaller ones were unreadable at half width
-LABEL_MIN_PX = 8
+LABEL_MIN_PX = 10  # the smallest label a student reads at 1280x800 (8 px could not be read)
 PRUNE_SHARES = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
 LEGEND_CHARS = 80  # a kind legend line's visible length: a CUDA run's eight kinds ran off 640 px
 GPU_PANEL = 0.3  # the GPU work icicle's share of the plot height (bottom)
@@ -338,6 +341,14 @@ def differential_flame_figure(
     if not tree:
         return empty_figure(f"no sampled stacks in stage {stage!r}", title or "Slow minus median")
     label = "1 %" if stacks.get("tail_set") == "slowest_1pct" else "5 %"
+    samples = stages[stage]["samples"]
+    counts = (samples.get(stacks.get("tail_set"), 0), samples.get("median", 0))
+    told = f"{counts[0]} slow and {counts[1]} median samples"
+    if min(counts) < MIN_STACK_SAMPLES:  # shares of 0 or 1 samples drew one solid box
+        return empty_figure(
+            f"too few sampled stacks in {stage} to compare: {told} (at least {MIN_STACK_SAMPLES} each)",
+            title or "Slow minus median",
+        )
     growth = [n["tail"] - n["median"] for n in tree]
     fig = _difference_icicle(
         tree,
@@ -351,11 +362,7 @@ def differential_flame_figure(
             "<br>slow - median: %{customdata[2]:+.1%}<extra></extra>"
         ),
     )
-    samples = stages[stage]["samples"]
-    default = (
-        f"{stage}: slowest {label} minus median (sampled stacks; {samples.get(stacks.get('tail_set'), 0)} "
-        f"slow and {samples.get('median', 0)} median samples)"
-    )
+    default = f"{stage}: slowest {label} minus median (sampled stacks; {told})"
     return layout(fig, title or default, margin=dict(l=10, r=10, t=80, b=10))
 
 

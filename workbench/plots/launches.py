@@ -8,6 +8,8 @@ bins, counts only), so a million launches cost a few kilobytes of figure.
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -31,6 +33,9 @@ from .style import (
 )
 
 BINS = 40
+TITLE_CHARS = (
+    110  # the verdict's line length at 17 px: one 150-character line ran out of a 1150 px figure
+)
 
 
 def launch_figure(
@@ -99,7 +104,10 @@ def launch_figure(
         f"<br><sup>{short_share:.0f}% of {summary['count']} launches are short kernels; median launch delay "
         f"{delay:.3g} us; {summary['delay_over_100us']} delays over 100 us</sup>"
     )
-    return layout(fig, title or sentence + numbers, height=700, margin=dict(t=110))
+    # the percentiles' legend under the bottom panels: above the plots it sat on the delay panel's title
+    legend = dict(orientation="h", yanchor="top", y=-0.06, xanchor="left", x=0)
+    head = title or "<br>".join(textwrap.wrap(sentence, TITLE_CHARS)) + numbers
+    return layout(fig, head, height=700, margin=dict(t=130), legend=legend)
 
 
 def _delay_hist(fig: go.Figure, delay_us: np.ndarray, bins: int) -> None:
@@ -179,7 +187,11 @@ def _cpu_vs_gpu(fig: go.Figure, cpu_us: np.ndarray, gpu_us: np.ndarray, bins: in
 
 
 def _percentiles(fig: go.Figure, dist: pd.DataFrame) -> None:
-    """p50/p90/p99 bars per metric, named in the legend (no text over the bars: on a log axis it was clipped)."""
+    """p50/p90/p99 bars per metric, named in the legend (no text over the bars: on a log axis it was clipped).
+
+    The log axis starts a whole decade below the smallest bar: a bar grows from the axis' bottom, so one
+    at 10.5 us on an axis from 10 us was a sliver (the launch call's p50 looked missing).
+    """
     names = {"cpu_dur": "launch call", "launch_delay": "launch delay", "gpu_dur": "GPU time"}
     shown = []
     for col, color in zip(("p50_ns", "p90_ns", "p99_ns"), PERCENTILE_COLORS.values()):
@@ -195,6 +207,5 @@ def _percentiles(fig: go.Figure, dist: pd.DataFrame) -> None:
             row=2,
             col=1,
         )
-    fig.update_yaxes(
-        title_text="us (log scale)", row=2, col=1, **log_axis(*positive_extent(*shown), "us")
-    )
+    lo, hi = positive_extent(*shown)
+    fig.update_yaxes(title_text="us (log scale)", row=2, col=1, **log_axis(lo / 10, hi, "us"))

@@ -26,6 +26,8 @@ from .style import KIND_COLORS, KIND_LABELS, empty_figure, format_ns, kind_key, 
 DRAWN_HOST_KINDS = (*HOST_KINDS, KIND_SYNC)  # host rows: the flame tree's host kinds, sync waits
 TEXT_CHARS = 40
 HOVER_CHARS = 160
+LANE_PX = 26  # a lane's height: its bar (80 %) holds a 12 px label
+MIN_LABEL_PX = 10
 TEXT_MIN_SHARE = 0.04  # label a bar only when it spans >= 4 % of the window (others: hover)
 
 
@@ -107,7 +109,11 @@ def flame_chart_figure(
         full,
         barmode="overlay",
         xaxis_title="time since request start (ms)",
-        height=max(320, 60 + 22 * len(lanes)),
+        # a lane of LANE_PX under the margins (the height once held the margins too: labels of 5 px)
+        height=160 + max(LANE_PX * len(lanes), 160),
+        uniformtext=dict(
+            minsize=MIN_LABEL_PX, mode="hide"
+        ),  # a bar too thin for its label shows none
     )
 
 

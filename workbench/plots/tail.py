@@ -57,13 +57,14 @@ def tail_figure(tail: dict[str, Any], *, title: str | None = None) -> go.Figure:
     ]
     fig.update_layout(
         barmode="stack",
-        xaxis={"tickformat": ".0%", "range": [0, 1], "title": "share of the set's time"},
+        xaxis={"tickformat": ".0%", "range": [0, 1]},
     )
     extra = {"annotations": [_note("<br>".join(lines))]} if lines else {}
     legend = dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0, traceorder="normal")
     return layout(
         fig,
-        title or "Where the tail's time goes",
+        # what the axis measures is in the title: an axis title sat under the legend below the plot
+        title or "Where the tail's time goes (share of each set's time)",
         legend=legend,
         margin={"l": 130, "r": 20, "t": 60 + 16 * max(len(lines), 1), "b": 90},
         **extra,

@@ -95,6 +95,9 @@ def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -
         fig.add_annotation(
             text="no copies or memsets", x=0.3, y=0.5, xref="paper", yref="paper", showarrow=False
         )
+    fig.update_xaxes(
+        tickangle=-90
+    )  # level, "DtoH Pageable" ran into "HtoD Pinned" in a quarter of 1280 px
     return layout(fig, title + _pageable_note(classes))
 
 
@@ -114,6 +117,7 @@ def _pageable_note(classes: pd.DataFrame) -> str:
 
 
 PATTERNS = ("", "/", ".", "x", "-", "+")
+LEGEND_GREY = "#d9d9d9"
 
 
 def transfer_comparison_figure(
@@ -149,7 +153,7 @@ def transfer_comparison_figure(
                 y=y,
                 name=name,
                 legendgroup=name,
-                showlegend=col == 1,
+                showlegend=False,
                 offsetgroup=str(i),
                 marker=dict(
                     color=colors,
@@ -160,5 +164,28 @@ def transfer_comparison_figure(
                 row=1,
                 col=col,
             )
+        _legend_entry(fig, name, i)
     fig.update_layout(barmode="group")
-    return layout(fig, title)
+    fig.update_xaxes(tickangle=-90)
+    # the runs' legend in a column right of the panels: above them it sat on the first panel's title
+    return layout(fig, title, legend="right")
+
+
+def _legend_entry(fig: go.Figure, name: str, i: int) -> None:
+    """A run's legend entry: its pattern on the grey every bar's outline frames (the bars' colours are
+    the copy classes, so a swatch in the first class' colour told the reader a wrong colour)."""
+    fig.add_bar(
+        x=[None],
+        y=[None],
+        name=name,
+        legendgroup=name,
+        offsetgroup=str(i),  # the run's slot: no extra slot in the first panel's groups
+        marker=dict(
+            color=LEGEND_GREY,
+            pattern=dict(shape=PATTERNS[i % len(PATTERNS)]),
+            line=dict(color="#333333", width=1),
+        ),
+        hoverinfo="skip",
+        row=1,
+        col=1,
+    )

@@ -16,6 +16,7 @@ a handout is opened.
 from __future__ import annotations
 
 import argparse
+import copy
 import html
 import sys
 import time
@@ -27,20 +28,40 @@ REPO = Path(__file__).resolve().parents[1]
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+CELL_STATE = (
+    "workbench_widget_state"  # a cell's widget state when it ran (execute), read by offline
+)
 CELL_TIMEOUT_S = 600
 
 
 def execute(path: Path) -> nbformat.NotebookNode:
-    """Run ``path`` top to bottom in a fresh kernel from its own folder (as Jupyter does)."""
+    """Run ``path`` top to bottom in a fresh kernel from its own folder (as Jupyter does).
+
+    Each cell that displays a widget keeps the widgets' state as it was when that cell finished
+    (``cell.metadata[CELL_STATE]``): the notebook's own widget state is the last one, so a cell at
+    40 % load showed what a later cell set (an over-capacity p99 of 939 ms).
+    """
     import nbclient
 
     nb = nbformat.read(path, as_version=4)
-    nbclient.NotebookClient(
+    client = nbclient.NotebookClient(
         nb,
         timeout=CELL_TIMEOUT_S,
         kernel_name="python3",
         resources={"metadata": {"path": str(path.parent)}},
-    ).execute()
+    )
+
+    def keep_state(cell, cell_index, execute_reply) -> None:
+        if any(WIDGET_MIME in out.get("data", {}) for out in cell.get("outputs", [])):
+            cell.metadata[CELL_STATE] = copy.deepcopy(
+                {
+                    k: {"model_name": v.get("_model_name"), "state": v}
+                    for k, v in client.widget_state.items()
+                }
+            )
+
+    client.on_cell_executed = keep_state
+    client.execute()
     return nb
 
 
@@ -96,18 +117,42 @@ def _snapshot(model_id: str, state: dict, figures: _Figures, depth: int = 0) -> 
 
 
 def _control(name: str, values: dict) -> str:
-    """A control frozen at its value: ``batch size: 2``."""
+    """A control drawn at its value, disabled: ``batch size: [slider] <b>2</b>``, a list's choices, a box."""
+    if name == "ButtonModel":
+        return f"<button disabled>{html.escape(str(values.get('description', '')))}</button>"
     if "value" not in values or name.endswith("StyleModel") or name == "LayoutModel":
         return ""
     value = values["value"]
     labels, index = values.get("_options_labels"), values.get("index")
+    drawn = ""
     if labels and isinstance(index, int) and not isinstance(index, bool):
         value = labels[index]  # a selection widget stores its choice as an index
+        options = "".join(
+            f"<option{' selected' if i == index else ''}>{html.escape(str(o))}</option>"
+            for i, o in enumerate(labels)
+        )
+        drawn = f"<select disabled>{options}</select> "
+    elif "Slider" in name and not isinstance(value, list):
+        drawn = (
+            f'<input type="range" disabled min="{values.get("min", 0)}" max="{values.get("max", 100)}" '
+            f'step="{values.get("step", 1)}" value="{value}"> '
+        )
+        value = _readout(value, values.get("readout_format"))
+    elif isinstance(value, bool):
+        drawn = f'<input type="checkbox" disabled{" checked" if value else ""}> '
     label = values.get("description") or name.removesuffix("Model")
     return (
         f'<span style="border:1px solid #ccc;border-radius:3px;padding:2px 6px;font-size:90%">'
-        f"{html.escape(str(label))}: <b>{html.escape(str(value))}</b></span>"
+        f"{html.escape(str(label))}: {drawn}<b>{html.escape(str(value))}</b></span>"
     )
+
+
+def _readout(value, fmt: str | None) -> str:
+    """A slider's value as its readout shows it (``readout_format``, ``.2f`` for a float slider)."""
+    try:
+        return format(value, fmt or ("d" if isinstance(value, int) else ".2f"))
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def _bundle(data: dict, figures: _Figures, state: dict | None = None) -> str:
@@ -128,10 +173,11 @@ def offline(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
     figures = _Figures()
     for cell in nb.cells:
+        own = cell.metadata.pop(CELL_STATE, None) or state  # the state when this cell ran, if kept
         for out in cell.get("outputs", []):
             data = out.get("data")
             if data and (PLOTLY_MIME in data or WIDGET_MIME in data):
-                out["data"] = {"text/html": _bundle(data, figures, state)}
+                out["data"] = {"text/html": _bundle(data, figures, own)}
     nb.metadata.pop("widgets", None)
     return nb
 

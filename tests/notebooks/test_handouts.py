@@ -60,5 +60,26 @@ def test_a_widget_snapshot_shows_its_figure_label_and_control_values():
     nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": state, "version_major": 2,
                                                                             "version_minor": 0}}
     html = handouts.offline(nb).cells[0].outputs[0]["data"]["text/html"]
-    assert "text cpu bs=2 &lt;int8&gt;" in html and "precision: <b>int8</b>" in html
+    assert "text cpu bs=2 &lt;int8&gt;" in html
+    assert "precision: <select disabled><option>fp32</option><option selected>int8</option></select> <b>int8</b>" in html
     assert html.count('class="plotly-graph-div"') == 1 and "parse" in html
+
+
+def test_each_widget_cell_shows_the_state_it_ran_with_and_its_controls(tmp_path):
+    """Issue 40: a snapshot showed the widgets' last state (notebook 06's 40 % load cell showed a later cell's
+    over-capacity p99 of 939 ms), its sliders as bare numbers."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import ipywidgets as w\n"
+            "s = w.FloatSlider(value=0.4, min=0, max=2, step=0.1, description='load')\n"
+            "w.VBox([s, w.Checkbox(value=True, description='stable'), w.Button(description='run')])"
+        ),
+        nbformat.v4.new_code_cell("s.value = 1.1"),
+    ]
+    path = tmp_path / "two_states.ipynb"
+    nbformat.write(nb, path)
+    page = handouts.offline(handouts.execute(path)).cells[0].outputs[0]["data"]["text/html"]
+    assert 'load: <input type="range" disabled min="0.0" max="2.0" step="0.1" value="0.4"> <b>0.40</b>' in page
+    assert 'stable: <input type="checkbox" disabled checked> <b>True</b>' in page
+    assert "<button disabled>run</button>" in page and "1.1" not in page

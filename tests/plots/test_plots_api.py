@@ -54,3 +54,16 @@ def test_every_trace_figure_stays_small_on_a_synthetic_trace():
         assert row["bytes"] < bench_figures.GOAL_BYTES, row
     by_name = {r["figure"]: r for r in rows}
     assert by_name["GPU timeline"]["bytes_ratio"] > 10  # raw bars ship every event
+
+
+def test_a_title_of_several_lines_is_padded_to_start_inside_the_figure():
+    """plotly drew a title with <br> lines 12 px higher than a one-line title: the launch verdict was cut off."""
+    import plotly.graph_objects as go
+
+    from workbench.plots.style import layout
+
+    pads = [
+        layout(go.Figure(), t).to_dict()["layout"]["title"]["pad"]["t"]
+        for t in ("a", "a<br><sup>b</sup>")
+    ]
+    assert pads == [10, 22]

@@ -37,6 +37,7 @@ from .style import (
     layout,
     require_columns,
     stage_color,
+    title_pad,
 )
 
 PERCENTILES = ("p50_ms", "p95_ms", "p99_ms")
@@ -127,7 +128,7 @@ def _header(fig: go.Figure, head: str, badge: list[str], legend_row: bool) -> go
     badge_px = BADGE_LINE_PX * len(badge) + 2 * BADGE_PAD_PX + 6 if badge else 0
     title_px = TITLE_LINE_PX + SUB_LINE_PX * head.count("<br>")
     top = 10 + badge_px + title_px + (LEGEND_ROW_PX if legend_row else 0)
-    fig.update_layout(title_pad_t=10 + badge_px, margin_t=top)
+    fig.update_layout(title_pad_t=title_pad(head, 10 + badge_px), margin_t=top)
     fig.update_annotations(selector=dict(name="noise"), yshift=top - 10)  # from the plot's top edge
     return fig
 

@@ -177,7 +177,7 @@ def layout(fig: go.Figure, title: str | None, **kwargs) -> go.Figure:
     """
     # the title hangs from the top edge with a pad: y=0.98 let a three-line title poke out of a short figure
     options = dict(
-        title=dict(text=title, yref="container", y=1, yanchor="top", pad=dict(t=10)),
+        title=dict(text=title, yref="container", y=1, yanchor="top", pad=dict(t=title_pad(title))),
         template=TEMPLATE,
         margin=dict(l=60, r=20, t=110, b=50),
         legend=dict(
@@ -190,6 +190,19 @@ def layout(fig: go.Figure, title: str | None, **kwargs) -> go.Figure:
         )
     fig.update_layout(**(options | kwargs))
     return fig
+
+
+MULTILINE_TITLE_RISE_PX = (
+    12  # plotly draws a title of several lines 12 px higher than asked (yanchor top)
+)
+
+
+def title_pad(title: str | None, top: float = 10) -> float:
+    """The title's top pad (px) for its first line to start ``top`` px under the figure's top edge.
+
+    A title with ``<br>`` lines started 5 px above the figure, cut off, with the usual 10 px pad.
+    """
+    return top + (MULTILINE_TITLE_RISE_PX if title and "<br>" in title else 0)
 
 
 def require_columns(table, needed, subject: str, hint: str) -> None:

@@ -9,6 +9,13 @@ tick labels (per axis) are read from the SVG, and no two may intersect, and
 none may leave the figure. The test also reports the time from navigation to
 the first drawn figure and of a control change, labelled quiet or busy from the
 CPUs' use in the 2 s before the browser starts (as ``benchmarks/bench_room.py`` does).
+
+Issue 40: every figure of every teaching notebook and dashboard, as the handout
+(``scripts/handouts.py``) draws it at 1280x800: each notebook executed once (shared
+with the notebook tests), each dashboard with its widget's first view drawn, one
+handout page per notebook in one browser; titles, legends (text and swatch), badges,
+annotations and text on the data must not overlap, leave the figure or be drawn
+smaller than 10 px (``tests/support/figure_text.py``).
 """
 
 from __future__ import annotations
@@ -21,53 +28,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.figure_text import BOXES_JS
+from tests.support.figure_text import problems as unreadable
+
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 RUNS = REPO / "data" / "runs"
-FIGURES = ("budget", "distribution", "flame", "batching")
-# Text boxes per figure div: label groups that must not overlap each other (tick labels: within their own axis).
-BOXES_JS = r"""
-(id) => {
-  const div = document.getElementById(id);
-  const frame = div.getBoundingClientRect();
-  const box = (el, group) => { const r = el.getBoundingClientRect();
-    return {group, text: el.textContent, x0: r.left, y0: r.top, x1: r.right, y1: r.bottom}; };
-  const out = [];
-  const labels = ['.gtitle', '.gtitle-subtitle', '.xtitle', '.ytitle', '.legendtext', '.annotation-text'];
-  for (const sel of labels) div.querySelectorAll(sel).forEach(el => { if (el.textContent.trim()) out.push(box(el, 'label')); });
-  div.querySelectorAll('.xaxislayer-above, .yaxislayer-above').forEach((layer, i) =>
-    layer.querySelectorAll('text').forEach(el => { if (el.textContent.trim()) out.push(box(el, 'ticks' + i)); }));
-  return {frame: {x0: frame.left, y0: frame.top, x1: frame.right, y1: frame.bottom}, boxes: out};
-}
-"""
-
-
-def overlaps(boxes: list[dict]) -> list[tuple[str, str]]:
-    """Pairs of texts whose boxes intersect (by more than 1 px each way): labels with labels, ticks of one axis."""
-    found = []
-    for i, a in enumerate(boxes):
-        for b in boxes[i + 1 :]:
-            if a["group"] != b["group"] and "ticks" in a["group"] + b["group"]:
-                continue  # a tick label against a title: plotly's automargin keeps them apart; not judged here
-            if (
-                min(a["x1"], b["x1"]) - max(a["x0"], b["x0"]) > 1
-                and min(a["y1"], b["y1"]) - max(a["y0"], b["y0"]) > 1
-            ):
-                found.append((a["text"], b["text"]))
-    return found
-
-
-def clipped(frame: dict, boxes: list[dict]) -> list[str]:
-    return [
-        b["text"]
-        for b in boxes
-        if b["x0"] < frame["x0"] - 1
-        or b["x1"] > frame["x1"] + 1
-        or b["y0"] < frame["y0"] - 1
-        or b["y1"] > frame["y1"] + 1
-    ]
+FIGURES = ("budget", "distribution", "flame", "batching")  # the figure <div>s' ids
 
 
 @pytest.fixture(scope="module")
@@ -140,11 +109,7 @@ def test_main_figures_have_no_overlapping_or_clipped_text_at_1280x800(page_file)
             page.wait_for_function(f"document.body.dataset.drawn === {config!r}", timeout=60_000)
             timings[f"change_to_{device}_s"] = time.perf_counter() - started
             for fig in FIGURES:
-                got = page.evaluate(BOXES_JS, fig)
-                bad = overlaps(got["boxes"]) + [
-                    ("clipped", t, got["frame"], [b for b in got["boxes"] if b["text"] == t])
-                    for t in clipped(got["frame"], got["boxes"])
-                ]
+                bad = unreadable(page.evaluate(BOXES_JS, fig)[0])
                 if bad:
                     problems[f"{config} {fig}"] = bad
         browser.close()
@@ -152,3 +117,82 @@ def test_main_figures_have_no_overlapping_or_clipped_text_at_1280x800(page_file)
     for key, bad in problems.items():
         print(key, bad)
     assert problems == {}, problems
+
+
+NOTEBOOK_TESTS = REPO / "tests" / "notebooks"
+# the cell that draws a dashboard's first view (Voila draws it as the page opens; a kernel alone does not wait)
+FIRST_VIEW = {
+    "trace_explorer.ipynb": "from workbench.examples import data_dir\n"
+    "explorer.load_bytes('alexnet.json.gz', (data_dir() / 'traces' / "
+    "'hta_critical_path_alexnet.json.gz').read_bytes())\nexplorer.wait()",
+}
+
+
+def executed_notebooks(tmp: Path) -> dict[str, object]:
+    """Every teaching notebook (run once per session, shared with tests/notebooks) and every dashboard with its
+    first view drawn, executed."""
+    import os
+
+    import nbformat
+
+    sys.path.insert(0, str(NOTEBOOK_TESTS))
+    import nbexec
+
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    )
+    out = {}
+    for path in nbexec.NOTEBOOKS:
+        if path not in nbexec._EXECUTED:
+            nbexec._EXECUTED[path] = nbexec.execute(path, env)
+        out[path.name] = nbexec._EXECUTED[path][0]
+    for path in nbexec.DASHBOARDS:
+        nb = nbformat.read(path, as_version=4)
+        nb.cells.append(nbformat.v4.new_code_cell(FIRST_VIEW.get(path.name, "explorer.wait()")))
+        copy = tmp / path.name
+        nbformat.write(nb, copy)
+        out[path.name] = nbexec.execute(copy, env)[0]
+    return out
+
+
+def handout_problems(page, html: Path) -> tuple[int, dict[str, list]]:
+    """(figures drawn, {"#index title": problems}) of one handout page."""
+    page.goto(html.as_uri())
+    page.wait_for_function(
+        "[...document.querySelectorAll('.plotly-graph-div')].every(d => d.querySelector('.main-svg'))",
+        timeout=60_000,
+    )
+    figures = page.evaluate(BOXES_JS, None)
+    return len(figures), {
+        f"#{f['index']} {f['title'][:70]}": unreadable(f) for f in figures if unreadable(f)
+    }
+
+
+@pytest.mark.slow
+def test_every_notebook_and_dashboard_figure_is_readable_at_1280x800(tmp_path):
+    if not CHROMIUM.exists():
+        pytest.skip("chromium not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    pytest.importorskip("nbconvert")
+    sys.path.insert(0, str(REPO / "scripts"))
+    import handouts
+
+    pages = {}
+    for name, nb in executed_notebooks(tmp_path).items():
+        pages[name] = tmp_path / f"{name}.html"
+        pages[name].write_text(handouts.to_html(nb), encoding="utf-8")
+    found, counts = {}, {}
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--no-sandbox", "--disable-background-networking", "--disable-gpu"],
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        for name, html in pages.items():
+            counts[name], bad = handout_problems(page, html)
+            found.update({f"{name} {key}": value for key, value in bad.items()})
+        browser.close()
+    print("figures per handout:", counts)
+    assert all(n >= 1 for n in counts.values()), counts  # a dashboard's first view drawn, too
+    assert found == {}, "\n".join(f"{k}: {v[:6]}" for k, v in found.items())

@@ -1,8 +1,8 @@
 """What a reader sees of a plotly figure in a browser: its text boxes, judged for overlap, clipping and size.
 
 Shared by the browser tests of the static page and of every notebook's and dashboard's
-handout (``tests/browser/test_figure_overlap.py``). :data:`BOXES_JS` reads, for every
-``.plotly-graph-div`` under a root element, the screen box and drawn font size of each
+handout (``tests/browser/test_figure_overlap.py``). :data:`BOXES_JS` reads, for the figure
+``<div>`` of the id it is given (else every ``.plotly-graph-div`` of the page), the screen box and drawn font size of each
 text: titles, axis titles, legend entries (text and swatch), annotations (badges and
 subplot titles included), colour bar titles, text written on the data (bar and slice
 labels) and tick labels (grouped per axis). :func:`problems` turns one figure's boxes
@@ -14,14 +14,14 @@ from __future__ import annotations
 MIN_TEXT_PX = 10.0  # the smallest drawn font a student reads on a 1280x800 laptop screen
 
 BOXES_JS = r"""
-(root) => {
-  const scope = root ? document.querySelector(root) : document;
+(id) => {
   const shown = el => { for (let e = el; e && e.tagName !== 'svg'; e = e.parentElement) {
       const s = getComputedStyle(e);
       if (s.display === 'none' || s.visibility === 'hidden' || parseFloat(s.opacity) === 0) return false; }
     return true; };
   const figures = [];
-  scope.querySelectorAll('.plotly-graph-div').forEach((div, index) => {
+  const divs = id ? [document.getElementById(id)] : [...document.querySelectorAll('.plotly-graph-div')];
+  divs.forEach((div, index) => {
     const frame = div.getBoundingClientRect();
     const out = [];
     const box = (el, group) => { const r = el.getBoundingClientRect(); if (!r.width || !r.height || !shown(el)) return;

@@ -185,3 +185,28 @@ def test_latency_curves_log_axis_is_labelled_at_decades_only():
         batching_curves_figure(toy_sweep(), log_y=False).to_dict()["layout"]["yaxis"]["type"]
         == "linear"
     )
+
+
+def test_the_curve_draws_the_seeds_p99_range_as_error_bars():
+    """Issue 40: near capacity one seeded run's p99 fell as throughput rose; the seeds' range is drawn."""
+    sweep = pd.DataFrame(
+        {
+            "rate_rps": [100.0, 200.0],
+            "max_batch_size": [8, 8],
+            "max_wait_ms": [5.0, 5.0],
+            "p50_ms": [5.0, 8.0],
+            "p99_ms": [10.0, 40.0],
+            "p99_lo_ms": [9.0, 25.0],
+            "p99_hi_ms": [12.0, 90.0],
+            "throughput_rps": [99.0, 197.0],
+            "stable": [True, True],
+        }
+    )
+    fig = batching_curves_figure(sweep).to_dict()
+    p99, p50 = fig["data"][:2]
+    bars = p99["error_y"]
+    assert (decode(bars["array"]), decode(bars["arrayminus"])) == ([2.0, 50.0], [1.0, 15.0])
+    assert "error_y" not in p50
+    assert fig["layout"]["title"]["text"].startswith(
+        "Latency vs throughput (solid p99 (bars: its range"
+    )

@@ -59,10 +59,13 @@ def batching_curves_figure(
     groups = sweep.sort_values("rate_rps", kind="stable").groupby(
         ["max_batch_size", "max_wait_ms"], sort=True
     )
+    spread = {"p99_lo_ms", "p99_hi_ms"} <= set(sweep.columns)
     for i, ((size, wait), rows) in enumerate(groups):
         name = f"bs={size} wait={wait:g} ms"
         for col, dash in (("p99_ms", "solid"), ("p50_ms", "dot")):
+            bars = _seed_range(rows) if spread and col == "p99_ms" else None
             fig.add_scatter(
+                error_y=bars,
                 x=rows["throughput_rps"].to_numpy(),
                 y=rows[col].to_numpy(),
                 mode="lines+markers",
@@ -78,12 +81,26 @@ def batching_curves_figure(
         add_sla_line(fig, [sweep["throughput_rps"].min(), sweep["throughput_rps"].max()], sla_ms)
     sla = [[float(sla_ms)]] if sla_ms is not None else []
     fig.update_yaxes(**value_axis(log_y, "ms", sweep["p50_ms"], sweep["p99_ms"], *sla))
+    seeds = "solid p99 (bars: its range over seeded runs)" if spread else "solid p99"
     return layout(
         fig,
-        title or "Latency vs throughput (solid p99, dotted p50; x: unstable)",
+        title or f"Latency vs throughput ({seeds}, dotted p50; x: unstable)",
         xaxis_title="throughput (requests/s)",
         yaxis_title="latency (ms, log scale)" if log_y else "latency (ms)",
         legend="right",
+    )
+
+
+def _seed_range(rows: pd.DataFrame) -> dict:
+    """Error bars from the p99 drawn to the seeds' smallest and largest p99 (``seeded_spread``)."""
+    p99 = rows["p99_ms"].to_numpy()
+    return dict(
+        type="data",
+        symmetric=False,
+        array=rows["p99_hi_ms"].to_numpy() - p99,
+        arrayminus=p99 - rows["p99_lo_ms"].to_numpy(),
+        thickness=1,
+        width=3,
     )
 
 

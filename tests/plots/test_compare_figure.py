@@ -101,5 +101,9 @@ def test_ratio_figure_without_comparisons_says_so():
 def test_change_labels_stand_upright_so_neighbours_never_run_together():
     """Level labels of three small neighbouring bars read "+475.9%+426.0%+366.3%" at 1280 px (issue 40)."""
     a, b = summaries()
-    deltas = compare_figure(a, b).to_dict()["data"][2:]
-    assert [t.get("textangle") for t in deltas] == [-90, -90, -90]
+    fig = compare_figure(a, b).to_dict()
+    assert [t.get("textangle") for t in fig["data"][2:]] == [-90, -90, -90]
+    assert fig["layout"]["uniformtext"] == {
+        "minsize": 10,
+        "mode": "hide",
+    }  # never shrunk under 10 px

@@ -122,6 +122,8 @@ def test_main_figures_have_no_overlapping_or_clipped_text_at_1280x800(page_file)
 NOTEBOOK_TESTS = REPO / "tests" / "notebooks"
 # the cell that draws a dashboard's first view (Voila draws it as the page opens; a kernel alone does not wait)
 FIRST_VIEW = {
+    # and a second configuration: the previous one is drawn beside it
+    "latency_explorer.ipynb": "explorer.wait()\nexplorer.set(batch_size=2).wait()",
     "trace_explorer.ipynb": "from workbench.examples import data_dir\n"
     "explorer.load_bytes('alexnet.json.gz', (data_dir() / 'traces' / "
     "'hta_critical_path_alexnet.json.gz').read_bytes())\nexplorer.wait()",

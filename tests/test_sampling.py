@@ -136,3 +136,25 @@ def test_a_collection_still_running_counts_to_the_sample_that_interrupts_it():
     events.callback("start", {"generation": 0})  # at 400, not stopped yet
     assert events.overlap_ns(0, 120) == 20 and events.overlap_ns(120, 500) == 30 + 100
     assert (events.generation.tolist(), events.collected.tolist()) == ([2], [7])
+
+
+def test_a_sample_read_between_a_collections_start_and_its_duration_counts_the_others():
+    """The sampler thread can read while the callback has appended a start and not yet its duration:
+    that used to be an IndexError, which ended the sampler thread for the rest of the run."""
+    from workbench.sampling import GcEvents
+
+    events = GcEvents(iter([100, 150]).__next__)
+    events.callback("start", {"generation": 2})
+    events.callback("stop", {"generation": 2, "collected": 7})  # 100-150
+    events.start_ns.append(300)  # the next one half appended
+    assert events.overlap_ns(0, 500) == 50
+
+
+def test_a_frame_without_a_line_is_recorded_at_line_0(tmp_path):
+    """On Python 3.11 ``frame.f_lineno`` can be None: the saved run was refused ('sampled.frames item
+    [33][2] must be int, got None')."""
+    from types import SimpleNamespace
+
+    code = test_a_frame_without_a_line_is_recorded_at_line_0.__code__
+    frame = SimpleNamespace(f_code=code, f_lineno=None, f_back=None)
+    assert StackSampler()._whole_stack(frame) == ((code, 0),)

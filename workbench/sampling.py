@@ -124,7 +124,8 @@ class GcEvents:
         ``stop`` callback that runs before this one."""
         started = self._started
         total = max(0, hi - max(started, lo)) if started is not None else 0
-        for k in range(len(self.start_ns) - 1, -1, -1):
+        # the callback appends start, then duration: read here between the two, the last start has none yet
+        for k in range(min(len(self.start_ns), len(self.dur_ns)) - 1, -1, -1):
             s, e = self.start_ns[k], self.start_ns[k] + self.dur_ns[k]
             if e <= lo:
                 break
@@ -262,7 +263,7 @@ class StackSampler:
     def _whole_stack(self, frame) -> tuple:
         out = []
         while frame is not None and len(out) < MAX_DEPTH:
-            out.append((frame.f_code, frame.f_lineno))
+            out.append((frame.f_code, frame.f_lineno or 0))  # None: an instruction without a line
             frame = frame.f_back
         return tuple(reversed(out))
 
@@ -299,7 +300,7 @@ class StackSampler:
         while frame is not None and len(out) < MAX_DEPTH:
             if frame.f_code in self._roots:
                 return tuple(reversed(out)) if out else None
-            out.append((frame.f_code, frame.f_lineno))
+            out.append((frame.f_code, frame.f_lineno or 0))  # None: an instruction without a line
             frame = frame.f_back
         return None
 

@@ -376,6 +376,11 @@ def test_13_the_tail_in_time(executed):
         assert m.group(3).startswith(
             ("copy_table (_course.py:", "snapshot_forever (_course.py:")
         ), m.group(0)
+        line = re.search(r"\(_course\.py:(\d+)\)$", m.group(3))
+        held = claim(text, rf"^   line {line.group(1)}: (.*)\n   the holder (slept|was working)")
+        source = (REPO / "workbench" / "examples" / "_course.py").read_text().splitlines()
+        assert held.group(1) == source[int(line.group(1)) - 1].strip(), held.group(0)
+        assert (held.group(2) == "slept") == ("sleep" in held.group(1)), held.group(0)
     for m in claims(
         text,
         rf"^the period \((recorded|live)\): {NUM} ms against the job's 250 ms \({NUM}x\): "

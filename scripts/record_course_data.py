@@ -1,6 +1,6 @@
-"""Record the data of notebooks 10-12 that a live run in class would take too long for: ``data/course/``.
+"""Record the data of notebooks 10-13 that a live run in class would take too long for: ``data/course/``.
 
-    python scripts/record_course_data.py [--only arrivals,planted,audit,compile,redis]
+    python scripts/record_course_data.py [--only arrivals,planted,audit,compile,redis,snapshot]
 
 - ``arrivals_bursty.csv``: 8,000 arrival times (``arrival_us``) of bursty traffic
   (Poisson bursts of 50 ms every 200 ms, 170 requests/s on average, seed 1): the
@@ -14,6 +14,11 @@
   ``torch.compile``; the compile takes tens of seconds on two cores).
 - ``redis_l2.json``: :func:`workbench.examples._course.cache_levels` against a
   throwaway ``redis-server`` (needs one installed).
+- ``snapshot-closed/`` and ``snapshot-paced/``: notebook 13's pipeline
+  (:func:`workbench.examples._course.snapshot_pipeline`: a lock held 30 ms every 250 ms, cyclic
+  records for the collector) at batch 1, one torch thread, no trace: 6,000 requests back to back,
+  then Poisson arrivals at 100 requests/s for at least 62 s (over 5,661 requests: p99.9 gets its
+  interval). No stack sampling (the notebook samples its live run). About 80 s.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "data" / "course"
 PLANTED = "text-cpu-bs1-fp32-len256"
-PARTS = ("arrivals", "planted", "audit", "compile", "redis")
+PARTS = ("arrivals", "planted", "audit", "compile", "redis", "snapshot")
+SNAPSHOT_RATE_RPS = 100
 
 
 def write_json(path: Path, data) -> None:
@@ -74,13 +80,33 @@ def redis() -> None:
         write_json(OUT / "redis_l2.json", cache_levels(url))
 
 
+def snapshot() -> None:
+    from workbench import PipelineConfig, profile
+    from workbench.examples._course import snapshot_pipeline, stop_background_jobs
+    from workbench.runner import Pace
+
+    config = PipelineConfig(batch_size=1, threads=1)
+    paced = Pace(rate_rps=SNAPSHOT_RATE_RPS, min_duration_s=62)
+    for name, kwargs in (("closed", {"requests": 6000}),
+                         ("paced", {"requests": 200, "pace": paced, "max_duration_s": 75})):  # fmt: skip
+        try:
+            # no stack sampler: the recording is the distribution (and the collector's pauses, timed by
+            # gc callbacks); the notebook's live run shows what the sampler names
+            run = profile(
+                snapshot_pipeline, config, warmup=50, traced=0, sample_stacks=False, **kwargs
+            )
+        finally:
+            stop_background_jobs()
+        run.save(OUT / f"snapshot-{name}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=",".join(PARTS), help="comma-separated parts to record")
     parts = parser.parse_args().only.split(",")
     OUT.mkdir(parents=True, exist_ok=True)
     steps = {"arrivals": arrivals, "planted": planted, "audit": audit, "compile": compile_,
-             "redis": redis}  # fmt: skip
+             "redis": redis, "snapshot": snapshot}  # fmt: skip
     for part in parts:
         steps[part]()
         print(f"recorded {part}")

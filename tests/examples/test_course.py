@@ -26,3 +26,20 @@ def test_cache_levels_redis_answers_a_superset_of_the_lru_hits():
     assert both["hit_rate"] > lru["hit_rate"]  # 500 Zipf keys overflow an LRU of 20
     for level in (lru, both):
         assert level["misses"] == round(60 * (1 - level["hit_rate"]))
+
+
+def test_snapshot_pipeline_starts_one_snapshot_thread_that_stop_background_jobs_ends():
+    import threading
+
+    from workbench import PipelineConfig
+
+    config = PipelineConfig(options={"period_ms": 40, "hold_ms": 10, "records": 50, "churn": 2})
+    pipe = _course.snapshot_pipeline(config)
+    try:
+        assert pipe.stage_names == ["parse", "lookup", "score"]
+        assert pipe([3, 5_004]) == [21.0, 28.0]  # the table's value of each key (key % 5,000) * 7
+        assert [t.name for t in threading.enumerate()].count("snapshot") == 1
+    finally:
+        stopped = _course.stop_background_jobs()
+    assert stopped == 1 and "snapshot" not in [t.name for t in threading.enumerate()]
+    assert _course.stop_background_jobs() == 0

@@ -30,8 +30,8 @@ def test_notebook_runs_top_to_bottom(path: Path, executed):
     print(f"\n{path.name}: {seconds(path):.1f} s")
 
 
-def test_all_twelve_teaching_notebooks_exist():
-    assert [p.name[:2] for p in NOTEBOOKS] == [f"{i:02d}" for i in range(1, 13)]
+def test_all_thirteen_teaching_notebooks_exist():
+    assert [p.name[:2] for p in NOTEBOOKS] == [f"{i:02d}" for i in range(1, 14)]
     assert {"latency_explorer.ipynb", "trace_explorer.ipynb"} <= {p.name for p in DASHBOARDS}
 
 

@@ -19,11 +19,14 @@ Plain data out (dicts of numbers and strings), strict JSON.
 from __future__ import annotations
 
 import contextlib
+import gc
+import itertools
 import platform
 import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -146,3 +149,96 @@ def compile_cost(calls: int = 200, batch: int = 8) -> dict[str, Any]:
         "python": platform.python_version(),
         "machine": platform.processor() or platform.machine(),
     }
+
+
+# Notebook 13's pipeline: a tail made in time (a periodic job holding a lock) and by the collector
+SNAPSHOT_JOB = {"period_ms": 250, "hold_ms": 30, "records": 20_000, "churn": 40}
+_JOBS: list[tuple[threading.Event, threading.Thread]] = []
+
+
+class Record:
+    """A parsed record that points back at its parent: a small reference cycle."""
+
+    __slots__ = ("key", "parent", "child")
+
+    def __init__(self, key: int, parent: "Record | None" = None) -> None:
+        self.key, self.parent, self.child = key, parent, None
+
+
+def copy_table(table: dict[int, int]) -> dict[int, int]:
+    """The snapshot's copy: a pure-Python walk over the table (a few ms of CPU)."""
+    out = {}
+    for key, value in table.items():
+        out[key] = value
+    return out
+
+
+def snapshot_pipeline(config) -> Any:
+    """A pipeline whose tail comes from time: ``parse -> lookup -> score`` (about 0.3 ms of work a
+    request) beside a background thread ``snapshot`` that every ``period_ms`` (250) takes the
+    table's lock, copies the table and holds the lock ``hold_ms`` (30) in all; ``lookup`` reads the
+    table under that lock. ``parse`` keeps the last ``records`` (20,000) parsed records, each a
+    cycle with its parent, and adds ``churn`` (40) a request: the evicted ones are cyclic garbage
+    only a generation-2 collection frees, and each such collection walks every record kept.
+
+    Options (``config.options``): ``period_ms``, ``hold_ms``, ``records``, ``churn``. The thread
+    runs until :func:`stop_background_jobs`.
+    """
+    from collections import deque
+
+    from ..pipeline import Pipeline
+
+    opts = {k: config.options.get(k, v) for k, v in SNAPSHOT_JOB.items()}
+    lock, stop = threading.Lock(), threading.Event()
+    table = {i: i * 7 for i in range(5_000)}
+
+    def snapshot_forever() -> None:
+        while not stop.wait(opts["period_ms"] / 1000 - opts["hold_ms"] / 1000):
+            with lock:
+                started = time.perf_counter()
+                copy_table(table)
+                time.sleep(max(0.0, opts["hold_ms"] / 1000 - (time.perf_counter() - started)))
+
+    thread = threading.Thread(target=snapshot_forever, name="snapshot", daemon=True)
+    _JOBS.append((stop, thread))
+    kept: deque = deque(maxlen=opts["records"])
+    kept.extend(Record(i, Record(-i)) for i in range(opts["records"]))
+    for r in kept:
+        r.parent.child = r
+    gc.collect()  # the build's own garbage: the first full collection is not a request's
+    p = Pipeline("snapshot", items=lambda: itertools.count())
+
+    @p.stage(role="preprocess")
+    def parse(batch):
+        for key in batch:
+            for k in range(opts["churn"]):
+                parent = Record(-key)
+                parent.child = Record(key * 1000 + k, parent)
+                kept.append(parent.child)
+        return batch
+
+    @p.stage(role="io")
+    def lookup(batch):
+        with lock:
+            return [table[key % len(table)] for key in batch]
+
+    @p.stage(role="compute")
+    def score(values):
+        started, n = time.perf_counter(), 0
+        while time.perf_counter() - started < 0.0002:
+            n += 1
+        return [float(v) for v in values]
+
+    thread.start()
+    return p
+
+
+def stop_background_jobs() -> int:
+    """Stop every ``snapshot`` thread :func:`snapshot_pipeline` started; the number stopped."""
+    stopped = 0
+    while _JOBS:
+        stop, thread = _JOBS.pop()
+        stop.set()
+        thread.join()
+        stopped += 1
+    return stopped

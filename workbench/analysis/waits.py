@@ -58,6 +58,21 @@ WAIT_WORDS = {
 }
 
 
+SERVER_WAITS_NOTE = (
+    "the served stages ran in the server's process, which samples its own threads: "
+    "`workbench audit SERVER_RUN` (the serve run folder) names their waits"
+)
+
+
+def waits_note(meta) -> str | None:
+    """Where a run's waits are when it has none of its own: a ``load --url`` client run whose stage
+    rows came from the server (Server-Timing) cannot sample the server's threads."""
+    serving = getattr(meta, "serving", None)
+    if serving is None or serving.role != "client" or not serving.server_timing:
+        return None
+    return SERVER_WAITS_NOTE
+
+
 def wait_summary(
     sampled: dict[str, Any] | None,
     requests: pd.DataFrame,
@@ -199,14 +214,19 @@ def _site(sampled, group: pd.DataFrame) -> str | None:
 
 
 def _meanwhile(sampled, others: pd.DataFrame, n_tail: int) -> list[dict[str, Any]]:
-    """The other threads on CPU at the waits' samples, by thread and hottest frame, most CPU first."""
+    """The other threads on CPU at the waits' samples, by thread and hottest frame: those in the user's
+    code first (a server's event loop in ``selectors select`` is the harness, always there), most CPU
+    first within each."""
     cpu: Counter = Counter()
     for thread, stack, ns in zip(others["thread"], others["stack"], others["cpu_ns"]):
         if ns > 0:
-            cpu[(sampled["threads"][int(thread)], hottest_frame(sampled, int(stack)))] += int(ns)
+            own = any(is_user_file(sampled["frames"][f][0]) for f in sampled["stacks"][int(stack)])
+            key = (own, sampled["threads"][int(thread)], hottest_frame(sampled, int(stack)))
+            cpu[key] += int(ns)
+    ranked = sorted(cpu.items(), key=lambda kv: (not kv[0][0], -kv[1]))
     return [
         {"thread": thread, "frame": frame, "cpu_ms_per_request": ns_to_ms(ns) / n_tail}
-        for (thread, frame), ns in cpu.most_common(MAX_MEANWHILE)
+        for (_, thread, frame), ns in ranked[:MAX_MEANWHILE]
     ]
 
 

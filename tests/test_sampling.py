@@ -136,3 +136,20 @@ def test_a_collection_still_running_counts_to_the_sample_that_interrupts_it():
     events.callback("start", {"generation": 0})  # at 400, not stopped yet
     assert events.overlap_ns(0, 120) == 20 and events.overlap_ns(120, 500) == 30 + 100
     assert (events.generation.tolist(), events.collected.tolist()) == ([2], [7])
+
+
+def test_a_frame_without_a_line_is_recorded_at_its_functions_first_line():
+    """``f_lineno`` is None while a frame runs an instruction with no line: a null there made the
+    whole run.json unreadable ('sampled.frames' item [36][2] must be int, got None)."""
+    from types import SimpleNamespace
+
+    def stage(x):
+        return x
+
+    sampler = StackSampler()
+    frame = SimpleNamespace(f_code=stage.__code__, f_lineno=None, f_back=None)
+    sampler._intern(sampler._whole_stack(frame))
+    code = stage.__code__
+    assert sampler.record(origin_ns=0)["frames"] == [
+        [code.co_filename, "stage", code.co_firstlineno]
+    ]

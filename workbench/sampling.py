@@ -307,7 +307,14 @@ class StackSampler:
         found = self._ids.get(key)
         if found is None:
             found = self._ids[key] = len(self.stacks)
-            self.stacks.append(tuple((c.co_filename, c.co_name, line) for c, line in key))
+            # f_lineno is None while a frame runs an instruction without a line (3.11+): its
+            # function's first line, never a null that run.json's reader refuses (int)
+            self.stacks.append(
+                tuple(
+                    (c.co_filename, c.co_name, c.co_firstlineno if line is None else line)
+                    for c, line in key
+                )
+            )
         return found
 
 

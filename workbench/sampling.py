@@ -99,13 +99,16 @@ def thread_cpu_reader() -> tuple[Callable[[int], Counters] | None, str | None]:
 
 class GcEvents:
     """Collections seen through ``gc.callbacks``: start (ns of the clock), duration, generation,
-    triggering thread (its ident) and objects collected, in parallel arrays."""
+    triggering thread (its ident) and objects collected, in parallel arrays; ``names``: each
+    triggering thread's name, taken when it first triggers one (the sampler's own thread, or one
+    that ended before the run was recorded, is no longer in ``threading``'s table then)."""
 
     def __init__(self, clock: Callable[[], int]):
         self.clock = clock
         self.start_ns, self.dur_ns = array("q"), array("q")
         self.generation, self.thread, self.collected = array("b"), array("q"), array("q")
         self._started: int | None = None
+        self.names: dict[int, str] = {}  # triggering thread ident -> its name
 
     def callback(self, phase: str, info: dict) -> None:
         if phase == "start":
@@ -114,7 +117,10 @@ class GcEvents:
             self.start_ns.append(self._started)
             self.dur_ns.append(self.clock() - self._started)
             self.generation.append(int(info.get("generation", -1)))
-            self.thread.append(threading.get_ident())
+            ident = threading.get_ident()
+            self.thread.append(ident)
+            if ident not in self.names:  # named while it runs: it may have ended by the record
+                self.names[ident] = threading.current_thread().name
             self.collected.append(int(info.get("collected", 0)))
             self._started = None
 
@@ -231,12 +237,13 @@ class StackSampler:
         for column, value in zip(ROW_COLUMNS, values):
             self.rows[column].append(-1 if value is None else value)
 
-    def _thread_of(self, ident: int) -> int:
+    def _thread_of(self, ident: int, name: str | None = None) -> int:
         found = self._thread_index.get(ident)
         if found is None:
             thread = threading._active.get(ident)  # noqa: SLF001 (ident -> Thread, without locking)
             found = self._thread_index[ident] = len(self.thread_names)
-            self.thread_names.append(thread.name if thread is not None else f"thread {ident}")
+            name = name or (thread.name if thread is not None else f"thread {ident}")
+            self.thread_names.append(name)
         return found
 
     def _cpu_delta(self, ident: int) -> Counters | None:
@@ -263,7 +270,7 @@ class StackSampler:
     def _whole_stack(self, frame) -> tuple:
         out = []
         while frame is not None and len(out) < MAX_DEPTH:
-            out.append((frame.f_code, frame.f_lineno or 0))  # None: an instruction without a line
+            out.append((frame.f_code, frame.f_lineno))
             frame = frame.f_back
         return tuple(reversed(out))
 
@@ -275,7 +282,7 @@ class StackSampler:
         rows = {c: self.rows[c].tolist() for c in ROW_COLUMNS}
         rows["t_ns"] = [v - origin_ns for v in rows["t_ns"]]
         gc_threads = [
-            self._thread_of(i) for i in self.gc.thread
+            self._thread_of(i, self.gc.names.get(i)) for i in self.gc.thread
         ]  # may name threads: before the list
         return {
             "interval_ns": s_to_ns(self.interval_s),
@@ -300,7 +307,7 @@ class StackSampler:
         while frame is not None and len(out) < MAX_DEPTH:
             if frame.f_code in self._roots:
                 return tuple(reversed(out)) if out else None
-            out.append((frame.f_code, frame.f_lineno or 0))  # None: an instruction without a line
+            out.append((frame.f_code, frame.f_lineno))
             frame = frame.f_back
         return None
 
@@ -308,7 +315,14 @@ class StackSampler:
         found = self._ids.get(key)
         if found is None:
             found = self._ids[key] = len(self.stacks)
-            self.stacks.append(tuple((c.co_filename, c.co_name, line) for c, line in key))
+            # f_lineno is None while a frame runs an instruction without a line (3.11+): its
+            # function's first line, never a null that run.json's reader refuses (int)
+            self.stacks.append(
+                tuple(
+                    (c.co_filename, c.co_name, c.co_firstlineno if line is None else line)
+                    for c, line in key
+                )
+            )
         return found
 
 

@@ -174,6 +174,31 @@ def test_gc_pauses_while_serving_are_a_finding_at_a_tenth_of_the_p99():
     assert rules.served_gc(f) == []
 
 
+def test_a_sampled_served_run_with_a_gc_wait_keeps_one_gc_finding_the_sampled_one():
+    f = facts([stage("forward", 0.5)])
+    f["budget"]["end_to_end"] = {"p99_ms": 200.0}
+    f["serving_gc"] = {"mode": "default", "collections": 41, "pause_ms_total": 310.0}
+    f["serving_gc"]["pause_ms_max"] = 60.0
+    found = waits({"gc": 30.0, "cpu": 10.0})
+    found["causes"] = [found["causes"][0] | {"class": "gc", "stage": "forward", "site": None}]
+    found["gc"] = {
+        "collections": 3,
+        "pause_ms_total": 90.0,
+        "pause_ms_max": 60.0,
+        "generations": {"2": {"collections": 3, "pause_ms_total": 90.0}},
+        "threads": {"executor-0": 90.0},
+    }
+    f["waits"] = found
+    gcs = [x for x in rules.findings(f) if x["kind"] == "gc"]
+    assert kinds(gcs) == [("gc", "forward")]  # served_gc's stage-less one is left out
+    assert gcs[0]["evidence"].endswith(
+        "3 collections paused 90 ms (gen 2: 3, 90 ms), longest 60 ms; triggered by "
+        "'executor-0' 90 ms (gc mode default)"
+    )
+    found["causes"][0]["share"] = 0.2  # under WAIT_SHARE: no sampled finding, the served one stays
+    assert kinds([x for x in rules.findings(f) if x["kind"] == "gc"]) == [("gc", None)]
+
+
 def trace(launch_bound=False, pageable_bytes=0, sync_us=0.0, host_us=100.0):
     return {
         "launch_verdict": {"launch_bound": launch_bound, "sentence": "Launch-bound: forward"},

@@ -178,6 +178,10 @@ def test_a_lock_held_by_a_background_thread_is_named_with_its_line_and_the_holde
     assert "compute" not in found  # the tail is not on CPU: no bf16/int8
     assert shown["waits"]["headline"].startswith("record: ")
     assert entry["summary"].startswith("p99 ") and "waiting on a lock" in entry["summary"]
+    # the report draws the slow requests' work beside their waits
+    html = tmp_path / "audit.html"
+    assert main(["audit", str(tmp_path / "run"), "--out", str(html)]) == 0
+    assert "<b>The slowest requests&#x27; work beside their waits" in html.read_text()
 
 
 def test_the_default_paced_run_names_the_lock_too(tmp_path, capsys):

@@ -1,7 +1,8 @@
 """A synthetic sampled run: 100 requests, 5 of them 40 ms waiting on a lock while 'snapshot' copies.
 
-Shared by the waits analysis and the explorer's tests (``tests/analysis/test_waits.py``,
-``tests/widgets/test_summaries.py``).
+Shared by the waits analysis, its flame trees, their figure and the explorer's tests
+(``tests/analysis/test_waits.py``, ``tests/analysis/test_wait_flame.py``,
+``tests/plots/test_wait_flame_figure.py``, ``tests/widgets/test_summaries.py``).
 """
 
 from __future__ import annotations
@@ -60,3 +61,15 @@ def lock_sampled():
             "collected": [9],
         },
     }
+
+
+def copying_sampled():
+    """The synthetic lock run, and each slow request 2 ms on CPU in a deepcopy its record calls."""
+    sampled = lock_sampled()
+    sampled["stacks"].append([0, 2])
+    rows = sampled["rows"]
+    for i in SLOW:
+        values = (i * 100 * MS + 38 * MS, 2 * MS, 0, 2, 2 * MS, 0, CODE["cpu"], 0, 1)
+        for column, value in zip(rows, values):
+            rows[column].append(value)
+    return sampled

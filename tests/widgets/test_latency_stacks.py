@@ -8,6 +8,8 @@ from workbench.widgets import LatencyExplorer
 
 from widget_fakes import FakeProfile
 
+from tests.support.waits import copying_sampled, lock_tables
+
 STACKS = {
     "tail_set": "slowest_1pct",
     "headline": "forward, 91 % of the slowest 1 % in aten::mm <- run (m.py:3)",
@@ -90,3 +92,37 @@ def test_a_failed_configuration_clears_and_hides_the_stacks():
     assert ex.message == "precision bf16: refused by this fake"
     assert ex.current is None and ex.stacks_pane.view.layout.display == "none"
     assert ex.stacks_pane.figure.to_dict()["data"] == []
+
+
+class SampledProfile(FakeProfile):
+    """The fake profile; batch size 4 returns the synthetic lock run, every thread sampled."""
+
+    def __call__(self, target, config, *, requests, warmup, traced, progress=None, cancel=None):
+        run = super().__call__(
+            target,
+            config,
+            requests=requests,
+            warmup=warmup,
+            traced=traced,
+            progress=progress,
+            cancel=cancel,
+        )
+        if config.batch_size != 4:
+            return run
+        meta = run.meta.replace(stages=["record"], sampled=copying_sampled())
+        return Run(meta, *lock_tables())
+
+
+def test_a_run_with_every_thread_sampled_shows_its_work_beside_its_waits():
+    ex = LatencyExplorer(
+        "text", profile_fn=SampledProfile(), debounce_s=0, requests=20, warmup=3, batch_sizes=(1, 4)
+    ).wait()
+    assert ex.waits_pane.view.layout.display == "none" and not ex.current.has_wait_flames
+    ex.set(batch_size=4).wait()
+    work, waits = ex.waits_pane.figure.to_dict()["data"]
+    assert ex.waits_pane.view.layout.display == ""
+    assert list(work["labels"]) == ["record", "record", "copy deepcopy"]
+    assert list(waits["labels"]) == ["record", "waiting on a lock", "record"]
+    ex.set(batch_size=1).wait()
+    assert ex.waits_pane.view.layout.display == "none"
+    assert ex.waits_pane.figure.to_dict()["data"] == []

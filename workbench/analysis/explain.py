@@ -16,13 +16,13 @@ from .attributes import attribute_effects, effect_sentence, ranked_effects
 from .blocking import head_of_line
 from .gc_pauses import gc_summary
 from .tail import tail_attribution
-from .waits import wait_summary
+from .waits import wait_summary, waits_note
 
 
 def explain_keys(
     meta, requests: pd.DataFrame, stages: pd.DataFrame, order: list[str]
 ) -> dict[str, Any]:
-    """``tail``, ``stacks``, ``waits``, ``attributes``, ``attributes_summary``, ``head_of_line``, ``gc``, ``cold_start``,
+    """``tail``, ``stacks``, ``waits``, ``waits_note``, ``attributes``, ``attributes_summary``, ``head_of_line``, ``gc``, ``cold_start``,
     ``memory_by_stage`` of a run (see docs/json.md)."""
     effects = attribute_effects(requests, stages, order)
     return {
@@ -31,6 +31,7 @@ def explain_keys(
         "waits": wait_summary(
             getattr(meta, "sampled", None), requests, stages, order, meta.pipeline_stages
         ),
+        "waits_note": waits_note(meta),
         "attributes": effects,
         "attributes_summary": None
         if effects is None

@@ -58,6 +58,21 @@ WAIT_WORDS = {
 }
 
 
+SERVER_WAITS_NOTE = (
+    "the served stages ran in the server's process, which samples its own threads: "
+    "`workbench audit SERVER_RUN` (the serve run folder) names their waits"
+)
+
+
+def waits_note(meta) -> str | None:
+    """Where a run's waits are when it has none of its own: a ``load --url`` client run whose stage
+    rows came from the server (Server-Timing) cannot sample the server's threads."""
+    serving = getattr(meta, "serving", None)
+    if serving is None or serving.role != "client" or not serving.server_timing:
+        return None
+    return SERVER_WAITS_NOTE
+
+
 def wait_summary(
     sampled: dict[str, Any] | None,
     requests: pd.DataFrame,
@@ -67,21 +82,12 @@ def wait_summary(
 ) -> dict[str, Any] | None:
     """The ``waits`` object (module docstring); None without recorded rows or a measured request.
     ``pipeline_stages``: the stages a thread runs (a load or served run's, without its waits)."""
-    if not sampled or not sampled["rows"]["t_ns"]:
+    found = stage_samples(sampled, requests, stages, order, pipeline_stages)
+    if found is None:
         return None
-    req, st = measured_ok(requests, stages)
-    if req.empty:
-        return None
-    st = st[st["stage"].isin(pipeline_stages or order)]
+    mine, sets, tail = found
     rows = pd.DataFrame(sampled["rows"])
-    mine = _with_collections(_assigned(rows[rows["in_stage"] == 1], st), sampled, st)
-    sets = {
-        k: v
-        for k, v in request_sets(stage_matrix(requests, stages, order)).items()
-        if v is not None
-    }
     counts = {k: int(mine["request"].isin(ids).sum()) for k, ids in sets.items()}
-    tail = "slowest_1pct" if counts.get("slowest_1pct", 0) >= MIN_SAMPLES else "slowest_5pct"
     classes = sampled["classes"]
     by_set = {
         k: _class_ms(mine[mine["request"].isin(ids)], classes, len(ids)) for k, ids in sets.items()
@@ -101,6 +107,33 @@ def wait_summary(
         "gc": gc_events(sampled),
         "headline": wait_headline(named[0], tail) if named else None,
     }
+
+
+def stage_samples(
+    sampled: dict[str, Any] | None,
+    requests: pd.DataFrame,
+    stages: pd.DataFrame,
+    order: list[str],
+    pipeline_stages: list[str] | None = None,
+) -> tuple[pd.DataFrame, dict[str, Any], str] | None:
+    """``(rows, sets, tail set)``: the stage samples with their ``request`` and ``stage`` (and each
+    collection's overlap with a stage call as a ``gc`` row, ``stack`` -1), the request sets (tail
+    attribution's, by request id) and the tail set's name; None without rows or a measured request."""
+    if not sampled or not sampled["rows"]["t_ns"]:
+        return None
+    req, st = measured_ok(requests, stages)
+    if req.empty:
+        return None
+    st = st[st["stage"].isin(pipeline_stages or order)]
+    rows = pd.DataFrame(sampled["rows"])
+    mine = _with_collections(_assigned(rows[rows["in_stage"] == 1], st), sampled, st)
+    sets = {
+        k: v
+        for k, v in request_sets(stage_matrix(requests, stages, order)).items()
+        if v is not None
+    }
+    ones = int(mine["request"].isin(sets.get("slowest_1pct", ())).sum())
+    return mine, sets, "slowest_1pct" if ones >= MIN_SAMPLES else "slowest_5pct"
 
 
 def _assigned(rows: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
@@ -199,14 +232,19 @@ def _site(sampled, group: pd.DataFrame) -> str | None:
 
 
 def _meanwhile(sampled, others: pd.DataFrame, n_tail: int) -> list[dict[str, Any]]:
-    """The other threads on CPU at the waits' samples, by thread and hottest frame, most CPU first."""
+    """The other threads on CPU at the waits' samples, by thread and hottest frame: those in the user's
+    code first (a server's event loop in ``selectors select`` is the harness, always there), most CPU
+    first within each."""
     cpu: Counter = Counter()
     for thread, stack, ns in zip(others["thread"], others["stack"], others["cpu_ns"]):
         if ns > 0:
-            cpu[(sampled["threads"][int(thread)], hottest_frame(sampled, int(stack)))] += int(ns)
+            own = any(is_user_file(sampled["frames"][f][0]) for f in sampled["stacks"][int(stack)])
+            key = (own, sampled["threads"][int(thread)], hottest_frame(sampled, int(stack)))
+            cpu[key] += int(ns)
+    ranked = sorted(cpu.items(), key=lambda kv: (not kv[0][0], -kv[1]))
     return [
         {"thread": thread, "frame": frame, "cpu_ms_per_request": ns_to_ms(ns) / n_tail}
-        for (thread, frame), ns in cpu.most_common(MAX_MEANWHILE)
+        for (_, thread, frame), ns in ranked[:MAX_MEANWHILE]
     ]
 
 

@@ -30,6 +30,8 @@ def run_figures(run, facts: dict[str, Any], sla_ms: float | None = None) -> list
 
         caption = "The slowest requests' sampled stacks against the median ones (slow minus median)"
         figs.append((caption, differential_flame_figure(facts["stacks"])))
+    if facts.get("waits"):
+        figs.append(_wait_flames(run))
     if facts.get("trace") is not None:
         from ..trace import load_trace
 
@@ -51,6 +53,21 @@ def _attribute_figures(run) -> list[tuple[str, Any]]:
     effect = effects[stage][attribute]
     fig = attribute_figure(run.requests, run.stages, stage, attribute, effect=effect)
     return [(f"What {stage}'s time tracks", fig)]
+
+
+def _wait_flames(run) -> tuple[str, Any]:
+    """The slowest requests' sampled work beside their waits (every thread sampled)."""
+    from ..analysis.wait_flame import wait_flames
+    from ..plots.wait_flame import wait_flame_figure
+
+    meta = run.meta
+    flames = wait_flames(
+        meta.sampled, run.requests, run.stages, run.stage_names, meta.pipeline_stages
+    )
+    caption = (
+        "The slowest requests' work beside their waits (slow minus median, every thread sampled)"
+    )
+    return (caption, wait_flame_figure(flames))
 
 
 def _traced_tail(trace) -> tuple[str, Any]:

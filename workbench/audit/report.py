@@ -165,6 +165,8 @@ def _best_measured(found: list[dict]) -> dict | None:
 
 def _notes(facts: dict[str, Any]) -> list[str]:
     notes = list(facts["tail"].get("notes") or [])
+    if facts["budget"].get("waits_note"):
+        notes.append(facts["budget"]["waits_note"])
     decisions = [rules.role_decision(s, facts) for s in facts.get("role_decisions") or {}]
     notes += [d.sentence for d in decisions if d.sentence]  # evidence overruled a stage's name
     if facts.get("trace_error"):

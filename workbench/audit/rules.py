@@ -67,7 +67,8 @@ Thresholds (defaults):
   cannot tell host overhead from the model's own work, so there is none there;
 * ``SERVED_GC_PAUSE_SHARE`` 0.10: on a served run, a longest collection pause
   of at least 10 % of the end-to-end p99 is ``gc`` (every request in flight
-  waits through it).
+  waits through it); a sampled served run whose ``waits`` already make a ``gc`` finding keeps
+  that one (stage, generations, triggering threads), not two.
 """
 
 from __future__ import annotations
@@ -244,6 +245,8 @@ def _ids(ids: list[int], shown: int = 4) -> str:
 
 
 def served_gc(facts: dict[str, Any]) -> list[dict]:
+    if any(c["class"] == "gc" for c in _named_waits(facts.get("waits") or {})):
+        return []  # one gc finding: the sampled one names the stage, generations and threads
     gc = facts.get("serving_gc") or {}
     p99 = (facts["budget"].get("end_to_end") or {}).get("p99_ms")
     longest = gc.get("pause_ms_max")
@@ -339,13 +342,12 @@ def waits(facts: dict[str, Any]) -> list[dict]:
 
     found = facts.get("waits") or {}
     out = []
-    for cause in found.get("causes") or []:
-        median = cause["median_ms_per_request"] or 0.0
-        if cause["share"] < WAIT_SHARE or cause["ms_per_request"] < WAIT_GROWTH * median:
-            continue
+    for cause in _named_waits(found):
         evidence = wait_headline(cause, found["tail_set"])
         if cause["class"] == "gc" and found.get("gc"):
             evidence += f"; {gc_sentence(found['gc'])}"
+        if cause["class"] == "gc" and (facts.get("serving_gc") or {}).get("mode"):
+            evidence += f" (gc mode {facts['serving_gc']['mode']})"
         out += _finding(
             WAIT_KIND[cause["class"]],
             cause["stage"],
@@ -357,6 +359,17 @@ def waits(facts: dict[str, Any]) -> list[dict]:
             meanwhile=cause["meanwhile"],
         )
     return out
+
+
+def _named_waits(found: dict[str, Any]) -> list[dict]:
+    """The causes of a ``waits`` object that make findings: a share of the tail past ``WAIT_SHARE``
+    that grew at least ``WAIT_GROWTH`` times over the median set's."""
+    return [
+        c
+        for c in found.get("causes") or []
+        if c["share"] >= WAIT_SHARE
+        and c["ms_per_request"] >= WAIT_GROWTH * (c["median_ms_per_request"] or 0.0)
+    ]
 
 
 def gc_sentence(gc: dict[str, Any]) -> str:

@@ -111,6 +111,13 @@ def register(subparsers) -> None:
         "(default, as production servers do); default: Python's collector unchanged",
     )
     p.add_argument(
+        "--no-sample-stacks",
+        dest="sample_stacks",
+        action="store_false",
+        help="sample no threads while serving (on by default: a thread samples every thread every "
+        "5 ms, so audit of the run folder names the served stages' waits: locks, GIL, I/O, GC)",
+    )
+    p.add_argument(
         "--otel", action="store_true", help="export each request as OpenTelemetry spans at shutdown"
     )
     add_edge_arguments(p)
@@ -187,6 +194,7 @@ def run_serve_command(args) -> int:
         ready=ready,
         gc_mode=args.gc,
         limits=limits,
+        sample_stacks=args.sample_stacks,
     )
     path = save_measured(run, out)  # as measured, then explained
     # a client that hung up is recorded as a failed request, but it is no failure of the server's

@@ -137,6 +137,8 @@ def print_explain(report: dict, out) -> None:
     waits = (report.get("waits") or {}).get("headline")
     if waits:
         print(f"waits: {waits} (every thread sampled)", file=out)
+    if report.get("waits_note"):
+        print(f"waits: {report['waits_note']}", file=out)
     attrs = report.get("attributes_summary") or {}
     if attrs.get("headline"):
         print(f"attributes: {attrs['headline']}", file=out)

@@ -45,6 +45,7 @@ from ..batching.summary import load_meta_figures, load_summary
 from ..errors import ConfigError
 from ..record import Load, Run, Serving
 from ..record.run import summarized
+from ..sampling import StackSampler
 from ..units import ns_to_ms
 from .connection import edge_protocol
 from .edge import TOKEN_HEADER, EdgeLimits, refusal, token_ok
@@ -203,6 +204,7 @@ def serve(
     clock=time.perf_counter_ns,
     gc_mode: str = "freeze",
     limits: EdgeLimits | None = None,
+    sample_stacks: bool = True,
 ) -> Run:
     """Serve ``pipe`` until SIGTERM, SIGINT or ``POST /shutdown``; return the (unsaved) server-side run.
 
@@ -211,6 +213,9 @@ def serve(
 
     ready(url): called once the socket listens and the executors are warm.
     gc_mode: ``"freeze"`` (``gc.freeze()`` after the warm-up, undone at shutdown) or ``"default"``.
+    sample_stacks: every thread sampled from the warm-up's end to shutdown, as in ``profile`` and
+        ``load`` (:class:`workbench.sampling.StackSampler`; run.json ``sampled``, so ``audit`` names
+        the served stages' waits); off with an injected clock (tests).
     log(line): one line per failed or abandoned request (default: stderr).
     """
     from . import require
@@ -252,6 +257,7 @@ def serve(
     # other processes include a load generator on this machine: it competes too
     probe = NoiseProbe().start()
     gc_probe, gc_note = GcProbe(clock), {"mode": gc_mode, "frozen_objects": 0}
+    sampler = StackSampler() if sample_stacks and clock is time.perf_counter_ns else None
 
     async def main():
         service.start(asyncio.get_running_loop())
@@ -260,6 +266,8 @@ def serve(
             gc.freeze()  # the model, torch and the warm-up's objects are never rescanned
             gc_note["frozen_objects"] = gc.get_freeze_count()
         gc_probe.__enter__()
+        if sampler is not None:
+            sampler.__enter__()
         if ready is not None:
             ready(url)
         listening = asyncio.create_task(_listen(server, sock, limits.accept_backlog))
@@ -271,6 +279,8 @@ def serve(
             asyncio.run(main())
         finally:
             dropped = service.stop(drain_timeout_s)
+            if sampler is not None:
+                sampler.__exit__(None, None, None)
             gc_probe.__exit__(None, None, None)
             if gc_mode == "freeze":
                 gc.unfreeze()
@@ -306,8 +316,12 @@ def serve(
         load=Load.from_dict(figures),
         serving=Serving.from_dict(serving),
     )
+    sampled = sampler.record(service.origin_ns) if sampler is not None else None
     return Run(
-        meta=meta.replace(noise=noise), requests=requests, stages=stages, summary_failures=failed
+        meta=meta.replace(noise=noise, sampled=sampled),
+        requests=requests,
+        stages=stages,
+        summary_failures=failed,
     )
 
 

@@ -3,7 +3,9 @@
 A run with sampled stacks (``RunMeta.stacks``: every timed request's Python
 stacks, ``workbench.analysis.stacks``) also shows its slowest requests' frames
 minus the median ones' (``plots.flame.differential_flame_figure``) under the
-flame graph; the pane is hidden for a run without them.
+flame graph; the pane is hidden for a run without them. A run whose sampler saw every thread
+(``RunMeta.sampled``) shows its slowest requests' work beside their waits under it
+(``plots.wait_flame.wait_flame_figure``), hidden likewise.
 
 Every control change goes through one path, the shared
 :class:`~workbench.widgets.controller.Controller`: a configuration already
@@ -64,6 +66,7 @@ from ..plots import (
 )
 from ..plots.beside import beside_figure
 from ..plots.flame import differential_flame_figure
+from ..plots.wait_flame import wait_flame_figure
 from ..plots.request_stages import request_stages_figure
 from ..plots.survival import survival_figure
 from ..plots.style import empty_figure
@@ -369,6 +372,10 @@ class LatencyExplorer(Controller):
         self.compare_pane = FigurePane(380)
         self.stacks_pane = FigurePane(420)  # slow minus median sampled stacks; hidden without them
         self.stacks_pane.view.layout.display = "none"
+        self.waits_pane = FigurePane(
+            420
+        )  # work beside waits (every thread sampled); hidden without
+        self.waits_pane.view.layout.display = "none"
         # the runs the one on screen is read against (widgets.beside); hidden while it is alone
         self.beside_line = MessageLine()
         self.beside_table = w.HTML()
@@ -409,6 +416,7 @@ class LatencyExplorer(Controller):
                 self.request_pane.view,
                 self.flame_pane.view,
                 self.stacks_pane.view,
+                self.waits_pane.view,
                 w.HBox([self.pin_button, self.compare_button, self.pin_label], layout=row),
                 self.compare_pane.view,
             ]
@@ -671,6 +679,10 @@ class LatencyExplorer(Controller):
                 self.stacks_pane.view.layout.display = "" if view.has_stacks else "none"
                 if not view.has_stacks:  # no empty plot on the page; code still reads the figure
                     self.stacks_pane.clear()
+                self._show(self.waits_pane, lambda: wait_flame_figure(view.wait_flames))
+                self.waits_pane.view.layout.display = "" if view.has_wait_flames else "none"
+                if not view.has_wait_flames:
+                    self.waits_pane.clear()
 
     def _show(self, pane: FigurePane, build: Callable[[], Any], *options: Any) -> None:
         """Draw a figure of the run on screen, building it and its JSON only the first time per
@@ -721,10 +733,12 @@ class LatencyExplorer(Controller):
                 self.request_pane,
                 self.flame_pane,
                 self.stacks_pane,
+                self.waits_pane,
             ):
                 pane.show(blank)
-            self.stacks_pane.view.layout.display = "none"
-            self.stacks_pane.clear()
+            for pane in (self.stacks_pane, self.waits_pane):
+                pane.view.layout.display = "none"
+                pane.clear()
             self.beside_pane.view.layout.display = "none"
             self.beside_pane.clear()
             self.beside_table.value, self.beside_rows = "", None

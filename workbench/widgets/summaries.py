@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..analysis.budget import stage_summary
 from ..analysis.explain import recorded_stacks
+from ..analysis.wait_flame import wait_flames
 from ..analysis.waits import wait_summary
 from ..analysis.failures import failure_summary
 from ..record import Run, RunMeta
@@ -78,6 +79,7 @@ class RunView:
     notes: tuple = ()  # what a recorded run differs in from the configuration it stands in for
     stacks: dict | None = None  # ``run.meta.stacks`` (sampled stacks, slow against median)
     waits: dict | None = None  # ``analysis.waits.wait_summary`` of ``run.meta.sampled``
+    wait_flames: dict | None = None  # ``analysis.wait_flame.wait_flames``: work beside waits
     recorded: bool = False  # a recorded run (``data/runs``), not measured here
     # a live run's recording of the same configuration ("measure here" on a recorded one), shown beside it
     reference: "RunView | None" = None
@@ -90,6 +92,10 @@ class RunView:
     @property
     def has_stacks(self) -> bool:
         return bool((self.stacks or {}).get("stages"))
+
+    @property
+    def has_wait_flames(self) -> bool:
+        return bool(self.wait_flames and (self.wait_flames["work"] or self.wait_flames["waits"]))
 
     @property
     def tables(self) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
@@ -109,6 +115,7 @@ def summarize(
     requests = run.requests[REQUEST_KEEP].copy()
     stages = run.stages[STAGE_KEEP].copy()
     measured = requests[~requests["warmup"]]
+    sampled = (run.meta.sampled, run.requests, run.stages, order, run.meta.pipeline_stages)
     flame = Lazy.ready(None)
     if run.trace_path is not None and flame_builder is not None:
         path = run.trace_path
@@ -128,9 +135,8 @@ def summarize(
         noise=run.meta.noise.to_dict() if run.meta.noise else None,
         failures=failure_summary(run.requests, order),
         stacks=_stacks(run.meta),
-        waits=wait_summary(
-            run.meta.sampled, run.requests, run.stages, order, run.meta.pipeline_stages
-        ),
+        waits=wait_summary(*sampled),
+        wait_flames=wait_flames(*sampled),
     )
 
 

@@ -34,12 +34,17 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from ..record.tables import build_tables, build_units, request_row
+from ..record.tables import LOAD_REQUEST_COLUMNS, build_tables, build_units, request_row
+from ..timing import StageFailure
 from ..units import ms_to_ns
 
 STREAM_STAGE = "generate"  # the stage the units belong to, in the simulated and the live run
 STAGES = ["queue_wait", STREAM_STAGE]
 # the features of a step, in StepTimes' coefficient order
+LOAD_COLUMNS = {**LOAD_REQUEST_COLUMNS, "lag_ns": "int64"}  # batch_wait_ns and lag_ns are 0
+DRAINED = StageFailure(
+    STREAM_STAGE, "DrainTimeout", "not finished before the run's drain deadline (drain_timeout_s)"
+)
 FEATURES = ("decode_step", "decode_seqs", "context_tokens", "prefill_chunks", "prefill_tokens")
 
 
@@ -82,6 +87,7 @@ class Seq:
     prefilled: int = 0
     emitted: int = 0
     admitted_ns: int | None = None
+    batch: int = -1  # the step it joined the running batch before (-1: never admitted)
     handle: object = None  # the live run's sequence (its step API's), None when simulated
 
 
@@ -106,6 +112,7 @@ class Scheduler:
     policy: ContinuousPolicy
     waiting: deque = field(default_factory=deque)
     running: list[Seq] = field(default_factory=list)
+    steps: int = 0  # steps advanced
 
     def arrive(self, seq: Seq) -> None:
         if self.policy.chunk_tokens is None and seq.prompt > self.policy.max_batched_tokens:
@@ -121,7 +128,7 @@ class Scheduler:
         joined = []
         while self.waiting and len(self.running) < self.policy.max_num_seqs:
             seq = self.waiting.popleft()
-            seq.admitted_ns = now_ns
+            seq.admitted_ns, seq.batch = now_ns, self.steps
             self.running.append(seq)
             joined.append(seq)
         return joined
@@ -145,6 +152,7 @@ class Scheduler:
 
     def advance(self, step: Step) -> tuple[list[Seq], list[Seq]]:
         """Step 4: ``(sequences that emitted a token, sequences that left)`` after ``step`` ran."""
+        self.steps += 1
         emitted = list(step.decode)
         for s, n in step.prefill:
             s.prefilled += n
@@ -242,30 +250,32 @@ class TokenLog:
     def emit(self, seqs: list[Seq], at_ns: int) -> None:
         self.units += [(s.request, s.emitted - 1, at_ns) for s in seqs]
 
-    def run(self, seqs: Sequence[Seq], origin_ns: int = 0) -> ContinuousRun:
-        """The tables, times from ``origin_ns``; a request's end to end runs from its arrival to its
-        last unit, its ``generate`` stage from admission to the last unit."""
+    def run(self, seqs: Sequence[Seq], stopped_ns: int | None = None) -> ContinuousRun:
+        """The run tables (a load run's columns: ``queue_wait_ns`` to admission, ``service_ns`` from it,
+        ``batch`` the step it joined before). A finished request's end to end runs from its arrival to
+        its last unit, its ``generate`` stage from admission to the last unit; one not finished at
+        ``stopped_ns`` fails (``DrainTimeout``) there."""
         last: dict[int, int] = {}
         for r, _, at in self.units:
             last[r] = at
         req_rows, st_rows = [], []
         for s in seqs:
-            end, arrival = last[s.request], s.arrival_ns
-            req_rows.append(
-                request_row(s.request, False, arrival - origin_ns, end - arrival, None, 1)
+            done = s.emitted >= s.answer
+            end = last[s.request] if done else stopped_ns
+            admitted = end if s.admitted_ns is None else s.admitted_ns
+            row = request_row(
+                s.request, False, s.arrival_ns, end - s.arrival_ns, None if done else DRAINED, 1
             )
-            wait = s.admitted_ns - arrival
-            st_rows.append((s.request, STAGES[0], 0, arrival - origin_ns, wait, None))
-            st_rows.append(
-                (s.request, STAGES[1], 1, s.admitted_ns - origin_ns, end - s.admitted_ns, None)
-            )
-        requests, stages = build_tables(req_rows, st_rows)
-        units = build_units((r, STREAM_STAGE, u, at - origin_ns) for r, u, at in self.units)
+            wait, service = admitted - s.arrival_ns, end - admitted
+            loads = (s.arrival_ns, 0, wait, service, s.batch, 0)
+            req_rows.append(row | dict(zip(LOAD_COLUMNS, loads)))
+            st_rows.append((s.request, STAGES[0], 0, s.arrival_ns, wait, None))
+            if s.admitted_ns is not None:
+                st_rows.append((s.request, STAGES[1], 1, admitted, service, None))
+        requests, stages = build_tables(req_rows, st_rows, LOAD_COLUMNS)
+        units = build_units((r, STREAM_STAGE, u, at) for r, u, at in sorted(self.units))
         steps = pd.DataFrame(self.steps, columns=["start_ns", "dur_ns", *FEATURES], dtype="int64")
-        steps["start_ns"] -= origin_ns
-        return ContinuousRun(
-            requests, stages, units.sort_values(["request", "unit"], ignore_index=True), steps
-        )
+        return ContinuousRun(requests, stages, units, steps)
 
 
 def goodput(per: pd.DataFrame, ttft_ms: float, tpot_ms: float) -> float | None:

@@ -104,3 +104,19 @@ def test_goodput_and_the_rate_where_it_falls_short():
     assert knee == {"target": 0.9, "last_good_rps": 2.0, "first_short_rps": 4.0}
     assert goodput_knee([1.0], [0.5], 0.9)["last_good_rps"] is None
     assert goodput_knee([1.0], [0.95], 0.9)["first_short_rps"] is None
+
+
+def test_the_fit_takes_each_shape_s_median_so_a_preempted_call_does_not_pull_it():
+    rows = [
+        dict(zip(FEATURES, (1, b, 0, 0, 0))) | {"dur_ns": 1000 + 100 * b + extra}
+        for b in (1, 2, 4)
+        for extra in (0, 0, 5_000_000 if b == 4 else 0)  # one call of b=4 lost 5 ms to the machine
+    ]
+    assert fit_step_times(pd.DataFrame(rows)).coef_ns == pytest.approx((1000, 100, 0, 0, 0))
+
+
+def test_the_fit_is_a_median_line_a_preempted_step_of_its_own_shape_does_not_pull():
+    rows = [dict(zip(FEATURES, (1, b, 0, 0, 0))) | {"dur_ns": 1000 + 100 * b} for b in range(1, 8)]
+    rows[3]["dur_ns"] += 5_000_000  # b=4 measured once, 5 ms lost to the machine
+    coef = fit_step_times(pd.DataFrame(rows)).coef_ns
+    assert coef == pytest.approx((1000, 100, 0, 0, 0), rel=1e-3)

@@ -82,6 +82,8 @@ def test_live_tokens_are_the_simulated_ones_to_the_nanosecond(tmp_path):
     cont = run.meta.load.continuous
     assert cont["max_num_seqs"] == 4 and cont["chunk_tokens"] == 16
     assert cont["steps"] == len(sim.steps)
+    # the model fitted to the run's own steps is the fake's: decode 1000 + 100 a sequence, chunk 500 + 10
+    assert StepTimes.from_dict(cont["step_model"]).coef_ns == pytest.approx(TIMES.coef_ns, abs=1e-6)
     run.save(tmp_path / "run")  # a load run that show reports tokens of
     report = budget(load_run(tmp_path / "run"))
     assert report["tokens"]["requests"] == 40

@@ -182,22 +182,47 @@ class StepTimes:
     def describe(self) -> dict:
         return {f"{name}_ns": float(c) for name, c in zip(FEATURES, self.coef_ns)}
 
+    @classmethod
+    def from_dict(cls, described: dict) -> "StepTimes":
+        """The model :meth:`describe` wrote (a load run's ``load.continuous.step_model``)."""
+        return cls(tuple(float(described[f"{name}_ns"]) for name in FEATURES))
+
+
+ROBUST_ROUNDS = 50  # reweighted rounds of the median fit
+RESIDUAL_FLOOR_NS = 1.0  # residuals under 1 ns weigh as 1 ns (no division by zero)
+
 
 def fit_step_times(steps: pd.DataFrame) -> StepTimes:
-    """Least squares (coefficients >= 0) of ``dur_ns`` on the :data:`FEATURES` columns of measured
-    steps (:func:`workbench.batching.continuous_live.profile_steps`); a feature that never varies
-    from 0 gets 0."""
-    x = steps[list(FEATURES)].to_numpy("float64")
-    y = steps["dur_ns"].to_numpy("float64")
+    """The step model of measured steps (:func:`workbench.batching.continuous_live.profile_steps`,
+    or a live run's): ``dur_ns`` against the :data:`FEATURES` columns, coefficients >= 0.
+
+    A median fit, not least squares: each shape measured more than once counts by its median, and
+    the line is the least absolute deviations one (iteratively reweighted least squares), so the
+    steps a busy machine preempted do not pull it. A feature that never varies from 0 gets 0.
+    """
+    shapes = steps.groupby(list(FEATURES), as_index=False)["dur_ns"].median()
+    x = shapes[list(FEATURES)].to_numpy("float64")
+    y = shapes["dur_ns"].to_numpy("float64")
+    coef = _nonneg_fit(x, y, np.ones(len(y)))
+    for _ in range(ROBUST_ROUNDS):
+        weight = 1.0 / np.maximum(np.abs(y - x @ coef), RESIDUAL_FLOOR_NS)
+        coef = _nonneg_fit(x, y, weight)
+    return StepTimes(tuple(float(c) for c in coef))
+
+
+def _nonneg_fit(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Weighted least squares, a feature whose coefficient comes out negative dropped and the rest
+    refit (a small non-negative least squares); features all 0 stay 0."""
+    root = np.sqrt(weight)[:, None]
     used = np.flatnonzero(x.any(axis=0))
-    coef = np.zeros(len(FEATURES))
-    while used.size:  # drop a negative coefficient and refit: a small non-negative least squares
-        fit = np.linalg.lstsq(x[:, used], y, rcond=None)[0]
+    coef = np.zeros(x.shape[1])
+    while used.size:
+        fit = np.linalg.lstsq(x[:, used] * root, y * root[:, 0], rcond=None)[0]
         if (fit >= 0).all():
             coef[used] = fit
             break
         used = np.delete(used, int(np.argmin(fit)))
-    return StepTimes(tuple(float(c) for c in coef))
+    return coef
 
 
 @dataclass

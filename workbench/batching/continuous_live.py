@@ -10,7 +10,7 @@ time until the loop admits one is its ``queue_wait``.
 
 The run is a :class:`workbench.record.Run` of kind ``load`` with stages ``queue_wait`` and
 ``generate`` and a ``units`` table, so ``show`` reports TTFT, ITL and TPOT as for a profile. Its
-``load.continuous`` holds the policy and the step counts. Requests not finished by the drain deadline
+``load.continuous`` holds the policy, the step counts and the step model fitted to the run's steps. Requests not finished by the drain deadline
 (``drain_timeout_s`` after the last arrival) fail as ``DrainTimeout``.
 
 :func:`profile_steps` times the step API alone at chosen shapes: the measurements
@@ -31,7 +31,16 @@ from ..streaming import stream_index
 from ..timing import Clock
 from ..units import s_to_ns
 from .arrivals import Arrivals
-from .continuous import FEATURES, STAGES, ContinuousPolicy, Scheduler, Seq, Step, TokenLog
+from .continuous import (
+    FEATURES,
+    STAGES,
+    ContinuousPolicy,
+    Scheduler,
+    Seq,
+    Step,
+    TokenLog,
+    fit_step_times,
+)
 from .loadgen import lag_summary
 from .records import pipeline_run_meta
 
@@ -90,7 +99,7 @@ def run_continuous(
         "arrivals": arrivals.params(),
         "policy": None,
         "drain_timeout_s": drain_timeout_s,
-        "continuous": policy.params() | step_figures(steps_df),
+        "continuous": policy.params() | step_figures(steps_df) | _step_model(steps_df),
     }
     meta = pipeline_run_meta(
         pipe,
@@ -151,6 +160,12 @@ def step_figures(steps: pd.DataFrame) -> dict:
         "mean_running": float(running.mean()),
         "mean_step_tokens": float(tokens.mean()),
     }
+
+
+def _step_model(steps: pd.DataFrame) -> dict:
+    """``step_model``: the step model fitted to the run's own steps (``StepTimes.describe``), what
+    :func:`~.continuous.simulate_continuous` needs to replay the run's scheduling."""
+    return {"step_model": fit_step_times(steps).describe()} if len(steps) else {}
 
 
 def _throughput(requests: pd.DataFrame) -> float | None:

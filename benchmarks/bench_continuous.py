@@ -2,6 +2,8 @@
 
     python benchmarks/bench_continuous.py [--duration 5] [--loads 0.3 0.6 0.85] [--md PATH]
 
+Exit 1 when the check does not hold (a missed goal, as ``run_all.py`` counts them).
+
 1. Calibrate: time the example's step API alone (``continuous_live.profile_steps``: prefills of
    several prompt lengths, decodes of 1..max_num_seqs sequences at several contexts) and fit the
    step model (``continuous.fit_step_times``).
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -136,6 +139,7 @@ def main(argv=None) -> int:
     for share in args.loads:
         rate = share * capacity
         arrivals = Arrivals("poisson", rate_rps=rate, duration_s=args.duration, seed=args.seed)
+        busy = os.getloadavg()[0]
         run = run_load(
             "generate",
             config,
@@ -168,6 +172,7 @@ def main(argv=None) -> int:
                 "goodput_live": good[0],
                 "goodput_sim": good[1],
                 "failed_live": int((~run.requests["ok"]).sum()),
+                "loadavg_1min": busy,
             }
         )
     grid = [capacity * s for s in np.linspace(0.1, 1.2, 12)]
@@ -199,7 +204,7 @@ def main(argv=None) -> int:
     if args.md:
         args.md.write_text(text)
     print(text)
-    return 0
+    return 0 if result["holds"] else 1  # a missed goal (run_all.py)
 
 
 def markdown(r: dict) -> str:
@@ -226,7 +231,8 @@ def markdown(r: dict) -> str:
     for row in r["rates"]:
         lines.append(
             f"load {row['load']:.2f}: {row['live']['requests']} requests live ({row['failed_live']} "
-            f"failed), goodput live {f(row['goodput_live'])}, simulated {f(row['goodput_sim'])}"
+            f"failed), goodput live {f(row['goodput_live'])}, simulated {f(row['goodput_sim'])}; "
+            f"1-minute load average {row['loadavg_1min']:.1f} on {os.cpu_count()} cores at its start"
         )
     k = r["knee"]
     lines.append(

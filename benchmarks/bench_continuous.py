@@ -41,7 +41,7 @@ from workbench.batching.continuous import (  # noqa: E402
     StepTimes,
     fit_step_times,
     goodput,
-    goodput_knee,
+    goodput_curve,
     simulate_continuous,
 )
 from workbench.batching.continuous_live import profile_steps  # noqa: E402
@@ -176,13 +176,16 @@ def main(argv=None) -> int:
             }
         )
     grid = [capacity * s for s in np.linspace(0.1, 1.2, 12)]
-    goods = []
-    for rate in grid:
-        arr = Arrivals("poisson", rate_rps=rate, count=300, seed=args.seed)
-        sim = simulate_continuous(arr.times_ns(), lengths_of(pipe, 300), times, policy)
-        goods.append(
-            goodput(token_requests(sim.requests, sim.stages, sim.units), args.ttft_ms, args.tpot_ms)
-        )
+    _, knee = goodput_curve(
+        times,
+        policy,
+        lengths_of(pipe, 300),
+        grid,
+        ttft_ms=args.ttft_ms,
+        tpot_ms=args.tpot_ms,
+        target=args.target,
+        seed=args.seed,
+    )
     result = {
         "policy": policy.params(),
         "options": options,
@@ -193,8 +196,7 @@ def main(argv=None) -> int:
         "calibration_s": calib_s,
         "capacity_rps": capacity,
         "rates": rows,
-        "knee": goodput_knee(grid, goods, args.target)
-        | {"ttft_ms": args.ttft_ms, "tpot_ms": args.tpot_ms},
+        "knee": knee | {"ttft_ms": args.ttft_ms, "tpot_ms": args.tpot_ms},
         "holds": all(c["within"] for r in rows for c in r["check"].values()),
         "note": args.note,
     }

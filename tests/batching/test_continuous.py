@@ -12,6 +12,7 @@ from workbench.batching.continuous import (
     StepTimes,
     fit_step_times,
     goodput,
+    goodput_curve,
     goodput_knee,
     simulate_continuous,
 )
@@ -120,3 +121,21 @@ def test_the_fit_is_a_median_line_a_preempted_step_of_its_own_shape_does_not_pul
     rows[3]["dur_ns"] += 5_000_000  # b=4 measured once, 5 ms lost to the machine
     coef = fit_step_times(pd.DataFrame(rows)).coef_ns
     assert coef == pytest.approx((1000, 100, 0, 0, 0), rel=1e-3)
+
+
+def test_the_goodput_curve_finds_where_the_simulated_server_stops_keeping_its_bounds():
+    # 40 requests of 20 prompt and 10 answer tokens; alone one has TTFT 0.7 us and TPOT 1.1 us
+    lengths = [(20, 10)] * 40
+    table, knee = goodput_curve(
+        TIMES,
+        ContinuousPolicy(4, 64),
+        lengths,
+        [1e3, 1e5, 1e6, 1e7],
+        ttft_ms=0.005,
+        tpot_ms=0.002,
+        target=0.9,
+    )
+    # past capacity (~230k req/s: 4 sequences of 10 steps of ~1.5 us) only the first 4 keep TTFT
+    assert table["goodput"].tolist() == [1.0, 1.0, 0.1, 0.1]
+    assert knee == {"target": 0.9, "last_good_rps": 1e5, "first_short_rps": 1e6}
+    assert table["throughput_rps"].is_monotonic_increasing

@@ -325,3 +325,32 @@ def goodput_knee(
             return {"target": target, "last_good_rps": good, "first_short_rps": float(rate)}
         good = float(rate)
     return {"target": target, "last_good_rps": good, "first_short_rps": None}
+
+
+def goodput_curve(
+    times: StepTimes,
+    policy: ContinuousPolicy,
+    lengths: Sequence[tuple[int, int]],
+    rates_rps: Sequence[float],
+    *,
+    ttft_ms: float,
+    tpot_ms: float,
+    target: float,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, dict]:
+    """Goodput against the arrival rate, simulated: at each rate, Poisson arrivals (``seed``) of
+    ``len(lengths)`` requests of those lengths. ``(table, knee)``: columns ``rate_rps``, ``goodput``
+    (:func:`goodput`, float or None) and ``throughput_rps`` (requests over the first arrival to the
+    last token), and :func:`goodput_knee` at ``target``."""
+    from ..analysis.tokens import token_requests  # analysis reads run tables; nothing reads back
+    from .arrivals import Arrivals
+
+    rows = []
+    for rate in rates_rps:
+        arrivals = Arrivals("poisson", rate_rps=float(rate), count=len(lengths), seed=seed)
+        run = simulate_continuous(arrivals.times_ns(), lengths, times, policy)
+        per = token_requests(run.requests, run.stages, run.units)
+        span = int((run.requests["start_ns"] + run.requests["dur_ns"]).max())
+        rows.append((float(rate), goodput(per, ttft_ms, tpot_ms), len(per) * 1e9 / max(span, 1)))
+    table = pd.DataFrame(rows, columns=["rate_rps", "goodput", "throughput_rps"])
+    return table, goodput_knee(table["rate_rps"], table["goodput"], target)

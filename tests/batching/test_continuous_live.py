@@ -14,6 +14,7 @@ from workbench.batching.continuous import ContinuousPolicy, StepTimes, simulate_
 from workbench.batching.live import run_load
 from workbench.batching.policy import BatchPolicy
 from workbench.errors import ConfigError
+from workbench.guard import Interrupted
 from workbench.record import load_run
 
 TIMES = StepTimes((1000.0, 100.0, 0.0, 500.0, 10.0))
@@ -123,3 +124,39 @@ def test_a_streaming_pipeline_without_a_step_api_is_refused():
         run_load(
             plain, arrivals=arrivals, policy=BatchPolicy(1, 0.0), continuous=ContinuousPolicy()
         )
+
+
+def test_ctrl_c_keeps_what_finished_and_stops_the_rest():
+    clock = FakeClock()
+    pipe = generative(clock, [(4, 2)] * 3 + [(4, 50)])
+    made = pipe.steps
+    calls = []
+
+    def interrupting(slots):
+        steps = made(slots)
+        decode = steps.decode
+
+        def counted(seqs):
+            calls.append(seqs)
+            if len(calls) == 12:  # after the warm-up's 3, Ctrl-C on the 9th step's decode
+                raise KeyboardInterrupt
+            return decode(seqs)
+
+        steps.decode = counted
+        return steps
+
+    pipe.steps = interrupting
+    arrivals = Arrivals("poisson", rate_rps=1e6, count=4, seed=0)
+    with pytest.raises(Interrupted) as stopped:
+        run_load(
+            pipe,
+            arrivals=arrivals,
+            policy=BatchPolicy(1, 0.0),
+            continuous=ContinuousPolicy(1, 16),
+            clock=clock,
+            sleep=sleeper(clock),
+        )
+    run = stopped.value.run
+    assert run.meta.status == "interrupted"
+    assert run.requests["ok"].tolist() == [True, True, True, False]
+    assert run.requests["error_type"].tolist()[3] == "RunStopped"

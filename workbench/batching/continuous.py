@@ -275,11 +275,16 @@ class TokenLog:
     def emit(self, seqs: list[Seq], at_ns: int) -> None:
         self.units += [(s.request, s.emitted - 1, at_ns) for s in seqs]
 
-    def run(self, seqs: Sequence[Seq], stopped_ns: int | None = None) -> ContinuousRun:
+    def run(
+        self,
+        seqs: Sequence[Seq],
+        stopped_ns: int | None = None,
+        failure: StageFailure | None = None,
+    ) -> ContinuousRun:
         """The run tables (a load run's columns: ``queue_wait_ns`` to admission, ``service_ns`` from it,
         ``batch`` the step it joined before). A finished request's end to end runs from its arrival to
         its last unit, its ``generate`` stage from admission to the last unit; one not finished at
-        ``stopped_ns`` fails (``DrainTimeout``) there."""
+        ``stopped_ns`` fails there with ``failure`` (default :data:`DRAINED`)."""
         last: dict[int, int] = {}
         for r, _, at in self.units:
             last[r] = at
@@ -288,9 +293,8 @@ class TokenLog:
             done = s.emitted >= s.answer
             end = last[s.request] if done else stopped_ns
             admitted = end if s.admitted_ns is None else s.admitted_ns
-            row = request_row(
-                s.request, False, s.arrival_ns, end - s.arrival_ns, None if done else DRAINED, 1
-            )
+            failed = None if done else failure or DRAINED
+            row = request_row(s.request, False, s.arrival_ns, end - s.arrival_ns, failed, 1)
             wait, service = admitted - s.arrival_ns, end - admitted
             loads = (s.arrival_ns, 0, wait, service, s.batch, 0)
             req_rows.append(row | dict(zip(LOAD_COLUMNS, loads)))

@@ -26,6 +26,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
+from ..guard import Interrupted
+from ..timing import StageFailure
 from ..record import Load, Run
 from ..streaming import stream_index
 from ..timing import Clock
@@ -38,12 +40,17 @@ from .continuous import (
     Scheduler,
     Seq,
     Step,
+    DRAINED,
+    STREAM_STAGE,
     TokenLog,
     fit_step_times,
 )
 from .loadgen import lag_summary
 from .records import pipeline_run_meta
 
+STOPPED = StageFailure(
+    STREAM_STAGE, "RunStopped", "not finished when the run was interrupted (Ctrl-C)"
+)
 LEAD_NS = 2_000_000  # the schedule starts 2 ms after the warm-up
 WARMUP_STEPS = 3
 
@@ -70,6 +77,7 @@ def refuse_without_steps(pipe, asked: bool) -> None:
 
 def run_continuous(
     pipe,
+    target=None,
     *,
     arrivals: Arrivals,
     policy: ContinuousPolicy,
@@ -77,46 +85,63 @@ def run_continuous(
     drain_timeout_s: float = 10.0,
     clock: Clock = time.perf_counter_ns,
     sleep=time.sleep,
-    env: dict | None = None,
+    noise_readings=None,
 ) -> Run:
-    """Run ``items`` (one per arrival of ``arrivals``) through ``pipe.steps(policy.max_num_seqs)``."""
-    from ..runner import STATUS_COMPLETE, environment
+    """Run ``items`` (one per arrival of ``arrivals``) through ``pipe.steps(policy.max_num_seqs)``.
 
+    target: what ``pipe`` was built from (its fingerprint; ``pipe`` when None). Ctrl-C stops the
+    arrivals and the steps: what finished is kept, the rest fail (``RunStopped``), and
+    :class:`~workbench.guard.Interrupted` carries the run (status ``interrupted``).
+    """
+    from ..device import torch_or_none
+    from ..fingerprint import run_fingerprint
+    from ..noise import NoiseProbe, Readings
+    from ..runner import STATUS_COMPLETE, STATUS_INTERRUPTED, environment
+
+    torch = torch_or_none()
+    threads = pipe.config.threads or (torch.get_num_threads() if torch is not None else None)
     steps = pipe.steps(policy.max_num_seqs)
     _warm_up(steps, items[0])
     schedule = arrivals.times_ns()
     seqs = [Seq(i, int(t), *steps.lengths(x)) for i, (t, x) in enumerate(zip(schedule, items))]
     started = datetime.now(timezone.utc)
+    probe = NoiseProbe(noise_readings or Readings()).start()
     origin = clock() + LEAD_NS
     deadline = (int(schedule[-1]) if len(schedule) else 0) + s_to_ns(drain_timeout_s)
-    log = drive(steps, seqs, items, policy, clock, sleep, origin, deadline)
-    run = log.run(seqs, stopped_ns=clock() - origin)
-    steps_df = run.steps
+    log, interrupted = TokenLog(), False
+    try:
+        drive(log, steps, seqs, items, policy, clock, sleep, origin, deadline)
+    except KeyboardInterrupt:
+        interrupted = True
+    run = log.run(seqs, clock() - origin, STOPPED if interrupted else DRAINED)
+    ok = run.requests["ok"]
     load = lag_summary(np.zeros(len(seqs), dtype=np.int64)) | {
         "requests": len(seqs),
-        "failed": int((~run.requests["ok"]).sum()),
+        "failed": int((~ok).sum()),
         "throughput_rps": _throughput(run.requests),
         "arrivals": arrivals.params(),
         "policy": None,
         "drain_timeout_s": drain_timeout_s,
-        "continuous": policy.params() | step_figures(steps_df) | _step_model(steps_df),
+        "continuous": policy.params() | step_figures(run.steps) | _step_model(run.steps),
     }
+    env = environment(pipe.config)
     meta = pipeline_run_meta(
-        pipe,
-        "load",
-        list(STAGES),
-        started,
-        len(run.requests),
-        env or environment(pipe.config),
-        load=Load.from_dict(load),
-    ).replace(status=STATUS_COMPLETE)
-    return Run(meta=meta, requests=run.requests, stages=run.stages, units=run.units)
+        pipe, "load", list(STAGES), started, len(run.requests), env, load=Load.from_dict(load)
+    ).replace(
+        status=STATUS_INTERRUPTED if interrupted else STATUS_COMPLETE,
+        fingerprint=run_fingerprint(pipe, pipe if target is None else target, threads, env),
+        noise=probe.finish(threads, run.requests.loc[ok, "dur_ns"].to_numpy()),
+    )
+    out = Run(meta=meta, requests=run.requests, stages=run.stages, units=run.units)
+    if interrupted:
+        raise Interrupted(out, f"interrupted after {int(ok.sum())} of {len(seqs)} requests")
+    return out
 
 
-def drive(steps, seqs, items, policy, clock, sleep, origin: int, deadline: int) -> TokenLog:
-    """The loop of the module docstring until every request finished or ``deadline`` (ns from
-    ``origin``) passed."""
-    sched, log, k = Scheduler(policy), TokenLog(), 0
+def drive(log: TokenLog, steps, seqs, items, policy, clock, sleep, origin: int, deadline: int):
+    """The loop of the module docstring, into ``log``, until every request finished or ``deadline``
+    (ns from ``origin``) passed."""
+    sched, k = Scheduler(policy), 0
     while k < len(seqs) or sched.running or sched.waiting:
         now = clock() - origin
         if now > deadline:
@@ -138,7 +163,6 @@ def drive(steps, seqs, items, policy, clock, sleep, origin: int, deadline: int) 
         log.emit(emitted, end)
         for s in left:
             steps.leave(s.handle)
-    return log
 
 
 def run_step(steps, step: Step) -> None:

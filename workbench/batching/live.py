@@ -120,12 +120,14 @@ def run_load(
     if pipe.steps is not None and stream_index(pipe.stages) is not None:
         return run_continuous(
             pipe,
+            target,
             arrivals=arrivals,
             policy=continuous or ContinuousPolicy(),
             items=items,
             drain_timeout_s=drain_timeout_s,
             clock=clock,
             sleep=sleep,
+            noise_readings=noise_readings,
         )
     execute, threads, guards = pipeline_executor(pipe, target, clock, timeout_s)
     started = datetime.now(timezone.utc)

@@ -179,15 +179,16 @@ def _report_load(args, run, arrivals, policy) -> bool:
 
 def _report_continuous(args, run, arrivals) -> bool:
     """A continuous batching run's report: its tokens (TTFT, ITL, TPOT), throughput and steps."""
-    from ..analysis.failures import failure_summary
+    from ..analysis.failures import failure_summary, noise_summary
     from ..analysis.tokens import token_summary, token_text
 
     load, path = run.meta.load, run.path
     tokens = token_summary(run.requests, run.stages, run.units)
-    failures = failure_summary(run.requests, run.stage_names)
+    failures, noise = failure_summary(run.requests, run.stage_names), noise_summary(run.meta)
     if args.json:
         keys = {"throughput_rps": load.throughput_rps, "continuous": load.continuous}
         more = {"requests": load.requests, "failed": load.failed, "failures": failures}
+        more |= {"noise": noise}
         print(dumps({"tokens": tokens} | keys | more | {"run_dir": str(path)}))
         return True
     c = load.continuous
@@ -197,6 +198,7 @@ def _report_continuous(args, run, arrivals) -> bool:
         f"max_num_seqs={c['max_num_seqs']} max_batched_tokens={c['max_batched_tokens']} "
         f"chunk={chunk}"
     )
+    print(noise_line(noise))
     print("\n".join(token_text(tokens)))
     rps = load.throughput_rps
     print(

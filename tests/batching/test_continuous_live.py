@@ -160,3 +160,13 @@ def test_ctrl_c_keeps_what_finished_and_stops_the_rest():
     assert run.meta.status == "interrupted"
     assert run.requests["ok"].tolist() == [True, True, True, False]
     assert run.requests["error_type"].tolist()[3] == "RunStopped"
+
+
+def test_what_the_continuous_run_does_not_do_is_refused_not_ignored():
+    arrivals = Arrivals("poisson", rate_rps=100, count=3, seed=0)
+    items = [(3, 2)] * 3
+    common = {"arrivals": arrivals, "policy": BatchPolicy(1, 0.0)}
+    with pytest.raises(ConfigError, match="no per-step guard yet: leave --timeout-s out"):
+        run_load(generative(FakeClock(), items), timeout_s=1.0, **common)
+    with pytest.raises(ConfigError, match="load --sweep does not sweep a continuous"):
+        run_load(generative(FakeClock(), items), watch=object(), **common)

@@ -22,6 +22,18 @@ A step's time comes from :class:`StepTimes`, a linear model fitted to measured s
 ``stages`` ``queue_wait`` and ``generate``, ``units``), so :mod:`workbench.analysis.tokens` computes
 TTFT, ITL and TPOT of both the same way; :func:`goodput` and :func:`goodput_knee` judge them
 against bounds (vLLM's serving benchmark's goodput).
+
+There is no ``simulate`` command for it (a simulation needs each request's prompt and answer length,
+which no run folder holds); in Python, from a live run's own step model or a calibration::
+
+    times = StepTimes.from_dict(run.meta.load.continuous["step_model"])  # or fit_step_times(
+    #   continuous_live.profile_steps(pipe.steps(8), item_of))
+    sim = simulate_continuous(Arrivals("poisson", rate_rps=50, count=500).times_ns(), lengths,
+                              times, ContinuousPolicy(8, 512, chunk_tokens=64))
+    token_summary(sim.requests, sim.stages, sim.units)  # TTFT, ITL, TPOT as show gives them
+    goodput_curve(times, policy, lengths, rates, ttft_ms=200, tpot_ms=50, target=0.9)
+
+``benchmarks/bench_continuous.py`` checks the simulator against live runs.
 """
 
 from __future__ import annotations

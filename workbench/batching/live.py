@@ -118,6 +118,7 @@ def run_load(
         )
     items = _prefetch(pipe, len(schedule))
     if pipe.steps is not None and stream_index(pipe.stages) is not None:
+        refuse_for_continuous(timeout_s, watch)
         return run_continuous(
             pipe,
             target,
@@ -194,6 +195,21 @@ def run_load(
     if interrupted:
         raise Interrupted(run, f"interrupted after {len(requests)} of {len(schedule)} requests")
     return run
+
+
+def refuse_for_continuous(timeout_s: float | None, watch) -> None:
+    """What the continuous run does not do yet is refused, not ignored: a per-call timeout (its steps
+    run on the calling thread, unguarded) and a sweep's stop rule."""
+    if timeout_s is not None:
+        raise ConfigError(
+            "--timeout-s guards the dynamic batcher's pipeline calls; a continuous batching run "
+            "(a generative pipeline's steps) has no per-step guard yet: leave --timeout-s out"
+        )
+    if watch is not None:
+        raise ConfigError(
+            "load --sweep does not sweep a continuous batching run yet; run load at each --rate, "
+            "or simulate the rates (workbench.batching.continuous.goodput_curve)"
+        )
 
 
 def _drive(

@@ -101,7 +101,8 @@ def run_continuous(
     torch = torch_or_none()
     threads = pipe.config.threads or (torch.get_num_threads() if torch is not None else None)
     steps = pipe.steps(policy.max_num_seqs)
-    _warm_up(steps, items[0])
+    if items:
+        _warm_up(steps, items[0])
     schedule = arrivals.times_ns()
     seqs = [Seq(i, int(t), *steps.lengths(x)) for i, (t, x) in enumerate(zip(schedule, items))]
     started = datetime.now(timezone.utc)

@@ -144,6 +144,17 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
         ["--requests", "20000", *_json("bench_scale"), "--md", str(RESULTS / "bench_scale.md")],
         True,
     ),
+    (
+        "bench_continuous",
+        [
+            "--duration",
+            "2",
+            *_json("bench_continuous"),
+            "--md",
+            str(RESULTS / "bench_continuous.md"),
+        ],
+        True,
+    ),
     ("fuzz_traces", ["--smoke"], False),
     (
         "bench_room",

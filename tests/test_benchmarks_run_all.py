@@ -48,6 +48,8 @@ def test_small_runs_never_overwrite_the_quoted_results(run_all):
         "batching_validation.md",
         "scale.md",
         "scale.json",
+        "continuous.md",
+        "continuous.json",
     }
     for _, args, _ in run_all.BENCHMARKS:
         assert not {Path(a).name for a in args} & quoted

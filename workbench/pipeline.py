@@ -98,6 +98,9 @@ class Pipeline:
         without a declaration a run's model fingerprint is ``unknown``.
     agree: ``fn(output_a, output_b) -> share`` in [0, 1]: how far two configurations' final outputs of one
         request agree, for ``compare`` and ``audit --try`` (default: argmax agreement, ``analysis.outputs``).
+    steps: ``fn(max_num_seqs) -> step API`` of a generative pipeline (``join``, ``prefill``, ``decode``,
+        ``leave``, ``lengths``: ``workbench.examples.generate_steps``); ``load`` then schedules its
+        tokens with continuous batching (``workbench.batching.continuous_live``).
     """
 
     name: str
@@ -108,6 +111,7 @@ class Pipeline:
     models: list[Any] = field(default_factory=list)
     quantization: list[dict] = field(default_factory=list, repr=False)  # set by build_pipeline
     agree: Callable[[Any, Any], float] | None = None
+    steps: Callable[[int], Any] | None = None
 
     def declare_model(self, model: Any) -> Any:
         """Declare a model the stages use (for the run's fingerprint); returns it unchanged."""

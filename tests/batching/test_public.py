@@ -9,6 +9,12 @@ def test_all_is_exact():
         [
             "Arrivals",
             "BatchFormer",
+            "ContinuousPolicy",
+            "StepTimes",
+            "fit_step_times",
+            "goodput",
+            "goodput_knee",
+            "simulate_continuous",
             "BatchPolicy",
             "DynamicBatcher",
             "ServiceModel",
@@ -34,7 +40,7 @@ class Block(importlib.abc.MetaPathFinder):
             raise ImportError('blocked for test: ' + name)
 sys.meta_path.insert(0, Block())
 from workbench.batching import Arrivals, BatchPolicy, ServiceModel, simulate, sweep, load_summary
-from workbench.batching import batcher, live, loadgen, records
+from workbench.batching import batcher, live, loadgen, records, continuous, continuous_live
 m = ServiceModel.from_samples({1: [1e6], 4: [2e6]})
 s = load_summary(simulate(m, Arrivals('poisson', rate_rps=500, count=1000), BatchPolicy(4, 1)).requests)
 print(s['end_to_end']['count'])

@@ -72,3 +72,30 @@ def test_compare_gives_the_tpot_ratio_with_its_interval_and_gate_judges_it(tmp_p
     assert main(["gate", cache, nocache]) == 1
     out = capsys.readouterr().out
     assert "TPOT p50: +80.0 % (ratio 1.800, interval [1.800, 1.800]) exceeds +5 %" in out
+
+
+TINY_OPTIONS = [
+    x
+    for o in ("vocab=64", "d_model=32", "heads=2", "layers=1", "prompt_tokens=6")
+    for x in ("--option", o)
+]
+
+
+def test_load_of_the_generate_example_batches_its_tokens_continuously(tmp_path, capsys):
+    out = tmp_path / "load"
+    args = ["load", "--example", "generate", "--threads", "1", "--json", "--out", str(out)]
+    args += ["--max-num-seqs", "2", "--max-batched-tokens", "16", "--chunk-tokens", "4"]
+    args += ["--rate", "200", "--requests", "6", *TINY_OPTIONS]
+    args += ["--option", "answer_tokens=3"]
+    assert main(args) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["continuous"]["max_num_seqs"] == 2 and got["continuous"]["chunk_tokens"] == 4
+    assert (got["requests"], got["failed"]) == (6, 0)
+    assert (got["tokens"]["requests"], got["tokens"]["tokens"]) == (6, 18)
+    assert got["tokens"]["itl"]["count"] == 12
+    assert main(["show", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tokens"]["tpot"]["count"] == 6
+    # the same pipeline without its cache offers no step API: refused, exit 2
+    nocache = ["load", "--example", "generate", "--rate", "200", "--requests", "2"]
+    assert main(nocache + [*TINY_OPTIONS, "--option", "kv_cache=false"]) == 2
+    assert "offers no step API" in capsys.readouterr().err

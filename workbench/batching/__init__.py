@@ -7,6 +7,8 @@ Collect -> record -> analyse, as elsewhere in the workbench:
 - ``batcher``, ``loadgen``, ``live``: the live run (threads, in-process) -> a ``Run`` of kind ``load``.
 - ``service_model``: service time per batch size, from profiler runs.
 - ``simulator``, ``sweeps``, ``summary``: the simulator and the tables it produces.
+- ``continuous``, ``continuous_live``: continuous batching of a generative pipeline's tokens (the
+  token-level rule, its simulator with goodput, and the live run ``load`` uses).
 
 Nothing here imports torch; the live run reaches it only through the pipeline.
 """
@@ -29,6 +31,12 @@ _EXPORTS = {
     "simulate": "simulator",
     "sweep": "sweeps",
     "load_summary": "summary",
+    "ContinuousPolicy": "continuous",
+    "StepTimes": "continuous",
+    "fit_step_times": "continuous",
+    "simulate_continuous": "continuous",
+    "goodput": "continuous",
+    "goodput_knee": "continuous",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -44,6 +44,8 @@ from ..streaming import stream_index
 from ..timing import Clock, stage_timer
 from .arrivals import Arrivals
 from .batcher import DynamicBatcher, warm_up
+from .continuous import ContinuousPolicy
+from .continuous_live import refuse_without_steps, run_continuous
 from .loadgen import generate, lag_noise, lag_percentiles
 from .policy import BatchPolicy
 from .records import load_tables, pipeline_run_meta
@@ -68,6 +70,7 @@ def run_load(
     noise_readings=None,
     timeout_s: float | None = None,
     watch=None,
+    continuous: ContinuousPolicy | None = None,
 ) -> Run:
     """Run the load and return the (unsaved) run.
 
@@ -84,6 +87,10 @@ def run_load(
         sent and finished, and the schedule stops at the window boundary where it says the point is
         stable; what is in flight then finishes and is recorded (``watch.windows_run`` says how many
         windows were sent).
+    continuous: the policy of a generative pipeline's continuous batching: a pipeline with a
+        streaming stage is run by :func:`~.continuous_live.run_continuous` through its step API
+        (``Pipeline.steps``; default policy when None; refused without a step API), and ``policy``'s
+        batch size and wait are not used.
     """
     from ..fingerprint import run_fingerprint
     from ..noise import NoiseProbe, Readings
@@ -101,7 +108,8 @@ def run_load(
         raise ConfigError(f"drain_timeout_s must be > 0 seconds, got {drain_timeout_s!r}")
     cfg = (config or PipelineConfig()).replace(batch_size=policy.max_batch_size)
     pipe = resolve_pipeline(target, cfg)
-    refuse_streaming(pipe)
+    if continuous is not None or stream_index(pipe.stages) is not None:
+        refuse_without_steps(pipe, asked=continuous is not None)
     schedule = arrivals.times_ns()
     if len(schedule) > MAX_REQUESTS:
         raise ConfigError(
@@ -109,6 +117,19 @@ def run_load(
             f"{MAX_REQUESTS} (lower --rate, --duration or --requests)"
         )
     items = _prefetch(pipe, len(schedule))
+    if pipe.steps is not None and stream_index(pipe.stages) is not None:
+        refuse_for_continuous(timeout_s, watch)
+        return run_continuous(
+            pipe,
+            target,
+            arrivals=arrivals,
+            policy=continuous or ContinuousPolicy(),
+            items=items,
+            drain_timeout_s=drain_timeout_s,
+            clock=clock,
+            sleep=sleep,
+            noise_readings=noise_readings,
+        )
     execute, threads, guards = pipeline_executor(pipe, target, clock, timeout_s)
     started = datetime.now(timezone.utc)
     probe = NoiseProbe(noise_readings or Readings()).start()
@@ -174,6 +195,21 @@ def run_load(
     if interrupted:
         raise Interrupted(run, f"interrupted after {len(requests)} of {len(schedule)} requests")
     return run
+
+
+def refuse_for_continuous(timeout_s: float | None, watch) -> None:
+    """What the continuous run does not do yet is refused, not ignored: a per-call timeout (its steps
+    run on the calling thread, unguarded) and a sweep's stop rule."""
+    if timeout_s is not None:
+        raise ConfigError(
+            "--timeout-s guards the dynamic batcher's pipeline calls; a continuous batching run "
+            "(a generative pipeline's steps) has no per-step guard yet: leave --timeout-s out"
+        )
+    if watch is not None:
+        raise ConfigError(
+            "load --sweep does not sweep a continuous batching run yet; run load at each --rate, "
+            "or simulate the rates (workbench.batching.continuous.goodput_curve)"
+        )
 
 
 def _drive(
@@ -308,18 +344,6 @@ def _prefetch(pipe, n: int) -> list:
             f"pipeline {pipe.name!r}: item source ran out (got {len(items)} of {n} items)"
         )
     return items
-
-
-def refuse_streaming(pipe) -> None:
-    """A live load schedules whole requests and would keep only a streaming stage's total time, not its
-    tokens' (``workbench.streaming``): refused (ConfigError) until it schedules at the token level."""
-    stream = stream_index(pipe.stages)
-    if stream is not None:
-        raise ConfigError(
-            f"pipeline {pipe.name!r}: stage {pipe.stage_names[stream]!r} streams its answer "
-            "(stream=True); load schedules whole requests and does not record per-token times: "
-            "use profile (TTFT, ITL, TPOT per request) or compare"
-        )
 
 
 def pipeline_executor(pipe, target, clock: Clock, timeout_s: float | None = None):

@@ -12,11 +12,14 @@ from ..otel.export import otel_hook
 from ..record import summarized
 from .load_args import (
     add_batcher_arguments,
+    add_continuous_arguments,
+    continuous_from_args,
     schedule_keys,
     schedule_line,
     add_engine_arguments,
     arrivals_from_args,
     batch_size_is_max,
+    describe_arrivals,
     describe_load,
     policy_from_args,
     refuse_timeout_s,
@@ -53,6 +56,7 @@ def register(subparsers) -> None:
     )
     add_pipeline_arguments(load, default_batch_size=None)
     add_batcher_arguments(load)
+    add_continuous_arguments(load)
     add_url_arguments(load)  # --url, --payloads, --timeout, --otel (served load)
     add_engine_arguments(load)  # --engine locust, --workers, --expect-workers, --master-host
     add_number(load, DURATION_S, 10.0, "seconds of arrivals (default 10)")
@@ -116,7 +120,7 @@ def run_load_command(args) -> int:
         return run_http_load_command(args)
     from ..batching.live import run_load
 
-    policy = policy_from_args(args)
+    policy, continuous = policy_from_args(args), continuous_from_args(args)
     batch_size_is_max(args)
     apply_threads(args)
     arrivals = arrivals_from_args(args, args.requests, args.duration)
@@ -130,6 +134,7 @@ def run_load_command(args) -> int:
             policy=policy,
             drain_timeout_s=args.drain_timeout,
             timeout_s=args.timeout_s,
+            continuous=continuous,
         )
     path = save_measured(run, out)  # as measured, then explained
     otel_hook(args, run, path)  # --otel: spans from the recorded timestamps, after the run
@@ -149,6 +154,8 @@ def _report_load(args, run, arrivals, policy) -> bool:
     from ..analysis.failures import failure_summary, noise_summary
     from ..batching.summary import format_summary, load_summary
 
+    if run.meta.load.continuous is not None:
+        return _report_continuous(args, run, arrivals)
     summary = load_summary(run.requests, policy.concurrency)
     load, path = run.meta.load, run.path
     lag = load.generator_lag_ms
@@ -165,6 +172,41 @@ def _report_load(args, run, arrivals, policy) -> bool:
         f"{load.late_requests} requests more than {load.late_threshold_ms:g} ms late"
     )
     print(schedule_line(load))
+    print_failures({"failures": failures}, sys.stdout)
+    print(f"\nrun written to {path}")
+    return True
+
+
+def _report_continuous(args, run, arrivals) -> bool:
+    """A continuous batching run's report: its tokens (TTFT, ITL, TPOT), throughput and steps."""
+    from ..analysis.failures import failure_summary, noise_summary
+    from ..analysis.tokens import token_summary, token_text
+
+    load, path = run.meta.load, run.path
+    tokens = token_summary(run.requests, run.stages, run.units)
+    failures, noise = failure_summary(run.requests, run.stage_names), noise_summary(run.meta)
+    if args.json:
+        keys = {"throughput_rps": load.throughput_rps, "continuous": load.continuous}
+        more = {"requests": load.requests, "failed": load.failed, "failures": failures}
+        more |= {"noise": noise}
+        print(dumps({"tokens": tokens} | keys | more | {"run_dir": str(path)}))
+        return True
+    c = load.continuous
+    chunk = c["chunk_tokens"] or "whole prompts"
+    print(
+        f"{run.meta.pipeline} under load: {describe_arrivals(arrivals)}continuous batching "
+        f"max_num_seqs={c['max_num_seqs']} max_batched_tokens={c['max_batched_tokens']} "
+        f"chunk={chunk}"
+    )
+    print(noise_line(noise))
+    print("\n".join(token_text(tokens)))
+    rps = load.throughput_rps
+    print(
+        f"{load.requests} requests, {load.failed} failed, "
+        + (f"{rps:.1f} req/s; " if rps is not None else "")
+        + f"{c['steps']} steps of {c['mean_running'] or 0:.1f} sequences and "
+        f"{c['mean_step_tokens'] or 0:.1f} tokens on average"
+    )
     print_failures({"failures": failures}, sys.stdout)
     print(f"\nrun written to {path}")
     return True

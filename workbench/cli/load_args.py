@@ -21,6 +21,9 @@ CONCURRENCY = number("--concurrency", 1, 1024, "batches", integer=True)
 # 1 us at least: an on window of 5e-324 ms is 0 ns, and every arrival then fell in one instant
 ON_MS = number("--burst-on-ms", 0.001, 3_600_000, "ms")
 OFF_MS = number("--burst-off-ms", 0.001, 3_600_000, "ms")
+MAX_SEQS = number("--max-num-seqs", 1, 65_536, "sequences", integer=True)
+MAX_TOKENS = number("--max-batched-tokens", 1, 2**24, "tokens", integer=True)
+CHUNK = number("--chunk-tokens", 1, 2**24, "tokens", integer=True)
 SEED = number("--seed", 0, 2**63 - 1, "", integer=True)
 WORKERS = number("--workers", 1, 1024, "processes", integer=True)
 EXPECT_WORKERS = number("--expect-workers", 1, 65_536, "processes", integer=True)
@@ -119,6 +122,35 @@ def policy_from_args(args):
     from ..batching.policy import BatchPolicy
 
     return BatchPolicy(args.max_batch_size, args.max_wait_ms, args.concurrency)
+
+
+def add_continuous_arguments(p: argparse.ArgumentParser) -> None:
+    """``--max-num-seqs``, ``--max-batched-tokens``, ``--chunk-tokens``: continuous batching of a
+    generative pipeline's tokens (``workbench.batching.continuous``)."""
+    g = p.add_argument_group(
+        "continuous batching (a generative pipeline with a step API; --max-batch-size and "
+        "--max-wait-ms do not apply to it)"
+    )
+    add_number(g, MAX_SEQS, None, "sequences in the running batch at most (default 8)")
+    add_number(g, MAX_TOKENS, None, "tokens a step: decodes and prefill chunks (default 512)")
+    add_number(
+        g, CHUNK, None, "chunked prefill: prompt tokens of a sequence a step (default: whole)"
+    )
+
+
+def continuous_from_args(args):
+    """The ``ContinuousPolicy`` of the flags, None when none was given (a generative pipeline then
+    gets the defaults)."""
+    given = {
+        k: getattr(args, k)
+        for k in ("max_num_seqs", "max_batched_tokens", "chunk_tokens")
+        if getattr(args, k) is not None
+    }
+    if not given:
+        return None
+    from ..batching.continuous import ContinuousPolicy
+
+    return ContinuousPolicy(**given)
 
 
 def summary_json(summary: dict, middle: dict) -> dict:

@@ -16,6 +16,9 @@ Stages:
 - ``detokenize``: runs once on the whole answer (the rule after a streaming stage): one JSON
   ``bytes`` response per item with its tokens.
 
+With ``kv_cache`` the pipeline also offers the step API of :mod:`.generate_steps` (``Pipeline.steps``):
+``load --max-num-seqs`` then batches its tokens continuously.
+
 Options (``config.options``):
     seed (int, 0): weights and request stream.
     kv_cache (bool, True): decode against a KV cache, or recompute every step.
@@ -120,6 +123,10 @@ def build(config: PipelineConfig) -> Pipeline:
     pipe.add("tokenize", tokenize, role="preprocess")
     pipe.add("generate", generate, role="compute", stream=True)
     pipe.add("detokenize", detokenize, role="serialize")
+    if kv_cache:  # continuous batching steps sequences against their caches (load --max-num-seqs)
+        from .generate_steps import GenerateSteps
+
+        pipe.steps = lambda max_num_seqs: GenerateSteps(model, max_num_seqs, longest)
     return pipe
 
 

@@ -48,6 +48,18 @@ class Policy(TypedDict):
     concurrency: NotRequired[PosInt]
 
 
+class Continuous(TypedDict):
+    """A continuous batching run's policy and steps (``workbench.batching.continuous_live``)."""
+
+    max_num_seqs: PosInt
+    max_batched_tokens: PosInt
+    chunk_tokens: PosInt | None
+    steps: NonNegInt
+    mean_running: Number | None
+    mean_step_tokens: Number | None
+    step_model: NotRequired[dict[str, Number]]
+
+
 class Arrivals(TypedDict, total=False):
     """An arrival process (``Arrivals.params()``)."""
 
@@ -296,6 +308,7 @@ class Load(Section, name="load"):
     timeout_s: Number | None = None
     dropped: NonNegInt | None = None
     in_flight_at_stop: NonNegInt | None = None
+    continuous: Continuous | None = None  # a generative pipeline's tokens scheduled step by step
 
 
 @dataclass(frozen=True)

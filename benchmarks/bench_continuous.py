@@ -1,0 +1,250 @@
+"""Does the continuous batching simulator predict a live run? The generate example at three rates.
+
+    python benchmarks/bench_continuous.py [--duration 5] [--loads 0.3 0.6 0.85] [--md PATH]
+
+Exit 1 when the check does not hold (a missed goal, as ``run_all.py`` counts them).
+
+1. Calibrate: time the example's step API alone (``continuous_live.profile_steps``: prefills of
+   several prompt lengths, decodes of 1..max_num_seqs sequences at several contexts) and fit the
+   step model (``continuous.fit_step_times``).
+2. The simulator's capacity (requests/s at a rate far past it) sets the three rates, as shares of it.
+3. At each rate: a live ``load`` of the example (continuous batching, Poisson arrivals, seeded) and
+   the simulator on the same arrivals and request lengths. TTFT and ITL p50 and p99 of both
+   (``analysis.tokens``), simulated over live; the check holds when every p50 is within 15 % and
+   every p99 within 25 %. Goodput (TTFT and TPOT bounds) of both, and the simulator's rate where
+   goodput falls below the target, from a grid of rates.
+4. Beside it, *replay*: the simulator with the step model fitted to the live run's own steps
+   (``load.continuous.step_model``): what is left between replay and live is the scheduling model's
+   error, what is between sim and replay the calibration's.
+
+The check is meant for a quiet machine; on a busy one the live steps are slower and noisier than the
+calibration's (say so beside the figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from workbench.analysis.tokens import token_requests, token_summary  # noqa: E402
+from workbench.batching.arrivals import Arrivals  # noqa: E402
+from workbench.batching.continuous import (  # noqa: E402
+    ContinuousPolicy,
+    StepTimes,
+    fit_step_times,
+    goodput,
+    goodput_curve,
+    simulate_continuous,
+)
+from workbench.batching.continuous_live import profile_steps  # noqa: E402
+from workbench.batching.live import run_load  # noqa: E402
+from workbench.batching.policy import BatchPolicy  # noqa: E402
+from workbench.config import PipelineConfig  # noqa: E402
+from workbench.runner import resolve_pipeline  # noqa: E402
+
+P50_TOL, P99_TOL = 0.15, 0.25
+CAPACITY_RATE = 10_000.0  # req/s: far past capacity, the simulator's throughput is its capacity
+
+
+def calibrate(pipe, policy: ContinuousPolicy, prompt_n: int, answer_n: int):
+    steps = pipe.steps(policy.max_num_seqs)
+
+    def item_of(p: int, a: int) -> dict:
+        return {"prompt": [1 + i % 7 for i in range(p)], "answer_tokens": a}
+
+    seqs = sorted({1, 2, max(1, policy.max_num_seqs // 2), policy.max_num_seqs})
+    chunk = policy.chunk_tokens or 2 * prompt_n
+    prompts = sorted({max(1, prompt_n // 2), prompt_n, min(chunk, 3 * prompt_n // 2)})
+    contexts = (prompt_n // 2, prompt_n + answer_n // 2, prompt_n + answer_n)
+    measured = profile_steps(
+        steps, item_of, seqs=seqs, contexts=contexts, prompts=prompts, repeat=8
+    )
+    return fit_step_times(measured), measured
+
+
+def lengths_of(pipe, n: int) -> list[tuple[int, int]]:
+    steps_cls = pipe.steps(1)
+    it = pipe.item_iterator()
+    return [steps_cls.lengths(next(it)) for _ in range(n)]
+
+
+def figures(requests, stages, units) -> dict:
+    t = token_summary(requests, stages, units)
+    return {
+        "ttft_p50_ms": t["ttft"]["p50_ms"],
+        "ttft_p99_ms": t["ttft"]["p99_ms"],
+        "itl_p50_ms": t["itl"]["p50_ms"],
+        "itl_p99_ms": t["itl"]["p99_ms"],
+        "requests": t["requests"],
+        "gaps": t["itl"]["count"],
+    }
+
+
+def compare(sim: dict, live: dict) -> dict:
+    out = {}
+    for key in ("ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms"):
+        ratio = sim[key] / live[key] if live[key] else None
+        tol = P50_TOL if "p50" in key else P99_TOL
+        out[key] = {"ratio": ratio, "within": ratio is not None and abs(ratio - 1) <= tol}
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--duration", type=float, default=5.0, help="seconds of arrivals per rate")
+    ap.add_argument("--loads", type=float, nargs=3, default=[0.3, 0.6, 0.85])
+    ap.add_argument("--max-num-seqs", type=int, default=8)
+    ap.add_argument("--max-batched-tokens", type=int, default=512)
+    ap.add_argument("--chunk-tokens", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--prompt-tokens", type=int, default=32)
+    ap.add_argument("--answer-tokens", type=int, default=32)
+    ap.add_argument("--ttft-ms", type=float, default=50.0, help="goodput's TTFT bound")
+    ap.add_argument("--tpot-ms", type=float, default=10.0, help="goodput's TPOT bound")
+    ap.add_argument("--target", type=float, default=0.9, help="goodput target for the knee")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--note", default="", help="what else ran on the machine")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--md", type=Path)
+    args = ap.parse_args(argv)
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    options = {
+        "prompt_tokens": args.prompt_tokens,
+        "answer_tokens": args.answer_tokens,
+        "lengths": "uniform",
+    }
+    config = PipelineConfig(device=args.device, threads=args.threads, options=options)
+    policy = ContinuousPolicy(args.max_num_seqs, args.max_batched_tokens, args.chunk_tokens)
+    pipe = resolve_pipeline("generate", config)
+    t0 = time.perf_counter()
+    times, measured = calibrate(pipe, policy, args.prompt_tokens, args.answer_tokens)
+    calib_s = time.perf_counter() - t0
+    many = Arrivals("poisson", rate_rps=CAPACITY_RATE, count=400, seed=args.seed)
+    flood = simulate_continuous(many.times_ns(), lengths_of(pipe, 400), times, policy)
+    span = (flood.requests["start_ns"] + flood.requests["dur_ns"]).max()
+    capacity = 400 * 1e9 / float(span)
+    rows = []
+    for share in args.loads:
+        rate = share * capacity
+        arrivals = Arrivals("poisson", rate_rps=rate, duration_s=args.duration, seed=args.seed)
+        busy = os.getloadavg()[0]
+        run = run_load(
+            "generate",
+            config,
+            arrivals=arrivals,
+            policy=BatchPolicy(1, 0.0),
+            continuous=policy,
+            drain_timeout_s=30.0,
+        )
+        n = len(arrivals.times_ns())
+        sim = simulate_continuous(arrivals.times_ns(), lengths_of(pipe, n), times, policy)
+        own = StepTimes.from_dict(run.meta.load.continuous["step_model"])
+        replay = simulate_continuous(arrivals.times_ns(), lengths_of(pipe, n), own, policy)
+        live_f = figures(run.requests, run.stages, run.units)
+        sim_f = figures(sim.requests, sim.stages, sim.units)
+        replay_f = figures(replay.requests, replay.stages, replay.units)
+        good = [
+            goodput(token_requests(r.requests, r.stages, r.units), args.ttft_ms, args.tpot_ms)
+            for r in (run, sim)
+        ]
+        rows.append(
+            {
+                "load": share,
+                "rate_rps": rate,
+                "live": live_f,
+                "sim": sim_f,
+                "check": compare(sim_f, live_f),
+                "replay": replay_f,
+                "replay_check": compare(replay_f, live_f),
+                "live_step_model": own.describe(),
+                "goodput_live": good[0],
+                "goodput_sim": good[1],
+                "failed_live": int((~run.requests["ok"]).sum()),
+                "loadavg_1min": busy,
+            }
+        )
+    grid = [capacity * s for s in np.linspace(0.1, 1.2, 12)]
+    _, knee = goodput_curve(
+        times,
+        policy,
+        lengths_of(pipe, 300),
+        grid,
+        ttft_ms=args.ttft_ms,
+        tpot_ms=args.tpot_ms,
+        target=args.target,
+        seed=args.seed,
+    )
+    result = {
+        "policy": policy.params(),
+        "options": options,
+        "device": args.device,
+        "threads": args.threads,
+        "step_model": times.describe(),
+        "calibration_steps": len(measured),
+        "calibration_s": calib_s,
+        "capacity_rps": capacity,
+        "rates": rows,
+        "knee": knee | {"ttft_ms": args.ttft_ms, "tpot_ms": args.tpot_ms},
+        "holds": all(c["within"] for r in rows for c in r["check"].values()),
+        "note": args.note,
+    }
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+    text = markdown(result)
+    if args.md:
+        args.md.write_text(text)
+    print(text)
+    return 0 if result["holds"] else 1  # a missed goal (run_all.py)
+
+
+def markdown(r: dict) -> str:
+    def f(x):
+        return "-" if x is None else f"{x:.3f}"
+
+    lines = [
+        f"policy {r['policy']}, options {r['options']}, {r['device']}, {r['threads']} thread(s)",
+        f"step model (ns): {', '.join(f'{k} {v:.0f}' for k, v in r['step_model'].items())}",
+        f"simulated capacity {r['capacity_rps']:.1f} req/s; {r['note']}",
+        "",
+        "| load | rate req/s | metric | live ms | sim ms | sim/live | within | replay ms | replay/live |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in r["rates"]:
+        for key, c in row["check"].items():
+            rc = row["replay_check"][key]
+            lines.append(
+                f"| {row['load']:.2f} | {row['rate_rps']:.1f} | {key[:-3]} | {f(row['live'][key])} | "
+                f"{f(row['sim'][key])} | {f(c['ratio'])} | {'yes' if c['within'] else 'NO'} | "
+                f"{f(row['replay'][key])} | {f(rc['ratio'])} |"
+            )
+    lines.append("")
+    for row in r["rates"]:
+        lines.append(
+            f"load {row['load']:.2f}: {row['live']['requests']} requests live ({row['failed_live']} "
+            f"failed), goodput live {f(row['goodput_live'])}, simulated {f(row['goodput_sim'])}; "
+            f"1-minute load average {row['loadavg_1min']:.1f} on {os.cpu_count()} cores at its start"
+        )
+    k = r["knee"]
+    lines.append(
+        f"goodput (TTFT <= {k['ttft_ms']:g} ms, TPOT <= {k['tpot_ms']:g} ms) falls below "
+        f"{k['target']:g} between {f(k['last_good_rps'])} and {f(k['first_short_rps'])} req/s "
+        "(simulated)"
+    )
+    lines.append(f"check {'holds' if r['holds'] else 'does NOT hold'} at all three rates")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,372 @@
+"""Continuous batching at the token level, as vLLM's scheduler does it: the rule and its simulator.
+
+A generative server keeps a *running* batch of sequences and steps it: every step makes one token
+for each sequence past its prompt (a decode) and runs part of the prompts of sequences that just
+joined (a prefill). Requests join the running batch and leave it between steps, never wait for a
+batch to finish. The rule (:class:`Scheduler`, shared by this simulator and the live run
+``workbench.batching.continuous_live``):
+
+1. **Admit**: requests that have arrived join the running batch in arrival order while it holds
+   fewer than ``max_num_seqs`` sequences.
+2. **Decode first**: every running sequence whose prompt is done takes one token of the step's
+   budget of ``max_batched_tokens``.
+3. **Prefill** with what is left, sequences in admission order: each takes
+   ``min(prompt left, chunk_tokens, budget left)`` prompt tokens (chunked prefill). Without
+   ``chunk_tokens`` a prompt is prefilled whole or waits for a step with room for it (a prompt
+   longer than ``max_batched_tokens`` is refused).
+4. **Emit** at the step's end: a token for every decoded sequence, and the first token of every
+   sequence whose prompt the step finished; a sequence with all its ``answer`` tokens leaves.
+
+A step's time comes from :class:`StepTimes`, a linear model fitted to measured steps
+(:func:`fit_step_times`). The simulator writes the run tables a live run writes (``requests``,
+``stages`` ``queue_wait`` and ``generate``, ``units``), so :mod:`workbench.analysis.tokens` computes
+TTFT, ITL and TPOT of both the same way; :func:`goodput` and :func:`goodput_knee` judge them
+against bounds (vLLM's serving benchmark's goodput).
+
+There is no ``simulate`` command for it (a simulation needs each request's prompt and answer length,
+which no run folder holds); in Python, from a live run's own step model or a calibration::
+
+    times = StepTimes.from_dict(run.meta.load.continuous["step_model"])  # or fit_step_times(
+    #   continuous_live.profile_steps(pipe.steps(8), item_of))
+    sim = simulate_continuous(Arrivals("poisson", rate_rps=50, count=500).times_ns(), lengths,
+                              times, ContinuousPolicy(8, 512, chunk_tokens=64))
+    token_summary(sim.requests, sim.stages, sim.units)  # TTFT, ITL, TPOT as show gives them
+    goodput_curve(times, policy, lengths, rates, ttft_ms=200, tpot_ms=50, target=0.9)
+
+``benchmarks/bench_continuous.py`` checks the simulator against live runs.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError
+from ..record.tables import LOAD_REQUEST_COLUMNS, build_tables, build_units, request_row
+from ..timing import StageFailure
+from ..units import ms_to_ns
+
+STREAM_STAGE = "generate"  # the stage the units belong to, in the simulated and the live run
+STAGES = ["queue_wait", STREAM_STAGE]
+# the features of a step, in StepTimes' coefficient order
+LOAD_COLUMNS = {**LOAD_REQUEST_COLUMNS, "lag_ns": "int64"}  # batch_wait_ns and lag_ns are 0
+DRAINED = StageFailure(
+    STREAM_STAGE, "DrainTimeout", "not finished before the run's drain deadline (drain_timeout_s)"
+)
+FEATURES = ("decode_step", "decode_seqs", "context_tokens", "prefill_chunks", "prefill_tokens")
+
+
+@dataclass(frozen=True)
+class ContinuousPolicy:
+    """``max_num_seqs`` running sequences at most, ``max_batched_tokens`` tokens a step (decodes and
+    prefill chunks), ``chunk_tokens`` prompt tokens of one sequence a step (None: whole prompts)."""
+
+    max_num_seqs: int = 8
+    max_batched_tokens: int = 512
+    chunk_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_num_seqs", "max_batched_tokens", "chunk_tokens"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, int) and value >= 1):
+                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.max_batched_tokens < self.max_num_seqs:
+            raise ConfigError(
+                f"max_batched_tokens ({self.max_batched_tokens}) must be at least max_num_seqs "
+                f"({self.max_num_seqs}): every running sequence decodes one token a step"
+            )
+
+    def params(self) -> dict:
+        return {
+            "max_num_seqs": self.max_num_seqs,
+            "max_batched_tokens": self.max_batched_tokens,
+            "chunk_tokens": self.chunk_tokens,
+        }
+
+
+@dataclass
+class Seq:
+    """One request in the scheduler: its prompt and answer lengths, what is done of them."""
+
+    request: int
+    arrival_ns: int
+    prompt: int
+    answer: int
+    prefilled: int = 0
+    emitted: int = 0
+    admitted_ns: int | None = None
+    batch: int = -1  # the step it joined the running batch before (-1: never admitted)
+    handle: object = None  # the live run's sequence (its step API's), None when simulated
+
+
+@dataclass
+class Step:
+    """One step's work: the sequences decoding, and ``(sequence, prompt tokens)`` prefill chunks."""
+
+    decode: list[Seq]
+    prefill: list[tuple[Seq, int]]
+
+    def features(self) -> tuple[int, ...]:
+        """The step's :data:`FEATURES` (context: the decoded sequences' tokens so far)."""
+        context = sum(s.prompt + s.emitted for s in self.decode)
+        chunks = sum(n for _, n in self.prefill)
+        return (int(bool(self.decode)), len(self.decode), context, len(self.prefill), chunks)
+
+
+@dataclass
+class Scheduler:
+    """The rule of the module docstring over a queue of arrived requests and the running batch."""
+
+    policy: ContinuousPolicy
+    waiting: deque = field(default_factory=deque)
+    running: list[Seq] = field(default_factory=list)
+    steps: int = 0  # steps advanced
+
+    def arrive(self, seq: Seq) -> None:
+        if self.policy.chunk_tokens is None and seq.prompt > self.policy.max_batched_tokens:
+            raise ConfigError(
+                f"request {seq.request}: a prompt of {seq.prompt} tokens does not fit "
+                f"max_batched_tokens ({self.policy.max_batched_tokens}) without chunked prefill; "
+                "set chunk_tokens or raise max_batched_tokens"
+            )
+        self.waiting.append(seq)
+
+    def admit(self, now_ns: int) -> list[Seq]:
+        """Step 1: the requests that joined the running batch at ``now_ns``."""
+        joined = []
+        while self.waiting and len(self.running) < self.policy.max_num_seqs:
+            seq = self.waiting.popleft()
+            seq.admitted_ns, seq.batch = now_ns, self.steps
+            self.running.append(seq)
+            joined.append(seq)
+        return joined
+
+    def plan(self) -> Step:
+        """Steps 2 and 3: the next step's decodes and prefill chunks."""
+        decode = [s for s in self.running if s.prefilled == s.prompt]
+        budget = self.policy.max_batched_tokens - len(decode)
+        chunk = self.policy.chunk_tokens
+        prefill = []
+        for s in self.running:
+            left = s.prompt - s.prefilled
+            if not left or budget <= 0:
+                continue
+            n = min(left, budget) if chunk is None else min(left, chunk, budget)
+            if chunk is None and n < left:
+                break  # a whole prompt waits for a step with room; later ones wait behind it
+            prefill.append((s, n))
+            budget -= n
+        return Step(decode, prefill)
+
+    def advance(self, step: Step) -> tuple[list[Seq], list[Seq]]:
+        """Step 4: ``(sequences that emitted a token, sequences that left)`` after ``step`` ran."""
+        self.steps += 1
+        emitted = list(step.decode)
+        for s, n in step.prefill:
+            s.prefilled += n
+            if s.prefilled == s.prompt:
+                emitted.append(s)
+        for s in emitted:
+            s.emitted += 1
+        left = [s for s in emitted if s.emitted >= s.answer]
+        if left:
+            self.running = [s for s in self.running if s.emitted < s.answer]
+        return emitted, left
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """A step's time in ns: ``coef_ns`` times the step's :data:`FEATURES` (a decode's fixed cost, per
+    sequence decoded, per token of their context, a prefill chunk's fixed cost, per prompt token)."""
+
+    coef_ns: tuple[float, ...]
+
+    def step_ns(self, step: Step) -> int:
+        return self.step_ns_of(step.features())
+
+    def step_ns_of(self, features: Sequence[int]) -> int:
+        return int(round(float(np.dot(self.coef_ns, features))))
+
+    def describe(self) -> dict:
+        return {f"{name}_ns": float(c) for name, c in zip(FEATURES, self.coef_ns)}
+
+    @classmethod
+    def from_dict(cls, described: dict) -> "StepTimes":
+        """The model :meth:`describe` wrote (a load run's ``load.continuous.step_model``)."""
+        return cls(tuple(float(described[f"{name}_ns"]) for name in FEATURES))
+
+
+ROBUST_ROUNDS = 50  # reweighted rounds of the median fit
+RESIDUAL_FLOOR_NS = 1.0  # residuals under 1 ns weigh as 1 ns (no division by zero)
+
+
+def fit_step_times(steps: pd.DataFrame) -> StepTimes:
+    """The step model of measured steps (:func:`workbench.batching.continuous_live.profile_steps`,
+    or a live run's): ``dur_ns`` against the :data:`FEATURES` columns, coefficients >= 0.
+
+    A median fit, not least squares: each shape measured more than once counts by its median, and
+    the line is the least absolute deviations one (iteratively reweighted least squares), so the
+    steps a busy machine preempted do not pull it. A feature that never varies from 0 gets 0.
+    """
+    shapes = steps.groupby(list(FEATURES), as_index=False)["dur_ns"].median()
+    x = shapes[list(FEATURES)].to_numpy("float64")
+    y = shapes["dur_ns"].to_numpy("float64")
+    coef = _nonneg_fit(x, y, np.ones(len(y)))
+    for _ in range(ROBUST_ROUNDS):
+        weight = 1.0 / np.maximum(np.abs(y - x @ coef), RESIDUAL_FLOOR_NS)
+        coef = _nonneg_fit(x, y, weight)
+    return StepTimes(tuple(float(c) for c in coef))
+
+
+def _nonneg_fit(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Weighted least squares, a feature whose coefficient comes out negative dropped and the rest
+    refit (a small non-negative least squares); features all 0 stay 0."""
+    root = np.sqrt(weight)[:, None]
+    used = np.flatnonzero(x.any(axis=0))
+    coef = np.zeros(x.shape[1])
+    while used.size:
+        fit = np.linalg.lstsq(x[:, used] * root, y * root[:, 0], rcond=None)[0]
+        if (fit >= 0).all():
+            coef[used] = fit
+            break
+        used = np.delete(used, int(np.argmin(fit)))
+    return coef
+
+
+@dataclass
+class ContinuousRun:
+    """A simulated (or live) continuous run: run-record ``requests``, ``stages`` and ``units`` tables
+    (ns from the first arrival) and ``steps`` (``start_ns``, ``dur_ns`` and the :data:`FEATURES`)."""
+
+    requests: pd.DataFrame
+    stages: pd.DataFrame
+    units: pd.DataFrame
+    steps: pd.DataFrame
+
+
+def simulate_continuous(
+    arrival_ns: Sequence[int],
+    lengths: Sequence[tuple[int, int]],
+    times: StepTimes,
+    policy: ContinuousPolicy,
+) -> ContinuousRun:
+    """Run :class:`Scheduler` on requests arriving at ``arrival_ns`` (sorted) with ``(prompt tokens,
+    answer tokens)`` ``lengths``, each step taking ``times.step_ns`` of it."""
+    seqs = [Seq(i, int(t), p, a) for i, (t, (p, a)) in enumerate(zip(arrival_ns, lengths))]
+    sched, now, k, log = Scheduler(policy), 0, 0, TokenLog()
+    while k < len(seqs) or sched.running or sched.waiting:
+        if not sched.running and not sched.waiting:
+            now = max(now, seqs[k].arrival_ns)
+        while k < len(seqs) and seqs[k].arrival_ns <= now:
+            sched.arrive(seqs[k])
+            k += 1
+        sched.admit(now)
+        step = sched.plan()
+        end = now + times.step_ns(step)
+        log.step(step, now, end)
+        emitted, _ = sched.advance(step)
+        log.emit(emitted, end)
+        now = end
+    return log.run(seqs)
+
+
+class TokenLog:
+    """Steps and unit times as a run goes, then the run tables (:meth:`run`)."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple] = []
+        self.units: list[tuple[int, int, int]] = []  # (request, unit, at_ns)
+
+    def step(self, step: Step, start_ns: int, end_ns: int) -> None:
+        self.steps.append((start_ns, end_ns - start_ns, *step.features()))
+
+    def emit(self, seqs: list[Seq], at_ns: int) -> None:
+        self.units += [(s.request, s.emitted - 1, at_ns) for s in seqs]
+
+    def run(
+        self,
+        seqs: Sequence[Seq],
+        stopped_ns: int | None = None,
+        failure: StageFailure | None = None,
+    ) -> ContinuousRun:
+        """The run tables (a load run's columns: ``queue_wait_ns`` to admission, ``service_ns`` from it,
+        ``batch`` the step it joined before). A finished request's end to end runs from its arrival to
+        its last unit, its ``generate`` stage from admission to the last unit; one not finished at
+        ``stopped_ns`` fails there with ``failure`` (default :data:`DRAINED`)."""
+        last: dict[int, int] = {}
+        for r, _, at in self.units:
+            last[r] = at
+        req_rows, st_rows = [], []
+        for s in seqs:
+            done = s.emitted >= s.answer
+            end = last[s.request] if done else stopped_ns
+            admitted = end if s.admitted_ns is None else s.admitted_ns
+            failed = None if done else failure or DRAINED
+            row = request_row(s.request, False, s.arrival_ns, end - s.arrival_ns, failed, 1)
+            wait, service = admitted - s.arrival_ns, end - admitted
+            loads = (s.arrival_ns, 0, wait, service, s.batch, 0)
+            req_rows.append(row | dict(zip(LOAD_COLUMNS, loads)))
+            st_rows.append((s.request, STAGES[0], 0, s.arrival_ns, wait, None))
+            if s.admitted_ns is not None:
+                st_rows.append((s.request, STAGES[1], 1, admitted, service, None))
+        requests, stages = build_tables(req_rows, st_rows, LOAD_COLUMNS)
+        units = build_units((r, STREAM_STAGE, u, at) for r, u, at in sorted(self.units))
+        steps = pd.DataFrame(self.steps, columns=["start_ns", "dur_ns", *FEATURES], dtype="int64")
+        return ContinuousRun(requests, stages, units, steps)
+
+
+def goodput(per: pd.DataFrame, ttft_ms: float, tpot_ms: float) -> float | None:
+    """The share of requests meeting both bounds, from :func:`workbench.analysis.tokens.token_requests`
+    rows (a request of one token has no TPOT and meets that bound); None without requests."""
+    if per.empty:
+        return None
+    tpot = per["tpot_ns"].fillna(0).to_numpy("int64")
+    good = (per["ttft_ns"].to_numpy("int64") <= ms_to_ns(ttft_ms)) & (tpot <= ms_to_ns(tpot_ms))
+    return float(good.mean())
+
+
+def goodput_knee(
+    rates_rps: Sequence[float], goodputs: Sequence[float | None], target: float
+) -> dict:
+    """The arrival rate where goodput falls below ``target``: ``last_good_rps`` (the highest rate
+    before the first that falls short, None when the lowest does) and ``first_short_rps`` (None when
+    none does), over rates in increasing order."""
+    good = None
+    for rate, share in sorted(zip(rates_rps, goodputs)):
+        if share is None or share < target:
+            return {"target": target, "last_good_rps": good, "first_short_rps": float(rate)}
+        good = float(rate)
+    return {"target": target, "last_good_rps": good, "first_short_rps": None}
+
+
+def goodput_curve(
+    times: StepTimes,
+    policy: ContinuousPolicy,
+    lengths: Sequence[tuple[int, int]],
+    rates_rps: Sequence[float],
+    *,
+    ttft_ms: float,
+    tpot_ms: float,
+    target: float,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, dict]:
+    """Goodput against the arrival rate, simulated: at each rate, Poisson arrivals (``seed``) of
+    ``len(lengths)`` requests of those lengths. ``(table, knee)``: columns ``rate_rps``, ``goodput``
+    (:func:`goodput`, float or None) and ``throughput_rps`` (requests over the first arrival to the
+    last token), and :func:`goodput_knee` at ``target``."""
+    from ..analysis.tokens import token_requests  # analysis reads run tables; nothing reads back
+    from .arrivals import Arrivals
+
+    rows = []
+    for rate in rates_rps:
+        arrivals = Arrivals("poisson", rate_rps=float(rate), count=len(lengths), seed=seed)
+        run = simulate_continuous(arrivals.times_ns(), lengths, times, policy)
+        per = token_requests(run.requests, run.stages, run.units)
+        span = int((run.requests["start_ns"] + run.requests["dur_ns"]).max())
+        rows.append((float(rate), goodput(per, ttft_ms, tpot_ms), len(per) * 1e9 / max(span, 1)))
+    table = pd.DataFrame(rows, columns=["rate_rps", "goodput", "throughput_rps"])
+    return table, goodput_knee(table["rate_rps"], table["goodput"], target)

@@ -1,0 +1,243 @@
+"""A live continuous batching run: a generative pipeline's step API driven by the token-level rule.
+
+``load`` of a pipeline that offers a step API (``Pipeline.steps``, the generate example's
+:mod:`workbench.examples.generate_steps`) runs this instead of the dynamic batcher. One thread, the
+caller's: between steps it moves the requests now due into the waiting queue, admits, plans and runs a
+step with :class:`~.continuous.Scheduler` (the simulator's rule, not a copy), a ``decode`` over the
+decoding sequences then one ``prefill`` per chunk, and stamps every token the step made with the
+step's end (when a server would send it). Requests are due at their schedule times (open loop); the
+time until the loop admits one is its ``queue_wait``.
+
+The run is a :class:`workbench.record.Run` of kind ``load`` with stages ``queue_wait`` and
+``generate`` and a ``units`` table, so ``show`` reports TTFT, ITL and TPOT as for a profile. Its
+``load.continuous`` holds the policy, the step counts and the step model fitted to the run's steps. Requests not finished by the drain deadline
+(``drain_timeout_s`` after the last arrival) fail as ``DrainTimeout``.
+
+:func:`profile_steps` times the step API alone at chosen shapes: the measurements
+:func:`~.continuous.fit_step_times` fits the simulator's step model to.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+import pandas as pd
+
+from ..errors import ConfigError
+from ..guard import Interrupted
+from ..timing import StageFailure
+from ..record import Load, Run
+from ..streaming import stream_index
+from ..timing import Clock
+from ..units import s_to_ns
+from .arrivals import Arrivals
+from .continuous import (
+    FEATURES,
+    STAGES,
+    ContinuousPolicy,
+    Scheduler,
+    Seq,
+    Step,
+    DRAINED,
+    STREAM_STAGE,
+    TokenLog,
+    fit_step_times,
+)
+from .loadgen import lag_summary
+from .records import pipeline_run_meta
+
+STOPPED = StageFailure(
+    STREAM_STAGE, "RunStopped", "not finished when the run was interrupted (Ctrl-C)"
+)
+LEAD_NS = 2_000_000  # the schedule starts 2 ms after the warm-up
+WARMUP_STEPS = 3
+
+
+def refuse_without_steps(pipe, asked: bool) -> None:
+    """A streaming pipeline without a step API is refused (load cannot time its tokens), and so is
+    ``--max-num-seqs`` on a pipeline without one."""
+    if pipe.steps is not None:
+        return
+    stream = stream_index(pipe.stages)
+    if stream is not None:
+        raise ConfigError(
+            f"pipeline {pipe.name!r}: stage {pipe.stage_names[stream]!r} streams its answer "
+            "(stream=True) but the pipeline offers no step API (Pipeline.steps: join, prefill, "
+            "decode, leave); load schedules tokens through one: add it, or use profile (TTFT, ITL, "
+            "TPOT per request) or compare"
+        )
+    if asked:
+        raise ConfigError(
+            f"pipeline {pipe.name!r} offers no step API (Pipeline.steps): --max-num-seqs, "
+            "--max-batched-tokens and --chunk-tokens apply to generative pipelines that offer one"
+        )
+
+
+def run_continuous(
+    pipe,
+    target=None,
+    *,
+    arrivals: Arrivals,
+    policy: ContinuousPolicy,
+    items: list,
+    drain_timeout_s: float = 10.0,
+    clock: Clock = time.perf_counter_ns,
+    sleep=time.sleep,
+    noise_readings=None,
+) -> Run:
+    """Run ``items`` (one per arrival of ``arrivals``) through ``pipe.steps(policy.max_num_seqs)``.
+
+    target: what ``pipe`` was built from (its fingerprint; ``pipe`` when None). Ctrl-C stops the
+    arrivals and the steps: what finished is kept, the rest fail (``RunStopped``), and
+    :class:`~workbench.guard.Interrupted` carries the run (status ``interrupted``).
+    """
+    from ..device import torch_or_none
+    from ..fingerprint import run_fingerprint
+    from ..noise import NoiseProbe, Readings
+    from ..runner import STATUS_COMPLETE, STATUS_INTERRUPTED, environment
+
+    torch = torch_or_none()
+    threads = pipe.config.threads or (torch.get_num_threads() if torch is not None else None)
+    steps = pipe.steps(policy.max_num_seqs)
+    if items:
+        _warm_up(steps, items[0])
+    schedule = arrivals.times_ns()
+    seqs = [Seq(i, int(t), *steps.lengths(x)) for i, (t, x) in enumerate(zip(schedule, items))]
+    started = datetime.now(timezone.utc)
+    probe = NoiseProbe(noise_readings or Readings()).start()
+    origin = clock() + LEAD_NS
+    deadline = (int(schedule[-1]) if len(schedule) else 0) + s_to_ns(drain_timeout_s)
+    log, interrupted = TokenLog(), False
+    try:
+        drive(log, steps, seqs, items, policy, clock, sleep, origin, deadline)
+    except KeyboardInterrupt:
+        interrupted = True
+    run = log.run(seqs, clock() - origin, STOPPED if interrupted else DRAINED)
+    ok = run.requests["ok"]
+    load = lag_summary(np.zeros(len(seqs), dtype=np.int64)) | {
+        "requests": len(seqs),
+        "failed": int((~ok).sum()),
+        "throughput_rps": _throughput(run.requests),
+        "arrivals": arrivals.params(),
+        "policy": None,
+        "drain_timeout_s": drain_timeout_s,
+        "continuous": policy.params() | step_figures(run.steps) | _step_model(run.steps),
+    }
+    env = environment(pipe.config)
+    meta = pipeline_run_meta(
+        pipe, "load", list(STAGES), started, len(run.requests), env, load=Load.from_dict(load)
+    ).replace(
+        status=STATUS_INTERRUPTED if interrupted else STATUS_COMPLETE,
+        fingerprint=run_fingerprint(pipe, pipe if target is None else target, threads, env),
+        noise=probe.finish(threads, run.requests.loc[ok, "dur_ns"].to_numpy()),
+    )
+    out = Run(meta=meta, requests=run.requests, stages=run.stages, units=run.units)
+    if interrupted:
+        raise Interrupted(out, f"interrupted after {int(ok.sum())} of {len(seqs)} requests")
+    return out
+
+
+def drive(log: TokenLog, steps, seqs, items, policy, clock, sleep, origin: int, deadline: int):
+    """The loop of the module docstring, into ``log``, until every request finished or ``deadline``
+    (ns from ``origin``) passed."""
+    sched, k = Scheduler(policy), 0
+    while k < len(seqs) or sched.running or sched.waiting:
+        now = clock() - origin
+        if now > deadline:
+            break
+        while k < len(seqs) and seqs[k].arrival_ns <= now:
+            sched.arrive(seqs[k])
+            k += 1
+        if not sched.running and not sched.waiting:
+            sleep(max(0, seqs[k].arrival_ns - now) / 1e9)
+            continue
+        for s in sched.admit(now):
+            s.handle = steps.join(items[s.request])
+        step = sched.plan()
+        start = clock() - origin
+        run_step(steps, step)
+        end = clock() - origin
+        log.step(step, start, end)
+        emitted, left = sched.advance(step)
+        log.emit(emitted, end)
+        for s in left:
+            steps.leave(s.handle)
+
+
+def run_step(steps, step: Step) -> None:
+    """One step through the step API: the decodes in one call, then each prefill chunk."""
+    if step.decode:
+        steps.decode([s.handle for s in step.decode])
+    for s, n in step.prefill:
+        steps.prefill(s.handle, n)
+
+
+def step_figures(steps: pd.DataFrame) -> dict:
+    """``steps``, ``mean_running`` (sequences a step: decoding or prefilling) and ``mean_step_tokens``."""
+    if steps.empty:
+        return {"steps": 0, "mean_running": None, "mean_step_tokens": None}
+    tokens = steps["decode_seqs"] + steps["prefill_tokens"]
+    running = steps["decode_seqs"] + steps["prefill_chunks"]
+    return {
+        "steps": int(len(steps)),
+        "mean_running": float(running.mean()),
+        "mean_step_tokens": float(tokens.mean()),
+    }
+
+
+def _step_model(steps: pd.DataFrame) -> dict:
+    """``step_model``: the step model fitted to the run's own steps (``StepTimes.describe``), what
+    :func:`~.continuous.simulate_continuous` needs to replay the run's scheduling."""
+    return {"step_model": fit_step_times(steps).describe()} if len(steps) else {}
+
+
+def _throughput(requests: pd.DataFrame) -> float | None:
+    ok = requests[requests["ok"]]
+    span = int((ok["start_ns"] + ok["dur_ns"]).max() - requests["start_ns"].min()) if len(ok) else 0
+    return len(ok) * 1e9 / span if span > 0 else None
+
+
+def _warm_up(steps, item) -> None:
+    """A few untimed steps of one sequence (first calls allocate and pick kernels)."""
+    seq = steps.join(item)
+    steps.prefill(seq, steps.lengths(item)[0])
+    for _ in range(WARMUP_STEPS):
+        steps.decode([seq])
+    steps.leave(seq)
+
+
+def profile_steps(
+    steps,
+    item_of,
+    *,
+    seqs=(1, 2, 4, 8),
+    contexts=(16, 48),
+    prompts=(8, 32, 128),
+    repeat=5,
+    clock: Clock = time.perf_counter_ns,
+) -> pd.DataFrame:
+    """Measured steps of the step API: decodes of ``seqs`` sequences at each context, prefills of
+    ``prompts`` tokens; ``item_of(prompt_tokens, answer_tokens)`` makes a request. Columns
+    ``dur_ns`` and the :data:`~.continuous.FEATURES`, one row per timed call (``repeat`` each)."""
+    rows = []
+    for n in prompts:
+        for _ in range(repeat):
+            seq = steps.join(item_of(n, 1))
+            t0 = clock()
+            steps.prefill(seq, n)
+            rows.append((clock() - t0, 0, 0, 0, 1, n))
+            steps.leave(seq)
+    for b in seqs:
+        for ctx in contexts:
+            live = [steps.join(item_of(ctx, repeat + 1)) for _ in range(b)]
+            for s in live:
+                steps.prefill(s, ctx)
+            for r in range(repeat):
+                t0 = clock()
+                steps.decode(live)
+                rows.append((clock() - t0, 1, b, b * (ctx + 1 + r), 0, 0))
+            for s in live:
+                steps.leave(s)
+    return pd.DataFrame(rows, columns=["dur_ns", *FEATURES], dtype="int64")

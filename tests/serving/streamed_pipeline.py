@@ -1,6 +1,7 @@
 """A tiny generate-like pipeline for the served streaming tests: ``{"x": k, "n": units}`` in, one unit
 per step (a list of one token per request of the batch, 2 ms apart), then the whole answer as JSON.
-``x == -1`` raises after its second unit; ``x == -3`` raises before its first."""
+``x == -1`` raises after its second unit; ``x == -3`` raises before its first; ``"pad": n`` makes each
+of its units a string of n characters (a stream a client can stop reading)."""
 
 import itertools
 import json
@@ -30,10 +31,14 @@ def build(config):
             if step == 2 and any(r["x"] == -1 for r in rows):
                 raise ValueError("x=-1 fails after two tokens")
             time.sleep(STEP_S)
-            yield [r["x"] * 10 + step for r in rows]
+            yield [unit(r, step) for r in rows]
 
     @pipe.stage
     def detokenize(steps):
         return [json.dumps({"tokens": list(t)}).encode() for t in zip(*steps)]
 
     return pipe
+
+
+def unit(row, step):
+    return "u" * row["pad"] if row.get("pad") else row["x"] * 10 + step

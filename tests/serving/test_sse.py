@@ -59,6 +59,12 @@ def test_the_end_event_reads_as_a_plain_response():
         "x-workbench-batch-size": "2",
     }
     assert decoded_end(json.dumps({"status": 200})) == (200, {}, b"")
-    for bad in ("nope", "[1]", '{"status": "200"}', '{"status": 200, "body": 5}'):
+    for bad in (
+        "nope",
+        "[1]",
+        '{"status": "200"}',
+        '{"status": 2000}',
+        '{"status": 200, "body": 5}',
+    ):
         with pytest.raises(BadEvent):
             decoded_end(bad)

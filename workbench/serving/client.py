@@ -55,7 +55,7 @@ from ..record import Config
 from ..record.sections import MetaError
 from ..units import ns_to_s, s_to_ns
 from .http1 import BadResponse, Pool, Response, ServerDisconnected, request_bytes
-from .sse import END, BadEvent, decoded_end
+from .sse import END, BadEvent, StreamIncomplete, decoded_end
 from .protocol import (
     BATCH_HEADER,
     BATCH_SIZE_HEADER,
@@ -573,11 +573,13 @@ def streamed_result(
     ends = [data for _, name, data in events if name == END]
     try:
         if not ends:
-            raise BadEvent(f"the stream ended after {len(units)} units without its end event")
+            raise StreamIncomplete(
+                f"the stream ended after {len(units)} units without its end event"
+            )
         status, headers, body = decoded_end(ends[-1])
     except BadEvent as exc:
-        kind = "BadEvent" if ends else "StreamIncomplete"
-        result = Result(request_id, due_ns, sent_ns, done_ns, None, ("network", kind, str(exc)))
+        error = ("network", type(exc).__name__, str(exc))
+        result = Result(request_id, due_ns, sent_ns, done_ns, None, error)
     else:
         result = response_result(request_id, due_ns, sent_ns, done_ns, status, headers, body)
     result.unit_ns = units
@@ -593,11 +595,29 @@ def response_result(
     headers: dict[str, str],
     body: bytes,
     error: tuple[str, str, str] | None = None,
+    units: list[int] | None = None,
 ) -> Result:
     """A :class:`Result` of a request another client sent (the Locust engine), read as this client reads one.
 
-    ``headers``: lower-case names; ``error``: (stage, type, message) of a request that got no response.
+    ``headers``: lower-case names; ``error``: (stage, type, message) of a request that got no response;
+    ``units``: when each unit of its event stream arrived (the headers, status and body then those of
+    its ``end`` event, :func:`workbench.serving.sse.decoded_end`).
     """
+    result = _response_result(request_id, due_ns, sent_ns, done_ns, status, headers, body, error)
+    result.unit_ns = list(units or ())
+    return result
+
+
+def _response_result(
+    request_id: str,
+    due_ns: int,
+    sent_ns: int,
+    done_ns: int,
+    status: int | None,
+    headers: dict[str, str],
+    body: bytes,
+    error: tuple[str, str, str] | None,
+) -> Result:
     if status is not None and not 100 <= status <= 599:
         error, status = (
             ("network", "BadResponse", f"HTTP status {status} is not from 100 to 599"),

@@ -34,6 +34,10 @@ class BadEvent(ValueError):
     """An event stream that does not decode: an event over the limit, or an end event that is not one."""
 
 
+class StreamIncomplete(BadEvent):
+    """An event stream that ended without its ``end`` event."""
+
+
 def unit_data(unit: Any, index: int, n_items: int) -> bytes:
     """Request ``index``'s share of a batch's unit as an event's data (JSON, one line)."""
     if isinstance(unit, (list, tuple)) and len(unit) == n_items:
@@ -69,9 +73,9 @@ def decoded_end(data: str) -> tuple[int, dict[str, str], bytes]:
         obj = json.loads(data)
     except (ValueError, RecursionError):
         raise BadEvent(f"an end event whose data is not JSON: {data[:80]!r}") from None
-    ok = isinstance(obj, dict) and isinstance(obj.get("status"), int)
+    ok = isinstance(obj, dict) and type(obj.get("status")) is int and 100 <= obj["status"] <= 599
     if not ok or not isinstance(obj.get("body", ""), str):
-        raise BadEvent(f"an end event without a status and a text body: {data[:80]!r}")
+        raise BadEvent(f"an end event without a status (100-599) and a text body: {data[:80]!r}")
     headers = {
         "server-timing": obj.get("server_timing"),
         "x-workbench-batch": obj.get("batch"),

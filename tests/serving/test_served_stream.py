@@ -62,6 +62,9 @@ def test_load_url_times_units_from_the_due_time_and_counts_a_failed_stream(serve
     shown = workbench("show", tmp_path / "client")
     assert shown.returncode == 0, shown.stderr
     assert "tokens: generate streamed 72 units in 18 requests" in shown.stdout
+    compared = workbench("compare", tmp_path / "client", tmp_path / "client")
+    assert compared.returncode == 0, compared.stderr
+    assert "tokens (A 18 requests, 54 gaps; B 18 requests, 54 gaps" in compared.stdout
 
     code, _, stderr = server.stop()
     assert code == 1, stderr  # the server's run holds the 2 failed requests

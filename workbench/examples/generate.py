@@ -120,10 +120,11 @@ def build(config: PipelineConfig) -> Pipeline:
         config=config,
         models=[model],
     )
+    pipe.check_item = lambda body: check_request(request_of(body), vocab, longest)  # serve
+
     pipe.add("tokenize", tokenize, role="preprocess")
     pipe.add("generate", generate, role="compute", stream=True)
     pipe.add("detokenize", detokenize, role="serialize")
-    pipe.check_item = lambda body: check_request(request_of(body), vocab, longest)  # serve
     return pipe
 
 

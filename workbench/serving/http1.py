@@ -19,7 +19,7 @@ Every request ends in exactly one ``done(sent_ns, outcome)`` call:
 went out), ``outcome`` a :class:`Response` or the exception that ended it.
 A ``text/event-stream`` response (:mod:`workbench.serving.sse`) is read as it
 arrives: each event is ``(received_ns, name, data)``, timed by the read that
-completed it, in ``Response.events``; a request that fails after its first
+completed it (``data`` kept for the ``end`` event only), in ``Response.events``; a request that fails after its first
 event ends in ``done(sent_ns, exception, events)`` instead, its events kept.
 Clock readings are integer ns of the injected ``clock``.
 """
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..units import ns_to_s
-from .sse import SSE_TYPE, BadEvent, Decoder
+from .sse import END, SSE_TYPE, BadEvent, Decoder
 
 MAX_HEAD_BYTES = 65_536  # a response head (status line and headers)
 MAX_HEADER_LINES = 256
@@ -321,7 +321,8 @@ class Connection(asyncio.Protocol):
                 )
             complete = self.parser.feed(data)
             if self.parser.events:
-                self.events += [(now, name, text) for name, text in self.parser.events]
+                # a unit's data is not kept (its time is what the run records), the end event's is
+                self.events += [(now, n, t if n == END else "") for n, t in self.parser.events]
                 self.parser.events = []
             if len(complete) > 1:  # no pipelining: one response per request
                 raise ExtraBytes(f"a response (status {complete[-1][0]}) to no request")

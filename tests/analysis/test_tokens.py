@@ -5,7 +5,13 @@ import pandas as pd
 from tests.conftest import streaming_pipeline
 from workbench import profile
 from workbench.analysis.budget import budget
-from workbench.analysis.tokens import decode_growth, token_requests, token_summary, unit_gaps
+from workbench.analysis.tokens import (
+    decode_growth,
+    goodput,
+    token_requests,
+    token_summary,
+    unit_gaps,
+)
 
 
 def _run(clock, **kw):
@@ -68,3 +74,28 @@ def test_budget_of_a_streaming_run_has_tokens_and_others_do_not(fake_clock):
     assert budget(run)["tokens"]["tokens"] == 36
     run.units = None
     assert "tokens" not in budget(run)
+
+
+def test_without_the_streaming_stage_s_rows_prefill_is_null_and_the_rest_stands(fake_clock):
+    run = _run(fake_clock, prefill_ns=5_000, tokens=4)  # a served run against a server without
+    stages = run.stages[run.stages["stage"] != "generate"]  # Server-Timing has no stage rows
+    per = token_requests(run.requests, stages, run.units)
+    assert per["prefill_ns"].isna().all() and set(per["ttft_ns"]) == {6_000}
+    s = token_summary(run.requests, stages, run.units)
+    assert s["prefill"]["count"] == 0 and s["ttft"]["count"] == 12 and s["tpot"]["count"] == 12
+
+
+def test_goodput_is_the_share_of_measured_requests_within_both_bounds(fake_clock):
+    run = _run(fake_clock, prefill_ns=5_000, step_ns=100, growth_ns=100, tokens=4)
+    tables = run.requests, run.stages, run.units  # every TTFT 6,000 ns, every TPOT 300 ns
+    assert goodput(*tables, None, None) is None
+    assert goodput(*tables, 0.006, 0.0003)["good"] == 12  # bounds inclusive
+    assert goodput(*tables, 0.006, 0.0002) == {
+        "ttft_ms": 0.006,
+        "tpot_ms": 0.0002,
+        "requests": 12,
+        "good": 0,
+        "share": 0.0,
+    }
+    failed = run.requests.assign(ok=run.requests["request"] != 3)  # a failed request is not good
+    assert goodput(failed, run.stages, run.units, 0.006, None)["share"] == 11 / 12

@@ -271,6 +271,11 @@ def test_load_bad_input(toy, tmp_path, capsys):
     assert main([*base, "--rate", "10", "--batch-size", "3", "--max-batch-size", "4"]) == 2
     assert "--batch-size" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+    assert main([*base, "--rate", "10", "--ttft-ms", "50"]) == 2  # goodput is load --url's
+    assert "--ttft-ms and --tpot-ms are goodput's bounds for --url" in capsys.readouterr().err
+    assert main([*base, "--rate", "10", "--url", "http://h", "--tpot-ms", "0"]) == 2
+    assert "--tpot-ms must be a number in (0, 8.64e+07] ms, got 0" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
 
 
 def test_simulate_refuses_mixed_runs_unless_allowed(service_runs, toy, tmp_path, capsys):

@@ -56,3 +56,24 @@ def test_bad_options_are_named():
         ConfigError, match=r"option 'answer_tokens' must be an integer in \[1, 2_048\]"
     ):
         build("generate", options=TINY | {"answer_tokens": 0})
+
+
+def test_served_bodies_are_json_and_a_bad_one_is_refused_alone():
+    pipe = build("generate", options=TINY)  # model length 6 + 5 = 11 tokens, vocab 64
+    items = take(pipe, 2)
+    assert answers(pipe, [json.dumps(i).encode() for i in items]) == answers(pipe, items)
+    pipe.check_item(b'{"prompt": [1, 63], "answer_tokens": 9}')  # 11 tokens: fits
+    for body, message in (
+        (b"{", "Expecting"),
+        (b'{"prompt": [], "answer_tokens": 2}', "prompt must be a list of 1 to 10 token ids"),
+        (b'{"prompt": [64], "answer_tokens": 2}', "from 0 to 63"),
+        (b'{"prompt": [1.0], "answer_tokens": 2}', "token ids"),
+        (
+            b'{"prompt": [1, 2], "answer_tokens": 10}',
+            "answer_tokens must be a whole number from 1 to 9",
+        ),
+        (b'{"prompt": [1], "answer_tokens": true}', "answer_tokens"),
+        (b"[1]", "prompt"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            pipe.check_item(body)

@@ -2,15 +2,15 @@
 
 import pytest
 
-from served_helpers import Served
+from served_helpers import PIPELINE, Served
 
 
 @pytest.fixture
 def served(tmp_path):
     servers = []
 
-    def start(*extra):
-        s = Served(tmp_path / f"server{len(servers)}", *extra)
+    def start(*extra, pipeline=PIPELINE):
+        s = Served(tmp_path / f"server{len(servers)}", *extra, pipeline=pipeline)
         servers.append(s)
         return s
 

@@ -564,3 +564,107 @@ def test_the_timeout_bounds_a_whole_response_sent_one_byte_at_a_time():
     server = Scripted(reply(), drip_s=0.5)  # ~20 s a response; each read gets a byte in time
     d = drive(server.url, [b"x"], np.arange(3, dtype=np.int64) * 10_000_000, warmup=0, timeout_s=1)
     assert [r.error[1] for r in d.results] == ["TimeoutError"] * 3
+
+
+# -- event streams (a served generative pipeline) -------------------------------------------
+SSE_HEAD = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+)
+END = b'event: end\ndata: {"status":200,"server_timing":"gen;dur=1, total;dur=2","body":"{}"}\n\n'
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+def test_each_unit_is_timed_by_the_read_that_completes_it():
+    from workbench.serving.http1 import Connection, Pool
+
+    calls = []
+
+    async def main():
+        pool = Pool("h", 1, limit=1, clock=Readings([10, 20, 30, 40, 50, 60, 70]))
+        conn, transport = Connection(pool), FakeTransport()
+        conn.connection_made(transport)
+        pool.idle.append(conn)
+        pool.submit(b"req", lambda sent, r: calls.append((sent, r.status, r.events, r.done_ns)))
+        conn.data_received(SSE_HEAD + chunk(b"data: 1\n\ndata:"))  # 20: unit 0, half of unit 1
+        conn.data_received(chunk(b" 2\n"))  # 30: still half
+        conn.data_received(chunk(b"\n") + chunk(END) + b"0\r\n")  # 40: unit 1 and the end
+        conn.data_received(b"\r\n")  # 50: the response's last bytes
+        pool.submit(b"again", lambda *a: calls.append(a))  # 60: sent
+        conn.data_received(SSE_HEAD + chunk(b"data: 7\n\n"))  # 70: a unit, then the cut
+        conn.connection_lost(None)
+
+    asyncio.run(main())
+    (sent, status, events, done), (sent2, cut, events2) = calls
+    assert (sent, status, done) == (10, 200, 50)
+    assert [(at, name) for at, name, _ in events] == [(20, ""), (40, ""), (40, "end")]
+    assert [data for _, _, data in events] == ["", "", END[17:-2].decode()]  # the end's data only
+    assert sent2 == 60 and isinstance(cut, ServerDisconnected) and events2 == [(70, "", "")]
+
+
+class SseHandler(http.server.BaseHTTPRequestHandler):
+    """A plain SSE server: every ``POST`` streams units 1 and 2 (unit 2 split across two writes 5 ms
+    apart) then the end event; a body ``cut`` stops after unit 2 and half of unit 3 and hangs up."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        cut = self.rfile.read(int(self.headers["Content-Length"])) == b"cut"
+        self.wfile.write(SSE_HEAD + chunk(b"data: 1\n\n") + chunk(b"data: 2"))
+        self.wfile.flush()
+        time.sleep(0.005)
+        if cut:
+            self.wfile.write(chunk(b"\n\n") + chunk(b"data: 3"))
+            self.close_connection = True
+        else:
+            self.wfile.write(chunk(b"\n\n") + chunk(END) + b"0\r\n\r\n")
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_plain_sse_server_gives_units_and_a_cut_stream_keeps_its_units(tmp_path):
+    from workbench.analysis.tokens import token_summary
+    from workbench.batching.arrivals import Arrivals
+    from workbench.serving.loadrun import run_http_load
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SseHandler)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    path = tmp_path / "arrivals.csv"
+    path.write_text("arrival_ns\n" + "\n".join(str(k * 20_000_000) for k in range(4)) + "\n")
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}"
+        run = run_http_load(
+            url, [b"ok", b"cut"], Arrivals("replay", path=str(path)), warmup=1, ttft_ms=1e6
+        )
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    req, units = run.requests, run.units
+    assert req["ok"].tolist() == [True, False, True, False]
+    assert req["error_type"].tolist()[1::2] == ["ServerDisconnected"] * 2
+    # two units each, the cut ones' too (its half unit 3 is none); the server named no stage
+    assert units["request"].tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert set(units["stage"]) == {"stream"} and units["unit"].tolist() == [0, 1] * 4
+    starts = req.set_index("request")["start_ns"]  # the due times: TTFT runs from them
+    assert (units.groupby("request")["at_ns"].min() > starts).all()
+    extra = run.meta.serving.extra
+    assert extra["streams"] == {
+        "requests": 4,
+        "units": 8,
+        "failed_requests": 2,
+        "failed_units": 4,
+    }
+    assert extra["goodput"] == {
+        "ttft_ms": 1e6,
+        "tpot_ms": None,
+        "requests": 4,
+        "good": 2,  # the cut streams are not good
+        "share": 0.5,
+    }
+    tokens = token_summary(req, run.stages, units)
+    assert (tokens["requests"], tokens["tokens"], tokens["ttft"]["count"]) == (2, 4, 2)
+    assert tokens["itl"]["count"] == 2 and tokens["prefill"]["count"] == 0  # no Server-Timing rows

@@ -338,3 +338,31 @@ def test_the_timeout_bounds_each_request_of_a_slow_server(tmp_path):
     assert time.monotonic() - started < 60
     run = load_run(tmp_path / "run")
     assert set(run.requests["error_type"]) == {"RequestTimeout"}
+
+
+@pytest.mark.slow
+def test_locust_workers_time_each_unit_of_a_streaming_server(served, tmp_path):
+    from test_served_stream import TINYGEN
+
+    server = served("--max-batch-size", "1", pipeline=TINYGEN)
+    rows = [{"x": -1 if k == 4 else k, "n": 4} for k in range(16)]  # request 4 fails after 2 units
+    payloads = tmp_path / "payloads.txt"
+    payloads.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = workbench(
+        *("load", "--url", server.url, "--payloads", payloads, "--rate", 40, "--requests", 16),
+        *("--engine", "locust", "--workers", 2, "--ttft-ms", 60_000, "--json"),
+        *("--out", tmp_path / "locust"),
+    )
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["failed"] == 1 and out["failures"]["generate"]["count"] == 1
+    assert (out["tokens"]["requests"], out["tokens"]["tokens"]) == (15, 60)
+    assert out["tokens"]["itl"]["count"] == 45 and out["tokens"]["prefill"]["count"] == 15
+    assert out["streams"] == {"requests": 16, "units": 62, "failed_requests": 1, "failed_units": 2}
+    assert out["goodput"]["good"] == 15 and out["goodput"]["requests"] == 16
+    client = load_run(tmp_path / "locust")
+    req = client.requests.set_index("request")
+    first = client.units.groupby("request")["at_ns"].min()
+    assert (first > req.loc[first.index, "start_ns"]).all()  # after each request's due time
+    code, _, stderr = server.stop()
+    assert code == 1, stderr

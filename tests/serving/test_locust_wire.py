@@ -68,17 +68,27 @@ def row(k, due=100, **change):
         headers={"x-request-id": "t-0"},
         body=b"",
         error=None,
+        units=[],
     )
     return list((values | change).values())
 
 
 def test_rows_decode_only_as_the_workers_own_in_range():
     share = {0: 100, 2: 300}
-    assert decoded_rows(
-        [row(0), row(2, 300, status=None, error=["network", "E", "m"])], share, KEPT
-    ) == [
-        (0, 100, 110, 500, 200, {"x-request-id": "t-0"}, b"", None),
-        (2, 300, 110, 500, None, {"x-request-id": "t-0"}, b"", ("network", "E", "m")),
+    cut = row(2, 300, status=None, error=["network", "E", "m"], units=[120, 120, 130])
+    assert decoded_rows([row(0), cut], share, KEPT) == [
+        (0, 100, 110, 500, 200, {"x-request-id": "t-0"}, b"", None, []),
+        (
+            2,
+            300,
+            110,
+            500,
+            None,
+            {"x-request-id": "t-0"},
+            b"",
+            ("network", "E", "m"),
+            [120, 120, 130],
+        ),
     ]
     bad = [
         [row(1)],  # not this worker's request
@@ -91,7 +101,13 @@ def test_rows_decode_only_as_the_workers_own_in_range():
         [row(0, headers={"x-request-id": "x" * 5000})],
         [row(0, body=b"b" * 5000)],
         [row(0, status=None, error=None)],
-        [row(0)[:7]],
+        [row(0)[:8]],
+        [row(0, units=[130, 120])],  # units out of order
+        [row(0, units=[100])],  # a unit before the send
+        [row(0, units=[600])],  # or after the end
+        [row(0, units=[200] * 1025)],  # over MAX_UNITS
+        [row(0, units=[1.5e2])],
+        [row(0, units="120")],
         "rows",
     ]
     for rows in bad:

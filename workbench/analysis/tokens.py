@@ -46,15 +46,16 @@ def token_requests(
     """One row per measured successful request with a unit.
 
     In: a run's ``requests``, ``stages`` and ``units`` tables (ns from the run's start). Out: columns
-    ``request``, ``ttft_ns``, ``prefill_ns``, ``tpot_ns`` (Int64, null under two units),
+    ``request``, ``ttft_ns``, ``prefill_ns`` (Int64, null without the streaming stage's row: a served
+    run against a server that sent no ``Server-Timing``), ``tpot_ns`` (Int64, null under two units),
     ``tokens_out`` (int64), ``end_to_end_ns``.
     """
     measured = requests.loc[~requests["warmup"] & requests["ok"], ["request", "start_ns", "dur_ns"]]
     mine = units[units["request"].isin(measured["request"])]
     if mine.empty:
         return pd.DataFrame(
-            {c: pd.Series(dtype="int64") for c in ("request", "ttft_ns", "prefill_ns")}
-            | {"tpot_ns": pd.Series(dtype="Int64")}
+            {c: pd.Series(dtype="int64") for c in ("request", "ttft_ns")}
+            | {c: pd.Series(dtype="Int64") for c in ("prefill_ns", "tpot_ns")}
             | {c: pd.Series(dtype="int64") for c in ("tokens_out", "end_to_end_ns")}
         )
     at = mine.groupby("request")["at_ns"].agg(["min", "max", "count"])
@@ -63,11 +64,12 @@ def token_requests(
     req = measured.set_index("request").loc[at.index]
     n = at["count"].astype("int64")
     tpot = ((at["max"] - at["min"]) / (n - 1).where(n > 1)).round().astype("Int64")
+    prefill = (at["min"] - stage_start.reindex(at.index)).astype("Int64")
     return pd.DataFrame(
         {
             "request": at.index.to_numpy("int64"),
             "ttft_ns": (at["min"] - req["start_ns"]).to_numpy("int64"),
-            "prefill_ns": (at["min"] - stage_start.reindex(at.index)).to_numpy("int64"),
+            "prefill_ns": prefill.array,
             "tpot_ns": tpot.array,
             "tokens_out": n.to_numpy("int64"),
             "end_to_end_ns": req["dur_ns"].to_numpy("int64"),
@@ -114,7 +116,7 @@ def token_summary(requests: pd.DataFrame, stages: pd.DataFrame, units: pd.DataFr
             "max": int(n.max()) if n.size else None,
         },
         "ttft": figures(per["ttft_ns"]),
-        "prefill": figures(per["prefill_ns"]),
+        "prefill": figures(per["prefill_ns"].dropna().astype("int64")),
         "itl": figures(gaps["itl_ns"]),
         "tpot": figures(per["tpot_ns"].dropna().astype("int64")),
         "tokens_per_s": float(n.sum() / ns_to_s(busy)) if busy else None,
@@ -313,3 +315,33 @@ def run_token_blocks(requests, stages, units, block: int = BLOCK) -> dict[str, n
         return None
     gaps = unit_gaps(requests, units)
     return token_blocks(per, gaps, np.arange(len(per)) // block)
+
+
+def goodput(
+    requests: pd.DataFrame,
+    stages: pd.DataFrame,
+    units: pd.DataFrame,
+    ttft_ms: float | None,
+    tpot_ms: float | None,
+) -> dict[str, Any] | None:
+    """The share of measured requests that met the bounds given (vLLM's goodput): a request is good
+    when it succeeded, its TTFT is at most ``ttft_ms`` and its TPOT at most ``tpot_ms`` (a request of
+    one unit has no TPOT and meets that bound). Failed requests count, as not good. None without a
+    bound. Out: ``ttft_ms``, ``tpot_ms``, ``requests`` (measured), ``good``, ``share`` (None of none).
+    """
+    if ttft_ms is None and tpot_ms is None:
+        return None
+    per = token_requests(requests, stages, units)
+    good = pd.Series(True, index=per.index)
+    if ttft_ms is not None:
+        good &= per["ttft_ns"] <= ttft_ms * NS_PER_MS
+    if tpot_ms is not None:
+        good &= (per["tpot_ns"] <= tpot_ms * NS_PER_MS).fillna(True).astype(bool)
+    n, g = int((~requests["warmup"]).sum()), int(good.sum())
+    return {
+        "ttft_ms": ttft_ms,
+        "tpot_ms": tpot_ms,
+        "requests": n,
+        "good": g,
+        "share": g / n if n else None,
+    }

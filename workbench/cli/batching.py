@@ -113,6 +113,8 @@ def register(subparsers) -> None:
 def run_load_command(args) -> int:
     if args.engine != "workbench" and not args.url:
         raise ConfigError("--engine locust sends to a server: give --url")
+    if (args.ttft_ms is not None or args.tpot_ms is not None) and not args.url:
+        raise ConfigError("--ttft-ms and --tpot-ms are goodput's bounds for --url: give --url")
     if args.sweep:
         return run_sweep_command(args)
     if args.url or args.payloads is not None:

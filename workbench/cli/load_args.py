@@ -243,6 +243,7 @@ def http_load(args, payloads: list[bytes], arrivals, watch=None):
 
     engine = engine_from_args(args)
     options = {"pipeline": args.example, "timeout_s": args.timeout, "watch": watch}
+    options |= {k: getattr(args, k, None) for k in ("ttft_ms", "tpot_ms")}  # goodput's bounds
     if engine is None:
         return run_http_load(args.url, payloads, arrivals, **options)
     from ..serving.locust_drive import with_client

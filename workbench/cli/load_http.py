@@ -31,6 +31,8 @@ from .output import check_out, default_folder, dumps, save_measured
 from .profile import config_from_args, factory_from_args, failure_verdict, kept_on_interrupt
 
 HTTP_TIMEOUT = number("--timeout", 0, 86_400, "s", lo_open=True)
+TTFT_BOUND = number("--ttft-ms", 0, 86_400_000, "ms", lo_open=True)
+TPOT_BOUND = number("--tpot-ms", 0, 86_400_000, "ms", lo_open=True)
 MAX_PAYLOAD_BYTES = 2**30  # request bodies, one per line, held in memory to cycle through
 
 
@@ -50,6 +52,18 @@ def add_url_arguments(load) -> None:
         "from this process instead of an in-process batcher",
     )
     add_number(load, HTTP_TIMEOUT, 30.0, "with --url: seconds before a request fails (default 30)")
+    add_number(
+        load,
+        TTFT_BOUND,
+        None,
+        "with --url, a server that streams: goodput counts requests whose TTFT is at most this",
+    )
+    add_number(
+        load,
+        TPOT_BOUND,
+        None,
+        "with --url, a server that streams: goodput counts requests whose TPOT is at most this",
+    )
     load.add_argument(
         "--otel",
         action="store_true",
@@ -91,10 +105,12 @@ def run_http_load_command(args) -> int:
     summary = load_summary(run.requests)
     serving, noise = run.meta.serving, run.meta.noise
     joined, lag = _joined(run), serving.generator_lag
+    tokens = _tokens(run)
     if args.json:
         print(
             dumps(
                 summary_json(summary, joined)
+                | tokens
                 | {
                     "generator_lag": lag,
                     "generator_lag_ms": lag["max_ms"],
@@ -118,6 +134,8 @@ def run_http_load_command(args) -> int:
                 print(f"{label}: p50 {row['p50_ms']:.3f} ms, p99 {row['p99_ms']:.3f} ms")
         if not serving.server_timing:
             print("the server sent no Server-Timing: end to end only")
+        if tokens:
+            print("\n".join(_token_lines(tokens)))
         for note in serving.extra.get("notes", []):
             print(f"note: {note}")
         print(
@@ -130,6 +148,42 @@ def run_http_load_command(args) -> int:
     otel_hook(args, run, path)
     verdicts = failure_verdict(run, args.fail_on_error, "load"), _server_lost_verdict(run)
     return max(*verdicts, _worker_lost_verdict(run))
+
+
+def _tokens(run) -> dict:
+    """``tokens`` (:func:`workbench.analysis.tokens.token_summary`), ``streams`` and ``goodput`` of a run
+    against a server that streamed; empty for one that did not."""
+    if run.units is None:
+        return {}
+    from ..analysis.tokens import token_summary
+
+    extra = run.meta.serving.extra
+    return {
+        "tokens": token_summary(run.requests, run.stages, run.units),
+        "streams": extra.get("streams"),
+        "goodput": extra.get("goodput"),
+    }
+
+
+def _token_lines(tokens: dict) -> list[str]:
+    from ..analysis.tokens import token_text
+
+    lines = token_text(tokens["tokens"])
+    s = tokens["streams"]
+    if s and s["failed_requests"]:
+        lines.append(
+            f"  {s['failed_requests']} failed requests had streamed {s['failed_units']} units "
+            "first (in the units table, not in the figures)"
+        )
+    good = tokens["goodput"]
+    if good:
+        bounds = [f"{k[:4].upper()} <= {good[k]:g} ms" for k in ("ttft_ms", "tpot_ms") if good[k]]
+        share = "-" if good["share"] is None else f"{100 * good['share']:.1f} %"
+        lines.append(
+            f"goodput: {good['good']} of {good['requests']} requests ({share}) met "
+            + " and ".join(bounds)
+        )
+    return lines
 
 
 LOST = ("ServerDisconnected", "ConnectionRefusedError", "ConnectionResetError", "BrokenPipeError")

@@ -1,7 +1,9 @@
 """Example ``generate``: a small causal language model that streams its answer token by token.
 
 One item (request) is ``{"prompt": [token ids], "answer_tokens": n}``: a prompt of seeded random ids
-and how many tokens to generate. Random weights: the tokens mean nothing, the time they take does.
+and how many tokens to generate (or that object's JSON, as ``serve`` receives it: ``pipe.check_item``
+refuses a body whose ids are outside the vocabulary or whose prompt and answer are over the model's
+length, before it joins a batch). Random weights: the tokens mean nothing, the time they take does.
 
 Stages:
 
@@ -79,7 +81,8 @@ def build(config: PipelineConfig) -> Pipeline:
     model = prepare_model(Decoder(vocab, longest, d_model, layers, heads, ff), config)
 
     def tokenize(batch: list[dict]):
-        prompts = [item["prompt"] for item in check_batch(batch, "generate")]
+        batch = [request_of(item) for item in check_batch(batch, "generate")]
+        prompts = [item["prompt"] for item in batch]
         width = max(len(p) for p in prompts)
         ids = torch.zeros((len(prompts), width), dtype=torch.int64)
         valid = torch.zeros((len(prompts), width), dtype=torch.bool)
@@ -120,6 +123,8 @@ def build(config: PipelineConfig) -> Pipeline:
         config=config,
         models=[model],
     )
+    pipe.check_item = lambda body: check_request(request_of(body), vocab, longest)  # serve
+
     pipe.add("tokenize", tokenize, role="preprocess")
     pipe.add("generate", generate, role="compute", stream=True)
     pipe.add("detokenize", detokenize, role="serialize")
@@ -128,6 +133,28 @@ def build(config: PipelineConfig) -> Pipeline:
 
         pipe.steps = lambda max_num_seqs: GenerateSteps(model, max_num_seqs, longest)
     return pipe
+
+
+def request_of(item) -> dict:
+    """An item as the stages take it: a request, or its JSON body (bytes or str, as served)."""
+    return json.loads(item) if isinstance(item, (bytes, bytearray, str)) else item
+
+
+def check_request(item, vocab: int, longest: int) -> None:
+    """ValueError naming what is wrong with one request (``serve`` answers 400 before batching: in a
+    static batch one bad request would fail every other one, or hold them for an endless answer)."""
+    prompt = item.get("prompt") if isinstance(item, dict) else None
+    answer = item.get("answer_tokens") if isinstance(item, dict) else None
+    ok = isinstance(prompt, list) and 0 < len(prompt) < longest
+    if not (ok and all(type(t) is int and 0 <= t < vocab for t in prompt)):
+        raise ValueError(
+            f"prompt must be a list of 1 to {longest - 1} token ids from 0 to {vocab - 1}"
+        )
+    if not (type(answer) is int and 1 <= answer <= longest - len(prompt)):
+        raise ValueError(
+            f"answer_tokens must be a whole number from 1 to {longest - len(prompt)} (the model "
+            f"holds {longest} tokens, prompt included)"
+        )
 
 
 def prompts(seed: int, vocab: int, prompt_n: int, answer_n: int, lengths: str) -> Iterator[dict]:

@@ -55,6 +55,7 @@ from ..record import Config
 from ..record.sections import MetaError
 from ..units import ns_to_s, s_to_ns
 from .http1 import BadResponse, Pool, Response, ServerDisconnected, request_bytes
+from .sse import END, BadEvent, StreamIncomplete, decoded_end
 from .protocol import (
     BATCH_HEADER,
     BATCH_SIZE_HEADER,
@@ -94,6 +95,9 @@ class Result:
     batch_size: int = 1
     pool_wait_ns: int = 0
     cache_hit: float | None = None
+    # when each unit of an event stream was received (:mod:`workbench.serving.sse`), also of a
+    # request whose stream was cut; empty for a plain response
+    unit_ns: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -224,6 +228,7 @@ class Schedule:
         self.sent: list[int | None] = [None] * self.n
         self.queued: list[int | None] = [None] * self.n
         self.outcome: list[Any] = [None] * self.n
+        self.events: list[Any] = [()] * self.n
         self.ended = [0] * self.n
         self.origin_ns, self.k, self.pending = 0, 0, self.n
         # how many are sent; Ctrl-C or the watch lowers it to those sent so far
@@ -311,8 +316,9 @@ class Schedule:
             self.queued[k] = self.clock()
         self.k += 1
 
-    def _done(self, k: int, sent_ns: int | None, outcome) -> None:
+    def _done(self, k: int, sent_ns: int | None, outcome, events=()) -> None:
         self.sent[k], self.outcome[k], self.ended[k] = sent_ns, outcome, self.clock()
+        self.events[k] = events
         if (
             self.watch is not None
         ):  # filed as client_tables files it: from the due time, ok on a 200
@@ -332,12 +338,15 @@ class Schedule:
         if sent is None:  # never went out: it waited for a connection until it failed
             sent = self.ended[k]
         rid = f"{self.tag}-{k}"
-        if isinstance(outcome, Response):
+        if isinstance(outcome, Response) and outcome.events is not None:
+            result = streamed_result(rid, due, sent, outcome.done_ns, outcome.events)
+        elif isinstance(outcome, Response):
             r = outcome
             result = response_result(rid, due, sent, r.done_ns, r.status, r.headers, r.body)
         else:
             error = ("network", type(outcome).__name__, str(outcome) or repr(outcome))
             result = Result(rid, due, sent, self.ended[k], None, error)
+            result.unit_ns = [at for at, name, _ in self.events[k] if name != END]
         result.pool_wait_ns = sent - queued if queued is not None else 0
         return result
 
@@ -480,7 +489,8 @@ async def _health(pool: Pool, target: Target, url: str, after_run: bool = False)
 def decoded_health(body: bytes) -> dict | None:
     """A workbench server's ``/healthz`` (None for another server), each value decoded with its range.
 
-    Keys: ``cpu_s``, ``stages``, ``pipeline``, ``config``, ``policy`` where present and valid;
+    Keys: ``cpu_s``, ``stages``, ``pipeline``, ``stream`` (a streaming pipeline's streaming stage),
+    ``config``, ``policy`` where present and valid;
     ``notes``: one line per value left out (the server's answer is data, not a fact to trust).
     """
     try:
@@ -508,6 +518,10 @@ def _seconds(value) -> float | None:
     return float(value) if ok else None
 
 
+def _name(value) -> str | None:
+    return value if isinstance(value, str) and 0 < len(value) <= 200 else None
+
+
 def _stage_list(value) -> list[str] | None:
     ok = isinstance(value, list) and len(value) <= MAX_METRICS
     ok = ok and all(isinstance(v, str) and 0 < len(v) <= 200 for v in value)
@@ -533,7 +547,8 @@ def _policy(value) -> dict | None:
 HEALTH_FIELDS = {
     "cpu_s": (_seconds, "a number of seconds from 0 to 1e9"),
     "stages": (_stage_list, "a list of distinct stage names"),
-    "pipeline": (lambda v: v if isinstance(v, str) and 0 < len(v) <= 200 else None, "a name"),
+    "pipeline": (_name, "a name"),
+    "stream": (_name, "a stage name"),
     "config": (_config, "a pipeline config"),
     "policy": (_policy, "a batching policy"),
 }
@@ -548,6 +563,29 @@ def summary_of_server(drive_: Drive) -> dict[str, Any]:
     return {"server_cpu_s": round(a["cpu_s"] - b["cpu_s"], 4)}
 
 
+def streamed_result(
+    request_id: str, due_ns: int, sent_ns: int, done_ns: int, events: list[tuple[int, str, str]]
+) -> Result:
+    """A :class:`Result` of an event-stream response (:mod:`workbench.serving.sse`): its units' receive
+    times, then its ``end`` event read as a plain response's status, headers and body. A stream that
+    ended without an ``end`` event failed (``StreamIncomplete``); its units are kept."""
+    units = [at for at, name, _ in events if name != END]
+    ends = [data for _, name, data in events if name == END]
+    try:
+        if not ends:
+            raise StreamIncomplete(
+                f"the stream ended after {len(units)} units without its end event"
+            )
+        status, headers, body = decoded_end(ends[-1])
+    except BadEvent as exc:
+        error = ("network", type(exc).__name__, str(exc))
+        result = Result(request_id, due_ns, sent_ns, done_ns, None, error)
+    else:
+        result = response_result(request_id, due_ns, sent_ns, done_ns, status, headers, body)
+    result.unit_ns = units
+    return result
+
+
 def response_result(
     request_id: str,
     due_ns: int,
@@ -557,11 +595,29 @@ def response_result(
     headers: dict[str, str],
     body: bytes,
     error: tuple[str, str, str] | None = None,
+    units: list[int] | None = None,
 ) -> Result:
     """A :class:`Result` of a request another client sent (the Locust engine), read as this client reads one.
 
-    ``headers``: lower-case names; ``error``: (stage, type, message) of a request that got no response.
+    ``headers``: lower-case names; ``error``: (stage, type, message) of a request that got no response;
+    ``units``: when each unit of its event stream arrived (the headers, status and body then those of
+    its ``end`` event, :func:`workbench.serving.sse.decoded_end`).
     """
+    result = _response_result(request_id, due_ns, sent_ns, done_ns, status, headers, body, error)
+    result.unit_ns = list(units or ())
+    return result
+
+
+def _response_result(
+    request_id: str,
+    due_ns: int,
+    sent_ns: int,
+    done_ns: int,
+    status: int | None,
+    headers: dict[str, str],
+    body: bytes,
+    error: tuple[str, str, str] | None,
+) -> Result:
     if status is not None and not 100 <= status <= 599:
         error, status = (
             ("network", "BadResponse", f"HTTP status {status} is not from 100 to 599"),

@@ -111,6 +111,7 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
             self._rejected, self._draining, self._deferred, self._held = False, False, None, False
             self._timer = self._send_timer = None
             self._served, self._marks, self._framing, self._head_size, self._own = 0, 0, 0, 0, None
+            self._cycles: list = []  # the requests whose responses are not complete (see connection_lost)
             super().connection_made(transport)
             self.flow = Flow(transport, self)
             self._client = self._addr = self.client[0] if self.client else ""
@@ -258,6 +259,14 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
             self._unpause_timer()
             self._release()
             closing.discard(self)
+            # uvicorn tells only the newest request (self.cycle) that the client is gone: a response
+            # streaming ahead of pipelined requests (an event stream the send timeout aborted) went on
+            # writing each unit to the closed socket ("socket.send() raised exception.")
+            for cycle in self._cycles:
+                if not cycle.response_complete:
+                    cycle.disconnected = True
+                    cycle.message_event.set()
+            self._cycles = []
             super().connection_lost(exc)
             # the protocol <-> Flow cycle would keep every closed connection until a full collection:
             # under a flood, thousands piled up and that collection paused the server 150-250 ms
@@ -336,6 +345,7 @@ def edge_protocol(limits: EdgeLimits, refused: Counter, answered: frozenset[str]
                 return
             super().on_headers_complete()
             self._own = self.cycle
+            self._cycles = [c for c in self._cycles if not c.response_complete] + [self.cycle]
             if len(self.pipeline) > limits.max_pipelined:
                 self._reject(
                     503,

@@ -17,6 +17,10 @@ a send rarely waits for a connect), and queues a request when all are busy.
 Every request ends in exactly one ``done(sent_ns, outcome)`` call:
 ``sent_ns`` is when its bytes were handed to the socket (None when it never
 went out), ``outcome`` a :class:`Response` or the exception that ended it.
+A ``text/event-stream`` response (:mod:`workbench.serving.sse`) is read as it
+arrives: each event is ``(received_ns, name, data)``, timed by the read that
+completed it (``data`` kept for the ``end`` event only), in ``Response.events``; a request that fails after its first
+event ends in ``done(sent_ns, exception, events)`` instead, its events kept.
 Clock readings are integer ns of the injected ``clock``.
 """
 
@@ -29,6 +33,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..units import ns_to_s
+from .sse import END, SSE_TYPE, BadEvent, Decoder
 
 MAX_HEAD_BYTES = 65_536  # a response head (status line and headers)
 MAX_HEADER_LINES = 256
@@ -78,9 +83,11 @@ class Response:
     headers: dict[str, str]
     body: bytes
     done_ns: int
+    events: list[tuple[int, str, str]] | None = None  # an event stream's, see the module docstring
 
 
-Done = Callable[[int | None, "Response | BaseException"], None]
+Event = tuple[int, str, str]
+Done = Callable[..., None]  # done(sent_ns, outcome), or (sent_ns, exception, events): see above
 
 
 def request_bytes(
@@ -117,6 +124,15 @@ class ResponseParser:
         self._chunked = False
         self._until_eof = False
         self._body = bytearray()
+        self._events: Decoder | None = None  # a text/event-stream body's decoder
+        self.events: list[
+            tuple[str, str]
+        ] = []  # events completed by the last feed (taken by the caller)
+
+    @property
+    def sse(self) -> bool:
+        """Whether the response being read is an event stream (``text/event-stream``)."""
+        return self._events is not None
 
     @property
     def busy(self) -> bool:
@@ -186,6 +202,8 @@ class ResponseParser:
         conn = headers.get("connection", "").lower()
         keep_alive = "close" not in conn if version == "HTTP/1.1" else "keep-alive" in conn
         self._chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        sse = headers.get("content-type", "").lower().startswith(SSE_TYPE)
+        self._events = Decoder() if sse else None
         self._until_eof, self._need = False, None
         if self._chunked:
             pass
@@ -213,13 +231,22 @@ class ResponseParser:
                 return None
             body = bytes(self._buf[: self._need])
             del self._buf[: self._need]
+            self._decode(body)
             return body
         if self._chunked:
             return self._read_chunks()
         self._body += self._buf  # until the connection ends
+        self._decode(self._buf)
         self._buf.clear()
         self._check_body(len(self._body))
         return None
+
+    def _decode(self, piece) -> None:
+        if self._events is not None:
+            try:
+                self.events += self._events.feed(bytes(piece))
+            except BadEvent as exc:
+                raise BadResponse(str(exc)) from None
 
     def _check_body(self, n: int) -> None:
         if n > self.max_body_bytes:
@@ -253,6 +280,7 @@ class ResponseParser:
             if len(self._buf) < end + 2 + size + 2:
                 return None
             self._body += self._buf[end + 2 : end + 2 + size]
+            self._decode(self._buf[end + 2 : end + 2 + size])
             del self._buf[: end + 2 + size + 2]
 
 
@@ -266,13 +294,14 @@ class Connection(asyncio.Protocol):
         self.done: Done | None = None
         self.sent_ns = 0
         self.closed = False
+        self.events: list[Event] = []  # the in-flight response's events so far
 
     def connection_made(self, transport) -> None:
         self.transport = transport
 
     def send(self, data: bytes, done: Done) -> int:
         """Write one request now; return when it was handed to the socket (ns)."""
-        self.done = done
+        self.done, self.events = done, []
         self.sent_ns = self.pool.clock()
         self.transport.write(data)
         return self.sent_ns
@@ -291,6 +320,10 @@ class Connection(asyncio.Protocol):
                     f"{len(data)} bytes from the server with no request in flight ({first!r})"
                 )
             complete = self.parser.feed(data)
+            if self.parser.events:
+                # a unit's data is not kept (its time is what the run records), the end event's is
+                self.events += [(now, n, t if n == END else "") for n, t in self.parser.events]
+                self.parser.events = []
             if len(complete) > 1:  # no pipelining: one response per request
                 raise ExtraBytes(f"a response (status {complete[-1][0]}) to no request")
             if complete and self.parser.busy:
@@ -308,7 +341,8 @@ class Connection(asyncio.Protocol):
         done, self.done = self.done, None
         if not keep_alive:
             self._close()
-        done(self.sent_ns, Response(status, headers, body, now))
+        events = self.events if self.parser.sse else None
+        done(self.sent_ns, Response(status, headers, body, now, events))
         if not self.closed:
             self.pool.released(self)
 
@@ -323,11 +357,12 @@ class Connection(asyncio.Protocol):
         last = self.parser.feed_eof()
         done, self.done = self.done, None
         if done is not None and last is not None:
-            done(self.sent_ns, Response(*last[:3], self.pool.clock()))
+            events = self.events if self.parser.sse else None
+            done(self.sent_ns, Response(*last[:3], self.pool.clock(), events))
         elif done is not None:
             why = f": {exc}" if exc else ""
             message = f"the server closed the connection before the response was complete{why}"
-            done(self.sent_ns, ServerDisconnected(message))
+            self._failed(done, ServerDisconnected(message))
         self.pool.lost(self)
 
     def fail(self, exc: BaseException) -> None:
@@ -335,6 +370,13 @@ class Connection(asyncio.Protocol):
         done, self.done = self.done, None
         self._close(abort=True)
         if done is not None:
+            self._failed(done, exc)
+
+    def _failed(self, done: Done, exc: BaseException) -> None:
+        """End the request in flight with ``exc`` (with the events it got, if any)."""
+        if self.events:
+            done(self.sent_ns, exc, self.events)
+        else:
             done(self.sent_ns, exc)
 
     def _close(self, abort: bool = False) -> None:
@@ -403,7 +445,7 @@ class Pool:
         """One request, awaited (warm-up, health); its failure raises."""
         future = self._loop.create_future()
 
-        def done(sent_ns, outcome):
+        def done(sent_ns, outcome, events=()):
             if not future.done():
                 (future.set_exception if isinstance(outcome, BaseException) else future.set_result)(
                     outcome

@@ -25,7 +25,14 @@ from ..batching.loadgen import lag_noise, lag_percentiles
 from ..batching.summary import load_section, load_summary
 from ..record import Config, Env, Load, Noise, Run, RunMeta, Serving, Timing
 from .client import SPIN_NS, Target, drive, summary_of_server
-from .records import NETWORK, client_tables, fitted_to_client, server_stage_names
+from .records import (
+    NETWORK,
+    client_tables,
+    client_units,
+    fitted_to_client,
+    server_stage_names,
+    stream_counts,
+)
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -42,6 +49,8 @@ def run_http_load(
     tag: str | None = None,
     driver=drive,
     watch=None,
+    ttft_ms: float | None = None,
+    tpot_ms: float | None = None,
 ) -> Run:
     """Drive ``url`` with ``arrivals`` (an :class:`~workbench.batching.Arrivals`) and return the joined run.
 
@@ -51,7 +60,13 @@ def run_http_load(
     signature and its :class:`~workbench.serving.client.Drive` (``serving.locust_drive``: Locust workers).
     watch: a :class:`~workbench.analysis.windows.StabilityWatch` that may stop the schedule once the
     point is stable (a sweep point; :func:`~workbench.serving.client.drive` and the Locust engine take it).
+
+    A server that streams (``text/event-stream``, :mod:`workbench.serving.sse`) gives the run a ``units``
+    table (each unit as received), so TTFT, ITL and TPOT are timed from each request's due time, and
+    ``serving.streams`` counts them; ``ttft_ms`` / ``tpot_ms``: the bounds of ``serving.goodput``
+    (:func:`workbench.analysis.tokens.goodput`).
     """
+    from ..analysis.tokens import goodput
     from ..noise import NoiseProbe
 
     Target.from_url(url)  # a ConfigError naming what is wrong with it
@@ -65,6 +80,11 @@ def run_http_load(
     server_stages = server_stage_names(d.results, health.get("stages"))
     results, notes = fitted_to_client(d.results, server_stages)
     requests, stages = client_tables(results, d.origin_ns)
+    units = client_units(results, d.origin_ns, health.get("stream"))
+    streamed = {}
+    if units is not None:
+        good = goodput(requests, stages, units, ttft_ms, tpot_ms)
+        streamed = {"streams": stream_counts(results)} | ({"goodput": good} if good else {})
     summary = load_summary(requests)
     server = summary_of_server(d)
     noise = served_noise(
@@ -98,11 +118,12 @@ def run_http_load(
                 "client": _client_name(),
                 "generator_lag": lag_percentiles(d.lags_ns),
                 **server,
+                **streamed,
                 "notes": list(dict.fromkeys(notes)),
             }
         ),
     )
-    run = Run(meta=meta, requests=requests, stages=stages)
+    run = Run(meta=meta, requests=requests, stages=stages, units=units)
     if d.interrupted:
         from ..guard import Interrupted
 

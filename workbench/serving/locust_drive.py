@@ -125,8 +125,8 @@ class LocustEngine:
                 watch.windows_run = returned["watch"]["windows_run"]
                 watch.stable_after = returned["watch"]["stable_after"]
         rows = [
-            (k, response_result(f"{tag}-{k}", due, sent, done, status, headers, body, error))
-            for k, due, sent, done, status, headers, body, error in returned["rows"]
+            (k, response_result(f"{tag}-{k}", due, sent, done, status, headers, body, error, units))
+            for k, due, sent, done, status, headers, body, error, units in returned["rows"]
         ]
         rows += [  # a failed worker's requests: never sent as far as the run knows
             (k, Result(f"{tag}-{k}", due, due, due, None, (WORKER_STAGE, "WorkerLost", why)))

@@ -69,6 +69,7 @@ from .locust_wire import (
     MAX_HEADER_CHARS,
     MAX_PLAN_BYTES,
     MAX_TEXT_CHARS,
+    MAX_UNITS,
     ROWS_PER_MESSAGE,
     SECRET_ENV,
     BadMessage,
@@ -87,6 +88,7 @@ from .protocol import (
     REQUEST_ID_HEADER,
     TIMING_HEADER,
 )
+from .sse import END, SSE_TYPE, Decoder, StreamIncomplete, decoded_end
 
 KEPT_HEADERS = tuple(
     h.lower()
@@ -394,12 +396,48 @@ def _sealed_send(runner, state: dict, kind: str, obj) -> None:
     runner.send_message(kind, state["channel"].seal(kind, obj))
 
 
-def _post(client: HTTPClient, path: str, body: bytes, headers: dict, timeout_s: float):
+def _post(
+    client: HTTPClient,
+    path: str,
+    body: bytes,
+    headers: dict,
+    timeout_s: float,
+    units: list | None = None,
+    origin: int = 0,
+) -> tuple[int, dict[str, str], bytes]:
     """One request and its whole response within ``timeout_s`` (a server sending 1 byte a second is
-    cut there: geventhttpclient's own timeout is per read); ``RequestTimeout`` past it."""
+    cut there: geventhttpclient's own timeout is per read); ``RequestTimeout`` past it. Returns the
+    status, the kept headers (:data:`KEPT_HEADERS`, lower-case) and the body; an event stream's are
+    those of its end event, and when each unit arrived goes into ``units`` (:func:`_streamed`)."""
     with gevent.Timeout(timeout_s, RequestTimeout(f"no whole response within {timeout_s:g} s")):
         resp = client.request("POST", path, body, headers)
-        return resp, resp.read()
+        got = {name.lower(): value for name, value in resp.items()}
+        if got.get("content-type", "").startswith(SSE_TYPE):
+            return _streamed(resp, [] if units is None else units, origin)
+        return resp.status_code, _kept(got), resp.read()
+
+
+def _streamed(resp, units: list, origin: int) -> tuple[int, dict[str, str], bytes]:
+    """An event stream (:mod:`workbench.serving.sse`) read line by line as it arrives: each unit's
+    arrival (ns from ``origin``, the first :data:`MAX_UNITS`) appended to ``units``, then its end
+    event's status, kept headers and body; ``StreamIncomplete`` when the stream ends without one."""
+    decoder, end, n = Decoder(), None, 0
+    while line := resp.readline(b"\n"):
+        for name, data in decoder.feed(line):
+            if name == END:
+                end = decoded_end(data)
+            else:
+                n += 1
+                if len(units) < MAX_UNITS:
+                    units.append(time.perf_counter_ns() - origin)
+    if end is None:
+        raise StreamIncomplete(f"the stream ended after {n} units without its end event")
+    status, headers, body = end
+    return status, _kept(headers), body
+
+
+def _kept(headers: dict[str, str]) -> dict[str, str]:
+    return {k: v[:MAX_HEADER_CHARS] for k, v in headers.items() if k in KEPT_HEADERS}
 
 
 class RequestTimeout(Exception):
@@ -472,15 +510,11 @@ def _send_one(
     body = plan["payloads"][k % len(plan["payloads"])]
     rid = f"{plan['tag']}-{k}"
     sent = time.perf_counter_ns()
-    status, headers, failed_body, error = None, {}, b"", None
+    status, headers, failed_body, error, units = None, {}, b"", None, []
     try:
-        resp, data = _post(client, path, body, OCTETS | {REQUEST_ID_HEADER: rid}, plan["timeout_s"])
-        status = resp.status_code
-        headers = {
-            name.lower(): value[:MAX_HEADER_CHARS]
-            for name, value in resp.items()
-            if name.lower() in KEPT_HEADERS
-        }
+        status, headers, data = _post(
+            client, path, body, OCTETS | {REQUEST_ID_HEADER: rid}, plan["timeout_s"], units, origin
+        )
         failed_body = data[:MAX_BODY_BYTES] if status != 200 else b""
     except Exception as exc:  # noqa: BLE001  (recorded as the request's failure, like the workbench's client)
         error = ("network", type(exc).__name__, (str(exc) or repr(exc))[:MAX_TEXT_CHARS])
@@ -498,7 +532,7 @@ def _send_one(
         exception=failure,
         context={},
     )
-    return k, offset_ns, sent - origin, done - origin, status, headers, failed_body, error
+    return k, offset_ns, sent - origin, done - origin, status, headers, failed_body, error, units
 
 
 def main(argv=None) -> int:

@@ -44,6 +44,8 @@ MAX_HEADER_CHARS = 2048  # a kept response header's value
 MAX_BODY_BYTES = 4096  # a failed response's body (its error is read from the start)
 MAX_TEXT_CHARS = 1000  # each part of a request's error
 MAX_NS = 2**62
+# unit receive times kept per request of an event stream (the first ones; 9 KiB a row at most)
+MAX_UNITS = 1024
 
 
 class BadMessage(ValueError):
@@ -136,16 +138,18 @@ def decoded_rows(rows: Any, share: dict[int, int], kept_headers: tuple[str, ...]
     """A worker's ``wb_results`` rows as typed tuples, each request of ``share`` (k -> due offset) at
     most once; :class:`BadMessage` naming the first row that does not fit.
 
-    A row: ``[k, due_ns, sent_ns, done_ns, status, headers, body, error]`` (offsets from the worker's
-    origin; status None with ``error`` ``[stage, type, message]`` for a request that got no response).
+    A row: ``[k, due_ns, sent_ns, done_ns, status, headers, body, error, units]`` (offsets from the
+    worker's origin; status None with ``error`` ``[stage, type, message]`` for a request that got no
+    response; ``units``: when each unit of an event stream arrived, at most :data:`MAX_UNITS`, in order
+    between send and end, also those of a request whose stream was cut).
     """
     if not isinstance(rows, list):
         raise BadMessage("wb_results rows that are not a list")
     out, seen = [], set()
     for row in rows:
-        if not (isinstance(row, list) and len(row) == 8):
-            raise BadMessage(f"a row that is not 8 values: {str(row)[:80]}")
-        k, due, sent, done, status, headers, body, error = row
+        if not (isinstance(row, list) and len(row) == 9):
+            raise BadMessage(f"a row that is not 9 values: {str(row)[:80]}")
+        k, due, sent, done, status, headers, body, error, units = row
         if not (_int(k) and k in share and k not in seen and due == share[k]):
             raise BadMessage(f"a row for request {str(k)[:20]} that is not this worker's, or twice")
         if not (_int(sent) and _int(done) and -MAX_NS < sent <= done < MAX_NS):
@@ -154,8 +158,11 @@ def decoded_rows(rows: Any, share: dict[int, int], kept_headers: tuple[str, ...]
             raise BadMessage(f"request {k}: headers or body that do not decode")
         if len(body) > MAX_BODY_BYTES or not _outcome(status, error):
             raise BadMessage(f"request {k}: a status, body or error out of range")
+        if not _units(units, sent, done):
+            raise BadMessage(f"request {k}: unit times that are not in order between send and end")
         seen.add(k)
-        out.append((k, due, sent, done, status, headers, body, tuple(error) if error else None))
+        error = tuple(error) if error else None
+        out.append((k, due, sent, done, status, headers, body, error, units))
     return out
 
 
@@ -177,6 +184,12 @@ def decoded_progress(items: Any, limit: int) -> list[tuple[int, int, int, bool]]
 
 def _int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _units(units: Any, sent: int, done: int) -> bool:
+    if not (isinstance(units, list) and len(units) <= MAX_UNITS and all(map(_int, units))):
+        return False
+    return all(a <= b for a, b in zip([sent, *units], [*units, done]))
 
 
 def _headers(headers: Any, kept: tuple[str, ...]) -> bool:

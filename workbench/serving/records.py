@@ -28,6 +28,7 @@ import pandas as pd
 from ..batching.policy import wait_split
 from ..batching.records import LOAD_COLUMNS
 from ..record import build_tables, request_row
+from ..record.tables import build_units
 from ..timing import StageFailure
 from .protocol import TOTAL
 from .service import AFTER, BEFORE, VALIDATE, BatchDone
@@ -165,6 +166,37 @@ def client_tables(results: list, origin_ns: int) -> tuple[pd.DataFrame, pd.DataF
             stage_rows.append((k, name, index, cursor, dur, None))
             cursor += dur
     return build_tables(req_rows, stage_rows, {**SERVED_COLUMNS, "lag_ns": "int64"})
+
+
+STREAM = "stream"  # the units' stage when the server did not name its streaming stage
+
+
+def client_units(results: list, origin_ns: int, stage: str | None) -> pd.DataFrame | None:
+    """The ``units`` table of a load run (:mod:`workbench.record.tables`): each unit of each request's
+    event stream as received (ns from the run's origin, as ``start_ns``), also those of a request whose
+    stream was cut (it failed; its units stay here). ``stage``: the server's streaming stage (its
+    ``/healthz``), else :data:`STREAM`. None when no response streamed."""
+    if not any(r.unit_ns for r in results):
+        return None
+    name = stage or STREAM
+    return build_units(
+        (k, name, i, at - origin_ns)
+        for k, r in enumerate(results)
+        for i, at in enumerate(r.unit_ns)
+    )
+
+
+def stream_counts(results: list) -> dict[str, int]:
+    """``serving.streams`` of a load run: requests that streamed and their units, and how many of them
+    failed after a first unit (a stream cut, or a stage that raised after it) with how many units."""
+    streamed = [r for r in results if r.unit_ns]
+    failed = [r for r in streamed if r.error is not None]
+    return {
+        "requests": len(streamed),
+        "units": sum(len(r.unit_ns) for r in streamed),
+        "failed_requests": len(failed),
+        "failed_units": sum(len(r.unit_ns) for r in failed),
+    }
 
 
 def cache_split(run) -> dict:

@@ -46,11 +46,15 @@ from ..errors import ConfigError
 from ..record import Load, Run, Serving
 from ..record.run import summarized
 from ..sampling import StackSampler
+from ..streaming import stream_index
 from ..units import ns_to_ms
 from .connection import edge_protocol
 from .edge import TOKEN_HEADER, EdgeLimits, refusal, token_ok
 from .records import server_tables
 from .service import AFTER, BEFORE, PipelineService, server_meta
+from .sse import SSE_TYPE
+
+END_FAILED = b'event: end\ndata: {"status":5'  # sse.end_event of a 500
 
 # Connections asyncio sets up per event-loop turn: under a flood of 5,000 connections a turn of 128
 # held the loop ~30 ms while well-formed requests waited (the probe's p99 5x its own); 16 keep a turn
@@ -97,7 +101,7 @@ def make_app(
     """
     from starlette.applications import Starlette
     from starlette.requests import ClientDisconnect
-    from starlette.responses import JSONResponse, Response
+    from starlette.responses import JSONResponse, Response, StreamingResponse
     from starlette.routing import Route
 
     limits = limits or EdgeLimits()
@@ -112,9 +116,15 @@ def make_app(
             body = await request.body()
         except ClientDisconnect:  # nothing was queued; a line each would let a flood fill the log
             return Response(b"", status_code=400)
-        rid, times, reply = await service.predict(
-            body, received, request.headers.get("x-request-id")
-        )
+        request_id = request.headers.get("x-request-id")
+        if service.streams:
+            rid, times, reply, events = await service.stream(body, received, request_id)
+            if events is not None:
+                return StreamingResponse(
+                    _streamed(service, rid, times, events, log), headers=_stream_headers(times)
+                )
+        else:
+            rid, times, reply = await service.predict(body, received, request_id)
         if rid is None:  # refused by the pipeline's check before batching (recorded by the service)
             log(f"a request{_rid(times)}: {reply.body.decode()} (400 sent, recorded; serving on)")
             return Response(reply.body, status_code=reply.status, headers=reply.headers)
@@ -140,6 +150,7 @@ def make_app(
                 "stages": [*BEFORE, *service.pipe.stage_names, *AFTER],
                 "policy": service.policy.params(),
             }
+            | _stream_stage(service.pipe)
         )
 
     async def shutdown(request):
@@ -181,6 +192,34 @@ def make_app(
         await app(scope, receive, send)
 
     return edge
+
+
+async def _streamed(service: PipelineService, rid: int, times, events, log):
+    """A request's events as they are made; a client gone before the end is recorded as hung up
+    (the send timeout of the edge aborts one that stops reading)."""
+    try:
+        async for piece in events:
+            if piece.startswith(END_FAILED):
+                log(
+                    f"request {rid}{_rid(times)}: failed after its first unit (end event sent, recorded)"
+                )
+            yield piece
+    finally:
+        if times.sent_ns is None:
+            times.disconnected = True
+            log(f"request {rid}{_rid(times)}: the client disconnected during its stream (recorded)")
+        service.finish(rid, times)
+
+
+def _stream_headers(times) -> dict[str, str]:
+    headers = {"Content-Type": SSE_TYPE, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return headers | ({"X-Request-Id": times.request_id} if times.request_id is not None else {})
+
+
+def _stream_stage(pipe) -> dict[str, str]:
+    """``{"stream": its streaming stage}`` for /healthz, ``{}`` for a pipeline without one."""
+    k = stream_index(pipe.stages)
+    return {} if k is None else {"stream": pipe.stage_names[k]}
 
 
 def _rid(times) -> str:

@@ -26,7 +26,9 @@ requests, stalls that set the served p99 (``benchmarks/bench_serve_records.py``)
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
@@ -35,8 +37,10 @@ from typing import Any, NamedTuple
 from ..batching.batcher import BatchRecord, DynamicBatcher, warm_up
 from ..batching.live import pipeline_executor
 from ..batching.policy import BatchPolicy, wait_split
+from ..streaming import stream_index
 from ..timing import Clock, StageFailure
 from .protocol import format_server_timing, output_bytes
+from .sse import end_event, event, unit_data
 
 VALIDATE = "validate"  # the error stage of a request the pipeline's check refused before batching
 ISOLATED_HEADER = "X-Workbench-Isolated"  # the request's batch raised and it was re-run alone
@@ -163,10 +167,15 @@ class PipelineService:
         self._waiting: dict[int, asyncio.Future] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         items = [x for _, x in zip(range(max(1, policy.max_batch_size)), pipe.item_iterator())]
+        # a streaming stage's units go to each request's sink as they are made (streamed_pipeline)
+        self.streams = stream_index(pipe.stages) is not None
+        self._sinks: dict[int, asyncio.Queue] = {}
+        run_pipe = streamed_pipeline(pipe) if self.streams else pipe
         # workbench load's executor (torch threads, stage timing); a batch that raises is re-run one
-        # item at a time (isolating). ``threads``: the torch thread count of each executor thread
-        execute, self.threads, _ = pipeline_executor(pipe, pipe, clock)
-        execute = isolating(execute, clock)
+        # item at a time (isolating), unless it streams: its units may be with the clients already.
+        # ``threads``: the torch thread count of each executor thread
+        execute, self.threads, _ = pipeline_executor(run_pipe, run_pipe, clock)
+        execute = tagged(execute) if self.streams else isolating(execute, clock)
         self.batcher = DynamicBatcher(
             execute,
             policy,
@@ -213,14 +222,50 @@ class PipelineService:
         rid, arrival = self.batcher.submit(body)
         times = self.http[rid] = HttpTimes(received_ns, arrival, request_id)
         future = self._waiting[rid] = self._loop.create_future()
+        _, reply = self._answer(rid, times, *await future)
+        return rid, times, reply
+
+    async def stream(self, body: bytes, received_ns: int, request_id: str | None):
+        """:meth:`predict` for a streaming pipeline: ``(rid, times, reply, events)``.
+
+        ``events`` (an async iterator of event bytes, :mod:`workbench.serving.sse`) once the request's
+        first unit is made, its ``reply`` None; a request refused, or whose batch ended before its first
+        unit, gets a plain ``reply`` and ``events`` None.
+        """
+        if self._check is not None:
+            refused = self._refused(body, received_ns, request_id)
+            if refused is not None:
+                return None, HttpTimes(received_ns, received_ns, request_id), refused, None
+        sink: asyncio.Queue = asyncio.Queue()
+        rid, arrival = self.batcher.submit(Tagged(body, sink, self._loop))
+        times = self.http[rid] = HttpTimes(received_ns, arrival, request_id)
+        future = self._waiting[rid] = self._loop.create_future()
+        self._sinks[rid] = sink
+        first = await sink.get()
+        if first is None:  # the batch ended before a unit
+            _, reply = self._answer(rid, times, *await future)
+            return rid, times, reply, None
+        return rid, times, None, self._events(rid, times, first, sink, future)
+
+    async def _events(self, rid, times, first: bytes, sink: asyncio.Queue, future):
+        yield event(first)
+        while (data := await sink.get()) is not None:
+            yield event(data)
         record, done = await future
+        timing, reply = self._answer(rid, times, record, done)
+        batch, size = reply.headers["X-Workbench-Batch"], reply.headers["X-Workbench-Batch-Size"]
+        yield end_event(reply.status, timing, int(batch), int(size), reply.body)
+
+    def _answer(self, rid: int, times: HttpTimes, record, done) -> tuple[str, Reply]:
+        """The batch's reply to ``rid`` with its ``Server-Timing`` (also as a header), times noted."""
         times.resumed_ns = self.clock()
         reply = self._reply(rid, record, times)
         times.sent_ns = self.clock()
-        reply.headers["Server-Timing"] = format_server_timing(
-            self.stage_times(done, times), times.sent_ns - received_ns
+        timing = format_server_timing(
+            self.stage_times(done, times), times.sent_ns - times.received_ns
         )
-        return rid, times, reply
+        reply.headers["Server-Timing"] = timing
+        return timing, reply
 
     def _refused(self, body: bytes, received_ns: int, request_id: str | None) -> Reply | None:
         try:
@@ -316,6 +361,9 @@ class PipelineService:
             future = self._waiting.pop(rid, None)
             if future is not None and not future.done():
                 future.set_result((record, done))
+            sink = self._sinks.pop(rid, None)
+            if sink is not None:
+                sink.put_nowait(None)  # after its units: they were scheduled from the same thread
 
 
 def _failed(failure: StageFailure, headers: dict[str, str]) -> Reply:
@@ -376,6 +424,60 @@ def isolating(run, clock: Clock):
         )
 
     return execute
+
+
+@dataclass(frozen=True)
+class Tagged:
+    """A streaming pipeline's request as queued: its body and the sink its units go to."""
+
+    body: bytes
+    sink: asyncio.Queue
+    loop: asyncio.AbstractEventLoop
+
+
+# ``sinks`` and ``loop``: those of the batch this executor thread runs (``sinks`` None: none)
+_batch = threading.local()
+
+
+def tagged(run):
+    """``run(batch)`` of :class:`Tagged` requests: run on their bodies, the units going to their sinks
+    (warm-up calls pass plain items: their units go nowhere)."""
+
+    def execute(batch, **kwargs):
+        tags = [x for x in batch if isinstance(x, Tagged)]
+        _batch.sinks = [x.sink for x in tags] if tags else None
+        _batch.loop = tags[0].loop if tags else None
+        try:
+            return run([x.body if isinstance(x, Tagged) else x for x in batch], **kwargs)
+        finally:
+            _batch.sinks = None
+
+    return execute
+
+
+def streamed_pipeline(pipe):
+    """A copy of ``pipe`` whose streaming stage also hands each unit, split per request
+    (:func:`workbench.serving.sse.unit_data`), to the event loop of the requests' sinks; one
+    thread-safe call per unit for the whole batch, made before the runner reads the unit's time."""
+    k = stream_index(pipe.stages)
+    fn = pipe.stages[k].fn
+
+    def units(value):
+        sinks, loop = getattr(_batch, "sinks", None), getattr(_batch, "loop", None)
+        for unit in fn(value):
+            if sinks:
+                parts = [unit_data(unit, i, len(sinks)) for i in range(len(sinks))]
+                loop.call_soon_threadsafe(_fan_out, sinks, parts)
+            yield unit
+
+    out = copy.copy(pipe)
+    out.stages = [*pipe.stages[:k], replace(pipe.stages[k], fn=units), *pipe.stages[k + 1 :]]
+    return out
+
+
+def _fan_out(sinks: list[asyncio.Queue], parts: list[bytes]) -> None:
+    for sink, data in zip(sinks, parts):
+        sink.put_nowait(data)
 
 
 def _first_output(output):

@@ -49,7 +49,8 @@ class Result:
 
 
 def serve_cases(fd: int) -> None:
-    """The worker's loop: a JSON line ``{"argv", "cwd"}`` on stdin, a JSON result line on ``fd``."""
+    """The worker's loop: a JSON line ``{"argv", "cwd"}`` on stdin, a JSON result line on ``fd`` (with
+    ``cpu``: the CPU seconds this process has used, its start included)."""
     import workbench.cli  # noqa: F401 - imported before the first case's deadline starts
 
     results = os.fdopen(fd, "w")
@@ -61,7 +62,10 @@ def serve_cases(fd: int) -> None:
         t0 = time.perf_counter()
         rc, out, err = run_in_process(case["argv"])
         seconds = time.perf_counter() - t0
-        results.write(json.dumps({"rc": rc, "out": out, "err": err, "s": seconds}) + "\n")
+        cpu = time.process_time()
+        results.write(
+            json.dumps({"rc": rc, "out": out, "err": err, "s": seconds, "cpu": cpu}) + "\n"
+        )
         results.flush()
 
 
@@ -76,6 +80,8 @@ class CliWorker:
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
         self.restarts = 0
+        self.cpu_s = 0.0  # CPU seconds its processes reported (a killed one's last case is not in)
+        self._cpu_reported = 0.0
 
     def __enter__(self) -> "CliWorker":
         return self
@@ -102,7 +108,7 @@ class CliWorker:
             text=True,
         )
         os.close(w)
-        self._results = os.fdopen(r)
+        self._results, self._cpu_reported = os.fdopen(r), 0.0
         if self._read(START_S) != "ready\n":
             raise RuntimeError(f"the fuzz worker did not start in {START_S:g} s")
 
@@ -128,6 +134,8 @@ class CliWorker:
             line = self._read(GRACE_S)
         if line:
             done = json.loads(line)
+            self.cpu_s += done["cpu"] - self._cpu_reported
+            self._cpu_reported = done["cpu"]
             return Result(done["rc"], done["out"], done["err"], done["s"], stopped)
         code = self.proc.poll()
         self.close()

@@ -262,7 +262,7 @@ def write_results(run: dict, progress: Progress) -> str:
             ],
             "",
             f"Time ({args.jobs} processes; per kind, its chunks' wall and CPU seconds added up, the "
-            "CPU of the process that mutates the inputs and of the worker that runs them): "
+            "CPU of the process that mutates the inputs, of the worker that runs them and of its children): "
             + ", ".join(
                 f"{n} {w:.0f} s wall, {c:.0f} s CPU ({1000 * c / max(k, 1):.0f} ms CPU a case)"
                 for n, (w, c, k) in progress.seconds.items()

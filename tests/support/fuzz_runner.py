@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import select
 import signal
 import subprocess
@@ -50,7 +51,7 @@ class Result:
 
 def serve_cases(fd: int) -> None:
     """The worker's loop: a JSON line ``{"argv", "cwd"}`` on stdin, a JSON result line on ``fd`` (with
-    ``cpu``: the CPU seconds this process has used, its start included)."""
+    ``cpu``: the CPU seconds this process and the children it waited for have used, from its start)."""
     import workbench.cli  # noqa: F401 - imported before the first case's deadline starts
 
     results = os.fdopen(fd, "w")
@@ -62,7 +63,8 @@ def serve_cases(fd: int) -> None:
         t0 = time.perf_counter()
         rc, out, err = run_in_process(case["argv"])
         seconds = time.perf_counter() - t0
-        cpu = time.process_time()
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)  # compare --example's workers
+        cpu = time.process_time() + children.ru_utime + children.ru_stime
         results.write(
             json.dumps({"rc": rc, "out": out, "err": err, "s": seconds, "cpu": cpu}) + "\n"
         )

@@ -189,8 +189,9 @@ def judge(result: Result, argv: list[str], *, stop_ok: bool = False) -> tuple[st
 
 
 def error_lines(err: str) -> list[str]:
-    """The lines of stderr past argparse's usage block (``usage: ...`` and its indented continuation)."""
-    lines = [ln for ln in err.splitlines() if ln.strip()]
+    """The lines of stderr past argparse's usage block (``usage: ...`` and its indented continuation),
+    each as a terminal shows it: its text after its last carriage return (a progress bar redraws)."""
+    lines = [shown for ln in err.split("\n") if (shown := ln.rsplit("\r", 1)[-1]).strip()]
     while lines and (lines[0].startswith("usage:") or lines[0][:1].isspace()):
         lines.pop(0)
     return lines

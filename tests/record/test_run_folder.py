@@ -188,3 +188,15 @@ def test_a_table_read_column_by_column_or_whole_is_the_same_run(whole_up_to, tmp
     pd.testing.assert_frame_equal(run.requests, expected.requests)
     pd.testing.assert_frame_equal(run.stages, expected.stages)
     assert len({id(name) for name in run.stages["stage"]}) == 2
+
+
+def test_stage_names_unknown_to_run_json_and_a_null_are_one_line(tmp_path):
+    # the fuzz run's run.load case 4124: a null and an unknown name in 'stage' were exit 3 (TypeError
+    # sorting None beside a str)
+    path = make_run(4).save(tmp_path / "r")
+    stages = pd.read_parquet(path / "stages.parquet")
+    stages["stage"] = stages["stage"].astype(object)
+    stages.loc[0, "stage"], stages.loc[1, "stage"] = None, "parze"
+    stages.to_parquet(path / "stages.parquet", index=False)
+    with pytest.raises(RunRecordError, match=r"column 'stage' names \['parze', None\], not in run"):
+        load_run(path)

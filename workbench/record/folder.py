@@ -317,7 +317,7 @@ def check_consistent(
             f"{root / REQUESTS_FILE}: column 'request' has duplicate id {int(requests['request'][dup].iloc[0])}"
         )
     present = set(stages["stage"].unique())  # once: each unique() hashes every row's text
-    unknown = sorted(present - set(meta.stages))
+    unknown = sorted(present - set(meta.stages), key=repr)  # a null beside a name: no order
     if unknown:
         raise RunRecordError(
             f"{root / STAGES_FILE}: column 'stage' names {unknown[:3]}, not in run.json 'stages'"

@@ -54,3 +54,15 @@ def test_cli_progress_goes_to_stderr_and_json_stays_clean(tmp_path, capsys):
     assert any(line.startswith("decoding") and line.endswith("100%") for line in lines)
     assert main(["analyze", str(path), "--json", "--no-progress"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_an_error_erases_the_bar_so_that_it_is_the_one_line(tmp_path, capsys):
+    # a fuzzed `analyze RUN/run.json --json --progress` printed the bar's line, then the error (2 lines)
+    path = tmp_path / "run.json"
+    path.write_text('{"kind": "profile"}')
+    assert main(["analyze", str(path), "--json", "--progress"]) == 2
+    err = capsys.readouterr().err
+    bar = "reading    [..............................]   0%"
+    assert err == f"\r{bar}\r{' ' * len(bar)}\rworkbench analyze: error: {path}: not a PyTorch " + (
+        "profiler trace: no 'traceEvents' list\n"
+    )

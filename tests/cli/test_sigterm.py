@@ -56,6 +56,34 @@ def _terminate_after(tmp_path: Path, argv: list[str], ticks_needed: int = 30) ->
     return proc.returncode, err
 
 
+SIGTERM_IN_EXEC = """
+import itertools
+from workbench import Pipeline
+
+
+def build(config):  # the handler's KeyboardInterrupt is raised inside code that exec() runs
+    exec("import os, signal, time; os.kill(os.getpid(), signal.SIGTERM); time.sleep(60)")
+    return Pipeline("exec", items=lambda: itertools.count())
+"""
+
+
+def test_sigterm_inside_exec_still_exits_143(tmp_path):
+    # the fuzz run's signal trials: SIGTERM while the example's build imported torch ended the process
+    # by SIGINT (exit -2) after it printed 'terminated (SIGTERM)': CPython marks a KeyboardInterrupt
+    # that left an exec() as unhandled, caught or not
+    (tmp_path / "exec_term.py").write_text(SIGTERM_IN_EXEC)
+    proc = subprocess.run(
+        [sys.executable, "-m", "workbench", "profile", "--pipeline"]
+        + [f"{tmp_path / 'exec_term.py'}:build", "--requests", "5", "--warmup", "0"]
+        + ["--traced", "0", "--no-sample-stacks", "--out", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == EXIT_TERMINATED, proc.stderr
+    assert proc.stderr.rstrip().endswith("workbench profile: terminated (SIGTERM)")
+
+
 @pytest.mark.slow
 def test_sigterm_during_profile_keeps_the_run_as_interrupted_and_exits_143(tmp_path):
     out = tmp_path / "run"

@@ -51,6 +51,16 @@ def test_error_lines_skip_the_usage_block_only():
     assert error_lines("one\ntwo\n") == ["one", "two"]
 
 
+def test_error_lines_are_what_a_terminal_shows_of_a_progress_bar():
+    assert error_lines("\rreading [..] 0%\r               \rshow: error: bad\n") == [
+        "show: error: bad"
+    ]
+    assert error_lines("\rreading [..] 0%\nshow: error: bad\n") == [
+        "reading [..] 0%",
+        "show: error: bad",
+    ]
+
+
 def test_a_family_blanks_paths_quoted_values_and_numbers():
     a = family("show: internal error: KeyError: 'dur_ns' in /tmp/a/run-12/run.json at row 3")
     b = family("show: internal error: KeyError: 'start_ns' in /tmp/b/run-7/run.json at row 41")

@@ -55,6 +55,15 @@ def test_an_exit_other_than_the_signals_or_an_internal_error_is_bad(tmp_path):
     err = "profile: error: internal error: TypeError: x; please report it\n"
     assert judge_trial(-15, err, tmp_path)[0] == "bad_exit"
     assert judge_trial(-15, "", tmp_path)[0] == "nothing_measured"  # SIGTERM before its handler
+    assert judge_trial(-2, "", tmp_path, sent="SIGINT")[0] == "nothing_measured"
+
+
+def test_the_signals_own_end_after_the_run_was_saved_is_its_exit_code(tmp_path):
+    # SIGINT while Python finalized after a saved run (the default handler restored): exit -2, nothing
+    # printed; a shell reports 130, and the run is there
+    shutil.copytree(BASE_RUN, tmp_path / "run")
+    assert judge_trial(-2, "", tmp_path, sent="SIGINT") == ("ok", "")
+    assert judge_trial(-2, "", tmp_path, sent="SIGTERM")[0] == "bad_exit"
 
 
 MARKING = """

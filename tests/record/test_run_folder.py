@@ -175,3 +175,28 @@ def test_a_table_that_stores_an_index_is_read_as_pandas_reads_it(tmp_path):
     run = load_run(path)
     assert run.stages.index.tolist() == list(range(1_000, 1_008))
     assert run.stages["stage"].tolist() == ["parse", "forward"] * 4
+
+
+@pytest.mark.parametrize("whole_up_to", [0, folder.READ_WHOLE_ROWS])
+def test_a_table_read_column_by_column_or_whole_is_the_same_run(whole_up_to, tmp_path, monkeypatch):
+    """Issue 35: tables of up to READ_WHOLE_ROWS rows are read whole (faster), longer ones a column at a
+    time (lower peak): the same frames, text shared either way."""
+    path = make_run(50).save(tmp_path / "r")
+    expected = load_run(path)
+    monkeypatch.setattr(folder, "READ_WHOLE_ROWS", whole_up_to)
+    run = load_run(path)
+    pd.testing.assert_frame_equal(run.requests, expected.requests)
+    pd.testing.assert_frame_equal(run.stages, expected.stages)
+    assert len({id(name) for name in run.stages["stage"]}) == 2
+
+
+def test_stage_names_unknown_to_run_json_and_a_null_are_one_line(tmp_path):
+    # the fuzz run's run.load case 4124: a null and an unknown name in 'stage' were exit 3 (TypeError
+    # sorting None beside a str)
+    path = make_run(4).save(tmp_path / "r")
+    stages = pd.read_parquet(path / "stages.parquet")
+    stages["stage"] = stages["stage"].astype(object)
+    stages.loc[0, "stage"], stages.loc[1, "stage"] = None, "parze"
+    stages.to_parquet(path / "stages.parquet", index=False)
+    with pytest.raises(RunRecordError, match=r"column 'stage' names \['parze', None\], not in run"):
+        load_run(path)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import select
 import signal
 import subprocess
@@ -49,7 +50,8 @@ class Result:
 
 
 def serve_cases(fd: int) -> None:
-    """The worker's loop: a JSON line ``{"argv", "cwd"}`` on stdin, a JSON result line on ``fd``."""
+    """The worker's loop: a JSON line ``{"argv", "cwd"}`` on stdin, a JSON result line on ``fd`` (with
+    ``cpu``: the CPU seconds this process and the children it waited for have used, from its start)."""
     import workbench.cli  # noqa: F401 - imported before the first case's deadline starts
 
     results = os.fdopen(fd, "w")
@@ -61,7 +63,11 @@ def serve_cases(fd: int) -> None:
         t0 = time.perf_counter()
         rc, out, err = run_in_process(case["argv"])
         seconds = time.perf_counter() - t0
-        results.write(json.dumps({"rc": rc, "out": out, "err": err, "s": seconds}) + "\n")
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)  # compare --example's workers
+        cpu = time.process_time() + children.ru_utime + children.ru_stime
+        results.write(
+            json.dumps({"rc": rc, "out": out, "err": err, "s": seconds, "cpu": cpu}) + "\n"
+        )
         results.flush()
 
 
@@ -76,6 +82,8 @@ class CliWorker:
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
         self.restarts = 0
+        self.cpu_s = 0.0  # CPU seconds its processes reported (a killed one's last case is not in)
+        self._cpu_reported = 0.0
 
     def __enter__(self) -> "CliWorker":
         return self
@@ -102,7 +110,7 @@ class CliWorker:
             text=True,
         )
         os.close(w)
-        self._results = os.fdopen(r)
+        self._results, self._cpu_reported = os.fdopen(r), 0.0
         if self._read(START_S) != "ready\n":
             raise RuntimeError(f"the fuzz worker did not start in {START_S:g} s")
 
@@ -128,6 +136,8 @@ class CliWorker:
             line = self._read(GRACE_S)
         if line:
             done = json.loads(line)
+            self.cpu_s += done["cpu"] - self._cpu_reported
+            self._cpu_reported = done["cpu"]
             return Result(done["rc"], done["out"], done["err"], done["s"], stopped)
         code = self.proc.poll()
         self.close()
@@ -179,8 +189,9 @@ def judge(result: Result, argv: list[str], *, stop_ok: bool = False) -> tuple[st
 
 
 def error_lines(err: str) -> list[str]:
-    """The lines of stderr past argparse's usage block (``usage: ...`` and its indented continuation)."""
-    lines = [ln for ln in err.splitlines() if ln.strip()]
+    """The lines of stderr past argparse's usage block (``usage: ...`` and its indented continuation),
+    each as a terminal shows it: its text after its last carriage return (a progress bar redraws)."""
+    lines = [shown for ln in err.split("\n") if (shown := ln.rsplit("\r", 1)[-1]).strip()]
     while lines and (lines[0].startswith("usage:") or lines[0][:1].isspace()):
         lines.pop(0)
     return lines

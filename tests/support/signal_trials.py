@@ -4,9 +4,10 @@ A trial starts ``python -m workbench COMMAND ... --out FOLDER/run`` as a shell s
 command, sends the signal after a seeded delay, and judges what is left (:func:`judge_trial`):
 
 * the process ends within :data:`HANG_S` of the signal (else ``hang``);
-* its exit is 130 (SIGINT), 143 (SIGTERM: handled, or SIGTERM's own end before the handler was
-  installed or after the command returned), or 0/1 when it had finished first, and no internal
-  error on stderr (else ``bad_exit``);
+* its exit is 130 (SIGINT), 143 (SIGTERM), or 0/1 when it had finished first, and no internal error
+  on stderr (else ``bad_exit``); 130/143 may be the signal's own end, as a shell reports it: before
+  the handler was installed, or after the command returned (Python restores the default handlers as
+  it finalizes, 0.3-0.7 s after a profile of the example has saved its run);
 * when the run folder exists, ``show --json`` reads it: exit 0 with strict JSON (else ``unreadable``);
 * when it does not, the command said nothing was measured or was stopped before it printed anything
   (else ``lost``: it said it wrote a run, or it exited 0/1 without one);
@@ -110,17 +111,17 @@ def trial(
         proc.kill()
         proc.communicate()
         return "hang", f"still running {HANG_S:g} s after {signame}"
-    return judge_trial(proc.returncode, err, folder)
+    return judge_trial(proc.returncode, err, folder, signame)
 
 
-def judge_trial(rc: int, err: str, folder: Path) -> tuple[str, str]:
-    """What a trial left in ``folder`` (see the module docstring)."""
+def judge_trial(rc: int, err: str, folder: Path, sent: str = "SIGTERM") -> tuple[str, str]:
+    """What a trial that sent signal ``sent`` left in ``folder`` (see the module docstring)."""
     last = (err.strip().splitlines() or ["(nothing on stderr)"])[-1][:300]
     others = sorted(p.name for p in folder.iterdir() if p.name != "run")
     if others:
         return "leftover", f"exit {rc}, left beside the run folder: {others}"
-    if rc == -signal.SIGTERM:  # SIGTERM's own end, before its handler or after main returned
-        rc = 128 + signal.SIGTERM  # what a shell reports
+    if rc == -SIGNALS[sent]:  # the signal's own end, before its handler or after main returned
+        rc = 128 + SIGNALS[sent]  # what a shell reports
     if rc not in (0, 1, 130, 143) or "internal error" in err:
         return "bad_exit", f"exit {rc}: {last}"
     run = folder / "run"

@@ -100,9 +100,19 @@ def consecutive_blocks(values_ns: Sequence, block: int = BLOCK) -> np.ndarray:
 
 
 def _percentile_rows(sample: np.ndarray, q: float) -> np.ndarray:
-    if np.isnan(sample).any():
-        return np.nanpercentile(sample, q, axis=1)
-    return percentiles(sample, q, axis=1)
+    """Each row's percentile of its values other than NaN (NaN for a row of none), as
+    ``np.nanpercentile(sample, q, axis=1)`` gives, but one vectorised :func:`percentiles` per count of
+    values: rows sorted (NaN last) and grouped by that count. ``np.nanpercentile`` goes row by row in
+    Python: 10 s for the 2,000 resamples of a 30-request run whose stage missed some requests."""
+    present = ~np.isnan(sample)
+    if present.all():
+        return percentiles(sample, q, axis=1)
+    ordered, counts = np.sort(sample, axis=1), present.sum(axis=1)
+    out = np.full(sample.shape[0], np.nan)
+    for n in np.unique(counts[counts > 0]):
+        rows = counts == n
+        out[rows] = percentiles(ordered[rows, :n], q, axis=1)
+    return out
 
 
 def _ratio(b: np.ndarray, a: np.ndarray) -> np.ndarray:

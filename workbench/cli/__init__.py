@@ -159,12 +159,19 @@ def _internal_error(command: str, exc: Exception) -> int:
 def entry() -> int:
     """The process entry point (``python -m workbench``, the ``workbench`` script): :func:`main` after
     :func:`prepare_process`. Kept apart from :func:`main`, which tests and notebooks call in their own
-    process."""
+    process.
+
+    An interrupted command (130, 143) leaves with :func:`_exit_now`: a ``KeyboardInterrupt`` that went
+    through ``exec`` of a string (dataclasses and namedtuples build their methods so, hundreds while
+    torch imports) leaves CPython's "unhandled KeyboardInterrupt" mark set even once caught, and the
+    interpreter then ends itself by SIGINT at exit, whatever the code: a SIGTERM read as Ctrl-C."""
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C is KeyboardInterrupt again
     try:
         prepare_process(sys.argv[1:])
-        code = main()
-        return exit_past_lingering_threads(exit_past_abandoned_stages(code))
+        code = exit_past_lingering_threads(exit_past_abandoned_stages(main()))
+        if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+            _exit_now(code)
+        return code
     except KeyboardInterrupt:  # outside a command's own handling (start-up, imports, leaving): 130
         print("workbench: interrupted", file=sys.stderr)
         _exit_now(EXIT_INTERRUPTED)

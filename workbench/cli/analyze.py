@@ -103,9 +103,12 @@ def run(args: argparse.Namespace) -> int:
         trace = load_trace(path, max_bytes=args.max_trace_bytes, progress=bar, decoded=decoded)
         del decoded
         report = analyze(trace, progress=bar)
-    finally:
+    except BaseException:
         if bar is not None:
-            bar.close()
+            bar.close(erase=True)
+        raise
+    if bar is not None:
+        bar.close()
     if args.json:
         print(dumps(report, indent=2))
     else:

@@ -44,8 +44,10 @@ class ProgressBar:
         filled = int(share * self.width)
         return f"{STAGES.get(stage, stage):<10} [{'#' * filled}{'.' * (self.width - filled)}] {100 * share:3.0f}%"
 
-    def close(self) -> None:
-        """End the bar's line (nothing when it never drew)."""
+    def close(self, *, erase: bool = False) -> None:
+        """End the bar's line (nothing when it never drew); ``erase``: blank it instead, the cursor at
+        its start, so that an error printed next is the line's one text (exit 2's one line)."""
         if self.drawn:
-            self.stream.write("\n")
+            width = len(self.line("analyze", 0, 1))
+            self.stream.write("\r" + " " * width + "\r" if erase else "\n")
             self.stream.flush()

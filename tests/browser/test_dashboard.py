@@ -155,10 +155,12 @@ def outside_requests(page) -> list[str]:
 
 
 def budget_expression() -> str:
-    """JavaScript: the first plot's (the budget's) title and bar heights, as text."""
+    """JavaScript: the budget's title and bar heights, as text (found by its pane's class: once there are
+    two runs, the figure of the runs read beside it is drawn above it)."""
     return (
-        f"(() => {{ const el = {PLOTS}[0]; return JSON.stringify([el.layout.title && el.layout.title.text, "
-        f"el.data.map(t => Array.from(t.y || []))]); }})()"
+        "(() => { const el = document.querySelector('.workbench-budget .js-plotly-plot'); "
+        "return JSON.stringify([el.layout.title && el.layout.title.text, "
+        "el.data.map(t => Array.from(t.y || []))]); })()"
     )
 
 

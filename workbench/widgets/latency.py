@@ -362,6 +362,9 @@ class LatencyExplorer(Controller):
         self.index_note = MessageLine()  # recorded runs that could not be read: skipped, said here
         self.index_note.show(self.recorded.note, "warning")
         self.budget_pane, self.distribution_pane = FigurePane(), FigurePane()
+        self.budget_pane.view.add_class(
+            "workbench-budget"
+        )  # the page's budget, whatever is above it
         # drawn on the page when asked: 45 of the first view's 70 kB of figure JSON, 0.2 s of the browser's time
         self.flame_pane = DeferredPane(520, "flame graph of the traced request")
         self.tail_pane, self.request_pane = FigurePane(320), FigurePane(320)

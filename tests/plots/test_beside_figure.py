@@ -22,7 +22,7 @@ def test_points_carry_their_intervals_and_say_busy_or_unbounded():
     p99, p50 = fig["data"]
     assert p99["name"] == "p99 (95 % CI)" and p50["name"] == "p50"
     assert list(p99["x"]) == [
-        "now: text cpu bs=8 bf16 threads=1 (live)",
+        "now: text cpu bs=8 bf16 threads=1 (live)<br><i>busy machine; upper end not bounded</i>",
         "recorded: text cpu bs=8 bf16 threads=1 (recorded)",
         "before: text cpu bs=8 fp32 threads=1 (recorded)",
     ]

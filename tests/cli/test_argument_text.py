@@ -34,3 +34,23 @@ def test_a_name_longer_than_the_os_allows_is_one_line(command, tmp_path, capsys)
     err = capsys.readouterr().err
     assert "File name too long" in err and "internal error" not in err
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [  # the long fuzz run's argument sets 1491 and 362 (issue 35): exit 3, and two lines
+        (["serve", "--example", "", "--port", "0"], "unknown example ''"),
+        (["profile", "--example", ""], "unknown example ''"),
+        (
+            ["export-dashboard", "--out", "{tmp}/d.html", "--runs", "\n"],
+            "--runs '\\n': not a folder",
+        ),
+    ],
+)
+def test_an_empty_example_and_a_newline_path_are_one_line(
+    argv, says, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # no default run folder is left in the repository
+    assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1, err

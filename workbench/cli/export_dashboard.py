@@ -31,7 +31,7 @@ def run(args) -> int:
     from ..export.dashboard import export_dashboard
 
     if not args.runs.is_dir():
-        raise ConfigError(f"--runs {args.runs}: not a folder of run folders")
+        raise ConfigError(f"--runs {str(args.runs)!r}: not a folder of run folders")
     check_out(args.out / "index.html", folder=False)  # --out a file: refused before the figures
 
     def progress(i, n, name):

@@ -28,7 +28,9 @@ from ..naming import slug
 
 def pipeline_name(args) -> str:
     """The pipeline's name for a folder: ``--example``, or the stem of ``--pipeline``'s file."""
-    return args.example or Path(args.pipeline.split(":")[0]).stem
+    if args.example is not None:  # '' included: the factory refuses it by name
+        return args.example
+    return Path(args.pipeline.split(":")[0]).stem
 
 
 def default_folder(*parts: str) -> Path:

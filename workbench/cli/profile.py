@@ -245,7 +245,7 @@ def parse_options(pairs: list[str]) -> dict:
 
 
 def factory_from_args(args):
-    if args.example:
+    if args.example is not None:  # --example '' is a name to refuse, not a missing option
         from ..examples import factory
 
         return factory(args.example)

@@ -48,7 +48,7 @@ import pandas as pd
 from ..errors import ConfigError
 from ..record.tables import LOAD_REQUEST_COLUMNS, build_tables, build_units, request_row
 from ..timing import StageFailure
-from ..units import ms_to_ns
+from ..units import ms_to_ns, ns_to_s
 
 STREAM_STAGE = "generate"  # the stage the units belong to, in the simulated and the live run
 STAGES = ["queue_wait", STREAM_STAGE]
@@ -367,6 +367,6 @@ def goodput_curve(
         run = simulate_continuous(arrivals.times_ns(), lengths, times, policy)
         per = token_requests(run.requests, run.stages, run.units)
         span = int((run.requests["start_ns"] + run.requests["dur_ns"]).max())
-        rows.append((float(rate), goodput(per, ttft_ms, tpot_ms), len(per) * 1e9 / max(span, 1)))
+        rows.append((float(rate), goodput(per, ttft_ms, tpot_ms), len(per) / ns_to_s(max(span, 1))))
     table = pd.DataFrame(rows, columns=["rate_rps", "goodput", "throughput_rps"])
     return table, goodput_knee(table["rate_rps"], table["goodput"], target)

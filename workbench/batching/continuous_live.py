@@ -31,7 +31,7 @@ from ..timing import StageFailure
 from ..record import Load, Run
 from ..streaming import stream_index
 from ..timing import Clock
-from ..units import s_to_ns
+from ..units import ns_to_s, s_to_ns
 from .arrivals import Arrivals
 from .continuous import (
     FEATURES,
@@ -151,7 +151,7 @@ def drive(log: TokenLog, steps, seqs, items, policy, clock, sleep, origin: int, 
             sched.arrive(seqs[k])
             k += 1
         if not sched.running and not sched.waiting:
-            sleep(max(0, seqs[k].arrival_ns - now) / 1e9)
+            sleep(ns_to_s(max(0, seqs[k].arrival_ns - now)))
             continue
         for s in sched.admit(now):
             s.handle = steps.join(items[s.request])
@@ -196,7 +196,7 @@ def _step_model(steps: pd.DataFrame) -> dict:
 def _throughput(requests: pd.DataFrame) -> float | None:
     ok = requests[requests["ok"]]
     span = int((ok["start_ns"] + ok["dur_ns"]).max() - requests["start_ns"].min()) if len(ok) else 0
-    return len(ok) * 1e9 / span if span > 0 else None
+    return len(ok) / ns_to_s(span) if span > 0 else None
 
 
 def _warm_up(steps, item) -> None:

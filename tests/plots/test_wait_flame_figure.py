@@ -29,3 +29,11 @@ def test_a_run_without_thread_samples_says_so():
     fig = wait_flame_figure(None).to_dict()
     assert fig["data"] == []
     assert fig["layout"]["annotations"][0]["text"].startswith("no thread samples")
+
+
+def test_a_label_too_small_to_read_is_hidden_not_shrunk():
+    """At 1280x800 a short GC pause's box drew its label at 0.5 px (the overlap test): labels under
+    10 px are hidden, the hover keeps them."""
+    requests, stages = lock_tables()
+    fig = wait_flame_figure(wait_flames(copying_sampled(), requests, stages, ["record"])).to_dict()
+    assert fig["layout"]["uniformtext"] == {"minsize": 10, "mode": "hide"}

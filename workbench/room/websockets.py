@@ -6,6 +6,7 @@ Both answer a refusal (no token: 403; no such kernel: 404) with one plain-text l
 from __future__ import annotations
 
 import tornado.web
+import tornado.websocket
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
 from voila.request_info_handler import RequestInfoSocketHandler
@@ -35,6 +36,17 @@ class QuerySocketHandler(PlainErrors, WebSocketMixin, RequestInfoSocketHandler, 
         if kernel_id not in self.kernel_manager:
             raise tornado.web.HTTPError(404)
         await super().get(kernel_id, *args, **kwargs)
+
+    def write_message(self, message, binary=False):
+        """Voila writes a page's query to its waiter without awaiting it: a page that left meanwhile made a
+        "Task exception was never retrieved" traceback (WebSocketClosedError) in the room's log."""
+        try:
+            sent = super().write_message(message, binary)
+        except tornado.websocket.WebSocketClosedError:
+            return None
+        if sent is not None and hasattr(sent, "add_done_callback"):
+            sent.add_done_callback(_retrieved)
+        return sent
 
     def on_close(self):
         # Voila's deletes the last waiter of any kernel when this socket is not among them

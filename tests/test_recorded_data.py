@@ -111,3 +111,18 @@ def test_sync_request_run_charges_the_forward_to_postprocess():
     )
     assert wrong["forward"] == (1.353, 6.661) and wrong["postprocess"] == (8.003, 2.692)
     assert right["forward"] == (6.731, 6.703) and right["postprocess"] == (3.334, 3.282)
+
+
+def test_no_recorded_file_carries_a_path_of_the_machine_that_recorded_it():
+    """Sampled frames used to keep /work/... and .venv/.../site-packages paths (now
+    ``workbench.wait_classes.portable_file``); a run folder names its files relative to itself."""
+    import re
+
+    absolute = re.compile(r'"(/(?:work|root|home|tmp|Users|opt|usr)/[^"]*)"')
+    found = {
+        str(p.relative_to(RUNS.parents[1])): m.group(1)
+        for p in sorted(RUNS.parent.rglob("*.json"))
+        for m in [absolute.search(p.read_text(errors="replace"))]
+        if m
+    }
+    assert found == {}

@@ -9,6 +9,7 @@ import pytest
 
 from workbench.errors import ConfigError
 from workbench.sampling import StackSampler, assign
+from workbench.wait_classes import portable_file
 from workbench.timing import time_request
 
 
@@ -163,7 +164,7 @@ def test_a_frame_without_a_line_is_recorded_at_its_functions_first_line():
     sampler._intern(sampler._whole_stack(frame))
     code = stage.__code__
     assert sampler.record(origin_ns=0)["frames"] == [
-        [code.co_filename, "stage", code.co_firstlineno]
+        [portable_file(code.co_filename), "stage", code.co_firstlineno]
     ]
 
 

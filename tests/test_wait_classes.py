@@ -70,3 +70,25 @@ def test_a_standard_library_frame_above_the_users_call_names_the_wait_and_the_us
     assert call_kind(((user_file, "f", 6), event_wait)) == ("lock", 0)
     recv = (socket.__file__, "recv_into", 700)
     assert call_kind(((user_file, "handler", 1), (user_file, "f", 6), recv)) == ("io", 1)
+
+
+def test_a_recorded_file_carries_no_path_of_the_machine_and_keeps_its_class():
+    """Runs in data/ carried /work/... and .venv paths of the machine that recorded them."""
+    import os
+
+    import workbench.streaming
+    from workbench.examples import text
+    from workbench.wait_classes import is_user_file, portable_file
+
+    site = os.path.join(os.sep, "opt", "py", "lib", "site-packages", "torch", "nn", "linear.py")
+    cases = {
+        threading.__file__: ("<stdlib>/threading.py", False),
+        site: ("site-packages/torch/nn/linear.py", False),
+        workbench.streaming.__file__: ("<workbench>/streaming.py", False),
+        text.__file__: ("<workbench>/examples/text.py", True),
+        os.path.abspath("tests/conftest.py"): ("tests/conftest.py", True),
+        "<frozen runpy>": ("<frozen runpy>", False),
+    }
+    for live, (recorded, user) in cases.items():
+        assert portable_file(live) == recorded
+        assert is_user_file(live) is is_user_file(recorded) is user

@@ -56,7 +56,7 @@ import numpy as np
 from . import timing
 from .errors import ConfigError
 from .units import s_to_ns
-from .wait_classes import CLASSES, call_kind, classify
+from .wait_classes import CLASSES, call_kind, classify, portable_file
 
 # benchmarks/bench_sampler.py (interleaved, 3 examples): at 1 and 2 ms the tabular example paid +6 to +8 %;
 # at 5 ms every example stayed within +4 % (text and image within +-3 %)
@@ -278,7 +278,9 @@ class StackSampler:
         """The raw samples as plain data (``sampled`` in run.json; docs/json.md): times from ``origin_ns``
         (the run's first request start), stacks as lists of frame ids, frames ``[file, function, line]``."""
         frame_ids: dict[Frame, int] = {}
-        stacks = [[frame_ids.setdefault(f, len(frame_ids)) for f in st] for st in self.stacks]
+        stacks = [
+            [frame_ids.setdefault(f, len(frame_ids)) for f in st] for st in self.portable_stacks()
+        ]
         rows = {c: self.rows[c].tolist() for c in ROW_COLUMNS}
         rows["t_ns"] = [v - origin_ns for v in rows["t_ns"]]
         gc_threads = [
@@ -310,6 +312,17 @@ class StackSampler:
             out.append((frame.f_code, frame.f_lineno))
             frame = frame.f_back
         return None
+
+    def portable_stacks(self) -> list[tuple[Frame, ...]]:
+        """The stacks as a run records them: each file by :func:`~workbench.wait_classes.portable_file`
+        (the live paths stay in :attr:`stacks`: reading a waiting line needs them)."""
+        files: dict[str, str] = {}
+        return [
+            tuple(
+                (files.get(f) or files.setdefault(f, portable_file(f)), fn, ln) for f, fn, ln in st
+            )
+            for st in self.stacks
+        ]
 
     def _intern(self, key: tuple) -> int:
         found = self._ids.get(key)
@@ -348,7 +361,7 @@ def assign(sampler: StackSampler, timings: list[Any], names: list[str]) -> Sampl
         for k, (s, e) in enumerate(zip(tm.stage_start_ns, tm.stage_end_ns))
     ]
     if not starts or not t.size:
-        return Samples([], [], [], list(sampler.stacks), sampler.interval_s, int(t.size))
+        return Samples([], [], [], sampler.portable_stacks(), sampler.interval_s, int(t.size))
     s, e, req, stage = (np.asarray(c, dtype=np.int64) for c in zip(*sorted(starts)))
     pos = np.searchsorted(s, t, side="right") - 1
     ok = (pos >= 0) & (t < e[np.maximum(pos, 0)])
@@ -357,7 +370,7 @@ def assign(sampler: StackSampler, timings: list[Any], names: list[str]) -> Sampl
         req[pos].tolist(),
         [names[k] for k in stage[pos].tolist()],
         ids[ok].tolist(),
-        list(sampler.stacks),
+        sampler.portable_stacks(),
         sampler.interval_s,
         int((~ok).sum()),
     )

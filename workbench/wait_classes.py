@@ -77,8 +77,11 @@ LINE_KIND = (  # the first match wins
 
 def is_user_file(file: str) -> bool:
     """Not the standard library, not an installed package, not a builtin (``<frozen ...>``), not the
-    workbench's own harness (its shipped examples are user code)."""
+    workbench's own harness (its shipped examples are user code); for a live path or a recorded one
+    (:func:`portable_file`)."""
     norm = os.path.normcase(file)
+    if norm.startswith(WORKBENCH_PREFIX):
+        return norm.startswith(WORKBENCH_PREFIX + "examples/")
     return not (
         norm.startswith(_STDLIB)
         or (norm.startswith(_PACKAGE) and not norm.startswith(_EXAMPLES))
@@ -86,6 +89,30 @@ def is_user_file(file: str) -> bool:
         or "dist-packages" in norm
         or file.startswith("<")
     )
+
+
+STDLIB_PREFIX, WORKBENCH_PREFIX = "<stdlib>/", "<workbench>/"
+
+
+def portable_file(file: str) -> str:
+    """A frame's file as a run records it: no path of the machine that measured it. The standard
+    library is ``<stdlib>/...``, the workbench ``<workbench>/...``, an installed package
+    ``site-packages/...`` (from its ``site-packages`` or ``dist-packages`` folder on), a file under the
+    working folder relative to it; any other path (a user's file elsewhere) as it was.
+    :func:`is_user_file` and the library checks read these as they read the live paths."""
+    norm = os.path.normcase(file)
+    for marker in ("site-packages", "dist-packages"):
+        at = norm.rfind(os.sep + marker + os.sep)
+        if at >= 0:
+            return "site-packages/" + file[at + len(marker) + 2 :].replace(os.sep, "/")
+    for root, prefix in ((_PACKAGE, WORKBENCH_PREFIX), (_STDLIB, STDLIB_PREFIX)):
+        if norm.startswith(root + os.sep):
+            return prefix + file[len(root) + 1 :].replace(os.sep, "/")
+    if os.path.isabs(file):
+        rel = os.path.relpath(file)
+        if not rel.startswith(".."):
+            return rel.replace(os.sep, "/")
+    return file
 
 
 def call_kind(frames: tuple) -> tuple[str | None, int]:

@@ -377,6 +377,11 @@ def main(argv=None) -> int:
     )
     p.add_argument("--note", default="", help="what else ran on the machine (written in the file)")
     p.add_argument(
+        "--cpu-only",
+        action="store_true",
+        help="no probe: each attack runs --duration s and the server's and the attackers' CPU is read",
+    )
+    p.add_argument(
         "--split-cpus",
         action=argparse.BooleanOptionalAction,
         default=len(os.sched_getaffinity(0)) >= 2,
@@ -435,6 +440,13 @@ def main(argv=None) -> int:
                     functools.partial(getattr(a, method), **kwargs), threads, attacker_cpus
                 )
                 time.sleep(1.0)  # the attack is under way before the probe starts
+            if args.cpu_only:
+                row = cpu_shares(server.proc.pid, args.duration)
+                if running is not None:
+                    running.stop()
+                rows.append(row | {"scenario": name, "round": round_})
+                print(json.dumps(rows[-1]), flush=True)
+                continue
             rss = RssPeak(server.proc.pid)
             row = probe(
                 server.url,
@@ -451,12 +463,52 @@ def main(argv=None) -> int:
     finally:
         server.proc.send_signal(signal.SIGTERM)
         server.proc.wait(300)
-    edge = load_run(root / "server").meta.serving.extra.get("edge", {})
+    serving = load_run(root / "server").meta.serving
+    edge, gc_note = serving.extra.get("edge", {}), serving.gc
     args.md.with_suffix(".json").write_text(
-        json.dumps({"rows": rows, "edge": edge}, indent=1) + "\n"
+        json.dumps({"rows": rows, "edge": edge, "gc": gc_note}, indent=1) + "\n"
     )
-    write_md(args, rows, edge, (load_start, os.getloadavg()[0]), cpus)
+    if args.cpu_only:
+        args.md.write_text(cpu_md(args, rows, (load_start, os.getloadavg()[0])))
+        return 0
+    write_md(args, rows, edge, (load_start, os.getloadavg()[0]), cpus, gc_note)
     return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` and its threads (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_shares(server_pid: int, duration_s: float) -> dict:
+    """The server's and this process's (the attacker threads') CPU over ``duration_s``, in cores."""
+    s0, a0, t0 = cpu_seconds(server_pid), cpu_seconds(os.getpid()), time.monotonic()
+    time.sleep(duration_s)
+    wall = time.monotonic() - t0
+    return {
+        "server_cores": round((cpu_seconds(server_pid) - s0) / wall, 2),
+        "attacker_cores": round((cpu_seconds(os.getpid()) - a0) / wall, 2),
+    }
+
+
+def cpu_md(args, rows: list[dict], loads: tuple[float, float]) -> str:
+    lines = [
+        "# What each attack costs the server's CPU (`benchmarks/bench_edge.py --cpu-only`)",
+        "",
+        f"No probe: each attack runs {args.duration:g} s (after 1 s under way) against `workbench serve` "
+        f"with the edge's defaults; CPU in cores from /proc. Load average {loads[0]:.1f} at the start, "
+        f"{loads[1]:.1f} at the end." + (f" {args.note}" if args.note else ""),
+        "",
+        "| attack | round | server CPU (cores) | attacker threads' CPU (cores) |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['scenario']} | {r['round']} | {r['server_cores']:.2f} | {r['attacker_cores']:.2f} |"
+        for r in rows
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def median_table(rows: list[dict]) -> list[str]:
@@ -482,7 +534,9 @@ def median_table(rows: list[dict]) -> list[str]:
     return out
 
 
-def write_md(args, rows: list[dict], edge: dict, loads: tuple[float, float], cpus: list) -> None:
+def write_md(
+    args, rows: list[dict], edge: dict, loads: tuple[float, float], cpus: list, gc_note: dict
+) -> None:
     where = (
         f"the attacker threads on CPU {cpus[-1]}, the server and the probe on CPU "
         f"{', '.join(map(str, cpus[:-1]))} (`--split-cpus`: an attacker is another machine)"
@@ -525,6 +579,12 @@ def write_md(args, rows: list[dict], edge: dict, loads: tuple[float, float], cpu
             f"| {r['rss_mb_max']} | {'yes' if r['noisy'] else 'no'} |"
         )
     lines += ["", *median_table(rows)]
+    lines += [
+        "",
+        f"The server's collections over the whole run (`serving.gc`, mode {gc_note.get('mode')}): "
+        f"{gc_note.get('collections')}, {gc_note.get('pause_ms_total', 0):.1f} ms in all, the longest "
+        f"{gc_note.get('pause_ms_max', 0):.1f} ms.",
+    ]
     refused = edge.get("refused", {})
     lines += [
         "",

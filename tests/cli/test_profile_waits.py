@@ -22,9 +22,10 @@ def checksum(rows):  # pure Python that allocates no container: no collection of
     return total
 
 def build(config):
-    lock, rows = threading.Lock(), [(i, i + 1) for i in range(20_000)]
+    lock, rows = threading.Lock(), [(i, i + 1) for i in range(100_000)]
 
-    def snapshot_forever():  # holds the lock 40 ms (a few ms on CPU), then lets 10 ms of requests by
+    def snapshot_forever():  # holds the lock 40 ms (5-10 on CPU: the waits' samples see it run), then
+        # lets 10 ms of requests by
         while os.path.exists(RUNNING):
             with lock:
                 checksum(rows)
@@ -54,10 +55,10 @@ import itertools, os, threading, time
 from workbench import Pipeline
 
 def build(config):
-    def spin_forever():  # pure Python: holds the GIL but for the switch interval
+    def spin_forever():  # Python that never waits: holds the GIL but for the switch interval
         n, check = 0, time.monotonic()
-        while True:
-            n = (n * 31 + 7) % 1000003
+        while True:  # a builtin's call keeps it throughout (10-20 ms): waits no busy machine hides
+            n = (n + sum(range(500_000))) % 1000003
             if time.monotonic() > check:  # os.stat releases the GIL: twice a second, not more
                 if not os.path.exists(RUNNING):
                     return
@@ -203,7 +204,7 @@ def test_a_thread_spinning_in_python_is_named_as_gil_contention(tmp_path, capsys
         gil["numbers"]["meanwhile"][0],
         _line(
             SPINNING,
-            "    def spin_forever():  # pure Python: holds the GIL but for the switch interval",
+            "    def spin_forever():  # Python that never waits: holds the GIL but for the switch interval",
         ),
     )
     assert ran["thread"] == "spinner" and ran["frame"].startswith("spin_forever (planted.py:")

@@ -13,7 +13,7 @@ three shipped examples (batch 1, one torch thread), the same pipeline runs
   walking the stack as the workbench's does;
 * ``stage-only 5ms`` (issue 38): the sampler without per-thread counters (no CPU reads, no other
   thread recorded, classes from the calls alone), as the sampler was before every thread, every
-  sample; ``thread 5ms`` is the all-thread sampler (schedstat reads, every thread's rows);
+  sample; ``thread 5ms`` is the all-thread sampler (thread CPU-clock reads, every thread's rows);
 * ``pyinstrument default``: ``pyinstrument.Profiler()`` with its defaults (1 ms), as a user runs it;
 * ``py-spy idle`` / ``py-spy gil``: ``py-spy record --pid <this process> --rate 200 --idle`` (or
   ``--gil``) sampling from outside, when a ``py-spy`` executable is found (``$PY_SPY`` or ``PATH``;

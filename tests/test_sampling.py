@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -184,3 +185,27 @@ def test_a_collection_a_thread_triggered_is_named_after_that_thread_ended():
     saved = sampler.record(origin_ns=0)
     assert saved["threads"][saved["gc"]["thread"][0]] == "short-lived"
     assert saved["gc"]["dur_ns"] == [1] and saved["gc"]["collected"] == [3]
+
+
+def test_thread_cpu_is_read_from_each_threads_clock_and_an_ended_thread_is_an_error():
+    """Linux's per-thread CPU clock, by kernel id, with the GIL kept (module docstring): a spinning
+    thread's nanoseconds grow; a thread that ended is an OSError the sampler catches, not a crash."""
+    from workbench.sampling import thread_cpu_reader
+
+    reader, name = thread_cpu_reader()
+    if not sys.platform.startswith("linux"):
+        pytest.skip("thread CPU clocks by kernel id are Linux's")
+    assert name == "thread_clock"
+    me = threading.get_native_id()
+    (before, rq), deadline = reader(me), time.perf_counter_ns() + 5_000_000_000
+    while reader(me)[0] - before < 5_000_000 and time.perf_counter_ns() < deadline:
+        pass  # spins until 5 ms on CPU (5 s at most: a clock that never moved fails below)
+    assert rq is None and reader(me)[0] - before >= 5_000_000
+    ended = threading.Thread(target=lambda: None)
+    ended.start()
+    ended.join()  # returns before the kernel thread is gone: its clock goes a moment later
+    deadline = time.monotonic() + 5
+    with pytest.raises(OSError):
+        while time.monotonic() < deadline:
+            reader(ended.native_id)
+            time.sleep(0.001)

@@ -29,13 +29,18 @@ Turn it off with ``profile(..., sample_stacks=False)`` or ``--no-sample-stacks``
 Every thread, every sample (issue 38): each wake-up also reads each Python thread's CPU time and
 keeps a row per thread (:attr:`StackSampler.rows`): the thread inside a stage always (its stack from
 the stage function down, with its class, :mod:`workbench.wait_classes`), every other thread when it
-ran since the previous wake-up (its whole stack and CPU time: what ran meanwhile). The CPU counters
-are Linux's per-thread ``/proc/self/task/TID/schedstat`` (nanoseconds on CPU), else
-``/proc/self/task/TID/stat`` (utime + stime, in clock ticks of 10 ms); elsewhere no counter is read
-(a thread's time cannot be read from another thread with ``time.thread_time``, which reads the
-calling thread's own): samples are then classed from their calls alone (``cpu`` unless the call is a
-known wait) and no other thread is recorded. Garbage collections are timed through
-``gc.callbacks`` with their generation and the thread that triggered them. :meth:`record` gives all
+ran since the previous wake-up (its whole stack and CPU time: what ran meanwhile). The CPU counter
+is each thread's CPU-time clock on Linux (``clock_gettime`` of the clock the kernel keeps per
+thread: nanoseconds on CPU, 1 us a read, the GIL kept throughout); where that is refused, the
+per-thread ``/proc/self/task/TID/schedstat`` (nanoseconds on CPU and on a run queue), else
+``/proc/self/task/TID/stat`` (utime + stime, in clock ticks of 10 ms); elsewhere none
+(``time.thread_time`` reads only the calling thread's own): samples are then classed from their
+calls alone (``cpu`` unless the call is a known wait) and no other thread is recorded. Why the
+clock first: a file read lets go of the GIL, and while a stage runs Python the sampler waits up to
+the switch interval (5 ms) to get it back, once per file, per thread: 30 us a read at best, and a
+sample every 15-30 ms instead of every 5 while a stage holds the GIL (the CI run that sampled an
+80-ms spinning stage once). Garbage collections are timed through ``gc.callbacks`` with their
+generation and the thread that triggered them. :meth:`record` gives all
 of it as plain data (``RunMeta.sampled``, docs/json.md), saved with the run before any analysis.
 """
 
@@ -85,10 +90,24 @@ def _stat_ns(native_id: int) -> Counters:
     return (int(fields[11]) + int(fields[12])) * _TICK_NS, None  # utime, stime (fields 14 and 15)
 
 
+def _thread_clock_ns(native_id: int) -> Counters:
+    # Linux's CPU-time clock of a thread, by its kernel id (the clockid glibc's pthread_getcpuclockid
+    # makes, CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED): no pthread handle is read, so a thread that ended
+    # meanwhile is an OSError (EINVAL), never a read of freed memory
+    if not sys.platform.startswith("linux"):
+        raise OSError("thread CPU clocks by kernel id are Linux's")
+    return time.clock_gettime_ns(((~native_id) << 3) | 6), None
+
+
 def thread_cpu_reader() -> tuple[Callable[[int], Counters] | None, str | None]:
     """``(reader, name)``: a function native thread id -> :data:`Counters`, the first that works here
-    (``schedstat``, then ``stat``), or ``(None, None)`` where neither does (module docstring)."""
-    for name, reader in (("schedstat", _schedstat_ns), ("stat", _stat_ns)):
+    (``thread_clock``, ``schedstat``, then ``stat``), or ``(None, None)`` where none does (module
+    docstring)."""
+    for name, reader in (
+        ("thread_clock", _thread_clock_ns),
+        ("schedstat", _schedstat_ns),
+        ("stat", _stat_ns),
+    ):
         try:
             reader(threading.get_native_id())
         except (OSError, ValueError, IndexError, AttributeError):
@@ -223,7 +242,7 @@ class StackSampler:
                 kind, site = self._kinds.get(sid) or self._kinds.setdefault(
                     sid, call_kind(self.stacks[sid])
                 )
-                # the others' CPU and run-queue time: a thread holding the GIL, running or preempted
+                # the others' CPU (and run-queue time where read): a thread holding the GIL
                 others = sum(v[0] + (v[1] or 0) for k, v in cpu.items() if k != tid and v)
                 own, queued = cpu[tid] or (None, None)
                 cls = classify(kind, dt, own, queued, others, gc_ns)

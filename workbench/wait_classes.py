@@ -13,8 +13,9 @@ Each sample of a thread inside a stage gets one class (:data:`CLASSES`):
   ``socket``, ``ssl``, ``selectors``, ``subprocess`` or a store client, or a line that reads, writes,
   sends, receives or polls (``io``); ``sleep(`` (``sleep``);
 * ``gil``: off CPU in ordinary Python code while the process's other Python threads ran or waited
-  for a core (``schedstat``'s run-queue time) at least a quarter of the interval (:data:`GIL_SHARE`):
-  one of them held the interpreter lock, and this thread cannot run Python without it;
+  for a core (where ``schedstat``'s run-queue time is read) at least a quarter of the interval
+  (:data:`GIL_SHARE`): one of them held the interpreter lock, and this thread cannot run Python
+  without it;
 * ``off_cpu``: off CPU for none of these reasons: runnable while another process had the core, or in
   a C call not recognized;
 
@@ -33,8 +34,8 @@ import sysconfig
 CLASSES = ("cpu", "lock", "gil", "io", "sleep", "device", "gc", "off_cpu")
 CODE = {name: i for i, name in enumerate(CLASSES)}
 WAITS = tuple(c for c in CLASSES if c != "cpu")
-# the other Python threads' busy share (on CPU or on a run queue) of the interval that makes a blocked
-# sample a GIL wait
+# the other Python threads' busy share (on CPU, or on a run queue where read) of the interval that
+# makes a blocked sample a GIL wait
 GIL_SHARE = 0.25
 
 _STDLIB = os.path.normcase(sysconfig.get_paths()["stdlib"])

@@ -209,3 +209,24 @@ def test_thread_cpu_is_read_from_each_threads_clock_and_an_ended_thread_is_an_er
         while time.monotonic() < deadline:
             reader(ended.native_id)
             time.sleep(0.001)
+
+
+def test_a_thread_due_and_not_yet_in_a_stage_is_recorded_as_waiting_to_start():
+    """``mark_due``: past the due time, the thread outside a stage is a stage row (class from its CPU,
+    never from its call: it sleeps in the pacer), not a stack sample; before it, nothing."""
+    from workbench.sampling import mark_due
+    from workbench.wait_classes import CODE
+
+    clock = iter([1_000, 2_000, 3_000]).__next__
+    sampler = StackSampler(clock=clock, cpu_reader=None)
+    try:
+        mark_due(1_500)
+        sampler.sample()  # 1_000: not yet due
+        sampler.sample()  # 2_000: due, not in a stage
+        mark_due(None)
+        sampler.sample()  # 3_000: nothing due
+    finally:
+        mark_due(None)
+    assert list(sampler.rows["t_ns"]) == [2_000] and list(sampler.rows["in_stage"]) == [1]
+    assert list(sampler.rows["cls"]) == [CODE["cpu"]] and list(sampler.rows["site"]) == [-1]
+    assert len(sampler.samples_ns) == 0 and sampler.record(0)["late_start"] is True

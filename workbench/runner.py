@@ -56,7 +56,7 @@ from .record import (
     summarized,
     SummaryFailure,
 )
-from .sampling import DEFAULT_INTERVAL_S, StackSampler
+from .sampling import DEFAULT_INTERVAL_S, StackSampler, mark_due
 from .streaming import traced_fn, units_table
 from .timing import SYNC_POLICIES, Clock, RequestTiming, StageFailure, request_timer
 from .guard import TIMEOUT, Cancelled, Interrupted, check_timeout, guarded, is_timeout  # noqa: F401 (Cancelled: public here)
@@ -485,6 +485,8 @@ def _timing_run(
                 return out, _paced_requests(plan, items, call, out, paced)
         except KeyboardInterrupt:
             return out, STATUS_INTERRUPTED
+        finally:
+            mark_due(None)  # a paced phase that raised leaves no due time behind
     return out, STATUS_COMPLETE
 
 
@@ -534,6 +536,7 @@ def _paced_requests(
             ):
                 paced.stopped_by = "p99_interval"
                 break
+        mark_due(started + due)  # late past it: the sampler says why (sampling.mark_due)
         if started + due > now:
             plan.sleep(ns_to_s(started + due - now))
         out.append(call(next_batch(items, plan.pipe.config.batch_size, plan.pipe.name)))

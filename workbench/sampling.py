@@ -67,6 +67,9 @@ from .wait_classes import CLASSES, call_kind, classify, portable_file
 # at 5 ms every example stayed within +4 % (text and image within +-3 %)
 DEFAULT_INTERVAL_S = 0.005
 MAX_DEPTH = 128
+LATE_DEPTH = (
+    8  # the innermost frames kept of a paced request waiting to start (the pacer's, mostly)
+)
 # the functions of workbench/timing.py that call the stages (and CudaStageTimer.time_request on CUDA)
 ROOT_FUNCTIONS = ("time_request", "_time_request_observed")
 
@@ -158,6 +161,24 @@ class GcEvents:
         return total
 
 
+# a paced request due and not yet in its first stage (issue 37): thread ident -> due time (ns of the
+# sampler's clock); the pacer sets it before it sleeps (mark_due)
+_DUE_NS: dict[int, int] = {}
+
+
+def mark_due(due_ns: int | None) -> None:
+    """The calling thread's next request is due at ``due_ns`` (``time.perf_counter_ns``), None: none.
+    Past it and outside a stage the sampler records the thread as a stage thread (its class from its
+    CPU and the other threads', never from its call: the pacer's own sleep is no wait of the
+    request): a paced request that cannot start, the GIL or the cores held elsewhere, is explained
+    as its stages are (``wait_classes.LATE_STAGE`` in the waits), not left unattributed."""
+    ident = threading.get_ident()
+    if due_ns is None:
+        _DUE_NS.pop(ident, None)
+    else:
+        _DUE_NS[ident] = due_ns
+
+
 def _root_codes() -> frozenset:
     codes = [getattr(timing, name).__code__ for name in ROOT_FUNCTIONS]
     return frozenset([*codes, timing.CudaStageTimer.time_request.__code__])
@@ -198,6 +219,7 @@ class StackSampler:
         self._cpu_seen: dict[int, Counters] = {}  # ident -> counters at the previous wake-up
         self._kinds: dict[int, tuple[str | None, int]] = {}  # stack id -> call_kind
         self._last_ns: int | None = None
+        self.late_start = False  # a paced request's wait before its first stage was sampled
         self.gc = GcEvents(clock)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -235,13 +257,19 @@ class StackSampler:
         gc_ns = self.gc.overlap_ns(t - dt, t)
         for tid, frame in frames.items():
             key = self._stage_stack(frame)
+            late = key is None and t >= _DUE_NS.get(tid, t + 1)
+            if late:  # due and not yet in a stage: how long it was kept from starting, and why
+                key, self.late_start = self._whole_stack(frame)[-LATE_DEPTH:], True
             if key is not None:
                 sid = self._intern(key)
-                self.samples_ns.append(t)
-                self.sample_stacks.append(sid)
-                kind, site = self._kinds.get(sid) or self._kinds.setdefault(
-                    sid, call_kind(self.stacks[sid])
-                )
+                if late:
+                    kind, site = None, -1
+                else:
+                    self.samples_ns.append(t)
+                    self.sample_stacks.append(sid)
+                    kind, site = self._kinds.get(sid) or self._kinds.setdefault(
+                        sid, call_kind(self.stacks[sid])
+                    )
                 # the others' CPU (and run-queue time where read): a thread holding the GIL
                 others = sum(v[0] + (v[1] or 0) for k, v in cpu.items() if k != tid and v)
                 own, queued = cpu[tid] or (None, None)
@@ -313,6 +341,7 @@ class StackSampler:
             "frames": [list(f) for f in frame_ids],
             "stacks": stacks,
             "rows": rows,
+            "late_start": self.late_start,
             "gc": {
                 "start_ns": [v - origin_ns for v in self.gc.start_ns],
                 "dur_ns": self.gc.dur_ns.tolist(),

@@ -34,6 +34,10 @@ import sysconfig
 CLASSES = ("cpu", "lock", "gil", "io", "sleep", "device", "gc", "off_cpu")
 CODE = {name: i for i, name in enumerate(CLASSES)}
 WAITS = tuple(c for c in CLASSES if c != "cpu")
+# the stage name the waits give a paced request's time from its due time to its first stage
+# (workbench.sampling.mark_due)
+LATE_STAGE = "(waiting to start)"
+
 # the other Python threads' busy share (on CPU, or on a run queue where read) of the interval that
 # makes a blocked sample a GIL wait
 GIL_SHARE = 0.25

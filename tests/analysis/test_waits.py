@@ -89,3 +89,62 @@ def test_a_threads_own_code_ranks_before_a_busier_event_loop_in_what_ran_meanwhi
         ("snapshot", "copy deepcopy <- snapshot_forever (app.py:45)", 32.0),
         ("loop", "selectors select", 36.0),
     ]
+
+
+def test_a_paced_request_kept_from_starting_has_its_wait_before_the_first_stage():
+    """Five requests due 3 ms before their stage starts, the GIL held elsewhere (6 samples of the
+    thread outside any stage, classed gil while 'snapshot' ran): the waits name
+    ``(waiting to start)``; without ``late_start`` the same samples are left out."""
+    from workbench.record.tables import build_tables, request_row
+    from workbench.wait_classes import CODE, LATE_STAGE
+
+    req_rows, st_rows = [], []
+    for i in range(100):
+        late = 30 * MS if i in (10, 20, 30, 40, 50) else 0
+        req_rows.append(request_row(i, False, i * 100 * MS, late + MS, None, 1))
+        st_rows.append((i, "record", 0, i * 100 * MS + late, MS, None))
+    requests, stages = build_tables(req_rows, st_rows)
+    sampled = lock_sampled()
+    sampled["gc"] = {k: [] for k in sampled["gc"]}
+    rows = sampled["rows"] = {c: [] for c in sampled["rows"]}
+    for i in (10, 20, 30, 40, 50):
+        for k in range(6):
+            t = i * 100 * MS + k * 5 * MS + MS // 2
+            for column, value in zip(rows, (t, 5 * MS, 0, 0, 0, -1, CODE["gil"], -1, 1)):
+                rows[column].append(value)
+            for column, value in zip(rows, (t, 5 * MS, 1, 1, 4 * MS, -1, CODE["cpu"], -1, 0)):
+                rows[column].append(value)
+    found = wait_summary(sampled | {"late_start": True}, requests, stages, ["record"])
+    (cause,) = found["causes"]
+    assert (cause["class"], cause["stage"], cause["site"]) == ("gil", LATE_STAGE, None)
+    assert cause["ms_per_request"] == 30.0 and cause["share"] == 1.0
+    assert cause["meanwhile"][0]["thread"] == "snapshot"
+    assert found["headline"].startswith(
+        "(waiting to start): 100 % of the slowest 5 % waiting for the GIL"
+    )
+    assert wait_summary(sampled, requests, stages, ["record"])["causes"] == []
+
+
+def test_a_late_window_starts_when_the_request_before_ended():
+    """Due at 10 ms while the one before ran until 14: its window is 14-16 ms, not 10-16 (the wait
+    behind the earlier request is that request's stages)."""
+    import pandas as pd
+
+    from workbench.analysis.waits import late_windows
+
+    req = pd.DataFrame({"request": [0, 1, 2], "start_ns": [0, 10 * MS, 30 * MS]})
+    st = pd.DataFrame(
+        {
+            "request": [0, 0, 1, 2],
+            "stage": ["a", "b", "a", "a"],
+            "start_ns": [0, 5 * MS, 16 * MS, 30 * MS],
+            "dur_ns": [5 * MS, 9 * MS, 2 * MS, MS],
+        }
+    )
+    out = late_windows(req, st)
+    assert out.to_dict("list") == {
+        "request": [1],
+        "stage": ["(waiting to start)"],
+        "start_ns": [14 * MS],
+        "dur_ns": [2 * MS],
+    }

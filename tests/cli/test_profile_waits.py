@@ -132,9 +132,14 @@ def build(config):
 """
 
 
-def _profile_and_audit(tmp_path, capsys, source: str, requests: int, extra=("--closed-loop",)):
-    """``(show --json, the audit's entry, findings by kind)``; the background threads run while the file
-    ``RUNNING`` names exists (removed before the audit, so no thread outlives its test)."""
+# the default profile (closed loop, then paced; issue 37), its paced part bounded to 3-6 s
+DEFAULT = ("--min-duration", "3", "--max-duration", "6")
+
+
+def _profile_and_audit(tmp_path, capsys, source: str, requests: int, extra=DEFAULT):
+    """``(show --json, the audit's entry, findings by kind)`` of the default profile of a planted
+    pipeline (``extra``: its options); the background threads run while the file ``RUNNING`` names
+    exists (removed before the audit, so no thread outlives its test)."""
     running = tmp_path / "running"
     running.touch()
     pipe = tmp_path / "planted.py"
@@ -185,21 +190,17 @@ def test_a_lock_held_by_a_background_thread_is_named_with_its_line_and_the_holde
     assert "<b>The slowest requests&#x27; work beside their waits" in html.read_text()
 
 
-def test_the_default_paced_run_names_the_lock_too(tmp_path, capsys):
-    """The default profile (closed loop, then paced; issue 37) and its audit name the lock, its line
-    and the holder's thread: the wait classes read the paced requests as they read closed-loop ones."""
-    paced = ("--min-duration", "3", "--max-duration", "6")
-    _, _, found = _profile_and_audit(tmp_path, capsys, LOCKED, 100, extra=paced)
+def test_a_closed_loop_run_names_the_lock_too(tmp_path, capsys):
+    """``--closed-loop`` (back to back only) and its audit name the lock, its line and the holder's
+    thread: the wait classes read closed-loop requests as they read the paced ones."""
+    _, _, found = _profile_and_audit(tmp_path, capsys, LOCKED, 100, extra=("--closed-loop",))
     lock, waiting = found["lock"], _line(LOCKED, "        with lock:")
     assert lock["stage"] == "record" and lock["numbers"]["site"] == f"record (planted.py:{waiting})"
     assert lock["numbers"]["meanwhile"][0]["thread"] == "snapshot"
     assert "compute" not in found
 
 
-def test_a_thread_spinning_in_python_is_named_as_gil_contention(tmp_path, capsys):
-    _, _, found = _profile_and_audit(tmp_path, capsys, SPINNING, 300)
-    gil = found["gil"]
-    assert gil["stage"] == "tokenize" and gil["numbers"]["site"].startswith("tokenize (planted.py:")
+def _spinner_named(gil) -> None:
     ran, spinning = (
         gil["numbers"]["meanwhile"][0],
         _line(
@@ -210,6 +211,31 @@ def test_a_thread_spinning_in_python_is_named_as_gil_contention(tmp_path, capsys
     assert ran["thread"] == "spinner" and ran["frame"].startswith("spin_forever (planted.py:")
     assert spinning < int(ran["frame"].split(":")[1].rstrip(")")) <= spinning + 7  # its body
     assert "out of the process" in _titles(gil)
+
+
+def test_a_thread_spinning_in_python_is_named_as_gil_contention(tmp_path, capsys):
+    """The default (paced) profile: a request due while the spinner holds the GIL cannot start, so
+    its wait is before its first stage (``(waiting to start)``, not unattributed), or, when the GIL
+    is taken from it inside the stage, at tokenize's line."""
+    shown, _, found = _profile_and_audit(tmp_path, capsys, SPINNING, 300)
+    gil = found["gil"]
+    if gil["stage"] == "(waiting to start)":
+        assert gil["numbers"]["site"] is None
+        assert "(waiting to start): " in gil["evidence"]
+    else:
+        assert gil["stage"] == "tokenize"
+        assert gil["numbers"]["site"].startswith("tokenize (planted.py:")
+    _spinner_named(gil)
+    assert "compute" not in found
+
+
+def test_a_closed_loop_run_names_the_gil_wait_at_the_stages_line(tmp_path, capsys):
+    """Back to back, each request starts as the last ended, holding the GIL: the spinner takes it
+    inside tokenize, and the finding names tokenize's line."""
+    _, _, found = _profile_and_audit(tmp_path, capsys, SPINNING, 300, extra=("--closed-loop",))
+    gil = found["gil"]
+    assert gil["stage"] == "tokenize" and gil["numbers"]["site"].startswith("tokenize (planted.py:")
+    _spinner_named(gil)
     assert "compute" not in found
 
 

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..units import ns_to_ms
-from ..wait_classes import is_user_file
+from ..wait_classes import LATE_STAGE, is_user_file
 from .matrix import measured_ok, stage_matrix
 from .stacks import call_site, frame_name
 from .tail import request_sets
@@ -125,6 +125,8 @@ def stage_samples(
     if req.empty:
         return None
     st = st[st["stage"].isin(pipeline_stages or order)]
+    if sampled.get("late_start"):
+        st = pd.concat([st, late_windows(req, st)], ignore_index=True)
     rows = pd.DataFrame(sampled["rows"])
     mine = _with_collections(_assigned(rows[rows["in_stage"] == 1], st), sampled, st)
     sets = {
@@ -134,6 +136,32 @@ def stage_samples(
     }
     ones = int(mine["request"].isin(sets.get("slowest_1pct", ())).sum())
     return mine, sets, "slowest_1pct" if ones >= MIN_SAMPLES else "slowest_5pct"
+
+
+def late_windows(req: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
+    """Each request's time from its due time (``start_ns``: a paced request's) to its first stage, as
+    stage rows named :data:`~workbench.wait_classes.LATE_STAGE`; a window starts no earlier than the
+    previous request's last stage ended (a request due while the one before still ran waited behind
+    it: that time is the earlier request's stages). Only where none is open: an empty table."""
+    spans = st.assign(end_ns=st["start_ns"] + st["dur_ns"]).groupby("request")
+    first, last = spans["start_ns"].min(), spans["end_ns"].max()
+    due = req.set_index("request")["start_ns"].reindex(first.index)
+    order = np.argsort(due.to_numpy(np.int64), kind="stable")
+    ids = first.index.to_numpy()[order]
+    before = np.maximum.accumulate(last.to_numpy(np.int64)[order])
+    lo = np.maximum(
+        due.to_numpy(np.int64)[order], np.concatenate([[np.iinfo(np.int64).min], before[:-1]])
+    )
+    gap = first.to_numpy(np.int64)[order] - lo
+    open_ = gap > 0
+    return pd.DataFrame(
+        {
+            "request": ids[open_],
+            "stage": LATE_STAGE,
+            "start_ns": lo[open_],
+            "dur_ns": gap[open_],
+        }
+    )
 
 
 def _assigned(rows: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:

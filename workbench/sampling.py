@@ -67,9 +67,8 @@ from .wait_classes import CLASSES, call_kind, classify, portable_file
 # at 5 ms every example stayed within +4 % (text and image within +-3 %)
 DEFAULT_INTERVAL_S = 0.005
 MAX_DEPTH = 128
-LATE_DEPTH = (
-    8  # the innermost frames kept of a paced request waiting to start (the pacer's, mostly)
-)
+# the innermost frames kept of a paced request waiting to start (the pacer's, mostly)
+LATE_DEPTH = 8
 # the functions of workbench/timing.py that call the stages (and CudaStageTimer.time_request on CUDA)
 ROOT_FUNCTIONS = ("time_request", "_time_request_observed")
 

@@ -236,7 +236,8 @@ def _causes(sampled, tail, median, others, n_tail: int, n_median: int) -> list[d
                 "ms_per_request": ns_to_ms(wait_ns) / n_tail,
                 "median_ms_per_request": median_ms,
                 "excess_ms_per_request": ns_to_ms(wait_ns) / n_tail - (median_ms or 0.0),
-                "site": _site(sampled, group),
+                # before the first stage the thread runs the harness (pacer, timer): no line of yours
+                "site": None if stage == LATE_STAGE else _site(sampled, group),
                 "meanwhile": _meanwhile(
                     sampled, others[others["t_ns"].isin(group["t_ns"])], n_tail
                 ),

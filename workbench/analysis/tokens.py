@@ -317,6 +317,18 @@ def run_token_blocks(requests, stages, units, block: int = BLOCK) -> dict[str, n
     return token_blocks(per, gaps, np.arange(len(per)) // block)
 
 
+def meets_bounds(per: pd.DataFrame, ttft_ms: float | None, tpot_ms: float | None) -> pd.Series:
+    """Per row of :func:`token_requests`: TTFT at most ``ttft_ms`` and TPOT at most ``tpot_ms`` (None:
+    no bound); a request of one unit has no TPOT and meets that bound. The one test of goodput, for
+    a measured run (:func:`goodput`) and a simulated one (``batching.continuous.goodput``)."""
+    good = pd.Series(True, index=per.index)
+    if ttft_ms is not None:
+        good &= per["ttft_ns"] <= ttft_ms * NS_PER_MS
+    if tpot_ms is not None:
+        good &= (per["tpot_ns"] <= tpot_ms * NS_PER_MS).fillna(True).astype(bool)
+    return good
+
+
 def goodput(
     requests: pd.DataFrame,
     stages: pd.DataFrame,
@@ -331,12 +343,7 @@ def goodput(
     """
     if ttft_ms is None and tpot_ms is None:
         return None
-    per = token_requests(requests, stages, units)
-    good = pd.Series(True, index=per.index)
-    if ttft_ms is not None:
-        good &= per["ttft_ns"] <= ttft_ms * NS_PER_MS
-    if tpot_ms is not None:
-        good &= (per["tpot_ns"] <= tpot_ms * NS_PER_MS).fillna(True).astype(bool)
+    good = meets_bounds(token_requests(requests, stages, units), ttft_ms, tpot_ms)
     n, g = int((~requests["warmup"]).sum()), int(good.sum())
     return {
         "ttft_ms": ttft_ms,

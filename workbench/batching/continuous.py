@@ -45,10 +45,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..analysis.tokens import meets_bounds, token_requests
 from ..errors import ConfigError
 from ..record.tables import LOAD_REQUEST_COLUMNS, build_tables, build_units, request_row
 from ..timing import StageFailure
-from ..units import ms_to_ns, ns_to_s
+from ..units import ns_to_s
 
 STREAM_STAGE = "generate"  # the stage the units belong to, in the simulated and the live run
 STAGES = ["queue_wait", STREAM_STAGE]
@@ -321,12 +322,8 @@ class TokenLog:
 
 def goodput(per: pd.DataFrame, ttft_ms: float, tpot_ms: float) -> float | None:
     """The share of requests meeting both bounds, from :func:`workbench.analysis.tokens.token_requests`
-    rows (a request of one token has no TPOT and meets that bound); None without requests."""
-    if per.empty:
-        return None
-    tpot = per["tpot_ns"].fillna(0).to_numpy("int64")
-    good = (per["ttft_ns"].to_numpy("int64") <= ms_to_ns(ttft_ms)) & (tpot <= ms_to_ns(tpot_ms))
-    return float(good.mean())
+    rows (:func:`workbench.analysis.tokens.meets_bounds`); None without requests."""
+    return None if per.empty else float(meets_bounds(per, ttft_ms, tpot_ms).mean())
 
 
 def goodput_knee(
@@ -358,7 +355,6 @@ def goodput_curve(
     ``len(lengths)`` requests of those lengths. ``(table, knee)``: columns ``rate_rps``, ``goodput``
     (:func:`goodput`, float or None) and ``throughput_rps`` (requests over the first arrival to the
     last token), and :func:`goodput_knee` at ``target``."""
-    from ..analysis.tokens import token_requests  # analysis reads run tables; nothing reads back
     from .arrivals import Arrivals
 
     rows = []

@@ -18,6 +18,7 @@ def row(role="now", source="live", noisy=False, count=600, p99=10.0, low=9.5, hi
         "p99_ci_low_ms": low,
         "p99_ci_high_ms": high,
         "noisy": noisy,
+        "machine": None,
         "compared_with_now": "",
     }
 
@@ -68,3 +69,18 @@ def test_the_html_table_says_an_unbounded_end_and_escapes_text():
     assert "<td>10.000 [9.500, not bounded]</td>" in page
     assert "<td>&lt;mine&gt; cpu</td>" in page and "<td>live, busy machine</td>" in page
     assert "<td>recorded, quiet</td>" in page and "<td>10.000 [9.500, 10.500]</td>" in page
+
+
+def test_runs_from_two_machines_are_not_comparable_whatever_their_intervals():
+    """The recorded grid spans machines (text fp32 on one CPU, bf16/int8 at batch 1-16 on another):
+    a student reading one against the other is told so before any interval."""
+    here = row(p99=4.4, low=4.2, high=4.6) | {"machine": "AMD EPYC"}
+    there = RECORDING | {"machine": "Intel(R) Xeon(R) Processor"}
+    assert comparability(here, there) == (
+        "this live run (AMD EPYC) and the recording (Intel(R) Xeon(R) Processor) ran on different "
+        "machines: not comparable"
+    )
+    assert comparability(here, RECORDING | {"machine": "AMD EPYC"}) == (
+        "p99 0.44x the recording's, the 95 % intervals apart"
+    )
+    assert comparability(here, RECORDING).startswith("p99 0.44x")  # one machine unknown: intervals

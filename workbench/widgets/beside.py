@@ -7,7 +7,8 @@ the same configuration when ``now`` was measured live (``recorded``), the pinned
 configuration A (``pinned``) and the configuration shown before (``before``), each with its
 end-to-end p50 and p99 and the p99's 95 % order-statistic interval (``stage_summary``'s
 ``p99_ci_low_ms``/``p99_ci_high_ms``: ``analysis.stats.percentile_ci_ns``), and says in words
-whether ``now`` can be read against each: a run its noise check flagged
+whether ``now`` can be read against each: runs from two machines (their CPU model, or GPU name)
+are not comparable, a run its noise check flagged
 (``run.meta.noise``, :mod:`workbench.noise`) is not comparable with a quiet one, and a p99
 whose interval the sample does not bound (fewer than 563 requests) cannot be compared at all.
 
@@ -36,6 +37,7 @@ COLUMNS = [
     "p99_ci_low_ms",
     "p99_ci_high_ms",
     "noisy",
+    "machine",
     "compared_with_now",
 ]
 BUSY = "measured on a busy machine"
@@ -74,6 +76,7 @@ def _row(role: str, view: RunView) -> dict:
         "p99_ci_low_ms": _number(e2e["p99_ci_low_ms"]),
         "p99_ci_high_ms": _number(e2e["p99_ci_high_ms"]),
         "noisy": (view.noise or {}).get("noisy"),
+        "machine": view.machine,
         "compared_with_now": "",
     }
 
@@ -90,6 +93,9 @@ def comparability(now: dict, other: dict) -> str:
     """
     this = f"this {now['source']} run"
     that = _name(other)
+    here, there = now.get("machine"), other.get("machine")
+    if here and there and here != there:  # a recorded grid can span machines: say so first
+        return f"{this} ({here}) and {that} ({there}) ran on different machines: not comparable"
     if now["noisy"] and other["noisy"]:
         return f"both {this} and {that} were {BUSY}: neither says what the change did"
     if now["noisy"]:

@@ -83,6 +83,9 @@ class RunView:
     recorded: bool = False  # a recorded run (``data/runs``), not measured here
     # a live run's recording of the same configuration ("measure here" on a recorded one), shown beside it
     reference: "RunView | None" = None
+    machine: str | None = (
+        None  # where it was measured: the GPU's name, else the CPU model (None: unknown)
+    )
 
     @property
     def wait_line(self) -> str | None:
@@ -137,6 +140,7 @@ def summarize(
         stacks=_stacks(run.meta),
         waits=wait_summary(*sampled),
         wait_flames=wait_flames(*sampled),
+        machine=run.meta.env.device_name or run.meta.env.cpu_model,
     )
 
 

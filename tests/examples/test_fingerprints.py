@@ -45,7 +45,7 @@ def test_every_cached_entry_equals_a_fresh_build(entry):
 def test_every_shipped_recorded_run_with_a_model_is_cached():
     """A recorded run added to data/runs without rewriting the cache would cost a build (and torch) per kernel."""
     configs = recorded_configs(RUNS)
-    assert len(configs) == len(ENTRIES) == 16
+    assert len(configs) == len(ENTRIES) == 24
     for example, config in configs:
         assert cached(example, config) is not None, (example, config)
 
@@ -107,7 +107,7 @@ def test_the_writer_reproduces_the_shipped_file(tmp_path, monkeypatch):
     """Same entries, order and layout (the builds themselves are checked entry by entry above)."""
     monkeypatch.setattr(fingerprints, "compute", lambda example, config: cached(example, config))
     out = tmp_path / "model_fingerprints.json"
-    assert len(fingerprints.write(out)) == 16
+    assert len(fingerprints.write(out)) == 24
     assert out.read_text(encoding="utf-8") == CACHE_FILE.read_text(encoding="utf-8")
 
 

@@ -151,6 +151,8 @@ def test_differential_flame_figure_draws_tail_widths_and_growth_colours():
     assert fig["layout"]["title"]["text"].startswith(
         "hydrate: slowest 1 % minus median (sampled stacks; 1200 slow"
     )
+    # a box too narrow for a 10-px label shows none (the overlap test read 0.2 px labels)
+    assert fig["layout"]["uniformtext"] == {"minsize": 10, "mode": "hide"}
     assert (
         "no sampled stacks"
         in differential_flame_figure(None).to_dict()["layout"]["annotations"][0]["text"]

@@ -416,5 +416,8 @@ def _difference_icicle(
             marker=marker | dict(colorbar=colorbar),
             tiling=dict(orientation="v"),
             **hover,
-        )
+        ),
+        # a box too narrow for a 10-px label shows none (plotly shrank 'torch layer_norm' to 0.2 px in
+        # notebook 05's stacks of a bf16 run: the overlap test); its hover still names it
+        layout=dict(uniformtext=dict(minsize=LABEL_MIN_PX, mode="hide")),
     )

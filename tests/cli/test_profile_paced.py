@@ -7,15 +7,17 @@ import pytest
 from workbench.cli import main
 
 SNAPSHOT = """
-import itertools, threading, time
+import itertools, os, threading, time
 from workbench import Pipeline
 
 def build(config):
     lock, cache = threading.Lock(), {"weights": list(range(64))}
 
-    def snapshot():  # a cache snapshot every 250 ms holding the lock 20-40 ms (30 the median), 60 s
+    def snapshot():  # a cache snapshot every 250 ms holding the lock 20-40 ms (30 the median)
         due, holds = time.monotonic(), itertools.cycle([0.020, 0.030, 0.040, 0.025, 0.035])
-        for hold in itertools.islice(holds, 240):
+        for hold in holds:
+            if not os.path.exists(RUNNING):  # its test ended: a thread left behind showed up in a
+                return  # later test's "what ran meanwhile"
             due += 0.25
             time.sleep(max(due - time.monotonic(), 0))
             with lock:
@@ -43,13 +45,17 @@ def build(config):
 def test_the_default_profile_names_where_requests_wait_and_says_the_tail_comes_from_time(
     tmp_path, capsys
 ):
-    pipe = tmp_path / "snapshot_pipe.py"
-    pipe.write_text(SNAPSHOT)
+    pipe, running = tmp_path / "snapshot_pipe.py", tmp_path / "running"
+    running.touch()
+    pipe.write_text(f"RUNNING = {str(running)!r}\n" + SNAPSHOT)
     out = tmp_path / "run"
     # the default paced run (0.3 of the capacity, --min-duration 10), bounded; 100 closed-loop
     # requests (50 ms: under one period, so their p99 is the request's own work)
     argv = ["profile", "--pipeline", f"{pipe}:build", "--out", str(out), "--traced", "0"]
-    assert main(argv + ["--requests", "100", "--max-duration", "12", "--json"]) == 0
+    try:
+        assert main(argv + ["--requests", "100", "--max-duration", "12", "--json"]) == 0
+    finally:
+        running.unlink()  # the snapshot thread ends at its next turn
     capsys.readouterr()
     assert main(["audit", str(out), "--json"]) == 0
     found = json.loads(capsys.readouterr().out)["runs"][0]["findings"]

@@ -227,6 +227,6 @@ def test_a_thread_due_and_not_yet_in_a_stage_is_recorded_as_waiting_to_start():
         sampler.sample()  # 3_000: nothing due
     finally:
         mark_due(None)
-    assert list(sampler.rows["t_ns"]) == [2_000] and list(sampler.rows["in_stage"]) == [1]
+    assert list(sampler.rows["t_ns"]) == [2_000] and list(sampler.rows["in_stage"]) == [2]
     assert list(sampler.rows["cls"]) == [CODE["cpu"]] and list(sampler.rows["site"]) == [-1]
     assert len(sampler.samples_ns) == 0 and sampler.record(0)["late_start"] is True

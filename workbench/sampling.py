@@ -273,7 +273,9 @@ class StackSampler:
                 others = sum(v[0] + (v[1] or 0) for k, v in cpu.items() if k != tid and v)
                 own, queued = cpu[tid] or (None, None)
                 cls = classify(kind, dt, own, queued, others, gc_ns)
-                self._row(t, dt, tid, sid, own, queued, cls, site, 1)
+                # 2: due and not yet in a stage; the waits match it to late windows only (a pacer
+                # waiting on a timeout guard's worker is no second thread inside the stage)
+                self._row(t, dt, tid, sid, own, queued, cls, site, 2 if late else 1)
             elif cpu[tid] and cpu[tid][0]:  # another thread that ran since the last wake-up
                 sid = self._intern(self._whole_stack(frame))
                 self._row(t, dt, tid, sid, *cpu[tid], 0, -1, 0)

@@ -110,7 +110,7 @@ def test_a_paced_request_kept_from_starting_has_its_wait_before_the_first_stage(
     for i in (10, 20, 30, 40, 50):
         for k in range(6):
             t = i * 100 * MS + k * 5 * MS + MS // 2
-            for column, value in zip(rows, (t, 5 * MS, 0, 0, 0, -1, CODE["gil"], -1, 1)):
+            for column, value in zip(rows, (t, 5 * MS, 0, 0, 0, -1, CODE["gil"], -1, 2)):
                 rows[column].append(value)
             for column, value in zip(rows, (t, 5 * MS, 1, 1, 4 * MS, -1, CODE["cpu"], -1, 0)):
                 rows[column].append(value)
@@ -148,3 +148,25 @@ def test_a_late_window_starts_when_the_request_before_ended():
         "start_ns": [14 * MS],
         "dur_ns": [2 * MS],
     }
+
+
+def test_a_late_row_inside_a_stage_is_not_a_second_thread_in_it():
+    """A pacer waiting on a timeout guard's worker stays due while the worker runs the stages: its rows
+    (``in_stage`` 2) count only in late windows, never as a second thread inside the stage."""
+    from workbench.record.tables import build_tables, request_row
+    from workbench.wait_classes import CODE
+
+    req_rows = [request_row(i, False, i * 100 * MS, 40 * MS, None, 1) for i in range(100)]
+    st_rows = [(i, "record", 0, i * 100 * MS, 40 * MS, None) for i in range(100)]
+    requests, stages = build_tables(req_rows, st_rows)
+    sampled = lock_sampled()
+    sampled["gc"] = {k: [] for k in sampled["gc"]}
+    rows = sampled["rows"] = {c: [] for c in sampled["rows"]}
+    for i in range(100):
+        t = i * 100 * MS + 10 * MS
+        for column, value in zip(rows, (t, 5 * MS, 0, 0, 5 * MS, -1, CODE["cpu"], 0, 1)):
+            rows[column].append(value)  # the worker, on CPU in record
+        for column, value in zip(rows, (t, 5 * MS, 1, 1, 0, -1, CODE["gil"], -1, 2)):
+            rows[column].append(value)  # the pacer, due, waiting for the worker
+    found = wait_summary(sampled | {"late_start": True}, requests, stages, ["record"])
+    assert found["causes"] == [] and found["classes"]["median"] == {"cpu": 5.0}

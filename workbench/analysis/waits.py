@@ -46,6 +46,7 @@ from .stacks import call_site, frame_name
 from .tail import request_sets
 
 MIN_SAMPLES = 20
+LATE_ROW = 2  # ``in_stage`` of a row the sampler took of a thread due and not yet in a stage
 MAX_MEANWHILE = 3
 WAIT_WORDS = {
     "lock": "waiting on a lock",
@@ -125,10 +126,15 @@ def stage_samples(
     if req.empty:
         return None
     st = st[st["stage"].isin(pipeline_stages or order)]
-    if sampled.get("late_start"):
-        st = pd.concat([st, late_windows(req, st)], ignore_index=True)
     rows = pd.DataFrame(sampled["rows"])
-    mine = _with_collections(_assigned(rows[rows["in_stage"] == 1], st), sampled, st)
+    mine = _assigned(rows[rows["in_stage"] == 1], st)
+    if sampled.get(
+        "late_start"
+    ):  # a thread due and not in a stage (in_stage 2): its late windows only
+        late = late_windows(req, st)
+        mine = pd.concat([mine, _assigned(rows[rows["in_stage"] == LATE_ROW], late)])
+        st = pd.concat([st, late], ignore_index=True)
+    mine = _with_collections(mine, sampled, st)
     sets = {
         k: v
         for k, v in request_sets(stage_matrix(requests, stages, order)).items()

@@ -44,7 +44,8 @@ Thresholds (defaults):
 * ``WAIT_SHARE`` 0.25: a wait class (:mod:`workbench.wait_classes`: lock, gil, io, sleep, device, gc,
   off_cpu) holding at least 25 % of the slowest set's sampled time in a stage, and at least
   ``WAIT_GROWTH`` 3x the median set's time per request in it (a stage that always sleeps 1 ms is not
-  why the slow requests are slow), is a finding of that class (:data:`WAIT_KIND`), naming the
+  why the slow requests are slow; a GIL wait that also holds ``GIL_EVERY_SHARE`` 50 % of the median
+  set's sampled time is one too: every request pays it), is a finding of that class (:data:`WAIT_KIND`), naming the
   waiting line and the other threads on CPU meanwhile (:mod:`workbench.analysis.waits`); a run with
   these samples takes its ``gc`` finding from them (generations, triggering thread), and the compute
   advice (bf16, int8, compile, channels_last) is left out unless the slowest set's sampled time is at
@@ -94,6 +95,7 @@ LOW_UTILIZATION = 0.6
 PERIODIC_TAIL_SHARE = 0.5
 WAIT_SHARE = 0.25
 WAIT_GROWTH = 3.0
+GIL_EVERY_SHARE = 0.5
 CPU_SHARE = 0.5
 ATTRIBUTE_SHARE = 0.10
 WAIT_KIND = {
@@ -344,6 +346,11 @@ def waits(facts: dict[str, Any]) -> list[dict]:
     out = []
     for cause in _named_waits(found):
         evidence = wait_headline(cause, found["tail_set"])
+        if cause["ms_per_request"] < WAIT_GROWTH * (cause["median_ms_per_request"] or 0.0):
+            evidence += (
+                f"; the median request waits {cause['median_ms_per_request']:.3g} ms there too: "
+                "every request pays it"
+            )
         if cause["class"] == "gc" and found.get("gc"):
             evidence += f"; {gc_sentence(found['gc'])}"
         if cause["class"] == "gc" and (facts.get("serving_gc") or {}).get("mode"):
@@ -363,13 +370,29 @@ def waits(facts: dict[str, Any]) -> list[dict]:
 
 def _named_waits(found: dict[str, Any]) -> list[dict]:
     """The causes of a ``waits`` object that make findings: a share of the tail past ``WAIT_SHARE``
-    that grew at least ``WAIT_GROWTH`` times over the median set's."""
+    that grew at least ``WAIT_GROWTH`` times over the median set's, or a GIL wait that holds
+    ``WAIT_SHARE`` of the tail and ``GIL_EVERY_SHARE`` of the median set's sampled time too (every
+    request waits for it: a busy machine evens the tail's and the median's waits, never the GIL's
+    cost)."""
     return [
         c
         for c in found.get("causes") or []
         if c["share"] >= WAIT_SHARE
-        and c["ms_per_request"] >= WAIT_GROWTH * (c["median_ms_per_request"] or 0.0)
+        and (
+            c["ms_per_request"] >= WAIT_GROWTH * (c["median_ms_per_request"] or 0.0)
+            or _every_request_waits(found, c)
+        )
     ]
+
+
+def _every_request_waits(found: dict[str, Any], cause: dict[str, Any]) -> bool:
+    median = (found.get("classes") or {}).get("median") or {}
+    total = sum(median.values())
+    return (
+        cause["class"] == "gil"
+        and total > 0
+        and (cause["median_ms_per_request"] or 0.0) >= GIL_EVERY_SHARE * total
+    )
 
 
 def gc_sentence(gc: dict[str, Any]) -> str:

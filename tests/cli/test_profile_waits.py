@@ -55,10 +55,10 @@ import itertools, os, threading, time
 from workbench import Pipeline
 
 def build(config):
-    def spin_forever():  # Python that never waits: holds the GIL but for the switch interval
+    def spin_forever():  # pure Python: holds the GIL but for the switch interval
         n, check = 0, time.monotonic()
-        while True:  # a builtin's call keeps it throughout (10-20 ms): waits no busy machine hides
-            n = (n + sum(range(500_000))) % 1000003
+        while True:
+            n = (n * 31 + 7) % 1000003
             if time.monotonic() > check:  # os.stat releases the GIL: twice a second, not more
                 if not os.path.exists(RUNNING):
                     return
@@ -208,7 +208,7 @@ def _spinner_named(gil) -> None:
         gil["numbers"]["meanwhile"][0],
         _line(
             SPINNING,
-            "    def spin_forever():  # Python that never waits: holds the GIL but for the switch interval",
+            "    def spin_forever():  # pure Python: holds the GIL but for the switch interval",
         ),
     )
     assert ran["thread"] == "spinner" and ran["frame"].startswith("spin_forever (planted.py:")

@@ -31,15 +31,15 @@ keeps a row per thread (:attr:`StackSampler.rows`): the thread inside a stage al
 the stage function down, with its class, :mod:`workbench.wait_classes`), every other thread when it
 ran since the previous wake-up (its whole stack and CPU time: what ran meanwhile). The CPU counter
 is each thread's CPU-time clock on Linux (``clock_gettime`` of the clock the kernel keeps per
-thread: nanoseconds on CPU, 1 us a read, the GIL kept throughout); where that is refused, the
+thread: nanoseconds on CPU, 0.6 us a read, the GIL kept throughout); where that is refused, the
 per-thread ``/proc/self/task/TID/schedstat`` (nanoseconds on CPU and on a run queue), else
 ``/proc/self/task/TID/stat`` (utime + stime, in clock ticks of 10 ms); elsewhere none
 (``time.thread_time`` reads only the calling thread's own): samples are then classed from their
 calls alone (``cpu`` unless the call is a known wait) and no other thread is recorded. Why the
 clock first: a file read lets go of the GIL, and while a stage runs Python the sampler waits up to
-the switch interval (5 ms) to get it back, once per file, per thread: 30 us a read at best, and a
-sample every 15-30 ms instead of every 5 while a stage holds the GIL (the CI run that sampled an
-80-ms spinning stage once). Garbage collections are timed through ``gc.callbacks`` with their
+the switch interval (5 ms) to get it back, once per file, per thread: 13.6 us a read, and beside
+four idle threads a pure-Python stage was sampled 21-25 times a second against 96 with the clock
+(``benchmarks/bench_thread_cpu.py``; the CI run that sampled an 80-ms spinning stage once). Garbage collections are timed through ``gc.callbacks`` with their
 generation and the thread that triggered them. :meth:`record` gives all
 of it as plain data (``RunMeta.sampled``, docs/json.md), saved with the run before any analysis.
 """

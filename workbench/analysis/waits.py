@@ -128,9 +128,8 @@ def stage_samples(
     st = st[st["stage"].isin(pipeline_stages or order)]
     rows = pd.DataFrame(sampled["rows"])
     mine = _assigned(rows[rows["in_stage"] == 1], st)
-    if sampled.get(
-        "late_start"
-    ):  # a thread due and not in a stage (in_stage 2): its late windows only
+    # a thread due and not yet in a stage (in_stage 2) counts in its late windows only
+    if sampled.get("late_start"):
         late = late_windows(req, st)
         mine = pd.concat([mine, _assigned(rows[rows["in_stage"] == LATE_ROW], late)])
         st = pd.concat([st, late], ignore_index=True)

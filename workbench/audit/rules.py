@@ -45,7 +45,8 @@ Thresholds (defaults):
   off_cpu) holding at least 25 % of the slowest set's sampled time in a stage, and at least
   ``WAIT_GROWTH`` 3x the median set's time per request in it (a stage that always sleeps 1 ms is not
   why the slow requests are slow; a GIL wait that also holds ``GIL_EVERY_SHARE`` 50 % of the median
-  set's sampled time is one too: every request pays it), is a finding of that class (:data:`WAIT_KIND`), naming the
+  set's sampled time is one too: every request pays it), is a finding of that class
+  (:data:`WAIT_KIND`), naming the
   waiting line and the other threads on CPU meanwhile (:mod:`workbench.analysis.waits`); a run with
   these samples takes its ``gc`` finding from them (generations, triggering thread), and the compute
   advice (bf16, int8, compile, channels_last) is left out unless the slowest set's sampled time is at
@@ -346,7 +347,7 @@ def waits(facts: dict[str, Any]) -> list[dict]:
     out = []
     for cause in _named_waits(found):
         evidence = wait_headline(cause, found["tail_set"])
-        if cause["ms_per_request"] < WAIT_GROWTH * (cause["median_ms_per_request"] or 0.0):
+        if not _grew(cause):
             evidence += (
                 f"; the median request waits {cause['median_ms_per_request']:.3g} ms there too: "
                 "every request pays it"
@@ -377,12 +378,13 @@ def _named_waits(found: dict[str, Any]) -> list[dict]:
     return [
         c
         for c in found.get("causes") or []
-        if c["share"] >= WAIT_SHARE
-        and (
-            c["ms_per_request"] >= WAIT_GROWTH * (c["median_ms_per_request"] or 0.0)
-            or _every_request_waits(found, c)
-        )
+        if c["share"] >= WAIT_SHARE and (_grew(c) or _every_request_waits(found, c))
     ]
+
+
+def _grew(cause: dict[str, Any]) -> bool:
+    """The slowest set waits at least ``WAIT_GROWTH`` times the median set's time per request."""
+    return cause["ms_per_request"] >= WAIT_GROWTH * (cause["median_ms_per_request"] or 0.0)
 
 
 def _every_request_waits(found: dict[str, Any], cause: dict[str, Any]) -> bool:

@@ -49,6 +49,9 @@ HOVER_CHARS = 160
 NOTE_CHARS = 100
 # the smallest label font (px) a flame box may use; smaller ones were unreadable at half width
 LABEL_MIN_PX = 10  # the smallest label a student reads at 1280x800 (8 px could not be read)
+# an icicle's labels never shrink below LABEL_MIN_PX: a box too narrow for its label shows none (its
+# hover and a zoom still name it; plotly shrank labels to 0.2-0.5 px in the overlap test)
+SMALL_LABELS_HIDDEN = dict(minsize=LABEL_MIN_PX, mode="hide")
 PRUNE_SHARES = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
 LEGEND_CHARS = 80  # a kind legend line's visible length: a CUDA run's eight kinds ran off 640 px
 GPU_PANEL = 0.3  # the GPU work icicle's share of the plot height (bottom)
@@ -178,12 +181,11 @@ def flame_figure(
     # the note is the title's subtitle, wrapped: in the title's own text a multi-line title was anchored too
     # high by plotly and its first line clipped at the top of the figure (1280x800, tests/browser)
     note = textwrap.wrap(harness["note"], NOTE_CHARS) if harness else []
-    # labels never shrink below LABEL_MIN_PX: a box too narrow for its label shows none (hover and zoom tell)
     fig = layout(
         fig,
         title or default,
         margin=dict(l=10, r=10, t=80 + 20 * len(note) + 16 * legend.count("<br>"), b=10),
-        uniformtext=dict(minsize=LABEL_MIN_PX, mode="hide"),
+        uniformtext=SMALL_LABELS_HIDDEN,
     )
     if note:
         fig.update_layout(title_subtitle_text="<br>".join(note))
@@ -417,7 +419,5 @@ def _difference_icicle(
             tiling=dict(orientation="v"),
             **hover,
         ),
-        # a box too narrow for a 10-px label shows none (plotly shrank 'torch layer_norm' to 0.2 px in
-        # notebook 05's stacks of a bf16 run: the overlap test); its hover still names it
-        layout=dict(uniformtext=dict(minsize=LABEL_MIN_PX, mode="hide")),
+        layout=dict(uniformtext=SMALL_LABELS_HIDDEN),
     )

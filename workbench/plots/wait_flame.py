@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 
 from ..analysis.waits import WAIT_WORDS
 from ..units import ns_to_ms
-from .flame import LABEL_MIN_PX
+from .flame import SMALL_LABELS_HIDDEN
 from .style import empty_figure, layout
 
 TITLES = {"work": "work (on CPU)", "waits": "waits"}
@@ -44,9 +44,7 @@ def wait_flame_figure(flames: dict[str, Any] | None, *, title: str | None = None
         fig.add_trace(_icicle(tree, diffs[key], n, limit, show_scale=col == 2), row=1, col=col)
     label = "1 %" if flames["tail_set"] == "slowest_1pct" else "5 %"
     text = title or f"{default}: the slowest {label} ({n['tail']} requests) against the median"
-    # a box too narrow for a 10-px label shows none (plotly shrank "paused by garbage collection" to
-    # 0.5 px in a run with one short pause; the overlap test); its hover still names it
-    fig.update_layout(uniformtext=dict(minsize=LABEL_MIN_PX, mode="hide"))
+    fig.update_layout(uniformtext=SMALL_LABELS_HIDDEN)
     return layout(fig, text, margin=dict(l=10, r=10, t=90, b=10))
 
 

@@ -83,9 +83,8 @@ class RunView:
     recorded: bool = False  # a recorded run (``data/runs``), not measured here
     # a live run's recording of the same configuration ("measure here" on a recorded one), shown beside it
     reference: "RunView | None" = None
-    machine: str | None = (
-        None  # where it was measured: the GPU's name, else the CPU model (None: unknown)
-    )
+    # where it was measured: the GPU's name, else the CPU model (None: unknown)
+    machine: str | None = None
 
     @property
     def wait_line(self) -> str | None:

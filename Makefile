@@ -36,12 +36,12 @@ redis:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
 	  else echo "redis-server missing: sudo apt-get install redis-server (the Redis tests will skip)"; fi; }
 
-# Our Voila launcher (workbench/room): our template (lab without its CDN links), a Host allow-list,
+# Our Voila launcher (workbench_room): our template (lab without its CDN links), a Host allow-list,
 # kernels of closed or never-connected pages shut down or culled within 30-40 s, a token off loopback (docs/room.md).
 # One preheated kernel per dashboard (175-190 MB resident each); make dashboard DASHBOARD_ARGS="--pool 0" starts none.
 DASHBOARD_ARGS ?=
 dashboard: $(STAMP)
-	$(PY) -m workbench.room notebooks/dashboards --host 127.0.0.1 --port $(PORT) $(DASHBOARD_ARGS)
+	$(PY) -m workbench_room notebooks/dashboards --host 127.0.0.1 --port $(PORT) $(DASHBOARD_ARGS)
 
 # A workshop room: dashboards and notebooks on HOST:PORT, preheated kernels, at most 40,
 # live profiling one at a time; prints the URL (with its token) to hand out. Size the pool to the class:
@@ -49,7 +49,7 @@ dashboard: $(STAMP)
 HOST ?= 127.0.0.1
 ROOM_ARGS ?=
 room: $(STAMP)
-	$(PY) -m workbench.room notebooks --room --host $(HOST) --port $(PORT) $(ROOM_ARGS)
+	$(PY) -m workbench_room notebooks --room --host $(HOST) --port $(PORT) $(ROOM_ARGS)
 
 # JupyterLab on the notebooks, no browser; it prints the URL with its token.
 LAB_PORT ?= 8888

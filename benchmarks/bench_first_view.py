@@ -185,7 +185,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 NOTEBOOK = "dashboards/latency_explorer.ipynb"
-# The Makefile's `make dashboard` line: $(PY) -m workbench.room notebooks/dashboards --host 127.0.0.1 --port $(PORT)
+# The Makefile's `make dashboard` line: $(PY) -m workbench_room notebooks/dashboards --host 127.0.0.1 --port $(PORT)
 DASHBOARD_LAUNCHER = ("notebooks/dashboards", "--host", "127.0.0.1")
 # In the page, from navigation (ms, page clock): widget views on the page, figures drawn, long tasks.
 MARKS = r"""(() => {
@@ -286,7 +286,7 @@ def browser(
 ):
     """The room's first figure for one visitor, ``repeat`` visitors one after another, each on a preheated kernel.
 
-    ``python -m workbench.room notebooks --room`` with a latency-explorer pool of ``repeat``
+    ``python -m workbench_room notebooks --room`` with a latency-explorer pool of ``repeat``
     kernels; the pages open once every pool is filled and the pooled notebooks have run
     (the server idle), in Debian's headless Chromium at 1280x800. Per page, seconds from
     navigation (page clock): HTML complete, load event, last script received, kernel
@@ -333,7 +333,7 @@ def browser(
             finally:
                 chromium.close()
     return {
-        "launcher": ["python", "-m", "workbench.room", *args],
+        "launcher": ["python", "-m", "workbench_room", *args],
         "pools_filled_s": pools_s,
         "server_quiet_s": quiet_s,
         "kernels_before_pages": kernels,

@@ -8,7 +8,7 @@ server's capacity is well above the rates and the numbers are the client's),
 waits for its ready line, then runs ``python -m workbench load --url ...
 --json`` once per rate, open-loop Poisson, each in its own process as a user
 would. Lag is when a request's bytes went to the socket minus when it was
-due (``workbench.serving.client``). Goal (issue 13): lag p99 under 1 ms up
+due (``workbench_serve.client``). Goal (issue 13): lag p99 under 1 ms up
 to 1,000 req/s on the 2-core machine, server on the same machine.
 
 Each run's noise record (``workbench.noise``: other processes' CPU, load
@@ -38,7 +38,7 @@ PIPELINE = f"{Path(__file__).resolve()}:build"
 LAG_REASON = "the load generator fell behind"
 
 sys.path.insert(0, str(REPO))
-from workbench.serving.process import ServeProcess  # noqa: E402
+from workbench_serve.process import ServeProcess  # noqa: E402
 
 
 def build(config):

@@ -4,7 +4,7 @@
                                     [--side server|browser|both]
                                     [--notebook dashboards/latency_explorer.ipynb] [--md PATH] [--json PATH]
 
-Starts ``python -m workbench.room notebooks --room`` (2 preheated kernels per
+Starts ``python -m workbench_room notebooks --room`` (2 preheated kernels per
 dashboard, at most 40 kernels, live profiling queued) on a free port, opens
 ``--pages`` pages at once in one headless Chromium (Debian's, every outside
 request aborted; one browser context per page, as each student has their own
@@ -56,7 +56,7 @@ from room_server import (  # noqa: E402
     wait_until_quiet,
 )
 
-from workbench.room.__main__ import ROOM_DEFAULTS, pool_spec  # noqa: E402
+from workbench_room.__main__ import ROOM_DEFAULTS, pool_spec  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -608,7 +608,7 @@ def markdown(r: dict) -> str:
             *head,
             *server,
             *browsers,
-            f"{r['pages']} concurrent pages of `{r['notebook']}` against `python -m workbench.room notebooks --room` "
+            f"{r['pages']} concurrent pages of `{r['notebook']}` against `python -m workbench_room notebooks --room` "
             f"(preheated kernels per dashboard: {', '.join(f'{k} {n}' for k, n in pool_sizes(r.get('pool')).items())}; "
             f"at most {r.get('max_kernels') or 40} kernels, "
             "culling 30 s / 10 s), one headless Chromium "

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from payloads import payloads_file  # noqa: E402
 from workbench.record import load_run  # noqa: E402
-from workbench.serving.process import ServeProcess  # noqa: E402
+from workbench_serve.process import ServeProcess  # noqa: E402
 
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
 

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from workbench.batching.batcher import BatchRecord  # noqa: E402
-from workbench.serving.service import BatchDone, HttpTimes  # noqa: E402
+from workbench_serve.service import BatchDone, HttpTimes  # noqa: E402
 from workbench.timing import RequestTiming  # noqa: E402
 
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
@@ -119,7 +119,7 @@ def part1(args) -> list[dict]:
 def served_run(label: str, cwd: Path, args, root: Path, k: int) -> dict:
     from payloads import payloads_file
     from workbench.record import load_run
-    from workbench.serving.process import ServeProcess
+    from workbench_serve.process import ServeProcess
 
     out = root / f"server-{label}-{k}"
     server = ServeProcess(

@@ -39,7 +39,7 @@ RESULTS = REPO / "benchmarks" / "results"
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
 
 sys.path.insert(0, str(REPO))
-from workbench.serving.process import ServeProcess  # noqa: E402
+from workbench_serve.process import ServeProcess  # noqa: E402
 
 
 def workbench(*args: object, timeout: float = 900) -> dict:

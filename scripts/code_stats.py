@@ -4,11 +4,17 @@
     python scripts/code_stats.py --at COMMIT
     python scripts/code_stats.py --by-issue RANGE
 
+Without an argument: the core (``workbench/``), then each wing (``workbench_serve/``,
+``workbench_room/``, ``workbench_redis/``: packages beside the core, issue 36), then all together.
+
 ``--at COMMIT`` counts the package as it was at that commit, formatted the way ``ruff format`` formats
 the tree today (this repository's ``pyproject.toml``), so that sizes from before and after the tree
 was first formatted (commit 35316f4) compare like for like. ``--by-issue RANGE`` (``A..B``) sums the
 package's net line change of the commits in RANGE by the first "issue N" their subject names
-("other" for none; "ruff format" for a commit that reformats): where the lines came from.
+("other" for none; "ruff format" for a commit that reformats): where the lines came from, each
+split into the core and the wings (a file's part by the path it had then: ``workbench/serving/``,
+``workbench/otel/``, ``workbench/room/``, the served CLI modules and the Redis store were the wings'
+before they moved out).
 
 Lines: every line of every ``.py`` file under the package (``wc -l``). Imports: every ``import``
 and ``from ... import`` statement but ``from __future__``; "inside functions" counts those under a
@@ -78,15 +84,28 @@ def _line_kinds(rows: list[str], tree: ast.AST) -> collections.Counter:
     return collections.Counter(kinds)
 
 
-def by_issue(revisions: str, repo: Path = REPO) -> dict[str, int]:
-    """Net lines added to ``workbench/`` per issue named in the commit subjects of ``revisions``."""
+# paths inside workbench/ that were a wing's before issue 36 moved them out
+WING_PATHS = re.compile(
+    r"^workbench/(serving|otel|room)/|^workbench/cli/(serve|load_http|locust_worker|ingest_otel)\.py$"
+    r"|^workbench/examples/_feature_redis\.py$|^workbench_"
+)
+
+
+def part_of(path: str) -> str:
+    """``"core"`` or ``"wings"`` for a path of the repository (at any commit)."""
+    return "wings" if WING_PATHS.search(path) else "core"
+
+
+def by_issue_parts(revisions: str, repo: Path = REPO) -> dict[str, collections.Counter]:
+    """Net lines added per issue named in the commit subjects of ``revisions``, per part (core, wings)."""
     log = subprocess.run(
-        ["git", "-C", str(repo), "log", "--format=@%s", "--numstat", revisions, "--", "workbench"],
+        ["git", "-C", str(repo), "log", "--no-renames", "--format=@%s", "--numstat", revisions]
+        + ["--", "workbench", "workbench_*"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    net: collections.Counter = collections.Counter()
+    net: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     issue = "other"
     for line in log.splitlines():
         if line.startswith("@"):
@@ -95,30 +114,48 @@ def by_issue(revisions: str, repo: Path = REPO) -> dict[str, int]:
             if "ruff format" in line:  # reformatting, whichever issue asked for it
                 issue = "ruff format"
         elif line[:1].isdigit():
-            added, removed, _ = line.split("\t", 2)
-            net[issue] += int(added) - int(removed)
+            added, removed, path = line.split("\t", 2)
+            if path.endswith(".py"):
+                net[issue][part_of(path)] += int(added) - int(removed)
     return dict(net)
+
+
+def by_issue(revisions: str, repo: Path = REPO) -> dict[str, int]:
+    """Net lines added to the core and the wings together per issue named in ``revisions``' subjects."""
+    return {issue: sum(parts.values()) for issue, parts in by_issue_parts(revisions, repo).items()}
 
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--by-issue"] and len(argv) == 2:
-        net = by_issue(argv[1])
-        for issue, lines in sorted(net.items(), key=lambda kv: -kv[1]):
-            print(f"{issue}: {lines:+,}")
-        print(f"total: {sum(net.values()):+,}")
+        net = by_issue_parts(argv[1])
+        for issue, parts in sorted(net.items(), key=lambda kv: -sum(kv[1].values())):
+            print(
+                f"{issue}: {sum(parts.values()):+,} (core {parts['core']:+,}, wings {parts['wings']:+,})"
+            )
+        core, wings = (sum(p[k] for p in net.values()) for k in ("core", "wings"))
+        print(f"total: {core + wings:+,} (core {core:+,}, wings {wings:+,})")
         return 0
     if argv[:1] == ["--at"] and len(argv) == 2:
         with tempfile.TemporaryDirectory() as folder:
             print(f"at {argv[1]}, formatted as ruff formats the tree today:")
             return count(formatted_at(argv[1], Path(folder)))
-    return count(Path(argv[0]) if argv else REPO / "workbench")
+    if argv:
+        return count(Path(argv[0]))
+    for package in [REPO / "workbench", *sorted(REPO.glob("workbench_*/"))]:
+        print(f"{'core' if package.name == 'workbench' else 'wing'} {package.name}/")
+        count(package, indent="  ")
+    print("all together")
+    return count(
+        REPO, indent="  ", packages=[REPO / "workbench", *sorted(REPO.glob("workbench_*/"))]
+    )
 
 
-def count(package: Path) -> int:
-    """Print the package's lines, its lines over 100 characters and its imports inside functions."""
+def count(package: Path, indent: str = "", packages: list[Path] | None = None) -> int:
+    """Print the package's lines, its lines over 100 characters and its imports inside functions
+    (``packages``: several packages counted together)."""
     lines = long_lines = imports = inside = 0
     kinds: collections.Counter = collections.Counter()
-    for path in sorted(package.rglob("*.py")):
+    for path in sorted(p for folder in packages or [package] for p in folder.rglob("*.py")):
         text = path.read_text()
         rows, tree = text.splitlines(), ast.parse(text)
         lines += len(rows)
@@ -126,12 +163,12 @@ def count(package: Path) -> int:
         kinds += _line_kinds(rows, tree)
         total, in_function = _imports(tree)
         imports, inside = imports + total, inside + in_function
-    print(f"lines: {lines:,}")
-    print("  " + ", ".join(f"{kind} {kinds[kind]:,}" for kind in KINDS))
-    print(f"lines over 100 characters: {long_lines:,} ({100 * long_lines / max(lines, 1):.1f} %)")
-    print(
-        f"imports inside functions: {inside:,} of {imports:,} ({100 * inside / max(imports, 1):.1f} %)"
-    )
+    print(f"{indent}lines: {lines:,}")
+    print(f"{indent}  " + ", ".join(f"{kind} {kinds[kind]:,}" for kind in KINDS))
+    share = 100 * long_lines / max(lines, 1)
+    print(f"{indent}lines over 100 characters: {long_lines:,} ({share:.1f} %)")
+    share = 100 * inside / max(imports, 1)
+    print(f"{indent}imports inside functions: {inside:,} of {imports:,} ({share:.1f} %)")
     return 0
 
 

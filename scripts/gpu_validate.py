@@ -325,7 +325,7 @@ def served(out: Path, rate: float = 200.0, duration_s: float = 5.0) -> dict:
     answers, and the server's run folder records the device. Both run folders go to ``served.tar.gz``.
     """
     from workbench import load_run
-    from workbench.serving.process import ServeProcess
+    from workbench_serve.process import ServeProcess
 
     root = Path(tempfile.mkdtemp())
     env = dict(os.environ, PYTHONUNBUFFERED="1")

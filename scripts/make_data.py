@@ -105,7 +105,7 @@ def load_redis_features(sqlite_path: Path, url: str) -> int:
     """Copy the SQLite feature store into Redis; one line on success, one line and 2 when Redis is absent."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from workbench.errors import WorkbenchError
-    from workbench.examples._feature_redis import load_redis
+    from workbench_redis.feature_store import load_redis
 
     try:
         counts = load_redis(sqlite_path, url)

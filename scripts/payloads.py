@@ -22,7 +22,7 @@ def payloads_file(example: str, root: Path, n: int = 50_000) -> Path:
 def write_payloads(example: str, path: Path, n: int = 50_000) -> Path:
     from workbench import PipelineConfig
     from workbench.runner import resolve_pipeline
-    from workbench.serving.protocol import item_bytes
+    from workbench_serve.protocol import item_bytes
 
     if not path.exists():
         pipe = resolve_pipeline(example, PipelineConfig(batch_size=1))

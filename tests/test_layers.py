@@ -13,15 +13,21 @@ The layer map, lowest first (a module's layer is that of its top-level folder or
 
     0 core      units, errors, files, naming, config, roles, device (is there a GPU: decided once), signals
                 (SIGTERM handled as Ctrl-C), _lazy, wait_classes (what a sampled thread waited on),
-                the package's __init__ (lazy exports by name: it imports only _lazy)
+                wings (the entry points the wings register), the package's __init__ (lazy exports by
+                name: it imports only _lazy)
     1 record    record/ (the one run record), trace/ (the one trace model)
     2 analysis  analysis/ (tables in, tables out)
     3 measure   runner, timing, guard, memory, noise, fingerprint, precision, interleave,
                 interleave_workers (compare's one process per configuration), pipeline,
-                gcprobe, live_queue, sampling, examples/, batching/, serving/, otel/
+                gcprobe, live_queue, sampling, examples/, batching/
     4 plots     plots/ (tables in, figures out)
     5 present   widgets/, audit/, export/ (build on plots and the record)
-    6 apps      room/ (the classroom server), cli/, __main__
+    6 apps      cli/, __main__
+
+The wings (``workbench_serve``, ``workbench_room``, ``workbench_redis``: packages beside ``workbench/``)
+import the core and are never imported by it: no core module names one, at module level, inside a
+function, or through ``importlib.import_module``; the core reaches them through entry points
+(``workbench/wings.py``).
 
 Importing a package means importing its ``__init__``; the implicit import of a module's
 parent packages is not counted (every module would otherwise reach ``workbench/__init__``).
@@ -48,6 +54,7 @@ LAYERS = {
         "signals",
         "_lazy",
         "wait_classes",
+        "wings",
         "__init__",
     ),
     1: ("record", "trace"),
@@ -69,12 +76,10 @@ LAYERS = {
         "sampling",
         "examples",
         "batching",
-        "serving",
-        "otel",
     ),
     4: ("plots",),
     5: ("widgets", "audit", "export"),
-    6: ("room", "cli", "__main__"),
+    6: ("cli", "__main__"),
 }
 LAYER_NAMES = {
     0: "core",
@@ -245,6 +250,54 @@ def test_no_import_cycle(edges):
     assert not new, "import cycles (at module level or inside functions):\n" + "\n".join(
         "  " + " <-> ".join(c) for c in new
     )
+
+
+def wing_imports(package: Path) -> list[tuple[str, str]]:
+    """``(core module, wing module)`` for every import of a wing (a top-level ``workbench_*`` package)
+    in the core at ``package``, at any depth, and every ``importlib.import_module("workbench_...")``."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        mod = ".".join(path.relative_to(package.parent).with_suffix("").parts)
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Call) and getattr(
+                node.func, "attr", getattr(node.func, "id", "")
+            ) in (
+                "import_module",
+                "__import__",
+            ):
+                names = [a.value for a in node.args[:1] if isinstance(a, ast.Constant)]
+            else:
+                continue
+            found += [(mod, n) for n in names if isinstance(n, str) and n.startswith("workbench_")]
+    return found
+
+
+def test_no_core_module_imports_a_wing():
+    found = wing_imports(PACKAGE)
+    assert not found, (
+        "the core imports a wing (reach it through workbench.wings.wing):\n"
+        + "\n".join(f"  {a} imports {b}" for a, b in found)
+    )
+
+
+def test_a_planted_wing_import_is_found(tmp_path):
+    core = tmp_path / "workbench"
+    (core / "cli").mkdir(parents=True)
+    (core / "__init__.py").write_text("")
+    (core / "cli" / "x.py").write_text(
+        "import json\nfrom workbench_room import app\n\n"
+        "def late():\n    import workbench_serve.server\n\n"
+        "def later():\n    import importlib\n    return importlib.import_module('workbench_redis')\n"
+    )
+    assert wing_imports(core) == [
+        ("workbench.cli.x", "workbench_room"),
+        ("workbench.cli.x", "workbench_serve.server"),
+        ("workbench.cli.x", "workbench_redis"),
+    ]
 
 
 def test_allowed_violations_are_still_real(edges):

@@ -36,6 +36,7 @@ from .errors import ConfigError, PipelineError, check_int, is_number
 from .naming import stage_range_name
 from .pipeline import Pipeline, build_pipeline
 from .precision import check_precision
+from .record.meta import STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_TIMEOUT
 from .record import (
     Attributes,
     ColdStart,
@@ -74,9 +75,6 @@ DEFAULT_MIN_DURATION_S = 10.0  # a paced run sees periods up to about a tenth of
 DEFAULT_UTILIZATION = 0.3
 NARROW_P99 = 0.2  # a paced run may stop once its p99 interval is within 20 % of the p99
 CHECK_EVERY = 50  # paced requests between two looks at the p99 interval
-STATUS_COMPLETE = "complete"
-STATUS_TIMEOUT = "incomplete: timeout"
-STATUS_INTERRUPTED = "interrupted"
 RUNNER_FIELDS = ("batch_size", "threads")  # the runner applies them: a built Pipeline honours them
 
 

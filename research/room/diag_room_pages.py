@@ -3,7 +3,7 @@
     python research/room/diag_room_pages.py [--pool 1] [--pages 8] [--wait-s 200] [--busy-cores N]
         [--frames] [--reload-stalled] [--restore-stalled]
 
-Starts ``python -m workbench.room`` (culling 5 s / 2 s, as the test), opens
+Starts ``python -m workbench_room`` (culling 5 s / 2 s, as the test), opens
 ``--pages`` pages (latency and trace explorers alternately, one browser
 context each) in Debian's headless Chromium, and waits. Then prints, per
 page: when its first widget view appeared (or never), its widget views and
@@ -16,7 +16,7 @@ machine: the stall was seen when another process took a core).
 Each page's HTML as served is summarised (its cell outputs and widget views):
 that is what showed the cause, pages served without their widget output
 because the server stopped waiting for it (nbclient's iopub_timeout, 4 s by
-default; the room now waits 120 s: ``workbench.room.app.IOPUB_TIMEOUT_S``).
+default; the room now waits 120 s: ``workbench_room.app.IOPUB_TIMEOUT_S``).
 For a stalled page it also reads the page's widget manager (restored or not,
 models, kernel connection). ``--frames`` prints each page's kernel websocket
 messages; ``--restore-stalled`` asks a stalled page's widget manager to

@@ -43,7 +43,7 @@ import pandas as pd
 from workbench.batching.policy import BatchPolicy
 from workbench.batching.service_model import ServiceModel, service_model_from_runs
 from workbench.record import Run, load_run
-from workbench.serving.process import ServeProcess
+from workbench_serve.process import ServeProcess
 
 from .contention import batch_features, fit_contention, without_contention
 from .phases import Phases, fit_phases

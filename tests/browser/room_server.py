@@ -1,4 +1,4 @@
-"""Start ``python -m workbench.room`` on a free port for a test; find its kernels.
+"""Start ``python -m workbench_room`` on a free port for a test; find its kernels.
 
 Shared by the room tests and the room benchmark. Kernels are the server's child
 processes running ``ipykernel_launcher`` (psutil, which comes with ipykernel).
@@ -34,7 +34,7 @@ def room_server(*args: str, log_name: str = "room.log", timeout_s: float = 90.0)
     log = ARTIFACTS / log_name
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "workbench.room", "--port", str(port), *args],
+            [sys.executable, "-m", "workbench_room", "--port", str(port), *args],
             cwd=REPO,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -1,7 +1,7 @@
 """The Voila dashboards in a real browser, offline.
 
 Starts Voila as ``make dashboard`` does (our launcher, ``python -m
-workbench.room``, on a free port of 127.0.0.1), opens the latency explorer in Debian's headless Chromium through
+workbench_room``, on a free port of 127.0.0.1), opens the latency explorer in Debian's headless Chromium through
 Playwright, and aborts every request that does not go to the local server: a
 figure or widget that needs a CDN never draws and the test fails. It waits for
 the figures, moves the batch-size slider with the keyboard, checks that the
@@ -75,7 +75,7 @@ def voila():
             [
                 sys.executable,
                 "-m",
-                "workbench.room",
+                "workbench_room",
                 "notebooks/dashboards",
                 "--host",
                 "127.0.0.1",

@@ -1,4 +1,4 @@
-"""The room server (``python -m workbench.room``): Host guard, token, kernels reclaimed, upload limit.
+"""The room server (``python -m workbench_room``): Host guard, token, kernels reclaimed, upload limit.
 
 The Host and token tests speak plain HTTP; the others drive Debian's headless
 Chromium through Playwright with every request outside the server aborted.

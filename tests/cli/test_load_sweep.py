@@ -91,7 +91,7 @@ def test_in_process_sweep_of_the_text_example(tmp_path):
 
 @pytest.mark.slow
 def test_served_sweep_of_the_text_example(tmp_path):
-    from workbench.serving.process import ServeProcess
+    from workbench_serve.process import ServeProcess
 
     server = ServeProcess(
         [

@@ -12,7 +12,7 @@ from redis_helpers import start_redis
 from workbench.config import PipelineConfig
 from workbench.errors import ConfigError, PipelineError
 from workbench.examples import data_file, tabular
-from workbench.examples._feature_redis import PREFIX, FeatureStoreLost, connect, load_redis
+from workbench_redis.feature_store import PREFIX, FeatureStoreLost, connect, load_redis
 from workbench.examples._prediction_cache import cache_key
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,7 +34,7 @@ def requests(n, **kw):
 def test_redis_holds_the_same_features_as_sqlite(redis_url):
     sqlite, redis = (
         tabular.FeatureStore(data_file("features.sqlite")),
-        tabular.RedisStore(redis_url),
+        workbench_redis.RedisStore(redis_url),
     )
     assert (redis.mean, redis.std, redis.counts()) == (sqlite.mean, sqlite.std, sqlite.counts())
     reqs = requests(300)  # ~2 % unknown users and items among them
@@ -150,7 +150,7 @@ def test_make_data_loads_both_stores_from_one_script(tmp_path):
         )
         sqlite = tabular.FeatureStore(tmp_path / "d" / "features.sqlite")
         reqs = requests(50)
-        assert tabular.RedisStore(url).hydrate(reqs)[1] == sqlite.hydrate(reqs)[1]
+        assert workbench_redis.RedisStore(url).hydrate(reqs)[1] == sqlite.hydrate(reqs)[1]
     finally:
         proc.terminate()
         proc.wait(30)
@@ -195,7 +195,7 @@ def test_a_redis_restarted_empty_or_reloaded_is_a_named_failure_not_default_feat
             pipe(items)
         with pytest.raises(PipelineError, match="no wb:tabular:version key"):
             connect(url).delete(f"{PREFIX}version")
-            tabular.RedisStore(url)
+            workbench_redis.RedisStore(url)
     finally:
         proc.terminate()
         proc.wait(30)

@@ -3,8 +3,8 @@
 import json
 
 from workbench.cli import main
-from workbench.otel.export import SPANS_FILE
-from workbench.otel.ingest import ingest_otel
+from workbench_serve.otel.export import SPANS_FILE
+from workbench_serve.otel.ingest import ingest_otel
 from workbench.record import load_run
 
 PIPE = """

@@ -8,10 +8,10 @@ import threading
 import pandas as pd
 import pytest
 
-from workbench.otel.export import SPANS_FILE, export_run
-from workbench.otel.ingest import ingest_otel
-from workbench.otel.otlp_json import message_to_otlp_json
-from workbench.otel.spans import run_spans
+from workbench_serve.otel.export import SPANS_FILE, export_run
+from workbench_serve.otel.ingest import ingest_otel
+from workbench_serve.otel.otlp_json import message_to_otlp_json
+from workbench_serve.otel.spans import run_spans
 from workbench.record import Run
 
 MS = 1_000_000

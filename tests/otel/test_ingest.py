@@ -7,7 +7,7 @@ import pytest
 from workbench.analysis.budget import budget
 from workbench.cli import main
 from workbench.errors import ConfigError, TraceError
-from workbench.otel.ingest import ingest_otel, parse_stage_map
+from workbench_serve.otel.ingest import ingest_otel, parse_stage_map
 from workbench.record import load_run
 
 T0 = 1_700_000_000_000_000_000

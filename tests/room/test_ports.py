@@ -10,7 +10,7 @@ pytest.importorskip("jupyter_client", reason="jupyter_client is not installed")
 
 from jupyter_client.connect import LocalPortCache  # noqa: E402
 
-from workbench.room.ports import (  # noqa: E402
+from workbench_room.ports import (  # noqa: E402
     KernelPorts,
     bindable,
     ephemeral_ports,

@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("voila", reason="voila is not installed")
 
-from workbench.room import __main__ as room_main  # noqa: E402
-from workbench.room.app import (  # noqa: E402
+from workbench_room import __main__ as room_main  # noqa: E402
+from workbench_room.app import (  # noqa: E402
     WEBSOCKET_OVERHEAD_BYTES,
     kernels_per_client,
     resolve_token,
@@ -52,7 +52,7 @@ def test_room_config_culls_unconnected_kernels_and_keeps_xsrf():
     assert "disable_check_xsrf" not in c.Voila.tornado_settings
     assert (
         c.VoilaConfiguration.multi_kernel_manager_class
-        == "workbench.room.kernel_manager.RoomKernelManager"
+        == "workbench_room.kernel_manager.RoomKernelManager"
     )
     assert (
         c.VoilaConfiguration.preheat_kernel is True and c.VoilaConfiguration.default_pool_size == 2
@@ -162,8 +162,8 @@ def test_main_refuses_a_pool_for_a_dashboard_it_does_not_serve(capsys):
 
 
 def launched_config(monkeypatch, argv: list[str]) -> dict:
-    """The keyword arguments ``python -m workbench.room ARGV`` passes to room_config (no server started)."""
-    import workbench.room.app as app
+    """The keyword arguments ``python -m workbench_room ARGV`` passes to room_config (no server started)."""
+    import workbench_room.app as app
 
     seen = {}
 
@@ -217,7 +217,7 @@ def make_dashboard_argv() -> list[str]:
     lines = (Path(__file__).resolve().parents[2] / "Makefile").read_text().splitlines()
     recipe = lines[lines.index("dashboard: $(STAMP)") + 1]
     argv = recipe.replace("$(PORT)", "8866").replace("$(DASHBOARD_ARGS)", "").split()
-    return argv[argv.index("workbench.room") + 1 :]
+    return argv[argv.index("workbench_room") + 1 :]
 
 
 def test_make_dashboard_preheats_one_kernel_per_dashboard_and_pool_0_turns_it_off(monkeypatch):

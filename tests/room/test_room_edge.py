@@ -40,12 +40,12 @@ def write_notebook(path: Path, source: str) -> None:
 
 
 class Room:
-    """``python -m workbench.room FOLDER --token TOKEN ARGS`` on a free loopback port, its log in ``log``."""
+    """``python -m workbench_room FOLDER --token TOKEN ARGS`` on a free loopback port, its log in ``log``."""
 
     def __init__(self, folder: Path, log: Path, args: list[str]):
         self.port, self.log = free_port(), log
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "workbench.room", str(folder), "--port", str(self.port)]
+            [sys.executable, "-m", "workbench_room", str(folder), "--port", str(self.port)]
             + ["--token", TOKEN, *args],
             stdout=log.open("w"),
             stderr=subprocess.STDOUT,

@@ -16,8 +16,8 @@ pytest.importorskip("ipykernel", reason="ipykernel is not installed")
 
 from tornado import web  # noqa: E402
 
-from workbench.room.kernel_manager import SCRATCH_ENV, RoomKernelManager  # noqa: E402
-from workbench.room.ports import ZMQ_RANDOM_PORTS, ephemeral_ports, kernel_port_range  # noqa: E402
+from workbench_room.kernel_manager import SCRATCH_ENV, RoomKernelManager  # noqa: E402
+from workbench_room.ports import ZMQ_RANDOM_PORTS, ephemeral_ports, kernel_port_range  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workbench.serving.process import ServeProcess
+from workbench_serve.process import ServeProcess
 
 
 HERE = Path(__file__).resolve().parent

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.serving.client import (
+from workbench_serve.client import (
     Result,
     Schedule,
     Target,
@@ -20,7 +20,7 @@ from workbench.serving.client import (
     drive,
     response_result,
 )
-from workbench.serving.http1 import Response, ServerDisconnected
+from workbench_serve.http1 import Response, ServerDisconnected
 from scripted_server import Scripted, reply
 from served_helpers import free_port
 
@@ -320,7 +320,7 @@ def test_the_schedule_wakes_a_spin_early_and_spins_to_the_due_time():
 
 
 def test_a_request_queued_for_a_connection_past_the_timeout_fails_unsent():
-    from workbench.serving.http1 import Pool
+    from workbench_serve.http1 import Pool
 
     got = []
 
@@ -343,7 +343,7 @@ def test_a_request_queued_for_a_connection_past_the_timeout_fails_unsent():
 
 
 def test_requests_queued_while_nothing_listens_each_fail_with_the_connect_error():
-    from workbench.serving.http1 import Pool
+    from workbench_serve.http1 import Pool
 
     async def main():
         pool, got = Pool("127.0.0.1", free_port(), limit=2, clock=time.perf_counter_ns), []
@@ -405,7 +405,7 @@ class FakeTransport:
 
 
 def test_a_connection_lets_due_sends_go_before_it_parses_a_read_then_idles():
-    from workbench.serving.http1 import Connection, Pool
+    from workbench_serve.http1 import Connection, Pool
 
     calls = []
 
@@ -578,7 +578,7 @@ def chunk(data: bytes) -> bytes:
 
 
 def test_each_unit_is_timed_by_the_read_that_completes_it():
-    from workbench.serving.http1 import Connection, Pool
+    from workbench_serve.http1 import Connection, Pool
 
     calls = []
 
@@ -628,7 +628,7 @@ class SseHandler(http.server.BaseHTTPRequestHandler):
 def test_a_plain_sse_server_gives_units_and_a_cut_stream_keeps_its_units(tmp_path):
     from workbench.analysis.tokens import token_summary
     from workbench.batching.arrivals import Arrivals
-    from workbench.serving.loadrun import run_http_load
+    from workbench_serve.loadrun import run_http_load
 
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SseHandler)
     srv.daemon_threads = True

@@ -9,8 +9,8 @@ import pytest
 
 from workbench.analysis.windows import StabilityWatch
 from workbench.batching.arrivals import Arrivals
-from workbench.serving.client import drive
-from workbench.serving.loadrun import run_http_load
+from workbench_serve.client import drive
+from workbench_serve.loadrun import run_http_load
 
 MS = 1_000_000
 WINDOW_MS = 200

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.serving.edge import EdgeLimits, head_refusal, refusal, response_bytes, token_ok
+from workbench_serve.edge import EdgeLimits, head_refusal, refusal, response_bytes, token_ok
 
 LIMITS = EdgeLimits()
 

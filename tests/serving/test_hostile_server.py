@@ -12,8 +12,8 @@ import time
 import numpy as np
 import pytest
 
-from workbench.serving.client import drive
-from workbench.serving.http1 import (
+from workbench_serve.client import drive
+from workbench_serve.http1 import (
     BadChunk,
     BadResponse,
     BodyTooLarge,
@@ -21,7 +21,7 @@ from workbench.serving.http1 import (
     ResponseParser,
     TooManyInterim,
 )
-from workbench.serving.protocol import parse_server_timing
+from workbench_serve.protocol import parse_server_timing
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nServer-Timing: total;dur=0.1\r\n\r\nok"
 REPLIES = {

@@ -1,8 +1,8 @@
-"""The Host allow-list of serve and the room (workbench.serving.hosts): pure functions, no server."""
+"""The Host allow-list of serve and the room (workbench_serve.hosts): pure functions, no server."""
 
 from __future__ import annotations
 
-from workbench.serving.hosts import allowed_hosts, host_allowed, host_of_header, is_loopback_bind
+from workbench_serve.hosts import allowed_hosts, host_allowed, host_of_header, is_loopback_bind
 
 
 def test_host_of_header_strips_port_brackets_case_and_trailing_dot():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from workbench.serving.http1 import BadResponse, ResponseParser, request_bytes
+from workbench_serve.http1 import BadResponse, ResponseParser, request_bytes
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nServer-Timing: total;dur=1.5\r\n\r\nhello"
 

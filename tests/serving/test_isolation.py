@@ -5,8 +5,8 @@ import json
 
 from workbench import Pipeline, PipelineConfig
 from workbench.batching.policy import BatchPolicy
-from workbench.serving.records import server_tables
-from workbench.serving.service import PipelineService, server_meta
+from workbench_serve.records import server_tables
+from workbench_serve.service import PipelineService, server_meta
 
 
 def leaky(config):

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from workbench.record import load_run
-from workbench.serving.locust_wire import SECRET_ENV
+from workbench_serve.locust_wire import SECRET_ENV
 
 from scripted_server import Scripted, reply
 from served_helpers import ENV, free_port, payload_file, workbench

@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("msgpack", reason="msgpack comes with locust (pip install 'locust>=2.47,<3')")
 
-from workbench.serving.locust_wire import (  # noqa: E402  (after the skip)
+from workbench_serve.locust_wire import (  # noqa: E402  (after the skip)
     BadMessage,
     Channel,
     decoded_progress,

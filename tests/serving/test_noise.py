@@ -1,7 +1,7 @@
 """The served run's noise: the local server's CPU is not "other processes"; a lagging generator is a reason."""
 
 from workbench.noise import assess
-from workbench.serving.loadrun import served_noise
+from workbench_serve.loadrun import served_noise
 
 QUIET = {"noisy": None, "reasons": ["not measured on this OS"], "fix": None}
 

@@ -8,8 +8,8 @@ import urllib.request
 
 import pandas as pd
 
-from workbench.otel.export import SPANS_FILE, export_run
-from workbench.otel.ingest import ingest_otel
+from workbench_serve.otel.export import SPANS_FILE, export_run
+from workbench_serve.otel.ingest import ingest_otel
 from workbench.record import Run
 
 MS = 1_000_000
@@ -82,7 +82,7 @@ def test_a_silent_collector_is_bounded_by_the_deadline(tmp_path, monkeypatch):
 
 def test_serve_with_otel_and_the_collector_down_keeps_its_exit_code_and_its_spans(tmp_path):
     from served_helpers import ENV, PIPELINE
-    from workbench.serving.process import ServeProcess
+    from workbench_serve.process import ServeProcess
 
     out = tmp_path / "served"
     env = dict(ENV, OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{closed_port()}")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from workbench.serving.protocol import (
+from workbench_serve.protocol import (
     format_server_timing,
     item_bytes,
     metric_name,
@@ -49,7 +49,7 @@ def test_item_and_output_bytes():
 
 def test_a_missing_optional_dependency_names_the_extra():
     from workbench.errors import ConfigError
-    from workbench.serving import require
+    from workbench_serve import require
 
     with pytest.raises(
         ConfigError, match=r"no_such_module_xyz is not installed: pip install 'workbench\[serve\]'"

@@ -1,8 +1,8 @@
 """The client-side join: network = client end to end - server total, stages as the server reported them."""
 
 from workbench.batching.loadgen import lag_percentiles
-from workbench.serving.client import Result
-from workbench.serving.records import client_tables, fitted_to_client, server_stage_names
+from workbench_serve.client import Result
+from workbench_serve.records import client_tables, fitted_to_client, server_stage_names
 
 import numpy as np
 import pytest
@@ -80,7 +80,7 @@ def test_lag_percentiles_in_ms():
 
 def test_cache_split_puts_full_hits_apart():
     from workbench.record import Run
-    from workbench.serving.records import cache_split
+    from workbench.analysis.cache import cache_split
 
     results = [
         Result(

@@ -11,9 +11,9 @@ import time
 import urllib.request
 
 from workbench.analysis.budget import budget
-from workbench.otel.ingest import ingest_otel
+from workbench_serve.otel.ingest import ingest_otel
 from workbench.record import load_run
-from workbench.serving.process import ServeProcess
+from workbench_serve.process import ServeProcess
 
 from served_helpers import ENV, PIPELINE, free_port, payload_file, workbench
 

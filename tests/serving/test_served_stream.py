@@ -10,7 +10,7 @@ import time
 
 from served_helpers import HERE, workbench
 from workbench.record import load_run
-from workbench.serving.sse import Decoder
+from workbench_serve.sse import Decoder
 
 TINYGEN = f"{HERE / 'streamed_pipeline.py'}:build"
 

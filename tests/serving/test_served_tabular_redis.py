@@ -14,7 +14,7 @@ sys.path.insert(
 from redis_helpers import start_redis  # noqa: E402
 from served_helpers import Served, workbench  # noqa: E402
 from workbench.examples import data_file  # noqa: E402
-from workbench.examples._feature_redis import load_redis  # noqa: E402
+from workbench_redis.feature_store import load_redis  # noqa: E402
 from workbench.record import load_run  # noqa: E402
 
 

@@ -6,8 +6,8 @@ import json
 
 from workbench import PipelineConfig
 from workbench.batching.policy import BatchPolicy
-from workbench.serving.records import server_tables
-from workbench.serving.service import BatchDone, PipelineService
+from workbench_serve.records import server_tables
+from workbench_serve.service import BatchDone, PipelineService
 
 from served_pipeline import build
 

@@ -1,10 +1,10 @@
-"""The event-stream framing of served generative pipelines (``workbench.serving.sse``)."""
+"""The event-stream framing of served generative pipelines (``workbench_serve.sse``)."""
 
 import json
 
 import pytest
 
-from workbench.serving.sse import (
+from workbench_serve.sse import (
     BadEvent,
     Decoder,
     decoded_end,

@@ -1,6 +1,6 @@
 """GPU kernel figures: how many kernels, how long, how much of the GPU they keep busy.
 
-(GPU kernels, not Jupyter kernels: those are :mod:`workbench.room.kernel_manager`.)
+(GPU kernels, not Jupyter kernels: those are :mod:`workbench_room.kernel_manager`.)
 Input: a :class:`~workbench.trace.Trace` (its rows of kind ``kernel``). Kernels on different streams may overlap: ``total_ns`` counts each
 kernel's full duration, ``busy_ns`` the length of the union of their intervals.
 """

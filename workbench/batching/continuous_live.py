@@ -29,6 +29,7 @@ from ..errors import ConfigError
 from ..guard import Interrupted
 from ..timing import StageFailure
 from ..record import Load, Run
+from ..record.meta import STATUS_COMPLETE, STATUS_INTERRUPTED
 from ..streaming import stream_index
 from ..timing import Clock
 from ..units import ns_to_s, s_to_ns
@@ -96,7 +97,7 @@ def run_continuous(
     from ..device import torch_or_none
     from ..fingerprint import run_fingerprint
     from ..noise import NoiseProbe, Readings
-    from ..runner import STATUS_COMPLETE, STATUS_INTERRUPTED, environment
+    from ..runner import environment
 
     torch = torch_or_none()
     threads = pipe.config.threads or (torch.get_num_threads() if torch is not None else None)

@@ -37,6 +37,7 @@ import numpy as np
 from ..config import PipelineConfig
 from ..errors import ConfigError, PipelineError
 from ..record import Load, Run, SummaryFailure, summarized
+from ..record.meta import STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_TIMEOUT
 from ..sampling import StackSampler
 from ..guard import TIMEOUT, Interrupted, StageGuard, StageTimeout, check_timeout
 from ..pipeline import first_request_checked
@@ -95,9 +96,6 @@ def run_load(
     from ..fingerprint import run_fingerprint
     from ..noise import NoiseProbe, Readings
     from ..runner import (
-        STATUS_COMPLETE,
-        STATUS_INTERRUPTED,
-        STATUS_TIMEOUT,
         environment,
         failure_records,
         resolve_pipeline,

@@ -40,19 +40,18 @@ import traceback
 
 from ..errors import WorkbenchError, encodable
 from ..signals import EXIT_TERMINATED, sigterm_as_interrupt, terminated
+from ..wings import WingMissing, install_hint, wing_commands
 
+# the core's commands; the wings add theirs through entry points (workbench.wings.wing_commands)
 SUBCOMMAND_MODULES = (
     "profile",
     "show",
     "analyze",
     "batching",
     "audit",
-    "serve",
-    "ingest_otel",
     "compare",
     "gate",
     "export_dashboard",
-    "locust_worker",
 )
 
 EXIT_BAD_INPUT = 2
@@ -86,9 +85,41 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     only = module_of(argv[0]) if argv else None
-    for name in (only,) if only else SUBCOMMAND_MODULES:
+    if only:  # a core command: its module alone
+        importlib.import_module(f"{__name__}.{only}").register(subparsers)
+        return parser
+    wings = wing_commands()
+    chosen = [entry for entry in wings if argv and entry.name == argv[0]]
+    for name in () if chosen else SUBCOMMAND_MODULES:  # a wing's command: its module alone
         importlib.import_module(f"{__name__}.{name}").register(subparsers)
+    for entry in chosen or wings:
+        _register_wing_command(subparsers, entry)
     return parser
+
+
+def _register_wing_command(subparsers, entry) -> None:
+    """A wing's subcommand, or, where its module cannot load, a stand-in that says how to install it."""
+    try:
+        entry.load()(subparsers)
+    except ModuleNotFoundError as exc:
+        name = entry.value.split(".", 1)[0].removeprefix("workbench_")
+        why = (
+            f"the {name} wing cannot load here (no module named {exc.name!r}): {install_hint(name)}"
+        )
+        stand_in = (
+            subparsers.add_parser(  # every argument taken as it is: the refusal names the wing
+                entry.name, help=f"needs the {name} wing: {install_hint(name)}", prefix_chars="\x01"
+            )
+        )
+        stand_in.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
+        stand_in.set_defaults(func=_refuse(why))
+
+
+def _refuse(why: str):
+    def run(args) -> int:
+        raise WingMissing(why)
+
+    return run
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..noise import noise_line
-from ..otel.export import otel_hook
+from ..record.meta import STATUS_TIMEOUT
 from ..record import summarized
 from .load_args import (
+    add_url_arguments,
     add_batcher_arguments,
     add_continuous_arguments,
     continuous_from_args,
@@ -25,9 +26,17 @@ from .load_args import (
     refuse_timeout_s,
     summary_json,
 )
-from .load_http import add_url_arguments, run_http_load_command
 from .numbers import add_number, number
-from .output import check_out, default_folder, dumps, pipeline_name, save_measured, stdout_to_stderr
+from .output import (
+    check_out,
+    default_folder,
+    dumps,
+    otel_hook,
+    pipeline_name,
+    save_measured,
+    stdout_to_stderr,
+)
+from ..wings import wing
 from .profile import (
     add_fail_on_error,
     add_pipeline_arguments,
@@ -119,7 +128,7 @@ def run_load_command(args) -> int:
         return run_sweep_command(args)
     if args.url or args.payloads is not None:
         refuse_timeout_s(args)
-        return run_http_load_command(args)
+        return wing("serve").run_http_load_command(args)
     from ..batching.live import run_load
 
     policy, continuous = policy_from_args(args), continuous_from_args(args)
@@ -216,7 +225,7 @@ def _report_continuous(args, run, arrivals) -> bool:
 
 def timeout_verdict(run) -> int:
     """1 (a measured failure) with one line on stderr naming the stage that hung, when a call timed out."""
-    if run.meta.status != "incomplete: timeout":
+    if run.meta.status != STATUS_TIMEOUT:
         return 0
     req = run.requests
     hung = req[req["error_type"] == "Timeout"]

@@ -1,7 +1,7 @@
 """What ``load``, ``load --url`` and ``simulate`` share: the batcher's options, the arrival process, the summary keys.
 
 Both :mod:`workbench.cli.batching` (in-process load, simulate) and
-:mod:`workbench.cli.load_http` (served load) import from here; neither imports
+:mod:`workbench_serve.cli.load_url` (served load) import from here; neither imports
 the other's private names, so the two modules form no import cycle.
 """
 
@@ -221,32 +221,42 @@ def add_engine_arguments(load: argparse.ArgumentParser) -> None:
     add_number(g, MASTER_PORT, 0, "--engine locust: its port (default: a free one)")
 
 
-def engine_from_args(args):
-    """The ``driver`` of :func:`workbench.serving.loadrun.run_http_load` (None: the workbench's own generator)."""
-    if args.engine == "workbench":
-        if args.expect_workers is not None or args.workers != 1:
-            raise ConfigError("--workers/--expect-workers are for --engine locust")
-        return None  # (--engine locust without --url is refused by run_load_command)
-    from ..serving.locust_drive import LocustEngine, locust_available
-
-    locust_available()
-    return LocustEngine(args.workers, args.expect_workers, args.master_host, args.master_port)
+HTTP_TIMEOUT = number("--timeout", 0, 86_400, "s", lo_open=True)
+TTFT_BOUND = number("--ttft-ms", 0, 86_400_000, "ms", lo_open=True)
+TPOT_BOUND = number("--tpot-ms", 0, 86_400_000, "ms", lo_open=True)
+MAX_PAYLOAD_BYTES = 2**30  # request bodies, one per line, held in memory to cycle through
 
 
-def http_load(args, payloads: list[bytes], arrivals, watch=None):
-    """One served load run with the engine ``args`` name (``load --url``, and each point of a served sweep).
-
-    watch: a sweep point's :class:`~workbench.analysis.windows.StabilityWatch`; the generator (the
-    workbench's own, or Locust's workers told by their master) stops once it says the point is stable.
-    """
-    from ..serving.loadrun import run_http_load
-
-    engine = engine_from_args(args)
-    options = {"pipeline": args.example, "timeout_s": args.timeout, "watch": watch}
-    options |= {k: getattr(args, k, None) for k in ("ttft_ms", "tpot_ms")}  # goodput's bounds
-    if engine is None:
-        return run_http_load(args.url, payloads, arrivals, **options)
-    from ..serving.locust_drive import with_client
-
-    run = run_http_load(args.url, payloads, arrivals, driver=engine.drive, **options)
-    return with_client(run, engine.client_name())
+def add_url_arguments(load) -> None:
+    """``--url``, ``--payloads`` (a third payload source beside --example/--pipeline), ``--timeout``, ``--otel``."""
+    group = next(
+        g
+        for g in load._mutually_exclusive_groups
+        if any(a.dest == "example" for a in g._group_actions)
+    )
+    group.add_argument(
+        "--payloads", type=Path, help="with --url: a file of request bodies, one per line"
+    )
+    load.add_argument(
+        "--url",
+        help="drive a server (workbench serve or any POST /predict) at http://HOST:PORT "
+        "from this process instead of an in-process batcher",
+    )
+    add_number(load, HTTP_TIMEOUT, 30.0, "with --url: seconds before a request fails (default 30)")
+    add_number(
+        load,
+        TTFT_BOUND,
+        None,
+        "with --url, a server that streams: goodput counts requests whose TTFT is at most this",
+    )
+    add_number(
+        load,
+        TPOT_BOUND,
+        None,
+        "with --url, a server that streams: goodput counts requests whose TPOT is at most this",
+    )
+    load.add_argument(
+        "--otel",
+        action="store_true",
+        help="export each request as OpenTelemetry spans after the run",
+    )

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import ConfigError, RunRecordError
 from ..naming import slug
+from ..wings import wing
 
 
 def pipeline_name(args) -> str:
@@ -136,6 +137,12 @@ def save_measured(run, out: Path) -> Path:
         raise ConfigError(
             f"--out {out}: could not save the run ({why}); it was saved to {saved} instead"
         ) from exc
+
+
+def otel_hook(args, run, run_dir) -> None:
+    """``--otel``: the serve wing exports the saved run's spans (its line on stdout, stderr under ``--json``)."""
+    if getattr(args, "otel", False):
+        wing("serve").otel_hook(args, run, run_dir)
 
 
 @contextlib.contextmanager

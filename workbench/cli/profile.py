@@ -14,8 +14,8 @@ from ..device import require_torch
 from ..errors import ConfigError
 from ..guard import Interrupted
 from ..memory import describe
-from ..otel.export import otel_hook
 from ..pipeline import load_factory
+from ..record.meta import STATUS_TIMEOUT
 from ..record import save_meta, summarized
 from ..runner import (
     DEFAULT_MAX_DURATION_S,
@@ -28,7 +28,15 @@ from ..runner import (
 from ..timing import SYNC_POLICIES
 from .numbers import add_number, number, ranged
 from .progress import ProgressBar
-from .output import check_out, default_folder, dumps, pipeline_name, save_measured, stdout_to_stderr
+from .output import (
+    check_out,
+    default_folder,
+    dumps,
+    otel_hook,
+    pipeline_name,
+    save_measured,
+    stdout_to_stderr,
+)
 from .show import print_budget, print_failure_lines, print_failure_sections
 
 PROFILE_REQUESTS = number("--requests", 1, 10**8, "requests", integer=True)
@@ -416,7 +424,7 @@ def guard_verdict(run) -> int:
         leak = summarized(run.summary_failures, "the memory summary", describe, memory.to_dict())
         if leak is not None:
             print(f"workbench profile: warning: {leak}", file=sys.stderr)
-    if run.meta.status != "incomplete: timeout":
+    if run.meta.status != STATUS_TIMEOUT:
         return 0
     failure = run.requests.iloc[-1]
     if failure["ok"]:  # the timing run finished; a stage of the traced run hung

@@ -18,15 +18,14 @@ from .load_args import (
     RATE,
     arrivals_from_args,
     batch_size_is_max,
-    http_load,
     policy_from_args,
     refuse_timeout_s,
 )
-from .load_http import payloads_from_args
 from .numbers import OptionError, add_number, number
 from .output import check_out, default_folder, dumps, pipeline_name
 from .profile import apply_threads, config_from_args, factory_from_args, kept_on_interrupt
 from .sweep_view import footer, table_header, table_row, write_figure
+from ..wings import wing
 
 
 WINDOW_S = number("--window-s", 0, 3_600, "s", lo_open=True)
@@ -215,10 +214,11 @@ def _in_process(args, plan):
 
 def _served(args, plan):
     refuse_timeout_s(args)
-    payloads = payloads_from_args(args, 2_000)
+    served = wing("serve")
+    payloads = served.payloads_from_args(args, 2_000)
 
     def start(point, arrivals, watch):
-        return http_load(point, payloads, arrivals, watch)
+        return served.http_load(point, payloads, arrivals, watch)
 
     # "pipeline": None when no --example: the server names it (first point)
     header = {"kind": "served", "pipeline": args.example, "url": args.url, "policy": None}

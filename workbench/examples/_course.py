@@ -84,7 +84,7 @@ def cache_levels(
     Both runs draw the same seeded keys; the Redis run starts empty.
     """
     from .. import PipelineConfig, budget, profile
-    from ..serving.records import cache_split
+    from ..analysis.cache import cache_split
 
     levels = {}
     for kind in ("lru", "redis"):

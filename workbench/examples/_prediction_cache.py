@@ -22,7 +22,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._feature_redis import PREFIX
+PREFIX = "wb:tabular:"  # the Redis keys of the tabular example (its features and this cache)
 
 KINDS = ("none", "lru", "redis")
 

@@ -14,7 +14,7 @@ Stages:
   candidate item an ``items``, an ``item_stats`` and a ``user_category`` point
   lookup, like a key-value feature store. With ``store=redis`` the same
   features come from Redis (``MGET`` s, two round trips per call; see
-  ``_feature_redis``). Unknown users and items get default values and a flag.
+  ``workbench_redis``, the Redis wing). Unknown users and items get default values and a flag.
   One row of ``N_FEATURES`` floats per (user, item) pair.
 - ``preprocess``: z-score with the offline statistics of the ``feature_stats``
   table, cast to the model dtype, copy to the device.
@@ -61,6 +61,7 @@ from ..config import PipelineConfig, Range, option_ranges
 from ..errors import ConfigError, PipelineError, is_int
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model, torch_dtype
+from ..wings import wing
 from . import EXAMPLES, data_file
 from ._common import SEED, check_batch, int_list_option, option, smoke_forward, to_device
 
@@ -163,43 +164,6 @@ def feature_row(store, user, item, stats, cross, context: list[float]) -> list[f
         + [float(user is not None), float(item is not None)]
         + context
     )
-
-
-class RedisStore:
-    """``hydrate`` over :class:`~workbench.examples._feature_redis.RedisFeatureStore` (same rows as SQLite)."""
-
-    def __init__(self, url: str):
-        from ._feature_redis import RedisFeatureStore
-
-        self.redis = RedisFeatureStore(url)
-        _set_moments(
-            self, self.redis.feature_stats, f"Redis at {url}", "reload with scripts/make_data.py"
-        )
-
-    def counts(self) -> tuple[int, int]:
-        return self.redis.counts()
-
-    def version(self) -> str:
-        return f"redis:{self.redis.version.decode(errors='replace')}"
-
-    def hydrate(self, requests: list[Request]) -> tuple[list[Request], list[list[float]]]:
-        users, items, stats, cross = self.redis.lookup(requests)
-        rows = []
-        for req, user in zip(requests, users):
-            context = _context_features(req)
-            for item_id in req.item_ids:
-                item = items[item_id]
-                rows.append(
-                    feature_row(
-                        self,
-                        user,
-                        item,
-                        stats.get(item_id) if item else None,
-                        cross.get((req.user_id, int(item[0]))) if item else None,
-                        context,
-                    )
-                )
-        return requests, rows
 
 
 def _context_features(req: Request) -> list[float]:
@@ -321,14 +285,16 @@ def _store_and_cache(config: PipelineConfig):
     if cache_kind not in KINDS:
         raise ConfigError(f"option 'cache' must be one of {', '.join(KINDS)}, got {cache_kind!r}")
     size = option(config, "cache_size", 10_000, int)
-    store = RedisStore(url) if kind == "redis" else FeatureStore(data_file("features.sqlite"))
+    store = (
+        wing("redis").RedisStore(url)
+        if kind == "redis"
+        else FeatureStore(data_file("features.sqlite"))
+    )
     if cache_kind == "none":
         return store, None
     redis_client = None
     if cache_kind == "redis":
-        from ._feature_redis import connect
-
-        redis_client = store.redis.client if kind == "redis" else connect(url)
+        redis_client = store.redis.client if kind == "redis" else wing("redis").connect(url)
     return store, PredictionCache(size, redis_client)
 
 

@@ -51,7 +51,10 @@ from .sections import (
 FORMAT = "workbench.run"
 VERSION = 3
 KINDS = ("profile", "load", "simulation", "served", "ingested")
+# a run's status: complete, stopped by a request past --timeout-s, or by Ctrl-C / SIGTERM
 STATUS_COMPLETE = "complete"
+STATUS_TIMEOUT = "incomplete: timeout"
+STATUS_INTERRUPTED = "interrupted"
 Kind = Literal["profile", "load", "simulation", "served", "ingested"]
 # which section a kind of run cannot do without (its readers rely on it)
 REQUIRED_SECTION = {"load": "load", "served": "load", "simulation": "simulation"}
@@ -206,7 +209,8 @@ def validate(meta: RunMeta) -> None:
     """Raise :class:`MetaError` naming the first field that breaks a rule between fields (types are msgspec's)."""
     _expect(len(set(meta.stages)) == len(meta.stages), "stages", "unique names", meta.stages)
     _expect(
-        meta.status in (STATUS_COMPLETE, "interrupted") or meta.status.startswith("incomplete"),
+        meta.status in (STATUS_COMPLETE, STATUS_INTERRUPTED)
+        or meta.status.startswith("incomplete"),
         "status",
         "'complete', 'interrupted' or 'incomplete: <why>'",
         meta.status,

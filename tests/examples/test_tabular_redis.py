@@ -12,6 +12,7 @@ from redis_helpers import start_redis
 from workbench.config import PipelineConfig
 from workbench.errors import ConfigError, PipelineError
 from workbench.examples import data_file, tabular
+import workbench_redis
 from workbench_redis.feature_store import PREFIX, FeatureStoreLost, connect, load_redis
 from workbench.examples._prediction_cache import cache_key
 

@@ -19,7 +19,6 @@ install it (:class:`WingMissing`, exit 2), never a traceback.
 
 from __future__ import annotations
 
-import importlib.metadata
 from types import ModuleType
 
 from .errors import ConfigError
@@ -56,10 +55,13 @@ def wing(name: str) -> ModuleType:
         ) from None
 
 
-def wing_commands() -> list[importlib.metadata.EntryPoint]:
+def wing_commands() -> list:
     """The subcommands the installed wings add (entry point name: the command, value: its module)."""
     return sorted(_entry_points(COMMANDS_GROUP), key=lambda ep: ep.name)
 
 
-def _entry_points(group: str) -> list[importlib.metadata.EntryPoint]:
+def _entry_points(group: str) -> list:
+    """The installed distributions' entry points of ``group`` (``importlib.metadata.EntryPoint``)."""
+    import importlib.metadata  # 30-50 ms: only when a wing is reached, not at every command's start
+
     return list(importlib.metadata.entry_points(group=group))

@@ -334,8 +334,8 @@ def test_simulate_refuses_mixed_runs_unless_allowed(service_runs, toy, tmp_path,
 LOAD_SUMMARIES = [
     ("the noise reading", "workbench.noise.NoiseProbe.finish"),
     ("the load summary", "workbench.batching.live.load_summary"),  # the run's load figures
-    ("the load report", "workbench.batching.summary.load_summary"),  # what the command prints
-    ("the load report", "workbench.analysis.failures.failure_summary"),
+    ("the load report", "workbench.cli.batching.load_summary"),  # what the command prints
+    ("the load report", "workbench.cli.batching.failure_summary"),
 ]
 
 

@@ -34,7 +34,7 @@ SUMMARIES = [
     ("the memory trend", "workbench.memory.MemorySampler.summary"),
     ("the stack summary", "workbench.analysis.stacks.stack_summary"),
     ("writing the stack summary", "workbench.cli.profile.save_meta"),
-    ("the budget", "workbench.analysis.budget.budget"),
+    ("the budget", "workbench.cli.profile.budget"),
     ("printing the budget", "workbench.cli.profile.print_budget"),
 ]
 
@@ -106,7 +106,7 @@ def test_a_summary_that_raises_is_one_line_and_the_run_is_kept(
 def test_the_failure_summary_raising_keeps_the_exit_code_of_the_measurement(
     pipeline_file, tmp_path, monkeypatch, capsys
 ):
-    monkeypatch.setattr("workbench.analysis.failures.failure_summary", planted)
+    monkeypatch.setattr("workbench.cli.profile.failure_summary", planted)
     out = tmp_path / "run"
     code = main(profile_argv(pipeline_file, out, "--option", "fail=true"))
     err = capsys.readouterr().err

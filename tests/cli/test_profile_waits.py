@@ -155,10 +155,20 @@ def _profile_and_audit(tmp_path, capsys, source: str, requests: int, extra=DEFAU
     shown = json.loads(capsys.readouterr().out)
     assert main(["audit", str(out), "--json"]) == 0
     entry = json.loads(capsys.readouterr().out)["runs"][0]
-    found: dict = {}
+    found = Findings()
     for f in entry["findings"]:  # the first of each kind: the largest (a gc pause can also be
         found.setdefault(f["kind"], f)  # a second, smaller finding before the first stage)
+    found.said = f"findings {[(f['kind'], f['stage']) for f in entry['findings']]}; waits {shown.get('waits')}"
     return shown, entry, found
+
+
+class Findings(dict):
+    """The audit's findings by kind; a missing kind fails with what the audit and the waits did say."""
+
+    said = ""
+
+    def __missing__(self, kind):
+        raise AssertionError(f"no {kind!r} finding: {self.said}"[:3000])
 
 
 def _line(source: str, text: str) -> int:

@@ -271,7 +271,7 @@ def test_load_sweep_json_is_strict(monkeypatch, tmp_path):
     monkeypatch.setattr(
         sweep_cli, "_in_process", lambda args, plan: (None, {"kind": "load", "pipeline": "t"})
     )
-    monkeypatch.setattr(capacity, "run_sweep", lambda *a, **kw: record)
+    monkeypatch.setattr(sweep_cli, "run_sweep", lambda *a, **kw: record)
     monkeypatch.setattr(sweep_cli, "_predict", lambda args, plan, rec, out: rec)
     rc, out, err = cli(
         [

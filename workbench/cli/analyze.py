@@ -14,7 +14,9 @@ from pathlib import Path
 
 from ..errors import RunRecordError
 from .numbers import OptionError
+from ..trace.decode import read_raw
 from .output import dumps
+from .progress import ProgressBar
 
 # equal to workbench.trace.read.DEFAULT_MAX_TRACE_BYTES (not imported: argument parsing stays light)
 DEFAULT_MAX_TRACE_BYTES = 4 * 2**30
@@ -69,7 +71,7 @@ def resolve_trace(path: str | Path) -> Path:
     path = Path(path)
     if not path.is_dir():
         return path
-    from ..record import load_run
+    from ..record import load_run  # pandas and pyarrow (0.4-0.6 s): only for a run folder
 
     trace = load_run(path).trace_path
     if trace is None:
@@ -85,9 +87,6 @@ HEAVY_MODULES = ("workbench.analysis.trace_report", "workbench.trace.load")
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..trace.decode import read_raw
-    from .progress import ProgressBar
-
     show = sys.stderr.isatty() if args.progress is None else args.progress
     bar = ProgressBar() if show else None
     try:
@@ -97,8 +96,8 @@ def run(args: argparse.Namespace) -> int:
             bar("read", 0, 1)
         decoded = read_raw(path, args.max_trace_bytes)
         imports.wait()
-        from ..analysis.trace_report import analyze
-        from ..trace import load_trace
+        from ..analysis.trace_report import analyze  # imported on a thread while the trace was read
+        from ..trace import load_trace  # (HEAVY_MODULES): here only named
 
         trace = load_trace(path, max_bytes=args.max_trace_bytes, progress=bar, decoded=decoded)
         del decoded

@@ -7,6 +7,12 @@ from pathlib import Path
 from .numbers import add_number, number
 from .output import check_out, dumps
 from .sweep_view import expand_sweeps
+from ..audit.facts import run_facts
+from ..audit.report import audit
+from ..record import load_run
+from ..audit.figures import run_figures
+from ..audit.report import baseline_far_tail, render_html
+from ..record.folder import write_text_atomically
 
 SLA_MS = number("--sla-ms", 0, 3_600_000, "ms", lo_open=True)
 TRY_REQUESTS = number("--try-requests", 20, 10**6, "requests", integer=True)  # 2 blocks of 10
@@ -41,10 +47,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..audit.facts import run_facts
-    from ..audit.report import audit
-    from ..record import load_run
-
     if args.out is not None:
         check_out(args.out, folder=False)
     runs = [load_run(p) for p in expand_sweeps(args.runs)]  # a sweep folder: each of its point runs
@@ -54,10 +56,6 @@ def run(args) -> int:
     if args.json:
         print(dumps(doc, indent=2))
         return 0
-    from ..audit.figures import run_figures
-    from ..audit.report import baseline_far_tail, render_html
-    from ..record.folder import write_text_atomically
-
     figures = {str(r.path): run_figures(r, f, args.sla_ms) for r, f in zip(runs, facts)}
     write_text_atomically(args.out, render_html(doc, figures))
     print(f"audit of {len(runs)} run(s) written to {args.out}")

@@ -49,6 +49,13 @@ from .profile import (
 )
 from .show import print_failures
 from .sweep import add_sweep_arguments, run_sweep_command
+from ..batching.live import run_load
+from ..analysis.failures import failure_summary, noise_summary
+from ..batching.summary import format_summary, load_summary
+from ..analysis.tokens import token_summary, token_text
+from ..batching.service_model import service_model_from_runs
+from ..batching.simulator import simulate
+from ..batching.records import simulation_run
 
 DURATION_S = number("--duration", 0, 7 * 86_400, "s", lo_open=True)
 # what fits in memory is checked from --rate (load_args)
@@ -129,7 +136,6 @@ def run_load_command(args) -> int:
     if args.url or args.payloads is not None:
         refuse_timeout_s(args)
         return wing("serve").run_http_load_command(args)
-    from ..batching.live import run_load
 
     policy, continuous = policy_from_args(args), continuous_from_args(args)
     batch_size_is_max(args)
@@ -162,9 +168,6 @@ def run_load_command(args) -> int:
 
 def _report_load(args, run, arrivals, policy) -> bool:
     """The load run's summary on stdout (one JSON object with ``--json``); True once printed."""
-    from ..analysis.failures import failure_summary, noise_summary
-    from ..batching.summary import format_summary, load_summary
-
     if run.meta.load.continuous is not None:
         return _report_continuous(args, run, arrivals)
     summary = load_summary(run.requests, policy.concurrency)
@@ -190,9 +193,6 @@ def _report_load(args, run, arrivals, policy) -> bool:
 
 def _report_continuous(args, run, arrivals) -> bool:
     """A continuous batching run's report: its tokens (TTFT, ITL, TPOT), throughput and steps."""
-    from ..analysis.failures import failure_summary, noise_summary
-    from ..analysis.tokens import token_summary, token_text
-
     load, path = run.meta.load, run.path
     tokens = token_summary(run.requests, run.stages, run.units)
     failures, noise = failure_summary(run.requests, run.stage_names), noise_summary(run.meta)
@@ -245,10 +245,6 @@ def timeout_verdict(run) -> int:
 
 
 def run_simulate_command(args) -> int:
-    from ..batching.service_model import service_model_from_runs
-    from ..batching.simulator import simulate
-    from ..batching.summary import format_summary, load_summary
-
     policy = policy_from_args(args)
     arrivals = arrivals_from_args(args, args.requests, args.duration)
     if args.out is not None:
@@ -289,8 +285,6 @@ def run_simulate_command(args) -> int:
 
 def _save_simulation(args, sim, model) -> Path:
     """Save the simulation as a run folder at ``--out`` (refused if it exists, like ``load --out``)."""
-    from ..batching.records import simulation_run
-
     if args.out.exists():
         raise ConfigError(f"--out {args.out} already exists; pick another folder")
     run = simulation_run(

@@ -54,6 +54,9 @@ from .load_args import SEED
 from .profile import PROFILE_REQUESTS as REQUESTS
 from .profile import WARMUP, add_pipeline_arguments, config_from_args, factory_from_args
 from .sweep_view import compare_sweeps_command, is_sweep
+from ..interleave import compare
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 _PAIRS = {"[": "]", "{": "}", "(": ")"}
 RESOLUTION = number("--resolution", 0, 10, "(ratio units)", lo_open=True)
@@ -179,7 +182,6 @@ def run(args) -> int:
         )
     if len(args.config) < 2:
         raise ConfigError(f"give at least two --config (the first is A), got {len(args.config)}")
-    from ..interleave import compare
 
     configs = [parse_config(text) for text in args.config]
     result = compare(
@@ -323,7 +325,6 @@ def saved_columns(path: str) -> tuple[Any, dict[str, np.ndarray]]:
             cols[name] = np.where(seen, sums, np.nan)
     cols = {name: cols.get(name, np.full(ids.size, np.nan)) for name in meta.stages}
     cols[END_TO_END] = req["dur_ns"].to_numpy()[keep].astype("float64")
-    import pyarrow as pa
 
     pa.default_memory_pool().release_unused()  # the reader's freed buffers (else its allocator keeps them)
     return meta, cols
@@ -338,9 +339,6 @@ def _read_columns(
 ) -> pd.DataFrame:
     """The ``kept`` columns of a run table (``stage`` as a categorical), read batch by batch, each batch
     checked as ``show`` checks the whole table (``columns``, ``optional``: ``record.folder.table_schemas``)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     text = [c for c in kept if columns[c] == "object"]
     try:
         with open_table(path) as stream:
@@ -381,8 +379,6 @@ def _read_columns(
 
 def _codes(col, name: str, names: dict[str, int]) -> np.ndarray:
     """A dictionary-encoded text column's codes into ``names`` (the names of every batch so far)."""
-    import pyarrow as pa
-
     if not pa.types.is_dictionary(col.type) or not pa.types.is_string(col.dictionary.type):
         raise TableError(name, f"must hold text with no nulls, found {col.type}")
     if col.null_count:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from .output import check_out
+from ..export.dashboard import export_dashboard
 
 DEFAULT_RUNS = Path("data") / "runs"
 
@@ -28,8 +29,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..export.dashboard import export_dashboard
-
     if not args.runs.is_dir():
         raise ConfigError(f"--runs {str(args.runs)!r}: not a folder of run folders")
     check_out(args.out / "index.html", folder=False)  # --out a file: refused before the figures

@@ -13,6 +13,9 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..units import NS_PER_S, ns_to_s
 from .numbers import add_number, check_memory, number
+from ..batching.arrivals import Arrivals
+from ..batching.policy import BatchPolicy
+from ..batching.continuous import ContinuousPolicy
 
 RATE = number("--rate", 1e-3, 1e7, "requests/s")
 BATCH = number("--max-batch-size", 1, 65_536, "items", integer=True)
@@ -79,8 +82,6 @@ def add_batcher_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def arrivals_from_args(args, count, duration):
-    from ..batching.arrivals import Arrivals
-
     if args.arrivals in ("poisson", "bursty"):
         if args.rate is None:
             raise ConfigError(f"--rate is required with --arrivals {args.arrivals}")
@@ -119,8 +120,6 @@ def refuse_timeout_s(args) -> None:
 
 
 def policy_from_args(args):
-    from ..batching.policy import BatchPolicy
-
     return BatchPolicy(args.max_batch_size, args.max_wait_ms, args.concurrency)
 
 
@@ -148,7 +147,6 @@ def continuous_from_args(args):
     }
     if not given:
         return None
-    from ..batching.continuous import ContinuousPolicy
 
     return ContinuousPolicy(**given)
 

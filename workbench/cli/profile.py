@@ -38,6 +38,11 @@ from .output import (
     stdout_to_stderr,
 )
 from .show import print_budget, print_failure_lines, print_failure_sections
+from ..examples import factory
+from ..analysis.budget import budget
+from ..runner import profile
+from ..audit.rules import LOW_UTILIZATION, TIME_TAIL_RATIO, service
+from ..analysis.failures import all_failed, any_failed, failure_summary, records_summary
 
 PROFILE_REQUESTS = number("--requests", 1, 10**8, "requests", integer=True)
 WARMUP = number("--warmup", 0, 10**7, "requests", integer=True)
@@ -103,6 +108,13 @@ def register(subparsers) -> None:
     )
     add_pacing_arguments(p)
     add_fail_on_error(p)
+    _add_stack_arguments(p)
+    _add_output_arguments(p)
+    p.set_defaults(func=run)
+
+
+def _add_stack_arguments(p) -> None:
+    """What the runs record beside the timings: stacks (traced and sampled), shapes, module names."""
     p.add_argument(
         "--no-stacks",
         dest="stacks",
@@ -122,6 +134,9 @@ def register(subparsers) -> None:
     p.add_argument(
         "--with-modules", action="store_true", help="the traced run records nn.Module names"
     )
+
+
+def _add_output_arguments(p) -> None:
     p.add_argument(
         "--out", type=Path, help="run folder to write (default runs/NAME-DEVICE-bsN-PRECISION-TIME)"
     )
@@ -132,7 +147,6 @@ def register(subparsers) -> None:
         help="export each request as OpenTelemetry spans after the run "
         "(OTLP to $OTEL_EXPORTER_OTLP_ENDPOINT, else otel-spans.jsonl in the run folder)",
     )
-    p.set_defaults(func=run)
 
 
 def add_pacing_arguments(p: argparse.ArgumentParser) -> None:
@@ -254,8 +268,6 @@ def parse_options(pairs: list[str]) -> dict:
 
 def factory_from_args(args):
     if args.example is not None:  # --example '' is a name to refuse, not a missing option
-        from ..examples import factory
-
         return factory(args.example)
     return load_factory(args.pipeline)
 
@@ -266,9 +278,6 @@ def default_out(args) -> Path:
 
 
 def run(args) -> int:
-    from ..analysis.budget import budget
-    from ..runner import profile
-
     config = config_from_args(args)
     progress = progress_bar(args)
     apply_threads(args)
@@ -313,8 +322,6 @@ def run(args) -> int:
 
 def print_pacing(pacing: dict | None) -> None:
     """A paced run's schedule against its closed-loop reference, and what a gap between them means."""
-    from ..audit.rules import LOW_UTILIZATION, TIME_TAIL_RATIO, service
-
     if pacing is None:
         return
     closed, ratio = pacing["closed_loop"], pacing["p99_over_closed_loop"]
@@ -363,8 +370,6 @@ def failure_verdict(run, fail_on_error: bool, command: str) -> int:
 
     The failures are printed to stderr per stage: count, exception type, message and where.
     """
-    from ..analysis.failures import all_failed, any_failed, failure_summary, records_summary
-
     requests, order = run.requests, list(run.meta.stages)
     if all_failed(requests):
         print(

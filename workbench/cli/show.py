@@ -8,6 +8,11 @@ from pathlib import Path
 from ..analysis.stats import far_tail_text, requests_to_bound
 from .output import print_result
 from .sweep_view import is_sweep, show_sweep
+from ..analysis.budget import budget
+from ..record import load_run
+from ..analysis.tokens import token_text
+from ..noise import noise_line
+from ..analysis.failures import records_summary
 
 
 def register(subparsers) -> None:
@@ -18,9 +23,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..analysis.budget import budget
-    from ..record import load_run
-
     if is_sweep(args.run_dir):  # a sweep folder (load --sweep): its table; each point is a run
         return show_sweep(args.run_dir, args.json)
     print_result(budget(load_run(args.run_dir)), args.json, print_budget)
@@ -115,8 +117,6 @@ def print_budget(report: dict, out) -> None:
             file=out,
         )
     if report.get("tokens"):
-        from ..analysis.tokens import token_text
-
         for line in token_text(report["tokens"]):
             print(line, file=out)
     print_warmup(report.get("warmup") or {}, out)
@@ -170,8 +170,6 @@ def print_explain(report: dict, out) -> None:
 
 def print_trust_header(report: dict, out) -> None:
     """Lines under the title: the noise flag, and what int8 quantized."""
-    from ..noise import noise_line
-
     print(noise_line(report.get("noise") or {"noisy": None, "reasons": ["not recorded"]}), file=out)
     quant = report.get("quantization")
     if quant:
@@ -196,8 +194,6 @@ def print_warmup(w: dict, out) -> None:
 
 def print_failures(report: dict, out) -> None:
     """The failures section: per stage count and share, each distinct failure with its count and where."""
-    from ..analysis.failures import records_summary
-
     sections = [
         ("failures (measured requests)", report.get("failures")),
         ("failures (warm-up)", report.get("warmup_failures")),

@@ -26,6 +26,12 @@ from .output import check_out, default_folder, dumps, pipeline_name
 from .profile import apply_threads, config_from_args, factory_from_args, kept_on_interrupt
 from .sweep_view import footer, table_header, table_row, write_figure
 from ..wings import wing
+from ..batching.capacity import SweepPlan, parse_sweep
+from ..batching.capacity import run_sweep
+from ..batching.live import run_load
+from ..batching.capacity import add_prediction, write_sweep
+from ..batching.service_model import service_model_from_runs
+from ..batching.sweeps import sweep
 
 
 WINDOW_S = number("--window-s", 0, 3_600, "s", lo_open=True)
@@ -108,8 +114,6 @@ def add_sweep_arguments(load: argparse.ArgumentParser) -> None:
 
 
 def plan_from_args(args):
-    from ..batching.capacity import SweepPlan, parse_sweep
-
     parameter, values = parse_sweep(args.sweep)
     if args.arrivals not in ("poisson", "bursty"):
         raise ConfigError(
@@ -160,8 +164,6 @@ def _measure(args, plan, start):
 
 
 def run_sweep_command(args) -> int:
-    from ..batching.capacity import run_sweep
-
     plan = plan_from_args(args)
     measure, header = _served(args, plan) if args.url else _in_process(args, plan)
     out = args.out or default_folder("sweep", header["pipeline"] or "served")
@@ -190,8 +192,6 @@ def run_sweep_command(args) -> int:
 
 
 def _in_process(args, plan):
-    from ..batching.live import run_load
-
     batch_size_is_max(args)
     apply_threads(args)
     factory, config = factory_from_args(args), config_from_args(args)
@@ -227,10 +227,6 @@ def _served(args, plan):
 
 def _predict(args, plan, record: dict, out: Path) -> dict:
     """The simulator's curve at the measured rates for the same policy (``--service``, else the points' runs)."""
-    from ..batching.capacity import add_prediction, write_sweep
-    from ..batching.service_model import service_model_from_runs
-    from ..batching.sweeps import sweep
-
     if plan.parameter != "rate" or not record["points"]:
         return record
     if args.service:

@@ -24,6 +24,10 @@ from ..batching.loadgen import behind_schedule
 from ..errors import ConfigError
 from ..files import read_capped
 from .output import dumps, print_result, strict
+from ..batching.capacity import FORMAT, SWEEP_FILE, VERSION
+from ..batching.capacity import is_sweep as holds_sweep
+from ..batching.capacity import compare_sweeps
+from ..plots.sweep import sweep_record_figure
 
 # -- the sweep file, decoded at the boundary -------------------------------------------------------------------
 
@@ -136,8 +140,6 @@ class SweepFile(msgspec.Struct, kw_only=True):
 
 def decode_sweep(path: str | Path) -> SweepFile:
     """``path/sweep.json`` as a :class:`SweepFile`; ConfigError (exit 2, one line) naming file, field and value."""
-    from ..batching.capacity import FORMAT, SWEEP_FILE, VERSION
-
     folder = Path(path)
     file = folder / SWEEP_FILE
     if not file.exists():
@@ -315,8 +317,6 @@ def print_sweep(record: dict, out=sys.stdout) -> None:
 
 def is_sweep(path: Path) -> bool:
     """Whether ``path`` is a sweep folder (it holds ``sweep.json``) rather than a run folder."""
-    from ..batching.capacity import is_sweep as holds_sweep
-
     return holds_sweep(path)
 
 
@@ -328,8 +328,6 @@ def show_sweep(path: Path, as_json: bool) -> int:
 
 def compare_sweeps_command(paths: list[Path], as_json: bool) -> int:
     """``workbench compare SWEEP_A SWEEP_B``: per-point ratios B/A at the values both measured."""
-    from ..batching.capacity import compare_sweeps
-
     a, b = (read_sweep(p) for p in paths)
     table = compare_sweeps(a, b)
     if table.empty:
@@ -366,7 +364,6 @@ def write_figure(record: dict, path: Path) -> Path:
     """The sweep's figure as a standalone HTML page (plotly.js inlined: it opens offline)."""
     if importlib.util.find_spec("plotly") is None:
         raise ConfigError("--figure needs plotly: pip install 'plotly>=5.20'")
-    from ..plots.sweep import sweep_record_figure
 
     fig = sweep_record_figure(
         record, title=f"{record['pipeline']} ({record['kind']}): latency vs throughput"

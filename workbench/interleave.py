@@ -39,6 +39,7 @@ round. ``compare(...)`` returns a :class:`Comparison`; ``.result`` is what
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import sys
 import time
@@ -50,13 +51,17 @@ import numpy as np
 import pandas as pd
 
 from .analysis.budget import END_TO_END
+from .analysis.outputs import NONE as NO_OUTPUTS
+from .analysis.outputs import OUTPUT_ITEMS, output_agreement
 from .analysis.tokens import paired_tokens
 from .analysis.verdicts import BLOCK, MIN_EFFECT, RESAMPLES, paired_comparison
 from .config import PipelineConfig
-from .analysis.outputs import NONE as NO_OUTPUTS
-from .analysis.outputs import OUTPUT_ITEMS, output_agreement
+from .device import require_torch
 from .errors import ConfigError, PipelineError, check_int, is_number
 from .interleave_workers import Workers, as_numpy, current_threads, recipe_of
+from .noise import NoiseProbe
+from .pipeline import Pipeline
+from .runner import resolve_pipeline
 from .streaming import sample_row, stream_index
 from .timing import Clock, RequestTiming, request_timer
 from .units import ns_to_s, s_to_ns
@@ -106,8 +111,6 @@ def config_with(base: PipelineConfig, overrides: Mapping[str, Any]) -> PipelineC
 
 def config_label(overrides: Mapping[str, Any]) -> str:
     """``k=v,k=v`` with JSON values, as typed on the command line; ``base`` when empty."""
-    import json
-
     return ",".join(f"{k}={json.dumps(v)}" for k, v in overrides.items()) or "base"
 
 
@@ -295,8 +298,6 @@ def _label(config, base: PipelineConfig) -> str:
 
 
 def _build_all(target, cfgs: list[PipelineConfig]) -> list:
-    from .runner import resolve_pipeline
-
     pipes = [resolve_pipeline(target, cfg) for cfg in cfgs]
     for i, p in enumerate(pipes[1:], start=1):
         if p.name != pipes[0].name or p.stage_names != pipes[0].stage_names:
@@ -319,8 +320,6 @@ class _Local:
 
     def __init__(self, target, cfgs: list[PipelineConfig], warmup: int, clock: Clock) -> None:
         if any(c.threads for c in cfgs):
-            from .device import require_torch
-
             require_torch()  # a thread count is set through torch
         self.pipes = _build_all(target, cfgs)
         self.pipeline, self.names = self.pipes[0].name, self.pipes[0].stage_names
@@ -404,8 +403,6 @@ def _interleave(sides, n: int, warmup: int, seed: int, stop: _Stop) -> list[tupl
 
 def _recipe(target, processes: bool | None, clock: Clock) -> tuple[str | None, str | None]:
     """``(recipe, None)`` for one worker process per configuration, ``(None, why)`` for one process."""
-    from .pipeline import Pipeline
-
     if isinstance(target, Pipeline):
         raise ConfigError(
             "compare needs a factory or an example name, not a built Pipeline: "
@@ -497,8 +494,6 @@ def _noise_probe(noise_probe: Any, readings):
     if noise_probe is False or noise_probe is None:
         return None
     if noise_probe is True:
-        from .noise import NoiseProbe
-
         noise_probe = NoiseProbe(readings) if readings is not None else NoiseProbe()
     return noise_probe.start()
 

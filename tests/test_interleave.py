@@ -8,7 +8,7 @@ from tests.conftest import FakeClock, streaming_pipeline
 
 import workbench
 from workbench import Pipeline, PipelineConfig
-from workbench.interleave import BLOCK, MIN_ROUNDS, REWARM, compare, config_with
+from workbench.interleave import BLOCK, MIN_ROUNDS, REWARM, CompareOptions, compare, config_with
 from workbench.errors import ConfigError
 
 
@@ -178,6 +178,22 @@ def test_refusals():
 
     with pytest.raises(ConfigError, match="not comparable"):
         compare(two_shapes, [{}, {"extra": True}], noise_probe=False)
+
+
+def test_an_options_object_measures_as_its_keywords_and_keywords_override_it():
+    configs = [{"cost": 10_000}, {"cost": 11_000}]
+    clock = FakeClock()
+    opts = CompareOptions(
+        requests=20, warmup=1, seed=3, resamples=200, clock=clock, noise_probe=QuietProbe(False)
+    )
+    by_object = compare(recording_factory(clock, []), configs, opts)
+    by_keywords = run(configs, [], FakeClock(), requests=20, warmup=1, seed=3)
+    assert by_object.result == by_keywords.result and by_object.result["requests"] == 20
+    clock = FakeClock()
+    overridden = compare(recording_factory(clock, []), configs, opts, clock=clock, requests=10)
+    assert overridden.result["requests"] == 10 and opts.requests == 20
+    with pytest.raises(ConfigError, match="resolution must be"):
+        CompareOptions(resolution=0)
 
 
 def test_workbench_compare_is_the_interleaved_compare_function():

@@ -38,7 +38,9 @@ round. ``compare(...)`` returns a :class:`Comparison`; ``.result`` is what
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import json
 import math
 import sys
 import time
@@ -50,13 +52,17 @@ import numpy as np
 import pandas as pd
 
 from .analysis.budget import END_TO_END
-from .analysis.tokens import paired_tokens
-from .analysis.verdicts import BLOCK, MIN_EFFECT, RESAMPLES, paired_comparison
-from .config import PipelineConfig
 from .analysis.outputs import NONE as NO_OUTPUTS
 from .analysis.outputs import OUTPUT_ITEMS, output_agreement
+from .analysis.tokens import paired_tokens
+from .analysis.verdicts import BLOCK, MIN_EFFECT, RESAMPLES, VerdictOptions, paired_comparison
+from .config import PipelineConfig
+from .device import require_torch
 from .errors import ConfigError, PipelineError, check_int, is_number
 from .interleave_workers import Workers, as_numpy, current_threads, recipe_of
+from .noise import NoiseProbe
+from .pipeline import Pipeline
+from .runner import resolve_pipeline
 from .streaming import sample_row, stream_index
 from .timing import Clock, RequestTiming, request_timer
 from .units import ns_to_s, s_to_ns
@@ -106,38 +112,13 @@ def config_with(base: PipelineConfig, overrides: Mapping[str, Any]) -> PipelineC
 
 def config_label(overrides: Mapping[str, Any]) -> str:
     """``k=v,k=v`` with JSON values, as typed on the command line; ``base`` when empty."""
-    import json
-
     return ",".join(f"{k}={json.dumps(v)}" for k, v in overrides.items()) or "base"
 
 
-def compare(
-    target: Callable | str,
-    configs: Sequence[Mapping[str, Any] | PipelineConfig],
-    *,
-    base: PipelineConfig | None = None,
-    requests: int | None = None,
-    warmup: int = 10,
-    seed: int = 0,
-    metric: str = "p50",
-    min_effect: float = MIN_EFFECT,
-    resamples: int = RESAMPLES,
-    clock: Clock = time.perf_counter_ns,
-    noise_probe: Any = True,
-    processes: bool | None = None,
-    resolution: float = DEFAULT_RESOLUTION,
-    max_time_s: float = DEFAULT_MAX_TIME_S,
-) -> Comparison:
-    """Run configurations of one pipeline interleaved, each in its own worker process, and compare each with
-    the first.
+@dataclass(frozen=True)
+class CompareOptions:
+    """How :func:`compare` measures and judges, beyond the configurations.
 
-    target: a factory ``build(config) -> Pipeline`` or a shipped example's name
-        (a built Pipeline cannot be rebuilt per configuration and is refused).
-    processes: None (default): one worker process per configuration when a worker can rebuild ``target`` (an
-        example's name, a module-level function: :mod:`workbench.interleave_workers`) and ``clock`` is not
-        injected, else every configuration in this process, said in ``processes_note``; True: workers or a
-        ConfigError; False: this process.
-    configs: two or more; each a PipelineConfig or a dict of overrides of ``base``.
     requests: measured requests per configuration, fixed; None (default): adaptive, rounds until every
         ``metric`` interval is narrower than ``resolution`` or ``max_time_s`` of measuring passed (module
         docstring). warmup: unmeasured first requests per configuration.
@@ -147,65 +128,95 @@ def compare(
         object with ``start()`` and ``finish(torch_threads, e2e_ns)`` (tests inject one); False skips it
         (noise unknown). All sides ran in the same window; on a noisy one a verdict needs its interval clear
         of 1 by more than the ratio's drift between the halves of the run (``analysis.verdicts``).
+    processes: None (default): one worker process per configuration when a worker can rebuild the target (an
+        example's name, a module-level function: :mod:`workbench.interleave_workers`) and ``clock`` is not
+        injected, else every configuration in this process, said in ``processes_note``; True: workers or a
+        ConfigError; False: this process.
     """
-    _check(configs, requests, warmup, resolution, max_time_s)
+
+    requests: int | None = None
+    warmup: int = 10
+    seed: int = 0
+    metric: str = "p50"
+    min_effect: float = MIN_EFFECT
+    resamples: int = RESAMPLES
+    clock: Clock = time.perf_counter_ns
+    noise_probe: Any = True
+    processes: bool | None = None
+    resolution: float = DEFAULT_RESOLUTION
+    max_time_s: float = DEFAULT_MAX_TIME_S
+
+    def __post_init__(self) -> None:
+        if self.requests is not None:
+            check_int("requests", self.requests, 1)
+        check_int("warmup", self.warmup, 0)
+        if not (is_number(self.resolution) and 0 < self.resolution < 10):
+            raise ConfigError(
+                f"resolution must be a ratio width in (0, 10), e.g. 0.05, got {self.resolution!r}"
+            )
+        if not (is_number(self.max_time_s) and 0 < self.max_time_s < 1e7):
+            raise ConfigError(
+                f"max_time_s must be a number of seconds > 0, got {self.max_time_s!r}"
+            )
+
+
+def compare(
+    target: Callable | str,
+    configs: Sequence[Mapping[str, Any] | PipelineConfig],
+    options: CompareOptions | None = None,
+    *,
+    base: PipelineConfig | None = None,
+    **overrides,
+) -> Comparison:
+    """Run configurations of one pipeline interleaved, each in its own worker process, and compare each with
+    the first.
+
+    target: a factory ``build(config) -> Pipeline`` or a shipped example's name
+        (a built Pipeline cannot be rebuilt per configuration and is refused).
+    configs: two or more; each a PipelineConfig or a dict of overrides of ``base``.
+    options: :class:`CompareOptions`; its fields are also taken as keywords (``overrides``), e.g.
+        ``compare(build, [{}, {"batch_size": 8}], requests=600)``.
+    """
+    if len(configs) < 2:
+        raise ConfigError(f"compare needs at least two configurations, got {len(configs)}")
+    opts = dataclasses.replace(options or CompareOptions(), **overrides)
     base = base or PipelineConfig()
     cfgs = [c if isinstance(c, PipelineConfig) else config_with(base, c) for c in configs]
     labels = [_label(c, base) for c in configs]
-    recipe, note = _recipe(target, processes, clock)
-    cap = warmup * max(c.batch_size for c in cfgs) + OUTPUT_ITEMS  # as _Outputs
+    recipe, note = _recipe(target, opts.processes, opts.clock)
+    cap = opts.warmup * max(c.batch_size for c in cfgs) + OUTPUT_ITEMS  # as _Outputs
     sides = (
-        Workers(recipe, cfgs, labels, warmup, cap)
+        Workers(recipe, cfgs, labels, opts.warmup, cap)
         if recipe
-        else _Local(target, cfgs, warmup, clock)
+        else _Local(target, cfgs, opts.warmup, opts.clock)
     )
     try:
-        sides.warm_up()
-        # the machine is judged from here: lazy initialisation and torch.compile's worker processes in the
-        # warm-up are the configurations' own start-up, not another process's load on the measurement
-        probe = _noise_probe(noise_probe, sides.readings)
-        stop = _Stop(requests, resolution, max_time_s, clock, sides.names, metric)
-        rows = _interleave(sides, len(cfgs), warmup, seed, stop)
-        # the window's noise, judged with the most torch threads any side used (workers still running)
-        samples = _samples_table(rows, sides.names)
-        e2e = samples.loc[samples["ok"], END_TO_END].to_numpy("int64")
-        threads = max(filter(None, sides.threads), default=None)
-        noise = None if probe is None else probe.finish(threads, e2e)
+        samples, noise, stop = _measure(sides, len(cfgs), opts)
         agreement = sides.agreement()
     finally:
         sides.close()
-    names = sides.names
     info = _config_info(cfgs, labels, samples)
-    result = _report(
-        samples,
-        names,
-        info,
-        metric=metric,
-        min_effect=min_effect,
-        resamples=resamples,
-        seed=seed,
-        requests=max(c["requests"] for c in info),
-        noise=noise,
-    )
+    result = _report(samples, sides.names, info, opts, noise)
     result["stopped"] = stop.report()
     result["processes"] = "one per configuration" if recipe else "one"
     result["processes_note"] = note
     _attach_outputs(result, agreement)
-    return Comparison(sides.pipeline, names, info, samples, result)
+    return Comparison(sides.pipeline, sides.names, info, samples, result)
 
 
-def _check(configs, requests, warmup, resolution, max_time_s) -> None:
-    if len(configs) < 2:
-        raise ConfigError(f"compare needs at least two configurations, got {len(configs)}")
-    if requests is not None:
-        check_int("requests", requests, 1)
-    check_int("warmup", warmup, 0)
-    if not (is_number(resolution) and 0 < resolution < 10):
-        raise ConfigError(
-            f"resolution must be a ratio width in (0, 10), e.g. 0.05, got {resolution!r}"
-        )
-    if not (is_number(max_time_s) and 0 < max_time_s < 1e7):
-        raise ConfigError(f"max_time_s must be a number of seconds > 0, got {max_time_s!r}")
+def _measure(sides, n_configs: int, opts: CompareOptions) -> tuple[pd.DataFrame, Any, _Stop]:
+    """Warm-up, then the rounds: ``(samples, noise, stop)``."""
+    sides.warm_up()
+    # the machine is judged from here: lazy initialisation and torch.compile's worker processes in the
+    # warm-up are the configurations' own start-up, not another process's load on the measurement
+    probe = _noise_probe(opts.noise_probe, sides.readings)
+    stop = _Stop(opts, sides.names)
+    rows = _interleave(sides, n_configs, opts.warmup, opts.seed, stop)
+    # the window's noise, judged with the most torch threads any side used (workers still running)
+    samples = _samples_table(rows, sides.names)
+    e2e = samples.loc[samples["ok"], END_TO_END].to_numpy("int64")
+    threads = max(filter(None, sides.threads), default=None)
+    return samples, None if probe is None else probe.finish(threads, e2e), stop
 
 
 class _Items:
@@ -229,10 +240,11 @@ class _Items:
 class _Stop:
     """When the rounds end: a fixed ``requests``, or adaptive (``resolution`` / ``max_time_s``)."""
 
-    def __init__(self, requests, resolution, max_time_s, clock, names, metric) -> None:
-        self.requests, self.resolution, self.max_ns = requests, resolution, s_to_ns(max_time_s)
-        self.clock, self.names, self.metric = clock, names, metric
-        self.started, self.by, self.rounds = clock(), None, 0
+    def __init__(self, opts: CompareOptions, names: list[str]) -> None:
+        self.requests, self.resolution = opts.requests, opts.resolution
+        self.max_ns = s_to_ns(opts.max_time_s)
+        self.clock, self.names, self.metric = opts.clock, names, opts.metric
+        self.started, self.by, self.rounds = self.clock(), None, 0
         self.next_check, self.widest = MIN_ROUNDS, None
 
     def after_round(self, rows: list[tuple], n_configs: int) -> bool:
@@ -295,8 +307,6 @@ def _label(config, base: PipelineConfig) -> str:
 
 
 def _build_all(target, cfgs: list[PipelineConfig]) -> list:
-    from .runner import resolve_pipeline
-
     pipes = [resolve_pipeline(target, cfg) for cfg in cfgs]
     for i, p in enumerate(pipes[1:], start=1):
         if p.name != pipes[0].name or p.stage_names != pipes[0].stage_names:
@@ -319,8 +329,6 @@ class _Local:
 
     def __init__(self, target, cfgs: list[PipelineConfig], warmup: int, clock: Clock) -> None:
         if any(c.threads for c in cfgs):
-            from .device import require_torch
-
             require_torch()  # a thread count is set through torch
         self.pipes = _build_all(target, cfgs)
         self.pipeline, self.names = self.pipes[0].name, self.pipes[0].stage_names
@@ -404,8 +412,6 @@ def _interleave(sides, n: int, warmup: int, seed: int, stop: _Stop) -> list[tupl
 
 def _recipe(target, processes: bool | None, clock: Clock) -> tuple[str | None, str | None]:
     """``(recipe, None)`` for one worker process per configuration, ``(None, why)`` for one process."""
-    from .pipeline import Pipeline
-
     if isinstance(target, Pipeline):
         raise ConfigError(
             "compare needs a factory or an example name, not a built Pipeline: "
@@ -497,54 +503,38 @@ def _noise_probe(noise_probe: Any, readings):
     if noise_probe is False or noise_probe is None:
         return None
     if noise_probe is True:
-        from .noise import NoiseProbe
-
         noise_probe = NoiseProbe(readings) if readings is not None else NoiseProbe()
     return noise_probe.start()
 
 
-def _report(
-    samples, names, info, *, metric, min_effect, resamples, seed, requests, noise
-) -> dict[str, Any]:
+def _report(samples, names, info, opts: CompareOptions, noise) -> dict[str, Any]:
     """The JSON report: B (the second configuration) against A; with more, ``comparisons`` holds each against A."""
+    judging = VerdictOptions(
+        metric=opts.metric,
+        min_effect=opts.min_effect,
+        noisy=bool(noise and noise.get("noisy")),
+        resamples=opts.resamples,
+        seed=opts.seed,
+    )
     comparisons = []
     for b in range(1, len(info)):
         if any(info[i]["failed"] == info[i]["requests"] for i in (0, b)):
             error = "every measured request of one side failed"
             comparisons.append({"a": 0, "b": b, "stages": [], "end_to_end": None, "error": error})
             continue
-        found = paired_comparison(
-            samples,
-            names,
-            a=0,
-            b=b,
-            metric=metric,
-            min_effect=min_effect,
-            noisy=bool(noise and noise.get("noisy")),
-            resamples=resamples,
-            seed=seed,
-        )
-        tokens = paired_tokens(
-            samples,
-            a=0,
-            b=b,
-            metric=metric,
-            min_effect=min_effect,
-            noisy=bool(noise and noise.get("noisy")),
-            resamples=resamples,
-            seed=seed,
-        )
+        found = paired_comparison(samples, names, a=0, b=b, options=judging)
+        tokens = paired_tokens(samples, a=0, b=b, options=judging)
         comparisons.append({"a": 0, "b": b, **found, **({"tokens": tokens} if tokens else {})})
     report = {
         "kind": "interleaved",
         "pipeline_stages": names,
         "configs": info,
-        "metric": metric,
-        "min_effect": min_effect,
-        "requests": requests,
+        "metric": opts.metric,
+        "min_effect": opts.min_effect,
+        "requests": max(c["requests"] for c in info),
         "block": BLOCK,
-        "seed": seed,
-        "resamples": resamples,
+        "seed": opts.seed,
+        "resamples": opts.resamples,
         "noise": noise,
         "stages": comparisons[0]["stages"],
         "end_to_end": comparisons[0]["end_to_end"],

@@ -38,6 +38,7 @@ closes their pipes and kills what is left (:meth:`Workers.close`), also on an in
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import os
 import signal
@@ -47,8 +48,14 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from .analysis.outputs import NONE, output_agreement
+from .device import require_torch
 from .errors import ConfigError, PipelineError
 from .noise import Readings
+from .pipeline import load_factory
+from .runner import resolve_pipeline
+from .streaming import sample_row, stream_index
+from .timing import request_timer
 
 # the worker runs this very package, wherever it came from
 _ROOT = str(Path(__file__).resolve().parents[1])
@@ -76,8 +83,6 @@ def recipe_of(target: Any) -> str | None:
 def _factory(recipe: str):
     if recipe.startswith("example:"):
         return recipe.removeprefix("example:")
-    from .pipeline import load_factory
-
     return load_factory(recipe)
 
 
@@ -163,8 +168,6 @@ class Workers:
 
     def agreement(self) -> list[dict[str, Any]]:
         """Each configuration's outputs against A's (A: none), worked out where each pipeline lives."""
-        from .analysis.outputs import NONE
-
         (_, reference) = self.ask(0, ("outputs",), "the outputs")
         others = [
             self.ask(c, ("agree", reference), "the outputs")[1] for c in range(1, len(self.procs))
@@ -228,12 +231,7 @@ class _Worker:
 
     def build(self, sys_path, recipe, config, warmup, cap) -> tuple:
         sys.path[:] = sys_path
-        from .runner import resolve_pipeline
-        from .timing import request_timer
-
         if config.threads:
-            from .device import require_torch
-
             require_torch().set_num_threads(config.threads)
         self.pipe = resolve_pipeline(_factory(recipe), config)
         self.run, self.warmup, self.cap = request_timer(self.pipe), warmup, cap
@@ -246,8 +244,6 @@ class _Worker:
         self.items.extend(itertools.islice(self.source, max(want - len(self.items), 0)))
         if len(self.items) < want:
             return None
-        from .streaming import sample_row, stream_index
-
         rows, stream = [], stream_index(self.pipe.stages)
         for i in range(k, k + n):
             t = self.run(self.items[i * self.batch : (i + 1) * self.batch])
@@ -271,8 +267,6 @@ class _Worker:
             return ("items", len(self.items)) if rows is None else ("ok", rows)
         if kind == "outputs":
             return ("ok", self.outputs)
-        from .analysis.outputs import output_agreement
-
         return ("ok", output_agreement(message[1], self.outputs, self.pipe.agree))
 
 
@@ -295,8 +289,6 @@ def as_numpy(value: Any) -> Any:
 def _die_with_parent() -> None:
     """Linux: killed when the parent dies, even while stopped between its blocks (best effort elsewhere)."""
     try:
-        import ctypes
-
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass

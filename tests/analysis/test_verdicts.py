@@ -14,6 +14,7 @@ from workbench.analysis.verdicts import (
     REGRESSION,
     SLOWER,
     TOO_NOISY,
+    VerdictOptions,
     band_p_value,
     compare_blocks,
     consecutive_blocks,
@@ -168,6 +169,11 @@ def test_unpaired_resampling_of_the_same_data_cannot_see_it():
     ]
     found = compare_blocks(blocks[0], blocks[1], ["parse", "forward"], paired=False, resamples=200)
     assert found["stages"][1]["verdict"] == TOO_NOISY
+    names, seed_5 = ["parse", "forward"], VerdictOptions(resamples=200, seed=5)
+    assert (
+        compare_blocks(*blocks, names, paired=False, options=VerdictOptions(resamples=200)) == found
+    )
+    assert compare_blocks(*blocks, names, paired=False, options=seed_5, seed=0) == found
 
 
 def test_a_noisy_machine_widens_the_margin_by_the_drift_and_metric_picks_the_ratio():

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..units import NS_PER_MS, NS_PER_US
+from .matrix import stage_matrix
 from .stats import percentile_ci_ns, percentile_ns
 
 # batching "buys throughput" when a call of N items delivers >= 1.5x the items per second
@@ -164,8 +165,6 @@ def batch_cost_claim(latency_x: float, items: int) -> Claim:
 
 def measured_stage_ns(run) -> dict[str, np.ndarray]:
     """Per stage (pipeline order, then ``end_to_end``): host times (ns) of the run's measured successful requests."""
-    from .matrix import stage_matrix
-
     wide = stage_matrix(run.requests, run.stages, list(run.stage_names))
     return {
         name: wide[name].dropna().to_numpy(dtype=np.int64)

@@ -231,9 +231,9 @@ def flame_tree(events: Trace | pd.DataFrame, *, from_stages: bool = True) -> pd.
     ts, dur, thread = ts[order], dur[order], thread[order]
     host_label, gpu_label = all_labels[host_first][order], all_labels[~host_first]
     parent, _ = nest(thread, ts, ts + dur)
-    node_of, node_parent, node_label = _assign_nodes(parent, host_label)
+    nodes = _assign_nodes(parent, host_label)
     launch_pos = _launch_positions(host.iloc[order], gpu)
-    tree = _table(labels, node_of, node_parent, node_label, parent, dur, gpu, gpu_label, launch_pos)
+    tree = _table(labels, nodes, parent, dur, gpu, gpu_label, launch_pos)
     tree.attrs["cut"] = cut
     return tree
 
@@ -249,9 +249,9 @@ def _launch_positions(host_sorted: pd.DataFrame, gpu: pd.DataFrame) -> np.ndarra
     return found.fillna(-1).to_numpy(np.int64)
 
 
-def _table(
-    labels, node_of, node_parent, node_label, parent, dur, gpu, gpu_label, launch_pos
-) -> pd.DataFrame:
+def _table(labels, nodes, parent, dur, gpu, gpu_label, launch_pos) -> pd.DataFrame:
+    """nodes: :func:`_assign_nodes` of the host events (``parent``, ``dur``: theirs, sorted)."""
+    node_of, node_parent, node_label = nodes
     n_host_nodes, n_labels = node_parent.size, len(labels)
     count = np.bincount(node_of, minlength=n_host_nodes).astype(np.int64)
     total = _group_sums(dur, node_of, n_host_nodes)

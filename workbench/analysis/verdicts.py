@@ -54,6 +54,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -335,24 +336,37 @@ def _tail(blocks: np.ndarray) -> dict[str, float | int | None]:
     return {"count": int(values.size)} | tail_summary_ns(values)
 
 
+@dataclass(frozen=True)
+class VerdictOptions:
+    """How :func:`compare_blocks` judges B against A (module docstring).
+
+    metric: ``p50`` or ``p99``, the one ``verdict`` follows; min_effect: relative, e.g. 0.02; noisy: the
+    machine was flagged noisy; widen: separate runs only, the factor their intervals are widened by
+    (``[lo / widen, hi * widen]``, :func:`taken_apart`).
+    """
+
+    metric: str = "p50"
+    min_effect: float = MIN_EFFECT
+    noisy: bool = False
+    resamples: int = RESAMPLES
+    seed: int = 0
+    alpha: float = ALPHA
+    widen: float = 1.0
+
+
 def compare_blocks(
     blocks_a: Mapping[str, np.ndarray],
     blocks_b: Mapping[str, np.ndarray],
     names: Sequence[str],
     *,
     paired: bool,
-    metric: str = "p50",
-    min_effect: float = MIN_EFFECT,
-    noisy: bool = False,
-    resamples: int = RESAMPLES,
-    seed: int = 0,
-    alpha: float = ALPHA,
-    widen: float = 1.0,
+    options: VerdictOptions | None = None,
+    **overrides,
 ) -> dict[str, Any]:
     """``{"stages": [entry per stage], "end_to_end": entry}``, B against A.
 
-    widen: separate runs only, the factor their intervals are widened by (``[lo / widen, hi * widen]``,
-    :func:`taken_apart`), judged as on a noisy machine; a noisy separate run is ``too noisy to tell``.
+    options: :class:`VerdictOptions`, its fields also taken as keywords (``overrides``). Separate runs
+    (``paired`` False) are judged as on a noisy machine; a noisy separate run is ``too noisy to tell``.
 
     blocks_a/blocks_b: name -> block matrix (ns, see :func:`round_blocks`) for
     every stage in ``names`` and for ``end_to_end``. An entry holds ``name``,
@@ -363,48 +377,51 @@ def compare_blocks(
     its order-statistic interval and its maximum (``count`` and
     :func:`stats.tail_summary_ns`'s keys).
     """
-    if metric not in METRICS:
-        raise ConfigError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
-    if not 0 <= min_effect < 1:
-        raise ConfigError(f"min_effect must be in [0, 1), got {min_effect!r}")
+    opts = replace(options or VerdictOptions(), **overrides)
+    if opts.metric not in METRICS:
+        raise ConfigError(f"metric must be one of {', '.join(METRICS)}, got {opts.metric!r}")
+    if not 0 <= opts.min_effect < 1:
+        raise ConfigError(f"min_effect must be in [0, 1), got {opts.min_effect!r}")
     family = [*names, END_TO_END]
     ref = blocks_a[END_TO_END], blocks_b[END_TO_END]
     draws = Bootstrap(
-        ref[0].shape[0], ref[1].shape[0], paired=paired, resamples=resamples, seed=seed
+        ref[0].shape[0], ref[1].shape[0], paired=paired, resamples=opts.resamples, seed=opts.seed
     )
     entries = {name: {"name": name} for name in family}
     for label, q in METRICS.items():
         boots = {n: draws.ratios(blocks_a[n], blocks_b[n], q) for n in family}
-        holm = holm_intervals(boots, min_effect=min_effect, alpha=alpha)
+        holm = holm_intervals(boots, min_effect=opts.min_effect, alpha=opts.alpha)
         for n in family:
-            h = holm[n]
-            ci = (h["ci"][0] / widen, h["ci"][1] * widen)
-            # separate runs: their drift is in min_effect already; what a noisy one did between them is unknown
-            if paired:
-                drift = ratio_drift(blocks_a[n], blocks_b[n], q)
-            else:
-                drift = math.nan if noisy else 0.0
-            entries[n] |= {
-                f"{label}_ratio": _r(point_ratio(blocks_a[n], blocks_b[n], q)),
-                f"{label}_ci": [_r(ci[0]), _r(ci[1])],
-                f"{label}_ci_level": round(h["level"], 5),
-                f"{label}_a_ms": _ms(blocks_a[n], q),
-                f"{label}_b_ms": _ms(blocks_b[n], q),
-                f"{label}_drift": _r(drift) if paired else None,
-                # separate runs are judged as on a noisy machine: an interval not clear of 1 and not
-                # inside the no-effect band is too noisy to tell, not "no detectable difference"
-                f"{label}_verdict": verdict(
-                    ci,
-                    rejected=h["rejected"],
-                    noisy=noisy or not paired,
-                    min_effect=min_effect,
-                    drift=drift,
-                ),
-            }
+            entries[n] |= _metric_entry(label, q, blocks_a[n], blocks_b[n], holm[n], paired, opts)
     for n in family:
-        entries[n]["verdict"] = entries[n][f"{metric}_verdict"]
+        entries[n]["verdict"] = entries[n][f"{opts.metric}_verdict"]
         entries[n] |= {"tail_a": _tail(blocks_a[n]), "tail_b": _tail(blocks_b[n])}
     return {"stages": [entries[n] for n in names], "end_to_end": entries[END_TO_END]}
+
+
+def _metric_entry(label, q, a, b, holm, paired: bool, opts: VerdictOptions) -> dict[str, Any]:
+    """One name's ``{label}_*`` keys of :func:`compare_blocks` (blocks ``a``, ``b``, ``holm``: its
+    :func:`holm_intervals` entry): ratio, interval, drift and verdict."""
+    ci = (holm["ci"][0] / opts.widen, holm["ci"][1] * opts.widen)
+    # separate runs: their drift is in min_effect already; what a noisy one did between them is unknown
+    drift = ratio_drift(a, b, q) if paired else math.nan if opts.noisy else 0.0
+    return {
+        f"{label}_ratio": _r(point_ratio(a, b, q)),
+        f"{label}_ci": [_r(ci[0]), _r(ci[1])],
+        f"{label}_ci_level": round(holm["level"], 5),
+        f"{label}_a_ms": _ms(a, q),
+        f"{label}_b_ms": _ms(b, q),
+        f"{label}_drift": _r(drift) if paired else None,
+        # separate runs are judged as on a noisy machine: an interval not clear of 1 and not
+        # inside the no-effect band is too noisy to tell, not "no detectable difference"
+        f"{label}_verdict": verdict(
+            ci,
+            rejected=holm["rejected"],
+            noisy=opts.noisy or not paired,
+            min_effect=opts.min_effect,
+            drift=drift,
+        ),
+    }
 
 
 def paired_comparison(
@@ -498,13 +515,11 @@ def separate_comparison(
     matrix_b: pd.DataFrame,
     names: Sequence[str],
     *,
-    metric: str = "p50",
-    min_effect: float = MIN_EFFECT,
     noisy: tuple = (None, None),
     shares: tuple = (None, None),
-    resamples: int = RESAMPLES,
-    seed: int = 0,
     block: int = BLOCK,
+    options: VerdictOptions | None = None,
+    **overrides,
 ) -> dict[str, Any]:
     """Compare two separate runs (not interleaved): unpaired block bootstrap, labelled ``separate runs``.
 
@@ -521,33 +536,20 @@ def separate_comparison(
     effect used for the verdicts is ``max(min_effect, resolution)`` (see
     :func:`resolution`); ``noisy`` is each run's noise flag (True/False/None).
     """
+    opts = replace(options or VerdictOptions(), **overrides)
     family = [*names, END_TO_END]
-    for label, m in (("run A", matrix_a), ("run B", matrix_b)):
-        missing = [n for n in family if n not in m]
-        if missing:
-            raise ConfigError(f"{label}: no column for {missing}")
-        if len(m[END_TO_END]) == 0:
-            raise ConfigError(f"{label} has no successful measured request to compare")
     blocks = [
-        {n: consecutive_blocks(np.asarray(m[n], dtype="float64"), block) for n in family}
-        for m in (matrix_a, matrix_b)
+        _run_blocks(m, label, family, block)
+        for label, m in (("run A", matrix_a), ("run B", matrix_b))
     ]
+    ends = blocks[0][END_TO_END], blocks[1][END_TO_END]
     res = resolution(
-        blocks[0][END_TO_END], blocks[1][END_TO_END], metric=metric, resamples=resamples, seed=seed
+        *ends, metric=opts.metric, resamples=opts.resamples, seed=opts.seed, alpha=opts.alpha
     )
     apart = taken_apart(noisy, shares)
-    effective = min(0.99, max(min_effect, res["min_difference"] or 0.0))
-    out = compare_blocks(
-        blocks[0],
-        blocks[1],
-        names,
-        paired=False,
-        metric=metric,
-        min_effect=effective,
-        noisy=any(flag is True for flag in noisy),
-        resamples=resamples,
-        seed=seed,
-        widen=apart["widen"],
+    effective = min(0.99, max(opts.min_effect, res["min_difference"] or 0.0))
+    judged = replace(
+        opts, min_effect=effective, noisy=any(flag is True for flag in noisy), widen=apart["widen"]
     )
     return {
         "kind": "separate runs",
@@ -555,8 +557,19 @@ def separate_comparison(
         "resolution": res,
         "min_effect": _r(effective),
         "taken_apart": apart,
-        **out,
+        **compare_blocks(blocks[0], blocks[1], names, paired=False, options=judged),
     }
+
+
+def _run_blocks(matrix, label: str, family: list[str], block: int) -> dict[str, np.ndarray]:
+    """One separate run's :func:`consecutive_blocks` per name of ``family``; a ConfigError naming the run
+    (``label``) when a column is missing or it has no request."""
+    missing = [n for n in family if n not in matrix]
+    if missing:
+        raise ConfigError(f"{label}: no column for {missing}")
+    if len(matrix[END_TO_END]) == 0:
+        raise ConfigError(f"{label} has no successful measured request to compare")
+    return {n: consecutive_blocks(np.asarray(matrix[n], dtype="float64"), block) for n in family}
 
 
 def taken_apart(noisy: tuple, shares: tuple) -> dict[str, Any]:

@@ -262,7 +262,6 @@ def test_sweep_ratios_left_undefined_are_null_not_nan(tmp_path):
 
 
 def test_load_sweep_json_is_strict(monkeypatch, tmp_path):
-    import workbench.batching.capacity as capacity
     import workbench.cli.sweep as sweep_cli
 
     record = json.loads(BASE_SWEEP.read_text())

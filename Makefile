@@ -71,7 +71,7 @@ test-fast: $(DEV_STAMP) redis
 	$(PY) -m pytest -q -p no:cacheprovider -m "not browser and not slow" tests
 
 # ruff (pinned in requirements-dev.lock; rules and line length in pyproject.toml [tool.ruff]).
-LINT_PATHS := workbench tests benchmarks scripts research
+LINT_PATHS := workbench workbench_serve workbench_room workbench_redis tests benchmarks scripts research
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from workbench.errors import ConfigError
 from workbench.record import Run
-from workbench.widgets import LatencyExplorer
+from workbench.widgets import LatencyExplorer, LiveRuns
 
 from widget_fakes import FakeProfile
 
@@ -50,7 +50,10 @@ class StackedProfile(FakeProfile):
 
 def test_a_run_with_stacks_shows_slow_minus_median_and_one_without_hides_it():
     ex = LatencyExplorer(
-        "text", profile_fn=StackedProfile(), debounce_s=0, requests=20, warmup=3, batch_sizes=(1, 4)
+        "text",
+        live=LiveRuns(profile=StackedProfile(), requests=20, warmup=3),
+        debounce_s=0,
+        batch_sizes=(1, 4),
     ).wait()
     assert ex.current.stacks is None and ex.stacks_pane.view.layout.display == "none"
     assert (
@@ -78,10 +81,8 @@ def test_a_run_with_stacks_shows_slow_minus_median_and_one_without_hides_it():
 def test_a_failed_configuration_clears_and_hides_the_stacks():
     ex = LatencyExplorer(
         "text",
-        profile_fn=StackedProfile(),
+        live=LiveRuns(profile=StackedProfile(), requests=20, warmup=3),
         debounce_s=0,
-        requests=20,
-        warmup=3,
         batch_sizes=(1, 4),
         batch_size=4,
     ).wait()
@@ -115,7 +116,10 @@ class SampledProfile(FakeProfile):
 
 def test_a_run_with_every_thread_sampled_shows_its_work_beside_its_waits():
     ex = LatencyExplorer(
-        "text", profile_fn=SampledProfile(), debounce_s=0, requests=20, warmup=3, batch_sizes=(1, 4)
+        "text",
+        live=LiveRuns(profile=SampledProfile(), requests=20, warmup=3),
+        debounce_s=0,
+        batch_sizes=(1, 4),
     ).wait()
     assert ex.waits_pane.view.layout.display == "none" and not ex.current.has_wait_flames
     ex.set(batch_size=4).wait()

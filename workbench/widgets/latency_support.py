@@ -1,4 +1,5 @@
-"""Small helpers of the latency explorer: control choices, the wanted fingerprint, and its message lines.
+"""Small helpers of the latency explorer: how it measures live, control choices, the wanted fingerprint,
+and its message lines.
 
 Kept apart from :mod:`workbench.widgets.latency` so that the explorer module
 holds only the wiring. Nothing here touches a widget.
@@ -6,23 +7,100 @@ holds only the wiring. Nothing here touches a widget.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import threading
+import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from .. import __version__
 from ..config import PipelineConfig
 from ..device import check_device, cpu_model, torch_or_none, torch_version
 from ..errors import PipelineError
+from ..examples import EXAMPLES
 from ..fingerprint import UNKNOWN, _cores, factory_spec
+from ..live_queue import live_slot
 from ..precision import check_precision
 from ..units import ns_to_ms
 from .summaries import Key, RunView
 
+TIMEOUT_S = (
+    30.0  # per-request timeout of the explorer's runs: a stuck stage must not freeze the page
+)
+COMPARE_REQUESTS = 100  # per configuration: 10 rounds of blocks of 10
+
+
+@dataclasses.dataclass(frozen=True)
+class LiveRuns:
+    """How the explorer measures on this machine: its collaborators and the size of their runs.
+
+    profile: the profiling function (``workbench.runner.profile``); tests inject a fake.
+    requests/warmup/traced: request counts of each profiling run (kept small).
+    timeout_s: per-request timeout of each profile (None: none). A stuck stage then ends the run as
+        "incomplete: timeout", and cancel does not wait for it (``workbench.guard``); an injected
+        ``profile`` gets it only if it takes ``timeout_s``.
+    compare: the comparison of "compare with B" (``workbench.interleave.compare``), measuring
+        ``compare_requests`` requests per configuration; tests inject a fake.
+    clock, sleep: seconds and waiting of the room's queue (``live_queue.live_slot``) and of the
+        measuring time in the status line; tests inject them.
+    """
+
+    profile: Callable | None = None
+    requests: int = 20
+    warmup: int = 3
+    traced: int = 1
+    timeout_s: float | None = TIMEOUT_S
+    compare: Callable | None = None
+    compare_requests: int = COMPARE_REQUESTS
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+
+    def slot(self, on_wait: Callable[[], None]) -> AbstractContextManager[float]:
+        """The room's live-run slot, one live run at a time; yields the seconds waited."""
+        return live_slot(on_wait=on_wait, clock=self.clock, sleep=self.sleep)
+
+    def measure(
+        self, target: Any, config: PipelineConfig, progress: Callable, cancel: threading.Event
+    ) -> Any:
+        """A profile of ``target`` under ``config`` (a ``Run``)."""
+        profile = self.profile
+        if profile is None:
+            from ..runner import (
+                profile,
+            )  # 30 ms of imports: a room's recorded first view never profiles
+        limit = {"timeout_s": self.timeout_s} if _takes(profile, "timeout_s") else {}
+        return profile(
+            target,
+            config,
+            **limit,
+            requests=self.requests,
+            warmup=self.warmup,
+            traced=self.traced,
+            progress=progress,
+            cancel=cancel,
+        )
+
+    def interleave(self, target: Any, configs: list[PipelineConfig]) -> dict:
+        """The comparison's ``result`` of ``configs`` of ``target``, measured interleaved."""
+        compare = self.compare
+        if compare is None:
+            from ..interleave import compare  # 20 ms of imports: only "compare with B" needs them
+        return compare(target, configs, requests=self.compare_requests, warmup=self.warmup).result
+
+
+def _takes(fn: Callable, name: str) -> bool:
+    """Whether ``fn`` accepts keyword ``name`` (the explorer's timeout reaches fakes that take it)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
 
 def pipeline_targets(example: Any, pipelines: dict[str, Any] | None) -> dict[str, Any]:
     """Dropdown label -> example name or factory; the first entry is selected."""
-    from ..examples import EXAMPLES
-
     first = {example: example} if isinstance(example, str) else {_label(example): example}
     if isinstance(example, str) and example not in EXAMPLES:
         raise PipelineError(

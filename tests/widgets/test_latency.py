@@ -246,6 +246,11 @@ def test_unknown_example_is_a_pipeline_error():
         LatencyExplorer("nope", start=False)
 
 
+def test_a_keyword_of_how_runs_are_made_names_live_runs(fake_profile):
+    with pytest.raises(TypeError, match=r"unknown keywords \['profile_fn'\].*live=LiveRuns"):
+        LatencyExplorer("text", profile_fn=fake_profile, start=False)
+
+
 def test_device_choices_follow_cuda_availability(fake_profile, monkeypatch):
     ex = LatencyExplorer("text", live=LiveRuns(profile=fake_profile), start=False)
     from workbench.device import available_devices

@@ -89,9 +89,8 @@ from .summaries import RunView, discard_trace, summarize
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
 PROGRESS_EVERY_S = 0.1
-SURVIVAL_POINTS = (
-    400  # the far tail's points: the slowest 200 exactly, so the first view stays small
-)
+# the far tail's points: the slowest 200 exactly, so the first view stays small
+SURVIVAL_POINTS = 400
 THREADS = 1  # live runs' torch threads by default, for the reason below
 THREADS_REASON = (
     "torch's CPU thread pool busy-waits, so on shared cores more threads measure the contention, "
@@ -151,8 +150,8 @@ class LatencyExplorer(Controller):
         start: bool = True,
         **controls: Any,
     ):
+        first = _controls(controls)
         super().__init__(debounce_s=debounce_s, cache_size=cache_size)
-        first = Controls(**controls)
         self.targets = pipeline_targets(example, pipelines)
         self.live = live
         self.profile_calls = 0
@@ -697,9 +696,7 @@ class LatencyExplorer(Controller):
         self.status.value = WAITING
 
     def failed(self, key: Key, exc: WorkbenchError) -> None:
-        from ..guard import (
-            Cancelled,
-        )  # 2 ms, off the recorded first view: only a live run raises it
+        from ..guard import Cancelled  # 2 ms kept off the first view: only live runs raise it
 
         self._progress_done()
         cancelled = isinstance(exc, Cancelled)
@@ -767,6 +764,18 @@ class LatencyExplorer(Controller):
     def _progress_done(self) -> None:
         self.progress.layout.visibility = "hidden"
         self.cancel_button.disabled, self.cancel_button.button_style = True, ""
+
+
+def _controls(values: dict[str, Any]) -> Controls:
+    """The explorer's keywords past its own: :class:`Controls` fields; others named with where they go."""
+    unknown = sorted(set(values) - {f.name for f in dataclasses.fields(Controls)})
+    if unknown:
+        raise TypeError(
+            f"LatencyExplorer() got unknown keywords {unknown}: the controls are "
+            f"{[f.name for f in dataclasses.fields(Controls)]}; how live runs are made (profile, "
+            "requests, warmup, traced, timeout_s, compare...) goes in live=LiveRuns(...)"
+        )
+    return Controls(**values)
 
 
 def _button(description: str, width: str, **options: Any) -> widgets.Button:

@@ -26,9 +26,7 @@ from ..precision import check_precision
 from ..units import ns_to_ms
 from .summaries import Key, RunView
 
-TIMEOUT_S = (
-    30.0  # per-request timeout of the explorer's runs: a stuck stage must not freeze the page
-)
+TIMEOUT_S = 30.0  # per request of the explorer's runs: a stuck stage must not freeze the page
 COMPARE_REQUESTS = 100  # per configuration: 10 rounds of blocks of 10
 
 
@@ -67,9 +65,7 @@ class LiveRuns:
         """A profile of ``target`` under ``config`` (a ``Run``)."""
         profile = self.profile
         if profile is None:
-            from ..runner import (
-                profile,
-            )  # 30 ms of imports: a room's recorded first view never profiles
+            from ..runner import profile  # 30 ms of imports: a recorded view never profiles
         limit = {"timeout_s": self.timeout_s} if _takes(profile, "timeout_s") else {}
         return profile(
             target,

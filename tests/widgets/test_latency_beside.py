@@ -148,7 +148,7 @@ def test_the_status_line_says_the_queue_wait_apart_from_the_measuring_time(tmp_p
 
     fake = FakeProfile()
 
-    def profile(target, config, *, requests, warmup, traced, progress=None, cancel=None):
+    def profile(target, config, *, requests, warmup, traced, progress=None, cancel=None, **_):
         clock.now += 2.1
         return fake(target, config, requests=requests, warmup=warmup, traced=traced)
 

@@ -30,7 +30,9 @@ STACKS = {
 class StackedProfile(FakeProfile):
     """The fake profile, with sampled stacks recorded on batch size 4 only; bf16 fails as the runner would."""
 
-    def __call__(self, target, config, *, requests, warmup, traced, progress=None, cancel=None):
+    def __call__(
+        self, target, config, *, requests, warmup, traced, progress=None, cancel=None, **_
+    ):
         if config.precision == "bf16":
             raise ConfigError("precision bf16: refused by this fake")
         run = super().__call__(
@@ -98,7 +100,9 @@ def test_a_failed_configuration_clears_and_hides_the_stacks():
 class SampledProfile(FakeProfile):
     """The fake profile; batch size 4 returns the synthetic lock run, every thread sampled."""
 
-    def __call__(self, target, config, *, requests, warmup, traced, progress=None, cancel=None):
+    def __call__(
+        self, target, config, *, requests, warmup, traced, progress=None, cancel=None, **_
+    ):
         run = super().__call__(
             target,
             config,

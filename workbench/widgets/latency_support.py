@@ -8,7 +8,6 @@ holds only the wiring. Nothing here touches a widget.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import threading
 import time
 from collections.abc import Callable
@@ -32,17 +31,12 @@ COMPARE_REQUESTS = 100  # per configuration: 10 rounds of blocks of 10
 
 @dataclasses.dataclass(frozen=True)
 class LiveRuns:
-    """How the explorer measures on this machine: its collaborators and the size of their runs.
+    """How the explorer measures here: its collaborators (tests inject fakes) and the size of their runs.
 
-    profile: the profiling function (``workbench.runner.profile``); tests inject a fake.
-    requests/warmup/traced: request counts of each profiling run (kept small).
-    timeout_s: per-request timeout of each profile (None: none). A stuck stage then ends the run as
-        "incomplete: timeout", and cancel does not wait for it (``workbench.guard``); an injected
-        ``profile`` gets it only if it takes ``timeout_s``.
-    compare: the comparison of "compare with B" (``workbench.interleave.compare``), measuring
-        ``compare_requests`` requests per configuration; tests inject a fake.
-    clock, sleep: seconds and waiting of the room's queue (``live_queue.live_slot``) and of the
-        measuring time in the status line; tests inject them.
+    profile: called as ``workbench.runner.profile`` (default), with ``requests``, ``warmup``, ``traced``
+        and ``timeout_s`` (per request, None: none; a stuck stage ends the run as "incomplete: timeout").
+    compare: "compare with B", called as ``workbench.interleave.compare`` (default) is.
+    clock, sleep: of the room's live slot (``live_queue.live_slot``) and the measuring time shown.
     """
 
     profile: Callable | None = None
@@ -66,14 +60,13 @@ class LiveRuns:
         profile = self.profile
         if profile is None:
             from ..runner import profile  # 30 ms of imports: a recorded view never profiles
-        limit = {"timeout_s": self.timeout_s} if _takes(profile, "timeout_s") else {}
         return profile(
             target,
             config,
-            **limit,
             requests=self.requests,
             warmup=self.warmup,
             traced=self.traced,
+            timeout_s=self.timeout_s,
             progress=progress,
             cancel=cancel,
         )
@@ -84,15 +77,6 @@ class LiveRuns:
         if compare is None:
             from ..interleave import compare  # 20 ms of imports: only "compare with B" needs them
         return compare(target, configs, requests=self.compare_requests, warmup=self.warmup).result
-
-
-def _takes(fn: Callable, name: str) -> bool:
-    """Whether ``fn`` accepts keyword ``name`` (the explorer's timeout reaches fakes that take it)."""
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 def pipeline_targets(example: Any, pipelines: dict[str, Any] | None) -> dict[str, Any]:

@@ -346,9 +346,8 @@ class LatencyExplorer(Controller):
 
     def _build_panes(self) -> None:
         """The buttons, the message lines and the figure panes."""
-        self.progress = widgets.IntProgress(
-            max=1, layout=widgets.Layout(width="200px", visibility="hidden")
-        )
+        w = widgets
+        self.progress = w.IntProgress(max=1, layout=w.Layout(width="200px", visibility="hidden"))
         self.cancel_button = _button("cancel", "90px", disabled=True)
         self.rerun_button = _button(
             "measure here", "120px", tooltip="profile this configuration on this machine now"
@@ -359,7 +358,7 @@ class LatencyExplorer(Controller):
             "130px",
             tooltip="measure this configuration (B) and A interleaved; ratio with interval",
         )
-        self.pin_label = widgets.Label(value="A: (none pinned)")
+        self.pin_label = w.Label(value="A: (none pinned)")
         self.notes = MessageLine()  # what a recorded run differs in
         self.noise_line = MessageLine()  # the noise flag of the run on screen
         self.failures_line = MessageLine()  # its failures per stage, with messages
@@ -379,7 +378,7 @@ class LatencyExplorer(Controller):
         self.stacks_pane, self.waits_pane = FigurePane(420), FigurePane(420)
         # the runs the one on screen is read against (widgets.beside); hidden while it is alone
         self.beside_line = MessageLine()
-        self.beside_table = widgets.HTML()
+        self.beside_table = w.HTML()
         self.beside_pane = FigurePane(300)
         for pane in (self.stacks_pane, self.waits_pane, self.beside_pane):
             pane.view.layout.display = "none"
@@ -724,11 +723,9 @@ class LatencyExplorer(Controller):
                 self.waits_pane,
             ):
                 pane.show(blank)
-            for pane in (self.stacks_pane, self.waits_pane):
+            for pane in (self.stacks_pane, self.waits_pane, self.beside_pane):
                 pane.view.layout.display = "none"
                 pane.clear()
-            self.beside_pane.view.layout.display = "none"
-            self.beside_pane.clear()
             self.beside_table.value, self.beside_rows = "", None
             self.beside_line.clear()
             with self.quiet():

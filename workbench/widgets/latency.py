@@ -27,12 +27,9 @@ A click on a point of the latency-over-run chart moves the request picker to tha
 request (:meth:`LatencyExplorer.show_request`; the bridge is ``panes.ClickablePane``),
 so the click and the keyboard drive one stage pane.
 
-Beside the run on screen stay the runs it is read against (:mod:`workbench.widgets.beside`):
-the configuration shown before it, A once pinned, and, for a live run of a recorded
-configuration, its recording: their end-to-end p50 and p99 with the p99's interval in a
-table and a figure, and one line saying whether they are comparable (a live run on a busy
-machine is not comparable with a quiet recording). The status line of a live run says how
-long it waited in the room's queue apart from how long it measured.
+Beside the run on screen stay the runs it is read against, with a line saying whether they are
+comparable (:mod:`workbench.widgets.beside`). The status line of a live run says how long it
+waited in the room's queue apart from how long it measured.
 """
 
 from __future__ import annotations

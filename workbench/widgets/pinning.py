@@ -1,10 +1,8 @@
 """A/B pinning of the latency explorer: keep one configuration as A, compare the current one (B) with it.
 
-Split out of :mod:`workbench.widgets.latency` (which keeps the wiring). Both
-configurations run interleaved in this process (``workbench.interleave.compare``),
-one live run at a time (``workbench.live_queue``); the result is the comparison's
-``result`` dict (ratio per stage with its interval and verdict). Nothing here
-touches a widget: the explorer passes a status callback.
+Both configurations run interleaved in this process (``LiveRuns.interleave``), one live run at
+a time; the result is the comparison's ``result`` dict (ratio per stage with its interval and
+verdict). Nothing here touches a widget: the explorer passes a status callback.
 """
 
 from __future__ import annotations

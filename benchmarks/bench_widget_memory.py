@@ -39,10 +39,10 @@ def rss_mb() -> float:
 
 
 def explorer_session(example: str, changes: int, remeasure_every: int, requests: int) -> dict:
-    from workbench.widgets import LatencyExplorer
+    from workbench.widgets import LatencyExplorer, LiveRuns
 
     explorer = LatencyExplorer(
-        example, requests=requests, warmup=2, traced=1, debounce_s=0, cache_size=8
+        example, live=LiveRuns(requests=requests, warmup=2, traced=1), debounce_s=0, cache_size=8
     )
     explorer.wait()
     first_view = rss_mb()

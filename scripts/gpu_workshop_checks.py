@@ -82,12 +82,12 @@ def explorer_recorded(run: Path, card: str, device: str) -> None:
 
 
 def explorer_live(device: str) -> None:
-    from workbench.widgets import LatencyExplorer
+    from workbench.widgets import LatencyExplorer, LiveRuns
 
     with tempfile.TemporaryDirectory() as empty:
         t0 = time.perf_counter()
         ex = LatencyExplorer(
-            "text", runs=empty, device=device, batch_size=2, requests=20, traced=1
+            "text", runs=empty, device=device, batch_size=2, live=LiveRuns(requests=20, traced=1)
         ).wait(300)
         took = time.perf_counter() - t0
     status = ex.status.value

@@ -56,7 +56,9 @@ def test_latency_over_run_marks_warmup_and_failures():
 
 def test_attribute_figure_plots_stage_time_against_the_attribute():
     req, st = tables()
-    fig = attribute_figure(req, st, "b", "size", rho=1.0, ci=[0.99, 1.0]).to_dict()
+    fig = attribute_figure(
+        req, st, "b", "size", effect={"rho": 1.0, "rho_ci": [0.99, 1.0]}
+    ).to_dict()
     assert fig["layout"]["title"]["text"] == "b tracks size: Spearman rho 1.00 [0.99, 1.00]"
     assert len(decode(fig["data"][0]["x"])) == 197
     missing = attribute_figure(req, st, "b", "nope").to_dict()

@@ -15,7 +15,7 @@ from widget_fakes import FakeProfile
 
 from workbench.examples import data_dir
 from workbench.plots.tail import GL_ABOVE_POINTS, latency_over_run_figure
-from workbench.widgets import LatencyExplorer
+from workbench.widgets import LatencyExplorer, LiveRuns
 from workbench.widgets.panes import PLOTLY_MIME, DeferredPane
 
 RUNS = data_dir() / "runs"
@@ -67,7 +67,7 @@ def test_the_recorded_first_view_sends_no_flame_graph_until_asked():
 
 
 def test_an_error_clears_a_closed_flame_pane_too():
-    ex = LatencyExplorer("text", profile_fn=FakeProfile(), debounce_s=0).wait()
+    ex = LatencyExplorer("text", live=LiveRuns(profile=FakeProfile()), debounce_s=0).wait()
     ex._clear_figures("not run: x")
     fig = ex.flame_pane.figure.to_dict()
     assert fig["data"] == [] and fig["layout"]["annotations"][0]["text"] == "not run: x"

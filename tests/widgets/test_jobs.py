@@ -209,12 +209,15 @@ def wait_for(predicate, timeout_s: float = 30.0) -> None:
 
 
 def test_explorer_cancel_during_a_hung_stage_frees_it_and_says_the_stage_is_stuck(release_hang):
-    from workbench.widgets.latency import LatencyExplorer
+    from workbench.widgets import LatencyExplorer, LiveRuns
 
     ex = LatencyExplorer(
-        build_hanging, batch_sizes=(1, 2), debounce_s=0, requests=4, warmup=0, traced=0
+        build_hanging,
+        batch_sizes=(1, 2),
+        debounce_s=0,
+        live=LiveRuns(requests=4, warmup=0, traced=0),
     )
-    assert ex.timeout_s == 30.0
+    assert ex.live.timeout_s == 30.0
     wait_for(lambda: ex.profile_calls == 1 and ex.status.value.startswith("profiling"))
     assert HUNG.wait(30)  # inside the hung stage
     ex.cancel()
@@ -226,16 +229,13 @@ def test_explorer_cancel_during_a_hung_stage_frees_it_and_says_the_stage_is_stuc
 
 
 def test_explorer_timeout_ends_the_run_and_the_status_names_the_stuck_stage(release_hang):
-    from workbench.widgets.latency import LatencyExplorer
+    from workbench.widgets import LatencyExplorer, LiveRuns
 
     ex = LatencyExplorer(
         build_hanging,
         batch_sizes=(1, 2),
         debounce_s=0,
-        requests=4,
-        warmup=0,
-        traced=0,
-        timeout_s=0.3,
+        live=LiveRuns(requests=4, warmup=0, traced=0, timeout_s=0.3),
     ).wait(60)
     assert ex.current is not None and ex.current.failed == 1
     assert (

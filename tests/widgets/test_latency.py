@@ -13,7 +13,7 @@ from workbench import Pipeline, PrecisionError
 from workbench.analysis.budget import stage_summary
 from workbench.config import PipelineConfig
 from workbench.errors import ConfigError
-from workbench.widgets import LatencyExplorer
+from workbench.widgets import LatencyExplorer, LiveRuns
 
 from widget_fakes import STAGES, FakeProfile, synthetic_run
 
@@ -38,7 +38,7 @@ def expected_p99(batch_size: int, precision: str = "fp32") -> dict[str, float]:
 
 def explorer(fake: FakeProfile, **kwargs) -> LatencyExplorer:
     return LatencyExplorer(
-        "text", profile_fn=fake, debounce_s=0, requests=20, warmup=3, **kwargs
+        "text", live=LiveRuns(profile=fake, requests=20, warmup=3), debounce_s=0, **kwargs
     ).wait()
 
 
@@ -97,7 +97,7 @@ def test_returning_to_a_seen_configuration_uses_the_cache(fake_profile):
 
 def test_debounce_collapses_rapid_slider_moves_into_one_run():
     fake = FakeProfile()
-    ex = LatencyExplorer("text", profile_fn=fake, debounce_s=0.2, start=False)
+    ex = LatencyExplorer("text", live=LiveRuns(profile=fake), debounce_s=0.2, start=False)
     for bs in (2, 4, 8, 16):
         ex.batch_size.value = bs
     ex.wait()
@@ -133,7 +133,7 @@ def test_unsupported_combination_shows_a_message_not_a_traceback(fake_profile):
         pipe.add("echo", lambda batch: batch)
         return pipe
 
-    ex = LatencyExplorer(build, profile_fn=fake_profile, debounce_s=0).wait()
+    ex = LatencyExplorer(build, live=LiveRuns(profile=fake_profile), debounce_s=0).wait()
     shown = p99_bars(ex)
     ex.set(precision="fp16").wait()
     assert ex.message_line.level == "error"
@@ -184,7 +184,7 @@ def test_config_error_from_the_runner_is_shown(fake_profile):
     def failing(*args, **kwargs):
         raise ConfigError("requests must be an integer >= 1, got 0")
 
-    ex = LatencyExplorer("text", profile_fn=failing, debounce_s=0).wait()
+    ex = LatencyExplorer("text", live=LiveRuns(profile=failing), debounce_s=0).wait()
     assert ex.message == "requests must be an integer >= 1, got 0"
     assert_cleared(ex, "text cpu bs=1 fp32 threads=1")
 
@@ -211,7 +211,7 @@ def test_recorded_runs_are_shown_without_profiling(tmp_path, fake_profile):
     run = synthetic_run("text", PipelineConfig(batch_size=2), 20, 3)
     run.save(tmp_path / "text-cpu-bs2-fp32")
     ex = LatencyExplorer(
-        "text", profile_fn=fake_profile, debounce_s=0, runs=tmp_path, batch_size=2
+        "text", live=LiveRuns(profile=fake_profile), debounce_s=0, runs=tmp_path, batch_size=2
     ).wait()
     assert fake_profile.calls == []
     assert "recorded run" in ex.status.value
@@ -246,8 +246,13 @@ def test_unknown_example_is_a_pipeline_error():
         LatencyExplorer("nope", start=False)
 
 
+def test_a_keyword_of_how_runs_are_made_names_live_runs(fake_profile):
+    with pytest.raises(TypeError, match=r"unknown keywords \['profile_fn'\].*live=LiveRuns"):
+        LatencyExplorer("text", profile_fn=fake_profile, start=False)
+
+
 def test_device_choices_follow_cuda_availability(fake_profile, monkeypatch):
-    ex = LatencyExplorer("text", profile_fn=fake_profile, start=False)
+    ex = LatencyExplorer("text", live=LiveRuns(profile=fake_profile), start=False)
     from workbench.device import available_devices
 
     assert list(ex.device.options) == available_devices()

@@ -14,7 +14,7 @@ from workbench import load_run
 from workbench.analysis.budget import stage_summary
 from workbench.config import PipelineConfig
 from workbench.examples import data_dir
-from workbench.widgets import LatencyExplorer
+from workbench.widgets import LatencyExplorer, LiveRuns
 
 RUNS = data_dir() / "runs"
 
@@ -31,7 +31,9 @@ def shown(ex: LatencyExplorer) -> list[dict]:
 
 
 def test_the_previous_configuration_stays_beside_the_current_one(fake_profile):
-    ex = LatencyExplorer("text", profile_fn=fake_profile, debounce_s=0, requests=20, warmup=3)
+    ex = LatencyExplorer(
+        "text", live=LiveRuns(profile=fake_profile, requests=20, warmup=3), debounce_s=0
+    )
     ex.wait()
     assert ex.beside_rows is None and ex.beside_pane.view.layout.display == "none"  # alone
     ex.set(batch_size=2).wait()
@@ -65,9 +67,9 @@ def test_the_previous_configuration_stays_beside_the_current_one(fake_profile):
 
 
 def test_a_noisy_live_run_is_not_comparable_with_the_quiet_recording(monkeypatch):
-    monkeypatch.setattr("workbench.device.prime_profiler", lambda: None)
+    monkeypatch.setattr("workbench.widgets.latency.prime_profiler", lambda: None)
     fake = MetaProfile({"noise": NOISY})
-    ex = LatencyExplorer("text", runs=RUNS, profile_fn=fake, debounce_s=0).wait()
+    ex = LatencyExplorer("text", runs=RUNS, live=LiveRuns(profile=fake), debounce_s=0).wait()
     assert "recorded run text-cpu-bs1-fp32" in ex.status.value and fake.calls == []
     ex.rerun_button.click()  # "measure here" on the recorded configuration
     ex.wait()
@@ -99,7 +101,9 @@ def test_a_noisy_live_run_is_not_comparable_with_the_quiet_recording(monkeypatch
 
 
 def test_a_pinned_recording_stays_beside_with_both_intervals(monkeypatch):
-    ex = LatencyExplorer("text", runs=RUNS, profile_fn=FakeProfile(), debounce_s=0).wait()
+    ex = LatencyExplorer(
+        "text", runs=RUNS, live=LiveRuns(profile=FakeProfile()), debounce_s=0
+    ).wait()
     ex.pin()
     ex.set(batch_size=4).wait()
     assert "recorded run text-cpu-bs4-fp32" in ex.status.value
@@ -144,12 +148,12 @@ def test_the_status_line_says_the_queue_wait_apart_from_the_measuring_time(tmp_p
 
     fake = FakeProfile()
 
-    def profile(target, config, *, requests, warmup, traced, progress=None, cancel=None):
+    def profile(target, config, *, requests, warmup, traced, progress=None, cancel=None, **_):
         clock.now += 2.1
         return fake(target, config, requests=requests, warmup=warmup, traced=traced)
 
     ex = LatencyExplorer(
-        "text", profile_fn=profile, debounce_s=0, clock=clock, sleep=sleep, start=False
+        "text", live=LiveRuns(profile=profile, clock=clock, sleep=sleep), debounce_s=0, start=False
     )
     ex.refresh()
     ex.wait()

@@ -13,7 +13,7 @@ import json
 import pytest
 from widget_fakes import STAGES, FakeProfile
 
-from workbench.widgets import LatencyExplorer
+from workbench.widgets import LatencyExplorer, LiveRuns
 from workbench.widgets.latency import CLICK_REFUSED
 from workbench.widgets.latency_support import clicked_request
 from workbench.widgets.panes import CLICK_CLASS, CLICK_SCRIPT, CLICK_SINK_CLASS, ClickablePane
@@ -40,7 +40,7 @@ NONCES = itertools.count(1)
 def explorer():
     # synthetic_run: request i's stages are 1, 8 and 3 ms plus i us each, 50 us between; 3 warm-up requests
     return LatencyExplorer(
-        "text", profile_fn=FakeProfile(), debounce_s=0, requests=20, warmup=3
+        "text", live=LiveRuns(profile=FakeProfile(), requests=20, warmup=3), debounce_s=0
     ).wait()
 
 

@@ -15,7 +15,7 @@ from widget_fakes import FakeProfile
 
 from workbench.config import PipelineConfig
 from workbench.examples import data_dir
-from workbench.widgets import LatencyExplorer
+from workbench.widgets import LatencyExplorer, LiveRuns
 
 torch = pytest.importorskip("torch")
 
@@ -24,7 +24,7 @@ RUNS = data_dir() / "runs"
 FIRST_VIEW = """
 import json, sys
 from workbench.examples import data_dir
-from workbench.widgets import LatencyExplorer
+from workbench.widgets import LatencyExplorer, LiveRuns
 from workbench.widgets.latency_support import cheap_fingerprint
 out = {}
 for name in ("text", "tabular", "image"):
@@ -80,7 +80,7 @@ def _built(name: str, config: PipelineConfig) -> dict:
 def test_the_cached_fingerprint_matches_as_a_build_does(folder, monkeypatch):
     name, _, bs, precision = folder.split("-")
     config = PipelineConfig(batch_size=int(bs[2:]), precision=precision, threads=1)
-    ex = LatencyExplorer(name, runs=RUNS, profile_fn=FakeProfile(), start=False)
+    ex = LatencyExplorer(name, runs=RUNS, live=LiveRuns(profile=FakeProfile()), start=False)
     builds = []
     monkeypatch.setattr(
         "workbench.runner.resolve_pipeline", lambda *a: builds.append(a)
@@ -101,7 +101,8 @@ def test_the_torch_version_is_the_one_a_run_records():
 def test_the_profiler_is_primed_on_the_notebooks_thread_only_before_a_live_run(monkeypatch):
     primed = []
     monkeypatch.setattr(
-        "workbench.device.prime_profiler", lambda: primed.append(threading.current_thread().name)
+        "workbench.widgets.latency.prime_profiler",
+        lambda: primed.append(threading.current_thread().name),
     )
     fake = FakeProfile()
     monkeypatch.setattr("workbench.runner.profile", fake)
@@ -126,7 +127,7 @@ def test_a_factory_is_built_never_looked_up_and_primes_first(monkeypatch):
     from workbench.examples import text
 
     primed, built, fake, real = [], [], FakeProfile(), runner.resolve_pipeline
-    monkeypatch.setattr("workbench.device.prime_profiler", lambda: primed.append(1))
+    monkeypatch.setattr("workbench.widgets.latency.prime_profiler", lambda: primed.append(1))
     monkeypatch.setattr("workbench.runner.profile", fake)
     monkeypatch.setattr("workbench.runner.resolve_pipeline", lambda *a: built.append(a) or real(*a))
     ex = LatencyExplorer(text.build, runs=RUNS, debounce_s=0).wait()
@@ -139,8 +140,8 @@ def test_a_recorded_configuration_starts_at_once_and_a_live_one_waits_for_the_de
     import time
 
     fake = FakeProfile()
-    monkeypatch.setattr("workbench.device.prime_profiler", lambda: None)
-    ex = LatencyExplorer("text", runs=RUNS, profile_fn=fake, debounce_s=2.0).wait()
+    monkeypatch.setattr("workbench.widgets.latency.prime_profiler", lambda: None)
+    ex = LatencyExplorer("text", runs=RUNS, live=LiveRuns(profile=fake), debounce_s=2.0).wait()
     started = time.perf_counter()
     ex.set(batch_size=8).wait()
     assert time.perf_counter() - started < 1.5  # under the 2 s debounce, even on a busy machine

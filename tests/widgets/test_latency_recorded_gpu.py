@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from workbench.record import META_FILE, read_meta
-from workbench.widgets import LatencyExplorer
+from workbench.widgets import LatencyExplorer, LiveRuns
 
 
 class NeverProfile:
@@ -38,7 +38,9 @@ def card(runs, name: str) -> str:
 
 
 def test_text_on_cuda_shows_the_recorded_run_labelled_with_its_own_card(runs):
-    ex = LatencyExplorer("text", runs=runs, profile_fn=NeverProfile(), debounce_s=0).wait()
+    ex = LatencyExplorer(
+        "text", runs=runs, live=LiveRuns(profile=NeverProfile()), debounce_s=0
+    ).wait()
     h100 = card(runs, "text-cuda-bs1-fp32")
     assert list(ex.device.options) == [("cpu", "cpu"), (f"cuda (recorded on {h100})", "cuda")]
     ex.set(device="cuda").wait()
@@ -51,7 +53,9 @@ def test_text_on_cuda_shows_the_recorded_run_labelled_with_its_own_card(runs):
 
 
 def test_the_device_label_follows_the_pipeline(runs):
-    ex = LatencyExplorer("text", runs=runs, profile_fn=NeverProfile(), debounce_s=0).wait()
+    ex = LatencyExplorer(
+        "text", runs=runs, live=LiveRuns(profile=NeverProfile()), debounce_s=0
+    ).wait()
     ex.set(pipeline="image", device="cuda", batch_size=64).wait()
     h200 = card(runs, "image-cuda-bs64-fp32")
     assert h200 != card(runs, "text-cuda-bs1-fp32")
@@ -63,7 +67,9 @@ def test_the_device_label_follows_the_pipeline(runs):
 
 @pytest.mark.slow  # builds the text model on the CPU once for its fingerprint (torch import): about 3 s
 def test_recorded_batch_sizes_are_offered_and_reached(runs):
-    ex = LatencyExplorer("text", runs=runs, profile_fn=NeverProfile(), debounce_s=0).wait()
+    ex = LatencyExplorer(
+        "text", runs=runs, live=LiveRuns(profile=NeverProfile()), debounce_s=0
+    ).wait()
     assert 1024 in ex.batch_size.options
     for batch_size, precision in ((1024, "fp32"), (64, "bf16")):
         ex.set(device="cuda", batch_size=batch_size, precision=precision).wait()
@@ -75,7 +81,9 @@ def test_recorded_batch_sizes_are_offered_and_reached(runs):
 
 @pytest.mark.slow  # as above: the CPU build of a configuration no recorded run has
 def test_an_unrecorded_gpu_configuration_clears_the_figures(runs):
-    ex = LatencyExplorer("text", runs=runs, profile_fn=NeverProfile(), debounce_s=0).wait()
+    ex = LatencyExplorer(
+        "text", runs=runs, live=LiveRuns(profile=NeverProfile()), debounce_s=0
+    ).wait()
     ex.set(device="cuda").wait()
     assert ex.budget_pane.figure.data
     ex.set(batch_size=8).wait()

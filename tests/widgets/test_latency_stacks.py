@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from workbench.errors import ConfigError
 from workbench.record import Run
-from workbench.widgets import LatencyExplorer
+from workbench.widgets import LatencyExplorer, LiveRuns
 
 from widget_fakes import FakeProfile
 
@@ -30,7 +30,9 @@ STACKS = {
 class StackedProfile(FakeProfile):
     """The fake profile, with sampled stacks recorded on batch size 4 only; bf16 fails as the runner would."""
 
-    def __call__(self, target, config, *, requests, warmup, traced, progress=None, cancel=None):
+    def __call__(
+        self, target, config, *, requests, warmup, traced, progress=None, cancel=None, **_
+    ):
         if config.precision == "bf16":
             raise ConfigError("precision bf16: refused by this fake")
         run = super().__call__(
@@ -50,7 +52,10 @@ class StackedProfile(FakeProfile):
 
 def test_a_run_with_stacks_shows_slow_minus_median_and_one_without_hides_it():
     ex = LatencyExplorer(
-        "text", profile_fn=StackedProfile(), debounce_s=0, requests=20, warmup=3, batch_sizes=(1, 4)
+        "text",
+        live=LiveRuns(profile=StackedProfile(), requests=20, warmup=3),
+        debounce_s=0,
+        batch_sizes=(1, 4),
     ).wait()
     assert ex.current.stacks is None and ex.stacks_pane.view.layout.display == "none"
     assert (
@@ -78,10 +83,8 @@ def test_a_run_with_stacks_shows_slow_minus_median_and_one_without_hides_it():
 def test_a_failed_configuration_clears_and_hides_the_stacks():
     ex = LatencyExplorer(
         "text",
-        profile_fn=StackedProfile(),
+        live=LiveRuns(profile=StackedProfile(), requests=20, warmup=3),
         debounce_s=0,
-        requests=20,
-        warmup=3,
         batch_sizes=(1, 4),
         batch_size=4,
     ).wait()
@@ -97,7 +100,9 @@ def test_a_failed_configuration_clears_and_hides_the_stacks():
 class SampledProfile(FakeProfile):
     """The fake profile; batch size 4 returns the synthetic lock run, every thread sampled."""
 
-    def __call__(self, target, config, *, requests, warmup, traced, progress=None, cancel=None):
+    def __call__(
+        self, target, config, *, requests, warmup, traced, progress=None, cancel=None, **_
+    ):
         run = super().__call__(
             target,
             config,
@@ -115,7 +120,10 @@ class SampledProfile(FakeProfile):
 
 def test_a_run_with_every_thread_sampled_shows_its_work_beside_its_waits():
     ex = LatencyExplorer(
-        "text", profile_fn=SampledProfile(), debounce_s=0, requests=20, warmup=3, batch_sizes=(1, 4)
+        "text",
+        live=LiveRuns(profile=SampledProfile(), requests=20, warmup=3),
+        debounce_s=0,
+        batch_sizes=(1, 4),
     ).wait()
     assert ex.waits_pane.view.layout.display == "none" and not ex.current.has_wait_flames
     ex.set(batch_size=4).wait()

@@ -13,7 +13,7 @@ from widget_fakes import NOISY, STAGES, FakeProfile, MetaProfile, synthetic_run
 from workbench import Pipeline
 from workbench.config import PipelineConfig
 from workbench.fingerprint import model_fingerprint
-from workbench.widgets import LatencyExplorer
+from workbench.widgets import LatencyExplorer, LiveRuns
 from workbench.widgets.latency import THREADS_WHY
 
 
@@ -45,7 +45,9 @@ def record(folder, config: PipelineConfig, fp: dict | None, env: dict | None = N
 
 def test_live_runs_use_one_thread_by_default_and_the_control_changes_it():
     fake = FakeProfile()
-    ex = LatencyExplorer("text", profile_fn=fake, debounce_s=0, requests=20, warmup=3).wait()
+    ex = LatencyExplorer(
+        "text", live=LiveRuns(profile=fake, requests=20, warmup=3), debounce_s=0
+    ).wait()
     assert ex.threads.value == 1 and fake.configs[-1].threads == 1
     assert THREADS_WHY in ex.threads_why.value and "busy-waits" in THREADS_WHY
     ex.set(threads=2).wait()
@@ -57,14 +59,18 @@ def test_live_runs_use_one_thread_by_default_and_the_control_changes_it():
 
 
 def test_noisy_run_shows_its_reasons_and_fix_as_a_warning():
-    ex = LatencyExplorer("text", profile_fn=MetaProfile({"noise": NOISY}), debounce_s=0).wait()
+    ex = LatencyExplorer(
+        "text", live=LiveRuns(profile=MetaProfile({"noise": NOISY})), debounce_s=0
+    ).wait()
     assert ex.noise_line.level == "warning"
     assert ex.noise_line.text == (
         "noise: NOISY: other processes used 1.4 of 2 cores during the run; "
         "fix: --threads 1 (PipelineConfig(threads=1))"
     )
     quiet = {"noisy": False, "reasons": [], "fix": None, "other_cores": 0.05, "steal_pct": 0.0}
-    ex2 = LatencyExplorer("text", profile_fn=MetaProfile({"noise": quiet}), debounce_s=0).wait()
+    ex2 = LatencyExplorer(
+        "text", live=LiveRuns(profile=MetaProfile({"noise": quiet})), debounce_s=0
+    ).wait()
     assert (ex2.noise_line.level, ex2.noise_line.text) == (
         "info",
         "noise: quiet (other processes 0.05 cores, steal 0.0 %)",
@@ -72,7 +78,7 @@ def test_noisy_run_shows_its_reasons_and_fix_as_a_warning():
 
 
 def test_a_run_without_noise_readings_says_so():
-    ex = LatencyExplorer("text", profile_fn=FakeProfile(), debounce_s=0).wait()
+    ex = LatencyExplorer("text", live=LiveRuns(profile=FakeProfile()), debounce_s=0).wait()
     assert (
         ex.noise_line.text == "noise: unknown (not recorded (run made before noise was measured))"
     )
@@ -80,7 +86,7 @@ def test_a_run_without_noise_readings_says_so():
 
 def test_failures_line_gives_counts_shares_and_messages_per_stage():
     ex = LatencyExplorer(
-        "text", profile_fn=MetaProfile(fail={5, 6}), debounce_s=0, requests=20, warmup=3
+        "text", live=LiveRuns(profile=MetaProfile(fail={5, 6}), requests=20, warmup=3), debounce_s=0
     ).wait()
     assert ex.failures_line.level == "warning"
     assert ex.failures_line.text == (
@@ -98,7 +104,7 @@ def test_recorded_run_of_another_model_is_not_shown(tmp_path):
         fingerprint(config, model={"params": 999, "hash": "0123456789abcdef"}),
     )
     fake = FakeProfile()
-    ex = LatencyExplorer(build, runs=tmp_path, profile_fn=fake, debounce_s=0).wait()
+    ex = LatencyExplorer(build, runs=tmp_path, live=LiveRuns(profile=fake), debounce_s=0).wait()
     assert len(fake.calls) == 1 and "measured here" in ex.status.value
 
 
@@ -112,7 +118,7 @@ def test_matching_recorded_run_is_shown_with_host_differences_labelled(tmp_path)
         env={"cpu_model": "Other CPU"},
     )
     fake = FakeProfile()
-    ex = LatencyExplorer(build, runs=tmp_path, profile_fn=fake, debounce_s=0).wait()
+    ex = LatencyExplorer(build, runs=tmp_path, live=LiveRuns(profile=fake), debounce_s=0).wait()
     assert fake.calls == []
     assert "recorded run same" in ex.status.value and "recorded on Other CPU" in ex.status.value
     assert ex.notes.text == (
@@ -125,7 +131,7 @@ def test_recorded_run_with_other_threads_is_not_used_but_named(tmp_path):
     config = PipelineConfig(threads=2)
     record(tmp_path / "two-threads", config, fingerprint(config))
     fake = FakeProfile()
-    ex = LatencyExplorer(build, runs=tmp_path, profile_fn=fake, debounce_s=0).wait()
+    ex = LatencyExplorer(build, runs=tmp_path, live=LiveRuns(profile=fake), debounce_s=0).wait()
     assert [c.threads for c in fake.configs] == [1]
     assert ex.status.value.endswith(
         "; a recorded run (two-threads) has 2 threads: pick that to see it"
@@ -141,7 +147,7 @@ def test_recorded_gpu_runs_are_offered_on_a_cpu_only_machine(tmp_path, monkeypat
     run.meta = run.meta.replace(env={"device_name": "NVIDIA H200", "threads": 16})
     run.save(tmp_path / "text-cuda-bs1-fp32")
     fake = FakeProfile()
-    ex = LatencyExplorer("text", runs=tmp_path, profile_fn=fake, debounce_s=0).wait()
+    ex = LatencyExplorer("text", runs=tmp_path, live=LiveRuns(profile=fake), debounce_s=0).wait()
     assert list(ex.device.options) == [("cpu", "cpu"), ("cuda (recorded on NVIDIA H200)", "cuda")]
     ex.set(device="cuda").wait()
     assert len(fake.calls) == 1  # only the first, live cpu view
@@ -173,7 +179,9 @@ def test_a_run_timed_with_sync_request_never_stands_in(tmp_path, monkeypatch):
             timing=run.meta.timing.to_dict() | {"sync": sync},
         )
         run.save(tmp_path / name)
-    ex = LatencyExplorer("text", runs=tmp_path, profile_fn=FakeProfile(), debounce_s=0).wait()
+    ex = LatencyExplorer(
+        "text", runs=tmp_path, live=LiveRuns(profile=FakeProfile()), debounce_s=0
+    ).wait()
     ex.set(device="cuda").wait()
     assert (
         "recorded run text-cuda-bs1-fp32 " in ex.status.value + " "
@@ -183,7 +191,7 @@ def test_a_run_timed_with_sync_request_never_stands_in(tmp_path, monkeypatch):
 
 def test_live_profiling_off_in_a_room_is_said_and_recorded_runs_still_show(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_LIVE", "off")
-    ex = LatencyExplorer("text", profile_fn=FakeProfile(), debounce_s=0).wait()
+    ex = LatencyExplorer("text", live=LiveRuns(profile=FakeProfile()), debounce_s=0).wait()
     assert ex.message_line.level == "error" and ex.message.startswith(
         "live profiling is off on this server"
     )
@@ -191,7 +199,7 @@ def test_live_profiling_off_in_a_room_is_said_and_recorded_runs_still_show(tmp_p
 
 def test_request_picker_starts_at_the_slowest_request_and_shows_its_stages():
     ex = LatencyExplorer(
-        "text", profile_fn=FakeProfile(), debounce_s=0, requests=20, warmup=3
+        "text", live=LiveRuns(profile=FakeProfile(), requests=20, warmup=3), debounce_s=0
     ).wait()
     assert ex.request_picker.value == 22
     assert ex.request_picker.options[0] == ("request 22: 12.116 ms (slowest)", 22)
@@ -208,7 +216,7 @@ def test_request_picker_starts_at_the_slowest_request_and_shows_its_stages():
 
 def test_tail_attribution_figure_has_a_bar_per_stage():
     ex = LatencyExplorer(
-        "text", profile_fn=FakeProfile(), debounce_s=0, requests=20, warmup=3
+        "text", live=LiveRuns(profile=FakeProfile(), requests=20, warmup=3), debounce_s=0
     ).wait()
     names = [t.name for t in ex.tail_pane.figure.data]
     assert names == [*STAGES, "unattributed"]
@@ -241,10 +249,8 @@ def test_pin_as_a_then_compare_with_b_draws_the_ratio_with_its_interval():
     calls = []
     ex = LatencyExplorer(
         "text",
-        profile_fn=FakeProfile(),
-        compare_fn=fake_compare(calls),
+        live=LiveRuns(profile=FakeProfile(), compare=fake_compare(calls), compare_requests=50),
         debounce_s=0,
-        compare_requests=50,
     ).wait()
     ex.compare_button.click()
     assert ex.message.startswith("nothing pinned")
@@ -271,7 +277,9 @@ def test_compare_with_the_real_interleaved_comparison():
         pipe.add("echo", lambda batch: [x * config.batch_size for x in batch])
         return pipe
 
-    ex = LatencyExplorer(tiny, profile_fn=FakeProfile(), debounce_s=0, compare_requests=20).wait()
+    ex = LatencyExplorer(
+        tiny, live=LiveRuns(profile=FakeProfile(), compare_requests=20), debounce_s=0
+    ).wait()
     ex.pin()
     ex.set(batch_size=2).wait()
     ex.compare()
@@ -285,7 +293,7 @@ def test_compare_with_the_real_interleaved_comparison():
 
 def test_a_run_superseded_by_a_cached_setting_is_cancelled_without_a_message():
     fake = FakeProfile()
-    ex = LatencyExplorer("text", profile_fn=fake, debounce_s=0).wait()
+    ex = LatencyExplorer("text", live=LiveRuns(profile=fake), debounce_s=0).wait()
     fake.block = True
     fake.started.clear()
     ex.set(batch_size=32)
@@ -302,7 +310,7 @@ def test_threads_recorded_opens_on_the_recorded_run_and_says_how_to_measure_live
     )
     fake = FakeProfile()
     ex = LatencyExplorer(
-        build, runs=tmp_path, profile_fn=fake, debounce_s=0, threads="recorded"
+        build, runs=tmp_path, live=LiveRuns(profile=fake), debounce_s=0, threads="recorded"
     ).wait()
     assert ex.threads.value == 2 and fake.calls == []
     assert "recorded run two-threads" in ex.status.value
@@ -313,6 +321,10 @@ def test_threads_recorded_opens_on_the_recorded_run_and_says_how_to_measure_live
     ex.set(threads=1).wait()
     assert [c.threads for c in fake.configs] == [1]
     empty = LatencyExplorer(
-        build, runs=tmp_path / "none", profile_fn=FakeProfile(), threads="recorded", start=False
+        build,
+        runs=tmp_path / "none",
+        live=LiveRuns(profile=FakeProfile()),
+        threads="recorded",
+        start=False,
     )
     assert empty.threads.value == 1

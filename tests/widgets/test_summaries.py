@@ -8,7 +8,7 @@ from widget_fakes import FakeProfile, synthetic_run
 
 from workbench.config import PipelineConfig
 from workbench.record import Run, RunMeta
-from workbench.widgets import LatencyExplorer
+from workbench.widgets import LatencyExplorer, LiveRuns
 from workbench.widgets.summaries import summarize
 from tests.support.run_index import index_runs
 from tests.support.waits import lock_sampled, lock_tables
@@ -28,7 +28,7 @@ def test_a_bad_recorded_run_is_skipped_with_a_visible_note(tmp_path):
     assert index.note.startswith("skipped 1 unreadable recorded run(s): ")
 
     ex = LatencyExplorer(
-        "text", profile_fn=FakeProfile(), debounce_s=0, runs=tmp_path, batch_size=2
+        "text", live=LiveRuns(profile=FakeProfile()), debounce_s=0, runs=tmp_path, batch_size=2
     ).wait()
     assert "recorded run" in ex.status.value and "'config.batch_size'" in ex.index_note.text
     assert (

@@ -46,7 +46,8 @@ def synthetic_run(pipeline: str, config: PipelineConfig, requests: int, warmup: 
 
 
 class FakeProfile:
-    """Stands in for ``workbench.runner.profile``: counts calls, can block until released or cancelled."""
+    """Stands in for ``workbench.runner.profile`` (``timeout_s`` ignored): counts calls, can block until
+    released or cancelled."""
 
     def __init__(self, block: bool = False):
         self.calls: list[tuple] = []
@@ -55,7 +56,9 @@ class FakeProfile:
         self.started = threading.Event()
         self.release = threading.Event()
 
-    def __call__(self, target, config, *, requests, warmup, traced, progress=None, cancel=None):
+    def __call__(
+        self, target, config, *, requests, warmup, traced, progress=None, cancel=None, **_
+    ):
         if callable(target):
             resolve_pipeline(target, config)  # the real path for factory errors
         self.calls.append((target, config.device, config.batch_size, config.precision))
@@ -83,7 +86,9 @@ class MetaProfile(FakeProfile):
         super().__init__()
         self.meta, self.fail = meta or {}, set(fail)
 
-    def __call__(self, target, config, *, requests, warmup, traced, progress=None, cancel=None):
+    def __call__(
+        self, target, config, *, requests, warmup, traced, progress=None, cancel=None, **_
+    ):
         run = super().__call__(
             target,
             config,

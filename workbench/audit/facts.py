@@ -16,10 +16,14 @@ from typing import Any
 
 from ..analysis.budget import END_TO_END, budget, stage_matrix
 from ..analysis.explain import recorded_stacks
+from ..analysis.flame import flame_tree
 from ..analysis.periodic import periodic_spikes
+from ..analysis.python_frames import library_shares
 from ..analysis.stats import percentiles
+from ..analysis.trace_report import analyze
 from ..errors import TraceError
 from ..roles import decide_roles
+from ..trace import load_trace
 from ..units import ms_to_ns, ns_to_ms
 
 
@@ -28,11 +32,6 @@ def run_facts(run) -> dict[str, Any]:
     report = budget(run)
     trace, trace_error, libraries, loaded = None, None, {}, None
     if run.trace_path is not None:
-        from ..analysis.flame import flame_tree
-        from ..analysis.python_frames import library_shares
-        from ..analysis.trace_report import analyze
-        from ..trace import load_trace
-
         try:
             loaded = load_trace(run.trace_path)
             trace = analyze(loaded)

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..analysis.attributes import attribute_effects, ranked_effects
+from ..analysis.traced_tail import slow_minus_median, tail_views, views_sentence
+from ..analysis.wait_flame import wait_flames
+from ..plots import launch_figure, trace_flame_figure, transfer_figure
+from ..plots.budget import run_budget_figure
+from ..plots.flame import differential_flame_figure, traced_tail_figure
+from ..plots.survival import survival_figure
+from ..plots.tail import attribute_figure, latency_over_run_figure, tail_figure
+from ..plots.wait_flame import wait_flame_figure
+from ..trace import load_trace
+
 
 def run_figures(run, facts: dict[str, Any], sla_ms: float | None = None) -> list[tuple[str, Any]]:
     """``[(caption, figure)]``: budget (noise badge, failures, SLA), the far tail (survival), tail attribution,
     latency over the run, the attribute that explains the most, then the trace's views."""
-    from ..plots.budget import run_budget_figure
-    from ..plots.survival import survival_figure
-    from ..plots.tail import latency_over_run_figure, tail_figure
-
     figs = [
         ("Budget: p50/p95/p99 per stage", run_budget_figure(run, sla_ms=sla_ms)),
         (
@@ -26,15 +33,11 @@ def run_figures(run, facts: dict[str, Any], sla_ms: float | None = None) -> list
     ]
     figs += _attribute_figures(run)
     if (facts.get("stacks") or {}).get("headline"):
-        from ..plots.flame import differential_flame_figure
-
         caption = "The slowest requests' sampled stacks against the median ones (slow minus median)"
         figs.append((caption, differential_flame_figure(facts["stacks"])))
     if facts.get("waits"):
         figs.append(_wait_flames(run))
     if facts.get("trace") is not None:
-        from ..trace import load_trace
-
         trace = facts.get("loaded_trace") or load_trace(run.trace_path)  # one Trace for every view
         figs += [*_trace_figures(trace), _traced_tail(trace)]
     return figs
@@ -42,9 +45,6 @@ def run_figures(run, facts: dict[str, Any], sla_ms: float | None = None) -> list
 
 def _attribute_figures(run) -> list[tuple[str, Any]]:
     """The attribute that explains the most stage time, drawn with its ranges, when the pipeline declared describe=."""
-    from ..analysis.attributes import attribute_effects, ranked_effects
-    from ..plots.tail import attribute_figure
-
     effects = attribute_effects(run.requests, run.stages, run.stage_names)
     ranked = ranked_effects(effects)
     if not ranked:
@@ -57,9 +57,6 @@ def _attribute_figures(run) -> list[tuple[str, Any]]:
 
 def _wait_flames(run) -> tuple[str, Any]:
     """The slowest requests' sampled work beside their waits (every thread sampled)."""
-    from ..analysis.wait_flame import wait_flames
-    from ..plots.wait_flame import wait_flame_figure
-
     meta = run.meta
     flames = wait_flames(
         meta.sampled, run.requests, run.stages, run.stage_names, meta.pipeline_stages
@@ -73,17 +70,12 @@ def _wait_flames(run) -> tuple[str, Any]:
 def _traced_tail(trace) -> tuple[str, Any]:
     """The slowest traced requests' flame graph against the median ones', with how many it rests on; the caption
     adds their launches and copies per request (``traced_tail.tail_views``) when the trace has any."""
-    from ..analysis.traced_tail import slow_minus_median, tail_views, views_sentence
-    from ..plots.flame import traced_tail_figure
-
     gpu = views_sentence(tail_views(trace))
     caption = "The slowest traced requests against the median ones" + (f" ({gpu})" if gpu else "")
     return (caption, traced_tail_figure(slow_minus_median(trace)))
 
 
 def _trace_figures(events) -> list[tuple[str, Any]]:
-    from ..plots import launch_figure, trace_flame_figure, transfer_figure
-
     return [
         (
             "Flame graph of the traced requests: stage -> operators -> kernels and copies",

@@ -17,6 +17,7 @@ from ..analysis.stats import far_tail_text
 from .facts import round_timeout_ms, run_facts, timeout_estimate
 from . import rules
 from .rules import findings, stage_role
+from .trial import try_actions as measure
 
 FORMAT = "workbench.audit"
 VERSION = 1
@@ -41,8 +42,6 @@ def audit_run(
         _add_estimates(run, facts, f)
     trials = []
     if try_actions:
-        from .trial import try_actions as measure
-
         trials = measure(run, found, requests=try_requests, compare_fn=compare_fn)
     baseline = _baseline(facts, sla_ms)
     return {
@@ -192,7 +191,7 @@ td:first-child,th:first-child{text-align:left} .noisy{color:#b00;font-weight:bol
 
 def render_html(doc: dict[str, Any], figures: dict[str, list[tuple[str, Any]]]) -> str:
     """The report page; ``figures`` maps a run folder to ``[(caption, go.Figure)]``."""
-    import plotly.io as pio
+    import plotly.io as pio  # plotly (the ui extra, 30 ms): only the HTML report; --json runs without it
     from plotly.offline import get_plotlyjs
 
     body = [

@@ -78,6 +78,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis.tokens import growth_text
+from ..analysis.waits import wait_headline
 from ..roles import RoleDecision, decide_role, stage_role  # noqa: F401 (stage_role re-exported)
 from .catalog import actions_for
 
@@ -341,8 +342,6 @@ def gc_pauses(facts: dict[str, Any]) -> list[dict]:
 
 
 def waits(facts: dict[str, Any]) -> list[dict]:
-    from ..analysis.waits import wait_headline
-
     found = facts.get("waits") or {}
     out = []
     for cause in _named_waits(found):

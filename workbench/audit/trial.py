@@ -30,7 +30,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ..analysis.outputs import AGREEMENT_THRESHOLD, agreement_text
+from ..analysis.verdicts import verdict
+from ..batching import BatchPolicy, load_summary, service_model_from_runs, simulate
+from ..config import PipelineConfig
 from ..errors import WorkbenchError
+from ..examples import EXAMPLES, factory
+from ..interleave import compare
+from ..pipeline import load_factory
 
 TRY_REQUESTS = 200
 # factories with a ``cuda_graph`` option (workbench/examples/text.py)
@@ -108,17 +114,11 @@ def factory_of(run) -> tuple[Any, str | None]:
     spec = (run.meta.fingerprint and run.meta.fingerprint.factory) or ""
     try:
         if spec.startswith("example:"):
-            from ..examples import factory
-
             return factory(spec.removeprefix("example:")), None
         if spec and ":" in spec:
-            from ..pipeline import load_factory
-
             return load_factory(spec), None
     except WorkbenchError as exc:
         return None, f"cannot rebuild the pipeline from {spec!r}: {exc}"
-    from ..examples import EXAMPLES, factory
-
     name = run.meta.pipeline
     if not spec and name in EXAMPLES:  # recorded before fingerprints: that shipped example
         return factory(name), None
@@ -126,8 +126,6 @@ def factory_of(run) -> tuple[Any, str | None]:
 
 
 def base_config(run):
-    from ..config import PipelineConfig
-
     threads = run.config.threads or run.meta.env.threads
     return PipelineConfig.from_dict(run.config.to_dict() | {"threads": threads})
 
@@ -141,8 +139,6 @@ def try_actions(
     compare_fn: Callable | None = None,
 ) -> list[dict]:
     """Annotate the findings' actions in place with ``measured`` or ``not_tried``; returns the trial log."""
-    from ..interleave import compare
-
     compare_fn = compare_fn or compare
     factory, why = factory_of(run)
     base = base_config(run)
@@ -193,8 +189,6 @@ def _measure(compare_fn, factory, base, change: dict, requests: int, seed: int) 
         "noisy": bool((result.get("noise") or {}).get("noisy")),
     }
     if scale != 1.0:  # the comparison's verdict rule applied to the per-item interval
-        from ..analysis.verdicts import verdict
-
         min_effect = result.get("min_effect", 0.02)
         out["verdict"] = verdict(tuple(out["p50_ci"]), noisy=out["noisy"], min_effect=min_effect)
     outputs = result.get("outputs")
@@ -236,8 +230,6 @@ def simulate_wait(run, factor: float = 0.5, seed: int = 0) -> dict[str, Any]:
     once with the shorter wait; the ratios are of simulated end-to-end p50 and p99. Labelled simulated:
     the simulator's error on this machine is in ``benchmarks/results/batching_validation.md``.
     """
-    from ..batching import BatchPolicy, load_summary, service_model_from_runs, simulate
-
     policy = (run.meta.load.policy if run.meta.load else None) or {}
     if run.kind not in ("load", "served") or not policy or "arrival_ns" not in run.requests:
         return {

@@ -16,9 +16,19 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from plotly.offline import get_plotlyjs
+
+from ..analysis.flame import flame_tree
+from ..batching import service_model_from_runs, sweep
 from ..errors import WorkbenchError
+from ..plots import distribution_figure, flame_figure
+from ..plots.batching import batching_curves_figure
+from ..plots.budget import run_budget_figure
+from ..plots.style import empty_figure
 from ..record import load_run
 from ..record.folder import write_text_atomically
+from ..trace import load_trace
+from ..units import ns_to_s
 
 RATE_FRACTIONS = (0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.97)
 FLAME_MAX_NODES = 300
@@ -89,19 +99,12 @@ def recorded_entries(runs_dir: str | os.PathLike) -> tuple[list[Entry], list[str
 
 def run_figures(entry: Entry) -> dict[str, Any]:
     """The budget, distribution and flame figures of one run, as plotly JSON dicts."""
-    from ..plots import distribution_figure, flame_figure
-    from ..plots.budget import run_budget_figure
-    from ..plots.style import empty_figure
-
     run = entry.run
     figs = {
         "budget": run_budget_figure(run),
         "distribution": distribution_figure(run.requests, run.stages, run.stage_names),
     }
     if run.trace_path is not None:
-        from ..analysis.flame import flame_tree
-        from ..trace import load_trace
-
         figs["flame"] = flame_figure(
             flame_tree(load_trace(run.trace_path).events),
             max_nodes=FLAME_MAX_NODES,
@@ -114,10 +117,6 @@ def run_figures(entry: Entry) -> dict[str, Any]:
 
 def batching_figures(entries: list[Entry], requests: int = 4_000, seed: int = 0) -> dict[str, Any]:
     """Group key (pipeline|device|precision|variant) -> batching curves simulated from its runs' service times."""
-    from ..batching import service_model_from_runs, sweep
-    from ..plots.batching import batching_curves_figure
-    from ..units import ns_to_s
-
     groups: dict[str, list[Entry]] = {}
     for e in entries:
         groups.setdefault(f"{e.pipeline}|{e.device}|{e.precision}|{e.variant}", []).append(e)
@@ -146,8 +145,6 @@ def build_page(
     entries: list[Entry], figures: dict[str, dict], batching: dict[str, Any], notes: list[str]
 ) -> str:
     """The HTML page (plotly.js inline, figures as JSON, a small controller script)."""
-    from plotly.offline import get_plotlyjs
-
     shown = [f.name for f in fields(Entry) if f.name not in ("path", "run")]
     data = {
         "entries": [{k: getattr(e, k) for k in shown} | {"folder": e.path.name} for e in entries],

@@ -21,6 +21,7 @@ from ..errors import ConfigError
 from .style import PERCENTILE_COLORS, WARMUP_COLOR, empty_figure, layout, stage_color, value_axis
 
 DISTRIBUTION_KINDS = ("histogram", "cdf")  # figure styles; trace event kinds: workbench.trace.KINDS
+BINS = 60  # of the histogram, over the range of its values
 
 
 def latency_samples(
@@ -47,7 +48,6 @@ def distribution_figure(
     stage: str | None = None,
     kind: str = "histogram",
     log_x: bool = True,
-    bins: int = 60,
     max_points: int = 2000,
     title: str | None = None,
 ) -> go.Figure:
@@ -73,7 +73,7 @@ def distribution_figure(
     color = "#333333" if stage is None else stage_color(list(stage_order).index(stage))
     fig = go.Figure()
     if kind == "histogram":
-        edges = _edges(np.concatenate([measured, warm]), bins, log_x)
+        edges = _edges(np.concatenate([measured, warm]), log_x)
         _add_hist(fig, measured, edges, f"measured (n={measured.size})", color)
         if warm.size:
             _add_hist(fig, warm, edges, f"warm-up (n={warm.size})", WARMUP_COLOR)
@@ -92,14 +92,15 @@ def distribution_figure(
     return layout(fig, title, xaxis_title=f"{label} latency (ms{scale})", yaxis_title=yaxis)
 
 
-def _edges(values_ns: np.ndarray, bins: int, log_x: bool) -> np.ndarray:
+def _edges(values_ns: np.ndarray, log_x: bool) -> np.ndarray:
+    """The histogram's :data:`BINS` bins, log-spaced on a log axis."""
     lo, hi = float(values_ns.min()) / NS_PER_MS, float(values_ns.max()) / NS_PER_MS
     if hi <= lo:
         hi = lo * 1.01 + 1e-6
     if log_x:
         lo = max(lo, 1e-6)
-        return np.geomspace(lo, hi, bins + 1)
-    return np.linspace(lo, hi, bins + 1)
+        return np.geomspace(lo, hi, BINS + 1)
+    return np.linspace(lo, hi, BINS + 1)
 
 
 def _add_hist(

@@ -138,25 +138,7 @@ def flame_figure(
         return empty_figure("empty flame tree: no events to attribute", title or "Flame graph")
     shown, share, cut = fit_tree(tree, max_nodes)
     keys = [kind_key(k, n) for k, n in zip(shown["kind"].tolist(), shown["name"].tolist())]
-    names = shown["name"].astype(str).tolist()
-    parents = shown["parent"].astype("int64").to_numpy()
-    fig = go.Figure(
-        go.Icicle(
-            ids=shown["id"].astype(str).tolist(),
-            parents=["" if p == -1 else str(p) for p in parents],
-            labels=[_clip(n, LABEL_CHARS) for n in names],
-            values=display_totals(shown),
-            branchvalues="total",
-            sort=False,
-            maxdepth=max_depth if max_depth else -1,
-            marker=dict(colors=[KIND_COLORS[k] for k in keys]),
-            customdata=_hover_data(shown, names, keys),
-            hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>total %{customdata[2]} (%{percentRoot:.1%} of all)"
-            "<br>self %{customdata[3]}<br>count %{customdata[4]}<br>bytes %{customdata[5]}<extra></extra>",
-            tiling=dict(orientation="v"),
-            root=dict(color="#ffffff"),
-        )
-    )
+    fig = go.Figure(_icicle(shown, keys, max_depth))
     gpu = gpu_work_by_stage(tree)
     if len(gpu):
         fig.update_traces(domain=dict(x=[0, 1], y=[GPU_PANEL + GPU_GAP, 1]))
@@ -190,6 +172,27 @@ def flame_figure(
     if note:
         fig.update_layout(title_subtitle_text="<br>".join(note))
     return fig
+
+
+def _icicle(shown: pd.DataFrame, keys: list[str], max_depth: int | None) -> go.Icicle:
+    """The host tree's icicle: ids and parents as text, values the displayed totals, colored by kind."""
+    names = shown["name"].astype(str).tolist()
+    parents = shown["parent"].astype("int64").to_numpy()
+    return go.Icicle(
+        ids=shown["id"].astype(str).tolist(),
+        parents=["" if p == -1 else str(p) for p in parents],
+        labels=[_clip(n, LABEL_CHARS) for n in names],
+        values=display_totals(shown),
+        branchvalues="total",
+        sort=False,
+        maxdepth=max_depth if max_depth else -1,
+        marker=dict(colors=[KIND_COLORS[k] for k in keys]),
+        customdata=_hover_data(shown, names, keys),
+        hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>total %{customdata[2]} (%{percentRoot:.1%} of all)"
+        "<br>self %{customdata[3]}<br>count %{customdata[4]}<br>bytes %{customdata[5]}<extra></extra>",
+        tiling=dict(orientation="v"),
+        root=dict(color="#ffffff"),
+    )
 
 
 def _add_gpu_panel(fig: go.Figure, gpu: pd.DataFrame) -> list[str]:

@@ -33,9 +33,8 @@ from .style import (
 )
 
 BINS = 40
-TITLE_CHARS = (
-    110  # the verdict's line length at 17 px: one 150-character line ran out of a 1150 px figure
-)
+# the verdict's line length at 17 px: one 150-character line ran out of a 1150 px figure
+TITLE_CHARS = 110
 
 
 def launch_figure(
@@ -86,19 +85,7 @@ def launch_figure(
     )
     dist = launch_distribution(pairs)
     _percentiles(fig, dist)
-    short = summary["short_kernels"]
-    short_share = 100 * short / summary["count"]
-    fig.add_bar(
-        x=["short kernels", "other launches"],
-        y=[short, summary["count"] - short],
-        marker_color=[KIND_COLORS["kernel"], KIND_COLORS["runtime"]],
-        showlegend=False,
-        text=[f"{short_share:.1f}%", f"{100 * (1 - short / summary['count']):.1f}%"],
-        hovertemplate="%{x}: %{y}<extra></extra>",
-        row=2,
-        col=2,
-    )
-    fig.update_yaxes(title_text="launches", row=2, col=2)
+    short_share = _short_kernels(fig, summary)
     delay = float(dist.set_index("metric").loc["launch_delay", "p50_ns"]) / NS_PER_US
     numbers = (
         f"<br><sup>{short_share:.0f}% of {summary['count']} launches are short kernels; median launch delay "
@@ -108,6 +95,23 @@ def launch_figure(
     legend = dict(orientation="h", yanchor="top", y=-0.06, xanchor="left", x=0)
     head = title or "<br>".join(textwrap.wrap(sentence, TITLE_CHARS)) + numbers
     return layout(fig, head, height=700, margin=dict(t=130), legend=legend)
+
+
+def _short_kernels(fig: go.Figure, summary: dict) -> float:
+    """The short kernels against the other launches (bottom right); their share in %."""
+    short, count = summary["short_kernels"], summary["count"]
+    fig.add_bar(
+        x=["short kernels", "other launches"],
+        y=[short, count - short],
+        marker_color=[KIND_COLORS["kernel"], KIND_COLORS["runtime"]],
+        showlegend=False,
+        text=[f"{100 * short / count:.1f}%", f"{100 * (1 - short / count):.1f}%"],
+        hovertemplate="%{x}: %{y}<extra></extra>",
+        row=2,
+        col=2,
+    )
+    fig.update_yaxes(title_text="launches", row=2, col=2)
+    return 100 * short / count
 
 
 def _delay_hist(fig: go.Figure, delay_us: np.ndarray, bins: int) -> None:

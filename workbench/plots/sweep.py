@@ -41,14 +41,32 @@ def sweep_figure(
         return empty_figure("empty sweep: no point measured", title or "Latency vs throughput")
     rows = points.sort_values("offered_rps", kind="stable")
     x = rows["achieved_rps"].to_numpy(dtype=float)
-    stable = rows["stable"].astype(bool).to_numpy()
+    fig = go.Figure()
+    _add_measured_curves(fig, rows, x)
+    if rows["predicted_p99_ms"].notna().any():
+        _add_predicted_curves(fig, rows, x)
+    if sla_ms is not None:
+        add_sla_line(fig, [x.min(), x.max()], sla_ms)
+    if knee is not None:
+        _add_knee(fig, points.iloc[knee])
+    fig.update_yaxes(**value_axis(log_y, "ms", *(t.y for t in fig.data if t.y is not None)))
+    return layout(
+        fig,
+        title or "Latency vs throughput (solid p99, dotted p50; x: unstable; grey: simulator)",
+        xaxis_title="achieved throughput (requests/s)",
+        yaxis_title="end-to-end latency (ms)",
+        legend="right",
+    )
+
+
+def _add_measured_curves(fig: go.Figure, rows: pd.DataFrame, x: np.ndarray) -> None:
+    """Measured p99 (solid) and p50 (dotted), unstable points open; the hover has the measured/simulated ratio."""
     custom = np.c_[
         rows["offered_rps"].to_numpy(dtype=float),
-        stable.astype(int),
+        rows["stable"].astype(bool).to_numpy().astype(int),
         rows["predicted_p99_ratio"].to_numpy(dtype=float),
         rows["predicted_p50_ratio"].to_numpy(dtype=float),
     ]
-    fig = go.Figure()
     for col, dash, k in (("p99_ms", "solid", 2), ("p50_ms", "dot", 3)):
         name = col.removesuffix("_ms")
         fig.add_scatter(
@@ -63,50 +81,44 @@ def sweep_figure(
             f"%{{y:.3f}} ms<br>stable %{{customdata[1]}}<br>measured/simulated "
             f"%{{customdata[{k}]:.2f}}<extra></extra>",
         )
-    if rows["predicted_p99_ms"].notna().any():
-        over = (rows["predicted_stable"] == False).to_numpy()  # noqa: E712  (None: not said, drawn)
-        for col, dash in (("predicted_p99_ms", "dash"), ("predicted_p50_ms", "dashdot")):
-            name = "sim " + col.removeprefix("predicted_").removesuffix("_ms")
-            fig.add_scatter(
-                x=x,
-                y=np.where(over, np.nan, rows[col].to_numpy(dtype=float)),
-                mode="lines",
-                name=name,
-                line=dict(color=PREDICTED_COLOR, dash=dash),
-                hovertemplate=f"{name} %{{y:.3f}} ms at %{{x:.4g}} req/s<extra></extra>",
-            )
-        capacity = rows["predicted_capacity_rps"].dropna()
-        if over.any() and len(capacity):
-            measured = rows[["p50_ms", "p99_ms"]].to_numpy(dtype=float)
-            fig.add_scatter(
-                x=[float(capacity.iloc[0])] * 2,
-                y=[float(np.nanmin(measured)), float(np.nanmax(measured))],
-                mode="lines",
-                name=f"sim capacity {capacity.iloc[0]:.4g} req/s",
-                line=dict(color=PREDICTED_COLOR, dash="dot"),
-                hoverinfo="skip",
-            )
-    if sla_ms is not None:
-        add_sla_line(fig, [x.min(), x.max()], sla_ms)
-    if knee is not None:
-        point = points.iloc[knee]
+
+
+def _add_predicted_curves(fig: go.Figure, rows: pd.DataFrame, x: np.ndarray) -> None:
+    """The simulator's p99 and p50 in grey, a gap at and above its capacity, marked by a vertical line."""
+    over = (rows["predicted_stable"] == False).to_numpy()  # noqa: E712  (None: not said, drawn)
+    for col, dash in (("predicted_p99_ms", "dash"), ("predicted_p50_ms", "dashdot")):
+        name = "sim " + col.removeprefix("predicted_").removesuffix("_ms")
         fig.add_scatter(
-            x=[float(point["achieved_rps"])],
-            y=[float(point["p99_ms"])],
-            mode="markers+text",
-            name="knee",
-            text=[f"knee {point['offered_rps']:.4g} req/s"],
-            textposition="top left",
-            marker=dict(symbol="circle-open", size=18, color=SLA_COLOR, line=dict(width=2)),
+            x=x,
+            y=np.where(over, np.nan, rows[col].to_numpy(dtype=float)),
+            mode="lines",
+            name=name,
+            line=dict(color=PREDICTED_COLOR, dash=dash),
+            hovertemplate=f"{name} %{{y:.3f}} ms at %{{x:.4g}} req/s<extra></extra>",
+        )
+    capacity = rows["predicted_capacity_rps"].dropna()
+    if over.any() and len(capacity):
+        measured = rows[["p50_ms", "p99_ms"]].to_numpy(dtype=float)
+        fig.add_scatter(
+            x=[float(capacity.iloc[0])] * 2,
+            y=[float(np.nanmin(measured)), float(np.nanmax(measured))],
+            mode="lines",
+            name=f"sim capacity {capacity.iloc[0]:.4g} req/s",
+            line=dict(color=PREDICTED_COLOR, dash="dot"),
             hoverinfo="skip",
         )
-    fig.update_yaxes(**value_axis(log_y, "ms", *(t.y for t in fig.data if t.y is not None)))
-    return layout(
-        fig,
-        title or "Latency vs throughput (solid p99, dotted p50; x: unstable; grey: simulator)",
-        xaxis_title="achieved throughput (requests/s)",
-        yaxis_title="end-to-end latency (ms)",
-        legend="right",
+
+
+def _add_knee(fig: go.Figure, point: pd.Series) -> None:
+    fig.add_scatter(
+        x=[float(point["achieved_rps"])],
+        y=[float(point["p99_ms"])],
+        mode="markers+text",
+        name="knee",
+        text=[f"knee {point['offered_rps']:.4g} req/s"],
+        textposition="top left",
+        marker=dict(symbol="circle-open", size=18, color=SLA_COLOR, line=dict(width=2)),
+        hoverinfo="skip",
     )
 
 

@@ -147,8 +147,6 @@ def attribute_figure(
     stage: str,
     attribute: str,
     *,
-    rho: float | None = None,
-    ci: list[float] | None = None,
     effect: dict[str, Any] | None = None,
     title: str | None = None,
     max_points: int = 20_000,
@@ -156,7 +154,8 @@ def attribute_figure(
     """Stage time (ms) against a ``describe=`` attribute, one point per successful measured request.
 
     ``effect``: the attribute's entry from :func:`workbench.analysis.attributes.attribute_effects`; its bins
-    are drawn as p50 and p99 steps over each value range, and the title gives the effect and rho.
+    are drawn as p50 and p99 steps over each value range, and the title gives the effect and rho (or,
+    without an effect, rho and its ``rho_ci``).
     """
     column = ATTR_PREFIX + attribute
     if column not in requests.columns:
@@ -192,12 +191,13 @@ def attribute_figure(
                 x=xs, y=ys, mode="lines+markers", name=f"{key[:3]} per range", line={"dash": dash}
             )
     fig.update_layout(xaxis_title=attribute, yaxis_title=f"{stage} (ms)")
-    return layout(fig, title or _attribute_title(stage, attribute, rho, ci, effect))
+    return layout(fig, title or _attribute_title(stage, attribute, effect or {}))
 
 
-def _attribute_title(stage: str, attribute: str, rho, ci, effect: dict[str, Any] | None) -> str:
-    if effect and effect.get("effect") is not None:
-        rho_text = f", Spearman rho {effect['rho']:.2f}" if effect.get("rho") is not None else ""
+def _attribute_title(stage: str, attribute: str, effect: dict[str, Any]) -> str:
+    rho, ci = effect.get("rho"), effect.get("rho_ci")
+    if effect.get("effect") is not None:
+        rho_text = f", Spearman rho {rho:.2f}" if rho is not None else ""
         return f"{stage} against {attribute}: p50 {effect['effect']:.3g}x from the bottom range to the top{rho_text}"
     if rho is not None and ci:
         return f"{stage} tracks {attribute}: Spearman rho {rho:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"

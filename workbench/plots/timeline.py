@@ -62,7 +62,21 @@ def gpu_timeline_figure(
         row=1,
         col=1,
     )
-    idle = stream_idle(events)
+    lanes = _add_stream_idle(fig, stream_idle(events))
+    fig.update_xaxes(title_text="time since first GPU work (ms)", row=1, col=1)
+    fig.update_yaxes(title_text="busy (%)", range=[0, 100], row=1, col=1)
+    fig.update_xaxes(title_text="time (ms)", row=2, col=1)
+    head = (
+        f"GPU busy {format_ns(summary['busy_ns'])} of a {format_ns(summary['span_ns'])} span "
+        f"(idle {100 * summary['idle_fraction']:.0f}%)"
+    )
+    return layout(
+        fig, title or head, barmode="stack", height=max(520, 420 + 24 * lanes), legend="right"
+    )
+
+
+def _add_stream_idle(fig: go.Figure, idle: pd.DataFrame) -> int:
+    """Bottom: busy and idle time (ms) per (device, stream), stacked; the number of lanes."""
     lanes = [
         f"GPU {d} stream {s}"
         for d, s in zip(idle["device"].astype(str), idle["stream"].astype(str))
@@ -78,16 +92,7 @@ def gpu_timeline_figure(
             row=2,
             col=1,
         )
-    fig.update_xaxes(title_text="time since first GPU work (ms)", row=1, col=1)
-    fig.update_yaxes(title_text="busy (%)", range=[0, 100], row=1, col=1)
-    fig.update_xaxes(title_text="time (ms)", row=2, col=1)
-    head = (
-        f"GPU busy {format_ns(summary['busy_ns'])} of a {format_ns(summary['span_ns'])} span "
-        f"(idle {100 * summary['idle_fraction']:.0f}%)"
-    )
-    return layout(
-        fig, title or head, barmode="stack", height=max(520, 420 + 24 * len(lanes)), legend="right"
-    )
+    return len(lanes)
 
 
 BREAKDOWN = {

@@ -51,6 +51,28 @@ def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -
             "synchronizing calls (ms)",
         ),
     )
+    _add_copy_panels(fig, classes)
+    fig.add_bar(
+        x=syncs["name"].tolist(),
+        y=syncs["total_ns"].to_numpy() / NS_PER_MS,
+        text=[f"n={c}" for c in syncs["count"]],
+        marker_color=KIND_COLORS["sync"],
+        showlegend=False,
+        hovertemplate="%{x}<br>%{y:.3f} ms total, %{text}<extra></extra>",
+        row=1,
+        col=4,
+    )
+    if classes.empty:
+        fig.add_annotation(
+            text="no copies or memsets", x=0.3, y=0.5, xref="paper", yref="paper", showarrow=False
+        )
+    # level, "DtoH Pageable" ran into "HtoD Pinned" in a quarter of 1280 px
+    fig.update_xaxes(tickangle=-90)
+    return layout(fig, title + _pageable_note(classes))
+
+
+def _add_copy_panels(fig: go.Figure, classes: pd.DataFrame) -> None:
+    """Panels 1-3: bytes (MB), time (ms) and bandwidth (GB/s) per copy class, colored by class."""
     labels = classes["label"].tolist()
     colors = [
         KIND_COLORS["memset" if lab == "memset" else copy_palette_key(*split_copy_key(lab))]
@@ -81,24 +103,6 @@ def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -
             row=1,
             col=col,
         )
-    fig.add_bar(
-        x=syncs["name"].tolist(),
-        y=syncs["total_ns"].to_numpy() / NS_PER_MS,
-        text=[f"n={c}" for c in syncs["count"]],
-        marker_color=KIND_COLORS["sync"],
-        showlegend=False,
-        hovertemplate="%{x}<br>%{y:.3f} ms total, %{text}<extra></extra>",
-        row=1,
-        col=4,
-    )
-    if classes.empty:
-        fig.add_annotation(
-            text="no copies or memsets", x=0.3, y=0.5, xref="paper", yref="paper", showarrow=False
-        )
-    fig.update_xaxes(
-        tickangle=-90
-    )  # level, "DtoH Pageable" ran into "HtoD Pinned" in a quarter of 1280 px
-    return layout(fig, title + _pageable_note(classes))
 
 
 PIN_ADVICE_SHARE = 0.25  # advise pinning only where pageable copies hold this share of copy time

@@ -33,6 +33,7 @@ from .batching import BatchingExplorer
 from .cache import LRUCache
 from .jobs import JobQueue
 from .latency import LatencyExplorer
+from .latency_support import LiveRuns
 from .panes import FigurePane, MessageLine
 from .summaries import RunView
 from .traces import TraceExplorer, trace_choices
@@ -43,6 +44,7 @@ __all__ = [
     "JobQueue",
     "LRUCache",
     "LatencyExplorer",
+    "LiveRuns",
     "MessageLine",
     "RunView",
     "TraceExplorer",

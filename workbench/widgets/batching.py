@@ -17,6 +17,7 @@ figures are those of a finite run.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +36,32 @@ from .panes import FigurePane, MessageLine
 __all__ = ["BatchingExplorer", "WAITS_MS"]
 
 
+@dataclass(frozen=True)
+class Simulation:
+    """Where the sliders start and what each setting simulates: the explorer's keywords ``rate_rps=``...
+
+    rate_rps: default half the capacity at ``max_batch_size``, itself the model's largest by default.
+    requests: simulated requests per setting (a seeded Poisson schedule, ``seed``).
+    """
+
+    rate_rps: float | None = None
+    max_batch_size: int | None = None
+    max_wait_ms: float = 5.0
+    requests: int = 5_000
+    seed: int = 0
+
+
 class BatchingExplorer(Controller):
     """Sliders for the batcher -> simulated latency, throughput and queueing.
 
     service_runs: profiler runs (``Run`` objects or run folders) of one pipeline
         at one or more batch sizes; or pass ``model`` (a ``ServiceModel``).
-    requests: simulated requests per setting (a seeded Poisson schedule).
     sla_ms: draws the target on the latency-vs-throughput figure.
     sweep: a ``load --sweep`` folder (or its record): its measured p99/p50 are drawn on the
         latency-vs-throughput figure beside the simulated curve; an in-process sweep's point runs
         are the service runs when neither ``service_runs`` nor ``model`` is given.
+    simulation: the fields of :class:`Simulation` (``rate_rps=``, ``max_batch_size=``,
+        ``max_wait_ms=``, ``requests=``, ``seed=``).
     """
 
     def __init__(
@@ -52,40 +69,47 @@ class BatchingExplorer(Controller):
         service_runs: Iterable[Any] | None = None,
         *,
         model=None,
-        rate_rps: float | None = None,
-        max_batch_size: int | None = None,
-        max_wait_ms: float = 5.0,
-        requests: int = 5_000,
         sla_ms: float | None = None,
-        seed: int = 0,
+        sweep: Any = None,
         debounce_s: float = 0.2,
         cache_size: int = 32,
         start: bool = True,
-        sweep: Any = None,
+        **simulation: Any,
     ):
+        first = Simulation(**simulation)
         self.sweep = sweep_record(sweep) if sweep is not None else None
-        if model is None and service_runs is None and self.sweep is not None:
-            service_runs = sweep_service_runs(sweep, self.sweep)
+        service_runs, model = _service(service_runs, model, sweep, self.sweep)
         if sla_ms is None and self.sweep is not None:
             sla_ms = self.sweep["plan"]["sla_ms"]
-        if model is None:
-            if service_runs is None:
-                raise WorkbenchError(
-                    "BatchingExplorer needs service_runs (profiler run folders) or model=ServiceModel"
-                )
-            service_runs = list(service_runs)
-            model = service_model_from_runs(service_runs)
         super().__init__(debounce_s=debounce_s, cache_size=cache_size)
         self.trust_line = MessageLine()  # the noise of the runs the service times come from
-        self.trust_line.show(*_service_trust(service_runs if service_runs is not None else []))
+        self.trust_line.show(*_service_trust(service_runs))
         self.model = model
-        self.requests, self.sla_ms, self.seed = requests, sla_ms, seed
+        self.requests, self.sla_ms, self.seed = first.requests, sla_ms, first.seed
         self.simulations = 0
+        self._build_sliders(first)
+        self.panes = {name: FigurePane() for name in ("curves", "wait", "breakdown")}
+        sliders = widgets.HBox(
+            [self.rate, self.max_batch_size, self.max_wait],
+            layout=widgets.Layout(flex_flow="row wrap"),
+        )
+        self.view = widgets.VBox(
+            [sliders, self.status, self.message_line.view, self.trust_line.view]
+            + [pane.view for pane in self.panes.values()],
+            layout=widgets.Layout(width="100%"),
+        )
+        for control in (self.rate, self.max_batch_size, self.max_wait):
+            control.observe(lambda _c: self._silent or self.refresh(), "value")
+        if start:
+            self.refresh()
+
+    def _build_sliders(self, first: Simulation) -> None:
+        """Rate (up to 1.2x the capacity at the largest batch), max batch size and max wait, at ``first``."""
+        model, w = self.model, widgets
         largest = model.sizes[-1]
-        size = max_batch_size or largest
+        size = first.max_batch_size or largest
         top = model.capacity_rps(largest) * 1.2
-        rate = rate_rps if rate_rps is not None else 0.5 * model.capacity_rps(size)
-        w = widgets
+        rate = first.rate_rps if first.rate_rps is not None else 0.5 * model.capacity_rps(size)
         slider = dict(continuous_update=False, style={"description_width": "100px"})
         self.rate = w.FloatSlider(
             value=rate,
@@ -101,26 +125,13 @@ class BatchingExplorer(Controller):
             value=size, min=1, max=largest, description="max batch", **slider
         )
         self.max_wait = w.FloatSlider(
-            value=max_wait_ms,
+            value=first.max_wait_ms,
             min=0.0,
-            max=max(WAITS_MS[-1], max_wait_ms),
+            max=max(WAITS_MS[-1], first.max_wait_ms),
             step=0.5,
             description="max wait ms",
             **slider,
         )
-        self.panes = {name: FigurePane() for name in ("curves", "wait", "breakdown")}
-        sliders = w.HBox(
-            [self.rate, self.max_batch_size, self.max_wait], layout=w.Layout(flex_flow="row wrap")
-        )
-        self.view = w.VBox(
-            [sliders, self.status, self.message_line.view, self.trust_line.view]
-            + [pane.view for pane in self.panes.values()],
-            layout=w.Layout(width="100%"),
-        )
-        for control in (self.rate, self.max_batch_size, self.max_wait):
-            control.observe(lambda _c: self._silent or self.refresh(), "value")
-        if start:
-            self.refresh()
 
     @property
     def key(self) -> tuple[float, int, float]:
@@ -207,6 +218,20 @@ class BatchingExplorer(Controller):
             "latencies only describe a finite run. Lower the rate or raise the max batch size.",
             "warning",
         )
+
+
+def _service(service_runs: Any, model: Any, sweep: Any, record: dict | None) -> tuple[Any, Any]:
+    """The service runs ([] for a model given alone) and the service model built from them."""
+    if model is None and service_runs is None and record is not None:
+        service_runs = sweep_service_runs(sweep, record)
+    if model is None:
+        if service_runs is None:
+            raise WorkbenchError(
+                "BatchingExplorer needs service_runs (profiler run folders) or model=ServiceModel"
+            )
+        service_runs = list(service_runs)
+        model = service_model_from_runs(service_runs)
+    return (service_runs if service_runs is not None else []), model
 
 
 def _service_trust(service_runs: list[Any]) -> tuple[str, str]:

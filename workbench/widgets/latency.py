@@ -27,18 +27,14 @@ A click on a point of the latency-over-run chart moves the request picker to tha
 request (:meth:`LatencyExplorer.show_request`; the bridge is ``panes.ClickablePane``),
 so the click and the keyboard drive one stage pane.
 
-Beside the run on screen stay the runs it is read against (:mod:`workbench.widgets.beside`):
-the configuration shown before it, A once pinned, and, for a live run of a recorded
-configuration, its recording: their end-to-end p50 and p99 with the p99's interval in a
-table and a figure, and one line saying whether they are comparable (a live run on a busy
-machine is not comparable with a quiet recording). The status line of a live run says how
-long it waited in the room's queue apart from how long it measured.
+Beside the run on screen stay the runs it is read against, with a line saying whether they are
+comparable (:mod:`workbench.widgets.beside`). The status line of a live run says how long it
+waited in the room's queue apart from how long it measured.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import threading
 import time
 from collections.abc import Callable
@@ -48,9 +44,8 @@ import ipywidgets as widgets
 
 from ..analysis.failures import recorded_noise
 from ..config import PRECISIONS, PipelineConfig
-from ..device import available_devices
+from ..device import available_devices, prime_profiler
 from ..errors import WorkbenchError
-from ..live_queue import live_slot
 from ..noise import noise_line
 from ..record import load_run
 from .beside import BUSY, beside_html, beside_table
@@ -74,6 +69,7 @@ from .figures import flame_from_trace
 from .panes import ClickablePane, DeferredPane, FigurePane, MessageLine, figure_bundle
 from .latency_support import (
     Key,
+    LiveRuns,
     check_config,
     clicked_request,
     describe,
@@ -90,19 +86,36 @@ from .summaries import RunView, discard_trace, summarize
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
 PROGRESS_EVERY_S = 0.1
-SURVIVAL_POINTS = (
-    400  # the far tail's points: the slowest 200 exactly, so the first view stays small
-)
-# per-request timeout of the explorer's runs: a stuck stage must not freeze the page
-TIMEOUT_S = 30.0
+# the far tail's points: the slowest 200 exactly, so the first view stays small
+SURVIVAL_POINTS = 400
 THREADS = 1  # live runs' torch threads by default, for the reason below
 THREADS_REASON = (
     "torch's CPU thread pool busy-waits, so on shared cores more threads measure the contention, "
     "not the pipeline"
 )
 THREADS_WHY = f"threads: 1 by default: {THREADS_REASON}"
-COMPARE_REQUESTS = 100  # per configuration: 10 rounds of blocks of 10
 CLICK_REFUSED = "no stages shown for request"  # the message line of a click on a point not listed
+WAITING = "waiting in the room's queue..."
+
+
+@dataclasses.dataclass(frozen=True)
+class Controls:
+    """Where the explorer's controls start: its keywords ``batch_size=``, ``precision=``... are these.
+
+    threads: torch threads of live runs (default 1, see :data:`THREADS_WHY`; None: torch's default).
+        ``"recorded"``: start at the thread count of the recorded run of the first
+        configuration, so that a room's first view is that recorded run, not a
+        live measurement (1 when there is none).
+    batch_sizes: the slider's choices (with ``batch_size`` and the recorded runs' sizes).
+    sla_ms: the target line drawn on the budget.
+    """
+
+    batch_size: int = 1
+    batch_sizes: tuple[int, ...] = BATCH_SIZES
+    precision: str = "fp32"
+    device: str = "cpu"
+    threads: int | None | str = THREADS
+    sla_ms: float | None = None
 
 
 class LatencyExplorer(Controller):
@@ -110,25 +123,16 @@ class LatencyExplorer(Controller):
 
     example: an example name (``workbench.examples.EXAMPLES``) or a factory
         ``build(config) -> Pipeline``; more choices via ``pipelines={label: name or factory}``.
-    requests/warmup/traced: request counts of each re-profiling run (kept small).
-    threads: torch threads of live runs (default 1, see :data:`THREADS_WHY`; None: torch's default).
-        ``"recorded"``: start at the thread count of the recorded run of the first
-        configuration, so that a room's first view is that recorded run, not a
-        live measurement (1 when there is none).
     runs: recorded run folders (or folders of them, e.g. ``data/runs``); a
         configuration whose fingerprint matches one is shown without profiling,
         and a device this machine lacks is offered when runs were recorded on it.
+    live: how a configuration is measured here (:class:`~workbench.widgets.latency_support.LiveRuns`:
+        the profile and compare functions, their request counts, the room's live slot).
     debounce_s: quiet time after the last change before profiling starts.
     cache_size: run summaries kept (least recently used dropped).
-    profile_fn: the profiling function (``workbench.runner.profile``); tests inject a fake.
-    compare_fn: the comparison (``workbench.interleave.compare``); tests inject a fake.
-    compare_requests: measured requests per configuration of "compare with B".
-    timeout_s: per-request timeout of each profile (default 30 s; None: none). A stuck stage
-        then ends the run as "incomplete: timeout", and cancel does not wait for it
-        (``workbench.guard``); an injected ``profile_fn`` gets it only if it takes ``timeout_s``.
     start: draw (or profile) the first configuration right away.
-    clock, sleep: seconds and waiting of the room's queue (``live_queue.live_slot``) and of the
-        measuring time in the status line; tests inject them.
+    controls: where the controls start, the fields of :class:`Controls`
+        (``batch_size=8, precision="bf16", threads="recorded", sla_ms=50``...).
     """
 
     def __init__(
@@ -136,48 +140,36 @@ class LatencyExplorer(Controller):
         example: str | Callable = "text",
         *,
         pipelines: dict[str, Any] | None = None,
-        batch_size: int = 1,
-        batch_sizes: tuple[int, ...] = BATCH_SIZES,
-        precision: str = "fp32",
-        device: str = "cpu",
-        threads: int | None | str = THREADS,
-        sla_ms: float | None = None,
-        requests: int = 20,
-        warmup: int = 3,
-        traced: int = 1,
         runs: Any = None,
+        live: LiveRuns = LiveRuns(),
         debounce_s: float = 0.3,
         cache_size: int = 16,
-        profile_fn: Callable | None = None,
-        compare_fn: Callable | None = None,
-        compare_requests: int = COMPARE_REQUESTS,
         start: bool = True,
-        timeout_s: float | None = TIMEOUT_S,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
+        **controls: Any,
     ):
+        first = _controls(controls)
         super().__init__(debounce_s=debounce_s, cache_size=cache_size)
-        self.clock, self.sleep = clock, sleep
         self.targets = pipeline_targets(example, pipelines)
-        self.requests, self.warmup, self.traced = requests, warmup, traced
-        self.profile_fn = profile_fn
-        self.timeout_s = timeout_s
+        self.live = live
         self.profile_calls = 0
         # built figures and their JSON, per (run, view, options)
         self.figures = LRUCache(4 * cache_size)
         self.lookup = RunLookup(runs)  # recorded runs and the fingerprints looked up so far
-        # A of "compare with B", and its result
-        self.pinning = Pinning(compare_fn, compare_requests, warmup, _measurable)
+        self.pinning = Pinning(live, _measurable)  # A of "compare with B", and its result
         self.current: RunView | None = None
         self.previous: RunView | None = None  # the run on screen before the current one
         self.pinned_view: RunView | None = None  # A's run, when it was on screen as it was pinned
-        if threads == "recorded":
-            threads = self._recorded_threads(batch_size, precision, device)
-        sizes = (
-            set(batch_sizes) | {batch_size} | self.recorded.batch_sizes(next(iter(self.targets)))
-        )
-        self._build_controls(batch_size, sorted(sizes), precision, device, threads, sla_ms)
+        if first.threads == "recorded":
+            first = dataclasses.replace(first, threads=self._recorded_threads(first))
+        self._build_controls(first)
+        self._build_panes()
         self.view = self._layout()
+        self._observe()
+        if start:
+            self.refresh()
+
+    def _observe(self) -> None:
+        """Every control and button wired to the one change path (or a redraw)."""
         for control in (self.pipeline, self.batch_size, self.precision, self.device, self.threads):
             control.observe(lambda _c: self._silent or self._changed(), "value")
         self.sla.observe(lambda _c: self._silent or self._redraw(budget=True), "value")
@@ -189,8 +181,6 @@ class LatencyExplorer(Controller):
         self.rerun_button.on_click(lambda _b: self.refresh(force=True))
         self.pin_button.on_click(lambda _b: self.pin())
         self.compare_button.on_click(lambda _b: self.compare())
-        if start:
-            self.refresh()
 
     # -- public API ---------------------------------------------------------
     @property
@@ -294,26 +284,32 @@ class LatencyExplorer(Controller):
         self.jobs.submit(lambda cancel: self._compare(a_key, a_config, b_key, b_config))
 
     # -- controls -----------------------------------------------------------
-    def _build_controls(self, batch_size, batch_sizes, precision, device, threads, sla_ms) -> None:
+    def _build_controls(self, first: Controls) -> None:
+        """The configuration's controls, at ``first``; the batch sizes include the recorded runs'."""
         w = widgets
         self.pipeline = w.Dropdown(
             options=list(self.targets), value=next(iter(self.targets)), description="pipeline"
         )
+        recorded = self.recorded.batch_sizes(self.pipeline.value)
         self.batch_size = w.SelectionSlider(
-            options=batch_sizes, value=batch_size, description="batch size", continuous_update=False
+            options=sorted(set(first.batch_sizes) | {first.batch_size} | recorded),
+            value=first.batch_size,
+            description="batch size",
+            continuous_update=False,
         )
         self.precision = w.ToggleButtons(
             options=list(PRECISIONS),
-            value=precision,
+            value=first.precision,
             description="precision",
             style={"button_width": "56px"},
         )
         self.device = w.ToggleButtons(
             options=self.lookup.device_options(available_devices(), self.pipeline.value),
-            value=device,
+            value=first.device,
             description="device",
             style={"button_width": "auto"},
         )
+        threads = first.threads
         self.threads = w.Dropdown(
             options=thread_options(threads),
             value=threads,
@@ -327,7 +323,7 @@ class LatencyExplorer(Controller):
         )
         self.threads_why = w.HTML(value=f'<span style="color:#666;font-size:90%">{why}</span>')
         self.sla = w.BoundedFloatText(
-            value=sla_ms or 0.0,
+            value=first.sla_ms or 0.0,
             min=0.0,
             max=1e6,
             step=1.0,
@@ -344,6 +340,10 @@ class LatencyExplorer(Controller):
             description="request",
             layout=w.Layout(width="320px"),
         )
+
+    def _build_panes(self) -> None:
+        """The buttons, the message lines and the figure panes."""
+        w = widgets
         self.progress = w.IntProgress(max=1, layout=w.Layout(width="200px", visibility="hidden"))
         self.cancel_button = _button("cancel", "90px", disabled=True)
         self.rerun_button = _button(
@@ -362,28 +362,23 @@ class LatencyExplorer(Controller):
         self.index_note = MessageLine()  # recorded runs that could not be read: skipped, said here
         self.index_note.show(self.recorded.note, "warning")
         self.budget_pane, self.distribution_pane = FigurePane(), FigurePane()
-        self.budget_pane.view.add_class(
-            "workbench-budget"
-        )  # the page's budget, whatever is above it
+        # the page's budget, whatever is above it
+        self.budget_pane.view.add_class("workbench-budget")
         # drawn on the page when asked: 45 of the first view's 70 kB of figure JSON, 0.2 s of the browser's time
         self.flame_pane = DeferredPane(520, "flame graph of the traced request")
         self.tail_pane, self.request_pane = FigurePane(320), FigurePane(320)
-        self.survival_pane = FigurePane(
-            320
-        )  # the far tail of the stage picked for the distribution
+        # the far tail of the stage picked for the distribution
+        self.survival_pane = FigurePane(320)
         self.over_run_pane = ClickablePane(360)
         self.compare_pane = FigurePane(380)
-        self.stacks_pane = FigurePane(420)  # slow minus median sampled stacks; hidden without them
-        self.stacks_pane.view.layout.display = "none"
-        self.waits_pane = FigurePane(
-            420
-        )  # work beside waits (every thread sampled); hidden without
-        self.waits_pane.view.layout.display = "none"
+        # slow minus median sampled stacks; work beside waits (every thread sampled): hidden without
+        self.stacks_pane, self.waits_pane = FigurePane(420), FigurePane(420)
         # the runs the one on screen is read against (widgets.beside); hidden while it is alone
         self.beside_line = MessageLine()
         self.beside_table = w.HTML()
         self.beside_pane = FigurePane(300)
-        self.beside_pane.view.layout.display = "none"
+        for pane in (self.stacks_pane, self.waits_pane, self.beside_pane):
+            pane.view.layout.display = "none"
         self.beside_rows = None  # the table drawn (``beside.beside_table``), None while alone
 
     def _layout(self) -> widgets.Widget:
@@ -507,16 +502,16 @@ class LatencyExplorer(Controller):
         found without building (the caller checks that): priming imports torch
         (about 250 MB a kernel), which a room's recorded first view never needs.
         """
-        if self.profile_fn is not None or (not force and key in self.cache):
-            return
-        from ..device import prime_profiler
+        if self.live.profile is None and (force or key not in self.cache):
+            prime_profiler()
 
-        prime_profiler()
-
-    def _recorded_threads(self, batch_size: int, precision: str, device: str) -> int:
+    def _recorded_threads(self, first: Controls) -> int:
         """The thread count of the recorded run of the first configuration (any threads), else :data:`THREADS`."""
         config = PipelineConfig(
-            device=device, batch_size=batch_size, precision=precision, threads=THREADS
+            device=first.device,
+            batch_size=first.batch_size,
+            precision=first.precision,
+            threads=THREADS,
         )
         return self.lookup.recorded_threads(next(iter(self.targets.values())), config) or THREADS
 
@@ -537,29 +532,12 @@ class LatencyExplorer(Controller):
     def _profile(
         self, key: Key, config: PipelineConfig, cancel: threading.Event, hint: str = ""
     ) -> RunView:
-        profile = self.profile_fn
-        if profile is None:
-            from ..runner import profile
         self.profile_calls += 1
-        limit = {"timeout_s": self.timeout_s} if _takes(profile, "timeout_s") else {}
-        with live_slot(
-            on_wait=lambda: setattr(self.status, "value", "waiting in the room's queue..."),
-            clock=self.clock,
-            sleep=self.sleep,
-        ) as waited:
+        with self.live.slot(on_wait=self._waiting) as waited:
             self._progress_start(describe(key))
-            started = self.clock()
-            run = profile(
-                self.targets[key[0]],
-                config,
-                **limit,
-                requests=self.requests,
-                warmup=self.warmup,
-                traced=self.traced,
-                progress=self._progress_callback(),
-                cancel=cancel,
-            )
-        seconds = self.clock() - started
+            started = self.live.clock()
+            run = self.live.measure(self.targets[key[0]], config, self._progress_callback(), cancel)
+        seconds = self.live.clock() - started
         queue = f"waited {waited:.1f} s in the room's queue, " if waited >= 0.05 else ""
         try:
             return summarize(
@@ -581,7 +559,7 @@ class LatencyExplorer(Controller):
                 self.targets[a_key[0]],
                 a_config,
                 b_config,
-                on_wait=lambda: setattr(self.status, "value", "waiting in the room's queue..."),
+                on_wait=self._waiting,
             )
         except WorkbenchError as exc:
             self.status.value = "not compared"
@@ -710,8 +688,11 @@ class LatencyExplorer(Controller):
         if request is not None and self.current is not None:
             self.show_request(request)
 
+    def _waiting(self) -> None:
+        self.status.value = WAITING
+
     def failed(self, key: Key, exc: WorkbenchError) -> None:
-        from ..runner import Cancelled
+        from ..guard import Cancelled  # 2 ms kept off the first view: only live runs raise it
 
         self._progress_done()
         cancelled = isinstance(exc, Cancelled)
@@ -739,11 +720,9 @@ class LatencyExplorer(Controller):
                 self.waits_pane,
             ):
                 pane.show(blank)
-            for pane in (self.stacks_pane, self.waits_pane):
+            for pane in (self.stacks_pane, self.waits_pane, self.beside_pane):
                 pane.view.layout.display = "none"
                 pane.clear()
-            self.beside_pane.view.layout.display = "none"
-            self.beside_pane.clear()
             self.beside_table.value, self.beside_rows = "", None
             self.beside_line.clear()
             with self.quiet():
@@ -781,6 +760,18 @@ class LatencyExplorer(Controller):
         self.cancel_button.disabled, self.cancel_button.button_style = True, ""
 
 
+def _controls(values: dict[str, Any]) -> Controls:
+    """The explorer's keywords past its own: :class:`Controls` fields; others named with where they go."""
+    unknown = sorted(set(values) - {f.name for f in dataclasses.fields(Controls)})
+    if unknown:
+        raise TypeError(
+            f"LatencyExplorer() got unknown keywords {unknown}: the controls are "
+            f"{[f.name for f in dataclasses.fields(Controls)]}; how live runs are made (profile, "
+            "requests, warmup, traced, timeout_s, compare...) goes in live=LiveRuns(...)"
+        )
+    return Controls(**values)
+
+
 def _button(description: str, width: str, **options: Any) -> widgets.Button:
     """A button ``width`` wide; ``options``: its other traits (tooltip, disabled)."""
     return widgets.Button(description=description, layout=widgets.Layout(width=width), **options)
@@ -799,15 +790,6 @@ def _flame_of(view: RunView) -> Any:
 def _measurable(device: str) -> bool:
     """Whether this machine has the device family (the recorded-only devices are not)."""
     return device.split(":")[0] in available_devices()
-
-
-def _takes(fn: Callable, name: str) -> bool:
-    """Whether ``fn`` accepts keyword ``name`` (the explorer's timeout reaches fakes that take it)."""
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
 def _timeout_note(run: Any) -> str:

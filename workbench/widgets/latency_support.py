@@ -1,4 +1,5 @@
-"""Small helpers of the latency explorer: control choices, the wanted fingerprint, and its message lines.
+"""Small helpers of the latency explorer: how it measures live, control choices, the wanted fingerprint,
+and its message lines.
 
 Kept apart from :mod:`workbench.widgets.latency` so that the explorer module
 holds only the wiring. Nothing here touches a widget.
@@ -6,23 +7,80 @@ holds only the wiring. Nothing here touches a widget.
 
 from __future__ import annotations
 
+import dataclasses
+import threading
+import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from .. import __version__
 from ..config import PipelineConfig
 from ..device import check_device, cpu_model, torch_or_none, torch_version
 from ..errors import PipelineError
+from ..examples import EXAMPLES
 from ..fingerprint import UNKNOWN, _cores, factory_spec
+from ..live_queue import live_slot
 from ..precision import check_precision
 from ..units import ns_to_ms
 from .summaries import Key, RunView
 
+TIMEOUT_S = 30.0  # per request of the explorer's runs: a stuck stage must not freeze the page
+COMPARE_REQUESTS = 100  # per configuration: 10 rounds of blocks of 10
+
+
+@dataclasses.dataclass(frozen=True)
+class LiveRuns:
+    """How the explorer measures here: its collaborators (tests inject fakes) and the size of their runs.
+
+    profile: called as ``workbench.runner.profile`` (default), with ``requests``, ``warmup``, ``traced``
+        and ``timeout_s`` (per request, None: none; a stuck stage ends the run as "incomplete: timeout").
+    compare: "compare with B", called as ``workbench.interleave.compare`` (default) is.
+    clock, sleep: of the room's live slot (``live_queue.live_slot``) and the measuring time shown.
+    """
+
+    profile: Callable | None = None
+    requests: int = 20
+    warmup: int = 3
+    traced: int = 1
+    timeout_s: float | None = TIMEOUT_S
+    compare: Callable | None = None
+    compare_requests: int = COMPARE_REQUESTS
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+
+    def slot(self, on_wait: Callable[[], None]) -> AbstractContextManager[float]:
+        """The room's live-run slot, one live run at a time; yields the seconds waited."""
+        return live_slot(on_wait=on_wait, clock=self.clock, sleep=self.sleep)
+
+    def measure(
+        self, target: Any, config: PipelineConfig, progress: Callable, cancel: threading.Event
+    ) -> Any:
+        """A profile of ``target`` under ``config`` (a ``Run``)."""
+        profile = self.profile
+        if profile is None:
+            from ..runner import profile  # 30 ms of imports: a recorded view never profiles
+        return profile(
+            target,
+            config,
+            requests=self.requests,
+            warmup=self.warmup,
+            traced=self.traced,
+            timeout_s=self.timeout_s,
+            progress=progress,
+            cancel=cancel,
+        )
+
+    def interleave(self, target: Any, configs: list[PipelineConfig]) -> dict:
+        """The comparison's ``result`` of ``configs`` of ``target``, measured interleaved."""
+        compare = self.compare
+        if compare is None:
+            from ..interleave import compare  # 20 ms of imports: only "compare with B" needs them
+        return compare(target, configs, requests=self.compare_requests, warmup=self.warmup).result
+
 
 def pipeline_targets(example: Any, pipelines: dict[str, Any] | None) -> dict[str, Any]:
     """Dropdown label -> example name or factory; the first entry is selected."""
-    from ..examples import EXAMPLES
-
     first = {example: example} if isinstance(example, str) else {_label(example): example}
     if isinstance(example, str) and example not in EXAMPLES:
         raise PipelineError(

@@ -1,10 +1,8 @@
 """A/B pinning of the latency explorer: keep one configuration as A, compare the current one (B) with it.
 
-Split out of :mod:`workbench.widgets.latency` (which keeps the wiring). Both
-configurations run interleaved in this process (``workbench.interleave.compare``),
-one live run at a time (``workbench.live_queue``); the result is the comparison's
-``result`` dict (ratio per stage with its interval and verdict). Nothing here
-touches a widget: the explorer passes a status callback.
+Both configurations run interleaved in this process (``LiveRuns.interleave``), one live run at
+a time; the result is the comparison's ``result`` dict (ratio per stage with its interval and
+verdict). Nothing here touches a widget: the explorer passes a status callback.
 """
 
 from __future__ import annotations
@@ -14,27 +12,18 @@ from typing import Any
 
 from ..config import PipelineConfig
 from ..errors import ConfigError
-from ..live_queue import live_slot
-from .latency_support import Key, check_config
+from .latency_support import Key, LiveRuns, check_config
 
 
 class Pinning:
     """The pinned configuration A and the last comparison's result.
 
-    compare_fn: the comparison (``workbench.interleave.compare``); tests inject a fake.
-    requests/warmup: measured and warm-up requests per configuration.
+    live: how the explorer measures (``LiveRuns``: the comparison, its request counts, the room's slot).
     measurable: ``device -> bool``, whether this machine can run it (both A and B run live).
     """
 
-    def __init__(
-        self,
-        compare_fn: Callable | None,
-        requests: int,
-        warmup: int,
-        measurable: Callable[[str], bool],
-    ):
-        self.compare_fn, self.requests, self.warmup = compare_fn, requests, warmup
-        self.measurable = measurable
+    def __init__(self, live: LiveRuns, measurable: Callable[[str], bool]):
+        self.live, self.measurable = live, measurable
         self.pinned: tuple[Key, PipelineConfig] | None = None
         self.comparison: dict | None = None
 
@@ -70,14 +59,8 @@ class Pinning:
         on_wait: Callable[[], None],
     ) -> dict:
         """Worker thread: A and B interleaved; the comparison's ``result`` (kept as :attr:`comparison`)."""
-        compare = self.compare_fn
-        if compare is None:
-            from ..interleave import compare
         check_config(a_config)
         check_config(b_config)
-        with live_slot(on_wait=on_wait):
-            result = compare(
-                target, [a_config, b_config], requests=self.requests, warmup=self.warmup
-            ).result
-        self.comparison = result
-        return result
+        with self.live.slot(on_wait):
+            self.comparison = self.live.interleave(target, [a_config, b_config])
+        return self.comparison

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import main_output as cli, one_line
 from workbench.cli import main
 from workbench.cli.numbers import check_memory, number
 from workbench.cli.output import dumps, save_measured, strict
@@ -42,21 +43,6 @@ def build_threaded(config):
     p.add("forward", lambda x: x)
     return p
 """
-
-
-def cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        rc = main(argv)
-    return rc, out.getvalue(), err.getvalue()
-
-
-def one_line(rc: int, err: str, *words: str) -> None:
-    assert (
-        rc == 2 and err.count("\n") == 1 and "Traceback" not in err and "internal error" not in err
-    ), err
-    for word in words:
-        assert word in err, (word, err)
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -30,10 +29,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from payloads import payloads_file  # noqa: E402
+from tests.support.cli import ENV, load_url, workbench  # noqa: E402
 from workbench.record import load_run  # noqa: E402
 from workbench_serve.process import ServeProcess  # noqa: E402
-
-ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
 
 
 def one_run(mode: str, args, root: Path, k: int) -> dict:
@@ -58,30 +56,10 @@ def one_run(mode: str, args, root: Path, k: int) -> dict:
         env=ENV,
     )
     try:
-        res = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "workbench",
-                "load",
-                "--url",
-                server.url,
-                "--payloads",
-                str(payloads_file(args.example, root)),
-                "--rate",
-                str(args.rate),
-                "--duration",
-                str(args.duration),
-                "--seed",
-                str(k),
-                "--json",
-                "--out",
-                str(root / f"client-{mode}-{k}"),
-            ],
-            capture_output=True,
-            text=True,
-            env=ENV,
-            timeout=600,
+        payloads = payloads_file(args.example, root)
+        flags = ["--rate", args.rate, "--duration", args.duration, "--seed", k, "--json"]
+        res = workbench(
+            *load_url(server.url, payloads, root / f"client-{mode}-{k}", *flags), timeout=600
         )
         client = json.loads(res.stdout)
     finally:

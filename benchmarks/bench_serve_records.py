@@ -118,6 +118,7 @@ def part1(args) -> list[dict]:
 
 def served_run(label: str, cwd: Path, args, root: Path, k: int) -> dict:
     from payloads import payloads_file
+    from tests.support.cli import load_url, workbench
     from workbench.record import load_run
     from workbench_serve.process import ServeProcess
 
@@ -141,32 +142,10 @@ def served_run(label: str, cwd: Path, args, root: Path, k: int) -> dict:
         cwd=cwd,
     )
     try:
-        res = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "workbench",
-                "load",
-                "--url",
-                server.url,
-                "--payloads",
-                str(payloads_file("tabular", root)),
-                "--rate",
-                str(args.rate),
-                "--duration",
-                str(args.duration),
-                "--seed",
-                str(k),
-                "--json",
-                "--out",
-                str(root / f"client-{label}-{k}"),
-            ],
-            capture_output=True,
-            text=True,
-            env=ENV,
-            timeout=900,
-            cwd=ROOT,
-        )
+        payloads = payloads_file("tabular", root)
+        flags = ["--rate", args.rate, "--duration", args.duration, "--seed", k, "--json"]
+        client_out = root / f"client-{label}-{k}"
+        res = workbench(*load_url(server.url, payloads, client_out, *flags), timeout=900, cwd=ROOT)
         client = json.loads(res.stdout)
     finally:
         server.stop()

@@ -94,6 +94,37 @@ def streaming_pipeline(
     return pipe
 
 
+TICKING = """
+import itertools, os, time
+from workbench import Pipeline
+
+
+def build(config):
+    pipe = Pipeline("ticking", items=lambda: itertools.count())
+
+    @pipe.stage
+    def forward(batch):
+        with open(os.environ["WB_TICKS"], "a") as f:  # one line per call: the test waits on it
+            f.write("x\\n")
+        time.sleep(0.002)
+        return batch
+
+    return pipe
+"""
+
+
+def ticking_pipeline(folder: Path) -> tuple[str, Path]:
+    """A pipeline file for a child process whose one stage takes 2 ms and writes a line to the file
+    ``$WB_TICKS`` per call: ``("PATH:build", the ticks file to name in WB_TICKS)`` in ``folder``."""
+    (folder / "ticking.py").write_text(TICKING)
+    return f"{folder / 'ticking.py'}:build", folder / "ticks.txt"
+
+
+def lines(path: Path) -> int:
+    """Lines in ``path`` so far (0 before it exists)."""
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
 def load_script(path: Path, name: str) -> ModuleType:
     """A script of ``benchmarks/`` or ``scripts/`` (not packages) imported from its file, as module ``name``."""
     spec = importlib.util.spec_from_file_location(name, path)

@@ -32,7 +32,7 @@ def command(*args: object) -> list[str]:
 
 
 def workbench(
-    *args: object, timeout: float = 180, env: dict | None = None, **run
+    *args: object, timeout: float = 300, env: dict | None = None, **run
 ) -> subprocess.CompletedProcess:
     """``python -m workbench ARGS`` run to its end: ``returncode``, ``stdout``, ``stderr`` (text);
     ``env``: variables added to :data:`ENV`; ``run``: more ``subprocess.run`` arguments (``cwd``)."""

@@ -31,9 +31,11 @@ class StackedProfile(FakeProfile):
     """The fake profile, with sampled stacks recorded on batch size 4 only; bf16 fails as the runner would."""
 
     def __call__(self, target, config, *, requests, warmup, traced, progress=None, cancel=None):
-        if config.precision == "bf16":
+        if (
+            config.precision == "bf16"
+        ):  # refused before measuring (the explorer reads this signature)
             raise ConfigError("precision bf16: refused by this fake")
-        run = super().__call__(
+        return super().__call__(
             target,
             config,
             requests=requests,
@@ -42,6 +44,8 @@ class StackedProfile(FakeProfile):
             progress=progress,
             cancel=cancel,
         )
+
+    def finish(self, run, config):
         if config.batch_size != 4:
             return run
         meta = run.meta.to_dict() | {"stacks": STACKS}
@@ -97,16 +101,7 @@ def test_a_failed_configuration_clears_and_hides_the_stacks():
 class SampledProfile(FakeProfile):
     """The fake profile; batch size 4 returns the synthetic lock run, every thread sampled."""
 
-    def __call__(self, target, config, *, requests, warmup, traced, progress=None, cancel=None):
-        run = super().__call__(
-            target,
-            config,
-            requests=requests,
-            warmup=warmup,
-            traced=traced,
-            progress=progress,
-            cancel=cancel,
-        )
+    def finish(self, run, config):
         if config.batch_size != 4:
             return run
         meta = run.meta.replace(stages=["record"], sampled=copying_sampled())

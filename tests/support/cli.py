@@ -96,3 +96,13 @@ def one_line(rc: int, err: str, *words: str) -> None:
     ), err
     for word in words:
         assert word in err, (word, err)
+
+
+def fails_only_with_fail_on_error(argv: list[str], folder: Path) -> str:
+    """``main(argv)`` exits 0 (run in ``folder/a``) and 1 with ``--fail-on-error`` (run in ``folder/b``):
+    the second's stderr."""
+    rc, _, err = main_output([*argv, "--out", str(folder / "a")])
+    assert rc == 0, err
+    rc, _, err = main_output([*argv, "--out", str(folder / "b"), "--fail-on-error"])
+    assert rc == 1, err
+    return err

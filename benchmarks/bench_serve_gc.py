@@ -29,41 +29,18 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from payloads import payloads_file  # noqa: E402
-from tests.support.cli import ENV, load_url, workbench  # noqa: E402
+from tests.support.cli import served_load  # noqa: E402
 from workbench.record import load_run  # noqa: E402
-from workbench_serve.process import ServeProcess  # noqa: E402
 
 
 def one_run(mode: str, args, root: Path, k: int) -> dict:
-    out = root / f"server-{mode}-{k}"
-    server = ServeProcess(
-        [
-            "--example",
-            args.example,
-            "--threads",
-            1,
-            "--max-batch-size",
-            args.max_batch_size,
-            "--max-wait-ms",
-            args.max_wait_ms,
-            "--gc",
-            mode,
-            "--port",
-            0,
-            "--out",
-            out,
-        ],
-        env=ENV,
+    client, out = served_load(
+        ["--example", args.example, "--threads", 1, "--max-batch-size", args.max_batch_size]
+        + ["--max-wait-ms", args.max_wait_ms, "--gc", mode],
+        payloads_file(args.example, root),
+        root / f"{mode}-{k}",
+        *["--rate", args.rate, "--duration", args.duration, "--seed", k],
     )
-    try:
-        payloads = payloads_file(args.example, root)
-        flags = ["--rate", args.rate, "--duration", args.duration, "--seed", k, "--json"]
-        res = workbench(
-            *load_url(server.url, payloads, root / f"client-{mode}-{k}", *flags), timeout=600
-        )
-        client = json.loads(res.stdout)
-    finally:
-        server.stop()
     server = load_run(out)
     ok = server.requests[server.requests["ok"]]
     batcher = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()

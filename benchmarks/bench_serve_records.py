@@ -45,7 +45,6 @@ from workbench.batching.batcher import BatchRecord  # noqa: E402
 from workbench_serve.service import BatchDone, HttpTimes  # noqa: E402
 from workbench.timing import RequestTiming  # noqa: E402
 
-ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
 STAGES = 6
 
 
@@ -118,37 +117,18 @@ def part1(args) -> list[dict]:
 
 def served_run(label: str, cwd: Path, args, root: Path, k: int) -> dict:
     from payloads import payloads_file
-    from tests.support.cli import load_url, workbench
+    from tests.support.cli import served_load
     from workbench.record import load_run
-    from workbench_serve.process import ServeProcess
 
-    out = root / f"server-{label}-{k}"
-    server = ServeProcess(
-        [
-            "--example",
-            "tabular",
-            "--threads",
-            1,
-            "--max-batch-size",
-            1,
-            "--max-wait-ms",
-            0,
-            "--port",
-            0,
-            "--out",
-            out,
-        ],
-        env=ENV,
-        cwd=cwd,
+    client, out = served_load(
+        ["--example", "tabular", "--threads", 1, "--max-batch-size", 1, "--max-wait-ms", 0],
+        payloads_file("tabular", root),
+        root / f"{label}-{k}",
+        *["--rate", args.rate, "--duration", args.duration, "--seed", k],
+        timeout=900,
+        serve_cwd=cwd,
+        cwd=ROOT,
     )
-    try:
-        payloads = payloads_file("tabular", root)
-        flags = ["--rate", args.rate, "--duration", args.duration, "--seed", k, "--json"]
-        client_out = root / f"client-{label}-{k}"
-        res = workbench(*load_url(server.url, payloads, client_out, *flags), timeout=900, cwd=ROOT)
-        client = json.loads(res.stdout)
-    finally:
-        server.stop()
     run = load_run(out)
     ok = run.requests[run.requests["ok"]]
     batcher = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()

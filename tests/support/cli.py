@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import signal
 import subprocess
@@ -79,6 +80,25 @@ def load_url(url: str, payloads: object, out: object, *flags: object) -> list:
     """The arguments of ``load --url URL --payloads FILE FLAGS --out OUT``, for :func:`workbench` or
     :func:`started` (``Served`` in ``tests/serving/served_helpers.py`` starts the server)."""
     return ["load", "--url", url, "--payloads", payloads, *flags, "--out", out]
+
+
+def served_load(
+    serve: list, payloads: object, folder: Path, *flags: object, timeout: float = 600, **where
+) -> tuple[dict, Path]:
+    """``workbench serve SERVE --port 0 --out folder/server`` driven to its end by
+    ``load --url URL --payloads PAYLOADS FLAGS --json --out folder/client`` in another process, the
+    server stopped after: ``(the client's JSON, the server's run folder)``. ``where``: ``serve_cwd``
+    (the server's folder, another checkout), ``cwd`` (the client's)."""
+    from workbench_serve.process import ServeProcess  # a wing: only what serves needs it
+
+    out = folder / "server"
+    server = ServeProcess([*serve, "--port", 0, "--out", out], env=ENV, cwd=where.get("serve_cwd"))
+    try:
+        client = load_url(server.url, payloads, folder / "client", *flags, "--json")
+        res = workbench(*client, timeout=timeout, cwd=where.get("cwd"))
+        return json.loads(res.stdout), out
+    finally:
+        server.stop()
 
 
 def main_output(argv: list[str]) -> tuple[int, str, str]:

@@ -120,6 +120,11 @@ def ticking_pipeline(folder: Path) -> tuple[str, Path]:
     return f"{folder / 'ticking.py'}:build", folder / "ticks.txt"
 
 
+# ``load`` of the ticking pipeline at 50 req/s for a minute, a request a batch on one thread: a
+# signal ends it long before
+TICKING_LOAD = ["--rate", "50", "--duration", "60", "--max-batch-size", "1", "--threads", "1"]
+
+
 def lines(path: Path) -> int:
     """Lines in ``path`` so far (0 before it exists)."""
     return len(path.read_text().splitlines()) if path.exists() else 0

@@ -5,7 +5,7 @@ import os
 import sys
 from pathlib import Path
 
-from tests.conftest import lines, sigint_as_from_a_terminal, ticking_pipeline
+from tests.conftest import TICKING_LOAD, lines, sigint_as_from_a_terminal, ticking_pipeline
 from tests.support.cli import load_url, signal_when, started
 from workbench.record import load_run
 
@@ -19,19 +19,7 @@ def test_ctrl_c_during_an_in_process_load_writes_the_run(tmp_path):
     pipeline, ticks = ticking_pipeline(tmp_path)
     out = tmp_path / "run"
     proc = started(
-        "load",
-        "--pipeline",
-        pipeline,
-        "--rate",
-        "50",
-        "--duration",
-        "60",
-        "--max-batch-size",
-        "1",
-        "--threads",
-        "1",
-        "--out",
-        out,
+        *["load", "--pipeline", pipeline, *TICKING_LOAD, "--out", out],
         env={"WB_TICKS": str(ticks)},
         preexec_fn=sigint_as_from_a_terminal,
     )

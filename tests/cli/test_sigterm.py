@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import lines, ticking_pipeline
+from tests.conftest import TICKING_LOAD, lines, ticking_pipeline
 from tests.support.cli import load_url, signal_when, started, workbench
 from workbench.signals import EXIT_TERMINATED, sigterm_as_interrupt, terminated
 from workbench.record import load_run
@@ -86,14 +86,7 @@ def test_sigterm_during_an_in_process_load_keeps_the_run(tmp_path):
             "load",
             "--pipeline",
             f"{tmp_path / 'ticking.py'}:build",
-            "--rate",
-            "50",
-            "--duration",
-            "60",
-            "--max-batch-size",
-            "1",
-            "--threads",
-            "1",
+            *TICKING_LOAD,
             "--out",
             str(out),
         ],

@@ -5,6 +5,7 @@ frame; the ``load --url`` client's run says where those waits are."""
 import json
 
 from served_helpers import Served, payload_file, workbench
+from tests.support.cli import load_url
 
 LOCKED = """
 import json, threading, time
@@ -52,8 +53,7 @@ def test_audit_of_a_served_run_names_the_lock_its_line_and_the_holders_frame(tmp
     try:
         payloads = payload_file(tmp_path / "payloads.txt", 200)
         client = tmp_path / "client"
-        argv = ["--payloads", payloads, "--rate", 50, "--requests", 200, "--out", client]
-        res = workbench("load", "--url", server.url, *argv)
+        res = workbench(*load_url(server.url, payloads, client, "--rate", 50, "--requests", 200))
         assert res.returncode == 0, res.stderr
     finally:
         code, _, stderr = server.stop()

@@ -16,7 +16,7 @@ from workbench.record import load_run
 from workbench_serve.process import ServeProcess
 
 from tests.support.cli import load_url
-from served_helpers import ENV, PIPELINE, free_port, payload_file, workbench
+from served_helpers import ENV, PIPELINE, free_port, payload_file, served_requests, workbench
 
 
 def test_served_load_joins_the_budget_and_sigterm_writes_the_server_run(served, tmp_path):
@@ -222,9 +222,8 @@ def wait_for_requests(server, n, timeout_s=30):
     """Until the server's /healthz counts ``n`` requests taken."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        with urllib.request.urlopen(f"{server.url}/healthz", timeout=timeout_s) as r:
-            if json.loads(r.read())["requests"] >= n:
-                return
+        if served_requests(server) >= n:
+            return
         time.sleep(0.01)
     raise AssertionError(f"the server did not take {n} requests in {timeout_s} s")
 

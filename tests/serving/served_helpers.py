@@ -52,6 +52,6 @@ def payload_file(path: Path, n: int, poison=()) -> Path:
 
 
 def served_requests(server: ServeProcess) -> int:
-    """Requests the server has answered so far (its ``/healthz``)."""
+    """Requests the server has taken so far (the count of its ``/healthz``)."""
     with urllib.request.urlopen(f"{server.url}/healthz", timeout=30) as r:
         return json.loads(r.read())["requests"]

@@ -2,9 +2,9 @@
 
     python benchmarks/bench_edge.py [--rate 100] [--duration 5] [--md benchmarks/results/edge.md]
 
-One ``workbench serve`` child process (a small JSON echo pipeline defined here:
-parse, a 1-ms forward, serialize; batches up to 8, 2-ms wait; the edge's
-defaults) on loopback. Per scenario, a probe ``workbench load --url`` in its
+One ``workbench serve`` child process (the served tests' JSON echo pipeline,
+``tests/serving/served_pipeline.py``: parse, a 1-ms forward, serialize;
+batches up to 8, 2-ms wait; the edge's defaults) on loopback. Per scenario, a probe ``workbench load --url`` in its
 own process sends well-formed requests at ``--rate`` for ``--duration``
 seconds (open loop, Poisson) while attacker threads run the attack, and
 stop when the probe ends. Reported per scenario: the probe's p50/p99/max end
@@ -62,7 +62,6 @@ import resource
 import signal
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -76,34 +75,10 @@ sys.path.insert(0, str(ROOT))
 from workbench.analysis.stats import summarize_ns  # noqa: E402
 from workbench.record import load_run  # noqa: E402
 from workbench_serve.process import ServeProcess  # noqa: E402
+from tests.support.cli import ENV, load_url, workbench  # noqa: E402
 
-ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-
-
-def build(config):
-    """The echo pipeline the benchmark serves: JSON in, ``{"y": 2x}`` out, a 1-ms forward."""
-    import itertools
-
-    from workbench import Pipeline
-
-    pipe = Pipeline(
-        "edge-echo", items=lambda: (json.dumps({"x": k}).encode() for k in itertools.count())
-    )
-
-    @pipe.stage
-    def parse(batch):
-        return [json.loads(b) for b in batch]
-
-    @pipe.stage
-    def forward(rows):
-        time.sleep(0.001)
-        return [{"y": r["x"] * 2} for r in rows]
-
-    @pipe.stage
-    def serialize(rows):
-        return [json.dumps(r).encode() for r in rows]
-
-    return pipe
+# the served tests' echo pipeline: parse JSON, a 1-ms forward returning {"y": 2x}, serialize
+PIPELINE = f"{ROOT / 'tests' / 'serving' / 'served_pipeline.py'}:build"
 
 
 class Attack:
@@ -317,31 +292,8 @@ class RssPeak:
 
 
 def probe(url: str, payloads: Path, out: Path, args) -> dict:
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "workbench",
-            "load",
-            "--url",
-            url,
-            "--payloads",
-            str(payloads),
-            "--rate",
-            str(args.rate),
-            "--duration",
-            str(args.duration),
-            "--timeout",
-            "10",
-            "--out",
-            str(out),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=300,
-    )
+    flags = ["--rate", args.rate, "--duration", args.duration, "--timeout", "10", "--json"]
+    res = workbench(*load_url(url, payloads, out, *flags), timeout=300)
     if not (out / "run.json").exists():
         return {"error": (res.stderr or res.stdout).strip().splitlines()[-1:]}
     run = load_run(out)
@@ -404,7 +356,7 @@ def main(argv=None) -> int:
     server = ServeProcess(
         [
             "--pipeline",
-            f"{Path(__file__).resolve()}:build",
+            PIPELINE,
             "--port",
             "0",
             "--max-batch-size",

@@ -38,6 +38,7 @@ PIPELINE = f"{Path(__file__).resolve()}:build"
 LAG_REASON = "the load generator fell behind"
 
 sys.path.insert(0, str(REPO))
+from tests.support.cli import ENV  # noqa: E402
 from workbench_serve.process import ServeProcess  # noqa: E402
 
 
@@ -66,10 +67,6 @@ def build(config):
     return pipe
 
 
-def _env() -> dict:
-    return dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-
-
 def start_server(out: Path, timeout_s: float = 120.0) -> ServeProcess:
     """``workbench serve`` of the echo pipeline on a free port, ready."""
     return ServeProcess(
@@ -87,7 +84,7 @@ def start_server(out: Path, timeout_s: float = 120.0) -> ServeProcess:
             "--out",
             out,
         ],
-        env=_env(),
+        env=ENV,
         cwd=REPO,
         timeout_s=timeout_s,
     )
@@ -118,7 +115,7 @@ def measure(url: str, rate: float, duration_s: float, out: Path, prefix: list[st
         cwd=REPO,
         capture_output=True,
         text=True,
-        env=_env(),
+        env=ENV,
         timeout=duration_s + 120,
     )
     if res.returncode not in (0, 1):

@@ -47,6 +47,8 @@ sys.path.insert(0, str(REPO / "tests" / "browser"))
 sys.path.insert(0, str(REPO))
 
 from room_server import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
     cpu_busy_pct,
     kernel_id_of,
     kernel_processes,
@@ -58,15 +60,6 @@ from room_server import (  # noqa: E402
 
 from workbench_room.__main__ import ROOM_DEFAULTS, pool_spec  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-gpu",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 # In each page: when did the first plot, and all `want` plots, have data (ms since navigation start)?
 WATCH = """(() => {
   const want = %d;
@@ -466,7 +459,7 @@ def run(st: dict, timeout_s: float) -> None:
                     return
                 st["pool_ready_s_again"] = wait_for_pools(log, 300.0, pools)
             with sync_playwright() as pw:
-                browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+                browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
                 st["blocked"] = []
                 contexts = [
                     student_context(browser, port, want, st["blocked"]) for _ in range(st["pages"])
@@ -699,7 +692,7 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
-    if args.side != "server" and not Path(CHROMIUM).exists():
+    if args.side != "server" and not CHROMIUM.exists():
         print(f"{CHROMIUM} is missing (Debian package chromium)", file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server on the way out

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -30,62 +29,18 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from payloads import payloads_file  # noqa: E402
+from tests.support.cli import served_load  # noqa: E402
 from workbench.record import load_run  # noqa: E402
-from workbench_serve.process import ServeProcess  # noqa: E402
-
-ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
 
 
 def one_run(mode: str, args, root: Path, k: int) -> dict:
-    out = root / f"server-{mode}-{k}"
-    server = ServeProcess(
-        [
-            "--example",
-            args.example,
-            "--threads",
-            1,
-            "--max-batch-size",
-            args.max_batch_size,
-            "--max-wait-ms",
-            args.max_wait_ms,
-            "--gc",
-            mode,
-            "--port",
-            0,
-            "--out",
-            out,
-        ],
-        env=ENV,
+    client, out = served_load(
+        ["--example", args.example, "--threads", 1, "--max-batch-size", args.max_batch_size]
+        + ["--max-wait-ms", args.max_wait_ms, "--gc", mode],
+        payloads_file(args.example, root),
+        root / f"{mode}-{k}",
+        *["--rate", args.rate, "--duration", args.duration, "--seed", k],
     )
-    try:
-        res = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "workbench",
-                "load",
-                "--url",
-                server.url,
-                "--payloads",
-                str(payloads_file(args.example, root)),
-                "--rate",
-                str(args.rate),
-                "--duration",
-                str(args.duration),
-                "--seed",
-                str(k),
-                "--json",
-                "--out",
-                str(root / f"client-{mode}-{k}"),
-            ],
-            capture_output=True,
-            text=True,
-            env=ENV,
-            timeout=600,
-        )
-        client = json.loads(res.stdout)
-    finally:
-        server.stop()
     server = load_run(out)
     ok = server.requests[server.requests["ok"]]
     batcher = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()

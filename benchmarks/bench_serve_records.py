@@ -45,7 +45,6 @@ from workbench.batching.batcher import BatchRecord  # noqa: E402
 from workbench_serve.service import BatchDone, HttpTimes  # noqa: E402
 from workbench.timing import RequestTiming  # noqa: E402
 
-ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
 STAGES = 6
 
 
@@ -118,58 +117,18 @@ def part1(args) -> list[dict]:
 
 def served_run(label: str, cwd: Path, args, root: Path, k: int) -> dict:
     from payloads import payloads_file
+    from tests.support.cli import served_load
     from workbench.record import load_run
-    from workbench_serve.process import ServeProcess
 
-    out = root / f"server-{label}-{k}"
-    server = ServeProcess(
-        [
-            "--example",
-            "tabular",
-            "--threads",
-            1,
-            "--max-batch-size",
-            1,
-            "--max-wait-ms",
-            0,
-            "--port",
-            0,
-            "--out",
-            out,
-        ],
-        env=ENV,
-        cwd=cwd,
+    client, out = served_load(
+        ["--example", "tabular", "--threads", 1, "--max-batch-size", 1, "--max-wait-ms", 0],
+        payloads_file("tabular", root),
+        root / f"{label}-{k}",
+        *["--rate", args.rate, "--duration", args.duration, "--seed", k],
+        timeout=900,
+        serve_cwd=cwd,
+        cwd=ROOT,
     )
-    try:
-        res = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "workbench",
-                "load",
-                "--url",
-                server.url,
-                "--payloads",
-                str(payloads_file("tabular", root)),
-                "--rate",
-                str(args.rate),
-                "--duration",
-                str(args.duration),
-                "--seed",
-                str(k),
-                "--json",
-                "--out",
-                str(root / f"client-{label}-{k}"),
-            ],
-            capture_output=True,
-            text=True,
-            env=ENV,
-            timeout=900,
-            cwd=ROOT,
-        )
-        client = json.loads(res.stdout)
-    finally:
-        server.stop()
     run = load_run(out)
     ok = run.requests[run.requests["ok"]]
     batcher = (ok["batch_wait_ns"] + ok["queue_wait_ns"] + ok["service_ns"]).to_numpy()

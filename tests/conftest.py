@@ -94,6 +94,54 @@ def streaming_pipeline(
     return pipe
 
 
+TICKING = """
+import itertools, os, time
+from workbench import Pipeline
+
+
+def build(config):
+    pipe = Pipeline("ticking", items=lambda: itertools.count())
+
+    @pipe.stage
+    def forward(batch):
+        with open(os.environ["WB_TICKS"], "a") as f:  # one line per call: the test waits on it
+            f.write("x\\n")
+        time.sleep(0.002)
+        return batch
+
+    return pipe
+"""
+
+
+def ticking_pipeline(folder: Path) -> tuple[str, Path]:
+    """A pipeline file for a child process whose one stage takes 2 ms and writes a line to the file
+    ``$WB_TICKS`` per call: ``("PATH:build", the ticks file to name in WB_TICKS)`` in ``folder``."""
+    (folder / "ticking.py").write_text(TICKING)
+    return f"{folder / 'ticking.py'}:build", folder / "ticks.txt"
+
+
+# ``load`` of the ticking pipeline at 50 req/s for a minute, a request a batch on one thread: a
+# signal ends it long before
+TICKING_LOAD = ["--rate", "50", "--duration", "60", "--max-batch-size", "1", "--threads", "1"]
+
+
+def lines(path: Path) -> int:
+    """Lines in ``path`` so far (0 before it exists)."""
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+# The work of a planted lock holder, for the pipeline files that plant one (source text, placed
+# between their imports and their build): 5-10 ms on CPU, so the waits' samples see the holder run.
+CHECKSUM = """
+def checksum(rows):  # pure Python that allocates no container: no collection of its own
+    total = 0
+    for _ in range(5):  # 5-10 ms on CPU over 20,000 rows (100,000 tracked tuples lengthened every
+        for row in rows:  # collection enough to make a gc finding of their own)
+            total += row[0] * row[1]
+    return total
+"""
+
+
 def load_script(path: Path, name: str) -> ModuleType:
     """A script of ``benchmarks/`` or ``scripts/`` (not packages) imported from its file, as module ``name``."""
     spec = importlib.util.spec_from_file_location(name, path)

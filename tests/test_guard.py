@@ -393,38 +393,18 @@ def build(config):
 
 def test_cli_ctrl_c_saves_the_measured_requests_and_exits_130(tmp_path):
     import json
-    import os
     import signal
-    import subprocess
 
-    from tests.conftest import REPO, sigint_as_from_a_terminal
+    from tests.conftest import sigint_as_from_a_terminal
+    from tests.support.cli import started
 
     (tmp_path / "slow.py").write_text(SLOW_PIPELINE)
     marker, out, scratch = tmp_path / "marker", tmp_path / "run", tmp_path / "tmp"
     scratch.mkdir()
-    env = dict(os.environ, TMPDIR=str(scratch), OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "workbench",
-            "profile",
-            "--closed-loop",
-            "--pipeline",
-            f"{tmp_path}/slow.py:build",
-            "--option",
-            f"marker={marker}",
-            "--requests",
-            "100000",
-            "--warmup",
-            "0",
-            "--out",
-            str(out),
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    proc = started(
+        *["profile", "--closed-loop", "--pipeline", f"{tmp_path}/slow.py:build"],
+        *["--option", f"marker={marker}", "--requests", "100000", "--warmup", "0", "--out", out],
+        env={"TMPDIR": str(scratch)},
         preexec_fn=sigint_as_from_a_terminal,
     )
     deadline = time.monotonic() + 120

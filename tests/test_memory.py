@@ -112,36 +112,14 @@ def build_leaky(config):
 
 
 def test_cli_flags_and_prints_a_real_10_mb_per_request_leak(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    from tests.conftest import REPO
+    from tests.support.cli import workbench
 
     out = tmp_path / "run"
     # a fresh process: a long test session's freed heap would absorb part of the growth
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "workbench",
-            "profile",
-            "--closed-loop",
-            "--pipeline",
-            "tests.test_memory:build_leaky",
-            "--requests",
-            "30",
-            "--warmup",
-            "0",
-            "--traced",
-            "0",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
+    done = workbench(
+        *["profile", "--closed-loop", "--pipeline", "tests.test_memory:build_leaky"],
+        *["--requests", "30", "--warmup", "0", "--traced", "0", "--out", out],
         timeout=300,
-        env=dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1"),
     )
     err = done.stderr
     code = done.returncode

@@ -9,6 +9,7 @@ from workbench import PipelineConfig
 from workbench.batching.arrivals import Arrivals
 from workbench.batching.live import run_load
 from workbench.batching.policy import BatchPolicy
+from tests.support.cli import fails_only_with_fail_on_error
 from workbench.cli import main
 from workbench.pipeline import Pipeline
 
@@ -157,13 +158,8 @@ def build(config):
         "5",
         "--max-batch-size",
         "2",
-        "--max-wait-ms",
-        "0",
     ]
-    assert main(argv + ["--out", str(tmp_path / "a")]) == 0
-    capsys.readouterr()
-    assert main(argv + ["--out", str(tmp_path / "b"), "--fail-on-error"]) == 1
-    err = capsys.readouterr().err
+    err = fails_only_with_fail_on_error([*argv, "--max-wait-ms", "0"], tmp_path)
     assert "executor warm-up:" in err and "5 x ValueError: batch too large" in err
     assert main(["show", str(tmp_path / "b"), "--json"]) == 0
     import json

@@ -17,6 +17,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+# headless Chromium as the browser tests and benchmarks/bench_room.py launch it
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-gpu",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 URL_LINE = re.compile(r"^\s+(?:open|hand out): (?P<url>http://\S+)\s*$")
 
 

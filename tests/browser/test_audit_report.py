@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.cli import workbench
 
 pytestmark = pytest.mark.browser
 
@@ -20,22 +20,7 @@ def test_report_draws_every_figure_offline(tmp_path):
         pytest.skip("chromium not installed (apt-get install chromium)")
     playwright = pytest.importorskip("playwright.sync_api")
     out = tmp_path / "report.html"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "workbench",
-            "audit",
-            str(RUN),
-            "--sla-ms",
-            "100",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = workbench("audit", RUN, "--sla-ms", "100", "--out", out, timeout=300)
     assert proc.returncode == 0, proc.stderr
     outside = []
     with playwright.sync_playwright() as p:

@@ -13,48 +13,19 @@ starting Voila to the first complete view goes to
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from room_server import CHROMIUM, CHROMIUM_ARGS, room_server
+
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "artifacts"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-gpu",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 FIRST_VIEW_TIMEOUT_MS = 120_000
 PLOTS = "document.querySelectorAll('.js-plotly-plot')"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for_port(port: int, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"voila exited with code {proc.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"voila did not listen on port {port} within {timeout_s} s")
 
 
 @pytest.fixture(scope="module")
@@ -66,36 +37,10 @@ def voila():
         )
     pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     pytest.importorskip("voila", reason="voila is not installed")
-    ARTIFACTS.mkdir(exist_ok=True)
-    port = free_port()
-    log = ARTIFACTS / "voila.log"
     started = time.monotonic()
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "workbench_room",
-                "notebooks/dashboards",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-            ],
-            cwd=REPO,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        wait_for_port(port, proc)
+    args = ("notebooks/dashboards", "--host", "127.0.0.1")
+    with room_server(*args, log_name="voila.log", timeout_s=60) as (_, port, _, log):
         yield f"http://127.0.0.1:{port}", started, log
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture

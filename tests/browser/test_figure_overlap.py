@@ -21,13 +21,13 @@ smaller than 10 px (``tests/support/figure_text.py``).
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import workbench
 from tests.support.figure_text import BOXES_JS
 from tests.support.figure_text import problems as unreadable
 
@@ -47,21 +47,7 @@ def page_file(tmp_path_factory):
             pytest.skip(f"data/runs/{name} not recorded")
         shutil.copytree(RUNS / name, runs / name)
     out = tmp_path_factory.mktemp("static")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "workbench",
-            "export-dashboard",
-            "--out",
-            str(out),
-            "--runs",
-            str(runs),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = workbench("export-dashboard", "--out", out, "--runs", runs, timeout=600)
     assert proc.returncode == 0, proc.stderr
     return out / "index.html"
 

@@ -16,17 +16,15 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from room_server import REPO, kernel_id_of, kernel_processes, room_server
+from room_server import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    REPO,
+    kernel_id_of,
+    kernel_processes,
+    room_server,
+)
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-gpu",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 RECLAIM_S = 60
 PAGE_TIMEOUT_MS = 120_000
 EIGHT_PAGES_TIMEOUT_MS = 300_000  # all 8 pages drawn within this, measured from the first wait

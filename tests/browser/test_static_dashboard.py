@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.cli import workbench
 
 pytestmark = pytest.mark.browser
 
@@ -30,21 +30,7 @@ def page_file(tmp_path_factory):
     (runs / "broken").mkdir()
     (runs / "broken" / "run.json").write_text("{not json")
     out = tmp_path_factory.mktemp("static")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "workbench",
-            "export-dashboard",
-            "--out",
-            str(out),
-            "--runs",
-            str(runs),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = workbench("export-dashboard", "--out", out, "--runs", runs, timeout=600)
     assert proc.returncode == 0, proc.stderr
     return out / "index.html"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import started, workbench
 from workbench import cli
 from workbench.errors import ConfigError
 
@@ -81,22 +81,12 @@ def test_a_command_returns_its_own_code(monkeypatch, returned, code):
 
 
 def test_usage_error_is_bad_input_in_a_real_process():
-    proc = subprocess.run(
-        [sys.executable, "-m", "workbench", "profile", "--batch-size", "two"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = workbench("profile", "--batch-size", "two", timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
 
 
 def test_missing_run_folder_is_bad_input_in_a_real_process(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "workbench", "show", str(tmp_path / "missing")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = workbench("show", tmp_path / "missing", timeout=120)
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
 
 
@@ -137,12 +127,7 @@ def test_broken_pipe_of_a_socket_is_still_an_internal_error(monkeypatch, capsys)
 
 def test_show_into_a_closed_pipe_is_quiet_in_a_real_process():
     run = Path(__file__).resolve().parents[2] / "data" / "runs" / "text-cpu-bs1-fp32"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "workbench", "show", str(run), "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = started("show", run, "--json")
     proc.stdout.close()  # the reader leaves before the first line, as `head -0` would
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 141 and err == ""
@@ -187,31 +172,12 @@ def test_a_timed_out_stage_exits_1_in_a_real_process(tmp_path):
         "    return pipe\n"
     )
     started = time.monotonic()
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "workbench",
-            "profile",
-            "--closed-loop",
-            "--pipeline",
-            "sleepy:build",
-            "--requests",
-            "10",
-            "--warmup",
-            "0",
-            "--traced",
-            "0",
-            "--timeout-s",
-            "0.5",
-            "--out",
-            str(tmp_path / "run"),
-        ],
-        capture_output=True,
-        text=True,
+    proc = workbench(
+        *["profile", "--closed-loop", "--pipeline", "sleepy:build", "--requests", "10"],
+        *["--warmup", "0", "--traced", "0", "--timeout-s", "0.5", "--out", tmp_path / "run"],
         timeout=120,
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])},
+        env={"PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])},
     )
     assert proc.returncode == 1, proc.stderr
     assert time.monotonic() - started < 50 and (tmp_path / "run" / "run.json").exists()

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from tests.support.cli import fails_only_with_fail_on_error
 from workbench.cli import main
 from workbench.record import load_run
 
@@ -115,7 +116,7 @@ def test_partial_failures_print_a_section_and_show_json_has_failures(
     assert report["throughput_items_per_s"] is not None
 
 
-def test_fail_on_error_counts_a_warmup_failure(tmp_path, failing_file, capsys):
+def test_fail_on_error_counts_a_warmup_failure(tmp_path, failing_file):
     argv = [
         "profile",
         "--closed-loop",
@@ -130,10 +131,7 @@ def test_fail_on_error_counts_a_warmup_failure(tmp_path, failing_file, capsys):
         "--traced",
         "0",
     ]
-    assert main(argv + ["--out", str(tmp_path / "a")]) == 0
-    capsys.readouterr()
-    assert main(argv + ["--out", str(tmp_path / "b"), "--fail-on-error"]) == 1
-    err = capsys.readouterr().err
+    err = fails_only_with_fail_on_error(argv, tmp_path)
     assert (
         "requests failed (--fail-on-error)" in err
         and "warm-up:" in err

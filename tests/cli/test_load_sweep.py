@@ -1,12 +1,10 @@
 """``workbench load --sweep``: in process and over HTTP (short windows), rate=auto's stop, show of a sweep."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
+from tests.support.cli import ENV, started, workbench
 from workbench.record import load_run
 
 SLEEPY = """
@@ -17,17 +15,27 @@ def build(config):
     p.add("forward", lambda b: time.sleep(0.01 * len(b)) or b)   # 10 ms an item: at most ~100 req/s
     return p
 """
-ENV = dict(os.environ, OMP_NUM_THREADS="1")
+# the sleepy pipeline's requests one at a time, each sent at once
+ONE_AT_ONCE = ["--max-batch-size", "1", "--max-wait-ms", "0"]
+# the text example's rate sweep, in process and served
+TEXT_SWEEP = [
+    "--example",
+    "text",
+    "--threads",
+    "1",
+    "--sweep",
+    "rate=10,40,160",
+    "--window-s",
+    "0.4",
+]
 
 
-def workbench(*args, timeout=300):
-    return subprocess.run(
-        [sys.executable, "-m", "workbench", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=ENV,
-    )
+def sleepy_load(tmp_path, *flags) -> list:
+    """The arguments of ``load`` of the sleepy pipeline (its file written in ``tmp_path``) with ``flags``,
+    its sweep in ``tmp_path / "s"``."""
+    f = tmp_path / "sleepy.py"
+    f.write_text(SLEEPY)
+    return ["load", "--pipeline", f"{f}:build", *flags, "--out", tmp_path / "s"]
 
 
 def _check_table(record, rates, stage):
@@ -51,22 +59,7 @@ def _check_table(record, rates, stage):
 def test_in_process_sweep_of_the_text_example(tmp_path):
     out = tmp_path / "sweep"
     r = workbench(
-        "load",
-        "--example",
-        "text",
-        "--threads",
-        "1",
-        "--sweep",
-        "rate=10,40,160",
-        "--window-s",
-        "0.4",
-        "--max-windows",
-        "3",
-        "--sla-ms",
-        "1000",
-        "--json",
-        "--out",
-        out,
+        "load", *TEXT_SWEEP, "--max-windows", "3", "--sla-ms", "1000", "--json", "--out", out
     )
     assert r.returncode == 0, r.stderr
     record = json.loads(r.stdout)
@@ -109,24 +102,8 @@ def test_served_sweep_of_the_text_example(tmp_path):
         env=ENV,
     )
     try:
-        r = workbench(
-            "load",
-            "--url",
-            server.url,
-            "--example",
-            "text",
-            "--threads",
-            "1",
-            "--sweep",
-            "rate=10,40,160",
-            "--window-s",
-            "0.4",
-            "--max-windows",
-            "3",
-            "--json",
-            "--out",
-            tmp_path / "s",
-        )
+        flags = [*TEXT_SWEEP, "--max-windows", "3", "--json"]
+        r = workbench("load", "--url", server.url, *flags, "--out", tmp_path / "s")
     finally:
         code, _, err = server.stop()
     assert r.returncode == 0, r.stderr
@@ -148,30 +125,8 @@ SWEEP_SLA_MS = 300
 
 @pytest.mark.slow
 def test_rate_auto_stops_once_p99_passes_the_sla(tmp_path):
-    f = tmp_path / "sleepy.py"
-    f.write_text(SLEEPY)
-    r = workbench(
-        "load",
-        "--pipeline",
-        f"{f}:build",
-        "--max-batch-size",
-        "1",
-        "--max-wait-ms",
-        "0",
-        "--rate",
-        "25",
-        "--sweep",
-        "rate=auto",
-        "--sla-ms",
-        SWEEP_SLA_MS,
-        "--window-s",
-        "0.3",
-        "--max-windows",
-        "3",
-        "--json",
-        "--out",
-        tmp_path / "s",
-    )
+    sweep = ["--rate", "25", "--sweep", "rate=auto", "--sla-ms", SWEEP_SLA_MS, "--window-s", "0.3"]
+    r = workbench(*sleepy_load(tmp_path, *ONE_AT_ONCE, *sweep, "--max-windows", "3", "--json"))
     assert r.returncode == 0, r.stderr
     record = json.loads(r.stdout)
     rates = [p["rate_rps"] for p in record["points"]]
@@ -203,9 +158,7 @@ def test_rate_auto_stops_once_p99_passes_the_sla(tmp_path):
     ],
 )
 def test_bad_sweeps_exit_2_with_one_line(tmp_path, args, message):
-    f = tmp_path / "sleepy.py"
-    f.write_text(SLEEPY)
-    r = workbench("load", "--pipeline", f"{f}:build", *args, "--out", tmp_path / "s", timeout=60)
+    r = workbench(*sleepy_load(tmp_path, *args), timeout=60)
     assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, (
         r.stderr
     )
@@ -217,33 +170,9 @@ def test_ctrl_c_keeps_the_points_measured_and_the_one_interrupted(tmp_path):
     import signal
     import time
 
-    f = tmp_path / "sleepy.py"
-    f.write_text(SLEEPY)
     out = tmp_path / "s"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "workbench",
-            "load",
-            "--pipeline",
-            f"{f}:build",
-            "--max-wait-ms",
-            "0",
-            "--sweep",
-            "rate=20,40",
-            "--window-s",
-            "1",
-            "--max-windows",
-            "3",
-            "--out",
-            out,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
-    )
+    sweep = ["--sweep", "rate=20,40", "--window-s", "1", "--max-windows", "3"]
+    proc = started(*sleepy_load(tmp_path, "--max-wait-ms", "0", *sweep))
     deadline = time.monotonic() + 120
     while not (out / "sweep.json").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -260,16 +189,7 @@ def test_ctrl_c_keeps_the_points_measured_and_the_one_interrupted(tmp_path):
 
 @pytest.mark.slow
 def test_concurrency_sweep_in_process(tmp_path):
-    f = tmp_path / "sleepy.py"
-    f.write_text(SLEEPY)
-    r = workbench(
-        "load",
-        "--pipeline",
-        f"{f}:build",
-        "--max-batch-size",
-        "1",
-        "--max-wait-ms",
-        "0",
+    sweep = [
         "--rate",
         "60",
         "--sweep",
@@ -278,10 +198,8 @@ def test_concurrency_sweep_in_process(tmp_path):
         "0.3",
         "--max-windows",
         "3",
-        "--json",
-        "--out",
-        tmp_path / "s",
-    )
+    ]
+    r = workbench(*sleepy_load(tmp_path, *ONE_AT_ONCE, *sweep, "--json"))
     assert r.returncode == 0, r.stderr
     record = json.loads(r.stdout)
     assert [p["concurrency"] for p in record["points"]] == [1, 2]
@@ -297,28 +215,9 @@ def test_concurrency_sweep_in_process(tmp_path):
 
 @pytest.mark.slow
 def test_a_settled_point_stops_after_three_windows_not_max_windows(tmp_path):
-    f = tmp_path / "sleepy.py"
-    f.write_text(SLEEPY)
-    r = workbench(
-        "load",
-        "--pipeline",
-        f"{f}:build",
-        "--max-batch-size",
-        "1",
-        "--max-wait-ms",
-        "0",
-        "--sweep",
-        "rate=30",
-        "--window-s",
-        "0.3",
-        "--max-windows",
-        "8",
-        "--stability",
-        "200",  # three non-negative windows are always within 200 % of their mean: settles at the third
-        "--json",
-        "--out",
-        tmp_path / "s",
-    )
+    sweep = ["--sweep", "rate=30", "--window-s", "0.3", "--max-windows", "8"]
+    # three non-negative windows are always within 200 % of their mean: settles at the third
+    r = workbench(*sleepy_load(tmp_path, *ONE_AT_ONCE, *sweep, "--stability", "200", "--json"))
     assert r.returncode == 0, r.stderr
     (p,) = json.loads(r.stdout)["points"]
     assert (p["windows"], p["stable_after_windows"], p["stopped_by"], p["stable"]) == (

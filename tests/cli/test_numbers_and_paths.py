@@ -8,13 +8,12 @@ import io
 import json
 import math
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import main_output as cli, one_line, workbench
 from workbench.cli import main
 from workbench.cli.numbers import check_memory, number
 from workbench.cli.output import dumps, save_measured, strict
@@ -42,21 +41,6 @@ def build_threaded(config):
     p.add("forward", lambda x: x)
     return p
 """
-
-
-def cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        rc = main(argv)
-    return rc, out.getvalue(), err.getvalue()
-
-
-def one_line(rc: int, err: str, *words: str) -> None:
-    assert (
-        rc == 2 and err.count("\n") == 1 and "Traceback" not in err and "internal error" not in err
-    ), err
-    for word in words:
-        assert word in err, (word, err)
 
 
 @pytest.fixture
@@ -246,29 +230,11 @@ def test_a_failed_save_goes_to_a_fallback_folder_the_error_names(monkeypatch, tm
 
 def test_the_process_exits_after_saving_when_a_stage_left_a_thread_running(pipeline_file, tmp_path):
     started = time.perf_counter()
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "workbench",
-            "profile",
-            "--closed-loop",
-            "--pipeline",
-            f"{pipeline_file}:build_threaded",
-            "--requests",
-            "3",
-            "--warmup",
-            "0",
-            "--traced",
-            "0",
-            "--out",
-            str(tmp_path / "run"),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
+    proc = workbench(
+        *["profile", "--closed-loop", "--pipeline", f"{pipeline_file}:build_threaded"],
+        *["--requests", "3", "--warmup", "0", "--traced", "0", "--out", tmp_path / "run"],
         timeout=120,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=REPO,
     )
     assert proc.returncode == 0, proc.stderr
     assert (

@@ -1,9 +1,8 @@
 import json
-import subprocess
-import sys
 
 import pytest
 
+from tests.support.cli import workbench
 from workbench.cli import main
 
 TOY = """
@@ -116,9 +115,7 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
 
 
 def test_module_entry_point_exits_nonzero_without_traceback(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "workbench", "show", str(tmp_path)], capture_output=True, text=True
-    )
+    proc = workbench("show", tmp_path)
     assert proc.returncode == 2
     assert "no run.json" in proc.stderr and "Traceback" not in proc.stderr
 

@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import json
 
+from tests.conftest import CHECKSUM
 from workbench.cli import main
 
-LOCKED = """
+LOCKED = (
+    """
 import itertools, os, threading, time
 from workbench import Pipeline
-
-def checksum(rows):  # pure Python that allocates no container: no collection of its own
-    total = 0
-    for _ in range(5):  # 5-10 ms on CPU over 20,000 rows (100,000 tracked tuples lengthened every
-        for row in rows:  # collection enough to make a gc finding of their own)
-            total += row[0] * row[1]
-    return total
-
+"""
+    + CHECKSUM
+    + """
 def build(config):
     lock, rows = threading.Lock(), [(i, i + 1) for i in range(20_000)]
 
@@ -50,6 +47,7 @@ def build(config):
     p.add("score", score, role="compute")
     return p
 """
+)
 
 SPINNING = """
 import itertools, os, threading, time

@@ -2,57 +2,24 @@
 the run folder says ``interrupted``, and the exit code is 143."""
 
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import TICKING_LOAD, lines, ticking_pipeline
+from tests.support.cli import load_url, signal_when, started, workbench
 from workbench.signals import EXIT_TERMINATED, sigterm_as_interrupt, terminated
 from workbench.record import load_run
 
-TICKING = """
-import itertools, os, time
-from workbench import Pipeline
-
-
-def build(config):
-    pipe = Pipeline("ticking", items=lambda: itertools.count())
-
-    @pipe.stage
-    def forward(batch):
-        with open(os.environ["WB_TICKS"], "a") as f:  # one line per call: the test waits on it
-            f.write("x\\n")
-        time.sleep(0.002)
-        return batch
-
-    return pipe
-"""
-
 
 def _terminate_after(tmp_path: Path, argv: list[str], ticks_needed: int = 30) -> tuple[int, str]:
-    (tmp_path / "ticking.py").write_text(TICKING)
-    ticks = tmp_path / "ticks.txt"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "workbench", *argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**__import__("os").environ, "WB_TICKS": str(ticks)},
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if ticks.exists() and len(ticks.read_text().splitlines()) >= ticks_needed:
-                break
-            time.sleep(0.05)
-        else:
-            raise AssertionError("the pipeline never ran")
-        proc.send_signal(signal.SIGTERM)
-        err = proc.communicate(timeout=120)[1]
-    finally:
-        proc.kill()
+    """``python -m workbench ARGV`` (on ``tmp_path/ticking.py``, the ticking pipeline) SIGTERMed once
+    the pipeline has run ``ticks_needed`` times: its exit code and stderr."""
+    _, ticks = ticking_pipeline(tmp_path)
+    proc = started(*argv, env={"WB_TICKS": str(ticks)})
+    err = signal_when(proc, lambda: lines(ticks) >= ticks_needed, signal.SIGTERM)
     return proc.returncode, err
 
 
@@ -72,12 +39,9 @@ def test_sigterm_inside_exec_still_exits_143(tmp_path):
     # by SIGINT (exit -2) after it printed 'terminated (SIGTERM)': CPython marks a KeyboardInterrupt
     # that left an exec() as unhandled, caught or not
     (tmp_path / "exec_term.py").write_text(SIGTERM_IN_EXEC)
-    proc = subprocess.run(
-        [sys.executable, "-m", "workbench", "profile", "--pipeline"]
-        + [f"{tmp_path / 'exec_term.py'}:build", "--requests", "5", "--warmup", "0"]
-        + ["--traced", "0", "--no-sample-stacks", "--out", str(tmp_path / "run")],
-        capture_output=True,
-        text=True,
+    proc = workbench(
+        *["profile", "--pipeline", f"{tmp_path / 'exec_term.py'}:build", "--requests", "5"],
+        *["--warmup", "0", "--traced", "0", "--no-sample-stacks", "--out", tmp_path / "run"],
         timeout=120,
     )
     assert proc.returncode == EXIT_TERMINATED, proc.stderr
@@ -122,14 +86,7 @@ def test_sigterm_during_an_in_process_load_keeps_the_run(tmp_path):
             "load",
             "--pipeline",
             f"{tmp_path / 'ticking.py'}:build",
-            "--rate",
-            "50",
-            "--duration",
-            "60",
-            "--max-batch-size",
-            "1",
-            "--threads",
-            "1",
+            *TICKING_LOAD,
             "--out",
             str(out),
         ],
@@ -183,49 +140,17 @@ def test_the_handler_is_restored_and_does_nothing_off_the_main_thread():
 
 @pytest.mark.slow
 def test_sigterm_during_a_served_load_drains_like_ctrl_c_and_exits_143(tmp_path):
-    import json
     import os
-    import urllib.request
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serving"))
-    from served_helpers import ENV, Served, payload_file
+    from served_helpers import Served, payload_file, served_requests
 
     server = Served(tmp_path / "server")
     try:
         out = tmp_path / "client"
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "workbench",
-                "load",
-                "--url",
-                server.url,
-                "--payloads",
-                str(payload_file(tmp_path / "payloads.txt", 200)),
-                "--rate",
-                "50",
-                "--duration",
-                "60",
-                "--out",
-                str(out),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=ENV,
-        )
-        try:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                with urllib.request.urlopen(f"{server.url}/healthz", timeout=30) as r:
-                    if json.loads(r.read())["requests"] >= 20:
-                        break
-                time.sleep(0.1)
-            proc.send_signal(signal.SIGTERM)
-            err = proc.communicate(timeout=120)[1]
-        finally:
-            proc.kill()
+        payloads = payload_file(tmp_path / "payloads.txt", 200)
+        proc = started(*load_url(server.url, payloads, out, "--rate", "50", "--duration", "60"))
+        err = signal_when(proc, lambda: served_requests(server) >= 20, signal.SIGTERM)
         assert proc.returncode == 143, err
         run = load_run(out)
         assert (

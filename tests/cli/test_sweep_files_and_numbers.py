@@ -25,22 +25,8 @@ from tests.support.input_fuzz import (
     run_cli,
     sweep_folder,
 )
+from tests.support.cli import main_output as cli, one_line
 from workbench.cli import main
-
-
-def cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        rc = main(argv)
-    return rc, out.getvalue(), err.getvalue()
-
-
-def one_line(rc: int, err: str, *words: str) -> None:
-    assert (
-        rc == 2 and err.count("\n") == 1 and "Traceback" not in err and "internal error" not in err
-    ), err
-    for word in words:
-        assert word in err, (word, err)
 
 
 def strict_json(text: str):

@@ -5,8 +5,6 @@ Every case here ended in an internal error (exit 3), a NaN in the JSON, or a sil
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 from pathlib import Path
@@ -14,14 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.otel.test_ingest import go_export, span
-from workbench.cli import main
-
-
-def cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        rc = main(argv)
-    return rc, out.getvalue(), err.getvalue()
+from tests.support.cli import main_output as cli
 
 
 def strict_loads(text: str):

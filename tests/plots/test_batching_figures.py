@@ -72,21 +72,26 @@ def test_p99_vs_wait_time_per_batch_size_at_one_rate():
     assert wait_time_figure(toy_sweep(), rate_rps=7).to_dict()["data"] == []
 
 
-def test_queueing_breakdown_of_a_load_summary():
+def four_requests(**parts: list[int]) -> pd.DataFrame:
+    """A load run's requests table of four requests arriving 1 ms apart, all ok, with these
+    ``batch_wait_ns``, ``queue_wait_ns``, ``service_ns`` and ``batch``; end to end is their sum."""
     requests = pd.DataFrame(
-        {
-            "request": np.arange(4),
-            "arrival_ns": [0, 1_000_000, 2_000_000, 3_000_000],
-            "batch_wait_ns": [2_000_000, 1_000_000, 0, 0],
-            "queue_wait_ns": [0, 0, 500_000, 500_000],
-            "service_ns": [3_000_000, 3_000_000, 3_000_000, 3_000_000],
-            "batch": [0, 0, 1, 1],
-            "batch_size": [2] * 4,
-            "ok": [True] * 4,
-        }
+        {"request": np.arange(4), "arrival_ns": [0, 1_000_000, 2_000_000, 3_000_000], **parts}
     )
+    requests["batch_size"] = requests.groupby("batch")["request"].transform("size")
+    requests["ok"] = True
     requests["dur_ns"] = (
         requests["batch_wait_ns"] + requests["queue_wait_ns"] + requests["service_ns"]
+    )
+    return requests
+
+
+def test_queueing_breakdown_of_a_load_summary():
+    requests = four_requests(
+        batch_wait_ns=[2_000_000, 1_000_000, 0, 0],
+        queue_wait_ns=[0, 0, 500_000, 500_000],
+        service_ns=[3_000_000, 3_000_000, 3_000_000, 3_000_000],
+        batch=[0, 0, 1, 1],
     )
     fig = queueing_breakdown_figure(load_summary(requests)).to_dict()
     bars = {t["name"]: decode(t["y"]) for t in fig["data"]}
@@ -106,20 +111,11 @@ def test_queueing_breakdown_stacks_the_request_at_each_percentile_whose_parts_ad
     """Stacked p99s of the parts stood at 24 ms over an end-to-end p99 of 19.4 ms (notebook 9)."""
     from workbench.batching.summary import percentile_requests
 
-    requests = pd.DataFrame(
-        {
-            "request": np.arange(4),
-            "arrival_ns": [0, 1_000_000, 2_000_000, 3_000_000],
-            "batch_wait_ns": [5_000_000, 0, 1_000_000, 0],
-            "queue_wait_ns": [0, 6_000_000, 0, 0],
-            "service_ns": [1_000_000, 1_000_000, 3_000_000, 2_000_000],
-            "batch": [0, 1, 2, 3],
-            "batch_size": [1] * 4,
-            "ok": [True] * 4,
-        }
-    )
-    requests["dur_ns"] = (
-        requests["batch_wait_ns"] + requests["queue_wait_ns"] + requests["service_ns"]
+    requests = four_requests(
+        batch_wait_ns=[5_000_000, 0, 1_000_000, 0],
+        queue_wait_ns=[0, 6_000_000, 0, 0],
+        service_ns=[1_000_000, 1_000_000, 3_000_000, 2_000_000],
+        batch=[0, 1, 2, 3],
     )
     summary = load_summary(requests)
     stacked_p99 = sum(summary[c]["p99_ms"] for c in ("batch_wait", "queue_wait", "service"))

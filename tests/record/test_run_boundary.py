@@ -6,8 +6,6 @@ the issue's attack did; the commands are the real command line, in process.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
 from pathlib import Path
@@ -15,17 +13,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from workbench.cli import main
+from tests.support.cli import main_output as cli
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = REPO / "data" / "runs" / "tabular-cpu-bs4-fp32"
-
-
-def cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        rc = main(argv)
-    return rc, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture
@@ -83,37 +74,15 @@ def test_a_wrong_section_is_one_line_naming_file_field_and_value(run_dir, comman
 
 
 def test_simulate_refuses_a_profile_run_marked_load_and_zero_durations(run_dir):
+    simulate = ["simulate", "--service", str(run_dir), "--rate", "100", "--requests", "50"]
+    simulate += ["--max-batch-size", "4"]
     edit_meta(run_dir, lambda m: m.__setitem__("kind", "load"))
-    rc, _, err = cli(
-        [
-            "simulate",
-            "--service",
-            str(run_dir),
-            "--rate",
-            "100",
-            "--requests",
-            "50",
-            "--max-batch-size",
-            "4",
-        ]
-    )
+    rc, _, err = cli(simulate)
     one_line_error(rc, err, "simulate", "run.json", "'load'")
     edit_meta(run_dir, lambda m: m.__setitem__("kind", "profile"))
     for name in ("requests.parquet", "stages.parquet"):
         edit_table(run_dir, name, lambda df: df.__setitem__("dur_ns", 0))
-    rc, _, err = cli(
-        [
-            "simulate",
-            "--service",
-            str(run_dir),
-            "--rate",
-            "100",
-            "--requests",
-            "50",
-            "--max-batch-size",
-            "4",
-        ]
-    )
+    rc, _, err = cli(simulate)
     one_line_error(rc, err, "simulate", "requests.parquet", "'dur_ns'")
 
 

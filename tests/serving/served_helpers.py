@@ -1,30 +1,17 @@
 """Helpers of the served tests: real servers in child processes (start, wait for the ready line, stop)."""
 
 import json
-import os
 import signal
 import socket
-import subprocess
-import sys
+import urllib.request
 from pathlib import Path
 
+from tests.support.cli import ENV, workbench  # noqa: F401 - the served tests' names for them
 from workbench_serve.process import ServeProcess
 
 
 HERE = Path(__file__).resolve().parent
 PIPELINE = f"{HERE / 'served_pipeline.py'}:build"
-ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-
-
-def workbench(*args, timeout=180):
-    """Run ``python -m workbench ARGS`` in a child process (the load generator's own process)."""
-    return subprocess.run(
-        [sys.executable, "-m", "workbench", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=ENV,
-    )
 
 
 class Served(ServeProcess):
@@ -62,3 +49,9 @@ def free_port() -> int:
 def payload_file(path: Path, n: int, poison=()) -> Path:
     path.write_text("".join(json.dumps({"x": -1 if k in poison else k}) + "\n" for k in range(n)))
     return path
+
+
+def served_requests(server: ServeProcess) -> int:
+    """Requests the server has taken so far (the count of its ``/healthz``)."""
+    with urllib.request.urlopen(f"{server.url}/healthz", timeout=30) as r:
+        return json.loads(r.read())["requests"]

@@ -4,14 +4,13 @@ own request, the run ends within its timeout, and a server that goes away mid-ru
 import json
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 
 import numpy as np
 import pytest
 
+from tests.support.cli import load_url, started
 from workbench_serve.client import drive
 from workbench_serve.http1 import (
     BadChunk,
@@ -246,29 +245,8 @@ def test_ctrl_c_ends_a_run_whose_server_never_answers_and_saves_it(tmp_path):
     server = Hostile(silent_after=1 + 5)  # /healthz and the 5 warm-up requests, then silence
     (tmp_path / "p.txt").write_text("ok\n")
     out = tmp_path / "client"
-    load = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "workbench",
-            "load",
-            "--url",
-            server.url,
-            "--payloads",
-            str(tmp_path / "p.txt"),
-            "--rate",
-            "50",
-            "--duration",
-            "30",
-            "--timeout",
-            "60",
-            "--out",
-            str(out),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    flags = ["--rate", "50", "--duration", "30", "--timeout", "60"]
+    load = started(*load_url(server.url, tmp_path / "p.txt", out, *flags))
     deadline = time.monotonic() + 60
     while server.answered < 12 and time.monotonic() < deadline:  # the schedule is running
         time.sleep(0.05)

@@ -4,8 +4,6 @@ request (the run folder is written, the rest are failures, exit 1)."""
 import contextlib
 import json
 import signal
-import subprocess
-import sys
 import time
 import urllib.request
 
@@ -14,25 +12,17 @@ import pytest
 from workbench.record import load_run
 
 from scripted_server import Scripted, reply
-from served_helpers import ENV, payload_file, workbench
+from served_helpers import payload_file
+from tests.support.cli import load_url, started, workbench
 
 
 def test_the_header_prints_the_servers_own_policy(served, tmp_path):
     server = served(
         "--max-batch-size", "4", "--concurrency", "1"
     )  # the helper adds --max-wait-ms 1
+    payloads = payload_file(tmp_path / "p.txt", 5)
     res = workbench(
-        "load",
-        "--url",
-        server.url,
-        "--payloads",
-        payload_file(tmp_path / "p.txt", 5),
-        "--requests",
-        "10",
-        "--rate",
-        "200",
-        "--out",
-        tmp_path / "client",
+        *load_url(server.url, payloads, tmp_path / "client", "--requests", "10", "--rate", "200")
     )
     assert res.returncode == 0, res.stderr
     assert "max_batch_size=4 max_wait_ms=1 concurrency=1 (the server's policy)" in res.stdout
@@ -42,30 +32,9 @@ def test_the_header_prints_the_servers_own_policy(served, tmp_path):
 def test_a_server_killed_mid_run_keeps_the_answered_requests(served, tmp_path):
     server = served()
     out = tmp_path / "client"
-    load = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "workbench",
-            "load",
-            "--url",
-            server.url,
-            "--payloads",
-            str(payload_file(tmp_path / "p.txt", 5)),
-            "--rate",
-            "100",
-            "--duration",
-            "3",
-            "--timeout",
-            "2",
-            "--out",
-            str(out),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
-    )
+    payloads = payload_file(tmp_path / "p.txt", 5)
+    flags = ["--rate", "100", "--duration", "3", "--timeout", "2"]
+    load = started(*load_url(server.url, payloads, out, *flags))
     _wait_received(
         server.url, 30, load
     )  # answered requests first (a fixed sleep lost the race at load 25)
@@ -94,20 +63,9 @@ def _wait_received(url, n, client, timeout_s=60.0):
 
 def _load(url, tmp_path, *extra):
     out = tmp_path / "client"
+    payloads = payload_file(tmp_path / "p.txt", 3)
     res = workbench(
-        "load",
-        "--url",
-        url,
-        "--payloads",
-        payload_file(tmp_path / "p.txt", 3),
-        "--requests",
-        "6",
-        "--rate",
-        "200",
-        "--out",
-        out,
-        *extra,
-        timeout=120,
+        *load_url(url, payloads, out, "--requests", "6", "--rate", "200", *extra), timeout=120
     )
     return res, out
 

@@ -14,7 +14,10 @@ from workbench.record import load_run
 from workbench_serve.locust_wire import SECRET_ENV
 
 from scripted_server import Scripted, reply
+from tests.support.cli import load_url
 from served_helpers import ENV, free_port, payload_file, workbench
+
+LOCUST_ONE_WORKER = ["--engine", "locust", "--workers", 1]
 
 if importlib.util.find_spec("locust") is None:
     pytest.skip("locust is not installed (pip install 'locust>=2.47,<3')", allow_module_level=True)
@@ -26,24 +29,8 @@ import msgpack  # noqa: E402  (comes with locust)
 def test_a_master_and_two_workers_write_the_run_the_server_saw(served, tmp_path):
     server = served("--max-batch-size", "4")
     payloads = payload_file(tmp_path / "payloads.txt", 60, poison={7})
-    res = workbench(
-        "load",
-        "--url",
-        server.url,
-        "--payloads",
-        payloads,
-        "--rate",
-        60,
-        "--requests",
-        60,
-        "--engine",
-        "locust",
-        "--workers",
-        2,
-        "--json",
-        "--out",
-        tmp_path / "locust",
-    )
+    flags = ["--rate", 60, "--requests", 60, "--engine", "locust", "--workers", 2, "--json"]
+    res = workbench(*load_url(server.url, payloads, tmp_path / "locust", *flags))
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["requests"] == 60 and out["failed"] == 1 and out["server_timing"] is True
@@ -79,23 +66,8 @@ def test_same_shape_as_the_workbench_generator(served, tmp_path):
     payloads = payload_file(tmp_path / "payloads.txt", 20)
     runs = {}
     for engine in ("workbench", "locust"):
-        res = workbench(
-            "load",
-            "--url",
-            server.url,
-            "--payloads",
-            payloads,
-            "--rate",
-            40,
-            "--requests",
-            20,
-            "--engine",
-            engine,
-            "--workers",
-            1,
-            "--out",
-            tmp_path / engine,
-        )
+        flags = ["--rate", 40, "--requests", 20, "--engine", engine, "--workers", 1]
+        res = workbench(*load_url(server.url, payloads, tmp_path / engine, *flags))
         assert res.returncode == 0, res.stderr
         runs[engine] = load_run(tmp_path / engine)
     server.stop()
@@ -127,21 +99,8 @@ def test_same_shape_as_the_workbench_generator(served, tmp_path):
 )
 def test_bad_engine_options_exit_2_with_one_line(tmp_path, args, message):
     payloads = payload_file(tmp_path / "payloads.txt", 2)
-    res = workbench(
-        "load",
-        "--url",
-        "http://127.0.0.1:9",
-        "--payloads",
-        payloads,
-        "--rate",
-        10,
-        "--requests",
-        2,
-        *args,
-        "--out",
-        tmp_path / "x",
-        timeout=60,
-    )
+    flags = ["--rate", 10, "--requests", 2, *args]
+    res = workbench(*load_url("http://127.0.0.1:9", payloads, tmp_path / "x", *flags), timeout=60)
     assert (
         res.returncode == 2 and message in res.stderr and len(res.stderr.strip().splitlines()) == 1
     ), res.stderr
@@ -193,27 +152,9 @@ def test_an_outsider_on_the_masters_port_is_not_a_worker(tmp_path):
     server = Scripted(reply(headers="Server-Timing: forward;dur=0.01, total;dur=0.02"))
     port = free_port()
     rogue = Rogue(port)
-    res = workbench(
-        "load",
-        "--url",
-        server.url,
-        "--payloads",
-        payload_file(tmp_path / "p.txt", 5),
-        "--rate",
-        50,
-        "--requests",
-        20,
-        "--engine",
-        "locust",
-        "--workers",
-        1,
-        "--master-port",
-        port,
-        "--json",
-        "--out",
-        tmp_path / "run",
-        timeout=150,
-    )
+    payloads = payload_file(tmp_path / "p.txt", 5)
+    flags = [*LOCUST_ONE_WORKER, "--rate", 50, "--requests", 20, "--master-port", port, "--json"]
+    res = workbench(*load_url(server.url, payloads, tmp_path / "run", *flags), timeout=150)
     rogue.running = False
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["failed"] == 0 and rogue.plans == 0
@@ -313,27 +254,9 @@ def test_a_worker_that_dies_mid_run_costs_its_own_rows(tmp_path):
 def test_the_timeout_bounds_each_request_of_a_slow_server(tmp_path):
     server = Scripted(reply(), drip_s=0.5)  # ~20 s a response, one byte at a time
     started = time.monotonic()
-    res = workbench(
-        "load",
-        "--url",
-        server.url,
-        "--payloads",
-        payload_file(tmp_path / "p.txt", 2),
-        "--rate",
-        10,
-        "--requests",
-        4,
-        "--engine",
-        "locust",
-        "--workers",
-        1,
-        "--timeout",
-        1,
-        "--json",
-        "--out",
-        tmp_path / "run",
-        timeout=150,
-    )
+    payloads = payload_file(tmp_path / "p.txt", 2)
+    flags = [*LOCUST_ONE_WORKER, "--rate", 10, "--requests", 4, "--timeout", 1, "--json"]
+    res = workbench(*load_url(server.url, payloads, tmp_path / "run", *flags), timeout=150)
     assert res.returncode == 1, res.stderr  # every request failed, the run kept
     assert time.monotonic() - started < 60
     run = load_run(tmp_path / "run")

@@ -8,6 +8,7 @@ import pytest
 from workbench.record import load_run
 
 from served_helpers import payload_file, workbench
+from tests.support.cli import load_url
 
 if importlib.util.find_spec("locust") is None:
     pytest.skip("locust is not installed (pip install 'locust>=2.47,<3')", allow_module_level=True)
@@ -17,28 +18,10 @@ if importlib.util.find_spec("locust") is None:
 def test_the_master_stops_its_workers_once_the_point_is_stable(served, tmp_path):
     server = served()
     payloads = payload_file(tmp_path / "payloads.txt", 20)
-    res = workbench(
-        "load",
-        "--url",
-        server.url,
-        "--payloads",
-        payloads,
-        "--sweep",
-        "rate=40",
-        "--window-s",
-        "0.5",
-        "--max-windows",
-        "10",
-        "--stability",
-        "200",  # three non-negative windows are always within 200 % of their mean: stable at the third
-        "--engine",
-        "locust",
-        "--workers",
-        2,
-        "--json",
-        "--out",
-        tmp_path / "s",
-    )
+    sweep = ["--sweep", "rate=40", "--window-s", "0.5", "--max-windows", "10"]
+    # three non-negative windows are always within 200 % of their mean: stable at the third
+    sweep += ["--stability", "200", "--engine", "locust", "--workers", 2, "--json"]
+    res = workbench(*load_url(server.url, payloads, tmp_path / "s", *sweep))
     assert res.returncode == 0, res.stderr
     (p,) = json.loads(res.stdout)["points"]
     assert (p["windows"], p["stable_after_windows"], p["stopped_by"], p["stable"]) == (

@@ -15,26 +15,15 @@ from workbench_serve.otel.ingest import ingest_otel
 from workbench.record import load_run
 from workbench_serve.process import ServeProcess
 
-from served_helpers import ENV, PIPELINE, free_port, payload_file, workbench
+from tests.support.cli import load_url
+from served_helpers import ENV, PIPELINE, free_port, payload_file, served_requests, workbench
 
 
 def test_served_load_joins_the_budget_and_sigterm_writes_the_server_run(served, tmp_path):
     server = served("--max-batch-size", "1", "--otel")  # a poisoned item fails only its own request
     payloads = payload_file(tmp_path / "payloads.txt", 40, poison={10, 20})
-    res = workbench(
-        "load",
-        "--url",
-        server.url,
-        "--payloads",
-        payloads,
-        "--rate",
-        50,
-        "--requests",
-        40,
-        "--json",
-        "--out",
-        tmp_path / "client",
-    )
+    flags = ["--rate", 50, "--requests", 40, "--json"]
+    res = workbench(*load_url(server.url, payloads, tmp_path / "client", *flags))
     assert res.returncode == 0, (
         res.stderr
     )  # 2 of 40 failed: a failure, not all (no --fail-on-error)
@@ -156,19 +145,8 @@ def test_a_port_in_use_is_one_line(tmp_path):
 def test_an_unreachable_url_is_one_line(tmp_path):
     port = free_port()
     payloads = payload_file(tmp_path / "p.txt", 3)
-    res = workbench(
-        "load",
-        "--url",
-        f"http://127.0.0.1:{port}",
-        "--payloads",
-        payloads,
-        "--rate",
-        10,
-        "--requests",
-        3,
-        "--out",
-        tmp_path / "c",
-    )
+    flags = ["--rate", 10, "--requests", 3]
+    res = workbench(*load_url(f"http://127.0.0.1:{port}", payloads, tmp_path / "c", *flags))
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(
@@ -199,20 +177,8 @@ def test_a_server_without_server_timing_still_gives_end_to_end(tmp_path):
     try:
         port = int(proc.stdout.readline())
         payloads = payload_file(tmp_path / "p.txt", 20)
-        res = workbench(
-            "load",
-            "--url",
-            f"http://127.0.0.1:{port}",
-            "--payloads",
-            payloads,
-            "--rate",
-            50,
-            "--requests",
-            20,
-            "--json",
-            "--out",
-            tmp_path / "c",
-        )
+        flags = ["--rate", 50, "--requests", 20, "--json"]
+        res = workbench(*load_url(f"http://127.0.0.1:{port}", payloads, tmp_path / "c", *flags))
     finally:
         proc.kill()
         proc.wait(30)
@@ -256,9 +222,8 @@ def wait_for_requests(server, n, timeout_s=30):
     """Until the server's /healthz counts ``n`` requests taken."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        with urllib.request.urlopen(f"{server.url}/healthz", timeout=timeout_s) as r:
-            if json.loads(r.read())["requests"] >= n:
-                return
+        if served_requests(server) >= n:
+            return
         time.sleep(0.01)
     raise AssertionError(f"the server did not take {n} requests in {timeout_s} s")
 

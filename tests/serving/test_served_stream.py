@@ -9,6 +9,7 @@ import threading
 import time
 
 from served_helpers import HERE, workbench
+from tests.support.cli import load_url
 from workbench.record import load_run
 from workbench_serve.sse import Decoder
 
@@ -31,10 +32,8 @@ def test_load_url_times_units_from_the_due_time_and_counts_a_failed_stream(serve
     rows[5], rows[11] = {"x": -1, "n": 4}, {"x": -3, "n": 4}  # fails after 2 units / before any
     payloads = tmp_path / "payloads.txt"
     payloads.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    res = workbench(
-        *("load", "--url", server.url, "--payloads", payloads, "--rate", 50, "--requests", 20),
-        *("--ttft-ms", 60_000, "--tpot-ms", 60_000, "--json", "--out", tmp_path / "client"),
-    )
+    flags = ["--rate", 50, "--requests", 20, "--ttft-ms", 60_000, "--tpot-ms", 60_000, "--json"]
+    res = workbench(*load_url(server.url, payloads, tmp_path / "client", *flags))
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["failed"] == 2 and out["failures"]["generate"]["count"] == 2

@@ -4,19 +4,17 @@ frame; the ``load --url`` client's run says where those waits are."""
 
 import json
 
+from tests.conftest import CHECKSUM
 from served_helpers import Served, payload_file, workbench
+from tests.support.cli import load_url
 
-LOCKED = """
+LOCKED = (
+    """
 import json, threading, time
 from workbench import Pipeline
-
-def checksum(rows):  # pure Python that allocates no container: no collection of its own
-    total = 0
-    for _ in range(5):  # 5-10 ms on CPU over 20,000 rows (100,000 tracked tuples lengthened every
-        for row in rows:  # collection enough to make a gc finding of their own)
-            total += row[0] * row[1]
-    return total
-
+"""
+    + CHECKSUM
+    + """
 def build(config):
     lock, rows = threading.Lock(), [(i, i + 1) for i in range(20_000)]
 
@@ -43,6 +41,7 @@ def build(config):
     p.add("reply", reply)
     return p
 """
+)
 
 
 def test_audit_of_a_served_run_names_the_lock_its_line_and_the_holders_frame(tmp_path):
@@ -52,8 +51,7 @@ def test_audit_of_a_served_run_names_the_lock_its_line_and_the_holders_frame(tmp
     try:
         payloads = payload_file(tmp_path / "payloads.txt", 200)
         client = tmp_path / "client"
-        argv = ["--payloads", payloads, "--rate", 50, "--requests", 200, "--out", client]
-        res = workbench("load", "--url", server.url, *argv)
+        res = workbench(*load_url(server.url, payloads, client, "--rate", 50, "--requests", 200))
         assert res.returncode == 0, res.stderr
     finally:
         code, _, stderr = server.stop()

@@ -3,12 +3,11 @@ refused before they are opened (issue 27: a FIFO with no writer blocked ``analyz
 two copies of 5e18 bytes summed to -8.4e18 and printed a negative bandwidth)."""
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import workbench
 from workbench.errors import TraceError
 from workbench.trace import load_trace
 from tests.support import tables
@@ -26,13 +25,7 @@ def copies(tmp_path, *sizes) -> Path:
 
 
 def cli(*argv, timeout=60):
-    return subprocess.run(
-        [sys.executable, "-m", "workbench", "analyze", *map(str, argv)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return workbench("analyze", *argv, timeout=timeout, cwd=REPO)
 
 
 def test_byte_totals_past_int64_are_a_trace_error_not_a_negative_total(tmp_path):

@@ -35,7 +35,7 @@ class StackedProfile(FakeProfile):
     ):
         if config.precision == "bf16":
             raise ConfigError("precision bf16: refused by this fake")
-        run = super().__call__(
+        return super().__call__(
             target,
             config,
             requests=requests,
@@ -44,6 +44,8 @@ class StackedProfile(FakeProfile):
             progress=progress,
             cancel=cancel,
         )
+
+    def finish(self, run, config):
         if config.batch_size != 4:
             return run
         meta = run.meta.to_dict() | {"stacks": STACKS}
@@ -100,18 +102,7 @@ def test_a_failed_configuration_clears_and_hides_the_stacks():
 class SampledProfile(FakeProfile):
     """The fake profile; batch size 4 returns the synthetic lock run, every thread sampled."""
 
-    def __call__(
-        self, target, config, *, requests, warmup, traced, progress=None, cancel=None, **_
-    ):
-        run = super().__call__(
-            target,
-            config,
-            requests=requests,
-            warmup=warmup,
-            traced=traced,
-            progress=progress,
-            cancel=cancel,
-        )
+    def finish(self, run, config):
         if config.batch_size != 4:
             return run
         meta = run.meta.replace(stages=["record"], sampled=copying_sampled())

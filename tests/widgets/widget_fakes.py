@@ -74,9 +74,14 @@ class FakeProfile:
                         raise Cancelled(f"cancelled after {i} of {total} requests")
             if progress is not None:
                 progress(i + 1, total, "timing")
-        return synthetic_run(
-            target if isinstance(target, str) else "mine", config, requests, warmup
+        return self.finish(
+            synthetic_run(target if isinstance(target, str) else "mine", config, requests, warmup),
+            config,
         )
+
+    def finish(self, run: Run, config: PipelineConfig) -> Run:
+        """The run returned for ``config``: a subclass changes it here."""
+        return run
 
 
 class MetaProfile(FakeProfile):
@@ -86,18 +91,7 @@ class MetaProfile(FakeProfile):
         super().__init__()
         self.meta, self.fail = meta or {}, set(fail)
 
-    def __call__(
-        self, target, config, *, requests, warmup, traced, progress=None, cancel=None, **_
-    ):
-        run = super().__call__(
-            target,
-            config,
-            requests=requests,
-            warmup=warmup,
-            traced=traced,
-            progress=progress,
-            cancel=cancel,
-        )
+    def finish(self, run, config):
         run.meta = run.meta.replace(**self.meta)
         for i in self.fail:
             run.requests.loc[

@@ -179,3 +179,17 @@ def option_ranges(**ranges: Range) -> Callable:
         return build
 
     return declare
+
+
+def with_overrides(options: Any, cls: type, overrides: dict[str, Any], who: str) -> Any:
+    """``options`` (a frozen dataclass ``cls``; None: its defaults) with ``overrides`` by field name.
+
+    A name that is not a field of ``cls`` is a ConfigError naming it."""
+    names = [f.name for f in fields(cls)]
+    unknown = sorted(set(overrides) - set(names))
+    if unknown:
+        raise ConfigError(
+            f"{who}: unknown option {unknown[0]!r}; the options are {cls.__name__}'s fields: "
+            f"{', '.join(names)}"
+        )
+    return replace(options or cls(), **overrides)

@@ -295,9 +295,11 @@ def _label(config, base: PipelineConfig) -> str:
 
 
 def _build_all(target, cfgs: list[PipelineConfig]) -> list:
-    from .runner import resolve_pipeline
+    from .examples import factory
+    from .pipeline import resolve_pipeline
 
-    pipes = [resolve_pipeline(target, cfg) for cfg in cfgs]
+    build = factory(target) if isinstance(target, str) else target
+    pipes = [resolve_pipeline(build, cfg) for cfg in cfgs]
     for i, p in enumerate(pipes[1:], start=1):
         if p.name != pipes[0].name or p.stage_names != pipes[0].stage_names:
             raise ConfigError(

@@ -74,9 +74,11 @@ def recipe_of(target: Any) -> str | None:
 
 
 def _factory(recipe: str):
-    if recipe.startswith("example:"):
-        return recipe.removeprefix("example:")
+    from .examples import factory
     from .pipeline import load_factory
+
+    if recipe.startswith("example:"):
+        return factory(recipe.removeprefix("example:"))
 
     return load_factory(recipe)
 
@@ -228,7 +230,7 @@ class _Worker:
 
     def build(self, sys_path, recipe, config, warmup, cap) -> tuple:
         sys.path[:] = sys_path
-        from .runner import resolve_pipeline
+        from .pipeline import resolve_pipeline
         from .timing import request_timer
 
         if config.threads:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from .device import torch_or_none
 from .errors import ConfigError, is_int, is_number
 
 DEVICES = ("cpu", "cuda")
@@ -77,8 +78,6 @@ class PipelineConfig:
         Call it in the thread that runs the stages: a worker thread does not
         inherit the count set elsewhere.
         """
-        from .device import torch_or_none
-
         torch = torch_or_none()
         if torch is None:
             return None

@@ -81,7 +81,7 @@ def refuse_without_steps(pipe, asked: bool) -> None:
 
 
 def run_continuous(
-    pipe, target, *, arrivals: Arrivals, policy: ContinuousPolicy, items: list, opts
+    pipe, target, arrivals: Arrivals, policy: ContinuousPolicy, items: list, opts
 ) -> Run:
     """Run ``items`` (one per arrival of ``arrivals``) through ``pipe.steps(policy.max_num_seqs)``.
 

@@ -135,19 +135,21 @@ def run_load(
     if pipe.steps is not None and stream_index(pipe.stages) is not None:
         refuse_for_continuous(opts.timeout_s, opts.watch)
         policy_c = opts.continuous or ContinuousPolicy()
-        return run_continuous(
-            pipe, target, arrivals=arrivals, policy=policy_c, items=items, opts=opts
-        )
+        return run_continuous(pipe, target, arrivals, policy_c, items, opts)
+    return _batched_run(pipe, build, target, arrivals, policy, schedule, items, opts)
+
+
+def _batched_run(pipe, build, target, arrivals, policy, schedule, items, opts: LoadOptions) -> Run:
+    """The dynamic batcher's run of ``items`` due at ``schedule``, in executors that build their
+    pipeline from ``build`` (``target``: what the fingerprint names)."""
     execute, threads, guards = pipeline_executor(pipe, build, opts.clock, opts.timeout_s)
     started = datetime.now(timezone.utc)
     probe = NoiseProbe(opts.noise_readings or Readings()).start()
     # every thread, every sample, as in profile (off with an injected clock: tests)
     sampler = StackSampler() if opts.clock is time.perf_counter_ns else None
+    switch = _switch_interval(opts.switch_interval_s)
     try:
-        with (
-            _switch_interval(opts.switch_interval_s) as interval,
-            sampler or contextlib.nullcontext(),
-        ):
+        with switch as interval, sampler or contextlib.nullcontext():
             batcher, lags, dropped, origin, stopped, interrupted = _drive(
                 execute, pipe, items, schedule, policy, opts
             )

@@ -24,6 +24,12 @@ def torch_or_none():
     return torch
 
 
+def torch_threads() -> int | None:
+    """torch's intra-op thread count in this thread (None without torch)."""
+    torch = torch_or_none()
+    return torch.get_num_threads() if torch is not None else None
+
+
 def require_torch():
     torch = torch_or_none()
     if torch is None:

@@ -34,7 +34,7 @@ from .analysis import stacks as stack_analysis  # by module: tests plant a faili
 from .analysis.stats import percentile_ci_ns, percentile_ns, summarize_ns
 from .batching.arrivals import Arrivals
 from .config import PipelineConfig, with_overrides
-from .device import cpu_model, device_name, quiet_profiler, require_torch, torch_or_none
+from .device import cpu_model, device_name, quiet_profiler, require_torch, torch_threads
 from .errors import ConfigError, PipelineError, check_int, is_number
 from .examples import factory
 from .fingerprint import run_fingerprint
@@ -214,7 +214,7 @@ def profile(
     build_started_ns = time.perf_counter_ns()
     pipe = resolve_pipeline(factory(target) if isinstance(target, str) else target, config)
     build_ns = None if isinstance(target, Pipeline) else time.perf_counter_ns() - build_started_ns
-    threads_before = _torch_threads()
+    threads_before = torch_threads()
     scratch: list[Path] = []  # a finished trace's folder, until the Run owns it
     try:
         threads = pipe.config.apply_threads()  # in this thread: the one that runs the stages
@@ -356,12 +356,8 @@ def quantization_meta(pipe: Pipeline) -> dict[str, Any] | None:
     return {"models": reports, "text": text}
 
 
-def _torch_threads() -> int | None:
-    torch = torch_or_none()
-    return torch.get_num_threads() if torch is not None else None
-
-
 def next_batch(items, batch_size: int, pipe_name: str) -> list:
+    """The next ``batch_size`` items, or a PipelineError naming the pipeline when they run out."""
     batch = list(itertools.islice(items, batch_size))
     if len(batch) < batch_size:
         raise PipelineError(

@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pandas as pd
 
-from ..device import torch_or_none
+from ..device import torch_threads
 from ..errors import ConfigError
 from ..fingerprint import run_fingerprint
 from ..guard import Interrupted
@@ -91,8 +91,7 @@ def run_continuous(
     :class:`~workbench.guard.Interrupted` carries the run (status ``interrupted``).
     """
     clock, drain_timeout_s = opts.clock, opts.drain_timeout_s
-    torch = torch_or_none()
-    threads = pipe.config.threads or (torch.get_num_threads() if torch is not None else None)
+    threads = pipe.config.threads or torch_threads()
     steps = pipe.steps(policy.max_num_seqs)
     if items:
         _warm_up(steps, items[0])

@@ -48,7 +48,7 @@ from ..record.meta import STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_TIMEOUT
 from ..sampling import StackSampler
 from ..guard import TIMEOUT, Interrupted, StageGuard, StageTimeout, check_timeout
 from ..pipeline import Pipeline, first_request_checked, resolve_pipeline
-from ..runner import environment, failure_records
+from ..runner import environment, failure_records, next_batch
 from ..streaming import stream_index
 from ..timing import Clock, stage_timer
 from .arrivals import Arrivals
@@ -131,7 +131,7 @@ def run_load(
             f"the arrival schedule has {len(schedule)} requests; a live run takes at most "
             f"{MAX_REQUESTS} (lower --rate, --duration or --requests)"
         )
-    items = _prefetch(pipe, len(schedule))
+    items = next_batch(pipe.item_iterator(), len(schedule), pipe.name)  # before the clock starts
     if pipe.steps is not None and stream_index(pipe.stages) is not None:
         refuse_for_continuous(opts.timeout_s, opts.watch)
         policy_c = opts.continuous or ContinuousPolicy()
@@ -336,17 +336,6 @@ def _switch_interval(seconds: float | None):
         sys.setswitchinterval(old)
 
 
-def _prefetch(pipe, n: int) -> list:
-    """The n input items, drawn before the clock starts (drawing them is not the server's time)."""
-    it = pipe.item_iterator()
-    items = [x for _, x in zip(range(n), it)]
-    if len(items) < n:
-        raise PipelineError(
-            f"pipeline {pipe.name!r}: item source ran out (got {len(items)} of {n} items)"
-        )
-    return items
-
-
 def pipeline_executor(pipe, target, clock: Clock, timeout_s: float | None = None):
     """``(execute(items, starts=, ends=) -> RequestTiming, threads, guards)`` for the executor threads
     (of a load run, and of ``workbench serve``'s service).
@@ -366,11 +355,8 @@ def pipeline_executor(pipe, target, clock: Clock, timeout_s: float | None = None
     :class:`StageGuard` thread (listed in ``guards``, for closing), and the
     pipeline is built there, in the thread that runs the stages.
     """
-    torch = torch_or_none()
-    cfg = pipe.config
-    threads = cfg.threads
-    if threads is None and torch is not None:
-        threads = torch.get_num_threads()
+    torch, cfg = torch_or_none(), pipe.config
+    threads = cfg.threads or (torch.get_num_threads() if torch is not None else None)
     local = threading.local()
     guards: list[StageGuard] = []
 

@@ -48,7 +48,8 @@ from workbench.batching.continuous_live import profile_steps  # noqa: E402
 from workbench.batching.live import run_load  # noqa: E402
 from workbench.batching.policy import BatchPolicy  # noqa: E402
 from workbench.config import PipelineConfig  # noqa: E402
-from workbench.runner import resolve_pipeline  # noqa: E402
+from workbench.examples import factory  # noqa: E402
+from workbench.pipeline import resolve_pipeline  # noqa: E402
 
 P50_TOL, P99_TOL = 0.15, 0.25
 CAPACITY_RATE = 10_000.0  # req/s: far past capacity, the simulator's throughput is its capacity
@@ -127,7 +128,7 @@ def main(argv=None) -> int:
     }
     config = PipelineConfig(device=args.device, threads=args.threads, options=options)
     policy = ContinuousPolicy(args.max_num_seqs, args.max_batched_tokens, args.chunk_tokens)
-    pipe = resolve_pipeline("generate", config)
+    pipe = resolve_pipeline(factory("generate"), config)
     t0 = time.perf_counter()
     times, measured = calibrate(pipe, policy, args.prompt_tokens, args.answer_tokens)
     calib_s = time.perf_counter() - t0

@@ -30,9 +30,10 @@ MODES = ("describe", "no describe")
 
 def child(mode: str, requests: int, batch: int) -> dict:
     from workbench import PipelineConfig, profile
-    from workbench.runner import resolve_pipeline
+    from workbench.examples import factory
+    from workbench.pipeline import resolve_pipeline
 
-    pipe = resolve_pipeline("text", PipelineConfig(batch_size=batch, threads=1))
+    pipe = resolve_pipeline(factory("text"), PipelineConfig(batch_size=batch, threads=1))
     if mode == "no describe":
         pipe = dataclasses.replace(
             pipe, stages=[dataclasses.replace(s, describe=None) for s in pipe.stages]

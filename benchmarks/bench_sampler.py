@@ -143,9 +143,10 @@ def _e2e(t) -> int:
 
 def measure(example: str, requests: int, blocks: int, modes: tuple[str, ...] = MODES) -> dict:
     from workbench import PipelineConfig
-    from workbench.runner import resolve_pipeline
+    from workbench.examples import factory
+    from workbench.pipeline import resolve_pipeline
 
-    pipe = resolve_pipeline(example, PipelineConfig(batch_size=1, threads=1))
+    pipe = resolve_pipeline(factory(example), PipelineConfig(batch_size=1, threads=1))
     pipe.config.apply_threads()
     items = pipe.item_iterator()
     run_block(pipe, items, "plain", 20)  # warm-up

@@ -21,11 +21,12 @@ def payloads_file(example: str, root: Path, n: int = 50_000) -> Path:
 
 def write_payloads(example: str, path: Path, n: int = 50_000) -> Path:
     from workbench import PipelineConfig
-    from workbench.runner import resolve_pipeline
+    from workbench.examples import factory
+    from workbench.pipeline import resolve_pipeline
     from workbench_serve.protocol import item_bytes
 
     if not path.exists():
-        pipe = resolve_pipeline(example, PipelineConfig(batch_size=1))
+        pipe = resolve_pipeline(factory(example), PipelineConfig(batch_size=1))
         bodies = [item_bytes(x) for x in itertools.islice(pipe.item_iterator(), n)]
         if any(b"\n" in b or b"\r" in b for b in bodies):
             raise RuntimeError(

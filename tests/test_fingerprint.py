@@ -6,7 +6,7 @@ from workbench import PipelineConfig
 from workbench.examples import factory
 from workbench.fingerprint import differences, factory_spec, fingerprint_of, model_fingerprint
 from workbench.record import RunMeta
-from workbench.runner import resolve_pipeline
+from workbench.pipeline import resolve_pipeline
 
 BASE = {
     "pipeline": "text",
@@ -48,10 +48,12 @@ def test_legacy_runs_get_a_fingerprint_from_config_and_env():
 
 @pytest.mark.parametrize("name", ["tabular", "text", "image"])
 def test_shipped_examples_declare_their_models(name):
-    pipe = resolve_pipeline(name, PipelineConfig())
+    pipe = resolve_pipeline(factory(name), PipelineConfig())
     fp = model_fingerprint(pipe.models)
     assert fp != "unknown" and fp["params"] > 0
-    other = model_fingerprint(resolve_pipeline(name, PipelineConfig(precision="bf16")).models)
+    other = model_fingerprint(
+        resolve_pipeline(factory(name), PipelineConfig(precision="bf16")).models
+    )
     assert other["params"] == fp["params"] and other["hash"] != fp["hash"]  # dtypes are in the hash
     assert factory_spec(factory(name)) == f"example:{name}"
 

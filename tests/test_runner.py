@@ -8,7 +8,7 @@ from tests.conftest import FakeClock, toy_pipeline
 from workbench import Pipeline, PipelineConfig, profile
 from workbench.record import load_run
 from workbench.errors import ConfigError, PipelineError
-from workbench.runner import Cancelled
+from workbench.runner import Cancelled, MeasurePlan
 
 
 def test_timing_run_records_exact_stage_times(fake_clock):
@@ -82,12 +82,25 @@ def test_exhausted_item_source_is_a_clear_error(fake_clock):
         ({"warmup": -1}, "warmup must be an integer >= 0"),
         ({"traced": 1.5}, "traced must be an integer >= 0"),
         ({"sync": "never"}, "sync must be one of stage, request"),
+        (
+            {"request": 5},
+            "profile: unknown option 'request'; the options are MeasurePlan's fields: requests,",
+        ),
     ],
 )
 def test_bad_arguments(fake_clock, kwargs, match):
     pipe = toy_pipeline(fake_clock, {"parse": 1})
     with pytest.raises(ConfigError, match=match):
         profile(pipe, clock=fake_clock, **({"traced": 0} | kwargs))
+
+
+def test_an_options_object_takes_keyword_overrides(fake_clock):
+    pipe = toy_pipeline(fake_clock, {"parse": 1})
+    options = MeasurePlan(requests=3, warmup=1, traced=0, clock=fake_clock)
+    run = profile(pipe, options=options, requests=2)
+    assert run.meta.timing.requests == 2 and run.meta.timing.warmup == 1
+    with pytest.raises(ConfigError, match="requests must be an integer >= 1"):
+        MeasurePlan(requests=0)
 
 
 def test_cancel_stops_between_requests(fake_clock):

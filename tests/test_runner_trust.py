@@ -10,6 +10,7 @@ import torch
 from tests.conftest import FakeClock, toy_pipeline
 from tests.test_noise import FakeReadings, ticks
 from workbench import Pipeline, PipelineConfig, profile
+from workbench.runner import MeasurePlan
 from workbench.errors import ConfigError, PrecisionError
 from workbench.pipeline import exception_where
 from workbench.precision import prepare_model
@@ -78,10 +79,7 @@ def test_threads_must_be_a_positive_integer():
 
 
 def test_run_length_defaults_and_duration_bound():
-    import inspect
-
-    params = inspect.signature(profile).parameters
-    assert params["requests"].default == 600 and params["max_duration_s"].default == 30.0
+    assert MeasurePlan().requests == 600 and MeasurePlan().max_duration_s == 30.0
     clock = FakeClock()
     pipe = toy_pipeline(clock, {"forward": 1_000_000_000})  # 1 s per request
     run = profile(pipe, requests=600, warmup=2, traced=0, clock=clock, max_duration_s=3.5)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from .device import torch_or_none
 from .errors import ConfigError, is_int, is_number
 
 DEVICES = ("cpu", "cuda")
@@ -77,8 +78,6 @@ class PipelineConfig:
         Call it in the thread that runs the stages: a worker thread does not
         inherit the count set elsewhere.
         """
-        from .device import torch_or_none
-
         torch = torch_or_none()
         if torch is None:
             return None
@@ -179,3 +178,17 @@ def option_ranges(**ranges: Range) -> Callable:
         return build
 
     return declare
+
+
+def with_overrides(options: Any, cls: type, overrides: dict[str, Any], who: str) -> Any:
+    """``options`` (a frozen dataclass ``cls``; None: its defaults) with ``overrides`` by field name.
+
+    A name that is not a field of ``cls`` is a ConfigError naming it."""
+    names = [f.name for f in fields(cls)]
+    unknown = sorted(set(overrides) - set(names))
+    if unknown:
+        raise ConfigError(
+            f"{who}: unknown option {unknown[0]!r}; the options are {cls.__name__}'s fields: "
+            f"{', '.join(names)}"
+        )
+    return replace(options or cls(), **overrides)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
 import sys
 from importlib import metadata
 
@@ -17,10 +18,16 @@ from .errors import ConfigError
 def torch_or_none():
     """The torch module, or None when torch is not installed."""
     try:
-        import torch
+        import torch  # 1-2 s and 300 MB: only where a pipeline runs
     except ImportError:
         return None
     return torch
+
+
+def torch_threads() -> int | None:
+    """torch's intra-op thread count in this thread (None without torch)."""
+    torch = torch_or_none()
+    return torch.get_num_threads() if torch is not None else None
 
 
 def require_torch():
@@ -105,8 +112,6 @@ def cpu_model() -> str:
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    import platform
-
     return platform.processor() or platform.machine()
 
 

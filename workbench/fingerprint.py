@@ -27,6 +27,8 @@ import os
 import sys
 from typing import Any
 
+import workbench
+
 from .errors import ConfigError
 
 UNKNOWN = "unknown"
@@ -83,8 +85,6 @@ def _packed_weights(model):
 
 def run_fingerprint(pipe, target: Any, threads: int | None, env: dict[str, Any]) -> dict[str, Any]:
     """The fingerprint of a run of ``pipe`` (built from ``target``) with ``threads`` torch threads."""
-    import workbench
-
     cfg = pipe.config
     model = model_fingerprint(list(pipe.models))
     return {

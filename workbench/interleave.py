@@ -61,8 +61,8 @@ from .device import require_torch
 from .errors import ConfigError, PipelineError, check_int, is_number
 from .interleave_workers import Workers, as_numpy, current_threads, recipe_of
 from .noise import NoiseProbe
-from .pipeline import Pipeline
-from .runner import resolve_pipeline
+from .examples import factory
+from .pipeline import Pipeline, resolve_pipeline
 from .streaming import sample_row, stream_index
 from .timing import Clock, RequestTiming, request_timer
 from .units import ns_to_s, s_to_ns
@@ -307,7 +307,8 @@ def _label(config, base: PipelineConfig) -> str:
 
 
 def _build_all(target, cfgs: list[PipelineConfig]) -> list:
-    pipes = [resolve_pipeline(target, cfg) for cfg in cfgs]
+    build = factory(target) if isinstance(target, str) else target
+    pipes = [resolve_pipeline(build, cfg) for cfg in cfgs]
     for i, p in enumerate(pipes[1:], start=1):
         if p.name != pipes[0].name or p.stage_names != pipes[0].stage_names:
             raise ConfigError(

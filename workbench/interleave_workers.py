@@ -52,8 +52,8 @@ from .analysis.outputs import NONE, output_agreement
 from .device import require_torch
 from .errors import ConfigError, PipelineError
 from .noise import Readings
-from .pipeline import load_factory
-from .runner import resolve_pipeline
+from .examples import factory
+from .pipeline import load_factory, resolve_pipeline
 from .streaming import sample_row, stream_index
 from .timing import request_timer
 
@@ -82,7 +82,7 @@ def recipe_of(target: Any) -> str | None:
 
 def _factory(recipe: str):
     if recipe.startswith("example:"):
-        return recipe.removeprefix("example:")
+        return factory(recipe.removeprefix("example:"))
     return load_factory(recipe)
 
 

@@ -32,6 +32,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+try:
+    import fcntl
+except ImportError:  # Windows
+    import msvcrt
+
+    fcntl = None
+
 from .errors import WorkbenchError
 
 LOCK_ENV = "WORKBENCH_LIVE_LOCK"
@@ -60,11 +67,7 @@ def lock_path(environ: dict | None = None) -> Path:
 
 def _try_lock_fd(fd: int) -> bool:
     """Take the OS lock on an open file without blocking; False when another process holds it."""
-    try:
-        import fcntl
-    except ImportError:  # Windows
-        import msvcrt
-
+    if fcntl is None:  # Windows
         try:
             msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
             return True

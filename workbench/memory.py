@@ -21,8 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
+
+try:
+    import resource
+except ImportError:  # Windows
+    resource = None
 
 from .errors import is_int
 
@@ -46,10 +52,7 @@ def rss_bytes() -> int | None:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         pass
-    try:
-        import resource
-        import sys
-    except ImportError:
+    if resource is None:
         return None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(peak) if sys.platform == "darwin" else int(peak) * 1024

@@ -37,6 +37,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from .analysis.stats import percentiles
 from .fingerprint import _cores
 
 THRESHOLDS = {"other_cores": 0.25, "steal_pct": 5.0, "load_per_core": 1.0}
@@ -143,10 +146,6 @@ class NoiseProbe:
 
 def dispersion(e2e_ns) -> dict[str, float | None]:
     """``iqr_over_median`` and ``p99_over_p50`` of end-to-end times (None for fewer than 2)."""
-    import numpy as np
-
-    from .analysis.stats import percentiles
-
     arr = np.asarray([] if e2e_ns is None else e2e_ns, dtype=np.int64)
     if arr.size < 2:
         return {"iqr_over_median": None, "p99_over_p50": None}

@@ -42,15 +42,19 @@ import importlib
 import importlib.util
 import itertools
 import sys
+import sysconfig
 import traceback
 import types
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .config import PipelineConfig
-from .errors import ConfigError, PipelineError, encodable
+from .device import check_device
+from .errors import ConfigError, PipelineError, WorkbenchError, encodable
+from .precision import check_precision, collect_quantization
+from .roles import ROLES, stage_role
 
 
 @dataclass(frozen=True)
@@ -64,8 +68,6 @@ class Stage:
     stream: bool = False  # fn returns an iterable of units (tokens, chunks): workbench.streaming
 
     def __post_init__(self) -> None:
-        from .roles import ROLES
-
         if not isinstance(self.name, str) or not self.name or self.name.startswith("_"):
             raise ConfigError(
                 f"stage name must be a non-empty string not starting with '_', got {self.name!r}"
@@ -175,8 +177,6 @@ class Pipeline:
     @property
     def stage_roles(self) -> dict[str, str]:
         """Stage -> role, declared or defaulted from the standard names (stages with neither are left out)."""
-        from .roles import stage_role
-
         declared = {s.name: s.role for s in self.stages if s.role}
         return {s.name: r for s in self.stages if (r := stage_role(s.name, declared))}
 
@@ -236,8 +236,6 @@ _WORKBENCH_DIR = str(Path(__file__).resolve().parent)
 
 
 def _library_dirs() -> tuple[str, ...]:
-    import sysconfig
-
     paths = sysconfig.get_paths()
     dirs = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     return tuple(str(Path(d).resolve()) for d in dirs if d)
@@ -309,6 +307,46 @@ def _import_target(spec: str, target: str):
         ) from exc
 
 
+RUNNER_FIELDS = ("batch_size", "threads")  # the runner applies them: a built Pipeline honours them
+
+
+def resolve_pipeline(target: Pipeline | Factory, config: PipelineConfig | None) -> Pipeline:
+    """A built pipeline from a Pipeline or a factory (a caller turns an example name into one).
+
+    A built Pipeline with a config: ``batch_size`` and ``threads`` are the
+    runner's to apply, so they are honoured; device, precision and options were
+    fixed when the pipeline was built, so a config that differs there is a
+    ConfigError (pass the factory instead), never silently ignored.
+    """
+    if isinstance(target, Pipeline):
+        return _with_config(target.validate(), config)
+    config = config or PipelineConfig()
+    check_precision(config)  # an impossible combination is named even where the device is missing
+    check_device(config.device)
+    if not callable(target):
+        raise PipelineError(
+            f"expected a Pipeline, a factory or an example name, got {type(target).__name__}"
+        )
+    return build_pipeline(target, config)
+
+
+def _with_config(pipe: Pipeline, config: PipelineConfig | None) -> Pipeline:
+    """A copy of a built pipeline running under ``config``'s runner fields, or a ConfigError."""
+    if config is None:
+        return pipe
+    for name in ("device", "precision", "options"):
+        built, wanted = getattr(pipe.config, name), getattr(config, name)
+        if built != wanted:
+            raise ConfigError(
+                f"profile(pipeline, config): pipeline {pipe.name!r} was built with {name}={built!r} but the config "
+                f"asks for {name}={wanted!r}; a built Pipeline cannot change {name}: pass its factory "
+                f"(profile(build, config)) or build the pipeline with Pipeline(..., config=config)"
+            )
+    return replace(
+        pipe, config=pipe.config.replace(**{k: getattr(config, k) for k in RUNNER_FIELDS})
+    )
+
+
 def build_pipeline(factory: Factory, config: PipelineConfig) -> Pipeline:
     """Call a factory and check that it returned a usable pipeline.
 
@@ -316,9 +354,6 @@ def build_pipeline(factory: Factory, config: PipelineConfig) -> Pipeline:
     e.g. an unsupported precision) pass through unchanged; any other exception
     becomes a ``PipelineError`` naming the factory.
     """
-    from .errors import WorkbenchError
-    from .precision import collect_quantization
-
     options = ReadOptions(config.options)
     config = config.replace(options=options)
     try:

@@ -47,7 +47,7 @@ def quantization_report(model) -> dict:
     quantized_share, text}``; a parameterised module is one holding parameters
     itself (not through children); shares are of the parameter count.
     """
-    import torch
+    import torch  # 1-2 s and 300 MB: only when a model is prepared
 
     owners = [m for m in model.modules() if any(True for _ in m.parameters(recurse=False))]
     linear = [m for m in owners if isinstance(m, torch.nn.Linear)]
@@ -75,7 +75,7 @@ def check_precision(config: PipelineConfig) -> None:
             "use --precision fp16 or bf16 on CUDA, or --device cpu for int8"
         )
     if p == "bf16" and config.is_cuda and cuda_available():
-        import torch
+        import torch  # 1-2 s and 300 MB: only when a model is prepared
 
         if not torch.cuda.is_bf16_supported():
             raise PrecisionError(
@@ -85,7 +85,7 @@ def check_precision(config: PipelineConfig) -> None:
 
 def torch_dtype(precision: str):
     """The floating dtype activations use at this precision (int8 keeps fp32 activations)."""
-    import torch
+    import torch  # 1-2 s and 300 MB: only when a model is prepared
 
     return {
         "fp32": torch.float32,
@@ -118,7 +118,7 @@ def prepare_model(model, config: PipelineConfig):
 
 
 def _model_options(model, config: PipelineConfig):
-    import torch
+    import torch  # 1-2 s and 300 MB: only when a model is prepared
 
     for name in MODEL_OPTIONS:
         value = config.options.get(name, False)
@@ -132,7 +132,7 @@ def _model_options(model, config: PipelineConfig):
 
 
 def _quantize_int8(model):
-    import torch
+    import torch  # 1-2 s and 300 MB: only when a model is prepared
 
     report = quantization_report(model)
     if report["quantized_modules"] == 0:

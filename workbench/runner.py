@@ -30,12 +30,18 @@ from typing import Any
 
 import pandas as pd
 
-from .config import PipelineConfig
-from .device import check_device, cpu_model, device_name, require_torch
+from .analysis import stacks as stack_analysis  # by module: tests plant a failing summary there
+from .analysis.stats import percentile_ci_ns, percentile_ns, summarize_ns
+from .batching.arrivals import Arrivals
+from .config import PipelineConfig, with_overrides
+from .device import cpu_model, device_name, quiet_profiler, require_torch, torch_threads
 from .errors import ConfigError, PipelineError, check_int, is_number
+from .examples import factory
+from .fingerprint import run_fingerprint
+from .gcprobe import GcProbe
 from .naming import stage_range_name
-from .pipeline import Pipeline, build_pipeline
-from .precision import check_precision
+from .noise import NoiseProbe, Readings
+from .pipeline import Pipeline, resolve_pipeline
 from .record.meta import STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_TIMEOUT
 from .record import (
     Attributes,
@@ -57,7 +63,7 @@ from .record import (
     summarized,
     SummaryFailure,
 )
-from .sampling import DEFAULT_INTERVAL_S, StackSampler, mark_due
+from .sampling import DEFAULT_INTERVAL_S, StackSampler, assign, mark_due
 from .streaming import traced_fn, units_table
 from .timing import SYNC_POLICIES, Clock, RequestTiming, StageFailure, request_timer
 from .guard import TIMEOUT, Cancelled, Interrupted, check_timeout, guarded, is_timeout  # noqa: F401 (Cancelled: public here)
@@ -75,7 +81,6 @@ DEFAULT_MIN_DURATION_S = 10.0  # a paced run sees periods up to about a tenth of
 DEFAULT_UTILIZATION = 0.3
 NARROW_P99 = 0.2  # a paced run may stop once its p99 interval is within 20 % of the p99
 CHECK_EVERY = 50  # paced requests between two looks at the p99 interval
-RUNNER_FIELDS = ("batch_size", "threads")  # the runner applies them: a built Pipeline honours them
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,71 +113,9 @@ class Pace:
             raise ConfigError(f"min_duration_s must be >= 0 seconds, got {self.min_duration_s!r}")
 
 
-def resolve_pipeline(target: Pipeline | Callable | str, config: PipelineConfig | None) -> Pipeline:
-    """A built pipeline from a Pipeline, a factory, or an example name.
-
-    A built Pipeline with a config: ``batch_size`` and ``threads`` are the
-    runner's to apply, so they are honoured; device, precision and options were
-    fixed when the pipeline was built, so a config that differs there is a
-    ConfigError (pass the factory instead), never silently ignored.
-    """
-    if isinstance(target, Pipeline):
-        return _with_config(target.validate(), config)
-    config = config or PipelineConfig()
-    check_precision(config)  # an impossible combination is named even where the device is missing
-    check_device(config.device)
-    if isinstance(target, str):
-        from .examples import factory
-
-        target = factory(target)
-    if not callable(target):
-        raise PipelineError(
-            f"expected a Pipeline, a factory or an example name, got {type(target).__name__}"
-        )
-    return build_pipeline(target, config)
-
-
-def _with_config(pipe: Pipeline, config: PipelineConfig | None) -> Pipeline:
-    """A copy of a built pipeline running under ``config``'s runner fields, or a ConfigError."""
-    if config is None:
-        return pipe
-    for name in ("device", "precision", "options"):
-        built, wanted = getattr(pipe.config, name), getattr(config, name)
-        if built != wanted:
-            raise ConfigError(
-                f"profile(pipeline, config): pipeline {pipe.name!r} was built with {name}={built!r} but the config "
-                f"asks for {name}={wanted!r}; a built Pipeline cannot change {name}: pass its factory "
-                f"(profile(build, config)) or build the pipeline with Pipeline(..., config=config)"
-            )
-    return dataclasses.replace(
-        pipe, config=pipe.config.replace(**{k: getattr(config, k) for k in RUNNER_FIELDS})
-    )
-
-
-def profile(
-    target: Pipeline | Callable | str,
-    config: PipelineConfig | None = None,
-    *,
-    requests: int = DEFAULT_REQUESTS,
-    max_duration_s: float | None = DEFAULT_MAX_DURATION_S,
-    warmup: int = 10,
-    traced: int = DEFAULT_TRACED,
-    sync: str = "stage",
-    clock: Clock = time.perf_counter_ns,
-    progress: Progress | None = None,
-    cancel: Any = None,
-    noise_readings: Any = None,
-    timeout_s: float | None = None,
-    read_rss: RssReader | None = None,
-    stacks: bool = True,
-    shapes: bool = False,
-    modules: bool = False,
-    sample_stacks: bool = True,
-    on_recorded: Callable[[Run], Any] | None = None,
-    pace: Pace | None = None,
-    sleep: Callable[[float], Any] = time.sleep,
-) -> Run:
-    """Measure a pipeline stage by stage and return the run (not yet saved).
+@dataclasses.dataclass(frozen=True)
+class MeasurePlan:
+    """The options of one :func:`profile` call, checked when made (a value out of range is a ConfigError).
 
     requests: measured requests (pipeline calls of ``batch_size`` items), >= 1;
         default 600, enough for the distribution-free p99 interval to be bounded.
@@ -202,74 +145,14 @@ def profile(
         the capacity and the service-time reference), the measured requests arrive on an open-loop
         schedule, so idle gaps, background threads and periodic jobs act on them as in production.
     sleep: waits that many seconds for the next due time (tests inject one that moves their clock).
-    Ctrl-C raises :class:`workbench.guard.Interrupted` whose ``run`` holds what was measured
-    (status "interrupted"; the timing run is kept when the traced run is cut).
-    """
-    timeout_s = check_timeout(timeout_s)
-    _check_counts(requests, warmup, traced, sync, max_duration_s)
-    build_started_ns = time.perf_counter_ns()
-    pipe = resolve_pipeline(target, config)
-    build_ns = None if isinstance(target, Pipeline) else time.perf_counter_ns() - build_started_ns
-    cfg = pipe.config
-    threads_before = _torch_threads()
-    scratch: list[Path] = []  # a finished trace's folder, until the Run owns it
-    try:
-        threads = cfg.apply_threads()  # in this thread: the one that runs the stages
-        plan = MeasurePlan(
-            pipe=pipe,
-            target=target,
-            threads=threads,
-            requests=requests,
-            max_duration_s=max_duration_s,
-            warmup=warmup,
-            traced=traced,
-            sync=sync,
-            clock=clock,
-            progress=progress,
-            cancel=cancel,
-            noise_readings=noise_readings,
-            timeout_s=timeout_s,
-            read_rss=read_rss,
-            stacks=stacks,
-            shapes=shapes,
-            modules=modules,
-            build_ns=build_ns,
-            sample_interval_s=(
-                DEFAULT_INTERVAL_S if sample_stacks and clock is time.perf_counter_ns else None
-            ),
-            on_recorded=on_recorded,
-            pace=pace,
-            sleep=sleep,
-        )
-        return _measure(plan, scratch)
-    except BaseException:  # Ctrl-C or an error after the traced run: no scratch folder left behind
-        for folder in scratch:
-            shutil.rmtree(folder, ignore_errors=True)
-        raise
-    finally:
-        if cfg.threads is not None and threads_before is not None:
-            require_torch().set_num_threads(threads_before)
-
-
-@dataclasses.dataclass(frozen=True)
-class MeasurePlan:
-    """Everything one :func:`profile` call measures with, checked and resolved (see :func:`profile`).
-
-    ``pipe`` is the built pipeline, ``target`` what the caller passed (the fingerprint names it),
-    ``threads`` the torch threads applied, ``build_ns`` the factory's build time (None for a built
-    Pipeline); ``stacks``, ``shapes`` and ``modules`` are what the traced run records besides
-    operators and kernels.
     """
 
-    pipe: Pipeline
-    target: Any
-    threads: int | None
-    requests: int
-    max_duration_s: float | None
-    warmup: int
-    traced: int
-    sync: str
-    clock: Clock
+    requests: int = DEFAULT_REQUESTS
+    max_duration_s: float | None = DEFAULT_MAX_DURATION_S
+    warmup: int = 10
+    traced: int = DEFAULT_TRACED
+    sync: str = "stage"
+    clock: Clock = time.perf_counter_ns
     progress: Progress | None = None
     cancel: Any = None
     noise_readings: Any = None
@@ -278,28 +161,83 @@ class MeasurePlan:
     stacks: bool = True
     shapes: bool = False
     modules: bool = False
-    build_ns: int | None = None
-    sample_interval_s: float | None = None  # stack sampling of the timing run (None: off)
-    on_recorded: Callable[[Run], Any] | None = (
-        None  # given the run before any summary (the CLI saves)
-    )
+    sample_stacks: bool = True
+    on_recorded: Callable[[Run], Any] | None = None
     pace: Pace | None = None
     sleep: Callable[[float], Any] = time.sleep
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "timeout_s", check_timeout(self.timeout_s))
+        check_int("requests", self.requests, 1)
+        check_int("warmup", self.warmup, 0)
+        check_int("traced", self.traced, 0)
+        if self.sync not in SYNC_POLICIES:
+            raise ConfigError(f"sync must be one of {', '.join(SYNC_POLICIES)}, got {self.sync!r}")
+        limit = self.max_duration_s
+        if limit is not None and not (is_number(limit) and limit > 0):
+            raise ConfigError(
+                f"max_duration_s must be a number of seconds > 0 or None, got {limit!r}"
+            )
 
-def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
+    @property
+    def sample_interval_s(self) -> float | None:
+        """Stack sampling of the timing run (None: off, also with an injected clock)."""
+        on = self.sample_stacks and self.clock is time.perf_counter_ns
+        return DEFAULT_INTERVAL_S if on else None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Subject:
+    """What one run measures: the built pipeline, what the caller passed (the fingerprint names it),
+    the torch threads applied and the factory's build time (None for a built Pipeline)."""
+
+    pipe: Pipeline
+    target: Any
+    threads: int | None
+    build_ns: int | None
+
+
+def profile(
+    target: Pipeline | Callable | str,
+    config: PipelineConfig | None = None,
+    options: MeasurePlan | None = None,
+    **overrides: Any,
+) -> Run:
+    """Measure a pipeline stage by stage and return the run (not yet saved).
+
+    target: a built Pipeline, a factory ``build(config) -> Pipeline`` or a shipped example's name.
+    options: a :class:`MeasurePlan`; ``overrides`` are its fields by name (``requests=200``).
+    Ctrl-C raises :class:`workbench.guard.Interrupted` whose ``run`` holds what was measured
+    (status "interrupted"; the timing run is kept when the traced run is cut).
+    """
+    plan = with_overrides(options, MeasurePlan, overrides, "profile")
+    build_started_ns = time.perf_counter_ns()
+    pipe = resolve_pipeline(factory(target) if isinstance(target, str) else target, config)
+    build_ns = None if isinstance(target, Pipeline) else time.perf_counter_ns() - build_started_ns
+    threads_before = torch_threads()
+    scratch: list[Path] = []  # a finished trace's folder, until the Run owns it
+    try:
+        threads = pipe.config.apply_threads()  # in this thread: the one that runs the stages
+        return _measure(plan, _Subject(pipe, target, threads, build_ns), scratch)
+    except BaseException:  # Ctrl-C or an error after the traced run: no scratch folder left behind
+        for folder in scratch:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    finally:
+        if pipe.config.threads is not None and threads_before is not None:
+            require_torch().set_num_threads(threads_before)
+
+
+def _measure(plan: MeasurePlan, subject: _Subject, scratch: list[Path]) -> Run:
     """The timing run, then the traced run; a finished trace's folder is appended to ``scratch``."""
-    from .fingerprint import run_fingerprint
-    from .noise import NoiseProbe, Readings
-
-    pipe, cfg, warmup = plan.pipe, plan.pipe.config, plan.warmup
+    pipe, cfg, warmup = subject.pipe, subject.pipe.config, plan.warmup
     items = pipe.item_iterator()
     started = datetime.now(timezone.utc)
     probe = NoiseProbe(plan.noise_readings or Readings()).start()
     memory = MemorySampler(plan.read_rss or rss_bytes, start=warmup)
     sampler = StackSampler(plan.sample_interval_s) if plan.sample_interval_s else None
     paced = _PacedPhase() if plan.pace is not None else None
-    timings, status = _timing_run(plan, items, memory, sampler, paced)
+    timings, status = _timing_run(plan, pipe, items, memory, sampler, paced)
     pacing = None
     if paced is not None and paced.due_ns:
         closed = timings[warmup : len(timings) - len(paced.due_ns)]
@@ -314,29 +252,13 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
         SummaryFailure
     ] = []  # the readings' summaries: a bug in one leaves its section out
     noise = summarized(
-        failed, "the noise reading", probe.finish, plan.threads, measured["dur_ns"].to_numpy()
+        failed, "the noise reading", probe.finish, subject.threads, measured["dur_ns"].to_numpy()
     )
     trend = summarized(failed, "the memory trend", memory.summary)
-    trace_path, trace_meta = None, None
-    if plan.traced and status == STATUS_COMPLETE:
-        try:
-            trace_path, trace_meta = _traced_run(plan, items)
-            if scratch is not None:
-                scratch.append(trace_path.parent)
-        except KeyboardInterrupt:  # the timing run is kept; _traced_run removed its scratch folder
-            status = STATUS_INTERRUPTED
-        # the timing run is kept; the traced run's failure is recorded
-        except TracedTimeout as stop:
-            status = STATUS_TIMEOUT
-            trace_meta = {
-                "requests": plan.traced,
-                "failed_requests": 1,
-                "stopped_by": "timeout",
-                "failures": failure_records([stop.failure]),
-            }
+    trace_path, trace_meta, status = _traced_phase(plan, pipe, items, status, scratch)
     env = environment(cfg)
-    n_measured = len(timings) - min(warmup, len(timings))
     quantization = quantization_meta(pipe)
+    fingerprint = run_fingerprint(pipe, subject.target, subject.threads, env)
     meta = RunMeta(
         kind="profile",
         pipeline=pipe.name,
@@ -345,49 +267,81 @@ def _measure(plan: MeasurePlan, scratch: list[Path] | None = None) -> Run:
         config=Config.from_dict(cfg.to_dict()),
         env=Env.from_dict(env),
         created=started.isoformat(),
-        timing=Timing(
-            warmup=warmup,
-            requests=n_measured,
-            clock="time.perf_counter_ns",
-            sync=plan.sync if cfg.is_cuda else None,
-            device_timer="cuda_events" if cfg.is_cuda else None,
-            requests_asked=plan.requests,
-            max_duration_s=plan.max_duration_s,
-            stopped_by=(
-                ("requests" if n_measured >= plan.requests else "max_duration_s")
-                if status == STATUS_COMPLETE
-                else status
-            )
-            if pacing is None
-            else pacing.pop("stopped_by"),
-            pacing=pacing,
-        ),
+        timing=_timing_meta(plan, cfg, len(timings) - min(warmup, len(timings)), status, pacing),
         trace=TraceInfo.from_dict(trace_meta) if trace_meta is not None else None,
-        fingerprint=Fingerprint.from_dict(run_fingerprint(pipe, plan.target, plan.threads, env)),
+        fingerprint=Fingerprint.from_dict(fingerprint),
         noise=Noise.from_dict(noise) if noise is not None else None,
         status=status,
         quantization=Quantization.from_dict(quantization) if quantization is not None else None,
         memory=Memory.from_dict(trend) if trend is not None else None,
         stage_roles=dict(pipe.stage_roles),
         attributes=Attributes.from_dict(attributes) if attributes is not None else None,
-        cold_start=ColdStart.from_dict(_cold_start(plan.build_ns, timings)),
+        cold_start=ColdStart.from_dict(_cold_start(subject.build_ns, timings)),
         sampled=sampler.record(timings[0].start_ns) if sampler is not None and timings else None,
     )
     units = units_table(pipe.stages, timings)
     run = Run(meta, requests_df, stages_df, trace_path, summary_failures=failed, units=units)
+    _record_then_explain(run, plan, sampler, timings)
+    if status == STATUS_INTERRUPTED:
+        raise Interrupted(run, f"interrupted after {len(timings)} requests")
+    return run
+
+
+def _traced_phase(
+    plan: MeasurePlan, pipe: Pipeline, items, status: str, scratch: list[Path]
+) -> tuple[Path | None, dict[str, Any] | None, str]:
+    """The traced run after a complete timing run: its trace, its meta and the run's status."""
+    if not plan.traced or status != STATUS_COMPLETE:
+        return None, None, status
+    try:
+        trace_path, trace_meta = _traced_run(plan, pipe, items)
+    except KeyboardInterrupt:  # the timing run is kept; _traced_run removed its scratch folder
+        return None, None, STATUS_INTERRUPTED
+    except TracedTimeout as stop:  # the timing run is kept; the traced run's failure is recorded
+        failures = failure_records([stop.failure])
+        meta = {"requests": plan.traced, "failed_requests": 1, "stopped_by": "timeout"}
+        return None, {**meta, "failures": failures}, STATUS_TIMEOUT
+    scratch.append(trace_path.parent)
+    return trace_path, trace_meta, status
+
+
+def _timing_meta(
+    plan: MeasurePlan, cfg: PipelineConfig, n_measured: int, status: str, pacing: dict | None
+) -> Timing:
+    """``timing`` of run.json: counts, clock and what stopped the measured requests."""
+    if pacing is not None:
+        stopped_by = pacing.pop("stopped_by")
+    elif status == STATUS_COMPLETE:
+        stopped_by = "requests" if n_measured >= plan.requests else "max_duration_s"
+    else:
+        stopped_by = status
+    return Timing(
+        warmup=plan.warmup,
+        requests=n_measured,
+        clock="time.perf_counter_ns",
+        sync=plan.sync if cfg.is_cuda else None,
+        device_timer="cuda_events" if cfg.is_cuda else None,
+        requests_asked=plan.requests,
+        max_duration_s=plan.max_duration_s,
+        stopped_by=stopped_by,
+        pacing=pacing,
+    )
+
+
+def _record_then_explain(run: Run, plan: MeasurePlan, sampler, timings: list[RequestTiming]):
+    """``on_recorded`` (the CLI saves) before the stack summary is added to ``run.meta``."""
     try:
         if plan.on_recorded is not None:
             plan.on_recorded(run)  # measure, save, then explain
+        names = run.meta.stages
+        failed = run.summary_failures
         stacks = summarized(
-            failed, "the stack summary", _stack_summary, sampler, timings, pipe.stage_names, run
+            failed, "the stack summary", _stack_summary, sampler, timings, names, run
         )
     except KeyboardInterrupt:  # held while it was saved; the run as measured is kept
         raise Interrupted(run, f"interrupted after {len(timings)} requests") from None
     if stacks is not None:
         run.meta = run.meta.replace(stacks=stacks)
-    if status == STATUS_INTERRUPTED:
-        raise Interrupted(run, f"interrupted after {len(timings)} requests")
-    return run
 
 
 def quantization_meta(pipe: Pipeline) -> dict[str, Any] | None:
@@ -402,28 +356,8 @@ def quantization_meta(pipe: Pipeline) -> dict[str, Any] | None:
     return {"models": reports, "text": text}
 
 
-def _torch_threads() -> int | None:
-    from .device import torch_or_none
-
-    torch = torch_or_none()
-    return torch.get_num_threads() if torch is not None else None
-
-
-def _check_counts(
-    requests: int, warmup: int, traced: int, sync: str, max_duration_s: float | None = None
-) -> None:
-    check_int("requests", requests, 1)
-    check_int("warmup", warmup, 0)
-    check_int("traced", traced, 0)
-    if sync not in SYNC_POLICIES:
-        raise ConfigError(f"sync must be one of {', '.join(SYNC_POLICIES)}, got {sync!r}")
-    if max_duration_s is not None and not (is_number(max_duration_s) and max_duration_s > 0):
-        raise ConfigError(
-            f"max_duration_s must be a number of seconds > 0 or None, got {max_duration_s!r}"
-        )
-
-
 def next_batch(items, batch_size: int, pipe_name: str) -> list:
+    """The next ``batch_size`` items, or a PipelineError naming the pipeline when they run out."""
     batch = list(itertools.islice(items, batch_size))
     if len(batch) < batch_size:
         raise PipelineError(
@@ -434,6 +368,7 @@ def next_batch(items, batch_size: int, pipe_name: str) -> list:
 
 def _timing_run(
     plan: MeasurePlan,
+    pipe: Pipeline,
     items,
     memory: MemorySampler,
     sampler: StackSampler | None,
@@ -448,14 +383,13 @@ def _timing_run(
     request's output is dropped as soon as it is timed (``describe=`` has run inside the request).
     With ``plan.pace`` the paced requests follow (:func:`_paced_requests`), their due times in ``paced``.
     """
-    from .gcprobe import GcProbe
-
-    pipe, clock, cancel, warmup = plan.pipe, plan.clock, plan.cancel, plan.warmup
+    clock, cancel, warmup = plan.clock, plan.cancel, plan.warmup
     total = warmup + plan.requests
     deadline_ns = None if plan.max_duration_s is None else s_to_ns(plan.max_duration_s)
     names, gc_probe = pipe.stage_names, GcProbe(clock)
     describe = {i: s.describe for i, s in enumerate(pipe.stages) if s.describe is not None}
     run_one = request_timer(pipe, clock, plan.sync, gc_probe=gc_probe, describe=describe)
+    batch = functools.partial(next_batch, items, pipe.config.batch_size, pipe.name)
     out: list[RequestTiming] = []
     measured_from = None
     with (
@@ -472,7 +406,7 @@ def _timing_run(
                     measured_from = clock()
                 elif measured_from is not None and clock() - measured_from >= deadline_ns:
                     break  # measured_from is set: past the first measured request
-                out.append(call(next_batch(items, pipe.config.batch_size, pipe.name)))
+                out.append(call(batch()))
                 out[-1].output = None  # the pipeline's answer is not the run's to keep
                 if is_timeout(out[-1]):
                     return out, STATUS_TIMEOUT
@@ -480,7 +414,7 @@ def _timing_run(
                 if plan.progress is not None:
                     plan.progress(i + 1, total, "timing")
             if paced is not None:
-                return out, _paced_requests(plan, items, call, out, paced)
+                return out, _paced_requests(plan, batch, call, out, paced)
         except KeyboardInterrupt:
             return out, STATUS_INTERRUPTED
         finally:
@@ -501,13 +435,10 @@ class _PacedPhase:
 
 
 def _paced_requests(
-    plan: MeasurePlan, items, call, out: list[RequestTiming], paced: _PacedPhase
+    plan: MeasurePlan, batch: Callable[[], list], call, out: list[RequestTiming], paced: _PacedPhase
 ) -> str:
     """Requests sent at their due times on a Poisson schedule (``batching.Arrivals``), appended to
     ``out``, until ``min_duration_s`` passed and the p99 interval is narrow, or ``max_duration_s``."""
-    from .analysis.stats import percentile_ci_ns, percentile_ns
-    from .batching.arrivals import Arrivals
-
     pace, clock, closed = plan.pace, plan.clock, out[plan.warmup :]
     served = [t.end_ns - t.start_ns for t in closed if t.failure is None]
     paced.capacity_rps = len(served) / ns_to_s(sum(served)) if served and sum(served) else None
@@ -537,7 +468,7 @@ def _paced_requests(
         mark_due(started + due)  # late past it: the sampler says why (sampling.mark_due)
         if started + due > now:
             plan.sleep(ns_to_s(started + due - now))
-        out.append(call(next_batch(items, plan.pipe.config.batch_size, plan.pipe.name)))
+        out.append(call(batch()))
         # after the call: an interrupted one is not kept; a sleep that woke early is not a lag
         paced.due_ns.append(min(started + due, out[-1].start_ns))
         out[-1].output = None
@@ -561,7 +492,6 @@ def _pacing_meta(
     """``timing.pacing`` of run.json: the schedule, the closed-loop reference, the paced requests
     timed from their due times (``paced``) and from their sends (``service``), and the generator lag.
     ``p99_over_closed_loop`` compares the service times: the queueing a schedule adds is not in it."""
-    from .analysis.stats import summarize_ns
 
     def summary(timings, due=None):
         due = due or [t.start_ns for t in timings]
@@ -651,12 +581,9 @@ def _stack_summary(
     """The sampled stacks of the slow requests against the median ones (``workbench.analysis.stacks``)."""
     if sampler is None:
         return None
-    from .analysis.stacks import samples_frame, stack_summary
-    from .sampling import assign
-
     got = assign(sampler, timings, names)
-    return stack_summary(
-        samples_frame(got.request, got.stage, got.stack),
+    return stack_analysis.stack_summary(
+        stack_analysis.samples_frame(got.request, got.stage, got.stack),
         got.stacks,
         run.requests,
         run.stages,
@@ -685,7 +612,7 @@ class TracedTimeout(Exception):
         self.failure = failure
 
 
-def _traced_run(plan: MeasurePlan, items) -> tuple[Path, dict[str, Any]]:
+def _traced_run(plan: MeasurePlan, pipe: Pipeline, items) -> tuple[Path, dict[str, Any]]:
     """``plan.traced`` requests (after a profiler warm-up) under torch.profiler, and the trace file.
 
     The scratch folder is removed when the run ends by any exception (Ctrl-C, cancel, an error):
@@ -694,7 +621,7 @@ def _traced_run(plan: MeasurePlan, items) -> tuple[Path, dict[str, Any]]:
     out_dir = scratch_folder()
     try:
         with _alarm(plan.timeout_s) as alarm:
-            return _traced_requests(plan, items, out_dir, alarm)
+            return _traced_requests(plan, pipe, items, out_dir, alarm)
     except BaseException:
         shutil.rmtree(out_dir, ignore_errors=True)
         raise
@@ -736,29 +663,23 @@ def _alarm(timeout_s: float | None) -> Iterator[Callable[[float], Any]]:
 
 
 def _traced_requests(
-    plan: MeasurePlan, items, out_dir: Path, alarm: Callable[[float], Any]
+    plan: MeasurePlan, pipe: Pipeline, items, out_dir: Path, alarm: Callable[[float], Any]
 ) -> tuple[Path, dict[str, Any]]:
-    from .device import quiet_profiler
-
     torch = require_torch()
     quiet_profiler()
-    from torch.profiler import (
-        ProfilerActivity,
-        record_function,
-        schedule,
-        tensorboard_trace_handler,
-    )
-
-    pipe, n, cancel, progress = plan.pipe, plan.traced, plan.cancel, plan.progress
+    profiler = torch.profiler
+    n, cancel, progress = plan.traced, plan.cancel, plan.progress
     cuda = pipe.config.is_cuda
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    activities = [profiler.ProfilerActivity.CPU] + (
+        [profiler.ProfilerActivity.CUDA] if cuda else []
+    )
     stages = [(stage_range_name(s.name), s.name, traced_fn(s)) for s in pipe.stages]
     failures: list[StageFailure] = []
     memory = StageMemory(torch if cuda else None, pipe.config.device)
-    with torch.profiler.profile(
+    with profiler.profile(
         activities=activities,
-        schedule=schedule(wait=0, warmup=1, active=n, repeat=1),
-        on_trace_ready=tensorboard_trace_handler(str(out_dir), use_gzip=True),
+        schedule=profiler.schedule(wait=0, warmup=1, active=n, repeat=1),
+        on_trace_ready=profiler.tensorboard_trace_handler(str(out_dir), use_gzip=True),
         with_stack=plan.stacks,
         record_shapes=plan.shapes,
         with_modules=plan.modules,
@@ -766,26 +687,8 @@ def _traced_requests(
         for i in range(n + 1):
             if cancel is not None and cancel.is_set():
                 raise Cancelled(f"cancelled during the traced run ({i} of {n + 1})")
-            out = next_batch(items, pipe.config.batch_size, pipe.name)
-            for range_name, name, fn in stages:
-                try:
-                    alarm(plan.timeout_s)
-                    with memory.measure(name, counted=i > 0), record_function(range_name):
-                        out = fn(out)
-                    alarm(0)
-                except _StageAlarm:
-                    late = f"ran past the timeout of {plan.timeout_s:g} s"
-                    failure = StageFailure(
-                        name, TIMEOUT, f"stage {name!r} of the traced run {late}"
-                    )
-                    raise TracedTimeout(failure) from None
-                except KeyboardInterrupt:
-                    raise
-                # recorded like the timing run's failures (sys.exit too)
-                except BaseException as exc:
-                    alarm(0)
-                    failures.append(StageFailure.from_exception(name, exc))
-                    break
+            batch = next_batch(items, pipe.config.batch_size, pipe.name)
+            failures += _traced_request(plan.timeout_s, stages, batch, memory.measure, alarm, i > 0)
             if cuda:
                 torch.cuda.synchronize()
             prof.step()
@@ -806,6 +709,28 @@ def _traced_requests(
         "with_modules": plan.modules,
         "memory_by_stage": memory.summary(),
     }
+
+
+def _traced_request(timeout_s, stages, out, measure, alarm, counted: bool) -> list[StageFailure]:
+    """One request through ``stages`` (range name, stage name, function) inside their ranges: the
+    failure that ended it, if any (a stage past ``timeout_s`` raises :class:`TracedTimeout`)."""
+    record_function = require_torch().profiler.record_function
+    for range_name, name, fn in stages:
+        try:
+            alarm(timeout_s)
+            with measure(name, counted=counted), record_function(range_name):
+                out = fn(out)
+            alarm(0)
+        except _StageAlarm:
+            late = f"ran past the timeout of {timeout_s:g} s"
+            failure = StageFailure(name, TIMEOUT, f"stage {name!r} of the traced run {late}")
+            raise TracedTimeout(failure) from None
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # recorded like the timing run's failures (sys.exit too)
+            alarm(0)
+            return [StageFailure.from_exception(name, exc)]
+    return []
 
 
 def failure_records(failures: list[StageFailure]) -> list[dict[str, Any]]:

@@ -87,9 +87,7 @@ def time_request(
     *,
     starts: list[int] | None = None,
     ends: list[int] | None = None,
-    gc_probe: Any = None,
-    keep: frozenset[int] = frozenset(),
-    describe: Mapping[int, Callable[[Any], Any]] | None = None,
+    **observe: Any,
 ) -> RequestTiming:
     """Run the stages on one batch on the host, timing each (ns); a raising stage ends the request.
 
@@ -97,8 +95,8 @@ def time_request(
     failure; only ``KeyboardInterrupt`` propagates (the user stops the run).
     starts/ends: lists to fill in place, so that :mod:`workbench.guard` can
     see from another thread which stage is running when a request times out.
-    gc_probe: a :class:`workbench.gcprobe.GcProbe`; each stage's GC pause time
-    (ns) is its running total after the stage minus before.
+    observe (see :func:`_time_request_observed`): gc_probe: a :class:`workbench.gcprobe.GcProbe`;
+    each stage's GC pause time (ns) is its running total after the stage minus before.
     keep: indexes of stages whose outputs are returned in ``kept`` (the
     runner's checks of the first request).
     describe: stage index -> that stage's ``describe=``. Each is called on
@@ -108,10 +106,8 @@ def time_request(
     """
     starts = [] if starts is None else starts
     ends = [] if ends is None else ends
-    if gc_probe is not None or keep or describe:
-        return _time_request_observed(
-            names, fns, batch, clock, starts, ends, gc_probe, keep, describe or {}
-        )
+    if observe.get("gc_probe") is not None or observe.get("keep") or observe.get("describe"):
+        return _time_request_observed(names, fns, batch, clock, (starts, ends), **observe)
     out = batch
     t0 = clock()
     for fn in fns:
@@ -129,10 +125,18 @@ def time_request(
 
 
 def _time_request_observed(
-    names, fns, batch, clock, starts, ends, gc_probe, keep, describe
+    names,
+    fns,
+    batch,
+    clock,
+    bounds: tuple[list[int], list[int]],
+    gc_probe: Any = None,
+    keep: frozenset[int] = frozenset(),
+    describe: Mapping[int, Callable[[Any], Any]] | None = None,
 ) -> RequestTiming:
     """:func:`time_request` that also reads GC pauses per stage, keeps chosen outputs and describes others
     (kept apart so the plain path stays two clock reads per stage)."""
+    (starts, ends), describe = bounds, describe or {}
     gc_ns: list[int] = []
     kept: dict[int, Any] = {}
     out, failure = batch, None
@@ -215,7 +219,7 @@ class CudaStageTimer:
     """Times stages with CUDA events as well as the host clock (see module docstring)."""
 
     def __init__(self, n_stages: int, sync: str = "stage", clock: Clock = time.perf_counter_ns):
-        import torch
+        import torch  # 1-2 s and 300 MB: only a CUDA run times device work
 
         if sync not in SYNC_POLICIES:
             raise ConfigError(f"sync must be one of {', '.join(SYNC_POLICIES)}, got {sync!r}")

@@ -115,16 +115,17 @@ def test_generator_records_its_lag():
     assert s["generator_lag_ms"] == 4.3 and s["late_requests"] == 1
 
 
-def test_live_run_rejects_bad_input():
-    from workbench.errors import ConfigError
-
-    with pytest.raises(ConfigError, match="drain_timeout_s"):
-        run_load(
-            sleepy_pipeline(),
-            arrivals=Arrivals("poisson", rate_rps=1, count=1),
-            policy=BatchPolicy(1, 0),
-            drain_timeout_s=0,
-        )
+@pytest.mark.parametrize(
+    "option, match",
+    [
+        ({"drain_timeout_s": 0}, "drain_timeout_s must be > 0 seconds, got 0"),
+        ({"warmpu": 2}, "run_load: unknown option 'warmpu'; the options are LoadOptions's fields"),
+    ],
+)
+def test_live_run_rejects_bad_input(option, match):
+    arrivals, policy = Arrivals("poisson", rate_rps=1, count=1), BatchPolicy(1, 0)
+    with pytest.raises(ConfigError, match=match):
+        run_load(sleepy_pipeline(), arrivals=arrivals, policy=policy, **option)
 
 
 def test_a_generator_that_falls_behind_is_timed_from_the_schedule_and_marked():

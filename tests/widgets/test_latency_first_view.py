@@ -57,10 +57,11 @@ def test_the_recorded_first_view_of_each_example_imports_no_torch():
 def _built(name: str, config: PipelineConfig) -> dict:
     """The fingerprint as the explorer computed it before the cache: cheap fields plus a real build."""
     from workbench.fingerprint import model_fingerprint
-    from workbench.runner import resolve_pipeline
+    from workbench.examples import factory
+    from workbench.pipeline import resolve_pipeline
     from workbench.widgets.latency_support import cheap_fingerprint
 
-    pipe = resolve_pipeline(name, config)
+    pipe = resolve_pipeline(factory(name), config)
     return cheap_fingerprint(name, config) | {
         "pipeline": pipe.name,
         "model": model_fingerprint(list(pipe.models)),
@@ -83,7 +84,7 @@ def test_the_cached_fingerprint_matches_as_a_build_does(folder, monkeypatch):
     ex = LatencyExplorer(name, runs=RUNS, live=LiveRuns(profile=FakeProfile()), start=False)
     builds = []
     monkeypatch.setattr(
-        "workbench.runner.resolve_pipeline", lambda *a: builds.append(a)
+        "workbench.widgets.run_lookup.resolve_pipeline", lambda *a: builds.append(a)
     )  # a build would fail
     wanted = ex.lookup.fingerprint(name, config)
     monkeypatch.undo()
@@ -123,13 +124,15 @@ def test_the_profiler_is_primed_on_the_notebooks_thread_only_before_a_live_run(m
 def test_a_factory_is_built_never_looked_up_and_primes_first(monkeypatch):
     """The example's own factory (spec ``example:text``) matches the recorded run, but only after a build:
     the cache is for example names, so the profiler is primed in case the build finds no match."""
-    from workbench import runner
+    from workbench import pipeline
     from workbench.examples import text
 
-    primed, built, fake, real = [], [], FakeProfile(), runner.resolve_pipeline
+    primed, built, fake, real = [], [], FakeProfile(), pipeline.resolve_pipeline
     monkeypatch.setattr("workbench.widgets.latency.prime_profiler", lambda: primed.append(1))
     monkeypatch.setattr("workbench.runner.profile", fake)
-    monkeypatch.setattr("workbench.runner.resolve_pipeline", lambda *a: built.append(a) or real(*a))
+    monkeypatch.setattr(
+        "workbench.widgets.run_lookup.resolve_pipeline", lambda *a: built.append(a) or real(*a)
+    )
     ex = LatencyExplorer(text.build, runs=RUNS, debounce_s=0).wait()
     assert primed == [1] and len(built) == 1 and fake.calls == []
     assert "recorded run text-cpu-bs1-fp32" in ex.status.value

@@ -8,7 +8,8 @@ import pandas as pd
 
 from workbench.config import PipelineConfig
 from workbench.record import REQUEST_COLUMNS, STAGE_COLUMNS, Run
-from workbench.runner import Cancelled, resolve_pipeline
+from workbench.pipeline import resolve_pipeline
+from workbench.runner import Cancelled
 
 STAGES = ["parse", "forward", "serialize"]
 NOISY = {

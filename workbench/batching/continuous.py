@@ -50,6 +50,7 @@ from ..errors import ConfigError
 from ..record.tables import LOAD_REQUEST_COLUMNS, build_tables, build_units, request_row
 from ..timing import StageFailure
 from ..units import ns_to_s
+from .arrivals import Arrivals
 
 STREAM_STAGE = "generate"  # the stage the units belong to, in the simulated and the live run
 STAGES = ["queue_wait", STREAM_STAGE]
@@ -355,8 +356,6 @@ def goodput_curve(
     ``len(lengths)`` requests of those lengths. ``(table, knee)``: columns ``rate_rps``, ``goodput``
     (:func:`goodput`, float or None) and ``throughput_rps`` (requests over the first arrival to the
     last token), and :func:`goodput_knee` at ``target``."""
-    from .arrivals import Arrivals
-
     rows = []
     for rate in rates_rps:
         arrivals = Arrivals("poisson", rate_rps=float(rate), count=len(lengths), seed=seed)

@@ -25,8 +25,12 @@ from datetime import datetime, timezone
 import numpy as np
 import pandas as pd
 
+from ..device import torch_threads
 from ..errors import ConfigError
+from ..fingerprint import run_fingerprint
 from ..guard import Interrupted
+from ..noise import NoiseProbe, Readings
+from ..runner import environment
 from ..timing import StageFailure
 from ..record import Load, Run
 from ..record.meta import STATUS_COMPLETE, STATUS_INTERRUPTED
@@ -77,42 +81,29 @@ def refuse_without_steps(pipe, asked: bool) -> None:
 
 
 def run_continuous(
-    pipe,
-    target=None,
-    *,
-    arrivals: Arrivals,
-    policy: ContinuousPolicy,
-    items: list,
-    drain_timeout_s: float = 10.0,
-    clock: Clock = time.perf_counter_ns,
-    sleep=time.sleep,
-    noise_readings=None,
+    pipe, target, arrivals: Arrivals, policy: ContinuousPolicy, items: list, opts
 ) -> Run:
     """Run ``items`` (one per arrival of ``arrivals``) through ``pipe.steps(policy.max_num_seqs)``.
 
-    target: what ``pipe`` was built from (its fingerprint; ``pipe`` when None). Ctrl-C stops the
+    target: what ``pipe`` was built from (its fingerprint); opts: the run's
+    :class:`~.live.LoadOptions` (its drain timeout, clock, sleep and noise readings). Ctrl-C stops the
     arrivals and the steps: what finished is kept, the rest fail (``RunStopped``), and
     :class:`~workbench.guard.Interrupted` carries the run (status ``interrupted``).
     """
-    from ..device import torch_or_none
-    from ..fingerprint import run_fingerprint
-    from ..noise import NoiseProbe, Readings
-    from ..runner import environment
-
-    torch = torch_or_none()
-    threads = pipe.config.threads or (torch.get_num_threads() if torch is not None else None)
+    clock, drain_timeout_s = opts.clock, opts.drain_timeout_s
+    threads = pipe.config.threads or torch_threads()
     steps = pipe.steps(policy.max_num_seqs)
     if items:
         _warm_up(steps, items[0])
     schedule = arrivals.times_ns()
     seqs = [Seq(i, int(t), *steps.lengths(x)) for i, (t, x) in enumerate(zip(schedule, items))]
     started = datetime.now(timezone.utc)
-    probe = NoiseProbe(noise_readings or Readings()).start()
+    probe = NoiseProbe(opts.noise_readings or Readings()).start()
     origin = clock() + LEAD_NS
     deadline = (int(schedule[-1]) if len(schedule) else 0) + s_to_ns(drain_timeout_s)
     log, interrupted = TokenLog(), False
     try:
-        drive(log, steps, seqs, items, policy, clock, sleep, origin, deadline)
+        drive(log, steps, seqs, items, policy, opts, origin, deadline)
     except KeyboardInterrupt:
         interrupted = True
     run = log.run(seqs, clock() - origin, STOPPED if interrupted else DRAINED)
@@ -131,7 +122,7 @@ def run_continuous(
         pipe, "load", list(STAGES), started, len(run.requests), env, load=Load.from_dict(load)
     ).replace(
         status=STATUS_INTERRUPTED if interrupted else STATUS_COMPLETE,
-        fingerprint=run_fingerprint(pipe, pipe if target is None else target, threads, env),
+        fingerprint=run_fingerprint(pipe, target, threads, env),
         noise=probe.finish(threads, run.requests.loc[ok, "dur_ns"].to_numpy()),
     )
     out = Run(meta=meta, requests=run.requests, stages=run.stages, units=run.units)
@@ -140,9 +131,10 @@ def run_continuous(
     return out
 
 
-def drive(log: TokenLog, steps, seqs, items, policy, clock, sleep, origin: int, deadline: int):
+def drive(log: TokenLog, steps, seqs, items, policy, opts, origin: int, deadline: int):
     """The loop of the module docstring, into ``log``, until every request finished or ``deadline``
-    (ns from ``origin``) passed."""
+    (ns from ``origin``) passed; ``opts`` brings the clock and the sleep."""
+    clock, sleep = opts.clock, opts.sleep
     sched, k = Scheduler(policy), 0
     while k < len(seqs) or sched.running or sched.waiting:
         now = clock() - origin

@@ -30,17 +30,25 @@ import contextlib
 import sys
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
 
 import numpy as np
 
-from ..config import PipelineConfig
+from ..config import PipelineConfig, with_overrides
+from ..device import torch_or_none
 from ..errors import ConfigError, PipelineError
+from ..examples import factory
+from ..fingerprint import run_fingerprint
+from ..noise import NoiseProbe, Readings
 from ..record import Load, Run, SummaryFailure, summarized
 from ..record.meta import STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_TIMEOUT
 from ..sampling import StackSampler
 from ..guard import TIMEOUT, Interrupted, StageGuard, StageTimeout, check_timeout
-from ..pipeline import first_request_checked
+from ..pipeline import Pipeline, first_request_checked, resolve_pipeline
+from ..runner import environment, failure_records, next_batch
 from ..streaming import stream_index
 from ..timing import Clock, stage_timer
 from .arrivals import Arrivals
@@ -57,27 +65,13 @@ MAX_REQUESTS = 1_000_000  # a live run holds every item and record in memory
 JOIN_S = 1.0  # real seconds stop() waits for executors that are finishing normally
 
 
-def run_load(
-    target,
-    config: PipelineConfig | None = None,
-    *,
-    arrivals: Arrivals,
-    policy: BatchPolicy,
-    warmup: int = 5,
-    drain_timeout_s: float = 10.0,
-    switch_interval_s: float | None = None,
-    clock: Clock = time.perf_counter_ns,
-    sleep=time.sleep,
-    noise_readings=None,
-    timeout_s: float | None = None,
-    watch=None,
-    continuous: ContinuousPolicy | None = None,
-) -> Run:
-    """Run the load and return the (unsaved) run.
+@dataclass(frozen=True)
+class LoadOptions:
+    """How :func:`run_load` runs; a value out of range is a ConfigError when it is made.
 
-    target: a Pipeline, a factory or an example name (as ``workbench.profile``).
     warmup: untimed pipeline calls at sizes ``max_batch_size`` and 1 (each), run by every
         executor thread before the first arrival.
+    drain_timeout_s: seconds the drain after the last arrival may take (> 0).
     switch_interval_s: if set, ``sys.setswitchinterval`` for the run (restored after).
     noise_readings: a :class:`workbench.noise.Readings` (tests inject one).
     timeout_s: real seconds one pipeline call (a batch, or a warm-up call) may take; None: no
@@ -93,60 +87,71 @@ def run_load(
         (``Pipeline.steps``; default policy when None; refused without a step API), and ``policy``'s
         batch size and wait are not used.
     """
-    from ..fingerprint import run_fingerprint
-    from ..noise import NoiseProbe, Readings
-    from ..runner import (
-        environment,
-        failure_records,
-        resolve_pipeline,
-    )
 
-    timeout_s = check_timeout(timeout_s)
-    if not (isinstance(drain_timeout_s, (int, float)) and drain_timeout_s > 0):
-        raise ConfigError(f"drain_timeout_s must be > 0 seconds, got {drain_timeout_s!r}")
+    warmup: int = 5
+    drain_timeout_s: float = 10.0
+    switch_interval_s: float | None = None
+    clock: Clock = time.perf_counter_ns
+    sleep: Callable[[float], Any] = time.sleep
+    noise_readings: Any = None
+    timeout_s: float | None = None
+    watch: Any = None
+    continuous: ContinuousPolicy | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "timeout_s", check_timeout(self.timeout_s))
+        drain = self.drain_timeout_s
+        if not (isinstance(drain, (int, float)) and drain > 0):
+            raise ConfigError(f"drain_timeout_s must be > 0 seconds, got {drain!r}")
+
+
+def run_load(
+    target,
+    config: PipelineConfig | None = None,
+    *,
+    arrivals: Arrivals,
+    policy: BatchPolicy,
+    options: LoadOptions | None = None,
+    **overrides: Any,
+) -> Run:
+    """Run the load and return the (unsaved) run.
+
+    target: a Pipeline, a factory or an example name (as ``workbench.profile``).
+    options: a :class:`LoadOptions`; ``overrides`` are its fields by name (``warmup=2``).
+    """
+    opts = with_overrides(options, LoadOptions, overrides, "run_load")
     cfg = (config or PipelineConfig()).replace(batch_size=policy.max_batch_size)
-    pipe = resolve_pipeline(target, cfg)
-    if continuous is not None or stream_index(pipe.stages) is not None:
-        refuse_without_steps(pipe, asked=continuous is not None)
+    build = factory(target) if isinstance(target, str) else target
+    pipe = resolve_pipeline(build, cfg)
+    if opts.continuous is not None or stream_index(pipe.stages) is not None:
+        refuse_without_steps(pipe, asked=opts.continuous is not None)
     schedule = arrivals.times_ns()
     if len(schedule) > MAX_REQUESTS:
         raise ConfigError(
             f"the arrival schedule has {len(schedule)} requests; a live run takes at most "
             f"{MAX_REQUESTS} (lower --rate, --duration or --requests)"
         )
-    items = _prefetch(pipe, len(schedule))
+    items = next_batch(pipe.item_iterator(), len(schedule), pipe.name)  # before the clock starts
     if pipe.steps is not None and stream_index(pipe.stages) is not None:
-        refuse_for_continuous(timeout_s, watch)
-        return run_continuous(
-            pipe,
-            target,
-            arrivals=arrivals,
-            policy=continuous or ContinuousPolicy(),
-            items=items,
-            drain_timeout_s=drain_timeout_s,
-            clock=clock,
-            sleep=sleep,
-            noise_readings=noise_readings,
-        )
-    execute, threads, guards = pipeline_executor(pipe, target, clock, timeout_s)
+        refuse_for_continuous(opts.timeout_s, opts.watch)
+        policy_c = opts.continuous or ContinuousPolicy()
+        return run_continuous(pipe, target, arrivals, policy_c, items, opts)
+    return _batched_run(pipe, build, target, arrivals, policy, schedule, items, opts)
+
+
+def _batched_run(pipe, build, target, arrivals, policy, schedule, items, opts: LoadOptions) -> Run:
+    """The dynamic batcher's run of ``items`` due at ``schedule``, in executors that build their
+    pipeline from ``build`` (``target``: what the fingerprint names)."""
+    execute, threads, guards = pipeline_executor(pipe, build, opts.clock, opts.timeout_s)
     started = datetime.now(timezone.utc)
-    probe = NoiseProbe(noise_readings or Readings()).start()
+    probe = NoiseProbe(opts.noise_readings or Readings()).start()
     # every thread, every sample, as in profile (off with an injected clock: tests)
-    sampler = StackSampler() if clock is time.perf_counter_ns else None
+    sampler = StackSampler() if opts.clock is time.perf_counter_ns else None
+    switch = _switch_interval(opts.switch_interval_s)
     try:
-        with _switch_interval(switch_interval_s) as interval, sampler or contextlib.nullcontext():
+        with switch as interval, sampler or contextlib.nullcontext():
             batcher, lags, dropped, origin, stopped, interrupted = _drive(
-                execute,
-                pipe,
-                items,
-                schedule,
-                policy,
-                warmup,
-                drain_timeout_s,
-                timeout_s,
-                clock,
-                sleep,
-                watch,
+                execute, pipe, items, schedule, policy, opts
             )
     finally:
         for guard in list(guards):
@@ -164,20 +169,9 @@ def run_load(
     ok_ns = requests.loc[requests["ok"], "dur_ns"].to_numpy()
     noise = summarized(failed, "the noise reading", _noise, probe, threads, ok_ns, lags)
     summary = summarized(failed, "the load summary", load_summary, requests, policy.concurrency)
-    warm_failures = _warm_failures(batcher)
-    timed_out = batcher.stopped_by == "timeout" or any(
-        f.error_type == TIMEOUT for f in warm_failures
+    load, timed_out = _load_section(
+        summary, lags, arrivals, policy, opts, batcher, len(dropped), interval
     )
-    load = load_section(summary, lags, arrivals, policy.params()) | {
-        "warmup_calls_per_executor": 2 * warmup,
-        "warmup_failed": len(warm_failures),
-        "drain_timeout_s": drain_timeout_s,
-        "dropped": len(dropped),
-        "switch_interval_s": interval,
-        "warmup_failures": failure_records(warm_failures),
-        "timeout_s": timeout_s,
-        "in_flight_at_stop": batcher.in_flight_at_stop,
-    }
     env = environment(pipe.config)
     status = STATUS_INTERRUPTED if interrupted else STATUS_TIMEOUT if timed_out else STATUS_COMPLETE
     waits_first = ["batch_wait", "queue_wait", *pipe.stage_names]
@@ -193,6 +187,24 @@ def run_load(
     if interrupted:
         raise Interrupted(run, f"interrupted after {len(requests)} of {len(schedule)} requests")
     return run
+
+
+def _load_section(summary, lags, arrivals, policy, opts: LoadOptions, batcher, dropped, interval):
+    """``(the load section of run.json, whether a call timed out)``."""
+    warm_failures = _warm_failures(batcher)
+    timed_out = batcher.stopped_by == "timeout" or any(
+        f.error_type == TIMEOUT for f in warm_failures
+    )
+    return load_section(summary, lags, arrivals, policy.params()) | {
+        "warmup_calls_per_executor": 2 * opts.warmup,
+        "warmup_failed": len(warm_failures),
+        "drain_timeout_s": opts.drain_timeout_s,
+        "dropped": dropped,
+        "switch_interval_s": interval,
+        "warmup_failures": failure_records(warm_failures),
+        "timeout_s": opts.timeout_s,
+        "in_flight_at_stop": batcher.in_flight_at_stop,
+    }, timed_out
 
 
 def refuse_for_continuous(timeout_s: float | None, watch) -> None:
@@ -211,24 +223,15 @@ def refuse_for_continuous(timeout_s: float | None, watch) -> None:
 
 
 def _drive(
-    execute,
-    pipe,
-    items: list,
-    schedule: np.ndarray,
-    policy: BatchPolicy,
-    warmup: int,
-    drain_timeout_s: float,
-    timeout_s: float | None,
-    clock: Clock,
-    sleep,
-    watch=None,
+    execute, pipe, items: list, schedule: np.ndarray, policy: BatchPolicy, opts: LoadOptions
 ):
     """Warm up, submit the schedule, drain, stop: ``(batcher, lags, dropped, origin_ns, stopped_ns)``.
 
     A warm-up call that timed out stops the run before the first arrival; a
     batch that timed out halts the batcher, which cancels the generator.
     """
-    warm = lambda: warm_up(execute, items, warmup, policy.max_batch_size)  # noqa: E731  (in each executor)
+    clock, drain_timeout_s, timeout_s = opts.clock, opts.drain_timeout_s, opts.timeout_s
+    warm = lambda: warm_up(execute, items, opts.warmup, policy.max_batch_size)  # noqa: E731  (in each executor)
     # the warm-up wait: the drain timeout, or longer than one call's timeout so that a hung call is a Timeout
     wait_s = drain_timeout_s if timeout_s is None else max(drain_timeout_s, timeout_s + 1.0)
     batcher = DynamicBatcher(
@@ -240,14 +243,14 @@ def _drive(
     try:
         try:
             if not any(f.error_type == TIMEOUT for f in _warm_failures(batcher)):
-                submit, settled = _watched(batcher, watch, origin, schedule)
+                submit, settled = _watched(batcher, opts.watch, origin, schedule)
                 lags = generate(
                     schedule,
                     items,
                     submit,
                     start_ns=origin,
                     clock=clock,
-                    sleep=sleep,
+                    sleep=opts.sleep,
                     cancel=batcher.halted,
                     stop=settled,
                 )
@@ -333,17 +336,6 @@ def _switch_interval(seconds: float | None):
         sys.setswitchinterval(old)
 
 
-def _prefetch(pipe, n: int) -> list:
-    """The n input items, drawn before the clock starts (drawing them is not the server's time)."""
-    it = pipe.item_iterator()
-    items = [x for _, x in zip(range(n), it)]
-    if len(items) < n:
-        raise PipelineError(
-            f"pipeline {pipe.name!r}: item source ran out (got {len(items)} of {n} items)"
-        )
-    return items
-
-
 def pipeline_executor(pipe, target, clock: Clock, timeout_s: float | None = None):
     """``(execute(items, starts=, ends=) -> RequestTiming, threads, guards)`` for the executor threads
     (of a load run, and of ``workbench serve``'s service).
@@ -363,15 +355,8 @@ def pipeline_executor(pipe, target, clock: Clock, timeout_s: float | None = None
     :class:`StageGuard` thread (listed in ``guards``, for closing), and the
     pipeline is built there, in the thread that runs the stages.
     """
-    from ..device import torch_or_none
-    from ..pipeline import Pipeline
-    from ..runner import resolve_pipeline
-
-    torch = torch_or_none()
-    cfg = pipe.config
-    threads = cfg.threads
-    if threads is None and torch is not None:
-        threads = torch.get_num_threads()
+    torch, cfg = torch_or_none(), pipe.config
+    threads = cfg.threads or (torch.get_num_threads() if torch is not None else None)
     local = threading.local()
     guards: list[StageGuard] = []
 

@@ -36,6 +36,8 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from ..errors import ConfigError
 
 from ..units import NS_PER_MS
@@ -159,8 +161,6 @@ def wait_split(arrival_ns, due_ns, close_ns, start_ns):
     rest. ``due_ns`` None (a record made before it was kept) ends the batch wait
     at the close. Works on ints and on numpy arrays alike.
     """
-    import numpy as np
-
     if due_ns is None:
         end = close_ns
     else:

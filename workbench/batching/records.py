@@ -18,6 +18,9 @@ whole batch). So ``budget()`` attributes end to end to waits and stages, and
 
 from __future__ import annotations
 
+import platform
+import sys
+
 import numpy as np
 import pandas as pd
 
@@ -156,9 +159,6 @@ def simulation_run(sim, pipeline: str | None, sources: list[str], created: str):
 
     ``sim``: a ``Simulation``; ``sources``: the service run folders; ``created``: ISO time.
     """
-    import platform
-    import sys
-
     requests, stages = simulation_tables(sim.requests)
     rate = sim.rate_rps if np.isfinite(sim.rate_rps) else None
     capacity = sim.capacity_rps if np.isfinite(sim.capacity_rps) else None

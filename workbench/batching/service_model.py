@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigError
+from ..fingerprint import check_poolable
+from ..record import Run, load_run
 from ..units import NS_PER_S, ns_to_ms
 
 
@@ -132,9 +134,6 @@ def service_model_from_runs(
     times measured under the live run's own conditions (executor threads,
     generator, other processes), a calibration. Runs at one size are pooled.
     """
-    from ..fingerprint import check_poolable
-    from ..record import Run, load_run
-
     loaded = [item if isinstance(item, Run) else load_run(item) for item in runs]
     labels = [str(run.path) if run.path is not None else run.label for run in loaded]
     names = {run.meta.pipeline for run in loaded}

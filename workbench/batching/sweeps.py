@@ -50,17 +50,17 @@ def sweep(
     max_waits_ms: Iterable[float],
     *,
     requests: int = 100_000,
-    process: str = "poisson",
     concurrency: int = 1,
     seed: int = 0,
     **arrival_options: Any,
 ) -> pd.DataFrame:
     """Simulate every grid point; out: one row per point with :data:`SWEEP_COLUMNS`.
 
-    ``arrival_options`` go to :class:`Arrivals` (``on_ms``/``off_ms`` of
-    ``bursty``). Latency columns are end to end unless prefixed by a
+    ``arrival_options`` go to :class:`Arrivals` (``process``, default ``poisson``;
+    ``on_ms``/``off_ms`` of ``bursty``). Latency columns are end to end unless prefixed by a
     component (``batch_wait``, ``queue_wait``, ``service``); all in ms.
     """
+    process = arrival_options.pop("process", "poisson")
     rows = []
     for rate, size, wait in itertools.product(rates_rps, max_batch_sizes, max_waits_ms):
         policy = BatchPolicy(int(size), float(wait), concurrency)

@@ -28,9 +28,17 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
+from ..analysis.budget import budget
+from ..analysis.cache import cache_split
+from ..config import PipelineConfig
+from ..pipeline import Pipeline
+from ..runner import profile
 from ..units import NS_PER_US, ns_to_s
 
 CACHE_MIX = {"n_keys": 500, "zipf_s": 1.1}
@@ -83,9 +91,6 @@ def cache_levels(
     ``miss_p99_ms`` and ``misses`` (the measured requests that missed), ``noise``.
     Both runs draw the same seeded keys; the Redis run starts empty.
     """
-    from .. import PipelineConfig, budget, profile
-    from ..analysis.cache import cache_split
-
     levels = {}
     for kind in ("lru", "redis"):
         options = {**CACHE_MIX, "cache": kind, "cache_size": l1_size, "redis_url": redis_url}
@@ -116,8 +121,7 @@ def compile_cost(calls: int = 200, batch: int = 8) -> dict[str, Any]:
     their 25th-75th percentile spread (``*_iqr_us``), ``torch``, ``python``,
     ``machine``. A compile that fails raises (the caller says why it skipped).
     """
-    import numpy as np
-    import torch
+    import torch  # 1-2 s and 300 MB: only for the compile measurement
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -184,10 +188,6 @@ def snapshot_pipeline(config) -> Any:
     Options (``config.options``): ``period_ms``, ``hold_ms``, ``records``, ``churn``. The thread
     runs until :func:`stop_background_jobs`.
     """
-    from collections import deque
-
-    from ..pipeline import Pipeline
-
     opts = {k: config.options.get(k, v) for k, v in SNAPSHOT_JOB.items()}
     lock, stop = threading.Lock(), threading.Event()
     table = {i: i * 7 for i in range(5_000)}

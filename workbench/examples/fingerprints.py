@@ -39,8 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from ..config import PipelineConfig
+from ..device import available_devices
 from ..errors import PipelineError
-from . import EXAMPLES, data_dir, data_file
+from ..fingerprint import fingerprint_of, model_fingerprint
+from ..pipeline import resolve_pipeline
+from ..record import META_FILE, read_meta
+from . import EXAMPLES, data_dir, data_file, factory
 
 CACHE_FILE = Path(__file__).with_name("model_fingerprints.json")
 MODEL_DATA: dict[str, tuple[str, ...]] = {
@@ -113,20 +117,13 @@ def cached(example: Any, config: PipelineConfig, path: Path | None = None) -> di
 
 def compute(example: str, config: PipelineConfig) -> dict[str, Any]:
     """``{"pipeline", "model"}`` of ``example`` built with ``config`` (imports torch, builds the model)."""
-    from ..fingerprint import model_fingerprint
-    from ..runner import resolve_pipeline
-
-    pipe = resolve_pipeline(example, config)
+    pipe = resolve_pipeline(factory(example), config)
     return {"pipeline": pipe.name, "model": model_fingerprint(list(pipe.models))}
 
 
 def recorded_configs(runs: Path) -> list[tuple[str, PipelineConfig]]:
     """The (example, configuration) of every recorded run under ``runs`` whose fingerprint holds a model
     fingerprint, on a device family this machine has: the configurations a first view looks up."""
-    from ..device import available_devices
-    from ..fingerprint import fingerprint_of
-    from ..record import META_FILE, read_meta
-
     here, found = available_devices(), {}
     for meta_file in sorted(Path(runs).glob(f"*/{META_FILE}")):
         fp = fingerprint_of(read_meta(meta_file))

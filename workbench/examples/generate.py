@@ -61,7 +61,10 @@ TOKENS = Range(1, 2_048, integer=True)
 )
 def build(config: PipelineConfig) -> Pipeline:
     """The generate pipeline for ``config`` (see the module docstring for stages and options)."""
-    import torch
+    import torch  # 1-2 s and 300 MB: only when the pipeline is built
+
+    from ._causal_model import Decoder  # imports torch
+    from .generate_steps import GenerateSteps  # imports torch
 
     check_precision(config)
     seed, kv_cache = option(config, "seed", 0), option(config, "kv_cache", True, bool)
@@ -76,9 +79,35 @@ def build(config: PipelineConfig) -> Pipeline:
         raise ConfigError(f"option d_model ({d_model}) must be a multiple of heads ({heads})")
     longest = (prompt_n + answer_n) * (2 if lengths == "uniform" else 1)
     torch.manual_seed(seed)
-    from ._causal_model import Decoder
-
     model = prepare_model(Decoder(vocab, longest, d_model, layers, heads, ff), config)
+    tokenize, generate = _model_stages(torch, model, config, kv_cache)
+
+    def detokenize(steps: list[list[int]]) -> list[bytes]:
+        per_item = [list(tokens) for tokens in zip(*steps)]
+        return [json.dumps({"tokens": t}, separators=(",", ":")).encode() for t in per_item]
+
+    smoke = {"prompt": [1, 2, 3], "answer_tokens": 2}
+    smoke_forward("generate", config, lambda: list(generate(tokenize([smoke]))))
+    pipe = Pipeline(
+        "generate",
+        items=lambda: prompts(seed, vocab, prompt_n, answer_n, lengths),
+        description=EXAMPLES["generate"],
+        config=config,
+        models=[model],
+    )
+    pipe.check_item = lambda body: check_request(request_of(body), vocab, longest)  # serve
+
+    pipe.add("tokenize", tokenize, role="preprocess")
+    pipe.add("generate", generate, role="compute", stream=True)
+    pipe.add("detokenize", detokenize, role="serialize")
+    if kv_cache:  # continuous batching steps sequences against their caches (load --max-num-seqs)
+        pipe.steps = lambda max_num_seqs: GenerateSteps(model, max_num_seqs, longest)
+    return pipe
+
+
+def _model_stages(torch, model, config: PipelineConfig, kv_cache: bool):
+    """``(tokenize, generate)``: prompts to left-padded ids on the device, and the decode loop that
+    yields each step's tokens (against a KV cache, or the whole sequence again each step)."""
 
     def tokenize(batch: list[dict]):
         batch = [request_of(item) for item in check_batch(batch, "generate")]
@@ -110,29 +139,7 @@ def build(config: PipelineConfig) -> Pipeline:
                     ids = torch.cat([ids, token], dim=1)
                     logits = model(ids, valid)
 
-    def detokenize(steps: list[list[int]]) -> list[bytes]:
-        per_item = [list(tokens) for tokens in zip(*steps)]
-        return [json.dumps({"tokens": t}, separators=(",", ":")).encode() for t in per_item]
-
-    smoke = {"prompt": [1, 2, 3], "answer_tokens": 2}
-    smoke_forward("generate", config, lambda: list(generate(tokenize([smoke]))))
-    pipe = Pipeline(
-        "generate",
-        items=lambda: prompts(seed, vocab, prompt_n, answer_n, lengths),
-        description=EXAMPLES["generate"],
-        config=config,
-        models=[model],
-    )
-    pipe.check_item = lambda body: check_request(request_of(body), vocab, longest)  # serve
-
-    pipe.add("tokenize", tokenize, role="preprocess")
-    pipe.add("generate", generate, role="compute", stream=True)
-    pipe.add("detokenize", detokenize, role="serialize")
-    if kv_cache:  # continuous batching steps sequences against their caches (load --max-num-seqs)
-        from .generate_steps import GenerateSteps
-
-        pipe.steps = lambda max_num_seqs: GenerateSteps(model, max_num_seqs, longest)
-    return pipe
+    return tokenize, generate
 
 
 def request_of(item) -> dict:

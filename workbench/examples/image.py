@@ -39,6 +39,8 @@ import io
 import itertools
 import struct
 
+import numpy as np
+
 from ..config import PipelineConfig, Range, option_ranges
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model, torch_dtype
@@ -93,7 +95,7 @@ STD = (0.229, 0.224, 0.225)
 )
 def build(config: PipelineConfig) -> Pipeline:
     """The image pipeline for ``config`` (see the module docstring for stages and options)."""
-    import torch
+    import torch  # 1-2 s and 300 MB: only when the pipeline is built
 
     check_precision(config)  # first: an impossible combination fails before any work
     seed, size = option(config, "seed", 0), option(config, "image_size", 128)
@@ -134,14 +136,11 @@ def build(config: PipelineConfig) -> Pipeline:
         config=config,
         models=[model],
     )
-    for name, fn in (
-        ("parse", parse),
-        ("preprocess", preprocess),
-        ("forward", forward),
-        ("postprocess", postprocess),
-        ("serialize", serialize),
-    ):
-        pipe.add(name, fn, describe=describe_area if name == "preprocess" else None)
+    pipe.add("parse", parse)
+    pipe.add("preprocess", preprocess, describe=describe_area)
+    pipe.add("forward", forward)
+    pipe.add("postprocess", postprocess)
+    pipe.add("serialize", serialize)
     return pipe
 
 
@@ -151,7 +150,7 @@ def describe_area(x) -> dict[str, float]:
 
 
 def _cnn(width: int, classes: int):
-    import torch.nn as nn
+    import torch.nn as nn  # loaded with torch by build
 
     layers, cin = [], 3
     for i in range(4):
@@ -206,8 +205,7 @@ def _jpeg_size(data: bytes, where: str) -> tuple[int, int]:
 def _decode_batch(pngs: list[bytes], size: int):
     """Decode, resize the short side to ``size``, center-crop: uint8 array (batch, size, size, 3), and the
     decoded area summed over the batch (pixels)."""
-    import numpy as np
-    from PIL import Image
+    from PIL import Image  # Pillow (optional): only where images are decoded
 
     out = np.empty((len(pngs), size, size, 3), dtype=np.uint8)
     area = 0
@@ -228,16 +226,12 @@ def _decode_batch(pngs: list[bytes], size: int):
 @functools.lru_cache(maxsize=4)
 def png_pool(seed: int, count: int) -> tuple[bytes, ...]:
     """``count`` deterministic photo-like PNGs (cached: the same seed gives the same bytes)."""
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     return tuple(_encode_png(_synthetic_photo(rng)) for _ in range(count))
 
 
 def _synthetic_photo(rng):
     """An RGB uint8 array: a two-colour gradient sky/ground, a few soft ellipses, sensor noise."""
-    import numpy as np
-
     h, w = (int(v) for v in rng.integers(256, 449, 2))
     y, x = np.mgrid[0:h, 0:w].astype(np.float32)
     angle = rng.uniform(0, np.pi)
@@ -255,7 +249,7 @@ def _synthetic_photo(rng):
 
 
 def _encode_png(array) -> bytes:
-    from PIL import Image
+    from PIL import Image  # Pillow (optional): only where images are drawn
 
     buf = io.BytesIO()
     Image.fromarray(array, "RGB").save(buf, format="PNG")

@@ -47,6 +47,7 @@ holds per pipeline call the fraction of its items that hit (``cache_hit``).
 from __future__ import annotations
 
 import bisect
+import hashlib
 import itertools
 import json
 import math
@@ -63,6 +64,7 @@ from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model, torch_dtype
 from ..wings import wing
 from . import EXAMPLES, data_file
+from ._prediction_cache import KINDS, PredictionCache
 from ._common import SEED, check_batch, int_list_option, option, smoke_forward, to_device
 
 DEVICES = ("ios", "android", "web")
@@ -182,7 +184,7 @@ def _context_features(req: Request) -> list[float]:
 )
 def build(config: PipelineConfig) -> Pipeline:
     """The tabular pipeline for ``config`` (see the module docstring for stages and options)."""
-    import torch
+    import torch  # 1-2 s and 300 MB: only when the pipeline is built
 
     check_precision(config)  # first: an impossible combination fails before any work
     seed = option(config, "seed", 0)
@@ -192,8 +194,7 @@ def build(config: PipelineConfig) -> Pipeline:
     threshold = option(config, "threshold", 0.3, float)
     option(config, "pin_memory", True, bool)
     store, cache = _store_and_cache(config)
-    n_keys = option(config, "n_keys", 0, int)
-    zipf_s = option(config, "zipf_s", 1.1, float)
+    n_keys, zipf_s = option(config, "n_keys", 0, int), option(config, "zipf_s", 1.1, float)
     mean, std = (torch.tensor(v, dtype=torch.float32) for v in (store.mean, store.std))
     n_users, n_items = store.counts()
     torch.manual_seed(seed)
@@ -254,8 +255,6 @@ def _answer_fingerprint(
 ) -> str:
     """What the responses depend on besides the request: weights (their values), calibration, threshold,
     precision and the features' version; the prediction cache's keys start with it (16 hex digits)."""
-    import hashlib
-
     digest = hashlib.sha256()
     for name, tensor in model.state_dict().items():
         digest.update(name.encode())
@@ -275,8 +274,6 @@ def describe_cache_hit(lookup) -> dict[str, float]:
 
 def _store_and_cache(config: PipelineConfig):
     """The feature store (SQLite or Redis) and the prediction cache (or None) the options ask for."""
-    from ._prediction_cache import KINDS, PredictionCache
-
     kind = option(config, "store", "sqlite", str)
     cache_kind = option(config, "cache", "none", str)
     url = option(config, "redis_url", "redis://127.0.0.1:6379/0", str)
@@ -323,7 +320,7 @@ def _cached_stages(stages, store, cache, postprocess):
 
 
 def _mlp(n_in: int, hidden: tuple[int, ...]):
-    import torch.nn as nn
+    import torch.nn as nn  # loaded with torch by build
 
     layers, width = [], n_in
     for h in hidden:

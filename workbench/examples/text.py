@@ -147,7 +147,10 @@ PADDINGS = ("max_len", "longest")
 )
 def build(config: PipelineConfig) -> Pipeline:
     """The text pipeline for ``config`` (see the module docstring for stages and options)."""
-    import torch
+    import torch  # 1-2 s and 300 MB: only when the pipeline is built
+
+    from ._cuda_graph import GraphedForward  # imports torch
+    from ._text_model import Encoder  # imports torch
 
     check_precision(config)  # first: an impossible combination fails before any work
     seed, max_len = option(config, "seed", 0), option(config, "max_len", 64)
@@ -155,27 +158,11 @@ def build(config: PipelineConfig) -> Pipeline:
     layers, ff = option(config, "layers", 3), option(config, "ff", 4 * d_model)
     top_k = min(option(config, "top_k", 3), len(LABELS))
     max_chars = option(config, "max_chars", 5000)
-    padding = option(config, "padding", "max_len", str)
-    if padding not in PADDINGS:
-        raise ConfigError(f"option padding must be one of {', '.join(PADDINGS)}, got {padding!r}")
-    option(config, "pin_memory", True, bool)
-    cuda_graph = option(config, "cuda_graph", False, bool)
-    if cuda_graph and not config.is_cuda:
-        raise ConfigError(
-            f"option cuda_graph needs device cuda (a CUDA graph replays GPU launches), "
-            f"got device {config.device}"
-        )
-    if cuda_graph and padding != "max_len":
-        raise ConfigError(
-            f"option cuda_graph needs padding='max_len' (a graph replays fixed shapes), "
-            f"got padding={padding!r}"
-        )
+    padding, cuda_graph = _padding_options(config)
     if d_model % heads:
         raise ConfigError(f"option d_model ({d_model}) must be a multiple of heads ({heads})")
     tokenizer = WordPiece(data_file("vocab.txt"), max_len)
     torch.manual_seed(seed)
-    from ._text_model import Encoder
-
     encoder = Encoder(len(tokenizer.ids), max_len, d_model, layers, heads, ff, len(LABELS))
     model = prepare_model(encoder, config)
     run_model = model  # the graph wraps it after the eager smoke test below
@@ -202,8 +189,6 @@ def build(config: PipelineConfig) -> Pipeline:
 
     smoke_forward("text", config, lambda: forward(preprocess(["smoke test"])))
     if cuda_graph:  # after the smoke test, so a capture error is not reported as a precision error
-        from ._cuda_graph import GraphedForward
-
         run_model = GraphedForward(model)
     pipe = Pipeline(
         "text",
@@ -212,15 +197,32 @@ def build(config: PipelineConfig) -> Pipeline:
         config=config,
         models=[model],
     )
-    for name, fn in (
-        ("parse", lambda batch: parse(batch, max_chars)),
-        ("preprocess", preprocess),
-        ("forward", forward),
-        ("postprocess", postprocess),
-        ("serialize", serialize),
-    ):
-        pipe.add(name, fn, describe=describe_padding if name == "preprocess" else None)
+    pipe.add("parse", lambda batch: parse(batch, max_chars))
+    pipe.add("preprocess", preprocess, describe=describe_padding)
+    pipe.add("forward", forward)
+    pipe.add("postprocess", postprocess)
+    pipe.add("serialize", serialize)
     return pipe
+
+
+def _padding_options(config: PipelineConfig) -> tuple[str, bool]:
+    """``(padding, cuda_graph)`` checked against each other and the device (``pin_memory`` read)."""
+    padding = option(config, "padding", "max_len", str)
+    if padding not in PADDINGS:
+        raise ConfigError(f"option padding must be one of {', '.join(PADDINGS)}, got {padding!r}")
+    option(config, "pin_memory", True, bool)
+    cuda_graph = option(config, "cuda_graph", False, bool)
+    if cuda_graph and not config.is_cuda:
+        raise ConfigError(
+            f"option cuda_graph needs device cuda (a CUDA graph replays GPU launches), "
+            f"got device {config.device}"
+        )
+    if cuda_graph and padding != "max_len":
+        raise ConfigError(
+            f"option cuda_graph needs padding='max_len' (a graph replays fixed shapes), "
+            f"got padding={padding!r}"
+        )
+    return padding, cuda_graph
 
 
 def describe_padding(batch) -> dict[str, float]:

@@ -22,8 +22,10 @@ from typing import Any
 from ..config import PipelineConfig
 from ..device import check_device
 from ..errors import ConfigError
+from ..examples import factory
 from ..examples.fingerprints import cached
 from ..fingerprint import model_fingerprint
+from ..pipeline import resolve_pipeline
 from .latency_support import cheap_fingerprint
 from .recorded import Match, RecordedRuns
 
@@ -129,9 +131,7 @@ def _model_of(target: Any, config: PipelineConfig, build: bool) -> dict[str, Any
     (None without one when ``build`` is False)."""
     known = cached(target, config)
     if known is None and build:
-        from ..runner import resolve_pipeline  # 30 ms of imports: recorded views build nothing
-
-        pipe = resolve_pipeline(target, config)
+        pipe = resolve_pipeline(factory(target) if isinstance(target, str) else target, config)
         known = {
             "pipeline": pipe.name,
             "model": model_fingerprint(list(getattr(pipe, "models", []) or [])),

@@ -34,7 +34,7 @@ from workbench.cli.profile import (
 from workbench.errors import ConfigError
 from workbench.files import read_capped
 from workbench.noise import noise_line
-from workbench.runner import resolve_pipeline
+from workbench.pipeline import resolve_pipeline
 
 from ..loadrun import run_http_load
 from ..locust_drive import WORKER_STAGE, LocustEngine, locust_available, with_client

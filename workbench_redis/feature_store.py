@@ -34,6 +34,7 @@ from typing import Any
 
 from workbench.errors import PipelineError
 from workbench.examples._prediction_cache import PREFIX
+import uuid
 
 VERSION_KEY = f"{PREFIX}version"
 TABLES = {
@@ -84,8 +85,6 @@ def load_redis(sqlite_path: str | Path, url: str) -> dict[str, int]:
 
     The ``version`` key is written last, so a reader never takes a half-done load for features.
     """
-    import uuid
-
     client = connect(url)
     conn = sqlite3.connect(f"file:{sqlite_path}?mode=ro", uri=True)
     try:

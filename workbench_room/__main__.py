@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from workbench_serve.hosts import WILDCARD_BINDS, is_loopback_bind, normalize_host
+from .app import RoomVoila, resolve_token, room_config, use_our_template
 
 ROOM_DEFAULTS = {"pool": 2, "max_kernels": 40, "live": "queue", "path": "notebooks"}
 # make dashboard preheats one kernel per dashboard, as the room does two: a page takes a kernel that has run
@@ -195,7 +196,6 @@ def url_to_hand_out(host: str, port: int, token: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     defaults = ROOM_DEFAULTS if args.room else PLAIN_DEFAULTS
-    from .app import RoomVoila, resolve_token, room_config, use_our_template
 
     if args.token == "" and not is_loopback_bind(args.host):
         return _error(

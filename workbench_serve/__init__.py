@@ -15,6 +15,8 @@ Importing this package imports none of uvicorn, Starlette or torch.
 from __future__ import annotations
 
 from workbench._lazy import lazy_exports
+import importlib
+from workbench.errors import ConfigError
 
 _EXPORTS = {
     "format_server_timing": "protocol",
@@ -30,9 +32,6 @@ __all__ = sorted(_EXPORTS)
 
 def require(module: str, extra: str):
     """Import an optional dependency, or a ConfigError naming the extra that installs it."""
-    import importlib
-
-    from workbench.errors import ConfigError
 
     try:
         return importlib.import_module(module)

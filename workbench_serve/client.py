@@ -65,6 +65,7 @@ from .protocol import (
     TIMING_HEADER,
     parse_server_timing,
 )
+from workbench.signals import note_terminated
 
 # wake this early and spin on the clock to the send time (see the module docstring)
 SPIN_NS = 100_000
@@ -354,7 +355,6 @@ class Schedule:
 def _catch_sigint(loop, handler) -> bool:
     """Route SIGINT, and SIGTERM (noted: the command exits 143), to ``handler`` on ``loop`` (False where that is
     impossible: not the main thread)."""
-    from workbench.signals import note_terminated
 
     def on_sigterm() -> None:
         note_terminated()

@@ -33,6 +33,11 @@ from .records import (
     server_stage_names,
     stream_counts,
 )
+from workbench.analysis.tokens import goodput
+from workbench.noise import NoiseProbe
+from workbench.guard import Interrupted
+from workbench.noise import assess
+import platform
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -66,9 +71,6 @@ def run_http_load(
     ``serving.streams`` counts them; ``ttft_ms`` / ``tpot_ms``: the bounds of ``serving.goodput``
     (:func:`workbench.analysis.tokens.goodput`).
     """
-    from workbench.analysis.tokens import goodput
-    from workbench.noise import NoiseProbe
-
     Target.from_url(url)  # a ConfigError naming what is wrong with it
     schedule = arrivals.times_ns()
     probe = (probe or NoiseProbe()).start()
@@ -125,8 +127,6 @@ def run_http_load(
     )
     run = Run(meta=meta, requests=requests, stages=stages, units=units)
     if d.interrupted:
-        from workbench.guard import Interrupted
-
         raise Interrupted(run, f"interrupted after {len(requests)} of {len(schedule)} requests")
     return run
 
@@ -139,8 +139,6 @@ def served_noise(
     noise: dict[str, Any], lag: dict[str, float], server_cpu_s: float | None
 ) -> dict[str, Any]:
     """The machine's noise record with the local server's CPU taken out and the lag rule added."""
-    from workbench.noise import assess
-
     out = dict(noise)
     if out.get("noisy") is not None and server_cpu_s is not None and out.get("duration_s"):
         server_cores = server_cpu_s / out["duration_s"]
@@ -153,8 +151,6 @@ def served_noise(
 
 
 def _client_env() -> dict[str, Any]:
-    import platform
-
     return {
         "python": sys.version.split()[0],
         "platform": platform.platform(),

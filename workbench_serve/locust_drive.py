@@ -34,6 +34,10 @@ import numpy as np
 from workbench.errors import ConfigError
 from workbench.units import ns_to_s
 from .client import Drive, Result, decoded_health, response_result
+from .locust_wire import SECRET_ENV, new_secret, secret_from_env
+import importlib.util
+import dataclasses
+from .client import Target, _unreachable
 
 READY_TIMEOUT_S = 120.0
 MAX_HEALTH_BYTES = 1 << 20
@@ -138,7 +142,6 @@ class LocustEngine:
 
     def _run(self, plan: Path, results: Path, tmp: Path, span_s: float, timeout_s: float) -> None:
         # here, not at the top: it needs msgpack, which comes with Locust (locust_available said so)
-        from .locust_wire import SECRET_ENV, new_secret, secret_from_env
 
         port = self.master_port or _free_port(self.master_host)
         secret = new_secret()  # this run's, for the workers started here
@@ -224,8 +227,6 @@ def server_health(url: str) -> dict | None:
 
 def locust_available() -> None:
     """A ConfigError with the install hint when Locust is not installed (found without importing it)."""
-    import importlib.util
-
     if importlib.util.find_spec("locust") is None:
         raise ConfigError(
             "--engine locust needs Locust: pip install 'locust>=2.47,<3' (or the workbench's "
@@ -235,7 +236,6 @@ def locust_available() -> None:
 
 def with_client(run, name: str):
     """The run with ``serving.client`` and ``env.client`` naming the load generator that sent it."""
-    import dataclasses
 
     def renamed(section):
         if dataclasses.is_dataclass(section):
@@ -250,8 +250,6 @@ def with_client(run, name: str):
 
 def _check_reachable(url: str) -> None:
     """A ConfigError before any process starts when nothing listens at ``url`` (as ``load --url`` says)."""
-    from .client import Target, _unreachable
-
     target = Target.from_url(url)
     try:
         socket.create_connection((target.host, target.port), timeout=5).close()

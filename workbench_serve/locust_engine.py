@@ -89,6 +89,7 @@ from .protocol import (
     TIMING_HEADER,
 )
 from .sse import END, SSE_TYPE, Decoder, StreamIncomplete, decoded_end
+from workbench.analysis.windows import StabilityWatch
 
 KEPT_HEADERS = tuple(
     h.lower()
@@ -306,7 +307,6 @@ def _watch(plan: dict):
     """
     if plan.get("watch") is None:
         return None
-    from workbench.analysis.windows import StabilityWatch
 
     watch = StabilityWatch(**plan["watch"])
     for offset in plan["offsets_ns"]:

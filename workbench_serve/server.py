@@ -53,6 +53,10 @@ from .edge import TOKEN_HEADER, EdgeLimits, refusal, token_ok
 from .records import server_tables
 from .service import AFTER, BEFORE, PipelineService, server_meta
 from .sse import SSE_TYPE
+from . import require
+from workbench.runner import environment
+from workbench.gcprobe import GcProbe
+from workbench.noise import NoiseProbe
 
 END_FAILED = b'event: end\ndata: {"status":5'  # sse.end_event of a 500
 
@@ -257,9 +261,6 @@ def serve(
         the served stages' waits); off with an injected clock (tests).
     log(line): one line per failed or abandoned request (default: stderr).
     """
-    from . import require
-    from workbench.runner import environment
-
     uvicorn = require("uvicorn", "serve")
     require("starlette", "serve")
     if gc_mode not in GC_MODES:
@@ -290,9 +291,6 @@ def serve(
     server = box["server"] = uvicorn.Server(config)
     started = datetime.now(timezone.utc)
     signals: list[int] = []
-    from workbench.gcprobe import GcProbe
-    from workbench.noise import NoiseProbe
-
     # other processes include a load generator on this machine: it competes too
     probe = NoiseProbe().start()
     gc_probe, gc_note = GcProbe(clock), {"mode": gc_mode, "frozen_objects": 0}

@@ -6,6 +6,9 @@ import sys
 from pathlib import Path
 
 from workbench.cli.output import check_out, default_folder, dumps, save_measured
+from workbench.analysis.budget import budget
+from ..otel.ingest import ingest_otel, parse_stage_map
+from workbench.cli.show import print_budget
 
 
 def register(subparsers) -> None:
@@ -35,10 +38,6 @@ def register(subparsers) -> None:
 
 
 def run_ingest_command(args) -> int:
-    from workbench.analysis.budget import budget
-    from ..otel.ingest import ingest_otel, parse_stage_map
-    from workbench.cli.show import print_budget
-
     stage_map = parse_stage_map(args.stage_map)
     run = ingest_otel(args.path, stage_map)
     out = args.out or default_folder("otel", str(run.meta.pipeline))

@@ -17,6 +17,9 @@ from workbench.cli.profile import (
     factory_from_args,
     print_summary_failures,
 )
+from ..edge import EdgeLimits
+from ..records import DISCONNECTED
+from ..server import serve
 
 PORT = number("--port", 0, 65_535, "(TCP port)", integer=True)
 WARMUP = number("--warmup", 0, 10**6, "calls", integer=True)
@@ -126,8 +129,6 @@ def register(subparsers) -> None:
 
 def add_edge_arguments(p) -> None:
     """The network edge's limits (``workbench_serve.edge.EdgeLimits``; docs/serving.md lists them)."""
-    from ..edge import EdgeLimits
-
     d = EdgeLimits()
     g = p.add_argument_group(
         "edge", "who may talk to the server, how much and for how long (docs/serving.md)"
@@ -151,8 +152,6 @@ def add_edge_arguments(p) -> None:
 
 
 def edge_limits_from_args(args):
-    from ..edge import EdgeLimits
-
     return EdgeLimits(
         allow_hosts=tuple(h.strip().lower() for h in args.allow_host if h.strip()),
         control_token=args.control_token,
@@ -164,9 +163,6 @@ def edge_limits_from_args(args):
 
 
 def run_serve_command(args) -> int:
-    from ..records import DISCONNECTED
-    from ..server import serve
-
     policy = policy_from_args(args)
     batch_size_is_max(args, "serve")
     limits = edge_limits_from_args(args)

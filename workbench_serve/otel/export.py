@@ -19,6 +19,10 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from .spans import run_spans
+import logging
+from .otlp_json import file_exporter
+import sys
 
 SPANS_FILE = "otel-spans.jsonl"
 CHUNK = 512  # spans per ExportTraceServiceRequest (per line)
@@ -32,8 +36,6 @@ def export_run(run, run_dir: str | Path | None = None, *, timeout_s: float | Non
 
     timeout_s: the deadline of an OTLP export (default: the OTel variables, else :data:`EXPORT_TIMEOUT_S`).
     """
-    from .spans import run_spans
-
     spans, facts = run_spans(run)
     folder = Path(run_dir or run.path or ".")
     endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -58,8 +60,6 @@ def export_run(run, run_dir: str | Path | None = None, *, timeout_s: float | Non
 
 def _send_otlp(spans: list, timeout_s: float | None) -> str | None:
     """Send ``spans`` with the SDK's OTLP/HTTP exporter within the deadline; None, or why it did not work."""
-    import logging
-
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     if timeout_s is None and not any(os.environ.get(v) for v in TIMEOUT_VARS):
@@ -89,8 +89,6 @@ def _send_otlp(spans: list, timeout_s: float | None) -> str | None:
 
 
 def _write_file(spans: list, path: Path) -> None:
-    from .otlp_json import file_exporter
-
     exporter = file_exporter(path)
     for k in range(0, len(spans), CHUNK):
         exporter.export(spans[k : k + CHUNK])
@@ -99,8 +97,6 @@ def _write_file(spans: list, path: Path) -> None:
 
 def otel_hook(args, run, run_dir) -> None:
     """``--otel`` of a command: export after the run is saved; the line goes to stderr under ``--json``."""
-    import sys
-
     if getattr(args, "otel", False):
         print(
             export_run(run, run_dir),

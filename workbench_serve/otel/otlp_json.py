@@ -36,7 +36,7 @@ def spans_to_otlp_json(spans: Sequence[Any]) -> dict[str, Any]:
 
 def message_to_otlp_json(message) -> dict[str, Any]:
     """An ``ExportTraceServiceRequest`` protobuf message as an OTLP/JSON dict (hex ids, integer enums)."""
-    from google.protobuf.json_format import MessageToDict
+    from google.protobuf.json_format import MessageToDict  # the [otel] extra's: reading needs none
 
     message = MessageToDict(message, use_integers_for_enums=True)
     for resource in message.get("resourceSpans", []):

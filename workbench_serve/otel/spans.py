@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from datetime import datetime
 from typing import Any
+from .. import require
 
 SCOPE = "workbench"
 
@@ -37,8 +38,6 @@ def origin_unix_ns(meta) -> int:
 def run_spans(run, *, clock=time.perf_counter_ns) -> tuple[list[Any], dict[str, Any]]:
     """``(spans, facts)``: SDK ``ReadableSpan`` s of the run's measured requests, and
     ``facts = {requests, spans, sdk_ns_per_span}``."""
-    from .. import require
-
     require("opentelemetry.sdk.trace", "otel")
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider

@@ -8,14 +8,7 @@ is the fraction of the set's samples in that stage whose stack holds the frame
 (a frame is a file and a function; recursion counts once). Samples are evenly
 spaced in time, so that is the share of the set's time in the stage.
 
-Out (``stacks`` in ``show --json``)::
-
-    {"interval_ms", "samples", "unassigned", "tail_set", "headline",
-     "stages": {stage: {"samples": {set: n}, "enough": bool, "lead": frame or None,
-                        "frames": [{"frame", "file", "function", "caller",
-                                    "slowest_1pct", "slowest_5pct", "median", "growth",
-                                    "ms_per_request", "growth_ms"}],
-                        "tree": [{"id", "parent", "name", "tail", "median"}]}}}
+Out: ``stacks`` of ``show --json`` (STACKS in docs/json.md).
 
 A frame's ``ms_per_request`` is its sampled time per request of each set
 (samples x interval / the set's requests) and ``growth_ms`` the tail set's

@@ -1,12 +1,7 @@
 """Generative metrics from a run's ``units`` table: TTFT, prefill, ITL, TPOT, tokens out.
 
-Definitions (those of vLLM's serving benchmark, with the workbench's clock; ``workbench.streaming``):
-
-* ``ttft``: the first unit's time minus the request's start (stages before the streaming one included);
-* ``prefill``: the first unit's time minus the streaming stage's start (its own time to first unit);
-* ``itl``: each gap between consecutive units of a request (one value per unit after the first);
-* ``tpot``: (last unit - first unit) / (units - 1), per request with two units or more;
-* ``tokens_out``: units per request; ``end_to_end``: the request's ``dur_ns``.
+Definitions (those of vLLM's serving benchmark on the workbench's clock, ``workbench.streaming``):
+TOKENS in docs/json.md. ``tokens_out`` is units per request; ``end_to_end`` the request's ``dur_ns``.
 
 Only measured (not warm-up), successful requests count. Percentiles are :mod:`.stats`' (p50, p95, p99
 with the order-statistic interval, p99.9 where the count bounds it); ITL percentiles are over all

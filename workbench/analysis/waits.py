@@ -11,24 +11,9 @@ stands for the time since the previous sample (``dt_ns``), so a late sample afte
 counts for all of it. The sets are the tail attribution's (slowest 1 % when it has
 :data:`MIN_SAMPLES` samples, else 5 %; the median set p40-p60).
 
-Out (``waits`` in ``show --json``; times in ms per request of the set, shares of the set's sampled
-time)::
-
-    {"tail_set", "samples", "cpu_source",
-     "classes": {set: {class: ms per request}},
-     "causes": [{"class", "stage", "share", "ms_per_request", "median_ms_per_request",
-                 "excess_ms_per_request", "site",
-                 "meanwhile": [{"thread", "frame", "cpu_ms_per_request"}]}],
-     "gc": {"collections", "pause_ms_total", "pause_ms_max", "generations": {gen: {"collections",
-            "pause_ms_total"}}, "threads": {name: pause ms}} or None,
-     "headline": str or None}
-
-``causes`` are the tail set's waits (every class but ``cpu``) per stage, the most time per request
-over the median set's first (``excess_ms_per_request``; the headline names the first with a positive
-excess that is not ``off_cpu``: another process holding the core is the noise reading's to say); ``site`` is
-the waiting line of the user's code (``record (app.py:83)``); ``meanwhile`` the other threads on CPU
-during those waits, each with its hottest frame (the library call its deepest own frame made, or that
-frame) and its CPU time per slow request.
+Out: ``waits`` of ``show --json`` (WAITS in docs/json.md): ``causes`` are the tail set's waits (every
+class but ``cpu``) per stage, most excess over the median set first; the headline names the first with
+a positive excess that is not ``off_cpu`` (another process holding the core is the noise reading's).
 """
 
 from __future__ import annotations
@@ -160,12 +145,7 @@ def late_windows(req: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
     gap = first.to_numpy(np.int64)[order] - lo
     open_ = gap > 0
     return pd.DataFrame(
-        {
-            "request": ids[open_],
-            "stage": LATE_STAGE,
-            "start_ns": lo[open_],
-            "dur_ns": gap[open_],
-        }
+        {"request": ids[open_], "stage": LATE_STAGE, "start_ns": lo[open_], "dur_ns": gap[open_]}
     )
 
 

@@ -14,8 +14,7 @@ Cold start: the first runtime calls that set up the device, context and streams
 takes over ``FIRST_CALL_NS`` (1 ms: module loading or library set-up; a
 steady launch call takes microseconds). They are reported apart
 (:func:`cold_table`), and verdicts are computed over the rest, the steady
-state (:func:`steady_launch_pairs`): on the AlexNet trace one first launch took
-3,056 ms and context set-up 36 s of a 43 s host span.
+state (:func:`steady_launch_pairs`).
 """
 
 from __future__ import annotations

@@ -28,9 +28,8 @@ from .stats import NS_PER_MS, percentile_ci_ns, summarize_ns, tail_summary_ns
 METRICS = ("ttft", "prefill", "itl", "tpot")
 GROWTH_MIN_REQUESTS = 10  # requests of 4 units or more before decode growth is judged
 GROWTH_MIN_GAPS = 3
-# the later half's mean ITL over the earlier half's, median over requests. The generate example without
-# its cache (32-token prompts and answers, CPU, data/runs/generate-cpu-bs1-fp32-nokv) read 1.22 with
-# 94 % of requests slower (the step's fixed overhead dilutes the growth); with the cache 0.98, 33 %.
+# the later half's mean ITL over the earlier half's, median over requests (without a KV cache the
+# generate example reads 1.22, with it 0.98: the step's fixed overhead dilutes the growth)
 GROWTH_RATIO = 1.1
 GROWTH_AGREE = 0.8  # share of requests whose later half is slower
 

@@ -102,9 +102,8 @@ def consecutive_blocks(values_ns: Sequence, block: int = BLOCK) -> np.ndarray:
 
 def _percentile_rows(sample: np.ndarray, q: float) -> np.ndarray:
     """Each row's percentile of its values other than NaN (NaN for a row of none), as
-    ``np.nanpercentile(sample, q, axis=1)`` gives, but one vectorised :func:`percentiles` per count of
-    values: rows sorted (NaN last) and grouped by that count. ``np.nanpercentile`` goes row by row in
-    Python: 10 s for the 2,000 resamples of a 30-request run whose stage missed some requests."""
+    ``np.nanpercentile(sample, q, axis=1)`` gives (it goes row by row in Python), but one vectorised
+    :func:`percentiles` per count of values: rows sorted (NaN last) and grouped by that count."""
     present = ~np.isnan(sample)
     if present.all():
         return percentiles(sample, q, axis=1)
@@ -524,8 +523,7 @@ def separate_comparison(
     """Compare two separate runs (not interleaved): unpaired block bootstrap, labelled ``separate runs``.
 
     Taken apart, the runs share no moment: what the machine did to one and not the other is in their ratio
-    and no resampling of either shows it (two runs of one configuration minutes apart on a shared machine
-    read x0.028 and x13.4, each with a tight interval). So the intervals are widened by what each run's noise
+    and no resampling of either shows it. So the intervals are widened by what each run's noise
     record says other processes took (:func:`taken_apart`, ``shares``: ``other_cores / cores`` of each
     run, None where not measured), each run's drift is in the margin (``min_effect``, below), and a run
     flagged noisy gives ``too noisy to tell``, never ``slower``, ``faster`` or ``no detectable difference``.

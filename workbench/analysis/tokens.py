@@ -143,13 +143,7 @@ def decode_growth(gaps: pd.DataFrame) -> dict[str, Any]:
     if len(ratios) >= GROWTH_MIN_REQUESTS:
         out["grows"] = out["growth"] >= GROWTH_RATIO and out["agree"] >= GROWTH_AGREE
     pos, itl = gaps["position"].to_numpy("float64"), gaps["itl_ns"].to_numpy("float64")
-    fit = {
-        "slope_us_per_token": None,
-        "first": None,
-        "last": None,
-        "first_ms": None,
-        "last_ms": None,
-    }
+    fit = dict.fromkeys(("slope_us_per_token", "first", "last", "first_ms", "last_ms"))
     if np.unique(pos).size >= 2:
         slope, intercept = np.polyfit(pos, itl, 1)
         first, last = int(pos.min()), int(pos.max())

@@ -29,63 +29,31 @@ from ..trace.numbers import NA_INT
 from .stats import percentiles
 
 LAUNCH_NAMES = frozenset(
-    {
-        "cudaLaunchKernel",
-        "cudaLaunchKernelExC",
-        "cudaLaunchKernelEx",
-        "cudaLaunchCooperativeKernel",
-        "cudaLaunchCooperativeKernelMultiDevice",
-        "cuLaunchKernel",
-        "cuLaunchKernelEx",
-        "cuLaunchCooperativeKernel",
-        "hipLaunchKernel",
-        "hipExtLaunchKernel",
-        "hipModuleLaunchKernel",
-        "hipExtModuleLaunchKernel",
-        "hipLaunchCooperativeKernel",
-    }
+    """
+    cudaLaunchKernel cudaLaunchKernelExC cudaLaunchKernelEx cudaLaunchCooperativeKernel
+    cudaLaunchCooperativeKernelMultiDevice
+    cuLaunchKernel cuLaunchKernelEx cuLaunchCooperativeKernel
+    hipLaunchKernel hipExtLaunchKernel hipModuleLaunchKernel hipExtModuleLaunchKernel
+    hipLaunchCooperativeKernel
+""".split()
 )
 GRAPH_LAUNCH_NAMES = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch"})
 HTA_LAUNCH_NAMES = frozenset(
     {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"}
 )
 INIT_CALL_NAMES = frozenset(
-    {
-        "cudaFree",
-        "cudaSetDevice",
-        "cudaInitDevice",
-        "cudaGetDeviceCount",
-        "cudaGetDeviceProperties",
-        "cudaDriverGetVersion",
-        "cudaRuntimeGetVersion",
-        "cudaDeviceGetStreamPriorityRange",
-        "cudaStreamCreate",
-        "cudaStreamCreateWithFlags",
-        "cudaStreamCreateWithPriority",
-        "cuInit",
-        "cuCtxCreate",
-        "cuCtxCreate_v2",
-        "cuCtxSetCurrent",
-        "cuDevicePrimaryCtxRetain",
-        "cuStreamCreate",
-        "cuStreamCreateWithPriority",
-        "cuModuleLoad",
-        "cuModuleLoadData",
-        "cuModuleLoadDataEx",
-        "cuLibraryLoadData",
-        "hipFree",
-        "hipSetDevice",
-        "hipInit",
-        "hipGetDeviceCount",
-        "hipGetDeviceProperties",
-        "hipGetDevicePropertiesR0600",
-        "hipDriverGetVersion",
-        "hipRuntimeGetVersion",
-        "hipDeviceGetStreamPriorityRange",
-        "hipStreamCreate",
-        "hipStreamCreateWithFlags",
-        "hipStreamCreateWithPriority",
-    }
+    """
+    cudaFree cudaSetDevice cudaInitDevice cudaGetDeviceCount cudaGetDeviceProperties
+    cudaDriverGetVersion cudaRuntimeGetVersion cudaDeviceGetStreamPriorityRange cudaStreamCreate
+    cudaStreamCreateWithFlags cudaStreamCreateWithPriority
+    cuInit cuCtxCreate cuCtxCreate_v2 cuCtxSetCurrent cuDevicePrimaryCtxRetain cuStreamCreate
+    cuStreamCreateWithPriority cuModuleLoad cuModuleLoadData cuModuleLoadDataEx
+    cuLibraryLoadData
+    hipFree hipSetDevice hipInit hipGetDeviceCount hipGetDeviceProperties
+    hipGetDevicePropertiesR0600 hipDriverGetVersion hipRuntimeGetVersion
+    hipDeviceGetStreamPriorityRange hipStreamCreate hipStreamCreateWithFlags
+    hipStreamCreateWithPriority
+""".split()
 )
 # a kernel's first launch this long is cold start (module load, library set-up)
 FIRST_CALL_NS = 1_000_000

@@ -42,17 +42,9 @@ GPU_SHARE = 0.5
 TRANSFER_SHARE = 0.3
 SYNC_SHARE = 0.2
 _SUMS = (
-    "host_ns",
-    "gpu_ns",
-    "kernel_count",
-    "launch_count",
-    "launch_ns",
-    "transfer_count",
-    "transfer_bytes",
-    "transfer_ns",
-    "sync_count",
-    "sync_ns",
-)
+    "host_ns gpu_ns kernel_count launch_count launch_ns transfer_count transfer_bytes transfer_ns "
+    "sync_count sync_ns"
+).split()
 
 
 @derived

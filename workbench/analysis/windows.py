@@ -23,19 +23,9 @@ import pandas as pd
 from ..units import NS_PER_S
 from .stats import summarize_ns
 
-WINDOW_COLUMNS = [
-    "window",
-    "start_ns",
-    "end_ns",
-    "requests",
-    "ok",
-    "failed",
-    "offered_rps",
-    "achieved_rps",
-    "p50_ms",
-    "p95_ms",
-    "p99_ms",
-]
+WINDOW_COLUMNS = (
+    "window start_ns end_ns requests ok failed offered_rps achieved_rps p50_ms p95_ms p99_ms"
+).split()
 STABLE_COUNT = 3  # perf_analyzer's stability window: the last three measurements
 
 

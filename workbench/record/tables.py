@@ -70,7 +70,7 @@ MINIMUM = {"batch": -1}
 # Two range rules for integer columns. A timestamp or an id is never summed: each value stays below
 # VALUE_LIMIT (146 years of ns), so a timestamp plus a duration still fits int64. Any other column
 # (durations, sizes) is summed by the analyses: its values stay below SUM_LIMIT / rows, so the total
-# cannot wrap (a rule on the total applied to timestamps refused every run longer than 12.8 h / rows).
+# cannot wrap.
 VALUE_LIMIT = 2**62
 SUM_LIMIT = 2**62
 VALUE_COLUMNS = frozenset(
@@ -140,7 +140,7 @@ def typed_table(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
     """A copy with the given columns coerced (nullable text as object with None); others kept.
 
     The copy is shallow: a column this changes is replaced, never written into, so the data of the
-    columns already typed is shared (a deep copy doubled a million-request stage table, 246 MB)."""
+    columns already typed is shared (a deep copy doubles a large table)."""
     out = df.copy(deep=False)
     for col, dtype in columns.items():
         if col not in out.columns:
@@ -154,8 +154,7 @@ def typed_table(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
 
 def shared_text(series: pd.Series) -> pd.Series:
     """A text column as Python objects, null as None. A column of pandas' ``str`` (one Arrow buffer) or
-    a categorical becomes one shared string per distinct value: ``astype(object)`` made a string per
-    row, 607 MB for the stage names of a run of a million requests against 48 MB of pointers."""
+    a categorical becomes one shared string per distinct value (``astype(object)``: one per row)."""
     if series.dtype == object:
         missing = series.isna()
         return series.where(~missing, None) if missing.any() else series

@@ -45,8 +45,6 @@ at nearly the same moment and share whatever the machine was doing then.
   when its verdict is not ``too noisy to tell``, the interval's high end is at
   most ``1 + threshold`` and (separate runs) the runs' resolution is at most
   the threshold; otherwise ``inconclusive``.
-
-Pure: numpy/pandas in, dicts out; no torch, no plotting, no printing.
 """
 
 from __future__ import annotations

@@ -8,8 +8,6 @@ those windows. The point's figures are then those of the requests sent in
 those three windows; a point that never settles reports its last three windows
 and says it is unstable. :class:`StabilityWatch` applies the same rule while
 the load runs, so the generator stops once the point has settled.
-
-Everything here is pure: arrays and tables in, tables and numbers out.
 """
 
 from __future__ import annotations

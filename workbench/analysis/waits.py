@@ -151,9 +151,7 @@ def late_windows(req: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
 
 def _assigned(rows: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
     """``rows`` with the ``request`` and ``stage`` whose interval holds each (unassigned ones dropped)."""
-    order = np.argsort(st["start_ns"].to_numpy(np.int64), kind="stable")
-    s = st["start_ns"].to_numpy(np.int64)[order]
-    e = s + st["dur_ns"].to_numpy(np.int64)[order]
+    order, s, e = _by_start(st)
     t = rows["t_ns"].to_numpy(np.int64)
     pos = np.searchsorted(s, t, side="right") - 1
     ok = (pos >= 0) & (t < e[np.maximum(pos, 0)]) if len(s) else np.zeros(len(t), dtype=bool)
@@ -161,6 +159,13 @@ def _assigned(rows: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
     out["request"] = st["request"].to_numpy(np.int64)[order][pos[ok]]
     out["stage"] = st["stage"].to_numpy(object)[order][pos[ok]]
     return out
+
+
+def _by_start(st: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stage rows' order by start, and their starts and ends in that order."""
+    order = np.argsort(st["start_ns"].to_numpy(np.int64), kind="stable")
+    s = st["start_ns"].to_numpy(np.int64)[order]
+    return order, s, s + st["dur_ns"].to_numpy(np.int64)[order]
 
 
 def _with_collections(mine: pd.DataFrame, sampled, st: pd.DataFrame) -> pd.DataFrame:
@@ -172,9 +177,7 @@ def _with_collections(mine: pd.DataFrame, sampled, st: pd.DataFrame) -> pd.DataF
     mine = mine.assign(dt_ns=mine["dt_ns"].where(mine["cls"] != gc_code, 0))
     if not events.get("dur_ns") or st.empty:
         return mine
-    order = np.argsort(st["start_ns"].to_numpy(np.int64), kind="stable")
-    s = st["start_ns"].to_numpy(np.int64)[order]
-    e = s + st["dur_ns"].to_numpy(np.int64)[order]
+    order, s, e = _by_start(st)
     longest = int((e - s).max())
     found = []
     for start, dur in zip(events["start_ns"], events["dur_ns"]):
@@ -232,8 +235,7 @@ def _causes(sampled, tail, median, others, n_tail: int, n_median: int) -> list[d
 
 
 def _frame(sampled, stack: int, k: int) -> tuple[str, str, int]:
-    file, function, line = sampled["frames"][sampled["stacks"][stack][k]]
-    return file, function, line
+    return tuple(sampled["frames"][sampled["stacks"][stack][k]])
 
 
 def _site(sampled, group: pd.DataFrame) -> str | None:

@@ -365,14 +365,8 @@ def compare_blocks(
     options: :class:`VerdictOptions`, its fields also taken as keywords (``overrides``). Separate runs
     (``paired`` False) are judged as on a noisy machine; a noisy separate run is ``too noisy to tell``.
 
-    blocks_a/blocks_b: name -> block matrix (ns, see :func:`round_blocks`) for
-    every stage in ``names`` and for ``end_to_end``. An entry holds ``name``,
-    ``p50_ratio``, ``p50_ci`` [lo, hi], ``p50_ci_level``, ``p50_a_ms``,
-    ``p50_b_ms``, ``p50_drift`` (paired: the ratio's change between the halves of
-    the rounds; separate: None), ``p50_verdict``, the same for p99,
-    ``verdict`` (``metric``'s), and ``tail_a``/``tail_b``: each side's p99.9 with
-    its order-statistic interval and its maximum (``count`` and
-    :func:`stats.tail_summary_ns`'s keys).
+    blocks_a/blocks_b: name -> block matrix (ns, see :func:`round_blocks`) for every stage in
+    ``names`` and for ``end_to_end``. An entry's keys: ENTRY in docs/json.md.
     """
     opts = replace(options or VerdictOptions(), **overrides)
     if opts.metric not in METRICS:

@@ -53,7 +53,7 @@ SERVER_WAITS_NOTE = (
 def waits_note(meta) -> str | None:
     """Where a run's waits are when it has none of its own: a ``load --url`` client run whose stage
     rows came from the server (Server-Timing) cannot sample the server's threads."""
-    serving = getattr(meta, "serving", None)
+    serving = meta.serving
     if serving is None or serving.role != "client" or not serving.server_timing:
         return None
     return SERVER_WAITS_NOTE

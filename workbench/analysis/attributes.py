@@ -41,11 +41,6 @@ QUANTILE_CUTS = (
 MIN_BIN = 5
 
 
-def attribute_columns(requests: pd.DataFrame) -> list[str]:
-    """Attribute names recorded in a requests table (without the ``attr.`` prefix)."""
-    return [c[len(ATTR_PREFIX) :] for c in requests.columns if c.startswith(ATTR_PREFIX)]
-
-
 def spearman(x: np.ndarray, y: np.ndarray) -> float | None:
     """Spearman's rho (average ranks for ties); None when either side is constant."""
     rx, ry = pd.Series(x).rank().to_numpy(), pd.Series(y).rank().to_numpy()
@@ -186,7 +181,7 @@ def attribute_effects(
 ) -> dict[str, dict[str, dict[str, Any]]] | None:
     """``{stage: {attribute: entry}}`` for the stages in order, then ``end_to_end`` (entry: :func:`effect_entry`);
     None when the run recorded no attribute. A stage's ``share`` is its mean over the mean end to end."""
-    names = attribute_columns(requests)
+    names = [c[len(ATTR_PREFIX) :] for c in requests.columns if c.startswith(ATTR_PREFIX)]
     if not names:
         return None
     wide = stage_matrix(requests, stages, stage_order)

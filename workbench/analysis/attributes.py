@@ -32,12 +32,8 @@ ATTR_PREFIX = "attr."
 MIN_REQUESTS = 30
 SUPERLINEAR = 1.3  # a fitted exponent at least this is said: the stage grows faster than linearly
 MAX_LEVELS = 8
-QUANTILE_CUTS = (
-    25,
-    50,
-    75,
-    95,
-)  # the top bin is the top 5 % of values: where a heavy minority lives
+# the top bin is the top 5 % of values: where a heavy minority lives
+QUANTILE_CUTS = (25, 50, 75, 95)
 MIN_BIN = 5
 
 

@@ -1,20 +1,10 @@
 """The request and stage tables of a run: their columns, the one builder, the checks on load.
 
-``requests`` columns: ``request`` (int64, 0-based, warm-up first), ``warmup``
-(bool), ``start_ns`` (int64, from the run's start), ``dur_ns`` (int64, host end
-to end), ``ok`` (bool), ``error_stage``, ``error_type``, ``error_message``,
-``error_where`` (text or null; where ``file:line in function`` the stage
-raised), ``batch_size`` (int64 items). Load runs add ``arrival_ns``,
-``batch_wait_ns``, ``queue_wait_ns``, ``service_ns``, ``batch``.
-
-``stages`` columns: ``request``, ``stage`` (text), ``stage_index`` (int64),
-``start_ns``, ``dur_ns`` (host wall), ``device_dur_ns`` (Int64, CUDA-event
-time; null on CPU).
-
-``units`` (a run with a streaming stage, :mod:`workbench.streaming`; no table otherwise): one row
-per unit (token, chunk) a request's streaming stage yielded: ``request``, ``stage`` (text, the
-streaming stage), ``unit`` (int64, 0-based within the request), ``at_ns`` (int64, when the unit
-arrived, from the run's start like ``start_ns``).
+The columns, their types and units are the dicts below and the "Tables" part of docs/json.md:
+``requests`` (one row per request, warm-up first; load runs add the batcher's columns), ``stages``
+(one row per request and stage that ran; ``device_dur_ns`` null on CPU) and ``units`` (only a run
+with a streaming stage, :mod:`workbench.streaming`: one row per unit a request's stage yielded).
+Times are int64 ns (``start_ns`` and ``at_ns`` from the run's start).
 """
 
 from __future__ import annotations

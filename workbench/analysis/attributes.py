@@ -1,37 +1,20 @@
 """What a stage's time tracks: the effect of each ``describe=`` attribute, range by range.
 
-A stage may declare ``describe=`` (payload bytes, sequence length, image
-pixels, keys read...): one number per attribute per pipeline call, recorded in
-the requests table as ``attr.<name>`` columns. For each stage (and end to end)
-and attribute, over the successful measured requests:
+A stage may declare ``describe=`` (payload bytes, sequence length, image pixels, keys read...): one
+number per attribute per pipeline call, recorded in the requests table as ``attr.<name>`` columns.
+For each stage (and end to end) and attribute, over the successful measured requests, the requests
+are binned by the attribute's value and compared range by range (EFFECT in docs/json.md lists the
+keys and the binning rule: :data:`MAX_LEVELS`, :data:`QUANTILE_CUTS`, :data:`MIN_BIN`). Why:
 
-* **bins**: the requests grouped by the attribute's value, one bin per value
-  when it takes at most :data:`MAX_LEVELS` (8) values, else by value quantiles
-  with cuts at :data:`QUANTILE_CUTS` (25, 50, 75, 95 %: the top bin is the top
-  5 % of values, where a heavy minority lives); equal values always share a
-  bin, and a bin of fewer than :data:`MIN_BIN` (5) requests is merged into its
-  neighbour. Each bin: ``lo``, ``hi`` (the values it holds), ``count``,
-  ``p50_ms``, ``p99_ms`` of the stage's time (``analysis/stats.py``'s
-  percentile);
-* **effect**: p50 of the top bin over p50 of the bottom bin (30.0: the stage's
-  median request is 30x slower at the largest values than at the smallest);
-  None with one bin, a zero bottom p50, or fewer than :data:`MIN_REQUESTS` (30)
-  requests;
-* **rho**: Spearman's rank correlation, with a 95 % interval (Fisher's z, Bonett
-  & Wright's standard error ``sqrt((1 + rho^2 / 2) / (n - 3))``); it says how
-  monotone the relation is, the effect says how large it is (rho 0.32 can hide
-  a 33x effect that only 3 % of requests reach);
-* **separated**: whether the 95 % intervals of the bottom and top ranges' p50
-  (the order-statistic interval of ``analysis/stats.py``; a range too small
-  to bound it uses its min to max) are disjoint: an
-  effect whose intervals overlap (0.97x on the text example's tokens) is noise
-  and is never named;
-* **explained**: the stage's share of the mean end to end times ``1 - 1 /
-  effect`` (effect or its inverse, whichever is >= 1): the part of the stage's
-  time the attribute's range adds. An effect of 1 explains nothing, however
-  large the stage; a 0.15 ms stage explains little, however strong its rho.
-  The one-line summary names the separated stage and attribute that explain
-  the most.
+* **effect** (p50 of the top bin over p50 of the bottom bin) says how large the relation is, **rho**
+  (Spearman, 95 % interval by Fisher's z with Bonett & Wright's standard error) how monotone: rho
+  0.32 can hide a 33x effect that only 3 % of requests reach;
+* **separated**: the bottom and top bins' p50 intervals (``analysis/stats.py``) are disjoint; an
+  effect whose intervals overlap is noise and is never named;
+* **explained**: the stage's share of the mean end to end times ``1 - 1 / effect`` (effect or its
+  inverse, whichever is >= 1): an effect of 1 explains nothing however large the stage, a 0.15 ms
+  stage little however strong its rho. The one-line summary names the separated stage and
+  attribute that explain the most.
 """
 
 from __future__ import annotations
@@ -49,13 +32,9 @@ ATTR_PREFIX = "attr."
 MIN_REQUESTS = 30
 SUPERLINEAR = 1.3  # a fitted exponent at least this is said: the stage grows faster than linearly
 MAX_LEVELS = 8
+# the top bin is the top 5 % of values: where a heavy minority lives
 QUANTILE_CUTS = (25, 50, 75, 95)
 MIN_BIN = 5
-
-
-def attribute_columns(requests: pd.DataFrame) -> list[str]:
-    """Attribute names recorded in a requests table (without the ``attr.`` prefix)."""
-    return [c[len(ATTR_PREFIX) :] for c in requests.columns if c.startswith(ATTR_PREFIX)]
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float | None:
@@ -198,7 +177,7 @@ def attribute_effects(
 ) -> dict[str, dict[str, dict[str, Any]]] | None:
     """``{stage: {attribute: entry}}`` for the stages in order, then ``end_to_end`` (entry: :func:`effect_entry`);
     None when the run recorded no attribute. A stage's ``share`` is its mean over the mean end to end."""
-    names = attribute_columns(requests)
+    names = [c[len(ATTR_PREFIX) :] for c in requests.columns if c.startswith(ATTR_PREFIX)]
     if not names:
         return None
     wide = stage_matrix(requests, stages, stage_order)

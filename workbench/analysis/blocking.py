@@ -12,16 +12,7 @@ equal part); an instant when no batch executes is the dispatch gap (wake-up and
 hand-off), blamed on nothing. Waits count once per waiting request, as the
 budget does: a batch of 8 that waits 10 ms is 80 ms of request wait.
 
-Out (``head_of_line``)::
-
-    {"waiting_requests": int, "queue_wait_ns": int, "batch_wait_ns": int,
-     "blamed_ns": {stage: int}, "idle_ns": int,
-     "share_of_queue_wait": {stage: float}, "share_of_wait": {stage: float},
-     "stage": str | None, "holders": [{"batch", "requests", "stage", "blocked_ns"}]}
-
-``share_of_wait`` divides by batch wait plus queue wait (all the waiting a
-request does before its batch runs); ``holders`` are the :data:`TOP_HOLDERS`
-(5) batches whose ``stage`` blocked the most, with their request ids.
+Out: ``head_of_line`` (HOL in docs/json.md).
 """
 
 from __future__ import annotations

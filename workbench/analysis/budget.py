@@ -186,8 +186,7 @@ def percentile_request_parts(run, percentiles=(50, 99)) -> pd.DataFrame:
     One row per percentile: ``percentile``, ``request``, one ``<stage>`` column per stage
     (pipeline order), ``unattributed`` and ``end_to_end``. The request is the nearest-rank
     order statistic (rank ``ceil(q/100 * n)``, ties by request id), so its stages and
-    unattributed add up to its end to end exactly. Each stage's own p99 taken apart does
-    not: stacked, notebook 09's once stood at 24 ms over an end-to-end p99 of 19.4 ms.
+    unattributed add up to its end to end exactly (each stage's own p99, stacked, does not).
     """
     order = list(run.stage_names)
     wide = stage_matrix(run.requests, run.stages, order)

@@ -1,16 +1,10 @@
 """The sentences the notebooks print about numbers, each from a check of the property it states.
 
-A notebook that prints "throughput fell from batch 1 to 2: past that size a
-bigger batch is slower per item" over 339 -> 327 -> 427 -> 487 -> 542 items/s
-stated a property (a peak) its numbers did not have. Here every computed sentence
-is one function that checks the property it names (monotone, within a factor,
-above a threshold, beyond run-to-run noise, measured on a quiet machine) and
-holds a wording for each outcome. Each returns a :class:`Claim`: ``kind`` (which
-outcome), ``holds`` (the property the first wording states), ``text``.
-
-Pure functions: numbers (or DataFrames) in, a Claim out; no printing, no torch,
-no plotly. ``tests/notebooks/test_claims.py`` runs each on the recorded numbers
-in ``data/runs`` and on synthetic counter-examples.
+Every computed sentence is one function that checks the property it names (monotone, within a
+factor, above a threshold, beyond run-to-run noise, measured on a quiet machine) and holds a wording
+for each outcome. Each returns a :class:`Claim`: ``kind`` (which outcome), ``holds`` (the property
+the first wording states), ``text``. ``tests/notebooks/test_claims.py`` runs each on the recorded
+numbers in ``data/runs`` and on synthetic counter-examples.
 """
 
 from __future__ import annotations

@@ -115,13 +115,7 @@ def decode_comparisons(data: Any, source: str) -> tuple[CompareFile, list[Compar
         found = msgspec.convert(data, CompareFile, strict=True)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"{source}: {_describe(str(exc), data)}") from None
-    first = Comparison(
-        b=1,
-        stages=found.stages,
-        end_to_end=found.end_to_end,
-        error=found.error,
-        tokens=found.tokens,
-    )
+    first = Comparison(1, found.stages, found.end_to_end, found.error, found.tokens)
     return found, list(found.comparisons or [first])
 
 

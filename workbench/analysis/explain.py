@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..record.meta import RunMeta
 from .attributes import attribute_effects, effect_sentence, ranked_effects
 from .blocking import head_of_line
 from .gc_pauses import gc_summary
@@ -20,17 +21,15 @@ from .waits import wait_summary, waits_note
 
 
 def explain_keys(
-    meta, requests: pd.DataFrame, stages: pd.DataFrame, order: list[str]
+    meta: RunMeta, requests: pd.DataFrame, stages: pd.DataFrame, order: list[str]
 ) -> dict[str, Any]:
-    """``tail``, ``stacks``, ``waits``, ``waits_note``, ``attributes``, ``attributes_summary``, ``head_of_line``, ``gc``, ``cold_start``,
-    ``memory_by_stage`` of a run (see docs/json.md)."""
+    """``tail``, ``stacks``, ``waits``, ``waits_note``, ``attributes``, ``attributes_summary``,
+    ``head_of_line``, ``gc``, ``cold_start``, ``memory_by_stage`` of a run (see docs/json.md)."""
     effects = attribute_effects(requests, stages, order)
     return {
         "tail": tail_attribution(requests, stages, order),
         "stacks": recorded_stacks(meta),
-        "waits": wait_summary(
-            getattr(meta, "sampled", None), requests, stages, order, meta.pipeline_stages
-        ),
+        "waits": wait_summary(meta.sampled, requests, stages, order, meta.pipeline_stages),
         "waits_note": waits_note(meta),
         "attributes": effects,
         "attributes_summary": None
@@ -47,8 +46,7 @@ def explain_keys(
     }
 
 
-def recorded_stacks(meta) -> dict[str, Any] | None:
-    """The timing run's stack summary (:mod:`workbench.analysis.stacks`), as the runner recorded it; None for
-    runs without one. A field of the record from format 3; kept in ``extra`` by a record that lacks it."""
-    value = getattr(meta, "stacks", None)
-    return value if value is not None else (getattr(meta, "extra", None) or {}).get("stacks")
+def recorded_stacks(meta: RunMeta) -> dict[str, Any] | None:
+    """The timing run's stack summary (:mod:`workbench.analysis.stacks`), as the runner recorded it;
+    None for runs without one."""
+    return meta.stacks

@@ -53,18 +53,7 @@ INSTRUMENTATION = (
 NO_LAUNCH = "(no launch call)"
 OTHER = "(other)"
 _STEP = re.compile(r"^ProfilerStep#\d+$")
-COLUMNS = [
-    "id",
-    "parent",
-    "name",
-    "kind",
-    "self_ns",
-    "total_ns",
-    "gpu_ns",
-    "count",
-    "bytes",
-    "depth",
-]
+COLUMNS = "id parent name kind self_ns total_ns gpu_ns count bytes depth".split()
 
 
 def _labels(rows: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str]]]:

@@ -3,14 +3,8 @@
 Input: a run's tables whose ``stages`` carry ``gc_ns`` (GC pause time inside
 each stage call, recorded by the timing run through ``gc.callbacks``; see
 :mod:`workbench.gcprobe`). Only successful measured requests count, as in the
-budget. Out (``show --json`` key ``gc``)::
-
-    {"pause_ms_total": float, "requests_with_gc": int, "requests": int,
-     "stages": {stage: {"pause_ms_total", "requests_with_gc", "share_of_stage_time"}},
-     "share_slowest_5pct": float, "stage": str | None}
-
-``share_slowest_5pct`` is GC time over end-to-end time in the slowest 5 %
-(the audit's ``gc`` rule reads it); ``stage`` is the stage with the most GC time.
+budget. Out: ``gc`` of ``show --json`` (GC in docs/json.md); the audit's ``gc`` rule reads its
+``share_slowest_5pct``.
 """
 
 from __future__ import annotations

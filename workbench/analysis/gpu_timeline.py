@@ -25,15 +25,7 @@ from .launches import launch_join
 
 KERNEL_WAIT_NS = 30_000
 STREAM_COLUMNS = (
-    "device",
-    "stream",
-    "count",
-    "span_ns",
-    "busy_ns",
-    "idle_ns",
-    "host_wait_ns",
-    "kernel_wait_ns",
-    "other_ns",
+    "device stream count span_ns busy_ns idle_ns host_wait_ns kernel_wait_ns other_ns".split()
 )
 
 

@@ -14,8 +14,7 @@ Cold start: the first runtime calls that set up the device, context and streams
 takes over ``FIRST_CALL_NS`` (1 ms: module loading or library set-up; a
 steady launch call takes microseconds). They are reported apart
 (:func:`cold_table`), and verdicts are computed over the rest, the steady
-state (:func:`steady_launch_pairs`): on the AlexNet trace one first launch took
-3,056 ms and context set-up 36 s of a 43 s host span.
+state (:func:`steady_launch_pairs`).
 """
 
 from __future__ import annotations
@@ -30,63 +29,31 @@ from ..trace.numbers import NA_INT
 from .stats import percentiles
 
 LAUNCH_NAMES = frozenset(
-    {
-        "cudaLaunchKernel",
-        "cudaLaunchKernelExC",
-        "cudaLaunchKernelEx",
-        "cudaLaunchCooperativeKernel",
-        "cudaLaunchCooperativeKernelMultiDevice",
-        "cuLaunchKernel",
-        "cuLaunchKernelEx",
-        "cuLaunchCooperativeKernel",
-        "hipLaunchKernel",
-        "hipExtLaunchKernel",
-        "hipModuleLaunchKernel",
-        "hipExtModuleLaunchKernel",
-        "hipLaunchCooperativeKernel",
-    }
+    """
+    cudaLaunchKernel cudaLaunchKernelExC cudaLaunchKernelEx cudaLaunchCooperativeKernel
+    cudaLaunchCooperativeKernelMultiDevice
+    cuLaunchKernel cuLaunchKernelEx cuLaunchCooperativeKernel
+    hipLaunchKernel hipExtLaunchKernel hipModuleLaunchKernel hipExtModuleLaunchKernel
+    hipLaunchCooperativeKernel
+""".split()
 )
 GRAPH_LAUNCH_NAMES = frozenset({"cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch"})
 HTA_LAUNCH_NAMES = frozenset(
     {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaMemcpyAsync", "cudaMemsetAsync"}
 )
 INIT_CALL_NAMES = frozenset(
-    {
-        "cudaFree",
-        "cudaSetDevice",
-        "cudaInitDevice",
-        "cudaGetDeviceCount",
-        "cudaGetDeviceProperties",
-        "cudaDriverGetVersion",
-        "cudaRuntimeGetVersion",
-        "cudaDeviceGetStreamPriorityRange",
-        "cudaStreamCreate",
-        "cudaStreamCreateWithFlags",
-        "cudaStreamCreateWithPriority",
-        "cuInit",
-        "cuCtxCreate",
-        "cuCtxCreate_v2",
-        "cuCtxSetCurrent",
-        "cuDevicePrimaryCtxRetain",
-        "cuStreamCreate",
-        "cuStreamCreateWithPriority",
-        "cuModuleLoad",
-        "cuModuleLoadData",
-        "cuModuleLoadDataEx",
-        "cuLibraryLoadData",
-        "hipFree",
-        "hipSetDevice",
-        "hipInit",
-        "hipGetDeviceCount",
-        "hipGetDeviceProperties",
-        "hipGetDevicePropertiesR0600",
-        "hipDriverGetVersion",
-        "hipRuntimeGetVersion",
-        "hipDeviceGetStreamPriorityRange",
-        "hipStreamCreate",
-        "hipStreamCreateWithFlags",
-        "hipStreamCreateWithPriority",
-    }
+    """
+    cudaFree cudaSetDevice cudaInitDevice cudaGetDeviceCount cudaGetDeviceProperties
+    cudaDriverGetVersion cudaRuntimeGetVersion cudaDeviceGetStreamPriorityRange cudaStreamCreate
+    cudaStreamCreateWithFlags cudaStreamCreateWithPriority
+    cuInit cuCtxCreate cuCtxCreate_v2 cuCtxSetCurrent cuDevicePrimaryCtxRetain cuStreamCreate
+    cuStreamCreateWithPriority cuModuleLoad cuModuleLoadData cuModuleLoadDataEx
+    cuLibraryLoadData
+    hipFree hipSetDevice hipInit hipGetDeviceCount hipGetDeviceProperties
+    hipGetDevicePropertiesR0600 hipDriverGetVersion hipRuntimeGetVersion
+    hipDeviceGetStreamPriorityRange hipStreamCreate hipStreamCreateWithFlags
+    hipStreamCreateWithPriority
+""".split()
 )
 # a kernel's first launch this long is cold start (module load, library set-up)
 FIRST_CALL_NS = 1_000_000

@@ -31,7 +31,7 @@ rows, a list's elements). Each item becomes numbers and a class:
 The errors are null when the items' numbers do not line up (other lengths);
 ``argmax_agreement`` is null when the outputs are not class-like. An action of
 ``audit --try`` whose agreement falls below :data:`AGREEMENT_THRESHOLD` (99 %)
-is marked. Pure: no torch (tensors arrive as numpy arrays), no printing.
+is marked. Tensors arrive as numpy arrays.
 """
 
 from __future__ import annotations

@@ -8,30 +8,10 @@ is the fraction of the set's samples in that stage whose stack holds the frame
 (a frame is a file and a function; recursion counts once). Samples are evenly
 spaced in time, so that is the share of the set's time in the stage.
 
-Out (``stacks`` in ``show --json``)::
-
-    {"interval_ms", "samples", "unassigned", "tail_set", "headline",
-     "stages": {stage: {"samples": {set: n}, "enough": bool, "lead": frame or None,
-                        "frames": [{"frame", "file", "function", "caller",
-                                    "slowest_1pct", "slowest_5pct", "median", "growth",
-                                    "ms_per_request", "growth_ms"}],
-                        "tree": [{"id", "parent", "name", "tail", "median"}]}}}
-
-A frame's ``ms_per_request`` is its sampled time per request of each set
-(samples x interval / the set's requests) and ``growth_ms`` the tail set's
-minus the median set's (the tail set is the 1 % one when the run has one and
-the stage the tail attribution names has :data:`MIN_SAMPLES` samples in it,
-else the 5 % one); ``growth`` is the same difference in shares. ``frames`` are sorted by
-``growth_ms``. ``lead``, the frame the headline names, is the deepest frame
-whose time grows by at least :data:`DRILL_SHARE` (80 %) of the largest growth
-(a caller grows at least as much as the callee that makes its growth, so this
-drills down to the callee: a heavy user's longer redis read is named even when
-light users spend all of a short hydrate in the same read).
-
-``tree`` is the differential flame graph: stacks merged by path from the stage function down, each node with its share
-of the tail set's and the median set's samples (nodes under
-:data:`MIN_NODE_SHARE` in both are left out). A stage whose tail set has fewer
-than :data:`MIN_SAMPLES` samples has no headline frame (too few to say).
+Out: ``stacks`` of ``show --json`` (STACKS in docs/json.md: the keys, the choice of the tail set,
+``growth_ms``). The headline names the ``lead`` frame (:func:`_lead`: a heavy user's longer redis
+read is named even when light users spend all of a short hydrate in the same read); a stage whose
+tail set has fewer than :data:`MIN_SAMPLES` samples has none (too few to say).
 """
 
 from __future__ import annotations
@@ -47,7 +27,7 @@ from .tail import request_sets, shares
 
 MIN_SAMPLES = 20
 DRILL_SHARE = 0.8
-MIN_NODE_SHARE = 0.01
+MIN_NODE_SHARE = 0.01  # frames and tree nodes under this share of both sets' samples are left out
 MAX_FRAMES = 12
 SITE_DIRS = ("site-packages", "dist-packages")
 

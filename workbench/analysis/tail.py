@@ -1,20 +1,10 @@
 """Tail attribution: which stages the slowest requests spend their time in.
 
 The budget says how slow each stage is; this says which stage *makes the tail*.
-Definitions (documented in the README and ``docs/json.md``, key ``tail``):
-
-* the population is the successful measured (non-warm-up) requests, n of them;
-* the slowest 1 % are the ``ceil(0.01 n)`` requests with the largest end to end
-  (5 % likewise); ties are broken by request number so the set is deterministic;
-* the median set is the requests whose end to end lies between the 40th and
-  the 60th percentile (inclusive, linear interpolation as everywhere else);
-* a stage's share in a set is the sum of its host time over those requests
-  divided by the sum of their end-to-end times, so shares of the stages plus
-  ``unattributed`` add up to 1.
-
-The 1 % row needs enough requests to mean anything: below
-:data:`MIN_REQUESTS_FOR_1PCT` (200) it is omitted and a note says why (with
-fewer, the "slowest 1 %" is one or two requests).
+Definitions (the sets, the shares, the 1 % row's minimum): TAIL in docs/json.md. The
+population is the successful measured requests; ties are broken by request number so a set is
+deterministic; the 1 % row is omitted below :data:`MIN_REQUESTS_FOR_1PCT` requests (it would be
+one or two requests), with a note saying why.
 """
 
 from __future__ import annotations

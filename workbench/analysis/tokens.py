@@ -1,12 +1,7 @@
 """Generative metrics from a run's ``units`` table: TTFT, prefill, ITL, TPOT, tokens out.
 
-Definitions (those of vLLM's serving benchmark, with the workbench's clock; ``workbench.streaming``):
-
-* ``ttft``: the first unit's time minus the request's start (stages before the streaming one included);
-* ``prefill``: the first unit's time minus the streaming stage's start (its own time to first unit);
-* ``itl``: each gap between consecutive units of a request (one value per unit after the first);
-* ``tpot``: (last unit - first unit) / (units - 1), per request with two units or more;
-* ``tokens_out``: units per request; ``end_to_end``: the request's ``dur_ns``.
+Definitions (those of vLLM's serving benchmark on the workbench's clock, ``workbench.streaming``):
+TOKENS in docs/json.md. ``tokens_out`` is units per request; ``end_to_end`` the request's ``dur_ns``.
 
 Only measured (not warm-up), successful requests count. Percentiles are :mod:`.stats`' (p50, p95, p99
 with the order-statistic interval, p99.9 where the count bounds it); ITL percentiles are over all
@@ -33,9 +28,8 @@ from .stats import NS_PER_MS, percentile_ci_ns, summarize_ns, tail_summary_ns
 METRICS = ("ttft", "prefill", "itl", "tpot")
 GROWTH_MIN_REQUESTS = 10  # requests of 4 units or more before decode growth is judged
 GROWTH_MIN_GAPS = 3
-# the later half's mean ITL over the earlier half's, median over requests. The generate example without
-# its cache (32-token prompts and answers, CPU, data/runs/generate-cpu-bs1-fp32-nokv) read 1.22 with
-# 94 % of requests slower (the step's fixed overhead dilutes the growth); with the cache 0.98, 33 %.
+# the later half's mean ITL over the earlier half's, median over requests (without a KV cache the
+# generate example reads 1.22, with it 0.98: the step's fixed overhead dilutes the growth)
 GROWTH_RATIO = 1.1
 GROWTH_AGREE = 0.8  # share of requests whose later half is slower
 
@@ -149,13 +143,7 @@ def decode_growth(gaps: pd.DataFrame) -> dict[str, Any]:
     if len(ratios) >= GROWTH_MIN_REQUESTS:
         out["grows"] = out["growth"] >= GROWTH_RATIO and out["agree"] >= GROWTH_AGREE
     pos, itl = gaps["position"].to_numpy("float64"), gaps["itl_ns"].to_numpy("float64")
-    fit = {
-        "slope_us_per_token": None,
-        "first": None,
-        "last": None,
-        "first_ms": None,
-        "last_ms": None,
-    }
+    fit = dict.fromkeys(("slope_us_per_token", "first", "last", "first_ms", "last_ms"))
     if np.unique(pos).size >= 2:
         slope, intercept = np.polyfit(pos, itl, 1)
         first, last = int(pos.min()), int(pos.max())

@@ -34,7 +34,6 @@ set and per request::
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import numpy as np
@@ -45,9 +44,9 @@ from ..trace import GPU_WORK_KINDS, HOST_KINDS, Trace
 from .flame import flame_tree
 from .tail import median_set
 from .launches import launch_pair_summary, launch_summary, steady_call_table, steady_pair_table
+from .steps import STEP_NAME
 from .transfers import direction_rows, memcpy_summary
 
-STEP = re.compile(r"^ProfilerStep#(\d+)$")
 SLOW_FRACTION = 0.05
 
 
@@ -56,7 +55,7 @@ def request_windows(events: pd.DataFrame) -> pd.DataFrame:
     stage ranges' summed time), sorted by start."""
     host = events[events["kind"].isin(HOST_KINDS)]
     names = host["name"].astype(str)
-    is_step = names.str.match(STEP.pattern)
+    is_step = names.str.match(STEP_NAME.pattern)
     steps = host[is_step]
     stages = host[names.str.startswith(STAGE_PREFIX)]
     if steps.empty:
@@ -65,7 +64,7 @@ def request_windows(events: pd.DataFrame) -> pd.DataFrame:
     end = ts + steps["dur_ns"].to_numpy(np.int64)
     order = np.argsort(ts, kind="stable")
     ts, end = ts[order], end[order]
-    numbers = names[is_step].str.extract(STEP.pattern)[0].astype("int64").to_numpy()[order]
+    numbers = names[is_step].str.extract(STEP_NAME.pattern)[0].astype("int64").to_numpy()[order]
     k = np.searchsorted(ts, stages["ts_ns"].to_numpy(np.int64), side="right") - 1
     inside = (k >= 0) & (stages["ts_ns"].to_numpy(np.int64) < end[np.maximum(k, 0)])
     stage_ns = np.bincount(

@@ -23,33 +23,14 @@ from ..trace.numbers import NA_INT
 DIRECTIONS = ("HtoD", "DtoH", "DtoD")  # always reported, with zeros when absent
 HOST_MEMORY_KINDS = ("Pageable", "Pinned", "Host", "Managed")
 SYNC_CALL_NAMES = frozenset(
-    {
-        "cudaStreamSynchronize",
-        "cudaDeviceSynchronize",
-        "cudaEventSynchronize",
-        "cudaMemcpy",
-        "cudaMemcpy2D",
-        "cudaMemcpy3D",
-        "cudaMemcpyToSymbol",
-        "cudaMemcpyFromSymbol",
-        "cudaMemset",
-        "cuStreamSynchronize",
-        "cuCtxSynchronize",
-        "cuEventSynchronize",
-        "cuMemcpy",
-        "cuMemcpyHtoD",
-        "cuMemcpyDtoH",
-        "cuMemcpyDtoD",
-        "hipStreamSynchronize",
-        "hipDeviceSynchronize",
-        "hipEventSynchronize",
-        "hipMemcpy",
-        "hipMemcpyWithStream",
-        "hipMemcpy2D",
-        "hipMemcpyToSymbol",
-        "hipMemcpyFromSymbol",
-        "hipMemset",
-    }
+    """
+    cudaStreamSynchronize cudaDeviceSynchronize cudaEventSynchronize cudaMemcpy cudaMemcpy2D
+    cudaMemcpy3D cudaMemcpyToSymbol cudaMemcpyFromSymbol cudaMemset
+    cuStreamSynchronize cuCtxSynchronize cuEventSynchronize cuMemcpy cuMemcpyHtoD cuMemcpyDtoH
+    cuMemcpyDtoD
+    hipStreamSynchronize hipDeviceSynchronize hipEventSynchronize hipMemcpy hipMemcpyWithStream
+    hipMemcpy2D hipMemcpyToSymbol hipMemcpyFromSymbol hipMemset
+""".split()
 )
 SYNC_COLUMNS = ("count", "total_ns", "max_ns")
 _NAME = re.compile(

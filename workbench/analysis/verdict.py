@@ -13,9 +13,6 @@ keeps the GPU waiting.
 Steady state: cold-start calls (:func:`~workbench.analysis.launches.cold_table`:
 device, context and stream set-up, a kernel's slow first launch) are set apart;
 their time leaves the host time, their launches and GPU work leave the counts.
-On the AlexNet trace they were 40.3 s of a 43.4 s host span, and the verdict
-read "Launch-bound ... GPU busy 0 %" beside a panel where 76 % of launches
-were not short kernels.
 """
 
 from __future__ import annotations

@@ -45,8 +45,6 @@ at nearly the same moment and share whatever the machine was doing then.
   when its verdict is not ``too noisy to tell``, the interval's high end is at
   most ``1 + threshold`` and (separate runs) the runs' resolution is at most
   the threshold; otherwise ``inconclusive``.
-
-Pure: numpy/pandas in, dicts out; no torch, no plotting, no printing.
 """
 
 from __future__ import annotations
@@ -102,9 +100,8 @@ def consecutive_blocks(values_ns: Sequence, block: int = BLOCK) -> np.ndarray:
 
 def _percentile_rows(sample: np.ndarray, q: float) -> np.ndarray:
     """Each row's percentile of its values other than NaN (NaN for a row of none), as
-    ``np.nanpercentile(sample, q, axis=1)`` gives, but one vectorised :func:`percentiles` per count of
-    values: rows sorted (NaN last) and grouped by that count. ``np.nanpercentile`` goes row by row in
-    Python: 10 s for the 2,000 resamples of a 30-request run whose stage missed some requests."""
+    ``np.nanpercentile(sample, q, axis=1)`` gives (it goes row by row in Python), but one vectorised
+    :func:`percentiles` per count of values: rows sorted (NaN last) and grouped by that count."""
     present = ~np.isnan(sample)
     if present.all():
         return percentiles(sample, q, axis=1)
@@ -368,14 +365,8 @@ def compare_blocks(
     options: :class:`VerdictOptions`, its fields also taken as keywords (``overrides``). Separate runs
     (``paired`` False) are judged as on a noisy machine; a noisy separate run is ``too noisy to tell``.
 
-    blocks_a/blocks_b: name -> block matrix (ns, see :func:`round_blocks`) for
-    every stage in ``names`` and for ``end_to_end``. An entry holds ``name``,
-    ``p50_ratio``, ``p50_ci`` [lo, hi], ``p50_ci_level``, ``p50_a_ms``,
-    ``p50_b_ms``, ``p50_drift`` (paired: the ratio's change between the halves of
-    the rounds; separate: None), ``p50_verdict``, the same for p99,
-    ``verdict`` (``metric``'s), and ``tail_a``/``tail_b``: each side's p99.9 with
-    its order-statistic interval and its maximum (``count`` and
-    :func:`stats.tail_summary_ns`'s keys).
+    blocks_a/blocks_b: name -> block matrix (ns, see :func:`round_blocks`) for every stage in
+    ``names`` and for ``end_to_end``. An entry's keys: ENTRY in docs/json.md.
     """
     opts = replace(options or VerdictOptions(), **overrides)
     if opts.metric not in METRICS:
@@ -524,8 +515,7 @@ def separate_comparison(
     """Compare two separate runs (not interleaved): unpaired block bootstrap, labelled ``separate runs``.
 
     Taken apart, the runs share no moment: what the machine did to one and not the other is in their ratio
-    and no resampling of either shows it (two runs of one configuration minutes apart on a shared machine
-    read x0.028 and x13.4, each with a tight interval). So the intervals are widened by what each run's noise
+    and no resampling of either shows it. So the intervals are widened by what each run's noise
     record says other processes took (:func:`taken_apart`, ``shares``: ``other_cores / cores`` of each
     run, None where not measured), each run's drift is in the margin (``min_effect``, below), and a run
     flagged noisy gives ``too noisy to tell``, never ``slower``, ``faster`` or ``no detectable difference``.

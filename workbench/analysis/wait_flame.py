@@ -47,9 +47,7 @@ def wait_flames(
     if found is None:
         return None
     rows, sets, tail = found
-    names = [
-        frame_name(*sampled["frames"][f][:2]) for f in range(len(sampled["frames"]))
-    ]  # frame id -> name
+    names = [frame_name(file, function) for file, function, _ in sampled["frames"]]  # by frame id
     paths = [tuple(names[f] for f in stack) for stack in sampled["stacks"]]
     sums: dict[str, dict[tuple, list[int]]] = {tree: {} for tree in TREES}
     for k, ids in enumerate((sets[tail], sets["median"])):

@@ -11,24 +11,9 @@ stands for the time since the previous sample (``dt_ns``), so a late sample afte
 counts for all of it. The sets are the tail attribution's (slowest 1 % when it has
 :data:`MIN_SAMPLES` samples, else 5 %; the median set p40-p60).
 
-Out (``waits`` in ``show --json``; times in ms per request of the set, shares of the set's sampled
-time)::
-
-    {"tail_set", "samples", "cpu_source",
-     "classes": {set: {class: ms per request}},
-     "causes": [{"class", "stage", "share", "ms_per_request", "median_ms_per_request",
-                 "excess_ms_per_request", "site",
-                 "meanwhile": [{"thread", "frame", "cpu_ms_per_request"}]}],
-     "gc": {"collections", "pause_ms_total", "pause_ms_max", "generations": {gen: {"collections",
-            "pause_ms_total"}}, "threads": {name: pause ms}} or None,
-     "headline": str or None}
-
-``causes`` are the tail set's waits (every class but ``cpu``) per stage, the most time per request
-over the median set's first (``excess_ms_per_request``; the headline names the first with a positive
-excess that is not ``off_cpu``: another process holding the core is the noise reading's to say); ``site`` is
-the waiting line of the user's code (``record (app.py:83)``); ``meanwhile`` the other threads on CPU
-during those waits, each with its hottest frame (the library call its deepest own frame made, or that
-frame) and its CPU time per slow request.
+Out: ``waits`` of ``show --json`` (WAITS in docs/json.md): ``causes`` are the tail set's waits (every
+class but ``cpu``) per stage, most excess over the median set first; the headline names the first with
+a positive excess that is not ``off_cpu`` (another process holding the core is the noise reading's).
 """
 
 from __future__ import annotations
@@ -68,7 +53,7 @@ SERVER_WAITS_NOTE = (
 def waits_note(meta) -> str | None:
     """Where a run's waits are when it has none of its own: a ``load --url`` client run whose stage
     rows came from the server (Server-Timing) cannot sample the server's threads."""
-    serving = getattr(meta, "serving", None)
+    serving = meta.serving
     if serving is None or serving.role != "client" or not serving.server_timing:
         return None
     return SERVER_WAITS_NOTE
@@ -160,20 +145,13 @@ def late_windows(req: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
     gap = first.to_numpy(np.int64)[order] - lo
     open_ = gap > 0
     return pd.DataFrame(
-        {
-            "request": ids[open_],
-            "stage": LATE_STAGE,
-            "start_ns": lo[open_],
-            "dur_ns": gap[open_],
-        }
+        {"request": ids[open_], "stage": LATE_STAGE, "start_ns": lo[open_], "dur_ns": gap[open_]}
     )
 
 
 def _assigned(rows: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
     """``rows`` with the ``request`` and ``stage`` whose interval holds each (unassigned ones dropped)."""
-    order = np.argsort(st["start_ns"].to_numpy(np.int64), kind="stable")
-    s = st["start_ns"].to_numpy(np.int64)[order]
-    e = s + st["dur_ns"].to_numpy(np.int64)[order]
+    order, s, e = _by_start(st)
     t = rows["t_ns"].to_numpy(np.int64)
     pos = np.searchsorted(s, t, side="right") - 1
     ok = (pos >= 0) & (t < e[np.maximum(pos, 0)]) if len(s) else np.zeros(len(t), dtype=bool)
@@ -181,6 +159,13 @@ def _assigned(rows: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
     out["request"] = st["request"].to_numpy(np.int64)[order][pos[ok]]
     out["stage"] = st["stage"].to_numpy(object)[order][pos[ok]]
     return out
+
+
+def _by_start(st: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stage rows' order by start, and their starts and ends in that order."""
+    order = np.argsort(st["start_ns"].to_numpy(np.int64), kind="stable")
+    s = st["start_ns"].to_numpy(np.int64)[order]
+    return order, s, s + st["dur_ns"].to_numpy(np.int64)[order]
 
 
 def _with_collections(mine: pd.DataFrame, sampled, st: pd.DataFrame) -> pd.DataFrame:
@@ -192,9 +177,7 @@ def _with_collections(mine: pd.DataFrame, sampled, st: pd.DataFrame) -> pd.DataF
     mine = mine.assign(dt_ns=mine["dt_ns"].where(mine["cls"] != gc_code, 0))
     if not events.get("dur_ns") or st.empty:
         return mine
-    order = np.argsort(st["start_ns"].to_numpy(np.int64), kind="stable")
-    s = st["start_ns"].to_numpy(np.int64)[order]
-    e = s + st["dur_ns"].to_numpy(np.int64)[order]
+    order, s, e = _by_start(st)
     longest = int((e - s).max())
     found = []
     for start, dur in zip(events["start_ns"], events["dur_ns"]):
@@ -252,8 +235,7 @@ def _causes(sampled, tail, median, others, n_tail: int, n_median: int) -> list[d
 
 
 def _frame(sampled, stack: int, k: int) -> tuple[str, str, int]:
-    file, function, line = sampled["frames"][sampled["stacks"][stack][k]]
-    return file, function, line
+    return tuple(sampled["frames"][sampled["stacks"][stack][k]])
 
 
 def _site(sampled, group: pd.DataFrame) -> str | None:

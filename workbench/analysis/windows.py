@@ -8,8 +8,6 @@ those windows. The point's figures are then those of the requests sent in
 those three windows; a point that never settles reports its last three windows
 and says it is unstable. :class:`StabilityWatch` applies the same rule while
 the load runs, so the generator stops once the point has settled.
-
-Everything here is pure: arrays and tables in, tables and numbers out.
 """
 
 from __future__ import annotations
@@ -23,19 +21,9 @@ import pandas as pd
 from ..units import NS_PER_S
 from .stats import summarize_ns
 
-WINDOW_COLUMNS = [
-    "window",
-    "start_ns",
-    "end_ns",
-    "requests",
-    "ok",
-    "failed",
-    "offered_rps",
-    "achieved_rps",
-    "p50_ms",
-    "p95_ms",
-    "p99_ms",
-]
+WINDOW_COLUMNS = (
+    "window start_ns end_ns requests ok failed offered_rps achieved_rps p50_ms p95_ms p99_ms"
+).split()
 STABLE_COUNT = 3  # perf_analyzer's stability window: the last three measurements
 
 

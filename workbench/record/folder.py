@@ -60,8 +60,7 @@ _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 # Each column a block of its own, freed from Arrow as it is converted: the table is not held twice.
 # Text columns are read as dictionaries (a few names, an int32 code a row) and become shared strings
-# (``shared_text``). At 1,000,000 requests the stage table's read peaked at 830 MB and 1.8 s CPU with
-# pandas.read_parquet, 630 MB and 1.0 s so.
+# (``shared_text``).
 ARROW_TO_PANDAS = {"split_blocks": True, "self_destruct": True}
 READ_WHOLE_ROWS = 65_536  # a table of fewer rows is read in one go (see _frame)
 STAGE_SLACK_NS = 1_000  # stage times may exceed their request's by clock rounding, never by more
@@ -240,15 +239,7 @@ def read_units(root: Path, meta: RunMeta, requests: pd.DataFrame) -> pd.DataFram
         return None
     path = inside(root, UNITS_FILE)
     units = _read_table(path, UNIT_COLUMNS)
-    unknown = sorted(set(units["stage"].unique()) - set(meta.stages))
-    if unknown:
-        raise RunRecordError(
-            f"{path}: column 'stage' names {unknown[:3]}, not in run.json 'stages'"
-        )
-    orphans = ~units["request"].isin(requests["request"])
-    if orphans.any():
-        rid = int(units["request"][orphans].iloc[0])
-        raise RunRecordError(f"{path}: column 'request' has id {rid}, not in {REQUESTS_FILE}")
+    _check_rows(path, units, meta, requests)
     return units
 
 
@@ -313,11 +304,10 @@ def _read_table(path: Path, columns: dict[str, str], optional=()) -> pd.DataFram
 
 def _frame(parquet: pyarrow.parquet.ParquetFile) -> pd.DataFrame:
     """The table as pandas reads it, one column at a time: a column's Arrow buffers are converted and
-    freed before the next is read (the whole table read at once peaked at twice its size, 690 MB
-    over 330 MB for the stages of a million requests; column by column 380 MB). A file that stores
-    a pandas index (another writer's) is read whole, so that the index is set as pandas sets it, and
-    so is a table of at most :data:`READ_WHOLE_ROWS` rows: each column read costs about 2 ms, 4.7 ms
-    for a 600-request stages table against 1.4 ms whole, and a few megabytes are no peak."""
+    freed before the next is read (read at once, the peak is twice the table). A file that stores a
+    pandas index (another writer's) is read whole, so that the index is set as pandas sets it, and so
+    is a table of at most :data:`READ_WHOLE_ROWS` rows (each column read costs about 2 ms; a few
+    megabytes are no peak)."""
     schema = parquet.schema_arrow
     index = (schema.pandas_metadata or {}).get("index_columns", [])
     small = parquet.metadata.num_rows <= READ_WHOLE_ROWS
@@ -342,22 +332,27 @@ def check_consistent(
         raise RunRecordError(
             f"{root / REQUESTS_FILE}: column 'request' has duplicate id {int(requests['request'][dup].iloc[0])}"
         )
-    present = set(stages["stage"].unique())  # once: each unique() hashes every row's text
-    unknown = sorted(present - set(meta.stages), key=repr)  # a null beside a name: no order
-    if unknown:
-        raise RunRecordError(
-            f"{root / STAGES_FILE}: column 'stage' names {unknown[:3]}, not in run.json 'stages'"
-        )
-    orphans = ~stages["request"].isin(requests["request"])
-    if orphans.any():
-        raise RunRecordError(
-            f"{root / STAGES_FILE}: column 'request' has id {int(stages['request'][orphans].iloc[0])}"
-            f", not in {REQUESTS_FILE}"
-        )
+    present = _check_rows(root / STAGES_FILE, stages, meta, requests)
     _check_stages_present(root, meta, requests, present)
     # spans of two stages may run side by side; the pipeline's stages do not
     if meta.kind != "ingested":
         _check_stage_sums(root, requests, stages)
+
+
+def _check_rows(path: Path, table: pd.DataFrame, meta: RunMeta, requests: pd.DataFrame) -> set:
+    """Rows of a table at ``path`` whose stage run.json lists and whose request is in the requests
+    table; the stage names that have rows."""
+    present = set(table["stage"].unique())  # once: each unique() hashes every row's text
+    unknown = sorted(present - set(meta.stages), key=repr)  # a null beside a name: no order
+    if unknown:
+        raise RunRecordError(
+            f"{path}: column 'stage' names {unknown[:3]}, not in run.json 'stages'"
+        )
+    orphans = ~table["request"].isin(requests["request"])
+    if orphans.any():
+        rid = int(table["request"][orphans].iloc[0])
+        raise RunRecordError(f"{path}: column 'request' has id {rid}, not in {REQUESTS_FILE}")
+    return present
 
 
 def _check_stages_present(root: Path, meta: RunMeta, requests: pd.DataFrame, present: set) -> None:

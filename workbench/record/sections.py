@@ -430,9 +430,8 @@ def _with_extras(obj: Any, data: dict[str, Any]) -> Any:
         if isinstance(value, Section) and isinstance(data.get(name), dict):
             changes[name] = _with_extras(value, data[name])
         elif name in _typed_dict_fields(type(obj)) and name in data:
-            changes[name] = data[
-                name
-            ]  # checked; msgspec drops the keys a TypedDict does not declare
+            # checked; msgspec drops the keys a TypedDict does not declare
+            changes[name] = data[name]
     return dataclasses.replace(obj, **changes)
 
 

@@ -1,20 +1,10 @@
 """The request and stage tables of a run: their columns, the one builder, the checks on load.
 
-``requests`` columns: ``request`` (int64, 0-based, warm-up first), ``warmup``
-(bool), ``start_ns`` (int64, from the run's start), ``dur_ns`` (int64, host end
-to end), ``ok`` (bool), ``error_stage``, ``error_type``, ``error_message``,
-``error_where`` (text or null; where ``file:line in function`` the stage
-raised), ``batch_size`` (int64 items). Load runs add ``arrival_ns``,
-``batch_wait_ns``, ``queue_wait_ns``, ``service_ns``, ``batch``.
-
-``stages`` columns: ``request``, ``stage`` (text), ``stage_index`` (int64),
-``start_ns``, ``dur_ns`` (host wall), ``device_dur_ns`` (Int64, CUDA-event
-time; null on CPU).
-
-``units`` (a run with a streaming stage, :mod:`workbench.streaming`; no table otherwise): one row
-per unit (token, chunk) a request's streaming stage yielded: ``request``, ``stage`` (text, the
-streaming stage), ``unit`` (int64, 0-based within the request), ``at_ns`` (int64, when the unit
-arrived, from the run's start like ``start_ns``).
+The columns, their types and units are the dicts below and the "Tables" part of docs/json.md:
+``requests`` (one row per request, warm-up first; load runs add the batcher's columns), ``stages``
+(one row per request and stage that ran; ``device_dur_ns`` null on CPU) and ``units`` (only a run
+with a streaming stage, :mod:`workbench.streaming`: one row per unit a request's stage yielded).
+Times are int64 ns (``start_ns`` and ``at_ns`` from the run's start).
 """
 
 from __future__ import annotations
@@ -70,7 +60,7 @@ MINIMUM = {"batch": -1}
 # Two range rules for integer columns. A timestamp or an id is never summed: each value stays below
 # VALUE_LIMIT (146 years of ns), so a timestamp plus a duration still fits int64. Any other column
 # (durations, sizes) is summed by the analyses: its values stay below SUM_LIMIT / rows, so the total
-# cannot wrap (a rule on the total applied to timestamps refused every run longer than 12.8 h / rows).
+# cannot wrap.
 VALUE_LIMIT = 2**62
 SUM_LIMIT = 2**62
 VALUE_COLUMNS = frozenset(
@@ -140,7 +130,7 @@ def typed_table(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
     """A copy with the given columns coerced (nullable text as object with None); others kept.
 
     The copy is shallow: a column this changes is replaced, never written into, so the data of the
-    columns already typed is shared (a deep copy doubled a million-request stage table, 246 MB)."""
+    columns already typed is shared (a deep copy doubles a large table)."""
     out = df.copy(deep=False)
     for col, dtype in columns.items():
         if col not in out.columns:
@@ -154,8 +144,7 @@ def typed_table(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
 
 def shared_text(series: pd.Series) -> pd.Series:
     """A text column as Python objects, null as None. A column of pandas' ``str`` (one Arrow buffer) or
-    a categorical becomes one shared string per distinct value: ``astype(object)`` made a string per
-    row, 607 MB for the stage names of a run of a million requests against 48 MB of pointers."""
+    a categorical becomes one shared string per distinct value (``astype(object)``: one per row)."""
     if series.dtype == object:
         missing = series.isna()
         return series.where(~missing, None) if missing.any() else series

@@ -28,7 +28,6 @@ from .schema import (
     KIND_SYNC,
     KIND_USER_ANNOTATION,
     KINDS,
-    empty_events,
 )
 
 __all__ = [
@@ -48,7 +47,6 @@ __all__ = [
     "KIND_USER_ANNOTATION",
     "Trace",
     "derived",
-    "empty_events",
     "load_events",
     "load_trace",
 ]

@@ -1,7 +1,6 @@
 """The events table as plain numpy columns: what the loader builds and ``analyze`` reads.
 
-Same content as the pandas table of :mod:`workbench.trace.schema`, without pandas (whose import
-alone took 0.4 s of the 1.07 s ``analyze`` spent on a 33 MB trace):
+Same content as the pandas table of :mod:`workbench.trace.schema`, without pandas (slow to import):
 
 * ``ts_ns``, ``dur_ns``: int64 nanoseconds
 * ``kind``: int8, the index of the row's kind in :data:`~workbench.trace.schema.KINDS`

@@ -39,7 +39,6 @@ though it carries a correlation); ``python_function`` -> python; anything else
 
 from __future__ import annotations
 
-import numpy as np
 
 from .lazy import pd
 
@@ -101,13 +100,3 @@ def __getattr__(name: str):
         globals()["KIND_DTYPE"] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def empty_events():
-    """An events table with every column and no rows (used by tests and analyses)."""
-    text = pd.CategoricalDtype(categories=pd.Index([], dtype="str"))
-    data = {"ts_ns": np.empty(0, np.int64), "dur_ns": np.empty(0, np.int64)}
-    data |= {c: pd.Series([], dtype=text) for c in TEXT_COLUMNS}
-    data["kind"] = pd.Series([], dtype=__getattr__("KIND_DTYPE"))
-    data |= {c: pd.array([], dtype="Int64") for c in INT_COLUMNS}
-    return pd.DataFrame(data, columns=list(COLUMNS))

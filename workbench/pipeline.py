@@ -1,8 +1,7 @@
 """Pipelines: an ordered list of named stages and a source of input items.
 
-A stage is a plain callable that takes the previous stage's output. The first
-stage receives one request: a list of ``batch_size`` input items drawn from the
-pipeline's item source. Users write a factory ``build(config) -> Pipeline``::
+A stage is a plain callable that takes the previous stage's output; the first receives one request, a
+list of ``batch_size`` items drawn from the pipeline's item source. Users write a factory::
 
     def build(config):
         pipe = Pipeline("mine", items=lambda: itertools.repeat(b'{"x": 1}'))
@@ -17,21 +16,11 @@ pipeline's item source. Users write a factory ``build(config) -> Pipeline``::
 
         return pipe
 
-The runner (``workbench.runner``) times the stages; nothing here measures.
-
-Two checks keep what is measured honest, both before any measured figure is
-kept:
-
-* **A stage must return its result, not a generator or iterator.** A lazy
-  result does its work when the next stage consumes it, so its time would be
-  charged to that stage. The first request of a run keeps every stage's output
-  (:func:`first_request_checked`) and a generator/iterator output is refused:
-  ``PipelineError`` naming the stage (exit 2). Return ``list(...)`` instead.
-* **Every ``--option`` must be read.** :func:`build_pipeline` hands the factory
-  a config whose ``options`` record each key read (:class:`ReadOptions`); after
-  the first request (options a stage reads when it runs count too)
-  :func:`check_options_read` names any option nobody read (a typo such as
-  ``slowdwn=0.3``): ``ConfigError``, exit 2.
+Nothing here measures (``workbench.runner`` does). Two checks on a run's first request
+(:func:`first_request_checked`) keep what is measured honest: a stage that returns a generator or
+iterator would have its work timed in the next stage, so it is refused (``PipelineError``, exit 2:
+return ``list(...)``); an ``--option`` that neither the factory nor a stage read (:class:`ReadOptions`)
+is a typo such as ``slowdwn=0.3`` (``ConfigError``, exit 2, :func:`check_options_read`).
 """
 
 from __future__ import annotations

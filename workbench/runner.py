@@ -76,8 +76,7 @@ DEFAULT_MAX_DURATION_S = 30.0
 DEFAULT_TRACED = 50  # the slowest 3 against the median 10 traced requests, 1-2 s (benchmarks/results/traced_count.md)
 DEFAULT_MIN_DURATION_S = 10.0  # a paced run sees periods up to about a tenth of it (periodic)
 # profile's default pace: requests sample time every 1 / (0.3 x capacity) while the queue the schedule
-# builds stays short (simulated single server, Poisson arrivals at 0.3: p50 from the due time 1.0-1.1x
-# the service p50, p99 1.9-2.9x; at 0.6: 1.4x and 3.5-5.6x); benchmarks/results/open_closed.md
+# builds stays short (benchmarks/results/open_closed.md)
 DEFAULT_UTILIZATION = 0.3
 NARROW_P99 = 0.2  # a paced run may stop once its p99 interval is within 20 % of the p99
 CHECK_EVERY = 50  # paced requests between two looks at the p99 interval
@@ -248,9 +247,8 @@ def _measure(plan: MeasurePlan, subject: _Subject, scratch: list[Path]) -> Run:
     )
     attributes = _describe(pipe, timings, requests_df)
     measured = requests_df[~requests_df["warmup"] & requests_df["ok"]]
-    failed: list[
-        SummaryFailure
-    ] = []  # the readings' summaries: a bug in one leaves its section out
+    # the readings' summaries: a bug in one leaves its section out
+    failed: list[SummaryFailure] = []
     noise = summarized(
         failed, "the noise reading", probe.finish, subject.threads, measured["dur_ns"].to_numpy()
     )
@@ -458,11 +456,7 @@ def _paced_requests(
         now = clock()
         if k % CHECK_EVERY == 0 and now - started >= min_ns and durs:
             lo, hi = percentile_ci_ns(durs, 99)
-            if (
-                lo is not None
-                and hi is not None
-                and hi - lo <= NARROW_P99 * percentile_ns(durs, 99)
-            ):
+            if None not in (lo, hi) and hi - lo <= NARROW_P99 * percentile_ns(durs, 99):
                 paced.stopped_by = "p99_interval"
                 break
         mark_due(started + due)  # late past it: the sampler says why (sampling.mark_due)

@@ -43,9 +43,8 @@ LATE_STAGE = "(waiting to start)"
 GIL_SHARE = 0.25
 
 _STDLIB = os.path.normcase(sysconfig.get_paths()["stdlib"])
-_PACKAGE = os.path.normcase(
-    os.path.dirname(os.path.abspath(__file__))
-)  # the harness (its examples are user code)
+# the harness (its examples are user code)
+_PACKAGE = os.path.normcase(os.path.dirname(os.path.abspath(__file__)))
 _EXAMPLES = os.path.join(_PACKAGE, "examples")
 # standard-library modules whose frames are a wait of that class
 MODULE_KIND = {
@@ -167,8 +166,6 @@ def classify(
         return CODE[kind]
     if cpu_ns is None:
         return CODE["cpu"]
-    if (
-        others_busy_ns >= dt_ns * GIL_SHARE
-    ):  # one of them held the GIL, on a core or waiting for one
+    if others_busy_ns >= dt_ns * GIL_SHARE:  # one of them held the GIL, on a core or waiting
         return CODE["gil"]
     return CODE["off_cpu"]

@@ -32,9 +32,8 @@ from ..errors import ConfigError
 from ..units import NS_PER_S, ms_to_ns
 
 PROCESSES = ("poisson", "bursty", "replay")
-MAX_REPLAY_S = (
-    7 * 86_400
-)  # a replayed file spans at most this (int64 ns hold 292 years; 1e300 s wrapped)
+# a replayed file spans at most this (int64 ns hold 292 years; 1e300 s wrapped)
+MAX_REPLAY_S = 7 * 86_400
 CSV_UNITS = {"arrival_ns": 1, "arrival_us": 1_000, "arrival_ms": 1_000_000, "arrival_s": NS_PER_S}
 
 

@@ -54,11 +54,11 @@ from .arrivals import Arrivals
 
 STREAM_STAGE = "generate"  # the stage the units belong to, in the simulated and the live run
 STAGES = ["queue_wait", STREAM_STAGE]
-# the features of a step, in StepTimes' coefficient order
 LOAD_COLUMNS = {**LOAD_REQUEST_COLUMNS, "lag_ns": "int64"}  # batch_wait_ns and lag_ns are 0
 DRAINED = StageFailure(
     STREAM_STAGE, "DrainTimeout", "not finished before the run's drain deadline (drain_timeout_s)"
 )
+# the features of a step, in StepTimes' coefficient order
 FEATURES = ("decode_step", "decode_seqs", "context_tokens", "prefill_chunks", "prefill_tokens")
 
 

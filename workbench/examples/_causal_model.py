@@ -87,9 +87,8 @@ class Decoder(nn.Module):
         x = self.tok(ids) + self.pos(pos.clamp(max=self.max_len - 1))
         query_at = torch.arange(total - n, total, device=ids.device)[:, None]
         key_at = torch.arange(total, device=ids.device)[None, :]
-        own = (key_at == query_at)[
-            None, None
-        ]  # a padding query sees itself: no row all masked (NaN)
+        # a padding query sees itself: no row all masked (NaN)
+        own = (key_at == query_at)[None, None]
         mask = (key_at <= query_at)[None, None] & (valid[:, None, None, :] | own)
         for i, block in enumerate(self.blocks):
             x = block(x, mask, cache, i)

@@ -40,9 +40,8 @@ def require_torch():
 def torch_version() -> str | None:
     """``torch.__version__`` (what a run records, ``2.13.0+cpu``) without importing torch where it is not yet.
 
-    The wheel's metadata version is the same string, local part included; a
-    torch importable without metadata (a source tree on the path) is imported
-    and asked. None when torch is not installed.
+    The wheel's metadata version is the same string, local part included; a torch importable without
+    metadata (a source tree on the path) is imported and asked. None when torch is not installed.
     """
     torch = sys.modules.get("torch")
     if torch is None:

@@ -1,20 +1,17 @@
 """Running a request's stages so that a stage cannot hang the tool.
 
-A Python thread cannot be killed. So with a per-request timeout the stages run
-on one worker thread per run (:class:`StageGuard`), and the calling thread
-waits at most ``timeout_s`` (real seconds) for each request. When the wait
-runs out, the request is recorded as failed with error type ``Timeout`` at
-the stage that was running, the worker thread is abandoned (it is a daemon:
-it cannot keep the process alive), and the caller stops the run. A cancel
-event is watched during the wait too, so that cancelling the explorer does
-not wait for a stuck stage.
+A Python thread cannot be killed. So with a per-request timeout the stages run on one worker thread
+per run (:class:`StageGuard`), and the calling thread waits at most ``timeout_s`` (real seconds) for
+each request. When the wait runs out, the request is recorded as failed with error type ``Timeout``
+at the stage that was running, the worker thread is abandoned (it is a daemon: it cannot keep the
+process alive), and the caller stops the run. A cancel event is watched during the wait too, so that
+cancelling the explorer does not wait for a stuck stage.
 
-Without a timeout the runner calls the stage timer directly: no thread, no
-hand-off, the timing run's overhead stays two clock reads per stage
-(``benchmarks/bench_overhead.py``). Either way a stage's ``SystemExit`` or
-other ``BaseException`` is that request's failure (``workbench.timing``);
-only ``KeyboardInterrupt`` stops the run, and then the runner keeps what was
-measured (:class:`Interrupted`).
+Without a timeout the runner calls the stage timer directly: no thread, no hand-off, the timing
+run's overhead stays two clock reads per stage (``benchmarks/bench_overhead.py``). Either way a
+stage's ``SystemExit`` or other ``BaseException`` is that request's failure (``workbench.timing``);
+only ``KeyboardInterrupt`` stops the run, and then the runner keeps what was measured
+(:class:`Interrupted`).
 """
 
 from __future__ import annotations
@@ -244,10 +241,9 @@ def abandoned(
 def _inherit_thread_state(thread_init: Callable[[], Any] | None) -> Callable[[], None]:
     """What the worker thread must copy from the caller: torch's per-thread CPU thread count and CUDA device.
 
-    OpenMP keeps the intra-op thread count per OS thread and CUDA keeps the
-    current device per thread; a fresh thread would silently run with other
-    settings than the caller measured with. torch is only consulted when the
-    pipeline already imported it.
+    OpenMP keeps the intra-op thread count per OS thread and CUDA keeps the current device per
+    thread; a fresh thread would silently run with other settings than the caller measured with.
+    torch is only consulted when the pipeline already imported it.
     """
     torch = sys.modules.get("torch")
     threads = torch.get_num_threads() if torch is not None else None

@@ -21,11 +21,10 @@ The rule (defaults in :data:`THRESHOLDS`): a run is ``noisy`` when any of
   torch's thread pool busy-waits, so a contended core slows every stage;
 * the load average before the run was above the number of cores.
 
-Dispersion is recorded but not part of the rule: a pipeline may vary by itself.
-``reasons`` says which rule fired, in numbers, and ``fix`` what to do. Without
-``/proc`` (macOS, Windows) nothing is measured: ``noisy`` is None and the reason
-is "not measured on this OS". Readings are injectable (:class:`Readings`), so
-tests give exact numbers.
+Dispersion is recorded but not part of the rule: a pipeline may vary by itself. ``reasons`` says
+which rule fired, in numbers, and ``fix`` what to do. Without ``/proc`` (macOS, Windows) nothing is
+measured: ``noisy`` is None and the reason is "not measured on this OS". Readings are injectable
+(:class:`Readings`), so tests give exact numbers.
 """
 
 from __future__ import annotations

@@ -120,12 +120,11 @@ class Pipeline:
     ):
         """Decorator appending a stage: ``@pipe.stage``, ``@pipe.stage("name")``, ``@pipe.stage(role="io")``.
 
-        role: what the stage does (``io``, ``remote``, ``preprocess``, ``compute``,
-            ``serialize``; see :mod:`workbench.roles`), for the audit.
-        describe: called on the stage's output after the request, outside every
-            timed region; returns ``{attribute: number}`` (payload bytes, sequence
-            length, cache hit...), recorded per request so the workbench can say
-            what the stage's time tracks.
+        role: what the stage does (``io``, ``remote``, ``preprocess``, ``compute``, ``serialize``;
+            see :mod:`workbench.roles`), for the audit.
+        describe: called on the stage's output after the request, outside every timed region;
+            returns ``{attribute: number}`` (payload bytes, sequence length, cache hit...), recorded
+            per request so the workbench can say what the stage's time tracks.
         stream: the stage returns (or is) a generator yielding its answer one unit at a time (a
             token, a chunk); the runner times every unit (:mod:`workbench.streaming`: time to first
             token, inter-token latency) and the next stage gets the whole answer as a list.
@@ -302,10 +301,9 @@ RUNNER_FIELDS = ("batch_size", "threads")  # the runner applies them: a built Pi
 def resolve_pipeline(target: Pipeline | Factory, config: PipelineConfig | None) -> Pipeline:
     """A built pipeline from a Pipeline or a factory (a caller turns an example name into one).
 
-    A built Pipeline with a config: ``batch_size`` and ``threads`` are the
-    runner's to apply, so they are honoured; device, precision and options were
-    fixed when the pipeline was built, so a config that differs there is a
-    ConfigError (pass the factory instead), never silently ignored.
+    A built Pipeline with a config: ``batch_size`` and ``threads`` are the runner's to apply, so
+    they are honoured; device, precision and options were fixed when the pipeline was built, so a
+    config that differs there is a ConfigError (pass the factory instead), never silently ignored.
     """
     if isinstance(target, Pipeline):
         return _with_config(target.validate(), config)

@@ -1,10 +1,9 @@
 """Profile a pipeline: a timing run for percentiles, then a separate traced run.
 
-The timing run executes W warm-up requests (kept, flagged, never mixed into
-percentiles) then N measured requests, with no profiler attached. The traced
-run executes a few more requests under ``torch.profiler`` with every stage
-inside ``record_function(stage_range_name(stage))``, and saves the trace the
-way ``tensorboard_trace_handler`` names it (``{worker}.{time_ns}.pt.trace.json.gz``),
+The timing run executes W warm-up requests (kept, flagged, never mixed into percentiles) then N
+measured requests, with no profiler attached. The traced run executes a few more requests under
+``torch.profiler`` with every stage inside ``record_function(stage_range_name(stage))``, and saves
+the trace the way ``tensorboard_trace_handler`` names it (``{worker}.{time_ns}.pt.trace.json.gz``),
 so TensorBoard's profiler plugin and Perfetto open it. The result is a
 :class:`workbench.record.Run`.
 """

@@ -6,14 +6,13 @@ CUDA events, which time the device work the stage enqueued.
 
 Synchronization policy on CUDA (``sync``):
 
-* ``"stage"`` (default): ``torch.cuda.synchronize()`` after every stage, so a
-  stage's host time includes the device work it launched and nothing is
-  charged to the next stage. Costs the overlap between one stage's GPU work
-  and the next stage's host work (a server that overlaps them may be a little
-  faster end to end).
-* ``"request"``: one synchronize at the end of the request. Stage host times
-  then measure only launching (the wrong way the notebooks teach); device
-  times from the events are still right; end to end includes the GPU tail.
+* ``"stage"`` (default): ``torch.cuda.synchronize()`` after every stage, so a stage's host time
+  includes the device work it launched and nothing is charged to the next stage. Costs the overlap
+  between one stage's GPU work and the next stage's host work (a server that overlaps them may be a
+  little faster end to end).
+* ``"request"``: one synchronize at the end of the request. Stage host times then measure only
+  launching (the wrong way the notebooks teach); device times from the events are still right; end
+  to end includes the GPU tail.
 
 The instrumentation costs two clock reads and two list appends per stage
 (``benchmarks/bench_overhead.py`` measures it).

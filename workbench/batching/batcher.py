@@ -1,29 +1,25 @@
 """The live dynamic batcher: ``concurrency`` executor threads pulling batches from one queue.
 
-Requests are submitted with their arrival time (the injectable clock, read
-under the lock so arrivals never go back in time). There is no separate
-batcher thread: an idle executor applies :mod:`workbench.batching.policy`'s
-rule itself. Because the rule only uses recorded times (arrivals, and the
-start of the previous batch for the one-deep handoff), the batch an executor
-takes when it becomes free is exactly the batch a batcher thread would have
-closed at ``close_ns`` and handed over: the requests that arrived by
-``close_ns``, at most ``max_batch_size``. Doing it in the executor saves one
-thread wake-up per batch, which on a busy 2-core machine costs more than the
-work. The executor records ``start_ns`` when it takes the batch (so
-``queue_wait = start - close`` holds its wake-up delay, or the time the
-closed batch waited for it) and ``end_ns`` when the pipeline call returns;
-the call itself is timed stage by stage by ``execute`` (``workbench.timing``).
+Requests are submitted with their arrival time (the injectable clock, read under the lock so
+arrivals never go back in time). There is no separate batcher thread: an idle executor applies
+:mod:`workbench.batching.policy`'s rule itself. Because the rule only uses recorded times (arrivals,
+and the start of the previous batch for the one-deep handoff), the batch an executor takes when it
+becomes free is exactly the batch a batcher thread would have closed at ``close_ns`` and handed
+over: the requests that arrived by ``close_ns``, at most ``max_batch_size``. Doing it in the
+executor saves one thread wake-up per batch, which on a busy 2-core machine costs more than the
+work. The executor records ``start_ns`` when it takes the batch (so ``queue_wait = start - close``
+holds its wake-up delay, or the time the closed batch waited for it) and ``end_ns`` when the
+pipeline call returns; the call itself is timed stage by stage by ``execute``
+(``workbench.timing``).
 
-A stage can hang. The batches being executed are kept in ``_in_flight``
-(with the stage timer's lists when ``stage_names`` is given), so that
-``stop`` waits one shared ``join_timeout_s`` for all executors, then records
-every batch still in flight as a ``Timeout`` failure ("in flight at stop",
-at the stage it was in) and abandons its executor thread (a daemon): nothing
-is lost and stopping takes no longer than asked. An executor's result that
-arrives after that is discarded. A batch whose own timing is a ``Timeout``
-(``execute`` ran it under :class:`workbench.guard.StageGuard`) halts the
-batcher: nothing more is dispatched, ``halted`` is set (the load generator's
-cancel) and the queued requests are returned by ``stop`` as undispatched.
+A stage can hang. The batches being executed are kept in ``_in_flight`` (with the stage timer's
+lists when ``stage_names`` is given), so that ``stop`` waits one shared ``join_timeout_s`` for all
+executors, then records every batch still in flight as a ``Timeout`` failure ("in flight at stop",
+at the stage it was in) and abandons its executor thread (a daemon): nothing is lost and stopping
+takes no longer than asked. An executor's result that arrives after that is discarded. A batch whose
+own timing is a ``Timeout`` (``execute`` ran it under :class:`workbench.guard.StageGuard`) halts the
+batcher: nothing more is dispatched, ``halted`` is set (the load generator's cancel) and the queued
+requests are returned by ``stop`` as undispatched.
 """
 
 from __future__ import annotations
@@ -70,10 +66,9 @@ class _InFlight:
 class DynamicBatcher:
     """Threads around a :class:`BatchFormer`; ``execute(items) -> RequestTiming`` runs one batch.
 
-    Use ``start()``, ``submit(item)`` from one producer thread, then
-    ``wait_done(timeout_s)`` and ``stop()``. ``batches`` holds the executed
-    batches in completion order; ``stop(abort=True)`` returns the requests that were
-    never dispatched as ``(request, arrival_ns)`` pairs.
+    Use ``start()``, ``submit(item)`` from one producer thread, then ``wait_done(timeout_s)`` and
+    ``stop()``. ``batches`` holds the executed batches in completion order; ``stop(abort=True)``
+    returns the requests that were never dispatched as ``(request, arrival_ns)`` pairs.
 
     stage_names: the pipeline's stages; when given, ``execute(items, starts=, ends=)``
         is handed the stage timer's lists, so a batch in flight at ``stop`` is

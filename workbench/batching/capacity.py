@@ -1,18 +1,15 @@
 """Capacity sweeps: a load run per arrival rate (or executor count), measured in windows, and the knee.
 
-A sweep folder holds one run folder per point (``point-00-rate-50``, ...) and
-``sweep.json`` (format ``workbench.sweep``, documented in docs/json.md). Each
-point is one continuous open-loop run of ``max_windows`` windows of
-``window_s``; :mod:`workbench.analysis.windows` cuts it by send time and
-finds the first three windows whose p50 and p99 agree within
-``stability_pct`` % (perf_analyzer's rule). The generator is given a
-:class:`~workbench.analysis.windows.StabilityWatch` that applies the same rule
-between windows as the requests finish, so a point stops sending at the
-boundary after its first stable trio (``stopped_by: "stable"``) or runs all
-``max_windows`` (``"max-windows"``). The point's figures are those of the
-requests sent in the stable trio (or the last three windows, marked
-unstable). ``rate=auto`` doubles the rate from ``start_rate_rps`` until p99
-passes ``sla_ms`` or the achieved rate stops growing.
+A sweep folder holds one run folder per point (``point-00-rate-50``, ...) and ``sweep.json`` (format
+``workbench.sweep``, documented in docs/json.md). Each point is one continuous open-loop run of
+``max_windows`` windows of ``window_s``; :mod:`workbench.analysis.windows` cuts it by send time and
+finds the first three windows whose p50 and p99 agree within ``stability_pct`` % (perf_analyzer's
+rule). The generator is given a :class:`~workbench.analysis.windows.StabilityWatch` that applies the
+same rule between windows as the requests finish, so a point stops sending at the boundary after its
+first stable trio (``stopped_by: "stable"``) or runs all ``max_windows`` (``"max-windows"``). The
+point's figures are those of the requests sent in the stable trio (or the last three windows, marked
+unstable). ``rate=auto`` doubles the rate from ``start_rate_rps`` until p99 passes ``sla_ms`` or the
+achieved rate stops growing.
 
 The measuring itself is the caller's: ``measure(value, folder, watch) -> Run`` runs
 and saves one point, its generator asking ``watch`` between windows, (in process or against a server), so this module stays

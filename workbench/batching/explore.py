@@ -34,13 +34,12 @@ def batching_point(
 ) -> dict[str, Any]:
     """Simulate one setting on a seeded Poisson schedule, and sweep rate and max wait around it.
 
-    Out: ``summary`` (:func:`load_summary` of the point, ms), ``at`` (its requests at p50
-    and p99 with their parts, :func:`percentile_requests`), ``curve`` (a
-    :func:`sweep` table over :data:`RATE_FRACTIONS` of the capacity plus the
-    rate itself, at this max batch and wait), ``waits`` (a sweep table over
-    :data:`WAITS_MS` plus this wait, at this rate), ``capacity_rps`` (req/s at
-    this max batch, full batches back to back), ``stable`` (rate below
-    capacity) and ``simulations`` (how many simulations this took).
+    Out: ``summary`` (:func:`load_summary` of the point, ms), ``at`` (its requests at p50 and p99
+    with their parts, :func:`percentile_requests`), ``curve`` (a :func:`sweep` table over
+    :data:`RATE_FRACTIONS` of the capacity plus the rate itself, at this max batch and wait),
+    ``waits`` (a sweep table over :data:`WAITS_MS` plus this wait, at this rate), ``capacity_rps``
+    (req/s at this max batch, full batches back to back), ``stable`` (rate below capacity) and
+    ``simulations`` (how many simulations this took).
     """
     policy = BatchPolicy(int(max_batch_size), float(max_wait_ms))
     arrivals = Arrivals("poisson", rate_rps=float(rate_rps), count=requests, seed=seed)

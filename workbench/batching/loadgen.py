@@ -1,19 +1,17 @@
 """The open-loop load generator: submit each request at its scheduled time, never later silently.
 
-Open loop means the schedule does not wait for responses (a closed-loop client
-would slow down exactly when the server does, hiding the queue). The
-generator sleeps until each scheduled time and submits; when it wakes up late
-(sleep granularity, the GIL held by a stage, a busy core) the request goes in
-late and its lag, actual minus scheduled submission time, is recorded. The
-worst lag is reported as ``generator_lag_ms``: a lagging generator sends a
-burstier, later load than asked for, and the run says so.
+Open loop means the schedule does not wait for responses (a closed-loop client would slow down
+exactly when the server does, hiding the queue). The generator sleeps until each scheduled time and
+submits; when it wakes up late (sleep granularity, the GIL held by a stage, a busy core) the request
+goes in late and its lag, actual minus scheduled submission time, is recorded. The worst lag is
+reported as ``generator_lag_ms``: a lagging generator sends a burstier, later load than asked for,
+and the run says so.
 
-A request's end to end is timed from its due time, not from its send (as wrk2
-and HdrHistogram's correction do): a request the generator sent late waited
-that long in production too, so its lag is inside its latency (coordinated
-omission otherwise hides it). A run whose lag p99 reaches
-:data:`LAG_P99_LIMIT_MS` is marked ``behind_schedule``: it sent a different load
-than asked for, and ``gate`` will not judge it (exit 4).
+A request's end to end is timed from its due time, not from its send (as wrk2 and HdrHistogram's
+correction do): a request the generator sent late waited that long in production too, so its lag is
+inside its latency (coordinated omission otherwise hides it). A run whose lag p99 reaches
+:data:`LAG_P99_LIMIT_MS` is marked ``behind_schedule``: it sent a different load than asked for, and
+``gate`` will not judge it (exit 4).
 """
 
 from __future__ import annotations

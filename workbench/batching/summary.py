@@ -1,9 +1,8 @@
 """Summaries of a batched run, live or simulated: the JSON of ``load`` and ``simulate``.
 
-Input is a requests table with ``arrival_ns``, ``batch_wait_ns``,
-``queue_wait_ns``, ``service_ns``, ``dur_ns`` (end to end), ``batch``,
-``batch_size`` (items in its batch) and ``ok``. Percentiles come from
-``workbench.analysis.stats.summarize_ns`` over successful requests.
+Input is a requests table with ``arrival_ns``, ``batch_wait_ns``, ``queue_wait_ns``, ``service_ns``,
+``dur_ns`` (end to end), ``batch``, ``batch_size`` (items in its batch) and ``ok``. Percentiles come
+from ``workbench.analysis.stats.summarize_ns`` over successful requests.
 
 A scheduled run (``load``, ``load --url``) also has ``lag_ns``: its end to end
 is timed from the due time, and the summary adds :data:`SCHEDULED`: the lag

@@ -10,13 +10,11 @@
   streams its tokens (``workbench.streaming``: TTFT, ITL, TPOT) -> JSON. With
   ``kv_cache=false`` each decode step grows with its position.
 
-Every example runs offline: the feature store and vocabulary ship inside the
-package (``workbench/examples/data``, with a copy in the repository's ``data/``
-for the notebooks; regenerate both with ``make data``), the PNG requests are
-drawn in code.
-``factory(name)`` returns ``build(config) -> Pipeline``; the first stage takes
-a list of 1..``batch_size`` items, the last returns one JSON ``bytes``
-response per item. Importing this package does not import torch.
+Every example runs offline: the feature store and vocabulary ship inside the package
+(``workbench/examples/data``, with a copy in the repository's ``data/`` for the notebooks;
+regenerate both with ``make data``), the PNG requests are drawn in code. ``factory(name)`` returns
+``build(config) -> Pipeline``; the first stage takes a list of 1..``batch_size`` items, the last
+returns one JSON ``bytes`` response per item. Importing this package does not import torch.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """Helpers the example pipelines share: options, host->device copies, build checks.
 
-Imported only by the example modules (which import torch themselves), never by
-``import workbench``.
+Imported only by the example modules (which import torch themselves), never by ``import workbench``.
 """
 
 from __future__ import annotations

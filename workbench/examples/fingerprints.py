@@ -1,13 +1,11 @@
 """Model fingerprints of the shipped examples, cached so that a recorded first view needs no torch.
 
-The latency explorer shows a recorded run only when the model fingerprint a
-live run would record (:func:`workbench.fingerprint.model_fingerprint`: the
-parameter count and a hash of the declared models' parameter names, shapes and
-dtypes) equals the recorded one. Computing it builds the pipeline, which
-imports torch: about 250 MB and 2 CPU-seconds per Voila kernel, 30 times in a
-room, to draw a run that was recorded in advance. ``model_fingerprints.json``
-(next to this module) holds the fingerprints of the shipped examples'
-configurations, so the explorer can look them up instead.
+The latency explorer shows a recorded run only when the model fingerprint a live run would record
+(:func:`workbench.fingerprint.model_fingerprint`: the parameter count and a hash of the declared
+models' parameter names, shapes and dtypes) equals the recorded one. Computing it builds the
+pipeline, which imports torch: about 250 MB and 2 CPU-seconds per Voila kernel, 30 times in a room,
+to draw a run that was recorded in advance. ``model_fingerprints.json`` (next to this module) holds
+the fingerprints of the shipped examples' configurations, so the explorer can look them up instead.
 
 An entry is keyed by everything the fingerprint depends on:
 
@@ -19,11 +17,10 @@ An entry is keyed by everything the fingerprint depends on:
 - ``data``: SHA-256 (16 hex digits) of the example data files that shape the
   model (:data:`MODEL_DATA`: the text example's vocabulary sets its embedding rows).
 
-A configuration not in the file is built, as without it. The entries are
-written by building each configuration (``python -m workbench.examples.fingerprints
---write``), never copied from a recorded run, and ``tests/examples/test_fingerprints.py``
-builds every entry again, so a model change without a rewrite fails the suite.
-Importing this module does not import torch.
+A configuration not in the file is built, as without it. The entries are written by building each
+configuration (``python -m workbench.examples.fingerprints --write``), never copied from a recorded
+run, and ``tests/examples/test_fingerprints.py`` builds every entry again, so a model change without
+a rewrite fails the suite. Importing this module does not import torch.
 """
 
 from __future__ import annotations

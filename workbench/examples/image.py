@@ -1,25 +1,22 @@
 """Example ``image``: classify photos sent as PNG (or JPEG). Preprocess-heavy.
 
-One item (request) is a PNG or JPEG file as ``bytes``. The request stream cycles
-through a pool of synthetic photo-like images (smooth gradients, shapes and
-sensor noise, 256 to 448 pixels a side), drawn with numpy from a seed and
-encoded once with Pillow: no downloads.
+One item (request) is a PNG or JPEG file as ``bytes``. The request stream cycles through a pool of
+synthetic photo-like images (smooth gradients, shapes and sensor noise, 256 to 448 pixels a side),
+drawn with numpy from a seed and encoded once with Pillow: no downloads.
 
 Stages:
 
-- ``parse``: check the PNG signature and IHDR size, or the JPEG start-of-image
-  marker and frame size; ValueError otherwise.
-- ``preprocess``: decode with Pillow, resize the short side to ``image_size``
-  and center-crop a square (torchvision's ``Resize`` + ``CenterCrop``),
-  normalize with the ImageNet mean/std, NCHW in the model dtype, copy to the
-  device. Its ``describe=`` reports ``decoded_pixels``, the batch's decoded
-  image area (width x height summed over its images, before the resize): decode
-  and resize grow with it, so ``show`` gives its effect on this stage (p50 per
-  range of area, top over bottom). The output tensor carries the number as
-  ``decoded_pixels`` for that ``describe=``.
-- ``forward``: a small CNN (four stride-2 conv-BN-ReLU blocks, global average
-  pooling, a linear head; random weights). int8 quantizes only the head,
-  since dynamic quantization covers Linear layers; the convolutions stay fp32.
+- ``parse``: check the PNG signature and IHDR size, or the JPEG start-of-image marker and frame
+  size; ValueError otherwise.
+- ``preprocess``: decode with Pillow, resize the short side to ``image_size`` and center-crop a
+  square (torchvision's ``Resize`` + ``CenterCrop``), normalize with the ImageNet mean/std, NCHW in
+  the model dtype, copy to the device. Its ``describe=`` reports ``decoded_pixels``, the batch's
+  decoded image area (width x height summed over its images, before the resize): decode and resize
+  grow with it, so ``show`` gives its effect on this stage (p50 per range of area, top over bottom).
+  The output tensor carries the number as ``decoded_pixels`` for that ``describe=``.
+- ``forward``: a small CNN (four stride-2 conv-BN-ReLU blocks, global average pooling, a linear
+  head; random weights). int8 quantizes only the head, since dynamic quantization covers Linear
+  layers; the convolutions stay fp32.
 - ``postprocess``: softmax, top-k classes, back to host.
 - ``serialize``: one JSON ``bytes`` response per image.
 

@@ -7,20 +7,18 @@ One item (request) is a JSON object, as bytes::
 
 Stages:
 
-- ``parse``: ``json.loads`` and validation; a bad payload raises ValueError
-  naming the field.
-- ``hydrate``: online feature lookups in the SQLite store ``data/features.sqlite``
-  (opened read-only once at build): per request one ``users`` lookup, then per
-  candidate item an ``items``, an ``item_stats`` and a ``user_category`` point
-  lookup, like a key-value feature store. With ``store=redis`` the same
-  features come from Redis (``MGET`` s, two round trips per call; see
-  ``workbench_redis``, the Redis wing). Unknown users and items get default values and a flag.
-  One row of ``N_FEATURES`` floats per (user, item) pair.
-- ``preprocess``: z-score with the offline statistics of the ``feature_stats``
-  table, cast to the model dtype, copy to the device.
+- ``parse``: ``json.loads`` and validation; a bad payload raises ValueError naming the field.
+- ``hydrate``: online feature lookups in the SQLite store ``data/features.sqlite`` (opened read-only
+  once at build): per request one ``users`` lookup, then per candidate item an ``items``, an
+  ``item_stats`` and a ``user_category`` point lookup, like a key-value feature store. With
+  ``store=redis`` the same features come from Redis (``MGET`` s, two round trips per call; see
+  ``workbench_redis``, the Redis wing). Unknown users and items get default values and a flag. One
+  row of ``N_FEATURES`` floats per (user, item) pair.
+- ``preprocess``: z-score with the offline statistics of the ``feature_stats`` table, cast to the
+  model dtype, copy to the device.
 - ``forward``: an MLP scoring each pair (random weights, seeded).
-- ``postprocess``: Platt scaling ``p = sigmoid(platt_a * logit + platt_b)``,
-  a decision ``p >= threshold``, candidates sorted by score.
+- ``postprocess``: Platt scaling ``p = sigmoid(platt_a * logit + platt_b)``, a decision
+  ``p >= threshold``, candidates sorted by score.
 - ``serialize``: one JSON ``bytes`` response per request.
 
 Options (``config.options``):

@@ -27,9 +27,8 @@ def stage_from_range_name(name: str) -> str | None:
 
 # -- names from data as path components ---------------------------------------------------------------------------
 
-SLUG_MAX = (
-    64  # characters of a slug: a default folder name stays far below the file system's 255 bytes
-)
+# characters of a slug: a default folder name stays far below the file system's 255 bytes
+SLUG_MAX = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 

@@ -73,9 +73,8 @@ class RequestTiming:
     attributes: dict[int, dict[str, float]] | None = None  # stage index -> its describe= numbers
     # stage index -> "Type: message" of a describe= that raised
     attribute_errors: dict[int, str] | None = None
-    unit_ns: list[int] | None = (
-        None  # clock after each unit of a streaming stage (workbench.streaming)
-    )
+    # clock after each unit of a streaming stage (workbench.streaming)
+    unit_ns: list[int] | None = None
 
 
 def time_request(

@@ -53,27 +53,9 @@ from ._common import (
     top_labels,
 )
 
-LABELS = (
-    "cat",
-    "dog",
-    "bird",
-    "car",
-    "bicycle",
-    "tree",
-    "flower",
-    "house",
-    "boat",
-    "mountain",
-    "beach",
-    "food",
-    "person",
-    "bus",
-    "train",
-    "airplane",
-    "chair",
-    "cup",
-    "book",
-    "clock",
+LABELS = tuple(
+    "cat dog bird car bicycle tree flower house boat mountain beach food person bus train "
+    "airplane chair cup book clock".split()
 )
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 JPEG_SIGNATURE = b"\xff\xd8\xff"

@@ -57,27 +57,10 @@ from ._common import (
     top_labels,
 )
 
-LABELS = (
-    "billing",
-    "refund",
-    "shipping_delay",
-    "damaged_item",
-    "wrong_item",
-    "order_status",
-    "return_request",
-    "account_access",
-    "password_reset",
-    "cancel_subscription",
-    "upgrade_plan",
-    "payment_failed",
-    "app_crash",
-    "privacy_request",
-    "promo_code",
-    "invoice_request",
-    "address_change",
-    "warranty_claim",
-    "praise",
-    "other",
+LABELS = tuple(
+    "billing refund shipping_delay damaged_item wrong_item order_status return_request "
+    "account_access password_reset cancel_subscription upgrade_plan payment_failed app_crash "
+    "privacy_request promo_code invoice_request address_change warranty_claim praise other".split()
 )
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 _WORDS = re.compile(r"\w+|[^\w\s]")

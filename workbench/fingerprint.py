@@ -8,14 +8,11 @@
     model: {params, hash} or "unknown", model_note (why unknown)
 
 The model fingerprint is the parameter count and a SHA-256 (first 16 hex digits) of every declared
-model's parameter names, shapes and dtypes, in declaration order: a 6-layer and a 2-layer encoder
-differ even when the pipeline name does not. A factory declares its models with
-``Pipeline(models=[...])`` or ``pipe.declare_model(m)``; without a declaration the model is
-``"unknown"`` (allowed; the note says so).
-
-Runs recorded before fingerprints existed get one derived from their config and environment
-(:func:`fingerprint_of`), with the model ``"unknown"``. :func:`differences` lists the fields that
-differ; pooling service times (:func:`check_poolable`) allows only ``batch_size`` to differ.
+model's parameter names, shapes and dtypes, in declaration order. A factory declares its models with
+``Pipeline(models=[...])`` or ``pipe.declare_model(m)``; without, the model is ``"unknown"``. Runs
+recorded before fingerprints existed get one from their config and environment
+(:func:`fingerprint_of`). :func:`differences` lists the fields that differ; pooling service times
+(:func:`check_poolable`) allows only ``batch_size`` to differ.
 """
 
 from __future__ import annotations

@@ -1,30 +1,19 @@
 """Was the machine quiet while a run measured? Readings before and after, and a rule.
 
-A run records, from ``/proc`` (Linux):
+A run records, from ``/proc`` (Linux): ``load_before_1m`` / ``load_after_1m`` (1-minute load
+average); ``other_cores``, the CPU time *other* processes used during the run, in cores on average
+(all CPUs' busy time in ``/proc/stat`` minus this process's ``/proc/self/stat`` utime+stime, over
+the wall time); ``steal_pct``, the hypervisor's steal, in % of all CPU time; ``cores`` (CPUs this
+process may run on) and ``torch_threads`` (of the thread that ran the stages); ``governor`` (cpu0's,
+else None); and the run's own dispersion, ``iqr_over_median`` and ``p99_over_p50`` of end to end.
 
-* ``load_before_1m`` / ``load_after_1m``: the 1-minute load average;
-* ``other_cores``: CPU time used by *other* processes during the run, in cores
-  on average: busy time of all CPUs (``/proc/stat`` user+nice+system+irq+softirq)
-  minus this process's own (``/proc/self/stat`` utime+stime), over the wall time;
-* ``steal_pct``: time the hypervisor gave this VM's CPUs to someone else, in %
-  of all CPU time during the run;
-* ``cores`` (CPUs this process may run on) and ``torch_threads`` (the intra-op
-  threads of the thread that ran the stages);
-* ``governor``: the CPU frequency governor of cpu0 where readable (else None);
-* the run's own dispersion, ``iqr_over_median`` and ``p99_over_p50`` of end to end.
-
-The rule (defaults in :data:`THRESHOLDS`): a run is ``noisy`` when any of
-
-* other processes used more than 0.25 cores on average during the run;
-* steal time was above 5 %;
-* torch used more threads than the free cores (``cores - other_cores``, rounded):
-  torch's thread pool busy-waits, so a contended core slows every stage;
-* the load average before the run was above the number of cores.
-
-Dispersion is recorded but not part of the rule: a pipeline may vary by itself. ``reasons`` says
-which rule fired, in numbers, and ``fix`` what to do. Without ``/proc`` (macOS, Windows) nothing is
-measured: ``noisy`` is None and the reason is "not measured on this OS". Readings are injectable
-(:class:`Readings`), so tests give exact numbers.
+A run is ``noisy`` (thresholds in :data:`THRESHOLDS`) when other processes used more than 0.25
+cores, steal was above 5 %, torch used more threads than the free cores (``cores - other_cores``,
+rounded: its pool busy-waits, so a contended core slows every stage), or the load average before the
+run was above the number of cores. Dispersion is not part of the rule: a pipeline may vary by
+itself. ``reasons`` says which rule fired, in numbers, and ``fix`` what to do. Without ``/proc``
+``noisy`` is None ("not measured on this OS"). Readings are injectable (:class:`Readings`) for exact
+tests.
 """
 
 from __future__ import annotations

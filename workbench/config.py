@@ -104,9 +104,9 @@ def _finite(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class Range:
-    """A finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``), an integer with ``integer``; ``unit``
-    is said in the message. One rule for every number a user gives: command-line options and factory
-    options alike."""
+    """A finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``), an integer with ``integer``;
+    ``unit`` is said in the message. One rule for every number a user gives: command-line options
+    and factory options alike."""
 
     lo: float
     hi: float

@@ -69,11 +69,11 @@ class Comparison:
     configs: one dict per configuration (``label``, ``config``, ``requests``, ``failed``,
         ``errors``: exception type -> count, ``outputs``: its final outputs against A's,
         :mod:`workbench.analysis.outputs`).
-    samples: one row per measured request: ``config`` (index into configs),
-        ``round``, ``request`` (per configuration), ``ok``, ``error_type``, then
-        one int ns column per stage and ``end_to_end`` (null where it did not run).
-    result: the JSON report (``configs``, ``stages``, ``end_to_end``, ``stopped``, ``outputs``, ...),
-        B against A.
+    samples: one row per measured request: ``config`` (index into configs), ``round``, ``request``
+        (per configuration), ``ok``, ``error_type``, then one int ns column per stage and
+        ``end_to_end`` (null where it did not run).
+    result: the JSON report (``configs``, ``stages``, ``end_to_end``, ``stopped``, ``outputs``,
+        ...), B against A.
     """
 
     pipeline: str
@@ -258,9 +258,9 @@ class _Stop:
 def _widest_interval(
     rows: list[tuple], names: list[str], n_configs: int, metric: str
 ) -> dict[str, Any] | None:
-    """The widest ``metric`` interval (stage or end to end, any B against A) of a quick bootstrap: ``{b, name,
-    width}``, ``width`` None when an interval is undefined (it counts as wider than any); None before both sides
-    have a successful request."""
+    """The widest ``metric`` interval (stage or end to end, any B against A) of a quick bootstrap:
+    ``{b, name, width}``, ``width`` None when an interval is undefined (it counts as wider than
+    any); None before both sides have a successful request."""
     samples = _samples_table(rows, names)
     widest, widest_width = None, -1.0
     for b in range(1, n_configs):
@@ -365,9 +365,9 @@ class _Local:
 
 
 def _interleave(sides, n: int, warmup: int, seed: int, stop: _Stop) -> list[tuple]:
-    """Rounds of one block per configuration in a seeded order, after the warm-up, until ``stop`` says so.
-    Rows as :func:`_samples_table` takes them; a round some configuration could not finish (its items
-    ran out) is left out whole."""
+    """Rounds of one block per configuration in a seeded order, after the warm-up, until ``stop``
+    says so. Rows as :func:`_samples_table` takes them; a round some configuration could not finish
+    (its items ran out) is left out whole."""
     rng, done, rows, rnd = np.random.default_rng(seed), [0] * n, [], 0
     limit = stop.requests
     while True:

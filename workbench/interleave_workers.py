@@ -1,10 +1,10 @@
 """One worker process per configuration for ``compare``: process-wide state stays in its own process.
 
-A factory that turns the garbage collector off, fills a module-level cache or starts a thread changes
-the process it runs in; with every configuration in one process, B's ``gc.disable()`` reaches A too.
-Here, as pyperf does, each configuration is built, checked, warmed and measured in a fresh interpreter
-(``python -m workbench.interleave_workers``); the parent draws the round order and collects rows
-(:func:`workbench.interleave.compare`). A worker rebuilds its pipeline from a *recipe*
+A factory that turns the garbage collector off, fills a module-level cache or starts a thread
+changes the process it runs in; with every configuration in one process, B's ``gc.disable()``
+reaches A too. Here, as pyperf does, each configuration is built, checked, warmed and measured in a
+fresh interpreter (``python -m workbench.interleave_workers``); the parent draws the round order and
+collects rows (:func:`workbench.interleave.compare`). A worker rebuilds its pipeline from a *recipe*
 (:func:`recipe_of`): a shipped example's name, or a module-level function of an importable module or
 of a ``--pipeline FILE.py``. Request ``k`` of batch size ``b`` gets items ``k*b .. k*b+b-1`` of the
 worker's own source, so a seeded source gives every configuration the same items.

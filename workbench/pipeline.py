@@ -1,7 +1,7 @@
 """Pipelines: an ordered list of named stages and a source of input items.
 
-A stage is a plain callable that takes the previous stage's output; the first receives one request, a
-list of ``batch_size`` items drawn from the pipeline's item source. Users write a factory::
+A stage is a plain callable that takes the previous stage's output; the first receives one request,
+a list of ``batch_size`` items drawn from the pipeline's item source. Users write a factory::
 
     def build(config):
         pipe = Pipeline("mine", items=lambda: itertools.repeat(b'{"x": 1}'))
@@ -483,10 +483,10 @@ def check_stage_outputs(names: list[str], outputs: dict[int, Any]) -> None:
 
 
 def first_request_checked(run_one: Callable, pipe: Pipeline, *, options: bool = True) -> Callable:
-    """A request runner: the first call keeps every stage's output (on the host: the CUDA timer keeps none),
-    checks the outputs (:func:`check_stage_outputs`) and, with ``options``, the options
-    (:func:`check_options_read`), and returns the timing without them; later calls run ``run_one`` as
-    it is."""
+    """A request runner: the first call keeps every stage's output (on the host: the CUDA timer
+    keeps none), checks the outputs (:func:`check_stage_outputs`) and, with ``options``, the options
+    (:func:`check_options_read`), and returns the timing without them; later calls run ``run_one``
+    as it is."""
     keep_all = {} if pipe.config.is_cuda else {"keep": frozenset(range(len(pipe.stages)))}
     state = {"first": True}
 

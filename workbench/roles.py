@@ -66,8 +66,8 @@ class RoleDecision:
     """One stage's role and where it came from.
 
     source: "declared", "evidence", "name" or None (no role). library/share: the library holding the
-    most of the stage's measured time and its share (None without evidence). name_role: what the name
-    alone would say. overrules: the name's role where the evidence decided otherwise.
+    most of the stage's measured time and its share (None without evidence). name_role: what the
+    name alone would say. overrules: the name's role where the evidence decided otherwise.
     """
 
     stage: str

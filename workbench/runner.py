@@ -373,12 +373,12 @@ def _timing_run(
 ) -> tuple[list[RequestTiming], str]:
     """Warm-up then measured requests, stopped early after ``max_duration_s`` of measured time.
 
-    Returns the timings and the run's status: "complete"; "incomplete: timeout" when a request
-    ran past ``timeout_s`` (it is the last timing, a ``Timeout`` failure); "interrupted" on
-    Ctrl-C (the timings finished before it). ``memory.observe(done)`` samples RSS between requests;
-    ``sampler`` (a :class:`workbench.sampling.StackSampler`) samples stacks while the requests run. A
-    request's output is dropped as soon as it is timed (``describe=`` has run inside the request).
-    With ``plan.pace`` the paced requests follow (:func:`_paced_requests`), their due times in ``paced``.
+    Returns the timings and the run's status: "complete"; "incomplete: timeout" when a request ran
+    past ``timeout_s`` (it is the last timing, a ``Timeout`` failure); "interrupted" on Ctrl-C (the
+    timings finished before it). ``memory.observe(done)`` samples RSS between requests; ``sampler``
+    (a :class:`workbench.sampling.StackSampler`) samples stacks while the requests run. A request's
+    output is dropped as soon as it is timed (``describe=`` has run inside the request). With
+    ``plan.pace`` the paced requests follow (:func:`_paced_requests`), their due times in ``paced``.
     """
     clock, cancel, warmup = plan.clock, plan.cancel, plan.warmup
     total = warmup + plan.requests
@@ -631,9 +631,9 @@ def _alarm(timeout_s: float | None) -> Iterator[Callable[[float], Any]]:
 
     The traced run cannot use the timing run's worker thread (torch.profiler does not record another
     thread's operators), so on the main thread of a Unix process a hung stage is interrupted by a
-    signal instead: Python code and interruptible waits (sleep, sockets, locks) stop at once; a C call
-    that never returns to the interpreter cannot be stopped. Elsewhere (an explorer's worker thread,
-    Windows) the alarm does nothing and the explorer's job queue abandons the run instead.
+    signal instead: Python code and interruptible waits (sleep, sockets, locks) stop at once; a C
+    call that never returns to the interpreter cannot be stopped. Elsewhere (an explorer's worker
+    thread, Windows) the alarm does nothing and the explorer's job queue abandons the run instead.
     """
     usable = (
         timeout_s is not None

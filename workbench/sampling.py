@@ -12,14 +12,14 @@ the GIL over (``sys.getswitchinterval()``, 5 ms), so it gets fewer samples than 
 A thread, not pyinstrument's ``setstatprofile``: the hook runs on every call and return of the timed
 code (``benchmarks/bench_sampler.py``). Off with ``sample_stacks=False`` or ``--no-sample-stacks``.
 
-Every thread, every sample: each wake-up also reads each Python thread's CPU time and keeps a row per
-thread (:attr:`StackSampler.rows`): the stage thread always (with its class,
-:mod:`workbench.wait_classes`), any other thread that ran since the previous wake-up. The CPU counter
-is the thread's Linux CPU-time clock (ns on CPU, read with the GIL held), else
+Every thread, every sample: each wake-up also reads each Python thread's CPU time and keeps a row
+per thread (:attr:`StackSampler.rows`): the stage thread always (with its class,
+:mod:`workbench.wait_classes`), any other thread that ran since the previous wake-up. The CPU
+counter is the thread's Linux CPU-time clock (ns on CPU, read with the GIL held), else
 ``/proc/self/task/TID/schedstat`` (ns on CPU and on a run queue), else ``.../stat`` (clock ticks of
-10 ms); elsewhere none, and samples are classed from their calls alone. The clock comes first because
-a file read lets go of the GIL and waits up to the switch interval to get it back, once per thread
-(``benchmarks/bench_thread_cpu.py``). Garbage collections are timed through ``gc.callbacks``.
+10 ms); elsewhere none, and samples are classed from their calls alone. The clock comes first
+because a file read lets go of the GIL and waits up to the switch interval to get it back, once per
+thread (``benchmarks/bench_thread_cpu.py``). Garbage collections are timed through ``gc.callbacks``.
 :meth:`record` gives it all as plain data (``RunMeta.sampled``, docs/json.md).
 """
 
@@ -125,9 +125,9 @@ class GcEvents:
             self._started = None
 
     def overlap_ns(self, lo: int, hi: int) -> int:
-        """Collection time inside ``(lo, hi]`` (the latest collections are scanned, newest first), with
-        one that started and has not yet stopped: the interpreter can hand the GIL to the sampler in a
-        ``stop`` callback that runs before this one."""
+        """Collection time inside ``(lo, hi]`` (the latest collections are scanned, newest first),
+        with one that started and has not yet stopped: the interpreter can hand the GIL to the
+        sampler in a ``stop`` callback that runs before this one."""
         started = self._started
         total = max(0, hi - max(started, lo)) if started is not None else 0
         # the callback appends start, then duration: read here between the two, the last start has none yet

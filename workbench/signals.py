@@ -48,6 +48,6 @@ def terminated() -> bool:
 
 
 def note_terminated() -> None:
-    """For code that routes SIGTERM to its own graceful stop (the served-load client's event loop): say that
-    SIGTERM, not Ctrl-C, stopped the command, so that it exits 143."""
+    """For code that routes SIGTERM to its own graceful stop (the served-load client's event loop):
+    say that SIGTERM, not Ctrl-C, stopped the command, so that it exits 143."""
     _received.append(signal.SIGTERM)

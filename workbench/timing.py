@@ -132,8 +132,8 @@ def _time_request_observed(
     keep: frozenset[int] = frozenset(),
     describe: Mapping[int, Callable[[Any], Any]] | None = None,
 ) -> RequestTiming:
-    """:func:`time_request` that also reads GC pauses per stage, keeps chosen outputs and describes others
-    (kept apart so the plain path stays two clock reads per stage)."""
+    """:func:`time_request` that also reads GC pauses per stage, keeps chosen outputs and describes
+    others (kept apart so the plain path stays two clock reads per stage)."""
     (starts, ends), describe = bounds, describe or {}
     gc_ns: list[int] = []
     kept: dict[int, Any] = {}
@@ -167,8 +167,8 @@ def _described(
     keep: frozenset[int],
     describe: Mapping[int, Callable],
 ) -> RequestTiming:
-    """``timing`` with the numbers of each held output's ``describe=`` and the outputs ``keep`` asks for;
-    every other output is released here, before the next request."""
+    """``timing`` with the numbers of each held output's ``describe=`` and the outputs ``keep`` asks
+    for; every other output is released here, before the next request."""
     numbers: dict[int, dict[str, float]] = {}
     errors: dict[int, str] = {}
     kept = {i: held[i] for i in keep if i in held}

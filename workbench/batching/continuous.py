@@ -295,10 +295,10 @@ class TokenLog:
         stopped_ns: int | None = None,
         failure: StageFailure | None = None,
     ) -> ContinuousRun:
-        """The run tables (a load run's columns: ``queue_wait_ns`` to admission, ``service_ns`` from it,
-        ``batch`` the step it joined before). A finished request's end to end runs from its arrival to
-        its last unit, its ``generate`` stage from admission to the last unit; one not finished at
-        ``stopped_ns`` fails there with ``failure`` (default :data:`DRAINED`)."""
+        """The run tables (a load run's columns: ``queue_wait_ns`` to admission, ``service_ns`` from
+        it, ``batch`` the step it joined before). A finished request's end to end runs from its
+        arrival to its last unit, its ``generate`` stage from admission to the last unit; one not
+        finished at ``stopped_ns`` fails there with ``failure`` (default :data:`DRAINED`)."""
         last: dict[int, int] = {}
         for r, _, at in self.units:
             last[r] = at

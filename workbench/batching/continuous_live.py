@@ -1,17 +1,16 @@
 """A live continuous batching run: a generative pipeline's step API driven by the token-level rule.
 
 ``load`` of a pipeline that offers a step API (``Pipeline.steps``, the generate example's
-:mod:`workbench.examples.generate_steps`) runs this instead of the dynamic batcher. One thread, the
-caller's: between steps it moves the requests now due into the waiting queue, admits, plans and runs a
-step with :class:`~.continuous.Scheduler` (the simulator's rule, not a copy), a ``decode`` over the
-decoding sequences then one ``prefill`` per chunk, and stamps every token the step made with the
-step's end (when a server would send it). Requests are due at their schedule times (open loop); the
-time until the loop admits one is its ``queue_wait``.
+:mod:`workbench.examples.generate_steps`) runs this instead of the dynamic batcher, on the caller's
+thread: between steps it moves the requests now due (open loop) into the waiting queue, then admits,
+plans and runs a step with :class:`~.continuous.Scheduler` (the simulator's rule): a ``decode`` over
+the decoding sequences, then one ``prefill`` per chunk; every token made is stamped with the step's
+end. The time until a request is admitted is its ``queue_wait``.
 
 The run is a :class:`workbench.record.Run` of kind ``load`` with stages ``queue_wait`` and
-``generate`` and a ``units`` table, so ``show`` reports TTFT, ITL and TPOT as for a profile. Its
-``load.continuous`` holds the policy, the step counts and the step model fitted to the run's steps. Requests not finished by the drain deadline
-(``drain_timeout_s`` after the last arrival) fail as ``DrainTimeout``.
+``generate`` and a ``units`` table (TTFT, ITL, TPOT in ``show``); ``load.continuous`` holds the
+policy, the step counts and the step model fitted to the run's steps. Requests not finished
+``drain_timeout_s`` after the last arrival fail as ``DrainTimeout``.
 
 :func:`profile_steps` times the step API alone at chosen shapes: the measurements
 :func:`~.continuous.fit_step_times` fits the simulator's step model to.

@@ -3,16 +3,16 @@
 The pipeline is built for ``max_batch_size`` and called once per batch (1 to ``max_batch_size``
 items), all in this process: the generator on the calling thread, the batcher and executors on their
 own threads. A run is bounded: the schedule by its count and/or duration, the drain after the last
-arrival by ``drain_timeout_s``; requests still queued then are failed (``error_stage`` ``"batcher"``,
-``DrainTimeout``), never dropped silently. The result is a :class:`workbench.record.Run`
-(``kind: "load"``) with stages ``batch_wait``, ``queue_wait`` and then the pipeline's; a request's end
-to end runs from when it was due, so a late submit's lag (``lag_ns``, ``loadgen``) is inside it and
-outside every stage.
+arrival by ``drain_timeout_s``; requests still queued then are failed (``error_stage``
+``"batcher"``, ``DrainTimeout``), never dropped silently. The result is a
+:class:`workbench.record.Run` (``kind: "load"``) with stages ``batch_wait``, ``queue_wait`` and then
+the pipeline's; a request's end to end runs from when it was due, so a late submit's lag
+(``lag_ns``, ``loadgen``) is inside it and outside every stage.
 
-A stage that hangs cannot hang the run: with ``timeout_s`` every pipeline call (warm-up included) runs
-under a :class:`workbench.guard.StageGuard` and past it the batch's requests are ``Timeout`` failures
-and the run is returned with status ``incomplete: timeout``; without it, a batch still in flight at
-the drain deadline is a ``Timeout`` ("in flight at stop", ``DynamicBatcher.stop``).
+A stage that hangs cannot hang the run: with ``timeout_s`` every pipeline call (warm-up included)
+runs under a :class:`workbench.guard.StageGuard` and past it the batch's requests are ``Timeout``
+failures and the run is returned with status ``incomplete: timeout``; without it, a batch still in
+flight at the drain deadline is a ``Timeout`` ("in flight at stop", ``DynamicBatcher.stop``).
 """
 
 from __future__ import annotations
@@ -60,19 +60,19 @@ JOIN_S = 1.0  # real seconds stop() waits for executors that are finishing norma
 class LoadOptions:
     """How :func:`run_load` runs; a value out of range is a ConfigError when it is made.
 
-    warmup: untimed pipeline calls at sizes ``max_batch_size`` and 1 (each), run by every
-        executor thread before the first arrival.
+    warmup: untimed pipeline calls at sizes ``max_batch_size`` and 1 (each), run by every executor
+        thread before the first arrival.
     drain_timeout_s: seconds the drain after the last arrival may take (> 0).
     switch_interval_s: if set, ``sys.setswitchinterval`` for the run (restored after).
     noise_readings: a :class:`workbench.noise.Readings` (tests inject one).
-    timeout_s: real seconds one pipeline call (a batch, or a warm-up call) may take; None: no
-        limit. Past it the batch's requests are ``Timeout`` failures (a warm-up call's is in
-        ``load.warmup_failures``), its stage thread is abandoned, the run stops and is returned
-        with ``status`` "incomplete: timeout"; requests still queued are ``RunStopped`` failures.
-    watch: a :class:`workbench.analysis.windows.StabilityWatch` (a sweep point): it sees each request
-        sent and finished, and the schedule stops at the window boundary where it says the point is
-        stable; what is in flight then finishes and is recorded (``watch.windows_run`` says how many
-        windows were sent).
+    timeout_s: real seconds one pipeline call (a batch, or a warm-up call) may take; None: no limit.
+        Past it the batch's requests are ``Timeout`` failures (a warm-up call's is in
+        ``load.warmup_failures``), its stage thread is abandoned, the run stops and is returned with
+        ``status`` "incomplete: timeout"; requests still queued are ``RunStopped`` failures.
+    watch: a :class:`workbench.analysis.windows.StabilityWatch` (a sweep point): it sees each
+        request sent and finished, and the schedule stops at the window boundary where it says the
+        point is stable; what is in flight then finishes and is recorded (``watch.windows_run`` says
+        how many windows were sent).
     continuous: the policy of a generative pipeline's continuous batching: a pipeline with a
         streaming stage is run by :func:`~.continuous_live.run_continuous` through its step API
         (``Pipeline.steps``; default policy when None; refused without a step API), and ``policy``'s
@@ -329,8 +329,8 @@ def pipeline_executor(pipe, target, clock: Clock, timeout_s: float | None = None
 
     Each executor thread builds its own pipeline on its first call, in the thread that runs the
     stages (a plain ``sqlite3.connect`` works only there; a built Pipeline is shared), after setting
-    torch's intra-op thread count (``config.threads``, else the calling thread's): OpenMP keeps it per
-    thread, and a new thread's default (all cores) can make CPU stages many times slower. With
+    torch's intra-op thread count (``config.threads``, else the calling thread's): OpenMP keeps it
+    per thread, and a new thread's default (all cores) can make CPU stages many times slower. With
     ``timeout_s`` that thread is the executor's own :class:`StageGuard` (listed in ``guards``).
     """
     torch, cfg = torch_or_none(), pipe.config

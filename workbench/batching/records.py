@@ -7,10 +7,9 @@ submitted), ``lag_ns`` (``arrival_ns - start_ns``), ``batch_wait_ns``, ``queue_w
 ``service_ns`` and ``batch`` (-1: never dispatched). The time from the actual send is
 ``dur_ns - lag_ns``. All times int64 ns from the schedule's origin.
 
-``stages``: per request, a ``batch_wait`` row (index 0, from arrival), a
-``queue_wait`` row (index 1, from where the batch wait ends: ``policy.wait_split``) and one row per pipeline stage that
-ran, carrying its batch's stage time (every request of a batch waits for the
-whole batch). So ``budget()`` attributes end to end to waits and stages, and
+``stages``: per request, a ``batch_wait`` row (index 0, from arrival), a ``queue_wait`` row (index
+1, from where the batch wait ends: ``policy.wait_split``) and one row per pipeline stage that ran,
+with its batch's stage time. So ``budget()`` attributes end to end to waits and stages, and
 ``unattributed`` is the executor's bookkeeping around the pipeline call.
 """
 

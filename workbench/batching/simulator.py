@@ -7,10 +7,8 @@ Per-request columns are then filled with numpy. One core simulates 10^6 requests
 (``benchmarks/bench_simulator.py``).
 
 Service quantiles are drawn one per batch, independently, from a seeded generator, so a simulation
-is repeatable. (The served validation's variants, draws in a measured order, the server's contention
-costs and the machine's speed levels, are research: ``research/served/simulate.py``.) An arrival
-rate at or above capacity is reported as ``stable: False``; the figures are those of the finite
-horizon (they grow with the number of requests instead of converging).
+is repeatable (variants: ``research/served/simulate.py``). An arrival rate at or above capacity is
+``stable: False``: the figures are the finite horizon's and grow with the number of requests.
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ TOP_K = Range(1, 1_000, integer=True)
 
 
 def option(config: PipelineConfig, name: str, default: Any, kind: type = int) -> Any:
-    """``config.options[name]`` (or ``default``), checked to be of ``kind`` (its range is declared on the
-    factory with :func:`~workbench.config.option_ranges`)."""
+    """``config.options[name]`` (or ``default``), checked to be of ``kind`` (its range is declared
+    on the factory with :func:`~workbench.config.option_ranges`)."""
     value = config.options.get(name, default)
     if kind is float and is_int(value):
         value = float(value)

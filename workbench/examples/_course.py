@@ -1,9 +1,8 @@
 """Measurements of the course's pattern notebooks (11, 12), made live there and recorded by a script.
 
-``scripts/record_course_data.py`` calls the same functions and writes their
-results to ``data/course/*.json``, so a notebook on a machine that cannot make
-the measurement (no ``redis-server``, no time for a ``torch.compile``) reads
-what this code measured elsewhere, and says so.
+``scripts/record_course_data.py`` writes their results to ``data/course/*.json``, so a notebook on
+a machine that cannot measure (no ``redis-server``, no time for a ``torch.compile``) reads what this
+code measured elsewhere, and says so.
 
 * :func:`local_redis`: a throwaway ``redis-server`` on a free port (no
   persistence), or None where none is installed.

@@ -18,8 +18,8 @@ Stages:
 - ``detokenize``: runs once on the whole answer (the rule after a streaming stage): one JSON
   ``bytes`` response per item with its tokens.
 
-With ``kv_cache`` the pipeline also offers the step API of :mod:`.generate_steps` (``Pipeline.steps``):
-``load --max-num-seqs`` then batches its tokens continuously.
+With ``kv_cache`` the pipeline also offers the step API of :mod:`.generate_steps`
+(``Pipeline.steps``): ``load --max-num-seqs`` then batches its tokens continuously.
 
 Options (``config.options``):
     seed (int, 0): weights and request stream.

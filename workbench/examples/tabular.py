@@ -243,8 +243,8 @@ def build(config: PipelineConfig) -> Pipeline:
 
 
 def check_item(payload) -> None:
-    """``parse``'s rules on one request body; ValueError (or RecursionError for absurdly deep JSON) names
-    what is wrong, in this request only. ``workbench serve`` runs it before batching."""
+    """``parse``'s rules on one request body; ValueError (or RecursionError for absurdly deep JSON)
+    names what is wrong, in this request only. ``workbench serve`` runs it before batching."""
     _parse_one(0, payload, where="tabular request")
 
 

@@ -43,7 +43,7 @@ from .analysis.verdicts import BLOCK, MIN_EFFECT, RESAMPLES, VerdictOptions, pai
 from .config import PipelineConfig
 from .device import require_torch
 from .errors import ConfigError, PipelineError, check_int, is_number
-from .interleave_workers import Workers, as_numpy, current_threads, recipe_of
+from .interleave_workers import Workers, as_numpy, check_comparable, current_threads, recipe_of
 from .noise import NoiseProbe
 from .examples import factory
 from .pipeline import Pipeline, resolve_pipeline
@@ -289,12 +289,7 @@ def _label(config, base: PipelineConfig) -> str:
 def _build_all(target, cfgs: list[PipelineConfig]) -> list:
     build = factory(target) if isinstance(target, str) else target
     pipes = [resolve_pipeline(build, cfg) for cfg in cfgs]
-    for i, p in enumerate(pipes[1:], start=1):
-        if p.name != pipes[0].name or p.stage_names != pipes[0].stage_names:
-            raise ConfigError(
-                f"configuration {i} builds pipeline {p.name!r} with stages {p.stage_names}, "
-                f"configuration 0 {pipes[0].name!r} with {pipes[0].stage_names}: not comparable"
-            )
+    check_comparable([(p.name, p.stage_names) for p in pipes])
     return pipes
 
 

@@ -42,7 +42,7 @@ from typing import Any
 from .analysis.outputs import NONE, output_agreement
 from .device import require_torch
 from .errors import ConfigError, PipelineError
-from .noise import Readings
+from .noise import Readings, stat_ticks
 from .examples import factory
 from .pipeline import load_factory, resolve_pipeline
 from .streaming import sample_row, stream_index
@@ -71,6 +71,17 @@ def recipe_of(target: Any) -> str | None:
     return f"{module.__name__}:{name}"
 
 
+def check_comparable(built: list[tuple[str, list[str]]]) -> None:
+    """Every configuration's ``(pipeline name, stage names)`` is the first one's, or a ConfigError."""
+    name0, names0 = built[0]
+    for c, (name, names) in enumerate(built[1:], start=1):
+        if name != name0 or names != names0:
+            raise ConfigError(
+                f"configuration {c} builds pipeline {name!r} with stages {names}, "
+                f"configuration 0 {name0!r} with {names0}: not comparable"
+            )
+
+
 def _factory(recipe: str):
     if recipe.startswith("example:"):
         return factory(recipe.removeprefix("example:"))
@@ -89,11 +100,9 @@ class WorkerReadings(Readings):
 
 def _ticks(pid: int) -> int:
     try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
+        return stat_ticks(f"/proc/{pid}/stat")
     except OSError:  # exited
         return 0
-    return int(fields[11]) + int(fields[12])
 
 
 class Workers:
@@ -109,18 +118,12 @@ class Workers:
                 self.ask(c, ("build", list(sys.path), recipe, cfg, warmup, cap), "the build")
                 for c, cfg in enumerate(cfgs)
             ]
+            check_comparable([(name, names) for _, name, names, _ in built])
         except BaseException:
             self.close()
             raise
         _, self.pipeline, self.names, _ = built[0]
         self.threads = [b[3] for b in built]
-        for c, (_, name, names, _) in enumerate(built[1:], start=1):
-            if name != self.pipeline or names != self.names:
-                self.close()
-                raise ConfigError(
-                    f"configuration {c} builds pipeline {name!r} with stages {names}, "
-                    f"configuration 0 {self.pipeline!r} with {self.names}: not comparable"
-                )
 
     def _start(self) -> None:
         to_child, from_parent = os.pipe()

@@ -38,6 +38,13 @@ _BUSY = ("user", "nice", "system", "irq", "softirq")
 _STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
+def stat_ticks(path: str) -> int:
+    """utime + stime (clock ticks) of a process's or a thread's ``/proc/.../stat``."""
+    with open(path) as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()  # the command name may hold spaces
+    return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+
+
 class Readings:
     """The machine's counters, read from ``/proc`` (override the methods in tests).
 
@@ -61,10 +68,7 @@ class Readings:
         return {name: int(v) for name, v in zip(_STAT_FIELDS, values)}
 
     def own_ticks(self) -> int:
-        with open("/proc/self/stat") as fh:
-            text = fh.read()
-        fields = text.rsplit(")", 1)[1].split()  # the command name may hold spaces
-        return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+        return stat_ticks("/proc/self/stat")
 
     def ticks_per_s(self) -> int:
         return os.sysconf("SC_CLK_TCK")

@@ -39,6 +39,7 @@ import numpy as np
 
 from . import timing
 from .errors import ConfigError
+from .noise import stat_ticks
 from .units import s_to_ns
 from .wait_classes import CLASSES, call_kind, classify, portable_file
 
@@ -66,9 +67,7 @@ _TICK_NS = 1_000_000_000 // (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") 
 
 
 def _stat_ns(native_id: int) -> Counters:
-    with open(f"/proc/self/task/{native_id}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * _TICK_NS, None  # utime, stime (fields 14 and 15)
+    return stat_ticks(f"/proc/self/task/{native_id}/stat") * _TICK_NS, None
 
 
 def _thread_clock_ns(native_id: int) -> Counters:

@@ -85,8 +85,8 @@ def run_continuous(
     """Run ``items`` (one per arrival of ``arrivals``) through ``pipe.steps(policy.max_num_seqs)``.
 
     target: what ``pipe`` was built from (its fingerprint); opts: the run's
-    :class:`~.live.LoadOptions` (its drain timeout, clock, sleep and noise readings). Ctrl-C stops the
-    arrivals and the steps: what finished is kept, the rest fail (``RunStopped``), and
+    :class:`~.live.LoadOptions` (its drain timeout, clock, sleep and noise readings). Ctrl-C stops
+    the arrivals and the steps: what finished is kept, the rest fail (``RunStopped``), and
     :class:`~workbench.guard.Interrupted` carries the run (status ``interrupted``).
     """
     clock, drain_timeout_s = opts.clock, opts.drain_timeout_s

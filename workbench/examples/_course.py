@@ -84,11 +84,10 @@ def cache_levels(
 ) -> dict[str, Any]:
     """The tabular example (batch 1, one thread) behind an LRU of ``l1_size`` responses, then LRU + Redis.
 
-    Out: ``{"l1_size", "requests", "keys", "levels": {"lru": ..., "redis": ...}}``;
-    each level: ``hit_rate`` (share of measured requests answered from a cache),
-    ``p50_ms``/``p99_ms`` end to end, ``hit_p50_ms``, ``miss_p50_ms``,
-    ``miss_p99_ms`` and ``misses`` (the measured requests that missed), ``noise``.
-    Both runs draw the same seeded keys; the Redis run starts empty.
+    Out: ``{"l1_size", "requests", "keys", "levels": {"lru": ..., "redis": ...}}``; each level:
+    ``hit_rate`` (share of measured requests answered from a cache), ``p50_ms``/``p99_ms`` end to
+    end, ``hit_p50_ms``, ``miss_p50_ms``, ``miss_p99_ms`` and ``misses`` (the measured requests that
+    missed), ``noise``. Both runs draw the same seeded keys; the Redis run starts empty.
     """
     levels = {}
     for kind in ("lru", "redis"):

@@ -104,14 +104,12 @@ def guarded(
 class StageGuard:
     """Runs ``run_one(batch, starts=..., ends=...)`` on a worker thread with a per-request deadline.
 
-    timeout_s: seconds one request (all its stages) may take before it is
-        abandoned; measured in real time, whatever ``clock`` is.
-    clock: the clock (ns) of the recorded times, as for the stage timer.
-    cancel: anything with ``is_set()``; set while a stage runs, the request is
-        abandoned and :class:`Cancelled` raised.
-    thread_init: called first on the worker thread (torch threads, device).
-    After a timeout or a cancel, ``stuck_stage`` names the stage left running
-    and every later call raises :class:`Cancelled`.
+    timeout_s: seconds one request (all its stages) may take before it is abandoned, in real time
+        whatever ``clock`` (ns, of the recorded times) is.
+    cancel: anything with ``is_set()``; set while a stage runs, the request is abandoned and
+        :class:`Cancelled` raised. thread_init: called first on the worker thread.
+    After a timeout or a cancel, ``stuck_stage`` names the stage left running and every later call
+    raises :class:`Cancelled`.
     """
 
     def __init__(
@@ -223,10 +221,10 @@ def abandoned(
 ) -> RequestTiming:
     """A request left running, as a ``Timeout`` failure at the stage it was in (``message(stage)``).
 
-    starts/ends: the stage timer's lists (ns), which its thread may still be
-    filling: ends are read first, so starts has at least as many. The running
-    stage's row lasts until ``now_ns``; ``since_ns`` is the request's start when
-    no stage had begun. Shared by :class:`StageGuard` and the load batcher's stop.
+    starts/ends: the stage timer's lists (ns), which its thread may still be filling: ends are read
+    first, so starts has at least as many. The running stage's row lasts until ``now_ns``;
+    ``since_ns`` is the request's start when no stage had begun. Shared by :class:`StageGuard` and
+    the load batcher's stop.
     """
     e = list(ends)
     s = list(starts)[: len(e) + 1]

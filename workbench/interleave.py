@@ -36,8 +36,7 @@ import numpy as np
 import pandas as pd
 
 from .analysis.budget import END_TO_END
-from .analysis.outputs import NONE as NO_OUTPUTS
-from .analysis.outputs import OUTPUT_ITEMS, output_agreement
+from .analysis.outputs import NONE as NO_OUTPUTS, OUTPUT_ITEMS, output_agreement
 from .analysis.tokens import paired_tokens
 from .analysis.verdicts import BLOCK, MIN_EFFECT, RESAMPLES, VerdictOptions, paired_comparison
 from .config import PipelineConfig

@@ -202,12 +202,9 @@ Factory = Callable[[PipelineConfig], Pipeline]
 
 
 def exception_where(exc: BaseException) -> str | None:
-    """Where a stage's exception came from, as ``file:line in function``.
-
-    The innermost traceback frame outside the workbench, the standard library
-    and site-packages (the user's own code); else the innermost frame outside
-    the workbench (a library call the user made); None without a traceback.
-    """
+    """Where a stage's exception came from, as ``file:line in function``: the innermost traceback
+    frame outside the workbench, the standard library and site-packages (the user's own code), else
+    the innermost frame outside the workbench; None without a traceback."""
     frames = [(frame.f_code, line) for frame, line in traceback.walk_tb(exc.__traceback__)]
     outside = [
         (code, line) for code, line in frames if not _is_under(code.co_filename, _WORKBENCH_DIR)
@@ -335,12 +332,9 @@ def _with_config(pipe: Pipeline, config: PipelineConfig | None) -> Pipeline:
 
 
 def build_pipeline(factory: Factory, config: PipelineConfig) -> Pipeline:
-    """Call a factory and check that it returned a usable pipeline.
-
-    Errors the factory raises about the configuration (a ``WorkbenchError``,
-    e.g. an unsupported precision) pass through unchanged; any other exception
-    becomes a ``PipelineError`` naming the factory.
-    """
+    """Call a factory and check that it returned a usable pipeline. A ``WorkbenchError`` it raises
+    (an unsupported precision) passes through; any other exception becomes a ``PipelineError``
+    naming the factory."""
     options = ReadOptions(config.options)
     config = config.replace(options=options)
     try:

@@ -41,9 +41,9 @@ def collect_quantization():
 def quantization_report(model) -> dict:
     """How much of ``model`` dynamic int8 quantization converts: its Linear layers.
 
-    Out: ``{model, modules, quantized_modules, params, quantized_params,
-    quantized_share, text}``; a parameterised module is one holding parameters
-    itself (not through children); shares are of the parameter count.
+    Out: ``{model, modules, quantized_modules, params, quantized_params, quantized_share, text}``; a
+    parameterised module is one holding parameters itself (not through children); shares are of the
+    parameter count.
     """
     import torch  # 1-2 s and 300 MB: only when a model is prepared
 

@@ -115,34 +115,25 @@ class Pace:
 class MeasurePlan:
     """The options of one :func:`profile` call, checked when made (a value out of range is a ConfigError).
 
-    requests: measured requests (pipeline calls of ``batch_size`` items), >= 1;
-        default 600, enough for the distribution-free p99 interval to be bounded.
-    max_duration_s: stop measuring after this many seconds of measured requests
-        (by ``clock``), whichever of the two comes first; default 30 s, None: no limit.
-    warmup: requests run first and reported apart, >= 0.
-    traced: requests in the separate ``torch.profiler`` run (0 = no trace).
-    sync: CUDA synchronization policy, see ``workbench.timing``.
-    cancel: anything with ``is_set()`` (a ``threading.Event``); checked between requests.
-    noise_readings: a :class:`workbench.noise.Readings` (tests inject one).
-    timeout_s: seconds one request may take (None: no limit). Past it the request is a
-        ``Timeout`` failure, its stage's thread is abandoned, the run stops and is returned
-        with ``status`` "incomplete: timeout" (``workbench.guard``).
-    read_rss: RSS reader in bytes for the memory trend (``workbench.memory``; tests inject one).
-    stacks, shapes, modules: what the traced run records besides operators and kernels:
-        Python call stacks inside stages (torch.profiler ``with_stack``: the flame graph
-        then goes stage -> Python functions -> ops -> kernels), operator input shapes
-        (``record_shapes``) and module names (``with_modules``). They cost time only in the
-        traced run, never in the timing run's percentiles.
-    sample_stacks: sample the Python stacks of every timed request (``workbench.sampling``: a thread,
-        every 5 ms) so the slow requests' own frames explain the tail (``stacks`` in ``show --json``);
-        its cost is in ``benchmarks/results/sampler.md``. Off with an injected clock (tests).
+    requests: measured requests (pipeline calls of ``batch_size`` items), >= 1; 600 by default,
+        enough for the distribution-free p99 interval to be bounded.
+    max_duration_s: stop measuring after this many seconds of measured requests (by ``clock``) if
+        that comes first; None: no limit.
+    warmup: requests run first and reported apart; traced: requests in the separate
+        ``torch.profiler`` run (0 = no trace); sync: CUDA synchronization, see ``workbench.timing``.
+    cancel: anything with ``is_set()`` (a ``threading.Event``), checked between requests.
+    noise_readings, read_rss (RSS in bytes), clock, sleep (to a due time): injected by tests.
+    timeout_s: seconds one request may take (None: no limit); past it the request is a ``Timeout``
+        failure, the run stops with ``status`` "incomplete: timeout" (``workbench.guard``).
+    stacks, shapes, modules: what the traced run records besides operators and kernels
+        (torch.profiler ``with_stack``, ``record_shapes``, ``with_modules``): traced run time only.
+    sample_stacks: sample every timed request's Python stacks (``workbench.sampling``) so the slow
+        requests' own frames explain the tail; off with an injected clock.
     on_recorded: called with the run as measured, before any summary of it is computed (the command
-        line saves it there: measure, save, then explain). The stack summary is added to ``run.meta``
-        after it; a summary that raises is left out and named in ``run.summary_failures``.
-    pace: a :class:`Pace`: after the ``requests`` closed-loop requests (kept as ``timing.pacing.closed_loop``,
-        the capacity and the service-time reference), the measured requests arrive on an open-loop
-        schedule, so idle gaps, background threads and periodic jobs act on them as in production.
-    sleep: waits that many seconds for the next due time (tests inject one that moves their clock).
+        line saves it there); a summary that raises is named in ``run.summary_failures``.
+    pace: a :class:`Pace`: after the ``requests`` closed-loop ones (the capacity and service-time
+        reference, ``timing.pacing.closed_loop``) the measured requests arrive open loop, so idle
+        gaps, background threads and periodic jobs act on them as in production.
     """
 
     requests: int = DEFAULT_REQUESTS

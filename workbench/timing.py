@@ -89,18 +89,16 @@ def time_request(
 ) -> RequestTiming:
     """Run the stages on one batch on the host, timing each (ns); a raising stage ends the request.
 
-    Any exception from a stage, ``SystemExit`` included, is that request's
-    failure; only ``KeyboardInterrupt`` propagates (the user stops the run).
-    starts/ends: lists to fill in place, so that :mod:`workbench.guard` can
-    see from another thread which stage is running when a request times out.
-    observe (see :func:`_time_request_observed`): gc_probe: a :class:`workbench.gcprobe.GcProbe`;
-    each stage's GC pause time (ns) is its running total after the stage minus before.
-    keep: indexes of stages whose outputs are returned in ``kept`` (the
-    runner's checks of the first request).
-    describe: stage index -> that stage's ``describe=``. Each is called on
-    its stage's output once the request's last clock read is taken (outside
-    every timed region) and the output is released at once: only the numbers
-    stay (``attributes``; a describe that raises is in ``attribute_errors``).
+    Any exception from a stage, ``SystemExit`` included, is that request's failure; only
+    ``KeyboardInterrupt`` propagates (the user stops the run).
+    starts/ends: lists filled in place, so that :mod:`workbench.guard` sees from another thread
+        which stage is running when a request times out.
+    observe (:func:`_time_request_observed`): gc_probe, a :class:`workbench.gcprobe.GcProbe` (a
+        stage's GC pause, ns, is its running total after the stage minus before); keep, indexes of
+        stages whose outputs are returned in ``kept`` (the first request's checks); describe, stage
+        index -> that stage's ``describe=``, called on its output after the request's last clock
+        read, the output released at once (``attributes``; one that raises is in
+        ``attribute_errors``).
     """
     starts = [] if starts is None else starts
     ends = [] if ends is None else ends

@@ -62,13 +62,11 @@ class DynamicBatcher:
 
     Use ``start()``, ``submit(item)`` from one producer thread, then ``wait_done(timeout_s)`` and
     ``stop()``. ``batches`` holds the executed batches in completion order; ``stop(abort=True)``
-    returns the requests that were never dispatched as ``(request, arrival_ns)`` pairs.
-
-    stage_names: the pipeline's stages; when given, ``execute(items, starts=, ends=)``
-        is handed the stage timer's lists, so a batch in flight at ``stop`` is
-        recorded at the stage it was running (else at the first stage).
-    After a batch timed out, ``halted`` is set and ``stopped_by`` is "timeout";
-    ``in_flight_at_stop`` counts the batches ``stop`` recorded as in flight.
+    returns the requests never dispatched as ``(request, arrival_ns)`` pairs. With ``stage_names``
+    ``execute(items, starts=, ends=)`` gets the stage timer's lists, so a batch in flight at
+    ``stop`` is recorded at the stage it was in (else at the first). After a batch timed out,
+    ``halted`` is set and ``stopped_by`` is "timeout"; ``in_flight_at_stop`` counts the batches
+    ``stop`` recorded as in flight.
     """
 
     def __init__(
@@ -144,12 +142,9 @@ class DynamicBatcher:
 
     def stop(self, abort: bool = False, join_timeout_s: float = 30.0) -> list[tuple[int, int]]:
         """Stop the executors once the queue is empty (at once with ``abort``); return the
-        undispatched.
-
-        join_timeout_s: real seconds to wait for all executors together. Batches
-        still in flight then are recorded as ``Timeout`` failures and requests
-        still queued are returned with the undispatched.
-        """
+        undispatched. join_timeout_s: real seconds to wait for all executors together; batches still
+        in flight then are ``Timeout`` failures, requests still queued are returned with the
+        undispatched."""
         with self._cond:
             self._stopping = True
             dropped = self._halted_queue + (self._former.drain() if abort else [])

@@ -30,11 +30,10 @@ from ..fingerprint import run_fingerprint
 from ..guard import Interrupted
 from ..noise import NoiseProbe, Readings
 from ..runner import environment
-from ..timing import StageFailure
 from ..record import Load, Run
 from ..record.meta import STATUS_COMPLETE, STATUS_INTERRUPTED
 from ..streaming import stream_index
-from ..timing import Clock
+from ..timing import Clock, StageFailure
 from ..units import ns_to_s, s_to_ns
 from .arrivals import Arrivals
 from .continuous import (

@@ -44,14 +44,14 @@ def generate(
     cancel: Any = None,
     stop: Callable[[int], bool] | None = None,
 ) -> np.ndarray:
-    """Submit ``items[k]`` at ``start_ns + schedule_ns[k]``; return each submission's lag (int64 ns, >= 0).
+    """Submit ``items[k]`` at ``start_ns + schedule_ns[k]``; return each submission's lag (int64 ns,
+    >= 0).
 
-    ``submit(item) -> (request id, arrival_ns)``; the lag is
-    ``max(0, arrival_ns - scheduled)``. ``cancel.is_set()`` stops early (the
-    returned array is then shorter than the schedule), and so does ``stop(offset)``
-    returning True when asked, at each send's due time, with its ``schedule_ns``
-    offset (a sweep point that has settled: :class:`~workbench.analysis.windows.StabilityWatch`).
-    Ctrl-C propagates with the lags of what was submitted as the exception's ``lags_ns``.
+    ``submit(item) -> (request id, arrival_ns)``; the lag is ``max(0, arrival_ns - scheduled)``.
+    ``cancel.is_set()`` stops early (the returned array is then shorter than the schedule), and so
+    does ``stop(offset)`` returning True, asked at each send's due time with its ``schedule_ns``
+    offset (a settled sweep point: :class:`~workbench.analysis.windows.StabilityWatch`). Ctrl-C
+    propagates with the lags of what was submitted as the exception's ``lags_ns``.
     """
     lags = np.zeros(len(schedule_ns), dtype=np.int64)
     k = 0

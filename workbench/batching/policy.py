@@ -113,10 +113,10 @@ class BatchFormer:
 def dispatch_schedule(arrivals_ns, service_ns, policy: BatchPolicy) -> list[dict[str, int]]:
     """Reference event-by-event replay of the rule: one dict per batch.
 
-    ``service_ns[m]`` is batch m's service time. Keys: ``batch``, ``size``,
-    ``first`` (index of its first request), ``due_ns`` (the rule's own close,
-    before back-pressure), ``close_ns``, ``start_ns``, ``end_ns``. Slow and
-    obvious on purpose: tests hold the fast simulator and the threaded batcher to it.
+    ``service_ns[m]`` is batch m's service time. Keys: ``batch``, ``size``, ``first`` (index of its
+    first request), ``due_ns`` (the rule's own close, before back-pressure), ``close_ns``,
+    ``start_ns``, ``end_ns``. Slow and obvious on purpose: tests hold the fast simulator and the
+    threaded batcher to it.
     """
     former, free, batches, slot_free = BatchFormer(policy), [0] * policy.concurrency, [], 0
     for i, a in enumerate(arrivals_ns):

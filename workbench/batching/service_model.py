@@ -117,16 +117,13 @@ def service_model_from_runs(
 ) -> ServiceModel:
     """A model from runs (``Run`` objects or run folders) of one pipeline and configuration.
 
-    The runs' fingerprints (``workbench.fingerprint``) must be equal except ``batch_size``: else a
-    ConfigError names the first field that differs and both values. ``allow_mixed`` pools them
-    anyway and records the differences in ``ServiceModel.mixed`` for the output to show.
-
-    Profiler runs give ``requests.dur_ns`` of measured successful requests at the run's
-    ``config.batch_size`` (less ``lag_ns`` in a paced run: from the send). Load runs
-    (``workbench load``) give one sample per successful batch, its ``service_ns``, at the batch's
-    size (sizes seen in fewer than ``min_batches`` batches are left out): service times measured
-    under the live run's own conditions (executor threads, generator, other processes), a
-    calibration. Runs at one size are pooled.
+    The runs' fingerprints (``workbench.fingerprint``) must be equal except ``batch_size``, else a
+    ConfigError names the first field that differs and both values; ``allow_mixed`` pools them and
+    records the differences in ``ServiceModel.mixed``. Profiler runs give ``requests.dur_ns`` of
+    measured successful requests at ``config.batch_size`` (less ``lag_ns`` in a paced run). Load
+    runs give one sample per successful batch, its ``service_ns``, at the batch's size (sizes seen
+    in fewer than ``min_batches`` batches are left out): a calibration under the live run's own
+    conditions. Runs at one size are pooled.
     """
     loaded = [item if isinstance(item, Run) else load_run(item) for item in runs]
     labels = [str(run.path) if run.path is not None else run.label for run in loaded]

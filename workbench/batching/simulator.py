@@ -72,13 +72,12 @@ def _size_tables(model: ServiceModel, max_batch_size: int) -> list[tuple]:
 def batch_loop(
     arrivals: list, u: list, tables: list, max_batch_size: int, max_wait_ns: int, concurrency: int
 ) -> tuple[list, list, list, list, list]:
-    """The event loop: per batch (first request index, close, start, end, due), times as floats (ns).
+    """The event loop: per batch (first request index, close, start, end, due), times as floats
+    (ns).
 
-    ``due``: when the rule alone would dispatch the batch (``policy.BatchFormer.due_ns``);
-    ``close`` is later when the one-deep handoff slot was busy.
-
-    Quantiles are inlined (``x = u * (n - 1)``, linear between order
-    statistics; each sample list carries a repeated last value so ``k + 1``
+    ``due``: when the rule alone would dispatch the batch (``policy.BatchFormer.due_ns``); ``close``
+    is later when the one-deep handoff slot was busy. Quantiles are inlined (``x = u * (n - 1)``,
+    linear between order statistics; each sample list carries a repeated last value so ``k + 1``
     never overruns): this loop is the simulator's whole cost.
     """
     n, b, w = len(arrivals), max_batch_size, max_wait_ns

@@ -96,11 +96,10 @@ def load_summary(requests: pd.DataFrame, concurrency: int = 1) -> dict[str, Any]
 def percentile_requests(requests: pd.DataFrame, percentiles=(50, 99)) -> pd.DataFrame:
     """The successful request at each percentile of end to end, with its own parts (ms).
 
-    One row per percentile: ``percentile``, ``request``, ``batch_wait_ms``,
-    ``queue_wait_ms``, ``service_ms``, ``end_to_end_ms``; the request is the
-    nearest-rank order statistic (rank ``ceil(q/100 * n)``), so its parts add up to
-    its end to end exactly. Percentiles of each part taken apart do not add up to
-    the end-to-end percentile (stacked, they once stood at 24 ms over a p99 of 19.4 ms).
+    One row per percentile: ``percentile``, ``request``, ``batch_wait_ms``, ``queue_wait_ms``,
+    ``service_ms``, ``end_to_end_ms``; the request is the nearest-rank order statistic (rank
+    ``ceil(q/100 * n)``), so its parts add up to its end to end exactly, which percentiles of each
+    part taken apart do not.
     """
     ok = requests[requests["ok"].astype(bool)].sort_values(["dur_ns", "request"], kind="stable")
     rows = []

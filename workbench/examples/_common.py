@@ -58,13 +58,9 @@ def check_batch(batch: Any, example: str) -> list:
 
 
 def to_device(tensor, config: PipelineConfig):
-    """Copy a host tensor to the config's device.
-
-    On CUDA, with option ``pin_memory`` (default True) the tensor is first
-    copied into page-locked memory and the host->device copy is asynchronous
-    (``non_blocking=True``); with ``pin_memory=False`` the copy is a plain
-    pageable, synchronizing one. On CPU the tensor is returned as is.
-    """
+    """Copy a host tensor to the config's device (on CPU: the tensor as is). On CUDA, with option
+    ``pin_memory`` (default True) it goes through page-locked memory and the copy is asynchronous
+    (``non_blocking=True``); else a plain, synchronizing one."""
     if not config.is_cuda:
         return tensor
     if option(config, "pin_memory", True, bool):

@@ -98,19 +98,17 @@ def config_label(overrides: Mapping[str, Any]) -> str:
 class CompareOptions:
     """How :func:`compare` measures and judges, beyond the configurations.
 
-    requests: measured requests per configuration, fixed; None (default): adaptive, rounds until every
-        ``metric`` interval is narrower than ``resolution`` or ``max_time_s`` of measuring passed (module
+    requests: measured requests per configuration, fixed; None (default): adaptive (module
         docstring). warmup: unmeasured first requests per configuration.
     metric: ``p50`` or ``p99``, which ratio the verdicts follow; min_effect: relative, e.g. 0.02.
     clock: the ns clock of the stages and of ``max_time_s`` (tests inject a fake one).
-    noise_probe: True measures the machine during the comparison (``workbench.noise.NoiseProbe``); or any
-        object with ``start()`` and ``finish(torch_threads, e2e_ns)`` (tests inject one); False skips it
-        (noise unknown). All sides ran in the same window; on a noisy one a verdict needs its interval clear
-        of 1 by more than the ratio's drift between the halves of the run (``analysis.verdicts``).
-    processes: None (default): one worker process per configuration when a worker can rebuild the target (an
-        example's name, a module-level function: :mod:`workbench.interleave_workers`) and ``clock`` is not
-        injected, else every configuration in this process, said in ``processes_note``; True: workers or a
-        ConfigError; False: this process.
+    noise_probe: True measures the machine during the comparison (``workbench.noise.NoiseProbe``);
+        or any object with ``start()`` and ``finish(torch_threads, e2e_ns)``; False skips it. On a
+        noisy window a verdict needs its interval clear of 1 by more than the ratio's drift between
+        the halves of the run (``analysis.verdicts``).
+    processes: None (default): one worker process per configuration when a worker can rebuild the
+        target (:mod:`workbench.interleave_workers`) and ``clock`` is not injected, else all in this
+        process, said in ``processes_note``; True: workers or a ConfigError; False: this process.
     """
 
     requests: int | None = None

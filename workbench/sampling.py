@@ -43,8 +43,7 @@ from .noise import stat_ticks
 from .units import s_to_ns
 from .wait_classes import CLASSES, call_kind, classify, portable_file
 
-# benchmarks/bench_sampler.py (interleaved, 3 examples): at 1 and 2 ms the tabular example paid +6 to +8 %;
-# at 5 ms every example stayed within +4 % (text and image within +-3 %)
+# 5 ms: every example within a few % of unsampled; 1-2 ms cost more (benchmarks/bench_sampler.py)
 DEFAULT_INTERVAL_S = 0.005
 MAX_DEPTH = 128
 # the innermost frames kept of a paced request waiting to start (the pacer's, mostly)
@@ -138,8 +137,8 @@ class GcEvents:
         return total
 
 
-# a paced request due and not yet in its first stage (issue 37): thread ident -> due time (ns of the
-# sampler's clock); the pacer sets it before it sleeps (mark_due)
+# a paced request due and not yet in its first stage: thread ident -> due time (ns of the sampler's
+# clock); the pacer sets it before it sleeps (mark_due)
 _DUE_NS: dict[int, int] = {}
 
 

@@ -67,16 +67,14 @@ class LoadOptions:
     noise_readings: a :class:`workbench.noise.Readings` (tests inject one).
     timeout_s: real seconds one pipeline call (a batch, or a warm-up call) may take; None: no limit.
         Past it the batch's requests are ``Timeout`` failures (a warm-up call's is in
-        ``load.warmup_failures``), its stage thread is abandoned, the run stops and is returned with
-        ``status`` "incomplete: timeout"; requests still queued are ``RunStopped`` failures.
+        ``load.warmup_failures``), its stage thread is abandoned and the run stops with ``status``
+        "incomplete: timeout"; requests still queued are ``RunStopped`` failures.
     watch: a :class:`workbench.analysis.windows.StabilityWatch` (a sweep point): it sees each
         request sent and finished, and the schedule stops at the window boundary where it says the
-        point is stable; what is in flight then finishes and is recorded (``watch.windows_run`` says
-        how many windows were sent).
-    continuous: the policy of a generative pipeline's continuous batching: a pipeline with a
-        streaming stage is run by :func:`~.continuous_live.run_continuous` through its step API
-        (``Pipeline.steps``; default policy when None; refused without a step API), and ``policy``'s
-        batch size and wait are not used.
+        point is stable (``watch.windows_run``); what is in flight then is still recorded.
+    continuous: the continuous batching policy of a pipeline with a streaming stage and a step API
+        (:func:`~.continuous_live.run_continuous`; default policy when None); ``policy``'s batch
+        size and wait are then not used.
     """
 
     warmup: int = 5

@@ -10,10 +10,8 @@ Stages:
   size; ValueError otherwise.
 - ``preprocess``: decode with Pillow, resize the short side to ``image_size`` and center-crop a
   square (torchvision's ``Resize`` + ``CenterCrop``), normalize with the ImageNet mean/std, NCHW in
-  the model dtype, copy to the device. Its ``describe=`` reports ``decoded_pixels``, the batch's
-  decoded image area (width x height summed over its images, before the resize): decode and resize
-  grow with it, so ``show`` gives its effect on this stage (p50 per range of area, top over bottom).
-  The output tensor carries the number as ``decoded_pixels`` for that ``describe=``.
+  the model dtype, copy to the device. Its ``describe=`` reports ``decoded_pixels`` (width x height
+  summed over the batch's images, before the resize), which decode and resize grow with.
 - ``forward``: a small CNN (four stride-2 conv-BN-ReLU blocks, global average pooling, a linear
   head; random weights). int8 quantizes only the head, since dynamic quantization covers Linear
   layers; the convolutions stay fp32.

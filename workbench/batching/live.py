@@ -156,7 +156,11 @@ def _batched_run(pipe, build, target, arrivals, policy, schedule, items, opts: L
     )
     failed: list[SummaryFailure] = []  # a summary that raises leaves its figures out; the run stays
     ok_ns = requests.loc[requests["ok"], "dur_ns"].to_numpy()
-    noise = summarized(failed, "the noise reading", _noise, probe, threads, ok_ns, lags)
+    noise = summarized(  # the machine's noise record with the generator's lag rule
+        failed,
+        "the noise reading",
+        lambda: lag_noise(probe.finish(threads, ok_ns), lag_percentiles(lags)),
+    )
     summary = summarized(failed, "the load summary", load_summary, requests, policy.concurrency)
     load, timed_out = _load_section(
         summary, lags, arrivals, policy, opts, batcher, len(dropped), interval
@@ -282,11 +286,6 @@ def _watched(batcher: DynamicBatcher, watch, origin: int, schedule: np.ndarray):
         return watch.stop(offset_ns)
 
     return submit, settled
-
-
-def _noise(probe, threads: int, ok_ns: np.ndarray, lags_ns: np.ndarray) -> dict:
-    """The machine's noise record with the generator's lag rule (:func:`~.loadgen.lag_noise`)."""
-    return lag_noise(probe.finish(threads, ok_ns), lag_percentiles(lags_ns))
 
 
 def _warm_failures(batcher: DynamicBatcher) -> list:

@@ -1,9 +1,8 @@
 """Example ``generate``: a small causal language model that streams its answer token by token.
 
-One item (request) is ``{"prompt": [token ids], "answer_tokens": n}``: a prompt of seeded random ids
-and how many tokens to generate (or that object's JSON, as ``serve`` receives it: ``pipe.check_item``
-refuses a body whose ids are outside the vocabulary or whose prompt and answer are over the model's
-length, before it joins a batch). Random weights: the tokens mean nothing, the time they take does.
+One item (request) is ``{"prompt": [token ids], "answer_tokens": n}`` (or its JSON, as ``serve``
+receives it; ``pipe.check_item`` refuses a bad one before it joins a batch): seeded random ids and
+how many tokens to generate. Random weights: the tokens mean nothing, the time they take does.
 
 Stages:
 
@@ -18,8 +17,8 @@ Stages:
 - ``detokenize``: runs once on the whole answer (the rule after a streaming stage): one JSON
   ``bytes`` response per item with its tokens.
 
-With ``kv_cache`` the pipeline also offers the step API of :mod:`.generate_steps`
-(``Pipeline.steps``): ``load --max-num-seqs`` then batches its tokens continuously.
+With ``kv_cache`` the pipeline also offers the step API of :mod:`.generate_steps` (``Pipeline.steps``):
+``load --max-num-seqs`` then batches its tokens continuously.
 
 Options (``config.options``):
     seed (int, 0): weights and request stream.

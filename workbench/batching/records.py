@@ -78,14 +78,8 @@ def load_tables(
         size = len(rec.requests)
         for rid, arrival in zip(rec.requests, rec.arrivals_ns):
             late = lag(rid, arrival)
-            row = request_row(
-                rid,
-                False,
-                arrival - late - origin_ns,
-                rec.end_ns - arrival + late,
-                rec.timing.failure,
-                size,
-            )
+            start, dur = arrival - late - origin_ns, rec.end_ns - arrival + late
+            row = request_row(rid, False, start, dur, rec.timing.failure, size)
             batch_wait, queue_wait = wait_split(arrival, rec.due_ns, rec.close_ns, rec.start_ns)
             service = rec.end_ns - rec.start_ns
             load = _load_columns(arrival - origin_ns, batch_wait, queue_wait, service, rec.batch)

@@ -38,8 +38,7 @@ Options (``config.options``):
         0 keeps the endless stream of fresh requests.
     zipf_s (float, 1.1): the Zipf exponent of ``n_keys``.
 
-The cache's hit rate is ``pipe.cache.stats()``; ``pipe.cache.batch_hit_fractions``
-holds per pipeline call the fraction of its items that hit (``cache_hit``).
+The cache's hit rate is ``pipe.cache.stats()`` (:mod:`._prediction_cache`).
 """
 
 from __future__ import annotations

@@ -4,11 +4,10 @@ A factory ``build(config) -> Pipeline`` is called again whenever a slider moves,
 so everything that changes the pipeline lives here: device, batch size,
 precision, torch CPU threads and free user options.
 
-Every number has a range (:class:`Range`): the command line's numbers
-(``workbench.cli.numbers``) and a factory's options (:func:`option_ranges`)
-share it. Option values are finite JSON (:func:`option_value` decodes one from
-the command line), checked against the ranges the factory declares before it
-builds anything.
+Every number has a range (:class:`Range`): the command line's numbers (``workbench.cli.numbers``)
+and a factory's options (:func:`option_ranges`) share it. Option values are finite JSON
+(:func:`option_value` decodes one from the command line), checked against the ranges the factory
+declares before it builds anything.
 """
 
 from __future__ import annotations
@@ -74,9 +73,8 @@ class PipelineConfig:
     def apply_threads(self) -> int | None:
         """Set torch's intra-op threads in the calling thread when ``threads`` is set.
 
-        Returns the count in force in this thread afterwards (None without torch).
-        Call it in the thread that runs the stages: a worker thread does not
-        inherit the count set elsewhere.
+        Returns the count in force in this thread afterwards (None without torch). Call it in the
+        thread that runs the stages: a worker thread does not inherit the count set elsewhere.
         """
         torch = torch_or_none()
         if torch is None:
@@ -106,9 +104,9 @@ def _finite(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class Range:
-    """A finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``), an integer with ``integer``; ``unit``
-    is said in the message. One rule for every number a user gives: command-line options and factory
-    options alike."""
+    """A finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``), an integer with ``integer``;
+    ``unit`` is said in the message. One rule for every number a user gives: command-line options
+    and factory options alike."""
 
     lo: float
     hi: float

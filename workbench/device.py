@@ -40,9 +40,8 @@ def require_torch():
 def torch_version() -> str | None:
     """``torch.__version__`` (what a run records, ``2.13.0+cpu``) without importing torch where it is not yet.
 
-    The wheel's metadata version is the same string, local part included; a
-    torch importable without metadata (a source tree on the path) is imported
-    and asked. None when torch is not installed.
+    The wheel's metadata version is the same string, local part included; a torch importable without
+    metadata (a source tree on the path) is imported and asked. None when torch is not installed.
     """
     torch = sys.modules.get("torch")
     if torch is None:
@@ -54,12 +53,9 @@ def torch_version() -> str | None:
 
 
 def _cuda_impossible() -> bool:
-    """True when the installed torch cannot see a CUDA GPU, told without importing torch.
-
-    That is: a CPU-only build (local version ``+cpu``, the wheel a room server
-    installs) or macOS (no CUDA builds). Otherwise (a CUDA or ROCm build, torch
-    already imported, or no metadata) only torch can tell.
-    """
+    """True when the installed torch cannot see a CUDA GPU, told without importing torch: a CPU-only
+    build (local version ``+cpu``, the wheel a room server installs) or macOS. Otherwise (a CUDA or
+    ROCm build, torch already imported, or no metadata) only torch can tell."""
     if "torch" in sys.modules:
         return False
     try:
@@ -118,23 +114,18 @@ def cpu_model() -> str:
 def quiet_profiler() -> None:
     """Silence kineto's informational stderr lines (``USDT ... profiler_start``) for this process.
 
-    kineto reads ``KINETO_LOG_LEVEL`` when the first profiler session starts, so
-    this must run before it (it may run after ``import torch``); a user's own
-    setting wins. Warnings and errors (level < 6) are what it hides, so it is
-    applied only to the workbench's own traced runs and explorers.
+    kineto reads ``KINETO_LOG_LEVEL`` when the first profiler session starts, so this must run
+    before it; a user's own setting wins. It hides warnings and errors too (level < 6), so only the
+    workbench's own traced runs and explorers apply it.
     """
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
 
 @functools.cache
 def prime_profiler() -> None:
-    """Start and stop one empty profiler session on this thread, once per process.
-
-    kineto registers its client on the thread of the first session; a first
-    session on a worker thread (the explorers profile on one) prints ``External
-    init callback must run in same thread as registerClient``. Priming on the
-    thread that builds the explorer (the notebook's main thread) avoids it.
-    """
+    """Start and stop one empty profiler session on this thread, once per process: kineto registers
+    its client on the first session's thread, and a first session on a worker thread (the explorers
+    profile on one) prints ``External init callback must run in same thread as registerClient``."""
     quiet_profiler()
     torch = torch_or_none()
     if torch is None:

@@ -34,8 +34,8 @@ def open_regular(
     hint: str = "",
     max_bytes: int | None = None,
 ) -> BinaryIO:
-    """``path`` opened for binary reading; ``error`` (one line naming the path) unless it is a regular file
-    of at most ``max_bytes`` (None: any size).
+    """``path`` opened for binary reading; ``error`` (one line naming the path) unless it is a
+    regular file of at most ``max_bytes`` (None: any size).
 
     ``what`` names the file in the messages ("trace file"); ``hint`` ends the refusal of a
     special file ("save the trace to a file and give that").

@@ -7,16 +7,11 @@
     torch, workbench (versions), host: {cpu_model, cores},
     model: {params, hash} or "unknown", model_note (why unknown)
 
-The model fingerprint is the parameter count and a SHA-256 (first 16 hex digits)
-of every declared model's parameter names, shapes and dtypes, in declaration
-order: a 6-layer and a 2-layer encoder differ even when the pipeline name does
-not. A factory declares its models with ``Pipeline(models=[...])`` or
-``pipe.declare_model(m)``; without a declaration the model is ``"unknown"``
-(allowed; the note says so).
-
-Runs recorded before fingerprints existed get one derived from their config and
-environment (:func:`fingerprint_of`), with the model ``"unknown"``.
-:func:`differences` lists the fields that differ; pooling service times
+The model fingerprint is the parameter count and a SHA-256 (first 16 hex digits) of every declared
+model's parameter names, shapes and dtypes, in declaration order. A factory declares its models with
+``Pipeline(models=[...])`` or ``pipe.declare_model(m)``; without, the model is ``"unknown"``. Runs
+recorded before fingerprints existed get one from their config and environment
+(:func:`fingerprint_of`). :func:`differences` lists the fields that differ; pooling service times
 (:func:`check_poolable`) allows only ``batch_size`` to differ.
 """
 
@@ -194,10 +189,9 @@ LABEL_FIELDS = ("host.cpu_model", "host.cores", "torch", "workbench")
 def recorded_match(wanted: dict[str, Any], recorded: dict[str, Any]) -> tuple[bool, list[str]]:
     """Whether a recorded run stands in for a wanted configuration, and the labels to show if it does.
 
-    It matches when :data:`RECORDED_MATCH_FIELDS` are equal (a field unknown on
-    the recorded side, e.g. ``factory`` or ``model`` of an older run, is
-    labelled instead of refused); host and version differences are labels
-    ("recorded on host.cores 4, here 2"), never a refusal.
+    It matches when :data:`RECORDED_MATCH_FIELDS` are equal (a field unknown on the recorded side,
+    e.g. ``factory`` or ``model`` of an older run, is labelled instead of refused); host and version
+    differences are labels ("recorded on host.cores 4, here 2"), never a refusal.
     """
     labels = []
     for name, va, vb in differences(wanted, recorded):

@@ -1,11 +1,10 @@
 """Garbage-collection pauses, timed through ``gc.callbacks``.
 
-CPython calls each callback with ``"start"`` before a collection and
-``"stop"`` after it. :class:`GcProbe` keeps a running total of pause time
-(integer ns, on the run's clock), so a stage's GC time is the total after the
-stage minus the total before it: two attribute reads per stage, no allocation,
-nothing when no collection happens. A collection that starts inside a stage and
-ends after it is charged to the stage it started in.
+CPython calls each callback with ``"start"`` before a collection and ``"stop"`` after it.
+:class:`GcProbe` keeps a running total of pause time (integer ns, on the run's clock), so a stage's
+GC time is the total after the stage minus the total before it: two attribute reads per stage, no
+allocation, nothing when no collection happens. A collection that starts inside a stage and ends
+after it is charged to the stage it started in.
 """
 
 from __future__ import annotations

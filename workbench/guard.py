@@ -1,20 +1,17 @@
 """Running a request's stages so that a stage cannot hang the tool.
 
-A Python thread cannot be killed. So with a per-request timeout the stages run
-on one worker thread per run (:class:`StageGuard`), and the calling thread
-waits at most ``timeout_s`` (real seconds) for each request. When the wait
-runs out, the request is recorded as failed with error type ``Timeout`` at
-the stage that was running, the worker thread is abandoned (it is a daemon:
-it cannot keep the process alive), and the caller stops the run. A cancel
-event is watched during the wait too, so that cancelling the explorer does
-not wait for a stuck stage.
+A Python thread cannot be killed. So with a per-request timeout the stages run on one worker thread
+per run (:class:`StageGuard`), and the calling thread waits at most ``timeout_s`` (real seconds) for
+each request. When the wait runs out, the request is recorded as failed with error type ``Timeout``
+at the stage that was running, the worker thread is abandoned (it is a daemon: it cannot keep the
+process alive), and the caller stops the run. A cancel event is watched during the wait too, so that
+cancelling the explorer does not wait for a stuck stage.
 
-Without a timeout the runner calls the stage timer directly: no thread, no
-hand-off, the timing run's overhead stays two clock reads per stage
-(``benchmarks/bench_overhead.py``). Either way a stage's ``SystemExit`` or
-other ``BaseException`` is that request's failure (``workbench.timing``);
-only ``KeyboardInterrupt`` stops the run, and then the runner keeps what was
-measured (:class:`Interrupted`).
+Without a timeout the runner calls the stage timer directly: no thread, no hand-off, the timing
+run's overhead stays two clock reads per stage (``benchmarks/bench_overhead.py``). Either way a
+stage's ``SystemExit`` or other ``BaseException`` is that request's failure (``workbench.timing``);
+only ``KeyboardInterrupt`` stops the run, and then the runner keeps what was measured
+(:class:`Interrupted`).
 """
 
 from __future__ import annotations
@@ -107,14 +104,12 @@ def guarded(
 class StageGuard:
     """Runs ``run_one(batch, starts=..., ends=...)`` on a worker thread with a per-request deadline.
 
-    timeout_s: seconds one request (all its stages) may take before it is
-        abandoned; measured in real time, whatever ``clock`` is.
-    clock: the clock (ns) of the recorded times, as for the stage timer.
-    cancel: anything with ``is_set()``; set while a stage runs, the request is
-        abandoned and :class:`Cancelled` raised.
-    thread_init: called first on the worker thread (torch threads, device).
-    After a timeout or a cancel, ``stuck_stage`` names the stage left running
-    and every later call raises :class:`Cancelled`.
+    timeout_s: seconds one request (all its stages) may take before it is abandoned, in real time
+        whatever ``clock`` (ns, of the recorded times) is.
+    cancel: anything with ``is_set()``; set while a stage runs, the request is abandoned and
+        :class:`Cancelled` raised. thread_init: called first on the worker thread.
+    After a timeout or a cancel, ``stuck_stage`` names the stage left running and every later call
+    raises :class:`Cancelled`.
     """
 
     def __init__(
@@ -226,10 +221,10 @@ def abandoned(
 ) -> RequestTiming:
     """A request left running, as a ``Timeout`` failure at the stage it was in (``message(stage)``).
 
-    starts/ends: the stage timer's lists (ns), which its thread may still be
-    filling: ends are read first, so starts has at least as many. The running
-    stage's row lasts until ``now_ns``; ``since_ns`` is the request's start when
-    no stage had begun. Shared by :class:`StageGuard` and the load batcher's stop.
+    starts/ends: the stage timer's lists (ns), which its thread may still be filling: ends are read
+    first, so starts has at least as many. The running stage's row lasts until ``now_ns``;
+    ``since_ns`` is the request's start when no stage had begun. Shared by :class:`StageGuard` and
+    the load batcher's stop.
     """
     e = list(ends)
     s = list(starts)[: len(e) + 1]
@@ -244,10 +239,9 @@ def abandoned(
 def _inherit_thread_state(thread_init: Callable[[], Any] | None) -> Callable[[], None]:
     """What the worker thread must copy from the caller: torch's per-thread CPU thread count and CUDA device.
 
-    OpenMP keeps the intra-op thread count per OS thread and CUDA keeps the
-    current device per thread; a fresh thread would silently run with other
-    settings than the caller measured with. torch is only consulted when the
-    pipeline already imported it.
+    OpenMP keeps the intra-op thread count per OS thread and CUDA keeps the current device per
+    thread; a fresh thread would silently run with other settings than the caller measured with.
+    torch is only consulted when the pipeline already imported it.
     """
     torch = sys.modules.get("torch")
     threads = torch.get_num_threads() if torch is not None else None

@@ -1,39 +1,23 @@
 """Interleaved comparison: two or more configurations of one pipeline, each in its own worker process.
 
-Two runs made minutes apart differ by whatever the machine did in between
-(another process, a throttled core); interleaving takes that out. Each
-configuration gets its own built pipeline and the *same* input items, in its own
-worker process (:mod:`workbench.interleave_workers`: a factory's process-wide
-state, such as ``gc.disable()``, cannot reach another configuration; result
-``processes`` = ``one per configuration``). A factory no worker can rebuild (a
-lambda, a nested function) or an injected clock runs every configuration in this
-process instead (``processes`` = ``one``, ``processes_note`` says why). All are
-warmed up first; then, for every round, the configurations run one block of
-``BLOCK`` (10) requests each, in an order drawn from ``numpy``'s seeded
-generator. A block that follows a block with another torch thread count
-starts with ``REWARM`` unmeasured requests (OpenMP's pool resizes and goes
-cold on a switch; in one process only).
+Two runs made minutes apart differ by whatever the machine did in between; interleaving takes that
+out. Each configuration gets its own built pipeline and the *same* input items, in its own worker
+process (:mod:`workbench.interleave_workers`; ``processes`` = ``one per configuration``). A factory
+no worker can rebuild (a lambda, a nested function) or an injected clock runs every configuration in
+this process instead (``processes`` = ``one``, ``processes_note`` says why). All are warmed up; then
+every round runs one block of ``BLOCK`` (10) requests per configuration, in an order drawn from a
+seeded ``numpy`` generator. In one process, a block after one with another torch thread count starts
+with ``REWARM`` unmeasured requests (OpenMP's pool resizes and goes cold on a switch).
 
-How long: with ``requests`` given, until each configuration has run that many
-measured requests (``stopped.by`` = ``requests``). Without it (the default) the
-run length adapts: from ``MIN_ROUNDS`` (30) rounds on, at checkpoints spaced
-geometrically (every quarter more rounds), the ``metric``'s interval of every
-stage and end to end of every B against A is computed (a quick bootstrap of
-``CHECK_RESAMPLES`` resamples); rounds stop when each is narrower than
-``resolution`` (default 0.05: ``hi - lo < 0.05`` in ratio units, ``by`` =
-``resolution``) or when ``max_time_s`` (default 120 s) of measuring has passed
-(``by`` = ``max_time``), whichever comes first; ``by`` = ``items`` when a finite
-item source ran out. The report's ``stopped`` says which, with the rounds, the
-seconds and the widest interval at the last check.
+How long (``stopped.by``): ``requests`` when given; else from ``MIN_ROUNDS`` (30) rounds on, at
+geometrically spaced checkpoints, until every stage's and end to end's interval of B against A (a
+quick bootstrap of ``CHECK_RESAMPLES``) is narrower than ``resolution`` (``hi - lo`` in ratio units),
+or ``max_time`` (``max_time_s``) of measuring has passed; ``items`` when a finite source ran out.
 
-Outputs: the final outputs of each configuration's first requests (warm-up
-included, the same items for all) are kept as the rounds make them and
-compared with A's (``outputs``, :mod:`workbench.analysis.outputs`).
-
-The samples (integer ns per stage and end to end) go to
-:func:`workbench.analysis.verdicts.paired_comparison`, which pairs blocks by
-round. ``compare(...)`` returns a :class:`Comparison`; ``.result`` is what
-``python -m workbench compare --json`` prints.
+The final outputs of each configuration's first requests are compared with A's (``outputs``,
+:mod:`workbench.analysis.outputs`). The samples (integer ns per stage and end to end) go to
+:func:`workbench.analysis.verdicts.paired_comparison`, which pairs blocks by round. ``compare(...)``
+returns a :class:`Comparison`; ``.result`` is what ``python -m workbench compare --json`` prints.
 """
 
 from __future__ import annotations
@@ -52,14 +36,13 @@ import numpy as np
 import pandas as pd
 
 from .analysis.budget import END_TO_END
-from .analysis.outputs import NONE as NO_OUTPUTS
-from .analysis.outputs import OUTPUT_ITEMS, output_agreement
+from .analysis.outputs import NONE as NO_OUTPUTS, OUTPUT_ITEMS, output_agreement
 from .analysis.tokens import paired_tokens
 from .analysis.verdicts import BLOCK, MIN_EFFECT, RESAMPLES, VerdictOptions, paired_comparison
 from .config import PipelineConfig
 from .device import require_torch
 from .errors import ConfigError, PipelineError, check_int, is_number
-from .interleave_workers import Workers, as_numpy, current_threads, recipe_of
+from .interleave_workers import Workers, as_numpy, check_comparable, current_threads, recipe_of
 from .noise import NoiseProbe
 from .examples import factory
 from .pipeline import Pipeline, resolve_pipeline
@@ -68,12 +51,8 @@ from .timing import Clock, RequestTiming, request_timer
 from .units import ns_to_s, s_to_ns
 
 REWARM = 3
-# A fixed run length that did it on a quiet machine: on the 2-core VM at 600 requests a 10 % slower forward
-# stage (60-120 us) came out `slower` in 88-90 of 100 seeded comparisons, because the VM's speed drifts within
-# seconds and widens the paired interval. At 2,400 (benchmarks/bench_compare.py, 100 repetitions, quiet): 95 %
-# (tabular) and 99 % (text), and no false alarm in 200 A-against-A comparisons (benchmarks/results/compare.md).
-# The default is now adaptive (DEFAULT_RESOLUTION, DEFAULT_MAX_TIME_S): a busy machine needs more rounds, a quiet
-# one with a slow stage fewer.
+# a fixed length that finds a 10 % slower stage on a quiet machine (benchmarks/results/compare.md);
+# the default is adaptive (DEFAULT_RESOLUTION, DEFAULT_MAX_TIME_S): a busy machine needs more rounds
 DEFAULT_COMPARE_REQUESTS = 2400
 DEFAULT_RESOLUTION = 0.05  # every interval narrower than this (ratio units) ends the rounds
 DEFAULT_MAX_TIME_S = 120.0
@@ -89,11 +68,11 @@ class Comparison:
     configs: one dict per configuration (``label``, ``config``, ``requests``, ``failed``,
         ``errors``: exception type -> count, ``outputs``: its final outputs against A's,
         :mod:`workbench.analysis.outputs`).
-    samples: one row per measured request: ``config`` (index into configs),
-        ``round``, ``request`` (per configuration), ``ok``, ``error_type``, then
-        one int ns column per stage and ``end_to_end`` (null where it did not run).
-    result: the JSON report (``configs``, ``stages``, ``end_to_end``, ``stopped``, ``outputs``, ...),
-        B against A.
+    samples: one row per measured request: ``config`` (index into configs), ``round``, ``request``
+        (per configuration), ``ok``, ``error_type``, then one int ns column per stage and
+        ``end_to_end`` (null where it did not run).
+    result: the JSON report (``configs``, ``stages``, ``end_to_end``, ``stopped``, ``outputs``,
+        ...), B against A.
     """
 
     pipeline: str
@@ -119,19 +98,17 @@ def config_label(overrides: Mapping[str, Any]) -> str:
 class CompareOptions:
     """How :func:`compare` measures and judges, beyond the configurations.
 
-    requests: measured requests per configuration, fixed; None (default): adaptive, rounds until every
-        ``metric`` interval is narrower than ``resolution`` or ``max_time_s`` of measuring passed (module
+    requests: measured requests per configuration, fixed; None (default): adaptive (module
         docstring). warmup: unmeasured first requests per configuration.
     metric: ``p50`` or ``p99``, which ratio the verdicts follow; min_effect: relative, e.g. 0.02.
     clock: the ns clock of the stages and of ``max_time_s`` (tests inject a fake one).
-    noise_probe: True measures the machine during the comparison (``workbench.noise.NoiseProbe``); or any
-        object with ``start()`` and ``finish(torch_threads, e2e_ns)`` (tests inject one); False skips it
-        (noise unknown). All sides ran in the same window; on a noisy one a verdict needs its interval clear
-        of 1 by more than the ratio's drift between the halves of the run (``analysis.verdicts``).
-    processes: None (default): one worker process per configuration when a worker can rebuild the target (an
-        example's name, a module-level function: :mod:`workbench.interleave_workers`) and ``clock`` is not
-        injected, else every configuration in this process, said in ``processes_note``; True: workers or a
-        ConfigError; False: this process.
+    noise_probe: True measures the machine during the comparison (``workbench.noise.NoiseProbe``);
+        or any object with ``start()`` and ``finish(torch_threads, e2e_ns)``; False skips it. On a
+        noisy window a verdict needs its interval clear of 1 by more than the ratio's drift between
+        the halves of the run (``analysis.verdicts``).
+    processes: None (default): one worker process per configuration when a worker can rebuild the
+        target (:mod:`workbench.interleave_workers`) and ``clock`` is not injected, else all in this
+        process, said in ``processes_note``; True: workers or a ConfigError; False: this process.
     """
 
     requests: int | None = None
@@ -278,9 +255,9 @@ class _Stop:
 def _widest_interval(
     rows: list[tuple], names: list[str], n_configs: int, metric: str
 ) -> dict[str, Any] | None:
-    """The widest ``metric`` interval (stage or end to end, any B against A) of a quick bootstrap: ``{b, name,
-    width}``, ``width`` None when an interval is undefined (it counts as wider than any); None before both sides
-    have a successful request."""
+    """The widest ``metric`` interval (stage or end to end, any B against A) of a quick bootstrap:
+    ``{b, name, width}``, ``width`` None when an interval is undefined (it counts as wider than
+    any); None before both sides have a successful request."""
     samples = _samples_table(rows, names)
     widest, widest_width = None, -1.0
     for b in range(1, n_configs):
@@ -309,12 +286,7 @@ def _label(config, base: PipelineConfig) -> str:
 def _build_all(target, cfgs: list[PipelineConfig]) -> list:
     build = factory(target) if isinstance(target, str) else target
     pipes = [resolve_pipeline(build, cfg) for cfg in cfgs]
-    for i, p in enumerate(pipes[1:], start=1):
-        if p.name != pipes[0].name or p.stage_names != pipes[0].stage_names:
-            raise ConfigError(
-                f"configuration {i} builds pipeline {p.name!r} with stages {p.stage_names}, "
-                f"configuration 0 {pipes[0].name!r} with {pipes[0].stage_names}: not comparable"
-            )
+    check_comparable([(p.name, p.stage_names) for p in pipes])
     return pipes
 
 
@@ -385,12 +357,9 @@ class _Local:
 
 
 def _interleave(sides, n: int, warmup: int, seed: int, stop: _Stop) -> list[tuple]:
-    """Rounds of one block per configuration in a seeded order, after the warm-up, until ``stop`` says so.
-
-    Rows: ``(config, round, request, ok, error_type, ns per stage that ran..., end to end ns, token
-    sample)``; a round some
-    configuration could not finish (its items ran out) is left out whole.
-    """
+    """Rounds of one block per configuration in a seeded order, after the warm-up, until ``stop``
+    says so. Rows as :func:`_samples_table` takes them; a round some configuration could not finish
+    (its items ran out) is left out whole."""
     rng, done, rows, rnd = np.random.default_rng(seed), [0] * n, [], 0
     limit = stop.requests
     while True:

@@ -1,19 +1,13 @@
 """One worker process per configuration for ``compare``: process-wide state stays in its own process.
 
-A factory that turns the garbage collector off, fills a module-level cache or starts a thread changes the
-process it runs in. With every configuration in one process that change reaches the others: configuration B's
-``gc.disable()`` turned the collector off for A too, and the verdict compared nothing. Here, as pyperf does,
-each configuration is built, checked (the options *its own* factory read), warmed and measured in a fresh
-interpreter, ``python -m workbench.interleave_workers``; the parent only draws the round order and collects
-rows (:func:`workbench.interleave.compare`).
-
-A worker rebuilds its pipeline from a *recipe*, :func:`recipe_of`: a shipped example's name, or a factory that
-is a module-level function of an importable module or of a ``FILE.py`` loaded by ``--pipeline``. A lambda or a
-function defined inside another has none (the caller falls back to one process and says so).
-
-Items: each worker draws them from its own build's source, by the same indices as in one process (request
-``k`` of batch size ``b`` gets items ``k*b .. k*b+b-1``); a source that is the same for every configuration
-(the examples', any seeded one) gives every configuration the same items.
+A factory that turns the garbage collector off, fills a module-level cache or starts a thread
+changes the process it runs in; with every configuration in one process, B's ``gc.disable()``
+reaches A too. Here, as pyperf does, each configuration is built, checked, warmed and measured in a
+fresh interpreter (``python -m workbench.interleave_workers``); the parent draws the round order and
+collects rows (:func:`workbench.interleave.compare`). A worker rebuilds its pipeline from a *recipe*
+(:func:`recipe_of`): a shipped example's name, or a module-level function of an importable module or
+of a ``--pipeline FILE.py``. Request ``k`` of batch size ``b`` gets items ``k*b .. k*b+b-1`` of the
+worker's own source, so a seeded source gives every configuration the same items.
 
 Protocol: pickled tuples over two pipes (``multiprocessing.connection.Connection``), one reply per message::
 
@@ -25,15 +19,12 @@ Protocol: pickled tuples over two pipes (``multiprocessing.connection.Connection
     ("error", "config" | "pipeline", message) in place of any reply;  end of input: the worker exits.
 
 rows: ``(ok, error_type, ns per stage that ran..., end to end ns, token sample)``
-(``workbench.streaming.sample_row``). Outputs stay in the worker that made them
-until the end: A's go to each other worker, which compares them with its own with its pipeline's ``agree``.
-Turns: a worker runs only while the parent awaits its reply; between its blocks it is stopped (SIGSTOP,
-SIGCONT before its next message), so what keeps running in an idle configuration's process (a thread its
-factory started, a periodic job, OpenMP's pool spinning after a block) takes no core from the one measured.
-
-Time: every reply is awaited at most ``timeout_s`` (:data:`REPLY_TIMEOUT_S`); a worker that does not answer
-is killed and the comparison fails naming the configuration and the step. Workers ignore Ctrl-C: the parent
-closes their pipes and kills what is left (:meth:`Workers.close`), also on an interrupt.
+(``workbench.streaming.sample_row``). A's outputs go to each other worker, which compares them with
+its own through its pipeline's ``agree``. Between its blocks a worker is stopped (SIGSTOP, SIGCONT
+before its next message), so an idle configuration's threads take no core from the one measured.
+Every reply is awaited at most :data:`REPLY_TIMEOUT_S`; a silent worker is killed and the comparison
+fails naming the configuration and the step. Workers ignore Ctrl-C: the parent closes their pipes
+and kills what is left (:meth:`Workers.close`).
 """
 
 from __future__ import annotations
@@ -51,7 +42,7 @@ from typing import Any
 from .analysis.outputs import NONE, output_agreement
 from .device import require_torch
 from .errors import ConfigError, PipelineError
-from .noise import Readings
+from .noise import Readings, stat_ticks
 from .examples import factory
 from .pipeline import load_factory, resolve_pipeline
 from .streaming import sample_row, stream_index
@@ -80,6 +71,17 @@ def recipe_of(target: Any) -> str | None:
     return f"{module.__name__}:{name}"
 
 
+def check_comparable(built: list[tuple[str, list[str]]]) -> None:
+    """Every configuration's ``(pipeline name, stage names)`` is the first one's, or a ConfigError."""
+    name0, names0 = built[0]
+    for c, (name, names) in enumerate(built[1:], start=1):
+        if name != name0 or names != names0:
+            raise ConfigError(
+                f"configuration {c} builds pipeline {name!r} with stages {names}, "
+                f"configuration 0 {name0!r} with {names0}: not comparable"
+            )
+
+
 def _factory(recipe: str):
     if recipe.startswith("example:"):
         return factory(recipe.removeprefix("example:"))
@@ -98,11 +100,9 @@ class WorkerReadings(Readings):
 
 def _ticks(pid: int) -> int:
     try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
+        return stat_ticks(f"/proc/{pid}/stat")
     except OSError:  # exited
         return 0
-    return int(fields[11]) + int(fields[12])
 
 
 class Workers:
@@ -118,18 +118,12 @@ class Workers:
                 self.ask(c, ("build", list(sys.path), recipe, cfg, warmup, cap), "the build")
                 for c, cfg in enumerate(cfgs)
             ]
+            check_comparable([(name, names) for _, name, names, _ in built])
         except BaseException:
             self.close()
             raise
         _, self.pipeline, self.names, _ = built[0]
         self.threads = [b[3] for b in built]
-        for c, (_, name, names, _) in enumerate(built[1:], start=1):
-            if name != self.pipeline or names != self.names:
-                self.close()
-                raise ConfigError(
-                    f"configuration {c} builds pipeline {name!r} with stages {names}, "
-                    f"configuration 0 {self.pipeline!r} with {self.names}: not comparable"
-                )
 
     def _start(self) -> None:
         to_child, from_parent = os.pipe()
@@ -182,9 +176,8 @@ class Workers:
             send.send(message)
             ready = recv.poll(self.timeout_s)
             reply = recv.recv() if ready else None
-            self._signal(
-                c, signal.SIGSTOP
-            )  # its threads (OpenMP's spinning pool, the factory's) wait too
+            # its threads (OpenMP's spinning pool, the factory's) wait too
+            self._signal(c, signal.SIGSTOP)
         except (EOFError, OSError):
             try:
                 code = self.procs[c].wait(EXIT_WAIT_S)

@@ -1,20 +1,17 @@
 """Live profiling one at a time across a whole server (all its kernels).
 
-Thirty students measuring at once on one machine measure each other. Every
-kernel of a room shares one lock file (``WORKBENCH_LIVE_LOCK``, set by the
-launcher for its kernels; default ``<tempdir>/workbench-live.lock``); a live
-measurement holds it, the others wait their turn in the page
-(``on_wait`` says so) or give up after ``timeout_s``.
+Thirty students measuring at once on one machine measure each other. Every kernel of a room shares
+one lock file (``WORKBENCH_LIVE_LOCK``, set by the launcher for its kernels; default
+``<tempdir>/workbench-live.lock``); a live measurement holds it, the others wait their turn in the
+page (``on_wait`` says so) or give up after ``timeout_s``.
 
-The lock is ``fcntl.flock`` on Linux and macOS, ``msvcrt.locking`` on Windows:
-both are released by the operating system when the holding process dies, so a
-culled kernel never leaves the room locked. Where neither exists, an
-exclusively created marker file holding the owner's pid, taken over when that
-pid is gone.
+The lock is ``fcntl.flock`` on Linux and macOS, ``msvcrt.locking`` on Windows: both are released by
+the operating system when the holding process dies, so a culled kernel never leaves the room locked.
+Where neither exists, an exclusively created marker file holding the owner's pid, taken over when
+that pid is gone.
 
-``WORKBENCH_LIVE`` says what the room allows: ``queue`` (one at a time),
-``off`` (recorded runs only; :func:`live_slot` refuses) or ``on`` (no
-queue; the default outside a room).
+``WORKBENCH_LIVE`` says what the room allows: ``queue`` (one at a time), ``off`` (recorded runs
+only; :func:`live_slot` refuses) or ``on`` (no queue; the default outside a room).
 
 Usage from a widget::
 

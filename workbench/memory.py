@@ -1,20 +1,18 @@
 """Resident memory during a timing run, and the rule that flags a steady leak.
 
-A stage that keeps a reference to every request's data grows the process by
-the same amount per request until it is killed; percentiles never show it.
-The runner samples the resident set size (RSS) before the first measured
-request and after every ``every`` measured requests (default 10), then fits a
-least-squares line through (requests done, RSS in MB). The run is flagged
+A stage that keeps a reference to every request's data grows the process by the same amount per
+request until it is killed; percentiles never show it. The runner samples the resident set size
+(RSS) before the first measured request and after every ``every`` measured requests (default 10),
+then fits a least-squares line through (requests done, RSS in MB). The run is flagged
 ``leak_suspected`` when the growth is steady and large:
 
 * slope above ``1`` MB per 100 requests, and
 * R² of the fit above ``0.8`` (steady, not one jump), and
 * more than ``50`` MB between the first and the last sample.
 
-MB here is 10**6 bytes. Readings are injectable (``read_rss``: a callable
-returning bytes, or None where the OS gives no reading), so tests use exact
-numbers. Sampling costs one read of ``/proc/self/statm`` (a few µs) between
-requests, outside every timed stage.
+MB here is 10**6 bytes. Readings are injectable (``read_rss``: a callable returning bytes, or None
+where the OS gives no reading), so tests use exact numbers. Sampling costs one read of
+``/proc/self/statm`` (a few µs) between requests, outside every timed stage.
 """
 
 from __future__ import annotations

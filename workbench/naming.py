@@ -27,19 +27,18 @@ def stage_from_range_name(name: str) -> str | None:
 
 # -- names from data as path components ---------------------------------------------------------------------------
 
-SLUG_MAX = (
-    64  # characters of a slug: a default folder name stays far below the file system's 255 bytes
-)
+# characters of a slug: a default folder name stays far below the file system's 255 bytes
+SLUG_MAX = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def slug(name: object) -> str:
     """``name`` (a span's ``service.name``, a pipeline's name) as one safe path component.
 
-    Runs of anything but ASCII letters, digits, ``_``, ``.`` and ``-`` become one ``-``; leading dots
-    and dashes go (no ``..``, no hidden file, no option-like name); at most :data:`SLUG_MAX` characters;
-    ``unnamed`` when nothing is left. ``"/../../../x"`` is ``x``, ``"checkout go"`` is ``checkout-go``.
-    Every name taken from data that becomes a folder name goes through here.
+    Runs of anything but ASCII letters, digits, ``_``, ``.`` and ``-`` become one ``-``; leading
+    dots and dashes go (no ``..``, no hidden file, no option-like name); at most :data:`SLUG_MAX`
+    characters; ``unnamed`` when nothing is left. ``"/../../../x"`` is ``x``, ``"checkout go"`` is
+    ``checkout-go``. Every name taken from data that becomes a folder name goes through here.
     """
     text = _UNSAFE.sub("-", str(name)).lstrip(".-")[:SLUG_MAX].rstrip(".-")
     return text or "unnamed"

@@ -1,31 +1,19 @@
 """Was the machine quiet while a run measured? Readings before and after, and a rule.
 
-A run records, from ``/proc`` (Linux):
+A run records, from ``/proc`` (Linux): ``load_before_1m`` / ``load_after_1m`` (1-minute load
+average); ``other_cores``, the CPU time *other* processes used during the run, in cores on average
+(all CPUs' busy time in ``/proc/stat`` minus this process's ``/proc/self/stat`` utime+stime, over
+the wall time); ``steal_pct``, the hypervisor's steal, in % of all CPU time; ``cores`` (CPUs this
+process may run on) and ``torch_threads`` (of the thread that ran the stages); ``governor`` (cpu0's,
+else None); and the run's own dispersion, ``iqr_over_median`` and ``p99_over_p50`` of end to end.
 
-* ``load_before_1m`` / ``load_after_1m``: the 1-minute load average;
-* ``other_cores``: CPU time used by *other* processes during the run, in cores
-  on average: busy time of all CPUs (``/proc/stat`` user+nice+system+irq+softirq)
-  minus this process's own (``/proc/self/stat`` utime+stime), over the wall time;
-* ``steal_pct``: time the hypervisor gave this VM's CPUs to someone else, in %
-  of all CPU time during the run;
-* ``cores`` (CPUs this process may run on) and ``torch_threads`` (the intra-op
-  threads of the thread that ran the stages);
-* ``governor``: the CPU frequency governor of cpu0 where readable (else None);
-* the run's own dispersion, ``iqr_over_median`` and ``p99_over_p50`` of end to end.
-
-The rule (defaults in :data:`THRESHOLDS`): a run is ``noisy`` when any of
-
-* other processes used more than 0.25 cores on average during the run;
-* steal time was above 5 %;
-* torch used more threads than the free cores (``cores - other_cores``, rounded):
-  torch's thread pool busy-waits, so a contended core slows every stage;
-* the load average before the run was above the number of cores.
-
-Dispersion is recorded but not part of the rule: a pipeline may vary by itself.
-``reasons`` says which rule fired, in numbers, and ``fix`` what to do. Without
-``/proc`` (macOS, Windows) nothing is measured: ``noisy`` is None and the reason
-is "not measured on this OS". Readings are injectable (:class:`Readings`), so
-tests give exact numbers.
+A run is ``noisy`` (thresholds in :data:`THRESHOLDS`) when other processes used more than 0.25
+cores, steal was above 5 %, torch used more threads than the free cores (``cores - other_cores``,
+rounded: its pool busy-waits, so a contended core slows every stage), or the load average before the
+run was above the number of cores. Dispersion is not part of the rule: a pipeline may vary by
+itself. ``reasons`` says which rule fired, in numbers, and ``fix`` what to do. Without ``/proc``
+``noisy`` is None ("not measured on this OS"). Readings are injectable (:class:`Readings`) for exact
+tests.
 """
 
 from __future__ import annotations
@@ -48,6 +36,13 @@ NOT_MEASURED = "not measured on this OS"
 COARSE_BELOW_S = 1.0
 _BUSY = ("user", "nice", "system", "irq", "softirq")
 _STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def stat_ticks(path: str) -> int:
+    """utime + stime (clock ticks) of a process's or a thread's ``/proc/.../stat``."""
+    with open(path) as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()  # the command name may hold spaces
+    return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
 
 
 class Readings:
@@ -73,10 +68,7 @@ class Readings:
         return {name: int(v) for name, v in zip(_STAT_FIELDS, values)}
 
     def own_ticks(self) -> int:
-        with open("/proc/self/stat") as fh:
-            text = fh.read()
-        fields = text.rsplit(")", 1)[1].split()  # the command name may hold spaces
-        return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+        return stat_ticks("/proc/self/stat")
 
     def ticks_per_s(self) -> int:
         return os.sysconf("SC_CLK_TCK")

@@ -1,8 +1,7 @@
 """Pipelines: an ordered list of named stages and a source of input items.
 
-A stage is a plain callable that takes the previous stage's output. The first
-stage receives one request: a list of ``batch_size`` input items drawn from the
-pipeline's item source. Users write a factory ``build(config) -> Pipeline``::
+A stage is a plain callable that takes the previous stage's output; the first receives one request,
+a list of ``batch_size`` items drawn from the pipeline's item source. Users write a factory::
 
     def build(config):
         pipe = Pipeline("mine", items=lambda: itertools.repeat(b'{"x": 1}'))
@@ -17,21 +16,11 @@ pipeline's item source. Users write a factory ``build(config) -> Pipeline``::
 
         return pipe
 
-The runner (``workbench.runner``) times the stages; nothing here measures.
-
-Two checks keep what is measured honest, both before any measured figure is
-kept:
-
-* **A stage must return its result, not a generator or iterator.** A lazy
-  result does its work when the next stage consumes it, so its time would be
-  charged to that stage. The first request of a run keeps every stage's output
-  (:func:`first_request_checked`) and a generator/iterator output is refused:
-  ``PipelineError`` naming the stage (exit 2). Return ``list(...)`` instead.
-* **Every ``--option`` must be read.** :func:`build_pipeline` hands the factory
-  a config whose ``options`` record each key read (:class:`ReadOptions`); after
-  the first request (options a stage reads when it runs count too)
-  :func:`check_options_read` names any option nobody read (a typo such as
-  ``slowdwn=0.3``): ``ConfigError``, exit 2.
+Nothing here measures (``workbench.runner`` does). Two checks on a run's first request
+(:func:`first_request_checked`) keep what is measured honest: a stage that returns a generator or
+iterator would have its work timed in the next stage, so it is refused (``PipelineError``, exit 2:
+return ``list(...)``); an ``--option`` that neither the factory nor a stage read (:class:`ReadOptions`)
+is a typo such as ``slowdwn=0.3`` (``ConfigError``, exit 2, :func:`check_options_read`).
 """
 
 from __future__ import annotations
@@ -131,12 +120,11 @@ class Pipeline:
     ):
         """Decorator appending a stage: ``@pipe.stage``, ``@pipe.stage("name")``, ``@pipe.stage(role="io")``.
 
-        role: what the stage does (``io``, ``remote``, ``preprocess``, ``compute``,
-            ``serialize``; see :mod:`workbench.roles`), for the audit.
-        describe: called on the stage's output after the request, outside every
-            timed region; returns ``{attribute: number}`` (payload bytes, sequence
-            length, cache hit...), recorded per request so the workbench can say
-            what the stage's time tracks.
+        role: what the stage does (``io``, ``remote``, ``preprocess``, ``compute``, ``serialize``;
+            see :mod:`workbench.roles`), for the audit.
+        describe: called on the stage's output after the request, outside every timed region;
+            returns ``{attribute: number}`` (payload bytes, sequence length, cache hit...), recorded
+            per request so the workbench can say what the stage's time tracks.
         stream: the stage returns (or is) a generator yielding its answer one unit at a time (a
             token, a chunk); the runner times every unit (:mod:`workbench.streaming`: time to first
             token, inter-token latency) and the next stage gets the whole answer as a list.
@@ -214,12 +202,9 @@ Factory = Callable[[PipelineConfig], Pipeline]
 
 
 def exception_where(exc: BaseException) -> str | None:
-    """Where a stage's exception came from, as ``file:line in function``.
-
-    The innermost traceback frame outside the workbench, the standard library
-    and site-packages (the user's own code); else the innermost frame outside
-    the workbench (a library call the user made); None without a traceback.
-    """
+    """Where a stage's exception came from, as ``file:line in function``: the innermost traceback
+    frame outside the workbench, the standard library and site-packages (the user's own code), else
+    the innermost frame outside the workbench; None without a traceback."""
     frames = [(frame.f_code, line) for frame, line in traceback.walk_tb(exc.__traceback__)]
     outside = [
         (code, line) for code, line in frames if not _is_under(code.co_filename, _WORKBENCH_DIR)
@@ -313,10 +298,9 @@ RUNNER_FIELDS = ("batch_size", "threads")  # the runner applies them: a built Pi
 def resolve_pipeline(target: Pipeline | Factory, config: PipelineConfig | None) -> Pipeline:
     """A built pipeline from a Pipeline or a factory (a caller turns an example name into one).
 
-    A built Pipeline with a config: ``batch_size`` and ``threads`` are the
-    runner's to apply, so they are honoured; device, precision and options were
-    fixed when the pipeline was built, so a config that differs there is a
-    ConfigError (pass the factory instead), never silently ignored.
+    A built Pipeline with a config: ``batch_size`` and ``threads`` are the runner's to apply, so
+    they are honoured; device, precision and options were fixed when the pipeline was built, so a
+    config that differs there is a ConfigError (pass the factory instead), never silently ignored.
     """
     if isinstance(target, Pipeline):
         return _with_config(target.validate(), config)
@@ -348,12 +332,9 @@ def _with_config(pipe: Pipeline, config: PipelineConfig | None) -> Pipeline:
 
 
 def build_pipeline(factory: Factory, config: PipelineConfig) -> Pipeline:
-    """Call a factory and check that it returned a usable pipeline.
-
-    Errors the factory raises about the configuration (a ``WorkbenchError``,
-    e.g. an unsupported precision) pass through unchanged; any other exception
-    becomes a ``PipelineError`` naming the factory.
-    """
+    """Call a factory and check that it returned a usable pipeline. A ``WorkbenchError`` it raises
+    (an unsupported precision) passes through; any other exception becomes a ``PipelineError``
+    naming the factory."""
     options = ReadOptions(config.options)
     config = config.replace(options=options)
     try:
@@ -496,10 +477,10 @@ def check_stage_outputs(names: list[str], outputs: dict[int, Any]) -> None:
 
 
 def first_request_checked(run_one: Callable, pipe: Pipeline, *, options: bool = True) -> Callable:
-    """A request runner: the first call keeps every stage's output (on the host: the CUDA timer keeps none),
-    checks the outputs (:func:`check_stage_outputs`) and, with ``options``, the options
-    (:func:`check_options_read`), and returns the timing without them; later calls run ``run_one`` as
-    it is."""
+    """A request runner: the first call keeps every stage's output (on the host: the CUDA timer
+    keeps none), checks the outputs (:func:`check_stage_outputs`) and, with ``options``, the options
+    (:func:`check_options_read`), and returns the timing without them; later calls run ``run_one``
+    as it is."""
     keep_all = {} if pipe.config.is_cuda else {"keep": frozenset(range(len(pipe.stages)))}
     state = {"first": True}
 

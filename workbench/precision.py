@@ -1,17 +1,15 @@
 """Precision: run a model in fp32, bf16, fp16 or int8 -- or say clearly why not.
 
-int8 uses ``torch.ao.quantization.quantize_dynamic`` on the model's Linear
-layers (dynamic quantization: int8 weights, activations quantized per batch).
-It runs on CPU only. torch 2.13 still ships it but warns that it is deprecated
-in favour of torchao; we silence only that deprecation warning, so the rest of
-the run's warnings stay visible. A combination that cannot run (int8 on CUDA,
-bf16 on a GPU without bf16) raises :class:`PrecisionError`, never a silent
-fallback to fp32; so does int8 on a model with no Linear layer (nothing to
-quantize). A partial quantization is measured: :func:`quantization_report`
-says how many parameterised modules and what share of the parameters became
-int8 ("quantized 2 of 53 parameterised modules, 4 % of parameters"), and the
-runner records the reports of a factory's ``prepare_model`` calls in the run
-(meta key ``quantization``).
+int8 uses ``torch.ao.quantization.quantize_dynamic`` on the model's Linear layers (dynamic
+quantization: int8 weights, activations quantized per batch). It runs on CPU only. torch 2.13 still
+ships it but warns that it is deprecated in favour of torchao; we silence only that deprecation
+warning, so the rest of the run's warnings stay visible. A combination that cannot run (int8 on
+CUDA, bf16 on a GPU without bf16) raises :class:`PrecisionError`, never a silent fallback to fp32;
+so does int8 on a model with no Linear layer (nothing to quantize). A partial quantization is
+measured: :func:`quantization_report` says how many parameterised modules and what share of the
+parameters became int8 ("quantized 2 of 53 parameterised modules, 4 % of parameters"), and the
+runner records the reports of a factory's ``prepare_model`` calls in the run (meta key
+``quantization``).
 """
 
 from __future__ import annotations
@@ -43,9 +41,9 @@ def collect_quantization():
 def quantization_report(model) -> dict:
     """How much of ``model`` dynamic int8 quantization converts: its Linear layers.
 
-    Out: ``{model, modules, quantized_modules, params, quantized_params,
-    quantized_share, text}``; a parameterised module is one holding parameters
-    itself (not through children); shares are of the parameter count.
+    Out: ``{model, modules, quantized_modules, params, quantized_params, quantized_share, text}``; a
+    parameterised module is one holding parameters itself (not through children); shares are of the
+    parameter count.
     """
     import torch  # 1-2 s and 300 MB: only when a model is prepared
 
@@ -101,11 +99,10 @@ MODEL_OPTIONS = ("channels_last", "compile")  # prepare_model applies them (audi
 def prepare_model(model, config: PipelineConfig):
     """Move a ``torch.nn.Module`` to the config's device and precision, in eval mode.
 
-    Returns the model to use (a new quantized module for int8). Two free options
-    of the config are applied here, so any factory that calls this gets them and
-    ``audit --try`` can measure them: ``channels_last`` (bool: weights in the
-    NHWC memory format, which CPU and GPU convolution kernels prefer) and
-    ``compile`` (bool: ``torch.compile``; compilation happens on the first call,
+    Returns the model to use (a new quantized module for int8). Two free options of the config are
+    applied here, so any factory that calls this gets them and ``audit --try`` can measure them:
+    ``channels_last`` (bool: weights in the NHWC memory format, which CPU and GPU convolution
+    kernels prefer) and ``compile`` (bool: ``torch.compile``; compilation happens on the first call,
     so its cost shows in the run's cold start and warm-up, not its percentiles).
     """
     check_precision(config)

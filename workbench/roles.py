@@ -1,18 +1,16 @@
 """What kind of work a stage does (its role), decided from what its time was spent in.
 
-Roles let the audit name a bottleneck by what it is: a slow ``lookup`` that
-talks to Redis is ``io``, one that calls a web service is ``remote``. The role
-of a stage comes from, in this order:
+Roles let the audit name a bottleneck by what it is: a slow ``lookup`` that talks to Redis is
+``io``, one that calls a web service is ``remote``. The role of a stage comes from, in this order:
 
 1. a declared role (``@pipe.stage(role="io")``): the user knows best;
-2. the evidence: the library holding at least :data:`EVIDENCE_SHARE` (half) of
-   the stage's measured time (:data:`EVIDENCE_ROLES`: torch operators ->
-   compute; PIL, cv2, torchvision, tokenizers -> preprocess; redis, sqlite3 ->
-   io; sockets, ssl, HTTP clients -> remote; json, orjson, msgspec ->
-   serialize). Where the stage's name suggests another role the evidence wins
-   and the decision says so (``overrules``);
-3. the name, only as a fallback (:data:`NAME_ROLES`: ``hydrate`` -> io,
-   ``decode`` -> preprocess, ...).
+2. the evidence: the library holding at least :data:`EVIDENCE_SHARE` (half) of the stage's measured
+   time (:data:`EVIDENCE_ROLES`: torch operators -> compute; PIL, cv2, torchvision, tokenizers ->
+   preprocess; redis, sqlite3 -> io; sockets, ssl, HTTP clients -> remote; json, orjson, msgspec ->
+   serialize). Where the stage's name suggests another role the evidence wins and the decision says
+   so (``overrules``);
+3. the name, only as a fallback (:data:`NAME_ROLES`: ``hydrate`` -> io, ``decode`` -> preprocess,
+   ...).
 
 A run records ``stage_roles`` as the pipeline gave them (declared, else the
 name's); a recorded role that differs from its name's is taken as declared.
@@ -68,8 +66,8 @@ class RoleDecision:
     """One stage's role and where it came from.
 
     source: "declared", "evidence", "name" or None (no role). library/share: the library holding the
-    most of the stage's measured time and its share (None without evidence). name_role: what the name
-    alone would say. overrules: the name's role where the evidence decided otherwise.
+    most of the stage's measured time and its share (None without evidence). name_role: what the
+    name alone would say. overrules: the name's role where the evidence decided otherwise.
     """
 
     stage: str

@@ -1,10 +1,9 @@
 """Profile a pipeline: a timing run for percentiles, then a separate traced run.
 
-The timing run executes W warm-up requests (kept, flagged, never mixed into
-percentiles) then N measured requests, with no profiler attached. The traced
-run executes a few more requests under ``torch.profiler`` with every stage
-inside ``record_function(stage_range_name(stage))``, and saves the trace the
-way ``tensorboard_trace_handler`` names it (``{worker}.{time_ns}.pt.trace.json.gz``),
+The timing run executes W warm-up requests (kept, flagged, never mixed into percentiles) then N
+measured requests, with no profiler attached. The traced run executes a few more requests under
+``torch.profiler`` with every stage inside ``record_function(stage_range_name(stage))``, and saves
+the trace the way ``tensorboard_trace_handler`` names it (``{worker}.{time_ns}.pt.trace.json.gz``),
 so TensorBoard's profiler plugin and Perfetto open it. The result is a
 :class:`workbench.record.Run`.
 """
@@ -76,8 +75,7 @@ DEFAULT_MAX_DURATION_S = 30.0
 DEFAULT_TRACED = 50  # the slowest 3 against the median 10 traced requests, 1-2 s (benchmarks/results/traced_count.md)
 DEFAULT_MIN_DURATION_S = 10.0  # a paced run sees periods up to about a tenth of it (periodic)
 # profile's default pace: requests sample time every 1 / (0.3 x capacity) while the queue the schedule
-# builds stays short (simulated single server, Poisson arrivals at 0.3: p50 from the due time 1.0-1.1x
-# the service p50, p99 1.9-2.9x; at 0.6: 1.4x and 3.5-5.6x); benchmarks/results/open_closed.md
+# builds stays short (benchmarks/results/open_closed.md)
 DEFAULT_UTILIZATION = 0.3
 NARROW_P99 = 0.2  # a paced run may stop once its p99 interval is within 20 % of the p99
 CHECK_EVERY = 50  # paced requests between two looks at the p99 interval
@@ -117,34 +115,25 @@ class Pace:
 class MeasurePlan:
     """The options of one :func:`profile` call, checked when made (a value out of range is a ConfigError).
 
-    requests: measured requests (pipeline calls of ``batch_size`` items), >= 1;
-        default 600, enough for the distribution-free p99 interval to be bounded.
-    max_duration_s: stop measuring after this many seconds of measured requests
-        (by ``clock``), whichever of the two comes first; default 30 s, None: no limit.
-    warmup: requests run first and reported apart, >= 0.
-    traced: requests in the separate ``torch.profiler`` run (0 = no trace).
-    sync: CUDA synchronization policy, see ``workbench.timing``.
-    cancel: anything with ``is_set()`` (a ``threading.Event``); checked between requests.
-    noise_readings: a :class:`workbench.noise.Readings` (tests inject one).
-    timeout_s: seconds one request may take (None: no limit). Past it the request is a
-        ``Timeout`` failure, its stage's thread is abandoned, the run stops and is returned
-        with ``status`` "incomplete: timeout" (``workbench.guard``).
-    read_rss: RSS reader in bytes for the memory trend (``workbench.memory``; tests inject one).
-    stacks, shapes, modules: what the traced run records besides operators and kernels:
-        Python call stacks inside stages (torch.profiler ``with_stack``: the flame graph
-        then goes stage -> Python functions -> ops -> kernels), operator input shapes
-        (``record_shapes``) and module names (``with_modules``). They cost time only in the
-        traced run, never in the timing run's percentiles.
-    sample_stacks: sample the Python stacks of every timed request (``workbench.sampling``: a thread,
-        every 5 ms) so the slow requests' own frames explain the tail (``stacks`` in ``show --json``);
-        its cost is in ``benchmarks/results/sampler.md``. Off with an injected clock (tests).
+    requests: measured requests (pipeline calls of ``batch_size`` items), >= 1; 600 by default,
+        enough for the distribution-free p99 interval to be bounded.
+    max_duration_s: stop measuring after this many seconds of measured requests (by ``clock``) if
+        that comes first; None: no limit.
+    warmup: requests run first and reported apart; traced: requests in the separate
+        ``torch.profiler`` run (0 = no trace); sync: CUDA synchronization, see ``workbench.timing``.
+    cancel: anything with ``is_set()`` (a ``threading.Event``), checked between requests.
+    noise_readings, read_rss (RSS in bytes), clock, sleep (to a due time): injected by tests.
+    timeout_s: seconds one request may take (None: no limit); past it the request is a ``Timeout``
+        failure, the run stops with ``status`` "incomplete: timeout" (``workbench.guard``).
+    stacks, shapes, modules: what the traced run records besides operators and kernels
+        (torch.profiler ``with_stack``, ``record_shapes``, ``with_modules``): traced run time only.
+    sample_stacks: sample every timed request's Python stacks (``workbench.sampling``) so the slow
+        requests' own frames explain the tail; off with an injected clock.
     on_recorded: called with the run as measured, before any summary of it is computed (the command
-        line saves it there: measure, save, then explain). The stack summary is added to ``run.meta``
-        after it; a summary that raises is left out and named in ``run.summary_failures``.
-    pace: a :class:`Pace`: after the ``requests`` closed-loop requests (kept as ``timing.pacing.closed_loop``,
-        the capacity and the service-time reference), the measured requests arrive on an open-loop
-        schedule, so idle gaps, background threads and periodic jobs act on them as in production.
-    sleep: waits that many seconds for the next due time (tests inject one that moves their clock).
+        line saves it there); a summary that raises is named in ``run.summary_failures``.
+    pace: a :class:`Pace`: after the ``requests`` closed-loop ones (the capacity and service-time
+        reference, ``timing.pacing.closed_loop``) the measured requests arrive open loop, so idle
+        gaps, background threads and periodic jobs act on them as in production.
     """
 
     requests: int = DEFAULT_REQUESTS
@@ -248,9 +237,8 @@ def _measure(plan: MeasurePlan, subject: _Subject, scratch: list[Path]) -> Run:
     )
     attributes = _describe(pipe, timings, requests_df)
     measured = requests_df[~requests_df["warmup"] & requests_df["ok"]]
-    failed: list[
-        SummaryFailure
-    ] = []  # the readings' summaries: a bug in one leaves its section out
+    # the readings' summaries: a bug in one leaves its section out
+    failed: list[SummaryFailure] = []
     noise = summarized(
         failed, "the noise reading", probe.finish, subject.threads, measured["dur_ns"].to_numpy()
     )
@@ -376,12 +364,12 @@ def _timing_run(
 ) -> tuple[list[RequestTiming], str]:
     """Warm-up then measured requests, stopped early after ``max_duration_s`` of measured time.
 
-    Returns the timings and the run's status: "complete"; "incomplete: timeout" when a request
-    ran past ``timeout_s`` (it is the last timing, a ``Timeout`` failure); "interrupted" on
-    Ctrl-C (the timings finished before it). ``memory.observe(done)`` samples RSS between requests;
-    ``sampler`` (a :class:`workbench.sampling.StackSampler`) samples stacks while the requests run. A
-    request's output is dropped as soon as it is timed (``describe=`` has run inside the request).
-    With ``plan.pace`` the paced requests follow (:func:`_paced_requests`), their due times in ``paced``.
+    Returns the timings and the run's status: "complete"; "incomplete: timeout" when a request ran
+    past ``timeout_s`` (it is the last timing, a ``Timeout`` failure); "interrupted" on Ctrl-C (the
+    timings finished before it). ``memory.observe(done)`` samples RSS between requests; ``sampler``
+    (a :class:`workbench.sampling.StackSampler`) samples stacks while the requests run. A request's
+    output is dropped as soon as it is timed (``describe=`` has run inside the request). With
+    ``plan.pace`` the paced requests follow (:func:`_paced_requests`), their due times in ``paced``.
     """
     clock, cancel, warmup = plan.clock, plan.cancel, plan.warmup
     total = warmup + plan.requests
@@ -458,11 +446,7 @@ def _paced_requests(
         now = clock()
         if k % CHECK_EVERY == 0 and now - started >= min_ns and durs:
             lo, hi = percentile_ci_ns(durs, 99)
-            if (
-                lo is not None
-                and hi is not None
-                and hi - lo <= NARROW_P99 * percentile_ns(durs, 99)
-            ):
+            if None not in (lo, hi) and hi - lo <= NARROW_P99 * percentile_ns(durs, 99):
                 paced.stopped_by = "p99_interval"
                 break
         mark_due(started + due)  # late past it: the sampler says why (sampling.mark_due)
@@ -638,9 +622,9 @@ def _alarm(timeout_s: float | None) -> Iterator[Callable[[float], Any]]:
 
     The traced run cannot use the timing run's worker thread (torch.profiler does not record another
     thread's operators), so on the main thread of a Unix process a hung stage is interrupted by a
-    signal instead: Python code and interruptible waits (sleep, sockets, locks) stop at once; a C call
-    that never returns to the interpreter cannot be stopped. Elsewhere (an explorer's worker thread,
-    Windows) the alarm does nothing and the explorer's job queue abandons the run instead.
+    signal instead: Python code and interruptible waits (sleep, sockets, locks) stop at once; a C
+    call that never returns to the interpreter cannot be stopped. Elsewhere (an explorer's worker
+    thread, Windows) the alarm does nothing and the explorer's job queue abandons the run instead.
     """
     usable = (
         timeout_s is not None

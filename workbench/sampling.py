@@ -1,47 +1,26 @@
 """Python stacks of every timed request: a sampler thread, and each sample assigned to its request and stage.
 
-The timing run keeps its two clock reads per stage; beside it a daemon thread
-wakes every ``interval_s`` (5 ms by default), reads the clock and every
-thread's current frame (``sys._current_frames``), and keeps the stack of the
-thread that is inside a stage: the frames from the stage function down to the
-running one, found by walking up to the timing function that called the stage
-(:data:`ROOT_FUNCTIONS`). Frames above it (runpy, the CLI, the runner, the
-guard) are never recorded, so the harness cannot enter a stage's stacks.
+Beside the timing run (two clock reads per stage) a daemon thread wakes every ``interval_s`` (5 ms
+by default), reads the clock and every thread's frame (``sys._current_frames``) and keeps, for the
+thread inside a stage, the frames from the stage function down: it walks up to the timing function
+that called the stage (:data:`ROOT_FUNCTIONS`), so the harness never enters a stage's stacks.
+A sample is ``(t_ns, stack id)``, stacks interned as tuples of ``(file, function, line)``. After the
+run :func:`assign` gives each sample the request and stage whose ``[start, end)`` holds its time (the
+same ``time.perf_counter_ns``); samples are evenly spaced, so a frame's share of samples is its share
+of time. A stage running Python without releasing the GIL is sampled only when the interpreter hands
+the GIL over (``sys.getswitchinterval()``, 5 ms), so it gets fewer samples than its time suggests.
+A thread, not pyinstrument's ``setstatprofile``: the hook runs on every call and return of the timed
+code (``benchmarks/bench_sampler.py``). Off with ``sample_stacks=False`` or ``--no-sample-stacks``.
 
-A sample is ``(t_ns, stack id)``; stacks are interned (one tuple of frames per
-distinct stack, a frame being ``(file, function, line)``). After the run,
-:func:`assign` gives each sample its request and stage from the timing run's
-own clock readings: the sample whose time falls in ``[stage start, stage
-end)`` of a request belongs to that request and stage (the sampler reads the
-same ``time.perf_counter_ns``). Samples are evenly spaced in time, so a
-frame's share of a set's samples is its share of the set's time.
-
-A stage that runs Python without releasing the GIL is sampled when the
-interpreter hands the GIL over (``sys.getswitchinterval()``, 5 ms), so such
-stages get fewer samples than their time suggests; stages waiting on I/O,
-sleeping or inside torch, PIL or NumPy calls release it and are sampled on time.
-
-Why a thread and not pyinstrument's ``setstatprofile``: the hook runs on every
-call and return of the timed code, the thread only every interval
-(``benchmarks/bench_sampler.py`` measures both; ``benchmarks/results/sampler.md``).
-Turn it off with ``profile(..., sample_stacks=False)`` or ``--no-sample-stacks``.
-
-Every thread, every sample (issue 38): each wake-up also reads each Python thread's CPU time and
-keeps a row per thread (:attr:`StackSampler.rows`): the thread inside a stage always (its stack from
-the stage function down, with its class, :mod:`workbench.wait_classes`), every other thread when it
-ran since the previous wake-up (its whole stack and CPU time: what ran meanwhile). The CPU counter
-is each thread's CPU-time clock on Linux (``clock_gettime`` of the clock the kernel keeps per
-thread: nanoseconds on CPU, 0.6 us a read, the GIL kept throughout); where that is refused, the
-per-thread ``/proc/self/task/TID/schedstat`` (nanoseconds on CPU and on a run queue), else
-``/proc/self/task/TID/stat`` (utime + stime, in clock ticks of 10 ms); elsewhere none
-(``time.thread_time`` reads only the calling thread's own): samples are then classed from their
-calls alone (``cpu`` unless the call is a known wait) and no other thread is recorded. Why the
-clock first: a file read lets go of the GIL, and while a stage runs Python the sampler waits up to
-the switch interval (5 ms) to get it back, once per file, per thread: 13.6 us a read, and beside
-four idle threads a pure-Python stage was sampled 21-25 times a second against 96 with the clock
-(``benchmarks/bench_thread_cpu.py``; the CI run that sampled an 80-ms spinning stage once). Garbage collections are timed through ``gc.callbacks`` with their
-generation and the thread that triggered them. :meth:`record` gives all
-of it as plain data (``RunMeta.sampled``, docs/json.md), saved with the run before any analysis.
+Every thread, every sample: each wake-up also reads each Python thread's CPU time and keeps a row
+per thread (:attr:`StackSampler.rows`): the stage thread always (with its class,
+:mod:`workbench.wait_classes`), any other thread that ran since the previous wake-up. The CPU
+counter is the thread's Linux CPU-time clock (ns on CPU, read with the GIL held), else
+``/proc/self/task/TID/schedstat`` (ns on CPU and on a run queue), else ``.../stat`` (clock ticks of
+10 ms); elsewhere none, and samples are classed from their calls alone. The clock comes first
+because a file read lets go of the GIL and waits up to the switch interval to get it back, once per
+thread (``benchmarks/bench_thread_cpu.py``). Garbage collections are timed through ``gc.callbacks``.
+:meth:`record` gives it all as plain data (``RunMeta.sampled``, docs/json.md).
 """
 
 from __future__ import annotations
@@ -60,11 +39,11 @@ import numpy as np
 
 from . import timing
 from .errors import ConfigError
+from .noise import stat_ticks
 from .units import s_to_ns
 from .wait_classes import CLASSES, call_kind, classify, portable_file
 
-# benchmarks/bench_sampler.py (interleaved, 3 examples): at 1 and 2 ms the tabular example paid +6 to +8 %;
-# at 5 ms every example stayed within +4 % (text and image within +-3 %)
+# 5 ms: every example within a few % of unsampled; 1-2 ms cost more (benchmarks/bench_sampler.py)
 DEFAULT_INTERVAL_S = 0.005
 MAX_DEPTH = 128
 # the innermost frames kept of a paced request waiting to start (the pacer's, mostly)
@@ -87,9 +66,7 @@ _TICK_NS = 1_000_000_000 // (os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") 
 
 
 def _stat_ns(native_id: int) -> Counters:
-    with open(f"/proc/self/task/{native_id}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * _TICK_NS, None  # utime, stime (fields 14 and 15)
+    return stat_ticks(f"/proc/self/task/{native_id}/stat") * _TICK_NS, None
 
 
 def _thread_clock_ns(native_id: int) -> Counters:
@@ -146,9 +123,9 @@ class GcEvents:
             self._started = None
 
     def overlap_ns(self, lo: int, hi: int) -> int:
-        """Collection time inside ``(lo, hi]`` (the latest collections are scanned, newest first), with
-        one that started and has not yet stopped: the interpreter can hand the GIL to the sampler in a
-        ``stop`` callback that runs before this one."""
+        """Collection time inside ``(lo, hi]`` (the latest collections are scanned, newest first),
+        with one that started and has not yet stopped: the interpreter can hand the GIL to the
+        sampler in a ``stop`` callback that runs before this one."""
         started = self._started
         total = max(0, hi - max(started, lo)) if started is not None else 0
         # the callback appends start, then duration: read here between the two, the last start has none yet
@@ -160,8 +137,8 @@ class GcEvents:
         return total
 
 
-# a paced request due and not yet in its first stage (issue 37): thread ident -> due time (ns of the
-# sampler's clock); the pacer sets it before it sleeps (mark_due)
+# a paced request due and not yet in its first stage: thread ident -> due time (ns of the sampler's
+# clock); the pacer sets it before it sleeps (mark_due)
 _DUE_NS: dict[int, int] = {}
 
 
@@ -224,9 +201,8 @@ class StackSampler:
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> "StackSampler":
-        gc.callbacks.insert(
-            0, self.gc.callback
-        )  # first: its start and stop are the nearest to the pause
+        # first: its start and stop are the nearest to the pause
+        gc.callbacks.insert(0, self.gc.callback)
         self._thread = threading.Thread(
             target=self._run, name="workbench-stack-sampler", daemon=True
         )
@@ -331,9 +307,8 @@ class StackSampler:
         ]
         rows = {c: self.rows[c].tolist() for c in ROW_COLUMNS}
         rows["t_ns"] = [v - origin_ns for v in rows["t_ns"]]
-        gc_threads = [
-            self._thread_of(i, self.gc.names.get(i)) for i in self.gc.thread
-        ]  # may name threads: before the list
+        # may name threads: before the list
+        gc_threads = [self._thread_of(i, self.gc.names.get(i)) for i in self.gc.thread]
         return {
             "interval_ns": s_to_ns(self.interval_s),
             "cpu_source": self.cpu_source,

@@ -1,26 +1,16 @@
 """Streaming stages: a stage that yields its answer one unit (a token, a chunk) at a time.
 
 A stage declared ``@pipe.stage(stream=True)`` returns an iterable (a generator, usually). The runner
-consumes it inside the stage's timed region and reads the clock once after each unit arrives, so a
-request records, beside its stage times, the time of every unit (integer ns of the run's clock). From
-them (:mod:`workbench.analysis.tokens`):
+consumes it inside the stage's timed region and reads the clock after each unit, so a request
+records the time of every unit (integer ns of the run's clock); :mod:`workbench.analysis.tokens`
+derives TTFT (first unit - request start), prefill (first unit - the streaming stage's start), ITL
+(the gap between consecutive units), TPOT ((last - first unit) / (units - 1)) and tokens out.
 
-* **TTFT**, time to first token: the first unit's time minus the request's start (every stage before
-  the streaming one included); **prefill**: the first unit's time minus the streaming stage's start
-  (its own time to the first unit);
-* **ITL**, inter-token latency: the gap between two consecutive units (one per unit after the first);
-* **TPOT**, time per output token: (last unit - first unit) / (units - 1), one per request of two
-  units or more;
-* **tokens out** (units per request) and end to end.
-
-The rule for the stages after a streaming stage: they run once, on the **whole answer** (the list of
-its units), after the last unit; their time is in end to end, never in TTFT or ITL. A stage that must
-work per unit (detokenizing each token) belongs inside the streaming stage's generator, where its time
-is in the ITL. One stage per pipeline may stream.
-
-The cost on the hot path is one clock read and two list appends per unit. The unit times travel on
-:class:`workbench.timing.RequestTiming` (``unit_ns``) and are saved as the run's ``units`` table
-(:mod:`workbench.record.tables`).
+The stages after a streaming stage run once, on the **whole answer** (the list of its units), after
+the last unit: their time is in end to end, never in TTFT or ITL. Work per unit (detokenizing each
+token) belongs inside the generator, where its time is in the ITL. One stage per pipeline may
+stream. The cost is one clock read and two list appends per unit; the times travel on
+:class:`workbench.timing.RequestTiming` (``unit_ns``) into the run's ``units`` table.
 """
 
 from __future__ import annotations

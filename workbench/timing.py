@@ -6,14 +6,13 @@ CUDA events, which time the device work the stage enqueued.
 
 Synchronization policy on CUDA (``sync``):
 
-* ``"stage"`` (default): ``torch.cuda.synchronize()`` after every stage, so a
-  stage's host time includes the device work it launched and nothing is
-  charged to the next stage. Costs the overlap between one stage's GPU work
-  and the next stage's host work (a server that overlaps them may be a little
-  faster end to end).
-* ``"request"``: one synchronize at the end of the request. Stage host times
-  then measure only launching (the wrong way the notebooks teach); device
-  times from the events are still right; end to end includes the GPU tail.
+* ``"stage"`` (default): ``torch.cuda.synchronize()`` after every stage, so a stage's host time
+  includes the device work it launched and nothing is charged to the next stage. Costs the overlap
+  between one stage's GPU work and the next stage's host work (a server that overlaps them may be a
+  little faster end to end).
+* ``"request"``: one synchronize at the end of the request. Stage host times then measure only
+  launching (the wrong way the notebooks teach); device times from the events are still right; end
+  to end includes the GPU tail.
 
 The instrumentation costs two clock reads and two list appends per stage
 (``benchmarks/bench_overhead.py`` measures it).
@@ -74,9 +73,8 @@ class RequestTiming:
     attributes: dict[int, dict[str, float]] | None = None  # stage index -> its describe= numbers
     # stage index -> "Type: message" of a describe= that raised
     attribute_errors: dict[int, str] | None = None
-    unit_ns: list[int] | None = (
-        None  # clock after each unit of a streaming stage (workbench.streaming)
-    )
+    # clock after each unit of a streaming stage (workbench.streaming)
+    unit_ns: list[int] | None = None
 
 
 def time_request(
@@ -91,18 +89,16 @@ def time_request(
 ) -> RequestTiming:
     """Run the stages on one batch on the host, timing each (ns); a raising stage ends the request.
 
-    Any exception from a stage, ``SystemExit`` included, is that request's
-    failure; only ``KeyboardInterrupt`` propagates (the user stops the run).
-    starts/ends: lists to fill in place, so that :mod:`workbench.guard` can
-    see from another thread which stage is running when a request times out.
-    observe (see :func:`_time_request_observed`): gc_probe: a :class:`workbench.gcprobe.GcProbe`;
-    each stage's GC pause time (ns) is its running total after the stage minus before.
-    keep: indexes of stages whose outputs are returned in ``kept`` (the
-    runner's checks of the first request).
-    describe: stage index -> that stage's ``describe=``. Each is called on
-    its stage's output once the request's last clock read is taken (outside
-    every timed region) and the output is released at once: only the numbers
-    stay (``attributes``; a describe that raises is in ``attribute_errors``).
+    Any exception from a stage, ``SystemExit`` included, is that request's failure; only
+    ``KeyboardInterrupt`` propagates (the user stops the run).
+    starts/ends: lists filled in place, so that :mod:`workbench.guard` sees from another thread
+        which stage is running when a request times out.
+    observe (:func:`_time_request_observed`): gc_probe, a :class:`workbench.gcprobe.GcProbe` (a
+        stage's GC pause, ns, is its running total after the stage minus before); keep, indexes of
+        stages whose outputs are returned in ``kept`` (the first request's checks); describe, stage
+        index -> that stage's ``describe=``, called on its output after the request's last clock
+        read, the output released at once (``attributes``; one that raises is in
+        ``attribute_errors``).
     """
     starts = [] if starts is None else starts
     ends = [] if ends is None else ends
@@ -134,8 +130,8 @@ def _time_request_observed(
     keep: frozenset[int] = frozenset(),
     describe: Mapping[int, Callable[[Any], Any]] | None = None,
 ) -> RequestTiming:
-    """:func:`time_request` that also reads GC pauses per stage, keeps chosen outputs and describes others
-    (kept apart so the plain path stays two clock reads per stage)."""
+    """:func:`time_request` that also reads GC pauses per stage, keeps chosen outputs and describes
+    others (kept apart so the plain path stays two clock reads per stage)."""
     (starts, ends), describe = bounds, describe or {}
     gc_ns: list[int] = []
     kept: dict[int, Any] = {}
@@ -169,8 +165,8 @@ def _described(
     keep: frozenset[int],
     describe: Mapping[int, Callable],
 ) -> RequestTiming:
-    """``timing`` with the numbers of each held output's ``describe=`` and the outputs ``keep`` asks for;
-    every other output is released here, before the next request."""
+    """``timing`` with the numbers of each held output's ``describe=`` and the outputs ``keep`` asks
+    for; every other output is released here, before the next request."""
     numbers: dict[int, dict[str, float]] = {}
     errors: dict[int, str] = {}
     kept = {i: held[i] for i in keep if i in held}

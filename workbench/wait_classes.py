@@ -8,10 +8,10 @@ Each sample of a thread inside a stage gets one class (:data:`CLASSES`):
   ``.tolist()``, ``.numpy()``), whether the thread spun or slept in it;
 * ``cpu``: the thread was on CPU at least half the interval (per-thread counters), or no counter is
   readable and the call is no known wait;
-* ``lock``, ``io``, ``sleep``: off CPU in a recognized call: a frame of ``threading`` or ``queue``, or a
-  line that acquires, waits on or enters a lock, condition, semaphore, event or queue (``lock``);
-  ``socket``, ``ssl``, ``selectors``, ``subprocess`` or a store client, or a line that reads, writes,
-  sends, receives or polls (``io``); ``sleep(`` (``sleep``);
+* ``lock``, ``io``, ``sleep``: off CPU in a recognized call: a frame of ``threading`` or ``queue``,
+  or a line that acquires, waits on or enters a lock, condition, semaphore, event or queue
+  (``lock``); ``socket``, ``ssl``, ``selectors``, ``subprocess`` or a store client, or a line that
+  reads, writes, sends, receives or polls (``io``); ``sleep(`` (``sleep``);
 * ``gil``: off CPU in ordinary Python code while the process's other Python threads ran or waited
   for a core (where ``schedstat``'s run-queue time is read) at least a quarter of the interval
   (:data:`GIL_SHARE`): one of them held the interpreter lock, and this thread cannot run Python
@@ -43,9 +43,8 @@ LATE_STAGE = "(waiting to start)"
 GIL_SHARE = 0.25
 
 _STDLIB = os.path.normcase(sysconfig.get_paths()["stdlib"])
-_PACKAGE = os.path.normcase(
-    os.path.dirname(os.path.abspath(__file__))
-)  # the harness (its examples are user code)
+# the harness (its examples are user code)
+_PACKAGE = os.path.normcase(os.path.dirname(os.path.abspath(__file__)))
 _EXAMPLES = os.path.join(_PACKAGE, "examples")
 # standard-library modules whose frames are a wait of that class
 MODULE_KIND = {
@@ -102,8 +101,8 @@ STDLIB_PREFIX, WORKBENCH_PREFIX = "<stdlib>/", "<workbench>/"
 def portable_file(file: str) -> str:
     """A frame's file as a run records it: no path of the machine that measured it. The standard
     library is ``<stdlib>/...``, the workbench ``<workbench>/...``, an installed package
-    ``site-packages/...`` (from its ``site-packages`` or ``dist-packages`` folder on), a file under the
-    working folder relative to it; any other path (a user's file elsewhere) as it was.
+    ``site-packages/...`` (from its ``site-packages`` or ``dist-packages`` folder on), a file under
+    the working folder relative to it; any other path (a user's file elsewhere) as it was.
     :func:`is_user_file` and the library checks read these as they read the live paths."""
     norm = os.path.normcase(file)
     for marker in ("site-packages", "dist-packages"):
@@ -167,8 +166,6 @@ def classify(
         return CODE[kind]
     if cpu_ns is None:
         return CODE["cpu"]
-    if (
-        others_busy_ns >= dt_ns * GIL_SHARE
-    ):  # one of them held the GIL, on a core or waiting for one
+    if others_busy_ns >= dt_ns * GIL_SHARE:  # one of them held the GIL, on a core or waiting
         return CODE["gil"]
     return CODE["off_cpu"]

@@ -4,16 +4,14 @@ The live load generator and the simulator consume the same schedule, so a
 simulated and a live run of the same ``Arrivals`` see the same process:
 
 * ``poisson``: exponential inter-arrival times with mean ``1 / rate_rps``.
-* ``bursty``: an on/off process. Time alternates between ``on_ms`` windows,
-  where arrivals are Poisson at the peak rate ``rate_rps * (on_ms + off_ms) / on_ms``,
-  and ``off_ms`` windows with no arrival, so the long-run rate is ``rate_rps``.
-  The first window starts "on" at time 0.
+* ``bursty``: an on/off process. Time alternates between ``on_ms`` windows, where arrivals are
+  Poisson at the peak rate ``rate_rps * (on_ms + off_ms) / on_ms``, and ``off_ms`` windows with no
+  arrival, so the long-run rate is ``rate_rps``. The first window starts "on" at time 0.
 * ``replay``: timestamps read from a CSV file (:func:`read_arrivals_csv`).
 
-A schedule is bounded by ``count`` requests and/or ``duration_s`` seconds,
-whichever ends first; at least one bound is required for the generated
-processes. Times are offsets from the schedule's start (the first replayed
-timestamp maps to 0).
+A schedule is bounded by ``count`` requests and/or ``duration_s`` seconds, whichever ends first; at
+least one bound is required for the generated processes. Times are offsets from the schedule's start
+(the first replayed timestamp maps to 0).
 """
 
 from __future__ import annotations
@@ -32,9 +30,8 @@ from ..errors import ConfigError
 from ..units import NS_PER_S, ms_to_ns
 
 PROCESSES = ("poisson", "bursty", "replay")
-MAX_REPLAY_S = (
-    7 * 86_400
-)  # a replayed file spans at most this (int64 ns hold 292 years; 1e300 s wrapped)
+# a replayed file spans at most this (int64 ns hold 292 years; 1e300 s wrapped)
+MAX_REPLAY_S = 7 * 86_400
 CSV_UNITS = {"arrival_ns": 1, "arrival_us": 1_000, "arrival_ms": 1_000_000, "arrival_s": NS_PER_S}
 
 
@@ -157,9 +154,8 @@ def bursty_ns(
 ) -> np.ndarray:
     """On/off arrivals with long-run rate ``rate_rps`` (int64 ns).
 
-    Draws a Poisson process at the peak rate on "busy time" (time counted only
-    inside on windows), then maps busy time to wall time by inserting an off
-    window after every ``on_ms`` of busy time.
+    Draws a Poisson process at the peak rate on "busy time" (time counted only inside on windows),
+    then maps busy time to wall time by inserting an off window after every ``on_ms`` of busy time.
     """
     on_ns, off_ns = ms_to_ns(on_ms), ms_to_ns(off_ms)
     peak = rate_rps * (on_ms + off_ms) / on_ms
@@ -176,12 +172,11 @@ def bursty_ns(
 def read_arrivals_csv(path: str | Path) -> np.ndarray:
     """Arrival timestamps from a CSV file, as int64 ns offsets from the first one.
 
-    The file has one column. Its header names the unit: ``arrival_ns``,
-    ``arrival_us``, ``arrival_ms`` or ``arrival_s``; without a header the values
-    are seconds. Timestamps must be finite, non-decreasing and within
-    :data:`MAX_REPLAY_S` of the first; a file that is not UTF-8 text, an empty
-    file, a value that is not a number, a timestamp earlier than the one before
-    it or too late raises ConfigError naming the file and row.
+    The file has one column. Its header names the unit: ``arrival_ns``, ``arrival_us``,
+    ``arrival_ms`` or ``arrival_s``; without a header the values are seconds. Timestamps must be
+    finite, non-decreasing and within :data:`MAX_REPLAY_S` of the first; a file that is not UTF-8
+    text, an empty file, a value that is not a number, a timestamp earlier than the one before it or
+    too late raises ConfigError naming the file and row.
     """
     p = Path(path)
     if not p.is_file():

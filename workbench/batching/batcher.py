@@ -1,29 +1,19 @@
 """The live dynamic batcher: ``concurrency`` executor threads pulling batches from one queue.
 
-Requests are submitted with their arrival time (the injectable clock, read
-under the lock so arrivals never go back in time). There is no separate
-batcher thread: an idle executor applies :mod:`workbench.batching.policy`'s
-rule itself. Because the rule only uses recorded times (arrivals, and the
-start of the previous batch for the one-deep handoff), the batch an executor
-takes when it becomes free is exactly the batch a batcher thread would have
-closed at ``close_ns`` and handed over: the requests that arrived by
-``close_ns``, at most ``max_batch_size``. Doing it in the executor saves one
-thread wake-up per batch, which on a busy 2-core machine costs more than the
-work. The executor records ``start_ns`` when it takes the batch (so
-``queue_wait = start - close`` holds its wake-up delay, or the time the
-closed batch waited for it) and ``end_ns`` when the pipeline call returns;
-the call itself is timed stage by stage by ``execute`` (``workbench.timing``).
+Requests are submitted with their arrival time (the injectable clock, read under the lock so
+arrivals never go back in time). There is no batcher thread: an idle executor applies
+:mod:`workbench.batching.policy`'s rule itself, and since the rule uses recorded times only, it
+takes exactly the batch a batcher thread would have closed at ``close_ns`` (one thread wake-up per
+batch saved). The executor records ``start_ns`` when it takes the batch
+(``queue_wait = start - close``) and ``end_ns`` when the pipeline call returns; ``execute`` times
+the call stage by stage.
 
-A stage can hang. The batches being executed are kept in ``_in_flight``
-(with the stage timer's lists when ``stage_names`` is given), so that
-``stop`` waits one shared ``join_timeout_s`` for all executors, then records
-every batch still in flight as a ``Timeout`` failure ("in flight at stop",
-at the stage it was in) and abandons its executor thread (a daemon): nothing
-is lost and stopping takes no longer than asked. An executor's result that
-arrives after that is discarded. A batch whose own timing is a ``Timeout``
-(``execute`` ran it under :class:`workbench.guard.StageGuard`) halts the
-batcher: nothing more is dispatched, ``halted`` is set (the load generator's
-cancel) and the queued requests are returned by ``stop`` as undispatched.
+A stage can hang: ``stop`` waits one shared ``join_timeout_s`` for all executors, then records every
+batch still in flight (``_in_flight``) as a ``Timeout`` failure ("in flight at stop", at the stage
+it was in) and abandons its executor thread (a daemon); a result arriving later is discarded. A
+batch whose own timing is a ``Timeout`` (``execute`` ran it under
+:class:`workbench.guard.StageGuard`) halts the batcher: nothing more is dispatched, ``halted`` (the
+load generator's cancel) is set and ``stop`` returns the queued requests as undispatched.
 """
 
 from __future__ import annotations
@@ -70,16 +60,13 @@ class _InFlight:
 class DynamicBatcher:
     """Threads around a :class:`BatchFormer`; ``execute(items) -> RequestTiming`` runs one batch.
 
-    Use ``start()``, ``submit(item)`` from one producer thread, then
-    ``wait_done(timeout_s)`` and ``stop()``. ``batches`` holds the executed
-    batches in completion order; ``stop(abort=True)`` returns the requests that were
-    never dispatched as ``(request, arrival_ns)`` pairs.
-
-    stage_names: the pipeline's stages; when given, ``execute(items, starts=, ends=)``
-        is handed the stage timer's lists, so a batch in flight at ``stop`` is
-        recorded at the stage it was running (else at the first stage).
-    After a batch timed out, ``halted`` is set and ``stopped_by`` is "timeout";
-    ``in_flight_at_stop`` counts the batches ``stop`` recorded as in flight.
+    Use ``start()``, ``submit(item)`` from one producer thread, then ``wait_done(timeout_s)`` and
+    ``stop()``. ``batches`` holds the executed batches in completion order; ``stop(abort=True)``
+    returns the requests never dispatched as ``(request, arrival_ns)`` pairs. With ``stage_names``
+    ``execute(items, starts=, ends=)`` gets the stage timer's lists, so a batch in flight at
+    ``stop`` is recorded at the stage it was in (else at the first). After a batch timed out,
+    ``halted`` is set and ``stopped_by`` is "timeout"; ``in_flight_at_stop`` counts the batches
+    ``stop`` recorded as in flight.
     """
 
     def __init__(
@@ -154,12 +141,10 @@ class DynamicBatcher:
             return self._cond.wait_for(done, timeout=timeout_s)
 
     def stop(self, abort: bool = False, join_timeout_s: float = 30.0) -> list[tuple[int, int]]:
-        """Stop the executors once the queue is empty (at once with ``abort``); return the undispatched.
-
-        join_timeout_s: real seconds to wait for all executors together. Batches
-        still in flight then are recorded as ``Timeout`` failures and requests
-        still queued are returned with the undispatched.
-        """
+        """Stop the executors once the queue is empty (at once with ``abort``); return the
+        undispatched. join_timeout_s: real seconds to wait for all executors together; batches still
+        in flight then are ``Timeout`` failures, requests still queued are returned with the
+        undispatched."""
         with self._cond:
             self._stopping = True
             dropped = self._halted_queue + (self._former.drain() if abort else [])

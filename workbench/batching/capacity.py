@@ -1,23 +1,15 @@
 """Capacity sweeps: a load run per arrival rate (or executor count), measured in windows, and the knee.
 
-A sweep folder holds one run folder per point (``point-00-rate-50``, ...) and
-``sweep.json`` (format ``workbench.sweep``, documented in docs/json.md). Each
-point is one continuous open-loop run of ``max_windows`` windows of
-``window_s``; :mod:`workbench.analysis.windows` cuts it by send time and
-finds the first three windows whose p50 and p99 agree within
-``stability_pct`` % (perf_analyzer's rule). The generator is given a
-:class:`~workbench.analysis.windows.StabilityWatch` that applies the same rule
-between windows as the requests finish, so a point stops sending at the
-boundary after its first stable trio (``stopped_by: "stable"``) or runs all
-``max_windows`` (``"max-windows"``). The point's figures are those of the
-requests sent in the stable trio (or the last three windows, marked
-unstable). ``rate=auto`` doubles the rate from ``start_rate_rps`` until p99
-passes ``sla_ms`` or the achieved rate stops growing.
-
-The measuring itself is the caller's: ``measure(value, folder, watch) -> Run`` runs
-and saves one point, its generator asking ``watch`` between windows, (in process or against a server), so this module stays
-free of sockets and pipelines. ``sweep.json`` is rewritten, whole and
-atomically, after every point: a sweep stopped half way keeps its points.
+A sweep folder holds one run folder per point (``point-00-rate-50``, ...) and ``sweep.json`` (format
+``workbench.sweep``, docs/json.md). Each point is one open-loop run of up to ``max_windows`` windows
+of ``window_s``, watched by a :class:`~workbench.analysis.windows.StabilityWatch`: it stops sending
+at the boundary after the first three windows whose p50 and p99 agree within ``stability_pct`` %
+(perf_analyzer's rule; ``stopped_by: "stable"``, else ``"max-windows"``), and the point's figures
+are those of the requests sent in that trio (or the last three windows, marked unstable).
+``rate=auto`` doubles the rate from ``start_rate_rps`` until p99 passes ``sla_ms`` or the achieved
+rate stops growing. The measuring is the caller's (``measure(value, folder, watch) -> Run``, in
+process or against a server), so this module has no sockets or pipelines. ``sweep.json`` is
+rewritten atomically after every point: a sweep stopped half way keeps its points.
 """
 
 from __future__ import annotations
@@ -160,12 +152,13 @@ def _get(section: Any, key: str, default: Any = None) -> Any:
 def point_row(
     run, plan: SweepPlan, value: float, index: int, folder: str, watch: StabilityWatch | None = None
 ) -> dict[str, Any]:
-    """One point of ``sweep.json`` from its run: windows, stability, rates, percentiles, stages, lag, noise.
+    """One point of ``sweep.json`` from its run: windows, stability, rates, percentiles, stages,
+    lag, noise.
 
     watch: the point's generator's stop rule; where it stopped the schedule, the point ran
-    ``watch.windows_run`` windows (``stopped_by`` "stable"), else all ``max_windows`` ("max-windows").
-    Requests sent after the last whole window (while its requests were still in flight) stay in
-    the run but in no window.
+    ``watch.windows_run`` windows (``stopped_by`` "stable"), else all ``max_windows``
+    ("max-windows"). Requests sent after the last whole window (while its requests were still in
+    flight) stay in the run but in no window.
     """
     window_ns = plan.window_ns
     early = watch is not None and watch.windows_run is not None
@@ -235,10 +228,12 @@ def run_sweep(
     header: dict[str, Any],
     on_point: Callable[[dict], None] | None = None,
 ) -> dict[str, Any]:
-    """Measure every point into ``out`` and return the sweep record (also written to ``out/sweep.json``).
+    """Measure every point into ``out`` and return the sweep record (also written to
+    ``out/sweep.json``).
 
-    header: what the caller knows of the sweep (``kind``, ``pipeline``, ``policy``, ``url``, ``created``);
-        a ``policy`` of None is taken from the first point's run (a server reports its own).
+    header: what the caller knows of the sweep (``kind``, ``pipeline``, ``policy``, ``url``,
+        ``created``); a ``policy`` of None is taken from the first point's run (a server reports its
+        own).
     on_point: called with each point's row as it is measured (progress output).
     """
     if out.exists():
@@ -409,7 +404,8 @@ def compare_sweeps(a: dict[str, Any], b: dict[str, Any]) -> pd.DataFrame:
 
 
 def sweep_service_runs(path: str | os.PathLike | None, record: dict[str, Any]) -> list[Path]:
-    """The point run folders of an in-process sweep (their batches' service times calibrate the simulator).
+    """The point run folders of an in-process sweep (their batches' service times calibrate the
+    simulator).
 
     A served sweep's points measured the client side only: a ConfigError says to give profiler runs.
     """

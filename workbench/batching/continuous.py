@@ -54,11 +54,11 @@ from .arrivals import Arrivals
 
 STREAM_STAGE = "generate"  # the stage the units belong to, in the simulated and the live run
 STAGES = ["queue_wait", STREAM_STAGE]
-# the features of a step, in StepTimes' coefficient order
 LOAD_COLUMNS = {**LOAD_REQUEST_COLUMNS, "lag_ns": "int64"}  # batch_wait_ns and lag_ns are 0
 DRAINED = StageFailure(
     STREAM_STAGE, "DrainTimeout", "not finished before the run's drain deadline (drain_timeout_s)"
 )
+# the features of a step, in StepTimes' coefficient order
 FEATURES = ("decode_step", "decode_seqs", "context_tokens", "prefill_chunks", "prefill_tokens")
 
 
@@ -295,10 +295,10 @@ class TokenLog:
         stopped_ns: int | None = None,
         failure: StageFailure | None = None,
     ) -> ContinuousRun:
-        """The run tables (a load run's columns: ``queue_wait_ns`` to admission, ``service_ns`` from it,
-        ``batch`` the step it joined before). A finished request's end to end runs from its arrival to
-        its last unit, its ``generate`` stage from admission to the last unit; one not finished at
-        ``stopped_ns`` fails there with ``failure`` (default :data:`DRAINED`)."""
+        """The run tables (a load run's columns: ``queue_wait_ns`` to admission, ``service_ns`` from
+        it, ``batch`` the step it joined before). A finished request's end to end runs from its
+        arrival to its last unit, its ``generate`` stage from admission to the last unit; one not
+        finished at ``stopped_ns`` fails there with ``failure`` (default :data:`DRAINED`)."""
         last: dict[int, int] = {}
         for r, _, at in self.units:
             last[r] = at

@@ -1,17 +1,16 @@
 """A live continuous batching run: a generative pipeline's step API driven by the token-level rule.
 
 ``load`` of a pipeline that offers a step API (``Pipeline.steps``, the generate example's
-:mod:`workbench.examples.generate_steps`) runs this instead of the dynamic batcher. One thread, the
-caller's: between steps it moves the requests now due into the waiting queue, admits, plans and runs a
-step with :class:`~.continuous.Scheduler` (the simulator's rule, not a copy), a ``decode`` over the
-decoding sequences then one ``prefill`` per chunk, and stamps every token the step made with the
-step's end (when a server would send it). Requests are due at their schedule times (open loop); the
-time until the loop admits one is its ``queue_wait``.
+:mod:`workbench.examples.generate_steps`) runs this instead of the dynamic batcher, on the caller's
+thread: between steps it moves the requests now due (open loop) into the waiting queue, then admits,
+plans and runs a step with :class:`~.continuous.Scheduler` (the simulator's rule): a ``decode`` over
+the decoding sequences, then one ``prefill`` per chunk; every token made is stamped with the step's
+end. The time until a request is admitted is its ``queue_wait``.
 
 The run is a :class:`workbench.record.Run` of kind ``load`` with stages ``queue_wait`` and
-``generate`` and a ``units`` table, so ``show`` reports TTFT, ITL and TPOT as for a profile. Its
-``load.continuous`` holds the policy, the step counts and the step model fitted to the run's steps. Requests not finished by the drain deadline
-(``drain_timeout_s`` after the last arrival) fail as ``DrainTimeout``.
+``generate`` and a ``units`` table (TTFT, ITL, TPOT in ``show``); ``load.continuous`` holds the
+policy, the step counts and the step model fitted to the run's steps. Requests not finished
+``drain_timeout_s`` after the last arrival fail as ``DrainTimeout``.
 
 :func:`profile_steps` times the step API alone at chosen shapes: the measurements
 :func:`~.continuous.fit_step_times` fits the simulator's step model to.
@@ -31,11 +30,10 @@ from ..fingerprint import run_fingerprint
 from ..guard import Interrupted
 from ..noise import NoiseProbe, Readings
 from ..runner import environment
-from ..timing import StageFailure
 from ..record import Load, Run
 from ..record.meta import STATUS_COMPLETE, STATUS_INTERRUPTED
 from ..streaming import stream_index
-from ..timing import Clock
+from ..timing import Clock, StageFailure
 from ..units import ns_to_s, s_to_ns
 from .arrivals import Arrivals
 from .continuous import (
@@ -86,8 +84,8 @@ def run_continuous(
     """Run ``items`` (one per arrival of ``arrivals``) through ``pipe.steps(policy.max_num_seqs)``.
 
     target: what ``pipe`` was built from (its fingerprint); opts: the run's
-    :class:`~.live.LoadOptions` (its drain timeout, clock, sleep and noise readings). Ctrl-C stops the
-    arrivals and the steps: what finished is kept, the rest fail (``RunStopped``), and
+    :class:`~.live.LoadOptions` (its drain timeout, clock, sleep and noise readings). Ctrl-C stops
+    the arrivals and the steps: what finished is kept, the rest fail (``RunStopped``), and
     :class:`~workbench.guard.Interrupted` carries the run (status ``interrupted``).
     """
     clock, drain_timeout_s = opts.clock, opts.drain_timeout_s

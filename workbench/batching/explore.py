@@ -34,13 +34,12 @@ def batching_point(
 ) -> dict[str, Any]:
     """Simulate one setting on a seeded Poisson schedule, and sweep rate and max wait around it.
 
-    Out: ``summary`` (:func:`load_summary` of the point, ms), ``at`` (its requests at p50
-    and p99 with their parts, :func:`percentile_requests`), ``curve`` (a
-    :func:`sweep` table over :data:`RATE_FRACTIONS` of the capacity plus the
-    rate itself, at this max batch and wait), ``waits`` (a sweep table over
-    :data:`WAITS_MS` plus this wait, at this rate), ``capacity_rps`` (req/s at
-    this max batch, full batches back to back), ``stable`` (rate below
-    capacity) and ``simulations`` (how many simulations this took).
+    Out: ``summary`` (:func:`load_summary` of the point, ms), ``at`` (its requests at p50 and p99
+    with their parts, :func:`percentile_requests`), ``curve`` (a :func:`sweep` table over
+    :data:`RATE_FRACTIONS` of the capacity plus the rate itself, at this max batch and wait),
+    ``waits`` (a sweep table over :data:`WAITS_MS` plus this wait, at this rate), ``capacity_rps``
+    (req/s at this max batch, full batches back to back), ``stable`` (rate below capacity) and
+    ``simulations`` (how many simulations this took).
     """
     policy = BatchPolicy(int(max_batch_size), float(max_wait_ms))
     arrivals = Arrivals("poisson", rate_rps=float(rate_rps), count=requests, seed=seed)
@@ -68,12 +67,9 @@ def batching_point(
 
 def seeded_spread(tables: list[pd.DataFrame]) -> pd.DataFrame:
     """One sweep table from the same sweep on several seeds: per setting and rate, each number the
-    median over the seeds, plus ``p99_lo_ms`` and ``p99_hi_ms`` (the seeds' smallest and largest p99).
-
-    Near capacity a finite run's p99 is set by a few long busy periods: at 0.9 and 0.95 of capacity
-    one seed drew 153 then 106 ms (p99 falling as throughput rose), the next seeds 87-202 ms and
-    97-106 ms. The range says how far one run's p99 can be trusted there.
-    """
+    median over the seeds, plus ``p99_lo_ms`` and ``p99_hi_ms`` (the seeds' smallest and largest
+    p99): near capacity a finite run's p99 is set by a few long busy periods, and the range says how
+    far one run's p99 can be trusted there."""
     both = pd.concat(tables, ignore_index=True)
     keys = ["rate_rps", "max_batch_size", "max_wait_ms"]
     grouped = both.groupby(keys, sort=False)

@@ -1,27 +1,18 @@
 """A live load run: open-loop arrivals into the dynamic batcher in front of a real pipeline.
 
-The pipeline is built for ``max_batch_size`` and called once per batch (1 to
-``max_batch_size`` items). Everything runs in this process: the generator on
-the calling thread, the batcher and executors on their own threads; nothing
-goes over a socket. A run is bounded: the schedule by its count and/or
-duration, the drain after the last arrival by ``drain_timeout_s``; requests
-still queued at that deadline are recorded as failed (``error_stage``
-``"batcher"``, ``DrainTimeout``), never dropped silently.
+The pipeline is built for ``max_batch_size`` and called once per batch (1 to ``max_batch_size``
+items), all in this process: the generator on the calling thread, the batcher and executors on their
+own threads. A run is bounded: the schedule by its count and/or duration, the drain after the last
+arrival by ``drain_timeout_s``; requests still queued then are failed (``error_stage``
+``"batcher"``, ``DrainTimeout``), never dropped silently. The result is a
+:class:`workbench.record.Run` (``kind: "load"``) with stages ``batch_wait``, ``queue_wait`` and then
+the pipeline's; a request's end to end runs from when it was due, so a late submit's lag
+(``lag_ns``, ``loadgen``) is inside it and outside every stage.
 
-The result is a :class:`workbench.record.Run` in the profiler's folder format
-(``kind: "load"``), so ``load_run``, ``budget`` and ``workbench show`` read
-it: its stages are ``batch_wait``, ``queue_wait`` and then the pipeline's. Each
-request's end to end runs from when it was due, not from when the generator got
-to submit it (``loadgen``): a late submit's lag (``lag_ns``) is inside it, and
-outside every stage (unattributed).
-
-A stage that hangs cannot hang the run. With ``timeout_s`` every pipeline
-call (warm-up included) runs under a :class:`workbench.guard.StageGuard`: past
-it the batch's requests are ``Timeout`` failures, the stage's thread is
-abandoned, nothing more is dispatched and the run is returned with status
-``incomplete: timeout``. Without it, the drain deadline bounds the stop: a
-batch still in flight then is recorded as ``Timeout`` ("in flight at stop")
-and its executor thread abandoned (``DynamicBatcher.stop``).
+A stage that hangs cannot hang the run: with ``timeout_s`` every pipeline call (warm-up included)
+runs under a :class:`workbench.guard.StageGuard` and past it the batch's requests are ``Timeout``
+failures and the run is returned with status ``incomplete: timeout``; without it, a batch still in
+flight at the drain deadline is a ``Timeout`` ("in flight at stop", ``DynamicBatcher.stop``).
 """
 
 from __future__ import annotations
@@ -69,23 +60,21 @@ JOIN_S = 1.0  # real seconds stop() waits for executors that are finishing norma
 class LoadOptions:
     """How :func:`run_load` runs; a value out of range is a ConfigError when it is made.
 
-    warmup: untimed pipeline calls at sizes ``max_batch_size`` and 1 (each), run by every
-        executor thread before the first arrival.
+    warmup: untimed pipeline calls at sizes ``max_batch_size`` and 1 (each), run by every executor
+        thread before the first arrival.
     drain_timeout_s: seconds the drain after the last arrival may take (> 0).
     switch_interval_s: if set, ``sys.setswitchinterval`` for the run (restored after).
     noise_readings: a :class:`workbench.noise.Readings` (tests inject one).
-    timeout_s: real seconds one pipeline call (a batch, or a warm-up call) may take; None: no
-        limit. Past it the batch's requests are ``Timeout`` failures (a warm-up call's is in
-        ``load.warmup_failures``), its stage thread is abandoned, the run stops and is returned
-        with ``status`` "incomplete: timeout"; requests still queued are ``RunStopped`` failures.
-    watch: a :class:`workbench.analysis.windows.StabilityWatch` (a sweep point): it sees each request
-        sent and finished, and the schedule stops at the window boundary where it says the point is
-        stable; what is in flight then finishes and is recorded (``watch.windows_run`` says how many
-        windows were sent).
-    continuous: the policy of a generative pipeline's continuous batching: a pipeline with a
-        streaming stage is run by :func:`~.continuous_live.run_continuous` through its step API
-        (``Pipeline.steps``; default policy when None; refused without a step API), and ``policy``'s
-        batch size and wait are not used.
+    timeout_s: real seconds one pipeline call (a batch, or a warm-up call) may take; None: no limit.
+        Past it the batch's requests are ``Timeout`` failures (a warm-up call's is in
+        ``load.warmup_failures``), its stage thread is abandoned and the run stops with ``status``
+        "incomplete: timeout"; requests still queued are ``RunStopped`` failures.
+    watch: a :class:`workbench.analysis.windows.StabilityWatch` (a sweep point): it sees each
+        request sent and finished, and the schedule stops at the window boundary where it says the
+        point is stable (``watch.windows_run``); what is in flight then is still recorded.
+    continuous: the continuous batching policy of a pipeline with a streaming stage and a step API
+        (:func:`~.continuous_live.run_continuous`; default policy when None); ``policy``'s batch
+        size and wait are then not used.
     """
 
     warmup: int = 5
@@ -167,7 +156,11 @@ def _batched_run(pipe, build, target, arrivals, policy, schedule, items, opts: L
     )
     failed: list[SummaryFailure] = []  # a summary that raises leaves its figures out; the run stays
     ok_ns = requests.loc[requests["ok"], "dur_ns"].to_numpy()
-    noise = summarized(failed, "the noise reading", _noise, probe, threads, ok_ns, lags)
+    noise = summarized(  # the machine's noise record with the generator's lag rule
+        failed,
+        "the noise reading",
+        lambda: lag_noise(probe.finish(threads, ok_ns), lag_percentiles(lags)),
+    )
     summary = summarized(failed, "the load summary", load_summary, requests, policy.concurrency)
     load, timed_out = _load_section(
         summary, lags, arrivals, policy, opts, batcher, len(dropped), interval
@@ -226,10 +219,8 @@ def _drive(
     execute, pipe, items: list, schedule: np.ndarray, policy: BatchPolicy, opts: LoadOptions
 ):
     """Warm up, submit the schedule, drain, stop: ``(batcher, lags, dropped, origin_ns, stopped_ns)``.
-
-    A warm-up call that timed out stops the run before the first arrival; a
-    batch that timed out halts the batcher, which cancels the generator.
-    """
+    A warm-up call that timed out stops the run before the first arrival; a batch that timed out
+    halts the batcher, which cancels the generator."""
     clock, drain_timeout_s, timeout_s = opts.clock, opts.drain_timeout_s, opts.timeout_s
     warm = lambda: warm_up(execute, items, opts.warmup, policy.max_batch_size)  # noqa: E731  (in each executor)
     # the warm-up wait: the drain timeout, or longer than one call's timeout so that a hung call is a Timeout
@@ -270,11 +261,9 @@ def _drive(
 def _watched(batcher: DynamicBatcher, watch, origin: int, schedule: np.ndarray):
     """``(submit, stop)`` for :func:`generate`: the batcher's submit, and with a ``watch`` its stop rule.
 
-    The watch hears of each request as the generator submits it and, before each
-    send, of the batches finished since the last send (``batcher.batches`` grows
-    by appends, in completion order), all on the generator's thread; each
-    request is filed as the run's tables file it: by its due time
-    (``schedule[rid]``), end to end from it, ok when its batch did not fail.
+    On the generator's thread the watch hears of each request as it is submitted and, before each
+    send, of the batches finished since (``batcher.batches`` grows by appends); each request is filed
+    as the run's tables file it: by its due time, end to end from it, ok when its batch did not fail.
     """
     if watch is None:
         return batcher.submit, None
@@ -297,11 +286,6 @@ def _watched(batcher: DynamicBatcher, watch, origin: int, schedule: np.ndarray):
         return watch.stop(offset_ns)
 
     return submit, settled
-
-
-def _noise(probe, threads: int, ok_ns: np.ndarray, lags_ns: np.ndarray) -> dict:
-    """The machine's noise record with the generator's lag rule (:func:`~.loadgen.lag_noise`)."""
-    return lag_noise(probe.finish(threads, ok_ns), lag_percentiles(lags_ns))
 
 
 def _warm_failures(batcher: DynamicBatcher) -> list:
@@ -340,20 +324,11 @@ def pipeline_executor(pipe, target, clock: Clock, timeout_s: float | None = None
     """``(execute(items, starts=, ends=) -> RequestTiming, threads, guards)`` for the executor threads
     (of a load run, and of ``workbench serve``'s service).
 
-    Each executor thread builds its own pipeline from the factory, in that
-    thread, on its first call: a stage may hold objects that only work in the
-    thread that made them (a plain ``sqlite3.connect``). A built Pipeline
-    passed as ``target`` cannot be rebuilt and is shared.
-
-    Each executor thread also sets torch's intra-op thread count first:
-    ``config.threads`` when set, else the calling thread's count. OpenMP keeps
-    that setting per thread, so a new thread would otherwise run with the
-    default (all cores); on a 2-core machine that alone made CPU stages 10-50x
-    slower in the threads. On CUDA each thread gets its own ``CudaStageTimer``.
-
-    With ``timeout_s`` each executor runs its stages on its own
-    :class:`StageGuard` thread (listed in ``guards``, for closing), and the
-    pipeline is built there, in the thread that runs the stages.
+    Each executor thread builds its own pipeline on its first call, in the thread that runs the
+    stages (a plain ``sqlite3.connect`` works only there; a built Pipeline is shared), after setting
+    torch's intra-op thread count (``config.threads``, else the calling thread's): OpenMP keeps it
+    per thread, and a new thread's default (all cores) can make CPU stages many times slower. With
+    ``timeout_s`` that thread is the executor's own :class:`StageGuard` (listed in ``guards``).
     """
     torch, cfg = torch_or_none(), pipe.config
     threads = cfg.threads or (torch.get_num_threads() if torch is not None else None)

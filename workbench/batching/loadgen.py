@@ -1,19 +1,17 @@
 """The open-loop load generator: submit each request at its scheduled time, never later silently.
 
-Open loop means the schedule does not wait for responses (a closed-loop client
-would slow down exactly when the server does, hiding the queue). The
-generator sleeps until each scheduled time and submits; when it wakes up late
-(sleep granularity, the GIL held by a stage, a busy core) the request goes in
-late and its lag, actual minus scheduled submission time, is recorded. The
-worst lag is reported as ``generator_lag_ms``: a lagging generator sends a
-burstier, later load than asked for, and the run says so.
+Open loop means the schedule does not wait for responses (a closed-loop client would slow down
+exactly when the server does, hiding the queue). The generator sleeps until each scheduled time and
+submits; when it wakes up late (sleep granularity, the GIL held by a stage, a busy core) the request
+goes in late and its lag, actual minus scheduled submission time, is recorded. The worst lag is
+reported as ``generator_lag_ms``: a lagging generator sends a burstier, later load than asked for,
+and the run says so.
 
-A request's end to end is timed from its due time, not from its send (as wrk2
-and HdrHistogram's correction do): a request the generator sent late waited
-that long in production too, so its lag is inside its latency (coordinated
-omission otherwise hides it). A run whose lag p99 reaches
-:data:`LAG_P99_LIMIT_MS` is marked ``behind_schedule``: it sent a different load
-than asked for, and ``gate`` will not judge it (exit 4).
+A request's end to end is timed from its due time, not from its send (as wrk2 and HdrHistogram's
+correction do): a request the generator sent late waited that long in production too, so its lag is
+inside its latency (coordinated omission otherwise hides it). A run whose lag p99 reaches
+:data:`LAG_P99_LIMIT_MS` is marked ``behind_schedule``: it sent a different load than asked for, and
+``gate`` will not judge it (exit 4).
 """
 
 from __future__ import annotations
@@ -46,14 +44,14 @@ def generate(
     cancel: Any = None,
     stop: Callable[[int], bool] | None = None,
 ) -> np.ndarray:
-    """Submit ``items[k]`` at ``start_ns + schedule_ns[k]``; return each submission's lag (int64 ns, >= 0).
+    """Submit ``items[k]`` at ``start_ns + schedule_ns[k]``; return each submission's lag (int64 ns,
+    >= 0).
 
-    ``submit(item) -> (request id, arrival_ns)``; the lag is
-    ``max(0, arrival_ns - scheduled)``. ``cancel.is_set()`` stops early (the
-    returned array is then shorter than the schedule), and so does ``stop(offset)``
-    returning True when asked, at each send's due time, with its ``schedule_ns``
-    offset (a sweep point that has settled: :class:`~workbench.analysis.windows.StabilityWatch`).
-    Ctrl-C propagates with the lags of what was submitted as the exception's ``lags_ns``.
+    ``submit(item) -> (request id, arrival_ns)``; the lag is ``max(0, arrival_ns - scheduled)``.
+    ``cancel.is_set()`` stops early (the returned array is then shorter than the schedule), and so
+    does ``stop(offset)`` returning True, asked at each send's due time with its ``schedule_ns``
+    offset (a settled sweep point: :class:`~workbench.analysis.windows.StabilityWatch`). Ctrl-C
+    propagates with the lags of what was submitted as the exception's ``lags_ns``.
     """
     lags = np.zeros(len(schedule_ns), dtype=np.int64)
     k = 0

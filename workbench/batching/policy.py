@@ -4,27 +4,18 @@ Requests queue in arrival order. The next batch closes at
 
     close = max(min(oldest + max_wait, arrival of the max_batch_size-th queued), slot_free)
 
-and takes the queued requests that arrived at or before ``close``, at most
-``max_batch_size`` of them. ``oldest + max_wait`` is Triton's
-``max_queue_delay`` (the wait counts from the oldest queued request, so
-``max_wait = 0`` dispatches what is there at once); the size term dispatches a
-full batch as soon as it is full.
-
-``slot_free`` is back-pressure, like Triton's batcher, which only forms a batch
-when the model has room for it: at most one closed batch waits for an
-executor, so batch ``m`` cannot close before batch ``m - 1`` has started. While
-every executor is busy and one batch waits, arrivals keep queueing and the next
-batch is filled from them (up to ``max_batch_size``) when the waiting one
-starts. That is why, under a backlog, batches are full and the capacity is
+and takes the queued requests that arrived at or before ``close``, at most ``max_batch_size`` of
+them. ``oldest + max_wait`` is Triton's ``max_queue_delay`` (``max_wait = 0`` dispatches what is
+there at once); the size term dispatches a full batch as soon as it is full. ``slot_free`` is
+back-pressure, like Triton's: at most one closed batch waits for an executor, so batch ``m`` cannot
+close before batch ``m - 1`` has started, and under a backlog batches are full: the capacity is
 ``concurrency * max_batch_size / mean service time(max_batch_size)``.
 
-A request's wait is split in two parts that add up to arrival -> start
-(:func:`wait_split`): ``batch_wait`` ends when the rule itself would dispatch
-the batch (``due = min(oldest + max_wait, arrival of the max_batch_size-th)``,
-or the request's own arrival when it joined later), so it never exceeds
-``max_wait``; ``queue_wait`` is the rest, the time spent waiting for a busy
-executor (the handoff slot, then the executor). Counting the slot's wait as
-batch wait once gave a batch wait p99 of 110 ms under a 5 ms max wait.
+A request's wait is split in two parts that add up to arrival -> start (:func:`wait_split`):
+``batch_wait`` ends when the rule itself would dispatch the batch
+(``due = min(oldest + max_wait, arrival of the max_batch_size-th)``, or the request's own arrival
+when it joined later), so it never exceeds ``max_wait``; ``queue_wait`` is the rest, the wait for a
+busy executor (the handoff slot, then the executor).
 
 Times are integer nanoseconds. Nothing here reads a clock: callers pass times.
 """
@@ -122,10 +113,10 @@ class BatchFormer:
 def dispatch_schedule(arrivals_ns, service_ns, policy: BatchPolicy) -> list[dict[str, int]]:
     """Reference event-by-event replay of the rule: one dict per batch.
 
-    ``service_ns[m]`` is batch m's service time. Keys: ``batch``, ``size``,
-    ``first`` (index of its first request), ``due_ns`` (the rule's own close,
-    before back-pressure), ``close_ns``, ``start_ns``, ``end_ns``. Slow and
-    obvious on purpose: tests hold the fast simulator and the threaded batcher to it.
+    ``service_ns[m]`` is batch m's service time. Keys: ``batch``, ``size``, ``first`` (index of its
+    first request), ``due_ns`` (the rule's own close, before back-pressure), ``close_ns``,
+    ``start_ns``, ``end_ns``. Slow and obvious on purpose: tests hold the fast simulator and the
+    threaded batcher to it.
     """
     former, free, batches, slot_free = BatchFormer(policy), [0] * policy.concurrency, [], 0
     for i, a in enumerate(arrivals_ns):
@@ -155,11 +146,10 @@ def dispatch_schedule(arrivals_ns, service_ns, policy: BatchPolicy) -> list[dict
 def wait_split(arrival_ns, due_ns, close_ns, start_ns):
     """``(batch_wait_ns, queue_wait_ns)`` of a request: they add up to ``start - arrival``.
 
-    Batch wait runs from arrival to the batch's ``due`` (the rule's own close),
-    or ends at once for a request that joined after it, and never past the
-    close; queue wait (the busy executor: handoff slot, then executor) is the
-    rest. ``due_ns`` None (a record made before it was kept) ends the batch wait
-    at the close. Works on ints and on numpy arrays alike.
+    Batch wait runs from arrival to the batch's ``due`` (the rule's own close), or ends at once for
+    a request that joined after it, and never past the close; queue wait (the busy executor: handoff
+    slot, then executor) is the rest. ``due_ns`` None (a record made before it was kept) ends the
+    batch wait at the close. Works on ints and on numpy arrays alike.
     """
     if due_ns is None:
         end = close_ns

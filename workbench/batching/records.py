@@ -1,18 +1,15 @@
 """Load-run tables in the run-record format (``workbench.record``).
 
-``requests``: the profiler's columns, with ``start_ns`` = when the request was
-due (its schedule time), ``dur_ns`` = end to end (due to completion: the
-generator's lag is inside it, as in wrk2) and ``batch_size`` = items in the
-batch the request rode in, plus ``arrival_ns`` (when it was actually
-submitted), ``lag_ns`` (``arrival_ns - start_ns``), ``batch_wait_ns``,
-``queue_wait_ns``, ``service_ns`` and ``batch`` (-1: never dispatched). The
-time from the actual send is ``dur_ns - lag_ns``. All times int64 ns from the
-schedule's origin.
+``requests``: the profiler's columns, with ``start_ns`` = when the request was due (its schedule
+time), ``dur_ns`` = end to end (due to completion: the generator's lag is inside it, as in wrk2) and
+``batch_size`` = items in the batch the request rode in, plus ``arrival_ns`` (when it was actually
+submitted), ``lag_ns`` (``arrival_ns - start_ns``), ``batch_wait_ns``, ``queue_wait_ns``,
+``service_ns`` and ``batch`` (-1: never dispatched). The time from the actual send is
+``dur_ns - lag_ns``. All times int64 ns from the schedule's origin.
 
-``stages``: per request, a ``batch_wait`` row (index 0, from arrival), a
-``queue_wait`` row (index 1, from where the batch wait ends: ``policy.wait_split``) and one row per pipeline stage that
-ran, carrying its batch's stage time (every request of a batch waits for the
-whole batch). So ``budget()`` attributes end to end to waits and stages, and
+``stages``: per request, a ``batch_wait`` row (index 0, from arrival), a ``queue_wait`` row (index
+1, from where the batch wait ends: ``policy.wait_split``) and one row per pipeline stage that ran,
+with its batch's stage time. So ``budget()`` attributes end to end to waits and stages, and
 ``unattributed`` is the executor's bookkeeping around the pipeline call.
 """
 
@@ -81,14 +78,8 @@ def load_tables(
         size = len(rec.requests)
         for rid, arrival in zip(rec.requests, rec.arrivals_ns):
             late = lag(rid, arrival)
-            row = request_row(
-                rid,
-                False,
-                arrival - late - origin_ns,
-                rec.end_ns - arrival + late,
-                rec.timing.failure,
-                size,
-            )
+            start, dur = arrival - late - origin_ns, rec.end_ns - arrival + late
+            row = request_row(rid, False, start, dur, rec.timing.failure, size)
             batch_wait, queue_wait = wait_split(arrival, rec.due_ns, rec.close_ns, rec.start_ns)
             service = rec.end_ns - rec.start_ns
             load = _load_columns(arrival - origin_ns, batch_wait, queue_wait, service, rec.batch)
@@ -118,10 +109,9 @@ SIMULATION_STAGES = ["batch_wait", "queue_wait", "service"]
 def simulation_tables(requests: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Run-record tables of a :class:`~workbench.batching.simulator.Simulation`'s request table.
 
-    Every simulated request is measured (no warm-up) and succeeds; its stages
-    are ``batch_wait`` (from arrival), ``queue_wait`` (from close) and
-    ``service`` (the sampled batch service time), so end to end is their sum
-    and unattributed is 0.
+    Every simulated request is measured (no warm-up) and succeeds; its stages are ``batch_wait``
+    (from arrival), ``queue_wait`` (from close) and ``service`` (the sampled batch service time), so
+    end to end is their sum and unattributed is 0.
     """
     names = ("request", "dur_ns", "batch_size", *LOAD_COLUMNS)
     col = {c: requests[c].to_numpy(dtype="int64") for c in names}

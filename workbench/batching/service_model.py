@@ -1,21 +1,16 @@
 """Service-time model: how long one pipeline call takes, per batch size.
 
-Built from profiler runs (``workbench profile --batch-size N``) of one
-pipeline: for each measured batch size, the sorted end-to-end times (ns) of its
-measured (not warm-up), successful requests; or from load runs, whose batches
-give service times measured under the live run's own conditions. A batch of ``b`` items is sampled
-at quantile ``u`` by taking the quantile ``u`` (linear interpolation between
-order statistics, as ``workbench.analysis.stats``) at the two nearest measured
-sizes ``lo <= b <= hi`` and interpolating linearly in ``b``. A batch larger
-than the largest measured size is an error naming the size needed; one
-smaller than the smallest measured size uses that size's distribution (an
-overestimate, flagged by :meth:`ServiceModel.extrapolates_below`).
+Built from profiler runs (``workbench profile --batch-size N``) of one pipeline: for each measured
+batch size, the sorted end-to-end times (ns) of its measured (not warm-up), successful requests; or
+from load runs, whose batches give service times measured under the live run's own conditions. A
+batch of ``b`` items is sampled at quantile ``u`` by taking the quantile ``u`` (linear interpolation
+between order statistics, as ``workbench.analysis.stats``) at the two nearest measured sizes
+``lo <= b <= hi`` and interpolating linearly in ``b``. A batch larger than the largest measured size
+is an error naming the size needed; one smaller than the smallest measured size uses that size's
+distribution (an overestimate, flagged by :meth:`ServiceModel.extrapolates_below`).
 
-A served pipeline's batches also pay for the HTTP server's event loop around
-them (it shares the GIL with the executor): the served validation measured and
-modelled that, as research (``research/served/``; conclusions in
-``docs/serving.md``). Served load runs given here calibrate the model with
-their own batches, that cost included.
+Served load runs calibrate the model with their own batches, the HTTP server's event loop around
+them included (``research/served/``, ``docs/serving.md``).
 """
 
 from __future__ import annotations
@@ -122,17 +117,13 @@ def service_model_from_runs(
 ) -> ServiceModel:
     """A model from runs (``Run`` objects or run folders) of one pipeline and configuration.
 
-    The runs' fingerprints (``workbench.fingerprint``) must be equal except
-    ``batch_size``: else a ConfigError names the first field that differs and
-    both values. ``allow_mixed`` pools them anyway and records the differences
-    in ``ServiceModel.mixed`` for the output to show.
-
-    Profiler runs give ``requests.dur_ns`` of measured successful requests at
-    the run's ``config.batch_size`` (less ``lag_ns`` in a paced run: from the send). Load runs (``workbench load``) give one
-    sample per successful batch, its ``service_ns``, at the batch's size
-    (sizes seen in fewer than ``min_batches`` batches are left out): service
-    times measured under the live run's own conditions (executor threads,
-    generator, other processes), a calibration. Runs at one size are pooled.
+    The runs' fingerprints (``workbench.fingerprint``) must be equal except ``batch_size``, else a
+    ConfigError names the first field that differs and both values; ``allow_mixed`` pools them and
+    records the differences in ``ServiceModel.mixed``. Profiler runs give ``requests.dur_ns`` of
+    measured successful requests at ``config.batch_size`` (less ``lag_ns`` in a paced run). Load
+    runs give one sample per successful batch, its ``service_ns``, at the batch's size (sizes seen
+    in fewer than ``min_batches`` batches are left out): a calibration under the live run's own
+    conditions. Runs at one size are pooled.
     """
     loaded = [item if isinstance(item, Run) else load_run(item) for item in runs]
     labels = [str(run.path) if run.path is not None else run.label for run in loaded]

@@ -1,19 +1,14 @@
 """Discrete-event simulation of the dynamic batcher (``workbench.batching.policy``).
 
-The loop runs once per batch, not per event: a batch's close time follows from
-the arrival times (the dispatch rule) and the start time of the batch before
-it (the one-deep handoff), its start from the earliest free executor, its end
-from a service time drawn from the :class:`ServiceModel`. Per-request columns
-are then filled with numpy. One core simulates 10^6 requests in about a
-second (``benchmarks/bench_simulator.py``).
+The loop runs once per batch, not per event: a batch's close time follows from the arrival times
+(the dispatch rule) and the start time of the batch before it (the one-deep handoff), its start from
+the earliest free executor, its end from a service time drawn from the :class:`ServiceModel`.
+Per-request columns are then filled with numpy. One core simulates 10^6 requests in about a second
+(``benchmarks/bench_simulator.py``).
 
-Service quantiles are drawn one per batch, independently, from a seeded
-generator, so a simulation is repeatable. (The served validation's variants,
-draws in a measured order, the server's contention costs and the machine's
-speed levels, are research: ``research/served/simulate.py``.)
-An arrival rate at or above capacity is reported as ``stable: False``; the
-figures are those of the finite horizon (they grow with the number of requests
-instead of converging).
+Service quantiles are drawn one per batch, independently, from a seeded generator, so a simulation
+is repeatable (variants: ``research/served/simulate.py``). An arrival rate at or above capacity is
+``stable: False``: the figures are the finite horizon's and grow with the number of requests.
 """
 
 from __future__ import annotations
@@ -38,11 +33,10 @@ SEED_OFFSET = 0x5EC  # service draws use another stream than the arrivals of the
 class Simulation:
     """What a simulation produced.
 
-    requests: one row per request; ``request``, ``arrival_ns``,
-        ``batch_wait_ns`` (to the batch's due time, at most max wait),
-        ``queue_wait_ns`` (waiting for a busy executor: ``policy.wait_split``),
-        ``service_ns``, ``dur_ns`` (end to end, the sum of the three), ``batch``,
-        ``batch_size``, ``ok`` (always True), all int64 ns from the first arrival.
+    requests: one row per request; ``request``, ``arrival_ns``, ``batch_wait_ns`` (to the batch's
+        due time, at most max wait), ``queue_wait_ns`` (waiting for a busy executor:
+        ``policy.wait_split``), ``service_ns``, ``dur_ns`` (end to end, the sum of the three),
+        ``batch``, ``batch_size``, ``ok`` (always True), all int64 ns from the first arrival.
     batches: one row per batch; ``batch``, ``size``, ``first``, ``due_ns``, ``close_ns``,
         ``start_ns``, ``end_ns``, ``service_ns``.
     """
@@ -78,13 +72,12 @@ def _size_tables(model: ServiceModel, max_batch_size: int) -> list[tuple]:
 def batch_loop(
     arrivals: list, u: list, tables: list, max_batch_size: int, max_wait_ns: int, concurrency: int
 ) -> tuple[list, list, list, list, list]:
-    """The event loop: per batch (first request index, close, start, end, due), times as floats (ns).
+    """The event loop: per batch (first request index, close, start, end, due), times as floats
+    (ns).
 
-    ``due``: when the rule alone would dispatch the batch (``policy.BatchFormer.due_ns``);
-    ``close`` is later when the one-deep handoff slot was busy.
-
-    Quantiles are inlined (``x = u * (n - 1)``, linear between order
-    statistics; each sample list carries a repeated last value so ``k + 1``
+    ``due``: when the rule alone would dispatch the batch (``policy.BatchFormer.due_ns``); ``close``
+    is later when the one-deep handoff slot was busy. Quantiles are inlined (``x = u * (n - 1)``,
+    linear between order statistics; each sample list carries a repeated last value so ``k + 1``
     never overruns): this loop is the simulator's whole cost.
     """
     n, b, w = len(arrivals), max_batch_size, max_wait_ns

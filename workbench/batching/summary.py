@@ -1,9 +1,8 @@
 """Summaries of a batched run, live or simulated: the JSON of ``load`` and ``simulate``.
 
-Input is a requests table with ``arrival_ns``, ``batch_wait_ns``,
-``queue_wait_ns``, ``service_ns``, ``dur_ns`` (end to end), ``batch``,
-``batch_size`` (items in its batch) and ``ok``. Percentiles come from
-``workbench.analysis.stats.summarize_ns`` over successful requests.
+Input is a requests table with ``arrival_ns``, ``batch_wait_ns``, ``queue_wait_ns``, ``service_ns``,
+``dur_ns`` (end to end), ``batch``, ``batch_size`` (items in its batch) and ``ok``. Percentiles come
+from ``workbench.analysis.stats.summarize_ns`` over successful requests.
 
 A scheduled run (``load``, ``load --url``) also has ``lag_ns``: its end to end
 is timed from the due time, and the summary adds :data:`SCHEDULED`: the lag
@@ -97,11 +96,10 @@ def load_summary(requests: pd.DataFrame, concurrency: int = 1) -> dict[str, Any]
 def percentile_requests(requests: pd.DataFrame, percentiles=(50, 99)) -> pd.DataFrame:
     """The successful request at each percentile of end to end, with its own parts (ms).
 
-    One row per percentile: ``percentile``, ``request``, ``batch_wait_ms``,
-    ``queue_wait_ms``, ``service_ms``, ``end_to_end_ms``; the request is the
-    nearest-rank order statistic (rank ``ceil(q/100 * n)``), so its parts add up to
-    its end to end exactly. Percentiles of each part taken apart do not add up to
-    the end-to-end percentile (stacked, they once stood at 24 ms over a p99 of 19.4 ms).
+    One row per percentile: ``percentile``, ``request``, ``batch_wait_ms``, ``queue_wait_ms``,
+    ``service_ms``, ``end_to_end_ms``; the request is the nearest-rank order statistic (rank
+    ``ceil(q/100 * n)``), so its parts add up to its end to end exactly, which percentiles of each
+    part taken apart do not.
     """
     ok = requests[requests["ok"].astype(bool)].sort_values(["dur_ns", "request"], kind="stable")
     rows = []

@@ -1,8 +1,7 @@
 """Sweeps: simulated latency and throughput over a grid of batcher settings.
 
-The tidy table behind latency-vs-throughput curves and the wait-time slider:
-one row per (rate_rps, max_batch_size, max_wait_ms), each simulated on the
-same seeded arrival process.
+The tidy table behind latency-vs-throughput curves and the wait-time slider: one row per (rate_rps,
+max_batch_size, max_wait_ms), each simulated on the same seeded arrival process.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
-"""The four shipped example pipelines, each with a different latency budget.
+"""The four shipped example pipelines (:data:`EXAMPLES`), each with a different latency budget:
+``tabular`` is feature-bound at small batch (``hydrate`` dominates), ``text`` compute-bound
+(``forward``), ``image`` preprocess-heavy (decode and resize), and ``generate`` streams its tokens
+(``workbench.streaming``: TTFT, ITL, TPOT; with ``kv_cache=false`` each decode step grows with its
+position).
 
-- ``tabular``: JSON request -> SQLite feature hydration -> MLP -> calibrated
-  score -> JSON. Feature-bound at small batch (``hydrate`` dominates).
-- ``text``: raw text -> wordpiece tokenizer -> small transformer encoder ->
-  top-k labels -> JSON. Compute-bound (``forward`` dominates).
-- ``image``: PNG bytes -> decode, resize, normalize -> small CNN -> top-k ->
-  JSON. Preprocess-heavy (decode and resize take a large share).
-- ``generate``: prompt ids -> a small causal transformer whose ``generate`` stage
-  streams its tokens (``workbench.streaming``: TTFT, ITL, TPOT) -> JSON. With
-  ``kv_cache=false`` each decode step grows with its position.
-
-Every example runs offline: the feature store and vocabulary ship inside the
-package (``workbench/examples/data``, with a copy in the repository's ``data/``
-for the notebooks; regenerate both with ``make data``), the PNG requests are
-drawn in code.
-``factory(name)`` returns ``build(config) -> Pipeline``; the first stage takes
-a list of 1..``batch_size`` items, the last returns one JSON ``bytes``
-response per item. Importing this package does not import torch.
+Every example runs offline: the feature store and vocabulary ship in ``workbench/examples/data``
+(copied to ``data/`` for the notebooks; ``make data`` regenerates both). ``factory(name)`` returns
+``build(config) -> Pipeline``: its first stage takes 1..``batch_size`` items, the last returns one
+JSON ``bytes`` response per item. Importing this package does not import torch.
 """
 
 from __future__ import annotations

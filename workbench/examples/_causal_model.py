@@ -1,6 +1,6 @@
 """The generate example's causal transformer (imports torch; loaded by ``generate.build`` only).
 
-A decoder-only model written out, as the text example's encoder is: every projection an
+A decoder-only model of the text example's blocks (``_text_model.Block``): every projection an
 ``nn.Linear`` (int8 covers them), attention by ``scaled_dot_product_attention``. :meth:`Decoder.step`
 runs new tokens against a :class:`Cache` of every earlier token's keys and values (the KV cache:
 one decode step costs one token's work); :meth:`Decoder.forward` runs the whole sequence again
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
+
+from ._text_model import Block
 
 
 class Cache:
@@ -23,33 +24,6 @@ class Cache:
         self.k = [torch.zeros(shape, dtype=like.dtype, device=like.device) for _ in range(layers)]
         self.v = [torch.zeros(shape, dtype=like.dtype, device=like.device) for _ in range(layers)]
         self.filled = 0
-
-
-class Block(nn.Module):
-    """Pre-norm block: x + causal attention(norm(x)), then x + mlp(norm(x))."""
-
-    def __init__(self, d_model: int, heads: int, ff: int):
-        super().__init__()
-        self.heads = heads
-        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.qkv, self.proj = nn.Linear(d_model, 3 * d_model), nn.Linear(d_model, d_model)
-        self.ff1, self.ff2 = nn.Linear(d_model, ff), nn.Linear(ff, d_model)
-
-    def forward(self, x, mask, cache: Cache | None = None, layer: int = 0):
-        b, n, d = x.shape
-        q, k, v = (
-            self.qkv(self.norm1(x))
-            .view(b, n, 3, self.heads, d // self.heads)
-            .permute(2, 0, 3, 1, 4)
-        )
-        if cache is not None:  # append this step's keys and values, attend over all of them
-            end = cache.filled + n
-            cache.k[layer][:, :, cache.filled : end] = k.to(cache.k[layer].dtype)
-            cache.v[layer][:, :, cache.filled : end] = v.to(cache.v[layer].dtype)
-            k, v = cache.k[layer][:, :, :end].to(q.dtype), cache.v[layer][:, :, :end].to(q.dtype)
-        a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        x = x + self.proj(a.transpose(1, 2).reshape(b, n, d))
-        return x + self.ff2(F.gelu(self.ff1(self.norm2(x))))
 
 
 class Decoder(nn.Module):
@@ -87,9 +61,8 @@ class Decoder(nn.Module):
         x = self.tok(ids) + self.pos(pos.clamp(max=self.max_len - 1))
         query_at = torch.arange(total - n, total, device=ids.device)[:, None]
         key_at = torch.arange(total, device=ids.device)[None, :]
-        own = (key_at == query_at)[
-            None, None
-        ]  # a padding query sees itself: no row all masked (NaN)
+        # a padding query sees itself: no row all masked (NaN)
+        own = (key_at == query_at)[None, None]
         mask = (key_at <= query_at)[None, None] & (valid[:, None, None, :] | own)
         for i, block in enumerate(self.blocks):
             x = block(x, mask, cache, i)

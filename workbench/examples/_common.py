@@ -1,7 +1,6 @@
 """Helpers the example pipelines share: options, host->device copies, build checks.
 
-Imported only by the example modules (which import torch themselves), never by
-``import workbench``.
+Imported only by the example modules (which import torch themselves), never by ``import workbench``.
 """
 
 from __future__ import annotations
@@ -21,8 +20,8 @@ TOP_K = Range(1, 1_000, integer=True)
 
 
 def option(config: PipelineConfig, name: str, default: Any, kind: type = int) -> Any:
-    """``config.options[name]`` (or ``default``), checked to be of ``kind`` (its range is declared on the
-    factory with :func:`~workbench.config.option_ranges`)."""
+    """``config.options[name]`` (or ``default``), checked to be of ``kind`` (its range is declared
+    on the factory with :func:`~workbench.config.option_ranges`)."""
     value = config.options.get(name, default)
     if kind is float and is_int(value):
         value = float(value)
@@ -59,13 +58,9 @@ def check_batch(batch: Any, example: str) -> list:
 
 
 def to_device(tensor, config: PipelineConfig):
-    """Copy a host tensor to the config's device.
-
-    On CUDA, with option ``pin_memory`` (default True) the tensor is first
-    copied into page-locked memory and the host->device copy is asynchronous
-    (``non_blocking=True``); with ``pin_memory=False`` the copy is a plain
-    pageable, synchronizing one. On CPU the tensor is returned as is.
-    """
+    """Copy a host tensor to the config's device (on CPU: the tensor as is). On CUDA, with option
+    ``pin_memory`` (default True) it goes through page-locked memory and the copy is asynchronous
+    (``non_blocking=True``); else a plain, synchronizing one."""
     if not config.is_cuda:
         return tensor
     if option(config, "pin_memory", True, bool):

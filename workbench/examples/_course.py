@@ -1,9 +1,8 @@
 """Measurements of the course's pattern notebooks (11, 12), made live there and recorded by a script.
 
-``scripts/record_course_data.py`` calls the same functions and writes their
-results to ``data/course/*.json``, so a notebook on a machine that cannot make
-the measurement (no ``redis-server``, no time for a ``torch.compile``) reads
-what this code measured elsewhere, and says so.
+``scripts/record_course_data.py`` writes their results to ``data/course/*.json``, so a notebook on
+a machine that cannot measure (no ``redis-server``, no time for a ``torch.compile``) reads what this
+code measured elsewhere, and says so.
 
 * :func:`local_redis`: a throwaway ``redis-server`` on a free port (no
   persistence), or None where none is installed.
@@ -85,11 +84,10 @@ def cache_levels(
 ) -> dict[str, Any]:
     """The tabular example (batch 1, one thread) behind an LRU of ``l1_size`` responses, then LRU + Redis.
 
-    Out: ``{"l1_size", "requests", "keys", "levels": {"lru": ..., "redis": ...}}``;
-    each level: ``hit_rate`` (share of measured requests answered from a cache),
-    ``p50_ms``/``p99_ms`` end to end, ``hit_p50_ms``, ``miss_p50_ms``,
-    ``miss_p99_ms`` and ``misses`` (the measured requests that missed), ``noise``.
-    Both runs draw the same seeded keys; the Redis run starts empty.
+    Out: ``{"l1_size", "requests", "keys", "levels": {"lru": ..., "redis": ...}}``; each level:
+    ``hit_rate`` (share of measured requests answered from a cache), ``p50_ms``/``p99_ms`` end to
+    end, ``hit_p50_ms``, ``miss_p50_ms``, ``miss_p99_ms`` and ``misses`` (the measured requests that
+    missed), ``noise``. Both runs draw the same seeded keys; the Redis run starts empty.
     """
     levels = {}
     for kind in ("lru", "redis"):

@@ -1,17 +1,15 @@
 """The tabular example's prediction cache: an in-process LRU, optionally in front of Redis.
 
-``cache=lru``: ``cache_size`` responses in this process (an ``OrderedDict``,
-least recently used evicted). ``cache=redis``: the same LRU, then Redis
-(``wb:tabular:pred:{key}``, shared by every server process); a Redis hit is
-copied into the LRU. The key is what determines the response: the model's
-fingerprint (weights, calibration, threshold, precision and the features'
-version: another model or feature load never shares an entry), then user,
-candidate items, hour and device (not the request id). An entry is checked
-against the request before it answers it: one whose fingerprint, user or
-items differ (a key collision, another writer to the shared Redis) or that
-does not decode is a miss, counted in ``mismatched``. Counters say how many
-items hit and missed; ``batch_hit_fractions`` keeps, per pipeline call, the
-fraction of its items that hit (the per-request ``cache_hit`` attribute).
+``cache=lru``: ``cache_size`` responses in this process (an ``OrderedDict``, least recently used
+evicted). ``cache=redis``: the same LRU, then Redis (``wb:tabular:pred:{key}``, shared by every
+server process); a Redis hit is copied into the LRU. The key is what determines the response: the
+model's fingerprint (weights, calibration, threshold, precision and the features' version: another
+model or feature load never shares an entry), then user, candidate items, hour and device (not the
+request id). An entry is checked against the request before it answers it: one whose fingerprint,
+user or items differ (a key collision, another writer to the shared Redis) or that does not decode
+is a miss, counted in ``mismatched``. Counters say how many items hit and missed;
+``batch_hit_fractions`` keeps, per pipeline call, the fraction of its items that hit (the
+per-request ``cache_hit`` attribute).
 """
 
 from __future__ import annotations

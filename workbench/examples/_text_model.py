@@ -14,7 +14,9 @@ import torch.nn.functional as F
 
 
 class Block(nn.Module):
-    """Pre-norm block: x + attention(norm(x)), then x + mlp(norm(x))."""
+    """Pre-norm block: x + attention(norm(x)), then x + mlp(norm(x)); with a ``cache`` (the generate
+    example's ``_causal_model.Cache``) this step's keys and values are appended to ``layer``'s and
+    attention runs over all of them."""
 
     def __init__(self, d_model: int, heads: int, ff: int):
         super().__init__()
@@ -23,13 +25,18 @@ class Block(nn.Module):
         self.qkv, self.proj = nn.Linear(d_model, 3 * d_model), nn.Linear(d_model, d_model)
         self.ff1, self.ff2 = nn.Linear(d_model, ff), nn.Linear(ff, d_model)
 
-    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, attn_mask: torch.Tensor, cache=None, layer: int = 0):
         b, n, d = x.shape
         q, k, v = (
             self.qkv(self.norm1(x))
             .view(b, n, 3, self.heads, d // self.heads)
             .permute(2, 0, 3, 1, 4)
         )
+        if cache is not None:
+            end = cache.filled + n
+            cache.k[layer][:, :, cache.filled : end] = k.to(cache.k[layer].dtype)
+            cache.v[layer][:, :, cache.filled : end] = v.to(cache.v[layer].dtype)
+            k, v = cache.k[layer][:, :, :end].to(q.dtype), cache.v[layer][:, :, :end].to(q.dtype)
         a = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
         x = x + self.proj(a.transpose(1, 2).reshape(b, n, d))
         return x + self.ff2(F.gelu(self.ff1(self.norm2(x))))

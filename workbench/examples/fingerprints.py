@@ -1,29 +1,18 @@
 """Model fingerprints of the shipped examples, cached so that a recorded first view needs no torch.
 
-The latency explorer shows a recorded run only when the model fingerprint a
-live run would record (:func:`workbench.fingerprint.model_fingerprint`: the
-parameter count and a hash of the declared models' parameter names, shapes and
-dtypes) equals the recorded one. Computing it builds the pipeline, which
-imports torch: about 250 MB and 2 CPU-seconds per Voila kernel, 30 times in a
-room, to draw a run that was recorded in advance. ``model_fingerprints.json``
-(next to this module) holds the fingerprints of the shipped examples'
-configurations, so the explorer can look them up instead.
+The latency explorer shows a recorded run only when the model fingerprint a live run would record
+(:func:`workbench.fingerprint.model_fingerprint`) equals the recorded one; computing it builds the
+pipeline and imports torch (about 250 MB and 2 CPU-seconds per Voila kernel).
+``model_fingerprints.json`` (next to this module) holds the shipped examples' configurations'
+fingerprints instead, keyed by all the fingerprint depends on: ``example`` (a user's own factory is
+never looked up); ``options``, ``precision``, ``device``, ``batch_size`` (not threads: they do not
+shape a model); ``torch``, the public version (``2.13.0`` of ``2.13.0+cpu``); ``data``, SHA-256 (16
+hex digits) of the data files that shape the model (:data:`MODEL_DATA`). A configuration not in the
+file is built.
 
-An entry is keyed by everything the fingerprint depends on:
-
-- ``example``: a shipped example, by name (a user's own factory is never looked up);
-- ``options``, ``precision``, ``device``, ``batch_size``: the configuration
-  (threads do not shape a model and are not part of the key);
-- ``torch``: the public version of the installed torch (``2.13.0`` of
-  ``2.13.0+cpu``: the build variant does not change parameter names, shapes or dtypes);
-- ``data``: SHA-256 (16 hex digits) of the example data files that shape the
-  model (:data:`MODEL_DATA`: the text example's vocabulary sets its embedding rows).
-
-A configuration not in the file is built, as without it. The entries are
-written by building each configuration (``python -m workbench.examples.fingerprints
---write``), never copied from a recorded run, and ``tests/examples/test_fingerprints.py``
-builds every entry again, so a model change without a rewrite fails the suite.
-Importing this module does not import torch.
+The entries are written by building each configuration (``python -m workbench.examples.fingerprints
+--write``), and ``tests/examples/test_fingerprints.py`` builds every entry again, so a model change
+without a rewrite fails the suite. Importing this module does not import torch.
 """
 
 from __future__ import annotations
@@ -57,8 +46,8 @@ KEY_FIELDS = ("example", "options", "precision", "device", "batch_size", "torch"
 
 
 def torch_public_version() -> str | None:
-    """The installed torch's version without its local part (``2.13.0+cpu`` -> ``2.13.0``), read from the
-    package metadata, not by importing torch; None when torch is not installed."""
+    """The installed torch's version without its local part (``2.13.0+cpu`` -> ``2.13.0``), read
+    from the package metadata, not by importing torch; None when torch is not installed."""
     try:
         return metadata.version("torch").split("+", 1)[0]
     except metadata.PackageNotFoundError:
@@ -97,7 +86,8 @@ def _index(path: str, mtime_ns: int) -> dict[str, dict[str, Any]]:
 
 
 def cached(example: Any, config: PipelineConfig, path: Path | None = None) -> dict[str, Any] | None:
-    """``{"pipeline", "model"}`` a build of the shipped ``example`` would give, from the cache, or None.
+    """``{"pipeline", "model"}`` a build of the shipped ``example`` would give, from the cache, or
+    None.
 
     None for anything but a shipped example's name, a configuration not in the
     file, a missing or unreadable file, or torch not installed (then nothing can be built either).
@@ -122,8 +112,9 @@ def compute(example: str, config: PipelineConfig) -> dict[str, Any]:
 
 
 def recorded_configs(runs: Path) -> list[tuple[str, PipelineConfig]]:
-    """The (example, configuration) of every recorded run under ``runs`` whose fingerprint holds a model
-    fingerprint, on a device family this machine has: the configurations a first view looks up."""
+    """The (example, configuration) of every recorded run under ``runs`` whose fingerprint holds a
+    model fingerprint, on a device family this machine has: the configurations a first view looks
+    up."""
     here, found = available_devices(), {}
     for meta_file in sorted(Path(runs).glob(f"*/{META_FILE}")):
         fp = fingerprint_of(read_meta(meta_file))

@@ -1,9 +1,8 @@
 """Example ``generate``: a small causal language model that streams its answer token by token.
 
-One item (request) is ``{"prompt": [token ids], "answer_tokens": n}``: a prompt of seeded random ids
-and how many tokens to generate (or that object's JSON, as ``serve`` receives it: ``pipe.check_item``
-refuses a body whose ids are outside the vocabulary or whose prompt and answer are over the model's
-length, before it joins a batch). Random weights: the tokens mean nothing, the time they take does.
+One item (request) is ``{"prompt": [token ids], "answer_tokens": n}`` (or its JSON, as ``serve``
+receives it; ``pipe.check_item`` refuses a bad one before it joins a batch): seeded random ids and
+how many tokens to generate. Random weights: the tokens mean nothing, the time they take does.
 
 Stages:
 

@@ -1,25 +1,20 @@
 """Example ``image``: classify photos sent as PNG (or JPEG). Preprocess-heavy.
 
-One item (request) is a PNG or JPEG file as ``bytes``. The request stream cycles
-through a pool of synthetic photo-like images (smooth gradients, shapes and
-sensor noise, 256 to 448 pixels a side), drawn with numpy from a seed and
-encoded once with Pillow: no downloads.
+One item (request) is a PNG or JPEG file as ``bytes``. The request stream cycles through a pool of
+synthetic photo-like images (smooth gradients, shapes and sensor noise, 256 to 448 pixels a side),
+drawn with numpy from a seed and encoded once with Pillow: no downloads.
 
 Stages:
 
-- ``parse``: check the PNG signature and IHDR size, or the JPEG start-of-image
-  marker and frame size; ValueError otherwise.
-- ``preprocess``: decode with Pillow, resize the short side to ``image_size``
-  and center-crop a square (torchvision's ``Resize`` + ``CenterCrop``),
-  normalize with the ImageNet mean/std, NCHW in the model dtype, copy to the
-  device. Its ``describe=`` reports ``decoded_pixels``, the batch's decoded
-  image area (width x height summed over its images, before the resize): decode
-  and resize grow with it, so ``show`` gives its effect on this stage (p50 per
-  range of area, top over bottom). The output tensor carries the number as
-  ``decoded_pixels`` for that ``describe=``.
-- ``forward``: a small CNN (four stride-2 conv-BN-ReLU blocks, global average
-  pooling, a linear head; random weights). int8 quantizes only the head,
-  since dynamic quantization covers Linear layers; the convolutions stay fp32.
+- ``parse``: check the PNG signature and IHDR size, or the JPEG start-of-image marker and frame
+  size; ValueError otherwise.
+- ``preprocess``: decode with Pillow, resize the short side to ``image_size`` and center-crop a
+  square (torchvision's ``Resize`` + ``CenterCrop``), normalize with the ImageNet mean/std, NCHW in
+  the model dtype, copy to the device. Its ``describe=`` reports ``decoded_pixels`` (width x height
+  summed over the batch's images, before the resize), which decode and resize grow with.
+- ``forward``: a small CNN (four stride-2 conv-BN-ReLU blocks, global average pooling, a linear
+  head; random weights). int8 quantizes only the head, since dynamic quantization covers Linear
+  layers; the convolutions stay fp32.
 - ``postprocess``: softmax, top-k classes, back to host.
 - ``serialize``: one JSON ``bytes`` response per image.
 
@@ -56,27 +51,9 @@ from ._common import (
     top_labels,
 )
 
-LABELS = (
-    "cat",
-    "dog",
-    "bird",
-    "car",
-    "bicycle",
-    "tree",
-    "flower",
-    "house",
-    "boat",
-    "mountain",
-    "beach",
-    "food",
-    "person",
-    "bus",
-    "train",
-    "airplane",
-    "chair",
-    "cup",
-    "book",
-    "clock",
+LABELS = tuple(
+    "cat dog bird car bicycle tree flower house boat mountain beach food person bus train "
+    "airplane chair cup book clock".split()
 )
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 JPEG_SIGNATURE = b"\xff\xd8\xff"
@@ -203,8 +180,8 @@ def _jpeg_size(data: bytes, where: str) -> tuple[int, int]:
 
 
 def _decode_batch(pngs: list[bytes], size: int):
-    """Decode, resize the short side to ``size``, center-crop: uint8 array (batch, size, size, 3), and the
-    decoded area summed over the batch (pixels)."""
+    """Decode, resize the short side to ``size``, center-crop: uint8 array (batch, size, size, 3),
+    and the decoded area summed over the batch (pixels)."""
     from PIL import Image  # Pillow (optional): only where images are decoded
 
     out = np.empty((len(pngs), size, size, 3), dtype=np.uint8)

@@ -7,20 +7,18 @@ One item (request) is a JSON object, as bytes::
 
 Stages:
 
-- ``parse``: ``json.loads`` and validation; a bad payload raises ValueError
-  naming the field.
-- ``hydrate``: online feature lookups in the SQLite store ``data/features.sqlite``
-  (opened read-only once at build): per request one ``users`` lookup, then per
-  candidate item an ``items``, an ``item_stats`` and a ``user_category`` point
-  lookup, like a key-value feature store. With ``store=redis`` the same
-  features come from Redis (``MGET`` s, two round trips per call; see
-  ``workbench_redis``, the Redis wing). Unknown users and items get default values and a flag.
-  One row of ``N_FEATURES`` floats per (user, item) pair.
-- ``preprocess``: z-score with the offline statistics of the ``feature_stats``
-  table, cast to the model dtype, copy to the device.
+- ``parse``: ``json.loads`` and validation; a bad payload raises ValueError naming the field.
+- ``hydrate``: online feature lookups in the SQLite store ``data/features.sqlite`` (opened read-only
+  once at build): per request one ``users`` lookup, then per candidate item an ``items``, an
+  ``item_stats`` and a ``user_category`` point lookup, like a key-value feature store. With
+  ``store=redis`` the same features come from Redis (``MGET`` s, two round trips per call; see
+  ``workbench_redis``, the Redis wing). Unknown users and items get default values and a flag. One
+  row of ``N_FEATURES`` floats per (user, item) pair.
+- ``preprocess``: z-score with the offline statistics of the ``feature_stats`` table, cast to the
+  model dtype, copy to the device.
 - ``forward``: an MLP scoring each pair (random weights, seeded).
-- ``postprocess``: Platt scaling ``p = sigmoid(platt_a * logit + platt_b)``,
-  a decision ``p >= threshold``, candidates sorted by score.
+- ``postprocess``: Platt scaling ``p = sigmoid(platt_a * logit + platt_b)``, a decision
+  ``p >= threshold``, candidates sorted by score.
 - ``serialize``: one JSON ``bytes`` response per request.
 
 Options (``config.options``):
@@ -40,8 +38,7 @@ Options (``config.options``):
         0 keeps the endless stream of fresh requests.
     zipf_s (float, 1.1): the Zipf exponent of ``n_keys``.
 
-The cache's hit rate is ``pipe.cache.stats()``; ``pipe.cache.batch_hit_fractions``
-holds per pipeline call the fraction of its items that hit (``cache_hit``).
+The cache's hit rate is ``pipe.cache.stats()`` (:mod:`._prediction_cache`).
 """
 
 from __future__ import annotations
@@ -245,8 +242,8 @@ def build(config: PipelineConfig) -> Pipeline:
 
 
 def check_item(payload) -> None:
-    """``parse``'s rules on one request body; ValueError (or RecursionError for absurdly deep JSON) names
-    what is wrong, in this request only. ``workbench serve`` runs it before batching."""
+    """``parse``'s rules on one request body; ValueError (or RecursionError for absurdly deep JSON)
+    names what is wrong, in this request only. ``workbench serve`` runs it before batching."""
     _parse_one(0, payload, where="tabular request")
 
 

@@ -4,17 +4,15 @@ One item (request) is a raw text string (``bytes`` in UTF-8 are accepted too).
 
 Stages:
 
-- ``parse``: decode, NFKC-normalize, drop control characters, collapse
-  whitespace; an empty or over-long text raises ValueError.
-- ``preprocess``: the example's own tokenizer on ``data/vocab.txt``: lowercase,
-  split on word boundaries and punctuation, greedy longest-match wordpieces
-  (``##`` continuations, ``[UNK]`` when a word cannot be covered), ``[CLS]`` ...
-  ``[SEP]``, padded/truncated to ``max_len``; ids and the padding mask are
-  copied to the device.
-- ``forward``: a pre-norm transformer encoder (token + position embeddings,
-  ``layers`` blocks of multi-head self-attention and an MLP, random weights),
-  classifying the ``[CLS]`` position. Its projections are ``nn.Linear``, so
-  int8 quantizes all of them.
+- ``parse``: decode, NFKC-normalize, drop control characters, collapse whitespace; an empty or
+  over-long text raises ValueError.
+- ``preprocess``: the example's own tokenizer on ``data/vocab.txt``: lowercase, split on word
+  boundaries and punctuation, greedy longest-match wordpieces (``##`` continuations, ``[UNK]`` when
+  a word cannot be covered), ``[CLS]`` ... ``[SEP]``, padded/truncated to ``max_len``; ids and the
+  padding mask are copied to the device.
+- ``forward``: a pre-norm transformer encoder (token + position embeddings, ``layers`` blocks of
+  multi-head self-attention and an MLP, random weights), classifying the ``[CLS]`` position. Its
+  projections are ``nn.Linear``, so int8 quantizes all of them.
 - ``postprocess``: softmax, top-k labels, back to host.
 - ``serialize``: one JSON ``bytes`` response per text.
 
@@ -59,27 +57,10 @@ from ._common import (
     top_labels,
 )
 
-LABELS = (
-    "billing",
-    "refund",
-    "shipping_delay",
-    "damaged_item",
-    "wrong_item",
-    "order_status",
-    "return_request",
-    "account_access",
-    "password_reset",
-    "cancel_subscription",
-    "upgrade_plan",
-    "payment_failed",
-    "app_crash",
-    "privacy_request",
-    "promo_code",
-    "invoice_request",
-    "address_change",
-    "warranty_claim",
-    "praise",
-    "other",
+LABELS = tuple(
+    "billing refund shipping_delay damaged_item wrong_item order_status return_request "
+    "account_access password_reset cancel_subscription upgrade_plan payment_failed app_crash "
+    "privacy_request promo_code invoice_request address_change warranty_claim praise other".split()
 )
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 _WORDS = re.compile(r"\w+|[^\w\s]")

@@ -235,14 +235,11 @@ def _json_bytes(path: Path) -> int:
 
 
 def _shown_path(path: Path) -> str:
-    try:
-        return (
-            os.path.relpath(path.resolve(), ROOT)
-            if ROOT.parent in path.resolve().parents
-            else path.name
-        )
-    except ValueError:  # another drive
-        return path.name
+    """Inside the repository or ../shared: relative to the repository; elsewhere (a temporary file): the name."""
+    where = path.resolve().parents
+    if ROOT in where or ROOT.parent / "shared" in where:
+        return os.path.relpath(path.resolve(), ROOT)
+    return path.name
 
 
 def _ratio(a, b):

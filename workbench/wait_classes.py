@@ -43,9 +43,22 @@ LATE_STAGE = "(waiting to start)"
 GIL_SHARE = 0.25
 
 _STDLIB = os.path.normcase(sysconfig.get_paths()["stdlib"])
-# the harness (its examples are user code)
+# the harness (its examples are user code): the core and the wings beside it (``workbench_*``: the
+# server's event loop and batcher are as much the harness as the runner), found by name
 _PACKAGE = os.path.normcase(os.path.dirname(os.path.abspath(__file__)))
 _EXAMPLES = os.path.join(_PACKAGE, "examples")
+
+
+def _harness() -> tuple[str, ...]:
+    root = os.path.dirname(_PACKAGE)
+    try:
+        wings = [n for n in os.listdir(root) if n.startswith("workbench_")]
+    except OSError:
+        wings = []
+    return (_PACKAGE, *(os.path.join(root, n) for n in sorted(wings)))
+
+
+_HARNESS = _harness()
 # standard-library modules whose frames are a wait of that class
 MODULE_KIND = {
     "threading.py": "lock",
@@ -84,11 +97,11 @@ def is_user_file(file: str) -> bool:
     workbench's own harness (its shipped examples are user code); for a live path or a recorded one
     (:func:`portable_file`)."""
     norm = os.path.normcase(file)
-    if norm.startswith(WORKBENCH_PREFIX):
+    if norm.startswith("<workbench"):  # <workbench>/..., a wing's <workbench_serve>/...
         return norm.startswith(WORKBENCH_PREFIX + "examples/")
     return not (
         norm.startswith(_STDLIB)
-        or (norm.startswith(_PACKAGE) and not norm.startswith(_EXAMPLES))
+        or (norm.startswith(_HARNESS) and not norm.startswith(_EXAMPLES))
         or "site-packages" in norm
         or "dist-packages" in norm
         or file.startswith("<")
@@ -109,7 +122,8 @@ def portable_file(file: str) -> str:
         at = norm.rfind(os.sep + marker + os.sep)
         if at >= 0:
             return "site-packages/" + file[at + len(marker) + 2 :].replace(os.sep, "/")
-    for root, prefix in ((_PACKAGE, WORKBENCH_PREFIX), (_STDLIB, STDLIB_PREFIX)):
+    harness = [(root, f"<{os.path.basename(root)}>/") for root in _HARNESS]
+    for root, prefix in (*harness, (_STDLIB, STDLIB_PREFIX)):
         if norm.startswith(root + os.sep):
             return prefix + file[len(root) + 1 :].replace(os.sep, "/")
     if os.path.isabs(file):

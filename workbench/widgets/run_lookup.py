@@ -1,17 +1,12 @@
 """Which recorded run the latency explorer shows for a configuration, and what it says when there is none.
 
-Split out of :mod:`workbench.widgets.latency` (which keeps the wiring): the
-fingerprint a live run of a configuration would record (built only when a
-recorded run needs its model compared), the match among the recorded runs
-(:class:`~workbench.widgets.recorded.RecordedRuns`), and the lines said around
-it. Nothing here touches a widget.
+The fingerprint a live run of a configuration would record (built only when a recorded run needs
+its model compared), the match among the recorded runs
+(:class:`~workbench.widgets.recorded.RecordedRuns`), and the lines said around it; no widget.
 
-A device this machine lacks (the recorded GPU runs on a CPU-only laptop)
-cannot build or run the pipeline there, so its model fingerprint is the one
-the same configuration has on the CPU: the fingerprint hashes parameter names,
-shapes and dtypes, which the device does not change (precision does, and stays
-in the configuration). That is what lets ``text-cuda-bs1-fp32`` stand in for
-``text`` on ``cuda`` at batch 1 on a machine without a GPU.
+On a device this machine lacks, the model fingerprint is the one the same configuration has on
+the CPU: it hashes parameter names, shapes and dtypes, which the device does not change. That is
+what lets ``text-cuda-bs1-fp32`` stand in for ``text`` on ``cuda`` on a machine without a GPU.
 """
 
 from __future__ import annotations

@@ -39,11 +39,8 @@ PAGE_UPLOAD_LIMIT_BYTES = 10 * 2**20  # plain Voila's websocket message limit (t
 
 
 def upload_hint(environ: Any = None) -> str:
-    """The upload button's tooltip: the page's size limit (bytes of the file as sent), and what to do past it.
-
-    The launcher passes its limit in ``WORKBENCH_UPLOAD_LIMIT_BYTES``; a page past it
-    says so itself (our Voila template), since the bytes never reach this kernel.
-    """
+    """The upload button's tooltip: the page's size limit (``WORKBENCH_UPLOAD_LIMIT_BYTES``, set by
+    the launcher), and what to do past it (the page itself refuses a larger file)."""
     raw = (os.environ if environ is None else environ).get(UPLOAD_LIMIT_ENV, "")
     limit = int(raw) if raw.strip().isdigit() else PAGE_UPLOAD_LIMIT_BYTES
     return (

@@ -225,10 +225,9 @@ def compare_saved(
 ) -> dict[str, Any]:
     """Two saved runs compared as separate runs; refuses (ConfigError) a different pipeline or stage list.
 
-    The tables are streamed into one float64 column per stage (:func:`saved_columns`), never a DataFrame per
-    request and stage, and the bootstrap of a long run resamples per-unit summaries
-    (``analysis.verdicts.Bootstrap``): two runs of a million requests each stay within 1 GB and 10 s
-    (``benchmarks/bench_scale.py``: 600 MB and 5-6 s CPU, busy machine).
+    The tables are streamed into one float64 column per stage (:func:`saved_columns`) and the
+    bootstrap of a long run resamples per-unit summaries (``analysis.verdicts.Bootstrap``), so two
+    runs of a million requests each stay within 1 GB (``benchmarks/bench_scale.py``).
     """
     (meta_a, cols_a), (meta_b, cols_b) = saved_columns(path_a), saved_columns(path_b)
     diffs = differences(fingerprint_of(meta_a), fingerprint_of(meta_b))

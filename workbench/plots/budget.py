@@ -120,11 +120,8 @@ def budget_figure(
 
 
 def _header(fig: go.Figure, head: str, badge: list[str], legend_row: bool) -> go.Figure:
-    """Stack the header from the top: the badge (right), the title and its lines, the legend's row.
-
-    The badge once sat at a fixed height over the plot and covered the legend (three NOISY reasons of
-    a served run); here each part starts where the one above ends, and the top margin holds them all.
-    """
+    """Stack the header from the top: the badge (right), the title and its lines, the legend's row;
+    each part starts where the one above ends, and the top margin holds them all."""
     badge_px = BADGE_LINE_PX * len(badge) + 2 * BADGE_PAD_PX + 6 if badge else 0
     title_px = TITLE_LINE_PX + SUB_LINE_PX * head.count("<br>")
     top = 10 + badge_px + title_px + (LEGEND_ROW_PX if legend_row else 0)

@@ -41,16 +41,13 @@ from .style import (
 
 TREE_COLUMNS = ("id", "parent", "name", "kind", "self_ns", "total_ns", "count", "bytes")
 LABEL_CHARS = 60
-MIN_STACK_SAMPLES = (
-    20  # per set: a share of fewer samples is a guess (its standard error up to 0.5/sqrt(n))
-)
+# per set: a share of fewer samples is a guess (its standard error up to 0.5/sqrt(n))
+MIN_STACK_SAMPLES = 20
 HOVER_CHARS = 160
 # the cut note's line length: one long line was clipped at half of a 1280 px screen
 NOTE_CHARS = 100
-# the smallest label font (px) a flame box may use; smaller ones were unreadable at half width
-LABEL_MIN_PX = 10  # the smallest label a student reads at 1280x800 (8 px could not be read)
-# an icicle's labels never shrink below LABEL_MIN_PX: a box too narrow for its label shows none (its
-# hover and a zoom still name it; plotly shrank labels to 0.2-0.5 px in the overlap test)
+LABEL_MIN_PX = 10  # the smallest label font (px) a student reads at 1280x800
+# a box too narrow for a LABEL_MIN_PX label shows none (its hover and a zoom still name it)
 SMALL_LABELS_HIDDEN = dict(minsize=LABEL_MIN_PX, mode="hide")
 PRUNE_SHARES = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
 LEGEND_CHARS = 80  # a kind legend line's visible length: a CUDA run's eight kinds ran off 640 px
@@ -63,11 +60,8 @@ GPU_LABEL_LINES = 3
 def fit_tree(tree: pd.DataFrame, max_nodes: int) -> tuple[pd.DataFrame, float | None, bool]:
     """``(tree, share, cut)``: the tree folded by :func:`workbench.analysis.flame.prune` at the
     smallest share of :data:`PRUNE_SHARES` that leaves at most ``max_nodes`` nodes (``(tree, None,
-    False)`` if it fits).
-
-    Sizes are counted first (:func:`~workbench.analysis.flame.pruned_size`) so the tree is
-    pruned once. When no share is enough (a deep chain of nested calls), the largest share is
-    used and the deepest levels are cut until it fits (:func:`cut_depth`; ``cut`` is then True).
+    False)`` if it fits). When no share is enough (a deep chain of nested calls), the deepest
+    levels of the largest share's tree are cut until it fits (``cut`` is then True).
     """
     if len(tree) <= max_nodes:
         return tree, None, False

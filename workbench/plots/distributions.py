@@ -40,6 +40,17 @@ def latency_samples(
     return values[~is_warm], values[is_warm]
 
 
+def stage_pick(figure: str, stage: str | None, stage_order: list[str]) -> tuple[str, str]:
+    """``(label, color)`` of ``stage`` (None: end to end); ConfigError for a stage not in ``stage_order``."""
+    if stage is None:
+        return "end to end", "#333333"
+    if stage not in stage_order:
+        raise ConfigError(
+            f"{figure}: stage={stage!r} is not in the pipeline's stages {list(stage_order)}"
+        )
+    return stage, stage_color(list(stage_order).index(stage))
+
+
 def distribution_figure(
     requests: pd.DataFrame,
     stages: pd.DataFrame,
@@ -61,16 +72,11 @@ def distribution_figure(
     """
     if kind not in DISTRIBUTION_KINDS:
         raise ConfigError(f"distribution_figure: kind={kind!r}; use one of {DISTRIBUTION_KINDS}")
-    if stage is not None and stage not in stage_order:
-        raise ConfigError(
-            f"distribution_figure: stage={stage!r} is not in the pipeline's stages {list(stage_order)}"
-        )
-    label = "end to end" if stage is None else stage
+    label, color = stage_pick("distribution_figure", stage, stage_order)
     title = title or f"Latency distribution: {label}"
     measured, warm = latency_samples(requests, stages, stage)
     if measured.size == 0 and warm.size == 0:
         return empty_figure(f"no successful requests for {label}", title)
-    color = "#333333" if stage is None else stage_color(list(stage_order).index(stage))
     fig = go.Figure()
     if kind == "histogram":
         edges = _edges(np.concatenate([measured, warm]), log_x)

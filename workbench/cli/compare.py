@@ -405,13 +405,7 @@ def print_rows(found: dict[str, Any], metric: str, out, *, noisy: bool = False) 
         file=out,
     )
     for e in [*found["stages"], found["end_to_end"]]:
-        name = _stage_label(e["name"])
-        where = " on a noisy machine" if noisy and e["verdict"] in (SLOWER, FASTER) else ""
-        print(
-            f"  {name:<16} {_fmt(e['p50_ratio']):>8} {_fmt_ci(e['p50_ci']):>17} {_fmt(e['p99_ratio']):>8} "
-            f"{_fmt_ci(e['p99_ci']):>17}  {e['verdict']}{where}",
-            file=out,
-        )
+        print(_ratio_row(_stage_label(e["name"]), e, noisy), file=out)
     for side in ("a", "b"):
         far = far_tail_text(found["end_to_end"][f"tail_{side}"])
         if far:
@@ -428,12 +422,16 @@ def print_tokens(tokens: dict[str, Any] | None, metric: str, out, *, noisy: bool
         file=out,
     )
     for e in tokens["metrics"]:
-        where = " on a noisy machine" if noisy and e["verdict"] in (SLOWER, FASTER) else ""
-        print(
-            f"  {e['name'].upper():<16} {_fmt(e['p50_ratio']):>8} {_fmt_ci(e['p50_ci']):>17} "
-            f"{_fmt(e['p99_ratio']):>8} {_fmt_ci(e['p99_ci']):>17}  {e['verdict']}{where}",
-            file=out,
-        )
+        print(_ratio_row(e["name"].upper(), e, noisy), file=out)
+
+
+def _ratio_row(name: str, e: dict[str, Any], noisy: bool) -> str:
+    """One row of :func:`print_rows`: p50 and p99 ratios B/A with their intervals, the verdict."""
+    where = " on a noisy machine" if noisy and e["verdict"] in (SLOWER, FASTER) else ""
+    return (
+        f"  {name:<16} {_fmt(e['p50_ratio']):>8} {_fmt_ci(e['p50_ci']):>17} {_fmt(e['p99_ratio']):>8} "
+        f"{_fmt_ci(e['p99_ci']):>17}  {e['verdict']}{where}"
+    )
 
 
 def print_interleaved(result: dict[str, Any], out) -> None:

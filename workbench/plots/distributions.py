@@ -1,11 +1,8 @@
 """Latency distributions: histogram or CDF of one stage or end to end, warm-up apart.
 
-Measured requests (not warm-up, successful) form the distribution and its
-p50/p95/p99 markers, computed by :mod:`workbench.analysis.stats` (the same
-definition as the budget). Warm-up requests are a separate, muted trace, never
-mixed in. Bins are computed here with numpy (log-spaced on a log axis) and sent
-as counts, so the payload does not grow with the number of requests; the CDF
-is thinned to at most ``max_points`` points, always keeping min and max.
+Percentiles come from :mod:`workbench.analysis.stats` (the budget's definition). Bins are computed
+here (log-spaced on a log axis) and sent as counts, so the payload does not grow with the number
+of requests; the CDF is thinned to at most ``max_points`` points, always keeping min and max.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
-"""Flame graphs: an icicle of the flame tree, and a time-axis flame chart of one request.
+"""Flame graphs: an icicle of the flame tree, and the slow-minus-median icicles.
 
-:func:`flame_figure` draws the node table of :mod:`workbench.analysis.flame`
-(``id``, ``parent`` (-1 for a root), ``name``, ``kind``, ``self_ns``,
-``total_ns``, ``count``, ``bytes``) as a plotly icicle, widths = ``total_ns``.
-A tree larger than ``max_nodes`` is folded with the analysis' own
-:func:`~workbench.analysis.flame.prune` (small nodes become one ``(other)``
-per parent), at the smallest share that fits. GPU nodes carry GPU time under
-the host call that launched them (another clock), so a node is drawn at least
-as wide as its children (:func:`display_totals`). Colors follow
-:data:`workbench.plots.style.KIND_COLORS`.
-
-A tree with GPU work (a CUDA run) gets a second icicle under the first: per stage, its
-kernels, copies and memsets (``analysis.flame.gpu_work_by_stage``), width = GPU time. In the
-host icicle a 20 us kernel under a 10 ms request is a few pixels wide and never labelled.
+:func:`flame_figure` draws the node table of :mod:`workbench.analysis.flame` as a plotly icicle,
+widths = ``total_ns``, folded to ``max_nodes`` by the analysis' own
+:func:`~workbench.analysis.flame.prune`. GPU nodes carry GPU time under the host call that
+launched them (another clock), so a node is drawn at least as wide as its children
+(:func:`display_totals`). A tree with GPU work gets a second icicle under the first: per stage,
+its kernels, copies and memsets, width = GPU time (in the host icicle a 20 us kernel under a
+10 ms request is a few pixels wide and never labelled).
 """
 
 from __future__ import annotations

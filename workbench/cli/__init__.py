@@ -3,25 +3,11 @@
 Each subcommand lives in its own module exposing ``register(subparsers)``,
 which adds its parser and sets ``func`` to a callable ``(args) -> int``.
 
-Exit codes, the same for every command (users script against them):
-
-====  =====================================================================
-0     ok
-1     a measured failure or a regression (``profile``/``load``/``serve``
-      runs whose requests failed, ``compare``/``gate`` regressions); the
-      command returns 1 itself
-2     bad input: a wrong argument, a missing or broken file, an impossible
-      configuration (any :class:`~workbench.errors.WorkbenchError`, a file
-      the user named that cannot be opened, or an argparse usage error)
-3     an internal error: a bug in the workbench. One line; the traceback
-      only with ``WORKBENCH_DEBUG=1``
-4     inconclusive (``gate``): some metric too noisy to tell against its
-      threshold, none a regression; rerun quieter or longer
-130   interrupted (Ctrl-C)
-143   terminated (SIGTERM, as ``timeout``, CI cancellation and ``docker stop``
-      send): handled like Ctrl-C, what was measured is kept
-141   stdout closed by its reader (``... | head -1``): quiet, as Unix tools
-====  =====================================================================
+Exit codes, the same for every command (users script against them; the README's "Exit codes"
+says what each means): 0 ok, 1 a measured failure or a regression, 2 bad input (any
+:class:`~workbench.errors.WorkbenchError`, a file the user named that cannot be opened, an
+argparse usage error), 3 an internal error (a bug), 4 inconclusive (``gate``), 130 interrupted,
+143 terminated (SIGTERM, handled like Ctrl-C), 141 stdout closed by its reader.
 """
 
 from __future__ import annotations

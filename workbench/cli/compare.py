@@ -292,10 +292,9 @@ def saved_columns(path: str) -> tuple[Any, dict[str, np.ndarray]]:
     """``(meta, {stage: ns, ..., "end_to_end": ns})``: a run folder's measured successful requests, in request
     order, one float64 array per stage (summed where a stage ran twice; NaN where it did not run).
 
-    Only the columns needed are read (request, warmup, ok, dur_ns; request, stage, dur_ns), in batches, the
-    stage names as codes; each column is checked as ``show`` checks it (``record.tables.checked_table``,
-    against the whole table's row count), the tables against each other and run.json
-    (``record.folder.check_consistent``) and the trace's name: a folder ``show`` refuses is refused."""
+    Only the columns needed are read, in batches, the stage names as codes; each column, the tables
+    against each other and run.json are checked as ``show`` checks them: a folder ``show`` refuses is
+    refused."""
     root = Path(path)
     recover(root)
     if not root.is_dir():

@@ -50,15 +50,9 @@ class RunLookup:
     def fingerprint(
         self, target: Any, config: PipelineConfig, build: bool = True, *, measurable: bool = True
     ) -> dict[str, Any] | None:
-        """What a live run of this configuration would record as its fingerprint (built only when needed).
-
-        An example's pipeline name is its own; a factory's pipeline, and the model
-        of any configuration a recorded run fingerprinted, need the pipeline built,
-        except a shipped example's model found in ``workbench/examples/model_fingerprints.json``
-        (``workbench.examples.fingerprints``: no torch import). On a device this
-        machine lacks (``measurable=False``), the model is the CPU build's (see the module docstring).
-        ``build=False``: None where a build would be needed.
-        """
+        """What a live run of this configuration would record as its fingerprint; the pipeline is
+        built only for a factory's name or a model a recorded run fingerprinted that the shipped
+        ``workbench.examples.fingerprints`` lack (``build=False``: None there instead)."""
         cache_key = (id(target), config.device, config.batch_size, config.precision, config.threads)
         if cache_key in self._wanted:
             return self._wanted[cache_key]

@@ -55,9 +55,7 @@ STAGE_KEEP = ["request", "stage", "dur_ns"]
 class RunView:
     """A cached, display-ready summary of one run (hashed by identity: a re-measured run is a new view).
 
-    summary: ``stage_summary`` table (ms). requests/stages: the few columns the
-    distribution figure reads. flame: a :class:`Lazy` of the flame figure of the
-    traced run (``flame.get()``: the figure, or None when the run has no trace).
+    flame: a :class:`Lazy` of the traced run's flame figure (``flame.get()``: None without a trace).
     source: where it came from, for the status line.
     """
 

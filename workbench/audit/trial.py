@@ -213,9 +213,8 @@ def simulate_wait(run, factor: float = 0.5, seed: int = 0) -> dict[str, Any]:
     """``{"simulated": {...}}`` for a load run with its max wait times ``factor``, else ``{"not_tried": why}``.
 
     The batching simulator replays the run's own arrival times against a service model built from the
-    run's own batches (``workbench.batching.service_model_from_runs``), once with the run's policy and
-    once with the shorter wait; the ratios are of simulated end-to-end p50 and p99. Labelled simulated:
-    the simulator's error on this machine is in ``benchmarks/results/batching_validation.md``.
+    run's own batches, once with the run's policy and once with the shorter wait; the ratios are of
+    simulated end-to-end p50 and p99.
     """
     policy = (run.meta.load.policy if run.meta.load else None) or {}
     if run.kind not in ("load", "served") or not policy or "arrival_ns" not in run.requests:

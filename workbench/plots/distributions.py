@@ -176,11 +176,8 @@ def _add_cdf(fig: go.Figure, values_ns: np.ndarray, max_points: int, name: str, 
 
 
 def _add_markers(fig: go.Figure, measured_ns: np.ndarray, top: float) -> None:
-    """p50/p95/p99 as vertical line traces named "p50 0.0505 ms" etc. (x in ms, data coordinates on any axis).
-
-    Their values are in the legend, never written beside the lines: close percentiles
-    overprinted each other and the curve, and text near the plot's edge was clipped
-    (and widened the axis range, squeezing the histogram)."""
+    """p50/p95/p99 as vertical line traces named "p50 0.0505 ms" etc. (x in ms); their values are in
+    the legend, never beside the lines, where close percentiles overprint each other."""
     stats = summarize_ns(measured_ns)
     for key in ("p50_ms", "p95_ms", "p99_ms"):
         if stats[key] is None:

@@ -1,11 +1,8 @@
 """Everything the audit rules read about one run, gathered once.
 
-The facts are plain dicts of JSON types, except ``loaded_trace`` (the loaded trace,
-kept so the evidence figures do not read the file again): the budget (``show --json``), the tail
-attribution, the trace report (``analyze --json``) when the run has a trace,
-the stages' roles (decided from the evidence of their time, :mod:`workbench.roles`),
-head-of-line blocking and GC pauses of load and served runs, the batching
-policy and the run's kind. Building them needs pandas but neither
+Plain dicts of JSON types (the budget, the tail attribution, the trace report, the stages' roles,
+head-of-line blocking, GC pauses, the batching policy, the run's kind), except ``loaded_trace``,
+kept so the evidence figures do not read the file again. Building them needs pandas but neither
 torch nor plotly, so the audit runs where the run was copied to.
 """
 

@@ -1,7 +1,7 @@
 """Bottleneck rules: findings computed only from a run and its trace.
 
 Every rule is a small pure function ``(facts) -> list[finding]`` with its
-threshold named here, so the README and ``docs/audit.md`` can quote them.
+threshold named here; ``docs/audit.md`` tabulates each rule and its thresholds.
 ``facts`` is a dict: ``budget`` (``show --json``), ``tail`` (tail attribution),
 ``trace`` (``analyze --json`` report or None), ``roles`` (stage -> recorded
 role), ``libraries`` (stage -> {library: share of its time}), ``role_decisions``
@@ -10,67 +10,17 @@ before when absent), ``stacks`` (the sampled stacks, :mod:`workbench.analysis.st
 ``kind`` (profile, load, ...). A finding is ``{"kind", "stage", "evidence",
 "numbers"}``; :func:`findings` adds the catalog's actions.
 
-Thresholds (defaults):
+Two rules the table lacks:
 
-* ``DOMINANT_SHARE`` 0.30: a stage taking at least 30 % of the mean end to end
-  is a bottleneck of its role's kind (io -> ``feature_io``, remote -> ``remote``,
-  preprocess -> ``preprocess``, compute -> ``compute``, serialize ->
-  ``serialization``); the role is declared, else from the evidence of the
-  stage's time, else from its name (:mod:`workbench.roles`);
-* ``TAIL_RATIO`` 5 and ``TAIL_SHARE`` 0.5: a stage whose p99 is at least 5x its
-  p50 and that holds at least half of the slowest 1 %'s time (5 % when the run
-  is too short for a 1 % set) is a ``tail`` finding, whatever its role;
-* ``QUEUE_SHARE`` 0.30: batch wait plus queue wait at least 30 % of a load
-  run's mean end to end is ``queue``; its "lower the max wait" action is left
-  out when the policy's max wait is under half the mean wait (lowering it can
-  remove at most the max wait: the rest is queue wait for a busy executor);
-* ``HOL_SHARE`` 0.25: a stage that held the executor for at least 25 % of the
-  requests' batch and queue wait is ``head_of_line``, naming the batches and
-  requests that held it (:mod:`workbench.analysis.blocking`);
-* ``launch``: the trace's launch verdict (``workbench.analysis.verdict``);
-* ``PAGEABLE_BYTES_PER_REQUEST`` 1 MiB: host<->device copies from pageable
-  memory of at least 1 MiB per traced request are ``transfer``;
-* ``SYNC_SHARE`` 0.10: synchronizing calls taking at least 10 % of the traced
-  stages' host time are ``sync``;
-* ``GC_SHARE`` 0.05: garbage-collection pauses at least 5 % of the slowest 5 %'s
-  end to end (when the run recorded them) are ``gc``;
-* ``periodic``: slow requests that recur at a period (:mod:`workbench.analysis.periodic`), naming
-  the period, the width, the share of requests and the stage holding their excess time;
-* ``TIME_TAIL_RATIO`` 2 and ``LOW_UTILIZATION`` 0.6: a paced run (``timing.pacing``) at most 60 % of
-  the measured capacity whose p99 is at least 2x the closed-loop p99, or periodic spikes that hold
-  at least ``PERIODIC_TAIL_SHARE`` 50 % of the slowest 1 % of the requests, is ``time``: the tail
-  comes from time (background threads, periodic jobs, idle gaps), not from the request's own work,
-  and the role findings of the stages' mean share (bf16, int8, batching lookups) are left out;
-* ``WAIT_SHARE`` 0.25: a wait class (:mod:`workbench.wait_classes`: lock, gil, io, sleep, device, gc,
-  off_cpu) holding at least 25 % of the slowest set's sampled time in a stage, and at least
-  ``WAIT_GROWTH`` 3x the median set's time per request in it (a stage that always sleeps 1 ms is not
-  why the slow requests are slow; a GIL wait that also holds ``GIL_EVERY_SHARE`` 50 % of the median
-  set's sampled time is one too: every request pays it), is a finding of that class
-  (:data:`WAIT_KIND`), naming the
-  waiting line and the other threads on CPU meanwhile (:mod:`workbench.analysis.waits`); a run with
-  these samples takes its ``gc`` finding from them (generations, triggering thread), and the compute
-  advice (bf16, int8, compile, channels_last) is left out unless the slowest set's sampled time is at
-  least ``CPU_SHARE`` 0.5 on CPU and torch runs there (a stage at least half torch in the trace's
-  library shares, or torch frames in the sampled stacks);
-* ``attribute``: a ``describe=`` attribute whose effect explains at least ``ATTRIBUTE_SHARE`` 0.10 of
-  the mean end to end (effect x its stage's share), with the fitted exponent when the stage grows
-  faster than linearly (``normalize grows as words^2.0``);
 * ``decode_growth``: a streaming stage whose decode steps grow with the token's position
-  (:func:`workbench.analysis.tokens.decode_growth`: the later half of a request's inter-token gaps
-  at least ``GROWTH_RATIO`` 1.1x the earlier half, median over at least 10 requests, and 80 % of
-  them slower) recomputes every earlier token at every step: no (or a broken) KV cache. Its advice
-  is the cache, and the ``compute`` finding of the same stage (bf16, int8, compile) is left out:
-  precision shaves a constant off work the cache removes;
-* ``TOKEN_HOST_SHARE`` 0.5: where the trace shows the GPU (a CUDA run), a streaming stage whose
-  launched GPU work covers less than half of its traced host time is ``token_host``: per-token host
-  overhead (Python between tokens, dispatch and launches, a per-token ``.item()``/``.tolist()``
-  sync), in us per token (the host time the GPU did not cover, over the traced requests' tokens at
-  the timing run's mean per request); its ``compute`` finding is left out too. A CPU run's trace
-  cannot tell host overhead from the model's own work, so there is none there;
-* ``SERVED_GC_PAUSE_SHARE`` 0.10: on a served run, a longest collection pause
-  of at least 10 % of the end-to-end p99 is ``gc`` (every request in flight
-  waits through it); a sampled served run whose ``waits`` already make a ``gc`` finding keeps
-  that one (stage, generations, triggering threads), not two.
+  (:func:`workbench.analysis.tokens.decode_growth`) recomputes every earlier token at every step:
+  no (or a broken) KV cache. The ``compute`` finding of the same stage is left out: precision
+  shaves a constant off work the cache removes;
+* ``TOKEN_HOST_SHARE`` 0.5: where the trace shows the GPU, a streaming stage whose launched GPU
+  work covers less than half of its traced host time is ``token_host``: per-token host overhead,
+  in us per token (the host time the GPU did not cover, over the traced requests' tokens at the
+  timing run's mean per request); its ``compute`` finding is left out too. A CPU run's trace
+  cannot tell host overhead from the model's own work, so there is none there.
 """
 
 from __future__ import annotations

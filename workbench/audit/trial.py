@@ -1,23 +1,14 @@
 """``audit --try``: measure the actions the workbench can make itself, instead of promising them.
 
-For each finding, each catalog action with a ``try`` entry becomes a concrete
-configuration change of the audited run (bf16 or int8 precision on CPU, twice the
-batch size, one torch thread when the run used more, ``torch.compile``,
-channels_last weights: the last two through :func:`workbench.precision.prepare_model`,
-so they apply to pipelines that build their model with it; pinned host memory and
-a CUDA-graph forward through the shipped examples' ``pin_memory`` and ``cuda_graph``
-options); the run's pipeline is
-rebuilt from its fingerprint's factory and the change is measured against the
-run's own configuration with the interleaved comparison
-(:func:`workbench.interleave.compare`): same items, one process, blocks in a seeded
-order, bootstrap intervals. The action then carries ``measured``: the end-to-end
-p50 and p99 ratios B/A with their 95 % intervals, the verdict, what the change
-did to the outputs (``outputs``: max absolute and relative error, argmax
-agreement, :mod:`workbench.analysis.outputs`) and one sentence showing the gain
-and the agreement side by side; ``agreement_below_threshold`` marks an action
-whose argmax agreement is below :data:`AGREEMENT_THRESHOLD` (99 %).
-For a batch-size change the ratios are per item (a request carries twice the
-items), so "faster" means more items per second of latency.
+For each finding, each catalog action with a ``try`` entry becomes a concrete configuration
+change of the audited run (the *tried* actions of ``docs/audit.md``); the run's pipeline is
+rebuilt from its fingerprint's factory and the change is measured against the run's own
+configuration with the interleaved comparison (:func:`workbench.interleave.compare`). The action
+then carries ``measured``: the end-to-end p50 and p99 ratios B/A with their 95 % intervals, the
+verdict, what the change did to the outputs (``outputs``, :mod:`workbench.analysis.outputs`) and
+one sentence showing the gain and the agreement side by side; ``agreement_below_threshold``
+marks an argmax agreement below :data:`AGREEMENT_THRESHOLD`. For a batch-size change the ratios
+are per item, so "faster" means more items per second of latency.
 
 What cannot be tried here is said, never guessed: a run whose factory cannot be
 rebuilt (a user pipeline not importable from here), a change the device cannot
@@ -125,11 +116,6 @@ def factory_of(run) -> tuple[Any, str | None]:
     return None, "the run does not say which factory built it (no fingerprint factory)"
 
 
-def base_config(run):
-    threads = run.config.threads or run.meta.env.threads
-    return PipelineConfig.from_dict(run.config.to_dict() | {"threads": threads})
-
-
 def try_actions(
     run,
     findings: list[dict],
@@ -141,7 +127,8 @@ def try_actions(
     """Annotate the findings' actions in place with ``measured`` or ``not_tried``; returns the trial log."""
     compare_fn = compare_fn or compare
     factory, why = factory_of(run)
-    base = base_config(run)
+    threads = run.config.threads or run.meta.env.threads
+    base = PipelineConfig.from_dict(run.config.to_dict() | {"threads": threads})
     log, done = [], {}
     for finding in findings:
         for action in finding["actions"]:
@@ -226,9 +213,8 @@ def simulate_wait(run, factor: float = 0.5, seed: int = 0) -> dict[str, Any]:
     """``{"simulated": {...}}`` for a load run with its max wait times ``factor``, else ``{"not_tried": why}``.
 
     The batching simulator replays the run's own arrival times against a service model built from the
-    run's own batches (``workbench.batching.service_model_from_runs``), once with the run's policy and
-    once with the shorter wait; the ratios are of simulated end-to-end p50 and p99. Labelled simulated:
-    the simulator's error on this machine is in ``benchmarks/results/batching_validation.md``.
+    run's own batches, once with the run's policy and once with the shorter wait; the ratios are of
+    simulated end-to-end p50 and p99.
     """
     policy = (run.meta.load.policy if run.meta.load else None) or {}
     if run.kind not in ("load", "served") or not policy or "arrival_ns" not in run.requests:

@@ -3,25 +3,11 @@
 Each subcommand lives in its own module exposing ``register(subparsers)``,
 which adds its parser and sets ``func`` to a callable ``(args) -> int``.
 
-Exit codes, the same for every command (users script against them):
-
-====  =====================================================================
-0     ok
-1     a measured failure or a regression (``profile``/``load``/``serve``
-      runs whose requests failed, ``compare``/``gate`` regressions); the
-      command returns 1 itself
-2     bad input: a wrong argument, a missing or broken file, an impossible
-      configuration (any :class:`~workbench.errors.WorkbenchError`, a file
-      the user named that cannot be opened, or an argparse usage error)
-3     an internal error: a bug in the workbench. One line; the traceback
-      only with ``WORKBENCH_DEBUG=1``
-4     inconclusive (``gate``): some metric too noisy to tell against its
-      threshold, none a regression; rerun quieter or longer
-130   interrupted (Ctrl-C)
-143   terminated (SIGTERM, as ``timeout``, CI cancellation and ``docker stop``
-      send): handled like Ctrl-C, what was measured is kept
-141   stdout closed by its reader (``... | head -1``): quiet, as Unix tools
-====  =====================================================================
+Exit codes, the same for every command (users script against them; the README's "Exit codes"
+says what each means): 0 ok, 1 a measured failure or a regression, 2 bad input (any
+:class:`~workbench.errors.WorkbenchError`, a file the user named that cannot be opened, an
+argparse usage error), 3 an internal error (a bug), 4 inconclusive (``gate``), 130 interrupted,
+143 terminated (SIGTERM, handled like Ctrl-C), 141 stdout closed by its reader.
 """
 
 from __future__ import annotations
@@ -209,12 +195,8 @@ def entry() -> int:
 
 
 def exit_past_lingering_threads(code: int) -> int:
-    """``code``, or leave at once (one line on stderr) when a non-daemon thread a stage started is still alive.
-
-    The run was saved and everything printed before :func:`main` returned; a thread a user's stage left
-    running (a non-daemon ``threading.Thread``, a pool never shut down) would otherwise keep the process
-    alive forever after it.
-    """
+    """``code``, or leave at once (one line on stderr) when a non-daemon thread a stage started is
+    still alive: it would keep the process alive forever after the run was saved and printed."""
     lingering = [
         t
         for t in threading.enumerate()
@@ -246,13 +228,10 @@ def _exit_now(code: int):
 def exit_past_abandoned_stages(code: int) -> int:
     """``code``, or leave the process at once with it when an abandoned stage thread is still running.
 
-    Why: a stage abandoned after ``--timeout`` (or in flight when ``load`` stopped) may be blocked in
-    a C++ call, a CUDA synchronize say. At interpreter finalization CPython ends such a daemon thread
-    with ``pthread_exit`` when the call returns, which unwinds through C++ frames that cannot be
-    unwound: the process aborts ("terminate called without an active exception", SIGABRT, exit 134,
-    seen on an H100), and a measured failure (exit 1) would read as a crash. So the atexit handlers run,
-    the streams are flushed, and ``os._exit(code)`` skips the finalization. Everything the command
-    writes is written before it returns.
+    A stage abandoned after ``--timeout`` may be blocked in a C++ call (a CUDA synchronize); at
+    finalization CPython ends such a thread with ``pthread_exit``, which cannot unwind C++ frames:
+    the process aborts (SIGABRT, exit 134) and a measured failure would read as a crash. So
+    :func:`_exit_now` skips the finalization; the command wrote everything before it returned.
     """
     guard = sys.modules.get("workbench.guard")  # never imported: no stage ran, no stage thread
     if guard is None or not guard.stage_threads_alive():
@@ -261,13 +240,9 @@ def exit_past_abandoned_stages(code: int) -> int:
 
 
 def prepare_process(argv: list[str]) -> None:
-    """Process-wide settings that only a fresh process may take.
-
-    ``analyze`` of a trace *file* reads no Parquet, yet pandas imports pyarrow when it is installed
-    (0.1 s and 40 MB of a 1 s command): pyarrow is hidden from that process before pandas loads.
-    A run folder (its tables are Parquet) keeps it. Results are the same either way (golden tests
-    run both).
-    """
+    """Process-wide settings that only a fresh process may take: ``analyze`` of a trace *file* reads
+    no Parquet, yet pandas imports pyarrow when installed, so pyarrow is hidden from that process
+    before pandas loads (a run folder, whose tables are Parquet, keeps it)."""
     fresh = "pandas" not in sys.modules and "pyarrow" not in sys.modules
     if len(argv) >= 2 and argv[0] == "analyze" and fresh:
         trace = next((a for a in argv[1:] if not a.startswith("-")), None)
@@ -289,10 +264,8 @@ def _stdout_reader_gone() -> bool:
 
 
 def _leave_closed_stdout() -> int:
-    """Exit quietly, as Unix tools do when the reader of their output has gone.
-
-    stdout is pointed at /dev/null so the interpreter's final flush does not print a second BrokenPipeError.
-    """
+    """Exit quietly, as Unix tools do when the reader of their output has gone; stdout points at
+    /dev/null so the interpreter's final flush does not print a second BrokenPipeError."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)

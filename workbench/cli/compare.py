@@ -225,10 +225,9 @@ def compare_saved(
 ) -> dict[str, Any]:
     """Two saved runs compared as separate runs; refuses (ConfigError) a different pipeline or stage list.
 
-    The tables are streamed into one float64 column per stage (:func:`saved_columns`), never a DataFrame per
-    request and stage, and the bootstrap of a long run resamples per-unit summaries
-    (``analysis.verdicts.Bootstrap``): two runs of a million requests each stay within 1 GB and 10 s
-    (``benchmarks/bench_scale.py``: 600 MB and 5-6 s CPU, busy machine).
+    The tables are streamed into one float64 column per stage (:func:`saved_columns`) and the
+    bootstrap of a long run resamples per-unit summaries (``analysis.verdicts.Bootstrap``), so two
+    runs of a million requests each stay within 1 GB (``benchmarks/bench_scale.py``).
     """
     (meta_a, cols_a), (meta_b, cols_b) = saved_columns(path_a), saved_columns(path_b)
     diffs = differences(fingerprint_of(meta_a), fingerprint_of(meta_b))
@@ -293,10 +292,9 @@ def saved_columns(path: str) -> tuple[Any, dict[str, np.ndarray]]:
     """``(meta, {stage: ns, ..., "end_to_end": ns})``: a run folder's measured successful requests, in request
     order, one float64 array per stage (summed where a stage ran twice; NaN where it did not run).
 
-    Only the columns needed are read (request, warmup, ok, dur_ns; request, stage, dur_ns), in batches, the
-    stage names as codes; each column is checked as ``show`` checks it (``record.tables.checked_table``,
-    against the whole table's row count), the tables against each other and run.json
-    (``record.folder.check_consistent``) and the trace's name: a folder ``show`` refuses is refused."""
+    Only the columns needed are read, in batches, the stage names as codes; each column, the tables
+    against each other and run.json are checked as ``show`` checks them: a folder ``show`` refuses is
+    refused."""
     root = Path(path)
     recover(root)
     if not root.is_dir():
@@ -406,13 +404,7 @@ def print_rows(found: dict[str, Any], metric: str, out, *, noisy: bool = False) 
         file=out,
     )
     for e in [*found["stages"], found["end_to_end"]]:
-        name = _stage_label(e["name"])
-        where = " on a noisy machine" if noisy and e["verdict"] in (SLOWER, FASTER) else ""
-        print(
-            f"  {name:<16} {_fmt(e['p50_ratio']):>8} {_fmt_ci(e['p50_ci']):>17} {_fmt(e['p99_ratio']):>8} "
-            f"{_fmt_ci(e['p99_ci']):>17}  {e['verdict']}{where}",
-            file=out,
-        )
+        print(_ratio_row(_stage_label(e["name"]), e, noisy), file=out)
     for side in ("a", "b"):
         far = far_tail_text(found["end_to_end"][f"tail_{side}"])
         if far:
@@ -429,12 +421,16 @@ def print_tokens(tokens: dict[str, Any] | None, metric: str, out, *, noisy: bool
         file=out,
     )
     for e in tokens["metrics"]:
-        where = " on a noisy machine" if noisy and e["verdict"] in (SLOWER, FASTER) else ""
-        print(
-            f"  {e['name'].upper():<16} {_fmt(e['p50_ratio']):>8} {_fmt_ci(e['p50_ci']):>17} "
-            f"{_fmt(e['p99_ratio']):>8} {_fmt_ci(e['p99_ci']):>17}  {e['verdict']}{where}",
-            file=out,
-        )
+        print(_ratio_row(e["name"].upper(), e, noisy), file=out)
+
+
+def _ratio_row(name: str, e: dict[str, Any], noisy: bool) -> str:
+    """One row of :func:`print_rows`: p50 and p99 ratios B/A with their intervals, the verdict."""
+    where = " on a noisy machine" if noisy and e["verdict"] in (SLOWER, FASTER) else ""
+    return (
+        f"  {name:<16} {_fmt(e['p50_ratio']):>8} {_fmt_ci(e['p50_ci']):>17} {_fmt(e['p99_ratio']):>8} "
+        f"{_fmt_ci(e['p99_ci']):>17}  {e['verdict']}{where}"
+    )
 
 
 def print_interleaved(result: dict[str, Any], out) -> None:

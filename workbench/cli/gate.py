@@ -1,24 +1,12 @@
 """``workbench gate``: fail CI when NEW is really slower than BASE; say so when it cannot tell.
 
-    python -m workbench gate BASE NEW [--p50 +5%] [--p99 +10%] [--stages]
-    python -m workbench gate COMPARE.json [--p50 +5%] [--p99 +10%] [--stages]
-
-BASE and NEW are two saved runs (compared as separate runs, see
-``workbench compare RUN_A RUN_B``), or one file written by
-``workbench compare ... --json`` (B is NEW, A is BASE; with more than two
-configurations every B is checked against A), decoded against its schema
-(:mod:`workbench.analysis.compare_file`). Each metric is judged by
-:func:`workbench.analysis.verdicts.gate_decision` from the verdict ``compare``
-prints: exit 1 when one is a regression (verdict ``slower``, ratio and interval
-above ``1 + threshold``), else 4 when one is inconclusive (too noisy to tell
-against its threshold: rerun quieter or longer), else 0. End to end is always
-checked, and a streaming pipeline's TTFT, TPOT and ITL (``tokens``); each stage with ``--stages``.
-A comparison whose side failed every
-request is exit 1; bad input exit 2. Two saved load runs of which one fell
-behind its schedule (``load.behind_schedule``: generator lag p99 at or above
-``batching.loadgen.LAG_P99_LIMIT_MS``) are not judged: that run sent another
-load than asked for, so the answer is inconclusive (exit 4) whatever the
-latencies say.
+The rules and exit codes are the README's "A regression gate in CI". BASE and NEW are two saved
+runs (compared as separate runs), or one ``compare --json`` file (B is NEW, A is BASE; every B
+against A), decoded by :mod:`workbench.analysis.compare_file`; each metric is judged by
+:func:`workbench.analysis.verdicts.gate_decision`. A streaming pipeline's TTFT, TPOT and ITL are
+checked too. Two saved load runs of which one fell behind its schedule
+(``load.behind_schedule``) are not judged: that run sent another load than asked for, so the
+answer is inconclusive (exit 4) whatever the latencies say.
 """
 
 from __future__ import annotations

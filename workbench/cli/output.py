@@ -76,11 +76,9 @@ MAX_NAME_BYTES = 200
 
 
 def check_out(path: Path, *, folder: bool) -> None:
-    """ConfigError (exit 2) now, before anything is measured, when ``--out`` could not be written.
-
-    Refused: a name in the path longer than :data:`MAX_NAME_BYTES`, an existing target (a run folder is never overwritten; an HTML file target that is a
-    folder), a path under a regular file, a parent that is not writable, less than
-    :data:`MIN_FREE_BYTES` free there.
+    """ConfigError (exit 2) now, before anything is measured, when ``--out`` could not be written:
+    a name too long, an existing run folder (never overwritten) or a folder where a file goes, a
+    path under a regular file, a parent not writable, less than :data:`MIN_FREE_BYTES` free there.
     """
     path = Path(path)
     long = [part for part in path.parts if len(os.fsencode(part)) > MAX_NAME_BYTES]
@@ -113,12 +111,9 @@ def check_out(path: Path, *, folder: bool) -> None:
 
 
 def save_measured(run, out: Path) -> Path:
-    """Save a measured run at ``out``; nothing measured is thrown away.
-
-    Ctrl-C or SIGTERM while the folder is written is held until the save is done (then acted on). When saving
-    fails anyway (a full disk, a parent made read-only during the run, a second writer), the run is
-    saved to a fallback folder in the temporary folder and the one-line error names it.
-    """
+    """Save a measured run at ``out``; nothing measured is thrown away: Ctrl-C or SIGTERM waits for
+    the save, and a save that fails (a full disk, a second writer) goes to a temporary folder that
+    the one-line error names."""
     try:
         with signals_held():
             return run.save(out)

@@ -272,17 +272,15 @@ def factory_from_args(args):
     return load_factory(args.pipeline)
 
 
-def default_out(args) -> Path:
-    device = args.device.replace(":", "")
-    return default_folder(pipeline_name(args), device, f"bs{args.batch_size}", args.precision)
-
-
 def run(args) -> int:
     config = config_from_args(args)
     progress = progress_bar(args)
     apply_threads(args)
     factory = factory_from_args(args)
-    out = args.out or default_out(args)
+    device = args.device.replace(":", "")
+    out = args.out or default_folder(
+        pipeline_name(args), device, f"bs{args.batch_size}", args.precision
+    )
     check_out(out, folder=True)  # before measuring: a run is never measured to be thrown away
     # what stages print never mixes with the JSON object
     with kept_on_interrupt(out), stdout_to_stderr(args.json):

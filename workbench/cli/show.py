@@ -87,7 +87,7 @@ def print_budget(report: dict, out) -> None:
     columns = BUDGET_COLUMNS if device else BUDGET_COLUMNS[:9]
     rows = [[name for name, _ in columns]]
     for s in report["stages"]:
-        row = [*_cells(s["name"], s), _share(s["share"]).strip(), str(report["errors"][s["name"]])]
+        row = [*_cells(s["name"], s), _share(s["share"]), str(report["errors"][s["name"]])]
         if device:
             row += [_fmt(s["device"]["p50_ms"]), _fmt(s["device"]["p99_ms"])]
         rows.append(row)
@@ -96,7 +96,7 @@ def print_budget(report: dict, out) -> None:
         e = report[key]
         share = ""
         if key == "unattributed" and _known(e["mean_ms"]) and _known(e2e_mean) and e2e_mean:
-            share = _share(e["mean_ms"] / e2e_mean).strip()
+            share = _share(e["mean_ms"] / e2e_mean)
         rows.append([*_cells(label, e), share])
     for line in render_table(rows, [w for _, w in columns]):
         print(line, file=out)
@@ -221,4 +221,4 @@ def print_failure_lines(summary: dict, out, indent: str = "  ") -> None:
 
 
 def _share(x) -> str:
-    return f"{x * 100:7.1f}%" if _known(x) else f"{'-':>8}"
+    return f"{x * 100:.1f}%" if _known(x) else "-"

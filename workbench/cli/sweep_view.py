@@ -1,13 +1,8 @@
 """Reading sweep folders for ``show``, ``compare``, ``audit``: the table, the ratios, the point runs, the figure.
 
-Nothing here measures (that is :mod:`workbench.cli.sweep`), so the commands that
-only read a sweep import this module and none of the measuring ones.
-
-A sweep folder's ``sweep.json`` is decoded once, here, into :class:`SweepFile`
-(msgspec; the schema of docs/json.md): a wrong type, a missing field, a number
-out of its range, a point folder outside the sweep folder or a point without the
-swept value is exit 2 with one line naming the file, the field and the value.
-What :func:`read_sweep` returns after that has every field of the right type.
+Nothing here measures (that is :mod:`workbench.cli.sweep`). A sweep folder's ``sweep.json`` is
+decoded once, here, into :class:`SweepFile` (msgspec; the schema of docs/json.md): a value that
+does not fit is exit 2 with one line naming the file, the field and the value.
 """
 
 from __future__ import annotations

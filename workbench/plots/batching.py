@@ -1,11 +1,9 @@
 """Dynamic batching: latency vs throughput curves, p99 vs wait time, the queueing breakdown.
 
-Inputs are the tables of :mod:`workbench.batching`: a sweep (one row per
-``rate_rps`` x ``max_batch_size`` x ``max_wait_ms``, see
-``workbench.batching.sweeps.SWEEP_COLUMNS``) or a ``load_summary`` dict. Rows
-with ``stable == False`` (arrival rate at or above capacity: the queue grows
-with the run's length, so its latency is not a steady state) are drawn with
-open "x" markers and say so in the hover.
+Inputs are the tables of :mod:`workbench.batching`: a sweep (one row per ``rate_rps`` x
+``max_batch_size`` x ``max_wait_ms``) or a ``load_summary`` dict. Rows with ``stable == False``
+(arrival rate at or above capacity: the latency is not a steady state) are drawn with open "x"
+markers and say so in the hover.
 """
 
 from __future__ import annotations

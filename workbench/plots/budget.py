@@ -1,19 +1,13 @@
 """The latency budget figure: per-stage p50/p95/p99, unattributed time, the SLA line.
 
-Input is :func:`workbench.analysis.budget.stage_summary` (one row per stage in
-pipeline order, then ``end_to_end`` and ``unattributed``). Percentiles of stages
-do not add up to the end-to-end percentile (the slowest requests of two stages
-are rarely the same request), so the percentile view groups bars side by side
-and never stacks them; the waterfall view stacks *means*, which do add up
-exactly: stages + unattributed = end to end. The requests view stacks the stages of
-the actual request at p50 and at p99 of end to end (``analysis.budget.percentile_request_parts``):
-each stack adds up to the request it describes.
+Input is :func:`workbench.analysis.budget.stage_summary`. Percentiles of stages do not add up to
+the end-to-end percentile (the slowest requests of two stages are rarely the same request), so
+the percentile view groups bars side by side and never stacks them; the waterfall view stacks
+*means*, which do add up (stages + unattributed = end to end), and the requests view stacks the
+stages of the actual request at p50 and at p99 of end to end.
 
-A run's trust marks travel with the figure: ``noise`` (the run's noise record,
-``workbench.noise``) draws a badge in the top right corner (NOISY with its
-reasons, quiet, or not measured), and ``failures`` (``failure_summary``) puts
-each failing stage's count, share and most frequent error under the title. A
-run whose every request failed gives an empty figure that says why.
+A run's trust marks travel with the figure: ``noise`` draws a badge in the top right corner and
+``failures`` puts each failing stage's count, share and most frequent error under the title.
 :func:`run_budget_figure` takes a run and passes all three.
 """
 
@@ -120,11 +114,8 @@ def budget_figure(
 
 
 def _header(fig: go.Figure, head: str, badge: list[str], legend_row: bool) -> go.Figure:
-    """Stack the header from the top: the badge (right), the title and its lines, the legend's row.
-
-    The badge once sat at a fixed height over the plot and covered the legend (three NOISY reasons of
-    a served run); here each part starts where the one above ends, and the top margin holds them all.
-    """
+    """Stack the header from the top: the badge (right), the title and its lines, the legend's row;
+    each part starts where the one above ends, and the top margin holds them all."""
     badge_px = BADGE_LINE_PX * len(badge) + 2 * BADGE_PAD_PX + 6 if badge else 0
     title_px = TITLE_LINE_PX + SUB_LINE_PX * head.count("<br>")
     top = 10 + badge_px + title_px + (LEGEND_ROW_PX if legend_row else 0)

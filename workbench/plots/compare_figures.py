@@ -1,12 +1,8 @@
-"""Two runs side by side: per-stage values of each, and the deltas B - A.
+"""Two runs side by side: per-stage values of each and the deltas B - A, or the ratio B/A.
 
-Inputs are two :func:`workbench.analysis.budget.stage_summary` tables. Stages
-are matched by name (A's order first, then stages only B has); a stage missing
-from one run has no bar there and no delta. A delta smaller than the run-to-run
-spread is noise: the hover shows both values so the reader can judge.
-
-:func:`ratio_figure` draws what ``workbench compare`` concluded instead: the
-ratio B/A per stage with its (Holm-corrected) interval, colored by verdict.
+Stages are matched by name (A's order first, then stages only B has); a stage missing from one run
+has no bar there and no delta. A delta smaller than the run-to-run spread is noise: the hover shows
+both values so the reader can judge.
 """
 
 from __future__ import annotations

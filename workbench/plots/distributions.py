@@ -1,11 +1,8 @@
 """Latency distributions: histogram or CDF of one stage or end to end, warm-up apart.
 
-Measured requests (not warm-up, successful) form the distribution and its
-p50/p95/p99 markers, computed by :mod:`workbench.analysis.stats` (the same
-definition as the budget). Warm-up requests are a separate, muted trace, never
-mixed in. Bins are computed here with numpy (log-spaced on a log axis) and sent
-as counts, so the payload does not grow with the number of requests; the CDF
-is thinned to at most ``max_points`` points, always keeping min and max.
+Percentiles come from :mod:`workbench.analysis.stats` (the budget's definition). Bins are computed
+here (log-spaced on a log axis) and sent as counts, so the payload does not grow with the number
+of requests; the CDF is thinned to at most ``max_points`` points, always keeping min and max.
 """
 
 from __future__ import annotations
@@ -40,6 +37,17 @@ def latency_samples(
     return values[~is_warm], values[is_warm]
 
 
+def stage_pick(figure: str, stage: str | None, stage_order: list[str]) -> tuple[str, str]:
+    """``(label, color)`` of ``stage`` (None: end to end); ConfigError for a stage not in ``stage_order``."""
+    if stage is None:
+        return "end to end", "#333333"
+    if stage not in stage_order:
+        raise ConfigError(
+            f"{figure}: stage={stage!r} is not in the pipeline's stages {list(stage_order)}"
+        )
+    return stage, stage_color(list(stage_order).index(stage))
+
+
 def distribution_figure(
     requests: pd.DataFrame,
     stages: pd.DataFrame,
@@ -61,16 +69,11 @@ def distribution_figure(
     """
     if kind not in DISTRIBUTION_KINDS:
         raise ConfigError(f"distribution_figure: kind={kind!r}; use one of {DISTRIBUTION_KINDS}")
-    if stage is not None and stage not in stage_order:
-        raise ConfigError(
-            f"distribution_figure: stage={stage!r} is not in the pipeline's stages {list(stage_order)}"
-        )
-    label = "end to end" if stage is None else stage
+    label, color = stage_pick("distribution_figure", stage, stage_order)
     title = title or f"Latency distribution: {label}"
     measured, warm = latency_samples(requests, stages, stage)
     if measured.size == 0 and warm.size == 0:
         return empty_figure(f"no successful requests for {label}", title)
-    color = "#333333" if stage is None else stage_color(list(stage_order).index(stage))
     fig = go.Figure()
     if kind == "histogram":
         edges = _edges(np.concatenate([measured, warm]), log_x)
@@ -173,11 +176,8 @@ def _add_cdf(fig: go.Figure, values_ns: np.ndarray, max_points: int, name: str, 
 
 
 def _add_markers(fig: go.Figure, measured_ns: np.ndarray, top: float) -> None:
-    """p50/p95/p99 as vertical line traces named "p50 0.0505 ms" etc. (x in ms, data coordinates on any axis).
-
-    Their values are in the legend, never written beside the lines: close percentiles
-    overprinted each other and the curve, and text near the plot's edge was clipped
-    (and widened the axis range, squeezing the histogram)."""
+    """p50/p95/p99 as vertical line traces named "p50 0.0505 ms" etc. (x in ms); their values are in
+    the legend, never beside the lines, where close percentiles overprint each other."""
     stats = summarize_ns(measured_ns)
     for key in ("p50_ms", "p95_ms", "p99_ms"):
         if stats[key] is None:

@@ -1,18 +1,12 @@
-"""Flame graphs: an icicle of the flame tree, and a time-axis flame chart of one request.
+"""Flame graphs: an icicle of the flame tree, and the slow-minus-median icicles.
 
-:func:`flame_figure` draws the node table of :mod:`workbench.analysis.flame`
-(``id``, ``parent`` (-1 for a root), ``name``, ``kind``, ``self_ns``,
-``total_ns``, ``count``, ``bytes``) as a plotly icicle, widths = ``total_ns``.
-A tree larger than ``max_nodes`` is folded with the analysis' own
-:func:`~workbench.analysis.flame.prune` (small nodes become one ``(other)``
-per parent), at the smallest share that fits. GPU nodes carry GPU time under
-the host call that launched them (another clock), so a node is drawn at least
-as wide as its children (:func:`display_totals`). Colors follow
-:data:`workbench.plots.style.KIND_COLORS`.
-
-A tree with GPU work (a CUDA run) gets a second icicle under the first: per stage, its
-kernels, copies and memsets (``analysis.flame.gpu_work_by_stage``), width = GPU time. In the
-host icicle a 20 us kernel under a 10 ms request is a few pixels wide and never labelled.
+:func:`flame_figure` draws the node table of :mod:`workbench.analysis.flame` as a plotly icicle,
+widths = ``total_ns``, folded to ``max_nodes`` by the analysis' own
+:func:`~workbench.analysis.flame.prune`. GPU nodes carry GPU time under the host call that
+launched them (another clock), so a node is drawn at least as wide as its children
+(:func:`display_totals`). A tree with GPU work gets a second icicle under the first: per stage,
+its kernels, copies and memsets, width = GPU time (in the host icicle a 20 us kernel under a
+10 ms request is a few pixels wide and never labelled).
 """
 
 from __future__ import annotations
@@ -41,16 +35,13 @@ from .style import (
 
 TREE_COLUMNS = ("id", "parent", "name", "kind", "self_ns", "total_ns", "count", "bytes")
 LABEL_CHARS = 60
-MIN_STACK_SAMPLES = (
-    20  # per set: a share of fewer samples is a guess (its standard error up to 0.5/sqrt(n))
-)
+# per set: a share of fewer samples is a guess (its standard error up to 0.5/sqrt(n))
+MIN_STACK_SAMPLES = 20
 HOVER_CHARS = 160
 # the cut note's line length: one long line was clipped at half of a 1280 px screen
 NOTE_CHARS = 100
-# the smallest label font (px) a flame box may use; smaller ones were unreadable at half width
-LABEL_MIN_PX = 10  # the smallest label a student reads at 1280x800 (8 px could not be read)
-# an icicle's labels never shrink below LABEL_MIN_PX: a box too narrow for its label shows none (its
-# hover and a zoom still name it; plotly shrank labels to 0.2-0.5 px in the overlap test)
+LABEL_MIN_PX = 10  # the smallest label font (px) a student reads at 1280x800
+# a box too narrow for a LABEL_MIN_PX label shows none (its hover and a zoom still name it)
 SMALL_LABELS_HIDDEN = dict(minsize=LABEL_MIN_PX, mode="hide")
 PRUNE_SHARES = (0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
 LEGEND_CHARS = 80  # a kind legend line's visible length: a CUDA run's eight kinds ran off 640 px
@@ -63,11 +54,8 @@ GPU_LABEL_LINES = 3
 def fit_tree(tree: pd.DataFrame, max_nodes: int) -> tuple[pd.DataFrame, float | None, bool]:
     """``(tree, share, cut)``: the tree folded by :func:`workbench.analysis.flame.prune` at the
     smallest share of :data:`PRUNE_SHARES` that leaves at most ``max_nodes`` nodes (``(tree, None,
-    False)`` if it fits).
-
-    Sizes are counted first (:func:`~workbench.analysis.flame.pruned_size`) so the tree is
-    pruned once. When no share is enough (a deep chain of nested calls), the largest share is
-    used and the deepest levels are cut until it fits (:func:`cut_depth`; ``cut`` is then True).
+    False)`` if it fits). When no share is enough (a deep chain of nested calls), the deepest
+    levels of the largest share's tree are cut until it fits (``cut`` is then True).
     """
     if len(tree) <= max_nodes:
         return tree, None, False

@@ -191,11 +191,8 @@ def _cpu_vs_gpu(fig: go.Figure, cpu_us: np.ndarray, gpu_us: np.ndarray, bins: in
 
 
 def _percentiles(fig: go.Figure, dist: pd.DataFrame) -> None:
-    """p50/p90/p99 bars per metric, named in the legend (no text over the bars: on a log axis it was clipped).
-
-    The log axis starts a whole decade below the smallest bar: a bar grows from the axis' bottom, so one
-    at 10.5 us on an axis from 10 us was a sliver (the launch call's p50 looked missing).
-    """
+    """p50/p90/p99 bars per metric, named in the legend; the log axis starts a whole decade below
+    the smallest bar, which grows from the axis' bottom and would otherwise be a sliver."""
     names = {"cpu_dur": "launch call", "launch_delay": "launch delay", "gpu_dur": "GPU time"}
     shown = []
     for col, color in zip(("p50_ns", "p90_ns", "p99_ns"), PERCENTILE_COLORS.values()):

@@ -142,9 +142,8 @@ _AXIS = dict(
     automargin=True,
     title=dict(standoff=15),
 )
-# plotly_white's look (white background, light grid, its colorway) without its defaults for every trace type:
-# 0.6 kB per figure instead of 6.6 kB, and about 3 ms instead of 25-28 ms to set and again to encode (busy
-# machine, benchmarks/bench_first_view.py --breakdown); a recorded view draws 6 figures.
+# plotly_white's look (white background, light grid, its colorway) without its defaults for every
+# trace type, which made each figure ten times larger and slower to set and encode
 TEMPLATE = go.layout.Template(
     layout=dict(
         paper_bgcolor="white",
@@ -192,16 +191,12 @@ def layout(fig: go.Figure, title: str | None, **kwargs) -> go.Figure:
     return fig
 
 
-MULTILINE_TITLE_RISE_PX = (
-    12  # plotly draws a title of several lines 12 px higher than asked (yanchor top)
-)
+# plotly draws a title of several lines 12 px higher than asked (yanchor top)
+MULTILINE_TITLE_RISE_PX = 12
 
 
 def title_pad(title: str | None, top: float = 10) -> float:
-    """The title's top pad (px) for its first line to start ``top`` px under the figure's top edge.
-
-    A title with ``<br>`` lines started 5 px above the figure, cut off, with the usual 10 px pad.
-    """
+    """The title's top pad (px) for its first line to start ``top`` px under the figure's top edge."""
     return top + (MULTILINE_TITLE_RISE_PX if title and "<br>" in title else 0)
 
 
@@ -244,10 +239,9 @@ def decade_ticks(lo_log10: float, hi_log10: float, unit: str) -> dict:
 def log_axis(lo: float, hi: float, unit: str) -> dict:
     """Options of a log axis (values ``lo``..``hi`` > 0, in ``unit``) labelled at whole decades only.
 
-    plotly labels minor ticks ("2", "5") on a log axis shorter than a few decades,
-    so a student read "9 0.1 2 3 ... 1 2". Here every tick is a decade
-    (``dtick=1``: ``0.1 ms``, ``1 ms``, ``10 ms``), minor ticks carry grid lines, not
-    numbers, and the range covers whole decades, so at least two labels show.
+    plotly labels minor ticks ("2", "5") on a short log axis, which reads as "9 0.1 2 3 ... 1 2";
+    here minor ticks carry grid lines, not numbers, and the range covers whole decades, so at
+    least two labels show.
     """
     lo, hi = float(lo), float(hi)
     if not (lo > 0 and math.isfinite(lo)):

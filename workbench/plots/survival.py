@@ -20,9 +20,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..analysis.stats import NS_PER_MS, percentiles, tail_summary_ns
-from ..errors import ConfigError
-from .distributions import latency_samples
-from .style import PERCENTILE_COLORS, empty_figure, layout, stage_color, value_axis
+from .distributions import latency_samples, stage_pick
+from .style import PERCENTILE_COLORS, empty_figure, layout, value_axis
 
 P999_COLOR = "#d62728"
 
@@ -57,17 +56,12 @@ def survival_figure(
     the p99.9 line "p99.9 X ms [lo, hi]" (95 % order-statistic interval) or, below the count that
     bounds it, an empty legend entry "p99.9: N requests; 5661 bound it". Warm-up is left out.
     """
-    if stage is not None and stage not in stage_order:
-        raise ConfigError(
-            f"survival_figure: stage={stage!r} is not in the pipeline's stages {list(stage_order)}"
-        )
-    label = "end to end" if stage is None else stage
+    label, color = stage_pick("survival_figure", stage, stage_order)
     title = title or f"Far tail: {label} (share of requests at least this slow)"
     measured, _ = latency_samples(requests, stages, stage)
     if measured.size == 0:
         return empty_figure(f"no successful measured requests for {label}", title)
     x, y = survival_points(measured, max_points)
-    color = "#333333" if stage is None else stage_color(list(stage_order).index(stage))
     fig = go.Figure()
     name = f"measured (n={measured.size})"
     fig.add_scatter(

@@ -1,11 +1,9 @@
 """A measured capacity sweep (``load --sweep``): latency against achieved throughput, the SLA, the knee.
 
-Input: :func:`workbench.batching.capacity.points_table` of a sweep record (one
-row per point). Measured p99 is solid and p50 dotted; unstable points are open
-"x" markers; the simulator's predicted p99/p50 for the same policy, when the
-sweep has them, are drawn dashed in grey at the same achieved rates, with the
-measured/predicted ratio in the hover. The knee (the highest stable offered
-rate whose p99 meets the SLA) is a ringed marker.
+Input: :func:`workbench.batching.capacity.points_table` of a sweep record (one row per point).
+Unstable points are open "x" markers; the simulator's predictions, when the sweep has them, are
+dashed grey at the same achieved rates. The knee is the highest stable offered rate whose p99
+meets the SLA.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Transfers: bytes, time and achieved bandwidth by direction and host memory, and the
 runtime calls that made the host wait for the GPU.
 
-All numbers come from :mod:`workbench.analysis.transfers` (``copy_classes``,
-``sync_calls``); this module only lays them out, colored by the one copy
-classification (AMD ``Host`` memory its own color). One bar per copy class (``HtoD Pageable``, ``DtoH Pinned``,
-``DtoD``...; copies whose name names no host side stay under their bare
-direction) plus memsets, colored by the shared palette.
+All numbers come from :mod:`workbench.analysis.transfers`; this module lays them out, one bar per
+copy class (``HtoD Pageable``, ``DtoH Pinned``, ``DtoD``...; AMD ``Host`` memory its own) plus
+memsets, colored by the shared palette.
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """The latency explorer's run beside the runs it is read against: its recording, A, the one before it.
 
-A class on a shared server read ten live bf16 runs (p99 4.2 to 32.8 ms) against a quiet
-fp32 recording (10.72 ms): 7 of 10 concluded bf16 made p99 worse, where the recorded runs
-show 0.44x. So the explorer keeps, beside the run on screen (``now``), the recorded run of
-the same configuration when ``now`` was measured live (``recorded``), the pinned
-configuration A (``pinned``) and the configuration shown before (``before``), each with its
-end-to-end p50 and p99 and the p99's 95 % order-statistic interval (``stage_summary``'s
-``p99_ci_low_ms``/``p99_ci_high_ms``: ``analysis.stats.percentile_ci_ns``), and says in words
-whether ``now`` can be read against each: runs from two machines (their CPU model, or GPU name)
-are not comparable, a run its noise check flagged
-(``run.meta.noise``, :mod:`workbench.noise`) is not comparable with a quiet one, and a p99
-whose interval the sample does not bound (fewer than 563 requests) cannot be compared at all.
+A live run on a shared server read against a quiet recording can reverse a verdict. So beside the
+run on screen (``now``) stay the recorded run of the same configuration when ``now`` was measured
+live (``recorded``), the pinned configuration A (``pinned``) and the one shown before
+(``before``), each with its end-to-end p50, p99 and the p99's 95 % order-statistic interval, with
+a word on whether ``now`` can be read against each: runs from two machines are not comparable, a
+run flagged noisy (:mod:`workbench.noise`) is not comparable with a quiet one, and a p99 whose
+interval the sample does not bound cannot be compared at all.
 
-Nothing here touches a widget: the explorer draws the table (:func:`beside_table`), its
-figure (``plots.beside.beside_figure``) and the line of :func:`comparability`.
+No widget here: the explorer draws the table (:func:`beside_table`), its figure
+(``plots.beside.beside_figure``) and the line of :func:`comparability`.
 """
 
 from __future__ import annotations

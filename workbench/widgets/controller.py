@@ -1,16 +1,13 @@
 """The one controller skeleton the three explorers share.
 
-Every explorer does the same thing with different work: a control moves ->
-the result for the new setting is taken from an LRU cache and drawn at once,
-or computed on the :class:`~workbench.widgets.jobs.JobQueue` worker (debounced,
-one job at a time, the newest winning, cancellable) and drawn when it is still
-the one on screen. A :class:`~workbench.errors.WorkbenchError` is the user's
-problem: its one-line message goes to the message line and the figures keep
-the last good result. Anything else is a bug: kept in ``last_error`` and shown
-with its type, never as a traceback.
+A control moves -> the result for the new setting is drawn from an LRU cache at once, or computed
+on the :class:`~workbench.widgets.jobs.JobQueue` worker and drawn when it is still the one on
+screen. A :class:`~workbench.errors.WorkbenchError` is the user's problem: its one-line message
+goes to the message line and the figures keep the last good result. Anything else is a bug: kept
+in ``last_error`` and shown with its type, never as a traceback.
 
-A subclass supplies ``key`` (the current setting, hashable), ``draw(value)``
-and, optionally, ``failed(key, exc)``; it calls :meth:`Controller.update`.
+A subclass supplies ``key`` (the current setting, hashable), ``draw(value)`` and, optionally,
+``failed(key, exc)``; it calls :meth:`Controller.update`.
 """
 
 from __future__ import annotations

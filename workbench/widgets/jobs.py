@@ -1,20 +1,14 @@
 """Debounced background jobs, one at a time, the newest request winning.
 
-A slider fires a change for every step it passes; profiling each would queue
-seconds of work the user no longer wants. :class:`JobQueue` waits ``debounce_s``
-after the last change, then runs the newest job on a worker thread. While a
-job runs, later submissions replace each other (only the newest is kept) and
-start when the running one ends. Each job receives its own
-``threading.Event``; :meth:`JobQueue.cancel` sets it (the runner checks it
-between requests) and drops the queued job.
+A slider fires a change for every step it passes; profiling each would queue seconds of work the
+user no longer wants. :class:`JobQueue` waits ``debounce_s`` after the last change, then runs the
+newest job on a worker thread; later submissions replace each other and start when the running
+one ends. Each job receives its own ``threading.Event``, which :meth:`JobQueue.cancel` sets.
 
-A job that ignores its cancel event (a stage stuck in a call that never
-returns) cannot be stopped: a Python thread cannot be killed. So when it is
-still running ``abandon_after_s`` after a cancel, the queue abandons it: the
-queue is free again (later jobs start on a fresh worker thread), ``stuck``
-counts the abandoned jobs still running, and ``on_error`` receives a
-:class:`JobStuck` saying so. An abandoned job that returns later changes
-nothing.
+A job that ignores its cancel event (a stage stuck in a call that never returns) cannot be
+stopped: a Python thread cannot be killed. So when it is still running ``abandon_after_s`` after
+a cancel, the queue abandons it: later jobs start on a fresh worker thread, ``stuck`` counts the
+abandoned jobs still running, and ``on_error`` receives a :class:`JobStuck` saying so.
 
 No ipywidgets here: the queue is plain threading, so tests drive it directly.
 """

@@ -1,35 +1,23 @@
 """The latency explorer: batch size, precision, device, threads and pipeline -> budget, tail, distribution, flame.
 
-A run with sampled stacks (``RunMeta.stacks``: every timed request's Python
-stacks, ``workbench.analysis.stacks``) also shows its slowest requests' frames
-minus the median ones' (``plots.flame.differential_flame_figure``) under the
-flame graph; the pane is hidden for a run without them. A run whose sampler saw every thread
-(``RunMeta.sampled``) shows its slowest requests' work beside their waits under it
-(``plots.wait_flame.wait_flame_figure``), hidden likewise.
+Under the flame graph, a run with sampled stacks (``RunMeta.stacks``) shows its slowest requests'
+frames minus the median ones' (``plots.flame.differential_flame_figure``), and a run whose sampler
+saw every thread (``RunMeta.sampled``) its slowest requests' work beside their waits
+(``plots.wait_flame.wait_flame_figure``); each pane is hidden for a run without them.
 
-Every control change goes through one path, the shared
-:class:`~workbench.widgets.controller.Controller`: a configuration already
-seen is drawn at once from the LRU cache; an unseen one is looked up among the
-recorded runs (matched on its fingerprint, :mod:`workbench.widgets.recorded`)
-and drawn on the worker thread at once, or profiled there, debounced, one run
-at a time, with a progress bar and a cancel button. A recorded run's flame graph
-is read from its trace only when its pane (a button) is opened. A configuration that cannot run
-(``PrecisionError``, ``ConfigError``, a failing factory) shows its message in
-the message line and clears the figures, which showed another configuration.
+Every control change goes through the shared :class:`~workbench.widgets.controller.Controller`: a
+configuration already seen is drawn from the LRU cache; an unseen one is looked up among the
+recorded runs (by fingerprint, :mod:`workbench.widgets.recorded`) and drawn on the worker thread,
+or profiled there, debounced, one run at a time. A recorded run's flame graph is read from its
+trace only when its pane is opened. A configuration that cannot run shows its message in the
+message line and clears the figures, which showed another configuration.
 
-Trust is shown, not assumed: the noise flag of the run on screen (with its
-reasons and fix), its failures per stage with their messages, and what a
-recorded run differs in (host, versions, fields it did not record). Live runs
-use one torch thread by default (:data:`THREADS_WHY`). "pin as A" and
-"compare with B" run the two configurations interleaved in this process
-(``workbench.compare``) and draw the ratio per stage with its interval and verdict.
-A click on a point of the latency-over-run chart moves the request picker to that
-request (:meth:`LatencyExplorer.show_request`; the bridge is ``panes.ClickablePane``),
-so the click and the keyboard drive one stage pane.
-
-Beside the run on screen stay the runs it is read against, with a line saying whether they are
-comparable (:mod:`workbench.widgets.beside`). The status line of a live run says how long it
-waited in the room's queue apart from how long it measured.
+Trust is shown, not assumed: the run's noise flag, its failures per stage, and what a recorded
+run differs in. Live runs use one torch thread by default (:data:`THREADS_WHY`). "pin as A" and
+"compare with B" run the two configurations interleaved (``workbench.compare``). A click on a
+point of the latency-over-run chart moves the request picker to that request
+(:meth:`LatencyExplorer.show_request`), so the click and the keyboard drive one stage pane. Beside
+the run on screen stay the runs it is read against (:mod:`workbench.widgets.beside`).
 """
 
 from __future__ import annotations
@@ -364,7 +352,7 @@ class LatencyExplorer(Controller):
         self.budget_pane, self.distribution_pane = FigurePane(), FigurePane()
         # the page's budget, whatever is above it
         self.budget_pane.view.add_class("workbench-budget")
-        # drawn on the page when asked: 45 of the first view's 70 kB of figure JSON, 0.2 s of the browser's time
+        # drawn on the page when asked: most of the first view's figure JSON
         self.flame_pane = DeferredPane(520, "flame graph of the traced request")
         self.tail_pane, self.request_pane = FigurePane(320), FigurePane(320)
         # the far tail of the stage picked for the distribution
@@ -482,13 +470,8 @@ class LatencyExplorer(Controller):
         )
 
     def _recorded_without_build(self, key: Key, config: PipelineConfig, force: bool) -> bool:
-        """Whether a recorded run stands in for this configuration, found without building the pipeline.
-
-        Drawing one takes about 0.1 s, so it starts at once: the debounce (0.3 s)
-        is for live runs, whose seconds a burst of slider steps must not queue
-        (``benchmarks/bench_first_view.py --breakdown``: a recorded change 0.48 ->
-        0.18 s with this alone). False for a cached configuration (drawn at once anyway).
-        """
+        """Whether a recorded run stands in for this configuration, found without building the
+        pipeline: it is drawn at once, the debounce is for live runs. False for a cached one."""
         here = _measurable(config.device)
         if (force and here) or (not force and key in self.cache):
             return False
@@ -496,12 +479,8 @@ class LatencyExplorer(Controller):
         return self.lookup.find(target, config, measurable=here, build=False) is not None
 
     def _prime_if_live(self, key: Key, config: PipelineConfig, force: bool) -> None:
-        """On this (the notebook's) thread, prime the profiler before a live run (``device.prime_profiler``).
-
-        Not before a configuration drawn from the cache, or from a recorded run
-        found without building (the caller checks that): priming imports torch
-        (about 250 MB a kernel), which a room's recorded first view never needs.
-        """
+        """On the notebook's thread, prime the profiler before a live run, never before a cached or
+        recorded one: priming imports torch, which a room's recorded first view never needs."""
         if self.live.profile is None and (force or key not in self.cache):
             prime_profiler()
 
@@ -773,7 +752,6 @@ def _controls(values: dict[str, Any]) -> Controls:
 
 
 def _button(description: str, width: str, **options: Any) -> widgets.Button:
-    """A button ``width`` wide; ``options``: its other traits (tooltip, disabled)."""
     return widgets.Button(description=description, layout=widgets.Layout(width=width), **options)
 
 

@@ -1,8 +1,5 @@
-"""Small helpers of the latency explorer: how it measures live, control choices, the wanted fingerprint,
-and its message lines.
-
-Kept apart from :mod:`workbench.widgets.latency` so that the explorer module
-holds only the wiring. Nothing here touches a widget.
+"""Small helpers of the latency explorer: how it measures live, control choices, the wanted
+fingerprint, and its message lines. Nothing here touches a widget.
 """
 
 from __future__ import annotations

@@ -67,12 +67,9 @@ def figure_bundle(fig: go.Figure, height: int = 420) -> dict[str, Any]:
 
 
 class FigurePane:
-    """One figure slot of a dashboard: ``view`` (a widget, updated in place) and ``figure`` (what it shows).
-
-    ``show(fig)`` sends ``fig`` to the view (the same widget every time: the
-    page does not re-create it) and keeps ``fig`` as ``figure`` for code and
-    tests to read. ``bundle`` (from :func:`figure_bundle`) skips the JSON
-    encoding when the caller has it cached. ``updates`` counts redraws.
+    """One figure slot of a dashboard: ``view`` (a widget, updated in place) and ``figure`` (what it
+    shows, for code and tests to read). ``show(fig, bundle)``: a cached ``bundle``
+    (:func:`figure_bundle`) skips the JSON encoding. ``updates`` counts redraws.
     """
 
     def __init__(self, height: int = 420):
@@ -83,11 +80,13 @@ class FigurePane:
         self.updates = 0
 
     def show(self, fig: go.Figure, bundle: dict[str, Any] | None = None) -> None:
-        """Draw ``fig`` in the view."""
         self.figure = fig
+        self._draw(fig, bundle)
+        self.updates += 1
+
+    def _draw(self, fig: go.Figure, bundle: dict[str, Any] | None) -> None:
         data = bundle if bundle is not None else figure_bundle(fig, self.height)
         self.output.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
-        self.updates += 1
 
     def clear(self) -> None:
         self.output.outputs = ()
@@ -96,14 +95,10 @@ class FigurePane:
 class DeferredPane(FigurePane):
     """A :class:`FigurePane` whose figure reaches the page only once its button is pressed.
 
-    For a heavy figure below the first screen (the flame graph: 45 of the first
-    view's 70 kB of figure JSON, about 0.2 s of plotly.js drawing in the browser and
-    50-100 ms to build from its trace, benchmarks/results/first_view.md). ``show``
-    and ``show_later`` count ``updates`` as :meth:`FigurePane.show` does, but the
-    output receives the figure only while the button (``button``, a toggle) is down:
-    pressing it draws the last figure then, pressing it again hides it. ``opened``
-    says which. ``show_later(make)`` takes ``make() -> (figure, bundle or None)``,
-    called when the figure is first needed: opened, or ``figure`` read by code.
+    For a heavy figure below the first screen (the flame graph). The output receives the figure
+    only while the toggle ``button`` is down (``opened``). ``show_later(make)`` takes
+    ``make() -> (figure, bundle or None)``, called when the figure is first needed: opened, or
+    ``figure`` read by code.
     """
 
     def __init__(self, height: int = 420, label: str = "show the figure"):
@@ -163,8 +158,7 @@ class DeferredPane(FigurePane):
         if opened and pending is not None:
             fig, bundle = pending()
             self._pending, self._figure = None, fig
-            data = bundle if bundle is not None else figure_bundle(fig, self.height)
-            self.output.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
+            self._draw(fig, bundle)
 
 
 class MessageLine:

@@ -1,20 +1,15 @@
 """Which recorded run may stand in for a configuration: matched on its fingerprint, never on its name.
 
-A recorded run of another model with the same pipeline name once showed a
-p50 of 1854 ms for a model that takes 23 ms. So a run stands in only when
-``workbench.fingerprint.recorded_match`` accepts it: pipeline, factory spec,
-options, model fingerprint, device, batch size, precision and threads equal
-(a field the run did not record, such as the model of an older run, is
-labelled instead); host and version differences are labels, never refusals.
+A run of another model with the same pipeline name would show another model's latency. So a run
+stands in only when ``workbench.fingerprint.recorded_match`` accepts it: pipeline, factory spec,
+options, model fingerprint, device, batch size, precision and threads equal (a field the run did
+not record is labelled instead); host and version differences are labels, never refusals. On a
+device this machine does not have, the CPU thread count is a label too (it cannot be measured
+here at any count).
 
-One exception, said in the label: a device this machine does not have (the
-recorded GPU runs on a CPU-only laptop) cannot be measured here at any thread
-count, so there the CPU thread count is a label too.
-
-Only ``run.json`` is read here (``workbench.record.read_meta``); a broken one
-is skipped with a note. A run timed with another synchronization policy than the
-explorer's (``sync="request"``: notebook 3's wrong way to time GPU stages) never
-stands in for a configuration: it measured something else.
+Only ``run.json`` is read here (``workbench.record.read_meta``); a broken one is skipped with a
+note. A run timed with another synchronization policy than the explorer's (``sync="request"``)
+never stands in: it measured something else.
 """
 
 from __future__ import annotations

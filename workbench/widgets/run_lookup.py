@@ -1,17 +1,12 @@
 """Which recorded run the latency explorer shows for a configuration, and what it says when there is none.
 
-Split out of :mod:`workbench.widgets.latency` (which keeps the wiring): the
-fingerprint a live run of a configuration would record (built only when a
-recorded run needs its model compared), the match among the recorded runs
-(:class:`~workbench.widgets.recorded.RecordedRuns`), and the lines said around
-it. Nothing here touches a widget.
+The fingerprint a live run of a configuration would record (built only when a recorded run needs
+its model compared), the match among the recorded runs
+(:class:`~workbench.widgets.recorded.RecordedRuns`), and the lines said around it; no widget.
 
-A device this machine lacks (the recorded GPU runs on a CPU-only laptop)
-cannot build or run the pipeline there, so its model fingerprint is the one
-the same configuration has on the CPU: the fingerprint hashes parameter names,
-shapes and dtypes, which the device does not change (precision does, and stays
-in the configuration). That is what lets ``text-cuda-bs1-fp32`` stand in for
-``text`` on ``cuda`` at batch 1 on a machine without a GPU.
+On a device this machine lacks, the model fingerprint is the one the same configuration has on
+the CPU: it hashes parameter names, shapes and dtypes, which the device does not change. That is
+what lets ``text-cuda-bs1-fp32`` stand in for ``text`` on ``cuda`` on a machine without a GPU.
 """
 
 from __future__ import annotations
@@ -55,15 +50,9 @@ class RunLookup:
     def fingerprint(
         self, target: Any, config: PipelineConfig, build: bool = True, *, measurable: bool = True
     ) -> dict[str, Any] | None:
-        """What a live run of this configuration would record as its fingerprint (built only when needed).
-
-        An example's pipeline name is its own; a factory's pipeline, and the model
-        of any configuration a recorded run fingerprinted, need the pipeline built,
-        except a shipped example's model found in ``workbench/examples/model_fingerprints.json``
-        (``workbench.examples.fingerprints``: no torch import). On a device this
-        machine lacks (``measurable=False``), the model is the CPU build's (see the module docstring).
-        ``build=False``: None where a build would be needed.
-        """
+        """What a live run of this configuration would record as its fingerprint; the pipeline is
+        built only for a factory's name or a model a recorded run fingerprinted that the shipped
+        ``workbench.examples.fingerprints`` lack (``build=False``: None there instead)."""
         cache_key = (id(target), config.device, config.batch_size, config.precision, config.threads)
         if cache_key in self._wanted:
             return self._wanted[cache_key]

@@ -1,13 +1,10 @@
 """What the latency explorer keeps of a run: a small summary, not the run.
 
-A :class:`RunView` holds the stage summary, the per-request durations the
-distribution needs (three int64 columns per table) and the flame figure
-(pruned by ``workbench.plots``), so caching many of them costs little memory;
-the trace file itself is read once and never kept. A live run's flame figure is
-built at once (its scratch trace is deleted next); a recorded run's, whose trace
-stays on disk, when first asked for (:class:`Lazy`: the flame pane opened), which
-keeps 50-100 ms of trace reading off a recorded configuration change. Recorded
-runs are found from their ``run.json`` alone (``widgets.recorded``) and loaded on demand.
+A :class:`RunView` holds the stage summary, the per-request durations the distribution needs and
+the flame figure, so caching many of them costs little memory; the trace file is read once and
+never kept. A live run's flame figure is built at once (its scratch trace is deleted next); a
+recorded run's, whose trace stays on disk, when first asked for (:class:`Lazy`: the flame pane
+opened), which keeps trace reading off a recorded configuration change.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ from ..analysis.explain import recorded_stacks
 from ..analysis.wait_flame import wait_flames
 from ..analysis.waits import wait_summary
 from ..analysis.failures import failure_summary
-from ..record import Run, RunMeta
+from ..record import Run
 
 Key = tuple[str, str, int, str, "int | None"]  # (pipeline, device, batch_size, precision, threads)
 
@@ -58,9 +55,7 @@ STAGE_KEEP = ["request", "stage", "dur_ns"]
 class RunView:
     """A cached, display-ready summary of one run (hashed by identity: a re-measured run is a new view).
 
-    summary: ``stage_summary`` table (ms). requests/stages: the few columns the
-    distribution figure reads. flame: a :class:`Lazy` of the flame figure of the
-    traced run (``flame.get()``: the figure, or None when the run has no trace).
+    flame: a :class:`Lazy` of the traced run's flame figure (``flame.get()``: None without a trace).
     source: where it came from, for the status line.
     """
 
@@ -117,6 +112,7 @@ def summarize(
     requests = run.requests[REQUEST_KEEP].copy()
     stages = run.stages[STAGE_KEEP].copy()
     measured = requests[~requests["warmup"]]
+    stacks = recorded_stacks(run.meta)
     sampled = (run.meta.sampled, run.requests, run.stages, order, run.meta.pipeline_stages)
     flame = Lazy.ready(None)
     if run.trace_path is not None and flame_builder is not None:
@@ -136,17 +132,11 @@ def summarize(
         failed=int((~measured["ok"]).sum()),
         noise=run.meta.noise.to_dict() if run.meta.noise else None,
         failures=failure_summary(run.requests, order),
-        stacks=_stacks(run.meta),
+        stacks=stacks if isinstance(stacks, dict) else None,
         waits=wait_summary(*sampled),
         wait_flames=wait_flames(*sampled),
         machine=run.meta.env.device_name or run.meta.env.cpu_model,
     )
-
-
-def _stacks(meta: RunMeta) -> dict | None:
-    """The run's sampled-stack summary (``analysis.explain.recorded_stacks``) when it is one."""
-    stacks = recorded_stacks(meta)
-    return stacks if isinstance(stacks, dict) else None
 
 
 def discard_trace(run: Run) -> None:

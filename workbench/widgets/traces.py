@@ -1,13 +1,9 @@
 """The trace explorer: pick or upload a ``torch.profiler`` trace -> launch, transfer, timeline, step, flame views.
 
-A trace is loaded on the worker thread (``workbench.trace.load_trace``), every
-view is built from its events table once, and only the figures are cached
-(LRU, per file); the events table of the trace on screen is the one large
-object kept, for the request flame chart's request picker. Uploads are written
-to a private temporary folder, removed by :meth:`TraceExplorer.close`; a file
-that is not a readable trace shows its :class:`~workbench.errors.TraceError`
-message. Debounce, the one-job queue, the cache, ``last_error`` and the
-message line come from the shared :class:`~workbench.widgets.controller.Controller`.
+A trace is loaded on the worker thread and every view built from its events table once; only the
+figures are cached, and the events table of the trace on screen is the one large object kept (for
+the request flame chart). Uploads are written to a private temporary folder, removed by
+:meth:`TraceExplorer.close`.
 """
 
 from __future__ import annotations
@@ -39,11 +35,8 @@ PAGE_UPLOAD_LIMIT_BYTES = 10 * 2**20  # plain Voila's websocket message limit (t
 
 
 def upload_hint(environ: Any = None) -> str:
-    """The upload button's tooltip: the page's size limit (bytes of the file as sent), and what to do past it.
-
-    The launcher passes its limit in ``WORKBENCH_UPLOAD_LIMIT_BYTES``; a page past it
-    says so itself (our Voila template), since the bytes never reach this kernel.
-    """
+    """The upload button's tooltip: the page's size limit (``WORKBENCH_UPLOAD_LIMIT_BYTES``, set by
+    the launcher), and what to do past it (the page itself refuses a larger file)."""
     raw = (os.environ if environ is None else environ).get(UPLOAD_LIMIT_ENV, "")
     limit = int(raw) if raw.strip().isdigit() else PAGE_UPLOAD_LIMIT_BYTES
     return (

@@ -81,7 +81,10 @@ def _split_tail_run():
     }
     requests, stages = make_run(durs)
     return SimpleNamespace(
-        requests=requests, stages=stages, stage_names=list(ORDER), meta=SimpleNamespace(noise=None)
+        requests=requests,
+        stages=stages,
+        stage_names=list(ORDER),
+        meta=SimpleNamespace(noise=None, stacks=None),
     )
 
 

@@ -163,7 +163,6 @@ def test_main_refuses_a_pool_for_a_dashboard_it_does_not_serve(capsys):
 
 def launched_config(monkeypatch, argv: list[str]) -> dict:
     """The keyword arguments ``python -m workbench_room ARGV`` passes to room_config (no server started)."""
-    import workbench_room.app as app
 
     seen = {}
 
@@ -175,7 +174,7 @@ def launched_config(monkeypatch, argv: list[str]) -> dict:
         raise Stop
 
     monkeypatch.setattr(room_main, "url_to_hand_out", lambda *a: "http://x/")
-    monkeypatch.setattr(app, "room_config", fake_config)
+    monkeypatch.setattr(room_main, "room_config", fake_config)  # the name main() reads
     with pytest.raises(Stop):
         room_main.main(argv)
     return seen

@@ -3,6 +3,7 @@
     python scripts/code_stats.py [PACKAGE_DIR]
     python scripts/code_stats.py --at COMMIT
     python scripts/code_stats.py --by-issue RANGE
+    python scripts/code_stats.py --functions [PACKAGE_DIR]
 
 Without an argument: the core (``workbench/``), then each wing (``workbench_serve/``,
 ``workbench_room/``, ``workbench_redis/``: packages beside the core, issue 36), then all together.
@@ -14,7 +15,8 @@ package's net line change of the commits in RANGE by the first "issue N" their s
 ("other" for none; "ruff format" for a commit that reformats): where the lines came from, each
 split into the core and the wings (a file's part by the path it had then: ``workbench/serving/``,
 ``workbench/otel/``, ``workbench/room/``, the served CLI modules and the Redis store were the wings'
-before they moved out).
+before they moved out). ``--functions`` lists the functions over 60 lines and those over 8
+parameters (``self`` and ``cls`` not counted) of the core, or of PACKAGE_DIR (issue 36: none in the core).
 
 Lines: every line of every ``.py`` file under the package (``wc -l``). Imports: every ``import``
 and ``from ... import`` statement but ``from __future__``; "inside functions" counts those under a
@@ -125,7 +127,35 @@ def by_issue(revisions: str, repo: Path = REPO) -> dict[str, int]:
     return {issue: sum(parts.values()) for issue, parts in by_issue_parts(revisions, repo).items()}
 
 
+def long_functions(package: Path, lines: int = 60, params: int = 8) -> tuple[list[str], list[str]]:
+    """``(over `lines` lines, over `params` parameters)``: ``path:line name (N)`` of each function."""
+    long, many = [], []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            a = node.args
+            n = (
+                len(a.posonlyargs)
+                + len(a.args)
+                + len(a.kwonlyargs)
+                + bool(a.vararg)
+                + bool(a.kwarg)
+            )
+            n -= bool(a.args) and a.args[0].arg in ("self", "cls")
+            size = node.end_lineno - node.lineno + 1
+            where = f"{path.relative_to(package.parent)}:{node.lineno} {node.name}"
+            long += [f"{where} ({size} lines)"] if size > lines else []
+            many += [f"{where} ({n} parameters)"] if n > params else []
+    return long, many
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--functions"] and len(argv) <= 2:
+        long, many = long_functions(Path(argv[1]) if len(argv) == 2 else REPO / "workbench")
+        print(f"functions over 60 lines: {len(long)}", *long, sep="\n  ")
+        print(f"functions over 8 parameters: {len(many)}", *many, sep="\n  ")
+        return 0
     if argv[:1] == ["--by-issue"] and len(argv) == 2:
         net = by_issue_parts(argv[1])
         for issue, parts in sorted(net.items(), key=lambda kv: -sum(kv[1].values())):

@@ -82,3 +82,22 @@ def test_by_issue_sums_net_lines_per_issue_named_in_the_subject(tmp_path):
     net = code_stats.by_issue("HEAD~4..HEAD", repo=repo)
 
     assert net == {"issue 7": 2, "issue 8": -2, "ruff format": 3, "other": 1}
+
+
+def test_functions_lists_the_long_ones_and_those_with_many_parameters(tmp_path, capsys):
+    body = "".join(f"    x{i} = {i}\n" for i in range(60))
+    (tmp_path / "m.py").write_text(
+        f"def long():\n{body}\n\n"
+        "def many(a, b, c, d, e, f, g, h, i):\n    pass\n\n\n"
+        "class C:\n    def fine(self, a, b, c, d, e, f, g, h):\n        pass\n"
+    )
+
+    assert code_stats.main(["--functions", str(tmp_path)]) == 0
+
+    name = tmp_path.name
+    assert capsys.readouterr().out.splitlines() == [
+        "functions over 60 lines: 1",
+        f"  {name}/m.py:1 long (61 lines)",
+        "functions over 8 parameters: 1",
+        f"  {name}/m.py:64 many (9 parameters)",
+    ]

@@ -171,21 +171,19 @@ def main(argv: list[str]) -> int:
             return count(formatted_at(argv[1], Path(folder)))
     if argv:
         return count(Path(argv[0]))
-    for package in [REPO / "workbench", *sorted(REPO.glob("workbench_*/"))]:
+    packages = [REPO / "workbench", *sorted(REPO.glob("workbench_*/"))]
+    for package in packages:
         print(f"{'core' if package.name == 'workbench' else 'wing'} {package.name}/")
         count(package, indent="  ")
     print("all together")
-    return count(
-        REPO, indent="  ", packages=[REPO / "workbench", *sorted(REPO.glob("workbench_*/"))]
-    )
+    return count(*packages, indent="  ")
 
 
-def count(package: Path, indent: str = "", packages: list[Path] | None = None) -> int:
-    """Print the package's lines, its lines over 100 characters and its imports inside functions
-    (``packages``: several packages counted together)."""
+def count(*packages: Path, indent: str = "") -> int:
+    """Print the packages' lines (together), lines over 100 characters and imports inside functions."""
     lines = long_lines = imports = inside = 0
     kinds: collections.Counter = collections.Counter()
-    for path in sorted(p for folder in packages or [package] for p in folder.rglob("*.py")):
+    for path in sorted(p for folder in packages for p in folder.rglob("*.py")):
         text = path.read_text()
         rows, tree = text.splitlines(), ast.parse(text)
         lines += len(rows)

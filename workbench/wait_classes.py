@@ -50,15 +50,19 @@ _EXAMPLES = os.path.join(_PACKAGE, "examples")
 
 
 def _harness() -> tuple[str, ...]:
+    """The core's folder and each wing package's beside it."""
     root = os.path.dirname(_PACKAGE)
     try:
-        wings = [n for n in os.listdir(root) if n.startswith("workbench_")]
+        names = sorted(n for n in os.listdir(root) if n.startswith("workbench_"))
     except OSError:
-        wings = []
-    return (_PACKAGE, *(os.path.join(root, n) for n in sorted(wings)))
+        names = []
+    wings = [os.path.join(root, n) for n in names]
+    return (_PACKAGE, *(w for w in wings if os.path.isfile(os.path.join(w, "__init__.py"))))
 
 
-_HARNESS = _harness()
+# each harness folder (with its separator) and its recorded prefix: <workbench>/..., <workbench_serve>/...
+_HARNESS_PREFIXES = tuple((root + os.sep, f"<{os.path.basename(root)}>/") for root in _harness())
+_HARNESS_ROOTS = tuple(root for root, _ in _HARNESS_PREFIXES)
 # standard-library modules whose frames are a wait of that class
 MODULE_KIND = {
     "threading.py": "lock",
@@ -101,7 +105,7 @@ def is_user_file(file: str) -> bool:
         return norm.startswith(WORKBENCH_PREFIX + "examples/")
     return not (
         norm.startswith(_STDLIB)
-        or (norm.startswith(_HARNESS) and not norm.startswith(_EXAMPLES))
+        or (norm.startswith(_HARNESS_ROOTS) and not norm.startswith(_EXAMPLES))
         or "site-packages" in norm
         or "dist-packages" in norm
         or file.startswith("<")
@@ -122,10 +126,9 @@ def portable_file(file: str) -> str:
         at = norm.rfind(os.sep + marker + os.sep)
         if at >= 0:
             return "site-packages/" + file[at + len(marker) + 2 :].replace(os.sep, "/")
-    harness = [(root, f"<{os.path.basename(root)}>/") for root in _HARNESS]
-    for root, prefix in (*harness, (_STDLIB, STDLIB_PREFIX)):
-        if norm.startswith(root + os.sep):
-            return prefix + file[len(root) + 1 :].replace(os.sep, "/")
+    for root, prefix in (*_HARNESS_PREFIXES, (_STDLIB + os.sep, STDLIB_PREFIX)):
+        if norm.startswith(root):
+            return prefix + file[len(root) :].replace(os.sep, "/")
     if os.path.isabs(file):
         rel = os.path.relpath(file)
         if not rel.startswith(".."):

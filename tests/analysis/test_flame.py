@@ -95,7 +95,7 @@ def test_prune_keeps_gpu_work_above_the_share_of_gpu_time(tree):
     # g1 + g2 (3 + 8 us, under 8.45 us each) fold under the graph launch; the stream sync (24 us, no GPU) under copy_
     assert others.loc[ids["cudaGraphLaunch"]].tolist() == [11 * K, 11 * K]
     assert others.loc[ids["aten::copy_"]].tolist() == [24 * K, 0]
-    assert flame.pruned_size(tree, 0.2) == len(pruned) == 13
+    assert flame.pruned_sizes(tree, [0.2])[0] == len(pruned) == 13
 
 
 def test_gpu_work_by_stage_sums_kernels_and_copies_per_root(tree):

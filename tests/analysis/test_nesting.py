@@ -65,7 +65,7 @@ def test_a_million_deep_nesting_is_linear():
     before = reference_s()
     start = time.perf_counter()
     tree = flame.flame_tree(events)
-    size = flame.pruned_size(tree, 0.5)
+    size = flame.pruned_sizes(tree, [0.5])[0]
     elapsed = time.perf_counter() - start
     assert len(tree) == n and int(tree["depth"].max()) == n - 1
     assert tree["parent"].tolist()[:3] == [-1, 0, 1] and int(tree["self_ns"].iloc[0]) == 2

@@ -1,29 +1,15 @@
 """Flame tree of a trace: nested host events with GPU work under its launch call.
 
-Host events (operators, record_function ranges, runtime calls, python functions)
-nest by time on their thread: stage -> operator -> child operators -> runtime
-calls. Each kernel, copy or memset hangs under the runtime call with its
-correlation (work whose call is missing hangs under a root ``(no launch call)``).
-Identical paths merge across requests and steps (``ProfilerStep#N`` is merged as
-``ProfilerStep``; stage ranges show the stage name with kind ``stage``), so
-counts aggregate.
+Host events nest by time on their thread (:mod:`workbench.analysis.nesting`, the request chart's
+rule); each kernel, copy or memset hangs under the runtime call with its correlation (else under a
+root ``(no launch call)``). Identical paths merge (``ProfilerStep#N`` as ``ProfilerStep``; stage
+ranges as the stage name, kind ``stage``), so counts aggregate. A trace with stage ranges starts at
+its stages (:func:`harness_cut`; what was cut in ``tree.attrs["cut"]``, None when nothing was).
 
-A trace with stage ranges starts at its stages (:func:`harness_cut`): the
-harness around them (runpy, the CLI, the runner, ``ProfilerStep``, the memory
-probe) and the workbench's own instrumentation inside them are cut, and
-counted in ``tree.attrs["cut"]`` (``{"host_events", "gpu_events",
-"outside_ns", "traced_ns", "frames", "note"}``; None when nothing was cut).
-A trace without stage ranges (any other program's) keeps every event.
-
-The tree is a flat node table, parents before children (``parent < id``):
-id, parent (-1 for roots), name, kind, self_ns, total_ns, gpu_ns, count, bytes,
-depth. Host nodes: ``total_ns`` = summed host duration, ``self_ns`` = total minus
-host children (clipped at 0). GPU nodes: ``total_ns`` = ``self_ns`` = GPU time;
-they are not subtracted from their parent's self time (another clock).
-``gpu_ns`` = GPU time launched within the node's subtree. ``bytes`` = copy
-and memset bytes (null for host nodes). Nesting follows the one rule of
-:mod:`workbench.analysis.nesting` (shared with the request chart): linear after
-sorting, a million nested calls included.
+The tree is a flat node table, parents before children: :data:`COLUMNS`. Host nodes: ``total_ns``
+= summed host duration, ``self_ns`` = total minus host children (clipped at 0). GPU nodes:
+``total_ns`` = ``self_ns`` = GPU time, not subtracted from the parent (another clock). ``gpu_ns``
+= GPU time launched within the subtree; ``bytes`` = copy and memset bytes (null for host nodes).
 """
 
 from __future__ import annotations
@@ -57,7 +43,7 @@ COLUMNS = "id parent name kind self_ns total_ns gpu_ns count bytes depth".split(
 
 
 def _labels(rows: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str]]]:
-    """Per row a label id, and the (name, kind) of each label (from the categorical codes)."""
+    """Per row a label id, and the (name, kind) of each label."""
     name_codes = rows["name"].cat.codes.to_numpy().astype(np.int64)
     kind_codes = rows["kind"].cat.codes.to_numpy().astype(np.int64)
     n_kinds = len(rows["kind"].cat.categories) + 1
@@ -79,12 +65,8 @@ def _labels(rows: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str]]]:
 def _assign_nodes(
     parent: np.ndarray, label: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Node id per event (same label path from the root -> same node), and each node's
-    parent and label. Ids follow first appearance, so parents come first (``parent < id``).
-
-    Paths are compared by pointer doubling: after round k, ``path[i]`` names the
-    labels of i and its 2**k - 1 nearest ancestors (-1 past the root), so a
-    million-deep chain takes 20 vectorized rounds, not a million.
+    """Node id per event (same label path -> same node), each node's parent and label; ids in
+    first appearance, so ``parent < id``. Paths compare by pointer doubling (log2(depth) rounds).
     """
     path, up = label.astype(np.int64), parent.copy()
     while (up >= 0).any():
@@ -102,9 +84,10 @@ def _assign_nodes(
 
 
 def harness_cut(events: pd.DataFrame) -> tuple[pd.DataFrame, dict | None]:
-    """The events inside stage ranges (host events within a stage on its thread, the GPU work they
-    launched), without instrumentation frames; and what was cut (module docstring), None when the trace
-    has no stage range or nothing was cut."""
+    """The events inside stage ranges (host events on the stage's thread, the GPU work they
+    launched) without instrumentation frames, and what was cut (None: no stage range or nothing cut):
+    ``{host_events, gpu_events, outside_ns, traced_ns, frames, note}``.
+    """
     cats = events["name"].cat.categories.astype(str)
     codes = events["name"].cat.codes.to_numpy()
     host = events["kind"].isin(HOST_KINDS).to_numpy()
@@ -162,8 +145,7 @@ def _cut_summary(
     cut_gpu: np.ndarray,
     names: np.ndarray,
 ) -> dict:
-    """Counts of what was cut, the time outside stages (of the summed profiler steps, else the host span),
-    the widest cut frames, and the note."""
+    """What :func:`harness_cut` cut; outside time is of the summed profiler steps, else the span."""
     dur = events["dur_ns"].to_numpy()
     span = int((events["ts_ns"] + events["dur_ns"]).max() - events["ts_ns"].min())
     traced = int(dur[steps].sum()) if steps.any() else span
@@ -190,8 +172,7 @@ def _cut_summary(
 
 
 def _short(name: str) -> str:
-    """``workbench/runner.py(393): _traced_requests`` -> ``runner.py _traced_requests``; ``ProfilerStep#3``
-    -> ``ProfilerStep``."""
+    """``workbench/runner.py(393): f`` -> ``runner.py f``; ``ProfilerStep#3`` -> ``ProfilerStep``."""
     if _STEP.match(name):
         return "ProfilerStep"
     head, _, func = name.partition("): ")
@@ -199,10 +180,8 @@ def _short(name: str) -> str:
 
 
 def flame_tree(events: Trace | pd.DataFrame, *, from_stages: bool = True) -> pd.DataFrame:
-    """The flame tree of an events table as a flat node table (see module docstring).
-
-    from_stages: cut the harness and instrumentation around and inside the stages (:func:`harness_cut`);
-    False keeps every event (the whole process as profiled).
+    """The flame tree of an events table (module docstring); ``from_stages``: apply
+    :func:`harness_cut` (False keeps the whole process as profiled).
     """
     events = Trace.of(events).events
     cut = None
@@ -239,7 +218,6 @@ def _launch_positions(host_sorted: pd.DataFrame, gpu: pd.DataFrame) -> np.ndarra
 
 
 def _table(labels, nodes, parent, dur, gpu, gpu_label, launch_pos) -> pd.DataFrame:
-    """nodes: :func:`_assign_nodes` of the host events (``parent``, ``dur``: theirs, sorted)."""
     node_of, node_parent, node_label = nodes
     n_host_nodes, n_labels = node_parent.size, len(labels)
     count = np.bincount(node_of, minlength=n_host_nodes).astype(np.int64)
@@ -302,7 +280,7 @@ def _finish(parents, label_ids, labels, selfs, totals, gpu_sub, counts, nbytes) 
 def _depths_and_subtree_sums(
     parents: np.ndarray, values: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Depth of each node and the sum of ``values`` over its subtree; linear (parents come first)."""
+    """Depth of each node and the sum of ``values`` over its subtree (parents come first)."""
     up = parents.tolist()
     depth = [0] * len(up)
     for i, p in enumerate(up):
@@ -318,15 +296,10 @@ def _depths_and_subtree_sums(
 
 
 def prune(tree: pd.DataFrame, min_share: float = 0.01) -> pd.DataFrame:
-    """Fold nodes whose ``total_ns`` is under ``min_share`` of the roots' total, and whose
-    ``gpu_ns`` is under ``min_share`` of the roots' GPU total, into one ``(other)`` node per
-    parent (kind ``other``; sums of count, total, bytes, gpu_ns; self = total); their
-    descendants go with them. Same columns, ids renumbered, parents still before children.
-    Composes: ``prune(prune(t, 0.001), 0.01)``.
-
-    The GPU share keeps a CUDA run's kernels and copies, and the calls that launched them:
-    by host time alone a 20 us kernel under a 5 us launch call fell under any share of a
-    10 ms request and every kernel row was folded away.
+    """Fold nodes under ``min_share`` of the roots' total and of the roots' GPU total into one
+    ``(other)`` node per parent (sums of count, total, bytes, gpu_ns; self = total), descendants with
+    them; ids renumbered. Composes: ``prune(prune(t, 0.001), 0.01)``. The GPU share keeps a CUDA run's
+    kernels, which by host time alone fall under any share of a request.
     """
     if tree.empty:
         return tree.copy()
@@ -341,8 +314,7 @@ def prune(tree: pd.DataFrame, min_share: float = 0.01) -> pd.DataFrame:
 
 
 def pruned_sizes(tree: pd.DataFrame, shares) -> list[int]:
-    """``len(prune(tree, share))`` for each share, without building the pruned tables
-    (numpy only; the ancestors' minima are computed once for all shares)."""
+    """``len(prune(tree, share))`` for each share, without building the pruned tables."""
     if tree.empty:
         return [0 for _ in shares]
     tree = tree.reset_index(drop=True)
@@ -355,17 +327,9 @@ def pruned_sizes(tree: pd.DataFrame, shares) -> list[int]:
     return sizes
 
 
-def pruned_size(tree: pd.DataFrame, min_share: float) -> int:
-    """``len(prune(tree, min_share))`` without building the pruned table."""
-    return pruned_sizes(tree, [min_share])[0]
-
-
 def _path_minima(tree: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
-    """Parent positions, the smallest weight on each node's path from its root, the roots' total.
-
-    A node's weight is the larger of its ``total_ns`` and its ``gpu_ns`` scaled to the host
-    total (``gpu_ns * roots' total / roots' gpu_ns``): a node at 1 % of the GPU time weighs
-    as much as one at 1 % of the host time.
+    """Parent positions, each node's smallest weight on its path from the root, the roots' total;
+    a weight is the larger of ``total_ns`` and ``gpu_ns`` scaled to the host total.
     """
     totals = tree["total_ns"].to_numpy(np.int64)
     ppos = _parent_positions(tree)
@@ -397,8 +361,7 @@ def _parent_positions(tree: pd.DataFrame) -> np.ndarray:
 
 
 def _path_min(ppos: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Minimum of ``values`` over each node and all its ancestors, by pointer doubling:
-    log2(depth) numpy passes, so a million-deep chain costs 20 passes, not a million."""
+    """Minimum of ``values`` over each node and its ancestors, by pointer doubling (log2(depth) passes)."""
     low, up = values.copy(), ppos.copy()
     for _ in range(max(int(np.log2(max(len(up), 1))) + 2, 1)):
         has = np.flatnonzero(up >= 0)
@@ -433,12 +396,10 @@ GPU_WORK_COLUMNS = ["stage", "name", "kind", "gpu_ns", "count", "bytes"]
 
 
 def gpu_work_by_stage(tree: pd.DataFrame) -> pd.DataFrame:
-    """The kernels, copies and memsets of a flame tree, summed per root (stage) and name.
+    """The kernels, copies and memsets of a flame tree summed per root (stage) and name.
 
-    Columns: ``stage`` (the root's name: a stage, or ``(no launch call)``), ``name``, ``kind``,
-    ``gpu_ns`` (summed GPU time), ``count``, ``bytes`` (null for kernels). Rows: stages in tree
-    order, the longest GPU work first within each. Empty (same columns) when the tree has no
-    GPU work. Roots are found by pointer doubling, so a deep tree costs log2(depth) passes.
+    Columns: :data:`GPU_WORK_COLUMNS` (``bytes`` null for kernels); stages in tree order, the longest
+    GPU work first within each; empty without GPU work.
     """
     gpu = tree["kind"].isin(GPU_WORK_KINDS).to_numpy() if len(tree) else np.zeros(0, bool)
     if not gpu.any():

@@ -1,50 +1,31 @@
 """Is a difference real? Ratios B/A of p50 and p99 with bootstrap intervals and a verdict.
 
-Inputs are per-request durations in integer nanoseconds, grouped in *blocks*:
-the interleaved runner (``workbench.interleave``) runs one block of 10 requests
-per configuration in every round, so round ``r`` of A and round ``r`` of B ran
-at nearly the same moment and share whatever the machine was doing then.
+Inputs are per-request durations in integer ns, grouped in *blocks*: the interleaved runner
+(``workbench.interleave``) runs one block of 10 requests per configuration each round, so round
+``r`` of A and of B share whatever the machine was doing then.
 
-* **Ratio**: ``percentile(B) / percentile(A)`` of all successful requests
-  (linear interpolation, as everywhere in the workbench).
-* **Interval**: block bootstrap, ``RESAMPLES`` (2,000) resamples. *Paired*
-  (interleaved runs): one draw of round indices is applied to both sides, so
-  slow rounds stay paired. *Separate* (two saved runs): blocks of ``BLOCK``
-  consecutive requests are drawn independently for each run. Percentile
-  interval of the resampled ratios.
-* **Holm** across the stages and end to end (one family per metric): each
-  ratio gets a bootstrap p-value for "the ratio lies outside the no-effect band
-  ``[1 - min_effect, 1 + min_effect]``" (twice the smaller share of resampled
-  ratios on the wrong side of the band). Sorted by p-value, the i-th (from 0) of
-  m is tested at ``alpha / (m - i)`` and its interval is reported at that level;
-  at the first one not rejected the procedure stops and it and all later ones
-  get intervals at that level and cannot be ``slower``/``faster``. Comparing
-  seven stages therefore does not manufacture differences. ``*_ci_level``
-  names the level of each interval. The smallest bootstrap p-value is
-  ``2 / (resamples + 1)``: 2,000 resamples allow up to about 50 stages.
-* **Verdict**, first match wins, with ``margin = min_effect`` on a quiet
-  machine and ``max(min_effect, drift)`` on a noisy one (``drift``: how far the
-  ratio moved between the first and second half of the rounds,
-  ``|ratio(second half) / ratio(first half) - 1|``; the noise flag widens the
-  evidence needed, it does not veto it): ``too noisy to tell`` (interval not
-  finite); ``slower`` (Holm rejected and interval above ``1 + margin``;
-  "on a noisy machine" when flagged); ``faster`` (below ``1 - margin``);
-  ``too noisy to tell`` (noisy and the interval not inside
-  ``[1 - margin, 1 + margin]``, or wider than ``MAX_CI_WIDTH`` = 0.25 in ratio
-  units); ``no detectable difference``. Two *separate* runs (taken apart, not
-  interleaved): the interval is widened by each run's recorded noise
-  (:func:`taken_apart`), the margin is at least each run's drift
-  (:func:`resolution`), the verdict is judged as on a noisy machine, and a
-  run flagged noisy is ``too noisy to tell`` whatever its interval (what the
-  machine did between the runs is unknown).
-  Each metric gets its verdict
-  (``p50_verdict``, ``p99_verdict``); ``verdict`` is the one ``metric`` names.
-* **Gate** (:func:`gate_decision`, what ``workbench gate`` exits with): a
-  metric is a ``regression`` when its verdict is ``slower`` and both the ratio
-  and the interval's low end are above ``1 + threshold``; ``no regression``
-  when its verdict is not ``too noisy to tell``, the interval's high end is at
-  most ``1 + threshold`` and (separate runs) the runs' resolution is at most
-  the threshold; otherwise ``inconclusive``.
+* **Ratio**: ``percentile(B) / percentile(A)`` of all successful requests (linear interpolation).
+* **Interval**: block bootstrap, ``RESAMPLES`` resamples; *paired* (interleaved): one draw of
+  round indices for both sides; *separate* (two saved runs): blocks of ``BLOCK`` consecutive
+  requests drawn independently per run. Percentile interval of the resampled ratios.
+* **Holm** across the stages and end to end (one family per metric): each ratio's bootstrap
+  p-value is for "outside the no-effect band ``[1 - min_effect, 1 + min_effect]``". Sorted by
+  p-value, the i-th of m is tested at ``alpha / (m - i)`` and its interval reported at that level;
+  from the first not rejected on, all get that level and cannot be ``slower``/``faster``.
+  ``*_ci_level`` names each interval's level; the smallest p-value, ``2 / (resamples + 1)``,
+  allows about 50 stages.
+* **Verdict**, first match wins, ``margin = min_effect`` (quiet) or ``max(min_effect, drift)``
+  (noisy; ``drift = |ratio(second half) / ratio(first half) - 1|``): ``too noisy to tell``
+  (interval not finite); ``slower`` (Holm rejected, interval above ``1 + margin``); ``faster``
+  (below ``1 - margin``); ``too noisy to tell`` (noisy and the interval not inside
+  ``[1 - margin, 1 + margin]``, or wider than ``MAX_CI_WIDTH`` in ratio units); ``no detectable
+  difference``. Separate runs are judged as on a noisy machine, their interval widened by
+  :func:`taken_apart` and their margin at least :func:`resolution`; a run flagged noisy is ``too
+  noisy to tell``. ``verdict`` is the one of the metric ``metric`` names.
+* **Gate** (:func:`gate_decision`, ``workbench gate``): ``regression`` when the verdict is
+  ``slower`` and the ratio and the interval's low end are above ``1 + threshold``; ``no
+  regression`` when the verdict is not ``too noisy to tell``, the high end is at most
+  ``1 + threshold`` and (separate runs) the resolution at most the threshold; else ``inconclusive``.
 """
 
 from __future__ import annotations
@@ -99,9 +80,9 @@ def consecutive_blocks(values_ns: Sequence, block: int = BLOCK) -> np.ndarray:
 
 
 def _percentile_rows(sample: np.ndarray, q: float) -> np.ndarray:
-    """Each row's percentile of its values other than NaN (NaN for a row of none), as
-    ``np.nanpercentile(sample, q, axis=1)`` gives (it goes row by row in Python), but one vectorised
-    :func:`percentiles` per count of values: rows sorted (NaN last) and grouped by that count."""
+    """Each row's percentile of its non-NaN values (NaN for none), as ``np.nanpercentile(axis=1)``
+    but vectorised per count of values (rows sorted, NaN last, grouped by that count).
+    """
     present = ~np.isnan(sample)
     if present.all():
         return percentiles(sample, q, axis=1)
@@ -138,16 +119,12 @@ WINDOWS = {50.0: (40.0, 60.0), 99.0: (97.0, 99.8)}
 class Bootstrap:
     """Resampled ratios ``percentile_q(B*) / percentile_q(A*)``, the same draws for every stage and metric.
 
-    Up to :data:`SUMMARY_ABOVE_BLOCKS` blocks per side, blocks are drawn exactly: a resample is a
-    row of block indices per side (paired: one draw for both). Past it (a saved run of a million
-    requests is 100,000 blocks: the index matrices alone would take gigabytes), consecutive blocks
-    are merged into :data:`SUMMARY_UNITS` units, each summarised by a histogram of its values:
-    :data:`WINDOW_BINS` equal bins over the side's own percentile window for the metric (p40-p60 for
-    p50, p97-p99.8 for p99), plus counts below and above. A resample draws units with replacement
-    (multinomial counts; paired: the same counts for A and B), adds their histograms (a matrix
-    product) and reads the percentile off the cumulative counts, interpolating inside the bin (a
-    resampled percentile outside the window is clamped to its edge). Memory per stage and side:
-    units x bins, whatever the run's length.
+    Up to :data:`SUMMARY_ABOVE_BLOCKS` blocks per side, a resample is a row of block indices per side
+    (paired: one draw for both). Past it (a million requests would need gigabytes of indices),
+    consecutive blocks merge into :data:`SUMMARY_UNITS` units, each a histogram of :data:`WINDOW_BINS`
+    bins over the side's percentile window (:data:`WINDOWS`) plus counts below and above; a resample
+    draws multinomial unit counts, adds the histograms and interpolates the percentile inside its bin
+    (clamped to the window). Memory per stage and side: units x bins.
     """
 
     def __init__(
@@ -190,7 +167,7 @@ class Bootstrap:
 def unit_histograms(
     blocks: np.ndarray, q: float, units: int = SUMMARY_UNITS
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(counts, edges)``: per unit of consecutive blocks, counts below the window, in each bin, above it."""
+    """``(counts, edges)``: per unit of consecutive blocks, counts below the window, per bin, above."""
     unit_of_block = np.arange(blocks.shape[0]) * units // max(blocks.shape[0], 1)
     values, unit = blocks.ravel(), np.repeat(unit_of_block, blocks.shape[1])
     keep = np.isfinite(values)
@@ -269,10 +246,8 @@ def verdict(
     max_width: float = MAX_CI_WIDTH,
     drift: float = 0.0,
 ) -> str:
-    """The verdict of one ratio interval; first match wins (see module docstring).
-
-    drift: how far the ratio moved between the halves of the run (relative); it widens the margin only when
-    ``noisy`` (NaN, not measured: nothing on a noisy machine can clear it).
+    """The verdict of one ratio interval (module docstring); ``drift`` (relative, NaN: not
+    measured) widens the margin only when ``noisy``.
     """
     lo, hi = ci
     if not (math.isfinite(lo) and math.isfinite(hi)):
@@ -300,10 +275,9 @@ def gate_decision(
     *,
     resolution: float | None = None,
 ) -> str:
-    """``regression``, ``no regression`` or ``inconclusive`` for one metric (see module docstring).
+    """``regression``, ``no regression`` or ``inconclusive`` for one metric (module docstring).
 
-    ratio, ci: the metric's ratio B/A and its interval; metric_verdict: its :func:`verdict`; threshold: the allowed
-    slow-down, relative (0.05); resolution: the smallest difference two separate runs can resolve (None: interleaved).
+    threshold: the allowed slow-down, relative (0.05); resolution: of two separate runs (None: interleaved).
     """
     lo, hi = ci
     limit = 1.0 + threshold
@@ -335,10 +309,7 @@ def _tail(blocks: np.ndarray) -> dict[str, float | int | None]:
 
 @dataclass(frozen=True)
 class VerdictOptions:
-    """How :func:`compare_blocks` judges B against A (module docstring).
-
-    metric: ``p50`` or ``p99``, the one ``verdict`` follows; min_effect: relative, e.g. 0.02; noisy: the
-    machine was flagged noisy; widen: separate runs only, the factor their intervals are widened by
+    """How :func:`compare_blocks` judges B against A; ``widen``: separate runs' interval factor
     (``[lo / widen, hi * widen]``, :func:`taken_apart`).
     """
 
@@ -360,13 +331,10 @@ def compare_blocks(
     options: VerdictOptions | None = None,
     **overrides,
 ) -> dict[str, Any]:
-    """``{"stages": [entry per stage], "end_to_end": entry}``, B against A.
+    """``{"stages": [entry per stage], "end_to_end": entry}``, B against A (ENTRY in docs/json.md).
 
-    options: :class:`VerdictOptions`, its fields also taken as keywords (``overrides``). Separate runs
-    (``paired`` False) are judged as on a noisy machine; a noisy separate run is ``too noisy to tell``.
-
-    blocks_a/blocks_b: name -> block matrix (ns, see :func:`round_blocks`) for every stage in
-    ``names`` and for ``end_to_end``. An entry's keys: ENTRY in docs/json.md.
+    blocks_a/blocks_b: name -> block matrix (ns, :func:`round_blocks`) for ``names`` and ``end_to_end``;
+    ``overrides``: :class:`VerdictOptions` fields as keywords.
     """
     opts = replace(options or VerdictOptions(), **overrides)
     if opts.metric not in METRICS:
@@ -391,8 +359,7 @@ def compare_blocks(
 
 
 def _metric_entry(label, q, a, b, holm, paired: bool, opts: VerdictOptions) -> dict[str, Any]:
-    """One name's ``{label}_*`` keys of :func:`compare_blocks` (blocks ``a``, ``b``, ``holm``: its
-    :func:`holm_intervals` entry): ratio, interval, drift and verdict."""
+    """One name's ``{label}_*`` keys of :func:`compare_blocks`: ratio, interval, drift, verdict."""
     ci = (holm["ci"][0] / opts.widen, holm["ci"][1] * opts.widen)
     # separate runs: their drift is in min_effect already; what a noisy one did between them is unknown
     drift = ratio_drift(a, b, q) if paired else math.nan if opts.noisy else 0.0
@@ -420,10 +387,8 @@ def paired_comparison(
 ) -> dict[str, Any]:
     """Compare configuration ``b`` with ``a`` of an interleaved run, paired by round.
 
-    samples: one row per measured request; columns ``config`` (int), ``round``
-    (int), ``ok`` (bool), one ns column per stage in ``names`` and
-    ``end_to_end``. Failed requests are left out. ``kwargs`` go to
-    :func:`compare_blocks`.
+    samples: one row per measured request: ``config``, ``round``, ``ok``, one ns column per stage in
+    ``names`` and ``end_to_end``; failed requests are left out. ``kwargs`` go to :func:`compare_blocks`.
     """
     missing = [c for c in ("config", "round", "ok", *names, END_TO_END) if c not in samples.columns]
     if missing:
@@ -471,12 +436,9 @@ def resolution(
 ) -> dict[str, Any]:
     """The smallest relative difference two *separate* runs can resolve, from their end-to-end blocks.
 
-    ``min_difference = max(ci_half_width, drift_a, drift_b)``: the larger half
-    of the (1 - alpha) bootstrap interval of the end-to-end ratio around its
-    point estimate (what the samples' spread allows), and each run's own drift
-    between its first and second half (what changed while one run was going on;
-    separate runs are at least that far apart in time). It is a lower bound:
-    the machine can change between runs in ways neither run shows.
+    ``max(ci_half_width, drift_a, drift_b)``: the larger half of the bootstrap interval of the ratio
+    around its point, and each run's own first-half to second-half change. A lower bound: the machine
+    can change between runs in ways neither run shows.
     """
     q = METRICS[metric]
     boots = Bootstrap(
@@ -512,19 +474,13 @@ def separate_comparison(
     options: VerdictOptions | None = None,
     **overrides,
 ) -> dict[str, Any]:
-    """Compare two separate runs (not interleaved): unpaired block bootstrap, labelled ``separate runs``.
+    """Compare two separate runs (not interleaved): unpaired block bootstrap, ``separate runs``.
 
-    Taken apart, the runs share no moment: what the machine did to one and not the other is in their ratio
-    and no resampling of either shows it. So the intervals are widened by what each run's noise
-    record says other processes took (:func:`taken_apart`, ``shares``: ``other_cores / cores`` of each
-    run, None where not measured), each run's drift is in the margin (``min_effect``, below), and a run
-    flagged noisy gives ``too noisy to tell``, never ``slower``, ``faster`` or ``no detectable difference``.
-
-    matrix_a/matrix_b: :func:`workbench.analysis.budget.stage_matrix` of each
-    run, or a mapping of the same columns as arrays (measured successful
-    requests in request order, ns per stage and ``end_to_end``). Blocks are ``block`` consecutive requests. The minimum
-    effect used for the verdicts is ``max(min_effect, resolution)`` (see
-    :func:`resolution`); ``noisy`` is each run's noise flag (True/False/None).
+    The runs share no moment, so the intervals are widened by :func:`taken_apart` (``shares``: each
+    run's ``other_cores / cores``), the minimum effect is ``max(min_effect, resolution)`` and a run
+    flagged noisy (``noisy``) gives ``too noisy to tell``. matrix_a/matrix_b:
+    :func:`workbench.analysis.budget.stage_matrix` of each run, or the same columns as arrays
+    (successful measured requests in order, ns); blocks are ``block`` consecutive requests.
     """
     opts = replace(options or VerdictOptions(), **overrides)
     family = [*names, END_TO_END]
@@ -552,8 +508,7 @@ def separate_comparison(
 
 
 def _run_blocks(matrix, label: str, family: list[str], block: int) -> dict[str, np.ndarray]:
-    """One separate run's :func:`consecutive_blocks` per name of ``family``; a ConfigError naming the run
-    (``label``) when a column is missing or it has no request."""
+    """One run's :func:`consecutive_blocks` per name; a ConfigError naming the run (``label``)."""
     missing = [n for n in family if n not in matrix]
     if missing:
         raise ConfigError(f"{label}: no column for {missing}")
@@ -565,9 +520,8 @@ def _run_blocks(matrix, label: str, family: list[str], block: int) -> dict[str, 
 def taken_apart(noisy: tuple, shares: tuple) -> dict[str, Any]:
     """How far apart two separate runs' intervals are taken: ``widen = (1 + share_a) * (1 + share_b)``.
 
-    share: the part of the machine other processes used during the run (``other_cores / cores``, 0..1; None
-    not measured, counted 0): their work could have taken that part of the run's time, and the other run
-    need not have had the same. A run flagged noisy (``noisy`` True) makes every verdict too noisy to tell.
+    share: the part of the machine other processes used during the run (``other_cores / cores``, 0..1;
+    None counts 0): it could have taken that part of the run's time.
     """
     known = [min(max(float(x), 0.0), 1.0) if x is not None else None for x in shares]
     widen = math.prod(1.0 + (x or 0.0) for x in known)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.conftest import toy_pipeline
 from workbench import profile
-from workbench.analysis import explain
+from workbench.analysis import budget
 from workbench.audit import facts
 
 EXPLAINED = {"tail_attribution": "tail", "gc_summary": "gc", "head_of_line": "blocking"}
@@ -17,13 +17,13 @@ def test_each_explanation_is_computed_once_per_audit(fake_clock, monkeypatch):
     )
     calls = []
     for name in EXPLAINED:
-        real = getattr(explain, name)
+        real = getattr(budget, name)
 
         def counted(*args, _real=real, _name=name):
             calls.append(_name)
             return _real(*args)
 
-        monkeypatch.setattr(explain, name, counted)
+        monkeypatch.setattr(budget, name, counted)
         monkeypatch.setattr(facts, name, counted, raising=False)  # where the audit had its own
     found = facts.run_facts(run)
     assert sorted(calls) == sorted(EXPLAINED)

@@ -1,10 +1,8 @@
 """The latency budget: where each request's time goes, stage by stage.
 
-Input is a run (``workbench.record.Run``): its ``requests`` and ``stages`` tables.
-Only measured (non-warm-up), successful requests enter the percentiles; warm-up
-is summarized apart and failures are counted per stage. ``unattributed`` is
-end to end minus the sum of the stages, per request: host time between stages
-(the runner's own bookkeeping, Python glue). It is shown, never hidden.
+Only measured successful requests enter the percentiles; warm-up is summarized apart and failures
+counted per stage. ``unattributed`` is end to end minus the stages, per request (host time between
+stages: the runner's bookkeeping, Python glue); it is shown, never hidden.
 """
 
 from __future__ import annotations
@@ -16,11 +14,15 @@ import numpy as np
 import pandas as pd
 
 from ..record.meta import RunMeta
-from .explain import explain_keys
+from .attributes import attribute_effects, effect_sentence, ranked_effects
+from .blocking import head_of_line
 from .failures import failure_summary, noise_summary, records_summary, throughput_items_per_s
+from .gc_pauses import gc_summary
 from .matrix import END_TO_END, UNATTRIBUTED, measured_ok, stage_matrix  # noqa: F401 (the budget's public names)
 from .tokens import token_summary
 from .stats import NS_PER_MS, TAIL_KEYS, percentile_ci_ns, summarize_ns, tail_summary_ns
+from .tail import tail_attribution
+from .waits import wait_summary, waits_note
 
 SUMMARY_COLUMNS = ["count", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms"]
 EXTRA_TAIL = [k for k in TAIL_KEYS if k not in SUMMARY_COLUMNS]  # p99.9 and what the max bounds
@@ -30,22 +32,13 @@ DEVICE_COLUMNS = ("mean_ms", "p50_ms", "p95_ms", "p99_ms")  # of CUDA-event time
 def stage_summary(
     run, stages: pd.DataFrame | None = None, stage_order: list[str] | None = None
 ) -> pd.DataFrame:
-    """Per-stage statistics of host wall time, with end to end and unattributed.
+    """Per-stage statistics of host wall time of a run, with end to end and unattributed (ms).
 
-    In: a run (``workbench.record.Run``: its ``requests``, ``stages`` and stage
-    order). The piecewise form ``stage_summary(requests, stages, stage_order)``
-    still works for this release, with a DeprecationWarning.
-
-    Out: one row per stage (pipeline order), then ``end_to_end``, then
-    ``unattributed``; columns ``name``, ``kind`` (stage/end_to_end/unattributed),
-    ``count``, ``mean_ms``, ``p50_ms``, ``p95_ms``, ``p99_ms``, ``max_ms``,
-    ``share`` (mean over the end-to-end mean), ``p99_ci_low_ms``,
-    ``p99_ci_high_ms`` (None where the sample does not bound it), ``p999_ms``,
-    ``p999_ci_low_ms``, ``p999_ci_high_ms`` (None below ``p999_needs_count``
-    requests), ``p999_needs_count``, ``max_above_percentile`` (the percentile the
-    max is at or above with 95 % confidence: ``stats.tail_summary_ns``), and
-    ``device_mean_ms``, ``device_p50_ms``, ``device_p95_ms``, ``device_p99_ms``
-    (CUDA-event time; None on CPU).
+    One row per stage (pipeline order), then ``end_to_end``, ``unattributed``: ``name``, ``kind``,
+    :data:`SUMMARY_COLUMNS`, ``share`` (of the end-to-end mean), ``p99_ci_low_ms``/``p99_ci_high_ms``
+    (None where unbounded), the far tail of ``stats.tail_summary_ns`` and ``device_<column>`` of
+    :data:`DEVICE_COLUMNS` (CUDA-event time; None on CPU). The piecewise form
+    ``stage_summary(requests, stages, stage_order)`` still works this release, with a DeprecationWarning.
     """
     requests, stages, stage_order = _pieces(run, stages, stage_order, "stage_summary")
     return _stage_summary(requests, stages, stage_order)
@@ -77,7 +70,6 @@ def _stage_summary(
 def _summary_row(
     name: str, host: pd.Series, device: pd.DataFrame | None, e2e_mean: float
 ) -> dict[str, Any]:
-    """A stage summary row: ``host`` is the stage's column, ``device`` the device matrix."""
     values = host.dropna().astype("int64").to_numpy()
     row = {
         "name": name,
@@ -100,11 +92,8 @@ def error_counts(requests: pd.DataFrame, stage_order: list[str]) -> dict[str, in
 
 
 def warmup_summary(requests: pd.DataFrame) -> dict[str, Any]:
-    """End-to-end figures of the warm-up requests, kept apart from the percentiles.
-
-    ``count`` is every warm-up request, ``failed`` those that raised: a failed
-    request is a failure, never a latency, so ``first_ms`` (None when the first
-    failed), ``mean_ms`` and ``max_ms`` are of the successful ones.
+    """End-to-end figures of the warm-up requests: ``count`` of all, ``failed``, and
+    ``first_ms`` (None when it failed), ``mean_ms``, ``max_ms`` of the successful ones.
     """
     warm = requests[requests["warmup"].astype(bool)]
     ok = warm["ok"].astype(bool).to_numpy()
@@ -118,11 +107,9 @@ def warmup_summary(requests: pd.DataFrame) -> dict[str, Any]:
 def budget(
     run, requests: pd.DataFrame | None = None, stages: pd.DataFrame | None = None
 ) -> dict[str, Any]:
-    """The JSON object of ``workbench show --json``: stages, end_to_end, unattributed, errors, config (ms).
+    """The JSON object of ``workbench show --json`` (docs/json.md) of a run, in ms.
 
-    A run with a streaming stage adds ``tokens`` (:func:`workbench.analysis.tokens.token_summary`).
-    In: a run (``workbench.record.Run``). The piecewise form
-    ``budget(meta, requests, stages)`` still works for this release, with a DeprecationWarning.
+    The piecewise form ``budget(meta, requests, stages)`` still works this release, with a DeprecationWarning.
     """
     units = getattr(run, "units", None)
     if requests is None and hasattr(run, "requests"):
@@ -177,6 +164,32 @@ def trust_keys(meta, requests: pd.DataFrame, order: list[str]) -> dict[str, Any]
         "noise": noise_summary(meta),
         "quantization": meta.quantization.to_dict() if meta.quantization else None,
         "fingerprint": meta.fingerprint.to_dict() if meta.fingerprint else None,
+    }
+
+
+def explain_keys(
+    meta: RunMeta, requests: pd.DataFrame, stages: pd.DataFrame, order: list[str]
+) -> dict[str, Any]:
+    """The "why" keys of ``show --json`` (docs/json.md), from the run alone: a key whose data the
+    run did not record is None (older runs, CUDA runs for ``gc``), never missing."""
+    effects = attribute_effects(requests, stages, order)
+    return {
+        "tail": tail_attribution(requests, stages, order),
+        "stacks": meta.stacks,
+        "waits": wait_summary(meta.sampled, requests, stages, order, meta.pipeline_stages),
+        "waits_note": waits_note(meta),
+        "attributes": effects,
+        "attributes_summary": None
+        if effects is None
+        else {
+            "headline": effect_sentence(effects),
+            "ranking": ranked_effects(effects),
+            "errors": dict(meta.attributes.errors if meta.attributes else {}),
+        },
+        "head_of_line": head_of_line(requests, stages),
+        "gc": gc_summary(requests, stages, order),
+        "cold_start": meta.cold_start.to_dict() if meta.cold_start else None,
+        "memory_by_stage": meta.trace.memory_by_stage if meta.trace else None,
     }
 
 

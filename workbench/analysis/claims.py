@@ -1,10 +1,7 @@
 """The sentences the notebooks print about numbers, each from a check of the property it states.
 
-Every computed sentence is one function that checks the property it names (monotone, within a
-factor, above a threshold, beyond run-to-run noise, measured on a quiet machine) and holds a wording
-for each outcome. Each returns a :class:`Claim`: ``kind`` (which outcome), ``holds`` (the property
-the first wording states), ``text``. ``tests/notebooks/test_claims.py`` runs each on the recorded
-numbers in ``data/runs`` and on synthetic counter-examples.
+Each returns a :class:`Claim`: ``kind`` (which outcome), ``holds`` (the property the first wording
+states), ``text``; ``tests/notebooks/test_claims.py`` runs each on ``data/runs`` and counter-examples.
 """
 
 from __future__ import annotations
@@ -32,7 +29,7 @@ COLD_OVER_MEDIAN = 100  # ... and at least this many times the median launch cal
 
 @dataclass(frozen=True)
 class Claim:
-    """One checked sentence: which outcome (``kind``), whether the stated property holds, and its words."""
+    """One checked sentence: which outcome, whether the stated property holds, and its words."""
 
     kind: str
     holds: bool
@@ -46,10 +43,8 @@ def _fmt(value: float) -> str:
 def trend(sizes: Sequence[int], values: Sequence[float]) -> tuple[str, int, list[tuple[int, int]]]:
     """``(kind, best size, dips)`` of values by increasing size.
 
-    kind: ``rising`` (each larger size higher), ``never_fell`` (no step fell but some
-    stayed level), ``highest_at_largest`` (the largest size is the best but some step
-    fell: the ``dips``), ``peak`` (the best size is not the largest), ``flat`` (fewer
-    than two sizes). dips: ``(a, b)`` steps whose value fell (for ``never_fell``: the level steps).
+    kind: ``rising``, ``never_fell`` (some steps level: the ``dips``), ``highest_at_largest`` (the
+    largest is best but some step fell), ``peak`` (the best is not the largest), ``flat`` (under two).
     """
     if len(sizes) != len(values):
         raise ValueError(f"{len(sizes)} sizes but {len(values)} values")
@@ -123,8 +118,9 @@ def capacity_claim(sizes: Sequence[int], capacity_rps: Sequence[float]) -> Claim
 
 
 def batch_cost_claim(latency_x: float, items: int) -> Claim:
-    """Notebook 2: a call of ``items`` took ``latency_x`` times a call of one. ``holds``: batching bought
-    throughput (the items per second gained, ``items / latency_x``, at least :data:`FAR_GAIN`)."""
+    """Notebook 2: a call of ``items`` took ``latency_x`` times a call of one. ``holds``:
+    ``items / latency_x`` is at least :data:`FAR_GAIN`.
+    """
     if latency_x <= 0:
         raise ValueError(f"latency ratio must be positive, got {latency_x}")
     gain = items / latency_x
@@ -158,7 +154,7 @@ def batch_cost_claim(latency_x: float, items: int) -> Claim:
 
 
 def measured_stage_ns(run) -> dict[str, np.ndarray]:
-    """Per stage (pipeline order, then ``end_to_end``): host times (ns) of the run's measured successful requests."""
+    """Per stage, then ``end_to_end``: host times (ns) of the measured successful requests."""
     wide = stage_matrix(run.requests, run.stages, list(run.stage_names))
     return {
         name: wide[name].dropna().to_numpy(dtype=np.int64)
@@ -167,8 +163,9 @@ def measured_stage_ns(run) -> dict[str, np.ndarray]:
 
 
 def p50_ratios(base: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray]) -> pd.DataFrame:
-    """Per stage present in both: ``stage``, ``ratio`` (other p50 / base p50) and ``beyond_noise``: the two
-    p50s' order-statistic 95 % intervals (``analysis.stats.percentile_ci_ns``) do not overlap."""
+    """Per stage in both: ``stage``, ``ratio`` (other p50 / base p50), ``beyond_noise`` (the
+    p50s' 95 % order-statistic intervals do not overlap).
+    """
     rows = []
     for stage in (s for s in base if s in other):
         a, b = np.asarray(base[stage]), np.asarray(other[stage])
@@ -182,8 +179,9 @@ def p50_ratios(base: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray]) 
 
 
 def untouched_stages_claim(ratios: pd.DataFrame, changed: str, label: str) -> Claim:
-    """Notebook 5: did the stages a knob does not touch move? ``ratios``: :func:`p50_ratios` of the stages
-    other than ``changed`` (and end to end). ``holds``: every one stayed within run-to-run noise."""
+    """Notebook 5: ``holds`` when every stage but ``changed`` (:func:`p50_ratios`)
+    stayed within run-to-run noise.
+    """
     moved = ratios[ratios["beyond_noise"]]
     listing = ", ".join(f"{r.stage} {r.ratio:.2f}x" for r in ratios.itertuples())
     if moved.empty:
@@ -203,8 +201,9 @@ def untouched_stages_claim(ratios: pd.DataFrame, changed: str, label: str) -> Cl
 
 
 def live_vs_model_claim(x: float, noisy: bool | None) -> Claim:
-    """Notebook 6: live service p50 over the simulated one. ``holds``: it agrees (within :data:`AGREE`) on a
-    machine measured quiet. A noisy (or unmeasured) machine decides nothing about the recorded runs."""
+    """Notebook 6: live service p50 over the simulated one. ``holds``: within :data:`AGREE`
+    on a machine measured quiet.
+    """
     lo, hi = AGREE
     if noisy or noisy is None:
         state = "a NOISY machine" if noisy else "a machine not measured for noise"
@@ -228,10 +227,9 @@ def live_vs_model_claim(x: float, noisy: bool | None) -> Claim:
 
 
 def first_request_claim(first_x: float, noisy: bool | None, recorded_x: float) -> Claim:
-    """Notebook 3: the first request over the median of the measured ones, live (``first_x``) and in the
-    recorded run (``recorded_x``). ``holds``: it stands out (>= :data:`WARMUP_X`); kind ``as_recorded`` when
-    it also agrees with the recording within :data:`AGREE`, ``stands_out`` when it does not. Below
-    :data:`WARMUP_X`, a noisy machine is named as the reason, never an assumed cause."""
+    """Notebook 3: the first request over the measured median, live and recorded.
+    ``holds``: it stands out (>= :data:`WARMUP_X`); below that a noisy machine is named as the reason.
+    """
     if first_x >= WARMUP_X:
         lo, hi = AGREE
         if lo <= first_x / recorded_x <= hi:
@@ -263,9 +261,9 @@ def first_request_claim(first_x: float, noisy: bool | None, recorded_x: float) -
 
 
 def operator_coverage(tree: pd.DataFrame) -> pd.DataFrame:
-    """Per stage of a flame tree (``analysis.flame.flame_tree``): ``stage``, ``stage_ns``, ``operator_ns`` (time
-    inside torch operators: the outermost ``cpu_op`` nodes under the stage, Python frames between them
-    and the stage allowed), ``share``. Python frames and annotations are not operators."""
+    """Per stage of a flame tree: ``stage``, ``stage_ns``, ``operator_ns`` (in the outermost
+    ``cpu_op`` nodes under it, Python frames between allowed), ``share``.
+    """
     parent = dict(zip(tree["id"], tree["parent"]))
     kind = dict(zip(tree["id"], tree["kind"]))
     stages = tree[tree["kind"] == "stage"]
@@ -299,9 +297,9 @@ def coverage_claim(stage: str, share: float) -> Claim:
 
 
 def cold_start_claim(pairs: pd.DataFrame, name: str) -> Claim:
-    """Launch pairs (``analysis.launches.launch_pairs``) of a trace: ``holds`` when no single launch call
-    dominates, so a launch verdict describes a steady state. One call holding >= :data:`COLD_SHARE` of
-    all launch-call time and >= :data:`COLD_OVER_MEDIAN` times the median call makes it a cold start."""
+    """Launch pairs of a trace: ``holds`` when no launch call holds >= :data:`COLD_SHARE` of
+    launch-call time at >= :data:`COLD_OVER_MEDIAN` times the median (a cold start, not a steady state).
+    """
     cpu = pairs["cpu_dur_ns"].to_numpy(dtype=np.int64)
     if cpu.size == 0:
         text = f"{name}: no kernel launches joined to GPU work: nothing to judge."
@@ -325,8 +323,9 @@ def cold_start_claim(pairs: pd.DataFrame, name: str) -> Claim:
 
 
 def batch_wait_claim(batch_wait_p99_ms: float, max_wait_ms: float) -> Claim:
-    """Notebooks 6 and 9: ``holds`` when the batch wait's p99 is within the policy's max wait, as the rule
-    says (``batching.policy.wait_split``: waiting for a busy executor is queue wait, not batch wait)."""
+    """Notebooks 6 and 9: ``holds`` when the batch wait's p99 is within the max wait
+    (``batching.policy.wait_split``: waiting for a busy executor is queue wait).
+    """
     if batch_wait_p99_ms <= max_wait_ms:
         text = (
             f"batch_wait p99 {batch_wait_p99_ms:.3g} ms, within the {max_wait_ms:g} ms max wait: a request waits for "

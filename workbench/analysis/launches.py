@@ -1,20 +1,11 @@
 """Kernel launches: each launching runtime call joined to the GPU work it started.
 
-GPU work (kernels, copies, memsets) is joined to the runtime-category event with
-the same ``correlation`` (``cuda_sync`` events are not runtime calls). Launch
-delay follows Holistic Trace Analysis: ``gpu.ts - (cpu.ts + cpu.dur)``, clipped
-at 0. HTA's outlier counts: runtime outliers (cpu dur > 50 us), launch delay
-outliers (> 100 us), short kernels (cpu dur <= 50 us and gpu dur < cpu dur).
-Graph launches (``cudaGraphLaunch``...) replay many kernels under one
-correlation and are counted apart from launch calls.
-
-Cold start: the first runtime calls that set up the device, context and streams
-(``INIT_CALL_NAMES``: ``cudaFree``, ``cudaStreamCreate*``,
-``cudaDeviceGetStreamPriorityRange``...) and the first launch of a kernel that
-takes over ``FIRST_CALL_NS`` (1 ms: module loading or library set-up; a
-steady launch call takes microseconds). They are reported apart
-(:func:`cold_table`), and verdicts are computed over the rest, the steady
-state (:func:`steady_launch_pairs`).
+GPU work joins the runtime event with the same ``correlation``. Launch delay and outlier counts
+follow Holistic Trace Analysis (HTA): delay ``gpu.ts - (cpu.ts + cpu.dur)`` clipped at 0; runtime
+outliers over ``RUNTIME_OUTLIER_NS``, delay outliers over ``LAUNCH_DELAY_OUTLIER_NS``, short
+kernels (cpu dur <= 50 us and gpu dur < cpu dur). Graph launches replay many kernels under one
+correlation and are counted apart. Cold start (device, context and stream set-up, a kernel's first
+launch over ``FIRST_CALL_NS``: :func:`cold_table`) is reported apart; verdicts use the rest.
 """
 
 from __future__ import annotations
@@ -63,11 +54,9 @@ LAUNCH_PERCENTILES = (50, 90, 95, 99)  # the launch distributions' columns (HTA'
 
 
 class LaunchJoin:
-    """GPU work (``work``: numpy columns of the kernel, memcpy and memset rows) and, per row, the index
-    of its launching call in ``runtime`` (the runtime rows' columns), -1 where the call is missing.
-
-    A correlation shared by several runtime calls joins to the first of them. Computed once per
-    trace (:func:`launch_join`); every launch table is read from it.
+    """GPU work (``work``: numpy columns) and per row the index of its launching call in
+    ``runtime``, -1 where missing; a correlation shared by several calls joins the first. Computed once
+    per trace (:func:`launch_join`).
     """
 
     def __init__(self, work: Columns, runtime: Columns, call: np.ndarray):
@@ -104,9 +93,8 @@ def launch_join(trace: Trace) -> LaunchJoin:
 def launch_pairs(trace: Trace, names=HTA_LAUNCH_NAMES) -> pd.DataFrame:
     """One row per GPU event whose launching call is named in ``names`` (HTA's set by default).
 
-    Columns: correlation, launch_name, cpu_ts_ns, cpu_dur_ns, gpu_kind, gpu_name,
-    gpu_ts_ns, gpu_dur_ns, launch_delay_ns (clipped at 0), device, stream (text
-    columns categoricals sharing the events table's categories: kernel names run to kilobytes).
+    Columns: correlation, launch_name, cpu_ts_ns, cpu_dur_ns, gpu_kind, gpu_name, gpu_ts_ns,
+    gpu_dur_ns, launch_delay_ns, device, stream (text columns categoricals: kernel names run long).
     """
     table = pair_table(trace, names)
     join = launch_join(trace)
@@ -155,9 +143,9 @@ def _pairs(trace: Trace, names) -> dict[str, np.ndarray]:
 
 
 def launch_pair_summary(pairs) -> dict:
-    """HTA's counts over :func:`launch_pairs` (a DataFrame or :func:`pair_table`): ``{count,
-    cpu_over_50us, delay_over_100us, gpu_shorter_than_cpu, short_kernels, cpu_dur_ns, gpu_dur_ns,
-    launch_delay_ns, launch_delay_max_ns}`` (sums in ns; max None without pairs)."""
+    """HTA's counts and ns sums over :func:`launch_pairs` (a DataFrame or :func:`pair_table`);
+    ``launch_delay_max_ns`` None without pairs.
+    """
     cpu, gpu, delay = (
         np.asarray(pairs[c], dtype=np.int64)
         for c in ("cpu_dur_ns", "gpu_dur_ns", "launch_delay_ns")
@@ -178,9 +166,9 @@ def launch_pair_summary(pairs) -> dict:
 @derived
 def call_table(trace: Trace) -> dict[str, np.ndarray]:
     """Every kernel or graph launch call with the GPU work it started, as numpy columns: name,
-    ts_ns, dur_ns, tid (name and tid object arrays of str), correlation, graph (bool), gpu_count,
-    gpu_dur_ns (sum of its GPU work), launch_delay_ns (first GPU start after the call's end,
-    clipped at 0; NA_INT without GPU work)."""
+    ts_ns, dur_ns, tid, correlation, graph, gpu_count, gpu_dur_ns, launch_delay_ns (to the first GPU
+    start, clipped at 0; NA_INT without GPU work).
+    """
     join = launch_join(trace)
     runtime = join.runtime
     rows = np.flatnonzero(runtime.name.isin(LAUNCH_NAMES | GRAPH_LAUNCH_NAMES))
@@ -213,11 +201,10 @@ def call_table(trace: Trace) -> dict[str, np.ndarray]:
 
 @derived
 def cold_table(trace: Trace) -> dict[str, np.ndarray]:
-    """Initialisation calls and slow first launches: the first call of each name in ``INIT_CALL_NAMES``
-    (and any later one over ``FIRST_CALL_NS``: torch asks ``cudaDeviceGetStreamPriorityRange`` for
-    every stream, in a microsecond once the context exists), and the first launch of each kernel
-    when it takes over ``FIRST_CALL_NS``. Numpy columns, sorted by start: name (object), ts_ns,
-    dur_ns, correlation (NA_INT when absent), reason ("init" or "first launch")."""
+    """Initialisation calls and slow first launches, numpy columns sorted by start: name, ts_ns,
+    dur_ns, correlation, reason ("init" or "first launch"). An init name counts once, and again when
+    over ``FIRST_CALL_NS`` (torch asks ``cudaDeviceGetStreamPriorityRange`` for every stream).
+    """
     join = launch_join(trace)
     runtime = join.runtime
     init = np.flatnonzero(runtime.name.isin(INIT_CALL_NAMES))
@@ -241,15 +228,14 @@ def cold_table(trace: Trace) -> dict[str, np.ndarray]:
 
 
 def _first_of_each(codes: np.ndarray) -> np.ndarray:
-    """Boolean: the first occurrence of each code (in the given order)."""
+    """Boolean: the first occurrence of each code."""
     keep = np.zeros(codes.size, bool)
     keep[np.unique(codes, return_index=True)[1]] = True
     return keep
 
 
 def cold_start_summary(trace: Trace) -> dict:
-    """``{calls, dur_ns}`` of :func:`cold_table` (the union of their intervals: nested calls
-    count once)."""
+    """``{calls, dur_ns}`` of :func:`cold_table` (the union of their intervals)."""
     cold = cold_table(trace)
     return {
         "calls": int(cold["ts_ns"].size),
@@ -292,8 +278,7 @@ def steady_gpu_dur_ns(trace: Trace) -> int:
 
 
 def launch_summary(calls) -> dict:
-    """``{count, total_ns, graph_count, graph_total_ns, graph_gpu_count}`` of :func:`call_table`
-    (or a table of its columns): kernel launch calls and graph launches apart."""
+    """``{count, total_ns, graph_count, graph_total_ns, graph_gpu_count}`` of :func:`call_table`."""
     graph = np.asarray(calls["graph"], dtype=bool)
     dur = np.asarray(calls["dur_ns"], dtype=np.int64)
     gpu_count = np.asarray(calls["gpu_count"], dtype=np.int64)
@@ -307,16 +292,14 @@ def launch_summary(calls) -> dict:
 
 
 def launch_distribution(pairs) -> pd.DataFrame:
-    """Distributions of CPU launch time, launch delay and GPU time over :func:`launch_pairs`.
-
-    One row per metric (cpu_dur, launch_delay, gpu_dur); columns: metric, count,
-    mean_ns, p50_ns, p90_ns, p95_ns, p99_ns, max_ns (floats; NaN when empty).
+    """Distributions of cpu_dur, launch_delay and gpu_dur over :func:`launch_pairs`: one row
+    per metric, count, mean_ns, the :data:`LAUNCH_PERCENTILES` and max_ns (floats; NaN when empty).
     """
     return pd.DataFrame(distribution_rows(pairs))
 
 
 def distribution_rows(pairs) -> list[dict]:
-    """The rows of :func:`launch_distribution` as dicts (``pairs``: a DataFrame or :func:`pair_table`)."""
+    """:func:`launch_distribution` as dicts."""
     columns = ["mean_ns", *(f"p{p}_ns" for p in LAUNCH_PERCENTILES), "max_ns"]
     rows = []
     for metric in ("cpu_dur", "launch_delay", "gpu_dur"):

@@ -1,16 +1,9 @@
 """Generative metrics from a run's ``units`` table: TTFT, prefill, ITL, TPOT, tokens out.
 
-Definitions (those of vLLM's serving benchmark on the workbench's clock, ``workbench.streaming``):
-TOKENS in docs/json.md. ``tokens_out`` is units per request; ``end_to_end`` the request's ``dur_ns``.
-
-Only measured (not warm-up), successful requests count. Percentiles are :mod:`.stats`' (p50, p95, p99
-with the order-statistic interval, p99.9 where the count bounds it); ITL percentiles are over all
-gaps (tokens), the others over requests, and each figure says its count. The ITL interval takes the
-gaps as independent draws, which the gaps of one request are not: it is narrower than the truth;
-:func:`compare_tokens` resamples whole blocks of requests, so its ITL ratio's interval is not.
-
-:func:`decode_growth` fits ITL against token position: decode steps that grow with position are what
-a model without a KV cache does (each step recomputes attention over every earlier token).
+Definitions: TOKENS in docs/json.md (vLLM's serving benchmark on the workbench's clock). Only
+measured successful requests count; percentiles are :mod:`.stats`'. ITL figures are over all gaps,
+the others over requests; the ITL interval takes one request's gaps as independent, so it is
+narrower than the truth (:func:`compare_tokens` resamples whole blocks of requests instead).
 """
 
 from __future__ import annotations
@@ -37,12 +30,9 @@ GROWTH_AGREE = 0.8  # share of requests whose later half is slower
 def token_requests(
     requests: pd.DataFrame, stages: pd.DataFrame, units: pd.DataFrame
 ) -> pd.DataFrame:
-    """One row per measured successful request with a unit.
-
-    In: a run's ``requests``, ``stages`` and ``units`` tables (ns from the run's start). Out: columns
-    ``request``, ``ttft_ns``, ``prefill_ns`` (Int64, null without the streaming stage's row: a served
-    run against a server that sent no ``Server-Timing``), ``tpot_ns`` (Int64, null under two units),
-    ``tokens_out`` (int64), ``end_to_end_ns``.
+    """One row per measured successful request with a unit: ``request``, ``ttft_ns``,
+    ``prefill_ns`` (Int64, null without the streaming stage's row), ``tpot_ns`` (Int64, null under two
+    units), ``tokens_out``, ``end_to_end_ns`` (ns from the run's start).
     """
     measured = requests.loc[~requests["warmup"] & requests["ok"], ["request", "start_ns", "dur_ns"]]
     mine = units[units["request"].isin(measured["request"])]
@@ -72,8 +62,7 @@ def token_requests(
 
 
 def unit_gaps(requests: pd.DataFrame, units: pd.DataFrame) -> pd.DataFrame:
-    """Inter-token latencies: columns ``request``, ``position`` (the later unit's index, from 1) and
-    ``itl_ns``, of measured successful requests, in request and position order."""
+    """Inter-token latencies: ``request``, ``position`` (the later unit's index, from 1), ``itl_ns``."""
     measured = requests.loc[~requests["warmup"] & requests["ok"], "request"]
     mine = units[units["request"].isin(measured)].sort_values(["request", "unit"], kind="stable")
     gap = mine["at_ns"].diff()
@@ -93,9 +82,7 @@ def figures(values_ns) -> dict[str, Any]:
 
 
 def token_summary(requests: pd.DataFrame, stages: pd.DataFrame, units: pd.DataFrame) -> dict:
-    """``tokens`` of ``show --json``: the streaming ``stage``, ``requests`` and ``tokens`` counted,
-    ``tokens_out`` (mean, p50, max per request), ``ttft``/``prefill``/``itl``/``tpot`` (:func:`figures`,
-    ms), ``tokens_per_s`` (units over the requests' summed end to end) and ``decode_growth``."""
+    """``tokens`` of ``show --json`` (TOKENS in docs/json.md); figures by :func:`figures`, ms."""
     per = token_requests(requests, stages, units)
     gaps = unit_gaps(requests, units)
     n = per["tokens_out"].to_numpy("int64")
@@ -119,14 +106,12 @@ def token_summary(requests: pd.DataFrame, stages: pd.DataFrame, units: pd.DataFr
 
 
 def decode_growth(gaps: pd.DataFrame) -> dict[str, Any]:
-    """Do decode steps grow with the token's position? From :func:`unit_gaps`' table.
+    """Do decode steps grow with the token's position (what a model without a KV cache does)?
 
-    Per request of ``GROWTH_MIN_GAPS`` gaps or more: the mean ITL of the later half of its gaps over
-    the earlier half's. ``growth`` is the median of those ratios, ``agree`` the share above 1, and
-    ``grows`` is True when at least ``GROWTH_MIN_REQUESTS`` requests give ``growth >=
-    GROWTH_RATIO`` and ``agree >= GROWTH_AGREE`` (None: too few requests to tell). The least-squares
-    line of ITL against position over all gaps gives ``slope_us_per_token`` and the fitted ITL at the
-    first and last position (``first_ms``, ``last_ms``, positions ``first``/``last``).
+    Per request of ``GROWTH_MIN_GAPS`` gaps or more, the later half's mean ITL over the earlier half's;
+    ``growth`` is their median, ``agree`` the share above 1, ``grows`` True when ``GROWTH_MIN_REQUESTS``
+    requests give ``growth >= GROWTH_RATIO`` and ``agree >= GROWTH_AGREE`` (None: too few). A
+    least-squares line of ITL on position gives ``slope_us_per_token``, ``first_ms`` and ``last_ms``.
     """
     ratios = []
     for _, g in gaps.groupby("request", sort=False):
@@ -194,8 +179,7 @@ def _ms(x) -> str:
 
 
 def growth_text(growth: dict[str, Any]) -> str:
-    """``ITL 0.40 ms at token 1 -> 1.90 ms at token 63 (+24.2 us per token); the later half of a
-    request's steps 2.10x the earlier half (median of 40 requests, 100% of them slower)``."""
+    """``ITL 0.40 ms at token 1 -> 1.90 ms at token 63 (+24.2 us per token); the later half ...``."""
     fit = ""
     if growth["slope_us_per_token"] is not None:
         fit = (
@@ -216,9 +200,8 @@ COMPARED = ("ttft", "tpot", "itl")
 def token_blocks(per: pd.DataFrame, gaps: pd.DataFrame, group) -> dict[str, np.ndarray]:
     """Block matrices (:func:`.verdicts.round_blocks`) of TTFT, TPOT, ITL and end to end.
 
-    per: :func:`token_requests` rows of requests with two units or more; gaps: their
-    :func:`unit_gaps`; group: each ``per`` row's block (its round when interleaved, its position // 10
-    in a saved run). A request's gaps go to its request's block, so every matrix has one row per block.
+    per: :func:`token_requests` rows of two units or more; gaps: their :func:`unit_gaps`; group: each
+    row's block (its round, or position // 10 in a saved run); a request's gaps go to its block.
     """
     group = np.asarray(group)
     of_request = pd.Series(group, index=per["request"].to_numpy())
@@ -234,10 +217,9 @@ def token_blocks(per: pd.DataFrame, gaps: pd.DataFrame, group) -> dict[str, np.n
 
 
 def compare_tokens(blocks_a, blocks_b, *, paired: bool, **kwargs) -> dict[str, Any]:
-    """``tokens`` of ``compare --json``: ``metrics`` (one ENTRY each for ``ttft``, ``tpot``, ``itl``: B/A
-    ratios of p50 and p99 with Holm-corrected intervals and verdicts, :func:`.verdicts.compare_blocks`,
-    ``kwargs`` its options), ``requests`` and ``tokens`` ([A, B]: requests of two units or more and
-    their inter-token gaps the figures rest on)."""
+    """``tokens`` of ``compare --json``: ``metrics`` (an ENTRY per :data:`COMPARED`,
+    :func:`.verdicts.compare_blocks` with ``kwargs``), and the ``requests`` and ``gaps`` counted ([A, B]).
+    """
     found = compare_blocks(blocks_a, blocks_b, COMPARED, paired=paired, **kwargs)
 
     def count(blocks, name):
@@ -253,9 +235,7 @@ def compare_tokens(blocks_a, blocks_b, *, paired: bool, **kwargs) -> dict[str, A
 def samples_tokens(
     samples: pd.DataFrame, config: int
 ) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
-    """``(per, gaps, rounds)`` for :func:`token_blocks` from an interleaved comparison's samples (their
-    ``ttft``, ``tpot`` and ``itl`` columns), configuration ``config``'s successful requests of two
-    units or more."""
+    """``(per, gaps, rounds)`` of configuration ``config``'s requests of two units or more."""
     mine = samples[(samples["config"] == config) & samples["ok"] & samples["tpot"].notna()]
     ids = np.arange(len(mine))
     per = pd.DataFrame(
@@ -279,8 +259,9 @@ def samples_tokens(
 def paired_tokens(
     samples: pd.DataFrame, *, a: int = 0, b: int = 1, **kwargs
 ) -> dict[str, Any] | None:
-    """:func:`compare_tokens` of configurations ``a`` and ``b`` of an interleaved comparison, paired by
-    the rounds both have; None without token columns or without a request of two units on a side."""
+    """:func:`compare_tokens` of configurations ``a`` and ``b`` paired by their shared rounds;
+    None without token columns or a request of two units on a side.
+    """
     if "tpot" not in samples.columns:
         return None
     sides = [samples_tokens(samples, c) for c in (a, b)]
@@ -295,8 +276,7 @@ def paired_tokens(
 
 
 def run_token_blocks(requests, stages, units, block: int = BLOCK) -> dict[str, np.ndarray] | None:
-    """:func:`token_blocks` of a saved run, blocks of ``block`` consecutive requests of two units or
-    more; None when none has two."""
+    """:func:`token_blocks` of a saved run in blocks of ``block`` requests; None when none has two units."""
     per = token_requests(requests, stages, units)
     per = per[per["tpot_ns"].notna()]
     if per.empty:
@@ -306,9 +286,9 @@ def run_token_blocks(requests, stages, units, block: int = BLOCK) -> dict[str, n
 
 
 def meets_bounds(per: pd.DataFrame, ttft_ms: float | None, tpot_ms: float | None) -> pd.Series:
-    """Per row of :func:`token_requests`: TTFT at most ``ttft_ms`` and TPOT at most ``tpot_ms`` (None:
-    no bound); a request of one unit has no TPOT and meets that bound. The one test of goodput, for
-    a measured run (:func:`goodput`) and a simulated one (``batching.continuous.goodput``)."""
+    """Per :func:`token_requests` row: TTFT <= ``ttft_ms`` and TPOT <= ``tpot_ms`` (None: no bound;
+    one unit has no TPOT and meets it). The one goodput test, measured and simulated.
+    """
     good = pd.Series(True, index=per.index)
     if ttft_ms is not None:
         good &= per["ttft_ns"] <= ttft_ms * NS_PER_MS
@@ -324,10 +304,8 @@ def goodput(
     ttft_ms: float | None,
     tpot_ms: float | None,
 ) -> dict[str, Any] | None:
-    """The share of measured requests that met the bounds given (vLLM's goodput): a request is good
-    when it succeeded, its TTFT is at most ``ttft_ms`` and its TPOT at most ``tpot_ms`` (a request of
-    one unit has no TPOT and meets that bound). Failed requests count, as not good. None without a
-    bound. Out: ``ttft_ms``, ``tpot_ms``, ``requests`` (measured), ``good``, ``share`` (None of none).
+    """vLLM's goodput: ``ttft_ms``, ``tpot_ms``, ``requests`` (measured), ``good`` (succeeded and
+    :func:`meets_bounds`), ``share`` (None of none); None without a bound.
     """
     if ttft_ms is None and tpot_ms is None:
         return None

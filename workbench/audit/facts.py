@@ -12,7 +12,6 @@ import math
 from typing import Any
 
 from ..analysis.budget import END_TO_END, budget, stage_matrix
-from ..analysis.explain import recorded_stacks
 from ..analysis.flame import flame_tree
 from ..analysis.periodic import periodic_spikes
 from ..analysis.python_frames import library_shares
@@ -55,7 +54,7 @@ def run_facts(run) -> dict[str, Any]:
         "noise": meta.noise.to_dict() if meta.noise else None,
         "gc": report["gc"],
         "blocking": report["head_of_line"],
-        "stacks": recorded_stacks(meta),
+        "stacks": meta.stacks,
         "waits": report.get("waits"),
         "pacing": meta.timing.pacing if meta.timing else None,
         "periodic": periodic_spikes(run.requests, run.stages, run.stage_names),

@@ -17,7 +17,6 @@ from typing import Any
 import pandas as pd
 
 from ..analysis.budget import stage_summary
-from ..analysis.explain import recorded_stacks
 from ..analysis.wait_flame import wait_flames
 from ..analysis.waits import wait_summary
 from ..analysis.failures import failure_summary
@@ -112,7 +111,7 @@ def summarize(
     requests = run.requests[REQUEST_KEEP].copy()
     stages = run.stages[STAGE_KEEP].copy()
     measured = requests[~requests["warmup"]]
-    stacks = recorded_stacks(run.meta)
+    stacks = run.meta.stacks
     sampled = (run.meta.sampled, run.requests, run.stages, order, run.meta.pipeline_stages)
     flame = Lazy.ready(None)
     if run.trace_path is not None and flame_builder is not None:

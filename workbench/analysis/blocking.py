@@ -1,18 +1,10 @@
 """Head-of-line blocking: which stage, of which batches, held the executor while closed batches waited.
 
-Input: a load or served (server side) run's tables, whose requests carry the
-load columns (``arrival_ns``, ``batch_wait_ns``, ``queue_wait_ns``,
-``service_ns``, ``batch``) and whose stage rows carry real start times on the
-same clock. A request waits for an executor from the end of its batch
-wait (``arrival + batch_wait``: its batch closed, or was due) for its
-``queue_wait``. Each instant
-of that wait is blamed on the stages of the batches executing at that instant,
-split evenly between them (with several executors all busy, each holds an
-equal part); an instant when no batch executes is the dispatch gap (wake-up and
-hand-off), blamed on nothing. Waits count once per waiting request, as the
-budget does: a batch of 8 that waits 10 ms is 80 ms of request wait.
-
-Out: ``head_of_line`` (HOL in docs/json.md).
+Input: a load or served run's tables, requests with the load columns and stage rows with real
+start times on the same clock. A request waits for an executor from the end of its batch wait
+(``arrival + batch_wait``) for its ``queue_wait``; each instant of that wait is blamed evenly on the
+stages of the batches executing then, or on nothing (the dispatch gap). Waits count once per
+waiting request, as the budget does. Out: ``head_of_line`` (HOL in docs/json.md).
 """
 
 from __future__ import annotations
@@ -31,8 +23,9 @@ TOP_HOLDERS = 5
 
 
 def batch_table(requests: pd.DataFrame) -> pd.DataFrame:
-    """One row per dispatched batch: ``batch``, ``close_ns``, ``start_ns``, ``end_ns``, ``size`` (measured
-    requests in it), ``requests`` (their ids), sorted by start."""
+    """One row per dispatched batch, sorted by start: ``batch``, ``close_ns``, ``start_ns``,
+    ``end_ns``, ``size`` (measured requests in it), ``requests`` (their ids).
+    """
     req = requests[requests["batch"] >= 0]
     close = req["arrival_ns"] + req["batch_wait_ns"]
     start = close + req["queue_wait_ns"]
@@ -57,9 +50,9 @@ def batch_table(requests: pd.DataFrame) -> pd.DataFrame:
 
 
 def waits(requests: pd.DataFrame) -> pd.DataFrame:
-    """The queue waits of the dispatched requests, one row per distinct (``batch``, ``lo_ns``, ``hi_ns``) with
-    ``size`` requests: a request waits for the executor from the end of its batch wait to its start (a
-    request that arrived after its batch was due has no batch wait, only queue wait)."""
+    """The dispatched requests' queue waits: one row per distinct (``batch``, ``lo_ns``, ``hi_ns``)
+    with ``size`` requests, from the end of the batch wait to the start.
+    """
     req = requests[(requests["batch"] >= 0) & (requests["queue_wait_ns"] > 0)]
     lo = req["arrival_ns"] + req["batch_wait_ns"]
     rows = pd.DataFrame({"batch": req["batch"], "lo_ns": lo, "hi_ns": lo + req["queue_wait_ns"]})
@@ -67,8 +60,7 @@ def waits(requests: pd.DataFrame) -> pd.DataFrame:
 
 
 def executing_stages(requests: pd.DataFrame, stages: pd.DataFrame) -> pd.DataFrame:
-    """Per batch, the intervals of its executing stages (one request's rows speak for the batch):
-    ``batch``, ``stage``, ``start_ns``, ``end_ns``."""
+    """Per batch, its executing stages' intervals (one request's rows speak for the batch)."""
     first = requests[requests["batch"] >= 0].groupby("batch", sort=True)["request"].min()
     rows = stages[stages["request"].isin(first.to_numpy()) & ~stages["stage"].isin(NOT_EXECUTING)]
     batch_of = pd.Series(first.index.to_numpy(), index=first.to_numpy())
@@ -127,13 +119,10 @@ def head_of_line(requests: pd.DataFrame, stages: pd.DataFrame) -> dict[str, Any]
 
 def split(lo, hi, size, start, end) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """The waits ``[lo, hi)`` (``size`` requests each) split evenly between the intervals
-    ``[start, end)`` running at each instant, in one sweep over the sorted ends: O(n log n).
+    ``[start, end)`` running at each instant, in one sweep: O(n log n).
 
-    Returns per interval its blame as an exact integer part (``whole``, int64 ns) and the rest
-    (``frac``, float64, under 1 ns per elementary piece), whether it got any (``hit``), and the
-    wait with nothing running (``idle``, int ns). Between two consecutive ends of any wait or
-    interval the ``cover`` running intervals are fixed, so each piece's wait (requests x length)
-    divides once and prefix sums add the pieces each interval spans.
+    Per interval: its blame as an exact int64 part (``whole``) and a float rest (``frac``), and
+    whether it got any (``hit``); and the wait with nothing running (``idle``, ns).
     """
     points = np.unique(np.concatenate([lo, hi, start, end]))
     up, down = np.searchsorted(points, start), np.searchsorted(points, end)
@@ -153,12 +142,10 @@ def split(lo, hi, size, start, end) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 
 
 class _Blame:
-    """Each executing interval's share of the waits (``whole`` + ``frac`` ns, ``hit``) and the
-    ``idle`` wait, from :func:`split`.
+    """Each executing interval's share of the waits and the ``idle`` wait, from :func:`split`.
 
-    A wait is never blamed on its own batch's stages, so the rare wait its own batch overlaps
-    (a run's writers never make one: a batch runs after its requests stop waiting) is split alone,
-    against the other batches' intervals it overlaps; every other wait goes in one sweep.
+    A wait is never blamed on its own batch's stages: the rare wait its own batch overlaps is split
+    alone against the other batches' intervals; every other wait goes in one sweep.
     """
 
     def __init__(self, spans: pd.DataFrame, waiting: pd.DataFrame):
@@ -192,8 +179,7 @@ class _Blame:
             self.first_alone.setdefault(stage, i)
 
     def order(self) -> list[str]:
-        """The blamed stages in the order a wait-by-wait split first meets them: waits by batch, start,
-        end; within one, by the instant it first runs, then by interval (start, end)."""
+        """The blamed stages in the order a wait-by-wait split first meets them."""
         first = {}
         for stage in pd.unique(self.spans["stage"].to_numpy()[self.hit]):
             i = min(self._first_clean(stage), self.first_alone.get(stage, len(self.waiting)))
@@ -210,7 +196,7 @@ class _Blame:
         return int(np.argmax(met)) if met.any() else len(self.waiting)
 
     def _met(self, stage: str, i: int) -> tuple[int, int]:
-        """Within wait ``i``: the first instant one of ``stage`` 's intervals runs, the first such interval."""
+        """Within wait ``i``: the first instant a ``stage`` interval runs, and that interval."""
         batch, lo, hi = (int(self.waiting[c].iat[i]) for c in ("batch", "lo_ns", "hi_ns"))
         runs = (self.spans["stage"].to_numpy() == stage) & (self.batch != batch)
         runs &= (self.start < hi) & (self.end > lo) & (self.end > self.start)
@@ -219,8 +205,7 @@ class _Blame:
 
 
 def _overlaps_own(waiting: pd.DataFrame, spans: pd.DataFrame) -> np.ndarray:
-    """Per wait, whether one of its own batch's intervals runs during it (one row per wait and
-    interval of its batch: the stage rows of one request per batch)."""
+    """Per wait, whether one of its own batch's intervals runs during it."""
     pairs = waiting[["batch", "lo_ns", "hi_ns"]].reset_index().merge(spans, on="batch")
     hit = (pairs["start_ns"] < pairs["hi_ns"]) & (pairs["end_ns"] > pairs["lo_ns"])
     hit &= pairs["end_ns"] > pairs["start_ns"]

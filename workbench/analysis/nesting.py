@@ -1,18 +1,10 @@
 """The one nesting rule for host events: which event encloses which, and how deep.
 
-Used by the flame tree (:mod:`workbench.analysis.flame`) and the request chart
-(:mod:`workbench.plots.request_chart`), so an event sits at the same depth in both.
-
-Rule: walk the events of one lane (a thread) sorted by start, longest first on
-ties, keeping a stack of the events still open. Before an event, pop every
-event that has ended (``end <= start``), then every open event that cannot hold
-it (it ends more than :data:`NEST_SLACK_NS` before the event does: a partial
-overlap closes the shorter-lived one). The event's parent is the top of the
-stack (the innermost open event that holds it), its depth the parent's plus one.
-The slack keeps a child that outlives its parent by a rounding error (integer
-microsecond traces) under that parent instead of dropping a level. Each event
-is pushed and popped once: linear after sorting, whatever the depth (a million
-nested calls) or overlap (a staircase of 50,000 partly overlapping calls).
+Shared by the flame tree and the request chart, so an event sits at the same depth in both. Walk
+one lane's (thread's) events by start, longest first on ties, keeping a stack of open events;
+before an event pop those that ended (``end <= start``), then those that cannot hold it (ending
+more than :data:`NEST_SLACK_NS` before it does). The parent is the stack's top. Linear after
+sorting, whatever the depth or overlap.
 """
 
 from __future__ import annotations
@@ -30,13 +22,9 @@ def nesting_order(lane: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray) -> np
 def nest(
     lane: np.ndarray, ts_ns: np.ndarray, end_ns: np.ndarray, slack_ns: int = NEST_SLACK_NS
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Parent position (-1 for none) and depth (0 outermost) of each event.
-
-    Inputs are already in :func:`nesting_order`; ``lane`` is any integer id of
-    the event's thread, ``ts_ns``/``end_ns`` integer ns. Properly nested events
-    (the usual trace) are answered with numpy (:func:`_nest_nested`); any partial
-    overlap sends the whole input to the stack walk (:func:`_nest_walk`), which
-    defines the rule. Both give the same answer where both apply.
+    """Parent position (-1 for none) and depth (0 outermost) of each event, inputs in
+    :func:`nesting_order` (integer ns). Properly nested input is answered with numpy
+    (:func:`_nest_nested`); any partial overlap goes to the stack walk (:func:`_nest_walk`), the rule.
     """
     lane, ts_ns, end_ns = (np.asarray(a, dtype=np.int64) for a in (lane, ts_ns, end_ns))
     fast = _nest_nested(lane, ts_ns, end_ns)
@@ -46,7 +34,7 @@ def nest(
 def _nest_walk(
     lane: np.ndarray, ts_ns: np.ndarray, end_ns: np.ndarray, slack_ns: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The rule itself: a stack walk, each event pushed and popped once."""
+    """The rule itself: a stack walk."""
     lanes, starts, ends = lane.tolist(), ts_ns.tolist(), end_ns.tolist()
     parent = [-1] * len(starts)
     depth = [0] * len(starts)
@@ -72,11 +60,8 @@ def _nest_nested(
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """:func:`_nest_walk`'s answer when no event outlives its parent, else None.
 
-    Depth = the number of earlier events of the lane still open at the event's
-    start (end > start), counted with one sort; parent = the last earlier event
-    one level up. The answer is checked: every parent must be open at its
-    child's start and end no earlier than the child. Then the open events are
-    exactly the child's ancestors, which is what the stack holds.
+    Depth = the lane's earlier events still open at the start (one sort); parent = the last earlier
+    event one level up. Checked: every parent open at its child's start and ending no earlier.
     """
     n = ts.size
     if n == 0:
@@ -110,8 +95,9 @@ def _ends_up_to_start(lane, ts, end, lane_first) -> np.ndarray:
 
 
 def _zero_after(lane, ts, end) -> np.ndarray:
-    """Per event: zero-length events of its lane starting when it starts, at its position or later
-    (they end at its start but are not before it: the count above must not include them)."""
+    """Per event: zero-length events of its lane starting with it, at its position or later
+    (they end at its start but are not before it).
+    """
     n = ts.size
     same = np.r_[False, (lane[1:] == lane[:-1]) & (ts[1:] == ts[:-1])]
     group = np.cumsum(~same) - 1

@@ -1,20 +1,12 @@
 """Periodic spikes: slow requests that come back at a fixed period (a cache snapshot, a flush, a cron).
 
-A request is a spike when its end to end is over the median of the ``BASELINE_REQUESTS`` around it by
-more than the run's median (``SPIKE_RATIO``): a machine that slows for seconds raises that baseline.
-The run's time is binned (``BIN_NS``); a bin is slow while a spike is in flight, and slow stretches
-are episodes, each as deep as its deepest spike's excess. The episodes' onsets, weighted by depth,
-go through a Rayleigh periodogram (a DFT of the onsets; a few long machine stalls weigh no more than
-an episode each, where an autocorrelation of the slow time was swamped by them); the chain of deep
-episodes a whole number of periods apart measures the period. A finding names the period, how long
-an episode stalls a request, the share of requests that were spikes and the stage their excess time
-landed in ("every 250 ms, 31 ms wide, 12 % of requests").
-
-What it can see: periods from about twice an episode's width (episodes closer merge) up to about a
-tenth of the run's span (the periodogram needs about ``MIN_Z`` episodes on time), and only where
-requests sample time often enough to land in the episodes (a paced run at rate r sees episodes wider
-than about 1/r). A paced run times requests from their due times, so every request due in an episode
-is a spike, not only the one sent into it.
+A spike is a request whose end to end is over the median of the ``BASELINE_REQUESTS`` around it
+by more than the run's median (a machine slow for seconds raises that baseline). Binned by
+``BIN_NS``, a bin is slow while a spike is in flight; slow stretches are episodes, as deep as their
+deepest spike. Their onsets, weighted by depth, go through a Rayleigh periodogram (a long machine
+stall weighs no more than one episode); the chain of deep episodes a whole number of periods apart
+measures the period. It sees periods from about twice an episode's width to about a tenth of the
+run, where requests land in the episodes often enough (a paced run at rate r: episodes over 1/r).
 """
 
 from __future__ import annotations
@@ -54,13 +46,10 @@ def periodic_spikes(
 ) -> dict[str, Any] | None:
     """The periodic spikes of a run's measured requests, or None when there are none.
 
-    In: ``requests`` (``request``, ``warmup``, ``ok``, ``start_ns``, ``dur_ns``; ``lag_ns`` where
-    the run was paced) and ``stages`` (``request``, ``stage``, ``dur_ns``) tables. Out:
-    ``period_ms``, ``width_ms`` (how long an episode stalls a request: :func:`_first_spikes`),
-    ``episodes``, ``spikes`` (requests in them), ``share_of_requests`` and ``share_of_slowest_1pct``
-    (0..1: of the slowest 1 %, at least one request, those in the spikes), ``z`` (the periodogram
-    at the period), ``stage`` (the stage with most of the time above its median of the requests
-    sent into the episodes), ``stage_share`` (0..1 of that excess) and ``sentence``.
+    Out: ``period_ms``, ``width_ms`` (how long an episode stalls a request: :func:`_first_spikes`),
+    ``episodes``, ``spikes``, ``share_of_requests`` and ``share_of_slowest_1pct`` (0..1), ``z`` (the
+    periodogram at the period), ``stage`` and ``stage_share`` (the stage holding most of the excess
+    over its median of the requests sent into the episodes), ``sentence``.
     """
     req, st = measured_ok(requests, stages)
     if len(req) < 2 * MIN_SPIKES:
@@ -112,7 +101,7 @@ def periodic_spikes(
 
 
 def spike_sentence(found: dict[str, Any]) -> str:
-    """``"every 250 ms, 31 ms wide, 12 % of requests, in score (85 % of their time over its median)"``."""
+    """``"every 250 ms, 31 ms wide, 12 % of requests, in score (85 % of ...)"``."""
     where = (
         f", in {found['stage']} ({found['stage_share']:.0%} of their time over its median)"
         if found["stage"]
@@ -125,8 +114,7 @@ def spike_sentence(found: dict[str, Any]) -> str:
 
 
 def _slow_bins(first: np.ndarray, last: np.ndarray, weight: np.ndarray, n: int) -> np.ndarray:
-    """Per bin, the summed ``weight`` (the end to end, ms) of the spike requests in flight: a deep
-    wait counts more than a scheduler hiccup."""
+    """Per bin, the summed ``weight`` (ms) of the spikes in flight."""
     edges = np.zeros(n + 1)
     np.add.at(edges, first, weight)
     np.add.at(edges, np.minimum(last + 1, n), -weight)
@@ -134,16 +122,12 @@ def _slow_bins(first: np.ndarray, last: np.ndarray, weight: np.ndarray, n: int) 
 
 
 def _period_lag(onsets: np.ndarray, depth: np.ndarray, n: int) -> tuple[float | None, float]:
-    """The period (bins) of the episodes' onsets, by their Rayleigh periodogram, and its statistic.
+    """The period (bins) of the episodes' onsets by their Rayleigh periodogram, and its statistic.
 
-    Each episode is a unit vector at its onset's phase, weighted by its depth (capped at the
-    depths' ``WEIGHT_CAP_PCT`` percentile; the ``MAX_ONSETS`` deepest taken); ``z = |sum w e^(i
-    phase)|^2 / sum w^2`` is about 1 for onsets at random and grows with the episodes that come
-    back on time. Onsets are whole bins, so the trial frequencies are those of a DFT ``PAD`` times
-    the run's length (a phase drifts at most 1/8 turn across the run between two trials), periods
-    from ``MIN_PERIOD_BINS`` to ``n / MIN_PERIODS``. A period has the same ``z`` at its divisors:
-    the longest whole multiple of the best trial that keeps ``HARMONIC_SHARE`` of its ``z`` is the
-    period. None when the best ``z`` is under ``MIN_Z``.
+    ``z = |sum w e^(i phase)|^2 / sum w^2`` (about 1 at random) over the ``MAX_ONSETS`` deepest, weights
+    capped at ``WEIGHT_CAP_PCT``; trial frequencies of a DFT ``PAD`` times the run's length, periods
+    from ``MIN_PERIOD_BINS`` to ``n / MIN_PERIODS``. A period has the same ``z`` at its divisors, so
+    the longest multiple keeping ``HARMONIC_SHARE`` of the best ``z`` wins. None under ``MIN_Z``.
     """
     keep = np.argsort(-depth, kind="stable")[:MAX_ONSETS]
     w = np.minimum(depth[keep], np.percentile(depth, WEIGHT_CAP_PCT))
@@ -175,7 +159,7 @@ def _episodes(slow: np.ndarray) -> np.ndarray:
 
 
 def _depths(episodes: np.ndarray, first: np.ndarray, excess: np.ndarray) -> np.ndarray:
-    """Each episode's depth: the largest ``excess`` of the spikes (by their ``first`` bin) in it."""
+    """Each episode's depth: the largest ``excess`` of its spikes."""
     at = np.searchsorted(episodes[:, 0], first, side="right") - 1
     depth = np.zeros(len(episodes))
     np.maximum.at(depth, at, excess.astype(float))
@@ -183,16 +167,16 @@ def _depths(episodes: np.ndarray, first: np.ndarray, excess: np.ndarray) -> np.n
 
 
 def _deep(depth: np.ndarray, periods: float) -> np.ndarray:
-    """Which episodes are at least half as deep as the median of the ``periods`` deepest: the
-    periodic ones, without the shallow hiccups between them."""
+    """Episodes at least half as deep as the median of the ``periods`` deepest."""
     deepest = np.sort(depth)[::-1][: max(MIN_PERIODS, int(round(periods)))]
     return depth >= 0.5 * float(np.median(deepest))
 
 
 def _periodic_chain(episodes: np.ndarray, lag: int, periods: float) -> tuple[np.ndarray, float]:
-    """The longest chain of episodes each a whole number of ``lag`` (within 20 %) after the one
-    before (the shallow ones between are skipped), anchored at one of ``ANCHORS``, and its period
-    (bins); an empty chain when it holds under ``REGULAR_SHARE`` of the ``periods`` the run spans."""
+    """The longest chain of episodes each a whole number of ``lag`` (within ``TOLERANCE``)
+    after the one before, anchored at one of ``ANCHORS``, and its period (bins); empty when it holds
+    under ``REGULAR_SHARE`` of the run's ``periods``.
+    """
     best: list[int] = []
     if not len(episodes):
         return episodes, 0.0
@@ -210,8 +194,7 @@ def _periodic_chain(episodes: np.ndarray, lag: int, periods: float) -> tuple[np.
 
 
 def _walk(starts: np.ndarray, anchor: int, order: range, lag: int) -> tuple[list[int], int]:
-    """From ``anchor``, the episodes of ``order`` each a whole number of ``lag`` (within 20 %) from
-    the last one taken, and the number of periods walked."""
+    """From ``anchor``, the episodes of ``order`` on the chain, and the periods walked."""
     chain, steps = [anchor], 0
     for i in order:
         gap = abs(int(starts[i]) - int(starts[chain[-1]]))
@@ -223,13 +206,10 @@ def _walk(starts: np.ndarray, anchor: int, order: range, lag: int) -> tuple[list
 
 
 def _first_spikes(episodes: np.ndarray, first: np.ndarray) -> np.ndarray:
-    """Per episode, the index of its first spike (the spikes in time order, by their ``first`` bin).
-
-    That request, due as the episode began, is sent into it and waits in the stage that stalls
-    (those due behind it wait in line); how long an episode stalls a request is its excess plus
-    half the time since the request before was sent (:func:`_unseen_ns`: the episode began, on
-    average, half-way between). The deepest spike was worse: a request due before the episode but
-    sent late into it read 10-25 % long on the busy machine."""
+    """Per episode, the index of its first spike: due as the episode began, it waits in the
+    stalling stage. An episode's stall is its excess plus half the time since the request before was
+    sent (:func:`_unseen_ns`); the deepest spike read 10-25 % long.
+    """
     at = np.searchsorted(episodes[:, 0], first, side="right") - 1
     taken = np.full(len(episodes), -1)
     taken[at[::-1]] = np.arange(len(first))[::-1]  # the earliest of each episode written last
@@ -237,15 +217,13 @@ def _first_spikes(episodes: np.ndarray, first: np.ndarray) -> np.ndarray:
 
 
 def _unseen_ns(req: pd.DataFrame, start: np.ndarray) -> np.ndarray:
-    """Per request, the time before its due time since the request before it was sent (0 when
-    that one was sent later, behind others): a stall that began then went unseen until this one."""
+    """Per request, the time from the previous request's send to its due time (0 when later)."""
     sent = start + (req["lag_ns"].to_numpy(np.int64) if "lag_ns" in req else 0)
     return np.maximum(start - np.concatenate([[start[0]], sent[:-1]]), 0)
 
 
 def _excess_ns(dur: np.ndarray) -> np.ndarray:
-    """Each request's end to end above the median of the ``BASELINE_REQUESTS`` around it: a machine
-    that slows for seconds raises the baseline, so only what recurs above it is a spike."""
+    """Each request's end to end above the median of the ``BASELINE_REQUESTS`` around it."""
     window = min(BASELINE_REQUESTS, len(dur) | 1)
     baseline = pd.Series(dur).rolling(window, center=True, min_periods=1).median()
     return dur - baseline.to_numpy()
@@ -260,7 +238,7 @@ def _in_episodes(first: np.ndarray, episodes: np.ndarray) -> np.ndarray:
 def _excess_stage(
     spikes: pd.DataFrame, req: pd.DataFrame, st: pd.DataFrame, order: list[str]
 ) -> tuple[str | None, float]:
-    """The stage holding most of the spike requests' time above each stage's median, and its share."""
+    """The stage holding most of the spikes' time over each stage's median, and its share."""
     wide = stage_matrix(req, st, order)[order]
     if wide.empty:
         return None, 0.0

@@ -1,19 +1,9 @@
 """Latency statistics: the one definition of percentiles the workbench uses.
 
-Percentiles interpolate linearly between order statistics (numpy's default,
-``method="linear"``; Hyndman & Fan type 7), computed on integer nanoseconds
-and reported in milliseconds. The confidence interval of a percentile is the
-distribution-free order-statistic interval (binomial, normal approximation):
-ranks ``n*q -/+ z*sqrt(n*q*(1-q))``. It needs no resampling, so it is
-deterministic; when the sample is too small for the upper rank to exist the
-upper bound is None: "not bounded by this sample" (for p99 that is n < 563,
-for p95 n < 110, for p99.9 n < 5,661: :func:`requests_to_bound`).
-
-The far tail (:func:`tail_summary_ns`): p99.9 is reported only where the sample
-bounds its interval, else the count that would is given; the maximum carries the
-percentile it exceeds with 95 % confidence (``P(max < x_q) = q**n``, so the
-maximum of n requests is at or above ``x_q`` for ``q = 0.05**(1/n)``: p99.50 for
-600 requests, p99.90 for 2,995).
+Percentiles interpolate linearly between order statistics (numpy's ``method="linear"``, Hyndman &
+Fan type 7) on integer ns, reported in ms. A percentile's confidence interval is the
+distribution-free order-statistic one (ranks ``n*q -/+ z*sqrt(n*q*(1-q))``), deterministic; where
+the upper rank does not exist the bound is None (p99 needs n >= 563: :func:`requests_to_bound`).
 """
 
 from __future__ import annotations
@@ -39,10 +29,7 @@ Z_95 = 1.959963984540054
 
 
 def percentiles(values, q, axis: int | None = None) -> np.ndarray | np.float64:
-    """The q-th percentile(s) (0-100, a number or a sequence) of ``values`` as given (no cast).
-
-    The package's one definition: linear interpolation between order statistics (numpy's
-    ``method="linear"``, Hyndman & Fan type 7). ``axis``: as numpy's (None: all values).
+    """The q-th percentile(s) (0-100) of ``values`` as given: the package's one definition.
     Empty input raises, as numpy does; :func:`percentile_ns` gives NaN instead.
     """
     return np.percentile(values, q, axis=axis, method="linear")
@@ -57,10 +44,7 @@ def percentile_ns(values_ns, q: float) -> float:
 
 
 def summarize_ns(values_ns) -> dict[str, float | int | None]:
-    """``{count, mean_ms, p50_ms, p95_ms, p99_ms, max_ms}`` of nanosecond durations.
-
-    An empty sample gives count 0 and None for every figure.
-    """
+    """``{count, mean_ms, p50_ms, p95_ms, p99_ms, max_ms}`` of ns durations (None when empty)."""
     arr = np.asarray(values_ns, dtype=np.int64)
     out: dict[str, float | int | None] = {"count": int(arr.size)}
     if arr.size == 0:
@@ -73,12 +57,11 @@ def summarize_ns(values_ns) -> dict[str, float | int | None]:
 
 
 def tail_summary_ns(values_ns, confidence_z: float = Z_95) -> dict[str, float | int | None]:
-    """The far tail of nanosecond durations: p99.9 with its interval where the count bounds it, the maximum.
+    """The far tail of ns durations: :data:`TAIL_KEYS`.
 
-    ``{p999_ms, p999_ci_low_ms, p999_ci_high_ms, p999_needs_count, max_ms, max_above_percentile}``:
-    the p99.9 figures are None below ``p999_needs_count`` requests (5,661 at 95 %: the count whose
-    order-statistic interval is bounded); ``max_above_percentile`` is the percentile (0-100) the
-    maximum is at or above with 95 % confidence, ``100 * 0.05**(1/n)`` (None when empty).
+    The p99.9 figures are None below ``p999_needs_count`` requests; ``max_above_percentile`` is the
+    percentile the maximum is at or above with 95 % confidence, ``100 * 0.05**(1/n)`` (``P(max < x_q)
+    = q**n``).
     """
     arr = np.asarray(values_ns, dtype=np.int64)
     need = requests_to_bound(TAIL_PERCENTILE, confidence_z)
@@ -115,9 +98,8 @@ def percentile_ci_ns(
 
 @functools.cache
 def requests_to_bound(q: float, confidence_z: float = Z_95) -> int:
-    """The smallest sample size whose :func:`percentile_ci_ns` interval of the q-th percentile is bounded.
-
-    563 for p99, 110 for p95 at 95 % confidence.
+    """The smallest sample whose :func:`percentile_ci_ns` interval of the q-th percentile is
+    bounded (563 for p99, 110 for p95 at 95 %).
     """
     p = q / 100.0
     n = 1
@@ -127,11 +109,8 @@ def requests_to_bound(q: float, confidence_z: float = Z_95) -> int:
 
 
 def far_tail_text(figures: dict) -> str:
-    """One line on p99.9 and the maximum of :func:`tail_summary_ns` figures with ``count``; "" when empty.
-
-    ``p99.9 12.300 ms, 95% CI [12.100, 12.900] ms; max 13.500 ms (at or above p99.95 with 95%
-    confidence)``, or, below ``p999_needs_count`` requests, ``p99.9: 600 successful requests; 5661
-    bound it; ...``.
+    """One line on p99.9 and the maximum of :func:`tail_summary_ns` figures with ``count``
+    (``p99.9 12.300 ms, 95% CI [...] ms; max 13.500 ms (at or above p99.95 ...)``); "" when empty.
     """
     if not figures.get("count") or figures.get("max_ms") is None:
         return ""

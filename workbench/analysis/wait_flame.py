@@ -1,25 +1,14 @@
 """The slow requests' sampled time as two differential flame graphs: their work beside their waits.
 
-Input: the stage samples of :func:`workbench.analysis.waits.stage_samples` (each sample of a thread
-inside a stage, with its request, stage, class (:mod:`workbench.wait_classes`) and the time it
-stands for, ``dt_ns``; each collection's overlap with a stage call as a ``gc`` row without a stack).
-A sample classed ``cpu`` is work, any other class a wait. Each tree merges the samples' stacks by
-path: ``stage -> frames`` (work) or ``stage -> class -> frames`` (waits), frames from the stage
-function down to the running one, each named as the stacks summary names them
-(:func:`workbench.analysis.stacks.frame_name`: ``socket recv``, the user's ``record``).
+Input: :func:`workbench.analysis.waits.stage_samples`. A sample classed ``cpu`` is work, any other
+a wait; each tree merges stacks by path, ``stage -> frames`` (work) or ``stage -> class -> frames``
+(waits), frames named as :func:`workbench.analysis.stacks.frame_name` names them.
 
-Out (the plot's input, :mod:`workbench.plots.wait_flame`)::
-
-    {"tail_set", "requests": {"tail", "median"},
-     "work": [node], "waits": [node]}
-    node = {"id", "parent" (-1 for a root), "name", "kind" ("stage", "class" or "frame"),
-            "tail_ns", "median_ns"}
-
-``tail_ns`` and ``median_ns`` are the node's inclusive sampled time summed over the tail set's and
-the median set's requests (integer ns: a parent is exactly the sum of its children and its own
-samples); per request, divide by ``requests``. A node is kept when the tail set spent at least
-:data:`MIN_NODE_SHARE` of the tree's tail time in it (a wait the median requests alone had is not a
-reason the slow ones were slow); nodes are in depth-first order, the most tail time first.
+Out (:mod:`workbench.plots.wait_flame`'s input): ``{"tail_set", "requests": {"tail", "median"},
+"work": [node], "waits": [node]}``, node ``{"id", "parent" (-1: root), "name", "kind" ("stage",
+"class" or "frame"), "tail_ns", "median_ns"}``: inclusive sampled ns summed over each set's
+requests. A node is kept with at least :data:`MIN_NODE_SHARE` of the tree's tail time; nodes are
+depth-first, the most tail time first.
 """
 
 from __future__ import annotations
@@ -70,7 +59,7 @@ def wait_flames(
 
 
 def _nodes(sums: dict[tuple, list[int]], classes: list[str]) -> list[dict[str, Any]]:
-    """Depth-first nodes of the paths in ``sums`` (path -> [tail ns, median ns]) with enough tail time."""
+    """Depth-first nodes of ``sums`` (path -> [tail ns, median ns]) with enough tail time."""
     total = sum(v[0] for p, v in sums.items() if len(p) == 1)
     keep = {p for p, v in sums.items() if total and v[0] >= MIN_NODE_SHARE * total}
     children: dict[tuple, list[tuple]] = {}

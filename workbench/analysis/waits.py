@@ -1,19 +1,12 @@
 """Why the slow requests waited: the sampler's classes of their time, and what ran meanwhile.
 
-Input: ``RunMeta.sampled`` (the raw rows of :mod:`workbench.sampling`: every thread, every sample,
-each sample of a thread inside a stage with its class, :mod:`workbench.wait_classes`) and the run's
-tables (a ``profile`` or ``load`` run). Collections are timed exactly, not sampled: each one's
-overlap with a stage call is ``gc`` time of that request and stage (the sampler cannot run during
-a collection, and its next sample may come after the stage ended). A stage sample belongs to the request and stage whose
-``[start, end)`` holds its time (in a load run whose batches hold several requests, or whose
-executors overlap, the one that started last before it: an approximation there); it
-stands for the time since the previous sample (``dt_ns``), so a late sample after a long collection
-counts for all of it. The sets are the tail attribution's (slowest 1 % when it has
-:data:`MIN_SAMPLES` samples, else 5 %; the median set p40-p60).
-
-Out: ``waits`` of ``show --json`` (WAITS in docs/json.md): ``causes`` are the tail set's waits (every
-class but ``cpu``) per stage, most excess over the median set first; the headline names the first with
-a positive excess that is not ``off_cpu`` (another process holding the core is the noise reading's).
+Input: ``RunMeta.sampled`` (:mod:`workbench.sampling`'s rows, each class of
+:mod:`workbench.wait_classes`) and the run's tables. A stage sample belongs to the request and stage
+whose ``[start, end)`` holds it (in overlapping load batches, the last started: an approximation)
+and stands for the time since the previous sample (``dt_ns``). Collections are timed exactly: each
+one's overlap with a stage call is ``gc`` time. The sets are the tail attribution's (slowest 1 %
+with :data:`MIN_SAMPLES` samples, else 5 %; median p40-p60). Out: ``waits`` (WAITS in
+docs/json.md); the headline names the first cause with positive excess that is not ``off_cpu``.
 """
 
 from __future__ import annotations
@@ -51,8 +44,7 @@ SERVER_WAITS_NOTE = (
 
 
 def waits_note(meta) -> str | None:
-    """Where a run's waits are when it has none of its own: a ``load --url`` client run whose stage
-    rows came from the server (Server-Timing) cannot sample the server's threads."""
+    """Where a ``load --url`` client run's waits are: it cannot sample the server's threads."""
     serving = meta.serving
     if serving is None or serving.role != "client" or not serving.server_timing:
         return None
@@ -66,8 +58,9 @@ def wait_summary(
     order: list[str],
     pipeline_stages: list[str] | None = None,
 ) -> dict[str, Any] | None:
-    """The ``waits`` object (module docstring); None without recorded rows or a measured request.
-    ``pipeline_stages``: the stages a thread runs (a load or served run's, without its waits)."""
+    """The ``waits`` object; None without rows or a measured request. ``pipeline_stages``:
+    the stages a thread runs (a load run's, without its waits).
+    """
     found = stage_samples(sampled, requests, stages, order, pipeline_stages)
     if found is None:
         return None
@@ -102,9 +95,10 @@ def stage_samples(
     order: list[str],
     pipeline_stages: list[str] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any], str] | None:
-    """``(rows, sets, tail set)``: the stage samples with their ``request`` and ``stage`` (and each
-    collection's overlap with a stage call as a ``gc`` row, ``stack`` -1), the request sets (tail
-    attribution's, by request id) and the tail set's name; None without rows or a measured request."""
+    """``(rows, sets, tail set)``: the stage samples with ``request`` and ``stage`` (plus a
+    ``gc`` row per collection overlap, ``stack`` -1), the tail attribution's request sets and the tail
+    set's name; None without rows or a measured request.
+    """
     if not sampled or not sampled["rows"]["t_ns"]:
         return None
     req, st = measured_ok(requests, stages)
@@ -129,10 +123,9 @@ def stage_samples(
 
 
 def late_windows(req: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
-    """Each request's time from its due time (``start_ns``: a paced request's) to its first stage, as
-    stage rows named :data:`~workbench.wait_classes.LATE_STAGE`; a window starts no earlier than the
-    previous request's last stage ended (a request due while the one before still ran waited behind
-    it: that time is the earlier request's stages). Only where none is open: an empty table."""
+    """Each request's time from its due time to its first stage (not before the previous
+    request's last stage ended), as :data:`~workbench.wait_classes.LATE_STAGE` rows, where open.
+    """
     spans = st.assign(end_ns=st["start_ns"] + st["dur_ns"]).groupby("request")
     first, last = spans["start_ns"].min(), spans["end_ns"].max()
     due = req.set_index("request")["start_ns"].reindex(first.index)
@@ -150,7 +143,7 @@ def late_windows(req: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
 
 
 def _assigned(rows: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
-    """``rows`` with the ``request`` and ``stage`` whose interval holds each (unassigned ones dropped)."""
+    """``rows`` with the ``request`` and ``stage`` whose interval holds each (others dropped)."""
     order, s, e = _by_start(st)
     t = rows["t_ns"].to_numpy(np.int64)
     pos = np.searchsorted(s, t, side="right") - 1
@@ -169,9 +162,9 @@ def _by_start(st: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _with_collections(mine: pd.DataFrame, sampled, st: pd.DataFrame) -> pd.DataFrame:
-    """The collections timed exactly: each one's overlap with each stage call is a ``gc`` row of that
-    request and stage (``t_ns`` -1: no other thread is matched to it); a sample classed ``gc`` keeps
-    only its waiting line (its time is the collection's, counted here)."""
+    """Each collection's overlap with each stage call as a ``gc`` row (``t_ns`` -1); a sample
+    classed ``gc`` keeps only its waiting line (its time is the collection's).
+    """
     events = sampled.get("gc") or {}
     gc_code = sampled["classes"].index("gc")
     mine = mine.assign(dt_ns=mine["dt_ns"].where(mine["cls"] != gc_code, 0))
@@ -248,9 +241,9 @@ def _site(sampled, group: pd.DataFrame) -> str | None:
 
 
 def _meanwhile(sampled, others: pd.DataFrame, n_tail: int) -> list[dict[str, Any]]:
-    """The other threads on CPU at the waits' samples, by thread and hottest frame: those in the user's
-    code first (a server's event loop in ``selectors select`` is the harness, always there), most CPU
-    first within each."""
+    """The other threads on CPU at the waits' samples, by thread and hottest frame: the user's
+    code first (an event loop in ``selectors select`` is the harness), most CPU first.
+    """
     cpu: Counter = Counter()
     for thread, stack, ns in zip(others["thread"], others["stack"], others["cpu_ns"]):
         if ns > 0:
@@ -265,8 +258,9 @@ def _meanwhile(sampled, others: pd.DataFrame, n_tail: int) -> list[dict[str, Any
 
 
 def hottest_frame(sampled, stack: int) -> str:
-    """``copy deepcopy <- snapshot_forever (app.py:45)``: the library frame the deepest frame of the user's
-    own code called (``spin (app.py:12)`` when the user's frame is the top)."""
+    """``copy deepcopy <- snapshot_forever (app.py:45)``: the library frame the user's deepest
+    frame called (``spin (app.py:12)`` when the user's frame is the top).
+    """
     frames = [_frame(sampled, stack, k) for k in range(len(sampled["stacks"][stack]))]
     own = [k for k, f in enumerate(frames) if is_user_file(f[0])]
     if not own:
@@ -278,7 +272,7 @@ def hottest_frame(sampled, stack: int) -> str:
 
 
 def gc_events(sampled) -> dict[str, Any] | None:
-    """The collections of the timing run: count, pause time, by generation and by triggering thread."""
+    """The timing run's collections: count, pause time, by generation and by thread."""
     events = sampled.get("gc") or {}
     if not events.get("dur_ns"):
         return None
@@ -300,8 +294,7 @@ def gc_events(sampled) -> dict[str, Any] | None:
 
 
 def wait_headline(cause: dict[str, Any], tail_set: str) -> str:
-    """``record: 93 % of the slowest 1 % waiting on a lock at record (app.py:83); meanwhile thread
-    'snapshot' ran copy deepcopy <- snapshot_forever (app.py:45) for 31 ms``."""
+    """``record: 93 % of the slowest 1 % waiting on a lock at record (app.py:83); meanwhile ...``."""
     label = "1 %" if tail_set == "slowest_1pct" else "5 %"
     at = f" at {cause['site']}" if cause["site"] else ""
     text = (

@@ -1,13 +1,9 @@
 """Measurement windows, their stability, and the knee of a latency-throughput sweep.
 
-A sweep point is one continuous load run cut into windows of ``window_ns`` by
-each request's send (arrival) time. Triton perf_analyzer's rule decides when
-the point's latency has settled: the last ``count`` (3) windows are stable when
-each one's p50 and each one's p99 lie within ``stability_pct`` % of the mean of
-those windows. The point's figures are then those of the requests sent in
-those three windows; a point that never settles reports its last three windows
-and says it is unstable. :class:`StabilityWatch` applies the same rule while
-the load runs, so the generator stops once the point has settled.
+A sweep point is one load run cut into windows of ``window_ns`` by send time. Triton
+perf_analyzer's rule: the last ``count`` (3) windows are stable when each one's p50 and p99 lie
+within ``stability_pct`` % of those windows' mean; the point's figures are those three windows'
+(a point that never settles reports its last three and says so).
 """
 
 from __future__ import annotations
@@ -30,14 +26,11 @@ STABLE_COUNT = 3  # perf_analyzer's stability window: the last three measurement
 def window_table(
     start_ns: np.ndarray, dur_ns: np.ndarray, ok: np.ndarray, window_ns: int, n_windows: int
 ) -> pd.DataFrame:
-    """One row per window ``[k*window_ns, (k+1)*window_ns)`` of request send times.
+    """One row per window ``[k*window_ns, (k+1)*window_ns)`` of send times (ns from the origin).
 
-    In: per request its send time ``start_ns`` (from the run's origin), end to
-    end ``dur_ns`` and ``ok``. Out: :data:`WINDOW_COLUMNS`: ``requests`` sent
-    in the window (``ok``/``failed`` of them), ``offered_rps`` = sent / window,
-    ``achieved_rps`` = successful requests *finished* in the window / window,
-    and end-to-end percentiles (ms) of the window's successful requests
-    (None when it has none).
+    Columns :data:`WINDOW_COLUMNS`: ``requests`` sent in it (``ok``/``failed``), ``offered_rps`` (sent
+    per second), ``achieved_rps`` (successful requests *finished* in it per second), and end-to-end
+    percentiles (ms) of its successful requests (None without).
     """
     start = np.asarray(start_ns, dtype=np.int64)
     end = start + np.asarray(dur_ns, dtype=np.int64)
@@ -81,11 +74,7 @@ def _settled(p50_ms: Sequence, p99_ms: Sequence, stability_pct: float) -> bool:
 def first_stable(
     windows: pd.DataFrame, stability_pct: float, count: int = STABLE_COUNT
 ) -> int | None:
-    """The first window ``k`` at which windows ``k-count+1 .. k`` have stable p50 and p99; None if none has.
-
-    In: a :func:`window_table`. Measuring stops there (perf_analyzer stops at
-    the first stable trio), so later windows are not looked at.
-    """
+    """The first window ``k`` closing ``count`` stable windows (perf_analyzer stops there); None if none."""
     p50, p99 = windows["p50_ms"].tolist(), windows["p99_ms"].tolist()
     for k in range(count - 1, len(windows)):
         lo = k - count + 1
@@ -97,7 +86,7 @@ def first_stable(
 def counted_windows(
     windows: pd.DataFrame, stability_pct: float, count: int = STABLE_COUNT
 ) -> tuple[list[int], bool]:
-    """``(windows whose requests make the point's figures, stable)``: the stable trio, else the last ``count``."""
+    """``(windows of the point's figures, stable)``: the stable trio, else the last ``count``."""
     k = first_stable(windows, stability_pct, count)
     if k is not None:
         return list(range(k - count + 1, k + 1)), True
@@ -108,20 +97,12 @@ def counted_windows(
 class StabilityWatch:
     """The stop rule a load generator asks between windows: have three windows settled yet?
 
-    The generator tells it of each request when it is sent, ``sent(key_ns)``,
-    and when it has finished, ``finished(key_ns, start_ns, dur_ns, ok)``, all
-    in ns from the run's origin: ``key_ns`` files the request under a window
-    for "every request of this window has finished" (its send time, or its due
-    time where the send can come later: every request *sent* in a window is
-    then *due* in it or before), ``start_ns`` files its latency by send time,
-    as :func:`window_table` does. Before each send, due at ``due_ns``, it asks
-    ``stop(due_ns)``: the windows that ended before ``due_ns`` are judged in
-    order, each once all of its requests have finished (one still in flight
-    defers it to a later send), with :func:`first_stable`'s rule on the same
-    percentiles. True stops the schedule there: ``windows_run`` whole windows
-    were sent, ``stable_after`` is the window count at the stable trio (the
-    point's figures come from that trio). The generator sends nothing more;
-    what is in flight finishes and is recorded. One thread calls it.
+    The generator calls ``sent(key_ns)`` and ``finished(key_ns, start_ns, dur_ns, ok)`` (ns from the
+    origin; ``key_ns``: send or due time, files the request for "every request of this window has
+    finished"; ``start_ns`` files its latency as :func:`window_table` does), and ``stop(due_ns)``
+    before each send: windows ended before ``due_ns`` whose requests have all finished are judged in
+    order by :func:`first_stable`'s rule. True stops the schedule: ``windows_run`` whole windows were
+    sent, ``stable_after`` is the window count at the stable trio. One thread calls it.
     """
 
     def __init__(
@@ -169,10 +150,8 @@ class StabilityWatch:
 
 
 def knee(points: pd.DataFrame, sla_ms: float | None) -> int | None:
-    """Row position of the knee: the highest ``offered_rps`` among stable points whose ``p99_ms`` <= ``sla_ms``.
-
-    In: one row per point with ``offered_rps``, ``p99_ms``, ``stable``. None
-    without an SLA or when no stable point meets it.
+    """Row position of the highest ``offered_rps`` among stable points with ``p99_ms <= sla_ms``; None
+    without an SLA or such a point.
     """
     if sla_ms is None or points.empty:
         return None
@@ -185,11 +164,8 @@ def knee(points: pd.DataFrame, sla_ms: float | None) -> int | None:
 
 
 def auto_stop(points: pd.DataFrame, sla_ms: float, min_growth: float = 0.05) -> str | None:
-    """Why a doubling (``rate=auto``) sweep stops after its last point, or None to go on.
-
-    "p99 passed the SLA" when the last point's ``p99_ms`` > ``sla_ms`` (or it
-    has no successful request); "throughput stopped growing" when its
-    ``achieved_rps`` is less than ``1 + min_growth`` times the previous point's.
+    """Why a doubling (``rate=auto``) sweep stops after its last point, or None to go on: its p99
+    passed ``sla_ms`` (or it has none), or its ``achieved_rps`` grew under ``min_growth`` on the previous.
     """
     last = points.iloc[-1]
     if last["p99_ms"] is None or not math.isfinite(last["p99_ms"]) or last["p99_ms"] > sla_ms:

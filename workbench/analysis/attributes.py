@@ -1,20 +1,12 @@
 """What a stage's time tracks: the effect of each ``describe=`` attribute, range by range.
 
-A stage may declare ``describe=`` (payload bytes, sequence length, image pixels, keys read...): one
-number per attribute per pipeline call, recorded in the requests table as ``attr.<name>`` columns.
-For each stage (and end to end) and attribute, over the successful measured requests, the requests
-are binned by the attribute's value and compared range by range (EFFECT in docs/json.md lists the
-keys and the binning rule: :data:`MAX_LEVELS`, :data:`QUANTILE_CUTS`, :data:`MIN_BIN`). Why:
-
-* **effect** (p50 of the top bin over p50 of the bottom bin) says how large the relation is, **rho**
-  (Spearman, 95 % interval by Fisher's z with Bonett & Wright's standard error) how monotone: rho
-  0.32 can hide a 33x effect that only 3 % of requests reach;
-* **separated**: the bottom and top bins' p50 intervals (``analysis/stats.py``) are disjoint; an
-  effect whose intervals overlap is noise and is never named;
-* **explained**: the stage's share of the mean end to end times ``1 - 1 / effect`` (effect or its
-  inverse, whichever is >= 1): an effect of 1 explains nothing however large the stage, a 0.15 ms
-  stage little however strong its rho. The one-line summary names the separated stage and
-  attribute that explain the most.
+A stage's ``describe=`` records one number per attribute per call (``attr.<name>`` columns). Per
+stage (and end to end) and attribute, the successful measured requests are binned by value and
+compared range by range (EFFECT in docs/json.md: the keys and the binning rule). **effect** (top
+bin's p50 over the bottom's) says how large, **rho** (Spearman, Fisher-z interval with Bonett &
+Wright's error) how monotone: rho 0.32 can hide a 33x effect only 3 % of requests reach.
+**separated**: the two bins' p50 intervals are disjoint (else noise, never named). **explained**:
+the stage's share of the mean end to end times ``1 - 1 / effect`` (effect taken >= 1).
 """
 
 from __future__ import annotations
@@ -55,8 +47,9 @@ def fisher_interval(rho: float, n: int, z: float = Z_95) -> tuple[float, float]:
 
 
 def bin_labels(values: np.ndarray) -> np.ndarray:
-    """Bin number (0 = smallest values) of each value: one bin per value when there are at most
-    ``MAX_LEVELS`` values, else quantile bins cut at ``QUANTILE_CUTS``; bins under ``MIN_BIN`` merged."""
+    """Bin number (0 = smallest) of each value: one bin per value up to ``MAX_LEVELS`` values,
+    else quantile bins cut at ``QUANTILE_CUTS``; bins under ``MIN_BIN`` merged.
+    """
     levels = np.unique(values)
     if levels.size <= MAX_LEVELS:
         edges = levels[1:]
@@ -72,8 +65,9 @@ def bin_labels(values: np.ndarray) -> np.ndarray:
 
 
 def _merge_small(labels: np.ndarray) -> np.ndarray:
-    """Relabel so every bin holds at least ``MIN_BIN`` values: a small bin joins the next one up
-    (the last one joins the one below); numbers stay consecutive from 0."""
+    """Relabel so every bin holds ``MIN_BIN`` values: a small bin joins the next one up (the
+    last the one below); numbers stay consecutive.
+    """
     counts = np.bincount(labels)
     target, run, mapping = 0, 0, np.zeros(counts.size, dtype=np.int64)
     for b, c in enumerate(counts):
@@ -87,8 +81,9 @@ def _merge_small(labels: np.ndarray) -> np.ndarray:
 
 
 def effect_entry(times_ns: np.ndarray, values: np.ndarray, share: float | None) -> dict[str, Any]:
-    """``{n, rho, rho_ci, effect, separated, share, explained, note, bins}`` of one stage's times against one
-    attribute."""
+    """One stage's times against one attribute: ``{n, rho, rho_ci, effect, exponent, separated,
+    share, explained, note, bins}``.
+    """
     n = int(times_ns.size)
     entry: dict[str, Any] = {"n": n, "rho": None, "rho_ci": None, "effect": None, "exponent": None}
     entry |= {"separated": False, "share": share, "explained": None, "note": None, "bins": []}
@@ -119,9 +114,9 @@ def effect_entry(times_ns: np.ndarray, values: np.ndarray, share: float | None) 
 
 
 def growth_exponent(times_ns: np.ndarray, values: np.ndarray) -> float | None:
-    """The slope of log(time) against log(value) (least squares over the requests whose time and
-    value are > 0): 1.0 for a stage linear in the attribute, 2.0 for a quadratic one; None when the
-    values do not span a factor of 2."""
+    """The least-squares slope of log(time) on log(value) (1.0 linear, 2.0 quadratic); None when
+    the values do not span a factor of 2.
+    """
     keep = (times_ns > 0) & (values > 0)
     x, y = np.log(values[keep].astype(float)), np.log(times_ns[keep].astype(float))
     if x.size < MIN_REQUESTS or not x.max() - x.min() >= np.log(2.0):
@@ -130,16 +125,16 @@ def growth_exponent(times_ns: np.ndarray, values: np.ndarray) -> float | None:
 
 
 def growth_phrase(stage: str, attribute: str, exponent: float | None) -> str | None:
-    """``normalize grows as words^2.0`` for an exponent of at least 1.3 (faster than linear), else None."""
+    """``normalize grows as words^2.0`` for an exponent of at least :data:`SUPERLINEAR`, else None."""
     if exponent is None or exponent < SUPERLINEAR:
         return None
     return f"{stage} grows as {attribute}^{exponent:.1f}"
 
 
 def separated(low: dict[str, Any], high: dict[str, Any]) -> bool:
-    """Whether two bins' p50 intervals are disjoint. A bin too small for a bounded order-statistic
-    interval (fewer than 10 requests) uses its whole range, min to max: it holds the median with
-    probability 1 - 2 x 0.5^n (97 % for 6 requests)."""
+    """Whether two bins' p50 intervals are disjoint; a bin too small for a bounded interval uses
+    min to max (it holds the median with probability 1 - 2 x 0.5^n).
+    """
     a_lo, a_hi = _p50_interval(low)
     b_lo, b_hi = _p50_interval(high)
     return a_hi < b_lo or b_hi < a_lo
@@ -152,8 +147,7 @@ def _p50_interval(b: dict[str, Any]) -> tuple[float, float]:
 
 
 def explained_fraction(effect: float) -> float:
-    """``1 - 1 / effect`` with the effect taken >= 1 (0.5 -> 2): the part of the top range's time that
-    the attribute adds over the bottom range (1.0 when the bottom or top p50 is 0)."""
+    """``1 - 1 / effect`` with the effect taken >= 1 (1.0 when the effect is 0)."""
     return 1.0 if effect == 0 else 1.0 - 1.0 / max(effect, 1.0 / effect)
 
 
@@ -175,8 +169,9 @@ def _bin(times_ns: np.ndarray, values: np.ndarray) -> dict[str, Any]:
 def attribute_effects(
     requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]
 ) -> dict[str, dict[str, dict[str, Any]]] | None:
-    """``{stage: {attribute: entry}}`` for the stages in order, then ``end_to_end`` (entry: :func:`effect_entry`);
-    None when the run recorded no attribute. A stage's ``share`` is its mean over the mean end to end."""
+    """``{stage: {attribute: entry}}``, the stages then ``end_to_end`` (:func:`effect_entry`);
+    None when no attribute was recorded. ``share``: the stage's mean over the mean end to end.
+    """
     names = [c[len(ATTR_PREFIX) :] for c in requests.columns if c.startswith(ATTR_PREFIX)]
     if not names:
         return None
@@ -196,8 +191,9 @@ def attribute_effects(
 
 
 def ranked_effects(effects: dict[str, dict[str, dict[str, Any]]] | None) -> list[dict[str, Any]]:
-    """``[{stage, attribute, effect, share, explained}]`` of the stages (not end to end) with a separated
-    effect, most time explained first (ties: larger effect, then stage and attribute name)."""
+    """``[{stage, attribute, effect, share, explained}]`` of the stages with a separated effect,
+    most time explained first (then larger effect, stage, attribute).
+    """
     rows = [
         {"stage": s, "attribute": a} | {k: e[k] for k in ("effect", "share", "explained")}
         for s, by_attr in (effects or {}).items()
@@ -209,9 +205,9 @@ def ranked_effects(effects: dict[str, dict[str, dict[str, Any]]] | None) -> list
 
 
 def effect_sentence(effects: dict[str, dict[str, dict[str, Any]]] | None) -> str | None:
-    """``"hydrate tracks keys: p50 9.7 ms at 16 against 322.6 ms at 640 (33x); hydrate is 62 % of the mean
-    end to end"`` for the attribute that explains the most time, ending ``; hydrate grows as keys^2.0``
-    when the stage grows faster than linearly; None when no effect is separated."""
+    """``"hydrate tracks keys: p50 9.7 ms at 16 against 322.6 ms at 640 (33x); hydrate is 62 % of
+    the mean end to end"`` (plus :func:`growth_phrase`) for the top ranked effect; None without one.
+    """
     ranked = ranked_effects(effects)
     if not ranked:
         return None

@@ -1,17 +1,10 @@
 """Where the slow requests' time goes, from the sampled Python stacks of every timed request.
 
-Input: the timing run's stack samples (:mod:`workbench.sampling`), each with
-its request and stage, and the run's tables. The sets are the tail
-attribution's (:mod:`workbench.analysis.tail`): the slowest 1 % and 5 % by end
-to end, and the median set (p40-p60). For each stage and set, a frame's share
-is the fraction of the set's samples in that stage whose stack holds the frame
-(a frame is a file and a function; recursion counts once). Samples are evenly
-spaced in time, so that is the share of the set's time in the stage.
-
-Out: ``stacks`` of ``show --json`` (STACKS in docs/json.md: the keys, the choice of the tail set,
-``growth_ms``). The headline names the ``lead`` frame (:func:`_lead`: a heavy user's longer redis
-read is named even when light users spend all of a short hydrate in the same read); a stage whose
-tail set has fewer than :data:`MIN_SAMPLES` samples has none (too few to say).
+Input: the timing run's stack samples (:mod:`workbench.sampling`) with their request and stage.
+The sets are the tail attribution's; per stage and set, a frame's (file and function, recursion
+once) share is the fraction of the set's samples in that stage whose stack holds it: samples are
+evenly spaced, so the share of time. Out: ``stacks`` (STACKS in docs/json.md); the headline names
+the ``lead`` frame (:func:`_lead`); a stage under :data:`MIN_SAMPLES` tail samples has none.
 """
 
 from __future__ import annotations
@@ -33,8 +26,9 @@ SITE_DIRS = ("site-packages", "dist-packages")
 
 
 def frame_name(file: str, function: str) -> str:
-    """``redis read_response`` for a library frame (its top package or standard-library module), the
-    function alone for the user's own code (``get_features``; :func:`call_site` adds file and line)."""
+    """``redis read_response`` for a library frame (top package or stdlib module), the function
+    alone for the user's own code (:func:`call_site` adds file and line).
+    """
     parts = file.replace("\\", "/").split("/")
     for site in SITE_DIRS:
         if site in parts:
@@ -62,8 +56,9 @@ def stack_summary(
     interval_s: float,
     unassigned: int = 0,
 ) -> dict[str, Any] | None:
-    """The ``stacks`` object (module docstring). ``samples``: columns ``request``, ``stage``, ``stack``
-    (an index into ``stacks``, whose items are tuples of ``(file, function, line)``, stage function first)."""
+    """The ``stacks`` object. ``samples``: ``request``, ``stage``, ``stack`` (an index into
+    ``stacks``: tuples of ``(file, function, line)``, stage function first).
+    """
     if samples.empty or measured_ok(requests, stages)[0].empty:
         return None  # no sample, or no measured request succeeded (every one timed out: no tail to compare)
     wide = stage_matrix(requests, stages, order)
@@ -84,9 +79,7 @@ def stack_summary(
 def _summary(
     samples, stacks, wide, order, sets, tail_set: str, interval_s: float
 ) -> dict[str, Any]:
-    """``tail_set``, ``stages``, ``headline`` and ``headline_stage`` against one tail set (``wide``: the
-    run's :func:`stage_matrix`; ``sets``: request ids of the slowest 1 % when the run has enough
-    requests, the slowest 5 % and the median set)."""
+    """``tail_set``, ``stages``, ``headline`` and ``headline_stage`` against one tail set."""
     out_stages = {}
     sizes = {name: len(ids) for name, ids in sets.items()}
     for stage in order:
@@ -163,9 +156,9 @@ def _stage_entry(
 
 
 def _lead(rows: list[dict[str, Any]], depth_of) -> dict[str, Any] | None:
-    """The frame the headline names: the deepest of those whose time per request grows by at least
-    ``DRILL_SHARE`` of the largest growth (a caller grows at least as much as the callee that makes its
-    growth, so this drills down to the callee). Rows come sorted by ``growth_ms``."""
+    """The frame the headline names: the deepest of those growing by at least ``DRILL_SHARE`` of
+    the largest growth (a caller grows as much as its callee, so this drills down to the callee).
+    """
     if not rows or rows[0]["growth_ms"] <= 0:
         return None
     near = [r for r in rows if r["growth_ms"] >= DRILL_SHARE * rows[0]["growth_ms"]]
@@ -182,7 +175,7 @@ def _frame_counts(ids: list[int], stacks: list) -> Counter:
 
 
 def _callers(ids: list[int], stacks: list) -> dict[tuple[str, str], str]:
-    """(file, function) -> the call site most samples reach it from (``caller (file:line)``)."""
+    """(file, function) -> the call site most samples reach it from."""
     seen: dict[tuple[str, str], Counter] = {}
     for sid, k in Counter(ids).items():
         frames = stacks[sid]
@@ -192,7 +185,7 @@ def _callers(ids: list[int], stacks: list) -> dict[tuple[str, str], str]:
 
 
 def _depths(ids: list[int], stacks: list) -> dict[tuple[str, str], int]:
-    """(file, function) -> its deepest position in the tail's stacks (a tie in growth goes to the deeper frame)."""
+    """(file, function) -> its deepest position in the stacks (ties in growth go deeper)."""
     out: dict[tuple[str, str], int] = {}
     for sid in set(ids):
         for i, (f, fn, _) in enumerate(stacks[sid]):
@@ -204,8 +197,9 @@ def _depths(ids: list[int], stacks: list) -> dict[tuple[str, str], int]:
 def differential_tree(
     tail_ids: list[int], median_ids: list[int], stacks: list
 ) -> list[dict[str, Any]]:
-    """Stacks merged by path (frames as file and function), parents before children: ``id``, ``parent``
-    (-1 for the stage function), ``name``, ``tail``, ``median`` (shares of each set's samples)."""
+    """Stacks merged by path, parents before children: ``id``, ``parent`` (-1 for the stage
+    function), ``name``, ``tail``, ``median`` (shares of each set's samples).
+    """
     nodes: dict[tuple, dict[str, Any]] = {}
     for which, ids in (("tail", tail_ids), ("median", median_ids)):
         total = len(ids)
@@ -223,7 +217,7 @@ def differential_tree(
 
 
 def headline(entry: dict[str, Any] | None, stage: str, tail_set: str) -> str | None:
-    """``hydrate, 91 % of the slowest 1 % in redis read_response <- get_features (recommend.py:143); median 40 %``."""
+    """``hydrate, 91 % of the slowest 1 % in redis read_response <- get_features (...); median 40 %``."""
     if not entry or not entry["enough"] or not entry["lead"]:
         return None
     best = entry["lead"]

@@ -1,34 +1,14 @@
 """The slowest traced requests against the median ones: the traced run's flame graph, split by request.
 
-Each traced request is one ``ProfilerStep#N`` range (the runner steps the
-profiler once per request), so a request's slice of the trace is the host
-events inside its step (and the GPU work they launched). A request's time is
-the sum of its stage ranges. The slowest set is the ``ceil(5 % n)`` slowest
-traced requests (at least one), the median set those between the 40th and
-60th percentile, as in the timing run's tail attribution; with a handful of
-traced requests these are a few requests, and ``note`` says how many the view
-rests on.
+Each traced request is one ``ProfilerStep#N`` range (the runner steps the profiler per request):
+its slice is the host events inside the step and the GPU work they launched; its time, its stage
+ranges' sum. The sets are the tail attribution's: the ``ceil(5 % n)`` slowest (at least one) and
+p40-p60; ``note`` says how many requests the view rests on.
 
-:func:`slow_minus_median` returns the two flame trees (:func:`workbench.analysis.flame.flame_tree`,
-cut to the stages) merged by path, each node's time per request in each set::
-
-    {"requests": n, "slowest": [step], "median": [step], "note": str,
-     "tree": [{"id", "parent", "name", "kind", "slow_ns", "median_ns"}]}
-
-``slow_ns``/``median_ns`` are the node's total time summed over the set's
-requests divided by their number (a per-request figure, so sets of different
-sizes compare).
-
-:func:`tail_views` filters the launch and transfer views the same way: each
-set's slice of the trace (:func:`request_slice`) goes through
-:mod:`workbench.analysis.launches` (steady-state launch calls and HTA pairs) and
-:mod:`workbench.analysis.transfers` (copies per direction), as totals over the
-set and per request::
-
-    {"requests", "slowest", "median", "note",
-     "slowest_view": {"requests": k, "launches": {...}, "launch_pairs": {...},
-                      "copies": {...}, "directions": [...], "per_request": {...}},
-     "median_view": {...}}
+:func:`slow_minus_median`: both sets' flame trees merged by path, ``{"requests", "slowest",
+"median", "note", "tree": [{"id", "parent", "name", "kind", "slow_ns", "median_ns"}]}``, ns per
+request of the set. :func:`tail_views`: each set's launch and transfer figures (:func:`set_view`)
+as ``slowest_view`` and ``median_view``.
 """
 
 from __future__ import annotations
@@ -51,8 +31,7 @@ SLOW_FRACTION = 0.05
 
 
 def request_windows(events: pd.DataFrame) -> pd.DataFrame:
-    """One row per traced request (``ProfilerStep#N``): ``step``, ``ts_ns``, ``end_ns``, ``stage_ns`` (its
-    stage ranges' summed time), sorted by start."""
+    """One row per traced request, by start: ``step``, ``ts_ns``, ``end_ns``, ``stage_ns``."""
     host = events[events["kind"].isin(HOST_KINDS)]
     names = host["name"].astype(str)
     is_step = names.str.match(STEP_NAME.pattern)
@@ -76,7 +55,7 @@ def request_windows(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def traced_sets(windows: pd.DataFrame) -> dict[str, Any]:
-    """``{"requests", "slowest", "median", "note"}``: step numbers of the slowest and the median traced requests."""
+    """``{"requests", "slowest", "median", "note"}``: step numbers of the two sets."""
     n = len(windows)
     if n == 0:
         note = "no traced request (no ProfilerStep range)"
@@ -114,7 +93,7 @@ def in_windows(events: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
 
 
 def slow_minus_median(trace: Trace | pd.DataFrame) -> dict[str, Any]:
-    """The slowest traced requests' flame tree against the median ones' (module docstring)."""
+    """The slowest traced requests' flame tree against the median ones'."""
     events = Trace.of(trace).events
     windows = request_windows(events)
     sets = traced_sets(windows)
@@ -128,8 +107,7 @@ def slow_minus_median(trace: Trace | pd.DataFrame) -> dict[str, Any]:
 
 
 def request_slice(trace: Trace | pd.DataFrame, steps) -> Trace:
-    """The trace of the traced requests numbered ``steps`` (``ProfilerStep#N``): their host events and the
-    GPU work those launched (:func:`in_windows`)."""
+    """The trace of the traced requests numbered ``steps`` (:func:`in_windows`)."""
     events = Trace.of(trace).events
     windows = request_windows(events)
     chosen = windows[windows["step"].isin(list(steps))]
@@ -137,9 +115,9 @@ def request_slice(trace: Trace | pd.DataFrame, steps) -> Trace:
 
 
 def set_view(trace: Trace | pd.DataFrame, steps) -> dict[str, Any]:
-    """Launch and transfer figures of the traced requests ``steps``: ``{requests, launches, launch_pairs,
-    copies, directions, per_request}`` (totals over the set; ``per_request``: counts and ns divided by the
-    set's size, so sets of different sizes compare)."""
+    """Launch and transfer figures of the traced requests ``steps``: ``{requests, launches,
+    launch_pairs, copies, directions, per_request}`` (``per_request``: divided by the set's size).
+    """
     part = request_slice(trace, steps)
     n = len(list(steps))
     launches = launch_summary(steady_call_table(part))
@@ -165,8 +143,7 @@ def set_view(trace: Trace | pd.DataFrame, steps) -> dict[str, Any]:
 
 
 def tail_views(trace: Trace | pd.DataFrame) -> dict[str, Any]:
-    """The launch and transfer views of the slowest traced requests against the median ones (module
-    docstring); ``note`` says how many traced requests they rest on."""
+    """The launch and transfer views of the slowest traced requests against the median ones."""
     trace = Trace.of(trace)
     sets = traced_sets(request_windows(trace.events))
     if not sets["slowest"]:
@@ -178,8 +155,9 @@ def tail_views(trace: Trace | pd.DataFrame) -> dict[str, Any]:
 
 
 def views_sentence(views: dict[str, Any]) -> str | None:
-    """``"per traced request, slowest 3 against median 10: 12.0 against 9.0 launch calls (48.0 against 36.0 us of
-    GPU work), 1.0 against 0.0 copies (1.05 MB against 0 B)"``; None without launches or copies in either set."""
+    """``"per traced request, slowest 3 against median 10: 12.0 against 9.0 launch calls ..."``;
+    None without launches or copies in either set.
+    """
     slow, median = views.get("slowest_view"), views.get("median_view")
     if not slow or not median:
         return None
@@ -215,7 +193,7 @@ def _by_path(tree: pd.DataFrame, requests: int) -> dict[tuple, tuple[str, str, f
 
 
 def _merge(slow: dict, median: dict) -> list[dict[str, Any]]:
-    """Both sets' paths as one tree, parents before children (paths sorted, a parent's path is a prefix)."""
+    """Both sets' paths as one tree, parents before children."""
     ids: dict[tuple, int] = {}
     rows = []
     for path in sorted(set(slow) | set(median), key=lambda p: (len(p), p)):

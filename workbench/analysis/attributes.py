@@ -48,8 +48,7 @@ def fisher_interval(rho: float, n: int, z: float = Z_95) -> tuple[float, float]:
 
 def bin_labels(values: np.ndarray) -> np.ndarray:
     """Bin number (0 = smallest) of each value: one bin per value up to ``MAX_LEVELS`` values,
-    else quantile bins cut at ``QUANTILE_CUTS``; bins under ``MIN_BIN`` merged.
-    """
+    else quantile bins cut at ``QUANTILE_CUTS``; bins under ``MIN_BIN`` merged."""
     levels = np.unique(values)
     if levels.size <= MAX_LEVELS:
         edges = levels[1:]
@@ -66,8 +65,7 @@ def bin_labels(values: np.ndarray) -> np.ndarray:
 
 def _merge_small(labels: np.ndarray) -> np.ndarray:
     """Relabel so every bin holds ``MIN_BIN`` values: a small bin joins the next one up (the
-    last the one below); numbers stay consecutive.
-    """
+    last the one below); numbers stay consecutive."""
     counts = np.bincount(labels)
     target, run, mapping = 0, 0, np.zeros(counts.size, dtype=np.int64)
     for b, c in enumerate(counts):
@@ -82,8 +80,7 @@ def _merge_small(labels: np.ndarray) -> np.ndarray:
 
 def effect_entry(times_ns: np.ndarray, values: np.ndarray, share: float | None) -> dict[str, Any]:
     """One stage's times against one attribute: ``{n, rho, rho_ci, effect, exponent, separated,
-    share, explained, note, bins}``.
-    """
+    share, explained, note, bins}``."""
     n = int(times_ns.size)
     entry: dict[str, Any] = {"n": n, "rho": None, "rho_ci": None, "effect": None, "exponent": None}
     entry |= {"separated": False, "share": share, "explained": None, "note": None, "bins": []}
@@ -115,8 +112,7 @@ def effect_entry(times_ns: np.ndarray, values: np.ndarray, share: float | None) 
 
 def growth_exponent(times_ns: np.ndarray, values: np.ndarray) -> float | None:
     """The least-squares slope of log(time) on log(value) (1.0 linear, 2.0 quadratic); None when
-    the values do not span a factor of 2.
-    """
+    the values do not span a factor of 2."""
     keep = (times_ns > 0) & (values > 0)
     x, y = np.log(values[keep].astype(float)), np.log(times_ns[keep].astype(float))
     if x.size < MIN_REQUESTS or not x.max() - x.min() >= np.log(2.0):
@@ -133,8 +129,7 @@ def growth_phrase(stage: str, attribute: str, exponent: float | None) -> str | N
 
 def separated(low: dict[str, Any], high: dict[str, Any]) -> bool:
     """Whether two bins' p50 intervals are disjoint; a bin too small for a bounded interval uses
-    min to max (it holds the median with probability 1 - 2 x 0.5^n).
-    """
+    min to max (it holds the median with probability 1 - 2 x 0.5^n)."""
     a_lo, a_hi = _p50_interval(low)
     b_lo, b_hi = _p50_interval(high)
     return a_hi < b_lo or b_hi < a_lo
@@ -170,8 +165,7 @@ def attribute_effects(
     requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]
 ) -> dict[str, dict[str, dict[str, Any]]] | None:
     """``{stage: {attribute: entry}}``, the stages then ``end_to_end`` (:func:`effect_entry`);
-    None when no attribute was recorded. ``share``: the stage's mean over the mean end to end.
-    """
+    None when no attribute was recorded. ``share``: the stage's mean over the mean end to end."""
     names = [c[len(ATTR_PREFIX) :] for c in requests.columns if c.startswith(ATTR_PREFIX)]
     if not names:
         return None
@@ -192,8 +186,7 @@ def attribute_effects(
 
 def ranked_effects(effects: dict[str, dict[str, dict[str, Any]]] | None) -> list[dict[str, Any]]:
     """``[{stage, attribute, effect, share, explained}]`` of the stages with a separated effect,
-    most time explained first (then larger effect, stage, attribute).
-    """
+    most time explained first (then larger effect, stage, attribute)."""
     rows = [
         {"stage": s, "attribute": a} | {k: e[k] for k in ("effect", "share", "explained")}
         for s, by_attr in (effects or {}).items()

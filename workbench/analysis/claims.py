@@ -119,8 +119,7 @@ def capacity_claim(sizes: Sequence[int], capacity_rps: Sequence[float]) -> Claim
 
 def batch_cost_claim(latency_x: float, items: int) -> Claim:
     """Notebook 2: a call of ``items`` took ``latency_x`` times a call of one. ``holds``:
-    ``items / latency_x`` is at least :data:`FAR_GAIN`.
-    """
+    ``items / latency_x`` is at least :data:`FAR_GAIN`."""
     if latency_x <= 0:
         raise ValueError(f"latency ratio must be positive, got {latency_x}")
     gain = items / latency_x
@@ -164,8 +163,7 @@ def measured_stage_ns(run) -> dict[str, np.ndarray]:
 
 def p50_ratios(base: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray]) -> pd.DataFrame:
     """Per stage in both: ``stage``, ``ratio`` (other p50 / base p50), ``beyond_noise`` (the
-    p50s' 95 % order-statistic intervals do not overlap).
-    """
+    p50s' 95 % order-statistic intervals do not overlap)."""
     rows = []
     for stage in (s for s in base if s in other):
         a, b = np.asarray(base[stage]), np.asarray(other[stage])
@@ -180,8 +178,7 @@ def p50_ratios(base: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray]) 
 
 def untouched_stages_claim(ratios: pd.DataFrame, changed: str, label: str) -> Claim:
     """Notebook 5: ``holds`` when every stage but ``changed`` (:func:`p50_ratios`)
-    stayed within run-to-run noise.
-    """
+    stayed within run-to-run noise."""
     moved = ratios[ratios["beyond_noise"]]
     listing = ", ".join(f"{r.stage} {r.ratio:.2f}x" for r in ratios.itertuples())
     if moved.empty:
@@ -202,8 +199,7 @@ def untouched_stages_claim(ratios: pd.DataFrame, changed: str, label: str) -> Cl
 
 def live_vs_model_claim(x: float, noisy: bool | None) -> Claim:
     """Notebook 6: live service p50 over the simulated one. ``holds``: within :data:`AGREE`
-    on a machine measured quiet.
-    """
+    on a machine measured quiet."""
     lo, hi = AGREE
     if noisy or noisy is None:
         state = "a NOISY machine" if noisy else "a machine not measured for noise"
@@ -262,8 +258,7 @@ def first_request_claim(first_x: float, noisy: bool | None, recorded_x: float) -
 
 def operator_coverage(tree: pd.DataFrame) -> pd.DataFrame:
     """Per stage of a flame tree: ``stage``, ``stage_ns``, ``operator_ns`` (in the outermost
-    ``cpu_op`` nodes under it, Python frames between allowed), ``share``.
-    """
+    ``cpu_op`` nodes under it, Python frames between allowed), ``share``."""
     parent = dict(zip(tree["id"], tree["parent"]))
     kind = dict(zip(tree["id"], tree["kind"]))
     stages = tree[tree["kind"] == "stage"]
@@ -324,8 +319,7 @@ def cold_start_claim(pairs: pd.DataFrame, name: str) -> Claim:
 
 def batch_wait_claim(batch_wait_p99_ms: float, max_wait_ms: float) -> Claim:
     """Notebooks 6 and 9: ``holds`` when the batch wait's p99 is within the max wait
-    (``batching.policy.wait_split``: waiting for a busy executor is queue wait).
-    """
+    (``batching.policy.wait_split``: waiting for a busy executor is queue wait)."""
     if batch_wait_p99_ms <= max_wait_ms:
         text = (
             f"batch_wait p99 {batch_wait_p99_ms:.3g} ms, within the {max_wait_ms:g} ms max wait: a request waits for "

@@ -86,8 +86,7 @@ def _assign_nodes(
 def harness_cut(events: pd.DataFrame) -> tuple[pd.DataFrame, dict | None]:
     """The events inside stage ranges (host events on the stage's thread, the GPU work they
     launched) without instrumentation frames, and what was cut (None: no stage range or nothing cut):
-    ``{host_events, gpu_events, outside_ns, traced_ns, frames, note}``.
-    """
+    ``{host_events, gpu_events, outside_ns, traced_ns, frames, note}``."""
     cats = events["name"].cat.categories.astype(str)
     codes = events["name"].cat.codes.to_numpy()
     host = events["kind"].isin(HOST_KINDS).to_numpy()

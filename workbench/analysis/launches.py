@@ -144,8 +144,7 @@ def _pairs(trace: Trace, names) -> dict[str, np.ndarray]:
 
 def launch_pair_summary(pairs) -> dict:
     """HTA's counts and ns sums over :func:`launch_pairs` (a DataFrame or :func:`pair_table`);
-    ``launch_delay_max_ns`` None without pairs.
-    """
+    ``launch_delay_max_ns`` None without pairs."""
     cpu, gpu, delay = (
         np.asarray(pairs[c], dtype=np.int64)
         for c in ("cpu_dur_ns", "gpu_dur_ns", "launch_delay_ns")
@@ -167,8 +166,7 @@ def launch_pair_summary(pairs) -> dict:
 def call_table(trace: Trace) -> dict[str, np.ndarray]:
     """Every kernel or graph launch call with the GPU work it started, as numpy columns: name,
     ts_ns, dur_ns, tid, correlation, graph, gpu_count, gpu_dur_ns, launch_delay_ns (to the first GPU
-    start, clipped at 0; NA_INT without GPU work).
-    """
+    start, clipped at 0; NA_INT without GPU work)."""
     join = launch_join(trace)
     runtime = join.runtime
     rows = np.flatnonzero(runtime.name.isin(LAUNCH_NAMES | GRAPH_LAUNCH_NAMES))
@@ -203,8 +201,7 @@ def call_table(trace: Trace) -> dict[str, np.ndarray]:
 def cold_table(trace: Trace) -> dict[str, np.ndarray]:
     """Initialisation calls and slow first launches, numpy columns sorted by start: name, ts_ns,
     dur_ns, correlation, reason ("init" or "first launch"). An init name counts once, and again when
-    over ``FIRST_CALL_NS`` (torch asks ``cudaDeviceGetStreamPriorityRange`` for every stream).
-    """
+    over ``FIRST_CALL_NS`` (torch asks ``cudaDeviceGetStreamPriorityRange`` for every stream)."""
     join = launch_join(trace)
     runtime = join.runtime
     init = np.flatnonzero(runtime.name.isin(INIT_CALL_NAMES))

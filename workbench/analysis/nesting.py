@@ -96,8 +96,7 @@ def _ends_up_to_start(lane, ts, end, lane_first) -> np.ndarray:
 
 def _zero_after(lane, ts, end) -> np.ndarray:
     """Per event: zero-length events of its lane starting with it, at its position or later
-    (they end at its start but are not before it).
-    """
+    (they end at its start but are not before it)."""
     n = ts.size
     same = np.r_[False, (lane[1:] == lane[:-1]) & (ts[1:] == ts[:-1])]
     group = np.cumsum(~same) - 1

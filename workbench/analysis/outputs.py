@@ -1,37 +1,18 @@
 """What a change costs in outputs: B's final outputs against A's, for the same input items.
 
-``compare`` and ``audit --try`` keep the final outputs of each configuration's
-first requests (the warm-up, then the first measured ones: up to
-:data:`OUTPUT_ITEMS` items past the warm-up), which every configuration ran on
-the same items, converted between requests, outside every timed region;
-:func:`output_agreement` lines them up item by item and reports, against A:
+``compare`` and ``audit --try`` keep each configuration's final outputs of its first requests (up
+to :data:`OUTPUT_ITEMS` items past the warm-up, the same items for all, converted outside every
+timed region). :func:`output_agreement` lines them up item by item against A: ``max_abs_error``
+(largest ``|b - a|``), ``max_rel_error`` (largest ``|b - a| / max(|a|, floor)``, floor 1e-3 of the
+largest ``|a|``: a near-0 value does not make a tiny difference infinite), ``argmax_agreement``
+(share of items whose class agrees; a pipeline's ``agree=`` function replaces it). Errors are null
+when the numbers do not line up, the agreement when the outputs are not class-like.
 
-* ``max_abs_error``: the largest ``|b - a|`` over every number of every item;
-* ``max_rel_error``: the largest ``|b - a| / max(|a|, floor)``, where ``floor``
-  is 1e-3 of the largest ``|a|`` (a value near 0 in A does not make a tiny
-  difference look infinite);
-* ``argmax_agreement``: the share of items whose class agrees; a pipeline's own
-  ``agree=`` function (``Pipeline(agree=fn)``, ``fn(output_a, output_b) ->
-  share``, one call per request) replaces it.
-
-Items: a request's output is split into items along its first axis (an array's
-rows, a list's elements). Each item becomes numbers and a class:
-
-* an array (or a number, a list of numbers): its values; class-like when it is
-  a float vector of two or more values (the class is its argmax) or an integer
-  (the class is the value);
-* JSON (``bytes``/``str`` that parse, or a dict): its numeric leaves in order,
-  identity fields left out (``id``, ``*_id``, and the class fields: a ranked
-  list's scores are compared rank by rank); the class is the first ``label``,
-  ``class``, ``item_id`` or ``prediction``
-  field met depth-first (the top entry of a ranked list, as the shipped
-  examples serialize them);
-* anything else: nothing to compare (the keys are null).
-
-The errors are null when the items' numbers do not line up (other lengths);
-``argmax_agreement`` is null when the outputs are not class-like. An action of
-``audit --try`` whose agreement falls below :data:`AGREEMENT_THRESHOLD` (99 %)
-is marked. Tensors arrive as numpy arrays.
+An output splits into items along its first axis; an item's numbers and class (:func:`item_view`):
+an array or number: its values, class-like as a float vector of two or more (class: argmax) or an
+integer (class: the value); JSON (``bytes``/``str`` that parse, or a dict): its numeric leaves,
+identity fields (``id``, ``*_id``, :data:`CLASS_KEYS`) left out, the class the first
+:data:`CLASS_KEYS` field met depth-first; anything else: nothing to compare.
 """
 
 from __future__ import annotations
@@ -51,7 +32,7 @@ NONE = {"max_abs_error": None, "max_rel_error": None, "argmax_agreement": None}
 
 
 def split_items(output: Any) -> list[Any]:
-    """One request's final output as a list of per-item values (rows of an array, elements of a list)."""
+    """One request's final output as a list of per-item values."""
     if isinstance(output, np.ndarray):
         return list(output) if output.ndim >= 1 else [output]
     if isinstance(output, (list, tuple)):
@@ -60,7 +41,7 @@ def split_items(output: Any) -> list[Any]:
 
 
 def item_view(item: Any) -> tuple[np.ndarray | None, Any]:
-    """``(numbers, class)`` of one item (see the module docstring); None where it has none."""
+    """``(numbers, class)`` of one item; None where it has none."""
     if isinstance(item, (bytes, str)):
         try:
             item = json.loads(item)
@@ -85,7 +66,7 @@ def item_view(item: Any) -> tuple[np.ndarray | None, Any]:
 
 
 def _leaves(value: Any, out: list[float]) -> None:
-    """Append the numeric leaves of JSON ``value`` to ``out`` depth-first (booleans are not numbers)."""
+    """Append JSON ``value``'s numeric leaves to ``out`` depth-first (booleans are not numbers)."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return
     if isinstance(value, (int, float)):
@@ -100,7 +81,7 @@ def _leaves(value: Any, out: list[float]) -> None:
 
 
 def _is_identity(key: str) -> bool:
-    """A field that names something (``item_id``, ``label``): compared as a class, never as a number."""
+    """A field that names something: compared as a class, never as a number."""
     return key in CLASS_KEYS or key == "id" or key.endswith("_id")
 
 
@@ -124,11 +105,10 @@ def output_agreement(
     requests_b: Mapping[int, Any],
     agree: Callable[[Any, Any], float] | None = None,
 ) -> dict[str, Any]:
-    """``{max_abs_error, max_rel_error, argmax_agreement, items}`` of B's outputs against A's (module docstring).
+    """``{max_abs_error, max_rel_error, argmax_agreement, items}`` of B's outputs against A's.
 
-    requests_a/requests_b: first item index -> that request's final output (the sides may batch differently;
-    the items they share are compared, item by item). agree: the pipeline's own agreement function, called on
-    the requests that start at the same item on both sides.
+    requests_a/requests_b: first item index -> that request's final output (the sides may batch
+    differently: shared items are compared); ``agree`` is called on requests starting at the same item.
     """
     items_a, items_b = _by_item(requests_a), _by_item(requests_b)
     shared = sorted(set(items_a) & set(items_b))
@@ -147,7 +127,7 @@ def output_agreement(
 
 
 def _by_item(requests: Mapping[int, Any]) -> dict[int, Any]:
-    """Item index -> that item's output, from first item index -> the request's output."""
+    """Item index -> that item's output."""
     out = {}
     for first, output in requests.items():
         for offset, item in enumerate(split_items(output)):

@@ -175,8 +175,7 @@ def _deep(depth: np.ndarray, periods: float) -> np.ndarray:
 def _periodic_chain(episodes: np.ndarray, lag: int, periods: float) -> tuple[np.ndarray, float]:
     """The longest chain of episodes each a whole number of ``lag`` (within ``TOLERANCE``)
     after the one before, anchored at one of ``ANCHORS``, and its period (bins); empty when it holds
-    under ``REGULAR_SHARE`` of the run's ``periods``.
-    """
+    under ``REGULAR_SHARE`` of the run's ``periods``."""
     best: list[int] = []
     if not len(episodes):
         return episodes, 0.0
@@ -208,8 +207,7 @@ def _walk(starts: np.ndarray, anchor: int, order: range, lag: int) -> tuple[list
 def _first_spikes(episodes: np.ndarray, first: np.ndarray) -> np.ndarray:
     """Per episode, the index of its first spike: due as the episode began, it waits in the
     stalling stage. An episode's stall is its excess plus half the time since the request before was
-    sent (:func:`_unseen_ns`); the deepest spike read 10-25 % long.
-    """
+    sent (:func:`_unseen_ns`); the deepest spike read 10-25 % long."""
     at = np.searchsorted(episodes[:, 0], first, side="right") - 1
     taken = np.full(len(episodes), -1)
     taken[at[::-1]] = np.arange(len(first))[::-1]  # the earliest of each episode written last

@@ -27,8 +27,7 @@ SITE_DIRS = ("site-packages", "dist-packages")
 
 def frame_name(file: str, function: str) -> str:
     """``redis read_response`` for a library frame (top package or stdlib module), the function
-    alone for the user's own code (:func:`call_site` adds file and line).
-    """
+    alone for the user's own code (:func:`call_site` adds file and line)."""
     parts = file.replace("\\", "/").split("/")
     for site in SITE_DIRS:
         if site in parts:
@@ -57,8 +56,7 @@ def stack_summary(
     unassigned: int = 0,
 ) -> dict[str, Any] | None:
     """The ``stacks`` object. ``samples``: ``request``, ``stage``, ``stack`` (an index into
-    ``stacks``: tuples of ``(file, function, line)``, stage function first).
-    """
+    ``stacks``: tuples of ``(file, function, line)``, stage function first)."""
     if samples.empty or measured_ok(requests, stages)[0].empty:
         return None  # no sample, or no measured request succeeded (every one timed out: no tail to compare)
     wide = stage_matrix(requests, stages, order)
@@ -157,8 +155,7 @@ def _stage_entry(
 
 def _lead(rows: list[dict[str, Any]], depth_of) -> dict[str, Any] | None:
     """The frame the headline names: the deepest of those growing by at least ``DRILL_SHARE`` of
-    the largest growth (a caller grows as much as its callee, so this drills down to the callee).
-    """
+    the largest growth (a caller grows as much as its callee, so this drills down to the callee)."""
     if not rows or rows[0]["growth_ms"] <= 0:
         return None
     near = [r for r in rows if r["growth_ms"] >= DRILL_SHARE * rows[0]["growth_ms"]]
@@ -198,8 +195,7 @@ def differential_tree(
     tail_ids: list[int], median_ids: list[int], stacks: list
 ) -> list[dict[str, Any]]:
     """Stacks merged by path, parents before children: ``id``, ``parent`` (-1 for the stage
-    function), ``name``, ``tail``, ``median`` (shares of each set's samples).
-    """
+    function), ``name``, ``tail``, ``median`` (shares of each set's samples)."""
     nodes: dict[tuple, dict[str, Any]] = {}
     for which, ids in (("tail", tail_ids), ("median", median_ids)):
         total = len(ids)

@@ -260,8 +260,7 @@ def paired_tokens(
     samples: pd.DataFrame, *, a: int = 0, b: int = 1, **kwargs
 ) -> dict[str, Any] | None:
     """:func:`compare_tokens` of configurations ``a`` and ``b`` paired by their shared rounds;
-    None without token columns or a request of two units on a side.
-    """
+    None without token columns or a request of two units on a side."""
     if "tpot" not in samples.columns:
         return None
     sides = [samples_tokens(samples, c) for c in (a, b)]
@@ -287,8 +286,7 @@ def run_token_blocks(requests, stages, units, block: int = BLOCK) -> dict[str, n
 
 def meets_bounds(per: pd.DataFrame, ttft_ms: float | None, tpot_ms: float | None) -> pd.Series:
     """Per :func:`token_requests` row: TTFT <= ``ttft_ms`` and TPOT <= ``tpot_ms`` (None: no bound;
-    one unit has no TPOT and meets it). The one goodput test, measured and simulated.
-    """
+    one unit has no TPOT and meets it). The one goodput test, measured and simulated."""
     good = pd.Series(True, index=per.index)
     if ttft_ms is not None:
         good &= per["ttft_ns"] <= ttft_ms * NS_PER_MS

@@ -156,8 +156,7 @@ def tail_views(trace: Trace | pd.DataFrame) -> dict[str, Any]:
 
 def views_sentence(views: dict[str, Any]) -> str | None:
     """``"per traced request, slowest 3 against median 10: 12.0 against 9.0 launch calls ..."``;
-    None without launches or copies in either set.
-    """
+    None without launches or copies in either set."""
     slow, median = views.get("slowest_view"), views.get("median_view")
     if not slow or not median:
         return None

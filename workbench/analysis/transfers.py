@@ -1,12 +1,10 @@
-"""Host-device transfers: copies by direction and host memory kind, memsets, and
-the runtime calls that make the host wait for the GPU.
+"""Host-device transfers: copies by direction and host memory kind, memsets, and the runtime calls
+that make the host wait for the GPU.
 
-A copy's direction is the word after ``Memcpy`` in its name (``HtoD``, ``DtoH``,
-``DtoD``, ``HtoH``, ``PtoP``...). Its host memory kind is whichever side of the
-parenthesised ``(Src -> Dst)`` is ``Pageable``, ``Pinned``, ``Host`` (AMD traces)
-or ``Managed``; device-to-device copies have none. Pageable copies cannot overlap
-compute and are staged through a pinned buffer: the usual cause of slow HtoD.
-Achieved bandwidth is bytes / summed copy time, in GB/s (1e9 bytes per second).
+A copy's direction is the word after ``Memcpy`` in its name; its host memory kind the side of
+``(Src -> Dst)`` in :data:`HOST_MEMORY_KINDS`. Pageable copies cannot overlap compute and are
+staged through a pinned buffer: the usual cause of slow HtoD. Bandwidth: bytes / summed copy time,
+GB/s (1e9 bytes per second).
 """
 
 from __future__ import annotations
@@ -50,8 +48,8 @@ def classify_copy(name: str) -> tuple[str, str | None]:
 
 @derived
 def copy_table(trace: Trace) -> dict[str, np.ndarray]:
-    """The copies as numpy columns: dur_ns, bytes (NA_INT where absent), direction, host_memory
-    (None without a host side) and key (object arrays); each distinct name is classified once."""
+    """The copies as numpy columns: dur_ns, bytes (NA_INT where absent), direction, host_memory,
+    key; each distinct name is classified once."""
     rows = trace.rows_of([KIND_MEMCPY])
     classes = [classify_copy(n) for n in rows.name.labels]
 
@@ -81,9 +79,8 @@ def split_copy_key(key: str) -> tuple[str, str | None]:
 
 
 def copy_rows(copies: dict, by: str) -> list[dict]:
-    """Copies (:func:`copy_table` columns) grouped by ``by`` ("direction" or "key"), sorted by it:
-    ``{<by>, count, total_ns, bytes (None when no copy of the group carries it), gb_per_s (NaN
-    without bytes or time)}``."""
+    """Copies grouped by ``by`` ("direction" or "key"), sorted: ``{<by>, count, total_ns, bytes
+    (None when none carries it), gb_per_s (NaN without bytes or time)}``."""
     out = []
     groups = copies[by]
     for value in sorted(set(groups.tolist())):
@@ -108,15 +105,13 @@ def _gb_per_s(nbytes: int | None, total_ns: int) -> float:
 
 
 def copy_frame(rows: list[dict], by: str) -> pd.DataFrame:
-    """Copy rows (:func:`copy_rows` dicts) keyed by ``by`` as a table: ``by`` (str), count,
-    total_ns, bytes (Int64, NA when no copy carries bytes), gb_per_s."""
+    """:func:`copy_rows` dicts as a table (``bytes`` Int64)."""
     dtypes = {"count": "int64", "total_ns": "int64", "bytes": "Int64", "gb_per_s": float}
     return rows_frame(rows, {by: "str", **dtypes})
 
 
 def direction_rows(trace: Trace) -> list[dict]:
-    """Copies per direction as :func:`copy_rows` dicts; HtoD, DtoH and DtoD always present (with
-    zeros when absent)."""
+    """Copies per direction as :func:`copy_rows` dicts; :data:`DIRECTIONS` always present."""
     rows = copy_rows(copy_table(trace), "direction")
     seen = {r["direction"] for r in rows}
     return rows + [
@@ -135,7 +130,7 @@ def host_memory_rows(trace: Trace) -> list[dict]:
 
 def memcpy_by_host_memory(trace: Trace) -> pd.DataFrame:
     """Copies with a host side, per ``"<direction> <host memory>"`` key (e.g.
-    ``"HtoD Pageable"``). Columns: key, count, total_ns, bytes, gb_per_s."""
+    ``"HtoD Pageable"``): key, count, total_ns, bytes, gb_per_s."""
     return copy_frame(host_memory_rows(trace), "key")
 
 
@@ -146,33 +141,28 @@ def memcpy_summary(trace: Trace) -> dict:
 
 
 def memset_summary(trace: Trace) -> dict:
-    """``{count, total_ns, bytes}`` of memset events (bytes None when none carries it)."""
+    """``{count, total_ns, bytes}`` of memset events."""
     rows = trace.rows_of([KIND_MEMSET])
     return _totals(rows.dur_ns, rows.bytes)
 
 
 def sync_calls(trace: Trace) -> pd.DataFrame:
-    """Runtime calls that block the host until the GPU catches up (SYNC_CALL_NAMES:
-    stream/device/event synchronize and synchronous copies, CUDA and HIP).
-
-    Columns: name, count, total_ns, max_ns; largest total first.
+    """Runtime calls that block the host until the GPU catches up (:data:`SYNC_CALL_NAMES`):
+    name, count, total_ns, max_ns; largest total first.
     """
     return rows_frame(sync_rows(trace), {"name": "str"} | dict.fromkeys(SYNC_COLUMNS, "int64"))
 
 
 def sync_rows(trace: Trace) -> list[dict]:
-    """:func:`sync_calls` as dicts ``{name, count, total_ns, max_ns}``, largest total first (ties by name)."""
+    """:func:`sync_calls` as dicts (ties by name)."""
     runtime = trace.rows_of([KIND_RUNTIME])
     rows = np.flatnonzero(runtime.name.isin(SYNC_CALL_NAMES))
     return totals_by_name(runtime.name.take(rows), runtime.dur_ns[rows])
 
 
 def copy_classes(trace: Trace) -> pd.DataFrame:
-    """One row per copy class with copies, then ``memset``: label, count, total_ns, bytes (Int64), gb_per_s.
-
-    Host-memory keys come from ``memcpy_by_host_memory``; the copies of a
-    direction that name no host side (DtoD, or an HtoD whose name says neither
-    pageable nor pinned) are the direction's remainder in :func:`direction_rows`.
+    """One row per copy class with copies, then ``memset``: label, count, total_ns, bytes,
+    gb_per_s. A direction's copies naming no host side are its remainder after the host-memory keys.
     """
     keyed = [r | {"label": r["key"]} for r in host_memory_rows(trace)]
     rows = list(keyed)

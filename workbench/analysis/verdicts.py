@@ -81,8 +81,7 @@ def consecutive_blocks(values_ns: Sequence, block: int = BLOCK) -> np.ndarray:
 
 def _percentile_rows(sample: np.ndarray, q: float) -> np.ndarray:
     """Each row's percentile of its non-NaN values (NaN for none), as ``np.nanpercentile(axis=1)``
-    but vectorised per count of values (rows sorted, NaN last, grouped by that count).
-    """
+    but vectorised per count of values (rows sorted, NaN last, grouped by that count)."""
     present = ~np.isnan(sample)
     if present.all():
         return percentiles(sample, q, axis=1)

@@ -59,8 +59,7 @@ def wait_summary(
     pipeline_stages: list[str] | None = None,
 ) -> dict[str, Any] | None:
     """The ``waits`` object; None without rows or a measured request. ``pipeline_stages``:
-    the stages a thread runs (a load run's, without its waits).
-    """
+    the stages a thread runs (a load run's, without its waits)."""
     found = stage_samples(sampled, requests, stages, order, pipeline_stages)
     if found is None:
         return None
@@ -97,8 +96,7 @@ def stage_samples(
 ) -> tuple[pd.DataFrame, dict[str, Any], str] | None:
     """``(rows, sets, tail set)``: the stage samples with ``request`` and ``stage`` (plus a
     ``gc`` row per collection overlap, ``stack`` -1), the tail attribution's request sets and the tail
-    set's name; None without rows or a measured request.
-    """
+    set's name; None without rows or a measured request."""
     if not sampled or not sampled["rows"]["t_ns"]:
         return None
     req, st = measured_ok(requests, stages)
@@ -124,8 +122,7 @@ def stage_samples(
 
 def late_windows(req: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
     """Each request's time from its due time to its first stage (not before the previous
-    request's last stage ended), as :data:`~workbench.wait_classes.LATE_STAGE` rows, where open.
-    """
+    request's last stage ended), as :data:`~workbench.wait_classes.LATE_STAGE` rows, where open."""
     spans = st.assign(end_ns=st["start_ns"] + st["dur_ns"]).groupby("request")
     first, last = spans["start_ns"].min(), spans["end_ns"].max()
     due = req.set_index("request")["start_ns"].reindex(first.index)
@@ -163,8 +160,7 @@ def _by_start(st: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _with_collections(mine: pd.DataFrame, sampled, st: pd.DataFrame) -> pd.DataFrame:
     """Each collection's overlap with each stage call as a ``gc`` row (``t_ns`` -1); a sample
-    classed ``gc`` keeps only its waiting line (its time is the collection's).
-    """
+    classed ``gc`` keeps only its waiting line (its time is the collection's)."""
     events = sampled.get("gc") or {}
     gc_code = sampled["classes"].index("gc")
     mine = mine.assign(dt_ns=mine["dt_ns"].where(mine["cls"] != gc_code, 0))
@@ -242,8 +238,7 @@ def _site(sampled, group: pd.DataFrame) -> str | None:
 
 def _meanwhile(sampled, others: pd.DataFrame, n_tail: int) -> list[dict[str, Any]]:
     """The other threads on CPU at the waits' samples, by thread and hottest frame: the user's
-    code first (an event loop in ``selectors select`` is the harness), most CPU first.
-    """
+    code first (an event loop in ``selectors select`` is the harness), most CPU first."""
     cpu: Counter = Counter()
     for thread, stack, ns in zip(others["thread"], others["stack"], others["cpu_ns"]):
         if ns > 0:
@@ -259,8 +254,7 @@ def _meanwhile(sampled, others: pd.DataFrame, n_tail: int) -> list[dict[str, Any
 
 def hottest_frame(sampled, stack: int) -> str:
     """``copy deepcopy <- snapshot_forever (app.py:45)``: the library frame the user's deepest
-    frame called (``spin (app.py:12)`` when the user's frame is the top).
-    """
+    frame called (``spin (app.py:12)`` when the user's frame is the top)."""
     frames = [_frame(sampled, stack, k) for k in range(len(sampled["stacks"][stack]))]
     own = [k for k, f in enumerate(frames) if is_user_file(f[0])]
     if not own:

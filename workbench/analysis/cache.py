@@ -7,12 +7,8 @@ from ..record import Run
 
 
 def cache_split(run) -> dict:
-    """``{"hit": Run, "miss": Run}``: the requests whose whole batch hit a prediction cache, and the rest.
-
-    Uses the per-request ``cache_hit`` column (fraction of the batch's items the
-    cache answered); each part has the run's meta, so ``budget`` of each puts
-    the two budgets side by side. A run without the column raises ValueError.
-    """
+    """``{"hit": Run, "miss": Run}``: the requests whose whole batch hit a prediction cache
+    (``cache_hit``: the fraction it answered), and the rest; each keeps the run's meta."""
     # served runs carry ``cache_hit``; profile runs the describe= attribute ``attr.cache_hit``
     present = [c for c in ("cache_hit", "attr.cache_hit") if c in run.requests.columns]
     column = next((c for c in present if not run.requests[c].isna().all()), None)

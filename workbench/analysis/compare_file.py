@@ -1,16 +1,9 @@
 """A ``compare --json`` file, decoded once into typed structures (schema: docs/json.md, "compare").
 
-``workbench gate`` reads a comparison only through :func:`decode_comparisons`:
-a file (or the dict ``compare`` of two saved runs returns) that does not fit the
-schema is refused with one line naming the field and its value
-(:class:`~workbench.errors.ConfigError`, exit 2): a ratio that is not a finite
-number >= 0, a missing or null interval, a string where a number belongs, an
-interval whose low end is above its high end, a verdict that is not one of
-:data:`~workbench.analysis.verdicts.VERDICTS`, a comparison without its result
-and without the error that says why, a ratio outside its own interval. The file is read by
-:func:`workbench.files.read_capped` (a regular file of at most 64 MiB) and parsed with a depth
-limit; text that is not UTF-8 or holds a lone surrogate escape (``"\\ud800"``) is refused.
-"""
+``workbench gate`` reads a comparison only through :func:`decode_comparisons`: what does not fit
+is refused with one line naming the field and its value (:class:`~workbench.errors.ConfigError`,
+exit 2). The file is read by :func:`workbench.files.read_capped` and must be UTF-8 text without
+lone surrogate escapes."""
 
 from __future__ import annotations
 
@@ -56,7 +49,7 @@ class Entry(msgspec.Struct, frozen=True):
 
 
 class Tokens(msgspec.Struct, frozen=True):
-    """A streaming pipeline's ``ttft``, ``tpot`` and ``itl`` entries (``analysis.tokens.compare_tokens``)."""
+    """A streaming pipeline's ``ttft``, ``tpot`` and ``itl`` entries."""
 
     metrics: list[Entry] = []
 
@@ -110,7 +103,7 @@ _MISSING = re.compile(r"missing required field `(?P<field>[^`]+)`")
 
 
 def decode_comparisons(data: Any, source: str) -> tuple[CompareFile, list[Comparison]]:
-    """The file and its comparisons (the inline one first), from parsed JSON; ConfigError naming field and value."""
+    """The file and its comparisons (the inline one first), from parsed JSON."""
     try:
         found = msgspec.convert(data, CompareFile, strict=True)
     except msgspec.ValidationError as exc:
@@ -120,8 +113,8 @@ def decode_comparisons(data: Any, source: str) -> tuple[CompareFile, list[Compar
 
 
 def read_compare_file(path: str) -> tuple[CompareFile, list[Comparison]]:
-    """Read and decode a ``compare --json`` file (NaN/Infinity tokens are read, then refused by the schema
-    with their field); ConfigError naming the file and what is wrong."""
+    """Read and decode a ``compare --json`` file (NaN/Infinity are read, then refused by
+    the schema with their field); ConfigError naming the file and what is wrong."""
     raw = read_capped(path, MAX_JSON_BYTES, ConfigError, "compare --json file")
     try:
         data = json.loads(raw.decode("utf-8"))

@@ -1,10 +1,7 @@
 """Failed requests, summarised so that no failure goes unseen; and throughput.
 
-Inputs are a run's ``requests`` table (``workbench.record``): ``warmup``,
-``ok``, ``error_stage``, ``error_type``, ``error_message`` and, in runs made
-since it exists, ``error_where`` (``file:line in function`` of the innermost
-frame in the user's code). Pure functions: DataFrame in, plain data out.
-"""
+Input: a run's ``requests`` table (``error_where``: ``file:line in function`` of the innermost user
+frame, in runs made since it exists)."""
 
 from __future__ import annotations
 
@@ -27,12 +24,8 @@ def failure_summary(
 ) -> dict[str, Any]:
     """Failures per stage: ``{stage: {count, share, messages: [{type, message, where, count}]}}``.
 
-    Measured requests by default (``warmup=True``: the warm-up requests).
-    ``share`` is the stage's failed requests over all requests of that phase
-    (0-1). Only stages with failures appear: pipeline stages in pipeline
-    order, then any other (``batcher``, ``executor`` in load runs).
-    Messages are the distinct (type, message, where), most frequent first.
-    """
+    Measured requests (``warmup=True``: the warm-up ones); ``share`` of that phase's requests (0-1).
+    Stages with failures only, pipeline order then any other; messages most frequent first."""
     total = int((requests["warmup"].astype(bool) == warmup).sum())
     failed = _failed(requests, warmup)
     out: dict[str, Any] = {}
@@ -56,8 +49,8 @@ def failure_summary(
 
 
 def records_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Failure records ``[{stage, type, message, where, count}]`` (the traced run's, a load run's
-    executor warm-up) in :func:`failure_summary`'s shape; ``share`` is None (no denominator)."""
+    """Failure records ``[{stage, type, message, where, count}]`` in :func:`failure_summary`'s
+    shape; ``share`` None (no denominator)."""
     out: dict[str, Any] = {}
     for r in records:
         entry = out.setdefault(r["stage"], {"count": 0, "share": None, "messages": []})
@@ -77,19 +70,15 @@ def all_failed(requests: pd.DataFrame) -> bool:
 
 
 def any_failed(requests: pd.DataFrame, trace=None) -> bool:
-    """True when any request failed: warm-up, measured, or in the traced run (``meta.trace``, a ``TraceInfo``)."""
+    """True when any request failed: warm-up, measured, or in the traced run (``meta.trace``)."""
     return bool(
         (~requests["ok"].astype(bool)).any() or (trace is not None and trace.failed_requests)
     )
 
 
 def throughput_items_per_s(requests: pd.DataFrame, kind: str = "profile") -> float | None:
-    """Items per second of busy time: items of successful measured requests / their summed end to end (s).
-
-    Profile runs: each request carries ``batch_size`` items. Load runs: each
-    request row is one item (its ``batch_size`` is the batch it rode in).
-    None when no measured request succeeded.
-    """
+    """Items per second of busy time: items of successful measured requests over their summed
+    end to end (s); a load run's row is one item. None when none succeeded."""
     ok = requests[~requests["warmup"].astype(bool) & requests["ok"].astype(bool)]
     busy_ns = int(ok["dur_ns"].astype("int64").sum())
     if ok.empty or busy_ns <= 0:
@@ -99,12 +88,12 @@ def throughput_items_per_s(requests: pd.DataFrame, kind: str = "profile") -> flo
 
 
 def noise_summary(meta) -> dict[str, Any]:
-    """A run's ``noise`` record (``workbench.noise``) for display; older runs say it was not recorded."""
+    """A run's ``noise`` record (``workbench.noise``) for display."""
     return recorded_noise(meta.noise.to_dict() if meta.noise is not None else None)
 
 
 def recorded_noise(noise: dict[str, Any] | None) -> dict[str, Any]:
-    """A ``noise`` object for display; None (a run made before noise was measured) says so."""
+    """A ``noise`` object for display; None (a run from before noise was measured) says so."""
     if not noise:
         why = "not recorded (run made before noise was measured)"
         return {"noisy": None, "reasons": [why], "fix": None}

@@ -1,9 +1,8 @@
 """GPU kernel figures: how many kernels, how long, how much of the GPU they keep busy.
+(Not Jupyter kernels: those are :mod:`workbench_room.kernel_manager`.)
 
-(GPU kernels, not Jupyter kernels: those are :mod:`workbench_room.kernel_manager`.)
-Input: a :class:`~workbench.trace.Trace` (its rows of kind ``kernel``). Kernels on different streams may overlap: ``total_ns`` counts each
-kernel's full duration, ``busy_ns`` the length of the union of their intervals.
-"""
+Kernels on different streams may overlap: ``total_ns`` counts each kernel's duration, ``busy_ns``
+the union of their intervals."""
 
 from __future__ import annotations
 
@@ -17,10 +16,8 @@ SHORT_KERNEL_NS = 10_000  # "kernels under 10 us": dur < 10.0 us, strict
 
 
 def kernel_summary(trace: Trace) -> dict:
-    """``{count, total_ns, busy_ns, under_10us, distinct_names, min_ns, median_ns, max_ns, mean_ns}``.
-
-    ``busy_ns`` and the distribution figures are None without kernels.
-    """
+    """``{count, total_ns, busy_ns, under_10us, distinct_names, min_ns, median_ns, max_ns,
+    mean_ns}``; ``busy_ns`` and the distribution None without kernels."""
     kernels = trace.rows_of([KIND_KERNEL])
     dur = kernels.dur_ns
     out = {

@@ -1,17 +1,11 @@
-"""GPU time: span, busy and idle over all devices and streams; idle time per stream
-split the way Holistic Trace Analysis does; busy time over time for plotting.
+"""GPU time: span, busy and idle over all devices and streams; idle per stream as Holistic Trace
+Analysis (HTA) splits it; busy time over time for plotting.
 
-GPU work = kernel, memcpy and memset events. Span = first start to last end of
-any GPU work; busy = length of the union of their intervals (overlap between
-streams counted once); idle = span - busy.
-
-Per-stream idle (HTA's rule): between consecutive GPU events on one stream, the
-gap (next start - previous end, clipped at 0) is ``host_wait`` when the next
-event's launch call started after the previous event ended (the host was late
-to enqueue), else ``kernel_wait`` when the gap is under 30 us (launch
-overhead), else ``other``. An event whose launch call is missing from the trace
-is classified by the gap alone. HTA sums negative gaps too; we clip them.
-"""
+GPU work = kernel, memcpy and memset events; span = first start to last end; busy = the union of
+their intervals (streams' overlap once); idle = span - busy. Per stream, the gap before an event
+(clipped at 0; HTA sums negative gaps too) is ``host_wait`` when its launch call started after
+the previous event ended, else ``kernel_wait`` under :data:`KERNEL_WAIT_NS`, else ``other``; an
+event without its launch call is classified by the gap alone."""
 
 from __future__ import annotations
 
@@ -27,11 +21,6 @@ KERNEL_WAIT_NS = 30_000
 STREAM_COLUMNS = (
     "device stream count span_ns busy_ns idle_ns host_wait_ns kernel_wait_ns other_ns".split()
 )
-
-
-def gpu_work(trace: Trace) -> pd.DataFrame:
-    """The kernel, memcpy and memset rows of the trace's events table."""
-    return trace.gpu_work.copy(deep=False)
 
 
 def gpu_time_summary(trace: Trace) -> dict:
@@ -55,18 +44,13 @@ def gpu_time_summary(trace: Trace) -> dict:
 
 
 def stream_idle(trace: Trace, kernel_wait_ns: int = KERNEL_WAIT_NS) -> pd.DataFrame:
-    """Idle time per (device, stream) split into host_wait / kernel_wait / other.
-
-    Columns: device, stream, count, span_ns, busy_ns, idle_ns, host_wait_ns,
-    kernel_wait_ns, other_ns (idle_ns = the three summed).
-    """
+    """Idle time per (device, stream): :data:`STREAM_COLUMNS` (idle_ns = the three waits summed)."""
     dtypes = dict.fromkeys(STREAM_COLUMNS[:2], "Int64") | dict.fromkeys(STREAM_COLUMNS[2:], "int64")
     return rows_frame(stream_idle_rows(trace, kernel_wait_ns), dtypes)
 
 
 def stream_idle_rows(trace: Trace, kernel_wait_ns: int = KERNEL_WAIT_NS) -> list[dict]:
-    """:func:`stream_idle` as dicts (device and stream None where absent), sorted by device then
-    stream, absent last."""
+    """:func:`stream_idle` as dicts (None where absent), by device then stream, absent last."""
     join = launch_join(trace)
     work = join.work
     if not len(work):
@@ -110,11 +94,8 @@ def _one_stream(
 
 
 def busy_over_time(trace: Trace, bins: int = 200) -> pd.DataFrame:
-    """GPU busy time in equal bins over the GPU span, for a utilization plot.
-
-    Columns: bin_start_ns, bin_end_ns, busy_ns, busy_fraction (0..1). Empty
-    without GPU work; one zero-width bin (busy 0) when the span is 0 ns.
-    """
+    """GPU busy time in ``bins`` equal bins over the GPU span: bin_start_ns, bin_end_ns, busy_ns,
+    busy_fraction (0..1). Empty without GPU work; one zero-width bin when the span is 0 ns."""
     summary = gpu_time_summary(trace)
     if summary["span_ns"] is None:
         dtypes = dict.fromkeys(("bin_start_ns", "bin_end_ns", "busy_ns"), "int64")

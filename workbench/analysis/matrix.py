@@ -1,9 +1,6 @@
 """The measured requests as one wide table: a row per request, a column per stage (ns).
 
-Every per-request view (budget, tail attribution, attribute effects, GC pauses)
-starts from this table, so it lives below all of them: they import it, it
-imports none of them.
-"""
+Every per-request view starts from this table, so it lives below all of them."""
 
 from __future__ import annotations
 
@@ -15,7 +12,7 @@ UNATTRIBUTED = "unattributed"
 
 
 def measured_ok(requests: pd.DataFrame, stages: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Rows of the measured (not warm-up) requests that succeeded."""
+    """The measured successful requests and their stage rows."""
     req = measured_requests(requests)
     return req, stages[stages["request"].isin(req["request"])]
 
@@ -28,12 +25,9 @@ def measured_requests(requests: pd.DataFrame) -> pd.DataFrame:
 def stage_matrix(
     requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str], column: str = "dur_ns"
 ) -> pd.DataFrame:
-    """Wide table: one row per measured successful request, one int64 column per stage (ns).
-
-    Columns: the stage names in pipeline order, then ``end_to_end`` and
-    ``unattributed``. ``column`` picks host (``dur_ns``) or device
-    (``device_dur_ns``) time; for device time end to end is the stage sum.
-    """
+    """Wide table: one row per measured successful request, one column per stage (ns), then
+    ``end_to_end`` and ``unattributed``. ``column``: host (``dur_ns``) or device (``device_dur_ns``)
+    time; for device time end to end is the stage sum."""
     req = measured_requests(requests)
     wide = _one_row_per_cell(req, stages, stage_order, column)
     if wide is None:  # a stage run twice in a request, or a nullable column: pandas sums the cells
@@ -52,12 +46,10 @@ def stage_matrix(
 def _one_row_per_cell(
     req: pd.DataFrame, st: pd.DataFrame, stage_order: list[str], column: str
 ) -> pd.DataFrame | None:
-    """The pivot of :func:`stage_matrix` placed by index arithmetic, O(n log n), when every
-    (request, stage) of ``req`` has at most one row and ``column`` is plain int64; None otherwise.
-    Same table as ``pivot_table`` then ``reindex``: int64 where every request ran every stage that
-    has rows, float64 with NaN otherwise, and NaN columns for stages without rows. The rows of
-    other requests (warm-up, failed) are dropped as numbers: copying the table's texts took longer
-    than the rest."""
+    """:func:`stage_matrix`'s pivot by index arithmetic, O(n log n), when every (request, stage)
+    has at most one row and ``column`` is int64; None otherwise. Same table as ``pivot_table`` then
+    ``reindex`` (int64 where complete, else float64 with NaN); other requests' rows are dropped as
+    numbers (copying the texts took longer than the rest)."""
     ids = req["request"].to_numpy()
     if st[column].dtype != np.int64 or not pd.Index(ids).is_unique:
         return None

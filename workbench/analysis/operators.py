@@ -1,17 +1,9 @@
 """Top operators: where host time goes by operator, on any trace (CPU-only included).
 
-The table torch's ``key_averages()`` prints, computed from the trace file:
-per operator name (and input shapes, when the trace recorded them with
-``record_shapes=True``), the number of calls, the total host time and the self
-time. Self time is an operator's duration minus the durations of the host events
-directly nested in it (child operators and runtime calls; the one nesting rule
-of :mod:`workbench.analysis.nesting`), so self times add up without double
-counting while totals include children.
-
-Out columns: ``name``, ``input_shapes`` (str, "" when not recorded), ``calls``,
-``total_ns``, ``self_ns`` (int64), ``self_share`` (self over the sum of every
-operator's self time); sorted by self time, largest first.
-"""
+torch's ``key_averages()`` table from the trace file: per operator name (and input shapes, when
+recorded with ``record_shapes=True``) the calls, total host time and self time (its duration less
+the host events directly nested in it, :mod:`workbench.analysis.nesting`), so self times add up.
+Columns :data:`COLUMNS` (``self_share`` of all operators' self time), most self time first."""
 
 from __future__ import annotations
 
@@ -25,8 +17,8 @@ COLUMNS = ["name", "input_shapes", "calls", "total_ns", "self_ns", "self_share"]
 
 
 def operator_call_table(trace: Trace) -> dict[str, np.ndarray]:
-    """One entry per operator call: ``name``, ``input_shapes`` (object arrays of str, "" when not
-    recorded), ``dur_ns``, ``self_ns`` (int64), in nesting order (by thread, then start)."""
+    """One entry per operator call, in nesting order: ``name``, ``input_shapes`` ("" when not
+    recorded), ``dur_ns``, ``self_ns``, ``name_code``."""
     host = trace.rows_of(HOST_KINDS)
     lane = host.pid.codes * (host.tid.labels.size + 1) + host.tid.codes
     order = nesting_order(lane, host.ts_ns, host.dur_ns)
@@ -50,7 +42,7 @@ def operator_call_table(trace: Trace) -> dict[str, np.ndarray]:
 
 
 def operator_rows(trace: Trace, n: int = 20, by_shapes: bool = True) -> list[dict]:
-    """The ``n`` operators with the most self time, as dicts (keys: the module's columns)."""
+    """The ``n`` operators with the most self time, as dicts of :data:`COLUMNS`."""
     calls = operator_call_table(trace)
     shape_codes, _ = factorize_objects(
         calls["input_shapes"].tolist() if by_shapes else [""] * calls["name"].size

@@ -1,15 +1,8 @@
 """Which libraries a stage's time is spent in, from the Python frames and operators of a traced run.
 
-With ``with_stack`` the traced run records every Python call inside a stage,
-so the flame tree goes stage -> Python functions -> ops. This sums, per stage,
-the time inside the outermost frame of each known library (a PIL call that
-calls more PIL counts once), as a share of the stage's time; a torch operator
-outside every library frame counts as ``torch`` (so a stage whose model is
-called from the user's own code is still seen as torch work). The audit reads
-it as the evidence of a stage's role (:mod:`workbench.roles`: torch is compute,
-sqlite3 or redis I/O, sockets and HTTP clients a remote call, PIL or OpenCV
-preprocessing, json serialization).
-"""
+Per stage, the time inside the outermost frame of each known library (a PIL call calling more PIL
+counts once) as a share of the stage's time; a torch operator outside every library frame counts as
+``torch``. The audit reads it as evidence of a stage's role (:mod:`workbench.roles`)."""
 
 from __future__ import annotations
 
@@ -51,11 +44,8 @@ def library_of(name: str) -> str | None:
 
 
 def library_shares(tree: pd.DataFrame) -> dict[str, dict[str, float]]:
-    """Stage -> {library: share of the stage's total time in that library's outermost frames}.
-
-    ``tree``: a flame tree (:func:`workbench.analysis.flame.flame_tree`; parents before children).
-    Stages without Python frames of a known library are left out.
-    """
+    """Stage -> {library: share of the stage's total time in its outermost frames}, from a flame
+    tree (parents before children); stages without a known library's frames are left out."""
     ids = tree["id"].to_numpy()
     parent = tree["parent"].to_numpy()
     kinds = tree["kind"].astype(str).to_numpy()

@@ -1,23 +1,13 @@
-"""Profiler steps: ``ProfilerStep#N`` ranges with the GPU work they launched, and the
-step time breakdown of the TensorBoard profiler plugin (torch-tb-profiler 0.4.3).
+"""Profiler steps: ``ProfilerStep#N`` ranges with the GPU work they launched, and the step time
+breakdown of the TensorBoard profiler plugin (torch-tb-profiler 0.4.3).
 
-Steps are host events (not ``gpu_user_annotation`` copies) named exactly
-``ProfilerStep#N``, sorted by start. A step's GPU work is the kernels, copies and
-memsets whose launching runtime call starts in ``[ts, ts + dur)``, even when the
-work ends after the step.
-
-Breakdown (TensorBoard's rule): categories in priority order Kernel > Memcpy >
-Memset > Communication > Runtime > DataLoader > CPU Exec; each gets the time of
-its merged intervals not already claimed by a higher one; Other is the rest, so
-the categories sum to the step's time. Communication = kernels of ``nccl:*``/
-``gloo:*`` ops (matched by External id, or kernels named ``nccl...``) plus those
-host ops. Step boundaries: with GPU work, a step starts at max(previous step end,
-its host start) and ends at max(its host end, the end of the GPU work launched
-by runtime calls lying wholly inside it). Without steps the whole host range is
-one step, ``"all"``. Differences from the plugin: ``cuda_runtime``/``cuda_driver``
-count as Runtime (its last release ignores them), and trailing steps that
-launched little GPU work are kept (the plugin drops them): every step is listed.
-"""
+A step's GPU work is the work whose launch call starts in ``[ts, ts + dur)``. Breakdown: categories
+in priority order (:data:`CATEGORIES`) each get the time of their merged intervals not claimed by a
+higher one; ``other`` is the rest, so they sum to the step. Communication = ``nccl:*``/``gloo:*``
+host ops and their kernels (by External id, or named ``nccl...``). With GPU work a step runs from
+max(previous end, its start) to max(its end, the end of the work its calls launched). Without
+steps the host range is one step, ``"all"``. Unlike the plugin, ``cuda_runtime``/``cuda_driver``
+count as Runtime and trailing steps with little GPU work are kept."""
 
 from __future__ import annotations
 
@@ -50,9 +40,9 @@ _COMM_PREFIXES = ("nccl:", "gloo:")
 
 @derived
 def step_table(trace: Trace) -> dict[str, np.ndarray]:
-    """One row per host ``ProfilerStep#N`` range, sorted by start, as numpy columns: step (int),
-    name, ts_ns, dur_ns, and for kernel/memcpy/memset the ``<kind>_count`` and ``<kind>_ns``
-    (summed GPU duration) of the work whose launch call starts inside the step."""
+    """One row per host ``ProfilerStep#N`` range by start, as numpy columns: step, name, ts_ns,
+    dur_ns, and ``<kind>_count``/``<kind>_ns`` of the kernels, copies and memsets launched inside.
+    """
     host = trace.rows_of(HOST_KINDS)
     rows = np.flatnonzero(host.name.matches(STEP_NAME.match))
     rows = rows[np.argsort(host.ts_ns[rows], kind="stable")]
@@ -74,7 +64,7 @@ def step_table(trace: Trace) -> dict[str, np.ndarray]:
 
 
 def _step_numbers(names) -> np.ndarray:
-    """The N of each ``ProfilerStep#N``: int64, or Python ints (object) when one is past int64."""
+    """The N of each ``ProfilerStep#N``: int64, or Python ints past int64."""
     numbers = [int(name[len("ProfilerStep#") :]) for name in names]
     try:
         return np.array(numbers, dtype=np.int64)
@@ -98,7 +88,6 @@ def step_boundaries(trace: Trace) -> pd.DataFrame:
 
 @derived
 def boundary_table(trace: Trace) -> dict[str, np.ndarray]:
-    """:func:`step_boundaries` as numpy columns (step labels as an object array of str)."""
     steps = step_table(trace)
     if steps["ts_ns"].size == 0:
         # the whole trace is one step, bounded by its operators and python (else any host event)
@@ -179,17 +168,12 @@ def _role_intervals(trace: Trace) -> dict[str, iv.Intervals]:
 
 
 def step_breakdown(trace: Trace) -> pd.DataFrame:
-    """Per-step time breakdown (TensorBoard plugin's priority rule), in ns.
-
-    Columns: step ("N" or "all"), start_ns, end_ns, kernel_ns, memcpy_ns,
-    memset_ns, communication_ns, runtime_ns, dataloader_ns, cpu_exec_ns,
-    other_ns, total_ns (= end - start = the sum of the categories).
-    """
+    """Per-step time breakdown in ns: step, start_ns, end_ns, ``<category>_ns``, other_ns,
+    total_ns (= end - start = the categories' sum)."""
     return text_frame(breakdown_table(trace), "step")
 
 
 def breakdown_table(trace: Trace) -> dict[str, np.ndarray]:
-    """:func:`step_breakdown` as numpy columns."""
     out = dict(boundary_table(trace))
     starts, ends = out["start_ns"], out["end_ns"]
     slots = iv.merge(starts, ends)

@@ -1,11 +1,7 @@
 """Tail attribution: which stages the slowest requests spend their time in.
 
-The budget says how slow each stage is; this says which stage *makes the tail*.
-Definitions (the sets, the shares, the 1 % row's minimum): TAIL in docs/json.md. The
-population is the successful measured requests; ties are broken by request number so a set is
-deterministic; the 1 % row is omitted below :data:`MIN_REQUESTS_FOR_1PCT` requests (it would be
-one or two requests), with a note saying why.
-"""
+Definitions (the sets, the shares, the 1 % row's minimum): TAIL in docs/json.md. Successful
+measured requests; ties broken by request number, so a set is deterministic."""
 
 from __future__ import annotations
 
@@ -34,12 +30,8 @@ def slowest(e2e_ns: pd.Series, fraction: float) -> pd.Index:
 
 
 def median_set(e2e_ns: pd.Series, band: tuple[float, float] = MEDIAN_BAND) -> pd.Index:
-    """Request ids whose end to end lies between the band's percentiles (inclusive).
-
-    The band can fall between two order statistics (2 or 4 distinct values: p40-p60 of 30 and 50 ms
-    is 38-42 ms); the set is then the one or two middle requests, never empty, so a slow-minus-median
-    view always has a median to subtract.
-    """
+    """Request ids whose end to end lies between the band's percentiles (inclusive); when the band
+    falls between two order statistics, the one or two middle requests: never empty."""
     values = e2e_ns.to_numpy(dtype=np.int64)
     if values.size == 0:
         return e2e_ns.index[:0]
@@ -53,8 +45,8 @@ def median_set(e2e_ns: pd.Series, band: tuple[float, float] = MEDIAN_BAND) -> pd
 
 
 def request_sets(wide: pd.DataFrame) -> dict[str, pd.Index | None]:
-    """Request ids of the slowest 1 % (None under :data:`MIN_REQUESTS_FOR_1PCT` requests), the
-    slowest 5 % and the median set, from a :func:`stage_matrix`."""
+    """Request ids of the slowest 1 % (None under :data:`MIN_REQUESTS_FOR_1PCT`), the slowest
+    5 % and the median set, from a :func:`stage_matrix`."""
     e2e = wide[END_TO_END].astype("int64").rename("e2e_ns").rename_axis("request")
     enough = len(e2e) >= MIN_REQUESTS_FOR_1PCT
     sets = {
@@ -75,13 +67,9 @@ def shares(wide: pd.DataFrame, ids: pd.Index, stage_order: list[str]) -> dict[st
 def tail_attribution(
     requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]
 ) -> dict[str, Any]:
-    """The ``tail`` object of ``show --json``.
-
-    Out: ``{"requests": n, "sets": {name: {"count", "e2e_sum_ms", "shares": {stage: share}}
-    or None}, "stages": [{"name", "share_slowest_1pct", "share_slowest_5pct",
-    "share_median"}], "notes": [str], "headline": str | None}``. Shares are
-    fractions in [0, 1]; ``share_slowest_1pct`` is None when the row is omitted.
-    """
+    """The ``tail`` object of ``show --json``: ``{"requests", "sets": {name: {"count",
+    "e2e_sum_ms", "shares"} or None}, "stages": [{"name", "share_<set>"...}], "notes", "headline"}``;
+    shares are fractions in [0, 1]."""
     wide = stage_matrix(requests, stages, stage_order)
     n = len(wide)
     notes: list[str] = []

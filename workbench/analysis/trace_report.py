@@ -1,15 +1,9 @@
-"""``analyze``: every trace analysis in one JSON-ready dict (what ``python -m workbench
-analyze TRACE --json`` prints).
+"""``analyze``: every trace analysis in one JSON-ready dict (``python -m workbench analyze TRACE --json``).
 
-Times are microseconds as floats (``*_us``), counts ints. Every key is always
-present: counts are 0 when there is nothing to count; figures that do not exist
-for the trace (GPU span/busy/idle without GPU events, bytes when no copy carries
-them) are None; lists are empty. ``memcpy.by_kind`` always lists HtoD, DtoH and
-DtoD. See the analysis modules for the definitions.
-
-Every section reads the trace's numpy columns (:mod:`workbench.trace.columns`): running
-``analyze`` imports neither pandas nor pyarrow.
-"""
+Times are float microseconds (``*_us``), counts ints. Every key is always present: counts 0,
+figures that do not exist for the trace None, lists empty; ``memcpy.by_kind`` always lists HtoD,
+DtoH and DtoD. Every section reads the trace's numpy columns: ``analyze`` imports neither pandas
+nor pyarrow."""
 
 from __future__ import annotations
 
@@ -31,7 +25,7 @@ def _missing(value) -> bool:
 
 
 def us(ns) -> float | None:
-    """Integer (or float) ns -> float us; None/NaN stay None."""
+    """ns -> float us; None/NaN stay None."""
     return None if _missing(ns) else float(ns) / NS_PER_US
 
 
@@ -46,16 +40,12 @@ def _pick(row: dict, *keys: str) -> dict:
 
 
 def _column_rows(table: dict) -> list[dict]:
-    """Numpy columns (of equal length) as one dict per row."""
     return [dict(zip(table, values)) for values in zip(*table.values())]
 
 
 def analyze(trace_or_path: Trace | str | os.PathLike, progress=None) -> dict:
-    """Load (if given a path) and run every analysis; a dict of plain JSON types.
-
-    One :class:`~workbench.trace.Trace` serves every section: the launch join and the
-    other derived tables are computed once. ``progress(stage, done, total)``, if given,
-    hears of the loading and of each section done (``"analyze"``)."""
+    """Load (if given a path) and run every section on one :class:`~workbench.trace.Trace`; a dict
+    of plain JSON types. ``progress(stage, done, total)`` hears of the loading and each section."""
     model = trace_or_path
     if not isinstance(model, Trace):
         model = load_trace(trace_or_path, progress=progress)
@@ -86,7 +76,6 @@ def _sync_calls(model: Trace) -> list[dict]:
 
 
 def _top_ops(model: Trace, n: int = 15) -> list[dict]:
-    """The operators with the most self time (any trace, CPU-only included); shapes when recorded."""
     return [
         {
             "name": r["name"],

@@ -1,26 +1,14 @@
-"""The workbench's own stage ranges in a trace: what each pipeline stage cost on
-the host and what GPU work it launched.
+"""The workbench's own stage ranges in a trace: what each pipeline stage cost on the host and what
+GPU work it launched.
 
-Stage ranges are host events whose name ``workbench.naming.stage_from_range_name``
-recognizes (the runner wraps each stage in ``record_function(stage_range_name(s))``).
-Work counts for a range when its runtime call starts inside the range on the
-same thread (tid). Per stage (all ranges of one name together):
-
-- ``host_ns``: summed range durations; ``gpu_ns``: summed GPU time of the
-  kernels, copies and memsets launched inside; ``launch_count``/``launch_ns``:
-  kernel and graph launch calls and their CPU time; ``transfer_*``: copies
-  launched inside; ``sync_*``: synchronizing calls inside (see
-  :data:`~workbench.analysis.transfers.SYNC_CALL_NAMES`).
-
-Flags (rules, shares of the stage's own figures):
-
-- ``launch_bound``: it launches many kernels (>= 10 launch calls per range on
-  average) and the GPU work they make lasts < 50 % of its host time: the GPU
-  waits while the host dispatches operators and enqueues work (in Python and
-  operator dispatch as much as in the launch calls themselves).
-- ``transfer_bound``: copies are >= 30 % of the GPU time it launched.
-- ``sync_heavy``: synchronizing calls are >= 20 % of its host time.
-"""
+Stage ranges are host events ``workbench.naming.stage_from_range_name`` recognizes; work counts
+for a range when its runtime call starts inside it on the same thread. Per stage: ``host_ns``
+(summed ranges), ``gpu_ns`` (GPU time of the work launched inside), ``launch_*`` (kernel and graph
+launch calls), ``transfer_*`` (copies launched inside), ``sync_*`` (:data:`SYNC_CALL_NAMES` calls).
+Flags: ``launch_bound`` (>= :data:`LAUNCHES_PER_RANGE` launch calls per range and GPU work under
+:data:`GPU_SHARE` of host time: the GPU waits while the host dispatches), ``transfer_bound``
+(copies >= :data:`TRANSFER_SHARE` of its GPU time), ``sync_heavy`` (sync calls >=
+:data:`SYNC_SHARE` of host time)."""
 
 from __future__ import annotations
 
@@ -49,9 +37,8 @@ _SUMS = (
 
 @derived
 def range_table(trace: Trace) -> dict[str, np.ndarray]:
-    """One row per stage range, as numpy columns sorted by start: stage, ts_ns, dur_ns, pid, tid,
-    tid_code (the thread's code in the events table), and per range gpu_ns, kernel_count,
-    launch_count, launch_ns, transfer_count, transfer_bytes, transfer_ns, sync_count, sync_ns."""
+    """One row per stage range by start, as numpy columns: stage, ts_ns, dur_ns, pid, tid,
+    tid_code, and the per-range sums of :data:`_SUMS` but ``host_ns``."""
     host = trace.rows_of(HOST_KINDS)
     rows = np.flatnonzero(host.name.matches(lambda n: stage_from_range_name(n) is not None))
     rows = rows[np.argsort(host.ts_ns[rows], kind="stable")]
@@ -113,11 +100,9 @@ def _inside(ranges: dict, tids: np.ndarray, ts: np.ndarray, values: np.ndarray |
 
 
 def trace_stage_summary(trace: Trace) -> pd.DataFrame:
-    """Per stage of a *trace* (first appearance order), in ns: count, host_ns,
-    host_mean_ns, gpu_ns, kernel_count, launch_count, launch_ns, transfer_count,
-    transfer_bytes, transfer_ns, sync_count, sync_ns, launch_bound, transfer_bound,
-    sync_heavy. (The per-stage latency summary of a *run*, in ms, is
-    :func:`workbench.stage_summary`.)"""
+    """Per stage of a *trace* (first appearance order), in ns: count, host_ns, host_mean_ns,
+    :data:`_SUMS` and the three flags. (A *run*'s per-stage latency, in ms: :func:`workbench.stage_summary`.)
+    """
     return text_frame(stage_summary_table(trace), "stage")
 
 

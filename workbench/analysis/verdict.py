@@ -1,19 +1,10 @@
 """One launch-bound verdict for a trace, shared by the CLI, the JSON report and the figures.
 
-Rule (the stage rule of :mod:`workbench.analysis.trace_stages`): a stage is
-launch-bound when it makes >= 10 launch calls per range and the GPU work they
-make lasts < 50 % of its host time. With stage ranges the verdict names the
-bound stages (or the stage closest to it); without them the rule is applied to
-the whole trace's steady state, per ``ProfilerStep`` (host time: the summed
-steps, else the host span), and one more condition ties it to the launch panel
-drawn beside it: at least half of the launches are short kernels (GPU work
-shorter than its launch call, HTA's rule), else the launch calls are not what
-keeps the GPU waiting.
-
-Steady state: cold-start calls (:func:`~workbench.analysis.launches.cold_table`:
-device, context and stream set-up, a kernel's slow first launch) are set apart;
-their time leaves the host time, their launches and GPU work leave the counts.
-"""
+With stage ranges, :mod:`workbench.analysis.trace_stages`' rule names the bound stages (or the
+closest). Without, the rule applies to the steady state per ``ProfilerStep`` (host time: the summed
+steps, else the host span), and at least half of the launches must be short kernels (HTA's rule),
+else the launch calls are not what keeps the GPU waiting. Cold-start calls
+(:func:`~workbench.analysis.launches.cold_table`) leave the host time and the counts."""
 
 from __future__ import annotations
 
@@ -35,8 +26,7 @@ SHORT_SHARE = 0.5  # launch-bound needs at least this share of short kernels amo
 
 
 def launch_verdict(trace: Trace) -> tuple[bool, str]:
-    """``(launch_bound, sentence)`` of a trace, by the module docstring's rule: per stage with
-    stage ranges (``trace_stages``' ``launch_bound`` flag), else over the steady state."""
+    """``(launch_bound, sentence)`` of a trace."""
     stages = stage_summary_table(trace)
     if stages["stage"].size:
         return _stage_verdict(stages)
@@ -77,8 +67,8 @@ def _stage_verdict(stages: dict) -> tuple[bool, str]:
 
 
 def steady_host_ns(trace: Trace) -> int:
-    """Host time of the steady state: the summed ``ProfilerStep`` ranges (else the host span) less the
-    time of cold-start calls inside them (their union: nested calls count once); at least 1 ns."""
+    """Host time of the steady state (summed steps, else the host span) less the union of the
+    cold-start calls inside; at least 1 ns."""
     steps = step_table(trace)
     if steps["ts_ns"].size:
         starts = steps["ts_ns"]

@@ -15,7 +15,6 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..analysis.gpu_timeline import gpu_work
 from ..trace import Trace
 from ..analysis.transfers import copy_classes, split_copy_key, sync_calls
 from ..units import NS_PER_MS
@@ -35,7 +34,7 @@ def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -
     """
     title = title or "Transfers and synchronizing calls"
     events = Trace.of(events)  # every table below from one trace model
-    if gpu_work(events).empty and sync_calls(events).empty:
+    if events.gpu_work.empty and sync_calls(events).empty:
         return empty_figure(NO_GPU_EVENTS, title)
     classes, syncs = copy_classes(events), sync_calls(events)
     fig = make_subplots(

@@ -1,7 +1,7 @@
 """The room's (Jupyter) kernel manager: a scratch folder per kernel, deleted with it; bounded counts.
 
 (Jupyter kernels: the processes that run a page's notebook. GPU kernels are
-:mod:`workbench.analysis.gpu_kernels`.)
+:mod:`workbench.analysis.gpu_timeline`'s.)
 
 Voila starts one kernel per page (or takes one from its preheated pool). Each
 kernel gets its own folder under the server's scratch root, passed as

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from workbench.analysis.gpu_kernels import kernel_rows
+from workbench.analysis.gpu_timeline import kernel_rows
 from workbench.analysis.launches import call_table, cold_table, launch_join
 from workbench.analysis.operators import COLUMNS as OPERATOR_COLUMNS
 from workbench.analysis.operators import operator_rows

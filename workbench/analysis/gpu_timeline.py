@@ -1,5 +1,6 @@
 """GPU time: span, busy and idle over all devices and streams; idle per stream as Holistic Trace
-Analysis (HTA) splits it; busy time over time for plotting.
+Analysis (HTA) splits it; busy time over time for plotting; kernel counts and durations.
+(GPU kernels; Jupyter kernels are :mod:`workbench_room.kernel_manager`'s.)
 
 GPU work = kernel, memcpy and memset events; span = first start to last end; busy = the union of
 their intervals (streams' overlap once); idle = span - busy. Per stream, the gap before an event
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..trace import GPU_WORK_KINDS, Trace
+from ..trace import GPU_WORK_KINDS, KIND_KERNEL, Trace
+from ..trace.columns import totals_by_name
 from ..trace.frames import pd, rows_frame
 from ..trace.intervals import merge, overlap_with_windows, union_length
 from ..trace.numbers import NA_INT
@@ -116,3 +118,41 @@ def busy_over_time(trace: Trace, bins: int = 200) -> pd.DataFrame:
             "busy_fraction": np.where(width > 0, busy / np.maximum(width, 1), 0.0),
         }
     )
+
+
+SHORT_KERNEL_NS = 10_000  # "kernels under 10 us": dur < 10.0 us, strict
+
+
+def kernel_summary(trace: Trace) -> dict:
+    """``{count, total_ns, busy_ns, under_10us, distinct_names, min_ns, median_ns, max_ns,
+    mean_ns}`` (``total_ns``: each kernel's duration; ``busy_ns``: their union, None without)."""
+    kernels = trace.rows_of([KIND_KERNEL])
+    dur = kernels.dur_ns
+    out = {
+        "count": int(dur.size),
+        "total_ns": int(dur.sum()),
+        "under_10us": int((dur < SHORT_KERNEL_NS).sum()),
+        "distinct_names": int(np.unique(kernels.name.codes).size),
+    }
+    if dur.size == 0:
+        return out | dict.fromkeys(("busy_ns", "min_ns", "median_ns", "max_ns", "mean_ns"))
+    starts = kernels.ts_ns
+    return out | {
+        "busy_ns": union_length(starts, starts + dur),
+        "min_ns": int(dur.min()),
+        "median_ns": float(np.median(dur)),
+        "max_ns": int(dur.max()),
+        "mean_ns": float(dur.mean()),
+    }
+
+
+def kernel_rows(trace: Trace, n: int | None = 10) -> list[dict]:
+    """Kernels grouped by name, largest total first (ties by name): ``{name, count, total_ns,
+    max_ns, mean_ns, share}`` (share of all kernel time, 0..1). ``n=None`` keeps every name."""
+    kernels = trace.rows_of([KIND_KERNEL])
+    rows = totals_by_name(kernels.name, kernels.dur_ns)
+    total = sum(r["total_ns"] for r in rows)
+    for r in rows:
+        r["mean_ns"] = r["total_ns"] / r["count"]
+        r["share"] = r["total_ns"] / total if total else 0.0
+    return rows if n is None else rows[:n]

@@ -12,7 +12,7 @@ import os
 
 from ..trace import Trace, load_trace
 from ..units import NS_PER_US
-from . import gpu_kernels, gpu_timeline, launches, steps, trace_stages, transfers, verdict
+from . import gpu_timeline, launches, steps, trace_stages, transfers, verdict
 from .operators import operator_rows
 
 _BREAKDOWN = (*steps.CATEGORIES, "other", "total")
@@ -90,12 +90,12 @@ def _top_ops(model: Trace, n: int = 15) -> list[dict]:
 
 
 def _kernels(model: Trace) -> dict:
-    s = gpu_kernels.kernel_summary(model)
+    s = gpu_timeline.kernel_summary(model)
     return {
         **_pick(s, "count", "total_us", "under_10us", "busy_us"),
         "top": [
             _pick(r, "name", "count", "total_us") | {"share": float(r["share"])}
-            for r in gpu_kernels.kernel_rows(model, 10)
+            for r in gpu_timeline.kernel_rows(model, 10)
         ],
     }
 

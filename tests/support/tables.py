@@ -12,8 +12,7 @@ import pandas as pd
 
 from workbench.analysis.gpu_timeline import kernel_rows
 from workbench.analysis.launches import call_table, cold_table, launch_join
-from workbench.analysis.operators import COLUMNS as OPERATOR_COLUMNS
-from workbench.analysis.operators import operator_rows
+from workbench.analysis.trace_report import OPERATOR_COLUMNS, operator_rows
 from workbench.analysis.steps import step_table
 from workbench.analysis.transfers import copy_frame, direction_rows
 from workbench.trace import Trace, derived
@@ -86,7 +85,7 @@ def cold_start_calls(trace: Trace) -> pd.DataFrame:
 
 
 def top_operators(trace: Trace, n: int = 20, by_shapes: bool = True) -> pd.DataFrame:
-    """The ``n`` operators with the most self time (columns: the operators module's)."""
+    """The ``n`` operators with the most self time (columns: ``OPERATOR_COLUMNS``)."""
     dtypes = dict(zip(OPERATOR_COLUMNS, ("str", "str", "int64", "int64", "int64", float)))
     return rows_frame(operator_rows(trace, n, by_shapes), dtypes)
 

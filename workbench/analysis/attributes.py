@@ -6,8 +6,7 @@ compared range by range (EFFECT in docs/json.md: the keys and the binning rule).
 bin's p50 over the bottom's) says how large, **rho** (Spearman, Fisher-z interval with Bonett &
 Wright's error) how monotone: rho 0.32 can hide a 33x effect only 3 % of requests reach.
 **separated**: the two bins' p50 intervals are disjoint (else noise, never named). **explained**:
-the stage's share of the mean end to end times ``1 - 1 / effect`` (effect taken >= 1).
-"""
+the stage's share of the mean end to end times ``1 - 1 / effect`` (effect taken >= 1)."""
 
 from __future__ import annotations
 

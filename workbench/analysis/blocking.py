@@ -4,8 +4,7 @@ Input: a load or served run's tables, requests with the load columns and stage r
 start times on the same clock. A request waits for an executor from the end of its batch wait
 (``arrival + batch_wait``) for its ``queue_wait``; each instant of that wait is blamed evenly on the
 stages of the batches executing then, or on nothing (the dispatch gap). Waits count once per
-waiting request, as the budget does. Out: ``head_of_line`` (HOL in docs/json.md).
-"""
+waiting request, as the budget does. Out: ``head_of_line`` (HOL in docs/json.md)."""
 
 from __future__ import annotations
 
@@ -120,8 +119,7 @@ def split(lo, hi, size, start, end) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     ``[start, end)`` running at each instant, in one sweep: O(n log n).
 
     Per interval: its blame as an exact int64 part (``whole``) and a float rest (``frac``), and
-    whether it got any (``hit``); and the wait with nothing running (``idle``, ns).
-    """
+    whether it got any (``hit``); and the wait with nothing running (``idle``, ns)."""
     points = np.unique(np.concatenate([lo, hi, start, end]))
     up, down = np.searchsorted(points, start), np.searchsorted(points, end)
     n = len(points)
@@ -143,8 +141,7 @@ class _Blame:
     """Each executing interval's share of the waits and the ``idle`` wait, from :func:`split`.
 
     A wait is never blamed on its own batch's stages: the rare wait its own batch overlaps is split
-    alone against the other batches' intervals; every other wait goes in one sweep.
-    """
+    alone against the other batches' intervals; every other wait goes in one sweep."""
 
     def __init__(self, spans: pd.DataFrame, waiting: pd.DataFrame):
         self.spans, self.waiting = spans, waiting

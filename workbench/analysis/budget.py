@@ -2,8 +2,7 @@
 
 Only measured successful requests enter the percentiles; warm-up is summarized apart and failures
 counted per stage. ``unattributed`` is end to end minus the stages, per request (host time between
-stages: the runner's bookkeeping, Python glue); it is shown, never hidden.
-"""
+stages: the runner's bookkeeping, Python glue); it is shown, never hidden."""
 
 from __future__ import annotations
 
@@ -35,11 +34,11 @@ def stage_summary(
     """Per-stage statistics of host wall time of a run, with end to end and unattributed (ms).
 
     One row per stage (pipeline order), then ``end_to_end``, ``unattributed``: ``name``, ``kind``,
-    :data:`SUMMARY_COLUMNS`, ``share`` (of the end-to-end mean), ``p99_ci_low_ms``/``p99_ci_high_ms``
-    (None where unbounded), the far tail of ``stats.tail_summary_ns`` and ``device_<column>`` of
-    :data:`DEVICE_COLUMNS` (CUDA-event time; None on CPU). The piecewise form
-    ``stage_summary(requests, stages, stage_order)`` still works this release, with a DeprecationWarning.
-    """
+    :data:`SUMMARY_COLUMNS`, ``share`` (of the end-to-end mean),
+    ``p99_ci_low_ms``/``p99_ci_high_ms`` (None where unbounded), the far tail of
+    ``stats.tail_summary_ns`` and ``device_<column>`` of :data:`DEVICE_COLUMNS` (CUDA-event time;
+    None on CPU). The piecewise form ``stage_summary(requests, stages, stage_order)`` still works
+    this release, with a DeprecationWarning."""
     requests, stages, stage_order = _pieces(run, stages, stage_order, "stage_summary")
     return _stage_summary(requests, stages, stage_order)
 
@@ -93,8 +92,7 @@ def error_counts(requests: pd.DataFrame, stage_order: list[str]) -> dict[str, in
 
 def warmup_summary(requests: pd.DataFrame) -> dict[str, Any]:
     """End-to-end figures of the warm-up requests: ``count`` of all, ``failed``, and
-    ``first_ms`` (None when it failed), ``mean_ms``, ``max_ms`` of the successful ones.
-    """
+    ``first_ms`` (None when it failed), ``mean_ms``, ``max_ms`` of the successful ones."""
     warm = requests[requests["warmup"].astype(bool)]
     ok = warm["ok"].astype(bool).to_numpy()
     durs = warm["dur_ns"].astype("int64").to_numpy()
@@ -109,8 +107,8 @@ def budget(
 ) -> dict[str, Any]:
     """The JSON object of ``workbench show --json`` (docs/json.md) of a run, in ms.
 
-    The piecewise form ``budget(meta, requests, stages)`` still works this release, with a DeprecationWarning.
-    """
+    The piecewise form ``budget(meta, requests, stages)`` still works this release, with a
+    DeprecationWarning."""
     units = getattr(run, "units", None)
     if requests is None and hasattr(run, "requests"):
         meta, requests, stages = run.meta, run.requests, run.stages

@@ -1,8 +1,8 @@
 """The sentences the notebooks print about numbers, each from a check of the property it states.
 
 Each returns a :class:`Claim`: ``kind`` (which outcome), ``holds`` (the property the first wording
-states), ``text``; ``tests/notebooks/test_claims.py`` runs each on ``data/runs`` and counter-examples.
-"""
+states), ``text``; ``tests/notebooks/test_claims.py`` runs each on ``data/runs`` and
+counter-examples."""
 
 from __future__ import annotations
 
@@ -44,8 +44,8 @@ def trend(sizes: Sequence[int], values: Sequence[float]) -> tuple[str, int, list
     """``(kind, best size, dips)`` of values by increasing size.
 
     kind: ``rising``, ``never_fell`` (some steps level: the ``dips``), ``highest_at_largest`` (the
-    largest is best but some step fell), ``peak`` (the best is not the largest), ``flat`` (under two).
-    """
+    largest is best but some step fell), ``peak`` (the best is not the largest), ``flat`` (under
+    two)."""
     if len(sizes) != len(values):
         raise ValueError(f"{len(sizes)} sizes but {len(values)} values")
     order = sorted(range(len(sizes)), key=lambda i: sizes[i])
@@ -223,9 +223,8 @@ def live_vs_model_claim(x: float, noisy: bool | None) -> Claim:
 
 
 def first_request_claim(first_x: float, noisy: bool | None, recorded_x: float) -> Claim:
-    """Notebook 3: the first request over the measured median, live and recorded.
-    ``holds``: it stands out (>= :data:`WARMUP_X`); below that a noisy machine is named as the reason.
-    """
+    """Notebook 3: the first request over the measured median, live and recorded. ``holds``: it
+    stands out (>= :data:`WARMUP_X`); below that a noisy machine is named as the reason."""
     if first_x >= WARMUP_X:
         lo, hi = AGREE
         if lo <= first_x / recorded_x <= hi:
@@ -293,8 +292,8 @@ def coverage_claim(stage: str, share: float) -> Claim:
 
 def cold_start_claim(pairs: pd.DataFrame, name: str) -> Claim:
     """Launch pairs of a trace: ``holds`` when no launch call holds >= :data:`COLD_SHARE` of
-    launch-call time at >= :data:`COLD_OVER_MEDIAN` times the median (a cold start, not a steady state).
-    """
+    launch-call time at >= :data:`COLD_OVER_MEDIAN` times the median (a cold start, not a steady
+    state)."""
     cpu = pairs["cpu_dur_ns"].to_numpy(dtype=np.int64)
     if cpu.size == 0:
         text = f"{name}: no kernel launches joined to GPU work: nothing to judge."

@@ -9,8 +9,7 @@ its stages (:func:`harness_cut`; what was cut in ``tree.attrs["cut"]``, None whe
 The tree is a flat node table, parents before children: :data:`COLUMNS`. Host nodes: ``total_ns``
 = summed host duration, ``self_ns`` = total minus host children (clipped at 0). GPU nodes:
 ``total_ns`` = ``self_ns`` = GPU time, not subtracted from the parent (another clock). ``gpu_ns``
-= GPU time launched within the subtree; ``bytes`` = copy and memset bytes (null for host nodes).
-"""
+= GPU time launched within the subtree; ``bytes`` = copy and memset bytes (null for host nodes)."""
 
 from __future__ import annotations
 
@@ -66,8 +65,7 @@ def _assign_nodes(
     parent: np.ndarray, label: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Node id per event (same label path -> same node), each node's parent and label; ids in
-    first appearance, so ``parent < id``. Paths compare by pointer doubling (log2(depth) rounds).
-    """
+    first appearance, so ``parent < id``. Paths compare by pointer doubling (log2(depth) rounds)."""
     path, up = label.astype(np.int64), parent.copy()
     while (up >= 0).any():
         has = up >= 0
@@ -85,8 +83,8 @@ def _assign_nodes(
 
 def harness_cut(events: pd.DataFrame) -> tuple[pd.DataFrame, dict | None]:
     """The events inside stage ranges (host events on the stage's thread, the GPU work they
-    launched) without instrumentation frames, and what was cut (None: no stage range or nothing cut):
-    ``{host_events, gpu_events, outside_ns, traced_ns, frames, note}``."""
+    launched) without instrumentation frames, and what was cut (None: no stage range or nothing
+    cut): ``{host_events, gpu_events, outside_ns, traced_ns, frames, note}``."""
     cats = events["name"].cat.categories.astype(str)
     codes = events["name"].cat.codes.to_numpy()
     host = events["kind"].isin(HOST_KINDS).to_numpy()
@@ -180,8 +178,7 @@ def _short(name: str) -> str:
 
 def flame_tree(events: Trace | pd.DataFrame, *, from_stages: bool = True) -> pd.DataFrame:
     """The flame tree of an events table (module docstring); ``from_stages``: apply
-    :func:`harness_cut` (False keeps the whole process as profiled).
-    """
+    :func:`harness_cut` (False keeps the whole process as profiled)."""
     events = Trace.of(events).events
     cut = None
     if from_stages:
@@ -296,10 +293,9 @@ def _depths_and_subtree_sums(
 
 def prune(tree: pd.DataFrame, min_share: float = 0.01) -> pd.DataFrame:
     """Fold nodes under ``min_share`` of the roots' total and of the roots' GPU total into one
-    ``(other)`` node per parent (sums of count, total, bytes, gpu_ns; self = total), descendants with
-    them; ids renumbered. Composes: ``prune(prune(t, 0.001), 0.01)``. The GPU share keeps a CUDA run's
-    kernels, which by host time alone fall under any share of a request.
-    """
+    ``(other)`` node per parent (sums of count, total, bytes, gpu_ns; self = total), descendants
+    with them; ids renumbered. Composes: ``prune(prune(t, 0.001), 0.01)``. The GPU share keeps a
+    CUDA run's kernels, which by host time alone fall under any share of a request."""
     if tree.empty:
         return tree.copy()
     tree = tree.reset_index(drop=True)
@@ -328,8 +324,7 @@ def pruned_sizes(tree: pd.DataFrame, shares) -> list[int]:
 
 def _path_minima(tree: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
     """Parent positions, each node's smallest weight on its path from the root, the roots' total;
-    a weight is the larger of ``total_ns`` and ``gpu_ns`` scaled to the host total.
-    """
+    a weight is the larger of ``total_ns`` and ``gpu_ns`` scaled to the host total."""
     totals = tree["total_ns"].to_numpy(np.int64)
     ppos = _parent_positions(tree)
     roots = tree["parent"].to_numpy() < 0
@@ -360,7 +355,8 @@ def _parent_positions(tree: pd.DataFrame) -> np.ndarray:
 
 
 def _path_min(ppos: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Minimum of ``values`` over each node and its ancestors, by pointer doubling (log2(depth) passes)."""
+    """Minimum of ``values`` over each node and its ancestors, by pointer doubling (log2(depth)
+    passes)."""
     low, up = values.copy(), ppos.copy()
     for _ in range(max(int(np.log2(max(len(up), 1))) + 2, 1)):
         has = np.flatnonzero(up >= 0)
@@ -397,9 +393,8 @@ GPU_WORK_COLUMNS = ["stage", "name", "kind", "gpu_ns", "count", "bytes"]
 def gpu_work_by_stage(tree: pd.DataFrame) -> pd.DataFrame:
     """The kernels, copies and memsets of a flame tree summed per root (stage) and name.
 
-    Columns: :data:`GPU_WORK_COLUMNS` (``bytes`` null for kernels); stages in tree order, the longest
-    GPU work first within each; empty without GPU work.
-    """
+    Columns: :data:`GPU_WORK_COLUMNS` (``bytes`` null for kernels); stages in tree order, the
+    longest GPU work first within each; empty without GPU work."""
     gpu = tree["kind"].isin(GPU_WORK_KINDS).to_numpy() if len(tree) else np.zeros(0, bool)
     if not gpu.any():
         return pd.DataFrame(columns=GPU_WORK_COLUMNS)

@@ -5,8 +5,7 @@ follow Holistic Trace Analysis (HTA): delay ``gpu.ts - (cpu.ts + cpu.dur)`` clip
 outliers over ``RUNTIME_OUTLIER_NS``, delay outliers over ``LAUNCH_DELAY_OUTLIER_NS``, short
 kernels (cpu dur <= 50 us and gpu dur < cpu dur). Graph launches replay many kernels under one
 correlation and are counted apart. Cold start (device, context and stream set-up, a kernel's first
-launch over ``FIRST_CALL_NS``: :func:`cold_table`) is reported apart; verdicts use the rest.
-"""
+launch over ``FIRST_CALL_NS``: :func:`cold_table`) is reported apart; verdicts use the rest."""
 
 from __future__ import annotations
 
@@ -55,9 +54,8 @@ LAUNCH_PERCENTILES = (50, 90, 95, 99)  # the launch distributions' columns (HTA'
 
 class LaunchJoin:
     """GPU work (``work``: numpy columns) and per row the index of its launching call in
-    ``runtime``, -1 where missing; a correlation shared by several calls joins the first. Computed once
-    per trace (:func:`launch_join`).
-    """
+    ``runtime``, -1 where missing; a correlation shared by several calls joins the first. Computed
+    once per trace (:func:`launch_join`)."""
 
     def __init__(self, work: Columns, runtime: Columns, call: np.ndarray):
         self.work, self.runtime, self.call = work, runtime, call

@@ -4,8 +4,7 @@ Shared by the flame tree and the request chart, so an event sits at the same dep
 one lane's (thread's) events by start, longest first on ties, keeping a stack of open events;
 before an event pop those that ended (``end <= start``), then those that cannot hold it (ending
 more than :data:`NEST_SLACK_NS` before it does). The parent is the stack's top. Linear after
-sorting, whatever the depth or overlap.
-"""
+sorting, whatever the depth or overlap."""
 
 from __future__ import annotations
 
@@ -24,8 +23,8 @@ def nest(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Parent position (-1 for none) and depth (0 outermost) of each event, inputs in
     :func:`nesting_order` (integer ns). Properly nested input is answered with numpy
-    (:func:`_nest_nested`); any partial overlap goes to the stack walk (:func:`_nest_walk`), the rule.
-    """
+    (:func:`_nest_nested`); any partial overlap goes to the stack walk (:func:`_nest_walk`), the
+    rule."""
     lane, ts_ns, end_ns = (np.asarray(a, dtype=np.int64) for a in (lane, ts_ns, end_ns))
     fast = _nest_nested(lane, ts_ns, end_ns)
     return fast if fast is not None else _nest_walk(lane, ts_ns, end_ns, slack_ns)
@@ -61,8 +60,7 @@ def _nest_nested(
     """:func:`_nest_walk`'s answer when no event outlives its parent, else None.
 
     Depth = the lane's earlier events still open at the start (one sort); parent = the last earlier
-    event one level up. Checked: every parent open at its child's start and ending no earlier.
-    """
+    event one level up. Checked: every parent open at its child's start and ending no earlier."""
     n = ts.size
     if n == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)

@@ -12,8 +12,7 @@ An output splits into items along its first axis; an item's numbers and class (:
 an array or number: its values, class-like as a float vector of two or more (class: argmax) or an
 integer (class: the value); JSON (``bytes``/``str`` that parse, or a dict): its numeric leaves,
 identity fields (``id``, ``*_id``, :data:`CLASS_KEYS`) left out, the class the first
-:data:`CLASS_KEYS` field met depth-first; anything else: nothing to compare.
-"""
+:data:`CLASS_KEYS` field met depth-first; anything else: nothing to compare."""
 
 from __future__ import annotations
 
@@ -108,8 +107,8 @@ def output_agreement(
     """``{max_abs_error, max_rel_error, argmax_agreement, items}`` of B's outputs against A's.
 
     requests_a/requests_b: first item index -> that request's final output (the sides may batch
-    differently: shared items are compared); ``agree`` is called on requests starting at the same item.
-    """
+    differently: shared items are compared); ``agree`` is called on requests starting at the same
+    item."""
     items_a, items_b = _by_item(requests_a), _by_item(requests_b)
     shared = sorted(set(items_a) & set(items_b))
     if not shared:

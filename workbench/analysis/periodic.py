@@ -6,8 +6,7 @@ by more than the run's median (a machine slow for seconds raises that baseline).
 deepest spike. Their onsets, weighted by depth, go through a Rayleigh periodogram (a long machine
 stall weighs no more than one episode); the chain of deep episodes a whole number of periods apart
 measures the period. It sees periods from about twice an episode's width to about a tenth of the
-run, where requests land in the episodes often enough (a paced run at rate r: episodes over 1/r).
-"""
+run, where requests land in the episodes often enough (a paced run at rate r: episodes over 1/r)."""
 
 from __future__ import annotations
 
@@ -49,8 +48,7 @@ def periodic_spikes(
     Out: ``period_ms``, ``width_ms`` (how long an episode stalls a request: :func:`_first_spikes`),
     ``episodes``, ``spikes``, ``share_of_requests`` and ``share_of_slowest_1pct`` (0..1), ``z`` (the
     periodogram at the period), ``stage`` and ``stage_share`` (the stage holding most of the excess
-    over its median of the requests sent into the episodes), ``sentence``.
-    """
+    over its median of the requests sent into the episodes), ``sentence``."""
     req, st = measured_ok(requests, stages)
     if len(req) < 2 * MIN_SPIKES:
         return None
@@ -124,11 +122,11 @@ def _slow_bins(first: np.ndarray, last: np.ndarray, weight: np.ndarray, n: int) 
 def _period_lag(onsets: np.ndarray, depth: np.ndarray, n: int) -> tuple[float | None, float]:
     """The period (bins) of the episodes' onsets by their Rayleigh periodogram, and its statistic.
 
-    ``z = |sum w e^(i phase)|^2 / sum w^2`` (about 1 at random) over the ``MAX_ONSETS`` deepest, weights
-    capped at ``WEIGHT_CAP_PCT``; trial frequencies of a DFT ``PAD`` times the run's length, periods
-    from ``MIN_PERIOD_BINS`` to ``n / MIN_PERIODS``. A period has the same ``z`` at its divisors, so
-    the longest multiple keeping ``HARMONIC_SHARE`` of the best ``z`` wins. None under ``MIN_Z``.
-    """
+    ``z = |sum w e^(i phase)|^2 / sum w^2`` (about 1 at random) over the ``MAX_ONSETS`` deepest,
+    weights capped at ``WEIGHT_CAP_PCT``; trial frequencies of a DFT ``PAD`` times the run's length,
+    periods from ``MIN_PERIOD_BINS`` to ``n / MIN_PERIODS``. A period has the same ``z`` at its
+    divisors, so the longest multiple keeping ``HARMONIC_SHARE`` of the best ``z`` wins. None under
+    ``MIN_Z``."""
     keep = np.argsort(-depth, kind="stable")[:MAX_ONSETS]
     w = np.minimum(depth[keep], np.percentile(depth, WEIGHT_CAP_PCT))
     if len(keep) < MIN_PERIODS or not w.any():

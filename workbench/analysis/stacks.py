@@ -4,8 +4,7 @@ Input: the timing run's stack samples (:mod:`workbench.sampling`) with their req
 The sets are the tail attribution's; per stage and set, a frame's (file and function, recursion
 once) share is the fraction of the set's samples in that stage whose stack holds it: samples are
 evenly spaced, so the share of time. Out: ``stacks`` (STACKS in docs/json.md); the headline names
-the ``lead`` frame (:func:`_lead`); a stage under :data:`MIN_SAMPLES` tail samples has none.
-"""
+the ``lead`` frame (:func:`_lead`); a stage under :data:`MIN_SAMPLES` tail samples has none."""
 
 from __future__ import annotations
 
@@ -213,7 +212,8 @@ def differential_tree(
 
 
 def headline(entry: dict[str, Any] | None, stage: str, tail_set: str) -> str | None:
-    """``hydrate, 91 % of the slowest 1 % in redis read_response <- get_features (...); median 40 %``."""
+    """``hydrate, 91 % of the slowest 1 % in redis read_response <- get_features (...); median 40
+    %``."""
     if not entry or not entry["enough"] or not entry["lead"]:
         return None
     best = entry["lead"]

@@ -3,8 +3,7 @@
 Percentiles interpolate linearly between order statistics (numpy's ``method="linear"``, Hyndman &
 Fan type 7) on integer ns, reported in ms. A percentile's confidence interval is the
 distribution-free order-statistic one (ranks ``n*q -/+ z*sqrt(n*q*(1-q))``), deterministic; where
-the upper rank does not exist the bound is None (p99 needs n >= 563: :func:`requests_to_bound`).
-"""
+the upper rank does not exist the bound is None (p99 needs n >= 563: :func:`requests_to_bound`)."""
 
 from __future__ import annotations
 
@@ -30,8 +29,7 @@ Z_95 = 1.959963984540054
 
 def percentiles(values, q, axis: int | None = None) -> np.ndarray | np.float64:
     """The q-th percentile(s) (0-100) of ``values`` as given: the package's one definition.
-    Empty input raises, as numpy does; :func:`percentile_ns` gives NaN instead.
-    """
+    Empty input raises, as numpy does; :func:`percentile_ns` gives NaN instead."""
     return np.percentile(values, q, axis=axis, method="linear")
 
 
@@ -60,9 +58,8 @@ def tail_summary_ns(values_ns, confidence_z: float = Z_95) -> dict[str, float | 
     """The far tail of ns durations: :data:`TAIL_KEYS`.
 
     The p99.9 figures are None below ``p999_needs_count`` requests; ``max_above_percentile`` is the
-    percentile the maximum is at or above with 95 % confidence, ``100 * 0.05**(1/n)`` (``P(max < x_q)
-    = q**n``).
-    """
+    percentile the maximum is at or above with 95 % confidence, ``100 * 0.05**(1/n)`` (``P(max <
+    x_q) = q**n``)."""
     arr = np.asarray(values_ns, dtype=np.int64)
     need = requests_to_bound(TAIL_PERCENTILE, confidence_z)
     out: dict[str, float | int | None] = dict.fromkeys(TAIL_KEYS)
@@ -99,8 +96,7 @@ def percentile_ci_ns(
 @functools.cache
 def requests_to_bound(q: float, confidence_z: float = Z_95) -> int:
     """The smallest sample whose :func:`percentile_ci_ns` interval of the q-th percentile is
-    bounded (563 for p99, 110 for p95 at 95 %).
-    """
+    bounded (563 for p99, 110 for p95 at 95 %)."""
     p = q / 100.0
     n = 1
     while math.ceil(n * p + confidence_z * math.sqrt(n * p * (1.0 - p))) + 1 > n:

@@ -67,9 +67,9 @@ def shares(wide: pd.DataFrame, ids: pd.Index, stage_order: list[str]) -> dict[st
 def tail_attribution(
     requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]
 ) -> dict[str, Any]:
-    """The ``tail`` object of ``show --json``: ``{"requests", "sets": {name: {"count",
-    "e2e_sum_ms", "shares"} or None}, "stages": [{"name", "share_<set>"...}], "notes", "headline"}``;
-    shares are fractions in [0, 1]."""
+    """The ``tail`` object of ``show --json``: ``{"requests", "sets": {name: {"count", "e2e_sum_ms",
+    "shares"} or None}, "stages": [{"name", "share_<set>"...}], "notes", "headline"}``; shares are
+    fractions in [0, 1]."""
     wide = stage_matrix(requests, stages, stage_order)
     n = len(wide)
     notes: list[str] = []

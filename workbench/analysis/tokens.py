@@ -3,8 +3,7 @@
 Definitions: TOKENS in docs/json.md (vLLM's serving benchmark on the workbench's clock). Only
 measured successful requests count; percentiles are :mod:`.stats`'. ITL figures are over all gaps,
 the others over requests; the ITL interval takes one request's gaps as independent, so it is
-narrower than the truth (:func:`compare_tokens` resamples whole blocks of requests instead).
-"""
+narrower than the truth (:func:`compare_tokens` resamples whole blocks of requests instead)."""
 
 from __future__ import annotations
 
@@ -30,10 +29,9 @@ GROWTH_AGREE = 0.8  # share of requests whose later half is slower
 def token_requests(
     requests: pd.DataFrame, stages: pd.DataFrame, units: pd.DataFrame
 ) -> pd.DataFrame:
-    """One row per measured successful request with a unit: ``request``, ``ttft_ns``,
-    ``prefill_ns`` (Int64, null without the streaming stage's row), ``tpot_ns`` (Int64, null under two
-    units), ``tokens_out``, ``end_to_end_ns`` (ns from the run's start).
-    """
+    """One row per measured successful request with a unit: ``request``, ``ttft_ns``, ``prefill_ns``
+    (Int64, null without the streaming stage's row), ``tpot_ns`` (Int64, null under two units),
+    ``tokens_out``, ``end_to_end_ns`` (ns from the run's start)."""
     measured = requests.loc[~requests["warmup"] & requests["ok"], ["request", "start_ns", "dur_ns"]]
     mine = units[units["request"].isin(measured["request"])]
     if mine.empty:
@@ -62,7 +60,8 @@ def token_requests(
 
 
 def unit_gaps(requests: pd.DataFrame, units: pd.DataFrame) -> pd.DataFrame:
-    """Inter-token latencies: ``request``, ``position`` (the later unit's index, from 1), ``itl_ns``."""
+    """Inter-token latencies: ``request``, ``position`` (the later unit's index, from 1),
+    ``itl_ns``."""
     measured = requests.loc[~requests["warmup"] & requests["ok"], "request"]
     mine = units[units["request"].isin(measured)].sort_values(["request", "unit"], kind="stable")
     gap = mine["at_ns"].diff()
@@ -108,11 +107,11 @@ def token_summary(requests: pd.DataFrame, stages: pd.DataFrame, units: pd.DataFr
 def decode_growth(gaps: pd.DataFrame) -> dict[str, Any]:
     """Do decode steps grow with the token's position (what a model without a KV cache does)?
 
-    Per request of ``GROWTH_MIN_GAPS`` gaps or more, the later half's mean ITL over the earlier half's;
-    ``growth`` is their median, ``agree`` the share above 1, ``grows`` True when ``GROWTH_MIN_REQUESTS``
-    requests give ``growth >= GROWTH_RATIO`` and ``agree >= GROWTH_AGREE`` (None: too few). A
-    least-squares line of ITL on position gives ``slope_us_per_token``, ``first_ms`` and ``last_ms``.
-    """
+    Per request of ``GROWTH_MIN_GAPS`` gaps or more, the later half's mean ITL over the earlier
+    half's; ``growth`` is their median, ``agree`` the share above 1, ``grows`` True when
+    ``GROWTH_MIN_REQUESTS`` requests give ``growth >= GROWTH_RATIO`` and ``agree >= GROWTH_AGREE``
+    (None: too few). A least-squares line of ITL on position gives ``slope_us_per_token``,
+    ``first_ms`` and ``last_ms``."""
     ratios = []
     for _, g in gaps.groupby("request", sort=False):
         itl = g["itl_ns"].to_numpy("float64")
@@ -200,9 +199,9 @@ COMPARED = ("ttft", "tpot", "itl")
 def token_blocks(per: pd.DataFrame, gaps: pd.DataFrame, group) -> dict[str, np.ndarray]:
     """Block matrices (:func:`.verdicts.round_blocks`) of TTFT, TPOT, ITL and end to end.
 
-    per: :func:`token_requests` rows of two units or more; gaps: their :func:`unit_gaps`; group: each
-    row's block (its round, or position // 10 in a saved run); a request's gaps go to its block.
-    """
+    per: :func:`token_requests` rows of two units or more; gaps: their :func:`unit_gaps`; group:
+    each row's block (its round, or position // 10 in a saved run); a request's gaps go to its
+    block."""
     group = np.asarray(group)
     of_request = pd.Series(group, index=per["request"].to_numpy())
     mine = gaps[gaps["request"].isin(per["request"])]
@@ -218,8 +217,8 @@ def token_blocks(per: pd.DataFrame, gaps: pd.DataFrame, group) -> dict[str, np.n
 
 def compare_tokens(blocks_a, blocks_b, *, paired: bool, **kwargs) -> dict[str, Any]:
     """``tokens`` of ``compare --json``: ``metrics`` (an ENTRY per :data:`COMPARED`,
-    :func:`.verdicts.compare_blocks` with ``kwargs``), and the ``requests`` and ``gaps`` counted ([A, B]).
-    """
+    :func:`.verdicts.compare_blocks` with ``kwargs``), and the ``requests`` and ``gaps`` counted
+    ([A, B])."""
     found = compare_blocks(blocks_a, blocks_b, COMPARED, paired=paired, **kwargs)
 
     def count(blocks, name):
@@ -275,7 +274,8 @@ def paired_tokens(
 
 
 def run_token_blocks(requests, stages, units, block: int = BLOCK) -> dict[str, np.ndarray] | None:
-    """:func:`token_blocks` of a saved run in blocks of ``block`` requests; None when none has two units."""
+    """:func:`token_blocks` of a saved run in blocks of ``block`` requests; None when none has two
+    units."""
     per = token_requests(requests, stages, units)
     per = per[per["tpot_ns"].notna()]
     if per.empty:
@@ -303,8 +303,7 @@ def goodput(
     tpot_ms: float | None,
 ) -> dict[str, Any] | None:
     """vLLM's goodput: ``ttft_ms``, ``tpot_ms``, ``requests`` (measured), ``good`` (succeeded and
-    :func:`meets_bounds`), ``share`` (None of none); None without a bound.
-    """
+    :func:`meets_bounds`), ``share`` (None of none); None without a bound."""
     if ttft_ms is None and tpot_ms is None:
         return None
     good = meets_bounds(token_requests(requests, stages, units), ttft_ms, tpot_ms)

@@ -101,8 +101,8 @@ def _inside(ranges: dict, tids: np.ndarray, ts: np.ndarray, values: np.ndarray |
 
 def trace_stage_summary(trace: Trace) -> pd.DataFrame:
     """Per stage of a *trace* (first appearance order), in ns: count, host_ns, host_mean_ns,
-    :data:`_SUMS` and the three flags. (A *run*'s per-stage latency, in ms: :func:`workbench.stage_summary`.)
-    """
+    :data:`_SUMS` and the three flags. (A *run*'s per-stage latency, in ms:
+    :func:`workbench.stage_summary`.)"""
     return text_frame(stage_summary_table(trace), "stage")
 
 

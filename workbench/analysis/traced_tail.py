@@ -8,8 +8,7 @@ p40-p60; ``note`` says how many requests the view rests on.
 :func:`slow_minus_median`: both sets' flame trees merged by path, ``{"requests", "slowest",
 "median", "note", "tree": [{"id", "parent", "name", "kind", "slow_ns", "median_ns"}]}``, ns per
 request of the set. :func:`tail_views`: each set's launch and transfer figures (:func:`set_view`)
-as ``slowest_view`` and ``median_view``.
-"""
+as ``slowest_view`` and ``median_view``."""
 
 from __future__ import annotations
 

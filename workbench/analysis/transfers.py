@@ -4,8 +4,7 @@ that make the host wait for the GPU.
 A copy's direction is the word after ``Memcpy`` in its name; its host memory kind the side of
 ``(Src -> Dst)`` in :data:`HOST_MEMORY_KINDS`. Pageable copies cannot overlap compute and are
 staged through a pinned buffer: the usual cause of slow HtoD. Bandwidth: bytes / summed copy time,
-GB/s (1e9 bytes per second).
-"""
+GB/s (1e9 bytes per second)."""
 
 from __future__ import annotations
 
@@ -148,8 +147,7 @@ def memset_summary(trace: Trace) -> dict:
 
 def sync_calls(trace: Trace) -> pd.DataFrame:
     """Runtime calls that block the host until the GPU catches up (:data:`SYNC_CALL_NAMES`):
-    name, count, total_ns, max_ns; largest total first.
-    """
+    name, count, total_ns, max_ns; largest total first."""
     return rows_frame(sync_rows(trace), {"name": "str"} | dict.fromkeys(SYNC_COLUMNS, "int64"))
 
 

@@ -116,15 +116,15 @@ WINDOWS = {50.0: (40.0, 60.0), 99.0: (97.0, 99.8)}
 
 
 class Bootstrap:
-    """Resampled ratios ``percentile_q(B*) / percentile_q(A*)``, the same draws for every stage and metric.
+    """Resampled ratios ``percentile_q(B*) / percentile_q(A*)``, the same draws for every stage and
+    metric.
 
-    Up to :data:`SUMMARY_ABOVE_BLOCKS` blocks per side, a resample is a row of block indices per side
-    (paired: one draw for both). Past it (a million requests would need gigabytes of indices),
-    consecutive blocks merge into :data:`SUMMARY_UNITS` units, each a histogram of :data:`WINDOW_BINS`
-    bins over the side's percentile window (:data:`WINDOWS`) plus counts below and above; a resample
-    draws multinomial unit counts, adds the histograms and interpolates the percentile inside its bin
-    (clamped to the window). Memory per stage and side: units x bins.
-    """
+    Up to :data:`SUMMARY_ABOVE_BLOCKS` blocks per side, a resample is a row of block indices per
+    side (paired: one draw for both). Past it (a million requests would need gigabytes of indices),
+    consecutive blocks merge into :data:`SUMMARY_UNITS` units, each a histogram of
+    :data:`WINDOW_BINS` bins over the side's percentile window (:data:`WINDOWS`) plus counts below
+    and above; a resample draws multinomial unit counts, adds the histograms and interpolates the
+    percentile inside its bin (clamped to the window). Memory per stage and side: units x bins."""
 
     def __init__(
         self, n_a: int, n_b: int, *, paired: bool, resamples: int = RESAMPLES, seed: int = 0
@@ -246,8 +246,7 @@ def verdict(
     drift: float = 0.0,
 ) -> str:
     """The verdict of one ratio interval (module docstring); ``drift`` (relative, NaN: not
-    measured) widens the margin only when ``noisy``.
-    """
+    measured) widens the margin only when ``noisy``."""
     lo, hi = ci
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return TOO_NOISY
@@ -276,8 +275,8 @@ def gate_decision(
 ) -> str:
     """``regression``, ``no regression`` or ``inconclusive`` for one metric (module docstring).
 
-    threshold: the allowed slow-down, relative (0.05); resolution: of two separate runs (None: interleaved).
-    """
+    threshold: the allowed slow-down, relative (0.05); resolution: of two separate runs (None:
+    interleaved)."""
     lo, hi = ci
     limit = 1.0 + threshold
     if metric_verdict == SLOWER and ratio > limit and lo > limit:
@@ -309,8 +308,7 @@ def _tail(blocks: np.ndarray) -> dict[str, float | int | None]:
 @dataclass(frozen=True)
 class VerdictOptions:
     """How :func:`compare_blocks` judges B against A; ``widen``: separate runs' interval factor
-    (``[lo / widen, hi * widen]``, :func:`taken_apart`).
-    """
+    (``[lo / widen, hi * widen]``, :func:`taken_apart`)."""
 
     metric: str = "p50"
     min_effect: float = MIN_EFFECT
@@ -332,9 +330,8 @@ def compare_blocks(
 ) -> dict[str, Any]:
     """``{"stages": [entry per stage], "end_to_end": entry}``, B against A (ENTRY in docs/json.md).
 
-    blocks_a/blocks_b: name -> block matrix (ns, :func:`round_blocks`) for ``names`` and ``end_to_end``;
-    ``overrides``: :class:`VerdictOptions` fields as keywords.
-    """
+    blocks_a/blocks_b: name -> block matrix (ns, :func:`round_blocks`) for ``names`` and
+    ``end_to_end``; ``overrides``: :class:`VerdictOptions` fields as keywords."""
     opts = replace(options or VerdictOptions(), **overrides)
     if opts.metric not in METRICS:
         raise ConfigError(f"metric must be one of {', '.join(METRICS)}, got {opts.metric!r}")
@@ -387,8 +384,8 @@ def paired_comparison(
     """Compare configuration ``b`` with ``a`` of an interleaved run, paired by round.
 
     samples: one row per measured request: ``config``, ``round``, ``ok``, one ns column per stage in
-    ``names`` and ``end_to_end``; failed requests are left out. ``kwargs`` go to :func:`compare_blocks`.
-    """
+    ``names`` and ``end_to_end``; failed requests are left out. ``kwargs`` go to
+    :func:`compare_blocks`."""
     missing = [c for c in ("config", "round", "ok", *names, END_TO_END) if c not in samples.columns]
     if missing:
         raise ConfigError(f"samples: missing columns {missing}")
@@ -433,12 +430,12 @@ def resolution(
     seed: int = 0,
     alpha: float = ALPHA,
 ) -> dict[str, Any]:
-    """The smallest relative difference two *separate* runs can resolve, from their end-to-end blocks.
+    """The smallest relative difference two *separate* runs can resolve, from their end-to-end
+    blocks.
 
     ``max(ci_half_width, drift_a, drift_b)``: the larger half of the bootstrap interval of the ratio
-    around its point, and each run's own first-half to second-half change. A lower bound: the machine
-    can change between runs in ways neither run shows.
-    """
+    around its point, and each run's own first-half to second-half change. A lower bound: the
+    machine can change between runs in ways neither run shows."""
     q = METRICS[metric]
     boots = Bootstrap(
         blocks_a.shape[0], blocks_b.shape[0], paired=False, resamples=resamples, seed=seed
@@ -479,8 +476,7 @@ def separate_comparison(
     run's ``other_cores / cores``), the minimum effect is ``max(min_effect, resolution)`` and a run
     flagged noisy (``noisy``) gives ``too noisy to tell``. matrix_a/matrix_b:
     :func:`workbench.analysis.budget.stage_matrix` of each run, or the same columns as arrays
-    (successful measured requests in order, ns); blocks are ``block`` consecutive requests.
-    """
+    (successful measured requests in order, ns); blocks are ``block`` consecutive requests."""
     opts = replace(options or VerdictOptions(), **overrides)
     family = [*names, END_TO_END]
     blocks = [
@@ -517,11 +513,11 @@ def _run_blocks(matrix, label: str, family: list[str], block: int) -> dict[str, 
 
 
 def taken_apart(noisy: tuple, shares: tuple) -> dict[str, Any]:
-    """How far apart two separate runs' intervals are taken: ``widen = (1 + share_a) * (1 + share_b)``.
+    """How far apart two separate runs' intervals are taken: ``widen = (1 + share_a) * (1 +
+    share_b)``.
 
-    share: the part of the machine other processes used during the run (``other_cores / cores``, 0..1;
-    None counts 0): it could have taken that part of the run's time.
-    """
+    share: the part of the machine other processes used during the run (``other_cores / cores``,
+    0..1; None counts 0): it could have taken that part of the run's time."""
     known = [min(max(float(x), 0.0), 1.0) if x is not None else None for x in shares]
     widen = math.prod(1.0 + (x or 0.0) for x in known)
     return {

@@ -8,8 +8,7 @@ Out (:mod:`workbench.plots.wait_flame`'s input): ``{"tail_set", "requests": {"ta
 "work": [node], "waits": [node]}``, node ``{"id", "parent" (-1: root), "name", "kind" ("stage",
 "class" or "frame"), "tail_ns", "median_ns"}``: inclusive sampled ns summed over each set's
 requests. A node is kept with at least :data:`MIN_NODE_SHARE` of the tree's tail time; nodes are
-depth-first, the most tail time first.
-"""
+depth-first, the most tail time first."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ whose ``[start, end)`` holds it (in overlapping load batches, the last started: 
 and stands for the time since the previous sample (``dt_ns``). Collections are timed exactly: each
 one's overlap with a stage call is ``gc`` time. The sets are the tail attribution's (slowest 1 %
 with :data:`MIN_SAMPLES` samples, else 5 %; median p40-p60). Out: ``waits`` (WAITS in
-docs/json.md); the headline names the first cause with positive excess that is not ``off_cpu``.
-"""
+docs/json.md); the headline names the first cause with positive excess that is not ``off_cpu``."""
 
 from __future__ import annotations
 
@@ -94,8 +93,8 @@ def stage_samples(
     order: list[str],
     pipeline_stages: list[str] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, Any], str] | None:
-    """``(rows, sets, tail set)``: the stage samples with ``request`` and ``stage`` (plus a
-    ``gc`` row per collection overlap, ``stack`` -1), the tail attribution's request sets and the tail
+    """``(rows, sets, tail set)``: the stage samples with ``request`` and ``stage`` (plus a ``gc``
+    row per collection overlap, ``stack`` -1), the tail attribution's request sets and the tail
     set's name; None without rows or a measured request."""
     if not sampled or not sampled["rows"]["t_ns"]:
         return None

@@ -3,8 +3,7 @@
 A sweep point is one load run cut into windows of ``window_ns`` by send time. Triton
 perf_analyzer's rule: the last ``count`` (3) windows are stable when each one's p50 and p99 lie
 within ``stability_pct`` % of those windows' mean; the point's figures are those three windows'
-(a point that never settles reports its last three and says so).
-"""
+(a point that never settles reports its last three and says so)."""
 
 from __future__ import annotations
 
@@ -28,10 +27,9 @@ def window_table(
 ) -> pd.DataFrame:
     """One row per window ``[k*window_ns, (k+1)*window_ns)`` of send times (ns from the origin).
 
-    Columns :data:`WINDOW_COLUMNS`: ``requests`` sent in it (``ok``/``failed``), ``offered_rps`` (sent
-    per second), ``achieved_rps`` (successful requests *finished* in it per second), and end-to-end
-    percentiles (ms) of its successful requests (None without).
-    """
+    Columns :data:`WINDOW_COLUMNS`: ``requests`` sent in it (``ok``/``failed``), ``offered_rps``
+    (sent per second), ``achieved_rps`` (successful requests *finished* in it per second), and
+    end-to-end percentiles (ms) of its successful requests (None without)."""
     start = np.asarray(start_ns, dtype=np.int64)
     end = start + np.asarray(dur_ns, dtype=np.int64)
     good = np.asarray(ok, dtype=bool)
@@ -74,7 +72,8 @@ def _settled(p50_ms: Sequence, p99_ms: Sequence, stability_pct: float) -> bool:
 def first_stable(
     windows: pd.DataFrame, stability_pct: float, count: int = STABLE_COUNT
 ) -> int | None:
-    """The first window ``k`` closing ``count`` stable windows (perf_analyzer stops there); None if none."""
+    """The first window ``k`` closing ``count`` stable windows (perf_analyzer stops there); None if
+    none."""
     p50, p99 = windows["p50_ms"].tolist(), windows["p99_ms"].tolist()
     for k in range(count - 1, len(windows)):
         lo = k - count + 1
@@ -101,9 +100,8 @@ class StabilityWatch:
     origin; ``key_ns``: send or due time, files the request for "every request of this window has
     finished"; ``start_ns`` files its latency as :func:`window_table` does), and ``stop(due_ns)``
     before each send: windows ended before ``due_ns`` whose requests have all finished are judged in
-    order by :func:`first_stable`'s rule. True stops the schedule: ``windows_run`` whole windows were
-    sent, ``stable_after`` is the window count at the stable trio. One thread calls it.
-    """
+    order by :func:`first_stable`'s rule. True stops the schedule: ``windows_run`` whole windows
+    were sent, ``stable_after`` is the window count at the stable trio. One thread calls it."""
 
     def __init__(
         self, window_ns: int, stability_pct: float, max_windows: int, count: int = STABLE_COUNT
@@ -150,9 +148,8 @@ class StabilityWatch:
 
 
 def knee(points: pd.DataFrame, sla_ms: float | None) -> int | None:
-    """Row position of the highest ``offered_rps`` among stable points with ``p99_ms <= sla_ms``; None
-    without an SLA or such a point.
-    """
+    """Row position of the highest ``offered_rps`` among stable points with ``p99_ms <= sla_ms``;
+    None without an SLA or such a point."""
     if sla_ms is None or points.empty:
         return None
     p99 = pd.to_numeric(points["p99_ms"], errors="coerce")
@@ -165,8 +162,8 @@ def knee(points: pd.DataFrame, sla_ms: float | None) -> int | None:
 
 def auto_stop(points: pd.DataFrame, sla_ms: float, min_growth: float = 0.05) -> str | None:
     """Why a doubling (``rate=auto``) sweep stops after its last point, or None to go on: its p99
-    passed ``sla_ms`` (or it has none), or its ``achieved_rps`` grew under ``min_growth`` on the previous.
-    """
+    passed ``sla_ms`` (or it has none), or its ``achieved_rps`` grew under ``min_growth`` on the
+    previous."""
     last = points.iloc[-1]
     if last["p99_ms"] is None or not math.isfinite(last["p99_ms"]) or last["p99_ms"] > sla_ms:
         return "p99 passed the SLA"

@@ -39,20 +39,15 @@ def stage_summary(
     ``stats.tail_summary_ns`` and ``device_<column>`` of :data:`DEVICE_COLUMNS` (CUDA-event time;
     None on CPU). The piecewise form ``stage_summary(requests, stages, stage_order)`` still works
     this release, with a DeprecationWarning."""
-    requests, stages, stage_order = _pieces(run, stages, stage_order, "stage_summary")
-    return _stage_summary(requests, stages, stage_order)
-
-
-def _pieces(run, stages, stage_order, name: str) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """(requests, stages, stage order) of a run, or of the deprecated piecewise arguments."""
     if stages is None and hasattr(run, "requests"):
-        return run.requests, run.stages, list(run.stage_names)
+        return _stage_summary(run.requests, run.stages, list(run.stage_names))
     warnings.warn(
-        f"{name}(requests, stages, stage_order) is deprecated; pass the run: {name}(run)",
+        "stage_summary(requests, stages, stage_order) is deprecated; "
+        "pass the run: stage_summary(run)",
         DeprecationWarning,
-        stacklevel=3,
+        stacklevel=2,
     )
-    return run, stages, list(stage_order or [])
+    return _stage_summary(run, stages, list(stage_order or []))
 
 
 def _stage_summary(

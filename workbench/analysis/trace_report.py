@@ -24,6 +24,7 @@ from . import gpu_timeline, launches, steps, trace_stages, transfers, verdict
 from .nesting import nest, nesting_order
 
 _BREAKDOWN = (*steps.CATEGORIES, "other", "total")
+_STEP_COLUMNS = ("name", "dur_us", "kernel_count", "kernel_us", "memcpy_us", "memset_us")
 
 
 def _missing(value) -> bool:
@@ -75,14 +76,6 @@ def _trace(model: Trace) -> dict:
     }
 
 
-def _verdict(model: Trace) -> dict:
-    return dict(zip(("launch_bound", "sentence"), verdict.launch_verdict(model)))
-
-
-def _sync_calls(model: Trace) -> list[dict]:
-    return [_pick(r, "name", "count", "total_us") for r in transfers.sync_rows(model)]
-
-
 def _top_ops(model: Trace, n: int = 15) -> list[dict]:
     return [
         {
@@ -129,10 +122,6 @@ def _memcpy(model: Trace) -> dict:
     }
 
 
-def _memset(model: Trace) -> dict:
-    return _pick(transfers.memset_summary(model), "count", "total_us", "bytes")
-
-
 def _launches(model: Trace) -> dict:
     s = launches.launch_summary(launches.call_table(model))
     cold = launches.cold_start_summary(model)
@@ -166,11 +155,6 @@ def _gpu(model: Trace) -> dict:
     }
 
 
-def _steps(model: Trace) -> list[dict]:
-    columns = ("name", "dur_us", "kernel_count", "kernel_us", "memcpy_us", "memset_us")
-    return [_pick(r, *columns) for r in _column_rows(steps.step_table(model))]
-
-
 def _breakdown(model: Trace) -> list[dict]:
     t = steps.breakdown_table(model)
     return [
@@ -194,13 +178,13 @@ SECTIONS = {
     "trace": _trace,
     "kernels": _kernels,
     "memcpy": _memcpy,
-    "memset": _memset,
+    "memset": lambda m: _pick(transfers.memset_summary(m), "count", "total_us", "bytes"),
     "launches": _launches,
     "launch_pairs": _pairs,
-    "launch_verdict": _verdict,
+    "launch_verdict": lambda m: dict(zip(("launch_bound", "sentence"), verdict.launch_verdict(m))),
     "gpu": _gpu,
-    "sync_calls": _sync_calls,
-    "steps": _steps,
+    "sync_calls": lambda m: [_pick(r, "name", "count", "total_us") for r in transfers.sync_rows(m)],
+    "steps": lambda m: [_pick(r, *_STEP_COLUMNS) for r in _column_rows(steps.step_table(m))],
     "step_breakdown": _breakdown,
     "stages": _stages,
     "top_ops": _top_ops,

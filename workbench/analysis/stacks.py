@@ -212,8 +212,7 @@ def differential_tree(
 
 
 def headline(entry: dict[str, Any] | None, stage: str, tail_set: str) -> str | None:
-    """``hydrate, 91 % of the slowest 1 % in redis read_response <- get_features (...); median 40
-    %``."""
+    """``hydrate, 91 % of the slowest 1 % in redis read_response <- get_features (...); ...``."""
     if not entry or not entry["enough"] or not entry["lead"]:
         return None
     best = entry["lead"]

@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("torch")
 
 from workbench import PipelineConfig, profile  # noqa: E402
-from workbench.analysis.cache import cache_split  # noqa: E402
+from workbench.analysis.budget import cache_split  # noqa: E402
 
 
 def test_profile_records_cache_hit_and_splits_the_budget():

@@ -80,7 +80,7 @@ def test_lag_percentiles_in_ms():
 
 def test_cache_split_puts_full_hits_apart():
     from workbench.record import Run
-    from workbench.analysis.cache import cache_split
+    from workbench.analysis.budget import cache_split
 
     results = [
         Result(

@@ -2,7 +2,8 @@
 
 Only measured successful requests enter the percentiles; warm-up is summarized apart and failures
 counted per stage. ``unattributed`` is end to end minus the stages, per request (host time between
-stages: the runner's bookkeeping, Python glue); it is shown, never hidden."""
+stages: the runner's bookkeeping, Python glue); it is shown, never hidden. :func:`cache_split` cuts
+a run by its prediction cache, for two budgets side by side."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..errors import ConfigError
+from ..record import Run
 from ..record.meta import RunMeta
 from .attributes import attribute_effects, effect_sentence, ranked_effects
 from .blocking import head_of_line
@@ -207,3 +210,26 @@ def percentile_request_parts(run, percentiles=(50, 99)) -> pd.DataFrame:
         ms = {name: 0.0 if pd.isna(r[name]) else int(r[name]) / NS_PER_MS for name in columns[2:]}
         rows.append({"percentile": q, "request": int(r["request"])} | ms)
     return pd.DataFrame(rows, columns=columns)
+
+
+def cache_split(run) -> dict:
+    """``{"hit": Run, "miss": Run}``: the requests whose whole batch hit a prediction cache
+    (``cache_hit``: the fraction it answered), and the rest; each keeps the run's meta."""
+    # served runs carry ``cache_hit``; profile runs the describe= attribute ``attr.cache_hit``
+    present = [c for c in ("cache_hit", "attr.cache_hit") if c in run.requests.columns]
+    column = next((c for c in present if not run.requests[c].isna().all()), None)
+    if column is None:
+        raise ConfigError(
+            f"{run.path or run.label}: no cache_hit column (runs of the tabular example with "
+            "--option cache=lru or cache=redis have one)"
+        )
+    hit = run.requests[column].astype("float64").fillna(0.0) >= 1.0
+    parts = {}
+    for name, mask in (("hit", hit), ("miss", ~hit)):
+        req = run.requests[mask].reset_index(drop=True)
+        parts[name] = Run(
+            meta=run.meta,
+            requests=req,
+            stages=run.stages[run.stages["request"].isin(req["request"])],
+        )
+    return parts

@@ -33,8 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis.budget import budget
-from ..analysis.cache import cache_split
+from ..analysis.budget import budget, cache_split
 from ..config import PipelineConfig
 from ..pipeline import Pipeline
 from ..runner import profile

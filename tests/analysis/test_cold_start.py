@@ -45,7 +45,7 @@ def test_cold_start_calls_are_set_up_calls_and_slow_first_launches(tmp_path):
         len(launches.steady_launch_pairs(trace)) == 12 and len(launches.launch_pairs(trace)) == 13
     )
     assert (
-        launches.steady_call_table(trace)["ts_ns"].size == 12
+        launches.steady(launches.call_table(trace), trace)["ts_ns"].size == 12
         and launches.steady_gpu_dur_ns(trace) == 12_000
     )
     assert tables.cold_start_calls(trace)["reason"].tolist() == ["init", "init", "first launch"]

@@ -251,19 +251,10 @@ def steady_launch_pairs(trace: Trace) -> pd.DataFrame:
     return pairs[steady_rows(pairs["correlation"].to_numpy(np.int64, na_value=NA_INT), trace)]
 
 
-def _steady(table: dict[str, np.ndarray], trace: Trace) -> dict[str, np.ndarray]:
+def steady(table: dict[str, np.ndarray], trace: Trace) -> dict[str, np.ndarray]:
+    """A :func:`pair_table` or :func:`call_table` of ``trace`` without its cold-start rows."""
     keep = steady_rows(table["correlation"], trace)
     return {k: v[keep] for k, v in table.items()}
-
-
-def steady_pair_table(trace: Trace) -> dict[str, np.ndarray]:
-    """:func:`steady_launch_pairs` as numpy columns."""
-    return _steady(pair_table(trace), trace)
-
-
-def steady_call_table(trace: Trace) -> dict[str, np.ndarray]:
-    """:func:`call_table` without cold-start calls."""
-    return _steady(call_table(trace), trace)
 
 
 def steady_gpu_dur_ns(trace: Trace) -> int:

@@ -72,16 +72,11 @@ def _leaves(value: Any, out: list[float]) -> None:
         out.append(float(value))
     elif isinstance(value, dict):
         for k, v in value.items():
-            if not _is_identity(k):
+            if not (k in CLASS_KEYS or k == "id" or k.endswith("_id")):  # identity fields
                 _leaves(v, out)
     elif isinstance(value, list):
         for v in value:
             _leaves(v, out)
-
-
-def _is_identity(key: str) -> bool:
-    """A field that names something: compared as a class, never as a number."""
-    return key in CLASS_KEYS or key == "id" or key.endswith("_id")
 
 
 def _class_of(value: Any) -> Any:

@@ -22,7 +22,7 @@ from ..naming import STAGE_PREFIX
 from ..trace import GPU_WORK_KINDS, HOST_KINDS, Trace
 from .flame import flame_tree
 from .tail import median_set
-from .launches import launch_pair_summary, launch_summary, steady_call_table, steady_pair_table
+from .launches import call_table, launch_pair_summary, launch_summary, pair_table, steady
 from .steps import STEP_NAME
 from .transfers import direction_rows, memcpy_summary
 
@@ -119,8 +119,8 @@ def set_view(trace: Trace | pd.DataFrame, steps) -> dict[str, Any]:
     """
     part = request_slice(trace, steps)
     n = len(list(steps))
-    launches = launch_summary(steady_call_table(part))
-    pairs = launch_pair_summary(steady_pair_table(part))
+    launches = launch_summary(steady(call_table(part), part))
+    pairs = launch_pair_summary(steady(pair_table(part), part))
     copies = memcpy_summary(part)
     per = max(n, 1)
     return {

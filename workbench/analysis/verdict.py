@@ -13,11 +13,12 @@ import numpy as np
 from ..trace import HOST_KINDS, Trace
 from ..trace import intervals as iv
 from .launches import (
+    call_table,
     cold_table,
     launch_pair_summary,
-    steady_call_table,
+    pair_table,
+    steady,
     steady_gpu_dur_ns,
-    steady_pair_table,
 )
 from .steps import step_table
 from .trace_stages import GPU_SHARE, LAUNCHES_PER_RANGE, stage_summary_table
@@ -31,10 +32,10 @@ def launch_verdict(trace: Trace) -> tuple[bool, str]:
     if stages["stage"].size:
         return _stage_verdict(stages)
     host_ns = steady_host_ns(trace)
-    calls = steady_call_table(trace)
+    calls = steady(call_table(trace), trace)
     launch_ns = int(calls["dur_ns"][~calls["graph"]].sum())
     gpu_ns = steady_gpu_dur_ns(trace)
-    pairs = launch_pair_summary(steady_pair_table(trace))
+    pairs = launch_pair_summary(steady(pair_table(trace), trace))
     short = pairs["short_kernels"] / pairs["count"] if pairs["count"] else 0.0
     per = calls["ts_ns"].size / max(step_table(trace)["ts_ns"].size, 1)
     bound = per >= LAUNCHES_PER_RANGE and gpu_ns < GPU_SHARE * host_ns and short >= SHORT_SHARE

@@ -63,8 +63,7 @@ def bin_labels(values: np.ndarray) -> np.ndarray:
 
 
 def _merge_small(labels: np.ndarray) -> np.ndarray:
-    """Relabel so every bin holds ``MIN_BIN`` values: a small bin joins the next one up (the
-    last the one below); numbers stay consecutive."""
+    """Relabel so every bin holds ``MIN_BIN`` values: a small bin joins the next (the last, the one below)."""
     counts = np.bincount(labels)
     target, run, mapping = 0, 0, np.zeros(counts.size, dtype=np.int64)
     for b, c in enumerate(counts):
@@ -78,8 +77,7 @@ def _merge_small(labels: np.ndarray) -> np.ndarray:
 
 
 def effect_entry(times_ns: np.ndarray, values: np.ndarray, share: float | None) -> dict[str, Any]:
-    """One stage's times against one attribute: ``{n, rho, rho_ci, effect, exponent, separated,
-    share, explained, note, bins}``."""
+    """One stage's times against one attribute (EFFECT in docs/json.md)."""
     n = int(times_ns.size)
     entry: dict[str, Any] = {"n": n, "rho": None, "rho_ci": None, "effect": None, "exponent": None}
     entry |= {"separated": False, "share": share, "explained": None, "note": None, "bins": []}
@@ -163,8 +161,7 @@ def _bin(times_ns: np.ndarray, values: np.ndarray) -> dict[str, Any]:
 def attribute_effects(
     requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]
 ) -> dict[str, dict[str, dict[str, Any]]] | None:
-    """``{stage: {attribute: entry}}``, the stages then ``end_to_end`` (:func:`effect_entry`);
-    None when no attribute was recorded. ``share``: the stage's mean over the mean end to end."""
+    """``{stage: {attribute: effect_entry}}``, then ``end_to_end``; None without attributes."""
     names = [c[len(ATTR_PREFIX) :] for c in requests.columns if c.startswith(ATTR_PREFIX)]
     if not names:
         return None
@@ -184,8 +181,7 @@ def attribute_effects(
 
 
 def ranked_effects(effects: dict[str, dict[str, dict[str, Any]]] | None) -> list[dict[str, Any]]:
-    """``[{stage, attribute, effect, share, explained}]`` of the stages with a separated effect,
-    most time explained first (then larger effect, stage, attribute)."""
+    """The separated effects of the stages, most time explained first."""
     rows = [
         {"stage": s, "attribute": a} | {k: e[k] for k in ("effect", "share", "explained")}
         for s, by_attr in (effects or {}).items()

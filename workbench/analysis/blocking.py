@@ -22,8 +22,7 @@ TOP_HOLDERS = 5
 
 
 def batch_table(requests: pd.DataFrame) -> pd.DataFrame:
-    """One row per dispatched batch, sorted by start: ``batch``, ``close_ns``, ``start_ns``,
-    ``end_ns``, ``size`` (measured requests in it), ``requests`` (their ids)."""
+    """One row per dispatched batch by start: batch, close_ns, start_ns, end_ns, size, requests."""
     req = requests[requests["batch"] >= 0]
     close = req["arrival_ns"] + req["batch_wait_ns"]
     start = close + req["queue_wait_ns"]
@@ -48,8 +47,7 @@ def batch_table(requests: pd.DataFrame) -> pd.DataFrame:
 
 
 def waits(requests: pd.DataFrame) -> pd.DataFrame:
-    """The dispatched requests' queue waits: one row per distinct (``batch``, ``lo_ns``, ``hi_ns``)
-    with ``size`` requests, from the end of the batch wait to the start."""
+    """The queue waits: one row per distinct (batch, lo_ns, hi_ns) with ``size`` requests."""
     req = requests[(requests["batch"] >= 0) & (requests["queue_wait_ns"] > 0)]
     lo = req["arrival_ns"] + req["batch_wait_ns"]
     rows = pd.DataFrame({"batch": req["batch"], "lo_ns": lo, "hi_ns": lo + req["queue_wait_ns"]})

@@ -89,8 +89,7 @@ def error_counts(requests: pd.DataFrame, stage_order: list[str]) -> dict[str, in
 
 
 def warmup_summary(requests: pd.DataFrame) -> dict[str, Any]:
-    """End-to-end figures of the warm-up requests: ``count`` of all, ``failed``, and
-    ``first_ms`` (None when it failed), ``mean_ms``, ``max_ms`` of the successful ones."""
+    """Warm-up figures: count, failed, and first_ms, mean_ms, max_ms of the successful ones."""
     warm = requests[requests["warmup"].astype(bool)]
     ok = warm["ok"].astype(bool).to_numpy()
     durs = warm["dur_ns"].astype("int64").to_numpy()
@@ -103,10 +102,7 @@ def warmup_summary(requests: pd.DataFrame) -> dict[str, Any]:
 def budget(
     run, requests: pd.DataFrame | None = None, stages: pd.DataFrame | None = None
 ) -> dict[str, Any]:
-    """The JSON object of ``workbench show --json`` (docs/json.md) of a run, in ms.
-
-    The piecewise form ``budget(meta, requests, stages)`` still works this release, with a
-    DeprecationWarning."""
+    """``workbench show --json`` of a run (ms); the form ``budget(meta, requests, stages)`` is deprecated."""
     units = getattr(run, "units", None)
     if requests is None and hasattr(run, "requests"):
         meta, requests, stages = run.meta, run.requests, run.stages

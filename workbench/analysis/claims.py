@@ -177,8 +177,7 @@ def p50_ratios(base: Mapping[str, np.ndarray], other: Mapping[str, np.ndarray]) 
 
 
 def untouched_stages_claim(ratios: pd.DataFrame, changed: str, label: str) -> Claim:
-    """Notebook 5: ``holds`` when every stage but ``changed`` (:func:`p50_ratios`)
-    stayed within run-to-run noise."""
+    """Notebook 5: ``holds`` when every stage but ``changed`` stayed within run-to-run noise."""
     moved = ratios[ratios["beyond_noise"]]
     listing = ", ".join(f"{r.stage} {r.ratio:.2f}x" for r in ratios.itertuples())
     if moved.empty:
@@ -198,8 +197,7 @@ def untouched_stages_claim(ratios: pd.DataFrame, changed: str, label: str) -> Cl
 
 
 def live_vs_model_claim(x: float, noisy: bool | None) -> Claim:
-    """Notebook 6: live service p50 over the simulated one. ``holds``: within :data:`AGREE`
-    on a machine measured quiet."""
+    """Notebook 6: live over simulated service p50; ``holds``: within ``AGREE``, machine quiet."""
     lo, hi = AGREE
     if noisy or noisy is None:
         state = "a NOISY machine" if noisy else "a machine not measured for noise"
@@ -317,8 +315,7 @@ def cold_start_claim(pairs: pd.DataFrame, name: str) -> Claim:
 
 
 def batch_wait_claim(batch_wait_p99_ms: float, max_wait_ms: float) -> Claim:
-    """Notebooks 6 and 9: ``holds`` when the batch wait's p99 is within the max wait
-    (``batching.policy.wait_split``: waiting for a busy executor is queue wait)."""
+    """Notebooks 6 and 9: ``holds`` when the batch wait's p99 is within the max wait."""
     if batch_wait_p99_ms <= max_wait_ms:
         text = (
             f"batch_wait p99 {batch_wait_p99_ms:.3g} ms, within the {max_wait_ms:g} ms max wait: a request waits for "

@@ -54,8 +54,7 @@ def stack_summary(
     interval_s: float,
     unassigned: int = 0,
 ) -> dict[str, Any] | None:
-    """The ``stacks`` object. ``samples``: ``request``, ``stage``, ``stack`` (an index into
-    ``stacks``: tuples of ``(file, function, line)``, stage function first)."""
+    """The ``stacks`` object; ``samples``: request, stage, stack (an index into ``stacks``)."""
     if samples.empty or measured_ok(requests, stages)[0].empty:
         return None  # no sample, or no measured request succeeded (every one timed out: no tail to compare)
     wide = stage_matrix(requests, stages, order)
@@ -193,8 +192,7 @@ def _depths(ids: list[int], stacks: list) -> dict[tuple[str, str], int]:
 def differential_tree(
     tail_ids: list[int], median_ids: list[int], stacks: list
 ) -> list[dict[str, Any]]:
-    """Stacks merged by path, parents before children: ``id``, ``parent`` (-1 for the stage
-    function), ``name``, ``tail``, ``median`` (shares of each set's samples)."""
+    """Stacks merged by path, parents first: id, parent, name, tail, median (shares of samples)."""
     nodes: dict[tuple, dict[str, Any]] = {}
     for which, ids in (("tail", tail_ids), ("median", median_ids)):
         total = len(ids)

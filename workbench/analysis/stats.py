@@ -95,8 +95,7 @@ def percentile_ci_ns(
 
 @functools.cache
 def requests_to_bound(q: float, confidence_z: float = Z_95) -> int:
-    """The smallest sample whose :func:`percentile_ci_ns` interval of the q-th percentile is
-    bounded (563 for p99, 110 for p95 at 95 %)."""
+    """The smallest sample bounding :func:`percentile_ci_ns` of percentile q (563 for p99)."""
     p = q / 100.0
     n = 1
     while math.ceil(n * p + confidence_z * math.sqrt(n * p * (1.0 - p))) + 1 > n:

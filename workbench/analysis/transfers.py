@@ -47,8 +47,7 @@ def classify_copy(name: str) -> tuple[str, str | None]:
 
 @derived
 def copy_table(trace: Trace) -> dict[str, np.ndarray]:
-    """The copies as numpy columns: dur_ns, bytes (NA_INT where absent), direction, host_memory,
-    key; each distinct name is classified once."""
+    """The copies as numpy columns: dur_ns, bytes (NA_INT: absent), direction, host_memory, key."""
     rows = trace.rows_of([KIND_MEMCPY])
     classes = [classify_copy(n) for n in rows.name.labels]
 
@@ -146,8 +145,7 @@ def memset_summary(trace: Trace) -> dict:
 
 
 def sync_calls(trace: Trace) -> pd.DataFrame:
-    """Runtime calls that block the host until the GPU catches up (:data:`SYNC_CALL_NAMES`):
-    name, count, total_ns, max_ns; largest total first."""
+    """Runtime calls that block the host (``SYNC_CALL_NAMES``): name, count, total_ns, max_ns."""
     return rows_frame(sync_rows(trace), {"name": "str"} | dict.fromkeys(SYNC_COLUMNS, "int64"))
 
 

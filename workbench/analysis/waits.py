@@ -57,8 +57,7 @@ def wait_summary(
     order: list[str],
     pipeline_stages: list[str] | None = None,
 ) -> dict[str, Any] | None:
-    """The ``waits`` object; None without rows or a measured request. ``pipeline_stages``:
-    the stages a thread runs (a load run's, without its waits)."""
+    """The ``waits`` object; None without rows or a measured request (module docstring)."""
     found = stage_samples(sampled, requests, stages, order, pipeline_stages)
     if found is None:
         return None
@@ -120,8 +119,7 @@ def stage_samples(
 
 
 def late_windows(req: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
-    """Each request's time from its due time to its first stage (not before the previous
-    request's last stage ended), as :data:`~workbench.wait_classes.LATE_STAGE` rows, where open."""
+    """Each request's due time to first stage (after the previous one's stages) as LATE_STAGE rows."""
     spans = st.assign(end_ns=st["start_ns"] + st["dur_ns"]).groupby("request")
     first, last = spans["start_ns"].min(), spans["end_ns"].max()
     due = req.set_index("request")["start_ns"].reindex(first.index)
@@ -236,8 +234,7 @@ def _site(sampled, group: pd.DataFrame) -> str | None:
 
 
 def _meanwhile(sampled, others: pd.DataFrame, n_tail: int) -> list[dict[str, Any]]:
-    """The other threads on CPU at the waits' samples, by thread and hottest frame: the user's
-    code first (an event loop in ``selectors select`` is the harness), most CPU first."""
+    """The other threads on CPU at the waits' samples: the user's code first, most CPU first."""
     cpu: Counter = Counter()
     for thread, stack, ns in zip(others["thread"], others["stack"], others["cpu_ns"]):
         if ns > 0:

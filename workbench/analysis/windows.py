@@ -72,8 +72,7 @@ def _settled(p50_ms: Sequence, p99_ms: Sequence, stability_pct: float) -> bool:
 def first_stable(
     windows: pd.DataFrame, stability_pct: float, count: int = STABLE_COUNT
 ) -> int | None:
-    """The first window ``k`` closing ``count`` stable windows (perf_analyzer stops there); None if
-    none."""
+    """The first window closing ``count`` stable ones (perf_analyzer stops there); None if none."""
     p50, p99 = windows["p50_ms"].tolist(), windows["p99_ms"].tolist()
     for k in range(count - 1, len(windows)):
         lo = k - count + 1
@@ -148,8 +147,7 @@ class StabilityWatch:
 
 
 def knee(points: pd.DataFrame, sla_ms: float | None) -> int | None:
-    """Row position of the highest ``offered_rps`` among stable points with ``p99_ms <= sla_ms``;
-    None without an SLA or such a point."""
+    """Row of the highest ``offered_rps`` among stable points with ``p99_ms <= sla_ms``, or None."""
     if sla_ms is None or points.empty:
         return None
     p99 = pd.to_numeric(points["p99_ms"], errors="coerce")

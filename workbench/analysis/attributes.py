@@ -63,7 +63,7 @@ def bin_labels(values: np.ndarray) -> np.ndarray:
 
 
 def _merge_small(labels: np.ndarray) -> np.ndarray:
-    """Relabel so every bin holds ``MIN_BIN`` values: a small bin joins the next (the last, the one below)."""
+    """Relabel so every bin holds MIN_BIN values: a small one joins the next (the last, the one below)."""
     counts = np.bincount(labels)
     target, run, mapping = 0, 0, np.zeros(counts.size, dtype=np.int64)
     for b, c in enumerate(counts):

@@ -102,7 +102,7 @@ def warmup_summary(requests: pd.DataFrame) -> dict[str, Any]:
 def budget(
     run, requests: pd.DataFrame | None = None, stages: pd.DataFrame | None = None
 ) -> dict[str, Any]:
-    """``workbench show --json`` of a run (ms); the form ``budget(meta, requests, stages)`` is deprecated."""
+    """``show --json`` of a run (ms); the form ``budget(meta, requests, stages)`` is deprecated."""
     units = getattr(run, "units", None)
     if requests is None and hasattr(run, "requests"):
         meta, requests, stages = run.meta, run.requests, run.stages

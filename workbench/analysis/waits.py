@@ -119,7 +119,7 @@ def stage_samples(
 
 
 def late_windows(req: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
-    """Each request's due time to first stage (after the previous one's stages) as LATE_STAGE rows."""
+    """Each request's due time to first stage (after the previous one's) as LATE_STAGE rows."""
     spans = st.assign(end_ns=st["start_ns"] + st["dur_ns"]).groupby("request")
     first, last = spans["start_ns"].min(), spans["end_ns"].max()
     due = req.set_index("request")["start_ns"].reindex(first.index)

@@ -63,7 +63,7 @@ def bin_labels(values: np.ndarray) -> np.ndarray:
 
 
 def _merge_small(labels: np.ndarray) -> np.ndarray:
-    """Relabel so every bin holds MIN_BIN values: a small one joins the next (the last, the one below)."""
+    """Relabel so every bin holds MIN_BIN values: a small one joins the next."""
     counts = np.bincount(labels)
     target, run, mapping = 0, 0, np.zeros(counts.size, dtype=np.int64)
     for b, c in enumerate(counts):
@@ -118,7 +118,7 @@ def growth_exponent(times_ns: np.ndarray, values: np.ndarray) -> float | None:
 
 
 def growth_phrase(stage: str, attribute: str, exponent: float | None) -> str | None:
-    """``normalize grows as words^2.0`` for an exponent of at least :data:`SUPERLINEAR`, else None."""
+    """``normalize grows as words^2.0`` for an exponent of at least ``SUPERLINEAR``, else None."""
     if exponent is None or exponent < SUPERLINEAR:
         return None
     return f"{stage} grows as {attribute}^{exponent:.1f}"

@@ -169,7 +169,7 @@ def _cut_summary(
 
 
 def _short(name: str) -> str:
-    """``workbench/runner.py(393): f`` -> ``runner.py f``; ``ProfilerStep#3`` -> ``ProfilerStep``."""
+    """``a/runner.py(393): f`` -> ``runner.py f``; ``ProfilerStep#3`` -> ``ProfilerStep``"""
     if _STEP.match(name):
         return "ProfilerStep"
     head, _, func = name.partition("): ")

@@ -178,7 +178,7 @@ def _ms(x) -> str:
 
 
 def growth_text(growth: dict[str, Any]) -> str:
-    """``ITL 0.40 ms at token 1 -> 1.90 ms at token 63 (+24.2 us per token); the later half ...``."""
+    """``ITL 0.40 ms at token 1 -> 1.90 ms at token 63 (+24.2 us per token); the later ...``."""
     fit = ""
     if growth["slope_us_per_token"] is not None:
         fit = (

@@ -166,7 +166,7 @@ class Bootstrap:
 def unit_histograms(
     blocks: np.ndarray, q: float, units: int = SUMMARY_UNITS
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(counts, edges)``: per unit of consecutive blocks, counts below the window, per bin, above."""
+    """``(counts, edges)``: per unit of blocks, counts below the window, per bin, above"""
     unit_of_block = np.arange(blocks.shape[0]) * units // max(blocks.shape[0], 1)
     values, unit = blocks.ravel(), np.repeat(unit_of_block, blocks.shape[1])
     keep = np.isfinite(values)

@@ -284,7 +284,7 @@ def gc_events(sampled) -> dict[str, Any] | None:
 
 
 def wait_headline(cause: dict[str, Any], tail_set: str) -> str:
-    """``record: 93 % of the slowest 1 % waiting on a lock at record (app.py:83); meanwhile ...``."""
+    """``record: 93 % of the slowest 1 % waiting on a lock at record (app.py:83); ...``."""
     label = "1 %" if tail_set == "slowest_1pct" else "5 %"
     at = f" at {cause['site']}" if cause["site"] else ""
     text = (

@@ -11,12 +11,7 @@ import pandas as pd
 
 from ..units import NS_PER_S
 
-_KEY = ["error_stage", "error_type", "error_message", "error_where"]
-
-
-def _failed(requests: pd.DataFrame, warmup: bool) -> pd.DataFrame:
-    rows = requests[(requests["warmup"].astype(bool) == warmup) & ~requests["ok"].astype(bool)]
-    return rows if "error_where" in rows.columns else rows.assign(error_where=None)
+_KEY = ["error_type", "error_message", "error_where"]
 
 
 def failure_summary(
@@ -26,14 +21,17 @@ def failure_summary(
 
     Measured requests (``warmup=True``: the warm-up ones); ``share`` of that phase's requests (0-1).
     Stages with failures only, pipeline order then any other; messages most frequent first."""
-    total = int((requests["warmup"].astype(bool) == warmup).sum())
-    failed = _failed(requests, warmup)
+    phase = requests["warmup"].astype(bool) == warmup
+    failed = requests[phase & ~requests["ok"].astype(bool)]
+    if "error_where" not in failed.columns:  # runs made before it was recorded
+        failed = failed.assign(error_where=None)
+    total = int(phase.sum())
     out: dict[str, Any] = {}
     stages = [s for s in stage_order if s in set(failed["error_stage"])]
     stages += sorted({str(s) for s in failed["error_stage"]} - set(stages))
     for stage in stages:
         rows = failed[failed["error_stage"] == stage]
-        groups = rows.groupby(_KEY[1:], dropna=False, sort=False).size().reset_index(name="count")
+        groups = rows.groupby(_KEY, dropna=False, sort=False).size().reset_index(name="count")
         groups = groups.sort_values("count", ascending=False, kind="stable")
         messages = [
             {k: _none(r[f"error_{k}"]) for k in ("type", "message", "where")}

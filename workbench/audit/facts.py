@@ -1,10 +1,5 @@
-"""Everything the audit rules read about one run, gathered once.
-
-Plain dicts of JSON types (the budget, the tail attribution, the trace report, the stages' roles,
-head-of-line blocking, GC pauses, the batching policy, the run's kind), except ``loaded_trace``,
-kept so the evidence figures do not read the file again. Building them needs pandas but neither
-torch nor plotly, so the audit runs where the run was copied to.
-"""
+"""Everything the audit rules read about one run, gathered once: plain JSON-type dicts but
+``loaded_trace`` (kept for the evidence figures); pandas, no torch or plotly."""
 
 from __future__ import annotations
 
@@ -36,11 +31,9 @@ def run_facts(run) -> dict[str, Any]:
         except TraceError as exc:  # a broken trace loses the trace findings, never the audit
             trace_error = str(exc)
     meta = run.meta
-    recorded_roles = dict(meta.stage_roles or {})
-    decisions = decide_roles(run.stage_names, recorded_roles, libraries)
+    decisions = decide_roles(run.stage_names, dict(meta.stage_roles or {}), libraries)
     return {
         "run": str(run.path) if run.path else None,
-        "kind": meta.kind,
         "label": run.label,
         "budget": report,
         "tail": report["tail"],  # the budget's explanations: each computed once per audit
@@ -48,7 +41,6 @@ def run_facts(run) -> dict[str, Any]:
         "trace_error": trace_error,
         "traced_requests": meta.trace.requests if meta.trace else None,
         "roles": {s: d.role for s, d in decisions.items() if d.role},
-        "recorded_roles": recorded_roles,
         "role_decisions": {s: d.to_dict() for s, d in decisions.items()},
         "libraries": libraries,
         "loaded_trace": loaded,  # the Trace itself, for the evidence figures (never in the audit's output)
@@ -66,12 +58,8 @@ def run_facts(run) -> dict[str, Any]:
 
 
 def timeout_estimate(run, stage: str, timeout_ms: float) -> dict[str, Any]:
-    """End-to-end p50/p99 if ``stage`` were cut off at ``timeout_ms`` (an estimate, not a measurement).
-
-    Assumes a timed-out call returns at once with a fallback answer: each
-    request's end to end loses ``max(0, stage - timeout)``. Computed from the
-    recorded distribution only.
-    """
+    """End-to-end p50/p99 if ``stage`` were cut off at ``timeout_ms``, estimated from the recorded
+    times: a timed-out call returns at once, so each request loses ``max(0, stage - timeout)``."""
     wide = stage_matrix(run.requests, run.stages, run.stage_names)
     out = {"stage": stage, "timeout_ms": timeout_ms}
     if wide.empty or stage not in wide:

@@ -1,11 +1,5 @@
-"""The audit document: JSON for scripts, one self-contained HTML file for people.
-
-Sections follow the audit's phases: 1 baseline (budget, intervals, noise,
-SLA), 2 bottleneck (findings from :mod:`workbench.audit.rules`), 3 evidence
-(figures), 4 actions (the catalog, with estimates labelled as such). The HTML
-embeds plotly.js once and makes no outside request, so it opens offline and
-prints.
-"""
+"""The audit document: JSON for scripts, one self-contained HTML file for people (plotly.js
+embedded once, no outside request: it opens offline and prints), in the audit's four phases."""
 
 from __future__ import annotations
 
@@ -14,9 +8,8 @@ from typing import Any
 
 from ..analysis.budget import EXTRA_TAIL
 from ..analysis.stats import far_tail_text
-from .facts import round_timeout_ms, run_facts, timeout_estimate
 from . import rules
-from .rules import findings, stage_role
+from .facts import round_timeout_ms, run_facts, timeout_estimate
 from .trial import try_actions as measure
 
 FORMAT = "workbench.audit"
@@ -32,17 +25,14 @@ def audit_run(
     compare_fn=None,
     facts: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One run's audit entry: ``{"run", "label", "sla_ms", "summary", "baseline", "findings", "notes", "trials"}``.
-
-    try_actions: measure the actions the workbench can make itself (:mod:`workbench.audit.trial`).
-    """
+    """One run's audit entry (``try_actions``: measure what :mod:`workbench.audit.trial` can)."""
     facts = facts if facts is not None else run_facts(run)
-    found = findings(facts)
+    found = rules.findings(facts)
     for f in found:
         _add_estimates(run, facts, f)
-    trials = []
-    if try_actions:
-        trials = measure(run, found, requests=try_requests, compare_fn=compare_fn)
+    trials = (
+        measure(run, found, requests=try_requests, compare_fn=compare_fn) if try_actions else []
+    )
     baseline = _baseline(facts, sla_ms)
     return {
         "run": facts["run"],
@@ -85,7 +75,7 @@ def _baseline(facts: dict[str, Any], sla_ms: float | None) -> dict[str, Any]:
 def _add_estimates(run, facts: dict[str, Any], finding: dict) -> None:
     """A timeout's gain on a remote or I/O stage cannot be tried here: estimate it from the recorded times."""
     stage = finding.get("stage")
-    role = stage_role(stage, facts.get("roles")) if stage else None
+    role = rules.stage_role(stage, facts.get("roles")) if stage else None
     if finding["kind"] not in ("remote", "tail") or role not in ("remote", "io"):
         return
     row = next(s for s in facts["budget"]["stages"] if s["name"] == stage)
@@ -99,10 +89,8 @@ def _add_estimates(run, facts: dict[str, Any], finding: dict) -> None:
         if "timeout" in action["title"].lower():
             action["estimate"] = est
             return
-    title = f"Put a timeout on {stage}"
-    finding["actions"].append(
-        {"title": title, "why": "bounds the stage's tail", "try": None, "estimate": est}
-    )
+    title, why = f"Put a timeout on {stage}", "bounds the stage's tail"
+    finding["actions"].append({"title": title, "why": why, "try": None, "estimate": est})
 
 
 def summary(
@@ -144,10 +132,9 @@ def summary(
 
 def _largest_evidence(found: list[dict]) -> str | None:
     """The evidence of the finding that explains the most tail time among those that say why the tail
-    waited or grew (a wait class, GC, a periodic event, an attribute): findings come sorted by weight."""
-    kinds = {*rules.WAIT_KIND.values(), "attribute", "periodic"} - {
-        "off_cpu"
-    }  # the noise note says that
+    waited or grew (a wait class but off CPU, which the noise note says, GC, a periodic event, an
+    attribute): findings come sorted by weight."""
+    kinds = {*rules.WAIT_KIND.values(), "attribute", "periodic"} - {"off_cpu"}
     return next((f["evidence"] for f in found if f["kind"] in kinds), None)
 
 

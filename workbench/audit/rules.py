@@ -1,26 +1,15 @@
 """Bottleneck rules: findings computed only from a run and its trace.
 
-Every rule is a small pure function ``(facts) -> list[finding]`` with its
-threshold named here; ``docs/audit.md`` tabulates each rule and its thresholds.
-``facts`` is a dict: ``budget`` (``show --json``), ``tail`` (tail attribution),
-``trace`` (``analyze --json`` report or None), ``roles`` (stage -> recorded
-role), ``libraries`` (stage -> {library: share of its time}), ``role_decisions``
-(stage -> :class:`workbench.roles.RoleDecision` as a dict; made from the two
-before when absent), ``stacks`` (the sampled stacks, :mod:`workbench.analysis.stacks`),
-``kind`` (profile, load, ...). A finding is ``{"kind", "stage", "evidence",
-"numbers"}``; :func:`findings` adds the catalog's actions.
+Every rule is a small pure function ``(facts) -> list[finding]`` with its threshold named here;
+``docs/audit.md`` tabulates the rules and their thresholds. ``facts`` is the dict of
+:func:`workbench.audit.facts.run_facts`. A finding is ``{"kind", "stage", "evidence", "numbers"}``;
+:func:`findings` adds the catalog's actions.
 
-Two rules the table lacks:
-
-* ``decode_growth``: a streaming stage whose decode steps grow with the token's position
-  (:func:`workbench.analysis.tokens.decode_growth`) recomputes every earlier token at every step:
-  no (or a broken) KV cache. The ``compute`` finding of the same stage is left out: precision
-  shaves a constant off work the cache removes;
-* ``TOKEN_HOST_SHARE`` 0.5: where the trace shows the GPU, a streaming stage whose launched GPU
-  work covers less than half of its traced host time is ``token_host``: per-token host overhead,
-  in us per token (the host time the GPU did not cover, over the traced requests' tokens at the
-  timing run's mean per request); its ``compute`` finding is left out too. A CPU run's trace
-  cannot tell host overhead from the model's own work, so there is none there.
+Two rules the table lacks (docs/json.md's FINDING): ``decode_growth``, a streaming stage whose
+decode steps grow with the token's position (no, or a broken, KV cache), and ``token_host``: where
+the trace shows the GPU, a streaming stage whose GPU work covers less than ``TOKEN_HOST_SHARE`` of
+its traced host time: per-token host overhead, the host time the GPU did not cover over the traced
+requests' tokens (us per token). Both leave out the same stage's ``compute`` finding.
 """
 
 from __future__ import annotations
@@ -72,8 +61,7 @@ WAIT_STAGES = ("batch_wait", "queue_wait")
 
 
 def _finding(kind: str, stage: str | None, evidence: str, **numbers) -> list[dict]:
-    """A rule's result of one finding: ``[{kind, stage, evidence, numbers}]`` (:func:`findings` adds
-    the catalog's actions)."""
+    """A rule's result of one finding: ``[{kind, stage, evidence, numbers}]``."""
     return [{"kind": kind, "stage": stage, "evidence": evidence, "numbers": numbers}]
 
 
@@ -145,8 +133,7 @@ def tail_stages(facts: dict[str, Any]) -> list[dict]:
 
 
 def _stack_note(facts: dict[str, Any], stage: str) -> str:
-    """``"; sampled stacks: hydrate, 91 % of the slowest 1 % in redis read_response <- ...; median 40 %"`` when
-    the run's sampled stacks name a frame in this stage."""
+    """``"; sampled stacks: ..."`` when the run's sampled stacks name a frame in this stage."""
     headline = (facts.get("stacks") or {}).get("headline") or ""
     return f"; sampled stacks: {headline}" if headline.startswith(f"{stage}, ") else ""
 
@@ -502,9 +489,8 @@ RULES = (
 def findings(facts: dict[str, Any]) -> list[dict]:
     """Every rule's findings, each with its catalog actions, largest time share first."""
     out = [f | {"actions": _actions(f)} for rule in RULES for f in rule(facts)]
-    if any(
-        f["kind"] == "time" for f in out
-    ):  # the stages' own work is not what the tail is made of
+    # the stages' own work is not what the tail is made of
+    if any(f["kind"] == "time" for f in out):
         out = [f for f in out if f["kind"] not in ROLE_KIND.values()]
     if not _tail_on_cpu(facts):  # compute advice only for a tail spent on CPU
         out = [f for f in out if f["kind"] != "compute"]

@@ -1,9 +1,5 @@
-"""What to do about each kind of finding: the documented action catalog.
-
-Each action has a ``title`` (imperative, one line), a ``why`` (the mechanism),
-and ``try`` (the configuration change ``audit --try`` can measure itself with
-the interleaved comparison, or None when only the user can make the change).
-"""
+"""What to do about each kind of finding (docs/audit.md): a ``title``, the mechanism (``why``) and the
+configuration change ``audit --try`` can measure (``try``; None when only the user can make it)."""
 
 from __future__ import annotations
 

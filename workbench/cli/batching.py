@@ -252,16 +252,16 @@ def run_simulate_command(args) -> int:
     model = service_model_from_runs(args.service, allow_mixed=args.allow_mixed)
     sim = simulate(model, arrivals, policy, seed=args.seed)
     summary = load_summary(sim.requests, policy.concurrency)
-    saved = _save_simulation(args, sim, model) if args.out is not None else None
+    saved = None
+    if args.out is not None:  # checked before simulating (check_out)
+        created = datetime.now(timezone.utc).isoformat()
+        sources = [str(p) for p in args.service]
+        saved = simulation_run(sim, model.pipeline, sources, created).save(args.out)
     if args.json:
         sim_keys = {k: getattr(sim, k) for k in ("stable", "capacity_rps", "rate_rps")}
-        print(
-            dumps(
-                summary_json(summary, sim_keys)
-                | ({"mixed": model.describe()["mixed"]} if model.mixed else {})
-                | ({"run_dir": str(saved)} if saved is not None else {})
-            )
-        )
+        mixed = {"mixed": model.describe()["mixed"]} if model.mixed else {}
+        run_dir = {"run_dir": str(saved)} if saved is not None else {}
+        print(dumps(summary_json(summary, sim_keys) | mixed | run_dir))
         return 0
     print(f"simulated {model.pipeline or 'pipeline'}: {describe_load(arrivals, policy)}")
     if model.mixed:
@@ -281,13 +281,3 @@ def run_simulate_command(args) -> int:
     if saved is not None:
         print(f"\nrun written to {saved}")
     return 0
-
-
-def _save_simulation(args, sim, model) -> Path:
-    """Save the simulation as a run folder at ``--out`` (refused if it exists, like ``load --out``)."""
-    if args.out.exists():
-        raise ConfigError(f"--out {args.out} already exists; pick another folder")
-    run = simulation_run(
-        sim, model.pipeline, [str(p) for p in args.service], datetime.now(timezone.utc).isoformat()
-    )
-    return run.save(args.out)

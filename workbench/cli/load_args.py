@@ -1,9 +1,5 @@
-"""What ``load``, ``load --url`` and ``simulate`` share: the batcher's options, the arrival process, the summary keys.
-
-Both :mod:`workbench.cli.batching` (in-process load, simulate) and
-:mod:`workbench_serve.cli.load_url` (served load) import from here; neither imports
-the other's private names, so the two modules form no import cycle.
-"""
+"""What ``load``, ``load --url`` (the serve wing's) and ``simulate`` share: the batcher's options,
+the arrival process, the summary keys; here so that their two modules form no import cycle."""
 
 from __future__ import annotations
 

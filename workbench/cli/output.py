@@ -1,10 +1,8 @@
 """Strict JSON for every ``--json`` output: no NaN, no Infinity (RFC 8259), numpy scalars as numbers.
 
-A value that is not a finite number becomes ``null``; the object it sits in
-says why where the reason is not already plain (a summary of zero requests
-has ``count: 0`` beside its null percentiles). Everything a command prints
-with ``--json`` goes through :func:`dumps`, so a consumer's strict parser
-(``jq``, JavaScript's ``JSON.parse``, Go's ``encoding/json``) never fails on it.
+A value that is not a finite number becomes ``null`` (the object it sits in says why, as a summary
+of zero requests has ``count: 0``), so a consumer's strict parser never fails; and the paths a
+command writes: checked before the work, written beside the target and renamed.
 """
 
 from __future__ import annotations

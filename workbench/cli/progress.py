@@ -1,9 +1,7 @@
 """A one-line progress bar on stderr for long commands (``analyze`` of a gigabyte trace).
 
-It is a ``progress(stage, done, total)`` callback, the signature
-:func:`workbench.trace.load_trace` and :func:`workbench.analysis.trace_report.analyze`
-call. Redraws are throttled (``min_interval_s``, injected clock) so a million
-calls cost nothing; stdout stays clean for ``--json``.
+A ``progress(stage, done, total)`` callback (:func:`workbench.trace.load_trace`'s); redraws are
+throttled so a million calls cost nothing.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """A static dashboard of recorded runs: one HTML file, no kernel, no server, offline.
 
-Any number of students can open it from a file or a static host. Every figure
-is computed here, ahead of time, from the recorded runs (budget, latency
-distribution, flame graph of the trace, and the batching curves simulated from
-the runs of the same pipeline, device and precision at several batch sizes);
-the page's controls (example, device, batch size, precision) only pick which
-precomputed figures to draw. plotly.js is embedded once.
+Every figure is computed here, ahead of time, from the recorded runs (the batching curves simulated
+from those of one pipeline, device and precision at several batch sizes); the page's controls only
+pick which precomputed figures to draw. plotly.js is embedded once.
 """
 
 from __future__ import annotations

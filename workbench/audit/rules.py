@@ -48,6 +48,7 @@ WAIT_KIND = {
     "gc": "gc",
     "off_cpu": "off_cpu",
 }
+WAIT_NUMBERS = ("ms_per_request", "median_ms_per_request", "site", "meanwhile")
 TOKEN_HOST_SHARE = 0.5
 
 ROLE_KIND = {
@@ -58,6 +59,7 @@ ROLE_KIND = {
     "serialize": "serialization",
 }
 WAIT_STAGES = ("batch_wait", "queue_wait")
+GROWTH_NUMBERS = ("growth", "agree", "requests", "slope_us_per_token", "first_ms", "last_ms")
 
 
 def _finding(kind: str, stage: str | None, evidence: str, **numbers) -> list[dict]:
@@ -297,10 +299,7 @@ def waits(facts: dict[str, Any]) -> list[dict]:
             cause["stage"],
             evidence,
             tail_share=cause["share"],
-            ms_per_request=cause["ms_per_request"],
-            median_ms_per_request=cause["median_ms_per_request"],
-            site=cause["site"],
-            meanwhile=cause["meanwhile"],
+            **{k: cause[k] for k in WAIT_NUMBERS},
         )
     return out
 
@@ -373,9 +372,7 @@ def periodic(facts: dict[str, Any]) -> list[dict]:
         found["stage"],
         f"slow requests recur {found['sentence']}",
         share=found["share_of_requests"],
-        period_ms=found["period_ms"],
-        width_ms=found["width_ms"],
-        episodes=found["episodes"],
+        **{k: found[k] for k in ("period_ms", "width_ms", "episodes")},
     )
 
 
@@ -420,12 +417,7 @@ def decode_growth(facts: dict[str, Any]) -> list[dict]:
         f"decode steps of {tokens['stage']} grow with the token's position: {growth_text(growth)}; "
         "each step recomputes every earlier token (no KV cache, or one that is not used)",
         share=1.0 - 1.0 / growth["growth"],
-        growth=growth["growth"],
-        agree=growth["agree"],
-        requests=growth["requests"],
-        slope_us_per_token=growth["slope_us_per_token"],
-        first_ms=growth["first_ms"],
-        last_ms=growth["last_ms"],
+        **{k: growth[k] for k in GROWTH_NUMBERS},
     )
 
 

@@ -206,9 +206,8 @@ def simulate_wait(run, factor: float = 0.5, seed: int = 0) -> dict[str, Any]:
     """
     policy = (run.meta.load.policy if run.meta.load else None) or {}
     if run.kind not in ("load", "served") or not policy or "arrival_ns" not in run.requests:
-        return {
-            "not_tried": "lowering the max wait is simulated from a load run (workbench load); this run is not one"
-        }
+        why = "lowering the max wait is simulated from a load run (workbench load); this run is not one"
+        return {"not_tried": why}
     try:
         model = service_model_from_runs([run])
         times = run.requests.sort_values("arrival_ns")["arrival_ns"].to_numpy("int64")

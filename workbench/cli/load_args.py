@@ -134,17 +134,10 @@ def add_continuous_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def continuous_from_args(args):
-    """The ``ContinuousPolicy`` of the flags, None when none was given (a generative pipeline then
-    gets the defaults)."""
-    given = {
-        k: getattr(args, k)
-        for k in ("max_num_seqs", "max_batched_tokens", "chunk_tokens")
-        if getattr(args, k) is not None
-    }
-    if not given:
-        return None
-
-    return ContinuousPolicy(**given)
+    """The ``ContinuousPolicy`` of the flags, None when none was given (then the defaults)."""
+    keys = ("max_num_seqs", "max_batched_tokens", "chunk_tokens")
+    given = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    return ContinuousPolicy(**given) if given else None
 
 
 def summary_json(summary: dict, middle: dict) -> dict:

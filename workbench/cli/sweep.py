@@ -231,13 +231,8 @@ def _predict(args, plan, record: dict, out: Path) -> dict:
         sources = [out / p["run"] for p in record["points"]]
         label = "the sweep's own points (measured service times)"
     else:
-        return record | {
-            "prediction": {
-                "source": None,
-                "why": "a served sweep: give --service RUN_DIR... "
-                "(profiler runs) for the simulator's curve",
-            }
-        }
+        why = "a served sweep: give --service RUN_DIR... (profiler runs) for the simulator's curve"
+        return record | {"prediction": {"source": None, "why": why}}
     policy = record["policy"]
     try:
         model = service_model_from_runs(sources)

@@ -173,7 +173,7 @@ def entry() -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C is KeyboardInterrupt again
     try:
         prepare_process(sys.argv[1:])
-        code = exit_past_lingering_threads(exit_past_abandoned_stages(main()))
+        code = exit_past_threads(main())
         if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
             _exit_now(code)
         return code
@@ -182,9 +182,13 @@ def entry() -> int:
         _exit_now(EXIT_INTERRUPTED)
 
 
-def exit_past_lingering_threads(code: int) -> int:
-    """``code``, or leave at once (one line on stderr) when a non-daemon thread a stage started is
-    still alive: it would keep the process alive forever after the run was saved and printed."""
+def exit_past_threads(code: int) -> int:
+    """``code``, or leave at once with it (:func:`_exit_now`) past a stage's thread still alive: an
+    abandoned one blocked in C++ (a CUDA synchronize; ended at finalization, it aborts the process:
+    exit 134), or a non-daemon one, which would keep the process alive forever (a line on stderr)."""
+    guard = sys.modules.get("workbench.guard")  # never imported: no stage ran, no stage thread
+    if guard is not None and guard.stage_threads_alive():
+        _exit_now(code)
     lingering = [
         t
         for t in threading.enumerate()
@@ -211,16 +215,6 @@ def _exit_now(code: int):
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     os._exit(code)
-
-
-def exit_past_abandoned_stages(code: int) -> int:
-    """``code``, or leave the process at once with it when an abandoned stage thread is still running:
-    one blocked in a C++ call (a CUDA synchronize) is ended at finalization by ``pthread_exit``, which
-    cannot unwind C++ frames (SIGABRT, exit 134: a measured failure read as a crash)."""
-    guard = sys.modules.get("workbench.guard")  # never imported: no stage ran, no stage thread
-    if guard is None or not guard.stage_threads_alive():
-        return code
-    _exit_now(code)
 
 
 def prepare_process(argv: list[str]) -> None:

@@ -208,14 +208,10 @@ def _run_html(entry: dict[str, Any], figs: list[tuple[str, Any]], pio) -> str:
     out.append("<h3>2. Bottleneck</h3>")
     out += [_finding_html(f) for f in entry["findings"]] or ["<p>No rule fired.</p>"]
     out.append("<h3>3. Evidence</h3>")
+    options = {"full_html": False, "include_plotlyjs": False, "config": {"displaylogo": False}}
     for caption, fig in figs:
-        out.append(
-            f"<div class='figure'><p><b>{e(caption)}</b></p>"
-            + pio.to_html(
-                fig, full_html=False, include_plotlyjs=False, config={"displaylogo": False}
-            )
-            + "</div>"
-        )
+        drawn = pio.to_html(fig, **options)
+        out.append(f"<div class='figure'><p><b>{e(caption)}</b></p>{drawn}</div>")
     out.append("<h3>4. Actions</h3><ol>")
     for f in entry["findings"]:
         for a in f["actions"]:

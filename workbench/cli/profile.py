@@ -28,8 +28,8 @@ from ..runner import (
 )
 from ..timing import SYNC_POLICIES
 from .numbers import add_number, number, ranged
-from .progress import ProgressBar
 from .output import (
+    ProgressBar,
     check_out,
     default_folder,
     dumps,

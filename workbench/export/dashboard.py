@@ -164,9 +164,9 @@ def export_dashboard(
         if progress:
             progress(i + 1, len(entries), e.path.name)
     page = build_page(entries, figures, batching_figures(entries), notes)
-    out = Path(out_dir)
-    write_text_atomically(out / "index.html", page)  # a full disk leaves no .index.html.* behind
-    return out / "index.html"
+    path = Path(out_dir) / "index.html"
+    write_text_atomically(path, page)  # a full disk leaves no .index.html.* behind
+    return path
 
 
 PAGE = """<!DOCTYPE html>

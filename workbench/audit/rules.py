@@ -19,7 +19,7 @@ from typing import Any
 from ..analysis.tokens import growth_text
 from ..analysis.waits import wait_headline
 from ..roles import RoleDecision, decide_role, stage_role  # noqa: F401 (stage_role re-exported)
-from .catalog import actions_for
+from .catalog import CATALOG
 
 DOMINANT_SHARE = 0.30
 TAIL_RATIO = 5.0
@@ -508,17 +508,14 @@ def _tail_on_cpu(facts: dict[str, Any]) -> bool:
 
 
 def _actions(finding: dict) -> list[dict]:
-    """The catalog's actions for the finding; "lower the max wait" only where the max wait is not already
-    below the wait it would fix."""
+    """Copies (annotated later) of the catalog's actions for the finding; "lower the max wait" only
+    where the max wait is not already below the wait it would fix."""
     n = finding["numbers"]
     futile = n.get("max_wait_ms") is not None and n["max_wait_ms"] < MAX_WAIT_FIXES * (
         n.get("wait_ms") or 0.0
     )
-    return [
-        a
-        for a in actions_for(finding["kind"])
-        if not (futile and (a.get("try") or {}).get("max_wait_ms"))
-    ]
+    actions = CATALOG.get(finding["kind"], [])
+    return [dict(a) for a in actions if not (futile and (a["try"] or {}).get("max_wait_ms"))]
 
 
 def _weight(finding: dict) -> float:

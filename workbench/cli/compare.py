@@ -273,12 +273,9 @@ def _share(noise) -> float | None:
 
 
 def saved_columns(path: str) -> tuple[Any, dict[str, np.ndarray]]:
-    """``(meta, {stage: ns, ..., "end_to_end": ns})``: a run folder's measured successful requests, in request
-    order, one float64 array per stage (summed where a stage ran twice; NaN where it did not run).
-
-    Only the columns needed are read, in batches, the stage names as codes; each column, the tables
-    against each other and run.json are checked as ``show`` checks them: a folder ``show`` refuses is
-    refused."""
+    """``(meta, {stage: ns, ..., "end_to_end": ns})``: a run folder's measured successful requests in
+    request order, one float64 array per stage (summed where a stage ran twice; NaN where it did not
+    run), read in batches and checked as ``show`` checks them."""
     root = Path(path)
     recover(root)
     if not root.is_dir():

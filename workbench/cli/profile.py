@@ -358,10 +358,8 @@ def print_summary_failures(run, command: str) -> None:
 
 
 def failure_verdict(run, fail_on_error: bool, command: str) -> int:
-    """1 (a measured failure) when every measured request failed, or any failed with --fail-on-error.
-
-    The failures are printed to stderr per stage: count, exception type, message and where.
-    """
+    """1 (a measured failure) when every measured request failed, or any failed with --fail-on-error;
+    the failures printed to stderr per stage."""
     requests, order = run.requests, list(run.meta.stages)
     if all_failed(requests):
         print(

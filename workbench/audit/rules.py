@@ -2,7 +2,7 @@
 
 Every rule is a small pure function ``(facts) -> list[finding]`` with its threshold named here;
 ``docs/audit.md`` tabulates the rules and their thresholds. ``facts`` is the dict of
-:func:`workbench.audit.facts.run_facts`. A finding is ``{"kind", "stage", "evidence", "numbers"}``;
+:func:`workbench.audit.report.run_facts`. A finding is ``{"kind", "stage", "evidence", "numbers"}``;
 :func:`findings` adds the catalog's actions.
 
 Two rules the table lacks (docs/json.md's FINDING): ``decode_growth``, a streaming stage whose

@@ -72,7 +72,7 @@ def test_cuda_stage_past_the_timeout_is_a_timeout_failure():
 
 def _join_abandoned_stage_threads():
     """Wait for the abandoned stage thread's synchronize to return: left blocked in it, the thread would abort
-    the test process at exit (the CLI leaves with os._exit instead, ``workbench.cli.exit_past_abandoned_stages``)."""
+    the test process at exit (the CLI leaves with os._exit instead, ``workbench.cli.exit_past_threads``)."""
     from workbench.guard import stage_threads_alive
 
     for thread in stage_threads_alive():

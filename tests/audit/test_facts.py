@@ -6,7 +6,7 @@ from __future__ import annotations
 from tests.conftest import toy_pipeline
 from workbench import profile
 from workbench.analysis import budget
-from workbench.audit import facts
+from workbench.audit import report
 
 EXPLAINED = {"tail_attribution": "tail", "gc_summary": "gc", "head_of_line": "blocking"}
 
@@ -24,8 +24,8 @@ def test_each_explanation_is_computed_once_per_audit(fake_clock, monkeypatch):
             return _real(*args)
 
         monkeypatch.setattr(budget, name, counted)
-        monkeypatch.setattr(facts, name, counted, raising=False)  # where the audit had its own
-    found = facts.run_facts(run)
+        monkeypatch.setattr(report, name, counted, raising=False)  # where the audit had its own
+    found = report.run_facts(run)
     assert sorted(calls) == sorted(EXPLAINED)
     for key in ("tail", "gc"):
         assert found[key] is found["budget"][key]

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from workbench.audit.facts import run_facts
+from workbench.audit.report import run_facts
 from workbench.audit.rules import findings
 
 

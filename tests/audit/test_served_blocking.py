@@ -7,7 +7,7 @@ import itertools
 import time
 
 from workbench import Pipeline
-from workbench.audit.facts import run_facts
+from workbench.audit.report import run_facts
 from workbench.audit.rules import findings
 from workbench.batching import Arrivals, BatchPolicy
 from workbench.batching.live import run_load

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.audit.facts import round_timeout_ms, timeout_estimate
+from workbench.audit.report import round_timeout_ms, timeout_estimate
 from workbench.audit.report import audit
 from workbench.cli import main
 from workbench.record import load_run

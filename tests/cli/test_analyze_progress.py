@@ -4,7 +4,7 @@ import io
 import json
 
 from workbench.cli import main
-from workbench.cli.progress import ProgressBar
+from workbench.cli.output import ProgressBar
 from tests.support.synthetic import example_trace
 
 

@@ -158,7 +158,7 @@ def test_an_abandoned_stage_thread_does_not_change_the_exit_code(monkeypatch, ca
         stuck.set()
         thread.join()
     assert calls == ["atexit", 1] and capsys.readouterr().out == "measured\n"
-    assert cli.exit_past_abandoned_stages(0) == 0  # no stage thread alive: the normal exit
+    assert cli.exit_past_threads(0) == 0  # no stage thread alive: the normal exit
 
 
 def test_a_timed_out_stage_exits_1_in_a_real_process(tmp_path):

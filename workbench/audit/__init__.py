@@ -1,7 +1,2 @@
-"""The offline audit: baseline -> bottleneck -> evidence -> actions, from saved runs.
-
-``rules`` turns a run's budget, tail attribution and trace report into
-findings (pure functions over dicts, no torch or plotly); ``catalog`` maps each
-finding kind to concrete actions; ``report`` writes the self-contained HTML
-file (plotly embedded once) or the JSON of ``python -m workbench audit``.
-"""
+"""The offline audit of saved runs (``python -m workbench audit``): baseline -> bottleneck ->
+evidence -> actions; ``rules`` and ``catalog`` are pure, ``report`` writes the HTML or JSON."""

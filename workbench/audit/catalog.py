@@ -1,20 +1,14 @@
-"""What to do about each kind of finding: the documented action catalog.
-
-Each action has a ``title`` (imperative, one line), a ``why`` (the mechanism),
-and ``try`` (the configuration change ``audit --try`` can measure itself with
-the interleaved comparison, or None when only the user can make the change).
-"""
+"""What to do about each kind of finding (docs/audit.md): a ``title``, the mechanism (``why``) and the
+configuration change ``audit --try`` can measure (``try``; None when only the user can make it)."""
 
 from __future__ import annotations
 
-Action = dict
 
-
-def _action(title: str, why: str, try_: dict | None = None) -> Action:
+def _action(title: str, why: str, try_: dict | None = None) -> dict:
     return {"title": title, "why": why, "try": try_}
 
 
-CATALOG: dict[str, list[Action]] = {
+CATALOG: dict[str, list[dict]] = {
     "compute": [
         _action(
             "Run the model in bf16 (or int8 dynamic quantization on CPU)",
@@ -279,8 +273,3 @@ CATALOG: dict[str, list[Action]] = {
         ),
     ],
 }
-
-
-def actions_for(kind: str) -> list[Action]:
-    """The catalog's actions for a finding kind (a copy, so callers may annotate them)."""
-    return [dict(a) for a in CATALOG.get(kind, [])]

@@ -1,22 +1,25 @@
-"""The audit document: JSON for scripts, one self-contained HTML file for people.
-
-Sections follow the audit's phases: 1 baseline (budget, intervals, noise,
-SLA), 2 bottleneck (findings from :mod:`workbench.audit.rules`), 3 evidence
-(figures), 4 actions (the catalog, with estimates labelled as such). The HTML
-embeds plotly.js once and makes no outside request, so it opens offline and
-prints.
+"""The audit document: JSON for scripts, one self-contained HTML file for people (plotly.js
+embedded once, no outside request: it opens offline and prints), in the audit's four phases; and
+the facts the rules read about a run, gathered once (:func:`run_facts`: pandas, no torch or plotly).
 """
 
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
 
-from ..analysis.budget import EXTRA_TAIL
-from ..analysis.stats import far_tail_text
-from .facts import round_timeout_ms, run_facts, timeout_estimate
+from ..analysis.budget import END_TO_END, EXTRA_TAIL, budget, stage_matrix
+from ..analysis.flame import flame_tree
+from ..analysis.periodic import periodic_spikes
+from ..analysis.python_frames import library_shares
+from ..analysis.stats import far_tail_text, percentiles
+from ..analysis.trace_report import analyze
+from ..errors import TraceError
+from ..roles import decide_roles
+from ..trace import load_trace
+from ..units import ms_to_ns, ns_to_ms
 from . import rules
-from .rules import findings, stage_role
 from .trial import try_actions as measure
 
 FORMAT = "workbench.audit"
@@ -32,17 +35,14 @@ def audit_run(
     compare_fn=None,
     facts: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One run's audit entry: ``{"run", "label", "sla_ms", "summary", "baseline", "findings", "notes", "trials"}``.
-
-    try_actions: measure the actions the workbench can make itself (:mod:`workbench.audit.trial`).
-    """
+    """One run's audit entry (``try_actions``: measure what :mod:`workbench.audit.trial` can)."""
     facts = facts if facts is not None else run_facts(run)
-    found = findings(facts)
+    found = rules.findings(facts)
     for f in found:
         _add_estimates(run, facts, f)
-    trials = []
-    if try_actions:
-        trials = measure(run, found, requests=try_requests, compare_fn=compare_fn)
+    trials = (
+        measure(run, found, requests=try_requests, compare_fn=compare_fn) if try_actions else []
+    )
     baseline = _baseline(facts, sla_ms)
     return {
         "run": facts["run"],
@@ -65,6 +65,74 @@ def audit(runs, sla_ms: float | None = None, facts: list | None = None, **kwargs
     return {"format": FORMAT, "version": VERSION, "runs": entries}
 
 
+def run_facts(run) -> dict[str, Any]:
+    """What the rules read about a loaded run (``workbench.record.Run``): plain JSON-type dicts but
+    ``loaded_trace``, kept for the evidence figures."""
+    report = budget(run)
+    trace, trace_error, libraries, loaded = None, None, {}, None
+    if run.trace_path is not None:
+        try:
+            loaded = load_trace(run.trace_path)
+            trace = analyze(loaded)
+            libraries = library_shares(flame_tree(loaded.events))
+        except TraceError as exc:  # a broken trace loses the trace findings, never the audit
+            trace_error = str(exc)
+    meta = run.meta
+    decisions = decide_roles(run.stage_names, dict(meta.stage_roles or {}), libraries)
+    return {
+        "run": str(run.path) if run.path else None,
+        "label": run.label,
+        "budget": report,
+        "tail": report["tail"],  # the budget's explanations: each computed once per audit
+        "trace": trace,
+        "trace_error": trace_error,
+        "traced_requests": meta.trace.requests if meta.trace else None,
+        "roles": {s: d.role for s, d in decisions.items() if d.role},
+        "role_decisions": {s: d.to_dict() for s, d in decisions.items()},
+        "libraries": libraries,
+        "loaded_trace": loaded,  # the Trace itself, for the evidence figures (never in the audit's output)
+        "noise": meta.noise.to_dict() if meta.noise else None,
+        "gc": report["gc"],
+        "blocking": report["head_of_line"],
+        "stacks": meta.stacks,
+        "waits": report.get("waits"),
+        "pacing": meta.timing.pacing if meta.timing else None,
+        "periodic": periodic_spikes(run.requests, run.stages, run.stage_names),
+        "serving_gc": meta.serving.gc if meta.serving else None,
+        "policy": (meta.load.policy if meta.load else None)
+        or (meta.serving.policy if meta.serving else None),
+    }
+
+
+def timeout_estimate(run, stage: str, timeout_ms: float) -> dict[str, Any]:
+    """End-to-end p50/p99 if ``stage`` were cut off at ``timeout_ms``, estimated from the recorded
+    times: a timed-out call returns at once, so each request loses ``max(0, stage - timeout)``."""
+    wide = stage_matrix(run.requests, run.stages, run.stage_names)
+    out = {"stage": stage, "timeout_ms": timeout_ms}
+    if wide.empty or stage not in wide:
+        return out | dict.fromkeys(("p50_ms", "p99_ms", "timed_out_share"))
+    over = (wide[stage].fillna(0) - ms_to_ns(timeout_ms)).clip(lower=0)
+    e2e = (wide[END_TO_END] - over).to_numpy(dtype=float)
+    p50, p99 = percentiles(e2e, [50, 99])
+    return out | {
+        "p50_ms": ns_to_ms(float(p50)),
+        "p99_ms": ns_to_ms(float(p99)),
+        "timed_out_share": float((over > 0).mean()),
+        "estimate": True,
+    }
+
+
+def round_timeout_ms(value_ms: float) -> float:
+    """A readable timeout near ``value_ms``: 1, 2 or 5 times a power of ten."""
+    if value_ms <= 0 or not math.isfinite(value_ms):
+        return value_ms
+    exp = math.floor(math.log10(value_ms))
+    for step in (1, 2, 5, 10):
+        if step * 10**exp >= value_ms:
+            return float(step * 10**exp)
+    return float(10 ** (exp + 1))
+
+
 def _baseline(facts: dict[str, Any], sla_ms: float | None) -> dict[str, Any]:
     b = facts["budget"]
     e2e = b["end_to_end"]
@@ -85,7 +153,7 @@ def _baseline(facts: dict[str, Any], sla_ms: float | None) -> dict[str, Any]:
 def _add_estimates(run, facts: dict[str, Any], finding: dict) -> None:
     """A timeout's gain on a remote or I/O stage cannot be tried here: estimate it from the recorded times."""
     stage = finding.get("stage")
-    role = stage_role(stage, facts.get("roles")) if stage else None
+    role = rules.stage_role(stage, facts.get("roles")) if stage else None
     if finding["kind"] not in ("remote", "tail") or role not in ("remote", "io"):
         return
     row = next(s for s in facts["budget"]["stages"] if s["name"] == stage)
@@ -99,10 +167,8 @@ def _add_estimates(run, facts: dict[str, Any], finding: dict) -> None:
         if "timeout" in action["title"].lower():
             action["estimate"] = est
             return
-    title = f"Put a timeout on {stage}"
-    finding["actions"].append(
-        {"title": title, "why": "bounds the stage's tail", "try": None, "estimate": est}
-    )
+    title, why = f"Put a timeout on {stage}", "bounds the stage's tail"
+    finding["actions"].append({"title": title, "why": why, "try": None, "estimate": est})
 
 
 def summary(
@@ -144,10 +210,9 @@ def summary(
 
 def _largest_evidence(found: list[dict]) -> str | None:
     """The evidence of the finding that explains the most tail time among those that say why the tail
-    waited or grew (a wait class, GC, a periodic event, an attribute): findings come sorted by weight."""
-    kinds = {*rules.WAIT_KIND.values(), "attribute", "periodic"} - {
-        "off_cpu"
-    }  # the noise note says that
+    waited or grew (a wait class but off CPU, which the noise note says, GC, a periodic event, an
+    attribute): findings come sorted by weight."""
+    kinds = {*rules.WAIT_KIND.values(), "attribute", "periodic"} - {"off_cpu"}
     return next((f["evidence"] for f in found if f["kind"] in kinds), None)
 
 
@@ -221,14 +286,10 @@ def _run_html(entry: dict[str, Any], figs: list[tuple[str, Any]], pio) -> str:
     out.append("<h3>2. Bottleneck</h3>")
     out += [_finding_html(f) for f in entry["findings"]] or ["<p>No rule fired.</p>"]
     out.append("<h3>3. Evidence</h3>")
+    options = {"full_html": False, "include_plotlyjs": False, "config": {"displaylogo": False}}
     for caption, fig in figs:
-        out.append(
-            f"<div class='figure'><p><b>{e(caption)}</b></p>"
-            + pio.to_html(
-                fig, full_html=False, include_plotlyjs=False, config={"displaylogo": False}
-            )
-            + "</div>"
-        )
+        drawn = pio.to_html(fig, **options)
+        out.append(f"<div class='figure'><p><b>{e(caption)}</b></p>{drawn}</div>")
     out.append("<h3>4. Actions</h3><ol>")
     for f in entry["findings"]:
         for a in f["actions"]:

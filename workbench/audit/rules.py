@@ -1,26 +1,15 @@
 """Bottleneck rules: findings computed only from a run and its trace.
 
-Every rule is a small pure function ``(facts) -> list[finding]`` with its
-threshold named here; ``docs/audit.md`` tabulates each rule and its thresholds.
-``facts`` is a dict: ``budget`` (``show --json``), ``tail`` (tail attribution),
-``trace`` (``analyze --json`` report or None), ``roles`` (stage -> recorded
-role), ``libraries`` (stage -> {library: share of its time}), ``role_decisions``
-(stage -> :class:`workbench.roles.RoleDecision` as a dict; made from the two
-before when absent), ``stacks`` (the sampled stacks, :mod:`workbench.analysis.stacks`),
-``kind`` (profile, load, ...). A finding is ``{"kind", "stage", "evidence",
-"numbers"}``; :func:`findings` adds the catalog's actions.
+Every rule is a small pure function ``(facts) -> list[finding]`` with its threshold named here;
+``docs/audit.md`` tabulates the rules and their thresholds. ``facts`` is the dict of
+:func:`workbench.audit.report.run_facts`. A finding is ``{"kind", "stage", "evidence", "numbers"}``;
+:func:`findings` adds the catalog's actions.
 
-Two rules the table lacks:
-
-* ``decode_growth``: a streaming stage whose decode steps grow with the token's position
-  (:func:`workbench.analysis.tokens.decode_growth`) recomputes every earlier token at every step:
-  no (or a broken) KV cache. The ``compute`` finding of the same stage is left out: precision
-  shaves a constant off work the cache removes;
-* ``TOKEN_HOST_SHARE`` 0.5: where the trace shows the GPU, a streaming stage whose launched GPU
-  work covers less than half of its traced host time is ``token_host``: per-token host overhead,
-  in us per token (the host time the GPU did not cover, over the traced requests' tokens at the
-  timing run's mean per request); its ``compute`` finding is left out too. A CPU run's trace
-  cannot tell host overhead from the model's own work, so there is none there.
+Two rules the table lacks (docs/json.md's FINDING): ``decode_growth``, a streaming stage whose
+decode steps grow with the token's position (no, or a broken, KV cache), and ``token_host``: where
+the trace shows the GPU, a streaming stage whose GPU work covers less than ``TOKEN_HOST_SHARE`` of
+its traced host time: per-token host overhead, the host time the GPU did not cover over the traced
+requests' tokens (us per token). Both leave out the same stage's ``compute`` finding.
 """
 
 from __future__ import annotations
@@ -30,7 +19,7 @@ from typing import Any
 from ..analysis.tokens import growth_text
 from ..analysis.waits import wait_headline
 from ..roles import RoleDecision, decide_role, stage_role  # noqa: F401 (stage_role re-exported)
-from .catalog import actions_for
+from .catalog import CATALOG
 
 DOMINANT_SHARE = 0.30
 TAIL_RATIO = 5.0
@@ -59,6 +48,7 @@ WAIT_KIND = {
     "gc": "gc",
     "off_cpu": "off_cpu",
 }
+WAIT_NUMBERS = ("ms_per_request", "median_ms_per_request", "site", "meanwhile")
 TOKEN_HOST_SHARE = 0.5
 
 ROLE_KIND = {
@@ -69,11 +59,11 @@ ROLE_KIND = {
     "serialize": "serialization",
 }
 WAIT_STAGES = ("batch_wait", "queue_wait")
+GROWTH_NUMBERS = ("growth", "agree", "requests", "slope_us_per_token", "first_ms", "last_ms")
 
 
 def _finding(kind: str, stage: str | None, evidence: str, **numbers) -> list[dict]:
-    """A rule's result of one finding: ``[{kind, stage, evidence, numbers}]`` (:func:`findings` adds
-    the catalog's actions)."""
+    """A rule's result of one finding: ``[{kind, stage, evidence, numbers}]``."""
     return [{"kind": kind, "stage": stage, "evidence": evidence, "numbers": numbers}]
 
 
@@ -145,8 +135,7 @@ def tail_stages(facts: dict[str, Any]) -> list[dict]:
 
 
 def _stack_note(facts: dict[str, Any], stage: str) -> str:
-    """``"; sampled stacks: hydrate, 91 % of the slowest 1 % in redis read_response <- ...; median 40 %"`` when
-    the run's sampled stacks name a frame in this stage."""
+    """``"; sampled stacks: ..."`` when the run's sampled stacks name a frame in this stage."""
     headline = (facts.get("stacks") or {}).get("headline") or ""
     return f"; sampled stacks: {headline}" if headline.startswith(f"{stage}, ") else ""
 
@@ -310,10 +299,7 @@ def waits(facts: dict[str, Any]) -> list[dict]:
             cause["stage"],
             evidence,
             tail_share=cause["share"],
-            ms_per_request=cause["ms_per_request"],
-            median_ms_per_request=cause["median_ms_per_request"],
-            site=cause["site"],
-            meanwhile=cause["meanwhile"],
+            **{k: cause[k] for k in WAIT_NUMBERS},
         )
     return out
 
@@ -386,9 +372,7 @@ def periodic(facts: dict[str, Any]) -> list[dict]:
         found["stage"],
         f"slow requests recur {found['sentence']}",
         share=found["share_of_requests"],
-        period_ms=found["period_ms"],
-        width_ms=found["width_ms"],
-        episodes=found["episodes"],
+        **{k: found[k] for k in ("period_ms", "width_ms", "episodes")},
     )
 
 
@@ -433,12 +417,7 @@ def decode_growth(facts: dict[str, Any]) -> list[dict]:
         f"decode steps of {tokens['stage']} grow with the token's position: {growth_text(growth)}; "
         "each step recomputes every earlier token (no KV cache, or one that is not used)",
         share=1.0 - 1.0 / growth["growth"],
-        growth=growth["growth"],
-        agree=growth["agree"],
-        requests=growth["requests"],
-        slope_us_per_token=growth["slope_us_per_token"],
-        first_ms=growth["first_ms"],
-        last_ms=growth["last_ms"],
+        **{k: growth[k] for k in GROWTH_NUMBERS},
     )
 
 
@@ -502,9 +481,8 @@ RULES = (
 def findings(facts: dict[str, Any]) -> list[dict]:
     """Every rule's findings, each with its catalog actions, largest time share first."""
     out = [f | {"actions": _actions(f)} for rule in RULES for f in rule(facts)]
-    if any(
-        f["kind"] == "time" for f in out
-    ):  # the stages' own work is not what the tail is made of
+    # the stages' own work is not what the tail is made of
+    if any(f["kind"] == "time" for f in out):
         out = [f for f in out if f["kind"] not in ROLE_KIND.values()]
     if not _tail_on_cpu(facts):  # compute advice only for a tail spent on CPU
         out = [f for f in out if f["kind"] != "compute"]
@@ -530,17 +508,14 @@ def _tail_on_cpu(facts: dict[str, Any]) -> bool:
 
 
 def _actions(finding: dict) -> list[dict]:
-    """The catalog's actions for the finding; "lower the max wait" only where the max wait is not already
-    below the wait it would fix."""
+    """Copies (annotated later) of the catalog's actions for the finding; "lower the max wait" only
+    where the max wait is not already below the wait it would fix."""
     n = finding["numbers"]
     futile = n.get("max_wait_ms") is not None and n["max_wait_ms"] < MAX_WAIT_FIXES * (
         n.get("wait_ms") or 0.0
     )
-    return [
-        a
-        for a in actions_for(finding["kind"])
-        if not (futile and (a.get("try") or {}).get("max_wait_ms"))
-    ]
+    actions = CATALOG.get(finding["kind"], [])
+    return [dict(a) for a in actions if not (futile and (a["try"] or {}).get("max_wait_ms"))]
 
 
 def _weight(finding: dict) -> float:

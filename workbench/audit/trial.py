@@ -1,18 +1,11 @@
 """``audit --try``: measure the actions the workbench can make itself, instead of promising them.
 
-For each finding, each catalog action with a ``try`` entry becomes a concrete configuration
-change of the audited run (the *tried* actions of ``docs/audit.md``); the run's pipeline is
-rebuilt from its fingerprint's factory and the change is measured against the run's own
-configuration with the interleaved comparison (:func:`workbench.interleave.compare`). The action
-then carries ``measured``: the end-to-end p50 and p99 ratios B/A with their 95 % intervals, the
-verdict, what the change did to the outputs (``outputs``, :mod:`workbench.analysis.outputs`) and
-one sentence showing the gain and the agreement side by side; ``agreement_below_threshold``
-marks an argmax agreement below :data:`AGREEMENT_THRESHOLD`. For a batch-size change the ratios
-are per item, so "faster" means more items per second of latency.
-
-What cannot be tried here is said, never guessed: a run whose factory cannot be
-rebuilt (a user pipeline not importable from here), a change the device cannot
-run (int8 on CUDA), or an action that needs the pipeline's own code changed.
+Each catalog action with a ``try`` entry becomes a configuration change of the audited run
+(docs/audit.md's *tried* actions), measured against the run's own configuration with the
+interleaved comparison on the pipeline rebuilt from its fingerprint's factory; the action then
+carries ``measured`` (docs/json.md's MEASURED; per item for a batch-size change). What cannot be
+tried here (no importable factory, int8 on CUDA, a change to the pipeline's code) is said, never
+guessed.
 """
 
 from __future__ import annotations
@@ -117,12 +110,7 @@ def factory_of(run) -> tuple[Any, str | None]:
 
 
 def try_actions(
-    run,
-    findings: list[dict],
-    *,
-    requests: int = TRY_REQUESTS,
-    seed: int = 0,
-    compare_fn: Callable | None = None,
+    run, findings: list[dict], *, requests: int = TRY_REQUESTS, compare_fn: Callable | None = None
 ) -> list[dict]:
     """Annotate the findings' actions in place with ``measured`` or ``not_tried``; returns the trial log."""
     compare_fn = compare_fn or compare
@@ -145,18 +133,18 @@ def try_actions(
                 continue
             key = tuple(sorted(change.items()))
             if key not in done:
-                done[key] = _measure(compare_fn, factory, base, change, requests, seed)
+                done[key] = _measure(compare_fn, factory, base, change, requests)
                 log.append({"change": change, **done[key]})
             action["measured"] = done[key]
     return log
 
 
-def _measure(compare_fn, factory, base, change: dict, requests: int, seed: int) -> dict[str, Any]:
+def _measure(compare_fn, factory, base, change: dict, requests: int) -> dict[str, Any]:
     def not_measured(error) -> dict[str, Any]:
         return {"error": error, "sentence": f"{_label(change)}: not measured: {error}"}
 
     try:
-        result = compare_fn(factory, [{}, change], base=base, requests=requests, seed=seed).result
+        result = compare_fn(factory, [{}, change], base=base, requests=requests, seed=0).result
     except WorkbenchError as exc:
         return not_measured(str(exc))
     except Exception as exc:  # noqa: BLE001 - torch.compile needs a C++ toolchain; its failure is the finding
@@ -218,9 +206,8 @@ def simulate_wait(run, factor: float = 0.5, seed: int = 0) -> dict[str, Any]:
     """
     policy = (run.meta.load.policy if run.meta.load else None) or {}
     if run.kind not in ("load", "served") or not policy or "arrival_ns" not in run.requests:
-        return {
-            "not_tried": "lowering the max wait is simulated from a load run (workbench load); this run is not one"
-        }
+        why = "lowering the max wait is simulated from a load run (workbench load); this run is not one"
+        return {"not_tried": why}
     try:
         model = service_model_from_runs([run])
         times = run.requests.sort_values("arrival_ns")["arrival_ns"].to_numpy("int64")

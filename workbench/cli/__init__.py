@@ -1,13 +1,10 @@
-"""``python -m workbench``: the command line.
+"""``python -m workbench``: each subcommand's module has ``register(subparsers)``, which adds its
+parser with ``func``, a callable ``(args) -> int``.
 
-Each subcommand lives in its own module exposing ``register(subparsers)``,
-which adds its parser and sets ``func`` to a callable ``(args) -> int``.
-
-Exit codes, the same for every command (users script against them; the README's "Exit codes"
-says what each means): 0 ok, 1 a measured failure or a regression, 2 bad input (any
-:class:`~workbench.errors.WorkbenchError`, a file the user named that cannot be opened, an
-argparse usage error), 3 an internal error (a bug), 4 inconclusive (``gate``), 130 interrupted,
-143 terminated (SIGTERM, handled like Ctrl-C), 141 stdout closed by its reader.
+Exit codes, the same for every command (the README's "Exit codes"): 0 ok, 1 a measured failure or
+a regression, 2 bad input (a :class:`~workbench.errors.WorkbenchError`, a file the user named that
+cannot be opened, a usage error), 3 a bug, 4 inconclusive (``gate``), 130 interrupted, 143
+terminated (SIGTERM, handled like Ctrl-C), 141 stdout closed by its reader.
 """
 
 from __future__ import annotations
@@ -16,6 +13,7 @@ import argparse
 import atexit
 import contextlib
 import errno
+import functools
 import importlib
 import os
 import select
@@ -89,23 +87,18 @@ def _register_wing_command(subparsers, entry) -> None:
         entry.load()(subparsers)
     except ModuleNotFoundError as exc:
         name = entry.value.split(".", 1)[0].removeprefix("workbench_")
-        why = (
-            f"the {name} wing cannot load here (no module named {exc.name!r}): {install_hint(name)}"
-        )
-        stand_in = (
-            subparsers.add_parser(  # every argument taken as it is: the refusal names the wing
-                entry.name, help=f"needs the {name} wing: {install_hint(name)}", prefix_chars="\x01"
-            )
+        hint = install_hint(name)
+        why = f"the {name} wing cannot load here (no module named {exc.name!r}): {hint}"
+        # every argument taken as it is: the refusal names the wing
+        stand_in = subparsers.add_parser(
+            entry.name, help=f"needs the {name} wing: {hint}", prefix_chars="\x01"
         )
         stand_in.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
-        stand_in.set_defaults(func=_refuse(why))
+        stand_in.set_defaults(func=functools.partial(_refuse, why))
 
 
-def _refuse(why: str):
-    def run(args) -> int:
-        raise WingMissing(why)
-
-    return run
+def _refuse(why: str, args) -> int:
+    raise WingMissing(why)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,12 +118,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def unfit_argument(argv: list[str]) -> str | None:
-    """What is wrong with the first argument no file name, label or table can hold, else None.
-
-    An argument from the OS never holds a NUL byte, and its undecodable bytes arrive as
-    surrogate escapes that encode back; a caller of :func:`main` (a notebook, a test) can pass
-    either, and each would surface deep inside as an internal error.
-    """
+    """What is wrong with the first argument no file name, label or table can hold, else None: a
+    caller of :func:`main` (a notebook, a test; never the OS) can pass a NUL byte or a lone
+    surrogate, and each would surface deep inside as an internal error."""
     for k, text in enumerate(argv, 1):
         shown = ascii(text)[:80]
         if "\x00" in text:
@@ -174,18 +164,16 @@ def _internal_error(command: str, exc: Exception) -> int:
 
 
 def entry() -> int:
-    """The process entry point (``python -m workbench``, the ``workbench`` script): :func:`main` after
-    :func:`prepare_process`. Kept apart from :func:`main`, which tests and notebooks call in their own
-    process.
+    """The process entry point (``python -m workbench``, the ``workbench`` script); tests and
+    notebooks call :func:`main` in their own process.
 
     An interrupted command (130, 143) leaves with :func:`_exit_now`: a ``KeyboardInterrupt`` that went
-    through ``exec`` of a string (dataclasses and namedtuples build their methods so, hundreds while
-    torch imports) leaves CPython's "unhandled KeyboardInterrupt" mark set even once caught, and the
-    interpreter then ends itself by SIGINT at exit, whatever the code: a SIGTERM read as Ctrl-C."""
+    through ``exec`` of a string (dataclasses build their methods so) leaves CPython's "unhandled
+    KeyboardInterrupt" mark set even once caught, and the interpreter then ends itself by SIGINT."""
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C is KeyboardInterrupt again
     try:
         prepare_process(sys.argv[1:])
-        code = exit_past_lingering_threads(exit_past_abandoned_stages(main()))
+        code = exit_past_threads(main())
         if code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
             _exit_now(code)
         return code
@@ -194,9 +182,13 @@ def entry() -> int:
         _exit_now(EXIT_INTERRUPTED)
 
 
-def exit_past_lingering_threads(code: int) -> int:
-    """``code``, or leave at once (one line on stderr) when a non-daemon thread a stage started is
-    still alive: it would keep the process alive forever after the run was saved and printed."""
+def exit_past_threads(code: int) -> int:
+    """``code``, or leave at once with it (:func:`_exit_now`) past a stage's thread still alive: an
+    abandoned one blocked in C++ (a CUDA synchronize; ended at finalization, it aborts the process:
+    exit 134), or a non-daemon one, which would keep the process alive forever (a line on stderr)."""
+    guard = sys.modules.get("workbench.guard")  # never imported: no stage ran, no stage thread
+    if guard is not None and guard.stage_threads_alive():
+        _exit_now(code)
     lingering = [
         t
         for t in threading.enumerate()
@@ -225,20 +217,6 @@ def _exit_now(code: int):
     os._exit(code)
 
 
-def exit_past_abandoned_stages(code: int) -> int:
-    """``code``, or leave the process at once with it when an abandoned stage thread is still running.
-
-    A stage abandoned after ``--timeout`` may be blocked in a C++ call (a CUDA synchronize); at
-    finalization CPython ends such a thread with ``pthread_exit``, which cannot unwind C++ frames:
-    the process aborts (SIGABRT, exit 134) and a measured failure would read as a crash. So
-    :func:`_exit_now` skips the finalization; the command wrote everything before it returned.
-    """
-    guard = sys.modules.get("workbench.guard")  # never imported: no stage ran, no stage thread
-    if guard is None or not guard.stage_threads_alive():
-        return code
-    _exit_now(code)
-
-
 def prepare_process(argv: list[str]) -> None:
     """Process-wide settings that only a fresh process may take: ``analyze`` of a trace *file* reads
     no Parquet, yet pandas imports pyarrow when installed, so pyarrow is hidden from that process
@@ -251,10 +229,8 @@ def prepare_process(argv: list[str]) -> None:
 
 
 def _stdout_reader_gone() -> bool:
-    """True when stdout is a pipe whose reader has exited (``... | head -1``): poll reports an error on it.
-
-    Told apart from a BrokenPipeError of a socket (``serve``, ``load-http``), which stays an internal error.
-    """
+    """True when stdout is a pipe whose reader has exited (``... | head -1``): poll reports an error on
+    it (a BrokenPipeError of a socket, ``serve``'s, stays an internal error)."""
     try:
         poller = select.poll()
         poller.register(sys.stdout.fileno(), select.POLLOUT)

@@ -15,8 +15,7 @@ from pathlib import Path
 from ..errors import RunRecordError
 from .numbers import OptionError
 from ..trace.decode import read_raw
-from .output import dumps
-from .progress import ProgressBar
+from .output import ProgressBar, dumps
 
 # equal to workbench.trace.read.DEFAULT_MAX_TRACE_BYTES (not imported: argument parsing stays light)
 DEFAULT_MAX_TRACE_BYTES = 4 * 2**30

@@ -7,11 +7,9 @@ from pathlib import Path
 from .numbers import add_number, number
 from .output import check_out, dumps
 from .sweep_view import expand_sweeps
-from ..audit.facts import run_facts
-from ..audit.report import audit
+from ..audit.report import audit, baseline_far_tail, render_html, run_facts
 from ..record import load_run
 from ..audit.figures import run_figures
-from ..audit.report import baseline_far_tail, render_html
 from ..record.folder import write_text_atomically
 
 SLA_MS = number("--sla-ms", 0, 3_600_000, "ms", lo_open=True)

@@ -168,59 +168,47 @@ def run_load_command(args) -> int:
 
 def _report_load(args, run, arrivals, policy) -> bool:
     """The load run's summary on stdout (one JSON object with ``--json``); True once printed."""
-    if run.meta.load.continuous is not None:
-        return _report_continuous(args, run, arrivals)
-    summary = load_summary(run.requests, policy.concurrency)
-    load, path = run.meta.load, run.path
-    lag = load.generator_lag_ms
+    load = run.meta.load
     failures, noise = failure_summary(run.requests, run.stage_names), noise_summary(run.meta)
+    if load.continuous is not None:
+        keys, what, lines = _continuous(load, run, arrivals)
+    else:
+        summary, lag = load_summary(run.requests, policy.concurrency), load.generator_lag_ms
+        keys = summary_json(summary, {"generator_lag_ms": lag} | schedule_keys(load))
+        what = describe_load(arrivals, policy)
+        late = (
+            f"generator lag: worst {lag:.3f} ms, p99 {load.generator_lag_p99_ms:.3f} ms, "
+            f"{load.late_requests} requests more than {load.late_threshold_ms:g} ms late"
+        )
+        lines = [format_summary(summary), late, schedule_line(load)]
     if args.json:
-        more = {"failures": failures, "noise": noise, "run_dir": str(path)}
-        print(dumps(summary_json(summary, {"generator_lag_ms": lag} | schedule_keys(load)) | more))
+        print(dumps(keys | {"failures": failures, "noise": noise, "run_dir": str(run.path)}))
         return True
-    print(f"{run.meta.pipeline} under load: {describe_load(arrivals, policy)}")
+    print(f"{run.meta.pipeline} under load: {what}")
     print(noise_line(noise))
-    print(format_summary(summary))
-    print(
-        f"generator lag: worst {lag:.3f} ms, p99 {load.generator_lag_p99_ms:.3f} ms, "
-        f"{load.late_requests} requests more than {load.late_threshold_ms:g} ms late"
-    )
-    print(schedule_line(load))
+    print("\n".join(lines))
     print_failures({"failures": failures}, sys.stdout)
-    print(f"\nrun written to {path}")
+    print(f"\nrun written to {run.path}")
     return True
 
 
-def _report_continuous(args, run, arrivals) -> bool:
-    """A continuous batching run's report: its tokens (TTFT, ITL, TPOT), throughput and steps."""
-    load, path = run.meta.load, run.path
+def _continuous(load, run, arrivals) -> tuple[dict, str, list[str]]:
+    """A continuous batching run's JSON keys, title and lines: tokens (TTFT, ITL, TPOT), steps."""
+    c, rps = load.continuous, load.throughput_rps
     tokens = token_summary(run.requests, run.stages, run.units)
-    failures, noise = failure_summary(run.requests, run.stage_names), noise_summary(run.meta)
-    if args.json:
-        keys = {"throughput_rps": load.throughput_rps, "continuous": load.continuous}
-        more = {"requests": load.requests, "failed": load.failed, "failures": failures}
-        more |= {"noise": noise}
-        print(dumps({"tokens": tokens} | keys | more | {"run_dir": str(path)}))
-        return True
-    c = load.continuous
-    chunk = c["chunk_tokens"] or "whole prompts"
-    print(
-        f"{run.meta.pipeline} under load: {describe_arrivals(arrivals)}continuous batching "
-        f"max_num_seqs={c['max_num_seqs']} max_batched_tokens={c['max_batched_tokens']} "
-        f"chunk={chunk}"
+    keys = {"tokens": tokens, "throughput_rps": rps, "continuous": c}
+    what = (
+        f"{describe_arrivals(arrivals)}continuous batching max_num_seqs={c['max_num_seqs']} "
+        f"max_batched_tokens={c['max_batched_tokens']} chunk={c['chunk_tokens'] or 'whole prompts'}"
     )
-    print(noise_line(noise))
-    print("\n".join(token_text(tokens)))
-    rps = load.throughput_rps
-    print(
+    steps = (
         f"{load.requests} requests, {load.failed} failed, "
         + (f"{rps:.1f} req/s; " if rps is not None else "")
         + f"{c['steps']} steps of {c['mean_running'] or 0:.1f} sequences and "
         f"{c['mean_step_tokens'] or 0:.1f} tokens on average"
     )
-    print_failures({"failures": failures}, sys.stdout)
-    print(f"\nrun written to {path}")
-    return True
+    counts = {"requests": load.requests, "failed": load.failed}
+    return keys | counts, what, ["\n".join(token_text(tokens)), steps]
 
 
 def timeout_verdict(run) -> int:
@@ -252,16 +240,16 @@ def run_simulate_command(args) -> int:
     model = service_model_from_runs(args.service, allow_mixed=args.allow_mixed)
     sim = simulate(model, arrivals, policy, seed=args.seed)
     summary = load_summary(sim.requests, policy.concurrency)
-    saved = _save_simulation(args, sim, model) if args.out is not None else None
+    saved = None
+    if args.out is not None:  # checked before simulating (check_out)
+        created = datetime.now(timezone.utc).isoformat()
+        sources = [str(p) for p in args.service]
+        saved = simulation_run(sim, model.pipeline, sources, created).save(args.out)
     if args.json:
         sim_keys = {k: getattr(sim, k) for k in ("stable", "capacity_rps", "rate_rps")}
-        print(
-            dumps(
-                summary_json(summary, sim_keys)
-                | ({"mixed": model.describe()["mixed"]} if model.mixed else {})
-                | ({"run_dir": str(saved)} if saved is not None else {})
-            )
-        )
+        mixed = {"mixed": model.describe()["mixed"]} if model.mixed else {}
+        run_dir = {"run_dir": str(saved)} if saved is not None else {}
+        print(dumps(summary_json(summary, sim_keys) | mixed | run_dir))
         return 0
     print(f"simulated {model.pipeline or 'pipeline'}: {describe_load(arrivals, policy)}")
     if model.mixed:
@@ -281,13 +269,3 @@ def run_simulate_command(args) -> int:
     if saved is not None:
         print(f"\nrun written to {saved}")
     return 0
-
-
-def _save_simulation(args, sim, model) -> Path:
-    """Save the simulation as a run folder at ``--out`` (refused if it exists, like ``load --out``)."""
-    if args.out.exists():
-        raise ConfigError(f"--out {args.out} already exists; pick another folder")
-    run = simulation_run(
-        sim, model.pipeline, [str(p) for p in args.service], datetime.now(timezone.utc).isoformat()
-    )
-    return run.save(args.out)

@@ -1,16 +1,8 @@
 """``workbench compare``: is configuration B really faster or slower than A?
 
-Two forms::
-
-    python -m workbench compare (--example NAME | --pipeline SPEC) --config K=V[,K=V...] --config K=V[,K=V...]
-        [--resolution 0.05] [--max-time 120] [--requests N] [--seed S] [--json] [--metric p50|p99]
-        [--min-effect 0.02]
-    python -m workbench compare RUN_A RUN_B [--json] [--metric p50|p99] [--min-effect 0.02]
-
-The first runs the configurations interleaved, each in its own worker process
-(``workbench.interleave``, ``workbench.interleave_workers``); the second compares two saved runs, labelled
-"separate runs". Compare is informational: it exits 0 whatever the verdict
-(``workbench gate`` turns a real regression into exit 1), 2 on bad input.
+Configurations run interleaved, each in its own worker process (``workbench.interleave``), or two
+saved runs compare as "separate runs". It exits 0 whatever the verdict (``workbench gate`` turns a
+real regression into exit 1), 2 on bad input.
 """
 
 from __future__ import annotations
@@ -28,7 +20,7 @@ from ..analysis.outputs import agreement_text
 from ..analysis.stats import far_tail_text
 from ..analysis.tokens import compare_tokens, run_token_blocks
 from ..analysis.verdicts import FASTER, METRICS, MIN_EFFECT, SLOWER, separate_comparison
-from ..interleave import DEFAULT_COMPARE_REQUESTS, DEFAULT_MAX_TIME_S, DEFAULT_RESOLUTION
+from ..interleave import DEFAULT_COMPARE_REQUESTS, DEFAULT_MAX_TIME_S, DEFAULT_RESOLUTION, compare
 from ..config import option_value
 from ..errors import ConfigError, RunRecordError
 from ..fingerprint import differences, fingerprint_of
@@ -54,7 +46,6 @@ from .load_args import SEED
 from .profile import PROFILE_REQUESTS as REQUESTS
 from .profile import WARMUP, add_pipeline_arguments, config_from_args, factory_from_args
 from .sweep_view import compare_sweeps_command, is_sweep
-from ..interleave import compare
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -127,7 +118,7 @@ def register(subparsers) -> None:
 
 
 def split_config(text: str) -> list[str]:
-    """Split ``K=V,K=V`` on commas outside brackets and quotes (``hidden=[64,32],name="a,b"``: two parts)."""
+    """Split ``K=V,K=V`` on commas outside brackets and quotes (``a=[6,3],b="c,d"``: two parts)."""
     parts, current, stack, quote, escaped = [], [], [], None, False
     for ch in text:
         if quote:
@@ -152,7 +143,7 @@ def split_config(text: str) -> list[str]:
 
 
 def parse_config(text: str) -> dict[str, Any]:
-    """One ``--config`` value as a dict; each value parsed as JSON when it can be, else kept as text."""
+    """One ``--config`` value as a dict; each value JSON when it parses, else text ('x': x)."""
     out: dict[str, Any] = {}
     for part in split_config(text):
         key, sep, value = part.partition("=")
@@ -161,14 +152,10 @@ def parse_config(text: str) -> dict[str, Any]:
             raise ConfigError(f"--config {text!r}: expected K=V[,K=V...], got {part!r}")
         if key in out:
             raise ConfigError(f"--config {text!r}: key {key!r} given twice")
-        out[key] = _value(key, value.strip())
+        value = value.strip()
+        quoted = len(value) >= 2 and value[0] == value[-1] == "'"
+        out[key] = value[1:-1] if quoted else option_value("--config", key, value)
     return out
-
-
-def _value(key: str, text: str) -> Any:
-    if len(text) >= 2 and text[0] == text[-1] == "'":
-        return text[1:-1]
-    return option_value("--config", key, text)
 
 
 def run(args) -> int:
@@ -223,12 +210,9 @@ def _run_saved(args) -> int:
 def compare_saved(
     path_a: str, path_b: str, *, metric: str = "p50", min_effect: float = MIN_EFFECT, seed: int = 0
 ) -> dict[str, Any]:
-    """Two saved runs compared as separate runs; refuses (ConfigError) a different pipeline or stage list.
-
-    The tables are streamed into one float64 column per stage (:func:`saved_columns`) and the
-    bootstrap of a long run resamples per-unit summaries (``analysis.verdicts.Bootstrap``), so two
-    runs of a million requests each stay within 1 GB (``benchmarks/bench_scale.py``).
-    """
+    """Two saved runs compared as separate runs; refuses (ConfigError) a different pipeline or stage
+    list. Streamed columns (:func:`saved_columns`) and a bootstrap of per-unit summaries keep two runs
+    of a million requests each within 1 GB (``benchmarks/bench_scale.py``)."""
     (meta_a, cols_a), (meta_b, cols_b) = saved_columns(path_a), saved_columns(path_b)
     diffs = differences(fingerprint_of(meta_a), fingerprint_of(meta_b))
     if meta_a.pipeline != meta_b.pipeline or list(meta_a.stages) != list(meta_b.stages):
@@ -289,12 +273,9 @@ def _share(noise) -> float | None:
 
 
 def saved_columns(path: str) -> tuple[Any, dict[str, np.ndarray]]:
-    """``(meta, {stage: ns, ..., "end_to_end": ns})``: a run folder's measured successful requests, in request
-    order, one float64 array per stage (summed where a stage ran twice; NaN where it did not run).
-
-    Only the columns needed are read, in batches, the stage names as codes; each column, the tables
-    against each other and run.json are checked as ``show`` checks them: a folder ``show`` refuses is
-    refused."""
+    """``(meta, {stage: ns, ..., "end_to_end": ns})``: a run folder's measured successful requests in
+    request order, one float64 array per stage (summed where a stage ran twice; NaN where it did not
+    run), read in batches and checked as ``show`` checks them."""
     root = Path(path)
     recover(root)
     if not root.is_dir():
@@ -506,14 +487,10 @@ def print_separate(result: dict[str, Any], out) -> None:
     apart = result.get("taken_apart")
     if apart:
         shares = " and ".join(f"{side} {_pct(x)}" for side, x in zip("AB", apart["shares"]))
+        noisy = "; a run flagged noisy: too noisy to tell, rerun both interleaved"
         print(
             f"  taken apart: intervals widened x{apart['widen']:.3f} for what other processes took "
-            f"({shares} of the machine)"
-            + (
-                "; a run flagged noisy: too noisy to tell, rerun both interleaved"
-                if apart["noisy"]
-                else ""
-            ),
+            f"({shares} of the machine){noisy if apart['noisy'] else ''}",
             file=out,
         )
     for d in result["differences"]:

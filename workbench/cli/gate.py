@@ -1,16 +1,13 @@
 """``workbench gate``: fail CI when NEW is really slower than BASE; say so when it cannot tell.
 
-The rules and exit codes are the README's "A regression gate in CI". BASE and NEW are two saved
-runs (compared as separate runs), or one ``compare --json`` file (B is NEW, A is BASE; every B
-against A), decoded by :mod:`workbench.analysis.compare_file`; each metric is judged by
-:func:`workbench.analysis.verdicts.gate_decision`. A streaming pipeline's TTFT, TPOT and ITL are
-checked too. Two saved load runs of which one fell behind its schedule
-(``load.behind_schedule``) are not judged: that run sent another load than asked for, so the
-answer is inconclusive (exit 4) whatever the latencies say.
+The rules and exit codes are the README's "A regression gate in CI"; each metric (TTFT, TPOT and
+ITL too) is judged by :func:`workbench.analysis.verdicts.gate_decision`. A saved load run that fell
+behind its schedule sent another load than asked for: inconclusive (exit 4), whatever its latencies.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -48,7 +45,7 @@ def register(subparsers) -> None:
         p.add_argument(
             f"--{metric}",
             default=f"+{pct}%",
-            type=threshold_option(f"--{metric}"),
+            type=functools.partial(threshold, option=f"--{metric}"),
             help=f"allowed {metric} slow-down, default +{pct}%% [{range_text}]",
         )
     p.add_argument(
@@ -57,22 +54,9 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def threshold_option(option: str):
-    """The argparse ``type`` of ``--p50``/``--p99``: :func:`threshold`, its error naming the option."""
-
-    def parse(text: str) -> float:
-        return threshold(text, option)
-
-    parse.__name__ = "percentage"
-    return parse
-
-
 def threshold(text: str, option: str = "threshold") -> float:
-    """``+5%`` (or ``5%``, ``5``) as 0.05: a percentage slow-down that is allowed, at most 1000 %.
-
-    Refused in one line (exit 2, an OptionError that argparse lets through): a negative, a NaN, an
-    infinity, anything not a percentage, and more than 1000 %.
-    """
+    """``+5%`` (or ``5%``, ``5``) as 0.05: an allowed slow-down; anything else (a negative, a NaN, over
+    1000 %) an OptionError, which argparse lets through (one line, exit 2)."""
     m = _THRESHOLD.match(str(text).strip())
     if not m or float(m.group(1)) > MAX_THRESHOLD_PCT:
         raise OptionError(

@@ -1,9 +1,5 @@
-"""What ``load``, ``load --url`` and ``simulate`` share: the batcher's options, the arrival process, the summary keys.
-
-Both :mod:`workbench.cli.batching` (in-process load, simulate) and
-:mod:`workbench_serve.cli.load_url` (served load) import from here; neither imports
-the other's private names, so the two modules form no import cycle.
-"""
+"""What ``load``, ``load --url`` (the serve wing's) and ``simulate`` share: the batcher's options,
+the arrival process, the summary keys; here so that their two modules form no import cycle."""
 
 from __future__ import annotations
 
@@ -138,17 +134,10 @@ def add_continuous_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def continuous_from_args(args):
-    """The ``ContinuousPolicy`` of the flags, None when none was given (a generative pipeline then
-    gets the defaults)."""
-    given = {
-        k: getattr(args, k)
-        for k in ("max_num_seqs", "max_batched_tokens", "chunk_tokens")
-        if getattr(args, k) is not None
-    }
-    if not given:
-        return None
-
-    return ContinuousPolicy(**given)
+    """The ``ContinuousPolicy`` of the flags, None when none was given (then the defaults)."""
+    keys = ("max_num_seqs", "max_batched_tokens", "chunk_tokens")
+    given = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    return ContinuousPolicy(**given) if given else None
 
 
 def summary_json(summary: dict, middle: dict) -> dict:

@@ -1,9 +1,7 @@
 """Numbers on the command line: each option a finite number in a stated range, with its unit.
 
-An option built with :func:`number` refuses anything outside its range (a NaN, an infinity, a
-rate whose arrival times overflow int64) before the command starts, and its ``--help`` line ends
-with the range and the unit. :func:`check_memory` refuses a size that would not fit in memory
-before anything is allocated, saying how much was asked.
+An option built with :func:`number` refuses anything outside its range before the command starts,
+and its ``--help`` line ends with the range and the unit.
 """
 
 from __future__ import annotations

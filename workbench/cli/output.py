@@ -1,10 +1,8 @@
 """Strict JSON for every ``--json`` output: no NaN, no Infinity (RFC 8259), numpy scalars as numbers.
 
-A value that is not a finite number becomes ``null``; the object it sits in
-says why where the reason is not already plain (a summary of zero requests
-has ``count: 0`` beside its null percentiles). Everything a command prints
-with ``--json`` goes through :func:`dumps`, so a consumer's strict parser
-(``jq``, JavaScript's ``JSON.parse``, Go's ``encoding/json``) never fails on it.
+A value that is not a finite number becomes ``null`` (the object it sits in says why, as a summary
+of zero requests has ``count: 0``), so a consumer's strict parser never fails; and the paths a
+command writes: checked before the work, written beside the target and renamed; the progress bar.
 """
 
 from __future__ import annotations
@@ -18,6 +16,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -53,10 +52,9 @@ def strict(value: Any) -> Any:
     return value
 
 
-def dumps(value: Any, **kw) -> str:
-    """``json.dumps`` of :func:`strict` ``(value)``; anything else not JSON is shown as text (``default=str``)."""
-    kw.setdefault("default", str)
-    return json.dumps(strict(value), allow_nan=False, **kw)
+def dumps(value: Any, indent: int | None = None) -> str:
+    """``json.dumps`` of :func:`strict` ``(value)``; anything else not JSON is shown as text."""
+    return json.dumps(strict(value), allow_nan=False, default=str, indent=indent)
 
 
 def print_result(value: Any, as_json: bool, show) -> None:
@@ -65,6 +63,50 @@ def print_result(value: Any, as_json: bool, show) -> None:
         print(dumps(value))
     else:
         show(value, sys.stdout)
+
+
+# -- a one-line progress bar on stderr (``analyze`` of a gigabyte trace): stdout stays clean ----------------
+
+PROGRESS_STAGES = {"read": "reading", "decode": "decoding", "analyze": "analyzing"}
+
+
+class ProgressBar:
+    """``bar(stage, done, total)`` redraws ``decoding  [#######.......]  48%`` on one line."""
+
+    def __init__(
+        self, stream=None, width: int = 30, min_interval_s: float = 0.1, clock=time.monotonic
+    ):
+        self.stream = sys.stderr if stream is None else stream
+        self.width = width
+        self.min_interval_s = min_interval_s
+        self.clock = clock
+        self._last_s: float | None = None
+        self._last_stage: str | None = None
+        self.drawn = False
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = self.clock()
+        recent = self._last_s is not None and now - self._last_s < self.min_interval_s
+        if recent and stage == self._last_stage and done < total:  # a new stage or the end: drawn
+            return
+        self._last_s, self._last_stage = now, stage
+        self.stream.write("\r" + self.line(stage, done, total))
+        self.stream.flush()
+        self.drawn = True
+
+    def line(self, stage: str, done: int, total: int) -> str:
+        """The text of one redraw (no carriage return)."""
+        share = min(max(done / total, 0.0), 1.0) if total > 0 else 1.0
+        filled = int(share * self.width)
+        return f"{PROGRESS_STAGES.get(stage, stage):<10} [{'#' * filled}{'.' * (self.width - filled)}] {100 * share:3.0f}%"
+
+    def close(self, *, erase: bool = False) -> None:
+        """End the bar's line (nothing when it never drew); ``erase``: blank it instead, the cursor at
+        its start, so that an error printed next is the line's one text (exit 2's one line)."""
+        if self.drawn:
+            width = len(self.line("analyze", 0, 1))
+            self.stream.write("\r" + " " * width + "\r" if erase else "\n")
+            self.stream.flush()
 
 
 # -- paths: outputs checked before the work, written beside the target and renamed ------------------------------
@@ -119,9 +161,7 @@ def save_measured(run, out: Path) -> Path:
             return run.save(out)
     except (OSError, RunRecordError) as exc:
         fallback = Path(tempfile.mkdtemp(prefix=f"workbench-unsaved-{Path(out).name}-")) / "run"
-        why = str(exc)
-        if isinstance(exc, OSError) and exc.strerror:
-            why = f"{exc.strerror}: {exc.filename}"
+        why = f"{exc.strerror}: {exc.filename}" if getattr(exc, "strerror", None) else str(exc)
         try:
             with signals_held():
                 saved = run.save(fallback)

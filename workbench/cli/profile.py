@@ -24,11 +24,12 @@ from ..runner import (
     DEFAULT_TRACED,
     DEFAULT_UTILIZATION,
     Pace,
+    profile,
 )
 from ..timing import SYNC_POLICIES
 from .numbers import add_number, number, ranged
-from .progress import ProgressBar
 from .output import (
+    ProgressBar,
     check_out,
     default_folder,
     dumps,
@@ -40,7 +41,6 @@ from .output import (
 from .show import print_budget, print_failure_lines, print_failure_sections
 from ..examples import factory
 from ..analysis.budget import budget
-from ..runner import profile
 from ..audit.rules import LOW_UTILIZATION, TIME_TAIL_RATIO, service
 from ..analysis.failures import all_failed, any_failed, failure_summary, records_summary
 
@@ -185,8 +185,7 @@ def add_pacing_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def pace_from_args(args) -> Pace | None:
-    """The schedule --rate or --utilization asks for (default: the default utilization), or None
-    with --closed-loop."""
+    """The schedule --rate or --utilization asks for (default: the default utilization), or None."""
     if args.closed_loop:
         return None
     utilization = DEFAULT_UTILIZATION if args.rate is None and args.utilization is None else None
@@ -239,8 +238,8 @@ def add_pipeline_arguments(p: argparse.ArgumentParser, default_batch_size: int =
 
 
 def apply_threads(args) -> None:
-    """Set --threads (checked when parsed) in the calling thread. The count also travels in the config
-    (``PipelineConfig.threads``): the runner applies it in every thread that runs stages."""
+    """Set --threads in the calling thread (the runner applies ``PipelineConfig.threads`` in every
+    thread that runs stages)."""
     if args.threads is None:
         return
     require_torch().set_num_threads(args.threads)
@@ -332,12 +331,7 @@ def print_pacing(pacing: dict | None) -> None:
         f"closed loop ({closed['count']} requests back to back); send lag p99 "
         f"{pacing['lag_p99_ms']:.3g} ms (the wait behind the request before: unattributed above)"
     )
-    if (
-        ratio is not None
-        and ratio >= TIME_TAIL_RATIO
-        and load is not None
-        and load <= LOW_UTILIZATION
-    ):
+    if load is not None and load <= LOW_UTILIZATION and (ratio or 0.0) >= TIME_TAIL_RATIO:
         print(
             "the tail comes from time, not from the request's own work (workbench audit names where)"
         )
@@ -364,10 +358,8 @@ def print_summary_failures(run, command: str) -> None:
 
 
 def failure_verdict(run, fail_on_error: bool, command: str) -> int:
-    """1 (a measured failure) when every measured request failed, or any failed with --fail-on-error.
-
-    The failures are printed to stderr per stage: count, exception type, message and where.
-    """
+    """1 (a measured failure) when every measured request failed, or any failed with --fail-on-error;
+    the failures printed to stderr per stage."""
     requests, order = run.requests, list(run.meta.stages)
     if all_failed(requests):
         print(

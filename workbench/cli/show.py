@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..analysis.stats import far_tail_text, requests_to_bound
 from .output import print_result
-from .sweep_view import is_sweep, show_sweep
+from .sweep_view import is_sweep, print_sweep, read_sweep
 from ..analysis.budget import budget
 from ..record import load_run
 from ..analysis.tokens import token_text
@@ -24,8 +24,9 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     if is_sweep(args.run_dir):  # a sweep folder (load --sweep): its table; each point is a run
-        return show_sweep(args.run_dir, args.json)
-    print_result(budget(load_run(args.run_dir)), args.json, print_budget)
+        print_result(read_sweep(args.run_dir), args.json, print_sweep)
+    else:
+        print_result(budget(load_run(args.run_dir)), args.json, print_budget)
     return 0
 
 

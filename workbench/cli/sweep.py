@@ -1,9 +1,7 @@
 """``workbench load --sweep``: a capacity sweep, in process or against ``--url``, into a sweep folder.
 
-Each point is one ``load`` (or ``load --url``) run of windows of ``--window-s``
-until the last three are stable, at most ``--max-windows`` (with ``--engine
-locust`` the master tells its workers to stop); see :mod:`workbench.batching.capacity`. The table printed
-here is the one ``workbench show SWEEP_DIR`` prints.
+Each point is one ``load`` (or ``load --url``) run of windows until the last three are stable
+(:mod:`workbench.batching.capacity`); its table is the one ``workbench show SWEEP_DIR`` prints.
 """
 
 from __future__ import annotations
@@ -26,10 +24,8 @@ from .output import check_out, default_folder, dumps, pipeline_name
 from .profile import apply_threads, config_from_args, factory_from_args, kept_on_interrupt
 from .sweep_view import footer, table_header, table_row, write_figure
 from ..wings import wing
-from ..batching.capacity import SweepPlan, parse_sweep
-from ..batching.capacity import run_sweep
+from ..batching.capacity import SweepPlan, add_prediction, parse_sweep, run_sweep, write_sweep
 from ..batching.live import run_load
-from ..batching.capacity import add_prediction, write_sweep
 from ..batching.service_model import service_model_from_runs
 from ..batching.sweeps import sweep
 
@@ -235,13 +231,8 @@ def _predict(args, plan, record: dict, out: Path) -> dict:
         sources = [out / p["run"] for p in record["points"]]
         label = "the sweep's own points (measured service times)"
     else:
-        return record | {
-            "prediction": {
-                "source": None,
-                "why": "a served sweep: give --service RUN_DIR... "
-                "(profiler runs) for the simulator's curve",
-            }
-        }
+        why = "a served sweep: give --service RUN_DIR... (profiler runs) for the simulator's curve"
+        return record | {"prediction": {"source": None, "why": why}}
     policy = record["policy"]
     try:
         model = service_model_from_runs(sources)

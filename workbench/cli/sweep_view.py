@@ -1,8 +1,7 @@
-"""Reading sweep folders for ``show``, ``compare``, ``audit``: the table, the ratios, the point runs, the figure.
+"""Reading sweep folders for ``show``, ``compare``, ``audit`` (:mod:`workbench.cli.sweep` measures).
 
-Nothing here measures (that is :mod:`workbench.cli.sweep`). A sweep folder's ``sweep.json`` is
-decoded once, here, into :class:`SweepFile` (msgspec; the schema of docs/json.md): a value that
-does not fit is exit 2 with one line naming the file, the field and the value.
+A ``sweep.json`` is decoded once, here, into :class:`SweepFile` (the schema of docs/json.md): a
+value that does not fit is exit 2 with one line naming the file, the field and the value.
 """
 
 from __future__ import annotations
@@ -18,10 +17,8 @@ import msgspec
 from ..batching.loadgen import behind_schedule
 from ..errors import ConfigError
 from ..files import read_capped
-from .output import dumps, print_result, strict
-from ..batching.capacity import FORMAT, SWEEP_FILE, VERSION
-from ..batching.capacity import is_sweep as holds_sweep
-from ..batching.capacity import compare_sweeps
+from .output import dumps, strict
+from ..batching.capacity import FORMAT, SWEEP_FILE, VERSION, compare_sweeps, is_sweep
 from ..plots.sweep import sweep_record_figure
 
 # -- the sweep file, decoded at the boundary -------------------------------------------------------------------
@@ -176,11 +173,11 @@ def decode_sweep(path: str | Path) -> SweepFile:
 
 
 def read_sweep(path: str | Path) -> dict[str, Any]:
-    """The decoded sweep as plain data (the shape ``batching.capacity`` and the plots read), types checked."""
+    """The decoded sweep as plain data (the shape ``batching.capacity`` and the plots read): no
+    ``sweep_dir`` key where it is null, nor ``predicted`` in a point without one."""
     record = msgspec.to_builtins(decode_sweep(path))
     if record.get("sweep_dir") is None:
         record.pop("sweep_dir", None)
-    # a point without a prediction has no key (as capacity writes it)
     for point in record["points"]:
         if point["predicted"] is None:
             del point["predicted"]
@@ -310,17 +307,6 @@ def print_sweep(record: dict, out=sys.stdout) -> None:
     print(footer(record), file=out)
 
 
-def is_sweep(path: Path) -> bool:
-    """Whether ``path`` is a sweep folder (it holds ``sweep.json``) rather than a run folder."""
-    return holds_sweep(path)
-
-
-def show_sweep(path: Path, as_json: bool) -> int:
-    """``workbench show SWEEP_DIR``: the sweep's table (or its record as JSON)."""
-    print_result(read_sweep(path), as_json, print_sweep)
-    return 0
-
-
 def compare_sweeps_command(paths: list[Path], as_json: bool) -> int:
     """``workbench compare SWEEP_A SWEEP_B``: per-point ratios B/A at the values both measured."""
     a, b = (read_sweep(p) for p in paths)
@@ -359,7 +345,6 @@ def write_figure(record: dict, path: Path) -> Path:
     """The sweep's figure as a standalone HTML page (plotly.js inlined: it opens offline)."""
     if importlib.util.find_spec("plotly") is None:
         raise ConfigError("--figure needs plotly: pip install 'plotly>=5.20'")
-
     fig = sweep_record_figure(
         record, title=f"{record['pipeline']} ({record['kind']}): latency vs throughput"
     )

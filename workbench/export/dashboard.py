@@ -1,11 +1,8 @@
 """A static dashboard of recorded runs: one HTML file, no kernel, no server, offline.
 
-Any number of students can open it from a file or a static host. Every figure
-is computed here, ahead of time, from the recorded runs (budget, latency
-distribution, flame graph of the trace, and the batching curves simulated from
-the runs of the same pipeline, device and precision at several batch sizes);
-the page's controls (example, device, batch size, precision) only pick which
-precomputed figures to draw. plotly.js is embedded once.
+Every figure is computed here, ahead of time, from the recorded runs (the batching curves simulated
+from those of one pipeline, device and precision at several batch sizes); the page's controls only
+pick which precomputed figures to draw. plotly.js is embedded once.
 """
 
 from __future__ import annotations
@@ -167,9 +164,9 @@ def export_dashboard(
         if progress:
             progress(i + 1, len(entries), e.path.name)
     page = build_page(entries, figures, batching_figures(entries), notes)
-    out = Path(out_dir)
-    write_text_atomically(out / "index.html", page)  # a full disk leaves no .index.html.* behind
-    return out / "index.html"
+    path = Path(out_dir) / "index.html"
+    write_text_atomically(path, page)  # a full disk leaves no .index.html.* behind
+    return path
 
 
 PAGE = """<!DOCTYPE html>

@@ -8,7 +8,7 @@ path: ``stage -> frames`` (work) or ``stage -> class -> frames`` (waits), frames
 function down to the running one, each named as the stacks summary names them
 (:func:`workbench.analysis.stacks.frame_name`: ``socket recv``, the user's ``record``).
 
-Out (the plot's input, :mod:`workbench.plots.wait_flame`)::
+Out (the plot's input, :mod:`workbench.plots.flame`)::
 
     {"tail_set", "requests": {"tail", "median"},
      "work": [node], "waits": [node]}

@@ -1,9 +1,6 @@
-"""Figure builders: tables in, ``plotly.graph_objects.Figure`` out (nothing calls ``show``).
-
-Import explicitly (``import workbench.plots``); ``import workbench`` never
-imports plotly. Every builder aggregates before plotting, so a figure's
-payload stays small whatever the size of the run or trace; input without GPU
-events gives a figure that says so, never an exception.
+"""Figure builders: tables in, ``plotly.graph_objects.Figure`` out (``import workbench`` never
+imports plotly). Each aggregates before plotting, so a figure stays small whatever the run's size;
+input without GPU events gives a figure that says so, never an exception.
 """
 
 from .batching import batching_curves_figure, queueing_breakdown_figure, wait_time_figure

@@ -1,9 +1,5 @@
-"""Dynamic batching: latency vs throughput curves, p99 vs wait time, the queueing breakdown.
-
-Inputs are the tables of :mod:`workbench.batching`: a sweep (one row per ``rate_rps`` x
-``max_batch_size`` x ``max_wait_ms``) or a ``load_summary`` dict. Rows with ``stable == False``
-(arrival rate at or above capacity: the latency is not a steady state) are drawn with open "x"
-markers and say so in the hover.
+"""Dynamic batching of :mod:`workbench.batching`'s sweeps and summaries: latency vs throughput, p99
+vs wait time, the queueing breakdown. Unstable rows (no steady state) have open "x" markers.
 """
 
 from __future__ import annotations
@@ -43,12 +39,8 @@ def batching_curves_figure(
     log_y: bool = True,
     title: str | None = None,
 ) -> go.Figure:
-    """Latency (ms) vs achieved throughput (requests/s), one color per (max_batch_size, max_wait_ms).
-
-    Per setting two traces over increasing ``rate_rps``: p99 (solid, named
-    "bs=B wait=W ms p99") and p50 (dotted, "... p50"). Points: x =
-    ``throughput_rps``, y = ``p99_ms`` / ``p50_ms``. ``sla_ms`` draws the target.
-    """
+    """Latency (ms) vs achieved throughput (requests/s), one color per (max_batch_size, max_wait_ms):
+    p99 solid ("bs=B wait=W ms p99"), p50 dotted; ``sla_ms`` draws the target."""
     needed = (*SETTING, "p50_ms", "p99_ms", "throughput_rps", "stable")
     _check(sweep, needed, "batching_curves_figure")
     if sweep.empty:
@@ -109,11 +101,8 @@ def wait_time_figure(
     rate_rps: float | None = None,
     title: str | None = None,
 ) -> go.Figure:
-    """``stat`` latency (ms) vs ``max_wait_ms``, one line per max_batch_size (and rate, when several).
-
-    ``rate_rps`` keeps only that arrival rate. Lines are named "bs=B" or
-    "bs=B @ R req/s"; y = the sweep's ``stat`` column.
-    """
+    """``stat`` latency (ms) vs ``max_wait_ms``, a line per max_batch_size (and rate, when several;
+    ``rate_rps`` keeps only that one)."""
     _check(sweep, (*SETTING, stat, "stable"), "wait_time_figure")
     rows = sweep if rate_rps is None else sweep[np.isclose(sweep["rate_rps"], rate_rps)]
     if rows.empty:
@@ -155,15 +144,11 @@ def queueing_breakdown_figure(
     stat: str = "p50_ms",
     title: str | None = None,
 ) -> go.Figure:
-    """Batch wait, queue wait and service (ms), with end to end as a marker; every stack adds up.
+    """Batch wait, queue wait and service (ms), end to end as a marker.
 
-    ``summary``: a ``load_summary`` dict: the means, stacked (they add up exactly
-    to the end-to-end mean); with ``at`` (``batching.summary.percentile_requests``
-    of the requests it summarised) also the request at p50 and at p99 of end to end,
-    each with its own parts (they add up to that request).
-    Percentiles of each part taken apart are never stacked: they need not add up.
-    Or a sweep table (x = one bar per row, at ``stat`` "p50_ms" or "p99_ms"):
-    each part's percentile side by side (grouped, not stacked), end to end = the row's ``stat``.
+    ``summary``: a ``load_summary`` dict (the means stacked; with ``at``,
+    ``batching.summary.percentile_requests``, also the requests at p50 and p99, each stacked), or
+    a sweep table: each part's ``stat`` side by side, since percentiles of parts do not add up.
     """
     barmode = "stack"
     if isinstance(summary, dict):

@@ -1,14 +1,8 @@
-"""The latency budget figure: per-stage p50/p95/p99, unattributed time, the SLA line.
+"""The latency budget figure of :func:`workbench.analysis.budget.stage_summary`, with the SLA line.
 
-Input is :func:`workbench.analysis.budget.stage_summary`. Percentiles of stages do not add up to
-the end-to-end percentile (the slowest requests of two stages are rarely the same request), so
-the percentile view groups bars side by side and never stacks them; the waterfall view stacks
-*means*, which do add up (stages + unattributed = end to end), and the requests view stacks the
-stages of the actual request at p50 and at p99 of end to end.
-
-A run's trust marks travel with the figure: ``noise`` draws a badge in the top right corner and
-``failures`` puts each failing stage's count, share and most frequent error under the title.
-:func:`run_budget_figure` takes a run and passes all three.
+Stage percentiles do not add up to the end-to-end one (the slowest requests of two stages are
+rarely the same), so they stand side by side; means (waterfall) and one actual request's stages
+(requests view) add up and are stacked. A run's noise badge and failures travel with the figure.
 """
 
 from __future__ import annotations
@@ -62,20 +56,13 @@ def budget_figure(
     at: pd.DataFrame | None = None,
     tail: str | None = None,
 ) -> go.Figure:
-    """Per-stage latency budget as bars (ms), with the share of each stage.
+    """Per-stage latency budget as bars (ms), with each stage's share of the end-to-end mean.
 
-    ``mode="percentiles"``: for each stage, unattributed and end to end, three
-    bars p50/p95/p99 (heights are the summary's ``p50_ms``/``p95_ms``/``p99_ms``).
-    The legend says they are each stage's own percentile, side by side: they do not add up.
-    ``mode="waterfall"``: stage means stacked into the end-to-end mean.
-    ``mode="requests"``: ``at`` (``analysis.budget.percentile_request_parts`` of the run) drawn as
-    one stack per percentile request, its stages and unattributed adding up to its end to end
-    (a marker); :func:`run_budget_figure` computes ``at``.
-    ``sla_ms`` draws a horizontal line (the end-to-end p99 target) and says in
-    the title whether end-to-end p99 meets it. Hover and text carry each stage's
-    share (its mean over the end-to-end mean). ``noise`` adds the noise badge,
-    ``failures`` the failure lines (see the module docstring); ``tail`` a line under the title
-    (the sampled stacks' one-liner: where the slowest requests spend their time).
+    ``mode``: ``"percentiles"`` (p50/p95/p99 bars side by side), ``"waterfall"`` (means stacked)
+    or ``"requests"`` (``at``, ``analysis.budget.percentile_request_parts`` of the run: one stack
+    per percentile request, end to end a marker). ``sla_ms`` draws the end-to-end p99 target and the
+    title says whether p99 meets it. ``noise`` adds the badge, ``failures`` a line per failing
+    stage and ``tail`` the sampled stacks' one-liner under the title.
     """
     check_summary(summary)
     if mode not in MODES:
@@ -114,8 +101,7 @@ def budget_figure(
 
 
 def _header(fig: go.Figure, head: str, badge: list[str], legend_row: bool) -> go.Figure:
-    """Stack the header from the top: the badge (right), the title and its lines, the legend's row;
-    each part starts where the one above ends, and the top margin holds them all."""
+    """Stack the header from the top (badge, title and its lines, legend row) in the top margin."""
     badge_px = BADGE_LINE_PX * len(badge) + 2 * BADGE_PAD_PX + 6 if badge else 0
     title_px = TITLE_LINE_PX + SUB_LINE_PX * head.count("<br>")
     top = 10 + badge_px + title_px + (LEGEND_ROW_PX if legend_row else 0)
@@ -266,8 +252,8 @@ def _request_stacks(rows: pd.DataFrame, at: pd.DataFrame) -> go.Figure:
 
 
 def parts_figure(labels: list[str], parts: dict[str, tuple], end_to_end) -> go.Figure:
-    """A bar per part over ``labels`` (``parts``: name -> (values in ms, color)) and end to end (ms)
-    as a line marker on each label; the caller stacks the bars (they add up) or groups them."""
+    """A bar per part over ``labels`` (``parts``: name -> (values in ms, color)), end to end (ms) a
+    line marker on each label; the caller stacks or groups the bars."""
     fig = go.Figure()
     for name, (values, color) in parts.items():
         fig.add_bar(

@@ -1,8 +1,5 @@
-"""Latency distributions: histogram or CDF of one stage or end to end, warm-up apart.
-
-Percentiles come from :mod:`workbench.analysis.stats` (the budget's definition). Bins are computed
-here (log-spaced on a log axis) and sent as counts, so the payload does not grow with the number
-of requests; the CDF is thinned to at most ``max_points`` points, always keeping min and max.
+"""Latency distributions: histogram or CDF of one stage or end to end, warm-up apart. Bins are
+sent as counts and the CDF thinned, so the payload does not grow with the number of requests.
 """
 
 from __future__ import annotations
@@ -61,11 +58,8 @@ def distribution_figure(
 ) -> go.Figure:
     """Histogram (request counts per bin) or CDF (fraction <= x) of latency in ms.
 
-    ``stage``: a name in ``stage_order`` or None for end to end (host wall time).
-    Traces, in order: the measured distribution, the warm-up one when there
-    are warm-up requests ("warm-up (n=W)", muted), then the measured p50, p95
-    and p99 as dotted vertical lines named with their values, "p50 1.23 ms" (``summarize_ns``).
-    A log x axis is labelled at whole decades only (``style.log_axis``).
+    ``stage``: a name in ``stage_order`` or None for end to end. Traces, in order: measured,
+    warm-up when there is some, then p50, p95 and p99 as dotted lines named "p50 1.23 ms".
     """
     if kind not in DISTRIBUTION_KINDS:
         raise ConfigError(f"distribution_figure: kind={kind!r}; use one of {DISTRIBUTION_KINDS}")
@@ -139,12 +133,8 @@ def cdf_points(values_ns: np.ndarray, max_points: int) -> tuple[np.ndarray, np.n
 
 
 def nines(fraction: np.ndarray, n: int) -> np.ndarray:
-    """The CDF's height in nines, ``-log10(1 - fraction)``: 0.9 -> 1, 0.99 -> 2, 0.999 -> 3.
-
-    On a linear 0..1 axis the slowest 10 % of requests shared the top tenth of the plot (a sliver
-    at y = 1); in nines each decade of the tail gets the same height. The last request (fraction 1)
-    is drawn one decade past ``1 / n``, the axis' top.
-    """
+    """The CDF's height in nines, ``-log10(1 - fraction)`` (0.99 -> 2): each decade of the tail gets
+    the same height; the last request is drawn one decade past ``1 / n``."""
     rest = np.maximum(1.0 - np.asarray(fraction, dtype=float), 1.0 / (10 * max(n, 1)))
     return -np.log10(rest)
 
@@ -176,8 +166,8 @@ def _add_cdf(fig: go.Figure, values_ns: np.ndarray, max_points: int, name: str, 
 
 
 def _add_markers(fig: go.Figure, measured_ns: np.ndarray, top: float) -> None:
-    """p50/p95/p99 as vertical line traces named "p50 0.0505 ms" etc. (x in ms); their values are in
-    the legend, never beside the lines, where close percentiles overprint each other."""
+    """p50/p95/p99 as vertical lines named "p50 0.0505 ms" (in the legend: beside the lines close
+    percentiles overprint each other)."""
     stats = summarize_ns(measured_ns)
     for key in ("p50_ms", "p95_ms", "p99_ms"):
         if stats[key] is None:

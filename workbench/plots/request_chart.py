@@ -1,11 +1,6 @@
 """A time-axis flame chart of one traced request: host calls stacked by depth, GPU work per stream.
-
-The request's window comes from the trace analysis (the request-th
-``ProfilerStep#N``, or the request-th group of stage ranges). Inside it, host
-events of each thread are drawn as bars at their nesting depth, and GPU work
-(kernels, copies, memsets) on one row per device stream. Only the
-``max_bars`` longest events are drawn: a parent is never shorter than its
-child, so the kept bars still nest, and the title says how many were left out.
+Only the ``max_bars`` longest events are drawn (a parent is never shorter than its child, so the
+kept bars still nest); the title says how many were left out.
 """
 
 from __future__ import annotations
@@ -118,12 +113,8 @@ def flame_chart_figure(
 
 
 def request_window(events: Trace | pd.DataFrame, request: int) -> tuple[int, int, str]:
-    """``(start_ns, end_ns, label)`` of the request-th step (TensorBoard step boundaries:
-    the host ``ProfilerStep#N`` range widened to the end of the GPU work it launched).
-
-    Without steps the whole trace is one request ("all"). A request out of range
-    raises ConfigError naming how many there are.
-    """
+    """``(start_ns, end_ns, label)`` of the request-th step (TensorBoard's step boundaries; without
+    steps the whole trace); ConfigError for a request out of range."""
     bounds = step_boundaries(Trace.of(events))
     if bounds.empty:
         return 0, 0, "none"
@@ -147,12 +138,8 @@ def request_flame_chart(
     max_bars: int = 3_000,
     title: str | None = None,
 ) -> go.Figure:
-    """Time-axis flame chart of one traced request (the ``request``-th step, 0-based).
-
-    Events drawn are those starting inside the step's window (host calls of
-    every thread, GPU work launched by it); x = time since the window start
-    (ms). Bars are grouped into one trace per kind (legend = palette).
-    """
+    """Time-axis flame chart of the events starting in the ``request``-th step (0-based); x = ms
+    since the window start, one bar trace per kind."""
     model = Trace.of(events)
     start, end, label = request_window(model, request)
     events = model.events

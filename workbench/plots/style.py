@@ -1,11 +1,6 @@
 """One palette, one set of labels and a few layout helpers shared by every figure.
 
-Colors are keyed by *kind*: what a bar or a flame node stands for (a CPU
-operator, a runtime/launch call, a kernel, a copy by direction and host memory,
-a memset, a synchronization, a pipeline stage). :func:`kind_key` maps the kind
-strings of the trace analysis (and a copy's name) onto these keys, so the flame
-graph, the request flame chart and the transfer views agree on what is red.
-
+Colors are keyed by what a bar stands for (:func:`kind_key`), so every view agrees on what is red.
 Display units live here and in axis labels only; tables keep ``*_ns``/``*_ms``.
 """
 
@@ -78,14 +73,8 @@ _ALIASES = {
 
 
 def kind_key(kind: object, name: object = "") -> str:
-    """The palette key of a kind string (and, for copies, the event name).
-
-    ``memcpy`` kinds are split by the analysis' one copy classification
-    (:func:`workbench.analysis.transfers.classify_copy`, see :func:`copy_palette_key`):
-    ``Memcpy HtoD (Pageable -> Device)`` -> ``memcpy_htod_pageable``; AMD's
-    ``Host`` memory is its own kind. A workbench stage range (its name carries
-    :data:`workbench.naming.STAGE_PREFIX`) is ``stage``. Unknown kinds map to ``other``.
-    """
+    """The palette key of a kind string and event name: copies by :func:`copy_palette_key`, a stage
+    range (:data:`workbench.naming.STAGE_PREFIX`) ``stage``, an unknown kind ``other``."""
     if isinstance(name, str) and name.startswith(STAGE_PREFIX):
         return "stage"
     k = str(kind).lower() if isinstance(kind, str) else ""
@@ -97,9 +86,8 @@ def kind_key(kind: object, name: object = "") -> str:
 
 
 def copy_palette_key(direction: str, host_memory: str | None) -> str:
-    """The palette key of a copy class of :func:`workbench.analysis.transfers.classify_copy`:
-    DtoD; HtoD/DtoH by host memory (Pageable, Pinned, AMD's Host); anything else
-    (no host side named, Managed, HtoH, PtoP) is ``memcpy`` (other)."""
+    """The palette key of a copy class (:func:`workbench.analysis.transfers.classify_copy`): DtoD,
+    HtoD/DtoH by host memory, else ``memcpy``."""
     if direction == "DtoD":
         return "memcpy_dtod"
     key = f"memcpy_{direction.lower()}_{(host_memory or '').lower()}"
@@ -170,10 +158,7 @@ TEMPLATE = go.layout.Template(
 
 
 def layout(fig: go.Figure, title: str | None, **kwargs) -> go.Figure:
-    """Shared layout: title at the very top, legend in a row under it, the white :data:`TEMPLATE`.
-
-    ``legend="right"`` puts a long legend in a column right of the plot instead.
-    """
+    """Shared layout: title at the top, legend in a row under it (``legend="right"``: a column)."""
     # the title hangs from the top edge with a pad: y=0.98 let a three-line title poke out of a short figure
     options = dict(
         title=dict(text=title, yref="container", y=1, yanchor="top", pad=dict(t=title_pad(title))),
@@ -237,12 +222,8 @@ def decade_ticks(lo_log10: float, hi_log10: float, unit: str) -> dict:
 
 
 def log_axis(lo: float, hi: float, unit: str) -> dict:
-    """Options of a log axis (values ``lo``..``hi`` > 0, in ``unit``) labelled at whole decades only.
-
-    plotly labels minor ticks ("2", "5") on a short log axis, which reads as "9 0.1 2 3 ... 1 2";
-    here minor ticks carry grid lines, not numbers, and the range covers whole decades, so at
-    least two labels show.
-    """
+    """Options of a log axis over ``lo``..``hi`` (> 0, in ``unit``) labelled at whole decades only
+    (plotly's labelled minor ticks read as "9 0.1 2 3 ... 1 2")."""
     lo, hi = float(lo), float(hi)
     if not (lo > 0 and math.isfinite(lo)):
         lo = hi / 10 if hi > 0 and math.isfinite(hi) else 1.0

@@ -1,14 +1,7 @@
 """The far tail: survival (1 - CDF) of latency on a log y axis, with p99 and p99.9.
 
-The y value at x is the fraction of measured successful requests that took x
-or longer, ``(n - i) / n`` for the i-th fastest (0-based), so the slowest
-request sits at ``1 / n``: a tail of one request in a thousand is a visible
-step three decades down instead of the last pixel of a CDF. The slowest
-``max_points`` ranks are kept exactly (the tail is the point); the body is
-thinned at log-spaced ranks. p99 and, where the count bounds its interval,
-p99.9 with its interval are dotted vertical lines, the maximum a cross
-(:func:`workbench.analysis.stats.tail_summary_ns`); otherwise the legend says
-how many requests would bound it.
+y at x is the share of measured successful requests that took x or longer, so one request in a
+thousand is a step three decades down instead of the last pixel of a CDF.
 """
 
 from __future__ import annotations
@@ -49,12 +42,10 @@ def survival_figure(
     max_points: int = 2000,
     title: str | None = None,
 ) -> go.Figure:
-    """Share of measured successful requests at least x ms long (log x, log y) for a stage or end to end.
+    """Share of measured successful requests at least x ms long (log x, log y), warm-up left out.
 
-    Traces, in order: the survival step line "measured (n=N)", the p99 line "p99 X ms", the maximum
-    "max X ms (at or above p99.50)" (a cross on the slowest request), then either
-    the p99.9 line "p99.9 X ms [lo, hi]" (95 % order-statistic interval) or, below the count that
-    bounds it, an empty legend entry "p99.9: N requests; 5661 bound it". Warm-up is left out.
+    Traces, in order: "measured (n=N)", "p99 X ms", the maximum as a cross, then the p99.9 line
+    with its 95 % interval or, below the count that bounds it, a legend entry saying so.
     """
     label, color = stage_pick("survival_figure", stage, stage_order)
     title = title or f"Far tail: {label} (share of requests at least this slow)"
@@ -84,8 +75,7 @@ def survival_figure(
 
 
 def _add_tail_lines(fig: go.Figure, measured: np.ndarray) -> None:
-    """p99 as a vertical dotted line from the slowest request's share to 1, the maximum as a cross (with the
-    percentile it is at or above with 95 % confidence), then p99.9 or the count it needs."""
+    """p99 as a dotted vertical line, the maximum as a cross, then p99.9 or the count it needs."""
     bottom = 1 / measured.size
     p99 = float(percentiles(measured, 99)) / NS_PER_MS
     _vline(fig, p99, f"p99 {p99:.3g} ms", PERCENTILE_COLORS["p99_ms"], bottom)

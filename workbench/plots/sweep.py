@@ -1,9 +1,5 @@
-"""A measured capacity sweep (``load --sweep``): latency against achieved throughput, the SLA, the knee.
-
-Input: :func:`workbench.batching.capacity.points_table` of a sweep record (one row per point).
-Unstable points are open "x" markers; the simulator's predictions, when the sweep has them, are
-dashed grey at the same achieved rates. The knee is the highest stable offered rate whose p99
-meets the SLA.
+"""A measured capacity sweep (``load --sweep``, :func:`workbench.batching.capacity.points_table`):
+latency against achieved throughput, the simulator's predictions in grey, the SLA, the knee.
 """
 
 from __future__ import annotations
@@ -29,11 +25,8 @@ def sweep_figure(
 ) -> go.Figure:
     """Traces, in order: "p99", "p50" (measured), "sim p99", "sim p50" (when predicted), "SLA S ms", "knee".
 
-    x = ``achieved_rps``, y = ``p99_ms`` / ``p50_ms`` (``predicted_*`` for the
-    simulator; a point at or above the simulator's capacity is left out of its
-    curve, a gap: its simulated queue grows without bound, and a vertical
-    "sim capacity" line marks that capacity). ``knee``: row position of the
-    knee point (see :func:`workbench.analysis.windows.knee`).
+    x = ``achieved_rps``; a point at or above the simulator's capacity is a gap in its curve.
+    ``knee``: row position of the knee point (:func:`workbench.analysis.windows.knee`).
     """
     if points.empty:
         return empty_figure("empty sweep: no point measured", title or "Latency vs throughput")

@@ -1,11 +1,5 @@
-"""GPU timeline: busy and idle over time, idle per stream, and the step time breakdown.
-
-``gpu_timeline_figure`` draws :func:`workbench.analysis.gpu_timeline.busy_over_time`
-(busy fraction in equal bins over the GPU span) above the per-stream idle split
-of :func:`~workbench.analysis.gpu_timeline.stream_idle` (host wait, kernel wait,
-other). ``step_breakdown_figure`` draws the TensorBoard-plugin step breakdown
-from :mod:`workbench.analysis.steps`.
-"""
+"""GPU timeline: busy and idle over time, idle per stream (:mod:`workbench.analysis.gpu_timeline`),
+and the TensorBoard plugin's step time breakdown (:mod:`workbench.analysis.steps`)."""
 
 from __future__ import annotations
 
@@ -30,11 +24,8 @@ IDLE_PARTS = {
 def gpu_timeline_figure(
     events: Trace | pd.DataFrame, *, bins: int = 400, title: str | None = None
 ) -> go.Figure:
-    """Top: GPU busy fraction (%) per time bin, x = ms since the first GPU work. Bottom:
-    per (device, stream) busy and idle time (ms) stacked; idle split as HTA does.
-
-    The title gives the span, busy time and idle share of :func:`gpu_time_summary`.
-    """
+    """Top: GPU busy fraction (%) per time bin, x = ms since the first GPU work. Bottom: per
+    (device, stream) busy and idle time (ms) stacked, idle split as HTA does."""
     events = Trace.of(events)  # one trace model for the three analyses drawn
     summary = gpu_time_summary(events)
     if summary["span_ns"] is None:
@@ -108,11 +99,7 @@ BREAKDOWN = {
 
 
 def grouped_steps(breakdown: pd.DataFrame, max_bars: int) -> pd.DataFrame:
-    """At most ``max_bars`` rows: consecutive steps averaged in equal groups, labelled ``"a-b"``.
-
-    A trace of thousands of steps keeps one bar per group of steps (mean ns per
-    step), so the payload stays small; up to ``max_bars`` steps are left as they are.
-    """
+    """At most ``max_bars`` rows: consecutive steps averaged (ns per step) in equal groups ``"a-b"``."""
     if len(breakdown) <= max_bars:
         return breakdown
     group = np.arange(len(breakdown)) * max_bars // len(breakdown)
@@ -125,11 +112,8 @@ def grouped_steps(breakdown: pd.DataFrame, max_bars: int) -> pd.DataFrame:
 def step_breakdown_figure(
     events: Trace | pd.DataFrame, *, max_bars: int = 200, title: str | None = None
 ) -> go.Figure:
-    """Stacked bars per step (ms): kernel, memcpy, memset, communication, runtime, data
-    loader, CPU exec, other, from :func:`workbench.analysis.steps.step_breakdown` (the
-    TensorBoard plugin's priority rule; the parts sum to the step's time). More than
-    ``max_bars`` steps are averaged in consecutive groups (see :func:`grouped_steps`).
-    """
+    """Stacked bars per step (ms) of :func:`workbench.analysis.steps.step_breakdown` (the parts sum
+    to the step's time); more than ``max_bars`` steps are averaged in groups."""
     breakdown = step_breakdown(Trace.of(events))
     if breakdown.empty:
         return empty_figure("no host or GPU events to break down", title or "Step time breakdown")

@@ -1,21 +1,10 @@
 """Run folders on disk: the one writer (:func:`write_folder`) and the one reader (:func:`read_folder`).
 
-:mod:`workbench.record.run` wraps them as ``save_run`` / ``load_run`` (this module does
-not know the ``Run`` class, so the two modules import one way only).
-
-Writes are atomic: the folder is built in a hidden sibling, ``run.json`` last,
-then put in place. Over an existing run (``overwrite=True``) the two folders
-are swapped with ``renameat2(RENAME_EXCHANGE)`` on Linux, so the old or the
-new run is at the path at every instant; elsewhere (or on a file system
-without it) the old run is renamed to ``.<name>.old-<pid>`` first, and
-:func:`load_run` puts that leftover back if a crash came between the renames.
-
-The reader checks everything it hands on: the format and version (migrating
-versions 1 and 2), each field's type (:func:`workbench.record.meta.decode_meta`),
-each table column's type and range, that the tables agree with each other and
-with ``run.json``, and that every file it reads is a regular file inside the
-run folder (a symlink out of it, a FIFO or a device is refused by name). Every
-problem is one :class:`RunRecordError` naming the file, the field and the value.
+Writes are atomic: built in a hidden sibling, ``run.json`` last, then swapped in with
+``renameat2(RENAME_EXCHANGE)`` (elsewhere the old run goes aside first and :func:`recover` puts it
+back after a crash). The reader checks everything it hands on (fields, column types and ranges,
+tables against each other and ``run.json``, regular files inside the folder); every problem is
+one :class:`RunRecordError` naming the file, the field and the value.
 """
 
 from __future__ import annotations
@@ -123,9 +112,8 @@ def _meta_text(meta: RunMeta) -> str:
 
 
 def _encodable(value):
-    """``value`` (run.json's object) with every text UTF-8 can hold (:func:`workbench.errors.encodable`):
-    a lone surrogate from user code (an ``--option``, a file name in a stack) would be written as an
-    escape that no JSON reader takes back, and the run could never be loaded."""
+    """``value`` with every text :func:`~workbench.errors.encodable`: a lone surrogate from user code
+    would be written as an escape no JSON reader takes back, and the run could never be loaded."""
     if isinstance(value, str):
         return encodable(value)
     if isinstance(value, dict):
@@ -303,11 +291,8 @@ def _read_table(path: Path, columns: dict[str, str], optional=()) -> pd.DataFram
 
 
 def _frame(parquet: pyarrow.parquet.ParquetFile) -> pd.DataFrame:
-    """The table as pandas reads it, one column at a time: a column's Arrow buffers are converted and
-    freed before the next is read (read at once, the peak is twice the table). A file that stores a
-    pandas index (another writer's) is read whole, so that the index is set as pandas sets it, and so
-    is a table of at most :data:`READ_WHOLE_ROWS` rows (each column read costs about 2 ms; a few
-    megabytes are no peak)."""
+    """The table as pandas reads it, one column at a time (each freed before the next: read at once,
+    the peak is twice the table); whole when small or when it stores a pandas index."""
     schema = parquet.schema_arrow
     index = (schema.pandas_metadata or {}).get("index_columns", [])
     small = parquet.metadata.num_rows <= READ_WHOLE_ROWS

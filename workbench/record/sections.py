@@ -1,12 +1,8 @@
 """The typed sections of ``run.json``: one frozen dataclass per object (config, timing, noise, load, ...).
 
-Every section names the keys the workbench writes and reads, with their types
-(msgspec checks them when a file is decoded, see :func:`workbench.record.meta.decode_meta`),
-and keeps the keys it does not know in ``extra`` so that a run written by a newer
-workbench or another tool survives a load and a save. :meth:`Section.to_dict`
-writes every declared field (null when unset) and the extra keys.
-
-Units are in the names (``_ms``, ``_s``, ``_mb``, ``_rps``); counts are integers.
+msgspec checks the declared types on decode (strict: no text for a number, finite floats only);
+keys a section does not declare are kept in ``extra`` and written back, so a run written by a newer
+workbench or another tool survives a load and a save. Units are in the names; counts are integers.
 """
 
 from __future__ import annotations

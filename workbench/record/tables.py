@@ -1,10 +1,5 @@
-"""The request and stage tables of a run: their columns, the one builder, the checks on load.
-
-The columns, their types and units are the dicts below and the "Tables" part of docs/json.md:
-``requests`` (one row per request, warm-up first; load runs add the batcher's columns), ``stages``
-(one row per request and stage that ran; ``device_dur_ns`` null on CPU) and ``units`` (only a run
-with a streaming stage, :mod:`workbench.streaming`: one row per unit a request's stage yielded).
-Times are int64 ns (``start_ns`` and ``at_ns`` from the run's start).
+"""The request, stage and unit tables of a run: their columns (the dicts below, docs/json.md
+"Tables"), the one builder, the checks on load. Times are int64 ns from the run's start.
 """
 
 from __future__ import annotations
@@ -108,10 +103,8 @@ def stage_rows(
 def build_tables(
     req_rows: Iterable[dict], st_rows: Iterable[tuple], extra_columns: dict[str, str] | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The typed ``requests`` (sorted by request) and ``stages`` tables from rows.
-
-    ``extra_columns``: name -> dtype of columns beyond :data:`REQUEST_COLUMNS` (load runs).
-    """
+    """The typed ``requests`` (sorted by request; ``extra_columns``: name -> dtype beyond
+    :data:`REQUEST_COLUMNS`) and ``stages`` tables from rows."""
     columns = {**REQUEST_COLUMNS, **(extra_columns or {})}
     requests = pd.DataFrame(list(req_rows), columns=list(columns))
     requests = typed_table(requests, columns).sort_values(
@@ -127,10 +120,8 @@ def build_units(rows: Iterable[tuple]) -> pd.DataFrame:
 
 
 def typed_table(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
-    """A copy with the given columns coerced (nullable text as object with None); others kept.
-
-    The copy is shallow: a column this changes is replaced, never written into, so the data of the
-    columns already typed is shared (a deep copy doubles a large table)."""
+    """A shallow copy with the given columns coerced (nullable text as object with None): a changed
+    column is replaced, never written into (a deep copy doubles a large table)."""
     out = df.copy(deep=False)
     for col, dtype in columns.items():
         if col not in out.columns:
@@ -156,12 +147,9 @@ def shared_text(series: pd.Series) -> pd.Series:
 def checked_table(
     df: pd.DataFrame, columns: dict[str, str], optional: Sequence[str] = (), rows: int | None = None
 ) -> pd.DataFrame:
-    """``df`` typed as ``columns`` after checking each column holds that type; raises :class:`TableError`.
-
-    Unlike :func:`typed_table` nothing is coerced across kinds: a text ``warmup``
-    column would turn every row into a warm-up by ``astype(bool)``. ``rows``: the
-    whole table's row count when ``df`` is one batch of it (the range of a summed column).
-    """
+    """``df`` typed as ``columns`` after checking each column holds that type (nothing coerced across
+    kinds: a text ``warmup`` would be all warm-ups by ``astype(bool)``); :class:`TableError` if not.
+    ``rows``: the whole table's row count when ``df`` is one batch of it."""
     rows = len(df) if rows is None else rows
     for col, dtype in columns.items():
         if col not in df.columns:

@@ -1,17 +1,8 @@
-"""The events table as plain numpy columns: what the loader builds and ``analyze`` reads.
-
-Same content as the pandas table of :mod:`workbench.trace.schema`, without pandas (slow to import):
-
-* ``ts_ns``, ``dur_ns``: int64 nanoseconds
-* ``kind``: int8, the index of the row's kind in :data:`~workbench.trace.schema.KINDS`
-* ``name``, ``cat``, ``pid``, ``tid``: :class:`Text` (int64 codes into a label array of str,
-  labels in order of first appearance, as ``pandas.factorize`` gives them)
-* ``device``, ``stream``, ``correlation``, ``bytes``, ``ext_id``: int64, :data:`NA_INT` where absent
-* ``shapes``: ``Input Dims`` as compact JSON text per row (object array, None where absent), or
-  None when the trace recorded no shapes
-
-:meth:`Columns.to_frame` builds the pandas table (figures and notebooks use it);
-:meth:`Columns.from_frame` reads one back, for traces built in code as a table.
+"""The events table of :mod:`workbench.trace.schema` as plain numpy columns, without pandas (slow
+to import): what the loader builds and ``analyze`` reads. ``kind`` is int8, the index into
+:data:`~workbench.trace.schema.KINDS`; text columns are :class:`Text` (labels in order of first
+appearance, as ``pandas.factorize`` gives them); integer ids are int64, :data:`NA_INT` where absent;
+``shapes`` is ``Input Dims`` as compact JSON text per row (None without ``record_shapes``).
 """
 
 from __future__ import annotations
@@ -21,7 +12,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from .frames import categorical, kinds, nullable
-from .lazy import pd
+from .schema import pd
 from .numbers import NA_INT
 from .schema import CATEGORY_KINDS, COLUMNS, INT_COLUMNS, KIND_OTHER, KINDS, TEXT_COLUMNS
 
@@ -54,7 +45,7 @@ class Text:
 
 @dataclass(frozen=True)
 class Columns:
-    """The normalized events, one numpy array per column (see the module docstring)."""
+    """The normalized events, one numpy array per column."""
 
     ts_ns: np.ndarray
     dur_ns: np.ndarray

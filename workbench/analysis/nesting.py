@@ -1,7 +1,7 @@
 """The one nesting rule for host events: which event encloses which, and how deep.
 
 Used by the flame tree (:mod:`workbench.analysis.flame`) and the request chart
-(:mod:`workbench.plots.request_chart`), so an event sits at the same depth in both.
+(:mod:`workbench.plots.timeline`), so an event sits at the same depth in both.
 
 Rule: walk the events of one lane (a thread) sorted by start, longest first on
 ties, keeping a stack of the events still open. Before an event, pop every

@@ -22,7 +22,7 @@ from .output import dumps, print_result, strict
 from ..batching.capacity import FORMAT, SWEEP_FILE, VERSION
 from ..batching.capacity import is_sweep as holds_sweep
 from ..batching.capacity import compare_sweeps
-from ..plots.sweep import sweep_record_figure
+from ..plots.batching import sweep_record_figure
 
 # -- the sweep file, decoded at the boundary -------------------------------------------------------------------
 

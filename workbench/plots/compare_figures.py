@@ -79,6 +79,8 @@ def _add_deltas(fig: go.Figure, table: pd.DataFrame) -> None:
     names = table["name"].tolist()
     for col in PERCENTILES:
         delta = table[f"{col}_delta"].to_numpy()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            relative = delta / table[f"{col}_a"].to_numpy()
         fig.add_bar(
             x=names,
             y=delta,
@@ -88,19 +90,13 @@ def _add_deltas(fig: go.Figure, table: pd.DataFrame) -> None:
                 color=[SLOWER_COLOR if d > 0 else FASTER_COLOR for d in np.nan_to_num(delta)],
                 width=2,
             ),
-            text=_relative(table[f"{col}_a"].to_numpy(), delta),
+            text=["" if not np.isfinite(r) else f"{100 * r:+.1f}%" for r in relative],
             textangle=-90,  # upright, three neighbours' labels ran together ("+475.9%+426.0%+366.3%")
             legendgroup="delta",
             hovertemplate=f"%{{x}}<br>Δ {col[:3]} %{{y:+.3f}} ms (%{{text}})<extra></extra>",
             row=2,
             col=1,
         )
-
-
-def _relative(base: np.ndarray, delta: np.ndarray) -> list[str]:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = delta / base
-    return ["" if not np.isfinite(r) else f"{100 * r:+.1f}%" for r in rel]
 
 
 def _title(table: pd.DataFrame, labels: tuple[str, str]) -> str:

@@ -60,16 +60,11 @@ def fit_tree(tree: pd.DataFrame, max_nodes: int) -> tuple[pd.DataFrame, float | 
     pruned = prune(tree, share)
     if len(pruned) <= max_nodes:
         return pruned, share, False
-    return cut_depth(pruned, max_nodes), share, True
-
-
-def cut_depth(tree: pd.DataFrame, max_nodes: int) -> pd.DataFrame:
-    """The levels of ``tree`` from the root down, as deep as ``max_nodes`` nodes allow (at least the roots)."""
-    if "depth" not in tree.columns:  # parents come before children: a prefix is still a tree
-        return tree.iloc[:max_nodes].reset_index(drop=True)
-    per_level = np.bincount(tree["depth"].to_numpy(np.int64))
+    if "depth" not in pruned.columns:  # parents come before children: a prefix is still a tree
+        return pruned.iloc[:max_nodes].reset_index(drop=True), share, True
+    per_level = np.bincount(pruned["depth"].to_numpy(np.int64))  # as many levels as fit, >= 1
     levels = max(int(np.searchsorted(np.cumsum(per_level), max_nodes, side="right")), 1)
-    return tree[tree["depth"].to_numpy() < levels].reset_index(drop=True)
+    return pruned[pruned["depth"].to_numpy() < levels].reset_index(drop=True), share, True
 
 
 def display_totals(tree: pd.DataFrame) -> np.ndarray:
@@ -105,11 +100,8 @@ def flame_figure(
     max_nodes: int = 2_000,
     max_depth: int | None = None,
 ) -> go.Figure:
-    """An icicle of the flame tree: width = ``total_ns``, color = kind, hover = self/total/count/bytes.
-
-    ``ids``/``parents`` are the node ids as text (a root's parent is ""); the kinds' legend is an
-    annotation under the title; ``max_depth`` limits the levels shown at once (click to zoom).
-    """
+    """An icicle of the flame tree: width = ``total_ns``, color = kind, ids as text (a root's parent
+    ""); ``max_depth`` limits the levels shown at once (click to zoom)."""
     require_columns(tree, TREE_COLUMNS, "flame tree:", "a node table from workbench.analysis.flame")
     if len(tree) == 0 or int(tree["total_ns"].max() or 0) <= 0:
         return empty_figure("empty flame tree: no events to attribute", title or "Flame graph")
@@ -137,8 +129,7 @@ def flame_figure(
         end = "; deepest levels not drawn)" if cut else ")"
         default += f" ({len(tree)} nodes; under {100 * share:g}% {of} folded into (other){end}"
     harness = tree.attrs.get("cut")  # harness and instrumentation cut by analysis.flame.harness_cut
-    # the note is the title's subtitle, wrapped: in the title's own text a multi-line title was anchored too
-    # high by plotly and its first line clipped at the top of the figure (1280x800, tests/browser)
+    # the note is the title's subtitle: in the title's text plotly clipped a multi-line title's first line
     note = textwrap.wrap(harness["note"], NOTE_CHARS) if harness else []
     fig = layout(
         fig,
@@ -155,6 +146,7 @@ def _icicle(shown: pd.DataFrame, keys: list[str], max_depth: int | None) -> go.I
     """The host tree's icicle: ids and parents as text, values the displayed totals, colored by kind."""
     names = shown["name"].astype(str).tolist()
     parents = shown["parent"].astype("int64").to_numpy()
+    nbytes = shown["bytes"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
     return go.Icicle(
         ids=shown["id"].astype(str).tolist(),
         parents=["" if p == -1 else str(p) for p in parents],
@@ -164,7 +156,9 @@ def _icicle(shown: pd.DataFrame, keys: list[str], max_depth: int | None) -> go.I
         sort=False,
         maxdepth=max_depth if max_depth else -1,
         marker=dict(colors=[KIND_COLORS[k] for k in keys]),
-        customdata=_hover_data(shown, names, keys),
+        customdata=_hover_rows(
+            names, keys, [shown["total_ns"], shown["self_ns"]], shown["count"], nbytes
+        ),
         hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>total %{customdata[2]} (%{percentRoot:.1%} of all)"
         "<br>self %{customdata[3]}<br>count %{customdata[4]}<br>bytes %{customdata[5]}<extra></extra>",
         tiling=dict(orientation="v"),
@@ -200,16 +194,7 @@ def _add_gpu_panel(fig: go.Figure, gpu: pd.DataFrame) -> list[str]:
                 [s, "stage", format_ns(t), str(c), "-"]
                 for s, t, c in zip(stages.index, stages["gpu_ns"], stages["count"])
             ]
-            + [
-                [
-                    _clip(n, HOVER_CHARS),
-                    KIND_LABELS[k],
-                    format_ns(t),
-                    str(c),
-                    format_bytes(b) if b > 0 else "-",
-                ]
-                for n, k, t, c, b in zip(gpu["name"], keys, gpu["gpu_ns"], gpu["count"], nbytes)
-            ],
+            + _hover_rows(gpu["name"], keys, [gpu["gpu_ns"]], gpu["count"], nbytes),
             hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>GPU %{customdata[2]} (%{percentRoot:.1%} of the "
             "stage)<br>count %{customdata[3]}<br>bytes %{customdata[4]}<extra></extra>",
             tiling=dict(orientation="v"),
@@ -251,19 +236,12 @@ def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _hover_data(tree: pd.DataFrame, names: list[str], keys: list[str]) -> list[list[str]]:
-    nbytes = tree["bytes"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
-    columns = (tree[c].tolist() for c in ("total_ns", "self_ns", "count"))
+def _hover_rows(names, keys: list[str], times: list, counts, nbytes) -> list[list[str]]:
+    """Per node: its name, kind, each of ``times`` (ns), count and bytes, as text."""
     return [
-        [
-            _clip(name, HOVER_CHARS),
-            KIND_LABELS[key],
-            format_ns(total),
-            format_ns(self_ns),
-            str(count),
-            format_bytes(b) if b > 0 else "-",
-        ]
-        for name, key, total, self_ns, count, b in zip(names, keys, *columns, nbytes)
+        [_clip(n, HOVER_CHARS), KIND_LABELS[k], *map(format_ns, ts), str(c)]
+        + [format_bytes(b) if b > 0 else "-"]
+        for n, k, c, b, *ts in zip(names, keys, counts, nbytes, *times)
     ]
 
 

@@ -14,7 +14,6 @@ import plotly.graph_objects as go
 from ..analysis.transfers import classify_copy
 from ..errors import ConfigError
 from ..naming import STAGE_PREFIX
-from ..units import NS_PER_MS, NS_PER_US  # noqa: F401  (re-exported for the figure modules)
 
 # kind -> (color, label); the order is the legend's
 _KINDS = {
@@ -100,23 +99,21 @@ def stage_color(index: int) -> str:
 
 def format_ns(ns: float | int | None) -> str:
     """Human duration: ``1.23 s``, ``45.6 ms``, ``789 us``, ``120 ns``; ``-`` for missing."""
-    if ns is None or (isinstance(ns, float) and math.isnan(ns)):
-        return "-"
-    a = abs(float(ns))
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if a >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns:.0f} ns"
+    return _human(ns, (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1)))
 
 
 def format_bytes(n: float | int | None) -> str:
     """Human size in powers of 1000 (``1.5 MB``); ``-`` for missing."""
+    return _human(n, (("GB", 1e9), ("MB", 1e6), ("kB", 1e3), ("B", 1)))
+
+
+def _human(n: float | int | None, units: tuple) -> str:
     if n is None or (isinstance(n, float) and math.isnan(n)):
         return "-"
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= scale:
+    for unit, scale in units[:-1]:
+        if abs(float(n)) >= scale:
             return f"{n / scale:.3g} {unit}"
-    return f"{n:.0f} B"
+    return f"{n:.0f} {units[-1][0]}"
 
 
 # an annotation at the plot's left edge, its lines growing upwards from its y (paper coordinates)
@@ -130,8 +127,7 @@ _AXIS = dict(
     automargin=True,
     title=dict(standoff=15),
 )
-# plotly_white's look (white background, light grid, its colorway) without its defaults for every
-# trace type, which made each figure ten times larger and slower to set and encode
+# plotly_white's look without its defaults for every trace type (ten times larger figures)
 TEMPLATE = go.layout.Template(
     layout=dict(
         paper_bgcolor="white",

@@ -57,7 +57,9 @@ def tail_figure(tail: dict[str, Any], *, title: str | None = None) -> go.Figure:
         barmode="stack",
         xaxis={"tickformat": ".0%", "range": [0, 1]},
     )
-    extra = {"annotations": [_note("<br>".join(lines))]} if lines else {}
+    # the headline under the title, its lines growing upwards from just above the plot
+    note = dict(text="<br>".join(lines), y=1.02, align="left", font={"size": 12}, **ABOVE)
+    extra = {"annotations": [note]} if lines else {}
     legend = dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0, traceorder="normal")
     return layout(
         fig,
@@ -87,8 +89,7 @@ def latency_over_run_figure(
         keep |= req["dur_ns"].to_numpy() >= percentiles(req["dur_ns"], 99)
         req = req[keep]
     fig = go.Figure()
-    # WebGL only where SVG would be slow: a WebGL context costs about 150-200 ms to start in a browser without
-    # a GPU (the explorer's first view, benchmarks/results/first_view.md), SVG draws a few hundred points in ms
+    # WebGL only where SVG would be slow: a WebGL context is slow to start without a GPU
     add = fig.add_scattergl if len(req) > GL_ABOVE_POINTS else fig.add_scatter
     groups = (
         ("measured", ~req["warmup"] & req["ok"], "#1f77b4"),
@@ -127,11 +128,6 @@ def _ring(fig: go.Figure, requests: pd.DataFrame, picked: int | None) -> None:
         marker={"symbol": "circle-open", "size": 16, "color": "#d62728", "line": {"width": 2}},
         hovertemplate="request %{customdata}: %{y:.3f} ms<extra>picked</extra>",
     )
-
-
-def _note(text: str) -> dict:
-    """The headline under the title, its lines growing upwards from just above the plot."""
-    return dict(text=text, y=1.02, align="left", font={"size": 12}, **ABOVE)
 
 
 def attribute_figure(

@@ -142,11 +142,7 @@ def transfer_comparison_figure(
                 legendgroup=name,
                 showlegend=False,
                 offsetgroup=str(i),
-                marker=dict(
-                    color=colors,
-                    pattern=dict(shape=PATTERNS[i % len(PATTERNS)]),
-                    line=dict(color="#333333", width=1),
-                ),
+                marker=_run_marker(colors, i),
                 hovertemplate=f"{name}<br>%{{x}}<br>%{{y:.4g}}<extra></extra>",
                 row=1,
                 col=col,
@@ -166,12 +162,14 @@ def _legend_entry(fig: go.Figure, name: str, i: int) -> None:
         name=name,
         legendgroup=name,
         offsetgroup=str(i),  # the run's slot: no extra slot in the first panel's groups
-        marker=dict(
-            color=LEGEND_GREY,
-            pattern=dict(shape=PATTERNS[i % len(PATTERNS)]),
-            line=dict(color="#333333", width=1),
-        ),
+        marker=_run_marker(LEGEND_GREY, i),
         hoverinfo="skip",
         row=1,
         col=1,
     )
+
+
+def _run_marker(color, i: int) -> dict:
+    """The i-th run's bars: its pattern, outlined."""
+    pattern = dict(shape=PATTERNS[i % len(PATTERNS)])
+    return dict(color=color, pattern=pattern, line=dict(color="#333333", width=1))

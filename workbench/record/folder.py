@@ -47,9 +47,7 @@ UNITS_FILE = "units.parquet"  # only a run with a streaming stage (workbench.str
 TRACE_NAME_SUFFIXES = (".json.gz", ".json")
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
-# Each column a block of its own, freed from Arrow as it is converted: the table is not held twice.
-# Text columns are read as dictionaries (a few names, an int32 code a row) and become shared strings
-# (``shared_text``).
+# Each column a block of its own, freed from Arrow as it is converted: the table is not held twice
 ARROW_TO_PANDAS = {"split_blocks": True, "self_destruct": True}
 READ_WHOLE_ROWS = 65_536  # a table of fewer rows is read in one go (see _frame)
 STAGE_SLACK_NS = 1_000  # stage times may exceed their request's by clock rounding, never by more
@@ -75,7 +73,11 @@ def write_folder(
     trace_name = None
     try:
         if trace_path is not None:
-            trace_name = _trace_name(Path(trace_path))
+            trace_name = Path(trace_path).name
+            if not Path(trace_path).is_file() or not trace_name.endswith(TRACE_NAME_SUFFIXES):
+                raise RunRecordError(
+                    f"{trace_path}: a run's trace must be an existing .json or .json.gz file"
+                )
             shutil.copy2(trace_path, staging / trace_name)
             meta = meta.replace(trace=_with_file(meta, trace_name))
         elif meta.trace is not None and meta.trace.file is not None:  # closed or dropped: no file
@@ -144,13 +146,6 @@ def write_text_atomically(path: Path, text: str) -> None:
         raise
 
 
-def _trace_name(trace: Path) -> str:
-    """The trace's file name, refusing anything that is not a profiler trace file."""
-    if not trace.is_file() or not trace.name.endswith(TRACE_NAME_SUFFIXES):
-        raise RunRecordError(f"{trace}: a run's trace must be an existing .json or .json.gz file")
-    return trace.name
-
-
 def _put_in_place(staging: Path, dest: Path) -> None:
     """Move the finished staging folder to ``dest``, swapping atomically with an old run there."""
     if not dest.exists():
@@ -217,18 +212,11 @@ def read_folder(
     requests = _read_table(inside(root, REQUESTS_FILE), *schemas[REQUESTS_FILE])
     stages = _read_table(inside(root, STAGES_FILE), *schemas[STAGES_FILE])
     check_consistent(root, meta, requests, stages)
-    units = read_units(root, meta, requests)
+    units = None  # only a run with a streaming stage has them
+    if (root / UNITS_FILE).exists() or (root / UNITS_FILE).is_symlink():
+        units = _read_table(inside(root, UNITS_FILE), UNIT_COLUMNS)
+        _check_rows(root / UNITS_FILE, units, meta, requests)
     return root, meta, requests, stages, trace_path(root, meta), units
-
-
-def read_units(root: Path, meta: RunMeta, requests: pd.DataFrame) -> pd.DataFrame | None:
-    """The checked ``units`` table of a run folder, None when it has none (no streaming stage)."""
-    if not (root / UNITS_FILE).exists() and not (root / UNITS_FILE).is_symlink():
-        return None
-    path = inside(root, UNITS_FILE)
-    units = _read_table(path, UNIT_COLUMNS)
-    _check_rows(path, units, meta, requests)
-    return units
 
 
 def table_schemas(meta: RunMeta) -> dict[str, tuple[dict[str, str], tuple[str, ...]]]:
@@ -275,7 +263,7 @@ def _read_table(path: Path, columns: dict[str, str], optional=()) -> pd.DataFram
     try:
         with open_table(path) as stream:
             schema = pyarrow.parquet.read_schema(stream)
-            text = [f.name for f in schema if _is_text(f.type) and columns.get(f.name) == "object"]
+            text = [f.name for f in schema if columns.get(f.name) == "object" and _is_text(f.type)]
             stream.seek(0)
             df = _frame(pyarrow.parquet.ParquetFile(stream, read_dictionary=text))
     except RunRecordError:

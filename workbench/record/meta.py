@@ -137,8 +137,15 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def check_version(data: dict[str, Any]) -> dict[str, Any]:
-    """The object at the current version, or :class:`MetaError` for a foreign, older or newer one."""
+def decode_meta(raw: bytes) -> RunMeta:
+    """The boundary: ``run.json`` bytes (any format version up to this one) -> a checked
+    :class:`RunMeta`; :class:`MetaError` for anything that does not fit."""
+    try:
+        data = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:  # ValidationError too
+        raise MetaError("$", f"is not valid JSON: {str(exc)[:120]}") from None
+    if not isinstance(data, dict):
+        raise MetaError("$", f"must be a JSON object, got {type(data).__name__}")
     if data.get("format") != FORMAT:
         raise MetaError(
             "format", f"must be {FORMAT!r} (not a workbench run), got {data.get('format')!r:.80}"
@@ -153,19 +160,7 @@ def check_version(data: dict[str, Any]) -> dict[str, Any]:
             "version",
             f"is {version}, newer than this workbench reads ({VERSION}); upgrade the workbench",
         )
-    return migrate(data) if version < VERSION else data
-
-
-def decode_meta(raw: bytes) -> RunMeta:
-    """The boundary: ``run.json`` bytes (any format version up to this one) -> a checked
-    :class:`RunMeta`; :class:`MetaError` for anything that does not fit."""
-    try:
-        data = msgspec.json.decode(raw)
-    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:  # ValidationError too
-        raise MetaError("$", f"is not valid JSON: {str(exc)[:120]}") from None
-    if not isinstance(data, dict):
-        raise MetaError("$", f"must be a JSON object, got {type(data).__name__}")
-    data = check_version(data)
+    data = migrate(data) if version < VERSION else data
     for section, cls in _SECTION_TYPES.items():  # fields a file may leave out, never write null
         values = data.get(section)
         for name in cls._left_out_when_unset if isinstance(values, dict) else ():
@@ -174,7 +169,11 @@ def decode_meta(raw: bytes) -> RunMeta:
                     f"{section}.{name}", "must be a value (may be left out, never null), got None"
                 )
     meta = RunMeta.from_dict(data)
-    validate_saved(meta)
+    section = REQUIRED_SECTION.get(meta.kind)  # what the commands reading this kind rely on
+    if section is not None:
+        _expect(
+            getattr(meta, section) is not None, section, f"an object on a {meta.kind} run", None
+        )
     return meta
 
 
@@ -195,12 +194,3 @@ def validate(meta: RunMeta) -> None:
     )
     if meta.trace is not None and meta.trace.file is not None:
         _expect(bool(meta.trace.file), "trace.file", "a file name", meta.trace.file)
-
-
-def validate_saved(meta: RunMeta) -> None:
-    """The rules a saved run's ``run.json`` adds: what the commands reading each kind of run rely on."""
-    section = REQUIRED_SECTION.get(meta.kind)
-    if section is not None:
-        _expect(
-            getattr(meta, section) is not None, section, f"an object on a {meta.kind} run", None
-        )

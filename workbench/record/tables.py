@@ -52,10 +52,8 @@ OPTIONAL_TYPED_COLUMNS = {
 ATTRIBUTE_PREFIX = "attr."  # ``attr.<name>``: a stage's described attribute, a number or null
 # the smallest value an integer column may hold (others: 0): ``batch`` is -1 for a request never dispatched
 MINIMUM = {"batch": -1}
-# Two range rules for integer columns. A timestamp or an id is never summed: each value stays below
-# VALUE_LIMIT (146 years of ns), so a timestamp plus a duration still fits int64. Any other column
-# (durations, sizes) is summed by the analyses: its values stay below SUM_LIMIT / rows, so the total
-# cannot wrap.
+# A timestamp or id (never summed) stays below VALUE_LIMIT, so adding a duration fits int64; any other
+# column (summed by the analyses) stays below SUM_LIMIT / rows, so its total cannot wrap.
 VALUE_LIMIT = 2**62
 SUM_LIMIT = 2**62
 VALUE_COLUMNS = frozenset(

@@ -50,7 +50,7 @@ from ..plots import (
 from ..plots.compare_figures import beside_figure
 from ..plots.flame import differential_flame_figure, wait_flame_figure
 from ..plots.tail import request_stages_figure
-from ..plots.survival import survival_figure
+from ..plots.distributions import survival_figure
 from ..plots.style import empty_figure
 from .figures import flame_from_trace
 from .panes import ClickablePane, DeferredPane, FigurePane, MessageLine, figure_bundle

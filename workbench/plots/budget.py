@@ -76,7 +76,7 @@ def budget_figure(
         why = "every measured request failed" if failures else "no measured requests in this run"
         head = title or "Latency budget"
         fig = empty_figure("<br>".join([why, *failure_lines(failures)]), head)
-        return _header(_badge(fig, noise), head, badge_lines(noise), legend_row=False)
+        return _header(fig, head, noise, legend_row=False)
     fig = (
         {"percentiles": _percentile_bars, "waterfall": _waterfall}[mode](rows)
         if mode != "requests"
@@ -97,11 +97,31 @@ def budget_figure(
     # a stage per legend entry: a column right of the plot (in a row they ran past the figure's edge)
     legend = {"legend": "right"} if mode == "requests" else {}
     fig = layout(fig, head, yaxis_title="latency (ms)", xaxis_title=xaxis_title, **legend)
-    return _header(_badge(fig, noise), head, badge_lines(noise), legend_row=not legend)
+    return _header(fig, head, noise, legend_row=not legend)
 
 
-def _header(fig: go.Figure, head: str, badge: list[str], legend_row: bool) -> go.Figure:
-    """Stack the header from the top (badge, title and its lines, legend row) in the top margin."""
+def _header(fig: go.Figure, head: str, noise: dict | None, legend_row: bool) -> go.Figure:
+    """Stack the header from the top (the noise badge, title and its lines, legend row) in the top
+    margin; no badge without ``noise``."""
+    badge = badge_lines(noise)
+    if noise is not None:
+        color = NOISE_COLORS[noise.get("noisy")]
+        fig.add_annotation(
+            text="<br>".join(badge),
+            x=1,
+            y=1,
+            xref="paper",
+            yref="paper",
+            xanchor="right",
+            yanchor="top",  # raised to the figure's top below
+            showarrow=False,
+            align="right",
+            font=dict(color="white", size=11),
+            bgcolor=color,
+            bordercolor=color,
+            borderpad=BADGE_PAD_PX,
+            name="noise",
+        )
     badge_px = BADGE_LINE_PX * len(badge) + 2 * BADGE_PAD_PX + 6 if badge else 0
     title_px = TITLE_LINE_PX + SUB_LINE_PX * head.count("<br>")
     top = 10 + badge_px + title_px + (LEGEND_ROW_PX if legend_row else 0)
@@ -159,29 +179,6 @@ def badge_lines(noise: dict | None) -> list[str]:
         for part in noise_badge_text(noise).split("<br>")
         for line in textwrap.wrap(part, BADGE_CHARS)
     ]
-
-
-def _badge(fig: go.Figure, noise: dict | None) -> go.Figure:
-    if noise is None:
-        return fig
-    color = NOISE_COLORS[noise.get("noisy")]
-    fig.add_annotation(
-        text="<br>".join(badge_lines(noise)),
-        x=1,
-        y=1,
-        xref="paper",
-        yref="paper",
-        xanchor="right",
-        yanchor="top",  # raised to the figure's top by _header
-        showarrow=False,
-        align="right",
-        font=dict(color="white", size=11),
-        bgcolor=color,
-        bordercolor=color,
-        borderpad=BADGE_PAD_PX,
-        name="noise",
-    )
-    return fig
 
 
 def _share_text(rows: pd.DataFrame) -> list[str]:

@@ -14,7 +14,15 @@ import plotly.graph_objects as go
 
 from ..analysis.stats import NS_PER_MS, percentiles, summarize_ns, tail_summary_ns
 from ..errors import ConfigError
-from .style import PERCENTILE_COLORS, WARMUP_COLOR, empty_figure, layout, stage_color, value_axis
+from .style import (
+    PERCENTILE_COLORS,
+    WARMUP_COLOR,
+    add_step_area,
+    empty_figure,
+    layout,
+    stage_color,
+    value_axis,
+)
 
 DISTRIBUTION_KINDS = ("histogram", "cdf")  # figure styles; trace event kinds: workbench.trace.KINDS
 BINS = 60  # of the histogram, over the range of its values
@@ -106,17 +114,8 @@ def _add_hist(
     counts, _ = np.histogram(
         np.clip(values_ns / NS_PER_MS, edges[0], edges[-1]), bins=edges
     )  # 0 ns on a log axis
-    y = np.append(counts, counts[-1] if counts.size else 0)
-    fig.add_scatter(
-        x=edges,
-        y=y,
-        name=name,
-        mode="lines",
-        line=dict(shape="hv", color=color, width=1.5),
-        fill="tozeroy",
-        opacity=0.8,
-        hovertemplate="from %{x:.4g} ms<br>%{y} requests<extra>" + name + "</extra>",
-    )
+    hover = "from %{x:.4g} ms<br>%{y} requests<extra>" + name + "</extra>"
+    add_step_area(fig, edges, counts, name, color, hover, line=dict(width=1.5), opacity=0.8)
 
 
 def cdf_points(values_ns: np.ndarray, max_points: int) -> tuple[np.ndarray, np.ndarray]:
@@ -171,15 +170,9 @@ def _add_markers(fig: go.Figure, measured_ns: np.ndarray, top: float) -> None:
     for key in ("p50_ms", "p95_ms", "p99_ms"):
         if stats[key] is None:
             continue
-        name = key.removesuffix("_ms")
-        fig.add_scatter(
-            x=[stats[key], stats[key]],
-            y=[0, top],
-            name=f"{name} {stats[key]:.3g} ms",
-            mode="lines",
-            line=dict(color=PERCENTILE_COLORS[key], dash="dot", width=2),
-            hovertemplate=f"{name} %{{x:.4g}} ms<extra></extra>",
-        )
+        name, color = key.removesuffix("_ms"), PERCENTILE_COLORS[key]
+        hover = f"{name} %{{x:.4g}} ms<extra></extra>"
+        _vline(fig, stats[key], (0, top), f"{name} {stats[key]:.3g} ms", color, hover)
 
 
 P999_COLOR = "#d62728"
@@ -241,7 +234,7 @@ def _add_tail_lines(fig: go.Figure, measured: np.ndarray) -> None:
     """p99 as a dotted vertical line, the maximum as a cross, then p99.9 or the count it needs."""
     bottom = 1 / measured.size
     p99 = float(percentiles(measured, 99)) / NS_PER_MS
-    _vline(fig, p99, f"p99 {p99:.3g} ms", PERCENTILE_COLORS["p99_ms"], bottom)
+    _vline(fig, p99, (bottom, 1.0), f"p99 {p99:.3g} ms", PERCENTILE_COLORS["p99_ms"])
     tail = tail_summary_ns(measured)
     fig.add_scatter(
         x=[tail["max_ms"]],
@@ -262,17 +255,18 @@ def _add_tail_lines(fig: go.Figure, measured: np.ndarray) -> None:
         return
     lo, hi = tail["p999_ci_low_ms"], tail["p999_ci_high_ms"]
     name = f"p99.9 {tail['p999_ms']:.4g} ms [{lo:.4g}, {hi:.4g}]"
-    _vline(fig, tail["p999_ms"], name, P999_COLOR, bottom)
+    _vline(fig, tail["p999_ms"], (bottom, 1.0), name, P999_COLOR)
 
 
-def _vline(fig: go.Figure, x: float, name: str, color: str, bottom: float) -> None:
+def _vline(fig: go.Figure, x: float, y: tuple, name: str, color: str, hover: str = "") -> None:
+    """A dotted vertical line from ``y[0]`` to ``y[1]`` at ``x``; its hover is its name by default."""
     fig.add_scatter(
         x=[x, x],
-        y=[bottom, 1.0],
+        y=list(y),
         name=name,
         mode="lines",
         line=dict(color=color, dash="dot", width=2),
-        hovertemplate=f"{name}<extra></extra>",
+        hovertemplate=hover or f"{name}<extra></extra>",
     )
 
 

@@ -19,6 +19,7 @@ from .style import (
     KIND_COLORS,
     NO_GPU_EVENTS,
     PERCENTILE_COLORS,
+    add_step_area,
     decade_ticks,
     empty_figure,
     layout,
@@ -120,18 +121,9 @@ def _delay_hist(fig: go.Figure, delay_us: np.ndarray, bins: int) -> None:
         return
     edges = log_edges(positive, bins)
     counts, _ = np.histogram(positive, bins=edges)
-    fig.add_scatter(
-        x=edges,
-        y=np.append(counts, counts[-1]),
-        mode="lines",
-        line=dict(shape="hv", color=KIND_COLORS["runtime"]),
-        fill="tozeroy",
-        name="launch delay",
-        showlegend=False,
-        hovertemplate="from %{x:.3g} us<br>%{y} launches<extra></extra>",
-        row=1,
-        col=1,
-    )
+    hover = "from %{x:.3g} us<br>%{y} launches<extra></extra>"
+    color = KIND_COLORS["runtime"]
+    add_step_area(fig, edges, counts, "launch delay", color, hover, showlegend=False, row=1, col=1)
     fig.update_xaxes(
         title_text="launch delay (us, log scale)",
         row=1,

@@ -243,6 +243,15 @@ def value_axis(log: bool, unit: str, *arrays) -> dict:
     return log_axis(*positive_extent(*arrays), unit) if log else dict(type="linear")
 
 
+def add_step_area(fig: go.Figure, edges, heights, name: str, color: str, hover: str, **kw) -> None:
+    """A filled step outline of ``heights`` over the bin ``edges`` (the last height repeated)."""
+    y = np.append(heights, heights[-1] if len(heights) else 0)
+    line = dict(shape="hv", color=color) | kw.pop("line", {})
+    fig.add_scatter(
+        x=edges, y=y, name=name, mode="lines", line=line, fill="tozeroy", hovertemplate=hover, **kw
+    )
+
+
 def add_sla_line(fig: go.Figure, x: list[float], sla_ms: float) -> None:
     """The SLA as a dashed line trace over ``x`` (a trace: a shape on a log axis stretches its autorange)."""
     fig.add_scatter(

@@ -17,10 +17,12 @@ from ..errors import ConfigError
 from ..naming import stage_from_range_name
 from ..trace import GPU_WORK_KINDS, HOST_KINDS, KIND_SYNC, Trace
 from ..units import NS_PER_MS
+from .flame import HOVER_CHARS, SMALL_LABELS_HIDDEN
 from .style import (
     KIND_COLORS,
     KIND_LABELS,
     NO_GPU_EVENTS,
+    add_step_area,
     empty_figure,
     format_ns,
     kind_key,
@@ -55,18 +57,8 @@ def gpu_timeline_figure(
     x = (busy["bin_start_ns"].to_numpy() - summary["start_ns"]) / NS_PER_MS
     x = np.append(x, (busy["bin_end_ns"].iloc[-1] - summary["start_ns"]) / NS_PER_MS)
     y = 100 * busy["busy_fraction"].to_numpy()
-    fig.add_scatter(
-        x=x,
-        y=np.append(y, y[-1]),
-        mode="lines",
-        line=dict(shape="hv", color=KIND_COLORS["kernel"]),
-        fill="tozeroy",
-        name="busy %",
-        showlegend=False,
-        hovertemplate="from %{x:.3f} ms<br>busy %{y:.1f}%<extra></extra>",
-        row=1,
-        col=1,
-    )
+    hover = "from %{x:.3f} ms<br>busy %{y:.1f}%<extra></extra>"
+    add_step_area(fig, x, y, "busy %", KIND_COLORS["kernel"], hover, showlegend=False, row=1, col=1)
     lanes = _add_stream_idle(fig, stream_idle(events))
     fig.update_xaxes(title_text="time since first GPU work (ms)", row=1, col=1)
     fig.update_yaxes(title_text="busy (%)", range=[0, 100], row=1, col=1)
@@ -159,9 +151,7 @@ def step_breakdown_figure(
 
 DRAWN_HOST_KINDS = (*HOST_KINDS, KIND_SYNC)  # host rows: the flame tree's host kinds, sync waits
 TEXT_CHARS = 40
-HOVER_CHARS = 160
 LANE_PX = 26  # a lane's height: its bar (80 %) holds a 12 px label
-MIN_LABEL_PX = 10
 TEXT_MIN_SHARE = 0.04  # label a bar only when it spans >= 4 % of the window (others: hover)
 
 
@@ -245,9 +235,7 @@ def flame_chart_figure(
         xaxis_title="time since request start (ms)",
         # a lane of LANE_PX under the margins (the height once held the margins too: labels of 5 px)
         height=160 + max(LANE_PX * len(lanes), 160),
-        uniformtext=dict(
-            minsize=MIN_LABEL_PX, mode="hide"
-        ),  # a bar too thin for its label shows none
+        uniformtext=SMALL_LABELS_HIDDEN,
     )
 
 

@@ -79,9 +79,10 @@ def write_folder(
                     f"{trace_path}: a run's trace must be an existing .json or .json.gz file"
                 )
             shutil.copy2(trace_path, staging / trace_name)
-            meta = meta.replace(trace=_with_file(meta, trace_name))
-        elif meta.trace is not None and meta.trace.file is not None:  # closed or dropped: no file
-            meta = meta.replace(trace=_with_file(meta, None))
+        if trace_name or (meta.trace is not None and meta.trace.file is not None):  # None: closed
+            meta = meta.replace(
+                trace=dataclasses.replace(meta.trace or TraceInfo(), file=trace_name)
+            )
         typed_table(requests, REQUEST_COLUMNS).to_parquet(staging / REQUESTS_FILE, index=False)
         typed_table(stages, STAGE_COLUMNS).to_parquet(staging / STAGES_FILE, index=False)
         if units is not None:
@@ -123,10 +124,6 @@ def _encodable(value):
     if isinstance(value, (list, tuple)):
         return [_encodable(v) for v in value]
     return value
-
-
-def _with_file(meta: RunMeta, name: str | None) -> TraceInfo:
-    return dataclasses.replace(meta.trace or TraceInfo(), file=name)
 
 
 def write_text_atomically(path: Path, text: str) -> None:
@@ -306,10 +303,25 @@ def check_consistent(
             f"{root / REQUESTS_FILE}: column 'request' has duplicate id {int(requests['request'][dup].iloc[0])}"
         )
     present = _check_rows(root / STAGES_FILE, stages, meta, requests)
-    _check_stages_present(root, meta, requests, present)
-    # spans of two stages may run side by side; the pipeline's stages do not
-    if meta.kind != "ingested":
-        _check_stage_sums(root, requests, stages)
+    # each stage run.json lists has rows where a measured request succeeded (it ran every stage)
+    if meta.kind in ("profile", "load") and (requests["ok"] & ~requests["warmup"]).any():
+        missing = [s for s in meta.stages if s not in present]
+        if missing:
+            raise RunRecordError(
+                f"{root / STAGES_FILE}: stage {missing[0]!r} is listed in run.json 'stages' "
+                "but has no rows, though measured requests succeeded"
+            )
+    # a request's stage times (host) add up to no more than its own time (ingested spans may overlap)
+    if meta.kind != "ingested" and not stages.empty:
+        summed = stages.groupby("request")["dur_ns"].sum()
+        own = requests.set_index("request")["dur_ns"].reindex(summed.index)
+        over = summed > own + STAGE_SLACK_NS
+        if over.any():
+            rid = int(summed.index[over.to_numpy()][0])
+            raise RunRecordError(
+                f"{root / STAGES_FILE}: request {rid}'s stages add up to {int(summed[rid])} ns, "
+                f"more than the request's dur_ns {int(own[rid])} in {REQUESTS_FILE}"
+            )
 
 
 def _check_rows(path: Path, table: pd.DataFrame, meta: RunMeta, requests: pd.DataFrame) -> set:
@@ -326,34 +338,6 @@ def _check_rows(path: Path, table: pd.DataFrame, meta: RunMeta, requests: pd.Dat
         rid = int(table["request"][orphans].iloc[0])
         raise RunRecordError(f"{path}: column 'request' has id {rid}, not in {REQUESTS_FILE}")
     return present
-
-
-def _check_stages_present(root: Path, meta: RunMeta, requests: pd.DataFrame, present: set) -> None:
-    """A stage run.json lists has rows (``present``: the stage names that have rows) in a run where a
-    measured request succeeded (each ran every stage)."""
-    if meta.kind not in ("profile", "load") or not (requests["ok"] & ~requests["warmup"]).any():
-        return
-    missing = [s for s in meta.stages if s not in present]
-    if missing:
-        raise RunRecordError(
-            f"{root / STAGES_FILE}: stage {missing[0]!r} is listed in run.json 'stages' "
-            "but has no rows, though measured requests succeeded"
-        )
-
-
-def _check_stage_sums(root: Path, requests: pd.DataFrame, stages: pd.DataFrame) -> None:
-    """A request's stage times (host) add up to no more than the request's own time."""
-    if stages.empty:
-        return
-    summed = stages.groupby("request")["dur_ns"].sum()
-    own = requests.set_index("request")["dur_ns"].reindex(summed.index)
-    over = summed > own + STAGE_SLACK_NS
-    if over.any():
-        rid = int(summed.index[over.to_numpy()][0])
-        raise RunRecordError(
-            f"{root / STAGES_FILE}: request {rid}'s stages add up to {int(summed[rid])} ns, "
-            f"more than the request's dur_ns {int(own[rid])} in {REQUESTS_FILE}"
-        )
 
 
 def trace_path(root: Path, meta: RunMeta) -> Path | None:

@@ -1,7 +1,7 @@
 """Flame graphs: an icicle of the flame tree (:mod:`workbench.analysis.flame`), and the
-slow-minus-median icicles. A tree with GPU work gets a second icicle under the first, per stage
-its kernels, copies and memsets by GPU time (in the host icicle a 20 us kernel under a 10 ms
-request is a few pixels wide and never labelled).
+slow-minus-median icicles (sampled stacks, traced requests, work beside waits). A tree with GPU
+work gets a second icicle under the first, per stage its kernels, copies and memsets by GPU time
+(in the host icicle a 20 us kernel under a 10 ms request is a few pixels wide and never labelled).
 """
 
 from __future__ import annotations

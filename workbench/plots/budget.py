@@ -101,8 +101,7 @@ def budget_figure(
 
 
 def _header(fig: go.Figure, head: str, noise: dict | None, legend_row: bool) -> go.Figure:
-    """Stack the header from the top (the noise badge, title and its lines, legend row) in the top
-    margin; no badge without ``noise``."""
+    """Stack the header in the top margin: the noise badge (if any), title and lines, legend row."""
     badge = badge_lines(noise)
     if noise is not None:
         color = NOISE_COLORS[noise.get("noisy")]

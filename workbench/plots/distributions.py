@@ -164,8 +164,7 @@ def _add_cdf(fig: go.Figure, values_ns: np.ndarray, max_points: int, name: str, 
 
 
 def _add_markers(fig: go.Figure, measured_ns: np.ndarray, top: float) -> None:
-    """p50/p95/p99 as vertical lines named "p50 0.0505 ms" (in the legend: beside the lines close
-    percentiles overprint each other)."""
+    """p50/p95/p99 as vertical lines named "p50 0.0505 ms" (beside the lines they overprint)."""
     stats = summarize_ns(measured_ns)
     for key in ("p50_ms", "p95_ms", "p99_ms"):
         if stats[key] is None:

@@ -97,8 +97,7 @@ PIN_ADVICE_SHARE = 0.25  # advise pinning only where pageable copies hold this s
 
 
 def _pageable_note(classes: pd.DataFrame) -> str:
-    """``: 67% of copy time from pageable memory (HtoD Pageable) (pin it ...)``; the advice only from
-    :data:`PIN_ADVICE_SHARE` of the copy time."""
+    """``: 67% of copy time from pageable memory (HtoD Pageable) (pin it ...)``, or nothing."""
     copies = classes[classes["label"] != "memset"]
     pageable = copies[copies["label"].str.endswith("Pageable")]
     if pageable.empty:

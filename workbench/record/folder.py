@@ -115,8 +115,7 @@ def _meta_text(meta: RunMeta) -> str:
 
 
 def _encodable(value):
-    """``value`` with every text :func:`~workbench.errors.encodable`: a lone surrogate from user code
-    would be written as an escape no JSON reader takes back, and the run could never be loaded."""
+    """``value`` with every text :func:`~workbench.errors.encodable` (a lone surrogate: unloadable)."""
     if isinstance(value, str):
         return encodable(value)
     if isinstance(value, dict):
@@ -276,8 +275,7 @@ def _read_table(path: Path, columns: dict[str, str], optional=()) -> pd.DataFram
 
 
 def _frame(parquet: pyarrow.parquet.ParquetFile) -> pd.DataFrame:
-    """The table as pandas reads it, one column at a time (each freed before the next: read at once,
-    the peak is twice the table); whole when small or when it stores a pandas index."""
+    """The table, one column at a time (at once, the peak is twice it) unless small or indexed."""
     schema = parquet.schema_arrow
     index = (schema.pandas_metadata or {}).get("index_columns", [])
     small = parquet.metadata.num_rows <= READ_WHOLE_ROWS
@@ -325,8 +323,7 @@ def check_consistent(
 
 
 def _check_rows(path: Path, table: pd.DataFrame, meta: RunMeta, requests: pd.DataFrame) -> set:
-    """Rows of a table at ``path`` whose stage run.json lists and whose request is in the requests
-    table; the stage names that have rows."""
+    """The stage names of a table whose rows' stages and requests all are in run.json and requests."""
     present = set(table["stage"].unique())  # once: each unique() hashes every row's text
     unknown = sorted(present - set(meta.stages), key=repr)  # a null beside a name: no order
     if unknown:

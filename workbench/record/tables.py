@@ -190,8 +190,7 @@ def _check_column(col: str, series: pd.Series, dtype: str, rows: int) -> None:
 
 
 def _check_range(col: str, series: pd.Series, rows: int) -> None:
-    """Integers from :data:`MINIMUM` (0 by default) up to :data:`VALUE_LIMIT` for a timestamp or an
-    id, up to ``SUM_LIMIT / rows`` for a summed column: no negative time or size, nothing that wraps."""
+    """Integers from :data:`MINIMUM` (0) up to :data:`VALUE_LIMIT`, or ``SUM_LIMIT / rows`` if summed."""
     low = MINIMUM.get(col, 0)
     if col in VALUE_COLUMNS:
         high, why = VALUE_LIMIT, "beyond int64 once a duration is added"

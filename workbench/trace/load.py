@@ -134,8 +134,7 @@ class _Columns:
             )
 
     def _check_bytes(self, nbytes: np.ndarray) -> None:
-        """Sizes are never negative, and all of them together stay under 2**62 bytes, so every byte
-        total (per copy class, per stage range) fits in int64 instead of wrapping to a negative one."""
+        """Sizes are never negative and sum under 2**62 bytes, so every byte total fits in int64."""
         present = nbytes != NA_INT
         negative = present & (nbytes < 0)
         if negative.any():

@@ -62,8 +62,7 @@ def _char_matrix(raws: list):
 
 
 def _fast(mat: np.ndarray, lens: np.ndarray):
-    """Vectorized parse of ``[-]digits[.digits]`` (Horner over the columns), and the rows left for
-    the slow path (other characters, several dots, too many digits, out of int64 range)."""
+    """Vectorized parse of ``[-]digits[.digits]`` (Horner over the columns); the rows left over."""
     n, width = mat.shape
     neg = mat[:, 0] == 45
     acc = np.zeros(n, np.uint64)

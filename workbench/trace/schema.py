@@ -16,8 +16,7 @@ from __future__ import annotations
 
 
 class _LazyPandas:
-    """``pd``: pandas imported on first attribute access, so ``analyze`` (numpy end to end) never
-    imports pandas or pyarrow; only what hands a DataFrame to figures and notebooks touches it."""
+    """``pd``: pandas imported on first use, so ``analyze`` (numpy end to end) never imports it."""
 
     def __getattr__(self, name: str):
         import pandas  # 0.3-0.5 s with pyarrow: only for a DataFrame, never in analyze

@@ -177,8 +177,8 @@ OTHER_COLOR = "#8c8c8c"
 
 
 def beside_figure(table: pd.DataFrame, title: str | None = None) -> go.Figure:
-    """End-to-end p50 and p99 with its 95 % interval of the runs of ``widgets.beside.beside_table``,
-    a busy machine's in red. Traces, in order: ``p99 (95 % CI)`` (markers with asymmetric error bars) and ``p50`` (markers)."""
+    """End-to-end p50 and p99 (with its 95 % interval) of ``widgets.beside.beside_table``'s runs, a
+    busy machine's in red. Traces, in order: ``p99 (95 % CI)`` and ``p50``."""
     rows = table.to_dict("records")
     notes = ["; ".join(n for n in _notes(r) if n) for r in rows]
     # a run's notes go under its name on the axis: text beside the last point ran out of the figure

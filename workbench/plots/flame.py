@@ -319,8 +319,7 @@ def differential_flame_figure(
 
 
 def traced_tail_figure(view: dict | None, *, title: str | None = None) -> go.Figure:
-    """The slowest traced requests' flame graph (``workbench.analysis.traced_tail``) coloured by the
-    difference to the median requests (ms)."""
+    """The slowest traced requests' flame graph coloured by their difference to the median (ms)."""
     tree = (view or {}).get("tree") or []
     if not tree:
         return empty_figure(

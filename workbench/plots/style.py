@@ -85,8 +85,7 @@ def kind_key(kind: object, name: object = "") -> str:
 
 
 def copy_palette_key(direction: str, host_memory: str | None) -> str:
-    """The palette key of a copy class (:func:`workbench.analysis.transfers.classify_copy`): DtoD,
-    HtoD/DtoH by host memory, else ``memcpy``."""
+    """The palette key of a copy class (``analysis.transfers.classify_copy``), else ``memcpy``."""
     if direction == "DtoD":
         return "memcpy_dtod"
     key = f"memcpy_{direction.lower()}_{(host_memory or '').lower()}"

@@ -27,8 +27,7 @@ SET_LABELS = {
 
 
 def tail_figure(tail: dict[str, Any], *, title: str | None = None) -> go.Figure:
-    """Stacked horizontal bars: each stage's share of the median and tail sets' time
-    (:func:`workbench.analysis.tail.tail_attribution`)."""
+    """Each stage's share of the median and tail sets' time (``analysis.tail.tail_attribution``)."""
     sets = [k for k in SET_LABELS if (tail.get("sets") or {}).get(k)]
     if not sets:
         return empty_figure("no successful measured request to attribute", title)

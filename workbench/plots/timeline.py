@@ -265,8 +265,7 @@ def request_flame_chart(
     max_bars: int = 3_000,
     title: str | None = None,
 ) -> go.Figure:
-    """Time-axis flame chart of the events starting in the ``request``-th step (0-based); x = ms
-    since the window start, one bar trace per kind."""
+    """Time-axis flame chart of the events starting in the ``request``-th step (0-based)."""
     model = Trace.of(events)
     start, end, label = request_window(model, request)
     events = model.events

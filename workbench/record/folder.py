@@ -195,8 +195,7 @@ def recover(root: Path) -> bool:
 def read_folder(
     path: str | os.PathLike,
 ) -> tuple[Path, RunMeta, pd.DataFrame, pd.DataFrame, Path | None, pd.DataFrame | None]:
-    """Read and check a run folder: ``(folder, meta, requests, stages, trace path or None, units or
-    None)``."""
+    """Read and check a run folder: ``(folder, meta, requests, stages, trace path, units)``."""
     root = Path(path)
     recover(root)
     if not root.is_dir():

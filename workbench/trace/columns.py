@@ -130,8 +130,7 @@ class Columns:
 
 
 def totals_by_name(names: Text, dur_ns: np.ndarray) -> list[dict]:
-    """``{name, count, total_ns, max_ns}`` of the durations per name, largest total first (ties by
-    name)."""
+    """``{name, count, total_ns, max_ns}`` per name, largest total first (ties by name)."""
     out = []
     for code in np.unique(names.codes):
         dur = dur_ns[names.codes == code]
@@ -166,8 +165,7 @@ def factorize(values: list) -> tuple[np.ndarray, np.ndarray]:
 
 
 def unify(pieces: list[tuple[np.ndarray, np.ndarray]]) -> Text:
-    """One text column from per-chunk ``(codes, uniques)``; numbers become decimal text
-    (7 and "7" name the same thread)."""
+    """One text column from per-chunk ``(codes, uniques)``; 7 and "7" name the same thread."""
     all_uniques = [u for _, part in pieces for u in part]
     remap, uniques = factorize_objects(all_uniques)
     starts = np.cumsum([0] + [len(u) for _, u in pieces])

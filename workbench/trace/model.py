@@ -63,8 +63,7 @@ class Trace:
 
     @classmethod
     def of(cls, source) -> Trace:
-        """A trace itself, or an events table wrapped in a new one (figures and notebooks; analyses
-        take a :class:`Trace` only)."""
+        """A trace itself, or an events table wrapped in a new one (figures and notebooks)."""
         if isinstance(source, Trace):
             return source
         if _is_frame(source):

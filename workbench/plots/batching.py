@@ -112,8 +112,7 @@ def wait_time_figure(
     rate_rps: float | None = None,
     title: str | None = None,
 ) -> go.Figure:
-    """``stat`` latency (ms) vs ``max_wait_ms``, a line per max_batch_size (and rate, when several;
-    ``rate_rps`` keeps only that one)."""
+    """``stat`` latency (ms) vs ``max_wait_ms``, a line per max_batch_size (and rate)."""
     _check(sweep, (*SETTING, stat, "stable"), "wait_time_figure")
     rows = sweep if rate_rps is None else sweep[np.isclose(sweep["rate_rps"], rate_rps)]
     if rows.empty:

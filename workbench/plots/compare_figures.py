@@ -117,8 +117,7 @@ VERDICT_COLORS = {
 
 
 def ratio_figure(result: dict, metric: str = "p50", title: str | None = None) -> go.Figure:
-    """Ratio B/A of ``metric`` per stage and end to end with its interval, coloured by verdict, and
-    the band ``1 +/- min_effect``; ``result``: what ``workbench compare --json`` prints."""
+    """Ratio B/A of ``metric`` per stage with its interval, of ``workbench compare --json``."""
     comps = result.get("comparisons") or [
         {"b": 1, "stages": result.get("stages", []), "end_to_end": result.get("end_to_end")}
     ]

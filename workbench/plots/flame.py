@@ -246,8 +246,7 @@ def _hover_rows(names, keys: list[str], times: list, counts, nbytes) -> list[lis
 
 
 def kind_legend(keys: list[str]) -> str:
-    """HTML lines of colored squares and kind names (palette order) of the kinds present, each line at
-    most :data:`LEGEND_CHARS` visible characters."""
+    """HTML lines (of :data:`LEGEND_CHARS`) of colored squares and names of the kinds present."""
     present = [k for k in KIND_COLORS if k in set(keys)]
     out, width = "", 0
     for k in present:

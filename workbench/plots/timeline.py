@@ -240,8 +240,7 @@ def flame_chart_figure(
 
 
 def request_window(events: Trace | pd.DataFrame, request: int) -> tuple[int, int, str]:
-    """``(start_ns, end_ns, label)`` of the request-th step (TensorBoard's step boundaries; without
-    steps the whole trace); ConfigError for a request out of range."""
+    """``(start_ns, end_ns, label)`` of the request-th step (without steps: the whole trace)."""
     bounds = step_boundaries(Trace.of(events))
     if bounds.empty:
         return 0, 0, "none"

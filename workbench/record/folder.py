@@ -63,8 +63,7 @@ def write_folder(
     overwrite: bool = False,
     units: pd.DataFrame | None = None,
 ) -> tuple[Path, RunMeta, Path | None]:
-    """Write a run folder at ``path``: ``(folder, meta as written, trace path inside it or None)``;
-    ``units``: the streaming stage's unit times, written as :data:`UNITS_FILE` when given."""
+    """Write a run folder at ``path``: ``(folder, meta as written, its trace or None)``."""
     dest = Path(path)
     if dest.exists() and not overwrite:
         raise RunRecordError(f"run folder {dest} already exists; pick another --out or remove it")
@@ -100,8 +99,7 @@ def write_folder(
 
 
 def write_meta(meta: RunMeta, folder: Path) -> None:
-    """Replace the ``run.json`` of a written run folder with ``meta`` (a summary computed after the save),
-    atomically: a reader sees the old file or the new one, and a failure leaves the old one."""
+    """Replace the ``run.json`` of a written run folder with ``meta``, atomically."""
     try:
         text = _meta_text(meta)
     except ValueError as exc:

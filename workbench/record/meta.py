@@ -138,8 +138,7 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def decode_meta(raw: bytes) -> RunMeta:
-    """The boundary: ``run.json`` bytes (any format version up to this one) -> a checked
-    :class:`RunMeta`; :class:`MetaError` for anything that does not fit."""
+    """The boundary: ``run.json`` bytes (any format version up to this one) -> a checked RunMeta."""
     try:
         data = msgspec.json.decode(raw)
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:  # ValidationError too

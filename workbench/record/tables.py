@@ -101,8 +101,7 @@ def stage_rows(
 def build_tables(
     req_rows: Iterable[dict], st_rows: Iterable[tuple], extra_columns: dict[str, str] | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The typed ``requests`` (sorted by request; ``extra_columns``: name -> dtype beyond
-    :data:`REQUEST_COLUMNS`) and ``stages`` tables from rows."""
+    """The typed ``requests`` (sorted by request) and ``stages`` tables from rows."""
     columns = {**REQUEST_COLUMNS, **(extra_columns or {})}
     requests = pd.DataFrame(list(req_rows), columns=list(columns))
     requests = typed_table(requests, columns).sort_values(

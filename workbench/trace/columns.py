@@ -146,8 +146,7 @@ def totals_by_name(names: Text, dur_ns: np.ndarray) -> list[dict]:
 
 
 def factorize(values: list) -> tuple[np.ndarray, np.ndarray]:
-    """``(codes, uniques)`` of a list in order of first appearance (``pandas.factorize``'s order);
-    None is absent (code -1). Integer lists go through numpy, anything else through a dict."""
+    """``(codes, uniques)`` of a list in order of first appearance; None is absent (code -1)."""
     try:
         ints = np.fromiter(values, dtype=np.int64, count=len(values))
     except (TypeError, ValueError, OverflowError):

@@ -76,8 +76,7 @@ def read_raw(path: Path, max_bytes: int) -> tuple[list[msgspec.Raw], dict]:
 
 
 def decode(path: Path, data) -> tuple[list[msgspec.Raw], dict]:
-    """The events (one raw slice each, decoded in chunks later by :func:`decode_events`: the peak
-    stays near the JSON text's size) and raw top-level metadata of a trace."""
+    """The events (raw slices, decoded in chunks by :func:`decode_events`) and raw metadata."""
     if _blank(data):
         raise TraceError(f"{path}: empty file, not a trace")
     try:
@@ -203,8 +202,7 @@ _NON_JSON = ("NaN", "-Infinity", "Infinity", "-NaN", "nan", "-nan", "inf", "-inf
 
 
 def deepest_nesting(data) -> tuple[int, int]:
-    """``(depth, offset)``: the largest nesting depth of arrays/objects and the byte offset
-    where it is first reached (brackets inside strings are not counted)."""
+    """``(depth, offset)``: the deepest nesting of arrays/objects (not in strings) and where."""
     view = memoryview(data).cast("B")
     depth, in_string, backslashes = 0, False, 0
     best, where = 0, 0
@@ -246,8 +244,7 @@ def key_before(data, offset: int) -> str | None:
 
 
 def non_json_token(data, offset: int) -> tuple[str, int] | None:
-    """``(token, start)`` for ``NaN``/``Infinity`` (or similar, with its sign) at ``offset``, which
-    JSON does not allow (Python's ``json.dumps`` writes them); else None."""
+    """``(token, start)`` for a signed ``NaN``/``Infinity`` (not JSON) at ``offset``; else None."""
     start = offset
     if offset > 0 and bytes(memoryview(data)[offset - 1 : offset]) == b"-":
         start -= 1

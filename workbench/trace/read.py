@@ -28,8 +28,7 @@ _BOMS = (
 
 
 def read_bytes(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_TRACE_BYTES):
-    """The JSON text (bytes-like, UTF-8) of a ``.json`` or gzip file (by its magic bytes); a text
-    over ``max_bytes`` (after decompression) raises :class:`TraceError` before it is held."""
+    """The UTF-8 JSON text of a ``.json`` or gzip file, refused before it is over ``max_bytes``."""
     path = Path(path)
     hint = "save the trace to a file and give that"
     try:

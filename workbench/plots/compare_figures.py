@@ -195,27 +195,23 @@ def beside_figure(table: pd.DataFrame, title: str | None = None) -> go.Figure:
         for r in rows
     ]
     fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=p99,
-            name="p99 (95 % CI)",
-            mode="markers",
-            text=notes,
-            marker=dict(color=colors, size=11),
-            error_y=dict(type="data", symmetric=False, array=above, arrayminus=below, width=8),
-            hovertemplate="%{x}<br>p99 %{y:.3f} ms<br>%{text}<extra></extra>",
-        )
+    fig.add_scatter(
+        x=x,
+        y=p99,
+        name="p99 (95 % CI)",
+        mode="markers",
+        text=notes,
+        marker=dict(color=colors, size=11),
+        error_y=dict(type="data", symmetric=False, array=above, arrayminus=below, width=8),
+        hovertemplate="%{x}<br>p99 %{y:.3f} ms<br>%{text}<extra></extra>",
     )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=[r["p50_ms"] for r in rows],
-            name="p50",
-            mode="markers",
-            marker=dict(color=colors, size=7, symbol="diamond-open"),
-            hovertemplate="%{x}<br>p50 %{y:.3f} ms<extra></extra>",
-        )
+    fig.add_scatter(
+        x=x,
+        y=[r["p50_ms"] for r in rows],
+        name="p50",
+        mode="markers",
+        marker=dict(color=colors, size=7, symbol="diamond-open"),
+        hovertemplate="%{x}<br>p50 %{y:.3f} ms<extra></extra>",
     )
     fig.update_yaxes(title_text="end to end (ms)", rangemode="tozero")
     return layout(fig, title or "end to end: this run beside the runs it is read against")

@@ -172,35 +172,31 @@ def _add_gpu_panel(fig: go.Figure, gpu: pd.DataFrame) -> list[str]:
     keys = [kind_key(k, n) for k, n in zip(gpu["kind"].tolist(), gpu["name"].tolist())]
     nbytes = gpu["bytes"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
     ids = [f"gpu:{s}" for s in stages.index] + [f"gpu:{s}:{i}" for i, s in enumerate(gpu["stage"])]
-    fig.add_trace(
-        go.Icicle(
-            ids=ids,
-            parents=[""] * len(stages) + [f"gpu:{s}" for s in gpu["stage"]],
-            labels=[
-                *stages.index,
-                *(
-                    _wrap(kernel_label(n) if k == "kernel" else n)
-                    for n, k in zip(gpu["name"], gpu["kind"])
-                ),
-            ],
-            values=[*stages["gpu_ns"].tolist(), *gpu["gpu_ns"].tolist()],
-            branchvalues="total",
-            sort=False,
-            name="GPU work",
-            marker=dict(
-                colors=[KIND_COLORS["stage"]] * len(stages) + [KIND_COLORS[k] for k in keys]
+    fig.add_icicle(
+        ids=ids,
+        parents=[""] * len(stages) + [f"gpu:{s}" for s in gpu["stage"]],
+        labels=[
+            *stages.index,
+            *(
+                _wrap(kernel_label(n) if k == "kernel" else n)
+                for n, k in zip(gpu["name"], gpu["kind"])
             ),
-            customdata=[
-                [s, "stage", format_ns(t), str(c), "-"]
-                for s, t, c in zip(stages.index, stages["gpu_ns"], stages["count"])
-            ]
-            + _hover_rows(gpu["name"], keys, [gpu["gpu_ns"]], gpu["count"], nbytes),
-            hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>GPU %{customdata[2]} (%{percentRoot:.1%} of the "
-            "stage)<br>count %{customdata[3]}<br>bytes %{customdata[4]}<extra></extra>",
-            tiling=dict(orientation="v"),
-            domain=dict(x=[0, 1], y=[0, GPU_PANEL]),
-            pathbar=dict(visible=False),
-        )
+        ],
+        values=[*stages["gpu_ns"].tolist(), *gpu["gpu_ns"].tolist()],
+        branchvalues="total",
+        sort=False,
+        name="GPU work",
+        marker=dict(colors=[KIND_COLORS["stage"]] * len(stages) + [KIND_COLORS[k] for k in keys]),
+        customdata=[
+            [s, "stage", format_ns(t), str(c), "-"]
+            for s, t, c in zip(stages.index, stages["gpu_ns"], stages["count"])
+        ]
+        + _hover_rows(gpu["name"], keys, [gpu["gpu_ns"]], gpu["count"], nbytes),
+        hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>GPU %{customdata[2]} (%{percentRoot:.1%} of the "
+        "stage)<br>count %{customdata[3]}<br>bytes %{customdata[4]}<extra></extra>",
+        tiling=dict(orientation="v"),
+        domain=dict(x=[0, 1], y=[0, GPU_PANEL]),
+        pathbar=dict(visible=False),
     )
     return keys
 

@@ -116,7 +116,7 @@ def lag_runs(url: str, rate: float, duration: float, root: Path) -> list[dict]:
 
 def write_png(record: dict, html: Path, png: Path) -> str:
     """The sweep figure as PNG: kaleido when importable, else chromium's screenshot of a page of it."""
-    from workbench.plots.sweep import sweep_record_figure
+    from workbench.plots.batching import sweep_record_figure
 
     fig = sweep_record_figure(
         record, title="text example served (max batch 8, wait 5 ms): latency vs throughput"

@@ -1,10 +1,10 @@
-"""plots.beside: the run on screen beside the runs it is read against, p99 with its interval."""
+"""plots.compare_figures.beside_figure: the run on screen beside the runs it is read against, p99 with its interval."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from workbench.plots.beside import beside_figure
+from workbench.plots.compare_figures import beside_figure
 
 
 def test_points_carry_their_intervals_and_say_busy_or_unbounded():

@@ -10,7 +10,7 @@ from plots_helpers import decode
 
 from workbench.analysis.flame import flame_tree
 from workbench.plots.flame import fit_tree, flame_figure, trace_flame_figure
-from workbench.plots.request_chart import request_flame_chart
+from workbench.plots.timeline import request_flame_chart
 from tests.nesting_helpers import host_events, reference_s, within
 
 

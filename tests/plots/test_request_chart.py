@@ -4,7 +4,7 @@ from plots_helpers import decode
 
 from workbench.errors import ConfigError
 from workbench.plots import request_flame_chart
-from workbench.plots.request_chart import nesting_depth
+from workbench.plots.timeline import nesting_depth
 from workbench.plots.style import KIND_COLORS
 
 
@@ -84,7 +84,7 @@ def test_nesting_depth():
 def test_each_lane_of_a_deep_request_is_tall_enough_for_a_ten_pixel_label(tmp_path):
     """Ten nested lanes in a 320 px figure left 16 px a lane under the margins: labels of about 5 px (issue 40)."""
     from tests.support.synthetic import TraceBuilder
-    from workbench.plots.request_chart import LANE_PX
+    from workbench.plots.timeline import LANE_PX
     from workbench.trace import load_events
 
     b = TraceBuilder()

@@ -4,7 +4,7 @@ from plots_helpers import decode, make_run
 
 from workbench.errors import ConfigError
 from workbench.plots import survival_figure
-from workbench.plots.survival import survival_points
+from workbench.plots.distributions import survival_points
 
 
 def test_survival_is_the_share_at_least_this_slow_down_to_one_request():

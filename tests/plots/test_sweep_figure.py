@@ -4,7 +4,7 @@ import pytest
 from plots_helpers import decode
 
 from workbench.batching.capacity import points_table
-from workbench.plots.sweep import sweep_figure, sweep_record_figure
+from workbench.plots.batching import sweep_figure, sweep_record_figure
 
 
 def record(predicted=True):

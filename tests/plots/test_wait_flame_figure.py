@@ -6,7 +6,7 @@ import pytest
 
 from tests.support.waits import copying_sampled, lock_tables
 from workbench.analysis.wait_flame import wait_flames
-from workbench.plots.wait_flame import wait_flame_figure
+from workbench.plots.flame import wait_flame_figure
 
 
 def test_work_and_waits_are_drawn_side_by_side_on_one_colour_scale():

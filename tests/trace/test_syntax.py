@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.trace import syntax
-from workbench.trace.syntax import deepest_nesting, key_before, non_json_token, syntax_offset
+from workbench.trace import decode
+from workbench.trace.decode import deepest_nesting, key_before, non_json_token, syntax_offset
 
 
 @pytest.mark.parametrize(
@@ -25,7 +25,7 @@ def test_deepest_nesting(text, expected):
 
 def test_deepest_nesting_across_blocks(monkeypatch):
     monkeypatch.setattr(
-        syntax, "_BLOCK", 4
+        decode, "_BLOCK", 4
     )  # string state, depth and backslash runs carry over block ends
     text = b'{"x": "\\\\\\"]]]]", "y": [[[0]]], "z": "[[[[[[[["}'
     assert deepest_nesting(text) == (4, 25)

@@ -4,7 +4,7 @@ Input: :func:`workbench.analysis.waits.stage_samples`. A sample classed ``cpu`` 
 a wait; each tree merges stacks by path, ``stage -> frames`` (work) or ``stage -> class -> frames``
 (waits), frames named as :func:`workbench.analysis.stacks.frame_name` names them.
 
-Out (:mod:`workbench.plots.wait_flame`'s input): ``{"tail_set", "requests": {"tail", "median"},
+Out (:mod:`workbench.plots.flame`'s input): ``{"tail_set", "requests": {"tail", "median"},
 "work": [node], "waits": [node]}``, node ``{"id", "parent" (-1: root), "name", "kind" ("stage",
 "class" or "frame"), "tail_ns", "median_ns"}``: inclusive sampled ns summed over each set's
 requests. A node is kept with at least :data:`MIN_NODE_SHARE` of the tree's tail time; nodes are

@@ -10,9 +10,9 @@ from ..analysis.wait_flame import wait_flames
 from ..plots import launch_figure, trace_flame_figure, transfer_figure
 from ..plots.budget import run_budget_figure
 from ..plots.flame import differential_flame_figure, traced_tail_figure
-from ..plots.survival import survival_figure
+from ..plots.distributions import survival_figure
 from ..plots.tail import attribute_figure, latency_over_run_figure, tail_figure
-from ..plots.wait_flame import wait_flame_figure
+from ..plots.flame import wait_flame_figure
 from ..trace import load_trace
 
 

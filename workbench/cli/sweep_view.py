@@ -19,7 +19,7 @@ from ..errors import ConfigError
 from ..files import read_capped
 from .output import dumps, strict
 from ..batching.capacity import FORMAT, SWEEP_FILE, VERSION, compare_sweeps, is_sweep
-from ..plots.sweep import sweep_record_figure
+from ..plots.batching import sweep_record_figure
 
 # -- the sweep file, decoded at the boundary -------------------------------------------------------------------
 

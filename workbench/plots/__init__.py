@@ -1,21 +1,16 @@
-"""Figure builders: tables in, ``plotly.graph_objects.Figure`` out (nothing calls ``show``).
-
-Import explicitly (``import workbench.plots``); ``import workbench`` never
-imports plotly. Every builder aggregates before plotting, so a figure's
-payload stays small whatever the size of the run or trace; input without GPU
-events gives a figure that says so, never an exception.
+"""Figure builders: tables in, ``plotly.graph_objects.Figure`` out (``import workbench`` never
+imports plotly). Each aggregates before plotting, so a figure stays small whatever the run's size;
+input without GPU events gives a figure that says so, never an exception.
 """
 
 from .batching import batching_curves_figure, queueing_breakdown_figure, wait_time_figure
 from .budget import budget_figure
 from .compare_figures import compare_figure, ratio_figure
-from .distributions import distribution_figure
+from .distributions import distribution_figure, survival_figure
 from .flame import flame_figure, trace_flame_figure
 from .launches import launch_figure
-from .request_chart import request_flame_chart
-from .survival import survival_figure
 from .tail import attribute_figure, latency_over_run_figure, tail_figure
-from .timeline import gpu_timeline_figure, step_breakdown_figure
+from .timeline import gpu_timeline_figure, request_flame_chart, step_breakdown_figure
 from .transfers import transfer_figure
 
 __all__ = [

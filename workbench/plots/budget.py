@@ -1,14 +1,8 @@
-"""The latency budget figure: per-stage p50/p95/p99, unattributed time, the SLA line.
+"""The latency budget figure of :func:`workbench.analysis.budget.stage_summary`, with the SLA line.
 
-Input is :func:`workbench.analysis.budget.stage_summary`. Percentiles of stages do not add up to
-the end-to-end percentile (the slowest requests of two stages are rarely the same request), so
-the percentile view groups bars side by side and never stacks them; the waterfall view stacks
-*means*, which do add up (stages + unattributed = end to end), and the requests view stacks the
-stages of the actual request at p50 and at p99 of end to end.
-
-A run's trust marks travel with the figure: ``noise`` draws a badge in the top right corner and
-``failures`` puts each failing stage's count, share and most frequent error under the title.
-:func:`run_budget_figure` takes a run and passes all three.
+Stage percentiles do not add up to the end-to-end one (the slowest requests of two stages are
+rarely the same), so they stand side by side; means (waterfall) and one actual request's stages
+(requests view) add up and are stacked. A run's noise badge and failures travel with the figure.
 """
 
 from __future__ import annotations
@@ -61,20 +55,13 @@ def budget_figure(
     at: pd.DataFrame | None = None,
     tail: str | None = None,
 ) -> go.Figure:
-    """Per-stage latency budget as bars (ms), with the share of each stage.
+    """Per-stage latency budget as bars (ms), with each stage's share of the end-to-end mean.
 
-    ``mode="percentiles"``: for each stage, unattributed and end to end, three
-    bars p50/p95/p99 (heights are the summary's ``p50_ms``/``p95_ms``/``p99_ms``).
-    The legend says they are each stage's own percentile, side by side: they do not add up.
-    ``mode="waterfall"``: stage means stacked into the end-to-end mean.
-    ``mode="requests"``: ``at`` (``analysis.budget.percentile_request_parts`` of the run) drawn as
-    one stack per percentile request, its stages and unattributed adding up to its end to end
-    (a marker); :func:`run_budget_figure` computes ``at``.
-    ``sla_ms`` draws a horizontal line (the end-to-end p99 target) and says in
-    the title whether end-to-end p99 meets it. Hover and text carry each stage's
-    share (its mean over the end-to-end mean). ``noise`` adds the noise badge,
-    ``failures`` the failure lines (see the module docstring); ``tail`` a line under the title
-    (the sampled stacks' one-liner: where the slowest requests spend their time).
+    ``mode``: ``"percentiles"`` (p50/p95/p99 bars side by side), ``"waterfall"`` (means stacked)
+    or ``"requests"`` (``at``, ``analysis.budget.percentile_request_parts`` of the run: one stack
+    per percentile request, end to end a marker). ``sla_ms`` draws the end-to-end p99 target and the
+    title says whether p99 meets it. ``noise`` adds the badge, ``failures`` a line per failing
+    stage and ``tail`` the sampled stacks' one-liner under the title.
     """
     check_summary(summary)
     if mode not in MODES:
@@ -88,7 +75,7 @@ def budget_figure(
         why = "every measured request failed" if failures else "no measured requests in this run"
         head = title or "Latency budget"
         fig = empty_figure("<br>".join([why, *failure_lines(failures)]), head)
-        return _header(_badge(fig, noise), head, badge_lines(noise), legend_row=False)
+        return _header(fig, head, noise, legend_row=False)
     fig = (
         {"percentiles": _percentile_bars, "waterfall": _waterfall}[mode](rows)
         if mode != "requests"
@@ -109,12 +96,30 @@ def budget_figure(
     # a stage per legend entry: a column right of the plot (in a row they ran past the figure's edge)
     legend = {"legend": "right"} if mode == "requests" else {}
     fig = layout(fig, head, yaxis_title="latency (ms)", xaxis_title=xaxis_title, **legend)
-    return _header(_badge(fig, noise), head, badge_lines(noise), legend_row=not legend)
+    return _header(fig, head, noise, legend_row=not legend)
 
 
-def _header(fig: go.Figure, head: str, badge: list[str], legend_row: bool) -> go.Figure:
-    """Stack the header from the top: the badge (right), the title and its lines, the legend's row;
-    each part starts where the one above ends, and the top margin holds them all."""
+def _header(fig: go.Figure, head: str, noise: dict | None, legend_row: bool) -> go.Figure:
+    """Stack the header in the top margin: the noise badge (if any), title and lines, legend row."""
+    badge = badge_lines(noise)
+    if noise is not None:
+        color = NOISE_COLORS[noise.get("noisy")]
+        fig.add_annotation(
+            text="<br>".join(badge),
+            x=1,
+            y=1,
+            xref="paper",
+            yref="paper",
+            xanchor="right",
+            yanchor="top",  # raised to the figure's top below
+            showarrow=False,
+            align="right",
+            font=dict(color="white", size=11),
+            bgcolor=color,
+            bordercolor=color,
+            borderpad=BADGE_PAD_PX,
+            name="noise",
+        )
     badge_px = BADGE_LINE_PX * len(badge) + 2 * BADGE_PAD_PX + 6 if badge else 0
     title_px = TITLE_LINE_PX + SUB_LINE_PX * head.count("<br>")
     top = 10 + badge_px + title_px + (LEGEND_ROW_PX if legend_row else 0)
@@ -172,29 +177,6 @@ def badge_lines(noise: dict | None) -> list[str]:
         for part in noise_badge_text(noise).split("<br>")
         for line in textwrap.wrap(part, BADGE_CHARS)
     ]
-
-
-def _badge(fig: go.Figure, noise: dict | None) -> go.Figure:
-    if noise is None:
-        return fig
-    color = NOISE_COLORS[noise.get("noisy")]
-    fig.add_annotation(
-        text="<br>".join(badge_lines(noise)),
-        x=1,
-        y=1,
-        xref="paper",
-        yref="paper",
-        xanchor="right",
-        yanchor="top",  # raised to the figure's top by _header
-        showarrow=False,
-        align="right",
-        font=dict(color="white", size=11),
-        bgcolor=color,
-        bordercolor=color,
-        borderpad=BADGE_PAD_PX,
-        name="noise",
-    )
-    return fig
 
 
 def _share_text(rows: pd.DataFrame) -> list[str]:
@@ -265,8 +247,8 @@ def _request_stacks(rows: pd.DataFrame, at: pd.DataFrame) -> go.Figure:
 
 
 def parts_figure(labels: list[str], parts: dict[str, tuple], end_to_end) -> go.Figure:
-    """A bar per part over ``labels`` (``parts``: name -> (values in ms, color)) and end to end (ms)
-    as a line marker on each label; the caller stacks the bars (they add up) or groups them."""
+    """A bar per part over ``labels`` (``parts``: name -> (values in ms, color)), end to end (ms) a
+    line marker on each label; the caller stacks or groups the bars."""
     fig = go.Figure()
     for name, (values, color) in parts.items():
         fig.add_bar(

@@ -1,8 +1,5 @@
-"""Two runs side by side: per-stage values of each and the deltas B - A, or the ratio B/A.
-
-Stages are matched by name (A's order first, then stages only B has); a stage missing from one run
-has no bar there and no delta. A delta smaller than the run-to-run spread is noise: the hover shows
-both values so the reader can judge.
+"""Two runs side by side: per-stage values of each and the deltas B - A, or the ratio B/A (stages
+matched by name); and the run on screen beside the runs it is read against (:func:`beside_figure`).
 """
 
 from __future__ import annotations
@@ -38,12 +35,8 @@ def compare_figure(
     stat: str = "p99_ms",
     title: str | None = None,
 ) -> go.Figure:
-    """Top: ``stat`` (ms) per stage for A and B, side by side. Bottom: B - A (ms) for p50/p95/p99.
-
-    Delta bars carry the relative change in their text; the title names the
-    end-to-end p99 of both and the change. Colors: slower in red, faster in green
-    (by the marker outline), so a regression stands out.
-    """
+    """Top: ``stat`` (ms) per stage for A and B. Bottom: B - A (ms) for p50/p95/p99, the relative
+    change as text, outlined red where slower, green where faster."""
     check_summary(summary_a, "summary_a")
     check_summary(summary_b, "summary_b")
     table = compare_table(summary_a, summary_b)
@@ -86,6 +79,8 @@ def _add_deltas(fig: go.Figure, table: pd.DataFrame) -> None:
     names = table["name"].tolist()
     for col in PERCENTILES:
         delta = table[f"{col}_delta"].to_numpy()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            relative = delta / table[f"{col}_a"].to_numpy()
         fig.add_bar(
             x=names,
             y=delta,
@@ -95,19 +90,13 @@ def _add_deltas(fig: go.Figure, table: pd.DataFrame) -> None:
                 color=[SLOWER_COLOR if d > 0 else FASTER_COLOR for d in np.nan_to_num(delta)],
                 width=2,
             ),
-            text=_relative(table[f"{col}_a"].to_numpy(), delta),
+            text=["" if not np.isfinite(r) else f"{100 * r:+.1f}%" for r in relative],
             textangle=-90,  # upright, three neighbours' labels ran together ("+475.9%+426.0%+366.3%")
             legendgroup="delta",
             hovertemplate=f"%{{x}}<br>Δ {col[:3]} %{{y:+.3f}} ms (%{{text}})<extra></extra>",
             row=2,
             col=1,
         )
-
-
-def _relative(base: np.ndarray, delta: np.ndarray) -> list[str]:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = delta / base
-    return ["" if not np.isfinite(r) else f"{100 * r:+.1f}%" for r in rel]
 
 
 def _title(table: pd.DataFrame, labels: tuple[str, str]) -> str:
@@ -128,13 +117,7 @@ VERDICT_COLORS = {
 
 
 def ratio_figure(result: dict, metric: str = "p50", title: str | None = None) -> go.Figure:
-    """Ratio B/A of ``metric`` per stage and end to end, with its interval as an error bar.
-
-    ``result``: what ``workbench compare --json`` prints (or ``Comparison.result``),
-    interleaved or separate runs. One marker series per comparison (B against A,
-    then C against A, ...), colored by verdict; a line at 1 and a shaded band
-    ``1 +/- min_effect`` (a difference inside it does not count).
-    """
+    """Ratio B/A of ``metric`` per stage with its interval, of ``workbench compare --json``."""
     comps = result.get("comparisons") or [
         {"b": 1, "stages": result.get("stages", []), "end_to_end": result.get("end_to_end")}
     ]
@@ -186,3 +169,55 @@ def ratio_figure(result: dict, metric: str = "p50", title: str | None = None) ->
 
 def _nan(x) -> float:
     return float("nan") if x is None else float(x)
+
+
+NOW_COLOR = PERCENTILE_COLORS["p99_ms"]
+OTHER_COLOR = "#8c8c8c"
+
+
+def beside_figure(table: pd.DataFrame, title: str | None = None) -> go.Figure:
+    """End-to-end p50 and p99 (with its 95 % interval) of ``widgets.beside.beside_table``'s runs, a
+    busy machine's in red. Traces, in order: ``p99 (95 % CI)`` and ``p50``."""
+    rows = table.to_dict("records")
+    notes = ["; ".join(n for n in _notes(r) if n) for r in rows]
+    # a run's notes go under its name on the axis: text beside the last point ran out of the figure
+    x = [
+        f"{r['role']}: {r['configuration']} ({r['source']})" + (f"<br><i>{n}</i>" if n else "")
+        for r, n in zip(rows, notes)
+    ]
+    p99 = [r["p99_ms"] for r in rows]
+    above = [
+        0.0 if r["p99_ci_high_ms"] is None else r["p99_ci_high_ms"] - r["p99_ms"] for r in rows
+    ]
+    below = [0.0 if r["p99_ci_low_ms"] is None else r["p99_ms"] - r["p99_ci_low_ms"] for r in rows]
+    colors = [
+        SLOWER_COLOR if r["noisy"] else NOW_COLOR if r["role"] == "now" else OTHER_COLOR
+        for r in rows
+    ]
+    fig = go.Figure()
+    fig.add_scatter(
+        x=x,
+        y=p99,
+        name="p99 (95 % CI)",
+        mode="markers",
+        text=notes,
+        marker=dict(color=colors, size=11),
+        error_y=dict(type="data", symmetric=False, array=above, arrayminus=below, width=8),
+        hovertemplate="%{x}<br>p99 %{y:.3f} ms<br>%{text}<extra></extra>",
+    )
+    fig.add_scatter(
+        x=x,
+        y=[r["p50_ms"] for r in rows],
+        name="p50",
+        mode="markers",
+        marker=dict(color=colors, size=7, symbol="diamond-open"),
+        hovertemplate="%{x}<br>p50 %{y:.3f} ms<extra></extra>",
+    )
+    fig.update_yaxes(title_text="end to end (ms)", rangemode="tozero")
+    return layout(fig, title or "end to end: this run beside the runs it is read against")
+
+
+def _notes(row: dict) -> tuple[str, str]:
+    busy = "busy machine" if row["noisy"] else ""
+    unbounded = "upper end not bounded" if row["p99_ci_high_ms"] is None else ""
+    return busy, unbounded

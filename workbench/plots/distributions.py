@@ -1,8 +1,7 @@
-"""Latency distributions: histogram or CDF of one stage or end to end, warm-up apart.
-
-Percentiles come from :mod:`workbench.analysis.stats` (the budget's definition). Bins are computed
-here (log-spaced on a log axis) and sent as counts, so the payload does not grow with the number
-of requests; the CDF is thinned to at most ``max_points`` points, always keeping min and max.
+"""Latency distributions: histogram or CDF of one stage or end to end, warm-up apart, and the far
+tail's survival (1 - CDF) on a log y axis, where one request in a thousand is a step three decades
+down instead of the last pixel of a CDF. Bins are sent as counts and curves thinned, so the payload
+does not grow with the number of requests.
 """
 
 from __future__ import annotations
@@ -13,9 +12,17 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..analysis.stats import NS_PER_MS, summarize_ns
+from ..analysis.stats import NS_PER_MS, percentiles, summarize_ns, tail_summary_ns
 from ..errors import ConfigError
-from .style import PERCENTILE_COLORS, WARMUP_COLOR, empty_figure, layout, stage_color, value_axis
+from .style import (
+    PERCENTILE_COLORS,
+    WARMUP_COLOR,
+    add_step_area,
+    empty_figure,
+    layout,
+    stage_color,
+    value_axis,
+)
 
 DISTRIBUTION_KINDS = ("histogram", "cdf")  # figure styles; trace event kinds: workbench.trace.KINDS
 BINS = 60  # of the histogram, over the range of its values
@@ -59,14 +66,8 @@ def distribution_figure(
     max_points: int = 2000,
     title: str | None = None,
 ) -> go.Figure:
-    """Histogram (request counts per bin) or CDF (fraction <= x) of latency in ms.
-
-    ``stage``: a name in ``stage_order`` or None for end to end (host wall time).
-    Traces, in order: the measured distribution, the warm-up one when there
-    are warm-up requests ("warm-up (n=W)", muted), then the measured p50, p95
-    and p99 as dotted vertical lines named with their values, "p50 1.23 ms" (``summarize_ns``).
-    A log x axis is labelled at whole decades only (``style.log_axis``).
-    """
+    """Histogram (request counts per bin) or CDF (fraction <= x) of latency in ms of ``stage`` (None:
+    end to end). Traces, in order: measured, warm-up if any, dotted p50, p95, p99 ("p50 1.23 ms")."""
     if kind not in DISTRIBUTION_KINDS:
         raise ConfigError(f"distribution_figure: kind={kind!r}; use one of {DISTRIBUTION_KINDS}")
     label, color = stage_pick("distribution_figure", stage, stage_order)
@@ -113,17 +114,8 @@ def _add_hist(
     counts, _ = np.histogram(
         np.clip(values_ns / NS_PER_MS, edges[0], edges[-1]), bins=edges
     )  # 0 ns on a log axis
-    y = np.append(counts, counts[-1] if counts.size else 0)
-    fig.add_scatter(
-        x=edges,
-        y=y,
-        name=name,
-        mode="lines",
-        line=dict(shape="hv", color=color, width=1.5),
-        fill="tozeroy",
-        opacity=0.8,
-        hovertemplate="from %{x:.4g} ms<br>%{y} requests<extra>" + name + "</extra>",
-    )
+    hover = "from %{x:.4g} ms<br>%{y} requests<extra>" + name + "</extra>"
+    add_step_area(fig, edges, counts, name, color, hover, line=dict(width=1.5), opacity=0.8)
 
 
 def cdf_points(values_ns: np.ndarray, max_points: int) -> tuple[np.ndarray, np.ndarray]:
@@ -139,12 +131,8 @@ def cdf_points(values_ns: np.ndarray, max_points: int) -> tuple[np.ndarray, np.n
 
 
 def nines(fraction: np.ndarray, n: int) -> np.ndarray:
-    """The CDF's height in nines, ``-log10(1 - fraction)``: 0.9 -> 1, 0.99 -> 2, 0.999 -> 3.
-
-    On a linear 0..1 axis the slowest 10 % of requests shared the top tenth of the plot (a sliver
-    at y = 1); in nines each decade of the tail gets the same height. The last request (fraction 1)
-    is drawn one decade past ``1 / n``, the axis' top.
-    """
+    """The CDF's height in nines, ``-log10(1 - fraction)`` (0.99 -> 2): each decade of the tail gets
+    the same height; the last request is drawn one decade past ``1 / n``."""
     rest = np.maximum(1.0 - np.asarray(fraction, dtype=float), 1.0 / (10 * max(n, 1)))
     return -np.log10(rest)
 
@@ -176,18 +164,114 @@ def _add_cdf(fig: go.Figure, values_ns: np.ndarray, max_points: int, name: str, 
 
 
 def _add_markers(fig: go.Figure, measured_ns: np.ndarray, top: float) -> None:
-    """p50/p95/p99 as vertical line traces named "p50 0.0505 ms" etc. (x in ms); their values are in
-    the legend, never beside the lines, where close percentiles overprint each other."""
+    """p50/p95/p99 as vertical lines named "p50 0.0505 ms" (beside the lines they overprint)."""
     stats = summarize_ns(measured_ns)
     for key in ("p50_ms", "p95_ms", "p99_ms"):
         if stats[key] is None:
             continue
-        name = key.removesuffix("_ms")
+        name, color = key.removesuffix("_ms"), PERCENTILE_COLORS[key]
+        hover = f"{name} %{{x:.4g}} ms<extra></extra>"
+        _vline(fig, stats[key], (0, top), f"{name} {stats[key]:.3g} ms", color, hover)
+
+
+P999_COLOR = "#d62728"
+
+
+def survival_points(values_ns: np.ndarray, max_points: int = 2000) -> tuple[np.ndarray, np.ndarray]:
+    """(x in ms ascending, y = share of requests at x or slower) of the sorted values, at most about
+    ``max_points`` points: every rank from the slowest ``max_points // 2``, log-spaced ranks below."""
+    s = np.sort(np.asarray(values_ns, dtype=np.int64))
+    n = s.size
+    from_top = np.arange(1, n + 1)  # 1 = the slowest request
+    if n > max_points:
+        exact = np.arange(1, max_points // 2 + 1)
+        spread = np.geomspace(1, n, max_points - exact.size).round().astype(np.int64)
+        from_top = np.unique(np.concatenate([exact, spread]))
+    idx = n - from_top[::-1]  # ascending positions in s
+    return s[idx] / NS_PER_MS, (n - idx) / n
+
+
+def survival_figure(
+    requests: pd.DataFrame,
+    stages: pd.DataFrame,
+    stage_order: list[str],
+    *,
+    stage: str | None = None,
+    max_points: int = 2000,
+    title: str | None = None,
+) -> go.Figure:
+    """Share of measured successful requests at least x ms long (log x, log y). Traces, in order:
+    "measured (n=N)", "p99 X ms", the maximum, then p99.9 with its interval or the count it needs."""
+    label, color = stage_pick("survival_figure", stage, stage_order)
+    title = title or f"Far tail: {label} (share of requests at least this slow)"
+    measured, _ = latency_samples(requests, stages, stage)
+    if measured.size == 0:
+        return empty_figure(f"no successful measured requests for {label}", title)
+    x, y = survival_points(measured, max_points)
+    fig = go.Figure()
+    name = f"measured (n={measured.size})"
+    fig.add_scatter(
+        x=x,
+        y=y,
+        name=name,
+        mode="lines",
+        line=dict(shape="vh", color=color),
+        hovertemplate="%{x:.4g} ms or slower: %{y:.3g}<extra>" + name + "</extra>",
+    )
+    _add_tail_lines(fig, measured)
+    fig.update_xaxes(**value_axis(True, "ms", x))
+    fig.update_yaxes(**_share_axis(measured.size))
+    return layout(
+        fig,
+        title,
+        xaxis_title=f"{label} latency (ms, log scale)",
+        yaxis_title="share this slow or slower",  # a longer title ran off a 450 px figure
+    )
+
+
+def _add_tail_lines(fig: go.Figure, measured: np.ndarray) -> None:
+    """p99 as a dotted vertical line, the maximum as a cross, then p99.9 or the count it needs."""
+    bottom = 1 / measured.size
+    p99 = float(percentiles(measured, 99)) / NS_PER_MS
+    _vline(fig, p99, (bottom, 1.0), f"p99 {p99:.3g} ms", PERCENTILE_COLORS["p99_ms"])
+    tail = tail_summary_ns(measured)
+    fig.add_scatter(
+        x=[tail["max_ms"]],
+        y=[bottom],
+        name=f"max {tail['max_ms']:.3g} ms (at or above p{tail['max_above_percentile']:.2f})",
+        mode="markers",
+        marker=dict(color=P999_COLOR, size=9, symbol="x"),
+        hovertemplate="max %{x:.4g} ms<extra></extra>",
+    )
+    if tail["p999_ms"] is None:
         fig.add_scatter(
-            x=[stats[key], stats[key]],
-            y=[0, top],
-            name=f"{name} {stats[key]:.3g} ms",
+            x=[None],
+            y=[None],
             mode="lines",
-            line=dict(color=PERCENTILE_COLORS[key], dash="dot", width=2),
-            hovertemplate=f"{name} %{{x:.4g}} ms<extra></extra>",
+            line=dict(color=P999_COLOR, dash="dot", width=2),
+            name=f"p99.9: {measured.size} requests; {tail['p999_needs_count']} bound it",
         )
+        return
+    lo, hi = tail["p999_ci_low_ms"], tail["p999_ci_high_ms"]
+    name = f"p99.9 {tail['p999_ms']:.4g} ms [{lo:.4g}, {hi:.4g}]"
+    _vline(fig, tail["p999_ms"], (bottom, 1.0), name, P999_COLOR)
+
+
+def _vline(fig: go.Figure, x: float, y: tuple, name: str, color: str, hover: str = "") -> None:
+    """A dotted vertical line from ``y[0]`` to ``y[1]`` at ``x``; its hover is its name by default."""
+    fig.add_scatter(
+        x=[x, x],
+        y=list(y),
+        name=name,
+        mode="lines",
+        line=dict(color=color, dash="dot", width=2),
+        hovertemplate=hover or f"{name}<extra></extra>",
+    )
+
+
+def _share_axis(n: int) -> dict:
+    """A log axis from 1 down past ``1 / n``, a tick per decade labelled "all", "1 in 10", "1 in 100"..."""
+    decades = max(1, math.ceil(math.log10(n)))
+    vals = [10.0**-d for d in range(decades + 1)]
+    text = ["all"] + [f"1 in {10**d:,}" for d in range(1, decades + 1)]
+    return dict(type="log", range=[-decades - 0.1, 0.05], tickvals=vals, ticktext=text)

@@ -1,23 +1,21 @@
-"""Flame graphs: an icicle of the flame tree, and the slow-minus-median icicles.
-
-:func:`flame_figure` draws the node table of :mod:`workbench.analysis.flame` as a plotly icicle,
-widths = ``total_ns``, folded to ``max_nodes`` by the analysis' own
-:func:`~workbench.analysis.flame.prune`. GPU nodes carry GPU time under the host call that
-launched them (another clock), so a node is drawn at least as wide as its children
-(:func:`display_totals`). A tree with GPU work gets a second icicle under the first: per stage,
-its kernels, copies and memsets, width = GPU time (in the host icicle a 20 us kernel under a
-10 ms request is a few pixels wide and never labelled).
+"""Flame graphs: an icicle of the flame tree (:mod:`workbench.analysis.flame`), and the
+slow-minus-median icicles (sampled stacks, traced requests, work beside waits). A tree with GPU
+work gets a second icicle under the first, per stage its kernels, copies and memsets by GPU time
+(in the host icicle a 20 us kernel under a 10 ms request is a few pixels wide and never labelled).
 """
 
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from ..analysis.flame import flame_tree, gpu_work_by_stage, prune, pruned_sizes
+from ..analysis.waits import WAIT_WORDS
 from ..trace import Trace
 from ..errors import ConfigError
 from ..units import ns_to_ms
@@ -52,11 +50,9 @@ GPU_LABEL_LINES = 3
 
 
 def fit_tree(tree: pd.DataFrame, max_nodes: int) -> tuple[pd.DataFrame, float | None, bool]:
-    """``(tree, share, cut)``: the tree folded by :func:`workbench.analysis.flame.prune` at the
-    smallest share of :data:`PRUNE_SHARES` that leaves at most ``max_nodes`` nodes (``(tree, None,
-    False)`` if it fits). When no share is enough (a deep chain of nested calls), the deepest
-    levels of the largest share's tree are cut until it fits (``cut`` is then True).
-    """
+    """``(tree, share, cut)``: the tree folded by :func:`~workbench.analysis.flame.prune` at the
+    smallest of :data:`PRUNE_SHARES` that leaves at most ``max_nodes`` nodes (None: it fits); when
+    none is enough, the deepest levels of the largest share's tree are cut (``cut`` True)."""
     if len(tree) <= max_nodes:
         return tree, None, False
     sizes = pruned_sizes(tree, PRUNE_SHARES)
@@ -64,25 +60,16 @@ def fit_tree(tree: pd.DataFrame, max_nodes: int) -> tuple[pd.DataFrame, float | 
     pruned = prune(tree, share)
     if len(pruned) <= max_nodes:
         return pruned, share, False
-    return cut_depth(pruned, max_nodes), share, True
-
-
-def cut_depth(tree: pd.DataFrame, max_nodes: int) -> pd.DataFrame:
-    """The levels of ``tree`` from the root down, as deep as ``max_nodes`` nodes allow (at least the roots)."""
-    if "depth" not in tree.columns:  # parents come before children: a prefix is still a tree
-        return tree.iloc[:max_nodes].reset_index(drop=True)
-    per_level = np.bincount(tree["depth"].to_numpy(np.int64))
+    if "depth" not in pruned.columns:  # parents come before children: a prefix is still a tree
+        return pruned.iloc[:max_nodes].reset_index(drop=True), share, True
+    per_level = np.bincount(pruned["depth"].to_numpy(np.int64))  # as many levels as fit, >= 1
     levels = max(int(np.searchsorted(np.cumsum(per_level), max_nodes, side="right")), 1)
-    return tree[tree["depth"].to_numpy() < levels].reset_index(drop=True)
+    return pruned[pruned["depth"].to_numpy() < levels].reset_index(drop=True), share, True
 
 
 def display_totals(tree: pd.DataFrame) -> np.ndarray:
-    """``total_ns`` raised where needed so every node is at least the sum of its children.
-
-    An icicle with ``branchvalues="total"`` draws nothing if a child outgrows its
-    parent; that happens when GPU time is hung under the short launch call that
-    issued it. Hover still shows the real totals.
-    """
+    """``total_ns`` raised so every node is at least the sum of its children: an icicle with
+    ``branchvalues="total"`` draws nothing if a child (GPU time under its launch call) outgrows it."""
     ids = tree["id"].tolist()
     parent = dict(zip(ids, tree["parent"].tolist()))
     value = dict(zip(ids, tree["total_ns"].astype("int64").tolist()))
@@ -113,14 +100,8 @@ def flame_figure(
     max_nodes: int = 2_000,
     max_depth: int | None = None,
 ) -> go.Figure:
-    """An icicle of the flame tree: width = total time, color = kind, hover = self/total/count/bytes.
-
-    Trace fields: ``ids``/``parents`` are the node ids as text (a root's parent
-    is ""), ``values`` the ``total_ns`` (int ns, ``branchvalues="total"``),
-    ``marker.colors`` the kind colors. A legend of the kinds present is an
-    annotation under the title. ``max_depth`` limits the levels shown at once
-    (click to zoom deeper). A tree cut to its stages says what was cut under the title.
-    """
+    """An icicle of the flame tree: width = ``total_ns``, color = kind, ids as text (a root's parent
+    ""); ``max_depth`` limits the levels shown at once (click to zoom)."""
     require_columns(tree, TREE_COLUMNS, "flame tree:", "a node table from workbench.analysis.flame")
     if len(tree) == 0 or int(tree["total_ns"].max() or 0) <= 0:
         return empty_figure("empty flame tree: no events to attribute", title or "Flame graph")
@@ -148,8 +129,7 @@ def flame_figure(
         end = "; deepest levels not drawn)" if cut else ")"
         default += f" ({len(tree)} nodes; under {100 * share:g}% {of} folded into (other){end}"
     harness = tree.attrs.get("cut")  # harness and instrumentation cut by analysis.flame.harness_cut
-    # the note is the title's subtitle, wrapped: in the title's own text a multi-line title was anchored too
-    # high by plotly and its first line clipped at the top of the figure (1280x800, tests/browser)
+    # the note is the title's subtitle: in the title's text plotly clipped a multi-line title's first line
     note = textwrap.wrap(harness["note"], NOTE_CHARS) if harness else []
     fig = layout(
         fig,
@@ -166,6 +146,7 @@ def _icicle(shown: pd.DataFrame, keys: list[str], max_depth: int | None) -> go.I
     """The host tree's icicle: ids and parents as text, values the displayed totals, colored by kind."""
     names = shown["name"].astype(str).tolist()
     parents = shown["parent"].astype("int64").to_numpy()
+    nbytes = shown["bytes"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
     return go.Icicle(
         ids=shown["id"].astype(str).tolist(),
         parents=["" if p == -1 else str(p) for p in parents],
@@ -175,7 +156,9 @@ def _icicle(shown: pd.DataFrame, keys: list[str], max_depth: int | None) -> go.I
         sort=False,
         maxdepth=max_depth if max_depth else -1,
         marker=dict(colors=[KIND_COLORS[k] for k in keys]),
-        customdata=_hover_data(shown, names, keys),
+        customdata=_hover_rows(
+            names, keys, [shown["total_ns"], shown["self_ns"]], shown["count"], nbytes
+        ),
         hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>total %{customdata[2]} (%{percentRoot:.1%} of all)"
         "<br>self %{customdata[3]}<br>count %{customdata[4]}<br>bytes %{customdata[5]}<extra></extra>",
         tiling=dict(orientation="v"),
@@ -189,51 +172,37 @@ def _add_gpu_panel(fig: go.Figure, gpu: pd.DataFrame) -> list[str]:
     keys = [kind_key(k, n) for k, n in zip(gpu["kind"].tolist(), gpu["name"].tolist())]
     nbytes = gpu["bytes"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
     ids = [f"gpu:{s}" for s in stages.index] + [f"gpu:{s}:{i}" for i, s in enumerate(gpu["stage"])]
-    fig.add_trace(
-        go.Icicle(
-            ids=ids,
-            parents=[""] * len(stages) + [f"gpu:{s}" for s in gpu["stage"]],
-            labels=[
-                *stages.index,
-                *(
-                    _wrap(kernel_label(n) if k == "kernel" else n)
-                    for n, k in zip(gpu["name"], gpu["kind"])
-                ),
-            ],
-            values=[*stages["gpu_ns"].tolist(), *gpu["gpu_ns"].tolist()],
-            branchvalues="total",
-            sort=False,
-            name="GPU work",
-            marker=dict(
-                colors=[KIND_COLORS["stage"]] * len(stages) + [KIND_COLORS[k] for k in keys]
+    fig.add_icicle(
+        ids=ids,
+        parents=[""] * len(stages) + [f"gpu:{s}" for s in gpu["stage"]],
+        labels=[
+            *stages.index,
+            *(
+                _wrap(kernel_label(n) if k == "kernel" else n)
+                for n, k in zip(gpu["name"], gpu["kind"])
             ),
-            customdata=[
-                [s, "stage", format_ns(t), str(c), "-"]
-                for s, t, c in zip(stages.index, stages["gpu_ns"], stages["count"])
-            ]
-            + [
-                [
-                    _clip(n, HOVER_CHARS),
-                    KIND_LABELS[k],
-                    format_ns(t),
-                    str(c),
-                    format_bytes(b) if b > 0 else "-",
-                ]
-                for n, k, t, c, b in zip(gpu["name"], keys, gpu["gpu_ns"], gpu["count"], nbytes)
-            ],
-            hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>GPU %{customdata[2]} (%{percentRoot:.1%} of the "
-            "stage)<br>count %{customdata[3]}<br>bytes %{customdata[4]}<extra></extra>",
-            tiling=dict(orientation="v"),
-            domain=dict(x=[0, 1], y=[0, GPU_PANEL]),
-            pathbar=dict(visible=False),
-        )
+        ],
+        values=[*stages["gpu_ns"].tolist(), *gpu["gpu_ns"].tolist()],
+        branchvalues="total",
+        sort=False,
+        name="GPU work",
+        marker=dict(colors=[KIND_COLORS["stage"]] * len(stages) + [KIND_COLORS[k] for k in keys]),
+        customdata=[
+            [s, "stage", format_ns(t), str(c), "-"]
+            for s, t, c in zip(stages.index, stages["gpu_ns"], stages["count"])
+        ]
+        + _hover_rows(gpu["name"], keys, [gpu["gpu_ns"]], gpu["count"], nbytes),
+        hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>GPU %{customdata[2]} (%{percentRoot:.1%} of the "
+        "stage)<br>count %{customdata[3]}<br>bytes %{customdata[4]}<extra></extra>",
+        tiling=dict(orientation="v"),
+        domain=dict(x=[0, 1], y=[0, GPU_PANEL]),
+        pathbar=dict(visible=False),
     )
     return keys
 
 
 def _wrap(label: str) -> str:
-    """A GPU box label on at most :data:`GPU_LABEL_LINES` lines of :data:`GPU_LABEL_CHARS` (``<br>`` between):
-    one 60-character line did not fit a kernel box of a sixth of a 640 px figure, so plotly hid it."""
+    """A GPU box label on at most :data:`GPU_LABEL_LINES` lines of :data:`GPU_LABEL_CHARS`."""
     lines = textwrap.wrap(label, GPU_LABEL_CHARS, break_long_words=True, break_on_hyphens=False)
     if len(lines) > GPU_LABEL_LINES:
         lines = lines[:GPU_LABEL_LINES]
@@ -242,9 +211,7 @@ def _wrap(label: str) -> str:
 
 
 def kernel_label(name: str) -> str:
-    """A kernel's name without ``void``, ``at::native::``, anonymous namespaces and its parameter list:
-    ``void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, ...>(int, ...)``
-    -> ``vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, ...>`` (copies are labelled by their own name)."""
+    """A kernel's name without ``void``, ``at::native::``, anonymous namespaces and its parameter list."""
     text = (
         name.removeprefix("void ")
         .replace("(anonymous namespace)::", "")
@@ -265,25 +232,17 @@ def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _hover_data(tree: pd.DataFrame, names: list[str], keys: list[str]) -> list[list[str]]:
-    nbytes = tree["bytes"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
-    columns = (tree[c].tolist() for c in ("total_ns", "self_ns", "count"))
+def _hover_rows(names, keys: list[str], times: list, counts, nbytes) -> list[list[str]]:
+    """Per node: its name, kind, each of ``times`` (ns), count and bytes, as text."""
     return [
-        [
-            _clip(name, HOVER_CHARS),
-            KIND_LABELS[key],
-            format_ns(total),
-            format_ns(self_ns),
-            str(count),
-            format_bytes(b) if b > 0 else "-",
-        ]
-        for name, key, total, self_ns, count, b in zip(names, keys, *columns, nbytes)
+        [_clip(n, HOVER_CHARS), KIND_LABELS[k], *map(format_ns, ts), str(c)]
+        + [format_bytes(b) if b > 0 else "-"]
+        for n, k, c, b, *ts in zip(names, keys, counts, nbytes, *times)
     ]
 
 
 def kind_legend(keys: list[str]) -> str:
-    """HTML lines of colored squares and kind names, in palette order, for the kinds present; a new line
-    (``<br>``) before an entry that would take a line past :data:`LEGEND_CHARS` visible characters."""
+    """HTML lines (of :data:`LEGEND_CHARS`) of colored squares and names of the kinds present."""
     present = [k for k in KIND_COLORS if k in set(keys)]
     out, width = "", 0
     for k in present:
@@ -304,8 +263,7 @@ def trace_flame_figure(
     max_nodes: int = 2_000,
     max_depth: int | None = None,
 ) -> go.Figure:
-    """:func:`flame_figure` of ``workbench.analysis.flame.flame_tree(events)``; an empty
-    figure saying so when the trace has no host or GPU events."""
+    """:func:`flame_figure` of ``workbench.analysis.flame.flame_tree(events)``."""
     if Trace.of(events).events.empty:
         return empty_figure("no events in this trace", title or "Flame graph")
     return flame_figure(flame_tree(events), title=title, max_nodes=max_nodes, max_depth=max_depth)
@@ -314,13 +272,9 @@ def trace_flame_figure(
 def differential_flame_figure(
     stacks: dict | None, stage: str | None = None, *, title: str | None = None
 ) -> go.Figure:
-    """The slow requests' stacks against the median ones, for one stage: an icicle whose widths are the tail
-    set's shares of the stage's samples and whose colour is the growth (tail share minus median share: red
-    where the slow requests spend more of their time, blue where less).
-
-    ``stacks``: the ``stacks`` object of ``show --json`` (:mod:`workbench.analysis.stacks`); ``stage``: one of
-    its stages (default: the stage the headline names, else the first).
-    """
+    """The slow requests' stacks against the median ones in one stage (default: the headline's):
+    widths are the tail set's shares of the samples, colour the tail share minus the median share.
+    ``stacks``: the ``stacks`` object of ``show --json`` (:mod:`workbench.analysis.stacks`)."""
     stages = (stacks or {}).get("stages") or {}
     if not stages:
         return empty_figure(
@@ -360,8 +314,7 @@ def differential_flame_figure(
 
 
 def traced_tail_figure(view: dict | None, *, title: str | None = None) -> go.Figure:
-    """The slowest traced requests' flame graph against the median ones' (``workbench.analysis.traced_tail``):
-    widths are the slow requests' time per request, colour the difference to the median requests (ms)."""
+    """The slowest traced requests' flame graph coloured by their difference to the median (ms)."""
     tree = (view or {}).get("tree") or []
     if not tree:
         return empty_figure(
@@ -393,22 +346,72 @@ def traced_tail_figure(view: dict | None, *, title: str | None = None) -> go.Fig
 def _difference_icicle(
     tree: list[dict], values: list, diff: list, limit: float, colorbar: dict, **hover
 ) -> go.Figure:
-    """An icicle of ``tree`` (dicts with ``id``, ``parent``, ``name``) sized by ``values`` and coloured
-    red (slower) to blue (faster) by ``diff``, from ``-limit`` to ``limit``; ``hover``: its hover fields."""
+    """An icicle of ``tree`` (dicts: ``id``, ``parent``, ``name``) coloured red (slower) to blue by ``diff``."""
+    labels = [_clip(n["name"], LABEL_CHARS) for n in tree]
+    trace = _difference_trace(
+        tree, labels, values, diff, limit, "remainder", {"colorbar": colorbar}
+    )
+    return go.Figure(trace.update(**hover), layout=dict(uniformtext=SMALL_LABELS_HIDDEN))
+
+
+def _difference_trace(tree, labels, values, diff, limit, branchvalues, scale: dict) -> go.Icicle:
+    """The icicle trace of :func:`_difference_icicle`, ``diff`` from ``-limit`` to ``limit``."""
     marker = dict(
         colors=diff, colorscale="RdBu", reversescale=True, cmid=0, cmin=-limit, cmax=limit
     )
-    return go.Figure(
-        go.Icicle(
-            ids=[str(n["id"]) for n in tree],
-            parents=["" if n["parent"] == -1 else str(n["parent"]) for n in tree],
-            labels=[_clip(n["name"], LABEL_CHARS) for n in tree],
-            values=values,
-            branchvalues="remainder",
-            sort=False,
-            marker=marker | dict(colorbar=colorbar),
-            tiling=dict(orientation="v"),
-            **hover,
-        ),
-        layout=dict(uniformtext=SMALL_LABELS_HIDDEN),
+    return go.Icicle(
+        ids=[str(n["id"]) for n in tree],
+        parents=["" if n["parent"] == -1 else str(n["parent"]) for n in tree],
+        labels=labels,
+        values=values,
+        branchvalues=branchvalues,
+        sort=False,
+        marker=marker | scale,
+        tiling=dict(orientation="v"),
     )
+
+
+TITLES = {"work": "work (on CPU)", "waits": "waits"}
+
+
+def wait_flame_figure(flames: dict[str, Any] | None, *, title: str | None = None) -> go.Figure:
+    """The slowest requests' work beside their waits (:func:`workbench.analysis.wait_flame.wait_flames`):
+    two differential icicles, on CPU and waiting, coloured on one slow-minus-median scale (ms)."""
+    default = "Slowest requests: work beside waits (slow minus median, ms per request)"
+    trees = {k: (flames or {}).get(k) or [] for k in TITLES}
+    if not any(trees.values()):
+        return empty_figure(
+            "no thread samples in this run's stages (sampling on: profile, load and serve)",
+            title or default,
+        )
+    n = flames["requests"]
+    diffs = {
+        k: [ns_to_ms(x["tail_ns"]) / n["tail"] - ns_to_ms(x["median_ns"]) / n["median"] for x in t]
+        for k, t in trees.items()
+    }
+    limit = max((abs(d) for ds in diffs.values() for d in ds), default=0.0) or 1.0
+    fig = make_subplots(
+        rows=1, cols=2, specs=[[{"type": "domain"}] * 2], subplot_titles=list(TITLES.values())
+    )
+    for col, (key, tree) in enumerate(trees.items(), start=1):
+        labels = [
+            WAIT_WORDS.get(x["name"], x["name"]) if x["kind"] == "class" else x["name"]
+            for x in tree
+        ]
+        scale = dict(showscale=col == 2, colorbar=dict(title="slow - median (ms)"))
+        trace = _difference_trace(
+            tree, labels, [x["tail_ns"] for x in tree], diffs[key], limit, "total", scale
+        )
+        trace.update(
+            customdata=[
+                [ns_to_ms(x["tail_ns"]) / n["tail"], ns_to_ms(x["median_ns"]) / n["median"], d]
+                for x, d in zip(tree, diffs[key])
+            ],
+            hovertemplate="%{label}<br>slow: %{customdata[0]:.3g} ms per request<br>median: "
+            "%{customdata[1]:.3g} ms<br>slow - median: %{customdata[2]:+.3g} ms<extra></extra>",
+        )
+        fig.add_trace(trace, row=1, col=col)
+    label = "1 %" if flames["tail_set"] == "slowest_1pct" else "5 %"
+    text = title or f"{default}: the slowest {label} ({n['tail']} requests) against the median"
+    fig.update_layout(uniformtext=SMALL_LABELS_HIDDEN)
+    return layout(fig, text, margin=dict(l=10, r=10, t=90, b=10))

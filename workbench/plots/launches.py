@@ -1,10 +1,5 @@
-"""Kernel launches: launch delay, CPU launch time vs GPU time, short-kernel share, a verdict.
-
-Numbers come from :mod:`workbench.analysis.launches` (HTA's launch pairs: the
-launching runtime call joined to its GPU work on correlation) and
-:mod:`workbench.analysis.gpu_timeline`. Distributions are binned here (log
-bins, counts only), so a million launches cost a few kilobytes of figure.
-"""
+"""Kernel launches (:mod:`workbench.analysis.launches`): launch delay, CPU launch time vs GPU time,
+short-kernel share, a verdict; binned here, so a million launches cost a few kilobytes of figure."""
 
 from __future__ import annotations
 
@@ -24,6 +19,7 @@ from .style import (
     KIND_COLORS,
     NO_GPU_EVENTS,
     PERCENTILE_COLORS,
+    add_step_area,
     decade_ticks,
     empty_figure,
     layout,
@@ -40,15 +36,9 @@ TITLE_CHARS = 110
 def launch_figure(
     events: Trace | pd.DataFrame, *, title: str | None = None, bins: int = BINS
 ) -> go.Figure:
-    """Four panels over the launch pairs of ``events`` (the events table), times in us.
-
-    Launch delay histogram (log bins); CPU launch time vs GPU time as a 2-D
-    histogram in log10 space with the y = x line (below it: GPU work shorter
-    than its launch); p50/p90/p99 of launch time, delay and GPU time; the count
-    of short kernels (HTA: launch call <= 50 us and GPU work shorter than it) vs the
-    rest. The title is :func:`launch_verdict`'s sentence. Every number drawn is a
-    table of :mod:`workbench.analysis.launches`, from one trace model.
-    """
+    """Four panels over the launch pairs (us): the launch delay histogram, launch time vs GPU time
+    (2-D, log10, with y = x), their p50/p90/p99, and the short kernels (HTA's rule) vs the rest;
+    the title is :func:`launch_verdict`'s sentence."""
     events = Trace.of(events)
     pairs = steady_launch_pairs(events)  # cold start apart, as in the verdict of the title
     if pairs.empty:
@@ -115,8 +105,7 @@ def _short_kernels(fig: go.Figure, summary: dict) -> float:
 
 
 def _delay_hist(fig: go.Figure, delay_us: np.ndarray, bins: int) -> None:
-    """Positive delays only, on a log axis; zero delays are a count in the panel's title (drawn at a floor
-    of 0.001 us they looked like a spike of real, tiny delays)."""
+    """Positive delays only, on a log axis (zero delays are a count in the panel's title)."""
     positive = delay_us[delay_us > 0]
     if positive.size == 0:
         fig.add_annotation(
@@ -132,18 +121,9 @@ def _delay_hist(fig: go.Figure, delay_us: np.ndarray, bins: int) -> None:
         return
     edges = log_edges(positive, bins)
     counts, _ = np.histogram(positive, bins=edges)
-    fig.add_scatter(
-        x=edges,
-        y=np.append(counts, counts[-1]),
-        mode="lines",
-        line=dict(shape="hv", color=KIND_COLORS["runtime"]),
-        fill="tozeroy",
-        name="launch delay",
-        showlegend=False,
-        hovertemplate="from %{x:.3g} us<br>%{y} launches<extra></extra>",
-        row=1,
-        col=1,
-    )
+    hover = "from %{x:.3g} us<br>%{y} launches<extra></extra>"
+    color = KIND_COLORS["runtime"]
+    add_step_area(fig, edges, counts, "launch delay", color, hover, showlegend=False, row=1, col=1)
     fig.update_xaxes(
         title_text="launch delay (us, log scale)",
         row=1,
@@ -191,8 +171,7 @@ def _cpu_vs_gpu(fig: go.Figure, cpu_us: np.ndarray, gpu_us: np.ndarray, bins: in
 
 
 def _percentiles(fig: go.Figure, dist: pd.DataFrame) -> None:
-    """p50/p90/p99 bars per metric, named in the legend; the log axis starts a whole decade below
-    the smallest bar, which grows from the axis' bottom and would otherwise be a sliver."""
+    """p50/p90/p99 bars per metric; the log axis starts a decade below the smallest (else a sliver)."""
     names = {"cpu_dur": "launch call", "launch_delay": "launch delay", "gpu_dur": "GPU time"}
     shown = []
     for col, color in zip(("p50_ns", "p90_ns", "p99_ns"), PERCENTILE_COLORS.values()):

@@ -1,11 +1,6 @@
 """One palette, one set of labels and a few layout helpers shared by every figure.
 
-Colors are keyed by *kind*: what a bar or a flame node stands for (a CPU
-operator, a runtime/launch call, a kernel, a copy by direction and host memory,
-a memset, a synchronization, a pipeline stage). :func:`kind_key` maps the kind
-strings of the trace analysis (and a copy's name) onto these keys, so the flame
-graph, the request flame chart and the transfer views agree on what is red.
-
+Colors are keyed by what a bar stands for (:func:`kind_key`), so every view agrees on what is red.
 Display units live here and in axis labels only; tables keep ``*_ns``/``*_ms``.
 """
 
@@ -19,7 +14,6 @@ import plotly.graph_objects as go
 from ..analysis.transfers import classify_copy
 from ..errors import ConfigError
 from ..naming import STAGE_PREFIX
-from ..units import NS_PER_MS, NS_PER_US  # noqa: F401  (re-exported for the figure modules)
 
 # kind -> (color, label); the order is the legend's
 _KINDS = {
@@ -78,14 +72,8 @@ _ALIASES = {
 
 
 def kind_key(kind: object, name: object = "") -> str:
-    """The palette key of a kind string (and, for copies, the event name).
-
-    ``memcpy`` kinds are split by the analysis' one copy classification
-    (:func:`workbench.analysis.transfers.classify_copy`, see :func:`copy_palette_key`):
-    ``Memcpy HtoD (Pageable -> Device)`` -> ``memcpy_htod_pageable``; AMD's
-    ``Host`` memory is its own kind. A workbench stage range (its name carries
-    :data:`workbench.naming.STAGE_PREFIX`) is ``stage``. Unknown kinds map to ``other``.
-    """
+    """The palette key of a kind string and event name: copies by :func:`copy_palette_key`, a stage
+    range (:data:`workbench.naming.STAGE_PREFIX`) ``stage``, an unknown kind ``other``."""
     if isinstance(name, str) and name.startswith(STAGE_PREFIX):
         return "stage"
     k = str(kind).lower() if isinstance(kind, str) else ""
@@ -97,9 +85,7 @@ def kind_key(kind: object, name: object = "") -> str:
 
 
 def copy_palette_key(direction: str, host_memory: str | None) -> str:
-    """The palette key of a copy class of :func:`workbench.analysis.transfers.classify_copy`:
-    DtoD; HtoD/DtoH by host memory (Pageable, Pinned, AMD's Host); anything else
-    (no host side named, Managed, HtoH, PtoP) is ``memcpy`` (other)."""
+    """The palette key of a copy class (``analysis.transfers.classify_copy``), else ``memcpy``."""
     if direction == "DtoD":
         return "memcpy_dtod"
     key = f"memcpy_{direction.lower()}_{(host_memory or '').lower()}"
@@ -112,23 +98,21 @@ def stage_color(index: int) -> str:
 
 def format_ns(ns: float | int | None) -> str:
     """Human duration: ``1.23 s``, ``45.6 ms``, ``789 us``, ``120 ns``; ``-`` for missing."""
-    if ns is None or (isinstance(ns, float) and math.isnan(ns)):
-        return "-"
-    a = abs(float(ns))
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if a >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns:.0f} ns"
+    return _human(ns, (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1)))
 
 
 def format_bytes(n: float | int | None) -> str:
     """Human size in powers of 1000 (``1.5 MB``); ``-`` for missing."""
+    return _human(n, (("GB", 1e9), ("MB", 1e6), ("kB", 1e3), ("B", 1)))
+
+
+def _human(n: float | int | None, units: tuple) -> str:
     if n is None or (isinstance(n, float) and math.isnan(n)):
         return "-"
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= scale:
+    for unit, scale in units[:-1]:
+        if abs(float(n)) >= scale:
             return f"{n / scale:.3g} {unit}"
-    return f"{n:.0f} B"
+    return f"{n:.0f} {units[-1][0]}"
 
 
 # an annotation at the plot's left edge, its lines growing upwards from its y (paper coordinates)
@@ -142,8 +126,7 @@ _AXIS = dict(
     automargin=True,
     title=dict(standoff=15),
 )
-# plotly_white's look (white background, light grid, its colorway) without its defaults for every
-# trace type, which made each figure ten times larger and slower to set and encode
+# plotly_white's look without its defaults for every trace type (ten times larger figures)
 TEMPLATE = go.layout.Template(
     layout=dict(
         paper_bgcolor="white",
@@ -170,10 +153,7 @@ TEMPLATE = go.layout.Template(
 
 
 def layout(fig: go.Figure, title: str | None, **kwargs) -> go.Figure:
-    """Shared layout: title at the very top, legend in a row under it, the white :data:`TEMPLATE`.
-
-    ``legend="right"`` puts a long legend in a column right of the plot instead.
-    """
+    """Shared layout: title at the top, legend in a row under it (``legend="right"``: a column)."""
     # the title hangs from the top edge with a pad: y=0.98 let a three-line title poke out of a short figure
     options = dict(
         title=dict(text=title, yref="container", y=1, yanchor="top", pad=dict(t=title_pad(title))),
@@ -237,12 +217,8 @@ def decade_ticks(lo_log10: float, hi_log10: float, unit: str) -> dict:
 
 
 def log_axis(lo: float, hi: float, unit: str) -> dict:
-    """Options of a log axis (values ``lo``..``hi`` > 0, in ``unit``) labelled at whole decades only.
-
-    plotly labels minor ticks ("2", "5") on a short log axis, which reads as "9 0.1 2 3 ... 1 2";
-    here minor ticks carry grid lines, not numbers, and the range covers whole decades, so at
-    least two labels show.
-    """
+    """Options of a log axis over ``lo``..``hi`` (> 0, in ``unit``) labelled at whole decades only
+    (plotly's labelled minor ticks read as "9 0.1 2 3 ... 1 2")."""
     lo, hi = float(lo), float(hi)
     if not (lo > 0 and math.isfinite(lo)):
         lo = hi / 10 if hi > 0 and math.isfinite(hi) else 1.0
@@ -264,6 +240,15 @@ def log_axis(lo: float, hi: float, unit: str) -> dict:
 def value_axis(log: bool, unit: str, *arrays) -> dict:
     """Axis options: :func:`log_axis` over the positive values of ``arrays`` (in ``unit``), else linear."""
     return log_axis(*positive_extent(*arrays), unit) if log else dict(type="linear")
+
+
+def add_step_area(fig: go.Figure, edges, heights, name: str, color: str, hover: str, **kw) -> None:
+    """A filled step outline of ``heights`` over the bin ``edges`` (the last height repeated)."""
+    y = np.append(heights, heights[-1] if len(heights) else 0)
+    line = dict(shape="hv", color=color) | kw.pop("line", {})
+    fig.add_scatter(
+        x=edges, y=y, name=name, mode="lines", line=line, fill="tozeroy", hovertemplate=hover, **kw
+    )
 
 
 def add_sla_line(fig: go.Figure, x: list[float], sla_ms: float) -> None:

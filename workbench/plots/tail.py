@@ -1,4 +1,5 @@
-"""Tail figures: which stages the slowest requests spend their time in, and latency over the run."""
+"""Tail figures: which stages the slowest requests spend their time in, latency over the run, and
+the stages of one request (clicked in the latency-over-run chart)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import plotly.graph_objects as go
 from ..analysis.attributes import ATTR_PREFIX
 from ..analysis.matrix import stage_matrix
 from ..analysis.stats import percentiles
-from ..units import ns_to_ms
+from ..units import NS_PER_MS, ns_to_ms
 from .style import ABOVE, empty_figure, layout, stage_color
 
 # the headline's line length (12 px text right of a 130 px margin): one line ran off a 640 px figure
@@ -26,11 +27,7 @@ SET_LABELS = {
 
 
 def tail_figure(tail: dict[str, Any], *, title: str | None = None) -> go.Figure:
-    """Stacked horizontal bars: each stage's share of the time of the median set and of the tail sets.
-
-    ``tail`` is :func:`workbench.analysis.tail.tail_attribution`'s output; omitted sets
-    (the 1 % row of a short run) are left out and the reason goes in the subtitle.
-    """
+    """Each stage's share of the median and tail sets' time (``analysis.tail.tail_attribution``)."""
     sets = [k for k in SET_LABELS if (tail.get("sets") or {}).get(k)]
     if not sets:
         return empty_figure("no successful measured request to attribute", title)
@@ -59,7 +56,9 @@ def tail_figure(tail: dict[str, Any], *, title: str | None = None) -> go.Figure:
         barmode="stack",
         xaxis={"tickformat": ".0%", "range": [0, 1]},
     )
-    extra = {"annotations": [_note("<br>".join(lines))]} if lines else {}
+    # the headline under the title, its lines growing upwards from just above the plot
+    note = dict(text="<br>".join(lines), y=1.02, align="left", font={"size": 12}, **ABOVE)
+    extra = {"annotations": [note]} if lines else {}
     legend = dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0, traceorder="normal")
     return layout(
         fig,
@@ -78,13 +77,8 @@ def latency_over_run_figure(
     title: str | None = None,
     max_points: int = 20_000,
 ) -> go.Figure:
-    """End to end of each measured request in order (ms), warm-up and failures marked.
-
-    Shows drift, periodic spikes (garbage collection) and throttling that a
-    histogram hides. Each point carries its request id (``customdata``) so a
-    click can open that request's stages (the latency explorer does). ``picked``:
-    a request id to ring (the one whose stages are shown); its ring is the last trace.
-    """
+    """End to end of each request in order (ms), warm-up and failures marked (drift and spikes a
+    histogram hides); ``customdata`` is the request id; ``picked``: a request to ring (last trace)."""
     if requests.empty:
         return empty_figure("no requests", title)
     req = requests.sort_values("request")
@@ -94,8 +88,7 @@ def latency_over_run_figure(
         keep |= req["dur_ns"].to_numpy() >= percentiles(req["dur_ns"], 99)
         req = req[keep]
     fig = go.Figure()
-    # WebGL only where SVG would be slow: a WebGL context costs about 150-200 ms to start in a browser without
-    # a GPU (the explorer's first view, benchmarks/results/first_view.md), SVG draws a few hundred points in ms
+    # WebGL only where SVG would be slow: a WebGL context is slow to start without a GPU
     add = fig.add_scattergl if len(req) > GL_ABOVE_POINTS else fig.add_scatter
     groups = (
         ("measured", ~req["warmup"] & req["ok"], "#1f77b4"),
@@ -136,11 +129,6 @@ def _ring(fig: go.Figure, requests: pd.DataFrame, picked: int | None) -> None:
     )
 
 
-def _note(text: str) -> dict:
-    """The headline under the title, its lines growing upwards from just above the plot."""
-    return dict(text=text, y=1.02, align="left", font={"size": 12}, **ABOVE)
-
-
 def attribute_figure(
     requests: pd.DataFrame,
     stages: pd.DataFrame,
@@ -151,12 +139,8 @@ def attribute_figure(
     title: str | None = None,
     max_points: int = 20_000,
 ) -> go.Figure:
-    """Stage time (ms) against a ``describe=`` attribute, one point per successful measured request.
-
-    ``effect``: the attribute's entry from :func:`workbench.analysis.attributes.attribute_effects`; its bins
-    are drawn as p50 and p99 steps over each value range, and the title gives the effect and rho (or,
-    without an effect, rho and its ``rho_ci``).
-    """
+    """Stage time (ms) against a ``describe=`` attribute, a point per successful measured request;
+    ``effect`` (:func:`workbench.analysis.attributes.attribute_effects`): its bins' p50 and p99."""
     column = ATTR_PREFIX + attribute
     if column not in requests.columns:
         return empty_figure(
@@ -202,3 +186,39 @@ def _attribute_title(stage: str, attribute: str, effect: dict[str, Any]) -> str:
     if rho is not None and ci:
         return f"{stage} tracks {attribute}: Spearman rho {rho:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
     return f"{stage} against {attribute}"
+
+
+TITLE = "Stages of one request"
+UNATTRIBUTED_COLOR = "#bbbbbb"
+
+
+def request_stages_figure(
+    requests: pd.DataFrame,
+    stages: pd.DataFrame,
+    stage_order: list[str] | tuple[str, ...],
+    request: int | None,
+) -> go.Figure:
+    """Horizontal bars (ms) of one request's stages (summed per name) in pipeline order, then
+    ``unattributed``: end to end minus the stages, never hidden."""
+    if request is None:
+        return empty_figure("no measured request to break down", TITLE)
+    row = requests[requests["request"] == request]
+    if row.empty:
+        return empty_figure(f"no request {request} in this run", TITLE)
+    durations = stages[stages["request"] == request].groupby("stage", sort=False)["dur_ns"].sum()
+    e2e_ns = int(row["dur_ns"].iloc[0])
+    names = [s for s in stage_order if s in durations.index]
+    values_ns = [int(durations[s]) for s in names]
+    names.append("unattributed")
+    values_ns.append(e2e_ns - sum(values_ns))
+    fig = go.Figure(
+        go.Bar(
+            x=[v / NS_PER_MS for v in values_ns],
+            y=names,
+            orientation="h",
+            marker_color=[stage_color(i) for i in range(len(names) - 1)] + [UNATTRIBUTED_COLOR],
+            hovertemplate="%{y}: %{x:.3f} ms<extra></extra>",
+        )
+    )
+    fig.update_layout(xaxis_title="ms", yaxis={"autorange": "reversed"})
+    return layout(fig, f"Stages of request {request}: {e2e_ns / NS_PER_MS:.3f} ms end to end")

@@ -1,11 +1,7 @@
-"""GPU timeline: busy and idle over time, idle per stream, and the step time breakdown.
-
-``gpu_timeline_figure`` draws :func:`workbench.analysis.gpu_timeline.busy_over_time`
-(busy fraction in equal bins over the GPU span) above the per-stream idle split
-of :func:`~workbench.analysis.gpu_timeline.stream_idle` (host wait, kernel wait,
-other). ``step_breakdown_figure`` draws the TensorBoard-plugin step breakdown
-from :mod:`workbench.analysis.steps`.
-"""
+"""GPU timeline: busy and idle over time, idle per stream (:mod:`workbench.analysis.gpu_timeline`),
+the TensorBoard plugin's step time breakdown (:mod:`workbench.analysis.steps`), and a time-axis
+flame chart of one traced request (host calls by depth, GPU work per stream; only the longest
+``max_bars`` events, which still nest, the title saying how many were left out)."""
 
 from __future__ import annotations
 
@@ -15,9 +11,23 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analysis.gpu_timeline import busy_over_time, gpu_time_summary, stream_idle
-from ..trace import Trace
-from ..analysis.steps import step_breakdown
-from .style import KIND_COLORS, NO_GPU_EVENTS, NS_PER_MS, empty_figure, format_ns, layout
+from ..analysis.nesting import nesting_depth  # the flame tree's rule; used below
+from ..analysis.steps import step_boundaries, step_breakdown
+from ..errors import ConfigError
+from ..naming import stage_from_range_name
+from ..trace import GPU_WORK_KINDS, HOST_KINDS, KIND_SYNC, Trace
+from ..units import NS_PER_MS
+from .flame import HOVER_CHARS, SMALL_LABELS_HIDDEN
+from .style import (
+    KIND_COLORS,
+    KIND_LABELS,
+    NO_GPU_EVENTS,
+    add_step_area,
+    empty_figure,
+    format_ns,
+    kind_key,
+    layout,
+)
 
 IDLE_PARTS = {
     "busy_ns": ("busy", KIND_COLORS["kernel"]),
@@ -30,11 +40,8 @@ IDLE_PARTS = {
 def gpu_timeline_figure(
     events: Trace | pd.DataFrame, *, bins: int = 400, title: str | None = None
 ) -> go.Figure:
-    """Top: GPU busy fraction (%) per time bin, x = ms since the first GPU work. Bottom:
-    per (device, stream) busy and idle time (ms) stacked; idle split as HTA does.
-
-    The title gives the span, busy time and idle share of :func:`gpu_time_summary`.
-    """
+    """Top: GPU busy fraction (%) per time bin, x = ms since the first GPU work. Bottom: per
+    (device, stream) busy and idle time (ms) stacked, idle split as HTA does."""
     events = Trace.of(events)  # one trace model for the three analyses drawn
     summary = gpu_time_summary(events)
     if summary["span_ns"] is None:
@@ -50,18 +57,8 @@ def gpu_timeline_figure(
     x = (busy["bin_start_ns"].to_numpy() - summary["start_ns"]) / NS_PER_MS
     x = np.append(x, (busy["bin_end_ns"].iloc[-1] - summary["start_ns"]) / NS_PER_MS)
     y = 100 * busy["busy_fraction"].to_numpy()
-    fig.add_scatter(
-        x=x,
-        y=np.append(y, y[-1]),
-        mode="lines",
-        line=dict(shape="hv", color=KIND_COLORS["kernel"]),
-        fill="tozeroy",
-        name="busy %",
-        showlegend=False,
-        hovertemplate="from %{x:.3f} ms<br>busy %{y:.1f}%<extra></extra>",
-        row=1,
-        col=1,
-    )
+    hover = "from %{x:.3f} ms<br>busy %{y:.1f}%<extra></extra>"
+    add_step_area(fig, x, y, "busy %", KIND_COLORS["kernel"], hover, showlegend=False, row=1, col=1)
     lanes = _add_stream_idle(fig, stream_idle(events))
     fig.update_xaxes(title_text="time since first GPU work (ms)", row=1, col=1)
     fig.update_yaxes(title_text="busy (%)", range=[0, 100], row=1, col=1)
@@ -108,11 +105,7 @@ BREAKDOWN = {
 
 
 def grouped_steps(breakdown: pd.DataFrame, max_bars: int) -> pd.DataFrame:
-    """At most ``max_bars`` rows: consecutive steps averaged in equal groups, labelled ``"a-b"``.
-
-    A trace of thousands of steps keeps one bar per group of steps (mean ns per
-    step), so the payload stays small; up to ``max_bars`` steps are left as they are.
-    """
+    """At most ``max_bars`` rows: consecutive steps averaged (ns per step) in equal groups ``"a-b"``."""
     if len(breakdown) <= max_bars:
         return breakdown
     group = np.arange(len(breakdown)) * max_bars // len(breakdown)
@@ -125,11 +118,8 @@ def grouped_steps(breakdown: pd.DataFrame, max_bars: int) -> pd.DataFrame:
 def step_breakdown_figure(
     events: Trace | pd.DataFrame, *, max_bars: int = 200, title: str | None = None
 ) -> go.Figure:
-    """Stacked bars per step (ms): kernel, memcpy, memset, communication, runtime, data
-    loader, CPU exec, other, from :func:`workbench.analysis.steps.step_breakdown` (the
-    TensorBoard plugin's priority rule; the parts sum to the step's time). More than
-    ``max_bars`` steps are averaged in consecutive groups (see :func:`grouped_steps`).
-    """
+    """Stacked bars per step (ms) of :func:`workbench.analysis.steps.step_breakdown` (the parts sum
+    to the step's time); more than ``max_bars`` steps are averaged in groups."""
     breakdown = step_breakdown(Trace.of(events))
     if breakdown.empty:
         return empty_figure("no host or GPU events to break down", title or "Step time breakdown")
@@ -157,3 +147,130 @@ def step_breakdown_figure(
     return layout(
         fig, title or head, barmode="stack", xaxis_title="step" + per, yaxis_title="time (ms)"
     )
+
+
+DRAWN_HOST_KINDS = (*HOST_KINDS, KIND_SYNC)  # host rows: the flame tree's host kinds, sync waits
+TEXT_CHARS = 40
+LANE_PX = 26  # a lane's height: its bar (80 %) holds a 12 px label
+TEXT_MIN_SHARE = 0.04  # label a bar only when it spans >= 4 % of the window (others: hover)
+
+
+def chart_rows(window: pd.DataFrame, start_ns: int, max_bars: int) -> pd.DataFrame:
+    """The bars of one window: ``lane`` (row label), ``start_ms``, ``dur_ms``, ``name``, ``key`` (palette)."""
+    kept = window.nlargest(max_bars, "dur_ns") if len(window) > max_bars else window
+    kept = kept.sort_values(["ts_ns", "dur_ns"], ascending=[True, False], kind="stable")
+    gpu = kept["kind"].astype(str).isin(GPU_WORK_KINDS).to_numpy()
+    parts = []
+    for (is_gpu, pid, tid), lane in kept.groupby(
+        [gpu, kept["pid"].astype(str), kept["tid"].astype(str)], sort=True
+    ):
+        ts, dur = lane["ts_ns"].to_numpy(np.int64), lane["dur_ns"].to_numpy(np.int64)
+        depth = np.zeros(len(lane), np.int64) if is_gpu else nesting_depth(ts, dur)
+        label = f"GPU {pid} stream {tid}" if is_gpu else f"thread {tid}"
+        parts.append(
+            pd.DataFrame(
+                {
+                    "lane": [f"{label} · {d}" if not is_gpu else label for d in depth.tolist()],
+                    "order": (1_000_000 if is_gpu else 0) + depth,
+                    "start_ms": (ts - start_ns) / NS_PER_MS,
+                    "dur_ms": dur / NS_PER_MS,
+                    "dur_ns": dur,
+                    "name": [stage_from_range_name(n) or n for n in lane["name"].astype(str)],
+                    "key": [
+                        kind_key(k, n)
+                        for k, n in zip(lane["kind"].astype(str), lane["name"].astype(str))
+                    ],
+                }
+            )
+        )
+    return (
+        pd.concat(parts, ignore_index=True)
+        if parts
+        else pd.DataFrame(columns=["lane", "order", "start_ms", "dur_ms", "dur_ns", "name", "key"])
+    )
+
+
+def flame_chart_figure(
+    window: pd.DataFrame, start_ns: int, *, title: str, max_bars: int = 3_000
+) -> go.Figure:
+    """Bars per kind (one trace each, palette colors): x = time since ``start_ns`` (ms), y = lane."""
+    rows = chart_rows(window, start_ns, max_bars)
+    if rows.empty:
+        return empty_figure("no events in this request", title)
+    lanes = rows.drop_duplicates("lane").sort_values(["order", "lane"])["lane"].tolist()
+    fig = go.Figure()
+    wide = rows["dur_ns"] >= TEXT_MIN_SHARE * max(
+        int(window["ts_ns"].add(window["dur_ns"]).max()) - start_ns, 1
+    )
+    rows = rows.assign(text=[n[:TEXT_CHARS] if w else "" for n, w in zip(rows["name"], wide)])
+    for key in [k for k in KIND_COLORS if k in set(rows["key"])]:
+        part = rows[rows["key"] == key]
+        fig.add_bar(
+            y=part["lane"].tolist(),
+            x=part["dur_ms"].to_numpy(),
+            base=part["start_ms"].to_numpy(),
+            orientation="h",
+            name=KIND_LABELS[key],
+            marker=dict(color=KIND_COLORS[key], line=dict(width=0.5, color="#ffffff")),
+            text=part["text"].tolist(),
+            textposition="inside",
+            insidetextanchor="start",
+            textangle=0,
+            customdata=[
+                [n[:HOVER_CHARS], format_ns(d)]
+                for n, d in zip(part["name"], part["dur_ns"].tolist())
+            ],
+            hovertemplate="%{customdata[0]}<br>start %{base:.4f} ms<br>duration %{customdata[1]}"
+            f"<extra>{KIND_LABELS[key]}</extra>",
+        )
+    fig.update_yaxes(
+        categoryorder="array", categoryarray=lanes, autorange="reversed", title_text=None
+    )
+    cut = len(window) - len(rows)
+    full = title + (f" ({cut} shortest events not drawn)" if cut > 0 else "")
+    return layout(
+        fig,
+        full,
+        barmode="overlay",
+        xaxis_title="time since request start (ms)",
+        # a lane of LANE_PX under the margins (the height once held the margins too: labels of 5 px)
+        height=160 + max(LANE_PX * len(lanes), 160),
+        uniformtext=SMALL_LABELS_HIDDEN,
+    )
+
+
+def request_window(events: Trace | pd.DataFrame, request: int) -> tuple[int, int, str]:
+    """``(start_ns, end_ns, label)`` of the request-th step (without steps: the whole trace)."""
+    bounds = step_boundaries(Trace.of(events))
+    if bounds.empty:
+        return 0, 0, "none"
+    if not -len(bounds) <= request < len(bounds):
+        raise ConfigError(
+            f"request_flame_chart: request={request}, but the trace has {len(bounds)} step(s)"
+        )
+    row = bounds.iloc[request]
+    label = (
+        "whole trace (no ProfilerStep ranges)"
+        if row["step"] == "all"
+        else f"ProfilerStep#{row['step']}"
+    )
+    return int(row["start_ns"]), int(row["end_ns"]), label
+
+
+def request_flame_chart(
+    events: Trace | pd.DataFrame,
+    *,
+    request: int = 0,
+    max_bars: int = 3_000,
+    title: str | None = None,
+) -> go.Figure:
+    """Time-axis flame chart of the events starting in the ``request``-th step (0-based)."""
+    model = Trace.of(events)
+    start, end, label = request_window(model, request)
+    events = model.events
+    chosen = events[(events["ts_ns"] >= start) & (events["ts_ns"] < end)]
+    chosen = chosen[chosen["kind"].isin(GPU_WORK_KINDS + DRAWN_HOST_KINDS).to_numpy()]
+    if chosen.empty:
+        return empty_figure("no events in this request", title or "Request flame chart")
+    head = title or f"Request flame chart: {label}, {format_ns(end - start)}"
+    return flame_chart_figure(chosen, start, title=head, max_bars=max_bars)

@@ -1,10 +1,5 @@
-"""Transfers: bytes, time and achieved bandwidth by direction and host memory, and the
-runtime calls that made the host wait for the GPU.
-
-All numbers come from :mod:`workbench.analysis.transfers`; this module lays them out, one bar per
-copy class (``HtoD Pageable``, ``DtoH Pinned``, ``DtoD``...; AMD ``Host`` memory its own) plus
-memsets, colored by the shared palette.
-"""
+"""Transfers (:mod:`workbench.analysis.transfers`): bytes, time and bandwidth per copy class
+(direction and host memory) and memsets, and the runtime calls that made the host wait."""
 
 from __future__ import annotations
 
@@ -25,13 +20,8 @@ __all__ = ["copy_classes", "transfer_comparison_figure", "transfer_figure"]
 
 
 def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -> go.Figure:
-    """Four panels: bytes (MB), time (ms), bandwidth (GB/s) per copy class; sync calls (ms).
-
-    Bar heights: ``bytes / 1e6``, ``total_ns / 1e6``, ``gb_per_s`` of
-    :func:`copy_classes`; the sync panel is ``sync_calls(events)`` total time
-    (ms) per call name with its count in the text. Copies without a byte count
-    (some ROCm traces) have no bytes or bandwidth bar.
-    """
+    """Four panels: bytes (MB), time (ms), bandwidth (GB/s) per copy class (:func:`copy_classes`);
+    ``sync_calls`` time (ms) per call name. Copies without a byte count have no bytes bar."""
     title = title or "Transfers and synchronizing calls"
     events = Trace.of(events)  # every table below from one trace model
     if events.gpu_work.empty and sync_calls(events).empty:
@@ -106,8 +96,7 @@ PIN_ADVICE_SHARE = 0.25  # advise pinning only where pageable copies hold this s
 
 
 def _pageable_note(classes: pd.DataFrame) -> str:
-    """``: 67% of copy time from pageable memory (HtoD Pageable) (pin it ...)``; the advice only where pageable
-    copies matter: a pinned run's 11 kB of pageable results (1 % of its copy time) was titled "pin it"."""
+    """``: 67% of copy time from pageable memory (HtoD Pageable) (pin it ...)``, or nothing."""
     copies = classes[classes["label"] != "memset"]
     pageable = copies[copies["label"].str.endswith("Pageable")]
     if pageable.empty:
@@ -124,13 +113,8 @@ LEGEND_GREY = "#d9d9d9"
 def transfer_comparison_figure(
     traces: Mapping[str, Trace | pd.DataFrame], *, title: str | None = None
 ) -> go.Figure:
-    """Runs side by side on shared axes: bytes (MB), copy time (ms) and bandwidth (GB/s) per copy class.
-
-    ``traces``: run label -> trace, in legend order. One bar trace per run and panel,
-    grouped by copy class (the union over the runs, in first-seen order), colored by
-    class as in :func:`transfer_figure` and told apart by pattern; the runs share each
-    panel's y axis, so a pinned and a pageable copy of the same bytes compare by height.
-    """
+    """Runs side by side on shared axes: bytes (MB), copy time (ms) and bandwidth (GB/s) per copy
+    class; ``traces``: run label -> trace, in legend order, each run its own bar pattern."""
     title = title or "Copies compared: " + " vs ".join(traces)
     tables = {name: copy_classes(Trace.of(t)) for name, t in traces.items()}
     tables = {name: c[c["label"] != "memset"] for name, c in tables.items()}
@@ -156,11 +140,7 @@ def transfer_comparison_figure(
                 legendgroup=name,
                 showlegend=False,
                 offsetgroup=str(i),
-                marker=dict(
-                    color=colors,
-                    pattern=dict(shape=PATTERNS[i % len(PATTERNS)]),
-                    line=dict(color="#333333", width=1),
-                ),
+                marker=_run_marker(colors, i),
                 hovertemplate=f"{name}<br>%{{x}}<br>%{{y:.4g}}<extra></extra>",
                 row=1,
                 col=col,
@@ -173,20 +153,21 @@ def transfer_comparison_figure(
 
 
 def _legend_entry(fig: go.Figure, name: str, i: int) -> None:
-    """A run's legend entry: its pattern on the grey every bar's outline frames (the bars' colours are
-    the copy classes, so a swatch in the first class' colour told the reader a wrong colour)."""
+    """A run's legend entry: its pattern on grey (the bars' colours are the copy classes')."""
     fig.add_bar(
         x=[None],
         y=[None],
         name=name,
         legendgroup=name,
         offsetgroup=str(i),  # the run's slot: no extra slot in the first panel's groups
-        marker=dict(
-            color=LEGEND_GREY,
-            pattern=dict(shape=PATTERNS[i % len(PATTERNS)]),
-            line=dict(color="#333333", width=1),
-        ),
+        marker=_run_marker(LEGEND_GREY, i),
         hoverinfo="skip",
         row=1,
         col=1,
     )
+
+
+def _run_marker(color, i: int) -> dict:
+    """The i-th run's bars: its pattern, outlined."""
+    pattern = dict(shape=PATTERNS[i % len(PATTERNS)])
+    return dict(color=color, pattern=pattern, line=dict(color="#333333", width=1))

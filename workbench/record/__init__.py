@@ -1,16 +1,8 @@
-"""Run records: what one run measured, as plain data that saves and loads.
+"""Run records: what one run measured, as plain data that saves and loads (``docs/json.md``).
 
-A run is a folder::
-
-    run.json          meta (:class:`RunMeta`): kind, pipeline, stages, config, environment, timing, ...
-    requests.parquet  one row per request (warm-up rows flagged)
-    stages.parquet    one row per request and stage that ran
-    <worker>.<time_ns>.pt.trace.json.gz   the traced run, when there is one
-
-The table columns are described in :mod:`workbench.record.tables`, the meta
-fields in :mod:`workbench.record.meta`, and the writer and reader in
-:mod:`workbench.record.folder` (wrapped by ``save_run`` / ``load_run`` in :mod:`workbench.record.run`). Profile, load and simulation runs share this
-one format (``kind`` tells them apart); ``docs/json.md`` lists it.
+A run is a folder: ``run.json`` (:class:`RunMeta`, :mod:`~workbench.record.meta`), the
+``requests.parquet`` and ``stages.parquet`` tables (:mod:`~workbench.record.tables`) and the traced
+run's trace file when there is one; every kind of run alike (``kind`` tells them apart).
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """Run folders on disk: the one writer (:func:`write_folder`) and the one reader (:func:`read_folder`).
 
-:mod:`workbench.record.run` wraps them as ``save_run`` / ``load_run`` (this module does
-not know the ``Run`` class, so the two modules import one way only).
-
-Writes are atomic: the folder is built in a hidden sibling, ``run.json`` last,
-then put in place. Over an existing run (``overwrite=True``) the two folders
-are swapped with ``renameat2(RENAME_EXCHANGE)`` on Linux, so the old or the
-new run is at the path at every instant; elsewhere (or on a file system
-without it) the old run is renamed to ``.<name>.old-<pid>`` first, and
-:func:`load_run` puts that leftover back if a crash came between the renames.
-
-The reader checks everything it hands on: the format and version (migrating
-versions 1 and 2), each field's type (:func:`workbench.record.meta.decode_meta`),
-each table column's type and range, that the tables agree with each other and
-with ``run.json``, and that every file it reads is a regular file inside the
-run folder (a symlink out of it, a FIFO or a device is refused by name). Every
-problem is one :class:`RunRecordError` naming the file, the field and the value.
+Writes are atomic: built in a hidden sibling, ``run.json`` last, then swapped in with
+``renameat2(RENAME_EXCHANGE)`` (elsewhere the old run goes aside first and :func:`recover` puts it
+back after a crash). The reader checks everything it hands on (fields, column types and ranges,
+tables against each other and ``run.json``, regular files inside the folder); every problem is
+one :class:`RunRecordError` naming the file, the field and the value.
 """
 
 from __future__ import annotations
@@ -58,9 +47,7 @@ UNITS_FILE = "units.parquet"  # only a run with a streaming stage (workbench.str
 TRACE_NAME_SUFFIXES = (".json.gz", ".json")
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
-# Each column a block of its own, freed from Arrow as it is converted: the table is not held twice.
-# Text columns are read as dictionaries (a few names, an int32 code a row) and become shared strings
-# (``shared_text``).
+# Each column a block of its own, freed from Arrow as it is converted: the table is not held twice
 ARROW_TO_PANDAS = {"split_blocks": True, "self_destruct": True}
 READ_WHOLE_ROWS = 65_536  # a table of fewer rows is read in one go (see _frame)
 STAGE_SLACK_NS = 1_000  # stage times may exceed their request's by clock rounding, never by more
@@ -76,8 +63,7 @@ def write_folder(
     overwrite: bool = False,
     units: pd.DataFrame | None = None,
 ) -> tuple[Path, RunMeta, Path | None]:
-    """Write a run folder at ``path``: ``(folder, meta as written, trace path inside it or None)``;
-    ``units``: the streaming stage's unit times, written as :data:`UNITS_FILE` when given."""
+    """Write a run folder at ``path``: ``(folder, meta as written, its trace or None)``."""
     dest = Path(path)
     if dest.exists() and not overwrite:
         raise RunRecordError(f"run folder {dest} already exists; pick another --out or remove it")
@@ -86,11 +72,16 @@ def write_folder(
     trace_name = None
     try:
         if trace_path is not None:
-            trace_name = _trace_name(Path(trace_path))
+            trace_name = Path(trace_path).name
+            if not Path(trace_path).is_file() or not trace_name.endswith(TRACE_NAME_SUFFIXES):
+                raise RunRecordError(
+                    f"{trace_path}: a run's trace must be an existing .json or .json.gz file"
+                )
             shutil.copy2(trace_path, staging / trace_name)
-            meta = meta.replace(trace=_with_file(meta, trace_name))
-        elif meta.trace is not None and meta.trace.file is not None:  # closed or dropped: no file
-            meta = meta.replace(trace=_with_file(meta, None))
+        if trace_name or (meta.trace is not None and meta.trace.file is not None):  # None: closed
+            meta = meta.replace(
+                trace=dataclasses.replace(meta.trace or TraceInfo(), file=trace_name)
+            )
         typed_table(requests, REQUEST_COLUMNS).to_parquet(staging / REQUESTS_FILE, index=False)
         typed_table(stages, STAGE_COLUMNS).to_parquet(staging / STAGES_FILE, index=False)
         if units is not None:
@@ -108,8 +99,7 @@ def write_folder(
 
 
 def write_meta(meta: RunMeta, folder: Path) -> None:
-    """Replace the ``run.json`` of a written run folder with ``meta`` (a summary computed after the save),
-    atomically: a reader sees the old file or the new one, and a failure leaves the old one."""
+    """Replace the ``run.json`` of a written run folder with ``meta``, atomically."""
     try:
         text = _meta_text(meta)
     except ValueError as exc:
@@ -123,9 +113,7 @@ def _meta_text(meta: RunMeta) -> str:
 
 
 def _encodable(value):
-    """``value`` (run.json's object) with every text UTF-8 can hold (:func:`workbench.errors.encodable`):
-    a lone surrogate from user code (an ``--option``, a file name in a stack) would be written as an
-    escape that no JSON reader takes back, and the run could never be loaded."""
+    """``value`` with every text :func:`~workbench.errors.encodable` (a lone surrogate: unloadable)."""
     if isinstance(value, str):
         return encodable(value)
     if isinstance(value, dict):
@@ -133,10 +121,6 @@ def _encodable(value):
     if isinstance(value, (list, tuple)):
         return [_encodable(v) for v in value]
     return value
-
-
-def _with_file(meta: RunMeta, name: str | None) -> TraceInfo:
-    return dataclasses.replace(meta.trace or TraceInfo(), file=name)
 
 
 def write_text_atomically(path: Path, text: str) -> None:
@@ -154,13 +138,6 @@ def write_text_atomically(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-
-
-def _trace_name(trace: Path) -> str:
-    """The trace's file name, refusing anything that is not a profiler trace file."""
-    if not trace.is_file() or not trace.name.endswith(TRACE_NAME_SUFFIXES):
-        raise RunRecordError(f"{trace}: a run's trace must be an existing .json or .json.gz file")
-    return trace.name
 
 
 def _put_in_place(staging: Path, dest: Path) -> None:
@@ -216,8 +193,7 @@ def recover(root: Path) -> bool:
 def read_folder(
     path: str | os.PathLike,
 ) -> tuple[Path, RunMeta, pd.DataFrame, pd.DataFrame, Path | None, pd.DataFrame | None]:
-    """Read and check a run folder: ``(folder, meta, requests, stages, trace path or None, units or
-    None)``."""
+    """Read and check a run folder: ``(folder, meta, requests, stages, trace path, units)``."""
     root = Path(path)
     recover(root)
     if not root.is_dir():
@@ -229,18 +205,11 @@ def read_folder(
     requests = _read_table(inside(root, REQUESTS_FILE), *schemas[REQUESTS_FILE])
     stages = _read_table(inside(root, STAGES_FILE), *schemas[STAGES_FILE])
     check_consistent(root, meta, requests, stages)
-    units = read_units(root, meta, requests)
+    units = None  # only a run with a streaming stage has them
+    if (root / UNITS_FILE).exists() or (root / UNITS_FILE).is_symlink():
+        units = _read_table(inside(root, UNITS_FILE), UNIT_COLUMNS)
+        _check_rows(root / UNITS_FILE, units, meta, requests)
     return root, meta, requests, stages, trace_path(root, meta), units
-
-
-def read_units(root: Path, meta: RunMeta, requests: pd.DataFrame) -> pd.DataFrame | None:
-    """The checked ``units`` table of a run folder, None when it has none (no streaming stage)."""
-    if not (root / UNITS_FILE).exists() and not (root / UNITS_FILE).is_symlink():
-        return None
-    path = inside(root, UNITS_FILE)
-    units = _read_table(path, UNIT_COLUMNS)
-    _check_rows(path, units, meta, requests)
-    return units
 
 
 def table_schemas(meta: RunMeta) -> dict[str, tuple[dict[str, str], tuple[str, ...]]]:
@@ -287,7 +256,7 @@ def _read_table(path: Path, columns: dict[str, str], optional=()) -> pd.DataFram
     try:
         with open_table(path) as stream:
             schema = pyarrow.parquet.read_schema(stream)
-            text = [f.name for f in schema if _is_text(f.type) and columns.get(f.name) == "object"]
+            text = [f.name for f in schema if columns.get(f.name) == "object" and _is_text(f.type)]
             stream.seek(0)
             df = _frame(pyarrow.parquet.ParquetFile(stream, read_dictionary=text))
     except RunRecordError:
@@ -303,11 +272,7 @@ def _read_table(path: Path, columns: dict[str, str], optional=()) -> pd.DataFram
 
 
 def _frame(parquet: pyarrow.parquet.ParquetFile) -> pd.DataFrame:
-    """The table as pandas reads it, one column at a time: a column's Arrow buffers are converted and
-    freed before the next is read (read at once, the peak is twice the table). A file that stores a
-    pandas index (another writer's) is read whole, so that the index is set as pandas sets it, and so
-    is a table of at most :data:`READ_WHOLE_ROWS` rows (each column read costs about 2 ms; a few
-    megabytes are no peak)."""
+    """The table, one column at a time (at once, the peak is twice it) unless small or indexed."""
     schema = parquet.schema_arrow
     index = (schema.pandas_metadata or {}).get("index_columns", [])
     small = parquet.metadata.num_rows <= READ_WHOLE_ROWS
@@ -333,15 +298,29 @@ def check_consistent(
             f"{root / REQUESTS_FILE}: column 'request' has duplicate id {int(requests['request'][dup].iloc[0])}"
         )
     present = _check_rows(root / STAGES_FILE, stages, meta, requests)
-    _check_stages_present(root, meta, requests, present)
-    # spans of two stages may run side by side; the pipeline's stages do not
-    if meta.kind != "ingested":
-        _check_stage_sums(root, requests, stages)
+    # each stage run.json lists has rows where a measured request succeeded (it ran every stage)
+    if meta.kind in ("profile", "load") and (requests["ok"] & ~requests["warmup"]).any():
+        missing = [s for s in meta.stages if s not in present]
+        if missing:
+            raise RunRecordError(
+                f"{root / STAGES_FILE}: stage {missing[0]!r} is listed in run.json 'stages' "
+                "but has no rows, though measured requests succeeded"
+            )
+    # a request's stage times (host) add up to no more than its own time (ingested spans may overlap)
+    if meta.kind != "ingested" and not stages.empty:
+        summed = stages.groupby("request")["dur_ns"].sum()
+        own = requests.set_index("request")["dur_ns"].reindex(summed.index)
+        over = summed > own + STAGE_SLACK_NS
+        if over.any():
+            rid = int(summed.index[over.to_numpy()][0])
+            raise RunRecordError(
+                f"{root / STAGES_FILE}: request {rid}'s stages add up to {int(summed[rid])} ns, "
+                f"more than the request's dur_ns {int(own[rid])} in {REQUESTS_FILE}"
+            )
 
 
 def _check_rows(path: Path, table: pd.DataFrame, meta: RunMeta, requests: pd.DataFrame) -> set:
-    """Rows of a table at ``path`` whose stage run.json lists and whose request is in the requests
-    table; the stage names that have rows."""
+    """The stage names of a table whose rows' stages and requests all are in run.json and requests."""
     present = set(table["stage"].unique())  # once: each unique() hashes every row's text
     unknown = sorted(present - set(meta.stages), key=repr)  # a null beside a name: no order
     if unknown:
@@ -353,34 +332,6 @@ def _check_rows(path: Path, table: pd.DataFrame, meta: RunMeta, requests: pd.Dat
         rid = int(table["request"][orphans].iloc[0])
         raise RunRecordError(f"{path}: column 'request' has id {rid}, not in {REQUESTS_FILE}")
     return present
-
-
-def _check_stages_present(root: Path, meta: RunMeta, requests: pd.DataFrame, present: set) -> None:
-    """A stage run.json lists has rows (``present``: the stage names that have rows) in a run where a
-    measured request succeeded (each ran every stage)."""
-    if meta.kind not in ("profile", "load") or not (requests["ok"] & ~requests["warmup"]).any():
-        return
-    missing = [s for s in meta.stages if s not in present]
-    if missing:
-        raise RunRecordError(
-            f"{root / STAGES_FILE}: stage {missing[0]!r} is listed in run.json 'stages' "
-            "but has no rows, though measured requests succeeded"
-        )
-
-
-def _check_stage_sums(root: Path, requests: pd.DataFrame, stages: pd.DataFrame) -> None:
-    """A request's stage times (host) add up to no more than the request's own time."""
-    if stages.empty:
-        return
-    summed = stages.groupby("request")["dur_ns"].sum()
-    own = requests.set_index("request")["dur_ns"].reindex(summed.index)
-    over = summed > own + STAGE_SLACK_NS
-    if over.any():
-        rid = int(summed.index[over.to_numpy()][0])
-        raise RunRecordError(
-            f"{root / STAGES_FILE}: request {rid}'s stages add up to {int(summed[rid])} ns, "
-            f"more than the request's dur_ns {int(own[rid])} in {REQUESTS_FILE}"
-        )
 
 
 def trace_path(root: Path, meta: RunMeta) -> Path | None:

@@ -1,19 +1,9 @@
 """``RunMeta``: the typed contents of ``run.json``, decoded once at the boundary, and its migration.
 
-``RunMeta`` and its sections (:mod:`workbench.record.sections`) are frozen
-dataclasses: code past :func:`decode_meta` reads attributes (``run.meta.load.generator_lag_ms``)
-and never checks a type. Decoding uses msgspec (strict: no text for a number,
-no bool for an int, finite floats only); a value that does not fit is one
-:class:`MetaError` naming the dotted field and the value ("field
-'config.batch_size' must be int >= 1, got 'eight'"). Keys a section does not
-declare are kept in its ``extra`` and written back, so a run written by a newer
-workbench or another tool survives a load and a save.
-
-Format versions: 1 (the first release), 2 (adds ``status``, always writes
-``kind``) and 3 (this one: every declared field of a section is written,
-null when unset; ``stage_roles`` and ``ingest`` are fields). :func:`migrate`
-brings 1 and 2 to 3; the typed decoder does the rest, so a version 2 file and
-its version 3 rewrite decode to the same ``RunMeta``.
+Past :func:`decode_meta` code reads attributes and never checks a type; a value that does not fit
+is one :class:`MetaError` naming the dotted field and the value (sections: :mod:`.sections`).
+Format versions: 1, 2 (adds ``status``, always writes ``kind``) and 3 (every declared field written,
+null when unset); :func:`migrate` brings 1 and 2 to 3.
 """
 
 from __future__ import annotations
@@ -64,16 +54,10 @@ REQUIRED_SECTION = {"load": "load", "served": "load", "simulation": "simulation"
 class RunMeta:
     """What a run was: its kind, pipeline, stages, configuration, environment and what measured it.
 
-    kind: profile | load | simulation | served | ingested.
-    stages: stage names in order (a load run's start with the two waits).
-    pipeline_stages: the pipeline's own stages where ``stages`` adds others (load and served runs).
-    stage_roles: stage name -> role (``forward``, ``preprocess``, ...), as the pipeline declared them.
-    stacks: the timing run's sampled stacks, slow requests against median ones (``workbench.analysis.stacks``).
-    sampled: the sampler's raw rows, every thread with its class (``workbench.sampling``), saved before
-        any analysis of them (``workbench.analysis.waits``).
-    status: "complete", "interrupted" or "incomplete: <why>" (e.g. "incomplete: timeout").
-    The optional sections (None when not measured) are filled by the features that measure them.
-    extra: top-level keys this version does not know, kept so a load and save loses nothing.
+    ``stages``: in order (a load run's start with the two waits); ``pipeline_stages``: the
+    pipeline's own where ``stages`` adds others; ``sampled``: the sampler's raw rows, saved before
+    any analysis; the optional sections are None when not measured; ``extra``: top-level keys this
+    version does not know, kept so a load and save loses nothing.
     """
 
     kind: Kind = "profile"
@@ -104,11 +88,8 @@ class RunMeta:
 
     @property
     def sync_policy(self) -> str:
-        """How GPU stages were timed: ``"stage"`` (the default, and every CPU run) or ``"request"``.
-
-        ``"request"`` (one synchronize per request) is notebook 3's wrong way to time
-        asynchronous GPU work; such a run never stands in for a configuration.
-        """
+        """How GPU stages were timed: ``"stage"`` (the default) or ``"request"`` (notebook 3's wrong
+        way: such a run never stands in for a configuration)."""
         return self.timing.sync or "stage"
 
     def to_dict(self) -> dict[str, Any]:
@@ -156,8 +137,14 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def check_version(data: dict[str, Any]) -> dict[str, Any]:
-    """The object at the current version, or :class:`MetaError` for a foreign, older or newer one."""
+def decode_meta(raw: bytes) -> RunMeta:
+    """The boundary: ``run.json`` bytes (any format version up to this one) -> a checked RunMeta."""
+    try:
+        data = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:  # ValidationError too
+        raise MetaError("$", f"is not valid JSON: {str(exc)[:120]}") from None
+    if not isinstance(data, dict):
+        raise MetaError("$", f"must be a JSON object, got {type(data).__name__}")
     if data.get("format") != FORMAT:
         raise MetaError(
             "format", f"must be {FORMAT!r} (not a workbench run), got {data.get('format')!r:.80}"
@@ -172,22 +159,7 @@ def check_version(data: dict[str, Any]) -> dict[str, Any]:
             "version",
             f"is {version}, newer than this workbench reads ({VERSION}); upgrade the workbench",
         )
-    return migrate(data) if version < VERSION else data
-
-
-def decode_meta(raw: bytes) -> RunMeta:
-    """The boundary: ``run.json`` bytes -> a checked :class:`RunMeta` (any format version up to this one).
-
-    Raises :class:`MetaError` (the field and value) for anything that does not fit,
-    including bytes that are not JSON, not UTF-8, or nested past the decoder's depth.
-    """
-    try:
-        data = msgspec.json.decode(raw)
-    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:  # ValidationError too
-        raise MetaError("$", f"is not valid JSON: {str(exc)[:120]}") from None
-    if not isinstance(data, dict):
-        raise MetaError("$", f"must be a JSON object, got {type(data).__name__}")
-    data = check_version(data)
+    data = migrate(data) if version < VERSION else data
     for section, cls in _SECTION_TYPES.items():  # fields a file may leave out, never write null
         values = data.get(section)
         for name in cls._left_out_when_unset if isinstance(values, dict) else ():
@@ -196,7 +168,11 @@ def decode_meta(raw: bytes) -> RunMeta:
                     f"{section}.{name}", "must be a value (may be left out, never null), got None"
                 )
     meta = RunMeta.from_dict(data)
-    validate_saved(meta)
+    section = REQUIRED_SECTION.get(meta.kind)  # what the commands reading this kind rely on
+    if section is not None:
+        _expect(
+            getattr(meta, section) is not None, section, f"an object on a {meta.kind} run", None
+        )
     return meta
 
 
@@ -217,12 +193,3 @@ def validate(meta: RunMeta) -> None:
     )
     if meta.trace is not None and meta.trace.file is not None:
         _expect(bool(meta.trace.file), "trace.file", "a file name", meta.trace.file)
-
-
-def validate_saved(meta: RunMeta) -> None:
-    """The rules a saved run's ``run.json`` adds: what the commands reading each kind of run rely on."""
-    section = REQUIRED_SECTION.get(meta.kind)
-    if section is not None:
-        _expect(
-            getattr(meta, section) is not None, section, f"an object on a {meta.kind} run", None
-        )

@@ -1,10 +1,7 @@
 """``Run``: one measured run (meta, two tables, a trace file) that owns its scratch folder.
 
-An unsaved profile run's trace lives in a temporary folder the runner made
-(``SCRATCH_PREFIX`` in the system temp folder). The run owns that folder:
-``save_run`` copies the trace out and removes it, ``close()`` (or leaving a
-``with run:`` block) removes it, and a ``weakref.finalize`` removes it when
-the run is garbage collected or the interpreter exits, so long sessions and
+An unsaved run's trace lives in a temporary folder (``SCRATCH_PREFIX``) that ``save_run``,
+``close()``, a ``with`` block's end or a ``weakref.finalize`` removes: long sessions and
 cancelled jobs do not pile up trace files.
 """
 
@@ -53,11 +50,8 @@ class SummaryFailure:
 
 
 def summarized(failures: list[SummaryFailure], what: str, fn: Callable, *args: Any) -> Any:
-    """``fn(*args)``; when it raises, None, with a :class:`SummaryFailure` appended to ``failures``.
-
-    Measure, save, then explain: a summary (a headline, a budget, a figure) is computed from what was
-    measured, and a bug in one costs a line naming it, never the measurement.
-    """
+    """``fn(*args)``; when it raises, None, with a :class:`SummaryFailure` appended to ``failures``
+    (measure, save, then explain: a bug in a summary costs a line naming it, never the measurement)."""
     try:
         return fn(*args)
     except Exception as exc:  # noqa: BLE001 - recorded and shown (the run's summary_failures), never lost
@@ -67,11 +61,10 @@ def summarized(failures: list[SummaryFailure], what: str, fn: Callable, *args: A
 
 @dataclass(eq=False)
 class Run:
-    """One measured run: ``meta`` (:class:`RunMeta`), ``requests`` and ``stages`` tables, a trace file;
-    ``units``: the unit times of a streaming stage (:mod:`workbench.streaming`), None without one.
+    """One measured run: ``meta`` (a dict is decoded and checked like a file), ``requests`` and
+    ``stages`` tables, a trace file; ``units``: a streaming stage's unit times, else None.
 
-    ``meta`` is a :class:`RunMeta`; a dict (a test's or a notebook's) is decoded and checked like a file.
-    Use as a context manager, or call :meth:`close`, to drop an unsaved run's scratch trace.
+    A context manager (or :meth:`close`) drops an unsaved run's scratch trace.
     ``summary_failures``: the summaries of it that raised (:func:`summarized`; never saved).
     """
 

@@ -1,12 +1,8 @@
 """The typed sections of ``run.json``: one frozen dataclass per object (config, timing, noise, load, ...).
 
-Every section names the keys the workbench writes and reads, with their types
-(msgspec checks them when a file is decoded, see :func:`workbench.record.meta.decode_meta`),
-and keeps the keys it does not know in ``extra`` so that a run written by a newer
-workbench or another tool survives a load and a save. :meth:`Section.to_dict`
-writes every declared field (null when unset) and the extra keys.
-
-Units are in the names (``_ms``, ``_s``, ``_mb``, ``_rps``); counts are integers.
+msgspec checks the declared types on decode (strict: no text for a number, finite floats only);
+keys a section does not declare are kept in ``extra`` and written back, so a run written by a newer
+workbench or another tool survives a load and a save. Units are in the names; counts are integers.
 """
 
 from __future__ import annotations
@@ -406,7 +402,7 @@ _AT = re.compile(r"^(?P<what>.*?) - at `\$(?P<path>[^`]*)`$")
 def convert_checked(data: dict[str, Any], cls: type, prefix: str) -> Any:
     """``data`` as ``cls`` (a frozen dataclass), unknown keys kept in each ``extra``; :class:`MetaError` if it does not fit."""
     # a key named "extra" is data like any other, never the dataclass's own ``extra`` field
-    sections = _section_fields(cls)
+    sections = _fields_holding(cls, _is_section)
     plain = {
         k: {i: w for i, w in v.items() if i != "extra"}
         if k in sections and isinstance(v, dict)
@@ -429,7 +425,7 @@ def _with_extras(obj: Any, data: dict[str, Any]) -> Any:
         value = getattr(obj, name)
         if isinstance(value, Section) and isinstance(data.get(name), dict):
             changes[name] = _with_extras(value, data[name])
-        elif name in _typed_dict_fields(type(obj)) and name in data:
+        elif name in _fields_holding(type(obj), typing.is_typeddict) and name in data:
             # checked; msgspec drops the keys a TypedDict does not declare
             changes[name] = data[name]
     return dataclasses.replace(obj, **changes)
@@ -454,25 +450,16 @@ def _meta_error(exc: msgspec.ValidationError, data: Any, prefix: str) -> MetaErr
 
 
 @functools.cache
-def _typed_dict_fields(cls: type) -> frozenset[str]:
-    """The fields of ``cls`` whose type holds a TypedDict (``list[FailureRecord]``, ``Policy | None``)."""
+def _fields_holding(cls: type, test: Any) -> frozenset[str]:
+    """The fields of ``cls`` whose type holds one passing ``test`` (``list[X]``, ``X | None``...)."""
     return frozenset(
-        name for name, hint in typing.get_type_hints(cls).items() if _holds_typed_dict(hint)
+        name for name, hint in typing.get_type_hints(cls).items() if _holds(hint, test)
     )
 
 
-def _holds_typed_dict(hint: Any) -> bool:
-    return typing.is_typeddict(hint) or any(_holds_typed_dict(a) for a in typing.get_args(hint))
+def _holds(hint: Any, test: Any) -> bool:
+    return test(hint) or any(_holds(a, test) for a in typing.get_args(hint))
 
 
-@functools.cache
-def _section_fields(cls: type) -> frozenset[str]:
-    """The fields of ``cls`` that hold a :class:`Section` (possibly ``| None``)."""
-    hints = typing.get_type_hints(cls, include_extras=False)
-    return frozenset(
-        name
-        for name, hint in hints.items()
-        if any(
-            isinstance(a, type) and issubclass(a, Section) for a in (hint, *typing.get_args(hint))
-        )
-    )
+def _is_section(hint: Any) -> bool:
+    return isinstance(hint, type) and issubclass(hint, Section)

@@ -1,10 +1,5 @@
-"""The request and stage tables of a run: their columns, the one builder, the checks on load.
-
-The columns, their types and units are the dicts below and the "Tables" part of docs/json.md:
-``requests`` (one row per request, warm-up first; load runs add the batcher's columns), ``stages``
-(one row per request and stage that ran; ``device_dur_ns`` null on CPU) and ``units`` (only a run
-with a streaming stage, :mod:`workbench.streaming`: one row per unit a request's stage yielded).
-Times are int64 ns (``start_ns`` and ``at_ns`` from the run's start).
+"""The request, stage and unit tables of a run: their columns (the dicts below, docs/json.md
+"Tables"), the one builder, the checks on load. Times are int64 ns from the run's start.
 """
 
 from __future__ import annotations
@@ -57,10 +52,8 @@ OPTIONAL_TYPED_COLUMNS = {
 ATTRIBUTE_PREFIX = "attr."  # ``attr.<name>``: a stage's described attribute, a number or null
 # the smallest value an integer column may hold (others: 0): ``batch`` is -1 for a request never dispatched
 MINIMUM = {"batch": -1}
-# Two range rules for integer columns. A timestamp or an id is never summed: each value stays below
-# VALUE_LIMIT (146 years of ns), so a timestamp plus a duration still fits int64. Any other column
-# (durations, sizes) is summed by the analyses: its values stay below SUM_LIMIT / rows, so the total
-# cannot wrap.
+# A timestamp or id (never summed) stays below VALUE_LIMIT, so adding a duration fits int64; any other
+# column (summed by the analyses) stays below SUM_LIMIT / rows, so its total cannot wrap.
 VALUE_LIMIT = 2**62
 SUM_LIMIT = 2**62
 VALUE_COLUMNS = frozenset(
@@ -108,10 +101,7 @@ def stage_rows(
 def build_tables(
     req_rows: Iterable[dict], st_rows: Iterable[tuple], extra_columns: dict[str, str] | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The typed ``requests`` (sorted by request) and ``stages`` tables from rows.
-
-    ``extra_columns``: name -> dtype of columns beyond :data:`REQUEST_COLUMNS` (load runs).
-    """
+    """The typed ``requests`` (sorted by request) and ``stages`` tables from rows."""
     columns = {**REQUEST_COLUMNS, **(extra_columns or {})}
     requests = pd.DataFrame(list(req_rows), columns=list(columns))
     requests = typed_table(requests, columns).sort_values(
@@ -127,10 +117,8 @@ def build_units(rows: Iterable[tuple]) -> pd.DataFrame:
 
 
 def typed_table(df: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
-    """A copy with the given columns coerced (nullable text as object with None); others kept.
-
-    The copy is shallow: a column this changes is replaced, never written into, so the data of the
-    columns already typed is shared (a deep copy doubles a large table)."""
+    """A shallow copy with the given columns coerced (nullable text as object with None): a changed
+    column is replaced, never written into (a deep copy doubles a large table)."""
     out = df.copy(deep=False)
     for col, dtype in columns.items():
         if col not in out.columns:
@@ -156,12 +144,9 @@ def shared_text(series: pd.Series) -> pd.Series:
 def checked_table(
     df: pd.DataFrame, columns: dict[str, str], optional: Sequence[str] = (), rows: int | None = None
 ) -> pd.DataFrame:
-    """``df`` typed as ``columns`` after checking each column holds that type; raises :class:`TableError`.
-
-    Unlike :func:`typed_table` nothing is coerced across kinds: a text ``warmup``
-    column would turn every row into a warm-up by ``astype(bool)``. ``rows``: the
-    whole table's row count when ``df`` is one batch of it (the range of a summed column).
-    """
+    """``df`` typed as ``columns`` after checking each column holds that type (nothing coerced across
+    kinds: a text ``warmup`` would be all warm-ups by ``astype(bool)``); :class:`TableError` if not.
+    ``rows``: the whole table's row count when ``df`` is one batch of it."""
     rows = len(df) if rows is None else rows
     for col, dtype in columns.items():
         if col not in df.columns:
@@ -204,8 +189,7 @@ def _check_column(col: str, series: pd.Series, dtype: str, rows: int) -> None:
 
 
 def _check_range(col: str, series: pd.Series, rows: int) -> None:
-    """Integers from :data:`MINIMUM` (0 by default) up to :data:`VALUE_LIMIT` for a timestamp or an
-    id, up to ``SUM_LIMIT / rows`` for a summed column: no negative time or size, nothing that wraps."""
+    """Integers from :data:`MINIMUM` (0) up to :data:`VALUE_LIMIT`, or ``SUM_LIMIT / rows`` if summed."""
     low = MINIMUM.get(col, 0)
     if col in VALUE_COLUMNS:
         high, why = VALUE_LIMIT, "beyond int64 once a duration is added"

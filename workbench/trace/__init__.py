@@ -1,14 +1,7 @@
-"""Loading PyTorch profiler traces into one normalized events table.
+"""Loading PyTorch profiler traces (either kineto schema, CUDA or ROCm) into one :class:`Trace`.
 
-``load_trace(path)`` reads ``.json``/``.json.gz`` traces of either kineto schema
-(2021 ``Operator``/``Runtime``/``Kernel``... or today's ``cpu_op``/``cuda_runtime``/
-``kernel``...), CUDA or ROCm, and returns a :class:`Trace` whose ``events`` table
-is described in :mod:`workbench.trace.schema` (the one trace model, with memoised
-derived tables: :mod:`workbench.trace.model`). Broken input raises
-:class:`~workbench.errors.TraceError` naming the file and the place (event index
-and field, or byte offset); ``load_trace(path, max_bytes=...)`` caps the JSON text
-while decompressing (default 4 GiB). ``tests/support/fuzz.py`` makes seeded broken
-variants of traces to check all that.
+Its ``events`` table is described in :mod:`workbench.trace.schema`, its memoised derived tables
+in :mod:`workbench.trace.model`; broken input raises :class:`~workbench.errors.TraceError`.
 """
 
 from .load import load_events, load_trace

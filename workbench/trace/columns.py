@@ -1,17 +1,8 @@
-"""The events table as plain numpy columns: what the loader builds and ``analyze`` reads.
-
-Same content as the pandas table of :mod:`workbench.trace.schema`, without pandas (slow to import):
-
-* ``ts_ns``, ``dur_ns``: int64 nanoseconds
-* ``kind``: int8, the index of the row's kind in :data:`~workbench.trace.schema.KINDS`
-* ``name``, ``cat``, ``pid``, ``tid``: :class:`Text` (int64 codes into a label array of str,
-  labels in order of first appearance, as ``pandas.factorize`` gives them)
-* ``device``, ``stream``, ``correlation``, ``bytes``, ``ext_id``: int64, :data:`NA_INT` where absent
-* ``shapes``: ``Input Dims`` as compact JSON text per row (object array, None where absent), or
-  None when the trace recorded no shapes
-
-:meth:`Columns.to_frame` builds the pandas table (figures and notebooks use it);
-:meth:`Columns.from_frame` reads one back, for traces built in code as a table.
+"""The events table of :mod:`workbench.trace.schema` as plain numpy columns, without pandas (slow
+to import): what the loader builds and ``analyze`` reads. ``kind`` is int8, the index into
+:data:`~workbench.trace.schema.KINDS`; text columns are :class:`Text` (labels in order of first
+appearance, as ``pandas.factorize`` gives them); integer ids are int64, :data:`NA_INT` where absent;
+``shapes`` is ``Input Dims`` as compact JSON text per row (None without ``record_shapes``).
 """
 
 from __future__ import annotations
@@ -21,7 +12,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from .frames import categorical, kinds, nullable
-from .lazy import pd
+from .schema import pd
 from .numbers import NA_INT
 from .schema import CATEGORY_KINDS, COLUMNS, INT_COLUMNS, KIND_OTHER, KINDS, TEXT_COLUMNS
 
@@ -54,7 +45,7 @@ class Text:
 
 @dataclass(frozen=True)
 class Columns:
-    """The normalized events, one numpy array per column (see the module docstring)."""
+    """The normalized events, one numpy array per column."""
 
     ts_ns: np.ndarray
     dur_ns: np.ndarray
@@ -139,8 +130,7 @@ class Columns:
 
 
 def totals_by_name(names: Text, dur_ns: np.ndarray) -> list[dict]:
-    """``{name, count, total_ns, max_ns}`` of the durations per name, largest total first (ties by
-    name)."""
+    """``{name, count, total_ns, max_ns}`` per name, largest total first (ties by name)."""
     out = []
     for code in np.unique(names.codes):
         dur = dur_ns[names.codes == code]
@@ -156,8 +146,7 @@ def totals_by_name(names: Text, dur_ns: np.ndarray) -> list[dict]:
 
 
 def factorize(values: list) -> tuple[np.ndarray, np.ndarray]:
-    """``(codes, uniques)`` of a list in order of first appearance (``pandas.factorize``'s order);
-    None is absent (code -1). Integer lists go through numpy, anything else through a dict."""
+    """``(codes, uniques)`` of a list in order of first appearance; None is absent (code -1)."""
     try:
         ints = np.fromiter(values, dtype=np.int64, count=len(values))
     except (TypeError, ValueError, OverflowError):
@@ -175,8 +164,7 @@ def factorize(values: list) -> tuple[np.ndarray, np.ndarray]:
 
 
 def unify(pieces: list[tuple[np.ndarray, np.ndarray]]) -> Text:
-    """One text column from per-chunk ``(codes, uniques)``; numbers become decimal text
-    (7 and "7" name the same thread)."""
+    """One text column from per-chunk ``(codes, uniques)``; 7 and "7" name the same thread."""
     all_uniques = [u for _, part in pieces for u in part]
     remap, uniques = factorize_objects(all_uniques)
     starts = np.cumsum([0] + [len(u) for _, u in pieces])

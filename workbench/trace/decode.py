@@ -1,11 +1,9 @@
-"""Reading a trace file's bytes and decoding them straight into typed structs.
+"""Decoding a trace file's bytes straight into typed structs, and saying where undecodable text fails.
 
-A full dict-of-dicts parse of a large trace costs several times its size in
-memory. ``msgspec`` decodes into :class:`Event` structs that declare only the
-fields the analysis uses (unknown keys are skipped without building objects),
-and keeps ``ts``/``dur`` as raw text (:class:`msgspec.Raw`) so they convert to
-exact integer nanoseconds later. Every failure becomes a :class:`TraceError`
-naming the file and the problem.
+A dict-of-dicts parse of a large trace costs several times its size in memory: ``msgspec`` decodes
+into :class:`Event` structs that declare only the fields the analysis uses, ``ts``/``dur`` kept as
+raw text for exact nanoseconds later. Every failure is a :class:`TraceError` naming the file and
+the place (the decoder says *that* a text is malformed; the helpers at the end find *where*).
 """
 
 from __future__ import annotations
@@ -15,21 +13,19 @@ from pathlib import Path
 from typing import Union
 
 import msgspec
+import numpy as np
 
 from ..errors import TraceError
 from .numbers import NA_INT
-from .read import read_bytes, utf8_error_offset  # noqa: F401 - read_bytes is re-exported
-from .syntax import deepest_nesting, key_before, non_json_token, syntax_offset
+from .read import read_bytes, utf8_error_offset
 
 Scalar = Union[int, float, str, bool, None]
 _EMPTY_RAW = msgspec.Raw()
 
 
 class Args(msgspec.Struct, gc=False):
-    """The ``args`` keys the analysis reads; values vary in type across traces.
-
-    An absent key reads as :data:`~workbench.trace.numbers.NA_INT`, so the common
-    all-int column converts in one C loop."""
+    """The ``args`` keys the analysis reads (types vary across traces); absent: ``NA_INT``, so the
+    common all-int column converts in one C loop."""
 
     correlation: Scalar = NA_INT
     correlation_id: Scalar = msgspec.field(default=NA_INT, name="correlation id")
@@ -80,11 +76,7 @@ def read_raw(path: Path, max_bytes: int) -> tuple[list[msgspec.Raw], dict]:
 
 
 def decode(path: Path, data) -> tuple[list[msgspec.Raw], dict]:
-    """The events (undecoded, one raw slice each) and raw top-level metadata of a trace.
-
-    Events are decoded later in chunks by :func:`decode_events`, so the typed
-    structs of only one chunk exist at a time: peak memory stays near the size
-    of the JSON text rather than a multiple of it."""
+    """The events (raw slices, decoded in chunks by :func:`decode_events`) and raw metadata."""
     if _blank(data):
         raise TraceError(f"{path}: empty file, not a trace")
     try:
@@ -199,3 +191,71 @@ def decode_meta(path: Path, raw_meta: dict) -> dict:
         except (RecursionError, UnicodeDecodeError) as exc:
             raise TraceError(f"{path}: unreadable {key!r}: {_undecodable(raw, exc)}") from None
     return meta
+
+
+# -- locating what made a JSON text undecodable (run only after a failure) --
+_BLOCK = 1 << 20
+_OPEN = (ord("["), ord("{"))
+_CLOSE = (ord("]"), ord("}"))
+_KEY = re.compile(rb'"((?:[^"\\]|\\.){0,80})"\s*:')
+_NON_JSON = ("NaN", "-Infinity", "Infinity", "-NaN", "nan", "-nan", "inf", "-inf")
+
+
+def deepest_nesting(data) -> tuple[int, int]:
+    """``(depth, offset)``: the deepest nesting of arrays/objects (not in strings) and where."""
+    view = memoryview(data).cast("B")
+    depth, in_string, backslashes = 0, False, 0
+    best, where = 0, 0
+    for start in range(0, len(view), _BLOCK):
+        b = np.frombuffer(view[start : start + _BLOCK], dtype=np.uint8)
+        escaped = _escaped(b, backslashes)
+        quote = (b == 34) & ~escaped
+        inside = (np.cumsum(quote) % 2).astype(bool) ^ in_string
+        delta = (np.isin(b, _OPEN).astype(np.int64) - np.isin(b, _CLOSE)) * ~inside
+        level = depth + np.cumsum(delta)
+        if level.size and int(level.max()) > best:
+            where = start + int(np.argmax(level))
+            best = int(level.max())
+        depth = int(level[-1]) if level.size else depth
+        in_string = bool(inside[-1]) if inside.size else in_string
+        backslashes = _trailing_backslashes(b, backslashes)
+    return best, where
+
+
+def _escaped(b: np.ndarray, carried: int) -> np.ndarray:
+    """True where a byte follows an odd run of backslashes (``carried``: run ending the previous block)."""
+    idx = np.arange(b.size)
+    last_other = np.maximum.accumulate(np.where(b != 92, idx, -1))
+    run = idx - last_other + np.where(last_other < 0, carried, 0)  # backslashes ending at each byte
+    before = np.concatenate([[carried], run[:-1]])
+    return (before % 2).astype(bool)
+
+
+def _trailing_backslashes(b: np.ndarray, carried: int) -> int:
+    others = np.flatnonzero(b != 92)
+    return carried + b.size if others.size == 0 else b.size - 1 - int(others[-1])
+
+
+def key_before(data, offset: int) -> str | None:
+    """The last JSON object key that starts before ``offset`` (within 4 KiB), or None."""
+    window = bytes(memoryview(data)[max(0, offset - 4096) : offset])
+    keys = _KEY.findall(window)
+    return keys[-1].decode("utf-8", "replace") if keys else None
+
+
+def non_json_token(data, offset: int) -> tuple[str, int] | None:
+    """``(token, start)`` for a signed ``NaN``/``Infinity`` (not JSON) at ``offset``; else None."""
+    start = offset
+    if offset > 0 and bytes(memoryview(data)[offset - 1 : offset]) == b"-":
+        start -= 1
+    head = bytes(memoryview(data)[start : start + 9])
+    for name in _NON_JSON:
+        if head.startswith(name.encode()):
+            return name, start
+    return None
+
+
+def syntax_offset(message: str) -> int | None:
+    """The byte offset in a msgspec decode error message (``... (byte 74)``), if any."""
+    found = re.search(r"\(byte (\d+)\)", message)
+    return int(found.group(1)) if found else None

@@ -1,19 +1,17 @@
-"""Conversions from numpy columns to pandas columns, for the functions that hand a DataFrame to
-figures and notebooks (``pd`` is :mod:`workbench.trace.lazy`'s: pandas imported on first use, so
-``analyze``, numpy end to end, never pays for it)."""
+"""Numpy columns to pandas columns, for what hands a DataFrame to figures and notebooks (``pd``:
+pandas imported on first use, :mod:`workbench.trace.schema`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from . import schema
-from .lazy import pd
 from .numbers import NA_INT
+from .schema import pd
 
 
 def categorical(codes: np.ndarray, text):
-    """A pandas Categorical of ``codes`` (-1 = missing) with the labels of ``text`` (a
-    :class:`~workbench.trace.columns.Text`) as categories (``columns`` imports this module)."""
+    """A pandas Categorical of ``codes`` (-1 = missing) with a :class:`~.columns.Text`'s labels."""
     return pd.Categorical.from_codes(
         codes, dtype=pd.CategoricalDtype(pd.Index(list(text.labels), dtype="str"))
     )

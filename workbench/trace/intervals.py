@@ -1,9 +1,5 @@
-"""Interval arithmetic on integer-nanosecond ``[start, end)`` arrays, vectorized.
-
-A set of intervals is a pair ``(starts, ends)`` of int64 arrays. :func:`merge`
-turns any intervals into the canonical form (sorted, disjoint, non-touching);
-the set operations take and return canonical sets.
-"""
+"""Vectorized interval arithmetic on ``(starts, ends)`` int64 ns arrays of ``[start, end)``; the set
+operations take and return canonical sets (sorted, disjoint, non-touching: :func:`merge`)."""
 
 from __future__ import annotations
 
@@ -73,10 +69,7 @@ def subtract(a: Intervals, b: Intervals) -> Intervals:
 
 
 def overlap_with_windows(intervals: Intervals, win_starts, win_ends) -> np.ndarray:
-    """Length (ns) of a canonical set inside each window ``[win_start, win_end)``.
-
-    Windows may overlap each other; uses the prefix sum of covered length.
-    """
+    """Length (ns) of a canonical set inside each window ``[win_start, win_end)`` (they may overlap)."""
     starts, ends = intervals
     win_starts, win_ends = as_intervals(win_starts, win_ends)
     if starts.size == 0:

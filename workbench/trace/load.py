@@ -1,10 +1,5 @@
-"""``load_trace``: a PyTorch profiler trace file -> :class:`~workbench.trace.model.Trace`.
-
-The events table is documented in :mod:`workbench.trace.schema`. Columns are
-built straight from the decoded structs: text columns as categoricals (a
-million events share a few thousand names), integer ids as nullable Int64,
-times as exact int64 nanoseconds.
-"""
+"""``load_trace``: a PyTorch profiler trace file -> :class:`~workbench.trace.model.Trace`, its
+columns built straight from the decoded structs, chunk by chunk."""
 
 from __future__ import annotations
 
@@ -39,14 +34,11 @@ def load_trace(
 ) -> Trace:
     """Read a ``.json`` or ``.json.gz`` trace (either kineto schema, CUDA or ROCm).
 
-    ``max_bytes`` caps the JSON text (after decompression, checked while
-    decompressing); the default is 4 GiB. Raises :class:`~workbench.errors.TraceError`
-    naming the file and the problem (and where: event index and field, or byte
-    offset) for unreadable, truncated, too large, non-trace, badly typed, out of
-    range or empty input. ``progress(stage, done, total)``, if given, hears of the
-    reading (``"read"``) and of each chunk of events decoded (``"decode"``, events).
-    ``decoded``: what :func:`read_raw` returned for this path, when the caller read the file
-    itself (``analyze`` does, while pandas is still being imported); the file is not read again.
+    ``max_bytes`` caps the JSON text after decompression (default 4 GiB). Bad input raises
+    :class:`~workbench.errors.TraceError` naming the file, the problem and where (event index
+    and field, or byte offset). ``progress(stage, done, total)`` hears of ``"read"`` and of each
+    chunk of events decoded (``"decode"``). ``decoded``: :func:`read_raw`'s result for this path,
+    when the caller read the file itself (``analyze`` does, while pandas imports).
     """
     path = Path(path)
     if progress is not None and decoded is None:
@@ -142,8 +134,7 @@ class _Columns:
             )
 
     def _check_bytes(self, nbytes: np.ndarray) -> None:
-        """Sizes are never negative, and all of them together stay under 2**62 bytes, so every byte
-        total (per copy class, per stage range) fits in int64 instead of wrapping to a negative one."""
+        """Sizes are never negative and sum under 2**62 bytes, so every byte total fits in int64."""
         present = nbytes != NA_INT
         negative = present & (nbytes < 0)
         if negative.any():

@@ -1,15 +1,8 @@
-"""The one trace model: a loaded trace's events table, its file and metadata, and the tables
-derived from it, each computed once on first use and shared by every analysis and figure.
+"""The one trace model: a trace's events, file and metadata, and the tables derived from it, each
+computed once on first use and shared by every analysis and figure.
 
-:func:`~workbench.trace.load_trace` returns a :class:`Trace`; every trace analysis takes one.
-The GPU work rows of the events table are a property here (``gpu_work``). Tables that need an
-analysis' rules (the launch join, profiler steps, stage ranges...) are defined by the analysis
-modules with :func:`derived`: the function is computed once per trace and its result memoised
-on the trace, so ``trace`` never imports ``analysis`` (the dependency runs one way) and
-``analyze()`` joins GPU work to its launch calls once instead of once per section.
-
-Derived tables are handed out as shallow copies (pandas' copy-on-write keeps the memo intact
-when a caller assigns a column); callers must not modify them in place.
+Analyses define their tables with :func:`derived` (memoised on the trace), so ``trace`` never
+imports ``analysis`` and ``analyze()`` joins GPU work to its launch calls once, not once per section.
 """
 
 from __future__ import annotations
@@ -32,15 +25,12 @@ T = TypeVar("T")
 
 
 class Trace:
-    """A loaded trace (all times int ns): ``events`` (the table of :mod:`workbench.trace.schema`),
-    ``path``, ``meta`` and memoised derived tables.
+    """A loaded trace (all times int ns): ``events``, ``path``, ``meta`` and memoised derived tables.
 
-    ``meta`` holds the trace's top-level fields as written (``deviceProperties``,
-    ``displayTimeUnit``, ``distributedInfo``, ...) plus ``schema`` ("kineto" or "2021"),
+    ``meta``: the trace's top-level fields as written plus ``schema`` ("kineto" or "2021"),
     ``platform`` ("cuda", "rocm" or "cpu"), ``event_count`` and ``complete_event_count``.
-    ``Trace(events)`` wraps a table built in code (tests, benchmarks); the loader gives
-    ``Trace(columns=...)``: the same events as numpy :class:`~workbench.trace.columns.Columns`,
-    the pandas table built from them on first use of ``events`` (``analyze`` never asks).
+    ``Trace(events)`` wraps a table built in code; the loader gives ``Trace(columns=...)``, the
+    pandas table built from the numpy columns on first use of ``events`` (``analyze`` never asks).
     """
 
     def __init__(
@@ -73,8 +63,7 @@ class Trace:
 
     @classmethod
     def of(cls, source) -> Trace:
-        """A trace itself, or an events table wrapped in a new one: the boundary for figure builders
-        and notebooks that hold a bare table. Analyses take a :class:`Trace` only."""
+        """A trace itself, or an events table wrapped in a new one (figures and notebooks)."""
         if isinstance(source, Trace):
             return source
         if _is_frame(source):
@@ -118,8 +107,8 @@ class Trace:
 
 
 def derived(compute: Callable[[Trace], T]) -> Callable[[Trace], T]:
-    """Decorate ``compute(trace)`` so it runs once per :class:`Trace`; later calls get the memo
-    (a DataFrame as a shallow copy, so a caller's new column never reaches the memo)."""
+    """Decorate ``compute(trace)`` so it runs once per :class:`Trace`; later calls get the memo (a
+    DataFrame as a shallow copy: a caller's new column never reaches it; never modify it in place)."""
 
     @functools.wraps(compute)
     def memoised(trace: Trace) -> T:

@@ -1,10 +1,7 @@
 """Exact conversion of trace numbers: decimal microsecond text -> integer nanoseconds.
 
-``ts`` values such as ``1712345678901234.567`` need 19 significant digits; float64
-keeps about 16, so they are converted from their decimal text. The fast path is
-vectorized over the raw bytes of all values at once (numpy); values numpy cannot
-handle (exponents, more than 16 integer digits, odd text) go through ``Decimal``
-one by one. Digits past the nanosecond are rounded half up.
+``ts`` such as ``1712345678901234.567`` needs 19 digits, float64 keeps 16: the text is parsed,
+vectorized over all values (odd ones through ``Decimal``), digits past the ns rounded half up.
 """
 
 from __future__ import annotations
@@ -65,11 +62,7 @@ def _char_matrix(raws: list):
 
 
 def _fast(mat: np.ndarray, lens: np.ndarray):
-    """Vectorized parse of ``[-]digits[.digits]`` (Horner over the columns).
-
-    Also returns the rows left for the slow path: other characters, several dots,
-    more than 19 digits or more than 16 before the dot, or out of int64 range.
-    """
+    """Vectorized parse of ``[-]digits[.digits]`` (Horner over the columns); the rows left over."""
     n, width = mat.shape
     neg = mat[:, 0] == 45
     acc = np.zeros(n, np.uint64)
@@ -117,12 +110,8 @@ NA_INT = -(2**63)  # the decoder's default for an absent argument (see decode.Ar
 
 
 def to_int64_values(values: list) -> np.ndarray:
-    """int64 argument values, :data:`NA_INT` where absent or not an integer.
-
-    Ints are kept; integral floats and decimal or hex text (``"0x0"``, ROCm) are
-    converted; anything else (null, bools, fractions, other text) is absent. Real
-    traces vary in how they spell these ids. The all-int case is one C loop.
-    """
+    """int64 argument values: ints, integral floats, decimal or hex text (ROCm's ``"0x0"``);
+    :data:`NA_INT` for anything else (null, bools, fractions, other text)."""
     try:
         return np.fromiter(values, dtype=np.int64, count=len(values))
     except (TypeError, ValueError, OverflowError):

@@ -1,11 +1,7 @@
 """Reading a trace file into one UTF-8 JSON buffer, with a cap on its size.
 
-A gzip file is decompressed as a stream: each piece of output is checked against
-``max_bytes`` as it is produced, so a small file that expands to gigabytes (a
-"gzip bomb") stops at the cap, with memory near the cap, instead of growing until
-the machine swaps. Files in UTF-16/UTF-32 (with a byte order mark, or recognized
-by their zero bytes as RFC 4627 describes) are converted to UTF-8; a UTF-8 byte
-order mark is skipped. Every failure is a :class:`TraceError` naming the file.
+Gzip is decompressed as a stream, each piece checked against ``max_bytes``: a "gzip bomb" stops
+at the cap instead of growing until the machine swaps. UTF-16/32 (RFC 4627) is converted to UTF-8.
 """
 
 from __future__ import annotations
@@ -32,11 +28,7 @@ _BOMS = (
 
 
 def read_bytes(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_TRACE_BYTES):
-    """The JSON text (bytes-like, UTF-8) of a ``.json`` or gzip file (recognized by its magic bytes).
-
-    ``max_bytes`` caps the JSON text in bytes (after decompression): a larger file
-    raises :class:`TraceError` before its text is held in memory.
-    """
+    """The UTF-8 JSON text of a ``.json`` or gzip file, refused before it is over ``max_bytes``."""
     path = Path(path)
     hint = "save the trace to a file and give that"
     try:
@@ -176,9 +168,7 @@ def _encoding(head: bytes) -> str | None:
 
 
 def utf8_error_offset(data) -> tuple[int, str] | None:
-    """Byte offset and reason of the first invalid UTF-8 in ``data``; None if all valid.
-
-    Decodes in 16 MiB pieces so the check never holds a copy of a large text."""
+    """Byte offset and reason of the first invalid UTF-8 in ``data`` (None: valid), in 16 MiB pieces."""
     view, start = memoryview(data), 0
     while start < len(view):
         piece = view[start : start + (16 << 20)]

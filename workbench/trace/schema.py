@@ -1,46 +1,30 @@
-"""The normalized events table: one row per complete (``ph == "X"``) trace event.
+"""The normalized events table: one row per complete (``ph == "X"``) trace event, in file order.
 
-Columns (in this order):
+Columns: ``ts_ns`` and ``dur_ns`` int64 ns (``ts`` read as an exact decimal of microseconds, whatever
+``displayTimeUnit`` says; ``dur_ns`` never negative); categorical text ``name``, ``cat`` ("" if
+absent), ``kind`` (one of :data:`KINDS`), ``pid`` and ``tid`` (GPU events: device and stream);
+nullable Int64 ``device`` and ``stream`` (GPU events fall back to ``pid``/``tid``; hex text such as
+ROCm's ``"0x0"`` is a number), ``correlation`` (2021 schema: ``args["correlation id"]``; joins GPU
+work to the runtime call that launched it), ``bytes``, ``ext_id`` (``args["External id"]``: joins
+runtime calls and GPU work to the operator that issued them).
 
-==============  ==============  ===================================================
-column          dtype           meaning
-==============  ==============  ===================================================
-``ts_ns``       int64           start, integer nanoseconds on the trace's clock
-                                (``ts`` read as an exact decimal of microseconds)
-``dur_ns``      int64           duration, integer nanoseconds (never negative)
-``name``        category (str)  event name, JSON escapes decoded
-``cat``         category (str)  raw category (``cpu_op``, ``Kernel``, ...); "" if absent
-``kind``        category (str)  normalized kind, one of :data:`KINDS`
-``pid``         category (str)  process id as text (Chrome traces allow numbers or
-                                strings; GPU events use the device id)
-``tid``         category (str)  thread id as text (GPU events: the stream id)
-``device``      Int64           ``args.device`` (GPU events: falls back to ``pid``)
-``stream``      Int64           ``args.stream`` (GPU events: falls back to ``tid``);
-                                hex text such as ``"0x0"`` (ROCm) is read as a number
-``correlation`` Int64           ``args.correlation`` (2021 schema:
-                                ``args["correlation id"]``): joins GPU work to the
-                                runtime call that launched it
-``bytes``       Int64           ``args.bytes`` (copies, memsets); null when absent
-``ext_id``      Int64           ``args["External id"]``: joins runtime calls and GPU
-                                work to the operator that issued them
-==============  ==============  ===================================================
-
-Rows keep the file's order. Missing integer arguments are ``<NA>``.
-``displayTimeUnit`` never changes the unit: ``ts``/``dur`` are always microseconds.
-
-Kinds come from the category, matched case-sensitively (both kineto schemas):
-``cpu_op``/``Operator`` -> cpu_op; ``user_annotation`` -> user_annotation;
-``cuda_runtime``/``Runtime``/``cuda_driver`` -> runtime; ``kernel``/``Kernel`` ->
-kernel; ``gpu_memcpy``/``Memcpy`` -> memcpy; ``gpu_memset``/``Memset`` -> memset;
-``gpu_user_annotation`` -> gpu_annotation; ``cuda_sync`` -> sync (not runtime,
-though it carries a correlation); ``python_function`` -> python; anything else
-(``Trace``, ``cuda_profiler_range``, ...) -> other.
+The kind comes from the category (:data:`CATEGORY_KINDS`, both kineto schemas, case-sensitive):
+``cuda_sync`` is ``sync``, not runtime, though it carries a correlation; any other is ``other``.
 """
 
 from __future__ import annotations
 
 
-from .lazy import pd
+class _LazyPandas:
+    """``pd``: pandas imported on first use, so ``analyze`` (numpy end to end) never imports it."""
+
+    def __getattr__(self, name: str):
+        import pandas  # 0.3-0.5 s with pyarrow: only for a DataFrame, never in analyze
+
+        return getattr(pandas, name)
+
+
+pd = _LazyPandas()
 
 KIND_CPU_OP = "cpu_op"
 KIND_USER_ANNOTATION = "user_annotation"
@@ -93,8 +77,7 @@ COLUMNS = ("ts_ns", "dur_ns", "name", "cat", "kind", "pid", "tid", *INT_COLUMNS)
 
 
 def __getattr__(name: str):
-    """``KIND_DTYPE`` (the pandas dtype of the ``kind`` column), made on first use: importing this
-    module does not import pandas (``analyze`` reads numpy columns)."""
+    """``KIND_DTYPE``, the pandas dtype of the ``kind`` column, made on first use (pandas is slow)."""
     if name == "KIND_DTYPE":
         value = pd.CategoricalDtype(categories=pd.Index(list(KINDS), dtype="str"))
         globals()["KIND_DTYPE"] = value

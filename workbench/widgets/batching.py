@@ -28,7 +28,7 @@ from ..batching.capacity import sweep_record, sweep_service_runs
 from ..batching.explore import WAITS_MS, batching_point, service_noise
 from ..errors import WorkbenchError
 from ..plots.batching import batching_curves_figure, queueing_breakdown_figure, wait_time_figure
-from ..plots.sweep import add_measured
+from ..plots.batching import add_measured
 from ..record import META_FILE, Run, read_meta
 from .controller import Controller
 from .panes import FigurePane, MessageLine

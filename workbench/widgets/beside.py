@@ -9,7 +9,7 @@ run flagged noisy (:mod:`workbench.noise`) is not comparable with a quiet one, a
 interval the sample does not bound cannot be compared at all.
 
 No widget here: the explorer draws the table (:func:`beside_table`), its figure
-(``plots.beside.beside_figure``) and the line of :func:`comparability`.
+(``plots.compare_figures.beside_figure``) and the line of :func:`comparability`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Under the flame graph, a run with sampled stacks (``RunMeta.stacks``) shows its slowest requests'
 frames minus the median ones' (``plots.flame.differential_flame_figure``), and a run whose sampler
 saw every thread (``RunMeta.sampled``) its slowest requests' work beside their waits
-(``plots.wait_flame.wait_flame_figure``); each pane is hidden for a run without them.
+(``plots.flame.wait_flame_figure``); each pane is hidden for a run without them.
 
 Every control change goes through the shared :class:`~workbench.widgets.controller.Controller`: a
 configuration already seen is drawn from the LRU cache; an unseen one is looked up among the
@@ -47,11 +47,10 @@ from ..plots import (
     ratio_figure,
     tail_figure,
 )
-from ..plots.beside import beside_figure
-from ..plots.flame import differential_flame_figure
-from ..plots.wait_flame import wait_flame_figure
-from ..plots.request_stages import request_stages_figure
-from ..plots.survival import survival_figure
+from ..plots.compare_figures import beside_figure
+from ..plots.flame import differential_flame_figure, wait_flame_figure
+from ..plots.tail import request_stages_figure
+from ..plots.distributions import survival_figure
 from ..plots.style import empty_figure
 from .figures import flame_from_trace
 from .panes import ClickablePane, DeferredPane, FigurePane, MessageLine, figure_bundle

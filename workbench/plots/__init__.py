@@ -11,6 +11,7 @@ from .budget import budget_figure
 from .compare_figures import compare_figure, ratio_figure
 from .distributions import distribution_figure
 from .flame import flame_figure, trace_flame_figure
+from .generative import generative_figure
 from .launches import launch_figure
 from .request_chart import request_flame_chart
 from .survival import survival_figure
@@ -25,6 +26,7 @@ __all__ = [
     "compare_figure",
     "distribution_figure",
     "flame_figure",
+    "generative_figure",
     "gpu_timeline_figure",
     "latency_over_run_figure",
     "launch_figure",

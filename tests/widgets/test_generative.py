@@ -65,3 +65,10 @@ def test_a_setting_the_scheduler_refuses_is_named_and_the_figure_stays(runs):
     assert ex.pane.figure.to_dict() == shown
     ex.set(chunk_tokens=16).wait()
     assert ex.message == "" and ex.status.value.startswith("fp32, 2e+05 req/s")
+
+
+def test_start_false_waits_for_the_first_move(runs):
+    ex = explorer(runs, start=False)
+    assert ex.simulations == 0 and ex.pane.updates == 0
+    ex.set(rate=100_000.0).wait()
+    assert ex.simulations == RATES + 1

@@ -60,10 +60,10 @@ class GenerativeExplorer(Controller):
         self.curves = LRUCache(cache_size)  # (precision, policy) -> the curve over self.rates
         top = top_rps or 2.5 * float(self.measured["rate_rps"].max())
         self.rates = np.linspace(top / RATES, top, RATES)
-        start = "fp32" if "fp32" in self.setups else next(iter(self.setups))
-        first = self.measured[self.measured["precision"] == start].iloc[-1]  # its highest rate
+        shown = "fp32" if "fp32" in self.setups else next(iter(self.setups))
+        first = self.measured[self.measured["precision"] == shown].iloc[-1]  # its highest rate
         self.precision = widgets.Dropdown(
-            options=list(self.setups), value=start, description="precision"
+            options=list(self.setups), value=shown, description="precision"
         )
         style = dict(continuous_update=False, style={"description_width": "130px"})
         self.max_num_seqs = widgets.IntSlider(

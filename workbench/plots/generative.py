@@ -38,7 +38,7 @@ def generative_figure(
     require_columns(curve, POINT_COLUMNS, "generative_figure: curve", "simulated_curve(...)")
     if curve.empty:
         return empty_figure("no rate simulated", title or "Continuous batching")
-    fig = make_subplots(rows=1, cols=3, subplot_titles=[label for _, label in PANELS])
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08)
     for col, (column, label) in enumerate(PANELS, start=1):
         first = col == 1
         fig.add_scatter(
@@ -81,6 +81,8 @@ def generative_figure(
                 col=col,
             )
         fig.update_xaxes(title_text="throughput (requests/s)", row=1, col=col)
+        # the metric on its axis, not as a subplot title: that row holds the legend
+        fig.update_yaxes(title_text=label, row=1, col=col)
     if bounds is not None:
         fig.add_hline(y=bounds["ttft_ms"], line=dict(color=SLA_COLOR, dash="dash"), row=1, col=1)
     fig.update_yaxes(range=[0, 1.05], row=1, col=3)

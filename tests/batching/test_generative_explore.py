@@ -1,5 +1,7 @@
 """The generative explorer's tables: live continuous runs read, their step models simulated, to the ns."""
 
+from pathlib import Path
+
 import pytest
 
 from tests.support.continuous_runs import (
@@ -12,6 +14,7 @@ from tests.support.continuous_runs import (
     continuous_run,
 )
 from workbench.batching.arrivals import Arrivals
+from workbench.errors import ConfigError
 from workbench.batching.generative_explore import (
     POINT_COLUMNS,
     Setup,
@@ -20,9 +23,9 @@ from workbench.batching.generative_explore import (
     simulated_curve,
 )
 
-BOUNDS = dict(
-    ttft_ms=0.001, tpot_ms=0.0011
-)  # 1000 ns TTFT, 1100 ns TPOT: a lone request meets both
+RUNS = Path(__file__).resolve().parents[2] / "data" / "runs"
+# 1000 ns TTFT, 1100 ns TPOT: a lone request meets both
+BOUNDS = dict(ttft_ms=0.001, tpot_ms=0.0011)
 
 
 def test_a_run_at_a_low_rate_measures_a_lone_requests_step_times():
@@ -72,3 +75,14 @@ def test_the_curve_cycles_the_recorded_lengths_over_its_requests():
     # 3 requests of 3 tokens, 2 of 1: the gaps are a lone decode's, TPOT counts 3-token answers only
     assert curve["itl_p99_ms"].tolist() == [pytest.approx(0.0011, abs=1e-15)]
     assert curve["goodput"].tolist() == [1.0]
+
+
+def test_a_run_that_is_not_a_continuous_load_run_is_named(tmp_path):
+    from workbench.record import load_run
+
+    profiled = load_run(RUNS / "generate-cpu-bs1-fp32")
+    for table in (recorded_setup, lambda runs: measured_points(runs, **BOUNDS)):
+        with pytest.raises(ConfigError, match=r"^generate-cpu-bs1-fp32: not a continuous load run"):
+            table([continuous_run(1000.0), profiled])
+    with pytest.raises(ConfigError, match="no continuous load runs given"):
+        recorded_setup([])

@@ -19,11 +19,13 @@ import pandas as pd
 
 from ..analysis.stats import NS_PER_MS, percentile_ns
 from ..analysis.tokens import token_requests, unit_gaps
+from ..errors import ConfigError
 from ..units import ns_to_s
 from .arrivals import Arrivals
 from .continuous import ContinuousPolicy, StepTimes, goodput, simulate_continuous
 
 POINT_COLUMNS = ["rate_rps", "throughput_rps", "ttft_p99_ms", "itl_p99_ms", "goodput"]
+POLICY = tuple(ContinuousPolicy().params())  # the policy columns of measured_points
 
 
 @dataclass(frozen=True)
@@ -75,16 +77,15 @@ def measured_points(runs: Sequence, *, ttft_ms: float, tpot_ms: float) -> pd.Dat
     ``max_num_seqs``, ``max_batched_tokens``, ``chunk_tokens`` and ``run`` (its label), by rate."""
     rows = []
     for run in runs:
-        load = run.meta.load
+        rate, continuous = _recorded(run)
         point = token_point(run.requests, run.stages, run.units, ttft_ms=ttft_ms, tpot_ms=tpot_ms)
-        policy = {k: load.continuous[k] for k in ContinuousPolicy().params()}
         rows.append(
-            {"rate_rps": float(load.arrivals["rate_rps"])}
+            {"rate_rps": rate}
             | point
             | {"precision": run.meta.config.precision, "run": _name(run)}
-            | policy
+            | {k: continuous[k] for k in POLICY}
         )
-    table = pd.DataFrame(rows, columns=[*POINT_COLUMNS, "precision", "run", *policy])
+    table = pd.DataFrame(rows, columns=[*POINT_COLUMNS, "precision", "run", *POLICY])
     return table.sort_values(["precision", "rate_rps"], kind="stable", ignore_index=True)
 
 
@@ -92,18 +93,34 @@ def recorded_setup(runs: Sequence) -> dict[str, Setup]:
     """Per precision of ``runs`` (continuous load runs): the :class:`Setup` of its highest-rate run,
     its lengths ``(prompt tokens, tokens out)`` per finished request (the prompt from the run's
     ``prompt_tokens`` option)."""
-    best: dict[str, object] = {}
+    if not runs:
+        raise ConfigError("no continuous load runs given: record some (load --max-num-seqs ...)")
+    best: dict[str, tuple[float, object]] = {}
     for run in runs:
-        precision, rate = run.meta.config.precision, run.meta.load.arrivals["rate_rps"]
-        if precision not in best or rate > best[precision].meta.load.arrivals["rate_rps"]:
-            best[precision] = run
+        precision, rate = run.meta.config.precision, _recorded(run)[0]
+        if precision not in best or rate > best[precision][0]:
+            best[precision] = (rate, run)
     setups = {}
-    for precision, run in sorted(best.items()):
+    for precision, (_, run) in sorted(best.items()):
         prompt = int(run.meta.config.options["prompt_tokens"])
         answers = run.units.groupby("request")["unit"].count()
         times = StepTimes.from_dict(run.meta.load.continuous["step_model"])
         setups[precision] = Setup(times, [(prompt, int(n)) for n in answers], _name(run))
     return setups
+
+
+def _recorded(run) -> tuple[float, dict]:
+    """``(arrival rate, load.continuous)`` of a continuous load run at a rate with its prompt length,
+    or a ConfigError naming the run."""
+    load = run.meta.load
+    continuous = load.continuous if load is not None else None
+    rate = (load.arrivals or {}).get("rate_rps") if load is not None else None
+    if continuous is None or rate is None or "prompt_tokens" not in run.meta.config.options:
+        raise ConfigError(
+            f"{_name(run)}: not a continuous load run at a rate with a prompt_tokens option; record "
+            "one: load --example generate --max-num-seqs 8 --option prompt_tokens=32 --rate R --out DIR"
+        )
+    return float(rate), continuous
 
 
 def _name(run) -> str:

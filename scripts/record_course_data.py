@@ -21,7 +21,7 @@
   interval). No stack sampling (the notebook samples its live run). About 80 s.
 - ``generate-continuous/{precision}-r{rate}/``: ``load --example generate`` with continuous batching
   (max_num_seqs 8, max_batched_tokens 512, 32-token prompts and answers, one torch thread), 200
-  Poisson requests at 20, 40 and 80 requests/s, in fp32, bf16 and int8: notebook 14's and the
+  Poisson requests (at most 10 s of them: 174 at 20/s) at 20, 40 and 80 requests/s, in fp32, bf16 and int8: notebook 14's and the
   generative explorer's step models (``load.continuous.step_model``) and measured points. About 2 min.
 """
 

@@ -1,6 +1,6 @@
 """Record the data of notebooks 10-13 that a live run in class would take too long for: ``data/course/``.
 
-    python scripts/record_course_data.py [--only arrivals,planted,audit,compile,redis,snapshot]
+    python scripts/record_course_data.py [--only arrivals,planted,audit,compile,redis,snapshot,continuous]
 
 - ``arrivals_bursty.csv``: 8,000 arrival times (``arrival_us``) of bursty traffic
   (Poisson bursts of 50 ms every 200 ms, 170 requests/s on average, seed 1): the
@@ -19,12 +19,17 @@
   records for the collector) at batch 1, one torch thread, no trace: 6,000 requests back to back,
   then Poisson arrivals at 100 requests/s for at least 62 s (over 5,661 requests: p99.9 gets its
   interval). No stack sampling (the notebook samples its live run). About 80 s.
+- ``generate-continuous/{precision}-r{rate}/``: ``load --example generate`` with continuous batching
+  (max_num_seqs 8, max_batched_tokens 512, 32-token prompts and answers, one torch thread), 200
+  Poisson requests (at most 10 s of them: 174 at 20/s) at 20, 40 and 80 requests/s, in fp32, bf16 and int8: notebook 14's and the
+  generative explorer's step models (``load.continuous.step_model``) and measured points. About 2 min.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,8 +37,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "data" / "course"
 PLANTED = "text-cpu-bs1-fp32-len256"
-PARTS = ("arrivals", "planted", "audit", "compile", "redis", "snapshot")
+PARTS = ("arrivals", "planted", "audit", "compile", "redis", "snapshot", "continuous")
 SNAPSHOT_RATE_RPS = 100
+CONTINUOUS_RATES_RPS = (20, 40, 80)
 
 
 def write_json(path: Path, data) -> None:
@@ -100,13 +106,26 @@ def snapshot() -> None:
         run.save(OUT / f"snapshot-{name}")
 
 
+def continuous() -> None:
+    for precision in ("fp32", "bf16", "int8"):
+        for rate in CONTINUOUS_RATES_RPS:
+            out = OUT / "generate-continuous" / f"{precision}-r{rate}"
+            shutil.rmtree(out, ignore_errors=True)
+            command = [sys.executable, "-m", "workbench", "load", "--example", "generate",
+                       "--precision", precision, "--threads", "1", "--max-num-seqs", "8",
+                       "--max-batched-tokens", "512", "--option", "prompt_tokens=32",
+                       "--option", "answer_tokens=32", "--rate", str(rate), "--requests", "200",
+                       "--out", str(out)]  # fmt: skip
+            subprocess.run(command, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=",".join(PARTS), help="comma-separated parts to record")
     parts = parser.parse_args().only.split(",")
     OUT.mkdir(parents=True, exist_ok=True)
     steps = {"arrivals": arrivals, "planted": planted, "audit": audit, "compile": compile_,
-             "redis": redis, "snapshot": snapshot}  # fmt: skip
+             "redis": redis, "snapshot": snapshot, "continuous": continuous}  # fmt: skip
     for part in parts:
         steps[part]()
         print(f"recorded {part}")

@@ -17,6 +17,7 @@ def test_all_is_exact():
         "compare_figure",
         "distribution_figure",
         "flame_figure",
+        "generative_figure",
         "gpu_timeline_figure",
         "latency_over_run_figure",
         "launch_figure",

@@ -8,6 +8,7 @@ from .budget import budget_figure
 from .compare_figures import compare_figure, ratio_figure
 from .distributions import distribution_figure, survival_figure
 from .flame import flame_figure, trace_flame_figure
+from .generative import generative_figure
 from .launches import launch_figure
 from .tail import attribute_figure, latency_over_run_figure, tail_figure
 from .timeline import gpu_timeline_figure, request_flame_chart, step_breakdown_figure
@@ -20,6 +21,7 @@ __all__ = [
     "compare_figure",
     "distribution_figure",
     "flame_figure",
+    "generative_figure",
     "gpu_timeline_figure",
     "latency_over_run_figure",
     "launch_figure",

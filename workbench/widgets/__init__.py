@@ -9,6 +9,9 @@
   transfer, GPU timeline, step and flame views.
 - :class:`BatchingExplorer`: arrival rate, max batch size and max wait ->
   simulated dynamic batching -> latency/throughput, wait-time and queueing views.
+- :class:`GenerativeExplorer`: precision, max sequences, max batched tokens, chunk size and
+  arrival rate -> simulated continuous batching -> TTFT p99, ITL p99 and goodput against
+  throughput, with recorded live runs beside the curve.
 
 Each explorer is a :class:`~workbench.widgets.controller.Controller` (one
 debounced job at a time, cancel, an LRU cache, errors in the message line and
@@ -31,6 +34,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the ui e
 
 from .batching import BatchingExplorer
 from .cache import LRUCache
+from .generative import GenerativeExplorer
 from .jobs import JobQueue
 from .latency import LatencyExplorer
 from .latency_support import LiveRuns
@@ -41,6 +45,7 @@ from .traces import TraceExplorer, trace_choices
 __all__ = [
     "BatchingExplorer",
     "FigurePane",
+    "GenerativeExplorer",
     "JobQueue",
     "LRUCache",
     "LatencyExplorer",

@@ -1,0 +1,93 @@
+"""Continuous batching of a generative pipeline: TTFT p99, ITL p99 and goodput against throughput.
+
+Input: :func:`workbench.batching.generative_explore.simulated_curve` (one row per arrival rate) and,
+optionally, :func:`~workbench.batching.generative_explore.measured_points` of live runs (markers
+beside the curve, labelled measured) and the current setting's row (a star).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..batching.generative_explore import POINT_COLUMNS
+from .style import PERCENTILE_COLORS, SLA_COLOR, empty_figure, layout, require_columns
+
+# (column, panel title); a panel's y axis is its column's unit
+PANELS = (("ttft_p99_ms", "TTFT p99 (ms)"), ("itl_p99_ms", "ITL p99 (ms)"), ("goodput", "goodput"))
+MEASURED_COLOR = "#dd8452"
+CURRENT_COLOR = "#d62728"
+
+
+def generative_figure(
+    curve: pd.DataFrame,
+    *,
+    measured: pd.DataFrame | None = None,
+    current: dict | None = None,
+    bounds: dict | None = None,
+    title: str | None = None,
+) -> go.Figure:
+    """Three panels over ``throughput_rps``: TTFT p99, ITL p99, goodput (0-1).
+
+    Traces, per panel: "simulated" (the curve, by rate; hover names the rate), "measured" (when
+    ``measured`` has rows), "this setting" (``current``: a row of the curve's columns). ``bounds``
+    ``{"ttft_ms": ..., "tpot_ms": ...}`` draws the TTFT bound on its panel (ITL has no bound of its
+    own: goodput's TPOT bound is a mean over a request's tokens) and names both in the title.
+    """
+    require_columns(curve, POINT_COLUMNS, "generative_figure: curve", "simulated_curve(...)")
+    if curve.empty:
+        return empty_figure("no rate simulated", title or "Continuous batching")
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08)
+    for col, (column, label) in enumerate(PANELS, start=1):
+        first = col == 1
+        fig.add_scatter(
+            x=curve["throughput_rps"],
+            y=curve[column],
+            customdata=curve["rate_rps"],
+            mode="lines+markers",
+            name="simulated",
+            legendgroup="simulated",
+            showlegend=first,
+            line=dict(color=PERCENTILE_COLORS["p99_ms"]),
+            hovertemplate=f"%{{customdata:.4g}} req/s offered<br>%{{x:.4g}} req/s<br>{label} %{{y:.4g}}",
+            row=1,
+            col=col,
+        )
+        if measured is not None and len(measured):
+            fig.add_scatter(
+                x=measured["throughput_rps"],
+                y=measured[column],
+                customdata=measured["rate_rps"],
+                mode="markers",
+                name="measured",
+                legendgroup="measured",
+                showlegend=first,
+                marker=dict(symbol="diamond", size=11, color=MEASURED_COLOR),
+                hovertemplate="measured at %{customdata:.4g} req/s<br>%{x:.4g} req/s<br>%{y:.4g}",
+                row=1,
+                col=col,
+            )
+        if current is not None:
+            fig.add_scatter(
+                x=[current["throughput_rps"]],
+                y=[current[column]],
+                mode="markers",
+                name="this setting",
+                legendgroup="current",
+                showlegend=first,
+                marker=dict(symbol="star", size=15, color=CURRENT_COLOR),
+                row=1,
+                col=col,
+            )
+        fig.update_xaxes(title_text="throughput (requests/s)", row=1, col=col)
+        # the metric on its axis, not as a subplot title: that row holds the legend
+        fig.update_yaxes(title_text=label, row=1, col=col)
+    if bounds is not None:
+        fig.add_hline(y=bounds["ttft_ms"], line=dict(color=SLA_COLOR, dash="dash"), row=1, col=1)
+    fig.update_yaxes(range=[0, 1.05], row=1, col=3)
+    if title is None:
+        title = "Continuous batching, simulated from measured steps"
+        if bounds is not None:
+            title += f"<br>goodput: TTFT <= {bounds['ttft_ms']:g} ms and TPOT <= {bounds['tpot_ms']:g} ms"
+    return layout(fig, title)

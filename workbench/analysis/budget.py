@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..record.meta import RunMeta
+from ..record.meta import ProfileMeta, RunMeta
 from .explain import explain_keys
 from .failures import failure_summary, noise_summary, records_summary, throughput_items_per_s
 from .matrix import END_TO_END, UNATTRIBUTED, measured_ok, stage_matrix  # noqa: F401 (the budget's public names)
@@ -167,16 +167,19 @@ def budget(
 
 def trust_keys(meta, requests: pd.DataFrame, order: list[str]) -> dict[str, Any]:
     """``failures``, ``throughput_items_per_s``, ``noise``, ``quantization``, ``fingerprint`` of a run."""
-    executors = meta.load.warmup_failures if meta.load else []  # a load run's untimed warm-up calls
+    load = getattr(meta, "load", None)  # load and served runs
+    executors = load.warmup_failures if load else []  # a load run's untimed warm-up calls
+    profiled = meta if isinstance(meta, ProfileMeta) else ProfileMeta()
+    fingerprint = getattr(meta, "fingerprint", None)  # profile and load runs
     return {
         "failures": failure_summary(requests, order),
         "warmup_failures": failure_summary(requests, order, warmup=True)
         | records_summary(executors),
-        "traced_failures": list(meta.trace.failures if meta.trace else []),
+        "traced_failures": list(profiled.trace.failures if profiled.trace else []),
         "throughput_items_per_s": throughput_items_per_s(requests, meta.kind),
         "noise": noise_summary(meta),
-        "quantization": meta.quantization.to_dict() if meta.quantization else None,
-        "fingerprint": meta.fingerprint.to_dict() if meta.fingerprint else None,
+        "quantization": profiled.quantization.to_dict() if profiled.quantization else None,
+        "fingerprint": fingerprint.to_dict() if fingerprint else None,
     }
 
 

@@ -19,6 +19,7 @@ from ..analysis.python_frames import library_shares
 from ..analysis.stats import percentiles
 from ..analysis.trace_report import analyze
 from ..errors import TraceError
+from ..record.meta import ProfileMeta, ServedMeta
 from ..roles import decide_roles
 from ..trace import load_trace
 from ..units import ms_to_ns, ns_to_ms
@@ -36,7 +37,10 @@ def run_facts(run) -> dict[str, Any]:
         except TraceError as exc:  # a broken trace loses the trace findings, never the audit
             trace_error = str(exc)
     meta = run.meta
-    recorded_roles = dict(meta.stage_roles or {})
+    profiled = meta if isinstance(meta, ProfileMeta) else ProfileMeta()
+    serving = meta.serving if isinstance(meta, ServedMeta) else None
+    load = getattr(meta, "load", None)  # load and served runs
+    recorded_roles = dict(profiled.stage_roles or {})
     decisions = decide_roles(run.stage_names, recorded_roles, libraries)
     return {
         "run": str(run.path) if run.path else None,
@@ -46,7 +50,7 @@ def run_facts(run) -> dict[str, Any]:
         "tail": report["tail"],  # the budget's explanations: each computed once per audit
         "trace": trace,
         "trace_error": trace_error,
-        "traced_requests": meta.trace.requests if meta.trace else None,
+        "traced_requests": profiled.trace.requests if profiled.trace else None,
         "roles": {s: d.role for s, d in decisions.items() if d.role},
         "recorded_roles": recorded_roles,
         "role_decisions": {s: d.to_dict() for s, d in decisions.items()},
@@ -59,9 +63,8 @@ def run_facts(run) -> dict[str, Any]:
         "waits": report.get("waits"),
         "pacing": meta.timing.pacing if meta.timing else None,
         "periodic": periodic_spikes(run.requests, run.stages, run.stage_names),
-        "serving_gc": meta.serving.gc if meta.serving else None,
-        "policy": (meta.load.policy if meta.load else None)
-        or (meta.serving.policy if meta.serving else None),
+        "serving_gc": serving.gc if serving else None,
+        "policy": (load.policy if load else None) or (serving.policy if serving else None),
     }
 
 

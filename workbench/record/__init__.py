@@ -16,7 +16,19 @@ one format (``kind`` tells them apart); ``docs/json.md`` lists it.
 from __future__ import annotations
 
 from .folder import META_FILE, REQUESTS_FILE, STAGES_FILE, exchange, read_meta, recover
-from .meta import FORMAT, KINDS, VERSION, MetaError, RunMeta, decode_meta
+from .meta import (
+    FORMAT,
+    KINDS,
+    VERSION,
+    IngestedMeta,
+    LoadMeta,
+    MetaError,
+    ProfileMeta,
+    RunMeta,
+    ServedMeta,
+    SimulationMeta,
+    decode_meta,
+)
 from .run import (
     SCRATCH_PREFIX,
     Run,
@@ -61,22 +73,27 @@ __all__ = [
     "FORMAT",
     "Fingerprint",
     "Ingest",
+    "IngestedMeta",
     "KINDS",
     "Load",
+    "LoadMeta",
     "META_FILE",
     "Memory",
     "MetaError",
     "Noise",
+    "ProfileMeta",
     "Quantization",
     "REQUESTS_FILE",
     "REQUEST_COLUMNS",
     "Run",
     "RunMeta",
     "SCRATCH_PREFIX",
+    "ServedMeta",
     "STAGES_FILE",
     "STAGE_COLUMNS",
     "Serving",
     "Simulation",
+    "SimulationMeta",
     "SummaryFailure",
     "Timing",
     "TraceInfo",

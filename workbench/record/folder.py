@@ -37,7 +37,7 @@ import pyarrow.parquet
 
 from ..errors import RunRecordError, encodable
 from ..files import MAX_JSON_BYTES, MAX_TABLE_BYTES, open_regular, read_capped
-from .meta import MetaError, RunMeta, decode_meta
+from .meta import MetaError, ProfileMeta, RunMeta, decode_meta
 from .sections import TraceInfo
 from .tables import (
     LOAD_REQUEST_COLUMNS,
@@ -89,7 +89,7 @@ def write_folder(
             trace_name = _trace_name(Path(trace_path))
             shutil.copy2(trace_path, staging / trace_name)
             meta = meta.replace(trace=_with_file(meta, trace_name))
-        elif meta.trace is not None and meta.trace.file is not None:  # closed or dropped: no file
+        elif isinstance(meta, ProfileMeta) and meta.trace and meta.trace.file:  # closed or dropped
             meta = meta.replace(trace=_with_file(meta, None))
         typed_table(requests, REQUEST_COLUMNS).to_parquet(staging / REQUESTS_FILE, index=False)
         typed_table(stages, STAGE_COLUMNS).to_parquet(staging / STAGES_FILE, index=False)
@@ -385,7 +385,7 @@ def _check_stage_sums(root: Path, requests: pd.DataFrame, stages: pd.DataFrame) 
 
 def trace_path(root: Path, meta: RunMeta) -> Path | None:
     """The trace named by run.json, which must be a plain file directly inside the run folder."""
-    name = meta.trace.file if meta.trace is not None else None
+    name = meta.trace.file if isinstance(meta, ProfileMeta) and meta.trace else None
     if not name:
         return None
     where = f"{root / META_FILE}: field 'trace.file'"

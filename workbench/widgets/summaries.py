@@ -113,7 +113,14 @@ def summarize(
     stages = run.stages[STAGE_KEEP].copy()
     measured = requests[~requests["warmup"]]
     stacks = recorded_stacks(run.meta)
-    sampled = (run.meta.sampled, run.requests, run.stages, order, run.meta.pipeline_stages)
+    meta = run.meta
+    sampled = (
+        getattr(meta, "sampled", None),  # profile, load and served runs
+        run.requests,
+        run.stages,
+        order,
+        getattr(meta, "pipeline_stages", None),
+    )
     flame = Lazy.ready(None)
     if run.trace_path is not None and flame_builder is not None:
         path = run.trace_path

@@ -19,7 +19,7 @@ def test_round_trip_keeps_tables_and_meta(tmp_path, run):
     back = load_run(path)
     assert back.meta.stages == ["parse", "forward"] and back.meta == run.meta
     written = json.loads((path / "run.json").read_text())
-    assert written["format"] == "workbench.run" and written["version"] == 3
+    assert written["format"] == "workbench.run" and written["version"] == 4
     assert back.requests["dur_ns"].tolist() == run.requests["dur_ns"].tolist()
     assert back.requests["error_message"].tolist() == run.requests["error_message"].tolist()
     assert str(back.stages["device_dur_ns"].dtype) == "Int64"

@@ -108,8 +108,9 @@ def _cores() -> int:
 
 def fingerprint_of(meta: Any) -> dict[str, Any]:
     """A run's fingerprint: the recorded one, else one derived from its config and environment."""
-    if meta.fingerprint is not None:
-        return meta.fingerprint.to_dict()
+    recorded = getattr(meta, "fingerprint", None)  # profile and load runs record one
+    if recorded is not None:
+        return recorded.to_dict()
     cfg, env = meta.config, meta.env
     return {
         "pipeline": meta.pipeline,

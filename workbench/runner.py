@@ -52,7 +52,7 @@ from .record import (
     Noise,
     Quantization,
     Run,
-    RunMeta,
+    ProfileMeta,
     Timing,
     TraceInfo,
     build_tables,
@@ -247,8 +247,7 @@ def _measure(plan: MeasurePlan, subject: _Subject, scratch: list[Path]) -> Run:
     env = environment(cfg)
     quantization = quantization_meta(pipe)
     fingerprint = run_fingerprint(pipe, subject.target, subject.threads, env)
-    meta = RunMeta(
-        kind="profile",
+    meta = ProfileMeta(
         pipeline=pipe.name,
         description=pipe.description,
         stages=list(pipe.stage_names),

@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 
 from workbench.batching.loadgen import lag_noise, lag_percentiles
 from workbench.batching.summary import load_section, load_summary
-from workbench.record import Config, Env, Load, Noise, Run, RunMeta, Serving, Timing
+from workbench.record import Config, Env, Load, Noise, Run, ServedMeta, Serving, Timing
 from .client import SPIN_NS, Target, drive, summary_of_server
 from .records import (
     NETWORK,
@@ -98,8 +98,7 @@ def run_http_load(
     if any(r.server_total_ns is not None for r in results):
         stage_names = [NETWORK, *server_stages]
     notes += [*health.get("notes", []), *(d.server_after or {}).get("notes", []), *d.notes]
-    meta = RunMeta(
-        kind="served",
+    meta = ServedMeta(
         pipeline=pipeline or health.get("pipeline") or "served",
         description=f"served at {url}",
         stages=stage_names,
@@ -107,7 +106,6 @@ def run_http_load(
         env=Env.from_dict(_client_env()),
         created=started.isoformat(),
         timing=Timing(warmup=0, requests=int(len(requests)), clock="time.perf_counter_ns"),
-        trace=None,
         noise=Noise.from_dict(noise),
         status="interrupted" if d.interrupted else "complete",
         load=Load.from_dict(load_section(summary, d.lags_ns, arrivals, health.get("policy"))),

@@ -48,6 +48,25 @@ def _set(path: str, value) -> Callable[[dict], None]:
     return change
 
 
+def _load_section(value) -> Callable[[dict], None]:
+    """The profile run turned into a load run (format 4: only a load run has a load section) with ``value``."""
+
+    def change(meta: dict) -> None:
+        for key in (
+            "trace",
+            "quantization",
+            "memory",
+            "cold_start",
+            "attributes",
+            "stage_roles",
+            "stacks",
+        ):
+            meta.pop(key, None)
+        meta.update(kind="load", load=value)
+
+    return change
+
+
 def _drop(key: str) -> Callable[[dict], None]:
     def change(meta: dict) -> None:
         del meta[key]
@@ -137,7 +156,7 @@ META_TYPE_CASES = [  # (field, bad value)
     ("pipeline_stages", "parse"),
     ("format", "other"),
     ("format", None),
-    ("version", 4),
+    ("version", 5),
     ("version", 99),
     ("version", 0),
     ("version", "1"),
@@ -340,15 +359,18 @@ def issue_27_cases() -> list[Damage]:
             "run.json",
             "noise.noisy",
         ),
-        Damage("meta-load=[1]", _edit_meta(_set("load", [1])), "run.json", "load"),
+        Damage("meta-load=[1]", _edit_meta(_load_section([1])), "run.json", "load"),
         Damage(
             "meta-load.late_requests=-1",
-            _edit_meta(_set("load", {"late_requests": -1})),
+            _edit_meta(_load_section({"late_requests": -1})),
             "run.json",
             "load.late_requests",
         ),
         Damage(
-            "meta-kind=load-on-a-profile-run", _edit_meta(_set("kind", "load")), "run.json", "load"
+            "meta-kind=load-without-its-section",
+            _edit_meta(_load_section(None)),
+            "run.json",
+            "load",
         ),
         Damage(
             "meta-timing.max_duration_s=1e400",
@@ -409,14 +431,14 @@ def issue_35_cases() -> list[Damage]:
         ("trace.failures", _set("trace.failures", [{"stage": "parse", "type": "E", "count": 1}])),
         ("stacks.headline", _set("stacks", {"headline": 5})),
         ("stacks.stages", _set("stacks", {"stages": {"parse": {"tree": [{"id": 0}]}}})),
-        ("load.warmup_failures", _set("load", load | {"warmup_failures": [{}]})),
+        ("load.warmup_failures", _load_section(load | {"warmup_failures": [{}]})),
         (
             "load.policy.max_wait_ms",
-            _set("load", {"policy": {"max_batch_size": 4, "max_wait_ms": "x"}}),
+            _load_section({"policy": {"max_batch_size": 4, "max_wait_ms": "x"}}),
         ),
-        ("load.policy", _set("load", {"policy": {"max_wait_ms": 5.0}})),
-        ("load.arrivals.rate_rps", _set("load", load | {"arrivals": {"rate_rps": "fast"}})),
-        ("load.batch_sizes", _set("load", load | {"batch_sizes": {"1": -3}})),
+        ("load.policy", _load_section({"policy": {"max_wait_ms": 5.0}})),
+        ("load.arrivals.rate_rps", _load_section(load | {"arrivals": {"rate_rps": "fast"}})),
+        ("load.batch_sizes", _load_section(load | {"batch_sizes": {"1": -3}})),
     ]
     return [
         Damage(f"meta-35-{field}-{i}", _edit_meta(change), "run.json", field)

@@ -64,7 +64,10 @@ def test_export_dashboard_skips_a_run_without_batch_size_with_a_note(run_dir, tm
         ),
         (lambda m: m.__setitem__("load", [1, 2]), ("run.json", "'load'", "[1, 2]")),
         (lambda m: m.__setitem__("load", "fast"), ("run.json", "'load'", "'fast'")),
-        (lambda m: m.__setitem__("kind", "load"), ("run.json", "'load'", "on a load run")),
+        (  # format 4: a run holds only its kind's sections
+            lambda m: m.__setitem__("kind", "load"),
+            ("run.json", "'cold_start'", "absent on a load run"),
+        ),
     ],
 )
 def test_a_wrong_section_is_one_line_naming_file_field_and_value(run_dir, command, change, words):
@@ -78,7 +81,7 @@ def test_simulate_refuses_a_profile_run_marked_load_and_zero_durations(run_dir):
     simulate += ["--max-batch-size", "4"]
     edit_meta(run_dir, lambda m: m.__setitem__("kind", "load"))
     rc, _, err = cli(simulate)
-    one_line_error(rc, err, "simulate", "run.json", "'load'")
+    one_line_error(rc, err, "simulate", "run.json", "absent on a load run")
     edit_meta(run_dir, lambda m: m.__setitem__("kind", "profile"))
     for name in ("requests.parquet", "stages.parquet"):
         edit_table(run_dir, name, lambda df: df.__setitem__("dur_ns", 0))

@@ -7,7 +7,7 @@ import json
 from widget_fakes import FakeProfile, synthetic_run
 
 from workbench.config import PipelineConfig
-from workbench.record import Run, RunMeta
+from workbench.record import ProfileMeta, Run
 from workbench.widgets import LatencyExplorer, LiveRuns
 from workbench.widgets.summaries import summarize
 from tests.support.run_index import index_runs
@@ -45,7 +45,7 @@ def test_no_note_when_every_run_reads(tmp_path):
 def test_a_sampled_run_gives_the_explorer_its_wait_line():
     """Why the slowest requests waited (issue 38) rides on the view, for the budget figure's line."""
     requests, stages = lock_tables()
-    meta = RunMeta(kind="profile", pipeline="locked", stages=["record"], sampled=lock_sampled())
+    meta = ProfileMeta(pipeline="locked", stages=["record"], sampled=lock_sampled())
     view = summarize(Run(meta, requests, stages), ("run", 0), "test")
     assert view.wait_line.startswith("record: 100 % of the slowest 5 % waiting on a lock at ")
     unsampled = summarize(Run(meta.replace(sampled=None), requests, stages), ("run", 1), "test")

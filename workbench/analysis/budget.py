@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import ConfigError
 from ..record import Run
-from ..record.meta import RunMeta
+from ..record.meta import RunMeta, profile_part
 from .attributes import attribute_effects, effect_sentence, ranked_effects
 from .blocking import head_of_line
 from .failures import failure_summary, noise_summary, records_summary, throughput_items_per_s
@@ -146,16 +146,19 @@ def budget(
 
 def trust_keys(meta, requests: pd.DataFrame, order: list[str]) -> dict[str, Any]:
     """``failures``, ``throughput_items_per_s``, ``noise``, ``quantization``, ``fingerprint`` of a run."""
-    executors = meta.load.warmup_failures if meta.load else []  # a load run's untimed warm-up calls
+    load = getattr(meta, "load", None)  # load and served runs
+    executors = load.warmup_failures if load else []  # a load run's untimed warm-up calls
+    profiled = profile_part(meta)
+    fingerprint = getattr(meta, "fingerprint", None)  # profile and load runs
     return {
         "failures": failure_summary(requests, order),
         "warmup_failures": failure_summary(requests, order, warmup=True)
         | records_summary(executors),
-        "traced_failures": list(meta.trace.failures if meta.trace else []),
+        "traced_failures": list(profiled.trace.failures if profiled.trace else []),
         "throughput_items_per_s": throughput_items_per_s(requests, meta.kind),
         "noise": noise_summary(meta),
-        "quantization": meta.quantization.to_dict() if meta.quantization else None,
-        "fingerprint": meta.fingerprint.to_dict() if meta.fingerprint else None,
+        "quantization": profiled.quantization.to_dict() if profiled.quantization else None,
+        "fingerprint": fingerprint.to_dict() if fingerprint else None,
     }
 
 
@@ -165,10 +168,14 @@ def explain_keys(
     """The "why" keys of ``show --json`` (docs/json.md), from the run alone: a key whose data the
     run did not record is None (older runs, CUDA runs for ``gc``), never missing."""
     effects = attribute_effects(requests, stages, order)
+    profiled = profile_part(meta)
+    sampled = getattr(meta, "sampled", None)  # profile, load and served runs
     return {
         "tail": tail_attribution(requests, stages, order),
-        "stacks": meta.stacks,
-        "waits": wait_summary(meta.sampled, requests, stages, order, meta.pipeline_stages),
+        "stacks": profiled.stacks,
+        "waits": wait_summary(
+            sampled, requests, stages, order, getattr(meta, "pipeline_stages", None)
+        ),
         "waits_note": waits_note(meta),
         "attributes": effects,
         "attributes_summary": None
@@ -176,12 +183,12 @@ def explain_keys(
         else {
             "headline": effect_sentence(effects),
             "ranking": ranked_effects(effects),
-            "errors": dict(meta.attributes.errors if meta.attributes else {}),
+            "errors": dict(profiled.attributes.errors if profiled.attributes else {}),
         },
         "head_of_line": head_of_line(requests, stages),
         "gc": gc_summary(requests, stages, order),
-        "cold_start": meta.cold_start.to_dict() if meta.cold_start else None,
-        "memory_by_stage": meta.trace.memory_by_stage if meta.trace else None,
+        "cold_start": profiled.cold_start.to_dict() if profiled.cold_start else None,
+        "memory_by_stage": profiled.trace.memory_by_stage if profiled.trace else None,
     }
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..record.meta import ServedMeta
 from ..units import ns_to_ms
 from ..wait_classes import LATE_STAGE, is_user_file
 from .matrix import measured_ok, stage_matrix
@@ -44,7 +45,7 @@ SERVER_WAITS_NOTE = (
 
 def waits_note(meta) -> str | None:
     """Where a ``load --url`` client run's waits are: it cannot sample the server's threads."""
-    serving = meta.serving
+    serving = meta.serving if isinstance(meta, ServedMeta) else None
     if serving is None or serving.role != "client" or not serving.server_timing:
         return None
     return SERVER_WAITS_NOTE

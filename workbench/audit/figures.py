@@ -59,7 +59,11 @@ def _wait_flames(run) -> tuple[str, Any]:
     """The slowest requests' sampled work beside their waits (every thread sampled)."""
     meta = run.meta
     flames = wait_flames(
-        meta.sampled, run.requests, run.stages, run.stage_names, meta.pipeline_stages
+        getattr(meta, "sampled", None),  # profile, load and served runs
+        run.requests,
+        run.stages,
+        run.stage_names,
+        getattr(meta, "pipeline_stages", None),
     )
     caption = (
         "The slowest requests' work beside their waits (slow minus median, every thread sampled)"

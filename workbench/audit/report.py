@@ -16,6 +16,7 @@ from ..analysis.python_frames import library_shares
 from ..analysis.stats import far_tail_text, percentiles
 from ..analysis.trace_report import analyze
 from ..errors import TraceError
+from ..record.meta import ServedMeta, profile_part
 from ..roles import decide_roles
 from ..trace import load_trace
 from ..units import ms_to_ns, ns_to_ms
@@ -77,8 +78,10 @@ def run_facts(run) -> dict[str, Any]:
             libraries = library_shares(flame_tree(loaded.events))
         except TraceError as exc:  # a broken trace loses the trace findings, never the audit
             trace_error = str(exc)
-    meta = run.meta
-    decisions = decide_roles(run.stage_names, dict(meta.stage_roles or {}), libraries)
+    meta, profiled = run.meta, profile_part(run.meta)
+    serving = meta.serving if isinstance(meta, ServedMeta) else None
+    load = getattr(meta, "load", None)  # load and served runs
+    decisions = decide_roles(run.stage_names, dict(profiled.stage_roles or {}), libraries)
     return {
         "run": str(run.path) if run.path else None,
         "label": run.label,
@@ -86,7 +89,7 @@ def run_facts(run) -> dict[str, Any]:
         "tail": report["tail"],  # the budget's explanations: each computed once per audit
         "trace": trace,
         "trace_error": trace_error,
-        "traced_requests": meta.trace.requests if meta.trace else None,
+        "traced_requests": profiled.trace.requests if profiled.trace else None,
         "roles": {s: d.role for s, d in decisions.items() if d.role},
         "role_decisions": {s: d.to_dict() for s, d in decisions.items()},
         "libraries": libraries,
@@ -94,13 +97,12 @@ def run_facts(run) -> dict[str, Any]:
         "noise": meta.noise.to_dict() if meta.noise else None,
         "gc": report["gc"],
         "blocking": report["head_of_line"],
-        "stacks": meta.stacks,
+        "stacks": profiled.stacks,
         "waits": report.get("waits"),
         "pacing": meta.timing.pacing if meta.timing else None,
         "periodic": periodic_spikes(run.requests, run.stages, run.stage_names),
-        "serving_gc": meta.serving.gc if meta.serving else None,
-        "policy": (meta.load.policy if meta.load else None)
-        or (meta.serving.policy if meta.serving else None),
+        "serving_gc": serving.gc if serving else None,
+        "policy": (load.policy if load else None) or (serving.policy if serving else None),
     }
 
 

@@ -82,7 +82,7 @@ def _graph_change(run, device: str, options: dict) -> tuple[dict[str, Any] | Non
         return None, "a CUDA graph replays GPU launches; this run is on the CPU"
     if options.get("cuda_graph"):
         return None, "the run already replays its forward from a CUDA graph"
-    spec = (run.meta.fingerprint and run.meta.fingerprint.factory) or f"example:{run.meta.pipeline}"
+    spec = _factory_spec(run) or f"example:{run.meta.pipeline}"
     if spec not in CUDA_GRAPH_FACTORIES:
         return None, (
             "only the text example has a cuda_graph option; capture this forward yourself "
@@ -93,9 +93,15 @@ def _graph_change(run, device: str, options: dict) -> tuple[dict[str, Any] | Non
     return {"cuda_graph": True}, None
 
 
+def _factory_spec(run) -> str | None:
+    """The factory a profile or load run's fingerprint names (None for other kinds)."""
+    fingerprint = getattr(run.meta, "fingerprint", None)
+    return fingerprint.factory if fingerprint else None
+
+
 def factory_of(run) -> tuple[Any, str | None]:
     """The factory to rebuild the run's pipeline from its fingerprint, or (None, why not)."""
-    spec = (run.meta.fingerprint and run.meta.fingerprint.factory) or ""
+    spec = _factory_spec(run) or ""
     try:
         if spec.startswith("example:"):
             return factory(spec.removeprefix("example:")), None
@@ -204,7 +210,8 @@ def simulate_wait(run, factor: float = 0.5, seed: int = 0) -> dict[str, Any]:
     run's own batches, once with the run's policy and once with the shorter wait; the ratios are of
     simulated end-to-end p50 and p99.
     """
-    policy = (run.meta.load.policy if run.meta.load else None) or {}
+    load = getattr(run.meta, "load", None)  # load and served runs
+    policy = (load.policy if load else None) or {}
     if run.kind not in ("load", "served") or not policy or "arrival_ns" not in run.requests:
         why = "lowering the max wait is simulated from a load run (workbench load); this run is not one"
         return {"not_tried": why}

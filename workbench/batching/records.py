@@ -27,7 +27,7 @@ from ..record import (
     Config,
     Env,
     Run,
-    RunMeta,
+    SimulationMeta,
     Simulation,
     Timing,
     build_tables,
@@ -35,6 +35,7 @@ from ..record import (
     stage_rows,
     typed_table,
 )
+from ..record.meta import META_CLASSES
 from ..record.tables import LOAD_REQUEST_COLUMNS as LOAD_COLUMNS
 from ..timing import StageFailure
 from .policy import wait_split
@@ -152,8 +153,7 @@ def simulation_run(sim, pipeline: str | None, sources: list[str], created: str):
     requests, stages = simulation_tables(sim.requests)
     rate = sim.rate_rps if np.isfinite(sim.rate_rps) else None
     capacity = sim.capacity_rps if np.isfinite(sim.capacity_rps) else None
-    meta = RunMeta(
-        kind="simulation",
+    meta = SimulationMeta(
         pipeline=pipeline,
         description="dynamic batching simulated from profiled service times",
         stages=list(SIMULATION_STAGES),
@@ -161,7 +161,6 @@ def simulation_run(sim, pipeline: str | None, sources: list[str], created: str):
         env=Env(python=sys.version.split()[0], platform=platform.platform()),
         created=created,
         timing=Timing(warmup=0, requests=len(requests), clock="simulated"),
-        trace=None,
         simulation=Simulation.from_dict(
             {
                 **sim.meta,
@@ -182,8 +181,7 @@ def pipeline_run_meta(
     """run.json of a run whose executor threads called ``pipe`` (a load run, a served run): the
     profiler's fields, ``stages`` (the pipeline's with the waits around them), no trace."""
     cuda = pipe.config.is_cuda
-    return RunMeta(
-        kind=kind,
+    return META_CLASSES[kind](
         pipeline=pipe.name,
         description=pipe.description,
         stages=stages,
@@ -198,6 +196,5 @@ def pipeline_run_meta(
             sync="stage" if cuda else None,
             device_timer="cuda_events" if cuda else None,
         ),
-        trace=None,
         **sections,
     )

@@ -119,7 +119,8 @@ def behind(inputs: list[str]) -> list[str]:
     """One line per saved run (of BASE NEW) whose load generator fell behind its schedule."""
     if len(inputs) != 2:  # a compare --json file: its configurations were measured closed-loop
         return []
-    loads = [(path, read_meta(inside(Path(path), META_FILE)).load) for path in inputs]
+    metas = [(path, read_meta(inside(Path(path), META_FILE))) for path in inputs]
+    loads = [(path, getattr(meta, "load", None)) for path, meta in metas]  # load and served runs
     return [
         f"{path}: the load generator fell behind its schedule (lag p99 "
         f"{load.generator_lag_p99_ms:.3f} ms >= {LAG_P99_LIMIT_MS:g} ms): it sent another load "

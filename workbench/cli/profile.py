@@ -15,7 +15,7 @@ from ..errors import ConfigError
 from ..guard import Interrupted
 from ..memory import describe
 from ..pipeline import load_factory
-from ..record.meta import STATUS_TIMEOUT
+from ..record.meta import STATUS_TIMEOUT, ProfileMeta
 from ..record import save_meta, summarized
 from ..runner import (
     DEFAULT_MAX_DURATION_S,
@@ -339,7 +339,7 @@ def print_pacing(pacing: dict | None) -> None:
 
 def saved_summaries(run) -> Path:
     """The summaries computed since ``run`` was saved written into its run.json; the run's path."""
-    if run.meta.stacks is not None:
+    if isinstance(run.meta, ProfileMeta) and run.meta.stacks is not None:
         summarized(run.summary_failures, "writing the stack summary", save_meta, run)
     return run.path
 
@@ -371,10 +371,12 @@ def failure_verdict(run, fail_on_error: bool, command: str) -> int:
         )
         print_failure_lines(lines or {}, sys.stderr)
         return 1
-    warm_executors = run.meta.load.warmup_failures if run.meta.load else []
-    if fail_on_error and (any_failed(requests, run.meta.trace) or warm_executors):
+    load = getattr(run.meta, "load", None)  # load and served runs
+    trace = run.meta.trace if isinstance(run.meta, ProfileMeta) else None
+    warm_executors = load.warmup_failures if load else []
+    if fail_on_error and (any_failed(requests, trace) or warm_executors):
         print(f"workbench {command}: requests failed (--fail-on-error):", file=sys.stderr)
-        traced = run.meta.trace.failures if run.meta.trace else []
+        traced = trace.failures if trace else []
 
         def sections():
             return [

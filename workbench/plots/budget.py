@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from ..analysis.budget import END_TO_END, UNATTRIBUTED, percentile_request_parts, stage_summary
 from ..analysis.failures import failure_summary, noise_summary
 from ..errors import ConfigError
+from ..record.meta import profile_part
 from .style import (
     END_TO_END_COLOR,
     PERCENTILE_COLORS,
@@ -132,7 +133,7 @@ def run_budget_figure(run, **kwargs) -> go.Figure:
     """:func:`budget_figure` of a run, with its noise badge, failures and the sampled stacks' tail line."""
     if kwargs.get("mode") == "requests" and kwargs.get("at") is None:
         kwargs["at"] = percentile_request_parts(run)
-    kwargs.setdefault("tail", (run.meta.stacks or {}).get("headline"))
+    kwargs.setdefault("tail", (profile_part(run.meta).stacks or {}).get("headline"))
     return budget_figure(
         stage_summary(run),
         noise=noise_summary(run.meta),

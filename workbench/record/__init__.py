@@ -8,7 +8,19 @@ run's trace file when there is one; every kind of run alike (``kind`` tells them
 from __future__ import annotations
 
 from .folder import META_FILE, REQUESTS_FILE, STAGES_FILE, exchange, read_meta, recover
-from .meta import FORMAT, KINDS, VERSION, MetaError, RunMeta, decode_meta
+from .meta import (
+    FORMAT,
+    KINDS,
+    VERSION,
+    IngestedMeta,
+    LoadMeta,
+    MetaError,
+    ProfileMeta,
+    RunMeta,
+    ServedMeta,
+    SimulationMeta,
+    decode_meta,
+)
 from .run import (
     SCRATCH_PREFIX,
     Run,
@@ -53,22 +65,27 @@ __all__ = [
     "FORMAT",
     "Fingerprint",
     "Ingest",
+    "IngestedMeta",
     "KINDS",
     "Load",
+    "LoadMeta",
     "META_FILE",
     "Memory",
     "MetaError",
     "Noise",
+    "ProfileMeta",
     "Quantization",
     "REQUESTS_FILE",
     "REQUEST_COLUMNS",
     "Run",
     "RunMeta",
     "SCRATCH_PREFIX",
+    "ServedMeta",
     "STAGES_FILE",
     "STAGE_COLUMNS",
     "Serving",
     "Simulation",
+    "SimulationMeta",
     "SummaryFailure",
     "Timing",
     "TraceInfo",

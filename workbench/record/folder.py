@@ -26,7 +26,7 @@ import pyarrow.parquet
 
 from ..errors import RunRecordError, encodable
 from ..files import MAX_JSON_BYTES, MAX_TABLE_BYTES, open_regular, read_capped
-from .meta import MetaError, RunMeta, decode_meta
+from .meta import MetaError, ProfileMeta, RunMeta, decode_meta
 from .sections import TraceInfo
 from .tables import (
     LOAD_REQUEST_COLUMNS,
@@ -78,8 +78,8 @@ def write_folder(
                     f"{trace_path}: a run's trace must be an existing .json or .json.gz file"
                 )
             shutil.copy2(trace_path, staging / trace_name)
-        if trace_name or (meta.trace is not None and meta.trace.file is not None):  # None: closed
-            meta = meta.replace(
+        if trace_name or (isinstance(meta, ProfileMeta) and meta.trace and meta.trace.file):
+            meta = meta.replace(  # a trace copied in, or one closed or dropped: no file
                 trace=dataclasses.replace(meta.trace or TraceInfo(), file=trace_name)
             )
         typed_table(requests, REQUEST_COLUMNS).to_parquet(staging / REQUESTS_FILE, index=False)
@@ -336,7 +336,7 @@ def _check_rows(path: Path, table: pd.DataFrame, meta: RunMeta, requests: pd.Dat
 
 def trace_path(root: Path, meta: RunMeta) -> Path | None:
     """The trace named by run.json, which must be a plain file directly inside the run folder."""
-    name = meta.trace.file if meta.trace is not None else None
+    name = meta.trace.file if isinstance(meta, ProfileMeta) and meta.trace else None
     if not name:
         return None
     where = f"{root / META_FILE}: field 'trace.file'"

@@ -2,13 +2,14 @@
 
 Past :func:`decode_meta` code reads attributes and never checks a type; a value that does not fit
 is one :class:`MetaError` naming the dotted field and the value (sections: :mod:`.sections`).
-Format versions: 1, 2 (adds ``status``, always writes ``kind``) and 3 (every declared field written,
-null when unset); :func:`migrate` brings 1 and 2 to 3.
+Format versions: 1, 2 (adds ``status``, always writes ``kind``), 3 (every declared field written,
+null when unset) and 4 (a run writes only its kind's fields); :func:`migrate` brings 1-3 to 4.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -39,7 +40,7 @@ from .sections import (
 )
 
 FORMAT = "workbench.run"
-VERSION = 3
+VERSION = 4
 KINDS = ("profile", "load", "simulation", "served", "ingested")
 # a run's status: complete, stopped by a request past --timeout-s, or by Ctrl-C / SIGTERM
 STATUS_COMPLETE = "complete"
@@ -50,14 +51,15 @@ Kind = Literal["profile", "load", "simulation", "served", "ingested"]
 REQUIRED_SECTION = {"load": "load", "served": "load", "simulation": "simulation"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunMeta:
-    """What a run was: its kind, pipeline, stages, configuration, environment and what measured it.
+    """What every run records: its kind, pipeline, stages, configuration, environment, timing, status.
 
-    ``stages``: in order (a load run's start with the two waits); ``pipeline_stages``: the
-    pipeline's own where ``stages`` adds others; ``sampled``: the sampler's raw rows, saved before
-    any analysis; the optional sections are None when not measured; ``extra``: top-level keys this
-    version does not know, kept so a load and save loses nothing.
+    One class per kind, each with only its own sections (a tagged union on ``kind``):
+    :class:`ProfileMeta`, :class:`LoadMeta`, :class:`ServedMeta`, :class:`SimulationMeta`,
+    :class:`IngestedMeta`; :meth:`from_dict` picks the class, and a reader of another kind's section
+    checks the class. ``stages``: in order; ``extra``: top-level keys this version does not know,
+    kept so a load and save loses nothing.
     """
 
     kind: Kind = "profile"
@@ -68,22 +70,8 @@ class RunMeta:
     env: Env = field(default_factory=Env)
     created: str | None = None
     timing: Timing = field(default_factory=Timing)
-    trace: TraceInfo | None = None
-    load: Load | None = None
-    simulation: Simulation | None = None
-    pipeline_stages: list[str] | None = None
     status: str = STATUS_COMPLETE
-    fingerprint: Fingerprint | None = None
     noise: Noise | None = None
-    quantization: Quantization | None = None
-    memory: Memory | None = None
-    cold_start: ColdStart | None = None
-    attributes: Attributes | None = None
-    serving: Serving | None = None
-    ingest: Ingest | None = None
-    stage_roles: dict[str, str] | None = None
-    stacks: Stacks | None = None
-    sampled: Sampled | None = None
     extra: Json = field(default_factory=dict)
 
     @property
@@ -93,22 +81,29 @@ class RunMeta:
         return self.timing.sync or "stage"
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``run.json`` object: format, version, every field (sections as objects), the extra keys."""
-        out = {k: v for k, v in self.extra.items() if k not in _FIELDS}
-        for name in _FIELDS:
+        """The ``run.json`` object: format, version, the kind's fields (sections as objects), the extra keys."""
+        names = [n for n in _ORDER if n in _fields(type(self))]
+        out = {k: v for k, v in self.extra.items() if k not in names}
+        for name in names:
             value = getattr(self, name)
             out[name] = value.to_dict() if isinstance(value, Section) else value
         return out | {"format": FORMAT, "version": VERSION}
 
     @classmethod
     def from_dict(cls, data: Any) -> "RunMeta":
-        """A checked RunMeta from a current-version mapping (a producer's dict); raises :class:`MetaError`."""
+        """A checked meta of the class ``kind`` names, from a current-version mapping; raises :class:`MetaError`."""
         if isinstance(data, RunMeta):
             return data
         if not isinstance(data, dict):
             raise MetaError("$", f"must be a JSON object, got {type(data).__name__}")
         body = {k: v for k, v in data.items() if k not in ("format", "version")}
-        meta = convert_checked(body, cls, "")
+        kind = body.get("kind", "profile")
+        _expect(kind in KINDS, "kind", f"one of {', '.join(KINDS)}", kind)
+        own = _fields(META_CLASSES[kind])
+        for name in [k for k in body if k in _ORDER and k not in own]:  # another kind's section
+            value = body.pop(name)
+            _expect(value is None, name, f"absent on a {kind} run (another kind's field)", value)
+        meta = convert_checked(body, META_CLASSES[kind], "")
         validate(meta)
         return meta
 
@@ -123,16 +118,102 @@ class RunMeta:
         return meta
 
 
-_FIELDS = tuple(f.name for f in dataclasses.fields(RunMeta) if f.name != "extra")
+@dataclass(frozen=True, kw_only=True)
+class ProfileMeta(RunMeta):
+    """``profile``: a timing run, its traced run and the readings around them.
+
+    stage_roles: stage name -> role (``forward``, ``preprocess``, ...), as the pipeline declared them.
+    stacks: the timing run's sampled stacks, slow requests against median ones (``workbench.analysis.stacks``).
+    sampled: the sampler's raw rows, every thread with its class (``workbench.sampling``).
+    """
+
+    kind: Literal["profile"] = "profile"
+    trace: TraceInfo | None = None
+    fingerprint: Fingerprint | None = None
+    quantization: Quantization | None = None
+    memory: Memory | None = None
+    cold_start: ColdStart | None = None
+    attributes: Attributes | None = None
+    stage_roles: dict[str, str] | None = None
+    stacks: Stacks | None = None
+    sampled: Sampled | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadMeta(RunMeta):
+    """``load``: a pipeline behind the dynamic batcher in process; ``stages`` adds the two waits to
+    ``pipeline_stages``, the pipeline's own."""
+
+    kind: Literal["load"] = "load"
+    load: Load | None = None
+    pipeline_stages: list[str] | None = None
+    fingerprint: Fingerprint | None = None
+    sampled: Sampled | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServedMeta(RunMeta):
+    """``served``: a pipeline served over HTTP (the server's run or the client's ``load --url``)."""
+
+    kind: Literal["served"] = "served"
+    load: Load | None = None
+    serving: Serving | None = None
+    pipeline_stages: list[str] | None = None
+    sampled: Sampled | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimulationMeta(RunMeta):
+    """``simulation``: the dynamic batcher simulated from profiled service times."""
+
+    kind: Literal["simulation"] = "simulation"
+    simulation: Simulation | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class IngestedMeta(RunMeta):
+    """``ingested``: spans from another service (OTLP/JSON) turned into a run."""
+
+    kind: Literal["ingested"] = "ingested"
+    ingest: Ingest | None = None
+
+
+def profile_part(meta: RunMeta) -> ProfileMeta:
+    """``meta`` when it is a profile run's, else an empty :class:`ProfileMeta`: for a reader of any
+    kind of run, the profile-only sections (trace, stacks, memory, ...) of another kind read as None."""
+    return meta if isinstance(meta, ProfileMeta) else _NO_PROFILE
+
+
+META_CLASSES: dict[str, type[RunMeta]] = {
+    "profile": ProfileMeta,
+    "load": LoadMeta,
+    "served": ServedMeta,
+    "simulation": SimulationMeta,
+    "ingested": IngestedMeta,
+}
+_NO_PROFILE = ProfileMeta()
+# run.json's key order (format 3 wrote every kind's fields, null when not its own, in this order)
+_ORDER = (
+    "kind pipeline description stages config env created timing trace load simulation pipeline_stages"
+    " status fingerprint noise quantization memory cold_start attributes serving ingest stage_roles"
+    " stacks sampled"
+).split()
+
+
+@functools.cache
+def _fields(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls) if f.name != "extra")
+
+
 _SECTION_TYPES: dict[str, type[Section]] = {c._name: c for c in Section.__subclasses__()}
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:
-    """A format-1 or format-2 ``run.json`` object as format 3 (``kind``, ``status`` and ``trace`` filled in)."""
+    """An older ``run.json`` object as format 4 (``kind`` and ``status`` filled in for formats 1 and 2;
+    :meth:`RunMeta.from_dict` drops the null fields format 3 wrote for other kinds' sections)."""
     out = dict(data)
     out.setdefault("kind", "profile")
     out.setdefault("status", STATUS_COMPLETE)
-    out.setdefault("trace", None)
     out["version"] = VERSION
     return out
 
@@ -191,5 +272,6 @@ def validate(meta: RunMeta) -> None:
         "'complete', 'interrupted' or 'incomplete: <why>'",
         meta.status,
     )
-    if meta.trace is not None and meta.trace.file is not None:
-        _expect(bool(meta.trace.file), "trace.file", "a file name", meta.trace.file)
+    trace = meta.trace if isinstance(meta, ProfileMeta) else None
+    if trace is not None and trace.file is not None:
+        _expect(bool(trace.file), "trace.file", "a file name", trace.file)

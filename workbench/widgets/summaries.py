@@ -21,6 +21,7 @@ from ..analysis.wait_flame import wait_flames
 from ..analysis.waits import wait_summary
 from ..analysis.failures import failure_summary
 from ..record import Run
+from ..record.meta import profile_part
 
 Key = tuple[str, str, int, str, "int | None"]  # (pipeline, device, batch_size, precision, threads)
 
@@ -111,8 +112,15 @@ def summarize(
     requests = run.requests[REQUEST_KEEP].copy()
     stages = run.stages[STAGE_KEEP].copy()
     measured = requests[~requests["warmup"]]
-    stacks = run.meta.stacks
-    sampled = (run.meta.sampled, run.requests, run.stages, order, run.meta.pipeline_stages)
+    meta = run.meta
+    stacks = profile_part(meta).stacks
+    sampled = (
+        getattr(meta, "sampled", None),  # profile, load and served runs
+        run.requests,
+        run.stages,
+        order,
+        getattr(meta, "pipeline_stages", None),
+    )
     flame = Lazy.ready(None)
     if run.trace_path is not None and flame_builder is not None:
         path = run.trace_path

@@ -32,7 +32,7 @@ from workbench.record import (
     Ingest,
     Noise,
     Run,
-    RunMeta,
+    IngestedMeta,
     Timing,
     build_tables,
     request_row,
@@ -236,19 +236,17 @@ def _error_of(span: Span) -> tuple[str, str]:
     return "SpanError", message or f"span {span.name!r} has status ERROR"
 
 
-def _meta(spans: list[Span], tree: SpanTree, order, stage_map, sources) -> RunMeta:
+def _meta(spans: list[Span], tree: SpanTree, order, stage_map, sources) -> IngestedMeta:
     by_id, roots = tree.by_id, tree.roots
     services = sorted({by_id[k].service or "?" for k in roots})
     first = by_id[roots[0]].start_ns
-    return RunMeta(
-        kind="ingested",
+    return IngestedMeta(
         pipeline=services[0] if len(services) == 1 else "+".join(services),
         description=f"spans ingested from {', '.join(Path(s).name for s in sources) or 'memory'}",
         stages=list(order),
         env=Env(extra={"source": "otlp-json", "services": services}),
         created=datetime.fromtimestamp(ns_to_s(first), timezone.utc).isoformat(),
         timing=Timing(warmup=0, requests=len(roots), clock="span timestamps (Unix ns)"),
-        trace=None,
         noise=Noise(
             noisy=None,
             reasons=["spans ingested from another service: its machine was not observed"],

@@ -112,7 +112,7 @@ def recorded_setup(runs: Sequence) -> dict[str, Setup]:
 def _recorded(run) -> tuple[float, dict]:
     """``(arrival rate, load.continuous)`` of a continuous load run at a rate with its prompt length,
     or a ConfigError naming the run."""
-    load = run.meta.load
+    load = getattr(run.meta, "load", None)  # load and served runs
     continuous = load.continuous if load is not None else None
     rate = (load.arrivals or {}).get("rate_rps") if load is not None else None
     if continuous is None or rate is None or "prompt_tokens" not in run.meta.config.options:

@@ -1,9 +1,5 @@
-"""The tables behind the batching explorer: one batcher setting and the two sweeps around it.
-
-Moved out of the widget (``workbench.widgets.batching``) so that the widget
-only wires sliders to this function and to ``workbench.plots.batching``, and
-so that a notebook or a test gets the same numbers without ipywidgets.
-"""
+"""The tables behind the batching explorer (``workbench.widgets.batching``): one batcher setting and
+the two sweeps around it, without ipywidgets."""
 
 from __future__ import annotations
 
@@ -32,15 +28,9 @@ def batching_point(
     requests: int = 5_000,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Simulate one setting on a seeded Poisson schedule, and sweep rate and max wait around it.
-
-    Out: ``summary`` (:func:`load_summary` of the point, ms), ``at`` (its requests at p50 and p99
-    with their parts, :func:`percentile_requests`), ``curve`` (a :func:`sweep` table over
-    :data:`RATE_FRACTIONS` of the capacity plus the rate itself, at this max batch and wait),
-    ``waits`` (a sweep table over :data:`WAITS_MS` plus this wait, at this rate), ``capacity_rps``
-    (req/s at this max batch, full batches back to back), ``stable`` (rate below capacity) and
-    ``simulations`` (how many simulations this took).
-    """
+    """Simulate one setting on a seeded Poisson schedule: its ``summary``, ``at`` (requests at p50
+    and p99), ``curve`` (a sweep over :data:`RATE_FRACTIONS` of capacity and the rate), ``waits`` (a
+    sweep over :data:`WAITS_MS` and the wait), ``capacity_rps``, ``stable`` and ``simulations``."""
     policy = BatchPolicy(int(max_batch_size), float(max_wait_ms))
     arrivals = Arrivals("poisson", rate_rps=float(rate_rps), count=requests, seed=seed)
     sim = simulate(model, arrivals, policy, seed=seed)
@@ -66,10 +56,8 @@ def batching_point(
 
 
 def seeded_spread(tables: list[pd.DataFrame]) -> pd.DataFrame:
-    """One sweep table from the same sweep on several seeds: per setting and rate, each number the
-    median over the seeds, plus ``p99_lo_ms`` and ``p99_hi_ms`` (the seeds' smallest and largest
-    p99): near capacity a finite run's p99 is set by a few long busy periods, and the range says how
-    far one run's p99 can be trusted there."""
+    """The seeds' median of the same sweep, plus ``p99_lo_ms`` and ``p99_hi_ms`` (their smallest and
+    largest p99): near capacity a few long busy periods set a run's p99, and the range shows it."""
     both = pd.concat(tables, ignore_index=True)
     keys = ["rate_rps", "max_batch_size", "max_wait_ms"]
     grouped = both.groupby(keys, sort=False)
@@ -81,11 +69,8 @@ def seeded_spread(tables: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def service_noise(runs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """The noise flags of the runs a service model was built from: the simulation inherits their noise.
-
-    In: ``(label, meta)`` per run (``meta`` a ``RunMeta``). Out: ``{"noisy": [(label, [reasons])],
-    "quiet": n, "unknown": n}``; unknown is a run without noise readings.
-    """
+    """The noise flags of a service model's runs (``(label, RunMeta)``), which a simulation inherits:
+    ``{"noisy": [(label, reasons)], "quiet": n, "unknown": n}``."""
     out: dict[str, Any] = {"noisy": [], "quiet": 0, "unknown": 0}
     for label, meta in runs:
         noisy = meta.noise.noisy if meta.noise else None

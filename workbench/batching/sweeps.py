@@ -1,8 +1,5 @@
-"""Sweeps: simulated latency and throughput over a grid of batcher settings.
-
-The tidy table behind latency-vs-throughput curves and the wait-time slider: one row per (rate_rps,
-max_batch_size, max_wait_ms), each simulated on the same seeded arrival process.
-"""
+"""Sweeps: simulated latency and throughput over a grid of batcher settings, one row per (rate_rps,
+max_batch_size, max_wait_ms), each on the same seeded arrival process."""
 
 from __future__ import annotations
 
@@ -53,12 +50,8 @@ def sweep(
     seed: int = 0,
     **arrival_options: Any,
 ) -> pd.DataFrame:
-    """Simulate every grid point; out: one row per point with :data:`SWEEP_COLUMNS`.
-
-    ``arrival_options`` go to :class:`Arrivals` (``process``, default ``poisson``;
-    ``on_ms``/``off_ms`` of ``bursty``). Latency columns are end to end unless prefixed by a
-    component (``batch_wait``, ``queue_wait``, ``service``); all in ms.
-    """
+    """Simulate every grid point: one row per point with :data:`SWEEP_COLUMNS` (ms; end to end
+    unless prefixed by a component); ``arrival_options`` go to :class:`Arrivals`."""
     process = arrival_options.pop("process", "poisson")
     rows = []
     for rate, size, wait in itertools.product(rates_rps, max_batch_sizes, max_waits_ms):

@@ -1,10 +1,8 @@
-"""The generate example's causal transformer (imports torch; loaded by ``generate.build`` only).
+"""The generate example's causal transformer of ``_text_model.Block`` s (imports torch).
 
-A decoder-only model of the text example's blocks (``_text_model.Block``): every projection an
-``nn.Linear`` (int8 covers them), attention by ``scaled_dot_product_attention``. :meth:`Decoder.step`
-runs new tokens against a :class:`Cache` of every earlier token's keys and values (the KV cache:
-one decode step costs one token's work); :meth:`Decoder.forward` runs the whole sequence again
-(what a model without a cache does at every step: a decode step's cost grows with its position).
+:meth:`Decoder.step` runs new tokens against a :class:`Cache` of the earlier ones' keys and values
+(one decode step costs one token's work); :meth:`Decoder.forward` runs the whole sequence again, as
+a model without a cache does at every step.
 """
 
 from __future__ import annotations

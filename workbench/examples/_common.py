@@ -1,7 +1,5 @@
-"""Helpers the example pipelines share: options, host->device copies, build checks.
-
-Imported only by the example modules (which import torch themselves), never by ``import workbench``.
-"""
+"""Helpers the example pipelines share: options, host->device copies, build checks (never imported
+by ``import workbench``)."""
 
 from __future__ import annotations
 
@@ -58,9 +56,8 @@ def check_batch(batch: Any, example: str) -> list:
 
 
 def to_device(tensor, config: PipelineConfig):
-    """Copy a host tensor to the config's device (on CPU: the tensor as is). On CUDA, with option
-    ``pin_memory`` (default True) it goes through page-locked memory and the copy is asynchronous
-    (``non_blocking=True``); else a plain, synchronizing one."""
+    """A host tensor on the config's device; on CUDA with option ``pin_memory`` (default True) through
+    page-locked memory, asynchronously."""
     if not config.is_cuda:
         return tensor
     if option(config, "pin_memory", True, bool):
@@ -69,10 +66,8 @@ def to_device(tensor, config: PipelineConfig):
 
 
 def smoke_forward(example: str, config: PipelineConfig, run: Callable[[], Any]) -> None:
-    """Run one tiny forward at build time; a missing kernel becomes a PrecisionError.
-
-    Never falls back to another precision: the message names the combination.
-    """
+    """Run one tiny forward at build time; a missing kernel is a PrecisionError naming the
+    combination (never a fallback)."""
     try:
         run()
     except (RuntimeError, NotImplementedError, TypeError) as exc:
@@ -88,8 +83,8 @@ def serialize(responses: list[dict]) -> list[bytes]:
 
 
 def top_labels(logits, labels: tuple[str, ...], k: int) -> list[list[dict]]:
-    """Per row of ``logits``, the ``k`` likeliest of ``labels`` after a softmax, as
-    ``{"label", "score"}`` (score rounded to 6 places), read back to the host."""
+    """Per row of ``logits``, the ``k`` likeliest ``labels`` as ``{"label", "score"}`` (softmax, 6
+    places), on the host."""
     top = logits.float().softmax(dim=-1).topk(k, dim=-1)
     scores, index = top.values.cpu().tolist(), top.indices.cpu().tolist()
     return [

@@ -1,24 +1,12 @@
 """Example ``generate``: a small causal language model that streams its answer token by token.
 
-One item (request) is ``{"prompt": [token ids], "answer_tokens": n}`` (or its JSON, as ``serve``
-receives it; ``pipe.check_item`` refuses a bad one before it joins a batch): seeded random ids and
-how many tokens to generate. Random weights: the tokens mean nothing, the time they take does.
-
-Stages:
-
-- ``tokenize``: the batch's prompts left-padded to its longest, with the padding mask, copied to
-  the device.
-- ``generate`` (streaming, :mod:`workbench.streaming`): the prefill runs the prompts and yields the
-  first token, then one decode step per further token, each yielded as it is made (greedy argmax,
-  read back to the host: one token per item, a list). With ``kv_cache`` (default) a decode step
-  runs only the newest token against the cached keys and values of the earlier ones; without, it
-  runs the whole sequence again, so a step's time grows with its position. A batch generates
-  until its longest answer is done (static batching).
-- ``detokenize``: runs once on the whole answer (the rule after a streaming stage): one JSON
-  ``bytes`` response per item with its tokens.
-
-With ``kv_cache`` the pipeline also offers the step API of :mod:`.generate_steps` (``Pipeline.steps``):
-``load --max-num-seqs`` then batches its tokens continuously.
+One item is ``{"prompt": [token ids], "answer_tokens": n}`` (or its JSON, as served). Stages:
+``tokenize`` (left-padded prompts and mask to the device), ``generate`` (streaming: a prefill
+yields the first token, then a greedy decode step per further token, each read back to the host;
+with ``kv_cache`` a step runs only the newest token, without it the whole sequence again, so a
+step's time grows with its position; a batch runs until its longest answer is done) and
+``detokenize`` (one JSON response per item). With ``kv_cache`` the pipeline also offers the step
+API of :mod:`.generate_steps`, which ``load --max-num-seqs`` batches continuously.
 
 Options (``config.options``):
     seed (int, 0): weights and request stream.
@@ -27,8 +15,6 @@ Options (``config.options``):
     lengths ("fixed"): every request at the means, or ``"uniform"``: each length drawn uniformly
         from half to one and a half times its mean.
     vocab (int, 512), d_model (int, 128), layers (int, 2), heads (int, 4), ff (int, 4 * d_model).
-``batch_size``, ``precision`` (fp32, bf16, fp16 on CUDA, int8 on CPU) and ``device`` come from the
-config, as for every example.
 """
 
 from __future__ import annotations

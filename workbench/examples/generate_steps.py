@@ -1,21 +1,10 @@
-"""The generate example's step API: its model stepped one token at a time over a running batch.
+"""The generate example's step API: what a continuous batcher (``batching.continuous_live``) needs.
 
-What a continuous batcher needs from a generative model (``workbench.batching.continuous_live`` uses
-it in ``load``; ``serve`` may too): sequences join and leave between steps, and each step runs
-
-- ``prefill(seq, n)``: the next ``n`` tokens of one sequence's prompt (a chunk, or all of it); when
-  the prompt is done it returns the sequence's first token (else None);
-- ``decode(seqs)``: one forward over the given sequences, each at its own position, returning one
-  new token per sequence (a list, in order, on the host).
-
-``join(item)`` takes a request of the example (``{"prompt": ids, "answer_tokens": n}``) and returns
-its sequence (a slot of the KV cache), ``leave(seq)`` frees it; ``lengths(item)`` is ``(prompt
-tokens, answer tokens)``. ``max_num_seqs`` slots of ``max_len`` positions are allocated once.
-
-Always a KV cache: each slot's keys and values sit in rows of one :class:`Cache`, written in place.
-A decode step's sequences are at different positions, which ``Decoder.step`` (one ``filled`` for all
-rows) cannot express, so :meth:`GenerateSteps.decode` runs the blocks itself with per-row positions;
-a prefill chunk is one row and uses ``Decoder.step`` on a view of its slot.
+Sequences ``join(item)`` (a slot of one preallocated KV :class:`Cache`) and ``leave(seq)`` between
+steps; ``prefill(seq, n)`` runs the next ``n`` prompt tokens of one sequence (returning its first
+token when the prompt is done, else None); ``decode(seqs)`` makes one token per sequence, each at
+its own position (which ``Decoder.step``, one ``filled`` for all rows, cannot express: it runs the
+blocks itself); ``lengths(item)`` is ``(prompt tokens, answer tokens)``.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
-"""Example ``image``: classify photos sent as PNG (or JPEG). Preprocess-heavy.
+"""Example ``image``: classify photos sent as PNG (or JPEG) ``bytes``. Preprocess-heavy.
 
-One item (request) is a PNG or JPEG file as ``bytes``. The request stream cycles through a pool of
-synthetic photo-like images (smooth gradients, shapes and sensor noise, 256 to 448 pixels a side),
-drawn with numpy from a seed and encoded once with Pillow: no downloads.
-
-Stages:
-
-- ``parse``: check the PNG signature and IHDR size, or the JPEG start-of-image marker and frame
-  size; ValueError otherwise.
-- ``preprocess``: decode with Pillow, resize the short side to ``image_size`` and center-crop a
-  square (torchvision's ``Resize`` + ``CenterCrop``), normalize with the ImageNet mean/std, NCHW in
-  the model dtype, copy to the device. Its ``describe=`` reports ``decoded_pixels`` (width x height
-  summed over the batch's images, before the resize), which decode and resize grow with.
-- ``forward``: a small CNN (four stride-2 conv-BN-ReLU blocks, global average pooling, a linear
-  head; random weights). int8 quantizes only the head, since dynamic quantization covers Linear
-  layers; the convolutions stay fp32.
-- ``postprocess``: softmax, top-k classes, back to host.
-- ``serialize``: one JSON ``bytes`` response per image.
+Requests cycle through a pool of synthetic photo-like PNGs (256 to 448 pixels a side) drawn from a
+seed: no downloads. Stages: ``parse`` (the PNG or JPEG header's size checked), ``preprocess``
+(decode with Pillow, resize the short side to ``image_size``, center-crop, ImageNet-normalize,
+NCHW to the device; ``describe=`` reports ``decoded_pixels``, which decode and resize grow with),
+``forward`` (a seeded random CNN of four stride-2 conv blocks; int8 quantizes only its linear
+head), ``postprocess`` (top-k classes) and ``serialize``.
 
 Options (``config.options``):
     seed (int, 0): weights and image pool.

@@ -1,17 +1,6 @@
-"""Dynamic batching under load: a live batcher, a load generator and a queueing simulator.
-
-Collect -> record -> analyse, as elsewhere in the workbench:
-
-- ``arrivals``: open-loop arrival schedules (Poisson, bursty on/off, replayed CSV).
-- ``policy``: the dispatch rule (size, oldest request's wait, one-deep handoff).
-- ``batcher``, ``loadgen``, ``live``: the live run (threads, in-process) -> a ``Run`` of kind ``load``.
-- ``service_model``: service time per batch size, from profiler runs.
-- ``simulator``, ``sweeps``, ``summary``: the simulator and the tables it produces.
-- ``continuous``, ``continuous_live``: continuous batching of a generative pipeline's tokens (the
-  token-level rule, its simulator with goodput, and the live run ``load`` uses).
-
-Nothing here imports torch; the live run reaches it only through the pipeline.
-"""
+"""Dynamic and continuous batching under load: arrival schedules, the dispatch rules, the live
+batcher and load generator, and the simulators fitted to measured service and step times (each
+module's docstring says which). Nothing here imports torch."""
 
 from __future__ import annotations
 

@@ -231,7 +231,8 @@ def run_sweep(
         "knee": None,
         "prediction": None,
     }
-    for index, value in enumerate(_values(plan)):
+    doubling = [plan.start_rate_rps * 2**k for k in range(plan.max_points)]  # rate=auto
+    for index, value in enumerate(plan.values if plan.values is not None else doubling):
         folder = f"point-{index:02d}-{plan.parameter}-{value:g}"
         watch = plan.watch()
         run = measure(value, out / folder, watch)
@@ -247,16 +248,6 @@ def run_sweep(
         if record["stopped"] != "list done" and record["stopped"] is not None:
             break
     return record
-
-
-def _values(plan: SweepPlan):
-    if plan.values is not None:
-        yield from plan.values
-        return
-    rate = plan.start_rate_rps
-    for _ in range(plan.max_points):
-        yield rate
-        rate *= 2
 
 
 def _stopped(plan: SweepPlan, points: list[dict], index: int) -> str | None:

@@ -33,7 +33,6 @@ from .continuous import (
     ContinuousPolicy,
     Scheduler,
     Seq,
-    Step,
     DRAINED,
     STREAM_STAGE,
     TokenLog,
@@ -101,7 +100,7 @@ def run_continuous(
         "arrivals": arrivals.params(),
         "policy": None,
         "drain_timeout_s": drain_timeout_s,
-        "continuous": policy.params() | step_figures(run.steps) | _step_model(run.steps),
+        "continuous": policy.params() | step_figures(run.steps),
     }
     env = environment(pipe.config)
     meta = pipeline_run_meta(
@@ -136,7 +135,10 @@ def drive(log: TokenLog, steps, seqs, items, policy, opts, origin: int, deadline
             s.handle = steps.join(items[s.request])
         step = sched.plan()
         start = clock() - origin
-        run_step(steps, step)
+        if step.decode:  # the decodes in one call, then each prefill chunk
+            steps.decode([s.handle for s in step.decode])
+        for s, n in step.prefill:
+            steps.prefill(s.handle, n)
         end = clock() - origin
         log.step(step, start, end)
         emitted, left = sched.advance(step)
@@ -145,16 +147,9 @@ def drive(log: TokenLog, steps, seqs, items, policy, opts, origin: int, deadline
             steps.leave(s.handle)
 
 
-def run_step(steps, step: Step) -> None:
-    """One step through the step API: the decodes in one call, then each prefill chunk."""
-    if step.decode:
-        steps.decode([s.handle for s in step.decode])
-    for s, n in step.prefill:
-        steps.prefill(s.handle, n)
-
-
 def step_figures(steps: pd.DataFrame) -> dict:
-    """``steps``, ``mean_running`` (sequences a step: decoding or prefilling) and ``mean_step_tokens``."""
+    """``steps``, ``mean_running`` (sequences a step), ``mean_step_tokens`` and ``step_model`` (fitted
+    to the run's own steps, to replay its scheduling in the simulator)."""
     if steps.empty:
         return {"steps": 0, "mean_running": None, "mean_step_tokens": None}
     tokens = steps["decode_seqs"] + steps["prefill_tokens"]
@@ -163,12 +158,8 @@ def step_figures(steps: pd.DataFrame) -> dict:
         "steps": int(len(steps)),
         "mean_running": float(running.mean()),
         "mean_step_tokens": float(tokens.mean()),
+        "step_model": fit_step_times(steps).describe(),
     }
-
-
-def _step_model(steps: pd.DataFrame) -> dict:
-    """The step model fitted to the run's own steps, to replay its scheduling in the simulator."""
-    return {"step_model": fit_step_times(steps).describe()} if len(steps) else {}
 
 
 def _throughput(requests: pd.DataFrame) -> float | None:

@@ -92,8 +92,7 @@ def run_load(
     cfg = (config or PipelineConfig()).replace(batch_size=policy.max_batch_size)
     build = factory(target) if isinstance(target, str) else target
     pipe = resolve_pipeline(build, cfg)
-    if opts.continuous is not None or stream_index(pipe.stages) is not None:
-        refuse_without_steps(pipe, asked=opts.continuous is not None)
+    refuse_without_steps(pipe, asked=opts.continuous is not None)
     schedule = arrivals.times_ns()
     if len(schedule) > MAX_REQUESTS:
         raise ConfigError(

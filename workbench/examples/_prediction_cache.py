@@ -96,7 +96,7 @@ class PredictionCache:
                         self._lru_put(keys[i], cached[i])
         out = Lookup(
             list(requests),
-            [None if c is None else _public(c) for c in cached],
+            [None if c is None else _without(c, "fingerprint") for c in cached],
             [r for r, c in zip(requests, cached) if c is None],
         )
         with self._lock:
@@ -114,7 +114,7 @@ class PredictionCache:
     def store(self, lookup: Lookup) -> list[dict]:
         """Put the fresh responses in the cache(s); return all responses in request order."""
         entries = {
-            self.key(r): _keyless(resp) | {"fingerprint": self.fingerprint}
+            self.key(r): _without(resp, "request_id") | {"fingerprint": self.fingerprint}
             for r, resp in zip(lookup.misses, lookup.fresh)
         }
         if entries:
@@ -147,13 +147,8 @@ class PredictionCache:
             self._lru.popitem(last=False)
 
 
-def _keyless(response: dict) -> dict:
-    return {k: v for k, v in response.items() if k != "request_id"}
-
-
-def _public(entry: dict) -> dict:
-    """A cache entry as the response carries it (without the fingerprint)."""
-    return {k: v for k, v in entry.items() if k != "fingerprint"}
+def _without(entry: dict, key: str) -> dict:
+    return {k: v for k, v in entry.items() if k != key}
 
 
 def _decoded(raw: bytes):

@@ -29,12 +29,7 @@ from ..record import META_FILE, read_meta
 from . import EXAMPLES, data_dir, data_file, factory
 
 CACHE_FILE = Path(__file__).with_name("model_fingerprints.json")
-MODEL_DATA: dict[str, tuple[str, ...]] = {
-    "text": ("vocab.txt",),
-    "tabular": (),
-    "image": (),
-    "generate": (),
-}
+MODEL_DATA: dict[str, tuple[str, ...]] = {"text": ("vocab.txt",)}  # the rest: none
 KEY_FIELDS = ("example", "options", "precision", "device", "batch_size", "torch", "data")
 
 
@@ -46,14 +41,6 @@ def torch_public_version() -> str | None:
         return None
 
 
-def data_digests(example: str) -> dict[str, str]:
-    """``{file name: sha256[:16]}`` of the data files that shape the example's model."""
-    return {
-        name: hashlib.sha256(data_file(name).read_bytes()).hexdigest()[:16]
-        for name in MODEL_DATA.get(example, ())
-    }
-
-
 def entry_key(example: str, config: PipelineConfig) -> dict[str, Any]:
     """The key fields of ``example`` built with ``config`` on this installation."""
     return {
@@ -63,7 +50,10 @@ def entry_key(example: str, config: PipelineConfig) -> dict[str, Any]:
         "device": config.device,
         "batch_size": config.batch_size,
         "torch": torch_public_version(),
-        "data": data_digests(example),
+        "data": {  # sha256[:16] of the data files that shape the model
+            name: hashlib.sha256(data_file(name).read_bytes()).hexdigest()[:16]
+            for name in MODEL_DATA.get(example, ())
+        },
     }
 
 
@@ -115,14 +105,10 @@ def recorded_configs(runs: Path) -> list[tuple[str, PipelineConfig]]:
     return list(found.values())
 
 
-def entries(configs: list[tuple[str, PipelineConfig]]) -> list[dict[str, Any]]:
-    """One cache entry per configuration, each from a fresh build."""
-    return [entry_key(example, config) | compute(example, config) for example, config in configs]
-
-
 def write(path: Path = CACHE_FILE, runs: Path | None = None) -> list[dict[str, Any]]:
     """Build every configuration of the recorded runs (``data/runs``) and write the cache file."""
-    found = entries(recorded_configs(runs or data_dir() / "runs"))
+    configs = recorded_configs(runs or data_dir() / "runs")
+    found = [entry_key(example, config) | compute(example, config) for example, config in configs]
     # one line per entry: readable diffs
     rows = ",\n".join("  " + json.dumps(e, sort_keys=True) for e in found)
     path.write_text(

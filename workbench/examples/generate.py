@@ -6,7 +6,7 @@ yields the first token, then a greedy decode step per further token, each read b
 with ``kv_cache`` a step runs only the newest token, without it the whole sequence again, so a
 step's time grows with its position; a batch runs until its longest answer is done) and
 ``detokenize`` (one JSON response per item). With ``kv_cache`` the pipeline also offers the step
-API of :mod:`.generate_steps`, which ``load --max-num-seqs`` batches continuously.
+API of ``_causal_model.GenerateSteps``, which ``load --max-num-seqs`` batches continuously.
 
 Options (``config.options``):
     seed (int, 0): weights and request stream.
@@ -48,8 +48,7 @@ def build(config: PipelineConfig) -> Pipeline:
     """The generate pipeline for ``config`` (see the module docstring for stages and options)."""
     import torch  # 1-2 s and 300 MB: only when the pipeline is built
 
-    from ._causal_model import Decoder  # imports torch
-    from .generate_steps import GenerateSteps  # imports torch
+    from ._causal_model import Decoder, GenerateSteps  # imports torch
 
     check_precision(config)
     seed, kv_cache = option(config, "seed", 0), option(config, "kv_cache", True, bool)

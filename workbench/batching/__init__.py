@@ -6,27 +6,18 @@ from __future__ import annotations
 
 from .._lazy import lazy_exports
 
-_EXPORTS = {
-    "Arrivals": "arrivals",
-    "read_arrivals_csv": "arrivals",
-    "BatchPolicy": "policy",
-    "BatchFormer": "policy",
-    "dispatch_schedule": "policy",
-    "DynamicBatcher": "batcher",
-    "run_load": "live",
-    "ServiceModel": "service_model",
-    "service_model_from_runs": "service_model",
-    "Simulation": "simulator",
-    "simulate": "simulator",
-    "sweep": "sweeps",
-    "load_summary": "summary",
-    "ContinuousPolicy": "continuous",
-    "StepTimes": "continuous",
-    "fit_step_times": "continuous",
-    "simulate_continuous": "continuous",
-    "goodput": "continuous",
-    "goodput_knee": "continuous",
+_MODULES = {  # module: the names it exports
+    "arrivals": "Arrivals read_arrivals_csv",
+    "policy": "BatchPolicy BatchFormer dispatch_schedule",
+    "batcher": "DynamicBatcher",
+    "live": "run_load",
+    "service_model": "ServiceModel service_model_from_runs",
+    "simulator": "Simulation simulate",
+    "sweeps": "sweep",
+    "summary": "load_summary",
+    "continuous": "ContinuousPolicy StepTimes fit_step_times simulate_continuous goodput goodput_knee",
 }
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names.split()}
 
 __all__ = sorted(_EXPORTS)
 

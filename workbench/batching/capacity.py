@@ -133,13 +133,11 @@ def parse_sweep(text: str) -> tuple[str, tuple[float, ...] | None]:
     return name, values
 
 
-def _get(section: Any, key: str, default: Any = None) -> Any:
-    """A field of a run-record section, whether the section is a mapping or a typed record."""
-    if section is None:
-        return default
+def _get(section: Any, key: str) -> Any:
+    """A field of a run-record section, a mapping or a typed record (None: missing)."""
     if isinstance(section, dict):
-        return section.get(key, default)
-    return getattr(section, key, default)
+        return section.get(key)
+    return getattr(section, key, None)
 
 
 def point_row(

@@ -229,7 +229,7 @@ def simulate_continuous(
     policy: ContinuousPolicy,
 ) -> ContinuousRun:
     """Run :class:`Scheduler` on requests arriving at ``arrival_ns`` (sorted) with ``(prompt tokens,
-    answer tokens)`` ``lengths``, each step taking ``times.step_ns`` of it."""
+    answer tokens)`` ``lengths``, each step taking ``times.step_ns_of`` its features."""
     seqs = [Seq(i, int(t), p, a) for i, (t, (p, a)) in enumerate(zip(arrival_ns, lengths))]
     sched, now, k, log = Scheduler(policy), 0, 0, TokenLog()
     while k < len(seqs) or sched.running or sched.waiting:

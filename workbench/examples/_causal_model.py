@@ -28,11 +28,9 @@ class Cache:
 
 
 class Decoder(nn.Module):
-    """Token + position embeddings, ``layers`` causal blocks, a tied-size linear head to the vocabulary.
-
+    """Token + position embeddings, ``layers`` causal blocks, a linear head to the vocabulary.
     Sequences are left-padded: ``valid`` (bool, batch x positions) is False on padding, which no
-    other query attends to; a position's embedding counts its real tokens only.
-    """
+    other query attends to; a position's embedding counts its real tokens only."""
 
     def __init__(self, vocab: int, max_len: int, d_model: int, layers: int, heads: int, ff: int):
         super().__init__()

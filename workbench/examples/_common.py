@@ -9,6 +9,8 @@ from typing import Any
 
 from ..config import PipelineConfig, Range
 from ..errors import ConfigError, PrecisionError, is_int
+from ..pipeline import Pipeline
+from . import EXAMPLES
 
 
 # the ranges the examples declare for their numeric options (config.option_ranges), checked before a build
@@ -65,16 +67,21 @@ def to_device(tensor, config: PipelineConfig):
     return tensor.to(config.device)
 
 
-def smoke_forward(example: str, config: PipelineConfig, run: Callable[[], Any]) -> None:
-    """Run one tiny forward at build time; a missing kernel is a PrecisionError naming the
-    combination (never a fallback)."""
+def example_pipeline(
+    example: str, config: PipelineConfig, model, items, smoke: Callable
+) -> Pipeline:
+    """The example's Pipeline of ``model``, after one tiny forward (``smoke()``): a missing kernel is
+    a PrecisionError naming the combination (never a fallback)."""
     try:
-        run()
+        smoke()
     except (RuntimeError, NotImplementedError, TypeError) as exc:
         raise PrecisionError(
             f"example {example}: precision {config.precision} on device {config.device} does not run "
             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); pick another --precision"
         ) from exc
+    return Pipeline(
+        example, items=items, description=EXAMPLES[example], config=config, models=[model]
+    )
 
 
 def serialize(responses: list[dict]) -> list[bytes]:

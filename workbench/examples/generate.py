@@ -27,8 +27,7 @@ from ..config import PipelineConfig, Range, option_ranges
 from ..errors import ConfigError
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model
-from . import EXAMPLES
-from ._common import SEED, SIZE, check_batch, option, smoke_forward, to_device
+from ._common import SEED, SIZE, check_batch, example_pipeline, option, to_device
 
 LENGTHS = ("fixed", "uniform")
 TOKENS = Range(1, 2_048, integer=True)
@@ -71,13 +70,12 @@ def build(config: PipelineConfig) -> Pipeline:
         return [json.dumps({"tokens": t}, separators=(",", ":")).encode() for t in per_item]
 
     smoke = {"prompt": [1, 2, 3], "answer_tokens": 2}
-    smoke_forward("generate", config, lambda: list(generate(tokenize([smoke]))))
-    pipe = Pipeline(
+    pipe = example_pipeline(
         "generate",
-        items=lambda: prompts(seed, vocab, prompt_n, answer_n, lengths),
-        description=EXAMPLES["generate"],
-        config=config,
-        models=[model],
+        config,
+        model,
+        lambda: prompts(seed, vocab, prompt_n, answer_n, lengths),
+        lambda: list(generate(tokenize([smoke]))),
     )
     pipe.check_item = lambda body: check_request(request_of(body), vocab, longest)  # serve
 

@@ -28,14 +28,13 @@ import numpy as np
 from ..config import PipelineConfig, Range, option_ranges
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model, torch_dtype
-from . import EXAMPLES
 from ._common import (
     SEED,
     TOP_K,
     check_batch,
+    example_pipeline,
     option,
     serialize,
-    smoke_forward,
     to_device,
     top_labels,
 )
@@ -94,13 +93,8 @@ def build(config: PipelineConfig) -> Pipeline:
             return [{"classes": c} for c in top_labels(logits, LABELS, top_k)]
 
     probe = torch.zeros(1, 3, size, size, dtype=dtype, device=config.device)
-    smoke_forward("image", config, lambda: forward(probe))
-    pipe = Pipeline(
-        "image",
-        items=lambda: itertools.cycle(photos),
-        description=EXAMPLES["image"],
-        config=config,
-        models=[model],
+    pipe = example_pipeline(
+        "image", config, model, lambda: itertools.cycle(photos), lambda: forward(probe)
     )
     pipe.add("parse", parse)
     pipe.add("preprocess", preprocess, describe=describe_area)

@@ -44,9 +44,9 @@ from ..errors import ConfigError, PipelineError, is_int
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model, torch_dtype
 from ..wings import wing
-from . import EXAMPLES, data_file
+from . import data_file
 from ._prediction_cache import KINDS, PredictionCache
-from ._common import SEED, check_batch, int_list_option, option, smoke_forward, to_device
+from ._common import SEED, check_batch, example_pipeline, int_list_option, option, to_device
 
 DEVICES = ("ios", "android", "web")
 MAX_CANDIDATES = 100
@@ -202,13 +202,12 @@ def build(config: PipelineConfig) -> Pipeline:
         return _responses(requests, probs, threshold)
 
     probe = torch.zeros(2, N_FEATURES, dtype=dtype, device=config.device)
-    smoke_forward("tabular", config, lambda: forward(([], probe)))
-    pipe = Pipeline(
+    pipe = example_pipeline(
         "tabular",
-        items=lambda: request_items(seed, n_users, n_items, n_keys, zipf_s),
-        config=config,
-        description=EXAMPLES["tabular"],
-        models=[model],
+        config,
+        model,
+        lambda: request_items(seed, n_users, n_items, n_keys, zipf_s),
+        lambda: forward(([], probe)),
     )
     stages = [
         ("parse", parse),
@@ -385,11 +384,8 @@ def serialize(responses: list[dict]) -> list[bytes]:
 def request_items(
     seed: int, n_users: int, n_items: int, n_keys: int = 0, zipf_s: float = 1.1
 ) -> Iterator[bytes]:
-    """An endless, seeded stream of ranking requests (4-12 candidates; ~2 % unknown ids).
-
-    n_keys > 0: the stream repeats n_keys distinct requests (the first n_keys of
-    the fresh stream), rank k drawn with probability proportional to 1 / k**zipf_s.
-    """
+    """An endless, seeded stream of ranking requests (4-12 candidates; ~2 % unknown ids); with
+    ``n_keys`` > 0 its first ``n_keys`` repeated, rank k with probability ~ 1 / k**zipf_s."""
     rng = random.Random(seed)
     fresh = (_request_body(rng, n_users, n_items) for _ in itertools.count())
     if n_keys <= 0:

@@ -33,15 +33,15 @@ from ..config import PipelineConfig, Range, option_ranges
 from ..errors import ConfigError, PipelineError
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model
-from . import EXAMPLES, data_file
+from . import data_file
 from ._common import (
     SEED,
     SIZE,
     TOP_K,
     check_batch,
+    example_pipeline,
     option,
     serialize,
-    smoke_forward,
     to_device,
     top_labels,
 )
@@ -157,16 +157,11 @@ def build(config: PipelineConfig) -> Pipeline:
             labels = top_labels(logits, LABELS, top_k)
         return [{"labels": c, "tokens": n, "truncated": cut} for (n, cut), c in zip(info, labels)]
 
-    smoke_forward("text", config, lambda: forward(preprocess(["smoke test"])))
+    pipe = example_pipeline(
+        "text", config, model, lambda: text_items(seed), lambda: forward(preprocess(["smoke test"]))
+    )
     if cuda_graph:  # after the smoke test, so a capture error is not reported as a precision error
         run_model = GraphedForward(model)
-    pipe = Pipeline(
-        "text",
-        items=lambda: text_items(seed),
-        description=EXAMPLES["text"],
-        config=config,
-        models=[model],
-    )
     pipe.add("parse", lambda batch: parse(batch, max_chars))
     pipe.add("preprocess", preprocess, describe=describe_padding)
     pipe.add("forward", forward)

@@ -77,7 +77,9 @@ class Arrivals:
             times = bursty_ns(
                 self.rate_rps, self.on_ms, self.off_ms, self.count, self.duration_s, self.seed
             )
-        return _bounded(times, self.count, self.duration_s)
+        if self.duration_s is not None:
+            times = times[times < int(round(self.duration_s * NS_PER_S))]
+        return times if self.count is None else times[: self.count]
 
     def params(self) -> dict[str, Any]:
         """The process parameters as plain data."""
@@ -96,14 +98,6 @@ class Arrivals:
 
 def _positive(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
-
-
-def _bounded(times: np.ndarray, count: int | None, duration_s: float | None) -> np.ndarray:
-    if duration_s is not None:
-        times = times[times < int(round(duration_s * NS_PER_S))]
-    if count is not None:
-        times = times[:count]
-    return times
 
 
 def _gaps_needed(rate: float, count: int | None, duration_s: float | None) -> int:

@@ -74,7 +74,6 @@ class DynamicBatcher:
         self._in_flight: dict[int, _InFlight] = {}
         self._halted_queue: list[tuple[int, int]] = []  # queued when a timeout halted the batcher
         self.init_results: list[Any] = []
-        self._ready = 0
         self._former = BatchFormer(policy)
         self._cond = threading.Condition()
         self._items: dict[int, Any] = {}
@@ -95,7 +94,9 @@ class DynamicBatcher:
         for t in self._threads:
             t.start()
         with self._cond:
-            self._cond.wait_for(lambda: self._ready >= len(self._threads), timeout=timeout_s)
+            self._cond.wait_for(
+                lambda: len(self.init_results) >= len(self._threads), timeout=timeout_s
+            )
         failed = [r for r in self.init_results if isinstance(r, Exception)]
         if failed:
             self.stop(abort=True, join_timeout_s=1.0)  # another executor may be the one that hangs
@@ -197,7 +198,6 @@ class DynamicBatcher:
             result = exc
         with cond:
             self.init_results.append(result)
-            self._ready += 1
             cond.notify_all()
         while True:
             with cond:

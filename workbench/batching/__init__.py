@@ -15,7 +15,8 @@ _MODULES = {  # module: the names it exports
     "simulator": "Simulation simulate",
     "sweeps": "sweep",
     "summary": "load_summary",
-    "continuous": "ContinuousPolicy StepTimes fit_step_times simulate_continuous goodput goodput_knee",
+    "continuous": "ContinuousPolicy StepTimes fit_step_times simulate_continuous goodput "
+    "goodput_knee",
 }
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names.split()}
 

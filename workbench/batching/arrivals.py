@@ -27,8 +27,8 @@ CSV_UNITS = {"arrival_ns": 1, "arrival_us": 1_000, "arrival_ms": 1_000_000, "arr
 
 @dataclass(frozen=True)
 class Arrivals:
-    """An arrival process (``rate_rps``: mean requests/s, unused by ``replay``; ``seed``: numpy
-    PCG64's; ``on_ms``/``off_ms``: ``bursty``'s windows; ``path``: ``replay``'s CSV) and its bounds."""
+    """An arrival process and its bounds (``rate_rps``: mean requests/s, unused by ``replay``;
+    ``seed``: numpy PCG64's; ``on_ms``/``off_ms``: ``bursty``'s windows; ``path``: the CSV)."""
 
     process: str = "poisson"
     rate_rps: float | None = None

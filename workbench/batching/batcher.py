@@ -117,8 +117,7 @@ class DynamicBatcher:
         return rid, arrival
 
     def wait_done(self, timeout_s: float) -> bool:
-        """Wait (real time) until every request (once halted, every batch in flight) finished; False
-        on timeout."""
+        """Wait (real s) for all requests (once halted, batches in flight); False on timeout."""
 
         def done() -> bool:
             return not self._in_flight and (
@@ -219,7 +218,7 @@ class DynamicBatcher:
                 cond.notify_all()
 
     def _run(self, items: list, flight: _InFlight) -> RequestTiming:
-        """``execute(items)``; an exception from it (a bug: stage errors are recorded) fails the batch."""
+        """``execute(items)``; an exception from it (a bug: stage errors are recorded) fails it."""
         try:
             if self._names is None:
                 return self._execute(items)
@@ -238,8 +237,7 @@ def _at_stop(stage: str) -> str:
 
 
 def warm_up(execute, items: list, calls: int, max_batch_size: int) -> list[StageFailure]:
-    """Untimed calls at both ends of the batch-size range, on an executor thread; their failures (a
-    timeout ends it)."""
+    """Untimed calls at both ends of the batch-size range; their failures (a timeout ends it)."""
     failures = []
     for _ in range(calls):
         for size in (max_batch_size, 1) if items else ():

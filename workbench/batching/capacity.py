@@ -329,7 +329,7 @@ def load_sweep(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def points_table(record: dict[str, Any]) -> pd.DataFrame:
-    """One row per point with :data:`POINT_COLUMNS` plus the ``predicted_*`` figures when present."""
+    """One row per point: :data:`POINT_COLUMNS` and the ``predicted_*`` figures when present."""
     predicted = ("p50_ms", "p99_ms", "p50_ratio", "p99_ratio", "stable", "capacity_rps")
     rows = [
         {k: p.get(k) for k in POINT_COLUMNS}
@@ -365,8 +365,7 @@ def compare_sweeps(a: dict[str, Any], b: dict[str, Any]) -> pd.DataFrame:
 
 
 def sweep_service_runs(path: str | os.PathLike | None, record: dict[str, Any]) -> list[Path]:
-    """The point run folders of an in-process sweep, whose batches calibrate the simulator (a served
-    sweep's points hold none)."""
+    """The point run folders of an in-process sweep, whose batches calibrate the simulator."""
     if record["kind"] != "load" or path is None:
         raise ConfigError(
             "a served sweep's points hold no batch service times: give service_runs "

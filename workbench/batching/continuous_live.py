@@ -1,7 +1,7 @@
 """A live continuous batching run: a generative pipeline's step API driven by the token-level rule.
 
-``load`` of a pipeline with a step API (``Pipeline.steps``) runs this on the caller's thread: between
-steps it queues the requests now due, then admits, plans and runs a step with
+``load`` of a pipeline with a step API (``Pipeline.steps``) runs this on the caller's thread:
+between steps it queues the requests now due, then admits, plans and runs a step with
 :class:`~.continuous.Scheduler`; every token is stamped with its step's end. The run is a ``load``
 :class:`workbench.record.Run` with stages ``queue_wait`` and ``generate`` and a ``units`` table;
 ``load.continuous`` holds the policy, step counts and the step model fitted to the run's steps.
@@ -117,8 +117,7 @@ def run_continuous(
 
 
 def drive(log: TokenLog, steps, seqs, items, policy, opts, origin: int, deadline: int):
-    """The loop of the module docstring, into ``log``, until every request finished or ``deadline``
-    (ns from ``origin``) passed."""
+    """The loop of the module docstring, into ``log``, until all finished or ``deadline`` passed."""
     clock, sleep = opts.clock, opts.sleep
     sched, k = Scheduler(policy), 0
     while k < len(seqs) or sched.running or sched.waiting:
@@ -148,8 +147,8 @@ def drive(log: TokenLog, steps, seqs, items, policy, opts, origin: int, deadline
 
 
 def step_figures(steps: pd.DataFrame) -> dict:
-    """``steps``, ``mean_running`` (sequences a step), ``mean_step_tokens`` and ``step_model`` (fitted
-    to the run's own steps, to replay its scheduling in the simulator)."""
+    """``steps``, ``mean_running`` (sequences a step), ``mean_step_tokens`` and ``step_model``
+    (fitted to the run's own steps, to replay its scheduling in the simulator)."""
     if steps.empty:
         return {"steps": 0, "mean_running": None, "mean_step_tokens": None}
     tokens = steps["decode_seqs"] + steps["prefill_tokens"]

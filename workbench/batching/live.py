@@ -108,8 +108,7 @@ def run_load(
 
 
 def _batched_run(pipe, build, target, arrivals, policy, schedule, items, opts: LoadOptions) -> Run:
-    """The dynamic batcher's run of ``items`` due at ``schedule`` (``target``: what the fingerprint
-    names)."""
+    """The dynamic batcher's run of ``items`` due at ``schedule``."""
     execute, threads, guards = pipeline_executor(pipe, build, opts.clock, opts.timeout_s)
     started = datetime.now(timezone.utc)
     probe = NoiseProbe(opts.noise_readings or Readings()).start()
@@ -197,7 +196,7 @@ def _drive(
     execute, pipe, items: list, schedule: np.ndarray, policy: BatchPolicy, opts: LoadOptions
 ):
     """Warm up, submit the schedule, drain, stop: ``(batcher, lags, dropped, origin_ns, stopped_ns,
-    interrupted)``. A timed-out call stops the run (a batch's halts the batcher and the generator)."""
+    interrupted)``. A timed-out call stops the run (a batch's halts batcher and generator)."""
     clock, drain_timeout_s, timeout_s = opts.clock, opts.drain_timeout_s, opts.timeout_s
     warm = lambda: warm_up(execute, items, opts.warmup, policy.max_batch_size)  # noqa: E731  (in each executor)
     # the warm-up wait: the drain timeout, or longer than one call's timeout so that a hung call is a Timeout
@@ -291,11 +290,11 @@ def _switch_interval(seconds: float | None):
 
 
 def pipeline_executor(pipe, target, clock: Clock, timeout_s: float | None = None):
-    """``(execute(items, starts=, ends=) -> RequestTiming, threads, guards)`` for executor threads (a
-    load run's, ``workbench serve``'s). Each builds its own pipeline on its first call, in the thread
-    that runs the stages (``sqlite3`` connections work only there), after setting torch's thread
-    count: OpenMP keeps it per thread and a new thread's default (all cores) can be many times
-    slower. With ``timeout_s`` that thread is the executor's :class:`StageGuard` (in ``guards``)."""
+    """``(execute(items, starts=, ends=) -> RequestTiming, threads, guards)`` for executor threads
+    (a load run's, ``workbench serve``'s). Each builds its own pipeline on its first call, in the
+    thread that runs the stages (``sqlite3`` connections work only there), after setting torch's
+    thread count: OpenMP keeps it per thread and a new thread's default (all cores) can be many
+    times slower. With ``timeout_s`` that thread is the executor's :class:`StageGuard`."""
     torch, cfg = torch_or_none(), pipe.config
     threads = cfg.threads or (torch.get_num_threads() if torch is not None else None)
     local = threading.local()

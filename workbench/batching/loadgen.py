@@ -85,7 +85,7 @@ def lag_summary(lags_ns: np.ndarray, late_threshold_ms: float = 1.0) -> dict[str
 
 
 def behind_schedule(lag_p99_ms: float | None) -> bool:
-    """Whether a run's ``load.generator_lag_p99_ms`` (None: not scheduled) is at or above the limit."""
+    """Whether a run's ``load.generator_lag_p99_ms`` (None: not scheduled) reaches the limit."""
     return lag_p99_ms is not None and lag_p99_ms >= LAG_P99_LIMIT_MS
 
 

@@ -102,8 +102,8 @@ class BatchFormer:
 
 
 def dispatch_schedule(arrivals_ns, service_ns, policy: BatchPolicy) -> list[dict[str, int]]:
-    """Slow and obvious replay of the rule, batch ``m`` taking ``service_ns[m]``, that tests hold the
-    simulator and the batcher to: per batch ``batch``, ``size``, ``first`` (its first request),
+    """Slow and obvious replay of the rule, batch ``m`` taking ``service_ns[m]``, that tests hold
+    the simulator and the batcher to: per batch ``batch``, ``size``, ``first`` (its first request),
     ``due_ns``, ``close_ns``, ``start_ns``, ``end_ns``."""
     former, free, batches, slot_free = BatchFormer(policy), [0] * policy.concurrency, [], 0
     for i, a in enumerate(arrivals_ns):

@@ -56,9 +56,9 @@ def load_tables(
     stopped_by: str | None = None,
     schedule_ns: np.ndarray | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Requests and stages tables from executed ``BatchRecord`` s and undispatched (request, arrival)
-    pairs (``DrainTimeout``, or ``RunStopped`` after a timeout); ``schedule_ns[rid]``: when request
-    ``rid`` was due, ns from ``origin_ns`` (None: when it arrived)."""
+    """Requests and stages tables from executed ``BatchRecord`` s and undispatched ``(request,
+    arrival)`` pairs (``DrainTimeout``, or ``RunStopped`` after a timeout); ``schedule_ns[rid]``:
+    when request ``rid`` was due, ns from ``origin_ns`` (None: when it arrived)."""
     undispatched = _STOPPED if stopped_by == "timeout" else _DRAINED
 
     def lag(rid: int, arrival: int) -> int:
@@ -130,8 +130,7 @@ def simulation_tables(requests: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFram
 
 
 def simulation_run(sim, pipeline: str | None, sources: list[str], created: str):
-    """A ``Simulation`` as a run record (``kind: "simulation"``); ``sources``: the service run
-    folders, ``created``: ISO time."""
+    """A ``Simulation`` as a run record; ``sources``: the service run folders."""
     requests, stages = simulation_tables(sim.requests)
     rate = sim.rate_rps if np.isfinite(sim.rate_rps) else None
     capacity = sim.capacity_rps if np.isfinite(sim.capacity_rps) else None

@@ -71,14 +71,10 @@ class ServiceModel:
     def bracket(self, size: int) -> tuple[np.ndarray, np.ndarray, float]:
         """Sorted samples at the measured sizes around ``size`` and the weight of the upper one."""
         self.check(size)
-        sizes = self.sizes
-        if size <= sizes[0]:
-            s = self.samples[sizes[0]]
-            return s, s, 0.0
-        hi = next(b for b in sizes if b >= size)
-        lo = max(b for b in sizes if b <= size)
-        if hi == lo:
+        lo = max((b for b in self.sizes if b <= size), default=self.sizes[0])
+        if lo >= size:  # a measured size, or one below the smallest (its samples)
             return self.samples[lo], self.samples[lo], 0.0
+        hi = next(b for b in self.sizes if b > size)
         return self.samples[lo], self.samples[hi], (size - lo) / (hi - lo)
 
     def mean_ns(self, size: int) -> float:

@@ -38,8 +38,7 @@ LOAD_META_KEYS = (
 
 
 def batch_table(requests: pd.DataFrame) -> pd.DataFrame:
-    """One row per dispatched batch: ``batch``, ``size``, ``start_ns`` (executor start),
-    ``service_ns``."""
+    """One row per dispatched batch: ``batch``, ``size``, ``start_ns``, ``service_ns``."""
     ran = requests[requests["batch"] >= 0]  # -1: never dispatched (a run stopped at its deadline)
     start = ran["arrival_ns"] + ran["batch_wait_ns"] + ran["queue_wait_ns"]
     grouped = ran.assign(start_ns=start).groupby("batch", sort=True)

@@ -138,8 +138,8 @@ def seeded_spread(tables: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def service_noise(runs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """The noise flags of a service model's runs (``(label, RunMeta)``), which a simulation inherits:
-    ``{"noisy": [(label, reasons)], "quiet": n, "unknown": n}``."""
+    """The noise flags of a service model's runs (``(label, RunMeta)``), which a simulation
+    inherits: ``{"noisy": [(label, reasons)], "quiet": n, "unknown": n}``."""
     out: dict[str, Any] = {"noisy": [], "quiet": 0, "unknown": 0}
     for label, meta in runs:
         noisy = meta.noise.noisy if meta.noise else None

@@ -58,8 +58,8 @@ def check_batch(batch: Any, example: str) -> list:
 
 
 def to_device(tensor, config: PipelineConfig):
-    """A host tensor on the config's device; on CUDA with option ``pin_memory`` (default True) through
-    page-locked memory, asynchronously."""
+    """A host tensor on the config's device; on CUDA with option ``pin_memory`` (default True)
+    through page-locked memory, asynchronously."""
     if not config.is_cuda:
         return tensor
     if option(config, "pin_memory", True, bool):
@@ -70,8 +70,8 @@ def to_device(tensor, config: PipelineConfig):
 def example_pipeline(
     example: str, config: PipelineConfig, model, items, smoke: Callable
 ) -> Pipeline:
-    """The example's Pipeline of ``model``, after one tiny forward (``smoke()``): a missing kernel is
-    a PrecisionError naming the combination (never a fallback)."""
+    """The example's Pipeline of ``model``, after one tiny forward (``smoke()``): a missing kernel
+    is a PrecisionError naming the combination (never a fallback)."""
     try:
         smoke()
     except (RuntimeError, NotImplementedError, TypeError) as exc:
@@ -90,8 +90,7 @@ def serialize(responses: list[dict]) -> list[bytes]:
 
 
 def top_labels(logits, labels: tuple[str, ...], k: int) -> list[list[dict]]:
-    """Per row of ``logits``, the ``k`` likeliest ``labels`` as ``{"label", "score"}`` (softmax, 6
-    places), on the host."""
+    """Per row of ``logits``, the ``k`` likeliest ``labels`` as ``{"label", "score"}`` (host)."""
     top = logits.float().softmax(dim=-1).topk(k, dim=-1)
     scores, index = top.values.cpu().tolist(), top.indices.cpu().tolist()
     return [

@@ -108,7 +108,7 @@ class PredictionCache:
         return out
 
     def last_hit_fraction(self) -> float | None:
-        """The hit fraction of this thread's last lookup (a server's executor reads it per batch)."""
+        """The hit fraction of this thread's last lookup (a server's executor reads it a batch)."""
         return getattr(self._thread, "last", None)
 
     def store(self, lookup: Lookup) -> list[dict]:

@@ -40,7 +40,7 @@ class Block(nn.Module):
 
 class Encoder(nn.Module):
     """Token + position embeddings, ``layers`` blocks, a linear head on the first ([CLS]) position:
-    ``forward(ids, mask)``, both (batch, seq), mask True on real tokens, -> logits (batch, labels)."""
+    ``forward(ids, mask)``, both (batch, seq), mask True on real tokens: logits (batch, labels)."""
 
     def __init__(
         self, vocab: int, max_len: int, d_model: int, layers: int, heads: int, ff: int, labels: int

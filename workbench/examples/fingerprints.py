@@ -90,8 +90,8 @@ def compute(example: str, config: PipelineConfig) -> dict[str, Any]:
 
 
 def recorded_configs(runs: Path) -> list[tuple[str, PipelineConfig]]:
-    """The (example, configuration) of every recorded run under ``runs`` with a model fingerprint,
-    on a device family this machine has."""
+    """(example, configuration) of the recorded runs with a model fingerprint, on this machine's
+    devices."""
     here, found = available_devices(), {}
     for meta_file in sorted(Path(runs).glob(f"*/{META_FILE}")):
         fp = fingerprint_of(read_meta(meta_file))

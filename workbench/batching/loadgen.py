@@ -20,9 +20,8 @@ from ..timing import Clock
 from ..units import ms_to_ns, ns_to_ms, ns_to_s
 
 Submit = Callable[[Any], tuple[int, int]]
-# A generator lag p99 at or above this marks a run behind its schedule (and noisy). The workbench's
-# generator holds lag p99 0.11-0.20 ms at 200-1,000 req/s on a quiet 2-core machine
-# (benchmarks/results/loadgen.md): 1 ms is 5x that, and the goal of issues 13 and 37.
+# A generator lag p99 at or above this marks a run behind its schedule (and noisy): about 5x what
+# the generator holds on a quiet machine (benchmarks/results/loadgen.md).
 LAG_P99_LIMIT_MS = 1.0
 
 

@@ -33,8 +33,7 @@ from ..record.tables import LOAD_REQUEST_COLUMNS as LOAD_COLUMNS
 from ..timing import StageFailure
 from .policy import wait_split
 
-# the failure of a request never dispatched: still queued at the run's drain deadline, or when a
-# batch past the per-request timeout stopped the run
+# the failures of a request never dispatched
 _DRAINED = StageFailure(
     "batcher",
     "DrainTimeout",

@@ -90,7 +90,7 @@ class Pipeline:
     agree: ``fn(output_a, output_b) -> share`` in [0, 1]: how far two configurations' final outputs of one
         request agree, for ``compare`` and ``audit --try`` (default: argmax agreement, ``analysis.outputs``).
     steps: ``fn(max_num_seqs) -> step API`` of a generative pipeline (``join``, ``prefill``, ``decode``,
-        ``leave``, ``lengths``: ``workbench.examples.generate_steps``); ``load`` then schedules its
+        ``leave``, ``lengths``: ``workbench.examples._causal_model``); ``load`` then schedules its
         tokens with continuous batching (``workbench.batching.continuous_live``).
     """
 

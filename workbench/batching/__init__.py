@@ -1,43 +1,24 @@
-"""Dynamic batching under load: a live batcher, a load generator and a queueing simulator.
-
-Collect -> record -> analyse, as elsewhere in the workbench:
-
-- ``arrivals``: open-loop arrival schedules (Poisson, bursty on/off, replayed CSV).
-- ``policy``: the dispatch rule (size, oldest request's wait, one-deep handoff).
-- ``batcher``, ``loadgen``, ``live``: the live run (threads, in-process) -> a ``Run`` of kind ``load``.
-- ``service_model``: service time per batch size, from profiler runs.
-- ``simulator``, ``sweeps``, ``summary``: the simulator and the tables it produces.
-- ``continuous``, ``continuous_live``: continuous batching of a generative pipeline's tokens (the
-  token-level rule, its simulator with goodput, and the live run ``load`` uses).
-
-Nothing here imports torch; the live run reaches it only through the pipeline.
-"""
+"""Dynamic and continuous batching under load: arrival schedules, the dispatch rules, the live
+batcher and load generator, and the simulators fitted to measured service and step times (each
+module's docstring says which). Nothing here imports torch."""
 
 from __future__ import annotations
 
 from .._lazy import lazy_exports
 
-_EXPORTS = {
-    "Arrivals": "arrivals",
-    "read_arrivals_csv": "arrivals",
-    "BatchPolicy": "policy",
-    "BatchFormer": "policy",
-    "dispatch_schedule": "policy",
-    "DynamicBatcher": "batcher",
-    "run_load": "live",
-    "ServiceModel": "service_model",
-    "service_model_from_runs": "service_model",
-    "Simulation": "simulator",
-    "simulate": "simulator",
-    "sweep": "sweeps",
-    "load_summary": "summary",
-    "ContinuousPolicy": "continuous",
-    "StepTimes": "continuous",
-    "fit_step_times": "continuous",
-    "simulate_continuous": "continuous",
-    "goodput": "continuous",
-    "goodput_knee": "continuous",
+_MODULES = {  # module: the names it exports
+    "arrivals": "Arrivals read_arrivals_csv",
+    "policy": "BatchPolicy BatchFormer dispatch_schedule",
+    "batcher": "DynamicBatcher",
+    "live": "run_load",
+    "service_model": "ServiceModel service_model_from_runs",
+    "simulator": "Simulation simulate",
+    "sweeps": "sweep",
+    "summary": "load_summary",
+    "continuous": "ContinuousPolicy StepTimes fit_step_times simulate_continuous goodput "
+    "goodput_knee",
 }
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names.split()}
 
 __all__ = sorted(_EXPORTS)
 

@@ -1,17 +1,8 @@
-"""Open-loop arrival schedules: when each request arrives, in integer nanoseconds.
-
-The live load generator and the simulator consume the same schedule, so a
-simulated and a live run of the same ``Arrivals`` see the same process:
-
-* ``poisson``: exponential inter-arrival times with mean ``1 / rate_rps``.
-* ``bursty``: an on/off process. Time alternates between ``on_ms`` windows, where arrivals are
-  Poisson at the peak rate ``rate_rps * (on_ms + off_ms) / on_ms``, and ``off_ms`` windows with no
-  arrival, so the long-run rate is ``rate_rps``. The first window starts "on" at time 0.
-* ``replay``: timestamps read from a CSV file (:func:`read_arrivals_csv`).
-
-A schedule is bounded by ``count`` requests and/or ``duration_s`` seconds, whichever ends first; at
-least one bound is required for the generated processes. Times are offsets from the schedule's start
-(the first replayed timestamp maps to 0).
+"""Open-loop arrival schedules, in integer ns from the schedule's start, shared by the live load
+generator and the simulator: ``poisson`` (mean gap ``1 / rate_rps``), ``bursty`` (on/off: Poisson at
+the peak rate ``rate_rps * (on_ms + off_ms) / on_ms`` in ``on_ms`` windows, none in ``off_ms``
+windows, starting "on") and ``replay`` (a CSV file, :func:`read_arrivals_csv`). A schedule ends at
+``count`` requests and/or ``duration_s`` seconds, whichever comes first.
 """
 
 from __future__ import annotations
@@ -26,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
-
 from ..units import NS_PER_S, ms_to_ns
 
 PROCESSES = ("poisson", "bursty", "replay")
@@ -37,16 +27,8 @@ CSV_UNITS = {"arrival_ns": 1, "arrival_us": 1_000, "arrival_ms": 1_000_000, "arr
 
 @dataclass(frozen=True)
 class Arrivals:
-    """An arrival process and its bounds.
-
-    process: ``poisson``, ``bursty`` or ``replay``.
-    rate_rps: mean arrival rate (requests/s), > 0; unused by ``replay``.
-    count: at most this many requests (>= 1), or None.
-    duration_s: only arrivals before this many seconds (> 0), or None.
-    seed: seeds the generated processes (numpy PCG64).
-    on_ms, off_ms: window lengths of ``bursty``.
-    path: the CSV file of ``replay``.
-    """
+    """An arrival process and its bounds (``rate_rps``: mean requests/s, unused by ``replay``;
+    ``seed``: numpy PCG64's; ``on_ms``/``off_ms``: ``bursty``'s windows; ``path``: the CSV)."""
 
     process: str = "poisson"
     rate_rps: float | None = None
@@ -95,10 +77,12 @@ class Arrivals:
             times = bursty_ns(
                 self.rate_rps, self.on_ms, self.off_ms, self.count, self.duration_s, self.seed
             )
-        return _bounded(times, self.count, self.duration_s)
+        if self.duration_s is not None:
+            times = times[times < int(round(self.duration_s * NS_PER_S))]
+        return times if self.count is None else times[: self.count]
 
     def params(self) -> dict[str, Any]:
-        """The process parameters as plain data (for run.json and JSON output)."""
+        """The process parameters as plain data."""
         out: dict[str, Any] = {k: getattr(self, k) for k in ("process", "count", "duration_s")}
         if self.process == "replay":
             return out | {"path": str(self.path)}
@@ -114,14 +98,6 @@ class Arrivals:
 
 def _positive(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
-
-
-def _bounded(times: np.ndarray, count: int | None, duration_s: float | None) -> np.ndarray:
-    if duration_s is not None:
-        times = times[times < int(round(duration_s * NS_PER_S))]
-    if count is not None:
-        times = times[:count]
-    return times
 
 
 def _gaps_needed(rate: float, count: int | None, duration_s: float | None) -> int:
@@ -152,11 +128,8 @@ def bursty_ns(
     duration_s: float | None,
     seed: int = 0,
 ) -> np.ndarray:
-    """On/off arrivals with long-run rate ``rate_rps`` (int64 ns).
-
-    Draws a Poisson process at the peak rate on "busy time" (time counted only inside on windows),
-    then maps busy time to wall time by inserting an off window after every ``on_ms`` of busy time.
-    """
+    """On/off arrivals with long-run rate ``rate_rps`` (int64 ns): Poisson at the peak rate in busy
+    time, mapped to wall time by an off window after every ``on_ms`` of it."""
     on_ns, off_ns = ms_to_ns(on_ms), ms_to_ns(off_ms)
     peak = rate_rps * (on_ms + off_ms) / on_ms
     busy_duration = (
@@ -170,14 +143,9 @@ def bursty_ns(
 
 
 def read_arrivals_csv(path: str | Path) -> np.ndarray:
-    """Arrival timestamps from a CSV file, as int64 ns offsets from the first one.
-
-    The file has one column. Its header names the unit: ``arrival_ns``, ``arrival_us``,
-    ``arrival_ms`` or ``arrival_s``; without a header the values are seconds. Timestamps must be
-    finite, non-decreasing and within :data:`MAX_REPLAY_S` of the first; a file that is not UTF-8
-    text, an empty file, a value that is not a number, a timestamp earlier than the one before it or
-    too late raises ConfigError naming the file and row.
-    """
+    """Arrival timestamps of a one-column CSV file as int64 ns offsets from the first. The header
+    names the unit (:data:`CSV_UNITS`; none: seconds); what is not sorted finite numbers within
+    :data:`MAX_REPLAY_S` of the first is a ConfigError naming the file and row."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"--arrivals {p}: no such file (expected a CSV of arrival timestamps)")

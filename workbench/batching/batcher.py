@@ -1,19 +1,10 @@
 """The live dynamic batcher: ``concurrency`` executor threads pulling batches from one queue.
 
-Requests are submitted with their arrival time (the injectable clock, read under the lock so
-arrivals never go back in time). There is no batcher thread: an idle executor applies
-:mod:`workbench.batching.policy`'s rule itself, and since the rule uses recorded times only, it
-takes exactly the batch a batcher thread would have closed at ``close_ns`` (one thread wake-up per
-batch saved). The executor records ``start_ns`` when it takes the batch
-(``queue_wait = start - close``) and ``end_ns`` when the pipeline call returns; ``execute`` times
-the call stage by stage.
-
-A stage can hang: ``stop`` waits one shared ``join_timeout_s`` for all executors, then records every
-batch still in flight (``_in_flight``) as a ``Timeout`` failure ("in flight at stop", at the stage
-it was in) and abandons its executor thread (a daemon); a result arriving later is discarded. A
-batch whose own timing is a ``Timeout`` (``execute`` ran it under
-:class:`workbench.guard.StageGuard`) halts the batcher: nothing more is dispatched, ``halted`` (the
-load generator's cancel) is set and ``stop`` returns the queued requests as undispatched.
+There is no batcher thread: an idle executor applies :mod:`~workbench.batching.policy`'s rule
+itself, and since the rule uses recorded times only it takes the batch a batcher thread would have
+closed at ``close_ns`` (a wake-up per batch saved). ``queue_wait`` is start minus close. A batch
+still running at ``stop`` is a ``Timeout`` failure ("in flight at stop") and its thread abandoned; a
+batch that timed out under a :class:`workbench.guard.StageGuard` halts the batcher.
 """
 
 from __future__ import annotations
@@ -60,13 +51,9 @@ class _InFlight:
 class DynamicBatcher:
     """Threads around a :class:`BatchFormer`; ``execute(items) -> RequestTiming`` runs one batch.
 
-    Use ``start()``, ``submit(item)`` from one producer thread, then ``wait_done(timeout_s)`` and
-    ``stop()``. ``batches`` holds the executed batches in completion order; ``stop(abort=True)``
-    returns the requests never dispatched as ``(request, arrival_ns)`` pairs. With ``stage_names``
-    ``execute(items, starts=, ends=)`` gets the stage timer's lists, so a batch in flight at
-    ``stop`` is recorded at the stage it was in (else at the first). After a batch timed out,
-    ``halted`` is set and ``stopped_by`` is "timeout"; ``in_flight_at_stop`` counts the batches
-    ``stop`` recorded as in flight.
+    ``start()``, ``submit(item)`` from one producer thread, ``wait_done(timeout_s)``, ``stop()``;
+    ``batches`` holds the executed batches in completion order. With ``stage_names``, ``execute``
+    also gets the stage timer's lists, so a batch in flight at ``stop`` is recorded at its stage.
     """
 
     def __init__(
@@ -87,7 +74,6 @@ class DynamicBatcher:
         self._in_flight: dict[int, _InFlight] = {}
         self._halted_queue: list[tuple[int, int]] = []  # queued when a timeout halted the batcher
         self.init_results: list[Any] = []
-        self._ready = 0
         self._former = BatchFormer(policy)
         self._cond = threading.Condition()
         self._items: dict[int, Any] = {}
@@ -108,7 +94,9 @@ class DynamicBatcher:
         for t in self._threads:
             t.start()
         with self._cond:
-            self._cond.wait_for(lambda: self._ready >= len(self._threads), timeout=timeout_s)
+            self._cond.wait_for(
+                lambda: len(self.init_results) >= len(self._threads), timeout=timeout_s
+            )
         failed = [r for r in self.init_results if isinstance(r, Exception)]
         if failed:
             self.stop(abort=True, join_timeout_s=1.0)  # another executor may be the one that hangs
@@ -129,8 +117,7 @@ class DynamicBatcher:
         return rid, arrival
 
     def wait_done(self, timeout_s: float) -> bool:
-        """Wait (real time) until every submitted request has finished, or, once halted, every
-        batch in flight; False on timeout."""
+        """Wait (real s) for all requests (once halted, batches in flight); False on timeout."""
 
         def done() -> bool:
             return not self._in_flight and (
@@ -141,10 +128,8 @@ class DynamicBatcher:
             return self._cond.wait_for(done, timeout=timeout_s)
 
     def stop(self, abort: bool = False, join_timeout_s: float = 30.0) -> list[tuple[int, int]]:
-        """Stop the executors once the queue is empty (at once with ``abort``); return the
-        undispatched. join_timeout_s: real seconds to wait for all executors together; batches still
-        in flight then are ``Timeout`` failures, requests still queued are returned with the
-        undispatched."""
+        """Stop the executors once the queue is empty (at once with ``abort``), waiting at most
+        ``join_timeout_s`` for all; return the undispatched ``(request, arrival_ns)`` pairs."""
         with self._cond:
             self._stopping = True
             dropped = self._halted_queue + (self._former.drain() if abort else [])
@@ -161,7 +146,7 @@ class DynamicBatcher:
         return dropped
 
     def _record_in_flight(self) -> None:
-        """Batches still executing at stop as failures (holding the lock); their threads are abandoned."""
+        """Batches still executing at stop as failures (holding the lock)."""
         now, names = self._clock(), self._names or ["executor"]
         for batch, flight in sorted(self._in_flight.items()):
             timing = abandoned(names, flight.starts, flight.ends, flight.start_ns, now, _at_stop)
@@ -212,7 +197,6 @@ class DynamicBatcher:
             result = exc
         with cond:
             self.init_results.append(result)
-            self._ready += 1
             cond.notify_all()
         while True:
             with cond:
@@ -234,7 +218,7 @@ class DynamicBatcher:
                 cond.notify_all()
 
     def _run(self, items: list, flight: _InFlight) -> RequestTiming:
-        """``execute(items)``; an exception from it (a bug in it: stage errors are recorded) is the batch's failure."""
+        """``execute(items)``; an exception from it (a bug: stage errors are recorded) fails it."""
         try:
             if self._names is None:
                 return self._execute(items)
@@ -253,9 +237,7 @@ def _at_stop(stage: str) -> str:
 
 
 def warm_up(execute, items: list, calls: int, max_batch_size: int) -> list[StageFailure]:
-    """Untimed calls at both ends of the batch-size range, on the calling executor thread (its
-    ``thread_init``); returns their failures. A timed-out call ends it: its stage thread is
-    abandoned, so nothing more is called."""
+    """Untimed calls at both ends of the batch-size range; their failures (a timeout ends it)."""
     failures = []
     for _ in range(calls):
         for size in (max_batch_size, 1) if items else ():

@@ -1,15 +1,11 @@
 """Capacity sweeps: a load run per arrival rate (or executor count), measured in windows, and the knee.
 
-A sweep folder holds one run folder per point (``point-00-rate-50``, ...) and ``sweep.json`` (format
-``workbench.sweep``, docs/json.md). Each point is one open-loop run of up to ``max_windows`` windows
-of ``window_s``, watched by a :class:`~workbench.analysis.windows.StabilityWatch`: it stops sending
-at the boundary after the first three windows whose p50 and p99 agree within ``stability_pct`` %
-(perf_analyzer's rule; ``stopped_by: "stable"``, else ``"max-windows"``), and the point's figures
-are those of the requests sent in that trio (or the last three windows, marked unstable).
-``rate=auto`` doubles the rate from ``start_rate_rps`` until p99 passes ``sla_ms`` or the achieved
-rate stops growing. The measuring is the caller's (``measure(value, folder, watch) -> Run``, in
-process or against a server), so this module has no sockets or pipelines. ``sweep.json`` is
-rewritten atomically after every point: a sweep stopped half way keeps its points.
+A sweep folder holds a run folder per point (``point-00-rate-50``, ...) and ``sweep.json`` (format
+``workbench.sweep``, docs/json.md), rewritten atomically after every point. A point sends for at
+most ``max_windows`` windows of ``window_s`` and stops after the first three whose p50 and p99
+agree within ``stability_pct`` % (perf_analyzer's rule); ``rate=auto`` doubles the rate until p99
+passes ``sla_ms`` or the achieved rate stops growing. The caller measures
+(``measure(value, folder, watch) -> Run``), so this module has no sockets or pipelines.
 """
 
 from __future__ import annotations
@@ -61,11 +57,8 @@ POINT_COLUMNS = [
 
 @dataclass(frozen=True)
 class SweepPlan:
-    """What to sweep and how long to measure each point.
-
-    parameter: "rate" (arrival rate, req/s) or "concurrency" (batches executed at once).
-    values: the points, or None for ``rate=auto`` (doubling from ``start_rate_rps``).
-    """
+    """What to sweep (``parameter`` "rate", req/s, or "concurrency", executors) at which ``values``
+    (None: ``rate=auto``), and how long to measure each point."""
 
     parameter: str
     values: tuple[float, ...] | None
@@ -140,26 +133,18 @@ def parse_sweep(text: str) -> tuple[str, tuple[float, ...] | None]:
     return name, values
 
 
-def _get(section: Any, key: str, default: Any = None) -> Any:
-    """A field of a run-record section, whether the section is a mapping or a typed record."""
-    if section is None:
-        return default
+def _get(section: Any, key: str) -> Any:
+    """A field of a run-record section, a mapping or a typed record (None: missing)."""
     if isinstance(section, dict):
-        return section.get(key, default)
-    return getattr(section, key, default)
+        return section.get(key)
+    return getattr(section, key, None)
 
 
 def point_row(
     run, plan: SweepPlan, value: float, index: int, folder: str, watch: StabilityWatch | None = None
 ) -> dict[str, Any]:
     """One point of ``sweep.json`` from its run: windows, stability, rates, percentiles, stages,
-    lag, noise.
-
-    watch: the point's generator's stop rule; where it stopped the schedule, the point ran
-    ``watch.windows_run`` windows (``stopped_by`` "stable"), else all ``max_windows``
-    ("max-windows"). Requests sent after the last whole window (while its requests were still in
-    flight) stay in the run but in no window.
-    """
+    lag, noise; ``watch`` says how many windows ran (all ``max_windows`` when it did not stop)."""
     window_ns = plan.window_ns
     early = watch is not None and watch.windows_run is not None
     req = run.requests
@@ -228,14 +213,9 @@ def run_sweep(
     header: dict[str, Any],
     on_point: Callable[[dict], None] | None = None,
 ) -> dict[str, Any]:
-    """Measure every point into ``out`` and return the sweep record (also written to
-    ``out/sweep.json``).
-
-    header: what the caller knows of the sweep (``kind``, ``pipeline``, ``policy``, ``url``,
-        ``created``); a ``policy`` of None is taken from the first point's run (a server reports its
-        own).
-    on_point: called with each point's row as it is measured (progress output).
-    """
+    """Measure every point into ``out`` and return the sweep record (also ``out/sweep.json``).
+    header: ``kind``, ``pipeline``, ``policy`` (None: the first run's), ``url``, ``created``;
+    on_point: called with each point's row as it is measured."""
     if out.exists():
         raise ConfigError(f"--out {out} already exists; pick another folder")
     out.mkdir(parents=True)
@@ -249,7 +229,8 @@ def run_sweep(
         "knee": None,
         "prediction": None,
     }
-    for index, value in enumerate(_values(plan)):
+    doubling = [plan.start_rate_rps * 2**k for k in range(plan.max_points)]  # rate=auto
+    for index, value in enumerate(plan.values if plan.values is not None else doubling):
         folder = f"point-{index:02d}-{plan.parameter}-{value:g}"
         watch = plan.watch()
         run = measure(value, out / folder, watch)
@@ -265,16 +246,6 @@ def run_sweep(
         if record["stopped"] != "list done" and record["stopped"] is not None:
             break
     return record
-
-
-def _values(plan: SweepPlan):
-    if plan.values is not None:
-        yield from plan.values
-        return
-    rate = plan.start_rate_rps
-    for _ in range(plan.max_points):
-        yield rate
-        rate *= 2
 
 
 def _stopped(plan: SweepPlan, points: list[dict], index: int) -> str | None:
@@ -296,10 +267,8 @@ def knee_of(points: list[dict], sla_ms: float | None) -> dict[str, Any] | None:
 
 
 def add_prediction(record: dict[str, Any], predicted: pd.DataFrame, source: str) -> dict[str, Any]:
-    """The record with each point's simulated p50/p99 at its rate and the measured/predicted ratios.
-
-    predicted: :func:`workbench.batching.sweeps.sweep` rows, one per point, in point order.
-    """
+    """The record with each point's simulated p50/p99 (``predicted``: :func:`~.sweeps.sweep` rows in
+    point order) and the measured/predicted ratios."""
     points = []
     for row, (_, sim) in zip(record["points"], predicted.iterrows()):
         pred = {
@@ -360,11 +329,7 @@ def load_sweep(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def points_table(record: dict[str, Any]) -> pd.DataFrame:
-    """One row per point with :data:`POINT_COLUMNS` plus the ``predicted_*`` figures when present.
-
-    ``predicted_stable`` is False where the point's rate is at or above the
-    simulator's ``predicted_capacity_rps`` (its simulated queue grows without bound).
-    """
+    """One row per point: :data:`POINT_COLUMNS` and the ``predicted_*`` figures when present."""
     predicted = ("p50_ms", "p99_ms", "p50_ratio", "p99_ratio", "stable", "capacity_rps")
     rows = [
         {k: p.get(k) for k in POINT_COLUMNS}
@@ -375,12 +340,8 @@ def points_table(record: dict[str, Any]) -> pd.DataFrame:
 
 
 def compare_sweeps(a: dict[str, Any], b: dict[str, Any]) -> pd.DataFrame:
-    """Per-point ratios B/A of two sweeps, matched on the swept value (rate_rps or concurrency).
-
-    Out: one row per value both sweeps measured: ``value``, ``a_``/``b_`` p50_ms,
-    p99_ms, achieved_rps and stable, and ``p50_ratio``, ``p99_ratio``,
-    ``achieved_ratio`` (B over A; None where A's figure is missing or zero).
-    """
+    """Per value both sweeps measured: ``value``, ``a_``/``b_`` p50_ms, p99_ms, achieved_rps and
+    stable, and ``p50_ratio``, ``p99_ratio``, ``achieved_ratio`` (B over A; None where A's is 0)."""
     key = {"rate": "rate_rps", "concurrency": "concurrency"}
     if a["plan"]["parameter"] != b["plan"]["parameter"]:
         raise ConfigError(
@@ -404,11 +365,7 @@ def compare_sweeps(a: dict[str, Any], b: dict[str, Any]) -> pd.DataFrame:
 
 
 def sweep_service_runs(path: str | os.PathLike | None, record: dict[str, Any]) -> list[Path]:
-    """The point run folders of an in-process sweep (their batches' service times calibrate the
-    simulator).
-
-    A served sweep's points measured the client side only: a ConfigError says to give profiler runs.
-    """
+    """The point run folders of an in-process sweep, whose batches calibrate the simulator."""
     if record["kind"] != "load" or path is None:
         raise ConfigError(
             "a served sweep's points hold no batch service times: give service_runs "

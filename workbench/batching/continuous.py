@@ -1,46 +1,29 @@
 """Continuous batching at the token level, as vLLM's scheduler does it: the rule and its simulator.
 
-A generative server keeps a *running* batch of sequences and steps it: every step makes one token
-for each sequence past its prompt (a decode) and runs part of the prompts of sequences that just
-joined (a prefill). Requests join the running batch and leave it between steps, never wait for a
-batch to finish. The rule (:class:`Scheduler`, shared by this simulator and the live run
-``workbench.batching.continuous_live``):
+A generative server keeps a running batch of sequences and steps it; requests join and leave between
+steps, never wait for a batch to finish. The rule (:class:`Scheduler`, shared with the live run of
+``continuous_live``):
 
-1. **Admit**: requests that have arrived join the running batch in arrival order while it holds
-   fewer than ``max_num_seqs`` sequences.
-2. **Decode first**: every running sequence whose prompt is done takes one token of the step's
-   budget of ``max_batched_tokens``.
-3. **Prefill** with what is left, sequences in admission order: each takes
-   ``min(prompt left, chunk_tokens, budget left)`` prompt tokens (chunked prefill). Without
-   ``chunk_tokens`` a prompt is prefilled whole or waits for a step with room for it (a prompt
-   longer than ``max_batched_tokens`` is refused).
-4. **Emit** at the step's end: a token for every decoded sequence, and the first token of every
-   sequence whose prompt the step finished; a sequence with all its ``answer`` tokens leaves.
+1. **Admit** arrived requests, in arrival order, while fewer than ``max_num_seqs`` run.
+2. **Decode first**: every running sequence past its prompt takes one token of the step's budget of
+   ``max_batched_tokens``.
+3. **Prefill** with what is left, in admission order: ``min(prompt left, chunk_tokens, budget
+   left)`` tokens each (chunked prefill); without ``chunk_tokens`` a prompt goes whole or waits for
+   a step with room (one longer than ``max_batched_tokens`` is refused).
+4. **Emit** at the step's end a token per decoded sequence and the first token of each prompt
+   finished; a sequence with all its ``answer`` tokens leaves.
 
-A step's time comes from :class:`StepTimes`, a linear model fitted to measured steps
-(:func:`fit_step_times`). The simulator writes the run tables a live run writes (``requests``,
-``stages`` ``queue_wait`` and ``generate``, ``units``), so :mod:`workbench.analysis.tokens` computes
-TTFT, ITL and TPOT of both the same way; :func:`goodput` and :func:`goodput_knee` judge them
-against bounds (vLLM's serving benchmark's goodput).
-
-There is no ``simulate`` command for it (a simulation needs each request's prompt and answer length,
-which no run folder holds); in Python, from a live run's own step model or a calibration::
-
-    times = StepTimes.from_dict(run.meta.load.continuous["step_model"])  # or fit_step_times(
-    #   continuous_live.profile_steps(pipe.steps(8), item_of))
-    sim = simulate_continuous(Arrivals("poisson", rate_rps=50, count=500).times_ns(), lengths,
-                              times, ContinuousPolicy(8, 512, chunk_tokens=64))
-    token_summary(sim.requests, sim.stages, sim.units)  # TTFT, ITL, TPOT as show gives them
-    goodput_curve(times, policy, lengths, rates, ttft_ms=200, tpot_ms=50, target=0.9)
-
-``benchmarks/bench_continuous.py`` checks the simulator against live runs.
+A step's time is :class:`StepTimes`, a linear model fitted to measured steps. The simulator writes a
+live run's tables, so :mod:`workbench.analysis.tokens` gives TTFT, ITL and TPOT of both alike, and
+:func:`goodput` judges them against bounds (vLLM's serving benchmark's goodput). No command
+simulates it: no run folder holds each request's prompt and answer lengths.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -83,11 +66,7 @@ class ContinuousPolicy:
             )
 
     def params(self) -> dict:
-        return {
-            "max_num_seqs": self.max_num_seqs,
-            "max_batched_tokens": self.max_batched_tokens,
-            "chunk_tokens": self.chunk_tokens,
-        }
+        return asdict(self)
 
 
 @dataclass
@@ -187,9 +166,6 @@ class StepTimes:
 
     coef_ns: tuple[float, ...]
 
-    def step_ns(self, step: Step) -> int:
-        return self.step_ns_of(step.features())
-
     def step_ns_of(self, features: Sequence[int]) -> int:
         return int(round(float(np.dot(self.coef_ns, features))))
 
@@ -207,13 +183,10 @@ RESIDUAL_FLOOR_NS = 1.0  # residuals under 1 ns weigh as 1 ns (no division by ze
 
 
 def fit_step_times(steps: pd.DataFrame) -> StepTimes:
-    """The step model of measured steps (:func:`workbench.batching.continuous_live.profile_steps`,
-    or a live run's): ``dur_ns`` against the :data:`FEATURES` columns, coefficients >= 0.
-
-    A median fit, not least squares: each shape measured more than once counts by its median, and
-    the line is the least absolute deviations one (iteratively reweighted least squares), so the
-    steps a busy machine preempted do not pull it. A feature that never varies from 0 gets 0.
-    """
+    """The step model of measured steps (``continuous_live.profile_steps``, or a live run's):
+    ``dur_ns`` against the :data:`FEATURES` columns, coefficients >= 0. Each shape counts by its
+    median and the fit is least absolute deviations (reweighted least squares), so steps a busy
+    machine preempted do not pull it; a feature always 0 gets 0."""
     shapes = steps.groupby(list(FEATURES), as_index=False)["dur_ns"].median()
     x = shapes[list(FEATURES)].to_numpy("float64")
     y = shapes["dur_ns"].to_numpy("float64")
@@ -225,8 +198,7 @@ def fit_step_times(steps: pd.DataFrame) -> StepTimes:
 
 
 def _nonneg_fit(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """Weighted least squares, a feature whose coefficient comes out negative dropped and the rest
-    refit (a small non-negative least squares); features all 0 stay 0."""
+    """Weighted least squares, a negative coefficient's feature dropped and the rest refit."""
     root = np.sqrt(weight)[:, None]
     used = np.flatnonzero(x.any(axis=0))
     coef = np.zeros(x.shape[1])
@@ -257,7 +229,7 @@ def simulate_continuous(
     policy: ContinuousPolicy,
 ) -> ContinuousRun:
     """Run :class:`Scheduler` on requests arriving at ``arrival_ns`` (sorted) with ``(prompt tokens,
-    answer tokens)`` ``lengths``, each step taking ``times.step_ns`` of it."""
+    answer tokens)`` ``lengths``, each step taking ``times.step_ns_of`` its features."""
     seqs = [Seq(i, int(t), p, a) for i, (t, (p, a)) in enumerate(zip(arrival_ns, lengths))]
     sched, now, k, log = Scheduler(policy), 0, 0, TokenLog()
     while k < len(seqs) or sched.running or sched.waiting:
@@ -268,7 +240,7 @@ def simulate_continuous(
             k += 1
         sched.admit(now)
         step = sched.plan()
-        end = now + times.step_ns(step)
+        end = now + times.step_ns_of(step.features())
         log.step(step, now, end)
         emitted, _ = sched.advance(step)
         log.emit(emitted, end)
@@ -295,10 +267,9 @@ class TokenLog:
         stopped_ns: int | None = None,
         failure: StageFailure | None = None,
     ) -> ContinuousRun:
-        """The run tables (a load run's columns: ``queue_wait_ns`` to admission, ``service_ns`` from
-        it, ``batch`` the step it joined before). A finished request's end to end runs from its
-        arrival to its last unit, its ``generate`` stage from admission to the last unit; one not
-        finished at ``stopped_ns`` fails there with ``failure`` (default :data:`DRAINED`)."""
+        """The run tables (``queue_wait_ns`` to admission, ``service_ns`` from it to the last unit,
+        ``batch`` the step it joined before); a request not finished at ``stopped_ns`` fails there
+        with ``failure`` (default :data:`DRAINED`)."""
         last: dict[int, int] = {}
         for r, _, at in self.units:
             last[r] = at

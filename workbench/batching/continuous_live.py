@@ -1,19 +1,10 @@
 """A live continuous batching run: a generative pipeline's step API driven by the token-level rule.
 
-``load`` of a pipeline that offers a step API (``Pipeline.steps``, the generate example's
-:mod:`workbench.examples.generate_steps`) runs this instead of the dynamic batcher, on the caller's
-thread: between steps it moves the requests now due (open loop) into the waiting queue, then admits,
-plans and runs a step with :class:`~.continuous.Scheduler` (the simulator's rule): a ``decode`` over
-the decoding sequences, then one ``prefill`` per chunk; every token made is stamped with the step's
-end. The time until a request is admitted is its ``queue_wait``.
-
-The run is a :class:`workbench.record.Run` of kind ``load`` with stages ``queue_wait`` and
-``generate`` and a ``units`` table (TTFT, ITL, TPOT in ``show``); ``load.continuous`` holds the
-policy, the step counts and the step model fitted to the run's steps. Requests not finished
-``drain_timeout_s`` after the last arrival fail as ``DrainTimeout``.
-
-:func:`profile_steps` times the step API alone at chosen shapes: the measurements
-:func:`~.continuous.fit_step_times` fits the simulator's step model to.
+``load`` of a pipeline with a step API (``Pipeline.steps``) runs this on the caller's thread:
+between steps it queues the requests now due, then admits, plans and runs a step with
+:class:`~.continuous.Scheduler`; every token is stamped with its step's end. The run is a ``load``
+:class:`workbench.record.Run` with stages ``queue_wait`` and ``generate`` and a ``units`` table;
+``load.continuous`` holds the policy, step counts and the step model fitted to the run's steps.
 """
 
 from __future__ import annotations
@@ -42,7 +33,6 @@ from .continuous import (
     ContinuousPolicy,
     Scheduler,
     Seq,
-    Step,
     DRAINED,
     STREAM_STAGE,
     TokenLog,
@@ -59,8 +49,8 @@ WARMUP_STEPS = 3
 
 
 def refuse_without_steps(pipe, asked: bool) -> None:
-    """A streaming pipeline without a step API is refused (load cannot time its tokens), and so is
-    ``--max-num-seqs`` on a pipeline without one."""
+    """A streaming pipeline without a step API is refused (load cannot time its tokens), and so are
+    the continuous options on a pipeline without one."""
     if pipe.steps is not None:
         return
     stream = stream_index(pipe.stages)
@@ -81,13 +71,10 @@ def refuse_without_steps(pipe, asked: bool) -> None:
 def run_continuous(
     pipe, target, arrivals: Arrivals, policy: ContinuousPolicy, items: list, opts
 ) -> Run:
-    """Run ``items`` (one per arrival of ``arrivals``) through ``pipe.steps(policy.max_num_seqs)``.
-
-    target: what ``pipe`` was built from (its fingerprint); opts: the run's
-    :class:`~.live.LoadOptions` (its drain timeout, clock, sleep and noise readings). Ctrl-C stops
-    the arrivals and the steps: what finished is kept, the rest fail (``RunStopped``), and
-    :class:`~workbench.guard.Interrupted` carries the run (status ``interrupted``).
-    """
+    """Run ``items`` (one per arrival) through ``pipe.steps(policy.max_num_seqs)``; ``target``: what
+    ``pipe`` was built from, ``opts``: :class:`~.live.LoadOptions`. Requests not finished
+    ``drain_timeout_s`` after the last arrival fail (``DrainTimeout``); on Ctrl-C the rest fail
+    (``RunStopped``) and :class:`~workbench.guard.Interrupted` carries the run."""
     clock, drain_timeout_s = opts.clock, opts.drain_timeout_s
     threads = pipe.config.threads or torch_threads()
     steps = pipe.steps(policy.max_num_seqs)
@@ -113,7 +100,7 @@ def run_continuous(
         "arrivals": arrivals.params(),
         "policy": None,
         "drain_timeout_s": drain_timeout_s,
-        "continuous": policy.params() | step_figures(run.steps) | _step_model(run.steps),
+        "continuous": policy.params() | step_figures(run.steps),
     }
     env = environment(pipe.config)
     meta = pipeline_run_meta(
@@ -130,8 +117,7 @@ def run_continuous(
 
 
 def drive(log: TokenLog, steps, seqs, items, policy, opts, origin: int, deadline: int):
-    """The loop of the module docstring, into ``log``, until every request finished or ``deadline``
-    (ns from ``origin``) passed; ``opts`` brings the clock and the sleep."""
+    """The loop of the module docstring, into ``log``, until all finished or ``deadline`` passed."""
     clock, sleep = opts.clock, opts.sleep
     sched, k = Scheduler(policy), 0
     while k < len(seqs) or sched.running or sched.waiting:
@@ -148,7 +134,10 @@ def drive(log: TokenLog, steps, seqs, items, policy, opts, origin: int, deadline
             s.handle = steps.join(items[s.request])
         step = sched.plan()
         start = clock() - origin
-        run_step(steps, step)
+        if step.decode:  # the decodes in one call, then each prefill chunk
+            steps.decode([s.handle for s in step.decode])
+        for s, n in step.prefill:
+            steps.prefill(s.handle, n)
         end = clock() - origin
         log.step(step, start, end)
         emitted, left = sched.advance(step)
@@ -157,16 +146,9 @@ def drive(log: TokenLog, steps, seqs, items, policy, opts, origin: int, deadline
             steps.leave(s.handle)
 
 
-def run_step(steps, step: Step) -> None:
-    """One step through the step API: the decodes in one call, then each prefill chunk."""
-    if step.decode:
-        steps.decode([s.handle for s in step.decode])
-    for s, n in step.prefill:
-        steps.prefill(s.handle, n)
-
-
 def step_figures(steps: pd.DataFrame) -> dict:
-    """``steps``, ``mean_running`` (sequences a step: decoding or prefilling) and ``mean_step_tokens``."""
+    """``steps``, ``mean_running`` (sequences a step), ``mean_step_tokens`` and ``step_model``
+    (fitted to the run's own steps, to replay its scheduling in the simulator)."""
     if steps.empty:
         return {"steps": 0, "mean_running": None, "mean_step_tokens": None}
     tokens = steps["decode_seqs"] + steps["prefill_tokens"]
@@ -175,13 +157,8 @@ def step_figures(steps: pd.DataFrame) -> dict:
         "steps": int(len(steps)),
         "mean_running": float(running.mean()),
         "mean_step_tokens": float(tokens.mean()),
+        "step_model": fit_step_times(steps).describe(),
     }
-
-
-def _step_model(steps: pd.DataFrame) -> dict:
-    """``step_model``: the step model fitted to the run's own steps (``StepTimes.describe``), what
-    :func:`~.continuous.simulate_continuous` needs to replay the run's scheduling."""
-    return {"step_model": fit_step_times(steps).describe()} if len(steps) else {}
 
 
 def _throughput(requests: pd.DataFrame) -> float | None:
@@ -209,9 +186,9 @@ def profile_steps(
     repeat=5,
     clock: Clock = time.perf_counter_ns,
 ) -> pd.DataFrame:
-    """Measured steps of the step API: decodes of ``seqs`` sequences at each context, prefills of
-    ``prompts`` tokens; ``item_of(prompt_tokens, answer_tokens)`` makes a request. Columns
-    ``dur_ns`` and the :data:`~.continuous.FEATURES`, one row per timed call (``repeat`` each)."""
+    """Timed calls of the step API (``repeat`` each): decodes of ``seqs`` sequences at each context,
+    prefills of ``prompts`` tokens; ``item_of(prompt_tokens, answer_tokens)`` makes a request.
+    Columns ``dur_ns`` and the :data:`~.continuous.FEATURES`, what ``fit_step_times`` fits."""
     rows = []
     for n in prompts:
         for _ in range(repeat):

@@ -1,18 +1,11 @@
-"""A live load run: open-loop arrivals into the dynamic batcher in front of a real pipeline.
+"""A live load run: open-loop arrivals into the dynamic batcher in front of a real pipeline, in
+this process (the generator on the calling thread, batcher and executors on their own).
 
-The pipeline is built for ``max_batch_size`` and called once per batch (1 to ``max_batch_size``
-items), all in this process: the generator on the calling thread, the batcher and executors on their
-own threads. A run is bounded: the schedule by its count and/or duration, the drain after the last
-arrival by ``drain_timeout_s``; requests still queued then are failed (``error_stage``
-``"batcher"``, ``DrainTimeout``), never dropped silently. The result is a
-:class:`workbench.record.Run` (``kind: "load"``) with stages ``batch_wait``, ``queue_wait`` and then
-the pipeline's; a request's end to end runs from when it was due, so a late submit's lag
-(``lag_ns``, ``loadgen``) is inside it and outside every stage.
-
-A stage that hangs cannot hang the run: with ``timeout_s`` every pipeline call (warm-up included)
-runs under a :class:`workbench.guard.StageGuard` and past it the batch's requests are ``Timeout``
-failures and the run is returned with status ``incomplete: timeout``; without it, a batch still in
-flight at the drain deadline is a ``Timeout`` ("in flight at stop", ``DynamicBatcher.stop``).
+A run is bounded: requests still queued ``drain_timeout_s`` after the last arrival fail
+(``DrainTimeout``), never drop silently; with ``timeout_s`` every pipeline call runs under a
+:class:`workbench.guard.StageGuard`, so a hung stage ends the run ``incomplete: timeout``. The
+result is a ``load`` :class:`workbench.record.Run` with stages ``batch_wait``, ``queue_wait`` and
+then the pipeline's; end to end runs from when a request was due, so the generator's lag is in it.
 """
 
 from __future__ import annotations
@@ -60,21 +53,11 @@ JOIN_S = 1.0  # real seconds stop() waits for executors that are finishing norma
 class LoadOptions:
     """How :func:`run_load` runs; a value out of range is a ConfigError when it is made.
 
-    warmup: untimed pipeline calls at sizes ``max_batch_size`` and 1 (each), run by every executor
-        thread before the first arrival.
-    drain_timeout_s: seconds the drain after the last arrival may take (> 0).
-    switch_interval_s: if set, ``sys.setswitchinterval`` for the run (restored after).
-    noise_readings: a :class:`workbench.noise.Readings` (tests inject one).
-    timeout_s: real seconds one pipeline call (a batch, or a warm-up call) may take; None: no limit.
-        Past it the batch's requests are ``Timeout`` failures (a warm-up call's is in
-        ``load.warmup_failures``), its stage thread is abandoned and the run stops with ``status``
-        "incomplete: timeout"; requests still queued are ``RunStopped`` failures.
-    watch: a :class:`workbench.analysis.windows.StabilityWatch` (a sweep point): it sees each
-        request sent and finished, and the schedule stops at the window boundary where it says the
-        point is stable (``watch.windows_run``); what is in flight then is still recorded.
-    continuous: the continuous batching policy of a pipeline with a streaming stage and a step API
-        (:func:`~.continuous_live.run_continuous`; default policy when None); ``policy``'s batch
-        size and wait are then not used.
+    warmup: untimed calls at sizes ``max_batch_size`` and 1 (each) per executor before the first
+    arrival. switch_interval_s: ``sys.setswitchinterval`` for the run. timeout_s: real seconds one
+    pipeline call may take (None: no limit). watch: a sweep point's
+    :class:`~workbench.analysis.windows.StabilityWatch`, which stops the schedule once stable.
+    continuous: the policy of a streaming pipeline with a step API (``continuous_live``).
     """
 
     warmup: int = 5
@@ -103,17 +86,13 @@ def run_load(
     options: LoadOptions | None = None,
     **overrides: Any,
 ) -> Run:
-    """Run the load and return the (unsaved) run.
-
-    target: a Pipeline, a factory or an example name (as ``workbench.profile``).
-    options: a :class:`LoadOptions`; ``overrides`` are its fields by name (``warmup=2``).
-    """
+    """Run the load and return the (unsaved) run. target: a Pipeline, a factory or an example name;
+    ``overrides`` are :class:`LoadOptions` fields by name (``warmup=2``)."""
     opts = with_overrides(options, LoadOptions, overrides, "run_load")
     cfg = (config or PipelineConfig()).replace(batch_size=policy.max_batch_size)
     build = factory(target) if isinstance(target, str) else target
     pipe = resolve_pipeline(build, cfg)
-    if opts.continuous is not None or stream_index(pipe.stages) is not None:
-        refuse_without_steps(pipe, asked=opts.continuous is not None)
+    refuse_without_steps(pipe, asked=opts.continuous is not None)
     schedule = arrivals.times_ns()
     if len(schedule) > MAX_REQUESTS:
         raise ConfigError(
@@ -129,8 +108,7 @@ def run_load(
 
 
 def _batched_run(pipe, build, target, arrivals, policy, schedule, items, opts: LoadOptions) -> Run:
-    """The dynamic batcher's run of ``items`` due at ``schedule``, in executors that build their
-    pipeline from ``build`` (``target``: what the fingerprint names)."""
+    """The dynamic batcher's run of ``items`` due at ``schedule``."""
     execute, threads, guards = pipeline_executor(pipe, build, opts.clock, opts.timeout_s)
     started = datetime.now(timezone.utc)
     probe = NoiseProbe(opts.noise_readings or Readings()).start()
@@ -201,8 +179,7 @@ def _load_section(summary, lags, arrivals, policy, opts: LoadOptions, batcher, d
 
 
 def refuse_for_continuous(timeout_s: float | None, watch) -> None:
-    """What the continuous run does not do yet is refused, not ignored: a per-call timeout (its steps
-    run on the calling thread, unguarded) and a sweep's stop rule."""
+    """What the continuous run does not do yet is refused, not ignored."""
     if timeout_s is not None:
         raise ConfigError(
             "--timeout-s guards the dynamic batcher's pipeline calls; a continuous batching run "
@@ -218,9 +195,8 @@ def refuse_for_continuous(timeout_s: float | None, watch) -> None:
 def _drive(
     execute, pipe, items: list, schedule: np.ndarray, policy: BatchPolicy, opts: LoadOptions
 ):
-    """Warm up, submit the schedule, drain, stop: ``(batcher, lags, dropped, origin_ns, stopped_ns)``.
-    A warm-up call that timed out stops the run before the first arrival; a batch that timed out
-    halts the batcher, which cancels the generator."""
+    """Warm up, submit the schedule, drain, stop: ``(batcher, lags, dropped, origin_ns, stopped_ns,
+    interrupted)``. A timed-out call stops the run (a batch's halts batcher and generator)."""
     clock, drain_timeout_s, timeout_s = opts.clock, opts.drain_timeout_s, opts.timeout_s
     warm = lambda: warm_up(execute, items, opts.warmup, policy.max_batch_size)  # noqa: E731  (in each executor)
     # the warm-up wait: the drain timeout, or longer than one call's timeout so that a hung call is a Timeout
@@ -259,12 +235,8 @@ def _drive(
 
 
 def _watched(batcher: DynamicBatcher, watch, origin: int, schedule: np.ndarray):
-    """``(submit, stop)`` for :func:`generate`: the batcher's submit, and with a ``watch`` its stop rule.
-
-    On the generator's thread the watch hears of each request as it is submitted and, before each
-    send, of the batches finished since (``batcher.batches`` grows by appends); each request is filed
-    as the run's tables file it: by its due time, end to end from it, ok when its batch did not fail.
-    """
+    """``(submit, stop)`` for :func:`generate`: the batcher's submit, and with a ``watch`` its stop
+    rule, told each request sent and, before each send, the batches finished since (by due time)."""
     if watch is None:
         return batcher.submit, None
     seen = 0
@@ -289,15 +261,12 @@ def _watched(batcher: DynamicBatcher, watch, origin: int, schedule: np.ndarray):
 
 
 def _warm_failures(batcher: DynamicBatcher) -> list:
-    """The executors' warm-up failures (``StageFailure`` s), in the order the executors finished."""
+    """The executors' warm-up ``StageFailure`` s."""
     return [f for result in batcher.init_results for f in (result or [])]
 
 
 def _check_warm(batcher: DynamicBatcher, executors: int, wait_s: float) -> None:
-    """The warm-up wait honours the drain timeout: executors still warming up then are abandoned.
-
-    wait_s: the drain timeout, or ``timeout_s`` + 1 s when longer (a hung call is then a Timeout first).
-    """
+    """Executors still warming up after ``wait_s`` are abandoned and the run stops."""
     ready = len(batcher.init_results)
     if ready >= executors:
         return
@@ -310,7 +279,7 @@ def _check_warm(batcher: DynamicBatcher, executors: int, wait_s: float) -> None:
 
 @contextlib.contextmanager
 def _switch_interval(seconds: float | None):
-    """``sys.setswitchinterval(seconds)`` for the block (unchanged when None); yields the interval in force."""
+    """``sys.setswitchinterval(seconds)`` for the block (None: unchanged); yields the interval."""
     old = sys.getswitchinterval()
     if seconds is not None:
         sys.setswitchinterval(seconds)
@@ -321,15 +290,11 @@ def _switch_interval(seconds: float | None):
 
 
 def pipeline_executor(pipe, target, clock: Clock, timeout_s: float | None = None):
-    """``(execute(items, starts=, ends=) -> RequestTiming, threads, guards)`` for the executor threads
-    (of a load run, and of ``workbench serve``'s service).
-
-    Each executor thread builds its own pipeline on its first call, in the thread that runs the
-    stages (a plain ``sqlite3.connect`` works only there; a built Pipeline is shared), after setting
-    torch's intra-op thread count (``config.threads``, else the calling thread's): OpenMP keeps it
-    per thread, and a new thread's default (all cores) can make CPU stages many times slower. With
-    ``timeout_s`` that thread is the executor's own :class:`StageGuard` (listed in ``guards``).
-    """
+    """``(execute(items, starts=, ends=) -> RequestTiming, threads, guards)`` for executor threads
+    (a load run's, ``workbench serve``'s). Each builds its own pipeline on its first call, in the
+    thread that runs the stages (``sqlite3`` connections work only there), after setting torch's
+    thread count: OpenMP keeps it per thread and a new thread's default (all cores) can be many
+    times slower. With ``timeout_s`` that thread is the executor's :class:`StageGuard`."""
     torch, cfg = torch_or_none(), pipe.config
     threads = cfg.threads or (torch.get_num_threads() if torch is not None else None)
     local = threading.local()
@@ -361,7 +326,7 @@ def pipeline_executor(pipe, target, clock: Clock, timeout_s: float | None = None
 
 
 def _guarded(build, names: list[str], timeout_s: float, clock: Clock) -> StageGuard:
-    """A :class:`StageGuard` whose stage thread first builds the stage timer (``build()``, in that thread)."""
+    """A :class:`StageGuard` whose stage thread first builds the stage timer."""
     built: list = []
 
     def run_one(batch, starts, ends):

@@ -1,17 +1,10 @@
 """The open-loop load generator: submit each request at its scheduled time, never later silently.
 
-Open loop means the schedule does not wait for responses (a closed-loop client would slow down
-exactly when the server does, hiding the queue). The generator sleeps until each scheduled time and
-submits; when it wakes up late (sleep granularity, the GIL held by a stage, a busy core) the request
-goes in late and its lag, actual minus scheduled submission time, is recorded. The worst lag is
-reported as ``generator_lag_ms``: a lagging generator sends a burstier, later load than asked for,
-and the run says so.
-
-A request's end to end is timed from its due time, not from its send (as wrk2 and HdrHistogram's
-correction do): a request the generator sent late waited that long in production too, so its lag is
-inside its latency (coordinated omission otherwise hides it). A run whose lag p99 reaches
-:data:`LAG_P99_LIMIT_MS` is marked ``behind_schedule``: it sent a different load than asked for, and
-``gate`` will not judge it (exit 4).
+Open loop: the schedule does not wait for responses (a closed-loop client slows down exactly when
+the server does, hiding the queue). A request sent late (sleep granularity, the GIL, a busy core)
+records its lag, and its end to end is timed from its due time (as wrk2 does), so coordinated
+omission cannot hide the lag. A run whose lag p99 reaches :data:`LAG_P99_LIMIT_MS` is marked
+``behind_schedule``: ``gate`` will not judge it (exit 4).
 """
 
 from __future__ import annotations
@@ -27,9 +20,8 @@ from ..timing import Clock
 from ..units import ms_to_ns, ns_to_ms, ns_to_s
 
 Submit = Callable[[Any], tuple[int, int]]
-# A generator lag p99 at or above this marks a run behind its schedule (and noisy). The workbench's
-# generator holds lag p99 0.11-0.20 ms at 200-1,000 req/s on a quiet 2-core machine
-# (benchmarks/results/loadgen.md): 1 ms is 5x that, and the goal of issues 13 and 37.
+# A generator lag p99 at or above this marks a run behind its schedule (and noisy): about 5x what
+# the generator holds on a quiet machine (benchmarks/results/loadgen.md).
 LAG_P99_LIMIT_MS = 1.0
 
 
@@ -45,14 +37,8 @@ def generate(
     stop: Callable[[int], bool] | None = None,
 ) -> np.ndarray:
     """Submit ``items[k]`` at ``start_ns + schedule_ns[k]``; return each submission's lag (int64 ns,
-    >= 0).
-
-    ``submit(item) -> (request id, arrival_ns)``; the lag is ``max(0, arrival_ns - scheduled)``.
-    ``cancel.is_set()`` stops early (the returned array is then shorter than the schedule), and so
-    does ``stop(offset)`` returning True, asked at each send's due time with its ``schedule_ns``
-    offset (a settled sweep point: :class:`~workbench.analysis.windows.StabilityWatch`). Ctrl-C
-    propagates with the lags of what was submitted as the exception's ``lags_ns``.
-    """
+    ``max(0, arrival_ns - due)``, ``submit(item) -> (request id, arrival_ns)``). ``cancel.is_set()``
+    or ``stop(offset)`` stops early (fewer lags); Ctrl-C propagates with the lags as ``lags_ns``."""
     lags = np.zeros(len(schedule_ns), dtype=np.int64)
     k = 0
     try:
@@ -72,7 +58,7 @@ def generate(
 
 
 def lag_percentiles(lags_ns: np.ndarray) -> dict[str, float]:
-    """``{p50_ms, p99_ms, max_ms}`` of the generator's lag (0 for an empty run): the one lag summary."""
+    """``{p50_ms, p99_ms, max_ms}`` of the generator's lag (0 for an empty run)."""
     if lags_ns.size == 0:
         return {"p50_ms": 0.0, "p99_ms": 0.0, "max_ms": 0.0}
     p50, p99 = percentiles(lags_ns, [50, 99])
@@ -84,9 +70,8 @@ def lag_percentiles(lags_ns: np.ndarray) -> dict[str, float]:
 
 
 def lag_summary(lags_ns: np.ndarray, late_threshold_ms: float = 1.0) -> dict[str, Any]:
-    """The load meta's lag keys: ``generator_lag_ms`` (worst), ``generator_lag_p99_ms`` (of
-    :func:`lag_percentiles`), ``late_requests`` (lag > threshold), the threshold, and the mark:
-    ``behind_schedule`` (lag p99 >= ``lag_p99_limit_ms``, :data:`LAG_P99_LIMIT_MS`)."""
+    """The load meta's lag keys: worst and p99 lag, ``late_requests`` (lag > threshold) and
+    ``behind_schedule``."""
     lag = lag_percentiles(lags_ns)
     return {
         "generator_lag_ms": lag["max_ms"],
@@ -99,14 +84,12 @@ def lag_summary(lags_ns: np.ndarray, late_threshold_ms: float = 1.0) -> dict[str
 
 
 def behind_schedule(lag_p99_ms: float | None) -> bool:
-    """True when a run's generator lag p99 (its ``load.generator_lag_p99_ms``; None: not a scheduled
-    run) says it fell behind: at or above :data:`LAG_P99_LIMIT_MS` (runs saved before the mark too)."""
+    """Whether a run's ``load.generator_lag_p99_ms`` (None: not scheduled) reaches the limit."""
     return lag_p99_ms is not None and lag_p99_ms >= LAG_P99_LIMIT_MS
 
 
 def lag_noise(noise: dict[str, Any], lag: dict[str, float]) -> dict[str, Any]:
-    """A run's noise record (:mod:`workbench.noise`) with the lag rule added: ``generator_lag_p99_ms``,
-    and at :data:`LAG_P99_LIMIT_MS` or more ``noisy`` with the lag as one of its reasons."""
+    """A run's noise record with ``generator_lag_p99_ms``, and ``noisy`` for a lag at the limit."""
     out = dict(noise) | {"generator_lag_p99_ms": lag["p99_ms"]}
     if lag["p99_ms"] < LAG_P99_LIMIT_MS:
         return out

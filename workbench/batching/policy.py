@@ -1,23 +1,15 @@
-"""The dispatch rule, shared by the live batcher and the simulator.
+"""The dispatch rule, shared by the live batcher and the simulator (times in integer ns, passed in).
 
 Requests queue in arrival order. The next batch closes at
 
     close = max(min(oldest + max_wait, arrival of the max_batch_size-th queued), slot_free)
 
-and takes the queued requests that arrived at or before ``close``, at most ``max_batch_size`` of
-them. ``oldest + max_wait`` is Triton's ``max_queue_delay`` (``max_wait = 0`` dispatches what is
-there at once); the size term dispatches a full batch as soon as it is full. ``slot_free`` is
-back-pressure, like Triton's: at most one closed batch waits for an executor, so batch ``m`` cannot
-close before batch ``m - 1`` has started, and under a backlog batches are full: the capacity is
-``concurrency * max_batch_size / mean service time(max_batch_size)``.
-
-A request's wait is split in two parts that add up to arrival -> start (:func:`wait_split`):
-``batch_wait`` ends when the rule itself would dispatch the batch
-(``due = min(oldest + max_wait, arrival of the max_batch_size-th)``, or the request's own arrival
-when it joined later), so it never exceeds ``max_wait``; ``queue_wait`` is the rest, the wait for a
-busy executor (the handoff slot, then the executor).
-
-Times are integer nanoseconds. Nothing here reads a clock: callers pass times.
+and takes the queued requests that arrived by then, at most ``max_batch_size``. ``oldest +
+max_wait`` is Triton's ``max_queue_delay``; ``slot_free`` is back-pressure: at most one closed batch
+waits for an executor, so under a backlog batches are full and the capacity is ``concurrency *
+max_batch_size / mean service time(max_batch_size)``. A request's wait splits (:func:`wait_split`)
+into ``batch_wait``, until the rule alone would dispatch (at most ``max_wait``), and
+``queue_wait``, the wait for a busy executor.
 """
 
 from __future__ import annotations
@@ -30,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError
-
 from ..units import NS_PER_MS
 
 
@@ -80,7 +71,7 @@ class BatchFormer:
         self._queue.append((request, arrival_ns))
 
     def due_ns(self) -> int | None:
-        """When the rule alone would dispatch the next batch (no back-pressure); None when nothing is queued."""
+        """When the rule alone would dispatch the next batch; None when nothing is queued."""
         if not self._queue:
             return None
         b = self.policy.max_batch_size
@@ -111,13 +102,9 @@ class BatchFormer:
 
 
 def dispatch_schedule(arrivals_ns, service_ns, policy: BatchPolicy) -> list[dict[str, int]]:
-    """Reference event-by-event replay of the rule: one dict per batch.
-
-    ``service_ns[m]`` is batch m's service time. Keys: ``batch``, ``size``, ``first`` (index of its
-    first request), ``due_ns`` (the rule's own close, before back-pressure), ``close_ns``,
-    ``start_ns``, ``end_ns``. Slow and obvious on purpose: tests hold the fast simulator and the
-    threaded batcher to it.
-    """
+    """Slow and obvious replay of the rule, batch ``m`` taking ``service_ns[m]``, that tests hold
+    the simulator and the batcher to: per batch ``batch``, ``size``, ``first`` (its first request),
+    ``due_ns``, ``close_ns``, ``start_ns``, ``end_ns``."""
     former, free, batches, slot_free = BatchFormer(policy), [0] * policy.concurrency, [], 0
     for i, a in enumerate(arrivals_ns):
         former.push(i, int(a))
@@ -144,13 +131,9 @@ def dispatch_schedule(arrivals_ns, service_ns, policy: BatchPolicy) -> list[dict
 
 
 def wait_split(arrival_ns, due_ns, close_ns, start_ns):
-    """``(batch_wait_ns, queue_wait_ns)`` of a request: they add up to ``start - arrival``.
-
-    Batch wait runs from arrival to the batch's ``due`` (the rule's own close), or ends at once for
-    a request that joined after it, and never past the close; queue wait (the busy executor: handoff
-    slot, then executor) is the rest. ``due_ns`` None (a record made before it was kept) ends the
-    batch wait at the close. Works on ints and on numpy arrays alike.
-    """
+    """``(batch_wait_ns, queue_wait_ns)``, adding up to ``start - arrival``: batch wait to the
+    batch's ``due`` (None: its close), or none for a request that joined after it; on ints or
+    numpy arrays."""
     if due_ns is None:
         end = close_ns
     else:

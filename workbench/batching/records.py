@@ -1,16 +1,10 @@
-"""Load-run tables in the run-record format (``workbench.record``).
+"""Load-run tables in the run-record format (``workbench.record``), times int64 ns from the origin.
 
-``requests``: the profiler's columns, with ``start_ns`` = when the request was due (its schedule
-time), ``dur_ns`` = end to end (due to completion: the generator's lag is inside it, as in wrk2) and
-``batch_size`` = items in the batch the request rode in, plus ``arrival_ns`` (when it was actually
-submitted), ``lag_ns`` (``arrival_ns - start_ns``), ``batch_wait_ns``, ``queue_wait_ns``,
-``service_ns`` and ``batch`` (-1: never dispatched). The time from the actual send is
-``dur_ns - lag_ns``. All times int64 ns from the schedule's origin.
-
-``stages``: per request, a ``batch_wait`` row (index 0, from arrival), a ``queue_wait`` row (index
-1, from where the batch wait ends: ``policy.wait_split``) and one row per pipeline stage that ran,
-with its batch's stage time. So ``budget()`` attributes end to end to waits and stages, and
-``unattributed`` is the executor's bookkeeping around the pipeline call.
+``requests``: the profiler's columns (``start_ns`` when the request was due, ``dur_ns`` from then to
+completion) plus ``arrival_ns`` (when it was submitted), ``lag_ns``, ``batch_wait_ns``,
+``queue_wait_ns``, ``service_ns`` and ``batch`` (-1: never dispatched). ``stages``: per request a
+``batch_wait`` and a ``queue_wait`` row, then one per pipeline stage that ran (its batch's time),
+so ``budget()`` attributes end to end to waits and stages.
 """
 
 from __future__ import annotations
@@ -40,8 +34,7 @@ from ..record.tables import LOAD_REQUEST_COLUMNS as LOAD_COLUMNS
 from ..timing import StageFailure
 from .policy import wait_split
 
-# the failure of a request never dispatched: still queued at the run's drain deadline, or when a
-# batch past the per-request timeout stopped the run
+# the failures of a request never dispatched
 _DRAINED = StageFailure(
     "batcher",
     "DrainTimeout",
@@ -63,12 +56,9 @@ def load_tables(
     stopped_by: str | None = None,
     schedule_ns: np.ndarray | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Requests and stages tables from executed ``BatchRecord`` s and undispatched (request, arrival) pairs.
-
-    The undispatched are ``DrainTimeout`` failures, or ``RunStopped`` when a timeout
-    stopped the run (``stopped_by == "timeout"``). ``schedule_ns[rid]``: when request ``rid`` was
-    due, ns from ``origin_ns`` (None: each was due when it arrived, lag 0).
-    """
+    """Requests and stages tables from executed ``BatchRecord`` s and undispatched ``(request,
+    arrival)`` pairs (``DrainTimeout``, or ``RunStopped`` after a timeout); ``schedule_ns[rid]``:
+    when request ``rid`` was due, ns from ``origin_ns`` (None: when it arrived)."""
     undispatched = _STOPPED if stopped_by == "timeout" else _DRAINED
 
     def lag(rid: int, arrival: int) -> int:
@@ -108,12 +98,8 @@ SIMULATION_STAGES = ["batch_wait", "queue_wait", "service"]
 
 
 def simulation_tables(requests: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run-record tables of a :class:`~workbench.batching.simulator.Simulation`'s request table.
-
-    Every simulated request is measured (no warm-up) and succeeds; its stages are ``batch_wait``
-    (from arrival), ``queue_wait`` (from close) and ``service`` (the sampled batch service time), so
-    end to end is their sum and unattributed is 0.
-    """
+    """Run-record tables of a simulation's requests: each succeeds, its stages ``batch_wait``,
+    ``queue_wait`` and ``service`` back to back (nothing unattributed)."""
     names = ("request", "dur_ns", "batch_size", *LOAD_COLUMNS)
     col = {c: requests[c].to_numpy(dtype="int64") for c in names}
     req = pd.DataFrame(
@@ -127,8 +113,6 @@ def simulation_tables(requests: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFram
             **{c: col[c] for c in LOAD_COLUMNS},
         }
     )
-    # one row per request and stage, request by request (the simulator numbers them in order);
-    # each stage starts where the one before ended
     durs = np.stack([col["batch_wait_ns"], col["queue_wait_ns"], col["service_ns"]], axis=1)
     starts = col["arrival_ns"][:, None] + np.cumsum(durs, axis=1) - durs
     k = len(SIMULATION_STAGES)
@@ -146,10 +130,7 @@ def simulation_tables(requests: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFram
 
 
 def simulation_run(sim, pipeline: str | None, sources: list[str], created: str):
-    """A simulation as a run record (``kind: "simulation"``) that ``save_run``, ``load_run`` and ``show`` take.
-
-    ``sim``: a ``Simulation``; ``sources``: the service run folders; ``created``: ISO time.
-    """
+    """A ``Simulation`` as a run record; ``sources``: the service run folders."""
     requests, stages = simulation_tables(sim.requests)
     rate = sim.rate_rps if np.isfinite(sim.rate_rps) else None
     capacity = sim.capacity_rps if np.isfinite(sim.capacity_rps) else None

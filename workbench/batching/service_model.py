@@ -1,16 +1,10 @@
-"""Service-time model: how long one pipeline call takes, per batch size.
+"""Service-time model: how long one pipeline call takes, per batch size, from profiler runs at
+several ``--batch-size`` or from load runs' batches.
 
-Built from profiler runs (``workbench profile --batch-size N``) of one pipeline: for each measured
-batch size, the sorted end-to-end times (ns) of its measured (not warm-up), successful requests; or
-from load runs, whose batches give service times measured under the live run's own conditions. A
-batch of ``b`` items is sampled at quantile ``u`` by taking the quantile ``u`` (linear interpolation
-between order statistics, as ``workbench.analysis.stats``) at the two nearest measured sizes
-``lo <= b <= hi`` and interpolating linearly in ``b``. A batch larger than the largest measured size
-is an error naming the size needed; one smaller than the smallest measured size uses that size's
-distribution (an overestimate, flagged by :meth:`ServiceModel.extrapolates_below`).
-
-Served load runs calibrate the model with their own batches, the HTTP server's event loop around
-them included (``research/served/``, ``docs/serving.md``).
+A batch of ``b`` items is sampled at quantile ``u`` by taking that quantile (linear between order
+statistics) at the two nearest measured sizes and interpolating linearly in ``b``. A batch larger
+than the largest measured size is an error; a smaller one than the smallest uses that size's
+distribution (an overestimate, :meth:`ServiceModel.extrapolates_below`).
 """
 
 from __future__ import annotations
@@ -77,14 +71,10 @@ class ServiceModel:
     def bracket(self, size: int) -> tuple[np.ndarray, np.ndarray, float]:
         """Sorted samples at the measured sizes around ``size`` and the weight of the upper one."""
         self.check(size)
-        sizes = self.sizes
-        if size <= sizes[0]:
-            s = self.samples[sizes[0]]
-            return s, s, 0.0
-        hi = next(b for b in sizes if b >= size)
-        lo = max(b for b in sizes if b <= size)
-        if hi == lo:
+        lo = max((b for b in self.sizes if b <= size), default=self.sizes[0])
+        if lo >= size:  # a measured size, or one below the smallest (its samples)
             return self.samples[lo], self.samples[lo], 0.0
+        hi = next(b for b in self.sizes if b > size)
         return self.samples[lo], self.samples[hi], (size - lo) / (hi - lo)
 
     def mean_ns(self, size: int) -> float:
@@ -97,7 +87,7 @@ class ServiceModel:
         return concurrency * max_batch_size * NS_PER_S / self.mean_ns(max_batch_size)
 
     def describe(self) -> dict:
-        """Plain data for JSON output: measured sizes, counts and means (ms)."""
+        """Plain data: measured sizes, counts and means (ms)."""
         return {
             "pipeline": self.pipeline,
             "sources": list(self.sources),
@@ -115,16 +105,10 @@ class ServiceModel:
 def service_model_from_runs(
     runs: Iterable, min_batches: int = 5, allow_mixed: bool = False
 ) -> ServiceModel:
-    """A model from runs (``Run`` objects or run folders) of one pipeline and configuration.
-
-    The runs' fingerprints (``workbench.fingerprint``) must be equal except ``batch_size``, else a
-    ConfigError names the first field that differs and both values; ``allow_mixed`` pools them and
-    records the differences in ``ServiceModel.mixed``. Profiler runs give ``requests.dur_ns`` of
-    measured successful requests at ``config.batch_size`` (less ``lag_ns`` in a paced run). Load
-    runs give one sample per successful batch, its ``service_ns``, at the batch's size (sizes seen
-    in fewer than ``min_batches`` batches are left out): a calibration under the live run's own
-    conditions. Runs at one size are pooled.
-    """
+    """A model from runs (``Run`` s or folders) of one pipeline whose fingerprints differ only in
+    ``batch_size`` (``allow_mixed`` pools them anyway, recording the differences). Profiler runs
+    give their measured successful requests' times (from the send); load runs a sample per
+    successful batch at its size, sizes seen in fewer than ``min_batches`` batches left out."""
     loaded = [item if isinstance(item, Run) else load_run(item) for item in runs]
     labels = [str(run.path) if run.path is not None else run.label for run in loaded]
     names = {run.meta.pipeline for run in loaded}

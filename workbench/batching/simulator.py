@@ -1,14 +1,9 @@
-"""Discrete-event simulation of the dynamic batcher (``workbench.batching.policy``).
+"""Discrete-event simulation of the dynamic batcher (``workbench.batching.policy``), once per batch.
 
-The loop runs once per batch, not per event: a batch's close time follows from the arrival times
-(the dispatch rule) and the start time of the batch before it (the one-deep handoff), its start from
-the earliest free executor, its end from a service time drawn from the :class:`ServiceModel`.
-Per-request columns are then filled with numpy. One core simulates 10^6 requests in about a second
-(``benchmarks/bench_simulator.py``).
-
-Service quantiles are drawn one per batch, independently, from a seeded generator, so a simulation
-is repeatable (variants: ``research/served/simulate.py``). An arrival rate at or above capacity is
-``stable: False``: the figures are the finite horizon's and grow with the number of requests.
+A batch's close follows from the arrivals (the rule) and the start of the batch before (the handoff
+slot), its start from the earliest free executor, its end from a service time drawn, seeded and
+independently per batch, from the :class:`ServiceModel`. A rate at or above capacity is ``stable:
+False``: its figures are the finite horizon's and grow with the number of requests.
 """
 
 from __future__ import annotations
@@ -31,15 +26,8 @@ SEED_OFFSET = 0x5EC  # service draws use another stream than the arrivals of the
 
 @dataclass
 class Simulation:
-    """What a simulation produced.
-
-    requests: one row per request; ``request``, ``arrival_ns``, ``batch_wait_ns`` (to the batch's
-        due time, at most max wait), ``queue_wait_ns`` (waiting for a busy executor:
-        ``policy.wait_split``), ``service_ns``, ``dur_ns`` (end to end, the sum of the three),
-        ``batch``, ``batch_size``, ``ok`` (always True), all int64 ns from the first arrival.
-    batches: one row per batch; ``batch``, ``size``, ``first``, ``due_ns``, ``close_ns``,
-        ``start_ns``, ``end_ns``, ``service_ns``.
-    """
+    """What a simulation produced: ``requests`` (a load run's request columns, int64 ns from the
+    first arrival) and ``batches`` (``dispatch_schedule``'s keys and ``service_ns``)."""
 
     requests: pd.DataFrame
     batches: pd.DataFrame
@@ -72,14 +60,9 @@ def _size_tables(model: ServiceModel, max_batch_size: int) -> list[tuple]:
 def batch_loop(
     arrivals: list, u: list, tables: list, max_batch_size: int, max_wait_ns: int, concurrency: int
 ) -> tuple[list, list, list, list, list]:
-    """The event loop: per batch (first request index, close, start, end, due), times as floats
-    (ns).
-
-    ``due``: when the rule alone would dispatch the batch (``policy.BatchFormer.due_ns``); ``close``
-    is later when the one-deep handoff slot was busy. Quantiles are inlined (``x = u * (n - 1)``,
-    linear between order statistics; each sample list carries a repeated last value so ``k + 1``
-    never overruns): this loop is the simulator's whole cost.
-    """
+    """The event loop: per batch (first request, close, start, end, due), float ns. Quantiles are
+    inlined (each sample list repeats its last value, so ``k + 1`` never overruns): this loop is
+    the simulator's whole cost."""
     n, b, w = len(arrivals), max_batch_size, max_wait_ns
     firsts, closes, starts, ends, dues = [], [], [], [], []
     free = [float("-inf")] * concurrency  # a heap of executor free times

@@ -1,12 +1,7 @@
 """Summaries of a batched run, live or simulated: the JSON of ``load`` and ``simulate``.
 
 Input is a requests table with ``arrival_ns``, ``batch_wait_ns``, ``queue_wait_ns``, ``service_ns``,
-``dur_ns`` (end to end), ``batch``, ``batch_size`` (items in its batch) and ``ok``. Percentiles come
-from ``workbench.analysis.stats.summarize_ns`` over successful requests.
-
-A scheduled run (``load``, ``load --url``) also has ``lag_ns``: its end to end
-is timed from the due time, and the summary adds :data:`SCHEDULED`: the lag
-(due to sent) and the time from the actual send (sent to done).
+``dur_ns`` (end to end), ``batch``, ``batch_size`` and ``ok`` (and, scheduled, ``lag_ns``).
 """
 
 from __future__ import annotations
@@ -18,7 +13,6 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.stats import summarize_ns
-
 from ..units import NS_PER_MS, NS_PER_S
 from .loadgen import lag_summary
 
@@ -44,11 +38,7 @@ LOAD_META_KEYS = (
 
 
 def batch_table(requests: pd.DataFrame) -> pd.DataFrame:
-    """One row per batch: ``batch``, ``size``, ``start_ns`` (executor start), ``service_ns``.
-
-    Start is ``arrival + batch_wait + queue_wait`` of any request of the batch;
-    requests with ``batch == -1`` (never dispatched) are left out.
-    """
+    """One row per dispatched batch: ``batch``, ``size``, ``start_ns``, ``service_ns``."""
     ran = requests[requests["batch"] >= 0]  # -1: never dispatched (a run stopped at its deadline)
     start = ran["arrival_ns"] + ran["batch_wait_ns"] + ran["queue_wait_ns"]
     grouped = ran.assign(start_ns=start).groupby("batch", sort=True)
@@ -59,15 +49,10 @@ def batch_table(requests: pd.DataFrame) -> pd.DataFrame:
 
 
 def load_summary(requests: pd.DataFrame, concurrency: int = 1) -> dict[str, Any]:
-    """``{end_to_end, queue_wait, batch_wait, service, throughput_rps, mean_batch_size, ...}``.
-
-    throughput_rps: successful requests over the span from the first arrival to
-    the last completion. mean_batch_size: mean items per batch (over batches).
-    utilization: total service time over ``concurrency`` times the span to the last completion of
-        any dispatched request (a failed batch's service, a hung one's included, is busy time too).
-    batch_sizes: ``{size: number of batches}``.
-    send_lag, from_send: with a ``lag_ns`` column only (:data:`SCHEDULED`).
-    """
+    """Percentiles of each of :data:`COMPONENTS` (and, scheduled, :data:`SCHEDULED`), throughput
+    (successful requests over first arrival to last completion), ``mean_batch_size``,
+    ``utilization`` (service time over ``concurrency`` times the span to the last dispatched
+    request's end) and ``batch_sizes`` (``{size: batches}``)."""
     ok = requests[requests["ok"].astype(bool)]
     out: dict[str, Any] = {
         name: summarize_ns(ok[col].to_numpy(dtype=np.int64)) for name, col in COMPONENTS.items()
@@ -94,13 +79,8 @@ def load_summary(requests: pd.DataFrame, concurrency: int = 1) -> dict[str, Any]
 
 
 def percentile_requests(requests: pd.DataFrame, percentiles=(50, 99)) -> pd.DataFrame:
-    """The successful request at each percentile of end to end, with its own parts (ms).
-
-    One row per percentile: ``percentile``, ``request``, ``batch_wait_ms``, ``queue_wait_ms``,
-    ``service_ms``, ``end_to_end_ms``; the request is the nearest-rank order statistic (rank
-    ``ceil(q/100 * n)``), so its parts add up to its end to end exactly, which percentiles of each
-    part taken apart do not.
-    """
+    """The successful request at each percentile (nearest rank) of end to end with its own parts
+    (``*_ms``), which add up to its end to end as percentiles of each part do not."""
     ok = requests[requests["ok"].astype(bool)].sort_values(["dur_ns", "request"], kind="stable")
     rows = []
     for q in percentiles if len(ok) else ():  # no successful request: an empty table
@@ -118,15 +98,14 @@ def load_meta_figures(summary: dict[str, Any]) -> dict[str, Any]:
 def load_section(
     summary: dict[str, Any] | None, lags_ns, arrivals, policy: dict | None
 ) -> dict[str, Any]:
-    """What every load run's ``load`` records, in-process or over HTTP: the summary's figures (none
-    when the summary failed), the generator's lag (:func:`~workbench.batching.loadgen.lag_summary`),
-    the arrival process and the batching policy (None: the server did not say it)."""
+    """What every load run's ``load`` records: the summary's figures (None: it failed), the lag, the
+    arrival process and the policy (None: the server did not say it)."""
     figures = (load_meta_figures(summary) if summary is not None else {}) | lag_summary(lags_ns)
     return figures | {"arrivals": arrivals.params(), "policy": policy}
 
 
 def _span_ns(requests: pd.DataFrame, finished: pd.Series | None = None) -> int:
-    """First arrival to the last completion (ns) of the ``finished`` requests (default: the successful)."""
+    """First arrival to the last completion (ns) of ``finished`` (default: successful) requests."""
     done = requests[requests["ok"].astype(bool) if finished is None else finished]
     if done.empty:
         return 0

@@ -1,8 +1,6 @@
-"""Sweeps: simulated latency and throughput over a grid of batcher settings.
-
-The tidy table behind latency-vs-throughput curves and the wait-time slider: one row per (rate_rps,
-max_batch_size, max_wait_ms), each simulated on the same seeded arrival process.
-"""
+"""Sweeps: simulated latency and throughput over a grid of batcher settings, one row per (rate_rps,
+max_batch_size, max_wait_ms), each on the same seeded arrival process; and the tables of the
+batching explorer (``workbench.widgets.batching``): one setting and the two sweeps around it."""
 
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ from .arrivals import Arrivals
 from .policy import BatchPolicy
 from .service_model import ServiceModel
 from .simulator import simulate
-from .summary import load_summary
+from .summary import load_summary, percentile_requests
 
 SWEEP_COLUMNS = [
     "rate_rps",
@@ -40,6 +38,9 @@ SWEEP_COLUMNS = [
     "service_p50_ms",
     "service_p99_ms",
 ]
+WAITS_MS = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
+RATE_FRACTIONS = (0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 0.95)
+CURVE_SEEDS = 3  # the rate curve's seeded runs (see seeded_spread)
 
 
 def sweep(
@@ -53,12 +54,8 @@ def sweep(
     seed: int = 0,
     **arrival_options: Any,
 ) -> pd.DataFrame:
-    """Simulate every grid point; out: one row per point with :data:`SWEEP_COLUMNS`.
-
-    ``arrival_options`` go to :class:`Arrivals` (``process``, default ``poisson``;
-    ``on_ms``/``off_ms`` of ``bursty``). Latency columns are end to end unless prefixed by a
-    component (``batch_wait``, ``queue_wait``, ``service``); all in ms.
-    """
+    """Simulate every grid point: one row per point with :data:`SWEEP_COLUMNS` (ms; end to end
+    unless prefixed by a component); ``arrival_options`` go to :class:`Arrivals`."""
     process = arrival_options.pop("process", "poisson")
     rows = []
     for rate, size, wait in itertools.product(rates_rps, max_batch_sizes, max_waits_ms):
@@ -89,3 +86,67 @@ def sweep_row(
     for part in ("batch_wait", "queue_wait", "service"):
         row |= {f"{part}_{k}": s[part][k] for k in ("p50_ms", "p99_ms")}
     return row
+
+
+def batching_point(
+    model: ServiceModel,
+    rate_rps: float,
+    max_batch_size: int,
+    max_wait_ms: float,
+    *,
+    requests: int = 5_000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Simulate one setting on a seeded Poisson schedule: its ``summary``, ``at`` (requests at p50
+    and p99), ``curve`` (a sweep over :data:`RATE_FRACTIONS` of capacity and the rate), ``waits`` (a
+    sweep over :data:`WAITS_MS` and the wait), ``capacity_rps``, ``stable`` and ``simulations``."""
+    policy = BatchPolicy(int(max_batch_size), float(max_wait_ms))
+    arrivals = Arrivals("poisson", rate_rps=float(rate_rps), count=requests, seed=seed)
+    sim = simulate(model, arrivals, policy, seed=seed)
+    capacity = sim.capacity_rps
+    rates = sorted({*(f * capacity for f in RATE_FRACTIONS), float(rate_rps)})
+    waits = sorted({*WAITS_MS, float(max_wait_ms)})
+    curve = seeded_spread(
+        [
+            sweep(model, rates, [max_batch_size], [max_wait_ms], requests=requests, seed=seed + k)
+            for k in range(CURVE_SEEDS)
+        ]
+    )
+    wait_table = sweep(model, [rate_rps], [max_batch_size], waits, requests=requests, seed=seed)
+    return {
+        "summary": load_summary(sim.requests),
+        "at": percentile_requests(sim.requests),
+        "curve": curve,
+        "waits": wait_table,
+        "capacity_rps": capacity,
+        "stable": bool(sim.stable),
+        "simulations": 1 + CURVE_SEEDS * len(rates) + len(waits),
+    }
+
+
+def seeded_spread(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """The seeds' median of the same sweep, plus ``p99_lo_ms`` and ``p99_hi_ms`` (their smallest and
+    largest p99): near capacity a few long busy periods set a run's p99, and the range shows it."""
+    both = pd.concat(tables, ignore_index=True)
+    keys = ["rate_rps", "max_batch_size", "max_wait_ms"]
+    grouped = both.groupby(keys, sort=False)
+    out = grouped.median(numeric_only=True).reset_index()
+    out["stable"] = grouped["stable"].all().to_numpy()
+    out["p99_lo_ms"] = grouped["p99_ms"].min().to_numpy()
+    out["p99_hi_ms"] = grouped["p99_ms"].max().to_numpy()
+    return out[[*tables[0].columns, "p99_lo_ms", "p99_hi_ms"]]
+
+
+def service_noise(runs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The noise flags of a service model's runs (``(label, RunMeta)``), which a simulation
+    inherits: ``{"noisy": [(label, reasons)], "quiet": n, "unknown": n}``."""
+    out: dict[str, Any] = {"noisy": [], "quiet": 0, "unknown": 0}
+    for label, meta in runs:
+        noisy = meta.noise.noisy if meta.noise else None
+        if noisy is True:
+            out["noisy"].append((label, list(meta.noise.reasons)))
+        elif noisy is False:
+            out["quiet"] += 1
+        else:
+            out["unknown"] += 1
+    return out

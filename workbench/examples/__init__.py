@@ -1,13 +1,9 @@
-"""The four shipped example pipelines (:data:`EXAMPLES`), each with a different latency budget:
-``tabular`` is feature-bound at small batch (``hydrate`` dominates), ``text`` compute-bound
-(``forward``), ``image`` preprocess-heavy (decode and resize), and ``generate`` streams its tokens
-(``workbench.streaming``: TTFT, ITL, TPOT; with ``kv_cache=false`` each decode step grows with its
-position).
+"""The four shipped example pipelines (:data:`EXAMPLES`), each with a different latency budget.
 
-Every example runs offline: the feature store and vocabulary ship in ``workbench/examples/data``
-(copied to ``data/`` for the notebooks; ``make data`` regenerates both). ``factory(name)`` returns
-``build(config) -> Pipeline``: its first stage takes 1..``batch_size`` items, the last returns one
-JSON ``bytes`` response per item. Importing this package does not import torch.
+Every example runs offline on the data shipped in ``workbench/examples/data`` (``make data``
+regenerates it). ``factory(name)`` returns ``build(config) -> Pipeline``, whose first stage takes
+1..``batch_size`` items and last returns one JSON ``bytes`` response per item. Importing this
+package does not import torch.
 """
 
 from __future__ import annotations
@@ -45,12 +41,12 @@ def data_dir() -> Path:
 
 
 def package_data_dir() -> Path:
-    """The example data shipped inside the package (``workbench/examples/data``), so a wheel runs the examples."""
+    """The example data shipped inside the package, so a wheel runs the examples."""
     return Path(__file__).resolve().parent / "data"
 
 
 def data_file(name: str) -> Path:
-    """A file of the example data (``$WORKBENCH_DATA``, else the package's copy), or a PipelineError saying how to create it."""
+    """A file of the example data (``$WORKBENCH_DATA``, else the package's), or a PipelineError."""
     path = (Path(os.environ[DATA_ENV]) if os.environ.get(DATA_ENV) else package_data_dir()) / name
     if not path.is_file():
         raise PipelineError(

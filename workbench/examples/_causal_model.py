@@ -1,17 +1,18 @@
-"""The generate example's causal transformer (imports torch; loaded by ``generate.build`` only).
+"""The generate example's causal transformer of ``_text_model.Block`` s (imports torch).
 
-A decoder-only model of the text example's blocks (``_text_model.Block``): every projection an
-``nn.Linear`` (int8 covers them), attention by ``scaled_dot_product_attention``. :meth:`Decoder.step`
-runs new tokens against a :class:`Cache` of every earlier token's keys and values (the KV cache:
-one decode step costs one token's work); :meth:`Decoder.forward` runs the whole sequence again
-(what a model without a cache does at every step: a decode step's cost grows with its position).
+:meth:`Decoder.step` runs new tokens against a :class:`Cache` of the earlier ones' keys and values
+(one decode step costs one token's work); :meth:`Decoder.forward` runs the whole sequence again, as
+a model without a cache does at every step. :class:`GenerateSteps` steps it a token at a time over a
+running batch.
 """
 
 from __future__ import annotations
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
+from ..errors import ConfigError
 from ._text_model import Block
 
 
@@ -27,11 +28,9 @@ class Cache:
 
 
 class Decoder(nn.Module):
-    """Token + position embeddings, ``layers`` causal blocks, a tied-size linear head to the vocabulary.
-
+    """Token + position embeddings, ``layers`` causal blocks, a linear head to the vocabulary.
     Sequences are left-padded: ``valid`` (bool, batch x positions) is False on padding, which no
-    other query attends to; a position's embedding counts its real tokens only.
-    """
+    other query attends to; a position's embedding counts its real tokens only."""
 
     def __init__(self, vocab: int, max_len: int, d_model: int, layers: int, heads: int, ff: int):
         super().__init__()
@@ -67,3 +66,96 @@ class Decoder(nn.Module):
         for i, block in enumerate(self.blocks):
             x = block(x, mask, cache, i)
         return self.head(self.norm(x[:, -1]))
+
+
+class GenerateSteps:
+    """The step API a continuous batcher (``batching.continuous_live``) drives: ``max_num_seqs``
+    sequences of at most ``max_len`` tokens, each a slot of one preallocated :class:`Cache`.
+
+    Sequences ``join(item)`` and ``leave(seq)`` between steps; ``prefill(seq, n)`` runs the next
+    ``n`` prompt tokens of one (returning its first token when the prompt is done, else None);
+    ``decode(seqs)`` makes one token per sequence, each at its own position (which
+    :meth:`Decoder.step`, one ``filled`` for all rows, cannot express); ``lengths(item)``:
+    ``(prompt, answer)`` tokens.
+    """
+
+    def __init__(self, model: Decoder, max_num_seqs: int, max_len: int) -> None:
+        self.model, self.max_len = model, max_len
+        self.cache = model.new_cache(max_num_seqs, max_len)
+        self.device = self.cache.k[0].device
+        self.free = list(range(max_num_seqs - 1, -1, -1))
+        self.prompt: dict[int, list[int]] = {}
+        self.length = [0] * max_num_seqs  # tokens in the slot's cache
+        self.last = [0] * max_num_seqs  # the slot's newest token, the next decode's input
+
+    @staticmethod
+    def lengths(item: dict) -> tuple[int, int]:
+        return len(item["prompt"]), int(item["answer_tokens"])
+
+    def join(self, item: dict) -> int:
+        if not self.free:
+            raise ConfigError(f"all {len(self.length)} sequences are running; one must leave first")
+        prompt, answer = self.lengths(item)
+        if prompt + answer > self.max_len:
+            raise ConfigError(
+                f"a request of {prompt} + {answer} tokens does not fit {self.max_len} positions"
+            )
+        slot = self.free.pop()
+        self.prompt[slot], self.length[slot] = list(item["prompt"]), 0
+        return slot
+
+    def leave(self, slot: int) -> None:
+        del self.prompt[slot]
+        self.free.append(slot)
+
+    def prefill(self, slot: int, n: int) -> int | None:
+        start, prompt = self.length[slot], self.prompt[slot]
+        ids = torch.tensor([prompt[start : start + n]], dtype=torch.int64, device=self.device)
+        view = Cache.__new__(Cache)  # the slot's rows of the shared cache, filled to start
+        view.k = [k[slot : slot + 1] for k in self.cache.k]
+        view.v = [v[slot : slot + 1] for v in self.cache.v]
+        view.filled = start
+        valid = torch.ones((1, start + ids.shape[1]), dtype=torch.bool, device=self.device)
+        with torch.inference_mode():
+            logits = self.model.step(ids, valid, view)
+        self.length[slot] = start + ids.shape[1]
+        if self.length[slot] < len(prompt):
+            return None
+        self.last[slot] = int(logits.argmax(-1)[0])
+        return self.last[slot]
+
+    def decode(self, slots: list[int]) -> list[int]:
+        rows = torch.tensor(slots, dtype=torch.int64, device=self.device)
+        pos = torch.tensor([self.length[s] for s in slots], dtype=torch.int64, device=self.device)
+        tokens = torch.tensor(
+            [[self.last[s]] for s in slots], dtype=torch.int64, device=self.device
+        )
+        with torch.inference_mode():
+            new = self._decode(rows, pos, tokens).argmax(-1).tolist()
+        for s, t in zip(slots, new):
+            self.length[s] += 1
+            self.last[s] = t
+        return new
+
+    def _decode(self, rows, pos, tokens):
+        """Logits of one new token per row, at position ``pos[row]``, against the row's cache."""
+        m = self.model
+        x = m.tok(tokens) + m.pos(pos.clamp(max=m.max_len - 1))[:, None]
+        width = int(pos.max()) + 1
+        mask = (torch.arange(width, device=pos.device)[None, :] <= pos[:, None])[:, None, None, :]
+        b, _, d = x.shape
+        for i, blk in enumerate(m.blocks):
+            q, k, v = (
+                blk.qkv(blk.norm1(x))
+                .view(b, 1, 3, blk.heads, d // blk.heads)
+                .permute(2, 0, 3, 1, 4)
+            )
+            keys, values = self.cache.k[i], self.cache.v[i]
+            keys[rows, :, pos] = k[:, :, 0].to(keys.dtype)
+            values[rows, :, pos] = v[:, :, 0].to(values.dtype)
+            kk = keys[rows, :, :width].to(q.dtype)
+            vv = values[rows, :, :width].to(q.dtype)
+            a = F.scaled_dot_product_attention(q, kk, vv, attn_mask=mask)
+            x = x + blk.proj(a.transpose(1, 2).reshape(b, 1, d))
+            x = x + blk.ff2(F.gelu(blk.ff1(blk.norm2(x))))
+        return m.head(m.norm(x[:, -1]))

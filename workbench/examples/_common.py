@@ -1,7 +1,5 @@
-"""Helpers the example pipelines share: options, host->device copies, build checks.
-
-Imported only by the example modules (which import torch themselves), never by ``import workbench``.
-"""
+"""Helpers the example pipelines share: options, host->device copies, build checks (never imported
+by ``import workbench``)."""
 
 from __future__ import annotations
 
@@ -11,6 +9,8 @@ from typing import Any
 
 from ..config import PipelineConfig, Range
 from ..errors import ConfigError, PrecisionError, is_int
+from ..pipeline import Pipeline
+from . import EXAMPLES
 
 
 # the ranges the examples declare for their numeric options (config.option_ranges), checked before a build
@@ -58,9 +58,8 @@ def check_batch(batch: Any, example: str) -> list:
 
 
 def to_device(tensor, config: PipelineConfig):
-    """Copy a host tensor to the config's device (on CPU: the tensor as is). On CUDA, with option
-    ``pin_memory`` (default True) it goes through page-locked memory and the copy is asynchronous
-    (``non_blocking=True``); else a plain, synchronizing one."""
+    """A host tensor on the config's device; on CUDA with option ``pin_memory`` (default True)
+    through page-locked memory, asynchronously."""
     if not config.is_cuda:
         return tensor
     if option(config, "pin_memory", True, bool):
@@ -68,18 +67,21 @@ def to_device(tensor, config: PipelineConfig):
     return tensor.to(config.device)
 
 
-def smoke_forward(example: str, config: PipelineConfig, run: Callable[[], Any]) -> None:
-    """Run one tiny forward at build time; a missing kernel becomes a PrecisionError.
-
-    Never falls back to another precision: the message names the combination.
-    """
+def example_pipeline(
+    example: str, config: PipelineConfig, model, items, smoke: Callable
+) -> Pipeline:
+    """The example's Pipeline of ``model``, after one tiny forward (``smoke()``): a missing kernel
+    is a PrecisionError naming the combination (never a fallback)."""
     try:
-        run()
+        smoke()
     except (RuntimeError, NotImplementedError, TypeError) as exc:
         raise PrecisionError(
             f"example {example}: precision {config.precision} on device {config.device} does not run "
             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); pick another --precision"
         ) from exc
+    return Pipeline(
+        example, items=items, description=EXAMPLES[example], config=config, models=[model]
+    )
 
 
 def serialize(responses: list[dict]) -> list[bytes]:
@@ -88,8 +90,7 @@ def serialize(responses: list[dict]) -> list[bytes]:
 
 
 def top_labels(logits, labels: tuple[str, ...], k: int) -> list[list[dict]]:
-    """Per row of ``logits``, the ``k`` likeliest of ``labels`` after a softmax, as
-    ``{"label", "score"}`` (score rounded to 6 places), read back to the host."""
+    """Per row of ``logits``, the ``k`` likeliest ``labels`` as ``{"label", "score"}`` (host)."""
     top = logits.float().softmax(dim=-1).topk(k, dim=-1)
     scores, index = top.values.cpu().tolist(), top.indices.cpu().tolist()
     return [

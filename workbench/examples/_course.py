@@ -1,18 +1,6 @@
-"""Measurements of the course's pattern notebooks (11, 12), made live there and recorded by a script.
-
-``scripts/record_course_data.py`` writes their results to ``data/course/*.json``, so a notebook on
-a machine that cannot measure (no ``redis-server``, no time for a ``torch.compile``) reads what this
-code measured elsewhere, and says so.
-
-* :func:`local_redis`: a throwaway ``redis-server`` on a free port (no
-  persistence), or None where none is installed.
-* :func:`cache_levels`: the tabular example with an in-process LRU (L1) alone
-  and with Redis behind it (L2), on the same seeded stream of Zipf-drawn keys:
-  each level's hit rate and the end-to-end tail of a request that missed.
-* :func:`compile_cost`: eager against ``torch.compile`` on one small model:
-  the compile time (the first call) and the time per call after it.
-
-Plain data out (dicts of numbers and strings), strict JSON.
+"""Measurements of the course's pattern notebooks (11-13), made live there and recorded by
+``scripts/record_course_data.py`` in ``data/course/*.json`` for a machine that cannot measure (no
+``redis-server``, no time for a ``torch.compile``). Plain data out, strict JSON.
 """
 
 from __future__ import annotations
@@ -44,7 +32,7 @@ CACHE_MIX = {"n_keys": 500, "zipf_s": 1.1}
 
 @contextlib.contextmanager
 def local_redis(timeout_s: float = 20.0) -> Iterator[str | None]:
-    """``redis://127.0.0.1:PORT/0`` of a fresh ``redis-server`` (stopped on exit), or None: not installed."""
+    """``redis://127.0.0.1:PORT/0`` of a throwaway ``redis-server``, or None: not installed."""
     binary = shutil.which("redis-server")
     if binary is None:
         yield None
@@ -81,13 +69,9 @@ def local_redis(timeout_s: float = 20.0) -> Iterator[str | None]:
 def cache_levels(
     redis_url: str, l1_size: int = 50, requests: int = 400, warmup: int = 20
 ) -> dict[str, Any]:
-    """The tabular example (batch 1, one thread) behind an LRU of ``l1_size`` responses, then LRU + Redis.
-
-    Out: ``{"l1_size", "requests", "keys", "levels": {"lru": ..., "redis": ...}}``; each level:
-    ``hit_rate`` (share of measured requests answered from a cache), ``p50_ms``/``p99_ms`` end to
-    end, ``hit_p50_ms``, ``miss_p50_ms``, ``miss_p99_ms`` and ``misses`` (the measured requests that
-    missed), ``noise``. Both runs draw the same seeded keys; the Redis run starts empty.
-    """
+    """The tabular example (batch 1, one thread) on the same seeded Zipf keys behind an LRU of
+    ``l1_size`` responses, then LRU + an empty Redis: per level the hit rate, the end-to-end
+    p50/p99 and a miss's tail."""
     levels = {}
     for kind in ("lru", "redis"):
         options = {**CACHE_MIX, "cache": kind, "cache_size": l1_size, "redis_url": redis_url}
@@ -111,13 +95,8 @@ def cache_levels(
 
 
 def compile_cost(calls: int = 200, batch: int = 8) -> dict[str, Any]:
-    """Eager against ``torch.compile`` (inductor) on a small MLP, one torch thread, CPU.
-
-    Out: ``compile_s`` (the first compiled call, which compiles), ``eager_us`` and
-    ``compiled_us`` (median of ``calls`` timed calls each, after one warm call),
-    their 25th-75th percentile spread (``*_iqr_us``), ``torch``, ``python``,
-    ``machine``. A compile that fails raises (the caller says why it skipped).
-    """
+    """Eager against ``torch.compile`` on a small MLP, one thread, CPU: ``compile_s`` (the first
+    call), the median and interquartile range of ``calls`` calls each (``*_us``)."""
     import torch  # 1-2 s and 300 MB: only for the compile measurement
 
     torch.set_num_threads(1)
@@ -175,16 +154,11 @@ def copy_table(table: dict[int, int]) -> dict[int, int]:
 
 
 def snapshot_pipeline(config) -> Any:
-    """A pipeline whose tail comes from time: ``parse -> lookup -> score`` (about 0.3 ms of work a
-    request) beside a background thread ``snapshot`` that every ``period_ms`` (250) takes the
-    table's lock, copies the table and holds the lock ``hold_ms`` (30) in all; ``lookup`` reads the
-    table under that lock. ``parse`` keeps the last ``records`` (20,000) parsed records, each a
-    cycle with its parent, and adds ``churn`` (40) a request: the evicted ones are cyclic garbage
-    only a generation-2 collection frees, and each such collection walks every record kept.
-
-    Options (``config.options``): ``period_ms``, ``hold_ms``, ``records``, ``churn``. The thread
-    runs until :func:`stop_background_jobs`.
-    """
+    """Notebook 13's pipeline, a tail made in time: ``parse -> lookup -> score`` (about 0.3 ms a
+    request) beside a thread that every ``period_ms`` holds the table's lock (which ``lookup``
+    takes) ``hold_ms``, until :func:`stop_background_jobs`. ``parse`` keeps ``records`` cyclic
+    records and adds ``churn`` a request: garbage that only a generation-2 collection frees, each
+    walking every record kept (options: :data:`SNAPSHOT_JOB`)."""
     opts = {k: config.options.get(k, v) for k, v in SNAPSHOT_JOB.items()}
     lock, stop = threading.Lock(), threading.Event()
     table = {i: i * 7 for i in range(5_000)}

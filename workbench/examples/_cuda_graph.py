@@ -1,16 +1,10 @@
 """Replay a model's forward from a CUDA graph (imports torch; loaded by an example's ``build`` only).
 
-Why: at batch 1 the text encoder launches about 245 small kernels per call. On a fast GPU each
-kernel ends before the host has launched the next, so the GPU idles and the forward's time is the
-host's launch time (launch-bound, notebook 4). A CUDA graph records the launches once and replays
-them all with one ``cudaGraphLaunch``: the same kernels, one launch.
-
-One graph is captured per input signature (shapes and dtypes), on the first call that meets it: a
-few eager calls on a side stream first (lazy initialisation, cuBLAS workspaces), then the capture.
-Each call copies its inputs into the graph's static buffers, replays, and returns a clone of the
-static output, so the next replay cannot overwrite a result still in use. Capture happens inside the
-run's warm-up when the batch size is fixed; the fixed shapes are why the text example allows the
-option only with ``padding="max_len"``.
+At batch 1 the text encoder launches about 245 small kernels a call; on a fast GPU each ends
+before the host launches the next, so the forward takes the host's launch time (notebook 4). A
+graph replays them all with one launch. One is captured per input signature on its first call
+(after a few eager calls on a side stream); each call copies its inputs into the static buffers and
+returns a clone of the static output, so the next replay cannot overwrite a result in use.
 """
 
 from __future__ import annotations

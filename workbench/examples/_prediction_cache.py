@@ -1,15 +1,10 @@
 """The tabular example's prediction cache: an in-process LRU, optionally in front of Redis.
 
-``cache=lru``: ``cache_size`` responses in this process (an ``OrderedDict``, least recently used
-evicted). ``cache=redis``: the same LRU, then Redis (``wb:tabular:pred:{key}``, shared by every
-server process); a Redis hit is copied into the LRU. The key is what determines the response: the
-model's fingerprint (weights, calibration, threshold, precision and the features' version: another
-model or feature load never shares an entry), then user, candidate items, hour and device (not the
-request id). An entry is checked against the request before it answers it: one whose fingerprint,
-user or items differ (a key collision, another writer to the shared Redis) or that does not decode
-is a miss, counted in ``mismatched``. Counters say how many items hit and missed;
-``batch_hit_fractions`` keeps, per pipeline call, the fraction of its items that hit (the
-per-request ``cache_hit`` attribute).
+``cache=redis`` puts Redis (``wb:tabular:pred:{key}``, shared by every server process) behind the
+LRU; a Redis hit is copied into it. The key is the model's fingerprint (weights, calibration,
+threshold, precision, the features' version), then what of the request determines the response;
+an entry whose fingerprint, user or items differ from the request's, or that does not decode, is a
+miss (counted in ``mismatched``).
 """
 
 from __future__ import annotations
@@ -45,7 +40,7 @@ def _answers(entry, req, fingerprint: str) -> bool:
 
 @dataclass
 class Lookup:
-    """One pipeline call through the cache: its requests, the cached responses (None: a miss), the misses."""
+    """One pipeline call through the cache: its requests, their cached responses (None: a miss)."""
 
     requests: list
     cached: list
@@ -57,7 +52,7 @@ class Lookup:
         return 1.0 - len(self.misses) / len(self.requests) if self.requests else 0.0
 
     def responses(self) -> list[dict]:
-        """All responses in request order: the cached ones (with this request's id) and the fresh ones."""
+        """All responses in request order, cached and fresh."""
         fresh = iter(self.fresh)
         return [
             {"request_id": r.request_id, **c} if c is not None else next(fresh)
@@ -101,7 +96,7 @@ class PredictionCache:
                         self._lru_put(keys[i], cached[i])
         out = Lookup(
             list(requests),
-            [None if c is None else _public(c) for c in cached],
+            [None if c is None else _without(c, "fingerprint") for c in cached],
             [r for r, c in zip(requests, cached) if c is None],
         )
         with self._lock:
@@ -113,13 +108,13 @@ class PredictionCache:
         return out
 
     def last_hit_fraction(self) -> float | None:
-        """The hit fraction of the last lookup made on this thread (a server's executor reads it per batch)."""
+        """The hit fraction of this thread's last lookup (a server's executor reads it a batch)."""
         return getattr(self._thread, "last", None)
 
     def store(self, lookup: Lookup) -> list[dict]:
         """Put the fresh responses in the cache(s); return all responses in request order."""
         entries = {
-            self.key(r): _keyless(resp) | {"fingerprint": self.fingerprint}
+            self.key(r): _without(resp, "request_id") | {"fingerprint": self.fingerprint}
             for r, resp in zip(lookup.misses, lookup.fresh)
         }
         if entries:
@@ -152,13 +147,8 @@ class PredictionCache:
             self._lru.popitem(last=False)
 
 
-def _keyless(response: dict) -> dict:
-    return {k: v for k, v in response.items() if k != "request_id"}
-
-
-def _public(entry: dict) -> dict:
-    """A cache entry as the response carries it (without the fingerprint)."""
-    return {k: v for k, v in entry.items() if k != "fingerprint"}
+def _without(entry: dict, key: str) -> dict:
+    return {k: v for k, v in entry.items() if k != key}
 
 
 def _decoded(raw: bytes):

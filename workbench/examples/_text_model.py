@@ -1,10 +1,6 @@
-"""The text example's transformer encoder (imports torch; loaded by ``text.build`` only).
-
-Written out rather than ``nn.TransformerEncoder`` so every projection is an
-``nn.Linear`` (int8 dynamic quantization then covers attention too; the
-built-in attention keeps its input projection as a bare parameter) and the
-profiler trace shows plain ``aten::linear`` / ``scaled_dot_product_attention``.
-"""
+"""The text example's transformer encoder (imports torch; loaded by ``text.build`` only), written
+out so every projection is an ``nn.Linear`` (int8 dynamic quantization then covers attention too)
+and the trace shows plain ``aten::linear`` and ``scaled_dot_product_attention``."""
 
 from __future__ import annotations
 
@@ -43,10 +39,8 @@ class Block(nn.Module):
 
 
 class Encoder(nn.Module):
-    """Token + position embeddings, ``layers`` blocks, a linear head on the first ([CLS]) position.
-
-    forward(ids: int64 (batch, seq), mask: bool (batch, seq), True = real token) -> logits (batch, labels).
-    """
+    """Token + position embeddings, ``layers`` blocks, a linear head on the first ([CLS]) position:
+    ``forward(ids, mask)``, both (batch, seq), mask True on real tokens: logits (batch, labels)."""
 
     def __init__(
         self, vocab: int, max_len: int, d_model: int, layers: int, heads: int, ff: int, labels: int

@@ -1,18 +1,11 @@
 """Model fingerprints of the shipped examples, cached so that a recorded first view needs no torch.
 
 The latency explorer shows a recorded run only when the model fingerprint a live run would record
-(:func:`workbench.fingerprint.model_fingerprint`) equals the recorded one; computing it builds the
-pipeline and imports torch (about 250 MB and 2 CPU-seconds per Voila kernel).
-``model_fingerprints.json`` (next to this module) holds the shipped examples' configurations'
-fingerprints instead, keyed by all the fingerprint depends on: ``example`` (a user's own factory is
-never looked up); ``options``, ``precision``, ``device``, ``batch_size`` (not threads: they do not
-shape a model); ``torch``, the public version (``2.13.0`` of ``2.13.0+cpu``); ``data``, SHA-256 (16
-hex digits) of the data files that shape the model (:data:`MODEL_DATA`). A configuration not in the
-file is built.
-
-The entries are written by building each configuration (``python -m workbench.examples.fingerprints
---write``), and ``tests/examples/test_fingerprints.py`` builds every entry again, so a model change
-without a rewrite fails the suite. Importing this module does not import torch.
+equals the recorded one; computing it builds the pipeline (about 250 MB and 2 CPU-seconds per Voila
+kernel). ``model_fingerprints.json`` holds the shipped configurations' fingerprints, keyed by all
+the fingerprint depends on (:data:`KEY_FIELDS`: ``torch`` is its public version, ``data`` the
+SHA-256 of :data:`MODEL_DATA`). ``--write`` rebuilds it; ``tests/examples/test_fingerprints.py``
+builds every entry again, so a model change without a rewrite fails.
 """
 
 from __future__ import annotations
@@ -36,34 +29,20 @@ from ..record import META_FILE, read_meta
 from . import EXAMPLES, data_dir, data_file, factory
 
 CACHE_FILE = Path(__file__).with_name("model_fingerprints.json")
-MODEL_DATA: dict[str, tuple[str, ...]] = {
-    "text": ("vocab.txt",),
-    "tabular": (),
-    "image": (),
-    "generate": (),
-}
+MODEL_DATA: dict[str, tuple[str, ...]] = {"text": ("vocab.txt",)}  # the rest: none
 KEY_FIELDS = ("example", "options", "precision", "device", "batch_size", "torch", "data")
 
 
 def torch_public_version() -> str | None:
-    """The installed torch's version without its local part (``2.13.0+cpu`` -> ``2.13.0``), read
-    from the package metadata, not by importing torch; None when torch is not installed."""
+    """The installed torch's version without its local part (``2.13.0``), not importing torch."""
     try:
         return metadata.version("torch").split("+", 1)[0]
     except metadata.PackageNotFoundError:
         return None
 
 
-def data_digests(example: str) -> dict[str, str]:
-    """``{file name: sha256[:16]}`` of the data files that shape the example's model, as the factory reads them."""
-    return {
-        name: hashlib.sha256(data_file(name).read_bytes()).hexdigest()[:16]
-        for name in MODEL_DATA.get(example, ())
-    }
-
-
 def entry_key(example: str, config: PipelineConfig) -> dict[str, Any]:
-    """The key fields of ``example`` built with ``config`` on this installation (see the module docstring)."""
+    """The key fields of ``example`` built with ``config`` on this installation."""
     return {
         "example": example,
         "options": dict(config.options),
@@ -71,7 +50,10 @@ def entry_key(example: str, config: PipelineConfig) -> dict[str, Any]:
         "device": config.device,
         "batch_size": config.batch_size,
         "torch": torch_public_version(),
-        "data": data_digests(example),
+        "data": {  # sha256[:16] of the data files that shape the model
+            name: hashlib.sha256(data_file(name).read_bytes()).hexdigest()[:16]
+            for name in MODEL_DATA.get(example, ())
+        },
     }
 
 
@@ -86,12 +68,8 @@ def _index(path: str, mtime_ns: int) -> dict[str, dict[str, Any]]:
 
 
 def cached(example: Any, config: PipelineConfig, path: Path | None = None) -> dict[str, Any] | None:
-    """``{"pipeline", "model"}`` a build of the shipped ``example`` would give, from the cache, or
-    None.
-
-    None for anything but a shipped example's name, a configuration not in the
-    file, a missing or unreadable file, or torch not installed (then nothing can be built either).
-    """
+    """``{"pipeline", "model"}`` a build of the shipped ``example`` would give, from the cache;
+    None when it is not there (or torch is not installed)."""
     if not isinstance(example, str) or example not in EXAMPLES:
         return None
     path = Path(path or CACHE_FILE)
@@ -112,9 +90,8 @@ def compute(example: str, config: PipelineConfig) -> dict[str, Any]:
 
 
 def recorded_configs(runs: Path) -> list[tuple[str, PipelineConfig]]:
-    """The (example, configuration) of every recorded run under ``runs`` whose fingerprint holds a
-    model fingerprint, on a device family this machine has: the configurations a first view looks
-    up."""
+    """(example, configuration) of the recorded runs with a model fingerprint, on this machine's
+    devices."""
     here, found = available_devices(), {}
     for meta_file in sorted(Path(runs).glob(f"*/{META_FILE}")):
         fp = fingerprint_of(read_meta(meta_file))
@@ -128,14 +105,10 @@ def recorded_configs(runs: Path) -> list[tuple[str, PipelineConfig]]:
     return list(found.values())
 
 
-def entries(configs: list[tuple[str, PipelineConfig]]) -> list[dict[str, Any]]:
-    """One cache entry per configuration, each from a fresh build."""
-    return [entry_key(example, config) | compute(example, config) for example, config in configs]
-
-
 def write(path: Path = CACHE_FILE, runs: Path | None = None) -> list[dict[str, Any]]:
     """Build every configuration of the recorded runs (``data/runs``) and write the cache file."""
-    found = entries(recorded_configs(runs or data_dir() / "runs"))
+    configs = recorded_configs(runs or data_dir() / "runs")
+    found = [entry_key(example, config) | compute(example, config) for example, config in configs]
     # one line per entry: readable diffs
     rows = ",\n".join("  " + json.dumps(e, sort_keys=True) for e in found)
     path.write_text(

@@ -1,24 +1,12 @@
 """Example ``generate``: a small causal language model that streams its answer token by token.
 
-One item (request) is ``{"prompt": [token ids], "answer_tokens": n}`` (or its JSON, as ``serve``
-receives it; ``pipe.check_item`` refuses a bad one before it joins a batch): seeded random ids and
-how many tokens to generate. Random weights: the tokens mean nothing, the time they take does.
-
-Stages:
-
-- ``tokenize``: the batch's prompts left-padded to its longest, with the padding mask, copied to
-  the device.
-- ``generate`` (streaming, :mod:`workbench.streaming`): the prefill runs the prompts and yields the
-  first token, then one decode step per further token, each yielded as it is made (greedy argmax,
-  read back to the host: one token per item, a list). With ``kv_cache`` (default) a decode step
-  runs only the newest token against the cached keys and values of the earlier ones; without, it
-  runs the whole sequence again, so a step's time grows with its position. A batch generates
-  until its longest answer is done (static batching).
-- ``detokenize``: runs once on the whole answer (the rule after a streaming stage): one JSON
-  ``bytes`` response per item with its tokens.
-
-With ``kv_cache`` the pipeline also offers the step API of :mod:`.generate_steps` (``Pipeline.steps``):
-``load --max-num-seqs`` then batches its tokens continuously.
+One item is ``{"prompt": [token ids], "answer_tokens": n}`` (or its JSON, as served). Stages:
+``tokenize`` (left-padded prompts and mask to the device), ``generate`` (streaming: a prefill
+yields the first token, then a greedy decode step per further token, each read back to the host;
+with ``kv_cache`` a step runs only the newest token, without it the whole sequence again, so a
+step's time grows with its position; a batch runs until its longest answer is done) and
+``detokenize`` (one JSON response per item). With ``kv_cache`` the pipeline also offers the step
+API of ``_causal_model.GenerateSteps``, which ``load --max-num-seqs`` batches continuously.
 
 Options (``config.options``):
     seed (int, 0): weights and request stream.
@@ -27,8 +15,6 @@ Options (``config.options``):
     lengths ("fixed"): every request at the means, or ``"uniform"``: each length drawn uniformly
         from half to one and a half times its mean.
     vocab (int, 512), d_model (int, 128), layers (int, 2), heads (int, 4), ff (int, 4 * d_model).
-``batch_size``, ``precision`` (fp32, bf16, fp16 on CUDA, int8 on CPU) and ``device`` come from the
-config, as for every example.
 """
 
 from __future__ import annotations
@@ -41,8 +27,7 @@ from ..config import PipelineConfig, Range, option_ranges
 from ..errors import ConfigError
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model
-from . import EXAMPLES
-from ._common import SEED, SIZE, check_batch, option, smoke_forward, to_device
+from ._common import SEED, SIZE, check_batch, example_pipeline, option, to_device
 
 LENGTHS = ("fixed", "uniform")
 TOKENS = Range(1, 2_048, integer=True)
@@ -62,8 +47,7 @@ def build(config: PipelineConfig) -> Pipeline:
     """The generate pipeline for ``config`` (see the module docstring for stages and options)."""
     import torch  # 1-2 s and 300 MB: only when the pipeline is built
 
-    from ._causal_model import Decoder  # imports torch
-    from .generate_steps import GenerateSteps  # imports torch
+    from ._causal_model import Decoder, GenerateSteps  # imports torch
 
     check_precision(config)
     seed, kv_cache = option(config, "seed", 0), option(config, "kv_cache", True, bool)
@@ -86,13 +70,12 @@ def build(config: PipelineConfig) -> Pipeline:
         return [json.dumps({"tokens": t}, separators=(",", ":")).encode() for t in per_item]
 
     smoke = {"prompt": [1, 2, 3], "answer_tokens": 2}
-    smoke_forward("generate", config, lambda: list(generate(tokenize([smoke]))))
-    pipe = Pipeline(
+    pipe = example_pipeline(
         "generate",
-        items=lambda: prompts(seed, vocab, prompt_n, answer_n, lengths),
-        description=EXAMPLES["generate"],
-        config=config,
-        models=[model],
+        config,
+        model,
+        lambda: prompts(seed, vocab, prompt_n, answer_n, lengths),
+        lambda: list(generate(tokenize([smoke]))),
     )
     pipe.check_item = lambda body: check_request(request_of(body), vocab, longest)  # serve
 

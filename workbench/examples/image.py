@@ -1,22 +1,11 @@
-"""Example ``image``: classify photos sent as PNG (or JPEG). Preprocess-heavy.
+"""Example ``image``: classify photos sent as PNG (or JPEG) ``bytes``. Preprocess-heavy.
 
-One item (request) is a PNG or JPEG file as ``bytes``. The request stream cycles through a pool of
-synthetic photo-like images (smooth gradients, shapes and sensor noise, 256 to 448 pixels a side),
-drawn with numpy from a seed and encoded once with Pillow: no downloads.
-
-Stages:
-
-- ``parse``: check the PNG signature and IHDR size, or the JPEG start-of-image marker and frame
-  size; ValueError otherwise.
-- ``preprocess``: decode with Pillow, resize the short side to ``image_size`` and center-crop a
-  square (torchvision's ``Resize`` + ``CenterCrop``), normalize with the ImageNet mean/std, NCHW in
-  the model dtype, copy to the device. Its ``describe=`` reports ``decoded_pixels`` (width x height
-  summed over the batch's images, before the resize), which decode and resize grow with.
-- ``forward``: a small CNN (four stride-2 conv-BN-ReLU blocks, global average pooling, a linear
-  head; random weights). int8 quantizes only the head, since dynamic quantization covers Linear
-  layers; the convolutions stay fp32.
-- ``postprocess``: softmax, top-k classes, back to host.
-- ``serialize``: one JSON ``bytes`` response per image.
+Requests cycle through a pool of synthetic photo-like PNGs (256 to 448 pixels a side) drawn from a
+seed: no downloads. Stages: ``parse`` (the PNG or JPEG header's size checked), ``preprocess``
+(decode with Pillow, resize the short side to ``image_size``, center-crop, ImageNet-normalize,
+NCHW to the device; ``describe=`` reports ``decoded_pixels``, which decode and resize grow with),
+``forward`` (a seeded random CNN of four stride-2 conv blocks; int8 quantizes only its linear
+head), ``postprocess`` (top-k classes) and ``serialize``.
 
 Options (``config.options``):
     seed (int, 0): weights and image pool.
@@ -39,14 +28,13 @@ import numpy as np
 from ..config import PipelineConfig, Range, option_ranges
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model, torch_dtype
-from . import EXAMPLES
 from ._common import (
     SEED,
     TOP_K,
     check_batch,
+    example_pipeline,
     option,
     serialize,
-    smoke_forward,
     to_device,
     top_labels,
 )
@@ -105,13 +93,8 @@ def build(config: PipelineConfig) -> Pipeline:
             return [{"classes": c} for c in top_labels(logits, LABELS, top_k)]
 
     probe = torch.zeros(1, 3, size, size, dtype=dtype, device=config.device)
-    smoke_forward("image", config, lambda: forward(probe))
-    pipe = Pipeline(
-        "image",
-        items=lambda: itertools.cycle(photos),
-        description=EXAMPLES["image"],
-        config=config,
-        models=[model],
+    pipe = example_pipeline(
+        "image", config, model, lambda: itertools.cycle(photos), lambda: forward(probe)
     )
     pipe.add("parse", parse)
     pipe.add("preprocess", preprocess, describe=describe_area)

@@ -1,25 +1,12 @@
 """Example ``tabular``: rank candidate items for a user. Feature-bound at small batch.
 
-One item (request) is a JSON object, as bytes::
-
-    {"request_id": "req-000001", "user_id": 42, "item_ids": [7, 1999, 12],
-     "context": {"hour": 13, "device": "ios"}}
-
-Stages:
-
-- ``parse``: ``json.loads`` and validation; a bad payload raises ValueError naming the field.
-- ``hydrate``: online feature lookups in the SQLite store ``data/features.sqlite`` (opened read-only
-  once at build): per request one ``users`` lookup, then per candidate item an ``items``, an
-  ``item_stats`` and a ``user_category`` point lookup, like a key-value feature store. With
-  ``store=redis`` the same features come from Redis (``MGET`` s, two round trips per call; see
-  ``workbench_redis``, the Redis wing). Unknown users and items get default values and a flag. One
-  row of ``N_FEATURES`` floats per (user, item) pair.
-- ``preprocess``: z-score with the offline statistics of the ``feature_stats`` table, cast to the
-  model dtype, copy to the device.
-- ``forward``: an MLP scoring each pair (random weights, seeded).
-- ``postprocess``: Platt scaling ``p = sigmoid(platt_a * logit + platt_b)``, a decision
-  ``p >= threshold``, candidates sorted by score.
-- ``serialize``: one JSON ``bytes`` response per request.
+One item is a JSON request, as bytes: ``{"request_id": "req-000001", "user_id": 42, "item_ids":
+[7, 1999, 12], "context": {"hour": 13, "device": "ios"}}``. Stages: ``parse`` (ValueError naming
+the field), ``hydrate`` (per request a ``users`` point lookup and per item ``items``,
+``item_stats`` and ``user_category`` ones in ``data/features.sqlite``, or in Redis with
+``store=redis``; unknown ids get defaults and a flag), ``preprocess`` (z-score, model dtype, to the
+device), ``forward`` (a seeded random MLP per (user, item) pair), ``postprocess`` (Platt scaling
+``sigmoid(platt_a * logit + platt_b)``, ``show`` when ``>= threshold``, sorted) and ``serialize``.
 
 Options (``config.options``):
     seed (int, 0): weights and request stream.
@@ -27,18 +14,15 @@ Options (``config.options``):
     platt_a (float, 1.5), platt_b (float, -1.0): calibration constants.
     threshold (float, 0.3): show an item when its calibrated score is >= this.
     pin_memory (bool, True): on CUDA, pinned host memory and non_blocking copy.
-    store ("sqlite" | "redis", "sqlite"): where hydrate reads features (SQLite is the embedded default).
+    store ("sqlite" | "redis", "sqlite"): where hydrate reads features.
     redis_url (str, "redis://127.0.0.1:6379/0"): the Redis of ``store=redis`` and ``cache=redis``.
-    cache ("none" | "lru" | "redis", "none"): a prediction cache (``_prediction_cache``); with a
-        cache the stages are parse, cache_lookup, hydrate, preprocess, forward, postprocess,
-        cache_store, serialize, and hydrate..postprocess see only the items that missed.
+    cache ("none" | "lru" | "redis", "none"): a prediction cache (``_prediction_cache``); its
+        stages ``cache_lookup`` after parse and ``cache_store`` before serialize, and
+        hydrate..postprocess see only the items that missed (``pipe.cache.stats()``).
     cache_size (int, 10000): responses the in-process LRU holds.
-    n_keys (int, 0): with n_keys > 0 requests are drawn from n_keys distinct requests by a
-        Zipf law (rank k with probability proportional to 1 / k**zipf_s), so a cache can hit;
-        0 keeps the endless stream of fresh requests.
+    n_keys (int, 0): > 0 draws requests from n_keys distinct ones, rank k with probability
+        proportional to 1 / k**zipf_s, so a cache can hit.
     zipf_s (float, 1.1): the Zipf exponent of ``n_keys``.
-
-The cache's hit rate is ``pipe.cache.stats()`` (:mod:`._prediction_cache`).
 """
 
 from __future__ import annotations
@@ -60,9 +44,9 @@ from ..errors import ConfigError, PipelineError, is_int
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model, torch_dtype
 from ..wings import wing
-from . import EXAMPLES, data_file
+from . import data_file
 from ._prediction_cache import KINDS, PredictionCache
-from ._common import SEED, check_batch, int_list_option, option, smoke_forward, to_device
+from ._common import SEED, check_batch, example_pipeline, int_list_option, option, to_device
 
 DEVICES = ("ios", "android", "web")
 MAX_CANDIDATES = 100
@@ -218,13 +202,12 @@ def build(config: PipelineConfig) -> Pipeline:
         return _responses(requests, probs, threshold)
 
     probe = torch.zeros(2, N_FEATURES, dtype=dtype, device=config.device)
-    smoke_forward("tabular", config, lambda: forward(([], probe)))
-    pipe = Pipeline(
+    pipe = example_pipeline(
         "tabular",
-        items=lambda: request_items(seed, n_users, n_items, n_keys, zipf_s),
-        config=config,
-        description=EXAMPLES["tabular"],
-        models=[model],
+        config,
+        model,
+        lambda: request_items(seed, n_users, n_items, n_keys, zipf_s),
+        lambda: forward(([], probe)),
     )
     stages = [
         ("parse", parse),
@@ -401,11 +384,8 @@ def serialize(responses: list[dict]) -> list[bytes]:
 def request_items(
     seed: int, n_users: int, n_items: int, n_keys: int = 0, zipf_s: float = 1.1
 ) -> Iterator[bytes]:
-    """An endless, seeded stream of ranking requests (4-12 candidates; ~2 % unknown ids).
-
-    n_keys > 0: the stream repeats n_keys distinct requests (the first n_keys of
-    the fresh stream), rank k drawn with probability proportional to 1 / k**zipf_s.
-    """
+    """An endless, seeded stream of ranking requests (4-12 candidates; ~2 % unknown ids); with
+    ``n_keys`` > 0 its first ``n_keys`` repeated, rank k with probability ~ 1 / k**zipf_s."""
     rng = random.Random(seed)
     fresh = (_request_body(rng, n_users, n_items) for _ in itertools.count())
     if n_keys <= 0:

@@ -1,20 +1,11 @@
-"""Example ``text``: classify a support message into intents. Compute-bound.
+"""Example ``text``: classify a support message (a ``str``, or UTF-8 ``bytes``) into intents.
+Compute-bound.
 
-One item (request) is a raw text string (``bytes`` in UTF-8 are accepted too).
-
-Stages:
-
-- ``parse``: decode, NFKC-normalize, drop control characters, collapse whitespace; an empty or
-  over-long text raises ValueError.
-- ``preprocess``: the example's own tokenizer on ``data/vocab.txt``: lowercase, split on word
-  boundaries and punctuation, greedy longest-match wordpieces (``##`` continuations, ``[UNK]`` when
-  a word cannot be covered), ``[CLS]`` ... ``[SEP]``, padded/truncated to ``max_len``; ids and the
-  padding mask are copied to the device.
-- ``forward``: a pre-norm transformer encoder (token + position embeddings, ``layers`` blocks of
-  multi-head self-attention and an MLP, random weights), classifying the ``[CLS]`` position. Its
-  projections are ``nn.Linear``, so int8 quantizes all of them.
-- ``postprocess``: softmax, top-k labels, back to host.
-- ``serialize``: one JSON ``bytes`` response per text.
+Stages: ``parse`` (NFKC, control characters dropped, whitespace collapsed; an empty or over-long
+text is a ValueError), ``preprocess`` (the example's wordpiece tokenizer on ``data/vocab.txt``,
+``[CLS]`` ... ``[SEP]`` padded or cut to ``max_len``, ids and mask to the device), ``forward`` (a
+seeded random pre-norm transformer encoder classifying ``[CLS]``; every projection an
+``nn.Linear``, so int8 covers them), ``postprocess`` (top-k labels) and ``serialize``.
 
 Options (``config.options``):
     seed (int, 0): weights and request stream.
@@ -23,12 +14,10 @@ Options (``config.options``):
     top_k (int, 3): labels per response.
     max_chars (int, 5000): longer texts are rejected in ``parse``.
     pin_memory (bool, True): on CUDA, pinned host memory and non_blocking copy.
-    padding ("max_len"): pad every batch to ``max_len``, or ``"longest"``: to its longest
-        text (dynamic padding; the forward's time then tracks the padded length, which the
-        preprocess stage reports through ``describe=`` as ``seq_len``).
-    cuda_graph (bool, False): on CUDA, replay the forward from a CUDA graph captured once per
-        batch shape (``_cuda_graph.GraphedForward``): one launch instead of one per kernel, the
-        fix for a launch-bound forward. Needs ``device="cuda"`` and ``padding="max_len"``.
+    padding ("max_len"): pad every batch to ``max_len``, or ``"longest"``: to its longest text (the
+        forward's time then tracks the padded length, ``seq_len`` of preprocess's ``describe=``).
+    cuda_graph (bool, False): on CUDA, replay the forward from a CUDA graph per batch shape
+        (``_cuda_graph``), the fix for a launch-bound forward; needs ``padding="max_len"``.
 """
 
 from __future__ import annotations
@@ -44,15 +33,15 @@ from ..config import PipelineConfig, Range, option_ranges
 from ..errors import ConfigError, PipelineError
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model
-from . import EXAMPLES, data_file
+from . import data_file
 from ._common import (
     SEED,
     SIZE,
     TOP_K,
     check_batch,
+    example_pipeline,
     option,
     serialize,
-    smoke_forward,
     to_device,
     top_labels,
 )
@@ -168,16 +157,11 @@ def build(config: PipelineConfig) -> Pipeline:
             labels = top_labels(logits, LABELS, top_k)
         return [{"labels": c, "tokens": n, "truncated": cut} for (n, cut), c in zip(info, labels)]
 
-    smoke_forward("text", config, lambda: forward(preprocess(["smoke test"])))
+    pipe = example_pipeline(
+        "text", config, model, lambda: text_items(seed), lambda: forward(preprocess(["smoke test"]))
+    )
     if cuda_graph:  # after the smoke test, so a capture error is not reported as a precision error
         run_model = GraphedForward(model)
-    pipe = Pipeline(
-        "text",
-        items=lambda: text_items(seed),
-        description=EXAMPLES["text"],
-        config=config,
-        models=[model],
-    )
     pipe.add("parse", lambda batch: parse(batch, max_chars))
     pipe.add("preprocess", preprocess, describe=describe_padding)
     pipe.add("forward", forward)

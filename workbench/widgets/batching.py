@@ -2,7 +2,7 @@
 
 The service model comes from profiler runs at a few batch sizes
 (``workbench.batching.service_model_from_runs``). Each setting's tables come
-from :func:`workbench.batching.explore.batching_point` (one seeded Poisson
+from :func:`workbench.batching.sweeps.batching_point` (one seeded Poisson
 simulation and two sweeps), its figures from ``workbench.plots.batching``; the
 widget only wires the three sliders to them through the shared
 :class:`~workbench.widgets.controller.Controller`, so moving back to a setting
@@ -25,7 +25,7 @@ import ipywidgets as widgets
 
 from ..batching import service_model_from_runs
 from ..batching.capacity import sweep_record, sweep_service_runs
-from ..batching.explore import WAITS_MS, batching_point, service_noise
+from ..batching.sweeps import WAITS_MS, batching_point, service_noise
 from ..errors import WorkbenchError
 from ..plots.batching import batching_curves_figure, queueing_breakdown_figure, wait_time_figure
 from ..plots.batching import add_measured
@@ -235,7 +235,7 @@ def _service(service_runs: Any, model: Any, sweep: Any, record: dict | None) -> 
 
 
 def _service_trust(service_runs: list[Any]) -> tuple[str, str]:
-    """(text, level) of the trust line: the service runs' noise flags (``batching.explore.service_noise``)."""
+    """(text, level) of the trust line: the service runs' noise flags (``batching.sweeps.service_noise``)."""
     metas = [
         (item.label, item.meta)
         if isinstance(item, Run)

@@ -148,7 +148,7 @@ def static_page(examples: list[str]) -> dict:
     from plotly.offline import get_plotlyjs
 
     from workbench.examples import data_dir
-    from workbench.export.dashboard import recorded_entries, run_figures
+    from workbench_room.static import recorded_entries, run_figures
 
     entries, _ = recorded_entries(data_dir() / "runs")
     entries = [e for e in entries if e.pipeline in examples]

@@ -101,7 +101,7 @@ def explorer_live(device: str) -> None:
 
 
 def static_page(run: Path, card: str) -> None:
-    from workbench.export.dashboard import export_dashboard
+    from workbench_room.static import export_dashboard
 
     with tempfile.TemporaryDirectory() as out:
         page = export_dashboard(Path(out) / "page", run.parent)

@@ -21,7 +21,7 @@ The layer map, lowest first (a module's layer is that of its top-level folder or
                 interleave_workers (compare's one process per configuration), pipeline,
                 gcprobe, live_queue, sampling, examples/, batching/
     4 plots     plots/ (tables in, figures out)
-    5 present   widgets/, audit/, export/ (build on plots and the record)
+    5 present   widgets/, audit/ (build on plots and the record)
     6 apps      cli/, __main__
 
 The wings (``workbench_serve``, ``workbench_room``, ``workbench_redis``: packages beside ``workbench/``)
@@ -78,7 +78,7 @@ LAYERS = {
         "batching",
     ),
     4: ("plots",),
-    5: ("widgets", "audit", "export"),
+    5: ("widgets", "audit"),
     6: ("cli", "__main__"),
 }
 LAYER_NAMES = {

@@ -40,7 +40,6 @@ def test_no_module_converts_time_with_a_literal_factor():
         "plots/style.py",
         "plots/transfers.py",
         "audit/rules.py",
-        "cli/export_dashboard.py",
     }  # bytes (MB, GB)
     found = sorted(
         str(p.relative_to(PACKAGE))

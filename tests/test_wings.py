@@ -33,7 +33,8 @@ def without(wing_package: str, *argv: str) -> subprocess.CompletedProcess:
 
 
 def test_the_installed_wings_register_their_commands_and_hooks():
-    assert [e.name for e in wing_commands()] == ["ingest-otel", "locust-worker", "serve"]
+    names = ["export-dashboard", "ingest-otel", "locust-worker", "serve"]
+    assert [e.name for e in wing_commands()] == names
     assert callable(wing("serve").run_http_load_command)
     assert wing("redis").RedisStore.__module__ == "workbench_redis.store"
 

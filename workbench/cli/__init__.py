@@ -35,7 +35,6 @@ SUBCOMMAND_MODULES = (
     "audit",
     "compare",
     "gate",
-    "export_dashboard",
 )
 
 EXIT_BAD_INPUT = 2

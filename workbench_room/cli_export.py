@@ -5,9 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..errors import ConfigError
-from .output import check_out
-from ..export.dashboard import export_dashboard
+from workbench.cli.output import check_out
+from workbench.errors import ConfigError
+
+from .static import export_dashboard
 
 DEFAULT_RUNS = Path("data") / "runs"
 

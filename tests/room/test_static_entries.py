@@ -1,4 +1,4 @@
-"""``workbench.export.dashboard.recorded_entries``: which recorded runs the static dashboard offers."""
+"""``workbench_room.static.recorded_entries``: which recorded runs the static dashboard offers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.export.dashboard import recorded_entries
+from workbench_room.static import recorded_entries
 
 RUNS = Path(__file__).resolve().parents[2] / "data" / "runs"
 TWINS = ("text-cuda-bs1024-fp32", "text-cuda-bs1024-fp32-sync-request", "text-cuda-bs1-fp32-graph")
@@ -52,7 +52,7 @@ def test_the_page_carries_each_entry_s_card_into_its_status_line(runs):
     import json
     import re
 
-    from workbench.export.dashboard import build_page
+    from workbench_room.static import build_page
 
     entries, notes = recorded_entries(runs)
     page = build_page(entries, {}, {}, notes)

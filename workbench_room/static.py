@@ -15,17 +15,17 @@ from typing import Any
 
 from plotly.offline import get_plotlyjs
 
-from ..analysis.flame import flame_tree
-from ..batching import service_model_from_runs, sweep
-from ..errors import WorkbenchError
-from ..plots import distribution_figure, flame_figure
-from ..plots.batching import batching_curves_figure
-from ..plots.budget import run_budget_figure
-from ..plots.style import empty_figure
-from ..record import load_run
-from ..record.folder import write_text_atomically
-from ..trace import load_trace
-from ..units import ns_to_s
+from workbench.analysis.flame import flame_tree
+from workbench.batching import service_model_from_runs, sweep
+from workbench.errors import WorkbenchError
+from workbench.plots import distribution_figure, flame_figure
+from workbench.plots.batching import batching_curves_figure
+from workbench.plots.budget import run_budget_figure
+from workbench.plots.style import empty_figure
+from workbench.record import load_run
+from workbench.record.folder import write_text_atomically
+from workbench.trace import load_trace
+from workbench.units import ns_to_s
 
 RATE_FRACTIONS = (0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.97)
 FLAME_MAX_NODES = 300

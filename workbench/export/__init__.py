@@ -1,1 +1,0 @@
-"""Static exports: pages that need no kernel and no server (``export-dashboard``)."""

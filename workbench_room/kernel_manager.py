@@ -126,9 +126,8 @@ class RoomKernelManager(AsyncMappingKernelManager):
         self._ending: set[str] = set()  # kernels being shut down now
         self._starting = 0  # kernels whose start is under way (not in len(self) yet)
         self._entering: dict[object, str] = {}  # ticket of a page admitted, no kernel yet -> client
-        self._drawing: dict[
-            str, float
-        ] = {}  # kernel id -> when its page got it (first view not drawn)
+        # kernel id -> when its page got it, until the page drew its first view
+        self._drawing: dict[str, float] = {}
         self._drawn = asyncio.Event()  # set when a page reports its first view drawn
         self._clock = time.monotonic
         use_kernel_ports()

@@ -185,11 +185,12 @@ class RoomKernelManager(AsyncMappingKernelManager):
             self._drawn.set()
 
     async def refill_turn(self) -> None:
-        """Wait until no page that got a kernel in the last ``refill_wait_s`` is drawing its first view."""
+        """Wait until no page that got a kernel in the last ``refill_wait_s`` is drawing its first view,
+        ``refill_wait_s`` at most (pages that keep coming and never draw do not hold it longer)."""
+        deadline = self._clock() + self.refill_wait_s
         while True:
-            left = max(
-                (t + self.refill_wait_s - self._clock() for t in self._drawing.values()), default=0
-            )
+            until = max((t + self.refill_wait_s for t in self._drawing.values()), default=0)
+            left = min(until, deadline) - self._clock()
             if left <= 0:
                 return
             self._drawn.clear()

@@ -324,6 +324,14 @@ def test_a_pools_refill_starts_once_the_pages_drew_their_first_view_or_refill_wa
         km.claim("d", "10.0.0.4")
         now[0] += 19.95  # d has 0.05 s of its 20 left
         await asyncio.wait_for(km.refill_turn(), 5)
+        km.drawn("d")
+        km.claim("f", "10.0.0.6")
+        turn = asyncio.ensure_future(km.refill_turn())  # f has 20 s left
+        await settle()
+        now[0] += 25  # past the refill's own 20 s, a page that came meanwhile (g) does not hold it
+        km.claim("g", "10.0.0.7")
+        km.drawn("f")
+        await asyncio.wait_for(turn, 1)
 
     asyncio.run(scenario())
     km._kernels.clear()

@@ -112,6 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
         "Voila's)",
     )
     p.add_argument(
+        "--refill-wait-s",
+        type=float,
+        default=20.0,
+        help="a replacement also waits until the pages opened meanwhile drew their first view, this "
+        "many seconds at most (default 20)",
+    )
+    p.add_argument(
         "--max-kernels", type=int, default=None, help="refuse new pages beyond this many kernels"
     )
     p.add_argument(
@@ -218,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         pool=sizes[-1] if sizes else defaults["pool"],
         pools=pools,
         refill_delay_s=args.refill_delay_s,
+        refill_wait_s=args.refill_wait_s,
         max_kernels=defaults["max_kernels"] if args.max_kernels is None else args.max_kernels,
         cull_idle_s=args.cull_idle_s,
         cull_interval_s=args.cull_interval_s,

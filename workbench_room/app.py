@@ -39,7 +39,12 @@ from voila.tornado.handler import TornadoVoilaHandler
 from voila.tornado.kernel_websocket_handler import VoilaKernelWebsocketHandler
 
 from workbench_serve.hosts import allowed_hosts, host_allowed, is_loopback_bind
-from .websockets import WEBSOCKET_UNREAD_LIMIT_BYTES, KernelSocketHandler, QuerySocketHandler
+from .websockets import (
+    WEBSOCKET_UNREAD_LIMIT_BYTES,
+    KernelSocketHandler,
+    PlainErrors,
+    QuerySocketHandler,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATE_PATH = REPO / "share" / "jupyter"
@@ -196,6 +201,18 @@ class ConfigJsHandler(JupyterHandler):
         self.finish(f"window.workbenchUploadLimitBytes = {limit};\n")
 
 
+class DrawnHandler(PlainErrors, JupyterHandler):
+    """``POST /workbench/room/drawn/KERNEL_ID``: the page of that kernel drew its first view (our template's
+    script says so); the pool's refill waits for it (:meth:`RoomKernelManager.drawn`). 204, token required."""
+
+    def post(self, kernel_id):
+        manager = self.settings["kernel_manager"]
+        if hasattr(manager, "drawn"):
+            manager.drawn(kernel_id)
+        self.set_status(204)
+        self.finish()
+
+
 class RoomVoila(Voila):
     """Voila, with our Application class, render handler and config script."""
 
@@ -211,7 +228,10 @@ class RoomVoila(Voila):
         self.listen()
 
     def init_handlers(self):
-        handlers = [(r"/workbench/room/config\.js", ConfigJsHandler)]
+        handlers = [
+            (r"/workbench/room/config\.js", ConfigJsHandler),
+            (r"/workbench/room/drawn/([0-9a-f-]{36})", DrawnHandler),
+        ]
         ours = {
             TornadoVoilaHandler: RenderHandler,
             AllowListFileHandler: TokenFileHandler,
@@ -244,6 +264,7 @@ def room_config(
     pool_pattern: str | None = None,
     pools: dict[str, int] | None = None,
     refill_delay_s: float = 1.0,
+    refill_wait_s: float = 20.0,
     unconnected_grace_s: int = 30,
     max_kernels_per_client: int | None = None,
     max_unconnected_per_client: int = 0,
@@ -257,6 +278,7 @@ def room_config(
     a class of 30 on one dashboard preheats 30 kernels for it, not 30 for every dashboard.
     refill_delay_s: seconds after a page takes a preheated kernel before its replacement starts (Voila's
     ``fill_delay``): a class arriving at once would otherwise start as many kernels while its pages load.
+    refill_wait_s: at most how long a replacement then waits for the pages drawing their first view.
     cull_idle_s / cull_interval_s: an unconnected kernel idle this long is shut down, checked this often.
     unconnected_grace_s: how long after its page loaded a kernel no page connected to is kept.
     max_kernels_per_client: kernels one client address may hold, connected or not (0: none; None:
@@ -303,6 +325,7 @@ def room_config(
     c.MappingKernelManager.cull_connected = False
     c.MappingKernelManager.cull_busy = False
     c.RoomKernelManager.max_kernels = max_kernels
+    c.RoomKernelManager.refill_wait_s = refill_wait_s
     c.RoomKernelManager.unconnected_grace_s = unconnected_grace_s
     c.RoomKernelManager.max_unconnected_per_client = max_unconnected_per_client
     c.RoomKernelManager.max_kernels_per_client = (

@@ -164,6 +164,25 @@ def test_latency_explorer_renders_offline_and_the_slider_updates_the_budget(voil
     assert "DeprecationWarning" not in log.read_text(), f"the launcher's settings warn; see {log}"
 
 
+def test_the_latency_explorer_draws_its_budget_before_the_other_figures(voila, page):
+    """Issue 40: the page drew its 6 figures and 45 widget views in one 2-s task, the first figure at its
+    end; now the budget is drawn before the other panes are on the page (its script then asks the kernel
+    for them). Read when plotly marks the first plot (a MutationObserver: no timer that may run late)."""
+    page.add_init_script(
+        """new MutationObserver((_, observer) => {
+          const plots = document.querySelectorAll('.js-plotly-plot');
+          if (!plots.length) return;
+          observer.disconnect();
+          window.__first = Array.from(plots).map(el => !!el.closest('.workbench-budget'));
+        }).observe(document, {subtree: true, childList: true, attributes: true});"""
+    )
+    page.goto(f"{voila[0]}/voila/render/latency_explorer.ipynb", timeout=FIRST_VIEW_TIMEOUT_MS)
+    wait_for_plots(page, 5)  # budget, tail, distribution, latency over the run, request stages
+    # main drew them together: [True, False, False, False, False]
+    assert page.evaluate("() => window.__first") == [True]
+    assert page.locator(".workbench-clicks").count() == 1  # then the rest came
+
+
 def test_trace_explorer_renders_offline(voila, page):
     base = voila[0]
     page.goto(f"{base}/voila/render/trace_explorer.ipynb", timeout=FIRST_VIEW_TIMEOUT_MS)

@@ -122,12 +122,14 @@ def test_only_the_dashboards_are_preheated_in_a_room(tmp_path):
 def test_a_dashboards_own_pool_is_sized_to_its_class_and_refills_wait():
     """A class of 30 on the explorer: 30 preheated kernels for it, 2 for each other dashboard (90 before,
     every dashboard sized to the class), and replacements start --refill-delay-s after a page takes one."""
-    c = config(pools={"dashboards/latency_explorer.ipynb": 30}, refill_delay_s=10.0)
+    c = config(
+        pools={"dashboards/latency_explorer.ipynb": 30}, refill_delay_s=10.0, refill_wait_s=7
+    )
     assert c.VoilaKernelManager.kernel_pools_config == {
         "default": {"pool_size": 2},
         "dashboards/latency_explorer.ipynb": {"pool_size": 30},
     }
-    assert c.VoilaKernelManager.fill_delay == 10.0
+    assert c.VoilaKernelManager.fill_delay == 10.0 and c.RoomKernelManager.refill_wait_s == 7
     only = config(pool=0, pools={"dashboards/latency_explorer.ipynb": 5})
     assert only.VoilaConfiguration.preheat_kernel is True
     assert only.VoilaKernelManager.kernel_pools_config["default"] == {"pool_size": 0}
@@ -181,9 +183,13 @@ def launched_config(monkeypatch, argv: list[str]) -> dict:
 
 
 def test_the_room_refills_its_pool_after_voilas_one_second_unless_told(monkeypatch):
-    for argv, delay in ((["--room"], 1.0), (["--room", "--refill-delay-s", "10"], 10.0)):
+    for argv, delay, wait in (
+        (["--room"], 1.0, 20.0),
+        (["--room", "--refill-delay-s", "10", "--refill-wait-s", "5"], 10.0, 5.0),
+    ):
         seen = launched_config(monkeypatch, ["notebooks", *argv])
         assert seen["refill_delay_s"] == delay and seen["pool"] == 2 and seen["pools"] == {}
+        assert seen["refill_wait_s"] == wait  # issue 40: at most this long for the pages drawing
 
 
 def test_a_class_behind_one_address_is_let_in_up_to_its_pool_and_another_address_finds_the_rest():

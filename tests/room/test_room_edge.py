@@ -69,13 +69,13 @@ class Room:
             self.proc.kill()
             self.proc.wait(30)
 
-    def get(self, path: str, token: bool = True, client: str = "127.0.0.1"):
+    def get(self, path: str, token: bool = True, client: str = "127.0.0.1", method: str = "GET"):
         """``(status, headers, body)`` of a GET from the loopback address ``client`` (no redirect followed)."""
         conn = http.client.HTTPConnection(
             "127.0.0.1", self.port, timeout=60, source_address=(client, 0)
         )
         try:
-            conn.request("GET", with_token(path) if token else path)
+            conn.request(method, with_token(path) if token else path)
             response = conn.getresponse()
             return response.status, dict(response.getheaders()), response.read()
         finally:
@@ -228,6 +228,16 @@ def test_an_unread_websocket_flood_is_closed_and_the_servers_memory_bounded(room
         )
     # unbounded, the same flood took the server up 79 MB (96 -> 175 MB); bounded at 1 MiB, 27 MB
     assert room.rss_mib() - before < 60
+
+
+def test_a_page_reports_its_first_view_drawn_with_the_token(room):
+    """Issue 40: the template's script says when the page drew its first view; the pool's refill waits
+    for it (workbench_room.kernel_manager) instead of running the notebook while the page draws."""
+    status, _, html = room.get("/voila/render/tiny.ipynb", client="127.0.0.5")
+    assert status == 200 and b"workbench/room/drawn/" in html
+    drawn = f"/workbench/room/drawn/{page_kernel(html)}"
+    assert room.get(drawn, token=False, client="127.0.0.5", method="POST")[0] == 403
+    assert room.get(drawn, client="127.0.0.5", method="POST")[0] == 204
 
 
 def test_no_traceback_in_the_rooms_log(room):

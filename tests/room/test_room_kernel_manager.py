@@ -282,3 +282,56 @@ def test_a_connected_page_that_sends_nothing_for_cull_connected_idle_s_loses_its
             await km.shutdown_all(now=True)
 
     asyncio.run(scenario())
+
+
+def test_a_pools_refill_starts_once_the_pages_drew_their_first_view_or_refill_wait_s_passed(
+    tmp_path,
+):
+    """Issue 40: the refill started 1 s after a page took its kernel and ran the dashboard's notebook on the
+    same 2 cores while the page drew (about 1 s of `make dashboard`'s 4.3-s first figure)."""
+    now = [100.0]
+    km = RoomKernelManager(
+        scratch_root=str(tmp_path / "scratch"),
+        connection_dir=str(tmp_path),
+        refill_wait_s=20,
+        max_kernels=1,
+    )
+    km._clock = lambda: now[0]
+    km._kernels["held"] = object()  # the room is full: a start that gets past the wait says so
+
+    async def settle():
+        for _ in range(10):
+            await asyncio.sleep(0)
+
+    async def scenario():
+        await asyncio.wait_for(km.refill_turn(), 1)  # no page drawing: at once
+        km.claim("a", "10.0.0.1")
+        km.claim("b", "10.0.0.2")
+        refill = asyncio.ensure_future(km.start_kernel(env={"VOILA_PREHEAT": "True"}))
+        page = asyncio.ensure_future(km.start_kernel(env={"VOILA_PREHEAT": "False"}))
+        await settle()
+        assert page.done() and isinstance(page.exception(), web.HTTPError)  # a page's own: no wait
+        assert not refill.done()
+        km.drawn("a")
+        await settle()
+        assert not refill.done()  # b is still drawing
+        km.drawn("b")
+        with pytest.raises(web.HTTPError):
+            await asyncio.wait_for(refill, 1)
+        km.claim("c", "10.0.0.3")
+        now[0] += 20.5  # c got its kernel 20.5 s ago and never said it drew: not waited for
+        await asyncio.wait_for(km.refill_turn(), 1)
+        km.claim("d", "10.0.0.4")
+        now[0] += 19.95  # d has 0.05 s of its 20 left
+        await asyncio.wait_for(km.refill_turn(), 5)
+        km.drawn("d")
+        km.claim("f", "10.0.0.6")
+        turn = asyncio.ensure_future(km.refill_turn())  # f has 20 s left
+        await settle()
+        now[0] += 25  # past the refill's own 20 s, a page that came meanwhile (g) does not hold it
+        km.claim("g", "10.0.0.7")
+        km.drawn("f")
+        await asyncio.wait_for(turn, 1)
+
+    asyncio.run(scenario())
+    km._kernels.clear()

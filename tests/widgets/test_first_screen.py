@@ -16,7 +16,13 @@ from widget_fakes import FakeProfile
 from workbench.examples import data_dir
 from workbench.plots.tail import GL_ABOVE_POINTS, latency_over_run_figure
 from workbench.widgets import LatencyExplorer, LiveRuns
-from workbench.widgets.panes import PLOTLY_MIME, DeferredPane
+from workbench.widgets.panes import (
+    FIRST_CLASS,
+    FIRST_SINK_CLASS,
+    PLOTLY_MIME,
+    DeferredPane,
+    first_figure_first,
+)
 
 RUNS = data_dir() / "runs"
 
@@ -130,3 +136,21 @@ def test_a_recorded_trace_that_cannot_be_read_says_so_in_the_flame_pane(tmp_path
     (spec,) = sent(ex.flame_pane)
     (note,) = spec["layout"]["annotations"]
     assert note["text"].startswith("no flame graph: ") and trace.name in note["text"]
+
+
+def test_the_dashboard_sends_the_budget_first_and_the_other_panes_once_the_page_drew_it():
+    """Issue 40: the page drew its 45 widget views and 6 figures in one 2-s task, the first figure at its
+    end; the dashboard's box holds the controls and the budget until the page's script says it drew."""
+    ex = LatencyExplorer("text", runs=RUNS, debounce_s=0).wait()
+    first = first_figure_first(ex.view, until=ex.budget_pane.view)
+    controls, *figures = ex.view.children
+    cut = figures.index(ex.budget_pane.view) + 1
+    rest, sink, script = first.children[-3:]
+    assert first.children[:-3] == (controls, *figures[:cut]) and rest.children == ()
+    assert FIRST_CLASS in first._dom_classes and FIRST_SINK_CLASS in sink._dom_classes
+    assert f"closest('.{FIRST_CLASS}')" in script.outputs[0]["data"]["text/html"]
+    assert len(sent(ex.budget_pane)) == 1  # drawn with the first screen
+    sink.value = "drawn"  # what the page's script writes once the budget is drawn
+    assert rest.children == tuple(figures[cut:])
+    assert ex.tail_pane.view in rest.children and ex.compare_pane.view in rest.children
+    assert first.layout is ex.view.layout

@@ -387,7 +387,7 @@ class LatencyExplorer(Controller):
                 self.index_note.view,
             ]
         )
-        figures = w.VBox(
+        figures = (  # in the explorer's box itself: panes.first_figure_first cuts it after the budget
             [
                 self.beside_table,
                 self.beside_pane.view,
@@ -406,7 +406,7 @@ class LatencyExplorer(Controller):
                 self.compare_pane.view,
             ]
         )
-        return w.VBox([controls, figures], layout=w.Layout(width="100%"))
+        return w.VBox([controls, *figures], layout=w.Layout(width="100%"))
 
     # -- the one change path -----------------------------------------------
     def _changed(self, force: bool = False) -> None:

@@ -1,15 +1,9 @@
 """One worker process per configuration for ``compare``: process-wide state stays in its own process.
 
-A factory that turns the garbage collector off, fills a module-level cache or starts a thread
-changes the process it runs in; with every configuration in one process, B's ``gc.disable()``
-reaches A too. Here, as pyperf does, each configuration is built, checked, warmed and measured in a
-fresh interpreter (``python -m workbench.interleave_workers``); the parent draws the round order and
-collects rows (:func:`workbench.interleave.compare`). A worker rebuilds its pipeline from a *recipe*
-(:func:`recipe_of`): a shipped example's name, or a module-level function of an importable module or
-of a ``--pipeline FILE.py``. Request ``k`` of batch size ``b`` gets items ``k*b .. k*b+b-1`` of the
-worker's own source, so a seeded source gives every configuration the same items.
-
-Protocol: pickled tuples over two pipes (``multiprocessing.connection.Connection``), one reply per message::
+A factory that turns the garbage collector off or fills a module-level cache changes the process it
+runs in, so, as pyperf does, each configuration is built and measured in a fresh interpreter that
+rebuilds its pipeline from a *recipe* (:func:`recipe_of`); request ``k`` of batch size ``b`` gets
+items ``k*b .. k*b+b-1`` of the worker's own source. Pickled tuples over two pipes, one reply each::
 
     ("build", sys_path, recipe, config, warmup, output_cap) -> ("ok", name, stage_names, torch_threads)
     ("warm",)                                              -> ("ok",)
@@ -18,13 +12,9 @@ Protocol: pickled tuples over two pipes (``multiprocessing.connection.Connection
     ("agree", A's outputs)                                 -> ("ok", agreement entry, analysis.outputs)
     ("error", "config" | "pipeline", message) in place of any reply;  end of input: the worker exits.
 
-rows: ``(ok, error_type, ns per stage that ran..., end to end ns, token sample)``
-(``workbench.streaming.sample_row``). A's outputs go to each other worker, which compares them with
-its own through its pipeline's ``agree``. Between its blocks a worker is stopped (SIGSTOP, SIGCONT
-before its next message), so an idle configuration's threads take no core from the one measured.
-Every reply is awaited at most :data:`REPLY_TIMEOUT_S`; a silent worker is killed and the comparison
-fails naming the configuration and the step. Workers ignore Ctrl-C: the parent closes their pipes
-and kills what is left (:meth:`Workers.close`).
+rows: ``workbench.streaming.sample_row``'s. Between its blocks a worker is stopped (SIGSTOP), so an
+idle configuration's threads take no core from the one measured; a worker silent for
+:data:`REPLY_TIMEOUT_S` is killed. Workers ignore Ctrl-C: the parent kills what it started.
 """
 
 from __future__ import annotations
@@ -55,8 +45,8 @@ EXIT_WAIT_S = 5.0  # after its pipes close, a worker has this long to exit befor
 
 
 def recipe_of(target: Any) -> str | None:
-    """What a worker process rebuilds ``target`` from: ``example:NAME``, ``MODULE:FUNC`` or ``FILE.py:FUNC``;
-    None when it cannot (a lambda, a nested function, a function of ``__main__``)."""
+    """``example:NAME``, ``MODULE:FUNC`` or ``FILE.py:FUNC`` to rebuild ``target`` from; None for a
+    lambda, a nested function or one of ``__main__``."""
     if isinstance(target, str):
         return f"example:{target}"
     module = sys.modules.get(getattr(target, "__module__", None) or "")
@@ -89,7 +79,7 @@ def _factory(recipe: str):
 
 
 class WorkerReadings(Readings):
-    """The noise probe's readings with the workers' CPU time counted as this run's own, not another's."""
+    """The noise probe's readings, the workers' CPU time counted as this run's own."""
 
     def __init__(self, pids: list[int]) -> None:
         self.pids = pids
@@ -106,7 +96,7 @@ def _ticks(pid: int) -> int:
 
 
 class Workers:
-    """One worker per configuration, built; the same methods as the one-process sides in ``interleave``."""
+    """One worker per configuration, built; the methods of ``interleave._Local``."""
 
     def __init__(self, recipe: str, cfgs: list, labels: list[str], warmup: int, cap: int) -> None:
         self.labels, self.timeout_s, self.procs, self.conns = labels, REPLY_TIMEOUT_S, [], []
@@ -161,7 +151,7 @@ class Workers:
         return f"pipeline {self.pipeline!r}: item source ran out after {self.drawn} items"
 
     def agreement(self) -> list[dict[str, Any]]:
-        """Each configuration's outputs against A's (A: none), worked out where each pipeline lives."""
+        """Each configuration's outputs against A's, worked out in its own worker."""
         (_, reference) = self.ask(0, ("outputs",), "the outputs")
         others = [
             self.ask(c, ("agree", reference), "the outputs")[1] for c in range(1, len(self.procs))
@@ -169,7 +159,7 @@ class Workers:
         return [dict(NONE, items=0), *others]
 
     def ask(self, c: int, message: tuple, what: str) -> tuple:
-        """The reply of worker ``c``; a PipelineError (or the worker's ConfigError) when it failed or timed out."""
+        """The reply of worker ``c``; a PipelineError (or its ConfigError) when it failed."""
         send, recv = self.conns[c]
         try:
             self._signal(c, signal.SIGCONT)
@@ -204,7 +194,7 @@ class Workers:
             pass
 
     def close(self) -> None:
-        """Close every pipe (a worker exits at the end of its input); kill a worker still there after that."""
+        """Close every pipe (a worker exits at its end); kill a worker still there after that."""
         for c, proc in enumerate(self.procs):
             if proc.poll() is None:
                 self._signal(c, signal.SIGCONT)
@@ -271,7 +261,7 @@ def current_threads() -> int | None:
 
 
 def as_numpy(value: Any) -> Any:
-    """A torch tensor (any dtype, any device) as a float numpy array; lists and tuples element-wise."""
+    """A torch tensor as a float numpy array; lists and tuples element-wise."""
     if hasattr(value, "detach") and hasattr(value, "cpu"):
         return value.detach().float().cpu().numpy()
     if isinstance(value, (list, tuple)):
@@ -280,7 +270,7 @@ def as_numpy(value: Any) -> Any:
 
 
 def _die_with_parent() -> None:
-    """Linux: killed when the parent dies, even while stopped between its blocks (best effort elsewhere)."""
+    """Linux: killed when the parent dies, even while stopped (best effort elsewhere)."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):

@@ -1,9 +1,5 @@
-"""Garbage-collection pauses, timed through ``gc.callbacks``.
-
-CPython calls each callback with ``"start"`` before a collection and ``"stop"`` after it.
-:class:`GcProbe` keeps a running total of pause time (integer ns, on the run's clock), so a stage's
-GC time is the total after the stage minus the total before it: two attribute reads per stage, no
-allocation, nothing when no collection happens. A collection that starts inside a stage and ends
+"""Garbage-collection pauses, timed through ``gc.callbacks``: a stage's GC time is the running total
+(ns) after it minus before it, two attribute reads; a collection that starts inside a stage and ends
 after it is charged to the stage it started in.
 """
 
@@ -16,8 +12,7 @@ from collections.abc import Callable
 
 
 class GcProbe:
-    """Running total of GC pause time (``pause_ns``), collections (``collections``) and the longest
-    pause (``max_pause_ns``) while installed."""
+    """Total GC pause (``pause_ns``), ``collections`` and the longest (``max_pause_ns``)."""
 
     def __init__(self, clock: Callable[[], int] = time.perf_counter_ns):
         self.clock = clock

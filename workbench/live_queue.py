@@ -3,8 +3,8 @@ each other (docs/room.md).
 
 Every kernel shares one lock file (``WORKBENCH_LIVE_LOCK``), held with ``flock`` or
 ``msvcrt.locking``, which the OS releases when its holder dies (a culled kernel never leaves the
-room locked); else a marker file holding the owner's pid. ``WORKBENCH_LIVE``: ``queue`` (one at a
-time), ``off`` (recorded runs only) or ``on`` (no queue, the default).
+room locked). ``WORKBENCH_LIVE``: ``queue`` (one at a time), ``off`` (recorded runs only) or ``on``
+(no queue, the default).
 """
 
 from __future__ import annotations
@@ -67,37 +67,6 @@ def _try_lock_fd(fd: int) -> bool:
         raise
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _try_marker(path: Path) -> bool:
-    """Fallback lock: create ``path.owner`` exclusively; take it over from a dead owner."""
-    marker = path.with_name(path.name + ".owner")
-    for _ in range(2):
-        try:
-            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        except FileExistsError:
-            try:
-                owner = int(marker.read_text() or "0")
-            except (OSError, ValueError):
-                return False  # being written right now
-            if owner and _pid_alive(owner):
-                return False
-            marker.unlink(missing_ok=True)  # a dead owner: take over
-            continue
-        with os.fdopen(fd, "w") as f:
-            f.write(str(os.getpid()))
-        return True
-    return False
-
-
 @contextmanager
 def live_slot(
     *,
@@ -106,12 +75,11 @@ def live_slot(
     environ: dict | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
-    use_os_lock: bool = True,
 ) -> Iterator[float]:
     """Hold the server's live-profiling slot for the ``with`` block; yields the seconds waited.
 
     timeout_s: give up (``LiveProfilingError``) after it; None waits. on_wait: called once when the
-    caller starts waiting. environ, clock, sleep: injected in tests; use_os_lock=False: the marker.
+    caller starts waiting. environ, clock, sleep: injected in tests.
     """
     mode = live_mode(environ)
     if mode == "off":
@@ -127,7 +95,7 @@ def live_slot(
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o666)
     started, told = clock(), False
     try:
-        while not (_try_lock_fd(fd) if use_os_lock else _try_marker(path)):
+        while not _try_lock_fd(fd):
             waited = clock() - started
             if timeout_s is not None and waited >= timeout_s:
                 raise LiveProfilingError(
@@ -138,10 +106,6 @@ def live_slot(
                 on_wait()
                 told = True
             sleep(POLL_S)
-        try:
-            yield clock() - started
-        finally:
-            if not use_os_lock:
-                path.with_name(path.name + ".owner").unlink(missing_ok=True)
+        yield clock() - started
     finally:
         os.close(fd)  # closing the descriptor releases flock/msvcrt locks

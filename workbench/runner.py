@@ -34,7 +34,6 @@ from .device import cpu_model, device_name, quiet_profiler, require_torch, torch
 from .errors import ConfigError, PipelineError, check_int, is_number
 from .examples import factory
 from .fingerprint import run_fingerprint
-from .gcprobe import GcProbe
 from .naming import stage_range_name
 from .noise import NoiseProbe, Readings
 from .pipeline import Pipeline, resolve_pipeline
@@ -61,7 +60,7 @@ from .record import (
 )
 from .sampling import DEFAULT_INTERVAL_S, StackSampler, assign, mark_due
 from .streaming import traced_fn, units_table
-from .timing import SYNC_POLICIES, Clock, RequestTiming, StageFailure, request_timer
+from .timing import SYNC_POLICIES, Clock, GcProbe, RequestTiming, StageFailure, request_timer
 from .guard import TIMEOUT, Cancelled, Interrupted, check_timeout, guarded, is_timeout  # noqa: F401 (Cancelled: public here)
 from .memory import MemorySampler, RssReader, StageMemory, rss_bytes
 from .units import ns_to_ms, ns_to_s, s_to_ns
@@ -487,7 +486,7 @@ def _tables(
     if len(due_ns):
         lag = [t.start_ns - d for t, d in zip(timings, due)]
         requests["lag_ns"] = pd.array(lag, dtype="int64")
-    if any(v is not None for v in gc_ns):  # GC pause time inside the stage (workbench.gcprobe)
+    if any(v is not None for v in gc_ns):  # GC pause time inside the stage (timing.GcProbe)
         stages["gc_ns"] = pd.array(gc_ns, dtype="Int64")
     return requests, stages
 

@@ -9,7 +9,9 @@ so stage host times measure only launching (the mistake the notebooks show).
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -66,6 +68,38 @@ class RequestTiming:
     unit_ns: list[int] | None = None
 
 
+class GcProbe:
+    """GC pauses through ``gc.callbacks`` while installed: ``pause_ns``, ``collections`` and the
+    longest (``max_pause_ns``). A stage's GC time is the total after it minus before it; a
+    collection that starts inside a stage and ends after it is charged to the stage it started in."""
+
+    def __init__(self, clock: Callable[[], int] = time.perf_counter_ns):
+        self.clock = clock
+        self.pause_ns = 0
+        self.collections = 0
+        self.max_pause_ns = 0
+        self._started_ns: int | None = None
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started_ns = self.clock()
+        elif self._started_ns is not None:
+            pause = self.clock() - self._started_ns
+            self.pause_ns += pause
+            self.collections += 1
+            if pause > self.max_pause_ns:
+                self.max_pause_ns = pause
+            self._started_ns = None
+
+    def __enter__(self) -> "GcProbe":
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with contextlib.suppress(ValueError):  # already removed by someone else: nothing to undo
+            gc.callbacks.remove(self._callback)
+
+
 def time_request(
     names: Sequence[str],
     fns: Sequence[Callable],
@@ -80,7 +114,7 @@ def time_request(
     ``SystemExit`` included, ends the request as its failure; only ``KeyboardInterrupt`` propagates.
 
     starts/ends: filled in place, so :mod:`workbench.guard` sees which stage runs at a timeout.
-    observe: ``gc_probe`` (a ``GcProbe``: each stage's GC pause), ``keep`` (stage indexes whose
+    observe: ``gc_probe`` (a :class:`GcProbe`: each stage's GC pause), ``keep`` (stage indexes whose
         outputs are returned in ``kept``), ``describe`` (stage index -> its ``describe=``, called
         after the request's last clock read).
     """

@@ -2,7 +2,7 @@
 
 Input: a run's tables whose ``stages`` carry ``gc_ns`` (GC pause time inside
 each stage call, recorded by the timing run through ``gc.callbacks``; see
-:mod:`workbench.gcprobe`). Only successful measured requests count, as in the
+:class:`workbench.timing.GcProbe`). Only successful measured requests count, as in the
 budget. Out: ``gc`` of ``show --json`` (GC in docs/json.md); the audit's ``gc`` rule reads its
 ``share_slowest_5pct``.
 """

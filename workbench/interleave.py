@@ -31,12 +31,11 @@ from .analysis.verdicts import BLOCK, MIN_EFFECT, RESAMPLES, VerdictOptions, pai
 from .config import PipelineConfig
 from .device import require_torch
 from .errors import ConfigError, PipelineError, check_int, is_number
-from .interleave_workers import Workers, as_numpy, check_comparable, current_threads, recipe_of
+from .interleave_workers import Side, Workers, check_comparable, current_threads, recipe_of
 from .noise import NoiseProbe
 from .examples import factory
 from .pipeline import Pipeline, resolve_pipeline
-from .streaming import sample_row, stream_index
-from .timing import Clock, RequestTiming, request_timer
+from .timing import Clock, request_timer
 from .units import ns_to_s, s_to_ns
 
 REWARM = 3  # unmeasured requests after a torch thread-count switch (OpenMP's pool goes cold)
@@ -141,11 +140,11 @@ def compare(
     cfgs = [c if isinstance(c, PipelineConfig) else config_with(base, c) for c in configs]
     labels = [_label(c, base) for c in configs]
     recipe, note = _recipe(target, opts.processes, opts.clock)
-    cap = opts.warmup * max(c.batch_size for c in cfgs) + OUTPUT_ITEMS  # as _Outputs
+    cap = opts.warmup * max(c.batch_size for c in cfgs) + OUTPUT_ITEMS  # outputs kept below
     sides = (
         Workers(recipe, cfgs, labels, opts.warmup, cap)
         if recipe
-        else _Local(target, cfgs, opts.warmup, opts.clock)
+        else _Local(target, cfgs, opts.warmup, opts.clock, cap)
     )
     try:
         samples, noise, stop = _measure(sides, len(cfgs), opts)
@@ -187,9 +186,6 @@ class _Items:
         if len(self.items) < want:
             self.items.extend(itertools.islice(self.source, want - len(self.items)))
         return len(self.items) >= want
-
-    def batch_of(self, k: int, batch: int) -> list:
-        return self.items[k * batch : (k + 1) * batch]
 
 
 class _Stop:
@@ -233,8 +229,7 @@ class _Stop:
 def _widest_interval(
     rows: list[tuple], names: list[str], n_configs: int, metric: str
 ) -> dict[str, Any] | None:
-    """The widest ``metric`` interval of any B against A, ``{b, name, width}`` (width None:
-    undefined, wider than any); None before both sides have a successful request."""
+    """The widest ``metric`` interval of any B against A, ``{b, name, width}`` (None: not yet)."""
     samples = _samples_table(rows, names)
     widest, widest_width = None, -1.0
     for b in range(1, n_configs):
@@ -277,7 +272,7 @@ class _Local:
 
     readings = None  # the noise probe's default
 
-    def __init__(self, target, cfgs: list[PipelineConfig], warmup: int, clock: Clock) -> None:
+    def __init__(self, target, cfgs: list, warmup: int, clock: Clock, cap: int) -> None:
         if any(c.threads for c in cfgs):
             require_torch()  # a thread count is set through torch
         self.pipes = _build_all(target, cfgs)
@@ -285,9 +280,8 @@ class _Local:
         self.items, self.warmup = _Items(self.pipes), warmup
         self.items.need(warmup + REWARM)
         self.default_threads = current_threads()
-        self.runners = [request_timer(p, clock) for p in self.pipes]
+        self.sides = [Side(p, request_timer(p, clock), cap) for p in self.pipes]
         self.threads = [p.config.threads or self.default_threads for p in self.pipes]
-        self.outputs = _Outputs(self.pipes, warmup)
 
     def warm_up(self) -> None:
         """``warmup`` requests per configuration, with its thread count, on the first items."""
@@ -295,27 +289,20 @@ class _Local:
             raise PipelineError(
                 f"pipeline {self.items.name!r}: item source ran out during the warm-up"
             )
-        for c, run in enumerate(self.runners):
-            batch = self.pipes[c].config.batch_size
+        for c, side in enumerate(self.sides):
             _set_threads(self.threads[c])
-            for i in range(self.warmup):
-                self.outputs.keep(c, i, run(self.items.batch_of(i, batch)))
+            side.rows(0, self.warmup, self.items.items)
 
     def block(self, c: int, k: int, n: int) -> list[tuple] | None:
         """Rows of requests ``k .. k+n-1`` of configuration ``c``; None when the items ran out."""
         if not self.items.need(k + n):
             return None
-        batch, run = self.pipes[c].config.batch_size, self.runners[c]
+        side = self.sides[c]
         if current_threads() != self.threads[c]:
             _set_threads(self.threads[c])
             for i in range(REWARM):
-                run(self.items.batch_of(i, batch))
-        rows, stream = [], stream_index(self.pipes[c].stages)
-        for i in range(k, k + n):
-            t = run(self.items.batch_of(i, batch))
-            self.outputs.keep(c, i, t)
-            rows.append(sample_row(t, stream))
-        return rows
+                side.run(self.items.items[i * side.batch : (i + 1) * side.batch])
+        return side.rows(k, n, self.items.items)
 
     def ran_out(self) -> str:
         return (
@@ -323,9 +310,9 @@ class _Local:
         )
 
     def agreement(self) -> list[dict[str, Any]]:
-        by_config = self.outputs.by_config
+        a = self.sides[0]
         return [dict(NO_OUTPUTS, items=0)] + [
-            output_agreement(by_config[0], mine, self.pipes[0].agree) for mine in by_config[1:]
+            output_agreement(a.outputs, b.outputs, a.pipe.agree) for b in self.sides[1:]
         ]
 
     def close(self) -> None:
@@ -333,8 +320,7 @@ class _Local:
 
 
 def _interleave(sides, n: int, warmup: int, seed: int, stop: _Stop) -> list[tuple]:
-    """Rounds of one block per configuration in a seeded order until ``stop``; a round some
-    configuration could not finish (its items ran out) is left out whole."""
+    """Rounds of a block per configuration in a seeded order until ``stop`` (whole rounds only)."""
     rng, done, rows, rnd = np.random.default_rng(seed), [0] * n, [], 0
     limit = stop.requests
     while True:
@@ -397,22 +383,6 @@ def _samples_table(rows: list[tuple], names: list[str]) -> pd.DataFrame:
         df["tpot"] = pd.array(tpot, dtype="Int64")
         df["itl"] = [t[1] if t else () for t in tokens]
     return df
-
-
-class _Outputs:
-    """Each configuration's first requests' final outputs by their first item's index: B's line up
-    with A's item by item; converted between requests, outside every timed region."""
-
-    def __init__(self, pipes, warmup: int) -> None:
-        self.batch = [p.config.batch_size for p in pipes]
-        self.cap = warmup * max(self.batch) + OUTPUT_ITEMS  # items past this index are not kept
-        self.by_config: list[dict[int, Any]] = [{} for _ in pipes]
-
-    def keep(self, c: int, k: int, t: RequestTiming) -> None:
-        """Request ``k`` of configuration ``c`` (its items start at ``k * batch``)."""
-        first = k * self.batch[c]
-        if first < self.cap and t.failure is None:
-            self.by_config[c][first] = as_numpy(t.output)
 
 
 def _attach_outputs(result: dict[str, Any], entries: list[dict[str, Any]]) -> None:

@@ -209,31 +209,42 @@ class Workers:
                 proc.wait()
 
 
+class Side:
+    """One configuration's pipeline, its timer and the final outputs of its requests whose items
+    start below ``cap``, by that first item's index (B's line up with A's item by item)."""
+
+    def __init__(self, pipe, run, cap: int) -> None:
+        self.pipe, self.run, self.cap, self.batch = pipe, run, cap, pipe.config.batch_size
+        self.stream, self.outputs = stream_index(pipe.stages), {}
+
+    def rows(self, k: int, n: int, items: list) -> list[tuple]:
+        """Requests ``k .. k+n-1``, request ``i`` on ``items[i*batch : (i+1)*batch]``."""
+        rows = []
+        for i in range(k, k + n):
+            first = i * self.batch
+            t = self.run(items[first : first + self.batch])
+            if first < self.cap and t.failure is None:  # converted outside every timed region
+                self.outputs[first] = as_numpy(t.output)
+            rows.append(sample_row(t, self.stream))
+        return rows
+
+
 class _Worker:
-    """The child's side: one pipeline, its timer, its items and the outputs it kept."""
+    """The child's side: one :class:`Side` and its own items."""
 
     def build(self, sys_path, recipe, config, warmup, cap) -> tuple:
         sys.path[:] = sys_path
         if config.threads:
             require_torch().set_num_threads(config.threads)
         self.pipe = resolve_pipeline(_factory(recipe), config)
-        self.run, self.warmup, self.cap = request_timer(self.pipe), warmup, cap
-        self.batch, self.source, self.items = config.batch_size, self.pipe.item_iterator(), []
-        self.outputs: dict[int, Any] = {}
+        self.side, self.warmup = Side(self.pipe, request_timer(self.pipe), cap), warmup
+        self.source, self.items = self.pipe.item_iterator(), []
         return ("ok", self.pipe.name, self.pipe.stage_names, current_threads())
 
     def requests(self, k: int, n: int) -> list[tuple] | None:
-        want = (k + n) * self.batch
+        want = (k + n) * self.side.batch
         self.items.extend(itertools.islice(self.source, max(want - len(self.items), 0)))
-        if len(self.items) < want:
-            return None
-        rows, stream = [], stream_index(self.pipe.stages)
-        for i in range(k, k + n):
-            t = self.run(self.items[i * self.batch : (i + 1) * self.batch])
-            if i * self.batch < self.cap and t.failure is None:
-                self.outputs[i * self.batch] = as_numpy(t.output)
-            rows.append(sample_row(t, stream))
-        return rows
+        return self.side.rows(k, n, self.items) if len(self.items) >= want else None
 
     def handle(self, message: tuple) -> tuple:
         kind = message[0]
@@ -249,8 +260,8 @@ class _Worker:
             rows = self.requests(message[1], message[2])
             return ("items", len(self.items)) if rows is None else ("ok", rows)
         if kind == "outputs":
-            return ("ok", self.outputs)
-        return ("ok", output_agreement(message[1], self.outputs, self.pipe.agree))
+            return ("ok", self.side.outputs)
+        return ("ok", output_agreement(message[1], self.side.outputs, self.pipe.agree))
 
 
 def current_threads() -> int | None:

@@ -61,8 +61,7 @@ class PipelineConfig:
         return replace(self, **changes)
 
     def apply_threads(self) -> int | None:
-        """Set torch's intra-op threads in the calling thread (OpenMP keeps one per OS thread) when
-        ``threads`` is set; the count in force afterwards (None without torch)."""
+        """Set ``threads`` in the calling thread (OpenMP keeps one per OS thread); the count now."""
         torch = torch_or_none()
         if torch is None:
             return None
@@ -91,8 +90,7 @@ def _finite(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class Range:
-    """A finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``), an integer with ``integer``;
-    ``unit`` is said in the message."""
+    """A finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``), said with its ``unit``."""
 
     lo: float
     hi: float
@@ -165,8 +163,7 @@ def option_ranges(**ranges: Range) -> Callable:
 
 
 def with_overrides(options: Any, cls: type, overrides: dict[str, Any], who: str) -> Any:
-    """``options`` (a frozen dataclass ``cls``; None: its defaults) with ``overrides`` by field
-    name; an unknown name is a ConfigError."""
+    """``options`` (a frozen ``cls``; None: its defaults) with ``overrides`` by field name."""
     names = [f.name for f in fields(cls)]
     unknown = sorted(set(overrides) - set(names))
     if unknown:

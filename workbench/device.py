@@ -34,8 +34,7 @@ def require_torch():
 
 
 def torch_version() -> str | None:
-    """``torch.__version__`` (``2.13.0+cpu``), from the wheel's metadata where torch is not imported
-    yet (the same string); None when torch is not installed."""
+    """``torch.__version__``, from the wheel's metadata until torch is imported; None without it."""
     torch = sys.modules.get("torch")
     if torch is None:
         try:
@@ -46,8 +45,7 @@ def torch_version() -> str | None:
 
 
 def _cuda_impossible() -> bool:
-    """True when the installed torch cannot see a GPU, told without importing it: a ``+cpu`` build
-    or macOS (otherwise only torch can tell)."""
+    """True for a ``+cpu`` torch build or macOS, told without importing torch."""
     if "torch" in sys.modules:
         return False
     try:
@@ -59,8 +57,7 @@ def _cuda_impossible() -> bool:
 
 @functools.lru_cache(maxsize=1)
 def cuda_available() -> bool:
-    """True when torch is installed and sees a CUDA device (a CPU-only build answers without
-    importing torch: 250 MB a room kernel showing a recorded run never needs)."""
+    """True when torch sees a CUDA device (a CPU-only build answers without importing torch)."""
     if _cuda_impossible():
         return False
     torch = torch_or_none()
@@ -101,15 +98,13 @@ def cpu_model() -> str:
 
 
 def quiet_profiler() -> None:
-    """Silence kineto's stderr lines (``USDT ... profiler_start``; its warnings too) for this
-    process, before its first profiler session; a user's own ``KINETO_LOG_LEVEL`` wins."""
+    """Silence kineto's stderr lines for this process (a user's ``KINETO_LOG_LEVEL`` wins)."""
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
 
 @functools.cache
 def prime_profiler() -> None:
-    """One empty profiler session on this thread, once per process: kineto registers its client on
-    the first session's thread, and a first one on an explorer's worker thread complains."""
+    """One empty profiler session here, once a process (kineto registers on the first's thread)."""
     quiet_profiler()
     torch = torch_or_none()
     if torch is None:

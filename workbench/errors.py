@@ -45,8 +45,7 @@ def check_int(name: str, value: object, low: int) -> None:
 
 
 def value_at(data: object, path: str, missing: object = "?") -> object:
-    """The value at a msgspec error path such as ``stages[2].name`` (``missing`` where there is
-    none), so a schema error quotes what the user wrote."""
+    """The value at a msgspec error path such as ``stages[2].name`` (``missing``: none)."""
     for key, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
         try:
             data = data[int(index)] if index else data[key]

@@ -169,8 +169,7 @@ LABEL_FIELDS = ("host.cpu_model", "host.cores", "torch", "workbench")
 
 
 def recorded_match(wanted: dict[str, Any], recorded: dict[str, Any]) -> tuple[bool, list[str]]:
-    """Whether a recorded run stands in for a wanted configuration (:data:`RECORDED_MATCH_FIELDS`
-    equal or unknown on its side), and the labels of the other differences it shows."""
+    """Whether a recorded run stands in for a wanted configuration, and the labels it shows."""
     labels = []
     for name, va, vb in differences(wanted, recorded):
         unknown = vb is None or vb == UNKNOWN

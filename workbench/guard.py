@@ -28,8 +28,7 @@ STAGE_THREAD_NAMES = ("workbench-stages", "workbench-executor-")  # threads runn
 
 
 def stage_threads_alive() -> list[threading.Thread]:
-    """Live threads running stages (:class:`StageGuard` workers, the batcher's executors): at a
-    command's end, abandoned ones, so ``cli.entry`` skips the finalization they cannot survive."""
+    """Live threads running stages: at a command's end, abandoned ones (``cli.entry``)."""
     return [
         t
         for t in threading.enumerate()
@@ -220,8 +219,7 @@ def abandoned(
 
 
 def _inherit_thread_state(thread_init: Callable[[], Any] | None) -> Callable[[], None]:
-    """What the worker thread copies from the caller: torch's thread count and CUDA device, both
-    kept per OS thread (consulted only when the pipeline imported torch), then ``thread_init``."""
+    """The worker's init: the caller's torch threads and CUDA device, then ``thread_init``."""
     torch = sys.modules.get("torch")
     threads = torch.get_num_threads() if torch is not None else None
     device = (

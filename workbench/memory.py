@@ -30,8 +30,7 @@ RssReader = Callable[[], "int | None"]
 
 
 def rss_bytes() -> int | None:
-    """The process's resident set size in bytes (elsewhere than Linux the peak, which still rises
-    steadily under a leak); None where it cannot be read."""
+    """The process's RSS in bytes (elsewhere than Linux the peak, rising under a leak too)."""
     try:
         with open("/proc/self/statm", "rb") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -70,8 +69,7 @@ class MemorySampler:
 
 
 def memory_trend(requests: Sequence[int], rss_mb: Sequence[float]) -> dict[str, Any]:
-    """Least-squares trend of RSS (MB) against requests done, and the leak verdict (slope None
-    under 2 samples, R² None under 3 or for a flat RSS)."""
+    """Least-squares trend of RSS (MB) against requests done, and the leak verdict."""
     slope, r2 = _fit(list(requests), list(rss_mb))
     growth = rss_mb[-1] - rss_mb[0]
     slope_100 = None if slope is None else slope * 100

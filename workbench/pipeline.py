@@ -194,8 +194,7 @@ Factory = Callable[[PipelineConfig], Pipeline]
 
 
 def exception_where(exc: BaseException) -> str | None:
-    """``file:line in function`` of the innermost traceback frame of the user's own code, else the
-    innermost outside the workbench; None without a traceback."""
+    """``file:line in function`` of the innermost frame of user code, else outside the workbench."""
     frames = [(frame.f_code, line) for frame, line in traceback.walk_tb(exc.__traceback__)]
     outside = [
         (code, line) for code, line in frames if not _is_under(code.co_filename, _WORKBENCH_DIR)
@@ -318,8 +317,7 @@ def _with_config(pipe: Pipeline, config: PipelineConfig | None) -> Pipeline:
 
 
 def build_pipeline(factory: Factory, config: PipelineConfig) -> Pipeline:
-    """Call a factory and check what it returned; an exception but a ``WorkbenchError`` becomes a
-    ``PipelineError`` naming the factory."""
+    """Call a factory and check what it returned (its exceptions as ``PipelineError``)."""
     options = ReadOptions(config.options)
     config = config.replace(options=options)
     try:

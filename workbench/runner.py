@@ -189,8 +189,7 @@ def profile(
 
 
 def _measure(plan: MeasurePlan, pipe: Pipeline, built: tuple, scratch: list[Path]) -> Run:
-    """The timing run, then the traced run (its folder appended to ``scratch``); ``built``: the
-    caller's target, the torch threads applied and the build time (None for a built Pipeline)."""
+    """The timing run, then the traced run; ``built``: (target, torch threads, build ns)."""
     (target, threads, build_ns), cfg, warmup = built, pipe.config, plan.warmup
     items = pipe.item_iterator()
     started = datetime.now(timezone.utc)
@@ -334,8 +333,7 @@ def _timing_run(
     sampler: StackSampler | None,
     paced: _PacedPhase | None = None,
 ) -> tuple[list[RequestTiming], str]:
-    """Warm-up, measured requests (up to ``max_duration_s``), then any paced ones: the timings and
-    the status ("complete", "incomplete: timeout" after a ``Timeout`` failure, or "interrupted")."""
+    """Warm-up, measured requests (up to ``max_duration_s``) and any paced ones; the status."""
     clock, cancel, warmup = plan.clock, plan.cancel, plan.warmup
     total = warmup + plan.requests
     deadline_ns = None if plan.max_duration_s is None else s_to_ns(plan.max_duration_s)
@@ -552,8 +550,7 @@ class TracedTimeout(Exception):
 
 
 def _traced_run(plan: MeasurePlan, pipe: Pipeline, items) -> tuple[Path, dict[str, Any]]:
-    """``plan.traced`` requests under torch.profiler and the trace file; its folder is removed on
-    any exception (only a returned trace leaves it, owned by the Run from then on)."""
+    """``plan.traced`` requests under torch.profiler; its folder is removed on any exception."""
     out_dir = scratch_folder()
     try:
         with _alarm(plan.timeout_s) as alarm:

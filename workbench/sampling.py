@@ -108,8 +108,7 @@ class GcEvents:
             self._started = None
 
     def overlap_ns(self, lo: int, hi: int) -> int:
-        """Collection time inside ``(lo, hi]``, newest first, one still running included (the
-        sampler may run in another ``stop`` callback before this one's)."""
+        """Collection time inside ``(lo, hi]``, one still running included."""
         started = self._started
         total = max(0, hi - max(started, lo)) if started is not None else 0
         # the callback appends start, then duration: read here between the two, the last start has none yet
@@ -295,8 +294,7 @@ class StackSampler:
         }
 
     def _stack(self, frame, roots: frozenset = frozenset()) -> tuple | None:
-        """``((code, line), ...)`` outermost first, from below the first of ``roots`` up the stack
-        (None: no root reached, or nothing below it); the whole stack without ``roots``."""
+        """``((code, line), ...)`` below the first of ``roots`` (else None), or the whole stack."""
         out = []
         while frame is not None and len(out) < MAX_DEPTH:
             if frame.f_code in roots:
@@ -306,8 +304,7 @@ class StackSampler:
         return None if roots else tuple(reversed(out))
 
     def portable_stacks(self) -> list[tuple[Frame, ...]]:
-        """The stacks, files by :func:`~workbench.wait_classes.portable_file` (``stacks`` keeps the
-        live paths: reading a waiting line needs them)."""
+        """The stacks with portable files (``stacks`` keeps the live ones, to read lines from)."""
         files: dict[str, str] = {}
         return [
             tuple(

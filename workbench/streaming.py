@@ -54,8 +54,7 @@ class UnitClock:
 
 
 def traced_fn(stage: Any) -> Callable[[Any], Any]:
-    """The stage's function for the traced run: a streaming stage's units consumed into a list in
-    its own profiler range."""
+    """The stage's function for the traced run: a stream consumed in its own profiler range."""
     if not getattr(stage, "stream", False):
         return stage.fn
     fn = stage.fn
@@ -80,8 +79,7 @@ def streamed_timer(run_one: Callable, units: UnitClock) -> Callable:
 
 
 def token_sample(t: Any, stream: int | None) -> tuple[int, tuple[int, ...]] | None:
-    """``(ttft_ns, gaps_ns)``: a successful request's first unit from its start, then the gaps;
-    None without units or on failure."""
+    """``(ttft_ns, gaps_ns)`` of a successful request's units, else None."""
     times = getattr(t, "unit_ns", None)
     if stream is None or t.failure is not None or not times:
         return None
@@ -90,8 +88,7 @@ def token_sample(t: Any, stream: int | None) -> tuple[int, tuple[int, ...]] | No
 
 
 def sample_row(t: Any, stream: int | None) -> tuple:
-    """One request of an interleaved comparison: ``(ok, error_type, ns per stage that ran...,
-    end to end ns, token sample)``."""
+    """``(ok, error_type, ns per stage that ran..., end to end ns, token sample)``."""
     stage_ns = [e - s for s, e in zip(t.stage_start_ns, t.stage_end_ns)]
     error = t.failure and t.failure.error_type
     tokens = token_sample(t, stream)

@@ -28,8 +28,7 @@ SYNC_POLICIES = ("stage", "request")
 
 @dataclass(frozen=True)
 class StageFailure:
-    """A stage that raised: its name, the exception's type and message, and where
-    (:func:`workbench.pipeline.exception_where`)."""
+    """A stage that raised: its name, the exception's type and message, and where."""
 
     stage: str
     error_type: str
@@ -182,8 +181,7 @@ def _described(
     keep: frozenset[int],
     describe: Mapping[int, Callable],
 ) -> RequestTiming:
-    """``timing`` with the held outputs' ``describe=`` numbers and the outputs ``keep`` asks for;
-    the others are released here, before the next request."""
+    """``timing`` with the ``describe=`` numbers and the kept outputs (the others released)."""
     numbers: dict[int, dict[str, float]] = {}
     errors: dict[int, str] = {}
     kept = {i: held[i] for i in keep if i in held}

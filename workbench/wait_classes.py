@@ -76,8 +76,7 @@ LINE_KIND = (  # the first match wins
 
 
 def is_user_file(file: str) -> bool:
-    """Not the standard library, an installed package, a builtin or the harness (its examples are
-    user code), for a live or a recorded path (:func:`portable_file`)."""
+    """Not the standard library, a package, a builtin or the harness (but its examples)."""
     norm = os.path.normcase(file)
     if norm.startswith("<workbench"):  # <workbench>/..., a wing's <workbench_serve>/...
         return norm.startswith(WORKBENCH_PREFIX + "examples/")
@@ -112,8 +111,7 @@ def portable_file(file: str) -> str:
 
 
 def call_kind(frames: tuple) -> tuple[str | None, int]:
-    """``(kind or None, site)`` of a stack (outermost first): the wait class its top calls name and
-    the index of the deepest user frame (the top one when none is)."""
+    """``(kind or None, site)``: the wait its top calls name, the deepest user frame's index."""
     site = next((i for i in range(len(frames) - 1, -1, -1) if is_user_file(frames[i][0])), -1)
     site = site if site >= 0 else len(frames) - 1
     for file, _, _ in frames[site + 1 :]:  # library or stdlib frames above the user's call

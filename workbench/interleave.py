@@ -32,7 +32,7 @@ from .config import PipelineConfig
 from .device import require_torch
 from .errors import ConfigError, PipelineError, check_int, is_number
 from .interleave_workers import Side, Workers, check_comparable, current_threads, recipe_of
-from .noise import NoiseProbe
+from .noise import NoiseProbe, Readings
 from .examples import factory
 from .pipeline import Pipeline, resolve_pipeline
 from .timing import Clock, request_timer
@@ -156,7 +156,11 @@ def compare(
     result["stopped"] = stop.report()
     result["processes"] = "one per configuration" if recipe else "one"
     result["processes_note"] = note
-    _attach_outputs(result, agreement)
+    for entry, config in zip(agreement, info):  # A's, the reference: nulls
+        config["outputs"] = entry
+    for comp in result.get("comparisons") or []:
+        comp["outputs"] = agreement[comp["b"]]
+    result["outputs"] = agreement[1]
     return Comparison(sides.pipeline, sides.names, info, samples, result)
 
 
@@ -164,7 +168,9 @@ def _measure(sides, n_configs: int, opts: CompareOptions) -> tuple[pd.DataFrame,
     """Warm-up, then the rounds: ``(samples, noise, stop)``."""
     sides.warm_up()
     # the machine is judged from here: the warm-up's start-up work is the configurations' own
-    probe = _noise_probe(opts.noise_probe, sides.readings)
+    probe = opts.noise_probe  # the workers' readings count their CPU as this run's own
+    probe = NoiseProbe(sides.readings or Readings()) if probe is True else probe
+    probe = None if probe is None or probe is False else probe.start()
     stop = _Stop(opts, sides.names)
     rows = _interleave(sides, n_configs, opts.warmup, opts.seed, stop)
     samples = _samples_table(rows, sides.names)
@@ -255,13 +261,6 @@ def _label(config, base: PipelineConfig) -> str:
     return config_label(config)
 
 
-def _build_all(target, cfgs: list[PipelineConfig]) -> list:
-    build = factory(target) if isinstance(target, str) else target
-    pipes = [resolve_pipeline(build, cfg) for cfg in cfgs]
-    check_comparable([(p.name, p.stage_names) for p in pipes])
-    return pipes
-
-
 def _set_threads(n: int | None) -> None:
     if n is not None and "torch" in sys.modules and sys.modules["torch"].get_num_threads() != n:
         sys.modules["torch"].set_num_threads(n)
@@ -275,7 +274,9 @@ class _Local:
     def __init__(self, target, cfgs: list, warmup: int, clock: Clock, cap: int) -> None:
         if any(c.threads for c in cfgs):
             require_torch()  # a thread count is set through torch
-        self.pipes = _build_all(target, cfgs)
+        build = factory(target) if isinstance(target, str) else target
+        self.pipes = [resolve_pipeline(build, cfg) for cfg in cfgs]
+        check_comparable([(p.name, p.stage_names) for p in self.pipes])
         self.pipeline, self.names = self.pipes[0].name, self.pipes[0].stage_names
         self.items, self.warmup = _Items(self.pipes), warmup
         self.items.need(warmup + REWARM)
@@ -385,15 +386,6 @@ def _samples_table(rows: list[tuple], names: list[str]) -> pd.DataFrame:
     return df
 
 
-def _attach_outputs(result: dict[str, Any], entries: list[dict[str, Any]]) -> None:
-    """``outputs`` per configuration (A's: nulls) and per comparison."""
-    for info, entry in zip(result["configs"], entries):
-        info["outputs"] = entry
-    for comp in result.get("comparisons") or []:
-        comp["outputs"] = entries[comp["b"]]
-    result["outputs"] = entries[1]
-
-
 def _config_info(cfgs, labels, samples: pd.DataFrame) -> list[dict[str, Any]]:
     out = []
     for c, (cfg, label) in enumerate(zip(cfgs, labels)):
@@ -409,15 +401,6 @@ def _config_info(cfgs, labels, samples: pd.DataFrame) -> list[dict[str, Any]]:
             }
         )
     return out
-
-
-def _noise_probe(noise_probe: Any, readings):
-    """The started probe; ``readings``: the workers' (their CPU is this run's own) or None."""
-    if noise_probe is False or noise_probe is None:
-        return None
-    if noise_probe is True:
-        noise_probe = NoiseProbe(readings) if readings is not None else NoiseProbe()
-    return noise_probe.start()
 
 
 def _report(samples, names, info, opts: CompareOptions, noise) -> dict[str, Any]:

@@ -72,12 +72,6 @@ def check_comparable(built: list[tuple[str, list[str]]]) -> None:
             )
 
 
-def _factory(recipe: str):
-    if recipe.startswith("example:"):
-        return factory(recipe.removeprefix("example:"))
-    return load_factory(recipe)
-
-
 class WorkerReadings(Readings):
     """The noise probe's readings, the workers' CPU time counted as this run's own."""
 
@@ -236,7 +230,9 @@ class _Worker:
         sys.path[:] = sys_path
         if config.threads:
             require_torch().set_num_threads(config.threads)
-        self.pipe = resolve_pipeline(_factory(recipe), config)
+        example = recipe.removeprefix("example:")
+        build = factory(example) if example != recipe else load_factory(recipe)
+        self.pipe = resolve_pipeline(build, config)
         self.side, self.warmup = Side(self.pipe, request_timer(self.pipe), cap), warmup
         self.source, self.items = self.pipe.item_iterator(), []
         return ("ok", self.pipe.name, self.pipe.stage_names, current_threads())

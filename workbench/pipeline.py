@@ -1,24 +1,10 @@
 """Pipelines: an ordered list of named stages and a source of input items.
 
 A stage is a plain callable that takes the previous stage's output; the first receives one request,
-a list of ``batch_size`` items drawn from the pipeline's item source. Users write a factory::
-
-    def build(config):
-        pipe = Pipeline("mine", items=lambda: itertools.repeat(b'{"x": 1}'))
-
-        @pipe.stage
-        def parse(batch):
-            return [json.loads(b) for b in batch]
-
-        @pipe.stage("forward")
-        def run_model(rows):
-            return model(torch.tensor(rows))
-
-        return pipe
-
-Nothing here measures (``workbench.runner`` does). A run's first request is checked
-(:func:`first_request_checked`): a stage returning a generator would have its work timed in the
-next stage, and an option nobody read (:class:`ReadOptions`) is a typo such as ``slowdwn=0.3``.
+a list of ``batch_size`` items drawn from the item source. Users write a factory
+``build(config) -> Pipeline`` (README "Profile your own pipeline"). Nothing here measures; a run's
+first request is checked (:func:`first_request_checked`): a stage returning a generator would have
+its work timed in the next stage, and an option nobody read is a typo such as ``slowdwn=0.3``.
 """
 
 from __future__ import annotations

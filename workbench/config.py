@@ -20,14 +20,9 @@ PRECISIONS = ("fp32", "bf16", "fp16", "int8")
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    """What a factory needs to build a pipeline.
-
-    device: ``"cpu"`` or ``"cuda"`` (``"cuda:N"`` picks a GPU).
-    batch_size: input items per request (one pipeline call).
-    precision: one of ``fp32``, ``bf16``, ``fp16``, ``int8``.
-    options: free user fields (finite JSON), e.g. ``{"hidden": 256}``.
-    threads: torch intra-op CPU threads of every thread that runs stages; None: torch's default.
-    """
+    """What a factory needs to build a pipeline: ``device`` (``"cuda:N"`` picks a GPU),
+    ``batch_size`` (items per request, one pipeline call), ``precision``, ``options`` (free user
+    fields, finite JSON) and ``threads`` (torch's intra-op threads; None: its default)."""
 
     device: str = "cpu"
     batch_size: int = 1

@@ -32,8 +32,7 @@ def open_regular(
     max_bytes: int | None = None,
 ) -> BinaryIO:
     """``path`` opened for binary reading; ``error`` unless it is a regular file of at most
-    ``max_bytes`` (None: any size). ``what`` names the file ("trace file") in the messages, ``hint``
-    ends the refusal of a special file."""
+    ``max_bytes`` (None: any size); ``what`` names the file, ``hint`` ends a refusal."""
     try:
         fd = os.open(path, _FLAGS)
     except FileNotFoundError:

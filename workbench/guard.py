@@ -93,11 +93,8 @@ def guarded(
 
 class StageGuard:
     """Runs ``run_one(batch, starts=..., ends=...)`` on a worker thread with a per-request deadline
-    of ``timeout_s`` real seconds, whatever ``clock`` is. ``cancel`` (anything with ``is_set()``)
-    abandons the request with :class:`Cancelled`; ``thread_init`` runs first on the worker thread.
-    After a timeout or a cancel, ``stuck_stage`` names the stage left running and later calls raise
-    :class:`Cancelled`.
-    """
+    of ``timeout_s`` real seconds; ``cancel`` (``is_set()``) abandons it with :class:`Cancelled`.
+    After either, ``stuck_stage`` names the stage left running and later calls raise Cancelled."""
 
     def __init__(
         self,
@@ -205,9 +202,8 @@ def abandoned(
     now_ns: int,
     message: Callable[[str], str],
 ) -> RequestTiming:
-    """A request left running, as a ``Timeout`` failure at the stage it was in (``message(stage)``),
-    that stage lasting until ``now_ns`` (``since_ns``: the start when none had begun). ``ends`` is
-    read before ``starts``: the running thread may still be filling both."""
+    """A request left running, as a ``Timeout`` failure at its stage lasting until ``now_ns``
+    (``ends`` read before ``starts``: the running thread may still be filling both)."""
     e = list(ends)
     s = list(starts)[: len(e) + 1]
     stage = names[min(len(e), len(names) - 1)]

@@ -26,8 +26,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def slug(name: object) -> str:
-    """``name`` (a span's ``service.name``, a pipeline's name) as one safe path component: runs of
-    anything but ``[A-Za-z0-9_.-]`` become ``-``, no leading dot or dash, at most :data:`SLUG_MAX`
-    characters, ``unnamed`` when nothing is left."""
+    """``name`` from data as one safe path component: runs of anything but ``[A-Za-z0-9_.-]`` as
+    ``-``, no leading dot or dash, at most :data:`SLUG_MAX` characters, else ``unnamed``."""
     text = _UNSAFE.sub("-", str(name)).lstrip(".-")[:SLUG_MAX].rstrip(".-")
     return text or "unnamed"

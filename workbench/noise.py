@@ -1,12 +1,9 @@
 """Was the machine quiet while a run measured? ``/proc`` readings before and after, and a rule.
 
-``other_cores`` is the CPU time other processes used during the run, in cores on average (all CPUs'
-busy time minus this process's, over the wall time); ``steal_pct`` the hypervisor's steal, in % of
-all CPU time. A run is ``noisy`` (:data:`THRESHOLDS`) when other processes used more than 0.25
-cores, steal was above 5 %, torch used more threads than the free cores (its pool busy-waits, so a
-contended core slows every stage), or the load before the run was above the cores. The run's own
-dispersion is recorded, not judged: a pipeline may vary by itself. Without ``/proc``, ``noisy`` is
-None. Fields: docs/json.md.
+A run is ``noisy`` (:data:`THRESHOLDS`) when other processes used more than 0.25 cores on average,
+the hypervisor's steal was above 5 % of CPU time, torch used more threads than the free cores (its
+pool busy-waits, so a contended core slows every stage), or the load before the run was above the
+cores; its own dispersion is recorded, not judged. Without ``/proc`` it is None (docs/json.md).
 """
 
 from __future__ import annotations

@@ -566,10 +566,8 @@ class _StageAlarm(BaseException):
 
 @contextlib.contextmanager
 def _alarm(timeout_s: float | None) -> Iterator[Callable[[float], Any]]:
-    """``alarm(seconds)``: SIGALRM then raises :class:`_StageAlarm` here (``alarm(0)`` cancels);
-    a no-op off the main thread or without ``setitimer``. torch.profiler records only its own
-    thread's operators, so a hung traced stage is stopped by a signal, not a worker thread (a C call
-    that never returns to the interpreter cannot be stopped)."""
+    """``alarm(seconds)``: SIGALRM then raises :class:`_StageAlarm` here (``alarm(0)`` cancels), a
+    no-op off the main thread; torch.profiler records only its own thread, so no worker thread."""
     usable = (
         timeout_s is not None
         and hasattr(signal, "setitimer")

@@ -1,16 +1,10 @@
 """Python stacks of every timed request: a sampler thread, each sample assigned to its request and stage.
 
-A daemon thread (not pyinstrument's ``setstatprofile``, whose hook runs on every call of the timed
-code: ``benchmarks/bench_sampler.py``) wakes every ``interval_s``, reads the clock and every
-thread's frame, and keeps the stage thread's frames from the stage function down (up to
-:data:`ROOT_FUNCTIONS`); :func:`assign` gives each sample the request and stage whose
-``[start, end)`` holds its time. Samples are evenly spaced, so a frame's share of samples is its
-share of time; a stage holding the GIL is sampled only when the interpreter hands it over.
-
-Each wake-up also reads each thread's CPU time (Linux's thread clock, else ``schedstat``, else
-``stat``: the clock first, as a file read lets go of the GIL, ``benchmarks/bench_thread_cpu.py``)
-and keeps a row per thread (:attr:`StackSampler.rows`, classed by :mod:`workbench.wait_classes`);
-:meth:`StackSampler.record` gives it all as plain data (``sampled``, docs/json.md).
+A daemon thread (a ``setstatprofile`` hook would run on every call of the timed code) wakes every
+``interval_s``, keeps the stage thread's frames from the stage function down, and reads each
+thread's CPU time (Linux's thread clock first: a file read lets go of the GIL); :func:`assign` gives
+each sample the request and stage whose ``[start, end)`` holds its time. Samples are evenly spaced,
+so a frame's share of samples is its share of time; ``record`` gives them as run.json's ``sampled``.
 """
 
 from __future__ import annotations
@@ -124,9 +118,8 @@ _DUE_NS: dict[int, int] = {}  # thread ident -> its paced request's due time (ma
 
 
 def mark_due(due_ns: int | None) -> None:
-    """The calling thread's next request is due at ``due_ns`` (None: none). Past it and outside a
-    stage the sampler records the thread as in a stage (``wait_classes.LATE_STAGE``), classed from
-    the CPU counters, never from its call (the pacer's own sleep is no wait of the request)."""
+    """The calling thread's next request is due at ``due_ns`` (None: none); past it, outside a
+    stage, it is sampled as in ``wait_classes.LATE_STAGE``, classed from the CPU counters alone."""
     ident = threading.get_ident()
     if due_ns is None:
         _DUE_NS.pop(ident, None)

@@ -68,9 +68,8 @@ class RequestTiming:
 
 
 class GcProbe:
-    """GC pauses through ``gc.callbacks`` while installed: ``pause_ns``, ``collections`` and the
-    longest (``max_pause_ns``). A stage's GC time is the total after it minus before it; a
-    collection that starts inside a stage and ends after it is charged to the stage it started in."""
+    """GC pauses through ``gc.callbacks`` while installed (``pause_ns``, ``collections``,
+    ``max_pause_ns``): a stage's is the total after it minus before it, two attribute reads."""
 
     def __init__(self, clock: Callable[[], int] = time.perf_counter_ns):
         self.clock = clock

@@ -133,12 +133,9 @@ def call_kind(frames: tuple) -> tuple[str | None, int]:
 def classify(
     kind: str | None, dt_ns: int, cpu_ns: int | None, others_busy_ns: int, gc_ns: int
 ) -> int:
-    """The class code (index into :data:`CLASSES`) of one sample of a thread in a stage.
-
-    ``kind``: :func:`call_kind`'s; ``dt_ns``: time since the previous sample; ``cpu_ns``: the thread's
-    CPU time in it (None: no counter); ``others_busy_ns``: the other Python threads' CPU plus
-    run-queue time (a GIL holder runs, or waits for a core); ``gc_ns``: collection time in it.
-    """
+    """The class code (index into :data:`CLASSES`) of one sample of a thread in a stage, from the
+    time since the previous sample, the thread's CPU time in it (None: no counter), the other
+    Python threads' CPU plus run-queue time (a GIL holder's) and the collection time."""
     half = dt_ns // 2
     if gc_ns and gc_ns >= half:
         return CODE["gc"]

@@ -107,15 +107,13 @@ class Pipeline:
         stream: the stage yields its answer a unit (token, chunk) at a time; each unit is timed
             (:mod:`workbench.streaming`) and the next stage gets the whole answer as a list.
         """
-        if callable(fn_or_name):
-            self.add(fn_or_name.__name__, fn_or_name, role=role, describe=describe, stream=stream)
-            return fn_or_name
+        name = None if callable(fn_or_name) else fn_or_name
 
         def decorate(fn: Callable[[Any], Any]):
-            self.add(fn_or_name or fn.__name__, fn, role=role, describe=describe, stream=stream)
+            self.add(name or fn.__name__, fn, role=role, describe=describe, stream=stream)
             return fn
 
-        return decorate
+        return decorate(fn_or_name) if callable(fn_or_name) else decorate
 
     def add(
         self,
@@ -196,13 +194,11 @@ def exception_where(exc: BaseException) -> str | None:
 _WORKBENCH_DIR = str(Path(__file__).resolve().parent)
 
 
-def _library_dirs() -> tuple[str, ...]:
-    paths = sysconfig.get_paths()
-    dirs = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    return tuple(str(Path(d).resolve()) for d in dirs if d)
-
-
-_LIBRARY_DIRS = _library_dirs()
+_LIBRARY_DIRS = {
+    str(Path(d).resolve())
+    for k in ("stdlib", "platstdlib", "purelib", "platlib")
+    if (d := sysconfig.get_paths().get(k))
+}
 
 
 def _is_under(filename: str, folder: str) -> bool:

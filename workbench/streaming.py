@@ -55,10 +55,8 @@ class UnitClock:
 
 def traced_fn(stage: Any) -> Callable[[Any], Any]:
     """The stage's function for the traced run: a stream consumed in its own profiler range."""
-    if not getattr(stage, "stream", False):
-        return stage.fn
     fn = stage.fn
-    return lambda value: list(fn(value))
+    return (lambda value: list(fn(value))) if stage.stream else fn
 
 
 def stream_index(stages: Iterable[Any]) -> int | None:

@@ -57,12 +57,7 @@ def value_at(data: object, path: str, missing: object = "?") -> object:
 def encodable(text: str) -> str:
     """``text`` as UTF-8 can hold it (a run stores user code's strings): a lone surrogate, such as a
     non-UTF-8 file name's byte, becomes its backslash escape; other text is returned as it is."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        pass
-    try:
+    try:  # text that encodes comes back as it is
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a surrogate surrogateescape did not make (outside U+DC80-U+DCFF)
         return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -179,21 +179,6 @@ def _measure(sides, n_configs: int, opts: CompareOptions) -> tuple[pd.DataFrame,
     return samples, None if probe is None else probe.finish(threads, e2e), stop
 
 
-class _Items:
-    """The first configuration's items, drawn as needed: every configuration sees the same."""
-
-    def __init__(self, pipes) -> None:
-        self.name, self.source, self.items = pipes[0].name, pipes[0].item_iterator(), []
-        self.batch = max(p.config.batch_size for p in pipes)
-
-    def need(self, calls: int) -> bool:
-        """Items for ``calls`` requests of the largest batch; False when the source ran out."""
-        want = calls * self.batch
-        if len(self.items) < want:
-            self.items.extend(itertools.islice(self.source, want - len(self.items)))
-        return len(self.items) >= want
-
-
 class _Stop:
     """When the rounds end: a fixed ``requests``, or adaptive (``resolution`` / ``max_time_s``)."""
 
@@ -257,7 +242,7 @@ def _widest_interval(
 def _label(config, base: PipelineConfig) -> str:
     if isinstance(config, PipelineConfig):
         d, b = config.to_dict(), base.to_dict()
-        return config_label({k: v for k, v in d.items() if v != b.get(k)})
+        config = {k: v for k, v in d.items() if v != b.get(k)}
     return config_label(config)
 
 
@@ -278,37 +263,44 @@ class _Local:
         self.pipes = [resolve_pipeline(build, cfg) for cfg in cfgs]
         check_comparable([(p.name, p.stage_names) for p in self.pipes])
         self.pipeline, self.names = self.pipes[0].name, self.pipes[0].stage_names
-        self.items, self.warmup = _Items(self.pipes), warmup
-        self.items.need(warmup + REWARM)
+        # the first configuration's items, drawn as needed: every configuration sees the same
+        self.source, self.items, self.warmup = self.pipes[0].item_iterator(), [], warmup
+        self.batch = max(p.config.batch_size for p in self.pipes)
+        self.need(warmup + REWARM)
         self.default_threads = current_threads()
         self.sides = [Side(p, request_timer(p, clock), cap) for p in self.pipes]
         self.threads = [p.config.threads or self.default_threads for p in self.pipes]
 
+    def need(self, calls: int) -> bool:
+        """Items for ``calls`` requests of the largest batch; False when the source ran out."""
+        want = calls * self.batch
+        if len(self.items) < want:
+            self.items.extend(itertools.islice(self.source, want - len(self.items)))
+        return len(self.items) >= want
+
     def warm_up(self) -> None:
         """``warmup`` requests per configuration, with its thread count, on the first items."""
-        if not self.items.need(self.warmup):
+        if not self.need(self.warmup):
             raise PipelineError(
-                f"pipeline {self.items.name!r}: item source ran out during the warm-up"
+                f"pipeline {self.pipeline!r}: item source ran out during the warm-up"
             )
         for c, side in enumerate(self.sides):
             _set_threads(self.threads[c])
-            side.rows(0, self.warmup, self.items.items)
+            side.rows(0, self.warmup, self.items)
 
     def block(self, c: int, k: int, n: int) -> list[tuple] | None:
         """Rows of requests ``k .. k+n-1`` of configuration ``c``; None when the items ran out."""
-        if not self.items.need(k + n):
+        if not self.need(k + n):
             return None
         side = self.sides[c]
         if current_threads() != self.threads[c]:
             _set_threads(self.threads[c])
             for i in range(REWARM):
-                side.run(self.items.items[i * side.batch : (i + 1) * side.batch])
-        return side.rows(k, n, self.items.items)
+                side.run(self.items[i * side.batch : (i + 1) * side.batch])
+        return side.rows(k, n, self.items)
 
     def ran_out(self) -> str:
-        return (
-            f"pipeline {self.items.name!r}: item source ran out after {len(self.items.items)} items"
-        )
+        return f"pipeline {self.pipeline!r}: item source ran out after {len(self.items)} items"
 
     def agreement(self) -> list[dict[str, Any]]:
         a = self.sides[0]

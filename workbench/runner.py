@@ -596,14 +596,12 @@ def _traced_requests(
     profiler = torch.profiler
     n, cancel, progress = plan.traced, plan.cancel, plan.progress
     cuda = pipe.config.is_cuda
-    activities = [profiler.ProfilerActivity.CPU] + (
-        [profiler.ProfilerActivity.CUDA] if cuda else []
-    )
+    kinds = ["cpu", "cuda"] if cuda else ["cpu"]
     stages = [(stage_range_name(s.name), s.name, traced_fn(s)) for s in pipe.stages]
     failures: list[StageFailure] = []
     memory = StageMemory(torch if cuda else None, pipe.config.device)
     with profiler.profile(
-        activities=activities,
+        activities=[getattr(profiler.ProfilerActivity, k.upper()) for k in kinds],
         schedule=profiler.schedule(wait=0, warmup=1, active=n, repeat=1),
         on_trace_ready=profiler.tensorboard_trace_handler(str(out_dir), use_gzip=True),
         with_stack=plan.stacks,
@@ -623,11 +621,10 @@ def _traced_requests(
     files = sorted(out_dir.glob("*.pt.trace.json.gz"))
     if not files:
         raise PipelineError("torch.profiler wrote no trace file")
-    activity_names = ["cpu"] + (["cuda"] if cuda else [])
     return files[-1], {
         "requests": n,
         "profiler_warmup": 1,
-        "activities": activity_names,
+        "activities": kinds,
         "failed_requests": len(failures),
         "failures": failure_records(failures),
         "with_stack": plan.stacks,

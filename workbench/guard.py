@@ -76,15 +76,12 @@ def guarded(
     *,
     clock: Clock,
     cancel: Any = None,
-    thread_init: Callable[[], Any] | None = None,
 ) -> Iterator[RunOne]:
     """``run_one`` itself without a timeout (the fast path), else a :class:`StageGuard` around it."""
     if timeout_s is None:
         yield run_one
         return
-    guard = StageGuard(
-        run_one, names, timeout_s, clock=clock, cancel=cancel, thread_init=thread_init
-    )
+    guard = StageGuard(run_one, names, timeout_s, clock=clock, cancel=cancel)
     try:
         yield guard
     finally:

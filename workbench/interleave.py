@@ -126,13 +126,9 @@ def compare(
     base: PipelineConfig | None = None,
     **overrides,
 ) -> Comparison:
-    """Run configurations of one pipeline interleaved and compare each with the first.
-
-    target: a factory or a shipped example's name (a built Pipeline cannot be rebuilt).
-    configs: two or more, each a PipelineConfig or a dict of overrides of ``base``.
-    options: :class:`CompareOptions`, its fields also taken as keywords
-        (``compare(build, [{}, {"batch_size": 8}], requests=600)``).
-    """
+    """Run configurations (two or more, each a PipelineConfig or a dict of overrides of ``base``) of
+    one pipeline interleaved and compare each with the first; ``target``: a factory or an example's
+    name; ``options``: :class:`CompareOptions`, its fields also keywords (``requests=600``)."""
     if len(configs) < 2:
         raise ConfigError(f"compare needs at least two configurations, got {len(configs)}")
     opts = dataclasses.replace(options or CompareOptions(), **overrides)

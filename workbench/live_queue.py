@@ -77,10 +77,8 @@ def live_slot(
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[float]:
     """Hold the server's live-profiling slot for the ``with`` block; yields the seconds waited.
-
-    timeout_s: give up (``LiveProfilingError``) after it; None waits. on_wait: called once when the
-    caller starts waiting. environ, clock, sleep: injected in tests.
-    """
+    ``timeout_s``: give up (``LiveProfilingError``) after it, None waits; ``on_wait``: called once
+    when the caller starts waiting; ``environ``, ``clock``, ``sleep``: injected in tests."""
     mode = live_mode(environ)
     if mode == "off":
         raise LiveProfilingError(

@@ -87,11 +87,9 @@ MODEL_OPTIONS = ("channels_last", "compile")  # prepare_model applies them (audi
 
 
 def prepare_model(model, config: PipelineConfig):
-    """A ``torch.nn.Module`` on the config's device and precision, in eval mode (int8: a new module).
-
-    Options ``channels_last`` (NHWC weights, which convolution kernels prefer) and ``compile``
-    (``torch.compile``: its cost in the cold start and warm-up) apply here, for ``audit --try``.
-    """
+    """A ``torch.nn.Module`` on the config's device and precision, in eval mode (int8: a new
+    module), with options ``channels_last`` (NHWC weights, which convolution kernels prefer) and
+    ``compile`` (``torch.compile``: its cost in the cold start and warm-up), for ``audit --try``."""
     check_precision(config)
     model = model.eval().to(config.device)
     if config.precision == "int8":

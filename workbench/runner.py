@@ -165,11 +165,9 @@ def profile(
     options: MeasurePlan | None = None,
     **overrides: Any,
 ) -> Run:
-    """Measure a pipeline (a Pipeline, a factory or an example's name) stage by stage; the run, unsaved.
-
-    options: a :class:`MeasurePlan`, ``overrides`` its fields by name (``requests=200``). Ctrl-C
-    raises :class:`workbench.guard.Interrupted` whose ``run`` holds what was measured.
-    """
+    """Measure a pipeline (a Pipeline, a factory or an example's name) stage by stage: the run,
+    unsaved. ``options``: a :class:`MeasurePlan`, ``overrides`` its fields (``requests=200``);
+    Ctrl-C raises :class:`workbench.guard.Interrupted` holding the ``run`` measured so far."""
     plan = with_overrides(options, MeasurePlan, overrides, "profile")
     build_started_ns = time.perf_counter_ns()
     pipe = resolve_pipeline(factory(target) if isinstance(target, str) else target, config)

@@ -19,10 +19,9 @@ from typing import Any
 
 from .errors import encodable
 from .pipeline import exception_where, first_request_checked
-from .streaming import UnitClock, stream_index, streamed_timer
+from .streaming import Clock, UnitClock, stream_index, streamed_timer
 from .units import ms_to_ns
 
-Clock = Callable[[], int]
 SYNC_POLICIES = ("stage", "request")
 
 

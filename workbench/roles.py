@@ -74,10 +74,8 @@ class RoleDecision:
         """Why, when evidence overruled the name: one sentence for the report."""
         if not self.overrules:
             return None
-        return (
-            f"{self.stage} is {self.role}, not {self.overrules} as its name suggests: "
-            f"{self.share:.0%} of its traced time is in {LIBRARY_LABELS.get(self.library, self.library)}"
-        )
+        suggests = f"{self.stage} is {self.role}, not {self.overrules} as its name suggests"
+        return f"{suggests}: {self.evidence.removeprefix('; ')}"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

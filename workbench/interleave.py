@@ -423,10 +423,7 @@ def _report(samples, names, info, opts: CompareOptions, noise) -> dict[str, Any]
         "stages": comparisons[0]["stages"],
         "end_to_end": comparisons[0]["end_to_end"],
     }
-    if comparisons[0].get("tokens"):
-        report["tokens"] = comparisons[0]["tokens"]
-    if "error" in comparisons[0]:
-        report["error"] = comparisons[0]["error"]
+    report |= {k: comparisons[0][k] for k in ("tokens", "error") if comparisons[0].get(k)}
     if len(comparisons) > 1:
         report["comparisons"] = comparisons
     return report

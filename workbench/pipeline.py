@@ -422,8 +422,8 @@ def first_request_checked(run_one: Callable, pipe: Pipeline, *, options: bool = 
         if not state["first"]:
             return run_one(batch, **kwargs)
         state["first"] = False
-        options = pipe.config.options
-        with options.watching() if isinstance(options, ReadOptions) else contextlib.nullcontext():
+        given = pipe.config.options
+        with given.watching() if isinstance(given, ReadOptions) else contextlib.nullcontext():
             t = run_one(batch, **keep_all, **kwargs)
         check_stage_outputs(pipe.stage_names, t.kept or {})
         if options:

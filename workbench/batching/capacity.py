@@ -27,7 +27,8 @@ from ..analysis.stats import summarize_ns
 from ..analysis.windows import StabilityWatch, auto_stop, counted_windows, knee, ratio, window_table
 from ..errors import ConfigError
 from ..files import read_capped
-from ..record.folder import strict, write_text_atomically
+from ..record.folder import write_text_atomically
+from ..trace.numbers import strict
 from ..units import NS_PER_S
 
 FORMAT = "workbench.sweep"

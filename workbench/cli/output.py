@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import ConfigError, RunRecordError
 from ..naming import slug
-from ..record.folder import strict
+from ..trace.numbers import strict
 from ..wings import wing
 
 

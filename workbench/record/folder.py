@@ -14,13 +14,11 @@ import ctypes
 import dataclasses
 import errno
 import json
-import math
 import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pyarrow
@@ -122,19 +120,6 @@ def _encodable(value):
         return {_encodable(k): _encodable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_encodable(v) for v in value]
-    return value
-
-
-def strict(value: Any) -> Any:
-    """``value`` with every non-finite float replaced by None (dicts, lists and tuples walked)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: strict(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict(v) for v in value]
-    if hasattr(value, "item") and hasattr(value, "dtype") and getattr(value, "ndim", None) == 0:
-        return strict(value.item())  # a numpy scalar
     return value
 
 

@@ -36,26 +36,6 @@ VERSION = 1
 SWEEP_FILE = "sweep.json"
 PARAMETERS = ("rate", "concurrency")
 PERCENTILES = ("p50_ms", "p95_ms", "p99_ms")  # of end to end and of each stage, per point
-POINT_COLUMNS = [
-    "point",
-    "run",
-    "rate_rps",
-    "concurrency",
-    "offered_rps",
-    "achieved_rps",
-    "requests",
-    "failed",
-    "p50_ms",
-    "p95_ms",
-    "p99_ms",
-    "generator_lag_p99_ms",
-    "generator_lag_max_ms",
-    "noisy",
-    "stable",
-    "stable_after_windows",
-    "windows",
-    "stopped_by",
-]
 
 
 @dataclass(frozen=True)
@@ -361,6 +341,16 @@ class Point(msgspec.Struct, kw_only=True):
     stopped_by: Literal["stable", "max-windows"] | None = None
     window_table: list[WindowRow] = []
     predicted: Predicted | None = None
+
+
+NESTED = (
+    "failures",
+    "stages",
+    "windows_used",
+    "window_table",
+    "predicted",
+)  # a point's non-columns
+POINT_COLUMNS = [f for f in Point.__struct_fields__ if f not in NESTED]
 
 
 class Policy(msgspec.Struct):

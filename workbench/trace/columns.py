@@ -13,7 +13,8 @@ import numpy as np
 
 from .numbers import NA_INT
 from .schema import CATEGORY_KINDS, COLUMNS, INT_COLUMNS, KIND_OTHER, KINDS, TEXT_COLUMNS
-from .schema import KIND_DTYPE, pd
+from . import schema
+from .schema import pd
 
 
 @dataclass(frozen=True)
@@ -211,7 +212,7 @@ def categorical(codes: np.ndarray, text):
 
 def kinds(codes: np.ndarray):
     """The ``kind`` column (int8 codes into KINDS) as the events table's categorical."""
-    return pd.Categorical.from_codes(codes.astype(np.int64), dtype=KIND_DTYPE)
+    return pd.Categorical.from_codes(codes.astype(np.int64), dtype=schema.KIND_DTYPE)
 
 
 def rows_frame(rows: list[dict], dtypes: dict):

@@ -20,7 +20,7 @@ import numpy as np
 from ..trace import HOST_KINDS, KIND_CPU_OP, KINDS, Trace, load_trace
 from ..trace.columns import factorize_objects
 from ..units import NS_PER_US
-from . import gpu_timeline, launches, steps, trace_stages, transfers, verdict
+from . import gpu_timeline, launches, steps, trace_stages, transfers
 from .nesting import nest, nesting_order
 
 _BREAKDOWN = (*steps.CATEGORIES, "other", "total")
@@ -181,7 +181,9 @@ SECTIONS = {
     "memset": lambda m: _pick(transfers.memset_summary(m), "count", "total_us", "bytes"),
     "launches": _launches,
     "launch_pairs": _pairs,
-    "launch_verdict": lambda m: dict(zip(("launch_bound", "sentence"), verdict.launch_verdict(m))),
+    "launch_verdict": lambda m: dict(
+        zip(("launch_bound", "sentence"), trace_stages.launch_verdict(m))
+    ),
     "gpu": _gpu,
     "sync_calls": lambda m: [_pick(r, "name", "count", "total_us") for r in transfers.sync_rows(m)],
     "steps": lambda m: [_pick(r, *_STEP_COLUMNS) for r in _column_rows(steps.step_table(m))],

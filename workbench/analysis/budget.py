@@ -201,13 +201,9 @@ def gc_summary(
 
 
 def percentile_request_parts(run, percentiles=(50, 99)) -> pd.DataFrame:
-    """The measured successful request at each percentile of end to end, with its own stage times (ms).
-
-    One row per percentile: ``percentile``, ``request``, one ``<stage>`` column per stage
-    (pipeline order), ``unattributed`` and ``end_to_end``. The request is the nearest-rank
-    order statistic (rank ``ceil(q/100 * n)``, ties by request id), so its stages and
-    unattributed add up to its end to end exactly (each stage's own p99, stacked, does not).
-    """
+    """Per percentile, the nearest-rank request of end to end (ties by id) with its own stage times
+    (ms): ``percentile``, ``request``, ``<stage>``..., ``unattributed``, ``end_to_end``; they add up
+    to its end to end exactly (each stage's own p99, stacked, does not)."""
     order = list(run.stage_names)
     wide = stage_matrix(run.requests, run.stages, order)
     columns = ["percentile", "request", *order, UNATTRIBUTED, END_TO_END]

@@ -6,10 +6,10 @@ root ``(no launch call)``). Identical paths merge (``ProfilerStep#N`` as ``Profi
 ranges as the stage name, kind ``stage``), so counts aggregate. A trace with stage ranges starts at
 its stages (:func:`harness_cut`; what was cut in ``tree.attrs["cut"]``, None when nothing was).
 
-The tree is a flat node table, parents before children: :data:`COLUMNS`. Host nodes: ``total_ns``
-= summed host duration, ``self_ns`` = total minus host children (clipped at 0). GPU nodes:
-``total_ns`` = ``self_ns`` = GPU time, not subtracted from the parent (another clock). ``gpu_ns``
-= GPU time launched within the subtree; ``bytes`` = copy and memset bytes (null for host nodes)."""
+The tree is a flat node table, parents first: :data:`COLUMNS`. Host nodes: ``total_ns`` = summed
+host duration, ``self_ns`` = total minus host children (>= 0). GPU nodes: ``total_ns`` = ``self_ns``
+= GPU time, not subtracted from the parent (another clock). ``gpu_ns``: GPU time launched in the
+subtree; ``bytes``: copy and memset bytes (null for host nodes). :func:`library_shares` reads it."""
 
 from __future__ import annotations
 
@@ -391,10 +391,8 @@ GPU_WORK_COLUMNS = ["stage", "name", "kind", "gpu_ns", "count", "bytes"]
 
 
 def gpu_work_by_stage(tree: pd.DataFrame) -> pd.DataFrame:
-    """The kernels, copies and memsets of a flame tree summed per root (stage) and name.
-
-    Columns: :data:`GPU_WORK_COLUMNS` (``bytes`` null for kernels); stages in tree order, the
-    longest GPU work first within each; empty without GPU work."""
+    """The kernels, copies and memsets of a flame tree summed per root (stage) and name:
+    :data:`GPU_WORK_COLUMNS` (``bytes`` null for kernels), stages in tree order, longest first."""
     gpu = tree["kind"].isin(GPU_WORK_KINDS).to_numpy() if len(tree) else np.zeros(0, bool)
     if not gpu.any():
         return pd.DataFrame(columns=GPU_WORK_COLUMNS)

@@ -40,9 +40,8 @@ _COMM_PREFIXES = ("nccl:", "gloo:")
 
 @derived
 def step_table(trace: Trace) -> dict[str, np.ndarray]:
-    """One row per host ``ProfilerStep#N`` range by start, as numpy columns: step, name, ts_ns,
-    dur_ns, and ``<kind>_count``/``<kind>_ns`` of the kernels, copies and memsets launched inside.
-    """
+    """One row per host ``ProfilerStep#N`` range by start (numpy columns): step, name, ts_ns,
+    dur_ns, ``<kind>_count``/``<kind>_ns`` of the kernels, copies and memsets launched inside."""
     host = trace.rows_of(HOST_KINDS)
     rows = np.flatnonzero(host.name.matches(STEP_NAME.match))
     rows = rows[np.argsort(host.ts_ns[rows], kind="stable")]

@@ -144,13 +144,9 @@ def stage_summary_table(trace: Trace) -> dict[str, np.ndarray]:
 
 
 def launch_verdict(trace: Trace) -> tuple[bool, str]:
-    """``(launch_bound, sentence)`` of a trace, shared by the CLI, the JSON report and the figures.
-
-    With stage ranges, the ``launch_bound`` flag names the bound stages (or the closest). Without,
-    the same rule applies to the steady state per ``ProfilerStep`` (host time:
-    :func:`steady_host_ns`), and at least half of the launches must be short kernels (HTA's rule).
-    Cold-start calls (:func:`~workbench.analysis.launches.cold_table`) leave the host time and the
-    counts."""
+    """``(launch_bound, sentence)`` of a trace for the CLI, the JSON report and the figures: the
+    bound stages (or the closest); without stage ranges, the rule per ``ProfilerStep`` of the steady
+    state (:func:`steady_host_ns`) with at least half the launches short kernels (HTA's rule)."""
     stages = stage_summary_table(trace)
     if stages["stage"].size:
         return _stage_verdict(stages)

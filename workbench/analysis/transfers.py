@@ -158,8 +158,7 @@ def sync_rows(trace: Trace) -> list[dict]:
 
 def copy_classes(trace: Trace) -> pd.DataFrame:
     """One row per copy class with copies, then ``memset``: label, count, total_ns, bytes,
-    gb_per_s. A direction's copies naming no host side are its remainder after the host-memory keys.
-    """
+    gb_per_s; a direction's copies naming no host side are what the host-memory keys leave."""
     keyed = [r | {"label": r["key"]} for r in host_memory_rows(trace)]
     rows = list(keyed)
     for d in direction_rows(trace):

@@ -308,13 +308,11 @@ def wait_flames(
     order: list[str],
     pipeline_stages: list[str] | None = None,
 ) -> dict[str, Any] | None:
-    """The slow requests' sampled time as two differential flame trees, their work beside their
-    waits (:mod:`workbench.plots.flame`'s input); None without rows or a measured request.
+    """The slow requests' work (``cpu`` samples: ``stage -> frames``) beside their waits (``stage ->
+    class -> frames``) for :mod:`workbench.plots.flame`; None without rows or a measured request.
 
-    A ``cpu`` sample is work, any other a wait: paths ``stage -> frames`` (work) or ``stage ->
-    class -> frames`` (waits). Out: ``{"tail_set", "requests": {"tail", "median"}, "work": [node],
-    "waits": [node]}``, node ``{"id", "parent" (-1: root), "name", "kind" ("stage", "class" or
-    "frame"), "tail_ns", "median_ns"}`` (inclusive sampled ns summed over each set), depth-first,
+    ``{"tail_set", "requests": {"tail", "median"}, "work", "waits"}``: depth-first nodes ``{"id",
+    "parent" (-1: root), "name", "kind", "tail_ns", "median_ns"}`` (inclusive sampled ns per set),
     the most tail time first, each with at least :data:`MIN_NODE_SHARE` of the tree's tail time."""
     found = stage_samples(sampled, requests, stages, order, pipeline_stages)
     if found is None:

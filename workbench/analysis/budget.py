@@ -1,9 +1,8 @@
-"""The latency budget: where each request's time goes, stage by stage.
-
-Only measured successful requests enter the percentiles; warm-up is summarized apart and failures
-counted per stage. ``unattributed`` is end to end minus the stages, per request (host time between
-stages: the runner's bookkeeping, Python glue); it is shown, never hidden. :func:`cache_split` cuts
-a run by its prediction cache, for two budgets side by side."""
+"""The latency budget, stage by stage: only measured successful requests enter the percentiles;
+warm-up is summarized apart and failures counted per stage. ``unattributed`` is end to end minus
+the stages, per request (host time between stages: the runner's bookkeeping, Python glue); it is
+shown, never hidden. :func:`cache_split` cuts a run by its prediction cache, for two budgets side
+by side."""
 
 from __future__ import annotations
 
@@ -168,8 +167,8 @@ def explain_keys(
 def gc_summary(
     requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]
 ) -> dict[str, Any] | None:
-    """GC pauses per stage and their share of the slowest 5 % (``gc`` of ``show --json``, docs/json.md),
-    from ``gc_ns`` of the stages (:mod:`workbench.gcprobe`); None when the run recorded no GC times."""
+    """GC pauses per stage and their share of the slowest 5 % (``gc`` in docs/json.md), from the
+    stages' ``gc_ns`` (:mod:`workbench.gcprobe`); None when the run recorded no GC times."""
     if "gc_ns" not in stages.columns or stages["gc_ns"].isna().all():
         return None
     req, st = measured_ok(requests, stages)

@@ -1,8 +1,6 @@
-"""The sentences the notebooks print about numbers, each from a check of the property it states.
-
-Each returns a :class:`Claim`: ``kind`` (which outcome), ``holds`` (the property the first wording
-states), ``text``; ``tests/notebooks/test_claims.py`` runs each on ``data/runs`` and
-counter-examples."""
+"""The sentences the notebooks print about numbers, each a :class:`Claim` from a check of the
+property it states (``tests/notebooks/test_claims.py`` runs each on ``data/runs`` and
+counter-examples)."""
 
 from __future__ import annotations
 
@@ -29,7 +27,7 @@ COLD_OVER_MEDIAN = 100  # ... and at least this many times the median launch cal
 
 @dataclass(frozen=True)
 class Claim:
-    """One checked sentence: which outcome, whether the stated property holds, and its words."""
+    """``kind`` (which outcome), ``holds`` (the property the first wording states), ``text``."""
 
     kind: str
     holds: bool

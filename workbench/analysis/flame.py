@@ -451,8 +451,8 @@ def library_of(name: str) -> str | None:
 
 
 def library_shares(tree: pd.DataFrame) -> dict[str, dict[str, float]]:
-    """Stage -> {library: share of the stage's time in its outermost frames} (a PIL call calling more
-    PIL counts once; a torch operator outside every library frame counts as ``torch``), from a
+    """Stage -> {library: share of the stage's time in its outermost frames} (a PIL call calling
+    more PIL counts once; a torch operator outside every library frame counts as ``torch``), from a
     flame tree; stages without a known library's frames are left out. The audit reads it as
     evidence of a stage's role (:mod:`workbench.roles`)."""
     ids = tree["id"].to_numpy()

@@ -56,7 +56,7 @@ def summarize_ns(values_ns) -> dict[str, float | int | None]:
 
 def tail_summary_ns(values_ns, confidence_z: float = Z_95) -> dict[str, float | int | None]:
     """:data:`TAIL_KEYS` of ns durations: p99.9 (None under ``p999_needs_count``) and the percentile
-    the maximum is at or above with 95 % confidence, ``100 * 0.05**(1/n)`` (``P(max < x_q) = q**n``)."""
+    the maximum is at or above with 95 % confidence, ``100 * 0.05**(1/n)`` (P(max < x_q) = q**n)."""
     arr = np.asarray(values_ns, dtype=np.int64)
     need = requests_to_bound(TAIL_PERCENTILE, confidence_z)
     out: dict[str, float | int | None] = dict.fromkeys(TAIL_KEYS)

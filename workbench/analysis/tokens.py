@@ -105,10 +105,10 @@ def token_summary(requests: pd.DataFrame, stages: pd.DataFrame, units: pd.DataFr
 
 
 def decode_growth(gaps: pd.DataFrame) -> dict[str, Any]:
-    """Do decode steps grow with the token's position (as without a KV cache)? ``growth``: median over
-    requests (``GROWTH_MIN_GAPS`` gaps or more) of the later half's mean ITL over the earlier half's;
-    ``agree``: the share above 1; ``grows`` (None under ``GROWTH_MIN_REQUESTS``): both at their
-    thresholds. ``slope_us_per_token``, ``first_ms``, ``last_ms``: least squares of ITL on position."""
+    """Do decode steps grow with the token's position (as without a KV cache)? ``growth``: median
+    over requests (``GROWTH_MIN_GAPS`` gaps or more) of the later half's mean ITL over the earlier
+    half's; ``agree``: the share above 1; ``grows`` (None under ``GROWTH_MIN_REQUESTS``): both at
+    their thresholds; ``slope_us_per_token``, ``first_ms``, ``last_ms``: least squares of ITL."""
     ratios = []
     for _, g in gaps.groupby("request", sort=False):
         itl = g["itl_ns"].to_numpy("float64")

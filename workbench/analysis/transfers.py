@@ -2,9 +2,8 @@
 that make the host wait for the GPU.
 
 A copy's direction is the word after ``Memcpy`` in its name; its host memory kind the side of
-``(Src -> Dst)`` in :data:`HOST_MEMORY_KINDS`. Pageable copies cannot overlap compute and are
-staged through a pinned buffer: the usual cause of slow HtoD. Bandwidth: bytes / summed copy time,
-GB/s (1e9 bytes per second)."""
+``(Src -> Dst)`` in :data:`HOST_MEMORY_KINDS` (pageable copies, staged through a pinned buffer,
+cannot overlap compute). Bandwidth: bytes / summed copy time, GB/s (1e9 bytes per second)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ NAME_ROLES = {
     for name in names
 }
 
-# library (as workbench.analysis.python_frames names it) -> the role its time is evidence of
+# library (as workbench.analysis.flame names it) -> the role its time is evidence of
 EVIDENCE_ROLES = {
     library: role
     for role, libraries in {

@@ -4,6 +4,7 @@ import pytest
 from tests.conftest import toy_pipeline
 from workbench import profile
 from workbench.analysis.budget import budget, error_counts, stage_matrix, stage_summary
+from workbench.record import Run
 
 
 def _run(clock, **kw):
@@ -13,7 +14,7 @@ def _run(clock, **kw):
 
 def test_stage_summary_exact(fake_clock):
     run = _run(fake_clock)
-    table = stage_summary(run.requests, run.stages, run.stage_names)
+    table = stage_summary(run)
     assert list(table["name"]) == ["parse", "forward", "end_to_end", "unattributed"]
     assert list(table["kind"]) == ["stage", "stage", "end_to_end", "unattributed"]
     assert list(table["count"]) == [10, 10, 10, 10]
@@ -34,7 +35,7 @@ def test_unattributed_is_end_to_end_minus_stages(fake_clock):
 
 def test_failed_and_warmup_requests_are_kept_out_of_percentiles(fake_clock):
     run = _run(fake_clock, fail={"forward": {3, 5}})
-    report = budget(run.meta, run.requests, run.stages)
+    report = budget(run)
     assert report["end_to_end"]["count"] == 8
     assert report["errors"] == {"parse": 0, "forward": 2}
     assert report["warmup"]["count"] == 2
@@ -81,7 +82,7 @@ def test_device_columns_when_present():
             "device_dur_ns": pd.array([4, 6], dtype="Int64"),
         }
     )
-    table = stage_summary(requests, stages, ["forward"])
-    assert table.loc[0, "device_mean_ms"] == pytest.approx(5e-6)
-    report = budget({"stages": ["forward"]}, requests, stages)
+    run = Run(meta={"stages": ["forward"]}, requests=requests, stages=stages)
+    assert stage_summary(run).loc[0, "device_mean_ms"] == pytest.approx(5e-6)
+    report = budget(run)
     assert report["stages"][0]["device"]["p50_ms"] == pytest.approx(5e-6)

@@ -1,4 +1,4 @@
-"""``stage_summary(run)`` and ``budget(run)`` take the run; the piecewise forms warn and agree."""
+"""``stage_summary(run)`` and ``budget(run)`` take the run and warn about nothing."""
 
 from __future__ import annotations
 
@@ -20,9 +20,6 @@ def test_stage_summary_takes_the_run(run, recwarn):
     assert not [w for w in recwarn if issubclass(w.category, DeprecationWarning)]
     assert table["name"].tolist() == ["parse", "forward", "end_to_end", "unattributed"]
     assert table["mean_ms"].tolist()[:2] == [0.1, 0.3] and table["count"].tolist() == [4, 4, 4, 4]
-    with pytest.deprecated_call(match=r"stage_summary\(run\)"):
-        old = stage_summary(run.requests, run.stages, run.stage_names)
-    assert old.equals(table)
 
 
 def test_budget_takes_the_run(run, recwarn):
@@ -34,5 +31,3 @@ def test_budget_takes_the_run(run, recwarn):
         and report["errors"] == {"parse": 0, "forward": 1}
     )
     assert [s["mean_ms"] for s in report["stages"]] == [0.1, 0.3]
-    with pytest.deprecated_call(match=r"budget\(run\)"):
-        assert budget(run.meta, run.requests, run.stages) == report

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.analysis import launches, trace_report, verdict
+from workbench.analysis import launches, trace_report, trace_stages
 from workbench.trace import load_trace
 from tests.support import tables
 from tests.support.synthetic import TraceBuilder
@@ -54,8 +54,8 @@ def test_cold_start_calls_are_set_up_calls_and_slow_first_launches(tmp_path):
 def test_the_verdict_is_computed_over_the_steady_state(tmp_path):
     trace = cold_trace(tmp_path)
     # host span 8.3 ms less 7.001 ms of cold start = 1.299 ms; 12 launches of 5 us (60 us), 12 us of GPU work
-    assert verdict.steady_host_ns(trace) == 8_301_000 - 7_001_000
-    bound, sentence = verdict.launch_verdict(trace)
+    assert trace_stages.steady_host_ns(trace) == 8_301_000 - 7_001_000
+    bound, sentence = trace_stages.launch_verdict(trace)
     assert bound and sentence == (
         "Launch-bound: 12 launches per step, GPU busy 1% of host time, launch calls 5%, "
         "100% of 12 launches short kernels; cold start set apart (3 calls)"
@@ -90,7 +90,7 @@ def test_the_alexnet_verdict_agrees_with_the_launch_panel_beside_it():
     from workbench.plots import launch_figure
 
     trace = load_trace(ALEXNET)
-    bound, sentence = verdict.launch_verdict(trace)
+    bound, sentence = trace_stages.launch_verdict(trace)
     fig = launch_figure(trace).to_dict()
     # the title wraps the verdict at 110 characters (issue 40): the same words, broken with <br>
     assert fig["layout"]["title"]["text"].replace("<br>", " ").startswith(sentence)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.support.waits import MS, copying_sampled, lock_tables
-from workbench.analysis.wait_flame import wait_flames
+from workbench.analysis.waits import wait_flames
 
 
 def node(id, parent, name, kind, tail_ms, median_ms):

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from plots_helpers import ORDER, make_run
-
-from workbench.analysis.budget import stage_summary
+from plots_helpers import ORDER, make_run, summary_of
 
 
 @pytest.fixture
@@ -23,7 +21,7 @@ def toy_run():
 @pytest.fixture
 def toy_summary(toy_run):
     requests, stages, order = toy_run
-    return stage_summary(requests, stages, order)
+    return summary_of(requests, stages, order)
 
 
 @pytest.fixture

@@ -7,6 +7,9 @@ import base64
 import numpy as np
 import pandas as pd
 
+from workbench.analysis.budget import stage_summary
+from workbench.record import Run
+
 ORDER = ["parse", "model", "post"]
 
 
@@ -20,6 +23,11 @@ def decode(value):
     if isinstance(value, (np.ndarray, tuple)):
         return list(np.asarray(value).tolist())
     return list(value)
+
+
+def summary_of(requests: pd.DataFrame, stages: pd.DataFrame, order: list[str]) -> pd.DataFrame:
+    """``stage_summary`` of a run made of these tables."""
+    return stage_summary(Run(meta={"stages": order}, requests=requests, stages=stages))
 
 
 def make_run(

@@ -1,7 +1,6 @@
 import pytest
-from plots_helpers import decode
+from plots_helpers import decode, summary_of
 
-from workbench.analysis.budget import stage_summary
 from workbench.errors import ConfigError
 from workbench.plots import budget_figure
 
@@ -50,7 +49,7 @@ def test_waterfall_of_means_adds_up_to_end_to_end(toy_summary):
 def test_no_measured_requests_gives_an_annotated_empty_figure(toy_run):
     requests, stages, order = toy_run
     only_warm = requests.assign(warmup=True)
-    fig = budget_figure(stage_summary(only_warm, stages, order)).to_dict()
+    fig = budget_figure(summary_of(only_warm, stages, order)).to_dict()
     assert fig["data"] == []
     assert fig["layout"]["annotations"][0]["text"] == "no measured requests in this run"
 

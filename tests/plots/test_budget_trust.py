@@ -1,5 +1,7 @@
 """The budget figure shows the noise badge and the failures."""
 
+from plots_helpers import summary_of
+
 from workbench.plots.budget import budget_figure, noise_badge_text
 
 NOISY = {
@@ -39,13 +41,11 @@ def test_quiet_and_unmeasured_badges(toy_summary):
 
 
 def test_every_request_failed_says_so(toy_run):
-    from workbench.analysis.budget import stage_summary
-
     requests, stages, order = toy_run
     requests = requests.assign(
         ok=False, error_stage="model", error_type="MemoryError", error_message="out of memory"
     )
-    summary = stage_summary(requests, stages, order)
+    summary = summary_of(requests, stages, order)
     fig = budget_figure(summary, failures=FAILURES, noise=NOISY)
     texts = _annotations(fig)
     assert texts[0].startswith("every measured request failed<br>failed in model: 3")

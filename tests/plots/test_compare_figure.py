@@ -1,9 +1,8 @@
 import math
 
 import pytest
-from plots_helpers import decode, make_run
+from plots_helpers import decode, make_run, summary_of
 
-from workbench.analysis.budget import stage_summary
 from workbench.errors import ConfigError
 from workbench.plots import compare_figure
 from workbench.plots.compare_figures import compare_table
@@ -14,7 +13,7 @@ def summaries():
     b = make_run(
         {"parse": [1_000_000] * 10, "model": [3_000_000] * 10, "post": [500_000] * 10}, glue_ns=0
     )
-    return stage_summary(*a, ["parse", "model"]), stage_summary(*b, ["parse", "model", "post"])
+    return summary_of(*a, ["parse", "model"]), summary_of(*b, ["parse", "model", "post"])
 
 
 def test_deltas_are_b_minus_a_per_stage():

@@ -13,7 +13,7 @@ from workbench.plots import (
     step_breakdown_figure,
     transfer_figure,
 )
-from workbench.analysis.verdict import launch_verdict
+from workbench.analysis.trace_stages import launch_verdict
 from workbench.plots.style import KIND_COLORS, NO_GPU_EVENTS
 from workbench.plots.timeline import grouped_steps
 from workbench.analysis.transfers import copy_classes

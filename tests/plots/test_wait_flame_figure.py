@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.waits import copying_sampled, lock_tables
-from workbench.analysis.wait_flame import wait_flames
+from workbench.analysis.waits import wait_flames
 from workbench.plots.flame import wait_flame_figure
 
 

@@ -95,12 +95,6 @@ def test_other_launch_names_are_computed_not_memoised(trace):
     assert graph["gpu_name"].tolist() == ["g1", "g2"] and len(launches.launch_pairs(trace)) == 4
 
 
-def test_old_name_of_the_trace_stage_summary_warns(trace):
-    with pytest.deprecated_call(match="trace_stage_summary"):
-        old = trace_stages.stage_summary(trace)
-    assert old.equals(trace_stages.trace_stage_summary(trace))
-
-
 def test_trace_of_refuses_other_types():
     with pytest.raises(TypeError, match="a workbench.trace.Trace or an events table, got list"):
         Trace.of([1, 2])

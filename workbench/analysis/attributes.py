@@ -194,8 +194,7 @@ def ranked_effects(effects: dict[str, dict[str, dict[str, Any]]] | None) -> list
 
 def effect_sentence(effects: dict[str, dict[str, dict[str, Any]]] | None) -> str | None:
     """``"hydrate tracks keys: p50 9.7 ms at 16 against 322.6 ms at 640 (33x); hydrate is 62 % of
-    the mean end to end"`` (plus :func:`growth_phrase`) for the top ranked effect; None without one.
-    """
+    the mean end to end"`` (+ :func:`growth_phrase`) of the top ranked effect; None without one."""
     ranked = ranked_effects(effects)
     if not ranked:
         return None

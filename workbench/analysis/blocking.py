@@ -113,11 +113,9 @@ def head_of_line(requests: pd.DataFrame, stages: pd.DataFrame) -> dict[str, Any]
 
 
 def split(lo, hi, size, start, end) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """The waits ``[lo, hi)`` (``size`` requests each) split evenly between the intervals
-    ``[start, end)`` running at each instant, in one sweep: O(n log n).
-
-    Per interval: its blame as an exact int64 part (``whole``) and a float rest (``frac``), and
-    whether it got any (``hit``); and the wait with nothing running (``idle``, ns)."""
+    """The waits ``[lo, hi)`` (``size`` requests each) split evenly between the intervals ``[start,
+    end)`` running at each instant, in one O(n log n) sweep: per interval its blame as an exact
+    int64 ``whole`` and a float ``frac``, whether it got any (``hit``); the ``idle`` wait (ns)."""
     points = np.unique(np.concatenate([lo, hi, start, end]))
     up, down = np.searchsorted(points, start), np.searchsorted(points, end)
     n = len(points)
@@ -136,10 +134,8 @@ def split(lo, hi, size, start, end) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 
 
 class _Blame:
-    """Each executing interval's share of the waits and the ``idle`` wait, from :func:`split`.
-
-    A wait is never blamed on its own batch's stages: the rare wait its own batch overlaps is split
-    alone against the other batches' intervals; every other wait goes in one sweep."""
+    """Each executing interval's share of the waits and the ``idle`` wait (:func:`split`), never of
+    a wait on its own batch: the rare wait its batch overlaps is split alone against the others."""
 
     def __init__(self, spans: pd.DataFrame, waiting: pd.DataFrame):
         self.spans, self.waiting = spans, waiting

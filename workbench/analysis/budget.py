@@ -1,13 +1,11 @@
-"""The latency budget: where each request's time goes, stage by stage.
-
-Only measured successful requests enter the percentiles; warm-up is summarized apart and failures
-counted per stage. ``unattributed`` is end to end minus the stages, per request (host time between
-stages: the runner's bookkeeping, Python glue); it is shown, never hidden. :func:`cache_split` cuts
-a run by its prediction cache, for two budgets side by side."""
+"""The latency budget, stage by stage: only measured successful requests enter the percentiles;
+warm-up is summarized apart and failures counted per stage. ``unattributed`` is end to end minus
+the stages, per request (host time between stages: the runner's bookkeeping, Python glue); it is
+shown, never hidden. :func:`cache_split` cuts a run by its prediction cache, for two budgets side
+by side."""
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -16,14 +14,14 @@ import pandas as pd
 from ..errors import ConfigError
 from ..record import Run
 from ..record.meta import RunMeta, profile_part
+from ..units import ns_to_ms
 from .attributes import attribute_effects, effect_sentence, ranked_effects
 from .blocking import head_of_line
 from .failures import failure_summary, noise_summary, records_summary, throughput_items_per_s
-from .gc_pauses import gc_summary
 from .matrix import END_TO_END, UNATTRIBUTED, measured_ok, stage_matrix  # noqa: F401 (the budget's public names)
 from .tokens import token_summary
 from .stats import NS_PER_MS, TAIL_KEYS, percentile_ci_ns, summarize_ns, tail_summary_ns
-from .tail import tail_attribution
+from .tail import slowest, tail_attribution
 from .waits import wait_summary, waits_note
 
 SUMMARY_COLUMNS = ["count", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms"]
@@ -31,31 +29,15 @@ EXTRA_TAIL = [k for k in TAIL_KEYS if k not in SUMMARY_COLUMNS]  # p99.9 and wha
 DEVICE_COLUMNS = ("mean_ms", "p50_ms", "p95_ms", "p99_ms")  # of CUDA-event time, as device_<column>
 
 
-def stage_summary(
-    run, stages: pd.DataFrame | None = None, stage_order: list[str] | None = None
-) -> pd.DataFrame:
+def stage_summary(run) -> pd.DataFrame:
     """Per-stage statistics of host wall time of a run, with end to end and unattributed (ms).
 
     One row per stage (pipeline order), then ``end_to_end``, ``unattributed``: ``name``, ``kind``,
     :data:`SUMMARY_COLUMNS`, ``share`` (of the end-to-end mean),
     ``p99_ci_low_ms``/``p99_ci_high_ms`` (None where unbounded), the far tail of
     ``stats.tail_summary_ns`` and ``device_<column>`` of :data:`DEVICE_COLUMNS` (CUDA-event time;
-    None on CPU). The piecewise form ``stage_summary(requests, stages, stage_order)`` still works
-    this release, with a DeprecationWarning."""
-    if stages is None and hasattr(run, "requests"):
-        return _stage_summary(run.requests, run.stages, list(run.stage_names))
-    warnings.warn(
-        "stage_summary(requests, stages, stage_order) is deprecated; "
-        "pass the run: stage_summary(run)",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return _stage_summary(run, stages, list(stage_order or []))
-
-
-def _stage_summary(
-    requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]
-) -> pd.DataFrame:
+    None on CPU)."""
+    requests, stages, stage_order = run.requests, run.stages, list(run.stage_names)
     host = stage_matrix(requests, stages, stage_order)
     has_device = stages["device_dur_ns"].notna().any()
     device = stage_matrix(requests, stages, stage_order, "device_dur_ns") if has_device else None
@@ -99,22 +81,12 @@ def warmup_summary(requests: pd.DataFrame) -> dict[str, Any]:
     return out | {"mean_ms": stats["mean_ms"], "max_ms": stats["max_ms"]}
 
 
-def budget(
-    run, requests: pd.DataFrame | None = None, stages: pd.DataFrame | None = None
-) -> dict[str, Any]:
-    """``show --json`` of a run (ms); the form ``budget(meta, requests, stages)`` is deprecated."""
+def budget(run) -> dict[str, Any]:
+    """``show --json`` of a run (ms)."""
     units = getattr(run, "units", None)
-    if requests is None and hasattr(run, "requests"):
-        meta, requests, stages = run.meta, run.requests, run.stages
-    else:
-        warnings.warn(
-            "budget(meta, requests, stages) is deprecated; pass the run: budget(run)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        meta = RunMeta.from_dict(run)
+    meta, requests, stages = run.meta, run.requests, run.stages
     order = list(meta.stages)
-    table = _stage_summary(requests, stages, order)
+    table = stage_summary(run)
     by_name = {row["name"]: row for row in table.to_dict("records")}
     has_device = stages["device_dur_ns"].notna().any()
 
@@ -192,14 +164,45 @@ def explain_keys(
     }
 
 
-def percentile_request_parts(run, percentiles=(50, 99)) -> pd.DataFrame:
-    """The measured successful request at each percentile of end to end, with its own stage times (ms).
+def gc_summary(
+    requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str]
+) -> dict[str, Any] | None:
+    """GC pauses per stage and their share of the slowest 5 % (``gc`` in docs/json.md), from the
+    stages' ``gc_ns`` (:class:`workbench.timing.GcProbe`); None when the run recorded no GC times."""
+    if "gc_ns" not in stages.columns or stages["gc_ns"].isna().all():
+        return None
+    req, st = measured_ok(requests, stages)
+    gc_ns = stage_matrix(requests, stages, stage_order, "gc_ns")
+    gc_wide = gc_ns[stage_order].fillna(0).astype("int64")
+    host = stage_matrix(requests, stages, stage_order)
+    per_request = gc_wide.sum(axis=1)
+    e2e = host[END_TO_END].astype("int64").rename("e2e_ns").rename_axis("request")
+    tail_ids = slowest(e2e, 0.05) if len(e2e) else pd.Index([])
+    tail_e2e = float(e2e.loc[tail_ids].sum()) if len(tail_ids) else 0.0
+    per_stage = {}
+    for s in stage_order:
+        stage_time = float(host[s].fillna(0).sum())
+        per_stage[s] = {
+            "pause_ms_total": ns_to_ms(float(gc_wide[s].sum())),
+            "requests_with_gc": int((gc_wide[s] > 0).sum()),
+            "share_of_stage_time": float(gc_wide[s].sum()) / stage_time if stage_time else 0.0,
+        }
+    top = max(stage_order, key=lambda s: per_stage[s]["pause_ms_total"]) if stage_order else None
+    tail_gc = float(per_request.loc[tail_ids].sum())
+    return {
+        "pause_ms_total": ns_to_ms(float(per_request.sum())),
+        "requests_with_gc": int((per_request > 0).sum()),
+        "requests": int(len(req)),
+        "stages": per_stage,
+        "share_slowest_5pct": tail_gc / tail_e2e if tail_e2e else 0.0,
+        "stage": top if top and per_stage[top]["pause_ms_total"] > 0 else None,
+    }
 
-    One row per percentile: ``percentile``, ``request``, one ``<stage>`` column per stage
-    (pipeline order), ``unattributed`` and ``end_to_end``. The request is the nearest-rank
-    order statistic (rank ``ceil(q/100 * n)``, ties by request id), so its stages and
-    unattributed add up to its end to end exactly (each stage's own p99, stacked, does not).
-    """
+
+def percentile_request_parts(run, percentiles=(50, 99)) -> pd.DataFrame:
+    """Per percentile, the nearest-rank request of end to end (ties by id) with its own stage times
+    (ms): ``percentile``, ``request``, ``<stage>``..., ``unattributed``, ``end_to_end``; they add up
+    to its end to end exactly (each stage's own p99, stacked, does not)."""
     order = list(run.stage_names)
     wide = stage_matrix(run.requests, run.stages, order)
     columns = ["percentile", "request", *order, UNATTRIBUTED, END_TO_END]

@@ -1,8 +1,6 @@
-"""The sentences the notebooks print about numbers, each from a check of the property it states.
-
-Each returns a :class:`Claim`: ``kind`` (which outcome), ``holds`` (the property the first wording
-states), ``text``; ``tests/notebooks/test_claims.py`` runs each on ``data/runs`` and
-counter-examples."""
+"""The sentences the notebooks print about numbers, each a :class:`Claim` from a check of the
+property it states (``tests/notebooks/test_claims.py`` runs each on ``data/runs`` and
+counter-examples)."""
 
 from __future__ import annotations
 
@@ -29,7 +27,7 @@ COLD_OVER_MEDIAN = 100  # ... and at least this many times the median launch cal
 
 @dataclass(frozen=True)
 class Claim:
-    """One checked sentence: which outcome, whether the stated property holds, and its words."""
+    """``kind`` (which outcome), ``holds`` (the property the first wording states), ``text``."""
 
     kind: str
     holds: bool
@@ -66,55 +64,53 @@ def _series(sizes, values, unit: str) -> str:
     return " -> ".join(_fmt(v) for _, v in pairs) + f" {unit} at batch {batches}"
 
 
+# the words of throughput_claim and capacity_claim per trend kind; "one batch size only" for flat
+THROUGHPUT_WORDS = {
+    "rising": "throughput rose with every larger batch ({series}).",
+    "never_fell": "throughput never fell as the batch grew but stayed level from batch {steps} ({series}).",
+    "highest_at_largest": (
+        "throughput fell from batch {steps} but is highest at the largest batch recorded ({best}): "
+        "not a peak, a dip ({series}); a larger batch still gives more items per second."
+    ),
+    "peak": (
+        "throughput peaks at batch {best} and every larger batch gives fewer items per second "
+        "({series}): past {best} a bigger batch is slower per item."
+    ),
+}
+CAPACITY_WORDS = {
+    "rising": "capacity rises with every larger batch ({series}): a larger max batch moves the bend to the right.",
+    "never_fell": (
+        "capacity never falls with a larger batch but stays level from batch {steps} ({series}): a larger "
+        "max batch moves the bend to the right only where capacity rises."
+    ),
+    "highest_at_largest": (
+        "capacity dips from batch {steps} but is highest at the largest batch ({best}) ({series}): "
+        "a larger max batch moves the bend to the right, up to {best}."
+    ),
+    "peak": (
+        "capacity peaks at batch {best} ({series}): beyond it a full batch takes longer per item, so a "
+        "larger max batch does not move the bend to the right on this machine."
+    ),
+}
+
+
+def _trend_claim(sizes, values, unit: str, words: dict[str, str], holding: tuple) -> Claim:
+    kind, best, dips = trend(sizes, values)
+    series = _series(sizes, values, unit)
+    steps = ", ".join(f"{a} to {b}" for a, b in dips)  # the dips, or for never_fell the level steps
+    text = words.get(kind, "one batch size only ({series}): no trend to read.")
+    return Claim(kind, kind in holding, text.format(series=series, steps=steps, best=best))
+
+
 def throughput_claim(sizes: Sequence[int], items_per_s: Sequence[float]) -> Claim:
     """Notebook 5: how items per second move with the batch size. ``holds``: it rose with every larger batch."""
-    kind, best, dips = trend(sizes, items_per_s)
-    series = _series(sizes, items_per_s, "items/s")
-    steps = ", ".join(f"{a} to {b}" for a, b in dips)  # the dips, or for never_fell the level steps
-    if kind == "rising":
-        text = f"throughput rose with every larger batch ({series})."
-    elif kind == "never_fell":
-        text = f"throughput never fell as the batch grew but stayed level from batch {steps} ({series})."
-    elif kind == "highest_at_largest":
-        text = (
-            f"throughput fell from batch {steps} but is highest at the largest batch recorded ({best}): "
-            f"not a peak, a dip ({series}); a larger batch still gives more items per second."
-        )
-    elif kind == "peak":
-        text = (
-            f"throughput peaks at batch {best} and every larger batch gives fewer items per second "
-            f"({series}): past {best} a bigger batch is slower per item."
-        )
-    else:
-        text = f"one batch size only ({series}): no trend to read."
-    return Claim(kind, kind == "rising", text)
+    return _trend_claim(sizes, items_per_s, "items/s", THROUGHPUT_WORDS, ("rising",))
 
 
 def capacity_claim(sizes: Sequence[int], capacity_rps: Sequence[float]) -> Claim:
     """Notebook 6: capacity by max batch size. ``holds``: the largest max batch has the most capacity."""
-    kind, best, dips = trend(sizes, capacity_rps)
-    series = _series(sizes, capacity_rps, "req/s")
-    steps = ", ".join(f"{a} to {b}" for a, b in dips)
-    if kind == "rising":
-        text = f"capacity rises with every larger batch ({series}): a larger max batch moves the bend to the right."
-    elif kind == "never_fell":
-        text = (
-            f"capacity never falls with a larger batch but stays level from batch {steps} ({series}): a larger "
-            "max batch moves the bend to the right only where capacity rises."
-        )
-    elif kind == "highest_at_largest":
-        text = (
-            f"capacity dips from batch {steps} but is highest at the largest batch ({best}) ({series}): "
-            f"a larger max batch moves the bend to the right, up to {best}."
-        )
-    elif kind == "peak":
-        text = (
-            f"capacity peaks at batch {best} ({series}): beyond it a full batch takes longer per item, so a "
-            "larger max batch does not move the bend to the right on this machine."
-        )
-    else:
-        text = f"one batch size only ({series}): no trend to read."
-    return Claim(kind, kind in ("rising", "never_fell", "highest_at_largest"), text)
+    holding = ("rising", "never_fell", "highest_at_largest")
+    return _trend_claim(sizes, capacity_rps, "req/s", CAPACITY_WORDS, holding)
 
 
 def batch_cost_claim(latency_x: float, items: int) -> Claim:

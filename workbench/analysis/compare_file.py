@@ -1,9 +1,6 @@
-"""A ``compare --json`` file, decoded once into typed structures (schema: docs/json.md, "compare").
-
-``workbench gate`` reads a comparison only through :func:`decode_comparisons`: what does not fit
-is refused with one line naming the field and its value (:class:`~workbench.errors.ConfigError`,
-exit 2). The file is read by :func:`workbench.files.read_capped` and must be UTF-8 text without
-lone surrogate escapes."""
+"""A ``compare --json`` file (docs/json.md, "compare"), decoded once into typed structures:
+``workbench gate`` reads a comparison only through :func:`decode_comparisons`, which refuses what
+does not fit with one line naming the field and its value (ConfigError, exit 2)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Failed requests, summarised so that no failure goes unseen; and throughput.
-
-Input: a run's ``requests`` table (``error_where``: ``file:line in function`` of the innermost user
-frame, in runs made since it exists)."""
+"""Failed requests, summarised so that no failure goes unseen (``error_where``: ``file:line in
+function`` of the innermost user frame); and throughput."""
 
 from __future__ import annotations
 

@@ -6,10 +6,10 @@ root ``(no launch call)``). Identical paths merge (``ProfilerStep#N`` as ``Profi
 ranges as the stage name, kind ``stage``), so counts aggregate. A trace with stage ranges starts at
 its stages (:func:`harness_cut`; what was cut in ``tree.attrs["cut"]``, None when nothing was).
 
-The tree is a flat node table, parents before children: :data:`COLUMNS`. Host nodes: ``total_ns``
-= summed host duration, ``self_ns`` = total minus host children (clipped at 0). GPU nodes:
-``total_ns`` = ``self_ns`` = GPU time, not subtracted from the parent (another clock). ``gpu_ns``
-= GPU time launched within the subtree; ``bytes`` = copy and memset bytes (null for host nodes)."""
+The tree is a flat node table, parents first: :data:`COLUMNS`. Host nodes: ``total_ns`` = summed
+host duration, ``self_ns`` = total minus host children (>= 0). GPU nodes: ``total_ns`` = ``self_ns``
+= GPU time, not subtracted from the parent (another clock). ``gpu_ns``: GPU time launched in the
+subtree; ``bytes``: copy and memset bytes (null for host nodes). :func:`library_shares` reads it."""
 
 from __future__ import annotations
 
@@ -390,10 +390,8 @@ GPU_WORK_COLUMNS = ["stage", "name", "kind", "gpu_ns", "count", "bytes"]
 
 
 def gpu_work_by_stage(tree: pd.DataFrame) -> pd.DataFrame:
-    """The kernels, copies and memsets of a flame tree summed per root (stage) and name.
-
-    Columns: :data:`GPU_WORK_COLUMNS` (``bytes`` null for kernels); stages in tree order, the
-    longest GPU work first within each; empty without GPU work."""
+    """The kernels, copies and memsets of a flame tree summed per root (stage) and name:
+    :data:`GPU_WORK_COLUMNS` (``bytes`` null for kernels), stages in tree order, longest first."""
     gpu = tree["kind"].isin(GPU_WORK_KINDS).to_numpy() if len(tree) else np.zeros(0, bool)
     if not gpu.any():
         return pd.DataFrame(columns=GPU_WORK_COLUMNS)
@@ -415,3 +413,74 @@ def gpu_work_by_stage(tree: pd.DataFrame) -> pd.DataFrame:
     out = out.sort_values(["order", "gpu_ns"], ascending=[True, False], kind="stable")
     out = out[GPU_WORK_COLUMNS].reset_index(drop=True)
     return out.astype({"gpu_ns": "int64", "count": "int64", "bytes": "Int64"})
+
+
+# library -> substrings of a frame name (``PIL/Image.py(123): resize``, ``<built-in method execute of
+# sqlite3.Cursor object ...>``); matched case-sensitively, first match in this order (orjson before json).
+LIBRARIES = {
+    "PIL": ("PIL/",),
+    "cv2": ("cv2",),
+    "sqlite3": ("sqlite3",),
+    "redis": ("redis/",),
+    "socket": (
+        "socket.py",
+        "ssl.py",
+        "http/client.py",
+        "urllib3/",
+        "httpx/",
+        "requests/",
+        "aiohttp/",
+    ),
+    "tokenizers": ("tokenizers",),
+    "orjson": ("orjson",),
+    "msgspec": ("msgspec",),
+    "json": ("json/",),
+    "torchvision": ("torchvision/",),
+    "torch": ("torch/",),
+}
+OPERATOR_KIND = "cpu_op"  # a torch operator node of the flame tree
+
+
+def library_of(name: str) -> str | None:
+    """The library a frame name belongs to, or None."""
+    for lib, needles in LIBRARIES.items():
+        if any(n in name for n in needles):
+            return lib
+    return None
+
+
+def library_shares(tree: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """Stage -> {library: share of the stage's time in its outermost frames} (a PIL call calling
+    more PIL counts once; a torch operator outside every library frame counts as ``torch``), from a
+    flame tree; stages without a known library's frames are left out. The audit reads it as
+    evidence of a stage's role (:mod:`workbench.roles`)."""
+    ids = tree["id"].to_numpy()
+    parent = tree["parent"].to_numpy()
+    kinds = tree["kind"].astype(str).to_numpy()
+    names = tree["name"].astype(str).to_numpy()
+    total = tree["total_ns"].to_numpy(np.int64)
+    pos = {int(i): k for k, i in enumerate(ids)}
+    stage_of = np.full(len(ids), -1)
+    inside = np.zeros(len(ids), dtype=bool)  # already inside some library's frame
+    sums: dict[tuple[str, str], int] = {}
+    stage_total: dict[str, int] = {}
+    for k in range(len(ids)):
+        p = pos.get(int(parent[k]), -1)
+        if kinds[k] == "stage":
+            stage_of[k], inside[k] = k, False
+            stage_total[names[k]] = stage_total.get(names[k], 0) + int(total[k])
+            continue
+        stage_of[k] = stage_of[p] if p >= 0 else -1
+        inside[k] = inside[p] if p >= 0 else False
+        if stage_of[k] < 0 or inside[k] or kinds[k] not in ("python", OPERATOR_KIND):
+            continue
+        lib = "torch" if kinds[k] == OPERATOR_KIND else library_of(names[k])
+        if lib is not None:
+            key = (names[stage_of[k]], lib)
+            sums[key] = sums.get(key, 0) + int(total[k])
+            inside[k] = True
+    out: dict[str, dict[str, float]] = {}
+    for (stage, lib), ns in sums.items():
+        if stage_total.get(stage):
+            out.setdefault(stage, {})[lib] = ns / stage_total[stage]
+    return out

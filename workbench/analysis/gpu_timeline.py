@@ -1,6 +1,5 @@
 """GPU time: span, busy and idle over all devices and streams; idle per stream as Holistic Trace
-Analysis (HTA) splits it; busy time over time for plotting; kernel counts and durations.
-(GPU kernels; Jupyter kernels are :mod:`workbench_room.kernel_manager`'s.)
+Analysis (HTA) splits it; busy time over time; GPU kernel counts and durations.
 
 GPU work = kernel, memcpy and memset events; span = first start to last end; busy = the union of
 their intervals (streams' overlap once); idle = span - busy. Per stream, the gap before an event

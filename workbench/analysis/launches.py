@@ -89,11 +89,9 @@ def launch_join(trace: Trace) -> LaunchJoin:
 
 
 def launch_pairs(trace: Trace, names=HTA_LAUNCH_NAMES) -> pd.DataFrame:
-    """One row per GPU event whose launching call is named in ``names`` (HTA's set by default).
-
-    Columns: correlation, launch_name, cpu_ts_ns, cpu_dur_ns, gpu_kind, gpu_name, gpu_ts_ns,
-    gpu_dur_ns, launch_delay_ns, device, stream (text columns categoricals: kernel names run long).
-    """
+    """One row per GPU event whose launching call is named in ``names`` (HTA's set by default):
+    correlation, launch_name, cpu_ts_ns, cpu_dur_ns, gpu_kind, gpu_name, gpu_ts_ns, gpu_dur_ns,
+    launch_delay_ns, device, stream (text columns categoricals: kernel names run long)."""
     table = pair_table(trace, names)
     join = launch_join(trace)
     rows = table["rows"]
@@ -278,9 +276,8 @@ def launch_summary(calls) -> dict:
 
 
 def launch_distribution(pairs) -> pd.DataFrame:
-    """Distributions of cpu_dur, launch_delay and gpu_dur over :func:`launch_pairs`: one row
-    per metric, count, mean_ns, the :data:`LAUNCH_PERCENTILES` and max_ns (floats; NaN when empty).
-    """
+    """Distributions of cpu_dur, launch_delay and gpu_dur over :func:`launch_pairs`: per metric
+    count, mean_ns, the :data:`LAUNCH_PERCENTILES` and max_ns (floats; NaN when empty)."""
     return pd.DataFrame(distribution_rows(pairs))
 
 

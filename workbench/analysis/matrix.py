@@ -1,6 +1,5 @@
-"""The measured requests as one wide table: a row per request, a column per stage (ns).
-
-Every per-request view starts from this table, so it lives below all of them."""
+"""The measured requests as one wide table, a row per request, a column per stage (ns): every
+per-request view starts from it, so it lives below all of them."""
 
 from __future__ import annotations
 

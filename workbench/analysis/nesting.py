@@ -57,10 +57,8 @@ def _nest_walk(
 def _nest_nested(
     lane: np.ndarray, ts: np.ndarray, end: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """:func:`_nest_walk`'s answer when no event outlives its parent, else None.
-
-    Depth = the lane's earlier events still open at the start (one sort); parent = the last earlier
-    event one level up. Checked: every parent open at its child's start and ending no earlier."""
+    """:func:`_nest_walk`'s answer when no event outlives its parent (checked), else None: depth =
+    the lane's earlier events still open at the start; parent = the last earlier one a level up."""
     n = ts.size
     if n == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)

@@ -43,12 +43,10 @@ MERGE_BINS = 2  # slow stretches closer than this are one episode
 def periodic_spikes(
     requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str], bin_ns: int = BIN_NS
 ) -> dict[str, Any] | None:
-    """The periodic spikes of a run's measured requests, or None when there are none.
-
-    Out: ``period_ms``, ``width_ms`` (how long an episode stalls a request: :func:`_first_spikes`),
-    ``episodes``, ``spikes``, ``share_of_requests`` and ``share_of_slowest_1pct`` (0..1), ``z`` (the
-    periodogram at the period), ``stage`` and ``stage_share`` (the stage holding most of the excess
-    over its median of the requests sent into the episodes), ``sentence``."""
+    """The periodic spikes of a run's measured requests (None without): ``period_ms``, ``width_ms``
+    (an episode's stall: :func:`_first_spikes`), ``episodes``, ``spikes``, ``share_of_requests``,
+    ``share_of_slowest_1pct`` (0..1), ``z`` (the periodogram at the period), ``stage`` and
+    ``stage_share`` (most of the episodes' requests' excess over its median), ``sentence``."""
     req, st = measured_ok(requests, stages)
     if len(req) < 2 * MIN_SPIKES:
         return None

@@ -55,11 +55,8 @@ def summarize_ns(values_ns) -> dict[str, float | int | None]:
 
 
 def tail_summary_ns(values_ns, confidence_z: float = Z_95) -> dict[str, float | int | None]:
-    """The far tail of ns durations: :data:`TAIL_KEYS`.
-
-    The p99.9 figures are None below ``p999_needs_count`` requests; ``max_above_percentile`` is the
-    percentile the maximum is at or above with 95 % confidence, ``100 * 0.05**(1/n)`` (``P(max <
-    x_q) = q**n``)."""
+    """:data:`TAIL_KEYS` of ns durations: p99.9 (None under ``p999_needs_count``) and the percentile
+    the maximum is at or above with 95 % confidence, ``100 * 0.05**(1/n)`` (P(max < x_q) = q**n)."""
     arr = np.asarray(values_ns, dtype=np.int64)
     need = requests_to_bound(TAIL_PERCENTILE, confidence_z)
     out: dict[str, float | int | None] = dict.fromkeys(TAIL_KEYS)
@@ -104,9 +101,8 @@ def requests_to_bound(q: float, confidence_z: float = Z_95) -> int:
 
 
 def far_tail_text(figures: dict) -> str:
-    """One line on p99.9 and the maximum of :func:`tail_summary_ns` figures with ``count``
-    (``p99.9 12.300 ms, 95% CI [...] ms; max 13.500 ms (at or above p99.95 ...)``); "" when empty.
-    """
+    """``p99.9 12.300 ms, 95% CI [...] ms; max 13.500 ms (at or above p99.95 ...)`` of
+    :func:`tail_summary_ns` figures with ``count``; "" when empty."""
     if not figures.get("count") or figures.get("max_ms") is None:
         return ""
     if figures.get("p999_ms") is None:

@@ -1,13 +1,12 @@
-"""Profiler steps: ``ProfilerStep#N`` ranges with the GPU work they launched, and the step time
-breakdown of the TensorBoard profiler plugin (torch-tb-profiler 0.4.3).
-
-A step's GPU work is the work whose launch call starts in ``[ts, ts + dur)``. Breakdown: categories
-in priority order (:data:`CATEGORIES`) each get the time of their merged intervals not claimed by a
-higher one; ``other`` is the rest, so they sum to the step. Communication = ``nccl:*``/``gloo:*``
-host ops and their kernels (by External id, or named ``nccl...``). With GPU work a step runs from
-max(previous end, its start) to max(its end, the end of the work its calls launched). Without
-steps the host range is one step, ``"all"``. Unlike the plugin, ``cuda_runtime``/``cuda_driver``
-count as Runtime and trailing steps with little GPU work are kept."""
+"""Profiler steps: ``ProfilerStep#N`` ranges with the GPU work they launched, and the TensorBoard
+profiler plugin's (torch-tb-profiler 0.4.3) step time breakdown. A step's GPU work is the work whose
+launch call starts in ``[ts, ts + dur)``. Breakdown: categories in priority order
+(:data:`CATEGORIES`) each get the time of their merged intervals not claimed by a higher one;
+``other`` is the rest, so they sum to the step. Communication = ``nccl:*``/``gloo:*`` host ops and
+their kernels (by External id, or named ``nccl...``). With GPU work a step runs from max(previous
+end, its start) to max(its end, the end of the work its calls launched). Without steps the host
+range is one step, ``"all"``. Unlike the plugin, ``cuda_runtime``/``cuda_driver`` count as Runtime
+and trailing steps with little GPU work are kept."""
 
 from __future__ import annotations
 
@@ -40,9 +39,8 @@ _COMM_PREFIXES = ("nccl:", "gloo:")
 
 @derived
 def step_table(trace: Trace) -> dict[str, np.ndarray]:
-    """One row per host ``ProfilerStep#N`` range by start, as numpy columns: step, name, ts_ns,
-    dur_ns, and ``<kind>_count``/``<kind>_ns`` of the kernels, copies and memsets launched inside.
-    """
+    """One row per host ``ProfilerStep#N`` range by start (numpy columns): step, name, ts_ns,
+    dur_ns, ``<kind>_count``/``<kind>_ns`` of the kernels, copies and memsets launched inside."""
     host = trace.rows_of(HOST_KINDS)
     rows = np.flatnonzero(host.name.matches(STEP_NAME.match))
     rows = rows[np.argsort(host.ts_ns[rows], kind="stable")]

@@ -1,7 +1,5 @@
-"""Tail attribution: which stages the slowest requests spend their time in.
-
-Definitions (the sets, the shares, the 1 % row's minimum): TAIL in docs/json.md. Successful
-measured requests; ties broken by request number, so a set is deterministic."""
+"""Tail attribution: which stages the slowest requests spend their time in (TAIL in docs/json.md);
+successful measured requests, ties broken by request number so a set is deterministic."""
 
 from __future__ import annotations
 

@@ -105,13 +105,10 @@ def token_summary(requests: pd.DataFrame, stages: pd.DataFrame, units: pd.DataFr
 
 
 def decode_growth(gaps: pd.DataFrame) -> dict[str, Any]:
-    """Do decode steps grow with the token's position (what a model without a KV cache does)?
-
-    Per request of ``GROWTH_MIN_GAPS`` gaps or more, the later half's mean ITL over the earlier
-    half's; ``growth`` is their median, ``agree`` the share above 1, ``grows`` True when
-    ``GROWTH_MIN_REQUESTS`` requests give ``growth >= GROWTH_RATIO`` and ``agree >= GROWTH_AGREE``
-    (None: too few). A least-squares line of ITL on position gives ``slope_us_per_token``,
-    ``first_ms`` and ``last_ms``."""
+    """Do decode steps grow with the token's position (as without a KV cache)? ``growth``: median
+    over requests (``GROWTH_MIN_GAPS`` gaps or more) of the later half's mean ITL over the earlier
+    half's; ``agree``: the share above 1; ``grows`` (None under ``GROWTH_MIN_REQUESTS``): both at
+    their thresholds; ``slope_us_per_token``, ``first_ms``, ``last_ms``: least squares of ITL."""
     ratios = []
     for _, g in gaps.groupby("request", sort=False):
         itl = g["itl_ns"].to_numpy("float64")
@@ -197,11 +194,9 @@ COMPARED = ("ttft", "tpot", "itl")
 
 
 def token_blocks(per: pd.DataFrame, gaps: pd.DataFrame, group) -> dict[str, np.ndarray]:
-    """Block matrices (:func:`.verdicts.round_blocks`) of TTFT, TPOT, ITL and end to end.
-
-    per: :func:`token_requests` rows of two units or more; gaps: their :func:`unit_gaps`; group:
-    each row's block (its round, or position // 10 in a saved run); a request's gaps go to its
-    block."""
+    """Block matrices (:func:`.verdicts.round_blocks`) of TTFT, TPOT, ITL and end to end, of
+    :func:`token_requests` rows of two units or more and their ``gaps``; ``group``: each row's block
+    (its round, or position // 10 in a saved run), which its gaps go to."""
     group = np.asarray(group)
     of_request = pd.Series(group, index=per["request"].to_numpy())
     mine = gaps[gaps["request"].isin(per["request"])]

@@ -4,11 +4,8 @@
 Times are float microseconds (``*_us``), counts ints. Every key is always present: counts 0, figures
 that do not exist for the trace None, lists empty; ``memcpy.by_kind`` always lists HtoD, DtoH and
 DtoD. Every section reads the trace's numpy columns: ``analyze`` imports neither pandas nor pyarrow.
-
-Top operators (``top_ops``) are torch's ``key_averages()`` table from the trace file: per operator
-name (and input shapes, when recorded with ``record_shapes=True``) the calls, total host time and
-self time (its duration less the host events directly nested in it,
-:mod:`workbench.analysis.nesting`), so self times add up."""
+``top_ops`` is torch's ``key_averages()`` table: self time is an operator's duration less the host
+events directly nested in it (:mod:`workbench.analysis.nesting`), so self times add up."""
 
 from __future__ import annotations
 
@@ -20,7 +17,7 @@ import numpy as np
 from ..trace import HOST_KINDS, KIND_CPU_OP, KINDS, Trace, load_trace
 from ..trace.columns import factorize_objects
 from ..units import NS_PER_US
-from . import gpu_timeline, launches, steps, trace_stages, transfers, verdict
+from . import gpu_timeline, launches, steps, trace_stages, transfers
 from .nesting import nest, nesting_order
 
 _BREAKDOWN = (*steps.CATEGORIES, "other", "total")
@@ -78,14 +75,9 @@ def _trace(model: Trace) -> dict:
 
 def _top_ops(model: Trace, n: int = 15) -> list[dict]:
     return [
-        {
-            "name": r["name"],
-            "input_shapes": r["input_shapes"] or None,
-            "calls": r["calls"],
-            "total_us": us(r["total_ns"]),
-            "self_us": us(r["self_ns"]),
-            "self_share": float(r["self_share"]),
-        }
+        _pick(r, "name")
+        | {"input_shapes": r["input_shapes"] or None}
+        | _pick(r, "calls", "total_us", "self_us", "self_share")
         for r in operator_rows(model, n)
     ]
 
@@ -181,7 +173,9 @@ SECTIONS = {
     "memset": lambda m: _pick(transfers.memset_summary(m), "count", "total_us", "bytes"),
     "launches": _launches,
     "launch_pairs": _pairs,
-    "launch_verdict": lambda m: dict(zip(("launch_bound", "sentence"), verdict.launch_verdict(m))),
+    "launch_verdict": lambda m: dict(
+        zip(("launch_bound", "sentence"), trace_stages.launch_verdict(m))
+    ),
     "gpu": _gpu,
     "sync_calls": lambda m: [_pick(r, "name", "count", "total_us") for r in transfers.sync_rows(m)],
     "steps": lambda m: [_pick(r, *_STEP_COLUMNS) for r in _column_rows(steps.step_table(m))],

@@ -8,27 +8,37 @@ launch calls), ``transfer_*`` (copies launched inside), ``sync_*`` (:data:`SYNC_
 Flags: ``launch_bound`` (>= :data:`LAUNCHES_PER_RANGE` launch calls per range and GPU work under
 :data:`GPU_SHARE` of host time: the GPU waits while the host dispatches), ``transfer_bound``
 (copies >= :data:`TRANSFER_SHARE` of its GPU time), ``sync_heavy`` (sync calls >=
-:data:`SYNC_SHARE` of host time)."""
+:data:`SYNC_SHARE` of host time). :func:`launch_verdict` turns them into one sentence."""
 
 from __future__ import annotations
-
-import warnings
 
 import numpy as np
 
 from ..naming import stage_from_range_name
 from ..trace import HOST_KINDS, KIND_KERNEL, KIND_MEMCPY, KINDS, Trace, derived
+from ..trace import intervals as iv
 from ..trace.columns import factorize_objects
 from ..trace.columns import pd, text_frame
 from ..trace.numbers import NA_INT
-from .launches import GRAPH_LAUNCH_NAMES, LAUNCH_NAMES, launch_join
-from .steps import count_and_sum_in
+from .launches import (
+    GRAPH_LAUNCH_NAMES,
+    LAUNCH_NAMES,
+    call_table,
+    cold_table,
+    launch_join,
+    launch_pair_summary,
+    pair_table,
+    steady,
+    steady_gpu_dur_ns,
+)
+from .steps import count_and_sum_in, step_table
 from .transfers import SYNC_CALL_NAMES
 
 LAUNCHES_PER_RANGE = 10
 GPU_SHARE = 0.5
 TRANSFER_SHARE = 0.3
 SYNC_SHARE = 0.2
+SHORT_SHARE = 0.5  # launch-bound needs at least this share of short kernels among the launches
 _SUMS = (
     "host_ns gpu_ns kernel_count launch_count launch_ns transfer_count transfer_bytes transfer_ns "
     "sync_count sync_ns"
@@ -106,17 +116,6 @@ def trace_stage_summary(trace: Trace) -> pd.DataFrame:
     return text_frame(stage_summary_table(trace), "stage")
 
 
-def stage_summary(trace: Trace) -> pd.DataFrame:
-    """Deprecated name of :func:`trace_stage_summary` (kept for one release)."""
-    warnings.warn(
-        "workbench.analysis.trace_stages.stage_summary is now trace_stage_summary "
-        "(workbench.stage_summary summarizes a run)",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return trace_stage_summary(trace)
-
-
 @derived
 def stage_summary_table(trace: Trace) -> dict[str, np.ndarray]:
     """:func:`trace_stage_summary` as numpy columns (stages in order of first appearance)."""
@@ -142,3 +141,66 @@ def stage_summary_table(trace: Trace) -> dict[str, np.ndarray]:
     )
     out["sync_heavy"] = (out["sync_ns"] > 0) & (out["sync_ns"] >= SYNC_SHARE * host)
     return out
+
+
+def launch_verdict(trace: Trace) -> tuple[bool, str]:
+    """``(launch_bound, sentence)`` of a trace for the CLI, the JSON report and the figures: the
+    bound stages (or the closest); without stage ranges, the rule per ``ProfilerStep`` of the steady
+    state (:func:`steady_host_ns`) with at least half the launches short kernels (HTA's rule)."""
+    stages = stage_summary_table(trace)
+    if stages["stage"].size:
+        return _stage_verdict(stages)
+    host_ns = steady_host_ns(trace)
+    calls = steady(call_table(trace), trace)
+    launch_ns = int(calls["dur_ns"][~calls["graph"]].sum())
+    gpu_ns = steady_gpu_dur_ns(trace)
+    pairs = launch_pair_summary(steady(pair_table(trace), trace))
+    short = pairs["short_kernels"] / pairs["count"] if pairs["count"] else 0.0
+    per = calls["ts_ns"].size / max(step_table(trace)["ts_ns"].size, 1)
+    bound = per >= LAUNCHES_PER_RANGE and gpu_ns < GPU_SHARE * host_ns and short >= SHORT_SHARE
+    cold = cold_table(trace)["ts_ns"].size
+    shorts = (
+        f"{100 * short:.0f}% of {pairs['count']} launches short kernels"
+        if pairs["count"]
+        else "no launch joined to GPU work"
+    )
+    apart = f"; cold start set apart ({cold} call{'s' if cold > 1 else ''})" if cold else ""
+    return bound, (
+        f"{'Launch-bound' if bound else 'Not launch-bound'}: {per:.0f} launches per step, GPU busy "
+        f"{100 * gpu_ns / host_ns:.0f}% of host time, launch calls {100 * launch_ns / host_ns:.0f}%, "
+        f"{shorts}{apart}"
+    )
+
+
+def _stage_verdict(stages: dict) -> tuple[bool, str]:
+    host = np.maximum(stages["host_ns"], 1)
+    launch, gpu = stages["launch_ns"] / host, stages["gpu_ns"] / host
+    per = stages["launch_count"] / np.maximum(stages["count"], 1)
+    bound = np.flatnonzero(stages["launch_bound"])
+    rows = bound if bound.size else [int(np.argmax(per))]
+    detail = ", ".join(
+        f"{stages['stage'][i]} ({per[i]:.0f} launches per call, GPU busy {100 * gpu[i]:.0f}% of its "
+        f"host time; launch calls {100 * launch[i]:.0f}%)"
+        for i in rows
+    )
+    return bool(bound.size), f"{'Launch-bound' if bound.size else 'Not launch-bound'}: {detail}"
+
+
+def steady_host_ns(trace: Trace) -> int:
+    """Host time of the steady state (summed steps, else the host span) less the union of the
+    cold-start calls inside; at least 1 ns."""
+    steps = step_table(trace)
+    if steps["ts_ns"].size:
+        starts = steps["ts_ns"]
+        windows = iv.merge(starts, starts + steps["dur_ns"])
+        summed = int(steps["dur_ns"].sum())
+    else:
+        host = trace.rows_of(HOST_KINDS)
+        if not len(host):
+            return 1
+        start, end = int(host.ts_ns.min()), int((host.ts_ns + host.dur_ns).max())
+        windows = iv.as_intervals([start], [end])
+        summed = end - start
+    cold = cold_table(trace)
+    cold_calls = iv.merge(cold["ts_ns"], cold["ts_ns"] + cold["dur_ns"])
+    return max(summed - iv.length(iv.intersect(windows, cold_calls)), 1)

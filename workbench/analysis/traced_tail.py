@@ -1,14 +1,10 @@
 """The slowest traced requests against the median ones: the traced run's flame graph, split by request.
 
-Each traced request is one ``ProfilerStep#N`` range (the runner steps the profiler per request):
-its slice is the host events inside the step and the GPU work they launched; its time, its stage
-ranges' sum. The sets are the tail attribution's: the ``ceil(5 % n)`` slowest (at least one) and
-p40-p60; ``note`` says how many requests the view rests on.
-
-:func:`slow_minus_median`: both sets' flame trees merged by path, ``{"requests", "slowest",
-"median", "note", "tree": [{"id", "parent", "name", "kind", "slow_ns", "median_ns"}]}``, ns per
-request of the set. :func:`tail_views`: each set's launch and transfer figures (:func:`set_view`)
-as ``slowest_view`` and ``median_view``."""
+A traced request is one ``ProfilerStep#N`` range (the runner steps the profiler per request): the
+host events inside and the GPU work they launched; its time, its stage ranges' sum. The sets are
+the tail attribution's (the ``ceil(5 % n)`` slowest, at least one, and p40-p60). Out:
+:func:`slow_minus_median` (``{"requests", "slowest", "median", "note", "tree": [{"id", "parent",
+"name", "kind", "slow_ns", "median_ns"}]}``, ns per request of the set) and :func:`tail_views`."""
 
 from __future__ import annotations
 
@@ -115,8 +111,7 @@ def request_slice(trace: Trace | pd.DataFrame, steps) -> Trace:
 
 def set_view(trace: Trace | pd.DataFrame, steps) -> dict[str, Any]:
     """Launch and transfer figures of the traced requests ``steps``: ``{requests, launches,
-    launch_pairs, copies, directions, per_request}`` (``per_request``: divided by the set's size).
-    """
+    launch_pairs, copies, directions, per_request}`` (``per_request``: over the set's size)."""
     part = request_slice(trace, steps)
     n = len(list(steps))
     launches = launch_summary(steady(call_table(part), part))

@@ -2,9 +2,8 @@
 that make the host wait for the GPU.
 
 A copy's direction is the word after ``Memcpy`` in its name; its host memory kind the side of
-``(Src -> Dst)`` in :data:`HOST_MEMORY_KINDS`. Pageable copies cannot overlap compute and are
-staged through a pinned buffer: the usual cause of slow HtoD. Bandwidth: bytes / summed copy time,
-GB/s (1e9 bytes per second)."""
+``(Src -> Dst)`` in :data:`HOST_MEMORY_KINDS` (pageable copies, staged through a pinned buffer,
+cannot overlap compute). Bandwidth: bytes / summed copy time, GB/s (1e9 bytes per second)."""
 
 from __future__ import annotations
 
@@ -158,8 +157,7 @@ def sync_rows(trace: Trace) -> list[dict]:
 
 def copy_classes(trace: Trace) -> pd.DataFrame:
     """One row per copy class with copies, then ``memset``: label, count, total_ns, bytes,
-    gb_per_s. A direction's copies naming no host side are its remainder after the host-memory keys.
-    """
+    gb_per_s; a direction's copies naming no host side are what the host-memory keys leave."""
     keyed = [r | {"label": r["key"]} for r in host_memory_rows(trace)]
     rows = list(keyed)
     for d in direction_rows(trace):

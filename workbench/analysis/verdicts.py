@@ -116,8 +116,7 @@ WINDOWS = {50.0: (40.0, 60.0), 99.0: (97.0, 99.8)}
 
 
 class Bootstrap:
-    """Resampled ratios ``percentile_q(B*) / percentile_q(A*)``, the same draws for every stage and
-    metric.
+    """Resampled ratios ``percentile_q(B*) / percentile_q(A*)``, the same draws for every stage.
 
     Up to :data:`SUMMARY_ABOVE_BLOCKS` blocks per side, a resample is a row of block indices per
     side (paired: one draw for both). Past it (a million requests would need gigabytes of indices),
@@ -273,10 +272,8 @@ def gate_decision(
     *,
     resolution: float | None = None,
 ) -> str:
-    """``regression``, ``no regression`` or ``inconclusive`` for one metric (module docstring).
-
-    threshold: the allowed slow-down, relative (0.05); resolution: of two separate runs (None:
-    interleaved)."""
+    """``regression``, ``no regression`` or ``inconclusive`` for one metric (module docstring);
+    ``threshold``: the allowed relative slow-down; ``resolution``: separate runs' (None: paired)."""
     lo, hi = ci
     limit = 1.0 + threshold
     if metric_verdict == SLOWER and ratio > limit and lo > limit:
@@ -328,10 +325,8 @@ def compare_blocks(
     options: VerdictOptions | None = None,
     **overrides,
 ) -> dict[str, Any]:
-    """``{"stages": [entry per stage], "end_to_end": entry}``, B against A (ENTRY in docs/json.md).
-
-    blocks_a/blocks_b: name -> block matrix (ns, :func:`round_blocks`) for ``names`` and
-    ``end_to_end``; ``overrides``: :class:`VerdictOptions` fields as keywords."""
+    """``{"stages": [entry per stage], "end_to_end": entry}``, B against A (ENTRY in docs/json.md),
+    from name -> block matrix (ns, :func:`round_blocks`); ``overrides``: :class:`VerdictOptions`."""
     opts = replace(options or VerdictOptions(), **overrides)
     if opts.metric not in METRICS:
         raise ConfigError(f"metric must be one of {', '.join(METRICS)}, got {opts.metric!r}")
@@ -381,11 +376,8 @@ def _metric_entry(label, q, a, b, holm, paired: bool, opts: VerdictOptions) -> d
 def paired_comparison(
     samples: pd.DataFrame, names: Sequence[str], *, a: int = 0, b: int = 1, **kwargs
 ) -> dict[str, Any]:
-    """Compare configuration ``b`` with ``a`` of an interleaved run, paired by round.
-
-    samples: one row per measured request: ``config``, ``round``, ``ok``, one ns column per stage in
-    ``names`` and ``end_to_end``; failed requests are left out. ``kwargs`` go to
-    :func:`compare_blocks`."""
+    """Compare configuration ``b`` with ``a`` of an interleaved run, paired by round; ``samples``:
+    per measured request ``config``, ``round``, ``ok`` and ns per name and ``end_to_end``."""
     missing = [c for c in ("config", "round", "ok", *names, END_TO_END) if c not in samples.columns]
     if missing:
         raise ConfigError(f"samples: missing columns {missing}")
@@ -430,12 +422,9 @@ def resolution(
     seed: int = 0,
     alpha: float = ALPHA,
 ) -> dict[str, Any]:
-    """The smallest relative difference two *separate* runs can resolve, from their end-to-end
-    blocks.
-
-    ``max(ci_half_width, drift_a, drift_b)``: the larger half of the bootstrap interval of the ratio
-    around its point, and each run's own first-half to second-half change. A lower bound: the
-    machine can change between runs in ways neither run shows."""
+    """The smallest relative difference two *separate* runs' end-to-end blocks can resolve, ``max(
+    ci_half_width, drift_a, drift_b)`` (the ratio's bootstrap interval's larger half, each run's own
+    first-half to second-half change): a lower bound, the machine can change between the runs."""
     q = METRICS[metric]
     boots = Bootstrap(
         blocks_a.shape[0], blocks_b.shape[0], paired=False, resamples=resamples, seed=seed
@@ -470,13 +459,10 @@ def separate_comparison(
     options: VerdictOptions | None = None,
     **overrides,
 ) -> dict[str, Any]:
-    """Compare two separate runs (not interleaved): unpaired block bootstrap, ``separate runs``.
-
-    The runs share no moment, so the intervals are widened by :func:`taken_apart` (``shares``: each
-    run's ``other_cores / cores``), the minimum effect is ``max(min_effect, resolution)`` and a run
-    flagged noisy (``noisy``) gives ``too noisy to tell``. matrix_a/matrix_b:
-    :func:`workbench.analysis.budget.stage_matrix` of each run, or the same columns as arrays
-    (successful measured requests in order, ns); blocks are ``block`` consecutive requests."""
+    """Compare two separate runs (unpaired block bootstrap of ``block`` consecutive requests of each
+    :func:`workbench.analysis.matrix.stage_matrix`, or the same columns as ns arrays). They share no
+    moment: intervals widened by :func:`taken_apart` (``shares``: ``other_cores / cores``), minimum
+    effect ``max(min_effect, resolution)``, and a run flagged ``noisy`` is ``too noisy to tell``."""
     opts = replace(options or VerdictOptions(), **overrides)
     family = [*names, END_TO_END]
     blocks = [
@@ -513,11 +499,8 @@ def _run_blocks(matrix, label: str, family: list[str], block: int) -> dict[str, 
 
 
 def taken_apart(noisy: tuple, shares: tuple) -> dict[str, Any]:
-    """How far apart two separate runs' intervals are taken: ``widen = (1 + share_a) * (1 +
-    share_b)``.
-
-    share: the part of the machine other processes used during the run (``other_cores / cores``,
-    0..1; None counts 0): it could have taken that part of the run's time."""
+    """``widen = (1 + share_a) * (1 + share_b)``: a share (``other_cores / cores``, 0..1, None as 0)
+    is the part of the machine other processes used, which could have taken that part of the run."""
     known = [min(max(float(x), 0.0), 1.0) if x is not None else None for x in shares]
     widen = math.prod(1.0 + (x or 0.0) for x in known)
     return {

@@ -93,14 +93,13 @@ def counted_windows(
 
 
 class StabilityWatch:
-    """The stop rule a load generator asks between windows: have three windows settled yet?
+    """The stop rule a load generator asks between windows (one thread): have three settled yet?
 
-    The generator calls ``sent(key_ns)`` and ``finished(key_ns, start_ns, dur_ns, ok)`` (ns from the
-    origin; ``key_ns``: send or due time, files the request for "every request of this window has
-    finished"; ``start_ns`` files its latency as :func:`window_table` does), and ``stop(due_ns)``
-    before each send: windows ended before ``due_ns`` whose requests have all finished are judged in
-    order by :func:`first_stable`'s rule. True stops the schedule: ``windows_run`` whole windows
-    were sent, ``stable_after`` is the window count at the stable trio. One thread calls it."""
+    ``sent(key_ns)``, ``finished(key_ns, start_ns, dur_ns, ok)`` (ns from the origin; ``key_ns``:
+    send or due time, for "all of this window finished"; ``start_ns`` files the latency as
+    :func:`window_table` does), and ``stop(due_ns)`` before each send: finished windows ended before
+    ``due_ns`` are judged in order by :func:`first_stable`'s rule; True sets ``windows_run`` and
+    ``stable_after`` (the window count at the stable trio)."""
 
     def __init__(
         self, window_ns: int, stability_pct: float, max_windows: int, count: int = STABLE_COUNT

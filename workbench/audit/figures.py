@@ -6,7 +6,7 @@ from typing import Any
 
 from ..analysis.attributes import attribute_effects, ranked_effects
 from ..analysis.traced_tail import slow_minus_median, tail_views, views_sentence
-from ..analysis.wait_flame import wait_flames
+from ..analysis.waits import wait_flames
 from ..plots import launch_figure, trace_flame_figure, transfer_figure
 from ..plots.budget import run_budget_figure
 from ..plots.flame import differential_flame_figure, traced_tail_figure

@@ -10,9 +10,8 @@ import math
 from typing import Any
 
 from ..analysis.budget import END_TO_END, EXTRA_TAIL, budget, stage_matrix
-from ..analysis.flame import flame_tree
+from ..analysis.flame import flame_tree, library_shares
 from ..analysis.periodic import periodic_spikes
-from ..analysis.python_frames import library_shares
 from ..analysis.stats import far_tail_text, percentiles
 from ..analysis.trace_report import analyze
 from ..errors import TraceError

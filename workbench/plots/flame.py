@@ -375,7 +375,7 @@ TITLES = {"work": "work (on CPU)", "waits": "waits"}
 
 
 def wait_flame_figure(flames: dict[str, Any] | None, *, title: str | None = None) -> go.Figure:
-    """The slowest requests' work beside their waits (:func:`workbench.analysis.wait_flame.wait_flames`):
+    """The slowest requests' work beside their waits (:func:`workbench.analysis.waits.wait_flames`):
     two differential icicles, on CPU and waiting, coloured on one slow-minus-median scale (ms)."""
     default = "Slowest requests: work beside waits (slow minus median, ms per request)"
     trees = {k: (flames or {}).get(k) or [] for k in TITLES}

@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 from ..analysis.gpu_timeline import gpu_time_summary
 from ..analysis.launches import launch_distribution, launch_pair_summary, steady_launch_pairs
 from ..trace import Trace
-from ..analysis.verdict import launch_verdict
+from ..analysis.trace_stages import launch_verdict
 from ..units import NS_PER_US
 from .style import (
     KIND_COLORS,

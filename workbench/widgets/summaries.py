@@ -17,8 +17,7 @@ from typing import Any
 import pandas as pd
 
 from ..analysis.budget import stage_summary
-from ..analysis.wait_flame import wait_flames
-from ..analysis.waits import wait_summary
+from ..analysis.waits import wait_flames, wait_summary
 from ..analysis.failures import failure_summary
 from ..record import Run
 from ..record.meta import profile_part
@@ -74,7 +73,7 @@ class RunView:
     notes: tuple = ()  # what a recorded run differs in from the configuration it stands in for
     stacks: dict | None = None  # ``run.meta.stacks`` (sampled stacks, slow against median)
     waits: dict | None = None  # ``analysis.waits.wait_summary`` of ``run.meta.sampled``
-    wait_flames: dict | None = None  # ``analysis.wait_flame.wait_flames``: work beside waits
+    wait_flames: dict | None = None  # ``analysis.waits.wait_flames``: work beside waits
     recorded: bool = False  # a recorded run (``data/runs``), not measured here
     # a live run's recording of the same configuration ("measure here" on a recorded one), shown beside it
     reference: "RunView | None" = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from workbench.analysis.python_frames import library_of, library_shares
+from workbench.analysis.flame import library_of, library_shares
 from workbench.roles import evidence_role
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from workbench.analysis.gc_pauses import gc_summary
+from workbench.analysis.budget import gc_summary
 
 MS = 1_000_000
 

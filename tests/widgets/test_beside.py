@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from workbench.widgets.beside import beside_html, comparability
+from workbench.widgets.summaries import beside_html, comparability
 
 
 def row(role="now", source="live", noisy=False, count=600, p99=10.0, low=9.5, high=10.5) -> dict:

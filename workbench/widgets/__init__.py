@@ -33,7 +33,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the ui e
     ) from exc
 
 from .batching import BatchingExplorer
-from .cache import LRUCache
+from .controller import LRUCache
+
 from .generative import GenerativeExplorer
 from .jobs import JobQueue
 from .latency import LatencyExplorer

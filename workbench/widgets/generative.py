@@ -22,8 +22,8 @@ from ..batching.continuous import ContinuousPolicy
 from ..batching.generative_explore import measured_points, recorded_setup, simulated_curve
 from ..plots.generative import generative_figure
 from ..record import Run, load_run
-from .cache import LRUCache
-from .controller import Controller
+
+from .controller import Controller, LRUCache
 from .panes import FigurePane
 
 RATES = 10  # simulated rates on the curve, from a tenth of the top rate to the top

@@ -36,9 +36,8 @@ from ..device import available_devices, prime_profiler
 from ..errors import WorkbenchError
 from ..noise import noise_line
 from ..record import load_run
-from .beside import BUSY, beside_html, beside_table
-from .cache import LRUCache
-from .controller import Controller
+
+from .controller import Controller, LRUCache
 from ..analysis.tail import tail_attribution
 from ..plots import (
     budget_figure,
@@ -52,24 +51,24 @@ from ..plots.flame import differential_flame_figure, wait_flame_figure
 from ..plots.tail import request_stages_figure
 from ..plots.distributions import survival_figure
 from ..plots.style import empty_figure
-from .figures import flame_from_trace
+from .traces import flame_from_trace
 from .panes import ClickablePane, DeferredPane, FigurePane, MessageLine, figure_bundle
 from .latency_support import (
     Key,
     LiveRuns,
+    Pinning,
     check_config,
     clicked_request,
-    describe,
     failures_text,
     pipeline_targets,
     request_options,
     thread_options,
     verdict_text,
 )
-from .pinning import Pinning
-from .recorded import RecordedRuns
-from .run_lookup import RunLookup
-from .summaries import RunView, discard_trace, summarize
+
+from .recorded import RecordedRuns, RunLookup
+
+from .summaries import BUSY, RunView, beside_html, beside_table, describe, summarize
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
 PROGRESS_EVERY_S = 0.1
@@ -525,7 +524,7 @@ class LatencyExplorer(Controller):
                 flame_from_trace,
             )
         finally:
-            discard_trace(run)
+            run.close()  # its scratch trace folder (a saved run's files are untouched)
 
     # -- compare with B -------------------------------------------------------
     def _compare(

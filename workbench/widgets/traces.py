@@ -1,8 +1,7 @@
 """The trace explorer: pick or upload a ``torch.profiler`` trace -> launch, transfer, timeline, step, flame views.
 
-A trace is loaded on the worker thread and every view built from its events table once; only the
-figures are cached, and the events table of the trace on screen is the one large object kept (for
-the request flame chart). Uploads are written to a private temporary folder, removed by
+A trace is read once on the worker thread and only its figures are cached (plus the events table
+on screen, for the request flame chart). Uploads go to a private temporary folder, removed by
 :meth:`TraceExplorer.close`.
 """
 
@@ -16,16 +15,28 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
+import plotly.graph_objects as go
 
-from ..errors import WorkbenchError
+from ..analysis.flame import flame_tree
+from ..errors import ConfigError, WorkbenchError
 from ..examples import data_dir
 from ..naming import slug
+from ..plots import (
+    flame_figure,
+    gpu_timeline_figure,
+    launch_figure,
+    request_flame_chart,
+    step_breakdown_figure,
+    transfer_figure,
+)
+from ..plots.style import empty_figure
 from ..trace import load_trace
 from ..trace.read import DEFAULT_MAX_TRACE_BYTES
+from ..units import ns_to_ms
 from .controller import Controller
-from .figures import request_chart, trace_figures
 from .panes import FigurePane
 
+FLAME_MAX_NODES = 400
 VIEWS = ("launches", "transfers", "timeline", "steps", "flame", "request")
 # JSON text of an upload, checked while decompressing (a gzip bomb stops here)
 UPLOAD_MAX_TRACE_BYTES = 256 * 2**20
@@ -63,6 +74,52 @@ def trace_choices(paths: Any = None) -> dict[str, Path]:
             label = f.name if item.is_file() or item.name == "traces" else f"{item.name}/{f.name}"
             found.setdefault(label, f)
     return found
+
+
+def flame_from_trace(path: str | os.PathLike, *, title: str | None = None) -> go.Figure:
+    """Load a trace and draw its flame graph (stage -> operators -> runtime calls -> kernels, copies)."""
+    return flame_figure(
+        flame_tree(load_trace(path).events),
+        title=title or "Flame graph of the traced requests",
+        max_nodes=FLAME_MAX_NODES,
+    )
+
+
+def trace_figures(trace) -> dict:
+    """Every view of a loaded trace (``workbench.trace.Trace``), plus a one-line ``summary``.
+
+    The views share one trace: the launch join and the step tables are computed once."""
+    return {
+        "launches": launch_figure(trace),
+        "transfers": transfer_figure(trace),
+        "timeline": gpu_timeline_figure(trace),
+        "steps": step_breakdown_figure(trace),
+        "flame": flame_figure(
+            flame_tree(trace), title=f"Flame graph: {trace.path.name}", max_nodes=FLAME_MAX_NODES
+        ),
+        "request": request_chart(trace, 0),
+        "summary": trace_summary(trace),
+    }
+
+
+def request_chart(events, request: int) -> go.Figure:
+    """The request flame chart, or a figure saying why there is none (a request out of range)."""
+    try:
+        return request_flame_chart(events, request=request)
+    except ConfigError as exc:
+        return empty_figure(str(exc), "Request flame chart")
+
+
+def trace_summary(trace) -> str:
+    """One status line: file, platform, event count, time span (ms)."""
+    events = trace.events
+    span_ms = (
+        ns_to_ms(int((events["ts_ns"] + events["dur_ns"]).max()) - int(events["ts_ns"].min()))
+        if len(events)
+        else 0.0
+    )
+    platform = trace.meta.get("platform", "?")
+    return f"{trace.path.name}: {len(events):,} events, {platform}, {span_ms:,.1f} ms span"
 
 
 class TraceExplorer(Controller):

@@ -88,18 +88,18 @@ class BatchingExplorer(Controller):
         self.requests, self.sla_ms, self.seed = first.requests, sla_ms, first.seed
         self.simulations = 0
         self._build_sliders(first)
+        self.controls = dict(rate_rps=self.rate, max_batch_size=self.max_batch_size)
+        self.controls["max_wait_ms"] = self.max_wait
         self.panes = {name: FigurePane() for name in ("curves", "wait", "breakdown")}
         sliders = widgets.HBox(
-            [self.rate, self.max_batch_size, self.max_wait],
-            layout=widgets.Layout(flex_flow="row wrap"),
+            list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")
         )
         self.view = widgets.VBox(
             [sliders, self.status, self.message_line.view, self.trust_line.view]
             + [pane.view for pane in self.panes.values()],
             layout=widgets.Layout(width="100%"),
         )
-        for control in (self.rate, self.max_batch_size, self.max_wait):
-            control.observe(lambda _c: self._silent or self.refresh(), "value")
+        self._react(self.refresh, *self.controls.values())
         if start:
             self.refresh()
 
@@ -141,33 +141,8 @@ class BatchingExplorer(Controller):
             round(float(self.max_wait.value), 6),
         )
 
-    def set(
-        self,
-        *,
-        rate_rps: float | None = None,
-        max_batch_size: int | None = None,
-        max_wait_ms: float | None = None,
-    ) -> "BatchingExplorer":
-        """Move the sliders as a user would, then react once."""
-        key = self.key
-        with self.quiet():
-            for control, value in (
-                (self.rate, rate_rps),
-                (self.max_batch_size, max_batch_size),
-                (self.max_wait, max_wait_ms),
-            ):
-                if value is not None:
-                    control.value = value
-        if self.key != key:
-            self.refresh()
-        return self
-
     def wait(self, timeout: float = 120.0) -> "BatchingExplorer":
         return super().wait(timeout)
-
-    def refresh(self) -> None:
-        key = self.key
-        self.update(key, lambda cancel: self._figures(*key), queued="simulating...")
 
     def failed(self, key, exc: WorkbenchError) -> None:
         self.status.value = "not simulated"

@@ -88,6 +88,7 @@ class Controller:
         self.message_line = MessageLine()
         self._lock = threading.RLock()  # drawing happens on the caller's and the worker's thread
         self._silent = False
+        self.controls: dict[str, widgets.Widget] = {}  # name -> control, for set()
 
     # -- to be supplied by each explorer ------------------------------------
     @property
@@ -144,6 +145,34 @@ class Controller:
         if had:
             self.message_line.show("cancelling...", "warning")
         return had
+
+    def set(self, **values: Any):
+        """Move controls by name (``controls``) as a user would, then react once; None leaves one."""
+        key = self.key
+        self._move({name: value for name, value in values.items() if value is not None})
+        if self.key != key:
+            self.refresh()
+        return self
+
+    def refresh(self) -> None:
+        """The simulators': the current setting's ``_figures(*key)``, computed on the worker."""
+        key = self.key
+        self.update(key, lambda cancel: self._figures(*key), queued="simulating...")
+
+    def _move(self, values: dict[str, Any]) -> None:
+        unknown = sorted(set(values) - set(self.controls))
+        if unknown:
+            raise TypeError(
+                f"set() got unknown controls {unknown}; use some of {sorted(self.controls)}"
+            )
+        with self.quiet():
+            for name, value in values.items():
+                self.controls[name].value = value
+
+    def _react(self, react: Callable[[], Any], *controls: widgets.Widget) -> None:
+        """``react()`` on every change of ``controls`` made by a user (not under :meth:`quiet`)."""
+        for control in controls:
+            control.observe(lambda _c: self._silent or react(), "value")
 
     @contextmanager
     def quiet(self) -> Iterator[None]:

@@ -81,36 +81,25 @@ class GenerativeExplorer(Controller):
             value=float(first["rate_rps"]), min=self.rates[0], max=top, step=top / 100,
             description="rate req/s", readout_format=".4g", **style,
         )  # fmt: skip
-        self.controls = [self.precision, self.max_num_seqs, self.max_batched_tokens]
-        self.controls += [self.chunk_tokens, self.rate]
+        names = ("precision", "max_num_seqs", "max_batched_tokens", "chunk_tokens", "rate")
+        self.controls = {name: getattr(self, name) for name in names}
         self.pane = FigurePane()
         self.view = widgets.VBox(
-            [widgets.HBox(self.controls, layout=widgets.Layout(flex_flow="row wrap"))]
+            [
+                widgets.HBox(
+                    list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")
+                )
+            ]
             + [self.status, self.message_line.view, self.pane.view]
         )
-        for control in self.controls:
-            control.observe(lambda _c: self._silent or self.refresh(), "value")
+        self._react(self.refresh, *self.controls.values())
         if start:
             self.refresh()
 
     @property
     def key(self) -> tuple:
-        return tuple(c.value for c in self.controls[:4]) + (round(float(self.rate.value), 6),)
-
-    def set(self, **values: Any) -> "GenerativeExplorer":
-        """Move controls by name (``precision=``, ``max_num_seqs=``, ``max_batched_tokens=``,
-        ``chunk_tokens=``, ``rate=``) as a user would, then react once."""
-        key = self.key
-        with self.quiet():
-            for name, value in values.items():
-                getattr(self, name).value = value
-        if self.key != key:
-            self.refresh()
-        return self
-
-    def refresh(self) -> None:
-        key = self.key
-        self.update(key, lambda cancel: self._figures(*key), queued="simulating...")
+        *values, rate = (c.value for c in self.controls.values())
+        return (*values, round(float(rate), 6))
 
     def _figures(self, precision: str, seqs: int, tokens: int, chunk: int, rate: float) -> dict:
         """Worker thread: the curve and this setting's point, simulated, drawn beside the live runs."""

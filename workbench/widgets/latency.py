@@ -156,12 +156,11 @@ class LatencyExplorer(Controller):
 
     def _observe(self) -> None:
         """Every control and button wired to the one change path (or a redraw)."""
-        for control in (self.pipeline, self.batch_size, self.precision, self.device, self.threads):
-            control.observe(lambda _c: self._silent or self._changed(), "value")
-        self.sla.observe(lambda _c: self._silent or self._redraw(budget=True), "value")
-        for control in (self.stage, self.kind):
-            control.observe(lambda _c: self._silent or self._redraw(distribution=True), "value")
-        self.request_picker.observe(lambda _c: self._silent or self._redraw(request=True), "value")
+        self._react(self._changed, self.pipeline, self.batch_size, self.precision, self.device)
+        self._react(self._changed, self.threads)
+        self._react(lambda: self._redraw(budget=True), self.sla)
+        self._react(lambda: self._redraw(distribution=True), self.stage, self.kind)
+        self._react(lambda: self._redraw(request=True), self.request_picker)
         self.over_run_pane.on_click(self._point_clicked)
         self.cancel_button.on_click(lambda _b: self.cancel())
         self.rerun_button.on_click(lambda _b: self.refresh(force=True))
@@ -200,24 +199,10 @@ class LatencyExplorer(Controller):
 
     def set(self, **values: Any) -> "LatencyExplorer":
         """Move controls as a user would, then react once: ``set(batch_size=8, precision="bf16", sla_ms=50)``."""
-        controls = {
-            "pipeline": self.pipeline,
-            "batch_size": self.batch_size,
-            "precision": self.precision,
-            "device": self.device,
-            "threads": self.threads,
-            "sla_ms": self.sla,
-            "stage": self.stage,
-            "kind": self.kind,
-            "request": self.request_picker,
-        }
-        unknown = sorted(set(values) - set(controls))
-        if unknown:
-            raise TypeError(f"set() got unknown controls {unknown}; use some of {sorted(controls)}")
         key = self.key
-        with self.quiet():
-            for name, value in values.items():
-                controls[name].value = (value or 0.0) if name == "sla_ms" else value
+        if "sla_ms" in values:
+            values["sla_ms"] = values["sla_ms"] or 0.0
+        self._move(values)
         if self.key != key:
             self._changed()
         elif values:
@@ -326,6 +311,9 @@ class LatencyExplorer(Controller):
             description="request",
             layout=w.Layout(width="320px"),
         )
+        names = ("pipeline", "batch_size", "precision", "device", "threads", "stage", "kind")
+        self.controls = {name: getattr(self, name) for name in names}
+        self.controls |= {"sla_ms": self.sla, "request": self.request_picker}
 
     def _build_panes(self) -> None:
         """The buttons, the message lines and the figure panes."""

@@ -1,23 +1,11 @@
 """The latency explorer: batch size, precision, device, threads and pipeline -> budget, tail, distribution, flame.
 
-Under the flame graph, a run with sampled stacks (``RunMeta.stacks``) shows its slowest requests'
-frames minus the median ones' (``plots.flame.differential_flame_figure``), and a run whose sampler
-saw every thread (``RunMeta.sampled``) its slowest requests' work beside their waits
-(``plots.flame.wait_flame_figure``); each pane is hidden for a run without them.
-
 Every control change goes through the shared :class:`~workbench.widgets.controller.Controller`: a
-configuration already seen is drawn from the LRU cache; an unseen one is looked up among the
-recorded runs (by fingerprint, :mod:`workbench.widgets.recorded`) and drawn on the worker thread,
-or profiled there, debounced, one run at a time. A recorded run's flame graph is read from its
-trace only when its pane is opened. A configuration that cannot run shows its message in the
-message line and clears the figures, which showed another configuration.
-
-Trust is shown, not assumed: the run's noise flag, its failures per stage, and what a recorded
-run differs in. Live runs use one torch thread by default (:data:`THREADS_WHY`). "pin as A" and
-"compare with B" run the two configurations interleaved (``workbench.compare``). A click on a
-point of the latency-over-run chart moves the request picker to that request
-(:meth:`LatencyExplorer.show_request`), so the click and the keyboard drive one stage pane. Beside
-the run on screen stay the runs it is read against (:mod:`workbench.widgets.beside`).
+configuration seen before comes from the LRU cache; an unseen one is drawn from a recorded run
+matching its fingerprint (:mod:`workbench.widgets.recorded`), else profiled on the worker thread,
+debounced, one run at a time. One that cannot run clears the figures (they showed another one) and
+says why in the message line. Trust is shown, not assumed: the noise flag, the failures per stage,
+what a recorded run differs in, and the runs it is read against (``summaries.beside_table``).
 """
 
 from __future__ import annotations
@@ -88,12 +76,9 @@ WAITING = "waiting in the room's queue..."
 class Controls:
     """Where the explorer's controls start: its keywords ``batch_size=``, ``precision=``... are these.
 
-    threads: torch threads of live runs (default 1, see :data:`THREADS_WHY`; None: torch's default).
-        ``"recorded"``: start at the thread count of the recorded run of the first
-        configuration, so that a room's first view is that recorded run, not a
-        live measurement (1 when there is none).
+    threads: of live runs (:data:`THREADS_WHY`; None: torch's default); ``"recorded"``: the recorded
+        run's of the first configuration (1 without one), so a room's first view is that run.
     batch_sizes: the slider's choices (with ``batch_size`` and the recorded runs' sizes).
-    sla_ms: the target line drawn on the budget.
     """
 
     batch_size: int = 1
@@ -109,16 +94,11 @@ class LatencyExplorer(Controller):
 
     example: an example name (``workbench.examples.EXAMPLES``) or a factory
         ``build(config) -> Pipeline``; more choices via ``pipelines={label: name or factory}``.
-    runs: recorded run folders (or folders of them, e.g. ``data/runs``); a
-        configuration whose fingerprint matches one is shown without profiling,
-        and a device this machine lacks is offered when runs were recorded on it.
-    live: how a configuration is measured here (:class:`~workbench.widgets.latency_support.LiveRuns`:
-        the profile and compare functions, their request counts, the room's live slot).
-    debounce_s: quiet time after the last change before profiling starts.
-    cache_size: run summaries kept (least recently used dropped).
+    runs: recorded run folders (or folders of them, e.g. ``data/runs``): a configuration whose
+        fingerprint matches one is shown without profiling (also on a device this machine lacks).
+    live: how a configuration is measured here (:class:`~workbench.widgets.latency_support.LiveRuns`).
     start: draw (or profile) the first configuration right away.
-    controls: where the controls start, the fields of :class:`Controls`
-        (``batch_size=8, precision="bf16", threads="recorded", sla_ms=50``...).
+    controls: where the controls start, the fields of :class:`Controls` (``batch_size=8, sla_ms=50``).
     """
 
     def __init__(
@@ -210,12 +190,8 @@ class LatencyExplorer(Controller):
         return self
 
     def show_request(self, request: int) -> bool:
-        """Show one request's stages (what a click on its point of the latency-over-run chart does).
-
-        The request picker moves to it, so the ring and the stage pane follow the one
-        path the picker drives. A request the picker does not list (warm-up, failed,
-        or not in the run) is refused with a message line; returns whether it is shown.
-        """
+        """Show one request's stages (a click on its point of the latency-over-run chart): the request
+        picker moves to it; one it does not list (warm-up, failed) is refused in the message line."""
         listed = [value for _label, value in self.request_picker.options]
         refused = self.message_line.text.startswith(CLICK_REFUSED)
         if request not in listed:
@@ -353,6 +329,10 @@ class LatencyExplorer(Controller):
         self.beside_pane = FigurePane(300)
         for pane in (self.stacks_pane, self.waits_pane, self.beside_pane):
             pane.view.layout.display = "none"
+        names = "budget tail distribution survival over_run request flame stacks waits"
+        self.run_panes = [
+            getattr(self, f"{name}_pane") for name in names.split()
+        ]  # the run's figures
         self.beside_rows = None  # the table drawn (``beside.beside_table``), None while alone
 
     def _layout(self) -> widgets.Widget:
@@ -407,8 +387,9 @@ class LatencyExplorer(Controller):
             return
         self.message_line.clear()
         recorded = self._recorded_without_build(key, config, force)
-        if not recorded:
-            self._prime_if_live(key, config, force)
+        if not recorded and self.live.profile is None and (force or key not in self.cache):
+            # here, on the notebook's thread, not before a cached or recorded view: it imports torch
+            prime_profiler()
         self.update(
             key,
             lambda cancel: self._measure(key, config, force, cancel),
@@ -463,12 +444,6 @@ class LatencyExplorer(Controller):
             return False
         target = self.targets[key[0]]
         return self.lookup.find(target, config, measurable=here, build=False) is not None
-
-    def _prime_if_live(self, key: Key, config: PipelineConfig, force: bool) -> None:
-        """On the notebook's thread, prime the profiler before a live run, never before a cached or
-        recorded one: priming imports torch, which a room's recorded first view never needs."""
-        if self.live.profile is None and (force or key not in self.cache):
-            prime_profiler()
 
     def _recorded_threads(self, first: Controls) -> int:
         """The thread count of the recorded run of the first configuration (any threads), else :data:`THREADS`."""
@@ -566,10 +541,9 @@ class LatencyExplorer(Controller):
         table = beside_table(view, others)
         alone = len(table) == 1
         self.beside_rows = None if alone else table
-        self.beside_pane.view.layout.display = "none" if alone else ""
+        _shown(self.beside_pane, not alone)
         self.beside_table.value = "" if alone else beside_html(table)
         if alone:
-            self.beside_pane.clear()
             self.beside_line.clear()
             return
         words = list(table["compared_with_now"].iloc[1:])
@@ -622,13 +596,9 @@ class LatencyExplorer(Controller):
             if flame:
                 self._show(self.flame_pane, lambda: _flame_of(view))
                 self._show(self.stacks_pane, lambda: differential_flame_figure(view.stacks))
-                self.stacks_pane.view.layout.display = "" if view.has_stacks else "none"
-                if not view.has_stacks:  # no empty plot on the page; code still reads the figure
-                    self.stacks_pane.clear()
                 self._show(self.waits_pane, lambda: wait_flame_figure(view.wait_flames))
-                self.waits_pane.view.layout.display = "" if view.has_wait_flames else "none"
-                if not view.has_wait_flames:
-                    self.waits_pane.clear()
+                _shown(self.stacks_pane, view.has_stacks)
+                _shown(self.waits_pane, view.has_wait_flames)
 
     def _show(self, pane: FigurePane, build: Callable[[], Any], *options: Any) -> None:
         """Draw a figure of the run on screen, building it and its JSON only the first time per
@@ -673,21 +643,10 @@ class LatencyExplorer(Controller):
         with self._lock:
             self.current = None
             blank = empty_figure(why)
-            for pane in (
-                self.budget_pane,
-                self.tail_pane,
-                self.distribution_pane,
-                self.survival_pane,
-                self.over_run_pane,
-                self.request_pane,
-                self.flame_pane,
-                self.stacks_pane,
-                self.waits_pane,
-            ):
+            for pane in self.run_panes:
                 pane.show(blank)
             for pane in (self.stacks_pane, self.waits_pane, self.beside_pane):
-                pane.view.layout.display = "none"
-                pane.clear()
+                _shown(pane, False)
             self.beside_table.value, self.beside_rows = "", None
             self.beside_line.clear()
             with self.quiet():
@@ -749,6 +708,13 @@ def _flame_of(view: RunView) -> Any:
     except WorkbenchError as exc:
         return empty_figure(f"no flame graph: {exc}")
     return fig if fig is not None else empty_figure("no trace for this run")
+
+
+def _shown(pane: FigurePane, shown: bool) -> None:
+    """Show or hide a pane of a run that may lack it: no empty plot on the page (code still reads it)."""
+    pane.view.layout.display = "" if shown else "none"
+    if not shown:
+        pane.clear()
 
 
 def _measurable(device: str) -> bool:

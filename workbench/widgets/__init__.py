@@ -13,12 +13,10 @@
   arrival rate -> simulated continuous batching -> TTFT p99, ITL p99 and goodput against
   throughput, with recorded live runs beside the curve.
 
-Each explorer is a :class:`~workbench.widgets.controller.Controller` (one
-debounced job at a time, cancel, an LRU cache, errors in the message line and
-``last_error``) with a ``view`` widget: display it (or the explorer itself) in a notebook. Controls can be moved from code with
-``explorer.set(...)`` and ``explorer.wait()`` blocks until the figures are
-current, so tests and notebooks drive them without a browser. ``import
-workbench`` never imports this package (it needs ipywidgets and plotly).
+Each explorer is a :class:`~workbench.widgets.controller.Controller` (one debounced job at a time,
+cancel, an LRU cache, errors in the message line) with a ``view`` widget to display. Code moves its
+controls with ``explorer.set(...)``; ``explorer.wait()`` blocks until the figures are current.
+``import workbench`` never imports this package (it needs ipywidgets and plotly).
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
-"""The one controller skeleton the three explorers share.
+"""The controller skeleton the explorers share, and its LRU cache of results.
 
-A control moves -> the result for the new setting is drawn from an LRU cache at once, or computed
-on the :class:`~workbench.widgets.jobs.JobQueue` worker and drawn when it is still the one on
-screen. A :class:`~workbench.errors.WorkbenchError` is the user's problem: its one-line message
-goes to the message line and the figures keep the last good result. Anything else is a bug: kept
-in ``last_error`` and shown with its type, never as a traceback.
-
-A subclass supplies ``key`` (the current setting, hashable), ``draw(value)`` and, optionally,
-``failed(key, exc)``; it calls :meth:`Controller.update`.
+A control moves -> the result for the new setting is drawn from the cache at once, or computed on
+the :class:`~workbench.widgets.jobs.JobQueue` worker and drawn if still wanted. A
+:class:`~workbench.errors.WorkbenchError` is the user's problem: its message goes to the message
+line. Anything else is a bug: kept in ``last_error`` and shown with its type, never a traceback.
+A subclass supplies ``key`` (the current setting, hashable), ``draw(value)`` and ``refresh()``.
 """
 
 from __future__ import annotations
@@ -74,11 +71,7 @@ class LRUCache:
 
 
 class Controller:
-    """Debounce, one job at a time, cancel, an LRU cache of results and error display.
-
-    debounce_s: quiet time after the last change before the work starts.
-    cache_size: results kept (least recently used dropped).
-    """
+    """Debounce, one job at a time, cancel, an LRU cache of ``cache_size`` results, error display."""
 
     def __init__(self, *, debounce_s: float, cache_size: int):
         self.cache = LRUCache(cache_size)
@@ -118,13 +111,8 @@ class Controller:
         queued: str = "",
         debounce_s: float | None = None,
     ) -> None:
-        """Draw the result for ``key``: from the cache at once, or computed on the worker.
-
-        ``compute(cancel)`` runs on the worker thread and returns the value to
-        cache and draw; ``force`` computes again even when cached; ``queued``
-        is the status line while waiting; ``debounce_s`` overrides the queue's delay
-        for this job (0: cheap work, started at once).
-        """
+        """Draw the result for ``key``: from the cache at once, or ``compute(cancel)`` on the worker
+        (``force``: even when cached); ``queued`` is the status line meanwhile."""
         value = None if force else self.cache.get(key)
         if value is not None:
             self.jobs.cancel()  # a queued job for another setting is no longer wanted

@@ -1,13 +1,9 @@
 """The generative explorer: continuous batching's knobs -> simulated TTFT, ITL and goodput, with live points.
 
-The step model of each precision and the request lengths come from recorded continuous ``load`` runs
-(:func:`workbench.batching.generative_explore.recorded_setup`); each setting's tables from
-:func:`~workbench.batching.generative_explore.simulated_curve` (a few hundred requests per rate), its
-figure from :func:`workbench.plots.generative.generative_figure` with the recorded runs of the
-precision drawn beside the curve as measured points. The widget only wires the five controls to
-them through the shared :class:`~workbench.widgets.controller.Controller` (a setting seen before is
-drawn from the LRU cache without simulating); the curve of a precision and policy is cached apart,
-so moving the rate alone simulates one rate.
+Step models and request lengths come from recorded continuous ``load`` runs
+(``batching.generative_explore.recorded_setup``), each setting's curve from ``simulated_curve`` and
+its figure from ``plots.generative.generative_figure``, with the precision's recorded runs beside
+it. A precision and policy's curve is cached apart, so moving the rate alone simulates one rate.
 """
 
 from __future__ import annotations

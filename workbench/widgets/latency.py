@@ -160,12 +160,8 @@ class LatencyExplorer(Controller):
 
     @property
     def config(self) -> PipelineConfig:
-        return PipelineConfig(
-            device=self.device.value,
-            batch_size=int(self.batch_size.value),
-            precision=self.precision.value,
-            threads=self.threads.value,
-        )
+        _, device, batch_size, precision, threads = self.key
+        return PipelineConfig(device, batch_size, precision, threads=threads)
 
     @property
     def recorded(self) -> RecordedRuns:
@@ -214,7 +210,7 @@ class LatencyExplorer(Controller):
 
     def pin(self) -> None:
         """Pin the current configuration as A of "compare with B"."""
-        self.pinning.pin(self.key, self.config)
+        self.pinning.pinned = (self.key, self.config)
         current = self.current
         self.pinned_view = current if current is not None and current.key == self.key else None
         self.pin_label.value = f"A: {describe(self.key)}"

@@ -78,17 +78,14 @@ class LiveRuns:
 
 def pipeline_targets(example: Any, pipelines: dict[str, Any] | None) -> dict[str, Any]:
     """Dropdown label -> example name or factory; the first entry is selected."""
-    first = {example: example} if isinstance(example, str) else {_label(example): example}
+    label = getattr(example, "__name__", None) or type(example).__name__
+    first = {example: example} if isinstance(example, str) else {label: example}
     if isinstance(example, str) and example not in EXAMPLES:
         raise PipelineError(
             f"unknown example {example!r}; choose one of {', '.join(EXAMPLES)} or pass a factory"
         )
     rest = {name: name for name in EXAMPLES} | dict(pipelines or {})
     return first | {k: v for k, v in rest.items() if k not in first}
-
-
-def _label(factory: Callable) -> str:
-    return getattr(factory, "__name__", None) or type(factory).__name__
 
 
 def thread_options(default: int | None) -> list[tuple[str, int | None]]:
@@ -202,9 +199,6 @@ class Pinning:
         self.live, self.measurable = live, measurable
         self.pinned: tuple[Key, PipelineConfig] | None = None
         self.comparison: dict | None = None
-
-    def pin(self, key: Key, config: PipelineConfig) -> None:
-        self.pinned = (key, config)
 
     def pinned_for(self, key: Key) -> tuple[Key, PipelineConfig]:
         """A, checked against B's ``key``: one pipeline, two different configurations, both measurable here."""

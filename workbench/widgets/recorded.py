@@ -54,11 +54,8 @@ class Match:
 
 
 class RecordedRuns:
-    """Recorded profile runs found under ``paths`` (folders of run folders, or run folders).
-
-    ``skipped``: one note per run folder whose ``run.json`` could not be read.
-    Later paths come later in :attr:`runs`; the last matching run wins.
-    """
+    """Recorded profile runs under ``paths`` (run folders or folders of them; the last matching run
+    wins), and ``skipped``: a note per run folder whose ``run.json`` could not be read."""
 
     def __init__(self, paths: Any = None):
         self.runs: list[Recorded] = []
@@ -85,8 +82,7 @@ class RecordedRuns:
         return f"skipped {len(self.skipped)} unreadable recorded run(s): " + "; ".join(self.skipped)
 
     def cards(self, pipeline: str | None = None) -> dict[str, list[str]]:
-        """Device family -> the distinct device names (each run's own record) of the runs of ``pipeline``,
-        in the order found; every run's when ``pipeline`` is None or has no recorded run."""
+        """Device family -> the distinct device names of ``pipeline``'s runs (else every run's)."""
         runs = [
             r
             for r in self.runs
@@ -110,11 +106,8 @@ class RecordedRuns:
         }
 
     def find(self, wanted: dict[str, Any], *, measurable: bool = True) -> Match | None:
-        """The recorded run that stands in for the ``wanted`` fingerprint, or None.
-
-        measurable: False when this machine cannot run ``wanted["device"]``;
-        then the thread count is labelled rather than matched (see the module docstring).
-        """
+        """The recorded run that stands in for the ``wanted`` fingerprint, or None (``measurable``:
+        False when this machine lacks the device, whose thread count is then a label)."""
         found = None
         for run in self.runs:
             want = wanted
@@ -132,10 +125,8 @@ class RecordedRuns:
         return found
 
     def needs_model(self, wanted: dict[str, Any], *, measurable: bool = True) -> bool:
-        """Whether a run matching the cheap fields recorded a model fingerprint (then build to compare it,
-        or, for a shipped example, look it up: ``workbench.examples.fingerprints``).
-
-        measurable: as in :meth:`find` (False: the thread count is not matched)."""
+        """Whether a run matching the cheap fields recorded a model fingerprint (then build to compare
+        it, or look a shipped example's up); ``measurable`` as in :meth:`find`."""
         cheap = wanted | {"model": None}
         for run in self.runs:
             if run.fingerprint.get("model") in (None, "unknown"):
@@ -186,11 +177,8 @@ class RunLookup:
     def find(
         self, target: Any, config: PipelineConfig, *, measurable: bool, build: bool = True
     ) -> Match | None:
-        """The recorded run matching this configuration's fingerprint, or None (see ``widgets.recorded``).
-
-        measurable: whether this machine has ``config.device``. ``build=False``: None also
-        where telling would need the pipeline built.
-        """
+        """The recorded run matching this configuration's fingerprint, or None (``build=False``: None
+        also where telling would need the pipeline built)."""
         if not self.recorded.runs:
             return None
         wanted = self.fingerprint(target, config, measurable=measurable, build=build)
@@ -202,18 +190,22 @@ class RunLookup:
         self, target: Any, config: PipelineConfig, build: bool = True, *, measurable: bool = True
     ) -> dict[str, Any] | None:
         """What a live run of this configuration would record as its fingerprint; the pipeline is
-        built only for a factory's name or a model a recorded run fingerprinted that the shipped
-        ``workbench.examples.fingerprints`` lack (``build=False``: None there instead)."""
+        built only for a model the shipped ``examples.fingerprints`` lack (``build=False``: None)."""
         cache_key = (id(target), config.device, config.batch_size, config.precision, config.threads)
         if cache_key in self._wanted:
             return self._wanted[cache_key]
         wanted = cheap_fingerprint(target, config)
         if not isinstance(target, str) or self.recorded.needs_model(wanted, measurable=measurable):
-            known = _model_of(
-                target, config if measurable else dataclasses.replace(config, device="cpu"), build
-            )
-            if known is None:
+            built = config if measurable else dataclasses.replace(config, device="cpu")
+            known = cached(target, built)  # the shipped examples' fingerprints
+            if known is None and not build:
                 return None
+            if known is None:
+                pipe = resolve_pipeline(
+                    factory(target) if isinstance(target, str) else target, built
+                )
+                models = list(getattr(pipe, "models", []) or [])
+                known = {"pipeline": pipe.name, "model": model_fingerprint(models)}
             wanted |= known
         self._wanted[cache_key] = wanted
         return wanted
@@ -254,9 +246,8 @@ class RunLookup:
         )
 
     def device_options(self, here: list[str], pipeline: str | None = None) -> list:
-        """This machine's devices, plus devices only recorded runs have, labelled with the cards the runs
-        of ``pipeline`` (all runs when None or none of its own) were recorded on, from their records:
-        ``("cuda (recorded on NVIDIA H100 80GB HBM3)", "cuda")``."""
+        """This machine's devices, plus those only recorded runs have, labelled with their cards:
+        ``("cuda (recorded on NVIDIA H100 80GB HBM3)", "cuda")`` (``pipeline``'s runs, else all)."""
         cards = self.recorded.cards(pipeline)
         extra = {d: names for d, names in cards.items() if d not in here}
         if not extra:
@@ -264,16 +255,3 @@ class RunLookup:
         return [(d, d) for d in here] + [
             (f"{d} (recorded on {', '.join(names)})", d) for d, names in extra.items()
         ]
-
-
-def _model_of(target: Any, config: PipelineConfig, build: bool) -> dict[str, Any] | None:
-    """``{"pipeline", "model"}`` of ``target`` built with ``config``: from the shipped cache, else a build
-    (None without one when ``build`` is False)."""
-    known = cached(target, config)
-    if known is None and build:
-        pipe = resolve_pipeline(factory(target) if isinstance(target, str) else target, config)
-        known = {
-            "pipeline": pipe.name,
-            "model": model_fingerprint(list(getattr(pipe, "models", []) or [])),
-        }
-    return known

@@ -33,18 +33,12 @@ Key = tuple[str, str, int, str, "int | None"]  # (pipeline, device, batch_size, 
 
 
 class Lazy:
-    """A value built by ``build()`` on the first :meth:`get`, once (thread-safe); ``Lazy.ready(v)`` is built."""
+    """A value built by ``build()`` on the first :meth:`get`, once (thread-safe)."""
 
     def __init__(self, build: Callable[[], Any]):
         self._build: Callable[[], Any] | None = build
         self._value: Any = None
         self._lock = threading.Lock()
-
-    @classmethod
-    def ready(cls, value: Any) -> "Lazy":
-        made = cls(lambda: value)
-        made.get()
-        return made
 
     def get(self) -> Any:
         with self._lock:
@@ -127,7 +121,7 @@ def summarize(
         order,
         getattr(meta, "pipeline_stages", None),
     )
-    flame = Lazy.ready(None)
+    flame = Lazy(lambda: None)
     if run.trace_path is not None and flame_builder is not None:
         path = run.trace_path
         flame = Lazy(lambda: flame_builder(path))
@@ -158,29 +152,15 @@ def describe(key: Key) -> str:
 
 
 ROLES = ("now", "recorded", "pinned", "before")
-COLUMNS = [
-    "role",
-    "configuration",
-    "source",
-    "count",
-    "p50_ms",
-    "p99_ms",
-    "p99_ci_low_ms",
-    "p99_ci_high_ms",
-    "noisy",
-    "machine",
-    "compared_with_now",
-]
 BUSY = "measured on a busy machine"
 
 
 def beside_table(now: RunView, others: dict[str, RunView | None]) -> pd.DataFrame:
     """One row per run, ``now`` first, then ``others`` in :data:`ROLES` order (None and repeats left out).
 
-    Out: :data:`COLUMNS`; ``source`` is ``recorded`` or ``live``, ``count`` the successful
-    measured requests, times in ms of end to end (``p99_ci_high_ms`` None where the sample
-    does not bound it), ``noisy`` True/False/None (not measured), ``compared_with_now``
-    the words of :func:`comparability` ("" on the ``now`` row).
+    Out (:func:`_row`): ``role, configuration, source`` (``recorded`` or ``live``), ``count`` (successful
+    measured requests), end to end ``p50_ms, p99_ms, p99_ci_low_ms, p99_ci_high_ms`` (None where the
+    sample does not bound it), ``noisy`` (None: not measured), ``machine``, ``compared_with_now``.
     """
     rows = [_row("now", now)]
     seen = {(now.key, now.source)}
@@ -192,7 +172,7 @@ def beside_table(now: RunView, others: dict[str, RunView | None]) -> pd.DataFram
         rows.append(_row(role, view))
     for row in rows[1:]:
         row["compared_with_now"] = comparability(rows[0], row)
-    return pd.DataFrame(rows, columns=COLUMNS, dtype=object)  # None stays None (not NaN)
+    return pd.DataFrame(rows, dtype=object)  # None stays None (not NaN)
 
 
 def _row(role: str, view: RunView) -> dict:

@@ -86,9 +86,7 @@ def flame_from_trace(path: str | os.PathLike, *, title: str | None = None) -> go
 
 
 def trace_figures(trace) -> dict:
-    """Every view of a loaded trace (``workbench.trace.Trace``), plus a one-line ``summary``.
-
-    The views share one trace: the launch join and the step tables are computed once."""
+    """Every view of a loaded trace (``workbench.trace.Trace``), plus a one-line ``summary``."""
     return {
         "launches": launch_figure(trace),
         "transfers": transfer_figure(trace),
@@ -125,10 +123,8 @@ def trace_summary(trace) -> str:
 class TraceExplorer(Controller):
     """Pick a trace (or upload one) and see where its time goes.
 
-    paths: trace files or folders of them (default: ``data/traces`` and the
-        traces saved in ``data/runs``).
-    cache_size: traces whose figures are kept (least recently used dropped).
-    start: load the first trace right away.
+    paths: trace files or folders of them (default: ``data/traces`` and the traces in ``data/runs``).
+    cache_size: traces whose figures are kept; start: load the first trace right away.
     """
 
     def __init__(

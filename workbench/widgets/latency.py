@@ -443,12 +443,7 @@ class LatencyExplorer(Controller):
 
     def _recorded_threads(self, first: Controls) -> int:
         """The thread count of the recorded run of the first configuration (any threads), else :data:`THREADS`."""
-        config = PipelineConfig(
-            device=first.device,
-            batch_size=first.batch_size,
-            precision=first.precision,
-            threads=THREADS,
-        )
+        config = PipelineConfig(first.device, first.batch_size, first.precision, threads=THREADS)
         return self.lookup.recorded_threads(next(iter(self.targets.values())), config) or THREADS
 
     def _recorded(self, key: Key, match) -> RunView:
@@ -491,12 +486,7 @@ class LatencyExplorer(Controller):
     ) -> None:
         """Worker thread: A and B interleaved in this process; the ratio figure and the end-to-end verdict."""
         try:
-            result = self.pinning.run(
-                self.targets[a_key[0]],
-                a_config,
-                b_config,
-                on_wait=self._waiting,
-            )
+            result = self.pinning.run(self.targets[a_key[0]], a_config, b_config, self._waiting)
         except WorkbenchError as exc:
             self.status.value = "not compared"
             self.message_line.show(str(exc), "error")

@@ -105,12 +105,8 @@ def check_config(config: PipelineConfig) -> None:
 
 
 def cheap_fingerprint(target: Any, config: PipelineConfig) -> dict[str, Any]:
-    """The fingerprint fields known without building the pipeline (an example's pipeline is its name).
-
-    Imports torch only for torch's default thread count (``threads=None``): the
-    version comes from the package metadata (``device.torch_version``), so a
-    recorded first view costs no torch import (about 250 MB a kernel).
-    """
+    """The fingerprint fields known without building the pipeline (an example's pipeline is its name);
+    torch is imported only for its default thread count, so a recorded first view costs no torch."""
     version = torch_version()
     threads = config.threads
     if threads is None and version is not None:

@@ -229,19 +229,15 @@ class TraceExplorer(Controller):
     def _load_upload(self, key: str, path: Path, label: str) -> dict[str, Any]:
         """Worker thread: an upload becomes a picker choice (then drawn) once it has loaded."""
         figures = self._figures(key, path, label)
-        self._add_choice(label, key)
+        options = [o for o in self.picker.options if o[1] and o[1] != key] + [(label, key)]
+        with self.quiet():
+            self.picker.options, self.picker.value = options, key
         return figures
 
     def _max_bytes(self, path: Path) -> int:
         """The JSON size cap for ``path``: :data:`UPLOAD_MAX_TRACE_BYTES` for uploads, else the default."""
         uploaded = self._upload_dir is not None and path.parent == self._upload_dir
         return UPLOAD_MAX_TRACE_BYTES if uploaded else DEFAULT_MAX_TRACE_BYTES
-
-    def _add_choice(self, label: str, key: str) -> None:
-        options = [o for o in self.picker.options if o[1] and o[1] != key] + [(label, key)]
-        with self.quiet():
-            self.picker.options = options
-            self.picker.value = key
 
     def draw(self, figures: dict[str, Any]) -> None:
         for name in VIEWS:

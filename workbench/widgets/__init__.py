@@ -1,17 +1,13 @@
 """Interactive explorers for JupyterLab and Voila (import explicitly: ``import workbench.widgets``).
 
-- :class:`LatencyExplorer`: batch size, precision, device, threads, pipeline and
-  SLA controls -> latency budget, tail attribution, distribution, latency over
-  the run with one request's stages, and flame graph of a small profiling run or
-  of a recorded run matching its fingerprint; its noise flag and failures; "pin
-  as A, compare with B" (interleaved, with intervals and verdicts).
-- :class:`TraceExplorer`: pick or upload a ``torch.profiler`` trace -> launch,
-  transfer, GPU timeline, step and flame views.
-- :class:`BatchingExplorer`: arrival rate, max batch size and max wait ->
-  simulated dynamic batching -> latency/throughput, wait-time and queueing views.
-- :class:`GenerativeExplorer`: precision, max sequences, max batched tokens, chunk size and
-  arrival rate -> simulated continuous batching -> TTFT p99, ITL p99 and goodput against
-  throughput, with recorded live runs beside the curve.
+- :class:`LatencyExplorer`: a pipeline's configuration -> budget, tail, distribution, latency over
+  the run and flame graph of a small profiling run or a matching recorded one; "pin as A, compare
+  with B" (interleaved, with intervals and verdicts).
+- :class:`TraceExplorer`: a picked or uploaded ``torch.profiler`` trace -> launch, transfer, GPU
+  timeline, step and flame views.
+- :class:`BatchingExplorer`: rate, max batch size and max wait -> simulated dynamic batching.
+- :class:`GenerativeExplorer`: continuous batching's knobs -> simulated TTFT, ITL and goodput,
+  with recorded live runs beside the curve.
 
 Each explorer is a :class:`~workbench.widgets.controller.Controller` (one debounced job at a time,
 cancel, an LRU cache, errors in the message line) with a ``view`` widget to display. Code moves its

@@ -143,10 +143,8 @@ def request_options(view: RunView) -> list[tuple[str, int | None]]:
 
 
 def clicked_request(point: dict) -> int | None:
-    """The request id of a clicked point of the latency-over-run chart (its ``customdata``, else its x).
-
-    None for a point that carries no whole number (a click the chart did not make).
-    """
+    """The request id of a clicked point of the latency-over-run chart (its ``customdata``, else its
+    x); None for a point that carries no whole number (a click the chart did not make)."""
     for value in (point.get("customdata"), point.get("x")):
         if isinstance(value, list) and len(value) == 1:
             value = value[0]
@@ -185,11 +183,8 @@ def verdict_text(result: dict) -> str:
 
 
 class Pinning:
-    """The pinned configuration A and the last comparison's result.
-
-    live: how the explorer measures (``LiveRuns``: the comparison, its request counts, the room's slot).
-    measurable: ``device -> bool``, whether this machine can run it (both A and B run live).
-    """
+    """The pinned configuration A and the last comparison's result; ``measurable(device)``: whether
+    this machine can run it (both A and B run live)."""
 
     def __init__(self, live: LiveRuns, measurable: Callable[[str], bool]):
         self.live, self.measurable = live, measurable

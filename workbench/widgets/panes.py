@@ -44,10 +44,8 @@ def figure_bundle(fig: go.Figure, height: int = 420) -> dict[str, Any]:
 
 
 class FigurePane:
-    """One figure slot of a dashboard: ``view`` (a widget, updated in place) and ``figure`` (what it
-    shows, for code and tests to read). ``show(fig, bundle)``: a cached ``bundle``
-    (:func:`figure_bundle`) skips the JSON encoding. ``updates`` counts redraws.
-    """
+    """One figure slot: ``view`` (a widget, updated in place) and ``figure`` (what it shows, for code
+    to read); ``show(fig, bundle)`` with a cached ``bundle`` skips the JSON encoding."""
 
     def __init__(self, height: int = 420):
         self.figure = go.Figure()

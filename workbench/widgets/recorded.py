@@ -1,20 +1,16 @@
 """Which recorded run the latency explorer shows for a configuration: matched on its fingerprint,
 never on its name, and what it says when there is none; no widget.
 
-A run of another model with the same pipeline name would show another model's latency. So a run
-stands in only when ``workbench.fingerprint.recorded_match`` accepts it: pipeline, factory spec,
-options, model fingerprint, device, batch size, precision and threads equal (a field the run did
-not record is labelled instead); host and version differences are labels, never refusals. On a
-device this machine lacks, the CPU thread count is a label too, and the model fingerprint is the
-one the configuration has on the CPU (it hashes parameter names, shapes and dtypes, which the
-device does not change). Only ``run.json`` is read (a broken one is skipped with a note); a run
-timed with another synchronization policy than the explorer's (``sync="request"``) never stands in.
+A run of another model with the same pipeline name would show another model's latency, so a run
+stands in only when ``workbench.fingerprint.recorded_match`` accepts it; host and version
+differences are labels. On a device this machine lacks, the thread count is a label too, and the
+model fingerprint is the configuration's on the CPU (names, shapes and dtypes: the device does not
+change them). Only ``run.json`` is read; a run timed with ``sync="request"`` never stands in.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +19,7 @@ from ..device import check_device
 from ..errors import ConfigError, RunRecordError
 from ..examples import factory
 from ..examples.fingerprints import cached
-from ..fingerprint import (
-    UNKNOWN,
-    differences,
-    fingerprint_of,
-    model_fingerprint,
-    recorded_match,
-)
+from ..fingerprint import UNKNOWN, differences, fingerprint_of, model_fingerprint, recorded_match
 from ..pipeline import resolve_pipeline
 from ..record import META_FILE, read_meta
 from .latency_support import cheap_fingerprint
@@ -196,7 +186,7 @@ class RunLookup:
             return self._wanted[cache_key]
         wanted = cheap_fingerprint(target, config)
         if not isinstance(target, str) or self.recorded.needs_model(wanted, measurable=measurable):
-            built = config if measurable else dataclasses.replace(config, device="cpu")
+            built = config if measurable else replace(config, device="cpu")
             known = cached(target, built)  # the shipped examples' fingerprints
             if known is None and not build:
                 return None

@@ -1,14 +1,9 @@
-"""What the latency explorer keeps of a run, and the runs it is read against; no widget.
+"""What the latency explorer keeps of a run (:class:`RunView`, a small summary, not the run), and
+the runs it is read against (:func:`beside_table`); no widget.
 
-A :class:`RunView` is a small summary, not the run: the stage summary, the per-request durations
-and the flame figure (a recorded run's built when the flame pane opens, :class:`Lazy`), so caching
-many costs little memory.
-
-Beside the run on screen (``now``) stay its recording when ``now`` was measured live
-(``recorded``), the pinned configuration A (``pinned``) and the one shown before (``before``):
-a live run on a shared server read against a quiet recording can reverse a verdict. Each gets its
-end-to-end p50, p99 and the p99's 95 % interval (:func:`beside_table`) and a word on whether ``now``
-can be read against it (:func:`comparability`).
+A live run on a shared server read against a quiet recording can reverse a verdict, so beside the
+run on screen (``now``) stay its recording (``recorded``), the pinned A (``pinned``) and the run
+shown before (``before``), each with a word on whether ``now`` can be read against it.
 """
 
 from __future__ import annotations
@@ -53,11 +48,8 @@ STAGE_KEEP = ["request", "stage", "dur_ns"]
 
 @dataclass(frozen=True, eq=False)
 class RunView:
-    """A cached, display-ready summary of one run (hashed by identity: a re-measured run is a new view).
-
-    flame: a :class:`Lazy` of the traced run's flame figure (``flame.get()``: None without a trace).
-    source: where it came from, for the status line.
-    """
+    """A cached, display-ready summary of one run (hashed by identity: a re-measured run is a new view);
+    ``flame``: its flame figure, built on the first ``flame.get()`` (None without a trace)."""
 
     key: Key
     label: str
@@ -103,10 +95,8 @@ class RunView:
 def summarize(
     run: Run, key: Key, source: str, flame_builder=None, *, lazy_flame: bool = False
 ) -> RunView:
-    """A RunView of ``run``; ``flame_builder(trace_path)`` makes the flame figure when there is a trace.
-
-    lazy_flame: build it when first asked for (a recorded run, whose trace file stays), not now.
-    """
+    """A RunView of ``run``; ``flame_builder(trace_path)`` makes the flame figure when there is a trace,
+    now or (``lazy_flame``: a recorded run, whose trace stays) when first asked for."""
     order = run.stage_names
     summary = stage_summary(run)
     requests = run.requests[REQUEST_KEEP].copy()
@@ -158,10 +148,9 @@ BUSY = "measured on a busy machine"
 def beside_table(now: RunView, others: dict[str, RunView | None]) -> pd.DataFrame:
     """One row per run, ``now`` first, then ``others`` in :data:`ROLES` order (None and repeats left out).
 
-    Out (:func:`_row`): ``role, configuration, source`` (``recorded`` or ``live``), ``count`` (successful
-    measured requests), end to end ``p50_ms, p99_ms, p99_ci_low_ms, p99_ci_high_ms`` (None where the
-    sample does not bound it), ``noisy`` (None: not measured), ``machine``, ``compared_with_now``.
-    """
+    Out (:func:`_row`): ``role, configuration, source, count, p50_ms, p99_ms, p99_ci_low_ms,
+    p99_ci_high_ms`` (end to end; None where the sample does not bound it), ``noisy`` (None: not
+    measured), ``machine``, ``compared_with_now``."""
     rows = [_row("now", now)]
     seen = {(now.key, now.source)}
     for role in ROLES[1:]:
@@ -197,11 +186,8 @@ def _number(value) -> float | None:
 
 
 def comparability(now: dict, other: dict) -> str:
-    """Whether ``now`` (a :func:`beside_table` row) can be read against ``other``, in a student's words.
-
-    ``this live run was measured on a busy machine: not comparable with the recording``; where
-    both are quiet, what their p99 intervals say.
-    """
+    """Whether ``now`` (a :func:`beside_table` row) can be read against ``other``, in a student's words:
+    ``this live run was measured on a busy machine: not comparable with the recording``."""
     this = f"this {now['source']} run"
     that = _name(other)
     here, there = now.get("machine"), other.get("machine")

@@ -125,8 +125,12 @@ class LatencyExplorer(Controller):
         self.current: RunView | None = None
         self.previous: RunView | None = None  # the run on screen before the current one
         self.pinned_view: RunView | None = None  # A's run, when it was on screen as it was pinned
-        if first.threads == "recorded":
-            first = dataclasses.replace(first, threads=self._recorded_threads(first))
+        if first.threads == "recorded":  # the recorded run's of the first configuration, else 1
+            config = PipelineConfig(
+                first.device, first.batch_size, first.precision, threads=THREADS
+            )
+            threads = self.lookup.recorded_threads(next(iter(self.targets.values())), config)
+            first = dataclasses.replace(first, threads=threads or THREADS)
         self._build_controls(first)
         self._build_panes()
         self.view = self._layout()
@@ -382,9 +386,16 @@ class LatencyExplorer(Controller):
             self.failed(key, exc)
             return
         self.message_line.clear()
-        recorded = self._recorded_without_build(key, config, force)
-        if not recorded and self.live.profile is None and (force or key not in self.cache):
-            # here, on the notebook's thread, not before a cached or recorded view: it imports torch
+        # a recorded run found without building the pipeline is drawn at once: the debounce is for
+        # live runs, and so is priming the profiler (on this thread), which imports torch
+        here, fresh = _measurable(config.device), force or key not in self.cache
+        recorded = (
+            fresh
+            and not (force and here)
+            and self.lookup.find(self.targets[key[0]], config, measurable=here, build=False)
+            is not None
+        )
+        if not recorded and self.live.profile is None and fresh:
             prime_profiler()
         self.update(
             key,
@@ -432,32 +443,14 @@ class LatencyExplorer(Controller):
             else dataclasses.replace(view, reference=self._recorded(key, match))
         )
 
-    def _recorded_without_build(self, key: Key, config: PipelineConfig, force: bool) -> bool:
-        """Whether a recorded run stands in for this configuration, found without building the
-        pipeline: it is drawn at once, the debounce is for live runs. False for a cached one."""
-        here = _measurable(config.device)
-        if (force and here) or (not force and key in self.cache):
-            return False
-        target = self.targets[key[0]]
-        return self.lookup.find(target, config, measurable=here, build=False) is not None
-
-    def _recorded_threads(self, first: Controls) -> int:
-        """The thread count of the recorded run of the first configuration (any threads), else :data:`THREADS`."""
-        config = PipelineConfig(first.device, first.batch_size, first.precision, threads=THREADS)
-        return self.lookup.recorded_threads(next(iter(self.targets.values())), config) or THREADS
-
     def _recorded(self, key: Key, match) -> RunView:
         folder = match.run.folder
         self.status.value = f"loading recorded run {folder.name}..."
         run = load_run(folder)
         where = match.run.device_name or run.meta.env.cpu_model or "?"
-        view = summarize(
-            run,
-            key,
-            f"recorded run {folder.name} ({match.run.created}, recorded on {where})",
-            flame_from_trace,
-            lazy_flame=True,  # read from its trace when the flame pane is opened
-        )
+        source = f"recorded run {folder.name} ({match.run.created}, recorded on {where})"
+        # its flame graph read from its trace when the flame pane is opened
+        view = summarize(run, key, source, flame_from_trace, lazy_flame=True)
         return dataclasses.replace(view, notes=match.labels, recorded=True)
 
     def _profile(
@@ -470,13 +463,9 @@ class LatencyExplorer(Controller):
             run = self.live.measure(self.targets[key[0]], config, self._progress_callback(), cancel)
         seconds = self.live.clock() - started
         queue = f"waited {waited:.1f} s in the room's queue, " if waited >= 0.05 else ""
+        source = f"{queue}measured here in {seconds:.1f} s{_timeout_note(run)}{hint}"
         try:
-            return summarize(
-                run,
-                key,
-                f"{queue}measured here in {seconds:.1f} s{_timeout_note(run)}{hint}",
-                flame_from_trace,
-            )
+            return summarize(run, key, source, flame_from_trace)
         finally:
             run.close()  # its scratch trace folder (a saved run's files are untouched)
 
@@ -512,10 +501,7 @@ class LatencyExplorer(Controller):
         failed = f"; {view.failed} measured requests failed" if view.failed else ""
         self.status.value = f"{view.label}: {view.source}{failed}"
         self.message_line.clear()
-        self._show_trust(view)
-
-    def _show_trust(self, view: RunView) -> None:
-        """The noise flag, the failures and what a recorded run differs in, each on its own line."""
+        # trust: the noise flag, the failures and what a recorded run differs in
         noise = recorded_noise(view.noise)
         self.noise_line.show(noise_line(noise), "warning" if noise.get("noisy") else "info")
         self.failures_line.show(failures_text(view), "warning")

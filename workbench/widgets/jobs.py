@@ -75,7 +75,9 @@ class JobQueue:
         """Drop the queued job and ask the running one to stop; True if there was one."""
         with self._cond:
             had = self._pending is not None or self._running is not None
-            self._drop_pending()
+            if self._timer is not None:
+                self._timer.cancel()
+            self._pending, self._timer, self._ready = None, None, False
             if self._running is not None:
                 self._running.set()
                 watchdog = threading.Timer(
@@ -96,11 +98,6 @@ class JobQueue:
             error, self.last_error = self.last_error, None
         if error is not None:
             raise error
-
-    def _drop_pending(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        self._pending, self._timer, self._ready = None, None, False
 
     def _release(self) -> None:
         """Debounce delay over: start the pending job unless one is running."""

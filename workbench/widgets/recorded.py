@@ -58,11 +58,8 @@ class RecordedRuns:
                 continue
             if meta.kind != "profile" or meta.sync_policy != "stage":
                 continue
-            self.runs.append(
-                Recorded(
-                    folder, fingerprint_of(meta), meta.env.device_name, str(meta.created or "")[:10]
-                )
-            )
+            created = str(meta.created or "")[:10]
+            self.runs.append(Recorded(folder, fingerprint_of(meta), meta.env.device_name, created))
 
     @property
     def note(self) -> str:
@@ -146,15 +143,9 @@ def _comparable(fp: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_folders(paths: Any) -> list[Path]:
-    if paths is None:
-        return []
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
-    folders = []
-    for root in map(Path, paths):
-        candidates = [root] if (root / META_FILE).is_file() else sorted(root.glob("*"))
-        folders += [f for f in candidates if (f / META_FILE).is_file()]  # run folders only
-    return folders
+    roots = map(Path, [paths] if isinstance(paths, (str, Path)) else paths or [])
+    found = [[root] if (root / META_FILE).is_file() else sorted(root.glob("*")) for root in roots]
+    return [f for group in found for f in group if (f / META_FILE).is_file()]  # run folders only
 
 
 class RunLookup:

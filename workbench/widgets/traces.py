@@ -65,28 +65,29 @@ def trace_choices(paths: Any = None) -> dict[str, Path]:
         paths = [paths]
     found: dict[str, Path] = {}
     for item in map(Path, paths):
-        files = (
-            [item]
-            if item.is_file()
-            else sorted(f for pat in TRACE_PATTERNS for f in item.glob(pat))
-        )
-        for f in files:
+        globbed = (f for pattern in TRACE_PATTERNS for f in item.glob(pattern))
+        for f in [item] if item.is_file() else sorted(globbed):
             label = f.name if item.is_file() or item.name == "traces" else f"{item.name}/{f.name}"
             found.setdefault(label, f)
     return found
 
 
-def flame_from_trace(path: str | os.PathLike, *, title: str | None = None) -> go.Figure:
+def flame_from_trace(path: str | os.PathLike) -> go.Figure:
     """Load a trace and draw its flame graph (stage -> operators -> runtime calls -> kernels, copies)."""
-    return flame_figure(
-        flame_tree(load_trace(path).events),
-        title=title or "Flame graph of the traced requests",
-        max_nodes=FLAME_MAX_NODES,
-    )
+    tree = flame_tree(load_trace(path).events)
+    return flame_figure(tree, title="Flame graph of the traced requests", max_nodes=FLAME_MAX_NODES)
 
 
 def trace_figures(trace) -> dict:
-    """Every view of a loaded trace (``workbench.trace.Trace``), plus a one-line ``summary``."""
+    """Every view of a loaded trace (``workbench.trace.Trace``), plus a one-line ``summary``: file,
+    event count, platform, time span (ms)."""
+    events = trace.events
+    span_ms = (
+        ns_to_ms(int((events["ts_ns"] + events["dur_ns"]).max()) - int(events["ts_ns"].min()))
+        if len(events)
+        else 0.0
+    )
+    platform = trace.meta.get("platform", "?")
     return {
         "launches": launch_figure(trace),
         "transfers": transfer_figure(trace),
@@ -96,7 +97,7 @@ def trace_figures(trace) -> dict:
             flame_tree(trace), title=f"Flame graph: {trace.path.name}", max_nodes=FLAME_MAX_NODES
         ),
         "request": request_chart(trace, 0),
-        "summary": trace_summary(trace),
+        "summary": f"{trace.path.name}: {len(events):,} events, {platform}, {span_ms:,.1f} ms span",
     }
 
 
@@ -106,18 +107,6 @@ def request_chart(events, request: int) -> go.Figure:
         return request_flame_chart(events, request=request)
     except ConfigError as exc:
         return empty_figure(str(exc), "Request flame chart")
-
-
-def trace_summary(trace) -> str:
-    """One status line: file, platform, event count, time span (ms)."""
-    events = trace.events
-    span_ms = (
-        ns_to_ms(int((events["ts_ns"] + events["dur_ns"]).max()) - int(events["ts_ns"].min()))
-        if len(events)
-        else 0.0
-    )
-    platform = trace.meta.get("platform", "?")
-    return f"{trace.path.name}: {len(events):,} events, {platform}, {span_ms:,.1f} ms span"
 
 
 class TraceExplorer(Controller):

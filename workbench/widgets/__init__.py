@@ -28,7 +28,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the ui e
 
 from .batching import BatchingExplorer
 from .controller import LRUCache
-
 from .generative import GenerativeExplorer
 from .jobs import JobQueue
 from .latency import LatencyExplorer

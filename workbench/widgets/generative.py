@@ -18,7 +18,6 @@ from ..batching.continuous import ContinuousPolicy
 from ..batching.generative_explore import measured_points, recorded_setup, simulated_curve
 from ..plots.generative import generative_figure
 from ..record import Run, load_run
-
 from .controller import Controller, LRUCache
 from .panes import FigurePane
 
@@ -28,9 +27,8 @@ RATES = 10  # simulated rates on the curve, from a tenth of the top rate to the 
 class GenerativeExplorer(Controller):
     """Sliders for continuous batching -> simulated TTFT p99, ITL p99 and goodput against throughput.
 
-    runs: continuous ``load`` runs (``Run`` objects or run folders) of one generative pipeline, at one
-        or more precisions and rates (the precisions offered are theirs).
-    ttft_ms, tpot_ms: goodput's bounds. requests: simulated requests per rate (seeded, ``seed``).
+    runs: continuous ``load`` runs (``Run`` objects or run folders) of one generative pipeline, at
+        one or more precisions (those offered) and rates; ``ttft_ms``, ``tpot_ms``: goodput's bounds.
     top_rps: the highest rate simulated (default 2.5 times the highest recorded rate).
     """
 

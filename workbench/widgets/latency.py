@@ -24,7 +24,6 @@ from ..device import available_devices, prime_profiler
 from ..errors import WorkbenchError
 from ..noise import noise_line
 from ..record import load_run
-
 from .controller import Controller, LRUCache
 from ..analysis.tail import tail_attribution
 from ..plots import (
@@ -53,9 +52,7 @@ from .latency_support import (
     thread_options,
     verdict_text,
 )
-
 from .recorded import RecordedRuns, RunLookup
-
 from .summaries import BUSY, RunView, beside_html, beside_table, describe, summarize
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
@@ -92,8 +89,8 @@ class Controls:
 class LatencyExplorer(Controller):
     """Controls -> a small profiling run (or a matching recorded one) -> budget, tail, distribution, flame.
 
-    example: an example name (``workbench.examples.EXAMPLES``) or a factory
-        ``build(config) -> Pipeline``; more choices via ``pipelines={label: name or factory}``.
+    example: an example name (``workbench.examples.EXAMPLES``) or a factory ``build(config) ->
+        Pipeline``; more choices via ``pipelines={label: name or factory}``.
     runs: recorded run folders (or folders of them, e.g. ``data/runs``): a configuration whose
         fingerprint matches one is shown without profiling (also on a device this machine lacks).
     live: how a configuration is measured here (:class:`~workbench.widgets.latency_support.LiveRuns`).
@@ -354,25 +351,24 @@ class LatencyExplorer(Controller):
                 self.index_note.view,
             ]
         )
-        figures = (  # in the explorer's box itself: panes.first_figure_first cuts it after the budget
-            [
-                self.beside_table,
-                self.beside_pane.view,
-                self.budget_pane.view,
-                self.tail_pane.view,
-                w.HBox([self.stage, self.kind], layout=row),
-                self.distribution_pane.view,
-                self.survival_pane.view,
-                self.over_run_pane.view,
-                self.request_picker,
-                self.request_pane.view,
-                self.flame_pane.view,
-                self.stacks_pane.view,
-                self.waits_pane.view,
-                w.HBox([self.pin_button, self.compare_button, self.pin_label], layout=row),
-                self.compare_pane.view,
-            ]
-        )
+        # in the explorer's box itself: panes.first_figure_first cuts it after the budget
+        figures = [
+            self.beside_table,
+            self.beside_pane.view,
+            self.budget_pane.view,
+            self.tail_pane.view,
+            w.HBox([self.stage, self.kind], layout=row),
+            self.distribution_pane.view,
+            self.survival_pane.view,
+            self.over_run_pane.view,
+            self.request_picker,
+            self.request_pane.view,
+            self.flame_pane.view,
+            self.stacks_pane.view,
+            self.waits_pane.view,
+            w.HBox([self.pin_button, self.compare_button, self.pin_label], layout=row),
+            self.compare_pane.view,
+        ]
         return w.VBox([controls, *figures], layout=w.Layout(width="100%"))
 
     # -- the one change path -----------------------------------------------

@@ -91,12 +91,8 @@ def pipeline_targets(example: Any, pipelines: dict[str, Any] | None) -> dict[str
 def thread_options(default: int | None) -> list[tuple[str, int | None]]:
     """1, 2, 4, ... up to the cores this process may use (and the default), then torch's own default."""
     cores = _cores()
-    counts = sorted(
-        {n for n in (1, 2, 4, 8, 16, 32, 64) if n <= cores}
-        | {cores}
-        | ({default} if default else set())
-    )
-    return [(str(n), n) for n in counts] + [("torch default", None)]
+    counts = {n for n in (1, 2, 4, 8, 16, 32, 64) if n <= cores} | {cores} | {default} - {None, 0}
+    return [(str(n), n) for n in sorted(counts)] + [("torch default", None)]
 
 
 def check_config(config: PipelineConfig) -> None:

@@ -1,13 +1,10 @@
 """Display surfaces of the explorers: figure panes and a message line.
 
-A :class:`FigurePane` is one ``ipywidgets.Output`` whose single output is replaced (safe from the
-worker thread) by the figure's plotly MIME bundle, drawn by the ``jupyterlab-plotly`` extension
-inside the plotly wheel: plotly.js comes from the installed package, never a CDN. Clicks
-(:class:`ClickablePane`) and the first figure's signal (:func:`first_figure_first`) come back
-through a hidden ``Text`` sink that a short inline script (widget outputs are trusted) writes into:
-no lab extension beyond ipywidgets' and plotly's. Not plotly's ``FigureWidget`` nor an
-``anywidget``: their lab extension sometimes left Voila pages opened together without any widget
-(benchmarks/results/room.md), and ``FigureWidget`` ships a second copy of plotly.js to each page.
+A :class:`FigurePane` is an ``ipywidgets.Output`` whose one output, replaced from any thread, is the
+figure's plotly MIME bundle (plotly.js from the installed wheel, never a CDN). Clicks and the first
+figure's signal come back through :func:`page_bridge`: no lab extension beyond ipywidgets' and
+plotly's (``FigureWidget`` and ``anywidget`` need one, which left Voila pages opened together
+without widgets: benchmarks/results/room.md).
 """
 
 from __future__ import annotations

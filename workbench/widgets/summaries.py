@@ -42,10 +42,6 @@ class Lazy:
             return self._value
 
 
-REQUEST_KEEP = ["request", "warmup", "ok", "dur_ns"]
-STAGE_KEEP = ["request", "stage", "dur_ns"]
-
-
 @dataclass(frozen=True, eq=False)
 class RunView:
     """A cached, display-ready summary of one run (hashed by identity: a re-measured run is a new view);
@@ -60,18 +56,15 @@ class RunView:
     stages: pd.DataFrame
     flame: Lazy
     failed: int
-    # ``run.meta.noise`` as an object, shown as a badge ({noisy, reasons, fix}); None: not recorded
-    noise: dict | None = None
+    noise: dict | None = None  # ``run.meta.noise`` ({noisy, reasons, fix}); None: not recorded
     failures: dict | None = None  # ``analysis.failures.failure_summary`` of the measured requests
     notes: tuple = ()  # what a recorded run differs in from the configuration it stands in for
     stacks: dict | None = None  # ``run.meta.stacks`` (sampled stacks, slow against median)
     waits: dict | None = None  # ``analysis.waits.wait_summary`` of ``run.meta.sampled``
     wait_flames: dict | None = None  # ``analysis.wait_flame.wait_flames``: work beside waits
     recorded: bool = False  # a recorded run (``data/runs``), not measured here
-    # a live run's recording of the same configuration ("measure here" on a recorded one), shown beside it
-    reference: "RunView | None" = None
-    # where it was measured: the GPU's name, else the CPU model (None: unknown)
-    machine: str | None = None
+    reference: "RunView | None" = None  # the recording beside a live run of its configuration
+    machine: str | None = None  # where it was measured: the GPU's name, else the CPU model
 
     @property
     def wait_line(self) -> str | None:
@@ -99,8 +92,8 @@ def summarize(
     now or (``lazy_flame``: a recorded run, whose trace stays) when first asked for."""
     order = run.stage_names
     summary = stage_summary(run)
-    requests = run.requests[REQUEST_KEEP].copy()
-    stages = run.stages[STAGE_KEEP].copy()
+    requests = run.requests[["request", "warmup", "ok", "dur_ns"]].copy()
+    stages = run.stages[["request", "stage", "dur_ns"]].copy()
     measured = requests[~requests["warmup"]]
     meta = run.meta
     stacks = profile_part(meta).stacks

@@ -1,4 +1,4 @@
-"""widgets.beside: whether the run on screen can be read against another, in a student's words."""
+"""widgets.summaries.beside_table: whether the run on screen can be read against another, in a student's words."""
 
 from __future__ import annotations
 

@@ -75,7 +75,6 @@ class Controls:
 
     threads: of live runs (:data:`THREADS_WHY`; None: torch's default); ``"recorded"``: the recorded
         run's of the first configuration (1 without one), so a room's first view is that run.
-    batch_sizes: the slider's choices (with ``batch_size`` and the recorded runs' sizes).
     """
 
     batch_size: int = 1
@@ -110,7 +109,14 @@ class LatencyExplorer(Controller):
         start: bool = True,
         **controls: Any,
     ):
-        first = _controls(controls)
+        names = [f.name for f in dataclasses.fields(Controls)]
+        if unknown := sorted(set(controls) - set(names)):
+            raise TypeError(
+                f"LatencyExplorer() got unknown keywords {unknown}: the controls are {names}; how "
+                "live runs are made (profile, requests, warmup, traced, timeout_s, compare...) goes "
+                "in live=LiveRuns(...)"
+            )
+        first = Controls(**controls)
         super().__init__(debounce_s=debounce_s, cache_size=cache_size)
         self.targets = pipeline_targets(example, pipelines)
         self.live = live
@@ -297,11 +303,8 @@ class LatencyExplorer(Controller):
             "measure here", "120px", tooltip="profile this configuration on this machine now"
         )
         self.pin_button = _button("pin as A", "90px", tooltip="keep this configuration as A")
-        self.compare_button = _button(
-            "compare with B",
-            "130px",
-            tooltip="measure this configuration (B) and A interleaved; ratio with interval",
-        )
+        why = "measure this configuration (B) and A interleaved; ratio with interval"
+        self.compare_button = _button("compare with B", "130px", tooltip=why)
         self.pin_label = w.Label(value="A: (none pinned)")
         self.notes = MessageLine()  # what a recorded run differs in
         self.noise_line = MessageLine()  # the noise flag of the run on screen
@@ -309,8 +312,7 @@ class LatencyExplorer(Controller):
         self.index_note = MessageLine()  # recorded runs that could not be read: skipped, said here
         self.index_note.show(self.recorded.note, "warning")
         self.budget_pane, self.distribution_pane = FigurePane(), FigurePane()
-        # the page's budget, whatever is above it
-        self.budget_pane.view.add_class("workbench-budget")
+        self.budget_pane.view.add_class("workbench-budget")  # the page's budget, whatever is above
         # drawn on the page when asked: most of the first view's figure JSON
         self.flame_pane = DeferredPane(520, "flame graph of the traced request")
         self.tail_pane, self.request_pane = FigurePane(320), FigurePane(320)
@@ -320,17 +322,15 @@ class LatencyExplorer(Controller):
         self.compare_pane = FigurePane(380)
         # slow minus median sampled stacks; work beside waits (every thread sampled): hidden without
         self.stacks_pane, self.waits_pane = FigurePane(420), FigurePane(420)
-        # the runs the one on screen is read against (widgets.beside); hidden while it is alone
+        # the runs the one on screen is read against (summaries.beside_table); hidden while alone
         self.beside_line = MessageLine()
         self.beside_table = w.HTML()
         self.beside_pane = FigurePane(300)
         for pane in (self.stacks_pane, self.waits_pane, self.beside_pane):
             pane.view.layout.display = "none"
-        names = "budget tail distribution survival over_run request flame stacks waits"
-        self.run_panes = [
-            getattr(self, f"{name}_pane") for name in names.split()
-        ]  # the run's figures
-        self.beside_rows = None  # the table drawn (``beside.beside_table``), None while alone
+        run_figures = "budget tail distribution survival over_run request flame stacks waits"
+        self.run_panes = [getattr(self, f"{name}_pane") for name in run_figures.split()]
+        self.beside_rows = None  # the table drawn, None while alone
 
     def _layout(self) -> widgets.Widget:
         w = widgets
@@ -650,18 +650,6 @@ class LatencyExplorer(Controller):
     def _progress_done(self) -> None:
         self.progress.layout.visibility = "hidden"
         self.cancel_button.disabled, self.cancel_button.button_style = True, ""
-
-
-def _controls(values: dict[str, Any]) -> Controls:
-    """The explorer's keywords past its own: :class:`Controls` fields; others named with where they go."""
-    unknown = sorted(set(values) - {f.name for f in dataclasses.fields(Controls)})
-    if unknown:
-        raise TypeError(
-            f"LatencyExplorer() got unknown keywords {unknown}: the controls are "
-            f"{[f.name for f in dataclasses.fields(Controls)]}; how live runs are made (profile, "
-            "requests, warmup, traced, timeout_s, compare...) goes in live=LiveRuns(...)"
-        )
-    return Controls(**values)
 
 
 def _button(description: str, width: str, **options: Any) -> widgets.Button:

@@ -104,10 +104,10 @@ class RecordedRuns:
             if ok:
                 labels = difference_labels(want, _comparable(run.fingerprint))
                 if want is not wanted:
-                    labels = [
-                        f"recorded with {run.fingerprint.get('threads')} CPU threads (cannot be measured here)",
-                        *labels,
-                    ]
+                    threads = run.fingerprint.get("threads")
+                    labels.insert(
+                        0, f"recorded with {threads} CPU threads (cannot be measured here)"
+                    )
                 found = Match(run, tuple(labels))
         return found
 

@@ -225,10 +225,8 @@ def _intervals(now: dict, other: dict) -> str:
 
 def beside_html(table: pd.DataFrame) -> str:
     """The table as a small HTML table for the page (ms with 3 decimals; an unbounded end says so)."""
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ("", "configuration", "source", "n", "p50 ms", "p99 ms [95 % CI]", "")
-    )
+    heads = ("", "configuration", "source", "n", "p50 ms", "p99 ms [95 % CI]", "")
+    head = "".join(f"<th>{h}</th>" for h in heads)
     body = []
     for row in table.to_dict("records"):
         high = "not bounded" if row["p99_ci_high_ms"] is None else f"{row['p99_ci_high_ms']:.3f}"

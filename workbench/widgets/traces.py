@@ -191,13 +191,11 @@ class TraceExplorer(Controller):
         return w.VBox([head, *views, self.request, request_view], layout=w.Layout(width="100%"))
 
     def _uploaded(self, change: dict) -> None:
-        files = change["new"]
-        if not files:
-            return
-        item = files[0]
-        name, data = item["name"], bytes(item["content"])
-        self.upload.value = ()  # release the bytes held by the widget
-        self.load_bytes(name, data)
+        if change["new"]:
+            item = change["new"][0]
+            name, data = item["name"], bytes(item["content"])
+            self.upload.value = ()  # release the bytes held by the widget
+            self.load_bytes(name, data)
 
     def _figures(self, key: str, path: Path, label: str | None = None) -> dict[str, Any]:
         """Worker thread: read the trace and build every view; keep its events for the request picker."""

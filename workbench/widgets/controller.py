@@ -116,7 +116,8 @@ class Controller:
         value = None if force else self.cache.get(key)
         if value is not None:
             self.jobs.cancel()  # a queued job for another setting is no longer wanted
-            self._draw_locked(value)
+            with self._lock:
+                self.draw(value)
             return
         if queued:
             self.status.value = queued
@@ -182,11 +183,8 @@ class Controller:
             return
         self.cache.put(key, value)
         if key == self.key:
-            self._draw_locked(value)
-
-    def _draw_locked(self, value: Any) -> None:
-        with self._lock:
-            self.draw(value)
+            with self._lock:
+                self.draw(value)
 
     def _unexpected(self, exc: BaseException) -> None:
         """A bug rather than a user error: still a message, with the exception type, never a traceback."""

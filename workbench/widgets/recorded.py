@@ -163,9 +163,7 @@ class RunLookup:
         if not self.recorded.runs:
             return None
         wanted = self.fingerprint(target, config, measurable=measurable, build=build)
-        if wanted is None:
-            return None
-        return self.recorded.find(wanted, measurable=measurable)
+        return None if wanted is None else self.recorded.find(wanted, measurable=measurable)
 
     def fingerprint(
         self, target: Any, config: PipelineConfig, build: bool = True, *, measurable: bool = True
@@ -195,9 +193,8 @@ class RunLookup:
         """The thread count of the recorded run of ``config`` at any thread count, else None."""
         if not self.recorded.runs:
             return None
-        match = self.recorded.find(
-            self.fingerprint(target, config, measurable=False), measurable=False
-        )
+        wanted = self.fingerprint(target, config, measurable=False)
+        match = self.recorded.find(wanted, measurable=False)
         threads = match.run.fingerprint.get("threads") if match is not None else None
         return threads if isinstance(threads, int) and threads >= 1 else None
 

@@ -9,7 +9,7 @@ one CPU. Peers, run on the same arrivals with the same service times:
 - SimPy 4 (process-based discrete-event simulation), the batcher written the
   obvious SimPy way; skipped with a note when ``simpy`` is not importable
   (it is not in requirements.lock: ``pip install simpy==4.1.2`` to compare);
-- ``workbench.batching.policy.dispatch_schedule``, the event-by-event reference.
+- ``tests.support.dispatch.dispatch_schedule``, the event-by-event reference.
 
 Peers are run on fewer requests (``--peer-requests``) and compared in
 requests per second; each peer's mean end to end is checked against ours.
@@ -30,7 +30,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workbench.batching.arrivals import Arrivals  # noqa: E402
-from workbench.batching.policy import BatchPolicy, dispatch_schedule  # noqa: E402
+from tests.support.dispatch import dispatch_schedule  # noqa: E402
+from workbench.batching.policy import BatchPolicy  # noqa: E402
 from workbench.batching.service_model import ServiceModel  # noqa: E402
 from workbench.batching.simulator import simulate  # noqa: E402
 from workbench.batching.summary import load_summary  # noqa: E402

@@ -49,12 +49,11 @@ def test_on_yields_at_once_without_a_lock_and_off_refuses(tmp_path):
             pass
 
 
-@pytest.mark.parametrize("use_os_lock", [True, False], ids=["flock", "marker-file"])
-def test_second_caller_waits_is_told_once_and_times_out(tmp_path, use_os_lock):
+def test_second_caller_waits_is_told_once_and_times_out(tmp_path):
     env = env_for(tmp_path)
     clock = StepClock()
     told = []
-    with live_slot(environ=env, use_os_lock=use_os_lock, clock=clock) as first_wait:
+    with live_slot(environ=env, clock=clock) as first_wait:
         assert first_wait == 0.0
         with pytest.raises(LiveProfilingError, match="held the room's profiling slot .* for 1 s"):
             with live_slot(
@@ -63,13 +62,12 @@ def test_second_caller_waits_is_told_once_and_times_out(tmp_path, use_os_lock):
                 on_wait=lambda: told.append(clock()),
                 clock=clock,
                 sleep=clock.sleep,
-                use_os_lock=use_os_lock,
             ):
                 pytest.fail("got the slot while another run held it")
     assert told == [100.0]
     assert len(clock.sleeps) == 10 and clock.now == pytest.approx(101.0)
     # released: the next caller gets it at once
-    with live_slot(environ=env, timeout_s=0.0, use_os_lock=use_os_lock, clock=clock) as waited:
+    with live_slot(environ=env, timeout_s=0.0, clock=clock) as waited:
         assert waited == 0.0
 
 
@@ -98,16 +96,3 @@ def test_a_killed_holder_frees_the_slot(tmp_path):
     with live_slot(environ=env, timeout_s=5.0) as waited:
         assert waited < 5.0
     assert time.monotonic() - started < 5.0
-
-
-def test_marker_file_is_taken_over_from_a_dead_owner(tmp_path):
-    env = env_for(tmp_path)
-    marker = tmp_path / "room" / "live.lock.owner"
-    marker.parent.mkdir(parents=True)
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    marker.write_text(str(dead.pid))
-    with live_slot(environ=env, timeout_s=0.0, use_os_lock=False, clock=StepClock()) as waited:
-        assert waited == 0.0
-        assert marker.read_text() == str(__import__("os").getpid())
-    assert not marker.exists()

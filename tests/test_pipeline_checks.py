@@ -10,7 +10,14 @@ from workbench import Pipeline, PipelineConfig, profile
 from workbench.cli import main
 from workbench.errors import ConfigError, PipelineError
 from workbench.interleave import compare
-from workbench.pipeline import ReadOptions, build_pipeline, lazy_output, unread_options
+from workbench.pipeline import (
+    ReadOptions,
+    build_pipeline,
+    first_request_checked,
+    lazy_output,
+    unread_options,
+)
+from workbench.timing import stage_timer
 
 
 def lazy_factory(lazy):
@@ -141,3 +148,13 @@ def test_read_options_counts_every_kind_of_read_only_while_watching():
         dict(o)  # copying every option reads every option
     assert o.read >= {"a", "b", "c"}
     assert type(__import__("copy").deepcopy(o)) is dict
+
+
+def test_the_first_request_checks_the_options_only_when_asked():
+    """``first_request_checked(..., options=False)`` (load's executors) leaves the options alone: the
+    flag was shadowed by a local and the check ran anyway (an unread option refused in every executor)."""
+    pipe = build_pipeline(reading_factory, PipelineConfig(options={"hidden": 8, "typo": 1}))
+    timer = stage_timer(pipe, FakeClock())
+    first_request_checked(timer, pipe, options=False)([1])  # no ConfigError
+    with pytest.raises(ConfigError, match="option 'typo' is never read"):
+        first_request_checked(timer, pipe)([1])

@@ -163,7 +163,7 @@ def test_a_frame_without_a_line_is_recorded_at_its_functions_first_line():
 
     sampler = StackSampler()
     frame = SimpleNamespace(f_code=stage.__code__, f_lineno=None, f_back=None)
-    sampler._intern(sampler._whole_stack(frame))
+    sampler._intern(sampler._stack(frame))
     code = stage.__code__
     assert sampler.record(origin_ns=0)["frames"] == [
         [portable_file(code.co_filename), "stage", code.co_firstlineno]

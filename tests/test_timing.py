@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 
 import pytest
 
 from tests.conftest import FakeClock
-from workbench.timing import time_request
+from workbench.timing import GcProbe, time_request
 
 
 def costing(clock: FakeClock, ns: int, then=None):
@@ -67,8 +68,6 @@ def test_keyboard_interrupt_from_a_stage_stops_the_run():
 
 
 def test_gc_pauses_are_charged_to_the_stage_they_fell_in():
-    from workbench.gcprobe import GcProbe
-
     clock = iter(range(0, 10_000, 10))
     probe = GcProbe(clock=lambda: 0)
 
@@ -136,3 +135,26 @@ def test_a_raising_describe_is_an_attribute_error_not_a_failure():
         and t.attributes is None
         and t.attribute_errors == {0: "ZeroDivisionError: division by zero"}
     )
+
+
+def test_a_collection_adds_its_pause_on_the_injected_clock():
+    ticks = iter([100, 350, 1_000, 1_060])
+    with GcProbe(clock=lambda: next(ticks)) as probe:
+        probe._callback("start", {})
+        probe._callback("stop", {})
+        probe._callback("start", {})
+        probe._callback("stop", {})
+    assert probe.pause_ns == 250 + 60 and probe.collections == 2 and probe.max_pause_ns == 250
+
+
+def test_a_real_collection_is_seen_and_the_callback_is_removed():
+    with GcProbe() as probe:
+        gc.collect()
+    assert probe.collections >= 1 and probe.pause_ns > 0
+    assert probe._callback not in gc.callbacks
+
+
+def test_stop_without_start_is_ignored():
+    probe = GcProbe(clock=lambda: 5)
+    probe._callback("stop", {})
+    assert probe.pause_ns == 0 and probe.collections == 0

@@ -17,27 +17,27 @@ def _cls(*args) -> str:
 
 
 def test_a_collection_over_half_the_interval_is_gc_whatever_the_call():
-    assert _cls("lock", 10 * MS, 0, 0, 0, 5 * MS) == "gc"
-    assert _cls(None, 10 * MS, 9 * MS, 0, 0, 4 * MS) == "cpu"
+    assert _cls("lock", 10 * MS, 0, 0, 5 * MS) == "gc"
+    assert _cls(None, 10 * MS, 9 * MS, 0, 4 * MS) == "cpu"
 
 
 def test_a_device_sync_is_device_even_while_spinning_on_cpu():
     # no GPU on this machine: the device class comes from a fake top frame's call (.item())
-    assert _cls("device", 10 * MS, 10 * MS, 0, 0, 0) == "device"
+    assert _cls("device", 10 * MS, 10 * MS, 0, 0) == "device"
 
 
 def test_on_cpu_half_the_interval_is_cpu_and_a_known_wait_off_cpu_is_that_wait():
-    assert _cls("lock", 10 * MS, 5 * MS, 0, 0, 0) == "cpu"
-    assert _cls("lock", 10 * MS, 1 * MS, 8 * MS, 10 * MS, 0) == "lock"
-    assert _cls("io", 10 * MS, 0, 0, 0, 0) == "io"
-    assert _cls("sleep", 10 * MS, None, None, 0, 0) == "sleep"
+    assert _cls("lock", 10 * MS, 5 * MS, 0, 0) == "cpu"
+    assert _cls("lock", 10 * MS, 1 * MS, 10 * MS, 0) == "lock"
+    assert _cls("io", 10 * MS, 0, 0, 0) == "io"
+    assert _cls("sleep", 10 * MS, None, 0, 0) == "sleep"
 
 
 def test_blocked_in_plain_python_while_another_thread_is_busy_is_the_gil():
     busy = int(10 * MS * GIL_SHARE)
-    assert _cls(None, 10 * MS, 1 * MS, 0, busy, 0) == "gil"
-    assert _cls(None, 10 * MS, 1 * MS, 9 * MS, busy - 1, 0) == "off_cpu"
-    assert _cls(None, 10 * MS, None, None, 10 * MS, 0) == "cpu"  # no counters: the call alone
+    assert _cls(None, 10 * MS, 1 * MS, busy, 0) == "gil"
+    assert _cls(None, 10 * MS, 1 * MS, busy - 1, 0) == "off_cpu"
+    assert _cls(None, 10 * MS, None, 10 * MS, 0) == "cpu"  # no counters: the call alone
 
 
 @pytest.fixture

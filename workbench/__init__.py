@@ -1,8 +1,7 @@
 """Inference Latency Workbench: where each request's time goes, stage by stage.
 
-``import workbench`` is light: it imports neither torch, plotly nor ipywidgets.
-Names below load their module on first use (Voila starts a fresh kernel for
-every visitor, so start-up time matters).
+``import workbench`` is light (no torch, plotly or ipywidgets): names load their module on first
+use, as Voila starts a fresh kernel for every visitor.
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""The configuration a pipeline factory builds a pipeline from.
-
-A factory ``build(config) -> Pipeline`` is called again whenever a slider moves,
-so everything that changes the pipeline lives here: device, batch size,
-precision, torch CPU threads and free user options.
-
-Every number has a range (:class:`Range`): the command line's numbers (``workbench.cli.numbers``)
-and a factory's options (:func:`option_ranges`) share it. Option values are finite JSON
-(:func:`option_value` decodes one from the command line), checked against the ranges the factory
-declares before it builds anything.
+"""The configuration a factory builds a pipeline from (again whenever a slider moves), and
+:class:`Range`, the one rule for a number a user gives (command line and factory options).
 """
 
 from __future__ import annotations
@@ -28,16 +20,9 @@ PRECISIONS = ("fp32", "bf16", "fp16", "int8")
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    """What a factory needs to build a pipeline.
-
-    device: ``"cpu"`` or ``"cuda"`` (``"cuda:N"`` picks a GPU).
-    batch_size: input items per request (one pipeline call), >= 1.
-    precision: one of ``fp32``, ``bf16``, ``fp16``, ``int8``.
-    options: free user fields (JSON-serialisable), e.g. ``{"hidden": 256}``.
-    threads: torch intra-op CPU threads for the thread that runs the stages, >= 1;
-        None keeps torch's default. OpenMP keeps the count per OS thread, so the
-        runner applies it in every thread that runs stages (see :meth:`apply_threads`).
-    """
+    """What a factory needs to build a pipeline: ``device`` (``"cuda:N"`` picks a GPU),
+    ``batch_size`` (items per request, one pipeline call), ``precision``, ``options`` (free user
+    fields, finite JSON) and ``threads`` (torch's intra-op threads; None: its default)."""
 
     device: str = "cpu"
     batch_size: int = 1
@@ -71,11 +56,7 @@ class PipelineConfig:
         return replace(self, **changes)
 
     def apply_threads(self) -> int | None:
-        """Set torch's intra-op threads in the calling thread when ``threads`` is set.
-
-        Returns the count in force in this thread afterwards (None without torch). Call it in the
-        thread that runs the stages: a worker thread does not inherit the count set elsewhere.
-        """
+        """Set ``threads`` in the calling thread (OpenMP keeps one per OS thread); the count now."""
         torch = torch_or_none()
         if torch is None:
             return None
@@ -92,7 +73,7 @@ class PipelineConfig:
 
 
 def _finite(value: Any) -> bool:
-    """No NaN or infinity anywhere in ``value`` (lists and dicts walked): run.json holds only finite JSON."""
+    """No NaN or infinity anywhere in ``value``: run.json holds only finite JSON."""
     if isinstance(value, float):
         return math.isfinite(value)
     if isinstance(value, dict):
@@ -104,9 +85,7 @@ def _finite(value: Any) -> bool:
 
 @dataclass(frozen=True)
 class Range:
-    """A finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``), an integer with ``integer``;
-    ``unit`` is said in the message. One rule for every number a user gives: command-line options
-    and factory options alike."""
+    """A finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``), said with its ``unit``."""
 
     lo: float
     hi: float
@@ -138,8 +117,8 @@ THREAD_COUNTS = Range(1, 4096, integer=True, unit="threads")
 
 
 def option_value(flag: str, key: str, text: str) -> Any:
-    """One ``KEY=VALUE`` value of ``--option``/``--config``: JSON when it parses, else the text itself;
-    a NaN, an infinity or a number past float range (``1e400``) is refused, naming the flag, key and text."""
+    """One ``KEY=VALUE`` value of ``--option``/``--config``: JSON when it parses, else the text; a
+    number that is not finite (``NaN``, ``1e400``) is refused."""
 
     def refuse(_constant: str):
         raise ConfigError(f"{flag} {key}={text}: not a finite number (options are finite JSON)")
@@ -179,9 +158,7 @@ def option_ranges(**ranges: Range) -> Callable:
 
 
 def with_overrides(options: Any, cls: type, overrides: dict[str, Any], who: str) -> Any:
-    """``options`` (a frozen dataclass ``cls``; None: its defaults) with ``overrides`` by field name.
-
-    A name that is not a field of ``cls`` is a ConfigError naming it."""
+    """``options`` (a frozen ``cls``; None: its defaults) with ``overrides`` by field name."""
     names = [f.name for f in fields(cls)]
     unknown = sorted(set(overrides) - set(names))
     if unknown:

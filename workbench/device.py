@@ -1,8 +1,4 @@
-"""Decide "is there a GPU" once, in one place.
-
-Everything that needs to know whether CUDA is usable asks :func:`cuda_available`;
-torch is imported here lazily so ``import workbench`` stays light.
-"""
+"""Decide "is there a GPU" once, in one place (:func:`cuda_available`); torch imported lazily."""
 
 from __future__ import annotations
 
@@ -38,11 +34,7 @@ def require_torch():
 
 
 def torch_version() -> str | None:
-    """``torch.__version__`` (what a run records, ``2.13.0+cpu``) without importing torch where it is not yet.
-
-    The wheel's metadata version is the same string, local part included; a torch importable without
-    metadata (a source tree on the path) is imported and asked. None when torch is not installed.
-    """
+    """``torch.__version__``, from the wheel's metadata until torch is imported; None without it."""
     torch = sys.modules.get("torch")
     if torch is None:
         try:
@@ -53,9 +45,7 @@ def torch_version() -> str | None:
 
 
 def _cuda_impossible() -> bool:
-    """True when the installed torch cannot see a CUDA GPU, told without importing torch: a CPU-only
-    build (local version ``+cpu``, the wheel a room server installs) or macOS. Otherwise (a CUDA or
-    ROCm build, torch already imported, or no metadata) only torch can tell."""
+    """True for a ``+cpu`` torch build or macOS, told without importing torch."""
     if "torch" in sys.modules:
         return False
     try:
@@ -67,11 +57,7 @@ def _cuda_impossible() -> bool:
 
 @functools.lru_cache(maxsize=1)
 def cuda_available() -> bool:
-    """True when torch is installed and sees at least one CUDA device.
-
-    A CPU-only torch build answers without importing torch (about 250 MB a
-    process: a room kernel showing a recorded run never needs it).
-    """
+    """True when torch sees a CUDA device (a CPU-only build answers without importing torch)."""
     if _cuda_impossible():
         return False
     torch = torch_or_none()
@@ -112,20 +98,13 @@ def cpu_model() -> str:
 
 
 def quiet_profiler() -> None:
-    """Silence kineto's informational stderr lines (``USDT ... profiler_start``) for this process.
-
-    kineto reads ``KINETO_LOG_LEVEL`` when the first profiler session starts, so this must run
-    before it; a user's own setting wins. It hides warnings and errors too (level < 6), so only the
-    workbench's own traced runs and explorers apply it.
-    """
+    """Silence kineto's stderr lines for this process (a user's ``KINETO_LOG_LEVEL`` wins)."""
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
 
 
 @functools.cache
 def prime_profiler() -> None:
-    """Start and stop one empty profiler session on this thread, once per process: kineto registers
-    its client on the first session's thread, and a first session on a worker thread (the explorers
-    profile on one) prints ``External init callback must run in same thread as registerClient``."""
+    """One empty profiler session here, once a process (kineto registers on the first's thread)."""
     quiet_profiler()
     torch = torch_or_none()
     if torch is None:

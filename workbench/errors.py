@@ -1,9 +1,5 @@
-"""Exceptions raised by the workbench.
-
-Every error a user can cause derives from :class:`WorkbenchError`; the command
-line prints its message on one line and exits non-zero, without a traceback.
-Messages say what was wrong and what to do.
-"""
+"""Exceptions a user can cause (:class:`WorkbenchError`: one line, no traceback, from the command
+line), and the checks of values where they enter."""
 
 import re
 
@@ -49,8 +45,7 @@ def check_int(name: str, value: object, low: int) -> None:
 
 
 def value_at(data: object, path: str, missing: object = "?") -> object:
-    """The value at a msgspec error path such as ``config.batch_size`` or ``stages[2]`` (``missing``
-    where there is none): a schema error quotes what the user wrote, not only what was expected."""
+    """The value at a msgspec error path such as ``stages[2].name`` (``missing``: none)."""
     for key, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
         try:
             data = data[int(index)] if index else data[key]
@@ -60,19 +55,9 @@ def value_at(data: object, path: str, missing: object = "?") -> object:
 
 
 def encodable(text: str) -> str:
-    """``text`` as UTF-8 can hold it: what a run's tables and run.json store of user code's strings.
-
-    A lone surrogate (a non-UTF-8 file name as ``os.fsdecode`` gives it, ``caf\\udce9.bin``) cannot be
-    encoded, so a message holding one would be refused when the run is saved. Such bytes become
-    backslash escapes (``caf\\\\xe9.bin``); other lone surrogates their ``\\\\udXXX`` escape. Text that
-    encodes is returned as it is.
-    """
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        pass
-    try:
+    """``text`` as UTF-8 can hold it (a run stores user code's strings): a lone surrogate, such as a
+    non-UTF-8 file name's byte, becomes its backslash escape; other text is returned as it is."""
+    try:  # text that encodes comes back as it is
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a surrogate surrogateescape did not make (outside U+DC80-U+DCFF)
         return text.encode("utf-8", "backslashreplace").decode("utf-8")

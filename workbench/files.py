@@ -1,11 +1,8 @@
 """Opening a file a user named: a regular file only, its size capped, before any parser sees it.
 
-Every reader of a user's file (a run folder's ``run.json`` and tables, a compare or sweep file, OTLP
-spans, payloads, traces) opens it here. A FIFO with no writer would block the open forever and a
-device such as ``/dev/zero`` never ends, so the file is opened non-blocking and its type checked on
-the open descriptor (``fstat``: a file swapped for a FIFO after a check cannot slip through); a
-symbolic link is followed and judged by what it points to. A file larger than its reader's cap is
-refused before a byte is read. Each refusal is one line, raised as the reader's own error type.
+A FIFO with no writer would block the open forever and ``/dev/zero`` never ends, so the file is
+opened non-blocking and judged on the open descriptor (a file swapped after a check cannot slip
+through). Each refusal is one line, raised as the reader's own error type.
 """
 
 from __future__ import annotations
@@ -34,12 +31,8 @@ def open_regular(
     hint: str = "",
     max_bytes: int | None = None,
 ) -> BinaryIO:
-    """``path`` opened for binary reading; ``error`` (one line naming the path) unless it is a
-    regular file of at most ``max_bytes`` (None: any size).
-
-    ``what`` names the file in the messages ("trace file"); ``hint`` ends the refusal of a
-    special file ("save the trace to a file and give that").
-    """
+    """``path`` opened for binary reading; ``error`` unless it is a regular file of at most
+    ``max_bytes`` (None: any size); ``what`` names the file, ``hint`` ends a refusal."""
     try:
         fd = os.open(path, _FLAGS)
     except FileNotFoundError:
@@ -68,8 +61,7 @@ def read_capped(
     what: str = "file",
     hint: str = "",
 ) -> bytes:
-    """The bytes of the regular file ``path`` (:func:`open_regular`), refused above ``max_bytes``
-    before reading (and if it grows past them while read)."""
+    """The bytes of the regular file ``path``, refused above ``max_bytes`` (or grown past)."""
     with open_regular(path, error, what, hint, max_bytes) as stream:
         data = stream.read(max_bytes + 1)
     if len(data) > max_bytes:

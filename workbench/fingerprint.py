@@ -1,18 +1,7 @@
-"""What a run measured, as a comparable record: its fingerprint.
+"""What a run measured, as a comparable record: its fingerprint (``run.meta.fingerprint``).
 
-``run.meta.fingerprint`` (a ``workbench.record.Fingerprint``) holds::
-
-    pipeline, factory (the spec: "example:text", "my_pipeline.py:build", "module:function"),
-    options, precision, device, batch_size, threads (the torch intra-op threads in force),
-    torch, workbench (versions), host: {cpu_model, cores},
-    model: {params, hash} or "unknown", model_note (why unknown)
-
-The model fingerprint is the parameter count and a SHA-256 (first 16 hex digits) of every declared
-model's parameter names, shapes and dtypes, in declaration order. A factory declares its models with
-``Pipeline(models=[...])`` or ``pipe.declare_model(m)``; without, the model is ``"unknown"``. Runs
-recorded before fingerprints existed get one from their config and environment
-(:func:`fingerprint_of`). :func:`differences` lists the fields that differ; pooling service times
-(:func:`check_poolable`) allows only ``batch_size`` to differ.
+The model's is the parameter count and a SHA-256 (16 hex digits) of every declared model's
+parameter names, shapes and dtypes, in declaration order; ``"unknown"`` when none is declared.
 """
 
 from __future__ import annotations
@@ -34,7 +23,7 @@ POOLABLE_FIELDS = frozenset({"batch_size"})
 
 
 def factory_spec(target: Any) -> str:
-    """A readable spec of what built the pipeline: an example name, a file or module function."""
+    """What built the pipeline: ``example:NAME``, ``FILE.py:FUNC`` or ``MODULE:FUNC``."""
     if isinstance(target, str):
         return f"example:{target}"
     if hasattr(target, "stages") and hasattr(target, "item_iterator"):  # a built Pipeline
@@ -50,7 +39,7 @@ def factory_spec(target: Any) -> str:
 
 
 def model_fingerprint(models: list[Any]) -> dict[str, Any] | str:
-    """``{params, hash}`` of declared ``torch.nn.Module`` s, or ``"unknown"`` when none are declared."""
+    """``{params, hash}`` of the declared ``torch.nn.Module`` s, or ``"unknown"``."""
     if not models:
         return UNKNOWN
     digest = hashlib.sha256()
@@ -67,7 +56,7 @@ def model_fingerprint(models: list[Any]) -> dict[str, Any] | str:
 
 
 def _packed_weights(model):
-    """(name, (numel, shape, dtype)) of dynamically quantized Linear weights (not in named_parameters)."""
+    """(name, (numel, shape, dtype)) of dynamically quantized weights (not parameters)."""
     for name, module in model.named_modules():
         weight = getattr(module, "weight", None)
         if callable(weight) and hasattr(module, "_packed_params"):
@@ -79,7 +68,7 @@ def _packed_weights(model):
 
 
 def run_fingerprint(pipe, target: Any, threads: int | None, env: dict[str, Any]) -> dict[str, Any]:
-    """The fingerprint of a run of ``pipe`` (built from ``target``) with ``threads`` torch threads."""
+    """The fingerprint of a run of ``pipe``, built from ``target``, on ``threads`` torch threads."""
     cfg = pipe.config
     model = model_fingerprint(list(pipe.models))
     return {
@@ -140,11 +129,7 @@ def _flatten(fp: dict[str, Any]) -> dict[str, Any]:
 
 
 def differences(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[tuple[str, Any, Any]]:
-    """Fields whose values differ between two fingerprints: ``[(field, a_value, b_value)]``.
-
-    Nested host fields are named ``host.cpu_model`` and ``host.cores``; options
-    and the model compare as whole values. A field missing on one side counts as None.
-    """
+    """``[(field, a_value, b_value)]`` that differ (host fields as ``host.cores``; missing: None)."""
     fa, fb = _flatten(a or {}), _flatten(b or {})
     keys = list(fa) + [k for k in fb if k not in fa]
     return [(k, fa.get(k), fb.get(k)) for k in keys if fa.get(k) != fb.get(k)]
@@ -153,11 +138,8 @@ def differences(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[tupl
 def check_poolable(
     runs: list[Any], labels: list[str], allow_mixed: bool = False
 ) -> list[tuple[str, Any, Any]]:
-    """Raise ConfigError unless every run's fingerprint equals the first's except ``batch_size``.
-
-    Returns the differences found (empty when none); with ``allow_mixed`` they
-    are returned instead of raised, for the caller to print.
-    """
+    """ConfigError unless every run's fingerprint is the first's but ``batch_size``; with
+    ``allow_mixed`` the differences are returned instead, for the caller to print."""
     found = []
     first = fingerprint_of(runs[0].meta)
     for run, label in zip(runs[1:], labels[1:]):
@@ -188,12 +170,7 @@ LABEL_FIELDS = ("host.cpu_model", "host.cores", "torch", "workbench")
 
 
 def recorded_match(wanted: dict[str, Any], recorded: dict[str, Any]) -> tuple[bool, list[str]]:
-    """Whether a recorded run stands in for a wanted configuration, and the labels to show if it does.
-
-    It matches when :data:`RECORDED_MATCH_FIELDS` are equal (a field unknown on the recorded side,
-    e.g. ``factory`` or ``model`` of an older run, is labelled instead of refused); host and version
-    differences are labels ("recorded on host.cores 4, here 2"), never a refusal.
-    """
+    """Whether a recorded run stands in for a wanted configuration, and the labels it shows."""
     labels = []
     for name, va, vb in differences(wanted, recorded):
         unknown = vb is None or vb == UNKNOWN

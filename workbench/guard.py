@@ -1,17 +1,10 @@
 """Running a request's stages so that a stage cannot hang the tool.
 
-A Python thread cannot be killed. So with a per-request timeout the stages run on one worker thread
-per run (:class:`StageGuard`), and the calling thread waits at most ``timeout_s`` (real seconds) for
-each request. When the wait runs out, the request is recorded as failed with error type ``Timeout``
-at the stage that was running, the worker thread is abandoned (it is a daemon: it cannot keep the
-process alive), and the caller stops the run. A cancel event is watched during the wait too, so that
-cancelling the explorer does not wait for a stuck stage.
-
-Without a timeout the runner calls the stage timer directly: no thread, no hand-off, the timing
-run's overhead stays two clock reads per stage (``benchmarks/bench_overhead.py``). Either way a
-stage's ``SystemExit`` or other ``BaseException`` is that request's failure (``workbench.timing``);
-only ``KeyboardInterrupt`` stops the run, and then the runner keeps what was measured
-(:class:`Interrupted`).
+A Python thread cannot be killed, so with a per-request timeout the stages run on a daemon worker
+thread (:class:`StageGuard`) and the caller waits at most ``timeout_s`` real seconds for each
+request: past it the request is a ``Timeout`` failure at the running stage, the thread is abandoned
+and the run stops. A cancel event is watched during the wait too. Without a timeout the stage timer
+is called directly (no thread, no hand-off).
 """
 
 from __future__ import annotations
@@ -35,10 +28,7 @@ STAGE_THREAD_NAMES = ("workbench-stages", "workbench-executor-")  # threads runn
 
 
 def stage_threads_alive() -> list[threading.Thread]:
-    """Threads running a pipeline's stages that are still alive: :class:`StageGuard` workers and the
-    batcher's executors (``workbench.batching.batcher``). At the end of a command the live ones are the
-    abandoned ones (a timed-out or in-flight stage); ``workbench.cli.entry`` then leaves the process
-    without the interpreter's finalization, which a thread blocked in a C++ call cannot survive."""
+    """Live threads running stages: at a command's end, abandoned ones (``cli.entry``)."""
     return [
         t
         for t in threading.enumerate()
@@ -63,7 +53,7 @@ class Interrupted(KeyboardInterrupt):
 
 
 def check_timeout(timeout_s: float | None) -> float | None:
-    """``timeout_s`` validated: None (no timeout) or a positive number of seconds."""
+    """``timeout_s``: None (no timeout) or a positive number of seconds, as a float."""
     if timeout_s is None:
         return None
     if not (is_number(timeout_s) and timeout_s > 0):
@@ -86,15 +76,12 @@ def guarded(
     *,
     clock: Clock,
     cancel: Any = None,
-    thread_init: Callable[[], Any] | None = None,
 ) -> Iterator[RunOne]:
     """``run_one`` itself without a timeout (the fast path), else a :class:`StageGuard` around it."""
     if timeout_s is None:
         yield run_one
         return
-    guard = StageGuard(
-        run_one, names, timeout_s, clock=clock, cancel=cancel, thread_init=thread_init
-    )
+    guard = StageGuard(run_one, names, timeout_s, clock=clock, cancel=cancel)
     try:
         yield guard
     finally:
@@ -102,15 +89,9 @@ def guarded(
 
 
 class StageGuard:
-    """Runs ``run_one(batch, starts=..., ends=...)`` on a worker thread with a per-request deadline.
-
-    timeout_s: seconds one request (all its stages) may take before it is abandoned, in real time
-        whatever ``clock`` (ns, of the recorded times) is.
-    cancel: anything with ``is_set()``; set while a stage runs, the request is abandoned and
-        :class:`Cancelled` raised. thread_init: called first on the worker thread.
-    After a timeout or a cancel, ``stuck_stage`` names the stage left running and every later call
-    raises :class:`Cancelled`.
-    """
+    """Runs ``run_one(batch, starts=..., ends=...)`` on a worker thread with a per-request deadline
+    of ``timeout_s`` real seconds; ``cancel`` (``is_set()``) abandons it with :class:`Cancelled`.
+    After either, ``stuck_stage`` names the stage left running and later calls raise Cancelled."""
 
     def __init__(
         self,
@@ -121,10 +102,9 @@ class StageGuard:
         clock: Clock = time.perf_counter_ns,
         cancel: Any = None,
         thread_init: Callable[[], Any] | None = None,
-        poll_s: float = POLL_S,
     ):
         self.timeout_s = check_timeout(timeout_s)
-        self.names, self.clock, self.cancel, self.poll_s = list(names), clock, cancel, poll_s
+        self.names, self.clock, self.cancel = list(names), clock, cancel
         self.stuck_stage: str | None = None
         self._ends: list[int] = []  # the current request's stage ends, filled by the worker
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
@@ -137,7 +117,7 @@ class StageGuard:
     def __call__(
         self, batch: Any, starts: list[int] | None = None, ends: list[int] | None = None
     ) -> RequestTiming:
-        """One request; ``starts``/``ends``: the stage timer's lists, given to watch them from a third thread."""
+        """One request; ``starts``/``ends``: the stage timer's lists, to watch from a third thread."""
         if self.stuck_stage is not None:
             raise Cancelled(
                 f"stage {self.stuck_stage!r} of an earlier request is still running; start a new run"
@@ -160,11 +140,11 @@ class StageGuard:
         self._jobs.put(None)
 
     def _wait(self, done: threading.Event) -> bool:
-        """Wait for the request; False when the deadline passed. Raises Cancelled if cancel is set."""
+        """Wait for the request; False past the deadline, Cancelled if cancel is set."""
         deadline = time.monotonic() + self.timeout_s
         while True:
             left = deadline - time.monotonic()
-            if done.wait(min(self.poll_s, max(left, 0.0))):
+            if done.wait(min(POLL_S, max(left, 0.0))):
                 return True
             if self.cancel is not None and self.cancel.is_set():
                 stage = self.names[min(len(self._ends), len(self.names) - 1)]
@@ -219,13 +199,8 @@ def abandoned(
     now_ns: int,
     message: Callable[[str], str],
 ) -> RequestTiming:
-    """A request left running, as a ``Timeout`` failure at the stage it was in (``message(stage)``).
-
-    starts/ends: the stage timer's lists (ns), which its thread may still be filling: ends are read
-    first, so starts has at least as many. The running stage's row lasts until ``now_ns``;
-    ``since_ns`` is the request's start when no stage had begun. Shared by :class:`StageGuard` and
-    the load batcher's stop.
-    """
+    """A request left running, as a ``Timeout`` failure at its stage lasting until ``now_ns``
+    (``ends`` read before ``starts``: the running thread may still be filling both)."""
     e = list(ends)
     s = list(starts)[: len(e) + 1]
     stage = names[min(len(e), len(names) - 1)]
@@ -237,12 +212,7 @@ def abandoned(
 
 
 def _inherit_thread_state(thread_init: Callable[[], Any] | None) -> Callable[[], None]:
-    """What the worker thread must copy from the caller: torch's per-thread CPU thread count and CUDA device.
-
-    OpenMP keeps the intra-op thread count per OS thread and CUDA keeps the current device per
-    thread; a fresh thread would silently run with other settings than the caller measured with.
-    torch is only consulted when the pipeline already imported it.
-    """
+    """The worker's init: the caller's torch threads and CUDA device, then ``thread_init``."""
     torch = sys.modules.get("torch")
     threads = torch.get_num_threads() if torch is not None else None
     device = (

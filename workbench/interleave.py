@@ -1,23 +1,12 @@
-"""Interleaved comparison: two or more configurations of one pipeline, each in its own worker process.
+"""Interleaved comparison: configurations of one pipeline, each in its own worker process.
 
 Two runs made minutes apart differ by whatever the machine did in between; interleaving takes that
-out. Each configuration gets its own built pipeline and the *same* input items, in its own worker
-process (:mod:`workbench.interleave_workers`; ``processes`` = ``one per configuration``). A factory
-no worker can rebuild (a lambda, a nested function) or an injected clock runs every configuration in
-this process instead (``processes`` = ``one``, ``processes_note`` says why). All are warmed up; then
-every round runs one block of ``BLOCK`` (10) requests per configuration, in an order drawn from a
-seeded ``numpy`` generator. In one process, a block after one with another torch thread count starts
-with ``REWARM`` unmeasured requests (OpenMP's pool resizes and goes cold on a switch).
-
-How long (``stopped.by``): ``requests`` when given; else from ``MIN_ROUNDS`` (30) rounds on, at
-geometrically spaced checkpoints, until every stage's and end to end's interval of B against A (a
-quick bootstrap of ``CHECK_RESAMPLES``) is narrower than ``resolution`` (``hi - lo`` in ratio units),
-or ``max_time`` (``max_time_s``) of measuring has passed; ``items`` when a finite source ran out.
-
-The final outputs of each configuration's first requests are compared with A's (``outputs``,
-:mod:`workbench.analysis.outputs`). The samples (integer ns per stage and end to end) go to
-:func:`workbench.analysis.verdicts.paired_comparison`, which pairs blocks by round. ``compare(...)``
-returns a :class:`Comparison`; ``.result`` is what ``python -m workbench compare --json`` prints.
+out. Each configuration runs the same items in its own worker (:mod:`workbench.interleave_workers`),
+or all in this process when no worker can rebuild the factory or the clock is injected
+(``processes_note`` says why). After the warm-up, every round runs one block of ``BLOCK`` requests
+per configuration in a seeded order, until ``requests``, or until every interval of B against A is
+narrower than ``resolution`` (checked from ``MIN_ROUNDS`` on), or ``max_time_s``. The samples go to
+:func:`workbench.analysis.verdicts.paired_comparison`, which pairs blocks by round.
 """
 
 from __future__ import annotations
@@ -42,15 +31,14 @@ from .analysis.verdicts import BLOCK, MIN_EFFECT, RESAMPLES, VerdictOptions, pai
 from .config import PipelineConfig
 from .device import require_torch
 from .errors import ConfigError, PipelineError, check_int, is_number
-from .interleave_workers import Workers, as_numpy, check_comparable, current_threads, recipe_of
-from .noise import NoiseProbe
+from .interleave_workers import Side, Workers, check_comparable, current_threads, recipe_of
+from .noise import NoiseProbe, Readings
 from .examples import factory
 from .pipeline import Pipeline, resolve_pipeline
-from .streaming import sample_row, stream_index
-from .timing import Clock, RequestTiming, request_timer
+from .timing import Clock, request_timer
 from .units import ns_to_s, s_to_ns
 
-REWARM = 3
+REWARM = 3  # unmeasured requests after a torch thread-count switch (OpenMP's pool goes cold)
 # a fixed length that finds a 10 % slower stage on a quiet machine (benchmarks/results/compare.md);
 # the default is adaptive (DEFAULT_RESOLUTION, DEFAULT_MAX_TIME_S): a busy machine needs more rounds
 DEFAULT_COMPARE_REQUESTS = 2400
@@ -65,14 +53,11 @@ BUILT_IN_KEYS = ("batch_size", "precision", "threads", "device")
 class Comparison:
     """What an interleaved comparison measured and concluded.
 
-    configs: one dict per configuration (``label``, ``config``, ``requests``, ``failed``,
-        ``errors``: exception type -> count, ``outputs``: its final outputs against A's,
-        :mod:`workbench.analysis.outputs`).
-    samples: one row per measured request: ``config`` (index into configs), ``round``, ``request``
-        (per configuration), ``ok``, ``error_type``, then one int ns column per stage and
-        ``end_to_end`` (null where it did not run).
-    result: the JSON report (``configs``, ``stages``, ``end_to_end``, ``stopped``, ``outputs``,
-        ...), B against A.
+    configs: per configuration ``label``, ``config``, ``requests``, ``failed``, ``errors`` (type ->
+        count), ``outputs`` (its final outputs against A's, :mod:`workbench.analysis.outputs`).
+    samples: per measured request ``config`` (index), ``round``, ``request``, ``ok``,
+        ``error_type``, then int ns per stage and ``end_to_end`` (null where it did not run).
+    result: the JSON report of ``compare --json``, B against A.
     """
 
     pipeline: str
@@ -83,7 +68,7 @@ class Comparison:
 
 
 def config_with(base: PipelineConfig, overrides: Mapping[str, Any]) -> PipelineConfig:
-    """``base`` with built-in keys (batch_size, precision, threads, device) replaced, other keys added to options."""
+    """``base`` with built-in keys replaced, other keys added to its options."""
     builtin = {k: v for k, v in overrides.items() if k in BUILT_IN_KEYS}
     options = dict(base.options) | {k: v for k, v in overrides.items() if k not in BUILT_IN_KEYS}
     return base.replace(options=options, **builtin)
@@ -98,17 +83,13 @@ def config_label(overrides: Mapping[str, Any]) -> str:
 class CompareOptions:
     """How :func:`compare` measures and judges, beyond the configurations.
 
-    requests: measured requests per configuration, fixed; None (default): adaptive (module
-        docstring). warmup: unmeasured first requests per configuration.
-    metric: ``p50`` or ``p99``, which ratio the verdicts follow; min_effect: relative, e.g. 0.02.
-    clock: the ns clock of the stages and of ``max_time_s`` (tests inject a fake one).
-    noise_probe: True measures the machine during the comparison (``workbench.noise.NoiseProbe``);
-        or any object with ``start()`` and ``finish(torch_threads, e2e_ns)``; False skips it. On a
-        noisy window a verdict needs its interval clear of 1 by more than the ratio's drift between
-        the halves of the run (``analysis.verdicts``).
-    processes: None (default): one worker process per configuration when a worker can rebuild the
-        target (:mod:`workbench.interleave_workers`) and ``clock`` is not injected, else all in this
-        process, said in ``processes_note``; True: workers or a ConfigError; False: this process.
+    requests: measured requests per configuration; None: adaptive (``resolution``, ``max_time_s``).
+    metric: ``p50`` or ``p99``, the ratio the verdicts follow; min_effect: relative, e.g. 0.02.
+    clock: the ns clock of the stages and of ``max_time_s`` (tests inject one).
+    noise_probe: True measures the machine (``workbench.noise.NoiseProbe``), or an object with
+        ``start()`` and ``finish(torch_threads, e2e_ns)``; False skips it.
+    processes: None: worker processes where possible, else this process; True: workers or a
+        ConfigError; False: this process.
     """
 
     requests: int | None = None
@@ -145,15 +126,9 @@ def compare(
     base: PipelineConfig | None = None,
     **overrides,
 ) -> Comparison:
-    """Run configurations of one pipeline interleaved, each in its own worker process, and compare each with
-    the first.
-
-    target: a factory ``build(config) -> Pipeline`` or a shipped example's name
-        (a built Pipeline cannot be rebuilt per configuration and is refused).
-    configs: two or more; each a PipelineConfig or a dict of overrides of ``base``.
-    options: :class:`CompareOptions`; its fields are also taken as keywords (``overrides``), e.g.
-        ``compare(build, [{}, {"batch_size": 8}], requests=600)``.
-    """
+    """Run configurations (two or more, each a PipelineConfig or a dict of overrides of ``base``) of
+    one pipeline interleaved and compare each with the first; ``target``: a factory or an example's
+    name; ``options``: :class:`CompareOptions`, its fields also keywords (``requests=600``)."""
     if len(configs) < 2:
         raise ConfigError(f"compare needs at least two configurations, got {len(configs)}")
     opts = dataclasses.replace(options or CompareOptions(), **overrides)
@@ -161,11 +136,11 @@ def compare(
     cfgs = [c if isinstance(c, PipelineConfig) else config_with(base, c) for c in configs]
     labels = [_label(c, base) for c in configs]
     recipe, note = _recipe(target, opts.processes, opts.clock)
-    cap = opts.warmup * max(c.batch_size for c in cfgs) + OUTPUT_ITEMS  # as _Outputs
+    cap = opts.warmup * max(c.batch_size for c in cfgs) + OUTPUT_ITEMS  # outputs kept below
     sides = (
         Workers(recipe, cfgs, labels, opts.warmup, cap)
         if recipe
-        else _Local(target, cfgs, opts.warmup, opts.clock)
+        else _Local(target, cfgs, opts.warmup, opts.clock, cap)
     )
     try:
         samples, noise, stop = _measure(sides, len(cfgs), opts)
@@ -177,41 +152,27 @@ def compare(
     result["stopped"] = stop.report()
     result["processes"] = "one per configuration" if recipe else "one"
     result["processes_note"] = note
-    _attach_outputs(result, agreement)
+    for entry, config in zip(agreement, info):  # A's, the reference: nulls
+        config["outputs"] = entry
+    for comp in result.get("comparisons") or []:
+        comp["outputs"] = agreement[comp["b"]]
+    result["outputs"] = agreement[1]
     return Comparison(sides.pipeline, sides.names, info, samples, result)
 
 
 def _measure(sides, n_configs: int, opts: CompareOptions) -> tuple[pd.DataFrame, Any, _Stop]:
     """Warm-up, then the rounds: ``(samples, noise, stop)``."""
     sides.warm_up()
-    # the machine is judged from here: lazy initialisation and torch.compile's worker processes in the
-    # warm-up are the configurations' own start-up, not another process's load on the measurement
-    probe = _noise_probe(opts.noise_probe, sides.readings)
+    # the machine is judged from here: the warm-up's start-up work is the configurations' own
+    probe = opts.noise_probe  # the workers' readings count their CPU as this run's own
+    probe = NoiseProbe(sides.readings or Readings()) if probe is True else probe
+    probe = None if probe is None or probe is False else probe.start()
     stop = _Stop(opts, sides.names)
     rows = _interleave(sides, n_configs, opts.warmup, opts.seed, stop)
-    # the window's noise, judged with the most torch threads any side used (workers still running)
     samples = _samples_table(rows, sides.names)
     e2e = samples.loc[samples["ok"], END_TO_END].to_numpy("int64")
     threads = max(filter(None, sides.threads), default=None)
     return samples, None if probe is None else probe.finish(threads, e2e), stop
-
-
-class _Items:
-    """The first configuration's items, drawn as the rounds need them: every configuration sees the same."""
-
-    def __init__(self, pipes) -> None:
-        self.name, self.source, self.items = pipes[0].name, pipes[0].item_iterator(), []
-        self.batch = max(p.config.batch_size for p in pipes)
-
-    def need(self, calls: int) -> bool:
-        """Have items for ``calls`` requests of the largest batch size; False when the source ran out."""
-        want = calls * self.batch
-        if len(self.items) < want:
-            self.items.extend(itertools.islice(self.source, want - len(self.items)))
-        return len(self.items) >= want
-
-    def batch_of(self, k: int, batch: int) -> list:
-        return self.items[k * batch : (k + 1) * batch]
 
 
 class _Stop:
@@ -255,9 +216,7 @@ class _Stop:
 def _widest_interval(
     rows: list[tuple], names: list[str], n_configs: int, metric: str
 ) -> dict[str, Any] | None:
-    """The widest ``metric`` interval (stage or end to end, any B against A) of a quick bootstrap:
-    ``{b, name, width}``, ``width`` None when an interval is undefined (it counts as wider than
-    any); None before both sides have a successful request."""
+    """The widest ``metric`` interval of any B against A, ``{b, name, width}`` (None: not yet)."""
     samples = _samples_table(rows, names)
     widest, widest_width = None, -1.0
     for b in range(1, n_configs):
@@ -279,15 +238,8 @@ def _widest_interval(
 def _label(config, base: PipelineConfig) -> str:
     if isinstance(config, PipelineConfig):
         d, b = config.to_dict(), base.to_dict()
-        return config_label({k: v for k, v in d.items() if v != b.get(k)})
+        config = {k: v for k, v in d.items() if v != b.get(k)}
     return config_label(config)
-
-
-def _build_all(target, cfgs: list[PipelineConfig]) -> list:
-    build = factory(target) if isinstance(target, str) else target
-    pipes = [resolve_pipeline(build, cfg) for cfg in cfgs]
-    check_comparable([(p.name, p.stage_names) for p in pipes])
-    return pipes
 
 
 def _set_threads(n: int | None) -> None:
@@ -296,60 +248,60 @@ def _set_threads(n: int | None) -> None:
 
 
 class _Local:
-    """Every configuration in this process: the sides when no worker can rebuild the factory."""
+    """Every configuration in this process (the sides when no worker can)."""
 
     readings = None  # the noise probe's default
 
-    def __init__(self, target, cfgs: list[PipelineConfig], warmup: int, clock: Clock) -> None:
+    def __init__(self, target, cfgs: list, warmup: int, clock: Clock, cap: int) -> None:
         if any(c.threads for c in cfgs):
             require_torch()  # a thread count is set through torch
-        self.pipes = _build_all(target, cfgs)
+        build = factory(target) if isinstance(target, str) else target
+        self.pipes = [resolve_pipeline(build, cfg) for cfg in cfgs]
+        check_comparable([(p.name, p.stage_names) for p in self.pipes])
         self.pipeline, self.names = self.pipes[0].name, self.pipes[0].stage_names
-        self.items, self.warmup = _Items(self.pipes), warmup
-        self.items.need(warmup + REWARM)
+        # the first configuration's items, drawn as needed: every configuration sees the same
+        self.source, self.items, self.warmup = self.pipes[0].item_iterator(), [], warmup
+        self.batch = max(p.config.batch_size for p in self.pipes)
+        self.need(warmup + REWARM)
         self.default_threads = current_threads()
-        self.runners = [request_timer(p, clock) for p in self.pipes]
+        self.sides = [Side(p, request_timer(p, clock), cap) for p in self.pipes]
         self.threads = [p.config.threads or self.default_threads for p in self.pipes]
-        self.outputs = _Outputs(self.pipes, warmup)
+
+    def need(self, calls: int) -> bool:
+        """Items for ``calls`` requests of the largest batch; False when the source ran out."""
+        want = calls * self.batch
+        if len(self.items) < want:
+            self.items.extend(itertools.islice(self.source, want - len(self.items)))
+        return len(self.items) >= want
 
     def warm_up(self) -> None:
-        """``warmup`` requests per configuration, each with its own thread count, on the first items."""
-        if not self.items.need(self.warmup):
+        """``warmup`` requests per configuration, with its thread count, on the first items."""
+        if not self.need(self.warmup):
             raise PipelineError(
-                f"pipeline {self.items.name!r}: item source ran out during the warm-up"
+                f"pipeline {self.pipeline!r}: item source ran out during the warm-up"
             )
-        for c, run in enumerate(self.runners):
-            batch = self.pipes[c].config.batch_size
+        for c, side in enumerate(self.sides):
             _set_threads(self.threads[c])
-            for i in range(self.warmup):
-                self.outputs.keep(c, i, run(self.items.batch_of(i, batch)))
+            side.rows(0, self.warmup, self.items)
 
     def block(self, c: int, k: int, n: int) -> list[tuple] | None:
-        """Rows of requests ``k .. k+n-1`` of configuration ``c``; None when the items ran out. A block after
-        one with another torch thread count starts with ``REWARM`` unmeasured requests."""
-        if not self.items.need(k + n):
+        """Rows of requests ``k .. k+n-1`` of configuration ``c``; None when the items ran out."""
+        if not self.need(k + n):
             return None
-        batch, run = self.pipes[c].config.batch_size, self.runners[c]
+        side = self.sides[c]
         if current_threads() != self.threads[c]:
             _set_threads(self.threads[c])
             for i in range(REWARM):
-                run(self.items.batch_of(i, batch))
-        rows, stream = [], stream_index(self.pipes[c].stages)
-        for i in range(k, k + n):
-            t = run(self.items.batch_of(i, batch))
-            self.outputs.keep(c, i, t)
-            rows.append(sample_row(t, stream))
-        return rows
+                side.run(self.items[i * side.batch : (i + 1) * side.batch])
+        return side.rows(k, n, self.items)
 
     def ran_out(self) -> str:
-        return (
-            f"pipeline {self.items.name!r}: item source ran out after {len(self.items.items)} items"
-        )
+        return f"pipeline {self.pipeline!r}: item source ran out after {len(self.items)} items"
 
     def agreement(self) -> list[dict[str, Any]]:
-        by_config = self.outputs.by_config
+        a = self.sides[0]
         return [dict(NO_OUTPUTS, items=0)] + [
-            output_agreement(by_config[0], mine, self.pipes[0].agree) for mine in by_config[1:]
+            output_agreement(a.outputs, b.outputs, a.pipe.agree) for b in self.sides[1:]
         ]
 
     def close(self) -> None:
@@ -357,9 +309,7 @@ class _Local:
 
 
 def _interleave(sides, n: int, warmup: int, seed: int, stop: _Stop) -> list[tuple]:
-    """Rounds of one block per configuration in a seeded order, after the warm-up, until ``stop``
-    says so. Rows as :func:`_samples_table` takes them; a round some configuration could not finish
-    (its items ran out) is left out whole."""
+    """Rounds of a block per configuration in a seeded order until ``stop`` (whole rounds only)."""
     rng, done, rows, rnd = np.random.default_rng(seed), [0] * n, [], 0
     limit = stop.requests
     while True:
@@ -381,7 +331,7 @@ def _interleave(sides, n: int, warmup: int, seed: int, stop: _Stop) -> list[tupl
 
 
 def _recipe(target, processes: bool | None, clock: Clock) -> tuple[str | None, str | None]:
-    """``(recipe, None)`` for one worker process per configuration, ``(None, why)`` for one process."""
+    """``(recipe, None)`` for worker processes, ``(None, why)`` for this one."""
     if isinstance(target, Pipeline):
         raise ConfigError(
             "compare needs a factory or an example name, not a built Pipeline: "
@@ -407,9 +357,8 @@ def _recipe(target, processes: bool | None, clock: Clock) -> tuple[str | None, s
 
 
 def _samples_table(rows: list[tuple], names: list[str]) -> pd.DataFrame:
-    """Rows ``(config, round, request, ok, error_type, ns per stage..., end to end, token sample)`` as
-    :class:`Comparison`'s ``samples``; a streaming pipeline's adds ``ttft``, ``tpot`` (Int64 ns) and
-    ``itl`` (a tuple of gaps, ns) from the token samples (``workbench.streaming.token_sample``)."""
+    """Rows ``(config, round, request, *sample_row)`` as :class:`Comparison`'s ``samples``; a
+    streaming pipeline's add ``ttft``, ``tpot`` (Int64 ns) and ``itl`` (a tuple of gaps, ns)."""
     width = 5 + len(names)
     records = [(*r[:-2], *[None] * (width - len(r) + 2), r[-2]) for r in rows]
     df = pd.DataFrame(
@@ -423,32 +372,6 @@ def _samples_table(rows: list[tuple], names: list[str]) -> pd.DataFrame:
         df["tpot"] = pd.array(tpot, dtype="Int64")
         df["itl"] = [t[1] if t else () for t in tokens]
     return df
-
-
-class _Outputs:
-    """The final outputs of each configuration's first requests (warm-up first), by their first item's index:
-    every configuration ran the same items, so B's outputs line up with A's item by item (``analysis.outputs``).
-    Kept from the timings the rounds make anyway, converted between requests, outside every timed region."""
-
-    def __init__(self, pipes, warmup: int) -> None:
-        self.batch = [p.config.batch_size for p in pipes]
-        self.cap = warmup * max(self.batch) + OUTPUT_ITEMS  # items past this index are not kept
-        self.by_config: list[dict[int, Any]] = [{} for _ in pipes]
-
-    def keep(self, c: int, k: int, t: RequestTiming) -> None:
-        """Request ``k`` of configuration ``c`` (its items start at ``k * batch``)."""
-        first = k * self.batch[c]
-        if first < self.cap and t.failure is None:
-            self.by_config[c][first] = as_numpy(t.output)
-
-
-def _attach_outputs(result: dict[str, Any], entries: list[dict[str, Any]]) -> None:
-    """``outputs`` per configuration (A, the reference: nulls) and per comparison, B's against A's."""
-    for info, entry in zip(result["configs"], entries):
-        info["outputs"] = entry
-    for comp in result.get("comparisons") or []:
-        comp["outputs"] = entries[comp["b"]]
-    result["outputs"] = entries[1]
 
 
 def _config_info(cfgs, labels, samples: pd.DataFrame) -> list[dict[str, Any]]:
@@ -468,17 +391,8 @@ def _config_info(cfgs, labels, samples: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def _noise_probe(noise_probe: Any, readings):
-    """The started probe; ``readings``: the workers' (their CPU time is this run's own), None: this process's."""
-    if noise_probe is False or noise_probe is None:
-        return None
-    if noise_probe is True:
-        noise_probe = NoiseProbe(readings) if readings is not None else NoiseProbe()
-    return noise_probe.start()
-
-
 def _report(samples, names, info, opts: CompareOptions, noise) -> dict[str, Any]:
-    """The JSON report: B (the second configuration) against A; with more, ``comparisons`` holds each against A."""
+    """The JSON report, B against A; with more, ``comparisons`` holds each against A."""
     judging = VerdictOptions(
         metric=opts.metric,
         min_effect=opts.min_effect,
@@ -509,10 +423,7 @@ def _report(samples, names, info, opts: CompareOptions, noise) -> dict[str, Any]
         "stages": comparisons[0]["stages"],
         "end_to_end": comparisons[0]["end_to_end"],
     }
-    if comparisons[0].get("tokens"):
-        report["tokens"] = comparisons[0]["tokens"]
-    if "error" in comparisons[0]:
-        report["error"] = comparisons[0]["error"]
+    report |= {k: comparisons[0][k] for k in ("tokens", "error") if comparisons[0].get(k)}
     if len(comparisons) > 1:
         report["comparisons"] = comparisons
     return report

@@ -1,15 +1,9 @@
 """One worker process per configuration for ``compare``: process-wide state stays in its own process.
 
-A factory that turns the garbage collector off, fills a module-level cache or starts a thread
-changes the process it runs in; with every configuration in one process, B's ``gc.disable()``
-reaches A too. Here, as pyperf does, each configuration is built, checked, warmed and measured in a
-fresh interpreter (``python -m workbench.interleave_workers``); the parent draws the round order and
-collects rows (:func:`workbench.interleave.compare`). A worker rebuilds its pipeline from a *recipe*
-(:func:`recipe_of`): a shipped example's name, or a module-level function of an importable module or
-of a ``--pipeline FILE.py``. Request ``k`` of batch size ``b`` gets items ``k*b .. k*b+b-1`` of the
-worker's own source, so a seeded source gives every configuration the same items.
-
-Protocol: pickled tuples over two pipes (``multiprocessing.connection.Connection``), one reply per message::
+A factory that turns the garbage collector off or fills a module-level cache changes the process it
+runs in, so, as pyperf does, each configuration is built and measured in a fresh interpreter that
+rebuilds its pipeline from a *recipe* (:func:`recipe_of`); request ``k`` of batch size ``b`` gets
+items ``k*b .. k*b+b-1`` of the worker's own source. Pickled tuples over two pipes, one reply each::
 
     ("build", sys_path, recipe, config, warmup, output_cap) -> ("ok", name, stage_names, torch_threads)
     ("warm",)                                              -> ("ok",)
@@ -18,13 +12,9 @@ Protocol: pickled tuples over two pipes (``multiprocessing.connection.Connection
     ("agree", A's outputs)                                 -> ("ok", agreement entry, analysis.outputs)
     ("error", "config" | "pipeline", message) in place of any reply;  end of input: the worker exits.
 
-rows: ``(ok, error_type, ns per stage that ran..., end to end ns, token sample)``
-(``workbench.streaming.sample_row``). A's outputs go to each other worker, which compares them with
-its own through its pipeline's ``agree``. Between its blocks a worker is stopped (SIGSTOP, SIGCONT
-before its next message), so an idle configuration's threads take no core from the one measured.
-Every reply is awaited at most :data:`REPLY_TIMEOUT_S`; a silent worker is killed and the comparison
-fails naming the configuration and the step. Workers ignore Ctrl-C: the parent closes their pipes
-and kills what is left (:meth:`Workers.close`).
+rows: ``workbench.streaming.sample_row``'s. Between its blocks a worker is stopped (SIGSTOP), so an
+idle configuration's threads take no core from the one measured; a worker silent for
+:data:`REPLY_TIMEOUT_S` is killed. Workers ignore Ctrl-C: the parent kills what it started.
 """
 
 from __future__ import annotations
@@ -55,8 +45,8 @@ EXIT_WAIT_S = 5.0  # after its pipes close, a worker has this long to exit befor
 
 
 def recipe_of(target: Any) -> str | None:
-    """What a worker process rebuilds ``target`` from: ``example:NAME``, ``MODULE:FUNC`` or ``FILE.py:FUNC``;
-    None when it cannot (a lambda, a nested function, a function of ``__main__``)."""
+    """``example:NAME``, ``MODULE:FUNC`` or ``FILE.py:FUNC`` to rebuild ``target`` from; None for a
+    lambda, a nested function or one of ``__main__``."""
     if isinstance(target, str):
         return f"example:{target}"
     module = sys.modules.get(getattr(target, "__module__", None) or "")
@@ -82,14 +72,8 @@ def check_comparable(built: list[tuple[str, list[str]]]) -> None:
             )
 
 
-def _factory(recipe: str):
-    if recipe.startswith("example:"):
-        return factory(recipe.removeprefix("example:"))
-    return load_factory(recipe)
-
-
 class WorkerReadings(Readings):
-    """The noise probe's readings with the workers' CPU time counted as this run's own, not another's."""
+    """The noise probe's readings, the workers' CPU time counted as this run's own."""
 
     def __init__(self, pids: list[int]) -> None:
         self.pids = pids
@@ -106,7 +90,7 @@ def _ticks(pid: int) -> int:
 
 
 class Workers:
-    """One worker per configuration, built; the same methods as the one-process sides in ``interleave``."""
+    """One worker per configuration, built; the methods of ``interleave._Local``."""
 
     def __init__(self, recipe: str, cfgs: list, labels: list[str], warmup: int, cap: int) -> None:
         self.labels, self.timeout_s, self.procs, self.conns = labels, REPLY_TIMEOUT_S, [], []
@@ -161,7 +145,7 @@ class Workers:
         return f"pipeline {self.pipeline!r}: item source ran out after {self.drawn} items"
 
     def agreement(self) -> list[dict[str, Any]]:
-        """Each configuration's outputs against A's (A: none), worked out where each pipeline lives."""
+        """Each configuration's outputs against A's, worked out in its own worker."""
         (_, reference) = self.ask(0, ("outputs",), "the outputs")
         others = [
             self.ask(c, ("agree", reference), "the outputs")[1] for c in range(1, len(self.procs))
@@ -169,7 +153,7 @@ class Workers:
         return [dict(NONE, items=0), *others]
 
     def ask(self, c: int, message: tuple, what: str) -> tuple:
-        """The reply of worker ``c``; a PipelineError (or the worker's ConfigError) when it failed or timed out."""
+        """The reply of worker ``c``; a PipelineError (or its ConfigError) when it failed."""
         send, recv = self.conns[c]
         try:
             self._signal(c, signal.SIGCONT)
@@ -204,7 +188,7 @@ class Workers:
             pass
 
     def close(self) -> None:
-        """Close every pipe (a worker exits at the end of its input); kill a worker still there after that."""
+        """Close every pipe (a worker exits at its end); kill a worker still there after that."""
         for c, proc in enumerate(self.procs):
             if proc.poll() is None:
                 self._signal(c, signal.SIGCONT)
@@ -219,31 +203,44 @@ class Workers:
                 proc.wait()
 
 
+class Side:
+    """One configuration's pipeline, its timer and the final outputs of its requests whose items
+    start below ``cap``, by that first item's index (B's line up with A's item by item)."""
+
+    def __init__(self, pipe, run, cap: int) -> None:
+        self.pipe, self.run, self.cap, self.batch = pipe, run, cap, pipe.config.batch_size
+        self.stream, self.outputs = stream_index(pipe.stages), {}
+
+    def rows(self, k: int, n: int, items: list) -> list[tuple]:
+        """Requests ``k .. k+n-1``, request ``i`` on ``items[i*batch : (i+1)*batch]``."""
+        rows = []
+        for i in range(k, k + n):
+            first = i * self.batch
+            t = self.run(items[first : first + self.batch])
+            if first < self.cap and t.failure is None:  # converted outside every timed region
+                self.outputs[first] = as_numpy(t.output)
+            rows.append(sample_row(t, self.stream))
+        return rows
+
+
 class _Worker:
-    """The child's side: one pipeline, its timer, its items and the outputs it kept."""
+    """The child's side: one :class:`Side` and its own items."""
 
     def build(self, sys_path, recipe, config, warmup, cap) -> tuple:
         sys.path[:] = sys_path
         if config.threads:
             require_torch().set_num_threads(config.threads)
-        self.pipe = resolve_pipeline(_factory(recipe), config)
-        self.run, self.warmup, self.cap = request_timer(self.pipe), warmup, cap
-        self.batch, self.source, self.items = config.batch_size, self.pipe.item_iterator(), []
-        self.outputs: dict[int, Any] = {}
+        example = recipe.removeprefix("example:")
+        build = factory(example) if example != recipe else load_factory(recipe)
+        self.pipe = resolve_pipeline(build, config)
+        self.side, self.warmup = Side(self.pipe, request_timer(self.pipe), cap), warmup
+        self.source, self.items = self.pipe.item_iterator(), []
         return ("ok", self.pipe.name, self.pipe.stage_names, current_threads())
 
     def requests(self, k: int, n: int) -> list[tuple] | None:
-        want = (k + n) * self.batch
+        want = (k + n) * self.side.batch
         self.items.extend(itertools.islice(self.source, max(want - len(self.items), 0)))
-        if len(self.items) < want:
-            return None
-        rows, stream = [], stream_index(self.pipe.stages)
-        for i in range(k, k + n):
-            t = self.run(self.items[i * self.batch : (i + 1) * self.batch])
-            if i * self.batch < self.cap and t.failure is None:
-                self.outputs[i * self.batch] = as_numpy(t.output)
-            rows.append(sample_row(t, stream))
-        return rows
+        return self.side.rows(k, n, self.items) if len(self.items) >= want else None
 
     def handle(self, message: tuple) -> tuple:
         kind = message[0]
@@ -259,8 +256,8 @@ class _Worker:
             rows = self.requests(message[1], message[2])
             return ("items", len(self.items)) if rows is None else ("ok", rows)
         if kind == "outputs":
-            return ("ok", self.outputs)
-        return ("ok", output_agreement(message[1], self.outputs, self.pipe.agree))
+            return ("ok", self.side.outputs)
+        return ("ok", output_agreement(message[1], self.side.outputs, self.pipe.agree))
 
 
 def current_threads() -> int | None:
@@ -271,7 +268,7 @@ def current_threads() -> int | None:
 
 
 def as_numpy(value: Any) -> Any:
-    """A torch tensor (any dtype, any device) as a float numpy array; lists and tuples element-wise."""
+    """A torch tensor as a float numpy array; lists and tuples element-wise."""
     if hasattr(value, "detach") and hasattr(value, "cpu"):
         return value.detach().float().cpu().numpy()
     if isinstance(value, (list, tuple)):
@@ -280,7 +277,7 @@ def as_numpy(value: Any) -> Any:
 
 
 def _die_with_parent() -> None:
-    """Linux: killed when the parent dies, even while stopped between its blocks (best effort elsewhere)."""
+    """Linux: killed when the parent dies, even while stopped (best effort elsewhere)."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):

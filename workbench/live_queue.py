@@ -1,22 +1,10 @@
-"""Live profiling one at a time across a whole server (all its kernels).
+"""Live profiling one at a time across a whole server: thirty students measuring at once measure
+each other (docs/room.md).
 
-Thirty students measuring at once on one machine measure each other. Every kernel of a room shares
-one lock file (``WORKBENCH_LIVE_LOCK``, set by the launcher for its kernels; default
-``<tempdir>/workbench-live.lock``); a live measurement holds it, the others wait their turn in the
-page (``on_wait`` says so) or give up after ``timeout_s``.
-
-The lock is ``fcntl.flock`` on Linux and macOS, ``msvcrt.locking`` on Windows: both are released by
-the operating system when the holding process dies, so a culled kernel never leaves the room locked.
-Where neither exists, an exclusively created marker file holding the owner's pid, taken over when
-that pid is gone.
-
-``WORKBENCH_LIVE`` says what the room allows: ``queue`` (one at a time), ``off`` (recorded runs
-only; :func:`live_slot` refuses) or ``on`` (no queue; the default outside a room).
-
-Usage from a widget::
-
-    with live_slot(on_wait=lambda: status.value = "waiting for another live run..."):
-        run = profile(...)
+Every kernel shares one lock file (``WORKBENCH_LIVE_LOCK``), held with ``flock`` or
+``msvcrt.locking``, which the OS releases when its holder dies (a culled kernel never leaves the
+room locked). ``WORKBENCH_LIVE``: ``queue`` (one at a time), ``off`` (recorded runs only) or ``on``
+(no queue, the default).
 """
 
 from __future__ import annotations
@@ -49,7 +37,7 @@ class LiveProfilingError(WorkbenchError):
 
 
 def live_mode(environ: dict | None = None) -> str:
-    """``on``, ``queue`` or ``off`` from ``WORKBENCH_LIVE`` (default ``on``); anything else is an error."""
+    """``on``, ``queue`` or ``off`` from ``WORKBENCH_LIVE`` (default ``on``)."""
     mode = (os.environ if environ is None else environ).get(MODE_ENV, "on").strip().lower() or "on"
     if mode not in MODES:
         raise LiveProfilingError(f"{MODE_ENV}={mode!r} is not one of {', '.join(MODES)}")
@@ -63,7 +51,7 @@ def lock_path(environ: dict | None = None) -> Path:
 
 
 def _try_lock_fd(fd: int) -> bool:
-    """Take the OS lock on an open file without blocking; False when another process holds it."""
+    """The OS lock on an open file, without blocking; False when another process holds it."""
     if fcntl is None:  # Windows
         try:
             msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
@@ -79,37 +67,6 @@ def _try_lock_fd(fd: int) -> bool:
         raise
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _try_marker(path: Path) -> bool:
-    """Fallback lock: create ``path.owner`` exclusively; take it over from a dead owner."""
-    marker = path.with_name(path.name + ".owner")
-    for _ in range(2):
-        try:
-            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-        except FileExistsError:
-            try:
-                owner = int(marker.read_text() or "0")
-            except (OSError, ValueError):
-                return False  # being written right now
-            if owner and _pid_alive(owner):
-                return False
-            marker.unlink(missing_ok=True)  # a dead owner: take over
-            continue
-        with os.fdopen(fd, "w") as f:
-            f.write(str(os.getpid()))
-        return True
-    return False
-
-
 @contextmanager
 def live_slot(
     *,
@@ -118,16 +75,10 @@ def live_slot(
     environ: dict | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
-    use_os_lock: bool = True,
 ) -> Iterator[float]:
     """Hold the server's live-profiling slot for the ``with`` block; yields the seconds waited.
-
-    timeout_s: give up (``LiveProfilingError``) after this many seconds; ``None`` waits.
-    on_wait: called once, when the slot is busy and the caller starts waiting (tell the user).
-    environ: where ``WORKBENCH_LIVE`` and ``WORKBENCH_LIVE_LOCK`` are read (default ``os.environ``).
-    clock, sleep: injected in tests. use_os_lock: False forces the marker-file fallback.
-    Mode ``on`` yields at once without a lock; ``off`` raises ``LiveProfilingError``.
-    """
+    ``timeout_s``: give up (``LiveProfilingError``) after it, None waits; ``on_wait``: called once
+    when the caller starts waiting; ``environ``, ``clock``, ``sleep``: injected in tests."""
     mode = live_mode(environ)
     if mode == "off":
         raise LiveProfilingError(
@@ -142,7 +93,7 @@ def live_slot(
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o666)
     started, told = clock(), False
     try:
-        while not (_try_lock_fd(fd) if use_os_lock else _try_marker(path)):
+        while not _try_lock_fd(fd):
             waited = clock() - started
             if timeout_s is not None and waited >= timeout_s:
                 raise LiveProfilingError(
@@ -153,10 +104,6 @@ def live_slot(
                 on_wait()
                 told = True
             sleep(POLL_S)
-        try:
-            yield clock() - started
-        finally:
-            if not use_os_lock:
-                path.with_name(path.name + ".owner").unlink(missing_ok=True)
+        yield clock() - started
     finally:
         os.close(fd)  # closing the descriptor releases flock/msvcrt locks

@@ -1,18 +1,10 @@
 """Resident memory during a timing run, and the rule that flags a steady leak.
 
-A stage that keeps a reference to every request's data grows the process by the same amount per
-request until it is killed; percentiles never show it. The runner samples the resident set size
-(RSS) before the first measured request and after every ``every`` measured requests (default 10),
-then fits a least-squares line through (requests done, RSS in MB). The run is flagged
-``leak_suspected`` when the growth is steady and large:
-
-* slope above ``1`` MB per 100 requests, and
-* R² of the fit above ``0.8`` (steady, not one jump), and
-* more than ``50`` MB between the first and the last sample.
-
-MB here is 10**6 bytes. Readings are injectable (``read_rss``: a callable returning bytes, or None
-where the OS gives no reading), so tests use exact numbers. Sampling costs one read of
-``/proc/self/statm`` (a few µs) between requests, outside every timed stage.
+A stage that keeps every request's data grows the process steadily; percentiles never show it. The
+runner reads the RSS (``/proc/self/statm``, a few µs, between requests) every
+:data:`SAMPLE_EVERY` measured requests and fits a least-squares line through (requests, RSS MB, of
+10**6 bytes): ``leak_suspected`` when the slope, the fit's R² (steady, not one jump) and the growth
+all exceed their thresholds.
 """
 
 from __future__ import annotations
@@ -28,8 +20,6 @@ try:
 except ImportError:  # Windows
     resource = None
 
-from .errors import is_int
-
 SAMPLE_EVERY = 10
 LEAK_SLOPE_MB_PER_100 = 1.0
 LEAK_R2 = 0.8
@@ -40,11 +30,7 @@ RssReader = Callable[[], "int | None"]
 
 
 def rss_bytes() -> int | None:
-    """The process's current resident set size in bytes; None where it cannot be read.
-
-    Linux: ``/proc/self/statm`` (current RSS). Elsewhere on Unix:
-    ``resource.getrusage`` peak RSS, which still rises steadily under a leak.
-    """
+    """The process's RSS in bytes (elsewhere than Linux the peak, rising under a leak too)."""
     try:
         with open("/proc/self/statm", "rb") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -57,25 +43,18 @@ def rss_bytes() -> int | None:
 
 
 class MemorySampler:
-    """RSS readings at every ``every``-th request after ``start`` requests (warm-up) are done.
+    """RSS readings every :data:`SAMPLE_EVERY` requests after ``start`` (the warm-up) are done;
+    :meth:`summary` gives run.json's ``memory`` section."""
 
-    Call :meth:`observe` with the number of requests done so far (0 before the
-    first); :meth:`summary` gives run.json's ``memory`` section.
-    """
-
-    def __init__(
-        self, read_rss: RssReader = rss_bytes, *, every: int = SAMPLE_EVERY, start: int = 0
-    ):
-        if not (is_int(every) and every >= 1):
-            raise ValueError(f"every must be an integer >= 1, got {every!r}")
-        self.read_rss, self.every, self.start = read_rss, every, start
+    def __init__(self, read_rss: RssReader = rss_bytes, *, start: int = 0):
+        self.read_rss, self.start = read_rss, start
         self.requests: list[int] = []  # measured requests done at each sample
         self.rss_bytes: list[int] = []
 
     def observe(self, done: int) -> None:
-        """Sample when ``done - start`` is a multiple of ``every`` (and not negative)."""
+        """Sample when ``done - start`` requests is a multiple of :data:`SAMPLE_EVERY`."""
         measured = done - self.start
-        if measured < 0 or measured % self.every:
+        if measured < 0 or measured % SAMPLE_EVERY:
             return
         value = self.read_rss()
         if value is not None:
@@ -90,12 +69,7 @@ class MemorySampler:
 
 
 def memory_trend(requests: Sequence[int], rss_mb: Sequence[float]) -> dict[str, Any]:
-    """Least-squares trend of RSS (MB) against requests done, and the leak verdict.
-
-    slope_mb_per_100: MB per 100 requests (None with fewer than 2 samples).
-    r2: coefficient of determination (None when undefined: < 3 samples or flat RSS).
-    growth_mb: last sample minus first.
-    """
+    """Least-squares trend of RSS (MB) against requests done, and the leak verdict."""
     slope, r2 = _fit(list(requests), list(rss_mb))
     growth = rss_mb[-1] - rss_mb[0]
     slope_100 = None if slope is None else slope * 100
@@ -109,7 +83,7 @@ def memory_trend(requests: Sequence[int], rss_mb: Sequence[float]) -> dict[str, 
 
 
 def leak_suspected(slope_mb_per_100: float | None, r2: float | None, growth_mb: float) -> bool:
-    """The steady-growth rule (module docstring): all three thresholds exceeded."""
+    """All three thresholds exceeded."""
     return (
         slope_mb_per_100 is not None
         and r2 is not None
@@ -147,12 +121,8 @@ def describe(memory: dict[str, Any]) -> str:
 
 
 class StageMemory:
-    """Per-stage memory in the traced run: RSS growth across each stage, and on CUDA the peak
-    allocated device memory while it ran (``torch.cuda.max_memory_allocated`` after a reset).
-
-    Kept out of the timing run: reading RSS costs microseconds, which would show in the
-    percentiles; the traced run's few requests carry it instead. MB are 10**6 bytes.
-    """
+    """Per-stage memory in the traced run (reading it would show in the timing run's percentiles):
+    RSS growth across each stage and, on CUDA, the peak allocated device memory, in MB."""
 
     def __init__(
         self, torch_cuda: Any = None, device: str = "cpu", read_rss: RssReader = rss_bytes
@@ -183,7 +153,7 @@ class StageMemory:
                 self._cuda[stage] = max(self._cuda.get(stage, 0.0), peak)
 
     def summary(self) -> dict[str, dict[str, Any]]:
-        """Stage -> ``{rss_delta_mb_mean, rss_delta_mb_max, cuda_max_allocated_mb}`` (None where unmeasured)."""
+        """Stage -> ``{rss_delta_mb_mean, rss_delta_mb_max, cuda_max_allocated_mb}``."""
         out = {}
         for stage in dict.fromkeys([*self._rss, *self._cuda]):
             deltas = self._rss.get(stage, [])

@@ -1,11 +1,6 @@
-"""The one naming contract between the runner and the trace analysis.
-
-The runner wraps every stage of a traced request in
-``torch.profiler.record_function(stage_range_name(stage))``; the trace analysis
-finds stage ranges with :func:`stage_from_range_name`. Like torch's
-``ProfilerStep#N``, the prefix is defined here and nowhere else.
-
-:func:`slug` is the one rule that turns a name from data into a path component.
+"""The one naming contract between the runner and the trace analysis (like torch's
+``ProfilerStep#``, the stage ranges' prefix is defined here and nowhere else), and the one rule that
+turns a name from data into a path component (:func:`slug`).
 """
 
 import re
@@ -25,20 +20,13 @@ def stage_from_range_name(name: str) -> str | None:
     return None
 
 
-# -- names from data as path components ---------------------------------------------------------------------------
-
 # characters of a slug: a default folder name stays far below the file system's 255 bytes
 SLUG_MAX = 64
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def slug(name: object) -> str:
-    """``name`` (a span's ``service.name``, a pipeline's name) as one safe path component.
-
-    Runs of anything but ASCII letters, digits, ``_``, ``.`` and ``-`` become one ``-``; leading
-    dots and dashes go (no ``..``, no hidden file, no option-like name); at most :data:`SLUG_MAX`
-    characters; ``unnamed`` when nothing is left. ``"/../../../x"`` is ``x``, ``"checkout go"`` is
-    ``checkout-go``. Every name taken from data that becomes a folder name goes through here.
-    """
+    """``name`` from data as one safe path component: runs of anything but ``[A-Za-z0-9_.-]`` as
+    ``-``, no leading dot or dash, at most :data:`SLUG_MAX` characters, else ``unnamed``."""
     text = _UNSAFE.sub("-", str(name)).lstrip(".-")[:SLUG_MAX].rstrip(".-")
     return text or "unnamed"

@@ -1,19 +1,9 @@
-"""Was the machine quiet while a run measured? Readings before and after, and a rule.
+"""Was the machine quiet while a run measured? ``/proc`` readings before and after, and a rule.
 
-A run records, from ``/proc`` (Linux): ``load_before_1m`` / ``load_after_1m`` (1-minute load
-average); ``other_cores``, the CPU time *other* processes used during the run, in cores on average
-(all CPUs' busy time in ``/proc/stat`` minus this process's ``/proc/self/stat`` utime+stime, over
-the wall time); ``steal_pct``, the hypervisor's steal, in % of all CPU time; ``cores`` (CPUs this
-process may run on) and ``torch_threads`` (of the thread that ran the stages); ``governor`` (cpu0's,
-else None); and the run's own dispersion, ``iqr_over_median`` and ``p99_over_p50`` of end to end.
-
-A run is ``noisy`` (thresholds in :data:`THRESHOLDS`) when other processes used more than 0.25
-cores, steal was above 5 %, torch used more threads than the free cores (``cores - other_cores``,
-rounded: its pool busy-waits, so a contended core slows every stage), or the load average before the
-run was above the number of cores. Dispersion is not part of the rule: a pipeline may vary by
-itself. ``reasons`` says which rule fired, in numbers, and ``fix`` what to do. Without ``/proc``
-``noisy`` is None ("not measured on this OS"). Readings are injectable (:class:`Readings`) for exact
-tests.
+A run is ``noisy`` (:data:`THRESHOLDS`) when other processes used more than 0.25 cores on average,
+the hypervisor's steal was above 5 % of CPU time, torch used more threads than the free cores (its
+pool busy-waits, so a contended core slows every stage), or the load before the run was above the
+cores; its own dispersion is recorded, not judged. Without ``/proc`` it is None (docs/json.md).
 """
 
 from __future__ import annotations
@@ -46,12 +36,7 @@ def stat_ticks(path: str) -> int:
 
 
 class Readings:
-    """The machine's counters, read from ``/proc`` (override the methods in tests).
-
-    ``cpu_ticks()``: aggregate ``/proc/stat`` counters (clock ticks) by field name;
-    ``own_ticks()``: this process's utime+stime (clock ticks); ``wall_s()``: a
-    monotonic clock in seconds; ``ticks_per_s()``: USER_HZ.
-    """
+    """The machine's counters, from ``/proc`` in clock ticks (tests override the methods)."""
 
     def available(self) -> bool:
         return os.path.exists("/proc/stat") and os.path.exists("/proc/self/stat")
@@ -106,7 +91,7 @@ class NoiseProbe:
         return self
 
     def finish(self, torch_threads: int | None, e2e_ns=None) -> dict[str, Any]:
-        """The run's ``noise`` record (see the module docstring); ``e2e_ns``: measured end-to-end times."""
+        """The run's ``noise`` record; ``e2e_ns``: the measured end-to-end times."""
         r = self.readings
         if self._start is None or not r.available():
             return {"noisy": None, "reasons": [NOT_MEASURED], "fix": None}
@@ -149,7 +134,7 @@ def dispersion(e2e_ns) -> dict[str, float | None]:
 
 
 def assess(readings: dict[str, Any], thresholds: dict[str, float] | None = None) -> dict[str, Any]:
-    """Apply the documented rule to readings: ``readings | {noisy, reasons, fix}``."""
+    """``readings | {noisy, reasons, fix, thresholds}`` by the module's rule."""
     t = THRESHOLDS | (thresholds or {})
     cores, other = readings["cores"], readings["other_cores"]
     threads, load = readings.get("torch_threads"), readings.get("load_before_1m")
@@ -184,12 +169,8 @@ def assess(readings: dict[str, Any], thresholds: dict[str, float] | None = None)
 
 
 def noise_line(noise: Mapping[str, Any] | Any | None) -> str:
-    """The noise verdict as one line of text, wherever a CLI prints it (show, compare, load, batching).
-
-    ``noise: NOISY: reasons; fix: ...``, ``noise: quiet (...)``, ``noise: unknown (reasons)`` or,
-    for None or an empty dict, ``noise: not measured``. ``noise``: the run's noise as a dict or as
-    the run record's section (anything with ``to_dict()``).
-    """
+    """The noise verdict as the one line every command prints; ``noise``: a dict, a record's
+    section (``to_dict()``) or None."""
     if noise is not None and not isinstance(noise, Mapping):
         noise = noise.to_dict()
     if not noise:

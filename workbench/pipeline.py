@@ -1,26 +1,10 @@
 """Pipelines: an ordered list of named stages and a source of input items.
 
 A stage is a plain callable that takes the previous stage's output; the first receives one request,
-a list of ``batch_size`` items drawn from the pipeline's item source. Users write a factory::
-
-    def build(config):
-        pipe = Pipeline("mine", items=lambda: itertools.repeat(b'{"x": 1}'))
-
-        @pipe.stage
-        def parse(batch):
-            return [json.loads(b) for b in batch]
-
-        @pipe.stage("forward")
-        def run_model(rows):
-            return model(torch.tensor(rows))
-
-        return pipe
-
-Nothing here measures (``workbench.runner`` does). Two checks on a run's first request
-(:func:`first_request_checked`) keep what is measured honest: a stage that returns a generator or
-iterator would have its work timed in the next stage, so it is refused (``PipelineError``, exit 2:
-return ``list(...)``); an ``--option`` that neither the factory nor a stage read (:class:`ReadOptions`)
-is a typo such as ``slowdwn=0.3`` (``ConfigError``, exit 2, :func:`check_options_read`).
+a list of ``batch_size`` items drawn from the item source. Users write a factory
+``build(config) -> Pipeline`` (README "Profile your own pipeline"). Nothing here measures; a run's
+first request is checked (:func:`first_request_checked`): a stage returning a generator would have
+its work timed in the next stage, and an option nobody read is a typo such as ``slowdwn=0.3``.
 """
 
 from __future__ import annotations
@@ -80,18 +64,16 @@ class Stage:
 class Pipeline:
     """An ordered list of stages plus the items that feed them.
 
-    items: a callable returning a fresh iterator of input items (one item is one
-        user request payload; the runner groups ``batch_size`` of them into one
-        pipeline call). An iterable is accepted too and is cycled.
+    items: a callable returning a fresh iterator of input items (one user request payload each;
+        ``batch_size`` of them make one pipeline call), or an iterable, cycled.
     config: the configuration it was built from (set by the factory or runner).
-    models: the ``torch.nn.Module`` s the stages run, declared so that a run
-        can fingerprint them (``Pipeline(models=[m])`` or ``pipe.declare_model(m)``);
-        without a declaration a run's model fingerprint is ``unknown``.
-    agree: ``fn(output_a, output_b) -> share`` in [0, 1]: how far two configurations' final outputs of one
-        request agree, for ``compare`` and ``audit --try`` (default: argmax agreement, ``analysis.outputs``).
-    steps: ``fn(max_num_seqs) -> step API`` of a generative pipeline (``join``, ``prefill``, ``decode``,
-        ``leave``, ``lengths``: ``workbench.examples._causal_model``); ``load`` then schedules its
-        tokens with continuous batching (``workbench.batching.continuous_live``).
+    models: the ``torch.nn.Module`` s the stages run, declared so that a run can fingerprint them
+        (``Pipeline(models=[m])`` or ``pipe.declare_model(m)``); else the model is ``unknown``.
+    agree: ``fn(output_a, output_b) -> share`` in [0, 1] of two configurations' final outputs, for
+        ``compare`` and ``audit --try`` (default: argmax agreement, ``analysis.outputs``).
+    steps: ``fn(max_num_seqs) -> step API`` of a generative pipeline
+        (``workbench.examples._causal_model.GenerateSteps``), which ``load`` schedules with continuous
+        batching.
     """
 
     name: str
@@ -120,24 +102,19 @@ class Pipeline:
     ):
         """Decorator appending a stage: ``@pipe.stage``, ``@pipe.stage("name")``, ``@pipe.stage(role="io")``.
 
-        role: what the stage does (``io``, ``remote``, ``preprocess``, ``compute``, ``serialize``;
-            see :mod:`workbench.roles`), for the audit.
-        describe: called on the stage's output after the request, outside every timed region;
-            returns ``{attribute: number}`` (payload bytes, sequence length, cache hit...), recorded
-            per request so the workbench can say what the stage's time tracks.
-        stream: the stage returns (or is) a generator yielding its answer one unit at a time (a
-            token, a chunk); the runner times every unit (:mod:`workbench.streaming`: time to first
-            token, inter-token latency) and the next stage gets the whole answer as a list.
+        role: what the stage does, for the audit (:mod:`workbench.roles`).
+        describe: ``output -> {attribute: number}`` (payload bytes, sequence length...), called
+            after the request outside every timed region, so a run says what the stage's time tracks.
+        stream: the stage yields its answer a unit (token, chunk) at a time; each unit is timed
+            (:mod:`workbench.streaming`) and the next stage gets the whole answer as a list.
         """
-        if callable(fn_or_name):
-            self.add(fn_or_name.__name__, fn_or_name, role=role, describe=describe, stream=stream)
-            return fn_or_name
+        name = None if callable(fn_or_name) else fn_or_name
 
         def decorate(fn: Callable[[Any], Any]):
-            self.add(fn_or_name or fn.__name__, fn, role=role, describe=describe, stream=stream)
+            self.add(name or fn.__name__, fn, role=role, describe=describe, stream=stream)
             return fn
 
-        return decorate
+        return decorate(fn_or_name) if callable(fn_or_name) else decorate
 
     def add(
         self,
@@ -164,7 +141,7 @@ class Pipeline:
 
     @property
     def stage_roles(self) -> dict[str, str]:
-        """Stage -> role, declared or defaulted from the standard names (stages with neither are left out)."""
+        """Stage -> role, declared or from the standard names (stages with neither left out)."""
         declared = {s.name: s.role for s in self.stages if s.role}
         return {s.name: r for s in self.stages if (r := stage_role(s.name, declared))}
 
@@ -202,9 +179,7 @@ Factory = Callable[[PipelineConfig], Pipeline]
 
 
 def exception_where(exc: BaseException) -> str | None:
-    """Where a stage's exception came from, as ``file:line in function``: the innermost traceback
-    frame outside the workbench, the standard library and site-packages (the user's own code), else
-    the innermost frame outside the workbench; None without a traceback."""
+    """``file:line in function`` of the innermost frame of user code, else outside the workbench."""
     frames = [(frame.f_code, line) for frame, line in traceback.walk_tb(exc.__traceback__)]
     outside = [
         (code, line) for code, line in frames if not _is_under(code.co_filename, _WORKBENCH_DIR)
@@ -220,13 +195,11 @@ def exception_where(exc: BaseException) -> str | None:
 _WORKBENCH_DIR = str(Path(__file__).resolve().parent)
 
 
-def _library_dirs() -> tuple[str, ...]:
-    paths = sysconfig.get_paths()
-    dirs = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    return tuple(str(Path(d).resolve()) for d in dirs if d)
-
-
-_LIBRARY_DIRS = _library_dirs()
+_LIBRARY_DIRS = {
+    str(Path(d).resolve())
+    for k in ("stdlib", "platstdlib", "purelib", "platlib")
+    if (d := sysconfig.get_paths().get(k))
+}
 
 
 def _is_under(filename: str, folder: str) -> bool:
@@ -238,7 +211,7 @@ def _is_under(filename: str, folder: str) -> bool:
 
 
 def _is_library(filename: str) -> bool:
-    """Standard library, site-packages, or code without a file (``<frozen ...>``, ``<string>`` of a library)."""
+    """Standard library, site-packages, or ``<frozen ...>``."""
     if "site-packages" in filename or "dist-packages" in filename or filename.startswith("<frozen"):
         return True
     return any(_is_under(filename, d) for d in _LIBRARY_DIRS)
@@ -266,7 +239,6 @@ def _import_target(spec: str, target: str):
             raise PipelineError(f"--pipeline {spec!r}: file {target!r} does not exist")
         name = f"workbench_user_{abs(hash(str(path.resolve())))}"
         module_spec = importlib.util.spec_from_file_location(name, path)
-        # /etc/passwd: a file Python cannot import
         if module_spec is None or module_spec.loader is None:
             raise PipelineError(
                 f"--pipeline {spec!r}: {target!r} is not a Python file (expected FILE.py:FUNCTION)"
@@ -296,12 +268,8 @@ RUNNER_FIELDS = ("batch_size", "threads")  # the runner applies them: a built Pi
 
 
 def resolve_pipeline(target: Pipeline | Factory, config: PipelineConfig | None) -> Pipeline:
-    """A built pipeline from a Pipeline or a factory (a caller turns an example name into one).
-
-    A built Pipeline with a config: ``batch_size`` and ``threads`` are the runner's to apply, so
-    they are honoured; device, precision and options were fixed when the pipeline was built, so a
-    config that differs there is a ConfigError (pass the factory instead), never silently ignored.
-    """
+    """A built pipeline from a Pipeline or a factory. A built Pipeline takes a config's runner
+    fields; a config differing in what was fixed at build (device, precision, options) is refused."""
     if isinstance(target, Pipeline):
         return _with_config(target.validate(), config)
     config = config or PipelineConfig()
@@ -315,7 +283,7 @@ def resolve_pipeline(target: Pipeline | Factory, config: PipelineConfig | None) 
 
 
 def _with_config(pipe: Pipeline, config: PipelineConfig | None) -> Pipeline:
-    """A copy of a built pipeline running under ``config``'s runner fields, or a ConfigError."""
+    """A copy of ``pipe`` under ``config``'s runner fields, or a ConfigError."""
     if config is None:
         return pipe
     for name in ("device", "precision", "options"):
@@ -332,9 +300,7 @@ def _with_config(pipe: Pipeline, config: PipelineConfig | None) -> Pipeline:
 
 
 def build_pipeline(factory: Factory, config: PipelineConfig) -> Pipeline:
-    """Call a factory and check that it returned a usable pipeline. A ``WorkbenchError`` it raises
-    (an unsupported precision) passes through; any other exception becomes a ``PipelineError``
-    naming the factory."""
+    """Call a factory and check what it returned (its exceptions as ``PipelineError``)."""
     options = ReadOptions(config.options)
     config = config.replace(options=options)
     try:
@@ -355,9 +321,8 @@ def build_pipeline(factory: Factory, config: PipelineConfig) -> Pipeline:
 
 
 class ReadOptions(dict):
-    """The options dict a factory receives: while :meth:`watching` (the factory call, the first request), it
-    remembers which keys were read (``get``, ``[]``, ``in``, ``pop``); iterating over it (``items()``,
-    ``dict(...)``, ``**``) counts as reading every key. The workbench's own reads (``to_dict``) happen outside."""
+    """The options dict a factory receives: while :meth:`watching` (the factory call, the first
+    request) it remembers the keys read; iterating over it counts as reading every key."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -372,56 +337,27 @@ class ReadOptions(dict):
         finally:
             self.tracking = False
 
-    def _mark(self, key) -> None:
-        if self.tracking:
-            self.read.add(key)
-
-    def __getitem__(self, key):
-        self._mark(key)
-        return super().__getitem__(key)
-
-    def get(self, key, default=None):
-        self._mark(key)
-        return super().get(key, default)
-
-    def __contains__(self, key) -> bool:
-        self._mark(key)
-        return super().__contains__(key)
-
-    def pop(self, key, *default):
-        self._mark(key)
-        return super().pop(key, *default)
-
-    def setdefault(self, key, default=None):
-        self._mark(key)
-        return super().setdefault(key, default)
-
-    def _all(self):
-        if self.tracking:
-            self.read.update(super().keys())
-
-    def __iter__(self):
-        self._all()
-        return super().__iter__()
-
-    def keys(self):
-        self._all()
-        return super().keys()
-
-    def items(self):
-        self._all()
-        return super().items()
-
-    def values(self):
-        self._all()
-        return super().values()
-
-    def copy(self) -> dict:
-        self._all()
-        return dict(super().items())
-
     def __reduce__(self):  # pickles (and deep-copies) as the plain dict it stands for
-        return (dict, (dict(super().items()),))
+        return (dict, (dict(dict.items(self)),))
+
+
+def _reading(name: str, every: bool) -> Callable:
+    """``dict.<name>`` that, while watching, marks its key read (``every``: all keys)."""
+    method = getattr(dict, name)
+
+    def read(self, *args):
+        if self.tracking:
+            self.read.update(dict.keys(self) if every else args[:1])
+        return method(self, *args)
+
+    read.__name__ = name
+    return read
+
+
+for _name in ("__getitem__", "get", "__contains__", "pop", "setdefault"):
+    setattr(ReadOptions, _name, _reading(_name, every=False))
+for _name in ("__iter__", "keys", "items", "values", "copy"):  # dict.copy: a plain dict
+    setattr(ReadOptions, _name, _reading(_name, every=True))
 
 
 # options the workbench itself reads for every pipeline (precision.prepare_model, the examples' data path)
@@ -429,7 +365,7 @@ WORKBENCH_OPTIONS = frozenset({"compile", "channels_last"})
 
 
 def unread_options(pipe: Pipeline) -> list[str]:
-    """The options in ``pipe.config`` nobody read so far (empty when the options are not tracked)."""
+    """The options nobody read so far (empty when they are not tracked)."""
     options = pipe.config.options
     if not isinstance(options, ReadOptions):
         return []
@@ -439,7 +375,7 @@ def unread_options(pipe: Pipeline) -> list[str]:
 
 
 def check_options_read(pipe: Pipeline) -> None:
-    """Refuse (ConfigError, one line) an option the factory and the stages never read: a typo, usually."""
+    """Refuse an option the factory and the stages never read: a typo, usually."""
     unread = unread_options(pipe)
     if not unread:
         return
@@ -456,7 +392,7 @@ def check_options_read(pipe: Pipeline) -> None:
 
 
 def lazy_output(value: Any) -> str | None:
-    """``generator``/``iterator`` (with its type) when ``value`` computes lazily as it is consumed, else None."""
+    """``a generator``/``an iterator (type)`` when ``value`` computes lazily, else None."""
     if isinstance(value, types.GeneratorType):
         return "a generator"
     if isinstance(value, Iterator):
@@ -465,7 +401,7 @@ def lazy_output(value: Any) -> str | None:
 
 
 def check_stage_outputs(names: list[str], outputs: dict[int, Any]) -> None:
-    """Refuse a stage whose output is a generator or iterator: its work would be timed in the next stage."""
+    """Refuse a stage whose output is lazy: its work would be timed in the next stage."""
     for i in sorted(outputs):
         what = lazy_output(outputs[i])
         if what is not None:
@@ -477,10 +413,8 @@ def check_stage_outputs(names: list[str], outputs: dict[int, Any]) -> None:
 
 
 def first_request_checked(run_one: Callable, pipe: Pipeline, *, options: bool = True) -> Callable:
-    """A request runner: the first call keeps every stage's output (on the host: the CUDA timer
-    keeps none), checks the outputs (:func:`check_stage_outputs`) and, with ``options``, the options
-    (:func:`check_options_read`), and returns the timing without them; later calls run ``run_one``
-    as it is."""
+    """``run_one`` whose first call keeps every stage's output (on the host) to check them, and
+    checks the options read; later calls run ``run_one`` as it is."""
     keep_all = {} if pipe.config.is_cuda else {"keep": frozenset(range(len(pipe.stages)))}
     state = {"first": True}
 
@@ -488,8 +422,8 @@ def first_request_checked(run_one: Callable, pipe: Pipeline, *, options: bool = 
         if not state["first"]:
             return run_one(batch, **kwargs)
         state["first"] = False
-        options = pipe.config.options
-        with options.watching() if isinstance(options, ReadOptions) else contextlib.nullcontext():
+        given = pipe.config.options
+        with given.watching() if isinstance(given, ReadOptions) else contextlib.nullcontext():
             t = run_one(batch, **keep_all, **kwargs)
         check_stage_outputs(pipe.stage_names, t.kept or {})
         if options:

@@ -1,15 +1,9 @@
-"""Precision: run a model in fp32, bf16, fp16 or int8 -- or say clearly why not.
+"""Precision: run a model in fp32, bf16, fp16 or int8, or say clearly why not.
 
-int8 uses ``torch.ao.quantization.quantize_dynamic`` on the model's Linear layers (dynamic
-quantization: int8 weights, activations quantized per batch). It runs on CPU only. torch 2.13 still
-ships it but warns that it is deprecated in favour of torchao; we silence only that deprecation
-warning, so the rest of the run's warnings stay visible. A combination that cannot run (int8 on
-CUDA, bf16 on a GPU without bf16) raises :class:`PrecisionError`, never a silent fallback to fp32;
-so does int8 on a model with no Linear layer (nothing to quantize). A partial quantization is
-measured: :func:`quantization_report` says how many parameterised modules and what share of the
-parameters became int8 ("quantized 2 of 53 parameterised modules, 4 % of parameters"), and the
-runner records the reports of a factory's ``prepare_model`` calls in the run (meta key
-``quantization``).
+int8 is dynamic quantization of the Linear layers (``quantize_dynamic``, CPU only; only its
+deprecation warning is silenced). A combination that cannot run raises :class:`PrecisionError`,
+never a silent fallback to fp32; a partial quantization is reported (:func:`quantization_report`)
+and recorded in the run.
 """
 
 from __future__ import annotations
@@ -39,12 +33,8 @@ def collect_quantization():
 
 
 def quantization_report(model) -> dict:
-    """How much of ``model`` dynamic int8 quantization converts: its Linear layers.
-
-    Out: ``{model, modules, quantized_modules, params, quantized_params, quantized_share, text}``; a
-    parameterised module is one holding parameters itself (not through children); shares are of the
-    parameter count.
-    """
+    """How much of ``model`` int8 converts (its Linear layers), of the modules holding parameters
+    themselves and of the parameter count."""
     import torch  # 1-2 s and 300 MB: only when a model is prepared
 
     owners = [m for m in model.modules() if any(True for _ in m.parameters(recurse=False))]
@@ -65,7 +55,7 @@ def quantization_report(model) -> dict:
 
 
 def check_precision(config: PipelineConfig) -> None:
-    """Raise PrecisionError if ``config.precision`` cannot run on ``config.device``."""
+    """PrecisionError if ``config.precision`` cannot run on ``config.device``."""
     p, dev = config.precision, config.device
     if p == "int8" and config.is_cuda:
         raise PrecisionError(
@@ -97,14 +87,9 @@ MODEL_OPTIONS = ("channels_last", "compile")  # prepare_model applies them (audi
 
 
 def prepare_model(model, config: PipelineConfig):
-    """Move a ``torch.nn.Module`` to the config's device and precision, in eval mode.
-
-    Returns the model to use (a new quantized module for int8). Two free options of the config are
-    applied here, so any factory that calls this gets them and ``audit --try`` can measure them:
-    ``channels_last`` (bool: weights in the NHWC memory format, which CPU and GPU convolution
-    kernels prefer) and ``compile`` (bool: ``torch.compile``; compilation happens on the first call,
-    so its cost shows in the run's cold start and warm-up, not its percentiles).
-    """
+    """A ``torch.nn.Module`` on the config's device and precision, in eval mode (int8: a new
+    module), with options ``channels_last`` (NHWC weights, which convolution kernels prefer) and
+    ``compile`` (``torch.compile``: its cost in the cold start and warm-up), for ``audit --try``."""
     check_precision(config)
     model = model.eval().to(config.device)
     if config.precision == "int8":

@@ -1,21 +1,9 @@
-"""What kind of work a stage does (its role), decided from what its time was spent in.
+"""What kind of work a stage does (its role), so the audit can name a bottleneck by what it is.
 
-Roles let the audit name a bottleneck by what it is: a slow ``lookup`` that talks to Redis is
-``io``, one that calls a web service is ``remote``. The role of a stage comes from, in this order:
-
-1. a declared role (``@pipe.stage(role="io")``): the user knows best;
-2. the evidence: the library holding at least :data:`EVIDENCE_SHARE` (half) of the stage's measured
-   time (:data:`EVIDENCE_ROLES`: torch operators -> compute; PIL, cv2, torchvision, tokenizers ->
-   preprocess; redis, sqlite3 -> io; sockets, ssl, HTTP clients -> remote; json, orjson, msgspec ->
-   serialize). Where the stage's name suggests another role the evidence wins and the decision says
-   so (``overrules``);
-3. the name, only as a fallback (:data:`NAME_ROLES`: ``hydrate`` -> io, ``decode`` -> preprocess,
-   ...).
-
-A run records ``stage_roles`` as the pipeline gave them (declared, else the
-name's); a recorded role that differs from its name's is taken as declared.
-(A declared role equal to the name's cannot be told apart from it in a record,
-so evidence may overrule it; declare it on a stage with another name to pin it.)
+A stage's role is, in this order: the declared one (``@pipe.stage(role="io")``); the evidence, the
+library holding at least :data:`EVIDENCE_SHARE` of its time (:data:`EVIDENCE_ROLES`), which
+overrules the name; the name's (:data:`NAME_ROLES`). A run records ``stage_roles`` declared, else
+the name's, so a recorded role equal to the name's cannot be told from it: evidence may overrule it.
 """
 
 from __future__ import annotations
@@ -63,12 +51,8 @@ def stage_role(stage: str, declared: dict[str, str] | None = None) -> str | None
 
 @dataclass(frozen=True)
 class RoleDecision:
-    """One stage's role and where it came from.
-
-    source: "declared", "evidence", "name" or None (no role). library/share: the library holding the
-    most of the stage's measured time and its share (None without evidence). name_role: what the
-    name alone would say. overrules: the name's role where the evidence decided otherwise.
-    """
+    """One stage's role; source: "declared", "evidence", "name" or None. library, share: the library
+    holding the most of its time; overrules: the name's role where the evidence decided otherwise."""
 
     stage: str
     role: str | None
@@ -87,13 +71,11 @@ class RoleDecision:
 
     @property
     def sentence(self) -> str | None:
-        """Why the role is what it is, when evidence overruled the name: one sentence for the report."""
+        """Why, when evidence overruled the name: one sentence for the report."""
         if not self.overrules:
             return None
-        return (
-            f"{self.stage} is {self.role}, not {self.overrules} as its name suggests: "
-            f"{self.share:.0%} of its traced time is in {LIBRARY_LABELS.get(self.library, self.library)}"
-        )
+        suggests = f"{self.stage} is {self.role}, not {self.overrules} as its name suggests"
+        return f"{suggests}: {self.evidence.removeprefix('; ')}"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -109,7 +91,7 @@ def evidence_role(shares: dict[str, float] | None) -> tuple[str, str, float] | N
 
 
 def decide_role(stage: str, recorded: str | None, shares: dict[str, float] | None) -> RoleDecision:
-    """The role of one stage from its recorded role (``stage_roles``) and its library shares (module docstring)."""
+    """The role of one stage from its recorded role and its library shares."""
     name_role = NAME_ROLES.get(stage)
     top = max(shares, key=lambda k: (shares[k], k)) if shares else None
     lib, share = (top, shares[top]) if top else (None, None)

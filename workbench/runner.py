@@ -1,11 +1,8 @@
-"""Profile a pipeline: a timing run for percentiles, then a separate traced run.
+"""Profile a pipeline: a timing run for percentiles, then a separate traced run; a :class:`Run`.
 
-The timing run executes W warm-up requests (kept, flagged, never mixed into percentiles) then N
-measured requests, with no profiler attached. The traced run executes a few more requests under
-``torch.profiler`` with every stage inside ``record_function(stage_range_name(stage))``, and saves
-the trace the way ``tensorboard_trace_handler`` names it (``{worker}.{time_ns}.pt.trace.json.gz``),
-so TensorBoard's profiler plugin and Perfetto open it. The result is a
-:class:`workbench.record.Run`.
+The timing run (warm-up requests flagged apart, then the measured ones) has no profiler attached;
+the traced run's few requests run under ``torch.profiler``, each stage in its ``record_function``
+range, saved as ``tensorboard_trace_handler`` names traces (TensorBoard and Perfetto open it).
 """
 
 from __future__ import annotations
@@ -37,7 +34,6 @@ from .device import cpu_model, device_name, quiet_profiler, require_torch, torch
 from .errors import ConfigError, PipelineError, check_int, is_number
 from .examples import factory
 from .fingerprint import run_fingerprint
-from .gcprobe import GcProbe
 from .naming import stage_range_name
 from .noise import NoiseProbe, Readings
 from .pipeline import Pipeline, resolve_pipeline
@@ -64,7 +60,7 @@ from .record import (
 )
 from .sampling import DEFAULT_INTERVAL_S, StackSampler, assign, mark_due
 from .streaming import traced_fn, units_table
-from .timing import SYNC_POLICIES, Clock, RequestTiming, StageFailure, request_timer
+from .timing import SYNC_POLICIES, Clock, GcProbe, RequestTiming, StageFailure, request_timer
 from .guard import TIMEOUT, Cancelled, Interrupted, check_timeout, guarded, is_timeout  # noqa: F401 (Cancelled: public here)
 from .memory import MemorySampler, RssReader, StageMemory, rss_bytes
 from .units import ns_to_ms, ns_to_s, s_to_ns
@@ -83,12 +79,9 @@ CHECK_EVERY = 50  # paced requests between two looks at the p99 interval
 
 @dataclasses.dataclass(frozen=True)
 class Pace:
-    """An open-loop schedule for the measured requests: Poisson arrivals (``batching.Arrivals``).
-
-    rate_rps: requests per second; or utilization: that fraction (0 < u < 1) of the capacity
-    measured closed loop first (1 / the mean closed-loop end to end). The paced run goes on until
-    ``min_duration_s`` have passed and the p99 interval is within ``NARROW_P99`` of the p99, or
-    until ``max_duration_s`` (profile's) ends it.
+    """An open-loop Poisson schedule for the measured requests: ``rate_rps`` requests per second,
+    or ``utilization`` (0 < u < 1) of the closed-loop capacity measured first. It runs until
+    ``min_duration_s`` passed and the p99 interval is within ``NARROW_P99``, or ``max_duration_s``.
     """
 
     rate_rps: float | None = None
@@ -113,27 +106,18 @@ class Pace:
 
 @dataclasses.dataclass(frozen=True)
 class MeasurePlan:
-    """The options of one :func:`profile` call, checked when made (a value out of range is a ConfigError).
+    """The options of one :func:`profile` call, checked when made (out of range: ConfigError).
 
-    requests: measured requests (pipeline calls of ``batch_size`` items), >= 1; 600 by default,
-        enough for the distribution-free p99 interval to be bounded.
-    max_duration_s: stop measuring after this many seconds of measured requests (by ``clock``) if
-        that comes first; None: no limit.
-    warmup: requests run first and reported apart; traced: requests in the separate
-        ``torch.profiler`` run (0 = no trace); sync: CUDA synchronization, see ``workbench.timing``.
-    cancel: anything with ``is_set()`` (a ``threading.Event``), checked between requests.
-    noise_readings, read_rss (RSS in bytes), clock, sleep (to a due time): injected by tests.
-    timeout_s: seconds one request may take (None: no limit); past it the request is a ``Timeout``
-        failure, the run stops with ``status`` "incomplete: timeout" (``workbench.guard``).
-    stacks, shapes, modules: what the traced run records besides operators and kernels
-        (torch.profiler ``with_stack``, ``record_shapes``, ``with_modules``): traced run time only.
-    sample_stacks: sample every timed request's Python stacks (``workbench.sampling``) so the slow
-        requests' own frames explain the tail; off with an injected clock.
-    on_recorded: called with the run as measured, before any summary of it is computed (the command
-        line saves it there); a summary that raises is named in ``run.summary_failures``.
-    pace: a :class:`Pace`: after the ``requests`` closed-loop ones (the capacity and service-time
-        reference, ``timing.pacing.closed_loop``) the measured requests arrive open loop, so idle
-        gaps, background threads and periodic jobs act on them as in production.
+    requests: measured requests (pipeline calls of ``batch_size`` items); max_duration_s: seconds
+        of measured requests after which measuring stops (None: no limit); warmup: requests run
+        first, reported apart; traced: requests of the ``torch.profiler`` run (0: no trace).
+    sync: CUDA synchronization (``workbench.timing``); cancel: anything with ``is_set()``.
+    timeout_s: seconds one request may take (None: no limit; ``workbench.guard``).
+    stacks, shapes, modules: the traced run's ``with_stack``, ``record_shapes``, ``with_modules``.
+    sample_stacks: sample the timed requests' Python stacks (``workbench.sampling``).
+    on_recorded: called with the run as measured, before any summary (the command line saves).
+    pace: a :class:`Pace` for the measured requests, after ``requests`` closed-loop ones.
+    noise_readings, read_rss, clock, sleep: injected by tests.
     """
 
     requests: int = DEFAULT_REQUESTS
@@ -175,30 +159,15 @@ class MeasurePlan:
         return DEFAULT_INTERVAL_S if on else None
 
 
-@dataclasses.dataclass(frozen=True)
-class _Subject:
-    """What one run measures: the built pipeline, what the caller passed (the fingerprint names it),
-    the torch threads applied and the factory's build time (None for a built Pipeline)."""
-
-    pipe: Pipeline
-    target: Any
-    threads: int | None
-    build_ns: int | None
-
-
 def profile(
     target: Pipeline | Callable | str,
     config: PipelineConfig | None = None,
     options: MeasurePlan | None = None,
     **overrides: Any,
 ) -> Run:
-    """Measure a pipeline stage by stage and return the run (not yet saved).
-
-    target: a built Pipeline, a factory ``build(config) -> Pipeline`` or a shipped example's name.
-    options: a :class:`MeasurePlan`; ``overrides`` are its fields by name (``requests=200``).
-    Ctrl-C raises :class:`workbench.guard.Interrupted` whose ``run`` holds what was measured
-    (status "interrupted"; the timing run is kept when the traced run is cut).
-    """
+    """Measure a pipeline (a Pipeline, a factory or an example's name) stage by stage: the run,
+    unsaved. ``options``: a :class:`MeasurePlan`, ``overrides`` its fields (``requests=200``);
+    Ctrl-C raises :class:`workbench.guard.Interrupted` holding the ``run`` measured so far."""
     plan = with_overrides(options, MeasurePlan, overrides, "profile")
     build_started_ns = time.perf_counter_ns()
     pipe = resolve_pipeline(factory(target) if isinstance(target, str) else target, config)
@@ -207,7 +176,7 @@ def profile(
     scratch: list[Path] = []  # a finished trace's folder, until the Run owns it
     try:
         threads = pipe.config.apply_threads()  # in this thread: the one that runs the stages
-        return _measure(plan, _Subject(pipe, target, threads, build_ns), scratch)
+        return _measure(plan, pipe, (target, threads, build_ns), scratch)
     except BaseException:  # Ctrl-C or an error after the traced run: no scratch folder left behind
         for folder in scratch:
             shutil.rmtree(folder, ignore_errors=True)
@@ -217,9 +186,9 @@ def profile(
             require_torch().set_num_threads(threads_before)
 
 
-def _measure(plan: MeasurePlan, subject: _Subject, scratch: list[Path]) -> Run:
-    """The timing run, then the traced run; a finished trace's folder is appended to ``scratch``."""
-    pipe, cfg, warmup = subject.pipe, subject.pipe.config, plan.warmup
+def _measure(plan: MeasurePlan, pipe: Pipeline, built: tuple, scratch: list[Path]) -> Run:
+    """The timing run, then the traced run; ``built``: (target, torch threads, build ns)."""
+    (target, threads, build_ns), cfg, warmup = built, pipe.config, plan.warmup
     items = pipe.item_iterator()
     started = datetime.now(timezone.utc)
     probe = NoiseProbe(plan.noise_readings or Readings()).start()
@@ -240,13 +209,13 @@ def _measure(plan: MeasurePlan, subject: _Subject, scratch: list[Path]) -> Run:
     # the readings' summaries: a bug in one leaves its section out
     failed: list[SummaryFailure] = []
     noise = summarized(
-        failed, "the noise reading", probe.finish, subject.threads, measured["dur_ns"].to_numpy()
+        failed, "the noise reading", probe.finish, threads, measured["dur_ns"].to_numpy()
     )
     trend = summarized(failed, "the memory trend", memory.summary)
     trace_path, trace_meta, status = _traced_phase(plan, pipe, items, status, scratch)
     env = environment(cfg)
     quantization = quantization_meta(pipe)
-    fingerprint = run_fingerprint(pipe, subject.target, subject.threads, env)
+    fingerprint = run_fingerprint(pipe, target, threads, env)
     meta = ProfileMeta(
         pipeline=pipe.name,
         description=pipe.description,
@@ -263,7 +232,7 @@ def _measure(plan: MeasurePlan, subject: _Subject, scratch: list[Path]) -> Run:
         memory=Memory.from_dict(trend) if trend is not None else None,
         stage_roles=dict(pipe.stage_roles),
         attributes=Attributes.from_dict(attributes) if attributes is not None else None,
-        cold_start=ColdStart.from_dict(_cold_start(subject.build_ns, timings)),
+        cold_start=ColdStart.from_dict(_cold_start(build_ns, timings)),
         sampled=sampler.record(timings[0].start_ns) if sampler is not None and timings else None,
     )
     units = units_table(pipe.stages, timings)
@@ -277,7 +246,7 @@ def _measure(plan: MeasurePlan, subject: _Subject, scratch: list[Path]) -> Run:
 def _traced_phase(
     plan: MeasurePlan, pipe: Pipeline, items, status: str, scratch: list[Path]
 ) -> tuple[Path | None, dict[str, Any] | None, str]:
-    """The traced run after a complete timing run: its trace, its meta and the run's status."""
+    """The traced run after a complete timing run: its trace, meta and the run's status."""
     if not plan.traced or status != STATUS_COMPLETE:
         return None, None, status
     try:
@@ -316,10 +285,10 @@ def _timing_meta(
 
 
 def _record_then_explain(run: Run, plan: MeasurePlan, sampler, timings: list[RequestTiming]):
-    """``on_recorded`` (the CLI saves) before the stack summary is added to ``run.meta``."""
+    """``on_recorded`` (measure, save), then the stack summary added to ``run.meta``."""
     try:
         if plan.on_recorded is not None:
-            plan.on_recorded(run)  # measure, save, then explain
+            plan.on_recorded(run)
         names = run.meta.stages
         failed = run.summary_failures
         stacks = summarized(
@@ -332,7 +301,7 @@ def _record_then_explain(run: Run, plan: MeasurePlan, sampler, timings: list[Req
 
 
 def quantization_meta(pipe: Pipeline) -> dict[str, Any] | None:
-    """What int8 quantized (None for other precisions): the factory's ``prepare_model`` reports."""
+    """What int8 quantized (None at other precisions): ``prepare_model``'s reports."""
     if pipe.config.precision != "int8":
         return None
     reports = list(pipe.quantization)
@@ -344,7 +313,7 @@ def quantization_meta(pipe: Pipeline) -> dict[str, Any] | None:
 
 
 def next_batch(items, batch_size: int, pipe_name: str) -> list:
-    """The next ``batch_size`` items, or a PipelineError naming the pipeline when they run out."""
+    """The next ``batch_size`` items; a PipelineError when they run out."""
     batch = list(itertools.islice(items, batch_size))
     if len(batch) < batch_size:
         raise PipelineError(
@@ -361,15 +330,7 @@ def _timing_run(
     sampler: StackSampler | None,
     paced: _PacedPhase | None = None,
 ) -> tuple[list[RequestTiming], str]:
-    """Warm-up then measured requests, stopped early after ``max_duration_s`` of measured time.
-
-    Returns the timings and the run's status: "complete"; "incomplete: timeout" when a request ran
-    past ``timeout_s`` (it is the last timing, a ``Timeout`` failure); "interrupted" on Ctrl-C (the
-    timings finished before it). ``memory.observe(done)`` samples RSS between requests; ``sampler``
-    (a :class:`workbench.sampling.StackSampler`) samples stacks while the requests run. A request's
-    output is dropped as soon as it is timed (``describe=`` has run inside the request). With
-    ``plan.pace`` the paced requests follow (:func:`_paced_requests`), their due times in ``paced``.
-    """
+    """Warm-up, measured requests (up to ``max_duration_s``) and any paced ones; the status."""
     clock, cancel, warmup = plan.clock, plan.cancel, plan.warmup
     total = warmup + plan.requests
     deadline_ns = None if plan.max_duration_s is None else s_to_ns(plan.max_duration_s)
@@ -394,7 +355,7 @@ def _timing_run(
                 elif measured_from is not None and clock() - measured_from >= deadline_ns:
                     break  # measured_from is set: past the first measured request
                 out.append(call(batch()))
-                out[-1].output = None  # the pipeline's answer is not the run's to keep
+                out[-1].output = None  # describe= has run: the answer is not the run's to keep
                 if is_timeout(out[-1]):
                     return out, STATUS_TIMEOUT
                 memory.observe(i + 1)
@@ -411,8 +372,7 @@ def _timing_run(
 
 @dataclasses.dataclass
 class _PacedPhase:
-    """What the paced phase of a timing run adds: its requests' due times (ns of ``clock``), the rate
-    it ran at, and why it stopped."""
+    """The paced phase's due times (ns of ``clock``), rates and why it stopped."""
 
     due_ns: list[int] = dataclasses.field(default_factory=list)
     rate_rps: float | None = None
@@ -424,8 +384,7 @@ class _PacedPhase:
 def _paced_requests(
     plan: MeasurePlan, batch: Callable[[], list], call, out: list[RequestTiming], paced: _PacedPhase
 ) -> str:
-    """Requests sent at their due times on a Poisson schedule (``batching.Arrivals``), appended to
-    ``out``, until ``min_duration_s`` passed and the p99 interval is narrow, or ``max_duration_s``."""
+    """Requests sent at their due times (:class:`Pace`), appended to ``out``; the status."""
     pace, clock, closed = plan.pace, plan.clock, out[plan.warmup :]
     served = [t.end_ns - t.start_ns for t in closed if t.failure is None]
     paced.capacity_rps = len(served) / ns_to_s(sum(served)) if served and sum(served) else None
@@ -472,9 +431,7 @@ def _pacing_meta(
     closed: list[RequestTiming],
     measured: list[RequestTiming],
 ) -> dict[str, Any]:
-    """``timing.pacing`` of run.json: the schedule, the closed-loop reference, the paced requests
-    timed from their due times (``paced``) and from their sends (``service``), and the generator lag.
-    ``p99_over_closed_loop`` compares the service times: the queueing a schedule adds is not in it."""
+    """``timing.pacing`` of run.json (docs/json.md); ``p99_over_closed_loop`` compares service times."""
 
     def summary(timings, due=None):
         due = due or [t.start_ns for t in timings]
@@ -508,9 +465,8 @@ def _tables(
     batch_size: int,
     due_ns: list[int] = (),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Requests and stages tables, times relative to the first request's start (one builder:
-    workbench.record). The last ``len(due_ns)`` requests were paced: their ``start_ns`` is the due
-    time and ``dur_ns`` runs from it, the send's lag beside (``lag_ns``, inside ``dur_ns``)."""
+    """Requests and stages tables from the first request's start; the last ``len(due_ns)`` requests
+    were paced: ``start_ns`` is the due time, ``dur_ns`` runs from it, ``lag_ns`` is the send's lag."""
     due = [t.start_ns for t in timings[: len(timings) - len(due_ns)]] + list(due_ns)
     origin = due[0] if due else 0
     req_rows, st_rows, gc_ns = [], [], []
@@ -525,7 +481,7 @@ def _tables(
     if len(due_ns):
         lag = [t.start_ns - d for t, d in zip(timings, due)]
         requests["lag_ns"] = pd.array(lag, dtype="int64")
-    if any(v is not None for v in gc_ns):  # GC pause time inside the stage (workbench.gcprobe)
+    if any(v is not None for v in gc_ns):  # GC pause time inside the stage (timing.GcProbe)
         stages["gc_ns"] = pd.array(gc_ns, dtype="Int64")
     return requests, stages
 
@@ -533,12 +489,8 @@ def _tables(
 def _describe(
     pipe: Pipeline, timings: list[RequestTiming], requests: pd.DataFrame
 ) -> dict[str, Any] | None:
-    """The ``describe=`` numbers each request recorded (``workbench.timing``: called inside the request after
-    its last clock read, the output released at once), as ``attr.<name>`` float columns of ``requests``.
-
-    Adds the columns in place (the table is the runner's own, not yet returned); returns the run's
-    ``attributes`` meta (names, stage -> names, stage -> first error) or None.
-    """
+    """The requests' ``describe=`` numbers added in place as ``attr.<name>`` Float64 columns; the
+    run's ``attributes`` meta (names, stage -> names, stage -> first error) or None."""
     stage_of = {i: s.name for i, s in enumerate(pipe.stages) if s.describe is not None}
     if not stage_of:
         return None
@@ -561,7 +513,7 @@ def _describe(
 def _stack_summary(
     sampler, timings: list[RequestTiming], names: list[str], run: Run
 ) -> dict[str, Any] | None:
-    """The sampled stacks of the slow requests against the median ones (``workbench.analysis.stacks``)."""
+    """The slow requests' sampled stacks against the median ones (``analysis.stacks``)."""
     if sampler is None:
         return None
     got = assign(sampler, timings, names)
@@ -577,8 +529,7 @@ def _stack_summary(
 
 
 def _cold_start(build_ns: int | None, timings: list[RequestTiming]) -> dict[str, Any]:
-    """Cold start, reported apart from the warm budget: building the pipeline (factory, model load,
-    quantization, any compile it does) and the first request."""
+    """Cold start, apart from the warm budget: the pipeline's build and the first request."""
     first = timings[0] if timings else None
     return {
         "build_ms": None if build_ns is None else ns_to_ms(build_ns),
@@ -596,11 +547,7 @@ class TracedTimeout(Exception):
 
 
 def _traced_run(plan: MeasurePlan, pipe: Pipeline, items) -> tuple[Path, dict[str, Any]]:
-    """``plan.traced`` requests (after a profiler warm-up) under torch.profiler, and the trace file.
-
-    The scratch folder is removed when the run ends by any exception (Ctrl-C, cancel, an error):
-    only a returned trace leaves it, owned by the Run from then on.
-    """
+    """``plan.traced`` requests under torch.profiler; its folder is removed on any exception."""
     out_dir = scratch_folder()
     try:
         with _alarm(plan.timeout_s) as alarm:
@@ -616,15 +563,8 @@ class _StageAlarm(BaseException):
 
 @contextlib.contextmanager
 def _alarm(timeout_s: float | None) -> Iterator[Callable[[float], Any]]:
-    """``alarm(seconds)``: SIGALRM ``seconds`` from now raises :class:`_StageAlarm` in this thread
-    (``alarm(0)`` cancels it); a function that does nothing where the alarm is unusable.
-
-    The traced run cannot use the timing run's worker thread (torch.profiler does not record another
-    thread's operators), so on the main thread of a Unix process a hung stage is interrupted by a
-    signal instead: Python code and interruptible waits (sleep, sockets, locks) stop at once; a C
-    call that never returns to the interpreter cannot be stopped. Elsewhere (an explorer's worker
-    thread, Windows) the alarm does nothing and the explorer's job queue abandons the run instead.
-    """
+    """``alarm(seconds)``: SIGALRM then raises :class:`_StageAlarm` here (``alarm(0)`` cancels), a
+    no-op off the main thread; torch.profiler records only its own thread, so no worker thread."""
     usable = (
         timeout_s is not None
         and hasattr(signal, "setitimer")
@@ -653,14 +593,12 @@ def _traced_requests(
     profiler = torch.profiler
     n, cancel, progress = plan.traced, plan.cancel, plan.progress
     cuda = pipe.config.is_cuda
-    activities = [profiler.ProfilerActivity.CPU] + (
-        [profiler.ProfilerActivity.CUDA] if cuda else []
-    )
+    kinds = ["cpu", "cuda"] if cuda else ["cpu"]
     stages = [(stage_range_name(s.name), s.name, traced_fn(s)) for s in pipe.stages]
     failures: list[StageFailure] = []
     memory = StageMemory(torch if cuda else None, pipe.config.device)
     with profiler.profile(
-        activities=activities,
+        activities=[getattr(profiler.ProfilerActivity, k.upper()) for k in kinds],
         schedule=profiler.schedule(wait=0, warmup=1, active=n, repeat=1),
         on_trace_ready=profiler.tensorboard_trace_handler(str(out_dir), use_gzip=True),
         with_stack=plan.stacks,
@@ -680,11 +618,10 @@ def _traced_requests(
     files = sorted(out_dir.glob("*.pt.trace.json.gz"))
     if not files:
         raise PipelineError("torch.profiler wrote no trace file")
-    activity_names = ["cpu"] + (["cuda"] if cuda else [])
     return files[-1], {
         "requests": n,
         "profiler_warmup": 1,
-        "activities": activity_names,
+        "activities": kinds,
         "failed_requests": len(failures),
         "failures": failure_records(failures),
         "with_stack": plan.stacks,
@@ -695,8 +632,7 @@ def _traced_requests(
 
 
 def _traced_request(timeout_s, stages, out, measure, alarm, counted: bool) -> list[StageFailure]:
-    """One request through ``stages`` (range name, stage name, function) inside their ranges: the
-    failure that ended it, if any (a stage past ``timeout_s`` raises :class:`TracedTimeout`)."""
+    """One request through ``stages`` (range, name, function): the failure that ended it, if any."""
     record_function = require_torch().profiler.record_function
     for range_name, name, fn in stages:
         try:
@@ -717,7 +653,7 @@ def _traced_request(timeout_s, stages, out, measure, alarm, counted: bool) -> li
 
 
 def failure_records(failures: list[StageFailure]) -> list[dict[str, Any]]:
-    """Distinct failures with counts: ``[{stage, type, message, where, count}]`` in first-seen order."""
+    """Distinct failures, first seen first: ``[{stage, type, message, where, count}]``."""
     counts = collections.Counter((f.stage, f.error_type, f.message, f.where) for f in failures)
     return [
         {"stage": s, "type": t, "message": m, "where": w, "count": c}

@@ -1,26 +1,10 @@
-"""Python stacks of every timed request: a sampler thread, and each sample assigned to its request and stage.
+"""Python stacks of every timed request: a sampler thread, each sample assigned to its request and stage.
 
-Beside the timing run (two clock reads per stage) a daemon thread wakes every ``interval_s`` (5 ms
-by default), reads the clock and every thread's frame (``sys._current_frames``) and keeps, for the
-thread inside a stage, the frames from the stage function down: it walks up to the timing function
-that called the stage (:data:`ROOT_FUNCTIONS`), so the harness never enters a stage's stacks.
-A sample is ``(t_ns, stack id)``, stacks interned as tuples of ``(file, function, line)``. After the
-run :func:`assign` gives each sample the request and stage whose ``[start, end)`` holds its time (the
-same ``time.perf_counter_ns``); samples are evenly spaced, so a frame's share of samples is its share
-of time. A stage running Python without releasing the GIL is sampled only when the interpreter hands
-the GIL over (``sys.getswitchinterval()``, 5 ms), so it gets fewer samples than its time suggests.
-A thread, not pyinstrument's ``setstatprofile``: the hook runs on every call and return of the timed
-code (``benchmarks/bench_sampler.py``). Off with ``sample_stacks=False`` or ``--no-sample-stacks``.
-
-Every thread, every sample: each wake-up also reads each Python thread's CPU time and keeps a row
-per thread (:attr:`StackSampler.rows`): the stage thread always (with its class,
-:mod:`workbench.wait_classes`), any other thread that ran since the previous wake-up. The CPU
-counter is the thread's Linux CPU-time clock (ns on CPU, read with the GIL held), else
-``/proc/self/task/TID/schedstat`` (ns on CPU and on a run queue), else ``.../stat`` (clock ticks of
-10 ms); elsewhere none, and samples are classed from their calls alone. The clock comes first
-because a file read lets go of the GIL and waits up to the switch interval to get it back, once per
-thread (``benchmarks/bench_thread_cpu.py``). Garbage collections are timed through ``gc.callbacks``.
-:meth:`record` gives it all as plain data (``RunMeta.sampled``, docs/json.md).
+A daemon thread (a ``setstatprofile`` hook would run on every call of the timed code) wakes every
+``interval_s``, keeps the stage thread's frames from the stage function down, and reads each
+thread's CPU time (Linux's thread clock first: a file read lets go of the GIL); :func:`assign` gives
+each sample the request and stage whose ``[start, end)`` holds its time. Samples are evenly spaced,
+so a frame's share of samples is its share of time; ``record`` gives them as run.json's ``sampled``.
 """
 
 from __future__ import annotations
@@ -70,18 +54,15 @@ def _stat_ns(native_id: int) -> Counters:
 
 
 def _thread_clock_ns(native_id: int) -> Counters:
-    # Linux's CPU-time clock of a thread, by its kernel id (the clockid glibc's pthread_getcpuclockid
-    # makes, CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED): no pthread handle is read, so a thread that ended
-    # meanwhile is an OSError (EINVAL), never a read of freed memory
+    # the clockid glibc's pthread_getcpuclockid makes from a kernel id (CPUCLOCK_PERTHREAD |
+    # CPUCLOCK_SCHED): a thread that ended is an OSError, never a read of freed memory
     if not sys.platform.startswith("linux"):
         raise OSError("thread CPU clocks by kernel id are Linux's")
     return time.clock_gettime_ns(((~native_id) << 3) | 6), None
 
 
 def thread_cpu_reader() -> tuple[Callable[[int], Counters] | None, str | None]:
-    """``(reader, name)``: a function native thread id -> :data:`Counters`, the first that works here
-    (``thread_clock``, ``schedstat``, then ``stat``), or ``(None, None)`` where none does (module
-    docstring)."""
+    """``(reader, name)``: the first thread CPU counter that works here, or ``(None, None)``."""
     for name, reader in (
         ("thread_clock", _thread_clock_ns),
         ("schedstat", _schedstat_ns),
@@ -96,10 +77,8 @@ def thread_cpu_reader() -> tuple[Callable[[int], Counters] | None, str | None]:
 
 
 class GcEvents:
-    """Collections seen through ``gc.callbacks``: start (ns of the clock), duration, generation,
-    triggering thread (its ident) and objects collected, in parallel arrays; ``names``: each
-    triggering thread's name, taken when it first triggers one (the sampler's own thread, or one
-    that ended before the run was recorded, is no longer in ``threading``'s table then)."""
+    """Collections seen through ``gc.callbacks`` in parallel arrays (start ns, duration, generation,
+    triggering thread, objects collected); ``names``: each triggering thread's, taken at once."""
 
     def __init__(self, clock: Callable[[], int]):
         self.clock = clock
@@ -117,15 +96,13 @@ class GcEvents:
             self.generation.append(int(info.get("generation", -1)))
             ident = threading.get_ident()
             self.thread.append(ident)
-            if ident not in self.names:  # named while it runs: it may have ended by the record
+            if ident not in self.names:
                 self.names[ident] = threading.current_thread().name
             self.collected.append(int(info.get("collected", 0)))
             self._started = None
 
     def overlap_ns(self, lo: int, hi: int) -> int:
-        """Collection time inside ``(lo, hi]`` (the latest collections are scanned, newest first),
-        with one that started and has not yet stopped: the interpreter can hand the GIL to the
-        sampler in a ``stop`` callback that runs before this one."""
+        """Collection time inside ``(lo, hi]``, one still running included."""
         started = self._started
         total = max(0, hi - max(started, lo)) if started is not None else 0
         # the callback appends start, then duration: read here between the two, the last start has none yet
@@ -137,17 +114,12 @@ class GcEvents:
         return total
 
 
-# a paced request due and not yet in its first stage: thread ident -> due time (ns of the sampler's
-# clock); the pacer sets it before it sleeps (mark_due)
-_DUE_NS: dict[int, int] = {}
+_DUE_NS: dict[int, int] = {}  # thread ident -> its paced request's due time (mark_due)
 
 
 def mark_due(due_ns: int | None) -> None:
-    """The calling thread's next request is due at ``due_ns`` (``time.perf_counter_ns``), None: none.
-    Past it and outside a stage the sampler records the thread as a stage thread (its class from its
-    CPU and the other threads', never from its call: the pacer's own sleep is no wait of the
-    request): a paced request that cannot start, the GIL or the cores held elsewhere, is explained
-    as its stages are (``wait_classes.LATE_STAGE`` in the waits), not left unattributed."""
+    """The calling thread's next request is due at ``due_ns`` (None: none); past it, outside a
+    stage, it is sampled as in ``wait_classes.LATE_STAGE``, classed from the CPU counters alone."""
     ident = threading.get_ident()
     if due_ns is None:
         _DUE_NS.pop(ident, None)
@@ -161,24 +133,20 @@ def _root_codes() -> frozenset:
 
 
 class StackSampler:
-    """Samples the stacks of stages being timed, from a daemon thread (see module docstring).
-
-    Use as a context manager around the timing run; ``samples_ns`` and ``sample_stacks`` (parallel
-    arrays) and ``stacks`` (id -> frames, stage function first) hold what it saw.
-    """
+    """Samples the stacks of stages being timed, as a context manager around the timing run:
+    ``samples_ns`` and ``sample_stacks`` (parallel arrays) and ``stacks`` (id -> frames)."""
 
     def __init__(
         self,
         interval_s: float = DEFAULT_INTERVAL_S,
         clock: Callable[[], int] = time.perf_counter_ns,
-        roots: frozenset | None = None,
         cpu_reader: Callable[[int], Counters] | None | str = "auto",
     ):
         if not interval_s > 0:
             raise ConfigError(f"sample interval must be > 0 seconds, got {interval_s!r}")
         self.interval_s = interval_s
         self._clock = clock
-        self._roots = roots if roots is not None else _root_codes()
+        self._roots = _root_codes()
         self._ids: dict[tuple, int] = {}
         self.stacks: list[tuple[Frame, ...]] = []
         self.samples_ns = array("q")
@@ -231,10 +199,10 @@ class StackSampler:
         cpu = {ident: self._cpu_delta(ident) for ident in frames}
         gc_ns = self.gc.overlap_ns(t - dt, t)
         for tid, frame in frames.items():
-            key = self._stage_stack(frame)
+            key = self._stack(frame, self._roots)
             late = key is None and t >= _DUE_NS.get(tid, t + 1)
             if late:  # due and not yet in a stage: how long it was kept from starting, and why
-                key, self.late_start = self._whole_stack(frame)[-LATE_DEPTH:], True
+                key, self.late_start = self._stack(frame)[-LATE_DEPTH:], True
             if key is not None:
                 sid = self._intern(key)
                 if late:
@@ -248,12 +216,11 @@ class StackSampler:
                 # the others' CPU (and run-queue time where read): a thread holding the GIL
                 others = sum(v[0] + (v[1] or 0) for k, v in cpu.items() if k != tid and v)
                 own, queued = cpu[tid] or (None, None)
-                cls = classify(kind, dt, own, queued, others, gc_ns)
-                # 2: due and not yet in a stage; the waits match it to late windows only (a pacer
-                # waiting on a timeout guard's worker is no second thread inside the stage)
+                cls = classify(kind, dt, own, others, gc_ns)
+                # 2: due and not yet in a stage (the waits match it to late windows only)
                 self._row(t, dt, tid, sid, own, queued, cls, site, 2 if late else 1)
             elif cpu[tid] and cpu[tid][0]:  # another thread that ran since the last wake-up
-                sid = self._intern(self._whole_stack(frame))
+                sid = self._intern(self._stack(frame))
                 self._row(t, dt, tid, sid, *cpu[tid], 0, -1, 0)
 
     def _row(self, *values: int | None) -> None:
@@ -291,16 +258,8 @@ class StackSampler:
         queued = None if now[1] is None or before[1] is None else now[1] - before[1]
         return now[0] - before[0], queued
 
-    def _whole_stack(self, frame) -> tuple:
-        out = []
-        while frame is not None and len(out) < MAX_DEPTH:
-            out.append((frame.f_code, frame.f_lineno))
-            frame = frame.f_back
-        return tuple(reversed(out))
-
     def record(self, origin_ns: int) -> dict[str, Any]:
-        """The raw samples as plain data (``sampled`` in run.json; docs/json.md): times from ``origin_ns``
-        (the run's first request start), stacks as lists of frame ids, frames ``[file, function, line]``."""
+        """The samples as ``sampled`` of run.json (docs/json.md), times from ``origin_ns``."""
         frame_ids: dict[Frame, int] = {}
         stacks = [
             [frame_ids.setdefault(f, len(frame_ids)) for f in st] for st in self.portable_stacks()
@@ -327,19 +286,18 @@ class StackSampler:
             },
         }
 
-    def _stage_stack(self, frame) -> tuple | None:
-        """``((code, line), ...)`` from the stage function down, or None when no stage is running here."""
+    def _stack(self, frame, roots: frozenset = frozenset()) -> tuple | None:
+        """``((code, line), ...)`` below the first of ``roots`` (else None), or the whole stack."""
         out = []
         while frame is not None and len(out) < MAX_DEPTH:
-            if frame.f_code in self._roots:
-                return tuple(reversed(out)) if out else None
+            if frame.f_code in roots:
+                return tuple(reversed(out)) or None
             out.append((frame.f_code, frame.f_lineno))
             frame = frame.f_back
-        return None
+        return None if roots else tuple(reversed(out))
 
     def portable_stacks(self) -> list[tuple[Frame, ...]]:
-        """The stacks as a run records them: each file by :func:`~workbench.wait_classes.portable_file`
-        (the live paths stay in :attr:`stacks`: reading a waiting line needs them)."""
+        """The stacks with portable files (``stacks`` keeps the live ones, to read lines from)."""
         files: dict[str, str] = {}
         return [
             tuple(
@@ -352,8 +310,7 @@ class StackSampler:
         found = self._ids.get(key)
         if found is None:
             found = self._ids[key] = len(self.stacks)
-            # f_lineno is None while a frame runs an instruction without a line (3.11+): its
-            # function's first line, never a null that run.json's reader refuses (int)
+            # f_lineno is None on an instruction without a line (3.11+): the function's first
             self.stacks.append(
                 tuple(
                     (c.co_filename, c.co_name, c.co_firstlineno if line is None else line)

@@ -1,16 +1,9 @@
 """Streaming stages: a stage that yields its answer one unit (a token, a chunk) at a time.
 
-A stage declared ``@pipe.stage(stream=True)`` returns an iterable (a generator, usually). The runner
-consumes it inside the stage's timed region and reads the clock after each unit, so a request
-records the time of every unit (integer ns of the run's clock); :mod:`workbench.analysis.tokens`
-derives TTFT (first unit - request start), prefill (first unit - the streaming stage's start), ITL
-(the gap between consecutive units), TPOT ((last - first unit) / (units - 1)) and tokens out.
-
-The stages after a streaming stage run once, on the **whole answer** (the list of its units), after
-the last unit: their time is in end to end, never in TTFT or ITL. Work per unit (detokenizing each
-token) belongs inside the generator, where its time is in the ITL. One stage per pipeline may
-stream. The cost is one clock read and two list appends per unit; the times travel on
-:class:`workbench.timing.RequestTiming` (``unit_ns``) into the run's ``units`` table.
+The runner consumes a ``stream=True`` stage's iterable inside its timed region, reading the clock
+after each unit (``RequestTiming.unit_ns``, then the run's ``units`` table; TTFT, ITL and TPOT are
+:mod:`workbench.analysis.tokens`'). The stages after it run once, on the whole answer (the list of
+its units): their time is in end to end, never in TTFT or ITL.
 """
 
 from __future__ import annotations
@@ -27,7 +20,7 @@ Clock = Callable[[], int]
 
 
 class UnitClock:
-    """The unit times of the request being run: :meth:`wrap` times a stream stage's units into it."""
+    """The unit times of the request being run, which :meth:`wrap`'s stage appends to."""
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
@@ -61,12 +54,9 @@ class UnitClock:
 
 
 def traced_fn(stage: Any) -> Callable[[Any], Any]:
-    """The stage's function as the traced run calls it: a streaming stage's units consumed into a list
-    inside its own profiler range (else its work would fall in the next stage's range)."""
-    if not getattr(stage, "stream", False):
-        return stage.fn
+    """The stage's function for the traced run: a stream consumed in its own profiler range."""
     fn = stage.fn
-    return lambda value: list(fn(value))
+    return (lambda value: list(fn(value))) if stage.stream else fn
 
 
 def stream_index(stages: Iterable[Any]) -> int | None:
@@ -87,8 +77,7 @@ def streamed_timer(run_one: Callable, units: UnitClock) -> Callable:
 
 
 def token_sample(t: Any, stream: int | None) -> tuple[int, tuple[int, ...]] | None:
-    """``(ttft_ns, gaps_ns)`` of a successful request's units (None without units or on failure):
-    the first unit from the request's start, then the gap before each later unit."""
+    """``(ttft_ns, gaps_ns)`` of a successful request's units, else None."""
     times = getattr(t, "unit_ns", None)
     if stream is None or t.failure is not None or not times:
         return None
@@ -97,8 +86,7 @@ def token_sample(t: Any, stream: int | None) -> tuple[int, tuple[int, ...]] | No
 
 
 def sample_row(t: Any, stream: int | None) -> tuple:
-    """One request of an interleaved comparison: ``(ok, error_type, ns per stage that ran...,
-    end to end ns, token sample)`` (:func:`token_sample`)."""
+    """``(ok, error_type, ns per stage that ran..., end to end ns, token sample)``."""
     stage_ns = [e - s for s, e in zip(t.stage_start_ns, t.stage_end_ns)]
     error = t.failure and t.failure.error_type
     tokens = token_sample(t, stream)
@@ -106,9 +94,7 @@ def sample_row(t: Any, stream: int | None) -> tuple:
 
 
 def units_table(stages: Sequence[Any], timings: Sequence[Any]) -> pd.DataFrame | None:
-    """The run's ``units`` table (:mod:`workbench.record.tables`) of ``timings`` (request ``i`` is
-    ``timings[i]``), times from the first request's start as the other tables'; None without a
-    streaming stage."""
+    """The run's ``units`` table, times from the first request's start; None without a stream."""
     stream = stream_index(stages)
     if stream is None:
         return None

@@ -1,44 +1,33 @@
-"""Timing one request, stage by stage: the hot path of every measurement.
+"""Timing one request, stage by stage: the hot path of every measurement (two clock reads and two
+list appends per stage, ``benchmarks/bench_overhead.py``), on an injectable ns clock.
 
-Host wall time comes from an injectable clock (``time.perf_counter_ns`` by
-default; tests pass a fake). On CUDA, each stage is also bracketed by a pair of
-CUDA events, which time the device work the stage enqueued.
-
-Synchronization policy on CUDA (``sync``):
-
-* ``"stage"`` (default): ``torch.cuda.synchronize()`` after every stage, so a stage's host time
-  includes the device work it launched and nothing is charged to the next stage. Costs the overlap
-  between one stage's GPU work and the next stage's host work (a server that overlaps them may be a
-  little faster end to end).
-* ``"request"``: one synchronize at the end of the request. Stage host times then measure only
-  launching (the wrong way the notebooks teach); device times from the events are still right; end
-  to end includes the GPU tail.
-
-The instrumentation costs two clock reads and two list appends per stage
-(``benchmarks/bench_overhead.py`` measures it).
+On CUDA each stage is also bracketed by CUDA events, timing the device work it enqueued. ``sync``:
+``"stage"`` (default) synchronizes after every stage, so a stage's host time includes its device
+work (at the cost of the overlap with the next stage's host work); ``"request"`` once at the end,
+so stage host times measure only launching (the mistake the notebooks show).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigError, encodable
+from .errors import encodable
 from .pipeline import exception_where, first_request_checked
-from .streaming import UnitClock, stream_index, streamed_timer
+from .streaming import Clock, UnitClock, stream_index, streamed_timer
 from .units import ms_to_ns
 
-Clock = Callable[[], int]
 SYNC_POLICIES = ("stage", "request")
 
 
 @dataclass(frozen=True)
 class StageFailure:
-    """A stage that raised: which stage, the exception type and message, and where
-    (``file:line in function``, see :func:`workbench.pipeline.exception_where`)."""
+    """A stage that raised: its name, the exception's type and message, and where."""
 
     stage: str
     error_type: str
@@ -46,7 +35,7 @@ class StageFailure:
     where: str | None = None
 
     def __post_init__(self) -> None:
-        # text from user code or from outside (a served error, a span) goes to tables and run.json
+        # text from user code or from outside goes to tables and run.json
         for name in ("stage", "error_type", "message", "where"):
             if isinstance(text := getattr(self, name), str):
                 object.__setattr__(self, name, encodable(text))
@@ -77,6 +66,37 @@ class RequestTiming:
     unit_ns: list[int] | None = None
 
 
+class GcProbe:
+    """GC pauses through ``gc.callbacks`` while installed (``pause_ns``, ``collections``,
+    ``max_pause_ns``): a stage's is the total after it minus before it, two attribute reads."""
+
+    def __init__(self, clock: Callable[[], int] = time.perf_counter_ns):
+        self.clock = clock
+        self.pause_ns = 0
+        self.collections = 0
+        self.max_pause_ns = 0
+        self._started_ns: int | None = None
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started_ns = self.clock()
+        elif self._started_ns is not None:
+            pause = self.clock() - self._started_ns
+            self.pause_ns += pause
+            self.collections += 1
+            if pause > self.max_pause_ns:
+                self.max_pause_ns = pause
+            self._started_ns = None
+
+    def __enter__(self) -> "GcProbe":
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with contextlib.suppress(ValueError):  # already removed by someone else: nothing to undo
+            gc.callbacks.remove(self._callback)
+
+
 def time_request(
     names: Sequence[str],
     fns: Sequence[Callable],
@@ -87,18 +107,13 @@ def time_request(
     ends: list[int] | None = None,
     **observe: Any,
 ) -> RequestTiming:
-    """Run the stages on one batch on the host, timing each (ns); a raising stage ends the request.
+    """Run the stages on one batch on the host, timing each (ns). Any exception from a stage,
+    ``SystemExit`` included, ends the request as its failure; only ``KeyboardInterrupt`` propagates.
 
-    Any exception from a stage, ``SystemExit`` included, is that request's failure; only
-    ``KeyboardInterrupt`` propagates (the user stops the run).
-    starts/ends: lists filled in place, so that :mod:`workbench.guard` sees from another thread
-        which stage is running when a request times out.
-    observe (:func:`_time_request_observed`): gc_probe, a :class:`workbench.gcprobe.GcProbe` (a
-        stage's GC pause, ns, is its running total after the stage minus before); keep, indexes of
-        stages whose outputs are returned in ``kept`` (the first request's checks); describe, stage
-        index -> that stage's ``describe=``, called on its output after the request's last clock
-        read, the output released at once (``attributes``; one that raises is in
-        ``attribute_errors``).
+    starts/ends: filled in place, so :mod:`workbench.guard` sees which stage runs at a timeout.
+    observe: ``gc_probe`` (a :class:`GcProbe`: each stage's GC pause), ``keep`` (stage indexes whose
+        outputs are returned in ``kept``), ``describe`` (stage index -> its ``describe=``, called
+        after the request's last clock read).
     """
     starts = [] if starts is None else starts
     ends = [] if ends is None else ends
@@ -130,8 +145,7 @@ def _time_request_observed(
     keep: frozenset[int] = frozenset(),
     describe: Mapping[int, Callable[[Any], Any]] | None = None,
 ) -> RequestTiming:
-    """:func:`time_request` that also reads GC pauses per stage, keeps chosen outputs and describes
-    others (kept apart so the plain path stays two clock reads per stage)."""
+    """:func:`time_request` with ``observe`` (apart, so the plain path stays two reads a stage)."""
     (starts, ends), describe = bounds, describe or {}
     gc_ns: list[int] = []
     kept: dict[int, Any] = {}
@@ -165,8 +179,7 @@ def _described(
     keep: frozenset[int],
     describe: Mapping[int, Callable],
 ) -> RequestTiming:
-    """``timing`` with the numbers of each held output's ``describe=`` and the outputs ``keep`` asks
-    for; every other output is released here, before the next request."""
+    """``timing`` with the ``describe=`` numbers and the kept outputs (the others released)."""
     numbers: dict[int, dict[str, float]] = {}
     errors: dict[int, str] = {}
     kept = {i: held[i] for i in keep if i in held}
@@ -188,9 +201,8 @@ def _described(
 def stage_timer(
     pipe: Any, clock: Clock = time.perf_counter_ns, sync: str = "stage", **observe: Any
 ) -> Callable[..., RequestTiming]:
-    """``run_one(batch, starts=, ends=)``: one request of ``pipe`` timed, with CUDA events on CUDA,
-    else by :func:`time_request` with ``observe`` (``gc_probe``, ``describe``: host-side only).
-    A streaming stage's units are timed too (``unit_ns``, :mod:`workbench.streaming`)."""
+    """``run_one(batch, starts=, ends=)``: one request of ``pipe`` timed (CUDA events on CUDA, else
+    :func:`time_request` with ``observe``), a streaming stage's units too."""
     names, fns = pipe.stage_names, [s.fn for s in pipe.stages]
     stream = stream_index(pipe.stages)
     units = UnitClock(clock) if stream is not None else None
@@ -206,8 +218,7 @@ def stage_timer(
 def request_timer(
     pipe: Any, clock: Clock = time.perf_counter_ns, sync: str = "stage", **observe: Any
 ) -> Callable[..., RequestTiming]:
-    """:func:`stage_timer` whose first call refuses a generator stage or an unread option
-    (:func:`workbench.pipeline.first_request_checked`)."""
+    """:func:`stage_timer` with the first request's checks (``pipeline.first_request_checked``)."""
     return first_request_checked(stage_timer(pipe, clock, sync, **observe), pipe)
 
 
@@ -217,8 +228,6 @@ class CudaStageTimer:
     def __init__(self, n_stages: int, sync: str = "stage", clock: Clock = time.perf_counter_ns):
         import torch  # 1-2 s and 300 MB: only a CUDA run times device work
 
-        if sync not in SYNC_POLICIES:
-            raise ConfigError(f"sync must be one of {', '.join(SYNC_POLICIES)}, got {sync!r}")
         self._torch = torch
         self._events = [
             (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))

@@ -1,8 +1,5 @@
-"""Time units: the one definition of how many nanoseconds make a microsecond, millisecond, second.
-
-Times inside the package are integer nanoseconds; these convert at the edges
-(``*_us`` keys of ``analyze --json``, ``*_ms`` keys of ``show --json``, figure axes).
-Plain ints, so ``ns // NS_PER_MS`` stays exact.
+"""Time units: times inside the package are integer nanoseconds; these convert at the edges
+(``*_us`` and ``*_ms`` keys, figure axes). Plain ints, so ``ns // NS_PER_MS`` stays exact.
 """
 
 NS_PER_US = 1_000

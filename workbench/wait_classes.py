@@ -1,27 +1,11 @@
 """What a sampled thread was doing: on CPU, or waiting, and on what (the sampler's classification).
 
-Each sample of a thread inside a stage gets one class (:data:`CLASSES`):
-
-* ``gc``: a garbage collection (``gc.callbacks``, any thread) ran for at least half the time since
-  the previous sample (the sampler itself cannot run during a collection: it holds the GIL);
-* ``device``: the wait call is a device synchronization (``synchronize()``, ``.item()``, ``.cpu()``,
-  ``.tolist()``, ``.numpy()``), whether the thread spun or slept in it;
-* ``cpu``: the thread was on CPU at least half the interval (per-thread counters), or no counter is
-  readable and the call is no known wait;
-* ``lock``, ``io``, ``sleep``: off CPU in a recognized call: a frame of ``threading`` or ``queue``,
-  or a line that acquires, waits on or enters a lock, condition, semaphore, event or queue
-  (``lock``); ``socket``, ``ssl``, ``selectors``, ``subprocess`` or a store client, or a line that
-  reads, writes, sends, receives or polls (``io``); ``sleep(`` (``sleep``);
-* ``gil``: off CPU in ordinary Python code while the process's other Python threads ran or waited
-  for a core (where ``schedstat``'s run-queue time is read) at least a quarter of the interval
-  (:data:`GIL_SHARE`): one of them held the interpreter lock, and this thread cannot run Python
-  without it;
-* ``off_cpu``: off CPU for none of these reasons: runnable while another process had the core, or in
-  a C call not recognized;
-
-The call is read once per distinct stack (:func:`call_kind`, cached by the sampler): the wait's
-``site`` is the deepest frame of the user's own code (not the standard library, not site-packages),
-the line the user can change.
+Each sample of a thread inside a stage gets one class (:data:`CLASSES`, rules in :func:`classify`):
+``gc``, a collection over half the interval; ``device``, a device synchronization; ``cpu``, on CPU
+half the interval (or no counter and no known wait); ``lock``, ``io``, ``sleep``, off CPU in a
+recognized call (:func:`call_kind`); ``gil``, off CPU in plain Python while the other threads were
+busy :data:`GIL_SHARE` of the interval; ``off_cpu``, none of these. The wait's ``site`` is the
+deepest frame of the user's own code, the line the user can change.
 """
 
 from __future__ import annotations
@@ -33,18 +17,13 @@ import sysconfig
 
 CLASSES = ("cpu", "lock", "gil", "io", "sleep", "device", "gc", "off_cpu")
 CODE = {name: i for i, name in enumerate(CLASSES)}
-WAITS = tuple(c for c in CLASSES if c != "cpu")
-# the stage name the waits give a paced request's time from its due time to its first stage
-# (workbench.sampling.mark_due)
-LATE_STAGE = "(waiting to start)"
-
-# the other Python threads' busy share (on CPU, or on a run queue where read) of the interval that
-# makes a blocked sample a GIL wait
-GIL_SHARE = 0.25
+LATE_STAGE = "(waiting to start)"  # a paced request's stage before its first (sampling.mark_due)
+GIL_SHARE = (
+    0.25  # the other threads' busy share of the interval that makes a blocked sample a GIL wait
+)
 
 _STDLIB = os.path.normcase(sysconfig.get_paths()["stdlib"])
-# the harness (its examples are user code): the core and the wings beside it (``workbench_*``: the
-# server's event loop and batcher are as much the harness as the runner), found by name
+# the harness (its examples are user code): the core and the wings beside it, found by name
 _PACKAGE = os.path.normcase(os.path.dirname(os.path.abspath(__file__)))
 _EXAMPLES = os.path.join(_PACKAGE, "examples")
 
@@ -97,9 +76,7 @@ LINE_KIND = (  # the first match wins
 
 
 def is_user_file(file: str) -> bool:
-    """Not the standard library, not an installed package, not a builtin (``<frozen ...>``), not the
-    workbench's own harness (its shipped examples are user code); for a live path or a recorded one
-    (:func:`portable_file`)."""
+    """Not the standard library, a package, a builtin or the harness (but its examples)."""
     norm = os.path.normcase(file)
     if norm.startswith("<workbench"):  # <workbench>/..., a wing's <workbench_serve>/...
         return norm.startswith(WORKBENCH_PREFIX + "examples/")
@@ -116,11 +93,8 @@ STDLIB_PREFIX, WORKBENCH_PREFIX = "<stdlib>/", "<workbench>/"
 
 
 def portable_file(file: str) -> str:
-    """A frame's file as a run records it: no path of the machine that measured it. The standard
-    library is ``<stdlib>/...``, the workbench ``<workbench>/...``, an installed package
-    ``site-packages/...`` (from its ``site-packages`` or ``dist-packages`` folder on), a file under
-    the working folder relative to it; any other path (a user's file elsewhere) as it was.
-    :func:`is_user_file` and the library checks read these as they read the live paths."""
+    """A frame's file as a run records it, without the measuring machine's paths: ``<stdlib>/...``,
+    ``<workbench>/...``, ``site-packages/...``, relative to the working folder, else as it was."""
     norm = os.path.normcase(file)
     for marker in ("site-packages", "dist-packages"):
         at = norm.rfind(os.sep + marker + os.sep)
@@ -137,8 +111,7 @@ def portable_file(file: str) -> str:
 
 
 def call_kind(frames: tuple) -> tuple[str | None, int]:
-    """``(kind or None, site)`` of a stack (frames ``(file, function, line)``, outermost first): the wait
-    class its top calls name, and the index of the deepest user frame (the top one when none is)."""
+    """``(kind or None, site)``: the wait its top calls name, the deepest user frame's index."""
     site = next((i for i in range(len(frames) - 1, -1, -1) if is_user_file(frames[i][0])), -1)
     site = site if site >= 0 else len(frames) - 1
     for file, _, _ in frames[site + 1 :]:  # library or stdlib frames above the user's call
@@ -158,20 +131,11 @@ def call_kind(frames: tuple) -> tuple[str | None, int]:
 
 
 def classify(
-    kind: str | None,
-    dt_ns: int,
-    cpu_ns: int | None,
-    queued_ns: int | None,
-    others_busy_ns: int,
-    gc_ns: int,
+    kind: str | None, dt_ns: int, cpu_ns: int | None, others_busy_ns: int, gc_ns: int
 ) -> int:
-    """The class code (index into :data:`CLASSES`) of one sample of a thread in a stage (module docstring).
-
-    ``kind``: :func:`call_kind`'s; ``dt_ns``: time since the previous sample; ``cpu_ns``: the thread's
-    CPU time in it (None: no counter); ``queued_ns``: its time runnable on a run queue, waiting for a
-    core (None: no counter); ``others_busy_ns``: the other Python threads' CPU plus run-queue time in it
-    (a thread holding the GIL runs, or waits for a core while it holds it); ``gc_ns``: collection time.
-    """
+    """The class code (index into :data:`CLASSES`) of one sample of a thread in a stage, from the
+    time since the previous sample, the thread's CPU time in it (None: no counter), the other
+    Python threads' CPU plus run-queue time (a GIL holder's) and the collection time."""
     half = dt_ns // 2
     if gc_ns and gc_ns >= half:
         return CODE["gc"]

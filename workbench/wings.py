@@ -1,20 +1,7 @@
-"""The wings: packages beside the core that import it and are never imported by it.
-
-========  =====================  ==========================================================  ==============
-wing      import package         what it adds                                                install
-========  =====================  ==========================================================  ==============
-serve     ``workbench_serve``    ``serve``, ``load --url`` (own engine and Locust), ``--otel``,  ``.[serve]``
-                                 ``ingest-otel``, ``locust-worker``
-room      ``workbench_room``     the workshop room and ``make dashboard``'s Voila launcher    ``.[room]``
-redis     ``workbench_redis``    the tabular example's ``store=redis`` and ``cache=redis``     ``.[redis]``
-========  =====================  ==========================================================  ==============
-
-A wing registers itself in its distribution's entry points: its hook module under
-``workbench.wings`` (what the core calls: :func:`wing`) and its subcommands under
-``workbench.commands`` (``register(subparsers)`` as the core's own). The core names no wing module;
-``tests/test_layers.py`` fails on a core module that imports one, at module level or inside a
-function. A wing that is not installed, or whose packages are missing, is one line saying how to
-install it (:class:`WingMissing`, exit 2), never a traceback.
+"""The wings (``serve``, ``room``, ``redis``: README "Architecture"): packages beside the core that
+import it and are never imported by it. A wing registers its hook module under the entry points'
+``workbench.wings`` and its subcommands under ``workbench.commands``; one not installed here is one
+line saying how to install it (:class:`WingMissing`, exit 2).
 """
 
 from __future__ import annotations
@@ -33,16 +20,12 @@ class WingMissing(ConfigError):
 
 
 def install_hint(name: str) -> str:
-    """How to install wing ``name`` (the extra of the same name, from the repository's root)."""
+    """How to install wing ``name`` (the extra of the same name)."""
     return f"pip install -e '.[{name}]' from the workbench's folder (or pip install 'workbench[{name}]')"
 
 
 def wing(name: str) -> ModuleType:
-    """The hook module of wing ``name`` (``serve``, ``room``, ``redis``), loaded through its entry point.
-
-    Raises :class:`WingMissing` naming the install command when no distribution registers it or its
-    import fails for a missing package.
-    """
+    """The hook module of wing ``name`` through its entry point, or :class:`WingMissing`."""
     found = [ep for ep in _entry_points(WINGS_GROUP) if ep.name == name]
     if not found:
         raise WingMissing(
@@ -57,14 +40,13 @@ def wing(name: str) -> ModuleType:
 
 
 def wing_commands() -> list:
-    """The subcommands the installed wings add (entry point name: the command, value: its module)."""
+    """The installed wings' subcommands (entry point name: the command, value: its module)."""
     return sorted(_entry_points(COMMANDS_GROUP), key=lambda ep: ep.name)
 
 
 @functools.cache
 def _entry_points(group: str) -> tuple:
-    """The installed distributions' entry points of ``group`` (``importlib.metadata.EntryPoint``), read
-    once a process (each read scans every installed distribution)."""
+    """The entry points of ``group``, read once a process (each read scans every distribution)."""
     import importlib.metadata  # 30-50 ms: only when a wing is reached, not at every command's start
 
     return tuple(importlib.metadata.entry_points(group=group))

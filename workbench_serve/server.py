@@ -55,7 +55,7 @@ from .service import AFTER, BEFORE, PipelineService, server_meta
 from .sse import SSE_TYPE
 from . import require
 from workbench.runner import environment
-from workbench.gcprobe import GcProbe
+from workbench.timing import GcProbe
 from workbench.noise import NoiseProbe
 
 END_FAILED = b'event: end\ndata: {"status":5'  # sse.end_event of a 500

@@ -4,7 +4,8 @@ import threading
 import time
 
 from workbench.batching.batcher import DynamicBatcher
-from workbench.batching.policy import BatchPolicy, dispatch_schedule
+from tests.support.dispatch import dispatch_schedule
+from workbench.batching.policy import BatchPolicy
 from workbench.timing import time_request
 
 MS = 1_000_000

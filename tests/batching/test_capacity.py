@@ -12,7 +12,7 @@ import pytest
 from workbench.batching.capacity import (
     SweepPlan,
     add_prediction,
-    load_sweep,
+    read_sweep,
     parse_sweep,
     point_row,
     points_table,
@@ -58,7 +58,7 @@ def fake_run(
             generator_lag_p99_ms=lag_ms,
             generator_lag_ms=2 * lag_ms,
             arrivals={"rate_rps": rate},
-            policy={"concurrency": 1},
+            policy={"max_batch_size": 1, "max_wait_ms": 0.0, "concurrency": 1},
         ),
         noise=SimpleNamespace(noisy=noisy),
     )
@@ -141,8 +141,8 @@ def test_a_listed_sweep_writes_a_monotone_table_and_the_knee(tmp_path):
     record = run_sweep(
         plan, _measure(lambda r: 5.0 + r / 20.0, 150), tmp_path / "s", {"kind": "load"}
     )
-    saved = load_sweep(tmp_path / "s")
-    assert saved == json.loads(json.dumps(record))
+    saved = read_sweep(tmp_path / "s")
+    assert saved == json.loads(json.dumps(record)) | {"url": None, "created": None}
     table = points_table(saved)
     assert table["offered_rps"].tolist() == [25.0, 50.0, 100.0, 200.0]
     assert table["p99_ms"].tolist()[:3] == [6.25, 7.5, 10.0]
@@ -220,30 +220,30 @@ def test_prediction_ratios_per_point(tmp_path):
     assert points_table(out)["predicted_p50_ratio"].tolist() == [1.25, 1.5]
 
 
-def test_load_sweep_names_the_problem(tmp_path):
+def test_read_sweep_names_the_problem(tmp_path):
     with pytest.raises(ConfigError, match="not a sweep folder"):
-        load_sweep(tmp_path)
+        read_sweep(tmp_path)
     (tmp_path / "sweep.json").write_text('{"format": "other"}')
-    with pytest.raises(ConfigError, match="field 'format'/'version'"):
-        load_sweep(tmp_path)
+    with pytest.raises(ConfigError, match="missing required field `version`"):
+        read_sweep(tmp_path)
 
 
 @pytest.mark.parametrize(
     "make, message",
     [
         (lambda f: os.mkfifo(f), "is a FIFO (named pipe), not a regular file"),
-        (lambda f: os.symlink("/dev/zero", f), "is a character device, not a regular file"),
-        (lambda f: f.write_text("[" * 100_000 + "]" * 100_000), "not valid JSON"),
+        (lambda f: os.symlink("/dev/zero", f), "a symbolic link out of the sweep folder"),
+        (lambda f: f.write_text("[" * 100_000 + "]" * 100_000), "expected `object`, got `array`"),
         (lambda f: f.write_bytes(b'{"format": "\xff"}'), "not valid JSON"),
-        (lambda f: f.write_text("[]"), "not a sweep record"),
+        (lambda f: f.write_text("[]"), "expected `object`, got `array` (value [])"),
     ],
 )
-def test_load_sweep_refuses_what_is_not_a_sweep_file_in_one_error(tmp_path, make, message):
+def test_read_sweep_refuses_what_is_not_a_sweep_file_in_one_error(tmp_path, make, message):
     """Issue 35: the dashboard's sweep reader hung on a FIFO, read /dev/zero until memory ran out and
     raised RecursionError on deep nesting; now one ConfigError naming the file."""
     make(tmp_path / "sweep.json")
     with pytest.raises(ConfigError, match=re.escape(message)) as info:
-        load_sweep(tmp_path)
+        read_sweep(tmp_path)
     assert str(tmp_path / "sweep.json") in str(info.value)
 
 
@@ -325,7 +325,7 @@ def test_a_stable_point_stops_after_three_windows_and_an_unstable_one_runs_to_ma
     assert (
         unstable["requests"] == 600
     )  # the last three windows' sends, of the 2,000 of the whole schedule
-    assert points_table(load_sweep(tmp_path / "s"))["stopped_by"].tolist() == [
+    assert points_table(read_sweep(tmp_path / "s"))["stopped_by"].tolist() == [
         "stable",
         "max-windows",
     ]

@@ -1,6 +1,7 @@
 import pytest
 
-from workbench.batching.policy import BatchFormer, BatchPolicy, dispatch_schedule
+from tests.support.dispatch import dispatch_schedule
+from workbench.batching.policy import BatchFormer, BatchPolicy
 from workbench.errors import ConfigError
 
 MS = 1_000_000

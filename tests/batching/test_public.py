@@ -19,7 +19,6 @@ def test_all_is_exact():
             "DynamicBatcher",
             "ServiceModel",
             "Simulation",
-            "dispatch_schedule",
             "load_summary",
             "read_arrivals_csv",
             "run_load",

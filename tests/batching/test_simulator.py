@@ -3,7 +3,8 @@ import pandas as pd
 import pytest
 
 from workbench.batching.arrivals import Arrivals
-from workbench.batching.policy import BatchPolicy, dispatch_schedule
+from tests.support.dispatch import dispatch_schedule
+from workbench.batching.policy import BatchPolicy
 from workbench.batching.service_model import ServiceModel
 from workbench.batching.simulator import simulate
 from workbench.batching.summary import load_summary

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from workbench.batching.batcher import BatchRecord
-from workbench.batching.policy import BatchPolicy, dispatch_schedule, wait_split
+from tests.support.dispatch import dispatch_schedule
+from workbench.batching.policy import BatchPolicy, wait_split
 from workbench.batching.records import load_tables
 from workbench.timing import RequestTiming
 

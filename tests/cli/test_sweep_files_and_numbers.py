@@ -1,5 +1,5 @@
 """Issue 27 (rest): compare/gate/serve/load --sweep numbers with ranges and units, their strict JSON, and sweep
-files decoded at the boundary (``cli/sweep_view.decode_sweep``)."""
+files decoded at the boundary (``batching/capacity.decode_sweep``)."""
 
 from __future__ import annotations
 
@@ -414,7 +414,7 @@ def test_a_sweep_file_linked_out_of_its_folder_is_refused(tmp_path):
 
 
 def test_the_decoded_sweep_is_typed():
-    from workbench.cli.sweep_view import decode_sweep, read_sweep
+    from workbench.batching.capacity import decode_sweep, read_sweep
 
     with tempfile.TemporaryDirectory() as tmp:
         record = decode_sweep(sweep_folder(Path(tmp) / "s"))

@@ -99,7 +99,9 @@ def _kind(action: argparse.Action) -> str:
         return "flag"
     if action.choices:
         return "choice"
-    name = getattr(action.type, "__qualname__", "")
+    name = getattr(
+        getattr(action.type, "func", action.type), "__qualname__", ""
+    )  # a partial: its function
     ranged = hasattr(action.type, "range_text")  # workbench.cli.numbers.ranged's types
     if action.type in (int, float) or ranged or "number" in name or "threshold" in name:
         return "number"

@@ -16,7 +16,7 @@ from workbench.analysis.trace_report import OPERATOR_COLUMNS, operator_rows
 from workbench.analysis.steps import step_table
 from workbench.analysis.transfers import copy_frame, direction_rows
 from workbench.trace import Trace, derived
-from workbench.trace.frames import categorical, kinds, nullable, rows_frame
+from workbench.trace.columns import categorical, kinds, nullable, rows_frame
 
 
 def top_kernels(trace: Trace, n: int | None = 10) -> pd.DataFrame:

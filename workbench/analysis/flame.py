@@ -27,7 +27,6 @@ from .nesting import nest, nesting_order
 # python frames of the workbench's own instrumentation and of the profiler, cut even inside a stage
 INSTRUMENTATION = (
     "workbench/memory.py",
-    "workbench/gcprobe.py",
     "workbench/timing.py",
     "workbench/guard.py",
     "workbench/runner.py",

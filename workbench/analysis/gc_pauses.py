@@ -1,8 +1,8 @@
 """Garbage-collection pauses per stage, and how much of the tail they make.
 
 Input: a run's tables whose ``stages`` carry ``gc_ns`` (recorded through ``gc.callbacks``:
-:mod:`workbench.gcprobe`); successful measured requests only. Out: ``gc`` of ``show --json`` (GC in
-docs/json.md); the audit's ``gc`` rule reads ``share_slowest_5pct``."""
+:class:`workbench.timing.GcProbe`); successful measured requests only. Out: ``gc`` of ``show --json``
+(GC in docs/json.md); the audit's ``gc`` rule reads ``share_slowest_5pct``."""
 
 from __future__ import annotations
 

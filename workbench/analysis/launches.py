@@ -13,7 +13,7 @@ import numpy as np
 
 from ..trace import GPU_WORK_KINDS, KIND_KERNEL, KIND_RUNTIME, KINDS, Trace, derived
 from ..trace.columns import Columns, Text
-from ..trace.frames import categorical, kinds, nullable, pd
+from ..trace.columns import categorical, kinds, nullable, pd
 from ..trace.intervals import union_length
 from ..trace.numbers import NA_INT
 from .stats import percentiles

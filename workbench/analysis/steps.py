@@ -29,7 +29,7 @@ from ..trace import (
     derived,
 )
 from ..trace import intervals as iv
-from ..trace.frames import pd, text_frame
+from ..trace.columns import pd, text_frame
 from ..trace.numbers import NA_INT
 from .launches import launch_join
 

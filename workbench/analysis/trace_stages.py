@@ -19,7 +19,7 @@ import numpy as np
 from ..naming import stage_from_range_name
 from ..trace import HOST_KINDS, KIND_KERNEL, KIND_MEMCPY, KINDS, Trace, derived
 from ..trace.columns import factorize_objects
-from ..trace.frames import pd, text_frame
+from ..trace.columns import pd, text_frame
 from ..trace.numbers import NA_INT
 from .launches import GRAPH_LAUNCH_NAMES, LAUNCH_NAMES, launch_join
 from .steps import count_and_sum_in

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..trace import KIND_MEMCPY, KIND_MEMSET, KIND_RUNTIME, Trace, derived
 from ..trace.columns import totals_by_name
-from ..trace.frames import pd, rows_frame
+from ..trace.columns import pd, rows_frame
 from ..trace.numbers import NA_INT
 
 DIRECTIONS = ("HtoD", "DtoH", "DtoD")  # always reported, with zeros when absent

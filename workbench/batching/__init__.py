@@ -8,7 +8,7 @@ from .._lazy import lazy_exports
 
 _MODULES = {  # module: the names it exports
     "arrivals": "Arrivals read_arrivals_csv",
-    "policy": "BatchPolicy BatchFormer dispatch_schedule",
+    "policy": "BatchPolicy BatchFormer",
     "batcher": "DynamicBatcher",
     "live": "run_load",
     "service_model": "ServiceModel service_model_from_runs",

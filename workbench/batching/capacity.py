@@ -13,19 +13,22 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal, Union
 
+import msgspec
 import numpy as np
 import pandas as pd
 
 from ..analysis.stats import summarize_ns
 from ..analysis.windows import StabilityWatch, auto_stop, counted_windows, knee, ratio, window_table
 from ..errors import ConfigError
-from ..files import MAX_JSON_BYTES, read_capped
+from ..files import read_capped
 from ..record.folder import write_text_atomically
+from ..trace.numbers import strict
 from ..units import NS_PER_S
 
 FORMAT = "workbench.sweep"
@@ -33,26 +36,6 @@ VERSION = 1
 SWEEP_FILE = "sweep.json"
 PARAMETERS = ("rate", "concurrency")
 PERCENTILES = ("p50_ms", "p95_ms", "p99_ms")  # of end to end and of each stage, per point
-POINT_COLUMNS = [
-    "point",
-    "run",
-    "rate_rps",
-    "concurrency",
-    "offered_rps",
-    "achieved_rps",
-    "requests",
-    "failed",
-    "p50_ms",
-    "p95_ms",
-    "p99_ms",
-    "generator_lag_p99_ms",
-    "generator_lag_max_ms",
-    "noisy",
-    "stable",
-    "stable_after_windows",
-    "windows",
-    "stopped_by",
-]
 
 
 @dataclass(frozen=True)
@@ -189,7 +172,7 @@ def point_row(
         "windows_used": used,
         "windows": len(windows),
         "stopped_by": "stable" if early else "max-windows",
-        "window_table": _strict(windows.to_dict("records")),
+        "window_table": strict(windows.to_dict("records")),
     }
 
 
@@ -279,53 +262,253 @@ def add_prediction(record: dict[str, Any], predicted: pd.DataFrame, source: str)
         }
         for q in ("p50", "p99"):
             pred[f"{q}_ratio"] = ratio(row[f"{q}_ms"], pred[f"{q}_ms"])
-        points.append(row | {"predicted": _strict(pred)})
+        points.append(row | {"predicted": strict(pred)})
     return record | {"points": points, "prediction": {"source": source}}
 
 
 def write_sweep(out: Path, record: dict[str, Any]) -> Path:
     """``out/sweep.json``, strict JSON, written beside and renamed (a reader never sees half of it)."""
     write_text_atomically(
-        out / SWEEP_FILE, json.dumps(_strict(record), indent=1, allow_nan=False) + "\n"
+        out / SWEEP_FILE, json.dumps(strict(record), indent=1, allow_nan=False) + "\n"
     )
     return out / SWEEP_FILE
-
-
-def _strict(value: Any) -> Any:
-    """NaN and infinities as None, numpy scalars as Python numbers (strict JSON)."""
-    if isinstance(value, dict):
-        return {k: _strict(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_strict(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def is_sweep(path: str | os.PathLike) -> bool:
     return (Path(path) / SWEEP_FILE).is_file()
 
 
-def load_sweep(path: str | os.PathLike) -> dict[str, Any]:
-    """A sweep folder's record; a ConfigError names the file and what is wrong."""
-    file = Path(path) / SWEEP_FILE
+# -- the sweep file, decoded at the boundary (docs/json.md): a value that does not fit is exit 2 with one line
+# naming the file, the field and the value
+
+NonNeg = Annotated[float, msgspec.Meta(ge=0)]
+Positive = Annotated[float, msgspec.Meta(gt=0)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]  # int64, as the tables hold them
+AtLeastOne = Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)]
+MAX_SWEEP_FILE_BYTES = 512 * 2**20
+
+
+class Percentiles(msgspec.Struct):
+    p50_ms: NonNeg | None = None
+    p95_ms: NonNeg | None = None
+    p99_ms: NonNeg | None = None
+
+
+class WindowRow(msgspec.Struct):
+    window: Count
+    start_ns: Count
+    end_ns: Count
+    requests: Count
+    ok: Count
+    failed: Count
+    offered_rps: NonNeg | None = None
+    achieved_rps: NonNeg | None = None
+    p50_ms: NonNeg | None = None
+    p95_ms: NonNeg | None = None
+    p99_ms: NonNeg | None = None
+
+
+class Predicted(msgspec.Struct):
+    p50_ms: NonNeg | None = None
+    p99_ms: NonNeg | None = None
+    stable: bool | None = None
+    capacity_rps: NonNeg | None = None
+    p50_ratio: NonNeg | None = None
+    p99_ratio: NonNeg | None = None
+
+
+class Point(msgspec.Struct, kw_only=True):
+    point: Count
+    run: str
+    rate_rps: Positive | None = None
+    concurrency: AtLeastOne | None = None
+    offered_rps: NonNeg
+    achieved_rps: NonNeg
+    requests: Count
+    failed: Count
+    failures: dict[str, Count] = {}
+    p50_ms: NonNeg | None = None
+    p95_ms: NonNeg | None = None
+    p99_ms: NonNeg | None = None
+    stages: dict[str, Percentiles] = {}
+    generator_lag_p99_ms: float | None = None
+    generator_lag_max_ms: float | None = None
+    noisy: bool | None = None
+    stable: bool
+    stable_after_windows: Count | None = None
+    windows_used: list[Count] = []
+    windows: Count
+    stopped_by: Literal["stable", "max-windows"] | None = None
+    window_table: list[WindowRow] = []
+    predicted: Predicted | None = None
+
+
+NESTED = (
+    "failures",
+    "stages",
+    "windows_used",
+    "window_table",
+    "predicted",
+)  # a point's non-columns
+POINT_COLUMNS = [f for f in Point.__struct_fields__ if f not in NESTED]
+
+
+class Policy(msgspec.Struct):
+    max_batch_size: AtLeastOne
+    max_wait_ms: NonNeg
+    concurrency: AtLeastOne
+
+
+class Plan(msgspec.Struct):
+    parameter: Literal["rate", "concurrency"]
+    values: Union[list[Positive], Literal["auto"], None]
+    window_s: Positive
+    max_windows: AtLeastOne
+    stability_pct: Positive
+    sla_ms: Positive | None = None
+    start_rate_rps: Positive | None = None
+    max_points: AtLeastOne = 12
+
+
+class Knee(msgspec.Struct):
+    point: Count
+    offered_rps: NonNeg
+    achieved_rps: NonNeg
+    p99_ms: NonNeg
+
+
+class Prediction(msgspec.Struct, omit_defaults=True):
+    source: str | None
+    why: str | None = None
+
+
+class SweepFile(msgspec.Struct, kw_only=True):
+    format: str
+    version: int
+    kind: Literal["load", "served"]
+    pipeline: str | None = None
+    url: str | None = None
+    policy: Policy | None = None
+    created: str | None = None
+    plan: Plan
+    points: list[Point]
+    stopped: str | None = None
+    knee: Knee | None = None
+    prediction: Prediction | None = None
+    sweep_dir: str | None = None  # a saved ``load --sweep --json`` output
+
+
+def decode_sweep(path: str | Path) -> SweepFile:
+    """``path/sweep.json`` as a :class:`SweepFile`; ConfigError (exit 2, one line) naming file, field and value."""
+    folder = Path(path)
+    file = folder / SWEEP_FILE
     if not file.exists():
         raise ConfigError(f"{path}: not a sweep folder (no {SWEEP_FILE})")
-    raw = read_capped(file, MAX_JSON_BYTES, ConfigError, "sweep file")
+    if file.is_symlink() and not file.resolve().is_relative_to(folder.resolve()):
+        raise ConfigError(
+            f"{file}: a symbolic link out of the sweep folder (to {file.resolve()}); refused"
+        )
+    raw = read_capped(file, MAX_SWEEP_FILE_BYTES, ConfigError, "sweep file")
     try:
-        record = json.loads(raw)
-    except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, nested too deep
+        record = msgspec.json.decode(raw, type=SweepFile)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(_validation_line(file, raw, str(exc))) from None
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{file}: not valid JSON ({str(exc)[:120]})") from None
-    if not isinstance(record, dict):
-        raise ConfigError(f"{file}: not a sweep record (a JSON object)")
-    if record.get("format") != FORMAT or record.get("version") != VERSION:
+    if record.format != FORMAT or record.version != VERSION:
         raise ConfigError(
             f"{file}: field 'format'/'version' must be {FORMAT!r}/{VERSION}, got "
-            f"{record.get('format')!r}/{record.get('version')!r}"
+            f"{_shown(record.format)}/{_shown(record.version)}"
+        )
+    swept = "rate_rps" if record.plan.parameter == "rate" else "concurrency"
+    for i, p in enumerate(record.points):
+        run = PurePosixPath(p.run)
+        if not p.run or run.is_absolute() or ".." in run.parts or "\\" in p.run:
+            raise ConfigError(
+                f"{file}: field points[{i}].run must be a folder inside the sweep folder, "
+                f"got {_shown(p.run)}"
+            )
+        if getattr(p, swept) is None:
+            raise ConfigError(
+                f"{file}: field points[{i}].{swept} is null in a {record.plan.parameter} sweep"
+            )
+    prediction = record.prediction
+    if prediction is not None and prediction.source is None and prediction.why is None:
+        raise ConfigError(
+            f"{file}: field prediction.why is missing where prediction.source is null"
         )
     return record
+
+
+def read_sweep(path: str | Path) -> dict[str, Any]:
+    """The decoded sweep as plain data (the shape ``batching.capacity`` and the plots read): no
+    ``sweep_dir`` key where it is null, nor ``predicted`` in a point without one."""
+    record = msgspec.to_builtins(decode_sweep(path))
+    if record.get("sweep_dir") is None:
+        record.pop("sweep_dir", None)
+    for point in record["points"]:
+        if point["predicted"] is None:
+            del point["predicted"]
+    return record
+
+
+_FIELD = re.compile(r" - at `\$(.*)`$")
+_STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\[\.\.\.\]")
+
+
+def _validation_line(file: Path, raw: bytes, message: str) -> str:
+    """msgspec's "Expected `int`, got `str` - at `$.points[0].requests`" as "FILE: field points[0].requests:
+    expected `int`, got `str` (value 'x')"; a value in a mapping (msgspec's ``[...]``) is named by its key."""
+    m = _FIELD.search(message)
+    what = message[: m.start()] if m else message
+    value, where = _value_at(raw, m.group(1) if m else "")
+    shown = "" if value is _MISSING else f" (value {_shown(value)})"
+    field = f"field {where.lstrip('.')}" if where else "the document"
+    return f"{file}: {field}: {what[:1].lower()}{what[1:]}{shown}"
+
+
+_MISSING = object()
+_MAPPING_VALUES = {"stages": Percentiles, "failures": Count}  # the {str: ...} fields, their values
+
+
+def _value_at(raw: bytes, path: str) -> tuple[Any, str]:
+    """The value at msgspec's error ``path`` and the path with each ``[...]`` replaced by the failing key."""
+    try:
+        value = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        return _MISSING, path
+    resolved, last_key = "", ""
+    for step in _STEP.finditer(path):
+        key, index = step.groups()
+        try:
+            if key:
+                value, last_key, resolved = value[key], key, f"{resolved}.{key}"
+            elif index:
+                value, resolved = value[int(index)], f"{resolved}[{index}]"
+            else:  # a mapping's value: the first one that does not decode is the one msgspec stopped at
+                bad = _failing_key(value, _MAPPING_VALUES.get(last_key))
+                if bad is None:
+                    return _MISSING, resolved + path[step.start() :]
+                value, resolved = value[bad], f"{resolved}[{bad!r}]"
+        except (KeyError, IndexError, TypeError, ValueError):
+            return _MISSING, resolved + path[step.start() :]
+    return value, resolved
+
+
+def _failing_key(mapping: Any, kind: Any) -> str | None:
+    if kind is None or not isinstance(mapping, dict):
+        return None
+    for k, v in mapping.items():
+        try:
+            msgspec.convert(v, type=kind)
+        except msgspec.ValidationError:
+            return k
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def points_table(record: dict[str, Any]) -> pd.DataFrame:
@@ -376,4 +559,4 @@ def sweep_service_runs(path: str | os.PathLike | None, record: dict[str, Any]) -
 
 def sweep_record(value: str | os.PathLike | dict[str, Any]) -> dict[str, Any]:
     """A sweep record from a sweep folder (read) or a record (as it is)."""
-    return value if isinstance(value, dict) else load_sweep(value)
+    return value if isinstance(value, dict) else read_sweep(value)

@@ -27,7 +27,8 @@ SEED_OFFSET = 0x5EC  # service draws use another stream than the arrivals of the
 @dataclass
 class Simulation:
     """What a simulation produced: ``requests`` (a load run's request columns, int64 ns from the
-    first arrival) and ``batches`` (``dispatch_schedule``'s keys and ``service_ns``)."""
+    first arrival) and ``batches`` (``batch``, ``size``, ``first``, ``due_ns``, ``close_ns``,
+    ``start_ns``, ``end_ns``, ``service_ns``)."""
 
     requests: pd.DataFrame
     batches: pd.DataFrame

@@ -5,6 +5,7 @@ batching explorer (``workbench.widgets.batching``): one setting and the two swee
 from __future__ import annotations
 
 import itertools
+from dataclasses import fields
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,27 +17,18 @@ from .service_model import ServiceModel
 from .simulator import simulate
 from .summary import load_summary, percentile_requests
 
+E2E_MS = ("p50_ms", "p95_ms", "p99_ms", "mean_ms")  # end to end
+LOAD = ("throughput_rps", "mean_batch_size", "utilization")
+PARTS = ("batch_wait", "queue_wait", "service")  # each with p50_ms and p99_ms
 SWEEP_COLUMNS = [
     "rate_rps",
-    "max_batch_size",
-    "max_wait_ms",
-    "concurrency",
+    *(f.name for f in fields(BatchPolicy)),
     "requests",
     "capacity_rps",
     "stable",
-    "p50_ms",
-    "p95_ms",
-    "p99_ms",
-    "mean_ms",
-    "throughput_rps",
-    "mean_batch_size",
-    "utilization",
-    "batch_wait_p50_ms",
-    "batch_wait_p99_ms",
-    "queue_wait_p50_ms",
-    "queue_wait_p99_ms",
-    "service_p50_ms",
-    "service_p99_ms",
+    *E2E_MS,
+    *LOAD,
+    *(f"{part}_{k}" for part in PARTS for k in ("p50_ms", "p99_ms")),
 ]
 WAITS_MS = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
 RATE_FRACTIONS = (0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 0.95)
@@ -80,10 +72,10 @@ def sweep_row(
         "requests": s["requests"],
         "capacity_rps": capacity_rps,
         "stable": bool(rate_rps < capacity_rps),
-        **{k: e2e[k] for k in ("p50_ms", "p95_ms", "p99_ms", "mean_ms")},
-        **{k: s[k] for k in ("throughput_rps", "mean_batch_size", "utilization")},
+        **{k: e2e[k] for k in E2E_MS},
+        **{k: s[k] for k in LOAD},
     }
-    for part in ("batch_wait", "queue_wait", "service"):
+    for part in PARTS:
         row |= {f"{part}_{k}": s[part][k] for k in ("p50_ms", "p99_ms")}
     return row
 

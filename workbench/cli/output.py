@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import shutil
 import signal
@@ -23,6 +22,7 @@ from typing import Any
 
 from ..errors import ConfigError, RunRecordError
 from ..naming import slug
+from ..trace.numbers import strict
 from ..wings import wing
 
 
@@ -37,19 +37,6 @@ def default_folder(*parts: str) -> Path:
     """``runs/PART-...-YYYYmmdd-HHMMSS`` (local time): where a command writes without ``--out``; each part
     is a :func:`~workbench.naming.slug` (a name from a file or a span is never a path)."""
     return Path("runs") / "-".join([*map(slug, parts), datetime.now().strftime("%Y%m%d-%H%M%S")])
-
-
-def strict(value: Any) -> Any:
-    """``value`` with every non-finite float replaced by None (dicts, lists and tuples walked)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: strict(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict(v) for v in value]
-    if hasattr(value, "item") and hasattr(value, "dtype") and getattr(value, "ndim", None) == 0:
-        return strict(value.item())  # a numpy scalar
-    return value
 
 
 def dumps(value: Any, indent: int | None = None) -> str:

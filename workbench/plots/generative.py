@@ -40,45 +40,34 @@ def generative_figure(
         return empty_figure("no rate simulated", title or "Continuous batching")
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08)
     for col, (column, label) in enumerate(PANELS, start=1):
-        first = col == 1
-        fig.add_scatter(
-            x=curve["throughput_rps"],
-            y=curve[column],
+        series = _series(fig, col)
+        series(
+            curve["throughput_rps"],
+            curve[column],
+            "simulated",
             customdata=curve["rate_rps"],
             mode="lines+markers",
-            name="simulated",
-            legendgroup="simulated",
-            showlegend=first,
             line=dict(color=PERCENTILE_COLORS["p99_ms"]),
             hovertemplate=f"%{{customdata:.4g}} req/s offered<br>%{{x:.4g}} req/s<br>{label} %{{y:.4g}}",
-            row=1,
-            col=col,
         )
         if measured is not None and len(measured):
-            fig.add_scatter(
-                x=measured["throughput_rps"],
-                y=measured[column],
+            series(
+                measured["throughput_rps"],
+                measured[column],
+                "measured",
                 customdata=measured["rate_rps"],
                 mode="markers",
-                name="measured",
-                legendgroup="measured",
-                showlegend=first,
                 marker=dict(symbol="diamond", size=11, color=MEASURED_COLOR),
                 hovertemplate="measured at %{customdata:.4g} req/s<br>%{x:.4g} req/s<br>%{y:.4g}",
-                row=1,
-                col=col,
             )
         if current is not None:
-            fig.add_scatter(
-                x=[current["throughput_rps"]],
-                y=[current[column]],
-                mode="markers",
-                name="this setting",
+            series(
+                [current["throughput_rps"]],
+                [current[column]],
+                "this setting",
                 legendgroup="current",
-                showlegend=first,
+                mode="markers",
                 marker=dict(symbol="star", size=15, color=CURRENT_COLOR),
-                row=1,
-                col=col,
             )
         fig.update_xaxes(title_text="throughput (requests/s)", row=1, col=col)
         # the metric on its axis, not as a subplot title: that row holds the legend
@@ -91,3 +80,13 @@ def generative_figure(
         if bounds is not None:
             title += f"<br>goodput: TTFT <= {bounds['ttft_ms']:g} ms and TPOT <= {bounds['tpot_ms']:g} ms"
     return layout(fig, title)
+
+
+def _series(fig: go.Figure, col: int):
+    """``add(x, y, name, **style)``: a scatter on panel ``col``, in the legend once (from panel 1)."""
+
+    def add(x, y, name: str, **style) -> None:
+        style.setdefault("legendgroup", name)
+        fig.add_scatter(x=x, y=y, name=name, showlegend=col == 1, row=1, col=col, **style)
+
+    return add

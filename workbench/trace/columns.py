@@ -11,10 +11,10 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from .frames import categorical, kinds, nullable
-from .schema import pd
 from .numbers import NA_INT
 from .schema import CATEGORY_KINDS, COLUMNS, INT_COLUMNS, KIND_OTHER, KINDS, TEXT_COLUMNS
+from . import schema
+from .schema import pd
 
 
 @dataclass(frozen=True)
@@ -198,3 +198,36 @@ def kind_codes(cat: Text) -> np.ndarray:
         [KINDS.index(CATEGORY_KINDS.get(c, KIND_OTHER)) for c in cat.labels] + [-1], dtype=np.int8
     )
     return lookup[cat.codes]
+
+
+# -- numpy columns to pandas columns, for what hands a DataFrame to figures and notebooks
+
+
+def categorical(codes: np.ndarray, text):
+    """A pandas Categorical of ``codes`` (-1 = missing) with a :class:`Text`'s labels."""
+    return pd.Categorical.from_codes(
+        codes, dtype=pd.CategoricalDtype(pd.Index(list(text.labels), dtype="str"))
+    )
+
+
+def kinds(codes: np.ndarray):
+    """The ``kind`` column (int8 codes into KINDS) as the events table's categorical."""
+    return pd.Categorical.from_codes(codes.astype(np.int64), dtype=schema.KIND_DTYPE)
+
+
+def rows_frame(rows: list[dict], dtypes: dict):
+    """Dict rows as a DataFrame: one column per key of ``dtypes``, of that dtype."""
+    return pd.DataFrame({k: pd.array([r[k] for r in rows], dtype=t) for k, t in dtypes.items()})
+
+
+def text_frame(table: dict[str, np.ndarray], text: str):
+    """A DataFrame of numpy columns, the object column ``text`` as a str column."""
+    return pd.DataFrame(
+        {k: pd.Series(list(v), dtype=str) if k == text else v for k, v in table.items()}
+    )
+
+
+def nullable(values: np.ndarray):
+    """An int64 column with :data:`NA_INT` for missing as a pandas Int64 array."""
+    values = np.asarray(values, dtype=np.int64)
+    return pd.arrays.IntegerArray(values.copy(), values == NA_INT)

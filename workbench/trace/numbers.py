@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import decimal
 import math
+from typing import Any
 
 import numpy as np
 
@@ -16,6 +17,20 @@ _MAX_INT_DIGITS = 16  # 16 integer digits of us + 3 of ns fit in uint64
 _INT64_MAX = np.iinfo(np.int64).max
 TIME_LIMIT_NS = 2**62  # |ts|, dur and ts + dur stay within this, so spans and sums fit in int64
 _POW10 = np.array([10**k for k in range(20)], dtype=np.uint64)
+
+
+def strict(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None (dicts, lists and tuples walked):
+    strict JSON, as ``--json`` output and ``sweep.json`` are."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict(v) for v in value]
+    if hasattr(value, "item") and hasattr(value, "dtype") and getattr(value, "ndim", None) == 0:
+        return strict(value.item())  # a numpy scalar
+    return value
 
 
 class NumberError(ValueError):

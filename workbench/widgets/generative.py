@@ -24,6 +24,9 @@ from .panes import FigurePane
 RATES = 10  # simulated rates on the curve, from a tenth of the top rate to the top
 
 
+CACHE_SIZE = 32  # settings (and curves) kept: a move back to one of them answers at once
+
+
 class GenerativeExplorer(Controller):
     """Sliders for continuous batching -> simulated TTFT p99, ITL p99 and goodput against throughput.
 
@@ -42,16 +45,15 @@ class GenerativeExplorer(Controller):
         top_rps: float | None = None,
         seed: int = 0,
         debounce_s: float = 0.2,
-        cache_size: int = 32,
         start: bool = True,
     ):
-        super().__init__(debounce_s=debounce_s, cache_size=cache_size)
+        super().__init__(debounce_s=debounce_s, cache_size=CACHE_SIZE)
         runs = [run if isinstance(run, Run) else load_run(run) for run in runs]
         self.setups = recorded_setup(runs)
         self.bounds = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms}
         self.measured = measured_points(runs, ttft_ms=ttft_ms, tpot_ms=tpot_ms)
         self.requests, self.seed, self.simulations = requests, seed, 0
-        self.curves = LRUCache(cache_size)  # (precision, policy) -> the curve over self.rates
+        self.curves = LRUCache(CACHE_SIZE)  # (precision, policy) -> the curve over self.rates
         top = top_rps or 2.5 * float(self.measured["rate_rps"].max())
         self.rates = np.linspace(top / RATES, top, RATES)
         shown = "fp32" if "fp32" in self.setups else next(iter(self.setups))

@@ -22,8 +22,6 @@ from .controller import Controller, LRUCache
 from .panes import FigurePane
 
 RATES = 10  # simulated rates on the curve, from a tenth of the top rate to the top
-
-
 CACHE_SIZE = 32  # settings (and curves) kept: a move back to one of them answers at once
 
 

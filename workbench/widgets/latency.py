@@ -121,8 +121,7 @@ class LatencyExplorer(Controller):
         self.targets = pipeline_targets(example, pipelines)
         self.live = live
         self.profile_calls = 0
-        # built figures and their JSON, per (run, view, options)
-        self.figures = LRUCache(4 * cache_size)
+        self.figures = LRUCache(4 * cache_size)  # (run, pane, options) -> figure and its JSON
         self.lookup = RunLookup(runs)  # recorded runs and the fingerprints looked up so far
         self.pinning = Pinning(live, _measurable)  # A of "compare with B", and its result
         self.current: RunView | None = None

@@ -110,11 +110,8 @@ def request_chart(events, request: int) -> go.Figure:
 
 
 class TraceExplorer(Controller):
-    """Pick a trace (or upload one) and see where its time goes.
-
-    paths: trace files or folders of them (default: ``data/traces`` and the traces in ``data/runs``).
-    cache_size: traces whose figures are kept; start: load the first trace right away.
-    """
+    """Pick a trace (or upload one) and see where its time goes; ``paths``: trace files or folders of
+    them (default: ``data/traces`` and the traces in ``data/runs``)."""
 
     def __init__(
         self, paths: Any = None, *, cache_size: int = 4, debounce_s: float = 0.0, start: bool = True

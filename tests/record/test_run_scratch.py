@@ -70,12 +70,3 @@ def test_a_trace_outside_the_temp_folder_is_not_owned(tmp_path):
     assert run.scratch is None
     run.close()
     assert trace.is_file()
-
-
-def test_discard_trace_of_the_explorer_is_close():
-    from workbench.widgets.summaries import discard_trace
-
-    run = scratch_run()
-    folder = run.scratch
-    discard_trace(run)
-    assert not folder.exists() and run.trace_path is None

@@ -19,7 +19,7 @@ from pathlib import Path
 from workbench.analysis.trace_report import analyze as analyze_trace
 from workbench.errors import WorkbenchError
 from workbench.trace import load_trace
-from workbench.widgets.figures import trace_figures
+from workbench.widgets.traces import trace_figures
 
 from .fuzz import Variant
 

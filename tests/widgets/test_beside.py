@@ -1,10 +1,10 @@
-"""widgets.beside: whether the run on screen can be read against another, in a student's words."""
+"""widgets.summaries.beside_table: whether the run on screen can be read against another, in a student's words."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from workbench.widgets.beside import beside_html, comparability
+from workbench.widgets.summaries import beside_html, comparability
 
 
 def row(role="now", source="live", noisy=False, count=600, p99=10.0, low=9.5, high=10.5) -> dict:

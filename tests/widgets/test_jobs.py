@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from workbench.widgets.cache import LRUCache
+from workbench.widgets.controller import LRUCache
 from workbench.widgets.jobs import JobQueue
 
 

@@ -176,7 +176,7 @@ OTHER_COLOR = "#8c8c8c"
 
 
 def beside_figure(table: pd.DataFrame, title: str | None = None) -> go.Figure:
-    """End-to-end p50 and p99 (with its 95 % interval) of ``widgets.beside.beside_table``'s runs, a
+    """End-to-end p50 and p99 (with its 95 % interval) of ``widgets.summaries.beside_table``'s runs, a
     busy machine's in red. Traces, in order: ``p99 (95 % CI)`` and ``p50``."""
     rows = table.to_dict("records")
     notes = ["; ".join(n for n in _notes(r) if n) for r in rows]

@@ -1,24 +1,18 @@
 """Interactive explorers for JupyterLab and Voila (import explicitly: ``import workbench.widgets``).
 
-- :class:`LatencyExplorer`: batch size, precision, device, threads, pipeline and
-  SLA controls -> latency budget, tail attribution, distribution, latency over
-  the run with one request's stages, and flame graph of a small profiling run or
-  of a recorded run matching its fingerprint; its noise flag and failures; "pin
-  as A, compare with B" (interleaved, with intervals and verdicts).
-- :class:`TraceExplorer`: pick or upload a ``torch.profiler`` trace -> launch,
-  transfer, GPU timeline, step and flame views.
-- :class:`BatchingExplorer`: arrival rate, max batch size and max wait ->
-  simulated dynamic batching -> latency/throughput, wait-time and queueing views.
-- :class:`GenerativeExplorer`: precision, max sequences, max batched tokens, chunk size and
-  arrival rate -> simulated continuous batching -> TTFT p99, ITL p99 and goodput against
-  throughput, with recorded live runs beside the curve.
+- :class:`LatencyExplorer`: a pipeline's configuration -> budget, tail, distribution, latency over
+  the run and flame graph of a small profiling run or a matching recorded one; "pin as A, compare
+  with B" (interleaved, with intervals and verdicts).
+- :class:`TraceExplorer`: a picked or uploaded ``torch.profiler`` trace -> launch, transfer, GPU
+  timeline, step and flame views.
+- :class:`BatchingExplorer`: rate, max batch size and max wait -> simulated dynamic batching.
+- :class:`GenerativeExplorer`: continuous batching's knobs -> simulated TTFT, ITL and goodput,
+  with recorded live runs beside the curve.
 
-Each explorer is a :class:`~workbench.widgets.controller.Controller` (one
-debounced job at a time, cancel, an LRU cache, errors in the message line and
-``last_error``) with a ``view`` widget: display it (or the explorer itself) in a notebook. Controls can be moved from code with
-``explorer.set(...)`` and ``explorer.wait()`` blocks until the figures are
-current, so tests and notebooks drive them without a browser. ``import
-workbench`` never imports this package (it needs ipywidgets and plotly).
+Each explorer is a :class:`~workbench.widgets.controller.Controller` (one debounced job at a time,
+cancel, an LRU cache, errors in the message line) with a ``view`` widget to display. Code moves its
+controls with ``explorer.set(...)``; ``explorer.wait()`` blocks until the figures are current.
+``import workbench`` never imports this package (it needs ipywidgets and plotly).
 """
 
 from __future__ import annotations
@@ -33,7 +27,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the ui e
     ) from exc
 
 from .batching import BatchingExplorer
-from .cache import LRUCache
+from .controller import LRUCache
 from .generative import GenerativeExplorer
 from .jobs import JobQueue
 from .latency import LatencyExplorer

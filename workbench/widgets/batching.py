@@ -1,17 +1,10 @@
 """The batching explorer: arrival rate, max batch size and max wait -> simulated dynamic batching.
 
 The service model comes from profiler runs at a few batch sizes
-(``workbench.batching.service_model_from_runs``). Each setting's tables come
-from :func:`workbench.batching.sweeps.batching_point` (one seeded Poisson
-simulation and two sweeps), its figures from ``workbench.plots.batching``; the
-widget only wires the three sliders to them through the shared
-:class:`~workbench.widgets.controller.Controller`, so moving back to a setting
-draws it from the LRU cache without simulating. Three figures: latency vs
-throughput over a range of arrival rates at the current batch settings (the
-current point marked), p99 vs max wait at the current rate, and the queueing
-breakdown (batch wait, queue wait, service) of the current point. A rate at
-or above capacity shows a warning: the queue grows without bound and the
-figures are those of a finite run.
+(``workbench.batching.service_model_from_runs``), each setting's tables from
+:func:`workbench.batching.sweeps.batching_point` and its figures from ``workbench.plots.batching``:
+latency vs throughput over a range of rates (the current point marked), p99 vs max wait, and the
+queueing breakdown. A rate at or above capacity warns: the queue grows without bound.
 """
 
 from __future__ import annotations
@@ -38,11 +31,8 @@ __all__ = ["BatchingExplorer", "WAITS_MS"]
 
 @dataclass(frozen=True)
 class Simulation:
-    """Where the sliders start and what each setting simulates: the explorer's keywords ``rate_rps=``...
-
-    rate_rps: default half the capacity at ``max_batch_size``, itself the model's largest by default.
-    requests: simulated requests per setting (a seeded Poisson schedule, ``seed``).
-    """
+    """Where the sliders start (``rate_rps``: half the capacity at ``max_batch_size``, the model's
+    largest, by default) and the simulated requests per setting (seeded): the explorer's keywords."""
 
     rate_rps: float | None = None
     max_batch_size: int | None = None
@@ -54,14 +44,11 @@ class Simulation:
 class BatchingExplorer(Controller):
     """Sliders for the batcher -> simulated latency, throughput and queueing.
 
-    service_runs: profiler runs (``Run`` objects or run folders) of one pipeline
-        at one or more batch sizes; or pass ``model`` (a ``ServiceModel``).
-    sla_ms: draws the target on the latency-vs-throughput figure.
-    sweep: a ``load --sweep`` folder (or its record): its measured p99/p50 are drawn on the
-        latency-vs-throughput figure beside the simulated curve; an in-process sweep's point runs
-        are the service runs when neither ``service_runs`` nor ``model`` is given.
-    simulation: the fields of :class:`Simulation` (``rate_rps=``, ``max_batch_size=``,
-        ``max_wait_ms=``, ``requests=``, ``seed=``).
+    service_runs: profiler runs (``Run`` objects or run folders) of one pipeline at one or more
+        batch sizes; or pass ``model`` (a ``ServiceModel``).
+    sweep: a ``load --sweep`` folder (or its record): its measured p99/p50 drawn beside the simulated
+        curve; an in-process sweep's point runs are the service runs when none are given.
+    simulation: the fields of :class:`Simulation` (``rate_rps=``, ``max_wait_ms=``, ``seed=``...).
     """
 
     def __init__(
@@ -88,23 +75,23 @@ class BatchingExplorer(Controller):
         self.requests, self.sla_ms, self.seed = first.requests, sla_ms, first.seed
         self.simulations = 0
         self._build_sliders(first)
+        self.controls = dict(rate_rps=self.rate, max_batch_size=self.max_batch_size)
+        self.controls["max_wait_ms"] = self.max_wait
         self.panes = {name: FigurePane() for name in ("curves", "wait", "breakdown")}
         sliders = widgets.HBox(
-            [self.rate, self.max_batch_size, self.max_wait],
-            layout=widgets.Layout(flex_flow="row wrap"),
+            list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")
         )
         self.view = widgets.VBox(
             [sliders, self.status, self.message_line.view, self.trust_line.view]
             + [pane.view for pane in self.panes.values()],
             layout=widgets.Layout(width="100%"),
         )
-        for control in (self.rate, self.max_batch_size, self.max_wait):
-            control.observe(lambda _c: self._silent or self.refresh(), "value")
+        self._react(self.refresh, *self.controls.values())
         if start:
             self.refresh()
 
     def _build_sliders(self, first: Simulation) -> None:
-        """Rate (up to 1.2x the capacity at the largest batch), max batch size and max wait, at ``first``."""
+        """Rate (up to 1.2x the capacity at the largest batch), max batch size and max wait."""
         model, w = self.model, widgets
         largest = model.sizes[-1]
         size = first.max_batch_size or largest
@@ -141,33 +128,8 @@ class BatchingExplorer(Controller):
             round(float(self.max_wait.value), 6),
         )
 
-    def set(
-        self,
-        *,
-        rate_rps: float | None = None,
-        max_batch_size: int | None = None,
-        max_wait_ms: float | None = None,
-    ) -> "BatchingExplorer":
-        """Move the sliders as a user would, then react once."""
-        key = self.key
-        with self.quiet():
-            for control, value in (
-                (self.rate, rate_rps),
-                (self.max_batch_size, max_batch_size),
-                (self.max_wait, max_wait_ms),
-            ):
-                if value is not None:
-                    control.value = value
-        if self.key != key:
-            self.refresh()
-        return self
-
     def wait(self, timeout: float = 120.0) -> "BatchingExplorer":
         return super().wait(timeout)
-
-    def refresh(self) -> None:
-        key = self.key
-        self.update(key, lambda cancel: self._figures(*key), queued="simulating...")
 
     def failed(self, key, exc: WorkbenchError) -> None:
         self.status.value = "not simulated"

@@ -1,13 +1,9 @@
 """The generative explorer: continuous batching's knobs -> simulated TTFT, ITL and goodput, with live points.
 
-The step model of each precision and the request lengths come from recorded continuous ``load`` runs
-(:func:`workbench.batching.generative_explore.recorded_setup`); each setting's tables from
-:func:`~workbench.batching.generative_explore.simulated_curve` (a few hundred requests per rate), its
-figure from :func:`workbench.plots.generative.generative_figure` with the recorded runs of the
-precision drawn beside the curve as measured points. The widget only wires the five controls to
-them through the shared :class:`~workbench.widgets.controller.Controller` (a setting seen before is
-drawn from the LRU cache without simulating); the curve of a precision and policy is cached apart,
-so moving the rate alone simulates one rate.
+Step models and request lengths come from recorded continuous ``load`` runs
+(``batching.generative_explore.recorded_setup``), each setting's curve from ``simulated_curve`` and
+its figure from ``plots.generative.generative_figure``, with the precision's recorded runs beside
+it. A precision and policy's curve is cached apart, so moving the rate alone simulates one rate.
 """
 
 from __future__ import annotations
@@ -22,22 +18,18 @@ from ..batching.continuous import ContinuousPolicy
 from ..batching.generative_explore import measured_points, recorded_setup, simulated_curve
 from ..plots.generative import generative_figure
 from ..record import Run, load_run
-from .cache import LRUCache
-from .controller import Controller
+from .controller import Controller, LRUCache
 from .panes import FigurePane
 
 RATES = 10  # simulated rates on the curve, from a tenth of the top rate to the top
-
-
 CACHE_SIZE = 32  # settings (and curves) kept: a move back to one of them answers at once
 
 
 class GenerativeExplorer(Controller):
     """Sliders for continuous batching -> simulated TTFT p99, ITL p99 and goodput against throughput.
 
-    runs: continuous ``load`` runs (``Run`` objects or run folders) of one generative pipeline, at one
-        or more precisions and rates (the precisions offered are theirs).
-    ttft_ms, tpot_ms: goodput's bounds. requests: simulated requests per rate (seeded, ``seed``).
+    runs: continuous ``load`` runs (``Run`` objects or run folders) of one generative pipeline, at
+        one or more precisions (those offered) and rates; ``ttft_ms``, ``tpot_ms``: goodput's bounds.
     top_rps: the highest rate simulated (default 2.5 times the highest recorded rate).
     """
 
@@ -83,36 +75,25 @@ class GenerativeExplorer(Controller):
             value=float(first["rate_rps"]), min=self.rates[0], max=top, step=top / 100,
             description="rate req/s", readout_format=".4g", **style,
         )  # fmt: skip
-        self.controls = [self.precision, self.max_num_seqs, self.max_batched_tokens]
-        self.controls += [self.chunk_tokens, self.rate]
+        names = ("precision", "max_num_seqs", "max_batched_tokens", "chunk_tokens", "rate")
+        self.controls = {name: getattr(self, name) for name in names}
         self.pane = FigurePane()
         self.view = widgets.VBox(
-            [widgets.HBox(self.controls, layout=widgets.Layout(flex_flow="row wrap"))]
+            [
+                widgets.HBox(
+                    list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")
+                )
+            ]
             + [self.status, self.message_line.view, self.pane.view]
         )
-        for control in self.controls:
-            control.observe(lambda _c: self._silent or self.refresh(), "value")
+        self._react(self.refresh, *self.controls.values())
         if start:
             self.refresh()
 
     @property
     def key(self) -> tuple:
-        return tuple(c.value for c in self.controls[:4]) + (round(float(self.rate.value), 6),)
-
-    def set(self, **values: Any) -> "GenerativeExplorer":
-        """Move controls by name (``precision=``, ``max_num_seqs=``, ``max_batched_tokens=``,
-        ``chunk_tokens=``, ``rate=``) as a user would, then react once."""
-        key = self.key
-        with self.quiet():
-            for name, value in values.items():
-                getattr(self, name).value = value
-        if self.key != key:
-            self.refresh()
-        return self
-
-    def refresh(self) -> None:
-        key = self.key
-        self.update(key, lambda cancel: self._figures(*key), queued="simulating...")
+        *values, rate = (c.value for c in self.controls.values())
+        return (*values, round(float(rate), 6))
 
     def _figures(self, precision: str, seqs: int, tokens: int, chunk: int, rate: float) -> dict:
         """Worker thread: the curve and this setting's point, simulated, drawn beside the live runs."""

@@ -1,16 +1,8 @@
-"""Debounced background jobs, one at a time, the newest request winning.
+"""Debounced background jobs, one at a time, the newest winning (plain threading, no widget).
 
-A slider fires a change for every step it passes; profiling each would queue seconds of work the
-user no longer wants. :class:`JobQueue` waits ``debounce_s`` after the last change, then runs the
-newest job on a worker thread; later submissions replace each other and start when the running
-one ends. Each job receives its own ``threading.Event``, which :meth:`JobQueue.cancel` sets.
-
-A job that ignores its cancel event (a stage stuck in a call that never returns) cannot be
-stopped: a Python thread cannot be killed. So when it is still running ``abandon_after_s`` after
-a cancel, the queue abandons it: later jobs start on a fresh worker thread, ``stuck`` counts the
-abandoned jobs still running, and ``on_error`` receives a :class:`JobStuck` saying so.
-
-No ipywidgets here: the queue is plain threading, so tests drive it directly.
+A slider fires a change for every step it passes; profiling each would queue work the user no
+longer wants. A cancelled job that ignores its cancel event cannot be stopped (a Python thread
+cannot be killed): ``abandon_after_s`` later the queue goes on without it on a fresh thread.
 """
 
 from __future__ import annotations
@@ -29,15 +21,11 @@ class JobStuck(RuntimeError):
 
 
 class JobQueue:
-    """Run submitted jobs on a worker thread: debounced, serial, newest wins.
+    """Run submitted jobs on a worker thread, ``debounce_s`` after the last :meth:`submit`; each gets
+    its own ``threading.Event``, set by :meth:`cancel`.
 
-    debounce_s: seconds to wait after the last :meth:`submit` before starting
-        (0 starts at once, still on the worker thread).
-    on_error: called (on the worker thread) with any exception a job raises;
-        the queue keeps going. Without it (or when it raises itself), the
-        exception is kept in ``last_error`` and re-raised by :meth:`wait`.
-    abandon_after_s: seconds a cancelled job may keep running before the
-        queue abandons it (see the module docstring).
+    on_error: called on the worker thread with what a job raises (a :class:`JobStuck` for an
+        abandoned one); without it, or when it raises, :meth:`wait` re-raises it.
     """
 
     def __init__(
@@ -70,11 +58,8 @@ class JobQueue:
             return self._running is not None or self._pending is not None
 
     def submit(self, job: Job, debounce_s: float | None = None) -> None:
-        """Queue ``job``, replacing any queued one, and restart the debounce delay.
-
-        debounce_s: this job's delay instead of the queue's (0 for cheap work, such as
-        drawing a recorded run, that a burst of changes may start and replace freely).
-        """
+        """Queue ``job``, replacing any queued one, and restart the debounce delay (``debounce_s``: this
+        job's instead of the queue's, 0 for cheap work such as drawing a recorded run)."""
         delay = self.debounce_s if debounce_s is None else debounce_s
         if delay < 0:
             raise ValueError(f"debounce_s must be >= 0, got {delay}")
@@ -90,7 +75,9 @@ class JobQueue:
         """Drop the queued job and ask the running one to stop; True if there was one."""
         with self._cond:
             had = self._pending is not None or self._running is not None
-            self._drop_pending()
+            if self._timer is not None:
+                self._timer.cancel()
+            self._pending, self._timer, self._ready = None, None, False
             if self._running is not None:
                 self._running.set()
                 watchdog = threading.Timer(
@@ -111,11 +98,6 @@ class JobQueue:
             error, self.last_error = self.last_error, None
         if error is not None:
             raise error
-
-    def _drop_pending(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        self._pending, self._timer, self._ready = None, None, False
 
     def _release(self) -> None:
         """Debounce delay over: start the pending job unless one is running."""

@@ -1,23 +1,11 @@
 """The latency explorer: batch size, precision, device, threads and pipeline -> budget, tail, distribution, flame.
 
-Under the flame graph, a run with sampled stacks (``RunMeta.stacks``) shows its slowest requests'
-frames minus the median ones' (``plots.flame.differential_flame_figure``), and a run whose sampler
-saw every thread (``RunMeta.sampled``) its slowest requests' work beside their waits
-(``plots.flame.wait_flame_figure``); each pane is hidden for a run without them.
-
 Every control change goes through the shared :class:`~workbench.widgets.controller.Controller`: a
-configuration already seen is drawn from the LRU cache; an unseen one is looked up among the
-recorded runs (by fingerprint, :mod:`workbench.widgets.recorded`) and drawn on the worker thread,
-or profiled there, debounced, one run at a time. A recorded run's flame graph is read from its
-trace only when its pane is opened. A configuration that cannot run shows its message in the
-message line and clears the figures, which showed another configuration.
-
-Trust is shown, not assumed: the run's noise flag, its failures per stage, and what a recorded
-run differs in. Live runs use one torch thread by default (:data:`THREADS_WHY`). "pin as A" and
-"compare with B" run the two configurations interleaved (``workbench.compare``). A click on a
-point of the latency-over-run chart moves the request picker to that request
-(:meth:`LatencyExplorer.show_request`), so the click and the keyboard drive one stage pane. Beside
-the run on screen stay the runs it is read against (:mod:`workbench.widgets.beside`).
+configuration seen before comes from the LRU cache; an unseen one is drawn from a recorded run
+matching its fingerprint (:mod:`workbench.widgets.recorded`), else profiled on the worker thread,
+debounced, one run at a time. One that cannot run clears the figures (they showed another one) and
+says why in the message line. Trust is shown, not assumed: the noise flag, the failures per stage,
+what a recorded run differs in, and the runs it is read against (``summaries.beside_table``).
 """
 
 from __future__ import annotations
@@ -36,9 +24,7 @@ from ..device import available_devices, prime_profiler
 from ..errors import WorkbenchError
 from ..noise import noise_line
 from ..record import load_run
-from .beside import BUSY, beside_html, beside_table
-from .cache import LRUCache
-from .controller import Controller
+from .controller import Controller, LRUCache
 from ..analysis.tail import tail_attribution
 from ..plots import (
     budget_figure,
@@ -52,24 +38,22 @@ from ..plots.flame import differential_flame_figure, wait_flame_figure
 from ..plots.tail import request_stages_figure
 from ..plots.distributions import survival_figure
 from ..plots.style import empty_figure
-from .figures import flame_from_trace
+from .traces import flame_from_trace
 from .panes import ClickablePane, DeferredPane, FigurePane, MessageLine, figure_bundle
 from .latency_support import (
     Key,
     LiveRuns,
+    Pinning,
     check_config,
     clicked_request,
-    describe,
     failures_text,
     pipeline_targets,
     request_options,
     thread_options,
     verdict_text,
 )
-from .pinning import Pinning
-from .recorded import RecordedRuns
-from .run_lookup import RunLookup
-from .summaries import RunView, discard_trace, summarize
+from .recorded import RecordedRuns, RunLookup
+from .summaries import BUSY, RunView, beside_html, beside_table, describe, summarize
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
 PROGRESS_EVERY_S = 0.1
@@ -89,12 +73,8 @@ WAITING = "waiting in the room's queue..."
 class Controls:
     """Where the explorer's controls start: its keywords ``batch_size=``, ``precision=``... are these.
 
-    threads: torch threads of live runs (default 1, see :data:`THREADS_WHY`; None: torch's default).
-        ``"recorded"``: start at the thread count of the recorded run of the first
-        configuration, so that a room's first view is that recorded run, not a
-        live measurement (1 when there is none).
-    batch_sizes: the slider's choices (with ``batch_size`` and the recorded runs' sizes).
-    sla_ms: the target line drawn on the budget.
+    threads: of live runs (:data:`THREADS_WHY`; None: torch's default); ``"recorded"``: the recorded
+        run's of the first configuration (1 without one), so a room's first view is that run.
     """
 
     batch_size: int = 1
@@ -108,18 +88,13 @@ class Controls:
 class LatencyExplorer(Controller):
     """Controls -> a small profiling run (or a matching recorded one) -> budget, tail, distribution, flame.
 
-    example: an example name (``workbench.examples.EXAMPLES``) or a factory
-        ``build(config) -> Pipeline``; more choices via ``pipelines={label: name or factory}``.
-    runs: recorded run folders (or folders of them, e.g. ``data/runs``); a
-        configuration whose fingerprint matches one is shown without profiling,
-        and a device this machine lacks is offered when runs were recorded on it.
-    live: how a configuration is measured here (:class:`~workbench.widgets.latency_support.LiveRuns`:
-        the profile and compare functions, their request counts, the room's live slot).
-    debounce_s: quiet time after the last change before profiling starts.
-    cache_size: run summaries kept (least recently used dropped).
+    example: an example name (``workbench.examples.EXAMPLES``) or a factory ``build(config) ->
+        Pipeline``; more choices via ``pipelines={label: name or factory}``.
+    runs: recorded run folders (or folders of them, e.g. ``data/runs``): a configuration whose
+        fingerprint matches one is shown without profiling (also on a device this machine lacks).
+    live: how a configuration is measured here (:class:`~workbench.widgets.latency_support.LiveRuns`).
     start: draw (or profile) the first configuration right away.
-    controls: where the controls start, the fields of :class:`Controls`
-        (``batch_size=8, precision="bf16", threads="recorded", sla_ms=50``...).
+    controls: where the controls start, the fields of :class:`Controls` (``batch_size=8, sla_ms=50``).
     """
 
     def __init__(
@@ -134,20 +109,30 @@ class LatencyExplorer(Controller):
         start: bool = True,
         **controls: Any,
     ):
-        first = _controls(controls)
+        names = [f.name for f in dataclasses.fields(Controls)]
+        if unknown := sorted(set(controls) - set(names)):
+            raise TypeError(
+                f"LatencyExplorer() got unknown keywords {unknown}: the controls are {names}; how "
+                "live runs are made (profile, requests, warmup, traced, timeout_s, compare...) goes "
+                "in live=LiveRuns(...)"
+            )
+        first = Controls(**controls)
         super().__init__(debounce_s=debounce_s, cache_size=cache_size)
         self.targets = pipeline_targets(example, pipelines)
         self.live = live
         self.profile_calls = 0
-        # built figures and their JSON, per (run, view, options)
-        self.figures = LRUCache(4 * cache_size)
+        self.figures = LRUCache(4 * cache_size)  # (run, pane, options) -> figure and its JSON
         self.lookup = RunLookup(runs)  # recorded runs and the fingerprints looked up so far
         self.pinning = Pinning(live, _measurable)  # A of "compare with B", and its result
         self.current: RunView | None = None
         self.previous: RunView | None = None  # the run on screen before the current one
         self.pinned_view: RunView | None = None  # A's run, when it was on screen as it was pinned
-        if first.threads == "recorded":
-            first = dataclasses.replace(first, threads=self._recorded_threads(first))
+        if first.threads == "recorded":  # the recorded run's of the first configuration, else 1
+            config = PipelineConfig(
+                first.device, first.batch_size, first.precision, threads=THREADS
+            )
+            threads = self.lookup.recorded_threads(next(iter(self.targets.values())), config)
+            first = dataclasses.replace(first, threads=threads or THREADS)
         self._build_controls(first)
         self._build_panes()
         self.view = self._layout()
@@ -157,12 +142,11 @@ class LatencyExplorer(Controller):
 
     def _observe(self) -> None:
         """Every control and button wired to the one change path (or a redraw)."""
-        for control in (self.pipeline, self.batch_size, self.precision, self.device, self.threads):
-            control.observe(lambda _c: self._silent or self._changed(), "value")
-        self.sla.observe(lambda _c: self._silent or self._redraw(budget=True), "value")
-        for control in (self.stage, self.kind):
-            control.observe(lambda _c: self._silent or self._redraw(distribution=True), "value")
-        self.request_picker.observe(lambda _c: self._silent or self._redraw(request=True), "value")
+        self._react(self._changed, self.pipeline, self.batch_size, self.precision, self.device)
+        self._react(self._changed, self.threads)
+        self._react(lambda: self._redraw(budget=True), self.sla)
+        self._react(lambda: self._redraw(distribution=True), self.stage, self.kind)
+        self._react(lambda: self._redraw(request=True), self.request_picker)
         self.over_run_pane.on_click(self._point_clicked)
         self.cancel_button.on_click(lambda _b: self.cancel())
         self.rerun_button.on_click(lambda _b: self.refresh(force=True))
@@ -182,12 +166,8 @@ class LatencyExplorer(Controller):
 
     @property
     def config(self) -> PipelineConfig:
-        return PipelineConfig(
-            device=self.device.value,
-            batch_size=int(self.batch_size.value),
-            precision=self.precision.value,
-            threads=self.threads.value,
-        )
+        _, device, batch_size, precision, threads = self.key
+        return PipelineConfig(device, batch_size, precision, threads=threads)
 
     @property
     def recorded(self) -> RecordedRuns:
@@ -201,24 +181,10 @@ class LatencyExplorer(Controller):
 
     def set(self, **values: Any) -> "LatencyExplorer":
         """Move controls as a user would, then react once: ``set(batch_size=8, precision="bf16", sla_ms=50)``."""
-        controls = {
-            "pipeline": self.pipeline,
-            "batch_size": self.batch_size,
-            "precision": self.precision,
-            "device": self.device,
-            "threads": self.threads,
-            "sla_ms": self.sla,
-            "stage": self.stage,
-            "kind": self.kind,
-            "request": self.request_picker,
-        }
-        unknown = sorted(set(values) - set(controls))
-        if unknown:
-            raise TypeError(f"set() got unknown controls {unknown}; use some of {sorted(controls)}")
         key = self.key
-        with self.quiet():
-            for name, value in values.items():
-                controls[name].value = (value or 0.0) if name == "sla_ms" else value
+        if "sla_ms" in values:
+            values["sla_ms"] = values["sla_ms"] or 0.0
+        self._move(values)
         if self.key != key:
             self._changed()
         elif values:
@@ -226,12 +192,8 @@ class LatencyExplorer(Controller):
         return self
 
     def show_request(self, request: int) -> bool:
-        """Show one request's stages (what a click on its point of the latency-over-run chart does).
-
-        The request picker moves to it, so the ring and the stage pane follow the one
-        path the picker drives. A request the picker does not list (warm-up, failed,
-        or not in the run) is refused with a message line; returns whether it is shown.
-        """
+        """Show one request's stages (a click on its point of the latency-over-run chart): the request
+        picker moves to it; one it does not list (warm-up, failed) is refused in the message line."""
         listed = [value for _label, value in self.request_picker.options]
         refused = self.message_line.text.startswith(CLICK_REFUSED)
         if request not in listed:
@@ -254,7 +216,7 @@ class LatencyExplorer(Controller):
 
     def pin(self) -> None:
         """Pin the current configuration as A of "compare with B"."""
-        self.pinning.pin(self.key, self.config)
+        self.pinning.pinned = (self.key, self.config)
         current = self.current
         self.pinned_view = current if current is not None and current.key == self.key else None
         self.pin_label.value = f"A: {describe(self.key)}"
@@ -327,6 +289,9 @@ class LatencyExplorer(Controller):
             description="request",
             layout=w.Layout(width="320px"),
         )
+        names = ("pipeline", "batch_size", "precision", "device", "threads", "stage", "kind")
+        self.controls = {name: getattr(self, name) for name in names}
+        self.controls |= {"sla_ms": self.sla, "request": self.request_picker}
 
     def _build_panes(self) -> None:
         """The buttons, the message lines and the figure panes."""
@@ -337,11 +302,8 @@ class LatencyExplorer(Controller):
             "measure here", "120px", tooltip="profile this configuration on this machine now"
         )
         self.pin_button = _button("pin as A", "90px", tooltip="keep this configuration as A")
-        self.compare_button = _button(
-            "compare with B",
-            "130px",
-            tooltip="measure this configuration (B) and A interleaved; ratio with interval",
-        )
+        why = "measure this configuration (B) and A interleaved; ratio with interval"
+        self.compare_button = _button("compare with B", "130px", tooltip=why)
         self.pin_label = w.Label(value="A: (none pinned)")
         self.notes = MessageLine()  # what a recorded run differs in
         self.noise_line = MessageLine()  # the noise flag of the run on screen
@@ -349,8 +311,7 @@ class LatencyExplorer(Controller):
         self.index_note = MessageLine()  # recorded runs that could not be read: skipped, said here
         self.index_note.show(self.recorded.note, "warning")
         self.budget_pane, self.distribution_pane = FigurePane(), FigurePane()
-        # the page's budget, whatever is above it
-        self.budget_pane.view.add_class("workbench-budget")
+        self.budget_pane.view.add_class("workbench-budget")  # the page's budget, whatever is above
         # drawn on the page when asked: most of the first view's figure JSON
         self.flame_pane = DeferredPane(520, "flame graph of the traced request")
         self.tail_pane, self.request_pane = FigurePane(320), FigurePane(320)
@@ -360,13 +321,15 @@ class LatencyExplorer(Controller):
         self.compare_pane = FigurePane(380)
         # slow minus median sampled stacks; work beside waits (every thread sampled): hidden without
         self.stacks_pane, self.waits_pane = FigurePane(420), FigurePane(420)
-        # the runs the one on screen is read against (widgets.beside); hidden while it is alone
+        # the runs the one on screen is read against (summaries.beside_table); hidden while alone
         self.beside_line = MessageLine()
         self.beside_table = w.HTML()
         self.beside_pane = FigurePane(300)
         for pane in (self.stacks_pane, self.waits_pane, self.beside_pane):
             pane.view.layout.display = "none"
-        self.beside_rows = None  # the table drawn (``beside.beside_table``), None while alone
+        run_figures = "budget tail distribution survival over_run request flame stacks waits"
+        self.run_panes = [getattr(self, f"{name}_pane") for name in run_figures.split()]
+        self.beside_rows = None  # the table drawn, None while alone
 
     def _layout(self) -> widgets.Widget:
         w = widgets
@@ -387,25 +350,24 @@ class LatencyExplorer(Controller):
                 self.index_note.view,
             ]
         )
-        figures = (  # in the explorer's box itself: panes.first_figure_first cuts it after the budget
-            [
-                self.beside_table,
-                self.beside_pane.view,
-                self.budget_pane.view,
-                self.tail_pane.view,
-                w.HBox([self.stage, self.kind], layout=row),
-                self.distribution_pane.view,
-                self.survival_pane.view,
-                self.over_run_pane.view,
-                self.request_picker,
-                self.request_pane.view,
-                self.flame_pane.view,
-                self.stacks_pane.view,
-                self.waits_pane.view,
-                w.HBox([self.pin_button, self.compare_button, self.pin_label], layout=row),
-                self.compare_pane.view,
-            ]
-        )
+        # in the explorer's box itself: panes.first_figure_first cuts it after the budget
+        figures = [
+            self.beside_table,
+            self.beside_pane.view,
+            self.budget_pane.view,
+            self.tail_pane.view,
+            w.HBox([self.stage, self.kind], layout=row),
+            self.distribution_pane.view,
+            self.survival_pane.view,
+            self.over_run_pane.view,
+            self.request_picker,
+            self.request_pane.view,
+            self.flame_pane.view,
+            self.stacks_pane.view,
+            self.waits_pane.view,
+            w.HBox([self.pin_button, self.compare_button, self.pin_label], layout=row),
+            self.compare_pane.view,
+        ]
         return w.VBox([controls, *figures], layout=w.Layout(width="100%"))
 
     # -- the one change path -----------------------------------------------
@@ -419,9 +381,17 @@ class LatencyExplorer(Controller):
             self.failed(key, exc)
             return
         self.message_line.clear()
-        recorded = self._recorded_without_build(key, config, force)
-        if not recorded:
-            self._prime_if_live(key, config, force)
+        # a recorded run found without building the pipeline is drawn at once: the debounce is for
+        # live runs, and so is priming the profiler (on this thread), which imports torch
+        here, fresh = _measurable(config.device), force or key not in self.cache
+        recorded = (
+            fresh
+            and not (force and here)
+            and self.lookup.find(self.targets[key[0]], config, measurable=here, build=False)
+            is not None
+        )
+        if not recorded and self.live.profile is None and fresh:
+            prime_profiler()
         self.update(
             key,
             lambda cancel: self._measure(key, config, force, cancel),
@@ -468,43 +438,14 @@ class LatencyExplorer(Controller):
             else dataclasses.replace(view, reference=self._recorded(key, match))
         )
 
-    def _recorded_without_build(self, key: Key, config: PipelineConfig, force: bool) -> bool:
-        """Whether a recorded run stands in for this configuration, found without building the
-        pipeline: it is drawn at once, the debounce is for live runs. False for a cached one."""
-        here = _measurable(config.device)
-        if (force and here) or (not force and key in self.cache):
-            return False
-        target = self.targets[key[0]]
-        return self.lookup.find(target, config, measurable=here, build=False) is not None
-
-    def _prime_if_live(self, key: Key, config: PipelineConfig, force: bool) -> None:
-        """On the notebook's thread, prime the profiler before a live run, never before a cached or
-        recorded one: priming imports torch, which a room's recorded first view never needs."""
-        if self.live.profile is None and (force or key not in self.cache):
-            prime_profiler()
-
-    def _recorded_threads(self, first: Controls) -> int:
-        """The thread count of the recorded run of the first configuration (any threads), else :data:`THREADS`."""
-        config = PipelineConfig(
-            device=first.device,
-            batch_size=first.batch_size,
-            precision=first.precision,
-            threads=THREADS,
-        )
-        return self.lookup.recorded_threads(next(iter(self.targets.values())), config) or THREADS
-
     def _recorded(self, key: Key, match) -> RunView:
         folder = match.run.folder
         self.status.value = f"loading recorded run {folder.name}..."
         run = load_run(folder)
         where = match.run.device_name or run.meta.env.cpu_model or "?"
-        view = summarize(
-            run,
-            key,
-            f"recorded run {folder.name} ({match.run.created}, recorded on {where})",
-            flame_from_trace,
-            lazy_flame=True,  # read from its trace when the flame pane is opened
-        )
+        source = f"recorded run {folder.name} ({match.run.created}, recorded on {where})"
+        # its flame graph read from its trace when the flame pane is opened
+        view = summarize(run, key, source, flame_from_trace, lazy_flame=True)
         return dataclasses.replace(view, notes=match.labels, recorded=True)
 
     def _profile(
@@ -517,15 +458,11 @@ class LatencyExplorer(Controller):
             run = self.live.measure(self.targets[key[0]], config, self._progress_callback(), cancel)
         seconds = self.live.clock() - started
         queue = f"waited {waited:.1f} s in the room's queue, " if waited >= 0.05 else ""
+        source = f"{queue}measured here in {seconds:.1f} s{_timeout_note(run)}{hint}"
         try:
-            return summarize(
-                run,
-                key,
-                f"{queue}measured here in {seconds:.1f} s{_timeout_note(run)}{hint}",
-                flame_from_trace,
-            )
+            return summarize(run, key, source, flame_from_trace)
         finally:
-            discard_trace(run)
+            run.close()  # its scratch trace folder (a saved run's files are untouched)
 
     # -- compare with B -------------------------------------------------------
     def _compare(
@@ -533,12 +470,7 @@ class LatencyExplorer(Controller):
     ) -> None:
         """Worker thread: A and B interleaved in this process; the ratio figure and the end-to-end verdict."""
         try:
-            result = self.pinning.run(
-                self.targets[a_key[0]],
-                a_config,
-                b_config,
-                on_wait=self._waiting,
-            )
+            result = self.pinning.run(self.targets[a_key[0]], a_config, b_config, self._waiting)
         except WorkbenchError as exc:
             self.status.value = "not compared"
             self.message_line.show(str(exc), "error")
@@ -564,10 +496,7 @@ class LatencyExplorer(Controller):
         failed = f"; {view.failed} measured requests failed" if view.failed else ""
         self.status.value = f"{view.label}: {view.source}{failed}"
         self.message_line.clear()
-        self._show_trust(view)
-
-    def _show_trust(self, view: RunView) -> None:
-        """The noise flag, the failures and what a recorded run differs in, each on its own line."""
+        # trust: the noise flag, the failures and what a recorded run differs in
         noise = recorded_noise(view.noise)
         self.noise_line.show(noise_line(noise), "warning" if noise.get("noisy") else "info")
         self.failures_line.show(failures_text(view), "warning")
@@ -579,10 +508,9 @@ class LatencyExplorer(Controller):
         table = beside_table(view, others)
         alone = len(table) == 1
         self.beside_rows = None if alone else table
-        self.beside_pane.view.layout.display = "none" if alone else ""
+        _shown(self.beside_pane, not alone)
         self.beside_table.value = "" if alone else beside_html(table)
         if alone:
-            self.beside_pane.clear()
             self.beside_line.clear()
             return
         words = list(table["compared_with_now"].iloc[1:])
@@ -635,13 +563,9 @@ class LatencyExplorer(Controller):
             if flame:
                 self._show(self.flame_pane, lambda: _flame_of(view))
                 self._show(self.stacks_pane, lambda: differential_flame_figure(view.stacks))
-                self.stacks_pane.view.layout.display = "" if view.has_stacks else "none"
-                if not view.has_stacks:  # no empty plot on the page; code still reads the figure
-                    self.stacks_pane.clear()
                 self._show(self.waits_pane, lambda: wait_flame_figure(view.wait_flames))
-                self.waits_pane.view.layout.display = "" if view.has_wait_flames else "none"
-                if not view.has_wait_flames:
-                    self.waits_pane.clear()
+                _shown(self.stacks_pane, view.has_stacks)
+                _shown(self.waits_pane, view.has_wait_flames)
 
     def _show(self, pane: FigurePane, build: Callable[[], Any], *options: Any) -> None:
         """Draw a figure of the run on screen, building it and its JSON only the first time per
@@ -686,21 +610,10 @@ class LatencyExplorer(Controller):
         with self._lock:
             self.current = None
             blank = empty_figure(why)
-            for pane in (
-                self.budget_pane,
-                self.tail_pane,
-                self.distribution_pane,
-                self.survival_pane,
-                self.over_run_pane,
-                self.request_pane,
-                self.flame_pane,
-                self.stacks_pane,
-                self.waits_pane,
-            ):
+            for pane in self.run_panes:
                 pane.show(blank)
             for pane in (self.stacks_pane, self.waits_pane, self.beside_pane):
-                pane.view.layout.display = "none"
-                pane.clear()
+                _shown(pane, False)
             self.beside_table.value, self.beside_rows = "", None
             self.beside_line.clear()
             with self.quiet():
@@ -738,18 +651,6 @@ class LatencyExplorer(Controller):
         self.cancel_button.disabled, self.cancel_button.button_style = True, ""
 
 
-def _controls(values: dict[str, Any]) -> Controls:
-    """The explorer's keywords past its own: :class:`Controls` fields; others named with where they go."""
-    unknown = sorted(set(values) - {f.name for f in dataclasses.fields(Controls)})
-    if unknown:
-        raise TypeError(
-            f"LatencyExplorer() got unknown keywords {unknown}: the controls are "
-            f"{[f.name for f in dataclasses.fields(Controls)]}; how live runs are made (profile, "
-            "requests, warmup, traced, timeout_s, compare...) goes in live=LiveRuns(...)"
-        )
-    return Controls(**values)
-
-
 def _button(description: str, width: str, **options: Any) -> widgets.Button:
     return widgets.Button(description=description, layout=widgets.Layout(width=width), **options)
 
@@ -762,6 +663,13 @@ def _flame_of(view: RunView) -> Any:
     except WorkbenchError as exc:
         return empty_figure(f"no flame graph: {exc}")
     return fig if fig is not None else empty_figure("no trace for this run")
+
+
+def _shown(pane: FigurePane, shown: bool) -> None:
+    """Show or hide a pane of a run that may lack it: no empty plot on the page (code still reads it)."""
+    pane.view.layout.display = "" if shown else "none"
+    if not shown:
+        pane.clear()
 
 
 def _measurable(device: str) -> bool:

@@ -1,5 +1,5 @@
-"""Small helpers of the latency explorer: how it measures live, control choices, the wanted
-fingerprint, and its message lines. Nothing here touches a widget.
+"""The latency explorer's helpers that touch no widget: how it measures live, A/B pinning, control
+choices, the wanted fingerprint and its message lines.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from .. import __version__
 from ..config import PipelineConfig
 from ..device import check_device, cpu_model, torch_or_none, torch_version
-from ..errors import PipelineError
+from ..errors import ConfigError, PipelineError
 from ..examples import EXAMPLES
 from ..fingerprint import UNKNOWN, _cores, factory_spec
 from ..live_queue import live_slot
@@ -78,7 +78,8 @@ class LiveRuns:
 
 def pipeline_targets(example: Any, pipelines: dict[str, Any] | None) -> dict[str, Any]:
     """Dropdown label -> example name or factory; the first entry is selected."""
-    first = {example: example} if isinstance(example, str) else {_label(example): example}
+    label = getattr(example, "__name__", None) or type(example).__name__
+    first = {example: example} if isinstance(example, str) else {label: example}
     if isinstance(example, str) and example not in EXAMPLES:
         raise PipelineError(
             f"unknown example {example!r}; choose one of {', '.join(EXAMPLES)} or pass a factory"
@@ -87,19 +88,11 @@ def pipeline_targets(example: Any, pipelines: dict[str, Any] | None) -> dict[str
     return first | {k: v for k, v in rest.items() if k not in first}
 
 
-def _label(factory: Callable) -> str:
-    return getattr(factory, "__name__", None) or type(factory).__name__
-
-
 def thread_options(default: int | None) -> list[tuple[str, int | None]]:
     """1, 2, 4, ... up to the cores this process may use (and the default), then torch's own default."""
     cores = _cores()
-    counts = sorted(
-        {n for n in (1, 2, 4, 8, 16, 32, 64) if n <= cores}
-        | {cores}
-        | ({default} if default else set())
-    )
-    return [(str(n), n) for n in counts] + [("torch default", None)]
+    counts = {n for n in (1, 2, 4, 8, 16, 32, 64) if n <= cores} | {cores} | {default} - {None, 0}
+    return [(str(n), n) for n in sorted(counts)] + [("torch default", None)]
 
 
 def check_config(config: PipelineConfig) -> None:
@@ -108,12 +101,8 @@ def check_config(config: PipelineConfig) -> None:
 
 
 def cheap_fingerprint(target: Any, config: PipelineConfig) -> dict[str, Any]:
-    """The fingerprint fields known without building the pipeline (an example's pipeline is its name).
-
-    Imports torch only for torch's default thread count (``threads=None``): the
-    version comes from the package metadata (``device.torch_version``), so a
-    recorded first view costs no torch import (about 250 MB a kernel).
-    """
+    """The fingerprint fields known without building the pipeline (an example's pipeline is its name);
+    torch is imported only for its default thread count, so a recorded first view costs no torch."""
     version = torch_version()
     threads = config.threads
     if threads is None and version is not None:
@@ -150,10 +139,8 @@ def request_options(view: RunView) -> list[tuple[str, int | None]]:
 
 
 def clicked_request(point: dict) -> int | None:
-    """The request id of a clicked point of the latency-over-run chart (its ``customdata``, else its x).
-
-    None for a point that carries no whole number (a click the chart did not make).
-    """
+    """The request id of a clicked point of the latency-over-run chart (its ``customdata``, else its
+    x); None for a point that carries no whole number (a click the chart did not make)."""
     for value in (point.get("customdata"), point.get("x")):
         if isinstance(value, list) and len(value) == 1:
             value = value[0]
@@ -191,6 +178,46 @@ def verdict_text(result: dict) -> str:
     return f"end to end {metric} ratio {ratio:.3f}{bounds}: {e2e.get('verdict', '?')}"
 
 
-def describe(key: Key) -> str:
-    pipeline, device, batch_size, precision, threads = key
-    return f"{pipeline} {device} bs={batch_size} {precision} threads={threads if threads is not None else 'default'}"
+class Pinning:
+    """The pinned configuration A and the last comparison's result; ``measurable(device)``: whether
+    this machine can run it (both A and B run live)."""
+
+    def __init__(self, live: LiveRuns, measurable: Callable[[str], bool]):
+        self.live, self.measurable = live, measurable
+        self.pinned: tuple[Key, PipelineConfig] | None = None
+        self.comparison: dict | None = None
+
+    def pinned_for(self, key: Key) -> tuple[Key, PipelineConfig]:
+        """A, checked against B's ``key``: one pipeline, two different configurations, both measurable here."""
+        if self.pinned is None:
+            raise ConfigError(
+                "nothing pinned: press 'pin as A' on one configuration, move a control, then compare"
+            )
+        a_key, a_config = self.pinned
+        if a_key == key:
+            raise ConfigError("B is the pinned configuration A itself: move a control first")
+        if a_key[0] != key[0]:
+            raise ConfigError(
+                f"A is pipeline {a_key[0]!r} and B {key[0]!r}: compare configurations of one pipeline"
+            )
+        for k in (a_key, key):
+            if not self.measurable(k[1]):
+                raise ConfigError(
+                    f"cannot compare on {k[1]}: it is not available here, and a comparison "
+                    "measures both configurations live, interleaved"
+                )
+        return a_key, a_config
+
+    def run(
+        self,
+        target: Any,
+        a_config: PipelineConfig,
+        b_config: PipelineConfig,
+        on_wait: Callable[[], None],
+    ) -> dict:
+        """Worker thread: A and B interleaved; the comparison's ``result`` (kept as :attr:`comparison`)."""
+        check_config(a_config)
+        check_config(b_config)
+        with self.live.slot(on_wait):
+            self.comparison = self.live.interleave(target, [a_config, b_config])
+        return self.comparison

@@ -1,32 +1,10 @@
-"""Display surfaces of the explorers: a figure pane and a message line.
+"""Display surfaces of the explorers: figure panes and a message line.
 
-:class:`FigurePane` is one ``ipywidgets.Output`` updated in place: every
-update replaces its single output, the figure as the plotly MIME bundle
-(``application/vnd.plotly.v1+json``). JupyterLab and Voila draw that bundle
-with the ``jupyterlab-plotly`` extension that ships inside the plotly wheel,
-so plotly.js comes from the installed package, never from a CDN (plotly's
-own ``FigureWidget`` is not used: see below). Updates assign the output list
-directly, which is safe from the explorers' worker thread.
-
-:class:`ClickablePane` adds clicks on points, for the latency-over-run chart.
-The figure is drawn exactly as in a :class:`FigurePane`. Next to it sit two
-hidden core widgets, so no lab extension is involved beyond the two the page
-already loads (ipywidgets' and plotly's):
-
-* a ``Text`` *sink*, and
-* an ``Output`` holding a short inline script (:data:`CLICK_SCRIPT`, sent by
-  the kernel: nothing is fetched). Widget outputs are trusted, so JupyterLab
-  and Voila run it. It binds plotly.js's documented ``plotly_click`` event on
-  each plot drawn inside its pane (polling the pane every 250 ms, binding each
-  plot once), writes the clicked point as JSON into the sink's input with a
-  fresh nonce, and fires the input's ``change`` event: ipywidgets syncs the
-  value to the kernel as if it had been typed.
-
-Why not plotly's ``FigureWidget`` or an ``anywidget``: both need anywidget's
-lab extension, and with it installed Voila pages opened together sometimes
-never rendered any widget (benchmarks/results/room.md); ``FigureWidget`` also
-ships a second 5 MB copy of plotly.js to every page and would put this chart
-outside the explorers' cache of figure JSON.
+A :class:`FigurePane` is an ``ipywidgets.Output`` whose one output, replaced from any thread, is the
+figure's plotly MIME bundle (plotly.js from the installed wheel, never a CDN). Clicks and the first
+figure's signal come back through :func:`page_bridge`: no lab extension beyond ipywidgets' and
+plotly's (``FigureWidget`` and ``anywidget`` need one, which left Voila pages opened together
+without widgets: benchmarks/results/room.md).
 """
 
 from __future__ import annotations
@@ -52,13 +30,9 @@ MESSAGE_STYLES = {
 
 
 def figure_bundle(fig: go.Figure, height: int = 420) -> dict[str, Any]:
-    """The MIME bundle of a figure: plotly JSON (typed arrays, no numpy) and a text fallback.
-
-    A figure without its own ``layout.height`` gets ``height`` (px): drawn into
-    an output that is not on the page yet (the first draw of a dashboard can
-    come before the page shows the widget), plotly would measure a zero-height
-    container and stay collapsed.
-    """
+    """The MIME bundle of a figure: plotly JSON and a text fallback. A figure without its own
+    ``layout.height`` gets ``height`` (px): drawn before its output is on the page, plotly would
+    measure a zero-height container and stay collapsed."""
     spec = json.loads(pio.to_json(fig, validate=False))
     spec.setdefault("layout", {}).setdefault("height", height)
     spec["config"] = PLOT_CONFIG
@@ -67,10 +41,8 @@ def figure_bundle(fig: go.Figure, height: int = 420) -> dict[str, Any]:
 
 
 class FigurePane:
-    """One figure slot of a dashboard: ``view`` (a widget, updated in place) and ``figure`` (what it
-    shows, for code and tests to read). ``show(fig, bundle)``: a cached ``bundle``
-    (:func:`figure_bundle`) skips the JSON encoding. ``updates`` counts redraws.
-    """
+    """One figure slot: ``view`` (a widget, updated in place) and ``figure`` (what it shows, for code
+    to read); ``show(fig, bundle)`` with a cached ``bundle`` skips the JSON encoding."""
 
     def __init__(self, height: int = 420):
         self.figure = go.Figure()
@@ -93,13 +65,8 @@ class FigurePane:
 
 
 class DeferredPane(FigurePane):
-    """A :class:`FigurePane` whose figure reaches the page only once its button is pressed.
-
-    For a heavy figure below the first screen (the flame graph). The output receives the figure
-    only while the toggle ``button`` is down (``opened``). ``show_later(make)`` takes
-    ``make() -> (figure, bundle or None)``, called when the figure is first needed: opened, or
-    ``figure`` read by code.
-    """
+    """A :class:`FigurePane` whose figure reaches the page only while its toggle ``button`` is down,
+    for a heavy figure below the first screen (the flame graph)."""
 
     def __init__(self, height: int = 420, label: str = "show the figure"):
         super().__init__(height)
@@ -212,12 +179,15 @@ CLICK_SCRIPT = """<script>
 POINT_KEYS = ("x", "y", "customdata", "curve", "point")
 
 
-def script_output(script: str, what: str) -> widgets.Output:
-    """A hidden ``Output`` holding an inline script the page runs (widget outputs are trusted)."""
+def page_bridge(script: str, sink_class: str, what: str) -> tuple[widgets.Text, widgets.Output]:
+    """A hidden ``Text`` sink that the page's ``script`` writes into, and the hidden ``Output``
+    holding the script (widget outputs are trusted: the page runs it)."""
+    sink = widgets.Text(value="", layout=widgets.Layout(display="none"))
+    sink.add_class(sink_class)
     out = widgets.Output(layout=widgets.Layout(display="none"))
     data = {"text/html": script, "text/plain": f"<{what}>"}
     out.outputs = ({"output_type": "display_data", "metadata": {}, "data": data},)
-    return out
+    return sink, out
 
 
 FIRST_CLASS, FIRST_SINK_CLASS = "workbench-first-figure", "workbench-first-sink"
@@ -241,40 +211,26 @@ FIRST_SCRIPT = """<script>
 
 def first_figure_first(box: widgets.Box, until: widgets.Widget) -> widgets.VBox:
     """A box of ``box``'s children up to ``until``, and of the others once the page drew a figure of
-    those (or 10 s passed): the first figure is drawn before the other views and figures, not in one
-    go with them (the latency explorer's page: 45 views and 6 figures in one 2-s task). Without a page
-    running its script (a kernel with no browser) the others stay out of it: display ``box`` there.
-    """
+    those (or 10 s passed), so the first figure is not drawn in one task with all the rest. Without a
+    page running its script (a kernel with no browser) the others stay out: display ``box`` there."""
     children = list(box.children)
     cut = children.index(until) + 1
     rest = widgets.VBox(layout=widgets.Layout(width="100%"))
-    sink = widgets.Text(value="", layout=widgets.Layout(display="none"))
-    sink.add_class(FIRST_SINK_CLASS)
+    sink, script = page_bridge(FIRST_SCRIPT, FIRST_SINK_CLASS, "first figure first")
     sink.observe(lambda _c: setattr(rest, "children", tuple(children[cut:])), "value")
-    first = widgets.VBox(
-        [*children[:cut], rest, sink, script_output(FIRST_SCRIPT, "first figure first")],
-        layout=box.layout,
-    )
+    first = widgets.VBox([*children[:cut], rest, sink, script], layout=box.layout)
     first.add_class(FIRST_CLASS)
     return first
 
 
 class ClickablePane(FigurePane):
-    """A :class:`FigurePane` whose points can be clicked: ``on_click(callback)``.
-
-    ``callback(point)`` gets the clicked point as plotly.js describes it:
-    ``{"x", "y", "customdata", "curve", "point"}`` (``curve``: trace index).
-    ``view`` is a box holding the figure's output, the hidden sink and the
-    hidden script (see the module docstring). ``clicks`` counts clicks received.
-    """
+    """A :class:`FigurePane` whose points can be clicked: ``on_click(callback)``, ``callback(point)``
+    with plotly.js's ``{"x", "y", "customdata", "curve", "point"}``; ``clicks`` counts them."""
 
     def __init__(self, height: int = 420):
         super().__init__(height)
-        hidden = widgets.Layout(display="none")
-        self.sink = widgets.Text(value="", layout=hidden)
-        self.sink.add_class(CLICK_SINK_CLASS)
+        self.sink, self.script = page_bridge(CLICK_SCRIPT, CLICK_SINK_CLASS, "click bridge")
         self.sink.observe(self._received, "value")
-        self.script = script_output(CLICK_SCRIPT, "click bridge")
         self.view = widgets.VBox(
             [self.output, self.sink, self.script], layout=widgets.Layout(width="100%")
         )

@@ -1,14 +1,14 @@
-"""What the latency explorer keeps of a run: a small summary, not the run.
+"""What the latency explorer keeps of a run (:class:`RunView`, a small summary, not the run), and
+the runs it is read against (:func:`beside_table`); no widget.
 
-A :class:`RunView` holds the stage summary, the per-request durations the distribution needs and
-the flame figure, so caching many of them costs little memory; the trace file is read once and
-never kept. A live run's flame figure is built at once (its scratch trace is deleted next); a
-recorded run's, whose trace stays on disk, when first asked for (:class:`Lazy`: the flame pane
-opened), which keeps trace reading off a recorded configuration change.
+A live run on a shared server read against a quiet recording can reverse a verdict, so beside the
+run on screen (``now``) stay its recording (``recorded``), the pinned A (``pinned``) and the run
+shown before (``before``), each with a word on whether ``now`` can be read against it.
 """
 
 from __future__ import annotations
 
+import html
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +19,7 @@ import pandas as pd
 from ..analysis.budget import stage_summary
 from ..analysis.waits import wait_flames, wait_summary
 from ..analysis.failures import failure_summary
+from ..analysis.stats import requests_to_bound
 from ..record import Run
 from ..record.meta import profile_part
 
@@ -26,18 +27,12 @@ Key = tuple[str, str, int, str, "int | None"]  # (pipeline, device, batch_size, 
 
 
 class Lazy:
-    """A value built by ``build()`` on the first :meth:`get`, once (thread-safe); ``Lazy.ready(v)`` is built."""
+    """A value built by ``build()`` on the first :meth:`get`, once (thread-safe)."""
 
     def __init__(self, build: Callable[[], Any]):
         self._build: Callable[[], Any] | None = build
         self._value: Any = None
         self._lock = threading.Lock()
-
-    @classmethod
-    def ready(cls, value: Any) -> "Lazy":
-        made = cls(lambda: value)
-        made.get()
-        return made
 
     def get(self) -> Any:
         with self._lock:
@@ -46,17 +41,10 @@ class Lazy:
             return self._value
 
 
-REQUEST_KEEP = ["request", "warmup", "ok", "dur_ns"]
-STAGE_KEEP = ["request", "stage", "dur_ns"]
-
-
 @dataclass(frozen=True, eq=False)
 class RunView:
-    """A cached, display-ready summary of one run (hashed by identity: a re-measured run is a new view).
-
-    flame: a :class:`Lazy` of the traced run's flame figure (``flame.get()``: None without a trace).
-    source: where it came from, for the status line.
-    """
+    """A cached, display-ready summary of one run (hashed by identity: a re-measured run is a new view);
+    ``flame``: its flame figure, built on the first ``flame.get()`` (None without a trace)."""
 
     key: Key
     label: str
@@ -67,18 +55,15 @@ class RunView:
     stages: pd.DataFrame
     flame: Lazy
     failed: int
-    # ``run.meta.noise`` as an object, shown as a badge ({noisy, reasons, fix}); None: not recorded
-    noise: dict | None = None
+    noise: dict | None = None  # ``run.meta.noise`` ({noisy, reasons, fix}); None: not recorded
     failures: dict | None = None  # ``analysis.failures.failure_summary`` of the measured requests
     notes: tuple = ()  # what a recorded run differs in from the configuration it stands in for
     stacks: dict | None = None  # ``run.meta.stacks`` (sampled stacks, slow against median)
     waits: dict | None = None  # ``analysis.waits.wait_summary`` of ``run.meta.sampled``
     wait_flames: dict | None = None  # ``analysis.waits.wait_flames``: work beside waits
     recorded: bool = False  # a recorded run (``data/runs``), not measured here
-    # a live run's recording of the same configuration ("measure here" on a recorded one), shown beside it
-    reference: "RunView | None" = None
-    # where it was measured: the GPU's name, else the CPU model (None: unknown)
-    machine: str | None = None
+    reference: "RunView | None" = None  # the recording beside a live run of its configuration
+    machine: str | None = None  # where it was measured: the GPU's name, else the CPU model
 
     @property
     def wait_line(self) -> str | None:
@@ -102,14 +87,12 @@ class RunView:
 def summarize(
     run: Run, key: Key, source: str, flame_builder=None, *, lazy_flame: bool = False
 ) -> RunView:
-    """A RunView of ``run``; ``flame_builder(trace_path)`` makes the flame figure when there is a trace.
-
-    lazy_flame: build it when first asked for (a recorded run, whose trace file stays), not now.
-    """
+    """A RunView of ``run``; ``flame_builder(trace_path)`` makes the flame figure when there is a trace,
+    now or (``lazy_flame``: a recorded run, whose trace stays) when first asked for."""
     order = run.stage_names
     summary = stage_summary(run)
-    requests = run.requests[REQUEST_KEEP].copy()
-    stages = run.stages[STAGE_KEEP].copy()
+    requests = run.requests[["request", "warmup", "ok", "dur_ns"]].copy()
+    stages = run.stages[["request", "stage", "dur_ns"]].copy()
     measured = requests[~requests["warmup"]]
     meta = run.meta
     stacks = profile_part(meta).stacks
@@ -120,7 +103,7 @@ def summarize(
         order,
         getattr(meta, "pipeline_stages", None),
     )
-    flame = Lazy.ready(None)
+    flame = Lazy(lambda: None)
     if run.trace_path is not None and flame_builder is not None:
         path = run.trace_path
         flame = Lazy(lambda: flame_builder(path))
@@ -145,6 +128,117 @@ def summarize(
     )
 
 
-def discard_trace(run: Run) -> None:
-    """Delete the scratch trace folder of an unsaved ``run`` (the run owns it; a saved run is untouched)."""
-    run.close()
+def describe(key: Key) -> str:
+    pipeline, device, batch_size, precision, threads = key
+    return f"{pipeline} {device} bs={batch_size} {precision} threads={threads if threads is not None else 'default'}"
+
+
+ROLES = ("now", "recorded", "pinned", "before")
+BUSY = "measured on a busy machine"
+
+
+def beside_table(now: RunView, others: dict[str, RunView | None]) -> pd.DataFrame:
+    """One row per run, ``now`` first, then ``others`` in :data:`ROLES` order (None and repeats left out).
+
+    Out (:func:`_row`): ``role, configuration, source, count, p50_ms, p99_ms, p99_ci_low_ms,
+    p99_ci_high_ms`` (end to end; None where the sample does not bound it), ``noisy`` (None: not
+    measured), ``machine``, ``compared_with_now``."""
+    rows = [_row("now", now)]
+    seen = {(now.key, now.source)}
+    for role in ROLES[1:]:
+        view = others.get(role)
+        if view is None or (view.key, view.source) in seen:
+            continue
+        seen.add((view.key, view.source))
+        rows.append(_row(role, view))
+    for row in rows[1:]:
+        row["compared_with_now"] = comparability(rows[0], row)
+    return pd.DataFrame(rows, dtype=object)  # None stays None (not NaN)
+
+
+def _row(role: str, view: RunView) -> dict:
+    e2e = view.summary.set_index("name").loc["end_to_end"]
+    return {
+        "role": role,
+        "configuration": describe(view.key),
+        "source": "recorded" if view.recorded else "live",
+        "count": int(e2e["count"]),
+        "p50_ms": _number(e2e["p50_ms"]),
+        "p99_ms": _number(e2e["p99_ms"]),
+        "p99_ci_low_ms": _number(e2e["p99_ci_low_ms"]),
+        "p99_ci_high_ms": _number(e2e["p99_ci_high_ms"]),
+        "noisy": (view.noise or {}).get("noisy"),
+        "machine": view.machine,
+        "compared_with_now": "",
+    }
+
+
+def _number(value) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def comparability(now: dict, other: dict) -> str:
+    """Whether ``now`` (a :func:`beside_table` row) can be read against ``other``, in a student's words:
+    ``this live run was measured on a busy machine: not comparable with the recording``."""
+    this = f"this {now['source']} run"
+    that = _name(other)
+    here, there = now.get("machine"), other.get("machine")
+    if here and there and here != there:  # a recorded grid can span machines: say so first
+        return f"{this} ({here}) and {that} ({there}) ran on different machines: not comparable"
+    if now["noisy"] and other["noisy"]:
+        return f"both {this} and {that} were {BUSY}: neither says what the change did"
+    if now["noisy"]:
+        return f"{this} was {BUSY}: not comparable with {that}"
+    if other["noisy"]:
+        return f"{that} was {BUSY}: not comparable with {this}"
+    unknown = [name for name, row in ((this, now), (that, other)) if row["noisy"] is None]
+    caveat = f" ({' and '.join(unknown)}: machine noise not measured)" if unknown else ""
+    return _intervals(now, other) + caveat
+
+
+def _name(row: dict) -> str:
+    """``the recording``, ``the recording before it``, ``A, the pinned live run``, ..."""
+    kind = "recording" if row["source"] == "recorded" else "live run"
+    return {"recorded": "the recording", "before": f"the {kind} before it"}.get(
+        row["role"], f"A, the pinned {kind}"
+    )
+
+
+def _intervals(now: dict, other: dict) -> str:
+    """What two quiet runs' p99 intervals say: apart (a ratio), overlapping, or not bounded."""
+    short = [row for row in (now, other) if row["p99_ci_high_ms"] is None]
+    if short:
+        counts = " and ".join(str(row["count"]) for row in short)
+        return (
+            f"p99 of {counts} requests is not bounded by its sample "
+            f"({requests_to_bound(99)} bound it): too few requests to compare p99"
+        )
+    if (
+        now["p99_ci_high_ms"] < other["p99_ci_low_ms"]
+        or now["p99_ci_low_ms"] > other["p99_ci_high_ms"]
+    ):
+        ratio = now["p99_ms"] / other["p99_ms"]
+        return f"p99 {ratio:.2f}x {_name(other)}'s, the 95 % intervals apart"
+    return "p99 intervals overlap: no difference shown between these two"
+
+
+def beside_html(table: pd.DataFrame) -> str:
+    """The table as a small HTML table for the page (ms with 3 decimals; an unbounded end says so)."""
+    heads = ("", "configuration", "source", "n", "p50 ms", "p99 ms [95 % CI]", "")
+    head = "".join(f"<th>{h}</th>" for h in heads)
+    body = []
+    for row in table.to_dict("records"):
+        high = "not bounded" if row["p99_ci_high_ms"] is None else f"{row['p99_ci_high_ms']:.3f}"
+        low = "not bounded" if row["p99_ci_low_ms"] is None else f"{row['p99_ci_low_ms']:.3f}"
+        noise = {True: "busy machine", False: "quiet", None: "noise not measured"}[row["noisy"]]
+        cells = (
+            row["role"],
+            row["configuration"],
+            f"{row['source']}, {noise}",
+            row["count"],
+            f"{row['p50_ms']:.3f}",
+            f"{row['p99_ms']:.3f} [{low}, {high}]",
+            row["compared_with_now"],
+        )
+        body.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    return f'<table style="font-size:90%"><tr>{head}</tr>{"".join(body)}</table>'

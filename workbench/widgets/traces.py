@@ -1,8 +1,7 @@
 """The trace explorer: pick or upload a ``torch.profiler`` trace -> launch, transfer, timeline, step, flame views.
 
-A trace is loaded on the worker thread and every view built from its events table once; only the
-figures are cached, and the events table of the trace on screen is the one large object kept (for
-the request flame chart). Uploads are written to a private temporary folder, removed by
+A trace is read once on the worker thread and only its figures are cached (plus the events table
+on screen, for the request flame chart). Uploads go to a private temporary folder, removed by
 :meth:`TraceExplorer.close`.
 """
 
@@ -16,16 +15,28 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
+import plotly.graph_objects as go
 
-from ..errors import WorkbenchError
+from ..analysis.flame import flame_tree
+from ..errors import ConfigError, WorkbenchError
 from ..examples import data_dir
 from ..naming import slug
+from ..plots import (
+    flame_figure,
+    gpu_timeline_figure,
+    launch_figure,
+    request_flame_chart,
+    step_breakdown_figure,
+    transfer_figure,
+)
+from ..plots.style import empty_figure
 from ..trace import load_trace
 from ..trace.read import DEFAULT_MAX_TRACE_BYTES
+from ..units import ns_to_ms
 from .controller import Controller
-from .figures import request_chart, trace_figures
 from .panes import FigurePane
 
+FLAME_MAX_NODES = 400
 VIEWS = ("launches", "transfers", "timeline", "steps", "flame", "request")
 # JSON text of an upload, checked while decompressing (a gzip bomb stops here)
 UPLOAD_MAX_TRACE_BYTES = 256 * 2**20
@@ -54,25 +65,53 @@ def trace_choices(paths: Any = None) -> dict[str, Path]:
         paths = [paths]
     found: dict[str, Path] = {}
     for item in map(Path, paths):
-        files = (
-            [item]
-            if item.is_file()
-            else sorted(f for pat in TRACE_PATTERNS for f in item.glob(pat))
-        )
-        for f in files:
+        globbed = (f for pattern in TRACE_PATTERNS for f in item.glob(pattern))
+        for f in [item] if item.is_file() else sorted(globbed):
             label = f.name if item.is_file() or item.name == "traces" else f"{item.name}/{f.name}"
             found.setdefault(label, f)
     return found
 
 
-class TraceExplorer(Controller):
-    """Pick a trace (or upload one) and see where its time goes.
+def flame_from_trace(path: str | os.PathLike) -> go.Figure:
+    """Load a trace and draw its flame graph (stage -> operators -> runtime calls -> kernels, copies)."""
+    tree = flame_tree(load_trace(path).events)
+    return flame_figure(tree, title="Flame graph of the traced requests", max_nodes=FLAME_MAX_NODES)
 
-    paths: trace files or folders of them (default: ``data/traces`` and the
-        traces saved in ``data/runs``).
-    cache_size: traces whose figures are kept (least recently used dropped).
-    start: load the first trace right away.
-    """
+
+def trace_figures(trace) -> dict:
+    """Every view of a loaded trace (``workbench.trace.Trace``), plus a one-line ``summary``: file,
+    event count, platform, time span (ms)."""
+    events = trace.events
+    span_ms = (
+        ns_to_ms(int((events["ts_ns"] + events["dur_ns"]).max()) - int(events["ts_ns"].min()))
+        if len(events)
+        else 0.0
+    )
+    platform = trace.meta.get("platform", "?")
+    return {
+        "launches": launch_figure(trace),
+        "transfers": transfer_figure(trace),
+        "timeline": gpu_timeline_figure(trace),
+        "steps": step_breakdown_figure(trace),
+        "flame": flame_figure(
+            flame_tree(trace), title=f"Flame graph: {trace.path.name}", max_nodes=FLAME_MAX_NODES
+        ),
+        "request": request_chart(trace, 0),
+        "summary": f"{trace.path.name}: {len(events):,} events, {platform}, {span_ms:,.1f} ms span",
+    }
+
+
+def request_chart(events, request: int) -> go.Figure:
+    """The request flame chart, or a figure saying why there is none (a request out of range)."""
+    try:
+        return request_flame_chart(events, request=request)
+    except ConfigError as exc:
+        return empty_figure(str(exc), "Request flame chart")
+
+
+class TraceExplorer(Controller):
+    """Pick a trace (or upload one) and see where its time goes; ``paths``: trace files or folders of
+    them (default: ``data/traces`` and the traces in ``data/runs``)."""
 
     def __init__(
         self, paths: Any = None, *, cache_size: int = 4, debounce_s: float = 0.0, start: bool = True
@@ -149,13 +188,11 @@ class TraceExplorer(Controller):
         return w.VBox([head, *views, self.request, request_view], layout=w.Layout(width="100%"))
 
     def _uploaded(self, change: dict) -> None:
-        files = change["new"]
-        if not files:
-            return
-        item = files[0]
-        name, data = item["name"], bytes(item["content"])
-        self.upload.value = ()  # release the bytes held by the widget
-        self.load_bytes(name, data)
+        if change["new"]:
+            item = change["new"][0]
+            name, data = item["name"], bytes(item["content"])
+            self.upload.value = ()  # release the bytes held by the widget
+            self.load_bytes(name, data)
 
     def _figures(self, key: str, path: Path, label: str | None = None) -> dict[str, Any]:
         """Worker thread: read the trace and build every view; keep its events for the request picker."""
@@ -176,19 +213,15 @@ class TraceExplorer(Controller):
     def _load_upload(self, key: str, path: Path, label: str) -> dict[str, Any]:
         """Worker thread: an upload becomes a picker choice (then drawn) once it has loaded."""
         figures = self._figures(key, path, label)
-        self._add_choice(label, key)
+        options = [o for o in self.picker.options if o[1] and o[1] != key] + [(label, key)]
+        with self.quiet():
+            self.picker.options, self.picker.value = options, key
         return figures
 
     def _max_bytes(self, path: Path) -> int:
         """The JSON size cap for ``path``: :data:`UPLOAD_MAX_TRACE_BYTES` for uploads, else the default."""
         uploaded = self._upload_dir is not None and path.parent == self._upload_dir
         return UPLOAD_MAX_TRACE_BYTES if uploaded else DEFAULT_MAX_TRACE_BYTES
-
-    def _add_choice(self, label: str, key: str) -> None:
-        options = [o for o in self.picker.options if o[1] and o[1] != key] + [(label, key)]
-        with self.quiet():
-            self.picker.options = options
-            self.picker.value = key
 
     def draw(self, figures: dict[str, Any]) -> None:
         for name in VIEWS:

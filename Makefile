@@ -64,7 +64,7 @@ handouts: $(STAMP)
 
 # ruff first (seconds), then the suite.
 test: $(DEV_STAMP) browser redis lint
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider --durations=15 tests
 
 # The suite without the browser tests and the slow ones (minutes less): the same venv and Redis set-up.
 test-fast: $(DEV_STAMP) redis

@@ -13,25 +13,3 @@ from .launches import launch_figure
 from .tail import attribute_figure, latency_over_run_figure, tail_figure
 from .timeline import gpu_timeline_figure, request_flame_chart, step_breakdown_figure
 from .transfers import transfer_figure
-
-__all__ = [
-    "attribute_figure",
-    "batching_curves_figure",
-    "budget_figure",
-    "compare_figure",
-    "distribution_figure",
-    "flame_figure",
-    "generative_figure",
-    "gpu_timeline_figure",
-    "latency_over_run_figure",
-    "launch_figure",
-    "queueing_breakdown_figure",
-    "ratio_figure",
-    "request_flame_chart",
-    "step_breakdown_figure",
-    "survival_figure",
-    "tail_figure",
-    "trace_flame_figure",
-    "transfer_figure",
-    "wait_time_figure",
-]

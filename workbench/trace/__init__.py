@@ -22,24 +22,3 @@ from .schema import (
     KIND_USER_ANNOTATION,
     KINDS,
 )
-
-__all__ = [
-    "COLUMNS",
-    "GPU_WORK_KINDS",
-    "HOST_KINDS",
-    "KINDS",
-    "KIND_CPU_OP",
-    "KIND_GPU_ANNOTATION",
-    "KIND_KERNEL",
-    "KIND_MEMCPY",
-    "KIND_MEMSET",
-    "KIND_OTHER",
-    "KIND_PYTHON",
-    "KIND_RUNTIME",
-    "KIND_SYNC",
-    "KIND_USER_ANNOTATION",
-    "Trace",
-    "derived",
-    "load_events",
-    "load_trace",
-]

@@ -35,17 +35,3 @@ from .latency_support import LiveRuns
 from .panes import FigurePane, MessageLine
 from .summaries import RunView
 from .traces import TraceExplorer, trace_choices
-
-__all__ = [
-    "BatchingExplorer",
-    "FigurePane",
-    "GenerativeExplorer",
-    "JobQueue",
-    "LRUCache",
-    "LatencyExplorer",
-    "LiveRuns",
-    "MessageLine",
-    "RunView",
-    "TraceExplorer",
-    "trace_choices",
-]

@@ -8,8 +8,11 @@ The goal on a quiet machine: simulated/live p50 within 15 %, p99 within 25 %.
 Per round: a closed-loop profile and a paced profile (the default: 0.3 of the capacity) of the
 example at batch size 1, one torch thread; then, in an order that alternates between rounds, a live
 ``load`` (max batch 1, no wait) at each load (a fraction of the paced run's closed-loop capacity),
-each simulated on its own arrival schedule from both service models (``--replications`` service-draw
-seeds pooled, as ``scripts/validate_batching.py`` does). Rows: simulated/live p50 and p99 per model.
+each simulated on its own arrival schedule from three service models (``--replications`` service-draw
+seeds pooled, as ``scripts/validate_batching.py`` does): closed, paced, and live (``simulate --service
+LIVE``: the batch service times of another live ``load`` at the same rate, on another seed's schedule,
+run just before: the server's view of service at that rate, never the checked run's own).
+Rows: simulated/live p50 and p99 per model.
 
 Run: ``python benchmarks/bench_sim_live.py [--example tabular] [--loads 0.2 0.4 0.6]
 [--duration 6] [--min-duration 6] [--rounds 1] [--md PATH] [--json PATH]``.
@@ -58,11 +61,22 @@ def calibrate(example: str, config: PipelineConfig, min_duration_s: float) -> tu
     return models, paced.meta.timing.pacing["capacity_rps"]
 
 
+MODELS = ("closed", "paced", "live")
+CALIBRATION_SEED = 1000  # the live calibration's schedule: another seed than every checked run's
+
+
+def live_load(example, config, rate_rps: float, duration_s: float, seed: int):
+    """A live in-process ``load`` (max batch 1, no wait) and its Poisson schedule."""
+    arrivals = Arrivals("poisson", rate_rps=rate_rps, duration_s=duration_s, seed=seed)
+    run = run_load(example, config, arrivals=arrivals, policy=POLICY, drain_timeout_s=120.0)
+    return run, arrivals
+
+
 def one_rate(example, config, models, capacity, load, args, seed) -> dict:
-    arrivals = Arrivals(
-        "poisson", rate_rps=round(load * capacity, 1), duration_s=args.duration, seed=seed
-    )
-    live = run_load(example, config, arrivals=arrivals, policy=POLICY, drain_timeout_s=120.0)
+    rate = round(load * capacity, 1)
+    calibration, _ = live_load(example, config, rate, args.duration, CALIBRATION_SEED + seed)
+    models = models | {"live": service_model_from_runs([calibration])}
+    live, arrivals = live_load(example, config, rate, args.duration, seed)
     summary = load_summary(live.requests, POLICY.concurrency)
     lv = summary["end_to_end"]
     row = {
@@ -94,17 +108,18 @@ def markdown(rows: list[dict], args, wall_s: float) -> str:
         "machine when above 1 per core). Batch size 1, no wait, one torch thread. Ratio = simulated / "
         "live end to end; goal |ratio - 1| <= 0.15 on p50 and 0.25 on p99.",
         "",
-        "| round | load | rate/s | live p50 ms | live p99 ms | lag p99 ms | closed p50 ratio | "
-        "paced p50 ratio | closed p99 ratio | paced p99 ratio |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| round | load | rate/s | live p50 ms | live p99 ms | lag p99 ms | "
+        + " | ".join(f"{m} {q} ratio" for q in ("p50", "p99") for m in MODELS)
+        + " |",
+        "|---|---|---|---|---|---|" + "---|" * 2 * len(MODELS),
     ]
     for r in rows:
+        ratios = " | ".join(f"{r[f'{m}_{q}_ratio']:.2f}" for q in ("p50", "p99") for m in MODELS)
         lines.append(
             f"| {r['round']} | {r['load']:g} | {r['rate_rps']:.0f} | {r['live_p50_ms']:.3g} | "
-            f"{r['live_p99_ms']:.3g} | {r['lag_p99_ms']:.3g} | {r['closed_p50_ratio']:.2f} | "
-            f"{r['paced_p50_ratio']:.2f} | {r['closed_p99_ratio']:.2f} | {r['paced_p99_ratio']:.2f} |"
+            f"{r['live_p99_ms']:.3g} | {r['lag_p99_ms']:.3g} | {ratios} |"
         )
-    for name in ("closed", "paced"):
+    for name in MODELS:
         passed = {q: sum(r[f"{name}_{q}_pass"] for r in rows) for q in ("p50", "p99")}
         lines.append(
             f"\n{name}: p50 within 15 % in {passed['p50']}/{len(rows)}, p99 within 25 % in "

@@ -6,16 +6,21 @@ Exit 1 when the check does not hold (a missed goal, as ``run_all.py`` counts the
 
 1. Calibrate: time the example's step API alone (``continuous_live.profile_steps``: prefills of
    several prompt lengths, decodes of 1..max_num_seqs sequences at several contexts) and fit the
-   step model (``continuous.fit_step_times``).
-2. The simulator's capacity (requests/s at a rate far past it) sets the three rates, as shares of it.
+   step model (``continuous.fit_step_times``): *alone*. Then a calibration ``load`` at
+   ``--calibration-load`` of alone's capacity (another seed's arrivals than every checked run):
+   its steps, timed inside the serving loop, give the model the check uses (*sim*): the line,
+   each step's residual from it (``noise_ns``: spread, tail and so the mean) and the loop's own
+   time between steps (``between_ns``).
+2. The simulator's capacity with that model (requests/s at a rate far past it) sets the three
+   rates, as shares of it.
 3. At each rate: a live ``load`` of the example (continuous batching, Poisson arrivals, seeded) and
    the simulator on the same arrivals and request lengths. TTFT and ITL p50 and p99 of both
    (``analysis.tokens``), simulated over live; the check holds when every p50 is within 15 % and
    every p99 within 25 %. Goodput (TTFT and TPOT bounds) of both, and the simulator's rate where
    goodput falls below the target, from a grid of rates.
-4. Beside it, *replay*: the simulator with the step model fitted to the live run's own steps
-   (``load.continuous.step_model``): what is left between replay and live is the scheduling model's
-   error, what is between sim and replay the calibration's.
+4. Beside it, *alone* (the model of steps timed alone) and *replay* (the model fitted to the
+   checked run's own steps, ``load.continuous.step_model`` and ``step_noise_ns``): what is left
+   between replay and live is the scheduling model's error.
 
 The check is meant for a quiet machine; on a busy one the live steps are slower and noisier than the
 calibration's (say so beside the figures).
@@ -71,6 +76,29 @@ def calibrate(pipe, policy: ContinuousPolicy, prompt_n: int, answer_n: int):
     return fit_step_times(measured), measured
 
 
+def live_load(config, policy, rate: float, duration_s: float, seed: int):
+    """A live continuous batching ``load`` of the example: Poisson arrivals at ``rate``."""
+    arrivals = Arrivals("poisson", rate_rps=rate, duration_s=duration_s, seed=seed)
+    batch = BatchPolicy(1, 0.0)
+    return run_load(
+        "generate", config, arrivals=arrivals, policy=batch, continuous=policy, drain_timeout_s=30.0
+    )
+
+
+def model_of(run) -> StepTimes:
+    """The step model a live run fitted to its own steps (line, between, noise)."""
+    cont = run.meta.load.continuous
+    return StepTimes.from_dict(cont["step_model"], cont.get("step_noise_ns", ()))
+
+
+def capacity_of(pipe, times: StepTimes, policy, seed: int) -> float:
+    """Requests/s the simulator serves of 400 requests arriving far past its capacity."""
+    many = Arrivals("poisson", rate_rps=CAPACITY_RATE, count=400, seed=seed)
+    flood = simulate_continuous(many.times_ns(), lengths_of(pipe, 400), times, policy, seed=seed)
+    span = (flood.requests["start_ns"] + flood.requests["dur_ns"]).max()
+    return 400 * 1e9 / float(span)
+
+
 def lengths_of(pipe, n: int) -> list[tuple[int, int]]:
     steps_cls = pipe.steps(1)
     it = pipe.item_iterator()
@@ -102,6 +130,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--duration", type=float, default=5.0, help="seconds of arrivals per rate")
     ap.add_argument("--loads", type=float, nargs=3, default=[0.3, 0.6, 0.85])
+    ap.add_argument(
+        "--calibration-load", type=float, default=0.5, help="of the steps-alone capacity"
+    )
     ap.add_argument("--max-num-seqs", type=int, default=8)
     ap.add_argument("--max-batched-tokens", type=int, default=512)
     ap.add_argument("--chunk-tokens", type=int, default=None)
@@ -130,45 +161,42 @@ def main(argv=None) -> int:
     policy = ContinuousPolicy(args.max_num_seqs, args.max_batched_tokens, args.chunk_tokens)
     pipe = resolve_pipeline(factory("generate"), config)
     t0 = time.perf_counter()
-    times, measured = calibrate(pipe, policy, args.prompt_tokens, args.answer_tokens)
+    alone, measured = calibrate(pipe, policy, args.prompt_tokens, args.answer_tokens)
+    calibration_rate = args.calibration_load * capacity_of(pipe, alone, policy, args.seed)
+    calibration = live_load(config, policy, calibration_rate, args.duration, args.seed + 1000)
+    times = model_of(calibration)
     calib_s = time.perf_counter() - t0
-    many = Arrivals("poisson", rate_rps=CAPACITY_RATE, count=400, seed=args.seed)
-    flood = simulate_continuous(many.times_ns(), lengths_of(pipe, 400), times, policy)
-    span = (flood.requests["start_ns"] + flood.requests["dur_ns"]).max()
-    capacity = 400 * 1e9 / float(span)
+    capacity = capacity_of(pipe, times, policy, args.seed)
     rows = []
     for share in args.loads:
         rate = share * capacity
-        arrivals = Arrivals("poisson", rate_rps=rate, duration_s=args.duration, seed=args.seed)
         busy = os.getloadavg()[0]
-        run = run_load(
-            "generate",
-            config,
-            arrivals=arrivals,
-            policy=BatchPolicy(1, 0.0),
-            continuous=policy,
-            drain_timeout_s=30.0,
-        )
-        n = len(arrivals.times_ns())
-        sim = simulate_continuous(arrivals.times_ns(), lengths_of(pipe, n), times, policy)
-        own = StepTimes.from_dict(run.meta.load.continuous["step_model"])
-        replay = simulate_continuous(arrivals.times_ns(), lengths_of(pipe, n), own, policy)
+        run = live_load(config, policy, rate, args.duration, args.seed)
+        arrival_ns = Arrivals("poisson", rate_rps=rate, duration_s=args.duration, seed=args.seed)
+        arrival_ns = arrival_ns.times_ns()
+        lengths = lengths_of(pipe, len(arrival_ns))
+        own = model_of(run)
+        sims = {
+            name: simulate_continuous(arrival_ns, lengths, model, policy, seed=args.seed)
+            for name, model in (("sim", times), ("alone", alone), ("replay", own))
+        }
         live_f = figures(run.requests, run.stages, run.units)
-        sim_f = figures(sim.requests, sim.stages, sim.units)
-        replay_f = figures(replay.requests, replay.stages, replay.units)
+        sim_f = {name: figures(r.requests, r.stages, r.units) for name, r in sims.items()}
         good = [
             goodput(token_requests(r.requests, r.stages, r.units), args.ttft_ms, args.tpot_ms)
-            for r in (run, sim)
+            for r in (run, sims["sim"])
         ]
         rows.append(
             {
                 "load": share,
                 "rate_rps": rate,
                 "live": live_f,
-                "sim": sim_f,
-                "check": compare(sim_f, live_f),
-                "replay": replay_f,
-                "replay_check": compare(replay_f, live_f),
+                "sim": sim_f["sim"],
+                "check": compare(sim_f["sim"], live_f),
+                "alone": sim_f["alone"],
+                "alone_check": compare(sim_f["alone"], live_f),
+                "replay": sim_f["replay"],
+                "replay_check": compare(sim_f["replay"], live_f),
                 "live_step_model": own.describe(),
                 "goodput_live": good[0],
                 "goodput_sim": good[1],
@@ -193,6 +221,8 @@ def main(argv=None) -> int:
         "device": args.device,
         "threads": args.threads,
         "step_model": times.describe(),
+        "step_model_alone": alone.describe(),
+        "calibration_rps": calibration_rate,
         "calibration_steps": len(measured),
         "calibration_s": calib_s,
         "capacity_rps": capacity,
@@ -216,19 +246,20 @@ def markdown(r: dict) -> str:
 
     lines = [
         f"policy {r['policy']}, options {r['options']}, {r['device']}, {r['threads']} thread(s)",
-        f"step model (ns): {', '.join(f'{k} {v:.0f}' for k, v in r['step_model'].items())}",
+        f"step model (ns, from the calibration load at {r['calibration_rps']:.1f} req/s): "
+        f"{', '.join(f'{k} {v:.0f}' for k, v in r['step_model'].items())}",
+        f"steps alone (ns): {', '.join(f'{k} {v:.0f}' for k, v in r['step_model_alone'].items())}",
         f"simulated capacity {r['capacity_rps']:.1f} req/s; {r['note']}",
         "",
-        "| load | rate req/s | metric | live ms | sim ms | sim/live | within | replay ms | replay/live |",
+        "| load | rate req/s | metric | live ms | sim ms | sim/live | within | alone/live | replay/live |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in r["rates"]:
         for key, c in row["check"].items():
-            rc = row["replay_check"][key]
             lines.append(
                 f"| {row['load']:.2f} | {row['rate_rps']:.1f} | {key[:-3]} | {f(row['live'][key])} | "
                 f"{f(row['sim'][key])} | {f(c['ratio'])} | {'yes' if c['within'] else 'NO'} | "
-                f"{f(row['replay'][key])} | {f(rc['ratio'])} |"
+                f"{f(row['alone_check'][key]['ratio'])} | {f(row['replay_check'][key]['ratio'])} |"
             )
     lines.append("")
     for row in r["rates"]:

@@ -139,3 +139,40 @@ def test_the_goodput_curve_finds_where_the_simulated_server_stops_keeping_its_bo
     assert table["goodput"].tolist() == [1.0, 1.0, 0.1, 0.1]
     assert knee == {"target": 0.9, "last_good_rps": 1e5, "first_short_rps": 1e6}
     assert table["throughput_rps"].is_monotonic_increasing
+
+
+def test_the_fit_keeps_each_step_s_residual_and_the_loop_s_time_between_steps():
+    # decodes of 1 sequence (1100 ns modelled): nine on time, one 2200 ns late (an interrupt); each
+    # starts 50 ns after the previous end, but the first follows an idle wait (no decode) of 10 us
+    rows, start = [dict(zip(FEATURES, (0, 0, 0, 1, 10))) | {"start_ns": 0, "dur_ns": 600}], 600
+    for k in range(10):
+        start += 10_000 if k == 0 else 50
+        dur = 3300 if k == 4 else 1100
+        rows.append(dict(zip(FEATURES, (1, 1, 0, 0, 0))) | {"start_ns": start, "dur_ns": dur})
+        start += dur
+    model = fit_step_times(pd.DataFrame(rows))
+    assert model.step_ns_of((1, 1, 0, 0, 0)) == 1100 and model.step_ns_of((0, 0, 0, 1, 10)) == 600
+    assert model.between_ns == 50.0  # the gaps before decodes; the idle one precedes a prefill
+    assert len(model.noise_ns) == 100 and model.noise_ns[0] == pytest.approx(0, abs=1e-6)
+    assert model.noise_ns[-1] == pytest.approx(2200) and sum(q > 1 for q in model.noise_ns) == 9
+    assert StepTimes.from_dict(model.describe(), model.noise_ns) == model
+    assert StepTimes.from_dict(TIMES.describe() | {"between_ns": 0}).between_ns == 0.0
+    # steps timed alone have no start_ns: the loop's time is unknown there, 0
+    assert fit_step_times(pd.DataFrame(rows).drop(columns="start_ns")).between_ns == 0.0
+
+
+def test_the_simulator_draws_each_step_s_noise_with_its_seed_after_the_loop_s_time():
+    steady = simulate_continuous([0], [(1, 3)], TIMES, ContinuousPolicy(2, 8))
+    assert steady.steps["dur_ns"].tolist() == [510, 1102, 1103]
+    looped = StepTimes(TIMES.coef_ns, between_ns=40.0)
+    run = simulate_continuous([0], [(1, 3)], looped, ContinuousPolicy(2, 8))
+    assert run.steps["start_ns"].tolist() == [40, 590, 1732]  # 40 ns before each step
+    noisy = StepTimes(TIMES.coef_ns, noise_ns=(0.0, 1000.0, -5000.0))
+    drawn = [
+        simulate_continuous([0], [(1, 3)], noisy, ContinuousPolicy(2, 8), seed=s).steps["dur_ns"]
+        for s in range(30)
+    ]
+    for k, base in enumerate((510, 1102, 1103)):  # each step + 0, + 1000 or floored at 0
+        assert {d.iloc[k] for d in drawn} == {base, base + 1000, 0}
+    again = simulate_continuous([0], [(1, 3)], noisy, ContinuousPolicy(2, 8), seed=3)
+    assert again.steps["dur_ns"].tolist() == drawn[3].tolist()

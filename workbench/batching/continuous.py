@@ -162,31 +162,49 @@ class Scheduler:
 @dataclass(frozen=True)
 class StepTimes:
     """A step's time in ns: ``coef_ns`` times the step's :data:`FEATURES` (a decode's fixed cost, per
-    sequence decoded, per token of their context, a prefill chunk's fixed cost, per prompt token)."""
+    sequence decoded, per token of their context, a prefill chunk's fixed cost, per prompt token),
+    plus a residual drawn from ``noise_ns`` (quantiles of measured minus modelled step time: the
+    spread and right tail that set p99 and, through the mean, the capacity; added, as an interrupt
+    or a collection costs the same whatever the step; empty: every step takes the model's time),
+    after ``between_ns``, the serving loop's own time before a step (admitting, joining, planning,
+    emitting: 0 for steps timed alone)."""
 
     coef_ns: tuple[float, ...]
+    between_ns: float = 0.0
+    noise_ns: tuple[float, ...] = ()
 
-    def step_ns_of(self, features: Sequence[int]) -> int:
-        return int(round(float(np.dot(self.coef_ns, features))))
+    def step_ns_of(self, features: Sequence[int], rng: np.random.Generator | None = None) -> int:
+        ns = float(np.dot(self.coef_ns, features))
+        if self.noise_ns and rng is not None:
+            ns += self.noise_ns[int(rng.integers(len(self.noise_ns)))]
+        return max(int(round(ns)), 0)
 
     def describe(self) -> dict:
-        return {f"{name}_ns": float(c) for name, c in zip(FEATURES, self.coef_ns)}
+        coef = {f"{name}_ns": float(c) for name, c in zip(FEATURES, self.coef_ns)}
+        return coef | {"between_ns": float(self.between_ns)}
 
     @classmethod
-    def from_dict(cls, described: dict) -> "StepTimes":
-        """The model :meth:`describe` wrote (a load run's ``load.continuous.step_model``)."""
-        return cls(tuple(float(described[f"{name}_ns"]) for name in FEATURES))
+    def from_dict(cls, described: dict, noise_ns: Sequence[float] = ()) -> "StepTimes":
+        """The model :meth:`describe` wrote (a load run's ``load.continuous.step_model``, with its
+        ``step_noise_ns``); ``between_ns`` is 0 in runs recorded before it was kept."""
+        coef = tuple(float(described[f"{name}_ns"]) for name in FEATURES)
+        return cls(coef, float(described.get("between_ns", 0.0)), tuple(map(float, noise_ns)))
 
 
 ROBUST_ROUNDS = 50  # reweighted rounds of the median fit
 RESIDUAL_FLOOR_NS = 1.0  # residuals under 1 ns weigh as 1 ns (no division by zero)
 
 
+NOISE_QUANTILES = 100  # the residuals kept: measured - modelled at quantiles (i + 0.5) / 100
+
+
 def fit_step_times(steps: pd.DataFrame) -> StepTimes:
     """The step model of measured steps (``continuous_live.profile_steps``, or a live run's):
     ``dur_ns`` against the :data:`FEATURES` columns, coefficients >= 0. Each shape counts by its
     median and the fit is least absolute deviations (reweighted least squares), so steps a busy
-    machine preempted do not pull it; a feature always 0 gets 0."""
+    machine preempted do not pull it; a feature always 0 gets 0. Every step's residual goes into
+    ``noise_ns``, where the preempted steps count again; a live run's steps (``start_ns``) also
+    give ``between_ns``."""
     shapes = steps.groupby(list(FEATURES), as_index=False)["dur_ns"].median()
     x = shapes[list(FEATURES)].to_numpy("float64")
     y = shapes["dur_ns"].to_numpy("float64")
@@ -194,7 +212,22 @@ def fit_step_times(steps: pd.DataFrame) -> StepTimes:
     for _ in range(ROBUST_ROUNDS):
         weight = 1.0 / np.maximum(np.abs(y - x @ coef), RESIDUAL_FLOOR_NS)
         coef = _nonneg_fit(x, y, weight)
-    return StepTimes(tuple(float(c) for c in coef))
+    residual = (
+        steps["dur_ns"].to_numpy("float64") - steps[list(FEATURES)].to_numpy("float64") @ coef
+    )
+    at = (np.arange(NOISE_QUANTILES) + 0.5) / NOISE_QUANTILES
+    noise = np.quantile(residual, at, method="inverted_cdf") if len(residual) else ()
+    return StepTimes(tuple(float(c) for c in coef), _between_ns(steps), tuple(map(float, noise)))
+
+
+def _between_ns(steps: pd.DataFrame) -> float:
+    """The median time from a step's end to the next one's start where the next decodes sequences
+    that were running (so the loop did not wait for an arrival); 0 without ``start_ns``."""
+    if "start_ns" not in steps or len(steps) < 2:
+        return 0.0
+    start, dur = steps["start_ns"].to_numpy(), steps["dur_ns"].to_numpy()
+    gap = (start[1:] - start[:-1] - dur[:-1])[steps["decode_seqs"].to_numpy()[1:] > 0]
+    return float(np.median(gap)) if len(gap) else 0.0
 
 
 def _nonneg_fit(x: np.ndarray, y: np.ndarray, weight: np.ndarray) -> np.ndarray:
@@ -227,11 +260,14 @@ def simulate_continuous(
     lengths: Sequence[tuple[int, int]],
     times: StepTimes,
     policy: ContinuousPolicy,
+    seed: int = 0,
 ) -> ContinuousRun:
     """Run :class:`Scheduler` on requests arriving at ``arrival_ns`` (sorted) with ``(prompt tokens,
-    answer tokens)`` ``lengths``, each step taking ``times.step_ns_of`` its features."""
+    answer tokens)`` ``lengths``: each step starts ``times.between_ns`` after the admissions and
+    takes ``times.step_ns_of`` its features (its noise drawn with ``seed``)."""
     seqs = [Seq(i, int(t), p, a) for i, (t, (p, a)) in enumerate(zip(arrival_ns, lengths))]
     sched, now, k, log = Scheduler(policy), 0, 0, TokenLog()
+    rng, between = np.random.default_rng(seed), int(round(times.between_ns))
     while k < len(seqs) or sched.running or sched.waiting:
         if not sched.running and not sched.waiting:
             now = max(now, seqs[k].arrival_ns)
@@ -240,8 +276,9 @@ def simulate_continuous(
             k += 1
         sched.admit(now)
         step = sched.plan()
-        end = now + times.step_ns_of(step.features())
-        log.step(step, now, end)
+        start = now + between
+        end = start + times.step_ns_of(step.features(), rng)
+        log.step(step, start, end)
         emitted, _ = sched.advance(step)
         log.emit(emitted, end)
         now = end

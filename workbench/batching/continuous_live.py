@@ -147,17 +147,19 @@ def drive(log: TokenLog, steps, seqs, items, policy, opts, origin: int, deadline
 
 
 def step_figures(steps: pd.DataFrame) -> dict:
-    """``steps``, ``mean_running`` (sequences a step), ``mean_step_tokens`` and ``step_model``
-    (fitted to the run's own steps, to replay its scheduling in the simulator)."""
+    """``steps``, ``mean_running`` (sequences a step), ``mean_step_tokens``, ``step_model`` and
+    ``step_noise_ns`` (fitted to the run's own steps, to replay its scheduling in the simulator)."""
     if steps.empty:
         return {"steps": 0, "mean_running": None, "mean_step_tokens": None}
     tokens = steps["decode_seqs"] + steps["prefill_tokens"]
     running = steps["decode_seqs"] + steps["prefill_chunks"]
+    model = fit_step_times(steps)
     return {
         "steps": int(len(steps)),
         "mean_running": float(running.mean()),
         "mean_step_tokens": float(tokens.mean()),
-        "step_model": fit_step_times(steps).describe(),
+        "step_model": model.describe(),
+        "step_noise_ns": list(model.noise_ns),
     }
 
 

@@ -104,7 +104,8 @@ def recorded_setup(runs: Sequence) -> dict[str, Setup]:
     for precision, (_, run) in sorted(best.items()):
         prompt = int(run.meta.config.options["prompt_tokens"])
         answers = run.units.groupby("request")["unit"].count()
-        times = StepTimes.from_dict(run.meta.load.continuous["step_model"])
+        cont = run.meta.load.continuous
+        times = StepTimes.from_dict(cont["step_model"], cont.get("step_noise_ns", ()))
         setups[precision] = Setup(times, [(prompt, int(n)) for n in answers], _name(run))
     return setups
 

@@ -54,6 +54,7 @@ class Continuous(TypedDict):
     mean_running: Number | None
     mean_step_tokens: Number | None
     step_model: NotRequired[dict[str, Number]]
+    step_noise_ns: NotRequired[list[Number]]
 
 
 class Arrivals(TypedDict, total=False):

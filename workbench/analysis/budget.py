@@ -18,10 +18,10 @@ from ..record.meta import RunMeta, profile_part
 from ..units import NS_PER_S, ns_to_ms
 from .attributes import attribute_effects, effect_sentence, ranked_effects
 from .blocking import head_of_line
-from .matrix import END_TO_END, UNATTRIBUTED, measured_ok, stage_matrix  # noqa: F401 (the budget's public names)
+from .tail import END_TO_END, UNATTRIBUTED, measured_ok, stage_matrix  # noqa: F401 (the budget's public names)
+from .tail import slowest, tail_attribution
 from .tokens import token_summary
 from .stats import NS_PER_MS, TAIL_KEYS, percentile_ci_ns, summarize_ns, tail_summary_ns
-from .tail import slowest, tail_attribution
 from .waits import wait_summary, waits_note
 
 SUMMARY_COLUMNS = ["count", "mean_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms"]

@@ -14,8 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from .matrix import measured_ok, stage_matrix
-from .tail import request_sets, shares
+from .tail import measured_ok, request_sets, shares, stage_matrix
 
 MIN_SAMPLES = 20
 DRILL_SHARE = 0.8

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..units import NS_PER_US, ns_to_s
-from .matrix import END_TO_END
+from .tail import END_TO_END
 from .verdicts import BLOCK, compare_blocks, round_blocks
 from .stats import NS_PER_MS, percentile_ci_ns, summarize_ns, tail_summary_ns
 

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from .matrix import END_TO_END
+from .tail import END_TO_END
 from .stats import NS_PER_MS, percentiles, tail_summary_ns
 
 BLOCK = 10
@@ -460,7 +460,7 @@ def separate_comparison(
     **overrides,
 ) -> dict[str, Any]:
     """Compare two separate runs (unpaired block bootstrap of ``block`` consecutive requests of each
-    :func:`workbench.analysis.matrix.stage_matrix`, or the same columns as ns arrays). They share no
+    :func:`workbench.analysis.tail.stage_matrix`, or the same columns as ns arrays). They share no
     moment: intervals widened by :func:`taken_apart` (``shares``: ``other_cores / cores``), minimum
     effect ``max(min_effect, resolution)``, and a run flagged ``noisy`` is ``too noisy to tell``."""
     opts = replace(options or VerdictOptions(), **overrides)

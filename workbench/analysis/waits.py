@@ -19,9 +19,8 @@ import pandas as pd
 from ..record.meta import ServedMeta
 from ..units import ns_to_ms
 from ..wait_classes import LATE_STAGE, is_user_file
-from .matrix import measured_ok, stage_matrix
+from .tail import measured_ok, request_sets, stage_matrix
 from .stacks import MIN_NODE_SHARE, call_site, frame_name
-from .tail import request_sets
 
 MIN_SAMPLES = 20
 LATE_ROW = 2  # ``in_stage`` of a row the sampler took of a thread due and not yet in a stage

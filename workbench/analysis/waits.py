@@ -63,20 +63,17 @@ def wait_summary(
         return None
     mine, sets, tail = found
     rows = pd.DataFrame(sampled["rows"])
-    counts = {k: int(mine["request"].isin(ids).sum()) for k, ids in sets.items()}
-    classes = sampled["classes"]
-    by_set = {
-        k: _class_ms(mine[mine["request"].isin(ids)], classes, len(ids)) for k, ids in sets.items()
-    }
-    tail_rows = mine[mine["request"].isin(sets[tail])]
-    median_rows = mine[mine["request"].isin(sets["median"])]
+    chosen = {k: mine[mine["request"].isin(ids)] for k, ids in sets.items()}
+    by_set = {k: _class_ms(chosen[k], sampled["classes"], len(ids)) for k, ids in sets.items()}
     others = rows[rows["in_stage"] == 0]
-    causes = _causes(sampled, tail_rows, median_rows, others, len(sets[tail]), len(sets["median"]))
+    causes = _causes(
+        sampled, chosen[tail], chosen["median"], others, len(sets[tail]), len(sets["median"])
+    )
     # another process holding the core is the noise badge's to say, not the pipeline's cause
     named = [c for c in causes if c["excess_ms_per_request"] > 0 and c["class"] != "off_cpu"]
     return {
         "tail_set": tail,
-        "samples": counts,
+        "samples": {k: len(v) for k, v in chosen.items()},
         "cpu_source": sampled.get("cpu_source"),
         "classes": by_set,
         "causes": causes,
@@ -342,30 +339,25 @@ def wait_flames(
 def _nodes(sums: dict[tuple, list[int]], classes: list[str]) -> list[dict[str, Any]]:
     """Depth-first nodes of ``sums`` (path -> [tail ns, median ns]) with enough tail time."""
     total = sum(v[0] for p, v in sums.items() if len(p) == 1)
-    keep = {p for p, v in sums.items() if total and v[0] >= MIN_NODE_SHARE * total}
-    children: dict[tuple, list[tuple]] = {}
-    for p in keep:
-        children.setdefault(p[:-1], []).append(p)
+    keep = [p for p, v in sums.items() if total and v[0] >= MIN_NODE_SHARE * total]
+    ids: dict[tuple, int] = {}
     out: list[dict[str, Any]] = []
-
-    def visit(path: tuple, parent: int) -> None:
+    # depth first with the most tail time first among siblings: by each prefix's (-tail ns, path)
+    for path in sorted(
+        keep, key=lambda p: [(-sums[p[:i]][0], p[:i]) for i in range(1, len(p) + 1)]
+    ):
+        if len(path) > 1 and path[:-1] not in ids:
+            continue  # under a node left out
         kind, name = path[-1]
-        node_id = len(out)
-        tail_ns, median_ns = sums[path]
-        name = classes[int(name)] if kind == "class" else name
+        ids[path] = len(out)
         out.append(
             {
-                "id": node_id,
-                "parent": parent,
-                "name": name,
+                "id": ids[path],
+                "parent": ids.get(path[:-1], -1),
+                "name": classes[int(name)] if kind == "class" else name,
                 "kind": kind,
-                "tail_ns": tail_ns,
-                "median_ns": median_ns,
+                "tail_ns": sums[path][0],
+                "median_ns": sums[path][1],
             }
         )
-        for child in sorted(children.get(path, []), key=lambda c: (-sums[c][0], c)):
-            visit(child, node_id)
-
-    for root in sorted(children.get((), []), key=lambda c: (-sums[c][0], c)):
-        visit(root, -1)
     return out

@@ -60,11 +60,10 @@ def traced_sets(windows: pd.DataFrame) -> dict[str, Any]:
 
 
 def in_windows(events: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
-    """The host events starting inside one of the windows, and the GPU work their calls launched."""
+    """The host events starting inside one of the windows (by start), and the GPU work their calls
+    launched."""
     ts = events["ts_ns"].to_numpy(np.int64)
     starts, ends = windows["ts_ns"].to_numpy(np.int64), windows["end_ns"].to_numpy(np.int64)
-    order = np.argsort(starts, kind="stable")
-    starts, ends = starts[order], ends[order]
     k = np.searchsorted(starts, ts, side="right") - 1
     host = events["kind"].isin(HOST_KINDS).to_numpy()
     keep_host = host & (k >= 0) & (ts < ends[np.maximum(k, 0)])
@@ -162,14 +161,14 @@ def _bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def _by_path(tree: pd.DataFrame, requests: int) -> dict[tuple, tuple[str, str, float]]:
-    """Path of (name, kind) from the root -> (name, kind, total ns per request)."""
+def _by_path(tree: pd.DataFrame, requests: int) -> dict[tuple, float]:
+    """Path of (name, kind) from the root -> total ns per request."""
     paths: dict[int, tuple] = {}
     out = {}
     columns = (tree[c].tolist() for c in ("id", "parent", "name", "kind", "total_ns"))
     for node, parent, name, kind, total in zip(*columns):
         paths[node] = paths.get(parent, ()) + ((name, kind),)
-        out[paths[node]] = (name, kind, total / max(requests, 1))
+        out[paths[node]] = total / max(requests, 1)
     return out
 
 
@@ -178,16 +177,16 @@ def _merge(slow: dict, median: dict) -> list[dict[str, Any]]:
     ids: dict[tuple, int] = {}
     rows = []
     for path in sorted(set(slow) | set(median), key=lambda p: (len(p), p)):
-        name, kind, _ = slow.get(path) or median[path]
         ids[path] = len(ids)
+        name, kind = path[-1]
         rows.append(
             {
                 "id": ids[path],
                 "parent": ids.get(path[:-1], -1),
                 "name": name,
                 "kind": kind,
-                "slow_ns": (slow.get(path) or (0, 0, 0.0))[2],
-                "median_ns": (median.get(path) or (0, 0, 0.0))[2],
+                "slow_ns": slow.get(path, 0.0),
+                "median_ns": median.get(path, 0.0),
             }
         )
     return rows

@@ -208,6 +208,16 @@ def differential_tree(
     return [n for n in kept if n["parent"] == -1 or n["parent"] in ids]
 
 
+def tree_rows(paths, key, row) -> list[dict[str, Any]]:
+    """``{"id", "parent"} | row(path)`` per path (a tuple from the root) in ``key`` order, a parent
+    before its children; a path whose parent is not among them is left out, with its subtree."""
+    ids: dict[tuple, int] = {}
+    for path in sorted(paths, key=key):
+        if len(path) == 1 or path[:-1] in ids:
+            ids[path] = len(ids)
+    return [{"id": i, "parent": ids.get(p[:-1], -1)} | row(p) for p, i in ids.items()]
+
+
 def headline(entry: dict[str, Any] | None, stage: str, tail_set: str) -> str | None:
     """``hydrate, 91 % of the slowest 1 % in redis read_response <- get_features (...); ...``."""
     if not entry or not entry["enough"] or not entry["lead"]:

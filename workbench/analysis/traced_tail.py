@@ -18,6 +18,7 @@ from ..trace import GPU_WORK_KINDS, HOST_KINDS, Trace
 from .flame import flame_tree
 from .tail import median_set
 from .launches import call_table, launch_pair_summary, launch_summary, pair_table, steady
+from .stacks import tree_rows
 from .steps import count_and_sum_in, step_table
 from .trace_stages import range_table
 from .transfers import direction_rows, memcpy_summary
@@ -173,20 +174,15 @@ def _by_path(tree: pd.DataFrame, requests: int) -> dict[tuple, float]:
 
 
 def _merge(slow: dict, median: dict) -> list[dict[str, Any]]:
-    """Both sets' paths as one tree, parents before children."""
-    ids: dict[tuple, int] = {}
-    rows = []
-    for path in sorted(set(slow) | set(median), key=lambda p: (len(p), p)):
-        ids[path] = len(ids)
+    """Both sets' paths as one tree, by depth then path."""
+
+    def row(path: tuple) -> dict[str, Any]:
         name, kind = path[-1]
-        rows.append(
-            {
-                "id": ids[path],
-                "parent": ids.get(path[:-1], -1),
-                "name": name,
-                "kind": kind,
-                "slow_ns": slow.get(path, 0.0),
-                "median_ns": median.get(path, 0.0),
-            }
-        )
-    return rows
+        return {
+            "name": name,
+            "kind": kind,
+            "slow_ns": slow.get(path, 0.0),
+            "median_ns": median.get(path, 0.0),
+        }
+
+    return tree_rows(set(slow) | set(median), lambda p: (len(p), p), row)

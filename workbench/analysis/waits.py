@@ -20,7 +20,7 @@ from ..record.meta import ServedMeta
 from ..units import ns_to_ms
 from ..wait_classes import LATE_STAGE, is_user_file
 from .tail import measured_ok, request_sets, stage_matrix
-from .stacks import MIN_NODE_SHARE, call_site, frame_name
+from .stacks import MIN_NODE_SHARE, call_site, frame_name, tree_rows
 
 MIN_SAMPLES = 20
 LATE_ROW = 2  # ``in_stage`` of a row the sampler took of a thread due and not yet in a stage
@@ -340,24 +340,11 @@ def _nodes(sums: dict[tuple, list[int]], classes: list[str]) -> list[dict[str, A
     """Depth-first nodes of ``sums`` (path -> [tail ns, median ns]) with enough tail time."""
     total = sum(v[0] for p, v in sums.items() if len(p) == 1)
     keep = [p for p, v in sums.items() if total and v[0] >= MIN_NODE_SHARE * total]
-    ids: dict[tuple, int] = {}
-    out: list[dict[str, Any]] = []
-    # depth first with the most tail time first among siblings: by each prefix's (-tail ns, path)
-    for path in sorted(
-        keep, key=lambda p: [(-sums[p[:i]][0], p[:i]) for i in range(1, len(p) + 1)]
-    ):
-        if len(path) > 1 and path[:-1] not in ids:
-            continue  # under a node left out
+
+    def row(path: tuple) -> dict[str, Any]:
         kind, name = path[-1]
-        ids[path] = len(out)
-        out.append(
-            {
-                "id": ids[path],
-                "parent": ids.get(path[:-1], -1),
-                "name": classes[int(name)] if kind == "class" else name,
-                "kind": kind,
-                "tail_ns": sums[path][0],
-                "median_ns": sums[path][1],
-            }
-        )
-    return out
+        name = classes[int(name)] if kind == "class" else name
+        return {"name": name, "kind": kind, "tail_ns": sums[path][0], "median_ns": sums[path][1]}
+
+    # depth first with the most tail time first among siblings: by each prefix's (-tail ns, path)
+    return tree_rows(keep, lambda p: [(-sums[p[:i]][0], p[:i]) for i in range(1, len(p) + 1)], row)

@@ -215,14 +215,11 @@ def compare_tokens(blocks_a, blocks_b, *, paired: bool, **kwargs) -> dict[str, A
     :func:`.verdicts.compare_blocks` with ``kwargs``), and the ``requests`` and ``gaps`` counted
     ([A, B])."""
     found = compare_blocks(blocks_a, blocks_b, COMPARED, paired=paired, **kwargs)
-
-    def count(blocks, name):
-        return int(np.isfinite(blocks[name]).sum())
-
+    sides = (blocks_a, blocks_b)
     return {
         "metrics": found["stages"],
-        "requests": [count(blocks_a, "tpot"), count(blocks_b, "tpot")],
-        "gaps": [count(blocks_a, "itl"), count(blocks_b, "itl")],
+        "requests": [int(np.isfinite(b["tpot"]).sum()) for b in sides],
+        "gaps": [int(np.isfinite(b["itl"]).sum()) for b in sides],
     }
 
 

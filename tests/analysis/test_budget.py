@@ -3,7 +3,7 @@ import pytest
 
 from tests.conftest import toy_pipeline
 from workbench import profile
-from workbench.analysis.budget import budget, stage_matrix, stage_summary
+from workbench.analysis.budget import budget, error_counts, stage_matrix, stage_summary
 from workbench.record import Run
 
 
@@ -55,7 +55,7 @@ def test_failed_and_warmup_requests_are_kept_out_of_percentiles(fake_clock):
 
 def test_warmup_errors_are_not_counted(fake_clock):
     run = _run(fake_clock, fail={"forward": {0}})
-    assert budget(run)["errors"] == {"parse": 0, "forward": 0}
+    assert error_counts(run.requests, run.stage_names) == {"parse": 0, "forward": 0}
 
 
 def test_device_columns_when_present():

@@ -64,6 +64,13 @@ def _summary_row(
     return row | {f"device_{k}": dev.get(k) for k in DEVICE_COLUMNS}
 
 
+def error_counts(requests: pd.DataFrame, stage_order: list[str]) -> dict[str, int]:
+    """Stage name -> number of measured requests that failed in it (0 when none)."""
+    failed = requests[~requests["warmup"].astype(bool) & ~requests["ok"].astype(bool)]
+    counts = failed["error_stage"].value_counts()
+    return {name: int(counts.get(name, 0)) for name in stage_order}
+
+
 def warmup_summary(requests: pd.DataFrame) -> dict[str, Any]:
     """Warm-up figures: count, failed, and first_ms, mean_ms, max_ms of the successful ones."""
     warm = requests[requests["warmup"].astype(bool)]
@@ -83,7 +90,6 @@ def budget(run) -> dict[str, Any]:
     table = stage_summary(run)
     by_name = {row["name"]: row for row in table.to_dict("records")}
     has_device = stages["device_dur_ns"].notna().any()
-    trust = trust_keys(meta, requests, order)
 
     def entry(name: str, stage: bool) -> dict[str, Any]:
         row = by_name[name]
@@ -100,12 +106,12 @@ def budget(run) -> dict[str, Any]:
         "stages": [entry(name, True) for name in order],
         "end_to_end": entry(END_TO_END, False),
         "unattributed": entry(UNATTRIBUTED, False),
-        "errors": {n: trust["failures"].get(n, {"count": 0})["count"] for n in order},
+        "errors": error_counts(requests, order),
         "warmup": warmup_summary(requests),
         "config": meta.config.to_dict(),
         "timing": meta.timing.to_dict(),
         "status": meta.status,
-        **trust,
+        **trust_keys(meta, requests, order),
         **explain_keys(meta, requests, stages, order),
         **({} if units is None else {"tokens": token_summary(requests, stages, units)}),
     }

@@ -36,18 +36,15 @@ WAIT_WORDS = {
 }
 
 
-SERVER_WAITS_NOTE = (
-    "the served stages ran in the server's process, which samples its own threads: "
-    "`workbench audit SERVER_RUN` (the serve run folder) names their waits"
-)
-
-
 def waits_note(meta) -> str | None:
     """Where a ``load --url`` client run's waits are: it cannot sample the server's threads."""
     serving = meta.serving if isinstance(meta, ServedMeta) else None
     if serving is None or serving.role != "client" or not serving.server_timing:
         return None
-    return SERVER_WAITS_NOTE
+    return (
+        "the served stages ran in the server's process, which samples its own threads: "
+        "`workbench audit SERVER_RUN` (the serve run folder) names their waits"
+    )
 
 
 def wait_summary(

@@ -15,7 +15,7 @@ from workbench.analysis.blocking import (
     split,
     waits,
 )
-from workbench.analysis.matrix import measured_ok
+from workbench.analysis.tail import measured_ok
 
 MS = 1_000_000
 SHARES = ("blamed_ns", "share_of_queue_wait", "share_of_wait")

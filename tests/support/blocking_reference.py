@@ -11,7 +11,7 @@ import pandas as pd
 
 from workbench.analysis.blocking import LOAD_COLUMNS, TOP_HOLDERS, batch_table, executing_stages
 from workbench.analysis.blocking import waits as wait_table
-from workbench.analysis.matrix import measured_ok
+from workbench.analysis.tail import measured_ok
 
 
 def head_of_line(requests: pd.DataFrame, stages: pd.DataFrame) -> dict[str, Any] | None:

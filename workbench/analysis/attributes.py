@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .matrix import END_TO_END, stage_matrix
+from .tail import END_TO_END, stage_matrix
 from .stats import NS_PER_MS, Z_95, percentile_ci_ns, percentile_ns
 
 ATTR_PREFIX = "attr."

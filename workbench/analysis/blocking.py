@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..record.tables import LOAD_REQUEST_COLUMNS
-from .matrix import measured_ok
+from .tail import measured_ok
 
 LOAD_COLUMNS = tuple(LOAD_REQUEST_COLUMNS)
 NOT_EXECUTING = ("ingress", "batch_wait", "queue_wait", "egress", "network")

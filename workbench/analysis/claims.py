@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..units import NS_PER_MS, NS_PER_US
-from .matrix import stage_matrix
+from .tail import stage_matrix
 from .stats import percentile_ci_ns, percentile_ns
 
 # batching "buys throughput" when a call of N items delivers >= 1.5x the items per second

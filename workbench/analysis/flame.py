@@ -13,8 +13,6 @@ subtree; ``bytes``: copy and memset bytes (null for host nodes). :func:`library_
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
@@ -23,6 +21,7 @@ from ..naming import STAGE_PREFIX, stage_from_range_name
 from ..trace import GPU_WORK_KINDS, HOST_KINDS, Trace
 from ..units import ns_to_ms
 from .nesting import nest, nesting_order
+from .steps import STEP_NAME
 
 # python frames of the workbench's own instrumentation and of the profiler, cut even inside a stage
 INSTRUMENTATION = (
@@ -36,7 +35,6 @@ INSTRUMENTATION = (
 )
 NO_LAUNCH = "(no launch call)"
 OTHER = "(other)"
-_STEP = re.compile(r"^ProfilerStep#\d+$")
 COLUMNS = "id parent name kind self_ns total_ns gpu_ns count bytes depth".split()
 
 
@@ -54,7 +52,7 @@ def _labels(rows: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str]]]:
         stage = stage_from_range_name(name)
         if stage is not None:
             name, kind = stage, "stage"
-        elif _STEP.match(name):
+        elif STEP_NAME.match(name):
             name = "ProfilerStep"
         remap[k] = ids.setdefault((name, kind), len(ids))
     return remap[codes], list(ids)
@@ -109,7 +107,7 @@ def harness_cut(events: pd.DataFrame) -> tuple[pd.DataFrame, dict | None]:
     cut_host, cut_gpu = host & ~keep_host, gpu & ~keep_gpu
     if not cut_host.any() and not cut_gpu.any():
         return events, None
-    step_cat = np.array([bool(_STEP.match(c)) for c in cats], dtype=bool)
+    step_cat = np.array([bool(STEP_NAME.match(c)) for c in cats], dtype=bool)
     summary = _cut_summary(
         events, stage, host & step_cat[codes], cut_host, cut_gpu, np.asarray(cats)[codes]
     )
@@ -169,7 +167,7 @@ def _cut_summary(
 
 def _short(name: str) -> str:
     """``a/runner.py(393): f`` -> ``runner.py f``; ``ProfilerStep#3`` -> ``ProfilerStep``"""
-    if _STEP.match(name):
+    if STEP_NAME.match(name):
         return "ProfilerStep"
     head, _, func = name.partition("): ")
     return f"{head.rsplit('/', 1)[-1].split('(')[0]} {func}" if func else name[:40]

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..units import ns_to_ms
-from .matrix import measured_ok, stage_matrix
+from .tail import measured_ok, stage_matrix
 
 SPIKE_RATIO = 2.0  # a request whose end to end is over 2x the median is a spike
 MIN_SPIKES = 5

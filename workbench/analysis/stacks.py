@@ -14,8 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from .matrix import measured_ok, stage_matrix
-from .tail import request_sets, shares
+from .tail import measured_ok, request_sets, shares, stage_matrix
 
 MIN_SAMPLES = 20
 DRILL_SHARE = 0.8
@@ -207,6 +206,16 @@ def differential_tree(
     kept = [n for n in nodes.values() if max(n["tail"], n["median"]) >= MIN_NODE_SHARE]
     ids = {n["id"] for n in kept}
     return [n for n in kept if n["parent"] == -1 or n["parent"] in ids]
+
+
+def tree_rows(paths, key, row) -> list[dict[str, Any]]:
+    """``{"id", "parent"} | row(path)`` per path (a tuple from the root) in ``key`` order, a parent
+    before its children; a path whose parent is not among them is left out, with its subtree."""
+    ids: dict[tuple, int] = {}
+    for path in sorted(paths, key=key):
+        if len(path) == 1 or path[:-1] in ids:
+            ids[path] = len(ids)
+    return [{"id": i, "parent": ids.get(p[:-1], -1)} | row(p) for p, i in ids.items()]
 
 
 def headline(entry: dict[str, Any] | None, stage: str, tail_set: str) -> str | None:

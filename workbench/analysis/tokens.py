@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..units import NS_PER_US, ns_to_s
-from .matrix import END_TO_END
+from .tail import END_TO_END
 from .verdicts import BLOCK, compare_blocks, round_blocks
 from .stats import NS_PER_MS, percentile_ci_ns, summarize_ns, tail_summary_ns
 
@@ -215,14 +215,11 @@ def compare_tokens(blocks_a, blocks_b, *, paired: bool, **kwargs) -> dict[str, A
     :func:`.verdicts.compare_blocks` with ``kwargs``), and the ``requests`` and ``gaps`` counted
     ([A, B])."""
     found = compare_blocks(blocks_a, blocks_b, COMPARED, paired=paired, **kwargs)
-
-    def count(blocks, name):
-        return int(np.isfinite(blocks[name]).sum())
-
+    sides = (blocks_a, blocks_b)
     return {
         "metrics": found["stages"],
-        "requests": [count(blocks_a, "tpot"), count(blocks_b, "tpot")],
-        "gaps": [count(blocks_a, "itl"), count(blocks_b, "itl")],
+        "requests": [int(np.isfinite(b["tpot"]).sum()) for b in sides],
+        "gaps": [int(np.isfinite(b["itl"]).sum()) for b in sides],
     }
 
 

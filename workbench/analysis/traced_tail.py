@@ -14,38 +14,27 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..naming import STAGE_PREFIX
 from ..trace import GPU_WORK_KINDS, HOST_KINDS, Trace
 from .flame import flame_tree
 from .tail import median_set
 from .launches import call_table, launch_pair_summary, launch_summary, pair_table, steady
-from .steps import STEP_NAME
+from .stacks import tree_rows
+from .steps import count_and_sum_in, step_table
+from .trace_stages import range_table
 from .transfers import direction_rows, memcpy_summary
 
 SLOW_FRACTION = 0.05
 
 
-def request_windows(events: pd.DataFrame) -> pd.DataFrame:
-    """One row per traced request, by start: ``step``, ``ts_ns``, ``end_ns``, ``stage_ns``."""
-    host = events[events["kind"].isin(HOST_KINDS)]
-    names = host["name"].astype(str)
-    is_step = names.str.match(STEP_NAME.pattern)
-    steps = host[is_step]
-    stages = host[names.str.startswith(STAGE_PREFIX)]
-    if steps.empty:
-        return pd.DataFrame({"step": [], "ts_ns": [], "end_ns": [], "stage_ns": []}, dtype="int64")
-    ts = steps["ts_ns"].to_numpy(np.int64)
-    end = ts + steps["dur_ns"].to_numpy(np.int64)
-    order = np.argsort(ts, kind="stable")
-    ts, end = ts[order], end[order]
-    numbers = names[is_step].str.extract(STEP_NAME.pattern)[0].astype("int64").to_numpy()[order]
-    k = np.searchsorted(ts, stages["ts_ns"].to_numpy(np.int64), side="right") - 1
-    inside = (k >= 0) & (stages["ts_ns"].to_numpy(np.int64) < end[np.maximum(k, 0)])
-    stage_ns = np.bincount(
-        k[inside], weights=stages["dur_ns"].to_numpy(np.int64)[inside], minlength=len(ts)
-    )
+def request_windows(trace: Trace | pd.DataFrame) -> pd.DataFrame:
+    """One row per traced request (:func:`.steps.step_table`), by start: ``step``, ``ts_ns``,
+    ``end_ns``, ``stage_ns`` (the stage ranges starting inside it, summed)."""
+    trace = Trace.of(trace)
+    steps, stages = step_table(trace), range_table(trace)
+    end = steps["ts_ns"] + steps["dur_ns"]
+    _, stage_ns = count_and_sum_in(stages["ts_ns"], stages["dur_ns"], steps["ts_ns"], end)
     return pd.DataFrame(
-        {"step": numbers, "ts_ns": ts, "end_ns": end, "stage_ns": stage_ns.astype(np.int64)}
+        {"step": steps["step"], "ts_ns": steps["ts_ns"], "end_ns": end, "stage_ns": stage_ns}
     )
 
 
@@ -72,11 +61,10 @@ def traced_sets(windows: pd.DataFrame) -> dict[str, Any]:
 
 
 def in_windows(events: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
-    """The host events starting inside one of the windows, and the GPU work their calls launched."""
+    """The host events starting inside one of the windows (by start), and the GPU work their calls
+    launched."""
     ts = events["ts_ns"].to_numpy(np.int64)
     starts, ends = windows["ts_ns"].to_numpy(np.int64), windows["end_ns"].to_numpy(np.int64)
-    order = np.argsort(starts, kind="stable")
-    starts, ends = starts[order], ends[order]
     k = np.searchsorted(starts, ts, side="right") - 1
     host = events["kind"].isin(HOST_KINDS).to_numpy()
     keep_host = host & (k >= 0) & (ts < ends[np.maximum(k, 0)])
@@ -89,8 +77,8 @@ def in_windows(events: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
 
 def slow_minus_median(trace: Trace | pd.DataFrame) -> dict[str, Any]:
     """The slowest traced requests' flame tree against the median ones'."""
-    events = Trace.of(trace).events
-    windows = request_windows(events)
+    trace = Trace.of(trace)
+    events, windows = trace.events, request_windows(trace)
     sets = traced_sets(windows)
     if not sets["slowest"]:
         return sets | {"tree": []}
@@ -103,10 +91,10 @@ def slow_minus_median(trace: Trace | pd.DataFrame) -> dict[str, Any]:
 
 def request_slice(trace: Trace | pd.DataFrame, steps) -> Trace:
     """The trace of the traced requests numbered ``steps`` (:func:`in_windows`)."""
-    events = Trace.of(trace).events
-    windows = request_windows(events)
+    trace = Trace.of(trace)
+    windows = request_windows(trace)
     chosen = windows[windows["step"].isin(list(steps))]
-    return Trace(in_windows(events, chosen).reset_index(drop=True), meta=dict(Trace.of(trace).meta))
+    return Trace(in_windows(trace.events, chosen).reset_index(drop=True), meta=dict(trace.meta))
 
 
 def set_view(trace: Trace | pd.DataFrame, steps) -> dict[str, Any]:
@@ -139,7 +127,7 @@ def set_view(trace: Trace | pd.DataFrame, steps) -> dict[str, Any]:
 def tail_views(trace: Trace | pd.DataFrame) -> dict[str, Any]:
     """The launch and transfer views of the slowest traced requests against the median ones."""
     trace = Trace.of(trace)
-    sets = traced_sets(request_windows(trace.events))
+    sets = traced_sets(request_windows(trace))
     if not sets["slowest"]:
         return sets | {"slowest_view": None, "median_view": None}
     return sets | {
@@ -174,32 +162,27 @@ def _bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def _by_path(tree: pd.DataFrame, requests: int) -> dict[tuple, tuple[str, str, float]]:
-    """Path of (name, kind) from the root -> (name, kind, total ns per request)."""
+def _by_path(tree: pd.DataFrame, requests: int) -> dict[tuple, float]:
+    """Path of (name, kind) from the root -> total ns per request."""
     paths: dict[int, tuple] = {}
     out = {}
     columns = (tree[c].tolist() for c in ("id", "parent", "name", "kind", "total_ns"))
     for node, parent, name, kind, total in zip(*columns):
         paths[node] = paths.get(parent, ()) + ((name, kind),)
-        out[paths[node]] = (name, kind, total / max(requests, 1))
+        out[paths[node]] = total / max(requests, 1)
     return out
 
 
 def _merge(slow: dict, median: dict) -> list[dict[str, Any]]:
-    """Both sets' paths as one tree, parents before children."""
-    ids: dict[tuple, int] = {}
-    rows = []
-    for path in sorted(set(slow) | set(median), key=lambda p: (len(p), p)):
-        name, kind, _ = slow.get(path) or median[path]
-        ids[path] = len(ids)
-        rows.append(
-            {
-                "id": ids[path],
-                "parent": ids.get(path[:-1], -1),
-                "name": name,
-                "kind": kind,
-                "slow_ns": (slow.get(path) or (0, 0, 0.0))[2],
-                "median_ns": (median.get(path) or (0, 0, 0.0))[2],
-            }
-        )
-    return rows
+    """Both sets' paths as one tree, by depth then path."""
+
+    def row(path: tuple) -> dict[str, Any]:
+        name, kind = path[-1]
+        return {
+            "name": name,
+            "kind": kind,
+            "slow_ns": slow.get(path, 0.0),
+            "median_ns": median.get(path, 0.0),
+        }
+
+    return tree_rows(set(slow) | set(median), lambda p: (len(p), p), row)

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ConfigError
-from .matrix import END_TO_END
+from .tail import END_TO_END
 from .stats import NS_PER_MS, percentiles, tail_summary_ns
 
 BLOCK = 10
@@ -414,31 +414,25 @@ def run_drift(blocks: np.ndarray, q: float) -> float:
 
 
 def resolution(
-    blocks_a: np.ndarray,
-    blocks_b: np.ndarray,
-    *,
-    metric: str = "p50",
-    resamples: int = RESAMPLES,
-    seed: int = 0,
-    alpha: float = ALPHA,
+    blocks_a: np.ndarray, blocks_b: np.ndarray, opts: VerdictOptions = VerdictOptions()
 ) -> dict[str, Any]:
     """The smallest relative difference two *separate* runs' end-to-end blocks can resolve, ``max(
     ci_half_width, drift_a, drift_b)`` (the ratio's bootstrap interval's larger half, each run's own
     first-half to second-half change): a lower bound, the machine can change between the runs."""
-    q = METRICS[metric]
+    q = METRICS[opts.metric]
     boots = Bootstrap(
-        blocks_a.shape[0], blocks_b.shape[0], paired=False, resamples=resamples, seed=seed
+        blocks_a.shape[0], blocks_b.shape[0], paired=False, resamples=opts.resamples, seed=opts.seed
     ).ratios(blocks_a, blocks_b, q)
     boots = boots[np.isfinite(boots)]
     point = point_ratio(blocks_a, blocks_b, q)
     half = math.nan
     if boots.size and math.isfinite(point):
-        lo, hi = np.quantile(boots, [alpha / 2, 1 - alpha / 2])
+        lo, hi = np.quantile(boots, [opts.alpha / 2, 1 - opts.alpha / 2])
         half = max(hi - point, point - lo)
     drifts = run_drift(blocks_a, q), run_drift(blocks_b, q)
     parts = [x for x in (half, *drifts) if math.isfinite(x)]
     return {
-        "metric": metric,
+        "metric": opts.metric,
         "min_difference": _r(max(parts)) if parts else None,
         "ci_half_width": _r(half),
         "drift_a": _r(drifts[0]),
@@ -460,7 +454,7 @@ def separate_comparison(
     **overrides,
 ) -> dict[str, Any]:
     """Compare two separate runs (unpaired block bootstrap of ``block`` consecutive requests of each
-    :func:`workbench.analysis.matrix.stage_matrix`, or the same columns as ns arrays). They share no
+    :func:`workbench.analysis.tail.stage_matrix`, or the same columns as ns arrays). They share no
     moment: intervals widened by :func:`taken_apart` (``shares``: ``other_cores / cores``), minimum
     effect ``max(min_effect, resolution)``, and a run flagged ``noisy`` is ``too noisy to tell``."""
     opts = replace(options or VerdictOptions(), **overrides)
@@ -470,9 +464,7 @@ def separate_comparison(
         for label, m in (("run A", matrix_a), ("run B", matrix_b))
     ]
     ends = blocks[0][END_TO_END], blocks[1][END_TO_END]
-    res = resolution(
-        *ends, metric=opts.metric, resamples=opts.resamples, seed=opts.seed, alpha=opts.alpha
-    )
+    res = resolution(*ends, opts)
     apart = taken_apart(noisy, shares)
     effective = min(0.99, max(opts.min_effect, res["min_difference"] or 0.0))
     judged = replace(

@@ -19,9 +19,8 @@ import pandas as pd
 from ..record.meta import ServedMeta
 from ..units import ns_to_ms
 from ..wait_classes import LATE_STAGE, is_user_file
-from .matrix import measured_ok, stage_matrix
-from .stacks import MIN_NODE_SHARE, call_site, frame_name
-from .tail import request_sets
+from .tail import measured_ok, request_sets, stage_matrix
+from .stacks import MIN_NODE_SHARE, call_site, frame_name, tree_rows
 
 MIN_SAMPLES = 20
 LATE_ROW = 2  # ``in_stage`` of a row the sampler took of a thread due and not yet in a stage
@@ -37,18 +36,15 @@ WAIT_WORDS = {
 }
 
 
-SERVER_WAITS_NOTE = (
-    "the served stages ran in the server's process, which samples its own threads: "
-    "`workbench audit SERVER_RUN` (the serve run folder) names their waits"
-)
-
-
 def waits_note(meta) -> str | None:
     """Where a ``load --url`` client run's waits are: it cannot sample the server's threads."""
     serving = meta.serving if isinstance(meta, ServedMeta) else None
     if serving is None or serving.role != "client" or not serving.server_timing:
         return None
-    return SERVER_WAITS_NOTE
+    return (
+        "the served stages ran in the server's process, which samples its own threads: "
+        "`workbench audit SERVER_RUN` (the serve run folder) names their waits"
+    )
 
 
 def wait_summary(
@@ -64,20 +60,17 @@ def wait_summary(
         return None
     mine, sets, tail = found
     rows = pd.DataFrame(sampled["rows"])
-    counts = {k: int(mine["request"].isin(ids).sum()) for k, ids in sets.items()}
-    classes = sampled["classes"]
-    by_set = {
-        k: _class_ms(mine[mine["request"].isin(ids)], classes, len(ids)) for k, ids in sets.items()
-    }
-    tail_rows = mine[mine["request"].isin(sets[tail])]
-    median_rows = mine[mine["request"].isin(sets["median"])]
+    chosen = {k: mine[mine["request"].isin(ids)] for k, ids in sets.items()}
+    by_set = {k: _class_ms(chosen[k], sampled["classes"], len(ids)) for k, ids in sets.items()}
     others = rows[rows["in_stage"] == 0]
-    causes = _causes(sampled, tail_rows, median_rows, others, len(sets[tail]), len(sets["median"]))
+    causes = _causes(
+        sampled, chosen[tail], chosen["median"], others, len(sets[tail]), len(sets["median"])
+    )
     # another process holding the core is the noise badge's to say, not the pipeline's cause
     named = [c for c in causes if c["excess_ms_per_request"] > 0 and c["class"] != "off_cpu"]
     return {
         "tail_set": tail,
-        "samples": counts,
+        "samples": {k: len(v) for k, v in chosen.items()},
         "cpu_source": sampled.get("cpu_source"),
         "classes": by_set,
         "causes": causes,
@@ -343,30 +336,12 @@ def wait_flames(
 def _nodes(sums: dict[tuple, list[int]], classes: list[str]) -> list[dict[str, Any]]:
     """Depth-first nodes of ``sums`` (path -> [tail ns, median ns]) with enough tail time."""
     total = sum(v[0] for p, v in sums.items() if len(p) == 1)
-    keep = {p for p, v in sums.items() if total and v[0] >= MIN_NODE_SHARE * total}
-    children: dict[tuple, list[tuple]] = {}
-    for p in keep:
-        children.setdefault(p[:-1], []).append(p)
-    out: list[dict[str, Any]] = []
+    keep = [p for p, v in sums.items() if total and v[0] >= MIN_NODE_SHARE * total]
 
-    def visit(path: tuple, parent: int) -> None:
+    def row(path: tuple) -> dict[str, Any]:
         kind, name = path[-1]
-        node_id = len(out)
-        tail_ns, median_ns = sums[path]
         name = classes[int(name)] if kind == "class" else name
-        out.append(
-            {
-                "id": node_id,
-                "parent": parent,
-                "name": name,
-                "kind": kind,
-                "tail_ns": tail_ns,
-                "median_ns": median_ns,
-            }
-        )
-        for child in sorted(children.get(path, []), key=lambda c: (-sums[c][0], c)):
-            visit(child, node_id)
+        return {"name": name, "kind": kind, "tail_ns": sums[path][0], "median_ns": sums[path][1]}
 
-    for root in sorted(children.get((), []), key=lambda c: (-sums[c][0], c)):
-        visit(root, -1)
-    return out
+    # depth first with the most tail time first among siblings: by each prefix's (-tail ns, path)
+    return tree_rows(keep, lambda p: [(-sums[p[:i]][0], p[:i]) for i in range(1, len(p) + 1)], row)

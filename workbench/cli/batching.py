@@ -50,7 +50,7 @@ from .profile import (
 from .show import print_failures
 from .sweep import add_sweep_arguments, run_sweep_command
 from ..batching.live import run_load
-from ..analysis.failures import failure_summary, noise_summary
+from ..analysis.budget import failure_summary, noise_summary
 from ..batching.summary import format_summary, load_summary
 from ..analysis.tokens import token_summary, token_text
 from ..batching.service_model import service_model_from_runs

@@ -40,9 +40,8 @@ from .output import (
 )
 from .show import print_budget, print_failure_lines, print_failure_sections
 from ..examples import factory
-from ..analysis.budget import budget
+from ..analysis.budget import all_failed, any_failed, budget, failure_summary, records_summary
 from ..audit.rules import LOW_UTILIZATION, TIME_TAIL_RATIO, service
-from ..analysis.failures import all_failed, any_failed, failure_summary, records_summary
 
 PROFILE_REQUESTS = number("--requests", 1, 10**8, "requests", integer=True)
 WARMUP = number("--warmup", 0, 10**7, "requests", integer=True)

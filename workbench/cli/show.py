@@ -8,11 +8,10 @@ from pathlib import Path
 from ..analysis.stats import far_tail_text, requests_to_bound
 from .output import print_result
 from .sweep_view import is_sweep, print_sweep, read_sweep
-from ..analysis.budget import budget
+from ..analysis.budget import budget, records_summary
 from ..record import load_run
 from ..analysis.tokens import token_text
 from ..noise import noise_line
-from ..analysis.failures import records_summary
 
 
 def register(subparsers) -> None:

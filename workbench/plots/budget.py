@@ -13,8 +13,14 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..analysis.budget import END_TO_END, UNATTRIBUTED, percentile_request_parts, stage_summary
-from ..analysis.failures import failure_summary, noise_summary
+from ..analysis.budget import (
+    END_TO_END,
+    UNATTRIBUTED,
+    failure_summary,
+    noise_summary,
+    percentile_request_parts,
+    stage_summary,
+)
 from ..errors import ConfigError
 from ..record.meta import profile_part
 from .style import (

@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..analysis.attributes import ATTR_PREFIX
-from ..analysis.matrix import stage_matrix
+from ..analysis.tail import stage_matrix
 from ..analysis.stats import percentiles
 from ..units import NS_PER_MS, ns_to_ms
 from .style import ABOVE, empty_figure, layout, stage_color

@@ -18,7 +18,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..analysis.failures import recorded_noise
+from ..analysis.budget import recorded_noise
 from ..config import PRECISIONS, PipelineConfig
 from ..device import available_devices, prime_profiler
 from ..errors import WorkbenchError

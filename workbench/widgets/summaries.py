@@ -16,9 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..analysis.budget import stage_summary
+from ..analysis.budget import failure_summary, stage_summary
 from ..analysis.waits import wait_flames, wait_summary
-from ..analysis.failures import failure_summary
 from ..analysis.stats import requests_to_bound
 from ..record import Run
 from ..record.meta import profile_part
@@ -56,7 +55,7 @@ class RunView:
     flame: Lazy
     failed: int
     noise: dict | None = None  # ``run.meta.noise`` ({noisy, reasons, fix}); None: not recorded
-    failures: dict | None = None  # ``analysis.failures.failure_summary`` of the measured requests
+    failures: dict | None = None  # ``analysis.budget.failure_summary`` of the measured requests
     notes: tuple = ()  # what a recorded run differs in from the configuration it stands in for
     stacks: dict | None = None  # ``run.meta.stacks`` (sampled stacks, slow against median)
     waits: dict | None = None  # ``analysis.waits.wait_summary`` of ``run.meta.sampled``

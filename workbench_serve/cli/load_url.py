@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from workbench.analysis.failures import failure_summary
+from workbench.analysis.budget import failure_summary
 from workbench.analysis.stats import summarize_ns
 from workbench.analysis.tokens import token_summary, token_text
 from workbench.batching.policy import BatchPolicy

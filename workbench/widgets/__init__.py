@@ -27,9 +27,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the ui e
     ) from exc
 
 from .batching import BatchingExplorer
-from .controller import LRUCache
+from .controller import JobQueue, LRUCache
 from .generative import GenerativeExplorer
-from .jobs import JobQueue
 from .latency import LatencyExplorer
 from .latency_support import LiveRuns
 from .panes import FigurePane, MessageLine

@@ -43,16 +43,16 @@ from .panes import ClickablePane, DeferredPane, FigurePane, MessageLine, figure_
 from .latency_support import (
     Key,
     LiveRuns,
-    Pinning,
+    RecordedRuns,
     check_config,
     clicked_request,
     failures_text,
+    pinned_for,
     pipeline_targets,
     request_options,
     thread_options,
     verdict_text,
 )
-from .recorded import RecordedRuns, RunLookup
 from .summaries import BUSY, RunView, beside_html, beside_table, describe, summarize
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
@@ -122,8 +122,9 @@ class LatencyExplorer(Controller):
         self.live = live
         self.profile_calls = 0
         self.figures = LRUCache(4 * cache_size)  # (run, pane, options) -> figure and its JSON
-        self.lookup = RunLookup(runs)  # recorded runs and the fingerprints looked up so far
-        self.pinning = Pinning(live, _measurable)  # A of "compare with B", and its result
+        self.recorded = RecordedRuns(runs)  # with the fingerprints looked up so far
+        self.pinned: tuple[Key, PipelineConfig] | None = None  # A of "compare with B"
+        self.comparison: dict | None = None  # the last "compare with B" result (Comparison.result)
         self.current: RunView | None = None
         self.previous: RunView | None = None  # the run on screen before the current one
         self.pinned_view: RunView | None = None  # A's run, when it was on screen as it was pinned
@@ -131,7 +132,7 @@ class LatencyExplorer(Controller):
             config = PipelineConfig(
                 first.device, first.batch_size, first.precision, threads=THREADS
             )
-            threads = self.lookup.recorded_threads(next(iter(self.targets.values())), config)
+            threads = self.recorded.recorded_threads(next(iter(self.targets.values())), config)
             first = dataclasses.replace(first, threads=threads or THREADS)
         self._build_controls(first)
         self._build_panes()
@@ -168,16 +169,6 @@ class LatencyExplorer(Controller):
     def config(self) -> PipelineConfig:
         _, device, batch_size, precision, threads = self.key
         return PipelineConfig(device, batch_size, precision, threads=threads)
-
-    @property
-    def recorded(self) -> RecordedRuns:
-        """The recorded runs a configuration may be drawn from (``widgets.recorded``)."""
-        return self.lookup.recorded
-
-    @property
-    def comparison(self) -> dict | None:
-        """The last "compare with B" result (``Comparison.result``)."""
-        return self.pinning.comparison
 
     def set(self, **values: Any) -> "LatencyExplorer":
         """Move controls as a user would, then react once: ``set(batch_size=8, precision="bf16", sla_ms=50)``."""
@@ -216,7 +207,7 @@ class LatencyExplorer(Controller):
 
     def pin(self) -> None:
         """Pin the current configuration as A of "compare with B"."""
-        self.pinning.pinned = (self.key, self.config)
+        self.pinned = (self.key, self.config)
         current = self.current
         self.pinned_view = current if current is not None and current.key == self.key else None
         self.pin_label.value = f"A: {describe(self.key)}"
@@ -224,7 +215,7 @@ class LatencyExplorer(Controller):
     def compare(self) -> None:
         """Compare the current configuration (B) with the pinned one (A), interleaved in this process."""
         try:
-            a_key, a_config = self.pinning.pinned_for(self.key)
+            a_key, a_config = pinned_for(self.pinned, self.key, _measurable)
         except WorkbenchError as exc:
             self.message_line.show(str(exc), "error")
             return
@@ -253,7 +244,7 @@ class LatencyExplorer(Controller):
             style={"button_width": "56px"},
         )
         self.device = w.ToggleButtons(
-            options=self.lookup.device_options(available_devices(), self.pipeline.value),
+            options=self.recorded.device_options(available_devices(), self.pipeline.value),
             value=first.device,
             description="device",
             style={"button_width": "auto"},
@@ -387,7 +378,7 @@ class LatencyExplorer(Controller):
         recorded = (
             fresh
             and not (force and here)
-            and self.lookup.find(self.targets[key[0]], config, measurable=here, build=False)
+            and self.recorded.find(self.targets[key[0]], config, measurable=here, build=False)
             is not None
         )
         if not recorded and self.live.profile is None and fresh:
@@ -403,7 +394,7 @@ class LatencyExplorer(Controller):
     def _sync_choices(self) -> None:
         """Device labels and batch sizes follow the pipeline: its recorded cards and batch sizes."""
         pipeline = self.pipeline.value
-        devices = self.lookup.device_options(available_devices(), pipeline)
+        devices = self.recorded.device_options(available_devices(), pipeline)
         sizes = sorted(set(self.batch_size.options) | self.recorded.batch_sizes(pipeline))
         if list(self.device.options) == devices and list(self.batch_size.options) == sizes:
             return
@@ -418,14 +409,14 @@ class LatencyExplorer(Controller):
         """Worker thread: a matching recorded run, else a live profile (when this machine can run it)."""
         target = self.targets[key[0]]
         here = _measurable(config.device)
-        match = self.lookup.find(target, config, measurable=here)
+        match = self.recorded.find(target, config, measurable=here)
         if match is not None and not (force and here):
             return self._recorded(key, match)
         hint = ""
         if not here:
-            self.lookup.refuse_unmeasurable(key[1], config)
+            self.recorded.refuse_unmeasurable(key[1], config)
         elif self.recorded.runs:
-            hint = self.lookup.other_threads_hint(target, config)
+            hint = self.recorded.other_threads_hint(target, config)
         check_config(config)
         try:
             view = self._profile(key, config, cancel, hint)
@@ -470,11 +461,15 @@ class LatencyExplorer(Controller):
     ) -> None:
         """Worker thread: A and B interleaved in this process; the ratio figure and the end-to-end verdict."""
         try:
-            result = self.pinning.run(self.targets[a_key[0]], a_config, b_config, self._waiting)
+            check_config(a_config)
+            check_config(b_config)
+            with self.live.slot(self._waiting):
+                result = self.live.interleave(self.targets[a_key[0]], [a_config, b_config])
         except WorkbenchError as exc:
             self.status.value = "not compared"
             self.message_line.show(str(exc), "error")
             return
+        self.comparison = result
         self.compare_pane.show(ratio_figure(result, metric=result.get("metric") or "p50"))
         self.status.value = f"B {describe(b_key)} vs A {describe(a_key)}: {verdict_text(result)}"
 

@@ -78,17 +78,7 @@ class BatchingExplorer(Controller):
         self.controls = dict(rate_rps=self.rate, max_batch_size=self.max_batch_size)
         self.controls["max_wait_ms"] = self.max_wait
         self.panes = {name: FigurePane() for name in ("curves", "wait", "breakdown")}
-        sliders = widgets.HBox(
-            list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")
-        )
-        self.view = widgets.VBox(
-            [sliders, self.status, self.message_line.view, self.trust_line.view]
-            + [pane.view for pane in self.panes.values()],
-            layout=widgets.Layout(width="100%"),
-        )
-        self._react(self.refresh, *self.controls.values())
-        if start:
-            self.refresh()
+        self._simulator(self.trust_line, *self.panes.values(), start=start)
 
     def _build_sliders(self, first: Simulation) -> None:
         """Rate (up to 1.2x the capacity at the largest batch), max batch size and max wait."""

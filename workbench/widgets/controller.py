@@ -307,6 +307,20 @@ class Controller:
         key = self.key
         self.update(key, lambda cancel: self._figures(*key), queued="simulating...")
 
+    def _simulator(self, *below: Any, start: bool) -> None:
+        """The simulators' page: ``controls`` in a row, the status and message lines, then the views
+        of ``below`` (lines, panes); every move of a control simulates again (``start``: now too)."""
+        row = widgets.HBox(
+            list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")
+        )
+        self.view = widgets.VBox(
+            [row, self.status, *(part.view for part in (self.message_line, *below))],
+            layout=widgets.Layout(width="100%"),
+        )
+        self._react(self.refresh, *self.controls.values())
+        if start:
+            self.refresh()
+
     def _move(self, values: dict[str, Any]) -> None:
         unknown = sorted(set(values) - set(self.controls))
         if unknown:

@@ -78,17 +78,7 @@ class GenerativeExplorer(Controller):
         names = ("precision", "max_num_seqs", "max_batched_tokens", "chunk_tokens", "rate")
         self.controls = {name: getattr(self, name) for name in names}
         self.pane = FigurePane()
-        self.view = widgets.VBox(
-            [
-                widgets.HBox(
-                    list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")
-                )
-            ]
-            + [self.status, self.message_line.view, self.pane.view]
-        )
-        self._react(self.refresh, *self.controls.values())
-        if start:
-            self.refresh()
+        self._simulator(self.pane, start=start)
 
     @property
     def key(self) -> tuple:

@@ -137,14 +137,9 @@ class LatencyExplorer(Controller):
         self._build_controls(first)
         self._build_panes()
         self.view = self._layout()
-        self._observe()
-        if start:
-            self.refresh()
-
-    def _observe(self) -> None:
-        """Every control and button wired to the one change path (or a redraw)."""
-        self._react(self._changed, self.pipeline, self.batch_size, self.precision, self.device)
-        self._react(self._changed, self.threads)
+        # every control and button wired to the one change path (or a redraw)
+        self._react(self.refresh, self.pipeline, self.batch_size, self.precision, self.device)
+        self._react(self.refresh, self.threads)
         self._react(lambda: self._redraw(budget=True), self.sla)
         self._react(lambda: self._redraw(distribution=True), self.stage, self.kind)
         self._react(lambda: self._redraw(request=True), self.request_picker)
@@ -153,6 +148,8 @@ class LatencyExplorer(Controller):
         self.rerun_button.on_click(lambda _b: self.refresh(force=True))
         self.pin_button.on_click(lambda _b: self.pin())
         self.compare_button.on_click(lambda _b: self.compare())
+        if start:
+            self.refresh()
 
     # -- public API ---------------------------------------------------------
     @property
@@ -177,7 +174,7 @@ class LatencyExplorer(Controller):
             values["sla_ms"] = values["sla_ms"] or 0.0
         self._move(values)
         if self.key != key:
-            self._changed()
+            self.refresh()
         elif values:
             self._redraw(budget=True, distribution=True, request="request" in values)
         return self
@@ -200,10 +197,6 @@ class LatencyExplorer(Controller):
             # the picker's observer redraws the ring and the stages
             self.request_picker.value = request
         return True
-
-    def refresh(self, force: bool = False) -> None:
-        """Show the current configuration; ``force`` profiles it again even if cached or recorded."""
-        self._changed(force=force)
 
     def pin(self) -> None:
         """Pin the current configuration as A of "compare with B"."""
@@ -362,7 +355,8 @@ class LatencyExplorer(Controller):
         return w.VBox([controls, *figures], layout=w.Layout(width="100%"))
 
     # -- the one change path -----------------------------------------------
-    def _changed(self, force: bool = False) -> None:
+    def refresh(self, force: bool = False) -> None:
+        """Show the current configuration; ``force`` profiles it again even if cached or recorded."""
         self._sync_choices()
         key = self.key
         try:
@@ -567,18 +561,19 @@ class LatencyExplorer(Controller):
         (run, pane, options) (``figures`` LRU); a closed :class:`DeferredPane` (the flame graph)
         builds it only when opened."""
         key = (self.current, pane, *options)
-        if isinstance(pane, DeferredPane):
-            pane.show_later(lambda: self._figure(pane, key, build))
-            return
-        pane.show(*self._figure(pane, key, build))
 
-    def _figure(self, pane: FigurePane, key: tuple, build: Callable[[], Any]) -> tuple[Any, dict]:
-        cached = self.figures.get(key)
-        if cached is None:
-            fig = build()
-            cached = (fig, figure_bundle(fig, pane.height))
-            self.figures.put(key, cached)
-        return cached
+        def figure() -> tuple[Any, dict]:
+            cached = self.figures.get(key)
+            if cached is None:
+                fig = build()
+                cached = (fig, figure_bundle(fig, pane.height))
+                self.figures.put(key, cached)
+            return cached
+
+        if isinstance(pane, DeferredPane):
+            pane.show_later(figure)
+        else:
+            pane.show(*figure())
 
     def _point_clicked(self, point: dict) -> None:
         request = clicked_request(point)
@@ -610,13 +605,11 @@ class LatencyExplorer(Controller):
             for pane in (self.stacks_pane, self.waits_pane, self.beside_pane):
                 _shown(pane, False)
             self.beside_table.value, self.beside_rows = "", None
-            self.beside_line.clear()
             with self.quiet():
                 self.request_picker.options = [("(none)", None)]
                 self.request_picker.value = None
-            self.noise_line.clear()
-            self.failures_line.clear()
-            self.notes.clear()
+            for line in (self.beside_line, self.noise_line, self.failures_line, self.notes):
+                line.clear()
 
     def _unexpected(self, exc: BaseException) -> None:
         super()._unexpected(exc)

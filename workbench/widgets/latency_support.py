@@ -267,21 +267,6 @@ class RecordedRuns:
             return ""
         return f"skipped {len(self.skipped)} unreadable recorded run(s): " + "; ".join(self.skipped)
 
-    def cards(self, pipeline: str | None = None) -> dict[str, list[str]]:
-        """Device family -> the distinct device names of ``pipeline``'s runs (else every run's)."""
-        runs = [
-            r
-            for r in self.runs
-            if pipeline is not None and r.fingerprint.get("pipeline") == pipeline
-        ]
-        found: dict[str, list[str]] = {}
-        for run in runs or self.runs:
-            family = _family(run.fingerprint)
-            names = found.setdefault(family, [])
-            if (run.device_name or family) not in names:
-                names.append(run.device_name or family)
-        return found
-
     def batch_sizes(self, pipeline: str | None = None) -> set[int]:
         """The batch sizes recorded for ``pipeline`` (every pipeline's when None)."""
         return {
@@ -376,11 +361,16 @@ class RecordedRuns:
             "pick that to see it"
         )
 
-    def device_options(self, here: list[str], pipeline: str | None = None) -> list:
+    def device_options(self, here: list[str], pipeline: str) -> list:
         """This machine's devices, plus those only recorded runs have, labelled with their cards:
         ``("cuda (recorded on NVIDIA H100 80GB HBM3)", "cuda")`` (``pipeline``'s runs, else all)."""
-        cards = self.cards(pipeline)
-        extra = {d: names for d, names in cards.items() if d not in here}
+        runs = [r for r in self.runs if r.fingerprint.get("pipeline") == pipeline]
+        extra: dict[str, list[str]] = {}  # device family -> the distinct device names
+        for run in runs or self.runs:
+            if (family := _family(run.fingerprint)) not in here:
+                names = extra.setdefault(family, [])
+                if (run.device_name or family) not in names:
+                    names.append(run.device_name or family)
         if not extra:
             return here
         return [(d, d) for d in here] + [

@@ -182,20 +182,16 @@ class LatencyExplorer(Controller):
     def show_request(self, request: int) -> bool:
         """Show one request's stages (a click on its point of the latency-over-run chart): the request
         picker moves to it; one it does not list (warm-up, failed) is refused in the message line."""
-        listed = [value for _label, value in self.request_picker.options]
-        refused = self.message_line.text.startswith(CLICK_REFUSED)
-        if request not in listed:
+        if request not in [value for _label, value in self.request_picker.options]:
             self.message_line.show(
                 f"{CLICK_REFUSED} {request}: not a successful measured request of this run, "
                 "so its stages are not in the budget; click a blue point",
                 "warning",
             )
             return False
-        if refused:  # clear our own refusal only, never a configuration's error
+        if self.message_line.text.startswith(CLICK_REFUSED):  # our own refusal, no other error
             self.message_line.clear()
-        if self.request_picker.value != request:
-            # the picker's observer redraws the ring and the stages
-            self.request_picker.value = request
+        self.request_picker.value = request  # its observer redraws the ring and the stages
         return True
 
     def pin(self) -> None:

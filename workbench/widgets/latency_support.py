@@ -267,13 +267,13 @@ class RecordedRuns:
             return ""
         return f"skipped {len(self.skipped)} unreadable recorded run(s): " + "; ".join(self.skipped)
 
-    def batch_sizes(self, pipeline: str | None = None) -> set[int]:
-        """The batch sizes recorded for ``pipeline`` (every pipeline's when None)."""
+    def batch_sizes(self, pipeline: str) -> set[int]:
+        """The batch sizes recorded for ``pipeline``."""
         return {
             int(r.fingerprint["batch_size"])
             for r in self.runs
             if isinstance(r.fingerprint.get("batch_size"), int)
-            and (pipeline is None or r.fingerprint.get("pipeline") == pipeline)
+            and r.fingerprint.get("pipeline") == pipeline
         }
 
     def match(self, wanted: dict[str, Any], *, measurable: bool = True) -> Match | None:

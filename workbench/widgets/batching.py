@@ -63,6 +63,8 @@ class BatchingExplorer(Controller):
     simulation: the fields of :class:`Simulation` (``rate_rps=``, ``max_wait_ms=``, ``seed=``...).
     """
 
+    not_run = "not simulated"
+
     def __init__(
         self,
         service_runs: Iterable[Any] | None = None,
@@ -132,10 +134,6 @@ class BatchingExplorer(Controller):
 
     def wait(self, timeout: float = 120.0) -> "BatchingExplorer":
         return super().wait(timeout)
-
-    def failed(self, key, exc: WorkbenchError) -> None:
-        self.status.value = "not simulated"
-        self.message_line.show(str(exc), "error")
 
     def _figures(self, rate: float, size: int, wait_ms: float) -> dict[str, Any]:
         """Worker thread: the tables of this setting (``batching_point``) drawn by ``workbench.plots``."""

@@ -232,6 +232,8 @@ class LRUCache:
 class Controller:
     """Debounce, one job at a time, cancel, an LRU cache of ``cache_size`` results, error display."""
 
+    not_run = "not run"  # the status line of a setting that cannot be computed
+
     def __init__(self, *, debounce_s: float, cache_size: int):
         self.cache = LRUCache(cache_size)
         self.last_error: BaseException | None = None
@@ -252,7 +254,7 @@ class Controller:
 
     def failed(self, key: Hashable, exc: WorkbenchError) -> None:
         """A setting that cannot be computed: say why; the figures keep the last good result."""
-        self.status.value = "not run"
+        self.status.value = self.not_run
         self.message_line.show(str(exc), "error")
 
     # -- shared behaviour ----------------------------------------------------

@@ -136,7 +136,14 @@ class TraceExplorer(Controller):
             value=0, min=0, max=1_000_000, description="request", layout=w.Layout(width="170px")
         )
         self.panes = {name: FigurePane(520 if name == "flame" else 400) for name in VIEWS}
-        self.view = self._layout()
+        row = w.Layout(flex_flow="row wrap", align_items="center")
+        head = w.VBox(
+            [w.HBox([self.picker, self.upload, self.status], layout=row), self.message_line.view]
+        )
+        *views, request_view = (self.panes[name].view for name in VIEWS)  # the request chart last
+        self.view = w.VBox(
+            [head, *views, self.request, request_view], layout=w.Layout(width="100%")
+        )
         self._react(self.refresh, self.picker)
         self.upload.observe(self._uploaded, "value")
         self._react(self._request_changed, self.request)
@@ -175,15 +182,6 @@ class TraceExplorer(Controller):
         if self._upload_dir is not None:
             shutil.rmtree(self._upload_dir, ignore_errors=True)
             self._upload_dir = None
-
-    def _layout(self) -> widgets.Widget:
-        w = widgets
-        row = w.Layout(flex_flow="row wrap", align_items="center")
-        head = w.VBox(
-            [w.HBox([self.picker, self.upload, self.status], layout=row), self.message_line.view]
-        )
-        *views, request_view = (self.panes[name].view for name in VIEWS)  # the request chart last
-        return w.VBox([head, *views, self.request, request_view], layout=w.Layout(width="100%"))
 
     def _uploaded(self, change: dict) -> None:
         if change["new"]:

@@ -126,11 +126,8 @@ class BatchingExplorer(Controller):
 
     @property
     def key(self) -> tuple[float, int, float]:
-        return (
-            round(float(self.rate.value), 6),
-            int(self.max_batch_size.value),
-            round(float(self.max_wait.value), 6),
-        )
+        rate, size, wait_ms = (c.value for c in self.controls.values())
+        return round(float(rate), 6), int(size), round(float(wait_ms), 6)
 
     def wait(self, timeout: float = 120.0) -> "BatchingExplorer":
         return super().wait(timeout)

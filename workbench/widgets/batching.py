@@ -164,11 +164,8 @@ class BatchingExplorer(Controller):
         }
 
     def draw(self, result: dict[str, Any]) -> None:
-        for name, pane in self.panes.items():
-            pane.show(result[name])
-        self.status.value = result["line"]
+        super().draw(result)
         if result["stable"]:
-            self.message_line.clear()
             return
         rate, size, _ = self.key
         self.message_line.show(
@@ -271,6 +268,7 @@ class GenerativeExplorer(Controller):
         names = ("precision", "max_num_seqs", "max_batched_tokens", "chunk_tokens", "rate")
         self.controls = {name: getattr(self, name) for name in names}
         self.pane = FigurePane()
+        self.panes = {"figure": self.pane}
         self._simulator(self.pane, start=start)
 
     @property
@@ -300,8 +298,3 @@ class GenerativeExplorer(Controller):
             f"max_batched_tokens {int(live['max_batched_tokens'].iloc[0])})"
         )
         return {"figure": figure, "curve": curve, "point": point, "line": line}
-
-    def draw(self, result: dict) -> None:
-        self.pane.show(result["figure"])
-        self.status.value = result["line"]
-        self.message_line.clear()

@@ -5,7 +5,8 @@ the :class:`JobQueue` worker (debounced, one job at a time, the newest winning: 
 change for every step it passes) and drawn if still wanted. A
 :class:`~workbench.errors.WorkbenchError` is the user's problem: its message goes to the message
 line. Anything else is a bug: kept in ``last_error`` and shown with its type, never a traceback.
-A subclass supplies ``key`` (the current setting, hashable), ``draw(value)`` and ``refresh()``.
+A subclass supplies ``key`` (the current setting, hashable), ``draw(value)`` and ``refresh()``
+(the simulators': their ``_figures(*key)`` drawn into their ``panes``).
 A cancelled job that ignores its cancel event cannot be stopped (a Python thread cannot be killed):
 ``abandon_after_s`` later the queue goes on without it on a fresh thread."""
 
@@ -250,7 +251,11 @@ class Controller:
         raise NotImplementedError
 
     def draw(self, value: Any) -> None:
-        raise NotImplementedError
+        """The simulators': each of ``panes`` shows ``value``'s figure of its name, the status ``line``."""
+        for name, pane in self.panes.items():
+            pane.show(value[name])
+        self.status.value = value["line"]
+        self.message_line.clear()
 
     def failed(self, key: Hashable, exc: WorkbenchError) -> None:
         """A setting that cannot be computed: say why; the figures keep the last good result."""

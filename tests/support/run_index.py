@@ -1,6 +1,6 @@
 """The recorded-run index by configuration key, kept for its tests.
 
-The latency explorer finds recorded runs by fingerprint (``workbench.widgets.recorded``);
+The latency explorer finds recorded runs by fingerprint (``workbench.widgets.latency_support``);
 this older index by ``(pipeline, device family, batch size, precision)`` is used by
 nothing in the package any more, only by the tests of reading a folder of runs.
 """

@@ -6,7 +6,7 @@ import pytest
 
 from tests.support.continuous_runs import continuous_run
 from workbench.widgets import GenerativeExplorer
-from workbench.widgets.generative import RATES
+from workbench.widgets.batching import RATES
 
 BOUNDS = dict(ttft_ms=0.001, tpot_ms=0.0011)
 

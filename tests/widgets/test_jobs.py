@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from workbench.widgets.controller import LRUCache
-from workbench.widgets.jobs import JobQueue
+from workbench.widgets.controller import JobQueue
 
 
 def recorder(log: list, name: str, gate: threading.Event | None = None):
@@ -123,7 +123,7 @@ def test_lru_cache_is_bounded_and_drops_the_least_recently_used():
 
 
 def test_a_cancelled_job_that_ignores_cancel_is_abandoned_and_the_queue_goes_on():
-    from workbench.widgets.jobs import JobStuck
+    from workbench.widgets.controller import JobStuck
 
     seen: list = []
     log: list = []

@@ -84,12 +84,12 @@ def test_the_cached_fingerprint_matches_as_a_build_does(folder, monkeypatch):
     ex = LatencyExplorer(name, runs=RUNS, live=LiveRuns(profile=FakeProfile()), start=False)
     builds = []
     monkeypatch.setattr(
-        "workbench.widgets.recorded.resolve_pipeline", lambda *a: builds.append(a)
+        "workbench.widgets.latency_support.resolve_pipeline", lambda *a: builds.append(a)
     )  # a build would fail
-    wanted = ex.lookup.fingerprint(name, config)
+    wanted = ex.recorded.fingerprint(name, config)
     monkeypatch.undo()
     assert builds == [] and wanted == _built(name, config)
-    match = ex.recorded.find(wanted)
+    match = ex.recorded.match(wanted)
     assert match is not None and match.run.folder.name == folder
 
 
@@ -131,7 +131,7 @@ def test_a_factory_is_built_never_looked_up_and_primes_first(monkeypatch):
     monkeypatch.setattr("workbench.widgets.latency.prime_profiler", lambda: primed.append(1))
     monkeypatch.setattr("workbench.runner.profile", fake)
     monkeypatch.setattr(
-        "workbench.widgets.recorded.resolve_pipeline", lambda *a: built.append(a) or real(*a)
+        "workbench.widgets.latency_support.resolve_pipeline", lambda *a: built.append(a) or real(*a)
     )
     ex = LatencyExplorer(text.build, runs=RUNS, debounce_s=0).wait()
     assert primed == [1] and len(built) == 1 and fake.calls == []

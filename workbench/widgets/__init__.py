@@ -26,10 +26,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the ui e
         "pip install 'workbench[ui]' or run `make dashboard` once"
     ) from exc
 
-from .batching import BatchingExplorer
-from .controller import LRUCache
-from .generative import GenerativeExplorer
-from .jobs import JobQueue
+from .batching import BatchingExplorer, GenerativeExplorer
+from .controller import JobQueue, LRUCache
 from .latency import LatencyExplorer
 from .latency_support import LiveRuns
 from .panes import FigurePane, MessageLine

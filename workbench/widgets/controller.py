@@ -1,11 +1,14 @@
-"""The controller skeleton the explorers share, and its LRU cache of results.
+"""The controller skeleton the explorers share: its job queue and its LRU cache of results.
 
 A control moves -> the result for the new setting is drawn from the cache at once, or computed on
-the :class:`~workbench.widgets.jobs.JobQueue` worker and drawn if still wanted. A
+the :class:`JobQueue` worker (debounced, one job at a time, the newest winning: a slider fires a
+change for every step it passes) and drawn if still wanted. A
 :class:`~workbench.errors.WorkbenchError` is the user's problem: its message goes to the message
 line. Anything else is a bug: kept in ``last_error`` and shown with its type, never a traceback.
-A subclass supplies ``key`` (the current setting, hashable), ``draw(value)`` and ``refresh()``.
-"""
+A subclass supplies ``key`` (the current setting, hashable), ``draw(value)`` and ``refresh()``
+(the simulators': their ``_figures(*key)`` drawn into their ``panes``).
+A cancelled job that ignores its cancel event cannot be stopped (a Python thread cannot be killed):
+``abandon_after_s`` later the queue goes on without it on a fresh thread."""
 
 from __future__ import annotations
 
@@ -18,10 +21,167 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..errors import WorkbenchError
-from .jobs import JobQueue
 from .panes import MessageLine
 
 Compute = Callable[[threading.Event], Any]
+ErrorHandler = Callable[[BaseException], None]
+ABANDON_AFTER_S = 2.0
+
+
+class JobStuck(RuntimeError):
+    """A cancelled job did not stop within ``abandon_after_s``; its thread was abandoned."""
+
+
+class JobQueue:
+    """Run submitted jobs on a worker thread, ``debounce_s`` after the last :meth:`submit`; each gets
+    its own ``threading.Event``, set by :meth:`cancel`.
+
+    on_error: called on the worker thread with what a job raises (a :class:`JobStuck` for an
+        abandoned one); without it, or when it raises, :meth:`wait` re-raises it.
+    """
+
+    def __init__(
+        self,
+        debounce_s: float = 0.3,
+        *,
+        on_error: ErrorHandler | None = None,
+        abandon_after_s: float = ABANDON_AFTER_S,
+    ):
+        if debounce_s < 0:
+            raise ValueError(f"debounce_s must be >= 0, got {debounce_s}")
+        if not abandon_after_s > 0:
+            raise ValueError(f"abandon_after_s must be > 0, got {abandon_after_s}")
+        self.debounce_s = debounce_s
+        self.on_error = on_error
+        self.abandon_after_s = abandon_after_s
+        self.stuck = 0  # abandoned jobs whose thread is still running
+        self.started = 0  # jobs that began running (for tests and the status line)
+        self.last_error: BaseException | None = None
+        self._cond = threading.Condition()
+        self._pending: Compute | None = None
+        self._timer: threading.Timer | None = None
+        self._ready = False  # the pending job's debounce delay has passed
+        self._running: threading.Event | None = None  # cancel event of the running job
+
+    @property
+    def busy(self) -> bool:
+        """True while a job runs or waits to run."""
+        with self._cond:
+            return self._running is not None or self._pending is not None
+
+    def submit(self, job: Compute, debounce_s: float | None = None) -> None:
+        """Queue ``job``, replacing any queued one, and restart the debounce delay (``debounce_s``: this
+        job's instead of the queue's, 0 for cheap work such as drawing a recorded run)."""
+        delay = self.debounce_s if debounce_s is None else debounce_s
+        if delay < 0:
+            raise ValueError(f"debounce_s must be >= 0, got {delay}")
+        with self._cond:
+            self._pending, self._ready = job, False
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = threading.Timer(delay, self._release)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def cancel(self) -> bool:
+        """Drop the queued job and ask the running one to stop; True if there was one."""
+        with self._cond:
+            had = self._pending is not None or self._running is not None
+            if self._timer is not None:
+                self._timer.cancel()
+            self._pending, self._timer, self._ready = None, None, False
+            if self._running is not None:
+                self._running.set()
+                watchdog = threading.Timer(
+                    self.abandon_after_s, self._abandon, args=(self._running,)
+                )
+                watchdog.daemon = True
+                watchdog.start()
+            self._cond.notify_all()
+            return had
+
+    def wait(self, timeout: float | None = 60.0) -> None:
+        """Block until nothing runs or waits; re-raise an unhandled job error."""
+        with self._cond:
+            if not self._cond.wait_for(
+                lambda: self._running is None and self._pending is None, timeout
+            ):
+                raise TimeoutError(f"jobs still running after {timeout} s")
+            error, self.last_error = self.last_error, None
+        if error is not None:
+            raise error
+
+    def _release(self) -> None:
+        """Debounce delay over: start the pending job unless one is running."""
+        with self._cond:
+            if threading.current_thread() is not self._timer:
+                return  # a newer submit replaced this timer
+            self._timer, self._ready = None, True
+            item = self._take() if self._running is None else None
+        self._start(item)
+
+    def _abandon(self, cancel: threading.Event) -> None:
+        """Cancel's watchdog: free the queue if the cancelled job is still running."""
+        with self._cond:
+            if self._running is not cancel:
+                return  # it stopped in time
+        # said before the queue is freed, so that wait() returning means the message is out
+        self._fail(
+            JobStuck(
+                f"a cancelled job was still running after {self.abandon_after_s:g} s (a stage that "
+                "does not return?); its thread was abandoned and may still use the CPU"
+            )
+        )
+        with self._cond:
+            if self._running is not cancel:
+                return  # it stopped meanwhile
+            self._running = None
+            self.stuck += 1
+            item = self._take()
+            self._cond.notify_all()
+        self._start(item)
+
+    def _take(self) -> tuple[Compute, threading.Event] | None:
+        """The pending job, marked running, once its debounce delay has passed; else None."""
+        if self._pending is None or not self._ready:
+            return None
+        job, cancel = self._pending, threading.Event()
+        self._pending, self._ready, self._running = None, False, cancel
+        self.started += 1
+        return job, cancel
+
+    def _fail(self, exc: BaseException) -> None:
+        if self.on_error is None:
+            self.last_error = exc
+            return
+        try:
+            self.on_error(exc)
+        except BaseException as handler_exc:  # noqa: BLE001 - kept for wait() to re-raise
+            self.last_error = handler_exc
+
+    def _work(self, item: tuple[Compute, threading.Event]) -> None:
+        while item is not None:
+            job, cancel = item
+            try:
+                job(cancel)
+            except BaseException as exc:  # noqa: BLE001 - handed to on_error or re-raised by wait()
+                with self._cond:
+                    current = self._running is cancel
+                if current:  # an abandoned job's late error is nobody's business any more
+                    self._fail(exc)
+            with self._cond:
+                if self._running is not cancel:  # abandoned meanwhile: the queue went on without it
+                    self.stuck -= 1
+                    return
+                self._running = None
+                item = self._take()
+                self._cond.notify_all()
+
+    def _start(self, item: tuple[Compute, threading.Event] | None) -> None:
+        if item is not None:
+            threading.Thread(
+                target=self._work, args=(item,), name="workbench-job", daemon=True
+            ).start()
 
 
 class LRUCache:
@@ -73,6 +233,8 @@ class LRUCache:
 class Controller:
     """Debounce, one job at a time, cancel, an LRU cache of ``cache_size`` results, error display."""
 
+    not_run = "not run"  # the status line of a setting that cannot be computed
+
     def __init__(self, *, debounce_s: float, cache_size: int):
         self.cache = LRUCache(cache_size)
         self.last_error: BaseException | None = None
@@ -89,11 +251,15 @@ class Controller:
         raise NotImplementedError
 
     def draw(self, value: Any) -> None:
-        raise NotImplementedError
+        """The simulators': each of ``panes`` shows ``value``'s figure of its name, the status ``line``."""
+        for name, pane in self.panes.items():
+            pane.show(value[name])
+        self.status.value = value["line"]
+        self.message_line.clear()
 
     def failed(self, key: Hashable, exc: WorkbenchError) -> None:
         """A setting that cannot be computed: say why; the figures keep the last good result."""
-        self.status.value = "not run"
+        self.status.value = self.not_run
         self.message_line.show(str(exc), "error")
 
     # -- shared behaviour ----------------------------------------------------
@@ -147,6 +313,20 @@ class Controller:
         """The simulators': the current setting's ``_figures(*key)``, computed on the worker."""
         key = self.key
         self.update(key, lambda cancel: self._figures(*key), queued="simulating...")
+
+    def _simulator(self, *below: Any, start: bool) -> None:
+        """The simulators' page: ``controls`` in a row, the status and message lines, then the views
+        of ``below`` (lines, panes); every move of a control simulates again (``start``: now too)."""
+        row = widgets.HBox(
+            list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")
+        )
+        self.view = widgets.VBox(
+            [row, self.status, *(part.view for part in (self.message_line, *below))],
+            layout=widgets.Layout(width="100%"),
+        )
+        self._react(self.refresh, *self.controls.values())
+        if start:
+            self.refresh()
 
     def _move(self, values: dict[str, Any]) -> None:
         unknown = sorted(set(values) - set(self.controls))

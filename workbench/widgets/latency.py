@@ -2,7 +2,7 @@
 
 Every control change goes through the shared :class:`~workbench.widgets.controller.Controller`: a
 configuration seen before comes from the LRU cache; an unseen one is drawn from a recorded run
-matching its fingerprint (:mod:`workbench.widgets.recorded`), else profiled on the worker thread,
+matching its fingerprint (``latency_support.RecordedRuns``), else profiled on the worker thread,
 debounced, one run at a time. One that cannot run clears the figures (they showed another one) and
 says why in the message line. Trust is shown, not assumed: the noise flag, the failures per stage,
 what a recorded run differs in, and the runs it is read against (``summaries.beside_table``).
@@ -43,16 +43,16 @@ from .panes import ClickablePane, DeferredPane, FigurePane, MessageLine, figure_
 from .latency_support import (
     Key,
     LiveRuns,
-    Pinning,
+    RecordedRuns,
     check_config,
     clicked_request,
     failures_text,
+    pinned_for,
     pipeline_targets,
     request_options,
     thread_options,
     verdict_text,
 )
-from .recorded import RecordedRuns, RunLookup
 from .summaries import BUSY, RunView, beside_html, beside_table, describe, summarize
 
 BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64)
@@ -122,8 +122,9 @@ class LatencyExplorer(Controller):
         self.live = live
         self.profile_calls = 0
         self.figures = LRUCache(4 * cache_size)  # (run, pane, options) -> figure and its JSON
-        self.lookup = RunLookup(runs)  # recorded runs and the fingerprints looked up so far
-        self.pinning = Pinning(live, _measurable)  # A of "compare with B", and its result
+        self.recorded = RecordedRuns(runs)  # with the fingerprints looked up so far
+        self.pinned: tuple[Key, PipelineConfig] | None = None  # A of "compare with B"
+        self.comparison: dict | None = None  # the last "compare with B" result (Comparison.result)
         self.current: RunView | None = None
         self.previous: RunView | None = None  # the run on screen before the current one
         self.pinned_view: RunView | None = None  # A's run, when it was on screen as it was pinned
@@ -131,19 +132,14 @@ class LatencyExplorer(Controller):
             config = PipelineConfig(
                 first.device, first.batch_size, first.precision, threads=THREADS
             )
-            threads = self.lookup.recorded_threads(next(iter(self.targets.values())), config)
+            threads = self.recorded.recorded_threads(next(iter(self.targets.values())), config)
             first = dataclasses.replace(first, threads=threads or THREADS)
         self._build_controls(first)
         self._build_panes()
         self.view = self._layout()
-        self._observe()
-        if start:
-            self.refresh()
-
-    def _observe(self) -> None:
-        """Every control and button wired to the one change path (or a redraw)."""
-        self._react(self._changed, self.pipeline, self.batch_size, self.precision, self.device)
-        self._react(self._changed, self.threads)
+        # every control and button wired to the one change path (or a redraw)
+        self._react(self.refresh, self.pipeline, self.batch_size, self.precision, self.device)
+        self._react(self.refresh, self.threads)
         self._react(lambda: self._redraw(budget=True), self.sla)
         self._react(lambda: self._redraw(distribution=True), self.stage, self.kind)
         self._react(lambda: self._redraw(request=True), self.request_picker)
@@ -152,6 +148,8 @@ class LatencyExplorer(Controller):
         self.rerun_button.on_click(lambda _b: self.refresh(force=True))
         self.pin_button.on_click(lambda _b: self.pin())
         self.compare_button.on_click(lambda _b: self.compare())
+        if start:
+            self.refresh()
 
     # -- public API ---------------------------------------------------------
     @property
@@ -169,16 +167,6 @@ class LatencyExplorer(Controller):
         _, device, batch_size, precision, threads = self.key
         return PipelineConfig(device, batch_size, precision, threads=threads)
 
-    @property
-    def recorded(self) -> RecordedRuns:
-        """The recorded runs a configuration may be drawn from (``widgets.recorded``)."""
-        return self.lookup.recorded
-
-    @property
-    def comparison(self) -> dict | None:
-        """The last "compare with B" result (``Comparison.result``)."""
-        return self.pinning.comparison
-
     def set(self, **values: Any) -> "LatencyExplorer":
         """Move controls as a user would, then react once: ``set(batch_size=8, precision="bf16", sla_ms=50)``."""
         key = self.key
@@ -186,7 +174,7 @@ class LatencyExplorer(Controller):
             values["sla_ms"] = values["sla_ms"] or 0.0
         self._move(values)
         if self.key != key:
-            self._changed()
+            self.refresh()
         elif values:
             self._redraw(budget=True, distribution=True, request="request" in values)
         return self
@@ -194,29 +182,21 @@ class LatencyExplorer(Controller):
     def show_request(self, request: int) -> bool:
         """Show one request's stages (a click on its point of the latency-over-run chart): the request
         picker moves to it; one it does not list (warm-up, failed) is refused in the message line."""
-        listed = [value for _label, value in self.request_picker.options]
-        refused = self.message_line.text.startswith(CLICK_REFUSED)
-        if request not in listed:
+        if request not in [value for _label, value in self.request_picker.options]:
             self.message_line.show(
                 f"{CLICK_REFUSED} {request}: not a successful measured request of this run, "
                 "so its stages are not in the budget; click a blue point",
                 "warning",
             )
             return False
-        if refused:  # clear our own refusal only, never a configuration's error
+        if self.message_line.text.startswith(CLICK_REFUSED):  # our own refusal, no other error
             self.message_line.clear()
-        if self.request_picker.value != request:
-            # the picker's observer redraws the ring and the stages
-            self.request_picker.value = request
+        self.request_picker.value = request  # its observer redraws the ring and the stages
         return True
-
-    def refresh(self, force: bool = False) -> None:
-        """Show the current configuration; ``force`` profiles it again even if cached or recorded."""
-        self._changed(force=force)
 
     def pin(self) -> None:
         """Pin the current configuration as A of "compare with B"."""
-        self.pinning.pinned = (self.key, self.config)
+        self.pinned = (self.key, self.config)
         current = self.current
         self.pinned_view = current if current is not None and current.key == self.key else None
         self.pin_label.value = f"A: {describe(self.key)}"
@@ -224,7 +204,7 @@ class LatencyExplorer(Controller):
     def compare(self) -> None:
         """Compare the current configuration (B) with the pinned one (A), interleaved in this process."""
         try:
-            a_key, a_config = self.pinning.pinned_for(self.key)
+            a_key, a_config = pinned_for(self.pinned, self.key, _measurable)
         except WorkbenchError as exc:
             self.message_line.show(str(exc), "error")
             return
@@ -253,7 +233,7 @@ class LatencyExplorer(Controller):
             style={"button_width": "56px"},
         )
         self.device = w.ToggleButtons(
-            options=self.lookup.device_options(available_devices(), self.pipeline.value),
+            options=self.recorded.device_options(available_devices(), self.pipeline.value),
             value=first.device,
             description="device",
             style={"button_width": "auto"},
@@ -371,7 +351,8 @@ class LatencyExplorer(Controller):
         return w.VBox([controls, *figures], layout=w.Layout(width="100%"))
 
     # -- the one change path -----------------------------------------------
-    def _changed(self, force: bool = False) -> None:
+    def refresh(self, force: bool = False) -> None:
+        """Show the current configuration; ``force`` profiles it again even if cached or recorded."""
         self._sync_choices()
         key = self.key
         try:
@@ -387,7 +368,7 @@ class LatencyExplorer(Controller):
         recorded = (
             fresh
             and not (force and here)
-            and self.lookup.find(self.targets[key[0]], config, measurable=here, build=False)
+            and self.recorded.find(self.targets[key[0]], config, measurable=here, build=False)
             is not None
         )
         if not recorded and self.live.profile is None and fresh:
@@ -403,7 +384,7 @@ class LatencyExplorer(Controller):
     def _sync_choices(self) -> None:
         """Device labels and batch sizes follow the pipeline: its recorded cards and batch sizes."""
         pipeline = self.pipeline.value
-        devices = self.lookup.device_options(available_devices(), pipeline)
+        devices = self.recorded.device_options(available_devices(), pipeline)
         sizes = sorted(set(self.batch_size.options) | self.recorded.batch_sizes(pipeline))
         if list(self.device.options) == devices and list(self.batch_size.options) == sizes:
             return
@@ -418,14 +399,14 @@ class LatencyExplorer(Controller):
         """Worker thread: a matching recorded run, else a live profile (when this machine can run it)."""
         target = self.targets[key[0]]
         here = _measurable(config.device)
-        match = self.lookup.find(target, config, measurable=here)
+        match = self.recorded.find(target, config, measurable=here)
         if match is not None and not (force and here):
             return self._recorded(key, match)
         hint = ""
         if not here:
-            self.lookup.refuse_unmeasurable(key[1], config)
+            self.recorded.refuse_unmeasurable(key[1], config)
         elif self.recorded.runs:
-            hint = self.lookup.other_threads_hint(target, config)
+            hint = self.recorded.other_threads_hint(target, config)
         check_config(config)
         try:
             view = self._profile(key, config, cancel, hint)
@@ -470,11 +451,15 @@ class LatencyExplorer(Controller):
     ) -> None:
         """Worker thread: A and B interleaved in this process; the ratio figure and the end-to-end verdict."""
         try:
-            result = self.pinning.run(self.targets[a_key[0]], a_config, b_config, self._waiting)
+            check_config(a_config)
+            check_config(b_config)
+            with self.live.slot(self._waiting):
+                result = self.live.interleave(self.targets[a_key[0]], [a_config, b_config])
         except WorkbenchError as exc:
             self.status.value = "not compared"
             self.message_line.show(str(exc), "error")
             return
+        self.comparison = result
         self.compare_pane.show(ratio_figure(result, metric=result.get("metric") or "p50"))
         self.status.value = f"B {describe(b_key)} vs A {describe(a_key)}: {verdict_text(result)}"
 
@@ -572,18 +557,19 @@ class LatencyExplorer(Controller):
         (run, pane, options) (``figures`` LRU); a closed :class:`DeferredPane` (the flame graph)
         builds it only when opened."""
         key = (self.current, pane, *options)
-        if isinstance(pane, DeferredPane):
-            pane.show_later(lambda: self._figure(pane, key, build))
-            return
-        pane.show(*self._figure(pane, key, build))
 
-    def _figure(self, pane: FigurePane, key: tuple, build: Callable[[], Any]) -> tuple[Any, dict]:
-        cached = self.figures.get(key)
-        if cached is None:
-            fig = build()
-            cached = (fig, figure_bundle(fig, pane.height))
-            self.figures.put(key, cached)
-        return cached
+        def figure() -> tuple[Any, dict]:
+            cached = self.figures.get(key)
+            if cached is None:
+                fig = build()
+                cached = (fig, figure_bundle(fig, pane.height))
+                self.figures.put(key, cached)
+            return cached
+
+        if isinstance(pane, DeferredPane):
+            pane.show_later(figure)
+        else:
+            pane.show(*figure())
 
     def _point_clicked(self, point: dict) -> None:
         request = clicked_request(point)
@@ -615,13 +601,11 @@ class LatencyExplorer(Controller):
             for pane in (self.stacks_pane, self.waits_pane, self.beside_pane):
                 _shown(pane, False)
             self.beside_table.value, self.beside_rows = "", None
-            self.beside_line.clear()
             with self.quiet():
                 self.request_picker.options = [("(none)", None)]
                 self.request_picker.value = None
-            self.noise_line.clear()
-            self.failures_line.clear()
-            self.notes.clear()
+            for line in (self.beside_line, self.noise_line, self.failures_line, self.notes):
+                line.clear()
 
     def _unexpected(self, exc: BaseException) -> None:
         super()._unexpected(exc)

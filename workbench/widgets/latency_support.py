@@ -1,24 +1,43 @@
-"""The latency explorer's helpers that touch no widget: how it measures live, A/B pinning, control
-choices, the wanted fingerprint and its message lines.
+"""The latency explorer's helpers that touch no widget: how it measures live, control choices, the
+wanted fingerprint, its message lines, and which recorded run stands in for a configuration.
+
+A recorded run is matched on its fingerprint, never on its name: a run of another model with the
+same pipeline name would show another model's latency, so a run stands in only when
+``workbench.fingerprint.recorded_match`` accepts it; host and version differences are labels. On a
+device this machine lacks, the thread count is a label too, and the model fingerprint is the
+configuration's on the CPU (names, shapes and dtypes: the device does not change them). Only
+``run.json`` is read; a run timed with ``sync="request"`` never stands in.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from .. import __version__
 from ..config import PipelineConfig
 from ..device import check_device, cpu_model, torch_or_none, torch_version
-from ..errors import ConfigError, PipelineError
-from ..examples import EXAMPLES
-from ..fingerprint import UNKNOWN, _cores, factory_spec
+from ..errors import ConfigError, PipelineError, RunRecordError
+from ..examples import EXAMPLES, factory
+from ..examples.fingerprints import cached
+from ..fingerprint import (
+    UNKNOWN,
+    _cores,
+    differences,
+    factory_spec,
+    fingerprint_of,
+    model_fingerprint,
+    recorded_match,
+)
 from ..live_queue import live_slot
+from ..pipeline import resolve_pipeline
 from ..precision import check_precision
+from ..record import META_FILE, read_meta
 from ..units import ns_to_ms
 from .summaries import Key, RunView
 
@@ -26,7 +45,7 @@ TIMEOUT_S = 30.0  # per request of the explorer's runs: a stuck stage must not f
 COMPARE_REQUESTS = 100  # per configuration: 10 rounds of blocks of 10
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True)
 class LiveRuns:
     """How the explorer measures here: its collaborators (tests inject fakes) and the size of their runs.
 
@@ -178,46 +197,210 @@ def verdict_text(result: dict) -> str:
     return f"end to end {metric} ratio {ratio:.3f}{bounds}: {e2e.get('verdict', '?')}"
 
 
-class Pinning:
-    """The pinned configuration A and the last comparison's result; ``measurable(device)``: whether
-    this machine can run it (both A and B run live)."""
-
-    def __init__(self, live: LiveRuns, measurable: Callable[[str], bool]):
-        self.live, self.measurable = live, measurable
-        self.pinned: tuple[Key, PipelineConfig] | None = None
-        self.comparison: dict | None = None
-
-    def pinned_for(self, key: Key) -> tuple[Key, PipelineConfig]:
-        """A, checked against B's ``key``: one pipeline, two different configurations, both measurable here."""
-        if self.pinned is None:
+def pinned_for(
+    pinned: tuple[Key, PipelineConfig] | None, key: Key, measurable: Callable[[str], bool]
+) -> tuple[Key, PipelineConfig]:
+    """A of "compare with B", checked against B's ``key``: one pipeline, two different
+    configurations, both ``measurable`` here (both run live)."""
+    if pinned is None:
+        raise ConfigError(
+            "nothing pinned: press 'pin as A' on one configuration, move a control, then compare"
+        )
+    a_key, a_config = pinned
+    if a_key == key:
+        raise ConfigError("B is the pinned configuration A itself: move a control first")
+    if a_key[0] != key[0]:
+        raise ConfigError(
+            f"A is pipeline {a_key[0]!r} and B {key[0]!r}: compare configurations of one pipeline"
+        )
+    for k in (a_key, key):
+        if not measurable(k[1]):
             raise ConfigError(
-                "nothing pinned: press 'pin as A' on one configuration, move a control, then compare"
+                f"cannot compare on {k[1]}: it is not available here, and a comparison "
+                "measures both configurations live, interleaved"
             )
-        a_key, a_config = self.pinned
-        if a_key == key:
-            raise ConfigError("B is the pinned configuration A itself: move a control first")
-        if a_key[0] != key[0]:
-            raise ConfigError(
-                f"A is pipeline {a_key[0]!r} and B {key[0]!r}: compare configurations of one pipeline"
-            )
-        for k in (a_key, key):
-            if not self.measurable(k[1]):
-                raise ConfigError(
-                    f"cannot compare on {k[1]}: it is not available here, and a comparison "
-                    "measures both configurations live, interleaved"
+    return a_key, a_config
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One recorded profile run: its folder, fingerprint and where it ran."""
+
+    folder: Path
+    fingerprint: dict[str, Any]
+    device_name: str | None
+    created: str
+
+
+@dataclass(frozen=True)
+class Match:
+    """A recorded run accepted for a configuration, and what differs (labels for the status line)."""
+
+    run: Recorded
+    labels: tuple[str, ...]
+
+
+class RecordedRuns:
+    """Recorded profile runs under ``paths`` (run folders or folders of them; the last matching run
+    wins), ``skipped``: a note per run folder whose ``run.json`` could not be read, and the
+    fingerprints of the configurations looked up so far."""
+
+    def __init__(self, paths: Any = None):
+        self.runs: list[Recorded] = []
+        self.skipped: list[str] = []
+        self._wanted: dict[tuple, dict] = {}
+        for folder in _run_folders(paths):
+            try:
+                meta = read_meta(folder / META_FILE)
+            except RunRecordError as exc:
+                self.skipped.append(str(exc))
+                continue
+            if meta.kind != "profile" or meta.sync_policy != "stage":
+                continue
+            created = str(meta.created or "")[:10]
+            self.runs.append(Recorded(folder, fingerprint_of(meta), meta.env.device_name, created))
+
+    @property
+    def note(self) -> str:
+        """A line for the page ("" when nothing was skipped)."""
+        if not self.skipped:
+            return ""
+        return f"skipped {len(self.skipped)} unreadable recorded run(s): " + "; ".join(self.skipped)
+
+    def batch_sizes(self, pipeline: str) -> set[int]:
+        """The batch sizes recorded for ``pipeline``."""
+        return {
+            int(r.fingerprint["batch_size"])
+            for r in self.runs
+            if isinstance(r.fingerprint.get("batch_size"), int)
+            and r.fingerprint.get("pipeline") == pipeline
+        }
+
+    def match(self, wanted: dict[str, Any], *, measurable: bool = True) -> Match | None:
+        """The recorded run that stands in for the ``wanted`` fingerprint, or None (``measurable``:
+        False when this machine lacks the device, whose thread count is then a label)."""
+        found = None
+        for run, want in self._matching(wanted, measurable):
+            labels = difference_labels(want, _comparable(run.fingerprint))
+            if want.get("threads") != wanted.get("threads"):
+                threads = run.fingerprint.get("threads")
+                labels.insert(0, f"recorded with {threads} CPU threads (cannot be measured here)")
+            found = Match(run, tuple(labels))
+        return found
+
+    def _matching(self, wanted: dict[str, Any], measurable: bool, **same: Any):
+        """(run, ``wanted`` with the run's threads where not ``measurable``) per run that matches,
+        the fields ``same`` set alike on both sides."""
+        for run in self.runs:
+            want = wanted if measurable else wanted | {"threads": run.fingerprint.get("threads")}
+            if recorded_match(want | same, _comparable(run.fingerprint) | same)[0]:
+                yield run, want
+
+    def find(
+        self, target: Any, config: PipelineConfig, *, measurable: bool, build: bool = True
+    ) -> Match | None:
+        """The recorded run matching this configuration's fingerprint, or None (``build=False``: None
+        also where telling would need the pipeline built)."""
+        if not self.runs:
+            return None
+        wanted = self.fingerprint(target, config, measurable=measurable, build=build)
+        return None if wanted is None else self.match(wanted, measurable=measurable)
+
+    def fingerprint(
+        self, target: Any, config: PipelineConfig, build: bool = True, *, measurable: bool = True
+    ) -> dict[str, Any] | None:
+        """What a live run of this configuration would record as its fingerprint; the pipeline is
+        built only for a model the shipped ``examples.fingerprints`` lack (``build=False``: None)."""
+        cache_key = (id(target), config.device, config.batch_size, config.precision, config.threads)
+        if cache_key in self._wanted:
+            return self._wanted[cache_key]
+        wanted = cheap_fingerprint(target, config)
+        # a run matching the cheap fields recorded a model fingerprint: compare the model too
+        matching = self._matching(wanted, measurable, model=None)
+        if not isinstance(target, str) or any(
+            run.fingerprint.get("model") not in (None, UNKNOWN) for run, _ in matching
+        ):
+            built = config if measurable else replace(config, device="cpu")
+            known = cached(target, built)  # the shipped examples' fingerprints
+            if known is None and not build:
+                return None
+            if known is None:
+                pipe = resolve_pipeline(
+                    factory(target) if isinstance(target, str) else target, built
                 )
-        return a_key, a_config
+                models = list(getattr(pipe, "models", []) or [])
+                known = {"pipeline": pipe.name, "model": model_fingerprint(models)}
+            wanted |= known
+        self._wanted[cache_key] = wanted
+        return wanted
 
-    def run(
-        self,
-        target: Any,
-        a_config: PipelineConfig,
-        b_config: PipelineConfig,
-        on_wait: Callable[[], None],
-    ) -> dict:
-        """Worker thread: A and B interleaved; the comparison's ``result`` (kept as :attr:`comparison`)."""
-        check_config(a_config)
-        check_config(b_config)
-        with self.live.slot(on_wait):
-            self.comparison = self.live.interleave(target, [a_config, b_config])
-        return self.comparison
+    def recorded_threads(self, target: Any, config: PipelineConfig) -> int | None:
+        """The thread count of the recorded run of ``config`` at any thread count, else None."""
+        match = self.find(target, config, measurable=False)
+        threads = match.run.fingerprint.get("threads") if match is not None else None
+        return threads if isinstance(threads, int) and threads >= 1 else None
+
+    def refuse_unmeasurable(self, family: str, config: PipelineConfig) -> None:
+        """No recorded run and no such device here: the device check's message, plus what was recorded."""
+        same = [r.folder.name for r in self.runs if _family(r.fingerprint) == family]
+        try:
+            check_device(config.device)
+        except ConfigError as exc:
+            if not same:
+                raise
+            raise ConfigError(f"{exc}; recorded {family} runs: {', '.join(same)}") from None
+
+    def other_threads_hint(self, target: Any, config: PipelineConfig) -> str:
+        """When a recorded run differs from this configuration only in threads, say which threads to pick."""
+        wanted = self.fingerprint(target, config)
+        match = self.match(wanted, measurable=False)
+        if match is None or match.run.fingerprint.get("threads") == wanted["threads"]:
+            return ""
+        return (
+            f"; a recorded run ({match.run.folder.name}) has {match.run.fingerprint.get('threads')} threads: "
+            "pick that to see it"
+        )
+
+    def device_options(self, here: list[str], pipeline: str) -> list:
+        """This machine's devices, plus those only recorded runs have, labelled with their cards:
+        ``("cuda (recorded on NVIDIA H100 80GB HBM3)", "cuda")`` (``pipeline``'s runs, else all)."""
+        runs = [r for r in self.runs if r.fingerprint.get("pipeline") == pipeline]
+        extra: dict[str, list[str]] = {}  # device family -> the distinct device names
+        for run in runs or self.runs:
+            if (family := _family(run.fingerprint)) not in here:
+                names = extra.setdefault(family, [])
+                if (run.device_name or family) not in names:
+                    names.append(run.device_name or family)
+        if not extra:
+            return here
+        return [(d, d) for d in here] + [
+            (f"{d} (recorded on {', '.join(names)})", d) for d, names in extra.items()
+        ]
+
+
+def difference_labels(wanted: dict[str, Any], recorded: dict[str, Any]) -> list[str]:
+    """What an accepted recorded run differs in: ``recorded with torch '2.11', here '2.13'``, and one
+    ``not recorded: factory, workbench`` for the fields the run did not record."""
+    labels, missing = [], []
+    for name, here, there in differences(wanted, recorded):
+        if there is None or there == UNKNOWN:
+            missing.append(name)
+        else:
+            labels.append(f"recorded with {name} {there!r}, here {here!r}")
+    return labels + ([f"not recorded: {', '.join(missing)}"] if missing else [])
+
+
+def _family(fp: dict[str, Any]) -> str:
+    """The device family the toggle offers (``cuda:0`` -> ``cuda``); none recorded: the CPU."""
+    return str(fp.get("device") or "cpu").split(":")[0]
+
+
+def _comparable(fp: dict[str, Any]) -> dict[str, Any]:
+    """A recorded fingerprint with its device reduced to its family."""
+    return fp | {"device": _family(fp)}
+
+
+def _run_folders(paths: Any) -> list[Path]:
+    roots = map(Path, [paths] if isinstance(paths, (str, Path)) else paths or [])
+    found = [[root] if (root / META_FILE).is_file() else sorted(root.glob("*")) for root in roots]
+    return [f for group in found for f in group if (f / META_FILE).is_file()]  # run folders only

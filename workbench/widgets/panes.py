@@ -78,7 +78,7 @@ class DeferredPane(FigurePane):
         )
         self.output.layout.display = "none"
         self.view = widgets.VBox([self.button, self.output], layout=widgets.Layout(width="100%"))
-        self._pending: Callable[[], tuple[go.Figure, dict[str, Any] | None]] | None = None
+        self._unsent = False  # a figure shown while closed, sent once opened
         self.button.observe(self._toggled, "value")
 
     @property
@@ -88,44 +88,40 @@ class DeferredPane(FigurePane):
     @property
     def figure(self) -> go.Figure:
         """The last figure shown (built now if it was only promised by ``show_later``)."""
-        if self._figure is None and self._pending is not None:
-            fig, bundle = self._pending()
-            self._figure, self._pending = fig, lambda: (fig, bundle)
-        return self._figure
+        return self._built()[0]
 
     @figure.setter
     def figure(self, fig: go.Figure) -> None:
-        self._figure = fig
+        self._made = (fig, None)
 
     def show(self, fig: go.Figure, bundle: dict[str, Any] | None = None) -> None:
-        if self.opened:
-            self._pending = None
-            super().show(fig, bundle)
-            return
         self.show_later(lambda: (fig, bundle))
-        self._figure = fig
 
     def show_later(self, make: Callable[[], tuple[go.Figure, dict[str, Any] | None]]) -> None:
         """Show the figure ``make()`` returns, built only when the pane is opened or ``figure`` is read."""
-        if self.opened:
-            self.show(*make())
-            return
-        self._figure, self._pending = None, make
+        self._make, self._made, self._unsent = make, None, True
         self.updates += 1
+        self._send()
 
     def clear(self) -> None:
-        self._pending = None
+        self._unsent = False
         super().clear()
+
+    def _built(self) -> tuple[go.Figure, dict[str, Any] | None]:
+        if self._made is None:
+            self._made = self._make()
+        return self._made
 
     def _toggled(self, change: dict) -> None:
         opened = bool(change["new"])
         self.button.icon = "chevron-down" if opened else "chevron-right"
         self.output.layout.display = "" if opened else "none"
-        pending = self._pending
-        if opened and pending is not None:
-            fig, bundle = pending()
-            self._pending, self._figure = None, fig
-            self._draw(fig, bundle)
+        self._send()
+
+    def _send(self) -> None:
+        if self.opened and self._unsent:
+            self._unsent = False
+            self._draw(*self._built())
 
 
 class MessageLine:

@@ -134,6 +134,7 @@ def describe(key: Key) -> str:
 
 ROLES = ("now", "recorded", "pinned", "before")
 BUSY = "measured on a busy machine"
+E2E_MS = ("p50_ms", "p99_ms", "p99_ci_low_ms", "p99_ci_high_ms")  # None where the sample is short
 
 
 def beside_table(now: RunView, others: dict[str, RunView | None]) -> pd.DataFrame:
@@ -162,18 +163,11 @@ def _row(role: str, view: RunView) -> dict:
         "configuration": describe(view.key),
         "source": "recorded" if view.recorded else "live",
         "count": int(e2e["count"]),
-        "p50_ms": _number(e2e["p50_ms"]),
-        "p99_ms": _number(e2e["p99_ms"]),
-        "p99_ci_low_ms": _number(e2e["p99_ci_low_ms"]),
-        "p99_ci_high_ms": _number(e2e["p99_ci_high_ms"]),
+        **{k: None if pd.isna(e2e[k]) else float(e2e[k]) for k in E2E_MS},
         "noisy": (view.noise or {}).get("noisy"),
         "machine": view.machine,
         "compared_with_now": "",
     }
-
-
-def _number(value) -> float | None:
-    return None if value is None or pd.isna(value) else float(value)
 
 
 def comparability(now: dict, other: dict) -> str:

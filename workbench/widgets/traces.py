@@ -136,10 +136,17 @@ class TraceExplorer(Controller):
             value=0, min=0, max=1_000_000, description="request", layout=w.Layout(width="170px")
         )
         self.panes = {name: FigurePane(520 if name == "flame" else 400) for name in VIEWS}
-        self.view = self._layout()
-        self.picker.observe(lambda _c: self._silent or self.refresh(), "value")
+        row = w.Layout(flex_flow="row wrap", align_items="center")
+        head = w.VBox(
+            [w.HBox([self.picker, self.upload, self.status], layout=row), self.message_line.view]
+        )
+        *views, request_view = (self.panes[name].view for name in VIEWS)  # the request chart last
+        self.view = w.VBox(
+            [head, *views, self.request, request_view], layout=w.Layout(width="100%")
+        )
+        self._react(self.refresh, self.picker)
         self.upload.observe(self._uploaded, "value")
-        self.request.observe(lambda _c: self._silent or self._request_changed(), "value")
+        self._react(self._request_changed, self.request)
         if start and options:
             self.refresh()
 
@@ -152,9 +159,7 @@ class TraceExplorer(Controller):
         key = self.picker.value
         if key:
             self.update(
-                key,
-                lambda cancel: self._figures(key, Path(key)),
-                queued=f"loading {Path(key).name}...",
+                key, lambda cancel: self._figures(key), queued=f"loading {Path(key).name}..."
             )
 
     def load_bytes(self, name: str, data: bytes) -> None:
@@ -167,7 +172,7 @@ class TraceExplorer(Controller):
         label = f"uploaded: {name}"
         self.choices[label] = path
         key = str(path)
-        self.update(key, lambda cancel: self._load_upload(key, path, label), force=True)
+        self.update(key, lambda cancel: self._load_upload(key, label), force=True)
 
     def close(self) -> None:
         """Forget uploads and cached figures; remove the upload folder."""
@@ -178,15 +183,6 @@ class TraceExplorer(Controller):
             shutil.rmtree(self._upload_dir, ignore_errors=True)
             self._upload_dir = None
 
-    def _layout(self) -> widgets.Widget:
-        w = widgets
-        row = w.Layout(flex_flow="row wrap", align_items="center")
-        head = w.VBox(
-            [w.HBox([self.picker, self.upload, self.status], layout=row), self.message_line.view]
-        )
-        *views, request_view = (self.panes[name].view for name in VIEWS)  # the request chart last
-        return w.VBox([head, *views, self.request, request_view], layout=w.Layout(width="100%"))
-
     def _uploaded(self, change: dict) -> None:
         if change["new"]:
             item = change["new"][0]
@@ -194,25 +190,29 @@ class TraceExplorer(Controller):
             self.upload.value = ()  # release the bytes held by the widget
             self.load_bytes(name, data)
 
-    def _figures(self, key: str, path: Path, label: str | None = None) -> dict[str, Any]:
-        """Worker thread: read the trace and build every view; keep its events for the request picker."""
+    def _figures(self, key: str, label: str | None = None) -> dict[str, Any]:
+        """Worker thread: read the trace and build every view."""
         try:
-            trace = load_trace(path, max_bytes=self._max_bytes(path))
+            trace = self._load(key)
         except WorkbenchError:
-            self.status.value = f"{label or path.name}: not loaded"
+            self.status.value = f"{label or Path(key).name}: not loaded"
             raise
         self.loads += 1
-        figures = trace_figures(trace)
+        return trace_figures(trace)
+
+    def _load(self, key: str) -> Any:
+        """Worker thread: read a trace and keep its events for the request picker."""
+        trace = load_trace(key, max_bytes=self._max_bytes(Path(key)))
         with self._lock:
             self.events, self._events_key = trace.events, key
-        return figures
+        return trace
 
     def failed(self, key: str, exc: WorkbenchError) -> None:
         self.message_line.show(str(exc), "error")
 
-    def _load_upload(self, key: str, path: Path, label: str) -> dict[str, Any]:
+    def _load_upload(self, key: str, label: str) -> dict[str, Any]:
         """Worker thread: an upload becomes a picker choice (then drawn) once it has loaded."""
-        figures = self._figures(key, path, label)
+        figures = self._figures(key, label)
         options = [o for o in self.picker.options if o[1] and o[1] != key] + [(label, key)]
         with self.quiet():
             self.picker.options, self.picker.value = options, key
@@ -235,13 +235,8 @@ class TraceExplorer(Controller):
         key, n = self.picker.value, self.request.value
         with self._lock:
             events = self.events if self._events_key == key else None
-        if events is None:
-            self.jobs.submit(lambda cancel: self._reload_for_request(key, n))
+        if events is None:  # read again on the worker
+            show = self.panes["request"].show
+            self.jobs.submit(lambda cancel: show(request_chart(self._load(key).events, n)))
             return
         self.panes["request"].show(request_chart(events, n))
-
-    def _reload_for_request(self, key: str, n: int) -> None:
-        trace = load_trace(key, max_bytes=self._max_bytes(Path(key)))
-        with self._lock:
-            self.events, self._events_key = trace.events, key
-        self.panes["request"].show(request_chart(trace.events, n))

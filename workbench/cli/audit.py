@@ -6,7 +6,7 @@ from pathlib import Path
 
 from .numbers import add_number, number
 from .output import check_out, dumps
-from .sweep_view import expand_sweeps
+from ..batching.capacity import is_sweep, read_sweep
 from ..audit.report import audit, baseline_far_tail, render_html, run_facts
 from ..record import load_run
 from ..audit.figures import run_figures
@@ -47,7 +47,10 @@ def register(subparsers) -> None:
 def run(args) -> int:
     if args.out is not None:
         check_out(args.out, folder=False)
-    runs = [load_run(p) for p in expand_sweeps(args.runs)]  # a sweep folder: each of its point runs
+    paths = []  # a sweep folder: each of its point runs, in sweep order
+    for path in args.runs:
+        paths += [path / p["run"] for p in read_sweep(path)["points"]] if is_sweep(path) else [path]
+    runs = [load_run(p) for p in paths]
     facts = [run_facts(r) for r in runs]  # once: the findings and the figures read the same facts
     options = {"try_actions": args.try_actions, "try_requests": args.try_requests}
     doc = audit(runs, args.sla_ms, facts, **options)

@@ -45,7 +45,7 @@ from .output import print_result
 from .load_args import SEED
 from .profile import PROFILE_REQUESTS as REQUESTS
 from .profile import WARMUP, add_pipeline_arguments, config_from_args, factory_from_args
-from .sweep_view import compare_sweeps_command, is_sweep
+from .show import compare_sweeps_command, is_sweep
 import pyarrow as pa
 import pyarrow.parquet as pq
 

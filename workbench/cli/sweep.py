@@ -7,6 +7,7 @@ Each point is one ``load`` (or ``load --url``) run of windows until the last thr
 from __future__ import annotations
 
 import argparse
+import importlib.util
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -22,12 +23,13 @@ from .load_args import (
 from .numbers import OptionError, add_number, number
 from .output import check_out, default_folder, dumps, pipeline_name
 from .profile import apply_threads, config_from_args, factory_from_args, kept_on_interrupt
-from .sweep_view import footer, table_header, table_row, write_figure
+from .show import footer, table_header, table_row
 from ..wings import wing
 from ..batching.capacity import SweepPlan, add_prediction, parse_sweep, run_sweep, write_sweep
 from ..batching.live import run_load
 from ..batching.service_model import service_model_from_runs
 from ..batching.sweeps import sweep
+from ..plots.batching import sweep_record_figure
 
 
 WINDOW_S = number("--window-s", 0, 3_600, "s", lo_open=True)
@@ -251,3 +253,16 @@ def _predict(args, plan, record: dict, out: Path) -> dict:
         record = add_prediction(record, predicted, label)
     write_sweep(out, record)
     return record
+
+
+def write_figure(record: dict, path: Path) -> Path:
+    """The sweep's figure as a standalone HTML page (plotly.js inlined: it opens offline)."""
+    if importlib.util.find_spec("plotly") is None:
+        raise ConfigError("--figure needs plotly: pip install 'plotly>=5.20'")
+    fig = sweep_record_figure(
+        record, title=f"{record['pipeline']} ({record['kind']}): latency vs throughput"
+    )
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.write_html(tmp, include_plotlyjs=True)
+    tmp.replace(path)
+    return path

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)  # usage errors exit 2 through argparse itself
-    except WorkbenchError as exc:  # a number outside its range (cli/numbers.py): one line, exit 2
+    except WorkbenchError as exc:  # a number outside its range (cli/output.py): one line, exit 2
         return _fail(argv[0] if argv else "", str(exc), EXIT_BAD_INPUT)
     # SIGTERM takes Ctrl-C's path (what was measured is kept), exit 143
     with sigterm_as_interrupt():

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .numbers import add_number, number
-from .output import check_out, dumps
+from .output import add_number, check_out, dumps, number
 from ..batching.capacity import is_sweep, read_sweep
 from ..audit.report import audit, baseline_far_tail, render_html, run_facts
 from ..record import load_run

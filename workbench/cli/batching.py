@@ -26,11 +26,12 @@ from .load_args import (
     refuse_timeout_s,
     summary_json,
 )
-from .numbers import add_number, number
 from .output import (
+    add_number,
     check_out,
     default_folder,
     dumps,
+    number,
     otel_hook,
     pipeline_name,
     save_measured,

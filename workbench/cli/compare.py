@@ -40,8 +40,7 @@ from ..record.folder import (
     trace_path,
 )
 from ..record.tables import TableError, checked_table
-from .numbers import add_number, number
-from .output import print_result
+from .output import add_number, number, print_result
 from .load_args import SEED
 from .profile import PROFILE_REQUESTS as REQUESTS
 from .profile import WARMUP, add_pipeline_arguments, config_from_args, factory_from_args

@@ -17,7 +17,7 @@ from ..batching.loadgen import LAG_P99_LIMIT_MS, behind_schedule
 from ..errors import ConfigError
 from ..record.folder import META_FILE, inside, read_meta
 from .compare import compare_saved
-from .numbers import OptionError
+from .output import OptionError
 
 _THRESHOLD = re.compile(r"^\+?(\d+(?:\.\d+)?)\s*%?$")
 EXIT_INCONCLUSIVE = 4  # workbench.cli.EXIT_INCONCLUSIVE (not imported: the package imports this)

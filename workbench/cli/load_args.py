@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..units import NS_PER_S, ns_to_s
-from .numbers import add_number, check_memory, number
+from .output import add_number, check_memory, number
 from ..batching.arrivals import Arrivals
 from ..batching.policy import BatchPolicy
 from ..batching.continuous import ContinuousPolicy

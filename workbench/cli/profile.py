@@ -27,14 +27,16 @@ from ..runner import (
     profile,
 )
 from ..timing import SYNC_POLICIES
-from .numbers import add_number, number, ranged
 from .output import (
     ProgressBar,
+    add_number,
     check_out,
     default_folder,
     dumps,
+    number,
     otel_hook,
     pipeline_name,
+    ranged,
     save_measured,
     stdout_to_stderr,
 )

@@ -20,8 +20,7 @@ from .load_args import (
     policy_from_args,
     refuse_timeout_s,
 )
-from .numbers import OptionError, add_number, number
-from .output import check_out, default_folder, dumps, pipeline_name
+from .output import OptionError, add_number, check_out, default_folder, dumps, number, pipeline_name
 from .profile import apply_threads, config_from_args, factory_from_args, kept_on_interrupt
 from .show import footer, table_header, table_row
 from ..wings import wing

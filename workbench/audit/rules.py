@@ -5,11 +5,10 @@ Every rule is a small pure function ``(facts) -> list[finding]`` with its thresh
 :func:`workbench.audit.report.run_facts`. A finding is ``{"kind", "stage", "evidence", "numbers"}``;
 :func:`findings` adds the catalog's actions.
 
-Two rules the table lacks (docs/json.md's FINDING): ``decode_growth``, a streaming stage whose
-decode steps grow with the token's position (no, or a broken, KV cache), and ``token_host``: where
-the trace shows the GPU, a streaming stage whose GPU work covers less than ``TOKEN_HOST_SHARE`` of
-its traced host time: per-token host overhead, the host time the GPU did not cover over the traced
-requests' tokens (us per token). Both leave out the same stage's ``compute`` finding.
+Two rules the table lacks (docs/json.md's FINDING): ``decode_growth`` (decode steps that grow with
+the token's position: no KV cache, or a broken one) and ``token_host`` (a streaming stage whose GPU
+covers less than ``TOKEN_HOST_SHARE`` of its traced host time: host overhead in us per token). Both
+leave out the same stage's ``compute`` finding.
 """
 
 from __future__ import annotations
@@ -305,11 +304,8 @@ def waits(facts: dict[str, Any]) -> list[dict]:
 
 
 def _named_waits(found: dict[str, Any]) -> list[dict]:
-    """The causes of a ``waits`` object that make findings: a share of the tail past ``WAIT_SHARE``
-    that grew at least ``WAIT_GROWTH`` times over the median set's, or a GIL wait that holds
-    ``WAIT_SHARE`` of the tail and ``GIL_EVERY_SHARE`` of the median set's sampled time too (every
-    request waits for it: a busy machine evens the tail's and the median's waits, never the GIL's
-    cost)."""
+    """The causes past ``WAIT_SHARE`` of the tail that grew (:func:`_grew`), or a GIL wait every request
+    pays (a busy machine evens the tail's and the median's waits, never the GIL's cost)."""
     return [
         c
         for c in found.get("causes") or []
@@ -323,6 +319,7 @@ def _grew(cause: dict[str, Any]) -> bool:
 
 
 def _every_request_waits(found: dict[str, Any], cause: dict[str, Any]) -> bool:
+    """A GIL wait of at least ``GIL_EVERY_SHARE`` of the median set's sampled time."""
     median = (found.get("classes") or {}).get("median") or {}
     total = sum(median.values())
     return (

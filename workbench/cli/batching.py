@@ -71,10 +71,10 @@ def register(subparsers) -> None:
         help="run a pipeline behind a dynamic batcher under open-loop load",
         description="Live load: arrivals -> dynamic batcher -> pipeline, in this process.",
     )
-    add_pipeline_arguments(load, default_batch_size=None)
+    sources = add_pipeline_arguments(load, default_batch_size=None)
     add_batcher_arguments(load)
     add_continuous_arguments(load)
-    add_url_arguments(load)  # --url, --payloads, --timeout, --otel (served load)
+    add_url_arguments(load, sources)  # --url, --payloads, --timeout, --otel (served load)
     add_engine_arguments(load)  # --engine locust, --workers, --expect-workers, --master-host
     add_number(load, DURATION_S, 10.0, "seconds of arrivals (default 10)")
     add_number(load, REQUESTS, None, "at most this many requests (default: bounded by --duration)")

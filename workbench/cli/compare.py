@@ -68,9 +68,7 @@ def register(subparsers) -> None:
         metavar="RUN",
         help="two saved run folders (instead of --example/--pipeline)",
     )
-    add_pipeline_arguments(p)
-    for group in p._mutually_exclusive_groups:  # --example/--pipeline: optional with RUN_A RUN_B
-        group.required = False
+    add_pipeline_arguments(p).required = False  # --example/--pipeline: optional with RUN_A RUN_B
     p.add_argument(
         "--config",
         action="append",

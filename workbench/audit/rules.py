@@ -113,30 +113,26 @@ def tail_stages(facts: dict[str, Any]) -> list[dict]:
     if slowest is None:
         return []
     set_name, label, shares = slowest[0], slowest[1], slowest[2]["shares"]
+    stacks = (facts.get("stacks") or {}).get("headline") or ""  # "STAGE, frame ...": sampled stacks
     out = []
     for s in facts["budget"]["stages"]:
         p50, p99 = s.get("p50_ms"), s.get("p99_ms")
         share = shares.get(s["name"], 0.0)
         if not p50 or p99 is None or p99 < TAIL_RATIO * p50 or share < TAIL_SHARE:
             continue
+        named = f"; sampled stacks: {stacks}" if stacks.startswith(f"{s['name']}, ") else ""
         out += _finding(
             "tail",
             s["name"],
             f"{s['name']}'s p99 is {p99 / p50:.1f}x its p50 and it holds {share:.0%} of the "
             f"slowest {label}'s time (median request: "
             f"{facts['tail']['sets']['median']['shares'].get(s['name'], 0.0):.0%})"
-            f"{_stack_note(facts, s['name'])}",
+            f"{named}",
             p99_over_p50=p99 / p50,
             tail_share=share,
             tail_set=set_name,
         )
     return out
-
-
-def _stack_note(facts: dict[str, Any], stage: str) -> str:
-    """``"; sampled stacks: ..."`` when the run's sampled stacks name a frame in this stage."""
-    headline = (facts.get("stacks") or {}).get("headline") or ""
-    return f"; sampled stacks: {headline}" if headline.startswith(f"{stage}, ") else ""
 
 
 def queue(facts: dict[str, Any]) -> list[dict]:

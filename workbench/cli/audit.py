@@ -98,11 +98,29 @@ def run_figures(run, facts: dict[str, Any], sla_ms: float | None = None) -> list
     if (facts.get("stacks") or {}).get("headline"):
         caption = "The slowest requests' sampled stacks against the median ones (slow minus median)"
         figs.append((caption, differential_flame_figure(facts["stacks"])))
-    if facts.get("waits"):
-        figs.append(_wait_flames(run))
+    if facts.get("waits"):  # the slowest requests' sampled work beside their waits
+        flames = wait_flames(
+            getattr(run.meta, "sampled", None),  # profile, load and served runs
+            run.requests,
+            run.stages,
+            run.stage_names,
+            getattr(run.meta, "pipeline_stages", None),
+        )
+        caption = "The slowest requests' work beside their waits (slow minus median, every thread sampled)"
+        figs.append((caption, wait_flame_figure(flames)))
     if facts.get("trace") is not None:
         trace = facts.get("loaded_trace") or load_trace(run.trace_path)  # one Trace for every view
-        figs += [*_trace_figures(trace), _traced_tail(trace)]
+        gpu = views_sentence(tail_views(trace))  # the slowest traced requests' launches and copies
+        tail = "The slowest traced requests against the median ones" + (f" ({gpu})" if gpu else "")
+        figs += [
+            (
+                "Flame graph of the traced requests: stage -> operators -> kernels and copies",
+                trace_flame_figure(trace),
+            ),
+            ("Kernel launches: launch delay and CPU vs GPU time", launch_figure(trace)),
+            ("Host<->device copies by kind and host memory", transfer_figure(trace)),
+            (tail, traced_tail_figure(slow_minus_median(trace))),
+        ]
     return figs
 
 
@@ -116,38 +134,3 @@ def _attribute_figures(run) -> list[tuple[str, Any]]:
     effect = effects[stage][attribute]
     fig = attribute_figure(run.requests, run.stages, stage, attribute, effect=effect)
     return [(f"What {stage}'s time tracks", fig)]
-
-
-def _wait_flames(run) -> tuple[str, Any]:
-    """The slowest requests' sampled work beside their waits (every thread sampled)."""
-    meta = run.meta
-    flames = wait_flames(
-        getattr(meta, "sampled", None),  # profile, load and served runs
-        run.requests,
-        run.stages,
-        run.stage_names,
-        getattr(meta, "pipeline_stages", None),
-    )
-    caption = (
-        "The slowest requests' work beside their waits (slow minus median, every thread sampled)"
-    )
-    return (caption, wait_flame_figure(flames))
-
-
-def _traced_tail(trace) -> tuple[str, Any]:
-    """The slowest traced requests' flame graph against the median ones', with how many it rests on; the caption
-    adds their launches and copies per request (``traced_tail.tail_views``) when the trace has any."""
-    gpu = views_sentence(tail_views(trace))
-    caption = "The slowest traced requests against the median ones" + (f" ({gpu})" if gpu else "")
-    return (caption, traced_tail_figure(slow_minus_median(trace)))
-
-
-def _trace_figures(events) -> list[tuple[str, Any]]:
-    return [
-        (
-            "Flame graph of the traced requests: stage -> operators -> kernels and copies",
-            trace_flame_figure(events),
-        ),
-        ("Kernel launches: launch delay and CPU vs GPU time", launch_figure(events)),
-        ("Host<->device copies by kind and host memory", transfer_figure(events)),
-    ]

@@ -159,7 +159,13 @@ def run(args) -> int:
     if len(args.runs) == 2 and all(is_sweep(p) for p in args.runs):  # two load --sweep folders
         return compare_sweeps_command(args.runs, args.json)
     if args.runs:
-        return _run_saved(args)
+        if len(args.runs) != 2 or args.example or args.pipeline or args.config:
+            raise ConfigError(
+                "saved runs: give exactly two run folders (RUN_A RUN_B) and no --example/--pipeline/--config"
+            )
+        options = {"metric": args.metric, "min_effect": args.min_effect, "seed": args.seed}
+        print_result(compare_saved(*args.runs, **options), args.json, print_separate)
+        return 0
     if not (args.example or args.pipeline):
         raise ConfigError(
             "give --example NAME or --pipeline SPEC with two or more --config, or two run folders"
@@ -189,18 +195,6 @@ def run(args) -> int:
             file=sys.stderr,
         )
         return 1
-    return 0
-
-
-def _run_saved(args) -> int:
-    if len(args.runs) != 2 or args.example or args.pipeline or args.config:
-        raise ConfigError(
-            "saved runs: give exactly two run folders (RUN_A RUN_B) and no --example/--pipeline/--config"
-        )
-    result = compare_saved(
-        args.runs[0], args.runs[1], metric=args.metric, min_effect=args.min_effect, seed=args.seed
-    )
-    print_result(result, args.json, print_separate)
     return 0
 
 

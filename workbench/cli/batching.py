@@ -171,8 +171,22 @@ def _report_load(args, run, arrivals, policy) -> bool:
     """The load run's summary on stdout (one JSON object with ``--json``); True once printed."""
     load = run.meta.load
     failures, noise = failure_summary(run.requests, run.stage_names), noise_summary(run.meta)
-    if load.continuous is not None:
-        keys, what, lines = _continuous(load, run, arrivals)
+    if load.continuous is not None:  # tokens (TTFT, ITL, TPOT) and steps
+        c, rps = load.continuous, load.throughput_rps
+        tokens = token_summary(run.requests, run.stages, run.units)
+        keys = {"tokens": tokens, "throughput_rps": rps, "continuous": c}
+        keys |= {"requests": load.requests, "failed": load.failed}
+        what = (
+            f"{describe_arrivals(arrivals)}continuous batching max_num_seqs={c['max_num_seqs']} "
+            f"max_batched_tokens={c['max_batched_tokens']} chunk={c['chunk_tokens'] or 'whole prompts'}"
+        )
+        steps = (
+            f"{load.requests} requests, {load.failed} failed, "
+            + (f"{rps:.1f} req/s; " if rps is not None else "")
+            + f"{c['steps']} steps of {c['mean_running'] or 0:.1f} sequences and "
+            f"{c['mean_step_tokens'] or 0:.1f} tokens on average"
+        )
+        lines = ["\n".join(token_text(tokens)), steps]
     else:
         summary, lag = load_summary(run.requests, policy.concurrency), load.generator_lag_ms
         keys = summary_json(summary, {"generator_lag_ms": lag} | schedule_keys(load))
@@ -191,25 +205,6 @@ def _report_load(args, run, arrivals, policy) -> bool:
     print_failures({"failures": failures}, sys.stdout)
     print(f"\nrun written to {run.path}")
     return True
-
-
-def _continuous(load, run, arrivals) -> tuple[dict, str, list[str]]:
-    """A continuous batching run's JSON keys, title and lines: tokens (TTFT, ITL, TPOT), steps."""
-    c, rps = load.continuous, load.throughput_rps
-    tokens = token_summary(run.requests, run.stages, run.units)
-    keys = {"tokens": tokens, "throughput_rps": rps, "continuous": c}
-    what = (
-        f"{describe_arrivals(arrivals)}continuous batching max_num_seqs={c['max_num_seqs']} "
-        f"max_batched_tokens={c['max_batched_tokens']} chunk={c['chunk_tokens'] or 'whole prompts'}"
-    )
-    steps = (
-        f"{load.requests} requests, {load.failed} failed, "
-        + (f"{rps:.1f} req/s; " if rps is not None else "")
-        + f"{c['steps']} steps of {c['mean_running'] or 0:.1f} sequences and "
-        f"{c['mean_step_tokens'] or 0:.1f} tokens on average"
-    )
-    counts = {"requests": load.requests, "failed": load.failed}
-    return keys | counts, what, ["\n".join(token_text(tokens)), steps]
 
 
 def timeout_verdict(run) -> int:

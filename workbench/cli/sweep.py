@@ -178,8 +178,13 @@ def run_sweep_command(args) -> int:
         plan, measure, out, header, on_point=None if args.json else lambda p: print(table_row(p))
     )
     record = _predict(args, plan, record, out)
-    if args.figure is not None:
-        write_figure(record, args.figure)
+    if args.figure is not None:  # a standalone page: plotly.js inlined, it opens offline
+        if importlib.util.find_spec("plotly") is None:
+            raise ConfigError("--figure needs plotly: pip install 'plotly>=5.20'")
+        title = f"{record['pipeline']} ({record['kind']}): latency vs throughput"
+        tmp = args.figure.with_name(f".{args.figure.name}.tmp")
+        sweep_record_figure(record, title=title).write_html(tmp, include_plotlyjs=True)
+        tmp.replace(args.figure)
     if args.json:
         print(dumps(record | {"sweep_dir": str(out)}))
     else:
@@ -252,16 +257,3 @@ def _predict(args, plan, record: dict, out: Path) -> dict:
         record = add_prediction(record, predicted, label)
     write_sweep(out, record)
     return record
-
-
-def write_figure(record: dict, path: Path) -> Path:
-    """The sweep's figure as a standalone HTML page (plotly.js inlined: it opens offline)."""
-    if importlib.util.find_spec("plotly") is None:
-        raise ConfigError("--figure needs plotly: pip install 'plotly>=5.20'")
-    fig = sweep_record_figure(
-        record, title=f"{record['pipeline']} ({record['kind']}): latency vs throughput"
-    )
-    tmp = path.with_name(f".{path.name}.tmp")
-    fig.write_html(tmp, include_plotlyjs=True)
-    tmp.replace(path)
-    return path

@@ -15,8 +15,7 @@ import pytest
 
 from tests.support.cli import main_output as cli, one_line, workbench
 from workbench.cli import main
-from workbench.cli.numbers import check_memory, number
-from workbench.cli.output import dumps, save_measured, strict
+from workbench.cli.output import check_memory, dumps, number, save_measured, strict
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.record import load_run
 

@@ -102,7 +102,7 @@ def _kind(action: argparse.Action) -> str:
     name = getattr(
         getattr(action.type, "func", action.type), "__qualname__", ""
     )  # a partial: its function
-    ranged = hasattr(action.type, "range_text")  # workbench.cli.numbers.ranged's types
+    ranged = hasattr(action.type, "range_text")  # workbench.cli.output.ranged's types
     if action.type in (int, float) or ranged or "number" in name or "threshold" in name:
         return "number"
     if action.type is Path or action.dest in PATH_DESTS:

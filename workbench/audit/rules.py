@@ -5,11 +5,10 @@ Every rule is a small pure function ``(facts) -> list[finding]`` with its thresh
 :func:`workbench.audit.report.run_facts`. A finding is ``{"kind", "stage", "evidence", "numbers"}``;
 :func:`findings` adds the catalog's actions.
 
-Two rules the table lacks (docs/json.md's FINDING): ``decode_growth``, a streaming stage whose
-decode steps grow with the token's position (no, or a broken, KV cache), and ``token_host``: where
-the trace shows the GPU, a streaming stage whose GPU work covers less than ``TOKEN_HOST_SHARE`` of
-its traced host time: per-token host overhead, the host time the GPU did not cover over the traced
-requests' tokens (us per token). Both leave out the same stage's ``compute`` finding.
+Two rules the table lacks (docs/json.md's FINDING): ``decode_growth`` (decode steps that grow with
+the token's position: no KV cache, or a broken one) and ``token_host`` (a streaming stage whose GPU
+covers less than ``TOKEN_HOST_SHARE`` of its traced host time: host overhead in us per token). Both
+leave out the same stage's ``compute`` finding.
 """
 
 from __future__ import annotations
@@ -114,30 +113,26 @@ def tail_stages(facts: dict[str, Any]) -> list[dict]:
     if slowest is None:
         return []
     set_name, label, shares = slowest[0], slowest[1], slowest[2]["shares"]
+    stacks = (facts.get("stacks") or {}).get("headline") or ""  # "STAGE, frame ...": sampled stacks
     out = []
     for s in facts["budget"]["stages"]:
         p50, p99 = s.get("p50_ms"), s.get("p99_ms")
         share = shares.get(s["name"], 0.0)
         if not p50 or p99 is None or p99 < TAIL_RATIO * p50 or share < TAIL_SHARE:
             continue
+        named = f"; sampled stacks: {stacks}" if stacks.startswith(f"{s['name']}, ") else ""
         out += _finding(
             "tail",
             s["name"],
             f"{s['name']}'s p99 is {p99 / p50:.1f}x its p50 and it holds {share:.0%} of the "
             f"slowest {label}'s time (median request: "
             f"{facts['tail']['sets']['median']['shares'].get(s['name'], 0.0):.0%})"
-            f"{_stack_note(facts, s['name'])}",
+            f"{named}",
             p99_over_p50=p99 / p50,
             tail_share=share,
             tail_set=set_name,
         )
     return out
-
-
-def _stack_note(facts: dict[str, Any], stage: str) -> str:
-    """``"; sampled stacks: ..."`` when the run's sampled stacks name a frame in this stage."""
-    headline = (facts.get("stacks") or {}).get("headline") or ""
-    return f"; sampled stacks: {headline}" if headline.startswith(f"{stage}, ") else ""
 
 
 def queue(facts: dict[str, Any]) -> list[dict]:
@@ -305,11 +300,8 @@ def waits(facts: dict[str, Any]) -> list[dict]:
 
 
 def _named_waits(found: dict[str, Any]) -> list[dict]:
-    """The causes of a ``waits`` object that make findings: a share of the tail past ``WAIT_SHARE``
-    that grew at least ``WAIT_GROWTH`` times over the median set's, or a GIL wait that holds
-    ``WAIT_SHARE`` of the tail and ``GIL_EVERY_SHARE`` of the median set's sampled time too (every
-    request waits for it: a busy machine evens the tail's and the median's waits, never the GIL's
-    cost)."""
+    """The causes past ``WAIT_SHARE`` of the tail that grew (:func:`_grew`), or a GIL wait every request
+    pays (a busy machine evens the tail's and the median's waits, never the GIL's cost)."""
     return [
         c
         for c in found.get("causes") or []
@@ -323,6 +315,7 @@ def _grew(cause: dict[str, Any]) -> bool:
 
 
 def _every_request_waits(found: dict[str, Any], cause: dict[str, Any]) -> bool:
+    """A GIL wait of at least ``GIL_EVERY_SHARE`` of the median set's sampled time."""
     median = (found.get("classes") or {}).get("median") or {}
     total = sum(median.values())
     return (

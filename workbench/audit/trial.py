@@ -1,11 +1,9 @@
 """``audit --try``: measure the actions the workbench can make itself, instead of promising them.
 
-Each catalog action with a ``try`` entry becomes a configuration change of the audited run
-(docs/audit.md's *tried* actions), measured against the run's own configuration with the
-interleaved comparison on the pipeline rebuilt from its fingerprint's factory; the action then
-carries ``measured`` (docs/json.md's MEASURED; per item for a batch-size change). What cannot be
-tried here (no importable factory, int8 on CUDA, a change to the pipeline's code) is said, never
-guessed.
+A catalog action with a ``try`` entry is a configuration change measured against the run's own
+configuration (interleaved, the pipeline rebuilt from its fingerprint's factory) and carries
+``measured`` (docs/json.md's MEASURED; per item for a batch size); what cannot be tried here (no
+importable factory, int8 on CUDA, a change to the pipeline's code) is said, never guessed.
 """
 
 from __future__ import annotations
@@ -204,12 +202,8 @@ def _label(change: dict) -> str:
 
 
 def simulate_wait(run, factor: float = 0.5, seed: int = 0) -> dict[str, Any]:
-    """``{"simulated": {...}}`` for a load run with its max wait times ``factor``, else ``{"not_tried": why}``.
-
-    The batching simulator replays the run's own arrival times against a service model built from the
-    run's own batches, once with the run's policy and once with the shorter wait; the ratios are of
-    simulated end-to-end p50 and p99.
-    """
+    """``{"simulated": {...}}``: end-to-end p50 and p99 ratios of a load run's max wait times ``factor``,
+    its own arrivals and batches replayed in the batching simulator; else ``{"not_tried": why}``."""
     load = getattr(run.meta, "load", None)  # load and served runs
     policy = (load.policy if load else None) or {}
     if run.kind not in ("load", "served") or not policy or "arrival_ns" not in run.requests:

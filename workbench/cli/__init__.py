@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)  # usage errors exit 2 through argparse itself
-    except WorkbenchError as exc:  # a number outside its range (cli/numbers.py): one line, exit 2
+    except WorkbenchError as exc:  # a number outside its range (cli/output.py): one line, exit 2
         return _fail(argv[0] if argv else "", str(exc), EXIT_BAD_INPUT)
     # SIGTERM takes Ctrl-C's path (what was measured is kept), exit 143
     with sigterm_as_interrupt():
@@ -153,7 +153,12 @@ def _run(args) -> int:
 def _internal_error(command: str, exc: Exception) -> int:
     """Exit 3 for a bug (one line; the traceback with WORKBENCH_DEBUG=1), or quiet when stdout's reader left."""
     if isinstance(exc, BrokenPipeError) and _stdout_reader_gone():
-        return _leave_closed_stdout()
+        # quiet, as Unix tools are when their reader left; stdout on /dev/null, so that the
+        # interpreter's final flush does not print a second BrokenPipeError
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_STDOUT_CLOSED
     debug = os.environ.get("WORKBENCH_DEBUG") == "1"
     if debug:
         traceback.print_exc(file=sys.stderr)
@@ -236,15 +241,6 @@ def _stdout_reader_gone() -> bool:
     except (AttributeError, OSError, ValueError):  # no poll (Windows) or stdout is not a file
         return False
     return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
-
-
-def _leave_closed_stdout() -> int:
-    """Exit quietly, as Unix tools do when the reader of their output has gone; stdout points at
-    /dev/null so the interpreter's final flush does not print a second BrokenPipeError."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-    return EXIT_STDOUT_CLOSED
 
 
 def _fail(command: str, message: str, code: int) -> int:

@@ -13,9 +13,8 @@ import threading
 from pathlib import Path
 
 from ..errors import RunRecordError
-from .numbers import OptionError
+from .output import OptionError, ProgressBar, dumps
 from ..trace.decode import read_raw
-from .output import ProgressBar, dumps
 
 # equal to workbench.trace.read.DEFAULT_MAX_TRACE_BYTES (not imported: argument parsing stays light)
 DEFAULT_MAX_TRACE_BYTES = 4 * 2**30

@@ -26,11 +26,12 @@ from .load_args import (
     refuse_timeout_s,
     summary_json,
 )
-from .numbers import add_number, number
 from .output import (
+    add_number,
     check_out,
     default_folder,
     dumps,
+    number,
     otel_hook,
     pipeline_name,
     save_measured,
@@ -70,10 +71,10 @@ def register(subparsers) -> None:
         help="run a pipeline behind a dynamic batcher under open-loop load",
         description="Live load: arrivals -> dynamic batcher -> pipeline, in this process.",
     )
-    add_pipeline_arguments(load, default_batch_size=None)
+    sources = add_pipeline_arguments(load, default_batch_size=None)
     add_batcher_arguments(load)
     add_continuous_arguments(load)
-    add_url_arguments(load)  # --url, --payloads, --timeout, --otel (served load)
+    add_url_arguments(load, sources)  # --url, --payloads, --timeout, --otel (served load)
     add_engine_arguments(load)  # --engine locust, --workers, --expect-workers, --master-host
     add_number(load, DURATION_S, 10.0, "seconds of arrivals (default 10)")
     add_number(load, REQUESTS, None, "at most this many requests (default: bounded by --duration)")
@@ -170,8 +171,22 @@ def _report_load(args, run, arrivals, policy) -> bool:
     """The load run's summary on stdout (one JSON object with ``--json``); True once printed."""
     load = run.meta.load
     failures, noise = failure_summary(run.requests, run.stage_names), noise_summary(run.meta)
-    if load.continuous is not None:
-        keys, what, lines = _continuous(load, run, arrivals)
+    if load.continuous is not None:  # tokens (TTFT, ITL, TPOT) and steps
+        c, rps = load.continuous, load.throughput_rps
+        tokens = token_summary(run.requests, run.stages, run.units)
+        keys = {"tokens": tokens, "throughput_rps": rps, "continuous": c}
+        keys |= {"requests": load.requests, "failed": load.failed}
+        what = (
+            f"{describe_arrivals(arrivals)}continuous batching max_num_seqs={c['max_num_seqs']} "
+            f"max_batched_tokens={c['max_batched_tokens']} chunk={c['chunk_tokens'] or 'whole prompts'}"
+        )
+        steps = (
+            f"{load.requests} requests, {load.failed} failed, "
+            + (f"{rps:.1f} req/s; " if rps is not None else "")
+            + f"{c['steps']} steps of {c['mean_running'] or 0:.1f} sequences and "
+            f"{c['mean_step_tokens'] or 0:.1f} tokens on average"
+        )
+        lines = ["\n".join(token_text(tokens)), steps]
     else:
         summary, lag = load_summary(run.requests, policy.concurrency), load.generator_lag_ms
         keys = summary_json(summary, {"generator_lag_ms": lag} | schedule_keys(load))
@@ -190,25 +205,6 @@ def _report_load(args, run, arrivals, policy) -> bool:
     print_failures({"failures": failures}, sys.stdout)
     print(f"\nrun written to {run.path}")
     return True
-
-
-def _continuous(load, run, arrivals) -> tuple[dict, str, list[str]]:
-    """A continuous batching run's JSON keys, title and lines: tokens (TTFT, ITL, TPOT), steps."""
-    c, rps = load.continuous, load.throughput_rps
-    tokens = token_summary(run.requests, run.stages, run.units)
-    keys = {"tokens": tokens, "throughput_rps": rps, "continuous": c}
-    what = (
-        f"{describe_arrivals(arrivals)}continuous batching max_num_seqs={c['max_num_seqs']} "
-        f"max_batched_tokens={c['max_batched_tokens']} chunk={c['chunk_tokens'] or 'whole prompts'}"
-    )
-    steps = (
-        f"{load.requests} requests, {load.failed} failed, "
-        + (f"{rps:.1f} req/s; " if rps is not None else "")
-        + f"{c['steps']} steps of {c['mean_running'] or 0:.1f} sequences and "
-        f"{c['mean_step_tokens'] or 0:.1f} tokens on average"
-    )
-    counts = {"requests": load.requests, "failed": load.failed}
-    return keys | counts, what, ["\n".join(token_text(tokens)), steps]
 
 
 def timeout_verdict(run) -> int:

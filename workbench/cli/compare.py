@@ -40,12 +40,11 @@ from ..record.folder import (
     trace_path,
 )
 from ..record.tables import TableError, checked_table
-from .numbers import add_number, number
-from .output import print_result
+from .output import add_number, number, print_result
 from .load_args import SEED
 from .profile import PROFILE_REQUESTS as REQUESTS
 from .profile import WARMUP, add_pipeline_arguments, config_from_args, factory_from_args
-from .sweep_view import compare_sweeps_command, is_sweep
+from .show import compare_sweeps_command, is_sweep
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -69,9 +68,7 @@ def register(subparsers) -> None:
         metavar="RUN",
         help="two saved run folders (instead of --example/--pipeline)",
     )
-    add_pipeline_arguments(p)
-    for group in p._mutually_exclusive_groups:  # --example/--pipeline: optional with RUN_A RUN_B
-        group.required = False
+    add_pipeline_arguments(p).required = False  # --example/--pipeline: optional with RUN_A RUN_B
     p.add_argument(
         "--config",
         action="append",
@@ -162,7 +159,13 @@ def run(args) -> int:
     if len(args.runs) == 2 and all(is_sweep(p) for p in args.runs):  # two load --sweep folders
         return compare_sweeps_command(args.runs, args.json)
     if args.runs:
-        return _run_saved(args)
+        if len(args.runs) != 2 or args.example or args.pipeline or args.config:
+            raise ConfigError(
+                "saved runs: give exactly two run folders (RUN_A RUN_B) and no --example/--pipeline/--config"
+            )
+        options = {"metric": args.metric, "min_effect": args.min_effect, "seed": args.seed}
+        print_result(compare_saved(*args.runs, **options), args.json, print_separate)
+        return 0
     if not (args.example or args.pipeline):
         raise ConfigError(
             "give --example NAME or --pipeline SPEC with two or more --config, or two run folders"
@@ -192,18 +195,6 @@ def run(args) -> int:
             file=sys.stderr,
         )
         return 1
-    return 0
-
-
-def _run_saved(args) -> int:
-    if len(args.runs) != 2 or args.example or args.pipeline or args.config:
-        raise ConfigError(
-            "saved runs: give exactly two run folders (RUN_A RUN_B) and no --example/--pipeline/--config"
-        )
-    result = compare_saved(
-        args.runs[0], args.runs[1], metric=args.metric, min_effect=args.min_effect, seed=args.seed
-    )
-    print_result(result, args.json, print_separate)
     return 0
 
 

@@ -16,11 +16,11 @@ from ..analysis.verdicts import INCONCLUSIVE, REGRESSION, gate_decision
 from ..batching.loadgen import LAG_P99_LIMIT_MS, behind_schedule
 from ..errors import ConfigError
 from ..record.folder import META_FILE, inside, read_meta
+from . import EXIT_INCONCLUSIVE
 from .compare import compare_saved
-from .numbers import OptionError
+from .output import OptionError
 
 _THRESHOLD = re.compile(r"^\+?(\d+(?:\.\d+)?)\s*%?$")
-EXIT_INCONCLUSIVE = 4  # workbench.cli.EXIT_INCONCLUSIVE (not imported: the package imports this)
 RERUN = "too noisy to tell: rerun quieter or longer"
 MAX_THRESHOLD_PCT = 1000.0
 THRESHOLD_RANGE = f"in [0, {MAX_THRESHOLD_PCT:g}] %"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..units import NS_PER_S, ns_to_s
-from .numbers import add_number, check_memory, number
+from .output import add_number, check_memory, number
 from ..batching.arrivals import Arrivals
 from ..batching.policy import BatchPolicy
 from ..batching.continuous import ContinuousPolicy
@@ -214,14 +214,9 @@ TPOT_BOUND = number("--tpot-ms", 0, 86_400_000, "ms", lo_open=True)
 MAX_PAYLOAD_BYTES = 2**30  # request bodies, one per line, held in memory to cycle through
 
 
-def add_url_arguments(load) -> None:
-    """``--url``, ``--payloads`` (a third payload source beside --example/--pipeline), ``--timeout``, ``--otel``."""
-    group = next(
-        g
-        for g in load._mutually_exclusive_groups
-        if any(a.dest == "example" for a in g._group_actions)
-    )
-    group.add_argument(
+def add_url_arguments(load, sources) -> None:
+    """``--url``, ``--payloads`` (a third of the ``sources`` beside --example/--pipeline), ``--timeout``, ``--otel``."""
+    sources.add_argument(
         "--payloads", type=Path, help="with --url: a file of request bodies, one per line"
     )
     load.add_argument(

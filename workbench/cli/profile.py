@@ -27,14 +27,16 @@ from ..runner import (
     profile,
 )
 from ..timing import SYNC_POLICIES
-from .numbers import add_number, number, ranged
 from .output import (
     ProgressBar,
+    add_number,
     check_out,
     default_folder,
     dumps,
+    number,
     otel_hook,
     pipeline_name,
+    ranged,
     save_measured,
     stdout_to_stderr,
 )
@@ -213,7 +215,8 @@ def add_fail_on_error(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_pipeline_arguments(p: argparse.ArgumentParser, default_batch_size: int = 1) -> None:
+def add_pipeline_arguments(p: argparse.ArgumentParser, default_batch_size: int = 1):
+    """The pipeline's options; returns the group of its sources (--example, --pipeline)."""
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--example", help="a shipped example: tabular, text, image or generate")
     src.add_argument("--pipeline", help="your factory: MODULE:FUNCTION or path/to/file.py:FUNCTION")
@@ -234,6 +237,7 @@ def add_pipeline_arguments(p: argparse.ArgumentParser, default_batch_size: int =
         "torch CPU threads for the run (default: torch's own "
         "choice); measure with the thread count your server uses",
     )
+    return src
 
 
 def apply_threads(args) -> None:

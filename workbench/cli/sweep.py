@@ -7,6 +7,7 @@ Each point is one ``load`` (or ``load --url``) run of windows until the last thr
 from __future__ import annotations
 
 import argparse
+import importlib.util
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -19,15 +20,15 @@ from .load_args import (
     policy_from_args,
     refuse_timeout_s,
 )
-from .numbers import OptionError, add_number, number
-from .output import check_out, default_folder, dumps, pipeline_name
+from .output import OptionError, add_number, check_out, default_folder, dumps, number, pipeline_name
 from .profile import apply_threads, config_from_args, factory_from_args, kept_on_interrupt
-from .sweep_view import footer, table_header, table_row, write_figure
+from .show import footer, table_header, table_row
 from ..wings import wing
 from ..batching.capacity import SweepPlan, add_prediction, parse_sweep, run_sweep, write_sweep
 from ..batching.live import run_load
 from ..batching.service_model import service_model_from_runs
 from ..batching.sweeps import sweep
+from ..plots.batching import sweep_record_figure
 
 
 WINDOW_S = number("--window-s", 0, 3_600, "s", lo_open=True)
@@ -177,8 +178,13 @@ def run_sweep_command(args) -> int:
         plan, measure, out, header, on_point=None if args.json else lambda p: print(table_row(p))
     )
     record = _predict(args, plan, record, out)
-    if args.figure is not None:
-        write_figure(record, args.figure)
+    if args.figure is not None:  # a standalone page: plotly.js inlined, it opens offline
+        if importlib.util.find_spec("plotly") is None:
+            raise ConfigError("--figure needs plotly: pip install 'plotly>=5.20'")
+        title = f"{record['pipeline']} ({record['kind']}): latency vs throughput"
+        tmp = args.figure.with_name(f".{args.figure.name}.tmp")
+        sweep_record_figure(record, title=title).write_html(tmp, include_plotlyjs=True)
+        tmp.replace(args.figure)
     if args.json:
         print(dumps(record | {"sweep_dir": str(out)}))
     else:

@@ -9,7 +9,7 @@ receives is ignored. The served URL must be reachable from this machine.
 
 from __future__ import annotations
 
-from workbench.cli.numbers import add_number, number
+from workbench.cli.output import add_number, number
 
 PORT = number("--master-port", 1, 65_535, "(TCP port)", integer=True)
 

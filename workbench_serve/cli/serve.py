@@ -7,8 +7,14 @@ from pathlib import Path
 from ..otel.export import otel_hook
 from workbench.pipeline import resolve_pipeline
 from workbench.cli.load_args import BATCH, CONCURRENCY, WAIT_MS, batch_size_is_max, policy_from_args
-from workbench.cli.numbers import add_number, number
-from workbench.cli.output import check_out, default_folder, pipeline_name, save_measured
+from workbench.cli.output import (
+    add_number,
+    check_out,
+    default_folder,
+    number,
+    pipeline_name,
+    save_measured,
+)
 from workbench.record.run import summarized
 from workbench.cli.profile import (
     add_pipeline_arguments,

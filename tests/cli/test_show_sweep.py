@@ -1,6 +1,6 @@
 """The sweep table marks a point whose generator fell behind its schedule (issue 37)."""
 
-from workbench.cli.sweep_view import table_row
+from workbench.cli.show import table_row
 
 
 def point(lag_p99_ms):

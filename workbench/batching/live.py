@@ -101,9 +101,7 @@ def run_load(
         )
     items = next_batch(pipe.item_iterator(), len(schedule), pipe.name)  # before the clock starts
     if pipe.steps is not None and stream_index(pipe.stages) is not None:
-        refuse_for_continuous(opts.timeout_s, opts.watch)
-        policy_c = opts.continuous or ContinuousPolicy()
-        return run_continuous(pipe, target, arrivals, policy_c, items, opts)
+        return run_continuous(pipe, target, arrivals, items, opts)
     return _batched_run(pipe, build, target, arrivals, policy, schedule, items, opts)
 
 
@@ -176,20 +174,6 @@ def _load_section(summary, lags, arrivals, policy, opts: LoadOptions, batcher, d
         "timeout_s": opts.timeout_s,
         "in_flight_at_stop": batcher.in_flight_at_stop,
     }, timed_out
-
-
-def refuse_for_continuous(timeout_s: float | None, watch) -> None:
-    """What the continuous run does not do yet is refused, not ignored."""
-    if timeout_s is not None:
-        raise ConfigError(
-            "--timeout-s guards the dynamic batcher's pipeline calls; a continuous batching run "
-            "(a generative pipeline's steps) has no per-step guard yet: leave --timeout-s out"
-        )
-    if watch is not None:
-        raise ConfigError(
-            "load --sweep does not sweep a continuous batching run yet; run load at each --rate, "
-            "or simulate the rates (workbench.batching.continuous.goodput_curve)"
-        )
 
 
 def _drive(
@@ -314,24 +298,18 @@ def pipeline_executor(pipe, target, clock: Clock, timeout_s: float | None = None
         return first_request_checked(stage_timer(own, clock), own, options=False)
 
     def execute(batch, starts=None, ends=None):
-        if not hasattr(local, "run"):
-            if timeout_s is None:
-                local.run = build()
-            else:
-                local.run = _guarded(build, pipe.stage_names, timeout_s, clock)
-                guards.append(local.run)
+        if not hasattr(local, "run") and timeout_s is None:
+            local.run = build()
+        elif not hasattr(local, "run"):  # the guard's stage thread builds the stage timer first
+            built: list = []
+            local.run = StageGuard(
+                lambda batch, starts, ends: built[0](batch, starts=starts, ends=ends),
+                pipe.stage_names,
+                timeout_s,
+                clock=clock,
+                thread_init=lambda: built.append(build()),
+            )
+            guards.append(local.run)
         return local.run(batch, starts=starts, ends=ends)
 
     return execute, threads, guards
-
-
-def _guarded(build, names: list[str], timeout_s: float, clock: Clock) -> StageGuard:
-    """A :class:`StageGuard` whose stage thread first builds the stage timer."""
-    built: list = []
-
-    def run_one(batch, starts, ends):
-        return built[0](batch, starts=starts, ends=ends)
-
-    return StageGuard(
-        run_one, names, timeout_s, clock=clock, thread_init=lambda: built.append(build())
-    )

@@ -12,8 +12,7 @@ _MODULES = {  # module: the names it exports
     "batcher": "DynamicBatcher",
     "live": "run_load",
     "service_model": "ServiceModel service_model_from_runs",
-    "simulator": "Simulation simulate",
-    "sweeps": "sweep",
+    "simulator": "Simulation simulate sweep",
     "summary": "load_summary",
     "continuous": "ContinuousPolicy StepTimes fit_step_times simulate_continuous goodput "
     "goodput_knee",

@@ -2,7 +2,7 @@
 
 The service model comes from profiler runs at a few batch sizes
 (``workbench.batching.service_model_from_runs``), each setting's tables from
-:func:`workbench.batching.sweeps.batching_point` and its figures from ``workbench.plots.batching``:
+:func:`workbench.batching.simulator.batching_point` and its figures from ``workbench.plots.batching``:
 latency vs throughput over a range of rates (the current point marked), p99 vs max wait, and the
 queueing breakdown. A rate at or above capacity warns: the queue grows without bound.
 """
@@ -18,7 +18,7 @@ import ipywidgets as widgets
 
 from ..batching import service_model_from_runs
 from ..batching.capacity import sweep_record, sweep_service_runs
-from ..batching.sweeps import WAITS_MS, batching_point, service_noise
+from ..batching.simulator import WAITS_MS, batching_point, service_noise
 from ..errors import WorkbenchError
 from ..plots.batching import batching_curves_figure, queueing_breakdown_figure, wait_time_figure
 from ..plots.batching import add_measured
@@ -197,7 +197,7 @@ def _service(service_runs: Any, model: Any, sweep: Any, record: dict | None) -> 
 
 
 def _service_trust(service_runs: list[Any]) -> tuple[str, str]:
-    """(text, level) of the trust line: the service runs' noise flags (``batching.sweeps.service_noise``)."""
+    """(text, level) of the trust line: the service runs' noise flags (``batching.simulator.service_noise``)."""
     metas = [
         (item.label, item.meta)
         if isinstance(item, Run)

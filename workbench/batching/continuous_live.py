@@ -38,7 +38,7 @@ from .continuous import (
     TokenLog,
     fit_step_times,
 )
-from .loadgen import lag_summary
+from .summary import lag_summary
 from .records import pipeline_run_meta
 
 STOPPED = StageFailure(

@@ -6,6 +6,10 @@ A run is bounded: requests still queued ``drain_timeout_s`` after the last arriv
 :class:`workbench.guard.StageGuard`, so a hung stage ends the run ``incomplete: timeout``. The
 result is a ``load`` :class:`workbench.record.Run` with stages ``batch_wait``, ``queue_wait`` and
 then the pipeline's; end to end runs from when a request was due, so the generator's lag is in it.
+
+Open loop: the schedule does not wait for responses (a closed-loop client slows down exactly when
+the server does, hiding the queue). A request sent late (sleep granularity, the GIL, a busy core)
+records its lag and is timed from its due time (as wrk2 does), so coordinated omission cannot hide it.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import contextlib
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -35,14 +39,14 @@ from ..pipeline import Pipeline, first_request_checked, resolve_pipeline
 from ..runner import environment, failure_records, next_batch
 from ..streaming import stream_index
 from ..timing import Clock, stage_timer
+from ..units import ns_to_s
 from .arrivals import Arrivals
 from .batcher import DynamicBatcher, warm_up
 from .continuous import ContinuousPolicy
 from .continuous_live import refuse_without_steps, run_continuous
-from .loadgen import generate, lag_noise, lag_percentiles
 from .policy import BatchPolicy
 from .records import load_tables, pipeline_run_meta
-from .summary import load_section, load_summary
+from .summary import lag_noise, lag_percentiles, load_section, load_summary
 
 LEAD_NS = 2_000_000  # the schedule starts 2 ms after the threads are up
 MAX_REQUESTS = 1_000_000  # a live run holds every item and record in memory
@@ -216,6 +220,38 @@ def _drive(
     finally:  # past the drain deadline (or on a second Ctrl-C) batches still in flight are recorded, not joined
         dropped = batcher.stop(abort=True, join_timeout_s=JOIN_S if done else 0.0)
     return batcher, lags, dropped, origin, clock(), interrupted
+
+
+def generate(
+    schedule_ns: np.ndarray,
+    items: Sequence[Any],
+    submit: Callable[[Any], tuple[int, int]],
+    *,
+    start_ns: int,
+    clock: Clock = time.perf_counter_ns,
+    sleep: Callable[[float], None] = time.sleep,
+    cancel: Any = None,
+    stop: Callable[[int], bool] | None = None,
+) -> np.ndarray:
+    """Submit ``items[k]`` at ``start_ns + schedule_ns[k]``; return each submission's lag (int64 ns,
+    ``max(0, arrival_ns - due)``, ``submit(item) -> (request id, arrival_ns)``). ``cancel.is_set()``
+    or ``stop(offset)`` stops early (fewer lags); Ctrl-C propagates with the lags as ``lags_ns``."""
+    lags = np.zeros(len(schedule_ns), dtype=np.int64)
+    k = 0
+    try:
+        for k, offset in enumerate(schedule_ns.tolist()):
+            due = start_ns + offset
+            now = clock()
+            if now < due:
+                sleep(ns_to_s(due - now))
+            if (cancel is not None and cancel.is_set()) or (stop is not None and stop(offset)):
+                return lags[:k]
+            _, arrival = submit(items[k])
+            lags[k] = max(0, arrival - due)
+    except KeyboardInterrupt as stop:
+        stop.lags_ns = lags[:k]  # request k was not submitted (or its lag not taken)
+        raise
+    return lags
 
 
 def _watched(batcher: DynamicBatcher, watch, origin: int, schedule: np.ndarray):

@@ -1,7 +1,9 @@
 """Summaries of a batched run, live or simulated: the JSON of ``load`` and ``simulate``.
 
 Input is a requests table with ``arrival_ns``, ``batch_wait_ns``, ``queue_wait_ns``, ``service_ns``,
-``dur_ns`` (end to end), ``batch``, ``batch_size`` and ``ok`` (and, scheduled, ``lag_ns``).
+``dur_ns`` (end to end), ``batch``, ``batch_size`` and ``ok`` (and, scheduled, ``lag_ns``). A run
+whose generator lag p99 reaches :data:`LAG_P99_LIMIT_MS` is marked ``behind_schedule``: ``gate``
+will not judge it (exit 4).
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..analysis.stats import summarize_ns
-from ..units import NS_PER_MS, NS_PER_S
-from .loadgen import lag_summary
+from ..analysis.stats import percentiles, summarize_ns
+from ..units import NS_PER_MS, NS_PER_S, ms_to_ns, ns_to_ms
+
+# A generator lag p99 at or above this marks a run behind its schedule (and noisy): about 5x what
+# the generator holds on a quiet machine (benchmarks/results/loadgen.md).
+LAG_P99_LIMIT_MS = 1.0
 
 COMPONENTS = {
     "end_to_end": "dur_ns",
@@ -137,3 +142,53 @@ def format_summary(summary: dict[str, Any]) -> str:
     if summary.get("failed"):
         lines.append(f"failed requests: {summary['failed']} of {summary['requests']}")
     return "\n".join(lines)
+
+
+def lag_percentiles(lags_ns: np.ndarray) -> dict[str, float]:
+    """``{p50_ms, p99_ms, max_ms}`` of the generator's lag (0 for an empty run)."""
+    if lags_ns.size == 0:
+        return {"p50_ms": 0.0, "p99_ms": 0.0, "max_ms": 0.0}
+    p50, p99 = percentiles(lags_ns, [50, 99])
+    return {
+        "p50_ms": ns_to_ms(float(p50)),
+        "p99_ms": ns_to_ms(float(p99)),
+        "max_ms": ns_to_ms(float(lags_ns.max())),
+    }
+
+
+def lag_summary(lags_ns: np.ndarray, late_threshold_ms: float = 1.0) -> dict[str, Any]:
+    """The load meta's lag keys: worst and p99 lag, ``late_requests`` (lag > threshold) and
+    ``behind_schedule``."""
+    lag = lag_percentiles(lags_ns)
+    return {
+        "generator_lag_ms": lag["max_ms"],
+        "generator_lag_p99_ms": lag["p99_ms"],
+        "late_requests": int((lags_ns > ms_to_ns(late_threshold_ms)).sum()),
+        "late_threshold_ms": late_threshold_ms,
+        "behind_schedule": behind_schedule(lag["p99_ms"]),
+        "lag_p99_limit_ms": LAG_P99_LIMIT_MS,
+    }
+
+
+def behind_schedule(lag_p99_ms: float | None) -> bool:
+    """Whether a run's ``load.generator_lag_p99_ms`` (None: not scheduled) reaches the limit."""
+    return lag_p99_ms is not None and lag_p99_ms >= LAG_P99_LIMIT_MS
+
+
+def lag_noise(noise: dict[str, Any], lag: dict[str, float]) -> dict[str, Any]:
+    """A run's noise record with ``generator_lag_p99_ms``, and ``noisy`` for a lag at the limit."""
+    out = dict(noise) | {"generator_lag_p99_ms": lag["p99_ms"]}
+    if lag["p99_ms"] < LAG_P99_LIMIT_MS:
+        return out
+    reasons = list(out.get("reasons") or []) if out.get("noisy") is not None else []
+    reasons.append(
+        f"the load generator fell behind its schedule: lag p99 {lag['p99_ms']:.3f} ms "
+        f"(max {lag['max_ms']:.3f} ms) >= {LAG_P99_LIMIT_MS:g} ms: the client could not hold this "
+        "rate here (a busy machine, or a rate above what it can send)"
+    )
+    fix = "a lower --rate, or the load generator on another machine"
+    return out | {
+        "noisy": True,
+        "reasons": reasons,
+        "fix": fix if not out.get("fix") else f"{out['fix']} or {fix}",
+    }

@@ -7,7 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from ..batching.loadgen import behind_schedule
+from ..batching.summary import behind_schedule
 from ..errors import ConfigError
 from .output import dumps, strict
 from ..batching.capacity import compare_sweeps, is_sweep, read_sweep

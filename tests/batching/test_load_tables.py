@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.batching.batcher import BatchRecord
+from workbench.batching.policy import BatchRecord
 from workbench.batching.records import load_tables
 from workbench.batching.summary import format_summary, load_summary
 from workbench.timing import RequestTiming

@@ -8,8 +8,7 @@ from .._lazy import lazy_exports
 
 _MODULES = {  # module: the names it exports
     "arrivals": "Arrivals read_arrivals_csv",
-    "policy": "BatchPolicy BatchFormer",
-    "batcher": "DynamicBatcher",
+    "policy": "BatchPolicy BatchFormer DynamicBatcher",
     "live": "run_load",
     "service_model": "ServiceModel service_model_from_runs",
     "simulator": "Simulation simulate sweep",

@@ -41,10 +41,9 @@ from ..streaming import stream_index
 from ..timing import Clock, stage_timer
 from ..units import ns_to_s
 from .arrivals import Arrivals
-from .batcher import DynamicBatcher, warm_up
 from .continuous import ContinuousPolicy
 from .continuous_live import refuse_without_steps, run_continuous
-from .policy import BatchPolicy
+from .policy import BatchPolicy, DynamicBatcher, warm_up
 from .records import load_tables, pipeline_run_meta
 from .summary import lag_noise, lag_percentiles, load_section, load_summary
 

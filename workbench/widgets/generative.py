@@ -1,7 +1,7 @@
 """The generative explorer: continuous batching's knobs -> simulated TTFT, ITL and goodput, with live points.
 
 Step models and request lengths come from recorded continuous ``load`` runs
-(``batching.generative_explore.recorded_setup``), each setting's curve from ``simulated_curve`` and
+(``batching.continuous.recorded_setup``), each setting's curve from ``simulated_curve`` and
 its figure from ``plots.generative.generative_figure``, with the precision's recorded runs beside
 it. A precision and policy's curve is cached apart, so moving the rate alone simulates one rate.
 """
@@ -14,8 +14,7 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 
-from ..batching.continuous import ContinuousPolicy
-from ..batching.generative_explore import measured_points, recorded_setup, simulated_curve
+from ..batching.continuous import ContinuousPolicy, measured_points, recorded_setup, simulated_curve
 from ..plots.generative import generative_figure
 from ..record import Run, load_run
 from .controller import Controller, LRUCache

@@ -21,8 +21,7 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlparse
 
-from workbench.batching.summary import lag_noise, lag_percentiles
-from workbench.batching.summary import load_section, load_summary
+from workbench.batching.summary import lag_noise, lag_percentiles, load_section, load_summary
 from workbench.record import Config, Env, Load, Noise, Run, ServedMeta, Serving, Timing
 from .client import SPIN_NS, Target, drive, summary_of_server
 from .records import (

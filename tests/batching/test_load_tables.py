@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from workbench.batching.policy import BatchRecord
-from workbench.batching.records import load_tables
-from workbench.batching.summary import format_summary, load_summary
+from workbench.batching.summary import format_summary, load_summary, load_tables
 from workbench.timing import RequestTiming
 
 MS = 1_000_000

@@ -12,7 +12,7 @@ import numpy as np
 
 from tests.support.dispatch import dispatch_schedule
 from workbench.batching.policy import BatchPolicy, BatchRecord, wait_split
-from workbench.batching.records import load_tables
+from workbench.batching.summary import load_tables
 from workbench.timing import RequestTiming
 
 MS = 1_000_000

@@ -38,8 +38,7 @@ from .continuous import (
     TokenLog,
     fit_step_times,
 )
-from .summary import lag_summary
-from .records import pipeline_run_meta
+from .summary import lag_summary, pipeline_run_meta
 
 STOPPED = StageFailure(
     STREAM_STAGE, "RunStopped", "not finished when the run was interrupted (Ctrl-C)"

@@ -44,8 +44,8 @@ from .arrivals import Arrivals
 from .continuous import ContinuousPolicy
 from .continuous_live import refuse_without_steps, run_continuous
 from .policy import BatchPolicy, DynamicBatcher, warm_up
-from .records import load_tables, pipeline_run_meta
 from .summary import lag_noise, lag_percentiles, load_section, load_summary
+from .summary import load_tables, pipeline_run_meta
 
 LEAD_NS = 2_000_000  # the schedule starts 2 ms after the threads are up
 MAX_REQUESTS = 1_000_000  # a live run holds every item and record in memory

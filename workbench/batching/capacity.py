@@ -213,23 +213,18 @@ def run_sweep(
         record["pipeline"] = record.get("pipeline") or _get(run.meta, "pipeline")
         if on_point is not None:
             on_point(record["points"][-1])
-        record["stopped"] = _stopped(plan, record["points"], index)
+        if plan.values is not None:  # why the sweep ends after this point (None: it goes on)
+            record["stopped"] = "list done" if index == len(plan.values) - 1 else None
+        else:
+            record["stopped"] = auto_stop(pd.DataFrame(record["points"]), plan.sla_ms)
+            if record["stopped"] is None and index == plan.max_points - 1:
+                record["stopped"] = f"--max-points {plan.max_points} reached"
         k = knee(pd.DataFrame(record["points"]), plan.sla_ms)
         record["knee"] = None if k is None else {key: record["points"][k][key] for key in KNEE}
         write_sweep(out, record)
         if record["stopped"] != "list done" and record["stopped"] is not None:
             break
     return record
-
-
-def _stopped(plan: SweepPlan, points: list[dict], index: int) -> str | None:
-    """Why the sweep ends after this point (None: it goes on)."""
-    if plan.values is not None:
-        return "list done" if index == len(plan.values) - 1 else None
-    why = auto_stop(pd.DataFrame(points), plan.sla_ms)
-    if why is None and index == plan.max_points - 1:
-        return f"--max-points {plan.max_points} reached"
-    return why
 
 
 def add_prediction(record: dict[str, Any], predicted: pd.DataFrame, source: str) -> dict[str, Any]:

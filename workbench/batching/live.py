@@ -192,7 +192,15 @@ def _drive(
         execute, policy, clock=clock, thread_init=warm, stage_names=pipe.stage_names
     )
     batcher.start(timeout_s=wait_s)
-    _check_warm(batcher, policy.concurrency, wait_s)
+    ready, executors = len(batcher.init_results), policy.concurrency
+    if ready < executors:  # executors still warming up are abandoned and the run stops
+        batcher.stop(
+            abort=True, join_timeout_s=0
+        )  # daemon threads: they cannot keep the process alive
+        raise StageTimeout(
+            f"executor warm-up still running after {wait_s:g} s (the drain timeout or longer): a stage "
+            f"does not return; {executors - ready} of {executors} executor threads abandoned, nothing measured"
+        )
     origin, lags, done, interrupted = clock() + LEAD_NS, np.zeros(0, dtype=np.int64), False, False
     try:
         try:
@@ -282,18 +290,6 @@ def _watched(batcher: DynamicBatcher, watch, origin: int, schedule: np.ndarray):
 def _warm_failures(batcher: DynamicBatcher) -> list:
     """The executors' warm-up ``StageFailure`` s."""
     return [f for result in batcher.init_results for f in (result or [])]
-
-
-def _check_warm(batcher: DynamicBatcher, executors: int, wait_s: float) -> None:
-    """Executors still warming up after ``wait_s`` are abandoned and the run stops."""
-    ready = len(batcher.init_results)
-    if ready >= executors:
-        return
-    batcher.stop(abort=True, join_timeout_s=0)  # daemon threads: they cannot keep the process alive
-    raise StageTimeout(
-        f"executor warm-up still running after {wait_s:g} s (the drain timeout or longer): a stage "
-        f"does not return; {executors - ready} of {executors} executor threads abandoned, nothing measured"
-    )
 
 
 @contextlib.contextmanager

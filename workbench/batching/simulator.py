@@ -117,7 +117,11 @@ def simulate(
     else:
         times = np.asarray(arrivals, dtype=np.int64)
         process = {"process": "given", "count": len(times)}
-    rate = _rate_rps(arrivals, times)
+    span = float(times[-1] - times[0]) if len(times) > 1 else 0.0
+    measured = (len(times) - 1) * NS_PER_S / span if span > 0 else float("inf")
+    rate = process.get(
+        "rate_rps", measured
+    )  # the process's own (replay has none), or the schedule's
     u = np.random.default_rng([seed, SEED_OFFSET]).random(max(len(times), 1)).tolist()
     tables = _size_tables(model, policy.max_batch_size)
     firsts, closes, starts, ends, dues = batch_loop(
@@ -134,13 +138,6 @@ def simulate(
         "extrapolated_below_smallest_size": bool(model.extrapolates_below(1)),
     }
     return Simulation(requests, batches, policy, capacity, rate, meta)
-
-
-def _rate_rps(arrivals, times: np.ndarray) -> float:
-    if isinstance(arrivals, Arrivals) and arrivals.process != "replay":  # rate_rps > 0 (checked)
-        return float(arrivals.rate_rps)
-    span = float(times[-1] - times[0]) if len(times) > 1 else 0.0
-    return (len(times) - 1) * NS_PER_S / span if span > 0 else float("inf")
 
 
 def _batch_table(firsts, closes, starts, ends, n: int, dues) -> pd.DataFrame:

@@ -28,7 +28,7 @@ import numpy as np
 from ..config import PipelineConfig, Range, option_ranges
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model, torch_dtype
-from ._common import (
+from . import (
     SEED,
     TOP_K,
     check_batch,

@@ -44,9 +44,8 @@ from ..errors import ConfigError, PipelineError, is_int
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model, torch_dtype
 from ..wings import wing
-from . import data_file
+from . import SEED, check_batch, data_file, example_pipeline, int_list_option, option, to_device
 from ._prediction_cache import KINDS, PredictionCache
-from ._common import SEED, check_batch, example_pipeline, int_list_option, option, to_device
 
 DEVICES = ("ios", "android", "web")
 MAX_CANDIDATES = 100

@@ -33,12 +33,12 @@ from ..config import PipelineConfig, Range, option_ranges
 from ..errors import ConfigError, PipelineError
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model
-from . import data_file
-from ._common import (
+from . import (
     SEED,
     SIZE,
     TOP_K,
     check_batch,
+    data_file,
     example_pipeline,
     option,
     serialize,

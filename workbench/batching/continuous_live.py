@@ -43,7 +43,7 @@ from .summary import lag_summary, pipeline_run_meta
 STOPPED = StageFailure(
     STREAM_STAGE, "RunStopped", "not finished when the run was interrupted (Ctrl-C)"
 )
-LEAD_NS = 2_000_000  # the schedule starts 2 ms after the warm-up
+LEAD_NS = 2_000_000  # the schedule starts 2 ms after the warm-up (and the executor threads are up)
 WARMUP_STEPS = 3
 
 

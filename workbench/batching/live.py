@@ -42,12 +42,11 @@ from ..timing import Clock, stage_timer
 from ..units import ns_to_s
 from .arrivals import Arrivals
 from .continuous import ContinuousPolicy
-from .continuous_live import refuse_without_steps, run_continuous
+from .continuous_live import LEAD_NS, refuse_without_steps, run_continuous
 from .policy import BatchPolicy, DynamicBatcher, warm_up
 from .summary import lag_noise, lag_percentiles, load_section, load_summary
 from .summary import load_tables, pipeline_run_meta
 
-LEAD_NS = 2_000_000  # the schedule starts 2 ms after the threads are up
 MAX_REQUESTS = 1_000_000  # a live run holds every item and record in memory
 JOIN_S = 1.0  # real seconds stop() waits for executors that are finishing normally
 

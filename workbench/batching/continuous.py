@@ -38,14 +38,14 @@ import pandas as pd
 from ..analysis.stats import NS_PER_MS, percentile_ns
 from ..analysis.tokens import meets_bounds, token_requests, unit_gaps
 from ..errors import ConfigError
-from ..record.tables import LOAD_REQUEST_COLUMNS, build_tables, build_units, request_row
+from ..record.tables import build_tables, build_units, request_row
 from ..timing import StageFailure
 from ..units import ns_to_s
 from .arrivals import Arrivals
+from .summary import LAGGED_COLUMNS
 
 STREAM_STAGE = "generate"  # the stage the units belong to, in the simulated and the live run
 STAGES = ["queue_wait", STREAM_STAGE]
-LOAD_COLUMNS = {**LOAD_REQUEST_COLUMNS, "lag_ns": "int64"}  # batch_wait_ns and lag_ns are 0
 DRAINED = StageFailure(
     STREAM_STAGE, "DrainTimeout", "not finished before the run's drain deadline (drain_timeout_s)"
 )
@@ -290,11 +290,11 @@ class TokenLog:
             row = request_row(s.request, False, s.arrival_ns, end - s.arrival_ns, failed, 1)
             wait, service = admitted - s.arrival_ns, end - admitted
             loads = (s.arrival_ns, 0, wait, service, s.batch, 0)
-            req_rows.append(row | dict(zip(LOAD_COLUMNS, loads)))
+            req_rows.append(row | dict(zip(LAGGED_COLUMNS, loads)))  # batch_wait, lag 0
             st_rows.append((s.request, STAGES[0], 0, s.arrival_ns, wait, None))
             if s.admitted_ns is not None:
                 st_rows.append((s.request, STAGES[1], 1, admitted, service, None))
-        requests, stages = build_tables(req_rows, st_rows, LOAD_COLUMNS)
+        requests, stages = build_tables(req_rows, st_rows, LAGGED_COLUMNS)
         units = build_units((r, STREAM_STAGE, u, at) for r, u, at in sorted(self.units))
         steps = pd.DataFrame(self.steps, columns=["start_ns", "dur_ns", *FEATURES], dtype="int64")
         return ContinuousRun(requests, stages, units, steps)

@@ -44,6 +44,8 @@ from ..timing import StageFailure
 from ..units import NS_PER_MS, NS_PER_S, ms_to_ns, ns_to_ms
 from .policy import wait_split
 
+LAGGED_COLUMNS = {**LOAD_COLUMNS, "lag_ns": "int64"}  # a scheduled run's (batch -1: not dispatched)
+
 # A generator lag p99 at or above this marks a run behind its schedule (and noisy): about 5x what
 # the generator holds on a quiet machine (benchmarks/results/loadgen.md).
 LAG_P99_LIMIT_MS = 1.0
@@ -87,8 +89,8 @@ def load_tables(
             row = request_row(rid, False, start, dur, rec.timing.failure, size)
             batch_wait, queue_wait = wait_split(arrival, rec.due_ns, rec.close_ns, rec.start_ns)
             service = rec.end_ns - rec.start_ns
-            load = _load_columns(arrival - origin_ns, batch_wait, queue_wait, service, rec.batch)
-            req_rows.append(row | load | {"lag_ns": late})
+            load = (arrival - origin_ns, batch_wait, queue_wait, service, rec.batch, late)
+            req_rows.append(row | dict(zip(LAGGED_COLUMNS, load)))
             st_rows.append((rid, "batch_wait", 0, arrival - origin_ns, batch_wait, None))
             st_rows.append(
                 (rid, "queue_wait", 1, arrival + batch_wait - origin_ns, queue_wait, None)
@@ -98,14 +100,9 @@ def load_tables(
         late = lag(rid, arrival)
         start, dur = arrival - late - origin_ns, stopped_ns - arrival + late
         row = request_row(rid, False, start, dur, undispatched, 0)
-        load = _load_columns(arrival - origin_ns, stopped_ns - arrival, 0, 0, -1)
-        req_rows.append(row | load | {"lag_ns": late})
-    return build_tables(req_rows, st_rows, {**LOAD_COLUMNS, "lag_ns": "int64"})
-
-
-def _load_columns(arrival_ns, batch_wait_ns, queue_wait_ns, service_ns, batch) -> dict:
-    """One request's :data:`LOAD_COLUMNS` (ns from the schedule's origin; batch -1: never dispatched)."""
-    return dict(zip(LOAD_COLUMNS, (arrival_ns, batch_wait_ns, queue_wait_ns, service_ns, batch)))
+        load = (arrival - origin_ns, stopped_ns - arrival, 0, 0, -1, late)
+        req_rows.append(row | dict(zip(LAGGED_COLUMNS, load)))
+    return build_tables(req_rows, st_rows, LAGGED_COLUMNS)
 
 
 SIMULATION_STAGES = ["batch_wait", "queue_wait", "service"]

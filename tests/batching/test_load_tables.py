@@ -1,4 +1,4 @@
-"""A load run's tables (batching/records.py; test_records is serving's) time each request from its due time (issue 37)."""
+"""A load run's tables (batching/summary.py; test_records is serving's) time each request from its due time (issue 37)."""
 
 from __future__ import annotations
 

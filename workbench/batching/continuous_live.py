@@ -72,9 +72,8 @@ def run_continuous(pipe, target, arrivals: Arrivals, items: list, opts) -> Run:
     what ``pipe`` was built from, ``opts``: :class:`~.live.LoadOptions`. Requests not finished
     ``drain_timeout_s`` after the last arrival fail (``DrainTimeout``); on Ctrl-C the rest fail
     (``RunStopped``) and :class:`~workbench.guard.Interrupted` carries the run."""
-    if (
-        opts.timeout_s is not None
-    ):  # what the continuous run does not do yet is refused, not ignored
+    # what the continuous run does not do yet is refused, not ignored
+    if opts.timeout_s is not None:
         raise ConfigError(
             "--timeout-s guards the dynamic batcher's pipeline calls; a continuous batching run "
             "(a generative pipeline's steps) has no per-step guard yet: leave --timeout-s out"

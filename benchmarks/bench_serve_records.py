@@ -41,7 +41,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from workbench.batching.batcher import BatchRecord  # noqa: E402
+from workbench.batching.policy import BatchRecord  # noqa: E402
 from workbench_serve.service import BatchDone, HttpTimes  # noqa: E402
 from workbench.timing import RequestTiming  # noqa: E402
 

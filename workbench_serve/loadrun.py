@@ -9,7 +9,7 @@ Against a server without ``Server-Timing`` the run has end to end only.
 Noise: the machine probe of :mod:`workbench.noise`, with the server's own
 CPU time (from its ``/healthz``, when it is a workbench server on this
 machine) not counted as "other processes", plus one rule of this run: a
-generator lag p99 of ``loadgen.LAG_P99_LIMIT_MS`` or more marks the run noisy, the
+generator lag p99 of ``batching.summary.LAG_P99_LIMIT_MS`` or more marks the run noisy, the
 lag being one of ``noise.reasons`` (the rate is above what the client holds).
 """
 
@@ -21,8 +21,7 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlparse
 
-from workbench.batching.loadgen import lag_noise, lag_percentiles
-from workbench.batching.summary import load_section, load_summary
+from workbench.batching.summary import lag_noise, lag_percentiles, load_section, load_summary
 from workbench.record import Config, Env, Load, Noise, Run, ServedMeta, Serving, Timing
 from .client import SPIN_NS, Target, drive, summary_of_server
 from .records import (

@@ -26,7 +26,7 @@ from collections import Counter
 import pandas as pd
 
 from workbench.batching.policy import wait_split
-from workbench.batching.records import LOAD_COLUMNS
+from workbench.batching.summary import LOAD_COLUMNS
 from workbench.record import build_tables, request_row
 from workbench.record.tables import build_units
 from workbench.timing import StageFailure

@@ -40,8 +40,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
 
-from workbench.batching.records import pipeline_run_meta
-from workbench.batching.summary import load_meta_figures, load_summary
+from workbench.batching.summary import load_meta_figures, load_summary, pipeline_run_meta
 from workbench.errors import ConfigError
 from workbench.record import Load, Run, Serving
 from workbench.record.run import summarized

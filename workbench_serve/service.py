@@ -34,9 +34,8 @@ from dataclasses import dataclass, field, replace
 from itertools import accumulate
 from typing import Any, NamedTuple
 
-from workbench.batching.batcher import BatchRecord, DynamicBatcher, warm_up
 from workbench.batching.live import pipeline_executor
-from workbench.batching.policy import BatchPolicy, wait_split
+from workbench.batching.policy import BatchPolicy, BatchRecord, DynamicBatcher, wait_split, warm_up
 from workbench.streaming import stream_index
 from workbench.timing import Clock, StageFailure
 from .protocol import format_server_timing, output_bytes

@@ -3,9 +3,8 @@
 import threading
 import time
 
-from workbench.batching.batcher import DynamicBatcher
 from tests.support.dispatch import dispatch_schedule
-from workbench.batching.policy import BatchPolicy
+from workbench.batching.policy import BatchPolicy, DynamicBatcher
 from workbench.timing import time_request
 
 MS = 1_000_000

@@ -85,10 +85,6 @@ def test_parse_sweep():
 def test_plan_refuses_what_it_cannot_measure():
     with pytest.raises(ConfigError, match="needs --sla-ms"):
         SweepPlan("rate", None)
-    with pytest.raises(ConfigError, match="--max-windows must be >= 3"):
-        SweepPlan("rate", (1.0,), max_windows=2)
-    with pytest.raises(ConfigError, match="--window-s"):
-        SweepPlan("rate", (1.0,), window_s=0)
 
 
 def test_point_row_of_a_settling_run_uses_the_first_stable_trio():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from workbench.batching import ServiceModel, sweep
-from workbench.batching.sweeps import CURVE_SEEDS, RATE_FRACTIONS, WAITS_MS, batching_point
+from workbench.batching.simulator import CURVE_SEEDS, RATE_FRACTIONS, WAITS_MS, batching_point
 
 
 @pytest.fixture

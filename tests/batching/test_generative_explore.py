@@ -15,7 +15,7 @@ from tests.support.continuous_runs import (
 )
 from workbench.batching.arrivals import Arrivals
 from workbench.errors import ConfigError
-from workbench.batching.generative_explore import (
+from workbench.batching.continuous import (
     POINT_COLUMNS,
     Setup,
     measured_points,

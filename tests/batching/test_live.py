@@ -9,10 +9,9 @@ import pytest
 from workbench import Pipeline
 from workbench.analysis.budget import budget
 from workbench.batching.arrivals import Arrivals
-from workbench.batching.live import run_load
-from workbench.batching.loadgen import generate, lag_summary
+from workbench.batching.live import generate, run_load
 from workbench.batching.policy import BatchPolicy
-from workbench.batching.summary import load_summary
+from workbench.batching.summary import lag_summary, load_summary
 from workbench.errors import ConfigError, PipelineError
 from workbench.record import load_run
 from tests.support.late_load import ARRIVALS, late_load_run

@@ -15,9 +15,8 @@ import pytest
 from tests.conftest import FakeClock
 from tests.hanging import RELEASE, hanging, release_stuck_stages  # noqa: F401 (an autouse fixture)
 from workbench.batching.arrivals import Arrivals
-from workbench.batching.batcher import DynamicBatcher
 from workbench.batching.live import run_load
-from workbench.batching.policy import BatchPolicy
+from workbench.batching.policy import BatchPolicy, DynamicBatcher
 from workbench.errors import ConfigError
 from workbench.record import load_run
 from workbench.timing import RequestTiming, StageFailure, time_request

@@ -1,12 +1,11 @@
-"""A load run's tables (batching/records.py; test_records is serving's) time each request from its due time (issue 37)."""
+"""A load run's tables (batching/summary.py; test_records is serving's) time each request from its due time (issue 37)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from workbench.batching.batcher import BatchRecord
-from workbench.batching.records import load_tables
-from workbench.batching.summary import format_summary, load_summary
+from workbench.batching.policy import BatchRecord
+from workbench.batching.summary import format_summary, load_summary, load_tables
 from workbench.timing import RequestTiming
 
 MS = 1_000_000

@@ -39,7 +39,7 @@ class Block(importlib.abc.MetaPathFinder):
             raise ImportError('blocked for test: ' + name)
 sys.meta_path.insert(0, Block())
 from workbench.batching import Arrivals, BatchPolicy, ServiceModel, simulate, sweep, load_summary
-from workbench.batching import batcher, live, loadgen, records, continuous, continuous_live
+from workbench.batching import policy, live, summary, continuous, continuous_live
 m = ServiceModel.from_samples({1: [1e6], 4: [2e6]})
 s = load_summary(simulate(m, Arrivals('poisson', rate_rps=500, count=1000), BatchPolicy(4, 1)).requests)
 print(s['end_to_end']['count'])

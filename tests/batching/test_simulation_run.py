@@ -9,7 +9,7 @@ import json
 import numpy as np
 
 from workbench.batching.policy import BatchPolicy
-from workbench.batching.records import simulation_run
+from workbench.batching.summary import simulation_run
 from workbench.batching.service_model import ServiceModel
 from workbench.batching.simulator import simulate
 from workbench.cli import main

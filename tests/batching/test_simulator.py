@@ -8,7 +8,7 @@ from workbench.batching.policy import BatchPolicy
 from workbench.batching.service_model import ServiceModel
 from workbench.batching.simulator import simulate
 from workbench.batching.summary import load_summary
-from workbench.batching.sweeps import SWEEP_COLUMNS, sweep
+from workbench.batching.simulator import SWEEP_COLUMNS, sweep
 
 MS = 1_000_000
 N = 1_000_000

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench.batching.batcher import BatchRecord
 from tests.support.dispatch import dispatch_schedule
-from workbench.batching.policy import BatchPolicy, wait_split
-from workbench.batching.records import load_tables
+from workbench.batching.policy import BatchPolicy, BatchRecord, wait_split
+from workbench.batching.summary import load_tables
 from workbench.timing import RequestTiming
 
 MS = 1_000_000

@@ -25,7 +25,7 @@ def test_runs_a_batch_of_one_and_of_batch_size(precision):
 
 
 def test_int8_quantizes_every_projection():
-    from workbench.examples._text_model import Encoder
+    from workbench.examples._causal_model import Encoder
     from workbench.precision import prepare_model
 
     model = prepare_model(Encoder(100, 8, 32, 2, 2, 64, 5), PipelineConfig(precision="int8"))

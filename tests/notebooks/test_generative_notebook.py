@@ -52,8 +52,9 @@ def check_growth(text: str, pattern: str) -> dict[str, bool | None]:
 def test_14_recordings_show_the_lessons():
     """bf16 steps cost more than fp32's on this CPU and its live points fall off first; every recorded run says
     it was noisy; the simulator's goodput at fp32, 8 sequences, falls below 90 % inside the explorer's range."""
-    from workbench.batching.continuous import ContinuousPolicy, goodput_knee
-    from workbench.batching.generative_explore import (
+    from workbench.batching.continuous import (
+        ContinuousPolicy,
+        goodput_knee,
         measured_points,
         recorded_setup,
         simulated_curve,
@@ -119,8 +120,8 @@ def test_14_compare_of_the_recorded_runs_puts_tpot_below_1_and_ttft_around_it():
 
 @pytest.mark.slow
 def test_14_generative_pipelines(executed):
-    from workbench.batching.continuous import ContinuousPolicy
-    from workbench.batching.generative_explore import (
+    from workbench.batching.continuous import (
+        ContinuousPolicy,
         measured_points,
         recorded_setup,
         simulated_curve,

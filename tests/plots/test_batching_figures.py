@@ -4,7 +4,7 @@ import pytest
 from plots_helpers import decode
 
 from workbench.batching import ServiceModel, load_summary, sweep
-from workbench.batching.sweeps import SWEEP_COLUMNS
+from workbench.batching.simulator import SWEEP_COLUMNS
 from workbench.errors import ConfigError
 from workbench.plots import batching_curves_figure, queueing_breakdown_figure, wait_time_figure
 

@@ -1,6 +1,6 @@
 """The client-side join: network = client end to end - server total, stages as the server reported them."""
 
-from workbench.batching.loadgen import lag_percentiles
+from workbench.batching.summary import lag_percentiles
 from workbench_serve.client import Result
 from workbench_serve.records import client_tables, fitted_to_client, server_stage_names
 

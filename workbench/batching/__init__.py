@@ -8,12 +8,10 @@ from .._lazy import lazy_exports
 
 _MODULES = {  # module: the names it exports
     "arrivals": "Arrivals read_arrivals_csv",
-    "policy": "BatchPolicy BatchFormer",
-    "batcher": "DynamicBatcher",
+    "policy": "BatchPolicy BatchFormer DynamicBatcher",
     "live": "run_load",
     "service_model": "ServiceModel service_model_from_runs",
-    "simulator": "Simulation simulate",
-    "sweeps": "sweep",
+    "simulator": "Simulation simulate sweep",
     "summary": "load_summary",
     "continuous": "ContinuousPolicy StepTimes fit_step_times simulate_continuous goodput "
     "goodput_knee",

@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..analysis.stats import summarize_ns
 from ..analysis.windows import StabilityWatch, auto_stop, counted_windows, knee, ratio, window_table
-from ..errors import ConfigError
+from ..errors import ConfigError, value_at
 from ..files import read_capped
 from ..record.folder import write_text_atomically
 from ..trace.numbers import strict
@@ -36,6 +36,8 @@ VERSION = 1
 SWEEP_FILE = "sweep.json"
 PARAMETERS = ("rate", "concurrency")
 PERCENTILES = ("p50_ms", "p95_ms", "p99_ms")  # of end to end and of each stage, per point
+SWEPT = {"rate": "rate_rps", "concurrency": "concurrency"}  # a point's field of each parameter
+KNEE = ("point", "offered_rps", "achieved_rps", "p99_ms")  # what sweep.json keeps of the knee point
 
 
 @dataclass(frozen=True)
@@ -52,23 +54,11 @@ class SweepPlan:
     start_rate_rps: float = 50.0
     max_points: int = 12
 
-    def __post_init__(self) -> None:
-        if self.parameter not in PARAMETERS:
-            raise ConfigError(f"--sweep {self.parameter}=...: sweep rate or concurrency")
-        if not (self.window_s > 0 and math.isfinite(self.window_s)):
-            raise ConfigError(f"--window-s must be > 0 seconds, got {self.window_s!r}")
-        if self.max_windows < 3:
-            raise ConfigError(
-                f"--max-windows must be >= 3 (stability compares three windows), got {self.max_windows}"
-            )
-        if not self.stability_pct > 0:
-            raise ConfigError(f"--stability must be > 0 %, got {self.stability_pct!r}")
+    def __post_init__(self) -> None:  # parse_sweep and load's option types checked the rest
         if self.values is None and (self.parameter != "rate" or self.sla_ms is None):
             raise ConfigError(
                 "--sweep rate=auto needs --sla-ms (it doubles the rate until p99 passes it)"
             )
-        if self.sla_ms is not None and not self.sla_ms > 0:
-            raise ConfigError(f"--sla-ms must be > 0, got {self.sla_ms!r}")
 
     @property
     def duration_s(self) -> float:
@@ -223,30 +213,18 @@ def run_sweep(
         record["pipeline"] = record.get("pipeline") or _get(run.meta, "pipeline")
         if on_point is not None:
             on_point(record["points"][-1])
-        record["stopped"] = _stopped(plan, record["points"], index)
-        record["knee"] = knee_of(record["points"], plan.sla_ms)
+        if plan.values is not None:  # why the sweep ends after this point (None: it goes on)
+            record["stopped"] = "list done" if index == len(plan.values) - 1 else None
+        else:
+            record["stopped"] = auto_stop(pd.DataFrame(record["points"]), plan.sla_ms)
+            if record["stopped"] is None and index == plan.max_points - 1:
+                record["stopped"] = f"--max-points {plan.max_points} reached"
+        k = knee(pd.DataFrame(record["points"]), plan.sla_ms)
+        record["knee"] = None if k is None else {key: record["points"][k][key] for key in KNEE}
         write_sweep(out, record)
         if record["stopped"] != "list done" and record["stopped"] is not None:
             break
     return record
-
-
-def _stopped(plan: SweepPlan, points: list[dict], index: int) -> str | None:
-    """Why the sweep ends after this point (None: it goes on)."""
-    if plan.values is not None:
-        return "list done" if index == len(plan.values) - 1 else None
-    why = auto_stop(pd.DataFrame(points), plan.sla_ms)
-    if why is None and index == plan.max_points - 1:
-        return f"--max-points {plan.max_points} reached"
-    return why
-
-
-def knee_of(points: list[dict], sla_ms: float | None) -> dict[str, Any] | None:
-    """The knee point's ``point``, ``offered_rps``, ``achieved_rps`` and ``p99_ms`` (None: no knee)."""
-    k = knee(pd.DataFrame(points), sla_ms) if points else None
-    if k is None:
-        return None
-    return {key: points[k][key] for key in ("point", "offered_rps", "achieved_rps", "p99_ms")}
 
 
 def add_prediction(record: dict[str, Any], predicted: pd.DataFrame, source: str) -> dict[str, Any]:
@@ -343,13 +321,7 @@ class Point(msgspec.Struct, kw_only=True):
     predicted: Predicted | None = None
 
 
-NESTED = (
-    "failures",
-    "stages",
-    "windows_used",
-    "window_table",
-    "predicted",
-)  # a point's non-columns
+NESTED = ("failures", "stages", "windows_used", "window_table", "predicted")  # not columns
 POINT_COLUMNS = [f for f in Point.__struct_fields__ if f not in NESTED]
 
 
@@ -420,7 +392,7 @@ def decode_sweep(path: str | Path) -> SweepFile:
             f"{file}: field 'format'/'version' must be {FORMAT!r}/{VERSION}, got "
             f"{_shown(record.format)}/{_shown(record.version)}"
         )
-    swept = "rate_rps" if record.plan.parameter == "rate" else "concurrency"
+    swept = SWEPT[record.plan.parameter]
     for i, p in enumerate(record.points):
         run = PurePosixPath(p.run)
         if not p.run or run.is_absolute() or ".." in run.parts or "\\" in p.run:
@@ -453,7 +425,6 @@ def read_sweep(path: str | Path) -> dict[str, Any]:
 
 
 _FIELD = re.compile(r" - at `\$(.*)`$")
-_STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[(\d+)\]|\[\.\.\.\]")
 
 
 def _validation_line(file: Path, raw: bytes, message: str) -> str:
@@ -472,27 +443,20 @@ _MAPPING_VALUES = {"stages": Percentiles, "failures": Count}  # the {str: ...} f
 
 
 def _value_at(raw: bytes, path: str) -> tuple[Any, str]:
-    """The value at msgspec's error ``path`` and the path with each ``[...]`` replaced by the failing key."""
+    """The value at msgspec's error ``path`` and the path with its ``[...]`` (a mapping's value, the
+    first that does not decode: the one msgspec stopped at) replaced by the failing key."""
     try:
-        value = msgspec.json.decode(raw)
+        data = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
         return _MISSING, path
-    resolved, last_key = "", ""
-    for step in _STEP.finditer(path):
-        key, index = step.groups()
-        try:
-            if key:
-                value, last_key, resolved = value[key], key, f"{resolved}.{key}"
-            elif index:
-                value, resolved = value[int(index)], f"{resolved}[{index}]"
-            else:  # a mapping's value: the first one that does not decode is the one msgspec stopped at
-                bad = _failing_key(value, _MAPPING_VALUES.get(last_key))
-                if bad is None:
-                    return _MISSING, resolved + path[step.start() :]
-                value, resolved = value[bad], f"{resolved}[{bad!r}]"
-        except (KeyError, IndexError, TypeError, ValueError):
-            return _MISSING, resolved + path[step.start() :]
-    return value, resolved
+    head, mapping, tail = path.partition("[...]")
+    value = value_at(data, head, _MISSING)
+    if mapping and value is not _MISSING:
+        bad = _failing_key(value, _MAPPING_VALUES.get(head.rsplit(".", 1)[-1]))
+        if bad is None:
+            return _MISSING, path
+        head, value = f"{head}[{bad!r}]", value_at(value[bad], tail, _MISSING)
+    return value, head + tail
 
 
 def _failing_key(mapping: Any, kind: Any) -> str | None:
@@ -525,13 +489,12 @@ def points_table(record: dict[str, Any]) -> pd.DataFrame:
 def compare_sweeps(a: dict[str, Any], b: dict[str, Any]) -> pd.DataFrame:
     """Per value both sweeps measured: ``value``, ``a_``/``b_`` p50_ms, p99_ms, achieved_rps and
     stable, and ``p50_ratio``, ``p99_ratio``, ``achieved_ratio`` (B over A; None where A's is 0)."""
-    key = {"rate": "rate_rps", "concurrency": "concurrency"}
     if a["plan"]["parameter"] != b["plan"]["parameter"]:
         raise ConfigError(
             f"the sweeps vary different things ({a['plan']['parameter']} and "
             f"{b['plan']['parameter']}); compare sweeps of one parameter"
         )
-    column = key[a["plan"]["parameter"]]
+    column = SWEPT[a["plan"]["parameter"]]
     theirs = {p[column]: p for p in b["points"]}
     rows = []
     for p in a["points"]:

@@ -38,13 +38,12 @@ from .continuous import (
     TokenLog,
     fit_step_times,
 )
-from .loadgen import lag_summary
-from .records import pipeline_run_meta
+from .summary import lag_summary, pipeline_run_meta
 
 STOPPED = StageFailure(
     STREAM_STAGE, "RunStopped", "not finished when the run was interrupted (Ctrl-C)"
 )
-LEAD_NS = 2_000_000  # the schedule starts 2 ms after the warm-up
+LEAD_NS = 2_000_000  # the schedule starts 2 ms after the warm-up (and the executor threads are up)
 WARMUP_STEPS = 3
 
 
@@ -68,13 +67,23 @@ def refuse_without_steps(pipe, asked: bool) -> None:
         )
 
 
-def run_continuous(
-    pipe, target, arrivals: Arrivals, policy: ContinuousPolicy, items: list, opts
-) -> Run:
-    """Run ``items`` (one per arrival) through ``pipe.steps(policy.max_num_seqs)``; ``target``: what
-    ``pipe`` was built from, ``opts``: :class:`~.live.LoadOptions`. Requests not finished
+def run_continuous(pipe, target, arrivals: Arrivals, items: list, opts) -> Run:
+    """Run ``items`` (one per arrival) through ``pipe.steps`` under ``opts.continuous``; ``target``:
+    what ``pipe`` was built from, ``opts``: :class:`~.live.LoadOptions`. Requests not finished
     ``drain_timeout_s`` after the last arrival fail (``DrainTimeout``); on Ctrl-C the rest fail
     (``RunStopped``) and :class:`~workbench.guard.Interrupted` carries the run."""
+    # what the continuous run does not do yet is refused, not ignored
+    if opts.timeout_s is not None:
+        raise ConfigError(
+            "--timeout-s guards the dynamic batcher's pipeline calls; a continuous batching run "
+            "(a generative pipeline's steps) has no per-step guard yet: leave --timeout-s out"
+        )
+    if opts.watch is not None:
+        raise ConfigError(
+            "load --sweep does not sweep a continuous batching run yet; run load at each --rate, "
+            "or simulate the rates (workbench.batching.continuous.goodput_curve)"
+        )
+    policy = opts.continuous or ContinuousPolicy()
     clock, drain_timeout_s = opts.clock, opts.drain_timeout_s
     threads = pipe.config.threads or torch_threads()
     steps = pipe.steps(policy.max_num_seqs)

@@ -6,6 +6,10 @@ A run is bounded: requests still queued ``drain_timeout_s`` after the last arriv
 :class:`workbench.guard.StageGuard`, so a hung stage ends the run ``incomplete: timeout``. The
 result is a ``load`` :class:`workbench.record.Run` with stages ``batch_wait``, ``queue_wait`` and
 then the pipeline's; end to end runs from when a request was due, so the generator's lag is in it.
+
+Open loop: the schedule does not wait for responses (a closed-loop client slows down exactly when
+the server does, hiding the queue). A request sent late (sleep granularity, the GIL, a busy core)
+records its lag and is timed from its due time (as wrk2 does), so coordinated omission cannot hide it.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import contextlib
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -35,16 +39,14 @@ from ..pipeline import Pipeline, first_request_checked, resolve_pipeline
 from ..runner import environment, failure_records, next_batch
 from ..streaming import stream_index
 from ..timing import Clock, stage_timer
+from ..units import ns_to_s
 from .arrivals import Arrivals
-from .batcher import DynamicBatcher, warm_up
 from .continuous import ContinuousPolicy
-from .continuous_live import refuse_without_steps, run_continuous
-from .loadgen import generate, lag_noise, lag_percentiles
-from .policy import BatchPolicy
-from .records import load_tables, pipeline_run_meta
-from .summary import load_section, load_summary
+from .continuous_live import LEAD_NS, refuse_without_steps, run_continuous
+from .policy import BatchPolicy, DynamicBatcher, warm_up
+from .summary import lag_noise, lag_percentiles, load_section, load_summary
+from .summary import load_tables, pipeline_run_meta
 
-LEAD_NS = 2_000_000  # the schedule starts 2 ms after the threads are up
 MAX_REQUESTS = 1_000_000  # a live run holds every item and record in memory
 JOIN_S = 1.0  # real seconds stop() waits for executors that are finishing normally
 
@@ -101,9 +103,7 @@ def run_load(
         )
     items = next_batch(pipe.item_iterator(), len(schedule), pipe.name)  # before the clock starts
     if pipe.steps is not None and stream_index(pipe.stages) is not None:
-        refuse_for_continuous(opts.timeout_s, opts.watch)
-        policy_c = opts.continuous or ContinuousPolicy()
-        return run_continuous(pipe, target, arrivals, policy_c, items, opts)
+        return run_continuous(pipe, target, arrivals, items, opts)
     return _batched_run(pipe, build, target, arrivals, policy, schedule, items, opts)
 
 
@@ -178,20 +178,6 @@ def _load_section(summary, lags, arrivals, policy, opts: LoadOptions, batcher, d
     }, timed_out
 
 
-def refuse_for_continuous(timeout_s: float | None, watch) -> None:
-    """What the continuous run does not do yet is refused, not ignored."""
-    if timeout_s is not None:
-        raise ConfigError(
-            "--timeout-s guards the dynamic batcher's pipeline calls; a continuous batching run "
-            "(a generative pipeline's steps) has no per-step guard yet: leave --timeout-s out"
-        )
-    if watch is not None:
-        raise ConfigError(
-            "load --sweep does not sweep a continuous batching run yet; run load at each --rate, "
-            "or simulate the rates (workbench.batching.continuous.goodput_curve)"
-        )
-
-
 def _drive(
     execute, pipe, items: list, schedule: np.ndarray, policy: BatchPolicy, opts: LoadOptions
 ):
@@ -205,7 +191,15 @@ def _drive(
         execute, policy, clock=clock, thread_init=warm, stage_names=pipe.stage_names
     )
     batcher.start(timeout_s=wait_s)
-    _check_warm(batcher, policy.concurrency, wait_s)
+    ready, executors = len(batcher.init_results), policy.concurrency
+    if ready < executors:  # executors still warming up are abandoned and the run stops
+        batcher.stop(
+            abort=True, join_timeout_s=0
+        )  # daemon threads: they cannot keep the process alive
+        raise StageTimeout(
+            f"executor warm-up still running after {wait_s:g} s (the drain timeout or longer): a stage "
+            f"does not return; {executors - ready} of {executors} executor threads abandoned, nothing measured"
+        )
     origin, lags, done, interrupted = clock() + LEAD_NS, np.zeros(0, dtype=np.int64), False, False
     try:
         try:
@@ -232,6 +226,38 @@ def _drive(
     finally:  # past the drain deadline (or on a second Ctrl-C) batches still in flight are recorded, not joined
         dropped = batcher.stop(abort=True, join_timeout_s=JOIN_S if done else 0.0)
     return batcher, lags, dropped, origin, clock(), interrupted
+
+
+def generate(
+    schedule_ns: np.ndarray,
+    items: Sequence[Any],
+    submit: Callable[[Any], tuple[int, int]],
+    *,
+    start_ns: int,
+    clock: Clock = time.perf_counter_ns,
+    sleep: Callable[[float], None] = time.sleep,
+    cancel: Any = None,
+    stop: Callable[[int], bool] | None = None,
+) -> np.ndarray:
+    """Submit ``items[k]`` at ``start_ns + schedule_ns[k]``; return each submission's lag (int64 ns,
+    ``max(0, arrival_ns - due)``, ``submit(item) -> (request id, arrival_ns)``). ``cancel.is_set()``
+    or ``stop(offset)`` stops early (fewer lags); Ctrl-C propagates with the lags as ``lags_ns``."""
+    lags = np.zeros(len(schedule_ns), dtype=np.int64)
+    k = 0
+    try:
+        for k, offset in enumerate(schedule_ns.tolist()):
+            due = start_ns + offset
+            now = clock()
+            if now < due:
+                sleep(ns_to_s(due - now))
+            if (cancel is not None and cancel.is_set()) or (stop is not None and stop(offset)):
+                return lags[:k]
+            _, arrival = submit(items[k])
+            lags[k] = max(0, arrival - due)
+    except KeyboardInterrupt as stop:
+        stop.lags_ns = lags[:k]  # request k was not submitted (or its lag not taken)
+        raise
+    return lags
 
 
 def _watched(batcher: DynamicBatcher, watch, origin: int, schedule: np.ndarray):
@@ -263,18 +289,6 @@ def _watched(batcher: DynamicBatcher, watch, origin: int, schedule: np.ndarray):
 def _warm_failures(batcher: DynamicBatcher) -> list:
     """The executors' warm-up ``StageFailure`` s."""
     return [f for result in batcher.init_results for f in (result or [])]
-
-
-def _check_warm(batcher: DynamicBatcher, executors: int, wait_s: float) -> None:
-    """Executors still warming up after ``wait_s`` are abandoned and the run stops."""
-    ready = len(batcher.init_results)
-    if ready >= executors:
-        return
-    batcher.stop(abort=True, join_timeout_s=0)  # daemon threads: they cannot keep the process alive
-    raise StageTimeout(
-        f"executor warm-up still running after {wait_s:g} s (the drain timeout or longer): a stage "
-        f"does not return; {executors - ready} of {executors} executor threads abandoned, nothing measured"
-    )
 
 
 @contextlib.contextmanager
@@ -314,24 +328,18 @@ def pipeline_executor(pipe, target, clock: Clock, timeout_s: float | None = None
         return first_request_checked(stage_timer(own, clock), own, options=False)
 
     def execute(batch, starts=None, ends=None):
-        if not hasattr(local, "run"):
-            if timeout_s is None:
-                local.run = build()
-            else:
-                local.run = _guarded(build, pipe.stage_names, timeout_s, clock)
-                guards.append(local.run)
+        if not hasattr(local, "run") and timeout_s is None:
+            local.run = build()
+        elif not hasattr(local, "run"):  # the guard's stage thread builds the stage timer first
+            built: list = []
+            local.run = StageGuard(
+                lambda batch, starts, ends: built[0](batch, starts=starts, ends=ends),
+                pipe.stage_names,
+                timeout_s,
+                clock=clock,
+                thread_init=lambda: built.append(build()),
+            )
+            guards.append(local.run)
         return local.run(batch, starts=starts, ends=ends)
 
     return execute, threads, guards
-
-
-def _guarded(build, names: list[str], timeout_s: float, clock: Clock) -> StageGuard:
-    """A :class:`StageGuard` whose stage thread first builds the stage timer."""
-    built: list = []
-
-    def run_one(batch, starts, ends):
-        return built[0](batch, starts=starts, ends=ends)
-
-    return StageGuard(
-        run_one, names, timeout_s, clock=clock, thread_init=lambda: built.append(build())
-    )

@@ -4,13 +4,19 @@ A batch's close follows from the arrivals (the rule) and the start of the batch 
 slot), its start from the earliest free executor, its end from a service time drawn, seeded and
 independently per batch, from the :class:`ServiceModel`. A rate at or above capacity is ``stable:
 False``: its figures are the finite horizon's and grow with the number of requests.
+
+Sweeps (:func:`sweep`) simulate a grid of settings, one row per (rate_rps, max_batch_size,
+max_wait_ms), each on the same seeded arrival process; :func:`batching_point` makes the tables of
+the batching explorer (``workbench.widgets.batching``): one setting and the two sweeps around it.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -20,6 +26,7 @@ from ..units import NS_PER_S
 from .arrivals import Arrivals
 from .policy import BatchPolicy, wait_split
 from .service_model import ServiceModel
+from .summary import load_summary, percentile_requests
 
 SEED_OFFSET = 0x5EC  # service draws use another stream than the arrivals of the same seed
 
@@ -110,7 +117,11 @@ def simulate(
     else:
         times = np.asarray(arrivals, dtype=np.int64)
         process = {"process": "given", "count": len(times)}
-    rate = _rate_rps(arrivals, times)
+    span = float(times[-1] - times[0]) if len(times) > 1 else 0.0
+    measured = (len(times) - 1) * NS_PER_S / span if span > 0 else float("inf")
+    rate = process.get(
+        "rate_rps", measured
+    )  # the process's own (replay has none), or the schedule's
     u = np.random.default_rng([seed, SEED_OFFSET]).random(max(len(times), 1)).tolist()
     tables = _size_tables(model, policy.max_batch_size)
     firsts, closes, starts, ends, dues = batch_loop(
@@ -127,13 +138,6 @@ def simulate(
         "extrapolated_below_smallest_size": bool(model.extrapolates_below(1)),
     }
     return Simulation(requests, batches, policy, capacity, rate, meta)
-
-
-def _rate_rps(arrivals, times: np.ndarray) -> float:
-    if isinstance(arrivals, Arrivals) and arrivals.process != "replay":  # rate_rps > 0 (checked)
-        return float(arrivals.rate_rps)
-    span = float(times[-1] - times[0]) if len(times) > 1 else 0.0
-    return (len(times) - 1) * NS_PER_S / span if span > 0 else float("inf")
 
 
 def _batch_table(firsts, closes, starts, ends, n: int, dues) -> pd.DataFrame:
@@ -176,3 +180,130 @@ def _request_table(times: np.ndarray, batches: pd.DataFrame) -> pd.DataFrame:
             "ok": np.ones(len(times), dtype=bool),
         }
     )
+
+
+E2E_MS = ("p50_ms", "p95_ms", "p99_ms", "mean_ms")  # end to end
+LOAD = ("throughput_rps", "mean_batch_size", "utilization")
+PARTS = ("batch_wait", "queue_wait", "service")  # each with p50_ms and p99_ms
+SWEEP_COLUMNS = [
+    "rate_rps",
+    *(f.name for f in fields(BatchPolicy)),
+    "requests",
+    "capacity_rps",
+    "stable",
+    *E2E_MS,
+    *LOAD,
+    *(f"{part}_{k}" for part in PARTS for k in ("p50_ms", "p99_ms")),
+]
+WAITS_MS = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
+RATE_FRACTIONS = (0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 0.95)
+CURVE_SEEDS = 3  # the rate curve's seeded runs (see seeded_spread)
+
+
+def sweep(
+    model: ServiceModel,
+    rates_rps: Iterable[float],
+    max_batch_sizes: Iterable[int],
+    max_waits_ms: Iterable[float],
+    *,
+    requests: int = 100_000,
+    concurrency: int = 1,
+    seed: int = 0,
+    **arrival_options: Any,
+) -> pd.DataFrame:
+    """Simulate every grid point: one row per point with :data:`SWEEP_COLUMNS` (ms; end to end
+    unless prefixed by a component); ``arrival_options`` go to :class:`Arrivals`."""
+    process = arrival_options.pop("process", "poisson")
+    rows = []
+    for rate, size, wait in itertools.product(rates_rps, max_batch_sizes, max_waits_ms):
+        policy = BatchPolicy(int(size), float(wait), concurrency)
+        arrivals = Arrivals(
+            process, rate_rps=float(rate), count=requests, seed=seed, **arrival_options
+        )
+        sim = simulate(model, arrivals, policy, seed=seed)
+        rows.append(sweep_row(sim.requests, policy, float(rate), sim.capacity_rps))
+    return pd.DataFrame(rows, columns=SWEEP_COLUMNS)
+
+
+def sweep_row(
+    requests: pd.DataFrame, policy: BatchPolicy, rate_rps: float, capacity_rps: float
+) -> dict[str, Any]:
+    """One sweep row from a requests table (simulated or live)."""
+    s = load_summary(requests, policy.concurrency)
+    e2e = s["end_to_end"]
+    row = {
+        "rate_rps": rate_rps,
+        **policy.params(),
+        "requests": s["requests"],
+        "capacity_rps": capacity_rps,
+        "stable": bool(rate_rps < capacity_rps),
+        **{k: e2e[k] for k in E2E_MS},
+        **{k: s[k] for k in LOAD},
+    }
+    for part in PARTS:
+        row |= {f"{part}_{k}": s[part][k] for k in ("p50_ms", "p99_ms")}
+    return row
+
+
+def batching_point(
+    model: ServiceModel,
+    rate_rps: float,
+    max_batch_size: int,
+    max_wait_ms: float,
+    *,
+    requests: int = 5_000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Simulate one setting on a seeded Poisson schedule: its ``summary``, ``at`` (requests at p50
+    and p99), ``curve`` (a sweep over :data:`RATE_FRACTIONS` of capacity and the rate), ``waits`` (a
+    sweep over :data:`WAITS_MS` and the wait), ``capacity_rps``, ``stable`` and ``simulations``."""
+    policy = BatchPolicy(int(max_batch_size), float(max_wait_ms))
+    arrivals = Arrivals("poisson", rate_rps=float(rate_rps), count=requests, seed=seed)
+    sim = simulate(model, arrivals, policy, seed=seed)
+    capacity = sim.capacity_rps
+    rates = sorted({*(f * capacity for f in RATE_FRACTIONS), float(rate_rps)})
+    waits = sorted({*WAITS_MS, float(max_wait_ms)})
+    curve = seeded_spread(
+        [
+            sweep(model, rates, [max_batch_size], [max_wait_ms], requests=requests, seed=seed + k)
+            for k in range(CURVE_SEEDS)
+        ]
+    )
+    wait_table = sweep(model, [rate_rps], [max_batch_size], waits, requests=requests, seed=seed)
+    return {
+        "summary": load_summary(sim.requests),
+        "at": percentile_requests(sim.requests),
+        "curve": curve,
+        "waits": wait_table,
+        "capacity_rps": capacity,
+        "stable": bool(sim.stable),
+        "simulations": 1 + CURVE_SEEDS * len(rates) + len(waits),
+    }
+
+
+def seeded_spread(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """The seeds' median of the same sweep, plus ``p99_lo_ms`` and ``p99_hi_ms`` (their smallest and
+    largest p99): near capacity a few long busy periods set a run's p99, and the range shows it."""
+    both = pd.concat(tables, ignore_index=True)
+    keys = ["rate_rps", "max_batch_size", "max_wait_ms"]
+    grouped = both.groupby(keys, sort=False)
+    out = grouped.median(numeric_only=True).reset_index()
+    out["stable"] = grouped["stable"].all().to_numpy()
+    out["p99_lo_ms"] = grouped["p99_ms"].min().to_numpy()
+    out["p99_hi_ms"] = grouped["p99_ms"].max().to_numpy()
+    return out[[*tables[0].columns, "p99_lo_ms", "p99_hi_ms"]]
+
+
+def service_noise(runs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The noise flags of a service model's runs (``(label, RunMeta)``), which a simulation
+    inherits: ``{"noisy": [(label, reasons)], "quiet": n, "unknown": n}``."""
+    out: dict[str, Any] = {"noisy": [], "quiet": 0, "unknown": 0}
+    for label, meta in runs:
+        noisy = meta.noise.noisy if meta.noise else None
+        if noisy is True:
+            out["noisy"].append((label, list(meta.noise.reasons)))
+        elif noisy is False:
+            out["quiet"] += 1
+        else:
+            out["unknown"] += 1
+    return out

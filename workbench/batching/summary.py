@@ -1,20 +1,196 @@
-"""Summaries of a batched run, live or simulated: the JSON of ``load`` and ``simulate``.
+"""A batched run's tables in the run-record format (``workbench.record``) and its summaries, live or
+simulated: the JSON of ``load`` and ``simulate``. Times are int64 ns from the schedule's origin.
 
-Input is a requests table with ``arrival_ns``, ``batch_wait_ns``, ``queue_wait_ns``, ``service_ns``,
-``dur_ns`` (end to end), ``batch``, ``batch_size`` and ``ok`` (and, scheduled, ``lag_ns``).
+``requests``: the profiler's columns (``start_ns`` when the request was due, ``dur_ns`` from then to
+completion) plus ``arrival_ns`` (when it was submitted), ``lag_ns``, ``batch_wait_ns``,
+``queue_wait_ns``, ``service_ns`` and ``batch`` (-1: never dispatched). ``stages``: per request a
+``batch_wait`` and a ``queue_wait`` row, then one per pipeline stage that ran (its batch's time),
+so ``budget()`` attributes end to end to waits and stages.
+
+A summary's input is a requests table with ``arrival_ns``, ``batch_wait_ns``, ``queue_wait_ns``, ``service_ns``,
+``dur_ns`` (end to end), ``batch``, ``batch_size`` and ``ok`` (and, scheduled, ``lag_ns``). A run
+whose generator lag p99 reaches :data:`LAG_P99_LIMIT_MS` is marked ``behind_schedule``: ``gate``
+will not judge it (exit 4).
 """
 
 from __future__ import annotations
 
 import math
+import platform
+import sys
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..analysis.stats import summarize_ns
-from ..units import NS_PER_MS, NS_PER_S
-from .loadgen import lag_summary
+from ..analysis.stats import percentiles, summarize_ns
+from ..record import (
+    REQUEST_COLUMNS,
+    STAGE_COLUMNS,
+    Config,
+    Env,
+    Run,
+    SimulationMeta,
+    Simulation,
+    Timing,
+    build_tables,
+    request_row,
+    stage_rows,
+    typed_table,
+)
+from ..record.meta import META_CLASSES
+from ..record.tables import LOAD_REQUEST_COLUMNS as LOAD_COLUMNS
+from ..timing import StageFailure
+from ..units import NS_PER_MS, NS_PER_S, ms_to_ns, ns_to_ms
+from .policy import wait_split
+
+LAGGED_COLUMNS = {**LOAD_COLUMNS, "lag_ns": "int64"}  # a scheduled run's (batch -1: not dispatched)
+
+# A generator lag p99 at or above this marks a run behind its schedule (and noisy): about 5x what
+# the generator holds on a quiet machine (benchmarks/results/loadgen.md).
+LAG_P99_LIMIT_MS = 1.0
+
+# the failures of a request never dispatched
+_DRAINED = StageFailure(
+    "batcher",
+    "DrainTimeout",
+    "not dispatched before the run's drain deadline (drain_timeout_s); the batcher was overloaded",
+)
+_STOPPED = StageFailure(
+    "batcher",
+    "RunStopped",
+    "not dispatched: the run stopped when a batch ran past the per-request timeout (timeout_s)",
+)
+
+
+def load_tables(
+    batches,
+    dropped,
+    stage_names: list[str],
+    origin_ns: int,
+    stopped_ns: int,
+    stopped_by: str | None = None,
+    schedule_ns: np.ndarray | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Requests and stages tables from executed ``BatchRecord`` s and undispatched ``(request,
+    arrival)`` pairs (``DrainTimeout``, or ``RunStopped`` after a timeout); ``schedule_ns[rid]``:
+    when request ``rid`` was due, ns from ``origin_ns`` (None: when it arrived)."""
+    undispatched = _STOPPED if stopped_by == "timeout" else _DRAINED
+
+    def lag(rid: int, arrival: int) -> int:
+        return 0 if schedule_ns is None else max(0, arrival - origin_ns - int(schedule_ns[rid]))
+
+    req_rows, st_rows = [], []
+    for rec in sorted(batches, key=lambda r: r.batch):
+        size = len(rec.requests)
+        for rid, arrival in zip(rec.requests, rec.arrivals_ns):
+            late = lag(rid, arrival)
+            start, dur = arrival - late - origin_ns, rec.end_ns - arrival + late
+            row = request_row(rid, False, start, dur, rec.timing.failure, size)
+            batch_wait, queue_wait = wait_split(arrival, rec.due_ns, rec.close_ns, rec.start_ns)
+            service = rec.end_ns - rec.start_ns
+            load = (arrival - origin_ns, batch_wait, queue_wait, service, rec.batch, late)
+            req_rows.append(row | dict(zip(LAGGED_COLUMNS, load)))
+            st_rows.append((rid, "batch_wait", 0, arrival - origin_ns, batch_wait, None))
+            st_rows.append(
+                (rid, "queue_wait", 1, arrival + batch_wait - origin_ns, queue_wait, None)
+            )
+            st_rows += stage_rows(rid, rec.timing, stage_names, origin_ns, first_index=2)
+    for rid, arrival in dropped:
+        late = lag(rid, arrival)
+        start, dur = arrival - late - origin_ns, stopped_ns - arrival + late
+        row = request_row(rid, False, start, dur, undispatched, 0)
+        load = (arrival - origin_ns, stopped_ns - arrival, 0, 0, -1, late)
+        req_rows.append(row | dict(zip(LAGGED_COLUMNS, load)))
+    return build_tables(req_rows, st_rows, LAGGED_COLUMNS)
+
+
+SIMULATION_STAGES = ["batch_wait", "queue_wait", "service"]
+
+
+def simulation_tables(requests: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run-record tables of a simulation's requests: each succeeds, its stages ``batch_wait``,
+    ``queue_wait`` and ``service`` back to back (nothing unattributed)."""
+    names = ("request", "dur_ns", "batch_size", *LOAD_COLUMNS)
+    col = {c: requests[c].to_numpy(dtype="int64") for c in names}
+    req = pd.DataFrame(
+        {
+            "request": col["request"],
+            "warmup": False,
+            "start_ns": col["arrival_ns"],
+            "dur_ns": col["dur_ns"],
+            "ok": True,
+            "batch_size": col["batch_size"],
+            **{c: col[c] for c in LOAD_COLUMNS},
+        }
+    )
+    durs = np.stack([col["batch_wait_ns"], col["queue_wait_ns"], col["service_ns"]], axis=1)
+    starts = col["arrival_ns"][:, None] + np.cumsum(durs, axis=1) - durs
+    k = len(SIMULATION_STAGES)
+    stages = pd.DataFrame(
+        {
+            "request": np.repeat(col["request"], k),
+            "stage": np.tile(np.array(SIMULATION_STAGES, dtype=object), len(req)),
+            "stage_index": np.tile(np.arange(k), len(req)),
+            "start_ns": starts.ravel(),
+            "dur_ns": durs.ravel(),
+            "device_dur_ns": pd.array([None] * durs.size, dtype="Int64"),
+        }
+    )
+    return typed_table(req, {**REQUEST_COLUMNS, **LOAD_COLUMNS}), typed_table(stages, STAGE_COLUMNS)
+
+
+def simulation_run(sim, pipeline: str | None, sources: list[str], created: str):
+    """A ``Simulation`` as a run record; ``sources``: the service run folders."""
+    requests, stages = simulation_tables(sim.requests)
+    rate = sim.rate_rps if np.isfinite(sim.rate_rps) else None
+    capacity = sim.capacity_rps if np.isfinite(sim.capacity_rps) else None
+    meta = SimulationMeta(
+        pipeline=pipeline,
+        description="dynamic batching simulated from profiled service times",
+        stages=list(SIMULATION_STAGES),
+        config=Config(batch_size=sim.policy.max_batch_size),
+        env=Env(python=sys.version.split()[0], platform=platform.platform()),
+        created=created,
+        timing=Timing(warmup=0, requests=len(requests), clock="simulated"),
+        simulation=Simulation.from_dict(
+            {
+                **sim.meta,
+                "policy": sim.policy.params(),
+                "capacity_rps": capacity,
+                "rate_rps": rate,
+                "stable": bool(sim.stable),
+                "service_runs": list(sources),
+            }
+        ),
+    )
+    return Run(meta=meta, requests=requests, stages=stages)
+
+
+def pipeline_run_meta(
+    pipe, kind: str, stages: list, started, n_requests: int, env: dict, **sections
+):
+    """run.json of a run whose executor threads called ``pipe`` (a load run, a served run): the
+    profiler's fields, ``stages`` (the pipeline's with the waits around them), no trace."""
+    cuda = pipe.config.is_cuda
+    return META_CLASSES[kind](
+        pipeline=pipe.name,
+        description=pipe.description,
+        stages=stages,
+        pipeline_stages=list(pipe.stage_names),
+        config=Config.from_dict(pipe.config.to_dict()),
+        env=Env.from_dict(env),
+        created=started.isoformat(),
+        timing=Timing(
+            warmup=0,
+            requests=int(n_requests),
+            clock="time.perf_counter_ns",
+            sync="stage" if cuda else None,
+            device_timer="cuda_events" if cuda else None,
+        ),
+        **sections,
+    )
+
 
 COMPONENTS = {
     "end_to_end": "dur_ns",
@@ -137,3 +313,53 @@ def format_summary(summary: dict[str, Any]) -> str:
     if summary.get("failed"):
         lines.append(f"failed requests: {summary['failed']} of {summary['requests']}")
     return "\n".join(lines)
+
+
+def lag_percentiles(lags_ns: np.ndarray) -> dict[str, float]:
+    """``{p50_ms, p99_ms, max_ms}`` of the generator's lag (0 for an empty run)."""
+    if lags_ns.size == 0:
+        return {"p50_ms": 0.0, "p99_ms": 0.0, "max_ms": 0.0}
+    p50, p99 = percentiles(lags_ns, [50, 99])
+    return {
+        "p50_ms": ns_to_ms(float(p50)),
+        "p99_ms": ns_to_ms(float(p99)),
+        "max_ms": ns_to_ms(float(lags_ns.max())),
+    }
+
+
+def lag_summary(lags_ns: np.ndarray, late_threshold_ms: float = 1.0) -> dict[str, Any]:
+    """The load meta's lag keys: worst and p99 lag, ``late_requests`` (lag > threshold) and
+    ``behind_schedule``."""
+    lag = lag_percentiles(lags_ns)
+    return {
+        "generator_lag_ms": lag["max_ms"],
+        "generator_lag_p99_ms": lag["p99_ms"],
+        "late_requests": int((lags_ns > ms_to_ns(late_threshold_ms)).sum()),
+        "late_threshold_ms": late_threshold_ms,
+        "behind_schedule": behind_schedule(lag["p99_ms"]),
+        "lag_p99_limit_ms": LAG_P99_LIMIT_MS,
+    }
+
+
+def behind_schedule(lag_p99_ms: float | None) -> bool:
+    """Whether a run's ``load.generator_lag_p99_ms`` (None: not scheduled) reaches the limit."""
+    return lag_p99_ms is not None and lag_p99_ms >= LAG_P99_LIMIT_MS
+
+
+def lag_noise(noise: dict[str, Any], lag: dict[str, float]) -> dict[str, Any]:
+    """A run's noise record with ``generator_lag_p99_ms``, and ``noisy`` for a lag at the limit."""
+    out = dict(noise) | {"generator_lag_p99_ms": lag["p99_ms"]}
+    if lag["p99_ms"] < LAG_P99_LIMIT_MS:
+        return out
+    reasons = list(out.get("reasons") or []) if out.get("noisy") is not None else []
+    reasons.append(
+        f"the load generator fell behind its schedule: lag p99 {lag['p99_ms']:.3f} ms "
+        f"(max {lag['max_ms']:.3f} ms) >= {LAG_P99_LIMIT_MS:g} ms: the client could not hold this "
+        "rate here (a busy machine, or a rate above what it can send)"
+    )
+    fix = "a lower --rate, or the load generator on another machine"
+    return out | {
+        "noisy": True,
+        "reasons": reasons,
+        "fix": fix if not out.get("fix") else f"{out['fix']} or {fix}",
+    }

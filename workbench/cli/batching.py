@@ -52,11 +52,10 @@ from .show import print_failures
 from .sweep import add_sweep_arguments, run_sweep_command
 from ..batching.live import run_load
 from ..analysis.budget import failure_summary, noise_summary
-from ..batching.summary import format_summary, load_summary
+from ..batching.summary import format_summary, load_summary, simulation_run
 from ..analysis.tokens import token_summary, token_text
 from ..batching.service_model import service_model_from_runs
 from ..batching.simulator import simulate
-from ..batching.records import simulation_run
 
 DURATION_S = number("--duration", 0, 7 * 86_400, "s", lo_open=True)
 # what fits in memory is checked from --rate (load_args)

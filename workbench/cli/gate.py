@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..analysis.compare_file import Comparison, CompareFile, decode_comparisons, read_compare_file
 from ..analysis.verdicts import INCONCLUSIVE, REGRESSION, gate_decision
-from ..batching.loadgen import LAG_P99_LIMIT_MS, behind_schedule
+from ..batching.summary import LAG_P99_LIMIT_MS, behind_schedule
 from ..errors import ConfigError
 from ..record.folder import META_FILE, inside, read_meta
 from . import EXIT_INCONCLUSIVE

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..analysis.stats import far_tail_text, requests_to_bound
 from ..batching.capacity import compare_sweeps, is_sweep, read_sweep
-from ..batching.loadgen import behind_schedule
+from ..batching.summary import behind_schedule
 from ..errors import ConfigError
 from .output import dumps, print_result, strict
 from ..analysis.budget import budget, records_summary

@@ -27,7 +27,7 @@ from ..wings import wing
 from ..batching.capacity import SweepPlan, add_prediction, parse_sweep, run_sweep, write_sweep
 from ..batching.live import run_load
 from ..batching.service_model import service_model_from_runs
-from ..batching.sweeps import sweep
+from ..batching.simulator import sweep
 from ..plots.batching import sweep_record_figure
 
 

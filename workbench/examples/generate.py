@@ -27,7 +27,7 @@ from ..config import PipelineConfig, Range, option_ranges
 from ..errors import ConfigError
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model
-from ._common import SEED, SIZE, check_batch, example_pipeline, option, to_device
+from . import SEED, SIZE, check_batch, example_pipeline, option, to_device
 
 LENGTHS = ("fixed", "uniform")
 TOKENS = Range(1, 2_048, integer=True)

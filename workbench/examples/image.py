@@ -28,7 +28,7 @@ import numpy as np
 from ..config import PipelineConfig, Range, option_ranges
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model, torch_dtype
-from ._common import (
+from . import (
     SEED,
     TOP_K,
     check_batch,
@@ -81,7 +81,7 @@ def build(config: PipelineConfig) -> Pipeline:
         # (2x on an idle 2-core CPU here, far worse when the cores are busy).
         x = (pixels.permute(0, 3, 1, 2).contiguous().float() - mean) / std
         out = to_device(x.to(dtype), config)
-        out.decoded_pixels = area  # read by describe_area, after the request's clock reads
+        out.decoded_pixels = area  # read by describe=, after the request's clock reads
         return out
 
     def forward(x):
@@ -97,16 +97,14 @@ def build(config: PipelineConfig) -> Pipeline:
         "image", config, model, lambda: itertools.cycle(photos), lambda: forward(probe)
     )
     pipe.add("parse", parse)
-    pipe.add("preprocess", preprocess, describe=describe_area)
+    # describe=: the batch's decoded image area (pixels, before the resize)
+    pipe.add(
+        "preprocess", preprocess, describe=lambda x: {"decoded_pixels": float(x.decoded_pixels)}
+    )
     pipe.add("forward", forward)
     pipe.add("postprocess", postprocess)
     pipe.add("serialize", serialize)
     return pipe
-
-
-def describe_area(x) -> dict[str, float]:
-    """``describe=`` of ``preprocess``: the decoded image area of the batch (pixels, before the resize)."""
-    return {"decoded_pixels": float(x.decoded_pixels)}
 
 
 def _cnn(width: int, classes: int):

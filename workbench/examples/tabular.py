@@ -44,9 +44,8 @@ from ..errors import ConfigError, PipelineError, is_int
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model, torch_dtype
 from ..wings import wing
-from . import data_file
+from . import SEED, check_batch, data_file, example_pipeline, int_list_option, option, to_device
 from ._prediction_cache import KINDS, PredictionCache
-from ._common import SEED, check_batch, example_pipeline, int_list_option, option, to_device
 
 DEVICES = ("ios", "android", "web")
 MAX_CANDIDATES = 100
@@ -209,15 +208,7 @@ def build(config: PipelineConfig) -> Pipeline:
         lambda: request_items(seed, n_users, n_items, n_keys, zipf_s),
         lambda: forward(([], probe)),
     )
-    stages = [
-        ("parse", parse),
-        ("hydrate", store.hydrate),
-        ("preprocess", preprocess),
-        ("forward", forward),
-        ("postprocess", postprocess),
-        ("serialize", serialize),
-    ]
-    for name, fn in stages if cache is None else _cached_stages(stages, store, cache, postprocess):
+    for name, fn in _stages(store, cache, preprocess, forward, postprocess):
         pipe.add(name, fn, describe=describe_cache_hit if name == "cache_lookup" else None)
     pipe.cache = cache
     pipe.check_item = check_item  # served: each body checked alone before it joins a batch
@@ -275,9 +266,11 @@ def _store_and_cache(config: PipelineConfig):
     return store, PredictionCache(size, redis_client)
 
 
-def _cached_stages(stages, store, cache, postprocess):
-    """The stages with a cache: lookup after parse, the model path on the misses only, store before serialize."""
-    fns = dict(stages)
+def _stages(store, cache, preprocess, forward, postprocess) -> list:
+    """The stages; with a cache, lookup after parse, the model path on the misses only, store before serialize."""
+    if cache is None:
+        model = [("preprocess", preprocess), ("forward", forward), ("postprocess", postprocess)]
+        return [("parse", parse), ("hydrate", store.hydrate), *model, ("serialize", serialize)]
 
     def hydrate(lookup):
         return lookup, store.hydrate(lookup.misses)[1]
@@ -288,14 +281,14 @@ def _cached_stages(stages, store, cache, postprocess):
         return lookup
 
     return [
-        ("parse", fns["parse"]),
+        ("parse", parse),
         ("cache_lookup", cache.lookup),
         ("hydrate", hydrate),
-        ("preprocess", fns["preprocess"]),
-        ("forward", fns["forward"]),
+        ("preprocess", preprocess),
+        ("forward", forward),
         ("postprocess", postprocess_misses),
         ("cache_store", cache.store),
-        ("serialize", fns["serialize"]),
+        ("serialize", serialize),
     ]
 
 

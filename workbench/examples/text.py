@@ -33,12 +33,12 @@ from ..config import PipelineConfig, Range, option_ranges
 from ..errors import ConfigError, PipelineError
 from ..pipeline import Pipeline
 from ..precision import check_precision, prepare_model
-from . import data_file
-from ._common import (
+from . import (
     SEED,
     SIZE,
     TOP_K,
     check_batch,
+    data_file,
     example_pipeline,
     option,
     serialize,
@@ -120,7 +120,7 @@ def build(config: PipelineConfig) -> Pipeline:
     import torch  # 1-2 s and 300 MB: only when the pipeline is built
 
     from ._cuda_graph import GraphedForward  # imports torch
-    from ._text_model import Encoder  # imports torch
+    from ._causal_model import Encoder  # imports torch
 
     check_precision(config)  # first: an impossible combination fails before any work
     seed, max_len = option(config, "seed", 0), option(config, "max_len", 64)

@@ -1,7 +1,7 @@
 """Continuous batching of a generative pipeline: TTFT p99, ITL p99 and goodput against throughput.
 
-Input: :func:`workbench.batching.generative_explore.simulated_curve` (one row per arrival rate) and,
-optionally, :func:`~workbench.batching.generative_explore.measured_points` of live runs (markers
+Input: :func:`workbench.batching.continuous.simulated_curve` (one row per arrival rate) and,
+optionally, :func:`~workbench.batching.continuous.measured_points` of live runs (markers
 beside the curve, labelled measured) and the current setting's row (a star).
 """
 
@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..batching.generative_explore import POINT_COLUMNS
+from ..batching.continuous import POINT_COLUMNS
 from .style import PERCENTILE_COLORS, SLA_COLOR, empty_figure, layout, require_columns
 
 # (column, panel title); a panel's y axis is its column's unit

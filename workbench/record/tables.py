@@ -32,7 +32,7 @@ STAGE_COLUMNS = {
 }
 UNIT_COLUMNS = {"request": "int64", "stage": "object", "unit": "int64", "at_ns": "int64"}
 OPTIONAL_REQUEST_COLUMNS = ("error_where",)  # added in format 2; null in older runs
-# a load run's requests add the batcher's columns (``workbench.batching.records``)
+# a load run's requests add the batcher's columns (``workbench.batching.summary``)
 LOAD_REQUEST_COLUMNS = {
     "arrival_ns": "int64",
     "batch_wait_ns": "int64",

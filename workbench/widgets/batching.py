@@ -2,14 +2,14 @@
 
 :class:`BatchingExplorer`: arrival rate, max batch size and max wait. The service model comes from
 profiler runs at a few batch sizes (``workbench.batching.service_model_from_runs``), each setting's
-tables from :func:`workbench.batching.sweeps.batching_point` and its figures from
+tables from :func:`workbench.batching.simulator.batching_point` and its figures from
 ``workbench.plots.batching``: latency vs throughput over a range of rates (the current point
 marked), p99 vs max wait, and the queueing breakdown. A rate at or above capacity warns: the queue
 grows without bound.
 
 :class:`GenerativeExplorer`: continuous batching's knobs -> simulated TTFT, ITL and goodput, with
 live points. Step models and request lengths come from recorded continuous ``load`` runs
-(``batching.generative_explore.recorded_setup``), each setting's curve from ``simulated_curve`` and
+(``batching.continuous.recorded_setup``), each setting's curve from ``simulated_curve`` and
 its figure from ``plots.generative.generative_figure``, with the precision's recorded runs beside
 it. A precision and policy's curve is cached apart, so moving the rate alone simulates one rate.
 """
@@ -26,9 +26,8 @@ import numpy as np
 
 from ..batching import service_model_from_runs
 from ..batching.capacity import sweep_record, sweep_service_runs
-from ..batching.continuous import ContinuousPolicy
-from ..batching.generative_explore import measured_points, recorded_setup, simulated_curve
-from ..batching.sweeps import WAITS_MS, batching_point, service_noise
+from ..batching.continuous import ContinuousPolicy, measured_points, recorded_setup, simulated_curve
+from ..batching.simulator import WAITS_MS, batching_point, service_noise
 from ..errors import WorkbenchError
 from ..plots.batching import batching_curves_figure, queueing_breakdown_figure, wait_time_figure
 from ..plots.batching import add_measured
@@ -191,7 +190,7 @@ def _service(service_runs: Any, model: Any, sweep: Any, record: dict | None) -> 
 
 
 def _service_trust(service_runs: list[Any]) -> tuple[str, str]:
-    """(text, level) of the trust line: the service runs' noise flags (``batching.sweeps.service_noise``)."""
+    """(text, level) of the trust line: the service runs' noise flags (``batching.simulator.service_noise``)."""
     metas = [
         (item.label, item.meta)
         if isinstance(item, Run)

@@ -3,8 +3,13 @@
 import numpy as np
 import pandas as pd
 
-from workbench.batching.loadgen import lag_percentiles, lag_summary
-from workbench.batching.summary import LOAD_META_KEYS, load_meta_figures, load_summary
+from workbench.batching.summary import (
+    LOAD_META_KEYS,
+    lag_percentiles,
+    lag_summary,
+    load_meta_figures,
+    load_summary,
+)
 
 
 def test_the_load_meta_lag_keys_are_the_lag_percentiles():

@@ -77,7 +77,7 @@ class GcProbe:
         self.max_pause_ns = 0
         self._started_ns: int | None = None
 
-    def _callback(self, phase: str, info: dict) -> None:
+    def callback(self, phase: str, info: dict) -> None:
         if phase == "start":
             self._started_ns = self.clock()
         elif self._started_ns is not None:
@@ -86,15 +86,19 @@ class GcProbe:
             self.collections += 1
             if pause > self.max_pause_ns:
                 self.max_pause_ns = pause
+            self._collected(self._started_ns, pause, info)
             self._started_ns = None
 
+    def _collected(self, start_ns: int, pause_ns: int, info: dict) -> None:
+        """One collection that ended (``sampling.GcEvents`` keeps each)."""
+
     def __enter__(self) -> "GcProbe":
-        gc.callbacks.append(self._callback)
+        gc.callbacks.append(self.callback)
         return self
 
     def __exit__(self, *exc) -> None:
         with contextlib.suppress(ValueError):  # already removed by someone else: nothing to undo
-            gc.callbacks.remove(self._callback)
+            gc.callbacks.remove(self.callback)
 
 
 def time_request(

@@ -62,7 +62,6 @@ LAYERS = {
     3: (
         "runner",
         "timing",
-        "streaming",
         "guard",
         "memory",
         "noise",

@@ -12,7 +12,7 @@ items ``k*b .. k*b+b-1`` of the worker's own source. Pickled tuples over two pip
     ("agree", A's outputs)                                 -> ("ok", agreement entry, analysis.outputs)
     ("error", "config" | "pipeline", message) in place of any reply;  end of input: the worker exits.
 
-rows: ``workbench.streaming.sample_row``'s. Between its blocks a worker is stopped (SIGSTOP), so an
+rows: ``workbench.timing.sample_row``'s. Between its blocks a worker is stopped (SIGSTOP), so an
 idle configuration's threads take no core from the one measured; a worker silent for
 :data:`REPLY_TIMEOUT_S` is killed. Workers ignore Ctrl-C: the parent kills what it started.
 """
@@ -35,8 +35,7 @@ from .errors import ConfigError, PipelineError
 from .noise import Readings, stat_ticks
 from .examples import factory
 from .pipeline import load_factory, resolve_pipeline
-from .streaming import sample_row, stream_index
-from .timing import request_timer
+from .timing import request_timer, sample_row, stream_index
 
 # the worker runs this very package, wherever it came from
 _ROOT = str(Path(__file__).resolve().parents[1])

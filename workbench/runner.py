@@ -59,8 +59,16 @@ from .record import (
     SummaryFailure,
 )
 from .sampling import DEFAULT_INTERVAL_S, StackSampler, assign, mark_due
-from .streaming import traced_fn, units_table
-from .timing import SYNC_POLICIES, Clock, GcProbe, RequestTiming, StageFailure, request_timer
+from .timing import (
+    SYNC_POLICIES,
+    Clock,
+    GcProbe,
+    RequestTiming,
+    StageFailure,
+    request_timer,
+    traced_fn,
+    units_table,
+)
 from .guard import TIMEOUT, Cancelled, Interrupted, check_timeout, guarded, is_timeout  # noqa: F401 (Cancelled: public here)
 from .memory import MemorySampler, RssReader, StageMemory, rss_bytes
 from .units import ns_to_ms, ns_to_s, s_to_ns

@@ -33,8 +33,7 @@ from ..sampling import StackSampler
 from ..guard import TIMEOUT, Interrupted, StageGuard, StageTimeout, check_timeout
 from ..pipeline import Pipeline, first_request_checked, resolve_pipeline
 from ..runner import environment, failure_records, next_batch
-from ..streaming import stream_index
-from ..timing import Clock, stage_timer
+from ..timing import Clock, stage_timer, stream_index
 from .arrivals import Arrivals
 from .batcher import DynamicBatcher, warm_up
 from .continuous import ContinuousPolicy

@@ -39,18 +39,8 @@ from .noise import NoiseProbe, Readings
 from .pipeline import Pipeline, resolve_pipeline
 from .record.meta import STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_TIMEOUT
 from .record import (
-    Attributes,
-    ColdStart,
-    Config,
-    Env,
-    Fingerprint,
-    Memory,
-    Noise,
-    Quantization,
     Run,
     ProfileMeta,
-    Timing,
-    TraceInfo,
     build_tables,
     request_row,
     scratch_folder,
@@ -222,26 +212,30 @@ def _measure(plan: MeasurePlan, pipe: Pipeline, built: tuple, scratch: list[Path
     trend = summarized(failed, "the memory trend", memory.summary)
     trace_path, trace_meta, status = _traced_phase(plan, pipe, items, status, scratch)
     env = environment(cfg)
-    quantization = quantization_meta(pipe)
-    fingerprint = run_fingerprint(pipe, target, threads, env)
-    meta = ProfileMeta(
-        pipeline=pipe.name,
-        description=pipe.description,
-        stages=list(pipe.stage_names),
-        config=Config.from_dict(cfg.to_dict()),
-        env=Env.from_dict(env),
-        created=started.isoformat(),
-        timing=_timing_meta(plan, cfg, len(timings) - min(warmup, len(timings)), status, pacing),
-        trace=TraceInfo.from_dict(trace_meta) if trace_meta is not None else None,
-        fingerprint=Fingerprint.from_dict(fingerprint),
-        noise=Noise.from_dict(noise) if noise is not None else None,
-        status=status,
-        quantization=Quantization.from_dict(quantization) if quantization is not None else None,
-        memory=Memory.from_dict(trend) if trend is not None else None,
-        stage_roles=dict(pipe.stage_roles),
-        attributes=Attributes.from_dict(attributes) if attributes is not None else None,
-        cold_start=ColdStart.from_dict(_cold_start(build_ns, timings)),
-        sampled=sampler.record(timings[0].start_ns) if sampler is not None and timings else None,
+    meta = ProfileMeta.from_dict(  # each section checked and typed
+        {
+            "pipeline": pipe.name,
+            "description": pipe.description,
+            "stages": list(pipe.stage_names),
+            "config": cfg.to_dict(),
+            "env": env,
+            "created": started.isoformat(),
+            "timing": _timing_meta(
+                plan, cfg, len(timings) - min(warmup, len(timings)), status, pacing
+            ),
+            "trace": trace_meta,
+            "fingerprint": run_fingerprint(pipe, target, threads, env),
+            "noise": noise,
+            "status": status,
+            "quantization": quantization_meta(pipe),
+            "memory": trend,
+            "stage_roles": dict(pipe.stage_roles),
+            "attributes": attributes,
+            "cold_start": _cold_start(build_ns, timings),
+            "sampled": sampler.record(timings[0].start_ns)
+            if sampler is not None and timings
+            else None,
+        }
     )
     units = units_table(pipe.stages, timings)
     run = Run(meta, requests_df, stages_df, trace_path, summary_failures=failed, units=units)
@@ -271,7 +265,7 @@ def _traced_phase(
 
 def _timing_meta(
     plan: MeasurePlan, cfg: PipelineConfig, n_measured: int, status: str, pacing: dict | None
-) -> Timing:
+) -> dict[str, Any]:
     """``timing`` of run.json: counts, clock and what stopped the measured requests."""
     if pacing is not None:
         stopped_by = pacing.pop("stopped_by")
@@ -279,17 +273,17 @@ def _timing_meta(
         stopped_by = "requests" if n_measured >= plan.requests else "max_duration_s"
     else:
         stopped_by = status
-    return Timing(
-        warmup=plan.warmup,
-        requests=n_measured,
-        clock="time.perf_counter_ns",
-        sync=plan.sync if cfg.is_cuda else None,
-        device_timer="cuda_events" if cfg.is_cuda else None,
-        requests_asked=plan.requests,
-        max_duration_s=plan.max_duration_s,
-        stopped_by=stopped_by,
-        pacing=pacing,
-    )
+    return {
+        "warmup": plan.warmup,
+        "requests": n_measured,
+        "clock": "time.perf_counter_ns",
+        "sync": plan.sync if cfg.is_cuda else None,
+        "device_timer": "cuda_events" if cfg.is_cuda else None,
+        "requests_asked": plan.requests,
+        "max_duration_s": plan.max_duration_s,
+        "stopped_by": stopped_by,
+        "pacing": pacing,
+    }
 
 
 def _record_then_explain(run: Run, plan: MeasurePlan, sampler, timings: list[RequestTiming]):

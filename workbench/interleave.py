@@ -74,11 +74,6 @@ def config_with(base: PipelineConfig, overrides: Mapping[str, Any]) -> PipelineC
     return base.replace(options=options, **builtin)
 
 
-def config_label(overrides: Mapping[str, Any]) -> str:
-    """``k=v,k=v`` with JSON values, as typed on the command line; ``base`` when empty."""
-    return ",".join(f"{k}={json.dumps(v)}" for k, v in overrides.items()) or "base"
-
-
 @dataclass(frozen=True)
 class CompareOptions:
     """How :func:`compare` measures and judges, beyond the configurations.
@@ -236,10 +231,12 @@ def _widest_interval(
 
 
 def _label(config, base: PipelineConfig) -> str:
+    """``k=v,k=v`` of what differs from ``base``, JSON values as typed on the command line; ``base``
+    when nothing does."""
     if isinstance(config, PipelineConfig):
         d, b = config.to_dict(), base.to_dict()
         config = {k: v for k, v in d.items() if v != b.get(k)}
-    return config_label(config)
+    return ",".join(f"{k}={json.dumps(v)}" for k, v in config.items()) or "base"
 
 
 def _set_threads(n: int | None) -> None:

@@ -25,7 +25,6 @@ from .run import (
     SCRATCH_PREFIX,
     Run,
     SummaryFailure,
-    is_scratch,
     load_run,
     save_meta,
     save_run,

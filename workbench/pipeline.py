@@ -38,9 +38,7 @@ class Stage:
     fn: Callable[[Any], Any]
     role: str | None = None
     describe: Callable[[Any], dict[str, float]] | None = None
-    stream: bool = (
-        False  # fn returns an iterable of units (tokens, chunks): workbench.timing.UnitClock
-    )
+    stream: bool = False  # fn returns an iterable of units (tokens, chunks): timing.UnitClock
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or self.name.startswith("_"):

@@ -35,8 +35,8 @@ from .device import require_torch
 from .errors import ConfigError, PipelineError
 from .noise import Readings, stat_ticks
 from .examples import factory
-from .pipeline import load_factory, resolve_pipeline
-from .timing import Clock, request_timer, sample_row, stream_index
+from .pipeline import first_request_checked, load_factory, resolve_pipeline
+from .timing import Clock, sample_row, stage_timer, stream_index
 
 # the worker runs this very package, wherever it came from
 _ROOT = str(Path(__file__).resolve().parents[1])
@@ -240,7 +240,8 @@ class Local:
         self.batch = max(p.config.batch_size for p in self.pipes)
         self.need(warmup + REWARM)
         self.default_threads = current_threads()
-        self.sides = [Side(p, request_timer(p, clock), cap) for p in self.pipes]
+        timers = [first_request_checked(stage_timer(p, clock), p) for p in self.pipes]
+        self.sides = [Side(p, run, cap) for p, run in zip(self.pipes, timers)]
         self.threads = [p.config.threads or self.default_threads for p in self.pipes]
 
     def need(self, calls: int) -> bool:

@@ -36,7 +36,7 @@ from .examples import factory
 from .fingerprint import run_fingerprint
 from .naming import stage_range_name
 from .noise import NoiseProbe, Readings
-from .pipeline import Pipeline, resolve_pipeline
+from .pipeline import Pipeline, first_request_checked, resolve_pipeline
 from .record.meta import STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_TIMEOUT
 from .record import (
     Run,
@@ -55,7 +55,7 @@ from .timing import (
     GcProbe,
     RequestTiming,
     StageFailure,
-    request_timer,
+    stage_timer,
     traced_fn,
     units_table,
 )
@@ -338,7 +338,8 @@ def _timing_run(
     deadline_ns = None if plan.max_duration_s is None else s_to_ns(plan.max_duration_s)
     names, gc_probe = pipe.stage_names, GcProbe(clock)
     describe = {i: s.describe for i, s in enumerate(pipe.stages) if s.describe is not None}
-    run_one = request_timer(pipe, clock, plan.sync, gc_probe=gc_probe, describe=describe)
+    timer = stage_timer(pipe, clock, plan.sync, gc_probe=gc_probe, describe=describe)
+    run_one = first_request_checked(timer, pipe)
     batch = functools.partial(next_batch, items, pipe.config.batch_size, pipe.name)
     out: list[RequestTiming] = []
     measured_from = None

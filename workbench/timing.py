@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from .errors import PipelineError, encodable
-from .pipeline import exception_where, first_request_checked
+from .pipeline import exception_where
 from .record.tables import build_units
 from .units import ms_to_ns
 
@@ -228,13 +228,6 @@ def stage_timer(
     return run_one if units is None else streamed_timer(run_one, units)
 
 
-def request_timer(
-    pipe: Any, clock: Clock = time.perf_counter_ns, sync: str = "stage", **observe: Any
-) -> Callable[..., RequestTiming]:
-    """:func:`stage_timer` with the first request's checks (``pipeline.first_request_checked``)."""
-    return first_request_checked(stage_timer(pipe, clock, sync, **observe), pipe)
-
-
 class CudaStageTimer:
     """Times stages with CUDA events as well as the host clock (see module docstring)."""
 
@@ -345,20 +338,15 @@ def streamed_timer(run_one: Callable, units: UnitClock) -> Callable:
     return run
 
 
-def token_sample(t: Any, stream: int | None) -> tuple[int, tuple[int, ...]] | None:
-    """``(ttft_ns, gaps_ns)`` of a successful request's units, else None."""
-    times = getattr(t, "unit_ns", None)
-    if stream is None or t.failure is not None or not times:
-        return None
-    gaps = tuple(b - a for a, b in zip(times, times[1:]))
-    return times[0] - t.start_ns, gaps
-
-
 def sample_row(t: Any, stream: int | None) -> tuple:
-    """``(ok, error_type, ns per stage that ran..., end to end ns, token sample)``."""
+    """``(ok, error_type, ns per stage that ran..., end to end ns, token sample)``; the token
+    sample: ``(ttft_ns, gaps_ns)`` of a successful request's units, else None."""
     stage_ns = [e - s for s, e in zip(t.stage_start_ns, t.stage_end_ns)]
     error = t.failure and t.failure.error_type
-    tokens = token_sample(t, stream)
+    times = getattr(t, "unit_ns", None)
+    tokens = None
+    if stream is not None and t.failure is None and times:
+        tokens = times[0] - t.start_ns, tuple(b - a for a, b in zip(times, times[1:]))
     return (t.failure is None, error, *stage_ns, t.end_ns - t.start_ns, tokens)
 
 

@@ -541,14 +541,6 @@ def _cold_start(build_ns: int | None, timings: list[RequestTiming]) -> dict[str,
     }
 
 
-class TracedTimeout(Exception):
-    """A stage of the traced run ran past ``timeout_s`` (main thread only: see :func:`_alarm`)."""
-
-    def __init__(self, failure: StageFailure):
-        super().__init__(failure.message)
-        self.failure = failure
-
-
 def _traced_run(plan: MeasurePlan, pipe: Pipeline, items) -> tuple[Path, dict[str, Any]]:
     """``plan.traced`` requests under torch.profiler; its folder is removed on any exception."""
     out_dir = scratch_folder()
@@ -560,13 +552,16 @@ def _traced_run(plan: MeasurePlan, pipe: Pipeline, items) -> tuple[Path, dict[st
         raise
 
 
-class _StageAlarm(BaseException):
-    """Raised into the main thread by SIGALRM; a BaseException so stage code's ``except Exception`` lets it by."""
+class TracedTimeout(BaseException):
+    """Raised into the main thread by SIGALRM (:func:`_alarm`), a BaseException so stage code's
+    ``except Exception`` lets it by; ``failure``: the stage of the traced run past ``timeout_s``."""
+
+    failure: StageFailure | None = None
 
 
 @contextlib.contextmanager
 def _alarm(timeout_s: float | None) -> Iterator[Callable[[float], Any]]:
-    """``alarm(seconds)``: SIGALRM then raises :class:`_StageAlarm` here (``alarm(0)`` cancels), a
+    """``alarm(seconds)``: SIGALRM then raises :class:`TracedTimeout` here (``alarm(0)`` cancels), a
     no-op off the main thread; torch.profiler records only its own thread, so no worker thread."""
     usable = (
         timeout_s is not None
@@ -578,7 +573,7 @@ def _alarm(timeout_s: float | None) -> Iterator[Callable[[float], Any]]:
         return
 
     def ring(signum, frame):
-        raise _StageAlarm()
+        raise TracedTimeout()
 
     previous = signal.signal(signal.SIGALRM, ring)
     try:
@@ -643,10 +638,10 @@ def _traced_request(timeout_s, stages, out, measure, alarm, counted: bool) -> li
             with measure(name, counted=counted), record_function(range_name):
                 out = fn(out)
             alarm(0)
-        except _StageAlarm:
+        except TracedTimeout as stop:
             late = f"ran past the timeout of {timeout_s:g} s"
-            failure = StageFailure(name, TIMEOUT, f"stage {name!r} of the traced run {late}")
-            raise TracedTimeout(failure) from None
+            stop.failure = StageFailure(name, TIMEOUT, f"stage {name!r} of the traced run {late}")
+            raise
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # recorded like the timing run's failures (sys.exit too)

@@ -122,11 +122,6 @@ def mark_due(due_ns: int | None) -> None:
         _DUE_NS[ident] = due_ns
 
 
-def _root_codes() -> frozenset:
-    codes = [getattr(timing, name).__code__ for name in ROOT_FUNCTIONS]
-    return frozenset([*codes, timing.CudaStageTimer.time_request.__code__])
-
-
 class StackSampler:
     """Samples the stacks of stages being timed, as a context manager around the timing run:
     ``samples_ns`` and ``sample_stacks`` (parallel arrays) and ``stacks`` (id -> frames)."""
@@ -141,7 +136,8 @@ class StackSampler:
             raise ConfigError(f"sample interval must be > 0 seconds, got {interval_s!r}")
         self.interval_s = interval_s
         self._clock = clock
-        self._roots = _root_codes()
+        roots = [getattr(timing, name).__code__ for name in ROOT_FUNCTIONS]
+        self._roots = frozenset([*roots, timing.CudaStageTimer.time_request.__code__])
         self._ids: dict[tuple, int] = {}
         self.stacks: list[tuple[Frame, ...]] = []
         self.samples_ns = array("q")

@@ -334,17 +334,12 @@ def as_numpy(value: Any) -> Any:
     return value
 
 
-def _die_with_parent() -> None:
-    """Linux: killed when the parent dies, even while stopped (best effort elsewhere)."""
-    try:
+def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it kills what it started
+    try:  # Linux: killed when the parent dies, even while stopped (best effort elsewhere)
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-
-
-def main(argv: list[str]) -> int:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it kills what it started
-    _die_with_parent()
     recv = Connection(int(argv[0]), writable=False)
     send = Connection(int(argv[1]), readable=False)
     worker = _Worker()

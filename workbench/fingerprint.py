@@ -151,15 +151,8 @@ def check_poolable(
     return found
 
 
-RECORDED_MATCH_FIELDS = (
-    "pipeline",
-    "factory",
-    "options",
-    "model",
-    "device",
-    "batch_size",
-    "precision",
-    "threads",
+RECORDED_MATCH_FIELDS = tuple(
+    "pipeline factory options model device batch_size precision threads".split()
 )
 LABEL_FIELDS = ("host.cpu_model", "host.cores", "torch", "workbench")
 

@@ -11,10 +11,9 @@ runs later, but it still ties the two modules together. The test fails on
 
 The layer map, lowest first (a module's layer is that of its top-level folder or file):
 
-    0 core      units, errors, files, naming, config, roles, device (is there a GPU: decided once), signals
-                (SIGTERM handled as Ctrl-C), _lazy, wait_classes (what a sampled thread waited on),
-                wings (the entry points the wings register), the package's __init__ (lazy exports by
-                name: it imports only _lazy)
+    0 core      units, errors, files, naming, config, roles, device (is there a GPU: decided once),
+                wait_classes (what a sampled thread waited on), wings (the entry points the wings
+                register), the package's __init__ (lazy exports by name: it imports nothing)
     1 record    record/ (the one run record), trace/ (the one trace model)
     2 analysis  analysis/ (tables in, tables out)
     3 measure   runner, timing, guard, memory, noise, fingerprint, precision, interleave,
@@ -51,8 +50,6 @@ LAYERS = {
         "config",
         "roles",
         "device",
-        "signals",
-        "_lazy",
         "wait_classes",
         "wings",
         "__init__",
@@ -62,7 +59,6 @@ LAYERS = {
     3: (
         "runner",
         "timing",
-        "streaming",
         "guard",
         "memory",
         "noise",

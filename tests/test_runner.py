@@ -1,5 +1,6 @@
 import itertools
 import os
+import time
 
 import pandas as pd
 import pytest
@@ -267,3 +268,26 @@ def test_a_paced_request_is_timed_from_its_due_time_its_send_lag_beside(fake_clo
     assert run.requests["dur_ns"].tolist() == [s + 1_000_000 - d for s, d in zip(sent, due)]
     assert run.requests["lag_ns"].max() > 1_000_000  # some were sent late, and it shows
     assert run.meta.timing.pacing["service"]["p99_ms"] == 1.0
+
+
+def test_a_stage_past_the_timeout_in_the_traced_run_stops_it_and_keeps_the_timing_run():
+    """SIGALRM ends the traced run's stuck stage (a worker thread would leave torch.profiler blind)."""
+    calls = itertools.count(1)
+
+    def stuck_in_the_traced_run(batch):
+        if next(calls) > 6:  # 2 warm-ups and 4 measured requests, then the traced run
+            time.sleep(30)
+        return batch
+
+    pipe = Pipeline("stuck", items=lambda: itertools.count())
+    pipe.add("stage", stuck_in_the_traced_run)
+    started = time.monotonic()
+    run = profile(pipe, requests=4, warmup=2, traced=2, timeout_s=0.5)
+    assert time.monotonic() - started < 20  # not the stage's 30 s
+    assert run.status == "incomplete: timeout" and len(run.requests) == 6
+    trace = run.meta.trace
+    assert trace.stopped_by == "timeout" and trace.failed_requests == 1 and trace.file is None
+    message = "stage 'stage' of the traced run ran past the timeout of 0.5 s"
+    assert [(f["type"], f["message"], f["count"]) for f in trace.failures] == [
+        ("Timeout", message, 1)
+    ]

@@ -1,4 +1,4 @@
-"""Streaming stages (workbench.streaming): each unit's time recorded, saved with the run."""
+"""Streaming stages (workbench.timing): each unit's time recorded, saved with the run."""
 
 import itertools
 import time

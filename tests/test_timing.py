@@ -140,10 +140,10 @@ def test_a_raising_describe_is_an_attribute_error_not_a_failure():
 def test_a_collection_adds_its_pause_on_the_injected_clock():
     ticks = iter([100, 350, 1_000, 1_060])
     with GcProbe(clock=lambda: next(ticks)) as probe:
-        probe._callback("start", {})
-        probe._callback("stop", {})
-        probe._callback("start", {})
-        probe._callback("stop", {})
+        probe.callback("start", {})
+        probe.callback("stop", {})
+        probe.callback("start", {})
+        probe.callback("stop", {})
     assert probe.pause_ns == 250 + 60 and probe.collections == 2 and probe.max_pause_ns == 250
 
 
@@ -151,10 +151,10 @@ def test_a_real_collection_is_seen_and_the_callback_is_removed():
     with GcProbe() as probe:
         gc.collect()
     assert probe.collections >= 1 and probe.pause_ns > 0
-    assert probe._callback not in gc.callbacks
+    assert probe.callback not in gc.callbacks
 
 
 def test_stop_without_start_is_ignored():
     probe = GcProbe(clock=lambda: 5)
-    probe._callback("stop", {})
+    probe.callback("stop", {})
     assert probe.pause_ns == 0 and probe.collections == 0

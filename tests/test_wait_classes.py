@@ -76,7 +76,7 @@ def test_a_recorded_file_carries_no_path_of_the_machine_and_keeps_its_class():
     """Runs in data/ carried /work/... and .venv paths of the machine that recorded them."""
     import os
 
-    import workbench.streaming
+    import workbench.timing
     import workbench_redis.feature_store
     import workbench_serve.service
     from workbench.examples import text
@@ -86,7 +86,7 @@ def test_a_recorded_file_carries_no_path_of_the_machine_and_keeps_its_class():
     cases = {
         threading.__file__: ("<stdlib>/threading.py", False),
         site: ("site-packages/torch/nn/linear.py", False),
-        workbench.streaming.__file__: ("<workbench>/streaming.py", False),
+        workbench.timing.__file__: ("<workbench>/timing.py", False),
         text.__file__: ("<workbench>/examples/text.py", True),
         # the wings are the harness too: a server's batcher is no line of the user's
         workbench_serve.service.__file__: ("<workbench_serve>/service.py", False),

@@ -44,22 +44,16 @@ def torch_version() -> str | None:
     return getattr(torch, "__version__", None)
 
 
-def _cuda_impossible() -> bool:
-    """True for a ``+cpu`` torch build or macOS, told without importing torch."""
-    if "torch" in sys.modules:
-        return False
-    try:
-        version = metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        return False
-    return version.partition("+")[2].split(".")[0] == "cpu" or sys.platform == "darwin"
-
-
 @functools.lru_cache(maxsize=1)
 def cuda_available() -> bool:
-    """True when torch sees a CUDA device (a CPU-only build answers without importing torch)."""
-    if _cuda_impossible():
-        return False
+    """True when torch sees a CUDA device (a ``+cpu`` build or macOS tells without importing it)."""
+    if "torch" not in sys.modules:
+        try:
+            build = metadata.version("torch").partition("+")[2].split(".")[0]
+        except metadata.PackageNotFoundError:
+            build = None
+        if build == "cpu" or (build is not None and sys.platform == "darwin"):
+            return False
     torch = torch_or_none()
     return bool(torch is not None and torch.cuda.is_available())
 

@@ -1,7 +1,15 @@
 """Exceptions a user can cause (:class:`WorkbenchError`: one line, no traceback, from the command
-line), and the checks of values where they enter."""
+line), the checks of values where they enter, and SIGTERM (``timeout``, CI cancellation, ``docker
+stop``) handled like Ctrl-C: a command keeps what it measured, then exits 143 (128 + 15) not 130.
+"""
 
 import re
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+EXIT_TERMINATED = 128 + signal.SIGTERM
 
 
 class WorkbenchError(Exception):
@@ -61,3 +69,35 @@ def encodable(text: str) -> str:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a surrogate surrogateescape did not make (outside U+DC80-U+DCFF)
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+_received: list[int] = []
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block SIGTERM raises ``KeyboardInterrupt`` in the main thread, as Ctrl-C does."""
+    _received.clear()
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, _frame):
+        _received.append(signum)
+        raise KeyboardInterrupt("terminated (SIGTERM)")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def terminated() -> bool:
+    """True when SIGTERM arrived inside the last :func:`sigterm_as_interrupt` block."""
+    return bool(_received)
+
+
+def note_terminated() -> None:
+    """Say that SIGTERM stopped the command, from code that routes it to its own graceful stop."""
+    _received.append(signal.SIGTERM)

@@ -69,19 +69,25 @@ def _packed_weights(model):
 
 def run_fingerprint(pipe, target: Any, threads: int | None, env: dict[str, Any]) -> dict[str, Any]:
     """The fingerprint of a run of ``pipe``, built from ``target``, on ``threads`` torch threads."""
-    cfg = pipe.config
+    host = (threads, env.get("torch"), workbench.__version__, env.get("cpu_model"), _cores())
     model = model_fingerprint(list(pipe.models))
+    return _fingerprint(pipe.name, factory_spec(target), pipe.config, host, model)
+
+
+def _fingerprint(pipeline, factory, cfg, host: tuple, model) -> dict[str, Any]:
+    """The fields in order; ``host``: (torch threads, torch version, workbench version, CPU, cores)."""
+    threads, torch, version, cpu, cores = host
     return {
-        "pipeline": pipe.name,
-        "factory": factory_spec(target),
+        "pipeline": pipeline,
+        "factory": factory,
         "options": dict(cfg.options),
         "precision": cfg.precision,
         "device": cfg.device,
         "batch_size": cfg.batch_size,
         "threads": threads,
-        "torch": env.get("torch"),
-        "workbench": workbench.__version__,
-        "host": {"cpu_model": env.get("cpu_model"), "cores": _cores()},
+        "torch": torch,
+        "workbench": version,
+        "host": {"cpu_model": cpu, "cores": cores},
         "model": model,
         "model_note": UNDECLARED_NOTE if model == UNKNOWN else None,
     }
@@ -100,21 +106,10 @@ def fingerprint_of(meta: Any) -> dict[str, Any]:
     recorded = getattr(meta, "fingerprint", None)  # profile and load runs record one
     if recorded is not None:
         return recorded.to_dict()
-    cfg, env = meta.config, meta.env
-    return {
-        "pipeline": meta.pipeline,
-        "factory": None,
-        "options": dict(cfg.options),
-        "precision": cfg.precision,
-        "device": cfg.device,
-        "batch_size": cfg.batch_size,
-        "threads": env.threads,
-        "torch": env.torch,
-        "workbench": None,
-        "host": {"cpu_model": env.cpu_model, "cores": None},
-        "model": UNKNOWN,
-        "model_note": "recorded before runs were fingerprinted",
-    }
+    env = meta.env
+    host = (env.threads, env.torch, None, env.cpu_model, None)
+    fp = _fingerprint(meta.pipeline, None, meta.config, host, UNKNOWN)
+    return fp | {"model_note": "recorded before runs were fingerprinted"}
 
 
 def _flatten(fp: dict[str, Any]) -> dict[str, Any]:
@@ -156,15 +151,8 @@ def check_poolable(
     return found
 
 
-RECORDED_MATCH_FIELDS = (
-    "pipeline",
-    "factory",
-    "options",
-    "model",
-    "device",
-    "batch_size",
-    "precision",
-    "threads",
+RECORDED_MATCH_FIELDS = tuple(
+    "pipeline factory options model device batch_size precision threads".split()
 )
 LABEL_FIELDS = ("host.cpu_model", "host.cores", "torch", "workbench")
 

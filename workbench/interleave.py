@@ -2,7 +2,7 @@
 
 Two runs made minutes apart differ by whatever the machine did in between; interleaving takes that
 out. Each configuration runs the same items in its own worker (:mod:`workbench.interleave_workers`),
-or all in this process when no worker can rebuild the factory or the clock is injected
+or all in this process (:class:`~workbench.interleave_workers.Local`) when no worker can rebuild the factory or the clock is injected
 (``processes_note`` says why). After the warm-up, every round runs one block of ``BLOCK`` requests
 per configuration in a seeded order, until ``requests``, or until every interval of B against A is
 narrower than ``resolution`` (checked from ``MIN_ROUNDS`` on), or ``max_time_s``. The samples go to
@@ -12,10 +12,8 @@ narrower than ``resolution`` (checked from ``MIN_ROUNDS`` on), or ``max_time_s``
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import math
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,20 +23,18 @@ import numpy as np
 import pandas as pd
 
 from .analysis.budget import END_TO_END
-from .analysis.outputs import NONE as NO_OUTPUTS, OUTPUT_ITEMS, output_agreement
+from .analysis.outputs import OUTPUT_ITEMS
 from .analysis.tokens import paired_tokens
 from .analysis.verdicts import BLOCK, MIN_EFFECT, RESAMPLES, VerdictOptions, paired_comparison
 from .config import PipelineConfig
-from .device import require_torch
 from .errors import ConfigError, PipelineError, check_int, is_number
-from .interleave_workers import Side, Workers, check_comparable, current_threads, recipe_of
+from .interleave_workers import REWARM, Local, Workers, recipe_of  # noqa: F401 (REWARM: public here)
 from .noise import NoiseProbe, Readings
 from .examples import factory
-from .pipeline import Pipeline, resolve_pipeline
-from .timing import Clock, request_timer
+from .pipeline import Pipeline
+from .timing import Clock
 from .units import ns_to_s, s_to_ns
 
-REWARM = 3  # unmeasured requests after a torch thread-count switch (OpenMP's pool goes cold)
 # a fixed length that finds a 10 % slower stage on a quiet machine (benchmarks/results/compare.md);
 # the default is adaptive (DEFAULT_RESOLUTION, DEFAULT_MAX_TIME_S): a busy machine needs more rounds
 DEFAULT_COMPARE_REQUESTS = 2400
@@ -72,11 +68,6 @@ def config_with(base: PipelineConfig, overrides: Mapping[str, Any]) -> PipelineC
     builtin = {k: v for k, v in overrides.items() if k in BUILT_IN_KEYS}
     options = dict(base.options) | {k: v for k, v in overrides.items() if k not in BUILT_IN_KEYS}
     return base.replace(options=options, **builtin)
-
-
-def config_label(overrides: Mapping[str, Any]) -> str:
-    """``k=v,k=v`` with JSON values, as typed on the command line; ``base`` when empty."""
-    return ",".join(f"{k}={json.dumps(v)}" for k, v in overrides.items()) or "base"
 
 
 @dataclass(frozen=True)
@@ -137,10 +128,11 @@ def compare(
     labels = [_label(c, base) for c in configs]
     recipe, note = _recipe(target, opts.processes, opts.clock)
     cap = opts.warmup * max(c.batch_size for c in cfgs) + OUTPUT_ITEMS  # outputs kept below
+    build = factory(target) if isinstance(target, str) else target
     sides = (
         Workers(recipe, cfgs, labels, opts.warmup, cap)
         if recipe
-        else _Local(target, cfgs, opts.warmup, opts.clock, cap)
+        else Local(build, cfgs, opts.warmup, opts.clock, cap)
     )
     try:
         samples, noise, stop = _measure(sides, len(cfgs), opts)
@@ -236,76 +228,12 @@ def _widest_interval(
 
 
 def _label(config, base: PipelineConfig) -> str:
+    """``k=v,k=v`` of what differs from ``base``, JSON values as typed on the command line; ``base``
+    when nothing does."""
     if isinstance(config, PipelineConfig):
         d, b = config.to_dict(), base.to_dict()
         config = {k: v for k, v in d.items() if v != b.get(k)}
-    return config_label(config)
-
-
-def _set_threads(n: int | None) -> None:
-    if n is not None and "torch" in sys.modules and sys.modules["torch"].get_num_threads() != n:
-        sys.modules["torch"].set_num_threads(n)
-
-
-class _Local:
-    """Every configuration in this process (the sides when no worker can)."""
-
-    readings = None  # the noise probe's default
-
-    def __init__(self, target, cfgs: list, warmup: int, clock: Clock, cap: int) -> None:
-        if any(c.threads for c in cfgs):
-            require_torch()  # a thread count is set through torch
-        build = factory(target) if isinstance(target, str) else target
-        self.pipes = [resolve_pipeline(build, cfg) for cfg in cfgs]
-        check_comparable([(p.name, p.stage_names) for p in self.pipes])
-        self.pipeline, self.names = self.pipes[0].name, self.pipes[0].stage_names
-        # the first configuration's items, drawn as needed: every configuration sees the same
-        self.source, self.items, self.warmup = self.pipes[0].item_iterator(), [], warmup
-        self.batch = max(p.config.batch_size for p in self.pipes)
-        self.need(warmup + REWARM)
-        self.default_threads = current_threads()
-        self.sides = [Side(p, request_timer(p, clock), cap) for p in self.pipes]
-        self.threads = [p.config.threads or self.default_threads for p in self.pipes]
-
-    def need(self, calls: int) -> bool:
-        """Items for ``calls`` requests of the largest batch; False when the source ran out."""
-        want = calls * self.batch
-        if len(self.items) < want:
-            self.items.extend(itertools.islice(self.source, want - len(self.items)))
-        return len(self.items) >= want
-
-    def warm_up(self) -> None:
-        """``warmup`` requests per configuration, with its thread count, on the first items."""
-        if not self.need(self.warmup):
-            raise PipelineError(
-                f"pipeline {self.pipeline!r}: item source ran out during the warm-up"
-            )
-        for c, side in enumerate(self.sides):
-            _set_threads(self.threads[c])
-            side.rows(0, self.warmup, self.items)
-
-    def block(self, c: int, k: int, n: int) -> list[tuple] | None:
-        """Rows of requests ``k .. k+n-1`` of configuration ``c``; None when the items ran out."""
-        if not self.need(k + n):
-            return None
-        side = self.sides[c]
-        if current_threads() != self.threads[c]:
-            _set_threads(self.threads[c])
-            for i in range(REWARM):
-                side.run(self.items[i * side.batch : (i + 1) * side.batch])
-        return side.rows(k, n, self.items)
-
-    def ran_out(self) -> str:
-        return f"pipeline {self.pipeline!r}: item source ran out after {len(self.items)} items"
-
-    def agreement(self) -> list[dict[str, Any]]:
-        a = self.sides[0]
-        return [dict(NO_OUTPUTS, items=0)] + [
-            output_agreement(a.outputs, b.outputs, a.pipe.agree) for b in self.sides[1:]
-        ]
-
-    def close(self) -> None:
-        _set_threads(self.default_threads)
+    return ",".join(f"{k}={json.dumps(v)}" for k, v in config.items()) or "base"
 
 
 def _interleave(sides, n: int, warmup: int, seed: int, stop: _Stop) -> list[tuple]:

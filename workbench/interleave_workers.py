@@ -12,7 +12,7 @@ items ``k*b .. k*b+b-1`` of the worker's own source. Pickled tuples over two pip
     ("agree", A's outputs)                                 -> ("ok", agreement entry, analysis.outputs)
     ("error", "config" | "pipeline", message) in place of any reply;  end of input: the worker exits.
 
-rows: ``workbench.streaming.sample_row``'s. Between its blocks a worker is stopped (SIGSTOP), so an
+rows: ``workbench.timing.sample_row``'s. Between its blocks a worker is stopped (SIGSTOP), so an
 idle configuration's threads take no core from the one measured; a worker silent for
 :data:`REPLY_TIMEOUT_S` is killed. Workers ignore Ctrl-C: the parent kills what it started.
 """
@@ -25,6 +25,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -34,14 +35,14 @@ from .device import require_torch
 from .errors import ConfigError, PipelineError
 from .noise import Readings, stat_ticks
 from .examples import factory
-from .pipeline import load_factory, resolve_pipeline
-from .streaming import sample_row, stream_index
-from .timing import request_timer
+from .pipeline import first_request_checked, load_factory, resolve_pipeline
+from .timing import Clock, sample_row, stage_timer, stream_index
 
 # the worker runs this very package, wherever it came from
 _ROOT = str(Path(__file__).resolve().parents[1])
 REPLY_TIMEOUT_S = 600.0  # one build, one warm-up or one block of 10 requests
 EXIT_WAIT_S = 5.0  # after its pipes close, a worker has this long to exit before it is killed
+REWARM = 3  # unmeasured requests after a torch thread-count switch (OpenMP's pool goes cold)
 
 
 def recipe_of(target: Any) -> str | None:
@@ -90,7 +91,7 @@ def _ticks(pid: int) -> int:
 
 
 class Workers:
-    """One worker per configuration, built; the methods of ``interleave._Local``."""
+    """One worker per configuration, built; the methods of :class:`Local`."""
 
     def __init__(self, recipe: str, cfgs: list, labels: list[str], warmup: int, cap: int) -> None:
         self.labels, self.timeout_s, self.procs, self.conns = labels, REPLY_TIMEOUT_S, [], []
@@ -223,8 +224,74 @@ class Side:
         return rows
 
 
+class Local:
+    """Configurations measured in this process (all of ``compare``'s when no worker can, or a
+    worker's one), each on the first one's items, drawn as needed: every configuration sees the same."""
+
+    readings = None  # the noise probe's default
+
+    def __init__(self, build, cfgs: list, warmup: int, clock: Clock, cap: int) -> None:
+        if any(c.threads for c in cfgs):
+            require_torch()  # a thread count is set through torch
+        self.pipes = [resolve_pipeline(build, cfg) for cfg in cfgs]
+        check_comparable([(p.name, p.stage_names) for p in self.pipes])
+        self.pipeline, self.names = self.pipes[0].name, self.pipes[0].stage_names
+        self.source, self.items, self.warmup = self.pipes[0].item_iterator(), [], warmup
+        self.batch = max(p.config.batch_size for p in self.pipes)
+        self.need(warmup + REWARM)
+        self.default_threads = current_threads()
+        timers = [first_request_checked(stage_timer(p, clock), p) for p in self.pipes]
+        self.sides = [Side(p, run, cap) for p, run in zip(self.pipes, timers)]
+        self.threads = [p.config.threads or self.default_threads for p in self.pipes]
+
+    def need(self, calls: int) -> bool:
+        """Items for ``calls`` requests of the largest batch; False when the source ran out."""
+        want = calls * self.batch
+        if len(self.items) < want:
+            self.items.extend(itertools.islice(self.source, want - len(self.items)))
+        return len(self.items) >= want
+
+    def warm_up(self) -> None:
+        """``warmup`` requests per configuration, with its thread count, on the first items."""
+        if not self.need(self.warmup):
+            raise PipelineError(
+                f"pipeline {self.pipeline!r}: item source ran out during the warm-up"
+            )
+        for c, side in enumerate(self.sides):
+            _set_threads(self.threads[c])
+            side.rows(0, self.warmup, self.items)
+
+    def block(self, c: int, k: int, n: int) -> list[tuple] | None:
+        """Rows of requests ``k .. k+n-1`` of configuration ``c``; None when the items ran out."""
+        if not self.need(k + n):
+            return None
+        side = self.sides[c]
+        if current_threads() != self.threads[c]:
+            _set_threads(self.threads[c])
+            for i in range(REWARM):
+                side.run(self.items[i * side.batch : (i + 1) * side.batch])
+        return side.rows(k, n, self.items)
+
+    def ran_out(self) -> str:
+        return f"pipeline {self.pipeline!r}: item source ran out after {len(self.items)} items"
+
+    def agreement(self) -> list[dict[str, Any]]:
+        a = self.sides[0]
+        return [dict(NONE, items=0)] + [
+            output_agreement(a.outputs, b.outputs, a.pipe.agree) for b in self.sides[1:]
+        ]
+
+    def close(self) -> None:
+        _set_threads(self.default_threads)
+
+
+def _set_threads(n: int | None) -> None:
+    if n is not None and "torch" in sys.modules and sys.modules["torch"].get_num_threads() != n:
+        sys.modules["torch"].set_num_threads(n)
+
+
 class _Worker:
-    """The child's side: one :class:`Side` and its own items."""
+    """The child's side: a :class:`Local` of its one configuration."""
 
     def build(self, sys_path, recipe, config, warmup, cap) -> tuple:
         sys.path[:] = sys_path
@@ -232,32 +299,23 @@ class _Worker:
             require_torch().set_num_threads(config.threads)
         example = recipe.removeprefix("example:")
         build = factory(example) if example != recipe else load_factory(recipe)
-        self.pipe = resolve_pipeline(build, config)
-        self.side, self.warmup = Side(self.pipe, request_timer(self.pipe), cap), warmup
-        self.source, self.items = self.pipe.item_iterator(), []
-        return ("ok", self.pipe.name, self.pipe.stage_names, current_threads())
-
-    def requests(self, k: int, n: int) -> list[tuple] | None:
-        want = (k + n) * self.side.batch
-        self.items.extend(itertools.islice(self.source, max(want - len(self.items), 0)))
-        return self.side.rows(k, n, self.items) if len(self.items) >= want else None
+        self.local = Local(build, [config], warmup, time.perf_counter_ns, cap)
+        return ("ok", self.local.pipeline, self.local.names, self.local.default_threads)
 
     def handle(self, message: tuple) -> tuple:
         kind = message[0]
         if kind == "build":
             return self.build(*message[1:])
         if kind == "warm":
-            if self.requests(0, self.warmup) is None:
-                raise PipelineError(
-                    f"pipeline {self.pipe.name!r}: item source ran out during the warm-up"
-                )
+            self.local.warm_up()
             return ("ok",)
         if kind == "block":
-            rows = self.requests(message[1], message[2])
-            return ("items", len(self.items)) if rows is None else ("ok", rows)
+            rows = self.local.block(0, message[1], message[2])
+            return ("items", len(self.local.items)) if rows is None else ("ok", rows)
+        side = self.local.sides[0]
         if kind == "outputs":
-            return ("ok", self.side.outputs)
-        return ("ok", output_agreement(message[1], self.side.outputs, self.pipe.agree))
+            return ("ok", side.outputs)
+        return ("ok", output_agreement(message[1], side.outputs, side.pipe.agree))
 
 
 def current_threads() -> int | None:
@@ -276,17 +334,12 @@ def as_numpy(value: Any) -> Any:
     return value
 
 
-def _die_with_parent() -> None:
-    """Linux: killed when the parent dies, even while stopped (best effort elsewhere)."""
-    try:
+def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it kills what it started
+    try:  # Linux: killed when the parent dies, even while stopped (best effort elsewhere)
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-
-
-def main(argv: list[str]) -> int:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it kills what it started
-    _die_with_parent()
     recv = Connection(int(argv[0]), writable=False)
     send = Connection(int(argv[1]), readable=False)
     worker = _Worker()

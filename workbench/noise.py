@@ -101,6 +101,9 @@ class NoiseProbe:
         busy = sum(cpu.get(k, 0) - s["cpu"].get(k, 0) for k in _BUSY)
         total = sum(cpu.get(k, 0) - s["cpu"].get(k, 0) for k in _STAT_FIELDS)
         steal = cpu.get("steal", 0) - s["cpu"].get("steal", 0)
+        # its own dispersion (None under 2 times), from its end-to-end times
+        e2e = np.asarray([] if e2e_ns is None else e2e_ns, dtype=np.int64)
+        q1, med, q3, p99 = percentiles(e2e, [25, 50, 75, 99]) if e2e.size >= 2 else [None] * 4
         readings = {
             "load_before_1m": s["load"],
             "load_after_1m": r.loadavg_1m(),
@@ -110,7 +113,8 @@ class NoiseProbe:
             "torch_threads": torch_threads,
             "governor": r.governor(),
             "duration_s": round(elapsed, 3),
-            **dispersion(e2e_ns),
+            "iqr_over_median": round(float((q3 - q1) / med), 4) if med else None,
+            "p99_over_p50": round(float(p99 / med), 4) if med else None,
             "note": (
                 f"the run took {elapsed:.2f} s: CPU counters tick {hz} times a second, so other_cores "
                 "is coarse"
@@ -119,18 +123,6 @@ class NoiseProbe:
             else None,
         }
         return assess(readings)
-
-
-def dispersion(e2e_ns) -> dict[str, float | None]:
-    """``iqr_over_median`` and ``p99_over_p50`` of end-to-end times (None for fewer than 2)."""
-    arr = np.asarray([] if e2e_ns is None else e2e_ns, dtype=np.int64)
-    if arr.size < 2:
-        return {"iqr_over_median": None, "p99_over_p50": None}
-    q1, med, q3, p99 = percentiles(arr, [25, 50, 75, 99])
-    return {
-        "iqr_over_median": round(float((q3 - q1) / med), 4) if med else None,
-        "p99_over_p50": round(float(p99 / med), 4) if med else None,
-    }
 
 
 def assess(readings: dict[str, Any], thresholds: dict[str, float] | None = None) -> dict[str, Any]:

@@ -38,7 +38,7 @@ class Stage:
     fn: Callable[[Any], Any]
     role: str | None = None
     describe: Callable[[Any], dict[str, float]] | None = None
-    stream: bool = False  # fn returns an iterable of units (tokens, chunks): workbench.streaming
+    stream: bool = False  # fn returns an iterable of units (tokens, chunks): timing.UnitClock
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name or self.name.startswith("_"):
@@ -106,7 +106,7 @@ class Pipeline:
         describe: ``output -> {attribute: number}`` (payload bytes, sequence length...), called
             after the request outside every timed region, so a run says what the stage's time tracks.
         stream: the stage yields its answer a unit (token, chunk) at a time; each unit is timed
-            (:mod:`workbench.streaming`) and the next stage gets the whole answer as a list.
+            (:mod:`workbench.timing`) and the next stage gets the whole answer as a list.
         """
         name = None if callable(fn_or_name) else fn_or_name
 

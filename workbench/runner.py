@@ -36,21 +36,11 @@ from .examples import factory
 from .fingerprint import run_fingerprint
 from .naming import stage_range_name
 from .noise import NoiseProbe, Readings
-from .pipeline import Pipeline, resolve_pipeline
+from .pipeline import Pipeline, first_request_checked, resolve_pipeline
 from .record.meta import STATUS_COMPLETE, STATUS_INTERRUPTED, STATUS_TIMEOUT
 from .record import (
-    Attributes,
-    ColdStart,
-    Config,
-    Env,
-    Fingerprint,
-    Memory,
-    Noise,
-    Quantization,
     Run,
     ProfileMeta,
-    Timing,
-    TraceInfo,
     build_tables,
     request_row,
     scratch_folder,
@@ -59,8 +49,16 @@ from .record import (
     SummaryFailure,
 )
 from .sampling import DEFAULT_INTERVAL_S, StackSampler, assign, mark_due
-from .streaming import traced_fn, units_table
-from .timing import SYNC_POLICIES, Clock, GcProbe, RequestTiming, StageFailure, request_timer
+from .timing import (
+    SYNC_POLICIES,
+    Clock,
+    GcProbe,
+    RequestTiming,
+    StageFailure,
+    stage_timer,
+    traced_fn,
+    units_table,
+)
 from .guard import TIMEOUT, Cancelled, Interrupted, check_timeout, guarded, is_timeout  # noqa: F401 (Cancelled: public here)
 from .memory import MemorySampler, RssReader, StageMemory, rss_bytes
 from .units import ns_to_ms, ns_to_s, s_to_ns
@@ -214,26 +212,30 @@ def _measure(plan: MeasurePlan, pipe: Pipeline, built: tuple, scratch: list[Path
     trend = summarized(failed, "the memory trend", memory.summary)
     trace_path, trace_meta, status = _traced_phase(plan, pipe, items, status, scratch)
     env = environment(cfg)
-    quantization = quantization_meta(pipe)
-    fingerprint = run_fingerprint(pipe, target, threads, env)
-    meta = ProfileMeta(
-        pipeline=pipe.name,
-        description=pipe.description,
-        stages=list(pipe.stage_names),
-        config=Config.from_dict(cfg.to_dict()),
-        env=Env.from_dict(env),
-        created=started.isoformat(),
-        timing=_timing_meta(plan, cfg, len(timings) - min(warmup, len(timings)), status, pacing),
-        trace=TraceInfo.from_dict(trace_meta) if trace_meta is not None else None,
-        fingerprint=Fingerprint.from_dict(fingerprint),
-        noise=Noise.from_dict(noise) if noise is not None else None,
-        status=status,
-        quantization=Quantization.from_dict(quantization) if quantization is not None else None,
-        memory=Memory.from_dict(trend) if trend is not None else None,
-        stage_roles=dict(pipe.stage_roles),
-        attributes=Attributes.from_dict(attributes) if attributes is not None else None,
-        cold_start=ColdStart.from_dict(_cold_start(build_ns, timings)),
-        sampled=sampler.record(timings[0].start_ns) if sampler is not None and timings else None,
+    meta = ProfileMeta.from_dict(  # each section checked and typed
+        {
+            "pipeline": pipe.name,
+            "description": pipe.description,
+            "stages": list(pipe.stage_names),
+            "config": cfg.to_dict(),
+            "env": env,
+            "created": started.isoformat(),
+            "timing": _timing_meta(
+                plan, cfg, len(timings) - min(warmup, len(timings)), status, pacing
+            ),
+            "trace": trace_meta,
+            "fingerprint": run_fingerprint(pipe, target, threads, env),
+            "noise": noise,
+            "status": status,
+            "quantization": quantization_meta(pipe),
+            "memory": trend,
+            "stage_roles": dict(pipe.stage_roles),
+            "attributes": attributes,
+            "cold_start": _cold_start(build_ns, timings),
+            "sampled": sampler.record(timings[0].start_ns)
+            if sampler is not None and timings
+            else None,
+        }
     )
     units = units_table(pipe.stages, timings)
     run = Run(meta, requests_df, stages_df, trace_path, summary_failures=failed, units=units)
@@ -263,7 +265,7 @@ def _traced_phase(
 
 def _timing_meta(
     plan: MeasurePlan, cfg: PipelineConfig, n_measured: int, status: str, pacing: dict | None
-) -> Timing:
+) -> dict[str, Any]:
     """``timing`` of run.json: counts, clock and what stopped the measured requests."""
     if pacing is not None:
         stopped_by = pacing.pop("stopped_by")
@@ -271,17 +273,17 @@ def _timing_meta(
         stopped_by = "requests" if n_measured >= plan.requests else "max_duration_s"
     else:
         stopped_by = status
-    return Timing(
-        warmup=plan.warmup,
-        requests=n_measured,
-        clock="time.perf_counter_ns",
-        sync=plan.sync if cfg.is_cuda else None,
-        device_timer="cuda_events" if cfg.is_cuda else None,
-        requests_asked=plan.requests,
-        max_duration_s=plan.max_duration_s,
-        stopped_by=stopped_by,
-        pacing=pacing,
-    )
+    return {
+        "warmup": plan.warmup,
+        "requests": n_measured,
+        "clock": "time.perf_counter_ns",
+        "sync": plan.sync if cfg.is_cuda else None,
+        "device_timer": "cuda_events" if cfg.is_cuda else None,
+        "requests_asked": plan.requests,
+        "max_duration_s": plan.max_duration_s,
+        "stopped_by": stopped_by,
+        "pacing": pacing,
+    }
 
 
 def _record_then_explain(run: Run, plan: MeasurePlan, sampler, timings: list[RequestTiming]):
@@ -336,7 +338,8 @@ def _timing_run(
     deadline_ns = None if plan.max_duration_s is None else s_to_ns(plan.max_duration_s)
     names, gc_probe = pipe.stage_names, GcProbe(clock)
     describe = {i: s.describe for i, s in enumerate(pipe.stages) if s.describe is not None}
-    run_one = request_timer(pipe, clock, plan.sync, gc_probe=gc_probe, describe=describe)
+    timer = stage_timer(pipe, clock, plan.sync, gc_probe=gc_probe, describe=describe)
+    run_one = first_request_checked(timer, pipe)
     batch = functools.partial(next_batch, items, pipe.config.batch_size, pipe.name)
     out: list[RequestTiming] = []
     measured_from = None
@@ -538,14 +541,6 @@ def _cold_start(build_ns: int | None, timings: list[RequestTiming]) -> dict[str,
     }
 
 
-class TracedTimeout(Exception):
-    """A stage of the traced run ran past ``timeout_s`` (main thread only: see :func:`_alarm`)."""
-
-    def __init__(self, failure: StageFailure):
-        super().__init__(failure.message)
-        self.failure = failure
-
-
 def _traced_run(plan: MeasurePlan, pipe: Pipeline, items) -> tuple[Path, dict[str, Any]]:
     """``plan.traced`` requests under torch.profiler; its folder is removed on any exception."""
     out_dir = scratch_folder()
@@ -557,13 +552,16 @@ def _traced_run(plan: MeasurePlan, pipe: Pipeline, items) -> tuple[Path, dict[st
         raise
 
 
-class _StageAlarm(BaseException):
-    """Raised into the main thread by SIGALRM; a BaseException so stage code's ``except Exception`` lets it by."""
+class TracedTimeout(BaseException):
+    """Raised into the main thread by SIGALRM (:func:`_alarm`), a BaseException so stage code's
+    ``except Exception`` lets it by; ``failure``: the stage of the traced run past ``timeout_s``."""
+
+    failure: StageFailure | None = None
 
 
 @contextlib.contextmanager
 def _alarm(timeout_s: float | None) -> Iterator[Callable[[float], Any]]:
-    """``alarm(seconds)``: SIGALRM then raises :class:`_StageAlarm` here (``alarm(0)`` cancels), a
+    """``alarm(seconds)``: SIGALRM then raises :class:`TracedTimeout` here (``alarm(0)`` cancels), a
     no-op off the main thread; torch.profiler records only its own thread, so no worker thread."""
     usable = (
         timeout_s is not None
@@ -575,7 +573,7 @@ def _alarm(timeout_s: float | None) -> Iterator[Callable[[float], Any]]:
         return
 
     def ring(signum, frame):
-        raise _StageAlarm()
+        raise TracedTimeout()
 
     previous = signal.signal(signal.SIGALRM, ring)
     try:
@@ -640,10 +638,10 @@ def _traced_request(timeout_s, stages, out, measure, alarm, counted: bool) -> li
             with measure(name, counted=counted), record_function(range_name):
                 out = fn(out)
             alarm(0)
-        except _StageAlarm:
+        except TracedTimeout as stop:
             late = f"ran past the timeout of {timeout_s:g} s"
-            failure = StageFailure(name, TIMEOUT, f"stage {name!r} of the traced run {late}")
-            raise TracedTimeout(failure) from None
+            stop.failure = StageFailure(name, TIMEOUT, f"stage {name!r} of the traced run {late}")
+            raise
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # recorded like the timing run's failures (sys.exit too)

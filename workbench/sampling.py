@@ -76,34 +76,29 @@ def thread_cpu_reader() -> tuple[Callable[[int], Counters] | None, str | None]:
     return None, None
 
 
-class GcEvents:
+class GcEvents(timing.GcProbe):
     """Collections seen through ``gc.callbacks`` in parallel arrays (start ns, duration, generation,
     triggering thread, objects collected); ``names``: each triggering thread's, taken at once."""
 
     def __init__(self, clock: Callable[[], int]):
-        self.clock = clock
+        super().__init__(clock)
         self.start_ns, self.dur_ns = array("q"), array("q")
         self.generation, self.thread, self.collected = array("b"), array("q"), array("q")
-        self._started: int | None = None
         self.names: dict[int, str] = {}  # triggering thread ident -> its name
 
-    def callback(self, phase: str, info: dict) -> None:
-        if phase == "start":
-            self._started = self.clock()
-        elif self._started is not None:
-            self.start_ns.append(self._started)
-            self.dur_ns.append(self.clock() - self._started)
-            self.generation.append(int(info.get("generation", -1)))
-            ident = threading.get_ident()
-            self.thread.append(ident)
-            if ident not in self.names:
-                self.names[ident] = threading.current_thread().name
-            self.collected.append(int(info.get("collected", 0)))
-            self._started = None
+    def _collected(self, start_ns: int, pause_ns: int, info: dict) -> None:
+        self.start_ns.append(start_ns)
+        self.dur_ns.append(pause_ns)
+        self.generation.append(int(info.get("generation", -1)))
+        ident = threading.get_ident()
+        self.thread.append(ident)
+        if ident not in self.names:
+            self.names[ident] = threading.current_thread().name
+        self.collected.append(int(info.get("collected", 0)))
 
     def overlap_ns(self, lo: int, hi: int) -> int:
         """Collection time inside ``(lo, hi]``, one still running included."""
-        started = self._started
+        started = self._started_ns
         total = max(0, hi - max(started, lo)) if started is not None else 0
         # the callback appends start, then duration: read here between the two, the last start has none yet
         for k in range(min(len(self.start_ns), len(self.dur_ns)) - 1, -1, -1):
@@ -127,11 +122,6 @@ def mark_due(due_ns: int | None) -> None:
         _DUE_NS[ident] = due_ns
 
 
-def _root_codes() -> frozenset:
-    codes = [getattr(timing, name).__code__ for name in ROOT_FUNCTIONS]
-    return frozenset([*codes, timing.CudaStageTimer.time_request.__code__])
-
-
 class StackSampler:
     """Samples the stacks of stages being timed, as a context manager around the timing run:
     ``samples_ns`` and ``sample_stacks`` (parallel arrays) and ``stacks`` (id -> frames)."""
@@ -146,7 +136,8 @@ class StackSampler:
             raise ConfigError(f"sample interval must be > 0 seconds, got {interval_s!r}")
         self.interval_s = interval_s
         self._clock = clock
-        self._roots = _root_codes()
+        roots = [getattr(timing, name).__code__ for name in ROOT_FUNCTIONS]
+        self._roots = frozenset([*roots, timing.CudaStageTimer.time_request.__code__])
         self._ids: dict[tuple, int] = {}
         self.stacks: list[tuple[Frame, ...]] = []
         self.samples_ns = array("q")
@@ -181,8 +172,7 @@ class StackSampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        if self.gc.callback in gc.callbacks:
-            gc.callbacks.remove(self.gc.callback)
+        self.gc.__exit__()
 
     def _run(self) -> None:
         me = threading.get_ident()

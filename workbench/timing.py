@@ -5,6 +5,11 @@ On CUDA each stage is also bracketed by CUDA events, timing the device work it e
 ``"stage"`` (default) synchronizes after every stage, so a stage's host time includes its device
 work (at the cost of the overlap with the next stage's host work); ``"request"`` once at the end,
 so stage host times measure only launching (the mistake the notebooks show).
+
+A ``stream=True`` stage yields its answer one unit (a token, a chunk) at a time: it is consumed
+inside its timed region, the clock read after each unit (``RequestTiming.unit_ns``, then the run's
+``units`` table; TTFT, ITL and TPOT are :mod:`workbench.analysis.tokens`'). The stages after it run
+once, on the whole answer (the list of its units): their time is in end to end, never in TTFT or ITL.
 """
 
 from __future__ import annotations
@@ -13,14 +18,18 @@ import contextlib
 import functools
 import gc
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import encodable
-from .pipeline import exception_where, first_request_checked
-from .streaming import Clock, UnitClock, stream_index, streamed_timer
+import pandas as pd
+
+from .errors import PipelineError, encodable
+from .pipeline import exception_where
+from .record.tables import build_units
 from .units import ms_to_ns
+
+Clock = Callable[[], int]
 
 SYNC_POLICIES = ("stage", "request")
 
@@ -62,7 +71,7 @@ class RequestTiming:
     attributes: dict[int, dict[str, float]] | None = None  # stage index -> its describe= numbers
     # stage index -> "Type: message" of a describe= that raised
     attribute_errors: dict[int, str] | None = None
-    # clock after each unit of a streaming stage (workbench.streaming)
+    # clock after each unit of a streaming stage (UnitClock)
     unit_ns: list[int] | None = None
 
 
@@ -77,7 +86,7 @@ class GcProbe:
         self.max_pause_ns = 0
         self._started_ns: int | None = None
 
-    def _callback(self, phase: str, info: dict) -> None:
+    def callback(self, phase: str, info: dict) -> None:
         if phase == "start":
             self._started_ns = self.clock()
         elif self._started_ns is not None:
@@ -86,15 +95,19 @@ class GcProbe:
             self.collections += 1
             if pause > self.max_pause_ns:
                 self.max_pause_ns = pause
+            self._collected(self._started_ns, pause, info)
             self._started_ns = None
 
+    def _collected(self, start_ns: int, pause_ns: int, info: dict) -> None:
+        """One collection that ended (``sampling.GcEvents`` keeps each)."""
+
     def __enter__(self) -> "GcProbe":
-        gc.callbacks.append(self._callback)
+        gc.callbacks.append(self.callback)
         return self
 
     def __exit__(self, *exc) -> None:
         with contextlib.suppress(ValueError):  # already removed by someone else: nothing to undo
-            gc.callbacks.remove(self._callback)
+            gc.callbacks.remove(self.callback)
 
 
 def time_request(
@@ -215,13 +228,6 @@ def stage_timer(
     return run_one if units is None else streamed_timer(run_one, units)
 
 
-def request_timer(
-    pipe: Any, clock: Clock = time.perf_counter_ns, sync: str = "stage", **observe: Any
-) -> Callable[..., RequestTiming]:
-    """:func:`stage_timer` with the first request's checks (``pipeline.first_request_checked``)."""
-    return first_request_checked(stage_timer(pipe, clock, sync, **observe), pipe)
-
-
 class CudaStageTimer:
     """Times stages with CUDA events as well as the host clock (see module docstring)."""
 
@@ -273,3 +279,85 @@ class CudaStageTimer:
         t1 = clock()
         device = [int(round(ms_to_ns(b.elapsed_time(e)))) for b, e in self._events[: len(ends)]]
         return RequestTiming(t0, t1, starts, ends, device, failure, None if failure else out)
+
+
+class UnitClock:
+    """The unit times of the request being run, which :meth:`wrap`'s stage appends to."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.unit_ns: list[int] = []
+
+    def wrap(self, name: str, fn: Callable[[Any], Iterable]) -> Callable[[Any], list]:
+        """``fn`` as a plain stage: its units consumed into a list, the clock read after each."""
+        clock = self.clock
+
+        def streamed(value: Any) -> list:
+            got = fn(value)
+            try:
+                units = iter(got)
+            except TypeError:
+                raise PipelineError(
+                    f"stage {name!r} is declared stream=True but returned "
+                    f"{type(got).__name__}, which is not iterable; yield its units (tokens, chunks)"
+                ) from None
+            out, times = [], self.unit_ns
+            for unit in units:
+                times.append(clock())
+                out.append(unit)
+            return out
+
+        return streamed
+
+    def take(self) -> list[int]:
+        """The unit times recorded since the last take (this request's), and a fresh list."""
+        got, self.unit_ns = self.unit_ns, []
+        return got
+
+
+def traced_fn(stage: Any) -> Callable[[Any], Any]:
+    """The stage's function for the traced run: a stream consumed in its own profiler range."""
+    fn = stage.fn
+    return (lambda value: list(fn(value))) if stage.stream else fn
+
+
+def stream_index(stages: Iterable[Any]) -> int | None:
+    """The index of the pipeline's streaming stage (``Stage.stream``), None without one."""
+    return next((i for i, s in enumerate(stages) if getattr(s, "stream", False)), None)
+
+
+def streamed_timer(run_one: Callable, units: UnitClock) -> Callable:
+    """``run_one`` whose timings carry the request's unit times (``RequestTiming.unit_ns``)."""
+
+    def run(batch, **kwargs):
+        units.take()  # nothing from an abandoned request before this one
+        t = run_one(batch, **kwargs)
+        t.unit_ns = units.take()
+        return t
+
+    return run
+
+
+def sample_row(t: Any, stream: int | None) -> tuple:
+    """``(ok, error_type, ns per stage that ran..., end to end ns, token sample)``; the token
+    sample: ``(ttft_ns, gaps_ns)`` of a successful request's units, else None."""
+    stage_ns = [e - s for s, e in zip(t.stage_start_ns, t.stage_end_ns)]
+    error = t.failure and t.failure.error_type
+    times = getattr(t, "unit_ns", None)
+    tokens = None
+    if stream is not None and t.failure is None and times:
+        tokens = times[0] - t.start_ns, tuple(b - a for a, b in zip(times, times[1:]))
+    return (t.failure is None, error, *stage_ns, t.end_ns - t.start_ns, tokens)
+
+
+def units_table(stages: Sequence[Any], timings: Sequence[Any]) -> pd.DataFrame | None:
+    """The run's ``units`` table, times from the first request's start; None without a stream."""
+    stream = stream_index(stages)
+    if stream is None:
+        return None
+    name, origin = stages[stream].name, timings[0].start_ns if timings else 0
+    return build_units(
+        (i, name, k, at - origin)
+        for i, t in enumerate(timings)
+        for k, at in enumerate(t.unit_ns or ())
+    )

@@ -18,9 +18,8 @@ import sysconfig
 CLASSES = ("cpu", "lock", "gil", "io", "sleep", "device", "gc", "off_cpu")
 CODE = {name: i for i, name in enumerate(CLASSES)}
 LATE_STAGE = "(waiting to start)"  # a paced request's stage before its first (sampling.mark_due)
-GIL_SHARE = (
-    0.25  # the other threads' busy share of the interval that makes a blocked sample a GIL wait
-)
+# the other threads' busy share of the interval that makes a blocked sample a GIL wait
+GIL_SHARE = 0.25
 
 _STDLIB = os.path.normcase(sysconfig.get_paths()["stdlib"])
 # the harness (its examples are user code): the core and the wings beside it, found by name

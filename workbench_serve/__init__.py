@@ -14,7 +14,7 @@ Importing this package imports none of uvicorn, Starlette or torch.
 
 from __future__ import annotations
 
-from workbench._lazy import lazy_exports
+from workbench import lazy_exports
 import importlib
 from workbench.errors import ConfigError
 

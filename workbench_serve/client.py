@@ -50,7 +50,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from workbench.batching.policy import BatchPolicy
-from workbench.errors import ConfigError
+from workbench.errors import ConfigError, note_terminated
 from workbench.record import Config
 from workbench.record.sections import MetaError
 from workbench.units import ns_to_s, s_to_ns
@@ -65,7 +65,6 @@ from .protocol import (
     TIMING_HEADER,
     parse_server_timing,
 )
-from workbench.signals import note_terminated
 
 # wake this early and spin on the clock to the send time (see the module docstring)
 SPIN_NS = 100_000

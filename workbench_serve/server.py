@@ -45,7 +45,6 @@ from workbench.errors import ConfigError
 from workbench.record import Load, Run, Serving
 from workbench.record.run import summarized
 from workbench.sampling import StackSampler
-from workbench.streaming import stream_index
 from workbench.units import ns_to_ms
 from .connection import edge_protocol
 from .edge import TOKEN_HEADER, EdgeLimits, refusal, token_ok
@@ -54,7 +53,7 @@ from .service import AFTER, BEFORE, PipelineService, server_meta
 from .sse import SSE_TYPE
 from . import require
 from workbench.runner import environment
-from workbench.timing import GcProbe
+from workbench.timing import GcProbe, stream_index
 from workbench.noise import NoiseProbe
 
 END_FAILED = b'event: end\ndata: {"status":5'  # sse.end_event of a 500

@@ -36,8 +36,7 @@ from typing import Any, NamedTuple
 
 from workbench.batching.live import pipeline_executor
 from workbench.batching.policy import BatchPolicy, BatchRecord, DynamicBatcher, wait_split, warm_up
-from workbench.streaming import stream_index
-from workbench.timing import Clock, StageFailure
+from workbench.timing import Clock, StageFailure, stream_index
 from .protocol import format_server_timing, output_bytes
 from .sse import end_event, event, unit_data
 

@@ -246,7 +246,7 @@ def test_sigterm_during_the_save_finishes_it_then_terminates(monkeypatch, tmp_pa
     # issue 35: only SIGINT was held; SIGTERM mid-save exited 143 with no run folder
     import signal
 
-    from workbench.signals import sigterm_as_interrupt, terminated
+    from workbench.errors import sigterm_as_interrupt, terminated
 
     run = load_run(RUN)
     real_save = type(run).save

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import TICKING_LOAD, lines, ticking_pipeline
 from tests.support.cli import load_url, signal_when, started, workbench
-from workbench.signals import EXIT_TERMINATED, sigterm_as_interrupt, terminated
+from workbench.errors import EXIT_TERMINATED, sigterm_as_interrupt, terminated
 from workbench.record import load_run
 
 

@@ -4,7 +4,7 @@ module's docstring says which). Nothing here imports torch."""
 
 from __future__ import annotations
 
-from .._lazy import lazy_exports
+from .. import lazy_exports
 
 _MODULES = {  # module: the names it exports
     "arrivals": "Arrivals read_arrivals_csv",

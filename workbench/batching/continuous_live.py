@@ -23,8 +23,7 @@ from ..noise import NoiseProbe, Readings
 from ..runner import environment
 from ..record import Load, Run
 from ..record.meta import STATUS_COMPLETE, STATUS_INTERRUPTED
-from ..streaming import stream_index
-from ..timing import Clock, StageFailure
+from ..timing import Clock, StageFailure, stream_index
 from ..units import ns_to_s, s_to_ns
 from .arrivals import Arrivals
 from .continuous import (

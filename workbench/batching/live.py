@@ -37,8 +37,7 @@ from ..sampling import StackSampler
 from ..guard import TIMEOUT, Interrupted, StageGuard, StageTimeout, check_timeout
 from ..pipeline import Pipeline, first_request_checked, resolve_pipeline
 from ..runner import environment, failure_records, next_batch
-from ..streaming import stream_index
-from ..timing import Clock, stage_timer
+from ..timing import Clock, stage_timer, stream_index
 from ..units import ns_to_s
 from .arrivals import Arrivals
 from .continuous import ContinuousPolicy

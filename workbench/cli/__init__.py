@@ -22,8 +22,13 @@ import sys
 import threading
 import traceback
 
-from ..errors import WorkbenchError, encodable
-from ..signals import EXIT_TERMINATED, sigterm_as_interrupt, terminated
+from ..errors import (
+    EXIT_TERMINATED,
+    WorkbenchError,
+    encodable,
+    sigterm_as_interrupt,
+    terminated,
+)
 from ..wings import WingMissing, install_hint, wing_commands
 
 # the core's commands; the wings add theirs through entry points (workbench.wings.wing_commands)

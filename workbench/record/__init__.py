@@ -7,11 +7,9 @@ run's trace file when there is one; every kind of run alike (``kind`` tells them
 
 from __future__ import annotations
 
-from .folder import META_FILE, REQUESTS_FILE, STAGES_FILE, exchange, read_meta, recover
+from .folder import META_FILE, REQUESTS_FILE, STAGES_FILE, read_meta, recover
 from .meta import (
-    FORMAT,
     KINDS,
-    VERSION,
     IngestedMeta,
     LoadMeta,
     MetaError,
@@ -19,13 +17,11 @@ from .meta import (
     RunMeta,
     ServedMeta,
     SimulationMeta,
-    decode_meta,
 )
 from .run import (
     SCRATCH_PREFIX,
     Run,
     SummaryFailure,
-    is_scratch,
     load_run,
     save_meta,
     save_run,
@@ -33,20 +29,14 @@ from .run import (
     summarized,
 )
 from .sections import (
-    Attributes,
-    ColdStart,
     Config,
     Env,
-    Fingerprint,
     Ingest,
     Load,
-    Memory,
     Noise,
-    Quantization,
     Serving,
     Simulation,
     Timing,
-    TraceInfo,
 )
 from .tables import (
     REQUEST_COLUMNS,

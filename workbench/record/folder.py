@@ -43,7 +43,7 @@ from .tables import (
 META_FILE = "run.json"
 REQUESTS_FILE = "requests.parquet"
 STAGES_FILE = "stages.parquet"
-UNITS_FILE = "units.parquet"  # only a run with a streaming stage (workbench.streaming) has one
+UNITS_FILE = "units.parquet"  # only a run with a streaming stage (timing.UnitClock) has one
 TRACE_NAME_SUFFIXES = (".json.gz", ".json")
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2

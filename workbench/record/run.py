@@ -31,12 +31,6 @@ def scratch_folder() -> Path:
     return Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX))
 
 
-def is_scratch(folder: Path) -> bool:
-    """Whether ``folder`` is one of the runner's temporary trace folders."""
-    folder = Path(folder)
-    return folder.name.startswith(SCRATCH_PREFIX) and folder.parent == Path(tempfile.gettempdir())
-
-
 @dataclass(frozen=True)
 class SummaryFailure:
     """A summary of a measured run that raised (``what``: "the stack summary", "the budget"); the run is kept."""
@@ -86,7 +80,8 @@ class Run:
         if self.trace_path is not None:
             self.trace_path = Path(self.trace_path)
             folder = self.trace_path.parent
-            if self.path is None and is_scratch(folder):
+            scratch = folder.name.startswith(SCRATCH_PREFIX)  # the runner's, in the temp folder
+            if self.path is None and scratch and folder.parent == Path(tempfile.gettempdir()):
                 self._finalizer = weakref.finalize(self, shutil.rmtree, str(folder), True)
 
     @property

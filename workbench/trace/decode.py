@@ -77,7 +77,8 @@ def read_raw(path: Path, max_bytes: int) -> tuple[list[msgspec.Raw], dict]:
 
 def decode(path: Path, data) -> tuple[list[msgspec.Raw], dict]:
     """The events (raw slices, decoded in chunks by :func:`decode_events`) and raw metadata."""
-    if _blank(data):
+    view = memoryview(data)  # empty or whitespace only, 1 MiB at a time: no copy of a large text
+    if all(bytes(view[i : i + (1 << 20)]).isspace() for i in range(0, len(view), 1 << 20)):
         raise TraceError(f"{path}: empty file, not a trace")
     try:
         top = _DECODER.decode(data)
@@ -90,12 +91,6 @@ def decode(path: Path, data) -> tuple[list[msgspec.Raw], dict]:
     if isinstance(top, list):
         return top, {}
     return top.traceEvents, {k: getattr(top, k) for k in META_FIELDS}
-
-
-def _blank(data) -> bool:
-    """True for an empty or whitespace-only text (checked 1 MiB at a time: no copy of a large text)."""
-    view = memoryview(data)
-    return all(bytes(view[i : i + (1 << 20)]).isspace() for i in range(0, len(view), 1 << 20))
 
 
 def decode_events(path: Path, raws: list[msgspec.Raw], offset: int) -> list[Event]:

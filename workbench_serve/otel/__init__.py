@@ -13,7 +13,7 @@ Importing this package imports neither the SDK nor pandas.
 
 from __future__ import annotations
 
-from workbench._lazy import lazy_exports
+from workbench import lazy_exports
 
 _EXPORTS = {
     "run_spans": "spans",

@@ -184,7 +184,7 @@ def queueing_breakdown_figure(
     if not labels or all(v is None for v in total):
         return empty_figure("no completed requests to break down", title or "Queueing breakdown")
     fig = parts_figure(
-        labels, {name: (parts[c], color) for c, (name, color) in COMPONENTS.items()}, total
+        labels, [(name, parts[c], color) for c, (name, color) in COMPONENTS.items()], total
     )
     default = (
         "Queueing breakdown: batch wait, queue wait, service"

@@ -21,6 +21,7 @@ from .style import (
     END_TO_END_COLOR,
     PERCENTILE_COLORS,
     SLA_COLOR,
+    add_bars,
     empty_figure,
     layout,
     require_columns,
@@ -241,24 +242,17 @@ def _request_stacks(rows: pd.DataFrame, at: pd.DataFrame) -> go.Figure:
     labels = [f"p{q:g} request (#{r})" for q, r in zip(at["percentile"], at["request"])]
     colors = ["#bbbbbb" if name == UNATTRIBUTED else stage_color(i) for i, name in enumerate(parts)]
     fig = parts_figure(
-        labels, {name: (at[name], c) for name, c in zip(parts, colors)}, at[END_TO_END]
+        labels, [(name, at[name], c) for name, c in zip(parts, colors)], at[END_TO_END]
     )
     fig.update_layout(barmode="stack", legend_title_text="this request's own stages (they add up)")
     return fig
 
 
-def parts_figure(labels: list[str], parts: dict[str, tuple], end_to_end) -> go.Figure:
-    """A bar per part over ``labels`` (``parts``: name -> (values in ms, color)), end to end (ms) a
+def parts_figure(labels: list[str], parts: list[tuple], end_to_end) -> go.Figure:
+    """A bar per part over ``labels`` (``parts``: (name, values in ms, color)), end to end (ms) a
     line marker on each label; the caller stacks or groups the bars."""
     fig = go.Figure()
-    for name, (values, color) in parts.items():
-        fig.add_bar(
-            x=labels,
-            y=np.array(values, dtype=float),
-            name=name,
-            marker_color=color,
-            hovertemplate="%{x}<br>" + name + " %{y:.3f} ms<extra></extra>",
-        )
+    add_bars(fig, labels, parts)
     fig.add_scatter(
         x=labels,
         y=np.array(end_to_end, dtype=float),

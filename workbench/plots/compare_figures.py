@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .budget import PERCENTILES, budget_rows, check_summary
-from .style import FASTER_COLOR, PERCENTILE_COLORS, SLOWER_COLOR, empty_figure, layout
+from .style import FASTER_COLOR, PERCENTILE_COLORS, SLOWER_COLOR, add_bars, empty_figure, layout
 
 SIDE_COLORS = ("#8c8c8c", "#4c72b0")
 
@@ -53,17 +53,8 @@ def compare_figure(
         ),
     )
     names = table["name"].tolist()
-    for side, label, color in (("a", labels[0], SIDE_COLORS[0]), ("b", labels[1], SIDE_COLORS[1])):
-        fig.add_bar(
-            x=names,
-            y=table[f"{stat}_{side}"].to_numpy(),
-            name=label,
-            marker_color=color,
-            legendgroup="runs",
-            hovertemplate="%{x}<br>" + label + " %{y:.3f} ms<extra></extra>",
-            row=1,
-            col=1,
-        )
+    sides = [(label, table[f"{stat}_{s}"], c) for s, label, c in zip("ab", labels, SIDE_COLORS)]
+    add_bars(fig, names, sides, legendgroup="runs", row=1, col=1)
     _add_deltas(fig, table)
     # a label that would shrink under 10 px inside its bar is left to the hover (9.0, 6.9 px seen)
     fig.update_layout(barmode="group", uniformtext=dict(minsize=10, mode="hide"))

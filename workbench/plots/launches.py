@@ -19,6 +19,7 @@ from .style import (
     KIND_COLORS,
     NO_GPU_EVENTS,
     PERCENTILE_COLORS,
+    add_bars,
     add_step_area,
     decade_ticks,
     empty_figure,
@@ -173,19 +174,11 @@ def _cpu_vs_gpu(fig: go.Figure, cpu_us: np.ndarray, gpu_us: np.ndarray, bins: in
 def _percentiles(fig: go.Figure, dist: pd.DataFrame) -> None:
     """p50/p90/p99 bars per metric; the log axis starts a decade below the smallest (else a sliver)."""
     names = {"cpu_dur": "launch call", "launch_delay": "launch delay", "gpu_dur": "GPU time"}
-    shown = []
-    for col, color in zip(("p50_ns", "p90_ns", "p99_ns"), PERCENTILE_COLORS.values()):
-        y = dist[col].to_numpy(dtype=float) / NS_PER_US
-        shown.append(y)
-        fig.add_bar(
-            x=[names[m] for m in dist["metric"]],
-            y=y,
-            name=col.removesuffix("_ns"),
-            marker_color=color,
-            legendgroup="percentiles",
-            hovertemplate="%{x} " + col.removesuffix("_ns") + " %{y:.3f} us<extra></extra>",
-            row=2,
-            col=1,
-        )
-    lo, hi = positive_extent(*shown)
+    parts = [
+        (col.removesuffix("_ns"), dist[col].to_numpy(dtype=float) / NS_PER_US, color)
+        for col, color in zip(("p50_ns", "p90_ns", "p99_ns"), PERCENTILE_COLORS.values())
+    ]
+    x = [names[m] for m in dist["metric"]]
+    add_bars(fig, x, parts, "%{x} ", "us", legendgroup="percentiles", row=2, col=1)
+    lo, hi = positive_extent(*(values for _, values, _ in parts))
     fig.update_yaxes(title_text="us (log scale)", row=2, col=1, **log_axis(lo / 10, hi, "us"))

@@ -251,6 +251,23 @@ def add_step_area(fig: go.Figure, edges, heights, name: str, color: str, hover: 
     )
 
 
+def add_bars(
+    fig: go.Figure, labels, parts, where: str = "%{x}<br>", unit: str = "ms", **kw
+) -> None:
+    """A bar per ``(name, values, color)`` of ``parts`` over ``labels``, its hover ``<where><name>
+    <value> <unit>``; ``orientation="h"`` lays the values along x."""
+    across = kw.get("orientation") == "h"
+    for name, values, color in parts:
+        values = np.asarray(values, dtype=float)
+        fig.add_bar(
+            **(dict(x=values, y=labels) if across else dict(x=labels, y=values)),
+            name=name,
+            marker_color=color,
+            hovertemplate=f"{where}{name} %{{{'x' if across else 'y'}:.3f}} {unit}<extra></extra>",
+            **kw,
+        )
+
+
 def add_sla_line(fig: go.Figure, x: list[float], sla_ms: float) -> None:
     """The SLA as a dashed line trace over ``x`` (a trace: a shape on a log axis stretches its autorange)."""
     fig.add_scatter(

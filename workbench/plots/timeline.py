@@ -22,6 +22,7 @@ from .style import (
     KIND_COLORS,
     KIND_LABELS,
     NO_GPU_EVENTS,
+    add_bars,
     add_step_area,
     empty_figure,
     format_ns,
@@ -78,17 +79,8 @@ def _add_stream_idle(fig: go.Figure, idle: pd.DataFrame) -> int:
         f"GPU {d} stream {s}"
         for d, s in zip(idle["device"].astype(str), idle["stream"].astype(str))
     ]
-    for col, (name, color) in IDLE_PARTS.items():
-        fig.add_bar(
-            y=lanes,
-            x=idle[col].to_numpy() / NS_PER_MS,
-            orientation="h",
-            name=name,
-            marker_color=color,
-            hovertemplate="%{y}<br>" + name + " %{x:.3f} ms<extra></extra>",
-            row=2,
-            col=1,
-        )
+    parts = [(name, idle[col] / NS_PER_MS, color) for col, (name, color) in IDLE_PARTS.items()]
+    add_bars(fig, lanes, parts, "%{y}<br>", orientation="h", row=2, col=1)
     return len(lanes)
 
 
@@ -126,14 +118,8 @@ def step_breakdown_figure(
     shown = grouped_steps(breakdown, max_bars)
     labels = shown["step"].astype(str).tolist()
     fig = go.Figure()
-    for col, (name, color) in BREAKDOWN.items():
-        fig.add_bar(
-            x=labels,
-            y=shown[col].to_numpy() / NS_PER_MS,
-            name=name,
-            marker_color=color,
-            hovertemplate="step %{x}<br>" + name + " %{y:.3f} ms<extra></extra>",
-        )
+    parts = [(name, shown[col] / NS_PER_MS, color) for col, (name, color) in BREAKDOWN.items()]
+    add_bars(fig, labels, parts, "step %{x}<br>")
     total = int(breakdown["total_ns"].sum())
     kernel = int(breakdown["kernel_ns"].sum())
     head = (

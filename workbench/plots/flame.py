@@ -276,33 +276,33 @@ def differential_flame_figure(
     widths are the tail set's shares of the samples, colour the tail share minus the median share.
     ``stacks``: the ``stacks`` object of ``show --json`` (:mod:`workbench.analysis.stacks`)."""
     stages = (stacks or {}).get("stages") or {}
-    if not stages:
-        return empty_figure(
-            "no sampled stacks in this run (profile with stack sampling on)",
-            title or "Slow minus median",
-        )
-    if stage is None:
+    if stage is None and stages:
         named = (stacks.get("headline") or "").split(",")[0]
         stage = named if named in stages else next(iter(stages))
     tree = stages[stage]["tree"] if stage in stages else []
-    if not tree:
-        return empty_figure(f"no sampled stacks in stage {stage!r}", title or "Slow minus median")
-    label = "1 %" if stacks.get("tail_set") == "slowest_1pct" else "5 %"
-    samples = stages[stage]["samples"]
-    counts = (samples.get(stacks.get("tail_set"), 0), samples.get("median", 0))
+    samples = stages[stage]["samples"] if tree else {}
+    counts = (samples.get((stacks or {}).get("tail_set"), 0), samples.get("median", 0))
     told = f"{counts[0]} slow and {counts[1]} median samples"
-    if min(counts) < MIN_STACK_SAMPLES:  # shares of 0 or 1 samples drew one solid box
-        return empty_figure(
-            f"too few sampled stacks in {stage} to compare: {told} (at least {MIN_STACK_SAMPLES} each)",
-            title or "Slow minus median",
-        )
+    # too few: shares of 0 or 1 samples drew one solid box
+    why = (
+        "no sampled stacks in this run (profile with stack sampling on)"
+        if not stages
+        else f"no sampled stacks in stage {stage!r}"
+        if not tree
+        else f"too few sampled stacks in {stage} to compare: {told} (at least {MIN_STACK_SAMPLES} each)"
+        if min(counts) < MIN_STACK_SAMPLES
+        else None
+    )
+    if why:
+        return empty_figure(why, title or "Slow minus median")
+    label = "1 %" if stacks.get("tail_set") == "slowest_1pct" else "5 %"
     growth = [n["tail"] - n["median"] for n in tree]
-    fig = _difference_icicle(
+    trace = _difference_trace(
         tree,
         [max(n["tail"], 1e-9) for n in tree],
         growth,
-        limit=1,
-        colorbar=dict(title="slow - median", tickformat=".0%"),
+        1,
+        dict(colorbar=dict(title="slow - median", tickformat=".0%")),
         customdata=[[n["tail"], n["median"], g] for n, g in zip(tree, growth)],
         hovertemplate=(
             f"%{{label}}<br>slowest {label}: %{{customdata[0]:.1%}}<br>median: %{{customdata[1]:.1%}}"
@@ -310,7 +310,10 @@ def differential_flame_figure(
         ),
     )
     default = f"{stage}: slowest {label} minus median (sampled stacks; {told})"
-    return layout(fig, title or default, margin=dict(l=10, r=10, t=80, b=10))
+    margin = dict(l=10, r=10, t=80, b=10)
+    return layout(
+        go.Figure(trace), title or default, margin=margin, uniformtext=SMALL_LABELS_HIDDEN
+    )
 
 
 def traced_tail_figure(view: dict | None, *, title: str | None = None) -> go.Figure:
@@ -322,12 +325,12 @@ def traced_tail_figure(view: dict | None, *, title: str | None = None) -> go.Fig
         )
     diff_ms = [ns_to_ms(n["slow_ns"] - n["median_ns"]) for n in tree]
     keys = [kind_key(n["kind"], n["name"]) for n in tree]
-    fig = _difference_icicle(
+    trace = _difference_trace(
         tree,
         [max(n["slow_ns"], 1) for n in tree],
         diff_ms,
-        limit=max(abs(d) for d in diff_ms) or 1.0,
-        colorbar=dict(title="slow - median (ms)"),
+        max(abs(d) for d in diff_ms) or 1.0,
+        dict(colorbar=dict(title="slow - median (ms)")),
         customdata=[
             [format_ns(n["slow_ns"]), format_ns(n["median_ns"]), KIND_LABELS[k]]
             for n, k in zip(tree, keys)
@@ -336,38 +339,30 @@ def traced_tail_figure(view: dict | None, *, title: str | None = None) -> go.Fig
         "%{customdata[1]} per request<extra></extra>",
     )
     return layout(
-        fig,
+        go.Figure(trace),
         (title or "Slowest traced requests against the median ones")
         + f"<br><sup>{view['note']}</sup>",
         margin=dict(l=10, r=10, t=90, b=10),
+        uniformtext=SMALL_LABELS_HIDDEN,
     )
 
 
-def _difference_icicle(
-    tree: list[dict], values: list, diff: list, limit: float, colorbar: dict, **hover
-) -> go.Figure:
-    """An icicle of ``tree`` (dicts: ``id``, ``parent``, ``name``) coloured red (slower) to blue by ``diff``."""
-    labels = [_clip(n["name"], LABEL_CHARS) for n in tree]
-    trace = _difference_trace(
-        tree, labels, values, diff, limit, "remainder", {"colorbar": colorbar}
-    )
-    return go.Figure(trace.update(**hover), layout=dict(uniformtext=SMALL_LABELS_HIDDEN))
-
-
-def _difference_trace(tree, labels, values, diff, limit, branchvalues, scale: dict) -> go.Icicle:
-    """The icicle trace of :func:`_difference_icicle`, ``diff`` from ``-limit`` to ``limit``."""
+def _difference_trace(tree: list[dict], values, diff, limit: float, scale: dict, **kw) -> go.Icicle:
+    """An icicle of ``tree`` (dicts: ``id``, ``parent``, ``name``) coloured red (slower) to blue by
+    ``diff`` from ``-limit`` to ``limit``; ``scale``: the marker's colorbar options."""
+    kw.setdefault("labels", [_clip(n["name"], LABEL_CHARS) for n in tree])
     marker = dict(
         colors=diff, colorscale="RdBu", reversescale=True, cmid=0, cmin=-limit, cmax=limit
     )
     return go.Icicle(
         ids=[str(n["id"]) for n in tree],
         parents=["" if n["parent"] == -1 else str(n["parent"]) for n in tree],
-        labels=labels,
         values=values,
-        branchvalues=branchvalues,
+        branchvalues=kw.pop("branchvalues", "remainder"),
         sort=False,
         marker=marker | scale,
         tiling=dict(orientation="v"),
+        **kw,
     )
 
 
@@ -394,15 +389,17 @@ def wait_flame_figure(flames: dict[str, Any] | None, *, title: str | None = None
         rows=1, cols=2, specs=[[{"type": "domain"}] * 2], subplot_titles=list(TITLES.values())
     )
     for col, (key, tree) in enumerate(trees.items(), start=1):
-        labels = [
-            WAIT_WORDS.get(x["name"], x["name"]) if x["kind"] == "class" else x["name"]
-            for x in tree
-        ]
-        scale = dict(showscale=col == 2, colorbar=dict(title="slow - median (ms)"))
         trace = _difference_trace(
-            tree, labels, [x["tail_ns"] for x in tree], diffs[key], limit, "total", scale
-        )
-        trace.update(
+            tree,
+            [x["tail_ns"] for x in tree],
+            diffs[key],
+            limit,
+            dict(showscale=col == 2, colorbar=dict(title="slow - median (ms)")),
+            labels=[
+                WAIT_WORDS.get(x["name"], x["name"]) if x["kind"] == "class" else x["name"]
+                for x in tree
+            ],
+            branchvalues="total",
             customdata=[
                 [ns_to_ms(x["tail_ns"]) / n["tail"], ns_to_ms(x["median_ns"]) / n["median"], d]
                 for x, d in zip(tree, diffs[key])
@@ -413,5 +410,5 @@ def wait_flame_figure(flames: dict[str, Any] | None, *, title: str | None = None
         fig.add_trace(trace, row=1, col=col)
     label = "1 %" if flames["tail_set"] == "slowest_1pct" else "5 %"
     text = title or f"{default}: the slowest {label} ({n['tail']} requests) against the median"
-    fig.update_layout(uniformtext=SMALL_LABELS_HIDDEN)
-    return layout(fig, text, margin=dict(l=10, r=10, t=90, b=10))
+    margin = dict(l=10, r=10, t=90, b=10)
+    return layout(fig, text, margin=margin, uniformtext=SMALL_LABELS_HIDDEN)

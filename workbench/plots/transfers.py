@@ -19,6 +19,9 @@ from .style import KIND_COLORS, NO_GPU_EVENTS, copy_palette_key, empty_figure, f
 __all__ = ["copy_classes", "transfer_comparison_figure", "transfer_figure"]
 
 
+PANELS = ("bytes moved (MB)", "copy time (ms)", "achieved bandwidth (GB/s)")
+
+
 def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -> go.Figure:
     """Four panels: bytes (MB), time (ms), bandwidth (GB/s) per copy class (:func:`copy_classes`);
     ``sync_calls`` time (ms) per call name. Copies without a byte count have no bytes bar."""
@@ -31,12 +34,7 @@ def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -
         rows=1,
         cols=4,
         horizontal_spacing=0.07,
-        subplot_titles=(
-            "bytes moved (MB)",
-            "copy time (ms)",
-            "achieved bandwidth (GB/s)",
-            "synchronizing calls (ms)",
-        ),
+        subplot_titles=(*PANELS, "synchronizing calls (ms)"),
     )
     _add_copy_panels(fig, classes)
     fig.add_bar(
@@ -66,19 +64,13 @@ def _add_copy_panels(fig: go.Figure, classes: pd.DataFrame) -> None:
         for lab in labels
     ]
     nbytes = classes["bytes"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)
-    panels = (
-        (nbytes / 1e6, [format_bytes(b) for b in nbytes], "%{x}<br>%{text}"),
-        (
-            classes["total_ns"].to_numpy() / NS_PER_MS,
-            [f"n={c}" for c in classes["count"]],
-            "%{x}<br>%{y:.3f} ms, %{text}",
-        ),
-        (
-            classes["gb_per_s"].to_numpy(),
-            [f"{g:.3g}" if np.isfinite(g) else "" for g in classes["gb_per_s"]],
-            "%{x}<br>%{y:.3f} GB/s",
-        ),
+    texts = (
+        [format_bytes(b) for b in nbytes],
+        [f"n={c}" for c in classes["count"]],
+        [f"{g:.3g}" if np.isfinite(g) else "" for g in classes["gb_per_s"]],
     )
+    hovers = ("%{x}<br>%{text}", "%{x}<br>%{y:.3f} ms, %{text}", "%{x}<br>%{y:.3f} GB/s")
+    panels = zip(_panel_values(classes), texts, hovers)
     for col, (y, text, hover) in enumerate(panels, start=1):
         fig.add_bar(
             x=labels,
@@ -90,6 +82,13 @@ def _add_copy_panels(fig: go.Figure, classes: pd.DataFrame) -> None:
             row=1,
             col=col,
         )
+
+
+def _panel_values(classes: pd.DataFrame) -> tuple[np.ndarray, ...]:
+    """Bytes (MB), copy time (ms) and bandwidth (GB/s) per copy class, NaN where none."""
+    columns = classes[["bytes", "total_ns", "gb_per_s"]].astype("Float64")
+    nbytes, total_ns, gb_per_s = columns.to_numpy(dtype=float, na_value=np.nan).T
+    return nbytes / 1e6, total_ns / NS_PER_MS, gb_per_s
 
 
 PIN_ADVICE_SHARE = 0.25  # advise pinning only where pageable copies hold this share of copy time
@@ -121,18 +120,11 @@ def transfer_comparison_figure(
     labels = list(dict.fromkeys(label for c in tables.values() for label in c["label"]))
     if not labels:
         return empty_figure("no copies in these traces", title)
-    fig = make_subplots(
-        rows=1,
-        cols=3,
-        horizontal_spacing=0.08,
-        subplot_titles=("bytes moved (MB)", "copy time (ms)", "achieved bandwidth (GB/s)"),
-    )
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08, subplot_titles=PANELS)
     colors = [KIND_COLORS[copy_palette_key(*split_copy_key(label))] for label in labels]
     for i, (name, c) in enumerate(tables.items()):
-        c = c.set_index("label").reindex(labels)
-        columns = c[["bytes", "total_ns", "gb_per_s"]].astype("Float64")
-        nbytes, total_ns, gb_per_s = columns.to_numpy(dtype=float, na_value=np.nan).T
-        for col, y in enumerate((nbytes / 1e6, total_ns / NS_PER_MS, gb_per_s), start=1):
+        values = _panel_values(c.set_index("label").reindex(labels))
+        for col, y in enumerate(values, start=1):
             fig.add_bar(
                 x=labels,
                 y=y,
@@ -145,26 +137,21 @@ def transfer_comparison_figure(
                 row=1,
                 col=col,
             )
-        _legend_entry(fig, name, i)
-    fig.update_layout(barmode="group")
+        # the run's legend entry: its pattern on grey (the bars' colours are the copy classes')
+        fig.add_bar(
+            x=[None],
+            y=[None],
+            name=name,
+            legendgroup=name,
+            offsetgroup=str(i),  # the run's slot: no extra slot in the first panel's groups
+            marker=_run_marker(LEGEND_GREY, i),
+            hoverinfo="skip",
+            row=1,
+            col=1,
+        )
     fig.update_xaxes(tickangle=-90)
     # the runs' legend in a column right of the panels: above them it sat on the first panel's title
-    return layout(fig, title, legend="right")
-
-
-def _legend_entry(fig: go.Figure, name: str, i: int) -> None:
-    """A run's legend entry: its pattern on grey (the bars' colours are the copy classes')."""
-    fig.add_bar(
-        x=[None],
-        y=[None],
-        name=name,
-        legendgroup=name,
-        offsetgroup=str(i),  # the run's slot: no extra slot in the first panel's groups
-        marker=_run_marker(LEGEND_GREY, i),
-        hoverinfo="skip",
-        row=1,
-        col=1,
-    )
+    return layout(fig, title, barmode="group", legend="right")
 
 
 def _run_marker(color, i: int) -> dict:

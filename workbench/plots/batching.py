@@ -1,17 +1,21 @@
 """Dynamic batching of :mod:`workbench.batching`'s sweeps and summaries: latency vs throughput, p99
-vs wait time, the queueing breakdown; and a measured capacity sweep (``load --sweep``) with the
-simulator's predictions in grey, the SLA and the knee. Unstable rows have open "x" markers.
+vs wait time, the queueing breakdown; a measured capacity sweep (``load --sweep``) with the
+simulator's predictions in grey, the SLA and the knee (unstable rows have open "x" markers); and
+continuous batching of a generative pipeline: TTFT p99, ITL p99 and goodput against throughput.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from ..batching.capacity import points_table
+from ..batching.generative_explore import POINT_COLUMNS
 from ..errors import ConfigError
 from .budget import parts_figure
 from .style import (
@@ -321,3 +325,71 @@ def add_measured(fig: go.Figure, record: dict) -> go.Figure:
             hovertemplate=f"{name} %{{y:.3f}} ms at %{{x:.4g}} req/s<extra></extra>",
         )
     return fig
+
+
+# generative_figure's (column, panel title); a panel's y axis is its column's unit
+PANELS = (("ttft_p99_ms", "TTFT p99 (ms)"), ("itl_p99_ms", "ITL p99 (ms)"), ("goodput", "goodput"))
+MEASURED_COLOR = "#dd8452"
+CURRENT_COLOR = "#d62728"
+
+
+def generative_figure(
+    curve: pd.DataFrame,
+    *,
+    measured: pd.DataFrame | None = None,
+    current: dict | None = None,
+    bounds: dict | None = None,
+    title: str | None = None,
+) -> go.Figure:
+    """TTFT p99, ITL p99 and goodput (0-1) over ``throughput_rps`` of ``simulated_curve``, a panel
+    each; traces per panel: "simulated", "measured" (``measured_points`` of live runs, when it has
+    rows), "this setting" (``current``: a row of the curve's columns). ``bounds`` ``{"ttft_ms",
+    "tpot_ms"}`` draws the TTFT bound on its panel (ITL has none of its own: goodput's TPOT bound is
+    a mean over a request's tokens) and names both in the title."""
+    require_columns(curve, POINT_COLUMNS, "generative_figure: curve", "simulated_curve(...)")
+    if curve.empty:
+        return empty_figure("no rate simulated", title or "Continuous batching")
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08)
+    for col, (column, label) in enumerate(PANELS, start=1):
+        add = partial(fig.add_scatter, showlegend=col == 1, row=1, col=col)  # in the legend once
+        add(
+            x=curve["throughput_rps"],
+            y=curve[column],
+            name="simulated",
+            legendgroup="simulated",
+            customdata=curve["rate_rps"],
+            mode="lines+markers",
+            line=dict(color=PERCENTILE_COLORS["p99_ms"]),
+            hovertemplate=f"%{{customdata:.4g}} req/s offered<br>%{{x:.4g}} req/s<br>{label} %{{y:.4g}}",
+        )
+        if measured is not None and len(measured):
+            add(
+                x=measured["throughput_rps"],
+                y=measured[column],
+                name="measured",
+                legendgroup="measured",
+                customdata=measured["rate_rps"],
+                mode="markers",
+                marker=dict(symbol="diamond", size=11, color=MEASURED_COLOR),
+                hovertemplate="measured at %{customdata:.4g} req/s<br>%{x:.4g} req/s<br>%{y:.4g}",
+            )
+        if current is not None:
+            add(
+                x=[current["throughput_rps"]],
+                y=[current[column]],
+                name="this setting",
+                legendgroup="current",
+                mode="markers",
+                marker=dict(symbol="star", size=15, color=CURRENT_COLOR),
+            )
+        # the metric on its axis, not as a subplot title: that row holds the legend
+        fig.update_yaxes(title_text=label, row=1, col=col)
+    fig.update_yaxes(range=[0, 1.05], row=1, col=3)
+    fig.update_xaxes(title_text="throughput (requests/s)")
+    default = "Continuous batching, simulated from measured steps"
+    if bounds is not None:
+        fig.add_hline(y=bounds["ttft_ms"], line=dict(color=SLA_COLOR, dash="dash"), row=1, col=1)
+        default += (
+            f"<br>goodput: TTFT <= {bounds['ttft_ms']:g} ms and TPOT <= {bounds['tpot_ms']:g} ms"
+        )
+    return layout(fig, default if title is None else title)

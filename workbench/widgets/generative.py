@@ -2,7 +2,7 @@
 
 Step models and request lengths come from recorded continuous ``load`` runs
 (``batching.generative_explore.recorded_setup``), each setting's curve from ``simulated_curve`` and
-its figure from ``plots.generative.generative_figure``, with the precision's recorded runs beside
+its figure from ``plots.generative_figure``, with the precision's recorded runs beside
 it. A precision and policy's curve is cached apart, so moving the rate alone simulates one rate.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 
 from ..batching.continuous import ContinuousPolicy
 from ..batching.generative_explore import measured_points, recorded_setup, simulated_curve
-from ..plots.generative import generative_figure
+from ..plots import generative_figure
 from ..record import Run, load_run
 from .controller import Controller, LRUCache
 from .panes import FigurePane

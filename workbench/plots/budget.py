@@ -78,11 +78,10 @@ def budget_figure(
         head = title or "Latency budget"
         fig = empty_figure("<br>".join([why, *failure_lines(failures)]), head)
         return _header(fig, head, noise, legend_row=False)
-    fig = (
-        {"percentiles": _percentile_bars, "waterfall": _waterfall}[mode](rows)
-        if mode != "requests"
-        else _request_stacks(rows, at)
-    )
+    if mode == "requests":
+        fig = _request_stacks(rows, at)
+    else:
+        fig = _percentile_bars(rows) if mode == "percentiles" else _waterfall(rows)
     if sla_ms is not None:
         fig.add_hline(
             y=float(sla_ms),

@@ -7,6 +7,7 @@ does not grow with the number of requests.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -75,24 +76,23 @@ def distribution_figure(
     measured, warm = latency_samples(requests, stages, stage)
     if measured.size == 0 and warm.size == 0:
         return empty_figure(f"no successful requests for {label}", title)
+    both = np.concatenate([measured, warm])
+    add = (
+        partial(_add_hist, edges=_edges(both, log_x))
+        if kind == "histogram"
+        else partial(_add_cdf, max_points=max_points)
+    )
     fig = go.Figure()
-    if kind == "histogram":
-        edges = _edges(np.concatenate([measured, warm]), log_x)
-        _add_hist(fig, measured, edges, f"measured (n={measured.size})", color)
-        if warm.size:
-            _add_hist(fig, warm, edges, f"warm-up (n={warm.size})", WARMUP_COLOR)
-        yaxis = "requests"
-    else:
-        _add_cdf(fig, measured, max_points, f"measured (n={measured.size})", color)
-        if warm.size:
-            _add_cdf(fig, warm, max_points, f"warm-up (n={warm.size})", WARMUP_COLOR)
-        yaxis = "fraction of requests <= x (in nines)"
+    add(fig, measured, f"measured (n={measured.size})", color)
+    if warm.size:
+        add(fig, warm, f"warm-up (n={warm.size})", WARMUP_COLOR)
     top = max((max(t.y) for t in fig.data), default=1)
     _add_markers(fig, measured, float(top))
     if kind == "cdf":
         fig.update_yaxes(**nines_axis(max(measured.size, warm.size)))
-    fig.update_xaxes(**value_axis(log_x, "ms", np.concatenate([measured, warm]) / NS_PER_MS))
+    fig.update_xaxes(**value_axis(log_x, "ms", both / NS_PER_MS))
     scale = ", log scale" if log_x else ""
+    yaxis = "requests" if kind == "histogram" else "fraction of requests <= x (in nines)"
     return layout(fig, title, xaxis_title=f"{label} latency (ms{scale})", yaxis_title=yaxis)
 
 
@@ -107,9 +107,7 @@ def _edges(values_ns: np.ndarray, log_x: bool) -> np.ndarray:
     return np.linspace(lo, hi, BINS + 1)
 
 
-def _add_hist(
-    fig: go.Figure, values_ns: np.ndarray, edges: np.ndarray, name: str, color: str
-) -> None:
+def _add_hist(fig: go.Figure, values_ns: np.ndarray, name: str, color: str, edges) -> None:
     """A step outline over the bin edges: x = edges, y = counts (last repeated), shape 'hv'."""
     counts, _ = np.histogram(
         np.clip(values_ns / NS_PER_MS, edges[0], edges[-1]), bins=edges
@@ -147,7 +145,7 @@ def nines_axis(n: int) -> dict:
     )
 
 
-def _add_cdf(fig: go.Figure, values_ns: np.ndarray, max_points: int, name: str, color: str) -> None:
+def _add_cdf(fig: go.Figure, values_ns: np.ndarray, name: str, color: str, max_points: int) -> None:
     """The CDF with its height in :func:`nines` (the fraction itself in the hover, as ``customdata``)."""
     if values_ns.size == 0:
         return

@@ -68,12 +68,7 @@ def launch_figure(
         ),
     )
     _delay_hist(fig, delay_us, bins)
-    _cpu_vs_gpu(
-        fig,
-        pairs["cpu_dur_ns"].to_numpy() / NS_PER_US,
-        pairs["gpu_dur_ns"].to_numpy() / NS_PER_US,
-        bins,
-    )
+    _cpu_vs_gpu(fig, pairs, bins)
     dist = launch_distribution(pairs)
     _percentiles(fig, dist)
     short_share = _short_kernels(fig, summary)
@@ -134,7 +129,8 @@ def _delay_hist(fig: go.Figure, delay_us: np.ndarray, bins: int) -> None:
     fig.update_yaxes(title_text="launches", row=1, col=1)
 
 
-def _cpu_vs_gpu(fig: go.Figure, cpu_us: np.ndarray, gpu_us: np.ndarray, bins: int) -> None:
+def _cpu_vs_gpu(fig: go.Figure, pairs: pd.DataFrame, bins: int) -> None:
+    cpu_us, gpu_us = (pairs[c].to_numpy() / NS_PER_US for c in ("cpu_dur_ns", "gpu_dur_ns"))
     edges = np.log10(log_edges(np.concatenate([cpu_us, gpu_us]), bins))
     counts, _, _ = np.histogram2d(
         np.log10(np.maximum(cpu_us, 10 ** edges[0])),

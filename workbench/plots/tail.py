@@ -52,10 +52,7 @@ def tail_figure(tail: dict[str, Any], *, title: str | None = None) -> go.Figure:
         if part
         for line in textwrap.wrap(part.replace(" %", "\u00a0%"), NOTE_CHARS)
     ]
-    fig.update_layout(
-        barmode="stack",
-        xaxis={"tickformat": ".0%", "range": [0, 1]},
-    )
+    fig.update_layout(barmode="stack", xaxis={"tickformat": ".0%", "range": [0, 1]})
     # the headline under the title, its lines growing upwards from just above the plot
     note = dict(text="<br>".join(lines), y=1.02, align="left", font={"size": 12}, **ABOVE)
     extra = {"annotations": [note]} if lines else {}
@@ -166,10 +163,10 @@ def attribute_figure(
         name=stage,
         hovertemplate=f"request %{{customdata}}<br>{attribute} %{{x:g}}<br>{stage} %{{y:.3f}} ms<extra></extra>",
     )
+    bins = (effect or {}).get("bins") or []
+    xs = [x for b in bins for x in (b["lo"], b["hi"], None)]
     for key, dash in (("p50_ms", "solid"), ("p99_ms", "dot")):
-        bins = (effect or {}).get("bins") or []
         if bins:
-            xs = [x for b in bins for x in (b["lo"], b["hi"], None)]
             ys = [y for b in bins for y in (b[key], b[key], None)]
             fig.add_scatter(
                 x=xs, y=ys, mode="lines+markers", name=f"{key[:3]} per range", line={"dash": dash}

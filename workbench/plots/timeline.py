@@ -60,7 +60,10 @@ def gpu_timeline_figure(
     y = 100 * busy["busy_fraction"].to_numpy()
     hover = "from %{x:.3f} ms<br>busy %{y:.1f}%<extra></extra>"
     add_step_area(fig, x, y, "busy %", KIND_COLORS["kernel"], hover, showlegend=False, row=1, col=1)
-    lanes = _add_stream_idle(fig, stream_idle(events))
+    idle = stream_idle(events)  # bottom: busy and idle time (ms) per (device, stream), stacked
+    lanes = [f"GPU {d} stream {s}" for d, s in zip(idle["device"], idle["stream"])]
+    parts = [(name, idle[col] / NS_PER_MS, color) for col, (name, color) in IDLE_PARTS.items()]
+    add_bars(fig, lanes, parts, "%{y}<br>", orientation="h", row=2, col=1)
     fig.update_xaxes(title_text="time since first GPU work (ms)", row=1, col=1)
     fig.update_yaxes(title_text="busy (%)", range=[0, 100], row=1, col=1)
     fig.update_xaxes(title_text="time (ms)", row=2, col=1)
@@ -69,19 +72,8 @@ def gpu_timeline_figure(
         f"(idle {100 * summary['idle_fraction']:.0f}%)"
     )
     return layout(
-        fig, title or head, barmode="stack", height=max(520, 420 + 24 * lanes), legend="right"
+        fig, title or head, barmode="stack", height=max(520, 420 + 24 * len(lanes)), legend="right"
     )
-
-
-def _add_stream_idle(fig: go.Figure, idle: pd.DataFrame) -> int:
-    """Bottom: busy and idle time (ms) per (device, stream), stacked; the number of lanes."""
-    lanes = [
-        f"GPU {d} stream {s}"
-        for d, s in zip(idle["device"].astype(str), idle["stream"].astype(str))
-    ]
-    parts = [(name, idle[col] / NS_PER_MS, color) for col, (name, color) in IDLE_PARTS.items()]
-    add_bars(fig, lanes, parts, "%{y}<br>", orientation="h", row=2, col=1)
-    return len(lanes)
 
 
 BREAKDOWN = {

@@ -42,15 +42,9 @@ def compare_figure(
     table = compare_table(summary_a, summary_b)
     if table.empty:
         return empty_figure("no stages to compare", title or "Comparison")
+    titles = (f"{stat.removesuffix('_ms')} per stage", f"change {labels[1]} - {labels[0]}")
     fig = make_subplots(
-        rows=2,
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.08,
-        subplot_titles=(
-            f"{stat.removesuffix('_ms')} per stage",
-            f"change {labels[1]} - {labels[0]}",
-        ),
+        rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, subplot_titles=titles
     )
     names = table["name"].tolist()
     sides = [(label, table[f"{stat}_{s}"], c) for s, label, c in zip("ab", labels, SIDE_COLORS)]

@@ -10,7 +10,6 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..analysis.gpu_timeline import gpu_time_summary
 from ..analysis.launches import launch_distribution, launch_pair_summary, steady_launch_pairs
 from ..trace import Trace
 from ..analysis.trace_stages import launch_verdict
@@ -32,6 +31,8 @@ from .style import (
 BINS = 40
 # the verdict's line length at 17 px: one 150-character line ran out of a 1150 px figure
 TITLE_CHARS = 110
+# the panels after the launch delay's (top left), row by row
+PANEL_TITLES = ("launch call vs GPU time (count)", "percentiles (us)", "short kernels")
 
 
 def launch_figure(
@@ -44,28 +45,17 @@ def launch_figure(
     pairs = steady_launch_pairs(events)  # cold start apart, as in the verdict of the title
     if pairs.empty:
         return empty_figure(
-            NO_GPU_EVENTS
-            if gpu_time_summary(events)["span_ns"] is None
-            else "no kernel launches joined to GPU work",
+            NO_GPU_EVENTS if events.gpu_work.empty else "no kernel launches joined to GPU work",
             title or "Kernel launches",
         )
     summary = launch_pair_summary(pairs)
     _, sentence = launch_verdict(events)
     delay_us = pairs["launch_delay_ns"].to_numpy() / NS_PER_US
     zero = int((delay_us <= 0).sum())
+    zeros = f" ({zero} of {delay_us.size} zero, not on the log axis)" if zero else ""
+    titles = ("launch delay" + zeros, *PANEL_TITLES)
     fig = make_subplots(
-        rows=2,
-        cols=2,
-        vertical_spacing=0.16,
-        horizontal_spacing=0.12,
-        subplot_titles=(
-            f"launch delay ({zero} of {delay_us.size} zero, not on the log axis)"
-            if zero
-            else "launch delay",
-            "launch call vs GPU time (count)",
-            "percentiles (us)",
-            "short kernels",
-        ),
+        rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.12, subplot_titles=titles
     )
     _delay_hist(fig, delay_us, bins)
     _cpu_vs_gpu(fig, pairs, bins)

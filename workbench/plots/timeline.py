@@ -48,12 +48,9 @@ def gpu_timeline_figure(
     if summary["span_ns"] is None:
         return empty_figure(NO_GPU_EVENTS, title or "GPU timeline")
     busy = busy_over_time(events, bins=bins)
+    titles = ("GPU busy over time", "busy and idle per stream")
     fig = make_subplots(
-        rows=2,
-        cols=1,
-        row_heights=[0.55, 0.45],
-        vertical_spacing=0.2,
-        subplot_titles=("GPU busy over time", "busy and idle per stream"),
+        rows=2, cols=1, row_heights=[0.55, 0.45], vertical_spacing=0.2, subplot_titles=titles
     )
     x = (busy["bin_start_ns"].to_numpy() - summary["start_ns"]) / NS_PER_MS
     x = np.append(x, (busy["bin_end_ns"].iloc[-1] - summary["start_ns"]) / NS_PER_MS)

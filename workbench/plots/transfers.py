@@ -30,12 +30,8 @@ def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -
     if events.gpu_work.empty and sync_calls(events).empty:
         return empty_figure(NO_GPU_EVENTS, title)
     classes, syncs = copy_classes(events), sync_calls(events)
-    fig = make_subplots(
-        rows=1,
-        cols=4,
-        horizontal_spacing=0.07,
-        subplot_titles=(*PANELS, "synchronizing calls (ms)"),
-    )
+    titles = (*PANELS, "synchronizing calls (ms)")
+    fig = make_subplots(rows=1, cols=4, horizontal_spacing=0.07, subplot_titles=titles)
     _add_copy_panels(fig, classes)
     fig.add_bar(
         x=syncs["name"].tolist(),

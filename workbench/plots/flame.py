@@ -144,21 +144,17 @@ def flame_figure(
 
 def _icicle(shown: pd.DataFrame, keys: list[str], max_depth: int | None) -> go.Icicle:
     """The host tree's icicle: ids and parents as text, values the displayed totals, colored by kind."""
-    names = shown["name"].astype(str).tolist()
     parents = shown["parent"].astype("int64").to_numpy()
-    nbytes = shown["bytes"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
     return go.Icicle(
         ids=shown["id"].astype(str).tolist(),
         parents=["" if p == -1 else str(p) for p in parents],
-        labels=[_clip(n, LABEL_CHARS) for n in names],
+        labels=[_clip(n, LABEL_CHARS) for n in shown["name"].astype(str)],
         values=display_totals(shown),
         branchvalues="total",
         sort=False,
         maxdepth=max_depth if max_depth else -1,
         marker=dict(colors=[KIND_COLORS[k] for k in keys]),
-        customdata=_hover_rows(
-            names, keys, [shown["total_ns"], shown["self_ns"]], shown["count"], nbytes
-        ),
+        customdata=_hover_rows(shown, keys, ["total_ns", "self_ns"]),
         hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>total %{customdata[2]} (%{percentRoot:.1%} of all)"
         "<br>self %{customdata[3]}<br>count %{customdata[4]}<br>bytes %{customdata[5]}<extra></extra>",
         tiling=dict(orientation="v"),
@@ -170,18 +166,14 @@ def _add_gpu_panel(fig: go.Figure, gpu: pd.DataFrame) -> list[str]:
     """The GPU work icicle (stage -> kernel/copy, width = GPU time); the palette keys it uses."""
     stages = gpu.groupby("stage", sort=False).agg(gpu_ns=("gpu_ns", "sum"), count=("count", "sum"))
     keys = [kind_key(k, n) for k, n in zip(gpu["kind"].tolist(), gpu["name"].tolist())]
-    nbytes = gpu["bytes"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
     ids = [f"gpu:{s}" for s in stages.index] + [f"gpu:{s}:{i}" for i, s in enumerate(gpu["stage"])]
+    names = [
+        _wrap(kernel_label(n) if k == "kernel" else n) for n, k in zip(gpu["name"], gpu["kind"])
+    ]
     fig.add_icicle(
         ids=ids,
         parents=[""] * len(stages) + [f"gpu:{s}" for s in gpu["stage"]],
-        labels=[
-            *stages.index,
-            *(
-                _wrap(kernel_label(n) if k == "kernel" else n)
-                for n, k in zip(gpu["name"], gpu["kind"])
-            ),
-        ],
+        labels=[*stages.index, *names],
         values=[*stages["gpu_ns"].tolist(), *gpu["gpu_ns"].tolist()],
         branchvalues="total",
         sort=False,
@@ -191,7 +183,7 @@ def _add_gpu_panel(fig: go.Figure, gpu: pd.DataFrame) -> list[str]:
             [s, "stage", format_ns(t), str(c), "-"]
             for s, t, c in zip(stages.index, stages["gpu_ns"], stages["count"])
         ]
-        + _hover_rows(gpu["name"], keys, [gpu["gpu_ns"]], gpu["count"], nbytes),
+        + _hover_rows(gpu, keys, ["gpu_ns"]),
         hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>GPU %{customdata[2]} (%{percentRoot:.1%} of the "
         "stage)<br>count %{customdata[3]}<br>bytes %{customdata[4]}<extra></extra>",
         tiling=dict(orientation="v"),
@@ -232,12 +224,14 @@ def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _hover_rows(names, keys: list[str], times: list, counts, nbytes) -> list[list[str]]:
-    """Per node: its name, kind, each of ``times`` (ns), count and bytes, as text."""
+def _hover_rows(table: pd.DataFrame, keys: list[str], times: list[str]) -> list[list[str]]:
+    """Per node: its name, kind, each of the ``times`` columns (ns), count and bytes, as text."""
+    nbytes = table["bytes"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
+    columns = (table["name"].astype(str), keys, table["count"], nbytes, *(table[t] for t in times))
     return [
         [_clip(n, HOVER_CHARS), KIND_LABELS[k], *map(format_ns, ts), str(c)]
         + [format_bytes(b) if b > 0 else "-"]
-        for n, k, c, b, *ts in zip(names, keys, counts, nbytes, *times)
+        for n, k, c, b, *ts in zip(*columns)
     ]
 
 

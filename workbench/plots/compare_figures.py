@@ -117,9 +117,10 @@ def ratio_figure(result: dict, metric: str = "p50", title: str | None = None) ->
             continue
         names = ["end to end" if e["name"] == "end_to_end" else e["name"] for e in entries]
         ratio = [_nan(e.get(f"{metric}_ratio")) for e in entries]
-        lo = [_nan(e.get(f"{metric}_ci", [None, None])[0]) for e in entries]
-        hi = [_nan(e.get(f"{metric}_ci", [None, None])[1]) for e in entries]
+        lo, hi = ([_nan(e.get(f"{metric}_ci", [None, None])[i]) for e in entries] for i in (0, 1))
+        above, below = np.subtract(hi, ratio).tolist(), np.subtract(ratio, lo).tolist()
         verdicts = [e.get("verdict", "") for e in entries]
+        colors = [VERDICT_COLORS.get(v, "#333333") for v in verdicts]
         b = comp.get("b", 1)
         name = f"{labels[b] if b < len(labels) else 'B'} / {labels[0] if labels else 'A'}"
         fig.add_scatter(
@@ -128,17 +129,9 @@ def ratio_figure(result: dict, metric: str = "p50", title: str | None = None) ->
             mode="markers",
             name=name,
             text=verdicts,
-            marker=dict(
-                size=11,
-                color=[VERDICT_COLORS.get(v, "#333333") for v in verdicts],
-                line=dict(color="#333333", width=1),
-            ),
+            marker=dict(size=11, color=colors, line=dict(color="#333333", width=1)),
             error_y=dict(
-                type="data",
-                symmetric=False,
-                array=np.subtract(hi, ratio).tolist(),
-                arrayminus=np.subtract(ratio, lo).tolist(),
-                color="#555555",
+                type="data", symmetric=False, array=above, arrayminus=below, color="#555555"
             ),
             hovertemplate=f"%{{x}}<br>{metric} ratio %{{y:.3f}}<br>%{{text}}<extra>{name}</extra>",
         )

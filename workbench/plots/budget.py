@@ -189,10 +189,9 @@ def _percentile_bars(rows: pd.DataFrame) -> go.Figure:
     names = rows["name"].tolist()
     share = _share_text(rows)
     for col in PERCENTILES:
-        heights = pd.to_numeric(rows[col], errors="coerce").to_numpy(dtype="float64")
         fig.add_bar(
             x=names,
-            y=heights,
+            y=pd.to_numeric(rows[col], errors="coerce").to_numpy(dtype="float64"),
             name=col.removesuffix("_ms"),
             marker_color=PERCENTILE_COLORS[col],
             customdata=list(zip(share, rows["count"].tolist())),
@@ -239,10 +238,10 @@ def _request_stacks(rows: pd.DataFrame, at: pd.DataFrame) -> go.Figure:
         at, needed, "budget_figure: at is", "analysis.budget.percentile_request_parts(run)"
     )
     labels = [f"p{q:g} request (#{r})" for q, r in zip(at["percentile"], at["request"])]
-    colors = ["#bbbbbb" if name == UNATTRIBUTED else stage_color(i) for i, name in enumerate(parts)]
-    fig = parts_figure(
-        labels, [(name, at[name], c) for name, c in zip(parts, colors)], at[END_TO_END]
-    )
+    bars = [
+        (n, at[n], "#bbbbbb" if n == UNATTRIBUTED else stage_color(i)) for i, n in enumerate(parts)
+    ]
+    fig = parts_figure(labels, bars, at[END_TO_END])
     fig.update_layout(barmode="stack", legend_title_text="this request's own stages (they add up)")
     return fig
 

@@ -131,7 +131,7 @@ TEXT_MIN_SHARE = 0.04  # label a bar only when it spans >= 4 % of the window (ot
 
 
 def chart_rows(window: pd.DataFrame, start_ns: int, max_bars: int) -> pd.DataFrame:
-    """The bars of one window: ``lane`` (row label), ``start_ms``, ``dur_ms``, ``name``, ``key`` (palette)."""
+    """The bars of one window: ``lane`` (row label), ``start_ms``, ``dur_ns``, ``name``, ``key`` (palette)."""
     kept = window.nlargest(max_bars, "dur_ns") if len(window) > max_bars else window
     kept = kept.sort_values(["ts_ns", "dur_ns"], ascending=[True, False], kind="stable")
     gpu = kept["kind"].astype(str).isin(GPU_WORK_KINDS).to_numpy()
@@ -142,26 +142,19 @@ def chart_rows(window: pd.DataFrame, start_ns: int, max_bars: int) -> pd.DataFra
         ts, dur = lane["ts_ns"].to_numpy(np.int64), lane["dur_ns"].to_numpy(np.int64)
         depth = np.zeros(len(lane), np.int64) if is_gpu else nesting_depth(ts, dur)
         label = f"GPU {pid} stream {tid}" if is_gpu else f"thread {tid}"
-        parts.append(
-            pd.DataFrame(
-                {
-                    "lane": [f"{label} · {d}" if not is_gpu else label for d in depth.tolist()],
-                    "order": (1_000_000 if is_gpu else 0) + depth,
-                    "start_ms": (ts - start_ns) / NS_PER_MS,
-                    "dur_ms": dur / NS_PER_MS,
-                    "dur_ns": dur,
-                    "name": [stage_from_range_name(n) or n for n in lane["name"].astype(str)],
-                    "key": [
-                        kind_key(k, n)
-                        for k, n in zip(lane["kind"].astype(str), lane["name"].astype(str))
-                    ],
-                }
-            )
-        )
+        columns = {
+            "lane": [f"{label} · {d}" if not is_gpu else label for d in depth.tolist()],
+            "order": (1_000_000 if is_gpu else 0) + depth,
+            "start_ms": (ts - start_ns) / NS_PER_MS,
+            "dur_ns": dur,
+            "name": [stage_from_range_name(n) or n for n in lane["name"].astype(str)],
+            "key": list(map(kind_key, lane["kind"].astype(str), lane["name"].astype(str))),
+        }
+        parts.append(pd.DataFrame(columns))
     return (
         pd.concat(parts, ignore_index=True)
         if parts
-        else pd.DataFrame(columns=["lane", "order", "start_ms", "dur_ms", "dur_ns", "name", "key"])
+        else pd.DataFrame(columns=["lane", "order", "start_ms", "dur_ns", "name", "key"])
     )
 
 
@@ -182,7 +175,7 @@ def flame_chart_figure(
         part = rows[rows["key"] == key]
         fig.add_bar(
             y=part["lane"].tolist(),
-            x=part["dur_ms"].to_numpy(),
+            x=part["dur_ns"].to_numpy() / NS_PER_MS,
             base=part["start_ms"].to_numpy(),
             orientation="h",
             name=KIND_LABELS[key],
@@ -192,8 +185,7 @@ def flame_chart_figure(
             insidetextanchor="start",
             textangle=0,
             customdata=[
-                [n[:HOVER_CHARS], format_ns(d)]
-                for n, d in zip(part["name"], part["dur_ns"].tolist())
+                [n[:HOVER_CHARS], format_ns(d)] for n, d in zip(part["name"], part["dur_ns"])
             ],
             hovertemplate="%{customdata[0]}<br>start %{base:.4f} ms<br>duration %{customdata[1]}"
             f"<extra>{KIND_LABELS[key]}</extra>",

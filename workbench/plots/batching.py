@@ -247,12 +247,8 @@ def sweep_figure(
 
 def _add_measured_curves(fig: go.Figure, rows: pd.DataFrame, x: np.ndarray) -> None:
     """Measured p99 (solid) and p50 (dotted), unstable points open; the hover has the measured/simulated ratio."""
-    custom = np.c_[
-        rows["offered_rps"].to_numpy(dtype=float),
-        rows["stable"].astype(bool).to_numpy().astype(int),
-        rows["predicted_p99_ratio"].to_numpy(dtype=float),
-        rows["predicted_p50_ratio"].to_numpy(dtype=float),
-    ]
+    columns = ["offered_rps", "stable", "predicted_p99_ratio", "predicted_p50_ratio"]
+    custom = rows.assign(stable=rows["stable"].astype(bool))[columns].to_numpy(dtype=float)
     for col, dash, k in (("p99_ms", "solid", 2), ("p50_ms", "dot", 3)):
         name = col.removesuffix("_ms")
         fig.add_scatter(
@@ -299,11 +295,8 @@ def sweep_record_figure(record: dict, **kwargs) -> go.Figure:
     """:func:`sweep_figure` of a ``sweep.json`` record (its SLA and knee)."""
     points = points_table(record)
     knee = record.get("knee")
-    position = (
-        None
-        if knee is None
-        else int(np.flatnonzero(points["point"].to_numpy() == knee["point"])[0])
-    )
+    is_knee = points["point"].to_numpy() == (knee or {}).get("point")
+    position = None if knee is None else int(np.flatnonzero(is_knee)[0])
     return sweep_figure(points, sla_ms=record["plan"]["sla_ms"], knee=position, **kwargs)
 
 

@@ -250,17 +250,11 @@ def kind_legend(keys: list[str]) -> str:
     return out
 
 
-def trace_flame_figure(
-    events: Trace | pd.DataFrame,
-    *,
-    title: str | None = None,
-    max_nodes: int = 2_000,
-    max_depth: int | None = None,
-) -> go.Figure:
-    """:func:`flame_figure` of ``workbench.analysis.flame.flame_tree(events)``."""
+def trace_flame_figure(events: Trace | pd.DataFrame, **kwargs) -> go.Figure:
+    """:func:`flame_figure` (and its keywords) of ``workbench.analysis.flame.flame_tree(events)``."""
     if Trace.of(events).events.empty:
-        return empty_figure("no events in this trace", title or "Flame graph")
-    return flame_figure(flame_tree(events), title=title, max_nodes=max_nodes, max_depth=max_depth)
+        return empty_figure("no events in this trace", kwargs.get("title") or "Flame graph")
+    return flame_figure(flame_tree(events), **kwargs)
 
 
 def differential_flame_figure(

@@ -102,8 +102,13 @@ def budget_figure(
 
 def _header(fig: go.Figure, head: str, noise: dict | None, legend_row: bool) -> go.Figure:
     """Stack the header in the top margin: the noise badge (if any), title and lines, legend row."""
-    badge = badge_lines(noise)
-    if noise is not None:
+    badge = []
+    if noise is not None:  # each reason wrapped at BADGE_CHARS
+        badge = [
+            line
+            for part in noise_badge_text(noise).split("<br>")
+            for line in textwrap.wrap(part, BADGE_CHARS)
+        ]
         color = NOISE_COLORS[noise.get("noisy")]
         fig.add_annotation(
             text="<br>".join(badge),
@@ -167,17 +172,6 @@ def noise_badge_text(noise: dict | None) -> str:
     if noise["noisy"]:
         return "NOISY: " + "<br>".join(noise.get("reasons") or [])
     return "quiet machine"
-
-
-def badge_lines(noise: dict | None) -> list[str]:
-    """The badge's lines, each reason wrapped at :data:`BADGE_CHARS` (no badge: none)."""
-    if noise is None:
-        return []
-    return [
-        line
-        for part in noise_badge_text(noise).split("<br>")
-        for line in textwrap.wrap(part, BADGE_CHARS)
-    ]
 
 
 def _share_text(rows: pd.DataFrame) -> list[str]:

@@ -99,14 +99,8 @@ def batching_curves_figure(
 def _seed_range(rows: pd.DataFrame) -> dict:
     """Error bars from the p99 drawn to the seeds' smallest and largest p99 (``seeded_spread``)."""
     p99 = rows["p99_ms"].to_numpy()
-    return dict(
-        type="data",
-        symmetric=False,
-        array=rows["p99_hi_ms"].to_numpy() - p99,
-        arrayminus=p99 - rows["p99_lo_ms"].to_numpy(),
-        thickness=1,
-        width=3,
-    )
+    above, below = rows["p99_hi_ms"].to_numpy() - p99, p99 - rows["p99_lo_ms"].to_numpy()
+    return dict(type="data", symmetric=False, array=above, arrayminus=below, thickness=1, width=3)
 
 
 def wait_time_figure(

@@ -66,15 +66,13 @@ def _add_deltas(fig: go.Figure, table: pd.DataFrame) -> None:
         delta = table[f"{col}_delta"].to_numpy()
         with np.errstate(divide="ignore", invalid="ignore"):
             relative = delta / table[f"{col}_a"].to_numpy()
+        outline = [SLOWER_COLOR if d > 0 else FASTER_COLOR for d in np.nan_to_num(delta)]
         fig.add_bar(
             x=names,
             y=delta,
             name=f"Δ {col.removesuffix('_ms')}",
             marker_color=PERCENTILE_COLORS[col],
-            marker_line=dict(
-                color=[SLOWER_COLOR if d > 0 else FASTER_COLOR for d in np.nan_to_num(delta)],
-                width=2,
-            ),
+            marker_line=dict(color=outline, width=2),
             text=["" if not np.isfinite(r) else f"{100 * r:+.1f}%" for r in relative],
             textangle=-90,  # upright, three neighbours' labels ran together ("+475.9%+426.0%+366.3%")
             legendgroup="delta",

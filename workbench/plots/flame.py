@@ -115,14 +115,9 @@ def flame_figure(
     legend = kind_legend(keys)
     fig.add_annotation(text=legend, y=1.0, align="left", **ABOVE)
     if len(gpu):
-        fig.add_annotation(
-            text=f"GPU work per stage: kernels and copies (width = GPU time, "
-            f"{format_ns(int(gpu['gpu_ns'].sum()))} in all)",
-            y=GPU_PANEL + 0.01,
-            align="left",
-            name="gpu panel",
-            **ABOVE,
-        )
+        total = format_ns(int(gpu["gpu_ns"].sum()))
+        text = f"GPU work per stage: kernels and copies (width = GPU time, {total} in all)"
+        fig.add_annotation(text=text, y=GPU_PANEL + 0.01, align="left", name="gpu panel", **ABOVE)
     default = "Flame graph"
     if share is not None:
         of = "of the total" if gpu.empty else "of the host and of the GPU time"

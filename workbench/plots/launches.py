@@ -15,6 +15,7 @@ from ..trace import Trace
 from ..analysis.trace_stages import launch_verdict
 from ..units import NS_PER_US
 from .style import (
+    CENTER,
     KIND_COLORS,
     NO_GPU_EVENTS,
     PERCENTILE_COLORS,
@@ -96,13 +97,11 @@ def _delay_hist(fig: go.Figure, delay_us: np.ndarray, bins: int) -> None:
     if positive.size == 0:
         fig.add_annotation(
             text="every launch delay is zero",
-            x=0.5,
-            y=0.5,
             xref="x domain",
             yref="y domain",
-            showarrow=False,
             row=1,
             col=1,
+            **CENTER,
         )
         return
     edges = log_edges(positive, bins)

@@ -115,6 +115,8 @@ def _human(n: float | int | None, units: tuple) -> str:
     return f"{n:.0f} {units[-1][0]}"
 
 
+# an annotation centred on its axes' domain (xref/yref say which)
+CENTER = dict(x=0.5, y=0.5, showarrow=False)
 # an annotation at the plot's left edge, its lines growing upwards from its y (paper coordinates)
 ABOVE = dict(x=0, xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False)
 _AXIS = dict(
@@ -190,9 +192,7 @@ def require_columns(table, needed, subject: str, hint: str) -> None:
 def empty_figure(message: str, title: str | None = None) -> go.Figure:
     """A figure with no data and one centered annotation saying why (never an exception)."""
     fig = go.Figure()
-    fig.add_annotation(
-        text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16)
-    )
+    fig.add_annotation(text=message, xref="paper", yref="paper", font=dict(size=16), **CENTER)
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     return layout(fig, title)

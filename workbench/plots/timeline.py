@@ -167,9 +167,8 @@ def flame_chart_figure(
         return empty_figure("no events in this request", title)
     lanes = rows.drop_duplicates("lane").sort_values(["order", "lane"])["lane"].tolist()
     fig = go.Figure()
-    wide = rows["dur_ns"] >= TEXT_MIN_SHARE * max(
-        int(window["ts_ns"].add(window["dur_ns"]).max()) - start_ns, 1
-    )
+    span_ns = max(int(window["ts_ns"].add(window["dur_ns"]).max()) - start_ns, 1)
+    wide = rows["dur_ns"] >= TEXT_MIN_SHARE * span_ns
     rows = rows.assign(text=[n[:TEXT_CHARS] if w else "" for n, w in zip(rows["name"], wide)])
     for key in [k for k in KIND_COLORS if k in set(rows["key"])]:
         part = rows[rows["key"] == key]

@@ -157,15 +157,12 @@ def queueing_breakdown_figure(
     sweep table (each part's ``stat`` side by side: percentiles of parts do not add up)."""
     barmode = "stack"
     if isinstance(summary, dict):
-        labels = ["mean"]
-        parts = {c: [summary[c]["mean_ms"]] for c in COMPONENTS}
-        total = [summary["end_to_end"]["mean_ms"]]
-        if at is not None:
-            for row in at.itertuples():
-                labels.append(f"p{row.percentile:g} request (#{row.request})")
-                for c in COMPONENTS:
-                    parts[c].append(getattr(row, f"{c}_ms"))
-                total.append(row.end_to_end_ms)
+        rows = [] if at is None else list(at.itertuples())
+        labels = ["mean", *(f"p{r.percentile:g} request (#{r.request})" for r in rows)]
+        parts = {
+            c: [summary[c]["mean_ms"], *(getattr(r, f"{c}_ms") for r in rows)] for c in COMPONENTS
+        }
+        total = [summary["end_to_end"]["mean_ms"], *(r.end_to_end_ms for r in rows)]
     else:
         if stat not in ("p50_ms", "p99_ms"):
             raise ConfigError(

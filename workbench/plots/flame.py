@@ -232,9 +232,8 @@ def _hover_rows(table: pd.DataFrame, keys: list[str], times: list[str]) -> list[
 
 def kind_legend(keys: list[str]) -> str:
     """HTML lines (of :data:`LEGEND_CHARS`) of colored squares and names of the kinds present."""
-    present = [k for k in KIND_COLORS if k in set(keys)]
     out, width = "", 0
-    for k in present:
+    for k in [k for k in KIND_COLORS if k in set(keys)]:
         entry = f"■ {KIND_LABELS[k]}"
         if width and width + 3 + len(entry) > LEGEND_CHARS:
             out, width = out + "<br>", 0

@@ -27,6 +27,7 @@ from .style import (
     log_axis,
     log_edges,
     positive_extent,
+    value_axis,
 )
 
 BINS = 40
@@ -109,12 +110,8 @@ def _delay_hist(fig: go.Figure, delay_us: np.ndarray, bins: int) -> None:
     hover = "from %{x:.3g} us<br>%{y} launches<extra></extra>"
     color = KIND_COLORS["runtime"]
     add_step_area(fig, edges, counts, "launch delay", color, hover, showlegend=False, row=1, col=1)
-    fig.update_xaxes(
-        title_text="launch delay (us, log scale)",
-        row=1,
-        col=1,
-        **log_axis(*positive_extent(positive), "us"),
-    )
+    axis = value_axis(True, "us", positive)
+    fig.update_xaxes(title_text="launch delay (us, log scale)", row=1, col=1, **axis)
     fig.update_yaxes(title_text="launches", row=1, col=1)
 
 

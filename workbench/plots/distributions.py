@@ -29,31 +29,26 @@ DISTRIBUTION_KINDS = ("histogram", "cdf")  # figure styles; trace event kinds: w
 BINS = 60  # of the histogram, over the range of its values
 
 
-def latency_samples(
-    requests: pd.DataFrame, stages: pd.DataFrame, stage: str | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """(measured, warm-up) int64 ns durations of successful requests for ``stage`` (None = end to end)."""
+def stage_samples(
+    figure: str, requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str], stage
+) -> tuple[str, str, np.ndarray, np.ndarray]:
+    """``(label, color, measured, warm-up)`` of ``stage`` (None: end to end), the int64 ns durations
+    of its successful requests; ConfigError for a stage not in ``stage_order``."""
     ok = requests[requests["ok"].astype(bool)]
     warm_ids = set(ok.loc[ok["warmup"].astype(bool), "request"].tolist())
     if stage is None:
-        durs, ids = ok["dur_ns"], ok["request"]
+        label, color, durs, ids = "end to end", "#333333", ok["dur_ns"], ok["request"]
+    elif stage not in stage_order:
+        raise ConfigError(
+            f"{figure}: stage={stage!r} is not in the pipeline's stages {list(stage_order)}"
+        )
     else:
+        label, color = stage, stage_color(list(stage_order).index(stage))
         rows = stages[(stages["stage"] == stage) & stages["request"].isin(ok["request"])]
         durs, ids = rows["dur_ns"], rows["request"]
     is_warm = ids.isin(warm_ids).to_numpy()
     values = durs.astype("int64").to_numpy()
-    return values[~is_warm], values[is_warm]
-
-
-def stage_pick(figure: str, stage: str | None, stage_order: list[str]) -> tuple[str, str]:
-    """``(label, color)`` of ``stage`` (None: end to end); ConfigError for a stage not in ``stage_order``."""
-    if stage is None:
-        return "end to end", "#333333"
-    if stage not in stage_order:
-        raise ConfigError(
-            f"{figure}: stage={stage!r} is not in the pipeline's stages {list(stage_order)}"
-        )
-    return stage, stage_color(list(stage_order).index(stage))
+    return label, color, values[~is_warm], values[is_warm]
 
 
 def distribution_figure(
@@ -71,9 +66,9 @@ def distribution_figure(
     end to end). Traces, in order: measured, warm-up if any, dotted p50, p95, p99 ("p50 1.23 ms")."""
     if kind not in DISTRIBUTION_KINDS:
         raise ConfigError(f"distribution_figure: kind={kind!r}; use one of {DISTRIBUTION_KINDS}")
-    label, color = stage_pick("distribution_figure", stage, stage_order)
+    samples = stage_samples("distribution_figure", requests, stages, stage_order, stage)
+    label, color, measured, warm = samples
     title = title or f"Latency distribution: {label}"
-    measured, warm = latency_samples(requests, stages, stage)
     if measured.size == 0 and warm.size == 0:
         return empty_figure(f"no successful requests for {label}", title)
     both = np.concatenate([measured, warm])
@@ -200,9 +195,10 @@ def survival_figure(
 ) -> go.Figure:
     """Share of measured successful requests at least x ms long (log x, log y). Traces, in order:
     "measured (n=N)", "p99 X ms", the maximum, then p99.9 with its interval or the count it needs."""
-    label, color = stage_pick("survival_figure", stage, stage_order)
+    label, color, measured, _ = stage_samples(
+        "survival_figure", requests, stages, stage_order, stage
+    )
     title = title or f"Far tail: {label} (share of requests at least this slow)"
-    measured, _ = latency_samples(requests, stages, stage)
     if measured.size == 0:
         return empty_figure(f"no successful measured requests for {label}", title)
     x, y = survival_points(measured, max_points)

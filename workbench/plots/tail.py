@@ -146,10 +146,8 @@ def attribute_figure(
     wide = stage_matrix(requests, stages, [s for s in dict.fromkeys(stages["stage"])])
     if stage not in wide.columns:
         return empty_figure(f"no stage {stage!r} in this run", title)
-    values = requests.set_index("request")[column].reindex(wide.index)
-    both = pd.DataFrame(
-        {"x": pd.to_numeric(values, errors="coerce"), "y": ns_to_ms(wide[stage])}
-    ).dropna()
+    x = pd.to_numeric(requests.set_index("request")[column].reindex(wide.index), errors="coerce")
+    both = pd.DataFrame({"x": x, "y": ns_to_ms(wide[stage])}).dropna()
     if both.empty:
         return empty_figure(f"no request with both {stage} and {attribute}", title)
     both = both.iloc[:: max(1, len(both) // max_points)]

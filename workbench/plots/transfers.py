@@ -32,17 +32,7 @@ def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -
     classes, syncs = copy_classes(events), sync_calls(events)
     titles = (*PANELS, "synchronizing calls (ms)")
     fig = make_subplots(rows=1, cols=4, horizontal_spacing=0.07, subplot_titles=titles)
-    _add_copy_panels(fig, classes)
-    fig.add_bar(
-        x=syncs["name"].tolist(),
-        y=syncs["total_ns"].to_numpy() / NS_PER_MS,
-        text=[f"n={c}" for c in syncs["count"]],
-        marker_color=KIND_COLORS["sync"],
-        showlegend=False,
-        hovertemplate="%{x}<br>%{y:.3f} ms total, %{text}<extra></extra>",
-        row=1,
-        col=4,
-    )
+    _add_panels(fig, classes, syncs)
     if classes.empty:
         fig.add_annotation(
             text="no copies or memsets", x=0.3, y=0.5, xref="paper", yref="paper", showarrow=False
@@ -52,27 +42,32 @@ def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -
     return layout(fig, title + _pageable_note(classes))
 
 
-def _add_copy_panels(fig: go.Figure, classes: pd.DataFrame) -> None:
-    """Panels 1-3: bytes (MB), time (ms) and bandwidth (GB/s) per copy class, colored by class."""
+def _add_panels(fig: go.Figure, classes: pd.DataFrame, syncs: pd.DataFrame) -> None:
+    """Panels 1-3: bytes (MB), time (ms) and bandwidth (GB/s) per copy class, colored by class;
+    panel 4: the synchronizing calls' time (ms) per call name."""
     labels = classes["label"].tolist()
     colors = [
         KIND_COLORS["memset" if lab == "memset" else copy_palette_key(*split_copy_key(lab))]
         for lab in labels
     ]
     nbytes = classes["bytes"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)
+    ys = (*_panel_values(classes), syncs["total_ns"].to_numpy() / NS_PER_MS)
     texts = (
         [format_bytes(b) for b in nbytes],
         [f"n={c}" for c in classes["count"]],
         [f"{g:.3g}" if np.isfinite(g) else "" for g in classes["gb_per_s"]],
+        [f"n={c}" for c in syncs["count"]],
     )
     hovers = ("%{x}<br>%{text}", "%{x}<br>%{y:.3f} ms, %{text}", "%{x}<br>%{y:.3f} GB/s")
-    panels = zip(_panel_values(classes), texts, hovers)
-    for col, (y, text, hover) in enumerate(panels, start=1):
+    hovers += ("%{x}<br>%{y:.3f} ms total, %{text}",)
+    xs = (labels,) * 3 + (syncs["name"].tolist(),)
+    panels = zip(xs, ys, texts, (colors,) * 3 + (KIND_COLORS["sync"],), hovers)
+    for col, (x, y, text, color, hover) in enumerate(panels, start=1):
         fig.add_bar(
-            x=labels,
+            x=x,
             y=y,
             text=text,
-            marker_color=colors,
+            marker_color=color,
             showlegend=False,
             hovertemplate=hover + "<extra></extra>",
             row=1,

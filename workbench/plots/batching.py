@@ -30,15 +30,14 @@ from .style import (
 )
 
 SETTING = ("rate_rps", "max_batch_size", "max_wait_ms")  # a sweep row's batcher setting
+SWEEP_HINT = (
+    "workbench.batching.sweep(...)"  # where a sweep table with the missing columns comes from
+)
 COMPONENTS = {
     "batch_wait": ("batch wait", "#dd8452"),
     "queue_wait": ("queue wait", "#c44e52"),
     "service": ("service", "#4c72b0"),
 }
-
-
-def _check(sweep: pd.DataFrame, needed: tuple[str, ...], who: str) -> None:
-    require_columns(sweep, needed, f"{who}: sweep is", "workbench.batching.sweep(...)")
 
 
 def stability_markers(stable: pd.Series) -> dict:
@@ -57,7 +56,7 @@ def batching_curves_figure(
     """Latency (ms) vs achieved throughput (requests/s), one color per (max_batch_size, max_wait_ms):
     p99 solid ("bs=B wait=W ms p99"), p50 dotted; ``sla_ms`` draws the target."""
     needed = (*SETTING, "p50_ms", "p99_ms", "throughput_rps", "stable")
-    _check(sweep, needed, "batching_curves_figure")
+    require_columns(sweep, needed, "batching_curves_figure: sweep is", SWEEP_HINT)
     if sweep.empty:
         return empty_figure("empty sweep: no settings simulated", title or "Latency vs throughput")
     fig = go.Figure()
@@ -111,7 +110,7 @@ def wait_time_figure(
     title: str | None = None,
 ) -> go.Figure:
     """``stat`` latency (ms) vs ``max_wait_ms``, a line per max_batch_size (and rate)."""
-    _check(sweep, (*SETTING, stat, "stable"), "wait_time_figure")
+    require_columns(sweep, (*SETTING, stat, "stable"), "wait_time_figure: sweep is", SWEEP_HINT)
     rows = sweep if rate_rps is None else sweep[np.isclose(sweep["rate_rps"], rate_rps)]
     if rows.empty:
         return empty_figure(
@@ -169,7 +168,7 @@ def queueing_breakdown_figure(
                 f"queueing_breakdown_figure: stat={stat!r}; a sweep has p50_ms and p99_ms"
             )
         needed = (*SETTING, stat, *[f"{c}_{stat}" for c in COMPONENTS])
-        _check(summary, needed, "queueing_breakdown_figure")
+        require_columns(summary, needed, "queueing_breakdown_figure: sweep is", SWEEP_HINT)
         labels = [
             f"{r:g} req/s bs={b} wait={w:g}" for r, b, w in zip(*(summary[c] for c in SETTING))
         ]

@@ -362,11 +362,13 @@ def wait_flame_figure(flames: dict[str, Any] | None, *, title: str | None = None
             title or default,
         )
     n = flames["requests"]
-    diffs = {
-        k: [ns_to_ms(x["tail_ns"]) / n["tail"] - ns_to_ms(x["median_ns"]) / n["median"] for x in t]
+    # per tree, per node: (slow, median, slow - median), ms per request
+    ms = {
+        k: [(ns_to_ms(x["tail_ns"]) / n["tail"], ns_to_ms(x["median_ns"]) / n["median"]) for x in t]
         for k, t in trees.items()
     }
-    limit = max((abs(d) for ds in diffs.values() for d in ds), default=0.0) or 1.0
+    rows = {k: [[s, m, s - m] for s, m in v] for k, v in ms.items()}
+    limit = max((abs(r[2]) for rs in rows.values() for r in rs), default=0.0) or 1.0
     fig = make_subplots(
         rows=1, cols=2, specs=[[{"type": "domain"}] * 2], subplot_titles=list(TITLES.values())
     )
@@ -374,7 +376,7 @@ def wait_flame_figure(flames: dict[str, Any] | None, *, title: str | None = None
         trace = _difference_trace(
             tree,
             [x["tail_ns"] for x in tree],
-            diffs[key],
+            [r[2] for r in rows[key]],
             limit,
             dict(showscale=col == 2, colorbar=dict(title="slow - median (ms)")),
             labels=[
@@ -382,10 +384,7 @@ def wait_flame_figure(flames: dict[str, Any] | None, *, title: str | None = None
                 for x in tree
             ],
             branchvalues="total",
-            customdata=[
-                [ns_to_ms(x["tail_ns"]) / n["tail"], ns_to_ms(x["median_ns"]) / n["median"], d]
-                for x, d in zip(tree, diffs[key])
-            ],
+            customdata=rows[key],
             hovertemplate="%{label}<br>slow: %{customdata[0]:.3g} ms per request<br>median: "
             "%{customdata[1]:.3g} ms<br>slow - median: %{customdata[2]:+.3g} ms<extra></extra>",
         )

@@ -105,25 +105,19 @@ def latency_over_run_figure(
             customdata=part["request"],
             hovertemplate="request %{customdata}: %{y:.3f} ms<extra>" + name + "</extra>",
         )
-    _ring(fig, requests, picked)
+    ring = requests[requests["request"] == picked] if picked is not None else requests.iloc[:0]
+    if not ring.empty:  # the picked request, ringed: a trace named "request N"
+        fig.add_scatter(
+            x=[int(picked)],
+            y=[ns_to_ms(int(ring["dur_ns"].iloc[0]))],
+            customdata=[int(picked)],
+            mode="markers",
+            name=f"request {picked}",
+            marker={"symbol": "circle-open", "size": 16, "color": "#d62728", "line": {"width": 2}},
+            hovertemplate="request %{customdata}: %{y:.3f} ms<extra>picked</extra>",
+        )
     fig.update_layout(xaxis_title="request (in order)", yaxis_title="end to end (ms)")
     return layout(fig, title or "Latency over the run")
-
-
-def _ring(fig: go.Figure, requests: pd.DataFrame, picked: int | None) -> None:
-    """Ring the picked request (a trace named ``request N``); nothing when it is not in ``requests``."""
-    row = requests[requests["request"] == picked] if picked is not None else requests.iloc[:0]
-    if row.empty:
-        return
-    fig.add_scatter(
-        x=[int(picked)],
-        y=[ns_to_ms(int(row["dur_ns"].iloc[0]))],
-        customdata=[int(picked)],
-        mode="markers",
-        name=f"request {picked}",
-        marker={"symbol": "circle-open", "size": 16, "color": "#d62728", "line": {"width": 2}},
-        hovertemplate="request %{customdata}: %{y:.3f} ms<extra>picked</extra>",
-    )
 
 
 def attribute_figure(
@@ -204,14 +198,13 @@ def request_stages_figure(
     e2e_ns = int(row["dur_ns"].iloc[0])
     names = [s for s in stage_order if s in durations.index]
     values_ns = [int(durations[s]) for s in names]
-    names.append("unattributed")
-    values_ns.append(e2e_ns - sum(values_ns))
+    values_ns.append(e2e_ns - sum(values_ns))  # unattributed: end to end minus the stages
     fig = go.Figure(
         go.Bar(
             x=[v / NS_PER_MS for v in values_ns],
-            y=names,
+            y=[*names, "unattributed"],
             orientation="h",
-            marker_color=[stage_color(i) for i in range(len(names) - 1)] + [UNATTRIBUTED_COLOR],
+            marker_color=[stage_color(i) for i in range(len(names))] + [UNATTRIBUTED_COLOR],
             hovertemplate="%{y}: %{x:.3f} ms<extra></extra>",
         )
     )

@@ -30,7 +30,11 @@ BINS = 60  # of the histogram, over the range of its values
 
 
 def stage_samples(
-    figure: str, requests: pd.DataFrame, stages: pd.DataFrame, stage_order: list[str], stage
+    figure: str,
+    requests: pd.DataFrame,
+    stages: pd.DataFrame,
+    stage_order: list[str],
+    stage: str | None,
 ) -> tuple[str, str, np.ndarray, np.ndarray]:
     """``(label, color, measured, warm-up)`` of ``stage`` (None: end to end), the int64 ns durations
     of its successful requests; ConfigError for a stage not in ``stage_order``."""

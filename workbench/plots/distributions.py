@@ -98,12 +98,8 @@ def distribution_figure(
 def _edges(values_ns: np.ndarray, log_x: bool) -> np.ndarray:
     """The histogram's :data:`BINS` bins, log-spaced on a log axis."""
     lo, hi = float(values_ns.min()) / NS_PER_MS, float(values_ns.max()) / NS_PER_MS
-    if hi <= lo:
-        hi = lo * 1.01 + 1e-6
-    if log_x:
-        lo = max(lo, 1e-6)
-        return np.geomspace(lo, hi, BINS + 1)
-    return np.linspace(lo, hi, BINS + 1)
+    hi = hi if hi > lo else lo * 1.01 + 1e-6
+    return np.geomspace(max(lo, 1e-6), hi, BINS + 1) if log_x else np.linspace(lo, hi, BINS + 1)
 
 
 def _add_hist(fig: go.Figure, values_ns: np.ndarray, name: str, color: str, edges) -> None:

@@ -205,9 +205,7 @@ def log_edges(values: np.ndarray, bins: int, floor: float = 1e-3) -> np.ndarray:
     """``bins + 1`` log-spaced edges covering ``values`` (clipped up to ``floor``, in the values' unit)."""
     v = np.maximum(np.asarray(values, dtype=float), floor)
     lo, hi = (float(v.min()), float(v.max())) if v.size else (floor, floor * 10)
-    if hi <= lo:
-        hi = lo * 10
-    return np.geomspace(lo, hi, bins + 1)
+    return np.geomspace(lo, hi if hi > lo else lo * 10, bins + 1)
 
 
 def decade_ticks(lo_log10: float, hi_log10: float, unit: str) -> dict:
@@ -225,8 +223,7 @@ def log_axis(lo: float, hi: float, unit: str) -> dict:
     if not (hi > lo and math.isfinite(hi)):
         hi = lo * 10
     first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-    if last <= first:
-        last = first + 1
+    last = max(last, first + 1)
     return dict(
         type="log",
         dtick=1,

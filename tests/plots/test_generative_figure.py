@@ -5,7 +5,7 @@ import pytest
 from plots_helpers import decode
 
 from workbench.errors import ConfigError
-from workbench.plots.generative import generative_figure
+from workbench.plots import generative_figure
 
 CURVE = pd.DataFrame(
     {

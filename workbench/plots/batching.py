@@ -1,17 +1,21 @@
 """Dynamic batching of :mod:`workbench.batching`'s sweeps and summaries: latency vs throughput, p99
-vs wait time, the queueing breakdown; and a measured capacity sweep (``load --sweep``) with the
-simulator's predictions in grey, the SLA and the knee. Unstable rows have open "x" markers.
+vs wait time, the queueing breakdown; a measured capacity sweep (``load --sweep``) with the
+simulator's predictions in grey, the SLA and the knee (unstable rows have open "x" markers); and
+continuous batching of a generative pipeline: TTFT p99, ITL p99 and goodput against throughput.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from ..batching.capacity import points_table
+from ..batching.continuous import POINT_COLUMNS
 from ..errors import ConfigError
 from .budget import parts_figure
 from .style import (
@@ -26,15 +30,14 @@ from .style import (
 )
 
 SETTING = ("rate_rps", "max_batch_size", "max_wait_ms")  # a sweep row's batcher setting
+SWEEP_HINT = (
+    "workbench.batching.sweep(...)"  # where a sweep table with the missing columns comes from
+)
 COMPONENTS = {
     "batch_wait": ("batch wait", "#dd8452"),
     "queue_wait": ("queue wait", "#c44e52"),
     "service": ("service", "#4c72b0"),
 }
-
-
-def _check(sweep: pd.DataFrame, needed: tuple[str, ...], who: str) -> None:
-    require_columns(sweep, needed, f"{who}: sweep is", "workbench.batching.sweep(...)")
 
 
 def stability_markers(stable: pd.Series) -> dict:
@@ -53,7 +56,7 @@ def batching_curves_figure(
     """Latency (ms) vs achieved throughput (requests/s), one color per (max_batch_size, max_wait_ms):
     p99 solid ("bs=B wait=W ms p99"), p50 dotted; ``sla_ms`` draws the target."""
     needed = (*SETTING, "p50_ms", "p99_ms", "throughput_rps", "stable")
-    _check(sweep, needed, "batching_curves_figure")
+    require_columns(sweep, needed, "batching_curves_figure: sweep is", SWEEP_HINT)
     if sweep.empty:
         return empty_figure("empty sweep: no settings simulated", title or "Latency vs throughput")
     fig = go.Figure()
@@ -95,14 +98,8 @@ def batching_curves_figure(
 def _seed_range(rows: pd.DataFrame) -> dict:
     """Error bars from the p99 drawn to the seeds' smallest and largest p99 (``seeded_spread``)."""
     p99 = rows["p99_ms"].to_numpy()
-    return dict(
-        type="data",
-        symmetric=False,
-        array=rows["p99_hi_ms"].to_numpy() - p99,
-        arrayminus=p99 - rows["p99_lo_ms"].to_numpy(),
-        thickness=1,
-        width=3,
-    )
+    above, below = rows["p99_hi_ms"].to_numpy() - p99, p99 - rows["p99_lo_ms"].to_numpy()
+    return dict(type="data", symmetric=False, array=above, arrayminus=below, thickness=1, width=3)
 
 
 def wait_time_figure(
@@ -113,7 +110,7 @@ def wait_time_figure(
     title: str | None = None,
 ) -> go.Figure:
     """``stat`` latency (ms) vs ``max_wait_ms``, a line per max_batch_size (and rate)."""
-    _check(sweep, (*SETTING, stat, "stable"), "wait_time_figure")
+    require_columns(sweep, (*SETTING, stat, "stable"), "wait_time_figure: sweep is", SWEEP_HINT)
     rows = sweep if rate_rps is None else sweep[np.isclose(sweep["rate_rps"], rate_rps)]
     if rows.empty:
         return empty_figure(
@@ -159,22 +156,19 @@ def queueing_breakdown_figure(
     sweep table (each part's ``stat`` side by side: percentiles of parts do not add up)."""
     barmode = "stack"
     if isinstance(summary, dict):
-        labels = ["mean"]
-        parts = {c: [summary[c]["mean_ms"]] for c in COMPONENTS}
-        total = [summary["end_to_end"]["mean_ms"]]
-        if at is not None:
-            for row in at.itertuples():
-                labels.append(f"p{row.percentile:g} request (#{row.request})")
-                for c in COMPONENTS:
-                    parts[c].append(getattr(row, f"{c}_ms"))
-                total.append(row.end_to_end_ms)
+        rows = [] if at is None else list(at.itertuples())
+        labels = ["mean", *(f"p{r.percentile:g} request (#{r.request})" for r in rows)]
+        parts = {
+            c: [summary[c]["mean_ms"], *(getattr(r, f"{c}_ms") for r in rows)] for c in COMPONENTS
+        }
+        total = [summary["end_to_end"]["mean_ms"], *(r.end_to_end_ms for r in rows)]
     else:
         if stat not in ("p50_ms", "p99_ms"):
             raise ConfigError(
                 f"queueing_breakdown_figure: stat={stat!r}; a sweep has p50_ms and p99_ms"
             )
         needed = (*SETTING, stat, *[f"{c}_{stat}" for c in COMPONENTS])
-        _check(summary, needed, "queueing_breakdown_figure")
+        require_columns(summary, needed, "queueing_breakdown_figure: sweep is", SWEEP_HINT)
         labels = [
             f"{r:g} req/s bs={b} wait={w:g}" for r, b, w in zip(*(summary[c] for c in SETTING))
         ]
@@ -184,7 +178,7 @@ def queueing_breakdown_figure(
     if not labels or all(v is None for v in total):
         return empty_figure("no completed requests to break down", title or "Queueing breakdown")
     fig = parts_figure(
-        labels, {name: (parts[c], color) for c, (name, color) in COMPONENTS.items()}, total
+        labels, [(name, parts[c], color) for c, (name, color) in COMPONENTS.items()], total
     )
     default = (
         "Queueing breakdown: batch wait, queue wait, service"
@@ -243,12 +237,8 @@ def sweep_figure(
 
 def _add_measured_curves(fig: go.Figure, rows: pd.DataFrame, x: np.ndarray) -> None:
     """Measured p99 (solid) and p50 (dotted), unstable points open; the hover has the measured/simulated ratio."""
-    custom = np.c_[
-        rows["offered_rps"].to_numpy(dtype=float),
-        rows["stable"].astype(bool).to_numpy().astype(int),
-        rows["predicted_p99_ratio"].to_numpy(dtype=float),
-        rows["predicted_p50_ratio"].to_numpy(dtype=float),
-    ]
+    columns = ["offered_rps", "stable", "predicted_p99_ratio", "predicted_p50_ratio"]
+    custom = rows.assign(stable=rows["stable"].astype(bool))[columns].to_numpy(dtype=float)
     for col, dash, k in (("p99_ms", "solid", 2), ("p50_ms", "dot", 3)):
         name = col.removesuffix("_ms")
         fig.add_scatter(
@@ -295,11 +285,8 @@ def sweep_record_figure(record: dict, **kwargs) -> go.Figure:
     """:func:`sweep_figure` of a ``sweep.json`` record (its SLA and knee)."""
     points = points_table(record)
     knee = record.get("knee")
-    position = (
-        None
-        if knee is None
-        else int(np.flatnonzero(points["point"].to_numpy() == knee["point"])[0])
-    )
+    is_knee = points["point"].to_numpy() == (knee or {}).get("point")
+    position = None if knee is None else int(np.flatnonzero(is_knee)[0])
     return sweep_figure(points, sla_ms=record["plan"]["sla_ms"], knee=position, **kwargs)
 
 
@@ -321,3 +308,71 @@ def add_measured(fig: go.Figure, record: dict) -> go.Figure:
             hovertemplate=f"{name} %{{y:.3f}} ms at %{{x:.4g}} req/s<extra></extra>",
         )
     return fig
+
+
+# generative_figure's (column, panel title); a panel's y axis is its column's unit
+PANELS = (("ttft_p99_ms", "TTFT p99 (ms)"), ("itl_p99_ms", "ITL p99 (ms)"), ("goodput", "goodput"))
+MEASURED_COLOR = "#dd8452"
+CURRENT_COLOR = "#d62728"
+
+
+def generative_figure(
+    curve: pd.DataFrame,
+    *,
+    measured: pd.DataFrame | None = None,
+    current: dict | None = None,
+    bounds: dict | None = None,
+    title: str | None = None,
+) -> go.Figure:
+    """TTFT p99, ITL p99 and goodput (0-1) over ``throughput_rps`` of ``simulated_curve``, a panel
+    each; traces per panel: "simulated", "measured" (``measured_points`` of live runs, when it has
+    rows), "this setting" (``current``: a row of the curve's columns). ``bounds`` ``{"ttft_ms",
+    "tpot_ms"}`` draws the TTFT bound on its panel (ITL has none of its own: goodput's TPOT bound is
+    a mean over a request's tokens) and names both in the title."""
+    require_columns(curve, POINT_COLUMNS, "generative_figure: curve", "simulated_curve(...)")
+    if curve.empty:
+        return empty_figure("no rate simulated", title or "Continuous batching")
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08)
+    for col, (column, label) in enumerate(PANELS, start=1):
+        add = partial(fig.add_scatter, showlegend=col == 1, row=1, col=col)  # in the legend once
+        add(
+            x=curve["throughput_rps"],
+            y=curve[column],
+            name="simulated",
+            legendgroup="simulated",
+            customdata=curve["rate_rps"],
+            mode="lines+markers",
+            line=dict(color=PERCENTILE_COLORS["p99_ms"]),
+            hovertemplate=f"%{{customdata:.4g}} req/s offered<br>%{{x:.4g}} req/s<br>{label} %{{y:.4g}}",
+        )
+        if measured is not None and len(measured):
+            add(
+                x=measured["throughput_rps"],
+                y=measured[column],
+                name="measured",
+                legendgroup="measured",
+                customdata=measured["rate_rps"],
+                mode="markers",
+                marker=dict(symbol="diamond", size=11, color=MEASURED_COLOR),
+                hovertemplate="measured at %{customdata:.4g} req/s<br>%{x:.4g} req/s<br>%{y:.4g}",
+            )
+        if current is not None:
+            add(
+                x=[current["throughput_rps"]],
+                y=[current[column]],
+                name="this setting",
+                legendgroup="current",
+                mode="markers",
+                marker=dict(symbol="star", size=15, color=CURRENT_COLOR),
+            )
+        # the metric on its axis, not as a subplot title: that row holds the legend
+        fig.update_yaxes(title_text=label, row=1, col=col)
+    fig.update_yaxes(range=[0, 1.05], row=1, col=3)
+    fig.update_xaxes(title_text="throughput (requests/s)")
+    default = "Continuous batching, simulated from measured steps"
+    if bounds is not None:
+        fig.add_hline(y=bounds["ttft_ms"], line=dict(color=SLA_COLOR, dash="dash"), row=1, col=1)
+        default += (
+            f"<br>goodput: TTFT <= {bounds['ttft_ms']:g} ms and TPOT <= {bounds['tpot_ms']:g} ms"
+        )
+    return layout(fig, default if title is None else title)

@@ -27,6 +27,7 @@ from .style import (
     END_TO_END_COLOR,
     PERCENTILE_COLORS,
     SLA_COLOR,
+    add_bars,
     empty_figure,
     layout,
     require_columns,
@@ -83,11 +84,10 @@ def budget_figure(
         head = title or "Latency budget"
         fig = empty_figure("<br>".join([why, *failure_lines(failures)]), head)
         return _header(fig, head, noise, legend_row=False)
-    fig = (
-        {"percentiles": _percentile_bars, "waterfall": _waterfall}[mode](rows)
-        if mode != "requests"
-        else _request_stacks(rows, at)
-    )
+    if mode == "requests":
+        fig = _request_stacks(rows, at)
+    else:
+        fig = _percentile_bars(rows) if mode == "percentiles" else _waterfall(rows)
     if sla_ms is not None:
         fig.add_hline(
             y=float(sla_ms),
@@ -108,8 +108,13 @@ def budget_figure(
 
 def _header(fig: go.Figure, head: str, noise: dict | None, legend_row: bool) -> go.Figure:
     """Stack the header in the top margin: the noise badge (if any), title and lines, legend row."""
-    badge = badge_lines(noise)
-    if noise is not None:
+    badge = []
+    if noise is not None:  # each reason wrapped at BADGE_CHARS
+        badge = [
+            line
+            for part in noise_badge_text(noise).split("<br>")
+            for line in textwrap.wrap(part, BADGE_CHARS)
+        ]
         color = NOISE_COLORS[noise.get("noisy")]
         fig.add_annotation(
             text="<br>".join(badge),
@@ -175,17 +180,6 @@ def noise_badge_text(noise: dict | None) -> str:
     return "quiet machine"
 
 
-def badge_lines(noise: dict | None) -> list[str]:
-    """The badge's lines, each reason wrapped at :data:`BADGE_CHARS` (no badge: none)."""
-    if noise is None:
-        return []
-    return [
-        line
-        for part in noise_badge_text(noise).split("<br>")
-        for line in textwrap.wrap(part, BADGE_CHARS)
-    ]
-
-
 def _share_text(rows: pd.DataFrame) -> list[str]:
     return ["" if pd.isna(s) else f"{100 * s:.1f}%" for s in rows["share"]]
 
@@ -195,10 +189,9 @@ def _percentile_bars(rows: pd.DataFrame) -> go.Figure:
     names = rows["name"].tolist()
     share = _share_text(rows)
     for col in PERCENTILES:
-        heights = pd.to_numeric(rows[col], errors="coerce").to_numpy(dtype="float64")
         fig.add_bar(
             x=names,
-            y=heights,
+            y=pd.to_numeric(rows[col], errors="coerce").to_numpy(dtype="float64"),
             name=col.removesuffix("_ms"),
             marker_color=PERCENTILE_COLORS[col],
             customdata=list(zip(share, rows["count"].tolist())),
@@ -245,26 +238,19 @@ def _request_stacks(rows: pd.DataFrame, at: pd.DataFrame) -> go.Figure:
         at, needed, "budget_figure: at is", "analysis.budget.percentile_request_parts(run)"
     )
     labels = [f"p{q:g} request (#{r})" for q, r in zip(at["percentile"], at["request"])]
-    colors = ["#bbbbbb" if name == UNATTRIBUTED else stage_color(i) for i, name in enumerate(parts)]
-    fig = parts_figure(
-        labels, {name: (at[name], c) for name, c in zip(parts, colors)}, at[END_TO_END]
-    )
+    bars = [
+        (n, at[n], "#bbbbbb" if n == UNATTRIBUTED else stage_color(i)) for i, n in enumerate(parts)
+    ]
+    fig = parts_figure(labels, bars, at[END_TO_END])
     fig.update_layout(barmode="stack", legend_title_text="this request's own stages (they add up)")
     return fig
 
 
-def parts_figure(labels: list[str], parts: dict[str, tuple], end_to_end) -> go.Figure:
-    """A bar per part over ``labels`` (``parts``: name -> (values in ms, color)), end to end (ms) a
+def parts_figure(labels: list[str], parts: list[tuple], end_to_end) -> go.Figure:
+    """A bar per part over ``labels`` (``parts``: (name, values in ms, color)), end to end (ms) a
     line marker on each label; the caller stacks or groups the bars."""
     fig = go.Figure()
-    for name, (values, color) in parts.items():
-        fig.add_bar(
-            x=labels,
-            y=np.array(values, dtype=float),
-            name=name,
-            marker_color=color,
-            hovertemplate="%{x}<br>" + name + " %{y:.3f} ms<extra></extra>",
-        )
+    add_bars(fig, labels, parts)
     fig.add_scatter(
         x=labels,
         y=np.array(end_to_end, dtype=float),

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .budget import PERCENTILES, budget_rows, check_summary
-from .style import FASTER_COLOR, PERCENTILE_COLORS, SLOWER_COLOR, empty_figure, layout
+from .style import FASTER_COLOR, PERCENTILE_COLORS, SLOWER_COLOR, add_bars, empty_figure, layout
 
 SIDE_COLORS = ("#8c8c8c", "#4c72b0")
 
@@ -42,28 +42,13 @@ def compare_figure(
     table = compare_table(summary_a, summary_b)
     if table.empty:
         return empty_figure("no stages to compare", title or "Comparison")
+    titles = (f"{stat.removesuffix('_ms')} per stage", f"change {labels[1]} - {labels[0]}")
     fig = make_subplots(
-        rows=2,
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.08,
-        subplot_titles=(
-            f"{stat.removesuffix('_ms')} per stage",
-            f"change {labels[1]} - {labels[0]}",
-        ),
+        rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, subplot_titles=titles
     )
     names = table["name"].tolist()
-    for side, label, color in (("a", labels[0], SIDE_COLORS[0]), ("b", labels[1], SIDE_COLORS[1])):
-        fig.add_bar(
-            x=names,
-            y=table[f"{stat}_{side}"].to_numpy(),
-            name=label,
-            marker_color=color,
-            legendgroup="runs",
-            hovertemplate="%{x}<br>" + label + " %{y:.3f} ms<extra></extra>",
-            row=1,
-            col=1,
-        )
+    sides = [(label, table[f"{stat}_{s}"], c) for s, label, c in zip("ab", labels, SIDE_COLORS)]
+    add_bars(fig, names, sides, legendgroup="runs", row=1, col=1)
     _add_deltas(fig, table)
     # a label that would shrink under 10 px inside its bar is left to the hover (9.0, 6.9 px seen)
     fig.update_layout(barmode="group", uniformtext=dict(minsize=10, mode="hide"))
@@ -81,15 +66,13 @@ def _add_deltas(fig: go.Figure, table: pd.DataFrame) -> None:
         delta = table[f"{col}_delta"].to_numpy()
         with np.errstate(divide="ignore", invalid="ignore"):
             relative = delta / table[f"{col}_a"].to_numpy()
+        outline = [SLOWER_COLOR if d > 0 else FASTER_COLOR for d in np.nan_to_num(delta)]
         fig.add_bar(
             x=names,
             y=delta,
             name=f"Δ {col.removesuffix('_ms')}",
             marker_color=PERCENTILE_COLORS[col],
-            marker_line=dict(
-                color=[SLOWER_COLOR if d > 0 else FASTER_COLOR for d in np.nan_to_num(delta)],
-                width=2,
-            ),
+            marker_line=dict(color=outline, width=2),
             text=["" if not np.isfinite(r) else f"{100 * r:+.1f}%" for r in relative],
             textangle=-90,  # upright, three neighbours' labels ran together ("+475.9%+426.0%+366.3%")
             legendgroup="delta",
@@ -132,9 +115,10 @@ def ratio_figure(result: dict, metric: str = "p50", title: str | None = None) ->
             continue
         names = ["end to end" if e["name"] == "end_to_end" else e["name"] for e in entries]
         ratio = [_nan(e.get(f"{metric}_ratio")) for e in entries]
-        lo = [_nan(e.get(f"{metric}_ci", [None, None])[0]) for e in entries]
-        hi = [_nan(e.get(f"{metric}_ci", [None, None])[1]) for e in entries]
+        lo, hi = ([_nan(e.get(f"{metric}_ci", [None, None])[i]) for e in entries] for i in (0, 1))
+        above, below = np.subtract(hi, ratio).tolist(), np.subtract(ratio, lo).tolist()
         verdicts = [e.get("verdict", "") for e in entries]
+        colors = [VERDICT_COLORS.get(v, "#333333") for v in verdicts]
         b = comp.get("b", 1)
         name = f"{labels[b] if b < len(labels) else 'B'} / {labels[0] if labels else 'A'}"
         fig.add_scatter(
@@ -143,17 +127,9 @@ def ratio_figure(result: dict, metric: str = "p50", title: str | None = None) ->
             mode="markers",
             name=name,
             text=verdicts,
-            marker=dict(
-                size=11,
-                color=[VERDICT_COLORS.get(v, "#333333") for v in verdicts],
-                line=dict(color="#333333", width=1),
-            ),
+            marker=dict(size=11, color=colors, line=dict(color="#333333", width=1)),
             error_y=dict(
-                type="data",
-                symmetric=False,
-                array=np.subtract(hi, ratio).tolist(),
-                arrayminus=np.subtract(ratio, lo).tolist(),
-                color="#555555",
+                type="data", symmetric=False, array=above, arrayminus=below, color="#555555"
             ),
             hovertemplate=f"%{{x}}<br>{metric} ratio %{{y:.3f}}<br>%{{text}}<extra>{name}</extra>",
         )

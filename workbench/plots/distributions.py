@@ -7,6 +7,7 @@ does not grow with the number of requests.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -28,31 +29,30 @@ DISTRIBUTION_KINDS = ("histogram", "cdf")  # figure styles; trace event kinds: w
 BINS = 60  # of the histogram, over the range of its values
 
 
-def latency_samples(
-    requests: pd.DataFrame, stages: pd.DataFrame, stage: str | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """(measured, warm-up) int64 ns durations of successful requests for ``stage`` (None = end to end)."""
+def stage_samples(
+    figure: str,
+    requests: pd.DataFrame,
+    stages: pd.DataFrame,
+    stage_order: list[str],
+    stage: str | None,
+) -> tuple[str, str, np.ndarray, np.ndarray]:
+    """``(label, color, measured, warm-up)`` of ``stage`` (None: end to end), the int64 ns durations
+    of its successful requests; ConfigError for a stage not in ``stage_order``."""
     ok = requests[requests["ok"].astype(bool)]
     warm_ids = set(ok.loc[ok["warmup"].astype(bool), "request"].tolist())
     if stage is None:
-        durs, ids = ok["dur_ns"], ok["request"]
+        label, color, durs, ids = "end to end", "#333333", ok["dur_ns"], ok["request"]
+    elif stage not in stage_order:
+        raise ConfigError(
+            f"{figure}: stage={stage!r} is not in the pipeline's stages {list(stage_order)}"
+        )
     else:
+        label, color = stage, stage_color(list(stage_order).index(stage))
         rows = stages[(stages["stage"] == stage) & stages["request"].isin(ok["request"])]
         durs, ids = rows["dur_ns"], rows["request"]
     is_warm = ids.isin(warm_ids).to_numpy()
     values = durs.astype("int64").to_numpy()
-    return values[~is_warm], values[is_warm]
-
-
-def stage_pick(figure: str, stage: str | None, stage_order: list[str]) -> tuple[str, str]:
-    """``(label, color)`` of ``stage`` (None: end to end); ConfigError for a stage not in ``stage_order``."""
-    if stage is None:
-        return "end to end", "#333333"
-    if stage not in stage_order:
-        raise ConfigError(
-            f"{figure}: stage={stage!r} is not in the pipeline's stages {list(stage_order)}"
-        )
-    return stage, stage_color(list(stage_order).index(stage))
+    return label, color, values[~is_warm], values[is_warm]
 
 
 def distribution_figure(
@@ -70,46 +70,39 @@ def distribution_figure(
     end to end). Traces, in order: measured, warm-up if any, dotted p50, p95, p99 ("p50 1.23 ms")."""
     if kind not in DISTRIBUTION_KINDS:
         raise ConfigError(f"distribution_figure: kind={kind!r}; use one of {DISTRIBUTION_KINDS}")
-    label, color = stage_pick("distribution_figure", stage, stage_order)
+    samples = stage_samples("distribution_figure", requests, stages, stage_order, stage)
+    label, color, measured, warm = samples
     title = title or f"Latency distribution: {label}"
-    measured, warm = latency_samples(requests, stages, stage)
     if measured.size == 0 and warm.size == 0:
         return empty_figure(f"no successful requests for {label}", title)
+    both = np.concatenate([measured, warm])
+    add = (
+        partial(_add_hist, edges=_edges(both, log_x))
+        if kind == "histogram"
+        else partial(_add_cdf, max_points=max_points)
+    )
     fig = go.Figure()
-    if kind == "histogram":
-        edges = _edges(np.concatenate([measured, warm]), log_x)
-        _add_hist(fig, measured, edges, f"measured (n={measured.size})", color)
-        if warm.size:
-            _add_hist(fig, warm, edges, f"warm-up (n={warm.size})", WARMUP_COLOR)
-        yaxis = "requests"
-    else:
-        _add_cdf(fig, measured, max_points, f"measured (n={measured.size})", color)
-        if warm.size:
-            _add_cdf(fig, warm, max_points, f"warm-up (n={warm.size})", WARMUP_COLOR)
-        yaxis = "fraction of requests <= x (in nines)"
+    add(fig, measured, f"measured (n={measured.size})", color)
+    if warm.size:
+        add(fig, warm, f"warm-up (n={warm.size})", WARMUP_COLOR)
     top = max((max(t.y) for t in fig.data), default=1)
     _add_markers(fig, measured, float(top))
     if kind == "cdf":
         fig.update_yaxes(**nines_axis(max(measured.size, warm.size)))
-    fig.update_xaxes(**value_axis(log_x, "ms", np.concatenate([measured, warm]) / NS_PER_MS))
+    fig.update_xaxes(**value_axis(log_x, "ms", both / NS_PER_MS))
     scale = ", log scale" if log_x else ""
+    yaxis = "requests" if kind == "histogram" else "fraction of requests <= x (in nines)"
     return layout(fig, title, xaxis_title=f"{label} latency (ms{scale})", yaxis_title=yaxis)
 
 
 def _edges(values_ns: np.ndarray, log_x: bool) -> np.ndarray:
     """The histogram's :data:`BINS` bins, log-spaced on a log axis."""
     lo, hi = float(values_ns.min()) / NS_PER_MS, float(values_ns.max()) / NS_PER_MS
-    if hi <= lo:
-        hi = lo * 1.01 + 1e-6
-    if log_x:
-        lo = max(lo, 1e-6)
-        return np.geomspace(lo, hi, BINS + 1)
-    return np.linspace(lo, hi, BINS + 1)
+    hi = hi if hi > lo else lo * 1.01 + 1e-6
+    return np.geomspace(max(lo, 1e-6), hi, BINS + 1) if log_x else np.linspace(lo, hi, BINS + 1)
 
 
-def _add_hist(
-    fig: go.Figure, values_ns: np.ndarray, edges: np.ndarray, name: str, color: str
-) -> None:
+def _add_hist(fig: go.Figure, values_ns: np.ndarray, name: str, color: str, edges) -> None:
     """A step outline over the bin edges: x = edges, y = counts (last repeated), shape 'hv'."""
     counts, _ = np.histogram(
         np.clip(values_ns / NS_PER_MS, edges[0], edges[-1]), bins=edges
@@ -147,7 +140,7 @@ def nines_axis(n: int) -> dict:
     )
 
 
-def _add_cdf(fig: go.Figure, values_ns: np.ndarray, max_points: int, name: str, color: str) -> None:
+def _add_cdf(fig: go.Figure, values_ns: np.ndarray, name: str, color: str, max_points: int) -> None:
     """The CDF with its height in :func:`nines` (the fraction itself in the hover, as ``customdata``)."""
     if values_ns.size == 0:
         return
@@ -202,9 +195,10 @@ def survival_figure(
 ) -> go.Figure:
     """Share of measured successful requests at least x ms long (log x, log y). Traces, in order:
     "measured (n=N)", "p99 X ms", the maximum, then p99.9 with its interval or the count it needs."""
-    label, color = stage_pick("survival_figure", stage, stage_order)
+    label, color, measured, _ = stage_samples(
+        "survival_figure", requests, stages, stage_order, stage
+    )
     title = title or f"Far tail: {label} (share of requests at least this slow)"
-    measured, _ = latency_samples(requests, stages, stage)
     if measured.size == 0:
         return empty_figure(f"no successful measured requests for {label}", title)
     x, y = survival_points(measured, max_points)

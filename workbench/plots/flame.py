@@ -115,14 +115,9 @@ def flame_figure(
     legend = kind_legend(keys)
     fig.add_annotation(text=legend, y=1.0, align="left", **ABOVE)
     if len(gpu):
-        fig.add_annotation(
-            text=f"GPU work per stage: kernels and copies (width = GPU time, "
-            f"{format_ns(int(gpu['gpu_ns'].sum()))} in all)",
-            y=GPU_PANEL + 0.01,
-            align="left",
-            name="gpu panel",
-            **ABOVE,
-        )
+        total = format_ns(int(gpu["gpu_ns"].sum()))
+        text = f"GPU work per stage: kernels and copies (width = GPU time, {total} in all)"
+        fig.add_annotation(text=text, y=GPU_PANEL + 0.01, align="left", name="gpu panel", **ABOVE)
     default = "Flame graph"
     if share is not None:
         of = "of the total" if gpu.empty else "of the host and of the GPU time"
@@ -144,21 +139,17 @@ def flame_figure(
 
 def _icicle(shown: pd.DataFrame, keys: list[str], max_depth: int | None) -> go.Icicle:
     """The host tree's icicle: ids and parents as text, values the displayed totals, colored by kind."""
-    names = shown["name"].astype(str).tolist()
     parents = shown["parent"].astype("int64").to_numpy()
-    nbytes = shown["bytes"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
     return go.Icicle(
         ids=shown["id"].astype(str).tolist(),
         parents=["" if p == -1 else str(p) for p in parents],
-        labels=[_clip(n, LABEL_CHARS) for n in names],
+        labels=[_clip(n, LABEL_CHARS) for n in shown["name"].astype(str)],
         values=display_totals(shown),
         branchvalues="total",
         sort=False,
         maxdepth=max_depth if max_depth else -1,
         marker=dict(colors=[KIND_COLORS[k] for k in keys]),
-        customdata=_hover_rows(
-            names, keys, [shown["total_ns"], shown["self_ns"]], shown["count"], nbytes
-        ),
+        customdata=_hover_rows(shown, keys, ["total_ns", "self_ns"]),
         hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>total %{customdata[2]} (%{percentRoot:.1%} of all)"
         "<br>self %{customdata[3]}<br>count %{customdata[4]}<br>bytes %{customdata[5]}<extra></extra>",
         tiling=dict(orientation="v"),
@@ -170,18 +161,14 @@ def _add_gpu_panel(fig: go.Figure, gpu: pd.DataFrame) -> list[str]:
     """The GPU work icicle (stage -> kernel/copy, width = GPU time); the palette keys it uses."""
     stages = gpu.groupby("stage", sort=False).agg(gpu_ns=("gpu_ns", "sum"), count=("count", "sum"))
     keys = [kind_key(k, n) for k, n in zip(gpu["kind"].tolist(), gpu["name"].tolist())]
-    nbytes = gpu["bytes"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
     ids = [f"gpu:{s}" for s in stages.index] + [f"gpu:{s}:{i}" for i, s in enumerate(gpu["stage"])]
+    names = [
+        _wrap(kernel_label(n) if k == "kernel" else n) for n, k in zip(gpu["name"], gpu["kind"])
+    ]
     fig.add_icicle(
         ids=ids,
         parents=[""] * len(stages) + [f"gpu:{s}" for s in gpu["stage"]],
-        labels=[
-            *stages.index,
-            *(
-                _wrap(kernel_label(n) if k == "kernel" else n)
-                for n, k in zip(gpu["name"], gpu["kind"])
-            ),
-        ],
+        labels=[*stages.index, *names],
         values=[*stages["gpu_ns"].tolist(), *gpu["gpu_ns"].tolist()],
         branchvalues="total",
         sort=False,
@@ -191,7 +178,7 @@ def _add_gpu_panel(fig: go.Figure, gpu: pd.DataFrame) -> list[str]:
             [s, "stage", format_ns(t), str(c), "-"]
             for s, t, c in zip(stages.index, stages["gpu_ns"], stages["count"])
         ]
-        + _hover_rows(gpu["name"], keys, [gpu["gpu_ns"]], gpu["count"], nbytes),
+        + _hover_rows(gpu, keys, ["gpu_ns"]),
         hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>GPU %{customdata[2]} (%{percentRoot:.1%} of the "
         "stage)<br>count %{customdata[3]}<br>bytes %{customdata[4]}<extra></extra>",
         tiling=dict(orientation="v"),
@@ -232,20 +219,21 @@ def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _hover_rows(names, keys: list[str], times: list, counts, nbytes) -> list[list[str]]:
-    """Per node: its name, kind, each of ``times`` (ns), count and bytes, as text."""
+def _hover_rows(table: pd.DataFrame, keys: list[str], times: list[str]) -> list[list[str]]:
+    """Per node: its name, kind, each of the ``times`` columns (ns), count and bytes, as text."""
+    nbytes = table["bytes"].astype("Float64").to_numpy(dtype="float64", na_value=np.nan)
+    columns = (table["name"].astype(str), keys, table["count"], nbytes, *(table[t] for t in times))
     return [
         [_clip(n, HOVER_CHARS), KIND_LABELS[k], *map(format_ns, ts), str(c)]
         + [format_bytes(b) if b > 0 else "-"]
-        for n, k, c, b, *ts in zip(names, keys, counts, nbytes, *times)
+        for n, k, c, b, *ts in zip(*columns)
     ]
 
 
 def kind_legend(keys: list[str]) -> str:
     """HTML lines (of :data:`LEGEND_CHARS`) of colored squares and names of the kinds present."""
-    present = [k for k in KIND_COLORS if k in set(keys)]
     out, width = "", 0
-    for k in present:
+    for k in [k for k in KIND_COLORS if k in set(keys)]:
         entry = f"■ {KIND_LABELS[k]}"
         if width and width + 3 + len(entry) > LEGEND_CHARS:
             out, width = out + "<br>", 0
@@ -256,17 +244,11 @@ def kind_legend(keys: list[str]) -> str:
     return out
 
 
-def trace_flame_figure(
-    events: Trace | pd.DataFrame,
-    *,
-    title: str | None = None,
-    max_nodes: int = 2_000,
-    max_depth: int | None = None,
-) -> go.Figure:
-    """:func:`flame_figure` of ``workbench.analysis.flame.flame_tree(events)``."""
+def trace_flame_figure(events: Trace | pd.DataFrame, **kwargs) -> go.Figure:
+    """:func:`flame_figure` (and its keywords) of ``workbench.analysis.flame.flame_tree(events)``."""
     if Trace.of(events).events.empty:
-        return empty_figure("no events in this trace", title or "Flame graph")
-    return flame_figure(flame_tree(events), title=title, max_nodes=max_nodes, max_depth=max_depth)
+        return empty_figure("no events in this trace", kwargs.get("title") or "Flame graph")
+    return flame_figure(flame_tree(events), **kwargs)
 
 
 def differential_flame_figure(
@@ -276,33 +258,33 @@ def differential_flame_figure(
     widths are the tail set's shares of the samples, colour the tail share minus the median share.
     ``stacks``: the ``stacks`` object of ``show --json`` (:mod:`workbench.analysis.stacks`)."""
     stages = (stacks or {}).get("stages") or {}
-    if not stages:
-        return empty_figure(
-            "no sampled stacks in this run (profile with stack sampling on)",
-            title or "Slow minus median",
-        )
-    if stage is None:
+    if stage is None and stages:
         named = (stacks.get("headline") or "").split(",")[0]
         stage = named if named in stages else next(iter(stages))
     tree = stages[stage]["tree"] if stage in stages else []
-    if not tree:
-        return empty_figure(f"no sampled stacks in stage {stage!r}", title or "Slow minus median")
-    label = "1 %" if stacks.get("tail_set") == "slowest_1pct" else "5 %"
-    samples = stages[stage]["samples"]
-    counts = (samples.get(stacks.get("tail_set"), 0), samples.get("median", 0))
+    samples = stages[stage]["samples"] if tree else {}
+    counts = (samples.get((stacks or {}).get("tail_set"), 0), samples.get("median", 0))
     told = f"{counts[0]} slow and {counts[1]} median samples"
-    if min(counts) < MIN_STACK_SAMPLES:  # shares of 0 or 1 samples drew one solid box
-        return empty_figure(
-            f"too few sampled stacks in {stage} to compare: {told} (at least {MIN_STACK_SAMPLES} each)",
-            title or "Slow minus median",
-        )
+    # too few: shares of 0 or 1 samples drew one solid box
+    why = (
+        "no sampled stacks in this run (profile with stack sampling on)"
+        if not stages
+        else f"no sampled stacks in stage {stage!r}"
+        if not tree
+        else f"too few sampled stacks in {stage} to compare: {told} (at least {MIN_STACK_SAMPLES} each)"
+        if min(counts) < MIN_STACK_SAMPLES
+        else None
+    )
+    if why:
+        return empty_figure(why, title or "Slow minus median")
+    label = "1 %" if stacks.get("tail_set") == "slowest_1pct" else "5 %"
     growth = [n["tail"] - n["median"] for n in tree]
-    fig = _difference_icicle(
+    trace = _difference_trace(
         tree,
         [max(n["tail"], 1e-9) for n in tree],
         growth,
-        limit=1,
-        colorbar=dict(title="slow - median", tickformat=".0%"),
+        1,
+        dict(colorbar=dict(title="slow - median", tickformat=".0%")),
         customdata=[[n["tail"], n["median"], g] for n, g in zip(tree, growth)],
         hovertemplate=(
             f"%{{label}}<br>slowest {label}: %{{customdata[0]:.1%}}<br>median: %{{customdata[1]:.1%}}"
@@ -310,7 +292,10 @@ def differential_flame_figure(
         ),
     )
     default = f"{stage}: slowest {label} minus median (sampled stacks; {told})"
-    return layout(fig, title or default, margin=dict(l=10, r=10, t=80, b=10))
+    margin = dict(l=10, r=10, t=80, b=10)
+    return layout(
+        go.Figure(trace), title or default, margin=margin, uniformtext=SMALL_LABELS_HIDDEN
+    )
 
 
 def traced_tail_figure(view: dict | None, *, title: str | None = None) -> go.Figure:
@@ -322,12 +307,12 @@ def traced_tail_figure(view: dict | None, *, title: str | None = None) -> go.Fig
         )
     diff_ms = [ns_to_ms(n["slow_ns"] - n["median_ns"]) for n in tree]
     keys = [kind_key(n["kind"], n["name"]) for n in tree]
-    fig = _difference_icicle(
+    trace = _difference_trace(
         tree,
         [max(n["slow_ns"], 1) for n in tree],
         diff_ms,
-        limit=max(abs(d) for d in diff_ms) or 1.0,
-        colorbar=dict(title="slow - median (ms)"),
+        max(abs(d) for d in diff_ms) or 1.0,
+        dict(colorbar=dict(title="slow - median (ms)")),
         customdata=[
             [format_ns(n["slow_ns"]), format_ns(n["median_ns"]), KIND_LABELS[k]]
             for n, k in zip(tree, keys)
@@ -336,38 +321,30 @@ def traced_tail_figure(view: dict | None, *, title: str | None = None) -> go.Fig
         "%{customdata[1]} per request<extra></extra>",
     )
     return layout(
-        fig,
+        go.Figure(trace),
         (title or "Slowest traced requests against the median ones")
         + f"<br><sup>{view['note']}</sup>",
         margin=dict(l=10, r=10, t=90, b=10),
+        uniformtext=SMALL_LABELS_HIDDEN,
     )
 
 
-def _difference_icicle(
-    tree: list[dict], values: list, diff: list, limit: float, colorbar: dict, **hover
-) -> go.Figure:
-    """An icicle of ``tree`` (dicts: ``id``, ``parent``, ``name``) coloured red (slower) to blue by ``diff``."""
-    labels = [_clip(n["name"], LABEL_CHARS) for n in tree]
-    trace = _difference_trace(
-        tree, labels, values, diff, limit, "remainder", {"colorbar": colorbar}
-    )
-    return go.Figure(trace.update(**hover), layout=dict(uniformtext=SMALL_LABELS_HIDDEN))
-
-
-def _difference_trace(tree, labels, values, diff, limit, branchvalues, scale: dict) -> go.Icicle:
-    """The icicle trace of :func:`_difference_icicle`, ``diff`` from ``-limit`` to ``limit``."""
+def _difference_trace(tree: list[dict], values, diff, limit: float, scale: dict, **kw) -> go.Icicle:
+    """An icicle of ``tree`` (dicts: ``id``, ``parent``, ``name``) coloured red (slower) to blue by
+    ``diff`` from ``-limit`` to ``limit``; ``scale``: the marker's colorbar options."""
+    kw.setdefault("labels", [_clip(n["name"], LABEL_CHARS) for n in tree])
     marker = dict(
         colors=diff, colorscale="RdBu", reversescale=True, cmid=0, cmin=-limit, cmax=limit
     )
     return go.Icicle(
         ids=[str(n["id"]) for n in tree],
         parents=["" if n["parent"] == -1 else str(n["parent"]) for n in tree],
-        labels=labels,
         values=values,
-        branchvalues=branchvalues,
+        branchvalues=kw.pop("branchvalues", "remainder"),
         sort=False,
         marker=marker | scale,
         tiling=dict(orientation="v"),
+        **kw,
     )
 
 
@@ -385,33 +362,34 @@ def wait_flame_figure(flames: dict[str, Any] | None, *, title: str | None = None
             title or default,
         )
     n = flames["requests"]
-    diffs = {
-        k: [ns_to_ms(x["tail_ns"]) / n["tail"] - ns_to_ms(x["median_ns"]) / n["median"] for x in t]
+    # per tree, per node: (slow, median, slow - median), ms per request
+    ms = {
+        k: [(ns_to_ms(x["tail_ns"]) / n["tail"], ns_to_ms(x["median_ns"]) / n["median"]) for x in t]
         for k, t in trees.items()
     }
-    limit = max((abs(d) for ds in diffs.values() for d in ds), default=0.0) or 1.0
+    rows = {k: [[s, m, s - m] for s, m in v] for k, v in ms.items()}
+    limit = max((abs(r[2]) for rs in rows.values() for r in rs), default=0.0) or 1.0
     fig = make_subplots(
         rows=1, cols=2, specs=[[{"type": "domain"}] * 2], subplot_titles=list(TITLES.values())
     )
     for col, (key, tree) in enumerate(trees.items(), start=1):
-        labels = [
-            WAIT_WORDS.get(x["name"], x["name"]) if x["kind"] == "class" else x["name"]
-            for x in tree
-        ]
-        scale = dict(showscale=col == 2, colorbar=dict(title="slow - median (ms)"))
         trace = _difference_trace(
-            tree, labels, [x["tail_ns"] for x in tree], diffs[key], limit, "total", scale
-        )
-        trace.update(
-            customdata=[
-                [ns_to_ms(x["tail_ns"]) / n["tail"], ns_to_ms(x["median_ns"]) / n["median"], d]
-                for x, d in zip(tree, diffs[key])
+            tree,
+            [x["tail_ns"] for x in tree],
+            [r[2] for r in rows[key]],
+            limit,
+            dict(showscale=col == 2, colorbar=dict(title="slow - median (ms)")),
+            labels=[
+                WAIT_WORDS.get(x["name"], x["name"]) if x["kind"] == "class" else x["name"]
+                for x in tree
             ],
+            branchvalues="total",
+            customdata=rows[key],
             hovertemplate="%{label}<br>slow: %{customdata[0]:.3g} ms per request<br>median: "
             "%{customdata[1]:.3g} ms<br>slow - median: %{customdata[2]:+.3g} ms<extra></extra>",
         )
         fig.add_trace(trace, row=1, col=col)
     label = "1 %" if flames["tail_set"] == "slowest_1pct" else "5 %"
     text = title or f"{default}: the slowest {label} ({n['tail']} requests) against the median"
-    fig.update_layout(uniformtext=SMALL_LABELS_HIDDEN)
-    return layout(fig, text, margin=dict(l=10, r=10, t=90, b=10))
+    margin = dict(l=10, r=10, t=90, b=10)
+    return layout(fig, text, margin=margin, uniformtext=SMALL_LABELS_HIDDEN)

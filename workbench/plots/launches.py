@@ -10,15 +10,16 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..analysis.gpu_timeline import gpu_time_summary
 from ..analysis.launches import launch_distribution, launch_pair_summary, steady_launch_pairs
 from ..trace import Trace
 from ..analysis.trace_stages import launch_verdict
 from ..units import NS_PER_US
 from .style import (
+    CENTER,
     KIND_COLORS,
     NO_GPU_EVENTS,
     PERCENTILE_COLORS,
+    add_bars,
     add_step_area,
     decade_ticks,
     empty_figure,
@@ -26,11 +27,14 @@ from .style import (
     log_axis,
     log_edges,
     positive_extent,
+    value_axis,
 )
 
 BINS = 40
 # the verdict's line length at 17 px: one 150-character line ran out of a 1150 px figure
 TITLE_CHARS = 110
+# the panels after the launch delay's (top left), row by row
+PANEL_TITLES = ("launch call vs GPU time (count)", "percentiles (us)", "short kernels")
 
 
 def launch_figure(
@@ -43,36 +47,20 @@ def launch_figure(
     pairs = steady_launch_pairs(events)  # cold start apart, as in the verdict of the title
     if pairs.empty:
         return empty_figure(
-            NO_GPU_EVENTS
-            if gpu_time_summary(events)["span_ns"] is None
-            else "no kernel launches joined to GPU work",
+            NO_GPU_EVENTS if events.gpu_work.empty else "no kernel launches joined to GPU work",
             title or "Kernel launches",
         )
     summary = launch_pair_summary(pairs)
     _, sentence = launch_verdict(events)
     delay_us = pairs["launch_delay_ns"].to_numpy() / NS_PER_US
     zero = int((delay_us <= 0).sum())
+    zeros = f" ({zero} of {delay_us.size} zero, not on the log axis)" if zero else ""
+    titles = ("launch delay" + zeros, *PANEL_TITLES)
     fig = make_subplots(
-        rows=2,
-        cols=2,
-        vertical_spacing=0.16,
-        horizontal_spacing=0.12,
-        subplot_titles=(
-            f"launch delay ({zero} of {delay_us.size} zero, not on the log axis)"
-            if zero
-            else "launch delay",
-            "launch call vs GPU time (count)",
-            "percentiles (us)",
-            "short kernels",
-        ),
+        rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.12, subplot_titles=titles
     )
     _delay_hist(fig, delay_us, bins)
-    _cpu_vs_gpu(
-        fig,
-        pairs["cpu_dur_ns"].to_numpy() / NS_PER_US,
-        pairs["gpu_dur_ns"].to_numpy() / NS_PER_US,
-        bins,
-    )
+    _cpu_vs_gpu(fig, pairs, bins)
     dist = launch_distribution(pairs)
     _percentiles(fig, dist)
     short_share = _short_kernels(fig, summary)
@@ -110,13 +98,11 @@ def _delay_hist(fig: go.Figure, delay_us: np.ndarray, bins: int) -> None:
     if positive.size == 0:
         fig.add_annotation(
             text="every launch delay is zero",
-            x=0.5,
-            y=0.5,
             xref="x domain",
             yref="y domain",
-            showarrow=False,
             row=1,
             col=1,
+            **CENTER,
         )
         return
     edges = log_edges(positive, bins)
@@ -124,16 +110,13 @@ def _delay_hist(fig: go.Figure, delay_us: np.ndarray, bins: int) -> None:
     hover = "from %{x:.3g} us<br>%{y} launches<extra></extra>"
     color = KIND_COLORS["runtime"]
     add_step_area(fig, edges, counts, "launch delay", color, hover, showlegend=False, row=1, col=1)
-    fig.update_xaxes(
-        title_text="launch delay (us, log scale)",
-        row=1,
-        col=1,
-        **log_axis(*positive_extent(positive), "us"),
-    )
+    axis = value_axis(True, "us", positive)
+    fig.update_xaxes(title_text="launch delay (us, log scale)", row=1, col=1, **axis)
     fig.update_yaxes(title_text="launches", row=1, col=1)
 
 
-def _cpu_vs_gpu(fig: go.Figure, cpu_us: np.ndarray, gpu_us: np.ndarray, bins: int) -> None:
+def _cpu_vs_gpu(fig: go.Figure, pairs: pd.DataFrame, bins: int) -> None:
+    cpu_us, gpu_us = (pairs[c].to_numpy() / NS_PER_US for c in ("cpu_dur_ns", "gpu_dur_ns"))
     edges = np.log10(log_edges(np.concatenate([cpu_us, gpu_us]), bins))
     counts, _, _ = np.histogram2d(
         np.log10(np.maximum(cpu_us, 10 ** edges[0])),
@@ -173,19 +156,11 @@ def _cpu_vs_gpu(fig: go.Figure, cpu_us: np.ndarray, gpu_us: np.ndarray, bins: in
 def _percentiles(fig: go.Figure, dist: pd.DataFrame) -> None:
     """p50/p90/p99 bars per metric; the log axis starts a decade below the smallest (else a sliver)."""
     names = {"cpu_dur": "launch call", "launch_delay": "launch delay", "gpu_dur": "GPU time"}
-    shown = []
-    for col, color in zip(("p50_ns", "p90_ns", "p99_ns"), PERCENTILE_COLORS.values()):
-        y = dist[col].to_numpy(dtype=float) / NS_PER_US
-        shown.append(y)
-        fig.add_bar(
-            x=[names[m] for m in dist["metric"]],
-            y=y,
-            name=col.removesuffix("_ns"),
-            marker_color=color,
-            legendgroup="percentiles",
-            hovertemplate="%{x} " + col.removesuffix("_ns") + " %{y:.3f} us<extra></extra>",
-            row=2,
-            col=1,
-        )
-    lo, hi = positive_extent(*shown)
+    parts = [
+        (col.removesuffix("_ns"), dist[col].to_numpy(dtype=float) / NS_PER_US, color)
+        for col, color in zip(("p50_ns", "p90_ns", "p99_ns"), PERCENTILE_COLORS.values())
+    ]
+    x = [names[m] for m in dist["metric"]]
+    add_bars(fig, x, parts, "%{x} ", "us", legendgroup="percentiles", row=2, col=1)
+    lo, hi = positive_extent(*(values for _, values, _ in parts))
     fig.update_yaxes(title_text="us (log scale)", row=2, col=1, **log_axis(lo / 10, hi, "us"))

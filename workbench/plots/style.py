@@ -115,6 +115,8 @@ def _human(n: float | int | None, units: tuple) -> str:
     return f"{n:.0f} {units[-1][0]}"
 
 
+# an annotation centred on its axes' domain (xref/yref say which)
+CENTER = dict(x=0.5, y=0.5, showarrow=False)
 # an annotation at the plot's left edge, its lines growing upwards from its y (paper coordinates)
 ABOVE = dict(x=0, xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False)
 _AXIS = dict(
@@ -190,9 +192,7 @@ def require_columns(table, needed, subject: str, hint: str) -> None:
 def empty_figure(message: str, title: str | None = None) -> go.Figure:
     """A figure with no data and one centered annotation saying why (never an exception)."""
     fig = go.Figure()
-    fig.add_annotation(
-        text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16)
-    )
+    fig.add_annotation(text=message, xref="paper", yref="paper", font=dict(size=16), **CENTER)
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     return layout(fig, title)
@@ -205,9 +205,7 @@ def log_edges(values: np.ndarray, bins: int, floor: float = 1e-3) -> np.ndarray:
     """``bins + 1`` log-spaced edges covering ``values`` (clipped up to ``floor``, in the values' unit)."""
     v = np.maximum(np.asarray(values, dtype=float), floor)
     lo, hi = (float(v.min()), float(v.max())) if v.size else (floor, floor * 10)
-    if hi <= lo:
-        hi = lo * 10
-    return np.geomspace(lo, hi, bins + 1)
+    return np.geomspace(lo, hi if hi > lo else lo * 10, bins + 1)
 
 
 def decade_ticks(lo_log10: float, hi_log10: float, unit: str) -> dict:
@@ -225,8 +223,7 @@ def log_axis(lo: float, hi: float, unit: str) -> dict:
     if not (hi > lo and math.isfinite(hi)):
         hi = lo * 10
     first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-    if last <= first:
-        last = first + 1
+    last = max(last, first + 1)
     return dict(
         type="log",
         dtick=1,
@@ -249,6 +246,23 @@ def add_step_area(fig: go.Figure, edges, heights, name: str, color: str, hover: 
     fig.add_scatter(
         x=edges, y=y, name=name, mode="lines", line=line, fill="tozeroy", hovertemplate=hover, **kw
     )
+
+
+def add_bars(
+    fig: go.Figure, labels, parts, where: str = "%{x}<br>", unit: str = "ms", **kw
+) -> None:
+    """A bar per ``(name, values, color)`` of ``parts`` over ``labels``, its hover ``<where><name>
+    <value> <unit>``; ``orientation="h"`` lays the values along x."""
+    across = kw.get("orientation") == "h"
+    for name, values, color in parts:
+        values = np.asarray(values, dtype=float)
+        fig.add_bar(
+            **(dict(x=values, y=labels) if across else dict(x=labels, y=values)),
+            name=name,
+            marker_color=color,
+            hovertemplate=f"{where}{name} %{{{'x' if across else 'y'}:.3f}} {unit}<extra></extra>",
+            **kw,
+        )
 
 
 def add_sla_line(fig: go.Figure, x: list[float], sla_ms: float) -> None:

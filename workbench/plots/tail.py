@@ -52,10 +52,7 @@ def tail_figure(tail: dict[str, Any], *, title: str | None = None) -> go.Figure:
         if part
         for line in textwrap.wrap(part.replace(" %", "\u00a0%"), NOTE_CHARS)
     ]
-    fig.update_layout(
-        barmode="stack",
-        xaxis={"tickformat": ".0%", "range": [0, 1]},
-    )
+    fig.update_layout(barmode="stack", xaxis={"tickformat": ".0%", "range": [0, 1]})
     # the headline under the title, its lines growing upwards from just above the plot
     note = dict(text="<br>".join(lines), y=1.02, align="left", font={"size": 12}, **ABOVE)
     extra = {"annotations": [note]} if lines else {}
@@ -108,25 +105,19 @@ def latency_over_run_figure(
             customdata=part["request"],
             hovertemplate="request %{customdata}: %{y:.3f} ms<extra>" + name + "</extra>",
         )
-    _ring(fig, requests, picked)
+    ring = requests[requests["request"] == picked] if picked is not None else requests.iloc[:0]
+    if not ring.empty:  # the picked request, ringed: a trace named "request N"
+        fig.add_scatter(
+            x=[int(picked)],
+            y=[ns_to_ms(int(ring["dur_ns"].iloc[0]))],
+            customdata=[int(picked)],
+            mode="markers",
+            name=f"request {picked}",
+            marker={"symbol": "circle-open", "size": 16, "color": "#d62728", "line": {"width": 2}},
+            hovertemplate="request %{customdata}: %{y:.3f} ms<extra>picked</extra>",
+        )
     fig.update_layout(xaxis_title="request (in order)", yaxis_title="end to end (ms)")
     return layout(fig, title or "Latency over the run")
-
-
-def _ring(fig: go.Figure, requests: pd.DataFrame, picked: int | None) -> None:
-    """Ring the picked request (a trace named ``request N``); nothing when it is not in ``requests``."""
-    row = requests[requests["request"] == picked] if picked is not None else requests.iloc[:0]
-    if row.empty:
-        return
-    fig.add_scatter(
-        x=[int(picked)],
-        y=[ns_to_ms(int(row["dur_ns"].iloc[0]))],
-        customdata=[int(picked)],
-        mode="markers",
-        name=f"request {picked}",
-        marker={"symbol": "circle-open", "size": 16, "color": "#d62728", "line": {"width": 2}},
-        hovertemplate="request %{customdata}: %{y:.3f} ms<extra>picked</extra>",
-    )
 
 
 def attribute_figure(
@@ -149,10 +140,8 @@ def attribute_figure(
     wide = stage_matrix(requests, stages, [s for s in dict.fromkeys(stages["stage"])])
     if stage not in wide.columns:
         return empty_figure(f"no stage {stage!r} in this run", title)
-    values = requests.set_index("request")[column].reindex(wide.index)
-    both = pd.DataFrame(
-        {"x": pd.to_numeric(values, errors="coerce"), "y": ns_to_ms(wide[stage])}
-    ).dropna()
+    x = pd.to_numeric(requests.set_index("request")[column].reindex(wide.index), errors="coerce")
+    both = pd.DataFrame({"x": x, "y": ns_to_ms(wide[stage])}).dropna()
     if both.empty:
         return empty_figure(f"no request with both {stage} and {attribute}", title)
     both = both.iloc[:: max(1, len(both) // max_points)]
@@ -166,10 +155,10 @@ def attribute_figure(
         name=stage,
         hovertemplate=f"request %{{customdata}}<br>{attribute} %{{x:g}}<br>{stage} %{{y:.3f}} ms<extra></extra>",
     )
+    bins = (effect or {}).get("bins") or []
+    xs = [x for b in bins for x in (b["lo"], b["hi"], None)]
     for key, dash in (("p50_ms", "solid"), ("p99_ms", "dot")):
-        bins = (effect or {}).get("bins") or []
         if bins:
-            xs = [x for b in bins for x in (b["lo"], b["hi"], None)]
             ys = [y for b in bins for y in (b[key], b[key], None)]
             fig.add_scatter(
                 x=xs, y=ys, mode="lines+markers", name=f"{key[:3]} per range", line={"dash": dash}
@@ -209,14 +198,13 @@ def request_stages_figure(
     e2e_ns = int(row["dur_ns"].iloc[0])
     names = [s for s in stage_order if s in durations.index]
     values_ns = [int(durations[s]) for s in names]
-    names.append("unattributed")
-    values_ns.append(e2e_ns - sum(values_ns))
+    values_ns.append(e2e_ns - sum(values_ns))  # unattributed: end to end minus the stages
     fig = go.Figure(
         go.Bar(
             x=[v / NS_PER_MS for v in values_ns],
-            y=names,
+            y=[*names, "unattributed"],
             orientation="h",
-            marker_color=[stage_color(i) for i in range(len(names) - 1)] + [UNATTRIBUTED_COLOR],
+            marker_color=[stage_color(i) for i in range(len(names))] + [UNATTRIBUTED_COLOR],
             hovertemplate="%{y}: %{x:.3f} ms<extra></extra>",
         )
     )

@@ -22,6 +22,7 @@ from .style import (
     KIND_COLORS,
     KIND_LABELS,
     NO_GPU_EVENTS,
+    add_bars,
     add_step_area,
     empty_figure,
     format_ns,
@@ -47,19 +48,19 @@ def gpu_timeline_figure(
     if summary["span_ns"] is None:
         return empty_figure(NO_GPU_EVENTS, title or "GPU timeline")
     busy = busy_over_time(events, bins=bins)
+    titles = ("GPU busy over time", "busy and idle per stream")
     fig = make_subplots(
-        rows=2,
-        cols=1,
-        row_heights=[0.55, 0.45],
-        vertical_spacing=0.2,
-        subplot_titles=("GPU busy over time", "busy and idle per stream"),
+        rows=2, cols=1, row_heights=[0.55, 0.45], vertical_spacing=0.2, subplot_titles=titles
     )
     x = (busy["bin_start_ns"].to_numpy() - summary["start_ns"]) / NS_PER_MS
     x = np.append(x, (busy["bin_end_ns"].iloc[-1] - summary["start_ns"]) / NS_PER_MS)
     y = 100 * busy["busy_fraction"].to_numpy()
     hover = "from %{x:.3f} ms<br>busy %{y:.1f}%<extra></extra>"
     add_step_area(fig, x, y, "busy %", KIND_COLORS["kernel"], hover, showlegend=False, row=1, col=1)
-    lanes = _add_stream_idle(fig, stream_idle(events))
+    idle = stream_idle(events)  # bottom: busy and idle time (ms) per (device, stream), stacked
+    lanes = [f"GPU {d} stream {s}" for d, s in zip(idle["device"], idle["stream"])]
+    parts = [(name, idle[col] / NS_PER_MS, color) for col, (name, color) in IDLE_PARTS.items()]
+    add_bars(fig, lanes, parts, "%{y}<br>", orientation="h", row=2, col=1)
     fig.update_xaxes(title_text="time since first GPU work (ms)", row=1, col=1)
     fig.update_yaxes(title_text="busy (%)", range=[0, 100], row=1, col=1)
     fig.update_xaxes(title_text="time (ms)", row=2, col=1)
@@ -68,28 +69,8 @@ def gpu_timeline_figure(
         f"(idle {100 * summary['idle_fraction']:.0f}%)"
     )
     return layout(
-        fig, title or head, barmode="stack", height=max(520, 420 + 24 * lanes), legend="right"
+        fig, title or head, barmode="stack", height=max(520, 420 + 24 * len(lanes)), legend="right"
     )
-
-
-def _add_stream_idle(fig: go.Figure, idle: pd.DataFrame) -> int:
-    """Bottom: busy and idle time (ms) per (device, stream), stacked; the number of lanes."""
-    lanes = [
-        f"GPU {d} stream {s}"
-        for d, s in zip(idle["device"].astype(str), idle["stream"].astype(str))
-    ]
-    for col, (name, color) in IDLE_PARTS.items():
-        fig.add_bar(
-            y=lanes,
-            x=idle[col].to_numpy() / NS_PER_MS,
-            orientation="h",
-            name=name,
-            marker_color=color,
-            hovertemplate="%{y}<br>" + name + " %{x:.3f} ms<extra></extra>",
-            row=2,
-            col=1,
-        )
-    return len(lanes)
 
 
 BREAKDOWN = {
@@ -126,14 +107,8 @@ def step_breakdown_figure(
     shown = grouped_steps(breakdown, max_bars)
     labels = shown["step"].astype(str).tolist()
     fig = go.Figure()
-    for col, (name, color) in BREAKDOWN.items():
-        fig.add_bar(
-            x=labels,
-            y=shown[col].to_numpy() / NS_PER_MS,
-            name=name,
-            marker_color=color,
-            hovertemplate="step %{x}<br>" + name + " %{y:.3f} ms<extra></extra>",
-        )
+    parts = [(name, shown[col] / NS_PER_MS, color) for col, (name, color) in BREAKDOWN.items()]
+    add_bars(fig, labels, parts, "step %{x}<br>")
     total = int(breakdown["total_ns"].sum())
     kernel = int(breakdown["kernel_ns"].sum())
     head = (
@@ -156,7 +131,7 @@ TEXT_MIN_SHARE = 0.04  # label a bar only when it spans >= 4 % of the window (ot
 
 
 def chart_rows(window: pd.DataFrame, start_ns: int, max_bars: int) -> pd.DataFrame:
-    """The bars of one window: ``lane`` (row label), ``start_ms``, ``dur_ms``, ``name``, ``key`` (palette)."""
+    """The bars of one window: ``lane`` (row label), ``start_ms``, ``dur_ns``, ``name``, ``key`` (palette)."""
     kept = window.nlargest(max_bars, "dur_ns") if len(window) > max_bars else window
     kept = kept.sort_values(["ts_ns", "dur_ns"], ascending=[True, False], kind="stable")
     gpu = kept["kind"].astype(str).isin(GPU_WORK_KINDS).to_numpy()
@@ -167,26 +142,19 @@ def chart_rows(window: pd.DataFrame, start_ns: int, max_bars: int) -> pd.DataFra
         ts, dur = lane["ts_ns"].to_numpy(np.int64), lane["dur_ns"].to_numpy(np.int64)
         depth = np.zeros(len(lane), np.int64) if is_gpu else nesting_depth(ts, dur)
         label = f"GPU {pid} stream {tid}" if is_gpu else f"thread {tid}"
-        parts.append(
-            pd.DataFrame(
-                {
-                    "lane": [f"{label} · {d}" if not is_gpu else label for d in depth.tolist()],
-                    "order": (1_000_000 if is_gpu else 0) + depth,
-                    "start_ms": (ts - start_ns) / NS_PER_MS,
-                    "dur_ms": dur / NS_PER_MS,
-                    "dur_ns": dur,
-                    "name": [stage_from_range_name(n) or n for n in lane["name"].astype(str)],
-                    "key": [
-                        kind_key(k, n)
-                        for k, n in zip(lane["kind"].astype(str), lane["name"].astype(str))
-                    ],
-                }
-            )
-        )
+        columns = {
+            "lane": [f"{label} · {d}" if not is_gpu else label for d in depth.tolist()],
+            "order": (1_000_000 if is_gpu else 0) + depth,
+            "start_ms": (ts - start_ns) / NS_PER_MS,
+            "dur_ns": dur,
+            "name": [stage_from_range_name(n) or n for n in lane["name"].astype(str)],
+            "key": list(map(kind_key, lane["kind"].astype(str), lane["name"].astype(str))),
+        }
+        parts.append(pd.DataFrame(columns))
     return (
         pd.concat(parts, ignore_index=True)
         if parts
-        else pd.DataFrame(columns=["lane", "order", "start_ms", "dur_ms", "dur_ns", "name", "key"])
+        else pd.DataFrame(columns=["lane", "order", "start_ms", "dur_ns", "name", "key"])
     )
 
 
@@ -199,15 +167,14 @@ def flame_chart_figure(
         return empty_figure("no events in this request", title)
     lanes = rows.drop_duplicates("lane").sort_values(["order", "lane"])["lane"].tolist()
     fig = go.Figure()
-    wide = rows["dur_ns"] >= TEXT_MIN_SHARE * max(
-        int(window["ts_ns"].add(window["dur_ns"]).max()) - start_ns, 1
-    )
+    span_ns = max(int(window["ts_ns"].add(window["dur_ns"]).max()) - start_ns, 1)
+    wide = rows["dur_ns"] >= TEXT_MIN_SHARE * span_ns
     rows = rows.assign(text=[n[:TEXT_CHARS] if w else "" for n, w in zip(rows["name"], wide)])
     for key in [k for k in KIND_COLORS if k in set(rows["key"])]:
         part = rows[rows["key"] == key]
         fig.add_bar(
             y=part["lane"].tolist(),
-            x=part["dur_ms"].to_numpy(),
+            x=part["dur_ns"].to_numpy() / NS_PER_MS,
             base=part["start_ms"].to_numpy(),
             orientation="h",
             name=KIND_LABELS[key],
@@ -217,8 +184,7 @@ def flame_chart_figure(
             insidetextanchor="start",
             textangle=0,
             customdata=[
-                [n[:HOVER_CHARS], format_ns(d)]
-                for n, d in zip(part["name"], part["dur_ns"].tolist())
+                [n[:HOVER_CHARS], format_ns(d)] for n, d in zip(part["name"], part["dur_ns"])
             ],
             hovertemplate="%{customdata[0]}<br>start %{base:.4f} ms<br>duration %{customdata[1]}"
             f"<extra>{KIND_LABELS[key]}</extra>",

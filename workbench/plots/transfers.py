@@ -19,6 +19,9 @@ from .style import KIND_COLORS, NO_GPU_EVENTS, copy_palette_key, empty_figure, f
 __all__ = ["copy_classes", "transfer_comparison_figure", "transfer_figure"]
 
 
+PANELS = ("bytes moved (MB)", "copy time (ms)", "achieved bandwidth (GB/s)")
+
+
 def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -> go.Figure:
     """Four panels: bytes (MB), time (ms), bandwidth (GB/s) per copy class (:func:`copy_classes`);
     ``sync_calls`` time (ms) per call name. Copies without a byte count have no bytes bar."""
@@ -27,28 +30,9 @@ def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -
     if events.gpu_work.empty and sync_calls(events).empty:
         return empty_figure(NO_GPU_EVENTS, title)
     classes, syncs = copy_classes(events), sync_calls(events)
-    fig = make_subplots(
-        rows=1,
-        cols=4,
-        horizontal_spacing=0.07,
-        subplot_titles=(
-            "bytes moved (MB)",
-            "copy time (ms)",
-            "achieved bandwidth (GB/s)",
-            "synchronizing calls (ms)",
-        ),
-    )
-    _add_copy_panels(fig, classes)
-    fig.add_bar(
-        x=syncs["name"].tolist(),
-        y=syncs["total_ns"].to_numpy() / NS_PER_MS,
-        text=[f"n={c}" for c in syncs["count"]],
-        marker_color=KIND_COLORS["sync"],
-        showlegend=False,
-        hovertemplate="%{x}<br>%{y:.3f} ms total, %{text}<extra></extra>",
-        row=1,
-        col=4,
-    )
+    titles = (*PANELS, "synchronizing calls (ms)")
+    fig = make_subplots(rows=1, cols=4, horizontal_spacing=0.07, subplot_titles=titles)
+    _add_panels(fig, classes, syncs)
     if classes.empty:
         fig.add_annotation(
             text="no copies or memsets", x=0.3, y=0.5, xref="paper", yref="paper", showarrow=False
@@ -58,38 +42,44 @@ def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -
     return layout(fig, title + _pageable_note(classes))
 
 
-def _add_copy_panels(fig: go.Figure, classes: pd.DataFrame) -> None:
-    """Panels 1-3: bytes (MB), time (ms) and bandwidth (GB/s) per copy class, colored by class."""
+def _add_panels(fig: go.Figure, classes: pd.DataFrame, syncs: pd.DataFrame) -> None:
+    """Panels 1-3: bytes (MB), time (ms) and bandwidth (GB/s) per copy class, colored by class;
+    panel 4: the synchronizing calls' time (ms) per call name."""
     labels = classes["label"].tolist()
     colors = [
         KIND_COLORS["memset" if lab == "memset" else copy_palette_key(*split_copy_key(lab))]
         for lab in labels
     ]
     nbytes = classes["bytes"].astype("Float64").to_numpy(dtype=float, na_value=np.nan)
-    panels = (
-        (nbytes / 1e6, [format_bytes(b) for b in nbytes], "%{x}<br>%{text}"),
-        (
-            classes["total_ns"].to_numpy() / NS_PER_MS,
-            [f"n={c}" for c in classes["count"]],
-            "%{x}<br>%{y:.3f} ms, %{text}",
-        ),
-        (
-            classes["gb_per_s"].to_numpy(),
-            [f"{g:.3g}" if np.isfinite(g) else "" for g in classes["gb_per_s"]],
-            "%{x}<br>%{y:.3f} GB/s",
-        ),
+    ys = (*_panel_values(classes), syncs["total_ns"].to_numpy() / NS_PER_MS)
+    texts = (
+        [format_bytes(b) for b in nbytes],
+        [f"n={c}" for c in classes["count"]],
+        [f"{g:.3g}" if np.isfinite(g) else "" for g in classes["gb_per_s"]],
+        [f"n={c}" for c in syncs["count"]],
     )
-    for col, (y, text, hover) in enumerate(panels, start=1):
+    hovers = ("%{x}<br>%{text}", "%{x}<br>%{y:.3f} ms, %{text}", "%{x}<br>%{y:.3f} GB/s")
+    hovers += ("%{x}<br>%{y:.3f} ms total, %{text}",)
+    xs = (labels,) * 3 + (syncs["name"].tolist(),)
+    panels = zip(xs, ys, texts, (colors,) * 3 + (KIND_COLORS["sync"],), hovers)
+    for col, (x, y, text, color, hover) in enumerate(panels, start=1):
         fig.add_bar(
-            x=labels,
+            x=x,
             y=y,
             text=text,
-            marker_color=colors,
+            marker_color=color,
             showlegend=False,
             hovertemplate=hover + "<extra></extra>",
             row=1,
             col=col,
         )
+
+
+def _panel_values(classes: pd.DataFrame) -> tuple[np.ndarray, ...]:
+    """Bytes (MB), copy time (ms) and bandwidth (GB/s) per copy class, NaN where none."""
+    columns = classes[["bytes", "total_ns", "gb_per_s"]].astype("Float64")
+    nbytes, total_ns, gb_per_s = columns.to_numpy(dtype=float, na_value=np.nan).T
+    return nbytes / 1e6, total_ns / NS_PER_MS, gb_per_s
 
 
 PIN_ADVICE_SHARE = 0.25  # advise pinning only where pageable copies hold this share of copy time
@@ -121,18 +111,11 @@ def transfer_comparison_figure(
     labels = list(dict.fromkeys(label for c in tables.values() for label in c["label"]))
     if not labels:
         return empty_figure("no copies in these traces", title)
-    fig = make_subplots(
-        rows=1,
-        cols=3,
-        horizontal_spacing=0.08,
-        subplot_titles=("bytes moved (MB)", "copy time (ms)", "achieved bandwidth (GB/s)"),
-    )
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08, subplot_titles=PANELS)
     colors = [KIND_COLORS[copy_palette_key(*split_copy_key(label))] for label in labels]
     for i, (name, c) in enumerate(tables.items()):
-        c = c.set_index("label").reindex(labels)
-        columns = c[["bytes", "total_ns", "gb_per_s"]].astype("Float64")
-        nbytes, total_ns, gb_per_s = columns.to_numpy(dtype=float, na_value=np.nan).T
-        for col, y in enumerate((nbytes / 1e6, total_ns / NS_PER_MS, gb_per_s), start=1):
+        values = _panel_values(c.set_index("label").reindex(labels))
+        for col, y in enumerate(values, start=1):
             fig.add_bar(
                 x=labels,
                 y=y,
@@ -145,26 +128,21 @@ def transfer_comparison_figure(
                 row=1,
                 col=col,
             )
-        _legend_entry(fig, name, i)
-    fig.update_layout(barmode="group")
+        # the run's legend entry: its pattern on grey (the bars' colours are the copy classes')
+        fig.add_bar(
+            x=[None],
+            y=[None],
+            name=name,
+            legendgroup=name,
+            offsetgroup=str(i),  # the run's slot: no extra slot in the first panel's groups
+            marker=_run_marker(LEGEND_GREY, i),
+            hoverinfo="skip",
+            row=1,
+            col=1,
+        )
     fig.update_xaxes(tickangle=-90)
     # the runs' legend in a column right of the panels: above them it sat on the first panel's title
-    return layout(fig, title, legend="right")
-
-
-def _legend_entry(fig: go.Figure, name: str, i: int) -> None:
-    """A run's legend entry: its pattern on grey (the bars' colours are the copy classes')."""
-    fig.add_bar(
-        x=[None],
-        y=[None],
-        name=name,
-        legendgroup=name,
-        offsetgroup=str(i),  # the run's slot: no extra slot in the first panel's groups
-        marker=_run_marker(LEGEND_GREY, i),
-        hoverinfo="skip",
-        row=1,
-        col=1,
-    )
+    return layout(fig, title, barmode="group", legend="right")
 
 
 def _run_marker(color, i: int) -> dict:

@@ -10,7 +10,7 @@ grows without bound.
 :class:`GenerativeExplorer`: continuous batching's knobs -> simulated TTFT, ITL and goodput, with
 live points. Step models and request lengths come from recorded continuous ``load`` runs
 (``batching.continuous.recorded_setup``), each setting's curve from ``simulated_curve`` and
-its figure from ``plots.generative.generative_figure``, with the precision's recorded runs beside
+its figure from ``plots.generative_figure``, with the precision's recorded runs beside
 it. A precision and policy's curve is cached apart, so moving the rate alone simulates one rate.
 """
 
@@ -31,7 +31,7 @@ from ..batching.simulator import WAITS_MS, batching_point, service_noise
 from ..errors import WorkbenchError
 from ..plots.batching import batching_curves_figure, queueing_breakdown_figure, wait_time_figure
 from ..plots.batching import add_measured
-from ..plots.generative import generative_figure
+from ..plots import generative_figure
 from ..record import META_FILE, Run, load_run, read_meta
 from .controller import Controller, LRUCache
 from .panes import FigurePane, MessageLine

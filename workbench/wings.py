@@ -39,6 +39,15 @@ def wing(name: str) -> ModuleType:
         ) from None
 
 
+def hook(name: str, attribute: str, absent=lambda *args: None):
+    """Wing ``name``'s hook ``attribute``, or ``absent`` (by default doing nothing) where the wing is
+    not installed: the core asks where the wing's options belong, and goes on without them."""
+    try:
+        return getattr(wing(name), attribute)
+    except WingMissing:
+        return absent
+
+
 def wing_commands() -> list:
     """The installed wings' subcommands (entry point name: the command, value: its module)."""
     return sorted(_entry_points(COMMANDS_GROUP), key=lambda ep: ep.name)

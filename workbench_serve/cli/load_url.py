@@ -222,7 +222,7 @@ def engine_from_args(args):
     if args.engine == "workbench":
         if args.expect_workers is not None or args.workers != 1:
             raise ConfigError("--workers/--expect-workers are for --engine locust")
-        return None  # (--engine locust without --url is refused by run_load_command)
+        return None  # (--engine locust without --url is refused by hooks.served_load)
     locust_available()
     return LocustEngine(args.workers, args.expect_workers, args.master_host, args.master_port)
 

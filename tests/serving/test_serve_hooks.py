@@ -1,5 +1,5 @@
-"""workbench_serve.cli.load_options: the serve wing's options of ``load``, refused where they need
-``--url`` and it is missing (before anything runs), in a plain load and in a sweep alike."""
+"""workbench_serve.hooks: the serve wing's options of ``load``, refused where they need ``--url`` and
+it is missing (before anything runs), in a plain load and in a sweep alike; the core's way to them."""
 
 import pytest
 

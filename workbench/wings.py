@@ -6,6 +6,7 @@ line saying how to install it (:class:`WingMissing`, exit 2).
 
 from __future__ import annotations
 
+import argparse
 import functools
 from types import ModuleType
 
@@ -46,6 +47,21 @@ def hook(name: str, attribute: str, absent=lambda *args: None):
         return getattr(wing(name), attribute)
     except WingMissing:
         return absent
+
+
+def absent_options(name: str, *options: str):
+    """A parser hook's ``absent``: wing ``name``'s ``options`` still parse (hidden), and one given says
+    how to install the wing (exit 2) rather than argparse's "unrecognized arguments"."""
+
+    class Given(argparse.Action):
+        def __call__(self, *given):
+            wing(name)
+
+    def add(parser, *groups) -> None:
+        for option in options:
+            parser.add_argument(option, nargs="?", action=Given, help=argparse.SUPPRESS)
+
+    return add
 
 
 def wing_commands() -> list:

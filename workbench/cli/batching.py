@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -33,7 +32,7 @@ from .output import (
     save_measured,
     stdout_to_stderr,
 )
-from ..wings import hook, wing
+from ..wings import absent_options, hook, wing
 from .profile import (
     add_fail_on_error,
     add_pipeline_arguments,
@@ -70,7 +69,7 @@ def register(subparsers) -> None:
     add_batcher_arguments(load)
     add_continuous_arguments(load)
     # the serve wing's --url, --payloads, --timeout, --otel, --engine... (a served load)
-    hook("serve", "add_load_arguments", _url_only)(load, sources)
+    hook("serve", "add_load_arguments", absent_options("serve", "--url", "--otel"))(load, sources)
     add_number(load, DURATION_S, 10.0, "seconds of arrivals (default 10)")
     add_number(load, REQUESTS, None, "at most this many requests (default: bounded by --duration)")
     add_number(
@@ -122,13 +121,8 @@ def register(subparsers) -> None:
     sim.set_defaults(func=run_simulate_command)
 
 
-def _url_only(load, sources) -> None:
-    """Without the serve wing ``--url`` still parses, and a served load says how to install it."""
-    load.add_argument("--url", help=argparse.SUPPRESS)
-
-
 def run_load_command(args) -> int:
-    served = hook("serve", "served_load", lambda a: bool(a.url))(args)  # checks its options
+    served = hook("serve", "served_load", lambda args: False)(args)  # checks its options
     if args.sweep:
         return run_sweep_command(args)
     if served:

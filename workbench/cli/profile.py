@@ -43,7 +43,7 @@ from .show import print_budget, print_failure_lines, print_failure_sections
 from ..examples import factory
 from ..analysis.budget import all_failed, any_failed, budget, failure_summary, records_summary
 from ..audit.rules import LOW_UTILIZATION, TIME_TAIL_RATIO, service
-from ..wings import hook
+from ..wings import absent_options, hook
 
 PROFILE_REQUESTS = number("--requests", 1, 10**8, "requests", integer=True)
 WARMUP = number("--warmup", 0, 10**7, "requests", integer=True)
@@ -142,7 +142,7 @@ def _add_output_arguments(p) -> None:
         "--out", type=Path, help="run folder to write (default runs/NAME-DEVICE-bsN-PRECISION-TIME)"
     )
     p.add_argument("--json", action="store_true", help="print the budget as one JSON object")
-    hook("serve", "add_profile_arguments")(p)  # --otel
+    hook("serve", "add_profile_arguments", absent_options("serve", "--otel"))(p)
 
 
 def add_pacing_arguments(p: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@
   of that run (each candidate measured interleaved, with its output agreement).
 - ``compile.json``: :func:`workbench.examples._course.compile_cost` (eager against
   ``torch.compile``; the compile takes tens of seconds on two cores).
-- ``redis_l2.json``: :func:`workbench.examples._course.cache_levels` against a
+- ``redis_l2.json``: :func:`workbench_redis.course.cache_levels` against a
   throwaway ``redis-server`` (needs one installed).
 - ``snapshot-closed/`` and ``snapshot-paced/``: notebook 13's pipeline
   (:func:`workbench.examples._course.snapshot_pipeline`: a lock held 30 ms every 250 ms, cyclic
@@ -78,7 +78,7 @@ def compile_() -> None:
 
 
 def redis() -> None:
-    from workbench.examples._course import cache_levels, local_redis
+    from workbench_redis.course import cache_levels, local_redis
 
     with local_redis() as url:
         if url is None:

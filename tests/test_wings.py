@@ -52,6 +52,9 @@ def test_an_unknown_wing_names_its_install_command():
     [
         ("serve", "--example", "tabular", "--port", "0"),
         ("load", "--example", "tabular", "--url", "http://127.0.0.1:9", "--requests", "5"),
+        ("load", "--example", "tabular", "--url", "http://127.0.0.1:9", "--sweep", "rate=1,2"),
+        ("load", "--example", "tabular", "--rate", "5", "--requests", "3", "--otel"),
+        ("profile", "--example", "tabular", "--otel", "--requests", "3"),
         ("ingest-otel", "spans.jsonl"),
     ],
 )

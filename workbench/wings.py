@@ -6,6 +6,7 @@ line saying how to install it (:class:`WingMissing`, exit 2).
 
 from __future__ import annotations
 
+import argparse
 import functools
 from types import ModuleType
 
@@ -37,6 +38,30 @@ def wing(name: str) -> ModuleType:
         raise WingMissing(
             f"the {name} wing cannot load here (no module named {exc.name!r}): {install_hint(name)}"
         ) from None
+
+
+def hook(name: str, attribute: str, absent=lambda *args: None):
+    """Wing ``name``'s hook ``attribute``, or ``absent`` (by default doing nothing) where the wing is
+    not installed: the core asks where the wing's options belong, and goes on without them."""
+    try:
+        return getattr(wing(name), attribute)
+    except WingMissing:
+        return absent
+
+
+def absent_options(name: str, *options: str):
+    """A parser hook's ``absent``: wing ``name``'s ``options`` still parse (hidden), and one given says
+    how to install the wing (exit 2) rather than argparse's "unrecognized arguments"."""
+
+    class Given(argparse.Action):
+        def __call__(self, *given):
+            wing(name)
+
+    def add(parser, *groups) -> None:
+        for option in options:
+            parser.add_argument(option, nargs="?", action=Given, help=argparse.SUPPRESS)
+
+    return add
 
 
 def wing_commands() -> list:

@@ -254,7 +254,7 @@ def test_load_sweep_json_is_strict(monkeypatch, tmp_path):
     record["points"][0]["p50_ms"] = math.nan
     record["points"][0]["predicted"]["p99_ratio"] = math.inf
     monkeypatch.setattr(
-        sweep_cli, "_in_process", lambda args, plan: (None, {"kind": "load", "pipeline": "t"})
+        sweep_cli, "_in_process", lambda args: (None, {"kind": "load", "pipeline": "t"})
     )
     monkeypatch.setattr(sweep_cli, "run_sweep", lambda *a, **kw: record)
     monkeypatch.setattr(sweep_cli, "_predict", lambda args, plan, rec, out: rec)

@@ -6,24 +6,20 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..errors import ConfigError
 from ..noise import noise_line
 from ..record.meta import STATUS_TIMEOUT
 from ..record import summarized
 from .load_args import (
-    add_url_arguments,
     add_batcher_arguments,
     add_continuous_arguments,
     continuous_from_args,
     schedule_keys,
     schedule_line,
-    add_engine_arguments,
     arrivals_from_args,
     batch_size_is_max,
     describe_arrivals,
     describe_load,
     policy_from_args,
-    refuse_timeout_s,
     summary_json,
 )
 from .output import (
@@ -32,12 +28,11 @@ from .output import (
     default_folder,
     dumps,
     number,
-    otel_hook,
     pipeline_name,
     save_measured,
     stdout_to_stderr,
 )
-from ..wings import wing
+from ..wings import absent_options, hook, wing
 from .profile import (
     add_fail_on_error,
     add_pipeline_arguments,
@@ -73,8 +68,8 @@ def register(subparsers) -> None:
     sources = add_pipeline_arguments(load, default_batch_size=None)
     add_batcher_arguments(load)
     add_continuous_arguments(load)
-    add_url_arguments(load, sources)  # --url, --payloads, --timeout, --otel (served load)
-    add_engine_arguments(load)  # --engine locust, --workers, --expect-workers, --master-host
+    # the serve wing's --url, --payloads, --timeout, --otel, --engine... (a served load)
+    hook("serve", "add_load_arguments", absent_options("serve", "--url", "--otel"))(load, sources)
     add_number(load, DURATION_S, 10.0, "seconds of arrivals (default 10)")
     add_number(load, REQUESTS, None, "at most this many requests (default: bounded by --duration)")
     add_number(
@@ -127,14 +122,10 @@ def register(subparsers) -> None:
 
 
 def run_load_command(args) -> int:
-    if args.engine != "workbench" and not args.url:
-        raise ConfigError("--engine locust sends to a server: give --url")
-    if (args.ttft_ms is not None or args.tpot_ms is not None) and not args.url:
-        raise ConfigError("--ttft-ms and --tpot-ms are goodput's bounds for --url: give --url")
+    served = hook("serve", "served_load", lambda args: False)(args)  # checks its options
     if args.sweep:
         return run_sweep_command(args)
-    if args.url or args.payloads is not None:
-        refuse_timeout_s(args)
+    if served:
         return wing("serve").run_http_load_command(args)
 
     policy, continuous = policy_from_args(args), continuous_from_args(args)
@@ -154,7 +145,9 @@ def run_load_command(args) -> int:
             continuous=continuous,
         )
     path = save_measured(run, out)  # as measured, then explained
-    otel_hook(args, run, path)  # --otel: spans from the recorded timestamps, after the run
+    hook("serve", "otel_hook")(
+        args, run, path
+    )  # --otel: spans from the recorded timestamps, after the run
     verdict = max(timeout_verdict(run), failure_verdict(run, args.fail_on_error, "load"))
     failed = run.summary_failures
     reported = summarized(failed, "the load report", _report_load, args, run, arrivals, policy)

@@ -24,9 +24,6 @@ MAX_SEQS = number("--max-num-seqs", 1, 65_536, "sequences", integer=True)
 MAX_TOKENS = number("--max-batched-tokens", 1, 2**24, "tokens", integer=True)
 CHUNK = number("--chunk-tokens", 1, 2**24, "tokens", integer=True)
 SEED = number("--seed", 0, 2**63 - 1, "", integer=True)
-WORKERS = number("--workers", 1, 1024, "processes", integer=True)
-EXPECT_WORKERS = number("--expect-workers", 1, 65_536, "processes", integer=True)
-MASTER_PORT = number("--master-port", 0, 65_535, "(TCP port)", integer=True)
 # per request: the schedule, the request and batch tables and the simulator's lists
 BYTES_PER_ARRIVAL = 400
 LAST_ARRIVAL_NS = 2**62  # arrival times past this would wrap int64 in sums and differences
@@ -107,14 +104,6 @@ def batch_size_is_max(args, command: str = "load") -> None:
     args.batch_size = args.max_batch_size
 
 
-def refuse_timeout_s(args) -> None:
-    """``--timeout-s`` is the in-process load's; a served load has ``--timeout``."""
-    if args.timeout_s is not None:
-        raise ConfigError(
-            "--timeout-s bounds the in-process load's pipeline calls; with --url use --timeout"
-        )
-
-
 def policy_from_args(args):
     return BatchPolicy(args.max_batch_size, args.max_wait_ms, args.concurrency)
 
@@ -179,66 +168,4 @@ def describe_load(arrivals, policy) -> str:
     return (
         f"{describe_arrivals(arrivals)}max_batch_size={policy.max_batch_size} "
         f"max_wait_ms={policy.max_wait_ms:g} concurrency={policy.concurrency}"
-    )
-
-
-def add_engine_arguments(load: argparse.ArgumentParser) -> None:
-    """``--engine``, ``--workers``, ``--expect-workers``, ``--master-host``, ``--master-port`` (``load --url``)."""
-    g = load.add_argument_group("load generator of --url (--engine)")
-    g.add_argument(
-        "--engine",
-        choices=("workbench", "locust"),
-        default="workbench",
-        help="workbench (default: this process's own generator, one machine) or locust (Locust's master "
-        "and --workers processes, headless; more workers on other machines with --expect-workers)",
-    )
-    add_number(g, WORKERS, 1, "--engine locust: worker processes started here (default 1)")
-    add_number(
-        g,
-        EXPECT_WORKERS,
-        None,
-        "--engine locust: workers to wait for, those started here included (default --workers); "
-        "start the others with: python -m workbench locust-worker --master HOST",
-    )
-    g.add_argument(
-        "--master-host",
-        default="127.0.0.1",
-        help="--engine locust: the address the master listens on (0.0.0.0 for workers on other machines)",
-    )
-    add_number(g, MASTER_PORT, 0, "--engine locust: its port (default: a free one)")
-
-
-HTTP_TIMEOUT = number("--timeout", 0, 86_400, "s", lo_open=True)
-TTFT_BOUND = number("--ttft-ms", 0, 86_400_000, "ms", lo_open=True)
-TPOT_BOUND = number("--tpot-ms", 0, 86_400_000, "ms", lo_open=True)
-MAX_PAYLOAD_BYTES = 2**30  # request bodies, one per line, held in memory to cycle through
-
-
-def add_url_arguments(load, sources) -> None:
-    """``--url``, ``--payloads`` (a third of the ``sources`` beside --example/--pipeline), ``--timeout``, ``--otel``."""
-    sources.add_argument(
-        "--payloads", type=Path, help="with --url: a file of request bodies, one per line"
-    )
-    load.add_argument(
-        "--url",
-        help="drive a server (workbench serve or any POST /predict) at http://HOST:PORT "
-        "from this process instead of an in-process batcher",
-    )
-    add_number(load, HTTP_TIMEOUT, 30.0, "with --url: seconds before a request fails (default 30)")
-    add_number(
-        load,
-        TTFT_BOUND,
-        None,
-        "with --url, a server that streams: goodput counts requests whose TTFT is at most this",
-    )
-    add_number(
-        load,
-        TPOT_BOUND,
-        None,
-        "with --url, a server that streams: goodput counts requests whose TPOT is at most this",
-    )
-    load.add_argument(
-        "--otel",
-        action="store_true",
-        help="export each request as OpenTelemetry spans after the run",
     )

@@ -26,7 +26,6 @@ from ..config import Range
 from ..errors import ConfigError, RunRecordError, WorkbenchError, is_int
 from ..naming import slug
 from ..trace.numbers import strict
-from ..wings import wing
 
 
 def pipeline_name(args) -> str:
@@ -162,12 +161,6 @@ def save_measured(run, out: Path) -> Path:
         raise ConfigError(
             f"--out {out}: could not save the run ({why}); it was saved to {saved} instead"
         ) from exc
-
-
-def otel_hook(args, run, run_dir) -> None:
-    """``--otel``: the serve wing exports the saved run's spans (its line on stdout, stderr under ``--json``)."""
-    if getattr(args, "otel", False):
-        wing("serve").otel_hook(args, run, run_dir)
 
 
 @contextlib.contextmanager

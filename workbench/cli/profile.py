@@ -34,7 +34,6 @@ from .output import (
     default_folder,
     dumps,
     number,
-    otel_hook,
     pipeline_name,
     ranged,
     save_measured,
@@ -44,6 +43,7 @@ from .show import print_budget, print_failure_lines, print_failure_sections
 from ..examples import factory
 from ..analysis.budget import all_failed, any_failed, budget, failure_summary, records_summary
 from ..audit.rules import LOW_UTILIZATION, TIME_TAIL_RATIO, service
+from ..wings import absent_options, hook
 
 PROFILE_REQUESTS = number("--requests", 1, 10**8, "requests", integer=True)
 WARMUP = number("--warmup", 0, 10**7, "requests", integer=True)
@@ -142,12 +142,7 @@ def _add_output_arguments(p) -> None:
         "--out", type=Path, help="run folder to write (default runs/NAME-DEVICE-bsN-PRECISION-TIME)"
     )
     p.add_argument("--json", action="store_true", help="print the budget as one JSON object")
-    p.add_argument(
-        "--otel",
-        action="store_true",
-        help="export each request as OpenTelemetry spans after the run "
-        "(OTLP to $OTEL_EXPORTER_OTLP_ENDPOINT, else otel-spans.jsonl in the run folder)",
-    )
+    hook("serve", "add_profile_arguments", absent_options("serve", "--otel"))(p)
 
 
 def add_pacing_arguments(p: argparse.ArgumentParser) -> None:
@@ -306,7 +301,9 @@ def run(args) -> int:
     if progress is not None:
         print(file=sys.stderr)
     path, failed = saved_summaries(result), result.summary_failures
-    otel_hook(args, result, path)  # spans from the recorded timestamps, after the run
+    hook("serve", "otel_hook")(
+        args, result, path
+    )  # --otel: spans from the recorded timestamps, after the run
     report = summarized(failed, "the budget", budget, result)
     if args.json:
         print(dumps((report or {}) | {"run_dir": str(path)}))

@@ -18,7 +18,6 @@ from .load_args import (
     arrivals_from_args,
     batch_size_is_max,
     policy_from_args,
-    refuse_timeout_s,
 )
 from .output import OptionError, add_number, check_out, default_folder, dumps, number, pipeline_name
 from .profile import apply_threads, config_from_args, factory_from_args, kept_on_interrupt
@@ -162,7 +161,8 @@ def _measure(args, plan, start):
 
 def run_sweep_command(args) -> int:
     plan = plan_from_args(args)
-    measure, header = _served(args, plan) if args.url else _in_process(args, plan)
+    start, header = wing("serve").served_sweep(args) if args.url else _in_process(args)
+    measure = _measure(args, plan, start)
     out = args.out or default_folder("sweep", header["pipeline"] or "served")
     check_out(out, folder=True)  # before measuring (a name too long for a folder was exit 3)
     if args.figure is not None:
@@ -193,7 +193,7 @@ def run_sweep_command(args) -> int:
     return 0
 
 
-def _in_process(args, plan):
+def _in_process(args):
     batch_size_is_max(args)
     apply_threads(args)
     factory, config = factory_from_args(args), config_from_args(args)
@@ -211,20 +211,7 @@ def _in_process(args, plan):
 
     policy = policy_from_args(args).params()
     header = {"kind": "load", "pipeline": pipeline_name(args), "url": None, "policy": policy}
-    return _measure(args, plan, start), header
-
-
-def _served(args, plan):
-    refuse_timeout_s(args)
-    served = wing("serve")
-    payloads = served.payloads_from_args(args, 2_000)
-
-    def start(point, arrivals, watch):
-        return served.http_load(point, payloads, arrivals, watch)
-
-    # "pipeline": None when no --example: the server names it (first point)
-    header = {"kind": "served", "pipeline": args.example, "url": args.url, "policy": None}
-    return _measure(args, plan, start), header
+    return start, header
 
 
 def _predict(args, plan, record: dict, out: Path) -> dict:

@@ -16,7 +16,6 @@ from workbench.analysis.tokens import token_summary, token_text
 from workbench.batching.policy import BatchPolicy
 from workbench.batching.summary import format_summary, load_summary
 from workbench.cli.load_args import (
-    MAX_PAYLOAD_BYTES,
     arrivals_from_args,
     describe_arrivals,
     describe_load,
@@ -41,6 +40,8 @@ from ..locust_drive import WORKER_STAGE, LocustEngine, locust_available, with_cl
 from ..otel.export import otel_hook
 from ..protocol import item_bytes
 
+MAX_PAYLOAD_BYTES = 2**30  # request bodies, one per line, held in memory to cycle through
+
 
 def payloads_from_args(args, n: int) -> list[bytes]:
     """``n`` request bodies (cycled from --payloads, or drawn from the pipeline's item source)."""
@@ -56,11 +57,18 @@ def payloads_from_args(args, n: int) -> list[bytes]:
     return [item_bytes(x) for _, x in zip(range(max(n, 1)), pipe.item_iterator())]
 
 
+def served_sweep(args):
+    """``load --sweep --url``: a point's ``start(point_args, arrivals, watch)`` and the sweep's header."""
+    payloads = payloads_from_args(args, 2_000)
+
+    def start(point, arrivals, watch):
+        return http_load(point, payloads, arrivals, watch)
+
+    # "pipeline": None when no --example: the server names it (first point)
+    return start, {"kind": "served", "pipeline": args.example, "url": args.url, "policy": None}
+
+
 def run_http_load_command(args) -> int:
-    if args.payloads is not None and not args.url:
-        raise ConfigError(
-            "--payloads is for --url (a served pipeline); give --example or --pipeline for an in-process load"
-        )
     arrivals = arrivals_from_args(args, args.requests, args.duration)
     out = args.out or default_folder("load-url")
     check_out(out, folder=True)  # before measuring
@@ -214,7 +222,7 @@ def engine_from_args(args):
     if args.engine == "workbench":
         if args.expect_workers is not None or args.workers != 1:
             raise ConfigError("--workers/--expect-workers are for --engine locust")
-        return None  # (--engine locust without --url is refused by run_load_command)
+        return None  # (--engine locust without --url is refused by hooks.served_load)
     locust_available()
     return LocustEngine(args.workers, args.expect_workers, args.master_host, args.master_port)
 

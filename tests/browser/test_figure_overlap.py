@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import workbench
+from tests.support.cli import main_output
 from tests.support.figure_text import BOXES_JS
 from tests.support.figure_text import problems as unreadable
 
@@ -47,8 +47,8 @@ def page_file(tmp_path_factory):
             pytest.skip(f"data/runs/{name} not recorded")
         shutil.copytree(RUNS / name, runs / name)
     out = tmp_path_factory.mktemp("static")
-    proc = workbench("export-dashboard", "--out", out, "--runs", runs, timeout=600)
-    assert proc.returncode == 0, proc.stderr
+    rc, _, err = main_output(["export-dashboard", "--out", str(out), "--runs", str(runs)])
+    assert rc == 0, err
     return out / "index.html"
 
 

@@ -13,10 +13,23 @@ REPO = Path(__file__).resolve().parents[1]
 cli_snapshot = load_script(REPO / "scripts" / "cli_snapshot.py", "cli_snapshot_script")
 
 
-def test_captures_every_help_each_trace_and_each_run_twice(tmp_path, monkeypatch):
-    monkeypatch.chdir(REPO)  # the commands read relative paths, as the script's own chdir gives
-    written = cli_snapshot.capture(tmp_path)
+def capture(folder: Path) -> int:
+    """``cli_snapshot.capture(folder)`` from the repository (the commands read relative paths, as the
+    script's own chdir gives): the files written."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(REPO)
+        return cli_snapshot.capture(folder)
 
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory) -> tuple[Path, int]:
+    """One capture, shared: the first test reads it, the second captures again beside it."""
+    folder = tmp_path_factory.mktemp("capture")
+    return folder, capture(folder)
+
+
+def test_captures_every_help_each_trace_and_each_run_twice(captured):
+    tmp_path, written = captured
     files = sorted(p.name for p in tmp_path.iterdir())
     assert len(files) == written
     helps = [f for f in files if f.startswith("help")]
@@ -37,11 +50,10 @@ def test_captures_every_help_each_trace_and_each_run_twice(tmp_path, monkeypatch
 
 
 @pytest.mark.slow
-def test_the_same_code_captures_byte_identical_files(tmp_path, monkeypatch):
-    monkeypatch.chdir(REPO)
-    first, second = tmp_path / "a", tmp_path / "b"
-    cli_snapshot.capture(first)
-    cli_snapshot.capture(second)
+def test_the_same_code_captures_byte_identical_files(captured, tmp_path):
+    first, second = captured[0], tmp_path / "b"
+    capture(second)
 
+    assert sorted(p.name for p in second.iterdir()) == sorted(p.name for p in first.iterdir())
     for path in first.iterdir():
         assert (second / path.name).read_bytes() == path.read_bytes(), path.name

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import workbench
+from tests.support.cli import main_output
 
 pytestmark = pytest.mark.browser
 
@@ -20,8 +20,8 @@ def test_report_draws_every_figure_offline(tmp_path):
         pytest.skip("chromium not installed (apt-get install chromium)")
     playwright = pytest.importorskip("playwright.sync_api")
     out = tmp_path / "report.html"
-    proc = workbench("audit", RUN, "--sla-ms", "100", "--out", out, timeout=300)
-    assert proc.returncode == 0, proc.stderr
+    rc, _, err = main_output(["audit", str(RUN), "--sla-ms", "100", "--out", str(out)])
+    assert rc == 0, err
     outside = []
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(

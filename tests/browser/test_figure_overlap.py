@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import workbench
+from tests.support.cli import main_output
 from tests.support.figure_text import BOXES_JS
 from tests.support.figure_text import problems as unreadable
 
@@ -47,8 +47,8 @@ def page_file(tmp_path_factory):
             pytest.skip(f"data/runs/{name} not recorded")
         shutil.copytree(RUNS / name, runs / name)
     out = tmp_path_factory.mktemp("static")
-    proc = workbench("export-dashboard", "--out", out, "--runs", runs, timeout=600)
-    assert proc.returncode == 0, proc.stderr
+    rc, _, err = main_output(["export-dashboard", "--out", str(out), "--runs", str(runs)])
+    assert rc == 0, err
     return out / "index.html"
 
 
@@ -106,22 +106,12 @@ def test_main_figures_have_no_overlapping_or_clipped_text_at_1280x800(page_file)
 
 
 NOTEBOOK_TESTS = REPO / "tests" / "notebooks"
-# the cell that draws a dashboard's first view (Voila draws it as the page opens; a kernel alone does not wait)
-FIRST_VIEW = {
-    # and a second configuration: the previous one is drawn beside it
-    "latency_explorer.ipynb": "explorer.wait()\nexplorer.set(batch_size=2).wait()",
-    "trace_explorer.ipynb": "from workbench.examples import data_dir\n"
-    "explorer.load_bytes('alexnet.json.gz', (data_dir() / 'traces' / "
-    "'hta_critical_path_alexnet.json.gz').read_bytes())\nexplorer.wait()",
-}
 
 
-def executed_notebooks(tmp: Path) -> dict[str, object]:
-    """Every teaching notebook (run once per session, shared with tests/notebooks) and every dashboard with its
-    first view drawn, executed."""
+def executed_notebooks() -> dict[str, object]:
+    """Every teaching notebook and every dashboard with its first view drawn, executed (each once per session,
+    shared with tests/notebooks)."""
     import os
-
-    import nbformat
 
     sys.path.insert(0, str(NOTEBOOK_TESTS))
     import nbexec
@@ -131,16 +121,10 @@ def executed_notebooks(tmp: Path) -> dict[str, object]:
         PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
     )
     out = {}
-    for path in nbexec.NOTEBOOKS:
+    for path in nbexec.NOTEBOOKS + nbexec.DASHBOARDS:
         if path not in nbexec._EXECUTED:
             nbexec._EXECUTED[path] = nbexec.execute(path, env)
         out[path.name] = nbexec._EXECUTED[path][0]
-    for path in nbexec.DASHBOARDS:
-        nb = nbformat.read(path, as_version=4)
-        nb.cells.append(nbformat.v4.new_code_cell(FIRST_VIEW.get(path.name, "explorer.wait()")))
-        copy = tmp / path.name
-        nbformat.write(nb, copy)
-        out[path.name] = nbexec.execute(copy, env)[0]
     return out
 
 
@@ -167,7 +151,7 @@ def test_every_notebook_and_dashboard_figure_is_readable_at_1280x800(tmp_path):
     import handouts
 
     pages = {}
-    for name, nb in executed_notebooks(tmp_path).items():
+    for name, nb in executed_notebooks().items():
         pages[name] = tmp_path / f"{name}.html"
         pages[name].write_text(handouts.to_html(nb), encoding="utf-8")
     found, counts = {}, {}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import workbench
+from tests.support.cli import main_output
 
 pytestmark = pytest.mark.browser
 
@@ -30,8 +30,8 @@ def page_file(tmp_path_factory):
     (runs / "broken").mkdir()
     (runs / "broken" / "run.json").write_text("{not json")
     out = tmp_path_factory.mktemp("static")
-    proc = workbench("export-dashboard", "--out", out, "--runs", runs, timeout=600)
-    assert proc.returncode == 0, proc.stderr
+    rc, _, err = main_output(["export-dashboard", "--out", str(out), "--runs", str(runs)])
+    assert rc == 0, err
     return out / "index.html"
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.support.cli import ENV, started, workbench
+from tests.support.cli import ENV, main_output, one_line, started, workbench
 from workbench.record import load_run
 
 SLEEPY = """
@@ -68,18 +68,17 @@ def test_in_process_sweep_of_the_text_example(tmp_path):
         record["kind"] == "load"
         and json.loads((out / "sweep.json").read_text())["points"] == record["points"]
     )
-    audited = workbench("audit", out, "--json")  # a sweep folder stands for its point runs
-    assert audited.returncode == 0, audited.stderr
-    assert [r["run"] for r in json.loads(audited.stdout)["runs"]] == [
+    # the readers run in this process (only the load measures); a sweep folder stands for its runs
+    rc, audited, err = main_output(["audit", str(out), "--json"])
+    assert rc == 0, err
+    assert [r["run"] for r in json.loads(audited)["runs"]] == [
         str(out / p["run"]) for p in record["points"]
     ]
-    compared = workbench("compare", out, out, "--json")  # two sweeps: per-point ratios
-    assert compared.returncode == 0, compared.stderr
-    assert [p["p99_ratio"] for p in json.loads(compared.stdout)["points"]] == [1.0, 1.0, 1.0]
-    shown = workbench("show", out)
-    assert (
-        shown.returncode == 0 and "stable" in shown.stdout.lower() and shown.stdout.count("\n") >= 6
-    )
+    rc, compared, err = main_output(["compare", str(out), str(out), "--json"])  # per-point ratios
+    assert rc == 0, err
+    assert [p["p99_ratio"] for p in json.loads(compared)["points"]] == [1.0, 1.0, 1.0]
+    rc, shown, err = main_output(["show", str(out)])
+    assert rc == 0 and "stable" in shown.lower() and shown.count("\n") >= 6, err
 
 
 @pytest.mark.slow
@@ -158,10 +157,8 @@ def test_rate_auto_stops_once_p99_passes_the_sla(tmp_path):
     ],
 )
 def test_bad_sweeps_exit_2_with_one_line(tmp_path, args, message):
-    r = workbench(*sleepy_load(tmp_path, *args), timeout=60)
-    assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, (
-        r.stderr
-    )
+    rc, _, err = main_output(list(map(str, sleepy_load(tmp_path, *args))))
+    one_line(rc, err, message)
     assert not (tmp_path / "s").exists()
 
 
@@ -231,5 +228,5 @@ def test_a_settled_point_stops_after_three_windows_not_max_windows(tmp_path):
     assert (
         run.requests["start_ns"] < 1_200_000_000
     ).all()  # nothing was sent in the fifth window or later
-    shown = workbench("show", tmp_path / "s", timeout=60)
-    assert shown.returncode == 0 and "stable after 3 windows" in shown.stdout, shown.stderr
+    rc, shown, err = main_output(["show", str(tmp_path / "s")])
+    assert rc == 0 and "stable after 3 windows" in shown, err

@@ -52,6 +52,8 @@ def build(config):
 
 SPINNING = """
 import itertools, os, threading, time
+import torch  # as a model's pipeline does: before build starts the spinner (the profiler's own
+# import of torch, after build, ran against the spinner: 9-11 s instead of 4 on the busy 2-core VM)
 from workbench import Pipeline
 
 def build(config):

@@ -8,8 +8,6 @@ runs the notebook reads instead of a long live run.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -17,6 +15,7 @@ import pytest
 from nbexec import REPO, SOLUTIONS
 from test_claims import NUM, claim, claims, notebook, stdout
 
+from tests.support.cli import main_output
 from workbench.analysis.tokens import GROWTH_AGREE, GROWTH_MIN_REQUESTS, GROWTH_RATIO
 
 CONTINUOUS = REPO / "data" / "course" / "generate-continuous"
@@ -105,13 +104,9 @@ def test_14_the_audit_of_the_recorded_run_without_the_cache_proposes_one():
 
 def test_14_compare_of_the_recorded_runs_puts_tpot_below_1_and_ttft_around_it():
     a, b = (str(RUNS / n) for n in ("generate-cpu-bs1-fp32-nokv", "generate-cpu-bs1-fp32"))
-    out = subprocess.run(
-        [sys.executable, "-m", "workbench", "compare", a, b, "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    found = {m["name"]: m for m in json.loads(out.stdout)["tokens"]["metrics"]}
+    rc, out, err = main_output(["compare", a, b, "--json"])  # the reader in this process
+    assert rc == 0, err
+    found = {m["name"]: m for m in json.loads(out)["tokens"]["metrics"]}
     assert found["tpot"]["p50_ci"][1] < 1 and found["itl"]["p50_ci"][1] < 1
     assert found["ttft"]["p50_ci"][0] < 1 < found["ttft"]["p50_ci"][1]
     # "both runs ... flagged noisy, so compare withholds its verdict"

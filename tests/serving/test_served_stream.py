@@ -9,7 +9,7 @@ import threading
 import time
 
 from served_helpers import HERE, workbench
-from tests.support.cli import load_url
+from tests.support.cli import load_url, main_output
 from workbench.record import load_run
 from workbench_serve.sse import Decoder
 
@@ -58,12 +58,12 @@ def test_load_url_times_units_from_the_due_time_and_counts_a_failed_stream(serve
     assert req.loc[5, "error_type"] == "ValueError" and req.loc[11, "error_type"] == "ValueError"
     first = units.groupby("request")["at_ns"].min()
     assert (first > req.loc[first.index, "start_ns"]).all()  # after each request's due time
-    shown = workbench("show", tmp_path / "client")
-    assert shown.returncode == 0, shown.stderr
-    assert "tokens: generate streamed 72 units in 18 requests" in shown.stdout
-    compared = workbench("compare", tmp_path / "client", tmp_path / "client")
-    assert compared.returncode == 0, compared.stderr
-    assert "tokens (A 18 requests, 54 gaps; B 18 requests, 54 gaps" in compared.stdout
+    rc, shown, err = main_output(["show", str(tmp_path / "client")])  # readers: in this process
+    assert rc == 0, err
+    assert "tokens: generate streamed 72 units in 18 requests" in shown
+    rc, compared, err = main_output(["compare", str(tmp_path / "client"), str(tmp_path / "client")])
+    assert rc == 0, err
+    assert "tokens (A 18 requests, 54 gaps; B 18 requests, 54 gaps" in compared
 
     code, _, stderr = server.stop()
     assert code == 1, stderr  # the server's run holds the 2 failed requests

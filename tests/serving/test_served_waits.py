@@ -6,7 +6,7 @@ import json
 
 from tests.conftest import CHECKSUM
 from served_helpers import Served, payload_file, workbench
-from tests.support.cli import load_url
+from tests.support.cli import load_url, main_output
 
 LOCKED = (
     """
@@ -56,9 +56,9 @@ def test_audit_of_a_served_run_names_the_lock_its_line_and_the_holders_frame(tmp
     finally:
         code, _, stderr = server.stop()
     assert code == 0, stderr
-    res = workbench("audit", server.out, "--json")
-    assert res.returncode == 0, res.stderr
-    findings = json.loads(res.stdout)["runs"][0]["findings"]
+    rc, audited, err = main_output(["audit", str(server.out), "--json"])  # readers: this process
+    assert rc == 0, err
+    findings = json.loads(audited)["runs"][0]["findings"]
     found = {f["kind"]: f for f in findings}
     lock, waiting = found["lock"], LOCKED.splitlines().index("        with lock:") + 1
     assert lock["stage"] == "record" and lock["numbers"]["site"] == f"record (planted.py:{waiting})"
@@ -69,8 +69,8 @@ def test_audit_of_a_served_run_names_the_lock_its_line_and_the_holders_frame(tmp
     assert [f["kind"] for f in findings].count("gc") <= 1
     # the client sampled no server thread: its show and audit say where the waits are
     note = "`workbench audit SERVER_RUN` (the serve run folder) names their waits"
-    shown = workbench("show", client)
-    assert "waits: the served stages ran in the server's process" in shown.stdout
-    assert note in shown.stdout
-    res = workbench("audit", client, "--json")
-    assert any(note in n for n in json.loads(res.stdout)["runs"][0]["notes"])
+    shown = main_output(["show", str(client)])[1]
+    assert "waits: the served stages ran in the server's process" in shown
+    assert note in shown
+    audited = main_output(["audit", str(client), "--json"])[1]
+    assert any(note in n for n in json.loads(audited)["runs"][0]["notes"])

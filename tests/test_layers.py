@@ -18,7 +18,7 @@ The layer map, lowest first (a module's layer is that of its top-level folder or
     2 analysis  analysis/ (tables in, tables out)
     3 measure   runner, timing, guard, memory, noise, fingerprint, precision, interleave,
                 interleave_workers (compare's one process per configuration), pipeline,
-                live_queue, sampling, examples/, batching/
+                sampling, examples/, batching/
     4 plots     plots/ (tables in, figures out)
     5 present   widgets/, audit/ (build on plots and the record)
     6 apps      cli/, __main__
@@ -67,7 +67,6 @@ LAYERS = {
         "interleave_workers",
         "interleave",
         "pipeline",
-        "live_queue",
         "sampling",
         "examples",
         "batching",

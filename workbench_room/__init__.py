@@ -14,7 +14,10 @@ Voila it adds what a server handed to strangers needs:
   but silent pages culled: :mod:`workbench_room.kernel_manager`;
 * kernel ports that simultaneous starts do not collide on: :mod:`workbench_room.ports`;
 * websockets behind the token, a page's unread bytes bounded: :mod:`workbench_room.websockets`;
-* live profiling one at a time across the server: :mod:`workbench.live_queue` (below the widgets that take it).
+* live profiling one at a time across the server: :mod:`workbench_room.live_queue` (the latency
+  explorer takes its ``live_slot`` through the wing's hook, ``workbench.wings.hook``).
 
 Nothing here is imported by ``import workbench``; only the launcher imports Voila.
 """
+
+from .live_queue import live_slot

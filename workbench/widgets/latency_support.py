@@ -11,10 +11,11 @@ configuration's on the CPU (names, shapes and dtypes: the device does not change
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -34,11 +35,11 @@ from ..fingerprint import (
     model_fingerprint,
     recorded_match,
 )
-from ..live_queue import live_slot
 from ..pipeline import resolve_pipeline
 from ..precision import check_precision
 from ..record import META_FILE, read_meta
 from ..units import ns_to_ms
+from ..wings import hook, wing
 from .summaries import Key, RunView
 
 TIMEOUT_S = 30.0  # per request of the explorer's runs: a stuck stage must not freeze the page
@@ -52,7 +53,8 @@ class LiveRuns:
     profile: called as ``workbench.runner.profile`` (default), with ``requests``, ``warmup``, ``traced``
         and ``timeout_s`` (per request, None: none; a stuck stage ends the run as "incomplete: timeout").
     compare: "compare with B", called as ``workbench.interleave.compare`` (default) is.
-    clock, sleep: of the room's live slot (``live_queue.live_slot``) and the measuring time shown.
+    clock, sleep: of the room's live slot (``workbench_room.live_queue.live_slot``) and the measuring
+        time shown.
     """
 
     profile: Callable | None = None
@@ -67,6 +69,7 @@ class LiveRuns:
 
     def slot(self, on_wait: Callable[[], None]) -> AbstractContextManager[float]:
         """The room's live-run slot, one live run at a time; yields the seconds waited."""
+        live_slot = hook("room", "live_slot", _no_room_slot)
         return live_slot(on_wait=on_wait, clock=self.clock, sleep=self.sleep)
 
     def measure(
@@ -404,3 +407,11 @@ def _run_folders(paths: Any) -> list[Path]:
     roots = map(Path, [paths] if isinstance(paths, (str, Path)) else paths or [])
     found = [[root] if (root / META_FILE).is_file() else sorted(root.glob("*")) for root in roots]
     return [f for group in found for f in group if (f / META_FILE).is_file()]  # run folders only
+
+
+def _no_room_slot(**_) -> AbstractContextManager[float]:
+    """Without the room wing live runs take no slot; a kernel the room started (``WORKBENCH_LIVE``
+    set to queue or off) is told how to install the wing instead of profiling past the queue."""
+    if os.environ.get("WORKBENCH_LIVE", "on").strip().lower() not in ("", "on"):
+        wing("room")
+    return nullcontext(0.0)

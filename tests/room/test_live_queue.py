@@ -9,7 +9,7 @@ import time
 import pytest
 
 from workbench.errors import WorkbenchError
-from workbench.live_queue import LiveProfilingError, live_mode, live_slot, lock_path
+from workbench_room.live_queue import LiveProfilingError, live_mode, live_slot, lock_path
 
 
 class StepClock:
@@ -78,7 +78,7 @@ def test_a_killed_holder_frees_the_slot(tmp_path):
         [
             sys.executable,
             "-c",
-            "import sys, time; from workbench.live_queue import live_slot\n"
+            "import sys, time; from workbench_room.live_queue import live_slot\n"
             f"with live_slot(environ={env!r}):\n    print('held', flush=True); time.sleep(60)",
         ],
         stdout=subprocess.PIPE,
@@ -96,3 +96,22 @@ def test_a_killed_holder_frees_the_slot(tmp_path):
     with live_slot(environ=env, timeout_s=5.0) as waited:
         assert waited < 5.0
     assert time.monotonic() - started < 5.0
+
+
+def test_the_explorer_takes_the_room_s_slot_through_the_wing_and_none_without_it(
+    tmp_path, monkeypatch
+):
+    from workbench.widgets.latency_support import LiveRuns, _no_room_slot
+    from workbench.wings import WingMissing
+
+    monkeypatch.setenv("WORKBENCH_LIVE", "off")  # the room's queue switched off: the wing refuses
+    with pytest.raises(LiveProfilingError, match="live profiling is off"):
+        with LiveRuns().slot(on_wait=lambda: None):
+            pass
+    monkeypatch.delenv("WORKBENCH_LIVE")  # no room: no slot to wait for
+    with _no_room_slot(on_wait=None) as waited:
+        assert waited == 0.0
+    monkeypatch.setenv("WORKBENCH_LIVE", "queue")  # a room's kernel, but the wing cannot load
+    monkeypatch.setattr("workbench.wings._entry_points", lambda group: ())
+    with pytest.raises(WingMissing, match=r"the room wing, which is not installed"):
+        _no_room_slot(on_wait=None)

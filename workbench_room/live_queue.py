@@ -24,7 +24,7 @@ except ImportError:  # Windows
 
     fcntl = None
 
-from .errors import WorkbenchError
+from workbench.errors import WorkbenchError
 
 LOCK_ENV = "WORKBENCH_LIVE_LOCK"
 MODE_ENV = "WORKBENCH_LIVE"

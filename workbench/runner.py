@@ -248,8 +248,7 @@ def _measure(plan: MeasurePlan, pipe: Pipeline, built: tuple, scratch: list[Path
 def _traced_phase(
     plan: MeasurePlan, pipe: Pipeline, items, status: str, scratch: list[Path]
 ) -> tuple[Path | None, dict[str, Any] | None, str]:
-    """The traced run after a complete timing run: its trace, meta and the run's status; its
-    ``plan.traced`` requests run under torch.profiler, their folder removed on any exception."""
+    """After a complete timing run, ``plan.traced`` requests under torch.profiler: (trace, meta, status)."""
     if not plan.traced or status != STATUS_COMPLETE:
         return None, None, status
     out_dir = scratch_folder()

@@ -159,17 +159,9 @@ class StageGuard:
 
     def _abandon(self, starts: list[int], ends: list[int], submitted: int) -> RequestTiming:
         """The timed-out request as a failure at the running stage; the worker is left to itself."""
-        timing = abandoned(
-            self.names,
-            starts,
-            ends,
-            submitted,
-            self.clock(),
-            lambda stage: (
-                f"stage {stage!r} still running after the {self.timeout_s:g} s "
-                "per-request timeout; its thread was abandoned"
-            ),
-        )
+        late = f"{self.timeout_s:g} s per-request timeout; its thread was abandoned"
+        message = lambda stage: f"stage {stage!r} still running after the {late}"
+        timing = abandoned(self.names, starts, ends, submitted, self.clock(), message)
         self.stuck_stage = timing.failure.stage
         self.close()
         return timing

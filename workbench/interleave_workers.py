@@ -19,6 +19,7 @@ idle configuration's threads take no core from the one measured; a worker silent
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import itertools
 import os
@@ -183,10 +184,8 @@ class Workers:
         return reply
 
     def _signal(self, c: int, sig: int) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):  # exited: the reply (or absence) says why
             os.kill(self.procs[c].pid, sig)
-        except ProcessLookupError:  # exited: the reply (or its absence) says why
-            pass
 
     def close(self) -> None:
         """Close every pipe (a worker exits at its end); kill a worker still there after that."""
@@ -336,10 +335,9 @@ def as_numpy(value: Any) -> Any:
 
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it kills what it started
-    try:  # Linux: killed when the parent dies, even while stopped (best effort elsewhere)
+    # Linux: killed when the parent dies, even while stopped (best effort elsewhere)
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
     recv = Connection(int(argv[0]), writable=False)
     send = Connection(int(argv[1]), readable=False)
     worker = _Worker()

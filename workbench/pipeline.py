@@ -400,18 +400,6 @@ def lazy_output(value: Any) -> str | None:
     return None
 
 
-def check_stage_outputs(names: list[str], outputs: dict[int, Any]) -> None:
-    """Refuse a stage whose output is lazy: its work would be timed in the next stage."""
-    for i in sorted(outputs):
-        what = lazy_output(outputs[i])
-        if what is not None:
-            raise PipelineError(
-                f"stage {names[i]!r} returned {what}: its work would run, and be timed, in the "
-                f"stage that consumes it; return a list (e.g. list(...)) instead, or declare "
-                f"@pipe.stage(stream=True) to time each unit it yields (tokens, chunks)"
-            )
-
-
 def first_request_checked(run_one: Callable, pipe: Pipeline, *, options: bool = True) -> Callable:
     """``run_one`` whose first call keeps every stage's output (on the host) to check them, and
     checks the options read; later calls run ``run_one`` as it is."""
@@ -425,7 +413,13 @@ def first_request_checked(run_one: Callable, pipe: Pipeline, *, options: bool = 
         given = pipe.config.options
         with given.watching() if isinstance(given, ReadOptions) else contextlib.nullcontext():
             t = run_one(batch, **keep_all, **kwargs)
-        check_stage_outputs(pipe.stage_names, t.kept or {})
+        for i in sorted(t.kept or {}):  # a lazy output's work would be timed in the next stage
+            if (what := lazy_output(t.kept[i])) is not None:
+                raise PipelineError(
+                    f"stage {pipe.stage_names[i]!r} returned {what}: its work would run, and be "
+                    f"timed, in the stage that consumes it; return a list (e.g. list(...)) instead, "
+                    f"or declare @pipe.stage(stream=True) to time each unit it yields (tokens, chunks)"
+                )
         if options:
             check_options_read(pipe)
         t.kept = None

@@ -248,18 +248,23 @@ def _measure(plan: MeasurePlan, pipe: Pipeline, built: tuple, scratch: list[Path
 def _traced_phase(
     plan: MeasurePlan, pipe: Pipeline, items, status: str, scratch: list[Path]
 ) -> tuple[Path | None, dict[str, Any] | None, str]:
-    """The traced run after a complete timing run: its trace, meta and the run's status."""
+    """After a complete timing run, ``plan.traced`` requests under torch.profiler: (trace, meta, status)."""
     if not plan.traced or status != STATUS_COMPLETE:
         return None, None, status
+    out_dir = scratch_folder()
     try:
-        trace_path, trace_meta = _traced_run(plan, pipe, items)
-    except KeyboardInterrupt:  # the timing run is kept; _traced_run removed its scratch folder
-        return None, None, STATUS_INTERRUPTED
-    except TracedTimeout as stop:  # the timing run is kept; the traced run's failure is recorded
-        failures = failure_records([stop.failure])
+        with _alarm(plan.timeout_s) as alarm:
+            trace_path, trace_meta = _traced_requests(plan, pipe, items, out_dir, alarm)
+    except BaseException as exc:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        if isinstance(exc, KeyboardInterrupt):  # the timing run is kept
+            return None, None, STATUS_INTERRUPTED
+        if not isinstance(exc, TracedTimeout):
+            raise
+        # the timing run is kept; the traced run's failure is recorded
         meta = {"requests": plan.traced, "failed_requests": 1, "stopped_by": "timeout"}
-        return None, {**meta, "failures": failures}, STATUS_TIMEOUT
-    scratch.append(trace_path.parent)
+        return None, {**meta, "failures": failure_records([exc.failure])}, STATUS_TIMEOUT
+    scratch.append(out_dir)
     return trace_path, trace_meta, status
 
 
@@ -539,17 +544,6 @@ def _cold_start(build_ns: int | None, timings: list[RequestTiming]) -> dict[str,
         "first_request_ms": None if first is None else ns_to_ms(first.end_ns - first.start_ns),
         "first_request_ok": None if first is None else first.failure is None,
     }
-
-
-def _traced_run(plan: MeasurePlan, pipe: Pipeline, items) -> tuple[Path, dict[str, Any]]:
-    """``plan.traced`` requests under torch.profiler; its folder is removed on any exception."""
-    out_dir = scratch_folder()
-    try:
-        with _alarm(plan.timeout_s) as alarm:
-            return _traced_requests(plan, pipe, items, out_dir, alarm)
-    except BaseException:
-        shutil.rmtree(out_dir, ignore_errors=True)
-        raise
 
 
 class TracedTimeout(BaseException):

@@ -225,7 +225,16 @@ def stage_timer(
         run_one = functools.partial(CudaStageTimer(len(fns), sync, clock).time_request, names, fns)
     else:
         run_one = functools.partial(time_request, names, fns, clock=clock, **observe)
-    return run_one if units is None else streamed_timer(run_one, units)
+    if units is None:
+        return run_one
+
+    def run(batch, **kwargs):  # the timings carry the request's unit times (RequestTiming.unit_ns)
+        units.take()  # nothing from an abandoned request before this one
+        t = run_one(batch, **kwargs)
+        t.unit_ns = units.take()
+        return t
+
+    return run
 
 
 class CudaStageTimer:
@@ -324,18 +333,6 @@ def traced_fn(stage: Any) -> Callable[[Any], Any]:
 def stream_index(stages: Iterable[Any]) -> int | None:
     """The index of the pipeline's streaming stage (``Stage.stream``), None without one."""
     return next((i for i, s in enumerate(stages) if getattr(s, "stream", False)), None)
-
-
-def streamed_timer(run_one: Callable, units: UnitClock) -> Callable:
-    """``run_one`` whose timings carry the request's unit times (``RequestTiming.unit_ns``)."""
-
-    def run(batch, **kwargs):
-        units.take()  # nothing from an abandoned request before this one
-        t = run_one(batch, **kwargs)
-        t.unit_ns = units.take()
-        return t
-
-    return run
 
 
 def sample_row(t: Any, stream: int | None) -> tuple:

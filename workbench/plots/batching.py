@@ -30,9 +30,8 @@ from .style import (
 )
 
 SETTING = ("rate_rps", "max_batch_size", "max_wait_ms")  # a sweep row's batcher setting
-SWEEP_HINT = (
-    "workbench.batching.sweep(...)"  # where a sweep table with the missing columns comes from
-)
+# where a sweep table with the missing columns comes from
+SWEEP_HINT = "workbench.batching.sweep(...)"
 COMPONENTS = {
     "batch_wait": ("batch wait", "#dd8452"),
     "queue_wait": ("queue wait", "#c44e52"),

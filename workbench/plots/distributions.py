@@ -104,9 +104,8 @@ def _edges(values_ns: np.ndarray, log_x: bool) -> np.ndarray:
 
 def _add_hist(fig: go.Figure, values_ns: np.ndarray, name: str, color: str, edges) -> None:
     """A step outline over the bin edges: x = edges, y = counts (last repeated), shape 'hv'."""
-    counts, _ = np.histogram(
-        np.clip(values_ns / NS_PER_MS, edges[0], edges[-1]), bins=edges
-    )  # 0 ns on a log axis
+    # clipped into the edges: 0 ns on a log axis
+    counts, _ = np.histogram(np.clip(values_ns / NS_PER_MS, edges[0], edges[-1]), bins=edges)
     hover = "from %{x:.4g} ms<br>%{y} requests<extra>" + name + "</extra>"
     add_step_area(fig, edges, counts, name, color, hover, line=dict(width=1.5), opacity=0.8)
 

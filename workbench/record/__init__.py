@@ -7,17 +7,8 @@ run's trace file when there is one; every kind of run alike (``kind`` tells them
 
 from __future__ import annotations
 
-from .folder import META_FILE, REQUESTS_FILE, STAGES_FILE, read_meta, recover
-from .meta import (
-    KINDS,
-    IngestedMeta,
-    LoadMeta,
-    MetaError,
-    ProfileMeta,
-    RunMeta,
-    ServedMeta,
-    SimulationMeta,
-)
+from .folder import META_FILE, read_meta
+from .meta import IngestedMeta, LoadMeta, ProfileMeta, RunMeta, ServedMeta, SimulationMeta
 from .run import (
     SCRATCH_PREFIX,
     Run,

@@ -50,6 +50,7 @@ _RENAME_EXCHANGE = 2
 # Each column a block of its own, freed from Arrow as it is converted: the table is not held twice
 ARROW_TO_PANDAS = {"split_blocks": True, "self_destruct": True}
 READ_WHOLE_ROWS = 65_536  # a table of fewer rows is read in one go (see _frame)
+_TEXT = (pyarrow.string(), pyarrow.large_string())  # Parquet text columns read as dictionaries
 STAGE_SLACK_NS = 1_000  # stage times may exceed their request's by clock rounding, never by more
 
 
@@ -256,7 +257,7 @@ def _read_table(path: Path, columns: dict[str, str], optional=()) -> pd.DataFram
     try:
         with open_table(path) as stream:
             schema = pyarrow.parquet.read_schema(stream)
-            text = [f.name for f in schema if columns.get(f.name) == "object" and _is_text(f.type)]
+            text = [f.name for f in schema if columns.get(f.name) == "object" and f.type in _TEXT]
             stream.seek(0)
             df = _frame(pyarrow.parquet.ParquetFile(stream, read_dictionary=text))
     except RunRecordError:
@@ -282,10 +283,6 @@ def _frame(parquet: pyarrow.parquet.ParquetFile) -> pd.DataFrame:
         {name: parquet.read([name]).to_pandas(**ARROW_TO_PANDAS)[name] for name in schema.names},
         copy=False,
     )
-
-
-def _is_text(kind: pyarrow.DataType) -> bool:
-    return pyarrow.types.is_string(kind) or pyarrow.types.is_large_string(kind)
 
 
 def check_consistent(

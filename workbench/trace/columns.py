@@ -170,7 +170,7 @@ def unify(pieces: list[tuple[np.ndarray, np.ndarray]]) -> Text:
     starts = np.cumsum([0] + [len(u) for _, u in pieces])
     parts = [remap[start:][c] for (c, _), start in zip(pieces, starts)]
     codes = np.concatenate(parts) if parts else np.empty(0, np.int64)
-    labels = [u if isinstance(u, str) else _number_text(u) for u in uniques]
+    labels = [str(int(u)) if isinstance(u, float) and u.is_integer() else str(u) for u in uniques]
     again, distinct = factorize_objects(labels)
     if len(distinct) != len(labels):
         codes = again[codes]
@@ -186,10 +186,6 @@ def factorize_objects(values: list) -> tuple[np.ndarray, list]:
         uniques.remove(None)
         index = {v: i for i, v in enumerate(uniques)} | {None: -1}
     return np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values)), uniques
-
-
-def _number_text(value) -> str:
-    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
 def kind_codes(cat: Text) -> np.ndarray:

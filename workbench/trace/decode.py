@@ -213,7 +213,8 @@ def deepest_nesting(data) -> tuple[int, int]:
             best = int(level.max())
         depth = int(level[-1]) if level.size else depth
         in_string = bool(inside[-1]) if inside.size else in_string
-        backslashes = _trailing_backslashes(b, backslashes)
+        others = np.flatnonzero(b != 92)  # the run of backslashes ending the block
+        backslashes = backslashes + b.size if others.size == 0 else b.size - 1 - int(others[-1])
     return best, where
 
 
@@ -224,11 +225,6 @@ def _escaped(b: np.ndarray, carried: int) -> np.ndarray:
     run = idx - last_other + np.where(last_other < 0, carried, 0)  # backslashes ending at each byte
     before = np.concatenate([[carried], run[:-1]])
     return (before % 2).astype(bool)
-
-
-def _trailing_backslashes(b: np.ndarray, carried: int) -> int:
-    others = np.flatnonzero(b != 92)
-    return carried + b.size if others.size == 0 else b.size - 1 - int(others[-1])
 
 
 def key_before(data, offset: int) -> str | None:

@@ -119,9 +119,8 @@ def simulate(
         process = {"process": "given", "count": len(times)}
     span = float(times[-1] - times[0]) if len(times) > 1 else 0.0
     measured = (len(times) - 1) * NS_PER_S / span if span > 0 else float("inf")
-    rate = process.get(
-        "rate_rps", measured
-    )  # the process's own (replay has none), or the schedule's
+    # the process's own rate (replay has none), or the schedule's
+    rate = process.get("rate_rps", measured)
     u = np.random.default_rng([seed, SEED_OFFSET]).random(max(len(times), 1)).tolist()
     tables = _size_tables(model, policy.max_batch_size)
     firsts, closes, starts, ends, dues = batch_loop(

@@ -313,9 +313,7 @@ class TokenLog:
         """The run tables (``queue_wait_ns`` to admission, ``service_ns`` from it to the last unit,
         ``batch`` the step it joined before); a request not finished at ``stopped_ns`` fails there
         with ``failure`` (default :data:`DRAINED`)."""
-        last: dict[int, int] = {}
-        for r, _, at in self.units:
-            last[r] = at
+        last = {r: at for r, _, at in self.units}  # each request's last unit
         req_rows, st_rows = [], []
         for s in seqs:
             done = s.emitted >= s.answer

@@ -126,8 +126,7 @@ def simulate(
     firsts, closes, starts, ends, dues = batch_loop(
         times.tolist(), u, tables, policy.max_batch_size, policy.max_wait_ns, policy.concurrency
     )
-    batches = _batch_table(firsts, closes, starts, ends, len(times), dues)
-    requests = _request_table(times, batches)
+    batches, requests = _tables(times, firsts, closes, starts, ends, dues)
     capacity = model.capacity_rps(policy.max_batch_size, policy.concurrency)
     meta = {
         "arrivals": process,
@@ -139,13 +138,14 @@ def simulate(
     return Simulation(requests, batches, policy, capacity, rate, meta)
 
 
-def _batch_table(firsts, closes, starts, ends, n: int, dues) -> pd.DataFrame:
+def _tables(times: np.ndarray, firsts, closes, starts, ends, dues):
+    """``(batches, requests)`` of :class:`Simulation` from the event loop's lists (float ns)."""
     first = np.asarray(firsts, dtype=np.int64)
     close, start, end, due = (
         np.rint(np.asarray(x)).astype(np.int64) for x in (closes, starts, ends, dues)
     )
-    size = np.diff(np.append(first, n))
-    return pd.DataFrame(
+    size = np.diff(np.append(first, len(times)))
+    batches = pd.DataFrame(
         {
             "batch": np.arange(len(first), dtype=np.int64),
             "size": size,
@@ -157,16 +157,10 @@ def _batch_table(firsts, closes, starts, ends, n: int, dues) -> pd.DataFrame:
             "service_ns": end - start,
         }
     )
-
-
-def _request_table(times: np.ndarray, batches: pd.DataFrame) -> pd.DataFrame:
-    size = batches["size"].to_numpy()
-    batch = np.repeat(batches["batch"].to_numpy(), size)
-    close = batches["close_ns"].to_numpy()[batch]
-    start = batches["start_ns"].to_numpy()[batch]
-    end = batches["end_ns"].to_numpy()[batch]
-    batch_wait, queue_wait = wait_split(times, batches["due_ns"].to_numpy()[batch], close, start)
-    return pd.DataFrame(
+    batch = np.repeat(batches["batch"].to_numpy(), size)  # each request's
+    close, start, end, due = close[batch], start[batch], end[batch], due[batch]
+    batch_wait, queue_wait = wait_split(times, due, close, start)
+    requests = pd.DataFrame(
         {
             "request": np.arange(len(times), dtype=np.int64),
             "arrival_ns": times,
@@ -179,6 +173,7 @@ def _request_table(times: np.ndarray, batches: pd.DataFrame) -> pd.DataFrame:
             "ok": np.ones(len(times), dtype=bool),
         }
     )
+    return batches, requests
 
 
 E2E_MS = ("p50_ms", "p95_ms", "p99_ms", "mean_ms")  # end to end

@@ -445,13 +445,11 @@ def recorded_setup(runs: Sequence) -> dict[str, Setup]:
     ``prompt_tokens`` option)."""
     if not runs:
         raise ConfigError("no continuous load runs given: record some (load --max-num-seqs ...)")
-    best: dict[str, tuple[float, object]] = {}
-    for run in runs:
-        precision, rate = run.meta.config.precision, _recorded(run)[0]
-        if precision not in best or rate > best[precision][0]:
-            best[precision] = (rate, run)
+    best: dict[str, object] = {}  # the first of the highest rate (a stable sort)
+    for run in sorted(runs, key=lambda run: _recorded(run)[0], reverse=True):
+        best.setdefault(run.meta.config.precision, run)
     setups = {}
-    for precision, (_, run) in sorted(best.items()):
+    for precision, run in sorted(best.items()):
         prompt = int(run.meta.config.options["prompt_tokens"])
         answers = run.units.groupby("request")["unit"].count()
         cont = run.meta.load.continuous

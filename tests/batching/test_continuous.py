@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 
 from workbench.analysis.tokens import token_requests, unit_gaps
+from workbench.batching.arrivals import Arrivals
 from workbench.batching.continuous import (
     FEATURES,
     ContinuousPolicy,
@@ -139,6 +140,16 @@ def test_the_goodput_curve_finds_where_the_simulated_server_stops_keeping_its_bo
     assert table["goodput"].tolist() == [1.0, 1.0, 0.1, 0.1]
     assert knee == {"target": 0.9, "last_good_rps": 1e5, "first_short_rps": 1e6}
     assert table["throughput_rps"].is_monotonic_increasing
+
+
+def test_the_goodput_curve_s_throughput_runs_from_the_first_arrival_to_the_last_token():
+    lengths, policy = [(20, 10)] * 40, ContinuousPolicy(4, 64)
+    table, _ = goodput_curve(TIMES, policy, lengths, [1e5], ttft_ms=1, tpot_ms=1, target=0.9)
+    arrivals = Arrivals("poisson", rate_rps=1e5, count=40, seed=0).times_ns()
+    run = simulate_continuous(arrivals, lengths, TIMES, policy)
+    last_ns = int((run.requests["start_ns"] + run.requests["dur_ns"]).max())
+    # the first arrival is ~10 us in, a few % of the span: from 0 the throughput reads low
+    assert table["throughput_rps"].tolist() == [pytest.approx(40e9 / (last_ns - arrivals[0]))]
 
 
 def test_the_fit_keeps_each_step_s_residual_and_the_loop_s_time_between_steps():

@@ -232,12 +232,8 @@ def add_prediction(record: dict[str, Any], predicted: pd.DataFrame, source: str)
     point order) and the measured/predicted ratios."""
     points = []
     for row, (_, sim) in zip(record["points"], predicted.iterrows()):
-        pred = {
-            "p50_ms": float(sim["p50_ms"]),
-            "p99_ms": float(sim["p99_ms"]),
-            "stable": bool(sim["stable"]),
-            "capacity_rps": float(sim["capacity_rps"]),
-        }
+        kinds = {"p50_ms": float, "p99_ms": float, "stable": bool, "capacity_rps": float}
+        pred = {k: kind(sim[k]) for k, kind in kinds.items()}
         for q in ("p50", "p99"):
             pred[f"{q}_ratio"] = ratio(row[f"{q}_ms"], pred[f"{q}_ms"])
         points.append(row | {"predicted": strict(pred)})

@@ -201,8 +201,6 @@ class StepTimes:
 
 ROBUST_ROUNDS = 50  # reweighted rounds of the median fit
 RESIDUAL_FLOOR_NS = 1.0  # residuals under 1 ns weigh as 1 ns (no division by zero)
-
-
 NOISE_QUANTILES = 100  # the residuals kept: measured - modelled at quantiles (i + 0.5) / 100
 
 
@@ -315,9 +313,7 @@ class TokenLog:
         """The run tables (``queue_wait_ns`` to admission, ``service_ns`` from it to the last unit,
         ``batch`` the step it joined before); a request not finished at ``stopped_ns`` fails there
         with ``failure`` (default :data:`DRAINED`)."""
-        last: dict[int, int] = {}
-        for r, _, at in self.units:
-            last[r] = at
+        last = {r: at for r, _, at in self.units}  # each request's last unit
         req_rows, st_rows = [], []
         for s in seqs:
             done = s.emitted >= s.answer
@@ -368,18 +364,13 @@ def goodput_curve(
     target: float,
     seed: int = 0,
 ) -> tuple[pd.DataFrame, dict]:
-    """Goodput against the arrival rate, simulated: at each rate, Poisson arrivals (``seed``) of
-    ``len(lengths)`` requests of those lengths. ``(table, knee)``: columns ``rate_rps``, ``goodput``
-    (:func:`goodput`, float or None) and ``throughput_rps`` (requests over the first arrival to the
-    last token), and :func:`goodput_knee` at ``target``."""
-    rows = []
-    for rate in rates_rps:
-        arrivals = Arrivals("poisson", rate_rps=float(rate), count=len(lengths), seed=seed)
-        run = simulate_continuous(arrivals.times_ns(), lengths, times, policy)
-        per = token_requests(run.requests, run.stages, run.units)
-        span = int((run.requests["start_ns"] + run.requests["dur_ns"]).max())
-        rows.append((float(rate), goodput(per, ttft_ms, tpot_ms), len(per) / ns_to_s(max(span, 1))))
-    table = pd.DataFrame(rows, columns=["rate_rps", "goodput", "throughput_rps"])
+    """Goodput against the arrival rate, simulated: :func:`simulated_curve` of ``len(lengths)``
+    requests of those lengths. ``(table, knee)``: columns ``rate_rps``, ``goodput`` (:func:`goodput`,
+    float or None) and ``throughput_rps``, and :func:`goodput_knee` at ``target``."""
+    setup = Setup(times, list(lengths), "")
+    bounds = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms}
+    curve = simulated_curve(setup, policy, rates_rps, requests=len(lengths), seed=seed, **bounds)
+    table = curve[["rate_rps", "goodput", "throughput_rps"]]
     return table, goodput_knee(table["rate_rps"], table["goodput"], target)
 
 
@@ -454,13 +445,11 @@ def recorded_setup(runs: Sequence) -> dict[str, Setup]:
     ``prompt_tokens`` option)."""
     if not runs:
         raise ConfigError("no continuous load runs given: record some (load --max-num-seqs ...)")
-    best: dict[str, tuple[float, object]] = {}
-    for run in runs:
-        precision, rate = run.meta.config.precision, _recorded(run)[0]
-        if precision not in best or rate > best[precision][0]:
-            best[precision] = (rate, run)
+    best: dict[str, object] = {}  # the first of the highest rate (a stable sort)
+    for run in sorted(runs, key=lambda run: _recorded(run)[0], reverse=True):
+        best.setdefault(run.meta.config.precision, run)
     setups = {}
-    for precision, (_, run) in sorted(best.items()):
+    for precision, run in sorted(best.items()):
         prompt = int(run.meta.config.options["prompt_tokens"])
         answers = run.units.groupby("request")["unit"].count()
         cont = run.meta.load.continuous

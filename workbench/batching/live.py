@@ -192,9 +192,8 @@ def _drive(
     batcher.start(timeout_s=wait_s)
     ready, executors = len(batcher.init_results), policy.concurrency
     if ready < executors:  # executors still warming up are abandoned and the run stops
-        batcher.stop(
-            abort=True, join_timeout_s=0
-        )  # daemon threads: they cannot keep the process alive
+        # daemon threads: they cannot keep the process alive
+        batcher.stop(abort=True, join_timeout_s=0)
         raise StageTimeout(
             f"executor warm-up still running after {wait_s:g} s (the drain timeout or longer): a stage "
             f"does not return; {executors - ready} of {executors} executor threads abandoned, nothing measured"

@@ -119,16 +119,14 @@ def simulate(
         process = {"process": "given", "count": len(times)}
     span = float(times[-1] - times[0]) if len(times) > 1 else 0.0
     measured = (len(times) - 1) * NS_PER_S / span if span > 0 else float("inf")
-    rate = process.get(
-        "rate_rps", measured
-    )  # the process's own (replay has none), or the schedule's
+    # the process's own rate (replay has none), or the schedule's
+    rate = process.get("rate_rps", measured)
     u = np.random.default_rng([seed, SEED_OFFSET]).random(max(len(times), 1)).tolist()
     tables = _size_tables(model, policy.max_batch_size)
     firsts, closes, starts, ends, dues = batch_loop(
         times.tolist(), u, tables, policy.max_batch_size, policy.max_wait_ns, policy.concurrency
     )
-    batches = _batch_table(firsts, closes, starts, ends, len(times), dues)
-    requests = _request_table(times, batches)
+    batches, requests = _tables(times, firsts, closes, starts, ends, dues)
     capacity = model.capacity_rps(policy.max_batch_size, policy.concurrency)
     meta = {
         "arrivals": process,
@@ -140,13 +138,14 @@ def simulate(
     return Simulation(requests, batches, policy, capacity, rate, meta)
 
 
-def _batch_table(firsts, closes, starts, ends, n: int, dues) -> pd.DataFrame:
+def _tables(times: np.ndarray, firsts, closes, starts, ends, dues):
+    """``(batches, requests)`` of :class:`Simulation` from the event loop's lists (float ns)."""
     first = np.asarray(firsts, dtype=np.int64)
     close, start, end, due = (
         np.rint(np.asarray(x)).astype(np.int64) for x in (closes, starts, ends, dues)
     )
-    size = np.diff(np.append(first, n))
-    return pd.DataFrame(
+    size = np.diff(np.append(first, len(times)))
+    batches = pd.DataFrame(
         {
             "batch": np.arange(len(first), dtype=np.int64),
             "size": size,
@@ -158,16 +157,10 @@ def _batch_table(firsts, closes, starts, ends, n: int, dues) -> pd.DataFrame:
             "service_ns": end - start,
         }
     )
-
-
-def _request_table(times: np.ndarray, batches: pd.DataFrame) -> pd.DataFrame:
-    size = batches["size"].to_numpy()
-    batch = np.repeat(batches["batch"].to_numpy(), size)
-    close = batches["close_ns"].to_numpy()[batch]
-    start = batches["start_ns"].to_numpy()[batch]
-    end = batches["end_ns"].to_numpy()[batch]
-    batch_wait, queue_wait = wait_split(times, batches["due_ns"].to_numpy()[batch], close, start)
-    return pd.DataFrame(
+    batch = np.repeat(batches["batch"].to_numpy(), size)  # each request's
+    close, start, end, due = close[batch], start[batch], end[batch], due[batch]
+    batch_wait, queue_wait = wait_split(times, due, close, start)
+    requests = pd.DataFrame(
         {
             "request": np.arange(len(times), dtype=np.int64),
             "arrival_ns": times,
@@ -180,6 +173,7 @@ def _request_table(times: np.ndarray, batches: pd.DataFrame) -> pd.DataFrame:
             "ok": np.ones(len(times), dtype=bool),
         }
     )
+    return batches, requests
 
 
 E2E_MS = ("p50_ms", "p95_ms", "p99_ms", "mean_ms")  # end to end

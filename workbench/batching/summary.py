@@ -108,12 +108,13 @@ def load_tables(
 SIMULATION_STAGES = ["batch_wait", "queue_wait", "service"]
 
 
-def simulation_tables(requests: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run-record tables of a simulation's requests: each succeeds, its stages ``batch_wait``,
-    ``queue_wait`` and ``service`` back to back (nothing unattributed)."""
+def simulation_run(sim, pipeline: str | None, sources: list[str], created: str):
+    """A ``Simulation`` as a run record (``sources``: the service run folders): each request
+    succeeds, its stages ``batch_wait``, ``queue_wait`` and ``service`` back to back (nothing
+    unattributed)."""
     names = ("request", "dur_ns", "batch_size", *LOAD_COLUMNS)
-    col = {c: requests[c].to_numpy(dtype="int64") for c in names}
-    req = pd.DataFrame(
+    col = {c: sim.requests[c].to_numpy(dtype="int64") for c in names}
+    requests = pd.DataFrame(
         {
             "request": col["request"],
             "warmup": False,
@@ -130,21 +131,13 @@ def simulation_tables(requests: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFram
     stages = pd.DataFrame(
         {
             "request": np.repeat(col["request"], k),
-            "stage": np.tile(np.array(SIMULATION_STAGES, dtype=object), len(req)),
-            "stage_index": np.tile(np.arange(k), len(req)),
+            "stage": np.tile(np.array(SIMULATION_STAGES, dtype=object), len(requests)),
+            "stage_index": np.tile(np.arange(k), len(requests)),
             "start_ns": starts.ravel(),
             "dur_ns": durs.ravel(),
             "device_dur_ns": pd.array([None] * durs.size, dtype="Int64"),
         }
     )
-    return typed_table(req, {**REQUEST_COLUMNS, **LOAD_COLUMNS}), typed_table(stages, STAGE_COLUMNS)
-
-
-def simulation_run(sim, pipeline: str | None, sources: list[str], created: str):
-    """A ``Simulation`` as a run record; ``sources``: the service run folders."""
-    requests, stages = simulation_tables(sim.requests)
-    rate = sim.rate_rps if np.isfinite(sim.rate_rps) else None
-    capacity = sim.capacity_rps if np.isfinite(sim.capacity_rps) else None
     meta = SimulationMeta(
         pipeline=pipeline,
         description="dynamic batching simulated from profiled service times",
@@ -157,14 +150,15 @@ def simulation_run(sim, pipeline: str | None, sources: list[str], created: str):
             {
                 **sim.meta,
                 "policy": sim.policy.params(),
-                "capacity_rps": capacity,
-                "rate_rps": rate,
+                "capacity_rps": sim.capacity_rps if np.isfinite(sim.capacity_rps) else None,
+                "rate_rps": sim.rate_rps if np.isfinite(sim.rate_rps) else None,
                 "stable": bool(sim.stable),
                 "service_runs": list(sources),
             }
         ),
     )
-    return Run(meta=meta, requests=requests, stages=stages)
+    requests = typed_table(requests, {**REQUEST_COLUMNS, **LOAD_COLUMNS})
+    return Run(meta=meta, requests=requests, stages=typed_table(stages, STAGE_COLUMNS))
 
 
 def pipeline_run_meta(

@@ -184,8 +184,14 @@ def _decode_batch(pngs: list[bytes], size: int):
 @functools.lru_cache(maxsize=4)
 def png_pool(seed: int, count: int) -> tuple[bytes, ...]:
     """``count`` deterministic photo-like PNGs (cached: the same seed gives the same bytes)."""
-    rng = np.random.default_rng(seed)
-    return tuple(_encode_png(_synthetic_photo(rng)) for _ in range(count))
+    from PIL import Image  # Pillow (optional): only where images are drawn
+
+    rng, pngs = np.random.default_rng(seed), []
+    for _ in range(count):
+        buf = io.BytesIO()
+        Image.fromarray(_synthetic_photo(rng), "RGB").save(buf, format="PNG")
+        pngs.append(buf.getvalue())
+    return tuple(pngs)
 
 
 def _synthetic_photo(rng):
@@ -204,11 +210,3 @@ def _synthetic_photo(rng):
         img = img * (1 - alpha) + rng.uniform(0, 255, 3) * alpha
     img += rng.normal(0, 4.0, img.shape)
     return np.clip(img, 0, 255).astype(np.uint8)
-
-
-def _encode_png(array) -> bytes:
-    from PIL import Image  # Pillow (optional): only where images are drawn
-
-    buf = io.BytesIO()
-    Image.fromarray(array, "RGB").save(buf, format="PNG")
-    return buf.getvalue()

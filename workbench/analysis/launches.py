@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace import GPU_WORK_KINDS, KIND_KERNEL, KIND_RUNTIME, KINDS, Trace, derived
-from ..trace.columns import Columns, Text
-from ..trace.columns import categorical, kinds, nullable, pd
+from ..trace.columns import Columns, Text, categorical, kinds, nullable, pd
 from ..trace.intervals import union_length
 from ..trace.numbers import NA_INT
 from .stats import percentiles

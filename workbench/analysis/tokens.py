@@ -163,8 +163,7 @@ def _figure_text(fig: dict[str, Any]) -> str:
     parts = []
     for p in (50, 95, 99):
         lo, hi = fig[f"p{p}_ci_ms"]
-        ci = f"[{_ms(lo)}, {_ms(hi)}]"
-        parts.append(f"p{p} {fig[f'p{p}_ms']:.3f} ms {ci}")
+        parts.append(f"p{p} {fig[f'p{p}_ms']:.3f} ms [{_ms(lo)}, {_ms(hi)}]")
     if fig["p999_ms"] is not None:
         parts.append(f"p99.9 {fig['p999_ms']:.3f} ms")
     return ", ".join(parts)

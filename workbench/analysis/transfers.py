@@ -12,8 +12,7 @@ import re
 import numpy as np
 
 from ..trace import KIND_MEMCPY, KIND_MEMSET, KIND_RUNTIME, Trace, derived
-from ..trace.columns import totals_by_name
-from ..trace.columns import pd, rows_frame
+from ..trace.columns import pd, rows_frame, totals_by_name
 from ..trace.numbers import NA_INT
 
 DIRECTIONS = ("HtoD", "DtoH", "DtoD")  # always reported, with zeros when absent

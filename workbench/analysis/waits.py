@@ -325,11 +325,10 @@ def wait_flames(
             path = head + tuple(("frame", f) for f in frames)
             for depth in range(1, len(path) + 1):
                 sums[tree].setdefault(path[:depth], [0, 0])[k] += int(ns)
-    classes = sampled["classes"]
     return {
         "tail_set": tail,
         "requests": {"tail": len(sets[tail]), "median": len(sets["median"])},
-        **{tree: _nodes(paths_ns, classes) for tree, paths_ns in sums.items()},
+        **{tree: _nodes(paths_ns, sampled["classes"]) for tree, paths_ns in sums.items()},
     }
 
 

@@ -30,13 +30,10 @@ _KEY = ["error_type", "error_message", "error_where"]
 
 
 def stage_summary(run) -> pd.DataFrame:
-    """Per-stage statistics of host wall time of a run, with end to end and unattributed (ms).
-
-    One row per stage (pipeline order), then ``end_to_end``, ``unattributed``: ``name``, ``kind``,
-    :data:`SUMMARY_COLUMNS`, ``share`` (of the end-to-end mean),
-    ``p99_ci_low_ms``/``p99_ci_high_ms`` (None where unbounded), the far tail of
-    ``stats.tail_summary_ns`` and ``device_<column>`` of :data:`DEVICE_COLUMNS` (CUDA-event time;
-    None on CPU)."""
+    """Per-stage statistics (ms) of a run's host wall time: a row per stage (pipeline order), then
+    ``end_to_end`` and ``unattributed``; ``name``, ``kind``, :data:`SUMMARY_COLUMNS`, ``share`` (of
+    the end-to-end mean), ``p99_ci_low_ms``/``p99_ci_high_ms`` (None where unbounded),
+    :data:`EXTRA_TAIL` and ``device_<column>`` of :data:`DEVICE_COLUMNS` (None on CPU)."""
     requests, stages, stage_order = run.requests, run.stages, list(run.stage_names)
     host = stage_matrix(requests, stages, stage_order)
     has_device = stages["device_dur_ns"].notna().any()

@@ -229,12 +229,8 @@ def samples_tokens(
     mine = samples[(samples["config"] == config) & samples["ok"] & samples["tpot"].notna()]
     ids = np.arange(len(mine))
     per = pd.DataFrame(
-        {
-            "request": ids,
-            "ttft_ns": mine["ttft"].to_numpy("int64"),
-            "tpot_ns": mine["tpot"].to_numpy("int64"),
-            "end_to_end_ns": mine[END_TO_END].to_numpy("int64"),
-        }
+        {"request": ids}
+        | {f"{c}_ns": mine[c].to_numpy("int64") for c in ("ttft", "tpot", END_TO_END)}
     )
     itl = mine["itl"].tolist()
     gaps = pd.DataFrame(

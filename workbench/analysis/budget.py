@@ -18,8 +18,7 @@ from ..record.meta import RunMeta, profile_part
 from ..units import NS_PER_S, ns_to_ms
 from .attributes import attribute_effects, effect_sentence, ranked_effects
 from .blocking import head_of_line
-from .tail import END_TO_END, UNATTRIBUTED, measured_ok, stage_matrix  # noqa: F401 (the budget's public names)
-from .tail import slowest, tail_attribution
+from .tail import END_TO_END, UNATTRIBUTED, slowest, stage_matrix, tail_attribution
 from .tokens import token_summary
 from .stats import NS_PER_MS, TAIL_KEYS, percentile_ci_ns, summarize_ns, tail_summary_ns
 from .waits import wait_summary, waits_note
@@ -31,13 +30,10 @@ _KEY = ["error_type", "error_message", "error_where"]
 
 
 def stage_summary(run) -> pd.DataFrame:
-    """Per-stage statistics of host wall time of a run, with end to end and unattributed (ms).
-
-    One row per stage (pipeline order), then ``end_to_end``, ``unattributed``: ``name``, ``kind``,
-    :data:`SUMMARY_COLUMNS`, ``share`` (of the end-to-end mean),
-    ``p99_ci_low_ms``/``p99_ci_high_ms`` (None where unbounded), the far tail of
-    ``stats.tail_summary_ns`` and ``device_<column>`` of :data:`DEVICE_COLUMNS` (CUDA-event time;
-    None on CPU)."""
+    """Per-stage statistics (ms) of a run's host wall time: a row per stage (pipeline order), then
+    ``end_to_end`` and ``unattributed``; ``name``, ``kind``, :data:`SUMMARY_COLUMNS`, ``share`` (of
+    the end-to-end mean), ``p99_ci_low_ms``/``p99_ci_high_ms`` (None where unbounded),
+    :data:`EXTRA_TAIL` and ``device_<column>`` of :data:`DEVICE_COLUMNS` (None on CPU)."""
     requests, stages, stage_order = run.requests, run.stages, list(run.stage_names)
     host = stage_matrix(requests, stages, stage_order)
     has_device = stages["device_dur_ns"].notna().any()
@@ -172,7 +168,6 @@ def gc_summary(
     stages' ``gc_ns`` (:class:`workbench.timing.GcProbe`); None when the run recorded no GC times."""
     if "gc_ns" not in stages.columns or stages["gc_ns"].isna().all():
         return None
-    req, st = measured_ok(requests, stages)
     gc_ns = stage_matrix(requests, stages, stage_order, "gc_ns")
     gc_wide = gc_ns[stage_order].fillna(0).astype("int64")
     host = stage_matrix(requests, stages, stage_order)
@@ -193,7 +188,7 @@ def gc_summary(
     return {
         "pause_ms_total": ns_to_ms(float(per_request.sum())),
         "requests_with_gc": int((per_request > 0).sum()),
-        "requests": int(len(req)),
+        "requests": int(len(host)),
         "stages": per_stage,
         "share_slowest_5pct": tail_gc / tail_e2e if tail_e2e else 0.0,
         "stage": top if top and per_stage[top]["pause_ms_total"] > 0 else None,

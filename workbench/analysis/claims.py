@@ -58,12 +58,6 @@ def trend(sizes: Sequence[int], values: Sequence[float]) -> tuple[str, int, list
     return ("highest_at_largest" if ys[-1] == max(ys) else "peak"), best, dips
 
 
-def _series(sizes, values, unit: str) -> str:
-    pairs = sorted(zip(sizes, values))
-    batches = ", ".join(str(int(s)) for s, _ in pairs)
-    return " -> ".join(_fmt(v) for _, v in pairs) + f" {unit} at batch {batches}"
-
-
 # the words of throughput_claim and capacity_claim per trend kind; "one batch size only" for flat
 THROUGHPUT_WORDS = {
     "rising": "throughput rose with every larger batch ({series}).",
@@ -96,7 +90,9 @@ CAPACITY_WORDS = {
 
 def _trend_claim(sizes, values, unit: str, words: dict[str, str], holding: tuple) -> Claim:
     kind, best, dips = trend(sizes, values)
-    series = _series(sizes, values, unit)
+    pairs = sorted(zip(sizes, values))
+    batches = ", ".join(str(int(s)) for s, _ in pairs)
+    series = " -> ".join(_fmt(v) for _, v in pairs) + f" {unit} at batch {batches}"
     steps = ", ".join(f"{a} to {b}" for a, b in dips)  # the dips, or for never_fell the level steps
     text = words.get(kind, "one batch size only ({series}): no trend to read.")
     return Claim(kind, kind in holding, text.format(series=series, steps=steps, best=best))

@@ -352,8 +352,7 @@ def _parent_positions(tree: pd.DataFrame) -> np.ndarray:
 
 
 def _path_min(ppos: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Minimum of ``values`` over each node and its ancestors, by pointer doubling (log2(depth)
-    passes)."""
+    """Minimum of ``values`` over each node and its ancestors, by log2(depth) pointer doublings."""
     low, up = values.copy(), ppos.copy()
     for _ in range(max(int(np.log2(max(len(up), 1))) + 2, 1)):
         has = np.flatnonzero(up >= 0)

@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace import GPU_WORK_KINDS, KIND_KERNEL, Trace
-from ..trace.columns import totals_by_name
-from ..trace.columns import pd, rows_frame
+from ..trace.columns import pd, rows_frame, totals_by_name
 from ..trace.intervals import merge, overlap_with_windows, union_length
 from ..trace.numbers import NA_INT
 from .launches import launch_join

@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trace import GPU_WORK_KINDS, KIND_KERNEL, KIND_RUNTIME, KINDS, Trace, derived
-from ..trace.columns import Columns, Text
-from ..trace.columns import categorical, kinds, nullable, pd
+from ..trace.columns import Columns, Text, categorical, kinds, nullable, pd
 from ..trace.intervals import union_length
 from ..trace.numbers import NA_INT
 from .stats import percentiles
@@ -88,28 +87,26 @@ def launch_join(trace: Trace) -> LaunchJoin:
     return LaunchJoin(work, runtime, np.where(found, rows[first][pos] if corr.size else -1, -1))
 
 
+PAIR_COLUMNS = (
+    "correlation launch_name cpu_ts_ns cpu_dur_ns gpu_kind gpu_name gpu_ts_ns gpu_dur_ns "
+    "launch_delay_ns device stream"
+).split()
+
+
 def launch_pairs(trace: Trace, names=HTA_LAUNCH_NAMES) -> pd.DataFrame:
     """One row per GPU event whose launching call is named in ``names`` (HTA's set by default):
-    correlation, launch_name, cpu_ts_ns, cpu_dur_ns, gpu_kind, gpu_name, gpu_ts_ns, gpu_dur_ns,
-    launch_delay_ns, device, stream (text columns categoricals: kernel names run long)."""
+    :data:`PAIR_COLUMNS` (text columns categoricals: kernel names run long)."""
     table = pair_table(trace, names)
     join = launch_join(trace)
     rows = table["rows"]
-    return pd.DataFrame(
-        {
-            "correlation": table["correlation"],
-            "launch_name": categorical(join.launch_name[rows], join.runtime.name),
-            "cpu_ts_ns": table["cpu_ts_ns"],
-            "cpu_dur_ns": table["cpu_dur_ns"],
-            "gpu_kind": kinds(join.work.kind[rows]),
-            "gpu_name": categorical(join.work.name.codes[rows], join.work.name),
-            "gpu_ts_ns": table["gpu_ts_ns"],
-            "gpu_dur_ns": table["gpu_dur_ns"],
-            "launch_delay_ns": table["launch_delay_ns"],
-            "device": nullable(join.work.device[rows]),
-            "stream": nullable(join.work.stream[rows]),
-        }
-    )
+    named = {
+        "launch_name": categorical(join.launch_name[rows], join.runtime.name),
+        "gpu_kind": kinds(join.work.kind[rows]),
+        "gpu_name": categorical(join.work.name.codes[rows], join.work.name),
+        "device": nullable(join.work.device[rows]),
+        "stream": nullable(join.work.stream[rows]),
+    }
+    return pd.DataFrame(table | named, columns=PAIR_COLUMNS)
 
 
 def pair_table(trace: Trace, names=HTA_LAUNCH_NAMES) -> dict[str, np.ndarray]:

@@ -68,7 +68,9 @@ def periodic_spikes(
     if lag is None:
         return None
     periods = len(slow) / lag
-    deep = found[_deep(depth, periods)]
+    # the episodes at least half as deep as the median of the ``periods`` deepest
+    deepest = np.sort(depth)[::-1][: max(MIN_PERIODS, int(round(periods)))]
+    deep = found[depth >= 0.5 * float(np.median(deepest))]
     episodes, period = _periodic_chain(deep, round(lag), periods)
     for k in (3, 2):  # episodes between the chain's: the lag was a harmonic of the period
         finer, fine_period = _periodic_chain(deep, max(1, round(lag / k)), periods * k)
@@ -77,7 +79,8 @@ def periodic_spikes(
             break
     if not len(episodes):
         return None
-    inside = _in_episodes(first, episodes)
+    at = np.searchsorted(episodes[:, 0], first, side="right") - 1  # the spikes inside episodes
+    inside = (at >= 0) & (first < episodes[np.maximum(at, 0), 1])
     slowest = np.argsort(-dur, kind="stable")[: max(1, len(dur) // 100)]
     sent_in = np.flatnonzero(inside)[_first_spikes(episodes, first[inside])]
     gap = _unseen_ns(req, start)[spike[sent_in]]
@@ -162,12 +165,6 @@ def _depths(episodes: np.ndarray, first: np.ndarray, excess: np.ndarray) -> np.n
     return depth
 
 
-def _deep(depth: np.ndarray, periods: float) -> np.ndarray:
-    """Episodes at least half as deep as the median of the ``periods`` deepest."""
-    deepest = np.sort(depth)[::-1][: max(MIN_PERIODS, int(round(periods)))]
-    return depth >= 0.5 * float(np.median(deepest))
-
-
 def _periodic_chain(episodes: np.ndarray, lag: int, periods: float) -> tuple[np.ndarray, float]:
     """The longest chain of episodes each a whole number of ``lag`` (within ``TOLERANCE``)
     after the one before, anchored at one of ``ANCHORS``, and its period (bins); empty when it holds
@@ -221,12 +218,6 @@ def _excess_ns(dur: np.ndarray) -> np.ndarray:
     window = min(BASELINE_REQUESTS, len(dur) | 1)
     baseline = pd.Series(dur).rolling(window, center=True, min_periods=1).median()
     return dur - baseline.to_numpy()
-
-
-def _in_episodes(first: np.ndarray, episodes: np.ndarray) -> np.ndarray:
-    """Whether each spike (by its first bin) started inside one of ``episodes``."""
-    at = np.searchsorted(episodes[:, 0], first, side="right") - 1
-    return (at >= 0) & (first < episodes[np.maximum(at, 0), 1])
 
 
 def _excess_stage(

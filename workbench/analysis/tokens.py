@@ -163,8 +163,7 @@ def _figure_text(fig: dict[str, Any]) -> str:
     parts = []
     for p in (50, 95, 99):
         lo, hi = fig[f"p{p}_ci_ms"]
-        ci = f"[{_ms(lo)}, {_ms(hi)}]"
-        parts.append(f"p{p} {fig[f'p{p}_ms']:.3f} ms {ci}")
+        parts.append(f"p{p} {fig[f'p{p}_ms']:.3f} ms [{_ms(lo)}, {_ms(hi)}]")
     if fig["p999_ms"] is not None:
         parts.append(f"p99.9 {fig['p999_ms']:.3f} ms")
     return ", ".join(parts)
@@ -230,12 +229,8 @@ def samples_tokens(
     mine = samples[(samples["config"] == config) & samples["ok"] & samples["tpot"].notna()]
     ids = np.arange(len(mine))
     per = pd.DataFrame(
-        {
-            "request": ids,
-            "ttft_ns": mine["ttft"].to_numpy("int64"),
-            "tpot_ns": mine["tpot"].to_numpy("int64"),
-            "end_to_end_ns": mine[END_TO_END].to_numpy("int64"),
-        }
+        {"request": ids}
+        | {f"{c}_ns": mine[c].to_numpy("int64") for c in ("ttft", "tpot", END_TO_END)}
     )
     itl = mine["itl"].tolist()
     gaps = pd.DataFrame(

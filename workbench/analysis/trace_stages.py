@@ -17,8 +17,7 @@ import numpy as np
 from ..naming import stage_from_range_name
 from ..trace import HOST_KINDS, KIND_KERNEL, KIND_MEMCPY, KINDS, Trace, derived
 from ..trace import intervals as iv
-from ..trace.columns import factorize_objects
-from ..trace.columns import pd, text_frame
+from ..trace.columns import factorize_objects, pd, text_frame
 from ..trace.numbers import NA_INT
 from .launches import (
     GRAPH_LAUNCH_NAMES,

@@ -12,8 +12,7 @@ import re
 import numpy as np
 
 from ..trace import KIND_MEMCPY, KIND_MEMSET, KIND_RUNTIME, Trace, derived
-from ..trace.columns import totals_by_name
-from ..trace.columns import pd, rows_frame
+from ..trace.columns import pd, rows_frame, totals_by_name
 from ..trace.numbers import NA_INT
 
 DIRECTIONS = ("HtoD", "DtoH", "DtoD")  # always reported, with zeros when absent
@@ -60,17 +59,13 @@ def copy_table(trace: Trace) -> dict[str, np.ndarray]:
         "bytes": rows.bytes,
         "direction": pick([d for d, _ in classes]),
         "host_memory": pick([h for _, h in classes]),
-        "key": pick([copy_key(d, h) for d, h in classes]),
+        # the class of a copy: "HtoD Pageable", or the bare direction without a host side
+        "key": pick([d if h is None else f"{d} {h}" for d, h in classes]),
     }
 
 
-def copy_key(direction: str, host_memory: str | None) -> str:
-    """The class of a copy: ``"HtoD Pageable"``, or the bare direction without a host side."""
-    return direction if host_memory is None else f"{direction} {host_memory}"
-
-
 def split_copy_key(key: str) -> tuple[str, str | None]:
-    """``(direction, host memory or None)`` of a :func:`copy_key`."""
+    """``(direction, host memory or None)`` of a copy's ``key`` (:func:`copy_table`)."""
     direction, _, host = key.partition(" ")
     return direction, host or None
 

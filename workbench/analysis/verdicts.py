@@ -80,8 +80,7 @@ def consecutive_blocks(values_ns: Sequence, block: int = BLOCK) -> np.ndarray:
 
 
 def _percentile_rows(sample: np.ndarray, q: float) -> np.ndarray:
-    """Each row's percentile of its non-NaN values (NaN for none), as ``np.nanpercentile(axis=1)``
-    but vectorised per count of values (rows sorted, NaN last, grouped by that count)."""
+    """Each row's percentile of its non-NaN values (NaN for none), vectorised per value count."""
     present = ~np.isnan(sample)
     if present.all():
         return percentiles(sample, q, axis=1)
@@ -223,9 +222,8 @@ def holm_intervals(
         if not rejected and stop_alpha is None:
             stop_alpha = level_alpha
         r = ratios[name][np.isfinite(ratios[name])]
-        lo, hi = math.nan, math.nan
-        if r.size:
-            lo, hi = np.quantile(r, [level_alpha / 2, 1 - level_alpha / 2])
+        bounds = [level_alpha / 2, 1 - level_alpha / 2]
+        lo, hi = np.quantile(r, bounds) if r.size else (math.nan, math.nan)
         out[name] = {
             "ci": (float(lo), float(hi)),
             "level": 1.0 - level_alpha,
@@ -278,11 +276,8 @@ def gate_decision(
     limit = 1.0 + threshold
     if metric_verdict == SLOWER and ratio > limit and lo > limit:
         return REGRESSION
-    if (
-        metric_verdict != TOO_NOISY
-        and hi <= limit
-        and (resolution is None or resolution <= threshold)
-    ):
+    resolved = resolution is None or resolution <= threshold
+    if metric_verdict != TOO_NOISY and hi <= limit and resolved:
         return NO_REGRESSION
     return INCONCLUSIVE
 
@@ -333,10 +328,8 @@ def compare_blocks(
     if not 0 <= opts.min_effect < 1:
         raise ConfigError(f"min_effect must be in [0, 1), got {opts.min_effect!r}")
     family = [*names, END_TO_END]
-    ref = blocks_a[END_TO_END], blocks_b[END_TO_END]
-    draws = Bootstrap(
-        ref[0].shape[0], ref[1].shape[0], paired=paired, resamples=opts.resamples, seed=opts.seed
-    )
+    n_a, n_b = blocks_a[END_TO_END].shape[0], blocks_b[END_TO_END].shape[0]
+    draws = Bootstrap(n_a, n_b, paired=paired, resamples=opts.resamples, seed=opts.seed)
     entries = {name: {"name": name} for name in family}
     for label, q in METRICS.items():
         boots = {n: draws.ratios(blocks_a[n], blocks_b[n], q) for n in family}

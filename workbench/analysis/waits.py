@@ -58,8 +58,7 @@ def wait_summary(
     found = stage_samples(sampled, requests, stages, order, pipeline_stages)
     if found is None:
         return None
-    mine, sets, tail = found
-    rows = pd.DataFrame(sampled["rows"])
+    mine, sets, tail, rows = found
     chosen = {k: mine[mine["request"].isin(ids)] for k, ids in sets.items()}
     by_set = {k: _class_ms(chosen[k], sampled["classes"], len(ids)) for k, ids in sets.items()}
     others = rows[rows["in_stage"] == 0]
@@ -85,10 +84,10 @@ def stage_samples(
     stages: pd.DataFrame,
     order: list[str],
     pipeline_stages: list[str] | None = None,
-) -> tuple[pd.DataFrame, dict[str, Any], str] | None:
-    """``(rows, sets, tail set)``: the stage samples with ``request`` and ``stage`` (plus a ``gc``
-    row per collection overlap, ``stack`` -1), the tail attribution's request sets and the tail
-    set's name; None without rows or a measured request."""
+) -> tuple[pd.DataFrame, dict[str, Any], str, pd.DataFrame] | None:
+    """``(rows, sets, tail set, all rows)``: the stage samples with ``request`` and ``stage`` (plus
+    a ``gc`` row per collection overlap, ``stack`` -1), the tail attribution's request sets, the
+    tail set's name and every sampled row; None without rows or a measured request."""
     if not sampled or not sampled["rows"]["t_ns"]:
         return None
     req, st = measured_ok(requests, stages)
@@ -109,7 +108,7 @@ def stage_samples(
         if v is not None
     }
     ones = int(mine["request"].isin(sets.get("slowest_1pct", ())).sum())
-    return mine, sets, "slowest_1pct" if ones >= MIN_SAMPLES else "slowest_5pct"
+    return mine, sets, "slowest_1pct" if ones >= MIN_SAMPLES else "slowest_5pct", rows
 
 
 def late_windows(req: pd.DataFrame, st: pd.DataFrame) -> pd.DataFrame:
@@ -310,7 +309,7 @@ def wait_flames(
     found = stage_samples(sampled, requests, stages, order, pipeline_stages)
     if found is None:
         return None
-    rows, sets, tail = found
+    rows, sets, tail, _ = found
     names = [frame_name(file, function) for file, function, _ in sampled["frames"]]  # by frame id
     paths = [tuple(names[f] for f in stack) for stack in sampled["stacks"]]
     sums: dict[str, dict[tuple, list[int]]] = {tree: {} for tree in ("work", "waits")}
@@ -325,11 +324,10 @@ def wait_flames(
             path = head + tuple(("frame", f) for f in frames)
             for depth in range(1, len(path) + 1):
                 sums[tree].setdefault(path[:depth], [0, 0])[k] += int(ns)
-    classes = sampled["classes"]
     return {
         "tail_set": tail,
         "requests": {"tail": len(sets[tail]), "median": len(sets["median"])},
-        **{tree: _nodes(paths_ns, classes) for tree, paths_ns in sums.items()},
+        **{tree: _nodes(paths_ns, sampled["classes"]) for tree, paths_ns in sums.items()},
     }
 
 

@@ -1,14 +1,6 @@
-"""Bottleneck rules: findings computed only from a run and its trace.
-
-Every rule is a small pure function ``(facts) -> list[finding]`` with its threshold named here;
-``docs/audit.md`` tabulates the rules and their thresholds. ``facts`` is the dict of
-:func:`workbench.audit.report.run_facts`. A finding is ``{"kind", "stage", "evidence", "numbers"}``;
-:func:`findings` adds the catalog's actions.
-
-Two rules the table lacks (docs/json.md's FINDING): ``decode_growth`` (decode steps that grow with
-the token's position: no KV cache, or a broken one) and ``token_host`` (a streaming stage whose GPU
-covers less than ``TOKEN_HOST_SHARE`` of its traced host time: host overhead in us per token). Both
-leave out the same stage's ``compute`` finding.
+"""Bottleneck rules: each a pure function ``(facts) -> list[finding]`` of a run and its trace
+(``facts``: :func:`workbench.audit.report.run_facts`), its threshold named here; ``docs/audit.md``
+tabulates them, docs/json.md's FINDING the two it lacks (``decode_growth``, ``token_host``).
 """
 
 from __future__ import annotations
@@ -479,6 +471,7 @@ def findings(facts: dict[str, Any]) -> list[dict]:
         out = [f for f in out if f["kind"] not in ROLE_KIND.values()]
     if not _tail_on_cpu(facts):  # compute advice only for a tail spent on CPU
         out = [f for f in out if f["kind"] != "compute"]
+    # a stage whose decode steps grow or whose GPU idles per token: not a compute finding too
     recomputed = {f["stage"] for f in out if f["kind"] in ("decode_growth", "token_host")}
     out = [f for f in out if not (f["kind"] == "compute" and f["stage"] in recomputed)]
     return sorted(out, key=lambda f: -_weight(f))

@@ -1,7 +1,5 @@
-"""``python -m workbench analyze TRACE [--json]``: where GPU time and launch overhead go.
-
-TRACE is a profiler trace (``.json``/``.json.gz``) or a run folder whose
-``run.json`` names its trace (``run.meta.trace.file``).
+"""``python -m workbench analyze TRACE [--json]``: where GPU time and launch overhead go; TRACE is a
+profiler trace (``.json``/``.json.gz``) or a run folder whose ``run.json`` names its trace.
 """
 
 from __future__ import annotations

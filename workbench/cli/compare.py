@@ -1,8 +1,6 @@
-"""``workbench compare``: is configuration B really faster or slower than A?
-
-Configurations run interleaved, each in its own worker process (``workbench.interleave``), or two
-saved runs compare as "separate runs". It exits 0 whatever the verdict (``workbench gate`` turns a
-real regression into exit 1), 2 on bad input.
+"""``workbench compare``: is configuration B really faster or slower than A? Interleaved, each in its
+own worker process, or two saved runs as "separate runs"; exit 0 whatever the verdict (``gate``
+turns a real regression into exit 1).
 """
 
 from __future__ import annotations

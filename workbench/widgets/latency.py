@@ -1,11 +1,8 @@
 """The latency explorer: batch size, precision, device, threads and pipeline -> budget, tail, distribution, flame.
 
-Every control change goes through the shared :class:`~workbench.widgets.controller.Controller`: a
-configuration seen before comes from the LRU cache; an unseen one is drawn from a recorded run
-matching its fingerprint (``latency_support.RecordedRuns``), else profiled on the worker thread,
-debounced, one run at a time. One that cannot run clears the figures (they showed another one) and
-says why in the message line. Trust is shown, not assumed: the noise flag, the failures per stage,
-what a recorded run differs in, and the runs it is read against (``summaries.beside_table``).
+An unseen configuration is drawn from a recorded run matching its fingerprint, else profiled on the
+worker thread. Trust is shown, not assumed: the noise flag, the failures per stage, what a recorded
+run differs in, and the runs it is read against (``summaries.beside_table``).
 """
 
 from __future__ import annotations

@@ -210,9 +210,8 @@ def summary(
 
 
 def _largest_evidence(found: list[dict]) -> str | None:
-    """The evidence of the finding that explains the most tail time among those that say why the tail
-    waited or grew (a wait class but off CPU, which the noise note says, GC, a periodic event, an
-    attribute): findings come sorted by weight."""
+    """The heaviest finding's evidence among those that say why the tail waited or grew (off CPU:
+    the noise note says it)."""
     kinds = {*rules.WAIT_KIND.values(), "attribute", "periodic"} - {"off_cpu"}
     return next((f["evidence"] for f in found if f["kind"] in kinds), None)
 

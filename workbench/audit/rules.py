@@ -292,8 +292,8 @@ def waits(facts: dict[str, Any]) -> list[dict]:
 
 
 def _named_waits(found: dict[str, Any]) -> list[dict]:
-    """The causes past ``WAIT_SHARE`` of the tail that grew (:func:`_grew`), or a GIL wait every request
-    pays (a busy machine evens the tail's and the median's waits, never the GIL's cost)."""
+    """Causes past ``WAIT_SHARE`` of the tail that grew, or a GIL wait every request pays (a busy
+    machine evens the tail's and the median's waits, never the GIL's cost)."""
     return [
         c
         for c in found.get("causes") or []
@@ -494,8 +494,7 @@ def _tail_on_cpu(facts: dict[str, Any]) -> bool:
 
 
 def _actions(finding: dict) -> list[dict]:
-    """Copies (annotated later) of the catalog's actions for the finding; "lower the max wait" only
-    where the max wait is not already below the wait it would fix."""
+    """Copies of the finding's catalog actions, less a "lower the max wait" that cannot help."""
     n = finding["numbers"]
     futile = n.get("max_wait_ms") is not None and n["max_wait_ms"] < MAX_WAIT_FIXES * (
         n.get("wait_ms") or 0.0

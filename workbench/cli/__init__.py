@@ -233,8 +233,7 @@ def prepare_process(argv: list[str]) -> None:
 
 
 def _stdout_reader_gone() -> bool:
-    """True when stdout is a pipe whose reader has exited (``... | head -1``): poll reports an error on
-    it (a BrokenPipeError of a socket, ``serve``'s, stays an internal error)."""
+    """Whether stdout is a pipe whose reader left (``... | head -1``), not ``serve``'s socket."""
     try:
         poller = select.poll()
         poller.register(sys.stdout.fileno(), select.POLLOUT)

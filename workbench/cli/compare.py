@@ -1,5 +1,5 @@
-"""``workbench compare``: is configuration B really faster or slower than A? Interleaved, each in its
-own worker process, or two saved runs as "separate runs"; exit 0 whatever the verdict (``gate``
+"""``workbench compare``: is configuration B really faster or slower than A? Interleaved, each in
+its own worker process, or two saved runs as "separate runs"; exit 0 whatever the verdict (``gate``
 turns a real regression into exit 1).
 """
 

@@ -1,7 +1,5 @@
-"""``workbench load --sweep``: a capacity sweep, in process or against ``--url``, into a sweep folder.
-
-Each point is one ``load`` (or ``load --url``) run of windows until the last three are stable
-(:mod:`workbench.batching.capacity`); its table is the one ``workbench show SWEEP_DIR`` prints.
+"""``workbench load --sweep``: a capacity sweep, in process or against ``--url``, into a sweep
+folder; a point is a ``load`` run of windows until the last three are stable (batching.capacity).
 """
 
 from __future__ import annotations

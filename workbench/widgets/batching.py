@@ -1,7 +1,7 @@
-"""The batching explorers: simulated dynamic batching (:class:`BatchingExplorer`, from profiler runs'
-service times; a rate at or above capacity warns: the queue grows without bound) and continuous
-batching (:class:`GenerativeExplorer`, from recorded continuous ``load`` runs; a precision and
-policy's curve is cached apart, so moving the rate alone simulates one rate).
+"""The batching explorers: simulated dynamic batching (:class:`BatchingExplorer`, from profiler
+runs' service times; a rate at or above capacity warns: the queue grows without bound) and
+continuous batching (:class:`GenerativeExplorer`, from recorded continuous ``load`` runs; a
+precision and policy's curve is cached apart, so moving the rate alone simulates one rate).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The controller skeleton the explorers share: a setting is drawn from the LRU cache at once, or
 computed on the :class:`JobQueue` worker (debounced, the newest winning: a slider fires a change for
-every step it passes). A :class:`~workbench.errors.WorkbenchError` goes to the message line; anything
-else is a bug, kept in ``last_error`` and shown with its type, never a traceback."""
+every step it passes). A :class:`~workbench.errors.WorkbenchError` goes to the message line;
+anything else is a bug, kept in ``last_error`` and shown with its type, never a traceback."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ ABANDON_AFTER_S = 2.0
 
 
 class JobStuck(RuntimeError):
-    """A cancelled job did not stop within ``abandon_after_s``; its thread (which Python cannot kill)
-    was abandoned, the queue goes on on a fresh one."""
+    """A cancelled job did not stop within ``abandon_after_s``; its thread (Python cannot kill
+    one) was abandoned, the queue goes on on a fresh one."""
 
 
 class JobQueue:
@@ -310,8 +310,7 @@ class Controller:
         self.update(key, lambda cancel: self._figures(*key), queued="simulating...")
 
     def _simulator(self, *below: Any, start: bool) -> None:
-        """The simulators' page: ``controls`` in a row, the status and message lines, then the views
-        of ``below`` (lines, panes); every move of a control simulates again (``start``: now too)."""
+        """The simulators' page: controls, status, messages, ``below``; a move simulates again."""
         row = widgets.HBox(
             list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")
         )

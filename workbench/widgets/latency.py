@@ -550,9 +550,8 @@ class LatencyExplorer(Controller):
                 _shown(self.waits_pane, view.has_wait_flames)
 
     def _show(self, pane: FigurePane, build: Callable[[], Any], *options: Any) -> None:
-        """Draw a figure of the run on screen, building it and its JSON only the first time per
-        (run, pane, options) (``figures`` LRU); a closed :class:`DeferredPane` (the flame graph)
-        builds it only when opened."""
+        """Draw a figure of the run on screen, built once per (run, pane, options); a closed
+        :class:`DeferredPane` (the flame graph) builds it only when opened."""
         key = (self.current, pane, *options)
 
         def figure() -> tuple[Any, dict]:
@@ -637,8 +636,8 @@ def _button(description: str, width: str, **options: Any) -> widgets.Button:
 
 
 def _flame_of(view: RunView) -> Any:
-    """The flame graph of the run on screen; a recorded trace that cannot be read says so in the figure
-    (it is read when the pane opens, on the notebook's thread: no message line is tied to that moment)."""
+    """The flame graph of the run on screen; a trace that cannot be read says so in the figure (read
+    on the notebook's thread when the pane opens, no message line is tied to that moment)."""
     try:
         fig = view.flame.get()
     except WorkbenchError as exc:

@@ -292,8 +292,7 @@ class RecordedRuns:
         return found
 
     def _matching(self, wanted: dict[str, Any], measurable: bool, **same: Any):
-        """(run, ``wanted`` with the run's threads where not ``measurable``) per run that matches,
-        the fields ``same`` set alike on both sides."""
+        """(run, ``wanted`` with its threads unless ``measurable``) per match, ``same`` on both."""
         for run in self.runs:
             want = wanted if measurable else wanted | {"threads": run.fingerprint.get("threads")}
             if recorded_match(want | same, _comparable(run.fingerprint) | same)[0]:

@@ -210,8 +210,7 @@ def summary(
 
 
 def _largest_evidence(found: list[dict]) -> str | None:
-    """The heaviest finding's evidence among those that say why the tail waited or grew (off CPU:
-    the noise note says it)."""
+    """The heaviest finding's evidence on why the tail waited or grew (off CPU: see the noise)."""
     kinds = {*rules.WAIT_KIND.values(), "attribute", "periodic"} - {"off_cpu"}
     return next((f["evidence"] for f in found if f["kind"] in kinds), None)
 

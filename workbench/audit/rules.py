@@ -292,8 +292,7 @@ def waits(facts: dict[str, Any]) -> list[dict]:
 
 
 def _named_waits(found: dict[str, Any]) -> list[dict]:
-    """Causes past ``WAIT_SHARE`` of the tail that grew, or a GIL wait every request pays (a busy
-    machine evens the tail's and the median's waits, never the GIL's cost)."""
+    """Causes past ``WAIT_SHARE`` of the tail that grew, or a GIL wait that every request pays."""
     return [
         c
         for c in found.get("causes") or []
@@ -379,7 +378,9 @@ def time_tail(facts: dict[str, Any]) -> list[dict]:
             f"{periodic_share:.0%} of the slowest 1 % of requests recur every "
             f"{spikes['period_ms']:.3g} ms"
         )
-    stage = spikes.get("stage") or _largest_tail_stage(facts)
+    slowest = slowest_set(facts.get("tail"))
+    shares = slowest[2]["shares"] if slowest else {}
+    stage = spikes.get("stage") or (max(shares, key=shares.get) if shares else None)
     where = f"; requests wait in {stage}" if stage else ""
     return _finding(
         "time",
@@ -438,12 +439,6 @@ def service(pacing: dict[str, Any]) -> dict[str, Any]:
     return pacing.get("service") or pacing["paced"]
 
 
-def _largest_tail_stage(facts: dict[str, Any]) -> str | None:
-    slowest = slowest_set(facts.get("tail"))
-    shares = slowest[2]["shares"] if slowest else {}
-    return max(shares, key=shares.get) if shares else None
-
-
 RULES = (
     dominant_stages,
     tail_stages,
@@ -478,8 +473,7 @@ def findings(facts: dict[str, Any]) -> list[dict]:
 
 
 def _tail_on_cpu(facts: dict[str, Any]) -> bool:
-    """Whether the slowest set's sampled time is at least ``CPU_SHARE`` on CPU and torch runs in it (its
-    stages' library shares or sampled frames); True for a run without these samples."""
+    """Slowest set >= ``CPU_SHARE`` on CPU, torch in it; True for a run without these samples."""
     found = facts.get("waits") or {}
     classes = (found.get("classes") or {}).get(found.get("tail_set"))
     total = sum((classes or {}).values())

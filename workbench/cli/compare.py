@@ -305,8 +305,7 @@ _STAGE_KEPT = ("request", "stage", "dur_ns")
 def _read_columns(
     path: Path, columns: dict[str, str], optional: tuple[str, ...], kept: tuple[str, ...]
 ) -> pd.DataFrame:
-    """The ``kept`` columns of a run table (``stage`` as a categorical), read batch by batch, each batch
-    checked as ``show`` checks the whole table (``columns``, ``optional``: ``record.folder.table_schemas``)."""
+    """The ``kept`` columns of a run table, read and checked batch by batch."""
     text = [c for c in kept if columns[c] == "object"]
     try:
         with open_table(path) as stream:

@@ -139,8 +139,7 @@ def plan_from_args(args):
 
 
 def _measure(args, plan, start):
-    """A sweep's ``measure(value, folder, watch)``: one point's run, ``start(point_args, arrivals,
-    watch)`` with its rate (or concurrency) over ``max_windows`` windows, saved in its folder."""
+    """A sweep's ``measure(value, folder, watch)``: one point's run, saved in its folder."""
 
     def measure(value, folder: Path, watch):
         point = argparse.Namespace(**vars(args))

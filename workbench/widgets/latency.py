@@ -550,8 +550,7 @@ class LatencyExplorer(Controller):
                 _shown(self.waits_pane, view.has_wait_flames)
 
     def _show(self, pane: FigurePane, build: Callable[[], Any], *options: Any) -> None:
-        """Draw a figure of the run on screen, built once per (run, pane, options); a closed
-        :class:`DeferredPane` (the flame graph) builds it only when opened."""
+        """Draw a figure of the run on screen, built once per (run, pane, options)."""
         key = (self.current, pane, *options)
 
         def figure() -> tuple[Any, dict]:
@@ -636,8 +635,7 @@ def _button(description: str, width: str, **options: Any) -> widgets.Button:
 
 
 def _flame_of(view: RunView) -> Any:
-    """The flame graph of the run on screen; a trace that cannot be read says so in the figure (read
-    on the notebook's thread when the pane opens, no message line is tied to that moment)."""
+    """The run's flame graph; an unreadable trace says so in it (read when opened: no message)."""
     try:
         fig = view.flame.get()
     except WorkbenchError as exc:

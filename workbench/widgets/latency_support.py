@@ -409,8 +409,7 @@ def _run_folders(paths: Any) -> list[Path]:
 
 
 def _no_room_slot(**_) -> AbstractContextManager[float]:
-    """Without the room wing live runs take no slot; a kernel the room started (``WORKBENCH_LIVE``
-    set to queue or off) is told how to install the wing instead of profiling past the queue."""
+    """No slot without the room wing; a kernel the room started is told to install the wing."""
     if os.environ.get("WORKBENCH_LIVE", "on").strip().lower() not in ("", "on"):
         wing("room")
     return nullcontext(0.0)

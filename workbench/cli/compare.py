@@ -367,7 +367,8 @@ def _fmt(x) -> str:
 
 
 def print_rows(found: dict[str, Any], metric: str, out, *, noisy: bool = False) -> None:
-    """The per-stage table: ratios B/A with their intervals and the verdict (``noisy``: "on a noisy machine")."""
+    """The per-stage table: ratios B/A with their intervals and the verdict (``noisy``: "on a noisy
+    machine"), then a streaming pipeline's TTFT, TPOT and ITL ratios with their counts."""
     print(
         f"  {'stage':<16} {'p50 B/A':>8} {'interval':>17} {'p99 B/A':>8} {'interval':>17}  verdict ({metric})",
         file=out,
@@ -378,10 +379,7 @@ def print_rows(found: dict[str, Any], metric: str, out, *, noisy: bool = False) 
         far = far_tail_text(found["end_to_end"][f"tail_{side}"])
         if far:
             print(f"  {side.upper()} end to end {far}", file=out)
-
-
-def print_tokens(tokens: dict[str, Any] | None, metric: str, out, *, noisy: bool = False) -> None:
-    """A streaming pipeline's TTFT, TPOT and ITL ratios B/A, as :func:`print_rows`, with their counts."""
+    tokens = found.get("tokens")
     if not tokens:
         return
     (ra, rb), (ga, gb) = tokens["requests"], tokens["gaps"]
@@ -433,7 +431,6 @@ def print_interleaved(result: dict[str, Any], out) -> None:
             print(f"  not compared: {comp.get('error')}", file=out)
             continue
         print_rows(comp, result["metric"], out, noisy=noisy)
-        print_tokens(comp.get("tokens"), result["metric"], out, noisy=noisy)
         outputs = cfgs[comp["b"]].get("outputs")
         if outputs is not None:
             print(f"  outputs against A: {agreement_text(outputs)}", file=out)
@@ -485,7 +482,6 @@ def print_separate(result: dict[str, Any], out) -> None:
         print(f"  differs: {d['field']}: {d['a']!r} vs {d['b']!r}", file=out)
     noisy = any(flag is True for flag in result["noisy"])
     print_rows(result, result["metric"], out, noisy=noisy)
-    print_tokens(result.get("tokens"), result["metric"], out, noisy=noisy)
 
 
 def _pct(x) -> str:

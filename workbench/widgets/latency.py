@@ -436,7 +436,11 @@ class LatencyExplorer(Controller):
             run = self.live.measure(self.targets[key[0]], config, self._progress_callback(), cancel)
         seconds = self.live.clock() - started
         queue = f"waited {waited:.1f} s in the room's queue, " if waited >= 0.05 else ""
-        source = f"{queue}measured here in {seconds:.1f} s{_timeout_note(run)}{hint}"
+        # a run stopped by the per-request timeout names the stage still stuck
+        meta = getattr(run, "meta", None)
+        stuck = meta is not None and meta.status == "incomplete: timeout" and len(run.requests)
+        stopped = f"; stopped: {run.requests['error_message'].iloc[-1]}" if stuck else ""
+        source = f"{queue}measured here in {seconds:.1f} s{stopped}{hint}"
         try:
             return summarize(run, key, source, flame_from_trace)
         finally:
@@ -653,11 +657,3 @@ def _shown(pane: FigurePane, shown: bool) -> None:
 def _measurable(device: str) -> bool:
     """Whether this machine has the device family (the recorded-only devices are not)."""
     return device.split(":")[0] in available_devices()
-
-
-def _timeout_note(run: Any) -> str:
-    """For the status line: a run stopped by the per-request timeout names the stage still stuck."""
-    meta = getattr(run, "meta", None)
-    if meta is None or meta.status != "incomplete: timeout" or not len(run.requests):
-        return ""
-    return f"; stopped: {run.requests['error_message'].iloc[-1]}"

@@ -431,7 +431,10 @@ class LatencyExplorer(Controller):
     ) -> RunView:
         self.profile_calls += 1
         with self.live.slot(on_wait=self._waiting) as waited:
-            self._progress_start(describe(key))
+            self.progress.value, self.progress.max = 0, 1
+            self.progress.layout.visibility = "visible"
+            self.cancel_button.disabled, self.cancel_button.button_style = False, "warning"
+            self.status.value = f"profiling {describe(key)}..."
             started = self.live.clock()
             run = self.live.measure(self.targets[key[0]], config, self._progress_callback(), cancel)
         seconds = self.live.clock() - started
@@ -611,12 +614,6 @@ class LatencyExplorer(Controller):
         self._progress_done()
 
     # -- progress ------------------------------------------------------------
-    def _progress_start(self, what: str) -> None:
-        self.progress.value, self.progress.max = 0, 1
-        self.progress.layout.visibility = "visible"
-        self.cancel_button.disabled, self.cancel_button.button_style = False, "warning"
-        self.status.value = f"profiling {what}..."
-
     def _progress_callback(self) -> Callable[[int, int, str], None]:
         last = [0.0]
 

@@ -252,7 +252,9 @@ class RecordedRuns:
         self.runs: list[Recorded] = []
         self.skipped: list[str] = []
         self._wanted: dict[tuple, dict] = {}
-        for folder in _run_folders(paths):
+        roots = map(Path, [paths] if isinstance(paths, (str, Path)) else paths or [])
+        found = [[r] if (r / META_FILE).is_file() else sorted(r.glob("*")) for r in roots]
+        for folder in [f for group in found for f in group if (f / META_FILE).is_file()]:
             try:
                 meta = read_meta(folder / META_FILE)
             except RunRecordError as exc:
@@ -400,12 +402,6 @@ def _family(fp: dict[str, Any]) -> str:
 def _comparable(fp: dict[str, Any]) -> dict[str, Any]:
     """A recorded fingerprint with its device reduced to its family."""
     return fp | {"device": _family(fp)}
-
-
-def _run_folders(paths: Any) -> list[Path]:
-    roots = map(Path, [paths] if isinstance(paths, (str, Path)) else paths or [])
-    found = [[root] if (root / META_FILE).is_file() else sorted(root.glob("*")) for root in roots]
-    return [f for group in found for f in group if (f / META_FILE).is_file()]  # run folders only
 
 
 def _no_room_slot(**_) -> AbstractContextManager[float]:

@@ -1,5 +1,7 @@
-"""``python -m workbench analyze TRACE [--json]``: where GPU time and launch overhead go; TRACE is a
-profiler trace (``.json``/``.json.gz``) or a run folder whose ``run.json`` names its trace.
+"""``python -m workbench analyze TRACE [--json]``: where GPU time and launch overhead go.
+
+TRACE is a profiler trace (``.json``/``.json.gz``) or a run folder whose
+``run.json`` names its trace (``run.meta.trace.file``).
 """
 
 from __future__ import annotations

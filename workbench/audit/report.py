@@ -185,7 +185,9 @@ def summary(
     else:
         verb = "misses" if baseline["sla_miss"] else "meets"
         parts.append(f"p99 {p99:.3g} ms {verb} the {sla_ms:g} ms SLA")
-    headline = _largest_evidence(found)
+    # the heaviest finding on why the tail waited or grew (off CPU: the noise note says it)
+    kinds = {*rules.WAIT_KIND.values(), "attribute", "periodic"} - {"off_cpu"}
+    headline = next((f["evidence"] for f in found if f["kind"] in kinds), None)
     if headline:
         parts.append(headline)
     slowest = rules.slowest_set(facts["tail"])
@@ -207,14 +209,6 @@ def summary(
     if baseline.get("noisy"):
         parts.append("the run was noisy: " + "; ".join(baseline["noise_reasons"]))
     return "; ".join(parts)
-
-
-def _largest_evidence(found: list[dict]) -> str | None:
-    """The evidence of the finding that explains the most tail time among those that say why the tail
-    waited or grew (a wait class but off CPU, which the noise note says, GC, a periodic event, an
-    attribute): findings come sorted by weight."""
-    kinds = {*rules.WAIT_KIND.values(), "attribute", "periodic"} - {"off_cpu"}
-    return next((f["evidence"] for f in found if f["kind"] in kinds), None)
 
 
 def _best_measured(found: list[dict]) -> dict | None:

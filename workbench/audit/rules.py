@@ -1,14 +1,6 @@
-"""Bottleneck rules: findings computed only from a run and its trace.
-
-Every rule is a small pure function ``(facts) -> list[finding]`` with its threshold named here;
-``docs/audit.md`` tabulates the rules and their thresholds. ``facts`` is the dict of
-:func:`workbench.audit.report.run_facts`. A finding is ``{"kind", "stage", "evidence", "numbers"}``;
-:func:`findings` adds the catalog's actions.
-
-Two rules the table lacks (docs/json.md's FINDING): ``decode_growth`` (decode steps that grow with
-the token's position: no KV cache, or a broken one) and ``token_host`` (a streaming stage whose GPU
-covers less than ``TOKEN_HOST_SHARE`` of its traced host time: host overhead in us per token). Both
-leave out the same stage's ``compute`` finding.
+"""Bottleneck rules: each a pure function ``(facts) -> list[finding]`` of a run and its trace
+(``facts``: :func:`workbench.audit.report.run_facts`), its threshold named here; ``docs/audit.md``
+tabulates them, docs/json.md's FINDING the two it lacks (``decode_growth``, ``token_host``).
 """
 
 from __future__ import annotations
@@ -300,8 +292,7 @@ def waits(facts: dict[str, Any]) -> list[dict]:
 
 
 def _named_waits(found: dict[str, Any]) -> list[dict]:
-    """The causes past ``WAIT_SHARE`` of the tail that grew (:func:`_grew`), or a GIL wait every request
-    pays (a busy machine evens the tail's and the median's waits, never the GIL's cost)."""
+    """Causes past ``WAIT_SHARE`` of the tail that grew, or a GIL wait that every request pays."""
     return [
         c
         for c in found.get("causes") or []
@@ -387,7 +378,9 @@ def time_tail(facts: dict[str, Any]) -> list[dict]:
             f"{periodic_share:.0%} of the slowest 1 % of requests recur every "
             f"{spikes['period_ms']:.3g} ms"
         )
-    stage = spikes.get("stage") or _largest_tail_stage(facts)
+    slowest = slowest_set(facts.get("tail"))
+    shares = slowest[2]["shares"] if slowest else {}
+    stage = spikes.get("stage") or (max(shares, key=shares.get) if shares else None)
     where = f"; requests wait in {stage}" if stage else ""
     return _finding(
         "time",
@@ -446,12 +439,6 @@ def service(pacing: dict[str, Any]) -> dict[str, Any]:
     return pacing.get("service") or pacing["paced"]
 
 
-def _largest_tail_stage(facts: dict[str, Any]) -> str | None:
-    slowest = slowest_set(facts.get("tail"))
-    shares = slowest[2]["shares"] if slowest else {}
-    return max(shares, key=shares.get) if shares else None
-
-
 RULES = (
     dominant_stages,
     tail_stages,
@@ -479,14 +466,14 @@ def findings(facts: dict[str, Any]) -> list[dict]:
         out = [f for f in out if f["kind"] not in ROLE_KIND.values()]
     if not _tail_on_cpu(facts):  # compute advice only for a tail spent on CPU
         out = [f for f in out if f["kind"] != "compute"]
+    # a stage whose decode steps grow or whose GPU idles per token: not a compute finding too
     recomputed = {f["stage"] for f in out if f["kind"] in ("decode_growth", "token_host")}
     out = [f for f in out if not (f["kind"] == "compute" and f["stage"] in recomputed)]
     return sorted(out, key=lambda f: -_weight(f))
 
 
 def _tail_on_cpu(facts: dict[str, Any]) -> bool:
-    """Whether the slowest set's sampled time is at least ``CPU_SHARE`` on CPU and torch runs in it (its
-    stages' library shares or sampled frames); True for a run without these samples."""
+    """Slowest set >= ``CPU_SHARE`` on CPU, torch in it; True for a run without these samples."""
     found = facts.get("waits") or {}
     classes = (found.get("classes") or {}).get(found.get("tail_set"))
     total = sum((classes or {}).values())
@@ -501,8 +488,7 @@ def _tail_on_cpu(facts: dict[str, Any]) -> bool:
 
 
 def _actions(finding: dict) -> list[dict]:
-    """Copies (annotated later) of the catalog's actions for the finding; "lower the max wait" only
-    where the max wait is not already below the wait it would fix."""
+    """Copies of the finding's catalog actions, less a "lower the max wait" that cannot help."""
     n = finding["numbers"]
     futile = n.get("max_wait_ms") is not None and n["max_wait_ms"] < MAX_WAIT_FIXES * (
         n.get("wait_ms") or 0.0

@@ -1,9 +1,5 @@
-"""``audit --try``: measure the actions the workbench can make itself, instead of promising them.
-
-A catalog action with a ``try`` entry is a configuration change measured against the run's own
-configuration (interleaved, the pipeline rebuilt from its fingerprint's factory) and carries
-``measured`` (docs/json.md's MEASURED; per item for a batch size); what cannot be tried here (no
-importable factory, int8 on CUDA, a change to the pipeline's code) is said, never guessed.
+"""``audit --try``: a catalog action's ``try`` configuration change measured interleaved against the
+run's own configuration (docs/json.md's MEASURED); what cannot be tried here is said, never guessed.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
 """``python -m workbench``: each subcommand's module has ``register(subparsers)``, which adds its
-parser with ``func``, a callable ``(args) -> int``.
-
-Exit codes, the same for every command (the README's "Exit codes"): 0 ok, 1 a measured failure or
-a regression, 2 bad input (a :class:`~workbench.errors.WorkbenchError`, a file the user named that
-cannot be opened, a usage error), 3 a bug, 4 inconclusive (``gate``), 130 interrupted, 143
-terminated (SIGTERM, handled like Ctrl-C), 141 stdout closed by its reader.
+parser with ``func``, a callable ``(args) -> int``; the exit codes are the README's "Exit codes".
 """
 
 from __future__ import annotations
@@ -238,8 +233,7 @@ def prepare_process(argv: list[str]) -> None:
 
 
 def _stdout_reader_gone() -> bool:
-    """True when stdout is a pipe whose reader has exited (``... | head -1``): poll reports an error on
-    it (a BrokenPipeError of a socket, ``serve``'s, stays an internal error)."""
+    """Whether stdout is a pipe whose reader left (``... | head -1``), not ``serve``'s socket."""
     try:
         poller = select.poll()
         poller.register(sys.stdout.fileno(), select.POLLOUT)

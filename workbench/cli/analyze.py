@@ -48,8 +48,7 @@ def register(subparsers) -> None:
 
 
 def _byte_count(text: str) -> int:
-    """``--max-trace-bytes``: a positive byte count, with an optional K/M/G (binary) suffix; else one line,
-    exit 2 (an OptionError, as every number of the command line)."""
+    """``--max-trace-bytes``: a positive byte count (K/M/G: binary suffixes), else OptionError."""
     units = {"K": 2**10, "M": 2**20, "G": 2**30}
     suffix = text[-1:].upper()
     number, scale = (text[:-1], units[suffix]) if suffix in units else (text, 1)

@@ -94,7 +94,13 @@ def run_figures(run, facts: dict[str, Any], sla_ms: float | None = None) -> list
         ),
         ("Latency over the run: drift, spikes, throttling", latency_over_run_figure(run.requests)),
     ]
-    figs += _attribute_figures(run)
+    effects = attribute_effects(run.requests, run.stages, run.stage_names)
+    ranked = ranked_effects(effects)
+    if ranked:  # the attribute that explains the most stage time (the pipeline declared describe=)
+        stage, attribute = ranked[0]["stage"], ranked[0]["attribute"]
+        effect = effects[stage][attribute]
+        fig = attribute_figure(run.requests, run.stages, stage, attribute, effect=effect)
+        figs.append((f"What {stage}'s time tracks", fig))
     if (facts.get("stacks") or {}).get("headline"):
         caption = "The slowest requests' sampled stacks against the median ones (slow minus median)"
         figs.append((caption, differential_flame_figure(facts["stacks"])))
@@ -122,15 +128,3 @@ def run_figures(run, facts: dict[str, Any], sla_ms: float | None = None) -> list
             (tail, traced_tail_figure(slow_minus_median(trace))),
         ]
     return figs
-
-
-def _attribute_figures(run) -> list[tuple[str, Any]]:
-    """The attribute that explains the most stage time, drawn with its ranges, when the pipeline declared describe=."""
-    effects = attribute_effects(run.requests, run.stages, run.stage_names)
-    ranked = ranked_effects(effects)
-    if not ranked:
-        return []
-    stage, attribute = ranked[0]["stage"], ranked[0]["attribute"]
-    effect = effects[stage][attribute]
-    fig = attribute_figure(run.requests, run.stages, stage, attribute, effect=effect)
-    return [(f"What {stage}'s time tracks", fig)]

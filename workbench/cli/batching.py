@@ -145,9 +145,8 @@ def run_load_command(args) -> int:
             continuous=continuous,
         )
     path = save_measured(run, out)  # as measured, then explained
-    hook("serve", "otel_hook")(
-        args, run, path
-    )  # --otel: spans from the recorded timestamps, after the run
+    # --otel: spans from the recorded timestamps, after the run
+    hook("serve", "otel_hook")(args, run, path)
     verdict = max(timeout_verdict(run), failure_verdict(run, args.fail_on_error, "load"))
     failed = run.summary_failures
     reported = summarized(failed, "the load report", _report_load, args, run, arrivals, policy)

@@ -1,8 +1,6 @@
-"""``workbench compare``: is configuration B really faster or slower than A?
-
-Configurations run interleaved, each in its own worker process (``workbench.interleave``), or two
-saved runs compare as "separate runs". It exits 0 whatever the verdict (``workbench gate`` turns a
-real regression into exit 1), 2 on bad input.
+"""``workbench compare``: is configuration B really faster or slower than A? Interleaved, each in
+its own worker process, or two saved runs as "separate runs"; exit 0 whatever the verdict (``gate``
+turns a real regression into exit 1).
 """
 
 from __future__ import annotations
@@ -307,8 +305,7 @@ _STAGE_KEPT = ("request", "stage", "dur_ns")
 def _read_columns(
     path: Path, columns: dict[str, str], optional: tuple[str, ...], kept: tuple[str, ...]
 ) -> pd.DataFrame:
-    """The ``kept`` columns of a run table (``stage`` as a categorical), read batch by batch, each batch
-    checked as ``show`` checks the whole table (``columns``, ``optional``: ``record.folder.table_schemas``)."""
+    """The ``kept`` columns of a run table, read and checked batch by batch."""
     text = [c for c in kept if columns[c] == "object"]
     try:
         with open_table(path) as stream:
@@ -370,7 +367,8 @@ def _fmt(x) -> str:
 
 
 def print_rows(found: dict[str, Any], metric: str, out, *, noisy: bool = False) -> None:
-    """The per-stage table: ratios B/A with their intervals and the verdict (``noisy``: "on a noisy machine")."""
+    """The per-stage table: ratios B/A with their intervals and the verdict (``noisy``: "on a noisy
+    machine"), then a streaming pipeline's TTFT, TPOT and ITL ratios with their counts."""
     print(
         f"  {'stage':<16} {'p50 B/A':>8} {'interval':>17} {'p99 B/A':>8} {'interval':>17}  verdict ({metric})",
         file=out,
@@ -381,10 +379,7 @@ def print_rows(found: dict[str, Any], metric: str, out, *, noisy: bool = False) 
         far = far_tail_text(found["end_to_end"][f"tail_{side}"])
         if far:
             print(f"  {side.upper()} end to end {far}", file=out)
-
-
-def print_tokens(tokens: dict[str, Any] | None, metric: str, out, *, noisy: bool = False) -> None:
-    """A streaming pipeline's TTFT, TPOT and ITL ratios B/A, as :func:`print_rows`, with their counts."""
+    tokens = found.get("tokens")
     if not tokens:
         return
     (ra, rb), (ga, gb) = tokens["requests"], tokens["gaps"]
@@ -436,7 +431,6 @@ def print_interleaved(result: dict[str, Any], out) -> None:
             print(f"  not compared: {comp.get('error')}", file=out)
             continue
         print_rows(comp, result["metric"], out, noisy=noisy)
-        print_tokens(comp.get("tokens"), result["metric"], out, noisy=noisy)
         outputs = cfgs[comp["b"]].get("outputs")
         if outputs is not None:
             print(f"  outputs against A: {agreement_text(outputs)}", file=out)
@@ -488,7 +482,6 @@ def print_separate(result: dict[str, Any], out) -> None:
         print(f"  differs: {d['field']}: {d['a']!r} vs {d['b']!r}", file=out)
     noisy = any(flag is True for flag in result["noisy"])
     print_rows(result, result["metric"], out, noisy=noisy)
-    print_tokens(result.get("tokens"), result["metric"], out, noisy=noisy)
 
 
 def _pct(x) -> str:

@@ -1,8 +1,5 @@
-"""``workbench gate``: fail CI when NEW is really slower than BASE; say so when it cannot tell.
-
-The rules and exit codes are the README's "A regression gate in CI"; each metric (TTFT, TPOT and
-ITL too) is judged by :func:`workbench.analysis.verdicts.gate_decision`. A saved load run that fell
-behind its schedule sent another load than asked for: inconclusive (exit 4), whatever its latencies.
+"""``workbench gate``: fail CI when NEW is really slower than BASE; say so when it cannot tell (the
+README's "A regression gate in CI"; each metric judged by ``analysis.verdicts.gate_decision``).
 """
 
 from __future__ import annotations

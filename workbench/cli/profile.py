@@ -301,9 +301,8 @@ def run(args) -> int:
     if progress is not None:
         print(file=sys.stderr)
     path, failed = saved_summaries(result), result.summary_failures
-    hook("serve", "otel_hook")(
-        args, result, path
-    )  # --otel: spans from the recorded timestamps, after the run
+    # --otel: spans from the recorded timestamps, after the run
+    hook("serve", "otel_hook")(args, result, path)
     report = summarized(failed, "the budget", budget, result)
     if args.json:
         print(dumps((report or {}) | {"run_dir": str(path)}))

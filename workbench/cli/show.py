@@ -86,7 +86,10 @@ def print_budget(report: dict, out) -> None:
         f"precision={cfg.get('precision')}{threads}  ({report['end_to_end']['count']} requests, ms)",
         file=out,
     )
-    print_trust_header(report, out)
+    # the trust lines: the noise flag, and what int8 quantized
+    print(noise_line(report.get("noise") or {"noisy": None, "reasons": ["not recorded"]}), file=out)
+    if report.get("quantization"):
+        print(f"int8: {report['quantization']['text']}", file=out)
     device = any("device" in s for s in report["stages"])
     columns = BUDGET_COLUMNS if device else BUDGET_COLUMNS[:9]
     rows = [[name for name, _ in columns]]
@@ -170,14 +173,6 @@ def print_explain(report: dict, out) -> None:
         build = "build not timed" if build_ms is None else f"build {build_ms:.1f} ms"
         first = "no first request" if first_ms is None else f"first request {first_ms:.3f} ms"
         print(f"cold start (not in the budget): {build} (factory, model load), {first}", file=out)
-
-
-def print_trust_header(report: dict, out) -> None:
-    """Lines under the title: the noise flag, and what int8 quantized."""
-    print(noise_line(report.get("noise") or {"noisy": None, "reasons": ["not recorded"]}), file=out)
-    quant = report.get("quantization")
-    if quant:
-        print(f"int8: {quant['text']}", file=out)
 
 
 def print_warmup(w: dict, out) -> None:

@@ -1,7 +1,5 @@
-"""``workbench load --sweep``: a capacity sweep, in process or against ``--url``, into a sweep folder.
-
-Each point is one ``load`` (or ``load --url``) run of windows until the last three are stable
-(:mod:`workbench.batching.capacity`); its table is the one ``workbench show SWEEP_DIR`` prints.
+"""``workbench load --sweep``: a capacity sweep, in process or against ``--url``, into a sweep
+folder; a point is a ``load`` run of windows until the last three are stable (batching.capacity).
 """
 
 from __future__ import annotations
@@ -141,8 +139,7 @@ def plan_from_args(args):
 
 
 def _measure(args, plan, start):
-    """A sweep's ``measure(value, folder, watch)``: one point's run, ``start(point_args, arrivals,
-    watch)`` with its rate (or concurrency) over ``max_windows`` windows, saved in its folder."""
+    """A sweep's ``measure(value, folder, watch)``: one point's run, saved in its folder."""
 
     def measure(value, folder: Path, watch):
         point = argparse.Namespace(**vars(args))

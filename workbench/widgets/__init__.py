@@ -1,17 +1,8 @@
 """Interactive explorers for JupyterLab and Voila (import explicitly: ``import workbench.widgets``).
 
-- :class:`LatencyExplorer`: a pipeline's configuration -> budget, tail, distribution, latency over
-  the run and flame graph of a small profiling run or a matching recorded one; "pin as A, compare
-  with B" (interleaved, with intervals and verdicts).
-- :class:`TraceExplorer`: a picked or uploaded ``torch.profiler`` trace -> launch, transfer, GPU
-  timeline, step and flame views.
-- :class:`BatchingExplorer`: rate, max batch size and max wait -> simulated dynamic batching.
-- :class:`GenerativeExplorer`: continuous batching's knobs -> simulated TTFT, ITL and goodput,
-  with recorded live runs beside the curve.
-
-Each explorer is a :class:`~workbench.widgets.controller.Controller` (one debounced job at a time,
-cancel, an LRU cache, errors in the message line) with a ``view`` widget to display. Code moves its
-controls with ``explorer.set(...)``; ``explorer.wait()`` blocks until the figures are current.
+Each explorer (latency, trace, batching, generative) is a
+:class:`~workbench.widgets.controller.Controller` with a ``view`` widget to display; code moves its
+controls with ``explorer.set(...)`` and ``explorer.wait()`` blocks until the figures are current.
 ``import workbench`` never imports this package (it needs ipywidgets and plotly).
 """
 

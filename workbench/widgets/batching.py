@@ -1,17 +1,7 @@
-"""The batching explorers: simulated dynamic batching and continuous (generative) batching.
-
-:class:`BatchingExplorer`: arrival rate, max batch size and max wait. The service model comes from
-profiler runs at a few batch sizes (``workbench.batching.service_model_from_runs``), each setting's
-tables from :func:`workbench.batching.simulator.batching_point` and its figures from
-``workbench.plots.batching``: latency vs throughput over a range of rates (the current point
-marked), p99 vs max wait, and the queueing breakdown. A rate at or above capacity warns: the queue
-grows without bound.
-
-:class:`GenerativeExplorer`: continuous batching's knobs -> simulated TTFT, ITL and goodput, with
-live points. Step models and request lengths come from recorded continuous ``load`` runs
-(``batching.continuous.recorded_setup``), each setting's curve from ``simulated_curve`` and
-its figure from ``plots.generative_figure``, with the precision's recorded runs beside
-it. A precision and policy's curve is cached apart, so moving the rate alone simulates one rate.
+"""The batching explorers: simulated dynamic batching (:class:`BatchingExplorer`, from profiler
+runs' service times; a rate at or above capacity warns: the queue grows without bound) and
+continuous batching (:class:`GenerativeExplorer`, from recorded continuous ``load`` runs; a
+precision and policy's curve is cached apart, so moving the rate alone simulates one rate).
 """
 
 from __future__ import annotations

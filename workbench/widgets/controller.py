@@ -1,14 +1,7 @@
-"""The controller skeleton the explorers share: its job queue and its LRU cache of results.
-
-A control moves -> the result for the new setting is drawn from the cache at once, or computed on
-the :class:`JobQueue` worker (debounced, one job at a time, the newest winning: a slider fires a
-change for every step it passes) and drawn if still wanted. A
-:class:`~workbench.errors.WorkbenchError` is the user's problem: its message goes to the message
-line. Anything else is a bug: kept in ``last_error`` and shown with its type, never a traceback.
-A subclass supplies ``key`` (the current setting, hashable), ``draw(value)`` and ``refresh()``
-(the simulators': their ``_figures(*key)`` drawn into their ``panes``).
-A cancelled job that ignores its cancel event cannot be stopped (a Python thread cannot be killed):
-``abandon_after_s`` later the queue goes on without it on a fresh thread."""
+"""The controller skeleton the explorers share: a setting is drawn from the LRU cache at once, or
+computed on the :class:`JobQueue` worker (debounced, the newest winning: a slider fires a change for
+every step it passes). A :class:`~workbench.errors.WorkbenchError` goes to the message line;
+anything else is a bug, kept in ``last_error`` and shown with its type, never a traceback."""
 
 from __future__ import annotations
 
@@ -29,7 +22,8 @@ ABANDON_AFTER_S = 2.0
 
 
 class JobStuck(RuntimeError):
-    """A cancelled job did not stop within ``abandon_after_s``; its thread was abandoned."""
+    """A cancelled job did not stop within ``abandon_after_s``; its thread (Python cannot kill
+    one) was abandoned, the queue goes on on a fresh one."""
 
 
 class JobQueue:
@@ -231,7 +225,8 @@ class LRUCache:
 
 
 class Controller:
-    """Debounce, one job at a time, cancel, an LRU cache of ``cache_size`` results, error display."""
+    """Debounce, one job at a time, cancel, an LRU cache of ``cache_size`` results, error display; a
+    subclass supplies ``key`` (the current setting, hashable), ``draw(value)`` and ``refresh()``."""
 
     not_run = "not run"  # the status line of a setting that cannot be computed
 
@@ -315,8 +310,7 @@ class Controller:
         self.update(key, lambda cancel: self._figures(*key), queued="simulating...")
 
     def _simulator(self, *below: Any, start: bool) -> None:
-        """The simulators' page: ``controls`` in a row, the status and message lines, then the views
-        of ``below`` (lines, panes); every move of a control simulates again (``start``: now too)."""
+        """The simulators' page: controls, status, messages, ``below``; a move simulates again."""
         row = widgets.HBox(
             list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")
         )

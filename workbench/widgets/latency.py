@@ -1,11 +1,8 @@
 """The latency explorer: batch size, precision, device, threads and pipeline -> budget, tail, distribution, flame.
 
-Every control change goes through the shared :class:`~workbench.widgets.controller.Controller`: a
-configuration seen before comes from the LRU cache; an unseen one is drawn from a recorded run
-matching its fingerprint (``latency_support.RecordedRuns``), else profiled on the worker thread,
-debounced, one run at a time. One that cannot run clears the figures (they showed another one) and
-says why in the message line. Trust is shown, not assumed: the noise flag, the failures per stage,
-what a recorded run differs in, and the runs it is read against (``summaries.beside_table``).
+An unseen configuration is drawn from a recorded run matching its fingerprint, else profiled on the
+worker thread. Trust is shown, not assumed: the noise flag, the failures per stage, what a recorded
+run differs in, and the runs it is read against (``summaries.beside_table``).
 """
 
 from __future__ import annotations
@@ -434,12 +431,19 @@ class LatencyExplorer(Controller):
     ) -> RunView:
         self.profile_calls += 1
         with self.live.slot(on_wait=self._waiting) as waited:
-            self._progress_start(describe(key))
+            self.progress.value, self.progress.max = 0, 1
+            self.progress.layout.visibility = "visible"
+            self.cancel_button.disabled, self.cancel_button.button_style = False, "warning"
+            self.status.value = f"profiling {describe(key)}..."
             started = self.live.clock()
             run = self.live.measure(self.targets[key[0]], config, self._progress_callback(), cancel)
         seconds = self.live.clock() - started
         queue = f"waited {waited:.1f} s in the room's queue, " if waited >= 0.05 else ""
-        source = f"{queue}measured here in {seconds:.1f} s{_timeout_note(run)}{hint}"
+        # a run stopped by the per-request timeout names the stage still stuck
+        meta = getattr(run, "meta", None)
+        stuck = meta is not None and meta.status == "incomplete: timeout" and len(run.requests)
+        stopped = f"; stopped: {run.requests['error_message'].iloc[-1]}" if stuck else ""
+        source = f"{queue}measured here in {seconds:.1f} s{stopped}{hint}"
         try:
             return summarize(run, key, source, flame_from_trace)
         finally:
@@ -553,9 +557,7 @@ class LatencyExplorer(Controller):
                 _shown(self.waits_pane, view.has_wait_flames)
 
     def _show(self, pane: FigurePane, build: Callable[[], Any], *options: Any) -> None:
-        """Draw a figure of the run on screen, building it and its JSON only the first time per
-        (run, pane, options) (``figures`` LRU); a closed :class:`DeferredPane` (the flame graph)
-        builds it only when opened."""
+        """Draw a figure of the run on screen, built once per (run, pane, options)."""
         key = (self.current, pane, *options)
 
         def figure() -> tuple[Any, dict]:
@@ -612,12 +614,6 @@ class LatencyExplorer(Controller):
         self._progress_done()
 
     # -- progress ------------------------------------------------------------
-    def _progress_start(self, what: str) -> None:
-        self.progress.value, self.progress.max = 0, 1
-        self.progress.layout.visibility = "visible"
-        self.cancel_button.disabled, self.cancel_button.button_style = False, "warning"
-        self.status.value = f"profiling {what}..."
-
     def _progress_callback(self) -> Callable[[int, int, str], None]:
         last = [0.0]
 
@@ -640,8 +636,7 @@ def _button(description: str, width: str, **options: Any) -> widgets.Button:
 
 
 def _flame_of(view: RunView) -> Any:
-    """The flame graph of the run on screen; a recorded trace that cannot be read says so in the figure
-    (it is read when the pane opens, on the notebook's thread: no message line is tied to that moment)."""
+    """The run's flame graph; an unreadable trace says so in it (read when opened: no message)."""
     try:
         fig = view.flame.get()
     except WorkbenchError as exc:
@@ -659,11 +654,3 @@ def _shown(pane: FigurePane, shown: bool) -> None:
 def _measurable(device: str) -> bool:
     """Whether this machine has the device family (the recorded-only devices are not)."""
     return device.split(":")[0] in available_devices()
-
-
-def _timeout_note(run: Any) -> str:
-    """For the status line: a run stopped by the per-request timeout names the stage still stuck."""
-    meta = getattr(run, "meta", None)
-    if meta is None or meta.status != "incomplete: timeout" or not len(run.requests):
-        return ""
-    return f"; stopped: {run.requests['error_message'].iloc[-1]}"

@@ -252,7 +252,9 @@ class RecordedRuns:
         self.runs: list[Recorded] = []
         self.skipped: list[str] = []
         self._wanted: dict[tuple, dict] = {}
-        for folder in _run_folders(paths):
+        roots = map(Path, [paths] if isinstance(paths, (str, Path)) else paths or [])
+        found = [[r] if (r / META_FILE).is_file() else sorted(r.glob("*")) for r in roots]
+        for folder in [f for group in found for f in group if (f / META_FILE).is_file()]:
             try:
                 meta = read_meta(folder / META_FILE)
             except RunRecordError as exc:
@@ -292,8 +294,7 @@ class RecordedRuns:
         return found
 
     def _matching(self, wanted: dict[str, Any], measurable: bool, **same: Any):
-        """(run, ``wanted`` with the run's threads where not ``measurable``) per run that matches,
-        the fields ``same`` set alike on both sides."""
+        """(run, ``wanted`` with its threads unless ``measurable``) per match, ``same`` on both."""
         for run in self.runs:
             want = wanted if measurable else wanted | {"threads": run.fingerprint.get("threads")}
             if recorded_match(want | same, _comparable(run.fingerprint) | same)[0]:
@@ -403,15 +404,8 @@ def _comparable(fp: dict[str, Any]) -> dict[str, Any]:
     return fp | {"device": _family(fp)}
 
 
-def _run_folders(paths: Any) -> list[Path]:
-    roots = map(Path, [paths] if isinstance(paths, (str, Path)) else paths or [])
-    found = [[root] if (root / META_FILE).is_file() else sorted(root.glob("*")) for root in roots]
-    return [f for group in found for f in group if (f / META_FILE).is_file()]  # run folders only
-
-
 def _no_room_slot(**_) -> AbstractContextManager[float]:
-    """Without the room wing live runs take no slot; a kernel the room started (``WORKBENCH_LIVE``
-    set to queue or off) is told how to install the wing instead of profiling past the queue."""
+    """No slot without the room wing; a kernel the room started is told to install the wing."""
     if os.environ.get("WORKBENCH_LIVE", "on").strip().lower() not in ("", "on"):
         wing("room")
     return nullcontext(0.0)

@@ -1,10 +1,6 @@
-"""Display surfaces of the explorers: figure panes and a message line.
-
-A :class:`FigurePane` is an ``ipywidgets.Output`` whose one output, replaced from any thread, is the
-figure's plotly MIME bundle (plotly.js from the installed wheel, never a CDN). Clicks and the first
-figure's signal come back through :func:`page_bridge`: no lab extension beyond ipywidgets' and
-plotly's (``FigureWidget`` and ``anywidget`` need one, which left Voila pages opened together
-without widgets: benchmarks/results/room.md).
+"""Display surfaces of the explorers: figure panes (plotly MIME bundles, plotly.js from the wheel)
+and a message line. Clicks come back through :func:`page_bridge`, not ``FigureWidget`` or
+``anywidget``: their lab extension left Voila pages opened together without widgets.
 """
 
 from __future__ import annotations

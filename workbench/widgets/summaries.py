@@ -1,9 +1,6 @@
 """What the latency explorer keeps of a run (:class:`RunView`, a small summary, not the run), and
-the runs it is read against (:func:`beside_table`); no widget.
-
-A live run on a shared server read against a quiet recording can reverse a verdict, so beside the
-run on screen (``now``) stay its recording (``recorded``), the pinned A (``pinned``) and the run
-shown before (``before``), each with a word on whether ``now`` can be read against it.
+the runs it is read against (:func:`beside_table`: a live run on a shared server read against a
+quiet recording can reverse a verdict); no widget.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """The trace explorer: pick or upload a ``torch.profiler`` trace -> launch, transfer, timeline, step, flame views.
 
-A trace is read once on the worker thread and only its figures are cached (plus the events table
-on screen, for the request flame chart). Uploads go to a private temporary folder, removed by
-:meth:`TraceExplorer.close`.
+Only a trace's figures are cached; uploads go to a private folder, removed by ``close()``.
 """
 
 from __future__ import annotations

@@ -134,8 +134,7 @@ def split(lo, hi, size, start, end) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 
 
 class _Blame:
-    """Each executing interval's share of the waits and the ``idle`` wait (:func:`split`), never of
-    a wait on its own batch: the rare wait its batch overlaps is split alone against the others."""
+    """Each executing interval's share of the waits and the ``idle`` wait, never of its own batch's."""
 
     def __init__(self, spans: pd.DataFrame, waiting: pd.DataFrame):
         self.spans, self.waiting = spans, waiting

@@ -61,8 +61,7 @@ def _labels(rows: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str]]]:
 def _assign_nodes(
     parent: np.ndarray, label: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Node id per event (same label path -> same node), each node's parent and label; ids in
-    first appearance, so ``parent < id``. Paths compare by pointer doubling (log2(depth) rounds)."""
+    """Node id per event (same label path, same node; ``parent < id``), nodes' parents and labels."""
     path, up = label.astype(np.int64), parent.copy()
     while (up >= 0).any():
         has = up >= 0
@@ -320,8 +319,7 @@ def pruned_sizes(tree: pd.DataFrame, shares) -> list[int]:
 
 
 def _path_minima(tree: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
-    """Parent positions, each node's smallest weight on its path from the root, the roots' total;
-    a weight is the larger of ``total_ns`` and ``gpu_ns`` scaled to the host total."""
+    """Parent positions, each node's smallest weight on its root path, and the roots' total."""
     totals = tree["total_ns"].to_numpy(np.int64)
     ppos = _parent_positions(tree)
     roots = tree["parent"].to_numpy() < 0

@@ -57,8 +57,7 @@ def _nest_walk(
 def _nest_nested(
     lane: np.ndarray, ts: np.ndarray, end: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """:func:`_nest_walk`'s answer when no event outlives its parent (checked), else None: depth =
-    the lane's earlier events still open at the start; parent = the last earlier one a level up."""
+    """:func:`_nest_walk`'s answer when no event outlives its parent (checked), else None."""
     n = ts.size
     if n == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
@@ -91,8 +90,7 @@ def _ends_up_to_start(lane, ts, end, lane_first) -> np.ndarray:
 
 
 def _zero_after(lane, ts, end) -> np.ndarray:
-    """Per event: zero-length events of its lane starting with it, at its position or later
-    (they end at its start but are not before it)."""
+    """Per event: its lane's zero-length events starting with it, at its position or later."""
     n = ts.size
     same = np.r_[False, (lane[1:] == lane[:-1]) & (ts[1:] == ts[:-1])]
     group = np.cumsum(~same) - 1

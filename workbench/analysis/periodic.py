@@ -166,9 +166,7 @@ def _depths(episodes: np.ndarray, first: np.ndarray, excess: np.ndarray) -> np.n
 
 
 def _periodic_chain(episodes: np.ndarray, lag: int, periods: float) -> tuple[np.ndarray, float]:
-    """The longest chain of episodes each a whole number of ``lag`` (within ``TOLERANCE``)
-    after the one before, anchored at one of ``ANCHORS``, and its period (bins); empty when it holds
-    under ``REGULAR_SHARE`` of the run's ``periods``."""
+    """The longest chain of episodes a whole number of ``lag`` apart, and its period (bins)."""
     best: list[int] = []
     if not len(episodes):
         return episodes, 0.0

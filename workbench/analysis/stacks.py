@@ -151,8 +151,7 @@ def _stage_entry(
 
 
 def _lead(rows: list[dict[str, Any]], depth_of) -> dict[str, Any] | None:
-    """The frame the headline names: the deepest of those growing by at least ``DRILL_SHARE`` of
-    the largest growth (a caller grows as much as its callee, so this drills down to the callee)."""
+    """The headline's frame: the deepest growing by ``DRILL_SHARE`` of the largest growth."""
     if not rows or rows[0]["growth_ms"] <= 0:
         return None
     near = [r for r in rows if r["growth_ms"] >= DRILL_SHARE * rows[0]["growth_ms"]]

@@ -149,8 +149,7 @@ def _by_start(st: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _with_collections(mine: pd.DataFrame, sampled, st: pd.DataFrame) -> pd.DataFrame:
-    """Each collection's overlap with each stage call as a ``gc`` row (``t_ns`` -1); a sample
-    classed ``gc`` keeps only its waiting line (its time is the collection's)."""
+    """Each collection's overlap with each stage call as a ``gc`` row (``t_ns`` -1)."""
     events = sampled.get("gc") or {}
     gc_code = sampled["classes"].index("gc")
     mine = mine.assign(dt_ns=mine["dt_ns"].where(mine["cls"] != gc_code, 0))

@@ -439,8 +439,7 @@ _MAPPING_VALUES = {"stages": Percentiles, "failures": Count}  # the {str: ...} f
 
 
 def _value_at(raw: bytes, path: str) -> tuple[Any, str]:
-    """The value at msgspec's error ``path`` and the path with its ``[...]`` (a mapping's value, the
-    first that does not decode: the one msgspec stopped at) replaced by the failing key."""
+    """The value at msgspec's error ``path``, and the path with ``[...]`` named by the failing key."""
     try:
         data = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):

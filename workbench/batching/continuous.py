@@ -227,8 +227,7 @@ def fit_step_times(steps: pd.DataFrame) -> StepTimes:
 
 
 def _between_ns(steps: pd.DataFrame) -> float:
-    """The median time from a step's end to the next one's start where the next decodes sequences
-    that were running (so the loop did not wait for an arrival); 0 without ``start_ns``."""
+    """Median ns from a step's end to the next's start when the loop did not wait for arrivals."""
     if "start_ns" not in steps or len(steps) < 2:
         return 0.0
     start, dur = steps["start_ns"].to_numpy(), steps["dur_ns"].to_numpy()
@@ -459,8 +458,7 @@ def recorded_setup(runs: Sequence) -> dict[str, Setup]:
 
 
 def _recorded(run) -> tuple[float, dict]:
-    """``(arrival rate, load.continuous)`` of a continuous load run at a rate with its prompt length,
-    or a ConfigError naming the run."""
+    """``(arrival rate, load.continuous)`` of a continuous load run, or a ConfigError naming it."""
     load = getattr(run.meta, "load", None)  # load and served runs
     continuous = load.continuous if load is not None else None
     rate = (load.arrivals or {}).get("rate_rps") if load is not None else None

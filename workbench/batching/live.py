@@ -180,8 +180,7 @@ def _load_section(summary, lags, arrivals, policy, opts: LoadOptions, batcher, d
 def _drive(
     execute, pipe, items: list, schedule: np.ndarray, policy: BatchPolicy, opts: LoadOptions
 ):
-    """Warm up, submit the schedule, drain, stop: ``(batcher, lags, dropped, origin_ns, stopped_ns,
-    interrupted)``. A timed-out call stops the run (a batch's halts batcher and generator)."""
+    """Warm up, submit the schedule, drain, stop; a timed-out call stops the run."""
     clock, drain_timeout_s, timeout_s = opts.clock, opts.drain_timeout_s, opts.timeout_s
     warm = lambda: warm_up(execute, items, opts.warmup, policy.max_batch_size)  # noqa: E731  (in each executor)
     # the warm-up wait: the drain timeout, or longer than one call's timeout so that a hung call is a Timeout
@@ -259,8 +258,7 @@ def generate(
 
 
 def _watched(batcher: DynamicBatcher, watch, origin: int, schedule: np.ndarray):
-    """``(submit, stop)`` for :func:`generate`: the batcher's submit, and with a ``watch`` its stop
-    rule, told each request sent and, before each send, the batches finished since (by due time)."""
+    """``(submit, stop)`` for :func:`generate`: the batcher's submit and the ``watch``'s stop rule."""
     if watch is None:
         return batcher.submit, None
     seen = 0

@@ -121,13 +121,9 @@ def _slow_bins(first: np.ndarray, last: np.ndarray, weight: np.ndarray, n: int) 
 
 
 def _period_lag(onsets: np.ndarray, depth: np.ndarray, n: int) -> tuple[float | None, float]:
-    """The period (bins) of the episodes' onsets by their Rayleigh periodogram, and its statistic.
+    """The onsets' period (bins) by Rayleigh ``z = |sum w e^(i phase)|^2 / sum w^2``, and its ``z``.
 
-    ``z = |sum w e^(i phase)|^2 / sum w^2`` (about 1 at random) over the ``MAX_ONSETS`` deepest,
-    weights capped at ``WEIGHT_CAP_PCT``; trial frequencies of a DFT ``PAD`` times the run's length,
-    periods from ``MIN_PERIOD_BINS`` to ``n / MIN_PERIODS``. A period has the same ``z`` at its
-    divisors, so the longest multiple keeping ``HARMONIC_SHARE`` of the best ``z`` wins. None under
-    ``MIN_Z``."""
+    A period has the same ``z`` at its divisors: the longest within ``HARMONIC_SHARE`` wins."""
     keep = np.argsort(-depth, kind="stable")[:MAX_ONSETS]
     w = np.minimum(depth[keep], np.percentile(depth, WEIGHT_CAP_PCT))
     if len(keep) < MIN_PERIODS or not w.any():
@@ -196,9 +192,7 @@ def _walk(starts: np.ndarray, anchor: int, order: range, lag: int) -> tuple[list
 
 
 def _first_spikes(episodes: np.ndarray, first: np.ndarray) -> np.ndarray:
-    """Per episode, the index of its first spike: due as the episode began, it waits in the
-    stalling stage. An episode's stall is its excess plus half the time since the request before was
-    sent (:func:`_unseen_ns`); the deepest spike read 10-25 % long."""
+    """Per episode, its first spike's index (due as it began, it waits in the stalling stage)."""
     at = np.searchsorted(episodes[:, 0], first, side="right") - 1
     taken = np.full(len(episodes), -1)
     taken[at[::-1]] = np.arange(len(first))[::-1]  # the earliest of each episode written last

@@ -56,10 +56,7 @@ def stage_matrix(
 def _one_row_per_cell(
     req: pd.DataFrame, st: pd.DataFrame, stage_order: list[str], column: str
 ) -> pd.DataFrame | None:
-    """:func:`stage_matrix`'s pivot by index arithmetic, O(n log n), when every (request, stage)
-    has at most one row and ``column`` is int64; None otherwise. Same table as ``pivot_table`` then
-    ``reindex`` (int64 where complete, else float64 with NaN); other requests' rows are dropped as
-    numbers (copying the texts took longer than the rest)."""
+    """:func:`stage_matrix`'s pivot in O(n log n) when each cell has one int64 row at most."""
     ids = req["request"].to_numpy()
     if st[column].dtype != np.int64 or not pd.Index(ids).is_unique:
         return None

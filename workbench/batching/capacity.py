@@ -424,8 +424,7 @@ _FIELD = re.compile(r" - at `\$(.*)`$")
 
 
 def _validation_line(file: Path, raw: bytes, message: str) -> str:
-    """msgspec's "Expected `int`, got `str` - at `$.points[0].requests`" as "FILE: field points[0].requests:
-    expected `int`, got `str` (value 'x')"; a value in a mapping (msgspec's ``[...]``) is named by its key."""
+    """msgspec's error as "FILE: field points[0].rate: expected `int`, got `str` (value 'x')"."""
     m = _FIELD.search(message)
     what = message[: m.start()] if m else message
     value, where = _value_at(raw, m.group(1) if m else "")

@@ -1,12 +1,8 @@
-"""What a change costs in outputs: B's final outputs against A's, for the same input items.
+"""What a change costs in outputs: B's final outputs against A's, for the same input items (README).
 
-``compare`` and ``audit --try`` keep each configuration's final outputs of its first requests (up
-to :data:`OUTPUT_ITEMS` items past the warm-up, the same items for all, converted outside every
-timed region). :func:`output_agreement` lines them up item by item against A: ``max_abs_error``
-(largest ``|b - a|``), ``max_rel_error`` (largest ``|b - a| / max(|a|, floor)``, floor 1e-3 of the
-largest ``|a|``: a near-0 value does not make a tiny difference infinite), ``argmax_agreement``
-(share of items whose class agrees; a pipeline's ``agree=`` function replaces it). Errors are null
-when the numbers do not line up, the agreement when the outputs are not class-like.
+``max_rel_error`` is the largest ``|b - a| / max(|a|, floor)``, floor 1e-3 of the largest ``|a|``
+(a near-0 value does not make a tiny difference infinite). Outputs are converted outside every timed
+region; errors are null when the numbers do not line up, the agreement when not class-like.
 
 An output splits into items along its first axis; an item's numbers and class (:func:`item_view`):
 an array or number: its values, class-like as a float vector of two or more (class: argmax) or an
@@ -101,9 +97,8 @@ def output_agreement(
 ) -> dict[str, Any]:
     """``{max_abs_error, max_rel_error, argmax_agreement, items}`` of B's outputs against A's.
 
-    requests_a/requests_b: first item index -> that request's final output (the sides may batch
-    differently: shared items are compared); ``agree`` is called on requests starting at the same
-    item."""
+    requests_a/requests_b: first item index -> that request's final output; ``agree`` is called
+    on requests starting at the same item."""
     items_a, items_b = _by_item(requests_a), _by_item(requests_b)
     shared = sorted(set(items_a) & set(items_b))
     if not shared:

@@ -122,7 +122,7 @@ class Bootstrap:
     consecutive blocks merge into :data:`SUMMARY_UNITS` units, each a histogram of
     :data:`WINDOW_BINS` bins over the side's percentile window (:data:`WINDOWS`) plus counts below
     and above; a resample draws multinomial unit counts, adds the histograms and interpolates the
-    percentile inside its bin (clamped to the window). Memory per stage and side: units x bins."""
+    percentile inside its bin (clamped to the window)."""
 
     def __init__(
         self, n_a: int, n_b: int, *, paired: bool, resamples: int = RESAMPLES, seed: int = 0
@@ -409,9 +409,8 @@ def run_drift(blocks: np.ndarray, q: float) -> float:
 def resolution(
     blocks_a: np.ndarray, blocks_b: np.ndarray, opts: VerdictOptions = VerdictOptions()
 ) -> dict[str, Any]:
-    """The smallest relative difference two *separate* runs' end-to-end blocks can resolve, ``max(
-    ci_half_width, drift_a, drift_b)`` (the ratio's bootstrap interval's larger half, each run's own
-    first-half to second-half change): a lower bound, the machine can change between the runs."""
+    """The smallest relative difference two *separate* runs can resolve (README): a lower bound,
+    the machine can change between the runs."""
     q = METRICS[opts.metric]
     boots = Bootstrap(
         blocks_a.shape[0], blocks_b.shape[0], paired=False, resamples=opts.resamples, seed=opts.seed
@@ -446,10 +445,8 @@ def separate_comparison(
     options: VerdictOptions | None = None,
     **overrides,
 ) -> dict[str, Any]:
-    """Compare two separate runs (unpaired block bootstrap of ``block`` consecutive requests of each
-    :func:`workbench.analysis.tail.stage_matrix`, or the same columns as ns arrays). They share no
-    moment: intervals widened by :func:`taken_apart` (``shares``: ``other_cores / cores``), minimum
-    effect ``max(min_effect, resolution)``, and a run flagged ``noisy`` is ``too noisy to tell``."""
+    """Compare two separate runs (module docstring) from each :func:`~.tail.stage_matrix`, or the
+    same columns as ns arrays; ``shares``: ``other_cores / cores`` (:func:`taken_apart`)."""
     opts = replace(options or VerdictOptions(), **overrides)
     family = [*names, END_TO_END]
     blocks = [

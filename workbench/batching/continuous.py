@@ -1,8 +1,6 @@
 """Continuous batching at the token level, as vLLM's scheduler does it: the rule and its simulator.
 
-A generative server keeps a running batch of sequences and steps it; requests join and leave between
-steps, never wait for a batch to finish. The rule (:class:`Scheduler`, shared with the live run of
-``continuous_live``):
+The rule (:class:`Scheduler`, shared with the live run of ``continuous_live``):
 
 1. **Admit** arrived requests, in arrival order, while fewer than ``max_num_seqs`` run.
 2. **Decode first**: every running sequence past its prompt takes one token of the step's budget of
@@ -18,12 +16,8 @@ live run's tables, so :mod:`workbench.analysis.tokens` gives TTFT, ITL and TPOT 
 :func:`goodput` judges them against bounds (vLLM's serving benchmark's goodput). No command
 simulates it: no run folder holds each request's prompt and answer lengths.
 
-The generative explorer's tables start from continuous ``load`` runs of one pipeline (each holds
-``load.continuous.step_model``, fitted to its own steps): per precision, :func:`recorded_setup` takes
-the step model and request lengths of the run at the highest rate (the most batched steps);
-:func:`simulated_curve` simulates a grid of rates with them and :func:`measured_points` reads the
-same :data:`POINT_COLUMNS` off the live runs: ``throughput_rps`` (finished requests over the first
-arrival to the last token), ``ttft_p99_ms``, ``itl_p99_ms`` and ``goodput``.
+The generative explorer's tables: :func:`recorded_setup`, then :func:`simulated_curve` and
+:func:`measured_points` (``throughput_rps``: finished requests over first arrival to last token).
 """
 
 from __future__ import annotations
@@ -169,13 +163,9 @@ class Scheduler:
 
 @dataclass(frozen=True)
 class StepTimes:
-    """A step's time in ns: ``coef_ns`` times the step's :data:`FEATURES` (a decode's fixed cost, per
-    sequence decoded, per token of their context, a prefill chunk's fixed cost, per prompt token),
-    plus a residual drawn from ``noise_ns`` (quantiles of measured minus modelled step time: the
-    spread and right tail that set p99 and, through the mean, the capacity; added, as an interrupt
-    or a collection costs the same whatever the step; empty: every step takes the model's time),
-    after ``between_ns``, the serving loop's own time before a step (admitting, joining, planning,
-    emitting: 0 for steps timed alone)."""
+    """A step's time in ns: ``coef_ns`` times the step's :data:`FEATURES`, plus a residual drawn
+    from ``noise_ns`` (quantiles of measured minus modelled: the tail that sets p99; added, as an
+    interrupt costs the same whatever the step), after ``between_ns``, the loop's own time."""
 
     coef_ns: tuple[float, ...]
     between_ns: float = 0.0

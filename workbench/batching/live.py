@@ -5,11 +5,7 @@ A run is bounded: requests still queued ``drain_timeout_s`` after the last arriv
 (``DrainTimeout``), never drop silently; with ``timeout_s`` every pipeline call runs under a
 :class:`workbench.guard.StageGuard`, so a hung stage ends the run ``incomplete: timeout``. The
 result is a ``load`` :class:`workbench.record.Run` with stages ``batch_wait``, ``queue_wait`` and
-then the pipeline's; end to end runs from when a request was due, so the generator's lag is in it.
-
-Open loop: the schedule does not wait for responses (a closed-loop client slows down exactly when
-the server does, hiding the queue). A request sent late (sleep granularity, the GIL, a busy core)
-records its lag and is timed from its due time (as wrk2 does), so coordinated omission cannot hide it.
+then the pipeline's. Open loop, timed from the due time: README "What is timed from where".
 """
 
 from __future__ import annotations

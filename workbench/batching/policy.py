@@ -153,9 +153,7 @@ class _InFlight:
 class DynamicBatcher:
     """Threads around a :class:`BatchFormer`; ``execute(items) -> RequestTiming`` runs one batch.
 
-    ``start()``, ``submit(item)`` from one producer thread, ``wait_done(timeout_s)``, ``stop()``;
-    ``batches`` holds the executed batches in completion order. With ``stage_names``, ``execute``
-    also gets the stage timer's lists, so a batch in flight at ``stop`` is recorded at its stage.
+    ``submit`` from one producer thread; ``batches`` holds the executed batches in completion order.
     """
 
     def __init__(

@@ -1,16 +1,10 @@
-"""A batched run's tables in the run-record format (``workbench.record``) and its summaries, live or
-simulated: the JSON of ``load`` and ``simulate``. Times are int64 ns from the schedule's origin.
+"""A batched run's tables in the run-record format (columns: docs/json.md) and its summaries,
+live or simulated: the JSON of ``load`` and ``simulate``. Times are int64 ns from the origin.
 
-``requests``: the profiler's columns (``start_ns`` when the request was due, ``dur_ns`` from then to
-completion) plus ``arrival_ns`` (when it was submitted), ``lag_ns``, ``batch_wait_ns``,
-``queue_wait_ns``, ``service_ns`` and ``batch`` (-1: never dispatched). ``stages``: per request a
-``batch_wait`` and a ``queue_wait`` row, then one per pipeline stage that ran (its batch's time),
-so ``budget()`` attributes end to end to waits and stages.
-
-A summary's input is a requests table with ``arrival_ns``, ``batch_wait_ns``, ``queue_wait_ns``, ``service_ns``,
-``dur_ns`` (end to end), ``batch``, ``batch_size`` and ``ok`` (and, scheduled, ``lag_ns``). A run
-whose generator lag p99 reaches :data:`LAG_P99_LIMIT_MS` is marked ``behind_schedule``: ``gate``
-will not judge it (exit 4).
+``requests.batch`` -1: never dispatched. ``stages``: per request a ``batch_wait`` and a
+``queue_wait`` row, then one per pipeline stage that ran (its batch's time), so ``budget()``
+attributes end to end to waits and stages. A run whose generator lag p99 reaches
+:data:`LAG_P99_LIMIT_MS` is marked ``behind_schedule``: ``gate`` will not judge it (exit 4).
 """
 
 from __future__ import annotations

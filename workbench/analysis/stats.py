@@ -1,9 +1,8 @@
 """Latency statistics: the one definition of percentiles the workbench uses.
 
-Percentiles interpolate linearly between order statistics (numpy's ``method="linear"``, Hyndman &
-Fan type 7) on integer ns, reported in ms. A percentile's confidence interval is the
-distribution-free order-statistic one (ranks ``n*q -/+ z*sqrt(n*q*(1-q))``), deterministic; where
-the upper rank does not exist the bound is None (p99 needs n >= 563: :func:`requests_to_bound`)."""
+Percentiles interpolate linearly between order statistics (Hyndman & Fan type 7) on integer ns,
+reported in ms. A percentile's confidence interval is the distribution-free order-statistic one
+(ranks ``n*q -/+ z*sqrt(n*q*(1-q))``); where the upper rank does not exist the bound is None."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Measurement windows, their stability, and the knee of a latency-throughput sweep.
+"""Measurement windows (by send time), their stability and the knee of a latency-throughput sweep.
 
-A sweep point is one load run cut into windows of ``window_ns`` by send time. Triton
-perf_analyzer's rule: the last ``count`` (3) windows are stable when each one's p50 and p99 lie
-within ``stability_pct`` % of those windows' mean; the point's figures are those three windows'
-(a point that never settles reports its last three and says so)."""
+The stability rule is perf_analyzer's: docs/json.md, "sweep"."""
 
 from __future__ import annotations
 
@@ -25,11 +22,8 @@ STABLE_COUNT = 3  # perf_analyzer's stability window: the last three measurement
 def window_table(
     start_ns: np.ndarray, dur_ns: np.ndarray, ok: np.ndarray, window_ns: int, n_windows: int
 ) -> pd.DataFrame:
-    """One row per window ``[k*window_ns, (k+1)*window_ns)`` of send times (ns from the origin).
-
-    Columns :data:`WINDOW_COLUMNS`: ``requests`` sent in it (``ok``/``failed``), ``offered_rps``
-    (sent per second), ``achieved_rps`` (successful requests *finished* in it per second), and
-    end-to-end percentiles (ms) of its successful requests (None without)."""
+    """One row per window ``[k*window_ns, (k+1)*window_ns)`` of send times (ns from the origin):
+    :data:`WINDOW_COLUMNS`; ``achieved_rps`` counts successful requests *finished* in it."""
     start = np.asarray(start_ns, dtype=np.int64)
     end = start + np.asarray(dur_ns, dtype=np.int64)
     good = np.asarray(ok, dtype=bool)
@@ -95,11 +89,9 @@ def counted_windows(
 class StabilityWatch:
     """The stop rule a load generator asks between windows (one thread): have three settled yet?
 
-    ``sent(key_ns)``, ``finished(key_ns, start_ns, dur_ns, ok)`` (ns from the origin; ``key_ns``:
-    send or due time, for "all of this window finished"; ``start_ns`` files the latency as
-    :func:`window_table` does), and ``stop(due_ns)`` before each send: finished windows ended before
-    ``due_ns`` are judged in order by :func:`first_stable`'s rule; True sets ``windows_run`` and
-    ``stable_after`` (the window count at the stable trio)."""
+    ``key_ns`` (send or due time, ns from the origin) says "all of this window finished"; ``stop``
+    judges the finished windows ended before ``due_ns`` by :func:`first_stable`'s rule; True sets
+    ``windows_run`` and ``stable_after``."""
 
     def __init__(
         self, window_ns: int, stability_pct: float, max_windows: int, count: int = STABLE_COUNT

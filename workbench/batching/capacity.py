@@ -1,10 +1,9 @@
 """Capacity sweeps: a load run per arrival rate (or executor count), measured in windows, and the knee.
 
 A sweep folder holds a run folder per point (``point-00-rate-50``, ...) and ``sweep.json`` (format
-``workbench.sweep``, docs/json.md), rewritten atomically after every point. A point sends for at
-most ``max_windows`` windows of ``window_s`` and stops after the first three whose p50 and p99
-agree within ``stability_pct`` % (perf_analyzer's rule); ``rate=auto`` doubles the rate until p99
-passes ``sla_ms`` or the achieved rate stops growing. The caller measures
+``workbench.sweep``, docs/json.md, with the windows' rule), rewritten atomically after every
+point. ``rate=auto`` doubles the rate until p99 passes ``sla_ms`` or the achieved rate stops
+growing. The caller measures
 (``measure(value, folder, watch) -> Run``), so this module has no sockets or pipelines.
 """
 

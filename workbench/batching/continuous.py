@@ -183,8 +183,7 @@ class StepTimes:
 
     @classmethod
     def from_dict(cls, described: dict, noise_ns: Sequence[float] = ()) -> "StepTimes":
-        """The model :meth:`describe` wrote (a load run's ``load.continuous.step_model``, with its
-        ``step_noise_ns``); ``between_ns`` is 0 in runs recorded before it was kept."""
+        """The model :meth:`describe` wrote (``load.continuous.step_model``, ``step_noise_ns``)."""
         coef = tuple(float(described[f"{name}_ns"]) for name in FEATURES)
         return cls(coef, float(described.get("between_ns", 0.0)), tuple(map(float, noise_ns)))
 

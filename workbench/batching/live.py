@@ -51,10 +51,8 @@ class LoadOptions:
     """How :func:`run_load` runs; a value out of range is a ConfigError when it is made.
 
     warmup: untimed calls at sizes ``max_batch_size`` and 1 (each) per executor before the first
-    arrival. switch_interval_s: ``sys.setswitchinterval`` for the run. timeout_s: real seconds one
-    pipeline call may take (None: no limit). watch: a sweep point's
-    :class:`~workbench.analysis.windows.StabilityWatch`, which stops the schedule once stable.
-    continuous: the policy of a streaming pipeline with a step API (``continuous_live``).
+    arrival. timeout_s: real seconds one pipeline call may take (None: no limit). watch: a sweep
+    point's :class:`~workbench.analysis.windows.StabilityWatch`, stopping the schedule once stable.
     """
 
     warmup: int = 5

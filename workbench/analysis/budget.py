@@ -2,8 +2,7 @@
 warm-up is summarized apart and failures counted per stage. ``unattributed`` is end to end minus
 the stages, per request (host time between stages: the runner's bookkeeping, Python glue); it is
 shown, never hidden. :func:`cache_split` cuts a run by its prediction cache, for two budgets side
-by side. Failures are summarised so that none goes unseen (``error_where``: ``file:line in
-function`` of the innermost user frame)."""
+by side."""
 
 from __future__ import annotations
 

@@ -2,9 +2,7 @@
 
 A traced request is one ``ProfilerStep#N`` range (the runner steps the profiler per request): the
 host events inside and the GPU work they launched; its time, its stage ranges' sum. The sets are
-the tail attribution's (the ``ceil(5 % n)`` slowest, at least one, and p40-p60). Out:
-:func:`slow_minus_median` (``{"requests", "slowest", "median", "note", "tree": [{"id", "parent",
-"name", "kind", "slow_ns", "median_ns"}]}``, ns per request of the set) and :func:`tail_views`."""
+the tail attribution's (the ``ceil(5 % n)`` slowest, at least one, and p40-p60)."""
 
 from __future__ import annotations
 
@@ -76,7 +74,7 @@ def in_windows(events: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
 
 
 def slow_minus_median(trace: Trace | pd.DataFrame) -> dict[str, Any]:
-    """The slowest traced requests' flame tree against the median ones'."""
+    """The slowest traced requests' flame tree against the median ones' (ns per request of a set)."""
     trace = Trace.of(trace)
     events, windows = trace.events, request_windows(trace)
     sets = traced_sets(windows)

@@ -242,8 +242,7 @@ def verdict(
     max_width: float = MAX_CI_WIDTH,
     drift: float = 0.0,
 ) -> str:
-    """The verdict of one ratio interval (module docstring); ``drift`` (relative, NaN: not
-    measured) widens the margin only when ``noisy``."""
+    """The verdict of one ratio interval (module docstring); ``drift``: relative, NaN unmeasured."""
     lo, hi = ci
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return TOO_NOISY

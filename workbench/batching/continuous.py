@@ -330,9 +330,7 @@ def goodput(per: pd.DataFrame, ttft_ms: float, tpot_ms: float) -> float | None:
 def goodput_knee(
     rates_rps: Sequence[float], goodputs: Sequence[float | None], target: float
 ) -> dict:
-    """The arrival rate where goodput falls below ``target``: ``last_good_rps`` (the highest rate
-    before the first that falls short, None when the lowest does) and ``first_short_rps`` (None when
-    none does), over rates in increasing order."""
+    """The arrival rate where goodput falls below ``target``: the last rate before and the first."""
     good = None
     for rate, share in sorted(zip(rates_rps, goodputs)):
         if share is None or share < target:
@@ -352,9 +350,7 @@ def goodput_curve(
     target: float,
     seed: int = 0,
 ) -> tuple[pd.DataFrame, dict]:
-    """Goodput against the arrival rate, simulated: :func:`simulated_curve` of ``len(lengths)``
-    requests of those lengths. ``(table, knee)``: columns ``rate_rps``, ``goodput`` (:func:`goodput`,
-    float or None) and ``throughput_rps``, and :func:`goodput_knee` at ``target``."""
+    """``(table, knee)``: simulated goodput and throughput per arrival rate, and its knee."""
     setup = Setup(times, list(lengths), "")
     bounds = {"ttft_ms": ttft_ms, "tpot_ms": tpot_ms}
     curve = simulated_curve(setup, policy, rates_rps, requests=len(lengths), seed=seed, **bounds)

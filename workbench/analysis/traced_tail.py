@@ -74,7 +74,7 @@ def in_windows(events: pd.DataFrame, windows: pd.DataFrame) -> pd.DataFrame:
 
 
 def slow_minus_median(trace: Trace | pd.DataFrame) -> dict[str, Any]:
-    """The slowest traced requests' flame tree against the median ones' (ns per request of a set)."""
+    """The slowest traced requests' flame tree against the median ones' (ns per request)."""
     trace = Trace.of(trace)
     events, windows = trace.events, request_windows(trace)
     sets = traced_sets(windows)

@@ -4,8 +4,7 @@
 Times are float microseconds (``*_us``), counts ints. Every key is always present: counts 0, figures
 that do not exist for the trace None, lists empty; ``memcpy.by_kind`` always lists HtoD, DtoH and
 DtoD. Every section reads the trace's numpy columns: ``analyze`` imports neither pandas nor pyarrow.
-``top_ops`` is torch's ``key_averages()`` table: self time is an operator's duration less the host
-events directly nested in it (:mod:`workbench.analysis.nesting`), so self times add up."""
+``top_ops`` is torch's ``key_averages()`` table (docs/json.md)."""
 
 from __future__ import annotations
 

@@ -67,10 +67,8 @@ def refuse_without_steps(pipe, asked: bool) -> None:
 
 
 def run_continuous(pipe, target, arrivals: Arrivals, items: list, opts) -> Run:
-    """Run ``items`` (one per arrival) through ``pipe.steps`` under ``opts.continuous``; ``target``:
-    what ``pipe`` was built from, ``opts``: :class:`~.live.LoadOptions`. Requests not finished
-    ``drain_timeout_s`` after the last arrival fail (``DrainTimeout``); on Ctrl-C the rest fail
-    (``RunStopped``) and :class:`~workbench.guard.Interrupted` carries the run."""
+    """Run ``items`` (one per arrival) through ``pipe.steps`` under ``opts.continuous``, failing
+    requests as :mod:`.live` does (``DrainTimeout``; on Ctrl-C ``RunStopped``, ``Interrupted``)."""
     # what the continuous run does not do yet is refused, not ignored
     if opts.timeout_s is not None:
         raise ConfigError(

@@ -69,8 +69,7 @@ def batch_loop(
     arrivals: list, u: list, tables: list, max_batch_size: int, max_wait_ns: int, concurrency: int
 ) -> tuple[list, list, list, list, list]:
     """The event loop: per batch (first request, close, start, end, due), float ns. Quantiles are
-    inlined (each sample list repeats its last value, so ``k + 1`` never overruns): this loop is
-    the simulator's whole cost."""
+    inlined (lists padded: ``k + 1`` never overruns): this loop is the simulator's whole cost."""
     n, b, w = len(arrivals), max_batch_size, max_wait_ns
     firsts, closes, starts, ends, dues = [], [], [], [], []
     free = [float("-inf")] * concurrency  # a heap of executor free times

@@ -118,11 +118,10 @@ class Bootstrap:
     """Resampled ratios ``percentile_q(B*) / percentile_q(A*)``, the same draws for every stage.
 
     Up to :data:`SUMMARY_ABOVE_BLOCKS` blocks per side, a resample is a row of block indices per
-    side (paired: one draw for both). Past it (a million requests would need gigabytes of indices),
-    consecutive blocks merge into :data:`SUMMARY_UNITS` units, each a histogram of
-    :data:`WINDOW_BINS` bins over the side's percentile window (:data:`WINDOWS`) plus counts below
-    and above; a resample draws multinomial unit counts, adds the histograms and interpolates the
-    percentile inside its bin (clamped to the window)."""
+    side. Past it (a million requests would need gigabytes of indices), consecutive blocks merge
+    into :data:`SUMMARY_UNITS` units, each a histogram of :data:`WINDOW_BINS` bins over the side's
+    percentile window (:data:`WINDOWS`) plus counts below and above; a resample draws multinomial
+    unit counts, adds the histograms and interpolates the percentile inside its bin (clamped)."""
 
     def __init__(
         self, n_a: int, n_b: int, *, paired: bool, resamples: int = RESAMPLES, seed: int = 0

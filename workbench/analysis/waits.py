@@ -302,9 +302,8 @@ def wait_flames(
     """The slow requests' work (``cpu`` samples: ``stage -> frames``) beside their waits (``stage ->
     class -> frames``) for :mod:`workbench.plots.flame`; None without rows or a measured request.
 
-    ``{"tail_set", "requests": {"tail", "median"}, "work", "waits"}``: depth-first nodes ``{"id",
-    "parent" (-1: root), "name", "kind", "tail_ns", "median_ns"}`` (inclusive sampled ns per set),
-    the most tail time first, each with at least :data:`MIN_NODE_SHARE` of the tree's tail time."""
+    ``work`` and ``waits``: depth-first nodes (``parent`` -1: root; ``tail_ns``, ``median_ns``:
+    inclusive sampled ns per set), each with :data:`MIN_NODE_SHARE` of the tree's tail time."""
     found = stage_samples(sampled, requests, stages, order, pipeline_stages)
     if found is None:
         return None

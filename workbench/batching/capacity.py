@@ -185,9 +185,8 @@ def run_sweep(
     header: dict[str, Any],
     on_point: Callable[[dict], None] | None = None,
 ) -> dict[str, Any]:
-    """Measure every point into ``out`` and return the sweep record (also ``out/sweep.json``).
-    header: ``kind``, ``pipeline``, ``policy`` (None: the first run's), ``url``, ``created``;
-    on_point: called with each point's row as it is measured."""
+    """Measure every point into ``out`` and return the sweep record (also ``out/sweep.json``);
+    ``header``'s ``policy`` None: the first run's."""
     if out.exists():
         raise ConfigError(f"--out {out} already exists; pick another folder")
     out.mkdir(parents=True)

@@ -247,9 +247,8 @@ def batching_point(
     requests: int = 5_000,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Simulate one setting on a seeded Poisson schedule: its ``summary``, ``at`` (requests at p50
-    and p99), ``curve`` (a sweep over :data:`RATE_FRACTIONS` of capacity and the rate), ``waits`` (a
-    sweep over :data:`WAITS_MS` and the wait), ``capacity_rps``, ``stable`` and ``simulations``."""
+    """Simulate one setting on a seeded Poisson schedule, with a sweep over :data:`RATE_FRACTIONS`
+    of capacity (``curve``) and one over :data:`WAITS_MS` (``waits``)."""
     policy = BatchPolicy(int(max_batch_size), float(max_wait_ms))
     arrivals = Arrivals("poisson", rate_rps=float(rate_rps), count=requests, seed=seed)
     sim = simulate(model, arrivals, policy, seed=seed)

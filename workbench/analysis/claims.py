@@ -39,11 +39,9 @@ def _fmt(value: float) -> str:
 
 
 def trend(sizes: Sequence[int], values: Sequence[float]) -> tuple[str, int, list[tuple[int, int]]]:
-    """``(kind, best size, dips)`` of values by increasing size.
-
-    kind: ``rising``, ``never_fell`` (some steps level: the ``dips``), ``highest_at_largest`` (the
-    largest is best but some step fell), ``peak`` (the best is not the largest), ``flat`` (under
-    two)."""
+    """``(kind, best size, dips)`` of values by increasing size; kind: ``rising``, ``never_fell``
+    (some steps level: the ``dips``), ``highest_at_largest`` (the largest is best but some step
+    fell), ``peak`` (the best is not the largest), ``flat`` (under two)."""
     if len(sizes) != len(values):
         raise ValueError(f"{len(sizes)} sizes but {len(values)} values")
     order = sorted(range(len(sizes)), key=lambda i: sizes[i])

@@ -1,5 +1,4 @@
-"""GPU time: span, busy and idle over all devices and streams; idle per stream as Holistic Trace
-Analysis (HTA) splits it; busy time over time; GPU kernel counts and durations.
+"""GPU time: span, busy and idle, idle per stream as HTA splits it, busy over time, kernels.
 
 GPU work = kernel, memcpy and memset events; span = first start to last end; busy = the union of
 their intervals (streams' overlap once); idle = span - busy. Per stream, the gap before an event

@@ -1,5 +1,4 @@
-"""``analyze``: every trace analysis in one JSON-ready dict (``python -m workbench analyze TRACE
---json``).
+"""``analyze``: every trace analysis in one JSON-ready dict (``workbench analyze TRACE --json``).
 
 Times are float microseconds (``*_us``), counts ints. Every key is always present: counts 0, figures
 that do not exist for the trace None, lists empty; ``memcpy.by_kind`` always lists HtoD, DtoH and

@@ -1,5 +1,4 @@
-"""The workbench's own stage ranges in a trace: what each pipeline stage cost on the host and what
-GPU work it launched.
+"""The workbench's stage ranges in a trace: each stage's host cost and the GPU work it launched.
 
 Stage ranges are host events ``workbench.naming.stage_from_range_name`` recognizes; work counts
 for a range when its runtime call starts inside it on the same thread. Per stage: ``host_ns``

@@ -1,5 +1,4 @@
-"""Host-device transfers: copies by direction and host memory kind, memsets, and the runtime calls
-that make the host wait for the GPU.
+"""Host-device transfers: copies by direction and host memory kind, memsets, and syncing calls.
 
 A copy's direction is the word after ``Memcpy`` in its name; its host memory kind the side of
 ``(Src -> Dst)`` in :data:`HOST_MEMORY_KINDS` (pageable copies, staged through a pinned buffer,

@@ -1,5 +1,4 @@
-"""Service-time model: how long one pipeline call takes, per batch size, from profiler runs at
-several ``--batch-size`` or from load runs' batches.
+"""Service-time model: one pipeline call's time per batch size, from profiler or load runs.
 
 A batch of ``b`` items is sampled at quantile ``u`` by taking that quantile (linear between order
 statistics) at the two nearest measured sizes and interpolating linearly in ``b``. A batch larger

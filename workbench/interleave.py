@@ -1,12 +1,9 @@
 """Interleaved comparison: configurations of one pipeline, each in its own worker process.
 
-Two runs made minutes apart differ by whatever the machine did in between; interleaving takes that
-out. Each configuration runs the same items in its own worker (:mod:`workbench.interleave_workers`),
-or all in this process (:class:`~workbench.interleave_workers.Local`) when no worker can rebuild the factory or the clock is injected
-(``processes_note`` says why). After the warm-up, every round runs one block of ``BLOCK`` requests
-per configuration in a seeded order, until ``requests``, or until every interval of B against A is
-narrower than ``resolution`` (checked from ``MIN_ROUNDS`` on), or ``max_time_s``. The samples go to
-:func:`workbench.analysis.verdicts.paired_comparison`, which pairs blocks by round.
+Why and where they run: README "Compare two configurations" and :mod:`workbench.interleave_workers`. After the
+warm-up, every round runs one block of ``BLOCK`` requests per configuration in a seeded order, until
+``requests``, every interval of B against A is narrower than ``resolution`` (from ``MIN_ROUNDS``
+on), or ``max_time_s``; :func:`workbench.analysis.verdicts.paired_comparison` pairs blocks by round.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Python stacks of every timed request: a sampler thread, each sample assigned to its request and stage.
 
-A daemon thread (a ``setstatprofile`` hook would run on every call of the timed code) wakes every
-``interval_s``, keeps the stage thread's frames from the stage function down, and reads each
-thread's CPU time (Linux's thread clock first: a file read lets go of the GIL); :func:`assign` gives
-each sample the request and stage whose ``[start, end)`` holds its time. Samples are evenly spaced,
-so a frame's share of samples is its share of time; ``record`` gives them as run.json's ``sampled``.
+How it samples and what it costs: README "Explain the tail". :func:`assign` gives each sample the request
+and stage whose ``[start, end)`` holds its time; ``record`` gives them as run.json's ``sampled``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Interleaved comparison: configurations of one pipeline, each in its own worker process.
 
-Why and where they run: README "Compare two configurations" and :mod:`workbench.interleave_workers`. After the
-warm-up, every round runs one block of ``BLOCK`` requests per configuration in a seeded order, until
-``requests``, every interval of B against A is narrower than ``resolution`` (from ``MIN_ROUNDS``
-on), or ``max_time_s``; :func:`workbench.analysis.verdicts.paired_comparison` pairs blocks by round.
+Why and where they run: README "Compare two configurations", :mod:`workbench.interleave_workers`.
+After the warm-up, every round runs one block of ``BLOCK`` requests per configuration in a seeded
+order, until ``requests``, every interval of B against A is narrower than ``resolution`` (from
+``MIN_ROUNDS`` on), or ``max_time_s``; :func:`~workbench.analysis.verdicts.paired_comparison` pairs
+blocks by round.
 """
 
 from __future__ import annotations

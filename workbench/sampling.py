@@ -1,7 +1,7 @@
 """Python stacks of every timed request: a sampler thread, each sample assigned to its request and stage.
 
-How it samples and what it costs: README "Explain the tail". :func:`assign` gives each sample the request
-and stage whose ``[start, end)`` holds its time; ``record`` gives them as run.json's ``sampled``.
+How it samples and what it costs: README "Explain the tail". :func:`assign` gives each sample the
+request and stage whose ``[start, end)`` holds its time; ``record`` gives them as ``sampled``.
 """
 
 from __future__ import annotations

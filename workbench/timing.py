@@ -1,8 +1,9 @@
 """Timing one request, stage by stage: the hot path of every measurement, on an injectable ns clock.
 
-On CUDA each stage is also bracketed by CUDA events; ``sync``: README "How it measures". A ``stream=True`` stage is consumed inside its timed region, the clock read after each
-unit (``RequestTiming.unit_ns``; TTFT, ITL, TPOT: :mod:`workbench.analysis.tokens`); the stages
-after it run once on the list of its units, so their time is in end to end, never in TTFT or ITL.
+On CUDA each stage is also bracketed by CUDA events; ``sync``: README "How it measures". A
+``stream=True`` stage is consumed inside its timed region, the clock read after each unit
+(``RequestTiming.unit_ns``; TTFT, ITL, TPOT: :mod:`workbench.analysis.tokens`); the stages after it
+run once on the list of its units, so their time is in end to end, never in TTFT or ITL.
 """
 
 from __future__ import annotations

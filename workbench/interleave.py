@@ -226,8 +226,7 @@ def _widest_interval(
 
 
 def _label(config, base: PipelineConfig) -> str:
-    """``k=v,k=v`` of what differs from ``base``, JSON values as typed on the command line; ``base``
-    when nothing does."""
+    """``k=v,k=v`` of what differs from ``base`` (JSON values), or ``base``."""
     if isinstance(config, PipelineConfig):
         d, b = config.to_dict(), base.to_dict()
         config = {k: v for k, v in d.items() if v != b.get(k)}
@@ -283,8 +282,7 @@ def _recipe(target, processes: bool | None, clock: Clock) -> tuple[str | None, s
 
 
 def _samples_table(rows: list[tuple], names: list[str]) -> pd.DataFrame:
-    """Rows ``(config, round, request, *sample_row)`` as :class:`Comparison`'s ``samples``; a
-    streaming pipeline's add ``ttft``, ``tpot`` (Int64 ns) and ``itl`` (a tuple of gaps, ns)."""
+    """:class:`Comparison`'s ``samples``; streaming adds ``ttft``, ``tpot``, ``itl`` (ns)."""
     width = 5 + len(names)
     records = [(*r[:-2], *[None] * (width - len(r) + 2), r[-2]) for r in rows]
     df = pd.DataFrame(

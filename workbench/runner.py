@@ -473,8 +473,7 @@ def _tables(
     batch_size: int,
     due_ns: list[int] = (),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Requests and stages tables from the first request's start; the last ``len(due_ns)`` requests
-    were paced: ``start_ns`` is the due time, ``dur_ns`` runs from it, ``lag_ns`` is the send's lag."""
+    """Requests and stages tables; the last ``len(due_ns)`` requests were paced."""
     due = [t.start_ns for t in timings[: len(timings) - len(due_ns)]] + list(due_ns)
     origin = due[0] if due else 0
     req_rows, st_rows, gc_ns = [], [], []
@@ -497,8 +496,7 @@ def _tables(
 def _describe(
     pipe: Pipeline, timings: list[RequestTiming], requests: pd.DataFrame
 ) -> dict[str, Any] | None:
-    """The requests' ``describe=`` numbers added in place as ``attr.<name>`` Float64 columns; the
-    run's ``attributes`` meta (names, stage -> names, stage -> first error) or None."""
+    """``describe=`` numbers added as ``attr.<name>`` columns; the ``attributes`` meta or None."""
     stage_of = {i: s.name for i, s in enumerate(pipe.stages) if s.describe is not None}
     if not stage_of:
         return None
@@ -555,8 +553,7 @@ class TracedTimeout(BaseException):
 
 @contextlib.contextmanager
 def _alarm(timeout_s: float | None) -> Iterator[Callable[[float], Any]]:
-    """``alarm(seconds)``: SIGALRM then raises :class:`TracedTimeout` here (``alarm(0)`` cancels), a
-    no-op off the main thread; torch.profiler records only its own thread, so no worker thread."""
+    """``alarm(seconds)`` raising :class:`TracedTimeout` by SIGALRM; a no-op off the main thread."""
     usable = (
         timeout_s is not None
         and hasattr(signal, "setitimer")

@@ -1,8 +1,7 @@
 """Profile a pipeline: a timing run for percentiles, then a separate traced run; a :class:`Run`.
 
-The timing run (warm-up requests flagged apart, then the measured ones) has no profiler attached;
-the traced run's few requests run under ``torch.profiler``, each stage in its ``record_function``
-range, saved as ``tensorboard_trace_handler`` names traces (TensorBoard and Perfetto open it).
+The timing run has no profiler attached; the traced run's few requests run under ``torch.profiler``,
+each stage in its ``record_function`` range (trace names as ``tensorboard_trace_handler``'s).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Python stacks of every timed request: a sampler thread, each sample assigned to its request and stage.
 
-How it samples and what it costs: README "Explain the tail". :func:`assign` gives each sample the
+It reads each thread's CPU time by Linux's per-thread clock, with the GIL kept (a file read lets go
+of it); the rest and its cost: README "Explain the tail". :func:`assign` gives each sample the
 request and stage whose ``[start, end)`` holds its time; ``record`` gives them as ``sampled``.
 """
 

@@ -69,9 +69,8 @@ class Pipeline:
         (``Pipeline(models=[m])`` or ``pipe.declare_model(m)``); else the model is ``unknown``.
     agree: ``fn(output_a, output_b) -> share`` in [0, 1] of two configurations' final outputs, for
         ``compare`` and ``audit --try`` (default: argmax agreement, ``analysis.outputs``).
-    steps: ``fn(max_num_seqs) -> step API`` of a generative pipeline
-        (``workbench.examples._causal_model.GenerateSteps``), which ``load`` schedules with continuous
-        batching.
+    steps: ``fn(max_num_seqs) -> step API`` of a generative pipeline (``GenerateSteps`` of
+        :mod:`workbench.examples._causal_model`), which ``load`` batches continuously.
     """
 
     name: str

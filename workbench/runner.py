@@ -76,10 +76,9 @@ CHECK_EVERY = 50  # paced requests between two looks at the p99 interval
 
 @dataclasses.dataclass(frozen=True)
 class Pace:
-    """An open-loop Poisson schedule for the measured requests: ``rate_rps`` requests per second,
-    or ``utilization`` (0 < u < 1) of the closed-loop capacity measured first. It runs until
-    ``min_duration_s`` passed and the p99 interval is within ``NARROW_P99``, or ``max_duration_s``.
-    """
+    """An open-loop Poisson schedule: ``rate_rps`` requests per second, or ``utilization`` (0 < u <
+    1) of the closed-loop capacity measured first; it runs until ``min_duration_s`` passed and the
+    p99 interval is within ``NARROW_P99``, or ``max_duration_s``."""
 
     rate_rps: float | None = None
     utilization: float | None = None

@@ -173,8 +173,7 @@ class IngestedMeta(RunMeta):
 
 
 def profile_part(meta: RunMeta) -> ProfileMeta:
-    """``meta`` when it is a profile run's, else an empty :class:`ProfileMeta`: for a reader of any
-    kind of run, the profile-only sections (trace, stacks, memory, ...) of another kind read as None."""
+    """``meta`` if a profile run's, else an empty :class:`ProfileMeta` (sections None)."""
     return meta if isinstance(meta, ProfileMeta) else _NO_PROFILE
 
 

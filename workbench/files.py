@@ -1,8 +1,7 @@
 """Opening a file a user named: a regular file only, its size capped, before any parser sees it.
 
-A FIFO with no writer would block the open forever and ``/dev/zero`` never ends, so the file is
-opened non-blocking and judged on the open descriptor (a file swapped after a check cannot slip
-through). Each refusal is one line, raised as the reader's own error type.
+Opened non-blocking (a FIFO with no writer would block forever) and judged on the open descriptor,
+so a file swapped after a check cannot slip through. Each refusal is one line, the reader's error.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Running a request's stages so that a stage cannot hang the tool.
 
-A Python thread cannot be killed, so with a per-request timeout the stages run on a daemon worker
-thread (:class:`StageGuard`) and the caller waits at most ``timeout_s`` real seconds for each
-request: past it the request is a ``Timeout`` failure at the running stage, the thread is abandoned
-and the run stops. A cancel event is watched during the wait too. Without a timeout the stage timer
-is called directly (no thread, no hand-off).
+A Python thread cannot be killed, so with ``timeout_s`` the stages run on a daemon thread
+(:class:`StageGuard`): past it the request is a ``Timeout`` failure at the running stage, the thread
+is abandoned and the run stops. Without a timeout the stage timer is called directly.
 """
 
 from __future__ import annotations

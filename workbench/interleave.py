@@ -1,12 +1,10 @@
 """Interleaved comparison: configurations of one pipeline, each in its own worker process.
 
-Two runs made minutes apart differ by whatever the machine did in between; interleaving takes that
-out. Each configuration runs the same items in its own worker (:mod:`workbench.interleave_workers`),
-or all in this process (:class:`~workbench.interleave_workers.Local`) when no worker can rebuild the factory or the clock is injected
-(``processes_note`` says why). After the warm-up, every round runs one block of ``BLOCK`` requests
-per configuration in a seeded order, until ``requests``, or until every interval of B against A is
-narrower than ``resolution`` (checked from ``MIN_ROUNDS`` on), or ``max_time_s``. The samples go to
-:func:`workbench.analysis.verdicts.paired_comparison`, which pairs blocks by round.
+Why and where they run: README "Compare two configurations", :mod:`workbench.interleave_workers`.
+After the warm-up, every round runs one block of ``BLOCK`` requests per configuration in a seeded
+order, until ``requests``, every interval of B against A is narrower than ``resolution`` (from
+``MIN_ROUNDS`` on), or ``max_time_s``; :func:`~workbench.analysis.verdicts.paired_comparison` pairs
+blocks by round.
 """
 
 from __future__ import annotations
@@ -228,8 +226,7 @@ def _widest_interval(
 
 
 def _label(config, base: PipelineConfig) -> str:
-    """``k=v,k=v`` of what differs from ``base``, JSON values as typed on the command line; ``base``
-    when nothing does."""
+    """``k=v,k=v`` of what differs from ``base`` (JSON values), or ``base``."""
     if isinstance(config, PipelineConfig):
         d, b = config.to_dict(), base.to_dict()
         config = {k: v for k, v in d.items() if v != b.get(k)}
@@ -285,8 +282,7 @@ def _recipe(target, processes: bool | None, clock: Clock) -> tuple[str | None, s
 
 
 def _samples_table(rows: list[tuple], names: list[str]) -> pd.DataFrame:
-    """Rows ``(config, round, request, *sample_row)`` as :class:`Comparison`'s ``samples``; a
-    streaming pipeline's add ``ttft``, ``tpot`` (Int64 ns) and ``itl`` (a tuple of gaps, ns)."""
+    """:class:`Comparison`'s ``samples``; streaming adds ``ttft``, ``tpot``, ``itl`` (ns)."""
     width = 5 + len(names)
     records = [(*r[:-2], *[None] * (width - len(r) + 2), r[-2]) for r in rows]
     df = pd.DataFrame(

@@ -1,9 +1,8 @@
 """One worker process per configuration for ``compare``: process-wide state stays in its own process.
 
-A factory that turns the garbage collector off or fills a module-level cache changes the process it
-runs in, so, as pyperf does, each configuration is built and measured in a fresh interpreter that
-rebuilds its pipeline from a *recipe* (:func:`recipe_of`); request ``k`` of batch size ``b`` gets
-items ``k*b .. k*b+b-1`` of the worker's own source. Pickled tuples over two pipes, one reply each::
+Each rebuilds its pipeline from a *recipe* (:func:`recipe_of`), as pyperf does; request ``k`` of
+batch size ``b`` gets items ``k*b .. k*b+b-1`` of the worker's own source. Pickled tuples over two
+pipes, one reply each::
 
     ("build", sys_path, recipe, config, warmup, output_cap) -> ("ok", name, stage_names, torch_threads)
     ("warm",)                                              -> ("ok",)

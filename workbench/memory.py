@@ -1,10 +1,8 @@
-"""Resident memory during a timing run, and the rule that flags a steady leak.
+"""Resident memory during a timing run, and the rule that flags a steady leak (docs/json.md).
 
-A stage that keeps every request's data grows the process steadily; percentiles never show it. The
-runner reads the RSS (``/proc/self/statm``, a few µs, between requests) every
-:data:`SAMPLE_EVERY` measured requests and fits a least-squares line through (requests, RSS MB, of
-10**6 bytes): ``leak_suspected`` when the slope, the fit's R² (steady, not one jump) and the growth
-all exceed their thresholds.
+Every :data:`SAMPLE_EVERY` measured requests the runner reads the RSS (``/proc/self/statm``) and
+fits a line through (requests, RSS in MB of 10**6 bytes): ``leak_suspected`` when the slope, the
+fit's R² and the growth all exceed their thresholds.
 """
 
 from __future__ import annotations

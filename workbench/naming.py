@@ -1,7 +1,5 @@
-"""The one naming contract between the runner and the trace analysis (like torch's
-``ProfilerStep#``, the stage ranges' prefix is defined here and nowhere else), and the one rule that
-turns a name from data into a path component (:func:`slug`).
-"""
+"""The stage ranges' prefix (like torch's ``ProfilerStep#``) shared by the runner and the trace
+analysis, defined here only; and :func:`slug`, the one rule turning a name into a path component."""
 
 import re
 

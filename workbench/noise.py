@@ -1,9 +1,8 @@
 """Was the machine quiet while a run measured? ``/proc`` readings before and after, and a rule.
 
-A run is ``noisy`` (:data:`THRESHOLDS`) when other processes used more than 0.25 cores on average,
-the hypervisor's steal was above 5 % of CPU time, torch used more threads than the free cores (its
-pool busy-waits, so a contended core slows every stage), or the load before the run was above the
-cores; its own dispersion is recorded, not judged. Without ``/proc`` it is None (docs/json.md).
+A run is ``noisy`` past :data:`THRESHOLDS` (other processes' cores, steal, load per core) or when
+torch used more threads than the free cores (its pool busy-waits, so a contended core slows every
+stage); its own dispersion is recorded, not judged. Without ``/proc`` it is None (docs/json.md).
 """
 
 from __future__ import annotations

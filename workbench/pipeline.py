@@ -1,10 +1,8 @@
-"""Pipelines: an ordered list of named stages and a source of input items.
+"""Pipelines: an ordered list of named stages and a source of input items (:class:`Pipeline`).
 
-A stage is a plain callable that takes the previous stage's output; the first receives one request,
-a list of ``batch_size`` items drawn from the item source. Users write a factory
-``build(config) -> Pipeline`` (README "Profile your own pipeline"). Nothing here measures; a run's
-first request is checked (:func:`first_request_checked`): a stage returning a generator would have
-its work timed in the next stage, and an option nobody read is a typo such as ``slowdwn=0.3``.
+Users write a factory ``build(config) -> Pipeline`` (README "Profile your own pipeline"). Nothing
+here measures; :func:`first_request_checked` checks a run's first request (a stage returning a
+generator, an option nobody read such as ``slowdwn=0.3``).
 """
 
 from __future__ import annotations
@@ -71,9 +69,8 @@ class Pipeline:
         (``Pipeline(models=[m])`` or ``pipe.declare_model(m)``); else the model is ``unknown``.
     agree: ``fn(output_a, output_b) -> share`` in [0, 1] of two configurations' final outputs, for
         ``compare`` and ``audit --try`` (default: argmax agreement, ``analysis.outputs``).
-    steps: ``fn(max_num_seqs) -> step API`` of a generative pipeline
-        (``workbench.examples._causal_model.GenerateSteps``), which ``load`` schedules with continuous
-        batching.
+    steps: ``fn(max_num_seqs) -> step API`` of a generative pipeline (``GenerateSteps`` of
+        :mod:`workbench.examples._causal_model`), which ``load`` batches continuously.
     """
 
     name: str

@@ -1,9 +1,8 @@
 """Precision: run a model in fp32, bf16, fp16 or int8, or say clearly why not.
 
-int8 is dynamic quantization of the Linear layers (``quantize_dynamic``, CPU only; only its
-deprecation warning is silenced). A combination that cannot run raises :class:`PrecisionError`,
-never a silent fallback to fp32; a partial quantization is reported (:func:`quantization_report`)
-and recorded in the run.
+int8 is dynamic quantization of the Linear layers (``quantize_dynamic``, CPU only). A combination
+that cannot run raises :class:`PrecisionError`, never a silent fallback to fp32; a partial
+quantization is reported (:func:`quantization_report`) and recorded in the run.
 """
 
 from __future__ import annotations

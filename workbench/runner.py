@@ -1,8 +1,7 @@
 """Profile a pipeline: a timing run for percentiles, then a separate traced run; a :class:`Run`.
 
-The timing run (warm-up requests flagged apart, then the measured ones) has no profiler attached;
-the traced run's few requests run under ``torch.profiler``, each stage in its ``record_function``
-range, saved as ``tensorboard_trace_handler`` names traces (TensorBoard and Perfetto open it).
+The timing run has no profiler attached; the traced run's few requests run under ``torch.profiler``,
+each stage in its ``record_function`` range (trace names as ``tensorboard_trace_handler``'s).
 """
 
 from __future__ import annotations
@@ -77,10 +76,9 @@ CHECK_EVERY = 50  # paced requests between two looks at the p99 interval
 
 @dataclasses.dataclass(frozen=True)
 class Pace:
-    """An open-loop Poisson schedule for the measured requests: ``rate_rps`` requests per second,
-    or ``utilization`` (0 < u < 1) of the closed-loop capacity measured first. It runs until
-    ``min_duration_s`` passed and the p99 interval is within ``NARROW_P99``, or ``max_duration_s``.
-    """
+    """An open-loop Poisson schedule: ``rate_rps`` requests per second, or ``utilization`` (0 < u <
+    1) of the closed-loop capacity measured first; it runs until ``min_duration_s`` passed and the
+    p99 interval is within ``NARROW_P99``, or ``max_duration_s``."""
 
     rate_rps: float | None = None
     utilization: float | None = None
@@ -473,8 +471,7 @@ def _tables(
     batch_size: int,
     due_ns: list[int] = (),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Requests and stages tables from the first request's start; the last ``len(due_ns)`` requests
-    were paced: ``start_ns`` is the due time, ``dur_ns`` runs from it, ``lag_ns`` is the send's lag."""
+    """Requests and stages tables; the last ``len(due_ns)`` requests were paced."""
     due = [t.start_ns for t in timings[: len(timings) - len(due_ns)]] + list(due_ns)
     origin = due[0] if due else 0
     req_rows, st_rows, gc_ns = [], [], []
@@ -497,8 +494,7 @@ def _tables(
 def _describe(
     pipe: Pipeline, timings: list[RequestTiming], requests: pd.DataFrame
 ) -> dict[str, Any] | None:
-    """The requests' ``describe=`` numbers added in place as ``attr.<name>`` Float64 columns; the
-    run's ``attributes`` meta (names, stage -> names, stage -> first error) or None."""
+    """``describe=`` numbers added as ``attr.<name>`` columns; the ``attributes`` meta or None."""
     stage_of = {i: s.name for i, s in enumerate(pipe.stages) if s.describe is not None}
     if not stage_of:
         return None
@@ -555,8 +551,7 @@ class TracedTimeout(BaseException):
 
 @contextlib.contextmanager
 def _alarm(timeout_s: float | None) -> Iterator[Callable[[float], Any]]:
-    """``alarm(seconds)``: SIGALRM then raises :class:`TracedTimeout` here (``alarm(0)`` cancels), a
-    no-op off the main thread; torch.profiler records only its own thread, so no worker thread."""
+    """``alarm(seconds)`` raising :class:`TracedTimeout` by SIGALRM; a no-op off the main thread."""
     usable = (
         timeout_s is not None
         and hasattr(signal, "setitimer")

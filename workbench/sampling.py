@@ -1,10 +1,8 @@
 """Python stacks of every timed request: a sampler thread, each sample assigned to its request and stage.
 
-A daemon thread (a ``setstatprofile`` hook would run on every call of the timed code) wakes every
-``interval_s``, keeps the stage thread's frames from the stage function down, and reads each
-thread's CPU time (Linux's thread clock first: a file read lets go of the GIL); :func:`assign` gives
-each sample the request and stage whose ``[start, end)`` holds its time. Samples are evenly spaced,
-so a frame's share of samples is its share of time; ``record`` gives them as run.json's ``sampled``.
+It reads each thread's CPU time by Linux's per-thread clock, with the GIL kept (a file read lets go
+of it); the rest and its cost: README "Explain the tail". :func:`assign` gives each sample the
+request and stage whose ``[start, end)`` holds its time; ``record`` gives them as ``sampled``.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""Timing one request, stage by stage: the hot path of every measurement (two clock reads and two
-list appends per stage, ``benchmarks/bench_overhead.py``), on an injectable ns clock.
+"""Timing one request, stage by stage: the hot path of every measurement, on an injectable ns clock.
 
-On CUDA each stage is also bracketed by CUDA events, timing the device work it enqueued. ``sync``:
-``"stage"`` (default) synchronizes after every stage, so a stage's host time includes its device
-work (at the cost of the overlap with the next stage's host work); ``"request"`` once at the end,
-so stage host times measure only launching (the mistake the notebooks show).
-
-A ``stream=True`` stage yields its answer one unit (a token, a chunk) at a time: it is consumed
-inside its timed region, the clock read after each unit (``RequestTiming.unit_ns``, then the run's
-``units`` table; TTFT, ITL and TPOT are :mod:`workbench.analysis.tokens`'). The stages after it run
-once, on the whole answer (the list of its units): their time is in end to end, never in TTFT or ITL.
+On CUDA each stage is also bracketed by CUDA events; ``sync``: README "How it measures". A
+``stream=True`` stage is consumed inside its timed region, the clock read after each unit
+(``RequestTiming.unit_ns``; TTFT, ITL, TPOT: :mod:`workbench.analysis.tokens`); the stages after it
+run once on the list of its units, so their time is in end to end, never in TTFT or ITL.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """What a sampled thread was doing: on CPU, or waiting, and on what (the sampler's classification).
 
-Each sample of a thread inside a stage gets one class (:data:`CLASSES`, rules in :func:`classify`):
-``gc``, a collection over half the interval; ``device``, a device synchronization; ``cpu``, on CPU
-half the interval (or no counter and no known wait); ``lock``, ``io``, ``sleep``, off CPU in a
-recognized call (:func:`call_kind`); ``gil``, off CPU in plain Python while the other threads were
-busy :data:`GIL_SHARE` of the interval; ``off_cpu``, none of these. The wait's ``site`` is the
-deepest frame of the user's own code, the line the user can change.
+The classes (:data:`CLASSES`) and their rules: :func:`classify` and docs/audit.md. A wait's ``site``
+is the deepest frame of the user's own code, the line the user can change.
 """
 
 from __future__ import annotations

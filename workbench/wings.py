@@ -1,7 +1,5 @@
-"""The wings (``serve``, ``room``, ``redis``: README "Architecture"): packages beside the core that
-import it and are never imported by it. A wing registers its hook module under the entry points'
-``workbench.wings`` and its subcommands under ``workbench.commands``; one not installed here is one
-line saying how to install it (:class:`WingMissing`, exit 2).
+"""The wings (``serve``, ``room``, ``redis``: README "Architecture"): hooks under the entry points'
+``workbench.wings``, commands under ``workbench.commands``; one not installed: :class:`WingMissing`.
 """
 
 from __future__ import annotations

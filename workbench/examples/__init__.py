@@ -1,10 +1,7 @@
 """The four shipped example pipelines (:data:`EXAMPLES`), each with a different latency budget.
 
-Every example runs offline on the data shipped in ``workbench/examples/data`` (``make data``
-regenerates it). ``factory(name)`` returns ``build(config) -> Pipeline``, whose first stage takes
-1..``batch_size`` items and last returns one JSON ``bytes`` response per item. The helpers the
-examples share (options, host->device copies, build checks) are here too. Importing this package
-does not import torch.
+Offline on the data in ``workbench/examples/data`` (``make data``); ``factory(name)`` returns
+``build(config) -> Pipeline``. The examples' shared helpers are here too; it imports no torch.
 """
 
 from __future__ import annotations

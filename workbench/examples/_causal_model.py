@@ -1,11 +1,7 @@
 """The text and generate examples' transformers (imports torch; loaded by their ``build`` only).
 
-Every projection is an ``nn.Linear`` (int8 dynamic quantization then covers attention too) and the
-trace shows plain ``aten::linear`` and ``scaled_dot_product_attention``. :class:`Encoder` classifies
-text. :class:`Decoder` is the generate example's causal model: :meth:`Decoder.step` runs new tokens
-against a :class:`Cache` of the earlier ones' keys and values (one decode step costs one token's
-work); :meth:`Decoder.forward` runs the whole sequence again, as a model without a cache does at
-every step. :class:`GenerateSteps` steps it a token at a time over a running batch.
+Every projection is an ``nn.Linear``, so int8 dynamic quantization covers attention too and the
+trace shows plain ``aten::linear`` and ``scaled_dot_product_attention``.
 """
 
 from __future__ import annotations
@@ -120,12 +116,9 @@ class Decoder(nn.Module):
 class GenerateSteps:
     """The step API a continuous batcher (``batching.continuous_live``) drives: ``max_num_seqs``
     sequences of at most ``max_len`` tokens, each a slot of one preallocated :class:`Cache`.
-
-    Sequences ``join(item)`` and ``leave(seq)`` between steps; ``prefill(seq, n)`` runs the next
-    ``n`` prompt tokens of one (returning its first token when the prompt is done, else None);
-    ``decode(seqs)`` makes one token per sequence, each at its own position (which
-    :meth:`Decoder.step`, one ``filled`` for all rows, cannot express); ``lengths(item)``:
-    ``(prompt, answer)`` tokens.
+    ``join``/``leave`` between steps; ``prefill(seq, n)`` returns the first token once the prompt is
+    done, else None; ``decode(seqs)`` makes one token per sequence, each at its own position (which
+    :meth:`Decoder.step`, one ``filled`` for all rows, cannot express).
     """
 
     def __init__(self, model: Decoder, max_num_seqs: int, max_len: int) -> None:

@@ -1,7 +1,5 @@
-"""Measurements of the course's pattern notebooks (11, 13), made live there and recorded by
-``scripts/record_course_data.py`` in ``data/course/*.json`` for a machine that cannot measure (no
-time for a ``torch.compile``). Plain data out, strict JSON. Notebook 12's Redis levels are the redis
-wing's (:mod:`workbench_redis.course`).
+"""Measurements of the course's pattern notebooks (11, 13), recorded by
+``scripts/record_course_data.py`` in ``data/course/*.json`` for a machine that cannot measure.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Replay a model's forward from a CUDA graph (imports torch; loaded by an example's ``build`` only).
 
-At batch 1 the text encoder launches about 245 small kernels a call; on a fast GPU each ends
-before the host launches the next, so the forward takes the host's launch time (notebook 4). A
-graph replays them all with one launch. One is captured per input signature on its first call
-(after a few eager calls on a side stream); each call copies its inputs into the static buffers and
-returns a clone of the static output, so the next replay cannot overwrite a result in use.
+A launch-bound forward (notebook 4) becomes one launch. A graph is captured per input signature on
+its first call (after a few eager calls on a side stream); each call copies its inputs into the
+static buffers and returns a clone of the static output, which the next replay would overwrite.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The tabular example's prediction cache: an in-process LRU, optionally in front of Redis.
 
 ``cache=redis`` puts Redis (``wb:tabular:pred:{key}``, shared by every server process) behind the
-LRU; a Redis hit is copied into it. The key is the model's fingerprint (weights, calibration,
-threshold, precision, the features' version), then what of the request determines the response;
-an entry whose fingerprint, user or items differ from the request's, or that does not decode, is a
-miss (counted in ``mismatched``).
+LRU; a Redis hit is copied into it. The key is the model's fingerprint, then what of the request
+determines the response; an entry that differs or does not decode is a miss (``mismatched``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Model fingerprints of the shipped examples, cached so that a recorded first view needs no torch.
 
-The latency explorer shows a recorded run only when the model fingerprint a live run would record
-equals the recorded one; computing it builds the pipeline (about 250 MB and 2 CPU-seconds per Voila
-kernel). ``model_fingerprints.json`` holds the shipped configurations' fingerprints, keyed by all
-the fingerprint depends on (:data:`KEY_FIELDS`: ``torch`` is its public version, ``data`` the
-SHA-256 of :data:`MODEL_DATA`). ``--write`` rebuilds it; ``tests/examples/test_fingerprints.py``
-builds every entry again, so a model change without a rewrite fails.
+The latency explorer shows a recorded run only when a live run's fingerprint would equal it, and
+computing one builds the pipeline. ``model_fingerprints.json`` keys them by :data:`KEY_FIELDS`;
+``--write`` rebuilds it, and ``tests/examples/test_fingerprints.py`` checks every entry.
 """
 
 from __future__ import annotations

@@ -88,8 +88,7 @@ def build(config: PipelineConfig) -> Pipeline:
 
 
 def _model_stages(torch, model, config: PipelineConfig, kv_cache: bool):
-    """``(tokenize, generate)``: prompts to left-padded ids on the device, and the decode loop that
-    yields each step's tokens (against a KV cache, or the whole sequence again each step)."""
+    """``(tokenize, generate)``: left-padded ids on the device, and the loop yielding each step's."""
 
     def tokenize(batch: list[dict]):
         batch = [request_of(item) for item in check_batch(batch, "generate")]

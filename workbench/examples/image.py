@@ -161,8 +161,7 @@ def _jpeg_size(data: bytes, where: str) -> tuple[int, int]:
 
 
 def _decode_batch(pngs: list[bytes], size: int):
-    """Decode, resize the short side to ``size``, center-crop: uint8 array (batch, size, size, 3),
-    and the decoded area summed over the batch (pixels)."""
+    """Decoded, resized and center-cropped uint8 (batch, size, size, 3), and the decoded pixels."""
     from PIL import Image  # Pillow (optional): only where images are decoded
 
     out = np.empty((len(pngs), size, size, 3), dtype=np.uint8)

@@ -124,8 +124,7 @@ class FeatureStore:
 
 
 def _set_moments(store, stats: dict, where: str, fix: str) -> None:
-    """``store.mean``/``std`` per feature (store features from ``feature_stats``: name -> (mean, std),
-    the rest 0 and 1) and the defaults: unknown users and items get the population means."""
+    """``store.mean``/``std`` per feature, and population means as the unknown ids' defaults."""
     missing = [n for n in STORE_FEATURES if n not in stats]
     if missing:
         raise PipelineError(f"{where}: feature_stats lacks {missing}; {fix}")
@@ -224,8 +223,7 @@ def check_item(payload) -> None:
 def _answer_fingerprint(
     model, store, config: PipelineConfig, platt_a: float, platt_b: float, threshold: float
 ) -> str:
-    """What the responses depend on besides the request: weights (their values), calibration, threshold,
-    precision and the features' version; the prediction cache's keys start with it (16 hex digits)."""
+    """16 hex digits of what responses depend on besides the request: the prediction cache's key."""
     digest = hashlib.sha256()
     for name, tensor in model.state_dict().items():
         digest.update(name.encode())

@@ -1,7 +1,6 @@
-"""Dynamic batching of :mod:`workbench.batching`'s sweeps and summaries: latency vs throughput, p99
-vs wait time, the queueing breakdown; a measured capacity sweep (``load --sweep``) with the
-simulator's predictions in grey, the SLA and the knee (unstable rows have open "x" markers); and
-continuous batching of a generative pipeline: TTFT p99, ITL p99 and goodput against throughput.
+"""Dynamic batching (:mod:`workbench.batching`): simulated sweeps and summaries, a measured capacity
+sweep (``load --sweep``) against the simulator's predictions, and continuous batching's TTFT, ITL
+and goodput against throughput.
 """
 
 from __future__ import annotations

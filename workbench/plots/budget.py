@@ -1,8 +1,7 @@
 """The latency budget figure of :func:`workbench.analysis.budget.stage_summary`, with the SLA line.
 
 Stage percentiles do not add up to the end-to-end one (the slowest requests of two stages are
-rarely the same), so they stand side by side; means (waterfall) and one actual request's stages
-(requests view) add up and are stacked. A run's noise badge and failures travel with the figure.
+rarely the same), so they stand side by side; means and one request's stages add up and are stacked.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """Latency distributions: histogram or CDF of one stage or end to end, warm-up apart, and the far
-tail's survival (1 - CDF) on a log y axis, where one request in a thousand is a step three decades
-down instead of the last pixel of a CDF. Bins are sent as counts and curves thinned, so the payload
-does not grow with the number of requests.
+tail's survival (1 - CDF) on a log y axis. Bins are sent as counts and curves thinned, so the
+payload does not grow with the number of requests.
 """
 
 from __future__ import annotations

@@ -330,8 +330,7 @@ def traced_tail_figure(view: dict | None, *, title: str | None = None) -> go.Fig
 
 
 def _difference_trace(tree: list[dict], values, diff, limit: float, scale: dict, **kw) -> go.Icicle:
-    """An icicle of ``tree`` (dicts: ``id``, ``parent``, ``name``) coloured red (slower) to blue by
-    ``diff`` from ``-limit`` to ``limit``; ``scale``: the marker's colorbar options."""
+    """An icicle of ``tree`` coloured red (slower) to blue by ``diff`` in ``[-limit, limit]``."""
     kw.setdefault("labels", [_clip(n["name"], LABEL_CHARS) for n in tree])
     marker = dict(
         colors=diff, colorscale="RdBu", reversescale=True, cmid=0, cmin=-limit, cmax=limit

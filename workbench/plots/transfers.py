@@ -43,8 +43,7 @@ def transfer_figure(events: Trace | pd.DataFrame, *, title: str | None = None) -
 
 
 def _add_panels(fig: go.Figure, classes: pd.DataFrame, syncs: pd.DataFrame) -> None:
-    """Panels 1-3: bytes (MB), time (ms) and bandwidth (GB/s) per copy class, colored by class;
-    panel 4: the synchronizing calls' time (ms) per call name."""
+    """Per copy class MB, ms and GB/s; panel 4: the synchronizing calls' ms per call name."""
     labels = classes["label"].tolist()
     colors = [
         KIND_COLORS["memset" if lab == "memset" else copy_palette_key(*split_copy_key(lab))]

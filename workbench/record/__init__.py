@@ -1,9 +1,4 @@
-"""Run records: what one run measured, as plain data that saves and loads (``docs/json.md``).
-
-A run is a folder: ``run.json`` (:class:`RunMeta`, :mod:`~workbench.record.meta`), the
-``requests.parquet`` and ``stages.parquet`` tables (:mod:`~workbench.record.tables`) and the traced
-run's trace file when there is one; every kind of run alike (``kind`` tells them apart).
-"""
+"""Run records: what one run measured, as plain data that saves and loads (docs/json.md)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,6 @@
 
 Past :func:`decode_meta` code reads attributes and never checks a type; a value that does not fit
 is one :class:`MetaError` naming the dotted field and the value (sections: :mod:`.sections`).
-Format versions: 1, 2 (adds ``status``, always writes ``kind``), 3 (every declared field written,
-null when unset) and 4 (a run writes only its kind's fields); :func:`migrate` brings 1-3 to 4.
 """
 
 from __future__ import annotations
@@ -55,11 +53,8 @@ REQUIRED_SECTION = {"load": "load", "served": "load", "simulation": "simulation"
 class RunMeta:
     """What every run records: its kind, pipeline, stages, configuration, environment, timing, status.
 
-    One class per kind, each with only its own sections (a tagged union on ``kind``):
-    :class:`ProfileMeta`, :class:`LoadMeta`, :class:`ServedMeta`, :class:`SimulationMeta`,
-    :class:`IngestedMeta`; :meth:`from_dict` picks the class, and a reader of another kind's section
-    checks the class. ``stages``: in order; ``extra``: top-level keys this version does not know,
-    kept so a load and save loses nothing.
+    One subclass per kind with only its own sections; :meth:`from_dict` picks it. ``extra``:
+    top-level keys this version does not know, kept so a load and save loses nothing.
     """
 
     kind: Kind = "profile"
@@ -123,8 +118,7 @@ class ProfileMeta(RunMeta):
     """``profile``: a timing run, its traced run and the readings around them.
 
     stage_roles: stage name -> role (``forward``, ``preprocess``, ...), as the pipeline declared them.
-    stacks: the timing run's sampled stacks, slow requests against median ones (``workbench.analysis.stacks``).
-    sampled: the sampler's raw rows, every thread with its class (``workbench.sampling``).
+    stacks, sampled: the summary of :mod:`workbench.analysis.stacks`, the sampler's rows.
     """
 
     kind: Literal["profile"] = "profile"
@@ -179,8 +173,7 @@ class IngestedMeta(RunMeta):
 
 
 def profile_part(meta: RunMeta) -> ProfileMeta:
-    """``meta`` when it is a profile run's, else an empty :class:`ProfileMeta`: for a reader of any
-    kind of run, the profile-only sections (trace, stacks, memory, ...) of another kind read as None."""
+    """``meta`` if a profile run's, else an empty :class:`ProfileMeta` (sections None)."""
     return meta if isinstance(meta, ProfileMeta) else _NO_PROFILE
 
 
@@ -209,8 +202,7 @@ _SECTION_TYPES: dict[str, type[Section]] = {c._name: c for c in Section.__subcla
 
 
 def migrate(data: dict[str, Any]) -> dict[str, Any]:
-    """An older ``run.json`` object as format 4 (``kind`` and ``status`` filled in for formats 1 and 2;
-    :meth:`RunMeta.from_dict` drops the null fields format 3 wrote for other kinds' sections)."""
+    """An older ``run.json`` object (formats 1-3) as format 4 (only its kind's fields)."""
     out = dict(data)
     out.setdefault("kind", "profile")
     out.setdefault("status", STATUS_COMPLETE)

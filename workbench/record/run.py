@@ -1,9 +1,4 @@
-"""``Run``: one measured run (meta, two tables, a trace file) that owns its scratch folder.
-
-An unsaved run's trace lives in a temporary folder (``SCRATCH_PREFIX``) that ``save_run``,
-``close()``, a ``with`` block's end or a ``weakref.finalize`` removes: long sessions and
-cancelled jobs do not pile up trace files.
-"""
+"""``Run``: one measured run (meta, two tables, a trace file) that owns its scratch folder."""
 
 from __future__ import annotations
 

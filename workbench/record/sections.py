@@ -1,8 +1,7 @@
 """The typed sections of ``run.json``: one frozen dataclass per object (config, timing, noise, load, ...).
 
 msgspec checks the declared types on decode (strict: no text for a number, finite floats only);
-keys a section does not declare are kept in ``extra`` and written back, so a run written by a newer
-workbench or another tool survives a load and a save. Units are in the names; counts are integers.
+undeclared keys are kept in ``extra`` and written back. Units are in the names; counts are integers.
 """
 
 from __future__ import annotations

@@ -145,8 +145,7 @@ def checked_table(
     df: pd.DataFrame, columns: dict[str, str], optional: Sequence[str] = (), rows: int | None = None
 ) -> pd.DataFrame:
     """``df`` typed as ``columns`` after checking each column holds that type (nothing coerced across
-    kinds: a text ``warmup`` would be all warm-ups by ``astype(bool)``); :class:`TableError` if not.
-    ``rows``: the whole table's row count when ``df`` is one batch of it."""
+    kinds); :class:`TableError` if not. ``rows``: the whole table's rows when ``df`` is a batch."""
     rows = len(df) if rows is None else rows
     for col, dtype in columns.items():
         if col not in df.columns:

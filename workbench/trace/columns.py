@@ -1,8 +1,7 @@
-"""The events table of :mod:`workbench.trace.schema` as plain numpy columns, without pandas (slow
-to import): what the loader builds and ``analyze`` reads. ``kind`` is int8, the index into
-:data:`~workbench.trace.schema.KINDS`; text columns are :class:`Text` (labels in order of first
-appearance, as ``pandas.factorize`` gives them); integer ids are int64, :data:`NA_INT` where absent;
-``shapes`` is ``Input Dims`` as compact JSON text per row (None without ``record_shapes``).
+"""The events table of :mod:`workbench.trace.schema` as numpy columns, without pandas (slow to
+import). ``kind`` is int8, the index into :data:`~workbench.trace.schema.KINDS`; text columns are
+:class:`Text` (labels in order of first appearance, as ``pandas.factorize`` gives them); integer
+ids are int64, :data:`NA_INT` where absent; ``shapes``: ``Input Dims`` as compact JSON text.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Decoding a trace file's bytes straight into typed structs, and saying where undecodable text fails.
 
-A dict-of-dicts parse of a large trace costs several times its size in memory: ``msgspec`` decodes
-into :class:`Event` structs that declare only the fields the analysis uses, ``ts``/``dur`` kept as
-raw text for exact nanoseconds later. Every failure is a :class:`TraceError` naming the file and
-the place (the decoder says *that* a text is malformed; the helpers at the end find *where*).
+``msgspec`` decodes into :class:`Event` structs of only the fields the analysis uses (a dict per
+event costs several times the file's size), ``ts``/``dur`` kept as text for exact nanoseconds. The
+helpers at the end find *where* a malformed text fails, for one :class:`TraceError`.
 """
 
 from __future__ import annotations

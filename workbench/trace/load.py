@@ -1,5 +1,4 @@
-"""``load_trace``: a PyTorch profiler trace file -> :class:`~workbench.trace.model.Trace`, its
-columns built straight from the decoded structs, chunk by chunk."""
+"""``load_trace``: a profiler trace file -> :class:`~.model.Trace`, built chunk by chunk."""
 
 from __future__ import annotations
 

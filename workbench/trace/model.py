@@ -1,8 +1,7 @@
-"""The one trace model: a trace's events, file and metadata, and the tables derived from it, each
-computed once on first use and shared by every analysis and figure.
+"""The one trace model: a trace's events, file and metadata, and the tables derived from it.
 
-Analyses define their tables with :func:`derived` (memoised on the trace), so ``trace`` never
-imports ``analysis`` and ``analyze()`` joins GPU work to its launch calls once, not once per section.
+Analyses define their tables with :func:`derived` (memoised on the trace, computed once on first
+use), so ``trace`` never imports ``analysis``.
 """
 
 from __future__ import annotations

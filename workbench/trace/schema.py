@@ -6,10 +6,8 @@ absent), ``kind`` (one of :data:`KINDS`), ``pid`` and ``tid`` (GPU events: devic
 nullable Int64 ``device`` and ``stream`` (GPU events fall back to ``pid``/``tid``; hex text such as
 ROCm's ``"0x0"`` is a number), ``correlation`` (2021 schema: ``args["correlation id"]``; joins GPU
 work to the runtime call that launched it), ``bytes``, ``ext_id`` (``args["External id"]``: joins
-runtime calls and GPU work to the operator that issued them).
-
-The kind comes from the category (:data:`CATEGORY_KINDS`, both kineto schemas, case-sensitive):
-``cuda_sync`` is ``sync``, not runtime, though it carries a correlation; any other is ``other``.
+runtime calls and GPU work to the operator that issued them). ``kind``: :data:`CATEGORY_KINDS`
+of the category (case-sensitive), else ``other``.
 """
 
 from __future__ import annotations

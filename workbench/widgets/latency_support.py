@@ -1,12 +1,7 @@
-"""The latency explorer's helpers that touch no widget: how it measures live, control choices, the
-wanted fingerprint, its message lines, and which recorded run stands in for a configuration.
-
-A recorded run is matched on its fingerprint, never on its name: a run of another model with the
-same pipeline name would show another model's latency, so a run stands in only when
-``workbench.fingerprint.recorded_match`` accepts it; host and version differences are labels. On a
-device this machine lacks, the thread count is a label too, and the model fingerprint is the
-configuration's on the CPU (names, shapes and dtypes: the device does not change them). Only
-``run.json`` is read; a run timed with ``sync="request"`` never stands in.
+"""The latency explorer's helpers that touch no widget, and which recorded run stands in for a
+configuration: one ``workbench.fingerprint.recorded_match`` accepts, never one matched by name
+(another model's latency); on a device this machine lacks, threads are a label and the model
+fingerprint is the CPU's.
 """
 
 from __future__ import annotations
@@ -48,13 +43,9 @@ COMPARE_REQUESTS = 100  # per configuration: 10 rounds of blocks of 10
 
 @dataclass(frozen=True)
 class LiveRuns:
-    """How the explorer measures here: its collaborators (tests inject fakes) and the size of their runs.
-
-    profile: called as ``workbench.runner.profile`` (default), with ``requests``, ``warmup``, ``traced``
-        and ``timeout_s`` (per request, None: none; a stuck stage ends the run as "incomplete: timeout").
-    compare: "compare with B", called as ``workbench.interleave.compare`` (default) is.
-    clock, sleep: of the room's live slot (``workbench_room.live_queue.live_slot``) and the measuring
-        time shown.
+    """How the explorer measures here: ``profile`` and ``compare`` are called as
+    ``workbench.runner.profile`` and ``workbench.interleave.compare`` (the defaults; tests inject
+    fakes); ``timeout_s`` is per request (None: none); ``clock``, ``sleep``: the room's live slot's.
     """
 
     profile: Callable | None = None
@@ -203,8 +194,7 @@ def verdict_text(result: dict) -> str:
 def pinned_for(
     pinned: tuple[Key, PipelineConfig] | None, key: Key, measurable: Callable[[str], bool]
 ) -> tuple[Key, PipelineConfig]:
-    """A of "compare with B", checked against B's ``key``: one pipeline, two different
-    configurations, both ``measurable`` here (both run live)."""
+    """A of "compare with B", checked against B's ``key``: one pipeline, two measurable configs."""
     if pinned is None:
         raise ConfigError(
             "nothing pinned: press 'pin as A' on one configuration, move a control, then compare"
@@ -244,9 +234,7 @@ class Match:
 
 
 class RecordedRuns:
-    """Recorded profile runs under ``paths`` (run folders or folders of them; the last matching run
-    wins), ``skipped``: a note per run folder whose ``run.json`` could not be read, and the
-    fingerprints of the configurations looked up so far."""
+    """Recorded profile runs under ``paths`` (run folders or folders of them; the last match wins)."""
 
     def __init__(self, paths: Any = None):
         self.runs: list[Recorded] = []
@@ -282,8 +270,7 @@ class RecordedRuns:
         }
 
     def match(self, wanted: dict[str, Any], *, measurable: bool = True) -> Match | None:
-        """The recorded run that stands in for the ``wanted`` fingerprint, or None (``measurable``:
-        False when this machine lacks the device, whose thread count is then a label)."""
+        """The recorded run standing in for ``wanted``, or None (threads a label unless measurable)."""
         found = None
         for run, want in self._matching(wanted, measurable):
             labels = difference_labels(want, _comparable(run.fingerprint))
@@ -303,8 +290,7 @@ class RecordedRuns:
     def find(
         self, target: Any, config: PipelineConfig, *, measurable: bool, build: bool = True
     ) -> Match | None:
-        """The recorded run matching this configuration's fingerprint, or None (``build=False``: None
-        also where telling would need the pipeline built)."""
+        """The matching recorded run, or None (also when telling needs a build and ``build=False``)."""
         if not self.runs:
             return None
         wanted = self.fingerprint(target, config, measurable=measurable, build=build)
@@ -313,8 +299,7 @@ class RecordedRuns:
     def fingerprint(
         self, target: Any, config: PipelineConfig, build: bool = True, *, measurable: bool = True
     ) -> dict[str, Any] | None:
-        """What a live run of this configuration would record as its fingerprint; the pipeline is
-        built only for a model the shipped ``examples.fingerprints`` lack (``build=False``: None)."""
+        """A live run's fingerprint, building only for a model ``examples.fingerprints`` lacks."""
         cache_key = (id(target), config.device, config.batch_size, config.precision, config.threads)
         if cache_key in self._wanted:
             return self._wanted[cache_key]

@@ -1,9 +1,7 @@
-"""Interactive explorers for JupyterLab and Voila (import explicitly: ``import workbench.widgets``).
+"""Interactive explorers for JupyterLab and Voila (``import workbench.widgets``: needs ipywidgets).
 
-Each explorer (latency, trace, batching, generative) is a
-:class:`~workbench.widgets.controller.Controller` with a ``view`` widget to display; code moves its
-controls with ``explorer.set(...)`` and ``explorer.wait()`` blocks until the figures are current.
-``import workbench`` never imports this package (it needs ipywidgets and plotly).
+Each explorer has a ``view`` widget to display; ``explorer.set(...)`` moves its controls and
+``explorer.wait()`` blocks until the figures are current.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""The batching explorers: simulated dynamic batching (:class:`BatchingExplorer`, from profiler
-runs' service times; a rate at or above capacity warns: the queue grows without bound) and
-continuous batching (:class:`GenerativeExplorer`, from recorded continuous ``load`` runs; a
-precision and policy's curve is cached apart, so moving the rate alone simulates one rate).
+"""The batching explorers: simulated dynamic (:class:`BatchingExplorer`, from profiler runs' service
+times) and continuous batching (:class:`GenerativeExplorer`, from recorded continuous ``load`` runs).
 """
 
 from __future__ import annotations
@@ -32,8 +30,7 @@ CACHE_SIZE = 32  # settings (and curves) kept: a move back to one of them answer
 
 @dataclass(frozen=True)
 class Simulation:
-    """Where the sliders start (``rate_rps``: half the capacity at ``max_batch_size``, the model's
-    largest, by default) and the simulated requests per setting (seeded): the explorer's keywords."""
+    """The explorer's keywords: where the sliders start (``rate_rps``: half the capacity by default)."""
 
     rate_rps: float | None = None
     max_batch_size: int | None = None

@@ -1,7 +1,5 @@
-"""The controller skeleton the explorers share: a setting is drawn from the LRU cache at once, or
-computed on the :class:`JobQueue` worker (debounced, the newest winning: a slider fires a change for
-every step it passes). A :class:`~workbench.errors.WorkbenchError` goes to the message line;
-anything else is a bug, kept in ``last_error`` and shown with its type, never a traceback."""
+"""The controller the explorers share: a setting is drawn from the LRU cache at once, or computed on
+the :class:`JobQueue` worker (debounced: a slider fires a change for every step it passes)."""
 
 from __future__ import annotations
 
@@ -22,16 +20,12 @@ ABANDON_AFTER_S = 2.0
 
 
 class JobStuck(RuntimeError):
-    """A cancelled job did not stop within ``abandon_after_s``; its thread (Python cannot kill
-    one) was abandoned, the queue goes on on a fresh one."""
+    """A cancelled job outlived ``abandon_after_s``: its thread was abandoned for a fresh one."""
 
 
 class JobQueue:
-    """Run submitted jobs on a worker thread, ``debounce_s`` after the last :meth:`submit`; each gets
-    its own ``threading.Event``, set by :meth:`cancel`.
-
-    on_error: called on the worker thread with what a job raises (a :class:`JobStuck` for an
-        abandoned one); without it, or when it raises, :meth:`wait` re-raises it.
+    """Run submitted jobs on a worker thread, ``debounce_s`` after the last :meth:`submit`; a job's
+    error (:class:`JobStuck` for an abandoned one) goes to ``on_error``, else :meth:`wait` raises it.
     """
 
     def __init__(
@@ -179,8 +173,7 @@ class JobQueue:
 
 
 class LRUCache:
-    """Results per setting, ``get``/``put`` by hashable key, at most ``maxsize`` entries (the least
-    recently used dropped); thread-safe. Small summaries and figure specs, never whole runs or traces."""
+    """Thread-safe results per setting, at most ``maxsize`` (least recently used dropped); never runs."""
 
     def __init__(self, maxsize: int = 16):
         if maxsize < 1:

@@ -83,8 +83,7 @@ class RunView:
 def summarize(
     run: Run, key: Key, source: str, flame_builder=None, *, lazy_flame: bool = False
 ) -> RunView:
-    """A RunView of ``run``; ``flame_builder(trace_path)`` makes the flame figure when there is a trace,
-    now or (``lazy_flame``: a recorded run, whose trace stays) when first asked for."""
+    """A RunView of ``run``, its flame by ``flame_builder(trace_path)`` now or (``lazy_flame``) later."""
     order = run.stage_names
     summary = stage_summary(run)
     requests = run.requests[["request", "warmup", "ok", "dur_ns"]].copy()
@@ -135,11 +134,7 @@ E2E_MS = ("p50_ms", "p99_ms", "p99_ci_low_ms", "p99_ci_high_ms")  # None where t
 
 
 def beside_table(now: RunView, others: dict[str, RunView | None]) -> pd.DataFrame:
-    """One row per run, ``now`` first, then ``others`` in :data:`ROLES` order (None and repeats left out).
-
-    Out (:func:`_row`): ``role, configuration, source, count, p50_ms, p99_ms, p99_ci_low_ms,
-    p99_ci_high_ms`` (end to end; None where the sample does not bound it), ``noisy`` (None: not
-    measured), ``machine``, ``compared_with_now``."""
+    """One row per run (:func:`_row`), ``now`` first, then ``others`` in :data:`ROLES` order."""
     rows = [_row("now", now)]
     seen = {(now.key, now.source)}
     for role in ROLES[1:]:
@@ -168,8 +163,7 @@ def _row(role: str, view: RunView) -> dict:
 
 
 def comparability(now: dict, other: dict) -> str:
-    """Whether ``now`` (a :func:`beside_table` row) can be read against ``other``, in a student's words:
-    ``this live run was measured on a busy machine: not comparable with the recording``."""
+    """Whether ``now`` (a :func:`beside_table` row) can be read against ``other``, in words."""
     this = f"this {now['source']} run"
     that = _name(other)
     here, there = now.get("machine"), other.get("machine")

@@ -80,8 +80,7 @@ def run(args) -> int:
 
 
 def run_figures(run, facts: dict[str, Any], sla_ms: float | None = None) -> list[tuple[str, Any]]:
-    """``[(caption, figure)]``: budget (noise badge, failures, SLA), the far tail (survival), tail attribution,
-    latency over the run, the attribute that explains the most, then the trace's views."""
+    """``[(caption, figure)]`` of the run, then of its trace."""
     figs = [
         ("Budget: p50/p95/p99 per stage", run_budget_figure(run, sla_ms=sla_ms)),
         (

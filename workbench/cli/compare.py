@@ -199,9 +199,8 @@ def run(args) -> int:
 def compare_saved(
     path_a: str, path_b: str, *, metric: str = "p50", min_effect: float = MIN_EFFECT, seed: int = 0
 ) -> dict[str, Any]:
-    """Two saved runs compared as separate runs; refuses (ConfigError) a different pipeline or stage
-    list. Streamed columns (:func:`saved_columns`) and a bootstrap of per-unit summaries keep two runs
-    of a million requests each within 1 GB (``benchmarks/bench_scale.py``)."""
+    """Two saved runs of one pipeline compared as separate runs, streamed to bound memory for large
+    runs (``benchmarks/bench_scale.py``)."""
     (meta_a, cols_a), (meta_b, cols_b) = saved_columns(path_a), saved_columns(path_b)
     diffs = differences(fingerprint_of(meta_a), fingerprint_of(meta_b))
     if meta_a.pipeline != meta_b.pipeline or list(meta_a.stages) != list(meta_b.stages):
@@ -262,9 +261,7 @@ def _share(noise) -> float | None:
 
 
 def saved_columns(path: str) -> tuple[Any, dict[str, np.ndarray]]:
-    """``(meta, {stage: ns, ..., "end_to_end": ns})``: a run folder's measured successful requests in
-    request order, one float64 array per stage (summed where a stage ran twice; NaN where it did not
-    run), read in batches and checked as ``show`` checks them."""
+    """``(meta, {stage: ns, ..., "end_to_end": ns})`` of a run's measured successful requests."""
     root = Path(path)
     recover(root)
     if not root.is_dir():
@@ -367,8 +364,7 @@ def _fmt(x) -> str:
 
 
 def print_rows(found: dict[str, Any], metric: str, out, *, noisy: bool = False) -> None:
-    """The per-stage table: ratios B/A with their intervals and the verdict (``noisy``: "on a noisy
-    machine"), then a streaming pipeline's TTFT, TPOT and ITL ratios with their counts."""
+    """The per-stage table of ratios B/A, then a streaming pipeline's TTFT, TPOT and ITL ratios."""
     print(
         f"  {'stage':<16} {'p50 B/A':>8} {'interval':>17} {'p99 B/A':>8} {'interval':>17}  verdict ({metric})",
         file=out,

@@ -109,8 +109,7 @@ def policy_from_args(args):
 
 
 def add_continuous_arguments(p: argparse.ArgumentParser) -> None:
-    """``--max-num-seqs``, ``--max-batched-tokens``, ``--chunk-tokens``: continuous batching of a
-    generative pipeline's tokens (``workbench.batching.continuous``)."""
+    """The options of continuous batching (``workbench.batching.continuous``)."""
     g = p.add_argument_group(
         "continuous batching (a generative pipeline with a step API; --max-batch-size and "
         "--max-wait-ms do not apply to it)"
@@ -130,8 +129,7 @@ def continuous_from_args(args):
 
 
 def summary_json(summary: dict, middle: dict) -> dict:
-    """A load or simulation summary as JSON: its latency sections, ``middle`` (the command's own
-    keys), then its counts."""
+    """A load or simulation summary as JSON, ``middle`` (the command's own keys) before its counts."""
     from ..batching.summary import SCHEDULED  # pandas: not at the CLI's import
 
     counts = ("utilization", "batch_sizes", "requests", "failed", "batches")

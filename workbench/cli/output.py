@@ -1,9 +1,5 @@
-"""Strict JSON for every ``--json`` output: no NaN, no Infinity (RFC 8259), numpy scalars as numbers.
-
-A value that is not a finite number becomes ``null`` (the object it sits in says why, as a summary
-of zero requests has ``count: 0``), so a consumer's strict parser never fails; and the paths a
-command writes: checked before the work, written beside the target and renamed; the progress bar;
-numbers on the command line, each a finite number in a stated range that its ``--help`` line ends with.
+"""Strict JSON for every ``--json`` output (RFC 8259: a non-finite number is ``null``, the object
+around it says why), the paths a command writes, the progress bar and numbers on the command line.
 """
 
 from __future__ import annotations
@@ -36,8 +32,7 @@ def pipeline_name(args) -> str:
 
 
 def default_folder(*parts: str) -> Path:
-    """``runs/PART-...-YYYYmmdd-HHMMSS`` (local time): where a command writes without ``--out``; each part
-    is a :func:`~workbench.naming.slug` (a name from a file or a span is never a path)."""
+    """``runs/PART-...-YYYYmmdd-HHMMSS`` (local time, slugged parts): where a command writes by default."""
     return Path("runs") / "-".join([*map(slug, parts), datetime.now().strftime("%Y%m%d-%H%M%S")])
 
 
@@ -107,10 +102,7 @@ MAX_NAME_BYTES = 200
 
 
 def check_out(path: Path, *, folder: bool) -> None:
-    """ConfigError (exit 2) now, before anything is measured, when ``--out`` could not be written:
-    a name too long, an existing run folder (never overwritten) or a folder where a file goes, a
-    path under a regular file, a parent not writable, less than :data:`MIN_FREE_BYTES` free there.
-    """
+    """ConfigError (exit 2) now, before anything is measured, when ``--out`` could not be written."""
     path = Path(path)
     long = [part for part in path.parts if len(os.fsencode(part)) > MAX_NAME_BYTES]
     if long:
@@ -184,8 +176,7 @@ def signals_held():
 
 @contextlib.contextmanager
 def stdout_to_stderr(active: bool):
-    """With ``--json``, what stages print (Python ``print`` and C writes to fd 1) goes to stderr, so that
-    stdout holds the one JSON object."""
+    """With ``--json``, what stages print (also C writes to fd 1) goes to stderr: stdout is the JSON."""
     if not active:
         yield
         return

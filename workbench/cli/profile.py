@@ -193,8 +193,7 @@ def pace_from_args(args) -> Pace | None:
 
 
 def progress_bar(args):
-    """A progress bar on a terminal's stderr: the closed-loop requests, then the paced run's wall
-    time against --min-duration; or None."""
+    """A progress bar on a terminal's stderr (requests, then wall time against --min-duration)."""
     if not sys.stderr.isatty():
         return None
     bar = ProgressBar()
@@ -236,8 +235,7 @@ def add_pipeline_arguments(p: argparse.ArgumentParser, default_batch_size: int =
 
 
 def apply_threads(args) -> None:
-    """Set --threads in the calling thread (the runner applies ``PipelineConfig.threads`` in every
-    thread that runs stages)."""
+    """Set --threads in the calling thread (the runner sets it in each stage thread)."""
     if args.threads is None:
         return
     require_torch().set_num_threads(args.threads)
@@ -393,8 +391,7 @@ def failure_verdict(run, fail_on_error: bool, command: str) -> int:
 
 @contextlib.contextmanager
 def kept_on_interrupt(out: Path, command: str = "profile"):
-    """Ctrl-C during the block (:class:`~workbench.guard.Interrupted`): keep what was measured at
-    ``out`` (status "interrupted"), or say that nothing was; then stop."""
+    """On Ctrl-C during the block, keep what was measured at ``out`` (or say nothing was), then stop."""
     try:
         yield
     except Interrupted as stop:

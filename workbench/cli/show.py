@@ -65,8 +65,7 @@ BUDGET_COLUMNS = (
 
 
 def render_table(rows: list[list[str]], widths: list[int]) -> list[str]:
-    """Rows of cells as lines: the first column left-aligned, the others right-aligned, each column at least
-    its width and (right-aligned ones) one space wider than their longest cell: columns never run together."""
+    """Rows of cells as lines: the first column left-aligned, the others right-aligned and apart."""
     widths = [
         max([w] + [len(r[i]) + (1 if i else 0) for r in rows if i < len(r)])
         for i, w in enumerate(widths)

@@ -168,12 +168,10 @@ def _internal_error(command: str, exc: Exception) -> int:
 
 
 def entry() -> int:
-    """The process entry point (``python -m workbench``, the ``workbench`` script); tests and
-    notebooks call :func:`main` in their own process.
-
-    An interrupted command (130, 143) leaves with :func:`_exit_now`: a ``KeyboardInterrupt`` that went
-    through ``exec`` of a string (dataclasses build their methods so) leaves CPython's "unhandled
-    KeyboardInterrupt" mark set even once caught, and the interpreter then ends itself by SIGINT."""
+    """The process entry point (tests and notebooks call :func:`main`). An interrupted command
+    (130, 143) leaves with :func:`_exit_now`: a ``KeyboardInterrupt`` that went through ``exec`` of
+    a string (dataclasses build their methods so) leaves CPython's "unhandled KeyboardInterrupt"
+    mark set even once caught, and the interpreter then ends itself by SIGINT."""
     signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C is KeyboardInterrupt again
     try:
         prepare_process(sys.argv[1:])

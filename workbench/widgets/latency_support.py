@@ -24,6 +24,7 @@ from ..examples.fingerprints import cached
 from ..fingerprint import (
     UNKNOWN,
     _cores,
+    _fingerprint,
     differences,
     factory_spec,
     fingerprint_of,
@@ -121,19 +122,9 @@ def cheap_fingerprint(target: Any, config: PipelineConfig) -> dict[str, Any]:
     if threads is None and version is not None:
         torch = torch_or_none()
         threads = torch.get_num_threads() if torch is not None else None
-    return {
-        "pipeline": target if isinstance(target, str) else None,
-        "factory": factory_spec(target),
-        "options": dict(config.options),
-        "precision": config.precision,
-        "device": config.device,
-        "batch_size": config.batch_size,
-        "threads": threads,
-        "torch": version,
-        "workbench": __version__,
-        "host": {"cpu_model": cpu_model(), "cores": _cores()},
-        "model": UNKNOWN,
-    }
+    host = (threads, version, __version__, cpu_model(), _cores())
+    pipeline = target if isinstance(target, str) else None
+    return _fingerprint(pipeline, factory_spec(target), config, host, UNKNOWN)
 
 
 def request_options(view: RunView) -> list[tuple[str, int | None]]:

@@ -6,7 +6,7 @@ import time
 import numpy as np
 
 from workbench.analysis import flame
-from workbench.analysis.nesting import NEST_SLACK_NS, nest, nesting_depth, nesting_order
+from workbench.analysis.trace_report import NEST_SLACK_NS, nest, nesting_depth, nesting_order
 from tests.nesting_helpers import host_events, reference_s, within
 
 
@@ -96,7 +96,7 @@ def random_nested(rng, lanes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def test_the_numpy_answer_equals_the_stack_walk():
-    from workbench.analysis.nesting import _nest_nested, _nest_walk
+    from workbench.analysis.trace_report import _nest_nested, _nest_walk
 
     rng = np.random.default_rng(7)
     checked = 0

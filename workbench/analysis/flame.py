@@ -1,7 +1,7 @@
 """Flame tree of a trace: nested host events with GPU work under its launch call.
 
-Host events nest by time on their thread (:mod:`workbench.analysis.nesting`, the request chart's
-rule); each kernel, copy or memset hangs under the runtime call with its correlation (else under a
+Host events nest by time on their thread (:func:`.trace_report.nest`, the request chart's rule);
+each kernel, copy or memset hangs under the runtime call with its correlation (else under a
 root ``(no launch call)``). Identical paths merge (``ProfilerStep#N`` as ``ProfilerStep``; stage
 ranges as the stage name, kind ``stage``), so counts aggregate. A trace with stage ranges starts at
 its stages (:func:`harness_cut`; what was cut in ``tree.attrs["cut"]``, None when nothing was).
@@ -20,7 +20,7 @@ from ..errors import ConfigError
 from ..naming import STAGE_PREFIX, stage_from_range_name
 from ..trace import GPU_WORK_KINDS, HOST_KINDS, Trace
 from ..units import ns_to_ms
-from .nesting import nest, nesting_order
+from .trace_report import nest, nesting_order
 from .steps import STEP_NAME
 
 # python frames of the workbench's own instrumentation and of the profiler, cut even inside a stage

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analysis.gpu_timeline import busy_over_time, gpu_time_summary, stream_idle
-from ..analysis.nesting import nesting_depth  # the flame tree's rule; used below
+from ..analysis.trace_report import nesting_depth  # the flame tree's rule; used below
 from ..analysis.steps import step_boundaries, step_breakdown
 from ..errors import ConfigError
 from ..naming import stage_from_range_name

@@ -77,12 +77,14 @@ def calibrate(pipe, policy: ContinuousPolicy, prompt_n: int, answer_n: int):
 
 
 def live_load(config, policy, rate: float, duration_s: float, seed: int):
-    """A live continuous batching ``load`` of the example: Poisson arrivals at ``rate``."""
+    """A live continuous batching ``load`` of the example (Poisson arrivals at ``rate``) and its
+    arrival times (ns)."""
     arrivals = Arrivals("poisson", rate_rps=rate, duration_s=duration_s, seed=seed)
     batch = BatchPolicy(1, 0.0)
-    return run_load(
+    run = run_load(
         "generate", config, arrivals=arrivals, policy=batch, continuous=policy, drain_timeout_s=30.0
     )
+    return run, arrivals.times_ns()
 
 
 def model_of(run) -> StepTimes:
@@ -163,7 +165,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     alone, measured = calibrate(pipe, policy, args.prompt_tokens, args.answer_tokens)
     calibration_rate = args.calibration_load * capacity_of(pipe, alone, policy, args.seed)
-    calibration = live_load(config, policy, calibration_rate, args.duration, args.seed + 1000)
+    calibration, _ = live_load(config, policy, calibration_rate, args.duration, args.seed + 1000)
     times = model_of(calibration)
     calib_s = time.perf_counter() - t0
     capacity = capacity_of(pipe, times, policy, args.seed)
@@ -171,9 +173,7 @@ def main(argv=None) -> int:
     for share in args.loads:
         rate = share * capacity
         busy = os.getloadavg()[0]
-        run = live_load(config, policy, rate, args.duration, args.seed)
-        arrival_ns = Arrivals("poisson", rate_rps=rate, duration_s=args.duration, seed=args.seed)
-        arrival_ns = arrival_ns.times_ns()
+        run, arrival_ns = live_load(config, policy, rate, args.duration, args.seed)
         lengths = lengths_of(pipe, len(arrival_ns))
         own = model_of(run)
         sims = {

@@ -9,6 +9,8 @@ import time
 import pytest
 
 from workbench.errors import WorkbenchError
+from workbench.widgets.latency_support import LiveRuns, _no_room_slot
+from workbench.wings import WingMissing
 from workbench_room.live_queue import LiveProfilingError, live_mode, live_slot, lock_path
 
 
@@ -101,9 +103,6 @@ def test_a_killed_holder_frees_the_slot(tmp_path):
 def test_the_explorer_takes_the_room_s_slot_through_the_wing_and_none_without_it(
     tmp_path, monkeypatch
 ):
-    from workbench.widgets.latency_support import LiveRuns, _no_room_slot
-    from workbench.wings import WingMissing
-
     monkeypatch.setenv("WORKBENCH_LIVE", "off")  # the room's queue switched off: the wing refuses
     with pytest.raises(LiveProfilingError, match="live profiling is off"):
         with LiveRuns().slot(on_wait=lambda: None):

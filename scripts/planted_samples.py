@@ -1,0 +1,74 @@
+"""How many stack samples land in the tail of a planted waits profile, run after run.
+
+    python scripts/planted_samples.py SPINNING 300 --closed-loop [--runs 6]
+    python scripts/planted_samples.py LOCKED 400 --closed-loop
+
+NAME is one of the planted pipelines of ``tests/cli/test_profile_waits.py`` (LOCKED, SPINNING,
+CYCLIC, QUADRATIC); REQUESTS and the options after it are ``profile``'s. Each run profiles the
+pipeline in its own process, as the test does, and prints its wall time, the waits' sample counts
+(slowest 1 % / 5 % / median), the slowest 5 %'s classes (mean ms per request) and the audit's
+findings: the figures that size a test's request count, so that whether the tail was sampled at
+all is not luck.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import pathlib
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from tests.cli import test_profile_waits as planted  # noqa: E402
+from tests.support.cli import workbench  # noqa: E402
+from workbench.cli import main  # noqa: E402
+
+
+def one_run(source: str, requests: int, options: list[str]) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        d = pathlib.Path(tmp)
+        running = d / "running"
+        running.touch()
+        pipe = d / "planted.py"
+        pipe.write_text(f"RUNNING = {str(running)!r}\n" + source)
+        out = d / "run"
+        argv = ["profile", "--pipeline", f"{pipe}:build", "--out", str(out), "--traced", "0"]
+        argv += ["--requests", str(requests), "--warmup", "5", "--json", *options]
+        t0 = time.perf_counter()
+        try:
+            done = workbench(*argv, timeout=600)
+        finally:
+            running.unlink()
+        wall_s = time.perf_counter() - t0
+        if done.returncode != 0:
+            return f"profile exited {done.returncode}: {done.stderr[-500:]}"
+        waits = json.loads(done.stdout)["waits"]
+        said = io.StringIO()
+        with contextlib.redirect_stdout(said):
+            main(["audit", str(out), "--json"])
+        findings = [
+            (f["kind"], f["stage"]) for f in json.loads(said.getvalue())["runs"][0]["findings"]
+        ]
+    classes = {k: round(v, 2) for k, v in waits["classes"]["slowest_5pct"].items()}
+    return (
+        f"{wall_s:.1f} s  samples {waits['samples']}  slowest 5 %: {classes}  findings {findings}"
+    )
+
+
+def main_(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("name", choices=("LOCKED", "SPINNING", "CYCLIC", "QUADRATIC"))
+    parser.add_argument("requests", type=int)
+    parser.add_argument("--runs", type=int, default=6)
+    args, options = parser.parse_known_args(argv)
+    for _ in range(args.runs):
+        print(one_run(getattr(planted, args.name), args.requests, options), flush=True)
+
+
+if __name__ == "__main__":
+    main_()

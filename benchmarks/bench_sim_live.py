@@ -12,10 +12,19 @@ each simulated on its own arrival schedule from three service models (``--replic
 seeds pooled, as ``scripts/validate_batching.py`` does): closed, paced, and live (``simulate --service
 LIVE``: the batch service times of another live ``load`` at the same rate, on another seed's schedule,
 run just before: the server's view of service at that rate, never the checked run's own).
-Rows: simulated/live p50 and p99 per model.
+Rows: simulated/live p50 and p99 per model, per round.
+
+The verdict is judged on the rounds pooled, per load: the live end-to-end latencies of all
+``--rounds`` rounds concatenated, and per model the simulated ones of the same rounds (each round's
+simulation on its own round's schedule, calibration and service draws); p50 and p99 of each pooled
+sample, ratio = simulated / live, and beside it the spread (min..max) of the per-round ratios. Why
+pooled: on a quiet machine the live runs themselves moved 28-55 % between minutes at the same rate,
+seed and code (benchmarks/results/sim_live.md), so a check on one run per rate judges the minute,
+not the simulator. A model holds when its pooled p50 and p99 meet the goal at every load; exit 1
+(a missed goal, as ``run_all.py`` counts it) when no model holds.
 
 Run: ``python benchmarks/bench_sim_live.py [--example tabular] [--loads 0.2 0.4 0.6]
-[--duration 6] [--min-duration 6] [--rounds 1] [--md PATH] [--json PATH]``.
+[--duration 6] [--min-duration 6] [--rounds 3] [--replications 20] [--md PATH] [--json PATH]``.
 """
 
 from __future__ import annotations
@@ -27,12 +36,16 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
-from validate_batching import GOALS, simulate_pooled  # noqa: E402
+from validate_batching import GOALS, simulate_requests  # noqa: E402
 
 from workbench import PipelineConfig, profile  # noqa: E402
+from workbench.analysis.stats import summarize_ns  # noqa: E402
 from workbench.batching.arrivals import Arrivals  # noqa: E402
 from workbench.batching.live import run_load  # noqa: E402
 from workbench.batching.policy import BatchPolicy  # noqa: E402
@@ -41,6 +54,7 @@ from workbench.batching.summary import load_summary  # noqa: E402
 from workbench.runner import DEFAULT_UTILIZATION, Pace  # noqa: E402
 
 POLICY = BatchPolicy(1, 0.0)
+QUANTILES = ("p50", "p99")
 
 
 def calibrate(example: str, config: PipelineConfig, min_duration_s: float) -> tuple:
@@ -72,60 +86,163 @@ def live_load(example, config, rate_rps: float, duration_s: float, seed: int):
     return run, arrivals
 
 
-def one_rate(example, config, models, capacity, load, args, seed) -> dict:
+def end_to_end_ns(requests: pd.DataFrame) -> np.ndarray:
+    """The successful requests' end to end (ns): the sample ``load_summary`` takes p50/p99 of."""
+    return requests.loc[requests["ok"].astype(bool), "dur_ns"].to_numpy(dtype=np.int64)
+
+
+def passes(ratio: float, q: str) -> bool:
+    return abs(ratio - 1) <= GOALS[q]
+
+
+def one_rate(example, config, models, capacity, load, args, seed) -> tuple[dict, dict]:
+    """One round's row at ``load`` and its end-to-end samples (:func:`judged`)."""
     rate = round(load * capacity, 1)
     calibration, _ = live_load(example, config, rate, args.duration, CALIBRATION_SEED + seed)
     models = models | {"live": service_model_from_runs([calibration])}
     live, arrivals = live_load(example, config, rate, args.duration, seed)
-    summary = load_summary(live.requests, POLICY.concurrency)
-    lv = summary["end_to_end"]
     row = {
         "load": load,
         "rate_rps": arrivals.rate_rps,
-        "requests": summary["requests"],
         "lag_p99_ms": live.meta.load.generator_lag_p99_ms,
-        "live_p50_ms": lv["p50_ms"],
-        "live_p99_ms": lv["p99_ms"],
     }
+    figures, samples = judged(live.requests, arrivals.times_ns(), models, args.replications)
+    return row | figures, samples
+
+
+def judged(live_requests, schedule_ns, models: dict, replications: int) -> tuple[dict, dict]:
+    """A live run's ``requests`` and end-to-end ``live_{q}_ms``, and per model simulated on its
+    schedule (``replications`` service draws pooled) ``{model}_sim_{q}_ms``, ``{model}_{q}_ratio``
+    (simulated / live) and ``{model}_{q}_pass``; with the samples (ns) behind them: ``{"live":
+    ..., "sim": {model: ...}}``."""
+    summary = load_summary(live_requests, POLICY.concurrency)
+    row = {"requests": summary["requests"]}
+    row |= {f"live_{q}_ms": summary["end_to_end"][f"{q}_ms"] for q in QUANTILES}
+    samples = {"live": end_to_end_ns(live_requests), "sim": {}}
     for name, model in models.items():
-        sim = simulate_pooled(model, arrivals.times_ns(), POLICY, args.replications)["end_to_end"]
-        for q in ("p50", "p99"):
+        requests = simulate_requests(model, schedule_ns, POLICY, replications)
+        samples["sim"][name] = end_to_end_ns(requests)
+        sim = load_summary(requests, POLICY.concurrency)["end_to_end"]
+        for q in QUANTILES:
             ratio = sim[f"{q}_ms"] / row[f"live_{q}_ms"]
-            row |= {f"{name}_{q}_ms": sim[f"{q}_ms"], f"{name}_{q}_ratio": ratio}
-            row[f"{name}_{q}_pass"] = abs(ratio - 1) <= GOALS[q]
-    return row
+            row |= {f"{name}_sim_{q}_ms": sim[f"{q}_ms"], f"{name}_{q}_ratio": ratio}
+            row[f"{name}_{q}_pass"] = passes(ratio, q)
+    return row, samples
 
 
-def markdown(rows: list[dict], args, wall_s: float) -> str:
+def pooled(rows: list[dict], samples: list[dict]) -> list[dict]:
+    """Per load (in the order the rows first give it), the check on its rounds pooled.
+
+    ``rows[i]`` (``load``, ``{model}_{q}_ratio``) and ``samples[i]`` (``{"live": ns, "sim": {model:
+    ns}}``, end to end) are one round's run at one load. Out: ``load``, ``rounds``,
+    ``live_requests`` (pooled), ``live_{q}_ms``, and per model ``{model}_sim_{q}_ms``, ``_ratio``
+    (simulated / live, of the pooled samples), ``_pass`` and ``_ratio_min`` / ``_ratio_max``
+    (the spread of the per-round ratios), for q in p50 and p99.
+    """
+    out = []
+    for load in dict.fromkeys(r["load"] for r in rows):
+        mine = [i for i, r in enumerate(rows) if r["load"] == load]
+        live = summarize_ns(np.concatenate([samples[i]["live"] for i in mine]))
+        row = {"load": load, "rounds": len(mine), "live_requests": live["count"]}
+        row |= {f"live_{q}_ms": live[f"{q}_ms"] for q in QUANTILES}
+        for name in MODELS:
+            sim = summarize_ns(np.concatenate([samples[i]["sim"][name] for i in mine]))
+            for q in QUANTILES:
+                ratio = sim[f"{q}_ms"] / live[f"{q}_ms"]
+                spread = [rows[i][f"{name}_{q}_ratio"] for i in mine]
+                row |= {
+                    f"{name}_sim_{q}_ms": sim[f"{q}_ms"],
+                    f"{name}_{q}_ratio": ratio,
+                    f"{name}_{q}_pass": passes(ratio, q),
+                    f"{name}_{q}_ratio_min": min(spread),
+                    f"{name}_{q}_ratio_max": max(spread),
+                }
+        out.append(row)
+    return out
+
+
+def holding(pooled_rows: list[dict]) -> list[str]:
+    """The models whose pooled p50 and p99 meet the goal at every load."""
+    return [m for m in MODELS if all(r[f"{m}_{q}_pass"] for r in pooled_rows for q in QUANTILES)]
+
+
+def ratio_header(first: str) -> list[str]:
+    """A table's two header lines: ``first`` columns, then each model's p50 and p99 ratio."""
+    cells = first.split(" | ")
+    models = " | ".join(f"{m} {q} ratio" for q in QUANTILES for m in MODELS)
+    return [f"| {first} | {models} |", "|" + "---|" * (len(cells) + 2 * len(MODELS))]
+
+
+def pooled_table(pooled_rows: list[dict]) -> list[str]:
+    """The pooled check per load; each ratio with the per-round ratios' min..max beside it."""
+
+    def cell(r: dict, m: str, q: str) -> str:
+        low, high = r[f"{m}_{q}_ratio_min"], r[f"{m}_{q}_ratio_max"]
+        return f"{r[f'{m}_{q}_ratio']:.2f} ({low:.2f}..{high:.2f})"
+
+    lines = ratio_header("load | rounds | live requests | live p50 ms | live p99 ms")
+    for r in pooled_rows:
+        ratios = " | ".join(cell(r, m, q) for q in QUANTILES for m in MODELS)
+        lines.append(
+            f"| {r['load']:g} | {r['rounds']} | {r['live_requests']} | {r['live_p50_ms']:.3g} | "
+            f"{r['live_p99_ms']:.3g} | {ratios} |"
+        )
+    return lines
+
+
+def verdict(rows: list[dict], pooled_rows: list[dict]) -> list[str]:
+    """Per model, the loads whose pooled p50 / p99 meet the goal (the rounds' own counts beside);
+    then whether a model holds at every load."""
+    n, lines = len(pooled_rows), []
+    for name in MODELS:
+        held = {q: sum(r[f"{name}_{q}_pass"] for r in pooled_rows) for q in QUANTILES}
+        per_round = {q: sum(r[f"{name}_{q}_pass"] for r in rows) for q in QUANTILES}
+        lines.append(
+            f"{name}: pooled, p50 within 15 % at {held['p50']}/{n} loads, p99 within 25 % at "
+            f"{held['p99']}/{n} (per round: p50 {per_round['p50']}/{len(rows)}, p99 "
+            f"{per_round['p99']}/{len(rows)})"
+        )
+    held = holding(pooled_rows)
+    lines.append(
+        f"Holds at all {n} loads (pooled p50 and p99): {', '.join(held)}"
+        if held
+        else f"No model holds at all {n} loads (pooled p50 and p99)."
+    )
+    return lines
+
+
+def markdown(rows: list[dict], pooled_rows: list[dict], args, wall_s: float) -> str:
     load = os.getloadavg()
     lines = [
         "# bench_sim_live: the simulator calibrated from a paced profile against live load",
         "",
         f"`python benchmarks/bench_sim_live.py --example {args.example} --loads "
         f"{' '.join(f'{x:g}' for x in args.loads)} --duration {args.duration:g} --min-duration "
-        f"{args.min_duration:g} --rounds {args.rounds}` in {wall_s:.0f} s; load average "
-        f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cores at the end (a busy "
-        "machine when above 1 per core). Batch size 1, no wait, one torch thread. Ratio = simulated / "
-        "live end to end; goal |ratio - 1| <= 0.15 on p50 and 0.25 on p99.",
+        f"{args.min_duration:g} --rounds {args.rounds} --replications {args.replications}` in "
+        f"{wall_s:.0f} s; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on "
+        f"{os.cpu_count()} cores at the end (a busy machine when above 1 per core). Batch size 1, "
+        "no wait, one torch thread. Ratio = simulated / live end to end; goal |ratio - 1| <= 0.15 "
+        "on p50 and 0.25 on p99.",
         "",
-        "| round | load | rate/s | live p50 ms | live p99 ms | lag p99 ms | "
-        + " | ".join(f"{m} {q} ratio" for q in ("p50", "p99") for m in MODELS)
-        + " |",
-        "|---|---|---|---|---|---|" + "---|" * 2 * len(MODELS),
+        "Per round:",
+        "",
+        *ratio_header("round | load | rate/s | live p50 ms | live p99 ms | lag p99 ms"),
     ]
     for r in rows:
-        ratios = " | ".join(f"{r[f'{m}_{q}_ratio']:.2f}" for q in ("p50", "p99") for m in MODELS)
+        ratios = " | ".join(f"{r[f'{m}_{q}_ratio']:.2f}" for q in QUANTILES for m in MODELS)
         lines.append(
             f"| {r['round']} | {r['load']:g} | {r['rate_rps']:.0f} | {r['live_p50_ms']:.3g} | "
             f"{r['live_p99_ms']:.3g} | {r['lag_p99_ms']:.3g} | {ratios} |"
         )
-    for name in MODELS:
-        passed = {q: sum(r[f"{name}_{q}_pass"] for r in rows) for q in ("p50", "p99")}
-        lines.append(
-            f"\n{name}: p50 within 15 % in {passed['p50']}/{len(rows)}, p99 within 25 % in "
-            f"{passed['p99']}/{len(rows)}"
-        )
-    return "\n".join(lines) + "\n"
+    lines += [
+        "",
+        f"Pooled over the {args.rounds} rounds (the verdict): the ratio of the pooled samples' "
+        "percentiles, the per-round ratios' min..max in brackets (a pooled ratio can fall outside "
+        "them: the pooled simulated and live tails can come from different rounds).",
+        "",
+        *pooled_table(pooled_rows),
+    ]
+    return "\n".join(lines) + "\n\n" + "\n\n".join(verdict(rows, pooled_rows)) + "\n"
 
 
 def main(argv=None) -> int:
@@ -134,27 +251,32 @@ def main(argv=None) -> int:
     parser.add_argument("--loads", nargs="+", type=float, default=[0.2, 0.4, 0.6])
     parser.add_argument("--duration", type=float, default=6.0, help="seconds of each live load")
     parser.add_argument("--min-duration", type=float, default=6.0, help="of the paced profile")
-    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--replications", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--md", type=Path)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     config = PipelineConfig(batch_size=1, threads=1)
-    started, rows = time.perf_counter(), []
+    started, rows, samples = time.perf_counter(), [], []
     for k in range(args.rounds):
         models, capacity = calibrate(args.example, config, args.min_duration)
         loads = args.loads if k % 2 == 0 else args.loads[::-1]  # interleaved: the order alternates
         for load in loads:
-            row = one_rate(args.example, config, models, capacity, load, args, args.seed + k)
+            row, sample = one_rate(
+                args.example, config, models, capacity, load, args, args.seed + k
+            )
             rows.append({"round": k + 1, "capacity_rps": capacity} | row)
-    text = markdown(rows, args, time.perf_counter() - started)
+            samples.append(sample)
+    pooled_rows = pooled(rows, samples)
+    text = markdown(rows, pooled_rows, args, time.perf_counter() - started)
     print(text)
     if args.md:
         args.md.write_text(text)
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows, "load": os.getloadavg()}, indent=1))
-    return 0
+        record = {"rows": rows, "pooled": pooled_rows, "load": os.getloadavg()}
+        args.json.write_text(json.dumps(record, indent=1))
+    return 0 if holding(pooled_rows) else 1  # a missed goal (run_all.py)
 
 
 if __name__ == "__main__":

@@ -69,15 +69,25 @@ def profile_sizes(example: str, sizes: list[int], requests: int, root: Path) -> 
     return paths
 
 
-def simulate_pooled(model, schedule: np.ndarray, policy: BatchPolicy, replications: int) -> dict:
-    """Summary over ``replications`` simulations of the same arrivals with different service draws."""
+def simulate_requests(
+    model, schedule: np.ndarray, policy: BatchPolicy, replications: int
+) -> pd.DataFrame:
+    """The requests tables of ``replications`` simulations of the same arrivals with different
+    service draws (seeds 0, 1, ...), concatenated; each draw's batches numbered apart."""
     tables = [
         simulate(model, schedule, policy, seed=s).requests.assign(
             batch=lambda d, s=s: d["batch"] + s * 10**9
         )
         for s in range(replications)
     ]
-    return load_summary(pd.concat(tables, ignore_index=True), policy.concurrency)
+    return pd.concat(tables, ignore_index=True)
+
+
+def simulate_pooled(model, schedule: np.ndarray, policy: BatchPolicy, replications: int) -> dict:
+    """Summary over ``replications`` simulations of the same arrivals with different service draws."""
+    return load_summary(
+        simulate_requests(model, schedule, policy, replications), policy.concurrency
+    )
 
 
 def threaded_model(example: str, profiled, sizes: list[int], batches: int, root: Path):

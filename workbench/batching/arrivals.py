@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, is_int
 from ..units import NS_PER_S, ms_to_ns
 
 PROCESSES = ("poisson", "bursty", "replay")
@@ -44,9 +44,7 @@ class Arrivals:
             raise ConfigError(
                 f"arrivals must be one of {', '.join(PROCESSES)}, got {self.process!r}"
             )
-        if self.count is not None and (
-            isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1
-        ):
+        if self.count is not None and not (is_int(self.count) and self.count >= 1):
             raise ConfigError(f"requests (count) must be an integer >= 1, got {self.count!r}")
         if self.duration_s is not None and not _positive(self.duration_s):
             raise ConfigError(f"duration must be > 0 seconds, got {self.duration_s!r}")

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, is_int
 from ..units import NS_PER_S, ms_to_ns
 
 PROCESSES = ("poisson", "bursty", "replay")
@@ -44,9 +44,7 @@ class Arrivals:
             raise ConfigError(
                 f"arrivals must be one of {', '.join(PROCESSES)}, got {self.process!r}"
             )
-        if self.count is not None and (
-            isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1
-        ):
+        if self.count is not None and not (is_int(self.count) and self.count >= 1):
             raise ConfigError(f"requests (count) must be an integer >= 1, got {self.count!r}")
         if self.duration_s is not None and not _positive(self.duration_s):
             raise ConfigError(f"duration must be > 0 seconds, got {self.duration_s!r}")
@@ -71,12 +69,8 @@ class Arrivals:
         """Sorted int64 arrival offsets (ns from the start), within the bounds."""
         if self.process == "replay":
             times = read_arrivals_csv(self.path)
-        elif self.process == "poisson":
-            times = poisson_ns(self.rate_rps, self.count, self.duration_s, self.seed)
         else:
-            times = bursty_ns(
-                self.rate_rps, self.on_ms, self.off_ms, self.count, self.duration_s, self.seed
-            )
+            times = self._poisson_ns() if self.process == "poisson" else self._bursty_ns()
         if self.duration_s is not None:
             times = times[times < int(round(self.duration_s * NS_PER_S))]
         return times if self.count is None else times[: self.count]
@@ -91,9 +85,38 @@ class Arrivals:
             out |= {
                 "on_ms": self.on_ms,
                 "off_ms": self.off_ms,
-                "peak_rate_rps": float(self.rate_rps) * (self.on_ms + self.off_ms) / self.on_ms,
+                "peak_rate_rps": self.peak_rate_rps,
             }
         return out
+
+    @property
+    def peak_rate_rps(self) -> float:
+        """``bursty``'s rate inside its on windows (requests/s)."""
+        return float(self.rate_rps) * (self.on_ms + self.off_ms) / self.on_ms
+
+    def _poisson_ns(self) -> np.ndarray:
+        """Poisson arrivals at ``rate_rps`` (int64 ns), at least covering the bounds."""
+        rate, count, duration_s = self.rate_rps, self.count, self.duration_s
+        rng = np.random.default_rng(self.seed)
+        n = _gaps_needed(rate, count, duration_s)
+        t = np.cumsum(rng.exponential(NS_PER_S / rate, n))
+        # drawing more is astronomically rare
+        while duration_s is not None and count is None and t[-1] < duration_s * NS_PER_S:
+            t = np.concatenate([t, t[-1] + np.cumsum(rng.exponential(NS_PER_S / rate, n))])
+        return np.floor(t).astype(np.int64)
+
+    def _bursty_ns(self) -> np.ndarray:
+        """On/off arrivals with long-run rate ``rate_rps`` (int64 ns): Poisson at the peak rate in
+        busy time, mapped to wall time by an off window after every ``on_ms`` of it."""
+        on_ms, off_ms, duration_s = self.on_ms, self.off_ms, self.duration_s
+        peak = self.peak_rate_rps
+        busy_duration = (
+            None if duration_s is None else duration_s * on_ms / (on_ms + off_ms) + on_ms / 1e3
+        )
+        n = _gaps_needed(peak, self.count, busy_duration)
+        busy = np.cumsum(np.random.default_rng(self.seed).exponential(NS_PER_S / peak, n))
+        wall = busy + np.floor(busy / ms_to_ns(on_ms)) * ms_to_ns(off_ms)
+        return np.floor(wall).astype(np.int64)
 
 
 def _positive(x: Any) -> bool:
@@ -105,41 +128,6 @@ def _gaps_needed(rate: float, count: int | None, duration_s: float | None) -> in
     expected = rate * duration_s if duration_s is not None else math.inf
     n = min(count if count is not None else math.inf, expected + 8 * math.sqrt(expected) + 16)
     return int(math.ceil(n))
-
-
-def poisson_ns(
-    rate_rps: float, count: int | None, duration_s: float | None, seed: int = 0
-) -> np.ndarray:
-    """Poisson arrivals at ``rate_rps`` (int64 ns), at least covering the bounds."""
-    rng = np.random.default_rng(seed)
-    n = _gaps_needed(rate_rps, count, duration_s)
-    t = np.cumsum(rng.exponential(NS_PER_S / rate_rps, n))
-    # drawing more is astronomically rare
-    while duration_s is not None and count is None and t[-1] < duration_s * NS_PER_S:
-        t = np.concatenate([t, t[-1] + np.cumsum(rng.exponential(NS_PER_S / rate_rps, n))])
-    return np.floor(t).astype(np.int64)
-
-
-def bursty_ns(
-    rate_rps: float,
-    on_ms: float,
-    off_ms: float,
-    count: int | None,
-    duration_s: float | None,
-    seed: int = 0,
-) -> np.ndarray:
-    """On/off arrivals with long-run rate ``rate_rps`` (int64 ns): Poisson at the peak rate in busy
-    time, mapped to wall time by an off window after every ``on_ms`` of it."""
-    on_ns, off_ns = ms_to_ns(on_ms), ms_to_ns(off_ms)
-    peak = rate_rps * (on_ms + off_ms) / on_ms
-    busy_duration = (
-        None if duration_s is None else duration_s * on_ms / (on_ms + off_ms) + on_ms / 1e3
-    )
-    rng = np.random.default_rng(seed)
-    n = _gaps_needed(peak, count, busy_duration)
-    busy = np.cumsum(rng.exponential(NS_PER_S / peak, n))
-    wall = busy + np.floor(busy / on_ns) * off_ns
-    return np.floor(wall).astype(np.int64)
 
 
 def read_arrivals_csv(path: str | Path) -> np.ndarray:

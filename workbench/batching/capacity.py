@@ -120,13 +120,8 @@ def point_row(
     window_ns = plan.window_ns
     early = watch is not None and watch.windows_run is not None
     req = run.requests
-    windows = window_table(
-        req["start_ns"].to_numpy(),
-        req["dur_ns"].to_numpy(),
-        req["ok"].to_numpy(),
-        window_ns,
-        watch.windows_run if early else plan.max_windows,
-    )
+    columns = (req[c].to_numpy() for c in ("start_ns", "dur_ns", "ok"))
+    windows = window_table(*columns, window_ns, watch.windows_run if early else plan.max_windows)
     used, stable = counted_windows(windows, plan.stability_pct)
     lo, hi = used[0] * window_ns, (used[-1] + 1) * window_ns
     inside = req[(req["start_ns"] >= lo) & (req["start_ns"] < hi)]

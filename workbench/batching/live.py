@@ -196,16 +196,8 @@ def _drive(
         try:
             if not any(f.error_type == TIMEOUT for f in _warm_failures(batcher)):
                 submit, settled = _watched(batcher, opts.watch, origin, schedule)
-                lags = generate(
-                    schedule,
-                    items,
-                    submit,
-                    start_ns=origin,
-                    clock=clock,
-                    sleep=opts.sleep,
-                    cancel=batcher.halted,
-                    stop=settled,
-                )
+                paced = dict(start_ns=origin, clock=clock, sleep=opts.sleep, cancel=batcher.halted)
+                lags = generate(schedule, items, submit, stop=settled, **paced)
         except KeyboardInterrupt as stop:  # no more arrivals; what was submitted still finishes
             lags, interrupted = getattr(stop, "lags_ns", lags), True
         try:

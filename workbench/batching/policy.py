@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, PipelineError
+from ..errors import ConfigError, PipelineError, is_int, is_number
 from ..guard import abandoned, is_timeout
 from ..timing import Clock, RequestTiming, StageFailure
 from ..units import NS_PER_MS, ns_to_s
@@ -46,13 +46,13 @@ class BatchPolicy:
 
     def __post_init__(self) -> None:
         b, w, c = self.max_batch_size, self.max_wait_ms, self.concurrency
-        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+        if not (is_int(b) and b >= 1):
             raise ConfigError(
                 f"max_batch_size must be an integer >= 1 (--max-batch-size), got {b!r}"
             )
-        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+        if not (is_number(w) and math.isfinite(w) and w >= 0):
             raise ConfigError(f"max_wait_ms must be a number >= 0 (--max-wait-ms), got {w!r}")
-        if isinstance(c, bool) or not isinstance(c, int) or c < 1:
+        if not (is_int(c) and c >= 1):
             raise ConfigError(f"concurrency must be an integer >= 1 (--concurrency), got {c!r}")
 
     @property

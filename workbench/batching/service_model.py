@@ -161,8 +161,5 @@ def _load_samples(run, min_batches: int) -> dict[int, np.ndarray]:
         .groupby("batch")
         .agg(size=("batch", "size"), service_ns=("service_ns", "first"))
     )
-    out = {}
-    for size, group in batches.groupby("size"):
-        if len(group) >= min_batches:
-            out[int(size)] = group["service_ns"].to_numpy(dtype=np.int64)
-    return out
+    sizes = batches.groupby("size")["service_ns"]
+    return {int(b): g.to_numpy(dtype=np.int64) for b, g in sizes if len(g) >= min_batches}

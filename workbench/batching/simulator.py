@@ -17,6 +17,7 @@ import itertools
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -255,12 +256,8 @@ def batching_point(
     capacity = sim.capacity_rps
     rates = sorted({*(f * capacity for f in RATE_FRACTIONS), float(rate_rps)})
     waits = sorted({*WAITS_MS, float(max_wait_ms)})
-    curve = seeded_spread(
-        [
-            sweep(model, rates, [max_batch_size], [max_wait_ms], requests=requests, seed=seed + k)
-            for k in range(CURVE_SEEDS)
-        ]
-    )
+    seeded = partial(sweep, model, rates, [max_batch_size], [max_wait_ms], requests=requests)
+    curve = seeded_spread([seeded(seed=seed + k) for k in range(CURVE_SEEDS)])
     wait_table = sweep(model, [rate_rps], [max_batch_size], waits, requests=requests, seed=seed)
     return {
         "summary": load_summary(sim.requests),

@@ -307,12 +307,8 @@ def lag_percentiles(lags_ns: np.ndarray) -> dict[str, float]:
     """``{p50_ms, p99_ms, max_ms}`` of the generator's lag (0 for an empty run)."""
     if lags_ns.size == 0:
         return {"p50_ms": 0.0, "p99_ms": 0.0, "max_ms": 0.0}
-    p50, p99 = percentiles(lags_ns, [50, 99])
-    return {
-        "p50_ms": ns_to_ms(float(p50)),
-        "p99_ms": ns_to_ms(float(p99)),
-        "max_ms": ns_to_ms(float(lags_ns.max())),
-    }
+    values = (*percentiles(lags_ns, [50, 99]), lags_ns.max())
+    return {k: ns_to_ms(float(v)) for k, v in zip(("p50_ms", "p99_ms", "max_ms"), values)}
 
 
 def lag_summary(lags_ns: np.ndarray, late_threshold_ms: float = 1.0) -> dict[str, Any]:

@@ -25,19 +25,24 @@ class Block(nn.Module):
         self.ff1, self.ff2 = nn.Linear(d_model, ff), nn.Linear(ff, d_model)
 
     def forward(self, x: torch.Tensor, attn_mask: torch.Tensor, cache=None, layer: int = 0):
-        b, n, d = x.shape
-        q, k, v = (
-            self.qkv(self.norm1(x))
-            .view(b, n, 3, self.heads, d // self.heads)
-            .permute(2, 0, 3, 1, 4)
-        )
+        q, k, v = self.qkv_heads(x)
         if cache is not None:
-            end = cache.filled + n
+            end = cache.filled + x.shape[1]
             cache.k[layer][:, :, cache.filled : end] = k.to(cache.k[layer].dtype)
             cache.v[layer][:, :, cache.filled : end] = v.to(cache.v[layer].dtype)
             k, v = cache.k[layer][:, :, :end].to(q.dtype), cache.v[layer][:, :, :end].to(q.dtype)
+        return self.attend(x, q, k, v, attn_mask)
+
+    def qkv_heads(self, x: torch.Tensor):
+        """Queries, keys and values of ``norm1(x)``, each (batch, heads, positions, head_dim)."""
+        b, n, d = x.shape
+        qkv = self.qkv(self.norm1(x)).view(b, n, 3, self.heads, d // self.heads)
+        return qkv.permute(2, 0, 3, 1, 4)
+
+    def attend(self, x: torch.Tensor, q, k, v, attn_mask: torch.Tensor) -> torch.Tensor:
+        """``x`` plus the attention of ``q`` over ``k``, ``v``, then plus the MLP of its norm."""
         a = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
-        x = x + self.proj(a.transpose(1, 2).reshape(b, n, d))
+        x = x + self.proj(a.transpose(1, 2).reshape(x.shape))
         return x + self.ff2(F.gelu(self.ff1(self.norm2(x))))
 
 
@@ -185,19 +190,11 @@ class GenerateSteps:
         x = m.tok(tokens) + m.pos(pos.clamp(max=m.max_len - 1))[:, None]
         width = int(pos.max()) + 1
         mask = (torch.arange(width, device=pos.device)[None, :] <= pos[:, None])[:, None, None, :]
-        b, _, d = x.shape
         for i, blk in enumerate(m.blocks):
-            q, k, v = (
-                blk.qkv(blk.norm1(x))
-                .view(b, 1, 3, blk.heads, d // blk.heads)
-                .permute(2, 0, 3, 1, 4)
-            )
+            q, k, v = blk.qkv_heads(x)
             keys, values = self.cache.k[i], self.cache.v[i]
             keys[rows, :, pos] = k[:, :, 0].to(keys.dtype)
             values[rows, :, pos] = v[:, :, 0].to(values.dtype)
-            kk = keys[rows, :, :width].to(q.dtype)
-            vv = values[rows, :, :width].to(q.dtype)
-            a = F.scaled_dot_product_attention(q, kk, vv, attn_mask=mask)
-            x = x + blk.proj(a.transpose(1, 2).reshape(b, 1, d))
-            x = x + blk.ff2(F.gelu(blk.ff1(blk.norm2(x))))
+            kk, vv = keys[rows, :, :width].to(q.dtype), values[rows, :, :width].to(q.dtype)
+            x = blk.attend(x, q, kk, vv, mask)
         return m.head(m.norm(x[:, -1]))

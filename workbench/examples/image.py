@@ -71,8 +71,7 @@ def build(config: PipelineConfig) -> Pipeline:
     torch.manual_seed(seed)
     model = prepare_model(_cnn(width, len(LABELS)), config)
     dtype = torch_dtype(config.precision)
-    mean = torch.tensor(MEAN).view(1, 3, 1, 1) * 255.0
-    std = torch.tensor(STD).view(1, 3, 1, 1) * 255.0
+    mean, std = (torch.tensor(v).view(1, 3, 1, 1) * 255.0 for v in (MEAN, STD))
 
     def preprocess(pngs: list[bytes]):
         decoded, area = _decode_batch(pngs, size)

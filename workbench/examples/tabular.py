@@ -207,8 +207,10 @@ def build(config: PipelineConfig) -> Pipeline:
         lambda: request_items(seed, n_users, n_items, n_keys, zipf_s),
         lambda: forward(([], probe)),
     )
+    # cache_lookup's describe=: the fraction of the call's items the prediction cache answered (0..1)
+    hit = lambda lookup: {"cache_hit": lookup.hit_fraction}  # noqa: E731
     for name, fn in _stages(store, cache, preprocess, forward, postprocess):
-        pipe.add(name, fn, describe=describe_cache_hit if name == "cache_lookup" else None)
+        pipe.add(name, fn, describe=hit if name == "cache_lookup" else None)
     pipe.cache = cache
     pipe.check_item = check_item  # served: each body checked alone before it joins a batch
     return pipe
@@ -234,11 +236,6 @@ def _answer_fingerprint(
 
 class NonFiniteOutput(ValueError):
     """A score that is not a finite number (a NaN or infinite feature, an overflow): never sent as JSON."""
-
-
-def describe_cache_hit(lookup) -> dict[str, float]:
-    """``cache_hit``: the fraction of the call's items the prediction cache answered (0..1)."""
-    return {"cache_hit": lookup.hit_fraction}
 
 
 def _store_and_cache(config: PipelineConfig):

@@ -13,7 +13,6 @@ from .budget import budget_figure
 from .compare_figures import compare_figure, ratio_figure
 from .distributions import distribution_figure, survival_figure
 from .flame import flame_figure, trace_flame_figure
-from .launches import launch_figure
 from .tail import attribute_figure, latency_over_run_figure, tail_figure
 from .timeline import gpu_timeline_figure, request_flame_chart, step_breakdown_figure
-from .transfers import transfer_figure
+from .transfers import launch_figure, transfer_figure

@@ -112,13 +112,9 @@ def _add_hist(fig: go.Figure, values_ns: np.ndarray, name: str, color: str, edge
 def cdf_points(values_ns: np.ndarray, max_points: int) -> tuple[np.ndarray, np.ndarray]:
     """Empirical CDF (x in ms, y = rank/n), at most ``max_points`` points incl. min and max."""
     s = np.sort(values_ns)
-    n = s.size
-    idx = (
-        np.arange(n)
-        if n <= max_points
-        else np.unique(np.linspace(0, n - 1, max_points).round().astype(np.int64))
-    )
-    return s[idx] / NS_PER_MS, (idx + 1) / n
+    # evenly spaced ranks: every rank when n <= max_points (steps of at most one then)
+    idx = np.unique(np.linspace(0, s.size - 1, max_points).round().astype(np.int64))
+    return s[idx] / NS_PER_MS, (idx + 1) / s.size
 
 
 def nines(fraction: np.ndarray, n: int) -> np.ndarray:

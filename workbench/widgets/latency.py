@@ -410,11 +410,9 @@ class LatencyExplorer(Controller):
         finally:
             self._progress_done()
         # "measure here" on a recorded configuration: the recording stays beside the live run
-        return (
-            view
-            if match is None
-            else dataclasses.replace(view, reference=self._recorded(key, match))
-        )
+        if match is not None:
+            view = dataclasses.replace(view, reference=self._recorded(key, match))
+        return view
 
     def _recorded(self, key: Key, match) -> RunView:
         folder = match.run.folder

@@ -71,16 +71,8 @@ class LiveRuns:
         profile = self.profile
         if profile is None:
             from ..runner import profile  # 30 ms of imports: a recorded view never profiles
-        return profile(
-            target,
-            config,
-            requests=self.requests,
-            warmup=self.warmup,
-            traced=self.traced,
-            timeout_s=self.timeout_s,
-            progress=progress,
-            cancel=cancel,
-        )
+        runs = {k: getattr(self, k) for k in ("requests", "warmup", "traced", "timeout_s")}
+        return profile(target, config, progress=progress, cancel=cancel, **runs)
 
     def interleave(self, target: Any, configs: list[PipelineConfig]) -> dict:
         """The comparison's ``result`` of ``configs`` of ``target``, measured interleaved."""

@@ -177,7 +177,21 @@ def comparability(now: dict, other: dict) -> str:
         return f"{that} was {BUSY}: not comparable with {this}"
     unknown = [name for name, row in ((this, now), (that, other)) if row["noisy"] is None]
     caveat = f" ({' and '.join(unknown)}: machine noise not measured)" if unknown else ""
-    return _intervals(now, other) + caveat
+    # two quiet runs: what their p99 intervals say (apart: a ratio, overlapping, or not bounded)
+    short = [row for row in (now, other) if row["p99_ci_high_ms"] is None]
+    if short:
+        counts = " and ".join(str(row["count"]) for row in short)
+        return (
+            f"p99 of {counts} requests is not bounded by its sample "
+            f"({requests_to_bound(99)} bound it): too few requests to compare p99"
+        ) + caveat
+    if (
+        now["p99_ci_high_ms"] < other["p99_ci_low_ms"]
+        or now["p99_ci_low_ms"] > other["p99_ci_high_ms"]
+    ):
+        ratio = now["p99_ms"] / other["p99_ms"]
+        return f"p99 {ratio:.2f}x {that}'s, the 95 % intervals apart" + caveat
+    return "p99 intervals overlap: no difference shown between these two" + caveat
 
 
 def _name(row: dict) -> str:
@@ -186,24 +200,6 @@ def _name(row: dict) -> str:
     return {"recorded": "the recording", "before": f"the {kind} before it"}.get(
         row["role"], f"A, the pinned {kind}"
     )
-
-
-def _intervals(now: dict, other: dict) -> str:
-    """What two quiet runs' p99 intervals say: apart (a ratio), overlapping, or not bounded."""
-    short = [row for row in (now, other) if row["p99_ci_high_ms"] is None]
-    if short:
-        counts = " and ".join(str(row["count"]) for row in short)
-        return (
-            f"p99 of {counts} requests is not bounded by its sample "
-            f"({requests_to_bound(99)} bound it): too few requests to compare p99"
-        )
-    if (
-        now["p99_ci_high_ms"] < other["p99_ci_low_ms"]
-        or now["p99_ci_low_ms"] > other["p99_ci_high_ms"]
-    ):
-        ratio = now["p99_ms"] / other["p99_ms"]
-        return f"p99 {ratio:.2f}x {_name(other)}'s, the 95 % intervals apart"
-    return "p99 intervals overlap: no difference shown between these two"
 
 
 def beside_html(table: pd.DataFrame) -> str:

@@ -74,6 +74,13 @@ def read_raw(path: Path, max_bytes: int) -> tuple[list[msgspec.Raw], dict]:
     return decode(path, read_bytes(path, max_bytes))
 
 
+# msgspec's words for a top level that is not a trace -> plain ones
+_TOP_LEVEL = {
+    "Expected `object | array`": "the top level must be an object with a 'traceEvents' list",
+    "missing required field `traceEvents`": "no 'traceEvents' list",
+}
+
+
 def decode(path: Path, data) -> tuple[list[msgspec.Raw], dict]:
     """The events (raw slices, decoded in chunks by :func:`decode_events`) and raw metadata."""
     view = memoryview(data)  # empty or whitespace only, 1 MiB at a time: no copy of a large text
@@ -82,7 +89,8 @@ def decode(path: Path, data) -> tuple[list[msgspec.Raw], dict]:
     try:
         top = _DECODER.decode(data)
     except msgspec.ValidationError as exc:
-        raise TraceError(f"{path}: not a PyTorch profiler trace: {_explain(exc)}") from None
+        why = next((v for k, v in _TOP_LEVEL.items() if k in str(exc)), str(exc))
+        raise TraceError(f"{path}: not a PyTorch profiler trace: {why}") from None
     except msgspec.DecodeError as exc:
         raise TraceError(f"{path}: {_syntax(data, str(exc))}") from None
     except (RecursionError, UnicodeDecodeError) as exc:
@@ -161,15 +169,6 @@ def _in_key(data, at: int) -> str:
     """`` (in 'name')`` for the key whose value holds byte ``at``; empty when there is none."""
     key = key_before(data, at)
     return f" (in {key!r})" if key else ""
-
-
-def _explain(exc: msgspec.ValidationError) -> str:
-    text = str(exc)
-    if "Expected `object | array`" in text:
-        return "the top level must be an object with a 'traceEvents' list"
-    if "missing required field `traceEvents`" in text:
-        return "no 'traceEvents' list"
-    return text
 
 
 def decode_meta(path: Path, raw_meta: dict) -> dict:

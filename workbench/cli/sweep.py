@@ -26,6 +26,7 @@ from ..batching.live import run_load
 from ..batching.service_model import service_model_from_runs
 from ..batching.simulator import sweep
 from ..plots.batching import sweep_record_figure
+from ..record.folder import write_text_atomically
 
 
 WINDOW_S = number("--window-s", 0, 3_600, "s", lo_open=True)
@@ -138,10 +139,11 @@ def plan_from_args(args):
     )
 
 
-def _measure(args, plan, start):
-    """A sweep's ``measure(value, folder, watch)``: one point's run, saved in its folder."""
+def run_sweep_command(args) -> int:
+    plan = plan_from_args(args)
+    start, header = wing("serve").served_sweep(args) if args.url else _in_process(args)
 
-    def measure(value, folder: Path, watch):
+    def measure(value, folder: Path, watch):  # one point's run, saved in its folder
         point = argparse.Namespace(**vars(args))
         if plan.parameter == "rate":
             point.rate = value
@@ -153,13 +155,6 @@ def _measure(args, plan, start):
         run.save(folder)
         return run
 
-    return measure
-
-
-def run_sweep_command(args) -> int:
-    plan = plan_from_args(args)
-    start, header = wing("serve").served_sweep(args) if args.url else _in_process(args)
-    measure = _measure(args, plan, start)
     out = args.out or default_folder("sweep", header["pipeline"] or "served")
     check_out(out, folder=True)  # before measuring (a name too long for a folder was exit 3)
     if args.figure is not None:
@@ -179,9 +174,8 @@ def run_sweep_command(args) -> int:
         if importlib.util.find_spec("plotly") is None:
             raise ConfigError("--figure needs plotly: pip install 'plotly>=5.20'")
         title = f"{record['pipeline']} ({record['kind']}): latency vs throughput"
-        tmp = args.figure.with_name(f".{args.figure.name}.tmp")
-        sweep_record_figure(record, title=title).write_html(tmp, include_plotlyjs=True)
-        tmp.replace(args.figure)
+        figure = sweep_record_figure(record, title=title)
+        write_text_atomically(args.figure, figure.to_html(include_plotlyjs=True))
     if args.json:
         print(dumps(record | {"sweep_dir": str(out)}))
     else:

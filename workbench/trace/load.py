@@ -106,7 +106,14 @@ class _Columns:
         table = _arg_table(args)
         self._check_bytes(table[:, _ARG_KEYS.index("bytes")])
         self.pieces["args"].append(table)
-        self.pieces["shapes"].append(_shapes(args))
+        # operators' ``Input Dims`` as compact JSON text (``[[8,64],[64,64]]``), None when no event
+        # has any: an absent key is an empty Raw (falsy), so the common case costs one pass
+        dims, shapes = list(map(_INPUT_DIMS, args)), None
+        if any(dims):
+            shapes = [
+                bytes(r).decode("utf-8", "replace").replace(" ", "") if r else None for r in dims
+            ]
+        self.pieces["shapes"].append(shapes)
         self.rows += len(xs)
 
     def _event(self, i: int) -> str:
@@ -194,14 +201,6 @@ class _Columns:
 
 
 _ARG_KEYS = ("correlation", "device", "stream", "bytes", "external_id", "correlation_id")
-
-
-def _shapes(args: list) -> list | None:
-    """Operators' ``Input Dims`` as compact JSON text (``[[8,64],[64,64]]``), or None when no event has any."""
-    raw = list(map(_INPUT_DIMS, args))
-    if not any(raw):  # an absent key is an empty Raw (falsy): the common case costs one pass
-        return None
-    return [bytes(r).decode("utf-8", "replace").replace(" ", "") if r else None for r in raw]
 
 
 def _arg_table(args: list) -> np.ndarray:

@@ -152,7 +152,13 @@ def _run(args) -> int:
 
 def _internal_error(command: str, exc: Exception) -> int:
     """Exit 3 for a bug (one line; the traceback with WORKBENCH_DEBUG=1), or quiet when stdout's reader left."""
-    if isinstance(exc, BrokenPipeError) and _stdout_reader_gone():
+    gone = False  # stdout is a pipe whose reader left (``... | head -1``), not ``serve``'s socket
+    if isinstance(exc, BrokenPipeError):
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # no poll (Windows), no file
+            poller = select.poll()
+            poller.register(sys.stdout.fileno(), select.POLLOUT)
+            gone = any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    if gone:
         # quiet, as Unix tools are when their reader left; stdout on /dev/null, so that the
         # interpreter's final flush does not print a second BrokenPipeError
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -228,16 +234,6 @@ def prepare_process(argv: list[str]) -> None:
         trace = next((a for a in argv[1:] if not a.startswith("-")), None)
         if trace is not None and os.path.isfile(trace):
             sys.modules["pyarrow"] = None  # type: ignore[assignment] - import pyarrow now raises ImportError
-
-
-def _stdout_reader_gone() -> bool:
-    """Whether stdout is a pipe whose reader left (``... | head -1``), not ``serve``'s socket."""
-    try:
-        poller = select.poll()
-        poller.register(sys.stdout.fileno(), select.POLLOUT)
-    except (AttributeError, OSError, ValueError):  # no poll (Windows) or stdout is not a file
-        return False
-    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
 
 
 def _fail(command: str, message: str, code: int) -> int:

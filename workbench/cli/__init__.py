@@ -75,25 +75,20 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     chosen = [entry for entry in wings if argv and entry.name == argv[0]]
     for name in () if chosen else SUBCOMMAND_MODULES:  # a wing's command: its module alone
         importlib.import_module(f"{__name__}.{name}").register(subparsers)
-    for entry in chosen or wings:
-        _register_wing_command(subparsers, entry)
+    for entry in chosen or wings:  # where its module cannot load, a stand-in says how to install it
+        try:
+            entry.load()(subparsers)
+        except ModuleNotFoundError as exc:
+            name = entry.value.split(".", 1)[0].removeprefix("workbench_")
+            hint = install_hint(name)
+            why = f"the {name} wing cannot load here (no module named {exc.name!r}): {hint}"
+            # every argument taken as it is: the refusal names the wing
+            stand_in = subparsers.add_parser(
+                entry.name, help=f"needs the {name} wing: {hint}", prefix_chars="\x01"
+            )
+            stand_in.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
+            stand_in.set_defaults(func=functools.partial(_refuse, why))
     return parser
-
-
-def _register_wing_command(subparsers, entry) -> None:
-    """A wing's subcommand, or, where its module cannot load, a stand-in that says how to install it."""
-    try:
-        entry.load()(subparsers)
-    except ModuleNotFoundError as exc:
-        name = entry.value.split(".", 1)[0].removeprefix("workbench_")
-        hint = install_hint(name)
-        why = f"the {name} wing cannot load here (no module named {exc.name!r}): {hint}"
-        # every argument taken as it is: the refusal names the wing
-        stand_in = subparsers.add_parser(
-            entry.name, help=f"needs the {name} wing: {hint}", prefix_chars="\x01"
-        )
-        stand_in.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
-        stand_in.set_defaults(func=functools.partial(_refuse, why))
 
 
 def _refuse(why: str, args) -> int:

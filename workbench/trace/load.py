@@ -103,7 +103,13 @@ class _Columns:
         for key in self.TEXT:
             self.pieces[key].append(self._factorized(xs, key))
         args = [e.args or _NO_ARGS for e in xs]
-        table = _arg_table(args)
+        rows = list(map(attrgetter(*_ARG_KEYS), args))  # int64, NA_INT where absent or not an int
+        try:  # the common case, every present value an int: one C conversion
+            table = np.array(rows, dtype=np.int64).reshape(len(rows), len(_ARG_KEYS))
+        except (TypeError, ValueError, OverflowError):
+            table = np.stack(
+                [to_int64_values([r[i] for r in rows]) for i in range(len(_ARG_KEYS))], axis=1
+            )
         self._check_bytes(table[:, _ARG_KEYS.index("bytes")])
         self.pieces["args"].append(table)
         # operators' ``Input Dims`` as compact JSON text (``[[8,64],[64,64]]``), None when no event
@@ -201,17 +207,6 @@ class _Columns:
 
 
 _ARG_KEYS = ("correlation", "device", "stream", "bytes", "external_id", "correlation_id")
-
-
-def _arg_table(args: list) -> np.ndarray:
-    """An (n, 6) int64 table of the events' args (NA_INT where absent or not an integer)."""
-    rows = list(map(attrgetter(*_ARG_KEYS), args))
-    try:  # the common case, every present value an int: one C conversion
-        return np.array(rows, dtype=np.int64).reshape(len(rows), len(_ARG_KEYS))
-    except (TypeError, ValueError, OverflowError):
-        return np.stack(
-            [to_int64_values([r[i] for r in rows]) for i in range(len(_ARG_KEYS))], axis=1
-        )
 
 
 def _arg_columns(pieces: list, kind: np.ndarray, pids: Text, tids: Text) -> dict:

@@ -192,21 +192,17 @@ def flame_tree(events: Trace | pd.DataFrame, *, from_stages: bool = True) -> pd.
     host_label, gpu_label = all_labels[host_first][order], all_labels[~host_first]
     parent, _ = nest(thread, ts, ts + dur)
     nodes = _assign_nodes(parent, host_label)
-    launch_pos = _launch_positions(host.iloc[order], gpu)
-    tree = _table(labels, nodes, parent, dur, gpu, gpu_label, launch_pos)
-    tree.attrs["cut"] = cut
-    return tree
-
-
-def _launch_positions(host_sorted: pd.DataFrame, gpu: pd.DataFrame) -> np.ndarray:
-    """Position (in sorted host order) of each GPU event's runtime call, -1 when missing."""
-    runtime = host_sorted["kind"].to_numpy() == "runtime"
-    corr = host_sorted["correlation"].array
+    # position (in sorted host order) of each GPU event's runtime call, -1 when missing
+    runtime = host["kind"].to_numpy()[order] == "runtime"
+    corr = host["correlation"].array[order]
     keep = runtime & ~np.asarray(corr.isna())
     lookup = pd.Series(np.flatnonzero(keep), index=pd.Index(corr[keep], dtype="Int64"))
     lookup = lookup[~lookup.index.duplicated()]
     found = lookup.reindex(pd.Index(gpu["correlation"].array, dtype="Int64"))
-    return found.fillna(-1).to_numpy(np.int64)
+    launch_pos = found.fillna(-1).to_numpy(np.int64)
+    tree = _table(labels, nodes, parent, dur, gpu, gpu_label, launch_pos)
+    tree.attrs["cut"] = cut
+    return tree
 
 
 def _table(labels, nodes, parent, dur, gpu, gpu_label, launch_pos) -> pd.DataFrame:
@@ -330,7 +326,15 @@ def _path_minima(tree: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
         gpu_total = float(gpu[roots].sum())
         if gpu_total > 0:
             weight = np.maximum(weight, gpu * (roots_total / gpu_total))
-    return ppos, _path_min(ppos, weight), roots_total
+    # the minimum over each node and its ancestors, by log2(depth) pointer doublings
+    low, up = weight, ppos.copy()
+    for _ in range(max(int(np.log2(max(len(up), 1))) + 2, 1)):
+        has = np.flatnonzero(up >= 0)
+        if has.size == 0:
+            return ppos, low, roots_total
+        low[has] = np.minimum(low[has], low[up[has]])
+        up[has] = up[up[has]]
+    raise ConfigError("flame tree: parent links form a cycle")
 
 
 def _gone_and_folded(
@@ -347,18 +351,6 @@ def _parent_positions(tree: pd.DataFrame) -> np.ndarray:
     parent = tree["parent"].to_numpy(np.int64)
     position = pd.Series(np.arange(len(tree)), index=tree["id"].to_numpy())
     return np.where(parent >= 0, position.reindex(parent).fillna(-1).to_numpy(np.int64), -1)
-
-
-def _path_min(ppos: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Minimum of ``values`` over each node and its ancestors, by log2(depth) pointer doublings."""
-    low, up = values.copy(), ppos.copy()
-    for _ in range(max(int(np.log2(max(len(up), 1))) + 2, 1)):
-        has = np.flatnonzero(up >= 0)
-        if has.size == 0:
-            return low
-        low[has] = np.minimum(low[has], low[up[has]])
-        up[has] = up[up[has]]
-    raise ConfigError("flame tree: parent links form a cycle")
 
 
 def _remap(parents: pd.Series, new_id: pd.Series) -> np.ndarray:

@@ -194,6 +194,10 @@ def _causes(sampled, tail, median, others, n_tail: int, n_median: int) -> list[d
         wait_ns = float(group["dt_ns"].sum())
         in_median = median[(median["stage"] == stage) & (median["cls"] == code)]
         median_ms = ns_to_ms(float(in_median["dt_ns"].sum())) / n_median if n_median else None
+        lines: Counter = Counter()  # ``record (app.py:83)``: the waiting line most time was at
+        for stack, site, dt in zip(group["stack"], group["site"], group["dt_ns"]):
+            if site >= 0 and stack >= 0:
+                lines[_frame(sampled, int(stack), int(site))] += int(dt)
         out.append(
             {
                 "class": classes[int(code)],
@@ -203,7 +207,9 @@ def _causes(sampled, tail, median, others, n_tail: int, n_median: int) -> list[d
                 "median_ms_per_request": median_ms,
                 "excess_ms_per_request": ns_to_ms(wait_ns) / n_tail - (median_ms or 0.0),
                 # before the first stage the thread runs the harness (pacer, timer): no line of yours
-                "site": None if stage == LATE_STAGE else _site(sampled, group),
+                "site": call_site(*lines.most_common(1)[0][0])
+                if lines and stage != LATE_STAGE
+                else None,
                 "meanwhile": _meanwhile(
                     sampled, others[others["t_ns"].isin(group["t_ns"])], n_tail
                 ),
@@ -214,15 +220,6 @@ def _causes(sampled, tail, median, others, n_tail: int, n_median: int) -> list[d
 
 def _frame(sampled, stack: int, k: int) -> tuple[str, str, int]:
     return tuple(sampled["frames"][sampled["stacks"][stack][k]])
-
-
-def _site(sampled, group: pd.DataFrame) -> str | None:
-    """``record (app.py:83)``: the waiting line most of the group's time was at."""
-    weights: Counter = Counter()
-    for stack, site, dt in zip(group["stack"], group["site"], group["dt_ns"]):
-        if site >= 0 and stack >= 0:
-            weights[_frame(sampled, int(stack), int(site))] += int(dt)
-    return call_site(*weights.most_common(1)[0][0]) if weights else None
 
 
 def _meanwhile(sampled, others: pd.DataFrame, n_tail: int) -> list[dict[str, Any]]:

@@ -201,7 +201,11 @@ def deepest_nesting(data) -> tuple[int, int]:
     best, where = 0, 0
     for start in range(0, len(view), _BLOCK):
         b = np.frombuffer(view[start : start + _BLOCK], dtype=np.uint8)
-        escaped = _escaped(b, backslashes)
+        # a byte follows an odd run of backslashes (``backslashes``: the run ending the last block)
+        idx = np.arange(b.size)
+        last_other = np.maximum.accumulate(np.where(b != 92, idx, -1))
+        run = idx - last_other + np.where(last_other < 0, backslashes, 0)  # ending at each byte
+        escaped = (np.concatenate([[backslashes], run[:-1]]) % 2).astype(bool)
         quote = (b == 34) & ~escaped
         inside = (np.cumsum(quote) % 2).astype(bool) ^ in_string
         delta = (np.isin(b, _OPEN).astype(np.int64) - np.isin(b, _CLOSE)) * ~inside
@@ -214,15 +218,6 @@ def deepest_nesting(data) -> tuple[int, int]:
         others = np.flatnonzero(b != 92)  # the run of backslashes ending the block
         backslashes = backslashes + b.size if others.size == 0 else b.size - 1 - int(others[-1])
     return best, where
-
-
-def _escaped(b: np.ndarray, carried: int) -> np.ndarray:
-    """True where a byte follows an odd run of backslashes (``carried``: run ending the previous block)."""
-    idx = np.arange(b.size)
-    last_other = np.maximum.accumulate(np.where(b != 92, idx, -1))
-    run = idx - last_other + np.where(last_other < 0, carried, 0)  # backslashes ending at each byte
-    before = np.concatenate([[carried], run[:-1]])
-    return (before % 2).astype(bool)
 
 
 def key_before(data, offset: int) -> str | None:

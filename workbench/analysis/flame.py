@@ -296,7 +296,19 @@ def prune(tree: pd.DataFrame, min_share: float = 0.01) -> pd.DataFrame:
     kept = tree[~gone]
     new_id = pd.Series(np.arange(len(kept)), index=kept["id"].to_numpy())
     out = kept.assign(id=np.arange(len(kept)), parent=_remap(kept["parent"], new_id))
-    others = _other_nodes(tree[folded], new_id, len(kept))
+    grouped = tree[folded].groupby("parent", sort=True)  # one (other) node per parent
+    others = grouped.agg(
+        total_ns=("total_ns", "sum"),
+        gpu_ns=("gpu_ns", "sum"),
+        count=("count", "sum"),
+        depth=("depth", "first"),
+    ).reset_index()
+    others["bytes"] = grouped["bytes"].sum(min_count=1).astype("Int64").to_numpy()
+    others["parent"] = _remap(others["parent"], new_id)
+    n = len(kept)
+    others = others.assign(
+        id=np.arange(n, n + len(others)), name=OTHER, kind="other", self_ns=others["total_ns"]
+    ).astype({"name": str, "kind": str})
     return pd.concat([out, others], ignore_index=True)[COLUMNS]
 
 
@@ -355,22 +367,6 @@ def _parent_positions(tree: pd.DataFrame) -> np.ndarray:
 
 def _remap(parents: pd.Series, new_id: pd.Series) -> np.ndarray:
     return parents.map(new_id).fillna(-1).to_numpy(np.int64)
-
-
-def _other_nodes(folded: pd.DataFrame, new_id: pd.Series, start: int) -> pd.DataFrame:
-    """One (other) node per parent of folded nodes."""
-    grouped = folded.groupby("parent", sort=True)
-    out = grouped.agg(
-        total_ns=("total_ns", "sum"),
-        gpu_ns=("gpu_ns", "sum"),
-        count=("count", "sum"),
-        depth=("depth", "first"),
-    ).reset_index()
-    out["bytes"] = grouped["bytes"].sum(min_count=1).astype("Int64").to_numpy()
-    out["parent"] = _remap(out["parent"], new_id)
-    return out.assign(
-        id=np.arange(start, start + len(out)), name=OTHER, kind="other", self_ns=out["total_ns"]
-    ).astype({"name": str, "kind": str})
 
 
 GPU_WORK_COLUMNS = ["stage", "name", "kind", "gpu_ns", "count", "bytes"]

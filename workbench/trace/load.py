@@ -187,7 +187,12 @@ class _Columns:
     def columns(self) -> Columns:
         text = {k: unify(self.pieces[k]) for k in self.TEXT}
         kind = kind_codes(text["cat"])
-        args = _arg_columns(self.pieces["args"], kind, text["pid"], text["tid"])
+        table = np.concatenate(self.pieces["args"])
+        cols = {k: table[:, i].copy() for i, k in enumerate(_ARG_KEYS)}
+        del table  # its columns are copied: not held twice while the table is assembled
+        correlation = cols["correlation"]  # the 2021 schema names it correlation_id
+        correlation = np.where(correlation == NA_INT, cols["correlation_id"], correlation)
+        gpu = np.isin(kind, [schema.KINDS.index(k) for k in schema.GPU_WORK_KINDS])
         shapes = None
         if any(p is not None for p in self.pieces["shapes"]):  # traces recorded with record_shapes
             parts = [
@@ -201,27 +206,16 @@ class _Columns:
             dur_ns=np.concatenate(self.pieces["dur_ns"]),
             kind=kind,
             **text,
-            **args,
+            device=_with_fallback(cols["device"], gpu, text["pid"]),
+            stream=_with_fallback(cols["stream"], gpu, text["tid"]),
+            correlation=correlation,
+            bytes=cols["bytes"],
+            ext_id=cols["external_id"],
             shapes=shapes,
         )
 
 
 _ARG_KEYS = ("correlation", "device", "stream", "bytes", "external_id", "correlation_id")
-
-
-def _arg_columns(pieces: list, kind: np.ndarray, pids: Text, tids: Text) -> dict:
-    table = np.concatenate(pieces)
-    cols = {k: table[:, i].copy() for i, k in enumerate(_ARG_KEYS)}
-    correlation = cols["correlation"]  # the 2021 schema names it correlation_id
-    correlation = np.where(correlation == NA_INT, cols["correlation_id"], correlation)
-    gpu = np.isin(kind, [schema.KINDS.index(k) for k in schema.GPU_WORK_KINDS])
-    return {
-        "device": _with_fallback(cols["device"], gpu, pids),
-        "stream": _with_fallback(cols["stream"], gpu, tids),
-        "correlation": correlation,
-        "bytes": cols["bytes"],
-        "ext_id": cols["external_id"],
-    }
 
 
 def _with_fallback(values: np.ndarray, gpu: np.ndarray, ids: Text) -> np.ndarray:

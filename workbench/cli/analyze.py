@@ -15,9 +15,7 @@ from pathlib import Path
 from ..errors import RunRecordError
 from .output import OptionError, ProgressBar, dumps
 from ..trace.decode import read_raw
-
-# equal to workbench.trace.read.DEFAULT_MAX_TRACE_BYTES (not imported: argument parsing stays light)
-DEFAULT_MAX_TRACE_BYTES = 4 * 2**30
+from ..trace.read import DEFAULT_MAX_TRACE_BYTES
 
 
 def register(subparsers) -> None:

@@ -90,7 +90,19 @@ def slow_minus_median(trace: Trace | pd.DataFrame) -> dict[str, Any]:
         for node, parent, label, kind, total in zip(*columns):
             paths[node] = paths.get(parent, ()) + ((label, kind),)
             trees[name][paths[node]] = total / max(len(chosen), 1)
-    return sets | {"tree": _merge(trees["slowest"], trees["median"])}
+    slow, median = trees["slowest"], trees["median"]
+
+    def row(path: tuple) -> dict[str, Any]:
+        name, kind = path[-1]
+        return {
+            "name": name,
+            "kind": kind,
+            "slow_ns": slow.get(path, 0.0),
+            "median_ns": median.get(path, 0.0),
+        }
+
+    # both sets' paths as one tree, by depth then path
+    return sets | {"tree": tree_rows(set(slow) | set(median), lambda p: (len(p), p), row)}
 
 
 def request_slice(trace: Trace | pd.DataFrame, steps) -> Trace:
@@ -164,18 +176,3 @@ def _bytes(n: float) -> str:
         if n >= size:
             return f"{n / size:.3g} {unit}"
     return f"{n:.0f} B"
-
-
-def _merge(slow: dict, median: dict) -> list[dict[str, Any]]:
-    """Both sets' paths as one tree, by depth then path."""
-
-    def row(path: tuple) -> dict[str, Any]:
-        name, kind = path[-1]
-        return {
-            "name": name,
-            "kind": kind,
-            "slow_ns": slow.get(path, 0.0),
-            "median_ns": median.get(path, 0.0),
-        }
-
-    return tree_rows(set(slow) | set(median), lambda p: (len(p), p), row)

@@ -60,7 +60,12 @@ def wait_summary(
         return None
     mine, sets, tail, rows = found
     chosen = {k: mine[mine["request"].isin(ids)] for k, ids in sets.items()}
-    by_set = {k: _class_ms(chosen[k], sampled["classes"], len(ids)) for k, ids in sets.items()}
+    by_set = {}  # set -> class -> sampled ms per request of the set
+    for k, ids in sets.items():
+        sums = chosen[k].groupby("cls")["dt_ns"].sum()
+        by_set[k] = {
+            sampled["classes"][int(c)]: ns_to_ms(float(v)) / len(ids) for c, v in sums.items()
+        }
     others = rows[rows["in_stage"] == 0]
     causes = _causes(
         sampled, chosen[tail], chosen["median"], others, len(sets[tail]), len(sets["median"])
@@ -178,12 +183,6 @@ def _with_collections(mine: pd.DataFrame, sampled, st: pd.DataFrame) -> pd.DataF
         }
     )
     return pd.concat([mine, extra], ignore_index=True)
-
-
-def _class_ms(rows: pd.DataFrame, classes: list[str], n: int) -> dict[str, float]:
-    """Class -> sampled ms per request of the set (``n`` requests)."""
-    sums = rows.groupby("cls")["dt_ns"].sum()
-    return {classes[int(k)]: ns_to_ms(float(v)) / n for k, v in sums.items()} if n else {}
 
 
 def _causes(sampled, tail, median, others, n_tail: int, n_median: int) -> list[dict[str, Any]]:

@@ -292,28 +292,21 @@ def waits(facts: dict[str, Any]) -> list[dict]:
 
 
 def _named_waits(found: dict[str, Any]) -> list[dict]:
-    """Causes past ``WAIT_SHARE`` of the tail that grew, or a GIL wait that every request pays."""
+    """Causes past ``WAIT_SHARE`` of the tail that grew, or a GIL wait that every request pays (at
+    least ``GIL_EVERY_SHARE`` of the median set's sampled time)."""
+    median = sum(((found.get("classes") or {}).get("median") or {}).values())
+    every = GIL_EVERY_SHARE * median if median > 0 else float("inf")
     return [
         c
         for c in found.get("causes") or []
-        if c["share"] >= WAIT_SHARE and (_grew(c) or _every_request_waits(found, c))
+        if c["share"] >= WAIT_SHARE
+        and (_grew(c) or (c["class"] == "gil" and (c["median_ms_per_request"] or 0.0) >= every))
     ]
 
 
 def _grew(cause: dict[str, Any]) -> bool:
     """The slowest set waits at least ``WAIT_GROWTH`` times the median set's time per request."""
     return cause["ms_per_request"] >= WAIT_GROWTH * (cause["median_ms_per_request"] or 0.0)
-
-
-def _every_request_waits(found: dict[str, Any], cause: dict[str, Any]) -> bool:
-    """A GIL wait of at least ``GIL_EVERY_SHARE`` of the median set's sampled time."""
-    median = (found.get("classes") or {}).get("median") or {}
-    total = sum(median.values())
-    return (
-        cause["class"] == "gil"
-        and total > 0
-        and (cause["median_ms_per_request"] or 0.0) >= GIL_EVERY_SHARE * total
-    )
 
 
 def gc_sentence(gc: dict[str, Any]) -> str:

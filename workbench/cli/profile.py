@@ -188,14 +188,6 @@ def pace_from_args(args) -> Pace | None:
     )
 
 
-def progress_bar(args):
-    """A progress bar on a terminal's stderr (requests, then wall time against --min-duration)."""
-    if not sys.stderr.isatty():
-        return None
-    bar = ProgressBar()
-    return lambda done, total, phase: bar(PHASES.get(phase, phase), done, total)
-
-
 def add_fail_on_error(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fail-on-error",
@@ -261,7 +253,10 @@ def factory_from_args(args):
 
 def run(args) -> int:
     config = config_from_args(args)
-    progress = progress_bar(args)
+    progress = None
+    if sys.stderr.isatty():  # a bar on a terminal: requests, then wall time against --min-duration
+        bar = ProgressBar()
+        progress = lambda done, total, phase: bar(PHASES.get(phase, phase), done, total)
     apply_threads(args)
     factory = factory_from_args(args)
     device = args.device.replace(":", "")

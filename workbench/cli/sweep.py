@@ -26,7 +26,6 @@ from ..batching.live import run_load
 from ..batching.service_model import service_model_from_runs
 from ..batching.simulator import sweep
 from ..plots.batching import sweep_record_figure
-from ..record.folder import write_text_atomically
 
 
 WINDOW_S = number("--window-s", 0, 3_600, "s", lo_open=True)
@@ -174,8 +173,9 @@ def run_sweep_command(args) -> int:
         if importlib.util.find_spec("plotly") is None:
             raise ConfigError("--figure needs plotly: pip install 'plotly>=5.20'")
         title = f"{record['pipeline']} ({record['kind']}): latency vs throughput"
-        figure = sweep_record_figure(record, title=title)
-        write_text_atomically(args.figure, figure.to_html(include_plotlyjs=True))
+        tmp = args.figure.with_name(f".{args.figure.name}.tmp")
+        sweep_record_figure(record, title=title).write_html(tmp, include_plotlyjs=True)
+        tmp.replace(args.figure)
     if args.json:
         print(dumps(record | {"sweep_dir": str(out)}))
     else:

@@ -49,22 +49,15 @@ def model_fingerprint(models: list[Any]) -> dict[str, Any] | str:
         for name, p in model.named_parameters():
             params += p.numel()
             digest.update(f"{name} {tuple(p.shape)} {p.dtype}\n".encode())
-        for name, packed in _packed_weights(model):
-            params += packed[0]
-            digest.update(f"{name} {packed[1]} {packed[2]}\n".encode())
+        for name, module in model.named_modules():  # dynamically quantized: not parameters
+            weight = getattr(module, "weight", None)
+            if callable(weight) and hasattr(module, "_packed_params"):
+                bias = module.bias() if callable(getattr(module, "bias", None)) else None
+                for part, w in (("weight", weight()), ("bias", bias)):
+                    if w is not None:
+                        params += w.numel()
+                        digest.update(f"{name}.{part} {tuple(w.shape)} {w.dtype}\n".encode())
     return {"params": int(params), "hash": digest.hexdigest()[:16]}
-
-
-def _packed_weights(model):
-    """(name, (numel, shape, dtype)) of dynamically quantized weights (not parameters)."""
-    for name, module in model.named_modules():
-        weight = getattr(module, "weight", None)
-        if callable(weight) and hasattr(module, "_packed_params"):
-            w = weight()
-            yield f"{name}.weight", (w.numel(), tuple(w.shape), w.dtype)
-            b = module.bias() if callable(getattr(module, "bias", None)) else None
-            if b is not None:
-                yield f"{name}.bias", (b.numel(), tuple(b.shape), b.dtype)
 
 
 def run_fingerprint(pipe, target: Any, threads: int | None, env: dict[str, Any]) -> dict[str, Any]:

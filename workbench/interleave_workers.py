@@ -80,14 +80,11 @@ class WorkerReadings(Readings):
         self.pids = pids
 
     def own_ticks(self) -> int:
-        return super().own_ticks() + sum(_ticks(pid) for pid in self.pids)
-
-
-def _ticks(pid: int) -> int:
-    try:
-        return stat_ticks(f"/proc/{pid}/stat")
-    except OSError:  # exited
-        return 0
+        ticks = super().own_ticks()
+        for pid in self.pids:
+            with contextlib.suppress(OSError):  # exited
+                ticks += stat_ticks(f"/proc/{pid}/stat")
+        return ticks
 
 
 class Workers:

@@ -231,6 +231,7 @@ def load_factory(spec: str) -> Factory:
 
 def _import_target(spec: str, target: str):
     path = Path(target)
+    module = None  # a module name: imported in the try below
     if target.endswith(".py") or path.is_file():
         if not path.is_file():
             raise PipelineError(f"--pipeline {spec!r}: file {target!r} does not exist")
@@ -242,20 +243,16 @@ def _import_target(spec: str, target: str):
             )
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[name] = module
-        try:
-            module_spec.loader.exec_module(module)
-        except Exception as exc:
-            raise PipelineError(
-                f"--pipeline {spec!r}: importing {target!r} failed: {type(exc).__name__}: {exc}"
-            ) from exc
-        return module
     try:
-        return importlib.import_module(target)
-    except ModuleNotFoundError as exc:
-        raise PipelineError(
-            f"--pipeline {spec!r}: no module named {exc.name!r} (is it on PYTHONPATH?)"
-        ) from exc
+        if module is None:
+            return importlib.import_module(target)
+        module_spec.loader.exec_module(module)
+        return module
     except Exception as exc:
+        if module is None and isinstance(exc, ModuleNotFoundError):
+            raise PipelineError(
+                f"--pipeline {spec!r}: no module named {exc.name!r} (is it on PYTHONPATH?)"
+            ) from exc
         raise PipelineError(
             f"--pipeline {spec!r}: importing {target!r} failed: {type(exc).__name__}: {exc}"
         ) from exc

@@ -89,18 +89,14 @@ def prepare_model(model, config: PipelineConfig):
     """A ``torch.nn.Module`` on the config's device and precision, in eval mode (int8: a new
     module), with options ``channels_last`` (NHWC weights, which convolution kernels prefer) and
     ``compile`` (``torch.compile``: its cost in the cold start and warm-up), for ``audit --try``."""
+    import torch  # 1-2 s and 300 MB: only when a model is prepared
+
     check_precision(config)
     model = model.eval().to(config.device)
     if config.precision == "int8":
         model = _quantize_int8(model)
     else:
         model = model.to(torch_dtype(config.precision))
-    return _model_options(model, config)
-
-
-def _model_options(model, config: PipelineConfig):
-    import torch  # 1-2 s and 300 MB: only when a model is prepared
-
     for name in MODEL_OPTIONS:
         value = config.options.get(name, False)
         if not isinstance(value, bool):

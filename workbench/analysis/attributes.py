@@ -59,11 +59,7 @@ def bin_labels(values: np.ndarray) -> np.ndarray:
         edges = np.unique(np.asarray(cuts, dtype=float))
         edges = edges[edges > levels[0]]
     labels = np.searchsorted(edges, values, side="right")
-    return _merge_small(labels)
-
-
-def _merge_small(labels: np.ndarray) -> np.ndarray:
-    """Relabel so every bin holds MIN_BIN values: a small one joins the next."""
+    # relabel so every bin holds MIN_BIN values: a small one joins the next
     counts = np.bincount(labels)
     target, run, mapping = 0, 0, np.zeros(counts.size, dtype=np.int64)
     for b, c in enumerate(counts):

@@ -171,7 +171,13 @@ class _Blame:
         first = {}
         for stage in pd.unique(self.spans["stage"].to_numpy()[self.hit]):
             i = min(self._first_clean(stage), self.first_alone.get(stage, len(self.waiting)))
-            first[stage] = (i, *self._met(stage, i))
+            # within wait i: the first instant a ``stage`` interval runs, and that interval
+            batch, lo, hi = (int(self.waiting[c].iat[i]) for c in ("batch", "lo_ns", "hi_ns"))
+            runs = (self.spans["stage"].to_numpy() == stage) & (self.batch != batch)
+            runs &= (self.start < hi) & (self.end > lo) & (self.end > self.start)
+            instant = int(np.maximum(self.start[runs], lo).min())
+            at = int(np.argmax(runs & (self.start <= instant) & (self.end > instant)))
+            first[stage] = (i, instant, at)
         return sorted(first, key=first.get)
 
     def _first_clean(self, stage: str) -> int:
@@ -182,14 +188,6 @@ class _Blame:
         before = np.searchsorted(self.start[k], hi, side="left")
         met = (before > 0) & (reach[np.maximum(before, 1) - 1] > lo) & ~self.own
         return int(np.argmax(met)) if met.any() else len(self.waiting)
-
-    def _met(self, stage: str, i: int) -> tuple[int, int]:
-        """Within wait ``i``: the first instant a ``stage`` interval runs, and that interval."""
-        batch, lo, hi = (int(self.waiting[c].iat[i]) for c in ("batch", "lo_ns", "hi_ns"))
-        runs = (self.spans["stage"].to_numpy() == stage) & (self.batch != batch)
-        runs &= (self.start < hi) & (self.end > lo) & (self.end > self.start)
-        instant = int(np.maximum(self.start[runs], lo).min())
-        return instant, int(np.argmax(runs & (self.start <= instant) & (self.end > instant)))
 
 
 def _overlaps_own(waiting: pd.DataFrame, spans: pd.DataFrame) -> np.ndarray:

@@ -192,21 +192,17 @@ def flame_tree(events: Trace | pd.DataFrame, *, from_stages: bool = True) -> pd.
     host_label, gpu_label = all_labels[host_first][order], all_labels[~host_first]
     parent, _ = nest(thread, ts, ts + dur)
     nodes = _assign_nodes(parent, host_label)
-    launch_pos = _launch_positions(host.iloc[order], gpu)
-    tree = _table(labels, nodes, parent, dur, gpu, gpu_label, launch_pos)
-    tree.attrs["cut"] = cut
-    return tree
-
-
-def _launch_positions(host_sorted: pd.DataFrame, gpu: pd.DataFrame) -> np.ndarray:
-    """Position (in sorted host order) of each GPU event's runtime call, -1 when missing."""
-    runtime = host_sorted["kind"].to_numpy() == "runtime"
-    corr = host_sorted["correlation"].array
+    # position (in sorted host order) of each GPU event's runtime call, -1 when missing
+    runtime = host["kind"].to_numpy()[order] == "runtime"
+    corr = host["correlation"].array[order]
     keep = runtime & ~np.asarray(corr.isna())
     lookup = pd.Series(np.flatnonzero(keep), index=pd.Index(corr[keep], dtype="Int64"))
     lookup = lookup[~lookup.index.duplicated()]
     found = lookup.reindex(pd.Index(gpu["correlation"].array, dtype="Int64"))
-    return found.fillna(-1).to_numpy(np.int64)
+    launch_pos = found.fillna(-1).to_numpy(np.int64)
+    tree = _table(labels, nodes, parent, dur, gpu, gpu_label, launch_pos)
+    tree.attrs["cut"] = cut
+    return tree
 
 
 def _table(labels, nodes, parent, dur, gpu, gpu_label, launch_pos) -> pd.DataFrame:
@@ -300,7 +296,19 @@ def prune(tree: pd.DataFrame, min_share: float = 0.01) -> pd.DataFrame:
     kept = tree[~gone]
     new_id = pd.Series(np.arange(len(kept)), index=kept["id"].to_numpy())
     out = kept.assign(id=np.arange(len(kept)), parent=_remap(kept["parent"], new_id))
-    others = _other_nodes(tree[folded], new_id, len(kept))
+    grouped = tree[folded].groupby("parent", sort=True)  # one (other) node per parent
+    others = grouped.agg(
+        total_ns=("total_ns", "sum"),
+        gpu_ns=("gpu_ns", "sum"),
+        count=("count", "sum"),
+        depth=("depth", "first"),
+    ).reset_index()
+    others["bytes"] = grouped["bytes"].sum(min_count=1).astype("Int64").to_numpy()
+    others["parent"] = _remap(others["parent"], new_id)
+    n = len(kept)
+    others = others.assign(
+        id=np.arange(n, n + len(others)), name=OTHER, kind="other", self_ns=others["total_ns"]
+    ).astype({"name": str, "kind": str})
     return pd.concat([out, others], ignore_index=True)[COLUMNS]
 
 
@@ -330,7 +338,15 @@ def _path_minima(tree: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
         gpu_total = float(gpu[roots].sum())
         if gpu_total > 0:
             weight = np.maximum(weight, gpu * (roots_total / gpu_total))
-    return ppos, _path_min(ppos, weight), roots_total
+    # the minimum over each node and its ancestors, by log2(depth) pointer doublings
+    low, up = weight, ppos.copy()
+    for _ in range(max(int(np.log2(max(len(up), 1))) + 2, 1)):
+        has = np.flatnonzero(up >= 0)
+        if has.size == 0:
+            return ppos, low, roots_total
+        low[has] = np.minimum(low[has], low[up[has]])
+        up[has] = up[up[has]]
+    raise ConfigError("flame tree: parent links form a cycle")
 
 
 def _gone_and_folded(
@@ -349,36 +365,8 @@ def _parent_positions(tree: pd.DataFrame) -> np.ndarray:
     return np.where(parent >= 0, position.reindex(parent).fillna(-1).to_numpy(np.int64), -1)
 
 
-def _path_min(ppos: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Minimum of ``values`` over each node and its ancestors, by log2(depth) pointer doublings."""
-    low, up = values.copy(), ppos.copy()
-    for _ in range(max(int(np.log2(max(len(up), 1))) + 2, 1)):
-        has = np.flatnonzero(up >= 0)
-        if has.size == 0:
-            return low
-        low[has] = np.minimum(low[has], low[up[has]])
-        up[has] = up[up[has]]
-    raise ConfigError("flame tree: parent links form a cycle")
-
-
 def _remap(parents: pd.Series, new_id: pd.Series) -> np.ndarray:
     return parents.map(new_id).fillna(-1).to_numpy(np.int64)
-
-
-def _other_nodes(folded: pd.DataFrame, new_id: pd.Series, start: int) -> pd.DataFrame:
-    """One (other) node per parent of folded nodes."""
-    grouped = folded.groupby("parent", sort=True)
-    out = grouped.agg(
-        total_ns=("total_ns", "sum"),
-        gpu_ns=("gpu_ns", "sum"),
-        count=("count", "sum"),
-        depth=("depth", "first"),
-    ).reset_index()
-    out["bytes"] = grouped["bytes"].sum(min_count=1).astype("Int64").to_numpy()
-    out["parent"] = _remap(out["parent"], new_id)
-    return out.assign(
-        id=np.arange(start, start + len(out)), name=OTHER, kind="other", self_ns=out["total_ns"]
-    ).astype({"name": str, "kind": str})
 
 
 GPU_WORK_COLUMNS = ["stage", "name", "kind", "gpu_ns", "count", "bytes"]

@@ -45,8 +45,13 @@ def step_table(trace: Trace) -> dict[str, np.ndarray]:
     rows = np.flatnonzero(host.name.matches(STEP_NAME.match))
     rows = rows[np.argsort(host.ts_ns[rows], kind="stable")]
     names = host.name.take(rows).values()
+    numbers = [int(name[len("ProfilerStep#") :]) for name in names]
+    try:
+        step = np.array(numbers, dtype=np.int64)
+    except OverflowError:  # ProfilerStep#12345678901234567890 is a valid, if odd, name
+        step = np.array(numbers, dtype=object)
     steps = {
-        "step": _step_numbers(names),
+        "step": step,
         "name": names,
         "ts_ns": host.ts_ns[rows],
         "dur_ns": host.dur_ns[rows],
@@ -59,15 +64,6 @@ def step_table(trace: Trace) -> dict[str, np.ndarray]:
         count, total = count_and_sum_in(join.launch_ts_ns[mine], join.work.dur_ns[mine], lo, hi)
         steps[f"{kind}_count"], steps[f"{kind}_ns"] = count, total
     return steps
-
-
-def _step_numbers(names) -> np.ndarray:
-    """The N of each ``ProfilerStep#N``: int64, or Python ints past int64."""
-    numbers = [int(name[len("ProfilerStep#") :]) for name in names]
-    try:
-        return np.array(numbers, dtype=np.int64)
-    except OverflowError:  # ProfilerStep#12345678901234567890 is a valid, if odd, name
-        return np.array(numbers, dtype=object)
 
 
 def count_and_sum_in(ts: np.ndarray, values: np.ndarray, starts: np.ndarray, ends: np.ndarray):

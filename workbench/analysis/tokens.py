@@ -150,23 +150,17 @@ def token_text(summary: dict[str, Any]) -> list[str]:
         ("itl", "ITL", "gaps"),
         ("tpot", "TPOT", "requests"),
     ):
-        lines.append(f"  {label:<8} {_figure_text(summary[key])} ({summary[key]['count']} {what})")
+        fig, parts = summary[key], []
+        for p in (50, 95, 99) if fig["count"] else ():
+            lo, hi = fig[f"p{p}_ci_ms"]
+            parts.append(f"p{p} {fig[f'p{p}_ms']:.3f} ms [{_ms(lo)}, {_ms(hi)}]")
+        if fig["count"] and fig["p999_ms"] is not None:
+            parts.append(f"p99.9 {fig['p999_ms']:.3f} ms")
+        lines.append(f"  {label:<8} {', '.join(parts) or '-'} ({fig['count']} {what})")
     growth = summary["decode_growth"]
     if growth["grows"]:
         lines.append(f"  decode steps grow with position: {growth_text(growth)}")
     return lines
-
-
-def _figure_text(fig: dict[str, Any]) -> str:
-    if not fig["count"]:
-        return "-"
-    parts = []
-    for p in (50, 95, 99):
-        lo, hi = fig[f"p{p}_ci_ms"]
-        parts.append(f"p{p} {fig[f'p{p}_ms']:.3f} ms [{_ms(lo)}, {_ms(hi)}]")
-    if fig["p999_ms"] is not None:
-        parts.append(f"p99.9 {fig['p999_ms']:.3f} ms")
-    return ", ".join(parts)
 
 
 def _ms(x) -> str:

@@ -147,7 +147,16 @@ def launch_verdict(trace: Trace) -> tuple[bool, str]:
     state (:func:`steady_host_ns`) with at least half the launches short kernels (HTA's rule)."""
     stages = stage_summary_table(trace)
     if stages["stage"].size:
-        return _stage_verdict(stages)
+        host = np.maximum(stages["host_ns"], 1)
+        launch, gpu = stages["launch_ns"] / host, stages["gpu_ns"] / host
+        per = stages["launch_count"] / np.maximum(stages["count"], 1)
+        bound = np.flatnonzero(stages["launch_bound"])
+        detail = ", ".join(
+            f"{stages['stage'][i]} ({per[i]:.0f} launches per call, GPU busy {100 * gpu[i]:.0f}% of "
+            f"its host time; launch calls {100 * launch[i]:.0f}%)"
+            for i in (bound if bound.size else [int(np.argmax(per))])
+        )
+        return bool(bound.size), f"{'Launch-bound' if bound.size else 'Not launch-bound'}: {detail}"
     host_ns = steady_host_ns(trace)
     calls = steady(call_table(trace), trace)
     launch_ns = int(calls["dur_ns"][~calls["graph"]].sum())
@@ -168,20 +177,6 @@ def launch_verdict(trace: Trace) -> tuple[bool, str]:
         f"{100 * gpu_ns / host_ns:.0f}% of host time, launch calls {100 * launch_ns / host_ns:.0f}%, "
         f"{shorts}{apart}"
     )
-
-
-def _stage_verdict(stages: dict) -> tuple[bool, str]:
-    host = np.maximum(stages["host_ns"], 1)
-    launch, gpu = stages["launch_ns"] / host, stages["gpu_ns"] / host
-    per = stages["launch_count"] / np.maximum(stages["count"], 1)
-    bound = np.flatnonzero(stages["launch_bound"])
-    rows = bound if bound.size else [int(np.argmax(per))]
-    detail = ", ".join(
-        f"{stages['stage'][i]} ({per[i]:.0f} launches per call, GPU busy {100 * gpu[i]:.0f}% of its "
-        f"host time; launch calls {100 * launch[i]:.0f}%)"
-        for i in rows
-    )
-    return bool(bound.size), f"{'Launch-bound' if bound.size else 'Not launch-bound'}: {detail}"
 
 
 def steady_host_ns(trace: Trace) -> int:

@@ -83,8 +83,26 @@ def slow_minus_median(trace: Trace | pd.DataFrame) -> dict[str, Any]:
     trees = {}
     for name in ("slowest", "median"):
         chosen = windows[windows["step"].isin(sets[name])]
-        trees[name] = _by_path(flame_tree(in_windows(events, chosen)), len(chosen))
-    return sets | {"tree": _merge(trees["slowest"], trees["median"])}
+        tree = flame_tree(in_windows(events, chosen))
+        paths: dict[int, tuple] = {}  # node -> its path of (name, kind) from the root
+        trees[name] = {}  # path -> total ns per request
+        columns = (tree[c].tolist() for c in ("id", "parent", "name", "kind", "total_ns"))
+        for node, parent, label, kind, total in zip(*columns):
+            paths[node] = paths.get(parent, ()) + ((label, kind),)
+            trees[name][paths[node]] = total / max(len(chosen), 1)
+    slow, median = trees["slowest"], trees["median"]
+
+    def row(path: tuple) -> dict[str, Any]:
+        name, kind = path[-1]
+        return {
+            "name": name,
+            "kind": kind,
+            "slow_ns": slow.get(path, 0.0),
+            "median_ns": median.get(path, 0.0),
+        }
+
+    # both sets' paths as one tree, by depth then path
+    return sets | {"tree": tree_rows(set(slow) | set(median), lambda p: (len(p), p), row)}
 
 
 def request_slice(trace: Trace | pd.DataFrame, steps) -> Trace:
@@ -158,29 +176,3 @@ def _bytes(n: float) -> str:
         if n >= size:
             return f"{n / size:.3g} {unit}"
     return f"{n:.0f} B"
-
-
-def _by_path(tree: pd.DataFrame, requests: int) -> dict[tuple, float]:
-    """Path of (name, kind) from the root -> total ns per request."""
-    paths: dict[int, tuple] = {}
-    out = {}
-    columns = (tree[c].tolist() for c in ("id", "parent", "name", "kind", "total_ns"))
-    for node, parent, name, kind, total in zip(*columns):
-        paths[node] = paths.get(parent, ()) + ((name, kind),)
-        out[paths[node]] = total / max(requests, 1)
-    return out
-
-
-def _merge(slow: dict, median: dict) -> list[dict[str, Any]]:
-    """Both sets' paths as one tree, by depth then path."""
-
-    def row(path: tuple) -> dict[str, Any]:
-        name, kind = path[-1]
-        return {
-            "name": name,
-            "kind": kind,
-            "slow_ns": slow.get(path, 0.0),
-            "median_ns": median.get(path, 0.0),
-        }
-
-    return tree_rows(set(slow) | set(median), lambda p: (len(p), p), row)

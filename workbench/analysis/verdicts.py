@@ -447,10 +447,16 @@ def separate_comparison(
     same columns as ns arrays; ``shares``: ``other_cores / cores`` (:func:`taken_apart`)."""
     opts = replace(options or VerdictOptions(), **overrides)
     family = [*names, END_TO_END]
-    blocks = [
-        _run_blocks(m, label, family, block)
-        for label, m in (("run A", matrix_a), ("run B", matrix_b))
-    ]
+    blocks = []  # each run's consecutive_blocks per name
+    for label, matrix in (("run A", matrix_a), ("run B", matrix_b)):
+        missing = [n for n in family if n not in matrix]
+        if missing:
+            raise ConfigError(f"{label}: no column for {missing}")
+        if len(matrix[END_TO_END]) == 0:
+            raise ConfigError(f"{label} has no successful measured request to compare")
+        blocks.append(
+            {n: consecutive_blocks(np.asarray(matrix[n], dtype="float64"), block) for n in family}
+        )
     ends = blocks[0][END_TO_END], blocks[1][END_TO_END]
     res = resolution(*ends, opts)
     apart = taken_apart(noisy, shares)
@@ -466,16 +472,6 @@ def separate_comparison(
         "taken_apart": apart,
         **compare_blocks(blocks[0], blocks[1], names, paired=False, options=judged),
     }
-
-
-def _run_blocks(matrix, label: str, family: list[str], block: int) -> dict[str, np.ndarray]:
-    """One run's :func:`consecutive_blocks` per name; a ConfigError naming the run (``label``)."""
-    missing = [n for n in family if n not in matrix]
-    if missing:
-        raise ConfigError(f"{label}: no column for {missing}")
-    if len(matrix[END_TO_END]) == 0:
-        raise ConfigError(f"{label} has no successful measured request to compare")
-    return {n: consecutive_blocks(np.asarray(matrix[n], dtype="float64"), block) for n in family}
 
 
 def taken_apart(noisy: tuple, shares: tuple) -> dict[str, Any]:

@@ -60,7 +60,12 @@ def wait_summary(
         return None
     mine, sets, tail, rows = found
     chosen = {k: mine[mine["request"].isin(ids)] for k, ids in sets.items()}
-    by_set = {k: _class_ms(chosen[k], sampled["classes"], len(ids)) for k, ids in sets.items()}
+    by_set = {}  # set -> class -> sampled ms per request of the set
+    for k, ids in sets.items():
+        sums = chosen[k].groupby("cls")["dt_ns"].sum()
+        by_set[k] = {
+            sampled["classes"][int(c)]: ns_to_ms(float(v)) / len(ids) for c, v in sums.items()
+        }
     others = rows[rows["in_stage"] == 0]
     causes = _causes(
         sampled, chosen[tail], chosen["median"], others, len(sets[tail]), len(sets["median"])
@@ -180,12 +185,6 @@ def _with_collections(mine: pd.DataFrame, sampled, st: pd.DataFrame) -> pd.DataF
     return pd.concat([mine, extra], ignore_index=True)
 
 
-def _class_ms(rows: pd.DataFrame, classes: list[str], n: int) -> dict[str, float]:
-    """Class -> sampled ms per request of the set (``n`` requests)."""
-    sums = rows.groupby("cls")["dt_ns"].sum()
-    return {classes[int(k)]: ns_to_ms(float(v)) / n for k, v in sums.items()} if n else {}
-
-
 def _causes(sampled, tail, median, others, n_tail: int, n_median: int) -> list[dict[str, Any]]:
     classes = sampled["classes"]
     total = float(tail["dt_ns"].sum())
@@ -194,6 +193,10 @@ def _causes(sampled, tail, median, others, n_tail: int, n_median: int) -> list[d
         wait_ns = float(group["dt_ns"].sum())
         in_median = median[(median["stage"] == stage) & (median["cls"] == code)]
         median_ms = ns_to_ms(float(in_median["dt_ns"].sum())) / n_median if n_median else None
+        lines: Counter = Counter()  # ``record (app.py:83)``: the waiting line most time was at
+        for stack, site, dt in zip(group["stack"], group["site"], group["dt_ns"]):
+            if site >= 0 and stack >= 0:
+                lines[_frame(sampled, int(stack), int(site))] += int(dt)
         out.append(
             {
                 "class": classes[int(code)],
@@ -203,7 +206,9 @@ def _causes(sampled, tail, median, others, n_tail: int, n_median: int) -> list[d
                 "median_ms_per_request": median_ms,
                 "excess_ms_per_request": ns_to_ms(wait_ns) / n_tail - (median_ms or 0.0),
                 # before the first stage the thread runs the harness (pacer, timer): no line of yours
-                "site": None if stage == LATE_STAGE else _site(sampled, group),
+                "site": call_site(*lines.most_common(1)[0][0])
+                if lines and stage != LATE_STAGE
+                else None,
                 "meanwhile": _meanwhile(
                     sampled, others[others["t_ns"].isin(group["t_ns"])], n_tail
                 ),
@@ -214,15 +219,6 @@ def _causes(sampled, tail, median, others, n_tail: int, n_median: int) -> list[d
 
 def _frame(sampled, stack: int, k: int) -> tuple[str, str, int]:
     return tuple(sampled["frames"][sampled["stacks"][stack][k]])
-
-
-def _site(sampled, group: pd.DataFrame) -> str | None:
-    """``record (app.py:83)``: the waiting line most of the group's time was at."""
-    weights: Counter = Counter()
-    for stack, site, dt in zip(group["stack"], group["site"], group["dt_ns"]):
-        if site >= 0 and stack >= 0:
-            weights[_frame(sampled, int(stack), int(site))] += int(dt)
-    return call_site(*weights.most_common(1)[0][0]) if weights else None
 
 
 def _meanwhile(sampled, others: pd.DataFrame, n_tail: int) -> list[dict[str, Any]]:

@@ -203,23 +203,19 @@ def summary(
                 f"{est['p99_ms']:.3g} ms (estimate)"
             )
             break
-    best = _best_measured(found)
-    if best:
-        parts.append(f"measured: {best['sentence']}")
-    if baseline.get("noisy"):
-        parts.append("the run was noisy: " + "; ".join(baseline["noise_reasons"]))
-    return "; ".join(parts)
-
-
-def _best_measured(found: list[dict]) -> dict | None:
-    """The measured action with the largest real p50 gain ("faster" verdicts only)."""
+    # the measured action with the largest real p50 gain ("faster" verdicts only)
     measured = [
         a["measured"]
         for f in found
         for a in f["actions"]
         if (a.get("measured") or {}).get("verdict") == "faster"
     ]
-    return min(measured, key=lambda m: m["p50_ratio"]) if measured else None
+    if measured:
+        best = min(measured, key=lambda m: m["p50_ratio"])
+        parts.append(f"measured: {best['sentence']}")
+    if baseline.get("noisy"):
+        parts.append("the run was noisy: " + "; ".join(baseline["noise_reasons"]))
+    return "; ".join(parts)
 
 
 def _notes(facts: dict[str, Any]) -> list[str]:

@@ -292,28 +292,21 @@ def waits(facts: dict[str, Any]) -> list[dict]:
 
 
 def _named_waits(found: dict[str, Any]) -> list[dict]:
-    """Causes past ``WAIT_SHARE`` of the tail that grew, or a GIL wait that every request pays."""
+    """Causes past ``WAIT_SHARE`` of the tail that grew, or a GIL wait that every request pays (at
+    least ``GIL_EVERY_SHARE`` of the median set's sampled time)."""
+    median = sum(((found.get("classes") or {}).get("median") or {}).values())
+    every = GIL_EVERY_SHARE * median if median > 0 else float("inf")
     return [
         c
         for c in found.get("causes") or []
-        if c["share"] >= WAIT_SHARE and (_grew(c) or _every_request_waits(found, c))
+        if c["share"] >= WAIT_SHARE
+        and (_grew(c) or (c["class"] == "gil" and (c["median_ms_per_request"] or 0.0) >= every))
     ]
 
 
 def _grew(cause: dict[str, Any]) -> bool:
     """The slowest set waits at least ``WAIT_GROWTH`` times the median set's time per request."""
     return cause["ms_per_request"] >= WAIT_GROWTH * (cause["median_ms_per_request"] or 0.0)
-
-
-def _every_request_waits(found: dict[str, Any], cause: dict[str, Any]) -> bool:
-    """A GIL wait of at least ``GIL_EVERY_SHARE`` of the median set's sampled time."""
-    median = (found.get("classes") or {}).get("median") or {}
-    total = sum(median.values())
-    return (
-        cause["class"] == "gil"
-        and total > 0
-        and (cause["median_ms_per_request"] or 0.0) >= GIL_EVERY_SHARE * total
-    )
 
 
 def gc_sentence(gc: dict[str, Any]) -> str:
@@ -464,27 +457,23 @@ def findings(facts: dict[str, Any]) -> list[dict]:
     # the stages' own work is not what the tail is made of
     if any(f["kind"] == "time" for f in out):
         out = [f for f in out if f["kind"] not in ROLE_KIND.values()]
-    if not _tail_on_cpu(facts):  # compute advice only for a tail spent on CPU
-        out = [f for f in out if f["kind"] != "compute"]
+    # compute advice only for a tail spent on CPU: slowest set >= CPU_SHARE on CPU, torch in it
+    # (a run without these samples keeps it)
+    found = facts.get("waits") or {}
+    classes = (found.get("classes") or {}).get(found.get("tail_set")) or {}
+    if sum(classes.values()):
+        libraries = (facts.get("libraries") or {}).values()
+        torch = any(libs.get("torch", 0.0) >= CPU_SHARE for libs in libraries)
+        stages = ((facts.get("stacks") or {}).get("stages") or {}).values()
+        torch = torch or any(
+            "/torch/" in frame["file"] for st in stages for frame in st.get("frames") or []
+        )
+        if not (torch and classes.get("cpu", 0.0) >= CPU_SHARE * sum(classes.values())):
+            out = [f for f in out if f["kind"] != "compute"]
     # a stage whose decode steps grow or whose GPU idles per token: not a compute finding too
     recomputed = {f["stage"] for f in out if f["kind"] in ("decode_growth", "token_host")}
     out = [f for f in out if not (f["kind"] == "compute" and f["stage"] in recomputed)]
     return sorted(out, key=lambda f: -_weight(f))
-
-
-def _tail_on_cpu(facts: dict[str, Any]) -> bool:
-    """Slowest set >= ``CPU_SHARE`` on CPU, torch in it; True for a run without these samples."""
-    found = facts.get("waits") or {}
-    classes = (found.get("classes") or {}).get(found.get("tail_set"))
-    total = sum((classes or {}).values())
-    if not total:
-        return True
-    torch = any(
-        libs.get("torch", 0.0) >= CPU_SHARE for libs in (facts.get("libraries") or {}).values()
-    )
-    stages = ((facts.get("stacks") or {}).get("stages") or {}).values()
-    torch = torch or any("/torch/" in f["file"] for st in stages for f in st.get("frames") or [])
-    return torch and classes.get("cpu", 0.0) >= CPU_SHARE * total
 
 
 def _actions(finding: dict) -> list[dict]:

@@ -75,25 +75,20 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     chosen = [entry for entry in wings if argv and entry.name == argv[0]]
     for name in () if chosen else SUBCOMMAND_MODULES:  # a wing's command: its module alone
         importlib.import_module(f"{__name__}.{name}").register(subparsers)
-    for entry in chosen or wings:
-        _register_wing_command(subparsers, entry)
+    for entry in chosen or wings:  # where its module cannot load, a stand-in says how to install it
+        try:
+            entry.load()(subparsers)
+        except ModuleNotFoundError as exc:
+            name = entry.value.split(".", 1)[0].removeprefix("workbench_")
+            hint = install_hint(name)
+            why = f"the {name} wing cannot load here (no module named {exc.name!r}): {hint}"
+            # every argument taken as it is: the refusal names the wing
+            stand_in = subparsers.add_parser(
+                entry.name, help=f"needs the {name} wing: {hint}", prefix_chars="\x01"
+            )
+            stand_in.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
+            stand_in.set_defaults(func=functools.partial(_refuse, why))
     return parser
-
-
-def _register_wing_command(subparsers, entry) -> None:
-    """A wing's subcommand, or, where its module cannot load, a stand-in that says how to install it."""
-    try:
-        entry.load()(subparsers)
-    except ModuleNotFoundError as exc:
-        name = entry.value.split(".", 1)[0].removeprefix("workbench_")
-        hint = install_hint(name)
-        why = f"the {name} wing cannot load here (no module named {exc.name!r}): {hint}"
-        # every argument taken as it is: the refusal names the wing
-        stand_in = subparsers.add_parser(
-            entry.name, help=f"needs the {name} wing: {hint}", prefix_chars="\x01"
-        )
-        stand_in.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
-        stand_in.set_defaults(func=functools.partial(_refuse, why))
 
 
 def _refuse(why: str, args) -> int:
@@ -152,7 +147,13 @@ def _run(args) -> int:
 
 def _internal_error(command: str, exc: Exception) -> int:
     """Exit 3 for a bug (one line; the traceback with WORKBENCH_DEBUG=1), or quiet when stdout's reader left."""
-    if isinstance(exc, BrokenPipeError) and _stdout_reader_gone():
+    gone = False  # stdout is a pipe whose reader left (``... | head -1``), not ``serve``'s socket
+    if isinstance(exc, BrokenPipeError):
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # no poll (Windows), no file
+            poller = select.poll()
+            poller.register(sys.stdout.fileno(), select.POLLOUT)
+            gone = any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    if gone:
         # quiet, as Unix tools are when their reader left; stdout on /dev/null, so that the
         # interpreter's final flush does not print a second BrokenPipeError
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -228,16 +229,6 @@ def prepare_process(argv: list[str]) -> None:
         trace = next((a for a in argv[1:] if not a.startswith("-")), None)
         if trace is not None and os.path.isfile(trace):
             sys.modules["pyarrow"] = None  # type: ignore[assignment] - import pyarrow now raises ImportError
-
-
-def _stdout_reader_gone() -> bool:
-    """Whether stdout is a pipe whose reader left (``... | head -1``), not ``serve``'s socket."""
-    try:
-        poller = select.poll()
-        poller.register(sys.stdout.fileno(), select.POLLOUT)
-    except (AttributeError, OSError, ValueError):  # no poll (Windows) or stdout is not a file
-        return False
-    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
 
 
 def _fail(command: str, message: str, code: int) -> int:

@@ -15,9 +15,7 @@ from pathlib import Path
 from ..errors import RunRecordError
 from .output import OptionError, ProgressBar, dumps
 from ..trace.decode import read_raw
-
-# equal to workbench.trace.read.DEFAULT_MAX_TRACE_BYTES (not imported: argument parsing stays light)
-DEFAULT_MAX_TRACE_BYTES = 4 * 2**30
+from ..trace.read import DEFAULT_MAX_TRACE_BYTES
 
 
 def register(subparsers) -> None:
@@ -63,21 +61,6 @@ def _byte_count(text: str) -> int:
     return value
 
 
-def resolve_trace(path: str | Path) -> Path:
-    """The trace file named by TRACE: the file itself, or the trace of a run folder."""
-    path = Path(path)
-    if not path.is_dir():
-        return path
-    from ..record import load_run  # pandas and pyarrow (0.4-0.6 s): only for a run folder
-
-    trace = load_run(path).trace_path
-    if trace is None:
-        raise RunRecordError(
-            f"{path}: this run has no trace (record one with a traced profile run)"
-        )
-    return trace
-
-
 # Imported on a thread while the main thread reads and gunzips the trace (zlib releases the GIL while
 # it inflates). The analysis reads numpy columns: neither pandas nor pyarrow is imported.
 HEAVY_MODULES = ("workbench.analysis.trace_report", "workbench.trace.load")
@@ -87,7 +70,16 @@ def run(args: argparse.Namespace) -> int:
     show = sys.stderr.isatty() if args.progress is None else args.progress
     bar = ProgressBar() if show else None
     try:
-        path = resolve_trace(args.trace)
+        path = Path(args.trace)
+        if path.is_dir():  # a run folder: the trace its run.json names
+            from ..record import load_run  # pandas and pyarrow (0.4-0.6 s): only for a run folder
+
+            trace = load_run(path).trace_path
+            if trace is None:
+                raise RunRecordError(
+                    f"{path}: this run has no trace (record one with a traced profile run)"
+                )
+            path = trace
         imports = BackgroundImport(HEAVY_MODULES)
         if bar is not None:
             bar("read", 0, 1)

@@ -217,7 +217,11 @@ def compare_saved(
         metric=metric,
         min_effect=min_effect,
         noisy=tuple(noise),
-        shares=tuple(_share(m.noise) for m in (meta_a, meta_b)),
+        # the part of the machine other processes used during each run (None: unknown)
+        shares=tuple(
+            n.other_cores / n.cores if n and n.other_cores is not None and n.cores else None
+            for n in (meta_a.noise, meta_b.noise)
+        ),
         seed=seed,
     )
     tokens = saved_tokens(
@@ -251,13 +255,6 @@ def saved_tokens(path_a: str, path_b: str, **kwargs) -> dict[str, Any] | None:
     if any(b is None for b in blocks):
         return None
     return compare_tokens(blocks[0], blocks[1], paired=False, **kwargs)
-
-
-def _share(noise) -> float | None:
-    """The part of the machine other processes used during a run, from its noise record (None: unknown)."""
-    if noise is None or noise.other_cores is None or not noise.cores:
-        return None
-    return noise.other_cores / noise.cores
 
 
 def saved_columns(path: str) -> tuple[Any, dict[str, np.ndarray]]:

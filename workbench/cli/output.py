@@ -234,19 +234,15 @@ def add_number(parser, kind, default, help_text: str, **kwargs):
     return parser.add_argument(kind.option, type=kind, default=default, help=help_text, **kwargs)
 
 
-def available_bytes() -> int:
-    """Memory available to this process now (Linux MemAvailable; else physical memory)."""
-    with contextlib.suppress(OSError), open("/proc/meminfo") as fh:
-        for line in fh:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
 def check_memory(what: str, count: float, bytes_each: int, available: int | None = None) -> None:
     """ConfigError before allocating when ``count`` items of ``bytes_each`` exceed the memory available."""
-    need = count * bytes_each
-    have = available_bytes() if available is None else available
+    need, have = count * bytes_each, available
+    if have is None:  # the memory available now: Linux MemAvailable, else physical memory
+        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        with contextlib.suppress(OSError), open("/proc/meminfo") as fh:
+            have = next(
+                (int(x.split()[1]) * 1024 for x in fh if x.startswith("MemAvailable:")), have
+            )
     if need > have:
         raise ConfigError(
             f"{what}: {count:.3g} would need about {_size(need)} ({bytes_each} B each), "

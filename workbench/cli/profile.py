@@ -109,13 +109,12 @@ def register(subparsers) -> None:
     )
     add_pacing_arguments(p)
     add_fail_on_error(p)
-    _add_stack_arguments(p)
-    _add_output_arguments(p)
+    _add_record_and_output_arguments(p)
     p.set_defaults(func=run)
 
 
-def _add_stack_arguments(p) -> None:
-    """What the runs record beside the timings: stacks (traced and sampled), shapes, module names."""
+def _add_record_and_output_arguments(p) -> None:
+    """What the runs record beside the timings (stacks, shapes, module names) and where it goes."""
     p.add_argument(
         "--no-stacks",
         dest="stacks",
@@ -135,9 +134,6 @@ def _add_stack_arguments(p) -> None:
     p.add_argument(
         "--with-modules", action="store_true", help="the traced run records nn.Module names"
     )
-
-
-def _add_output_arguments(p) -> None:
     p.add_argument(
         "--out", type=Path, help="run folder to write (default runs/NAME-DEVICE-bsN-PRECISION-TIME)"
     )
@@ -192,14 +188,6 @@ def pace_from_args(args) -> Pace | None:
     )
 
 
-def progress_bar(args):
-    """A progress bar on a terminal's stderr (requests, then wall time against --min-duration)."""
-    if not sys.stderr.isatty():
-        return None
-    bar = ProgressBar()
-    return lambda done, total, phase: bar(PHASES.get(phase, phase), done, total)
-
-
 def add_fail_on_error(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fail-on-error",
@@ -242,23 +230,19 @@ def apply_threads(args) -> None:
 
 
 def config_from_args(args) -> PipelineConfig:
-    return PipelineConfig(
-        device=args.device,
-        batch_size=args.batch_size,
-        precision=args.precision,
-        options=parse_options(args.option),
-        threads=args.threads,
-    )
-
-
-def parse_options(pairs: list[str]) -> dict:
     options = {}
-    for pair in pairs:
+    for pair in args.option:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise ConfigError(f"--option {pair!r}: expected KEY=VALUE")
         options[key] = option_value("--option", key, value)
-    return options
+    return PipelineConfig(
+        device=args.device,
+        batch_size=args.batch_size,
+        precision=args.precision,
+        options=options,
+        threads=args.threads,
+    )
 
 
 def factory_from_args(args):
@@ -269,7 +253,10 @@ def factory_from_args(args):
 
 def run(args) -> int:
     config = config_from_args(args)
-    progress = progress_bar(args)
+    progress = None
+    if sys.stderr.isatty():  # a bar on a terminal: requests, then wall time against --min-duration
+        bar = ProgressBar()
+        progress = lambda done, total, phase: bar(PHASES.get(phase, phase), done, total)
     apply_threads(args)
     factory = factory_from_args(args)
     device = args.device.replace(":", "")

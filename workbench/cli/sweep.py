@@ -138,10 +138,11 @@ def plan_from_args(args):
     )
 
 
-def _measure(args, plan, start):
-    """A sweep's ``measure(value, folder, watch)``: one point's run, saved in its folder."""
+def run_sweep_command(args) -> int:
+    plan = plan_from_args(args)
+    start, header = wing("serve").served_sweep(args) if args.url else _in_process(args)
 
-    def measure(value, folder: Path, watch):
+    def measure(value, folder: Path, watch):  # one point's run, saved in its folder
         point = argparse.Namespace(**vars(args))
         if plan.parameter == "rate":
             point.rate = value
@@ -153,13 +154,6 @@ def _measure(args, plan, start):
         run.save(folder)
         return run
 
-    return measure
-
-
-def run_sweep_command(args) -> int:
-    plan = plan_from_args(args)
-    start, header = wing("serve").served_sweep(args) if args.url else _in_process(args)
-    measure = _measure(args, plan, start)
     out = args.out or default_folder("sweep", header["pipeline"] or "served")
     check_out(out, folder=True)  # before measuring (a name too long for a folder was exit 3)
     if args.figure is not None:

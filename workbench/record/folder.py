@@ -89,7 +89,12 @@ def write_folder(
             typed_table(units, UNIT_COLUMNS).to_parquet(staging / UNITS_FILE, index=False)
         # run.json last: a folder without it is never taken for a run.
         (staging / META_FILE).write_text(_meta_text(meta))
-        _put_in_place(staging, dest)
+        if not dest.exists():  # in place, swapping atomically with an old run there
+            staging.rename(dest)
+        elif exchange(staging, dest):
+            shutil.rmtree(staging, ignore_errors=True)  # staging now holds the old run
+        else:
+            _two_renames(staging, dest)
     except ValueError as exc:  # allow_nan: a NaN or infinity in a section a producer filled
         shutil.rmtree(staging, ignore_errors=True)
         raise RunRecordError(f"{dest / META_FILE}: not written: {exc}") from exc
@@ -139,17 +144,6 @@ def write_text_atomically(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-
-
-def _put_in_place(staging: Path, dest: Path) -> None:
-    """Move the finished staging folder to ``dest``, swapping atomically with an old run there."""
-    if not dest.exists():
-        staging.rename(dest)
-        return
-    if exchange(staging, dest):
-        shutil.rmtree(staging, ignore_errors=True)  # staging now holds the old run
-        return
-    _two_renames(staging, dest)
 
 
 def _two_renames(staging: Path, dest: Path) -> None:

@@ -44,7 +44,7 @@ KINDS = ("profile", "load", "simulation", "served", "ingested")
 STATUS_COMPLETE = "complete"
 STATUS_TIMEOUT = "incomplete: timeout"
 STATUS_INTERRUPTED = "interrupted"
-Kind = Literal["profile", "load", "simulation", "served", "ingested"]
+Kind = Literal[KINDS]  # type: ignore[valid-type] - the tuple above
 # which section a kind of run cannot do without (its readers rely on it)
 REQUIRED_SECTION = {"load": "load", "served": "load", "simulation": "simulation"}
 

@@ -74,6 +74,13 @@ def read_raw(path: Path, max_bytes: int) -> tuple[list[msgspec.Raw], dict]:
     return decode(path, read_bytes(path, max_bytes))
 
 
+# msgspec's words for a top level that is not a trace -> plain ones
+_TOP_LEVEL = {
+    "Expected `object | array`": "the top level must be an object with a 'traceEvents' list",
+    "missing required field `traceEvents`": "no 'traceEvents' list",
+}
+
+
 def decode(path: Path, data) -> tuple[list[msgspec.Raw], dict]:
     """The events (raw slices, decoded in chunks by :func:`decode_events`) and raw metadata."""
     view = memoryview(data)  # empty or whitespace only, 1 MiB at a time: no copy of a large text
@@ -82,7 +89,8 @@ def decode(path: Path, data) -> tuple[list[msgspec.Raw], dict]:
     try:
         top = _DECODER.decode(data)
     except msgspec.ValidationError as exc:
-        raise TraceError(f"{path}: not a PyTorch profiler trace: {_explain(exc)}") from None
+        why = next((v for k, v in _TOP_LEVEL.items() if k in str(exc)), str(exc))
+        raise TraceError(f"{path}: not a PyTorch profiler trace: {why}") from None
     except msgspec.DecodeError as exc:
         raise TraceError(f"{path}: {_syntax(data, str(exc))}") from None
     except (RecursionError, UnicodeDecodeError) as exc:
@@ -163,15 +171,6 @@ def _in_key(data, at: int) -> str:
     return f" (in {key!r})" if key else ""
 
 
-def _explain(exc: msgspec.ValidationError) -> str:
-    text = str(exc)
-    if "Expected `object | array`" in text:
-        return "the top level must be an object with a 'traceEvents' list"
-    if "missing required field `traceEvents`" in text:
-        return "no 'traceEvents' list"
-    return text
-
-
 def decode_meta(path: Path, raw_meta: dict) -> dict:
     """Small top-level fields decoded to plain Python (they are kilobytes at most)."""
     meta = {}
@@ -202,7 +201,11 @@ def deepest_nesting(data) -> tuple[int, int]:
     best, where = 0, 0
     for start in range(0, len(view), _BLOCK):
         b = np.frombuffer(view[start : start + _BLOCK], dtype=np.uint8)
-        escaped = _escaped(b, backslashes)
+        # a byte follows an odd run of backslashes (``backslashes``: the run ending the last block)
+        idx = np.arange(b.size)
+        last_other = np.maximum.accumulate(np.where(b != 92, idx, -1))
+        run = idx - last_other + np.where(last_other < 0, backslashes, 0)  # ending at each byte
+        escaped = (np.concatenate([[backslashes], run[:-1]]) % 2).astype(bool)
         quote = (b == 34) & ~escaped
         inside = (np.cumsum(quote) % 2).astype(bool) ^ in_string
         delta = (np.isin(b, _OPEN).astype(np.int64) - np.isin(b, _CLOSE)) * ~inside
@@ -215,15 +218,6 @@ def deepest_nesting(data) -> tuple[int, int]:
         others = np.flatnonzero(b != 92)  # the run of backslashes ending the block
         backslashes = backslashes + b.size if others.size == 0 else b.size - 1 - int(others[-1])
     return best, where
-
-
-def _escaped(b: np.ndarray, carried: int) -> np.ndarray:
-    """True where a byte follows an odd run of backslashes (``carried``: run ending the previous block)."""
-    idx = np.arange(b.size)
-    last_other = np.maximum.accumulate(np.where(b != 92, idx, -1))
-    run = idx - last_other + np.where(last_other < 0, carried, 0)  # backslashes ending at each byte
-    before = np.concatenate([[carried], run[:-1]])
-    return (before % 2).astype(bool)
 
 
 def key_before(data, offset: int) -> str | None:

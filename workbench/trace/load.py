@@ -103,10 +103,23 @@ class _Columns:
         for key in self.TEXT:
             self.pieces[key].append(self._factorized(xs, key))
         args = [e.args or _NO_ARGS for e in xs]
-        table = _arg_table(args)
+        rows = list(map(attrgetter(*_ARG_KEYS), args))  # int64, NA_INT where absent or not an int
+        try:  # the common case, every present value an int: one C conversion
+            table = np.array(rows, dtype=np.int64).reshape(len(rows), len(_ARG_KEYS))
+        except (TypeError, ValueError, OverflowError):
+            table = np.stack(
+                [to_int64_values([r[i] for r in rows]) for i in range(len(_ARG_KEYS))], axis=1
+            )
         self._check_bytes(table[:, _ARG_KEYS.index("bytes")])
         self.pieces["args"].append(table)
-        self.pieces["shapes"].append(_shapes(args))
+        # operators' ``Input Dims`` as compact JSON text (``[[8,64],[64,64]]``), None when no event
+        # has any: an absent key is an empty Raw (falsy), so the common case costs one pass
+        dims, shapes = list(map(_INPUT_DIMS, args)), None
+        if any(dims):
+            shapes = [
+                bytes(r).decode("utf-8", "replace").replace(" ", "") if r else None for r in dims
+            ]
+        self.pieces["shapes"].append(shapes)
         self.rows += len(xs)
 
     def _event(self, i: int) -> str:
@@ -174,7 +187,12 @@ class _Columns:
     def columns(self) -> Columns:
         text = {k: unify(self.pieces[k]) for k in self.TEXT}
         kind = kind_codes(text["cat"])
-        args = _arg_columns(self.pieces["args"], kind, text["pid"], text["tid"])
+        table = np.concatenate(self.pieces["args"])
+        cols = {k: table[:, i].copy() for i, k in enumerate(_ARG_KEYS)}
+        del table  # its columns are copied: not held twice while the table is assembled
+        correlation = cols["correlation"]  # the 2021 schema names it correlation_id
+        correlation = np.where(correlation == NA_INT, cols["correlation_id"], correlation)
+        gpu = np.isin(kind, [schema.KINDS.index(k) for k in schema.GPU_WORK_KINDS])
         shapes = None
         if any(p is not None for p in self.pieces["shapes"]):  # traces recorded with record_shapes
             parts = [
@@ -188,46 +206,16 @@ class _Columns:
             dur_ns=np.concatenate(self.pieces["dur_ns"]),
             kind=kind,
             **text,
-            **args,
+            device=_with_fallback(cols["device"], gpu, text["pid"]),
+            stream=_with_fallback(cols["stream"], gpu, text["tid"]),
+            correlation=correlation,
+            bytes=cols["bytes"],
+            ext_id=cols["external_id"],
             shapes=shapes,
         )
 
 
 _ARG_KEYS = ("correlation", "device", "stream", "bytes", "external_id", "correlation_id")
-
-
-def _shapes(args: list) -> list | None:
-    """Operators' ``Input Dims`` as compact JSON text (``[[8,64],[64,64]]``), or None when no event has any."""
-    raw = list(map(_INPUT_DIMS, args))
-    if not any(raw):  # an absent key is an empty Raw (falsy): the common case costs one pass
-        return None
-    return [bytes(r).decode("utf-8", "replace").replace(" ", "") if r else None for r in raw]
-
-
-def _arg_table(args: list) -> np.ndarray:
-    """An (n, 6) int64 table of the events' args (NA_INT where absent or not an integer)."""
-    rows = list(map(attrgetter(*_ARG_KEYS), args))
-    try:  # the common case, every present value an int: one C conversion
-        return np.array(rows, dtype=np.int64).reshape(len(rows), len(_ARG_KEYS))
-    except (TypeError, ValueError, OverflowError):
-        return np.stack(
-            [to_int64_values([r[i] for r in rows]) for i in range(len(_ARG_KEYS))], axis=1
-        )
-
-
-def _arg_columns(pieces: list, kind: np.ndarray, pids: Text, tids: Text) -> dict:
-    table = np.concatenate(pieces)
-    cols = {k: table[:, i].copy() for i, k in enumerate(_ARG_KEYS)}
-    correlation = cols["correlation"]  # the 2021 schema names it correlation_id
-    correlation = np.where(correlation == NA_INT, cols["correlation_id"], correlation)
-    gpu = np.isin(kind, [schema.KINDS.index(k) for k in schema.GPU_WORK_KINDS])
-    return {
-        "device": _with_fallback(cols["device"], gpu, pids),
-        "stream": _with_fallback(cols["stream"], gpu, tids),
-        "correlation": correlation,
-        "bytes": cols["bytes"],
-        "ext_id": cols["external_id"],
-    }
 
 
 def _with_fallback(values: np.ndarray, gpu: np.ndarray, ids: Text) -> np.ndarray:

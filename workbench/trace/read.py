@@ -25,6 +25,12 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
+_ZEROS = {  # which of the first 4 bytes are zero -> the encoding without a BOM
+    (True, True, True, False): "utf-32-be",
+    (False, True, True, True): "utf-32-le",
+    (True, False, True, False): "utf-16-be",
+    (False, True, False, True): "utf-16-le",
+}
 
 
 def read_bytes(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_TRACE_BYTES):
@@ -133,7 +139,10 @@ class _Feed:
 
 def as_utf8(path: Path, data):
     """``data`` as UTF-8 JSON text: a UTF-8 BOM skipped, UTF-16/32 converted."""
-    encoding = _encoding(bytes(data[:4]))
+    head = bytes(data[:4])
+    encoding = next((name for bom, name in _BOMS if head.startswith(bom)), None)
+    if encoding is None and len(head) == 4 and 0 in head:  # no BOM: zero bytes tell (RFC 4627)
+        encoding = _ZEROS.get(tuple(b == 0 for b in head))
     if encoding is None:
         return data
     if encoding == "utf-8-sig":
@@ -149,22 +158,6 @@ def as_utf8(path: Path, data):
         raise TraceError(
             f"{path}: invalid {encoding.upper()} text ({exc.reason}); re-export the trace as UTF-8"
         ) from None
-
-
-def _encoding(head: bytes) -> str | None:
-    """The encoding named by a byte order mark, or guessed from zero bytes (RFC 4627); None: UTF-8."""
-    for bom, encoding in _BOMS:
-        if head.startswith(bom):
-            return encoding
-    if len(head) < 4 or 0 not in head:
-        return None
-    zeros = tuple(b == 0 for b in head)
-    return {
-        (True, True, True, False): "utf-32-be",
-        (False, True, True, True): "utf-32-le",
-        (True, False, True, False): "utf-16-be",
-        (False, True, False, True): "utf-16-le",
-    }.get(zeros)
 
 
 def utf8_error_offset(data) -> tuple[int, str] | None:

@@ -1,6 +1,6 @@
 """Does the continuous batching simulator predict a live run? The generate example at three rates.
 
-    python benchmarks/bench_continuous.py [--duration 5] [--loads 0.3 0.6 0.85] [--repeats 3]
+    python benchmarks/bench_continuous.py [--duration 5] [--loads 0.3 0.6 0.85] [--repeats 5]
                                           [--json PATH] [--md PATH]
 
 Exit 1 when the check does not hold (a missed goal, as ``run_all.py`` counts them).
@@ -229,7 +229,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--duration", type=float, default=5.0, help="seconds of arrivals per load")
     ap.add_argument("--loads", type=float, nargs=3, default=[0.3, 0.6, 0.85])
-    ap.add_argument("--repeats", type=int, default=3, help="rounds over the loads, pooled")
+    ap.add_argument("--repeats", type=int, default=5, help="rounds over the loads, pooled")
     ap.add_argument(
         "--calibration-load", type=float, default=0.5, help="of the steps-alone capacity"
     )

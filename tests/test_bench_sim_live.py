@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from tests.conftest import load_script
@@ -156,3 +157,23 @@ def test_simulate_requests_concatenates_the_draws_with_batches_apart():
     assert requests["batch"].tolist() == [0, 1, 2, 10**9, 10**9 + 1, 10**9 + 2]
     summary = validate.simulate_pooled(model, schedule, policy, 2)
     assert (summary["requests"], summary["batches"]) == (6, 6)
+
+
+def test_overheads_are_the_lag_and_the_queue_wait_of_requests_that_found_the_executor_idle(bench):
+    """Three requests at batch size 1: the first and third arrive to an idle executor (their queue
+    waits, 0.05 and 0.07 ms, are hand-overs), the second while the first is served (0.9 ms of
+    queueing, not a hand-over); a failed request is left out."""
+    requests = pd.DataFrame(
+        {
+            "ok": [True, True, True, False],
+            "arrival_ns": ms([0.0, 0.5, 5.0, 6.0]),
+            "batch_wait_ns": [0, 0, 0, 0],
+            "queue_wait_ns": ms([0.05, 0.9, 0.07, 0.0]),
+            "service_ns": ms([1.0, 1.0, 1.0, 1.0]),
+            "lag_ns": ms([0.02, 0.04, 0.08, 9.0]),
+        }
+    )
+    assert bench.overheads_ms(requests) == {
+        "lag_p50_ms": pytest.approx(0.04),
+        "handoff_p50_ms": pytest.approx(0.06),
+    }

@@ -177,3 +177,15 @@ def test_overheads_are_the_lag_and_the_queue_wait_of_requests_that_found_the_exe
         "lag_p50_ms": pytest.approx(0.04),
         "handoff_p50_ms": pytest.approx(0.06),
     }
+
+
+def test_timed_from_sent_takes_each_request_from_its_send_on_the_sends_schedule(bench):
+    requests = pd.DataFrame(
+        {"dur_ns": [5, 9, 4], "lag_ns": [1, 3, 0], "arrival_ns": [11, 23, 20], "ok": [True] * 3}
+    )
+    due = np.array([10, 20, 20])
+    same, schedule = bench.timed_from(requests, due, "due")
+    assert same is requests and schedule is due
+    sent, schedule = bench.timed_from(requests, due, "sent")
+    assert sent["dur_ns"].tolist() == [4, 6, 4] and schedule.tolist() == [11, 20, 23]
+    assert requests["dur_ns"].tolist() == [5, 9, 4]  # the run's own table is left as it was

@@ -118,10 +118,10 @@ def one_rate(example, config, models, capacity, load, args, seed) -> tuple[dict,
 
 
 def timed_from(requests: pd.DataFrame, schedule_ns: np.ndarray, start: str) -> tuple:
-    """The live requests and the schedule the simulator runs on: as run (``due``: latency from each
-    request's due time, on the arrival schedule), or as the executor saw them (``sent``: latency from
-    each request's send, ``dur_ns`` less its ``lag_ns``, on the sends; the generator's lag left out
-    of both sides)."""
+    """The live requests and the schedule the simulator runs on: as run (``due``: latency from
+    each request's due time, on the arrival schedule), or as the executor saw them (``sent``:
+    latency from each request's send, ``dur_ns`` less its ``lag_ns``, on the sends; the
+    generator's lag left out of both sides)."""
     if start == "due":
         return requests, schedule_ns
     sent = requests.assign(dur_ns=requests["dur_ns"] - requests["lag_ns"])

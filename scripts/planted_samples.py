@@ -17,43 +17,31 @@ import argparse
 import contextlib
 import io
 import json
-import pathlib
 import sys
 import tempfile
 import time
+from pathlib import Path
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.cli import test_profile_waits as planted  # noqa: E402
-from tests.support.cli import workbench  # noqa: E402
 from workbench.cli import main  # noqa: E402
 
 
 def one_run(source: str, requests: int, options: list[str]) -> str:
     with tempfile.TemporaryDirectory() as tmp:
-        d = pathlib.Path(tmp)
-        running = d / "running"
-        running.touch()
-        pipe = d / "planted.py"
-        pipe.write_text(f"RUNNING = {str(running)!r}\n" + source)
-        out = d / "run"
-        argv = ["profile", "--pipeline", f"{pipe}:build", "--out", str(out), "--traced", "0"]
-        argv += ["--requests", str(requests), "--warmup", "5", "--json", *options]
         t0 = time.perf_counter()
         try:
-            done = workbench(*argv, timeout=600)
-        finally:
-            running.unlink()
+            shown, out = planted.profile_planted(Path(tmp), source, requests, tuple(options))
+        except AssertionError as exc:  # the profile's exit status and stderr
+            return f"profile failed: {str(exc)[-500:]}"
         wall_s = time.perf_counter() - t0
-        if done.returncode != 0:
-            return f"profile exited {done.returncode}: {done.stderr[-500:]}"
-        waits = json.loads(done.stdout)["waits"]
         said = io.StringIO()
         with contextlib.redirect_stdout(said):
             main(["audit", str(out), "--json"])
-        findings = [
-            (f["kind"], f["stage"]) for f in json.loads(said.getvalue())["runs"][0]["findings"]
-        ]
+        runs = json.loads(said.getvalue())["runs"]
+    findings = [(f["kind"], f["stage"]) for f in runs[0]["findings"]]
+    waits = shown["waits"]
     classes = {k: round(v, 2) for k, v in waits["classes"]["slowest_5pct"].items()}
     return (
         f"{wall_s:.1f} s  samples {waits['samples']}  slowest 5 %: {classes}  findings {findings}"

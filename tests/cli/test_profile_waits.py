@@ -138,10 +138,10 @@ def build(config):
 DEFAULT = ("--min-duration", "3", "--max-duration", "6")
 
 
-def _profile_and_audit(tmp_path, capsys, source: str, requests: int, extra=DEFAULT):
-    """``(show --json, the audit's entry, findings by kind)`` of the default profile of a planted
-    pipeline (``extra``: its options); the background threads run while the file ``RUNNING`` names
-    exists (removed before the audit, so no thread outlives its test)."""
+def profile_planted(tmp_path, source: str, requests: int, extra=DEFAULT):
+    """``(show --json, the run folder)`` of the default profile of a planted pipeline (``extra``: its
+    options; also scripts/planted_samples.py's run); the background threads run while the file
+    ``RUNNING`` names exists (removed when the profile ends, so no thread outlives it)."""
     running = tmp_path / "running"
     running.touch()
     pipe = tmp_path / "planted.py"
@@ -154,7 +154,12 @@ def _profile_and_audit(tmp_path, capsys, source: str, requests: int, extra=DEFAU
     finally:
         running.unlink()
     assert done.returncode == 0, done.stderr[-3000:]
-    shown = json.loads(done.stdout)
+    return json.loads(done.stdout), out
+
+
+def _profile_and_audit(tmp_path, capsys, source: str, requests: int, extra=DEFAULT):
+    """``(show --json, the audit's entry, findings by kind)`` of :func:`profile_planted`."""
+    shown, out = profile_planted(tmp_path, source, requests, extra)
     assert main(["audit", str(out), "--json"]) == 0
     entry = json.loads(capsys.readouterr().out)["runs"][0]
     found = Findings()

@@ -233,10 +233,10 @@ def test_a_closed_loop_run_names_the_lock_too(tmp_path, capsys):
     """``--closed-loop`` (back to back only) and its audit name the lock, its line and the holder's
     thread: the wait classes read closed-loop requests as they read the paced ones. 1,500 requests
     span 1.4-2.2 s, 20-30 of the holder's 70-ms cycles (3 runs of ``profile_planted``, ``_held``
-    printed): CI's run of 44eb217 at 400 saw no wait in record at all (0 samples, score 100 % of the mean), where 40 runs here of
-    ``python scripts/planted_samples.py LOCKED 400 --closed-loop --runs 40`` (most beside a
-    pytest run of tests/cli) all named the lock; a failure now says the holder's cycles beside the
-    requests' span."""
+    printed). CI's run of 44eb217 at 400 saw no wait in record at all (0 samples, score 100 % of
+    the mean), where 40 runs here of ``python scripts/planted_samples.py LOCKED 400 --closed-loop
+    --runs 40`` (most beside a pytest run of tests/cli) all named the lock; a failure now says the
+    holder's cycles beside the requests' span."""
     _, _, found = _profile_and_audit(tmp_path, capsys, LOCKED, 1500, extra=("--closed-loop",))
     lock, waiting = found["lock"], _line(LOCKED, "        with lock:")
     assert lock["stage"] == "record" and lock["numbers"]["site"] == f"record (planted.py:{waiting})"

@@ -54,6 +54,7 @@ from .timing import (
     GcProbe,
     RequestTiming,
     StageFailure,
+    collect_set_up_garbage,
     stage_timer,
     traced_fn,
     units_table,
@@ -356,8 +357,9 @@ def _timing_run(
             for i in range(total):
                 if cancel is not None and cancel.is_set():
                     raise Cancelled(f"cancelled after {i} of {total} requests")
-                if i == warmup and deadline_ns is not None:
-                    measured_from = clock()
+                if i == warmup:  # the warm-up's and the set-up's garbage is no request's pause
+                    collect_set_up_garbage()
+                    measured_from = clock() if deadline_ns is not None else None
                 elif measured_from is not None and clock() - measured_from >= deadline_ns:
                     break  # measured_from is set: past the first measured request
                 out.append(call(batch()))
@@ -402,6 +404,7 @@ def _paced_requests(
     paced.rate_rps = rate
     bound_s = plan.max_duration_s or 3600.0
     schedule = Arrivals("poisson", rate_rps=rate, duration_s=bound_s, seed=pace.seed).times_ns()
+    collect_set_up_garbage()  # and the closed-loop requests' records
     started, durs, min_ns = clock(), [], s_to_ns(pace.min_duration_s)
     paced.stopped_by = "max_duration_s"
     for k, due in enumerate(schedule.tolist()):

@@ -23,7 +23,7 @@ from ..noise import NoiseProbe, Readings
 from ..runner import environment
 from ..record import Load, Run
 from ..record.meta import STATUS_COMPLETE, STATUS_INTERRUPTED
-from ..timing import Clock, StageFailure, stream_index
+from ..timing import Clock, StageFailure, collect_set_up_garbage, stream_index
 from ..units import ns_to_s, s_to_ns
 from .arrivals import Arrivals
 from .continuous import (
@@ -90,6 +90,7 @@ def run_continuous(pipe, target, arrivals: Arrivals, items: list, opts) -> Run:
     seqs = [Seq(i, int(t), *steps.lengths(x)) for i, (t, x) in enumerate(zip(schedule, items))]
     started = datetime.now(timezone.utc)
     probe = NoiseProbe(opts.noise_readings or Readings()).start()
+    collect_set_up_garbage()
     origin = clock() + LEAD_NS
     deadline = (int(schedule[-1]) if len(schedule) else 0) + s_to_ns(drain_timeout_s)
     log, interrupted = TokenLog(), False

@@ -33,7 +33,7 @@ from ..sampling import StackSampler
 from ..guard import TIMEOUT, Interrupted, StageGuard, StageTimeout, check_timeout
 from ..pipeline import Pipeline, first_request_checked, resolve_pipeline
 from ..runner import environment, failure_records, next_batch
-from ..timing import Clock, stage_timer, stream_index
+from ..timing import Clock, collect_set_up_garbage, stage_timer, stream_index
 from ..units import ns_to_s
 from .arrivals import Arrivals
 from .continuous import ContinuousPolicy
@@ -191,6 +191,7 @@ def _drive(
             f"executor warm-up still running after {wait_s:g} s (the drain timeout or longer): a stage "
             f"does not return; {executors - ready} of {executors} executor threads abandoned, nothing measured"
         )
+    collect_set_up_garbage()  # after the executors built and warmed up
     origin, lags, done, interrupted = clock() + LEAD_NS, np.zeros(0, dtype=np.int64), False, False
     try:
         try:

@@ -111,6 +111,8 @@ def one_rate(example, config, models, capacity, load, args, seed) -> tuple[dict,
         "load": load,
         "rate_rps": arrivals.rate_rps,
         "lag_p99_ms": live.meta.load.generator_lag_p99_ms,
+        "full_gc": full_collections(live.meta.sampled),
+        "calibration_full_gc": full_collections(calibration.meta.sampled),
     } | overheads_ms(live.requests)
     requests, schedule = timed_from(live.requests, arrivals.times_ns(), args.timed_from)
     figures, samples = judged(requests, schedule, models, args.replications)
@@ -126,6 +128,13 @@ def timed_from(requests: pd.DataFrame, schedule_ns: np.ndarray, start: str) -> t
         return requests, schedule_ns
     sent = requests.assign(dur_ns=requests["dur_ns"] - requests["lag_ns"])
     return sent, np.sort(sent["arrival_ns"].to_numpy(dtype=np.int64))
+
+
+def full_collections(sampled: dict | None) -> int:
+    """How many full (generation-2) collections a live run's GC record holds: each one traversal
+    of the whole heap (about 90 ms in this process), the tail of a sub-ms pipeline when it falls
+    inside the run; the set-up's is collected before the first arrival, out of the record."""
+    return sum(g == 2 for g in (sampled or {}).get("gc", {}).get("generation", []))
 
 
 def overheads_ms(requests) -> dict:
@@ -263,7 +272,7 @@ def markdown(rows: list[dict], pooled_rows: list[dict], args, wall_s: float) -> 
         "",
         *ratio_header(
             "round | load | rate/s | live p50 ms | live p99 ms | lag p99 ms | lag p50 ms "
-            "| handoff p50 ms"
+            "| handoff p50 ms | full GCs (live, calibration)"
         ),
     ]
     for r in rows:
@@ -271,7 +280,7 @@ def markdown(rows: list[dict], pooled_rows: list[dict], args, wall_s: float) -> 
         lines.append(
             f"| {r['round']} | {r['load']:g} | {r['rate_rps']:.0f} | {r['live_p50_ms']:.3g} | "
             f"{r['live_p99_ms']:.3g} | {r['lag_p99_ms']:.3g} | {r['lag_p50_ms']:.3g} | "
-            f"{r['handoff_p50_ms']:.3g} | {ratios} |"
+            f"{r['handoff_p50_ms']:.3g} | {r['full_gc']}, {r['calibration_full_gc']} | {ratios} |"
         )
     lines += [
         "",

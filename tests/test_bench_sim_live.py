@@ -189,3 +189,9 @@ def test_timed_from_sent_takes_each_request_from_its_send_on_the_sends_schedule(
     sent, schedule = bench.timed_from(requests, due, "sent")
     assert sent["dur_ns"].tolist() == [4, 6, 4] and schedule.tolist() == [11, 20, 23]
     assert requests["dur_ns"].tolist() == [5, 9, 4]  # the run's own table is left as it was
+
+
+def test_full_collections_count_the_generation_2_pauses_of_a_live_runs_gc_record(bench):
+    sampled = {"gc": {"generation": [0, 2, 1, 2, 0], "dur_ns": [1, 90, 2, 95, 1]}}
+    assert bench.full_collections(sampled) == 2
+    assert bench.full_collections(None) == 0 and bench.full_collections({"gc": {}}) == 0

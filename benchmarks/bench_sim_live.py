@@ -56,6 +56,7 @@ from workbench.batching.arrivals import Arrivals  # noqa: E402
 from workbench.batching.live import run_load  # noqa: E402
 from workbench.batching.policy import BatchPolicy  # noqa: E402
 from workbench.batching.service_model import service_model_from_runs  # noqa: E402
+from workbench.batching.simulator import DRAWS  # noqa: E402
 from workbench.batching.summary import load_summary  # noqa: E402
 from workbench.runner import DEFAULT_UTILIZATION, Pace  # noqa: E402
 
@@ -82,6 +83,7 @@ def calibrate(example: str, config: PipelineConfig, min_duration_s: float) -> tu
 
 
 MODELS = ("closed", "paced", "live")
+OWN_DRAWS = 20
 CALIBRATION_SEED = 1000  # the live calibration's schedule: another seed than every checked run's
 
 
@@ -115,8 +117,23 @@ def one_rate(example, config, models, capacity, load, args, seed) -> tuple[dict,
         "calibration_full_gc": full_collections(calibration.meta.sampled),
     } | overheads_ms(live.requests)
     requests, schedule = timed_from(live.requests, arrivals.times_ns(), args.timed_from)
-    figures, samples = judged(requests, schedule, models, args.replications)
-    return row | figures, samples
+    figures, samples = judged(requests, schedule, models, args.replications, args.draws)
+    return row | figures | own_order_p99_ms(live, schedule), samples
+
+
+def own_order_p99_ms(live, schedule_ns) -> dict:
+    """What the order of service times does to queueing: the live run simulated from its own
+    service times (one executor's occupancy, ``service_model_from_runs``) on its own schedule, 20
+    draws pooled, in the order they ran from a seeded start (``own_order_p99_ms``) and each on
+    its own (``own_shuffled_p99_ms``). Not a prediction (the run is its own calibration): the gap
+    is what independent draws lose of a run's slow spells."""
+    model = service_model_from_runs([live])
+    return {
+        f"own_{name}_p99_ms": load_summary(
+            simulate_requests(model, schedule_ns, POLICY, OWN_DRAWS, draws), 1
+        )["end_to_end"]["p99_ms"]
+        for name, draws in (("order", "sequence"), ("shuffled", "independent"))
+    }
 
 
 def timed_from(requests: pd.DataFrame, schedule_ns: np.ndarray, start: str) -> tuple:
@@ -152,7 +169,9 @@ def overheads_ms(requests) -> dict:
     }
 
 
-def judged(live_requests, schedule_ns, models: dict, replications: int) -> tuple[dict, dict]:
+def judged(
+    live_requests, schedule_ns, models: dict, replications: int, draws: str = "independent"
+) -> tuple[dict, dict]:
     """A live run's ``requests`` and end-to-end ``live_{q}_ms``, and per model simulated on its
     schedule (``replications`` service draws pooled) ``{model}_sim_{q}_ms``, ``{model}_{q}_ratio``
     (simulated / live) and ``{model}_{q}_pass``; with the samples (ns) behind them: ``{"live":
@@ -162,7 +181,7 @@ def judged(live_requests, schedule_ns, models: dict, replications: int) -> tuple
     row |= {f"live_{q}_ms": summary["end_to_end"][f"{q}_ms"] for q in QUANTILES}
     samples = {"live": end_to_end_ns(live_requests), "sim": {}}
     for name, model in models.items():
-        requests = simulate_requests(model, schedule_ns, POLICY, replications)
+        requests = simulate_requests(model, schedule_ns, POLICY, replications, draws)
         samples["sim"][name] = end_to_end_ns(requests)
         sim = load_summary(requests, POLICY.concurrency)["end_to_end"]
         for q in QUANTILES:
@@ -261,7 +280,7 @@ def markdown(rows: list[dict], pooled_rows: list[dict], args, wall_s: float) -> 
         f"`python benchmarks/bench_sim_live.py --example {args.example} --loads "
         f"{' '.join(f'{x:g}' for x in args.loads)} --duration {args.duration:g} --min-duration "
         f"{args.min_duration:g} --rounds {args.rounds} --replications {args.replications}"
-        f"{' --timed-from sent' if args.timed_from == 'sent' else ''}` in "
+        f"{' --timed-from sent' if args.timed_from == 'sent' else ''} --draws {args.draws}` in "
         f"{wall_s:.0f} s; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on "
         f"{os.cpu_count()} cores at the end (a busy machine when above 1 per core). Batch size 1, "
         "no wait, one torch thread. Ratio = simulated / live end to end (timed from each request's "
@@ -272,7 +291,7 @@ def markdown(rows: list[dict], pooled_rows: list[dict], args, wall_s: float) -> 
         "",
         *ratio_header(
             "round | load | rate/s | live p50 ms | live p99 ms | lag p99 ms | lag p50 ms "
-            "| handoff p50 ms | full GCs (live, calibration)"
+            "| handoff p50 ms | full GCs (live, calibration) | own p99 ms (order, shuffled)"
         ),
     ]
     for r in rows:
@@ -280,7 +299,8 @@ def markdown(rows: list[dict], pooled_rows: list[dict], args, wall_s: float) -> 
         lines.append(
             f"| {r['round']} | {r['load']:g} | {r['rate_rps']:.0f} | {r['live_p50_ms']:.3g} | "
             f"{r['live_p99_ms']:.3g} | {r['lag_p99_ms']:.3g} | {r['lag_p50_ms']:.3g} | "
-            f"{r['handoff_p50_ms']:.3g} | {r['full_gc']}, {r['calibration_full_gc']} | {ratios} |"
+            f"{r['handoff_p50_ms']:.3g} | {r['full_gc']}, {r['calibration_full_gc']} | "
+            f"{r['own_order_p99_ms']:.3g}, {r['own_shuffled_p99_ms']:.3g} | {ratios} |"
         )
     lines += [
         "",
@@ -308,6 +328,13 @@ def main(argv=None) -> int:
         default="due",
         help="live latency from each request's due time on the schedule (the default), or from "
         "its send, the simulator then running on the sends the executor saw",
+    )
+    parser.add_argument(
+        "--draws",
+        choices=DRAWS,
+        default="sequence",
+        help="each model's service times in the order its calibration ran them (the default), or "
+        "each drawn on its own (simulate --draws)",
     )
     parser.add_argument("--md", type=Path)
     parser.add_argument("--json", type=Path)

@@ -70,12 +70,13 @@ def profile_sizes(example: str, sizes: list[int], requests: int, root: Path) -> 
 
 
 def simulate_requests(
-    model, schedule: np.ndarray, policy: BatchPolicy, replications: int
+    model, schedule: np.ndarray, policy: BatchPolicy, replications: int, draws="independent"
 ) -> pd.DataFrame:
     """The requests tables of ``replications`` simulations of the same arrivals with different
-    service draws (seeds 0, 1, ...), concatenated; each draw's batches numbered apart."""
+    service draws (seeds 0, 1, ...; ``draws`` as ``simulate``'s), concatenated; each draw's
+    batches numbered apart."""
     tables = [
-        simulate(model, schedule, policy, seed=s).requests.assign(
+        simulate(model, schedule, policy, seed=s, draws=draws).requests.assign(
             batch=lambda d, s=s: d["batch"] + s * 10**9
         )
         for s in range(replications)

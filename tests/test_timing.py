@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import gc
 import sys
+import time
 
+import numpy as np
 import pytest
 
 from tests.conftest import FakeClock
+from workbench import timing
+from workbench.batching.live import generate
 from workbench.timing import GcProbe, time_request
 
 
@@ -158,3 +162,22 @@ def test_stop_without_start_is_ignored():
     probe = GcProbe(clock=lambda: 5)
     probe.callback("stop", {})
     assert probe.pause_ns == 0 and probe.collections == 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="timer slack is Linux's (prctl)")
+def test_a_paced_sender_sleeps_with_a_1_ns_timer_slack_restored_after():
+    """generate (the in-process load's sender) sends with the thread's slack at 1 ns, so a sleep
+    until a due time is not woken 50-75 us late (benchmarks/bench_timer_slack.py); the slack the
+    thread had is back afterwards."""
+    prctl = timing._prctl()
+    before = prctl(timing.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+    seen = []
+
+    def submit(item):
+        seen.append(prctl(timing.PR_GET_TIMERSLACK, 0, 0, 0, 0))
+        return item, time.perf_counter_ns()
+
+    schedule = np.array([0, 200_000, 400_000], dtype=np.int64)
+    generate(schedule, [0, 1, 2], submit, start_ns=time.perf_counter_ns())
+    assert seen == [1, 1, 1] and before > 1
+    assert prctl(timing.PR_GET_TIMERSLACK, 0, 0, 0, 0) == before

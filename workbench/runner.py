@@ -55,6 +55,7 @@ from .timing import (
     RequestTiming,
     StageFailure,
     collect_set_up_garbage,
+    fine_timer_slack,
     stage_timer,
     traced_fn,
     units_table,
@@ -370,7 +371,8 @@ def _timing_run(
                 if plan.progress is not None:
                     plan.progress(i + 1, total, "timing")
             if paced is not None:
-                return out, _paced_requests(plan, batch, call, out, paced)
+                with fine_timer_slack():  # woken at each due time, not 75 us after it
+                    return out, _paced_requests(plan, batch, call, out, paced)
         except KeyboardInterrupt:
             return out, STATUS_INTERRUPTED
         finally:

@@ -206,3 +206,43 @@ def test_a_paced_profile_calibrates_the_model_with_service_times_after_idle_gaps
     model = service_model_from_runs([run])
     service = paced["dur_ns"] - paced["lag_ns"]  # the service model's samples are from the send
     assert model.samples[1].tolist() == sorted(service) and np.median(model.samples[1]) == 3 * MS
+
+
+def occupancy_run(concurrency=None):
+    """Three batches of one request on one executor (ms): idle (hand-over 0.1), queued behind it
+    (0.02 of turnaround after it), idle again (hand-over 0.05)."""
+    req = pd.DataFrame(
+        {
+            "request": range(3),
+            "warmup": False,
+            "start_ns": 0,
+            "dur_ns": 0,
+            "ok": True,
+            "batch": [0, 1, 2],
+            "arrival_ns": [0, MS // 2, 5 * MS],
+            "batch_wait_ns": 0,
+            "queue_wait_ns": [MS // 10, 620_000, MS // 20],
+            "service_ns": [MS, MS, 2 * MS],
+            "batch_size": 1,
+        }
+    )
+    meta = {"kind": "load", "pipeline": "toy", "config": {"batch_size": 1}}
+    if concurrency is not None:
+        meta["load"] = {
+            "policy": {"max_batch_size": 1, "max_wait_ms": 0.0, "concurrency": concurrency}
+        }
+    return Run(meta=meta, requests=req, stages=pd.DataFrame())
+
+
+def test_a_one_executor_load_run_gives_the_executors_occupancy_in_the_order_batches_ran():
+    """Each batch from when the executor could take it (its close, or the batch before's end) to
+    its end: 1.1 ms (hand-over 0.1 + 1), 1.02 (turnaround 0.02 + 1), 2.05; ``order`` their
+    quantiles in the order they ran."""
+    m = service_model_from_runs([occupancy_run()], min_batches=1)
+    assert m.samples[1].tolist() == [1_020_000, 1_100_000, 2_050_000]
+    assert m.order.tolist() == [0.5, 0.0, 1.0]
+
+
+def test_with_more_executors_a_load_run_gives_the_pipeline_calls_own_time():
+    m = service_model_from_runs([occupancy_run(concurrency=2)], min_batches=1)
+    assert m.samples[1].tolist() == [MS, MS, 2 * MS] and m.order.tolist() == [0.25, 0.25, 1.0]

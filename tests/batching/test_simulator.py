@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -8,6 +10,7 @@ from workbench.batching.policy import BatchPolicy
 from workbench.batching.service_model import ServiceModel
 from workbench.batching.simulator import simulate
 from workbench.batching.summary import load_summary
+from workbench.errors import ConfigError
 from workbench.batching.simulator import SWEEP_COLUMNS, sweep
 
 MS = 1_000_000
@@ -145,3 +148,26 @@ def test_a_batch_takes_exactly_its_drawn_service_time():
         BatchPolicy(1, 0.0),
     )
     assert sim.batches["service_ns"].tolist() == [1_000_000] * 3
+
+
+def test_sequence_draws_replay_the_runs_order_from_a_seeded_start_and_need_one():
+    """Service times 1, 2, 3 ms measured in that order: 7 requests 10 ms apart (never queued)
+    are served 1 -> 2 -> 3 -> 1 ... from a start the seed picks; independent draws do not keep it.
+    A model made from samples has no order to replay."""
+    model = ServiceModel.from_samples({1: [1_000_000, 2_000_000, 3_000_000]})
+    arrivals = np.arange(7, dtype=np.int64) * 10_000_000
+    with pytest.raises(ConfigError, match="made from samples"):
+        simulate(model, arrivals, BatchPolicy(1, 0.0), draws="sequence")
+    with pytest.raises(ConfigError, match="draws must be one of independent, sequence"):
+        simulate(model, arrivals, BatchPolicy(1, 0.0), draws="shuffled")
+    ordered = dataclasses.replace(model, order=np.array([0.0, 0.5, 1.0]))
+    starts = set()
+    for seed in range(12):
+        sim = simulate(ordered, arrivals, BatchPolicy(1, 0.0), seed=seed, draws="sequence")
+        ms = (sim.batches["service_ns"] // 1_000_000).astype(int).tolist()
+        assert all(b == a % 3 + 1 for a, b in zip(ms, ms[1:])), ms
+        starts.add(ms[0])
+        assert sim.meta["service_draws"] == "sequence"
+    assert starts == {1, 2, 3}
+    independent = simulate(ordered, arrivals, BatchPolicy(1, 0.0), seed=0).batches["service_ns"]
+    assert len(set(independent.round(-3))) > 3  # interpolated between the three: not replayed

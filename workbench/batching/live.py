@@ -33,7 +33,7 @@ from ..sampling import StackSampler
 from ..guard import TIMEOUT, Interrupted, StageGuard, StageTimeout, check_timeout
 from ..pipeline import Pipeline, first_request_checked, resolve_pipeline
 from ..runner import environment, failure_records, next_batch
-from ..timing import Clock, collect_set_up_garbage, stage_timer, stream_index
+from ..timing import Clock, collect_set_up_garbage, fine_timer_slack, stage_timer, stream_index
 from ..units import ns_to_s
 from .arrivals import Arrivals
 from .continuous import ContinuousPolicy
@@ -229,15 +229,16 @@ def generate(
     lags = np.zeros(len(schedule_ns), dtype=np.int64)
     k = 0
     try:
-        for k, offset in enumerate(schedule_ns.tolist()):
-            due = start_ns + offset
-            now = clock()
-            if now < due:
-                sleep(ns_to_s(due - now))
-            if (cancel is not None and cancel.is_set()) or (stop is not None and stop(offset)):
-                return lags[:k]
-            _, arrival = submit(items[k])
-            lags[k] = max(0, arrival - due)
+        with fine_timer_slack():  # woken at each due time, not 75 us after it (timing.py)
+            for k, offset in enumerate(schedule_ns.tolist()):
+                due = start_ns + offset
+                now = clock()
+                if now < due:
+                    sleep(ns_to_s(due - now))
+                if (cancel is not None and cancel.is_set()) or (stop is not None and stop(offset)):
+                    return lags[:k]
+                _, arrival = submit(items[k])
+                lags[k] = max(0, arrival - due)
     except KeyboardInterrupt as stop:
         stop.lags_ns = lags[:k]  # request k was not submitted (or its lag not taken)
         raise

@@ -8,11 +8,13 @@ distribution (an overestimate, :meth:`ServiceModel.extrapolates_below`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from ..errors import ConfigError
 from ..fingerprint import check_poolable
@@ -22,12 +24,15 @@ from ..units import NS_PER_S, ns_to_ms
 
 @dataclass(frozen=True)
 class ServiceModel:
-    """Measured service times: ``samples[size]`` is a sorted int64 array (ns)."""
+    """Measured service times: ``samples[size]`` is a sorted int64 array (ns). ``order``: from runs,
+    each measured call's quantile within its size's samples, in the order the calls ran (the
+    simulator's ``draws="sequence"`` replays it, so that a slow spell stays a spell)."""
 
     samples: Mapping[int, np.ndarray]
     pipeline: str | None = None
     sources: tuple[str, ...] = ()
     mixed: tuple[tuple[str, object, object], ...] = ()  # fields that differ, pooled (allow_mixed)
+    order: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if not self.samples:
@@ -117,22 +122,36 @@ def service_model_from_runs(
             "pass runs of one pipeline"
         )
     mixed = tuple(check_poolable(loaded, labels, allow_mixed)) if loaded else ()
-    pooled: dict[int, list[np.ndarray]] = {}
-    sources = []
-    for run, label in zip(loaded, labels):
-        per_size = (
-            _load_samples(run, min_batches) if run.kind == "load" else _profile_samples(run, label)
-        )
-        for size, values in per_size.items():
-            pooled.setdefault(size, []).append(values)
-        sources.append(os.fspath(label))
-    samples = {b: np.concatenate(v) for b, v in pooled.items()}
-    return ServiceModel.from_samples(
-        samples, pipeline=next(iter(names), None), sources=tuple(sources), mixed=mixed
+    calls = [  # (size, service ns) per measured call, in the order it ran
+        _load_calls(run, min_batches) if run.kind == "load" else _profile_calls(run, label)
+        for run, label in zip(loaded, labels)
+    ]
+    sizes = np.concatenate([c[0] for c in calls]) if calls else np.zeros(0, dtype=np.int64)
+    values = np.concatenate([c[1] for c in calls]) if calls else np.zeros(0, dtype=np.int64)
+    samples = {int(b): values[sizes == b] for b in np.unique(sizes)}
+    model = ServiceModel.from_samples(
+        samples,
+        pipeline=next(iter(names), None),
+        sources=tuple(os.fspath(label) for label in labels),
+        mixed=mixed,
     )
+    return dataclasses.replace(model, order=_quantiles(model, sizes, values))
 
 
-def _profile_samples(run, label: str) -> dict[int, np.ndarray]:
+def _quantiles(model: ServiceModel, sizes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Each call's quantile (0..1) within its size's sorted samples, the calls' order kept."""
+    out = np.zeros(len(values))
+    for b, sorted_values in model.samples.items():
+        mine = sizes == b
+        n = len(sorted_values)
+        lo = np.searchsorted(sorted_values, values[mine], side="left")
+        hi = np.searchsorted(sorted_values, values[mine], side="right") - 1
+        out[mine] = (lo + hi) / 2 / (n - 1) if n > 1 else 0.5  # ties: their middle rank
+    return out
+
+
+def _profile_calls(run, label: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(sizes, service ns)`` of a profile run's measured successful requests, in order."""
     if run.kind != "profile":
         raise ConfigError(
             f"--service {label}: a {run.kind!r} run; the service model needs `workbench profile` "
@@ -145,21 +164,42 @@ def _profile_samples(run, label: str) -> dict[int, np.ndarray]:
     durs = req["dur_ns"].to_numpy(dtype=np.int64)
     if "lag_ns" in req:  # a paced run times from the due time: the service is from the send
         durs = durs - req["lag_ns"].to_numpy(dtype=np.int64)
-    if len(durs) and not durs.any():
+    if not len(durs):
+        raise ConfigError(
+            f"service model has no successful measured requests at batch size {size} ({label})"
+        )
+    if not durs.any():
         raise ConfigError(
             f"--service {label}: requests.parquet column 'dur_ns' is 0 for every measured request; "
             "not a service time (a damaged or hand-edited run)"
         )
-    return {size: durs}
+    return np.full(len(durs), size, dtype=np.int64), durs
 
 
-def _load_samples(run, min_batches: int) -> dict[int, np.ndarray]:
-    req = run.requests
-    ok = req.groupby("batch")["ok"].all()
-    batches = (
-        req[req["batch"].isin(ok[ok].index) & (req["batch"] >= 0)]
-        .groupby("batch")
-        .agg(size=("batch", "size"), service_ns=("service_ns", "first"))
-    )
-    sizes = batches.groupby("size")["service_ns"]
-    return {int(b): g.to_numpy(dtype=np.int64) for b, g in sizes if len(g) >= min_batches}
+OCCUPANCY_COLUMNS = ("arrival_ns", "batch_wait_ns", "queue_wait_ns")
+
+
+def _load_calls(run, min_batches: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(sizes, service ns)`` of a load run's successful batches, in the order they ran; sizes
+    seen in fewer than ``min_batches`` batches left out.
+
+    With one executor the service is the executor's *occupancy*: from when it could take the
+    batch (the batch closed, or the batch before ended, whichever is later) to the batch's end,
+    so the hand-over to an idle executor and the turnaround between queued batches (tens of us
+    that the stage clocks do not see) are the server's, as a simulated server has them. With more
+    executors (which one ran a batch is not recorded) it is the pipeline call's own time."""
+    req = run.requests[run.requests["batch"] >= 0]  # dispatched
+    cols = {c: (c, "first") for c in (*OCCUPANCY_COLUMNS, "service_ns") if c in req}
+    batches = req.groupby("batch").agg(size=("batch", "size"), ok=("ok", "all"), **cols)
+    service = batches["service_ns"].to_numpy(dtype=np.int64)
+    policy = getattr(getattr(run.meta, "load", None), "policy", None) or {}
+    if all(c in batches for c in OCCUPANCY_COLUMNS) and policy.get("concurrency", 1) == 1:
+        closed = (batches["arrival_ns"] + batches["batch_wait_ns"]).to_numpy(dtype=np.int64)
+        end = closed + batches["queue_wait_ns"].to_numpy(dtype=np.int64) + service
+        before = np.concatenate([[np.iinfo(np.int64).min], end[:-1]])
+        service = end - np.maximum(closed, before)
+    ok = batches["ok"].to_numpy(dtype=bool)
+    sizes, service = batches["size"].to_numpy(dtype=np.int64)[ok], service[ok]
+    counts = pd.Series(sizes).value_counts()
+    kept = np.isin(sizes, counts[counts >= min_batches].index)
+    return sizes[kept], service[kept]

@@ -50,7 +50,7 @@ from ..analysis.budget import failure_summary, noise_summary
 from ..batching.summary import format_summary, load_summary, simulation_run
 from ..analysis.tokens import token_summary, token_text
 from ..batching.service_model import service_model_from_runs
-from ..batching.simulator import simulate
+from ..batching.simulator import DRAWS, simulate
 
 DURATION_S = number("--duration", 0, 7 * 86_400, "s", lo_open=True)
 # what fits in memory is checked from --rate (load_args)
@@ -112,6 +112,13 @@ def register(subparsers) -> None:
         "--allow-mixed",
         action="store_true",
         help="pool --service runs whose fingerprints differ in more than batch_size (said in the output)",
+    )
+    sim.add_argument(
+        "--draws",
+        choices=DRAWS,
+        default="independent",
+        help="service times drawn each on its own (default), or in the order the --service runs "
+        "measured them from a seeded start (sequence: a live load's slow spells stay spells)",
     )
     sim.add_argument(
         "--out",
@@ -225,7 +232,7 @@ def run_simulate_command(args) -> int:
     if args.out is not None:
         check_out(args.out, folder=True)
     model = service_model_from_runs(args.service, allow_mixed=args.allow_mixed)
-    sim = simulate(model, arrivals, policy, seed=args.seed)
+    sim = simulate(model, arrivals, policy, seed=args.seed, draws=args.draws)
     summary = load_summary(sim.requests, policy.concurrency)
     saved = None
     if args.out is not None:  # checked before simulating (check_out)

@@ -195,3 +195,28 @@ def test_full_collections_count_the_generation_2_pauses_of_a_live_runs_gc_record
     sampled = {"gc": {"generation": [0, 2, 1, 2, 0], "dur_ns": [1, 90, 2, 95, 1]}}
     assert bench.full_collections(sampled) == 2
     assert bench.full_collections(None) == 0 and bench.full_collections({"gc": {}}) == 0
+
+
+def test_calibrations_pool_every_rounds_runs_at_the_rows_load_or_keep_the_rounds_own(
+    bench, monkeypatch
+):
+    """Two rounds at loads 0.2 and 0.6: pooled, the 0.2 rows' live model is made from both rounds'
+    0.2 calibrations and their profiles from both rounds'; by round, each row keeps its own."""
+    monkeypatch.setattr(bench, "service_model_from_runs", lambda runs: runs)
+    rows = [
+        {"round": 1, "load": 0.2},
+        {"round": 1, "load": 0.6},
+        {"round": 2, "load": 0.6},
+        {"round": 2, "load": 0.2},
+    ]
+    profiles = [{"closed": "c1", "paced": "p1"}, {"closed": "c2", "paced": "p2"}]
+    live = ["L1-0.2", "L1-0.6", "L2-0.6", "L2-0.2"]
+    pooled = bench.calibrations(rows, profiles, live, pooled=True)
+    assert pooled[0] == {
+        "closed": ["c1", "c2"],
+        "paced": ["p1", "p2"],
+        "live": ["L1-0.2", "L2-0.2"],
+    }
+    assert pooled[2]["live"] == ["L1-0.6", "L2-0.6"]
+    own = bench.calibrations(rows, profiles, live, pooled=False)
+    assert own[3] == {"closed": ["c2"], "paced": ["p2"], "live": ["L2-0.2"]}

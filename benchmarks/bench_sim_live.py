@@ -12,10 +12,11 @@ each simulated on its own arrival schedule from three service models (``--replic
 seeds pooled, as ``scripts/validate_batching.py`` does): closed, paced, and live (``simulate --service
 LIVE``: the batch service times of another live ``load`` at the same rate, on another seed's schedule,
 run just before: the server's view of service at that rate, never the checked run's own).
-Each model is calibrated from every round's runs (``--calibration pooled``, the default: the closed
-and paced profiles of all rounds, the live calibration runs of all rounds at that load), as the
-live side is judged on all rounds' requests; ``round`` keeps each round's own (one minute of the
-machine then sets a load's prediction: per-round live p50 ratios of 0.66-1.52 in one quiet run).
+The live model brackets the checked run (``--calibration bracket``, the default): two live runs
+of half the duration, one just before it and one just after, so that the machine's drift over
+the minute is on both sides (``before``: one run of the whole duration before it). Pooling every
+round's calibrations instead mixed the rounds' rates (3 % apart) and slow minutes: at 0.6 the
+simulated p99 was 10.6x live (benchmarks/results/sim_live.md).
 Rows: simulated/live p50 and p99 per model, per round. ``--draws sequence`` (the default) draws
 each model's service times in the order its calibration measured them, from a seeded start
 (``simulate --draws sequence``); ``independent`` draws each on its own. A live calibration's
@@ -40,7 +41,7 @@ sides.
 
 Run: ``python benchmarks/bench_sim_live.py [--example tabular] [--loads 0.2 0.4 0.6]
 [--duration 6] [--min-duration 6] [--rounds 5] [--replications 20] [--timed-from due]
-[--draws sequence] [--calibration pooled] [--md PATH] [--json PATH]``.
+[--draws sequence] [--calibration bracket] [--md PATH] [--json PATH]``.
 """
 
 from __future__ import annotations
@@ -51,7 +52,6 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -76,7 +76,7 @@ QUANTILES = ("p50", "p99")
 
 
 def calibrate(example: str, config: PipelineConfig, min_duration_s: float) -> tuple:
-    """The closed-loop and the paced profile runs, and the capacity the paced run measured."""
+    """The closed-loop and the paced service models, and the capacity the paced run measured."""
     common = {"warmup": 10, "traced": 0, "sample_stacks": False}
     closed = profile(example, config, requests=600, **common)
     paced = profile(
@@ -86,7 +86,11 @@ def calibrate(example: str, config: PipelineConfig, min_duration_s: float) -> tu
         pace=Pace(utilization=DEFAULT_UTILIZATION, min_duration_s=min_duration_s),
         **common,
     )
-    return {"closed": closed, "paced": paced}, paced.meta.timing.pacing["capacity_rps"]
+    models = {
+        "closed": service_model_from_runs([closed]),
+        "paced": service_model_from_runs([paced]),
+    }
+    return models, paced.meta.timing.pacing["capacity_rps"]
 
 
 MODELS = ("closed", "paced", "live")
@@ -110,37 +114,29 @@ def passes(ratio: float, q: str) -> bool:
     return abs(ratio - 1) <= GOALS[q]
 
 
-def one_rate(example, config, capacity, load, args, seed) -> tuple[dict, dict, Any]:
-    """One round's run at ``load``: its row (no simulation yet), what :func:`judged` takes of it
-    (``requests``, ``schedule``) and the live calibration run taken just before it."""
+def one_rate(example, config, models, capacity, load, args, seed) -> tuple[dict, dict]:
+    """One round's row at ``load`` and its end-to-end samples (:func:`judged`). The live model
+    is calibrated from live runs at the same rate on other seeds' schedules: half the duration
+    just before the checked run and half just after (``--calibration bracket``), or the whole
+    duration before (``before``), never the checked run itself."""
     rate = round(load * capacity, 1)
-    calibration, _ = live_load(example, config, rate, args.duration, CALIBRATION_SEED + seed)
+    seeds = (CALIBRATION_SEED + seed, 2 * CALIBRATION_SEED + seed)
+    half = args.duration / 2 if args.calibration == "bracket" else args.duration
+    before, _ = live_load(example, config, rate, half, seeds[0])
     live, arrivals = live_load(example, config, rate, args.duration, seed)
+    after = [live_load(example, config, rate, half, seeds[1])[0]] if half < args.duration else []
+    calibration = [before, *after]
+    models = models | {"live": service_model_from_runs(calibration)}
     row = {
         "load": load,
         "rate_rps": arrivals.rate_rps,
         "lag_p99_ms": live.meta.load.generator_lag_p99_ms,
         "full_gc": full_collections(live.meta.sampled),
-        "calibration_full_gc": full_collections(calibration.meta.sampled),
+        "calibration_full_gc": sum(full_collections(c.meta.sampled) for c in calibration),
     } | overheads_ms(live.requests)
     requests, schedule = timed_from(live.requests, arrivals.times_ns(), args.timed_from)
-    row |= own_order_p99_ms(live, schedule)
-    return row, {"requests": requests, "schedule": schedule}, calibration
-
-
-def calibrations(rows: list[dict], profiles: list[dict], live: list, pooled: bool) -> list[dict]:
-    """Per row, the service models its run is simulated with: ``closed`` and ``paced`` from the
-    profiles, ``live`` from the live calibration runs at its load; of its own round (``pooled``
-    False) or of every round (True: each model from all rounds' runs, as the live side is judged
-    on all rounds' requests, so one minute's machine does not set a load's prediction)."""
-    out = []
-    for i, row in enumerate(rows):
-        mine = [j for j, r in enumerate(rows) if r["load"] == row["load"]] if pooled else [i]
-        rounds = {rows[j]["round"] for j in mine}
-        runs = {m: [p[m] for k, p in enumerate(profiles, 1) if k in rounds] for m in MODELS[:2]}
-        runs["live"] = [live[j] for j in mine]
-        out.append({m: service_model_from_runs(r) for m, r in runs.items()})
-    return out
+    figures, samples = judged(requests, schedule, models, args.replications, args.draws)
+    return row | figures | own_order_p99_ms(live, schedule), samples
 
 
 def own_order_p99_ms(live, schedule_ns) -> dict:
@@ -361,35 +357,25 @@ def main(argv=None) -> int:
     )
     parser.add_argument(
         "--calibration",
-        choices=("pooled", "round"),
-        default="pooled",
-        help="each model from every round's calibration runs at the load (the default), or from "
-        "its own round's only",
+        choices=("bracket", "before"),
+        default="bracket",
+        help="the live model from two live runs of half the duration, just before and just after "
+        "the checked one (the default), or from one run of the whole duration before it",
     )
     parser.add_argument("--md", type=Path)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     config = PipelineConfig(batch_size=1, threads=1)
-    started, rows, checked, profiles, live = time.perf_counter(), [], [], [], []
+    started, rows, samples = time.perf_counter(), [], []
     for k in range(args.rounds):
-        runs, capacity = calibrate(args.example, config, args.min_duration)
-        profiles.append(runs)
+        models, capacity = calibrate(args.example, config, args.min_duration)
         loads = args.loads if k % 2 == 0 else args.loads[::-1]  # interleaved: the order alternates
         for load in loads:
-            row, run, calibration = one_rate(
-                args.example, config, capacity, load, args, args.seed + k
+            row, sample = one_rate(
+                args.example, config, models, capacity, load, args, args.seed + k
             )
             rows.append({"round": k + 1, "capacity_rps": capacity} | row)
-            checked.append(run)
-            live.append(calibration)
-    models = calibrations(rows, profiles, live, args.calibration == "pooled")
-    samples = []
-    for row, run, mine in zip(rows, checked, models):
-        figures, sample = judged(
-            run["requests"], run["schedule"], mine, args.replications, args.draws
-        )
-        row |= figures
-        samples.append(sample)
+            samples.append(sample)
     pooled_rows = pooled(rows, samples)
     text = markdown(rows, pooled_rows, args, time.perf_counter() - started)
     print(text)

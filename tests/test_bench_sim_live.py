@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -197,26 +198,46 @@ def test_full_collections_count_the_generation_2_pauses_of_a_live_runs_gc_record
     assert bench.full_collections(None) == 0 and bench.full_collections({"gc": {}}) == 0
 
 
-def test_calibrations_pool_every_rounds_runs_at_the_rows_load_or_keep_the_rounds_own(
+def test_the_live_model_brackets_the_checked_run_with_two_half_runs_on_other_seeds(
     bench, monkeypatch
 ):
-    """Two rounds at loads 0.2 and 0.6: pooled, the 0.2 rows' live model is made from both rounds'
-    0.2 calibrations and their profiles from both rounds'; by round, each row keeps its own."""
-    monkeypatch.setattr(bench, "service_model_from_runs", lambda runs: runs)
-    rows = [
-        {"round": 1, "load": 0.2},
-        {"round": 1, "load": 0.6},
-        {"round": 2, "load": 0.6},
-        {"round": 2, "load": 0.2},
-    ]
-    profiles = [{"closed": "c1", "paced": "p1"}, {"closed": "c2", "paced": "p2"}]
-    live = ["L1-0.2", "L1-0.6", "L2-0.6", "L2-0.2"]
-    pooled = bench.calibrations(rows, profiles, live, pooled=True)
-    assert pooled[0] == {
-        "closed": ["c1", "c2"],
-        "paced": ["p1", "p2"],
-        "live": ["L1-0.2", "L2-0.2"],
-    }
-    assert pooled[2]["live"] == ["L1-0.6", "L2-0.6"]
-    own = bench.calibrations(rows, profiles, live, pooled=False)
-    assert own[3] == {"closed": ["c2"], "paced": ["p2"], "live": ["L2-0.2"]}
+    """``--calibration bracket``: half the duration before the checked run, the checked run, half
+    after, each on its own seed; the live model from the two halves only. ``before``: one run of
+    the whole duration before it."""
+    calls, made = [], []
+
+    class Run:
+        def __init__(self, seed):
+            self.seed = seed
+            self.meta = SimpleNamespace(
+                load=SimpleNamespace(generator_lag_p99_ms=0.1), sampled=None
+            )
+            self.requests = None
+
+    def live_load(example, config, rate, duration, seed):
+        calls.append((rate, duration, seed))
+        return Run(seed), SimpleNamespace(rate_rps=rate, times_ns=lambda: None)
+
+    monkeypatch.setattr(bench, "live_load", live_load)
+    monkeypatch.setattr(bench, "service_model_from_runs", lambda runs: made.append(runs) or "m")
+    monkeypatch.setattr(bench, "overheads_ms", lambda requests: {})
+    monkeypatch.setattr(bench, "timed_from", lambda requests, schedule, start: (None, None))
+    monkeypatch.setattr(bench, "judged", lambda *a: ({}, {}))
+    monkeypatch.setattr(bench, "own_order_p99_ms", lambda live, schedule: {})
+    args = SimpleNamespace(
+        duration=6.0, calibration="bracket", timed_from="due", replications=1, draws="sequence"
+    )
+    bench.one_rate("tabular", None, {}, 1000.0, 0.4, args, 3)
+    assert calls == [(400.0, 3.0, 1003), (400.0, 6.0, 3), (400.0, 3.0, 2003)]
+    assert [r.seed for r in made[0]] == [1003, 2003]
+    calls.clear(), made.clear()
+    bench.one_rate(
+        "tabular",
+        None,
+        {},
+        1000.0,
+        0.4,
+        SimpleNamespace(**{**vars(args), "calibration": "before"}),
+        3,
+    )
+    assert calls == [(400.0, 6.0, 1003), (400.0, 6.0, 3)] and [r.seed for r in made[0]] == [1003]

@@ -8,22 +8,25 @@ The goal on a quiet machine: simulated/live p50 within 15 %, p99 within 25 %.
 Per round: a closed-loop profile and a paced profile (the default: 0.3 of the capacity) of the
 example at batch size 1, one torch thread; then, in an order that alternates between rounds, a live
 ``load`` (max batch 1, no wait) at each load (a fraction of the paced run's closed-loop capacity),
-each simulated on its own arrival schedule from three service models (``--replications`` service-draw
-seeds pooled, as ``scripts/validate_batching.py`` does): closed, paced, and live (``simulate --service
-LIVE``: the batch service times of another live ``load`` at the same rate, on another seed's schedule,
-run just before: the server's view of service at that rate, never the checked run's own).
-The live model brackets the checked run (``--calibration bracket``, the default): two live runs
-of half the duration, one just before it and one just after, so that the machine's drift over
-the minute is on both sides (``before``: one run of the whole duration before it). Pooling every
-round's calibrations instead mixed the rounds' rates (3 % apart) and slow minutes: at 0.6 the
-simulated p99 was 10.6x live (benchmarks/results/sim_live.md).
-Rows: simulated/live p50 and p99 per model, per round. ``--draws sequence`` (the default) draws
-each model's service times in the order its calibration measured them, from a seeded start
-(``simulate --draws sequence``); ``independent`` draws each on its own. A live calibration's
-service is the executor's occupancy (``service_model_from_runs``: hand-over and turnaround
-included). Beside each round: the full collections inside the live run and its calibration, and
-the live run simulated from its own service times in their order and shuffled (what the order
-does to p99).
+each simulated on its own arrival schedule from four service models (``--replications`` service-draw
+seeds pooled, as ``scripts/validate_batching.py`` does):
+
+* closed and paced: the round's profiles (``simulate --service PROFILE``);
+* live: other live ``load`` s at the same rate on other seeds' schedules (``simulate --service
+  LIVE``), never the checked run: with ``--calibration bracket`` (the default) two of half the
+  duration, just before and just after the checked run, so that the machine's drift over the
+  minute is on both sides; with ``before`` one of the whole duration before it;
+* self: the checked load run itself (the issue's "or from the load run itself"), its service
+  times drawn in their order from a seeded start, so that its slow spells fall at other arrivals
+  than they did: a prediction of its queueing from its own service process, not a replay.
+
+A load run's service is the executor's occupancy (``service_model_from_runs``: the hand-over to an
+idle executor and the turnaround between queued batches included). ``--draws sequence`` (the
+default) draws each model's service times in the order its runs measured them, from a seeded
+start (``simulate --draws sequence``); ``independent`` draws each on its own. Rows: simulated/live
+p50 and p99 per model, per round, and the full collections inside the live run and inside its
+calibration runs. Pooling every round's calibrations instead (tried) mixed the rounds' rates (3 %
+apart) and slow minutes: at 0.6 the simulated p99 was 10.6x live (benchmarks/results/sim_live.md).
 
 The verdict is judged on the rounds pooled, per load: the live end-to-end latencies of all
 ``--rounds`` rounds concatenated, and per model the simulated ones of the same rounds (each round's
@@ -47,6 +50,7 @@ Run: ``python benchmarks/bench_sim_live.py [--example tabular] [--loads 0.2 0.4 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -93,8 +97,7 @@ def calibrate(example: str, config: PipelineConfig, min_duration_s: float) -> tu
     return models, paced.meta.timing.pacing["capacity_rps"]
 
 
-MODELS = ("closed", "paced", "live")
-OWN_DRAWS = 20
+MODELS = ("closed", "paced", "live", "self")
 CALIBRATION_SEED = 1000  # the live calibration's schedule: another seed than every checked run's
 
 
@@ -126,7 +129,10 @@ def one_rate(example, config, models, capacity, load, args, seed) -> tuple[dict,
     live, arrivals = live_load(example, config, rate, args.duration, seed)
     after = [live_load(example, config, rate, half, seeds[1])[0]] if half < args.duration else []
     calibration = [before, *after]
-    models = models | {"live": service_model_from_runs(calibration)}
+    models = models | {
+        "live": service_model_from_runs(calibration),
+        "self": service_model_from_runs([live]),  # the issue's "or from the load run itself"
+    }
     row = {
         "load": load,
         "rate_rps": arrivals.rate_rps,
@@ -136,22 +142,7 @@ def one_rate(example, config, models, capacity, load, args, seed) -> tuple[dict,
     } | overheads_ms(live.requests)
     requests, schedule = timed_from(live.requests, arrivals.times_ns(), args.timed_from)
     figures, samples = judged(requests, schedule, models, args.replications, args.draws)
-    return row | figures | own_order_p99_ms(live, schedule), samples
-
-
-def own_order_p99_ms(live, schedule_ns) -> dict:
-    """What the order of service times does to queueing: the live run simulated from its own
-    service times (one executor's occupancy, ``service_model_from_runs``) on its own schedule, 20
-    draws pooled, in the order they ran from a seeded start (``own_order_p99_ms``) and each on
-    its own (``own_shuffled_p99_ms``). Not a prediction (the run is its own calibration): the gap
-    is what independent draws lose of a run's slow spells."""
-    model = service_model_from_runs([live])
-    return {
-        f"own_{name}_p99_ms": load_summary(
-            simulate_requests(model, schedule_ns, POLICY, OWN_DRAWS, draws), 1
-        )["end_to_end"]["p99_ms"]
-        for name, draws in (("order", "sequence"), ("shuffled", "independent"))
-    }
+    return row | figures, samples
 
 
 def timed_from(requests: pd.DataFrame, schedule_ns: np.ndarray, start: str) -> tuple:
@@ -170,6 +161,13 @@ def full_collections(sampled: dict | None) -> int:
     of the whole heap (about 90 ms in this process), the tail of a sub-ms pipeline when it falls
     inside the run; the set-up's is collected before the first arrival, out of the record."""
     return sum(g == 2 for g in (sampled or {}).get("gc", {}).get("generation", []))
+
+
+def full_collection_ms() -> float:
+    """One full collection of this process's heap, timed (ms)."""
+    started = time.perf_counter()
+    gc.collect()
+    return (time.perf_counter() - started) * 1e3
 
 
 def overheads_ms(requests) -> dict:
@@ -304,13 +302,14 @@ def markdown(rows: list[dict], pooled_rows: list[dict], args, wall_s: float) -> 
         f"{os.cpu_count()} cores at the end (a busy machine when above 1 per core). Batch size 1, "
         "no wait, one torch thread. Ratio = simulated / live end to end (timed from each request's "
         f"{args.timed_from}); goal |ratio - 1| <= 0.15 "
-        "on p50 and 0.25 on p99.",
+        "on p50 and 0.25 on p99. One full garbage collection in this process at the end: "
+        f"{full_collection_ms():.0f} ms (what one inside a live run costs it).",
         "",
         "Per round:",
         "",
         *ratio_header(
             "round | load | rate/s | live p50 ms | live p99 ms | lag p99 ms | lag p50 ms "
-            "| handoff p50 ms | full GCs (live, calibration) | own p99 ms (order, shuffled)"
+            "| handoff p50 ms | full GCs (live, calibration)"
         ),
     ]
     for r in rows:
@@ -318,8 +317,7 @@ def markdown(rows: list[dict], pooled_rows: list[dict], args, wall_s: float) -> 
         lines.append(
             f"| {r['round']} | {r['load']:g} | {r['rate_rps']:.0f} | {r['live_p50_ms']:.3g} | "
             f"{r['live_p99_ms']:.3g} | {r['lag_p99_ms']:.3g} | {r['lag_p50_ms']:.3g} | "
-            f"{r['handoff_p50_ms']:.3g} | {r['full_gc']}, {r['calibration_full_gc']} | "
-            f"{r['own_order_p99_ms']:.3g}, {r['own_shuffled_p99_ms']:.3g} | {ratios} |"
+            f"{r['handoff_p50_ms']:.3g} | {r['full_gc']}, {r['calibration_full_gc']} | {ratios} |"
         )
     lines += [
         "",

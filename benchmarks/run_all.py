@@ -104,7 +104,12 @@ BENCHMARKS: list[tuple[str, list[str], bool]] = [
     (
         "bench_sim_live",
         ["--loads", "0.3", "--duration", "1", "--min-duration", "1", "--replications", "2"]
-        + ["--md", str(RESULTS / "bench_sim_live.md")],
+        + ["--rounds", "1", "--md", str(RESULTS / "bench_sim_live.md")],
+        True,
+    ),
+    (
+        "bench_timer_slack",
+        ["--sleeps", "200", "--blocks", "2", "--md", str(RESULTS / "bench_timer_slack.md")],
         True,
     ),
     (

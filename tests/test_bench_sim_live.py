@@ -43,16 +43,17 @@ def run_at(bench, load: float, live: list[float], scale: dict[str, float], ratio
 @pytest.fixture
 def two_loads(bench):
     """Two rounds at loads 0.2 and 0.4, the order alternating as the bench runs them. Closed
-    simulates twice the live latencies, paced the same, live 1.1x at 0.2 and 1.3x at 0.4."""
+    simulates twice the live latencies, paced the same, live 1.1x at 0.2 and 1.3x at 0.4, self
+    half."""
     runs = [
-        run_at(bench, 0.2, [1, 2, 3, 4], {"closed": 2, "paced": 1, "live": 1.1},
-               {"closed": 1.5, "paced": 0.9, "live": 1.0}),
-        run_at(bench, 0.4, [1, 2, 3, 4], {"closed": 2, "paced": 1, "live": 1.3},
-               {"closed": 2.0, "paced": 1.0, "live": 1.3}),
-        run_at(bench, 0.4, [5, 6, 7, 8], {"closed": 2, "paced": 1, "live": 1.3},
-               {"closed": 2.0, "paced": 1.2, "live": 1.3}),
-        run_at(bench, 0.2, [5, 6, 7, 8], {"closed": 2, "paced": 1, "live": 1.1},
-               {"closed": 2.5, "paced": 1.1, "live": 1.2}),
+        run_at(bench, 0.2, [1, 2, 3, 4], {"closed": 2, "paced": 1, "live": 1.1, "self": 0.5},
+               {"closed": 1.5, "paced": 0.9, "live": 1.0, "self": 0.5}),
+        run_at(bench, 0.4, [1, 2, 3, 4], {"closed": 2, "paced": 1, "live": 1.3, "self": 0.5},
+               {"closed": 2.0, "paced": 1.0, "live": 1.3, "self": 0.5}),
+        run_at(bench, 0.4, [5, 6, 7, 8], {"closed": 2, "paced": 1, "live": 1.3, "self": 0.5},
+               {"closed": 2.0, "paced": 1.2, "live": 1.3, "self": 0.5}),
+        run_at(bench, 0.2, [5, 6, 7, 8], {"closed": 2, "paced": 1, "live": 1.1, "self": 0.5},
+               {"closed": 2.5, "paced": 1.1, "live": 1.2, "self": 0.5}),
     ]  # fmt: skip
     return [r for r, _ in runs], [s for _, s in runs]
 
@@ -94,6 +95,8 @@ def test_verdict_counts_pooled_loads_and_names_the_model_that_holds(bench, two_l
         "(per round: p50 3/4, p99 4/4)",
         "live: pooled, p50 within 15 % at 1/2 loads, p99 within 25 % at 1/2 "
         "(per round: p50 1/4, p99 2/4)",
+        "self: pooled, p50 within 15 % at 0/2 loads, p99 within 25 % at 0/2 "
+        "(per round: p50 0/4, p99 0/4)",
         "Holds at all 2 loads (pooled p50 and p99): paced",
     ]
     missed = [r | {"paced_p99_pass": False} for r in out]
@@ -105,12 +108,14 @@ def test_pooled_table_shows_each_ratio_with_its_spread(bench, two_loads):
     table = bench.pooled_table(bench.pooled(*two_loads))
     assert table[0] == (
         "| load | rounds | live requests | live p50 ms | live p99 ms | closed p50 ratio | "
-        "paced p50 ratio | live p50 ratio | closed p99 ratio | paced p99 ratio | live p99 ratio |"
+        "paced p50 ratio | live p50 ratio | self p50 ratio | closed p99 ratio | paced p99 ratio | "
+        "live p99 ratio | self p99 ratio |"
     )
-    assert table[1] == "|" + "---|" * 11
+    assert table[1] == "|" + "---|" * 13
     assert table[2] == (
         "| 0.2 | 2 | 8 | 4.5 | 7.93 | 2.00 (1.50..2.50) | 1.00 (0.90..1.10) | 1.10 (1.00..1.20) "
-        "| 2.00 (1.50..2.50) | 1.00 (0.90..1.10) | 1.10 (1.00..1.20) |"
+        "| 0.50 (0.50..0.50) | 2.00 (1.50..2.50) | 1.00 (0.90..1.10) | 1.10 (1.00..1.20) "
+        "| 0.50 (0.50..0.50) |"
     )
 
 
@@ -223,13 +228,12 @@ def test_the_live_model_brackets_the_checked_run_with_two_half_runs_on_other_see
     monkeypatch.setattr(bench, "overheads_ms", lambda requests: {})
     monkeypatch.setattr(bench, "timed_from", lambda requests, schedule, start: (None, None))
     monkeypatch.setattr(bench, "judged", lambda *a: ({}, {}))
-    monkeypatch.setattr(bench, "own_order_p99_ms", lambda live, schedule: {})
     args = SimpleNamespace(
         duration=6.0, calibration="bracket", timed_from="due", replications=1, draws="sequence"
     )
     bench.one_rate("tabular", None, {}, 1000.0, 0.4, args, 3)
     assert calls == [(400.0, 3.0, 1003), (400.0, 6.0, 3), (400.0, 3.0, 2003)]
-    assert [r.seed for r in made[0]] == [1003, 2003]
+    assert [r.seed for r in made[0]] == [1003, 2003] and [r.seed for r in made[1]] == [3]
     calls.clear(), made.clear()
     bench.one_rate(
         "tabular",

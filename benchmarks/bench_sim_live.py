@@ -133,13 +133,17 @@ def one_rate(example, config, models, capacity, load, args, seed) -> tuple[dict,
         "live": service_model_from_runs(calibration),
         "self": service_model_from_runs([live]),  # the issue's "or from the load run itself"
     }
-    row = {
-        "load": load,
-        "rate_rps": arrivals.rate_rps,
-        "lag_p99_ms": live.meta.load.generator_lag_p99_ms,
-        "full_gc": full_collections(live.meta.sampled),
-        "calibration_full_gc": sum(full_collections(c.meta.sampled) for c in calibration),
-    } | overheads_ms(live.requests)
+    row = (
+        {
+            "load": load,
+            "rate_rps": arrivals.rate_rps,
+            "lag_p99_ms": live.meta.load.generator_lag_p99_ms,
+            "full_gc": full_collections(live.meta.sampled),
+            "calibration_full_gc": sum(full_collections(c.meta.sampled) for c in calibration),
+        }
+        | overheads_ms(live.requests)
+        | state_p50_ms(models["self"])
+    )
     requests, schedule = timed_from(live.requests, arrivals.times_ns(), args.timed_from)
     figures, samples = judged(requests, schedule, models, args.replications, args.draws)
     return row | figures, samples
@@ -168,6 +172,16 @@ def full_collection_ms() -> float:
     started = time.perf_counter()
     gc.collect()
     return (time.perf_counter() - started) * 1e3
+
+
+def state_p50_ms(model) -> dict:
+    """The median batch-size-1 occupancy (ms) of the calls that found the executor idle and of
+    those made back to back (``idle_p50_ms``, ``busy_p50_ms``; None when the model has no states)."""
+    states = model.states or (None, None)
+    return {
+        f"{name}_p50_ms": None if m is None else float(np.median(m.samples[1])) / 1e6
+        for name, m in zip(("idle", "busy"), states)
+    }
 
 
 def overheads_ms(requests) -> dict:
@@ -288,6 +302,12 @@ def verdict(rows: list[dict], pooled_rows: list[dict]) -> list[str]:
     return lines
 
 
+def states_cell(row: dict) -> str:
+    if row["idle_p50_ms"] is None:
+        return "(pooled)"
+    return f"{row['idle_p50_ms']:.3g}, {row['busy_p50_ms']:.3g}"
+
+
 def markdown(rows: list[dict], pooled_rows: list[dict], args, wall_s: float) -> str:
     load = os.getloadavg()
     lines = [
@@ -309,7 +329,8 @@ def markdown(rows: list[dict], pooled_rows: list[dict], args, wall_s: float) -> 
         "",
         *ratio_header(
             "round | load | rate/s | live p50 ms | live p99 ms | lag p99 ms | lag p50 ms "
-            "| handoff p50 ms | full GCs (live, calibration)"
+            "| handoff p50 ms | occupancy p50 ms (after idle, back to back) "
+            "| full GCs (live, calibration)"
         ),
     ]
     for r in rows:
@@ -317,7 +338,8 @@ def markdown(rows: list[dict], pooled_rows: list[dict], args, wall_s: float) -> 
         lines.append(
             f"| {r['round']} | {r['load']:g} | {r['rate_rps']:.0f} | {r['live_p50_ms']:.3g} | "
             f"{r['live_p99_ms']:.3g} | {r['lag_p99_ms']:.3g} | {r['lag_p50_ms']:.3g} | "
-            f"{r['handoff_p50_ms']:.3g} | {r['full_gc']}, {r['calibration_full_gc']} | {ratios} |"
+            f"{r['handoff_p50_ms']:.3g} | {states_cell(r)} | {r['full_gc']}, "
+            f"{r['calibration_full_gc']} | {ratios} |"
         )
     lines += [
         "",

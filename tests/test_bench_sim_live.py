@@ -3,6 +3,7 @@ scripts/validate_batching.py's pooled simulation it draws its samples from."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -226,6 +227,7 @@ def test_the_live_model_brackets_the_checked_run_with_two_half_runs_on_other_see
     monkeypatch.setattr(bench, "live_load", live_load)
     monkeypatch.setattr(bench, "service_model_from_runs", lambda runs: made.append(runs) or "m")
     monkeypatch.setattr(bench, "overheads_ms", lambda requests: {})
+    monkeypatch.setattr(bench, "state_p50_ms", lambda model: {})
     monkeypatch.setattr(bench, "timed_from", lambda requests, schedule, start: (None, None))
     monkeypatch.setattr(bench, "judged", lambda *a: ({}, {}))
     args = SimpleNamespace(
@@ -245,3 +247,12 @@ def test_the_live_model_brackets_the_checked_run_with_two_half_runs_on_other_see
         3,
     )
     assert calls == [(400.0, 6.0, 1003), (400.0, 6.0, 3)] and [r.seed for r in made[0]] == [1003]
+
+
+def test_state_p50s_are_the_medians_of_the_idle_and_the_back_to_back_calls(bench):
+    idle = ServiceModel.from_samples({1: [2 * MS, 3 * MS, 4 * MS]})
+    back = ServiceModel.from_samples({1: [MS, 2 * MS]})
+    both = dataclasses.replace(idle, states=(idle, back))
+    assert bench.state_p50_ms(both) == {"idle_p50_ms": 3.0, "busy_p50_ms": 1.5}
+    assert bench.state_p50_ms(idle) == {"idle_p50_ms": None, "busy_p50_ms": None}
+    assert bench.states_cell({"idle_p50_ms": None}) == "(pooled)"

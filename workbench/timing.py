@@ -93,7 +93,7 @@ PR_SET_TIMERSLACK, PR_GET_TIMERSLACK = 29, 30
 def fine_timer_slack() -> Iterator[bool]:
     """The calling thread's timer slack at 1 ns for the block (Linux ``prctl``; yields whether it
     was set): a thread sending on a schedule sleeps until each due time, and with the default
-    50-us slack Linux wakes it 75 us late at the median (21 us at 1 ns;
+    50-us slack Linux wakes it 74 us late at the median (24 us at 1 ns;
     ``python benchmarks/bench_timer_slack.py``), a lag that is 10-15 % of a sub-ms request."""
     prctl = _prctl()
     old = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) if prctl is not None else -1

@@ -246,3 +246,40 @@ def test_a_one_executor_load_run_gives_the_executors_occupancy_in_the_order_batc
 def test_with_more_executors_a_load_run_gives_the_pipeline_calls_own_time():
     m = service_model_from_runs([occupancy_run(concurrency=2)], min_batches=1)
     assert m.samples[1].tolist() == [MS, MS, 2 * MS] and m.order.tolist() == [0.25, 0.25, 1.0]
+
+
+def spaced_run(idle: int, queued: int):
+    """One executor: ``idle`` batches of 2 ms that found it idle (10 ms apart), then ``queued`` of
+    1 ms, each arriving while the one before is served (no turnaround)."""
+    arrival = [10 * MS * k for k in range(idle)]
+    queue_wait = [0] * idle
+    t0 = 10 * MS * idle
+    arrival += [t0 + k * MS // 2 for k in range(queued)]
+    queue_wait += [k * MS // 2 for k in range(queued)]  # batch k starts at t0 + k ms
+    req = pd.DataFrame(
+        {
+            "request": range(idle + queued),
+            "warmup": False,
+            "start_ns": 0,
+            "dur_ns": 0,
+            "ok": True,
+            "batch": range(idle + queued),
+            "arrival_ns": arrival,
+            "batch_wait_ns": 0,
+            "queue_wait_ns": queue_wait,
+            "service_ns": [2 * MS] * idle + [MS] * queued,
+            "batch_size": 1,
+        }
+    )
+    meta = {"kind": "load", "pipeline": "toy", "config": {"batch_size": 1}}
+    return Run(meta=meta, requests=req, stages=pd.DataFrame())
+
+
+def test_a_one_executor_load_run_splits_its_calls_by_the_executors_state_when_each_has_20():
+    m = service_model_from_runs([spaced_run(20, 21)], min_batches=1)
+    after_idle, back_to_back = m.states
+    # the first queued batch found the executor idle (at t0 the last 2-ms call had ended)
+    assert after_idle.samples[1].tolist() == [MS] + [2 * MS] * 20
+    assert back_to_back.samples[1].tolist() == [MS] * 20 and len(m.samples[1]) == 41
+    assert m.describe()["states"]["back_to_back"]["1"]["count"] == 20
+    assert service_model_from_runs([spaced_run(18, 30)], min_batches=1).states is None  # 19 idle

@@ -171,3 +171,17 @@ def test_sequence_draws_replay_the_runs_order_from_a_seeded_start_and_need_one()
     assert starts == {1, 2, 3}
     independent = simulate(ordered, arrivals, BatchPolicy(1, 0.0), seed=0).batches["service_ns"]
     assert len(set(independent.round(-3))) > 3  # interpolated between the three: not replayed
+
+
+def test_a_model_with_states_draws_a_batch_that_waited_from_the_back_to_back_calls():
+    """After an idle gap calls take 3 ms, back to back 1 ms: requests at 0, 1 and 10 ms are served
+    3 (idle), 1 (it waited behind the first) and 3 ms (idle again)."""
+    idle = ServiceModel.from_samples({1: [3_000_000] * 2})
+    back = ServiceModel.from_samples({1: [1_000_000] * 2})
+    both = dataclasses.replace(
+        ServiceModel.from_samples({1: [1_000_000, 3_000_000]}), states=(idle, back)
+    )
+    sim = simulate(both, np.array([0, 1, 10], dtype=np.int64) * 1_000_000, BatchPolicy(1, 0.0))
+    assert sim.batches["service_ns"].tolist() == [3_000_000, 1_000_000, 3_000_000]
+    assert sim.requests["dur_ns"].tolist() == [3_000_000, 3_000_000, 3_000_000]
+    assert set(sim.meta["service_model"]["states"]) == {"after_idle", "back_to_back"}

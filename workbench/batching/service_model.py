@@ -33,6 +33,10 @@ class ServiceModel:
     sources: tuple[str, ...] = ()
     mixed: tuple[tuple[str, object, object], ...] = ()  # fields that differ, pooled (allow_mixed)
     order: np.ndarray | None = None
+    # (after idle, back to back): from one-executor load runs, the calls that found the executor
+    # idle and those that waited behind another, each a model of its own (``samples`` and ``order``
+    # above pool both); the simulator draws from the one its executor's state calls for
+    states: tuple["ServiceModel", "ServiceModel"] | None = None
 
     def __post_init__(self) -> None:
         if not self.samples:
@@ -91,8 +95,13 @@ class ServiceModel:
         return concurrency * max_batch_size * NS_PER_S / self.mean_ns(max_batch_size)
 
     def describe(self) -> dict:
-        """Plain data: measured sizes, counts and means (ms)."""
-        return {
+        """Plain data: measured sizes, counts and means (ms); with states, each state's too."""
+        states = (
+            {}
+            if self.states is None
+            else {"states": {n: m.describe()["sizes"] for n, m in zip(STATES, self.states)}}
+        )
+        return states | {
             "pipeline": self.pipeline,
             "sources": list(self.sources),
             "mixed": [{"field": f, "a": a, "b": b} for f, a, b in self.mixed],
@@ -122,19 +131,40 @@ def service_model_from_runs(
             "pass runs of one pipeline"
         )
     mixed = tuple(check_poolable(loaded, labels, allow_mixed)) if loaded else ()
-    calls = [  # (size, service ns) per measured call, in the order it ran
+    calls = [  # (size, service ns, found the executor idle or None) per call, in the order it ran
         _load_calls(run, min_batches) if run.kind == "load" else _profile_calls(run, label)
         for run, label in zip(loaded, labels)
     ]
-    sizes = np.concatenate([c[0] for c in calls]) if calls else np.zeros(0, dtype=np.int64)
-    values = np.concatenate([c[1] for c in calls]) if calls else np.zeros(0, dtype=np.int64)
-    samples = {int(b): values[sizes == b] for b in np.unique(sizes)}
-    model = ServiceModel.from_samples(
-        samples,
+    meta = dict(
         pipeline=next(iter(names), None),
         sources=tuple(os.fspath(label) for label in labels),
         mixed=mixed,
     )
+    sizes = np.concatenate([c[0] for c in calls]) if calls else np.zeros(0, dtype=np.int64)
+    values = np.concatenate([c[1] for c in calls]) if calls else np.zeros(0, dtype=np.int64)
+    model = _ordered(sizes, values, meta)
+    if not calls or any(c[2] is None for c in calls):
+        return model
+    idle = np.concatenate([c[2] for c in calls])
+    parts = [(sizes[k], values[k]) for k in (idle, ~idle)]
+    enough = all(
+        np.count_nonzero(part_sizes == b) >= STATE_MIN_CALLS
+        for part_sizes, _ in parts
+        for b in model.sizes
+    )
+    if not enough:  # one state too rare to draw from: the pooled calls for both
+        return model
+    return dataclasses.replace(model, states=tuple(_ordered(*part, meta) for part in parts))
+
+
+STATES = ("after_idle", "back_to_back")
+STATE_MIN_CALLS = 20  # per size and state, or the states are pooled
+
+
+def _ordered(sizes: np.ndarray, values: np.ndarray, meta: dict) -> ServiceModel:
+    """A model of the calls ``(sizes, values)`` with their ``order``."""
+    samples = {int(b): values[sizes == b] for b in np.unique(sizes)}
+    model = ServiceModel.from_samples(samples, **meta)
     return dataclasses.replace(model, order=_quantiles(model, sizes, values))
 
 
@@ -150,8 +180,8 @@ def _quantiles(model: ServiceModel, sizes: np.ndarray, values: np.ndarray) -> np
     return out
 
 
-def _profile_calls(run, label: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(sizes, service ns)`` of a profile run's measured successful requests, in order."""
+def _profile_calls(run, label: str) -> tuple[np.ndarray, np.ndarray, None]:
+    """``(sizes, service ns, None)`` of a profile run's measured successful requests, in order."""
     if run.kind != "profile":
         raise ConfigError(
             f"--service {label}: a {run.kind!r} run; the service model needs `workbench profile` "
@@ -173,33 +203,38 @@ def _profile_calls(run, label: str) -> tuple[np.ndarray, np.ndarray]:
             f"--service {label}: requests.parquet column 'dur_ns' is 0 for every measured request; "
             "not a service time (a damaged or hand-edited run)"
         )
-    return np.full(len(durs), size, dtype=np.int64), durs
+    return np.full(len(durs), size, dtype=np.int64), durs, None
 
 
 OCCUPANCY_COLUMNS = ("arrival_ns", "batch_wait_ns", "queue_wait_ns")
 
 
-def _load_calls(run, min_batches: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(sizes, service ns)`` of a load run's successful batches, in the order they ran; sizes
-    seen in fewer than ``min_batches`` batches left out.
+def _load_calls(run, min_batches: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(sizes, service ns, found the executor idle)`` of a load run's successful batches, in
+    the order they ran; sizes seen in fewer than ``min_batches`` batches left out.
 
     With one executor the service is the executor's *occupancy*: from when it could take the
     batch (the batch closed, or the batch before ended, whichever is later) to the batch's end,
-    so the hand-over to an idle executor and the turnaround between queued batches (tens of us
-    that the stage clocks do not see) are the server's, as a simulated server has them. With more
-    executors (which one ran a batch is not recorded) it is the pipeline call's own time."""
+    so the hand-over to an idle executor (20-50 us a request in ``benchmarks/bench_sim_live.py``'s
+    rounds) and the turnaround between queued batches, which the stage clocks do not see, are the
+    server's, as a simulated server has them. With more
+    executors (which one ran a batch is not recorded) it is the pipeline call's own time, and no
+    batch says whether it found the executor idle (None). After an idle gap a call is slower than
+    back to back (13 % for the tabular and the text examples' occupancy at 0.6 of capacity), so
+    the simulator draws each batch from the calls of its executor's state."""
     req = run.requests[run.requests["batch"] >= 0]  # dispatched
     cols = {c: (c, "first") for c in (*OCCUPANCY_COLUMNS, "service_ns") if c in req}
     batches = req.groupby("batch").agg(size=("batch", "size"), ok=("ok", "all"), **cols)
     service = batches["service_ns"].to_numpy(dtype=np.int64)
     policy = getattr(getattr(run.meta, "load", None), "policy", None) or {}
+    idle = None
     if all(c in batches for c in OCCUPANCY_COLUMNS) and policy.get("concurrency", 1) == 1:
         closed = (batches["arrival_ns"] + batches["batch_wait_ns"]).to_numpy(dtype=np.int64)
         end = closed + batches["queue_wait_ns"].to_numpy(dtype=np.int64) + service
         before = np.concatenate([[np.iinfo(np.int64).min], end[:-1]])
-        service = end - np.maximum(closed, before)
+        service, idle = end - np.maximum(closed, before), closed >= before
     ok = batches["ok"].to_numpy(dtype=bool)
     sizes, service = batches["size"].to_numpy(dtype=np.int64)[ok], service[ok]
     counts = pd.Series(sizes).value_counts()
     kept = np.isin(sizes, counts[counts >= min_batches].index)
-    return sizes[kept], service[kept]
+    return sizes[kept], service[kept], None if idle is None else idle[ok][kept]

@@ -68,15 +68,25 @@ def _size_tables(model: ServiceModel, max_batch_size: int) -> list[tuple]:
 
 
 def batch_loop(
-    arrivals: list, u: list, tables: list, max_batch_size: int, max_wait_ns: int, concurrency: int
+    arrivals: list,
+    u: list,
+    tables: list,
+    max_batch_size: int,
+    max_wait_ns: int,
+    concurrency: int,
+    busy: tuple[list, list] | None = None,
 ) -> tuple[list, list, list, list, list]:
     """The event loop: per batch (first request, close, start, end, due), float ns. Quantiles are
-    inlined (lists padded: ``k + 1`` never overruns): this loop is the simulator's whole cost."""
+    inlined (lists padded: ``k + 1`` never overruns): this loop is the simulator's whole cost.
+    ``busy``: ``(u, tables)`` of the calls made back to back, drawn for a batch that closes while
+    every executor is busy (``u`` and ``tables`` then those made after an idle gap), each state's
+    quantiles taken in turn."""
     n, b, w = len(arrivals), max_batch_size, max_wait_ns
     firsts, closes, starts, ends, dues = [], [], [], [], []
     free = [float("-inf")] * concurrency  # a heap of executor free times
     slot_free = float("-inf")
-    i = m = 0
+    i = m = mb = 0
+    u_idle, tables_idle = u, tables
     while i < n:
         close = arrivals[i] + w
         if i + b - 1 < n and arrivals[i + b - 1] < close:
@@ -85,12 +95,18 @@ def batch_loop(
         if close < slot_free:
             close = slot_free
         j = i + 1 if b == 1 else bisect_right(arrivals, close, i, i + b if i + b < n else n)
+        if busy is not None and free[0] > close:  # every executor busy: a back-to-back call
+            q, tables = busy[0][mb], busy[1]
+            mb += 1
+        else:
+            q, tables = u_idle[m], tables_idle
+            m += 1
         lo, nlo, hi, nhi, wt = tables[j - i]
-        x = u[m] * nlo
+        x = q * nlo
         k = int(x)
         s = lo[k] + (x - k) * (lo[k + 1] - lo[k])
         if wt:
-            x = u[m] * nhi
+            x = q * nhi
             k = int(x)
             s += wt * (hi[k] + (x - k) * (hi[k + 1] - hi[k]) - s)
         start = free[0] if free[0] > close else close
@@ -104,7 +120,6 @@ def batch_loop(
         ends.append(start + s)
         slot_free = start
         i = j
-        m += 1
     return firsts, closes, starts, ends, dues
 
 
@@ -123,9 +138,9 @@ def simulate(
 
     ``draws``: ``"independent"`` (each batch's service quantile drawn on its own) or
     ``"sequence"`` (the quantiles of the model's runs in the order their calls ran, from a seeded
-    start, wrapping): a calibration's slow spells stay spells. Queueing feels them: on a live
-    tabular load at 0.7 of capacity its own service times in their order gave a p99 of 6.8 ms
-    where shuffled they gave 4.3 (benchmarks/results/sim_live.md)."""
+    start, wrapping): a calibration's slow spells stay spells, and queueing feels them
+    (``benchmarks/results/sim_live.md``: the tabular example's live p99 from its own service
+    times, in order and drawn independently)."""
     model.check(policy.max_batch_size)
     if draws not in DRAWS:
         raise ConfigError(f"draws must be one of {', '.join(DRAWS)}, got {draws!r}")
@@ -143,10 +158,21 @@ def simulate(
     measured = (len(times) - 1) * NS_PER_S / span if span > 0 else float("inf")
     # the process's own rate (replay has none), or the schedule's
     rate = process.get("rate_rps", measured)
-    u = _quantiles(model, draws, seed, max(len(times), 1))
-    tables = _size_tables(model, policy.max_batch_size)
+    n, size = max(len(times), 1), policy.max_batch_size
+    if model.states is None:
+        u, tables, busy = _quantiles(model, draws, seed, n), _size_tables(model, size), None
+    else:  # each state its own quantile stream (another seed's for the back-to-back calls)
+        idle, back = model.states
+        u, tables = _quantiles(idle, draws, seed, n), _size_tables(idle, size)
+        busy = (_quantiles(back, draws, [seed, 1], n), _size_tables(back, size))
     firsts, closes, starts, ends, dues = batch_loop(
-        times.tolist(), u, tables, policy.max_batch_size, policy.max_wait_ns, policy.concurrency
+        times.tolist(),
+        u,
+        tables,
+        size,
+        policy.max_wait_ns,
+        policy.concurrency,
+        busy,
     )
     batches, requests = _tables(times, firsts, closes, starts, ends, dues)
     capacity = model.capacity_rps(policy.max_batch_size, policy.concurrency)
@@ -160,9 +186,10 @@ def simulate(
     return Simulation(requests, batches, policy, capacity, rate, meta)
 
 
-def _quantiles(model: ServiceModel, draws: str, seed: int, n: int) -> list[float]:
-    """``n`` service quantiles for the batches, in order (:func:`simulate`'s ``draws``)."""
-    rng = np.random.default_rng([seed, SEED_OFFSET])
+def _quantiles(model: ServiceModel, draws: str, seed, n: int) -> list[float]:
+    """``n`` service quantiles for the batches, in order (:func:`simulate`'s ``draws``); ``seed``
+    an int or a list of ints (another stream)."""
+    rng = np.random.default_rng([*np.atleast_1d(seed).tolist(), SEED_OFFSET])
     if draws == "independent":
         return rng.random(n).tolist()
     order = model.order

@@ -220,8 +220,9 @@ def _load_calls(run, min_batches: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     server's, as a simulated server has them. With more
     executors (which one ran a batch is not recorded) it is the pipeline call's own time, and no
     batch says whether it found the executor idle (None). After an idle gap a call is slower than
-    back to back (13 % for the tabular and the text examples' occupancy at 0.6 of capacity), so
-    the simulator draws each batch from the calls of its executor's state."""
+    back to back (median occupancy 0.52-0.75 ms against 0.47-0.59 for the tabular example in
+    ``benchmarks/bench_sim_live.py``'s rounds), so the simulator draws each batch from the calls
+    of its executor's state."""
     req = run.requests[run.requests["batch"] >= 0]  # dispatched
     cols = {c: (c, "first") for c in (*OCCUPANCY_COLUMNS, "service_ns") if c in req}
     batches = req.groupby("batch").agg(size=("batch", "size"), ok=("ok", "all"), **cols)

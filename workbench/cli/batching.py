@@ -60,6 +60,11 @@ TIMEOUT_S = number("--timeout-s", 0, 86_400, "s", lo_open=True)
 
 
 def register(subparsers) -> None:
+    _register_load(subparsers)
+    _register_simulate(subparsers)
+
+
+def _register_load(subparsers) -> None:
     load = subparsers.add_parser(
         "load",
         help="run a pipeline behind a dynamic batcher under open-loop load",
@@ -92,6 +97,8 @@ def register(subparsers) -> None:
     add_sweep_arguments(load)
     load.set_defaults(func=run_load_command)
 
+
+def _register_simulate(subparsers) -> None:
     sim = subparsers.add_parser(
         "simulate",
         help="simulate the dynamic batcher from profiled service times",
@@ -103,7 +110,8 @@ def register(subparsers) -> None:
         required=True,
         type=Path,
         metavar="RUN_DIR",
-        help="profiler run folders of one pipeline at several --batch-size values",
+        help="profiler run folders of one pipeline at several --batch-size values, or load run "
+        "folders (each batch's occupancy, after an idle gap and back to back)",
     )
     add_batcher_arguments(sim)
     add_number(sim, REQUESTS, 100_000, "simulated requests (default 100000)")

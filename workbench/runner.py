@@ -371,7 +371,7 @@ def _timing_run(
                 if plan.progress is not None:
                     plan.progress(i + 1, total, "timing")
             if paced is not None:
-                with fine_timer_slack():  # woken at each due time, not 75 us after it
+                with fine_timer_slack():  # woken at each due time, not 74 us after it
                     return out, _paced_requests(plan, batch, call, out, paced)
         except KeyboardInterrupt:
             return out, STATUS_INTERRUPTED

@@ -229,7 +229,7 @@ def generate(
     lags = np.zeros(len(schedule_ns), dtype=np.int64)
     k = 0
     try:
-        with fine_timer_slack():  # woken at each due time, not 75 us after it (timing.py)
+        with fine_timer_slack():  # woken at each due time, not 74 us after it (timing.py)
             for k, offset in enumerate(schedule_ns.tolist()):
                 due = start_ns + offset
                 now = clock()

@@ -174,9 +174,10 @@ def pytest_collection_modifyitems(config, items):
 def _frozen_heap():
     """After each test module, what is left of it and of what it imported collected once and frozen
     (``gc.freeze()``): each ``profile`` and ``load`` run makes a full collection before its first
-    timed request (``timing.collect_set_up_garbage``), and in this process that traversed 680,000
-    objects, 385 ms a run, about two minutes of ``make test``; frozen, a collection traverses only
-    what the module at hand made."""
+    timed request (``timing.collect_set_up_garbage``), and in this process that traversed every
+    object the suite had imported (``CI=true bash .ci/run`` in a fresh clone: the tests took 16 min
+    10 s at 44ba0da, 14 min 45 s with this at b2a882c); frozen, a collection traverses only what
+    the module at hand made."""
     yield
     gc.collect()
     gc.freeze()

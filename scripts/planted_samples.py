@@ -5,10 +5,10 @@
 
 NAME is one of the planted pipelines of ``tests/cli/test_profile_waits.py`` (LOCKED, SPINNING,
 CYCLIC, QUADRATIC); REQUESTS and the options after it are ``profile``'s. Each run profiles the
-pipeline in its own process, as the test does, and prints its wall time, the waits' sample counts
-(slowest 1 % / 5 % / median), the slowest 5 %'s classes (mean ms per request) and the audit's
-findings: the figures that size a test's request count, so that whether the tail was sampled at
-all is not luck.
+pipeline in its own process, as the test does, and prints its wall time, the measured requests'
+span (and LOCKED's holder cycles), the waits' sample counts (slowest 1 % / 5 % / median), the
+slowest 5 %'s classes (mean ms per request) and the audit's findings: the figures that size a
+test's request count, so that whether the tail was sampled at all is not luck.
 """
 
 from __future__ import annotations
@@ -40,11 +40,13 @@ def one_run(source: str, requests: int, options: list[str]) -> str:
         with contextlib.redirect_stdout(said):
             main(["audit", str(out), "--json"])
         runs = json.loads(said.getvalue())["runs"]
+        span = planted._held(Path(tmp))  # the requests' span (and LOCKED's holder cycles)
     findings = [(f["kind"], f["stage"]) for f in runs[0]["findings"]]
     waits = shown["waits"]
     classes = {k: round(v, 2) for k, v in waits["classes"]["slowest_5pct"].items()}
     return (
-        f"{wall_s:.1f} s  samples {waits['samples']}  slowest 5 %: {classes}  findings {findings}"
+        f"{wall_s:.1f} s  {span}  samples {waits['samples']}  slowest 5 %: {classes}  "
+        f"findings {findings}"
     )
 
 

@@ -232,8 +232,8 @@ def test_a_lock_held_by_a_background_thread_is_named_with_its_line_and_the_holde
 def test_a_closed_loop_run_names_the_lock_too(tmp_path, capsys):
     """``--closed-loop`` (back to back only) and its audit name the lock, its line and the holder's
     thread: the wait classes read closed-loop requests as they read the paced ones. 1,500 requests
-    span 1.4-2.2 s, 20-30 of the holder's 70-ms cycles (3 runs of ``profile_planted``, ``_held``
-    printed). CI's run of 44eb217 at 400 saw no wait in record at all (0 samples, score 100 % of
+    span 2.6-3.1 s, about 40 of the holder's 70-ms cycles (``python scripts/planted_samples.py
+    LOCKED 1500 --closed-loop --runs 4``). CI's run of 44eb217 at 400 saw no wait in record at all (0 samples, score 100 % of
     the mean), where 40 runs here of ``python scripts/planted_samples.py LOCKED 400 --closed-loop
     --runs 40`` (most beside a pytest run of tests/cli) all named the lock; a failure now says the
     holder's cycles beside the requests' span."""

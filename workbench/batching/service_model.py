@@ -215,7 +215,7 @@ def _load_calls(run, min_batches: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
     With one executor the service is the executor's *occupancy*: from when it could take the
     batch (the batch closed, or the batch before ended, whichever is later) to the batch's end,
-    so the hand-over to an idle executor (20-50 us a request in ``benchmarks/bench_sim_live.py``'s
+    so the hand-over to an idle executor (20-75 us a request in ``benchmarks/bench_sim_live.py``'s
     rounds) and the turnaround between queued batches, which the stage clocks do not see, are the
     server's, as a simulated server has them. With more
     executors (which one ran a batch is not recorded) it is the pipeline call's own time, and no

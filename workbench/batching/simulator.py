@@ -88,7 +88,6 @@ def batch_loop(
     free = [float("-inf")] * concurrency  # a heap of executor free times
     slot_free = float("-inf")
     i = m = mb = 0
-    u_idle, tables_idle = u, tables
     while i < n:
         close = arrivals[i] + w
         if i + b - 1 < n and arrivals[i + b - 1] < close:
@@ -98,12 +97,12 @@ def batch_loop(
             close = slot_free
         j = i + 1 if b == 1 else bisect_right(arrivals, close, i, i + b if i + b < n else n)
         if busy is not None and free[0] > close:  # every executor busy: a back-to-back call
-            q, tables = busy[0][mb], busy[1]
+            q, table = busy[0][mb], busy[1][j - i]
             mb += 1
         else:
-            q, tables = u_idle[m], tables_idle
+            q, table = u[m], tables[j - i]
             m += 1
-        lo, nlo, hi, nhi, wt = tables[j - i]
+        lo, nlo, hi, nhi, wt = table
         x = q * nlo
         k = int(x)
         s = lo[k] + (x - k) * (lo[k + 1] - lo[k])
